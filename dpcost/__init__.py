@@ -1,0 +1,38 @@
+"""dpcost: the cost of data-parallel training and serving, from closed-form models.
+
+The Python API is the engine without the CLI:
+
+    from dpcost import estimate, load_model, load_topology, Options
+    report = estimate(load_model("llama-70b"), load_topology("dgx-h100"), Options(dp=512))
+
+Names are imported on first use, so `import dpcost` (and the CLI's start-up) stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["Options", "Report", "collective", "estimate", "load_model", "load_topology"]
+
+_LAZY = {
+    "estimate": "dpcost.engine.estimate",
+    "Options": "dpcost.engine.estimate",
+    "Report": "dpcost.engine.estimate",
+    "collective": "dpcost.engine.collectives",
+    "load_model": "dpcost.catalog",
+    "load_topology": "dpcost.catalog",
+}
+
+if TYPE_CHECKING:
+    from dpcost.catalog import load_model, load_topology
+    from dpcost.engine.collectives import collective
+    from dpcost.engine.estimate import Options, Report, estimate
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'dpcost' has no attribute {name!r}")

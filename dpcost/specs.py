@@ -1,0 +1,230 @@
+"""Validated specs of models and topologies (pydantic v2, frozen, unknown fields rejected).
+
+Unit strings are converted here, once: every quantity below is a float in SI units (bytes, seconds, bytes/s,
+FLOP/s) after validation. The engine takes these objects and never parses text.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from dpcost.units import parse_bandwidth, parse_bytes, parse_count, parse_flops, parse_seconds
+
+__all__ = [
+    "GPUSpec",
+    "InNetworkReduction",
+    "MLASpec",
+    "MoESpec",
+    "ModelArchitecture",
+    "ModelSpec",
+    "Published",
+    "TierLatency",
+    "TierSpec",
+    "TopologySpec",
+]
+
+Bytes = Annotated[float, BeforeValidator(parse_bytes), Field(gt=0)]
+Bandwidth = Annotated[float, BeforeValidator(parse_bandwidth), Field(gt=0)]
+Seconds = Annotated[float, BeforeValidator(parse_seconds), Field(ge=0)]
+Flops = Annotated[float, BeforeValidator(parse_flops), Field(gt=0)]
+Count = Annotated[float, BeforeValidator(parse_count), Field(gt=0)]
+Fraction = Annotated[float, Field(gt=0, le=1)]
+PositiveInt = Annotated[int, Field(gt=0, strict=True)]
+NonNegativeInt = Annotated[int, Field(ge=0, strict=True)]
+Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)]
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ----------------------------------------------------------------------------------------------- models
+
+
+class MoESpec(Spec):
+    """Mixture-of-experts MLP: `experts` routed experts of which `active` serve each token, plus `shared`."""
+
+    experts: PositiveInt
+    active: PositiveInt
+    shared: NonNegativeInt = 0
+    ffn: PositiveInt = Field(description="intermediate size of one expert")
+    first_dense_layers: NonNegativeInt = Field(0, description="leading layers with a dense MLP (DeepSeek)")
+    router_bias: bool = Field(False, description="a per-expert routing bias (DeepSeek-V3 e_score_correction)")
+
+    @model_validator(mode="after")
+    def _active_le_experts(self) -> MoESpec:
+        if self.active > self.experts:
+            raise ValueError(f"active ({self.active}) must not exceed experts ({self.experts})")
+        return self
+
+
+class MLASpec(Spec):
+    """DeepSeek's multi-head latent attention (DeepSeek-V2 paper, section 2.1)."""
+
+    q_lora_rank: PositiveInt | None = None
+    kv_lora_rank: PositiveInt
+    qk_nope_head_dim: PositiveInt
+    qk_rope_head_dim: PositiveInt
+    v_head_dim: PositiveInt
+
+
+class ModelArchitecture(Spec):
+    hidden: PositiveInt
+    layers: PositiveInt
+    heads: PositiveInt
+    kv_heads: PositiveInt | None = None
+    head_dim: PositiveInt | None = None
+    ffn: PositiveInt | None = Field(None, description="dense MLP intermediate size")
+    mlp: Literal["swiglu", "gelu"] = "swiglu"
+    vocab: PositiveInt
+    tied_embeddings: bool = False
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    qkv_bias: bool = False
+    linear_bias: bool = Field(False, description="biases on every linear layer and norm (GPT-2/3 style)")
+    learned_positions: NonNegativeInt = Field(0, description="rows of a learned position table; 0 = rotary")
+    dropout: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    moe: MoESpec | None = None
+    mla: MLASpec | None = None
+    mtp_layers: NonNegativeInt = Field(0, description="multi-token-prediction modules (DeepSeek-V3)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelArchitecture:
+        if self.kv_heads is not None and self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.head_dim is None and self.mla is None and self.hidden % self.heads:
+            raise ValueError(f"hidden ({self.hidden}) is not a multiple of heads ({self.heads}); give head_dim")
+        dense_layers = self.layers if self.moe is None else self.moe.first_dense_layers
+        if dense_layers and self.ffn is None:
+            raise ValueError("ffn is required for dense MLP layers")
+        if self.moe is not None and self.moe.first_dense_layers > self.layers:
+            raise ValueError("moe.first_dense_layers exceeds layers")
+        return self
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.kv_heads or self.heads
+
+    @property
+    def d_head(self) -> int:
+        return self.head_dim or self.hidden // self.heads
+
+
+class Published(Spec):
+    """The count the model's own card or paper states, with where it says so."""
+
+    total: Count
+    active: Count | None = None
+    source: str
+    note: str = ""
+
+
+class ModelSpec(Spec):
+    name: Slug
+    title: str
+    source: str = ""
+    params: Count | None = Field(None, description="total parameters, for models the counter cannot describe")
+    largest_layer_params: Count | None = None
+    published: Published | None = None
+    architecture: ModelArchitecture | None = None
+
+    @model_validator(mode="after")
+    def _something_to_count(self) -> ModelSpec:
+        if self.params is None and self.architecture is None:
+            raise ValueError("give an architecture or params")
+        return self
+
+
+# ----------------------------------------------------------------------------------------------- topologies
+
+
+class GPUSpec(Spec):
+    name: str
+    arch: Literal["ampere", "hopper", "blackwell"]
+    hbm: Bytes
+    hbm_bandwidth: Bandwidth
+    bf16_dense: Flops
+
+
+def _latency_mapping(value: Any) -> Any:
+    """A single time applies to all three NCCL protocols."""
+    if isinstance(value, str | int | float):
+        return {"ll": value, "ll128": value, "simple": value}
+    return value
+
+
+class TierLatency(Spec):
+    """One-way latency of one algorithm step across this tier, per NCCL protocol."""
+
+    ll: Seconds
+    ll128: Seconds
+    simple: Seconds
+
+
+class InNetworkReduction(Spec):
+    """Reduction done by the switches: NVLink SHARP (NVLS) in an NVSwitch domain, or SHARP on a fabric."""
+
+    kind: Literal["nvls", "sharp"]
+    efficiency: Fraction = Field(description="of line rate, with each GPU moving (1 + 1/N) x S (NVLS) or S/g (SHARP)")
+    latency: Seconds = Field(description="per call: the switch's reduce-and-multicast round trip")
+    note: str = ""
+
+
+class TierSpec(Spec):
+    """One level of the fabric. `size` is the number of GPUs in one domain of this tier (e.g. 8 for a node's
+    NVLink, 256 for a scalable unit under one set of leaf switches); the last tier may leave it open.
+    `bandwidth` is per GPU and one direction."""
+
+    name: str
+    size: PositiveInt | None = None
+    bandwidth: Bandwidth
+    efficiency: Fraction = 1.0
+    oversubscription: Annotated[float, Field(ge=1)] = 1.0
+    latency: Annotated[TierLatency, BeforeValidator(_latency_mapping)]
+    in_network_reduction: InNetworkReduction | None = None
+    note: str = ""
+
+    @property
+    def effective_bandwidth(self) -> float:
+        """Per-GPU bandwidth after efficiency and oversubscription: what a ring can count on (bytes/s)."""
+        return self.bandwidth * self.efficiency / self.oversubscription
+
+
+class TopologySpec(Spec):
+    name: Slug
+    title: str
+    sources: list[str] = Field(default_factory=list)
+    gpu: GPUSpec
+    call_overhead: Seconds = Field(description="per-call floor: kernel launch and completion")
+    tiers: Annotated[list[TierSpec], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _nested_tiers(self) -> TopologySpec:
+        previous = 1
+        for i, tier in enumerate(self.tiers):
+            last = i == len(self.tiers) - 1
+            if tier.size is None:
+                if not last:
+                    raise ValueError(f"tiers[{i}] ({tier.name}): only the last tier may leave size open")
+                continue
+            if tier.size <= previous or tier.size % previous:
+                raise ValueError(
+                    f"tiers[{i}] ({tier.name}): size {tier.size} must be a larger multiple of {previous}"
+                )
+            previous = tier.size
+        for i, tier in enumerate(self.tiers):
+            reduction = tier.in_network_reduction
+            if reduction is not None and (reduction.kind == "nvls") != (i == 0):
+                raise ValueError(f"tiers[{i}]: nvls belongs to the first (NVLink) tier, sharp to a network tier")
+        return self
+
+    @property
+    def max_gpus(self) -> int | None:
+        return self.tiers[-1].size
+
+    @property
+    def domain_size(self) -> int:
+        """GPUs in one scale-up (NVLink) domain: the first tier."""
+        size = self.tiers[0].size
+        return size if size is not None else 1 << 62

@@ -1,0 +1,174 @@
+"""Unit strings at the edge, SI floats inside.
+
+YAML specs and CLI flags take strings such as "450GB/s", "400Gbps", "2.5us", "80GB" or "25MiB"; the engine
+only ever sees bytes, seconds, bytes/s and FLOP/s as floats. Decimal prefixes are powers of 1000 (1 GB = 1e9
+bytes, as in the ZeRO paper and nccl-tests' GB/s); binary ones are spelled with an "i" (1 GiB = 2**30 bytes).
+
+The one exception is `parse_message_size`, which follows nccl-tests' own `-b 8 -e 16G` convention: a bare
+K/M/G suffix is binary there (16G = 16 GiB).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+__all__ = [
+    "UnitError",
+    "fmt_bandwidth",
+    "fmt_bytes",
+    "fmt_count",
+    "fmt_flops",
+    "fmt_seconds",
+    "parse_bandwidth",
+    "parse_bytes",
+    "parse_count",
+    "parse_flops",
+    "parse_message_size",
+    "parse_seconds",
+]
+
+
+class UnitError(ValueError):
+    """A unit string that does not parse; the message says what is allowed."""
+
+
+_NUMBER = r"(?P<num>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+
+
+def _split(text: object, what: str, example: str) -> tuple[float, str]:
+    if isinstance(text, bool):
+        raise UnitError(f"expected {what} such as {example!r}, got {text!r}")
+    if isinstance(text, int | float):
+        value, unit = float(text), ""
+    elif isinstance(text, str):
+        m = re.fullmatch(_NUMBER + r"\s*(?P<unit>[A-Za-zµ/]*)", text.strip())
+        if not m:
+            raise UnitError(f"expected {what} such as {example!r}, got {text!r}")
+        value, unit = float(m.group("num")), m.group("unit")
+    else:
+        raise UnitError(f"expected {what} such as {example!r}, got {text!r}")
+    if not math.isfinite(value):
+        raise UnitError(f"expected a finite {what}, got {text!r}")
+    return value, unit
+
+
+def _prefix(prefix: str, text: object, what: str, example: str) -> float:
+    if prefix in _BINARY:
+        return _BINARY[prefix]
+    if prefix in _DECIMAL:
+        return _DECIMAL[prefix]
+    raise UnitError(f"expected {what} such as {example!r}, got {text!r} (unknown prefix {prefix!r})")
+
+
+def parse_bytes(text: object) -> float:
+    """'80GB' -> 8e10, '25MiB' -> 26214400.0, '512B' -> 512.0; a bare number is bytes."""
+    value, unit = _split(text, "a size", "80GB")
+    if unit in ("", "B"):
+        return value
+    if not unit.endswith("B"):
+        raise UnitError(f"expected a size such as '80GB' or '25MiB', got {text!r}")
+    return value * _prefix(unit[:-1], text, "a size", "80GB")
+
+
+def parse_message_size(text: object) -> float:
+    """nccl-tests' convention: '8', '64K', '16M', '16G' are binary (16G = 2**34 bytes); 'MB'/'MiB' also work."""
+    value, unit = _split(text, "a message size", "64M")
+    if unit in ("K", "M", "G", "T"):
+        return value * _BINARY[unit + "i"]
+    return parse_bytes(text)
+
+
+def parse_bandwidth(text: object) -> float:
+    """Bytes per second: '450GB/s' -> 4.5e11; bits with a lower-case b: '400Gbps' or '400Gb/s' -> 5e10.
+    A bare number is bytes per second."""
+    value, unit = _split(text, "a bandwidth", "450GB/s")
+    if unit == "":
+        return value
+    m = re.fullmatch(r"(?P<prefix>[kKMGTP]i?)?(?P<base>B/s|Bps|b/s|bps)", unit)
+    if not m:
+        raise UnitError(f"expected a bandwidth such as '450GB/s' or '400Gbps', got {text!r}")
+    scale = _prefix(m.group("prefix") or "", text, "a bandwidth", "450GB/s")
+    return value * scale / (8.0 if m.group("base") in ("b/s", "bps") else 1.0)
+
+
+_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def parse_seconds(text: object) -> float:
+    """'3us' -> 3e-6, '1.5ms' -> 1.5e-3; a bare number is seconds."""
+    value, unit = _split(text, "a time", "3us")
+    if unit == "":
+        return value
+    if unit not in _TIME:
+        raise UnitError(f"expected a time such as '3us' or '1.5ms' (units: s, ms, us, ns), got {text!r}")
+    return value * _TIME[unit]
+
+
+def parse_flops(text: object) -> float:
+    """FLOP/s: '989TFLOPS', '989 TFLOP/s' -> 9.89e14."""
+    value, unit = _split(text, "a compute rate", "989TFLOPS")
+    m = re.fullmatch(r"(?P<prefix>[kKMGTP]?)(?:FLOPS|FLOP/s|flops|flop/s)", unit)
+    if unit == "":
+        return value
+    if not m:
+        raise UnitError(f"expected a compute rate such as '989TFLOPS', got {text!r}")
+    return value * _DECIMAL[m.group("prefix")]
+
+
+_COUNT = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def parse_count(text: object) -> float:
+    """A parameter count: '70e9', '70B', '65M', '1.5T' (B is billions here, not bytes)."""
+    value, unit = _split(text, "a count", "70B")
+    if unit not in _COUNT:
+        raise UnitError(f"expected a count such as '70B', '65M' or '7.5e9', got {text!r}")
+    return value * _COUNT[unit]
+
+
+def _scaled(value: float, units: list[tuple[float, str]], digits: int = 3) -> str:
+    for scale, name in units:
+        if abs(value) >= scale:
+            return f"{_sig(value / scale, digits)} {name}"
+    scale, name = units[-1]
+    return f"{_sig(value / scale, digits)} {name}"
+
+
+def _sig(x: float, digits: int) -> str:
+    """Round to `digits` significant figures without scientific notation (1234.5 -> '1235', 1.234 -> '1.23')."""
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:.{decimals}f}"
+
+
+def fmt_bytes(n: float, binary: bool = False) -> str:
+    """1.41e11 -> '141 GB' (decimal by default; binary=True gives GiB)."""
+    if binary:
+        units = [(2.0**50, "PiB"), (2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1, "B")]
+    else:
+        units = [(1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "B")]
+    return _scaled(n, units)
+
+
+def fmt_seconds(t: float) -> str:
+    """0.733 -> '733 ms', 4.2e-5 -> '42.0 us'."""
+    return _scaled(t, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")])
+
+
+def fmt_bandwidth(bps: float) -> str:
+    """3.84e11 -> '384 GB/s'."""
+    return _scaled(bps, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1, "B/s")])
+
+
+def fmt_flops(f: float) -> str:
+    """9.89e14 -> '989 TFLOP/s'."""
+    return _scaled(f, [(1e15, "PFLOP/s"), (1e12, "TFLOP/s"), (1e9, "GFLOP/s"), (1, "FLOP/s")])
+
+
+def fmt_count(n: float) -> str:
+    """7.0554e10 -> '70.55B' (four significant figures: parameter counts are compared to 0.5%)."""
+    return _scaled(n, [(1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K"), (1, "")], digits=4).replace(" ", "")
