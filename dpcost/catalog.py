@@ -1,0 +1,285 @@
+"""The only module that reads files: catalog specs, user YAML, Hugging Face config.json, nccl-tests output.
+
+A `--model`/`--topology` value that names an existing file is loaded from it; otherwise it is a catalog name.
+The catalog ships inside the wheel (`dpcost/_data/{models,topologies}`, see pyproject's force-include) and
+falls back to the checkout's top-level folders in an editable install.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from dpcost.errors import InputError
+from dpcost.nccl_tests import Measurements, parse_measurements
+from dpcost.specs import ModelSpec, TopologySpec
+
+__all__ = [
+    "catalog_dir",
+    "list_models",
+    "list_topologies",
+    "load_measurements",
+    "load_model",
+    "load_topology",
+    "model_from_hf_config",
+]
+
+MAX_FILE_BYTES = 1 << 20  # specs are a few kB; refuse anything that could only be a mistake or an attack
+Spec = TypeVar("Spec", bound=BaseModel)
+
+
+def catalog_dir(kind: str) -> Traversable:
+    """`models` or `topologies`: the packaged copy, else the checkout's top-level folder."""
+    packaged = resources.files("dpcost") / "_data" / kind
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / kind
+
+
+def _catalog_files(kind: str) -> dict[str, Traversable]:
+    folder = catalog_dir(kind)
+    if not folder.is_dir():
+        return {}
+    return {f.name[:-5]: f for f in folder.iterdir() if f.name.endswith(".yaml")}
+
+
+# ------------------------------------------------------------------------------------------------ YAML
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader without aliases (no billion-laughs expansion) and without silently repeated keys."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.YAMLError(f"line {mark.line + 1}: anchors and aliases are not allowed")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.YAMLError(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice")
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_text(source: Traversable | Path, where: str) -> str:
+    try:
+        with source.open("rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(where, f"cannot read the file ({exc.strerror or exc})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(where, f"file is larger than {MAX_FILE_BYTES // 1024} KiB; specs are small YAML files")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(where, "not a UTF-8 text file") from None
+
+
+def _parse_yaml(text: str, where: str) -> dict[str, Any]:
+    try:
+        doc = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
+    except RecursionError:
+        raise InputError(where, "YAML is nested too deeply") from None
+    except yaml.YAMLError as exc:
+        first = " ".join(str(exc).replace("in \"<unicode string>\", ", "").split())
+        raise InputError(where, f"malformed YAML: {first}") from None
+    if not isinstance(doc, dict):
+        raise InputError(where, f"expected a mapping of fields at the top, got {type(doc).__name__}")
+    return doc
+
+
+def _fields_at(cls: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The field names allowed at `loc` inside `cls` (for 'unknown field' messages)."""
+    current: Any = cls
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            continue
+        field = current.model_fields.get(part)
+        if field is None:
+            break
+        current = _model_in(field.annotation)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _validate(cls: type[Spec], doc: dict[str, Any], where: str) -> Spec:
+    try:
+        return cls.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        loc = tuple(err["loc"])
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(_fields_at(cls, loc[:-1]))
+            message = f"unknown field (allowed here: {allowed})"
+        elif err["type"] == "missing":
+            message = "required field is missing"
+        else:
+            message = err["msg"].removeprefix("Value error, ")
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise InputError(where, f"{field}: {message}{more}") from None
+
+
+# ------------------------------------------------------------------------------------------------ specs
+
+
+def load_model(value: str, where: str = "--model") -> ModelSpec:
+    """A catalog name, a YAML spec file or a Hugging Face config.json."""
+    path = Path(value)
+    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
+        if not path.is_file():
+            raise InputError(where, f"{value}: no such file")
+        text = _read_text(path, str(path))
+        if path.suffix == ".json":
+            return model_from_hf_config(_parse_json(text, str(path)), str(path))
+        return _validate(ModelSpec, _parse_yaml(text, str(path)), str(path))
+    return _load_named(ModelSpec, "models", value, where)
+
+
+def load_topology(value: str, where: str = "--topology") -> TopologySpec:
+    """A catalog name or a YAML spec file."""
+    path = Path(value)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.is_file():
+            raise InputError(where, f"{value}: no such file")
+        return _validate(TopologySpec, _parse_yaml(_read_text(path, str(path)), str(path)), str(path))
+    return _load_named(TopologySpec, "topologies", value, where)
+
+
+@cache
+def _load_named_cached(cls: type[BaseModel], kind: str, name: str) -> BaseModel:
+    files = _catalog_files(kind)
+    source = files[name]
+    label = f"{kind}/{name}.yaml"
+    return _validate(cls, _parse_yaml(_read_text(source, label), label), label)
+
+
+def _load_named(cls: type[Spec], kind: str, name: str, where: str) -> Spec:
+    files = _catalog_files(kind)
+    if name not in files:
+        known = ", ".join(sorted(files)) or "(catalog not found)"
+        noun = kind[:-1] if kind == "models" else "topology"
+        raise InputError(where, f"unknown {noun} {name!r}; choose one of: {known}; or give a path to a YAML file")
+    spec = _load_named_cached(cls, kind, name)
+    assert isinstance(spec, cls)
+    return spec
+
+
+def list_models() -> list[ModelSpec]:
+    return [_load_named(ModelSpec, "models", n, "models/") for n in sorted(_catalog_files("models"))]
+
+
+def list_topologies() -> list[TopologySpec]:
+    return [_load_named(TopologySpec, "topologies", n, "topologies/") for n in sorted(_catalog_files("topologies"))]
+
+
+# ------------------------------------------------------------------------------------------------ HF config.json
+
+
+def _parse_json(text: str, where: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(where, f"malformed JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InputError(where, "expected a JSON object (a Hugging Face config.json)")
+    return doc
+
+
+def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json") -> ModelSpec:
+    """Map a Hugging Face config.json (Llama, Qwen2, Mistral/Mixtral, DeepSeek-V2/V3, GPT-2 families)."""
+
+    def need(*keys: str) -> Any:
+        for key in keys:
+            if key in cfg:
+                return cfg[key]
+        raise InputError(where, f"{keys[0]}: required field is missing")
+
+    model_type = str(cfg.get("model_type", ""))
+    gpt2 = model_type == "gpt2"
+    hidden = need("hidden_size", "n_embd", "d_model")
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": need("num_hidden_layers", "n_layer"),
+        "heads": need("num_attention_heads", "n_head"),
+        "vocab": need("vocab_size"),
+        "tied_embeddings": bool(cfg.get("tie_word_embeddings", gpt2)),
+        "mlp": "gelu" if gpt2 or str(cfg.get("hidden_act", "silu")).startswith("gelu") else "swiglu",
+    }
+    if cfg.get("num_key_value_heads"):
+        arch["kv_heads"] = cfg["num_key_value_heads"]
+    if cfg.get("head_dim"):
+        arch["head_dim"] = cfg["head_dim"]
+    ffn = cfg.get("intermediate_size", cfg.get("n_inner"))
+    if gpt2:
+        arch.update(norm="layernorm", qkv_bias=True, linear_bias=True, learned_positions=need("n_positions"))
+        ffn = ffn or 4 * hidden
+    if model_type in ("qwen2", "qwen2_moe") or cfg.get("attention_bias"):
+        arch["qkv_bias"] = True
+    if ffn:
+        arch["ffn"] = ffn
+    experts = cfg.get("n_routed_experts", cfg.get("num_local_experts", cfg.get("num_experts")))
+    if experts:
+        arch["moe"] = {
+            "experts": experts,
+            "active": need("num_experts_per_tok"),
+            "shared": cfg.get("n_shared_experts") or 0,
+            "ffn": cfg.get("moe_intermediate_size") or need("intermediate_size"),
+            "first_dense_layers": cfg.get("first_k_dense_replace") or 0,
+            "router_bias": cfg.get("topk_method") == "noaux_tc",
+        }
+    if cfg.get("kv_lora_rank"):
+        arch["mla"] = {
+            "q_lora_rank": cfg.get("q_lora_rank"),
+            "kv_lora_rank": cfg["kv_lora_rank"],
+            "qk_nope_head_dim": need("qk_nope_head_dim"),
+            "qk_rope_head_dim": need("qk_rope_head_dim"),
+            "v_head_dim": need("v_head_dim"),
+        }
+        arch.pop("kv_heads", None)
+    if cfg.get("num_nextn_predict_layers"):
+        arch["mtp_layers"] = cfg["num_nextn_predict_layers"]
+    raw_name = str(cfg.get("_name_or_path") or Path(where).parent.name or "hf-model")
+    name = "".join(c if c.isalnum() or c in "._-" else "-" for c in raw_name.split("/")[-1].lower()) or "hf-model"
+    return _validate(
+        ModelSpec,
+        {"name": name.strip("-._") or "hf-model", "title": raw_name, "source": where, "architecture": arch},
+        where,
+    )
+
+
+# ------------------------------------------------------------------------------------------------ measurements
+
+
+def load_measurements(path: str, where: str = "--compare") -> Measurements:
+    """An nccl-tests output log, or a CSV like ../shared/reference/nccl-tests/*.csv."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(where, f"{path}: no such file")
+    text = _read_text(p, str(p))
+    try:
+        return parse_measurements(text, name=p.name)
+    except ValueError as exc:
+        raise InputError(str(p), str(exc)) from None

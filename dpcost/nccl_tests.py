@@ -1,0 +1,145 @@
+"""Parse real nccl-tests measurements: the tools' own text output, or a CSV of the same columns.
+
+Text output is what `all_reduce_perf -b 8 -e 16G -f 2 -g 8` prints (github.com/NVIDIA/nccl-tests): rank lines
+give the ranks and hosts, each data row gives size, count, type, redop, root, then time/algbw/busbw/#wrong for
+the out-of-place and the in-place run. The CSV form has the header
+`op,ranks,gpus_per_node,size_bytes,time_us[,algbw_GBps,busbw_GBps]`. A comment that records NCCL_ALGO=<algo>
+pins the algorithm the run was forced to use. Pure: text in, rows out (catalog.py reads the file).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+
+__all__ = ["NCCL_ALGO_NAMES", "Measurement", "Measurements", "parse_measurements"]
+
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
+NCCL_ALGO_NAMES = {
+    "ring": "ring",
+    "tree": "tree",
+    "nvls": "nvls",
+    "nvlstree": "nvls_tree",
+    "collnet": "collnet",
+    "collnetdirect": "collnet",
+    "collnetchain": "collnet",
+}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    op: str
+    size_bytes: int
+    time_us: float
+    column: str  # "out-of-place" or "in-place"
+
+
+@dataclass(frozen=True)
+class Measurements:
+    name: str
+    ranks: int | None
+    gpus_per_node: int | None
+    algorithm: str | None  # dpcost's name of the algorithm the run forced, if it says
+    device: str | None
+    rows: tuple[Measurement, ...]
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.op for r in self.rows))
+
+
+def _forced_algorithm(text: str) -> str | None:
+    m = re.search(r"NCCL_ALGO=([A-Za-z]+)", text)
+    return NCCL_ALGO_NAMES.get(m.group(1).lower()) if m else None
+
+
+def parse_measurements(text: str, name: str = "") -> Measurements:
+    """Either format; raises ValueError with a one-line reason when neither fits."""
+    body = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if body and body[0].replace(" ", "").startswith("op,"):
+        return _parse_csv(text, name)
+    return _parse_log(text, name)
+
+
+def _parse_csv(text: str, name: str) -> Measurements:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    reader = csv.DictReader(io.StringIO("\n".join(lines)))
+    fields = set(reader.fieldnames or ())
+    missing = {"op", "ranks", "size_bytes", "time_us"} - fields
+    if missing:
+        raise ValueError(f"CSV header lacks {', '.join(sorted(missing))}")
+    rows: list[Measurement] = []
+    ranks: set[int] = set()
+    per_node: set[int] = set()
+    for i, row in enumerate(reader, start=2):
+        try:
+            op = row["op"].strip()
+            if op not in OPS:
+                raise ValueError(f"op {op!r} is not one of {', '.join(OPS)}")
+            size, time_us = int(float(row["size_bytes"])), float(row["time_us"])
+            ranks.add(int(row["ranks"]))
+            if row.get("gpus_per_node"):
+                per_node.add(int(row["gpus_per_node"]))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"CSV data row {i}: {exc}") from None
+        if size <= 0 or time_us <= 0:
+            raise ValueError(f"CSV data row {i}: size and time must be positive")
+        rows.append(Measurement(op, size, time_us, (row.get("column") or "out-of-place").strip()))
+    if not rows:
+        raise ValueError("no measurement rows")
+    if len(ranks) > 1 or len(per_node) > 1:
+        raise ValueError("one file must describe one set of ranks")
+    return Measurements(
+        name=name,
+        ranks=ranks.pop(),
+        gpus_per_node=per_node.pop() if per_node else None,
+        algorithm=_forced_algorithm(text),
+        device=None,
+        rows=tuple(rows),
+    )
+
+
+_RANK = re.compile(r"#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(?P<dev>.*)")
+
+
+def _parse_log(text: str, name: str) -> Measurements:
+    m = re.search(r"\b(" + "|".join(OPS) + r")_perf\b", text) or re.search("(" + "|".join(OPS) + ")", name)
+    if not m:
+        raise ValueError("not an nccl-tests log (no <op>_perf line) and not a CSV with an 'op' header")
+    op = m.group(1)
+    hosts: list[str] = []
+    device = None
+    rows: list[Measurement] = []
+    for line in text.splitlines():
+        rank = _RANK.match(line.strip())
+        if rank:
+            hosts.append(rank.group("host"))
+            device = rank.group("dev").strip() or device
+            continue
+        if line.lstrip().startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) not in (12, 13) or not parts[0].isdigit():
+            continue
+        first = 5 if len(parts) == 13 else 4  # newer nccl-tests print a `root` column
+        size = int(parts[0])
+        for column, idx in (("out-of-place", first), ("in-place", first + 4)):
+            try:
+                time_us = float(parts[idx])
+            except ValueError:
+                continue  # "N/A" for ops without an in-place run
+            if size > 0 and time_us > 0:
+                rows.append(Measurement(op, size, time_us, column))
+    if not rows:
+        raise ValueError("no nccl-tests data rows found (size count type redop root time algbw busbw ...)")
+    nodes = len(set(hosts))
+    return Measurements(
+        name=name,
+        ranks=len(hosts) or None,
+        gpus_per_node=len(hosts) // nodes if nodes else None,
+        algorithm=_forced_algorithm(text),
+        device=device,
+        rows=tuple(rows),
+    )

@@ -1,0 +1,179 @@
+"""Every shipped spec loads and validates; user files and hostile input fail with one clear message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dpcost.catalog import catalog_dir, list_models, list_topologies, load_model, load_topology
+from dpcost.engine.params import count_params
+from dpcost.errors import InputError
+
+MODELS = {"llama-70b", "qwen-72b", "deepseek-v3", "llama-8b", "llama-405b", "llama2-70b", "qwen2.5-72b",
+          "mixtral-8x7b", "gpt3-175b"}
+TOPOLOGIES = {"dgx-h100", "dgx-a100", "hgx-h200", "dgx-b200", "gb200-nvl72", "rack-pod-h100"}
+
+
+def test_every_shipped_model_loads_and_counts() -> None:
+    specs = list_models()
+    assert {m.name for m in specs} == MODELS
+    for spec in specs:
+        assert spec.published is not None, spec.name
+        assert count_params(spec).total > 1e9
+
+
+def test_every_shipped_topology_loads_with_sources() -> None:
+    specs = list_topologies()
+    assert {t.name for t in specs} == TOPOLOGIES
+    for t in specs:
+        assert t.sources, f"{t.name} must say where its numbers come from"
+        assert t.tiers[0].size is not None
+        assert all(tier.effective_bandwidth > 0 for tier in t.tiers)
+
+
+def test_catalog_file_names_match_their_names() -> None:
+    for kind in ("models", "topologies"):
+        for f in catalog_dir(kind).iterdir():
+            if f.name.endswith(".yaml"):
+                assert f.name[:-5] in MODELS | TOPOLOGIES
+
+
+def test_default_topology_shape(h100) -> None:  # type: ignore[no-untyped-def]
+    assert h100.gpu.hbm == 80e9
+    assert h100.tiers[0].size == 8 and h100.tiers[0].bandwidth == 450e9
+    assert h100.tiers[1].size == 256 and h100.tiers[1].bandwidth == 50e9
+    assert h100.tiers[0].in_network_reduction is not None
+
+
+def test_oversubscribed_example_exists() -> None:
+    pod = load_topology("rack-pod-h100")
+    assert max(t.oversubscription for t in pod.tiers) == 7
+    assert any(t.in_network_reduction for t in load_topology("gb200-nvl72").tiers)
+    assert load_topology("gb200-nvl72").domain_size == 72
+
+
+def test_unknown_names_list_the_catalog() -> None:
+    with pytest.raises(InputError, match="unknown model 'llama-7b'; choose one of: deepseek-v3") as e:
+        load_model("llama-7b")
+    assert e.value.where == "--model"
+    with pytest.raises(InputError, match="unknown topology 'dgx-h900'"):
+        load_topology("dgx-h900")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file"):
+        load_model(str(tmp_path / "nope.yaml"))
+
+
+def _write(tmp_path: Path, text: str, name: str = "spec.yaml") -> str:
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+GOOD_MODEL = "name: tiny\ntitle: Tiny\narchitecture: {hidden: 256, layers: 2, heads: 4, ffn: 1024, vocab: 1000}\n"
+
+
+def test_user_yaml_model(tmp_path: Path) -> None:
+    spec = load_model(_write(tmp_path, GOOD_MODEL))
+    assert spec.name == "tiny"
+    assert count_params(spec).total == 2 * (4 * 256 * 256 + 3 * 256 * 1024 + 2 * 256) + 2 * 1000 * 256 + 256
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: [unclosed", "malformed YAML"),
+        ("- a\n- b\n", "expected a mapping"),
+        ("a: &x [1]\nb: *x\n", "aliases are not allowed"),
+        ("name: a\nname: b\n", "appears twice"),
+        ("name: tiny\ntitle: T\narchitecture: {hidden: -5, layers: 2, heads: 4, ffn: 8, vocab: 9}\n",
+         "architecture.hidden: Input should be greater than 0"),
+        ("name: tiny\ntitle: T\narchitecture: {hidden: 256, layers: 2, heads: 4, ffn: 8, vocab: 9, colour: red}\n",
+         r"architecture.colour: unknown field \(allowed here: hidden, layers"),
+        ("name: tiny\ntitle: T\n", "give an architecture or params"),
+        ("name: tiny\ntitle: T\narchitecture: {hidden: 256, layers: 2, heads: 4, kv_heads: 3, ffn: 8, vocab: 9}\n",
+         "must be a multiple of kv_heads"),
+        ("name: Not A Slug\ntitle: T\nparams: 7B\n", "name: String should match pattern"),
+        ("name: t\ntitle: T\nparams: 7 apples\n", "params: expected a count"),
+        ("[" * 5000, "nested too deeply|malformed"),
+    ],
+)
+def test_bad_model_files_say_field_and_fix(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(InputError, match=message) as e:
+        load_model(path)
+    assert e.value.where == path
+    assert "\n" not in str(e.value)
+
+
+def test_billion_laughs_is_refused_fast(tmp_path: Path) -> None:
+    lol = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}]" for i in range(9)]
+    with pytest.raises(InputError, match="aliases"):
+        load_model(_write(tmp_path, "\n".join(lol)))
+
+
+def test_oversized_and_binary_files(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="larger than"):
+        load_model(_write(tmp_path, "#" * (2 << 20)))
+    p = tmp_path / "bin.yaml"
+    p.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InputError, match="UTF-8"):
+        load_model(str(p))
+
+
+def test_bad_topology_units_and_tiers(tmp_path: Path) -> None:
+    base = load_topology("dgx-h100").model_dump(mode="json")
+    import yaml
+
+    bad = json.loads(json.dumps(base))
+    bad["tiers"][0]["bandwidth"] = "450 furlongs"
+    with pytest.raises(InputError, match=r"tiers.0.bandwidth: expected a bandwidth such as '450GB/s'"):
+        load_topology(_write(tmp_path, yaml.safe_dump(bad)))
+    bad = json.loads(json.dumps(base))
+    bad["tiers"][1]["size"] = 12
+    with pytest.raises(InputError, match="must be a larger multiple of 8"):
+        load_topology(_write(tmp_path, yaml.safe_dump(bad)))
+    bad = json.loads(json.dumps(base))
+    bad["tiers"][1]["in_network_reduction"] = {"kind": "nvls", "efficiency": 0.5, "latency": "25us"}
+    with pytest.raises(InputError, match="nvls belongs to the first"):
+        load_topology(_write(tmp_path, yaml.safe_dump(bad)))
+
+
+def test_topology_roundtrip_through_yaml(tmp_path: Path) -> None:
+    import yaml
+
+    base = load_topology("dgx-h100")
+    again = load_topology(_write(tmp_path, yaml.safe_dump(base.model_dump(mode="json"))))
+    assert again == base
+
+
+HF_LLAMA = {
+    "model_type": "llama", "hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
+    "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 128256, "tie_word_embeddings": False,
+    "hidden_act": "silu", "_name_or_path": "meta-llama/Llama-3.1-70B",
+}
+HF_DEEPSEEK = {
+    "model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128,
+    "num_key_value_heads": 128, "intermediate_size": 18432, "moe_intermediate_size": 2048, "n_routed_experts": 256,
+    "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "q_lora_rank": 1536,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280,
+    "tie_word_embeddings": False, "topk_method": "noaux_tc", "num_nextn_predict_layers": 1, "hidden_act": "silu",
+}
+
+
+@pytest.mark.parametrize(("config", "catalog"), [(HF_LLAMA, "llama-70b"), (HF_DEEPSEEK, "deepseek-v3")])
+def test_hf_config_counts_like_the_catalog(tmp_path: Path, config: dict, catalog: str) -> None:  # type: ignore[type-arg]
+    spec = load_model(_write(tmp_path, json.dumps(config), "config.json"))
+    ours, theirs = count_params(spec), count_params(load_model(catalog))
+    assert ours.total == theirs.total
+    assert ours.active == theirs.active
+
+
+def test_hf_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="hidden_size: required field is missing"):
+        load_model(_write(tmp_path, json.dumps({"model_type": "llama"}), "config.json"))
+    with pytest.raises(InputError, match="malformed JSON"):
+        load_model(_write(tmp_path, "{", "config.json"))
