@@ -1,0 +1,88 @@
+"""Predictions set beside real nccl-tests measurements, and their error by message-size band.
+
+The headline figure is the geometric mean of the relative error |predicted - measured| / measured over the
+measured points of a band (out-of-place and in-place columns each count as a point), as analytical collective
+simulators report it. Bands: 1 MiB <= size < 64 MiB, and size >= 64 MiB.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dpcost.engine.collectives import collective
+from dpcost.nccl_tests import Measurements
+from dpcost.specs import TopologySpec
+
+__all__ = ["BANDS", "BandError", "Point", "band_errors", "guess_topology", "predict"]
+
+MIB = 2**20
+BANDS = (("1-64 MiB", 1 * MIB, 64 * MIB), (">=64 MiB", 64 * MIB, math.inf))
+ERROR_FLOOR = 1e-4  # an exact hit counts as 0.01% so that the geometric mean stays defined
+
+
+@dataclass(frozen=True)
+class Point:
+    op: str
+    size_bytes: int
+    column: str
+    measured_us: float
+    predicted_us: float
+    algorithm: str
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the prediction."""
+        return self.predicted_us / self.measured_us - 1
+
+
+@dataclass(frozen=True)
+class BandError:
+    band: str
+    points: int
+    geomean: float
+    median: float
+    worst: float
+
+
+def predict(m: Measurements, topology: TopologySpec, algorithm: str | None = None) -> list[Point]:
+    """Predict every measured row with the run's ranks and, if the file says it was forced, its algorithm."""
+    if m.ranks is None:
+        raise ValueError(f"{m.name}: the number of ranks is unknown")
+    forced = algorithm or m.algorithm
+    cache: dict[tuple[str, int], tuple[float, str]] = {}
+    out = []
+    for row in m.rows:
+        key = (row.op, row.size_bytes)
+        if key not in cache:
+            best = collective(topology, row.op, m.ranks, row.size_bytes, forced).best
+            cache[key] = (best.seconds * 1e6, f"{best.algorithm}/{best.protocol}")
+        us, alg = cache[key]
+        out.append(Point(row.op, row.size_bytes, row.column, row.time_us, us, alg))
+    return out
+
+
+def band_errors(points: Sequence[Point]) -> list[BandError]:
+    out = []
+    for name, lo, hi in BANDS:
+        errors = [abs(p.error) for p in points if lo <= p.size_bytes < hi]
+        if not errors:
+            continue
+        geo = math.exp(statistics.fmean(math.log(max(e, ERROR_FLOOR)) for e in errors))
+        out.append(BandError(name, len(errors), geo, statistics.median(errors), max(errors)))
+    return out
+
+
+_GUESSES = (("gb200", "gb200-nvl72"), ("b200", "dgx-b200"), ("h200", "hgx-h200"), ("h100", "dgx-h100"), ("a100", "dgx-a100"))
+
+
+def guess_topology(m: Measurements) -> str | None:
+    """The catalog topology for a run, from its GPU name or its file name."""
+    text = f"{m.device or ''} {m.name}".lower()
+    for needle, name in _GUESSES:
+        if re.search(needle, text):
+            return name
+    return None
