@@ -1,0 +1,282 @@
+"""Memory per GPU by ZeRO stage: model states from a precision/optimizer recipe, activations, buffers, fit.
+
+Stages (Rajbhandari et al. 2020, "ZeRO", section 5): 0 = DDP, every state replicated; 1 shards optimizer
+states; 2 also gradients; 3 also parameters (FSDP FULL_SHARD). A recipe lists the bytes per parameter of each
+state and the stage from which it is sharded over the N data-parallel ranks:
+- zero-paper: 2 (fp16 weights) + 2 (fp16 grads) + K = 12 (fp32 master, momentum, variance): the paper's
+  16 Psi baseline and Table 1 (../shared/reference/zero-paper-table1.csv).
+- deepspeed: what DeepSpeed's estimators compute today (../shared/reference/deepspeed-estimators.md): 2 (bf16
+  weights) and 18 more: 2 (bf16 grads) + 4 (fp32 grads) + 4 (fp32 master) + 8 (Adam). Under ZeRO-3 the bf16
+  gradients exist only for the layer in flight, counted with its gathered weights as 4 x largest layer.
+- megatron: Megatron-LM's distributed optimizer (docs: "distributed optimizer"): bf16 weights 2, fp32 main
+  grads 4, fp32 master + Adam 12: 18 bytes replicated, 6 + 12/d with the optimizer sharded (stage 1).
+Optimizer states per parameter (beyond the fp32 master copy): AdamW 8 (m, v in fp32); SGD with momentum 4;
+8-bit Adam 2 (m, v block-quantized to 8 bits: Dettmers et al. 2022); Adafactor ~0 (factored second moment
+of O(rows + cols), no first moment by default: Shazeer & Stern 2018).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "CONTEXT_BYTES",
+    "FRAGMENTATION",
+    "OPTIMIZER_STATE_BYTES",
+    "RECIPES",
+    "Buffers",
+    "Recipe",
+    "StageMemory",
+    "StateComponent",
+    "deepspeed_estimates",
+    "model_states",
+    "stage_memory",
+]
+
+Group = Literal["params", "grads", "optimizer"]
+OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "sgd": 4.0, "adam8bit": 2.0, "adafactor": 0.0}
+# An allowance, not a measurement: the CUDA context, cuBLAS workspaces and NCCL's channel buffers take about
+# 1 GiB per GPU, and PyTorch's caching allocator loses a few percent to fragmentation.
+CONTEXT_BYTES = 2.0**30
+FRAGMENTATION = 0.05
+
+
+@dataclass(frozen=True)
+class StateComponent:
+    label: str
+    group: Group
+    bytes_per_param: float
+    shard_from: int  # the first ZeRO stage that shards it
+    offload: Literal["optimizer", "params"]  # the --offload choice that moves it to CPU
+    gone_from: int = 4  # the first stage from which it is no longer kept (DeepSpeed ZeRO-3's bf16 grads)
+    communicated: bool = False  # the gradient the collectives move; --grad-dtype sets its bytes
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    title: str
+    source: str
+    components: tuple[StateComponent, ...]
+    optimizer_states: bool = True  # whether `components` leaves the optimizer's own states to the optimizer choice
+
+    def states(self, optimizer: str) -> tuple[StateComponent, ...]:
+        extra = OPTIMIZER_STATE_BYTES[optimizer]
+        if not self.optimizer_states or extra == 0:
+            return self.components
+        return (*self.components, StateComponent(f"{optimizer} states", "optimizer", extra, 1, "optimizer"))
+
+
+RECIPES = {
+    "zero-paper": Recipe(
+        "zero-paper",
+        "ZeRO paper (fp16 mixed precision, K = 12)",
+        "Rajbhandari et al. 2020, section 3.1",
+        (
+            StateComponent("fp16 weights", "params", 2, 3, "params"),
+            StateComponent("fp16 grads", "grads", 2, 2, "optimizer", communicated=True),
+            StateComponent("fp32 master weights", "optimizer", 4, 1, "optimizer"),
+        ),
+    ),
+    "deepspeed": Recipe(
+        "deepspeed",
+        "DeepSpeed estimators (bf16 + fp32 grads, Adam)",
+        "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py, estimate_zero*_model_states_mem_needs",
+        (
+            StateComponent("bf16 weights", "params", 2, 3, "params"),
+            StateComponent("bf16 grads", "grads", 2, 2, "optimizer", gone_from=3, communicated=True),
+            StateComponent("fp32 grads", "grads", 4, 1, "optimizer"),
+            StateComponent("fp32 master weights", "optimizer", 4, 1, "optimizer"),
+        ),
+    ),
+    "megatron": Recipe(
+        "megatron",
+        "Megatron-LM distributed optimizer (bf16 weights, fp32 main grads)",
+        "Megatron-LM docs, distributed optimizer: 18 bytes, or 6 + 12/d",
+        (
+            StateComponent("bf16 weights", "params", 2, 3, "params"),
+            StateComponent("fp32 main grads", "grads", 4, 2, "optimizer", communicated=True),
+            StateComponent("fp32 master weights", "optimizer", 4, 1, "optimizer"),
+        ),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ModelStates:
+    params: float
+    grads: float
+    optimizer: float
+    cpu: float  # offloaded to host memory, per GPU
+
+    @property
+    def total(self) -> float:
+        return self.params + self.grads + self.optimizer
+
+
+def _offloaded(component: StateComponent, offload: str) -> bool:
+    if offload == "params":
+        return True  # DeepSpeed offloads parameters only together with the optimizer
+    return offload == "optimizer" and component.offload == "optimizer"
+
+
+def model_states(
+    n_params: float, dp: int, stage: int, recipe: Recipe, optimizer: str = "adamw", offload: str = "none"
+) -> ModelStates:
+    """Bytes per GPU of weights, gradients and optimizer states (ZeRO paper section 5, by recipe)."""
+    if stage not in (0, 1, 2, 3):
+        raise ValueError("stage must be 0..3")
+    if offload not in ("none", "optimizer", "params"):
+        raise ValueError("offload must be none, optimizer or params")
+    totals: dict[str, float] = {"params": 0.0, "grads": 0.0, "optimizer": 0.0}
+    cpu = 0.0
+    for c in recipe.states(optimizer):
+        if stage >= c.gone_from:
+            continue
+        nbytes = c.bytes_per_param * n_params / (dp if stage >= c.shard_from else 1)
+        if _offloaded(c, offload):
+            cpu += nbytes
+        else:
+            totals[c.group] += nbytes
+    return ModelStates(totals["params"], totals["grads"], totals["optimizer"], cpu)
+
+
+@dataclass(frozen=True)
+class Buffers:
+    """Working buffers: communication buckets and ZeRO-3's gathered layers."""
+
+    buckets: float
+    gathered: float
+    ddp_copy: float  # DDP's bucket copy of the gradients (gradient_as_bucket_view=False, PyTorch's default)
+
+    @property
+    def total(self) -> float:
+        return self.buckets + self.gathered + self.ddp_copy
+
+
+def buffers(
+    stage: int,
+    recipe: Recipe,
+    grad_bytes: float,
+    n_params: float,
+    bucket_bytes: float,
+    gather_unit_params: float,
+    largest_layer_params: float,
+) -> Buffers:
+    """Stage 0: DDP copies every gradient into its buckets (PyTorch DDP docs, gradient_as_bucket_view).
+    Stages 1-3: two buckets in flight (one filling, one being reduced).
+    Stage 3: the gathered unit in use and the next one prefetched, plus the full gradient of the unit in the
+    backward pass (FSDP per-block wrapping); DeepSpeed's estimator counts 4 bytes x its largest layer instead."""
+    ddp_copy = grad_bytes * n_params if stage == 0 and recipe.name != "deepspeed" else 0.0
+    buckets = 2 * bucket_bytes
+    gathered = 0.0
+    if stage == 3:
+        if recipe.name == "deepspeed":
+            gathered = 4 * largest_layer_params
+        else:
+            weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
+            gathered = gather_unit_params * (2 * weight_bytes + grad_bytes)
+    return Buffers(buckets, gathered, ddp_copy)
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    stage: int
+    params: float
+    grads: float
+    optimizer: float
+    activations: float
+    buffers: float
+    overhead: float
+    cpu: float
+    hbm: float
+    activations_per_sample: float
+
+    @property
+    def model_states(self) -> float:
+        return self.params + self.grads + self.optimizer
+
+    @property
+    def total(self) -> float:
+        return self.model_states + self.activations + self.buffers + self.overhead
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.hbm
+
+    @property
+    def headroom(self) -> float:
+        return self.hbm - self.total
+
+    def largest_micro_batch(self, micro_batch: int) -> int:
+        """The most sequences per micro-batch that still fit (activations grow linearly with it)."""
+        if self.activations_per_sample <= 0:
+            return 0
+        fixed = self.model_states + self.buffers
+        room = (self.hbm - CONTEXT_BYTES) / (1 + FRAGMENTATION) - fixed
+        return max(0, int(room // self.activations_per_sample))
+
+
+def overhead(used: float) -> float:
+    """CUDA context plus allocator fragmentation on top of what the model uses."""
+    return CONTEXT_BYTES + FRAGMENTATION * used
+
+
+def stage_memory(
+    stage: int,
+    states: ModelStates,
+    activations: float,
+    activations_per_sample: float,
+    buf: Buffers,
+    hbm: float,
+) -> StageMemory:
+    used = states.total + activations + buf.total
+    return StageMemory(
+        stage=stage,
+        params=states.params,
+        grads=states.grads,
+        optimizer=states.optimizer,
+        activations=activations,
+        buffers=buf.total,
+        overhead=overhead(used),
+        cpu=states.cpu,
+        hbm=hbm,
+        activations_per_sample=activations_per_sample,
+    )
+
+
+@dataclass(frozen=True)
+class DeepSpeedEstimate:
+    stage: int
+    offload: str
+    zero_init: bool | None
+    gpu_bytes: float
+    cpu_bytes: float
+
+
+def deepspeed_estimates(
+    params: float, largest_layer: float, gpus_per_node: int, nodes: int
+) -> tuple[DeepSpeedEstimate, ...]:
+    """DeepSpeed's estimate_zero2/zero3_model_states_mem_needs_all_cold, per GPU and per CPU (node), with its
+    1.5 buffer factor and its CPU terms as the code has them (../shared/reference/deepspeed-estimators.md).
+    GPU figures come from the deepspeed recipe above; CPU figures are DeepSpeed's own formulas."""
+    recipe = RECIPES["deepspeed"]
+    n = gpus_per_node * nodes
+    f = 1.5
+    out: list[DeepSpeedEstimate] = []
+    for offload in ("optimizer", "none"):
+        gpu = model_states(params, n, 2, recipe, "adamw", offload).total  # 2P + 18P/N, or 2P offloaded
+        cpu = params * max(4 * n, 16) * f if offload == "optimizer" else params * 4 * gpus_per_node * f
+        out.append(DeepSpeedEstimate(2, offload, None, gpu, cpu))
+    for offload in ("params", "optimizer", "none"):
+        gpu = 4 * largest_layer + model_states(params, n, 3, recipe, "adamw", offload).total
+        for zero_init in (True, False):
+            if offload == "params":
+                cpu = params * 18 * f / nodes if zero_init else params * max(4 * gpus_per_node, 18 / nodes) * f
+            elif offload == "optimizer":
+                cpu = params * 16 * f / nodes if zero_init else params * max(4 * gpus_per_node, 16 / nodes) * f
+            else:
+                cpu = largest_layer * 4 * gpus_per_node * f if zero_init else params * 4 * gpus_per_node * f
+            out.append(DeepSpeedEstimate(3, offload, zero_init, gpu, cpu))
+    return tuple(out)

@@ -1,0 +1,173 @@
+"""Memory per GPU: ZeRO's model-state formulas, DeepSpeed's estimators, Megatron's, activations, fit."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import read_reference_csv
+from dpcost.catalog import load_model, load_topology
+from dpcost.engine.activations import activation_memory, kv_cache_bytes
+from dpcost.engine.estimate import Options, estimate
+from dpcost.engine.memory import RECIPES, deepspeed_estimates, model_states
+
+ZERO = RECIPES["zero-paper"]
+
+
+def _printed_tolerance(text: str) -> float:
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return 0.5 * 10**-decimals + 1e-9
+
+
+def test_zero_paper_table_1() -> None:
+    """The 7.5B column of Table 1 (../shared/reference/zero-paper-table1.csv), to its printed digits."""
+    rows = read_reference_csv("zero-paper-table1.csv")
+    assert len(rows) == 6
+    for row in rows:
+        psi, nd = float(row["params"]), int(row["nd"])
+        for stage, column in enumerate(("baseline_gb", "pos_gb", "pos_g_gb", "pos_g_p_gb")):
+            got = model_states(psi, nd, stage, ZERO).total / 1e9
+            assert got == pytest.approx(float(row[column]), abs=_printed_tolerance(row[column])), (nd, stage)
+
+
+@pytest.mark.parametrize("psi", [1e9, 7.5e9, 70.554e9, 1e12])
+@pytest.mark.parametrize("nd", [1, 8, 64, 512, 4096])
+def test_zero_closed_forms_any_size(psi: float, nd: int) -> None:
+    """16 Psi; 4 Psi + 12 Psi/Nd; 2 Psi + 14 Psi/Nd; 16 Psi/Nd (ZeRO, section 5, K = 12)."""
+    expected = [16 * psi, 4 * psi + 12 * psi / nd, 2 * psi + 14 * psi / nd, 16 * psi / nd]
+    for stage in range(4):
+        assert model_states(psi, nd, stage, ZERO).total == pytest.approx(expected[stage], rel=1e-12)
+
+
+def test_megatron_distributed_optimizer() -> None:
+    """Megatron-LM: 18 bytes per parameter, or 6 + 12/d with the distributed optimizer."""
+    for d in (1, 8, 64):
+        assert model_states(1e9, d, 0, RECIPES["megatron"]).total == pytest.approx(18e9)
+        assert model_states(1e9, d, 1, RECIPES["megatron"]).total == pytest.approx((6 + 12 / d) * 1e9)
+
+
+def test_optimizer_choices() -> None:
+    assert model_states(1e9, 1, 0, ZERO, "sgd").total == pytest.approx(12e9)
+    assert model_states(1e9, 1, 0, ZERO, "adam8bit").total == pytest.approx(10e9)
+    assert model_states(1e9, 1, 0, ZERO, "adafactor").total == pytest.approx(8e9)
+
+
+GIB = 2**30
+
+
+def _table(estimates) -> dict[tuple[int, str, bool | None], tuple[str, str]]:  # type: ignore[no-untyped-def]
+    return {(e.stage, e.offload, e.zero_init): (f"{e.cpu_bytes / GIB:.2f}", f"{e.gpu_bytes / GIB:.2f}") for e in estimates}
+
+
+def test_deepspeed_estimators_7_5b_on_8x8() -> None:
+    """What deepspeed 0.19.8 prints (../shared/reference/deepspeed-estimators.md), to the same GiB rounding."""
+    got = _table(deepspeed_estimates(7.5e9, 1e9, gpus_per_node=8, nodes=8))
+    assert got[(2, "optimizer", None)] == ("2682.21", "13.97")
+    assert got[(2, "none", None)] == ("335.28", "15.93")
+    assert got[(3, "params", True)] == ("23.57", "3.73")
+    assert got[(3, "params", False)] == ("335.28", "3.73")
+    assert got[(3, "optimizer", True)] == ("20.95", "3.94")
+    assert got[(3, "optimizer", False)] == ("335.28", "3.94")
+    assert got[(3, "none", True)] == ("44.70", "5.69")
+    assert got[(3, "none", False)] == ("335.28", "5.69")
+
+
+def test_deepspeed_estimators_t0_3b_one_gpu() -> None:
+    """HF transformers docs, bigscience/T0_3B on 1 GPU. DeepSpeed prints the counts floored to millions
+    ("2783M", "65M"); 2783.93M and 65.8M are counts consistent with every printed figure."""
+    got = _table(deepspeed_estimates(2783.93e6, 65.8e6, gpus_per_node=1, nodes=1))
+    assert got[(3, "params", True)][1] == "0.25"
+    assert got[(3, "optimizer", True)][1] == "5.43"
+    assert got[(3, "none", True)][1] == "46.91"
+    assert got[(3, "params", True)][0] == "70.00"
+    assert got[(3, "optimizer", True)][0] == "62.23"
+    assert got[(3, "none", True)][0] == "0.37"
+    assert got[(3, "none", False)][0] == "15.56"
+
+
+def test_activations_match_korthikanti() -> None:
+    """Korthikanti et al. 2022, eq. (1): one GPT layer stores sbh(34 + 5as/h) bytes; selective keeps 34sbh,
+    full recomputation 2sbh per layer (plus one layer being recomputed)."""
+    a = load_model("gpt3-175b").architecture
+    assert a is not None
+    s, b, h, heads = 2048, 1, 12288, 96
+    sbh = s * b * h
+    none = activation_memory(a, s, b, "none", flash=False)
+    assert none.per_layer == sbh * (34 + 5 * heads * s / h)
+    selective = activation_memory(a, s, b, "selective", flash=False)
+    assert none.per_layer - none.attention_core == 34 * sbh
+    assert selective.total == 96 * 34 * sbh + selective.outside
+    full = activation_memory(a, s, b, "full", flash=False)
+    assert full.total == 96 * 2 * sbh + none.per_layer + full.outside
+    # outside the layers (section 4.3): final norm 2sbh, output projection input 2sbh, fp32 logits 4sbv,
+    # and the embedding dropout mask sbh
+    assert none.outside == 4 * sbh + 4 * s * b * 50257 + sbh
+
+
+def test_activations_scale_with_micro_batch_and_flash() -> None:
+    a = load_model("llama-70b").architecture
+    assert a is not None
+    one = activation_memory(a, 4096, 1, "none").total
+    assert activation_memory(a, 4096, 4, "none").total == pytest.approx(4 * one)
+    assert activation_memory(a, 4096, 1, "selective").total == one  # flash attention: nothing left to drop
+    assert activation_memory(a, 4096, 1, "none", flash=False).total > one
+    assert activation_memory(a, 4096, 1, "full").total < one / 5
+
+
+def test_moe_activations_count_routed_experts() -> None:
+    a = load_model("mixtral-8x7b").architecture
+    assert a is not None
+    top2 = activation_memory(a, 4096, 1, "none").total
+    top1 = activation_memory(a.model_copy(update={"moe": a.moe.model_copy(update={"active": 1})}), 4096, 1, "none").total  # type: ignore[union-attr]
+    assert top2 > top1
+
+
+def test_kv_cache() -> None:
+    llama = load_model("llama-70b").architecture
+    assert llama is not None
+    assert kv_cache_bytes(llama, 4096, 1) == 2 * 8 * 128 * 2 * 80 * 4096
+    ds = load_model("deepseek-v3").architecture
+    assert ds is not None
+    assert kv_cache_bytes(ds, 4096, 1) == (512 + 64) * 2 * 61 * 4096  # MLA caches the latent
+
+
+def test_llama_70b_at_dp_512_needs_sharding() -> None:
+    """Stage 0 does not fit on an 80 GB H100; stage 3 does, model states alone (2.2 GB) and in all."""
+    r = estimate(load_model("llama-70b"), load_topology("dgx-h100"), Options(dp=512))
+    stages = r.memory.stages
+    assert not stages[0].fits
+    assert stages[0].model_states > 80e9
+    assert stages[3].model_states == pytest.approx(16 * 70.554e9 / 512, rel=1e-4)
+    assert stages[3].model_states < 80e9 and stages[3].fits
+    assert r.setup.zero_stage == 3
+    assert any("does not fit without sharding" in w for w in r.warnings)
+
+
+def test_deepseek_v3_needs_stage_3() -> None:
+    """Stages 0-2 cannot fit on any catalog GPU (all 256 experts on every replica); stage 3 can."""
+    model = load_model("deepseek-v3")
+    for topo in ("dgx-h100", "hgx-h200", "dgx-b200"):
+        r = estimate(model, load_topology(topo), Options(dp=512))
+        assert [s.fits for s in r.memory.stages[:3]] == [False, False, False]
+        assert r.memory.stages[2].model_states > 1e12
+        assert r.memory.stages[3].model_states == pytest.approx(16 * 671.03e9 / 512, rel=1e-3)
+        assert r.setup.zero_stage == 3
+    # an H100 holds the states but not the gathered 11.5B-parameter MoE block beside them; a B200 holds all
+    assert not estimate(model, load_topology("dgx-h100"), Options(dp=512)).memory.stages[3].fits
+    assert estimate(model, load_topology("dgx-b200"), Options(dp=512)).memory.stages[3].fits
+
+
+def test_offload_moves_states_to_cpu() -> None:
+    on_gpu = model_states(7.5e9, 64, 3, RECIPES["deepspeed"], "adamw", "none")
+    offloaded = model_states(7.5e9, 64, 3, RECIPES["deepspeed"], "adamw", "optimizer")
+    assert offloaded.total == pytest.approx(2 * 7.5e9 / 64)
+    assert offloaded.cpu == pytest.approx(on_gpu.total - offloaded.total)
+
+
+def test_largest_micro_batch_fits_and_one_more_does_not() -> None:
+    model, topo = load_model("llama-8b"), load_topology("dgx-h100")
+    r = estimate(model, topo, Options(dp=8, zero=3, recompute="none"))
+    best = r.memory.stages[3].largest_micro_batch(1)
+    assert best >= 1
+    fits = estimate(model, topo, Options(dp=8, zero=3, recompute="none", micro_batch=best)).memory.stages[3]
+    over = estimate(model, topo, Options(dp=8, zero=3, recompute="none", micro_batch=best + 1)).memory.stages[3]
+    assert fits.fits and not over.fits
