@@ -1,0 +1,69 @@
+"""Training and inference FLOPs per token, and compute time on a GPU.
+
+Model FLOPs per token (Chowdhery et al. 2022, PaLM, appendix B): 6N + 12 L H Q T for training, where N counts
+the weights a token multiplies (active parameters minus the input embedding and position tables, which are
+lookups), L layers, H heads, Q head dimension and T the sequence length: the attention score and value
+matmuls. With different query/key and value head sizes (MLA) the term is 6 L H (Q_qk + Q_v) T.
+Forward is one third, backward two thirds (Kaplan et al. 2020). Recomputation runs forward work again in
+the backward pass: full recomputation one more forward of every layer, selective the attention scores only
+(Korthikanti et al. 2022); model FLOPs (and MFU) do not count it.
+Time = FLOPs / (dense BF16 peak x efficiency). The efficiency is the `--mfu` input: the fraction of peak the
+training math sustains when nothing waits for communication.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dpcost.engine.params import ParamCount
+from dpcost.specs import ModelArchitecture
+
+__all__ = ["DEFAULT_MFU", "FlopsPerToken", "flops_per_token"]
+
+# Llama 3 405B trained at 38-43% BF16 MFU on 16K H100s (Dubey et al. 2024, Table 4) with communication
+# and pipeline bubbles included; 40% is a conservative figure for the math alone.
+DEFAULT_MFU = 0.40
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    forward: float
+    backward: float
+    recompute: float  # extra forward work in the backward pass, not model FLOPs
+
+    @property
+    def model(self) -> float:
+        """Model FLOPs per token for training (forward + backward)."""
+        return self.forward + self.backward
+
+    @property
+    def executed(self) -> float:
+        return self.model + self.recompute
+
+
+def flops_per_token(
+    counts: ParamCount, arch: ModelArchitecture | None, seq_len: int, recompute: str = "none"
+) -> FlopsPerToken:
+    """Training FLOPs per token (PaLM's 6N + 12LHQT), split into forward, backward and recomputation."""
+    head = counts.lm_head
+    if arch is not None and arch.tied_embeddings:
+        head = counts.embedding  # the tied embedding is the output projection too
+    matmul_params = counts.active - counts.embedding - counts.lm_head + head
+    if arch is not None:
+        matmul_params -= arch.learned_positions * arch.hidden
+    attention = 0.0  # forward FLOPs per token of QK^T and AV
+    if arch is not None:
+        if arch.mla is not None:
+            d_qk = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim
+            d_v = arch.mla.v_head_dim
+        else:
+            d_qk = d_v = arch.d_head
+        attention = 2.0 * arch.layers * arch.heads * (d_qk + d_v) * seq_len
+    forward = 2.0 * matmul_params + attention
+    if recompute == "full":
+        extra = forward - 2.0 * head  # every layer again, not the output head
+    elif recompute == "selective":
+        extra = attention
+    else:
+        extra = 0.0
+    return FlopsPerToken(forward=forward, backward=2 * forward, recompute=extra)

@@ -1,0 +1,144 @@
+"""The step timeline: buckets, accumulation, ZeRO stages, overlap (dpcost/engine/step.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpcost.catalog import load_model, load_topology
+from dpcost.engine.estimate import Options, estimate
+from dpcost.engine.step import StepPlan, Unit, drain, gather_reduce, step_time
+
+UNIFORM = tuple(Unit(1e9, 1 / 10) for _ in range(10))  # 10 equal blocks, 10B parameters
+
+
+def _plan(**kw: object) -> StepPlan:
+    base = dict(stage=0, accumulation=1, forward=1.0, backward=2.0, units=UNIFORM, grad_bytes=2.0,
+                weight_bytes=2.0, bucket_bytes=25 * 2**20)
+    base.update(kw)
+    return StepPlan(**base)  # type: ignore[arg-type]
+
+
+def bandwidth_only(rate: float):  # type: ignore[no-untyped-def]
+    return lambda op, size: size / rate
+
+
+def test_one_bucket_exposes_all_communication() -> None:
+    """One bucket the size of the gradient is ready only at the end of the backward pass: nothing hides."""
+    call = lambda op, size: 1e-4 + size / 100e9  # noqa: E731
+    t = step_time(_plan(bucket_bytes=1e12), call)
+    assert t.exposed == pytest.approx(call("all_reduce", 20e9), rel=1e-12)
+    assert t.step == pytest.approx(t.serial, rel=1e-12)
+
+
+@pytest.mark.parametrize("rate", [5e9, 10e9, 40e9])  # comm 4 s, 2 s, 0.5 s against a 2 s backward
+def test_tiny_buckets_without_latency_approach_the_ideal(rate: float) -> None:
+    plan = _plan(bucket_bytes=1e6)
+    t = step_time(plan, bandwidth_only(rate))
+    t_comm = 20e9 / rate
+    assert t.exposed == pytest.approx(max(plan.backward, t_comm) - plan.backward, abs=1e-3)
+
+
+def test_ideal_is_the_seeds_max() -> None:
+    """T_eff = max(T_bwd, T_allreduce) exactly (../shared/seeds/dp-zero-overlap.zh.md)."""
+    for rate in (5e9, 50e9):
+        plan = _plan()
+        t = step_time(plan, bandwidth_only(rate))
+        assert t.ideal == plan.forward + max(plan.backward, 20e9 / rate)
+        assert t.serial == plan.forward + plan.backward + 20e9 / rate
+
+
+def test_bucketed_lies_between_ideal_and_serial() -> None:
+    call = lambda op, size: 30e-6 + size / 50e9  # noqa: E731
+    for bucket in (1e6, 25 * 2**20, 1e9, 1e12):
+        t = step_time(_plan(bucket_bytes=bucket), call)
+        assert t.ideal - 1e-12 <= t.step <= t.serial + 1e-12
+
+
+def test_more_buckets_pay_more_latency() -> None:
+    call = lambda op, size: 1e-3 + size / 1e12  # noqa: E731  (latency-heavy: comm never the bottleneck)
+    small = step_time(_plan(bucket_bytes=1e6), call)
+    big = step_time(_plan(bucket_bytes=1e8), call)
+    assert small.comm > big.comm
+    assert small.traffic[0].calls == 20_000 and big.traffic[0].calls == 200
+
+
+def test_accumulation_divides_stage_0_comm_per_micro_batch() -> None:
+    call = bandwidth_only(10e9)
+    one = step_time(_plan(), call)
+    for a in (2, 4, 8):
+        t = step_time(_plan(accumulation=a), call)
+        assert t.comm == pytest.approx(one.comm)  # once per step
+        assert t.comm / a == pytest.approx(one.comm / a)
+        assert t.compute == pytest.approx(a * one.compute)
+        # only the last backward overlaps: ideal = (a-1)(F+B) + F + max(B, C)
+        assert t.ideal == pytest.approx((a - 1) * 3.0 + 1.0 + max(2.0, 2.0))
+
+
+def test_stages_2_and_3_reduce_every_micro_batch_unless_full_grads_kept() -> None:
+    call = bandwidth_only(10e9)
+    for stage in (2, 3):
+        per_mb = [t for t in step_time(_plan(stage=stage, accumulation=4), call).traffic if t.op == "reduce_scatter"][0]
+        kept = [t for t in step_time(_plan(stage=stage, accumulation=4, keep_full_grads=True), call).traffic
+                if t.op == "reduce_scatter"][0]
+        assert per_mb.occurrences == 4 and kept.occurrences == 1
+        assert per_mb.seconds == pytest.approx(4 * kept.seconds)
+
+
+def test_stage_3_moves_one_and_a_half_times_stage_0() -> None:
+    """ZeRO section 7: baseline 2 Psi per step, P_os+g+p 3 Psi; stages 1-2 the same 2 Psi as DDP."""
+    model, topo = load_model("llama-70b"), load_topology("dgx-h100")
+    sent = {
+        stage: estimate(model, topo, Options(dp=512, zero=stage, grad_dtype="bf16")).communication.bytes_sent_per_rank
+        for stage in range(4)
+    }
+    assert sent[3] == pytest.approx(1.5 * sent[0], rel=1e-12)
+    assert sent[1] == pytest.approx(sent[0], rel=1e-12)
+    assert sent[2] == pytest.approx(sent[0], rel=1e-12)
+    assert sent[0] == pytest.approx(2 * 511 / 512 * 2 * 70.554e9, rel=1e-4)
+
+
+def test_gather_reduce_prefetches_one_ahead() -> None:
+    # gathers shorter than compute hide behind it but for the first; reduces after the last unit cannot hide
+    assert gather_reduce([1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0, 0, 0]) == pytest.approx(3.5)
+    assert gather_reduce([1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0.2, 0.2, 0.2]) == pytest.approx(3.7)
+    # gathers longer than compute set the pace
+    assert gather_reduce([0.1, 0.1, 0.1], [1.0, 1.0, 1.0], [0, 0, 0]) == pytest.approx(3.1)
+
+
+def test_drain_closed_form_two_buckets() -> None:
+    # 10 bytes over 1 s in 2 buckets of 5; each takes 0.4 s: ready at 0.5 and 1.0, done at 0.9 and 1.4
+    assert drain([1.0], [10.0], 5.0, lambda s: 0.4 * s / 5) == pytest.approx(1.4)
+
+
+def test_skew_delays_every_collective() -> None:
+    model, topo = load_model("llama-8b"), load_topology("dgx-h100")
+    base = estimate(model, topo, Options(dp=64))
+    slow = estimate(model, topo, Options(dp=64, skew=0.1))
+    assert slow.time is not None and base.time is not None
+    assert slow.time.straggler_seconds == pytest.approx(0.1 * base.time.compute)
+    assert slow.time.step > base.time.step
+    assert any("stragglers" in w for w in slow.warnings)
+
+
+def test_inference_moves_no_gradient_bytes() -> None:
+    r = estimate(load_model("llama-8b"), load_topology("dgx-h100"), Options(dp=64, mode="inference", batch=8))
+    assert r.communication.bytes_sent_per_rank == 0
+    assert r.communication.collectives == ()
+    assert r.inference is not None and r.inference.fits
+    assert r.inference.tokens_per_second == pytest.approx(64 * r.inference.tokens_per_second_per_replica)
+    assert r.inference.weights_bytes == pytest.approx(2 * 8.03e9, rel=1e-3)
+
+
+def test_global_batch_held_fixed_derives_accumulation() -> None:
+    model, topo = load_model("llama-8b"), load_topology("dgx-h100")
+    for dp, accum in ((8, 64), (64, 8), (512, 1)):
+        r = estimate(model, topo, Options(dp=dp, global_batch=512))
+        assert (r.setup.accumulation, r.setup.global_batch) == (accum, 512)
+    assert not any("grows with DP" in w for w in estimate(model, topo, Options(dp=64, global_batch=512)).warnings)
+    assert any("grows with DP" in w for w in estimate(model, topo, Options(dp=64)).warnings)
+
+
+def test_efficiency_falls_as_dp_grows() -> None:
+    model, topo = load_model("llama-70b"), load_topology("dgx-h100")
+    eff = [estimate(model, topo, Options(dp=dp, zero=3)).time.scaling_efficiency for dp in (8, 64, 512, 4096)]  # type: ignore[union-attr]
+    assert all(b < a for a, b in zip(eff, eff[1:], strict=False)), eff
