@@ -1,0 +1,606 @@
+"""`estimate`: one data-parallel plan, costed end to end (communication, memory, time) into a frozen Report.
+
+This module only combines: parameter counts (params.py), collectives (collectives.py), memory (memory.py,
+activations.py), FLOPs (compute.py) and the step timeline (step.py). Each number's formula lives there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from dpcost.engine.activations import RECOMPUTE, activation_memory, kv_cache_bytes
+from dpcost.engine.collectives import ALGORITHMS, CollectiveChoice, algorithms_for, bus_factor, collective
+from dpcost.engine.compute import DEFAULT_MFU, flops_per_token
+from dpcost.engine.memory import (
+    OPTIMIZER_STATE_BYTES,
+    RECIPES,
+    Recipe,
+    StageMemory,
+    buffers,
+    model_states,
+    overhead,
+    stage_memory,
+)
+from dpcost.engine.params import ParamCount, count_params
+from dpcost.engine.step import StepPlan, StepTime, Unit, step_time
+from dpcost.errors import InputError
+from dpcost.specs import ModelSpec, TopologySpec
+
+__all__ = [
+    "DTYPE_BYTES",
+    "CollectiveRow",
+    "Communication",
+    "Inference",
+    "Memory",
+    "Options",
+    "Report",
+    "Setup",
+    "Timing",
+    "check_dp",
+    "estimate",
+]
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+DEFAULT_BUCKET_BYTES = 25 * 2**20  # PyTorch DDP bucket_cap_mb=25, in MiB
+DEFAULT_SEQ_LEN = 4096
+# The recipe's own gradient dtype (what its reduce-scatter/all-reduce moves) when --grad-dtype is not given.
+RECIPE_GRAD_DTYPE = {"zero-paper": "fp16", "deepspeed": "bf16", "megatron": "fp32"}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything `dpcost estimate` can be told; None means 'choose for me' and the Report says what it chose."""
+
+    dp: int
+    zero: int | None = None
+    grad_dtype: str | None = None
+    micro_batch: int = 1
+    seq_len: int = DEFAULT_SEQ_LEN
+    accumulation: int | None = None
+    global_batch: int | None = None
+    mfu: float = DEFAULT_MFU
+    mode: Literal["train", "inference"] = "train"
+    recompute: str | None = None
+    flash_attention: bool = True
+    recipe: str = "zero-paper"
+    optimizer: str = "adamw"
+    offload: str = "none"
+    bucket_bytes: float = DEFAULT_BUCKET_BYTES
+    algorithm: str | None = None
+    skew: float = 0.0
+    keep_full_grads: bool = False
+    batch: int = 1  # inference: concurrent sequences per replica
+
+
+@dataclass(frozen=True)
+class Setup:
+    model: str
+    model_title: str
+    params_total: float
+    params_active: float
+    params_mtp: float
+    topology: str
+    gpu: str
+    dp: int
+    nodes: int
+    gpus_per_node: int
+    mode: str
+    zero_stage: int
+    zero_chosen: bool
+    grad_dtype: str
+    micro_batch: int
+    accumulation: int
+    seq_len: int
+    global_batch: int
+    tokens_per_step: int
+    recompute: str
+    recompute_chosen: bool
+    flash_attention: bool
+    recipe: str
+    optimizer: str
+    offload: str
+    bucket_bytes: float
+    mfu: float
+    skew: float
+    keep_full_grads: bool
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    op: str
+    purpose: str
+    message_bytes: float  # one occurrence, e.g. the whole gradient
+    bytes_sent_per_rank: float  # per occurrence, nccl-tests' bus volume: 2(N-1)/N x S for an all-reduce
+    occurrences: int
+    calls: int  # per step
+    seconds: float  # per step, as bucketed calls
+    single_call: CollectiveChoice  # the whole message as one call: algorithm, per-tier traffic, alternatives
+
+
+@dataclass(frozen=True)
+class Communication:
+    gradient_bytes: float
+    primitives: str
+    collectives: tuple[CollectiveRow, ...]
+    bytes_sent_per_rank: float  # per step
+    seconds_per_step: float
+    frequency: str
+
+
+@dataclass(frozen=True)
+class Memory:
+    stages: tuple[StageMemory, ...]
+    hbm: float
+    recipe: str
+    recompute: str
+    activations_note: str
+
+
+@dataclass(frozen=True)
+class Timing:
+    forward: float  # one micro-batch
+    backward: float  # one micro-batch, recomputation included
+    compute: float  # per step, all micro-batches
+    comm: float  # per step, every call summed
+    overlapped: float  # ideal: each window max(compute, comm)
+    bucketed: float  # the framework schedule
+    serial: float
+    step: float  # = bucketed
+    exposed_comm: float
+    ideal_exposed_comm: float
+    bound: str
+    tokens_per_second: float
+    mfu: float
+    scaling_efficiency: float
+    straggler_seconds: float
+    step_detail: StepTime | None
+
+
+@dataclass(frozen=True)
+class Inference:
+    weights_bytes: float
+    kv_cache_bytes: float
+    overhead_bytes: float
+    total_bytes: float
+    fits: bool
+    gpus_per_replica: int
+    tokens_per_second_per_replica: float
+    tokens_per_second: float
+    bound: str
+
+
+@dataclass(frozen=True)
+class Report:
+    setup: Setup
+    communication: Communication
+    memory: Memory
+    time: Timing | None
+    inference: Inference | None
+    warnings: tuple[str, ...] = field(default=())
+
+
+def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
+    """A DP size this topology can hold: whole NVLink domains once it spans more than one."""
+    if dp < 1:
+        raise InputError(where, f"must be a positive number of GPUs, got {dp}")
+    g = topology.domain_size
+    if dp > g and dp % g:
+        raise InputError(where, f"{dp} GPUs span {topology.name}'s {g}-GPU NVLink domains unevenly; use <= {g} or a multiple of {g}")
+    if topology.max_gpus is not None and dp > topology.max_gpus:
+        raise InputError(where, f"{dp} exceeds {topology.name}'s {topology.max_gpus} GPUs")
+
+
+def _validate(o: Options) -> None:
+    def positive(name: str, value: int | None) -> None:
+        if value is not None and value < 1:
+            raise InputError(name, f"must be a positive integer, got {value}")
+
+    for name in ("micro_batch", "seq_len", "accumulation", "global_batch", "batch"):
+        positive(name, getattr(o, name))
+    if o.zero is not None and o.zero not in (0, 1, 2, 3):
+        raise InputError("zero", f"ZeRO stage must be 0, 1, 2 or 3, got {o.zero}")
+    if o.grad_dtype is not None and o.grad_dtype not in DTYPE_BYTES:
+        raise InputError("grad_dtype", f"must be one of {', '.join(DTYPE_BYTES)}, got {o.grad_dtype!r}")
+    if not 0 < o.mfu <= 1:
+        raise InputError("mfu", f"must be in (0, 1], got {o.mfu}")
+    if o.recompute is not None and o.recompute not in RECOMPUTE:
+        raise InputError("recompute", f"must be one of {', '.join(RECOMPUTE)}, got {o.recompute!r}")
+    if o.recipe not in RECIPES:
+        raise InputError("recipe", f"must be one of {', '.join(RECIPES)}, got {o.recipe!r}")
+    if o.optimizer not in OPTIMIZER_STATE_BYTES:
+        raise InputError("optimizer", f"must be one of {', '.join(OPTIMIZER_STATE_BYTES)}, got {o.optimizer!r}")
+    if o.offload not in ("none", "optimizer", "params"):
+        raise InputError("offload", f"must be none, optimizer or params, got {o.offload!r}")
+    if o.bucket_bytes <= 0:
+        raise InputError("bucket_size", "must be a positive size such as 25MiB")
+    if o.algorithm is not None and o.algorithm not in ALGORITHMS:
+        raise InputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {o.algorithm!r}")
+    if not 0 <= o.skew < 10:
+        raise InputError("skew", f"must be a fraction >= 0 (0.05 = the slowest rank computes 5% longer), got {o.skew}")
+    if o.mode not in ("train", "inference"):
+        raise InputError("mode", f"must be train or inference, got {o.mode!r}")
+
+
+def _recipe(o: Options, grad_dtype: str) -> Recipe:
+    """The recipe with its communicated gradient in `grad_dtype`."""
+    base = RECIPES[o.recipe]
+    components = tuple(
+        replace(c, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads")
+        if c.communicated
+        else c
+        for c in base.components
+    )
+    return replace(base, components=components)
+
+
+def _units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]:
+    """Embedding, blocks and head in forward order, each with its share of a pass's FLOPs."""
+    a = spec.architecture
+    if a is None or not counts.blocks:
+        return (Unit(counts.total, 1.0),)
+    attn = flops_per_token(counts, a, seq_len).forward - 2 * (counts.active - counts.embedding)
+    attention_per_layer = max(0.0, attn) / a.layers
+    head_matmul = counts.embedding if a.tied_embeddings else counts.lm_head
+    flops = [0.0] + [2 * b.active + attention_per_layer for b in counts.blocks] + [2 * head_matmul]
+    params = [counts.embedding + a.learned_positions * a.hidden]
+    params += [b.params for b in counts.blocks]
+    params += [counts.total - sum(params)]  # output head and final norm
+    total = sum(flops)
+    return tuple(Unit(p, f / total) for p, f in zip(params, flops, strict=True))
+
+
+def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Report:
+    """Cost one plan: `options.dp` replicas of `model` on `topology`."""
+    o = options
+    _validate(o)
+    check_dp(topology, o.dp)
+    counts = count_params(model)
+    a = model.architecture
+    if a is not None and a.learned_positions and o.seq_len > a.learned_positions:
+        raise InputError("seq_len", f"{model.name} has {a.learned_positions} learned positions; use <= {a.learned_positions}")
+    g = min(o.dp, topology.domain_size)
+    nodes = math.ceil(o.dp / topology.domain_size)
+    if o.mode == "inference":
+        return _inference(model, topology, o, counts, nodes, g)
+    grad_dtype = o.grad_dtype or RECIPE_GRAD_DTYPE[o.recipe]
+    recipe = _recipe(o, grad_dtype)
+    grad_bytes = float(DTYPE_BYTES[grad_dtype])
+    weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
+
+    accumulation, micro_batch, warnings = _batching(o)
+    global_batch = micro_batch * accumulation * o.dp
+
+    # ---- memory: every stage, with the least recomputation that lets the chosen stage fit
+    largest_layer = model.largest_layer_params or counts.largest_module
+    gather_unit = model.largest_layer_params or counts.largest_block
+    def stages_with(recompute: str) -> tuple[StageMemory, ...]:
+        if a is not None:
+            act = activation_memory(a, o.seq_len, micro_batch, recompute, o.flash_attention)
+            per_sample = act.total / micro_batch
+        else:
+            act, per_sample = None, 0.0
+        rows = []
+        for stage in range(4):
+            states = model_states(counts.total, o.dp, stage, recipe, o.optimizer, o.offload)
+            buf = buffers(stage, recipe, grad_bytes, counts.total, o.bucket_bytes, gather_unit, largest_layer)
+            activations = act.total if act else 0.0
+            if o.keep_full_grads and stage >= 2 and accumulation > 1:
+                buf = replace(buf, buckets=buf.buckets + grad_bytes * counts.total * (1 - 1 / o.dp))
+            rows.append(stage_memory(stage, states, activations, per_sample, buf, topology.gpu.hbm))
+        return tuple(rows)
+
+    stage_choices = [o.zero] if o.zero is not None else [0, 1, 2, 3]
+    recompute_choices = [o.recompute] if o.recompute is not None else (list(RECOMPUTE) if a else ["none"])
+    chosen: tuple[int, str, tuple[StageMemory, ...]] | None = None
+    for stage in stage_choices:
+        for rc in recompute_choices:
+            rows = stages_with(rc)
+            if rows[stage].fits:
+                chosen = (stage, rc, rows)
+                break
+        if chosen:
+            break
+    if chosen is None:
+        stage = o.zero if o.zero is not None else 3
+        rc = o.recompute or ("full" if a else "none")
+        chosen = (stage, rc, stages_with(rc))
+    stage, recompute, rows = chosen
+
+    # ---- time: compute per micro-batch, then the step timeline
+    flops = flops_per_token(counts, a, o.seq_len, recompute)
+    tokens_mb = micro_batch * o.seq_len
+    rate = topology.gpu.bf16_dense * o.mfu
+    t_fwd = flops.forward * tokens_mb / rate
+    t_bwd = (flops.backward + flops.recompute) * tokens_mb / rate
+    skewed = 1.0 + o.skew
+
+    cache: dict[tuple[str, float], float] = {}
+
+    def call(op: str, size: float) -> float:
+        key = (op, size)
+        if key not in cache:
+            cache[key] = collective(topology, op, o.dp, size, _forced(o, op, topology)).best.seconds
+        return cache[key]
+
+    plan = StepPlan(
+        stage=stage,
+        accumulation=accumulation,
+        forward=t_fwd * skewed,
+        backward=t_bwd * skewed,
+        units=_units(counts, model, o.seq_len),
+        grad_bytes=grad_bytes,
+        weight_bytes=weight_bytes,
+        bucket_bytes=o.bucket_bytes,
+        keep_full_grads=o.keep_full_grads,
+    )
+    steps = step_time(plan, call)
+    rows_comm = tuple(
+        CollectiveRow(
+            op=t.op,
+            purpose=t.purpose,
+            message_bytes=t.message_bytes,
+            bytes_sent_per_rank=bus_factor(t.op, o.dp) * t.message_bytes,
+            occurrences=t.occurrences,
+            calls=t.calls,
+            seconds=t.seconds,
+            single_call=collective(topology, t.op, o.dp, t.message_bytes, _forced(o, t.op, topology)),
+        )
+        for t in steps.traffic
+    )
+    gradient_bytes = counts.total * grad_bytes
+    comm = Communication(
+        gradient_bytes=gradient_bytes,
+        primitives="AllReduce" if stage == 0 else "ReduceScatter + AllGather",
+        collectives=rows_comm,
+        bytes_sent_per_rank=sum(r.bytes_sent_per_rank * r.occurrences for r in rows_comm),
+        seconds_per_step=steps.comm,
+        frequency=_frequency(stage, accumulation, o.keep_full_grads),
+    )
+    compute_alone = accumulation * (t_fwd + t_bwd)
+    step = steps.step
+    tokens = global_batch * o.seq_len
+    window = sum(p.compute * p.repeats for p in steps.phases if p.comm > 0)
+    timing = Timing(
+        forward=t_fwd,
+        backward=t_bwd,
+        compute=steps.compute,
+        comm=steps.comm,
+        overlapped=steps.ideal,
+        bucketed=steps.step,
+        serial=steps.serial,
+        step=step,
+        exposed_comm=steps.exposed,
+        ideal_exposed_comm=steps.ideal_exposed,
+        bound="communication" if steps.comm > window else "compute",
+        tokens_per_second=tokens / step,
+        mfu=flops.model * tokens_mb * accumulation / (step * topology.gpu.bf16_dense),
+        scaling_efficiency=compute_alone / step,
+        straggler_seconds=steps.compute - compute_alone,
+        step_detail=steps,
+    )
+    memory = Memory(
+        stages=rows,
+        hbm=topology.gpu.hbm,
+        recipe=recipe.title,
+        recompute=recompute,
+        activations_note="" if a else "no architecture given: activations not counted",
+    )
+    setup = Setup(
+        model=model.name,
+        model_title=model.title,
+        params_total=counts.total,
+        params_active=counts.active,
+        params_mtp=counts.mtp,
+        topology=topology.name,
+        gpu=topology.gpu.name,
+        dp=o.dp,
+        nodes=nodes,
+        gpus_per_node=g,
+        mode="train",
+        zero_stage=stage,
+        zero_chosen=o.zero is None,
+        grad_dtype=grad_dtype,
+        micro_batch=micro_batch,
+        accumulation=accumulation,
+        seq_len=o.seq_len,
+        global_batch=global_batch,
+        tokens_per_step=tokens,
+        recompute=recompute,
+        recompute_chosen=o.recompute is None,
+        flash_attention=o.flash_attention,
+        recipe=o.recipe,
+        optimizer=o.optimizer,
+        offload=o.offload,
+        bucket_bytes=o.bucket_bytes,
+        mfu=o.mfu,
+        skew=o.skew,
+        keep_full_grads=o.keep_full_grads,
+    )
+    warnings += _training_warnings(setup, counts, model, rows, timing, comm, topology, o)
+    return Report(setup, comm, memory, timing, None, tuple(warnings))
+
+
+def _forced(o: Options, op: str, topology: TopologySpec) -> str | None:
+    """--algorithm applies where it exists for the op (tree and NVLS are all-reduce only, as in NCCL)."""
+    if o.algorithm is None:
+        return None
+    return o.algorithm if o.algorithm in algorithms_for(topology, op, o.dp) else None
+
+
+def _batching(o: Options) -> tuple[int, int, list[str]]:
+    """(accumulation, micro-batch, warnings): B = b x a x D (the seed's global batch)."""
+    warnings: list[str] = []
+    if o.global_batch is None:
+        return o.accumulation or 1, o.micro_batch, warnings
+    per_step = o.micro_batch * o.dp
+    if o.accumulation is not None:
+        if o.micro_batch * o.accumulation * o.dp != o.global_batch:
+            raise InputError(
+                "global_batch",
+                f"{o.global_batch} != micro-batch {o.micro_batch} x accumulation {o.accumulation} x DP {o.dp}; "
+                "give --global-batch or --accum, not both",
+            )
+        return o.accumulation, o.micro_batch, warnings
+    if o.global_batch % per_step == 0:
+        return o.global_batch // per_step, o.micro_batch, warnings
+    if o.global_batch % o.dp == 0:
+        per_rank = o.global_batch // o.dp
+        micro = math.gcd(per_rank, o.micro_batch)
+        warnings.append(
+            f"global batch {o.global_batch} over DP {o.dp} is {per_rank} sequences per GPU: micro-batch {micro} "
+            f"x {per_rank // micro} accumulation steps instead of micro-batch {o.micro_batch}"
+        )
+        return per_rank // micro, micro, warnings
+    raise InputError(
+        "global_batch",
+        f"{o.global_batch} sequences cannot be split evenly over DP {o.dp}; use a multiple of {o.dp}",
+    )
+
+
+def _frequency(stage: int, accumulation: int, keep_full: bool) -> str:
+    if accumulation == 1:
+        return "every step (1 micro-batch)"
+    if stage <= 1 or keep_full:
+        return f"once per step, after the last of {accumulation} micro-batches"
+    return f"every micro-batch ({accumulation} per step)"
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:,.1f} GB"
+
+
+def _training_warnings(
+    setup: Setup,
+    counts: ParamCount,
+    model: ModelSpec,
+    rows: tuple[StageMemory, ...],
+    timing: Timing,
+    comm: Communication,
+    topology: TopologySpec,
+    o: Options,
+) -> list[str]:
+    out: list[str] = []
+    hbm = topology.gpu.hbm
+    chosen = rows[setup.zero_stage]
+    first_fit = next((r.stage for r in rows if r.fits), None)
+    if not rows[0].fits:
+        out.append(
+            f"does not fit without sharding: ZeRO-0 (plain DDP) needs {_gb(rows[0].total)} per GPU "
+            f"({_gb(rows[0].model_states)} of model states alone), the {topology.gpu.name} has {_gb(hbm)}"
+            + (f"; ZeRO-{first_fit} is the first stage that fits" if first_fit is not None else "")
+        )
+    if not chosen.fits:
+        largest = chosen.largest_micro_batch(setup.micro_batch)
+        hint = (
+            f"; micro-batch {largest} fits" if largest >= 1 else "; no micro-batch fits: shard the model further (TP/PP/EP)"
+        )
+        out.append(
+            f"out of memory: ZeRO-{setup.zero_stage} needs {_gb(chosen.total)} per GPU, more than the "
+            f"{_gb(hbm)} of HBM{hint}"
+        )
+    a = model.architecture
+    if a is not None and a.moe is not None:
+        out.append(
+            f"MoE under pure DP: all {a.moe.experts} routed experts' states live on every replica "
+            "(no expert parallelism here), which is why only ZeRO sharding can make it fit"
+        )
+    if timing.bound == "communication":
+        out.append(
+            f"communication-bound: {timing.comm:.3g} s of collectives per step cannot hide behind "
+            f"{timing.compute:.3g} s of compute; the step waits {timing.exposed_comm:.3g} s on the network"
+        )
+    elif timing.exposed_comm > 0.1 * timing.step:
+        out.append(
+            f"{timing.exposed_comm / timing.step:.0%} of the step is exposed communication "
+            f"(the last gradient buckets cannot hide behind the backward pass)"
+        )
+    if o.global_batch is None and setup.dp > 1:
+        out.append(
+            f"global batch = micro-batch {setup.micro_batch} x accumulation {setup.accumulation} x DP {setup.dp} "
+            f"= {setup.global_batch:,} sequences ({setup.tokens_per_step / 1e6:.3g}M tokens); it grows with DP: "
+            "retune learning rate and warmup, or pass --global-batch to hold it"
+        )
+    if o.skew > 0:
+        out.append(
+            f"stragglers: the slowest rank computes {o.skew:.0%} longer and every collective waits for it "
+            f"({timing.straggler_seconds:.3g} s per step)"
+        )
+    if counts.mtp:
+        out.append(
+            f"the multi-token-prediction module ({counts.mtp / 1e9:.1f}B parameters) is not counted; "
+            "dpcost trains the main model"
+        )
+    return out
+
+
+def _inference(
+    model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount, nodes: int, g: int
+) -> Report:
+    """Serving: replicas answer independent requests, so DP exchanges no gradients and moves zero bytes.
+
+    Memory per replica = bf16 weights + KV cache (seq_len x batch) + the runtime allowance. Decode throughput
+    per replica = batch / max(compute time, time to read weights and KV cache from HBM) per token step;
+    a replica that needs k GPUs gets k times the HBM bandwidth and FLOP/s (ideal tensor parallelism)."""
+    a = model.architecture
+    weights = 2.0 * counts.total
+    kv = kv_cache_bytes(a, o.seq_len, o.batch) if a else 0.0
+    total = weights + kv + overhead(weights + kv)
+    gpus = max(1, math.ceil(total / topology.gpu.hbm))
+    flops = 2.0 * (counts.active - counts.embedding) * o.batch
+    t_compute = flops / (topology.gpu.bf16_dense * o.mfu * gpus)
+    t_memory = (weights + kv) / (topology.gpu.hbm_bandwidth * gpus)
+    per_replica = o.batch / max(t_compute, t_memory)
+    replicas = max(1, o.dp // gpus)
+    inference = Inference(
+        weights_bytes=weights,
+        kv_cache_bytes=kv,
+        overhead_bytes=total - weights - kv,
+        total_bytes=total,
+        fits=gpus == 1,
+        gpus_per_replica=gpus,
+        tokens_per_second_per_replica=per_replica,
+        tokens_per_second=per_replica * replicas,
+        bound="memory bandwidth" if t_memory >= t_compute else "compute",
+    )
+    empty = Communication(0.0, "none", (), 0.0, 0.0, "never: replicas exchange no gradients")
+    memory = Memory((), topology.gpu.hbm, "inference (bf16 weights + KV cache)", "none", "")
+    setup = Setup(
+        model=model.name,
+        model_title=model.title,
+        params_total=counts.total,
+        params_active=counts.active,
+        params_mtp=counts.mtp,
+        topology=topology.name,
+        gpu=topology.gpu.name,
+        dp=o.dp,
+        nodes=nodes,
+        gpus_per_node=g,
+        mode="inference",
+        zero_stage=0,
+        zero_chosen=False,
+        grad_dtype="-",
+        micro_batch=o.batch,
+        accumulation=1,
+        seq_len=o.seq_len,
+        global_batch=o.batch * replicas,
+        tokens_per_step=o.batch * replicas,
+        recompute="none",
+        recompute_chosen=False,
+        flash_attention=o.flash_attention,
+        recipe="-",
+        optimizer="-",
+        offload="none",
+        bucket_bytes=0.0,
+        mfu=o.mfu,
+        skew=0.0,
+        keep_full_grads=False,
+    )
+    warnings = ["inference: data-parallel replicas serve independent requests and exchange no gradients (0 bytes)"]
+    if gpus > 1:
+        warnings.append(
+            f"one replica needs {_gb(total)}, more than one {topology.gpu.name} ({_gb(topology.gpu.hbm)}): "
+            f"{gpus} GPUs per replica (tensor/pipeline parallelism, outside this tool), {replicas} replicas on {o.dp} GPUs"
+        )
+    return Report(setup, empty, memory, None, inference, tuple(warnings))

@@ -1,0 +1,240 @@
+"""The `dpcost` command through typer's CliRunner, at a fixed console width."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import REFERENCE
+from dpcost.cli import app
+
+ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), env=ENV)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def ok(*args: str) -> str:
+    code, out, err = run(*args)
+    assert code == 0, err
+    return out
+
+
+def test_the_main_job() -> None:
+    out = ok("estimate", "--model", "llama-70b", "--dp", "512")
+    for text in ("Llama 3.1 70B", "70.55B total", "512 GPUs = 64 node(s) x 8", "1 x 1 x 512 = 512 sequences",
+                 "ReduceScatter + AllGather", "141 GB", "Memory per GPU by ZeRO stage", "NO / 80.0 GB",
+                 "yes / 80.0 GB", "step, ideal overlap", "step, bucketed", "step, serial", "bound by",
+                 "scaling efficiency", "does not fit without sharding", "leaf"):
+        assert text in out, text
+
+
+def test_stage_0_shows_the_all_reduce() -> None:
+    out = ok("estimate", "--model", "llama-8b", "--dp", "64", "--zero", "0")
+    assert "AllReduce (ZeRO-0)" in out
+    assert "all_reduce" in out
+
+
+def test_json_contract() -> None:
+    doc = json.loads(ok("estimate", "--model", "llama-70b", "--dp", "512", "--format", "json"))
+    assert doc["schema_version"] == 1
+    assert doc["model"]["name"] == "llama-70b"
+    assert isinstance(doc["model"]["params_total"], int) and isinstance(doc["model"]["params_active"], int)
+    assert doc["topology"]["name"] == "dgx-h100"
+    setup = doc["setup"]
+    for key in ("dp", "nodes", "zero_stage", "grad_dtype", "micro_batch", "accumulation", "seq_len", "global_batch"):
+        assert key in setup, key
+    assert setup["global_batch"] == setup["micro_batch"] * setup["accumulation"] * setup["dp"]
+    comm = doc["communication"]
+    assert isinstance(comm["gradient_bytes"], int) and comm["seconds_per_step"] > 0
+    for c in comm["collectives"]:
+        assert {"op", "bytes", "algorithm", "seconds"} <= set(c)
+        assert isinstance(c["bytes"], int)
+    stages = doc["memory"]["stages"]
+    assert [s["stage"] for s in stages] == [0, 1, 2, 3]
+    for s in stages:
+        for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes", "total_bytes"):
+            assert isinstance(s[key], int), key
+        assert isinstance(s["fits"], bool)
+    time = doc["time"]
+    for key in ("forward_seconds", "backward_seconds", "comm_seconds", "overlapped_seconds", "serial_seconds",
+                "step_seconds", "scaling_efficiency"):
+        assert isinstance(time[key], float), key
+    assert time["overlapped_seconds"] <= time["step_seconds"] <= time["serial_seconds"]
+    assert isinstance(doc["warnings"], list) and all(isinstance(w, str) for w in doc["warnings"])
+
+
+def test_yaml_and_markdown() -> None:
+    import yaml
+
+    doc = yaml.safe_load(ok("estimate", "--model", "llama-8b", "--dp", "16", "--format", "yaml"))
+    assert doc["setup"]["dp"] == 16
+    md = ok("estimate", "--model", "llama-8b", "--dp", "16", "--format", "markdown")
+    assert "### Memory per GPU by ZeRO stage" in md and "|---" in md
+
+
+def test_inference_mode() -> None:
+    out = ok("estimate", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--batch", "16")
+    assert "replicas exchange no gradients" in out
+    assert "memory per replica" in out
+    doc = json.loads(ok("estimate", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--format", "json"))
+    assert doc["communication"]["bytes_sent_per_rank"] == 0 and doc["communication"]["collectives"] == []
+
+
+def test_check_exits_1_when_it_does_not_fit() -> None:
+    assert run("estimate", "--model", "llama-70b", "--dp", "512", "--zero", "0", "--check")[0] == 1
+    assert run("estimate", "--model", "llama-70b", "--dp", "512", "--check")[0] == 0
+
+
+def _one_line_error(args: list[str], *needles: str) -> None:
+    code, out, err = run(*args)
+    assert code == 2, (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("dpcost: error: "), err
+    assert "Traceback" not in err + out
+    for needle in needles:
+        assert needle in err, (needle, err)
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["estimate", "--model", "llama-7b", "--dp", "8"], ["--model", "unknown model 'llama-7b'", "llama-70b"]),
+        (["estimate", "--model", "llama-70b", "--dp", "8", "--topology", "dgx-h900"], ["--topology", "dgx-h100"]),
+        (["estimate", "--model", "/nonexistent/spec.yaml", "--dp", "8"], ["no such file"]),
+        (["estimate", "--model", "llama-70b", "--dp", "0"], ["--dp", "positive"]),
+        (["estimate", "--model", "llama-70b", "--dp", "-8"], ["--dp"]),
+        (["estimate", "--model", "llama-70b", "--dp", "12"], ["--dp", "multiple of 8"]),
+        (["estimate", "--model", "llama-70b", "--dp", "abc"], ["--dp", "integer"]),
+        (["estimate", "--model", "llama-70b", "--dp", "8", "--zero", "7"], ["--zero", "0, 1, 2, 3 or auto"]),
+        (["estimate", "--model", "llama-70b", "--dp", "8", "--grad-dtype", "fp13"], ["--grad-dtype", "bf16"]),
+        (["estimate", "--model", "llama-70b", "--dp", "8", "--bucket-size", "25 parsecs"], ["--bucket-size", "25MiB"]),
+        (["estimate", "--model", "llama-70b", "--dp", "8", "--micro-batch", "-1"], ["--micro-batch", "positive"]),
+        (["estimate", "--model", "llama-70b", "--dp", "8", "--mfu", "1.5"], ["--mfu"]),
+        (["estimate", "--model", "gpt3-175b", "--dp", "8", "--seq-len", "4096"], ["--seq-len", "2048"]),
+        (["estimate", "--model", "llama-70b", "--dp", "64", "--global-batch", "100"], ["--global-batch", "multiple of 64"]),
+        (["estimate", "--model", "llama-70b", "--dp", "8", "--format", "xml"], ["--format"]),
+        (["estimate", "--dp", "8"], ["--model"]),
+        (["estimate", "--model", "llama-70b", "--dp", "8", "--frobnicate"], ["--frobnicate"]),
+        (["collective", "--ranks", "16", "--sizes", "64Q"], ["--sizes"]),
+        (["collective", "--ranks", "16", "--op", "all_to_all"], ["--op", "all_reduce"]),
+        (["collective", "--ranks", "16", "--min-bytes", "-8"], ["--min-bytes"]),
+        (["collective", "--ranks", "8", "--topology", "dgx-a100", "--algorithm", "nvls", "--sizes", "1G"], ["--algorithm", "not available"]),
+        (["memory", "--dp", "8"], ["--model", "--params"]),
+        (["memory", "--dp", "8", "--params", "lots"], ["--params", "70B"]),
+        (["sweep", "--model", "llama-8b", "--dp", "8..x"], ["--dp", "8..4096"]),
+        (["show", "model", "nope"], ["unknown model"]),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], needles: list[str]) -> None:
+    _one_line_error(args, *needles)
+
+
+def test_malformed_and_hostile_files(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [oops\n")
+    _one_line_error(["estimate", "--model", str(bad), "--dp", "8"], str(bad), "malformed YAML")
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n")
+    _one_line_error(["estimate", "--model", str(bomb), "--dp", "8"], "aliases are not allowed")
+    topo = tmp_path / "topo.yaml"
+    topo.write_text("name: t\ntitle: T\ngpu: {name: G, arch: hopper, hbm: 80GB, hbm_bandwidth: 3TB/s, bf16_dense: 1PFLOPS}\n"
+                    "call_overhead: 5us\ntiers: [{name: nv, size: 8, bandwidth: -450GB/s, latency: 3us}]\n")
+    _one_line_error(["estimate", "--model", "llama-8b", "--dp", "8", "--topology", str(topo)], "tiers.0.bandwidth")
+
+
+def test_models_and_topologies_lists() -> None:
+    out = ok("models")
+    for name in ("llama-70b", "qwen-72b", "deepseek-v3", "llama-8b", "llama-405b", "llama2-70b", "qwen2.5-72b",
+                 "mixtral-8x7b", "gpt3-175b"):
+        assert name in out
+    assert "MoE 8/256+1" in out and "MLA" in out
+    out = ok("topologies")
+    for name in ("dgx-h100", "dgx-a100", "hgx-h200", "dgx-b200", "gb200-nvl72", "rack-pod-h100"):
+        assert name in out
+    assert "1:7" in out
+    rows = list(csv.DictReader(io.StringIO(ok("models", "--format", "csv"))))
+    assert len(rows) == 9
+
+
+def test_show() -> None:
+    out = ok("show", "model", "deepseek-v3")
+    assert "MTP module" in out and "routed experts" in out and "671.0B" in out
+    out = ok("show", "topology", "dgx-h100")
+    assert "nvls" in out and "47.0 GB/s" in out
+    doc = json.loads(ok("show", "topology", "dgx-b200", "--format", "json"))
+    assert doc["name"] == "dgx-b200"
+
+
+def test_collective_table_and_machine_formats() -> None:
+    out = ok("collective", "--op", "all_reduce", "--topology", "dgx-h100", "--ranks", "16", "--min-bytes", "8", "--max-bytes", "16G")
+    assert "busbw" in out and "GB/s" in out and "nvls_tree" in out and "16.0 GiB" in out
+    rows = json.loads(ok("collective", "--ranks", "16", "--sizes", "64M,1G", "--format", "json"))
+    assert [r["size_bytes"] for r in rows] == [64 * 2**20, 2**30]
+    for r in rows:
+        assert {"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algorithm"} <= set(r)
+        assert r["busbw_GBps"] == pytest.approx(r["algbw_GBps"] * 2 * 15 / 16, rel=1e-9)
+    table = list(csv.DictReader(io.StringIO(ok("collective", "--ranks", "8", "--op", "all_gather", "--sizes", "1G", "--format", "csv"))))
+    assert table[0]["algorithm"] == "ring" and float(table[0]["time_us"]) > 0
+
+
+def test_collective_compare_the_unedited_log() -> None:
+    log = REFERENCE / "nccl-tests" / "dgx-h100-x2-all_reduce.log"
+    out = ok("collective", "--compare", str(log), "--topology", "dgx-h100")
+    assert "measured oop" in out and "measured ip" in out and "error oop" in out
+    rows = json.loads(ok("collective", "--compare", str(log), "--topology", "dgx-h100", "--format", "json"))
+    assert len(rows) == 32
+    last = rows[-1]
+    assert last["size_bytes"] == 16 * 2**30 and last["measured_out_of_place_us"] == 68195
+    assert abs(last["error_out_of_place"]) < 0.2
+
+
+def test_collective_compare_csv_forces_the_runs_algorithm() -> None:
+    ring = REFERENCE / "nccl-tests" / "h100-ndr-x2-ring-all_reduce.csv"
+    rows = json.loads(ok("collective", "--compare", str(ring), "--format", "json"))
+    assert {r["algorithm"] for r in rows} == {"ring"}
+    b200 = REFERENCE / "nccl-tests" / "b200-x1-reduce_scatter_all_gather.csv"
+    rows = json.loads(ok("collective", "--compare", str(b200), "--topology", "dgx-b200", "--format", "json"))
+    assert {r["op"] for r in rows} == {"all_gather", "reduce_scatter"}
+
+
+def test_memory_command_zero_table_and_deepspeed_view() -> None:
+    doc = json.loads(ok("memory", "--params", "7.5B", "--dp", "64", "--format", "json"))
+    got = [s["params_bytes"] + s["grads_bytes"] + s["optimizer_bytes"] for s in doc["stages"]]
+    assert got == pytest.approx([120e9, 4 * 7.5e9 + 12 * 7.5e9 / 64, 2 * 7.5e9 + 14 * 7.5e9 / 64, 16 * 7.5e9 / 64])
+    for s in doc["stages"]:
+        assert {"stage", "params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes",
+                "total_bytes", "fits"} <= set(s)
+    out = ok("memory", "--params", "7.5B", "--largest-layer-params", "1e9", "--dp", "64", "--recipe", "deepspeed")
+    assert "2682.21GB" in out and "15.93GB" in out and "5.69GB" in out
+    out = ok("memory", "--model", "llama-70b", "--dp", "512", "--micro-batch", "2", "--recompute", "full")
+    assert "max micro-batch" in out
+
+
+def test_sweep(tmp_path: Path) -> None:
+    rows = list(csv.DictReader(io.StringIO(ok("sweep", "--model", "llama-70b", "--dp", "8..64", "--format", "csv"))))
+    assert [int(r["dp"]) for r in rows] == [8, 16, 32, 64]
+    for key in ("step_seconds", "compute_seconds", "exposed_comm_seconds", "scaling_efficiency", "tokens_per_second",
+                "memory_bytes", "fits"):
+        assert key in rows[0]
+    out = ok("sweep", "--model", "llama-8b", "--dp", "8,64,512", "--chart")
+    assert "grows with DP" in out and "scaling efficiency" in out
+    svg = tmp_path / "sweep.svg"
+    code, _, err = run("sweep", "--model", "llama-8b", "--dp", "8,64", "--plot", str(svg))
+    assert code == 0 and svg.read_text().startswith("<svg") and "wrote" in err
+    _one_line_error(["sweep", "--model", "llama-8b", "--dp", "8", "--plot", str(tmp_path / "x.gif")], "--plot", ".svg")
+
+
+def test_python_m_dpcost_and_version() -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "dpcost", "models", "--format", "json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)) == 9
