@@ -29,8 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--points", action="store_true", help="print every point")
     args = ap.parse_args(argv)
     paths = args.paths or [next(d for d in DEFAULTS if d.is_dir())]
-    files = sorted(f for p in paths for f in (p.iterdir() if p.is_dir() else [p]) if f.suffix in (".log", ".csv", ".txt"))
-    print(f"{'file':44s} {'topology':12s} {'ranks':>5s}  {'band':9s} {'n':>3s} {'geomean':>8s} {'median':>8s} {'worst':>8s}")
+    files = sorted(
+        f for p in paths for f in (p.iterdir() if p.is_dir() else [p]) if f.suffix in (".log", ".csv", ".txt")
+    )
+    header = ("file", "topology", "ranks", "band", "n", "geomean", "median", "worst")
+    print("{:44s} {:12s} {:>5s}  {:9s} {:>3s} {:>8s} {:>8s} {:>8s}".format(*header))
     for f in files:
         m = load_measurements(str(f))
         name = args.topology or guess_topology(m)
@@ -41,12 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         forced = f" [{m.algorithm} forced]" if m.algorithm else ""
         for i, b in enumerate(band_errors(points)):
             label = f"{f.name}{forced}" if i == 0 else ""
-            print(f"{label:44s} {name if i == 0 else '':12s} {m.ranks if i == 0 else '':>5}  {b.band:9s} {b.points:3d} "
-                  f"{b.geomean:8.1%} {b.median:8.1%} {b.worst:8.1%}")
+            print(
+                f"{label:44s} {name if i == 0 else '':12s} {m.ranks if i == 0 else '':>5}  {b.band:9s} {b.points:3d} "
+                f"{b.geomean:8.1%} {b.median:8.1%} {b.worst:8.1%}"
+            )
         if args.points:
             for p in points:
-                print(f"    {p.op:15s} {p.column:12s} {p.size_bytes:>12d} B  measured {p.measured_us:10.1f} us  "
-                      f"predicted {p.predicted_us:10.1f} us  {p.error:+7.1%}  {p.algorithm}")
+                print(
+                    f"    {p.op:15s} {p.column:12s} {p.size_bytes:>12d} B  measured {p.measured_us:10.1f} us  "
+                    f"predicted {p.predicted_us:10.1f} us  {p.error:+7.1%}  {p.algorithm}"
+                )
     return 0
 
 

@@ -76,7 +76,13 @@ def band_errors(points: Sequence[Point]) -> list[BandError]:
     return out
 
 
-_GUESSES = (("gb200", "gb200-nvl72"), ("b200", "dgx-b200"), ("h200", "hgx-h200"), ("h100", "dgx-h100"), ("a100", "dgx-a100"))
+_GUESSES = (
+    ("gb200", "gb200-nvl72"),
+    ("b200", "dgx-b200"),
+    ("h200", "hgx-h200"),
+    ("h100", "dgx-h100"),
+    ("a100", "dgx-a100"),
+)
 
 
 def guess_topology(m: Measurements) -> str | None:

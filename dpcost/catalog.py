@@ -58,7 +58,7 @@ class _StrictLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
             raise yaml.YAMLError(f"line {mark.line + 1}: anchors and aliases are not allowed")
         return super().compose_node(parent, index)
 
@@ -88,11 +88,11 @@ def _read_text(source: Traversable | Path, where: str) -> str:
 
 def _parse_yaml(text: str, where: str) -> dict[str, Any]:
     try:
-        doc = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
+        doc = yaml.load(text, Loader=_StrictLoader)
     except RecursionError:
         raise InputError(where, "YAML is nested too deeply") from None
     except yaml.YAMLError as exc:
-        first = " ".join(str(exc).replace("in \"<unicode string>\", ", "").split())
+        first = " ".join(str(exc).replace('in "<unicode string>", ', "").split())
         raise InputError(where, f"malformed YAML: {first}") from None
     if not isinstance(doc, dict):
         raise InputError(where, f"expected a mapping of fields at the top, got {type(doc).__name__}")

@@ -10,7 +10,7 @@ import math
 import os
 import re
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -44,8 +44,9 @@ class _Group(TyperGroup):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         standalone = kwargs.pop("standalone_mode", True)
+        kwargs["standalone_mode"] = False
         try:
-            rv = super().main(*args, standalone_mode=False, **kwargs)
+            rv = super().main(*args, **kwargs)
         except InputError as exc:
             _fail(f"{_flag(exc.where)}: {exc.message}" if exc.where else exc.message)
         except DpcostError as exc:
@@ -77,21 +78,21 @@ show_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Show one catalog 
 app.add_typer(show_app, name="show")
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     table = "table"
     json = "json"
     yaml = "yaml"
     markdown = "markdown"
 
 
-class TableFormat(str, Enum):
+class TableFormat(StrEnum):
     table = "table"
     json = "json"
     csv = "csv"
     markdown = "markdown"
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     train = "train"
     inference = "inference"
 
@@ -125,25 +126,42 @@ def _emit_tables(tables: list[Table], fmt: str, doc: Any = None, csv_rows: list[
 
 # ------------------------------------------------------------------------------------------------ options
 
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalog name (see `dpcost models`), a YAML spec or a HF config.json.")]
-TopologyOpt = Annotated[str, typer.Option("--topology", "-t", help="Catalog name (see `dpcost topologies`) or a YAML spec.")]
+ModelOpt = Annotated[
+    str, typer.Option("--model", "-m", help="Catalog name (see `dpcost models`), a YAML spec or a HF config.json.")
+]
+TopologyOpt = Annotated[
+    str, typer.Option("--topology", "-t", help="Catalog name (see `dpcost topologies`) or a YAML spec.")
+]
 ZeroOpt = Annotated[str, typer.Option("--zero", help="ZeRO stage 0-3, or auto: the lowest stage that fits.")]
-GradDtypeOpt = Annotated[str | None, typer.Option("--grad-dtype", help="fp32, bf16, fp16 or fp8 [default: the recipe's]")]
+GradDtypeOpt = Annotated[
+    str | None, typer.Option("--grad-dtype", help="fp32, bf16, fp16 or fp8 [default: the recipe's]")
+]
 MicroBatchOpt = Annotated[int, typer.Option("--micro-batch", "-b", help="Sequences per GPU per micro-batch.")]
 SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-s", help="Tokens per sequence.")]
 AccumOpt = Annotated[int | None, typer.Option("--accum", "-a", help="Gradient accumulation steps [default: 1].")]
-GlobalBatchOpt = Annotated[int | None, typer.Option("--global-batch", help="Hold the global batch (sequences) fixed: accumulation is derived.")]
+GlobalBatchOpt = Annotated[
+    int | None, typer.Option("--global-batch", help="Hold the global batch (sequences) fixed: accumulation is derived.")
+]
 MfuOpt = Annotated[float, typer.Option("--mfu", help="Fraction of dense BF16 peak the training math sustains.")]
 ModeOpt = Annotated[Mode, typer.Option("--mode", help="train, or inference (no gradient collectives).")]
 RecomputeOpt = Annotated[str, typer.Option("--recompute", help="none, selective, full, or auto: the least that fits.")]
-FlashOpt = Annotated[bool, typer.Option("--flash-attention/--no-flash-attention", help="Flash attention stores no s^2 scores.")]
+FlashOpt = Annotated[
+    bool, typer.Option("--flash-attention/--no-flash-attention", help="Flash attention stores no s^2 scores.")
+]
 RecipeOpt = Annotated[str, typer.Option("--recipe", help="Model-state recipe: zero-paper, deepspeed or megatron.")]
 OptimizerOpt = Annotated[str, typer.Option("--optimizer", help="adamw, sgd, adam8bit or adafactor.")]
 OffloadOpt = Annotated[str, typer.Option("--offload", help="none, optimizer, or params (params and optimizer) to CPU.")]
 BucketOpt = Annotated[str, typer.Option("--bucket-size", help="Gradient bucket size (PyTorch DDP: 25MiB).")]
-AlgorithmOpt = Annotated[str | None, typer.Option("--algorithm", help="Force a collective algorithm: ring, tree, hierarchical, nvls, nvls_tree, collnet.")]
+AlgorithmOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--algorithm", help="Force a collective algorithm: ring, tree, hierarchical, nvls, nvls_tree, collnet."
+    ),
+]
 SkewOpt = Annotated[float, typer.Option("--skew", help="The slowest rank's extra compute, e.g. 0.05 for 5%.")]
-KeepGradsOpt = Annotated[bool, typer.Option("--keep-full-grads", help="Stages 2-3: accumulate unsharded gradients, reduce once per step.")]
+KeepGradsOpt = Annotated[
+    bool, typer.Option("--keep-full-grads", help="Stages 2-3: accumulate unsharded gradients, reduce once per step.")
+]
 BatchOpt = Annotated[int, typer.Option("--batch", help="Inference: concurrent sequences per replica.")]
 
 
@@ -212,13 +230,32 @@ def estimate(
         spec,
         topo,
         _options(
-            dp=dp, zero=zero, grad_dtype=grad_dtype, micro_batch=micro_batch, seq_len=seq_len,
-            accumulation=accum, global_batch=global_batch, mfu=mfu, mode=mode, recompute=recompute,
-            flash_attention=flash_attention, recipe=recipe, optimizer=optimizer, offload=offload,
-            bucket_size=bucket_size, algorithm=algorithm, skew=skew, keep_full_grads=keep_full_grads, batch=batch,
+            dp=dp,
+            zero=zero,
+            grad_dtype=grad_dtype,
+            micro_batch=micro_batch,
+            seq_len=seq_len,
+            accumulation=accum,
+            global_batch=global_batch,
+            mfu=mfu,
+            mode=mode,
+            recompute=recompute,
+            flash_attention=flash_attention,
+            recipe=recipe,
+            optimizer=optimizer,
+            offload=offload,
+            bucket_size=bucket_size,
+            algorithm=algorithm,
+            skew=skew,
+            keep_full_grads=keep_full_grads,
+            batch=batch,
         ),
     )
-    _emit_tables(render.estimate_tables(report) if fmt in (Format.table, Format.markdown) else [], fmt.value, render.estimate_dict(report))
+    _emit_tables(
+        render.estimate_tables(report) if fmt in (Format.table, Format.markdown) else [],
+        fmt.value,
+        render.estimate_dict(report),
+    )
     if check and not _fits(report):
         raise typer.Exit(1)
 
@@ -240,17 +277,54 @@ def models(fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = TableFo
     from dpcost.render import Table
     from dpcost.units import fmt_count
 
-    t = Table("Models", ["name", "model", "total", "active", "published", "layers", "hidden", "attention", "MLP"], right={2, 3, 4, 5, 6})
+    t = Table(
+        "Models",
+        ["name", "model", "total", "active", "published", "layers", "hidden", "attention", "MLP"],
+        right={2, 3, 4, 5, 6},
+    )
     for m in list_models():
         c = count_params(m)
         a = m.architecture
         pub = m.published.total if m.published else None
-        attention = "-" if a is None else "MLA" if a.mla else "MHA" if a.n_kv_heads == a.heads else f"GQA {a.heads}/{a.n_kv_heads}"
-        mlp = "-" if a is None else f"MoE {a.moe.active}/{a.moe.experts}" + (f"+{a.moe.shared}" if a.moe.shared else "") if a.moe else a.mlp
-        t.rows.append([m.name, m.title, fmt_count(c.total), fmt_count(c.active), fmt_count(pub) if pub else "-",
-                       str(a.layers) if a else "-", str(a.hidden) if a else "-", attention, mlp])
-        t.data.append({"name": m.name, "title": m.title, "params_total": int(c.total), "params_active": int(c.active),
-                       "published_total": pub, "layers": a.layers if a else None})
+        attention = (
+            "-"
+            if a is None
+            else "MLA"
+            if a.mla
+            else "MHA"
+            if a.n_kv_heads == a.heads
+            else f"GQA {a.heads}/{a.n_kv_heads}"
+        )
+        mlp = (
+            "-"
+            if a is None
+            else f"MoE {a.moe.active}/{a.moe.experts}" + (f"+{a.moe.shared}" if a.moe.shared else "")
+            if a.moe
+            else a.mlp
+        )
+        t.rows.append(
+            [
+                m.name,
+                m.title,
+                fmt_count(c.total),
+                fmt_count(c.active),
+                fmt_count(pub) if pub else "-",
+                str(a.layers) if a else "-",
+                str(a.hidden) if a else "-",
+                attention,
+                mlp,
+            ]
+        )
+        t.data.append(
+            {
+                "name": m.name,
+                "title": m.title,
+                "params_total": int(c.total),
+                "params_active": int(c.active),
+                "published_total": pub,
+                "layers": a.layers if a else None,
+            }
+        )
     _emit_tables([t], fmt.value)
 
 
@@ -261,20 +335,27 @@ def topologies(fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = Tab
     from dpcost.render import Table
     from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_flops
 
-    t = Table("Topologies", ["name", "GPU", "HBM", "BF16 dense", "tiers (GPUs per domain: per-GPU bandwidth)"], right={2, 3})
+    t = Table(
+        "Topologies", ["name", "GPU", "HBM", "BF16 dense", "tiers (GPUs per domain: per-GPU bandwidth)"], right={2, 3}
+    )
     for topo in list_topologies():
         tiers = ", ".join(
-            f"{x.name} {x.size or 'any'}: {fmt_bandwidth(x.bandwidth)}" + (f" 1:{x.oversubscription:g}" if x.oversubscription > 1 else "")
+            f"{x.name} {x.size or 'any'}: {fmt_bandwidth(x.bandwidth)}"
+            + (f" 1:{x.oversubscription:g}" if x.oversubscription > 1 else "")
             for x in topo.tiers
         )
         t.rows.append([topo.name, topo.gpu.name, fmt_bytes(topo.gpu.hbm), fmt_flops(topo.gpu.bf16_dense), tiers])
-        t.data.append({"name": topo.name, "gpu": topo.gpu.name, "hbm_bytes": topo.gpu.hbm, "tiers": [x.name for x in topo.tiers]})
+        t.data.append(
+            {"name": topo.name, "gpu": topo.gpu.name, "hbm_bytes": topo.gpu.hbm, "tiers": [x.name for x in topo.tiers]}
+        )
     _emit_tables([t], fmt.value)
 
 
 @show_app.command("model")
-def show_model(name: Annotated[str, typer.Argument(help="Catalog name or file.")],
-               fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.table) -> None:
+def show_model(
+    name: Annotated[str, typer.Argument(help="Catalog name or file.")],
+    fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
+) -> None:
     """A model's architecture and where its parameters are."""
     from dpcost.catalog import load_model
     from dpcost.engine.params import count_params
@@ -284,12 +365,21 @@ def show_model(name: Annotated[str, typer.Argument(help="Catalog name or file.")
     m = load_model(name, where="NAME")
     c = count_params(m)
     t = Table(f"{m.title} ({m.name})", ["", "value"])
-    t.rows += [["source", m.source], ["total parameters", fmt_count(c.total)], ["active per token", fmt_count(c.active)]]
+    t.rows += [
+        ["source", m.source],
+        ["total parameters", fmt_count(c.total)],
+        ["active per token", fmt_count(c.active)],
+    ]
     if m.published:
         off = c.total / m.published.total - 1
-        t.rows.append(["published", f"{fmt_count(m.published.total)} total"
-                       + (f", {fmt_count(m.published.active)} active" if m.published.active else "")
-                       + f" ({m.published.source}); derived is {off:+.2%}"])
+        t.rows.append(
+            [
+                "published",
+                f"{fmt_count(m.published.total)} total"
+                + (f", {fmt_count(m.published.active)} active" if m.published.active else "")
+                + f" ({m.published.source}); derived is {off:+.2%}",
+            ]
+        )
         if m.published.note:
             t.rows.append(["note", m.published.note])
     if c.mtp:
@@ -298,14 +388,21 @@ def show_model(name: Annotated[str, typer.Argument(help="Catalog name or file.")
     parts = Table("Where the parameters are", ["component", "parameters", "share"], right={1, 2})
     for label, n in c.components:
         parts.rows.append([label, fmt_count(n), f"{n / c.total:.1%}"])
-    doc = {"spec": m.model_dump(mode="json", exclude_none=True), "params_total": int(c.total), "params_active": int(c.active),
-           "params_mtp": int(c.mtp), "components": {k: int(v) for k, v in c.components}}
+    doc = {
+        "spec": m.model_dump(mode="json", exclude_none=True),
+        "params_total": int(c.total),
+        "params_active": int(c.active),
+        "params_mtp": int(c.mtp),
+        "components": {k: int(v) for k, v in c.components},
+    }
     _emit_tables([t, parts], fmt.value, doc)
 
 
 @show_app.command("topology")
-def show_topology(name: Annotated[str, typer.Argument(help="Catalog name or file.")],
-                  fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.table) -> None:
+def show_topology(
+    name: Annotated[str, typer.Argument(help="Catalog name or file.")],
+    fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
+) -> None:
     """A topology's GPU and tiers, with their effective bandwidths."""
     from dpcost.catalog import load_topology
     from dpcost.render import Table
@@ -314,17 +411,41 @@ def show_topology(name: Annotated[str, typer.Argument(help="Catalog name or file
     topo = load_topology(name, where="NAME")
     g = topo.gpu
     t = Table(f"{topo.title} ({topo.name})", ["", "value"])
-    t.rows += [["GPU", f"{g.name} ({g.arch})"], ["HBM", f"{fmt_bytes(g.hbm)} at {fmt_bandwidth(g.hbm_bandwidth)}"],
-               ["dense BF16", fmt_flops(g.bf16_dense)], ["call overhead", fmt_seconds(topo.call_overhead)]]
+    t.rows += [
+        ["GPU", f"{g.name} ({g.arch})"],
+        ["HBM", f"{fmt_bytes(g.hbm)} at {fmt_bandwidth(g.hbm_bandwidth)}"],
+        ["dense BF16", fmt_flops(g.bf16_dense)],
+        ["call overhead", fmt_seconds(topo.call_overhead)],
+    ]
     t.rows += [["source", s] for s in topo.sources]
-    tiers = Table("Tiers (bandwidth per GPU, one direction)", ["tier", "GPUs per domain", "bandwidth", "efficiency",
-                  "oversub.", "effective", "step latency LL/LL128/Simple", "in-network reduction"], right={1, 2, 3, 4, 5})
+    tiers = Table(
+        "Tiers (bandwidth per GPU, one direction)",
+        [
+            "tier",
+            "GPUs per domain",
+            "bandwidth",
+            "efficiency",
+            "oversub.",
+            "effective",
+            "step latency LL/LL128/Simple",
+            "in-network reduction",
+        ],
+        right={1, 2, 3, 4, 5},
+    )
     for x in topo.tiers:
         inr = x.in_network_reduction
-        tiers.rows.append([x.name, str(x.size or "any"), fmt_bandwidth(x.bandwidth), f"{x.efficiency:.2f}",
-                           f"1:{x.oversubscription:g}", fmt_bandwidth(x.effective_bandwidth),
-                           " / ".join(fmt_seconds(getattr(x.latency, p)) for p in ("ll", "ll128", "simple")),
-                           f"{inr.kind} (x{inr.efficiency:.2f}, {fmt_seconds(inr.latency)})" if inr else "-"])
+        tiers.rows.append(
+            [
+                x.name,
+                str(x.size or "any"),
+                fmt_bandwidth(x.bandwidth),
+                f"{x.efficiency:.2f}",
+                f"1:{x.oversubscription:g}",
+                fmt_bandwidth(x.effective_bandwidth),
+                " / ".join(fmt_seconds(getattr(x.latency, p)) for p in ("ll", "ll128", "simple")),
+                f"{inr.kind} (x{inr.efficiency:.2f}, {fmt_seconds(inr.latency)})" if inr else "-",
+            ]
+        )
     _emit_tables([t, tiers], fmt.value, topo.model_dump(mode="json"))
 
 
@@ -353,23 +474,31 @@ def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> 
         raise InputError("min_bytes", f"need 0 < --min-bytes <= --max-bytes, got {lo} and {hi}")
     if factor <= 1:
         raise InputError("factor", f"must be > 1, got {factor}")
-    n = int(math.floor(math.log(hi / lo) / math.log(factor) + 1e-9)) + 1
+    n = math.floor(math.log(hi / lo) / math.log(factor) + 1e-9) + 1
     if n > 10_000:
         raise InputError("factor", f"{n} sizes is too many; raise --factor or narrow the range")
-    return [int(round(lo * factor**i)) for i in range(n)]
+    return [round(lo * factor**i) for i in range(n)]
 
 
 @app.command()
 def collective(
-    op: Annotated[str | None, typer.Option("--op", help="all_reduce (default), reduce_scatter, all_gather, broadcast or reduce.")] = None,
+    op: Annotated[
+        str | None, typer.Option("--op", help="all_reduce (default), reduce_scatter, all_gather, broadcast or reduce.")
+    ] = None,
     topology: TopologyOpt = "dgx-h100",
-    ranks: Annotated[int | None, typer.Option("--ranks", "-n", help="GPUs in the collective [default: 16, or the compared run's].")] = None,
-    min_bytes: Annotated[str, typer.Option("--min-bytes", "-b", help="nccl-tests style: 8, 64K, 16M, 1G (binary).")] = "8",
+    ranks: Annotated[
+        int | None, typer.Option("--ranks", "-n", help="GPUs in the collective [default: 16, or the compared run's].")
+    ] = None,
+    min_bytes: Annotated[
+        str, typer.Option("--min-bytes", "-b", help="nccl-tests style: 8, 64K, 16M, 1G (binary).")
+    ] = "8",
     max_bytes: Annotated[str, typer.Option("--max-bytes", "-e")] = "16G",
     factor: Annotated[float, typer.Option("--factor", "-f", help="Size multiplier between rows.")] = 2.0,
     sizes: Annotated[str | None, typer.Option("--sizes", help="Explicit sizes, e.g. 64M,1G.")] = None,
     algorithm: AlgorithmOpt = None,
-    compare: Annotated[Path | None, typer.Option("--compare", help="An nccl-tests log or CSV: adds measured time and error.")] = None,
+    compare: Annotated[
+        Path | None, typer.Option("--compare", help="An nccl-tests log or CSV: adds measured time and error.")
+    ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, json, csv or markdown.")] = TableFormat.table,
 ) -> None:
     """Predicted collective time in nccl-tests' vocabulary (size, time, algbw, busbw), optionally beside a real run."""
@@ -394,14 +523,18 @@ def collective(
         for row in m.rows:
             measured.setdefault((row.op, row.size_bytes), {})[row.column] = row.time_us
         if m.gpus_per_node and m.gpus_per_node != min(ranks or 1, topo.domain_size):
-            raise InputError("compare", f"{compare.name} has {m.gpus_per_node} GPUs per node, {topo.name} {topo.domain_size}")
+            raise InputError(
+                "compare", f"{compare.name} has {m.gpus_per_node} GPUs per node, {topo.name} {topo.domain_size}"
+            )
     if any(o not in OPS for o in ops):
         raise InputError("op", f"must be one of {', '.join(OPS)}, got {op!r}")
     ranks = ranks or 16
     check_dp(topo, ranks, where="ranks")
     choices = []
     for o in ops:
-        wanted = sorted(s for (mo, s) in measured if mo == o) if measured else _sizes(sizes, min_bytes, max_bytes, factor)
+        wanted = (
+            sorted(s for (mo, s) in measured if mo == o) if measured else _sizes(sizes, min_bytes, max_bytes, factor)
+        )
         for size in wanted:
             try:
                 choices.append(run(topo, o, ranks, size, algorithm))
@@ -409,7 +542,8 @@ def collective(
                 raise InputError("algorithm", str(exc)) from None
     table = render.collective_rows(choices, measured or None)
     table.title = (
-        f"{'/'.join(ops)} on {ranks} GPUs of {topo.name}" + (f" vs {compare.name}" if compare else "")
+        f"{'/'.join(ops)} on {ranks} GPUs of {topo.name}"
+        + (f" vs {compare.name}" if compare else "")
         + ": times in us, algbw and busbw in GB/s (nccl-tests' definitions)"
     )
     _emit_tables([table], fmt.value)
@@ -421,9 +555,15 @@ def collective(
 @app.command()
 def memory(
     dp: Annotated[int, typer.Option("--dp", "-d", help="Data-parallel size.")],
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Catalog name, YAML spec or HF config.json.")] = None,
-    params: Annotated[str | None, typer.Option("--params", help="Parameter count instead of a model, e.g. 7.5B.")] = None,
-    largest_layer_params: Annotated[str | None, typer.Option("--largest-layer-params", help="Largest layer (DeepSpeed) / gathered block (FSDP).")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Catalog name, YAML spec or HF config.json.")
+    ] = None,
+    params: Annotated[
+        str | None, typer.Option("--params", help="Parameter count instead of a model, e.g. 7.5B.")
+    ] = None,
+    largest_layer_params: Annotated[
+        str | None, typer.Option("--largest-layer-params", help="Largest layer (DeepSpeed) / gathered block (FSDP).")
+    ] = None,
     topology: TopologyOpt = "dgx-h100",
     recipe: RecipeOpt = "zero-paper",
     optimizer: OptimizerOpt = "adamw",
@@ -434,14 +574,16 @@ def memory(
     recompute: Annotated[str, typer.Option("--recompute", help="none, selective or full.")] = "none",
     flash_attention: FlashOpt = True,
     bucket_size: BucketOpt = "25MiB",
-    gpus_per_node: Annotated[int | None, typer.Option("--gpus-per-node", help="For DeepSpeed's per-CPU figures [default: the topology's].")] = None,
+    gpus_per_node: Annotated[
+        int | None, typer.Option("--gpus-per-node", help="For DeepSpeed's per-CPU figures [default: the topology's].")
+    ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", help="table, json, csv or markdown.")] = TableFormat.table,
 ) -> None:
     """Memory per GPU for ZeRO stages 0-3 (like the ZeRO paper's Table 1), with what fits."""
     from dpcost import render
     from dpcost.catalog import load_model, load_topology
     from dpcost.engine.estimate import estimate as run
-    from dpcost.engine.memory import deepspeed_estimates
+    from dpcost.engine.memory import DeepSpeedEstimate, deepspeed_estimates
     from dpcost.engine.params import count_params
     from dpcost.specs import ModelSpec
     from dpcost.units import UnitError, parse_count
@@ -451,7 +593,9 @@ def memory(
     try:
         largest = parse_count(largest_layer_params) if largest_layer_params else None
         if params is not None:
-            spec = ModelSpec(name="custom", title=f"{params} parameters", params=parse_count(params), largest_layer_params=largest)
+            spec = ModelSpec(
+                name="custom", title=f"{params} parameters", params=parse_count(params), largest_layer_params=largest
+            )
         else:
             assert model is not None
             spec = load_model(model)
@@ -460,24 +604,46 @@ def memory(
     except UnitError as exc:
         raise InputError("params" if params else "largest_layer_params", str(exc)) from None
     topo = load_topology(topology)
-    report = run(spec, topo, _options(
-        dp=dp, zero="0", grad_dtype=grad_dtype, micro_batch=micro_batch, seq_len=seq_len, recompute=recompute,
-        flash_attention=flash_attention, recipe=recipe, optimizer=optimizer, offload=offload, bucket_size=bucket_size,
-        mode=Mode.train,
-    ))
-    deepspeed = ()
+    report = run(
+        spec,
+        topo,
+        _options(
+            dp=dp,
+            zero="0",
+            grad_dtype=grad_dtype,
+            micro_batch=micro_batch,
+            seq_len=seq_len,
+            recompute=recompute,
+            flash_attention=flash_attention,
+            recipe=recipe,
+            optimizer=optimizer,
+            offload=offload,
+            bucket_size=bucket_size,
+            mode=Mode.train,
+        ),
+    )
+    deepspeed: tuple[DeepSpeedEstimate, ...] = ()
     if recipe == "deepspeed":
         counts = count_params(spec)
         per_node = gpus_per_node or min(dp, topo.domain_size)
         if dp % per_node:
             raise InputError("gpus_per_node", f"--dp {dp} is not a whole number of {per_node}-GPU nodes")
-        deepspeed = deepspeed_estimates(counts.total, spec.largest_layer_params or counts.largest_module, per_node, dp // per_node)
+        deepspeed = deepspeed_estimates(
+            counts.total, spec.largest_layer_params or counts.largest_module, per_node, dp // per_node
+        )
     tables = render.memory_tables(report.memory.stages, micro_batch, report.memory.recompute, deepspeed)
     tables[0].title = f"{spec.title}: memory per GPU at DP {dp} on {topo.gpu.name} ({report.memory.recipe})"
     if report.memory.activations_note:
         tables[0].notes.append(report.memory.activations_note)
-    doc = {"model": spec.name, "params": int(report.setup.params_total), "dp": dp, "hbm_bytes": int(topo.gpu.hbm),
-           "recipe": recipe, "stages": tables[0].data, "deepspeed": tables[1].data if deepspeed else []}
+    doc = {
+        "model": spec.name,
+        "params": int(report.setup.params_total),
+        "dp": dp,
+        "hbm_bytes": int(topo.gpu.hbm),
+        "recipe": recipe,
+        "stages": tables[0].data,
+        "deepspeed": tables[1].data if deepspeed else [],
+    }
     if fmt == TableFormat.json:
         _emit_tables(tables, "json", doc)
     else:
@@ -529,8 +695,15 @@ def sweep(
     algorithm: AlgorithmOpt = None,
     skew: SkewOpt = 0.0,
     keep_full_grads: KeepGradsOpt = False,
-    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")] = TableFormat.table,
-    plot: Annotated[Path | None, typer.Option("--plot", help="Write a chart of efficiency and step time: FILE.svg, or FILE.png (needs matplotlib).")] = None,
+    fmt: Annotated[
+        TableFormat, typer.Option("--format", "-f", help="table, json, csv or markdown.")
+    ] = TableFormat.table,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", help="Write a chart of efficiency and step time: FILE.svg, or FILE.png (needs matplotlib)."
+        ),
+    ] = None,
     chart: Annotated[bool, typer.Option("--chart", help="Also print a terminal chart of scaling efficiency.")] = False,
 ) -> None:
     """One row per DP size: step time, compute, exposed communication, efficiency, throughput, memory."""
@@ -542,12 +715,32 @@ def sweep(
     reports = []
     progress = _progress(len(sizes))
     for size in sizes:
-        reports.append(run(spec, topo, _options(
-            dp=size, zero=zero, grad_dtype=grad_dtype, micro_batch=micro_batch, seq_len=seq_len, accumulation=accum,
-            global_batch=global_batch, mfu=mfu, mode=Mode.train, recompute=recompute, flash_attention=flash_attention,
-            recipe=recipe, optimizer=optimizer, offload=offload, bucket_size=bucket_size, algorithm=algorithm,
-            skew=skew, keep_full_grads=keep_full_grads,
-        )))
+        reports.append(
+            run(
+                spec,
+                topo,
+                _options(
+                    dp=size,
+                    zero=zero,
+                    grad_dtype=grad_dtype,
+                    micro_batch=micro_batch,
+                    seq_len=seq_len,
+                    accumulation=accum,
+                    global_batch=global_batch,
+                    mfu=mfu,
+                    mode=Mode.train,
+                    recompute=recompute,
+                    flash_attention=flash_attention,
+                    recipe=recipe,
+                    optimizer=optimizer,
+                    offload=offload,
+                    bucket_size=bucket_size,
+                    algorithm=algorithm,
+                    skew=skew,
+                    keep_full_grads=keep_full_grads,
+                ),
+            )
+        )
         progress(size)
     table = render.sweep_table(reports, fixed_global_batch=global_batch is not None)
     _emit_tables([table], fmt.value)

@@ -101,7 +101,9 @@ def _parse_csv(text: str, name: str) -> Measurements:
     )
 
 
-_RANK = re.compile(r"#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(?P<dev>.*)")
+_RANK = re.compile(
+    r"#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(?P<dev>.*)"
+)
 
 
 def _parse_log(text: str, name: str) -> Measurements:

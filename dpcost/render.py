@@ -98,10 +98,16 @@ def _setup_table(r: Report) -> Table:
     if s.mode == "train":
         rows += [
             ["ZeRO stage", f"{s.zero_stage}{chosen}"],
-            ["recipe", f"{s.recipe}, {s.optimizer}, gradients in {s.grad_dtype}"
-             + (f", offload {s.offload}" if s.offload != "none" else "")],
+            [
+                "recipe",
+                f"{s.recipe}, {s.optimizer}, gradients in {s.grad_dtype}"
+                + (f", offload {s.offload}" if s.offload != "none" else ""),
+            ],
             ["activation recompute", f"{s.recompute}{rc}" + (", flash attention" if s.flash_attention else "")],
-            ["global batch B = b x a x D", f"{s.micro_batch} x {s.accumulation} x {s.dp} = {s.global_batch:,} sequences"],
+            [
+                "global batch B = b x a x D",
+                f"{s.micro_batch} x {s.accumulation} x {s.dp} = {s.global_batch:,} sequences",
+            ],
             ["tokens per step", f"{s.tokens_per_step:,} ({s.seq_len} per sequence)"],
             ["MFU input", f"{s.mfu:.0%} of dense BF16 peak for the math alone"],
         ]
@@ -114,21 +120,32 @@ def _communication_table(r: Report) -> Table:
     c = r.communication
     t = Table(
         f"Communication per step: {c.primitives} (ZeRO-{r.setup.zero_stage}), {c.frequency}",
-        ["collective", "carries", "message", "sent per rank", "algorithm (one call)", "one call", "calls/step", "per step"],
+        [
+            "collective",
+            "carries",
+            "message",
+            "sent per rank",
+            "algorithm (one call)",
+            "one call",
+            "calls/step",
+            "per step",
+        ],
         right={2, 3, 5, 6, 7},
     )
     for row in c.collectives:
         best = row.single_call.best
-        t.rows.append([
-            row.op,
-            row.purpose + (f" x{row.occurrences}" if row.occurrences > 1 else ""),
-            _gb(row.message_bytes),
-            _gb(row.bytes_sent_per_rank),
-            f"{best.algorithm}/{best.protocol}",
-            fmt_seconds(best.seconds),
-            str(row.calls),
-            fmt_seconds(row.seconds),
-        ])
+        t.rows.append(
+            [
+                row.op,
+                row.purpose + (f" x{row.occurrences}" if row.occurrences > 1 else ""),
+                _gb(row.message_bytes),
+                _gb(row.bytes_sent_per_rank),
+                f"{best.algorithm}/{best.protocol}",
+                fmt_seconds(best.seconds),
+                str(row.calls),
+                fmt_seconds(row.seconds),
+            ]
+        )
     t.notes.append(
         f"gradient volume |theta| x {r.setup.grad_dtype} = {fmt_count(r.setup.params_total)} x "
         f"{c.gradient_bytes / r.setup.params_total:g} B = {_gb(c.gradient_bytes)}; each rank sends "
@@ -150,7 +167,12 @@ def _tier_tables(r: Report) -> list[Table]:
         best = row.single_call.best
         if not best.tiers:
             continue
-        key = (best.algorithm, best.protocol, tuple((t.tier, round(t.bytes_per_gpu)) for t in best.tiers), round(best.seconds, 9))
+        key = (
+            best.algorithm,
+            best.protocol,
+            tuple((t.tier, round(t.bytes_per_gpu)) for t in best.tiers),
+            round(best.seconds, 9),
+        )
         groups.setdefault(key, [])
         if row.op not in groups[key]:
             groups[key].append(row.op)
@@ -165,12 +187,14 @@ def tier_table(best: CollectiveTime, title: str) -> Table:
     t = Table(title, ["tier", "bytes per GPU", "time", ""], right={1, 2})
     slowest = max(best.tiers, key=lambda x: x.seconds)
     for tier in best.tiers:
-        t.rows.append([
-            tier.tier,
-            _gb(tier.bytes_per_gpu),
-            fmt_seconds(tier.seconds),
-            "bottleneck" if tier is slowest else "",
-        ])
+        t.rows.append(
+            [
+                tier.tier,
+                _gb(tier.bytes_per_gpu),
+                fmt_seconds(tier.seconds),
+                "bottleneck" if tier is slowest else "",
+            ]
+        )
     t.notes.append(
         f"{best.algorithm}/{best.protocol}: {fmt_seconds(best.seconds)} = latency {fmt_seconds(best.latency_seconds)}"
         f" + bandwidth {fmt_seconds(best.bandwidth_seconds)}; algbw {fmt_bandwidth(best.algbw)}, "
@@ -182,23 +206,36 @@ def tier_table(best: CollectiveTime, title: str) -> Table:
 def _memory_table(stages: Sequence[StageMemory], chosen: int | None, micro_batch: int, recompute: str) -> Table:
     t = Table(
         f"Memory per GPU by ZeRO stage (activations with recompute={recompute})",
-        ["stage", "params", "grads", "optimizer", "activations", "buffers", "overhead", "total", "fits", "max micro-batch"],
+        [
+            "stage",
+            "params",
+            "grads",
+            "optimizer",
+            "activations",
+            "buffers",
+            "overhead",
+            "total",
+            "fits",
+            "max micro-batch",
+        ],
         right=set(range(1, 8)) | {9},
     )
     for m in stages:
         mark = " <" if m.stage == chosen else ""
-        t.rows.append([
-            f"{m.stage}{mark}",
-            _gb(m.params),
-            _gb(m.grads),
-            _gb(m.optimizer),
-            _gb(m.activations),
-            _gb(m.buffers),
-            _gb(m.overhead),
-            _gb(m.total),
-            ("yes" if m.fits else "NO") + f" / {_gb(m.hbm)}",
-            str(m.largest_micro_batch(micro_batch)) if m.activations_per_sample else "-",
-        ])
+        t.rows.append(
+            [
+                f"{m.stage}{mark}",
+                _gb(m.params),
+                _gb(m.grads),
+                _gb(m.optimizer),
+                _gb(m.activations),
+                _gb(m.buffers),
+                _gb(m.overhead),
+                _gb(m.total),
+                ("yes" if m.fits else "NO") + f" / {_gb(m.hbm)}",
+                str(m.largest_micro_batch(micro_batch)) if m.activations_per_sample else "-",
+            ]
+        )
     if any(m.cpu for m in stages):
         t.notes.append("offloaded to CPU per GPU: " + ", ".join(f"ZeRO-{m.stage} {_gb(m.cpu)}" for m in stages))
     t.notes.append(
@@ -218,11 +255,17 @@ def _time_table(r: Report) -> Table:
     }[t.bound]
     rows = [
         ["forward (one micro-batch)", fmt_seconds(t.forward)],
-        ["backward (one micro-batch)", fmt_seconds(t.backward) + (" incl. recompute" if r.setup.recompute != "none" else "")],
+        [
+            "backward (one micro-batch)",
+            fmt_seconds(t.backward) + (" incl. recompute" if r.setup.recompute != "none" else ""),
+        ],
         [f"compute per step ({a} micro-batch{'es' if a > 1 else ''})", fmt_seconds(t.compute)],
         ["communication per step (serial sum)", fmt_seconds(t.comm)],
         ["step, ideal overlap: max(T_compute, T_comm)", fmt_seconds(t.overlapped)],
-        [f"step, bucketed ({fmt_bytes(r.setup.bucket_bytes, binary=True)} buckets, per-block gathers)", fmt_seconds(t.bucketed)],
+        [
+            f"step, bucketed ({fmt_bytes(r.setup.bucket_bytes, binary=True)} buckets, per-block gathers)",
+            fmt_seconds(t.bucketed),
+        ],
         ["step, serial: T_compute + T_comm", fmt_seconds(t.serial)],
         ["exposed communication (bucketed)", fmt_seconds(t.exposed_comm)],
         ["bound by", bound],
@@ -272,9 +315,7 @@ def _choice_dict(c: CollectiveChoice) -> dict[str, Any]:
         "algorithm": c.best.algorithm,
         "protocol": c.best.protocol,
         "seconds": c.best.seconds,
-        "tiers": [
-            {"tier": t.tier, "bytes_per_gpu": int(t.bytes_per_gpu), "seconds": t.seconds} for t in c.best.tiers
-        ],
+        "tiers": [{"tier": t.tier, "bytes_per_gpu": int(t.bytes_per_gpu), "seconds": t.seconds} for t in c.best.tiers],
         "alternatives": {x.algorithm: x.seconds for x in c.candidates},
     }
 
@@ -402,13 +443,15 @@ def memory_tables(
                 optim = "cpu" if e.offload in ("params", "optimizer") else "none"
                 opts = f"ZeRO-3 offload_param={param}, offload_optimizer={optim}, zero_init={int(bool(e.zero_init))}"
             ds.rows.append([f"{e.cpu_bytes / 2**30:.2f}GB", f"{e.gpu_bytes / 2**30:.2f}GB", opts])
-            ds.data.append({
-                "stage": e.stage,
-                "offload": e.offload,
-                "zero_init": e.zero_init,
-                "per_cpu_bytes": int(e.cpu_bytes),
-                "per_gpu_bytes": int(e.gpu_bytes),
-            })
+            ds.data.append(
+                {
+                    "stage": e.stage,
+                    "offload": e.offload,
+                    "zero_init": e.zero_init,
+                    "per_cpu_bytes": int(e.cpu_bytes),
+                    "per_gpu_bytes": int(e.gpu_bytes),
+                }
+            )
         tables.append(ds)
     return tables
 
@@ -473,28 +516,66 @@ def sweep_table(reports: Sequence[Report], fixed_global_batch: bool) -> Table:
     first = reports[0].setup
     t = Table(
         f"{first.model_title} on {first.topology}: cost against DP size",
-        ["DP", "nodes", "global batch", "ZeRO", "step", "compute", "exposed comm", "comm (serial)", "efficiency",
-         "tokens/s", "MFU", "memory/GPU", "fits"],
+        [
+            "DP",
+            "nodes",
+            "global batch",
+            "ZeRO",
+            "step",
+            "compute",
+            "exposed comm",
+            "comm (serial)",
+            "efficiency",
+            "tokens/s",
+            "MFU",
+            "memory/GPU",
+            "fits",
+        ],
         right=set(range(0, 12)) - {3},
     )
     for r in reports:
         s, tm = r.setup, r.time
         assert tm is not None
         m = r.memory.stages[s.zero_stage]
-        t.rows.append([
-            str(s.dp), str(s.nodes), f"{s.global_batch:,}", f"{s.zero_stage} ({s.recompute})",
-            fmt_seconds(tm.step), fmt_seconds(tm.compute), fmt_seconds(tm.exposed_comm), fmt_seconds(tm.comm),
-            _pct(tm.scaling_efficiency), f"{tm.tokens_per_second:,.0f}", _pct(tm.mfu), _gb(m.total),
-            "yes" if m.fits else "NO",
-        ])
-        t.data.append({
-            "dp": s.dp, "nodes": s.nodes, "global_batch": s.global_batch, "accumulation": s.accumulation,
-            "zero_stage": s.zero_stage, "recompute": s.recompute, "step_seconds": tm.step,
-            "compute_seconds": tm.compute, "exposed_comm_seconds": tm.exposed_comm, "comm_seconds": tm.comm,
-            "overlapped_seconds": tm.overlapped, "serial_seconds": tm.serial, "scaling_efficiency": tm.scaling_efficiency,
-            "tokens_per_second": tm.tokens_per_second, "mfu": tm.mfu, "memory_bytes": int(m.total), "fits": m.fits,
-            "bound": tm.bound,
-        })
+        t.rows.append(
+            [
+                str(s.dp),
+                str(s.nodes),
+                f"{s.global_batch:,}",
+                f"{s.zero_stage} ({s.recompute})",
+                fmt_seconds(tm.step),
+                fmt_seconds(tm.compute),
+                fmt_seconds(tm.exposed_comm),
+                fmt_seconds(tm.comm),
+                _pct(tm.scaling_efficiency),
+                f"{tm.tokens_per_second:,.0f}",
+                _pct(tm.mfu),
+                _gb(m.total),
+                "yes" if m.fits else "NO",
+            ]
+        )
+        t.data.append(
+            {
+                "dp": s.dp,
+                "nodes": s.nodes,
+                "global_batch": s.global_batch,
+                "accumulation": s.accumulation,
+                "zero_stage": s.zero_stage,
+                "recompute": s.recompute,
+                "step_seconds": tm.step,
+                "compute_seconds": tm.compute,
+                "exposed_comm_seconds": tm.exposed_comm,
+                "comm_seconds": tm.comm,
+                "overlapped_seconds": tm.overlapped,
+                "serial_seconds": tm.serial,
+                "scaling_efficiency": tm.scaling_efficiency,
+                "tokens_per_second": tm.tokens_per_second,
+                "mfu": tm.mfu,
+                "memory_bytes": int(m.total),
+                "fits": m.fits,
+                "bound": tm.bound,
+            }
+        )
     batches = {r.setup.global_batch for r in reports}
     if not fixed_global_batch and len(batches) > 1:
         t.notes.append(
@@ -527,16 +608,20 @@ def sweep_svg(reports: Sequence[Report]) -> str:
         return pad + (math.log2(dp) - lo) / (hi - lo) * (width - 2 * pad)
 
     def panel(ox: int, title: str, series: list[tuple[str, list[float], str]], top: float, unit: str) -> list[str]:
-        out = [f'<g transform="translate({ox},0)">', f'<text x="{pad}" y="18" font-size="13">{title}</text>',
-               f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="black"/>',
-               f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="black"/>',
-               f'<text x="4" y="{pad + 4}" font-size="10">{top:.3g}{unit}</text>',
-               f'<text x="4" y="{height - pad}" font-size="10">0</text>']
+        out = [
+            f'<g transform="translate({ox},0)">',
+            f'<text x="{pad}" y="18" font-size="13">{title}</text>',
+            f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="black"/>',
+            f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="black"/>',
+            f'<text x="4" y="{pad + 4}" font-size="10">{top:.3g}{unit}</text>',
+            f'<text x="4" y="{height - pad}" font-size="10">0</text>',
+        ]
         for dp in dps:
             out.append(f'<text x="{x(dp) - 8:.1f}" y="{height - pad + 14}" font-size="10">{dp}</text>')
         for i, (name, values, color) in enumerate(series):
             pts = " ".join(
-                f"{x(dp):.1f},{height - pad - v / top * (height - 2 * pad):.1f}" for dp, v in zip(dps, values, strict=True)
+                f"{x(dp):.1f},{height - pad - v / top * (height - 2 * pad):.1f}"
+                for dp, v in zip(dps, values, strict=True)
             )
             out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{pts}"/>')
             out.append(f'<text x="{width - pad - 90}" y="{pad + 12 * i}" font-size="10" fill="{color}">{name}</text>')
@@ -546,8 +631,13 @@ def sweep_svg(reports: Sequence[Report]) -> str:
     eff = [100 * t.scaling_efficiency for t in times]
     steps = [[t.step for t in times], [t.overlapped for t in times], [t.serial for t in times]]
     body = panel(0, "scaling efficiency", [("efficiency", eff, "#1f77b4")], 100.0, "%")
-    body += panel(width, "step time", [("bucketed", steps[0], "#d62728"), ("ideal", steps[1], "#2ca02c"),
-                                        ("serial", steps[2], "#7f7f7f")], max(max(s) for s in steps) * 1.05, " s")
+    body += panel(
+        width,
+        "step time",
+        [("bucketed", steps[0], "#d62728"), ("ideal", steps[1], "#2ca02c"), ("serial", steps[2], "#7f7f7f")],
+        max(max(s) for s in steps) * 1.05,
+        " s",
+    )
     head = f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * width}" height="{height}" font-family="sans-serif">'
     return "\n".join([head, '<rect width="100%" height="100%" fill="white"/>', *body, "</svg>"]) + "\n"
 

@@ -209,9 +209,7 @@ class TopologySpec(Spec):
                     raise ValueError(f"tiers[{i}] ({tier.name}): only the last tier may leave size open")
                 continue
             if tier.size <= previous or tier.size % previous:
-                raise ValueError(
-                    f"tiers[{i}] ({tier.name}): size {tier.size} must be a larger multiple of {previous}"
-                )
+                raise ValueError(f"tiers[{i}] ({tier.name}): size {tier.size} must be a larger multiple of {previous}")
             previous = tier.size
         for i, tier in enumerate(self.tiers):
             reduction = tier.in_network_reduction

@@ -11,8 +11,17 @@ from dpcost.catalog import catalog_dir, list_models, list_topologies, load_model
 from dpcost.engine.params import count_params
 from dpcost.errors import InputError
 
-MODELS = {"llama-70b", "qwen-72b", "deepseek-v3", "llama-8b", "llama-405b", "llama2-70b", "qwen2.5-72b",
-          "mixtral-8x7b", "gpt3-175b"}
+MODELS = {
+    "llama-70b",
+    "qwen-72b",
+    "deepseek-v3",
+    "llama-8b",
+    "llama-405b",
+    "llama2-70b",
+    "qwen2.5-72b",
+    "mixtral-8x7b",
+    "gpt3-175b",
+}
 TOPOLOGIES = {"dgx-h100", "dgx-a100", "hgx-h200", "dgx-b200", "gb200-nvl72", "rack-pod-h100"}
 
 
@@ -89,13 +98,19 @@ def test_user_yaml_model(tmp_path: Path) -> None:
         ("- a\n- b\n", "expected a mapping"),
         ("a: &x [1]\nb: *x\n", "aliases are not allowed"),
         ("name: a\nname: b\n", "appears twice"),
-        ("name: tiny\ntitle: T\narchitecture: {hidden: -5, layers: 2, heads: 4, ffn: 8, vocab: 9}\n",
-         "architecture.hidden: Input should be greater than 0"),
-        ("name: tiny\ntitle: T\narchitecture: {hidden: 256, layers: 2, heads: 4, ffn: 8, vocab: 9, colour: red}\n",
-         r"architecture.colour: unknown field \(allowed here: hidden, layers"),
+        (
+            "name: tiny\ntitle: T\narchitecture: {hidden: -5, layers: 2, heads: 4, ffn: 8, vocab: 9}\n",
+            "architecture.hidden: Input should be greater than 0",
+        ),
+        (
+            "name: tiny\ntitle: T\narchitecture: {hidden: 256, layers: 2, heads: 4, ffn: 8, vocab: 9, colour: red}\n",
+            r"architecture.colour: unknown field \(allowed here: hidden, layers",
+        ),
         ("name: tiny\ntitle: T\n", "give an architecture or params"),
-        ("name: tiny\ntitle: T\narchitecture: {hidden: 256, layers: 2, heads: 4, kv_heads: 3, ffn: 8, vocab: 9}\n",
-         "must be a multiple of kv_heads"),
+        (
+            "name: tiny\ntitle: T\narchitecture: {hidden: 256, layers: 2, heads: 4, kv_heads: 3, ffn: 8, vocab: 9}\n",
+            "must be a multiple of kv_heads",
+        ),
         ("name: Not A Slug\ntitle: T\nparams: 7B\n", "name: String should match pattern"),
         ("name: t\ntitle: T\nparams: 7 apples\n", "params: expected a count"),
         ("[" * 5000, "nested too deeply|malformed"),
@@ -110,7 +125,9 @@ def test_bad_model_files_say_field_and_fix(tmp_path: Path, text: str, message: s
 
 
 def test_billion_laughs_is_refused_fast(tmp_path: Path) -> None:
-    lol = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}]" for i in range(9)]
+    lol = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}]" for i in range(9)
+    ]
     with pytest.raises(InputError, match="aliases"):
         load_model(_write(tmp_path, "\n".join(lol)))
 
@@ -151,16 +168,39 @@ def test_topology_roundtrip_through_yaml(tmp_path: Path) -> None:
 
 
 HF_LLAMA = {
-    "model_type": "llama", "hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
-    "num_key_value_heads": 8, "intermediate_size": 28672, "vocab_size": 128256, "tie_word_embeddings": False,
-    "hidden_act": "silu", "_name_or_path": "meta-llama/Llama-3.1-70B",
+    "model_type": "llama",
+    "hidden_size": 8192,
+    "num_hidden_layers": 80,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "intermediate_size": 28672,
+    "vocab_size": 128256,
+    "tie_word_embeddings": False,
+    "hidden_act": "silu",
+    "_name_or_path": "meta-llama/Llama-3.1-70B",
 }
 HF_DEEPSEEK = {
-    "model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128,
-    "num_key_value_heads": 128, "intermediate_size": 18432, "moe_intermediate_size": 2048, "n_routed_experts": 256,
-    "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "q_lora_rank": 1536,
-    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280,
-    "tie_word_embeddings": False, "topk_method": "noaux_tc", "num_nextn_predict_layers": 1, "hidden_act": "silu",
+    "model_type": "deepseek_v3",
+    "hidden_size": 7168,
+    "num_hidden_layers": 61,
+    "num_attention_heads": 128,
+    "num_key_value_heads": 128,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "n_routed_experts": 256,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3,
+    "q_lora_rank": 1536,
+    "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "vocab_size": 129280,
+    "tie_word_embeddings": False,
+    "topk_method": "noaux_tc",
+    "num_nextn_predict_layers": 1,
+    "hidden_act": "silu",
 }
 
 

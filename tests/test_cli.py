@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REFERENCE
 from typer.testing import CliRunner
 
-from conftest import REFERENCE
 from dpcost.cli import app
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
@@ -29,10 +29,24 @@ def ok(*args: str) -> str:
 
 def test_the_main_job() -> None:
     out = ok("estimate", "--model", "llama-70b", "--dp", "512")
-    for text in ("Llama 3.1 70B", "70.55B total", "512 GPUs = 64 node(s) x 8", "1 x 1 x 512 = 512 sequences",
-                 "ReduceScatter + AllGather", "141 GB", "Memory per GPU by ZeRO stage", "NO / 80.0 GB",
-                 "yes / 80.0 GB", "step, ideal overlap", "step, bucketed", "step, serial", "bound by",
-                 "scaling efficiency", "does not fit without sharding", "leaf"):
+    for text in (
+        "Llama 3.1 70B",
+        "70.55B total",
+        "512 GPUs = 64 node(s) x 8",
+        "1 x 1 x 512 = 512 sequences",
+        "ReduceScatter + AllGather",
+        "141 GB",
+        "Memory per GPU by ZeRO stage",
+        "NO / 80.0 GB",
+        "yes / 80.0 GB",
+        "step, ideal overlap",
+        "step, bucketed",
+        "step, serial",
+        "bound by",
+        "scaling efficiency",
+        "does not fit without sharding",
+        "leaf",
+    ):
         assert text in out, text
 
 
@@ -60,12 +74,26 @@ def test_json_contract() -> None:
     stages = doc["memory"]["stages"]
     assert [s["stage"] for s in stages] == [0, 1, 2, 3]
     for s in stages:
-        for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes", "total_bytes"):
+        for key in (
+            "params_bytes",
+            "grads_bytes",
+            "optimizer_bytes",
+            "activations_bytes",
+            "buffers_bytes",
+            "total_bytes",
+        ):
             assert isinstance(s[key], int), key
         assert isinstance(s["fits"], bool)
     time = doc["time"]
-    for key in ("forward_seconds", "backward_seconds", "comm_seconds", "overlapped_seconds", "serial_seconds",
-                "step_seconds", "scaling_efficiency"):
+    for key in (
+        "forward_seconds",
+        "backward_seconds",
+        "comm_seconds",
+        "overlapped_seconds",
+        "serial_seconds",
+        "step_seconds",
+        "scaling_efficiency",
+    ):
         assert isinstance(time[key], float), key
     assert time["overlapped_seconds"] <= time["step_seconds"] <= time["serial_seconds"]
     assert isinstance(doc["warnings"], list) and all(isinstance(w, str) for w in doc["warnings"])
@@ -118,14 +146,20 @@ def _one_line_error(args: list[str], *needles: str) -> None:
         (["estimate", "--model", "llama-70b", "--dp", "8", "--micro-batch", "-1"], ["--micro-batch", "positive"]),
         (["estimate", "--model", "llama-70b", "--dp", "8", "--mfu", "1.5"], ["--mfu"]),
         (["estimate", "--model", "gpt3-175b", "--dp", "8", "--seq-len", "4096"], ["--seq-len", "2048"]),
-        (["estimate", "--model", "llama-70b", "--dp", "64", "--global-batch", "100"], ["--global-batch", "multiple of 64"]),
+        (
+            ["estimate", "--model", "llama-70b", "--dp", "64", "--global-batch", "100"],
+            ["--global-batch", "multiple of 64"],
+        ),
         (["estimate", "--model", "llama-70b", "--dp", "8", "--format", "xml"], ["--format"]),
         (["estimate", "--dp", "8"], ["--model"]),
         (["estimate", "--model", "llama-70b", "--dp", "8", "--frobnicate"], ["--frobnicate"]),
         (["collective", "--ranks", "16", "--sizes", "64Q"], ["--sizes"]),
         (["collective", "--ranks", "16", "--op", "all_to_all"], ["--op", "all_reduce"]),
         (["collective", "--ranks", "16", "--min-bytes", "-8"], ["--min-bytes"]),
-        (["collective", "--ranks", "8", "--topology", "dgx-a100", "--algorithm", "nvls", "--sizes", "1G"], ["--algorithm", "not available"]),
+        (
+            ["collective", "--ranks", "8", "--topology", "dgx-a100", "--algorithm", "nvls", "--sizes", "1G"],
+            ["--algorithm", "not available"],
+        ),
         (["memory", "--dp", "8"], ["--model", "--params"]),
         (["memory", "--dp", "8", "--params", "lots"], ["--params", "70B"]),
         (["sweep", "--model", "llama-8b", "--dp", "8..x"], ["--dp", "8..4096"]),
@@ -144,15 +178,26 @@ def test_malformed_and_hostile_files(tmp_path: Path) -> None:
     bomb.write_text("a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n")
     _one_line_error(["estimate", "--model", str(bomb), "--dp", "8"], "aliases are not allowed")
     topo = tmp_path / "topo.yaml"
-    topo.write_text("name: t\ntitle: T\ngpu: {name: G, arch: hopper, hbm: 80GB, hbm_bandwidth: 3TB/s, bf16_dense: 1PFLOPS}\n"
-                    "call_overhead: 5us\ntiers: [{name: nv, size: 8, bandwidth: -450GB/s, latency: 3us}]\n")
+    topo.write_text(
+        "name: t\ntitle: T\ngpu: {name: G, arch: hopper, hbm: 80GB, hbm_bandwidth: 3TB/s, bf16_dense: 1PFLOPS}\n"
+        "call_overhead: 5us\ntiers: [{name: nv, size: 8, bandwidth: -450GB/s, latency: 3us}]\n"
+    )
     _one_line_error(["estimate", "--model", "llama-8b", "--dp", "8", "--topology", str(topo)], "tiers.0.bandwidth")
 
 
 def test_models_and_topologies_lists() -> None:
     out = ok("models")
-    for name in ("llama-70b", "qwen-72b", "deepseek-v3", "llama-8b", "llama-405b", "llama2-70b", "qwen2.5-72b",
-                 "mixtral-8x7b", "gpt3-175b"):
+    for name in (
+        "llama-70b",
+        "qwen-72b",
+        "deepseek-v3",
+        "llama-8b",
+        "llama-405b",
+        "llama2-70b",
+        "qwen2.5-72b",
+        "mixtral-8x7b",
+        "gpt3-175b",
+    ):
         assert name in out
     assert "MoE 8/256+1" in out and "MLA" in out
     out = ok("topologies")
@@ -173,14 +218,30 @@ def test_show() -> None:
 
 
 def test_collective_table_and_machine_formats() -> None:
-    out = ok("collective", "--op", "all_reduce", "--topology", "dgx-h100", "--ranks", "16", "--min-bytes", "8", "--max-bytes", "16G")
+    out = ok(
+        "collective",
+        "--op",
+        "all_reduce",
+        "--topology",
+        "dgx-h100",
+        "--ranks",
+        "16",
+        "--min-bytes",
+        "8",
+        "--max-bytes",
+        "16G",
+    )
     assert "busbw" in out and "GB/s" in out and "nvls_tree" in out and "16.0 GiB" in out
     rows = json.loads(ok("collective", "--ranks", "16", "--sizes", "64M,1G", "--format", "json"))
     assert [r["size_bytes"] for r in rows] == [64 * 2**20, 2**30]
     for r in rows:
         assert {"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algorithm"} <= set(r)
         assert r["busbw_GBps"] == pytest.approx(r["algbw_GBps"] * 2 * 15 / 16, rel=1e-9)
-    table = list(csv.DictReader(io.StringIO(ok("collective", "--ranks", "8", "--op", "all_gather", "--sizes", "1G", "--format", "csv"))))
+    table = list(
+        csv.DictReader(
+            io.StringIO(ok("collective", "--ranks", "8", "--op", "all_gather", "--sizes", "1G", "--format", "csv"))
+        )
+    )
     assert table[0]["algorithm"] == "ring" and float(table[0]["time_us"]) > 0
 
 
@@ -209,8 +270,16 @@ def test_memory_command_zero_table_and_deepspeed_view() -> None:
     got = [s["params_bytes"] + s["grads_bytes"] + s["optimizer_bytes"] for s in doc["stages"]]
     assert got == pytest.approx([120e9, 4 * 7.5e9 + 12 * 7.5e9 / 64, 2 * 7.5e9 + 14 * 7.5e9 / 64, 16 * 7.5e9 / 64])
     for s in doc["stages"]:
-        assert {"stage", "params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes",
-                "total_bytes", "fits"} <= set(s)
+        assert {
+            "stage",
+            "params_bytes",
+            "grads_bytes",
+            "optimizer_bytes",
+            "activations_bytes",
+            "buffers_bytes",
+            "total_bytes",
+            "fits",
+        } <= set(s)
     out = ok("memory", "--params", "7.5B", "--largest-layer-params", "1e9", "--dp", "64", "--recipe", "deepspeed")
     assert "2682.21GB" in out and "15.93GB" in out and "5.69GB" in out
     out = ok("memory", "--model", "llama-70b", "--dp", "512", "--micro-batch", "2", "--recompute", "full")
@@ -220,8 +289,15 @@ def test_memory_command_zero_table_and_deepspeed_view() -> None:
 def test_sweep(tmp_path: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(ok("sweep", "--model", "llama-70b", "--dp", "8..64", "--format", "csv"))))
     assert [int(r["dp"]) for r in rows] == [8, 16, 32, 64]
-    for key in ("step_seconds", "compute_seconds", "exposed_comm_seconds", "scaling_efficiency", "tokens_per_second",
-                "memory_bytes", "fits"):
+    for key in (
+        "step_seconds",
+        "compute_seconds",
+        "exposed_comm_seconds",
+        "scaling_efficiency",
+        "tokens_per_second",
+        "memory_bytes",
+        "fits",
+    ):
         assert key in rows[0]
     out = ok("sweep", "--model", "llama-8b", "--dp", "8,64,512", "--chart")
     assert "grows with DP" in out and "scaling efficiency" in out
@@ -235,6 +311,8 @@ def test_python_m_dpcost_and_version() -> None:
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "dpcost", "models", "--format", "json"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "dpcost", "models", "--format", "json"], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert len(json.loads(result.stdout)) == 9

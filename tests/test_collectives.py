@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -28,7 +29,9 @@ def test_ring_all_reduce_one_node_closed_form(h100: TopologySpec) -> None:
     n, s = 8, float(GIB)
     nv = h100.tiers[0]
     expected = (
-        h100.call_overhead + BASE_LATENCY["ring"]["simple"] + 2 * (n - 1) * nv.latency.simple
+        h100.call_overhead
+        + BASE_LATENCY["ring"]["simple"]
+        + 2 * (n - 1) * nv.latency.simple
         + 2 * (n - 1) / n * s / (450e9 * 0.82)
     )
     got = collective_time(h100, "all_reduce", n, s, "ring")
@@ -55,7 +58,12 @@ def test_reduce_scatter_all_gather_closed_form(h100: TopologySpec) -> None:
     nv = h100.tiers[0]
     for op in ("reduce_scatter", "all_gather"):
         got = collective_time(h100, op, n, s, "ring")
-        expected = h100.call_overhead + BASE_LATENCY["ring"]["simple"] + (n - 1) * nv.latency.simple + (n - 1) / n * s / nv.effective_bandwidth
+        expected = (
+            h100.call_overhead
+            + BASE_LATENCY["ring"]["simple"]
+            + (n - 1) * nv.latency.simple
+            + (n - 1) / n * s / nv.effective_bandwidth
+        )
         assert got.seconds == pytest.approx(expected, rel=1e-12)
 
 
@@ -86,7 +94,10 @@ def test_tree_closed_form(h100: TopologySpec) -> None:
 def test_one_tier_hierarchical_equals_ring(h100: TopologySpec) -> None:
     for op in ("all_reduce", "reduce_scatter", "all_gather"):
         for size in (1e3, 1e6, 1e9):
-            assert collective_time(h100, op, 8, size, "hierarchical").seconds == collective_time(h100, op, 8, size, "ring").seconds
+            assert (
+                collective_time(h100, op, 8, size, "hierarchical").seconds
+                == collective_time(h100, op, 8, size, "ring").seconds
+            )
 
 
 def test_hierarchical_is_its_phases(h100: TopologySpec) -> None:
@@ -118,14 +129,14 @@ SIZES = [8 * 4**i for i in range(17)]  # 8 B .. 32 GiB
 @pytest.mark.parametrize("topo", list_topologies(), ids=lambda t: t.name)
 def test_time_grows_with_size_for_every_algorithm(topo: TopologySpec) -> None:
     for n in (8, 64, 512):
-        if topo.max_gpus and n > topo.max_gpus or n > topo.domain_size and n % topo.domain_size:
+        if (topo.max_gpus and n > topo.max_gpus) or (n > topo.domain_size and n % topo.domain_size):
             continue
         for op in OPS:
             for alg in algorithms_for(topo, op, n):
                 times = [collective_time(topo, op, n, s, alg).seconds for s in SIZES]
-                assert all(b >= a for a, b in zip(times, times[1:], strict=False)), (topo.name, op, alg, n)
+                assert all(b >= a for a, b in itertools.pairwise(times)), (topo.name, op, alg, n)
             best = [collective(topo, op, n, s).best.seconds for s in SIZES]
-            assert all(b >= a for a, b in zip(best, best[1:], strict=False)), (topo.name, op, n)
+            assert all(b >= a for a, b in itertools.pairwise(best)), (topo.name, op, n)
 
 
 @pytest.mark.parametrize("topo", list_topologies(), ids=lambda t: t.name)
@@ -134,14 +145,11 @@ def test_never_below_the_bandwidth_bound(topo: TopologySpec) -> None:
     rate (and, on one domain, each GPU (N-1)/N of it through NVLink): no prediction may beat that."""
     s = 4.0 * GIB
     for n in (8, 72, 144, 512):
-        if topo.max_gpus and n > topo.max_gpus or n > topo.domain_size and n % topo.domain_size:
+        if (topo.max_gpus and n > topo.max_gpus) or (n > topo.domain_size and n % topo.domain_size):
             continue
         g = min(n, topo.domain_size)
         d = math.ceil(n / g)
-        if d > 1:
-            bound = (d - 1) / d * s / (g * topo.tiers[1].bandwidth)
-        else:
-            bound = (n - 1) / n * s / topo.tiers[0].bandwidth
+        bound = (d - 1) / d * s / (g * topo.tiers[1].bandwidth) if d > 1 else (n - 1) / n * s / topo.tiers[0].bandwidth
         for op in ("all_reduce", "reduce_scatter", "all_gather"):
             for alg in algorithms_for(topo, op, n):
                 assert collective_time(topo, op, n, s, alg).seconds >= bound, (topo.name, op, alg, n)
@@ -194,7 +202,7 @@ def test_sharp_where_a_fabric_declares_it(h100: TopologySpec) -> None:
     got = collective_time(sharp, "all_reduce", 512, GIB, "collnet")
     ib = sharp.tiers[1]
     # each rail sends its S/8 once: half the ring's 2(D-1)/D x S/8
-    inter = [t for t in got.tiers if t.tier == ib.name][0]
+    inter = next(t for t in got.tiers if t.tier == ib.name)
     assert inter.bytes_per_gpu == pytest.approx(GIB / 8)
     assert inter.seconds == pytest.approx(GIB / 8 / (50e9 * 0.9))
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import read_reference_csv
+
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.activations import activation_memory, kv_cache_bytes
 from dpcost.engine.estimate import Options, estimate
@@ -55,7 +55,9 @@ GIB = 2**30
 
 
 def _table(estimates) -> dict[tuple[int, str, bool | None], tuple[str, str]]:  # type: ignore[no-untyped-def]
-    return {(e.stage, e.offload, e.zero_init): (f"{e.cpu_bytes / GIB:.2f}", f"{e.gpu_bytes / GIB:.2f}") for e in estimates}
+    return {
+        (e.stage, e.offload, e.zero_init): (f"{e.cpu_bytes / GIB:.2f}", f"{e.gpu_bytes / GIB:.2f}") for e in estimates
+    }
 
 
 def test_deepspeed_estimators_7_5b_on_8x8() -> None:
@@ -117,7 +119,9 @@ def test_moe_activations_count_routed_experts() -> None:
     a = load_model("mixtral-8x7b").architecture
     assert a is not None
     top2 = activation_memory(a, 4096, 1, "none").total
-    top1 = activation_memory(a.model_copy(update={"moe": a.moe.model_copy(update={"active": 1})}), 4096, 1, "none").total  # type: ignore[union-attr]
+    top1 = activation_memory(
+        a.model_copy(update={"moe": a.moe.model_copy(update={"active": 1})}), 4096, 1, "none"
+    ).total  # type: ignore[union-attr]
     assert top2 > top1
 
 

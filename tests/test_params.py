@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import read_reference_csv
+
 from dpcost.catalog import list_models, load_model
 from dpcost.engine.params import count_params
 
@@ -17,8 +17,16 @@ def test_total_within_half_a_percent_of_published(spec) -> None:  # type: ignore
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("llama-8b", 8.030e9), ("llama-70b", 70.554e9), ("llama-405b", 405.853e9), ("llama2-70b", 68.977e9),
-     ("qwen-72b", 72.288e9), ("qwen2.5-72b", 72.706e9), ("mixtral-8x7b", 46.703e9), ("gpt3-175b", 174.6e9)],
+    [
+        ("llama-8b", 8.030e9),
+        ("llama-70b", 70.554e9),
+        ("llama-405b", 405.853e9),
+        ("llama2-70b", 68.977e9),
+        ("qwen-72b", 72.288e9),
+        ("qwen2.5-72b", 72.706e9),
+        ("mixtral-8x7b", 46.703e9),
+        ("gpt3-175b", 174.6e9),
+    ],
 )
 def test_counts_match_the_config_counts_in_models_md(name: str, expected: float) -> None:
     assert count_params(load_model(name)).total == pytest.approx(expected, rel=5e-4)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import REFERENCE
+
 from dpcost.accuracy import band_errors, guess_topology, predict
 from dpcost.catalog import load_measurements, load_topology
 from dpcost.errors import InputError
@@ -51,7 +51,9 @@ def test_older_nccl_tests_output_without_root_column() -> None:
     assert [(r.size_bytes, r.time_us) for r in m.rows] == [(1048576, 25.10), (1048576, 24.90)]
 
 
-@pytest.mark.parametrize("text", ["hello\n", "op,ranks\nall_reduce,16\n", "op,ranks,size_bytes,time_us\nall_reduce,x,1,2\n"])
+@pytest.mark.parametrize(
+    "text", ["hello\n", "op,ranks\nall_reduce,16\n", "op,ranks,size_bytes,time_us\nall_reduce,x,1,2\n"]
+)
 def test_malformed_measurements(tmp_path: Path, text: str) -> None:
     p = tmp_path / "m.csv"
     p.write_text(text)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from dpcost.catalog import load_model, load_topology
@@ -12,8 +14,16 @@ UNIFORM = tuple(Unit(1e9, 1 / 10) for _ in range(10))  # 10 equal blocks, 10B pa
 
 
 def _plan(**kw: object) -> StepPlan:
-    base = dict(stage=0, accumulation=1, forward=1.0, backward=2.0, units=UNIFORM, grad_bytes=2.0,
-                weight_bytes=2.0, bucket_bytes=25 * 2**20)
+    base = dict(
+        stage=0,
+        accumulation=1,
+        forward=1.0,
+        backward=2.0,
+        units=UNIFORM,
+        grad_bytes=2.0,
+        weight_bytes=2.0,
+        bucket_bytes=25 * 2**20,
+    )
     base.update(kw)
     return StepPlan(**base)  # type: ignore[arg-type]
 
@@ -77,9 +87,14 @@ def test_accumulation_divides_stage_0_comm_per_micro_batch() -> None:
 def test_stages_2_and_3_reduce_every_micro_batch_unless_full_grads_kept() -> None:
     call = bandwidth_only(10e9)
     for stage in (2, 3):
-        per_mb = [t for t in step_time(_plan(stage=stage, accumulation=4), call).traffic if t.op == "reduce_scatter"][0]
-        kept = [t for t in step_time(_plan(stage=stage, accumulation=4, keep_full_grads=True), call).traffic
-                if t.op == "reduce_scatter"][0]
+        per_mb = next(
+            t for t in step_time(_plan(stage=stage, accumulation=4), call).traffic if t.op == "reduce_scatter"
+        )
+        kept = next(
+            t
+            for t in step_time(_plan(stage=stage, accumulation=4, keep_full_grads=True), call).traffic
+            if t.op == "reduce_scatter"
+        )
         assert per_mb.occurrences == 4 and kept.occurrences == 1
         assert per_mb.seconds == pytest.approx(4 * kept.seconds)
 
@@ -141,4 +156,4 @@ def test_global_batch_held_fixed_derives_accumulation() -> None:
 def test_efficiency_falls_as_dp_grows() -> None:
     model, topo = load_model("llama-70b"), load_topology("dgx-h100")
     eff = [estimate(model, topo, Options(dp=dp, zero=3)).time.scaling_efficiency for dp in (8, 64, 512, 4096)]  # type: ignore[union-attr]
-    assert all(b < a for a, b in zip(eff, eff[1:], strict=False)), eff
+    assert all(b < a for a, b in itertools.pairwise(eff)), eff

@@ -20,8 +20,16 @@ from dpcost.units import (
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("80GB", 80e9), ("80 GB", 80e9), ("25MiB", 25 * 2**20), ("1.5TB", 1.5e12), ("512B", 512.0), (4096, 4096.0),
-     ("141GB", 141e9), ("2KiB", 2048.0)],
+    [
+        ("80GB", 80e9),
+        ("80 GB", 80e9),
+        ("25MiB", 25 * 2**20),
+        ("1.5TB", 1.5e12),
+        ("512B", 512.0),
+        (4096, 4096.0),
+        ("141GB", 141e9),
+        ("2KiB", 2048.0),
+    ],
 )
 def test_parse_bytes(text: object, expected: float) -> None:
     assert parse_bytes(text) == pytest.approx(expected)
@@ -35,7 +43,9 @@ def test_parse_bandwidth_bits_and_bytes(text: str, expected: float) -> None:
     assert parse_bandwidth(text) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize(("text", "expected"), [("3us", 3e-6), ("2.5 us", 2.5e-6), ("1.5ms", 1.5e-3), ("100ns", 1e-7), ("2", 2.0)])
+@pytest.mark.parametrize(
+    ("text", "expected"), [("3us", 3e-6), ("2.5 us", 2.5e-6), ("1.5ms", 1.5e-3), ("100ns", 1e-7), ("2", 2.0)]
+)
 def test_parse_seconds(text: str, expected: float) -> None:
     assert parse_seconds(text) == pytest.approx(expected)
 

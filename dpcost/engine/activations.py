@@ -44,7 +44,7 @@ def _layer(a: ModelArchitecture, s: int, b: int, flash: bool, moe_layer: bool) -
     h, sb = a.hidden, s * b
     e = ACT_BYTES
     dropout = a.dropout > 0
-    total = 2 * e * sb * h  # inputs of the two norms
+    total = 2.0 * e * sb * h  # inputs of the two norms
     total += e * sb * h  # attention input (norm output)
     if a.mla is not None:
         m = a.mla
@@ -117,8 +117,5 @@ def activation_memory(
 
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:
     """Keys and values of every layer for `batch` sequences of `seq_len` tokens (MLA caches its latent)."""
-    if a.mla is not None:
-        per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim
-    else:
-        per_token = 2 * a.n_kv_heads * a.d_head
+    per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim if a.mla is not None else 2 * a.n_kv_heads * a.d_head
     return float(per_token * dtype_bytes * a.layers * seq_len * batch)

@@ -310,9 +310,7 @@ def _best_ring(topology: TopologySpec, op: str, ranks: int, size: float, levels:
     return min((_ring(topology, op, ranks, size, levels, p) for p in PROTOCOLS), key=lambda c: c.seconds)
 
 
-def _hierarchical(
-    topology: TopologySpec, op: str, ranks: int, size: float, levels: Sequence[_Level]
-) -> CollectiveTime:
+def _hierarchical(topology: TopologySpec, op: str, ranks: int, size: float, levels: Sequence[_Level]) -> CollectiveTime:
     """Reduce-scatter in the domain, the op across domains on S/g, all-gather in the domain; recursive.
 
     One tier: the plain ring. Every phase is its own NCCL call with its own best protocol."""
@@ -339,7 +337,9 @@ def _hierarchical(
     for phase in phases:
         for t in phase.tiers:
             old = merged.get(t.tier)
-            merged[t.tier] = t if old is None else TierTraffic(t.tier, old.bytes_per_gpu + t.bytes_per_gpu, old.seconds + t.seconds)
+            merged[t.tier] = (
+                t if old is None else TierTraffic(t.tier, old.bytes_per_gpu + t.bytes_per_gpu, old.seconds + t.seconds)
+            )
     protocols = "/".join(dict.fromkeys(p.protocol for p in phases))
     return CollectiveTime(
         op,

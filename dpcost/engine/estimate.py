@@ -187,7 +187,9 @@ def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
         raise InputError(where, f"must be a positive number of GPUs, got {dp}")
     g = topology.domain_size
     if dp > g and dp % g:
-        raise InputError(where, f"{dp} GPUs span {topology.name}'s {g}-GPU NVLink domains unevenly; use <= {g} or a multiple of {g}")
+        raise InputError(
+            where, f"{dp} GPUs span {topology.name}'s {g}-GPU NVLink domains unevenly; use <= {g} or a multiple of {g}"
+        )
     if topology.max_gpus is not None and dp > topology.max_gpus:
         raise InputError(where, f"{dp} exceeds {topology.name}'s {topology.max_gpus} GPUs")
 
@@ -227,9 +229,7 @@ def _recipe(o: Options, grad_dtype: str) -> Recipe:
     """The recipe with its communicated gradient in `grad_dtype`."""
     base = RECIPES[o.recipe]
     components = tuple(
-        replace(c, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads")
-        if c.communicated
-        else c
+        replace(c, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads") if c.communicated else c
         for c in base.components
     )
     return replace(base, components=components)
@@ -259,7 +259,9 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
     counts = count_params(model)
     a = model.architecture
     if a is not None and a.learned_positions and o.seq_len > a.learned_positions:
-        raise InputError("seq_len", f"{model.name} has {a.learned_positions} learned positions; use <= {a.learned_positions}")
+        raise InputError(
+            "seq_len", f"{model.name} has {a.learned_positions} learned positions; use <= {a.learned_positions}"
+        )
     g = min(o.dp, topology.domain_size)
     nodes = math.ceil(o.dp / topology.domain_size)
     if o.mode == "inference":
@@ -275,6 +277,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
     # ---- memory: every stage, with the least recomputation that lets the chosen stage fit
     largest_layer = model.largest_layer_params or counts.largest_module
     gather_unit = model.largest_layer_params or counts.largest_block
+
     def stages_with(recompute: str) -> tuple[StageMemory, ...]:
         if a is not None:
             act = activation_memory(a, o.seq_len, micro_batch, recompute, o.flash_attention)
@@ -494,7 +497,9 @@ def _training_warnings(
     if not chosen.fits:
         largest = chosen.largest_micro_batch(setup.micro_batch)
         hint = (
-            f"; micro-batch {largest} fits" if largest >= 1 else "; no micro-batch fits: shard the model further (TP/PP/EP)"
+            f"; micro-batch {largest} fits"
+            if largest >= 1
+            else "; no micro-batch fits: shard the model further (TP/PP/EP)"
         )
         out.append(
             f"out of memory: ZeRO-{setup.zero_stage} needs {_gb(chosen.total)} per GPU, more than the "
@@ -535,9 +540,7 @@ def _training_warnings(
     return out
 
 
-def _inference(
-    model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount, nodes: int, g: int
-) -> Report:
+def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount, nodes: int, g: int) -> Report:
     """Serving: replicas answer independent requests, so DP exchanges no gradients and moves zero bytes.
 
     Memory per replica = bf16 weights + KV cache (seq_len x batch) + the runtime allowance. Decode throughput
@@ -601,6 +604,7 @@ def _inference(
     if gpus > 1:
         warnings.append(
             f"one replica needs {_gb(total)}, more than one {topology.gpu.name} ({_gb(topology.gpu.hbm)}): "
-            f"{gpus} GPUs per replica (tensor/pipeline parallelism, outside this tool), {replicas} replicas on {o.dp} GPUs"
+            f"{gpus} GPUs per replica (tensor/pipeline parallelism, outside this tool), "
+            f"{replicas} replicas on {o.dp} GPUs"
         )
     return Report(setup, empty, memory, None, inference, tuple(warnings))

@@ -106,7 +106,9 @@ class StepTime:
         return self.ideal - self.compute
 
 
-def drain(compute: Sequence[float], unit_bytes: Sequence[float], bucket: float, call: Callable[[float], float]) -> float:
+def drain(
+    compute: Sequence[float], unit_bytes: Sequence[float], bucket: float, call: Callable[[float], float]
+) -> float:
     """Duration of a backward pass whose gradients leave in buckets on one stream.
 
     Unit j produces unit_bytes[j] linearly over compute[j] seconds; bucket k is ready when the stream reaches
