@@ -236,8 +236,10 @@ def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json") -> Mod
     if gpt2:
         arch.update(norm="layernorm", qkv_bias=True, linear_bias=True, learned_positions=need("n_positions"))
         ffn = ffn or 4 * hidden
-    if model_type in ("qwen2", "qwen2_moe") or cfg.get("attention_bias"):
+    if model_type in ("qwen", "qwen2", "qwen2_moe") or cfg.get("attention_bias"):
         arch["qkv_bias"] = True
+    if model_type == "qwen" and ffn:
+        ffn = ffn // 2  # Qwen1's intermediate_size is the fused gate+up width, 2 x the MLP's
     if ffn:
         arch["ffn"] = ffn
     experts = cfg.get("n_routed_experts", cfg.get("num_local_experts", cfg.get("num_experts")))

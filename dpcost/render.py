@@ -83,8 +83,12 @@ def estimate_tables(report: Report) -> list[Table]:
 
 def _setup_table(r: Report) -> Table:
     s = r.setup
-    chosen = " (chosen: lowest stage that fits)" if s.zero_chosen else ""
-    rc = " (chosen: least that fits)" if s.recompute_chosen else ""
+    fits = bool(r.memory.stages) and r.memory.stages[s.zero_stage].fits
+    chosen = rc = ""
+    if s.zero_chosen:
+        chosen = " (chosen: lowest stage that fits)" if fits else " (chosen: no stage fits, the most sharded shown)"
+    if s.recompute_chosen:
+        rc = " (chosen: least that fits)" if fits else " (chosen: nothing fits, the most saving shown)"
     params = f"{fmt_count(s.params_total)} total, {fmt_count(s.params_active)} active per token"
     if s.params_mtp:
         params += f" (+{fmt_count(s.params_mtp)} MTP module, not trained here)"

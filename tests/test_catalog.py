@@ -42,6 +42,17 @@ def test_every_shipped_topology_loads_with_sources() -> None:
         assert all(tier.effective_bandwidth > 0 for tier in t.tiers)
 
 
+def test_an_installed_package_reads_its_own_catalog() -> None:
+    """After a plain `pip install .`, the catalog comes from the wheel (dpcost/_data), not from a checkout."""
+    import dpcost
+
+    package = Path(dpcost.__file__).parent
+    if "site-packages" in package.parts:
+        assert Path(str(catalog_dir("models"))) == package / "_data" / "models"
+    assert len([f for f in catalog_dir("models").iterdir() if f.name.endswith(".yaml")]) == len(MODELS)
+    assert len([f for f in catalog_dir("topologies").iterdir() if f.name.endswith(".yaml")]) == len(TOPOLOGIES)
+
+
 def test_catalog_file_names_match_their_names() -> None:
     for kind in ("models", "topologies"):
         for f in catalog_dir(kind).iterdir():
@@ -210,6 +221,20 @@ def test_hf_config_counts_like_the_catalog(tmp_path: Path, config: dict, catalog
     ours, theirs = count_params(spec), count_params(load_model(catalog))
     assert ours.total == theirs.total
     assert ours.active == theirs.active
+
+
+def test_hf_qwen1_config_halves_its_fused_mlp_width(tmp_path: Path) -> None:
+    qwen1 = {
+        "model_type": "qwen",
+        "hidden_size": 8192,
+        "num_hidden_layers": 80,
+        "num_attention_heads": 64,
+        "intermediate_size": 49152,
+        "vocab_size": 152064,
+        "tie_word_embeddings": False,
+    }
+    spec = load_model(_write(tmp_path, json.dumps(qwen1), "config.json"))
+    assert count_params(spec).total == count_params(load_model("qwen-72b")).total
 
 
 def test_hf_config_errors(tmp_path: Path) -> None:

@@ -167,6 +167,23 @@ def test_offload_moves_states_to_cpu() -> None:
     assert offloaded.cpu == pytest.approx(on_gpu.total - offloaded.total)
 
 
+def test_keeping_full_gradients_costs_a_full_gradient() -> None:
+    """Stages 2-3 with accumulation: keeping unsharded gradients (to reduce once per step) adds them back."""
+    model, topo = load_model("llama-8b"), load_topology("dgx-h100")
+    sharded = estimate(model, topo, Options(dp=64, zero=2, accumulation=4, recompute="full"))
+    kept = estimate(model, topo, Options(dp=64, zero=2, accumulation=4, recompute="full", keep_full_grads=True))
+    extra = kept.memory.stages[2].buffers - sharded.memory.stages[2].buffers
+    assert extra == pytest.approx(2 * 8.03e9 * (1 - 1 / 64), rel=1e-3)
+    assert kept.communication.collectives[-1].occurrences == 1
+    assert sharded.communication.collectives[-1].occurrences == 4
+
+
+def test_offload_is_said_to_be_memory_only() -> None:
+    r = estimate(load_model("llama-8b"), load_topology("dgx-h100"), Options(dp=8, zero=2, offload="optimizer"))
+    assert r.memory.stages[2].cpu > 0
+    assert any("not in the step time" in w for w in r.warnings)
+
+
 def test_largest_micro_batch_fits_and_one_more_does_not() -> None:
     model, topo = load_model("llama-8b"), load_topology("dgx-h100")
     r = estimate(model, topo, Options(dp=8, zero=3, recompute="none"))

@@ -509,7 +509,8 @@ def _training_warnings(
     if a is not None and a.moe is not None:
         out.append(
             f"MoE under pure DP: all {a.moe.experts} routed experts' states live on every replica "
-            "(no expert parallelism here), which is why only ZeRO sharding can make it fit"
+            "(no expert parallelism here), which is why only ZeRO sharding can make it fit; ZeRO-3 gathers a "
+            f"whole MoE block ({counts.largest_block / 1e9:.1f}B parameters) at a time"
         )
     if timing.bound == "communication":
         out.append(
@@ -531,6 +532,12 @@ def _training_warnings(
         out.append(
             f"stragglers: the slowest rank computes {o.skew:.0%} longer and every collective waits for it "
             f"({timing.straggler_seconds:.3g} s per step)"
+        )
+    if o.offload != "none":
+        moved = rows[setup.zero_stage].cpu
+        out.append(
+            f"offload ({o.offload}) keeps {_gb(moved)} per GPU in CPU memory; the PCIe traffic and the CPU "
+            "optimizer step it costs are not in the step time"
         )
     if counts.mtp:
         out.append(

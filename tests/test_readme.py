@@ -1,0 +1,38 @@
+"""The README's promises: its first lines are the two set-up commands, and its sweep table is today's output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dpcost.cli import app
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _lines() -> list[str]:
+    if not README.is_file():
+        pytest.skip("README.md is not beside the tests")
+    return README.read_text().splitlines()
+
+
+def test_first_lines_are_the_two_setup_commands() -> None:
+    commands = [ln.strip() for ln in _lines()[:6] if ln.startswith("    ")]
+    assert len(commands) == 2
+    run, test = commands
+    assert run.endswith("pip install . && dpcost estimate --model llama-70b --dp 512")
+    assert "pip install '.[test]'" in test and test.endswith("pytest")
+    for cmd in commands:
+        assert cmd.startswith("python3 -m venv .venv && . .venv/bin/activate && ")
+
+
+def test_the_sweep_table_is_current() -> None:
+    lines = _lines()
+    table = [ln for ln in lines if ln.startswith("| ") and "| 3 (" in ln]
+    assert len(table) == 10
+    result = CliRunner().invoke(app, ["sweep", "--model", "llama-70b", "--dp", "8..4096", "--format", "markdown"])
+    assert result.exit_code == 0
+    fresh = [ln for ln in result.stdout.splitlines() if ln.startswith("| ") and "| 3 (" in ln]
+    assert fresh == table
