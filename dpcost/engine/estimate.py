@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from dpcost.engine.activations import RECOMPUTE, activation_memory, kv_cache_bytes
 from dpcost.engine.collectives import ALGORITHMS, CollectiveChoice, algorithms_for, bus_factor, collective
@@ -262,10 +262,8 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
         raise InputError(
             "seq_len", f"{model.name} has {a.learned_positions} learned positions; use <= {a.learned_positions}"
         )
-    g = min(o.dp, topology.domain_size)
-    nodes = math.ceil(o.dp / topology.domain_size)
     if o.mode == "inference":
-        return _inference(model, topology, o, counts, nodes, g)
+        return _inference(model, topology, o, counts)
     grad_dtype = o.grad_dtype or RECIPE_GRAD_DTYPE[o.recipe]
     recipe = _recipe(o, grad_dtype)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
@@ -390,7 +388,35 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
         recompute=recompute,
         activations_note="" if a else "no architecture given: activations not counted",
     )
-    setup = Setup(
+    setup = _setup(
+        model,
+        topology,
+        o,
+        counts,
+        mode="train",
+        zero_stage=stage,
+        zero_chosen=o.zero is None,
+        grad_dtype=grad_dtype,
+        micro_batch=micro_batch,
+        accumulation=accumulation,
+        global_batch=global_batch,
+        tokens_per_step=tokens,
+        recompute=recompute,
+        recompute_chosen=o.recompute is None,
+        recipe=o.recipe,
+        optimizer=o.optimizer,
+        offload=o.offload,
+        bucket_bytes=o.bucket_bytes,
+        skew=o.skew,
+        keep_full_grads=o.keep_full_grads,
+    )
+    warnings += _training_warnings(setup, counts, model, rows, timing, comm, topology, o)
+    return Report(setup, comm, memory, timing, None, tuple(warnings))
+
+
+def _setup(model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount, **plan: Any) -> Setup:
+    """The fields every report shares; `plan` carries the mode's own."""
+    return Setup(
         model=model.name,
         model_title=model.title,
         params_total=counts.total,
@@ -399,30 +425,13 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
         topology=topology.name,
         gpu=topology.gpu.name,
         dp=o.dp,
-        nodes=nodes,
-        gpus_per_node=g,
-        mode="train",
-        zero_stage=stage,
-        zero_chosen=o.zero is None,
-        grad_dtype=grad_dtype,
-        micro_batch=micro_batch,
-        accumulation=accumulation,
+        nodes=math.ceil(o.dp / topology.domain_size),
+        gpus_per_node=min(o.dp, topology.domain_size),
         seq_len=o.seq_len,
-        global_batch=global_batch,
-        tokens_per_step=tokens,
-        recompute=recompute,
-        recompute_chosen=o.recompute is None,
         flash_attention=o.flash_attention,
-        recipe=o.recipe,
-        optimizer=o.optimizer,
-        offload=o.offload,
-        bucket_bytes=o.bucket_bytes,
         mfu=o.mfu,
-        skew=o.skew,
-        keep_full_grads=o.keep_full_grads,
+        **plan,
     )
-    warnings += _training_warnings(setup, counts, model, rows, timing, comm, topology, o)
-    return Report(setup, comm, memory, timing, None, tuple(warnings))
 
 
 def _forced(o: Options, op: str, topology: TopologySpec) -> str | None:
@@ -547,7 +556,7 @@ def _training_warnings(
     return out
 
 
-def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount, nodes: int, g: int) -> Report:
+def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount) -> Report:
     """Serving: replicas answer independent requests, so DP exchanges no gradients and moves zero bytes.
 
     Memory per replica = bf16 weights + KV cache (seq_len x batch) + the runtime allowance. Decode throughput
@@ -576,34 +585,25 @@ def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: Par
     )
     empty = Communication(0.0, "none", (), 0.0, 0.0, "never: replicas exchange no gradients")
     memory = Memory((), topology.gpu.hbm, "inference (bf16 weights + KV cache)", "none", "")
-    setup = Setup(
-        model=model.name,
-        model_title=model.title,
-        params_total=counts.total,
-        params_active=counts.active,
-        params_mtp=counts.mtp,
-        topology=topology.name,
-        gpu=topology.gpu.name,
-        dp=o.dp,
-        nodes=nodes,
-        gpus_per_node=g,
+    setup = _setup(
+        model,
+        topology,
+        o,
+        counts,
         mode="inference",
         zero_stage=0,
         zero_chosen=False,
         grad_dtype="-",
         micro_batch=o.batch,
         accumulation=1,
-        seq_len=o.seq_len,
         global_batch=o.batch * replicas,
         tokens_per_step=o.batch * replicas,
         recompute="none",
         recompute_chosen=False,
-        flash_attention=o.flash_attention,
         recipe="-",
         optimizer="-",
         offload="none",
         bucket_bytes=0.0,
-        mfu=o.mfu,
         skew=0.0,
         keep_full_grads=False,
     )
