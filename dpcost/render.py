@@ -243,8 +243,9 @@ def _memory_table(stages: Sequence[StageMemory], chosen: int | None, micro_batch
     if any(m.cpu for m in stages):
         t.notes.append("offloaded to CPU per GPU: " + ", ".join(f"ZeRO-{m.stage} {_gb(m.cpu)}" for m in stages))
     t.notes.append(
-        "buffers: DDP's bucket copy of the gradients (stage 0), two gradient buckets in flight, and ZeRO-3's gathered "
-        "block (in use + prefetched) with its gradient; overhead: 1 GiB CUDA/NCCL context + 5% fragmentation"
+        "buffers: DDP's bucket copy of the gradients (stage 0), two gradient buckets in flight, ZeRO-3's gathered "
+        "block (in use + prefetched) with its gradient, and unsharded gradients if kept for accumulation; "
+        "overhead: 1 GiB CUDA/NCCL context + 5% fragmentation"
     )
     return t
 

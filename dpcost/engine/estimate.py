@@ -288,26 +288,20 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
             buf = buffers(stage, recipe, grad_bytes, counts.total, o.bucket_bytes, gather_unit, largest_layer)
             activations = act.total if act else 0.0
             if o.keep_full_grads and stage >= 2 and accumulation > 1:
-                buf = replace(buf, buckets=buf.buckets + grad_bytes * counts.total * (1 - 1 / o.dp))
+                buf = replace(buf, kept_grads=grad_bytes * counts.total * (1 - 1 / o.dp))
             rows.append(stage_memory(stage, states, activations, per_sample, buf, topology.gpu.hbm))
         return tuple(rows)
 
     stage_choices = [o.zero] if o.zero is not None else [0, 1, 2, 3]
     recompute_choices = [o.recompute] if o.recompute is not None else (list(RECOMPUTE) if a else ["none"])
-    chosen: tuple[int, str, tuple[StageMemory, ...]] | None = None
-    for stage in stage_choices:
-        for rc in recompute_choices:
-            rows = stages_with(rc)
-            if rows[stage].fits:
-                chosen = (stage, rc, rows)
-                break
-        if chosen:
-            break
-    if chosen is None:
+    by_recompute = {rc: stages_with(rc) for rc in recompute_choices}
+    fitting = [(st, rc) for st in stage_choices for rc in recompute_choices if by_recompute[rc][st].fits]
+    if fitting:
+        stage, recompute = fitting[0]  # the lowest stage, then the least recomputation
+    else:
         stage = o.zero if o.zero is not None else 3
-        rc = o.recompute or ("full" if a else "none")
-        chosen = (stage, rc, stages_with(rc))
-    stage, recompute, rows = chosen
+        recompute = o.recompute or recompute_choices[-1]
+    rows = by_recompute[recompute]
 
     # ---- time: compute per micro-batch, then the step timeline
     flops = flops_per_token(counts, a, o.seq_len, recompute)

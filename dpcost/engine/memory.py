@@ -149,10 +149,11 @@ class Buffers:
     buckets: float
     gathered: float
     ddp_copy: float  # DDP's bucket copy of the gradients (gradient_as_bucket_view=False, PyTorch's default)
+    kept_grads: float = 0.0  # stages 2-3 accumulating unsharded gradients (keep_full_grads)
 
     @property
     def total(self) -> float:
-        return self.buckets + self.gathered + self.ddp_copy
+        return self.buckets + self.gathered + self.ddp_copy + self.kept_grads
 
 
 def buffers(
