@@ -149,7 +149,7 @@ class GPUSpec(Spec):
 
 def _latency_mapping(value: Any) -> Any:
     """A single time applies to all three NCCL protocols."""
-    if isinstance(value, str | int | float):
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
         return {"ll": value, "ll128": value, "simple": value}
     return value
 
@@ -182,8 +182,16 @@ class TierSpec(Spec):
     efficiency: Fraction = 1.0
     oversubscription: Annotated[float, Field(ge=1)] = 1.0
     latency: Annotated[TierLatency, BeforeValidator(_latency_mapping)]
+    tree_latency: Annotated[TierLatency | None, BeforeValidator(_latency_mapping)] = Field(
+        None, description="step latency in a tree (NCCL keeps a table per algorithm); default: `latency`"
+    )
     in_network_reduction: InNetworkReduction | None = None
     note: str = ""
+
+    def step_latency(self, protocol: str, tree: bool = False) -> float:
+        """Seconds for one algorithm step across this tier with `protocol` (ll, ll128 or simple)."""
+        table = self.tree_latency if tree and self.tree_latency is not None else self.latency
+        return float(getattr(table, protocol))
 
     @property
     def effective_bandwidth(self) -> float:
@@ -196,6 +204,9 @@ class TopologySpec(Spec):
     title: str
     sources: list[str] = Field(default_factory=list)
     gpu: GPUSpec
+    host_cpu: Literal["intel", "amd", "arm"] = Field(
+        "intel", description="the nodes' CPU vendor: NCCL caps LL across nodes by it"
+    )
     call_overhead: Seconds = Field(description="per-call floor: kernel launch and completion")
     tiers: Annotated[list[TierSpec], Field(min_length=1)]
 

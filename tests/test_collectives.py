@@ -10,7 +10,7 @@ import pytest
 from dpcost.catalog import list_topologies, load_topology
 from dpcost.engine.collectives import (
     BASE_LATENCY,
-    LL_MAX_BUSBW,
+    LL_MAX_BUSBW_NODES,
     OPS,
     TREE_BANDWIDTH,
     algorithms_for,
@@ -80,15 +80,52 @@ def test_nvls_closed_form(h100: TopologySpec) -> None:
 
 
 def test_tree_closed_form(h100: TopologySpec) -> None:
-    """Chain in the node (2S per GPU) pipelined with a double binary tree over 4 nodes on 8 rails."""
+    """Chain in the node (2S per GPU) pipelined with a double binary tree over 4 nodes on 8 rails, with NCCL's
+    tree step latencies: 2 x ((ppn - 1) x intra + log2(nodes) x inter)."""
     n, s = 32, 4.0 * GIB
     nv, ib = h100.tiers[0], h100.tiers[1]
     got = collective_time(h100, "all_reduce", n, s, "tree")
     intra = 2 * s / nv.effective_bandwidth
     inter = 2 * 3 / 4 * s / 8 / ib.effective_bandwidth
-    latency = h100.call_overhead + BASE_LATENCY["tree"]["simple"] + 2 * (7 * nv.latency.simple + 2 * ib.latency.simple)
+    assert nv.tree_latency is not None and ib.tree_latency is not None
+    latency = h100.call_overhead + BASE_LATENCY["tree"]["simple"] + 2 * (7 * 4.0e-6 + 2 * 14e-6)
     assert got.protocol == "simple"
     assert got.seconds == pytest.approx(latency + max(intra, inter) / TREE_BANDWIDTH, rel=1e-12)
+
+
+def test_tree_and_nvls_tree_send_the_whole_inter_node_volume_through_the_nics() -> None:
+    """Across scalable units every tree edge still passes the NIC: 2(D-1)/D x S/8 per GPU, whatever tier it
+    reaches above; no algorithm beats the NICs' bound."""
+    pod = load_topology("rack-pod-h100")  # two nodes per rack: half of all edges leave a rack
+    s = 4.0 * GIB
+    for n in (64, 1024, 6144):
+        d = n // 8
+        nic_bytes = 2 * (d - 1) / d * s / 8
+        for alg in ("tree", "nvls_tree"):
+            got = collective_time(pod, "all_reduce", n, s, alg)
+            rack = next(t for t in got.tiers if t.tier == "rack")
+            assert rack.bytes_per_gpu == pytest.approx(nic_bytes, rel=1e-12)
+            assert not rack.nested and all(t.nested for t in got.tiers if t.tier in ("pod", "cluster"))
+            assert got.seconds >= nic_bytes / pod.tiers[1].effective_bandwidth
+
+
+@pytest.mark.parametrize("name", ["dgx-h100", "dgx-a100", "rack-pod-h100"])
+def test_time_grows_with_ranks(name: str) -> None:
+    topo = load_topology(name)
+    for size in (8.0, 4.0 * GIB):
+        for alg in ("ring", "tree"):
+            times = [collective_time(topo, "all_reduce", n, size, alg).seconds for n in range(8, 1025, 8)]
+            assert all(b >= a * (1 - 1e-12) for a, b in itertools.pairwise(times)), (name, alg, size)
+
+
+def test_ranks_must_fit_the_topology(h100: TopologySpec) -> None:
+    with pytest.raises(ValueError, match="unevenly"):
+        collective_time(h100, "all_reduce", 9, GIB, "ring")
+    with pytest.raises(ValueError, match="exceed"):
+        collective_time(load_topology("rack-pod-h100"), "all_reduce", 24577, GIB, "ring")
+    # a partly filled scalable unit: no hierarchical phases (they assume full domains), the rest still work
+    assert "hierarchical" not in algorithms_for(h100, "all_reduce", 264)
+    assert "hierarchical" in algorithms_for(h100, "all_reduce", 512)
 
 
 def test_one_tier_hierarchical_equals_ring(h100: TopologySpec) -> None:
@@ -163,13 +200,19 @@ def test_small_messages_take_tens_of_microseconds(h100: TopologySpec) -> None:
 
 
 def test_ll_is_held_under_nccls_cap(h100: TopologySpec) -> None:
-    """NCCL's llMaxBws: LL never beats 45 GB/s of bus bandwidth on 2 Hopper nodes."""
-    got = collective_time(h100, "all_reduce", 16, 64 * 2**20, "ring")
-    assert got.protocol != "ll"
+    """NCCL's llMaxBws: across nodes LL is capped by the host CPU: 39 GB/s of bus bandwidth on 2 Intel nodes,
+    22.5 on 2 AMD nodes."""
     from dpcost.engine.collectives import _levels, _ring
 
-    ll = _ring(h100, "all_reduce", 16, 64 * 2**20, _levels(h100, 16), "ll")
-    assert ll.bandwidth_seconds >= bus_factor("all_reduce", 16) * 64 * 2**20 / LL_MAX_BUSBW["hopper"][1]
+    size = 64 * 2**20
+    ll = _ring(h100, "all_reduce", 16, size, _levels(h100, 16), "ll")
+    assert h100.host_cpu == "intel"
+    assert ll.bandwidth_seconds == pytest.approx(bus_factor("all_reduce", 16) * size / LL_MAX_BUSBW_NODES["intel"][0])
+    a100 = load_topology("dgx-a100")
+    assert a100.host_cpu == "amd"
+    ll = _ring(a100, "all_reduce", 16, size, _levels(a100, 16), "ll")
+    assert ll.bandwidth_seconds == pytest.approx(bus_factor("all_reduce", 16) * size / 22.5e9)
+    assert collective_time(h100, "all_reduce", 16, size, "ring").protocol != "ll"
 
 
 def test_the_fastest_algorithm_is_chosen(h100: TopologySpec) -> None:
@@ -192,19 +235,38 @@ def test_forced_algorithm_and_availability(h100: TopologySpec) -> None:
     assert forced.best.seconds > min(c.seconds for c in forced.candidates)
 
 
-def test_sharp_where_a_fabric_declares_it(h100: TopologySpec) -> None:
+def _with_sharp(topology: TopologySpec) -> TopologySpec:
     import json
 
-    doc = json.loads(h100.model_dump_json())
+    doc = json.loads(topology.model_dump_json())
     for tier in doc["tiers"][1:]:
         tier["in_network_reduction"] = {"kind": "sharp", "efficiency": 0.9, "latency": 31e-6}
-    sharp = TopologySpec.model_validate(doc)
+    return TopologySpec.model_validate(doc)
+
+
+def test_sharp_where_a_fabric_declares_it(h100: TopologySpec) -> None:
+    sharp = _with_sharp(h100)
     got = collective_time(sharp, "all_reduce", 512, GIB, "collnet")
-    ib = sharp.tiers[1]
     # each rail sends its S/8 once: half the ring's 2(D-1)/D x S/8
-    inter = next(t for t in got.tiers if t.tier == ib.name)
-    assert inter.bytes_per_gpu == pytest.approx(GIB / 8)
-    assert inter.seconds == pytest.approx(GIB / 8 / (50e9 * 0.9))
+    leaf = next(t for t in got.tiers if t.tier == "leaf")
+    assert leaf.bytes_per_gpu == pytest.approx(GIB / 8)
+    assert leaf.seconds == pytest.approx(GIB / 8 / (50e9 * 0.9))
+    # the switches reduce: the spine carries one stream per rail per scalable unit
+    spine = next(t for t in got.tiers if t.tier == "spine")
+    assert spine.bytes_per_gpu == pytest.approx(2 * GIB / 512) and spine.nested
+
+
+def test_sharp_reduces_before_an_oversubscribed_tier() -> None:
+    pod = _with_sharp(load_topology("rack-pod-h100"))
+    flat = TopologySpec.model_validate(
+        {
+            **pod.model_dump(mode="json"),
+            "tiers": [{**t, "oversubscription": 1} for t in pod.model_dump(mode="json")["tiers"]],
+        }
+    )
+    a = collective_time(pod, "all_reduce", 24576, 4 * GIB, "collnet").seconds
+    b = collective_time(flat, "all_reduce", 24576, 4 * GIB, "collnet").seconds
+    assert a == pytest.approx(b, rel=0.01)
 
 
 def test_a_single_rank_moves_nothing(h100: TopologySpec) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "TierTraffic",
     "algorithms_for",
     "bus_factor",
+    "check_ranks",
     "collective",
     "collective_time",
 ]
@@ -51,18 +52,102 @@ OPS: tuple[Op, ...] = ("all_reduce", "reduce_scatter", "all_gather", "broadcast"
 PROTOCOLS: tuple[Protocol, ...] = ("ll", "ll128", "simple")
 ALGORITHMS = ("ring", "tree", "hierarchical", "nvls", "nvls_tree", "collnet")
 
-# NCCL tuning constants (src/graph/tuning.cc, ncclTunerConstantsDefaults; ../shared/reference/nccl-tuner.md).
+# NCCL tuning constants (src/graph/tuning.cc and tuning.h, ncclTunerConstantsDefaults;
+# ../shared/reference/nccl-tuner.md). Per-step latencies live in each topology tier (ring and tree tables).
 BASE_LATENCY = {  # seconds per call, by algorithm family and protocol
     "ring": {"ll": 6.6e-6, "ll128": 14.0e-6, "simple": 8.4e-6},
     "tree": {"ll": 6.8e-6, "ll128": 14.0e-6, "simple": 8.4e-6},
 }
-PROTOCOL_BANDWIDTH = {"ll": 0.5, "ll128": 0.92, "simple": 1.0}
+# Bus bandwidth kept by each protocol: ring LL halves it; tree LL keeps 1/3.8; LL128 0.92 (7/9 for a tree on
+# one node); Simple all of it.
+PROTOCOL_BANDWIDTH = {
+    "ring": {"ll": 0.5, "ll128": 0.92, "simple": 1.0},
+    "tree": {"ll": 1 / 3.8, "ll128": 0.92, "simple": 1.0},
+}
+TREE_LL128_ONE_NODE = 7 / 9
 TREE_BANDWIDTH = 0.92  # NCCL's tree all-reduce correction
-# llMaxBws: the most bus bandwidth LL reaches, by GPU generation, for 1, 2 and >= 4 nodes (bytes/s).
-LL_MAX_BUSBW = {
-    "ampere": (87.7e9, 22.5e9, 19.0e9),
-    "hopper": (141.0e9, 45.0e9, 35.0e9),
-    "blackwell": (282.0e9, 90.0e9, 70.0e9),
+# llMaxBws: the most bus bandwidth LL reaches (bytes/s). On one node NCCL looks at the GPU generation; across
+# nodes at the host CPU (Intel and others: 2 nodes, >= 3 nodes; AMD: its own, lower, row).
+LL_MAX_BUSBW_ONE_NODE = {"ampere": 87.7e9, "hopper": 141.0e9, "blackwell": 282.0e9}
+LL_MAX_BUSBW_NODES = {"intel": (39.0e9, 20.4e9), "arm": (39.0e9, 20.4e9), "amd": (22.5e9, 19.0e9)}
+# treeCorrectionFactor: "Trees are not perfectly sticking to the model for medium sizes"; a bandwidth factor
+# per protocol for sizes 64 B, 128 B, ... 256 MiB (index log2(size / 64)); 1 elsewhere.
+TREE_CORRECTION = {
+    "ll": (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        0.9,
+        0.8,
+        0.7,
+        0.7,
+        0.7,
+        0.7,
+        0.6,
+        0.5,
+        0.4,
+        0.4,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.9,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    ),
+    "ll128": (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        0.9,
+        0.8,
+        0.8,
+        0.8,
+        0.7,
+        0.6,
+        0.6,
+        0.6,
+        0.5,
+        0.6,
+        0.6,
+        0.7,
+        0.7,
+        0.8,
+        0.9,
+        0.9,
+        0.92,
+        0.92,
+    ),
+    "simple": (
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.8,
+        0.7,
+        0.6,
+        0.6,
+        0.5,
+        0.5,
+        0.5,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.7,
+        0.7,
+        0.8,
+        0.9,
+        0.9,
+    ),
 }
 
 
@@ -129,32 +214,45 @@ def bus_factor(op: str, ranks: int) -> float:
 
 @dataclass(frozen=True)
 class _Level:
-    """A tier as one collective sees it: `domain` ranks share one domain of it (the last may be unbounded)."""
+    """A tier as one collective sees it: `domain` ranks share one domain of it (the last may be unbounded).
+
+    `scale_up` marks the NVLink tier seen from the GPUs; every other level is reached through the NIC."""
 
     tier: TierSpec
     domain: float
+    scale_up: bool = False
 
 
 def _levels(topology: TopologySpec, ranks: int) -> list[_Level]:
     """The tiers a collective over the first `ranks` GPUs spans, lowest first, up to the one that holds them all."""
     out: list[_Level] = []
-    for tier in topology.tiers:
+    for i, tier in enumerate(topology.tiers):
         domain = float(tier.size) if tier.size is not None else math.inf
-        out.append(_Level(tier, domain))
+        out.append(_Level(tier, domain, scale_up=i == 0))
         if domain >= ranks:
             break
     return out
+
+
+def _rail_levels(levels: Sequence[_Level]) -> list[_Level]:
+    """The tiers above the NVLink domain, seen by one rail: one rank per domain, domains counted in domains."""
+    g = levels[0].domain
+    return [_Level(lv.tier, lv.domain / g) for lv in levels[1:]]
 
 
 def _domains(ranks: int, domain: float) -> int:
     return 1 if domain >= ranks else math.ceil(ranks / domain)
 
 
+def _evenly_filled(ranks: int, levels: Sequence[_Level]) -> bool:
+    """Every spanned domain below the top one is full (what the hierarchical phases assume)."""
+    return all(ranks % lv.domain == 0 for lv in levels[:-1])
+
+
 def _steps_per_level(ranks: int, levels: Sequence[_Level], per_rank: int) -> list[int]:
     """Ring steps whose hop crosses exactly level k: NCCL's nsteps split into intra/inter, for every tier.
 
-    With per_rank = 2 (all-reduce) there are 2(N-1) steps, 2(D_k - 1) of them leaving a tier-k domain.
-    """
+    With per_rank = 2 (all-reduce) there are 2(N-1) steps, 2(D_k - 1) of them leaving a tier-k domain."""
     crossing = [per_rank * (_domains(ranks, lv.domain) - 1) for lv in levels]
     steps = [per_rank * (ranks - 1) - crossing[0]]
     steps += [crossing[k - 1] - crossing[k] for k in range(1, len(levels))]
@@ -162,40 +260,48 @@ def _steps_per_level(ranks: int, levels: Sequence[_Level], per_rank: int) -> lis
 
 
 def _hop_share(ranks: int, levels: Sequence[_Level]) -> list[float]:
-    """Fraction of the ring's N hops that use each tier's links (network tiers nest: a hop that leaves a
-    scalable unit also passes its NIC; the NVLink tier carries only the hops inside a domain)."""
+    """Fraction of a ring's N hops that use each level's links.
+
+    The NVLink tier carries the hops that stay inside a domain. A network level carries every hop that leaves
+    a domain of the level below it (a hop between scalable units passes the NICs and the leaf uplinks); seen
+    from one rail, every hop crosses the first network level."""
     leaving = [_domains(ranks, lv.domain) if _domains(ranks, lv.domain) > 1 else 0 for lv in levels]
-    share = [(ranks - leaving[0]) / ranks]
-    share += [leaving[k - 1] / ranks for k in range(1, len(levels))]
-    return share
+    first = (ranks - leaving[0]) / ranks if levels[0].scale_up else 1.0
+    return [first] + [leaving[k - 1] / ranks for k in range(1, len(levels))]
 
 
-def _ll_cap(topology: TopologySpec, ranks: int) -> float:
-    nodes = _domains(ranks, float(topology.domain_size))
-    caps = LL_MAX_BUSBW[topology.gpu.arch]
-    return caps[0] if nodes == 1 else caps[1] if nodes == 2 else caps[2]
+def _nodes(ranks: int, levels: Sequence[_Level]) -> int:
+    """How many NVLink domains (nodes) a collective spans: NCCL picks its LL cap by this."""
+    return _domains(ranks, levels[0].domain) if levels[0].scale_up else ranks
+
+
+def _ll_cap(topology: TopologySpec, nodes: int) -> float:
+    if nodes == 1:
+        return LL_MAX_BUSBW_ONE_NODE[topology.gpu.arch]
+    two, more = LL_MAX_BUSBW_NODES[topology.host_cpu]
+    return two if nodes == 2 else more
 
 
 def _with_protocol(
-    op: str, ranks: int, size: float, proto: Protocol, tiers: list[TierTraffic], ll_cap: float
+    family: str, proto: Protocol, tiers: list[TierTraffic], bus_bytes: float, ll_cap: float, factor: float = 1.0
 ) -> tuple[float, list[TierTraffic]]:
-    """Scale a Simple-protocol bandwidth time to `proto`; LL is also held under its bus-bandwidth cap."""
-    factor = PROTOCOL_BANDWIDTH[proto]
-    scaled = [replace(t, seconds=t.seconds / factor) for t in tiers]
+    """Scale Simple-protocol tier times to `proto` (and an extra bandwidth `factor`); LL also stays under its
+    bus-bandwidth cap: time >= bus bytes / llMaxBw."""
+    keep = PROTOCOL_BANDWIDTH[family][proto] * factor
+    scaled = [replace(t, seconds=t.seconds / keep) for t in tiers]
     seconds = max((t.seconds for t in scaled), default=0.0)
     if proto == "ll":
-        seconds = max(seconds, bus_factor(op, ranks) * size / ll_cap)
+        seconds = max(seconds, bus_bytes / ll_cap)
     return seconds, scaled
 
 
 # ------------------------------------------------------------------------------------------------ algorithms
 
 
-def _ring_traffic(
-    op: str, ranks: int, size: float, levels: Sequence[_Level], first_network: int = 1
-) -> list[TierTraffic]:
-    """Per-tier bytes of a ring; levels above `first_network` nest inside it (their bytes crossed it too)."""
+def _ring_traffic(op: str, ranks: int, size: float, levels: Sequence[_Level]) -> list[TierTraffic]:
+    """Per-level bytes of a ring. Levels above the first network level nest inside it (their bytes crossed it)."""
     hop_bytes = bus_factor(op, ranks) * size
+    first_network = 1 if levels[0].scale_up else 0
     return [
         TierTraffic(lv.tier.name, share * hop_bytes, share * hop_bytes / lv.tier.effective_bandwidth, k > first_network)
         for k, (lv, share) in enumerate(zip(levels, _hop_share(ranks, levels), strict=True))
@@ -204,147 +310,161 @@ def _ring_traffic(
 
 
 def _ring(
-    topology: TopologySpec, op: str, ranks: int, size: float, levels: Sequence[_Level], proto: Protocol
+    topology: TopologySpec,
+    op: str,
+    ranks: int,
+    size: float,
+    levels: Sequence[_Level],
+    proto: Protocol,
+    via: TierSpec | None = None,
 ) -> CollectiveTime:
-    """Ring (pipelined chain for broadcast/reduce): NCCL's latency base + (nsteps - nInter) intra + nInter inter."""
+    """Ring (pipelined chain for broadcast/reduce): NCCL's latency base + (nsteps - nInter) intra + nInter inter.
+
+    `via`: a tier every hop also crosses (the NIC, for a phase that runs across scalable units)."""
     per_rank = 2 if op == "all_reduce" else 1
     steps = _steps_per_level(ranks, levels, per_rank)
     latency = topology.call_overhead + BASE_LATENCY["ring"][proto]
-    latency += sum(n * getattr(lv.tier.latency, proto) for n, lv in zip(steps, levels, strict=True))
-    bw_seconds, tiers = _with_protocol(
-        op, ranks, size, proto, _ring_traffic(op, ranks, size, levels), _ll_cap(topology, ranks)
-    )
+    latency += sum(n * lv.tier.step_latency(proto) for n, lv in zip(steps, levels, strict=True))
+    traffic = _ring_traffic(op, ranks, size, levels)
+    if via is not None and via is not levels[0].tier:
+        carried = sum(t.bytes_per_gpu for t in traffic if not t.nested)
+        traffic = [replace(t, nested=True) for t in traffic]
+        traffic.insert(0, TierTraffic(via.name, carried, carried / via.effective_bandwidth))
+    bus_bytes = bus_factor(op, ranks) * size
+    bw_seconds, tiers = _with_protocol("ring", proto, traffic, bus_bytes, _ll_cap(topology, _nodes(ranks, levels)))
     return CollectiveTime(op, "ring", proto, ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(tiers))
 
 
-def _rail_levels(levels: Sequence[_Level]) -> list[_Level]:
-    """The tiers above the NVLink domain, seen by one rail (one GPU per domain)."""
-    g = levels[0].domain
-    return [_Level(lv.tier, lv.domain / g) for lv in levels[1:]]
-
-
-def _tree_depth_latency(domains: int, levels: Sequence[_Level], proto: Protocol) -> float:
-    """Sum over network tiers of log2(children) x that tier's step latency: one way down a binary tree."""
+def _tree_depth_latency(domains: int, rail: Sequence[_Level], proto: Protocol) -> float:
+    """One way down a binary tree over `domains`: at each network level, log2 of the most children any one
+    domain of it holds, times that level's tree step latency."""
     total = 0.0
-    below = domains
-    for lv in levels:
-        above = _domains(domains, lv.domain)
-        children = below / above
+    below = 1.0  # size of the sub-domains, in NVLink domains
+    for lv in rail:
+        children = min(_domains(domains, below), lv.domain / below)
         if children > 1:
-            total += math.ceil(math.log2(children)) * getattr(lv.tier.latency, proto)
-        below = above
+            total += math.ceil(math.log2(children) - 1e-9) * lv.tier.step_latency(proto, tree=True)
+        below = lv.domain
+        if below >= domains:
+            break
     return total
 
 
-def _inter_domain(size: float, domains: int, g: int, levels: Sequence[_Level]) -> list[TierTraffic]:
-    """All-reduce volume across domains on g rails: 2(D-1)/D x S/g per GPU, spread over tiers like a ring."""
-    rail = _rail_levels(levels)
-    return _ring_traffic("all_reduce", domains, size / g, rail, first_network=0)
+def _tree_correction(size: float, proto: Protocol) -> float:
+    index = int(math.log2(size / 64)) if size >= 64 else -1
+    table = TREE_CORRECTION[proto]
+    return table[index] if 0 <= index < len(table) else 1.0
 
 
 def _tree(
     topology: TopologySpec, ranks: int, size: float, levels: Sequence[_Level], proto: Protocol, nvls: bool
 ) -> CollectiveTime:
-    """NCCL Tree (chain in the domain + double binary tree across) or NVLSTree (NVLS in the domain)."""
+    """NCCL Tree (chain in the domain + double binary tree across) or NVLSTree (NVLS in the domain).
+
+    Inside the domain: a chain moves 2S per GPU; NVLS moves (1 + 1/g) S. Across domains, each of the g rails
+    carries the all-reduce volume 2(D-1)/D x S/g through its NIC, spread over the network levels like a ring."""
     g = int(min(ranks, levels[0].domain))
     domains = _domains(ranks, levels[0].domain)
     first = levels[0].tier
     traffic: list[TierTraffic] = []
     if nvls:
-        assert first.in_network_reduction is not None
+        reduction = first.in_network_reduction
+        assert reduction is not None  # algorithms_for offers NVLS only where the tier declares it
         intra_bytes = (1 + 1 / g) * size
-        intra_bw = first.bandwidth * first.in_network_reduction.efficiency
-        traffic.append(TierTraffic(first.name, intra_bytes, intra_bytes / intra_bw))
-        latency = topology.call_overhead + _nvls_latency(first)
+        traffic.append(TierTraffic(first.name, intra_bytes, intra_bytes / (first.bandwidth * reduction.efficiency)))
+        latency = topology.call_overhead + reduction.latency
     else:
         if g > 1:
-            intra_bytes = 2 * size
-            traffic.append(TierTraffic(first.name, intra_bytes, intra_bytes / first.effective_bandwidth))
-        latency = topology.call_overhead + BASE_LATENCY["tree"][proto] + 2 * (g - 1) * getattr(first.latency, proto)
+            traffic.append(TierTraffic(first.name, 2 * size, 2 * size / first.effective_bandwidth))
+        latency = topology.call_overhead + BASE_LATENCY["tree"][proto]
+        latency += 2 * (g - 1) * first.step_latency(proto, tree=True)
     if domains > 1:
-        traffic += _inter_domain(size, domains, g, levels)
-        latency += 2 * _tree_depth_latency(domains, _rail_levels(levels), "simple" if nvls else proto)
+        rail = _rail_levels(levels)
+        traffic += _ring_traffic("all_reduce", domains, size / g, rail)
+        latency += 2 * _tree_depth_latency(domains, rail, "simple" if nvls else proto)
     if nvls:
         bw_seconds = max(t.seconds for t in traffic)
-    else:
-        traffic = [replace(t, seconds=t.seconds / TREE_BANDWIDTH) for t in traffic]
-        bw_seconds, traffic = _with_protocol("all_reduce", ranks, size, proto, traffic, _ll_cap(topology, ranks))
-    name = "nvls_tree" if nvls and domains > 1 else "nvls" if nvls else "tree"
-    protocol = "simple" if nvls else proto
+        name = "nvls_tree" if domains > 1 else "nvls"
+        return CollectiveTime(
+            "all_reduce", name, "simple", ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
+        )
+    factor = TREE_BANDWIDTH * _tree_correction(size, proto)
+    if proto == "ll128" and domains == 1:
+        factor *= TREE_LL128_ONE_NODE / PROTOCOL_BANDWIDTH["tree"]["ll128"]
+    bw_seconds, traffic = _with_protocol("tree", proto, traffic, 2 * size, _ll_cap(topology, domains), factor)
     return CollectiveTime(
-        "all_reduce", name, protocol, ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
+        "all_reduce", "tree", proto, ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
     )
 
 
-def _nvls_latency(tier: TierSpec) -> float:
-    """NVLS adds a multicast round trip through the NVSwitch (NCCL: 25 us per NVLS hop on NVLink)."""
-    assert tier.in_network_reduction is not None
-    return tier.in_network_reduction.latency
-
-
 def _collnet(topology: TopologySpec, ranks: int, size: float, levels: Sequence[_Level]) -> CollectiveTime:
-    """NCCL CollNet with SHARP: reduce-scatter/all-gather in the domain, one SHARP all-reduce of S/g per rail."""
+    """NCCL CollNet with SHARP: a reduce-scatter/all-gather ring in the domain pipelined with one SHARP all-reduce
+    per rail. Each NIC sends its S/g once; the switches reduce, so a level above carries one stream per rail per
+    domain below it: D_(k-1) x S / N per GPU of its ports."""
     g = int(min(ranks, levels[0].domain))
     first = levels[0].tier
     traffic: list[TierTraffic] = []
     if g > 1:
         intra = 2 * (g - 1) / g * size
         traffic.append(TierTraffic(first.name, intra, intra / first.effective_bandwidth))
-    latency = topology.call_overhead + BASE_LATENCY["ring"]["simple"] + 2 * (g - 1) * first.latency.simple
     sharp_latency = 0.0
+    below = levels[0].domain
     for k, lv in enumerate(levels[1:]):
         reduction = lv.tier.in_network_reduction
-        assert reduction is not None
-        rail_bytes = size / g
+        assert reduction is not None  # algorithms_for offers CollNet only where every network tier declares it
+        per_gpu = size / g if k == 0 else _domains(ranks, below) * size / ranks
         bw = lv.tier.bandwidth * reduction.efficiency / lv.tier.oversubscription
-        traffic.append(TierTraffic(lv.tier.name, rail_bytes, rail_bytes / bw, nested=k > 0))
+        traffic.append(TierTraffic(lv.tier.name, per_gpu, per_gpu / bw, nested=k > 0))
         sharp_latency = max(sharp_latency, reduction.latency)
-    latency += sharp_latency
+        below = lv.domain
+    latency = topology.call_overhead + 2 * (g - 1) * first.latency.simple + sharp_latency
     bw_seconds = max(t.seconds for t in traffic)
     return CollectiveTime(
         "all_reduce", "collnet", "simple", ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
     )
 
 
-def _best_ring(topology: TopologySpec, op: str, ranks: int, size: float, levels: Sequence[_Level]) -> CollectiveTime:
-    return min((_ring(topology, op, ranks, size, levels, p) for p in PROTOCOLS), key=lambda c: c.seconds)
+def _best_ring(
+    topology: TopologySpec, op: str, ranks: int, size: float, levels: Sequence[_Level], via: TierSpec | None = None
+) -> CollectiveTime:
+    return min((_ring(topology, op, ranks, size, levels, p, via) for p in PROTOCOLS), key=lambda c: c.seconds)
 
 
-def _hierarchical(topology: TopologySpec, op: str, ranks: int, size: float, levels: Sequence[_Level]) -> CollectiveTime:
+def _hierarchical(
+    topology: TopologySpec, op: str, ranks: int, size: float, levels: Sequence[_Level], via: TierSpec | None = None
+) -> CollectiveTime:
     """Reduce-scatter in the domain, the op across domains on S/g, all-gather in the domain; recursive.
 
-    One tier: the plain ring. Every phase is its own NCCL call with its own best protocol."""
+    One tier: the plain ring. Every phase is its own NCCL call with its own best protocol; phases above the
+    first network tier also cross the NICs (`via`)."""
     if len(levels) == 1:
-        return replace(_best_ring(topology, op, ranks, size, levels), algorithm="hierarchical")
+        return replace(_best_ring(topology, op, ranks, size, levels, via), algorithm="hierarchical")
     g = int(levels[0].domain)
     domains = _domains(ranks, levels[0].domain)
-    inner_levels = [_Level(lv.tier, lv.domain / g) for lv in levels[1:]]
+    inner = [_Level(lv.tier, lv.domain / g) for lv in levels[1:]]
+    inner_via = via or (levels[1].tier if levels[0].scale_up else levels[0].tier)
     inside = [levels[0]]
     phases: list[CollectiveTime] = []
-    if op == "all_reduce":
-        phases.append(_best_ring(topology, "reduce_scatter", g, size, inside))
-        phases.append(_hierarchical(topology, "all_reduce", domains, size / g, inner_levels))
-        phases.append(_best_ring(topology, "all_gather", g, size, inside))
-    elif op == "reduce_scatter":
-        phases.append(_best_ring(topology, "reduce_scatter", g, size, inside))
-        phases.append(_hierarchical(topology, "reduce_scatter", domains, size / g, inner_levels))
-    elif op == "all_gather":
-        phases.append(_hierarchical(topology, "all_gather", domains, size / g, inner_levels))
-        phases.append(_best_ring(topology, "all_gather", g, size, inside))
-    else:
-        raise ValueError(f"no hierarchical {op}")
+    if op in ("all_reduce", "reduce_scatter"):
+        phases.append(_best_ring(topology, "reduce_scatter", g, size, inside, via))
+    phases.append(_hierarchical(topology, op, domains, size / g, inner, inner_via))
+    if op in ("all_reduce", "all_gather"):
+        phases.append(_best_ring(topology, "all_gather", g, size, inside, via))
     merged: dict[str, TierTraffic] = {}
     for phase in phases:
         for t in phase.tiers:
             old = merged.get(t.tier)
             merged[t.tier] = (
-                t if old is None else TierTraffic(t.tier, old.bytes_per_gpu + t.bytes_per_gpu, old.seconds + t.seconds)
+                t
+                if old is None
+                else TierTraffic(
+                    t.tier, old.bytes_per_gpu + t.bytes_per_gpu, old.seconds + t.seconds, old.nested and t.nested
+                )
             )
-    protocols = "/".join(dict.fromkeys(p.protocol for p in phases))
     return CollectiveTime(
         op,
         "hierarchical",
-        protocols,
+        "/".join(dict.fromkeys(p.protocol for p in phases)),
         ranks,
         size,
         sum(p.seconds for p in phases),
@@ -358,16 +478,27 @@ def _hierarchical(topology: TopologySpec, op: str, ranks: int, size: float, leve
 # ------------------------------------------------------------------------------------------------ public
 
 
+def check_ranks(topology: TopologySpec, ranks: int) -> None:
+    """Ranks this topology can hold: at most its size, and whole NVLink domains once it spans several."""
+    if ranks < 1:
+        raise ValueError(f"ranks must be >= 1, got {ranks}")
+    if topology.max_gpus is not None and ranks > topology.max_gpus:
+        raise ValueError(f"{ranks} ranks exceed {topology.name}'s {topology.max_gpus} GPUs")
+    g = topology.domain_size
+    if ranks > g and ranks % g:
+        raise ValueError(f"{ranks} ranks fill {topology.name}'s {g}-GPU NVLink domains unevenly")
+
+
 def algorithms_for(topology: TopologySpec, op: str, ranks: int) -> tuple[str, ...]:
-    """The algorithms that exist for `op` on `ranks` GPUs of this topology (NCCL's availability rules)."""
+    """The algorithms that exist for `op` on `ranks` GPUs of this topology (NCCL's availability rules; the
+    hierarchical phases need every spanned domain full)."""
     levels = _levels(topology, ranks)
+    hierarchical = ("hierarchical",) if len(levels) > 1 and _evenly_filled(ranks, levels) else ()
     if op not in ("all_reduce", "reduce_scatter", "all_gather"):
         return ("ring",)
     if op != "all_reduce":
-        return ("ring", "hierarchical") if len(levels) > 1 else ("ring",)
-    out = ["ring", "tree"]
-    if len(levels) > 1:
-        out.append("hierarchical")
+        return ("ring", *hierarchical)
+    out = ["ring", "tree", *hierarchical]
     first = levels[0].tier.in_network_reduction
     if first is not None and first.kind == "nvls":
         out.append("nvls_tree" if len(levels) > 1 else "nvls")
@@ -380,12 +511,14 @@ def collective_time(topology: TopologySpec, op: str, ranks: int, size: float, al
     """The time of one algorithm (its best protocol) for `op` of `size` bytes over `ranks` GPUs."""
     if op not in OPS:
         raise ValueError(f"unknown op {op!r}")
-    if ranks < 1 or size < 0:
-        raise ValueError("ranks must be >= 1 and size >= 0")
+    if size < 0:
+        raise ValueError("size must be >= 0")
+    check_ranks(topology, ranks)
     if ranks == 1 or size == 0:
         return CollectiveTime(op, "none", "-", ranks, size, 0.0, 0.0, 0.0, ())
     available = algorithms_for(topology, op, ranks)
-    if algorithm == "hierarchical" and op in ("all_reduce", "reduce_scatter", "all_gather"):
+    one_tier = len(_levels(topology, ranks)) == 1
+    if algorithm == "hierarchical" and one_tier and op in ("all_reduce", "reduce_scatter", "all_gather"):
         available += ("hierarchical",)  # on one tier it is the ring; algorithms_for leaves the duplicate out
     if algorithm not in available:
         raise ValueError(f"{algorithm} is not available for {op} on {ranks} GPUs of {topology.name}")
