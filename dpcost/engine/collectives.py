@@ -481,12 +481,14 @@ def _hierarchical(
 def check_ranks(topology: TopologySpec, ranks: int) -> None:
     """Ranks this topology can hold: at most its size, and whole NVLink domains once it spans several."""
     if ranks < 1:
-        raise ValueError(f"ranks must be >= 1, got {ranks}")
+        raise ValueError(f"must be a positive number of GPUs, got {ranks}")
     if topology.max_gpus is not None and ranks > topology.max_gpus:
-        raise ValueError(f"{ranks} ranks exceed {topology.name}'s {topology.max_gpus} GPUs")
+        raise ValueError(f"{ranks} GPUs exceed {topology.name}'s {topology.max_gpus}")
     g = topology.domain_size
     if ranks > g and ranks % g:
-        raise ValueError(f"{ranks} ranks fill {topology.name}'s {g}-GPU NVLink domains unevenly")
+        raise ValueError(
+            f"{ranks} GPUs fill {topology.name}'s {g}-GPU NVLink domains unevenly; use <= {g} or a multiple of {g}"
+        )
 
 
 def algorithms_for(topology: TopologySpec, op: str, ranks: int) -> tuple[str, ...]:

@@ -11,7 +11,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from dpcost.engine.activations import RECOMPUTE, activation_memory, kv_cache_bytes
-from dpcost.engine.collectives import ALGORITHMS, CollectiveChoice, algorithms_for, bus_factor, collective
+from dpcost.engine.collectives import (
+    ALGORITHMS,
+    CollectiveChoice,
+    algorithms_for,
+    bus_factor,
+    check_ranks,
+    collective,
+)
 from dpcost.engine.compute import DEFAULT_MFU, flops_per_token
 from dpcost.engine.memory import (
     OPTIMIZER_STATE_BYTES,
@@ -182,16 +189,11 @@ class Report:
 
 
 def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
-    """A DP size this topology can hold: whole NVLink domains once it spans more than one."""
-    if dp < 1:
-        raise InputError(where, f"must be a positive number of GPUs, got {dp}")
-    g = topology.domain_size
-    if dp > g and dp % g:
-        raise InputError(
-            where, f"{dp} GPUs span {topology.name}'s {g}-GPU NVLink domains unevenly; use <= {g} or a multiple of {g}"
-        )
-    if topology.max_gpus is not None and dp > topology.max_gpus:
-        raise InputError(where, f"{dp} exceeds {topology.name}'s {topology.max_gpus} GPUs")
+    """A DP size this topology can hold (collectives.check_ranks), as an input error naming the flag."""
+    try:
+        check_ranks(topology, dp)
+    except ValueError as exc:
+        raise InputError(where, str(exc)) from None
 
 
 def _validate(o: Options) -> None:
