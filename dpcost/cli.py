@@ -132,7 +132,9 @@ ModelOpt = Annotated[
 TopologyOpt = Annotated[
     str, typer.Option("--topology", "-t", help="Catalog name (see `dpcost topologies`) or a YAML spec.")
 ]
-ZeroOpt = Annotated[str, typer.Option("--zero", help="ZeRO stage 0-3, or auto: the lowest stage that fits.")]
+ZeroOpt = Annotated[
+    str, typer.Option("--zero", help="ZeRO stage 0-3, or auto: with --recompute auto, the fastest plan that fits.")
+]
 GradDtypeOpt = Annotated[
     str | None, typer.Option("--grad-dtype", help="fp32, bf16, fp16 or fp8 [default: the recipe's]")
 ]
@@ -142,9 +144,14 @@ AccumOpt = Annotated[int | None, typer.Option("--accum", "-a", help="Gradient ac
 GlobalBatchOpt = Annotated[
     int | None, typer.Option("--global-batch", help="Hold the global batch (sequences) fixed: accumulation is derived.")
 ]
-MfuOpt = Annotated[float, typer.Option("--mfu", help="Fraction of dense BF16 peak the training math sustains.")]
+MfuOpt = Annotated[
+    float,
+    typer.Option(
+        "--mfu", help="Fraction of dense BF16 peak the math sustains, on every FLOP executed (recomputation too)."
+    ),
+]
 ModeOpt = Annotated[Mode, typer.Option("--mode", help="train, or inference (no gradient collectives).")]
-RecomputeOpt = Annotated[str, typer.Option("--recompute", help="none, selective, full, or auto: the least that fits.")]
+RecomputeOpt = Annotated[str, typer.Option("--recompute", help="none, selective, full, or auto (see --zero).")]
 FlashOpt = Annotated[
     bool, typer.Option("--flash-attention/--no-flash-attention", help="Flash attention stores no s^2 scores.")
 ]

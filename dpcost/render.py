@@ -86,9 +86,9 @@ def _setup_table(r: Report) -> Table:
     fits = bool(r.memory.stages) and r.memory.stages[s.zero_stage].fits
     chosen = rc = ""
     if s.zero_chosen:
-        chosen = " (chosen: lowest stage that fits)" if fits else " (chosen: no stage fits, the most sharded shown)"
+        chosen = " (chosen: the fastest plan that fits)" if fits else " (chosen: no stage fits, the most sharded shown)"
     if s.recompute_chosen:
-        rc = " (chosen: least that fits)" if fits else " (chosen: nothing fits, the most saving shown)"
+        rc = " (chosen: the fastest plan that fits)" if fits else " (chosen: nothing fits, the most saving shown)"
     params = f"{fmt_count(s.params_total)} total, {fmt_count(s.params_active)} active per token"
     if s.params_mtp:
         params += f" (+{fmt_count(s.params_mtp)} MTP module, not trained here)"
@@ -291,10 +291,14 @@ def _inference_table(r: Report) -> Table:
         ["weights (bf16)", _gb(i.weights_bytes)],
         [f"KV cache ({r.setup.micro_batch} x {r.setup.seq_len} tokens)", _gb(i.kv_cache_bytes)],
         ["overhead", _gb(i.overhead_bytes)],
-        ["memory per replica", _gb(i.total_bytes)],
+        [
+            "memory per replica",
+            _gb(i.total_bytes) + (f" ({_gb(i.per_gpu_bytes)} per GPU)" if i.gpus_per_replica > 1 else ""),
+        ],
         ["fits on one GPU", "yes" if i.fits else f"NO: {i.gpus_per_replica} GPUs per replica"],
+        ["replicas", f"{i.replicas} on {r.setup.dp} GPUs"],
         ["decode throughput per replica", f"{i.tokens_per_second_per_replica:,.0f} tokens/s ({i.bound}-bound)"],
-        ["aggregate throughput", f"{i.tokens_per_second:,.0f} tokens/s"],
+        ["aggregate throughput", f"{i.tokens_per_second:,.0f} tokens/s ({i.replicas} x per replica)"],
     ]
     return Table("Inference", ["", "value"], rows)
 
@@ -413,8 +417,10 @@ def estimate_dict(r: Report) -> dict[str, Any]:
             "weights_bytes": int(i.weights_bytes),
             "kv_cache_bytes": int(i.kv_cache_bytes),
             "total_bytes": int(i.total_bytes),
+            "per_gpu_bytes": int(i.per_gpu_bytes),
             "fits": i.fits,
             "gpus_per_replica": i.gpus_per_replica,
+            "replicas": i.replicas,
             "tokens_per_second_per_replica": i.tokens_per_second_per_replica,
             "tokens_per_second": i.tokens_per_second,
             "bound": i.bound,

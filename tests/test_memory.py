@@ -192,3 +192,33 @@ def test_largest_micro_batch_fits_and_one_more_does_not() -> None:
     fits = estimate(model, topo, Options(dp=8, zero=3, recompute="none", micro_batch=best)).memory.stages[3]
     over = estimate(model, topo, Options(dp=8, zero=3, recompute="none", micro_batch=best + 1)).memory.stages[3]
     assert fits.fits and not over.fits
+
+
+def test_offload_follows_deepspeeds_stage_rules() -> None:
+    from dpcost.engine.memory import offload_applies
+    from dpcost.errors import InputError
+
+    assert [offload_applies("optimizer", s) for s in range(4)] == [False, True, True, True]
+    assert [offload_applies("params", s) for s in range(4)] == [False, False, False, True]
+    assert model_states(1e9, 8, 0, ZERO, "adamw", "optimizer").cpu == 0  # not offloadable at stage 0
+    model, topo = load_model("llama-70b"), load_topology("dgx-h100")
+    assert estimate(model, topo, Options(dp=64, offload="params")).setup.zero_stage == 3
+    with pytest.raises(InputError, match="params offload needs ZeRO-3"):
+        estimate(model, topo, Options(dp=64, zero=1, offload="params"))
+
+
+def test_megatron_stage_0_has_no_ddp_copy() -> None:
+    """Megatron reduces its contiguous main-grad buffer in place: 18 bytes, not 18 + a copy."""
+    from dpcost.engine.memory import buffers
+
+    megatron = buffers(0, RECIPES["megatron"], 4.0, 8e9, 25 * 2**20, 1e9, 1e9)
+    assert megatron.ddp_copy == 0 and megatron.buckets == 2 * 25 * 2**20
+    ddp = buffers(0, ZERO, 2.0, 8e9, 25 * 2**20, 1e9, 1e9)
+    assert ddp.ddp_copy == 16e9 and ddp.buckets == 0  # the copy is DDP's buckets
+
+
+def test_out_of_memory_hint_names_recomputation() -> None:
+    r = estimate(
+        load_model("llama-70b"), load_topology("dgx-h100"), Options(dp=64, zero=3, recompute="selective", seq_len=8192)
+    )
+    assert any("with --recompute full it needs" in w for w in r.warnings)

@@ -49,7 +49,9 @@ def _layer(a: ModelArchitecture, s: int, b: int, flash: bool, moe_layer: bool) -
     if a.mla is not None:
         m = a.mla
         d_qk, d_v = m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim
-        total += e * sb * ((m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim)  # latent inputs
+        latent = (m.q_lora_rank or 0) + m.kv_lora_rank
+        total += e * sb * (latent + m.qk_rope_head_dim)  # latent projections (q_a, kv_a) outputs
+        total += e * sb * latent  # their norm outputs, the inputs of q_b and kv_b
         total += e * sb * a.heads * (2 * d_qk + d_v)  # expanded Q, K, V
         total += e * sb * a.heads * d_v  # output projection input
     else:

@@ -7,8 +7,10 @@ matmuls. With different query/key and value head sizes (MLA) the term is 6 L H (
 Forward is one third, backward two thirds (Kaplan et al. 2020). Recomputation runs forward work again in
 the backward pass: full recomputation one more forward of every layer, selective the attention scores only
 (Korthikanti et al. 2022); model FLOPs (and MFU) do not count it.
-Time = FLOPs / (dense BF16 peak x efficiency). The efficiency is the `--mfu` input: the fraction of peak the
-training math sustains when nothing waits for communication.
+Time = FLOPs executed / (dense BF16 peak x efficiency). The efficiency is the `--mfu` input: the fraction of peak
+the training math sustains when nothing waits for communication, applied to every FLOP the GPU executes
+(recomputation included). The MFU a report prints counts model FLOPs only (PaLM's definition), so it is lower
+when recomputation runs or communication is exposed.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from dpcost.engine.params import ParamCount
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["DEFAULT_MFU", "FlopsPerToken", "flops_per_token"]
+__all__ = ["DEFAULT_MFU", "FlopsPerToken", "attention_flops", "flops_per_token"]
 
 # Llama 3 405B trained at 38-43% BF16 MFU on 16K H100s (Dubey et al. 2024, Table 4) with communication
 # and pipeline bubbles included; 40% is a conservative figure for the math alone.
@@ -41,28 +43,34 @@ class FlopsPerToken:
         return self.model + self.recompute
 
 
+def attention_flops(arch: ModelArchitecture, seq_len: int) -> float:
+    """Forward FLOPs per token of the score and value matmuls: 2 L H (Q_qk + Q_v) T (PaLM appendix B)."""
+    if arch.mla is not None:
+        d_qk = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim
+        d_v = arch.mla.v_head_dim
+    else:
+        d_qk = d_v = arch.d_head
+    return 2.0 * arch.layers * arch.heads * (d_qk + d_v) * seq_len
+
+
 def flops_per_token(
-    counts: ParamCount, arch: ModelArchitecture | None, seq_len: int, recompute: str = "none"
+    counts: ParamCount, arch: ModelArchitecture | None, seq_len: int, recompute: str = "none", flash: bool = True
 ) -> FlopsPerToken:
-    """Training FLOPs per token (PaLM's 6N + 12LHQT), split into forward, backward and recomputation."""
+    """Training FLOPs per token (PaLM's 6N + 12LHQT), split into forward, backward and recomputation.
+
+    Selective recomputation redoes the attention scores; FlashAttention's backward already does so inside its
+    kernel, so with flash it adds nothing to the model's work (and saves no memory: activations.py)."""
     head = counts.lm_head
     if arch is not None and arch.tied_embeddings:
         head = counts.embedding  # the tied embedding is the output projection too
     matmul_params = counts.active - counts.embedding - counts.lm_head + head
     if arch is not None:
         matmul_params -= arch.learned_positions * arch.hidden
-    attention = 0.0  # forward FLOPs per token of QK^T and AV
-    if arch is not None:
-        if arch.mla is not None:
-            d_qk = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim
-            d_v = arch.mla.v_head_dim
-        else:
-            d_qk = d_v = arch.d_head
-        attention = 2.0 * arch.layers * arch.heads * (d_qk + d_v) * seq_len
+    attention = attention_flops(arch, seq_len) if arch is not None else 0.0
     forward = 2.0 * matmul_params + attention
     if recompute == "full":
         extra = forward - 2.0 * head  # every layer again, not the output head
-    elif recompute == "selective":
+    elif recompute == "selective" and not flash:
         extra = attention
     else:
         extra = 0.0

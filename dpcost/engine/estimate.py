@@ -19,21 +19,23 @@ from dpcost.engine.collectives import (
     check_ranks,
     collective,
 )
-from dpcost.engine.compute import DEFAULT_MFU, flops_per_token
+from dpcost.engine.compute import DEFAULT_MFU, FlopsPerToken, attention_flops, flops_per_token
 from dpcost.engine.memory import (
+    CONTEXT_BYTES,
+    FRAGMENTATION,
     OPTIMIZER_STATE_BYTES,
     RECIPES,
     Recipe,
     StageMemory,
     buffers,
     model_states,
-    overhead,
+    offload_applies,
     stage_memory,
 )
 from dpcost.engine.params import ParamCount, count_params
 from dpcost.engine.step import StepPlan, StepTime, Unit, step_time
 from dpcost.errors import InputError
-from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = [
     "DTYPE_BYTES",
@@ -170,9 +172,11 @@ class Inference:
     weights_bytes: float
     kv_cache_bytes: float
     overhead_bytes: float
-    total_bytes: float
-    fits: bool
+    total_bytes: float  # per replica
+    per_gpu_bytes: float
+    fits: bool  # on one GPU: pure data parallelism
     gpus_per_replica: int
+    replicas: int
     tokens_per_second_per_replica: float
     tokens_per_second: float
     bound: str
@@ -217,6 +221,9 @@ def _validate(o: Options) -> None:
         raise InputError("optimizer", f"must be one of {', '.join(OPTIMIZER_STATE_BYTES)}, got {o.optimizer!r}")
     if o.offload not in ("none", "optimizer", "params"):
         raise InputError("offload", f"must be none, optimizer or params, got {o.offload!r}")
+    if o.zero is not None and o.offload != "none" and not offload_applies(o.offload, o.zero):
+        need = "ZeRO-3" if o.offload == "params" else "ZeRO 1-3"
+        raise InputError("offload", f"{o.offload} offload needs {need} (DeepSpeed's rule), got --zero {o.zero}")
     if o.bucket_bytes <= 0:
         raise InputError("bucket_size", "must be a positive size such as 25MiB")
     if o.algorithm is not None and o.algorithm not in ALGORITHMS:
@@ -231,19 +238,23 @@ def _recipe(o: Options, grad_dtype: str) -> Recipe:
     """The recipe with its communicated gradient in `grad_dtype`."""
     base = RECIPES[o.recipe]
     components = tuple(
-        replace(c, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads") if c.communicated else c
+        replace(c, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads (communicated)")
+        if c.communicated
+        else c
         for c in base.components
     )
     return replace(base, components=components)
 
 
 def _units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]:
-    """Embedding, blocks and head in forward order, each with its share of a pass's FLOPs."""
+    """The pieces the step timeline schedules, in forward order, each with its share of a pass's FLOPs:
+    embedding, transformer blocks and output head; a model given only as a parameter count is cut into
+    blocks of its largest layer (one block if that is not given)."""
     a = spec.architecture
     if a is None or not counts.blocks:
-        return (Unit(counts.total, 1.0),)
-    attn = flops_per_token(counts, a, seq_len).forward - 2 * (counts.active - counts.embedding)
-    attention_per_layer = max(0.0, attn) / a.layers
+        n = math.ceil(counts.total / spec.largest_layer_params) if spec.largest_layer_params else 1
+        return tuple(Unit(counts.total / n, 1 / n) for _ in range(n))
+    attention_per_layer = attention_flops(a, seq_len) / a.layers
     head_matmul = counts.embedding if a.tied_embeddings else counts.lm_head
     flops = [0.0] + [2 * b.active + attention_per_layer for b in counts.blocks] + [2 * head_matmul]
     params = [counts.embedding + a.learned_positions * a.hidden]
@@ -274,7 +285,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
     accumulation, micro_batch, warnings = _batching(o)
     global_batch = micro_batch * accumulation * o.dp
 
-    # ---- memory: every stage, with the least recomputation that lets the chosen stage fit
+    # ---- memory: every stage, for each recomputation choice
     largest_layer = model.largest_layer_params or counts.largest_module
     gather_unit = model.largest_layer_params or counts.largest_block
 
@@ -294,25 +305,6 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
             rows.append(stage_memory(stage, states, activations, per_sample, buf, topology.gpu.hbm))
         return tuple(rows)
 
-    stage_choices = [o.zero] if o.zero is not None else [0, 1, 2, 3]
-    recompute_choices = [o.recompute] if o.recompute is not None else (list(RECOMPUTE) if a else ["none"])
-    by_recompute = {rc: stages_with(rc) for rc in recompute_choices}
-    fitting = [(st, rc) for st in stage_choices for rc in recompute_choices if by_recompute[rc][st].fits]
-    if fitting:
-        stage, recompute = fitting[0]  # the lowest stage, then the least recomputation
-    else:
-        stage = o.zero if o.zero is not None else 3
-        recompute = o.recompute or recompute_choices[-1]
-    rows = by_recompute[recompute]
-
-    # ---- time: compute per micro-batch, then the step timeline
-    flops = flops_per_token(counts, a, o.seq_len, recompute)
-    tokens_mb = micro_batch * o.seq_len
-    rate = topology.gpu.bf16_dense * o.mfu
-    t_fwd = flops.forward * tokens_mb / rate
-    t_bwd = (flops.backward + flops.recompute) * tokens_mb / rate
-    skewed = 1.0 + o.skew
-
     cache: dict[tuple[str, float], float] = {}
 
     def call(op: str, size: float) -> float:
@@ -321,18 +313,45 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
             cache[key] = collective(topology, op, o.dp, size, _forced(o, op, topology)).best.seconds
         return cache[key]
 
-    plan = StepPlan(
-        stage=stage,
-        accumulation=accumulation,
-        forward=t_fwd * skewed,
-        backward=t_bwd * skewed,
-        units=_units(counts, model, o.seq_len),
-        grad_bytes=grad_bytes,
-        weight_bytes=weight_bytes,
-        bucket_bytes=o.bucket_bytes,
-        keep_full_grads=o.keep_full_grads,
-    )
-    steps = step_time(plan, call)
+    units = _units(counts, model, o.seq_len)
+
+    def timeline(stage: int, recompute: str) -> tuple[StepTime, float, float, FlopsPerToken]:
+        """The step timeline, forward and backward of one micro-batch (FLOPs at the --mfu rate), and the FLOPs."""
+        flops = flops_per_token(counts, a, o.seq_len, recompute, o.flash_attention)
+        tokens_mb = micro_batch * o.seq_len
+        rate = topology.gpu.bf16_dense * o.mfu
+        t_fwd = flops.forward * tokens_mb / rate
+        t_bwd = (flops.backward + flops.recompute) * tokens_mb / rate
+        plan = StepPlan(
+            stage=stage,
+            accumulation=accumulation,
+            forward=t_fwd * (1.0 + o.skew),
+            backward=t_bwd * (1.0 + o.skew),
+            units=units,
+            grad_bytes=grad_bytes,
+            weight_bytes=weight_bytes,
+            bucket_bytes=o.bucket_bytes,
+            keep_full_grads=o.keep_full_grads,
+            overlap_param_gather=o.recipe == "megatron",
+        )
+        return step_time(plan, call), t_fwd, t_bwd, flops
+
+    # ---- the plan: the fastest (stage, recomputation) that fits, unless the user fixed them
+    allowed = [st for st in range(4) if o.offload == "none" or offload_applies(o.offload, st)]
+    stage_choices = [o.zero] if o.zero is not None else allowed
+    recompute_choices = [o.recompute] if o.recompute is not None else (list(RECOMPUTE) if a else ["none"])
+    by_recompute = {rc: stages_with(rc) for rc in recompute_choices}
+    fitting = [(st, rc) for st in stage_choices for rc in recompute_choices if by_recompute[rc][st].fits]
+    if fitting:
+        timed = {plan: timeline(*plan) for plan in fitting}
+        stage, recompute = min(fitting, key=lambda p: (timed[p][0].step, p[0], RECOMPUTE.index(p[1])))
+        steps, t_fwd, t_bwd, flops = timed[(stage, recompute)]
+    else:
+        stage = o.zero if o.zero is not None else stage_choices[-1]
+        recompute = o.recompute or recompute_choices[-1]
+        steps, t_fwd, t_bwd, flops = timeline(stage, recompute)
+    rows = by_recompute[recompute]
+    tokens_mb = micro_batch * o.seq_len
     rows_comm = tuple(
         CollectiveRow(
             op=t.op,
@@ -406,7 +425,10 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
         skew=o.skew,
         keep_full_grads=o.keep_full_grads,
     )
-    warnings += _training_warnings(setup, counts, model, rows, timing, comm, topology, o)
+    full: StageMemory | None = None
+    if a is not None and recompute != "full" and not rows[stage].fits:
+        full = (by_recompute.get("full") or stages_with("full"))[stage]
+    warnings += _training_warnings(setup, counts, model, rows, timing, comm, topology, o, full)
     return Report(setup, comm, memory, timing, None, tuple(warnings))
 
 
@@ -455,7 +477,7 @@ def _batching(o: Options) -> tuple[int, int, list[str]]:
         return o.global_batch // per_step, o.micro_batch, warnings
     if o.global_batch % o.dp == 0:
         per_rank = o.global_batch // o.dp
-        micro = math.gcd(per_rank, o.micro_batch)
+        micro = max(d for d in range(1, min(per_rank, o.micro_batch) + 1) if per_rank % d == 0)
         warnings.append(
             f"global batch {o.global_batch} over DP {o.dp} is {per_rank} sequences per GPU: micro-batch {micro} "
             f"x {per_rank // micro} accumulation steps instead of micro-batch {o.micro_batch}"
@@ -488,6 +510,7 @@ def _training_warnings(
     comm: Communication,
     topology: TopologySpec,
     o: Options,
+    full_recompute: StageMemory | None,
 ) -> list[str]:
     out: list[str] = []
     hbm = topology.gpu.hbm
@@ -501,11 +524,12 @@ def _training_warnings(
         )
     if not chosen.fits:
         largest = chosen.largest_micro_batch(setup.micro_batch)
-        hint = (
-            f"; micro-batch {largest} fits"
-            if largest >= 1
-            else "; no micro-batch fits: shard the model further (TP/PP/EP)"
-        )
+        if full_recompute is not None and full_recompute.fits:
+            hint = f"; with --recompute full it needs {_gb(full_recompute.total)} and fits"
+        elif largest >= 1:
+            hint = f"; micro-batch {largest} fits"
+        else:
+            hint = "; no micro-batch fits: shard the model further (TP/PP/EP)"
         out.append(
             f"out of memory: ZeRO-{setup.zero_stage} needs {_gb(chosen.total)} per GPU, more than the "
             f"{_gb(hbm)} of HBM{hint}"
@@ -541,8 +565,8 @@ def _training_warnings(
     if o.offload != "none":
         moved = rows[setup.zero_stage].cpu
         out.append(
-            f"offload ({o.offload}) keeps {_gb(moved)} per GPU in CPU memory; the PCIe traffic and the CPU "
-            "optimizer step it costs are not in the step time"
+            f"offload ({o.offload}) keeps {_gb(moved)} per GPU, {_gb(moved * setup.gpus_per_node)} per node, in host "
+            "memory; the PCIe traffic and the CPU optimizer step it costs are not in the step time"
         )
     if counts.mtp:
         out.append(
@@ -552,29 +576,48 @@ def _training_warnings(
     return out
 
 
+def _decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch: int) -> float:
+    """bf16 weight bytes one decode step reads from HBM: every dense weight, and of each MoE layer's routed
+    experts the expected number that `batch` tokens touch when routed uniformly, E (1 - (1 - k/E)^B)."""
+    weights = 2.0 * counts.total
+    if a is None or a.moe is None:
+        return weights
+    routed = dict(counts.components)["routed experts"]
+    untouched = (1 - a.moe.active / a.moe.experts) ** batch
+    return weights - 2.0 * routed * untouched
+
+
 def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount) -> Report:
     """Serving: replicas answer independent requests, so DP exchanges no gradients and moves zero bytes.
 
-    Memory per replica = bf16 weights + KV cache (seq_len x batch) + the runtime allowance. Decode throughput
-    per replica = batch / max(compute time, time to read weights and KV cache from HBM) per token step;
-    a replica that needs k GPUs gets k times the HBM bandwidth and FLOP/s (ideal tensor parallelism)."""
+    Memory per replica = bf16 weights + KV cache (seq_len x batch), split over the fewest GPUs (a power of two,
+    as tensor/pipeline degrees are) on which each keeps the runtime allowance too. Decode throughput per replica
+    = batch / max(compute time, time to read the weights it touches and the KV cache from HBM) per token step,
+    with k GPUs giving k times the bandwidth and FLOP/s (ideal model parallelism, outside this tool)."""
     a = model.architecture
     weights = 2.0 * counts.total
     kv = kv_cache_bytes(a, o.seq_len, o.batch) if a else 0.0
-    total = weights + kv + overhead(weights + kv)
-    gpus = max(1, math.ceil(total / topology.gpu.hbm))
+    hbm = topology.gpu.hbm
+    gpus = 1
+    while (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES > hbm and gpus < 1 << 20:
+        gpus *= 2
+    per_gpu = (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES
     flops = 2.0 * (counts.active - counts.embedding) * o.batch
+    if a is not None:
+        flops += attention_flops(a, o.seq_len) / 2 * o.batch  # one new token attends to the whole context
     t_compute = flops / (topology.gpu.bf16_dense * o.mfu * gpus)
-    t_memory = (weights + kv) / (topology.gpu.hbm_bandwidth * gpus)
+    t_memory = (_decode_weight_bytes(counts, a, o.batch) + kv) / (topology.gpu.hbm_bandwidth * gpus)
     per_replica = o.batch / max(t_compute, t_memory)
-    replicas = max(1, o.dp // gpus)
+    replicas = o.dp // gpus
     inference = Inference(
         weights_bytes=weights,
         kv_cache_bytes=kv,
-        overhead_bytes=total - weights - kv,
-        total_bytes=total,
+        overhead_bytes=gpus * per_gpu - weights - kv,
+        total_bytes=gpus * per_gpu,
+        per_gpu_bytes=per_gpu,
         fits=gpus == 1,
         gpus_per_replica=gpus,
+        replicas=replicas,
         tokens_per_second_per_replica=per_replica,
         tokens_per_second=per_replica * replicas,
         bound="memory bandwidth" if t_memory >= t_compute else "compute",
@@ -593,7 +636,7 @@ def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: Par
         micro_batch=o.batch,
         accumulation=1,
         global_batch=o.batch * replicas,
-        tokens_per_step=o.batch * replicas,
+        tokens_per_step=o.batch * replicas,  # one decode step: a token per sequence
         recompute="none",
         recompute_chosen=False,
         recipe="-",
@@ -606,8 +649,8 @@ def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: Par
     warnings = ["inference: data-parallel replicas serve independent requests and exchange no gradients (0 bytes)"]
     if gpus > 1:
         warnings.append(
-            f"one replica needs {_gb(total)}, more than one {topology.gpu.name} ({_gb(topology.gpu.hbm)}): "
-            f"{gpus} GPUs per replica (tensor/pipeline parallelism, outside this tool), "
-            f"{replicas} replicas on {o.dp} GPUs"
+            f"one replica needs {_gb(weights + kv)} of weights and KV cache, more than one {topology.gpu.name} holds "
+            f"({_gb(hbm)}): {gpus} GPUs per replica (tensor/pipeline parallelism, outside this tool)"
+            + (f", {replicas} replicas on {o.dp} GPUs" if replicas else f"; --dp {o.dp} cannot hold even one replica")
         )
     return Report(setup, empty, memory, None, inference, tuple(warnings))

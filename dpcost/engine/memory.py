@@ -31,6 +31,7 @@ __all__ = [
     "StateComponent",
     "deepspeed_estimates",
     "model_states",
+    "offload_applies",
     "stage_memory",
 ]
 
@@ -115,16 +116,22 @@ class ModelStates:
         return self.params + self.grads + self.optimizer
 
 
-def _offloaded(component: StateComponent, offload: str) -> bool:
-    if offload == "params":
-        return True  # DeepSpeed offloads parameters only together with the optimizer
-    return offload == "optimizer" and component.offload == "optimizer"
+def offload_applies(offload: str, stage: int) -> bool:
+    """DeepSpeed's rule: the optimizer can be offloaded from stage 1, parameters (with it) only at stage 3."""
+    return (offload == "optimizer" and stage >= 1) or (offload == "params" and stage == 3)
+
+
+def _offloaded(component: StateComponent, offload: str, stage: int) -> bool:
+    if not offload_applies(offload, stage):
+        return False
+    return offload == "params" or component.offload == "optimizer"
 
 
 def model_states(
     n_params: float, dp: int, stage: int, recipe: Recipe, optimizer: str = "adamw", offload: str = "none"
 ) -> ModelStates:
-    """Bytes per GPU of weights, gradients and optimizer states (ZeRO paper section 5, by recipe)."""
+    """Bytes per GPU of weights, gradients and optimizer states (ZeRO paper section 5, by recipe); `offload`
+    moves states to host memory where DeepSpeed allows it (offload_applies)."""
     if stage not in (0, 1, 2, 3):
         raise ValueError("stage must be 0..3")
     if offload not in ("none", "optimizer", "params"):
@@ -135,7 +142,7 @@ def model_states(
         if stage >= c.gone_from:
             continue
         nbytes = c.bytes_per_param * n_params / (dp if stage >= c.shard_from else 1)
-        if _offloaded(c, offload):
+        if _offloaded(c, offload, stage):
             cpu += nbytes
         else:
             totals[c.group] += nbytes
@@ -165,12 +172,13 @@ def buffers(
     gather_unit_params: float,
     largest_layer_params: float,
 ) -> Buffers:
-    """Stage 0: DDP copies every gradient into its buckets (PyTorch DDP docs, gradient_as_bucket_view).
-    Stages 1-3: two buckets in flight (one filling, one being reduced).
-    Stage 3: the gathered unit in use and the next one prefetched, plus the full gradient of the unit in the
-    backward pass (FSDP per-block wrapping); DeepSpeed's estimator counts 4 bytes x its largest layer instead."""
-    ddp_copy = grad_bytes * n_params if stage == 0 and recipe.name != "deepspeed" else 0.0
-    buckets = 2 * bucket_bytes
+    """Stage 0 with PyTorch DDP (the zero-paper recipe): DDP copies every gradient into its buckets
+    (gradient_as_bucket_view=False, the default; PyTorch DDP docs); Megatron reduces its contiguous main-grad
+    buffer in place and DeepSpeed's estimators count no copy. Otherwise two buckets are in flight (one filling,
+    one being reduced). Stage 3: the gathered unit in use and the next one prefetched, plus the full gradient of
+    the unit in the backward pass (FSDP per-block wrapping); DeepSpeed counts 4 bytes x its largest layer."""
+    ddp_copy = grad_bytes * n_params if stage == 0 and recipe.name == "zero-paper" else 0.0
+    buckets = 0.0 if ddp_copy else 2 * bucket_bytes  # DDP's copy is its buckets
     gathered = 0.0
     if stage == 3:
         if recipe.name == "deepspeed":

@@ -11,11 +11,12 @@ Three answers side by side:
   reduce-scatters its gradients right after its backward (Zhao et al. 2023, "PyTorch FSDP", section 3.3).
 
 Per stage (ZeRO paper, section 7; ../shared/reference/zero-paper-table1.csv): stage 0 all-reduces gradients;
-stages 1-2 reduce-scatter gradients and all-gather the updated parameters (gathered in the first forward of the
-next step, as FSDP's SHARD_GRAD_OP does); stage 3 all-gathers parameters in forward and again in backward and
-reduce-scatters gradients: 1.5x the volume. With gradient accumulation over a micro-batches, stages 0-1
-communicate once per step (DDP no_sync), after the last backward; stages 2-3 reduce-scatter every micro-batch
-unless full gradients are kept (`keep_full_grads`, which costs a full unsharded gradient of memory).
+stages 1-2 reduce-scatter gradients and all-gather the updated parameters once per step (after the optimizer
+step as DeepSpeed does, or during the next forward as Megatron's --overlap-param-gather does); stage 3
+all-gathers parameters in forward and again in backward and reduce-scatters gradients: 1.5x the volume. With
+gradient accumulation over a micro-batches, stages 0-1 communicate once per step (DDP no_sync), after the last
+backward; stages 2-3 reduce-scatter every micro-batch unless full gradients are kept (`keep_full_grads`, which
+costs a full unsharded gradient of memory).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Phase", "StepPlan", "StepTime", "Traffic", "Unit", "drain", "gather_reduce", "step_time"]
+__all__ = ["Drain", "Phase", "StepPlan", "StepTime", "Traffic", "Unit", "drain", "gather_reduce", "step_time"]
 
 CallTime = Callable[[str, float], float]  # (op, message bytes) -> seconds of one call on the DP group
 
@@ -48,6 +49,7 @@ class StepPlan:
     weight_bytes: float
     bucket_bytes: float
     keep_full_grads: bool = False
+    overlap_param_gather: bool = False  # stages 1-2: gather updated parameters during the next forward
 
 
 @dataclass(frozen=True)
@@ -106,29 +108,41 @@ class StepTime:
         return self.ideal - self.compute
 
 
+@dataclass(frozen=True)
+class Drain:
+    """A backward pass with bucketed gradient reduction: how long it took, and what the buckets cost."""
+
+    duration: float
+    comm: float  # the buckets' calls, summed
+    calls: int
+
+
 def drain(
     compute: Sequence[float], unit_bytes: Sequence[float], bucket: float, call: Callable[[float], float]
-) -> float:
-    """Duration of a backward pass whose gradients leave in buckets on one stream.
+) -> Drain:
+    """A backward pass whose gradients leave in buckets on one stream.
 
     Unit j produces unit_bytes[j] linearly over compute[j] seconds; bucket k is ready when the stream reaches
-    min((k+1) x bucket, total) bytes and starts when both it is ready and the previous bucket is done."""
+    min((k+1) x bucket, total) bytes and starts when both it is ready and the previous bucket is done. Buckets
+    are cut from the flattened gradient (as FSDP and DeepSpeed flatten it; DDP also never splits a tensor)."""
     total = float(sum(unit_bytes))
     elapsed = sum(compute)
     if total <= 0:
-        return elapsed
+        return Drain(elapsed, 0.0, 0)
     n_buckets = math.ceil(total / bucket)
-    t = done = produced = 0.0
+    t = done = produced = comm = 0.0
     k = 0
     for c, b in zip(compute, unit_bytes, strict=True):
         while k < n_buckets and min((k + 1) * bucket, total) <= produced + b * (1 + 1e-12):
             edge = min((k + 1) * bucket, total)
             ready = t + (c * (edge - produced) / b if b > 0 else c)
-            done = max(done, ready) + call(edge - k * bucket)
+            seconds = call(edge - k * bucket)
+            done = max(done, ready) + seconds
+            comm += seconds
             k += 1
         produced += b
         t += c
-    return max(elapsed, done)
+    return Drain(max(elapsed, done), comm, k)
 
 
 def gather_reduce(compute: Sequence[float], gathers: Sequence[float], reduces: Sequence[float]) -> float:
@@ -170,23 +184,20 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
 
     def bucketed(op: str, purpose: str, occurrences: int) -> Phase:
         sizes = [u.params * plan.grad_bytes for u in units][::-1]
-        duration = drain(bwd_units, sizes, plan.bucket_bytes, lambda s: call(op, s))
-        n = math.ceil(grad_total / plan.bucket_bytes)
-        full, last = divmod(grad_total, plan.bucket_bytes)
-        seconds = full * call(op, plan.bucket_bytes) + (call(op, last) if last else 0.0)
-        traffic.append(Traffic(op, purpose, grad_total, occurrences, n * occurrences, seconds * occurrences))
-        return Phase(f"backward + {op}", bwd, seconds, duration, occurrences)
+        d = drain(bwd_units, sizes, plan.bucket_bytes, lambda s: call(op, s))
+        traffic.append(Traffic(op, purpose, grad_total, occurrences, d.calls * occurrences, d.comm * occurrences))
+        return Phase(f"backward + {op}", bwd, d.comm, d.duration, occurrences)
 
     if stage in (0, 1):
         if a > 1:
             phases.append(Phase("forward + backward (no_sync)", fwd + bwd, 0.0, fwd + bwd, a - 1))
         if stage == 1:
-            phases.append(_gathered_forward(plan, fwd_units, call, traffic, "updated parameters"))
+            phases.append(_gathered_forward(plan, fwd_units, call, traffic))
         else:
             phases.append(Phase("forward", fwd, 0.0, fwd, 1))
         phases.append(bucketed("all_reduce" if stage == 0 else "reduce_scatter", "gradients", 1))
     elif stage == 2:
-        phases.append(_gathered_forward(plan, fwd_units, call, traffic, "updated parameters"))
+        phases.append(_gathered_forward(plan, fwd_units, call, traffic))
         if a > 1:
             phases.append(Phase("forward", fwd, 0.0, fwd, a - 1))
         if plan.keep_full_grads and a > 1:
@@ -217,12 +228,16 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
     return StepTime(compute=compute, comm=comm, phases=tuple(phases), traffic=tuple(traffic))
 
 
-def _gathered_forward(
-    plan: StepPlan, fwd_units: list[float], call: CallTime, traffic: list[Traffic], purpose: str
-) -> Phase:
-    """Stages 1-2: the updated parameter shards are all-gathered block by block in the first forward."""
+def _gathered_forward(plan: StepPlan, fwd_units: list[float], call: CallTime, traffic: list[Traffic]) -> Phase:
+    """Stages 1-2: the updated parameter shards are all-gathered once per step. DeepSpeed (and so the ZeRO
+    paper's own implementation) gathers them at the end of the optimizer step, before the next forward can
+    start: nothing hides them. Megatron's distributed optimizer (--overlap-param-gather) gathers them block by
+    block during the next forward instead. The ideal overlaps them with that forward either way."""
     gathers = [call("all_gather", u.params * plan.weight_bytes) for u in plan.units]
     weight_total = sum(u.params for u in plan.units) * plan.weight_bytes
-    traffic.append(Traffic("all_gather", purpose, weight_total, 1, len(gathers), sum(gathers)))
-    duration = gather_reduce(fwd_units, gathers, [0.0] * len(gathers))
-    return Phase("forward + all_gather", plan.forward, sum(gathers), duration, 1)
+    ag = sum(gathers)
+    traffic.append(Traffic("all_gather", "updated parameters", weight_total, 1, len(gathers), ag))
+    if plan.overlap_param_gather:
+        duration = gather_reduce(fwd_units, gathers, [0.0] * len(gathers))
+        return Phase("forward + all_gather (overlapped)", plan.forward, ag, duration, 1)
+    return Phase("optimizer all_gather, then forward", plan.forward, ag, ag + plan.forward, 1)
