@@ -113,7 +113,7 @@ def _setup_table(r: Report) -> Table:
                 f"{s.micro_batch} x {s.accumulation} x {s.dp} = {s.global_batch:,} sequences",
             ],
             ["tokens per step", f"{s.tokens_per_step:,} ({s.seq_len} per sequence)"],
-            ["MFU input", f"{s.mfu:.0%} of dense BF16 peak for the math alone"],
+            ["MFU input", f"{s.mfu:.0%} of dense BF16 peak on every FLOP executed (recomputation included)"],
         ]
     else:
         rows += [["batch per replica", f"{s.micro_batch} sequences of {s.seq_len} tokens"]]
