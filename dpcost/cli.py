@@ -52,6 +52,10 @@ class _Group(TyperGroup):
         except DpcostError as exc:
             _fail(str(exc))
         except UsageError as exc:
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+                sys.stdout.write(ctx.get_help() + "\n")  # a bare `dpcost` or `dpcost show`: the help, not an error
+                sys.exit(0)
             _fail(exc.format_message())  # type: ignore[attr-defined]
         except ClickException as exc:
             _fail(exc.format_message(), getattr(exc, "exit_code", 2))  # type: ignore[attr-defined]

@@ -307,6 +307,12 @@ def test_sweep(tmp_path: Path) -> None:
     _one_line_error(["sweep", "--model", "llama-8b", "--dp", "8", "--plot", str(tmp_path / "x.gif")], "--plot", ".svg")
 
 
+def test_no_arguments_show_the_help() -> None:
+    for args in ([], ["show"]):
+        code, out, err = run(*args)
+        assert code == 0 and "Usage: " in out and "Commands" in out and err == ""
+
+
 def test_python_m_dpcost_and_version() -> None:
     import subprocess
     import sys
