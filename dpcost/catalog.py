@@ -59,15 +59,20 @@ class _StrictLoader(yaml.SafeLoader):
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-            raise yaml.YAMLError(f"line {mark.line + 1}: anchors and aliases are not allowed")
+            raise yaml.YAMLError(
+                f"line {mark.line + 1}: anchors and aliases are not allowed (write each value out in full)"
+            )
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[Any] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, str | int | float | bool) and key is not None:
+                raise yaml.YAMLError(f"line {line}: mapping keys must be plain names, not {type(key).__name__}s")
             if key in seen:
-                raise yaml.YAMLError(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice")
+                raise yaml.YAMLError(f"line {line}: key {key!r} appears twice")
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -81,7 +86,7 @@ def _read_text(source: Traversable | Path, where: str) -> str:
     if len(data) > MAX_FILE_BYTES:
         raise InputError(where, f"file is larger than {MAX_FILE_BYTES // 1024} KiB; specs are small YAML files")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark, as spreadsheets write, is not part of the text
     except UnicodeDecodeError:
         raise InputError(where, "not a UTF-8 text file") from None
 
@@ -94,6 +99,8 @@ def _parse_yaml(text: str, where: str) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         first = " ".join(str(exc).replace('in "<unicode string>", ', "").split())
         raise InputError(where, f"malformed YAML: {first}") from None
+    except ValueError:  # e.g. an integer of thousands of digits (Python's int-string conversion limit)
+        raise InputError(where, "a number in the file is too long to be a value") from None
     if not isinstance(doc, dict):
         raise InputError(where, f"expected a mapping of fields at the top, got {type(doc).__name__}")
     return doc
@@ -124,33 +131,80 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
+_BOUNDS = {
+    "greater_than_equal": "at least",
+    "greater_than": "more than",
+    "less_than_equal": "at most",
+    "less_than": "less than",
+}
+_UNITS = {
+    "bandwidth": " bytes/s",
+    "hbm_bandwidth": " bytes/s",
+    "hbm": " bytes",
+    "bf16_dense": " FLOP/s",
+    "ll": " s",
+    "ll128": " s",
+    "simple": " s",
+    "latency": " s",
+    "call_overhead": " s",
+}
+
+
 def _validate(cls: type[Spec], doc: dict[str, Any], where: str) -> Spec:
+    mixups = {ModelSpec: ("tiers", "gpu", "topology"), TopologySpec: ("architecture", "params", "model")}
+    for kind, (*keys, other) in mixups.items():
+        if cls is kind and any(k in doc for k in keys):
+            raise InputError(
+                where, f"this looks like a {other} spec, not a {'model' if kind is ModelSpec else 'topology'}"
+            )
     try:
         return cls.model_validate(doc)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         loc = tuple(err["loc"])
-        field = ".".join(str(p) for p in loc) or "(top level)"
+        field = ".".join(str(p) for p in loc)
         if err["type"] == "extra_forbidden":
             allowed = ", ".join(_fields_at(cls, loc[:-1]))
             message = f"unknown field (allowed here: {allowed})"
         elif err["type"] == "missing":
             message = "required field is missing"
+        elif err["type"] in ("model_type", "model_attributes_type", "dict_type"):
+            message = "expected a mapping of fields"
+        elif err["type"] == "string_pattern_mismatch" and "x00" in str(err.get("ctx", {}).get("pattern", "")):
+            message = "control characters are not allowed"
+        elif err["type"] in _BOUNDS:
+            limit = next(iter(err.get("ctx", {}).values()), "?")
+            unit = _UNITS.get(str(loc[-1]), "") if loc else ""
+            message = f"must be {_BOUNDS[err['type']]} {limit:g}{unit}, got {err['input']!r}"[:200]
         else:
             message = err["msg"].removeprefix("Value error, ")
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InputError(where, f"{field}: {message}{more}") from None
+        raise InputError(where, f"{field}: {message}{more}" if loc else f"{message}{more}") from None
 
 
 # ------------------------------------------------------------------------------------------------ specs
 
 
+def _check_path(value: str, where: str) -> Path:
+    if not value.strip():
+        raise InputError(where, "empty value: give a catalog name or a file")
+    path = Path(value)
+    if path.is_dir():
+        raise InputError(where, f"{value}: is a directory, not a spec file")
+    if not path.is_file():
+        raise InputError(where, f"{value}: no such file" if not path.exists() else f"{value}: not a regular file")
+    return path
+
+
+def _is_path(value: str) -> bool:
+    path = Path(value)
+    return not value.strip() or path.suffix in (".yaml", ".yml", ".json") or "/" in value or path.exists()
+
+
 def load_model(value: str, where: str = "--model") -> ModelSpec:
     """A catalog name, a YAML spec file or a Hugging Face config.json."""
-    path = Path(value)
-    if path.suffix in (".yaml", ".yml", ".json") or path.exists():
-        if not path.is_file():
-            raise InputError(where, f"{value}: no such file")
+    if _is_path(value):
+        path = _check_path(value, where)
         text = _read_text(path, str(path))
         if path.suffix == ".json":
             return model_from_hf_config(_parse_json(text, str(path)), str(path))
@@ -160,10 +214,8 @@ def load_model(value: str, where: str = "--model") -> ModelSpec:
 
 def load_topology(value: str, where: str = "--topology") -> TopologySpec:
     """A catalog name or a YAML spec file."""
-    path = Path(value)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
-            raise InputError(where, f"{value}: no such file")
+    if _is_path(value):
+        path = _check_path(value, where)
         return _validate(TopologySpec, _parse_yaml(_read_text(path, str(path)), str(path)), str(path))
     return _load_named(TopologySpec, "topologies", value, where)
 
@@ -198,11 +250,22 @@ def list_topologies() -> list[TopologySpec]:
 # ------------------------------------------------------------------------------------------------ HF config.json
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in doc:
+            raise ValueError(f"key {key!r} appears twice")
+        doc[key] = value
+    return doc
+
+
 def _parse_json(text: str, where: str) -> dict[str, Any]:
     try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(where, f"malformed JSON: {exc}") from None
+        doc = json.loads(text, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise InputError(where, "malformed JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, a repeated key, an over-long number
+        raise InputError(where, f"malformed JSON: {str(exc)[:200]}") from None
     if not isinstance(doc, dict):
         raise InputError(where, "expected a JSON object (a Hugging Face config.json)")
     return doc
@@ -217,26 +280,39 @@ def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json") -> Mod
                 return cfg[key]
         raise InputError(where, f"{keys[0]}: required field is missing")
 
+    def integer(key: str, value: Any) -> int | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(where, f"{key}: expected a whole number, got {value!r}"[:200])
+        return value
+
+    def flag(key: str, default: bool) -> bool:
+        value = cfg.get(key, default)
+        if not isinstance(value, bool):
+            raise InputError(where, f"{key}: expected true or false, got {value!r}"[:200])
+        return value
+
     model_type = str(cfg.get("model_type", ""))
     gpt2 = model_type == "gpt2"
-    hidden = need("hidden_size", "n_embd", "d_model")
+    hidden = integer("hidden_size", need("hidden_size", "n_embd", "d_model"))
     arch: dict[str, Any] = {
         "hidden": hidden,
         "layers": need("num_hidden_layers", "n_layer"),
         "heads": need("num_attention_heads", "n_head"),
         "vocab": need("vocab_size"),
-        "tied_embeddings": bool(cfg.get("tie_word_embeddings", gpt2)),
+        "tied_embeddings": flag("tie_word_embeddings", gpt2),
         "mlp": "gelu" if gpt2 or str(cfg.get("hidden_act", "silu")).startswith("gelu") else "swiglu",
     }
-    if cfg.get("num_key_value_heads"):
-        arch["kv_heads"] = cfg["num_key_value_heads"]
-    if cfg.get("head_dim"):
+    if cfg.get("num_key_value_heads") is not None:
+        arch["kv_heads"] = cfg["num_key_value_heads"]  # validated: a positive divisor of heads
+    if cfg.get("head_dim") is not None:
         arch["head_dim"] = cfg["head_dim"]
-    ffn = cfg.get("intermediate_size", cfg.get("n_inner"))
+    ffn = integer("intermediate_size", cfg.get("intermediate_size", cfg.get("n_inner")))
     if gpt2:
         arch.update(norm="layernorm", qkv_bias=True, linear_bias=True, learned_positions=need("n_positions"))
-        ffn = ffn or 4 * hidden
-    if model_type in ("qwen", "qwen2", "qwen2_moe") or cfg.get("attention_bias"):
+        ffn = ffn or 4 * (hidden or 0)
+    if model_type in ("qwen", "qwen2", "qwen2_moe") or flag("attention_bias", False):
         arch["qkv_bias"] = True
     if model_type == "qwen" and ffn:
         ffn = ffn // 2  # Qwen1's intermediate_size is the fused gate+up width, 2 x the MLP's
@@ -264,6 +340,7 @@ def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json") -> Mod
     if cfg.get("num_nextn_predict_layers"):
         arch["mtp_layers"] = cfg["num_nextn_predict_layers"]
     raw_name = str(cfg.get("_name_or_path") or Path(where).parent.name or "hf-model")
+    raw_name = "".join(c for c in raw_name if c.isprintable())[:200] or "hf-model"
     name = "".join(c if c.isalnum() or c in "._-" else "-" for c in raw_name.split("/")[-1].lower()) or "hf-model"
     return _validate(
         ModelSpec,
@@ -277,9 +354,7 @@ def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json") -> Mod
 
 def load_measurements(path: str, where: str = "--compare") -> Measurements:
     """An nccl-tests output log, or a CSV like ../shared/reference/nccl-tests/*.csv."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(where, f"{path}: no such file")
+    p = _check_path(path, where)
     text = _read_text(p, str(p))
     try:
         return parse_measurements(text, name=p.name)

@@ -34,7 +34,7 @@ def _flag(where: str) -> str:
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    first = " ".join(message.split())
+    first = " ".join(message.replace("Value error, ", "").split())
     sys.stderr.write(f"dpcost: error: {first}\n")
     sys.exit(code)
 
@@ -61,6 +61,10 @@ class _Group(TyperGroup):
             _fail(exc.format_message(), getattr(exc, "exit_code", 2))  # type: ignore[attr-defined]
         except (typer.Abort, KeyboardInterrupt):
             _fail("aborted", 130)
+        except OSError as exc:  # writing the output: a closed pipe is the reader's choice, a full disk is not
+            if isinstance(exc, BrokenPipeError):
+                sys.exit(0)
+            _fail(f"cannot write the output ({exc.strerror or exc})", 1)
         except Exception as exc:  # a bug: say so in one line, keep the traceback for DPCOST_DEBUG=1
             if os.environ.get("DPCOST_DEBUG"):
                 raise
@@ -107,7 +111,8 @@ class Mode(StrEnum):
 def _console() -> Any:
     from rich.console import Console
 
-    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 240
+    columns = os.environ.get("COLUMNS", "")
+    width = None if sys.stdout.isatty() else (int(columns) if columns.isascii() and columns.isdigit() else 0) or 240
     return Console(width=width, highlight=False, soft_wrap=False)
 
 
@@ -143,7 +148,10 @@ GradDtypeOpt = Annotated[
     str | None, typer.Option("--grad-dtype", help="fp32, bf16, fp16 or fp8 [default: the recipe's]")
 ]
 MicroBatchOpt = Annotated[int, typer.Option("--micro-batch", "-b", help="Sequences per GPU per micro-batch.")]
-SeqLenOpt = Annotated[int, typer.Option("--seq-len", "-s", help="Tokens per sequence.")]
+SeqLenOpt = Annotated[
+    int | None,
+    typer.Option("--seq-len", "-s", help="Tokens per sequence [default: 4096, or the model's position limit]."),
+]
 AccumOpt = Annotated[int | None, typer.Option("--accum", "-a", help="Gradient accumulation steps [default: 1].")]
 GlobalBatchOpt = Annotated[
     int | None, typer.Option("--global-batch", help="Hold the global batch (sequences) fixed: accumulation is derived.")
@@ -214,7 +222,7 @@ def estimate(
     zero: ZeroOpt = "auto",
     grad_dtype: GradDtypeOpt = None,
     micro_batch: MicroBatchOpt = 1,
-    seq_len: SeqLenOpt = 4096,
+    seq_len: SeqLenOpt = None,
     accum: AccumOpt = None,
     global_batch: GlobalBatchOpt = None,
     mfu: MfuOpt = 0.40,
@@ -467,10 +475,10 @@ def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> 
     from dpcost.units import UnitError, parse_message_size
 
     try:
-        if sizes:
+        if sizes is not None:
             out = [int(parse_message_size(s)) for s in sizes.split(",") if s.strip()]
             if not out or min(out) <= 0:
-                raise InputError("sizes", "give positive sizes such as 64M,1G")
+                raise InputError("sizes", f"give positive sizes of a byte or more, such as 64M,1G; got {sizes!r}")
             return out
     except UnitError as exc:
         raise InputError("sizes", str(exc)) from None
@@ -482,7 +490,7 @@ def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> 
             raise InputError(flag, str(exc)) from None
     lo, hi = bounds
     if lo <= 0 or hi < lo:
-        raise InputError("min_bytes", f"need 0 < --min-bytes <= --max-bytes, got {lo} and {hi}")
+        raise InputError("min_bytes", f"need 1 <= --min-bytes <= --max-bytes, got {min_bytes!r} and {max_bytes!r}")
     if factor <= 1:
         raise InputError("factor", f"must be > 1, got {factor}")
     n = math.floor(math.log(hi / lo) / math.log(factor) + 1e-9) + 1
@@ -524,13 +532,18 @@ def collective(
         raise InputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     measured: dict[tuple[str, int], dict[str, float]] = {}
     ops = [op or "all_reduce"]
+    ranks_from, algorithm_from = "ranks", "algorithm"
     if compare is not None:
+        if sizes is not None:
+            raise InputError("sizes", "--compare takes its sizes from the measured file; give one or the other")
         m = load_measurements(str(compare))
-        ranks = ranks or m.ranks
+        if ranks is None:
+            ranks, ranks_from = m.ranks, f"--compare {compare.name} (its ranks)"
         if op is not None and op not in m.ops:
             raise InputError("op", f"{compare.name} measures {', '.join(m.ops)}, not {op}")
         ops = [op] if op else list(m.ops)
-        algorithm = algorithm or m.algorithm
+        if algorithm is None and m.algorithm is not None:
+            algorithm, algorithm_from = m.algorithm, f"--compare {compare.name} (its NCCL_ALGO)"
         for row in m.rows:
             measured.setdefault((row.op, row.size_bytes), {})[row.column] = row.time_us
         if m.gpus_per_node and m.gpus_per_node != min(ranks or 1, topo.domain_size):
@@ -539,8 +552,8 @@ def collective(
             )
     if any(o not in OPS for o in ops):
         raise InputError("op", f"must be one of {', '.join(OPS)}, got {op!r}")
-    ranks = ranks or 16
-    check_dp(topo, ranks, where="ranks")
+    ranks = 16 if ranks is None else ranks
+    check_dp(topo, ranks, where=ranks_from)
     choices = []
     for o in ops:
         wanted = (
@@ -550,7 +563,7 @@ def collective(
             try:
                 choices.append(run(topo, o, ranks, size, algorithm))
             except ValueError as exc:
-                raise InputError("algorithm", str(exc)) from None
+                raise InputError(algorithm_from, str(exc)) from None
     table = render.collective_rows(choices, measured or None)
     table.title = (
         f"{'/'.join(ops)} on {ranks} GPUs of {topo.name}"
@@ -581,7 +594,7 @@ def memory(
     offload: OffloadOpt = "none",
     grad_dtype: GradDtypeOpt = None,
     micro_batch: MicroBatchOpt = 1,
-    seq_len: SeqLenOpt = 4096,
+    seq_len: SeqLenOpt = None,
     recompute: Annotated[str, typer.Option("--recompute", help="none, selective or full.")] = "none",
     flash_attention: FlashOpt = True,
     bucket_size: BucketOpt = "25MiB",
@@ -601,26 +614,35 @@ def memory(
 
     if (model is None) == (params is None):
         raise InputError("model", "give --model NAME or --params N (one of them)")
-    try:
-        largest = parse_count(largest_layer_params) if largest_layer_params else None
-        if params is not None:
-            spec = ModelSpec(
-                name="custom", title=f"{params} parameters", params=parse_count(params), largest_layer_params=largest
-            )
-        else:
-            assert model is not None
-            spec = load_model(model)
-            if largest:
-                spec = spec.model_copy(update={"largest_layer_params": largest})
-    except UnitError as exc:
-        raise InputError("params" if params else "largest_layer_params", str(exc)) from None
+    counts_given: dict[str, float] = {}
+    for flag, text in (("params", params), ("largest_layer_params", largest_layer_params)):
+        if text is not None:
+            try:
+                counts_given[flag] = parse_count(text)
+            except UnitError as exc:
+                raise InputError(flag, str(exc)) from None
+            if counts_given[flag] < 1:
+                raise InputError(flag, f"must be at least one parameter, got {text!r}")
+    largest = counts_given.get("largest_layer_params")
+    if model is None:
+        spec = ModelSpec(
+            name="custom", title=f"{params} parameters", params=counts_given["params"], largest_layer_params=largest
+        )
+    else:
+        spec = load_model(model)
+        if largest:
+            spec = spec.model_copy(update={"largest_layer_params": largest})
+    if gpus_per_node is not None and (gpus_per_node < 1 or recipe != "deepspeed"):
+        raise InputError(
+            "gpus_per_node", "a positive number of GPUs per node, for --recipe deepspeed's per-CPU figures"
+        )
     topo = load_topology(topology)
     report = run(
         spec,
         topo,
         _options(
             dp=dp,
-            zero="0",
+            zero="auto",
             grad_dtype=grad_dtype,
             micro_batch=micro_batch,
             seq_len=seq_len,
@@ -669,7 +691,7 @@ def _dp_list(text: str) -> list[int]:
     out: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        m = re.fullmatch(r"(\d+)\.\.(\d+)", part)
+        m = re.fullmatch(r"([0-9]{1,9})\.\.([0-9]{1,9})", part)
         if m:
             lo, hi = int(m.group(1)), int(m.group(2))
             if lo < 1 or hi < lo:
@@ -678,7 +700,7 @@ def _dp_list(text: str) -> list[int]:
             while v <= hi:
                 out.append(v)
                 v *= 2
-        elif part.isdigit() and int(part) > 0:
+        elif re.fullmatch(r"[0-9]{1,9}", part) and int(part) > 0:
             out.append(int(part))
         else:
             raise InputError("dp", f"expected sizes like 8,64,512 or a range 8..4096, got {part!r}")
@@ -693,7 +715,7 @@ def sweep(
     zero: ZeroOpt = "auto",
     grad_dtype: GradDtypeOpt = None,
     micro_batch: MicroBatchOpt = 1,
-    seq_len: SeqLenOpt = 4096,
+    seq_len: SeqLenOpt = None,
     accum: AccumOpt = None,
     global_batch: GlobalBatchOpt = None,
     mfu: MfuOpt = 0.40,
@@ -722,6 +744,8 @@ def sweep(
     from dpcost.engine.estimate import estimate as run
 
     sizes = _dp_list(dp)
+    if plot is not None:
+        _check_plot_path(plot)
     spec, topo = _load(model, topology)
     reports = []
     progress = _progress(len(sizes))
@@ -762,6 +786,21 @@ def sweep(
         sys.stderr.write(f"dpcost: wrote {plot}\n")
 
 
+def _check_plot_path(path: Path) -> None:
+    """Before any work: a .svg or .png file in a folder that exists (PNG also needs matplotlib)."""
+    if path.suffix.lower() not in (".svg", ".png"):
+        raise InputError("plot", f"{path.name}: write a .svg or a .png file")
+    if not path.parent.is_dir():
+        raise InputError("plot", f"{path.parent}: no such folder")
+    if path.suffix.lower() == ".png":
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise InputError(
+                "plot", "PNG output needs matplotlib: pip install 'dpcost[plot]', or write FILE.svg"
+            ) from None
+
+
 def _write_plot(reports: list[Report], path: Path) -> None:
     """SVG needs nothing; PNG goes through matplotlib (the optional `plot` extra)."""
     from dpcost import render
@@ -773,15 +812,11 @@ def _write_plot(reports: list[Report], path: Path) -> None:
         except OSError as exc:
             raise InputError("plot", f"cannot write {path}: {exc.strerror or exc}") from None
         return
-    if path.suffix.lower() != ".png":
-        raise InputError("plot", f"{path.name}: write a .svg or a .png file")
-    try:
-        import matplotlib
+    import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InputError("plot", "PNG output needs matplotlib: pip install 'dpcost[plot]', or write FILE.svg") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     dps = [r.setup.dp for r in reports]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     ax1.plot(dps, [100 * r.time.scaling_efficiency for r in reports if r.time], marker="o")

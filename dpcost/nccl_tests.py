@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from dataclasses import dataclass
 
@@ -50,6 +51,44 @@ class Measurements:
         return tuple(dict.fromkeys(r.op for r in self.rows))
 
 
+MAX_SIZE = 2**50  # 1 PiB: no collective is larger
+
+
+def _number(text: str | None, what: str) -> float:
+    try:
+        value = float(text) if text is not None else math.nan
+    except ValueError:
+        raise ValueError(f"{what}: expected a number, got {text!r}"[:200]) from None
+    if text is None or not text.strip():
+        raise ValueError(f"{what}: missing")
+    if not math.isfinite(value):
+        raise ValueError(f"{what}: expected a finite number, got {text!r}")
+    return value
+
+
+def _positive(text: str | None, what: str) -> float:
+    value = _number(text, what)
+    if value <= 0:
+        raise ValueError(f"{what}: must be positive, got {text!r}")
+    return value
+
+
+def _whole(text: str | None, what: str) -> int:
+    value = _positive(text, what)
+    if value != int(value) or value > MAX_SIZE:
+        raise ValueError(f"{what}: expected a whole number up to 2**50, got {text!r}"[:200])
+    return int(value)
+
+
+def _no_repeats(rows: list[Measurement]) -> None:
+    seen: set[tuple[str, int, str]] = set()
+    for r in rows:
+        key = (r.op, r.size_bytes, r.column)
+        if key in seen:
+            raise ValueError(f"{r.op} of {r.size_bytes} bytes ({r.column}) is measured twice; keep one run per file")
+        seen.add(key)
+
+
 def _forced_algorithm(text: str) -> str | None:
     m = re.search(r"NCCL_ALGO=([A-Za-z]+)", text)
     return NCCL_ALGO_NAMES.get(m.group(1).lower()) if m else None
@@ -74,23 +113,21 @@ def _parse_csv(text: str, name: str) -> Measurements:
     ranks: set[int] = set()
     per_node: set[int] = set()
     for i, row in enumerate(reader, start=2):
-        try:
-            op = row["op"].strip()
-            if op not in OPS:
-                raise ValueError(f"op {op!r} is not one of {', '.join(OPS)}")
-            size, time_us = int(float(row["size_bytes"])), float(row["time_us"])
-            ranks.add(int(row["ranks"]))
-            if row.get("gpus_per_node"):
-                per_node.add(int(row["gpus_per_node"]))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"CSV data row {i}: {exc}") from None
-        if size <= 0 or time_us <= 0:
-            raise ValueError(f"CSV data row {i}: size and time must be positive")
+        where = f"CSV data row {i}"
+        op = (row.get("op") or "").strip()
+        if op not in OPS:
+            raise ValueError(f"{where}: op {op!r} is not one of {', '.join(OPS)}")
+        size = _whole(row.get("size_bytes"), f"{where}: size_bytes")
+        time_us = _positive(row.get("time_us"), f"{where}: time_us")
+        ranks.add(_whole(row.get("ranks"), f"{where}: ranks"))
+        if row.get("gpus_per_node"):
+            per_node.add(_whole(row["gpus_per_node"], f"{where}: gpus_per_node"))
         rows.append(Measurement(op, size, time_us, (row.get("column") or "out-of-place").strip()))
     if not rows:
         raise ValueError("no measurement rows")
     if len(ranks) > 1 or len(per_node) > 1:
         raise ValueError("one file must describe one set of ranks")
+    _no_repeats(rows)
     return Measurements(
         name=name,
         ranks=ranks.pop(),
@@ -123,20 +160,25 @@ def _parse_log(text: str, name: str) -> Measurements:
         if line.lstrip().startswith("#"):
             continue
         parts = line.split()
-        if len(parts) not in (12, 13) or not parts[0].isdigit():
+        if len(parts) not in (12, 13) or not (parts[0].isascii() and parts[0].isdigit()):
             continue
         first = 5 if len(parts) == 13 else 4  # newer nccl-tests print a `root` column
         size = int(parts[0])
+        if size > MAX_SIZE:
+            raise ValueError(f"a row's size {parts[0][:30]} is beyond 2**50 bytes")
         for column, idx in (("out-of-place", first), ("in-place", first + 4)):
             try:
                 time_us = float(parts[idx])
             except ValueError:
                 continue  # "N/A" for ops without an in-place run
-            if size > 0 and time_us > 0:
+            if size > 0 and math.isfinite(time_us) and time_us > 0:
                 rows.append(Measurement(op, size, time_us, column))
     if not rows:
         raise ValueError("no nccl-tests data rows found (size count type redop root time algbw busbw ...)")
+    _no_repeats(rows)
     nodes = len(set(hosts))
+    if nodes and len(hosts) % nodes:
+        raise ValueError(f"{len(hosts)} ranks over {nodes} hosts: dpcost needs the same number of GPUs on each")
     return Measurements(
         name=name,
         ranks=len(hosts) or None,

@@ -711,7 +711,8 @@ def _csv_value(v: Any) -> Any:
 
 
 def to_json(doc: Any) -> str:
-    return json.dumps(doc, indent=2) + "\n"
+    """Strict JSON: a NaN or infinity would be a bug upstream, not something to print (allow_nan=False)."""
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
 def to_yaml(doc: Any) -> str:

@@ -25,15 +25,19 @@ __all__ = [
     "TopologySpec",
 ]
 
-Bytes = Annotated[float, BeforeValidator(parse_bytes), Field(gt=0)]
-Bandwidth = Annotated[float, BeforeValidator(parse_bandwidth), Field(gt=0)]
+# Bounds are physical plausibility, not policy: they turn typos (a bandwidth of 1e-300, a billion layers) into a
+# clear message before any arithmetic could overflow or loop for hours. Units.py bounds the other side.
+Bytes = Annotated[float, BeforeValidator(parse_bytes), Field(ge=1e6)]
+Bandwidth = Annotated[float, BeforeValidator(parse_bandwidth), Field(ge=1e6)]
 Seconds = Annotated[float, BeforeValidator(parse_seconds), Field(ge=0)]
-Flops = Annotated[float, BeforeValidator(parse_flops), Field(gt=0)]
-Count = Annotated[float, BeforeValidator(parse_count), Field(gt=0)]
-Fraction = Annotated[float, Field(gt=0, le=1)]
-PositiveInt = Annotated[int, Field(gt=0, strict=True)]
-NonNegativeInt = Annotated[int, Field(ge=0, strict=True)]
+Flops = Annotated[float, BeforeValidator(parse_flops), Field(ge=1e9)]
+Count = Annotated[float, BeforeValidator(parse_count), Field(ge=1)]
+Fraction = Annotated[float, Field(ge=0.01, le=1)]
+PositiveInt = Annotated[int, Field(gt=0, le=10_000_000, strict=True)]
+NonNegativeInt = Annotated[int, Field(ge=0, le=10_000_000, strict=True)]
+Layers = Annotated[int, Field(gt=0, le=100_000, strict=True)]
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)]
+Text = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$", max_length=500)]  # printable: it reaches terminals
 
 
 class Spec(BaseModel):
@@ -72,7 +76,7 @@ class MLASpec(Spec):
 
 class ModelArchitecture(Spec):
     hidden: PositiveInt
-    layers: PositiveInt
+    layers: Layers
     heads: PositiveInt
     kv_heads: PositiveInt | None = None
     head_dim: PositiveInt | None = None
@@ -116,14 +120,14 @@ class Published(Spec):
 
     total: Count
     active: Count | None = None
-    source: str
-    note: str = ""
+    source: Text
+    note: Text = ""
 
 
 class ModelSpec(Spec):
     name: Slug
-    title: str
-    source: str = ""
+    title: Text
+    source: Text = ""
     params: Count | None = Field(None, description="total parameters, for models the counter cannot describe")
     largest_layer_params: Count | None = None
     published: Published | None = None
@@ -140,7 +144,7 @@ class ModelSpec(Spec):
 
 
 class GPUSpec(Spec):
-    name: str
+    name: Text
     arch: Literal["ampere", "hopper", "blackwell"]
     hbm: Bytes
     hbm_bandwidth: Bandwidth
@@ -168,7 +172,7 @@ class InNetworkReduction(Spec):
     kind: Literal["nvls", "sharp"]
     efficiency: Fraction = Field(description="of line rate, with each GPU moving (1 + 1/N) x S (NVLS) or S/g (SHARP)")
     latency: Seconds = Field(description="per call: the switch's reduce-and-multicast round trip")
-    note: str = ""
+    note: Text = ""
 
 
 class TierSpec(Spec):
@@ -176,17 +180,17 @@ class TierSpec(Spec):
     NVLink, 256 for a scalable unit under one set of leaf switches); the last tier may leave it open.
     `bandwidth` is per GPU and one direction."""
 
-    name: str
-    size: PositiveInt | None = None
+    name: Text
+    size: Annotated[int, Field(gt=0, le=1_000_000_000, strict=True)] | None = None
     bandwidth: Bandwidth
     efficiency: Fraction = 1.0
-    oversubscription: Annotated[float, Field(ge=1)] = 1.0
+    oversubscription: Annotated[float, Field(ge=1, le=1000)] = 1.0
     latency: Annotated[TierLatency, BeforeValidator(_latency_mapping)]
     tree_latency: Annotated[TierLatency | None, BeforeValidator(_latency_mapping)] = Field(
         None, description="step latency in a tree (NCCL keeps a table per algorithm); default: `latency`"
     )
     in_network_reduction: InNetworkReduction | None = None
-    note: str = ""
+    note: Text = ""
 
     def step_latency(self, protocol: str, tree: bool = False) -> float:
         """Seconds for one algorithm step across this tier with `protocol` (ll, ll128 or simple)."""
@@ -201,8 +205,8 @@ class TierSpec(Spec):
 
 class TopologySpec(Spec):
     name: Slug
-    title: str
-    sources: list[str] = Field(default_factory=list)
+    title: Text
+    sources: list[Text] = Field(default_factory=list)
     gpu: GPUSpec
     host_cpu: Literal["intel", "amd", "arm"] = Field(
         "intel", description="the nodes' CPU vendor: NCCL caps LL across nodes by it"
@@ -212,14 +216,14 @@ class TopologySpec(Spec):
 
     @model_validator(mode="after")
     def _nested_tiers(self) -> TopologySpec:
-        previous = 1
+        previous = 0
         for i, tier in enumerate(self.tiers):
             last = i == len(self.tiers) - 1
             if tier.size is None:
                 if not last:
                     raise ValueError(f"tiers[{i}] ({tier.name}): only the last tier may leave size open")
                 continue
-            if tier.size <= previous or tier.size % previous:
+            if previous and (tier.size <= previous or tier.size % previous):
                 raise ValueError(f"tiers[{i}] ({tier.name}): size {tier.size} must be a larger multiple of {previous}")
             previous = tier.size
         for i, tier in enumerate(self.tiers):

@@ -38,21 +38,50 @@ _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e1
 _BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
 
 
+# The largest value each kind may take: far beyond any real machine, small enough that no arithmetic on it
+# overflows. Anything larger is a typo (1e300GB) and is refused with this bound in the message.
+_LIMITS = {
+    "a size": (1e18, "1EB"),
+    "a message size": (2.0**50, "1PiB"),
+    "a bandwidth": (1e15, "1PB/s"),
+    "a time": (3600.0, "1h"),
+    "a compute rate": (1e19, "10EFLOPS"),
+    "a count": (1e16, "10000T"),
+}
+
+
+def _show(text: object) -> str:
+    """The user's value for a message, cut short if it is long (a 400-digit number says nothing more)."""
+    shown = repr(text)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
 def _split(text: object, what: str, example: str) -> tuple[float, str]:
     if isinstance(text, bool):
-        raise UnitError(f"expected {what} such as {example!r}, got {text!r}")
-    if isinstance(text, int | float):
-        value, unit = float(text), ""
-    elif isinstance(text, str):
-        m = re.fullmatch(_NUMBER + r"\s*(?P<unit>[A-Za-zµ/]*)", text.strip())
-        if not m:
-            raise UnitError(f"expected {what} such as {example!r}, got {text!r}")
-        value, unit = float(m.group("num")), m.group("unit")
-    else:
-        raise UnitError(f"expected {what} such as {example!r}, got {text!r}")
+        raise UnitError(f"expected {what} such as {example!r}, got {_show(text)}")
+    try:
+        if isinstance(text, int | float):
+            value, unit = float(text), ""
+        elif isinstance(text, str):
+            m = re.fullmatch(_NUMBER + r"\s*(?P<unit>[A-Za-zµ/]*)", text.strip())
+            if not m:
+                raise UnitError(f"expected {what} such as {example!r}, got {_show(text)}")
+            value, unit = float(m.group("num")), m.group("unit")
+        else:
+            raise UnitError(f"expected {what} such as {example!r}, got {_show(text)}")
+    except OverflowError:
+        value, unit = math.inf, ""
     if not math.isfinite(value):
-        raise UnitError(f"expected a finite {what}, got {text!r}")
+        raise UnitError(f"expected {what} such as {example!r}, got {_show(text)} (not finite)")
     return value, unit
+
+
+def _bounded(value: float, text: object, what: str) -> float:
+    """The parsed value, if finite and within the kind's limit."""
+    limit, spelled = _LIMITS[what]
+    if not math.isfinite(value) or value > limit:
+        raise UnitError(f"{what[2:]} {_show(text)} is beyond {spelled}; check the number and its unit")
+    return value
 
 
 def _prefix(prefix: str, text: object, what: str, example: str) -> float:
@@ -60,25 +89,25 @@ def _prefix(prefix: str, text: object, what: str, example: str) -> float:
         return _BINARY[prefix]
     if prefix in _DECIMAL:
         return _DECIMAL[prefix]
-    raise UnitError(f"expected {what} such as {example!r}, got {text!r} (unknown prefix {prefix!r})")
+    raise UnitError(f"expected {what} such as {example!r}, got {_show(text)} (unknown prefix {prefix!r})")
 
 
 def parse_bytes(text: object) -> float:
     """'80GB' -> 8e10, '25MiB' -> 26214400.0, '512B' -> 512.0; a bare number is bytes."""
     value, unit = _split(text, "a size", "80GB")
     if unit in ("", "B"):
-        return value
+        return _bounded(value, text, "a size")
     if not unit.endswith("B"):
-        raise UnitError(f"expected a size such as '80GB' or '25MiB', got {text!r}")
-    return value * _prefix(unit[:-1], text, "a size", "80GB")
+        raise UnitError(f"expected a size such as '80GB' or '25MiB', got {_show(text)}")
+    return _bounded(value * _prefix(unit[:-1], text, "a size", "80GB"), text, "a size")
 
 
 def parse_message_size(text: object) -> float:
     """nccl-tests' convention: '8', '64K', '16M', '16G' are binary (16G = 2**34 bytes); 'MB'/'MiB' also work."""
     value, unit = _split(text, "a message size", "64M")
     if unit in ("K", "M", "G", "T"):
-        return value * _BINARY[unit + "i"]
-    return parse_bytes(text)
+        return _bounded(value * _BINARY[unit + "i"], text, "a message size")
+    return _bounded(parse_bytes(text), text, "a message size")
 
 
 def parse_bandwidth(text: object) -> float:
@@ -86,12 +115,12 @@ def parse_bandwidth(text: object) -> float:
     A bare number is bytes per second."""
     value, unit = _split(text, "a bandwidth", "450GB/s")
     if unit == "":
-        return value
+        return _bounded(value, text, "a bandwidth")
     m = re.fullmatch(r"(?P<prefix>[kKMGTP]i?)?(?P<base>B/s|Bps|b/s|bps)", unit)
     if not m:
-        raise UnitError(f"expected a bandwidth such as '450GB/s' or '400Gbps', got {text!r}")
+        raise UnitError(f"expected a bandwidth such as '450GB/s' or '400Gbps', got {_show(text)}")
     scale = _prefix(m.group("prefix") or "", text, "a bandwidth", "450GB/s")
-    return value * scale / (8.0 if m.group("base") in ("b/s", "bps") else 1.0)
+    return _bounded(value * scale / (8.0 if m.group("base") in ("b/s", "bps") else 1.0), text, "a bandwidth")
 
 
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
@@ -100,22 +129,18 @@ _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 def parse_seconds(text: object) -> float:
     """'3us' -> 3e-6, '1.5ms' -> 1.5e-3; a bare number is seconds."""
     value, unit = _split(text, "a time", "3us")
-    if unit == "":
-        return value
-    if unit not in _TIME:
-        raise UnitError(f"expected a time such as '3us' or '1.5ms' (units: s, ms, us, ns), got {text!r}")
-    return value * _TIME[unit]
+    if unit not in _TIME and unit != "":
+        raise UnitError(f"expected a time such as '3us' or '1.5ms' (units: s, ms, us, ns), got {_show(text)}")
+    return _bounded(value * _TIME.get(unit, 1.0), text, "a time")
 
 
 def parse_flops(text: object) -> float:
     """FLOP/s: '989TFLOPS', '989 TFLOP/s' -> 9.89e14."""
     value, unit = _split(text, "a compute rate", "989TFLOPS")
     m = re.fullmatch(r"(?P<prefix>[kKMGTP]?)(?:FLOPS|FLOP/s|flops|flop/s)", unit)
-    if unit == "":
-        return value
-    if not m:
-        raise UnitError(f"expected a compute rate such as '989TFLOPS', got {text!r}")
-    return value * _DECIMAL[m.group("prefix")]
+    if unit != "" and not m:
+        raise UnitError(f"expected a compute rate such as '989TFLOPS', got {_show(text)}")
+    return _bounded(value * (_DECIMAL[m.group("prefix")] if m else 1.0), text, "a compute rate")
 
 
 _COUNT = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
@@ -125,8 +150,8 @@ def parse_count(text: object) -> float:
     """A parameter count: '70e9', '70B', '65M', '1.5T' (B is billions here, not bytes)."""
     value, unit = _split(text, "a count", "70B")
     if unit not in _COUNT:
-        raise UnitError(f"expected a count such as '70B', '65M' or '7.5e9', got {text!r}")
-    return value * _COUNT[unit]
+        raise UnitError(f"expected a count such as '70B', '65M' or '7.5e9', got {_show(text)}")
+    return _bounded(value * _COUNT[unit], text, "a count")
 
 
 def _scaled(value: float, units: list[tuple[float, str]], digits: int = 3) -> str:

@@ -111,7 +111,7 @@ def test_user_yaml_model(tmp_path: Path) -> None:
         ("name: a\nname: b\n", "appears twice"),
         (
             "name: tiny\ntitle: T\narchitecture: {hidden: -5, layers: 2, heads: 4, ffn: 8, vocab: 9}\n",
-            "architecture.hidden: Input should be greater than 0",
+            "architecture.hidden: must be more than 0, got -5",
         ),
         (
             "name: tiny\ntitle: T\narchitecture: {hidden: 256, layers: 2, heads: 4, ffn: 8, vocab: 9, colour: red}\n",
@@ -125,6 +125,15 @@ def test_user_yaml_model(tmp_path: Path) -> None:
         ("name: Not A Slug\ntitle: T\nparams: 7B\n", "name: String should match pattern"),
         ("name: t\ntitle: T\nparams: 7 apples\n", "params: expected a count"),
         ("[" * 5000, "nested too deeply|malformed"),
+        ("? [a, b]\n: 1\nname: x\n", "mapping keys must be plain names"),
+        ("name: t\ntitle: T\nparams: " + "9" * 5000 + "\n", "too long to be a value"),
+        ("name: t\ntitle: T\nparams: 1e300T\n", "params: count '1e300T' is beyond 10000T"),
+        (
+            "name: t\ntitle: T\narchitecture: {hidden: 8, layers: 1000000000, heads: 1, ffn: 8, vocab: 9}\n",
+            "architecture.layers: must be at most 100000",
+        ),
+        ('name: t\ntitle: "bad\\x1b[31m"\nparams: 7B\n', "title: control characters are not allowed"),
+        ("name: t\ntitle: T\ngpu: {}\ntiers: []\n", "this looks like a topology spec, not a model"),
     ],
 )
 def test_bad_model_files_say_field_and_fix(tmp_path: Path, text: str, message: str) -> None:
@@ -235,6 +244,36 @@ def test_hf_qwen1_config_halves_its_fused_mlp_width(tmp_path: Path) -> None:
     }
     spec = load_model(_write(tmp_path, json.dumps(qwen1), "config.json"))
     assert count_params(spec).total == count_params(load_model("qwen-72b")).total
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({**HF_LLAMA, "tie_word_embeddings": "false"}, "tie_word_embeddings: expected true or false"),
+        ({**HF_LLAMA, "intermediate_size": "abc"}, "intermediate_size: expected a whole number"),
+        ({**HF_LLAMA, "num_key_value_heads": 0}, "kv_heads: must be more than 0"),
+        ({**HF_LLAMA, "_name_or_path": "evil\x1b[31mred"}, None),
+    ],
+)
+def test_hf_config_types_are_strict(tmp_path: Path, config: dict, message: str | None) -> None:  # type: ignore[type-arg]
+    path = _write(tmp_path, json.dumps(config), "config.json")
+    if message is None:
+        assert "\x1b" not in load_model(path).title
+        return
+    with pytest.raises(InputError, match=message):
+        load_model(path)
+
+
+def test_hf_config_repeated_keys(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="appears twice"):
+        load_model(_write(tmp_path, '{"hidden_size": 8, "hidden_size": 9}', "config.json"))
+
+
+def test_paths_that_are_not_files(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is a directory"):
+        load_model(str(tmp_path))
+    with pytest.raises(InputError, match="empty value"):
+        load_topology("")
 
 
 def test_hf_config_errors(tmp_path: Path) -> None:

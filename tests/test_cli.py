@@ -164,6 +164,26 @@ def _one_line_error(args: list[str], *needles: str) -> None:
         (["memory", "--dp", "8", "--params", "lots"], ["--params", "70B"]),
         (["sweep", "--model", "llama-8b", "--dp", "8..x"], ["--dp", "8..4096"]),
         (["show", "model", "nope"], ["unknown model"]),
+        # hostile and extreme values: a clear line, never an overflow or a hang
+        (["collective", "--min-bytes", "1e300G"], ["--min-bytes", "beyond 1PiB"]),
+        (["collective", "--ranks", "0"], ["--ranks", "positive"]),
+        (["collective", "--sizes", ""], ["--sizes"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--bucket-size", "1e300TB"], ["--bucket-size", "beyond 1EB"]),
+        (
+            ["estimate", "--model", "llama-8b", "--dp", "8", "--zero", "0", "--bucket-size", "1B"],
+            ["--bucket-size", "at least"],
+        ),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--mfu", "5e-324"], ["--mfu", "0.001"]),
+        (["estimate", "--model", "llama-8b", "--dp", "1" + "0" * 80], ["--dp", "beyond 10,000,000"]),
+        (
+            ["estimate", "--model", "llama-8b", "--dp", "8", "--zero", "1", "--offload", "params"],
+            ["--offload", "ZeRO-3"],
+        ),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--recompute", "bogus"], ["--recompute", "or auto"]),
+        (["memory", "--dp", "8", "--params", "0"], ["--params", "at least one"]),
+        (["memory", "--dp", "8", "--params", "1e300T"], ["--params", "beyond"]),
+        (["sweep", "--model", "llama-8b", "--dp", "\u00b2"], ["--dp"]),
+        (["estimate", "--model", "", "--dp", "8"], ["--model", "empty value"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needles: list[str]) -> None:
@@ -301,6 +321,8 @@ def test_sweep(tmp_path: Path) -> None:
         assert key in rows[0]
     out = ok("sweep", "--model", "llama-8b", "--dp", "8,64,512", "--chart")
     assert "grows with DP" in out and "scaling efficiency" in out
+    code, out, err = run("sweep", "--model", "llama-8b", "--dp", "8,64", "--plot", str(tmp_path / "no" / "x.svg"))
+    assert code == 2 and out == "" and "no such folder" in err  # checked before any work is printed
     svg = tmp_path / "sweep.svg"
     code, _, err = run("sweep", "--model", "llama-8b", "--dp", "8,64", "--plot", str(svg))
     assert code == 0 and svg.read_text().startswith("<svg") and "wrote" in err
@@ -311,6 +333,16 @@ def test_no_arguments_show_the_help() -> None:
     for args in ([], ["show"]):
         code, out, err = run(*args)
         assert code == 0 and "Usage: " in out and "Commands" in out and err == ""
+
+
+def test_compare_takes_its_sizes_from_the_file() -> None:
+    log = REFERENCE / "nccl-tests" / "dgx-h100-x2-all_reduce.log"
+    _one_line_error(["collective", "--compare", str(log), "--sizes", "1G"], "--sizes", "--compare")
+
+
+def test_default_sequence_fits_learned_positions() -> None:
+    doc = json.loads(ok("estimate", "--model", "gpt3-175b", "--dp", "512", "--format", "json"))
+    assert doc["setup"]["seq_len"] == 2048
 
 
 def test_python_m_dpcost_and_version() -> None:

@@ -61,6 +61,12 @@ def test_malformed_measurements(tmp_path: Path, text: str) -> None:
         load_measurements(str(p))
 
 
+def test_a_byte_order_mark_is_not_part_of_the_csv(tmp_path: Path) -> None:
+    p = tmp_path / "excel.csv"
+    p.write_bytes(b"\xef\xbb\xbfop,ranks,size_bytes,time_us\nall_reduce,16,1048576,150\n")
+    assert load_measurements(str(p)).rows[0].time_us == 150
+
+
 def _errors(name: str, topology: str) -> dict[str, float]:
     m = load_measurements(str(NCCL / name))
     return {b.band: b.geomean for b in band_errors(predict(m, load_topology(topology)))}

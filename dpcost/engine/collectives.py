@@ -51,6 +51,7 @@ Protocol = Literal["ll", "ll128", "simple"]
 OPS: tuple[Op, ...] = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
 PROTOCOLS: tuple[Protocol, ...] = ("ll", "ll128", "simple")
 ALGORITHMS = ("ring", "tree", "hierarchical", "nvls", "nvls_tree", "collnet")
+MAX_RANKS = 10_000_000
 
 # NCCL tuning constants (src/graph/tuning.cc and tuning.h, ncclTunerConstantsDefaults;
 # ../shared/reference/nccl-tuner.md). Per-step latencies live in each topology tier (ring and tree tables).
@@ -482,6 +483,8 @@ def check_ranks(topology: TopologySpec, ranks: int) -> None:
     """Ranks this topology can hold: at most its size, and whole NVLink domains once it spans several."""
     if ranks < 1:
         raise ValueError(f"must be a positive number of GPUs, got {ranks}")
+    if ranks > MAX_RANKS:
+        raise ValueError(f"{ranks} GPUs is beyond {MAX_RANKS:,}, larger than any machine built")
     if topology.max_gpus is not None and ranks > topology.max_gpus:
         raise ValueError(f"{ranks} GPUs exceed {topology.name}'s {topology.max_gpus}")
     g = topology.domain_size

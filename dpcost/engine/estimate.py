@@ -54,6 +54,7 @@ __all__ = [
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 DEFAULT_BUCKET_BYTES = 25 * 2**20  # PyTorch DDP bucket_cap_mb=25, in MiB
 DEFAULT_SEQ_LEN = 4096
+MAX_BUCKETS = 1_000_000  # per pass: each is a call the timeline schedules
 # The recipe's own gradient dtype (what its reduce-scatter/all-reduce moves) when --grad-dtype is not given.
 RECIPE_GRAD_DTYPE = {"zero-paper": "fp16", "deepspeed": "bf16", "megatron": "fp32"}
 
@@ -66,7 +67,7 @@ class Options:
     zero: int | None = None
     grad_dtype: str | None = None
     micro_batch: int = 1
-    seq_len: int = DEFAULT_SEQ_LEN
+    seq_len: int | None = None  # 4096, or the model's learned-position limit if smaller
     accumulation: int | None = None
     global_batch: int | None = None
     mfu: float = DEFAULT_MFU
@@ -207,14 +208,20 @@ def _validate(o: Options) -> None:
 
     for name in ("micro_batch", "seq_len", "accumulation", "global_batch", "batch"):
         positive(name, getattr(o, name))
+    for name, limit in (("micro_batch", 10**6), ("seq_len", 10**7), ("accumulation", 10**6), ("batch", 10**6)):
+        value = getattr(o, name)
+        if value is not None and value > limit:
+            raise InputError(name, f"{value} is beyond {limit:,}; check the number")
+    if o.global_batch is not None and o.global_batch > 10**12:
+        raise InputError("global_batch", f"{o.global_batch} is beyond 10^12 sequences; check the number")
     if o.zero is not None and o.zero not in (0, 1, 2, 3):
         raise InputError("zero", f"ZeRO stage must be 0, 1, 2 or 3, got {o.zero}")
     if o.grad_dtype is not None and o.grad_dtype not in DTYPE_BYTES:
         raise InputError("grad_dtype", f"must be one of {', '.join(DTYPE_BYTES)}, got {o.grad_dtype!r}")
-    if not 0 < o.mfu <= 1:
-        raise InputError("mfu", f"must be in (0, 1], got {o.mfu}")
+    if not 0.001 <= o.mfu <= 1:
+        raise InputError("mfu", f"must be a fraction of peak from 0.001 to 1, got {o.mfu}")
     if o.recompute is not None and o.recompute not in RECOMPUTE:
-        raise InputError("recompute", f"must be one of {', '.join(RECOMPUTE)}, got {o.recompute!r}")
+        raise InputError("recompute", f"must be one of {', '.join(RECOMPUTE)} or auto, got {o.recompute!r}")
     if o.recipe not in RECIPES:
         raise InputError("recipe", f"must be one of {', '.join(RECIPES)}, got {o.recipe!r}")
     if o.optimizer not in OPTIMIZER_STATE_BYTES:
@@ -228,8 +235,10 @@ def _validate(o: Options) -> None:
         raise InputError("bucket_size", "must be a positive size such as 25MiB")
     if o.algorithm is not None and o.algorithm not in ALGORITHMS:
         raise InputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {o.algorithm!r}")
-    if not 0 <= o.skew < 10:
-        raise InputError("skew", f"must be a fraction >= 0 (0.05 = the slowest rank computes 5% longer), got {o.skew}")
+    if not 0 <= o.skew <= 10:
+        raise InputError(
+            "skew", f"must be a fraction from 0 to 10 (0.05 = the slowest rank computes 5% longer), got {o.skew}"
+        )
     if o.mode not in ("train", "inference"):
         raise InputError("mode", f"must be train or inference, got {o.mode!r}")
 
@@ -266,17 +275,21 @@ def _units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...
 
 def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Report:
     """Cost one plan: `options.dp` replicas of `model` on `topology`."""
-    o = options
+    a = model.architecture
+    default_seq = (
+        min(DEFAULT_SEQ_LEN, a.learned_positions) if a is not None and a.learned_positions else DEFAULT_SEQ_LEN
+    )
+    seq_len = options.seq_len or default_seq
+    o = replace(options, seq_len=seq_len)
     _validate(o)
     check_dp(topology, o.dp)
     counts = count_params(model)
-    a = model.architecture
-    if a is not None and a.learned_positions and o.seq_len > a.learned_positions:
+    if a is not None and a.learned_positions and seq_len > a.learned_positions:
         raise InputError(
             "seq_len", f"{model.name} has {a.learned_positions} learned positions; use <= {a.learned_positions}"
         )
     if o.mode == "inference":
-        return _inference(model, topology, o, counts)
+        return _inference(model, topology, o, counts, seq_len)
     grad_dtype = o.grad_dtype or RECIPE_GRAD_DTYPE[o.recipe]
     recipe = _recipe(o, grad_dtype)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
@@ -284,6 +297,13 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
 
     accumulation, micro_batch, warnings = _batching(o)
     global_batch = micro_batch * accumulation * o.dp
+    buckets = counts.total * grad_bytes / o.bucket_bytes
+    if buckets > MAX_BUCKETS:
+        raise InputError(
+            "bucket_size",
+            f"{o.bucket_bytes:.3g}-byte buckets cut the {counts.total * grad_bytes / 1e9:,.1f} GB gradient into more "
+            f"than {MAX_BUCKETS:,} calls per pass; use at least {counts.total * grad_bytes / MAX_BUCKETS:,.0f} bytes",
+        )
 
     # ---- memory: every stage, for each recomputation choice
     largest_layer = model.largest_layer_params or counts.largest_module
@@ -291,7 +311,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
 
     def stages_with(recompute: str) -> tuple[StageMemory, ...]:
         if a is not None:
-            act = activation_memory(a, o.seq_len, micro_batch, recompute, o.flash_attention)
+            act = activation_memory(a, seq_len, micro_batch, recompute, o.flash_attention)
             per_sample = act.total / micro_batch
         else:
             act, per_sample = None, 0.0
@@ -313,12 +333,12 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
             cache[key] = collective(topology, op, o.dp, size, _forced(o, op, topology)).best.seconds
         return cache[key]
 
-    units = _units(counts, model, o.seq_len)
+    units = _units(counts, model, seq_len)
 
     def timeline(stage: int, recompute: str) -> tuple[StepTime, float, float, FlopsPerToken]:
         """The step timeline, forward and backward of one micro-batch (FLOPs at the --mfu rate), and the FLOPs."""
-        flops = flops_per_token(counts, a, o.seq_len, recompute, o.flash_attention)
-        tokens_mb = micro_batch * o.seq_len
+        flops = flops_per_token(counts, a, seq_len, recompute, o.flash_attention)
+        tokens_mb = micro_batch * seq_len
         rate = topology.gpu.bf16_dense * o.mfu
         t_fwd = flops.forward * tokens_mb / rate
         t_bwd = (flops.backward + flops.recompute) * tokens_mb / rate
@@ -351,7 +371,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
         recompute = o.recompute or recompute_choices[-1]
         steps, t_fwd, t_bwd, flops = timeline(stage, recompute)
     rows = by_recompute[recompute]
-    tokens_mb = micro_batch * o.seq_len
+    tokens_mb = micro_batch * seq_len
     rows_comm = tuple(
         CollectiveRow(
             op=t.op,
@@ -376,7 +396,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
     )
     compute_alone = accumulation * (t_fwd + t_bwd)
     step = steps.step
-    tokens = global_batch * o.seq_len
+    tokens = global_batch * seq_len
     window = sum(p.compute * p.repeats for p in steps.phases if p.comm > 0)
     timing = Timing(
         forward=t_fwd,
@@ -408,6 +428,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
         topology,
         o,
         counts,
+        seq_len,
         mode="train",
         zero_stage=stage,
         zero_chosen=o.zero is None,
@@ -432,7 +453,9 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
     return Report(setup, comm, memory, timing, None, tuple(warnings))
 
 
-def _setup(model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount, **plan: Any) -> Setup:
+def _setup(
+    model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount, seq_len: int, **plan: Any
+) -> Setup:
     """The fields every report shares; `plan` carries the mode's own."""
     return Setup(
         model=model.name,
@@ -445,7 +468,7 @@ def _setup(model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCo
         dp=o.dp,
         nodes=math.ceil(o.dp / topology.domain_size),
         gpus_per_node=min(o.dp, topology.domain_size),
-        seq_len=o.seq_len,
+        seq_len=seq_len,
         flash_attention=o.flash_attention,
         mfu=o.mfu,
         **plan,
@@ -587,7 +610,7 @@ def _decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch:
     return weights - 2.0 * routed * untouched
 
 
-def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount) -> Report:
+def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: ParamCount, seq_len: int) -> Report:
     """Serving: replicas answer independent requests, so DP exchanges no gradients and moves zero bytes.
 
     Memory per replica = bf16 weights + KV cache (seq_len x batch), split over the fewest GPUs (a power of two,
@@ -596,7 +619,7 @@ def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: Par
     with k GPUs giving k times the bandwidth and FLOP/s (ideal model parallelism, outside this tool)."""
     a = model.architecture
     weights = 2.0 * counts.total
-    kv = kv_cache_bytes(a, o.seq_len, o.batch) if a else 0.0
+    kv = kv_cache_bytes(a, seq_len, o.batch) if a else 0.0
     hbm = topology.gpu.hbm
     gpus = 1
     while (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES > hbm and gpus < 1 << 20:
@@ -604,7 +627,7 @@ def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: Par
     per_gpu = (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES
     flops = 2.0 * (counts.active - counts.embedding) * o.batch
     if a is not None:
-        flops += attention_flops(a, o.seq_len) / 2 * o.batch  # one new token attends to the whole context
+        flops += attention_flops(a, seq_len) / 2 * o.batch  # one new token attends to the whole context
     t_compute = flops / (topology.gpu.bf16_dense * o.mfu * gpus)
     t_memory = (_decode_weight_bytes(counts, a, o.batch) + kv) / (topology.gpu.hbm_bandwidth * gpus)
     per_replica = o.batch / max(t_compute, t_memory)
@@ -629,6 +652,7 @@ def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: Par
         topology,
         o,
         counts,
+        seq_len,
         mode="inference",
         zero_stage=0,
         zero_chosen=False,
@@ -647,6 +671,20 @@ def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: Par
         keep_full_grads=False,
     )
     warnings = ["inference: data-parallel replicas serve independent requests and exchange no gradients (0 bytes)"]
+    ignored = [
+        flag
+        for flag, value in (
+            ("--zero", o.zero),
+            ("--accum", o.accumulation),
+            ("--global-batch", o.global_batch),
+            ("--recompute", o.recompute),
+        )
+        if value is not None
+    ]
+    if o.offload != "none":
+        ignored.append("--offload")
+    if ignored:
+        warnings.append(f"{', '.join(ignored)} apply to training and are ignored in inference mode")
     if gpus > 1:
         warnings.append(
             f"one replica needs {_gb(weights + kv)} of weights and KV cache, more than one {topology.gpu.name} holds "

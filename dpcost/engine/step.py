@@ -101,11 +101,11 @@ class StepTime:
 
     @property
     def exposed(self) -> float:
-        return self.step - self.compute
+        return max(0.0, self.step - self.compute)  # never below zero from rounding
 
     @property
     def ideal_exposed(self) -> float:
-        return self.ideal - self.compute
+        return max(0.0, self.ideal - self.compute)
 
 
 @dataclass(frozen=True)
