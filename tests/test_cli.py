@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 from conftest import REFERENCE
+from test_catalog import MODELS, TOPOLOGIES
 from typer.testing import CliRunner
 
 from dpcost.cli import app
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
+STAGE_BYTES = ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "buffers_bytes", "total_bytes")
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -74,15 +76,7 @@ def test_json_contract() -> None:
     stages = doc["memory"]["stages"]
     assert [s["stage"] for s in stages] == [0, 1, 2, 3]
     for s in stages:
-        for key in (
-            "params_bytes",
-            "grads_bytes",
-            "optimizer_bytes",
-            "activations_bytes",
-            "buffers_bytes",
-            "total_bytes",
-        ):
-            assert isinstance(s[key], int), key
+        assert all(isinstance(s[key], int) for key in STAGE_BYTES), s
         assert isinstance(s["fits"], bool)
     time = doc["time"]
     for key in (
@@ -207,21 +201,11 @@ def test_malformed_and_hostile_files(tmp_path: Path) -> None:
 
 def test_models_and_topologies_lists() -> None:
     out = ok("models")
-    for name in (
-        "llama-70b",
-        "qwen-72b",
-        "deepseek-v3",
-        "llama-8b",
-        "llama-405b",
-        "llama2-70b",
-        "qwen2.5-72b",
-        "mixtral-8x7b",
-        "gpt3-175b",
-    ):
+    for name in MODELS:
         assert name in out
     assert "MoE 8/256+1" in out and "MLA" in out
     out = ok("topologies")
-    for name in ("dgx-h100", "dgx-a100", "hgx-h200", "dgx-b200", "gb200-nvl72", "rack-pod-h100"):
+    for name in TOPOLOGIES:
         assert name in out
     assert "1:7" in out
     rows = list(csv.DictReader(io.StringIO(ok("models", "--format", "csv"))))
@@ -290,16 +274,7 @@ def test_memory_command_zero_table_and_deepspeed_view() -> None:
     got = [s["params_bytes"] + s["grads_bytes"] + s["optimizer_bytes"] for s in doc["stages"]]
     assert got == pytest.approx([120e9, 4 * 7.5e9 + 12 * 7.5e9 / 64, 2 * 7.5e9 + 14 * 7.5e9 / 64, 16 * 7.5e9 / 64])
     for s in doc["stages"]:
-        assert {
-            "stage",
-            "params_bytes",
-            "grads_bytes",
-            "optimizer_bytes",
-            "activations_bytes",
-            "buffers_bytes",
-            "total_bytes",
-            "fits",
-        } <= set(s)
+        assert {"stage", "fits", *STAGE_BYTES} <= set(s)
     out = ok("memory", "--params", "7.5B", "--largest-layer-params", "1e9", "--dp", "64", "--recipe", "deepspeed")
     assert "2682.21GB" in out and "15.93GB" in out and "5.69GB" in out
     out = ok("memory", "--model", "llama-70b", "--dp", "512", "--micro-batch", "2", "--recompute", "full")
