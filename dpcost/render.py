@@ -664,7 +664,14 @@ def to_rich(tables: Iterable[Table]) -> list[RenderableType]:
 
     out: list[RenderableType] = []
     for t in tables:
-        rt = RichTable(title=t.title, title_justify="left", box=box.SIMPLE_HEAD, caption_justify="left")
+        # captions wrap to the table's width: give narrow tables with notes room for them
+        rt = RichTable(
+            title=t.title,
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            caption_justify="left",
+            min_width=100 if t.notes else None,
+        )
         for i, col in enumerate(t.columns):
             prose = i == len(t.columns) - 1 and len(t.columns) <= 3  # key/value tables wrap their last column
             rt.add_column(col, justify="right" if i in t.right else "left", no_wrap=not prose, overflow="fold")
