@@ -159,13 +159,12 @@ class Timing:
     serial: float
     step: float  # = bucketed
     exposed_comm: float
-    ideal_exposed_comm: float
     bound: str
     tokens_per_second: float
     mfu: float
     scaling_efficiency: float
     straggler_seconds: float
-    step_detail: StepTime | None
+    step_detail: StepTime | None  # the phases, for the Python API
 
 
 @dataclass(frozen=True)
@@ -408,7 +407,6 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
         serial=steps.serial,
         step=step,
         exposed_comm=steps.exposed,
-        ideal_exposed_comm=steps.ideal_exposed,
         bound="communication" if steps.comm > window else "compute",
         tokens_per_second=tokens / step,
         mfu=flops.model * tokens_mb * accumulation / (step * topology.gpu.bf16_dense),

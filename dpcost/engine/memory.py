@@ -214,10 +214,6 @@ class StageMemory:
     def fits(self) -> bool:
         return self.total <= self.hbm
 
-    @property
-    def headroom(self) -> float:
-        return self.hbm - self.total
-
     def largest_micro_batch(self, micro_batch: int) -> int:
         """The most sequences per micro-batch that still fit (activations grow linearly with it)."""
         if self.activations_per_sample <= 0:

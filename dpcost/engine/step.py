@@ -103,10 +103,6 @@ class StepTime:
     def exposed(self) -> float:
         return max(0.0, self.step - self.compute)  # never below zero from rounding
 
-    @property
-    def ideal_exposed(self) -> float:
-        return max(0.0, self.ideal - self.compute)
-
 
 @dataclass(frozen=True)
 class Drain:
