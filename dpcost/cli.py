@@ -461,7 +461,7 @@ def show_topology(
                 f"{x.efficiency:.2f}",
                 f"1:{x.oversubscription:g}",
                 fmt_bandwidth(x.effective_bandwidth),
-                " / ".join(fmt_seconds(getattr(x.latency, p)) for p in ("ll", "ll128", "simple")),
+                " / ".join(fmt_seconds(x.step_latency(p)) for p in ("ll", "ll128", "simple")),
                 f"{inr.kind} (x{inr.efficiency:.2f}, {fmt_seconds(inr.latency)})" if inr else "-",
             ]
         )
@@ -606,7 +606,7 @@ def memory(
     """Memory per GPU for ZeRO stages 0-3 (like the ZeRO paper's Table 1), with what fits."""
     from dpcost import render
     from dpcost.catalog import load_model, load_topology
-    from dpcost.engine.estimate import estimate as run
+    from dpcost.engine.estimate import memory_by_stage
     from dpcost.engine.memory import DeepSpeedEstimate, deepspeed_estimates
     from dpcost.engine.params import count_params
     from dpcost.specs import ModelSpec
@@ -637,7 +637,7 @@ def memory(
             "gpus_per_node", "a positive number of GPUs per node, for --recipe deepspeed's per-CPU figures"
         )
     topo = load_topology(topology)
-    report = run(
+    memory = memory_by_stage(
         spec,
         topo,
         _options(
@@ -655,22 +655,22 @@ def memory(
             mode=Mode.train,
         ),
     )
+    counts = count_params(spec)
     deepspeed: tuple[DeepSpeedEstimate, ...] = ()
     if recipe == "deepspeed":
-        counts = count_params(spec)
         per_node = gpus_per_node or min(dp, topo.domain_size)
         if dp % per_node:
             raise InputError("gpus_per_node", f"--dp {dp} is not a whole number of {per_node}-GPU nodes")
         deepspeed = deepspeed_estimates(
             counts.total, spec.largest_layer_params or counts.largest_module, per_node, dp // per_node
         )
-    tables = render.memory_tables(report.memory.stages, micro_batch, report.memory.recompute, deepspeed)
-    tables[0].title = f"{spec.title}: memory per GPU at DP {dp} on {topo.gpu.name} ({report.memory.recipe})"
-    if report.memory.activations_note:
-        tables[0].notes.append(report.memory.activations_note)
+    tables = render.memory_tables(memory.stages, micro_batch, memory.recompute, deepspeed)
+    tables[0].title = f"{spec.title}: memory per GPU at DP {dp} on {topo.gpu.name} ({memory.recipe})"
+    if memory.activations_note:
+        tables[0].notes.append(memory.activations_note)
     doc = {
         "model": spec.name,
-        "params": int(report.setup.params_total),
+        "params": int(counts.total),
         "dp": dp,
         "hbm_bytes": int(topo.gpu.hbm),
         "recipe": recipe,

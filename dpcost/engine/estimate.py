@@ -49,6 +49,7 @@ __all__ = [
     "Timing",
     "check_dp",
     "estimate",
+    "memory_by_stage",
 ]
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -272,8 +273,24 @@ def _units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...
     return tuple(Unit(p, f / total) for p, f in zip(params, flops, strict=True))
 
 
-def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Report:
-    """Cost one plan: `options.dp` replicas of `model` on `topology`."""
+@dataclass(frozen=True)
+class _Training:
+    """What the options come to before any costing: the resolved options, counts, recipe and batching."""
+
+    o: Options
+    seq_len: int
+    counts: ParamCount
+    recipe: Recipe
+    grad_dtype: str
+    grad_bytes: float
+    weight_bytes: float
+    accumulation: int
+    micro_batch: int
+    warnings: tuple[str, ...]
+
+
+def _resolve(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[Options, int, ParamCount]:
+    """Validated options with the sequence length filled in (4096, or the model's learned-position limit)."""
     a = model.architecture
     default_seq = (
         min(DEFAULT_SEQ_LEN, a.learned_positions) if a is not None and a.learned_positions else DEFAULT_SEQ_LEN
@@ -282,20 +299,19 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
     o = replace(options, seq_len=seq_len)
     _validate(o)
     check_dp(topology, o.dp)
-    counts = count_params(model)
     if a is not None and a.learned_positions and seq_len > a.learned_positions:
         raise InputError(
             "seq_len", f"{model.name} has {a.learned_positions} learned positions; use <= {a.learned_positions}"
         )
-    if o.mode == "inference":
-        return _inference(model, topology, o, counts, seq_len)
+    return o, seq_len, count_params(model)
+
+
+def _training(o: Options, seq_len: int, counts: ParamCount) -> _Training:
     grad_dtype = o.grad_dtype or RECIPE_GRAD_DTYPE[o.recipe]
     recipe = _recipe(o, grad_dtype)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
-
     accumulation, micro_batch, warnings = _batching(o)
-    global_batch = micro_batch * accumulation * o.dp
     buckets = counts.total * grad_bytes / o.bucket_bytes
     if buckets > MAX_BUCKETS:
         raise InputError(
@@ -303,26 +319,57 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
             f"{o.bucket_bytes:.3g}-byte buckets cut the {counts.total * grad_bytes / 1e9:,.1f} GB gradient into more "
             f"than {MAX_BUCKETS:,} calls per pass; use at least {counts.total * grad_bytes / MAX_BUCKETS:,.0f} bytes",
         )
+    return _Training(
+        o, seq_len, counts, recipe, grad_dtype, grad_bytes, weight_bytes, accumulation, micro_batch, tuple(warnings)
+    )
 
-    # ---- memory: every stage, for each recomputation choice
+
+def _stages(model: ModelSpec, topology: TopologySpec, t: _Training, recompute: str) -> tuple[StageMemory, ...]:
+    """Memory per GPU at every ZeRO stage with one recomputation choice (memory.py, activations.py)."""
+    o, counts, a = t.o, t.counts, model.architecture
     largest_layer = model.largest_layer_params or counts.largest_module
     gather_unit = model.largest_layer_params or counts.largest_block
+    if a is not None:
+        act = activation_memory(a, t.seq_len, t.micro_batch, recompute, o.flash_attention).total
+        per_sample = act / t.micro_batch
+    else:
+        act, per_sample = 0.0, 0.0
+    rows = []
+    for stage in range(4):
+        states = model_states(counts.total, o.dp, stage, t.recipe, o.optimizer, o.offload)
+        buf = buffers(stage, t.recipe, t.grad_bytes, counts.total, o.bucket_bytes, gather_unit, largest_layer)
+        if o.keep_full_grads and stage >= 2 and t.accumulation > 1:
+            buf = replace(buf, kept_grads=t.grad_bytes * counts.total * (1 - 1 / o.dp))
+        rows.append(stage_memory(stage, states, act, per_sample, buf, topology.gpu.hbm))
+    return tuple(rows)
+
+
+def _memory(model: ModelSpec, topology: TopologySpec, t: _Training, rows: tuple[StageMemory, ...], rc: str) -> Memory:
+    note = "" if model.architecture else "no architecture given: activations not counted"
+    return Memory(stages=rows, hbm=topology.gpu.hbm, recipe=t.recipe.title, recompute=rc, activations_note=note)
+
+
+def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) -> Memory:
+    """The stage table alone (`dpcost memory`): no step is timed. Recomputation is `options.recompute` or none."""
+    o, seq_len, counts = _resolve(model, topology, options)
+    t = _training(o, seq_len, counts)
+    recompute = o.recompute or "none"
+    return _memory(model, topology, t, _stages(model, topology, t, recompute), recompute)
+
+
+def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Report:
+    """Cost one plan: `options.dp` replicas of `model` on `topology`."""
+    o, seq_len, counts = _resolve(model, topology, options)
+    if o.mode == "inference":
+        return _inference(model, topology, o, counts, seq_len)
+    t = _training(o, seq_len, counts)
+    a = model.architecture
+    grad_dtype, grad_bytes, weight_bytes = t.grad_dtype, t.grad_bytes, t.weight_bytes
+    accumulation, micro_batch, warnings = t.accumulation, t.micro_batch, list(t.warnings)
+    global_batch = micro_batch * accumulation * o.dp
 
     def stages_with(recompute: str) -> tuple[StageMemory, ...]:
-        if a is not None:
-            act = activation_memory(a, seq_len, micro_batch, recompute, o.flash_attention)
-            per_sample = act.total / micro_batch
-        else:
-            act, per_sample = None, 0.0
-        rows = []
-        for stage in range(4):
-            states = model_states(counts.total, o.dp, stage, recipe, o.optimizer, o.offload)
-            buf = buffers(stage, recipe, grad_bytes, counts.total, o.bucket_bytes, gather_unit, largest_layer)
-            activations = act.total if act else 0.0
-            if o.keep_full_grads and stage >= 2 and accumulation > 1:
-                buf = replace(buf, kept_grads=grad_bytes * counts.total * (1 - 1 / o.dp))
-            rows.append(stage_memory(stage, states, activations, per_sample, buf, topology.gpu.hbm))
-        return tuple(rows)
+        return _stages(model, topology, t, recompute)
 
     cache: dict[tuple[str, float], float] = {}
 
@@ -414,13 +461,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
         straggler_seconds=steps.compute - compute_alone,
         step_detail=steps,
     )
-    memory = Memory(
-        stages=rows,
-        hbm=topology.gpu.hbm,
-        recipe=recipe.title,
-        recompute=recompute,
-        activations_note="" if a else "no architecture given: activations not counted",
-    )
+    memory = _memory(model, topology, t, rows, recompute)
     setup = _setup(
         model,
         topology,
