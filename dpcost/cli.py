@@ -291,83 +291,19 @@ def _fits(report: Report) -> bool:
 @app.command()
 def models(fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = TableFormat.table) -> None:
     """List the built-in models with their derived and published parameter counts."""
+    from dpcost import render
     from dpcost.catalog import list_models
-    from dpcost.engine.params import count_params
-    from dpcost.render import Table
-    from dpcost.units import fmt_count
 
-    t = Table(
-        "Models",
-        ["name", "model", "total", "active", "published", "layers", "hidden", "attention", "MLP"],
-        right={2, 3, 4, 5, 6},
-    )
-    for m in list_models():
-        c = count_params(m)
-        a = m.architecture
-        pub = m.published.total if m.published else None
-        attention = (
-            "-"
-            if a is None
-            else "MLA"
-            if a.mla
-            else "MHA"
-            if a.n_kv_heads == a.heads
-            else f"GQA {a.heads}/{a.n_kv_heads}"
-        )
-        mlp = (
-            "-"
-            if a is None
-            else f"MoE {a.moe.active}/{a.moe.experts}" + (f"+{a.moe.shared}" if a.moe.shared else "")
-            if a.moe
-            else a.mlp
-        )
-        t.rows.append(
-            [
-                m.name,
-                m.title,
-                fmt_count(c.total),
-                fmt_count(c.active),
-                fmt_count(pub) if pub else "-",
-                str(a.layers) if a else "-",
-                str(a.hidden) if a else "-",
-                attention,
-                mlp,
-            ]
-        )
-        t.data.append(
-            {
-                "name": m.name,
-                "title": m.title,
-                "params_total": int(c.total),
-                "params_active": int(c.active),
-                "published_total": pub,
-                "layers": a.layers if a else None,
-            }
-        )
-    _emit_tables([t], fmt.value)
+    _emit_tables([render.models_table(list_models())], fmt.value)
 
 
 @app.command()
 def topologies(fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = TableFormat.table) -> None:
     """List the built-in topologies: GPU and tiers."""
+    from dpcost import render
     from dpcost.catalog import list_topologies
-    from dpcost.render import Table
-    from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_flops
 
-    t = Table(
-        "Topologies", ["name", "GPU", "HBM", "BF16 dense", "tiers (GPUs per domain: per-GPU bandwidth)"], right={2, 3}
-    )
-    for topo in list_topologies():
-        tiers = ", ".join(
-            f"{x.name} {x.size or 'any'}: {fmt_bandwidth(x.bandwidth)}"
-            + (f" 1:{x.oversubscription:g}" if x.oversubscription > 1 else "")
-            for x in topo.tiers
-        )
-        t.rows.append([topo.name, topo.gpu.name, fmt_bytes(topo.gpu.hbm), fmt_flops(topo.gpu.bf16_dense), tiers])
-        t.data.append(
-            {"name": topo.name, "gpu": topo.gpu.name, "hbm_bytes": topo.gpu.hbm, "tiers": [x.name for x in topo.tiers]}
-        )
-    _emit_tables([t], fmt.value)
+    _emit_tables([render.topologies_table(list_topologies())], fmt.value)
 
 
 @show_app.command("model")
@@ -376,45 +312,11 @@ def show_model(
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
 ) -> None:
     """A model's architecture and where its parameters are."""
+    from dpcost import render
     from dpcost.catalog import load_model
-    from dpcost.engine.params import count_params
-    from dpcost.render import Table
-    from dpcost.units import fmt_count
 
-    m = load_model(name, where="NAME")
-    c = count_params(m)
-    t = Table(f"{m.title} ({m.name})", ["", "value"])
-    t.rows += [
-        ["source", m.source],
-        ["total parameters", fmt_count(c.total)],
-        ["active per token", fmt_count(c.active)],
-    ]
-    if m.published:
-        off = c.total / m.published.total - 1
-        t.rows.append(
-            [
-                "published",
-                f"{fmt_count(m.published.total)} total"
-                + (f", {fmt_count(m.published.active)} active" if m.published.active else "")
-                + f" ({m.published.source}); derived is {off:+.2%}",
-            ]
-        )
-        if m.published.note:
-            t.rows.append(["note", m.published.note])
-    if c.mtp:
-        t.rows.append(["MTP module", f"{fmt_count(c.mtp)}, counted apart: not in the total, not trained by dpcost"])
-    t.rows.append(["largest block / module", f"{fmt_count(c.largest_block)} / {fmt_count(c.largest_module)}"])
-    parts = Table("Where the parameters are", ["component", "parameters", "share"], right={1, 2})
-    for label, n in c.components:
-        parts.rows.append([label, fmt_count(n), f"{n / c.total:.1%}"])
-    doc = {
-        "spec": m.model_dump(mode="json", exclude_none=True),
-        "params_total": int(c.total),
-        "params_active": int(c.active),
-        "params_mtp": int(c.mtp),
-        "components": {k: int(v) for k, v in c.components},
-    }
-    _emit_tables([t, parts], fmt.value, doc)
+    tables, doc = render.model_tables(load_model(name, where="NAME"))
+    _emit_tables(tables, fmt.value, doc)
 
 
 @show_app.command("topology")
@@ -423,49 +325,11 @@ def show_topology(
     fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
 ) -> None:
     """A topology's GPU and tiers, with their effective bandwidths."""
+    from dpcost import render
     from dpcost.catalog import load_topology
-    from dpcost.render import Table
-    from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_flops, fmt_seconds
 
     topo = load_topology(name, where="NAME")
-    g = topo.gpu
-    t = Table(f"{topo.title} ({topo.name})", ["", "value"])
-    t.rows += [
-        ["GPU", f"{g.name} ({g.arch})"],
-        ["HBM", f"{fmt_bytes(g.hbm)} at {fmt_bandwidth(g.hbm_bandwidth)}"],
-        ["dense BF16", fmt_flops(g.bf16_dense)],
-        ["call overhead", fmt_seconds(topo.call_overhead)],
-    ]
-    t.rows += [["source", s] for s in topo.sources]
-    tiers = Table(
-        "Tiers (bandwidth per GPU, one direction)",
-        [
-            "tier",
-            "GPUs per domain",
-            "bandwidth",
-            "efficiency",
-            "oversub.",
-            "effective",
-            "step latency LL/LL128/Simple",
-            "in-network reduction",
-        ],
-        right={1, 2, 3, 4, 5},
-    )
-    for x in topo.tiers:
-        inr = x.in_network_reduction
-        tiers.rows.append(
-            [
-                x.name,
-                str(x.size or "any"),
-                fmt_bandwidth(x.bandwidth),
-                f"{x.efficiency:.2f}",
-                f"1:{x.oversubscription:g}",
-                fmt_bandwidth(x.effective_bandwidth),
-                " / ".join(fmt_seconds(x.step_latency(p)) for p in ("ll", "ll128", "simple")),
-                f"{inr.kind} (x{inr.efficiency:.2f}, {fmt_seconds(inr.latency)})" if inr else "-",
-            ]
-        )
-    _emit_tables([t, tiers], fmt.value, topo.model_dump(mode="json"))
+    _emit_tables(render.topology_tables(topo), fmt.value, topo.model_dump(mode="json"))
 
 
 # ------------------------------------------------------------------------------------------------ collective
