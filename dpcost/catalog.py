@@ -43,7 +43,9 @@ def catalog_dir(kind: str) -> Traversable:
     return Path(__file__).resolve().parent.parent / kind
 
 
+@cache
 def _catalog_files(kind: str) -> dict[str, Traversable]:
+    """The catalog's files by name, listed once per process (the catalog does not change under us)."""
     folder = catalog_dir(kind)
     if not folder.is_dir():
         return {}
