@@ -13,11 +13,11 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dpcost.engine.collectives import collective
+from dpcost.engine.collectives import fastest
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import TopologySpec
 
-__all__ = ["BANDS", "BandError", "Point", "band_errors", "guess_topology", "predict"]
+__all__ = ["BANDS", "BandError", "Point", "as_run", "band_errors", "guess_topology", "predict"]
 
 MIB = 2**20
 BANDS = (("1-64 MiB", 1 * MIB, 64 * MIB), (">=64 MiB", 64 * MIB, math.inf))
@@ -48,17 +48,27 @@ class BandError:
     worst: float
 
 
+def as_run(topology: TopologySpec, m: Measurements) -> TopologySpec:
+    """The topology as the run saw it: without NVLink SHARP when the run turned it off (NCCL_NVLS_ENABLE=0)."""
+    if m.nvls or topology.tiers[0].in_network_reduction is None:
+        return topology
+    tiers = [topology.tiers[0].model_copy(update={"in_network_reduction": None}), *topology.tiers[1:]]
+    return topology.model_copy(update={"tiers": tiers})
+
+
 def predict(m: Measurements, topology: TopologySpec, algorithm: str | None = None) -> list[Point]:
-    """Predict every measured row with the run's ranks and, if the file says it was forced, its algorithm."""
+    """Predict every measured row with the run's ranks and, if the file says it forced them, its algorithm and
+    protocol (NCCL_ALGO, NCCL_PROTO) or NVLS off (NCCL_NVLS_ENABLE=0)."""
     if m.ranks is None:
         raise ValueError(f"{m.name}: the number of ranks is unknown")
     forced = algorithm or m.algorithm
+    topology = as_run(topology, m)
     cache: dict[tuple[str, int], tuple[float, str]] = {}
     out = []
     for row in m.rows:
         key = (row.op, row.size_bytes)
         if key not in cache:
-            best = collective(topology, row.op, m.ranks, row.size_bytes, forced).best
+            best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol)
             cache[key] = (best.seconds * 1e6, f"{best.algorithm}/{best.protocol}")
         us, alg = cache[key]
         out.append(Point(row.op, row.size_bytes, row.column, row.time_us, us, alg))

@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from dpcost.units import parse_bandwidth, parse_bytes, parse_count, parse_flops, parse_seconds
 
 __all__ = [
+    "Calibration",
     "GPUSpec",
     "InNetworkReduction",
     "MLASpec",
@@ -175,32 +176,46 @@ class InNetworkReduction(Spec):
     note: Text = ""
 
 
+LatencyTable = Annotated[TierLatency | None, BeforeValidator(_latency_mapping)]
+
+
 class TierSpec(Spec):
     """One level of the fabric. `size` is the number of GPUs in one domain of this tier (e.g. 8 for a node's
     NVLink, 256 for a scalable unit under one set of leaf switches); the last tier may leave it open.
-    `bandwidth` is per GPU and one direction."""
+    `bandwidth` is per GPU and one direction. Step latencies are NCCL's hwLatencies for the tier's `link`
+    (dpcost/engine/nccl_tables.py), plus `hop_latency` for a network tier's own switches and NIC."""
 
     name: Text
     size: Annotated[int, Field(gt=0, le=1_000_000_000, strict=True)] | None = None
+    link: Literal["nvlink", "pci", "net"] | None = Field(
+        None, description="NCCL's latency row for this tier; default nvlink for the first tier, net above"
+    )
     bandwidth: Bandwidth
     efficiency: Fraction = 1.0
     oversubscription: Annotated[float, Field(ge=1, le=1000)] = 1.0
-    latency: Annotated[TierLatency, BeforeValidator(_latency_mapping)]
-    tree_latency: Annotated[TierLatency | None, BeforeValidator(_latency_mapping)] = Field(
-        None, description="step latency in a tree (NCCL keeps a table per algorithm); default: `latency`"
+    hop_latency: Seconds = Field(
+        0.0, description="added to NCCL's network hop latency (twice for Simple), as NCCL adds a NIC's latency"
     )
+    latency: LatencyTable = Field(None, description="replaces NCCL's Ring hop latency on this tier")
+    tree_latency: LatencyTable = Field(None, description="replaces NCCL's Tree hop latency on this tier")
     in_network_reduction: InNetworkReduction | None = None
     note: Text = ""
-
-    def step_latency(self, protocol: str, tree: bool = False) -> float:
-        """Seconds for one algorithm step across this tier with `protocol` (ll, ll128 or simple)."""
-        table = self.tree_latency if tree and self.tree_latency is not None else self.latency
-        return float(getattr(table, protocol))
 
     @property
     def effective_bandwidth(self) -> float:
         """Per-GPU bandwidth after efficiency and oversubscription: what a ring can count on (bytes/s)."""
         return self.bandwidth * self.efficiency / self.oversubscription
+
+
+class Calibration(Spec):
+    """What `dpcost calibrate` fitted, from which measurements, and how well (kept with the topology it wrote)."""
+
+    base: Text
+    files: list[Text] = Field(default_factory=list)
+    fitted: dict[str, float] = Field(default_factory=dict)
+    undetermined: list[Text] = Field(default_factory=list)
+    error: dict[str, float] = Field(default_factory=dict, description="geomean |error| per size band after the fit")
+    points: NonNegativeInt = 0
 
 
 class TopologySpec(Spec):
@@ -212,7 +227,14 @@ class TopologySpec(Spec):
         "intel", description="the nodes' CPU vendor: NCCL caps LL across nodes by it"
     )
     call_overhead: Seconds = Field(description="per-call floor: kernel launch and completion")
+    latency_scale: Annotated[float, Field(ge=0.05, le=100)] = Field(
+        1.0, description="multiplies NCCL's hop latencies (calibrated from a cluster's own runs)"
+    )
+    scaling_loss: Annotated[float, Field(ge=0, le=0.5)] = Field(
+        0.0, description="fraction of network bandwidth lost per doubling of nodes beyond two (calibrated)"
+    )
     tiers: Annotated[list[TierSpec], Field(min_length=1)]
+    calibration: Calibration | None = None
 
     @model_validator(mode="after")
     def _nested_tiers(self) -> TopologySpec:

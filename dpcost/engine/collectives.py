@@ -1,26 +1,34 @@
-"""Collective time on a tiered fabric: alpha-beta costs per algorithm and protocol, the fastest one chosen.
+"""Collective time on a tiered fabric: NCCL's algorithms and protocols priced per tier, the fastest one chosen.
 
-The model is NCCL's own (src/graph/tuning.cc; ../shared/reference/nccl-tuner.md): for each algorithm and
-protocol, time = call overhead + base latency + per-step latencies + bytes / bandwidth, and the fastest is
-chosen. What dpcost adds is the topology: every tier has its own per-GPU bandwidth (after efficiency and
-oversubscription) and its own step latency, and each algorithm puts a known number of bytes on each tier.
+The model follows NCCL's own tuner (src/graph/tuning.cc; docs/sources/nccl-tuning.md; its constants in
+nccl_tables.py): per algorithm and protocol, time = call overhead + base latency + per-step latencies + bytes
+over bandwidth, and the fastest of the algorithms NCCL would weigh (availability.py) is the call's time. What
+dpcost adds is the topology: every tier has its own per-GPU bandwidth (after efficiency and oversubscription)
+and its own step latency, and each algorithm puts a known number of bytes on each tier.
 
-Bandwidth terms (N ranks, S bytes; Patarasuk & Yuan 2009 for the ring, NCCL for tree/NVLS/CollNet):
-- ring: every one of the ring's N hops carries V = 2(N-1)/N * S (all-reduce), (N-1)/N * S (reduce-scatter,
-  all-gather) or S (broadcast, reduce). Hops that leave a tier-k domain share the tier-k ports of all N
-  GPUs (one ring per rail), so tier k carries hops_k / N * V per GPU; the tiers work as one pipeline and the
+Bandwidth terms (N ranks on D NVLink domains of g GPUs, S bytes; Patarasuk & Yuan 2009 for the ring):
+- ring: every one of the ring's N hops carries V = 2(N-1)/N x S (all-reduce), (N-1)/N x S (reduce-scatter,
+  all-gather) or S (broadcast, reduce). Hops that leave a tier-k domain share the tier-k ports of all N GPUs
+  (one ring per rail), so tier k carries hops_k / N x V per GPU; the tiers work as one pipeline and the
   slowest sets the time.
-- tree (all-reduce): a chain inside each NVLink domain (2S per GPU) pipelined with a double binary tree
-  across domains that moves 2(D-1)/D * S per domain over its g rails; NCCL's 0.92 tree factor.
-- hierarchical: reduce-scatter inside the domain, all-reduce of S/g across domains (one ring per rail),
-  all-gather back; recursively for every tier. Phases run one after the other.
-- nvls: NVLink SHARP inside one NVSwitch domain: each GPU sends and receives (1 + 1/N) * S.
-- nvls_tree: NVLS inside domains pipelined with the tree across them (NCCL's NVLSTree).
+- tree (all-reduce): a chain inside each NVLink domain (2S per GPU) pipelined with a double binary tree across
+  domains. In a double binary tree every domain is interior in one of the two trees and so sends and receives
+  about 2S through its g rails; two domains are the exception, moving S (NCCL's tuner likewise rates Tree and
+  NVLSTree by NVLink bandwidth up to 2 nodes and halves NVLSTree's network bandwidth above).
+- nvls: NVLink SHARP inside one NVSwitch domain: each GPU sends and receives (1 + 1/N) x S (all-reduce) or
+  (N-1)/N x S (reduce-scatter, all-gather).
+- nvls_tree: NVLS inside the domains pipelined with the tree across them (NCCL's NVLSTree).
 - collnet: SHARP on the fabric: each rail sends S/g once and gets the reduced S/g back, pipelined with a
   reduce-scatter/all-gather inside the domain (NCCL's CollNet).
+- pat: one GPU per node, reduce-scatter/all-gather (NCCL's PAT): the ring's volume at NCCL's 0.75 rate, with
+  log2(N) latency steps.
+- hierarchical (what-if, only when forced): reduce-scatter inside the domain, the op across domains on S/g
+  (one ring per rail), all-gather back; recursively for every tier. Phases run one after the other.
 
-Protocols: Simple (full bandwidth), LL128 (x0.92), LL (half the bandwidth and at most NCCL's llMaxBw bus
-bandwidth for the GPU generation and node count), each with its own per-step latency from the tier.
+Network tiers lose `topology.scaling_loss` of their bandwidth per doubling of the nodes beyond two (a fabric
+term that calibration fits; see the topology YAMLs for each default's source). Protocols: Simple (full
+bandwidth), LL128 (x0.92), LL (a fraction of the bandwidth and at most NCCL's llMaxBw), each with its own
+per-step latency from the tier.
 """
 
 from __future__ import annotations
@@ -30,6 +38,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from dpcost.engine import corrections
+from dpcost.engine import nccl_tables as nccl
+from dpcost.engine.availability import ALGORITHMS, forcible, nccl_candidates, require
+from dpcost.engine.placement import Level, Placement, hop_share, place, spanned, steps_per_level
 from dpcost.specs import TierSpec, TopologySpec
 
 __all__ = [
@@ -41,45 +53,18 @@ __all__ = [
     "TierTraffic",
     "algorithms_for",
     "bus_factor",
-    "check_ranks",
     "collective",
     "collective_time",
+    "fastest",
+    "hop_latency",
 ]
 
 Op = Literal["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
 Protocol = Literal["ll", "ll128", "simple"]
 OPS: tuple[Op, ...] = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
 PROTOCOLS: tuple[Protocol, ...] = ("ll", "ll128", "simple")
-ALGORITHMS = ("ring", "tree", "hierarchical", "nvls", "nvls_tree", "collnet")
-MAX_RANKS = 10_000_000
-
-# NCCL tuning constants (src/graph/tuning.cc and tuning.h, ncclTunerConstantsDefaults;
-# ../shared/reference/nccl-tuner.md). Per-step latencies live in each topology tier (ring and tree tables).
-BASE_LATENCY = {  # seconds per call, by algorithm family and protocol
-    "ring": {"ll": 6.6e-6, "ll128": 14.0e-6, "simple": 8.4e-6},
-    "tree": {"ll": 6.8e-6, "ll128": 14.0e-6, "simple": 8.4e-6},
-}
-# Bus bandwidth kept by each protocol: ring LL halves it; tree LL keeps 1/3.8; LL128 0.92 (7/9 for a tree on
-# one node); Simple all of it.
-PROTOCOL_BANDWIDTH = {
-    "ring": {"ll": 0.5, "ll128": 0.92, "simple": 1.0},
-    "tree": {"ll": 1 / 3.8, "ll128": 0.92, "simple": 1.0},
-}
-TREE_LL128_ONE_NODE = 7 / 9
-TREE_BANDWIDTH = 0.92  # NCCL's tree all-reduce correction
-# llMaxBws: the most bus bandwidth LL reaches (bytes/s). On one node NCCL looks at the GPU generation; across
-# nodes at the host CPU (Intel and others: 2 nodes, >= 3 nodes; AMD: its own, lower, row).
-LL_MAX_BUSBW_ONE_NODE = {"ampere": 87.7e9, "hopper": 141.0e9, "blackwell": 282.0e9}
-LL_MAX_BUSBW_NODES = {"intel": (39.0e9, 20.4e9), "arm": (39.0e9, 20.4e9), "amd": (22.5e9, 19.0e9)}
-# treeCorrectionFactor: "Trees are not perfectly sticking to the model for medium sizes"; a bandwidth factor
-# per protocol for sizes 64 B, 128 B, ... 256 MiB (index log2(size / 64)); 1 elsewhere.
-# fmt: off
-TREE_CORRECTION = {
-    "ll":     (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
-    "ll128":  (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, .92, .92),
-    "simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
-}
-# fmt: on
+US = 1e-6
+GB = 1e9
 
 
 @dataclass(frozen=True)
@@ -104,6 +89,7 @@ class CollectiveTime:
     bandwidth_seconds: float  # the bytes-over-bandwidth part
     tiers: tuple[TierTraffic, ...]
     calls: int = 1
+    what_if: bool = False  # an algorithm NCCL does not run for this call, priced because it was forced
 
     @property
     def algbw(self) -> float:
@@ -120,13 +106,19 @@ class CollectiveTime:
         """What each GPU sends: NVLink plus its NIC; upper network tiers carry those same bytes again."""
         return sum(t.bytes_per_gpu for t in self.tiers if not t.nested)
 
+    @property
+    def label(self) -> str:
+        """algorithm/protocol, as the step rows name a call."""
+        return f"{self.algorithm}/{self.protocol}" + (" (what-if)" if self.what_if else "")
+
 
 @dataclass(frozen=True)
 class CollectiveChoice:
-    """The fastest algorithm, as NCCL would pick it, with the best time of every other one beside it."""
+    """The fastest of NCCL's algorithms (or the forced one), with every applicable algorithm's time beside it."""
 
     best: CollectiveTime
-    candidates: tuple[CollectiveTime, ...]  # one per applicable algorithm, fastest first
+    candidates: tuple[CollectiveTime, ...]  # NCCL's candidates fastest first, then the what-ifs
+    note: str = ""  # how the ranks were placed, when they leave NVLink domains part-filled
 
 
 def bus_factor(op: str, ranks: int) -> float:
@@ -140,85 +132,61 @@ def bus_factor(op: str, ranks: int) -> float:
     return 1.0
 
 
-# ------------------------------------------------------------------------------------------------ placement
+# ------------------------------------------------------------------------------------------------ the fabric
 
 
-@dataclass(frozen=True)
-class _Level:
-    """A tier as one collective sees it: `domain` ranks share one domain of it (the last may be unbounded).
-
-    `scale_up` marks the NVLink tier seen from the GPUs; every other level is reached through the NIC."""
-
-    tier: TierSpec
-    domain: float
-    scale_up: bool = False
+def network_factor(topology: TopologySpec, nodes: int) -> float:
+    """Network bandwidth kept at `nodes` nodes: (1 - scaling_loss) per doubling beyond two."""
+    return (1 - topology.scaling_loss) ** max(0.0, math.log2(nodes) - 1) if nodes > 2 else 1.0
 
 
-def _levels(topology: TopologySpec, ranks: int) -> list[_Level]:
-    """The tiers a collective over the first `ranks` GPUs spans, lowest first, up to the one that holds them all."""
-    out: list[_Level] = []
-    for i, tier in enumerate(topology.tiers):
-        domain = float(tier.size) if tier.size is not None else math.inf
-        out.append(_Level(tier, domain, scale_up=i == 0))
-        if domain >= ranks:
-            break
-    return out
+def _bandwidth(topology: TopologySpec, p: Placement, lv: Level) -> float:
+    """A level's per-GPU bandwidth for this call: efficiency, oversubscription, and the fabric's scaling loss."""
+    bw = lv.tier.effective_bandwidth
+    return bw if lv.scale_up else bw * network_factor(topology, p.nodes)
 
 
-def _rail_levels(levels: Sequence[_Level]) -> list[_Level]:
-    """The tiers above the NVLink domain, seen by one rail: one rank per domain, domains counted in domains."""
-    g = levels[0].domain
-    return [_Level(lv.tier, lv.domain / g) for lv in levels[1:]]
+def hop_latency(topology: TopologySpec, tier: TierSpec, first: bool, algorithm: str, proto: str) -> float:
+    """Seconds for one `algorithm` step across `tier` with `proto`: NCCL's hwLatencies for the tier's link
+    (corrections.py where public runs contradict them) times the topology's calibrated latency_scale, plus the
+    tier's own hop_latency, twice for Simple, as NCCL adds a NIC's latency (tuning.cc:384-391). A tier's explicit
+    `latency`/`tree_latency` table replaces Ring's/Tree's."""
+    table = tier.latency if algorithm == "ring" else tier.tree_latency if algorithm == "tree" else None
+    if table is not None:
+        return float(getattr(table, proto))
+    link = tier.link or ("nvlink" if first else "net")
+    seconds = corrections.hw_latency(link, algorithm, proto) * US * topology.latency_scale
+    if link == "net":
+        seconds += tier.hop_latency * (2 if proto == "simple" else 1)
+    return seconds
 
 
-def _domains(ranks: int, domain: float) -> int:
-    return 1 if domain >= ranks else math.ceil(ranks / domain)
+def _step(topology: TopologySpec, lv: Level, algorithm: str, proto: str) -> float:
+    return hop_latency(topology, lv.tier, lv.scale_up, algorithm, proto)
 
 
-def _evenly_filled(ranks: int, levels: Sequence[_Level]) -> bool:
-    """Every spanned domain below the top one is full (what the hierarchical phases assume)."""
-    return all(ranks % lv.domain == 0 for lv in levels[:-1])
-
-
-def _steps_per_level(ranks: int, levels: Sequence[_Level], per_rank: int) -> list[int]:
-    """Ring steps whose hop crosses exactly level k: NCCL's nsteps split into intra/inter, for every tier.
-
-    With per_rank = 2 (all-reduce) there are 2(N-1) steps, 2(D_k - 1) of them leaving a tier-k domain."""
-    crossing = [per_rank * (_domains(ranks, lv.domain) - 1) for lv in levels]
-    steps = [per_rank * (ranks - 1) - crossing[0]]
-    steps += [crossing[k - 1] - crossing[k] for k in range(1, len(levels))]
-    return steps
-
-
-def _hop_share(ranks: int, levels: Sequence[_Level]) -> list[float]:
-    """Fraction of a ring's N hops that use each level's links.
-
-    The NVLink tier carries the hops that stay inside a domain. A network level carries every hop that leaves
-    a domain of the level below it (a hop between scalable units passes the NICs and the leaf uplinks); seen
-    from one rail, every hop crosses the first network level."""
-    leaving = [_domains(ranks, lv.domain) if _domains(ranks, lv.domain) > 1 else 0 for lv in levels]
-    first = (ranks - leaving[0]) / ranks if levels[0].scale_up else 1.0
-    return [first] + [leaving[k - 1] / ranks for k in range(1, len(levels))]
-
-
-def _nodes(ranks: int, levels: Sequence[_Level]) -> int:
-    """How many NVLink domains (nodes) a collective spans: NCCL picks its LL cap by this."""
-    return _domains(ranks, levels[0].domain) if levels[0].scale_up else ranks
+def _base(topology: TopologySpec, algorithm: str, proto: str) -> float:
+    """The per-call part: dpcost's call overhead (launch and completion) plus NCCL's baseLatencies."""
+    return topology.call_overhead + nccl.base_latency(algorithm, proto) * US * topology.latency_scale
 
 
 def _ll_cap(topology: TopologySpec, nodes: int) -> float:
-    if nodes == 1:
-        return LL_MAX_BUSBW_ONE_NODE[topology.gpu.arch]
-    two, more = LL_MAX_BUSBW_NODES[topology.host_cpu]
-    return two if nodes == 2 else more
+    """NCCL's llMaxBws: the most bus bandwidth LL reaches, by GPU generation and node count (bytes/s)."""
+    return nccl.ll_max_busbw(topology.gpu.arch, topology.host_cpu, nodes) * GB
 
 
 def _with_protocol(
-    family: str, proto: Protocol, tiers: list[TierTraffic], bus_bytes: float, ll_cap: float, factor: float = 1.0
+    family: str,
+    proto: Protocol,
+    tiers: list[TierTraffic],
+    bus_bytes: float,
+    ll_cap: float,
+    factor: float = 1.0,
+    nodes: int = 2,
 ) -> tuple[float, list[TierTraffic]]:
     """Scale Simple-protocol tier times to `proto` (and an extra bandwidth `factor`); LL also stays under its
     bus-bandwidth cap: time >= bus bytes / llMaxBw."""
-    keep = PROTOCOL_BANDWIDTH[family][proto] * factor
+    keep = nccl.protocol_bandwidth(family, proto, nodes) * factor
     scaled = [replace(t, seconds=t.seconds / keep) for t in tiers]
     seconds = max((t.seconds for t in scaled), default=0.0)
     if proto == "ll":
@@ -229,23 +197,26 @@ def _with_protocol(
 # ------------------------------------------------------------------------------------------------ algorithms
 
 
-def _ring_traffic(op: str, ranks: int, size: float, levels: Sequence[_Level]) -> list[TierTraffic]:
+def _ring_traffic(
+    topology: TopologySpec, p: Placement, op: str, ranks: int, size: float, levels: Sequence[Level]
+) -> list[TierTraffic]:
     """Per-level bytes of a ring. Levels above the first network level nest inside it (their bytes crossed it)."""
     hop_bytes = bus_factor(op, ranks) * size
     first_network = 1 if levels[0].scale_up else 0
     return [
-        TierTraffic(lv.tier.name, share * hop_bytes, share * hop_bytes / lv.tier.effective_bandwidth, k > first_network)
-        for k, (lv, share) in enumerate(zip(levels, _hop_share(ranks, levels), strict=True))
+        TierTraffic(lv.tier.name, share * hop_bytes, share * hop_bytes / _bandwidth(topology, p, lv), k > first_network)
+        for k, (lv, share) in enumerate(zip(levels, hop_share(ranks, levels), strict=True))
         if share > 0
     ]
 
 
 def _ring(
     topology: TopologySpec,
+    p: Placement,
     op: str,
     ranks: int,
     size: float,
-    levels: Sequence[_Level],
+    levels: Sequence[Level],
     proto: Protocol,
     via: TierSpec | None = None,
 ) -> CollectiveTime:
@@ -253,134 +224,206 @@ def _ring(
 
     `via`: a tier every hop also crosses (the NIC, for a phase that runs across scalable units)."""
     per_rank = 2 if op == "all_reduce" else 1
-    steps = _steps_per_level(ranks, levels, per_rank)
-    latency = topology.call_overhead + BASE_LATENCY["ring"][proto]
-    latency += sum(n * lv.tier.step_latency(proto) for n, lv in zip(steps, levels, strict=True))
-    traffic = _ring_traffic(op, ranks, size, levels)
+    steps = steps_per_level(ranks, levels, per_rank)
+    nodes = spanned(ranks, levels[0].domain) if levels[0].scale_up else ranks
+    latency = _base(topology, "ring", proto) - topology.call_overhead
+    latency += _ring_step_latency(topology, levels, steps, nodes, proto)
+    if op == "all_reduce" and proto == "simple" and nodes > 1 and size >= _plateau_bytes(ranks):
+        latency *= nccl.RING_PLATEAU
+    latency += topology.call_overhead
+    traffic = _ring_traffic(topology, p, op, ranks, size, levels)
     if via is not None and via is not levels[0].tier:
         carried = sum(t.bytes_per_gpu for t in traffic if not t.nested)
         traffic = [replace(t, nested=True) for t in traffic]
-        traffic.insert(0, TierTraffic(via.name, carried, carried / via.effective_bandwidth))
+        bw = via.effective_bandwidth * network_factor(topology, p.nodes)
+        traffic.insert(0, TierTraffic(via.name, carried, carried / bw))
     bus_bytes = bus_factor(op, ranks) * size
-    bw_seconds, tiers = _with_protocol("ring", proto, traffic, bus_bytes, _ll_cap(topology, _nodes(ranks, levels)))
+    bw_seconds, tiers = _with_protocol("ring", proto, traffic, bus_bytes, _ll_cap(topology, nodes))
     return CollectiveTime(op, "ring", proto, ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(tiers))
 
 
-def _tree_depth_latency(domains: int, rail: Sequence[_Level], proto: Protocol) -> float:
+def _ring_step_latency(
+    topology: TopologySpec, levels: Sequence[Level], steps: Sequence[int], nodes: int, proto: str
+) -> float:
+    """NCCL's ring latency beyond the base: (nsteps - nInter) x max(intraLat, netOverhead) + nInter x interLat,
+    with every tier's steps at its own latency (tuning.cc:393-413). With one GPU per node the network steps take
+    Tree's latency, as NCCL does."""
+    total = 0.0
+    for k, (n, lv) in enumerate(zip(steps, levels, strict=True)):
+        if lv.scale_up:
+            lat = _step(topology, lv, "ring", proto)
+            if nodes > 1:
+                lat = max(lat, nccl.net_overhead(topology.host_cpu, proto) * US * topology.latency_scale)
+        else:
+            lat = _step(topology, lv, "tree" if not levels[0].scale_up and k == 0 else "ring", proto)
+        total += n * lat
+    return total
+
+
+def _plateau_bytes(ranks: int) -> float:
+    """Where NCCL's multi-node Ring/Simple all-reduce latency takes its 1.4x "plateau effect" (tuning.cc:647-650)."""
+    return nccl.RING_PLATEAU_BYTES * nccl.RING_PLATEAU_CHANNELS * ranks
+
+
+def _tree_depth_latency(
+    topology: TopologySpec, domains: int, rail: Sequence[Level], algorithm: str, proto: Protocol
+) -> float:
     """One way down a binary tree over `domains`: at each network level, log2 of the most children any one
-    domain of it holds, times that level's tree step latency."""
+    domain of it holds, times that level's step latency for `algorithm` (Tree or NVLSTree)."""
     total = 0.0
     below = 1.0  # size of the sub-domains, in NVLink domains
     for lv in rail:
-        children = min(_domains(domains, below), lv.domain / below)
+        children = min(spanned(domains, below), lv.domain / below)
         if children > 1:
-            total += math.ceil(math.log2(children) - 1e-9) * lv.tier.step_latency(proto, tree=True)
+            total += math.floor(math.log2(children) + 1e-9) * _step(topology, lv, algorithm, proto)
         below = lv.domain
         if below >= domains:
             break
     return total
 
 
-def _tree_correction(size: float, proto: Protocol) -> float:
-    index = int(math.log2(size / 64)) if size >= 64 else -1
-    table = TREE_CORRECTION[proto]
-    return table[index] if 0 <= index < len(table) else 1.0
+def _tree_network_traffic(topology: TopologySpec, p: Placement, size: float) -> list[TierTraffic]:
+    """Bytes a double binary tree across the NVLink domains puts on each network tier, per GPU (g rails).
+
+    Two domains exchange S once each way; beyond two, every domain is interior in one of the two trees and
+    moves 2S. Upper tiers carry the edges that leave their sub-domains, as a ring's hops would."""
+    g = p.ppn
+    rail = p.rail_levels()
+    traffic = _ring_traffic(topology, p, "all_reduce", p.nodes, size / g, rail)
+    if p.nodes > 2:
+        scale = p.nodes / (p.nodes - 1)  # the ring's 2(D-1)/D x S/g becomes 2S/g
+        traffic = [replace(t, bytes_per_gpu=t.bytes_per_gpu * scale, seconds=t.seconds * scale) for t in traffic]
+    return traffic
 
 
-def _tree(
-    topology: TopologySpec, ranks: int, size: float, levels: Sequence[_Level], proto: Protocol, nvls: bool
-) -> CollectiveTime:
-    """NCCL Tree (chain in the domain + double binary tree across) or NVLSTree (NVLS in the domain).
-
-    Inside the domain: a chain moves 2S per GPU; NVLS moves (1 + 1/g) S. Across domains, each of the g rails
-    carries the all-reduce volume 2(D-1)/D x S/g through its NIC, spread over the network levels like a ring."""
-    g = int(min(ranks, levels[0].domain))
-    domains = _domains(ranks, levels[0].domain)
-    first = levels[0].tier
+def _tree(topology: TopologySpec, p: Placement, size: float, proto: Protocol, nvls: bool) -> CollectiveTime:
+    """NCCL Tree (chain in the domain + double binary tree across) or NVLSTree (NVLS in the domain)."""
+    g = p.ppn
+    first = p.levels[0].tier
     traffic: list[TierTraffic] = []
     if nvls:
         reduction = first.in_network_reduction
-        assert reduction is not None  # algorithms_for offers NVLS only where the tier declares it
+        assert reduction is not None  # availability offers NVLS only where the tier declares it
         intra_bytes = (1 + 1 / g) * size
         traffic.append(TierTraffic(first.name, intra_bytes, intra_bytes / (first.bandwidth * reduction.efficiency)))
-        latency = topology.call_overhead + reduction.latency
+        latency = topology.call_overhead + reduction.latency * topology.latency_scale
     else:
         if g > 1:
             traffic.append(TierTraffic(first.name, 2 * size, 2 * size / first.effective_bandwidth))
-        latency = topology.call_overhead + BASE_LATENCY["tree"][proto]
-        latency += 2 * (g - 1) * first.step_latency(proto, tree=True)
-    if domains > 1:
-        rail = _rail_levels(levels)
-        traffic += _ring_traffic("all_reduce", domains, size / g, rail)
-        latency += 2 * _tree_depth_latency(domains, rail, "simple" if nvls else proto)
+        latency = _base(topology, "tree", proto) + 2 * (math.floor(g) - 1) * _step(topology, p.levels[0], "tree", proto)
+    if p.nodes > 1:
+        traffic += _tree_network_traffic(topology, p, size)
+        algorithm = "nvls_tree" if nvls else "tree"
+        latency += 2 * _tree_depth_latency(topology, p.nodes, p.rail_levels(), algorithm, "simple" if nvls else proto)
     if nvls:
         bw_seconds = max(t.seconds for t in traffic)
-        name = "nvls_tree" if domains > 1 else "nvls"
+        name = "nvls_tree" if p.nodes > 1 else "nvls"
         return CollectiveTime(
-            "all_reduce", name, "simple", ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
+            "all_reduce", name, "simple", p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
         )
-    factor = TREE_BANDWIDTH * _tree_correction(size, proto)
-    if proto == "ll128" and domains == 1:
-        factor *= TREE_LL128_ONE_NODE / PROTOCOL_BANDWIDTH["tree"]["ll128"]
-    bw_seconds, traffic = _with_protocol("tree", proto, traffic, 2 * size, _ll_cap(topology, domains), factor)
+    factor = nccl.TREE_ALLREDUCE * nccl.tree_correction(size, proto)
+    bw_seconds, traffic = _with_protocol("tree", proto, traffic, 2 * size, _ll_cap(topology, p.nodes), factor, p.nodes)
     return CollectiveTime(
-        "all_reduce", "tree", proto, ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
+        "all_reduce", "tree", proto, p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
     )
 
 
-def _collnet(topology: TopologySpec, ranks: int, size: float, levels: Sequence[_Level]) -> CollectiveTime:
-    """NCCL CollNet with SHARP: a reduce-scatter/all-gather ring in the domain pipelined with one SHARP all-reduce
-    per rail. Each NIC sends its S/g once; the switches reduce, so a level above carries one stream per rail per
-    domain below it: D_(k-1) x S / N per GPU of its ports."""
-    g = int(min(ranks, levels[0].domain))
+def _nvls_scatter_gather(topology: TopologySpec, p: Placement, op: str, size: float) -> CollectiveTime:
+    """NVLS reduce-scatter / all-gather inside one NVSwitch domain: each GPU moves (N-1)/N x S through the
+    switch at the NVLS efficiency, one switch round trip of latency."""
+    first = p.levels[0].tier
+    reduction = first.in_network_reduction
+    assert reduction is not None
+    moved = (p.ranks - 1) / p.ranks * size
+    traffic = (TierTraffic(first.name, moved, moved / (first.bandwidth * reduction.efficiency)),)
+    latency = topology.call_overhead + reduction.latency
+    bw = traffic[0].seconds
+    return CollectiveTime(op, "nvls", "simple", p.ranks, size, latency + bw, latency, bw, traffic)
+
+
+def _collnet(topology: TopologySpec, p: Placement, op: str, size: float) -> CollectiveTime:
+    """NCCL CollNet with SHARP: a reduce-scatter/all-gather ring in the domain pipelined with one SHARP operation
+    per rail. Each NIC sends its S/g once; the switches reduce, so a level above carries one stream per rail
+    per domain below it: D_(k-1) x S / N per GPU of its ports."""
+    levels = p.levels
+    g = p.ppn
     first = levels[0].tier
     traffic: list[TierTraffic] = []
+    volume = size if op == "all_reduce" else size / 2  # RS or AG is one half of the SHARP all-reduce
     if g > 1:
-        intra = 2 * (g - 1) / g * size
+        intra = (2 if op == "all_reduce" else 1) * (g - 1) / g * size
         traffic.append(TierTraffic(first.name, intra, intra / first.effective_bandwidth))
     sharp_latency = 0.0
     below = levels[0].domain
     for k, lv in enumerate(levels[1:]):
         reduction = lv.tier.in_network_reduction
-        assert reduction is not None  # algorithms_for offers CollNet only where every network tier declares it
-        per_gpu = size / g if k == 0 else _domains(ranks, below) * size / ranks
+        assert reduction is not None  # availability offers CollNet only where every network tier declares it
+        per_gpu = volume / g if k == 0 else spanned(p.ranks, below) * volume / p.ranks
         bw = lv.tier.bandwidth * reduction.efficiency / lv.tier.oversubscription
         traffic.append(TierTraffic(lv.tier.name, per_gpu, per_gpu / bw, nested=k > 0))
         sharp_latency = max(sharp_latency, reduction.latency)
         below = lv.domain
-    latency = topology.call_overhead + 2 * (g - 1) * first.latency.simple + sharp_latency
+    intra = 2 * (
+        min(1.0, g - 1) * _step(topology, levels[0], "collnet_direct", "simple") + (g - 1) * nccl.COLLNET_ARITY_US * US
+    )
+    latency = topology.call_overhead + intra + sharp_latency
     bw_seconds = max(t.seconds for t in traffic)
     return CollectiveTime(
-        "all_reduce", "collnet", "simple", ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
+        op, "collnet", "simple", p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
     )
 
 
+def _pat(topology: TopologySpec, p: Placement, op: str, size: float, proto: Protocol) -> CollectiveTime:
+    """NCCL's PAT (one GPU per node, Simple): the ring's bytes at NCCL's 0.75 rate; latency
+    base + log2(nodes) x interLat / 3.5 + 2.8 us per rank (tuning.cc:429-434, the per-rank part NCCL's own)."""
+    ring = _ring(topology, p, op, p.ranks, size, p.levels, "simple")
+    tiers = tuple(replace(t, seconds=t.seconds / nccl.PAT) for t in ring.tiers)
+    bw = max(t.seconds for t in tiers)
+    network = next(lv for lv in p.levels if not lv.scale_up)
+    inter = _step(topology, network, "tree", proto)
+    latency = _base(topology, "pat", proto) + math.floor(math.log2(p.nodes)) * inter / nccl.PAT_LOG_DIVISOR
+    latency += nccl.PAT_PER_RANK_US * US * p.ranks * topology.latency_scale
+    return CollectiveTime(op, "pat", proto, p.ranks, size, latency + bw, latency, bw, tiers)
+
+
 def _best_ring(
-    topology: TopologySpec, op: str, ranks: int, size: float, levels: Sequence[_Level], via: TierSpec | None = None
+    topology: TopologySpec,
+    p: Placement,
+    op: str,
+    ranks: int,
+    size: float,
+    levels: Sequence[Level],
+    via: TierSpec | None = None,
 ) -> CollectiveTime:
-    return min((_ring(topology, op, ranks, size, levels, p, via) for p in PROTOCOLS), key=lambda c: c.seconds)
+    return min((_ring(topology, p, op, ranks, size, levels, pr, via) for pr in PROTOCOLS), key=lambda c: c.seconds)
 
 
 def _hierarchical(
-    topology: TopologySpec, op: str, ranks: int, size: float, levels: Sequence[_Level], via: TierSpec | None = None
+    topology: TopologySpec,
+    p: Placement,
+    op: str,
+    ranks: int,
+    size: float,
+    levels: Sequence[Level],
+    via: TierSpec | None = None,
 ) -> CollectiveTime:
     """Reduce-scatter in the domain, the op across domains on S/g, all-gather in the domain; recursive.
 
     One tier: the plain ring. Every phase is its own NCCL call with its own best protocol; phases above the
     first network tier also cross the NICs (`via`)."""
     if len(levels) == 1:
-        return replace(_best_ring(topology, op, ranks, size, levels, via), algorithm="hierarchical")
+        return replace(_best_ring(topology, p, op, ranks, size, levels, via), algorithm="hierarchical")
     g = int(levels[0].domain)
-    domains = _domains(ranks, levels[0].domain)
-    inner = [_Level(lv.tier, lv.domain / g) for lv in levels[1:]]
+    domains = spanned(ranks, levels[0].domain)
+    inner = [Level(lv.tier, lv.domain / g) for lv in levels[1:]]
     inner_via = via or (levels[1].tier if levels[0].scale_up else levels[0].tier)
     inside = [levels[0]]
     phases: list[CollectiveTime] = []
     if op in ("all_reduce", "reduce_scatter"):
-        phases.append(_best_ring(topology, "reduce_scatter", g, size, inside, via))
-    phases.append(_hierarchical(topology, op, domains, size / g, inner, inner_via))
+        phases.append(_best_ring(topology, p, "reduce_scatter", g, size, inside, via))
+    phases.append(_hierarchical(topology, p, op, domains, size / g, inner, inner_via))
     if op in ("all_reduce", "all_gather"):
-        phases.append(_best_ring(topology, "all_gather", g, size, inside, via))
+        phases.append(_best_ring(topology, p, "all_gather", g, size, inside, via))
     merged: dict[str, TierTraffic] = {}
     for phase in phases:
         for t in phase.tiers:
@@ -395,51 +438,44 @@ def _hierarchical(
     return CollectiveTime(
         op,
         "hierarchical",
-        "/".join(dict.fromkeys(p.protocol for p in phases)),
+        "/".join(dict.fromkeys(ph.protocol for ph in phases)),
         ranks,
         size,
-        sum(p.seconds for p in phases),
-        sum(p.latency_seconds for p in phases),
-        sum(p.bandwidth_seconds for p in phases),
+        sum(ph.seconds for ph in phases),
+        sum(ph.latency_seconds for ph in phases),
+        sum(ph.bandwidth_seconds for ph in phases),
         tuple(merged.values()),
-        calls=sum(p.calls for p in phases),
+        calls=sum(ph.calls for ph in phases),
     )
+
+
+def _price(
+    topology: TopologySpec, p: Placement, op: str, size: float, algorithm: str, protocol: str | None = None
+) -> CollectiveTime:
+    """One algorithm's time with its fastest protocol, or with `protocol` where that one is forced (NCCL_PROTO);
+    NVLS, NVLSTree, CollNet and PAT run Simple only."""
+    protocols = PROTOCOLS if protocol is None else tuple(pr for pr in PROTOCOLS if pr == protocol)
+    if algorithm == "ring":
+        return min((_ring(topology, p, op, p.ranks, size, p.levels, pr) for pr in protocols), key=lambda c: c.seconds)
+    if algorithm == "hierarchical":
+        return replace(_hierarchical(topology, p, op, p.ranks, size, p.levels), what_if=True)
+    if algorithm == "tree":
+        return min((_tree(topology, p, size, pr, nvls=False) for pr in protocols), key=lambda c: c.seconds)
+    if algorithm in ("nvls", "nvls_tree"):
+        if op != "all_reduce":
+            return _nvls_scatter_gather(topology, p, op, size)
+        return _tree(topology, p, size, "simple", nvls=True)
+    if algorithm == "pat":
+        return _pat(topology, p, op, size, "simple")
+    return _collnet(topology, p, op, size)
 
 
 # ------------------------------------------------------------------------------------------------ public
 
 
-def check_ranks(topology: TopologySpec, ranks: int) -> None:
-    """Ranks this topology can hold: at most its size, and whole NVLink domains once it spans several."""
-    if ranks < 1:
-        raise ValueError(f"must be a positive number of GPUs, got {ranks}")
-    if ranks > MAX_RANKS:
-        raise ValueError(f"{ranks} GPUs is beyond {MAX_RANKS:,}, larger than any machine built")
-    if topology.max_gpus is not None and ranks > topology.max_gpus:
-        raise ValueError(f"{ranks} GPUs exceed {topology.name}'s {topology.max_gpus}")
-    g = topology.domain_size
-    if ranks > g and ranks % g:
-        raise ValueError(
-            f"{ranks} GPUs fill {topology.name}'s {g}-GPU NVLink domains unevenly; use <= {g} or a multiple of {g}"
-        )
-
-
 def algorithms_for(topology: TopologySpec, op: str, ranks: int) -> tuple[str, ...]:
-    """The algorithms that exist for `op` on `ranks` GPUs of this topology (NCCL's availability rules; the
-    hierarchical phases need every spanned domain full)."""
-    levels = _levels(topology, ranks)
-    hierarchical = ("hierarchical",) if len(levels) > 1 and _evenly_filled(ranks, levels) else ()
-    if op not in ("all_reduce", "reduce_scatter", "all_gather"):
-        return ("ring",)
-    if op != "all_reduce":
-        return ("ring", *hierarchical)
-    out = ["ring", "tree", *hierarchical]
-    first = levels[0].tier.in_network_reduction
-    if first is not None and first.kind == "nvls":
-        out.append("nvls_tree" if len(levels) > 1 else "nvls")
-    if len(levels) > 1 and all(lv.tier.in_network_reduction is not None for lv in levels[1:]):
-        out.append("collnet")
-    return tuple(out)
+    """The algorithms NCCL weighs for `op` on `ranks` GPUs of this topology (availability.py)."""
+    return nccl_candidates(op, place(topology, ranks))
 
 
 def collective_time(topology: TopologySpec, op: str, ranks: int, size: float, algorithm: str) -> CollectiveTime:
@@ -448,37 +484,47 @@ def collective_time(topology: TopologySpec, op: str, ranks: int, size: float, al
         raise ValueError(f"unknown op {op!r}")
     if size < 0:
         raise ValueError("size must be >= 0")
-    check_ranks(topology, ranks)
+    p = place(topology, ranks)
     if ranks == 1 or size == 0:
         return CollectiveTime(op, "none", "-", ranks, size, 0.0, 0.0, 0.0, ())
-    available = algorithms_for(topology, op, ranks)
-    one_tier = len(_levels(topology, ranks)) == 1
-    if algorithm == "hierarchical" and one_tier and op in ("all_reduce", "reduce_scatter", "all_gather"):
-        available += ("hierarchical",)  # on one tier it is the ring; algorithms_for leaves the duplicate out
-    if algorithm not in available:
-        raise ValueError(f"{algorithm} is not available for {op} on {ranks} GPUs of {topology.name}")
-    levels = _levels(topology, ranks)
-    if algorithm == "ring":
-        return _best_ring(topology, op, ranks, size, levels)
-    if algorithm == "hierarchical":
-        return _hierarchical(topology, op, ranks, size, levels)
-    if algorithm == "tree":
-        return min((_tree(topology, ranks, size, levels, p, nvls=False) for p in PROTOCOLS), key=lambda c: c.seconds)
-    if algorithm in ("nvls", "nvls_tree"):
-        return _tree(topology, ranks, size, levels, "simple", nvls=True)
-    return _collnet(topology, ranks, size, levels)
+    require(op, p, algorithm, topology.name)
+    return _price(topology, p, op, size, algorithm)
+
+
+def fastest(
+    topology: TopologySpec,
+    op: str,
+    ranks: int,
+    size: float,
+    algorithm: str | None = None,
+    protocol: str | None = None,
+) -> CollectiveTime:
+    """The call as NCCL runs it: the fastest of its candidates, or the forced algorithm (no what-ifs priced).
+
+    A forced `protocol` (NCCL_PROTO) leaves out the algorithms that cannot run it, as NCCL does."""
+    p = place(topology, ranks)
+    if ranks == 1 or size == 0:
+        return collective_time(topology, op, ranks, size, "ring")
+    if algorithm is not None:
+        require(op, p, algorithm, topology.name)
+    names = (algorithm,) if algorithm is not None else nccl_candidates(op, p)
+    if protocol is not None and protocol != "simple":
+        names = tuple(a for a in names if a in ("ring", "tree")) or names
+    return min((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
 
 
 def collective(
     topology: TopologySpec, op: str, ranks: int, size: float, algorithm: str | None = None
 ) -> CollectiveChoice:
-    """Every applicable algorithm's time; the fastest is `best` unless `algorithm` forces one."""
+    """Every applicable algorithm's time; the fastest of NCCL's is `best` unless `algorithm` forces one."""
+    p = place(topology, ranks)
     if ranks == 1 or size == 0:
         none = collective_time(topology, op, ranks, size, "ring")
         return CollectiveChoice(none, (none,))
-    candidates = sorted(
-        (collective_time(topology, op, ranks, size, a) for a in algorithms_for(topology, op, ranks)),
-        key=lambda c: c.seconds,
-    )
-    best = candidates[0] if algorithm is None else collective_time(topology, op, ranks, size, algorithm)
-    return CollectiveChoice(best, tuple(candidates))
+    if algorithm is not None:
+        require(op, p, algorithm, topology.name)
+    nccl_times = sorted((_price(topology, p, op, size, a) for a in nccl_candidates(op, p)), key=lambda c: c.seconds)
+    what_ifs = [_price(topology, p, op, size, a) for a in forcible(op, p) if a not in nccl_candidates(op, p)]
+    candidates = (*nccl_times, *what_ifs)
+    best = nccl_times[0] if algorithm is None else next(c for c in candidates if c.algorithm == algorithm)
+    return CollectiveChoice(best, candidates, p.partial_note)

@@ -1,0 +1,77 @@
+"""Which algorithms NCCL runs for a call, and which extra ones dpcost prices only when forced.
+
+NCCL's candidates (docs/sources/nccl-tuning.md, from NVIDIA/nccl src/graph/tuning.cc and src/enqueue.cc at the
+version in dpcost/engine/nccl_tables.py):
+- all-reduce: Ring and Tree always; NVLS inside one NVSwitch domain (across domains only with SHARP on the
+  fabric); NVLSTree across domains where NVLS exists; CollNet where the fabric reduces (SHARP).
+- reduce-scatter and all-gather: Ring; PAT only with one GPU per node; NVLS inside one NVSwitch domain (across
+  domains only with SHARP); CollNet (direct) with SHARP and one NIC per GPU. No Tree.
+- broadcast and reduce: Ring.
+
+What-ifs, costed only when forced (`--algorithm`), never chosen: `hierarchical`, a reduce-scatter inside the
+domain, the op across domains on S/g and an all-gather back. No framework issues it as one call (DDP, FSDP,
+DeepSpeed and Megatron each call ncclAllReduce / ncclReduceScatter / ncclAllGather on the whole group).
+"""
+
+from __future__ import annotations
+
+from dpcost.engine.placement import Placement
+
+__all__ = ["ALGORITHMS", "NCCL_ALGORITHMS", "WHAT_IF", "forcible", "nccl_candidates", "require"]
+
+NCCL_ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
+WHAT_IF = ("hierarchical",)
+ALGORITHMS = ("ring", "tree", "hierarchical", "nvls", "nvls_tree", "collnet", "pat")  # what --algorithm takes
+REDUCTIONS = ("all_reduce", "reduce_scatter", "all_gather")
+
+
+def _nvls(p: Placement) -> bool:
+    r = p.levels[0].tier.in_network_reduction
+    return p.levels[0].scale_up and r is not None and r.kind == "nvls"
+
+
+def _sharp(p: Placement) -> bool:
+    """Every network tier the call crosses reduces in its switches (SHARP)."""
+    return len(p.levels) > 1 and all(lv.tier.in_network_reduction is not None for lv in p.levels[1:])
+
+
+def nccl_candidates(op: str, p: Placement) -> tuple[str, ...]:
+    """The algorithms NCCL's tuner weighs for `op` on this placement, in NCCL's order."""
+    if op not in REDUCTIONS:
+        return ("ring",)
+    one_node = p.nodes == 1
+    out = ["ring"]
+    if op == "all_reduce":
+        out.append("tree")
+        if _nvls(p) and (one_node or _sharp(p)):
+            out.append("nvls")
+        if _nvls(p) and not one_node:
+            out.append("nvls_tree")
+        if _sharp(p):
+            out.append("collnet")
+        return tuple(out)
+    if _nvls(p) and (one_node or _sharp(p)):
+        out.append("nvls")
+    if _sharp(p):
+        out.append("collnet")
+    if p.ppn == 1 and not one_node:
+        out.append("pat")
+    return tuple(out)
+
+
+def forcible(op: str, p: Placement) -> tuple[str, ...]:
+    """What `--algorithm` may force: NCCL's candidates, plus the hierarchical what-if where it is defined."""
+    out = nccl_candidates(op, p)
+    if op in REDUCTIONS and len(p.levels) > 1 and p.even:
+        out += ("hierarchical",)
+    return out
+
+
+def require(op: str, p: Placement, algorithm: str, where: str) -> None:
+    """Refuse an algorithm that does not exist for this call, naming the ones that do."""
+    allowed = forcible(op, p)
+    if algorithm not in allowed:
+        raise ValueError(
+            f"{algorithm} is not available for {op} on {p.ranks} GPUs of {where} ({p.nodes} NVLink domains); "
+            f"available: {', '.join(allowed)}"
+        )

@@ -1,0 +1,114 @@
+"""Where a collective's ranks sit: how many NVLink domains (nodes) they span, and which fabric tiers they cross.
+
+A scheduler hands out whole GPUs, not whole domains: 128 GPUs of a 72-GPU NVL72 fabric are two racks of 64,
+12 GPUs of 8-GPU nodes are two nodes of 6. dpcost spreads the ranks evenly over the fewest domains that hold
+them (ceil(N / g) domains of N / D GPUs each), which is what NCCL's nNodes and ppn describe for such a job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dpcost.specs import TierSpec, TopologySpec
+
+__all__ = ["MAX_RANKS", "Level", "Placement", "check_ranks", "place"]
+
+MAX_RANKS = 10_000_000
+
+
+@dataclass(frozen=True)
+class Level:
+    """A tier as one collective sees it: `domain` ranks share one domain of it (the last may be unbounded).
+
+    `scale_up` marks the NVLink tier seen from the GPUs; every other level is reached through the NIC."""
+
+    tier: TierSpec
+    domain: float
+    scale_up: bool = False
+
+
+@dataclass(frozen=True)
+class Placement:
+    """`ranks` GPUs over `nodes` NVLink domains, `ppn` (NCCL's ranks per node, N / nNodes) in each."""
+
+    ranks: int
+    nodes: int
+    levels: tuple[Level, ...]  # lowest first, up to the tier whose domain holds every rank
+
+    @property
+    def ppn(self) -> float:
+        return self.ranks / self.nodes
+
+    @property
+    def even(self) -> bool:
+        """Every spanned domain below the top one is full (what the hierarchical phases need)."""
+        return all(self.ranks % lv.domain == 0 for lv in self.levels[:-1])
+
+    @property
+    def partial_note(self) -> str:
+        """Say so when the ranks leave NVLink domains part-filled."""
+        g = self.levels[0].domain
+        if self.nodes == 1 or self.ranks % g == 0:
+            return ""
+        per = f"{self.ppn:g}" if self.ppn == int(self.ppn) else f"{self.ppn:.1f} on average"
+        return f"{self.ranks} GPUs fill {self.nodes} NVLink domains of {g:g} partly: costed as {per} GPUs per domain"
+
+    def domains(self, level: int) -> int:
+        """How many domains of levels[level] the ranks span (every one part-filled evenly)."""
+        return spanned(self.ranks, self.levels[level].domain)
+
+    def rail_levels(self) -> list[Level]:
+        """The tiers above the NVLink domain, seen by one rail: one rank per domain, domains counted in domains."""
+        g = self.levels[0].domain
+        return [Level(lv.tier, lv.domain / g) for lv in self.levels[1:]]
+
+
+def spanned(ranks: float, domain: float) -> int:
+    """Domains of size `domain` that `ranks` ranks need."""
+    return 1 if domain >= ranks else math.ceil(ranks / domain - 1e-9)
+
+
+def check_ranks(topology: TopologySpec, ranks: int) -> None:
+    """Ranks this topology can hold: at least one, at most its size."""
+    if ranks < 1:
+        raise ValueError(f"must be a positive number of GPUs, got {ranks}")
+    if ranks > MAX_RANKS:
+        raise ValueError(f"{ranks} GPUs is beyond {MAX_RANKS:,}, larger than any machine built")
+    if topology.max_gpus is not None and ranks > topology.max_gpus:
+        raise ValueError(f"{ranks} GPUs exceed {topology.name}'s {topology.max_gpus}")
+
+
+def place(topology: TopologySpec, ranks: int) -> Placement:
+    """The tiers a collective over `ranks` GPUs spans, lowest first, up to the one that holds them all."""
+    check_ranks(topology, ranks)
+    levels: list[Level] = []
+    for i, tier in enumerate(topology.tiers):
+        domain = float(tier.size) if tier.size is not None else math.inf
+        levels.append(Level(tier, domain, scale_up=i == 0))
+        if domain >= ranks:
+            break
+    nodes = spanned(ranks, levels[0].domain) if levels[0].scale_up else ranks
+    return Placement(ranks, nodes, tuple(levels))
+
+
+def steps_per_level(ranks: int, levels: Sequence[Level], per_rank: int) -> list[int]:
+    """Ring steps whose hop crosses exactly level k: NCCL's nsteps split into intra/inter, for every tier.
+
+    With per_rank = 2 (all-reduce) there are 2(N-1) steps, 2(D_k - 1) of them leaving a tier-k domain."""
+    crossing = [per_rank * (spanned(ranks, lv.domain) - 1) for lv in levels]
+    steps = [per_rank * (ranks - 1) - crossing[0]]
+    steps += [crossing[k - 1] - crossing[k] for k in range(1, len(levels))]
+    return steps
+
+
+def hop_share(ranks: int, levels: Sequence[Level]) -> list[float]:
+    """Fraction of a ring's N hops that use each level's links.
+
+    The NVLink tier carries the hops that stay inside a domain. A network level carries every hop that leaves
+    a domain of the level below it (a hop between scalable units passes the NICs and the leaf uplinks); seen
+    from one rail, every hop crosses the first network level."""
+    leaving = [d if (d := spanned(ranks, lv.domain)) > 1 else 0 for lv in levels]
+    first = (ranks - leaving[0]) / ranks if levels[0].scale_up else 1.0
+    return [first] + [leaving[k - 1] / ranks for k in range(1, len(levels))]
