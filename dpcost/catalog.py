@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from dpcost.errors import InputError
-from dpcost.nccl_tests import Measurements, parse_measurements
+from dpcost.nccl_tests import Measurements, parse_measurements, parse_runs
 from dpcost.specs import ModelSpec, TopologySpec
 
 __all__ = [
@@ -27,8 +27,10 @@ __all__ = [
     "list_topologies",
     "load_measurements",
     "load_model",
+    "load_runs",
     "load_topology",
     "model_from_hf_config",
+    "topology_yaml",
 ]
 
 MAX_FILE_BYTES = 1 << 20  # specs are a few kB; refuse anything that could only be a mistake or an attack
@@ -355,10 +357,57 @@ def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json") -> Mod
 
 
 def load_measurements(path: str, where: str = "--compare") -> Measurements:
-    """An nccl-tests output log, or a CSV like ../shared/reference/nccl-tests/*.csv."""
+    """An nccl-tests output log, or a CSV like tests/reference/nccl-tests/*.csv: one run."""
     p = _check_path(path, where)
     text = _read_text(p, str(p))
     try:
         return parse_measurements(text, name=p.name)
     except ValueError as exc:
         raise InputError(str(p), str(exc)) from None
+
+
+def load_runs(path: str, where: str) -> list[Measurements]:
+    """Every run in an nccl-tests log or CSV (a CSV may hold several rank counts or forced algorithms)."""
+    p = _check_path(path, where)
+    text = _read_text(p, str(p))
+    try:
+        return parse_runs(text, name=p.name)
+    except ValueError as exc:
+        raise InputError(str(p), str(exc)) from None
+
+
+# ------------------------------------------------------------------------------------------------ writing specs
+
+_UNIT_FIELDS = {
+    "bandwidth": lambda v: f"{v / 1e9:.6g}GB/s",
+    "hbm_bandwidth": lambda v: f"{v / 1e12:.6g}TB/s",
+    "hbm": lambda v: f"{v / 1e9:.6g}GB",
+    "bf16_dense": lambda v: f"{v / 1e12:.6g}TFLOPS",
+    "call_overhead": lambda v: f"{v * 1e6:.6g}us",
+    "hop_latency": lambda v: f"{v * 1e6:.6g}us",
+    "latency": lambda v: f"{v * 1e6:.6g}us",
+    "ll": lambda v: f"{v * 1e6:.6g}us",
+    "ll128": lambda v: f"{v * 1e6:.6g}us",
+    "simple": lambda v: f"{v * 1e6:.6g}us",
+}
+
+
+def _with_units(value: Any, key: str = "") -> Any:
+    if isinstance(value, dict):
+        keep = key not in ("fitted", "error")  # the calibration record keeps SI numbers
+        return {k: _with_units(v, k if keep else "") for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_with_units(v, key) for v in value]
+    if isinstance(value, float) and key in _UNIT_FIELDS:
+        return _UNIT_FIELDS[key](value)
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    return value
+
+
+def topology_yaml(spec: TopologySpec, header: str = "") -> str:
+    """A topology spec as YAML with unit strings, as the catalog's files are written; it loads back equal."""
+    doc = _with_units(spec.model_dump(exclude_defaults=True))
+    body = yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True)
+    comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    return comments + body

@@ -3,8 +3,10 @@
 Text output is what `all_reduce_perf -b 8 -e 16G -f 2 -g 8` prints (github.com/NVIDIA/nccl-tests): rank lines
 give the ranks and hosts, each data row gives size, count, type, redop, root, then time/algbw/busbw/#wrong for
 the out-of-place and the in-place run. The CSV form has the header
-`op,ranks,gpus_per_node,size_bytes,time_us[,algbw_GBps,busbw_GBps]`. A comment that records NCCL_ALGO=<algo>
-pins the algorithm the run was forced to use. Pure: text in, rows out (catalog.py reads the file).
+`op,ranks,gpus_per_node,size_bytes,time_us[,algorithm][,column][,algbw_GBps,busbw_GBps]`; one CSV may hold
+several runs (rank counts, forced algorithms). A comment that records NCCL_ALGO=<algo> (the log's environment
+echo, or a `#` line of the CSV) pins the algorithm the run was forced to use. Pure: text in, rows out (catalog.py
+reads the file).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass
 
-__all__ = ["NCCL_ALGO_NAMES", "Measurement", "Measurements", "parse_measurements"]
+__all__ = ["NCCL_ALGO_NAMES", "Measurement", "Measurements", "parse_measurements", "parse_runs"]
 
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
 NCCL_ALGO_NAMES = {
@@ -26,6 +28,7 @@ NCCL_ALGO_NAMES = {
     "collnet": "collnet",
     "collnetdirect": "collnet",
     "collnetchain": "collnet",
+    "pat": "pat",
 }
 
 
@@ -45,6 +48,8 @@ class Measurements:
     algorithm: str | None  # dpcost's name of the algorithm the run forced, if it says
     device: str | None
     rows: tuple[Measurement, ...]
+    protocol: str | None = None  # the protocol the run forced (NCCL_PROTO), if it says
+    nvls: bool = True  # False when the run turned NVLink SHARP off (NCCL_NVLS_ENABLE=0)
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -89,53 +94,101 @@ def _no_repeats(rows: list[Measurement]) -> None:
         seen.add(key)
 
 
+def _forced_protocol(text: str) -> str | None:
+    m = re.search(r"NCCL_PROTO=([A-Za-z0-9]+)", text)
+    if not m:
+        return None
+    if m.group(1).lower() not in ("ll", "ll128", "simple"):
+        raise ValueError(f"NCCL_PROTO={m.group(1)[:30]} is not one of LL, LL128, Simple")
+    return m.group(1).lower()
+
+
+def _nvls_enabled(text: str) -> bool:
+    return re.search(r"NCCL_NVLS_ENABLE=0\b", text) is None
+
+
 def _forced_algorithm(text: str) -> str | None:
     m = re.search(r"NCCL_ALGO=([A-Za-z]+)", text)
-    return NCCL_ALGO_NAMES.get(m.group(1).lower()) if m else None
+    if not m:
+        return None
+    if m.group(1).lower() not in NCCL_ALGO_NAMES:
+        raise ValueError(f"NCCL_ALGO={m.group(1)[:30]} is not one of {', '.join(NCCL_ALGO_NAMES)}")
+    return NCCL_ALGO_NAMES[m.group(1).lower()]
+
+
+def _is_csv(text: str) -> bool:
+    body = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return bool(body) and body[0].replace(" ", "").startswith("op,")
 
 
 def parse_measurements(text: str, name: str = "") -> Measurements:
-    """Either format; raises ValueError with a one-line reason when neither fits."""
-    body = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if body and body[0].replace(" ", "").startswith("op,"):
-        return _parse_csv(text, name)
-    return _parse_log(text, name)
+    """One run in either format; raises ValueError with a one-line reason when neither fits."""
+    runs = parse_runs(text, name)
+    if len(runs) > 1:
+        raise ValueError("one file must describe one set of ranks (dpcost calibrate takes several)")
+    return runs[0]
 
 
-def _parse_csv(text: str, name: str) -> Measurements:
+def parse_runs(text: str, name: str = "") -> list[Measurements]:
+    """Every run in the text: a log is one run; a CSV is one run per (ranks, GPUs per node, algorithm)."""
+    return _parse_csv(text, name) if _is_csv(text) else [_parse_log(text, name)]
+
+
+def _algorithm_cell(text: str | None, where: str) -> str | None:
+    value = (text or "").strip().lower()
+    if not value or value in ("default", "auto", "-"):
+        return None
+    if value not in NCCL_ALGO_NAMES:
+        raise ValueError(f"{where}: algorithm {value[:30]!r} is not one of {', '.join(NCCL_ALGO_NAMES)} (or empty)")
+    return NCCL_ALGO_NAMES[value]
+
+
+def _parse_csv(text: str, name: str) -> list[Measurements]:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     reader = csv.DictReader(io.StringIO("\n".join(lines)))
     fields = set(reader.fieldnames or ())
     missing = {"op", "ranks", "size_bytes", "time_us"} - fields
     if missing:
-        raise ValueError(f"CSV header lacks {', '.join(sorted(missing))}")
-    rows: list[Measurement] = []
-    ranks: set[int] = set()
-    per_node: set[int] = set()
+        raise ValueError(f"CSV header lacks {', '.join(sorted(missing))} (op,ranks,gpus_per_node,size_bytes,time_us)")
+    comments = "\n".join(ln for ln in text.splitlines() if ln.lstrip().startswith("#"))
+    forced_all = _forced_algorithm(comments)
+    groups: dict[tuple[int, int | None, str | None], list[Measurement]] = {}
     for i, row in enumerate(reader, start=2):
         where = f"CSV data row {i}"
+        if None in row or any(row.get(f) is None for f in ("op", "ranks", "size_bytes", "time_us")):
+            raise ValueError(
+                f"{where}: has {len([v for v in row.values() if v is not None])} cells for "
+                f"{len(reader.fieldnames or ())} columns"
+            )
         op = (row.get("op") or "").strip()
         if op not in OPS:
-            raise ValueError(f"{where}: op {op!r} is not one of {', '.join(OPS)}")
+            raise ValueError(f"{where}: op {op[:30]!r} is not one of {', '.join(OPS)}")
         size = _whole(row.get("size_bytes"), f"{where}: size_bytes")
         time_us = _positive(row.get("time_us"), f"{where}: time_us")
-        ranks.add(_whole(row.get("ranks"), f"{where}: ranks"))
-        if row.get("gpus_per_node"):
-            per_node.add(_whole(row["gpus_per_node"], f"{where}: gpus_per_node"))
-        rows.append(Measurement(op, size, time_us, (row.get("column") or "out-of-place").strip()))
-    if not rows:
+        ranks = _whole(row.get("ranks"), f"{where}: ranks")
+        per_node = _whole(row["gpus_per_node"], f"{where}: gpus_per_node") if row.get("gpus_per_node") else None
+        algorithm = _algorithm_cell(row.get("algorithm"), where) or forced_all
+        column = (row.get("column") or "out-of-place").strip()
+        groups.setdefault((ranks, per_node, algorithm), []).append(Measurement(op, size, time_us, column))
+    if not groups:
         raise ValueError("no measurement rows")
-    if len(ranks) > 1 or len(per_node) > 1:
-        raise ValueError("one file must describe one set of ranks")
-    _no_repeats(rows)
-    return Measurements(
-        name=name,
-        ranks=ranks.pop(),
-        gpus_per_node=per_node.pop() if per_node else None,
-        algorithm=_forced_algorithm(text),
-        device=None,
-        rows=tuple(rows),
-    )
+    runs = []
+    for (ranks, per_node, algorithm), rows in groups.items():
+        _no_repeats(rows)
+        label = name if len(groups) == 1 else f"{name} [{ranks} ranks{', ' + algorithm if algorithm else ''}]"
+        runs.append(
+            Measurements(
+                label,
+                ranks,
+                per_node,
+                algorithm,
+                None,
+                tuple(rows),
+                _forced_protocol(comments),
+                _nvls_enabled(comments),
+            )
+        )
+    return runs
 
 
 _RANK = re.compile(
@@ -186,4 +239,6 @@ def _parse_log(text: str, name: str) -> Measurements:
         algorithm=_forced_algorithm(text),
         device=device,
         rows=tuple(rows),
+        protocol=_forced_protocol(text),
+        nvls=_nvls_enabled(text),
     )

@@ -15,15 +15,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dpcost.engine.collectives import CollectiveChoice, CollectiveTime
+from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, hop_latency
 from dpcost.engine.estimate import Report
 from dpcost.engine.memory import DeepSpeedEstimate, StageMemory
+from dpcost.engine.nccl_tables import NCCL_VERSION
 from dpcost.engine.params import count_params
 from dpcost.specs import ModelSpec, TopologySpec
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
+
+    from dpcost.calibration import Fit
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -135,8 +138,8 @@ def _communication_table(r: Report) -> Table:
             "carries",
             "message",
             "sent per rank",
-            "algorithm (one call)",
-            "one call",
+            "algorithm (its calls)",
+            "whole message",
             "calls/step",
             "per step",
         ],
@@ -150,7 +153,7 @@ def _communication_table(r: Report) -> Table:
                 row.purpose + (f" x{row.occurrences}" if row.occurrences > 1 else ""),
                 _gb(row.message_bytes),
                 _gb(row.bytes_sent_per_rank),
-                f"{best.algorithm}/{best.protocol}",
+                _algorithms(row.algorithms),
                 fmt_seconds(best.seconds),
                 str(row.calls),
                 fmt_seconds(row.seconds),
@@ -161,12 +164,26 @@ def _communication_table(r: Report) -> Table:
         f"{c.gradient_bytes / r.setup.params_total:g} B = {_gb(c.gradient_bytes)}; each rank sends "
         f"{_gb(c.bytes_sent_per_rank)} per step; {fmt_seconds(c.seconds_per_step)} of collectives per step"
     )
+    t.notes.append("whole message: the time of one call carrying all of it, for scale; the step issues the calls counted")
     if c.collectives:
         first = c.collectives[0].single_call
-        others = ", ".join(f"{x.algorithm} {fmt_seconds(x.seconds)}" for x in first.candidates if x is not first.best)
+        others = ", ".join(
+            f"{x.algorithm}{' (what-if)' if x.what_if else ''} {fmt_seconds(x.seconds)}"
+            for x in first.candidates
+            if x is not first.best
+        )
         if others:
             t.notes.append(f"{c.collectives[0].op} of the whole message, other algorithms: {others}")
+        if first.note:
+            t.notes.append(first.note)
     return t
+
+
+def _algorithms(used: Sequence[tuple[str, int]]) -> str:
+    """The algorithm/protocol a row's calls ran with: one name, or each with its number of calls."""
+    if len(used) == 1:
+        return used[0][0]
+    return ", ".join(f"{name} x{n}" for name, n in used)
 
 
 def _tier_tables(r: Report) -> list[Table]:
@@ -383,7 +400,8 @@ def estimate_dict(r: Report) -> dict[str, Any]:
                     "bytes_sent_per_rank": int(c.bytes_sent_per_rank),
                     "occurrences": c.occurrences,
                     "calls": c.calls,
-                    "algorithm": c.single_call.best.algorithm,
+                    "algorithm": c.algorithms[0][0].split("/")[0] if c.algorithms else "none",
+                    "calls_by_algorithm": [{"algorithm": name, "calls": n} for name, n in c.algorithms],
                     "seconds": c.seconds,
                     "single_call": _choice_dict(c.single_call),
                 }
@@ -523,6 +541,66 @@ def collective_rows(
         t.rows.append(row)
         t.data.append(data)
     return t
+
+
+# ------------------------------------------------------------------------------------------------ calibration
+
+
+def _fitted_value(name: str, value: float) -> str:
+    if name == "call_overhead":
+        return fmt_seconds(value)
+    if name == "latency_scale":
+        return f"x{value:.3g}"
+    return f"{value:.3f}"
+
+
+def calibration_tables(fit: Fit) -> list[Table]:
+    """What `dpcost calibrate` fitted, and each run's error by size band before and after."""
+    from dpcost.calibration import PARAMETERS
+
+    params = Table("Fitted parameters", ["parameter", "base", "fitted", "what it is"], right={1, 2})
+    for p in PARAMETERS:
+        if p.name in fit.fitted:
+            base, value = fit.base[p.name], fit.fitted[p.name]
+            params.rows.append([p.name, _fitted_value(p.name, base), _fitted_value(p.name, value), p.what])
+            params.data.append({"parameter": p.name, "base": base, "fitted": value, "determined": True})
+        elif p.name in fit.undetermined:
+            params.rows.append([p.name, "-", "kept", fit.undetermined[p.name]])
+            params.data.append({"parameter": p.name, "base": None, "fitted": None, "determined": False})
+    params.notes.append(f"{fit.points} measured points; loss: soft-L1 of log(predicted / measured), delta 5%")
+    runs = Table(
+        "Error by run and size band: geomean |predicted - measured| / measured",
+        ["run", "ranks", "nodes", "algorithm", "band", "points", "before", "after"],
+        right={1, 2, 5, 6, 7},
+    )
+    for r in fit.runs:
+        before = {b.band: b for b in r.before}
+        for b in r.after:
+            runs.rows.append(
+                [
+                    r.name,
+                    str(r.ranks),
+                    str(r.nodes),
+                    r.algorithm or "default",
+                    b.band,
+                    str(b.points),
+                    _pct(before[b.band].geomean),
+                    _pct(b.geomean),
+                ]
+            )
+            runs.data.append(
+                {
+                    "run": r.name,
+                    "ranks": r.ranks,
+                    "nodes": r.nodes,
+                    "algorithm": r.algorithm,
+                    "band": b.band,
+                    "points": b.points,
+                    "error_before": before[b.band].geomean,
+                    "error_after": b.geomean,
+                }
+            )
+    return [params, runs]
 
 
 # ------------------------------------------------------------------------------------------------ sweep
@@ -770,6 +848,8 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
         ["HBM", f"{fmt_bytes(g.hbm)} at {fmt_bandwidth(g.hbm_bandwidth)}"],
         ["dense BF16", fmt_flops(g.bf16_dense)],
         ["call overhead", fmt_seconds(topo.call_overhead)],
+        ["hop latencies", f"NCCL {NCCL_VERSION}'s tables x {topo.latency_scale:g}"],
+        ["network loss", f"{topo.scaling_loss:.1%} of bandwidth per doubling of nodes beyond two"],
     ]
     t.rows += [["source", s] for s in topo.sources]
     tiers = Table(
@@ -781,12 +861,12 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
             "efficiency",
             "oversub.",
             "effective",
-            "step latency LL/LL128/Simple",
+            "ring step LL/LL128/Simple",
             "in-network reduction",
         ],
         right={1, 2, 3, 4, 5},
     )
-    for x in topo.tiers:
+    for i, x in enumerate(topo.tiers):
         inr = x.in_network_reduction
         tiers.rows.append(
             [
@@ -796,7 +876,7 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
                 f"{x.efficiency:.2f}",
                 f"1:{x.oversubscription:g}",
                 fmt_bandwidth(x.effective_bandwidth),
-                " / ".join(fmt_seconds(x.step_latency(p)) for p in ("ll", "ll128", "simple")),
+                " / ".join(fmt_seconds(hop_latency(topo, x, i == 0, "ring", p)) for p in ("ll", "ll128", "simple")),
                 f"{inr.kind} (x{inr.efficiency:.2f}, {fmt_seconds(inr.latency)})" if inr else "-",
             ]
         )

@@ -132,7 +132,10 @@ def _one_line_error(args: list[str], *needles: str) -> None:
         (["estimate", "--model", "/nonexistent/spec.yaml", "--dp", "8"], ["no such file"]),
         (["estimate", "--model", "llama-70b", "--dp", "0"], ["--dp", "positive"]),
         (["estimate", "--model", "llama-70b", "--dp", "-8"], ["--dp"]),
-        (["estimate", "--model", "llama-70b", "--dp", "12"], ["--dp", "multiple of 8"]),
+        (
+            ["estimate", "--model", "llama-70b", "--dp", "512", "--algorithm", "nvls"],
+            ["--algorithm", "nvls is not available for all_reduce", "available: ring, tree, nvls_tree"],
+        ),
         (["estimate", "--model", "llama-70b", "--dp", "abc"], ["--dp", "integer"]),
         (["estimate", "--model", "llama-70b", "--dp", "8", "--zero", "7"], ["--zero", "0, 1, 2, 3 or auto"]),
         (["estimate", "--model", "llama-70b", "--dp", "8", "--grad-dtype", "fp13"], ["--grad-dtype", "bf16"]),
@@ -216,7 +219,7 @@ def test_show() -> None:
     out = ok("show", "model", "deepseek-v3")
     assert "MTP module" in out and "routed experts" in out and "671.0B" in out
     out = ok("show", "topology", "dgx-h100")
-    assert "nvls" in out and "47.0 GB/s" in out
+    assert "nvls" in out and "49.0 GB/s" in out
     doc = json.loads(ok("show", "topology", "dgx-b200", "--format", "json"))
     assert doc["name"] == "dgx-b200"
 

@@ -8,7 +8,7 @@ import pytest
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.estimate import Options, estimate
-from dpcost.engine.step import StepPlan, Unit, drain, gather_reduce, step_time
+from dpcost.engine.step import Call, StepPlan, Unit, drain, gather_reduce, step_time
 
 UNIFORM = tuple(Unit(1e9, 1 / 10) for _ in range(10))  # 10 equal blocks, 10B parameters
 
@@ -29,14 +29,14 @@ def _plan(**kw: object) -> StepPlan:
 
 
 def bandwidth_only(rate: float):  # type: ignore[no-untyped-def]
-    return lambda op, size: size / rate
+    return lambda op, size: Call(size / rate, "ring/simple")
 
 
 def test_one_bucket_exposes_all_communication() -> None:
     """One bucket the size of the gradient is ready only at the end of the backward pass: nothing hides."""
-    call = lambda op, size: 1e-4 + size / 100e9  # noqa: E731
+    call = lambda op, size: Call(1e-4 + size / 100e9, "ring/simple")  # noqa: E731
     t = step_time(_plan(bucket_bytes=1e12), call)
-    assert t.exposed == pytest.approx(call("all_reduce", 20e9), rel=1e-12)
+    assert t.exposed == pytest.approx(call("all_reduce", 20e9).seconds, rel=1e-12)
     assert t.step == pytest.approx(t.serial, rel=1e-12)
 
 
@@ -60,14 +60,15 @@ def test_ideal_is_the_seeds_max() -> None:
 
 
 def test_bucketed_lies_between_ideal_and_serial() -> None:
-    call = lambda op, size: 30e-6 + size / 50e9  # noqa: E731
+    call = lambda op, size: Call(30e-6 + size / 50e9, "ring/simple")  # noqa: E731
     for bucket in (1e6, 25 * 2**20, 1e9, 1e12):
         t = step_time(_plan(bucket_bytes=bucket), call)
         assert t.ideal - 1e-12 <= t.step <= t.serial + 1e-12
 
 
 def test_more_buckets_pay_more_latency() -> None:
-    call = lambda op, size: 1e-3 + size / 1e12  # noqa: E731  (latency-heavy: comm never the bottleneck)
+    # latency-heavy: comm never the bottleneck
+    call = lambda op, size: Call(1e-3 + size / 1e12, "ring/simple")  # noqa: E731
     small = step_time(_plan(bucket_bytes=1e6), call)
     big = step_time(_plan(bucket_bytes=1e8), call)
     assert small.comm > big.comm
@@ -124,8 +125,8 @@ def test_gather_reduce_prefetches_one_ahead() -> None:
 
 def test_drain_closed_form_two_buckets() -> None:
     # 10 bytes over 1 s in 2 buckets of 5; each takes 0.4 s: ready at 0.5 and 1.0, done at 0.9 and 1.4
-    d = drain([1.0], [10.0], 5.0, lambda s: 0.4 * s / 5)
-    assert (d.duration, d.comm, d.calls) == (pytest.approx(1.4), pytest.approx(0.8), 2)
+    d = drain([1.0], [10.0], 5.0, lambda s: Call(0.4 * s / 5, "ring/simple"))
+    assert (d.duration, d.comm, len(d.calls)) == (pytest.approx(1.4), pytest.approx(0.8), 2)
 
 
 def test_skew_delays_every_collective() -> None:

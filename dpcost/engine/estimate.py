@@ -11,14 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from dpcost.engine.activations import RECOMPUTE, activation_memory, kv_cache_bytes
-from dpcost.engine.collectives import (
-    ALGORITHMS,
-    CollectiveChoice,
-    algorithms_for,
-    bus_factor,
-    check_ranks,
-    collective,
-)
+from dpcost.engine.availability import ALGORITHMS, forcible
+from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective, fastest
 from dpcost.engine.compute import DEFAULT_MFU, FlopsPerToken, attention_flops, flops_per_token
 from dpcost.engine.memory import (
     CONTEXT_BYTES,
@@ -33,7 +27,8 @@ from dpcost.engine.memory import (
     stage_memory,
 )
 from dpcost.engine.params import ParamCount, count_params
-from dpcost.engine.step import StepPlan, StepTime, Unit, step_time
+from dpcost.engine.placement import check_ranks, place
+from dpcost.engine.step import Call, StepPlan, StepTime, Unit, step_time
 from dpcost.errors import InputError
 from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
@@ -127,6 +122,7 @@ class CollectiveRow:
     occurrences: int
     calls: int  # per step
     seconds: float  # per step, as bucketed calls
+    algorithms: tuple[tuple[str, int], ...]  # (algorithm/protocol, calls per step) its calls ran with
     single_call: CollectiveChoice  # the whole message as one call: algorithm, per-tier traffic, alternatives
 
 
@@ -362,21 +358,25 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
     o, seq_len, counts = _resolve(model, topology, options)
     if o.mode == "inference":
         return _inference(model, topology, o, counts, seq_len)
+    _check_forced(o, topology)
     t = _training(o, seq_len, counts)
     a = model.architecture
     grad_dtype, grad_bytes, weight_bytes = t.grad_dtype, t.grad_bytes, t.weight_bytes
     accumulation, micro_batch, warnings = t.accumulation, t.micro_batch, list(t.warnings)
+    if note := place(topology, o.dp).partial_note:
+        warnings.append(note)
     global_batch = micro_batch * accumulation * o.dp
 
     def stages_with(recompute: str) -> tuple[StageMemory, ...]:
         return _stages(model, topology, t, recompute)
 
-    cache: dict[tuple[str, float], float] = {}
+    cache: dict[tuple[str, float], Call] = {}
 
-    def call(op: str, size: float) -> float:
+    def call(op: str, size: float) -> Call:
         key = (op, size)
         if key not in cache:
-            cache[key] = collective(topology, op, o.dp, size, _forced(o, op, topology)).best.seconds
+            best = fastest(topology, op, o.dp, size, o.algorithm)
+            cache[key] = Call(best.seconds, best.label)
         return cache[key]
 
     units = _units(counts, model, seq_len)
@@ -404,6 +404,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
 
     # ---- the plan: the fastest (stage, recomputation) that fits, unless the user fixed them
     allowed = [st for st in range(4) if o.offload == "none" or offload_applies(o.offload, st)]
+    allowed = [st for st in allowed if _runs_forced(o, topology, st)]
     stage_choices = [o.zero] if o.zero is not None else allowed
     recompute_choices = [o.recompute] if o.recompute is not None else (list(RECOMPUTE) if a else ["none"])
     by_recompute = {rc: stages_with(rc) for rc in recompute_choices}
@@ -427,7 +428,8 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Repo
             occurrences=t.occurrences,
             calls=t.calls,
             seconds=t.seconds,
-            single_call=collective(topology, t.op, o.dp, t.message_bytes, _forced(o, t.op, topology)),
+            algorithms=t.algorithms,
+            single_call=collective(topology, t.op, o.dp, t.message_bytes, o.algorithm),
         )
         for t in steps.traffic
     )
@@ -514,11 +516,30 @@ def _setup(
     )
 
 
-def _forced(o: Options, op: str, topology: TopologySpec) -> str | None:
-    """--algorithm applies where it exists for the op (tree and NVLS are all-reduce only, as in NCCL)."""
-    if o.algorithm is None:
-        return None
-    return o.algorithm if o.algorithm in algorithms_for(topology, op, o.dp) else None
+STAGE_OPS = {0: ("all_reduce",), 1: ("reduce_scatter", "all_gather"), 2: ("reduce_scatter", "all_gather")}
+STAGE_OPS[3] = STAGE_OPS[1]
+
+
+def _runs_forced(o: Options, topology: TopologySpec, stage: int) -> bool:
+    """A forced --algorithm exists for every collective this stage issues (Tree is all-reduce only, as in NCCL)."""
+    p = place(topology, o.dp)
+    return o.algorithm is None or all(o.algorithm in forcible(op, p) for op in STAGE_OPS[stage])
+
+
+def _check_forced(o: Options, topology: TopologySpec) -> None:
+    """Refuse an --algorithm that no plan could run, or that the fixed --zero stage's collectives lack."""
+    if o.algorithm is None or o.dp == 1:
+        return
+    p = place(topology, o.dp)
+    stages = [o.zero] if o.zero is not None else [0, 1, 2, 3]
+    if any(_runs_forced(o, topology, st) for st in stages):
+        return
+    op = next(op for st in stages for op in STAGE_OPS[st] if o.algorithm not in forcible(op, p))
+    raise InputError(
+        "algorithm",
+        f"{o.algorithm} is not available for {op} on {o.dp} GPUs of {topology.name} "
+        f"({p.nodes} NVLink domains); available: {', '.join(forcible(op, p))}",
+    )
 
 
 def _batching(o: Options) -> tuple[int, int, list[str]]:

@@ -22,12 +22,33 @@ costs a full unsharded gradient of memory).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Drain", "Phase", "StepPlan", "StepTime", "Traffic", "Unit", "drain", "gather_reduce", "step_time"]
+__all__ = [
+    "Call",
+    "Drain",
+    "Phase",
+    "StepPlan",
+    "StepTime",
+    "Traffic",
+    "Unit",
+    "drain",
+    "gather_reduce",
+    "step_time",
+]
 
-CallTime = Callable[[str, float], float]  # (op, message bytes) -> seconds of one call on the DP group
+
+@dataclass(frozen=True)
+class Call:
+    """One NCCL call on the DP group: its time, and the algorithm/protocol it ran with."""
+
+    seconds: float
+    algorithm: str
+
+
+CallTime = Callable[[str, float], Call]  # (op, message bytes) -> one call
 
 
 @dataclass(frozen=True)
@@ -62,6 +83,7 @@ class Traffic:
     occurrences: int  # per step
     calls: int  # NCCL calls per step (buckets or blocks)
     seconds: float  # per step, the sum of its calls
+    algorithms: tuple[tuple[str, int], ...] = ()  # (algorithm/protocol, calls per step), most calls first
 
 
 @dataclass(frozen=True)
@@ -110,12 +132,10 @@ class Drain:
 
     duration: float
     comm: float  # the buckets' calls, summed
-    calls: int
+    calls: tuple[Call, ...]
 
 
-def drain(
-    compute: Sequence[float], unit_bytes: Sequence[float], bucket: float, call: Callable[[float], float]
-) -> Drain:
+def drain(compute: Sequence[float], unit_bytes: Sequence[float], bucket: float, call: Callable[[float], Call]) -> Drain:
     """A backward pass whose gradients leave in buckets on one stream.
 
     Unit j produces unit_bytes[j] linearly over compute[j] seconds; bucket k is ready when the stream reaches
@@ -124,21 +144,26 @@ def drain(
     total = float(sum(unit_bytes))
     elapsed = sum(compute)
     if total <= 0:
-        return Drain(elapsed, 0.0, 0)
+        return Drain(elapsed, 0.0, ())
     n_buckets = math.ceil(total / bucket)
     t = done = produced = comm = 0.0
-    k = 0
+    calls: list[Call] = []
     for c, b in zip(compute, unit_bytes, strict=True):
-        while k < n_buckets and min((k + 1) * bucket, total) <= produced + b * (1 + 1e-12):
+        while len(calls) < n_buckets and min((len(calls) + 1) * bucket, total) <= produced + b * (1 + 1e-12):
+            k = len(calls)
             edge = min((k + 1) * bucket, total)
             ready = t + (c * (edge - produced) / b if b > 0 else c)
-            seconds = call(edge - k * bucket)
-            done = max(done, ready) + seconds
-            comm += seconds
-            k += 1
+            calls.append(call(edge - k * bucket))
+            done = max(done, ready) + calls[-1].seconds
+            comm += calls[-1].seconds
         produced += b
         t += c
-    return Drain(max(elapsed, done), comm, k)
+    return Drain(max(elapsed, done), comm, tuple(calls))
+
+
+def _algorithms(calls: Iterable[Call], times: int = 1) -> tuple[tuple[str, int], ...]:
+    """Which algorithm/protocol the calls ran with, and how many calls each, most first."""
+    return tuple((alg, n * times) for alg, n in Counter(c.algorithm for c in calls).most_common())
 
 
 def gather_reduce(compute: Sequence[float], gathers: Sequence[float], reduces: Sequence[float]) -> float:
@@ -181,7 +206,10 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
     def bucketed(op: str, purpose: str, occurrences: int) -> Phase:
         sizes = [u.params * plan.grad_bytes for u in units][::-1]
         d = drain(bwd_units, sizes, plan.bucket_bytes, lambda s: call(op, s))
-        traffic.append(Traffic(op, purpose, grad_total, occurrences, d.calls * occurrences, d.comm * occurrences))
+        n = len(d.calls) * occurrences
+        traffic.append(
+            Traffic(op, purpose, grad_total, occurrences, n, d.comm * occurrences, _algorithms(d.calls, occurrences))
+        )
         return Phase(f"backward + {op}", bwd, d.comm, d.duration, occurrences)
 
     if stage in (0, 1):
@@ -202,8 +230,10 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
         else:
             phases.append(bucketed("reduce_scatter", "gradients", a))
     else:
-        gathers = [call("all_gather", u.params * plan.weight_bytes) for u in units]
-        reduces = [call("reduce_scatter", u.params * plan.grad_bytes) for u in units]
+        gather_calls = [call("all_gather", u.params * plan.weight_bytes) for u in units]
+        reduce_calls = [call("reduce_scatter", u.params * plan.grad_bytes) for u in units]
+        gathers = [c.seconds for c in gather_calls]
+        reduces = [c.seconds for c in reduce_calls]
         ag = sum(gathers)
         rs = sum(reduces)
         fwd_duration = gather_reduce(fwd_units, gathers, [0.0] * len(units))
@@ -216,9 +246,12 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
             phases.append(Phase("backward + all_gather", bwd, ag, without, a - rs_times))
         phases.append(Phase("backward + all_gather + reduce_scatter", bwd, ag + rs, with_rs, rs_times))
         n = len(units)
-        traffic.append(Traffic("all_gather", "parameters (forward)", weight_total, a, n * a, ag * a))
-        traffic.append(Traffic("all_gather", "parameters (backward)", weight_total, a, n * a, ag * a))
-        traffic.append(Traffic("reduce_scatter", "gradients", grad_total, rs_times, n * rs_times, rs * rs_times))
+        ag_algs, rs_algs = _algorithms(gather_calls, a), _algorithms(reduce_calls, rs_times)
+        traffic.append(Traffic("all_gather", "parameters (forward)", weight_total, a, n * a, ag * a, ag_algs))
+        traffic.append(Traffic("all_gather", "parameters (backward)", weight_total, a, n * a, ag * a, ag_algs))
+        traffic.append(
+            Traffic("reduce_scatter", "gradients", grad_total, rs_times, n * rs_times, rs * rs_times, rs_algs)
+        )
     compute = a * (fwd + bwd)
     comm = sum(t.seconds for t in traffic)
     return StepTime(compute=compute, comm=comm, phases=tuple(phases), traffic=tuple(traffic))
@@ -229,10 +262,11 @@ def _gathered_forward(plan: StepPlan, fwd_units: list[float], call: CallTime, tr
     paper's own implementation) gathers them at the end of the optimizer step, before the next forward can
     start: nothing hides them. Megatron's distributed optimizer (--overlap-param-gather) gathers them block by
     block during the next forward instead. The ideal overlaps them with that forward either way."""
-    gathers = [call("all_gather", u.params * plan.weight_bytes) for u in plan.units]
+    calls = [call("all_gather", u.params * plan.weight_bytes) for u in plan.units]
+    gathers = [c.seconds for c in calls]
     weight_total = sum(u.params for u in plan.units) * plan.weight_bytes
     ag = sum(gathers)
-    traffic.append(Traffic("all_gather", "updated parameters", weight_total, 1, len(gathers), ag))
+    traffic.append(Traffic("all_gather", "updated parameters", weight_total, 1, len(gathers), ag, _algorithms(calls)))
     if plan.overlap_param_gather:
         duration = gather_reduce(fwd_units, gathers, [0.0] * len(gathers))
         return Phase("forward + all_gather (overlapped)", plan.forward, ag, duration, 1)
