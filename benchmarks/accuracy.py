@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """How close dpcost's collective times come to real nccl-tests runs.
 
-    python benchmarks/accuracy.py [FILE_OR_DIR ...] [--topology NAME] [--points]
+    python benchmarks/accuracy.py [FILE_OR_DIR ...] [--topology NAME] [--points] [--markdown]
 
-With no arguments it reads ../shared/reference/nccl-tests/ (or the repo's copy in tests/reference/). For each
-file it prints the geometric-mean relative error of the predicted time for 1 MiB - 64 MiB and for >= 64 MiB,
-with the median and the worst point; --points lists every prediction. The topology comes from the GPU name in
-the log or the file name (b200, h100, ...), or --topology.
+With no arguments it reads tests/reference/nccl-tests/. For each run it prints the geometric-mean relative error
+of the predicted time for 1 MiB - 64 MiB and for >= 64 MiB, with the median and the worst point; --points lists
+every prediction; --markdown prints the README's table (tests/test_readme.py keeps the README equal to it). The
+topology is the file's `# dpcost-topology:` line, else guessed from the GPU name, or --topology.
 """
 
 from __future__ import annotations
@@ -16,36 +16,55 @@ import sys
 from pathlib import Path
 
 from dpcost.accuracy import band_errors, guess_topology, predict
-from dpcost.catalog import load_measurements, load_topology
+from dpcost.catalog import load_runs, load_topology
+from dpcost.nccl_tests import Measurements
 
 HERE = Path(__file__).resolve().parent.parent
-DEFAULTS = (HERE.parent / "shared" / "reference" / "nccl-tests", HERE / "tests" / "reference" / "nccl-tests")
+DEFAULT = HERE / "tests" / "reference" / "nccl-tests"
+
+
+def runs_in(paths: list[Path]) -> list[Measurements]:
+    files = sorted(f for p in paths for f in (p.iterdir() if p.is_dir() else [p]) if f.suffix in (".log", ".csv"))
+    return [run for f in files for run in load_runs(str(f), where=str(f))]
+
+
+def markdown(runs: list[Measurements], topology: str | None = None) -> str:
+    """One row per run: its topology, ranks, what it forced, and the error in each band."""
+    lines = [
+        "| run | topology | ranks | forced | 1-64 MiB | >= 64 MiB | worst |",
+        "|---|---|---:|---|---:|---:|---:|",
+    ]
+    for m in runs:
+        name = topology or guess_topology(m) or "dgx-h100"
+        bands = {b.band: b for b in band_errors(predict(m, load_topology(name)))}
+        forced = ", ".join(x for x in (m.algorithm, m.protocol, "" if m.nvls else "no NVLS") if x) or "-"
+        cells = [f"{bands[b].geomean:.1%}" if b in bands else "-" for b in ("1-64 MiB", ">=64 MiB")]
+        worst = max((b.worst for b in bands.values()), default=0.0)
+        lines.append(f"| {m.name} | {name} | {m.ranks} | {forced} | {cells[0]} | {cells[1]} | {worst:.0%} |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("paths", nargs="*", type=Path)
-    ap.add_argument("--topology", help="catalog topology for every file (default: guessed per file)")
+    ap.add_argument("--topology", help="catalog topology for every file (default: per file)")
     ap.add_argument("--points", action="store_true", help="print every point")
+    ap.add_argument("--markdown", action="store_true", help="the README's table")
     args = ap.parse_args(argv)
-    paths = args.paths or [next(d for d in DEFAULTS if d.is_dir())]
-    files = sorted(
-        f for p in paths for f in (p.iterdir() if p.is_dir() else [p]) if f.suffix in (".log", ".csv", ".txt")
-    )
-    header = ("file", "topology", "ranks", "band", "n", "geomean", "median", "worst")
-    print("{:44s} {:12s} {:>5s}  {:9s} {:>3s} {:>8s} {:>8s} {:>8s}".format(*header))
-    for f in files:
-        m = load_measurements(str(f))
-        name = args.topology or guess_topology(m)
-        if name is None:
-            print(f"{f.name:44s} (no topology: pass --topology)")
-            continue
+    runs = runs_in(args.paths or [DEFAULT])
+    if args.markdown:
+        sys.stdout.write(markdown(runs, args.topology))
+        return 0
+    header = ("run", "topology", "ranks", "band", "n", "geomean", "median", "worst")
+    print("{:52s} {:12s} {:>5s}  {:9s} {:>3s} {:>8s} {:>8s} {:>8s}".format(*header))
+    for m in runs:
+        name = args.topology or guess_topology(m) or "dgx-h100"
         points = predict(m, load_topology(name))
         forced = f" [{m.algorithm} forced]" if m.algorithm else ""
         for i, b in enumerate(band_errors(points)):
-            label = f"{f.name}{forced}" if i == 0 else ""
+            label = f"{m.name}{forced}" if i == 0 else ""
             print(
-                f"{label:44s} {name if i == 0 else '':12s} {m.ranks if i == 0 else '':>5}  {b.band:9s} {b.points:3d} "
+                f"{label:52s} {name if i == 0 else '':12s} {m.ranks if i == 0 else '':>5}  {b.band:9s} {b.points:3d} "
                 f"{b.geomean:8.1%} {b.median:8.1%} {b.worst:8.1%}"
             )
         if args.points:

@@ -96,7 +96,9 @@ _GUESSES = (
 
 
 def guess_topology(m: Measurements) -> str | None:
-    """The catalog topology for a run, from its GPU name or its file name."""
+    """The catalog topology for a run: the file's `# dpcost-topology:` line, else its GPU name or file name."""
+    if m.topology:
+        return m.topology
     text = f"{m.device or ''} {m.name}".lower()
     for needle, name in _GUESSES:
         if re.search(needle, text):

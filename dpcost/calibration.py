@@ -5,9 +5,10 @@ NCCL: how much of its NVLink, NVLS and network line rate it reaches, its per-cal
 compare with NCCL's tables, and how much network bandwidth it loses as nodes are added. Given measured runs, this
 module finds the values that make the model's predictions closest to them, in the same sense the accuracy report
 scores them: the log of predicted over measured time, with a soft-L1 loss (Huber-like, delta 5%) so that a few
-noisy rows cannot drag the fit. Each parameter is searched in turn (golden section over its range) until a sweep
-no longer improves the loss. A parameter that no measured point depends on is left at the base topology's value
-and named as undetermined: the network's loss with scale needs two node counts, one of them beyond two nodes.
+noisy rows cannot drag the fit, minimised by Levenberg-Marquardt with the soft-L1 weights (iteratively
+reweighted least squares) over each parameter's position in its range. A parameter that no measured point
+depends on is left at the base topology's value and named as undetermined: the network's loss with scale needs
+two node counts, one of them beyond two nodes.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from dpcost.specs import Calibration, TopologySpec
 __all__ = ["PARAMETERS", "Fit", "Parameter", "RunFit", "calibrate", "with_values"]
 
 DELTA = 0.05  # soft-L1 scale: log errors below ~5% count quadratically, larger ones linearly
-SWEEPS = 12
-GOLDEN = (math.sqrt(5) - 1) / 2
+ITERATIONS = 40
+MAX_INFLATION = 30.0  # a parameter whose column the others explain to R^2 > 0.967 is confounded with them
+STEP = 1e-3  # of a parameter's range, for the numerical derivatives
 
 
 @dataclass(frozen=True)
@@ -109,49 +111,110 @@ def _value(p: Parameter, u: float) -> float:
     return math.exp(math.log(p.lo) + u * (math.log(p.hi) - math.log(p.lo))) if p.log else p.lo + u * (p.hi - p.lo)
 
 
-def _loss(base: TopologySpec, runs: Sequence[Measurements]) -> Callable[[dict[str, float]], float]:
-    def loss(values: dict[str, float]) -> float:
-        topology = with_values(base, values)
-        total = 0.0
-        for m in runs:
-            for pt in predict(m, topology):
-                r = math.log(pt.predicted_us / pt.measured_us)
-                total += DELTA**2 * (math.sqrt(1 + (r / DELTA) ** 2) - 1)
-        return total
-
-    return loss
+def _residuals(base: TopologySpec, runs: Sequence[Measurements], values: dict[str, float]) -> list[float]:
+    """log(predicted / measured) for every measured point."""
+    topology = with_values(base, values)
+    return [math.log(pt.predicted_us / pt.measured_us) for m in runs for pt in predict(m, topology)]
 
 
-def _along(
-    loss: Callable[[dict[str, float]], float], values: dict[str, float], p: Parameter
-) -> Callable[[float], float]:
-    """The loss as a function of one parameter's position in its range, the others held."""
-    return lambda u: loss(dict(values, **{p.name: _value(p, u)}))
+def _soft_l1(residuals: Sequence[float]) -> float:
+    return sum(DELTA**2 * (math.sqrt(1 + (r / DELTA) ** 2) - 1) for r in residuals)
 
 
-def _golden(f: Callable[[float], float], lo: float, hi: float, iterations: int = 18) -> float:
-    a, b = lo, hi
-    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(iterations):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - GOLDEN * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + GOLDEN * (b - a)
-            fd = f(d)
-    return (a + b) / 2
+def _solve(a: list[list[float]], b: list[float]) -> list[float]:
+    """Gaussian elimination with partial pivoting for the small normal equations."""
+    n = len(b)
+    m = [[*row, b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(m[r][col]))
+        m[col], m[pivot] = m[pivot], m[col]
+        if abs(m[col][col]) < 1e-300:
+            continue
+        for r in range(col + 1, n):
+            f = m[r][col] / m[col][col]
+            for c in range(col, n + 1):
+                m[r][c] -= f * m[col][c]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        if abs(m[r][r]) >= 1e-300:
+            x[r] = (m[r][n] - sum(m[r][c] * x[c] for c in range(r + 1, n))) / m[r][r]
+    return x
+
+
+def _jacobian(
+    base: TopologySpec,
+    runs: Sequence[Measurements],
+    values_at: Callable[[Sequence[float]], dict[str, float]],
+    u: Sequence[float],
+    r: Sequence[float],
+) -> list[list[float]]:
+    """d(log error of each point) / d(each parameter's position), by forward differences."""
+    columns = []
+    for j in range(len(u)):
+        h = STEP if u[j] + STEP <= 1 else -STEP
+        moved = list(u)
+        moved[j] += h
+        columns.append([(b - a) / h for a, b in zip(r, _residuals(base, runs, values_at(moved)), strict=True)])
+    return columns
+
+
+def _normal(weights: Sequence[float], columns: Sequence[Sequence[float]]) -> list[list[float]]:
+    """J^T W J."""
+    return [[sum(w * a * b for w, a, b in zip(weights, ci, cj, strict=True)) for cj in columns] for ci in columns]
+
+
+def _inflation(jtj: Sequence[Sequence[float]]) -> list[float]:
+    """Each parameter's variance inflation: 1 / (1 - R^2) of its column against the others' (uncentred)."""
+    n = len(jtj)
+    norm = [math.sqrt(jtj[i][i]) or 1.0 for i in range(n)]
+    corr = [[jtj[i][j] / (norm[i] * norm[j]) for j in range(n)] for i in range(n)]
+    return [_solve(corr, [1.0 if k == j else 0.0 for k in range(n)])[j] for j in range(n)]
+
+
+def _fit(
+    base: TopologySpec, runs: Sequence[Measurements], start: dict[str, float], free: list[Parameter]
+) -> tuple[dict[str, float], list[float]]:
+    """Levenberg-Marquardt on the parameters' positions in their ranges, reweighted each step for the soft-L1
+    loss (iteratively reweighted least squares); a step is kept only when it lowers the loss."""
+    u = [_unit(p, start[p.name]) for p in free]
+
+    def values_at(pos: Sequence[float]) -> dict[str, float]:
+        return dict(start, **{p.name: _value(p, x) for p, x in zip(free, pos, strict=True)})
+
+    r = _residuals(base, runs, values_at(u))
+    loss, damping = _soft_l1(r), 1e-3
+    for _ in range(ITERATIONS):
+        weights = [1 / math.sqrt(1 + (x / DELTA) ** 2) for x in r]
+        columns = _jacobian(base, runs, values_at, u, r)
+        jtj = _normal(weights, columns)
+        jtr = [sum(w * a * x for w, a, x in zip(weights, ci, r, strict=True)) for ci in columns]
+        improved = False
+        while damping < 1e6:
+            lhs = [
+                [v + (damping * jtj[i][i] + 1e-12 if i == j else 0.0) for j, v in enumerate(row)]
+                for i, row in enumerate(jtj)
+            ]
+            step = _solve(lhs, [-x for x in jtr])
+            trial = [min(1.0, max(0.0, x + d)) for x, d in zip(u, step, strict=True)]
+            r_trial = _residuals(base, runs, values_at(trial))
+            if (f := _soft_l1(r_trial)) < loss:
+                converged = loss - f <= 1e-10 * max(loss, 1e-12)
+                u, r, loss, damping, improved = trial, r_trial, f, max(damping / 10, 1e-9), True
+                break
+            damping *= 10
+        if not improved or converged:
+            break
+    weights = [1 / math.sqrt(1 + (x / DELTA) ** 2) for x in r]
+    return values_at(u), _inflation(_normal(weights, _jacobian(base, runs, values_at, u, r)))
 
 
 def _sensitive(base: TopologySpec, runs: Sequence[Measurements], values: dict[str, float], p: Parameter) -> int:
     """How many measured points move by more than 1% when the parameter moves by a tenth of its range."""
-    here = [pt.predicted_us for m in runs for pt in predict(m, with_values(base, values))]
+    here = _residuals(base, runs, values)
     u = _unit(p, values[p.name])
     moved = dict(values, **{p.name: _value(p, u + 0.1 if u < 0.9 else u - 0.1)})
-    there = [pt.predicted_us for m in runs for pt in predict(m, with_values(base, moved))]
-    return sum(1 for a, b in zip(here, there, strict=True) if abs(b / a - 1) > 0.01)
+    there = _residuals(base, runs, moved)
+    return sum(1 for a, b in zip(here, there, strict=True) if abs(b - a) > math.log(1.01))
 
 
 def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
@@ -168,18 +231,21 @@ def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
     for p in PARAMETERS:
         if p.name in start and p not in free and p.name not in undetermined:
             undetermined[p.name] = "no measured point depends on it"
-    loss = _loss(base, runs)
     values = dict(start)
-    best = loss(values)
-    for _ in range(SWEEPS):
-        before = best
-        for p in free:
-            u = _golden(_along(loss, values, p), 0.0, 1.0)
-            trial = dict(values, **{p.name: _value(p, u)})
-            if (f := loss(trial)) < best:
-                values, best = trial, f
-        if before - best <= 1e-9 * max(1.0, before):
+    while free:
+        values, inflation = _fit(base, runs, start, free)
+        confounded = [p for p, vif in zip(free, inflation, strict=True) if not vif < MAX_INFLATION]
+        if not confounded:
             break
+        drop = confounded[-1]  # PARAMETERS is in order of preference: keep the earlier ones
+        undetermined[drop.name] = (
+            "these runs cannot tell it apart from " + ", ".join(p.name for p in confounded[:-1])
+            if len(confounded) > 1
+            else "these runs cannot tell it apart from the other parameters"
+        )
+        free = [p for p in free if p is not drop]
+        if not free:
+            values = dict(start)
     topology = with_values(base, values)
     fits = tuple(
         RunFit(

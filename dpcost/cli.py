@@ -174,7 +174,8 @@ BucketOpt = Annotated[str, typer.Option("--bucket-size", help="Gradient bucket s
 AlgorithmOpt = Annotated[
     str | None,
     typer.Option(
-        "--algorithm", help="Force a collective algorithm: ring, tree, hierarchical, nvls, nvls_tree, collnet."
+        "--algorithm",
+        help="Force a collective algorithm: ring, tree, nvls, nvls_tree, collnet, pat, or the hierarchical what-if.",
     ),
 ]
 SkewOpt = Annotated[float, typer.Option("--skew", help="The slowest rank's extra compute, e.g. 0.05 for 5%.")]

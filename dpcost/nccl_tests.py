@@ -50,6 +50,7 @@ class Measurements:
     rows: tuple[Measurement, ...]
     protocol: str | None = None  # the protocol the run forced (NCCL_PROTO), if it says
     nvls: bool = True  # False when the run turned NVLink SHARP off (NCCL_NVLS_ENABLE=0)
+    topology: str | None = None  # a `# dpcost-topology: NAME` comment: the catalog topology the file was run on
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -101,6 +102,11 @@ def _forced_protocol(text: str) -> str | None:
     if m.group(1).lower() not in ("ll", "ll128", "simple"):
         raise ValueError(f"NCCL_PROTO={m.group(1)[:30]} is not one of LL, LL128, Simple")
     return m.group(1).lower()
+
+
+def _topology_hint(text: str) -> str | None:
+    m = re.search(r"#\s*dpcost-topology:\s*([a-z0-9][a-z0-9._-]*)", text)
+    return m.group(1) if m else None
 
 
 def _nvls_enabled(text: str) -> bool:
@@ -241,4 +247,5 @@ def _parse_log(text: str, name: str) -> Measurements:
         rows=tuple(rows),
         protocol=_forced_protocol(text),
         nvls=_nvls_enabled(text),
+        topology=_topology_hint(text),
     )

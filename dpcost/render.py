@@ -164,7 +164,9 @@ def _communication_table(r: Report) -> Table:
         f"{c.gradient_bytes / r.setup.params_total:g} B = {_gb(c.gradient_bytes)}; each rank sends "
         f"{_gb(c.bytes_sent_per_rank)} per step; {fmt_seconds(c.seconds_per_step)} of collectives per step"
     )
-    t.notes.append("whole message: the time of one call carrying all of it, for scale; the step issues the calls counted")
+    t.notes.append(
+        "whole message: the time of one call carrying all of it, for scale; the step issues the calls counted"
+    )
     if c.collectives:
         first = c.collectives[0].single_call
         others = ", ".join(

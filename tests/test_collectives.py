@@ -75,12 +75,13 @@ def test_reduce_scatter_all_gather_closed_form(h100: TopologySpec) -> None:
 
 
 def test_nvls_closed_form(h100: TopologySpec) -> None:
-    """NVLink SHARP: each GPU sends and receives (1 + 1/N) x S through the switch; 25 us (hwLat NVLS)."""
+    """NVLink SHARP: each GPU sends and receives (1 + 1/N) x S through the switch, after the tier's NVLS latency
+    (120 us measured on H100, where NCCL's tuner says 25)."""
     n, s = 8, float(GIB)
     nv = h100.tiers[0]
     assert nv.in_network_reduction is not None
     got = collective_time(h100, "all_reduce", n, s, "nvls")
-    expected = h100.call_overhead + 25 * US + (1 + 1 / n) * s / (450e9 * 0.69)
+    expected = h100.call_overhead + 120 * US + (1 + 1 / n) * s / (450e9 * 0.69)
     assert got.seconds == pytest.approx(expected, rel=1e-12)
     # about the 480 GB/s busbw nccl-tests' maintainers measure with NVLS on 8 x H100
     assert got.busbw == pytest.approx(480e9, rel=0.03)
@@ -147,7 +148,8 @@ def test_protocol_latencies_follow_nccls_tables(h100: TopologySpec) -> None:
     assert corrections.hw_latency("net", "ring", "ll128") == 4.0 * corrections.NET_LL128_FACTOR
     assert corrections.hw_latency("net", "ring", "simple") == nccl.hw_latency("net", "ring", "simple") == 14.0
     nvlstree = collective_time(_flat(h100), "all_reduce", 64, 8, "nvls_tree")
-    assert nvlstree.latency_seconds == pytest.approx(h100.call_overhead + (25 + 2 * 3 * 100.0) * US, rel=1e-12)
+    level = corrections.NVLS_TREE_NET_US
+    assert nvlstree.latency_seconds == pytest.approx(h100.call_overhead + (120 + 2 * 3 * level) * US, rel=1e-12)
 
 
 def test_latency_scale_multiplies_nccls_hop_latencies(h100: TopologySpec) -> None:

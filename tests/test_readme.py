@@ -36,3 +36,18 @@ def test_the_sweep_table_is_current() -> None:
     assert result.exit_code == 0
     fresh = [ln for ln in result.stdout.splitlines() if ln.startswith("| ") and "| 3 (" in ln]
     assert fresh == table
+
+
+def test_the_accuracy_table_is_current() -> None:
+    """The README's accuracy table is what `python benchmarks/accuracy.py --markdown` prints today."""
+    import importlib.util
+
+    path = README.parent / "benchmarks" / "accuracy.py"
+    spec = importlib.util.spec_from_file_location("accuracy_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    fresh = bench.markdown(bench.runs_in([bench.DEFAULT])).splitlines()
+    text = _lines()
+    start = text.index(fresh[0])
+    assert text[start : start + len(fresh)] == fresh

@@ -60,9 +60,10 @@ def nccl_candidates(op: str, p: Placement) -> tuple[str, ...]:
 
 
 def forcible(op: str, p: Placement) -> tuple[str, ...]:
-    """What `--algorithm` may force: NCCL's candidates, plus the hierarchical what-if where it is defined."""
+    """What `--algorithm` may force: NCCL's candidates, plus the hierarchical what-if where it is defined (every
+    spanned domain full; inside one domain it is the ring)."""
     out = nccl_candidates(op, p)
-    if op in REDUCTIONS and len(p.levels) > 1 and p.even:
+    if op in REDUCTIONS and p.even:
         out += ("hierarchical",)
     return out
 

@@ -524,7 +524,13 @@ def collective(
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
     nccl_times = sorted((_price(topology, p, op, size, a) for a in nccl_candidates(op, p)), key=lambda c: c.seconds)
-    what_ifs = [_price(topology, p, op, size, a) for a in forcible(op, p) if a not in nccl_candidates(op, p)]
+    extra = [a for a in forcible(op, p) if a not in nccl_candidates(op, p)] if len(p.levels) > 1 else []
+    what_ifs = [_price(topology, p, op, size, a) for a in extra]
     candidates = (*nccl_times, *what_ifs)
-    best = nccl_times[0] if algorithm is None else next(c for c in candidates if c.algorithm == algorithm)
+    if algorithm is None:
+        best = nccl_times[0]
+    else:
+        best = next((c for c in candidates if c.algorithm == algorithm), None) or _price(
+            topology, p, op, size, algorithm
+        )
     return CollectiveChoice(best, candidates, p.partial_note)

@@ -21,7 +21,7 @@ NET_LL128_FACTOR = 4.0
 # NVLSTree: NCCL rates each level of the inter-node tree at 20.9 us (tuning.cc hwLat NET NVLS_TREE); public
 # default all-reduce runs on 2, 4 and 8 nodes reach full bandwidth only past 256 MiB, an extra 150-300 us that
 # grows with the tree's depth: about 100 us per level up and down.
-NVLS_TREE_NET_US = 100.0
+NVLS_TREE_NET_US = 80.0
 
 
 def hw_latency(link: str, algorithm: str, protocol: str) -> float:

@@ -1,0 +1,144 @@
+"""`dpcost calibrate`: a synthetic run made from known parameters is fitted back to them; bad input exits 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REFERENCE
+from typer.testing import CliRunner
+
+from dpcost.calibration import calibrate, with_values
+from dpcost.catalog import load_runs, load_topology
+from dpcost.cli import app
+from dpcost.engine.collectives import fastest
+from dpcost.nccl_tests import parse_runs
+from dpcost.specs import TopologySpec
+
+TRUTH = {
+    "network_efficiency": 0.90,
+    "nvlink_efficiency": 0.75,
+    "nvls_efficiency": 0.62,
+    "call_overhead": 9e-6,
+    "latency_scale": 1.6,
+    "scaling_loss": 0.03,
+}
+
+
+def synthetic_csv(topology: TopologySpec, ranks: tuple[int, ...], forced: str | None = None) -> str:
+    """What dpcost predicts for all-reduce, reduce-scatter and all-gather, 64 KiB to 8 GiB, as a calibrate CSV."""
+    lines = ["# made by tests/test_calibration.py from known parameters", "op,ranks,gpus_per_node,size_bytes,time_us"]
+    for n in ranks:
+        for op in ("all_reduce", "reduce_scatter", "all_gather"):
+            for k in range(16, 34):
+                t = fastest(topology, op, n, 2.0**k, forced if op == "all_reduce" else None).seconds
+                lines.append(f"{op},{n},{min(n, 8)},{2**k},{t * 1e6:.4f}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_synthetic_run_is_fitted_back_to_its_parameters() -> None:
+    base = load_topology("dgx-h100")
+    truth = with_values(base, TRUTH)
+    runs = parse_runs(synthetic_csv(truth, (8, 16, 64, 256)), "synthetic.csv")
+    assert len(runs) == 4
+    fit = calibrate(base, runs)
+    assert fit.undetermined == {}
+    for name, value in TRUTH.items():
+        assert fit.fitted[name] == pytest.approx(value, rel=0.02), name
+    for run in fit.runs:
+        assert all(b.geomean < 0.01 for b in run.after), run.name
+
+
+def test_one_node_count_cannot_determine_the_loss_with_scale() -> None:
+    base = load_topology("dgx-h100")
+    truth = with_values(base, TRUTH)
+    fit = calibrate(base, parse_runs(synthetic_csv(truth, (16,)), "two-nodes.csv"))
+    assert "scaling_loss" in fit.undetermined and "scaling_loss" not in fit.fitted
+    assert fit.topology.scaling_loss == base.scaling_loss
+    assert fit.fitted["network_efficiency"] == pytest.approx(0.90, rel=0.02)
+
+
+def test_a_public_log_calibrated_then_predicted_within_5_percent() -> None:
+    """Calibrate on a log, then predict that same log: <= 5% at >= 64 MiB."""
+    base = load_topology("dgx-h100")
+    for name in ("h100-2n-all_reduce-nccltests309.log", "h100-4n-all_reduce-nccltests309.log"):
+        runs = load_runs(str(REFERENCE / "nccl-tests" / name), name)
+        fit = calibrate(base, runs)
+        after = {b.band: b.geomean for b in fit.runs[0].after}
+        assert after[">=64 MiB"] <= 0.05, (name, after)
+
+
+# ------------------------------------------------------------------------------------------------ the command
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_calibrate_writes_a_topology_that_loads_and_records_the_fit(tmp_path: Path) -> None:
+    log = REFERENCE / "nccl-tests" / "h100-2n-all_reduce-nccltests309.log"
+    out = tmp_path / "my-cluster.yaml"
+    code, stdout, stderr = run("calibrate", str(log), "--base", "dgx-h100", "--output", str(out))
+    assert code == 0, stderr
+    assert "Fitted parameters" in stdout and "network_efficiency" in stdout and "scaling_loss" in stdout
+    assert "needs runs at two node counts" in stdout
+    spec = load_topology(str(out))
+    assert spec.name == "my-cluster" and spec.calibration is not None
+    assert spec.calibration.base == "dgx-h100" and spec.calibration.files == [str(log)]
+    assert spec.calibration.error[">=64 MiB"] < 0.05
+    doc = yaml.safe_load(out.read_text())
+    assert doc["tiers"][1]["bandwidth"].endswith("GB/s")  # unit strings, as the catalog writes them
+    code, stdout, _ = run("estimate", "--model", "llama-8b", "--dp", "64", "--topology", str(out))
+    assert code == 0 and "my-cluster" in stdout
+
+
+def test_calibrate_guesses_the_base_from_the_gpu_and_takes_several_files() -> None:
+    a = REFERENCE / "nccl-tests" / "h100-2n-all_reduce-nccltests309-gjaion.log"
+    b = REFERENCE / "nccl-tests" / "h100-4n-all_reduce-nccltests309.log"
+    code, stdout, stderr = run("calibrate", str(a), str(b), "--format", "json")
+    assert code == 0, stderr
+    assert '"scaling_loss"' in stdout and '"determined": true' in stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("", ["not an nccl-tests log"]),
+        ("# only a comment\n", ["not an nccl-tests log"]),
+        ("op,ranks,gpus_per_node,size_bytes,time_us\nall_reduce,16,8,1048576\n", ["row 2", "cells"]),
+        ("op,ranks,size_bytes\nall_reduce,16,1024\n", ["lacks time_us"]),
+        ("op,ranks,gpus_per_node,size_bytes,time_us\nall_reduce,16,8,1048576,150\n", ["1 measured rows", "at least"]),
+        (
+            "op,ranks,gpus_per_node,size_bytes,time_us\nall_reduce,16,8,1048576,150\nall_gather,16,8,,12\n",
+            ["row 3", "size_bytes: expected a number"],
+        ),
+        ("op,ranks,gpus_per_node,size_bytes,time_us,algorithm\nall_reduce,16,8,8,30,fastest\n", ["algorithm"]),
+    ],
+)
+def test_bad_input_to_calibrate_exits_2_with_one_line(tmp_path: Path, text: str, needles: list[str]) -> None:
+    path = tmp_path / "runs.csv"
+    path.write_text(text)
+    code, stdout, stderr = run("calibrate", str(path), "--base", "dgx-h100")
+    assert code == 2, (code, stdout, stderr)
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert str(path) in stderr
+    for needle in needles:
+        assert needle in stderr, (needle, stderr)
+
+
+def test_a_truncated_log_exits_2(tmp_path: Path) -> None:
+    log = (REFERENCE / "nccl-tests" / "h100-2n-all_reduce-nccltests309.log").read_text()
+    path = tmp_path / "all_reduce-cut.log"
+    path.write_text(log[: log.index("# Using devices") + 400])  # the header and a few rank lines, no data
+    code, _, stderr = run("calibrate", str(path), "--base", "dgx-h100")
+    assert code == 2 and "no nccl-tests data rows" in stderr
+
+
+def test_calibrate_needs_a_base_it_can_tell(tmp_path: Path) -> None:
+    path = tmp_path / "runs.csv"
+    rows = "".join(f"all_reduce,16,{2**k},{10 + k}\n" for k in range(20, 26))
+    path.write_text("op,ranks,size_bytes,time_us\n" + rows)
+    code, _, stderr = run("calibrate", str(path))
+    assert code == 2 and "--base" in stderr
