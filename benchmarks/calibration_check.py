@@ -2,7 +2,7 @@
 """How well `dpcost calibrate` does: in sample (fit a run, predict it) and out of sample (fit small node counts
 of one cluster, predict a larger one).
 
-    python benchmarks/calibration_check.py [--markdown]
+    python benchmarks/calibration_check.py
 
 In sample: every public run in tests/reference/nccl-tests/ is fitted on its own catalog topology and predicted
 again. Out of sample: the runs below, each from one cluster, are fitted on their smaller node counts and the
@@ -54,12 +54,12 @@ def _cells(bands: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--markdown", action="store_true")
-    args = ap.parse_args(argv)
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     print("Out of sample: fitted on the smaller node counts, the largest predicted\n")
-    print("| cluster | fitted on | predicted | catalog 1-64 MiB | catalog >= 64 MiB | calibrated 1-64 MiB | "
-          "calibrated >= 64 MiB |")
+    print(
+        "| cluster | fitted on | predicted | catalog 1-64 MiB | catalog >= 64 MiB | calibrated 1-64 MiB | "
+        "calibrated >= 64 MiB |"
+    )
     print("|---|---|---|---:|---:|---:|---:|")
     for label, fit_on, held in HELD_OUT:
         runs = [r for name in fit_on for r in _runs(name)]
@@ -67,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         fit = calibrate(load_topology(base), runs)
         target = _runs(held)[0]
         ranks = ", ".join(str(r.ranks) for r in runs)
-        print(f"| {label} | {ranks} ranks | {target.ranks} ranks | {_cells(_bands(target, base))} | "
-              f"{_cells(_bands(target, fit.topology))} |")
+        print(
+            f"| {label} | {ranks} ranks | {target.ranks} ranks | {_cells(_bands(target, base))} | "
+            f"{_cells(_bands(target, fit.topology))} |"
+        )
     print("\nIn sample: each run fitted on its own and predicted again\n")
     print("| run | topology | before 1-64 MiB | before >= 64 MiB | after 1-64 MiB | after >= 64 MiB |")
     print("|---|---|---:|---:|---:|---:|")
