@@ -677,7 +677,7 @@ def _in_users_words(message: str, used: dict[str, str]) -> str:
     for field, key in sorted(used.items(), key=lambda kv: -len(kv[0])):
         message = message.replace(f"architecture.{field}:", f"{key}:")
         message = re.sub(rf"(?<![\w.]){re.escape(field.split('.')[-1])}(?![\w])", key, message)
-    return message.replace("architecture: ", "")
+    return re.sub(r"architecture[\w.]*: ", "", message)
 
 
 def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json", name: str | None = None) -> ModelSpec:
