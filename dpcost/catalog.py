@@ -685,7 +685,8 @@ def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json", name: 
     per family following its transformers configuration_<family>.py defaults, nested text_config read for
     multimodal wrappers (Llama 4, Gemma 3)."""
     arch, keys, note = _architecture(cfg, where)
-    raw_name = str(cfg.get("_name_or_path") or Path(where).parent.name or "hf-model")
+    path = Path(where)
+    raw_name = str(cfg.get("_name_or_path") or (path.parent.name if path.stem == "config" else path.stem) or "hf-model")
     raw_name = "".join(c for c in raw_name if c.isprintable())[:200] or "hf-model"
     slug = "".join(c if c.isalnum() or c in "._-" else "-" for c in raw_name.split("/")[-1].lower()) or "hf-model"
     source = f"{where} ({note})" if note else where

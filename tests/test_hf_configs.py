@@ -190,7 +190,7 @@ def test_gpt_family_keys() -> None:
             {
                 **_cfg("llama-4-scout.json"),
                 "text_config": {**_cfg("llama-4-scout.json")["text_config"], "num_key_value_heads": 7},
-            },  # noqa: E501
+            },
             r"text_config.num_attention_heads \(40\) must be a multiple of text_config.num_key_value_heads \(7\)",
         ),
         ({**_cfg("qwen3-30b-a3b.json"), "num_experts_per_tok": 999}, "num_experts_per_tok"),

@@ -91,6 +91,7 @@ class Setup:
     model_title: str
     params_total: float
     params_active: float
+    params_active_excl_embedding: float  # without the input embedding and position table (params.py)
     params_mtp: float
     topology: str
     gpu: str
@@ -501,6 +502,7 @@ def _setup(
         model_title=model.title,
         params_total=counts.total,
         params_active=counts.active,
+        params_active_excl_embedding=counts.active_excl_embedding,
         params_mtp=counts.mtp,
         topology=topology.name,
         gpu=topology.gpu.name,
