@@ -702,6 +702,34 @@ def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json", name: 
         raise InputError(where, _in_users_words(exc.message, keys.used)) from None
 
 
+def import_hf_config(path: str, name: str, output: str | None = None, force: bool = False) -> tuple[ModelSpec, str]:
+    """`dpcost models import`: a config.json as a catalog spec (YAML). Returns the spec and where it went
+    (`-` for the text itself, to print)."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,63}", name):
+        raise InputError("--name", f"{name!r}: use 1-64 lower-case letters, digits, '.', '_' or '-' (e.g. gemma-2-27b)")
+    source = _check_path(path, "CONFIG")
+    if source.suffix != ".json":
+        raise InputError("CONFIG", f"{path}: expected a Hugging Face config.json")
+    spec = model_from_hf_config(_parse_json(_read_text(source, str(source)), str(source)), str(source), name=name)
+    doc = spec.model_dump(mode="json", exclude_defaults=True)
+    doc["architecture"] = spec.architecture.model_dump(mode="json", exclude_defaults=True) if spec.architecture else {}
+    text = (
+        f"# {spec.title}, imported by `dpcost models import` from {source.name}.\n"
+        "# Add `published: {total: ..., source: ...}` to have dpcost compare its count with the publisher's.\n"
+        + yaml.safe_dump(doc, sort_keys=False, allow_unicode=False)
+    )
+    if output == "-":
+        return spec, text
+    target = Path(output or f"{name}.yaml")
+    if target.exists() and not force:
+        raise InputError("--output", f"{target}: exists; choose another file or pass --force")
+    try:
+        target.write_text(text)
+    except OSError as exc:
+        raise InputError("--output", f"{target}: cannot write ({exc.strerror or exc})") from None
+    return spec, str(target)
+
+
 # ------------------------------------------------------------------------------------------------ measurements
 
 

@@ -240,3 +240,27 @@ def test_readme_table_is_current() -> None:
 
 if __name__ == "__main__":
     print("\n".join(readme_rows()))
+
+
+# ------------------------------------------------------------------------------------------------ models import
+
+
+def test_models_import_writes_a_spec_that_counts_the_same(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    out = tmp_path / "gemma-2-27b.yaml"
+    src = str(CONFIGS / "gemma-2-27b.json")
+    result = CliRunner().invoke(app, ["models", "import", src, "--name", "gemma-2-27b", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "27.23B total" in result.stdout
+    spec = load_model(str(out))
+    assert spec.name == "gemma-2-27b"
+    assert count_params(spec).total == 27_227_128_320
+    again = CliRunner().invoke(app, ["models", "import", src, "--name", "gemma-2-27b", "--output", str(out)])
+    assert again.exit_code == 2 and "exists" in again.stderr
+    bad = CliRunner().invoke(app, ["models", "import", src, "--name", "Gemma 2"])
+    assert bad.exit_code == 2 and "--name" in bad.stderr
+    listing = CliRunner().invoke(app, ["models", "--format", "json"])
+    assert listing.exit_code == 0 and "params_active_excl_embedding" in listing.stdout
