@@ -494,7 +494,7 @@ def memory(
     grad_dtype: GradDtypeOpt = None,
     micro_batch: MicroBatchOpt = 1,
     seq_len: SeqLenOpt = None,
-    recompute: Annotated[str, typer.Option("--recompute", help="none, selective or full.")] = "none",
+    recompute: RecomputeOpt = "auto",
     flash_attention: FlashOpt = True,
     bucket_size: BucketOpt = "25MiB",
     gpus_per_node: Annotated[
