@@ -734,7 +734,7 @@ def import_hf_config(path: str, name: str, output: str | None = None, force: boo
 
 
 def load_measurements(path: str, where: str = "--compare") -> Measurements:
-    """An nccl-tests output log, or a CSV like ../shared/reference/nccl-tests/*.csv."""
+    """An nccl-tests output log, or a CSV like tests/reference/nccl-tests/*.csv."""
     p = _check_path(path, where)
     text = _read_text(p, str(p))
     try:
