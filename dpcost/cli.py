@@ -289,13 +289,48 @@ def _fits(report: Report) -> bool:
 # ------------------------------------------------------------------------------------------------ catalog
 
 
-@app.command()
-def models(fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = TableFormat.table) -> None:
+models_app = typer.Typer(
+    cls=_Group,
+    invoke_without_command=True,
+    help="List the built-in models with their derived and published parameter counts; `import` a config.json.",
+)
+app.add_typer(models_app, name="models")
+
+
+@models_app.callback()
+def models(ctx: typer.Context, fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = TableFormat.table) -> None:
     """List the built-in models with their derived and published parameter counts."""
+    if ctx.invoked_subcommand is not None:
+        return
     from dpcost import render
     from dpcost.catalog import list_models
 
     _emit_tables([render.models_table(list_models())], fmt.value)
+
+
+@models_app.command("import")
+def models_import(
+    config: Annotated[str, typer.Argument(help="A Hugging Face config.json.")],
+    name: Annotated[str, typer.Option("--name", help="The catalog name, e.g. gemma-2-27b.")],
+    output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Where to write the spec [default: NAME.yaml]; - for stdout.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a config.json as a model spec (YAML) to review and keep, with the counts dpcost derives."""
+    from dpcost.catalog import import_hf_config
+    from dpcost.engine.params import count_params
+    from dpcost.units import fmt_count
+
+    spec, where = import_hf_config(config, name, output, force)
+    if output == "-":
+        sys.stdout.write(where)
+        return
+    c = count_params(spec)
+    sys.stdout.write(
+        f"wrote {where}: {spec.title}, {fmt_count(c.total)} total, {fmt_count(c.active)} active "
+        f"({fmt_count(c.active_excl_embedding)} without the input embedding)\n"
+    )
 
 
 @app.command()
@@ -553,7 +588,7 @@ def memory(
     grad_dtype: GradDtypeOpt = None,
     micro_batch: MicroBatchOpt = 1,
     seq_len: SeqLenOpt = None,
-    recompute: Annotated[str, typer.Option("--recompute", help="none, selective or full.")] = "none",
+    recompute: RecomputeOpt = "auto",
     flash_attention: FlashOpt = True,
     bucket_size: BucketOpt = "25MiB",
     gpus_per_node: Annotated[

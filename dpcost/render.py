@@ -98,7 +98,10 @@ def _setup_table(r: Report) -> Table:
         chosen = " (chosen: the fastest plan that fits)" if fits else " (chosen: no stage fits, the most sharded shown)"
     if s.recompute_chosen:
         rc = " (chosen: the fastest plan that fits)" if fits else " (chosen: nothing fits, the most saving shown)"
-    params = f"{fmt_count(s.params_total)} total, {fmt_count(s.params_active)} active per token"
+    params = (
+        f"{fmt_count(s.params_total)} total, {fmt_count(s.params_active)} active per token "
+        f"({fmt_count(s.params_active_excl_embedding)} without the input embedding)"
+    )
     if s.params_mtp:
         params += f" (+{fmt_count(s.params_mtp)} MTP module, not trained here)"
     rows = [
@@ -364,6 +367,7 @@ def estimate_dict(r: Report) -> dict[str, Any]:
             "title": s.model_title,
             "params_total": int(s.params_total),
             "params_active": int(s.params_active),
+            "params_active_excl_embedding": int(s.params_active_excl_embedding),
             "params_mtp": int(s.params_mtp),
         },
         "topology": {"name": s.topology, "gpu": s.gpu, "hbm_bytes": int(r.memory.hbm)},
@@ -746,8 +750,8 @@ def models_table(models: Sequence[ModelSpec]) -> Table:
     """`dpcost models`: derived against published counts, and the architecture in brief."""
     t = Table(
         "Models",
-        ["name", "model", "total", "active", "published", "layers", "hidden", "attention", "MLP"],
-        right={2, 3, 4, 5, 6},
+        ["name", "model", "total", "active", "active excl. emb.", "published", "layers", "hidden", "attention", "MLP"],
+        right={2, 3, 4, 5, 6, 7},
     )
     for m in models:
         c = count_params(m)
@@ -766,6 +770,7 @@ def models_table(models: Sequence[ModelSpec]) -> Table:
                 m.title,
                 fmt_count(c.total),
                 fmt_count(c.active),
+                fmt_count(c.active_excl_embedding),
                 fmt_count(pub) if pub else "-",
                 str(a.layers) if a else "-",
                 str(a.hidden) if a else "-",
@@ -779,6 +784,7 @@ def models_table(models: Sequence[ModelSpec]) -> Table:
                 "title": m.title,
                 "params_total": int(c.total),
                 "params_active": int(c.active),
+                "params_active_excl_embedding": int(c.active_excl_embedding),
                 "published_total": pub,
                 "layers": a.layers if a else None,
             }
@@ -811,7 +817,11 @@ def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
     t.rows += [
         ["source", m.source],
         ["total parameters", fmt_count(c.total)],
-        ["active per token", fmt_count(c.active)],
+        ["active per token", f"{fmt_count(c.active)} with the input embedding (Mistral, Qwen, Meta count so)"],
+        [
+            "active excl. embedding",
+            f"{fmt_count(c.active_excl_embedding)} without the input lookup tables (OpenAI, DeepSeek count so)",
+        ],
     ]
     if m.published:
         off = c.total / m.published.total - 1
@@ -835,6 +845,7 @@ def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
         "spec": m.model_dump(mode="json", exclude_none=True),
         "params_total": int(c.total),
         "params_active": int(c.active),
+        "params_active_excl_embedding": int(c.active_excl_embedding),
         "params_mtp": int(c.mtp),
         "components": {k: int(v) for k, v in c.components},
     }

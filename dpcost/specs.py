@@ -55,7 +55,13 @@ class MoESpec(Spec):
     active: PositiveInt
     shared: NonNegativeInt = 0
     ffn: PositiveInt = Field(description="intermediate size of one expert")
+    shared_ffn: PositiveInt | None = Field(
+        None, description="intermediate size of the shared expert(s), if not `ffn` (Qwen2-MoE)"
+    )
+    shared_gate: bool = Field(False, description="a sigmoid gate (hidden -> 1) on the shared expert (Qwen2-MoE)")
     first_dense_layers: NonNegativeInt = Field(0, description="leading layers with a dense MLP (DeepSeek)")
+    every: PositiveInt = Field(1, description="MoE in layers i with (i + 1) % every == 0 (Llama 4, Qwen2-MoE)")
+    dense_layers: tuple[NonNegativeInt, ...] = Field((), description="further layers with a dense MLP (Qwen)")
     router_bias: bool = Field(False, description="a per-expert routing bias (DeepSeek-V3 e_score_correction)")
 
     @model_validator(mode="after")
@@ -63,6 +69,10 @@ class MoESpec(Spec):
         if self.active > self.experts:
             raise ValueError(f"active ({self.active}) must not exceed experts ({self.experts})")
         return self
+
+    @property
+    def shared_width(self) -> int:
+        return self.shared_ffn or self.ffn
 
 
 class MLASpec(Spec):
@@ -82,10 +92,19 @@ class ModelArchitecture(Spec):
     kv_heads: PositiveInt | None = None
     head_dim: PositiveInt | None = None
     ffn: PositiveInt | None = Field(None, description="dense MLP intermediate size")
-    mlp: Literal["swiglu", "gelu"] = "swiglu"
+    mlp: Literal["swiglu", "geglu", "gelu", "relu"] = Field(
+        "swiglu", description="swiglu/geglu: gated, 3 matrices; gelu/relu: 2 matrices"
+    )
     vocab: PositiveInt
     tied_embeddings: bool = False
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    layer_norms: Annotated[int, Field(ge=0, le=8, strict=True)] = Field(
+        2, description="hidden-sized norms per block: 2 (pre-norm), 1 (GPT-J, Falcon), 4 (Gemma 2/3)"
+    )
+    qk_norm: Literal["none", "head", "full"] = Field(
+        "none", description="norms on queries and keys: per head (Qwen3, Gemma 3) or over all heads (OLMo 2)"
+    )
+    embedding_norm: bool = Field(False, description="a norm right after the embedding (BLOOM)")
     qkv_bias: bool = False
     linear_bias: bool = Field(False, description="biases on every linear layer and norm (GPT-2/3 style)")
     learned_positions: NonNegativeInt = Field(0, description="rows of a learned position table; 0 = rotary")
@@ -100,12 +119,27 @@ class ModelArchitecture(Spec):
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.head_dim is None and self.mla is None and self.hidden % self.heads:
             raise ValueError(f"hidden ({self.hidden}) is not a multiple of heads ({self.heads}); give head_dim")
-        dense_layers = self.layers if self.moe is None else self.moe.first_dense_layers
-        if dense_layers and self.ffn is None:
-            raise ValueError("ffn is required for dense MLP layers")
         if self.moe is not None and self.moe.first_dense_layers > self.layers:
             raise ValueError("moe.first_dense_layers exceeds layers")
+        if self.moe is not None and any(i >= self.layers for i in self.moe.dense_layers):
+            raise ValueError(f"moe.dense_layers: layer indices run from 0 to {self.layers - 1}")
+        if self.ffn is None and not all(self.moe_layer(i) for i in range(self.layers)):
+            raise ValueError("ffn is required for dense MLP layers")
         return self
+
+    def moe_layer(self, i: int) -> bool:
+        """Whether layer i (from 0) has the MoE MLP: past the leading dense layers, every `every`-th layer
+        ((i + 1) % every == 0, as Llama 4's interleave_moe_layer_step and Qwen2-MoE's decoder_sparse_step), and
+        not listed among `dense_layers` (Qwen's mlp_only_layers)."""
+        m = self.moe
+        if m is None:
+            return False
+        return i >= m.first_dense_layers and (i + 1) % m.every == 0 and i not in m.dense_layers
+
+    @property
+    def gated_mlp(self) -> bool:
+        """SwiGLU and GeGLU MLPs have three matrices (gate, up, down); GELU and ReLU MLPs two."""
+        return self.mlp in ("swiglu", "geglu")
 
     @property
     def n_kv_heads(self) -> int:

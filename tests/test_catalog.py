@@ -251,7 +251,7 @@ def test_hf_qwen1_config_halves_its_fused_mlp_width(tmp_path: Path) -> None:
     [
         ({**HF_LLAMA, "tie_word_embeddings": "false"}, "tie_word_embeddings: expected true or false"),
         ({**HF_LLAMA, "intermediate_size": "abc"}, "intermediate_size: expected a whole number"),
-        ({**HF_LLAMA, "num_key_value_heads": 0}, "kv_heads: must be more than 0"),
+        ({**HF_LLAMA, "num_key_value_heads": 0}, "num_key_value_heads: must be more than 0"),
         ({**HF_LLAMA, "_name_or_path": "evil\x1b[31mred"}, None),
     ],
 )

@@ -273,7 +273,7 @@ def test_collective_compare_csv_forces_the_runs_algorithm() -> None:
 
 
 def test_memory_command_zero_table_and_deepspeed_view() -> None:
-    doc = json.loads(ok("memory", "--params", "7.5B", "--dp", "64", "--format", "json"))
+    doc = json.loads(ok("memory", "--params", "7.5B", "--largest-layer-params", "1B", "--dp", "64", "--format", "json"))
     got = [s["params_bytes"] + s["grads_bytes"] + s["optimizer_bytes"] for s in doc["stages"]]
     assert got == pytest.approx([120e9, 4 * 7.5e9 + 12 * 7.5e9 / 64, 2 * 7.5e9 + 14 * 7.5e9 / 64, 16 * 7.5e9 / 64])
     for s in doc["stages"]:
@@ -282,6 +282,18 @@ def test_memory_command_zero_table_and_deepspeed_view() -> None:
     assert "2682.21GB" in out and "15.93GB" in out and "5.69GB" in out
     out = ok("memory", "--model", "llama-70b", "--dp", "512", "--micro-batch", "2", "--recompute", "full")
     assert "max micro-batch" in out
+
+
+def test_memory_with_only_a_parameter_count_asks_for_the_block_size() -> None:
+    """Issue #11: --params 7.5B --dp 64 put ZeRO-3 (the whole model gathered) above ZeRO-2."""
+    result = CliRunner().invoke(app, ["memory", "--params", "7.5B", "--dp", "64"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("dpcost: error: --largest-layer-params: required")
+
+
+def test_memory_defaults_to_estimates_recomputation_and_says_so() -> None:
+    out = ok("memory", "--model", "llama-70b", "--dp", "512")
+    assert "recompute=full" in out and "chosen (auto)" in out
 
 
 def test_sweep(tmp_path: Path) -> None:

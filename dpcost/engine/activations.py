@@ -5,7 +5,8 @@ GPT layer stores sbh(34 + 5as/h) bytes with 16-bit activations (s sequence, b mi
 attention 11sbh + 5as^2b, MLP 19sbh, two layer norms 4sbh. We count the same tensors from the shapes, so the
 formula holds exactly for a GPT-3-like layer (tests/test_memory.py) and extends to:
 - GQA/MQA (K and V are s*b*kv_heads*head_dim) and MLA (latent inputs plus expanded Q, K, V);
-- SwiGLU MLPs (input 2sbh, gate/up outputs and their product 6sbf) and GELU MLPs (2sbh + 4sbf);
+- gated MLPs, SwiGLU and GeGLU (input 2sbh, gate/up outputs and their product 6sbf), and GELU/ReLU MLPs
+  (2sbh + 4sbf);
 - no dropout masks when dropout is 0 (modern LLMs);
 - FlashAttention: the s^2 score matrix is never stored, only its log-sum-exp (4 bytes per row and head);
 - MoE layers: each token's activations through the experts it is routed to (top-k) and the shared ones.
@@ -69,14 +70,14 @@ def _layer(a: ModelArchitecture, s: int, b: int, flash: bool, moe_layer: bool) -
     total += core
 
     def mlp(width: int) -> float:
-        inner = 3 * e * sb * width if a.mlp == "swiglu" else 2 * e * sb * width
+        inner = 3 * e * sb * width if a.gated_mlp else 2 * e * sb * width
         return inner
 
     if moe_layer and a.moe is not None:
         moe = a.moe
         total += e * sb * h  # MLP input (norm output), shared by router and experts
         total += 4 * sb * moe.experts  # fp32 router logits
-        total += moe.shared * mlp(moe.ffn)
+        total += moe.shared * mlp(moe.shared_width)
         total += moe.active * (2 * e * sb * h + mlp(moe.ffn))  # dispatched copy, expert MLP, weighted output
     else:
         assert a.ffn is not None
@@ -93,8 +94,7 @@ def activation_memory(
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {RECOMPUTE}")
     s, b = seq_len, micro_batch
-    first_dense = a.moe.first_dense_layers if a.moe else a.layers
-    layers = [_layer(a, s, b, flash, moe_layer=i >= first_dense) for i in range(a.layers)]
+    layers = [_layer(a, s, b, flash, moe_layer=a.moe_layer(i)) for i in range(a.layers)]
     largest = max(layers)
     layer_input = ACT_BYTES * s * b * a.hidden
     outside = 2 * ACT_BYTES * s * b * a.hidden + 4 * s * b * a.vocab

@@ -43,6 +43,8 @@ __all__ = [
     "Setup",
     "Timing",
     "check_dp",
+    "decode_flops_per_token",
+    "decode_weight_bytes",
     "estimate",
     "memory_by_stage",
 ]
@@ -86,6 +88,7 @@ class Setup:
     model_title: str
     params_total: float
     params_active: float
+    params_active_excl_embedding: float  # without the input embedding and position table (params.py)
     params_mtp: float
     topology: str
     gpu: str
@@ -240,8 +243,18 @@ def _validate(o: Options) -> None:
 
 
 def _recipe(o: Options, grad_dtype: str) -> Recipe:
-    """The recipe with its communicated gradient in `grad_dtype`."""
+    """The recipe with its communicated gradient in `grad_dtype`. Megatron keeps its fp32 main grads when the
+    gradients are reduced in bf16: they become an optimizer-side state, sharded with it (Megatron-LM docs,
+    distributed optimizer: 20 bytes per parameter, or 4 + 16/d)."""
     base = RECIPES[o.recipe]
+    if base.name == "megatron" and DTYPE_BYTES[grad_dtype] < 4:
+        main = next(c for c in base.components if c.communicated)
+        kept = replace(main, group="optimizer", shard_from=1, communicated=False)
+        reduced = replace(
+            main, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads (communicated)"
+        )
+        components = (*tuple(c for c in base.components if not c.communicated), reduced, kept)
+        return replace(base, components=components)
     components = tuple(
         replace(c, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads (communicated)")
         if c.communicated
@@ -323,8 +336,16 @@ def _training(o: Options, seq_len: int, counts: ParamCount) -> _Training:
 def _stages(model: ModelSpec, topology: TopologySpec, t: _Training, recompute: str) -> tuple[StageMemory, ...]:
     """Memory per GPU at every ZeRO stage with one recomputation choice (memory.py, activations.py)."""
     o, counts, a = t.o, t.counts, model.architecture
+    if a is None and model.largest_layer_params is None:
+        raise InputError(
+            "largest_layer_params",
+            "required with only a parameter count: ZeRO-3 gathers one block at a time, and without its size the "
+            "whole model would be gathered; give the largest transformer block (12 h^2 for a GPT layer of width h)",
+        )
     largest_layer = model.largest_layer_params or counts.largest_module
-    gather_unit = model.largest_layer_params or counts.largest_block
+    # One ZeRO-3 unit for buffers and timeline: the largest piece the timeline gathers (_units: embedding,
+    # each block, output head), unless the user gave its size.
+    gather_unit = model.largest_layer_params or max(u.params for u in _units(counts, model, t.seq_len))
     if a is not None:
         act = activation_memory(a, t.seq_len, t.micro_batch, recompute, o.flash_attention).total
         per_sample = act / t.micro_batch
@@ -340,17 +361,28 @@ def _stages(model: ModelSpec, topology: TopologySpec, t: _Training, recompute: s
     return tuple(rows)
 
 
-def _memory(model: ModelSpec, topology: TopologySpec, t: _Training, rows: tuple[StageMemory, ...], rc: str) -> Memory:
+def _memory(
+    model: ModelSpec, topology: TopologySpec, t: _Training, rows: tuple[StageMemory, ...], rc: str, chosen: bool = False
+) -> Memory:
     note = "" if model.architecture else "no architecture given: activations not counted"
+    if chosen:
+        note = f"recompute={rc} chosen (auto): the least recomputation with which a stage fits, as estimate chooses"
     return Memory(stages=rows, hbm=topology.gpu.hbm, recipe=t.recipe.title, recompute=rc, activations_note=note)
 
 
 def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) -> Memory:
-    """The stage table alone (`dpcost memory`): no step is timed. Recomputation is `options.recompute` or none."""
+    """The stage table alone (`dpcost memory`): no step is timed. Recomputation is `options.recompute`, or (auto,
+    as `estimate` defaults) the least that lets some stage fit, full recomputation if none does."""
     o, seq_len, counts = _resolve(model, topology, options)
     t = _training(o, seq_len, counts)
-    recompute = o.recompute or "none"
-    return _memory(model, topology, t, _stages(model, topology, t, recompute), recompute)
+    if o.recompute is not None or model.architecture is None:
+        recompute = o.recompute or "none"
+        return _memory(model, topology, t, _stages(model, topology, t, recompute), recompute)
+    for recompute in RECOMPUTE:
+        rows = _stages(model, topology, t, recompute)
+        if any(r.fits for r in rows):
+            break
+    return _memory(model, topology, t, rows, recompute, chosen=True)
 
 
 def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Report:
@@ -503,6 +535,7 @@ def _setup(
         model_title=model.title,
         params_total=counts.total,
         params_active=counts.active,
+        params_active_excl_embedding=counts.active_excl_embedding,
         params_mtp=counts.mtp,
         topology=topology.name,
         gpu=topology.gpu.name,
@@ -575,6 +608,11 @@ def _batching(o: Options) -> tuple[int, int, list[str]]:
 def _frequency(stage: int, accumulation: int, keep_full: bool) -> str:
     if accumulation == 1:
         return "every step (1 micro-batch)"
+    if stage == 3 and keep_full:
+        return (
+            f"gradients once per step, after the last of {accumulation} micro-batches; parameters gathered "
+            f"every micro-batch ({accumulation} per step)"
+        )
     if stage <= 1 or keep_full:
         return f"once per step, after the last of {accumulation} micro-batches"
     return f"every micro-batch ({accumulation} per step)"
@@ -611,6 +649,8 @@ def _training_warnings(
             hint = f"; with --recompute full it needs {_gb(full_recompute.total)} and fits"
         elif largest >= 1:
             hint = f"; micro-batch {largest} fits"
+        elif first_fit is not None and first_fit > setup.zero_stage:
+            hint = f"; ZeRO-{first_fit} fits (--zero {first_fit})"
         else:
             hint = "; no micro-batch fits: shard the model further (TP/PP/EP)"
         out.append(
@@ -659,10 +699,23 @@ def _training_warnings(
     return out
 
 
-def _decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch: int) -> float:
-    """bf16 weight bytes one decode step reads from HBM: every dense weight, and of each MoE layer's routed
-    experts the expected number that `batch` tokens touch when routed uniformly, E (1 - (1 - k/E)^B)."""
-    weights = 2.0 * counts.total
+def decode_flops_per_token(counts: ParamCount, a: ModelArchitecture | None, seq_len: int) -> float:
+    """FLOPs of one decode step for one sequence: 2 per weight the new token multiplies (active parameters
+    without the input lookups, the output projection included even when tied to the embedding) plus its
+    attention over the whole context, 2 L H (d_qk + d_v) T (PaLM appendix B, for one query token)."""
+    head = counts.embedding if a is not None and a.tied_embeddings else 0.0
+    flops = 2.0 * (counts.active_excl_embedding + head)
+    if a is not None:
+        flops += attention_flops(a, seq_len)  # one new token attends to all T tokens of the context
+    return flops
+
+
+def decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch: int) -> float:
+    """bf16 weight bytes one decode step reads from HBM: every weight but the input lookup tables (a row per
+    token; the embedding is read whole only as a tied output head), and of each MoE layer's routed experts the
+    expected number that `batch` tokens touch when routed uniformly, E (1 - (1 - k/E)^B)."""
+    tied = a is not None and a.tied_embeddings
+    weights = 2.0 * (counts.total - counts.positions - (0.0 if tied else counts.embedding))
     if a is None or a.moe is None:
         return weights
     routed = dict(counts.components)["routed experts"]
@@ -685,11 +738,9 @@ def _inference(model: ModelSpec, topology: TopologySpec, o: Options, counts: Par
     while (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES > hbm and gpus < 1 << 20:
         gpus *= 2
     per_gpu = (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES
-    flops = 2.0 * (counts.active - counts.embedding) * o.batch
-    if a is not None:
-        flops += attention_flops(a, seq_len) / 2 * o.batch  # one new token attends to the whole context
+    flops = decode_flops_per_token(counts, a, seq_len) * o.batch
     t_compute = flops / (topology.gpu.bf16_dense * o.mfu * gpus)
-    t_memory = (_decode_weight_bytes(counts, a, o.batch) + kv) / (topology.gpu.hbm_bandwidth * gpus)
+    t_memory = (decode_weight_bytes(counts, a, o.batch) + kv) / (topology.gpu.hbm_bandwidth * gpus)
     per_replica = o.batch / max(t_compute, t_memory)
     replicas = o.dp // gpus
     inference = Inference(

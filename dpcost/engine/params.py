@@ -1,9 +1,16 @@
 """Parameter counts from the architecture: total, active per token, and per transformer block.
 
-Counting follows the weight shapes of the Hugging Face implementations (LlamaForCausalLM, Qwen2, Mixtral,
-DeepseekV3, GPT-2/3): every matrix is in x out, biases and norm weights included. MLA shapes follow the
-DeepSeek-V2 paper (section 2.1) and DeepSeek-V3's config. Checked against each model's published count
-(tests/test_params.py, ../shared/reference/models.md).
+Counting follows the weight shapes of the Hugging Face implementations (modeling_<family>.py of Llama, Llama 4,
+Mistral/Mixtral, Qwen2/Qwen2-MoE/Qwen3/Qwen3-MoE, Gemma 1-3, Phi-3, OLMo 2, GPT-NeoX, GPT-2, GPT-J, OPT, BLOOM,
+Falcon, DeepSeek-V2/V3, gpt-oss): every matrix is in x out, biases and norm weights included. MLA shapes follow
+the DeepSeek-V2 paper (section 2.1). Checked against each model's published count (tests/test_params.py,
+tests/test_hf_configs.py, tests/reference/hf-configs/README.md).
+
+Active parameters come in two conventions, and publishers differ: `active` counts every weight a token
+touches, the input embedding row included (Mistral's 12.9B for Mixtral, Qwen's 3.3B for Qwen3-30B-A3B, Meta's
+17B for Llama 4); `active_excl_embedding` leaves out the input lookup tables (token embedding and learned
+positions), which are read but never multiplied (OpenAI's 5.13B for gpt-oss-120b, DeepSeek's 2.4B for
+DeepSeek-V2-Lite and 36.7B for DeepSeek-V3). The second is the N of 6N training FLOPs (compute.py).
 """
 
 from __future__ import annotations
@@ -34,6 +41,13 @@ class ParamCount:
     largest_module: float  # the biggest single weight (DeepSpeed's "largest layer")
     mtp: float  # DeepSeek's multi-token-prediction module, counted apart and not in `total`
     components: tuple[tuple[str, float], ...]  # for `dpcost show model`
+    positions: float = 0.0  # a learned position table (GPT-2, OPT): a lookup too
+
+    @property
+    def active_excl_embedding(self) -> float:
+        """Active parameters without the input lookup tables (token embedding, learned positions): the
+        weights a token multiplies, OpenAI's and DeepSeek's convention (module docstring)."""
+        return self.active - self.embedding - self.positions
 
     @property
     def largest_block(self) -> float:
@@ -61,12 +75,17 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         params += q_out + 2 * kv_out
     if a.linear_bias:
         params += h  # output projection bias
+    per = 2 if a.norm == "layernorm" else 1
+    if a.qk_norm == "head":
+        params += 2 * per * a.d_head  # q_norm, k_norm over one head's dimension (Qwen3, Gemma 3)
+    elif a.qk_norm == "full":
+        params += per * (q_out + kv_out)  # q_norm, k_norm over all heads (OLMo 2)
     return params, h * q_out
 
 
 def _mlp(a: ModelArchitecture, width: int) -> float:
     h = a.hidden
-    if a.mlp == "swiglu":
+    if a.gated_mlp:
         return 3 * h * width + (2 * width + h if a.linear_bias else 0)
     return 2 * h * width + (width + h if a.linear_bias else 0)
 
@@ -75,18 +94,26 @@ def _norm(a: ModelArchitecture) -> float:
     return (2 if a.norm == "layernorm" else 1) * a.hidden
 
 
+def _router(a: ModelArchitecture) -> float:
+    """The routing matrix (hidden x experts), its bias, and Qwen2-MoE's shared-expert gate (hidden -> 1)."""
+    e = a.moe
+    assert e is not None
+    return a.hidden * e.experts + (e.experts if e.router_bias else 0) + (a.hidden if e.shared_gate else 0)
+
+
 def _block(a: ModelArchitecture, moe_layer: bool) -> BlockCount:
     attn, _ = _attention(a)
-    norms = 2 * _norm(a)
+    norms = a.layer_norms * _norm(a)
     if not moe_layer or a.moe is None:
         assert a.ffn is not None  # guaranteed by ModelArchitecture validation
         mlp = _mlp(a, a.ffn)
         return BlockCount(attn + norms + mlp, attn + norms + mlp, moe=False)
     e = a.moe
     expert = _mlp(a, e.ffn)
-    router = a.hidden * e.experts + (e.experts if e.router_bias else 0)
-    total = attn + norms + router + (e.experts + e.shared) * expert
-    active = attn + norms + router + (e.active + e.shared) * expert
+    shared = e.shared * _mlp(a, e.shared_width)
+    router = _router(a)
+    total = attn + norms + router + e.experts * expert + shared
+    active = attn + norms + router + e.active * expert + shared
     return BlockCount(total, active, moe=True)
 
 
@@ -107,18 +134,18 @@ def count_params(spec: ModelSpec) -> ParamCount:
             components=(("params (given)", spec.params),),
         )
     h = a.hidden
-    first_dense = a.moe.first_dense_layers if a.moe else a.layers
-    blocks = tuple(_block(a, moe_layer=i >= first_dense) for i in range(a.layers))
+    blocks = tuple(_block(a, moe_layer=a.moe_layer(i)) for i in range(a.layers))
+    dense_layers = sum(1 for b in blocks if not b.moe)
     embedding = float(a.vocab * h)
     lm_head = 0.0 if a.tied_embeddings else float(a.vocab * h)
     positions = float(a.learned_positions * h)
-    final_norm = _norm(a)
+    final_norm = _norm(a) * (2 if a.embedding_norm else 1)
     outside = embedding + lm_head + positions + final_norm
     total = sum(b.params for b in blocks) + outside
     active = sum(b.active for b in blocks) + outside
 
     _, attn_matrix = _attention(a)
-    widths = [w for w in (a.ffn, a.moe.ffn if a.moe else None) if w]
+    widths = [w for w in (a.ffn, a.moe.ffn if a.moe else None, a.moe.shared_ffn if a.moe else None) if w]
     largest_module = max([embedding, lm_head, attn_matrix, *(h * w for w in widths)])
 
     mtp = 0.0
@@ -131,18 +158,18 @@ def count_params(spec: ModelSpec) -> ParamCount:
     components: list[tuple[str, float]] = [
         ("embedding", embedding),
         ("attention", attn * a.layers),
-        ("norms", 2 * _norm(a) * a.layers + final_norm),
+        ("norms", a.layer_norms * _norm(a) * a.layers + final_norm),
     ]
-    if first_dense:
+    if dense_layers:
         assert a.ffn is not None
-        components.append(("dense MLP", _mlp(a, a.ffn) * first_dense))
+        components.append(("dense MLP", _mlp(a, a.ffn) * dense_layers))
     if a.moe:
-        moe_layers = a.layers - first_dense
+        moe_layers = a.layers - dense_layers
         expert = _mlp(a, a.moe.ffn)
         components.append(("routed experts", expert * a.moe.experts * moe_layers))
         if a.moe.shared:
-            components.append(("shared experts", expert * a.moe.shared * moe_layers))
-        components.append(("routers", (h * a.moe.experts + (a.moe.experts if a.moe.router_bias else 0)) * moe_layers))
+            components.append(("shared experts", _mlp(a, a.moe.shared_width) * a.moe.shared * moe_layers))
+        components.append(("routers", _router(a) * moe_layers))
     if positions:
         components.append(("position table", positions))
     if lm_head:
@@ -156,4 +183,5 @@ def count_params(spec: ModelSpec) -> ParamCount:
         largest_module=largest_module,
         mtp=mtp,
         components=tuple(components),
+        positions=positions,
     )
