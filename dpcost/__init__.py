@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Options", "Report", "collective", "estimate", "load_model", "load_topology"]
+__all__ = ["EstimateReport", "Options", "collective", "estimate", "load_model", "load_topology"]
 
 _LAZY = {
     "estimate": "dpcost.engine.estimate",
-    "Options": "dpcost.engine.estimate",
-    "Report": "dpcost.engine.estimate",
+    "Options": "dpcost.options",
+    "EstimateReport": "dpcost.engine.report",
     "collective": "dpcost.engine.collectives",
     "load_model": "dpcost.catalog",
     "load_topology": "dpcost.catalog",
@@ -27,7 +27,9 @@ _LAZY = {
 if TYPE_CHECKING:
     from dpcost.catalog import load_model, load_topology
     from dpcost.engine.collectives import collective
-    from dpcost.engine.estimate import Options, Report, estimate
+    from dpcost.engine.estimate import estimate
+    from dpcost.engine.report import EstimateReport
+    from dpcost.options import Options
 
 
 def __getattr__(name: str) -> Any:

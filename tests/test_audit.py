@@ -7,10 +7,12 @@ import pytest
 from dpcost.catalog import list_models, load_model, load_topology
 from dpcost.engine.activations import RECOMPUTE
 from dpcost.engine.compute import attention_flops
-from dpcost.engine.estimate import Options, decode_flops_per_token, decode_weight_bytes, estimate, memory_by_stage
+from dpcost.engine.estimate import estimate, memory_by_stage
 from dpcost.engine.memory import RECIPES, model_states
 from dpcost.engine.params import count_params
+from dpcost.engine.serving import decode_flops_per_token, decode_weight_bytes
 from dpcost.errors import InputError
+from dpcost.options import Options
 from dpcost.specs import ModelSpec
 
 H100 = load_topology("dgx-h100")
@@ -19,13 +21,13 @@ MODELS = [m for m in list_models() if m.architecture is not None]
 
 def test_megatron_bf16_grads_keep_the_fp32_main_grad_shard() -> None:
     """Megatron-LM docs (distributed optimizer): bf16 grads cost 20 bytes per parameter, or 4 + 16/d sharded."""
-    from dpcost.engine.estimate import _recipe
+    from dpcost.engine.prepare import recipe_for
 
-    recipe = _recipe(Options(dp=8, recipe="megatron", grad_dtype="bf16"), "bf16")
+    recipe = recipe_for("megatron", "bf16")
     for d in (1, 8, 64):
         assert model_states(1e9, d, 0, recipe).total == pytest.approx(20e9)
         assert model_states(1e9, d, 1, recipe).total == pytest.approx((4 + 16 / d) * 1e9)
-    fp32 = _recipe(Options(dp=8, recipe="megatron"), "fp32")
+    fp32 = recipe_for("megatron", "fp32")
     assert model_states(1e9, 8, 1, fp32).total == pytest.approx((6 + 12 / 8) * 1e9)
     assert RECIPES["megatron"].components  # unchanged base recipe
 
@@ -38,7 +40,7 @@ def test_keep_full_grads_at_zero_3_says_gathers_run_every_micro_batch() -> None:
 
 def test_zero_0_out_of_memory_hint_names_the_stage_that_fits() -> None:
     r = estimate(load_model("llama-8b"), H100, Options(dp=64, zero=0, recompute="full"))
-    oom = [w for w in r.warnings if w.startswith("out of memory")]
+    oom = [w.message for w in r.warnings if w.code == "oom"]
     assert oom and "TP/PP/EP" not in oom[0]
     assert "ZeRO-1" in oom[0] or "ZeRO-2" in oom[0]
 
@@ -80,20 +82,20 @@ def test_memory_without_a_block_size_needs_one() -> None:
         memory_by_stage(custom, H100, Options(dp=64))
     given = ModelSpec(name="custom", title="7.5B", params=7.5e9, largest_layer_params=1e9)
     stages = memory_by_stage(given, H100, Options(dp=64)).stages
-    assert stages[3].total < stages[2].total
+    assert stages[3].total_bytes < stages[2].total_bytes
 
 
 def test_one_zero3_unit_for_buffers_and_timeline() -> None:
     """The gathered buffer is sized from the largest unit the timeline gathers, embedding and head included."""
-    from dpcost.engine.estimate import _units
+    from dpcost.engine.prepare import units
 
     model = load_model("llama-70b")
     c = count_params(model)
-    largest_unit = max(u.params for u in _units(c, model, 4096))
+    largest_unit = max(u.params for u in units(c, model, 4096))
     r = estimate(model, H100, Options(dp=512, zero=3, recompute="full"))
     states = r.memory.stages[3]
     buckets = 2 * 25 * 2**20
-    assert states.buffers - buckets == pytest.approx(largest_unit * (2 * 2 + 2))
+    assert states.buffers_bytes - buckets == pytest.approx(largest_unit * (2 * 2 + 2))
 
 
 @pytest.mark.parametrize("spec", MODELS, ids=lambda s: s.name)
@@ -101,7 +103,7 @@ def test_model_states_do_not_increase_with_stage(spec: ModelSpec) -> None:
     for recipe in RECIPES:
         for dp in (8, 64, 512):
             r = memory_by_stage(spec, H100, Options(dp=dp, recipe=recipe, recompute="full"))
-            states = [s.model_states for s in r.stages]
+            states = [s.model_states_bytes for s in r.stages]
             assert states == sorted(states, reverse=True), (recipe, dp)
 
 
@@ -111,7 +113,7 @@ def test_stage_3_total_below_stage_2_when_the_unit_is_small(spec: ModelSpec) -> 
     if c.largest_block > c.total / 20:
         pytest.skip("a unit this large is not small")
     r = memory_by_stage(spec, H100, Options(dp=64, recompute="full"))
-    assert r.stages[3].total < r.stages[2].total
+    assert r.stages[3].total_bytes < r.stages[2].total_bytes
 
 
 def test_recompute_choices_are_documented() -> None:

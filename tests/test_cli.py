@@ -60,7 +60,7 @@ def test_stage_0_shows_the_all_reduce() -> None:
 
 def test_json_contract() -> None:
     doc = json.loads(ok("estimate", "--model", "llama-70b", "--dp", "512", "--format", "json"))
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert doc["model"]["name"] == "llama-70b"
     assert isinstance(doc["model"]["params_total"], int) and isinstance(doc["model"]["params_active"], int)
     assert doc["topology"]["name"] == "dgx-h100"
@@ -83,14 +83,15 @@ def test_json_contract() -> None:
         "forward_seconds",
         "backward_seconds",
         "comm_seconds",
-        "overlapped_seconds",
+        "ideal_seconds",
         "serial_seconds",
         "step_seconds",
         "scaling_efficiency",
     ):
         assert isinstance(time[key], float), key
-    assert time["overlapped_seconds"] <= time["step_seconds"] <= time["serial_seconds"]
-    assert isinstance(doc["warnings"], list) and all(isinstance(w, str) for w in doc["warnings"])
+    assert time["ideal_seconds"] <= time["step_seconds"] <= time["serial_seconds"]
+    assert isinstance(doc["warnings"], list) and doc["warnings"]
+    assert all(set(w) == {"code", "message"} for w in doc["warnings"])
 
 
 def test_yaml_and_markdown() -> None:
@@ -259,8 +260,10 @@ def test_collective_compare_the_unedited_log() -> None:
     rows = json.loads(ok("collective", "--compare", str(log), "--topology", "dgx-h100", "--format", "json"))
     assert len(rows) == 32
     last = rows[-1]
-    assert last["size_bytes"] == 16 * 2**30 and last["measured_out_of_place_us"] == 68195
-    assert abs(last["error_out_of_place"]) < 0.2
+    assert last["size_bytes"] == 16 * 2**30 and last["measured_us"]["out-of-place"] == 68195
+    assert abs(last["error"]["out-of-place"]) < 0.2
+    csv_rows = ok("collective", "--compare", str(log), "--topology", "dgx-h100", "--format", "csv").splitlines()
+    assert "measured_out_of_place_us" in csv_rows[0] and "error_in_place" in csv_rows[0]
 
 
 def test_collective_compare_csv_forces_the_runs_algorithm() -> None:

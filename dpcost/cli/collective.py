@@ -1,0 +1,123 @@
+"""`dpcost collective`: predicted collective time in nccl-tests' vocabulary, optionally beside a real run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dpcost.cli.core import TableFormat, app, emit
+from dpcost.cli.options import TopologyOpt
+from dpcost.errors import InputError
+
+
+def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> list[int]:
+    from dpcost.units import UnitError, parse_message_size
+
+    try:
+        if sizes is not None:
+            out = [int(parse_message_size(s)) for s in sizes.split(",") if s.strip()]
+            if not out or min(out) <= 0:
+                raise InputError("sizes", f"give positive sizes of a byte or more, such as 64M,1G; got {sizes!r}")
+            return out
+    except UnitError as exc:
+        raise InputError("sizes", str(exc)) from None
+    bounds = []
+    for flag, text in (("min_bytes", min_bytes), ("max_bytes", max_bytes)):
+        try:
+            bounds.append(int(parse_message_size(text)))
+        except UnitError as exc:
+            raise InputError(flag, str(exc)) from None
+    lo, hi = bounds
+    if lo <= 0 or hi < lo:
+        raise InputError("min_bytes", f"need 1 <= --min-bytes <= --max-bytes, got {min_bytes!r} and {max_bytes!r}")
+    if factor <= 1:
+        raise InputError("factor", f"must be > 1, got {factor}")
+    n = math.floor(math.log(hi / lo) / math.log(factor) + 1e-9) + 1
+    if n > 10_000:
+        raise InputError("factor", f"{n} sizes is too many; raise --factor or narrow the range")
+    return [round(lo * factor**i) for i in range(n)]
+
+
+@app.command()
+def collective(
+    op: Annotated[
+        str | None, typer.Option("--op", help="all_reduce (default), reduce_scatter, all_gather, broadcast or reduce.")
+    ] = None,
+    topology: TopologyOpt = "dgx-h100",
+    ranks: Annotated[
+        int | None, typer.Option("--ranks", "-n", help="GPUs in the collective [default: 16, or the compared run's].")
+    ] = None,
+    min_bytes: Annotated[
+        str, typer.Option("--min-bytes", "-b", help="nccl-tests style: 8, 64K, 16M, 1G (binary).")
+    ] = "8",
+    max_bytes: Annotated[str, typer.Option("--max-bytes", "-e")] = "16G",
+    factor: Annotated[float, typer.Option("--factor", "-f", help="Size multiplier between rows.")] = 2.0,
+    sizes: Annotated[str | None, typer.Option("--sizes", help="Explicit sizes, e.g. 64M,1G.")] = None,
+    algorithm: Annotated[
+        str | None,
+        typer.Option(
+            "--algorithm", help="Force an algorithm: ring, tree, nvls, nvls_tree, collnet, pat, hierarchical."
+        ),
+    ] = None,
+    compare: Annotated[
+        Path | None, typer.Option("--compare", help="An nccl-tests log or CSV: adds measured time and error.")
+    ] = None,
+    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
+) -> None:
+    """Predicted collective time in nccl-tests' vocabulary (size, time, algbw, busbw), optionally beside a real run."""
+    from dpcost.catalog import load_measurements, load_topology
+    from dpcost.engine.availability import ALGORITHMS
+    from dpcost.engine.collectives import OPS
+    from dpcost.engine.collectives import collective as run
+    from dpcost.engine.prepare import check_dp
+    from dpcost.render.collectives import collective_rows, collective_table
+
+    topo = load_topology(topology)
+    if algorithm is not None and algorithm not in ALGORITHMS:
+        raise InputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    measured: dict[tuple[str, int], dict[str, float]] = {}
+    ops = [op or "all_reduce"]
+    ranks_from, algorithm_from = "ranks", "algorithm"
+    if compare is not None:
+        if sizes is not None:
+            raise InputError("sizes", "--compare takes its sizes from the measured file; give one or the other")
+        m = load_measurements(str(compare))
+        if ranks is None:
+            ranks, ranks_from = m.ranks, f"--compare {compare.name} (its ranks)"
+        if op is not None and op not in m.ops:
+            raise InputError("op", f"{compare.name} measures {', '.join(m.ops)}, not {op}")
+        ops = [op] if op else list(m.ops)
+        if algorithm is None and m.algorithm is not None:
+            algorithm, algorithm_from = m.algorithm, f"--compare {compare.name} (its NCCL_ALGO)"
+        for row in m.rows:
+            measured.setdefault((row.op, row.size_bytes), {})[row.column] = row.time_us
+        if m.gpus_per_node and m.gpus_per_node > topo.domain_size:
+            raise InputError(
+                "compare",
+                f"{compare.name} has {m.gpus_per_node} GPUs per node, {topo.name}'s NVLink domains {topo.domain_size}",
+            )
+    if any(o not in OPS for o in ops):
+        raise InputError("op", f"must be one of {', '.join(OPS)}, got {op!r}")
+    ranks = 16 if ranks is None else ranks
+    check_dp(topo, ranks, where=ranks_from)
+    choices = []
+    for o in ops:
+        wanted = (
+            sorted(s for (mo, s) in measured if mo == o) if measured else _sizes(sizes, min_bytes, max_bytes, factor)
+        )
+        for size in wanted:
+            try:
+                choices.append(run(topo, o, ranks, size, algorithm))
+            except ValueError as exc:
+                raise InputError(algorithm_from, str(exc)) from None
+    rows = collective_rows(choices, measured or None)
+    table = collective_table(rows)
+    table.title = (
+        f"{'/'.join(ops)} on {ranks} GPUs of {topo.name}"
+        + (f" vs {compare.name}" if compare else "")
+        + ": times in us, algbw and busbw in GB/s (nccl-tests' definitions)"
+    )
+    emit([table], fmt.value, [r.model_dump(mode="json") for r in rows])

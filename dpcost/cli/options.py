@@ -1,0 +1,164 @@
+"""Flags shared by commands, defined once: the plan's options come from `dpcost.options`, one flag per field.
+
+`@plan_options()` adds every field of `Options`' sections to a command's signature (typer reads the signature)
+and hands the command one validated `Options` as its `options` argument; a validation error names the flag the
+user typed. sqlite-utils applies its output options with a decorator the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from dpcost.errors import InputError
+
+__all__ = ["FormatOpt", "ModelOpt", "TopologyOpt", "build_options", "field_flag", "plan_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ModelOpt = Annotated[
+    str, typer.Option("--model", "-m", help="Catalog name (see `dpcost models`), a YAML spec or a HF config.json.")
+]
+TopologyOpt = Annotated[
+    str, typer.Option("--topology", "-t", help="Catalog name (see `dpcost topologies`) or a YAML spec.")
+]
+FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output format.")]
+
+
+def _fields(skip: Iterable[str] = ()) -> list[tuple[str, str, Any]]:
+    """(section, field, FieldInfo) for every plan option, in section order."""
+    from dpcost.options import SECTIONS
+
+    return [
+        (section, name, info)
+        for section, model in SECTIONS.items()
+        for name, info in model.model_fields.items()
+        if name not in skip
+    ]
+
+
+def field_flag(name: str) -> str:
+    """The flag of a field named in an engine error (`accumulation` -> `--accum`), or the name as a flag."""
+    for _, field, info in _fields():
+        if field == name:
+            return str(_extra(info)["flag"])
+    return "--" + name.replace("_", "-")
+
+
+def _extra(info: Any) -> dict[str, Any]:
+    return info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+
+
+def _help(info: Any) -> str:
+    from dpcost.options import choices
+
+    text = info.description or ""
+    values = [str(v) for v in choices(info.annotation)]
+    if values:
+        if _extra(info).get("auto"):
+            values.append("auto")
+        text += f" [{'|'.join(values)}]"
+    return text
+
+
+def _parameter(section: str, name: str, info: Any) -> inspect.Parameter:
+    """One typer option for a field: bools as --x/--no-x, everything else as text that pydantic validates."""
+    extra = _extra(info)
+    flag, short = extra["flag"], extra.get("short")
+    default = info.default
+    if info.annotation is bool:
+        names = [f"{flag}/--no-{flag[2:]}"]
+        annotation: Any = Annotated[bool, typer.Option(*names, help=info.description)]
+        return inspect.Parameter(
+            f"{section}__{name}", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+        )
+    shown = "auto" if default is None and extra.get("auto") else default
+    if name == "bucket_bytes":
+        shown = "25MiB"
+    names = [flag, short] if short else [flag]
+    annotation = Annotated[
+        str | None,
+        typer.Option(*names, help=_help(info), show_default=shown is not None, metavar=None),
+    ]
+    return inspect.Parameter(
+        f"{section}__{name}",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None if shown is None else str(shown),
+        annotation=annotation,
+    )
+
+
+def build_options(dp: int, values: dict[str, Any]) -> Any:
+    """A validated Options from the flags' values; an error names the flag and what is allowed."""
+    from pydantic import ValidationError
+
+    from dpcost.options import SECTIONS, Options
+
+    sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
+    for key, value in values.items():
+        section, field = key.split("__", 1)
+        if value is not None:
+            sections[section][field] = value
+    try:
+        return Options.model_validate({"dp": dp, **sections})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = [str(x) for x in err["loc"]]
+        if len(loc) > 1 and loc[0] in SECTIONS:
+            info = SECTIONS[loc[0]].model_fields[loc[1]]
+            raise InputError(field_flag(loc[1]), _message(err, info)) from None
+        if loc:
+            raise InputError("--" + loc[0].replace("_", "-"), _message(err, None)) from None
+        where, _, message = str(err["msg"]).removeprefix("Value error, ").partition(": ")
+        raise InputError(where, message) from None
+
+
+def _message(err: Any, info: Any) -> str:
+    """pydantic's complaint in dpcost's words: what is allowed, and what was given."""
+    from dpcost.options import choices
+
+    kind, ctx, given = err["type"], err.get("ctx") or {}, err.get("input")
+    shown = repr(given) if len(repr(given)) <= 40 else repr(given)[:37] + "..."
+    if kind == "greater_than_equal":
+        bound = ctx.get("ge")
+        return f"must be a positive integer, got {shown}" if bound == 1 else f"must be at least {bound}, got {shown}"
+    if kind == "greater_than":
+        return f"must be more than {ctx.get('gt')}, got {shown}"
+    if kind == "less_than_equal":
+        return f"{shown} is beyond {ctx.get('le'):,}; check the number"
+    if kind == "literal_error" and info is not None:
+        values = [str(v) for v in choices(info.annotation)]
+        if _extra(info).get("auto"):
+            values.append("auto")
+        return f"must be one of {', '.join(values[:-1])} or {values[-1]}, got {shown}"
+    return f"{str(err['msg']).removeprefix('Value error, ')}, got {shown}"
+
+
+def plan_options(skip: Iterable[str] = ()) -> Callable[[F], F]:
+    """Add every plan option (but `skip`) to a command and pass them to it as `options_values`."""
+    skipped = tuple(skip)
+
+    def decorate(func: F) -> F:
+        sig = inspect.signature(func)
+        hints = typing.get_type_hints(func, include_extras=True)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation)) for p in sig.parameters.values()]
+        own = [p for p in own if p.name != "options_values"]
+        added = [_parameter(section, name, info) for section, name, info in _fields(skipped)]
+        keyword = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+
+        @functools.wraps(func)
+        def wrapper(**kwargs: Any) -> Any:
+            values = {p.name: kwargs.pop(p.name) for p in added}
+            return func(**kwargs, options_values=values)
+
+        parameters = keyword + added
+        wrapper.__signature__ = sig.replace(parameters=parameters)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+        return typing.cast(F, wrapper)
+
+    return decorate

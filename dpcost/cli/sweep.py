@@ -1,0 +1,142 @@
+"""`dpcost sweep`: one plan per DP size, as a table, a chart or a plot.
+
+`estimate` and `sweep` stay two commands over one option set: an estimate is one plan with many tables, a sweep
+one row per plan; letting `estimate --dp` take a list would make its output's shape depend on a value.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dpcost.cli.core import TableFormat, app, emit, load
+from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options
+from dpcost.errors import InputError
+
+if TYPE_CHECKING:
+    from dpcost.engine.report import EstimateReport
+
+
+def dp_list(text: str) -> list[int]:
+    """'8,64,512' or '8..4096' (powers of two) or a mix: '8..64,96'."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"([0-9]{1,9})\.\.([0-9]{1,9})", part)
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if lo < 1 or hi < lo:
+                raise InputError("dp", f"range {part!r} must go up from a positive size, like 8..4096")
+            v = lo
+            while v <= hi:
+                out.append(v)
+                v *= 2
+        elif re.fullmatch(r"[0-9]{1,9}", part) and int(part) > 0:
+            out.append(int(part))
+        else:
+            raise InputError("dp", f"expected sizes like 8,64,512 or a range 8..4096, got {part[:40]!r}")
+    return sorted(set(out))
+
+
+@app.command()
+@plan_options(skip=("mode", "serving_batch"))
+def sweep(
+    model: ModelOpt,
+    dp: Annotated[str, typer.Option("--dp", "-d", help="Sizes: 8,64,512 or 8..4096 (powers of two).")],
+    topology: TopologyOpt = "dgx-h100",
+    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.table,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", help="Write a chart of efficiency and step time: FILE.svg, or FILE.png (needs matplotlib)."
+        ),
+    ] = None,
+    chart: Annotated[bool, typer.Option("--chart", help="Also print a terminal chart of scaling efficiency.")] = False,
+    options_values: dict[str, Any] | None = None,
+) -> None:
+    """One row per DP size: step time, compute, exposed communication, efficiency, throughput, memory."""
+    from dpcost.engine.estimate import estimate as run
+    from dpcost.render.sweep import sweep_chart, sweep_table
+
+    sizes = dp_list(dp)
+    if plot is not None:
+        _check_plot_path(plot)
+    spec, topo = load(model, topology)
+    options = build_options(sizes[0], options_values or {})
+    progress = _progress(len(sizes))
+    reports = []
+    for size in sizes:
+        reports.append(run(spec, topo, options.with_dp(size)))
+        progress(size)
+    table = sweep_table(reports, fixed_global_batch=options.batch.global_batch is not None)
+    emit([table], fmt.value)
+    if chart and fmt == TableFormat.table:
+        sys.stdout.write(sweep_chart(reports))
+    if plot is not None:
+        _write_plot(reports, plot)
+        sys.stderr.write(f"dpcost: wrote {plot}\n")
+
+
+def _check_plot_path(path: Path) -> None:
+    """Before any work: a .svg or .png file in a folder that exists (PNG also needs matplotlib)."""
+    if path.suffix.lower() not in (".svg", ".png"):
+        raise InputError("plot", f"{path.name}: write a .svg or a .png file")
+    if not path.parent.is_dir():
+        raise InputError("plot", f"{path.parent}: no such folder")
+    if path.suffix.lower() == ".png":
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise InputError(
+                "plot", "PNG output needs matplotlib: pip install 'dpcost[plot]', or write FILE.svg"
+            ) from None
+
+
+def _write_plot(reports: list[EstimateReport], path: Path) -> None:
+    """SVG needs nothing; PNG goes through matplotlib (the optional `plot` extra)."""
+    from dpcost.render.sweep import sweep_svg
+
+    if path.suffix.lower() == ".svg":
+        try:
+            path.write_text(sweep_svg(reports), encoding="utf-8")
+        except OSError as exc:
+            raise InputError("plot", f"cannot write {path}: {exc.strerror or exc}") from None
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dps = [r.setup.dp for r in reports]
+    times = [r.time for r in reports if r.time is not None]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    ax1.plot(dps, [100 * t.scaling_efficiency for t in times], marker="o")
+    ax1.set(xscale="log", xlabel="DP size (GPUs)", ylabel="scaling efficiency (%)", title=reports[0].model.title)
+    ax2.plot(dps, [t.step_seconds for t in times], marker="o", label="bucketed")
+    ax2.plot(dps, [t.ideal_seconds for t in times], linestyle="--", label="ideal overlap")
+    ax2.plot(dps, [t.serial_seconds for t in times], linestyle=":", label="serial")
+    ax2.set(xscale="log", xlabel="DP size (GPUs)", ylabel="step time (s)", title=reports[0].topology.name)
+    ax2.legend()
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as exc:
+        raise InputError("plot", f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _progress(total: int) -> Any:
+    """A progress line on stderr for long sweeps in a terminal; silent otherwise."""
+    if total < 6 or not sys.stderr.isatty():
+        return lambda _size: None
+    done = [0]
+
+    def tick(size: int) -> None:
+        done[0] += 1
+        sys.stderr.write(f"\rdpcost: DP {size} ({done[0]}/{total})" + ("\n" if done[0] == total else ""))
+        sys.stderr.flush()
+
+    return tick

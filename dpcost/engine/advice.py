@@ -1,0 +1,197 @@
+"""Warnings as coded advice: each says in plain words what a plan gets wrong, under a stable code CI can match.
+
+One function per code, named for it; CODES lists them (docs/json.md prints this table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dpcost.engine.memory import StageMemory
+from dpcost.engine.params import ParamCount
+from dpcost.engine.report import Advice, Setup, Time
+from dpcost.specs import ModelSpec, TopologySpec
+
+__all__ = ["CODES", "Advice", "training"]
+
+CODES = {
+    "needs-sharding": "ZeRO-0 (plain DDP) does not fit: the model states alone exceed the GPU",
+    "oom": "the chosen stage does not fit in GPU memory, with what would",
+    "moe-replicated": "a mixture-of-experts model replicates every expert under pure DP",
+    "comm-bound": "the step's collectives take longer than the compute they could hide behind",
+    "exposed-comm": "more than a tenth of the step waits on communication",
+    "global-batch-growth": "the global batch grows with DP (B = b x a x D)",
+    "micro-batch-adjusted": "--global-batch did not divide evenly: the micro-batch was lowered",
+    "stragglers": "--skew: every collective waits for the slowest rank",
+    "offload-untimed": "offloaded states live in host memory; their PCIe traffic is not timed",
+    "mtp-not-counted": "DeepSeek's multi-token-prediction module is left out",
+    "partial-domains": "the DP group fills NVLink domains part-way",
+    "inference-no-gradients": "serving replicas exchange no gradients",
+    "ignored-flags": "training flags given in inference mode",
+    "replica-needs-model-parallel": "one serving replica needs more than one GPU",
+}
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:,.1f} GB"
+
+
+def needs_sharding(rows: Sequence[StageMemory], topology: TopologySpec) -> Advice:
+    first_fit = next((r.stage for r in rows if r.fits), None)
+    return Advice(
+        code="needs-sharding",
+        message=f"does not fit without sharding: ZeRO-0 (plain DDP) needs {_gb(rows[0].total)} per GPU "
+        f"({_gb(rows[0].model_states)} of model states alone), the {topology.gpu.name} has {_gb(topology.gpu.hbm)}"
+        + (f"; ZeRO-{first_fit} is the first stage that fits" if first_fit is not None else ""),
+    )
+
+
+def oom(
+    setup: Setup, rows: Sequence[StageMemory], topology: TopologySpec, full_recompute: StageMemory | None
+) -> Advice:
+    chosen = rows[setup.zero_stage]
+    first_fit = next((r.stage for r in rows if r.fits), None)
+    largest = chosen.largest_micro_batch(setup.micro_batch)
+    if full_recompute is not None and full_recompute.fits:
+        hint = f"; with --recompute full it needs {_gb(full_recompute.total)} and fits"
+    elif largest >= 1:
+        hint = f"; micro-batch {largest} fits"
+    elif first_fit is not None and first_fit > setup.zero_stage:
+        hint = f"; ZeRO-{first_fit} fits (--zero {first_fit})"
+    else:
+        hint = "; no micro-batch fits: shard the model further (TP/PP/EP)"
+    return Advice(
+        code="oom",
+        message=f"out of memory: ZeRO-{setup.zero_stage} needs {_gb(chosen.total)} per GPU, more than the "
+        f"{_gb(topology.gpu.hbm)} of HBM{hint}",
+    )
+
+
+def moe_replicated(model: ModelSpec, counts: ParamCount) -> Advice:
+    a = model.architecture
+    experts = a.moe.experts if a is not None and a.moe is not None else 0
+    return Advice(
+        code="moe-replicated",
+        message=f"MoE under pure DP: all {experts} routed experts' states live on every replica (no expert "
+        "parallelism here), which is why only ZeRO sharding can make it fit; ZeRO-3 gathers a whole MoE block "
+        f"({counts.largest_block / 1e9:.1f}B parameters) at a time",
+    )
+
+
+def comm_bound(t: Time) -> Advice:
+    return Advice(
+        code="comm-bound",
+        message=f"communication-bound: {t.comm_seconds:.3g} s of collectives per step cannot hide behind "
+        f"{t.compute_seconds:.3g} s of compute; the step waits {t.exposed_comm_seconds:.3g} s on the network",
+    )
+
+
+def exposed_comm(t: Time) -> Advice:
+    return Advice(
+        code="exposed-comm",
+        message=f"{t.exposed_comm_seconds / t.step_seconds:.0%} of the step is exposed communication "
+        "(the last gradient buckets cannot hide behind the backward pass)",
+    )
+
+
+def global_batch_growth(s: Setup) -> Advice:
+    return Advice(
+        code="global-batch-growth",
+        message=f"global batch = micro-batch {s.micro_batch} x accumulation {s.accumulation} x DP {s.dp} = "
+        f"{s.global_batch:,} sequences ({s.tokens_per_step / 1e6:.3g}M tokens); it grows with DP: retune learning "
+        "rate and warmup, or pass --global-batch to hold it",
+    )
+
+
+def micro_batch_adjusted(global_batch: int, dp: int, per_rank: int, micro: int, asked: int) -> Advice:
+    return Advice(
+        code="micro-batch-adjusted",
+        message=f"global batch {global_batch} over DP {dp} is {per_rank} sequences per GPU: micro-batch {micro} "
+        f"x {per_rank // micro} accumulation steps instead of micro-batch {asked}",
+    )
+
+
+def stragglers(skew: float, t: Time) -> Advice:
+    return Advice(
+        code="stragglers",
+        message=f"stragglers: the slowest rank computes {skew:.0%} longer and every collective waits for it "
+        f"({t.straggler_seconds:.3g} s per step)",
+    )
+
+
+def offload_untimed(offload: str, moved: float, gpus_per_node: int) -> Advice:
+    return Advice(
+        code="offload-untimed",
+        message=f"offload ({offload}) keeps {_gb(moved)} per GPU, {_gb(moved * gpus_per_node)} per node, in host "
+        "memory; the PCIe traffic and the CPU optimizer step it costs are not in the step time",
+    )
+
+
+def mtp_not_counted(counts: ParamCount) -> Advice:
+    return Advice(
+        code="mtp-not-counted",
+        message=f"the multi-token-prediction module ({counts.mtp / 1e9:.1f}B parameters) is not counted; "
+        "dpcost trains the main model",
+    )
+
+
+def partial_domains(note: str) -> Advice:
+    return Advice(code="partial-domains", message=note)
+
+
+def inference_no_gradients() -> Advice:
+    return Advice(
+        code="inference-no-gradients",
+        message="inference: data-parallel replicas serve independent requests and exchange no gradients (0 bytes)",
+    )
+
+
+def ignored_flags(flags: Sequence[str]) -> Advice:
+    return Advice(
+        code="ignored-flags", message=f"{', '.join(flags)} apply to training and are ignored in inference mode"
+    )
+
+
+def replica_needs_model_parallel(need: float, topology: TopologySpec, gpus: int, replicas: int, dp: int) -> Advice:
+    return Advice(
+        code="replica-needs-model-parallel",
+        message=f"one replica needs {_gb(need)} of weights and KV cache, more than one {topology.gpu.name} holds "
+        f"({_gb(topology.gpu.hbm)}): {gpus} GPUs per replica (tensor/pipeline parallelism, outside this tool)"
+        + (f", {replicas} replicas on {dp} GPUs" if replicas else f"; --dp {dp} cannot hold even one replica"),
+    )
+
+
+def training(
+    setup: Setup,
+    counts: ParamCount,
+    model: ModelSpec,
+    rows: Sequence[StageMemory],
+    t: Time,
+    topology: TopologySpec,
+    global_batch_fixed: bool,
+    skew: float,
+    offload: str,
+    full_recompute: StageMemory | None,
+) -> list[Advice]:
+    """Every piece of advice a training plan earns, in the order a reader should see them."""
+    out: list[Advice] = []
+    if not rows[0].fits:
+        out.append(needs_sharding(rows, topology))
+    if not rows[setup.zero_stage].fits:
+        out.append(oom(setup, rows, topology, full_recompute))
+    a = model.architecture
+    if a is not None and a.moe is not None:
+        out.append(moe_replicated(model, counts))
+    if t.bound == "communication":
+        out.append(comm_bound(t))
+    elif t.exposed_comm_seconds > 0.1 * t.step_seconds:
+        out.append(exposed_comm(t))
+    if not global_batch_fixed and setup.dp > 1:
+        out.append(global_batch_growth(setup))
+    if skew > 0:
+        out.append(stragglers(skew, t))
+    if offload != "none":
+        out.append(offload_untimed(offload, rows[setup.zero_stage].cpu, setup.gpus_per_node))
+    if counts.mtp:
+        out.append(mtp_not_counted(counts))
+    return out

@@ -1,0 +1,140 @@
+"""The choice of ZeRO stage and recomputation: the fastest plan that fits, unless the user fixed them.
+
+`choose` is the search, a plain function of the candidates, their memory verdicts and their step times; `timeline`
+times one candidate (compute at the --mfu rate, collectives as NCCL runs them, the framework's schedule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from dpcost.engine.activations import RECOMPUTE
+from dpcost.engine.availability import forcible
+from dpcost.engine.collectives import fastest
+from dpcost.engine.compute import FlopsPerToken, flops_per_token
+from dpcost.engine.memory import offload_applies
+from dpcost.engine.placement import place
+from dpcost.engine.prepare import Prepared, units
+from dpcost.engine.step import Call, StepPlan, StepTime, step_time
+from dpcost.errors import InputError
+from dpcost.options import Options
+from dpcost.specs import ModelSpec, TopologySpec
+
+__all__ = ["STAGE_OPS", "Timed", "call_time", "candidates", "check_forced", "choose", "timeline"]
+
+STAGE_OPS = {
+    0: ("all_reduce",),
+    1: ("reduce_scatter", "all_gather"),
+    2: ("reduce_scatter", "all_gather"),
+    3: ("reduce_scatter", "all_gather"),
+}
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One candidate plan, timed: its step, one micro-batch's forward and backward, and its FLOPs per token."""
+
+    stage: int
+    recompute: str
+    steps: StepTime
+    forward: float
+    backward: float
+    flops: FlopsPerToken
+
+
+def runs_forced(o: Options, topology: TopologySpec, stage: int) -> bool:
+    """A forced --algorithm exists for every collective this stage issues (Tree is all-reduce only, as in NCCL)."""
+    algorithm = o.communication.algorithm
+    if algorithm is None:
+        return True
+    p = place(topology, o.dp)
+    return all(algorithm in forcible(op, p) for op in STAGE_OPS[stage])
+
+
+def check_forced(o: Options, topology: TopologySpec) -> None:
+    """Refuse an --algorithm that no plan could run, or that the fixed --zero stage's collectives lack."""
+    algorithm = o.communication.algorithm
+    if algorithm is None or o.dp == 1:
+        return
+    p = place(topology, o.dp)
+    stages = [o.plan.zero] if o.plan.zero is not None else [0, 1, 2, 3]
+    if any(runs_forced(o, topology, st) for st in stages):
+        return
+    op = next(op for st in stages for op in STAGE_OPS[st] if algorithm not in forcible(op, p))
+    raise InputError(
+        "algorithm",
+        f"{algorithm} is not available for {op} on {o.dp} GPUs of {topology.name} "
+        f"({p.nodes} NVLink domains); available: {', '.join(forcible(op, p))}",
+    )
+
+
+def candidates(o: Options, topology: TopologySpec, has_architecture: bool) -> tuple[list[int], list[str]]:
+    """The stages and recomputations to try: the user's, or every one the offload and forced algorithm allow."""
+    allowed = [st for st in range(4) if o.precision.offload == "none" or offload_applies(o.precision.offload, st)]
+    allowed = [st for st in allowed if runs_forced(o, topology, st)]
+    stages: list[int] = [o.plan.zero] if o.plan.zero is not None else allowed
+    recomputes: list[str] = list(RECOMPUTE) if has_architecture else ["none"]
+    if o.plan.recompute is not None:
+        recomputes = [o.plan.recompute]
+    return stages, recomputes
+
+
+def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call]:
+    """One NCCL call on the DP group, as NCCL runs it (or forced), cached by (op, bytes)."""
+    cache: dict[tuple[str, float], Call] = {}
+
+    def call(op: str, size: float) -> Call:
+        key = (op, size)
+        if key not in cache:
+            best = fastest(topology, op, o.dp, size, o.communication.algorithm)
+            cache[key] = Call(best.seconds, best.label)
+        return cache[key]
+
+    return call
+
+
+def timeline(
+    model: ModelSpec,
+    topology: TopologySpec,
+    p: Prepared,
+    stage: int,
+    recompute: str,
+    call: Callable[[str, float], Call],
+) -> Timed:
+    """The step of one plan: forward and backward of a micro-batch at the --mfu rate (compute.py), stragglers
+    included, scheduled with the collectives the stage issues (step.py)."""
+    o = p.o
+    flops = flops_per_token(p.counts, model.architecture, p.seq_len, recompute, o.compute.flash_attention)
+    tokens = p.micro_batch * p.seq_len
+    rate = topology.gpu.bf16_dense * o.compute.mfu
+    forward = flops.forward * tokens / rate
+    backward = (flops.backward + flops.recompute) * tokens / rate
+    plan = StepPlan(
+        stage=stage,
+        accumulation=p.accumulation,
+        forward=forward * (1.0 + o.compute.skew),
+        backward=backward * (1.0 + o.compute.skew),
+        units=units(p.counts, model, p.seq_len),
+        grad_bytes=p.grad_bytes,
+        weight_bytes=p.weight_bytes,
+        bucket_bytes=o.communication.bucket_bytes,
+        keep_full_grads=o.communication.keep_full_grads,
+        overlap_param_gather=o.precision.recipe == "megatron",
+    )
+    return Timed(stage, recompute, step_time(plan, call), forward, backward, flops)
+
+
+def choose(
+    stages: Sequence[int],
+    recomputes: Sequence[str],
+    fits: Callable[[int, str], bool],
+    time: Callable[[int, str], Timed],
+) -> Timed:
+    """The fastest (stage, recomputation) that fits, ties to the lower stage and the lighter recomputation. If
+    none fits: the last stage tried with the most recomputation, so that the report shows the nearest miss."""
+    fitting = [(st, rc) for st in stages for rc in recomputes if fits(st, rc)]
+    if not fitting:
+        return time(stages[-1], recomputes[-1])
+    timed = [time(st, rc) for st, rc in fitting]
+    return min(timed, key=lambda t: (t.steps.step, t.stage, RECOMPUTE.index(t.recompute)))

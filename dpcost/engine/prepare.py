@@ -1,0 +1,183 @@
+"""What the options come to before any costing: the sequence length, the batching, the recipe and dtypes, the
+pieces the step schedules, and memory per GPU at every ZeRO stage. Shared by `estimate` and `dpcost memory`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from dpcost.engine import advice
+from dpcost.engine.activations import activation_memory
+from dpcost.engine.compute import attention_flops
+from dpcost.engine.memory import RECIPES, Recipe, StageMemory, buffers, model_states, stage_memory
+from dpcost.engine.params import ParamCount, count_params
+from dpcost.engine.placement import check_ranks
+from dpcost.engine.report import Advice
+from dpcost.engine.step import Unit
+from dpcost.errors import InputError
+from dpcost.options import Options
+from dpcost.specs import ModelSpec, TopologySpec
+
+__all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "prepare", "stage_table", "units"]
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+DEFAULT_SEQ_LEN = 4096
+MAX_BUCKETS = 1_000_000  # per pass: each is a call the timeline schedules
+# The recipe's own gradient dtype (what its reduce-scatter/all-reduce moves) when --grad-dtype is not given.
+RECIPE_GRAD_DTYPE = {"zero-paper": "fp16", "deepspeed": "bf16", "megatron": "fp32"}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The plan's inputs resolved: options with the sequence length filled in, counts, recipe and batching."""
+
+    o: Options
+    seq_len: int
+    counts: ParamCount
+    recipe: Recipe
+    grad_dtype: str
+    grad_bytes: float
+    weight_bytes: float
+    accumulation: int
+    micro_batch: int
+    advice: tuple[Advice, ...]
+
+
+def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
+    """A DP size this topology can hold (placement.check_ranks), as an input error naming the flag."""
+    try:
+        check_ranks(topology, dp)
+    except ValueError as exc:
+        raise InputError(where, str(exc)) from None
+
+
+def seq_len_for(model: ModelSpec, options: Options) -> int:
+    """--seq-len, or 4096, or the model's learned-position limit if smaller; never beyond that limit."""
+    a = model.architecture
+    limit = a.learned_positions if a is not None else 0
+    seq_len = options.batch.seq_len or (min(DEFAULT_SEQ_LEN, limit) if limit else DEFAULT_SEQ_LEN)
+    if limit and seq_len > limit:
+        raise InputError("seq_len", f"{model.name} has {limit} learned positions; use <= {limit}")
+    return seq_len
+
+
+def recipe_for(name: str, grad_dtype: str) -> Recipe:
+    """The recipe with its communicated gradient in `grad_dtype`. Megatron keeps its fp32 main grads when the
+    gradients are reduced in bf16: they become an optimizer-side state, sharded with it (Megatron-LM docs,
+    distributed optimizer: 20 bytes per parameter, or 4 + 16/d)."""
+    base = RECIPES[name]
+    if base.name == "megatron" and DTYPE_BYTES[grad_dtype] < 4:
+        main = next(c for c in base.components if c.communicated)
+        kept = replace(main, group="optimizer", shard_from=1, communicated=False)
+        reduced = replace(
+            main, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads (communicated)"
+        )
+        components = (*tuple(c for c in base.components if not c.communicated), reduced, kept)
+        return replace(base, components=components)
+    components = tuple(
+        replace(c, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads (communicated)")
+        if c.communicated
+        else c
+        for c in base.components
+    )
+    return replace(base, components=components)
+
+
+def batching(o: Options) -> tuple[int, int, list[Advice]]:
+    """(accumulation, micro-batch, advice): B = b x a x D (the seed's global batch)."""
+    b = o.batch
+    if b.global_batch is None:
+        return b.accumulation or 1, b.micro_batch, []
+    per_step = b.micro_batch * o.dp
+    if b.accumulation is not None:
+        if b.micro_batch * b.accumulation * o.dp != b.global_batch:
+            raise InputError(
+                "global_batch",
+                f"{b.global_batch} != micro-batch {b.micro_batch} x accumulation {b.accumulation} x DP {o.dp}; "
+                "give --global-batch or --accum, not both",
+            )
+        return b.accumulation, b.micro_batch, []
+    if b.global_batch % per_step == 0:
+        return b.global_batch // per_step, b.micro_batch, []
+    if b.global_batch % o.dp == 0:
+        per_rank = b.global_batch // o.dp
+        micro = max(d for d in range(1, min(per_rank, b.micro_batch) + 1) if per_rank % d == 0)
+        return (
+            per_rank // micro,
+            micro,
+            [advice.micro_batch_adjusted(b.global_batch, o.dp, per_rank, micro, b.micro_batch)],
+        )
+    raise InputError(
+        "global_batch",
+        f"{b.global_batch} sequences cannot be split evenly over DP {o.dp}; use a multiple of {o.dp}",
+    )
+
+
+def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:
+    """Resolve the options against the model and topology (checks that need both are made here)."""
+    check_dp(topology, options.dp)
+    seq_len = seq_len_for(model, options)
+    o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len})})
+    counts = count_params(model)
+    grad_dtype = o.precision.grad_dtype or RECIPE_GRAD_DTYPE[o.precision.recipe]
+    recipe = recipe_for(o.precision.recipe, grad_dtype)
+    grad_bytes = float(DTYPE_BYTES[grad_dtype])
+    weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
+    accumulation, micro_batch, notes = batching(o)
+    bucket = o.communication.bucket_bytes
+    if counts.total * grad_bytes / bucket > MAX_BUCKETS:
+        raise InputError(
+            "bucket_size",
+            f"{bucket:.3g}-byte buckets cut the {counts.total * grad_bytes / 1e9:,.1f} GB gradient into more than "
+            f"{MAX_BUCKETS:,} calls per pass; use at least {counts.total * grad_bytes / MAX_BUCKETS:,.0f} bytes",
+        )
+    return Prepared(
+        o, seq_len, counts, recipe, grad_dtype, grad_bytes, weight_bytes, accumulation, micro_batch, tuple(notes)
+    )
+
+
+def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]:
+    """The pieces the step timeline schedules, in forward order, each with its share of a pass's FLOPs:
+    embedding, transformer blocks and output head; a model given only as a parameter count is cut into
+    blocks of its largest layer (one block if that is not given)."""
+    a = spec.architecture
+    if a is None or not counts.blocks:
+        n = math.ceil(counts.total / spec.largest_layer_params) if spec.largest_layer_params else 1
+        return tuple(Unit(counts.total / n, 1 / n) for _ in range(n))
+    attention_per_layer = attention_flops(a, seq_len) / a.layers
+    head_matmul = counts.embedding if a.tied_embeddings else counts.lm_head
+    flops = [0.0] + [2 * b.active + attention_per_layer for b in counts.blocks] + [2 * head_matmul]
+    params = [counts.embedding + a.learned_positions * a.hidden]
+    params += [b.params for b in counts.blocks]
+    params += [counts.total - sum(params)]  # output head and final norm
+    total = sum(flops)
+    return tuple(Unit(p, f / total) for p, f in zip(params, flops, strict=True))
+
+
+def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute: str) -> tuple[StageMemory, ...]:
+    """Memory per GPU at every ZeRO stage with one recomputation choice (memory.py, activations.py)."""
+    o, counts, a = p.o, p.counts, model.architecture
+    if a is None and model.largest_layer_params is None:
+        raise InputError(
+            "largest_layer_params",
+            "required with only a parameter count: ZeRO-3 gathers one block at a time, and without its size the "
+            "whole model would be gathered; give the largest transformer block (12 h^2 for a GPT layer of width h)",
+        )
+    largest_layer = model.largest_layer_params or counts.largest_module
+    # One ZeRO-3 unit for buffers and timeline: the largest piece the timeline gathers (units(): embedding,
+    # each block, output head), unless the user gave its size.
+    gather_unit = model.largest_layer_params or max(u.params for u in units(counts, model, p.seq_len))
+    if a is not None:
+        act = activation_memory(a, p.seq_len, p.micro_batch, recompute, o.compute.flash_attention).total
+        per_sample = act / p.micro_batch
+    else:
+        act, per_sample = 0.0, 0.0
+    bucket, keep_full = o.communication.bucket_bytes, o.communication.keep_full_grads
+    rows = []
+    for stage in range(4):
+        states = model_states(counts.total, o.dp, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+        buf = buffers(stage, p.recipe, p.grad_bytes, counts.total, bucket, gather_unit, largest_layer)
+        if keep_full and stage >= 2 and p.accumulation > 1:
+            buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / o.dp))
+        rows.append(stage_memory(stage, states, act, per_sample, buf, topology.gpu.hbm))
+    return tuple(rows)

@@ -1,0 +1,71 @@
+"""Serving: replicas answer independent requests, so DP exchanges no gradients and moves zero bytes.
+
+Memory per replica = bf16 weights + KV cache (seq_len x batch), split over the fewest GPUs (a power of two, as
+tensor/pipeline degrees are) on which each keeps the runtime allowance too. Decode throughput per replica =
+batch / max(compute time, time to read the weights it touches and the KV cache from HBM) per token step, with k
+GPUs giving k times the bandwidth and FLOP/s (ideal model parallelism, outside this tool).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dpcost.engine.activations import kv_cache_bytes
+from dpcost.engine.compute import attention_flops
+from dpcost.engine.memory import CONTEXT_BYTES, FRAGMENTATION
+from dpcost.engine.params import ParamCount
+from dpcost.specs import ModelArchitecture, TopologySpec
+
+__all__ = ["Replica", "decode_flops_per_token", "decode_weight_bytes", "replica"]
+
+
+def decode_flops_per_token(counts: ParamCount, a: ModelArchitecture | None, seq_len: int) -> float:
+    """FLOPs of one decode step for one sequence: 2 per weight the new token multiplies (active parameters
+    without the input lookups, the output projection included even when tied to the embedding) plus its
+    attention over the whole context, 2 L H (d_qk + d_v) T (PaLM appendix B, for one query token)."""
+    head = counts.embedding if a is not None and a.tied_embeddings else 0.0
+    flops = 2.0 * (counts.active_excl_embedding + head)
+    if a is not None:
+        flops += attention_flops(a, seq_len)  # one new token attends to all T tokens of the context
+    return flops
+
+
+def decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch: int) -> float:
+    """bf16 weight bytes one decode step reads from HBM: every weight but the input lookup tables (a row per
+    token; the embedding is read whole only as a tied output head), and of each MoE layer's routed experts the
+    expected number that `batch` tokens touch when routed uniformly, E (1 - (1 - k/E)^B)."""
+    tied = a is not None and a.tied_embeddings
+    weights = 2.0 * (counts.total - counts.positions - (0.0 if tied else counts.embedding))
+    if a is None or a.moe is None:
+        return weights
+    routed = dict(counts.components)["routed experts"]
+    untouched = (1 - a.moe.active / a.moe.experts) ** batch
+    return weights - 2.0 * routed * untouched
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One serving replica: its memory, the GPUs it needs, and its decode rate."""
+
+    weights: float
+    kv: float
+    gpus: int
+    per_gpu: float
+    tokens_per_second: float
+    bound: str
+
+
+def replica(
+    counts: ParamCount, a: ModelArchitecture | None, topology: TopologySpec, seq_len: int, batch: int, mfu: float
+) -> Replica:
+    """Memory, GPUs and decode throughput of one replica (see the module docstring)."""
+    weights = 2.0 * counts.total
+    kv = kv_cache_bytes(a, seq_len, batch) if a else 0.0
+    gpus = 1
+    while (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES > topology.gpu.hbm and gpus < 1 << 20:
+        gpus *= 2
+    per_gpu = (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES
+    t_compute = decode_flops_per_token(counts, a, seq_len) * batch / (topology.gpu.bf16_dense * mfu * gpus)
+    t_memory = (decode_weight_bytes(counts, a, batch) + kv) / (topology.gpu.hbm_bandwidth * gpus)
+    bound = "memory bandwidth" if t_memory >= t_compute else "compute"
+    return Replica(weights, kv, gpus, per_gpu, batch / max(t_compute, t_memory), bound)

@@ -1,0 +1,236 @@
+"""What a plan can be told, once: grouped, validated options that the engine reads and the CLI takes its flags from.
+
+Sections follow what the setting is about (torchtitan's JobConfig does the same): the plan (DP size, ZeRO stage,
+recomputation, mode), the batch, precision and memory recipe, communication, and compute. Every field carries
+its bounds and its help; `cli/options.py` turns each field into one flag (the `flag` in its metadata) and hands
+the command a validated `Options`. A field left at None means "choose for me": the report says what was chosen.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from dpcost.engine.memory import offload_applies
+from dpcost.units import parse_bytes
+
+__all__ = [
+    "Batch",
+    "Communication",
+    "Compute",
+    "Options",
+    "Plan",
+    "Precision",
+    "choices",
+    "flag",
+]
+
+DEFAULT_MFU = 0.40  # dense-BF16 MFU of well-tuned large runs (PaLM 46%, Llama 3 38-43%, MegaScale 55%)
+DEFAULT_BUCKET_BYTES = 25 * 2**20  # PyTorch DDP bucket_cap_mb=25, in MiB
+
+
+def _auto(value: Any) -> Any:
+    """`auto` (or nothing) means: dpcost chooses."""
+    return None if value is None or (isinstance(value, str) and value.strip().lower() == "auto") else value
+
+
+def _stage(value: Any) -> Any:
+    value = _auto(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value
+
+
+def cli(flag: str, short: str | None = None, auto: bool = False) -> dict[str, Any]:
+    """A field's flag: how `cli/options.py` spells it, its short form, and whether `auto` stands for None."""
+    return {"flag": flag, "short": short, "auto": auto}
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Plan(Section):
+    """What is being planned: how many replicas, how they shard, and what they run."""
+
+    zero: Annotated[Literal[0, 1, 2, 3] | None, BeforeValidator(_stage)] = Field(
+        None,
+        description="ZeRO stage 0-3, or auto: the fastest stage that fits (with recompute auto, of both).",
+        json_schema_extra=cli("--zero", auto=True),
+    )
+    recompute: Annotated[Literal["none", "selective", "full"] | None, BeforeValidator(_auto)] = Field(
+        None,
+        description="Activation recomputation, or auto: the fastest choice that fits (see --zero).",
+        json_schema_extra=cli("--recompute", auto=True),
+    )
+    mode: Literal["train", "inference"] = Field(
+        "train", description="train, or inference (no gradient collectives).", json_schema_extra=cli("--mode")
+    )
+
+
+class Batch(Section):
+    """B = b x a x D: micro-batch, accumulation and DP; or the global batch held fixed."""
+
+    micro_batch: int = Field(
+        1,
+        ge=1,
+        le=10**6,
+        description="Sequences per GPU per micro-batch.",
+        json_schema_extra=cli("--micro-batch", "-b"),
+    )
+    seq_len: int | None = Field(
+        None,
+        ge=1,
+        le=10**7,
+        description="Tokens per sequence [default: 4096, or the model's learned-position limit].",
+        json_schema_extra=cli("--seq-len", "-s"),
+    )
+    accumulation: int | None = Field(
+        None,
+        ge=1,
+        le=10**6,
+        description="Gradient accumulation steps [default: 1].",
+        json_schema_extra=cli("--accum", "-a"),
+    )
+    global_batch: int | None = Field(
+        None,
+        ge=1,
+        le=10**12,
+        description="Hold the global batch (sequences) fixed: accumulation is derived.",
+        json_schema_extra=cli("--global-batch"),
+    )
+    serving_batch: int = Field(
+        1, ge=1, le=10**6, description="Inference: concurrent sequences per replica.", json_schema_extra=cli("--batch")
+    )
+
+
+class Precision(Section):
+    """The model-state recipe: bytes per parameter for weights, gradients and optimizer states."""
+
+    recipe: Literal["zero-paper", "deepspeed", "megatron"] = Field(
+        "zero-paper", description="Model-state recipe.", json_schema_extra=cli("--recipe")
+    )
+    grad_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = Field(
+        None, description="Communicated gradient dtype [default: the recipe's].", json_schema_extra=cli("--grad-dtype")
+    )
+    optimizer: Literal["adamw", "sgd", "adam8bit", "adafactor"] = Field(
+        "adamw", description="Optimizer (its states per parameter).", json_schema_extra=cli("--optimizer")
+    )
+    offload: Literal["none", "optimizer", "params"] = Field(
+        "none",
+        description="Offload to CPU memory: the optimizer, or params (params and optimizer).",
+        json_schema_extra=cli("--offload"),
+    )
+
+
+class Communication(Section):
+    """How the gradients and parameters travel."""
+
+    bucket_bytes: Annotated[float, BeforeValidator(parse_bytes)] = Field(
+        DEFAULT_BUCKET_BYTES,
+        gt=0,
+        description="Gradient bucket size (PyTorch DDP: 25MiB).",
+        json_schema_extra=cli("--bucket-size"),
+    )
+    algorithm: Literal["ring", "tree", "hierarchical", "nvls", "nvls_tree", "collnet", "pat"] | None = Field(
+        None,
+        description="Force a collective algorithm (hierarchical is a what-if NCCL does not run).",
+        json_schema_extra=cli("--algorithm"),
+    )
+    keep_full_grads: bool = Field(
+        False,
+        description="Stages 2-3: accumulate unsharded gradients, reduce once per step.",
+        json_schema_extra=cli("--keep-full-grads"),
+    )
+
+
+class Compute(Section):
+    """How fast the math runs."""
+
+    mfu: float = Field(
+        DEFAULT_MFU,
+        ge=0.001,
+        le=1,
+        description="Fraction of dense BF16 peak the math sustains, on every FLOP executed (recomputation too).",
+        json_schema_extra=cli("--mfu"),
+    )
+    flash_attention: bool = Field(
+        True, description="Flash attention stores no s^2 scores.", json_schema_extra=cli("--flash-attention")
+    )
+    skew: float = Field(
+        0.0,
+        ge=0,
+        le=10,
+        description="The slowest rank's extra compute, e.g. 0.05 for 5%.",
+        json_schema_extra=cli("--skew"),
+    )
+
+
+SECTIONS: dict[str, type[Section]] = {
+    "plan": Plan,
+    "batch": Batch,
+    "precision": Precision,
+    "communication": Communication,
+    "compute": Compute,
+}
+
+
+class Options(Section):
+    """Everything a plan can be told. `Options(dp=512, micro_batch=2)` files flat names into their sections."""
+
+    dp: int = Field(ge=1, le=10_000_000, description="Data-parallel size: GPUs, one replica each.")
+    plan: Plan = Plan()
+    batch: Batch = Batch()
+    precision: Precision = Precision()
+    communication: Communication = Communication()
+    compute: Compute = Compute()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sections(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out = {k: v for k, v in data.items() if k == "dp" or k in SECTIONS}
+        for key, value in data.items():
+            if key in out:
+                continue
+            section = next((name for name, model in SECTIONS.items() if key in model.model_fields), None)
+            if section is None:
+                out[key] = value  # extra="forbid" names it
+                continue
+            current = out.get(section, {})
+            current = current.model_dump() if isinstance(current, BaseModel) else dict(current)
+            out[section] = {**current, key: value}
+        return out
+
+    @model_validator(mode="after")
+    def _offload_needs_sharding(self) -> Options:
+        """DeepSpeed's rule: the optimizer offloads from ZeRO-1, parameters only at ZeRO-3."""
+        offload, zero = self.precision.offload, self.plan.zero
+        if zero is not None and offload != "none" and not offload_applies(offload, zero):
+            need = "ZeRO-3" if offload == "params" else "ZeRO 1-3"
+            raise ValueError(f"--offload: {offload} offload needs {need} (DeepSpeed's rule), got --zero {zero}")
+        return self
+
+    def with_dp(self, dp: int) -> Options:
+        return self.model_copy(update={"dp": dp})
+
+
+def flag(section: str, field: str) -> str:
+    """The CLI flag of a field, for messages: ('batch', 'accumulation') -> '--accum'."""
+    model = SECTIONS.get(section)
+    info = model.model_fields.get(field) if model is not None else None
+    extra = info.json_schema_extra if info is not None and isinstance(info.json_schema_extra, dict) else {}
+    return str(extra.get("flag") or "--" + field.replace("_", "-"))
+
+
+def choices(annotation: Any) -> tuple[Any, ...]:
+    """The values a Literal field takes (None left out)."""
+    out: list[Any] = []
+    for arg in get_args(annotation) or (annotation,):
+        if getattr(arg, "__origin__", None) is Literal or type(arg).__name__ == "_LiteralGenericAlias":
+            out += list(get_args(arg))
+        elif get_args(arg):
+            out += list(choices(arg))
+    return tuple(out)

@@ -1,0 +1,165 @@
+"""The catalog as tables: `dpcost models`, `dpcost topologies`, `show model`, `show topology`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from dpcost.engine.collectives import hop_latency
+from dpcost.engine.nccl_tables import NCCL_VERSION
+from dpcost.engine.params import count_params
+from dpcost.render.table import Table
+from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
+
+__all__ = ["model_tables", "models_table", "topologies_table", "topology_tables"]
+
+
+def models_table(models: Sequence[ModelSpec]) -> Table:
+    """`dpcost models`: derived against published counts, and the architecture in brief."""
+    t = Table(
+        "Models",
+        ["name", "model", "total", "active", "active excl. emb.", "published", "layers", "hidden", "attention", "MLP"],
+        right={2, 3, 4, 5, 6, 7},
+    )
+    for m in models:
+        c = count_params(m)
+        a = m.architecture
+        pub = m.published.total if m.published else None
+        if a is None:
+            attention = mlp = "-"
+        else:
+            attention = "MLA" if a.mla else "MHA" if a.n_kv_heads == a.heads else f"GQA {a.heads}/{a.n_kv_heads}"
+            mlp = a.mlp
+            if a.moe:
+                mlp = f"MoE {a.moe.active}/{a.moe.experts}" + (f"+{a.moe.shared}" if a.moe.shared else "")
+        t.rows.append(
+            [
+                m.name,
+                m.title,
+                fmt_count(c.total),
+                fmt_count(c.active),
+                fmt_count(c.active_excl_embedding),
+                fmt_count(pub) if pub else "-",
+                str(a.layers) if a else "-",
+                str(a.hidden) if a else "-",
+                attention,
+                mlp,
+            ]
+        )
+        t.data.append(
+            {
+                "name": m.name,
+                "title": m.title,
+                "params_total": int(c.total),
+                "params_active": int(c.active),
+                "params_active_excl_embedding": int(c.active_excl_embedding),
+                "published_total": pub,
+                "layers": a.layers if a else None,
+            }
+        )
+    return t
+
+
+def topologies_table(topologies: Sequence[TopologySpec]) -> Table:
+    """`dpcost topologies`: each GPU and its tiers in one line."""
+    t = Table(
+        "Topologies", ["name", "GPU", "HBM", "BF16 dense", "tiers (GPUs per domain: per-GPU bandwidth)"], right={2, 3}
+    )
+    for topo in topologies:
+        tiers = ", ".join(
+            f"{x.name} {x.size or 'any'}: {fmt_bandwidth(x.bandwidth)}"
+            + (f" 1:{x.oversubscription:g}" if x.oversubscription > 1 else "")
+            for x in topo.tiers
+        )
+        t.rows.append([topo.name, topo.gpu.name, fmt_bytes(topo.gpu.hbm), fmt_flops(topo.gpu.bf16_dense), tiers])
+        t.data.append(
+            {"name": topo.name, "gpu": topo.gpu.name, "hbm_bytes": topo.gpu.hbm, "tiers": [x.name for x in topo.tiers]}
+        )
+    return t
+
+
+def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
+    """`dpcost show model`: the counts against the published ones, and where the parameters are."""
+    c = count_params(m)
+    t = Table(f"{m.title} ({m.name})", ["", "value"])
+    t.rows += [
+        ["source", m.source],
+        ["total parameters", fmt_count(c.total)],
+        ["active per token", f"{fmt_count(c.active)} with the input embedding (Mistral, Qwen, Meta count so)"],
+        [
+            "active excl. embedding",
+            f"{fmt_count(c.active_excl_embedding)} without the input lookup tables (OpenAI, DeepSeek count so)",
+        ],
+    ]
+    if m.published:
+        off = c.total / m.published.total - 1
+        t.rows.append(
+            [
+                "published",
+                f"{fmt_count(m.published.total)} total"
+                + (f", {fmt_count(m.published.active)} active" if m.published.active else "")
+                + f" ({m.published.source}); derived is {off:+.2%}",
+            ]
+        )
+        if m.published.note:
+            t.rows.append(["note", m.published.note])
+    if c.mtp:
+        t.rows.append(["MTP module", f"{fmt_count(c.mtp)}, counted apart: not in the total, not trained by dpcost"])
+    t.rows.append(["largest block / module", f"{fmt_count(c.largest_block)} / {fmt_count(c.largest_module)}"])
+    parts = Table("Where the parameters are", ["component", "parameters", "share"], right={1, 2})
+    for label, n in c.components:
+        parts.rows.append([label, fmt_count(n), f"{n / c.total:.1%}"])
+    doc = {
+        "spec": m.model_dump(mode="json", exclude_none=True),
+        "params_total": int(c.total),
+        "params_active": int(c.active),
+        "params_active_excl_embedding": int(c.active_excl_embedding),
+        "params_mtp": int(c.mtp),
+        "components": {k: int(v) for k, v in c.components},
+    }
+    return [t, parts], doc
+
+
+def topology_tables(topo: TopologySpec) -> list[Table]:
+    """`dpcost show topology`: the GPU, the sources, and every tier with its effective bandwidth."""
+    g = topo.gpu
+    t = Table(f"{topo.title} ({topo.name})", ["", "value"])
+    t.rows += [
+        ["GPU", f"{g.name} ({g.arch})"],
+        ["HBM", f"{fmt_bytes(g.hbm)} at {fmt_bandwidth(g.hbm_bandwidth)}"],
+        ["dense BF16", fmt_flops(g.bf16_dense)],
+        ["call overhead", fmt_seconds(topo.call_overhead)],
+        ["hop latencies", f"NCCL {NCCL_VERSION}'s tables x {topo.latency_scale:g}"],
+        ["network loss", f"{topo.scaling_loss:.1%} of bandwidth per doubling of nodes beyond two"],
+    ]
+    t.rows += [["source", s] for s in topo.sources]
+    tiers = Table(
+        "Tiers (bandwidth per GPU, one direction)",
+        [
+            "tier",
+            "GPUs per domain",
+            "bandwidth",
+            "efficiency",
+            "oversub.",
+            "effective",
+            "ring step LL/LL128/Simple",
+            "in-network reduction",
+        ],
+        right={1, 2, 3, 4, 5},
+    )
+    for i, x in enumerate(topo.tiers):
+        inr = x.in_network_reduction
+        tiers.rows.append(
+            [
+                x.name,
+                str(x.size or "any"),
+                fmt_bandwidth(x.bandwidth),
+                f"{x.efficiency:.2f}",
+                f"1:{x.oversubscription:g}",
+                fmt_bandwidth(x.effective_bandwidth),
+                " / ".join(fmt_seconds(hop_latency(topo, x, i == 0, "ring", p)) for p in ("ll", "ll128", "simple")),
+                f"{inr.kind} (x{inr.efficiency:.2f}, {fmt_seconds(inr.latency)})" if inr else "-",
+            ]
+        )
+    return [t, tiers]

@@ -1,0 +1,227 @@
+"""`dpcost estimate` as tables: setup, communication per step and per tier, memory by stage, time, serving."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dpcost.engine.report import CallsByAlgorithm, EstimateReport, WholeMessage
+from dpcost.render.memory import stage_table
+from dpcost.render.table import Table, gb, pct
+from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_seconds
+
+__all__ = ["estimate_tables", "tier_table"]
+
+Report = EstimateReport
+
+
+def estimate_tables(report: Report) -> list[Table]:
+    s = report.setup
+    tables = [_setup_table(report)]
+    if s.mode == "inference":
+        tables.append(_inference_table(report))
+    else:
+        tables.append(_communication_table(report))
+        tables.extend(_tier_tables(report))
+        tables.append(stage_table(report.memory, s.zero_stage))
+        tables.append(_time_table(report))
+    if report.warnings:
+        rows = [[str(i), w.code, w.message] for i, w in enumerate(report.warnings, 1)]
+        tables.append(Table("Warnings", ["#", "code", "warning"], rows))
+    return tables
+
+
+def _setup_table(r: Report) -> Table:
+    s, m = r.setup, r.model
+    fits = bool(r.memory.stages) and r.memory.stages[s.zero_stage].fits
+    chosen = rc = ""
+    if s.zero_stage_chosen:
+        chosen = " (chosen: the fastest plan that fits)" if fits else " (chosen: no stage fits, the most sharded shown)"
+    if s.recompute_chosen:
+        rc = " (chosen: the fastest plan that fits)" if fits else " (chosen: nothing fits, the most saving shown)"
+    params = (
+        f"{fmt_count(m.params_total)} total, {fmt_count(m.params_active)} active per token "
+        f"({fmt_count(m.params_active_excl_embedding)} without the input embedding)"
+    )
+    if m.params_mtp:
+        params += f" (+{fmt_count(m.params_mtp)} MTP module, not trained here)"
+    rows = [
+        ["model", f"{m.title} ({m.name})"],
+        ["parameters", params],
+        ["topology", f"{r.topology.name}: {r.topology.gpu}"],
+        ["data parallel", f"{s.dp} GPUs = {s.nodes} node(s) x {s.gpus_per_node}"],
+        ["mode", s.mode],
+    ]
+    if s.mode == "train":
+        rows += [
+            ["ZeRO stage", f"{s.zero_stage}{chosen}"],
+            [
+                "recipe",
+                f"{s.recipe}, {s.optimizer}, gradients in {s.grad_dtype}"
+                + (f", offload {s.offload}" if s.offload != "none" else ""),
+            ],
+            ["activation recompute", f"{s.recompute}{rc}" + (", flash attention" if s.flash_attention else "")],
+            [
+                "global batch B = b x a x D",
+                f"{s.micro_batch} x {s.accumulation} x {s.dp} = {s.global_batch:,} sequences",
+            ],
+            ["tokens per step", f"{s.tokens_per_step:,} ({s.seq_len} per sequence)"],
+            ["MFU input", f"{s.mfu:.0%} of dense BF16 peak on every FLOP executed (recomputation included)"],
+        ]
+    else:
+        rows += [["batch per replica", f"{s.micro_batch} sequences of {s.seq_len} tokens"]]
+    return Table("Setup", ["", "value"], rows)
+
+
+def _communication_table(r: Report) -> Table:
+    c = r.communication
+    t = Table(
+        f"Communication per step: {c.primitives} (ZeRO-{r.setup.zero_stage}), {c.frequency}",
+        [
+            "collective",
+            "carries",
+            "message",
+            "sent per rank",
+            "algorithm (its calls)",
+            "whole message",
+            "calls/step",
+            "per step",
+        ],
+        right={2, 3, 5, 6, 7},
+    )
+    for row in c.collectives:
+        t.rows.append(
+            [
+                row.op,
+                row.purpose + (f" x{row.occurrences}" if row.occurrences > 1 else ""),
+                gb(row.bytes),
+                gb(row.bytes_sent_per_rank),
+                _algorithms(row.calls_by_algorithm),
+                fmt_seconds(row.whole_message.seconds),
+                str(row.calls),
+                fmt_seconds(row.seconds),
+            ]
+        )
+    t.notes.append(
+        f"gradient volume |theta| x {r.setup.grad_dtype} = {fmt_count(r.model.params_total)} x "
+        f"{c.gradient_bytes / r.model.params_total:g} B = {gb(c.gradient_bytes)}; each rank sends "
+        f"{gb(c.bytes_sent_per_rank)} per step; {fmt_seconds(c.seconds_per_step)} of collectives per step"
+    )
+    t.notes.append(
+        "whole message: the time of one call carrying all of it, for scale; the step issues the calls counted"
+    )
+    if c.collectives:
+        first = c.collectives[0].whole_message
+        others = ", ".join(
+            f"{x.algorithm}{' (what-if)' if x.what_if else ''} {fmt_seconds(x.seconds)}"
+            for x in first.alternatives
+            if (x.algorithm, x.protocol) != (first.algorithm, first.protocol)
+        )
+        if others:
+            t.notes.append(f"{c.collectives[0].op} of the whole message, other algorithms: {others}")
+        if first.note:
+            t.notes.append(first.note)
+    return t
+
+
+def _algorithms(used: Sequence[CallsByAlgorithm]) -> str:
+    """The algorithm/protocol a row's calls ran with: one name, or each with its number of calls."""
+    if len(used) == 1:
+        return used[0].algorithm
+    return ", ".join(f"{u.algorithm} x{u.calls}" for u in used)
+
+
+def _tier_tables(r: Report) -> list[Table]:
+    """Where each distinct collective spends its time; ops with the same traffic share one table."""
+    groups: dict[tuple[object, ...], list[str]] = {}
+    calls: dict[tuple[object, ...], tuple[WholeMessage, float]] = {}
+    for row in r.communication.collectives:
+        best = row.whole_message
+        if not best.tiers:
+            continue
+        key = (
+            best.algorithm,
+            best.protocol,
+            tuple((t.tier, round(t.bytes_per_gpu)) for t in best.tiers),
+            round(best.seconds, 9),
+        )
+        groups.setdefault(key, [])
+        if row.op not in groups[key]:
+            groups[key].append(row.op)
+        calls[key] = (best, row.bytes)
+    return [
+        tier_table(best, f"{' / '.join(groups[key])} of {gb(size)} as one call on {r.topology.name}, per tier")
+        for key, (best, size) in calls.items()
+    ]
+
+
+def tier_table(best: WholeMessage, title: str) -> Table:
+    t = Table(title, ["tier", "bytes per GPU", "time", ""], right={1, 2})
+    slowest = max(best.tiers, key=lambda x: x.seconds)
+    for tier in best.tiers:
+        t.rows.append(
+            [
+                tier.tier,
+                gb(tier.bytes_per_gpu),
+                fmt_seconds(tier.seconds),
+                "bottleneck" if tier is slowest else "",
+            ]
+        )
+    t.notes.append(
+        f"{best.algorithm}/{best.protocol}: {fmt_seconds(best.seconds)} = latency {fmt_seconds(best.latency_seconds)}"
+        f" + bandwidth {fmt_seconds(best.bandwidth_seconds)}; algbw {fmt_bandwidth(best.algbw)}, "
+        f"busbw {fmt_bandwidth(best.busbw)}"
+    )
+    return t
+
+
+def _time_table(r: Report) -> Table:
+    t = r.time
+    assert t is not None
+    a = r.setup.accumulation
+    bound = {
+        "compute": "compute: communication hides behind the backward pass",
+        "communication": "communication: collectives take longer than the compute they overlap",
+    }[t.bound]
+    rows = [
+        ["forward (one micro-batch)", fmt_seconds(t.forward_seconds)],
+        [
+            "backward (one micro-batch)",
+            fmt_seconds(t.backward_seconds) + (" incl. recompute" if r.setup.recompute != "none" else ""),
+        ],
+        [f"compute per step ({a} micro-batch{'es' if a > 1 else ''})", fmt_seconds(t.compute_seconds)],
+        ["communication per step (serial sum)", fmt_seconds(t.comm_seconds)],
+        ["step, ideal overlap: max(T_compute, T_comm)", fmt_seconds(t.ideal_seconds)],
+        [
+            f"step, bucketed ({fmt_bytes(r.setup.bucket_bytes, binary=True)} buckets, per-block gathers)",
+            fmt_seconds(t.step_seconds),
+        ],
+        ["step, serial: T_compute + T_comm", fmt_seconds(t.serial_seconds)],
+        ["exposed communication (bucketed)", fmt_seconds(t.exposed_comm_seconds)],
+        ["bound by", bound],
+        ["throughput", f"{t.tokens_per_second:,.0f} tokens/s"],
+        ["MFU", pct(t.mfu)],
+        ["scaling efficiency vs. 1 GPU", pct(t.scaling_efficiency)],
+    ]
+    if r.setup.skew:
+        rows.append(["straggler delay per step", fmt_seconds(t.straggler_seconds)])
+    return Table("Time per step", ["", "value"], rows)
+
+
+def _inference_table(r: Report) -> Table:
+    i = r.inference
+    assert i is not None
+    rows = [
+        ["gradient collectives", "none: replicas exchange no gradients (0 bytes per step)"],
+        ["weights (bf16)", gb(i.weights_bytes)],
+        [f"KV cache ({r.setup.micro_batch} x {r.setup.seq_len} tokens)", gb(i.kv_cache_bytes)],
+        ["overhead", gb(i.overhead_bytes)],
+        [
+            "memory per replica",
+            gb(i.total_bytes) + (f" ({gb(i.per_gpu_bytes)} per GPU)" if i.gpus_per_replica > 1 else ""),
+        ],
+        ["fits on one GPU", "yes" if i.fits else f"NO: {i.gpus_per_replica} GPUs per replica"],
+        ["replicas", f"{i.replicas} on {r.setup.dp} GPUs"],
+        ["decode throughput per replica", f"{i.tokens_per_second_per_replica:,.0f} tokens/s ({i.bound}-bound)"],
+        ["aggregate throughput", f"{i.tokens_per_second:,.0f} tokens/s ({i.replicas} x per replica)"],
+    ]
+    return Table("Inference", ["", "value"], rows)

@@ -1,0 +1,37 @@
+"""The one shape every report takes before it is rendered: titled tables of strings, with their data rows.
+
+Rich tables, markdown and CSV are renderings of the same `Table`s (formats.py), so a number cannot differ between
+them; JSON and YAML dump the report's own models (the machine contract, engine/report.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpcost.units import fmt_bytes
+
+__all__ = ["Table", "gb", "pct", "us"]
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    right: set[int] = field(default_factory=set)  # right-aligned (numeric) columns
+    notes: list[str] = field(default_factory=list)
+    data: list[dict[str, Any]] = field(default_factory=list)  # machine-readable rows (CSV/JSON)
+
+
+def us(x: float) -> str:
+    """Microseconds as nccl-tests prints them: two decimals below 1000, one above."""
+    return f"{x:.2f}" if x < 1000 else f"{x:.1f}"
+
+
+def pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def gb(x: float) -> str:
+    return fmt_bytes(x)
