@@ -28,11 +28,12 @@ __all__ = [
 
 # Bounds are physical plausibility, not policy: they turn typos (a bandwidth of 1e-300, a billion layers) into a
 # clear message before any arithmetic could overflow or loop for hours. Units.py bounds the other side.
-Bytes = Annotated[float, BeforeValidator(parse_bytes), Field(ge=1e6)]
-Bandwidth = Annotated[float, BeforeValidator(parse_bandwidth), Field(ge=1e6)]
-Seconds = Annotated[float, BeforeValidator(parse_seconds), Field(ge=0)]
-Flops = Annotated[float, BeforeValidator(parse_flops), Field(ge=1e9)]
-Count = Annotated[float, BeforeValidator(parse_count), Field(ge=1)]
+# In a spec file each takes a unit string ("80GB", "450GB/s", "2.5us") or a plain SI number (what the schema says).
+Bytes = Annotated[float, BeforeValidator(parse_bytes, json_schema_input_type=str | float), Field(ge=1e6)]
+Bandwidth = Annotated[float, BeforeValidator(parse_bandwidth, json_schema_input_type=str | float), Field(ge=1e6)]
+Seconds = Annotated[float, BeforeValidator(parse_seconds, json_schema_input_type=str | float), Field(ge=0)]
+Flops = Annotated[float, BeforeValidator(parse_flops, json_schema_input_type=str | float), Field(ge=1e9)]
+Count = Annotated[float, BeforeValidator(parse_count, json_schema_input_type=str | float), Field(ge=1)]
 Fraction = Annotated[float, Field(ge=0.01, le=1)]
 PositiveInt = Annotated[int, Field(gt=0, le=10_000_000, strict=True)]
 NonNegativeInt = Annotated[int, Field(ge=0, le=10_000_000, strict=True)]
@@ -210,7 +211,9 @@ class InNetworkReduction(Spec):
     note: Text = ""
 
 
-LatencyTable = Annotated[TierLatency | None, BeforeValidator(_latency_mapping)]
+LatencyTable = Annotated[
+    TierLatency | None, BeforeValidator(_latency_mapping, json_schema_input_type=TierLatency | str | float | None)
+]
 
 
 class TierSpec(Spec):

@@ -20,7 +20,7 @@ def _printed_tolerance(text: str) -> float:
 
 
 def test_zero_paper_table_1() -> None:
-    """The 7.5B column of Table 1 (../shared/reference/zero-paper-table1.csv), to its printed digits."""
+    """The 7.5B column of Table 1 (tests/reference/zero-paper-table1.csv), to its printed digits."""
     rows = read_reference_csv("zero-paper-table1.csv")
     assert len(rows) == 6
     for row in rows:
@@ -62,7 +62,7 @@ def _table(estimates) -> dict[tuple[int, str, bool | None], tuple[str, str]]:  #
 
 
 def test_deepspeed_estimators_7_5b_on_8x8() -> None:
-    """What deepspeed 0.19.8 prints (../shared/reference/deepspeed-estimators.md), to the same GiB rounding."""
+    """What deepspeed 0.19.8 prints (docs/sources/deepspeed-estimators.md), to the same GiB rounding."""
     got = _table(deepspeed_estimates(7.5e9, 1e9, gpus_per_node=8, nodes=8))
     assert got[(2, "optimizer", None)] == ("2682.21", "13.97")
     assert got[(2, "none", None)] == ("335.28", "15.93")

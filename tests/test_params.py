@@ -1,4 +1,4 @@
-"""Parameter counts derived from the architecture against published figures (../shared/reference/models.md)."""
+"""Parameter counts derived from the architecture against published figures (docs/sources/models.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The README's promises: its first lines are the two set-up commands, and its sweep table is today's output."""
+"""The README's promises: its first lines are the two set-up commands, and its tables (and the reference's sweep
+table) are today's output."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typer.testing import CliRunner
 from dpcost.cli import app
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+REFERENCE_DOC = README.parent / "docs" / "reference.md"
 
 
 def _lines() -> list[str]:
@@ -29,7 +31,9 @@ def test_first_lines_are_the_two_setup_commands() -> None:
 
 
 def test_the_sweep_table_is_current() -> None:
-    lines = _lines()
+    if not REFERENCE_DOC.is_file():
+        pytest.skip("docs/ is not beside the tests")
+    lines = REFERENCE_DOC.read_text().splitlines()
     table = [ln for ln in lines if ln.startswith("| ") and "| 3 (" in ln]
     assert len(table) == 10
     result = CliRunner().invoke(app, ["sweep", "--model", "llama-70b", "--dp", "8..4096", "--format", "markdown"])

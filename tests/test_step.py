@@ -50,7 +50,7 @@ def test_tiny_buckets_without_latency_approach_the_ideal(rate: float) -> None:
 
 
 def test_ideal_is_the_seeds_max() -> None:
-    """T_eff = max(T_bwd, T_allreduce) exactly (../shared/seeds/dp-zero-overlap.zh.md)."""
+    """T_eff = max(T_bwd, T_allreduce) exactly (docs/sources/dp-zero-overlap.zh.md)."""
     for rate in (5e9, 50e9):
         plan = _plan()
         t = step_time(plan, bandwidth_only(rate))

@@ -4,8 +4,8 @@ Stages (Rajbhandari et al. 2020, "ZeRO", section 5): 0 = DDP, every state replic
 states; 2 also gradients; 3 also parameters (FSDP FULL_SHARD). A recipe lists the bytes per parameter of each
 state and the stage from which it is sharded over the N data-parallel ranks:
 - zero-paper: 2 (fp16 weights) + 2 (fp16 grads) + K = 12 (fp32 master, momentum, variance): the paper's
-  16 Psi baseline and Table 1 (../shared/reference/zero-paper-table1.csv).
-- deepspeed: what DeepSpeed's estimators compute today (../shared/reference/deepspeed-estimators.md): 2 (bf16
+  16 Psi baseline and Table 1 (tests/reference/zero-paper-table1.csv).
+- deepspeed: what DeepSpeed's estimators compute today (docs/sources/deepspeed-estimators.md): 2 (bf16
   weights) and 18 more: 2 (bf16 grads) + 4 (fp32 grads) + 4 (fp32 master) + 8 (Adam). Under ZeRO-3 the bf16
   gradients exist only for the layer in flight, counted with its gathered weights as 4 x largest layer.
 - megatron: Megatron-LM's distributed optimizer (docs: "distributed optimizer"): bf16 weights 2, fp32 main
@@ -264,7 +264,7 @@ def deepspeed_estimates(
     params: float, largest_layer: float, gpus_per_node: int, nodes: int
 ) -> tuple[DeepSpeedEstimate, ...]:
     """DeepSpeed's estimate_zero2/zero3_model_states_mem_needs_all_cold, per GPU and per CPU (node), with its
-    1.5 buffer factor and its CPU terms as the code has them (../shared/reference/deepspeed-estimators.md).
+    1.5 buffer factor and its CPU terms as the code has them (docs/sources/deepspeed-estimators.md).
     GPU figures come from the deepspeed recipe above; CPU figures are DeepSpeed's own formulas."""
     recipe = RECIPES["deepspeed"]
     n = gpus_per_node * nodes

@@ -43,8 +43,8 @@ class Contract(BaseModel):
 
 
 class ModelInfo(Contract):
-    name: str
-    title: str
+    name: str = Field(description="catalog name (or the spec's name)")
+    title: str = Field(description="the model's full name")
     params_total: int = Field(description="derived from the architecture (engine/params.py)")
     params_active: int = Field(description="per token, input embedding included (Mistral's, Qwen's, Meta's count)")
     params_active_excl_embedding: int = Field(description="per token, without the input lookups (DeepSeek, OpenAI)")
@@ -52,109 +52,115 @@ class ModelInfo(Contract):
 
 
 class TopologyInfo(Contract):
-    name: str
-    gpu: str
-    hbm_bytes: int
+    name: str = Field(description="catalog name (or the spec's name)")
+    gpu: str = Field(description="the GPU's name")
+    hbm_bytes: int = Field(description="HBM per GPU (datasheet bytes, 80 GB = 80e9)")
 
 
 class Setup(Contract):
     """The plan as costed; `*_chosen` says dpcost chose the value (the flag was auto)."""
 
-    mode: Literal["train", "inference"]
-    dp: int
+    mode: Literal["train", "inference"] = Field(description="train, or inference (serving)")
+    dp: int = Field(description="data-parallel size: GPUs, one replica each")
     nodes: int = Field(description="NVLink domains the DP group spans")
-    gpus_per_node: int
-    zero_stage: int
-    zero_stage_chosen: bool
-    grad_dtype: str
-    micro_batch: int
-    accumulation: int
-    seq_len: int
+    gpus_per_node: int = Field(description="GPUs of the DP group in one NVLink domain")
+    zero_stage: int = Field(description="ZeRO stage 0-3 costed (3 = FSDP FULL_SHARD)")
+    zero_stage_chosen: bool = Field(description="dpcost chose the stage (--zero auto)")
+    grad_dtype: str = Field(description="the communicated gradients' dtype")
+    micro_batch: int = Field(
+        description="sequences per GPU per micro-batch (inference: concurrent sequences per replica)"
+    )
+    accumulation: int = Field(description="gradient accumulation steps")
+    seq_len: int = Field(description="tokens per sequence")
     global_batch: int = Field(description="B = micro_batch x accumulation x dp sequences")
-    tokens_per_step: int
-    recompute: str
-    recompute_chosen: bool
-    recipe: str
-    optimizer: str
-    offload: str
-    bucket_bytes: int
+    tokens_per_step: int = Field(description="global_batch x seq_len")
+    recompute: str = Field(description="activation recomputation: none, selective or full")
+    recompute_chosen: bool = Field(description="dpcost chose the recomputation (--recompute auto)")
+    recipe: str = Field(description="model-state recipe: zero-paper, deepspeed or megatron")
+    optimizer: str = Field(description="optimizer whose states are counted")
+    offload: str = Field(description="what is offloaded to host memory: none, optimizer or params")
+    bucket_bytes: int = Field(description="gradient bucket size")
     mfu: float = Field(description="the --mfu input: fraction of dense BF16 peak the math sustains")
-    skew: float
-    keep_full_grads: bool
-    flash_attention: bool
+    skew: float = Field(description="the slowest rank's extra compute (--skew)")
+    keep_full_grads: bool = Field(description="stages 2-3 accumulate unsharded gradients and reduce once per step")
+    flash_attention: bool = Field(description="attention scores are not stored (flash attention)")
 
 
 class TierUse(Contract):
-    tier: str
-    bytes_per_gpu: int
-    seconds: float
+    tier: str = Field(description="the topology tier's name")
+    bytes_per_gpu: int = Field(description="bytes each GPU moves over this tier's links")
+    seconds: float = Field(description="those bytes over the tier's effective bandwidth")
     nested: bool = Field(description="these bytes also crossed a lower network tier (counted there)")
 
 
 class AlgorithmTime(Contract):
-    algorithm: str
-    protocol: str
-    seconds: float
+    algorithm: str = Field(
+        description="NCCL's algorithm (ring, tree, nvls, nvls_tree, collnet, pat) or the hierarchical what-if"
+    )
+    protocol: str = Field(description="NCCL protocol: ll, ll128 or simple")
+    seconds: float = Field(description="one call of the whole message")
     what_if: bool = Field(description="an algorithm NCCL does not run (hierarchical), priced for comparison")
 
 
 class WholeMessage(Contract):
     """The whole message as one NCCL call: its algorithm, where its time goes, and the alternatives."""
 
-    algorithm: str
-    protocol: str
-    seconds: float
-    latency_seconds: float
-    bandwidth_seconds: float
+    algorithm: str = Field(description="the fastest of NCCL's candidates (or the forced one)")
+    protocol: str = Field(description="its protocol")
+    seconds: float = Field(description="latency_seconds + bandwidth_seconds")
+    latency_seconds: float = Field(description="call overhead, base and per-step latencies")
+    bandwidth_seconds: float = Field(description="the slowest tier's bytes over its bandwidth")
     algbw: float = Field(description="nccl-tests' algorithm bandwidth, bytes/s")
     busbw: float = Field(description="nccl-tests' bus bandwidth, bytes/s")
-    tiers: list[TierUse]
+    tiers: list[TierUse] = Field(description="bytes and time on each tier")
     alternatives: list[AlgorithmTime] = Field(description="every applicable algorithm, NCCL's fastest first")
     note: str = Field("", description="how the ranks sit when NVLink domains are part-filled")
 
 
 class CallsByAlgorithm(Contract):
     algorithm: str = Field(description="algorithm/protocol, e.g. ring/simple")
-    calls: int
+    calls: int = Field(description="calls per step that ran with it")
 
 
 class CollectiveUse(Contract):
     """One kind of collective in a step."""
 
-    op: str
-    purpose: str
+    op: str = Field(description="all_reduce, reduce_scatter or all_gather")
+    purpose: str = Field(description="what it carries: gradients, or parameters gathered for a pass")
     bytes: int = Field(description="one occurrence, e.g. the whole gradient")
     bytes_sent_per_rank: int = Field(description="per occurrence, nccl-tests' bus volume")
     occurrences: int = Field(description="per step")
     calls: int = Field(description="NCCL calls per step (buckets or blocks)")
     algorithm: str = Field(description="the algorithm most of its calls ran")
-    calls_by_algorithm: list[CallsByAlgorithm]
+    calls_by_algorithm: list[CallsByAlgorithm] = Field(
+        description="the algorithm/protocol of the step's calls, most calls first"
+    )
     seconds: float = Field(description="per step, all its calls")
-    whole_message: WholeMessage
+    whole_message: WholeMessage = Field(description="the whole message as one call, for scale")
 
 
 class Communication(Contract):
-    primitives: str
-    frequency: str
+    primitives: str = Field(description="AllReduce (stage 0) or ReduceScatter + AllGather (stages 1-3)")
+    frequency: str = Field(description="how often they run, with accumulation")
     gradient_bytes: int = Field(description="|theta| x gradient dtype")
     bytes_sent_per_rank: int = Field(description="per step")
-    seconds_per_step: float
-    collectives: list[CollectiveUse]
+    seconds_per_step: float = Field(description="every call of the step summed")
+    collectives: list[CollectiveUse] = Field(description="one entry per kind of collective")
 
 
 class StageRow(Contract):
     """Memory per GPU at one ZeRO stage."""
 
-    stage: int
-    params_bytes: int
-    grads_bytes: int
-    optimizer_bytes: int
-    activations_bytes: int
-    buffers_bytes: int
+    stage: int = Field(description="ZeRO stage")
+    params_bytes: int = Field(description="parameters (sharded from stage 3)")
+    grads_bytes: int = Field(description="gradients (sharded from stage 2)")
+    optimizer_bytes: int = Field(description="optimizer states and master weights (sharded from stage 1)")
+    activations_bytes: int = Field(description="one micro-batch's activations with the recomputation costed")
+    buffers_bytes: int = Field(description="buckets in flight, DDP's bucket copy (stage 0), ZeRO-3's gathered units")
     overhead_bytes: int = Field(description="CUDA/NCCL context and allocator fragmentation allowance")
-    total_bytes: int
+    total_bytes: int = Field(description="all of the above, against hbm_bytes")
     cpu_bytes: int = Field(description="offloaded to host memory")
-    fits: bool
+    fits: bool = Field(description="total_bytes <= HBM")
     max_micro_batch: int = Field(description="the largest micro-batch that still fits at this stage")
 
     @property
@@ -163,17 +169,17 @@ class StageRow(Contract):
 
 
 class Memory(Contract):
-    hbm_bytes: int
-    recipe: str
-    recompute: str
-    note: str = ""
-    stages: list[StageRow]
+    hbm_bytes: int = Field(description="HBM per GPU")
+    recipe: str = Field(description="the recipe's description")
+    recompute: str = Field(description="the recomputation the activations assume")
+    note: str = Field("", description="what was chosen or left out")
+    stages: list[StageRow] = Field(description="ZeRO stages 0-3")
 
 
 class Time(Contract):
     """The training step; one micro-batch's forward and backward, then per step."""
 
-    forward_seconds: float
+    forward_seconds: float = Field(description="one micro-batch's forward at the --mfu rate")
     backward_seconds: float = Field(description="recomputation included")
     compute_seconds: float = Field(description="per step, all micro-batches, stragglers included")
     comm_seconds: float = Field(description="per step, every call summed")
@@ -181,48 +187,50 @@ class Time(Contract):
     step_seconds: float = Field(description="the framework's schedule: buckets and block gathers as issued")
     serial_seconds: float = Field(description="compute + comm, nothing overlapped")
     exposed_comm_seconds: float = Field(description="step - compute")
-    bound: Literal["compute", "communication"]
-    tokens_per_second: float
+    bound: Literal["compute", "communication"] = Field(description="what the step waits on")
+    tokens_per_second: float = Field(description="tokens per step / step_seconds")
     mfu: float = Field(description="model FLOPs per second over dense BF16 peak (recomputation not counted)")
     scaling_efficiency: float = Field(description="compute / step: against one GPU with the same per-GPU batch")
-    straggler_seconds: float
+    straggler_seconds: float = Field(description="per step, from --skew")
 
 
 class Serving(Contract):
     """Inference: replicas serve independent requests."""
 
-    weights_bytes: int
-    kv_cache_bytes: int
-    overhead_bytes: int
+    weights_bytes: int = Field(description="bf16 weights of one replica")
+    kv_cache_bytes: int = Field(description="KV cache for micro_batch sequences of seq_len tokens")
+    overhead_bytes: int = Field(description="context and fragmentation allowance")
     total_bytes: int = Field(description="per replica")
-    per_gpu_bytes: int
+    per_gpu_bytes: int = Field(description="per GPU of the replica")
     fits: bool = Field(description="a replica fits on one GPU: pure data parallelism")
-    gpus_per_replica: int
-    replicas: int
-    tokens_per_second_per_replica: float
-    tokens_per_second: float
-    bound: str
+    gpus_per_replica: int = Field(description="a power of two: more than one means tensor or pipeline parallelism")
+    replicas: int = Field(description="dp // gpus_per_replica")
+    tokens_per_second_per_replica: float = Field(
+        description="decode throughput: the slower of compute and HBM reads per token step"
+    )
+    tokens_per_second: float = Field(description="replicas x per replica")
+    bound: str = Field(description="compute, or memory bandwidth")
 
 
 class Advice(Contract):
     """A warning in plain words, with a stable code for CI to match (docs/json.md lists them)."""
 
-    code: str
-    message: str
+    code: str = Field(description="stable code (docs/json.md lists them)")
+    message: str = Field(description="the advice in words")
 
 
 class EstimateReport(Contract):
     """`dpcost estimate --format json`."""
 
-    schema_version: Literal[2] = SCHEMA_VERSION
-    model: ModelInfo
-    topology: TopologyInfo
-    setup: Setup
-    communication: Communication
-    memory: Memory
+    schema_version: Literal[2] = Field(SCHEMA_VERSION, description="2; bumped on any incompatible change")
+    model: ModelInfo = Field(description="the model and its derived counts")
+    topology: TopologyInfo = Field(description="the topology")
+    setup: Setup = Field(description="the plan as costed")
+    communication: Communication = Field(description="the step's collectives")
+    memory: Memory = Field(description="memory per GPU at every ZeRO stage")
     time: Time | None = Field(description="null in inference mode")
     inference: Serving | None = Field(description="null in training mode")
-    warnings: list[Advice]
+    warnings: list[Advice] = Field(description="coded advice, in the order a reader should see it")
 
     @property
     def fits(self) -> bool:
@@ -238,24 +246,24 @@ class EstimateReport(Contract):
 class SweepRow(Contract):
     """One DP size of `dpcost sweep` (its JSON is a list of these; CSV the same columns)."""
 
-    dp: int
-    nodes: int
-    global_batch: int
-    accumulation: int
-    zero_stage: int
-    recompute: str
-    step_seconds: float
-    compute_seconds: float
-    exposed_comm_seconds: float
-    comm_seconds: float
-    ideal_seconds: float
-    serial_seconds: float
-    scaling_efficiency: float
-    tokens_per_second: float
-    mfu: float
+    dp: int = Field(description="data-parallel size")
+    nodes: int = Field(description="NVLink domains")
+    global_batch: int = Field(description="sequences per step")
+    accumulation: int = Field(description="micro-batches per step")
+    zero_stage: int = Field(description="the stage costed")
+    recompute: str = Field(description="the recomputation costed")
+    step_seconds: float = Field(description="as estimate's time.step_seconds")
+    compute_seconds: float = Field(description="as estimate's time.compute_seconds")
+    exposed_comm_seconds: float = Field(description="as estimate's time.exposed_comm_seconds")
+    comm_seconds: float = Field(description="as estimate's time.comm_seconds")
+    ideal_seconds: float = Field(description="as estimate's time.ideal_seconds")
+    serial_seconds: float = Field(description="as estimate's time.serial_seconds")
+    scaling_efficiency: float = Field(description="compute / step")
+    tokens_per_second: float = Field(description="throughput")
+    mfu: float = Field(description="model FLOPs utilisation")
     memory_bytes: int = Field(description="per GPU at the chosen stage")
-    fits: bool
-    bound: str
+    fits: bool = Field(description="the plan fits in HBM")
+    bound: str = Field(description="compute or communication")
 
     @classmethod
     def of(cls, r: EstimateReport) -> SweepRow:
@@ -288,13 +296,13 @@ class SweepRow(Contract):
 class CollectiveRow(Contract):
     """One size of `dpcost collective`, in nccl-tests' vocabulary (JSON: a list of these)."""
 
-    op: str
-    size_bytes: int
-    time_us: float
-    algbw_GBps: float
-    busbw_GBps: float
-    algorithm: str
-    protocol: str
+    op: str = Field(description="the collective")
+    size_bytes: int = Field(description="message size, as nccl-tests counts it")
+    time_us: float = Field(description="predicted time of one call")
+    algbw_GBps: float = Field(description="size / time, GB/s")
+    busbw_GBps: float = Field(description="algbw x nccl-tests' bus factor, GB/s")
+    algorithm: str = Field(description="the fastest of NCCL's candidates (or the forced one)")
+    protocol: str = Field(description="its protocol")
     alternatives_us: dict[str, float] = Field(description="every applicable algorithm's time, what-ifs included")
     measured_us: dict[str, float] = Field(
         default_factory=dict, description="--compare: by column (out-of-place, in-place)"
@@ -303,23 +311,23 @@ class CollectiveRow(Contract):
 
 
 class DeepSpeedRow(Contract):
-    stage: int
-    offload: str
+    stage: int = Field(description="2 or 3")
+    offload: str = Field(description="none, optimizer or params")
     zero_init: bool | None = Field(description="ZeRO-3 zero_init, for the stage-3 rows")
-    per_cpu_bytes: int
-    per_gpu_bytes: int
+    per_cpu_bytes: int = Field(description="DeepSpeed's per-CPU estimate")
+    per_gpu_bytes: int = Field(description="DeepSpeed's per-GPU estimate")
 
 
 class MemoryReport(Contract):
     """`dpcost memory --format json`."""
 
-    schema_version: Literal[2] = SCHEMA_VERSION
-    model: str
-    params: int
-    dp: int
-    hbm_bytes: int
-    recipe: str
-    recompute: str
-    note: str
-    stages: list[StageRow]
-    deepspeed: list[DeepSpeedRow]
+    schema_version: Literal[2] = Field(SCHEMA_VERSION, description="2")
+    model: str = Field(description="model name")
+    params: int = Field(description="total parameters")
+    dp: int = Field(description="data-parallel size")
+    hbm_bytes: int = Field(description="HBM per GPU")
+    recipe: str = Field(description="the recipe flag")
+    recompute: str = Field(description="the recomputation costed")
+    note: str = Field(description="what was chosen or left out")
+    stages: list[StageRow] = Field(description="ZeRO stages 0-3")
+    deepspeed: list[DeepSpeedRow] = Field(description="DeepSpeed's own estimators (--recipe deepspeed)")

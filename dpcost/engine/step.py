@@ -3,14 +3,14 @@
 Three answers side by side:
 - serial: compute + every collective, nothing overlapped;
 - ideal: each collective hidden behind the compute it can overlap with, T_eff = max(T_compute, T_comm) per
-  window (the seed's T_eff = max(T_backward, T_allreduce); ../shared/seeds/dp-zero-overlap.zh.md);
+  window (the seed's T_eff = max(T_backward, T_allreduce); docs/sources/dp-zero-overlap.zh.md);
 - bucketed: the schedule a framework really runs. Gradients become ready through the backward pass in reverse
   layer order and fill buckets of `bucket_bytes` (PyTorch DDP's bucket_cap_mb, 25 MiB); buckets go out one
   after another on one communication stream, so the ones ready last cannot hide. ZeRO-3/FSDP gathers each
   block's parameters before its forward and backward (the next one prefetched while the current computes) and
   reduce-scatters its gradients right after its backward (Zhao et al. 2023, "PyTorch FSDP", section 3.3).
 
-Per stage (ZeRO paper, section 7; ../shared/reference/zero-paper-table1.csv): stage 0 all-reduces gradients;
+Per stage (ZeRO paper, section 7; tests/reference/zero-paper-table1.csv): stage 0 all-reduces gradients;
 stages 1-2 reduce-scatter gradients and all-gather the updated parameters once per step (after the optimizer
 step as DeepSpeed does, or during the next forward as Megatron's --overlap-param-gather does); stage 3
 all-gathers parameters in forward and again in backward and reduce-scatters gradients: 1.5x the volume. With

@@ -1,0 +1,417 @@
+"""Hugging Face config.json in dpcost's vocabulary: one key map per model family, following each family's
+transformers `configuration_<family>.py` defaults. Pure: a parsed config in, architecture fields out (catalog.py
+reads the file and validates the spec)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dpcost.errors import InputError
+
+__all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words"]
+
+
+_MISSING = object()
+
+
+class Keys:
+    """One config.json mapping read in its own vocabulary: every error names the key as the file spells it
+    (`text_config.hidden_size` when nested) and says what dpcost accepts."""
+
+    def __init__(self, cfg: dict[str, Any], where: str, family: str, prefix: str = "") -> None:
+        self.cfg, self.where, self.family, self.prefix = cfg, where, family, prefix
+        self.used: dict[str, str] = {}  # our architecture field -> the key it came from, for error messages
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def get(self, *keys: str, default: Any = _MISSING, field: str = "") -> Any:
+        """The first of `keys` present and not null, else `default` (transformers' config-class default)."""
+        for key in keys:
+            if self.cfg.get(key) is not None:
+                if field:
+                    self.used[field] = self._key(key)
+                return self.cfg[key]
+        if default is _MISSING:
+            spelled = " or ".join(self._key(k) for k in keys)
+            raise InputError(self.where, f"{spelled}: required field is missing (a {self.family} config gives it)")
+        if field:
+            self.used.setdefault(field, self._key(keys[0]))
+        return default
+
+    def integer(self, *keys: str, default: Any = _MISSING, field: str = "") -> Any:
+        value = self.get(*keys, default=default, field=field)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            key = next((k for k in keys if k in self.cfg), keys[0])
+            raise InputError(self.where, f"{self._key(key)}: expected a whole number, got {value!r}"[:200])
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.cfg.get(key, default)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise InputError(self.where, f"{self._key(key)}: expected true or false, got {value!r}"[:200])
+        return value
+
+    def layers(self, key: str) -> tuple[int, ...]:
+        value = self.cfg.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise InputError(self.where, f"{self._key(key)}: expected a list of layer indices, got {value!r}"[:200])
+        return tuple(value)
+
+    def text(self, key: str, default: str) -> str:
+        value = self.cfg.get(key)
+        return default if value is None else str(value)
+
+
+# Families: model_type -> (family key map, transformers' configuration file whose defaults it follows).
+# Each reader takes the shapes a family's config.json gives and the defaults its config class fills in when a
+# key is absent (tie_word_embeddings above all: PretrainedConfig defaults it to true, and Gemma, GPT-2, OPT,
+# BLOOM and Falcon rely on that; Llama, Mistral, Qwen, Phi-3, OLMo 2, GPT-NeoX, GPT-J, DeepSeek and gpt-oss
+# set it false).
+_LLAMA_LIKE = {
+    # model_type: (default kv heads (None = heads), default head_dim (None = hidden/heads), qkv bias, qk norm)
+    "llama": (None, None, False, "none"),  # configuration_llama.py
+    "mistral": (8, None, False, "none"),  # configuration_mistral.py
+    "mixtral": (8, None, False, "none"),  # configuration_mixtral.py
+    "qwen2": (32, None, True, "none"),  # configuration_qwen2.py; Qwen2Attention: q/k/v bias=True
+    "qwen2_moe": (16, None, True, "none"),  # configuration_qwen2_moe.py
+    "qwen3": (32, 128, False, "head"),  # configuration_qwen3.py; q_norm/k_norm over head_dim
+    "qwen3_moe": (4, 128, False, "head"),  # configuration_qwen3_moe.py
+    "phi3": (None, None, False, "none"),  # configuration_phi3.py (fused qkv_proj, gate_up_proj: same shapes)
+    "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
+    "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
+}
+_GEMMA = {"gemma": 256000, "gemma2": 256000, "gemma3_text": 262208}  # vocab_size defaults (configuration_gemma*.py)
+_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2")
+_FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
+_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom")
+_ARCHITECTURES = {
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Phi3ForCausalLM": "phi3",
+    "Olmo2ForCausalLM": "olmo2",
+    "GptOssForCausalLM": "gpt_oss",
+    "GemmaForCausalLM": "gemma",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "Llama4ForCausalLM": "llama4_text",
+    "Llama4ForConditionalGeneration": "llama4",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "GPT2LMHeadModel": "gpt2",
+    "GPTJForCausalLM": "gptj",
+    "GPTNeoXForCausalLM": "gpt_neox",
+    "OPTForCausalLM": "opt",
+    "BloomForCausalLM": "bloom",
+    "FalconForCausalLM": "falcon",
+    "RWForCausalLM": "falcon",
+    "QWenLMHeadModel": "qwen",
+}
+_NESTED = {"llama4": "llama4_text", "gemma3": "gemma3_text"}  # multimodal wrappers: the text model's keys
+SUPPORTED_MODEL_TYPES = tuple(
+    sorted({*_LLAMA_LIKE, *_GEMMA, "gemma3", "llama4", "llama4_text", *_DEEPSEEK, *_FALCON, *_GPT, "qwen"})
+)
+
+
+def _family(cfg: dict[str, Any], where: str) -> str:
+    """The family of a config.json: its model_type, else its architectures entry."""
+    model_type = cfg.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise InputError(where, f"model_type: expected a name such as 'llama', got {model_type!r}"[:200])
+    if model_type in SUPPORTED_MODEL_TYPES:
+        return str(model_type)
+    architectures = cfg.get("architectures") or []
+    if isinstance(architectures, list):
+        for name in architectures:
+            if isinstance(name, str) and name in _ARCHITECTURES:
+                return _ARCHITECTURES[name]
+    said = f"model_type {model_type!r}" if model_type else "no model_type"
+    if architectures:
+        said += f" (architectures {architectures!r})"
+    raise InputError(
+        where,
+        f"{said[:200]} is not a family dpcost can count; supported model_type values: "
+        + ", ".join(SUPPORTED_MODEL_TYPES),
+    )
+
+
+def _llama_like(k: Keys, family: str) -> dict[str, Any]:
+    kv_default, head_dim_default, qkv_bias, qk_norm = _LLAMA_LIKE[family]
+    hidden = k.integer("hidden_size", field="hidden")
+    layers = k.integer("num_hidden_layers", field="layers")
+    heads = k.integer("num_attention_heads", field="heads")
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": k.integer("num_key_value_heads", default=kv_default or heads, field="kv_heads"),
+        "vocab": k.integer("vocab_size", field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": qkv_bias or k.flag("attention_bias", False),
+        "qk_norm": qk_norm,
+    }
+    head_dim = k.integer("head_dim", default=head_dim_default, field="head_dim")
+    if head_dim is not None:
+        arch["head_dim"] = head_dim
+    if family == "gpt_oss":
+        arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
+    if k.flag("mlp_bias", False):
+        arch["linear_bias"] = True
+    if family == "mixtral" or family == "gpt_oss":
+        arch["moe"] = {
+            "experts": k.integer("num_local_experts", field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", "experts_per_token", field="moe.active"),
+            "ffn": k.integer("intermediate_size", field="moe.ffn"),
+            "router_bias": family == "gpt_oss",  # gpt-oss's router is a Linear with bias
+        }
+        return arch
+    arch["ffn"] = k.integer("intermediate_size", field="ffn")
+    if family in ("qwen2_moe", "qwen3_moe") and k.get("num_experts", default=0):
+        shared = k.integer("shared_expert_intermediate_size", default=0, field="moe.shared_ffn")
+        arch["moe"] = {
+            "experts": k.integer("num_experts", field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", field="moe.ffn"),
+            "every": k.integer("decoder_sparse_step", default=1, field="moe.every"),
+            "dense_layers": k.layers("mlp_only_layers"),
+        }
+        if shared:
+            arch["moe"].update(shared=1, shared_ffn=shared, shared_gate=True)
+    return arch
+
+
+def _gemma(k: Keys, family: str) -> dict[str, Any]:
+    """GemmaForCausalLM, Gemma2, Gemma3 text: a gated GELU MLP (GeGLU, gate/up/down), tied embeddings by default,
+    head_dim given; Gemma 2 and 3 wrap each sub-layer in two norms (4 per block), Gemma 3 adds q/k norms."""
+    hidden = k.integer("hidden_size", field="hidden")
+    layers = k.integer("num_hidden_layers", field="layers")
+    heads = k.integer("num_attention_heads", field="heads")
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": k.integer("num_key_value_heads", default=heads, field="kv_heads"),
+        "head_dim": k.integer("head_dim", default=256, field="head_dim"),
+        "ffn": k.integer("intermediate_size", field="ffn"),
+        "vocab": k.integer("vocab_size", default=_GEMMA[family], field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "mlp": "geglu",
+        "qkv_bias": k.flag("attention_bias", False),
+        "layer_norms": 2 if family == "gemma" else 4,
+        "qk_norm": "head" if family == "gemma3_text" else "none",
+    }
+
+
+def _llama4(k: Keys) -> dict[str, Any]:
+    """Llama4TextConfig: MoE layers every interleave_moe_layer_step (or listed in moe_layers), each with one
+    shared expert of intermediate_size beside the routed ones; the other layers have a dense MLP of
+    intermediate_size_mlp. NoPE layers and the weightless L2 qk-norm change no count."""
+    layers = k.integer("num_hidden_layers", default=48, field="layers")
+    heads = k.integer("num_attention_heads", default=40, field="heads")
+    moe: dict[str, Any] = {
+        "experts": k.integer("num_local_experts", default=16, field="moe.experts"),
+        "active": k.integer("num_experts_per_tok", default=1, field="moe.active"),
+        "shared": 1,
+        "ffn": k.integer("intermediate_size", default=8192, field="moe.ffn"),
+        "every": k.integer("interleave_moe_layer_step", default=1, field="moe.every"),
+    }
+    listed = k.layers("moe_layers")
+    if listed:
+        moe["every"] = 1
+        moe["dense_layers"] = tuple(i for i in range(layers) if i not in listed)
+    return {
+        "hidden": k.integer("hidden_size", default=5120, field="hidden"),
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": k.integer("num_key_value_heads", default=8, field="kv_heads"),
+        "head_dim": k.integer("head_dim", default=128, field="head_dim"),
+        "ffn": k.integer("intermediate_size_mlp", default=16384, field="ffn"),
+        "vocab": k.integer("vocab_size", default=202048, field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": k.flag("attention_bias", False),
+        "moe": moe,
+    }
+
+
+def _deepseek(k: Keys) -> dict[str, Any]:
+    """DeepseekV2Config / DeepseekV3Config (Kimi K2 ships the V3 keys): MLA, first_k_dense_replace dense layers,
+    n_shared_experts beside the routed ones, num_nextn_predict_layers MTP modules (counted apart)."""
+    arch: dict[str, Any] = {
+        "hidden": k.integer("hidden_size", field="hidden"),
+        "layers": k.integer("num_hidden_layers", field="layers"),
+        "heads": k.integer("num_attention_heads", field="heads"),
+        "ffn": k.integer("intermediate_size", field="ffn"),
+        "vocab": k.integer("vocab_size", field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": k.flag("attention_bias", False),
+    }
+    if k.get("n_routed_experts", default=None) is not None:
+        freq = k.integer("moe_layer_freq", default=1)
+        if freq != 1:
+            raise InputError(
+                k.where,
+                f"{k._key('moe_layer_freq')}: only 1 (MoE in every layer after "
+                f"first_k_dense_replace) is supported, got {freq}",
+            )
+        arch["moe"] = {
+            "experts": k.integer("n_routed_experts", field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", field="moe.active"),
+            "shared": k.integer("n_shared_experts", default=0, field="moe.shared"),
+            "ffn": k.integer("moe_intermediate_size", field="moe.ffn"),
+            "first_dense_layers": k.integer("first_k_dense_replace", default=0, field="moe.first_dense_layers"),
+            "router_bias": k.text("topk_method", "") == "noaux_tc",  # V3's e_score_correction_bias
+        }
+    arch["mla"] = {
+        "q_lora_rank": k.integer("q_lora_rank", default=None, field="mla.q_lora_rank"),
+        "kv_lora_rank": k.integer("kv_lora_rank", field="mla.kv_lora_rank"),
+        "qk_nope_head_dim": k.integer("qk_nope_head_dim", field="mla.qk_nope_head_dim"),
+        "qk_rope_head_dim": k.integer("qk_rope_head_dim", field="mla.qk_rope_head_dim"),
+        "v_head_dim": k.integer("v_head_dim", field="mla.v_head_dim"),
+    }
+    arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
+    return arch
+
+
+def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
+    """GPT-2, GPT-J, GPT-NeoX, OPT and BLOOM: LayerNorm with bias, plain 2-matrix MLPs, their own key names."""
+    hidden = k.integer("hidden_size", "n_embd", "n_embed", "d_model", field="hidden")
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": k.integer("num_hidden_layers", "n_layer", field="layers"),
+        "heads": k.integer("num_attention_heads", "n_head", field="heads"),
+        "vocab": k.integer("vocab_size", field="vocab"),
+        "norm": "layernorm",
+        "mlp": "gelu",
+        "qkv_bias": True,
+        "linear_bias": True,
+    }
+    if family == "gpt2":  # configuration_gpt2.py: n_inner None = 4 x n_embd; tied (PretrainedConfig default)
+        arch.update(
+            ffn=k.integer("n_inner", default=None, field="ffn") or 4 * hidden,
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+            learned_positions=k.integer("n_positions", "max_position_embeddings", field="learned_positions"),
+        )
+    elif family == "gptj":  # configuration_gptj.py: parallel attention and MLP under one ln_1; no qkv bias
+        arch.update(
+            ffn=k.integer("n_inner", default=None, field="ffn") or 4 * hidden,
+            tied_embeddings=k.flag("tie_word_embeddings", False),
+            qkv_bias=False,
+            layer_norms=1,
+        )
+    elif family == "gpt_neox":  # configuration_gpt_neox.py: tie_word_embeddings=False, attention_bias=True
+        arch.update(
+            ffn=k.integer("intermediate_size", field="ffn"),
+            tied_embeddings=k.flag("tie_word_embeddings", False),
+            qkv_bias=k.flag("attention_bias", True),
+        )
+    elif family == "opt":  # configuration_opt.py: ffn_dim, ReLU, learned positions, tied by default
+        proj = k.integer("word_embed_proj_dim", default=hidden)
+        if proj != hidden:
+            raise InputError(
+                k.where,
+                f"{k._key('word_embed_proj_dim')}: only equal to hidden_size ({hidden}) is supported, "
+                f"got {proj} (OPT-350m's projected embedding)",
+            )
+        bias = k.flag("enable_bias", True)
+        arch.update(
+            ffn=k.integer("ffn_dim", field="ffn"),
+            mlp="relu" if k.text("activation_function", "relu") == "relu" else "gelu",
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+            learned_positions=k.integer("max_position_embeddings", default=2048, field="learned_positions"),
+            qkv_bias=bias,
+            linear_bias=bias,
+        )
+    else:  # bloom, configuration_bloom.py: 4h MLP, a LayerNorm after the embedding, ALiBi, tied
+        arch.update(ffn=4 * hidden, tied_embeddings=k.flag("tie_word_embeddings", True), embedding_norm=True)
+    return arch
+
+
+def _falcon(k: Keys, family: str) -> dict[str, Any]:
+    """FalconConfig (and the older RefinedWeb/RWForCausalLM keys): a 4h GELU MLP (ffn_hidden_size), multi-query
+    attention unless new_decoder_architecture gives num_kv_heads groups, attention and MLP in parallel under one
+    norm (two, ln_attn and ln_mlp, in the new architecture), bias=False, tied embeddings by default."""
+    hidden = k.integer("hidden_size", "n_embed", field="hidden")
+    heads = k.integer("num_attention_heads", "n_head", field="heads")
+    new = k.flag("new_decoder_architecture", family == "RefinedWeb")
+    if new:
+        kv = k.integer("num_kv_heads", "n_head_kv", default=heads, field="kv_heads")
+    elif k.flag("multi_query", True):
+        kv = 1
+    else:
+        kv = heads
+    parallel = k.flag("parallel_attn", True)
+    bias = k.flag("bias", False)
+    return {
+        "hidden": hidden,
+        "layers": k.integer("num_hidden_layers", "n_layer", field="layers"),
+        "heads": heads,
+        "kv_heads": kv,
+        "ffn": k.integer("ffn_hidden_size", default=4 * hidden, field="ffn"),
+        "vocab": k.integer("vocab_size", default=65024, field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "norm": "layernorm",
+        "mlp": "gelu",
+        "qkv_bias": bias,
+        "linear_bias": bias,
+        "layer_norms": 2 if new or not parallel else 1,
+    }
+
+
+def _qwen1(k: Keys) -> dict[str, Any]:
+    """Qwen (1): intermediate_size is the fused gate+up width, 2 x the MLP's; q/k/v carry biases."""
+    return {
+        "hidden": k.integer("hidden_size", field="hidden"),
+        "layers": k.integer("num_hidden_layers", field="layers"),
+        "heads": k.integer("num_attention_heads", field="heads"),
+        "ffn": k.integer("intermediate_size", field="ffn") // 2,
+        "vocab": k.integer("vocab_size", field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": True,
+    }
+
+
+def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Keys, str]:
+    family = _family(cfg, where)
+    note = ""
+    prefix = ""
+    if family in _NESTED:
+        text = cfg.get("text_config")
+        if not isinstance(text, dict):
+            raise InputError(where, f"text_config: a {family} config keeps its text model's keys there")
+        cfg, prefix, family = text, "text_config.", _NESTED[family]
+        note = "text model only: the vision encoder is not counted"
+    k = Keys(cfg, where, family, prefix)
+    if family in _LLAMA_LIKE:
+        arch = _llama_like(k, family)
+    elif family in _GEMMA:
+        arch = _gemma(k, family)
+    elif family == "llama4_text":
+        arch = _llama4(k)
+    elif family in _DEEPSEEK:
+        arch = _deepseek(k)
+    elif family in _FALCON:
+        arch = _falcon(k, family)
+    elif family == "qwen":
+        arch = _qwen1(k)
+    else:
+        arch = _gpt_style(k, family)
+    return arch, k, note
+
+
+def in_users_words(message: str, used: dict[str, str]) -> str:
+    """A validation message about our fields, said with the config.json keys they came from."""
+    for field, key in sorted(used.items(), key=lambda kv: -len(kv[0])):
+        message = message.replace(f"architecture.{field}:", f"{key}:")
+        message = re.sub(rf"(?<![\w.]){re.escape(field.split('.')[-1])}(?![\w])", key, message)
+    return re.sub(r"architecture[\w.]*: ", "", message)

@@ -1,0 +1,47 @@
+"""The invocations whose `--format json` output is kept byte for byte under tests/golden/ (test_golden.py).
+
+Regenerate after an intended change, and say why in the commit:
+
+    python tests/golden/invocations.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+INVOCATIONS: dict[str, list[str]] = {
+    "estimate-llama-70b-dp512": ["estimate", "--model", "llama-70b", "--dp", "512"],
+    "estimate-deepseek-v3-b200": ["estimate", "--model", "deepseek-v3", "--dp", "512", "--topology", "dgx-b200"],
+    "estimate-mixtral-zero2-accum4-megatron": [
+        "estimate", "--model", "mixtral-8x7b", "--dp", "64", "--zero", "2", "--accum", "4", "--recipe", "megatron",
+    ],
+    "estimate-llama-8b-inference": ["estimate", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--batch", "16"],
+    "memory-llama-70b-dp512": ["memory", "--model", "llama-70b", "--dp", "512"],
+    "collective-all-reduce-64": ["collective", "--op", "all_reduce", "--ranks", "64", "--sizes", "1M,64M,1G"],
+    "sweep-llama-8b": ["sweep", "--model", "llama-8b", "--dp", "8,64,512"],
+}  # fmt: skip
+
+
+def run(args: list[str]) -> str:
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    if result.exit_code != 0:
+        raise SystemExit(f"dpcost {' '.join(args)}: exit {result.exit_code}: {result.output}")
+    return result.stdout
+
+
+def main() -> int:
+    for name, args in INVOCATIONS.items():
+        (HERE / f"{name}.json").write_text(run(args))
+        print(f"wrote tests/golden/{name}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""`dpcost schema`: every output validates against its published JSON Schema, as a consumer would check it."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from dpcost.catalog import catalog_dir
+from dpcost.cli import app
+
+OUTPUTS = {
+    "estimate": [
+        ["estimate", "--model", "llama-70b", "--dp", "512"],
+        ["estimate", "--model", "deepseek-v3", "--dp", "512", "--topology", "gb200-nvl72"],
+        ["estimate", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--batch", "16"],
+        ["estimate", "--model", "gpt3-175b", "--dp", "128", "--zero", "1", "--offload", "optimizer", "--skew", "0.05"],
+    ],
+    "memory": [["memory", "--params", "7.5B", "--dp", "64", "--recipe", "deepspeed", "--largest-layer-params", "1B"]],
+    "collective": [["collective", "--ranks", "16", "--sizes", "8,1M,1G"]],
+    "sweep": [["sweep", "--model", "llama-8b", "--dp", "8,64"]],
+}
+
+
+def schema(kind: str) -> dict[str, object]:
+    result = CliRunner().invoke(app, ["schema", kind])
+    assert result.exit_code == 0, result.output
+    doc: dict[str, object] = json.loads(result.stdout)
+    jsonschema.Draft202012Validator.check_schema(doc)
+    return doc
+
+
+@pytest.mark.parametrize("kind", sorted(OUTPUTS))
+def test_outputs_validate_against_their_schema(kind: str) -> None:
+    validator = jsonschema.Draft202012Validator(schema(kind))
+    for args in OUTPUTS[kind]:
+        result = CliRunner().invoke(app, [*args, "--format", "json"])
+        assert result.exit_code == 0, result.output
+        validator.validate(json.loads(result.stdout))
+
+
+def test_a_wrong_output_fails_the_schema() -> None:
+    validator = jsonschema.Draft202012Validator(schema("estimate"))
+    doc = json.loads(
+        CliRunner().invoke(app, ["estimate", "--model", "llama-8b", "--dp", "8", "--format", "json"]).stdout
+    )
+    doc["warnings"] = ["a bare string, as schema_version 1 had"]
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(doc)
+
+
+@pytest.mark.parametrize("kind", ["model", "topology"])
+def test_every_catalog_spec_validates_against_its_schema(kind: str) -> None:
+    validator = jsonschema.Draft202012Validator(schema(kind))
+    folder = catalog_dir("models" if kind == "model" else "topologies")
+    specs = [f for f in folder.iterdir() if f.name.endswith(".yaml")]
+    assert specs
+    for f in specs:
+        doc = yaml.safe_load(f.read_text())
+        validator.validate(json.loads(json.dumps(doc)))
