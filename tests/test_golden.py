@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "golden"))
-from invocations import HERE, INVOCATIONS, run  # noqa: E402
+from invocations import HERE, INVOCATIONS, run
 
 
 @pytest.mark.parametrize("name", sorted(INVOCATIONS))

@@ -91,7 +91,7 @@ def keys_table(kind: str) -> str:
             meaning = " ".join(text.split()).replace("|", "\\|")
             rows.append(f"| `{key}` | {_type(child)} | {meaning} |")
             if nested:
-                walk(child if not inner else inner, key)
+                walk(inner or child, key)
 
     walk(schema, "")
     return "| key | type | meaning |\n|---|---|---|\n" + "\n".join(rows) + "\n"

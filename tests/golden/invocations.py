@@ -18,7 +18,9 @@ INVOCATIONS: dict[str, list[str]] = {
     "estimate-mixtral-zero2-accum4-megatron": [
         "estimate", "--model", "mixtral-8x7b", "--dp", "64", "--zero", "2", "--accum", "4", "--recipe", "megatron",
     ],
-    "estimate-llama-8b-inference": ["estimate", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--batch", "16"],
+    "estimate-llama-8b-inference": [
+        "estimate", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--batch", "16",
+    ],
     "memory-llama-70b-dp512": ["memory", "--model", "llama-70b", "--dp", "512"],
     "collective-all-reduce-64": ["collective", "--op", "all_reduce", "--ranks", "64", "--sizes", "1M,64M,1G"],
     "sweep-llama-8b": ["sweep", "--model", "llama-8b", "--dp", "8,64,512"],
