@@ -13,18 +13,18 @@ from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
 from dpcost.errors import InputError
-from dpcost.hf_config import SUPPORTED_MODEL_TYPES, architecture_of, in_users_words
-from dpcost.nccl_tests import Measurements, parse_measurements, parse_runs
 from dpcost.specs import ModelSpec, TopologySpec
 
+if TYPE_CHECKING:
+    from dpcost.nccl_tests import Measurements
+
 __all__ = [
-    "SUPPORTED_MODEL_TYPES",
     "catalog_dir",
     "list_models",
     "list_topologies",
@@ -282,6 +282,8 @@ def model_from_hf_config(cfg: dict[str, Any], where: str = "config.json", name: 
     """Map a Hugging Face config.json to a ModelSpec: dispatch on model_type (else architectures), one key map
     per family following its transformers configuration_<family>.py defaults, nested text_config read for
     multimodal wrappers (Llama 4, Gemma 3)."""
+    from dpcost.hf_config import architecture_of, in_users_words
+
     arch, keys, note = architecture_of(cfg, where)
     path = Path(where)
     raw_name = str(cfg.get("_name_or_path") or (path.parent.name if path.stem == "config" else path.stem) or "hf-model")
@@ -333,6 +335,8 @@ def import_hf_config(path: str, name: str, output: str | None = None, force: boo
 
 def load_measurements(path: str, where: str = "--compare") -> Measurements:
     """An nccl-tests output log, or a CSV like tests/reference/nccl-tests/*.csv: one run."""
+    from dpcost.nccl_tests import parse_measurements
+
     p = _check_path(path, where)
     text = _read_text(p, str(p))
     try:
@@ -343,6 +347,8 @@ def load_measurements(path: str, where: str = "--compare") -> Measurements:
 
 def load_runs(path: str, where: str) -> list[Measurements]:
     """Every run in an nccl-tests log or CSV (a CSV may hold several rank counts or forced algorithms)."""
+    from dpcost.nccl_tests import parse_runs
+
     p = _check_path(path, where)
     text = _read_text(p, str(p))
     try:

@@ -115,9 +115,12 @@ def _console() -> Any:
 
 
 def emit(tables: list[Table], fmt: str, doc: Any = None, csv_rows: list[dict[str, Any]] | None = None) -> None:
-    """Write a report: its tables (rich, markdown), its data rows (CSV), or its document (JSON, YAML)."""
+    """Write a report: its tables (rich, markdown), its data rows (CSV), or its document (JSON, YAML); `doc` may
+    be a function that makes it, called only for JSON and YAML."""
     from dpcost.render import formats
 
+    if callable(doc) and fmt in ("json", "yaml"):
+        doc = doc()
     if fmt == "json":
         sys.stdout.write(formats.to_json(doc if doc is not None else [r for t in tables for r in t.data]))
     elif fmt == "yaml":

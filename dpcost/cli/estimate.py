@@ -29,6 +29,6 @@ def estimate(
     spec, topo = load(model, topology)
     report = run(spec, topo, build_options(dp, options_values or {}))
     tables = estimate_tables(report) if fmt in (Format.table, Format.markdown) else []
-    emit(tables, fmt.value, report.model_dump(mode="json"))
+    emit(tables, fmt.value, lambda: report.model_dump(mode="json"))
     if check and not report.fits:
         raise typer.Exit(1)
