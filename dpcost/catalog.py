@@ -334,15 +334,11 @@ def import_hf_config(path: str, name: str, output: str | None = None, force: boo
 
 
 def load_measurements(path: str, where: str = "--compare") -> Measurements:
-    """An nccl-tests output log, or a CSV like tests/reference/nccl-tests/*.csv: one run."""
-    from dpcost.nccl_tests import parse_measurements
-
-    p = _check_path(path, where)
-    text = _read_text(p, str(p))
-    try:
-        return parse_measurements(text, name=p.name)
-    except ValueError as exc:
-        raise InputError(str(p), str(exc)) from None
+    """An nccl-tests output log, or a CSV like tests/reference/nccl-tests/*.csv, holding one run."""
+    runs = load_runs(path, where)
+    if len(runs) > 1:
+        raise InputError(path, "one file must describe one set of ranks (dpcost calibrate takes several)")
+    return runs[0]
 
 
 def load_runs(path: str, where: str) -> list[Measurements]:
