@@ -8,7 +8,7 @@ the command a validated `Options`. A field left at None means "choose for me": t
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -42,9 +42,10 @@ def _stage(value: Any) -> Any:
     return value
 
 
-def cli(flag: str, short: str | None = None, auto: bool = False) -> dict[str, Any]:
-    """A field's flag: how `cli/options.py` spells it, its short form, and whether `auto` stands for None."""
-    return {"flag": flag, "short": short, "auto": auto}
+def cli(flag: str, short: str | None = None, auto: bool = False, metavar: str | None = None) -> dict[str, Any]:
+    """A field's flag: how `cli/options.py` spells it, its short form, whether `auto` stands for None, and what
+    its value looks like in --help."""
+    return {"flag": flag, "short": short, "auto": auto, "metavar": metavar}
 
 
 class Section(BaseModel):
@@ -131,7 +132,7 @@ class Communication(Section):
         DEFAULT_BUCKET_BYTES,
         gt=0,
         description="Gradient bucket size (PyTorch DDP: 25MiB).",
-        json_schema_extra=cli("--bucket-size"),
+        json_schema_extra=cli("--bucket-size", metavar="SIZE"),
     )
     algorithm: Literal["ring", "tree", "hierarchical", "nvls", "nvls_tree", "collnet", "pat"] | None = Field(
         None,
@@ -227,10 +228,6 @@ def flag(section: str, field: str) -> str:
 
 def choices(annotation: Any) -> tuple[Any, ...]:
     """The values a Literal field takes (None left out)."""
-    out: list[Any] = []
-    for arg in get_args(annotation) or (annotation,):
-        if getattr(arg, "__origin__", None) is Literal or type(arg).__name__ == "_LiteralGenericAlias":
-            out += list(get_args(arg))
-        elif get_args(arg):
-            out += list(choices(arg))
-    return tuple(out)
+    if get_origin(annotation) is Literal:
+        return get_args(annotation)
+    return tuple(v for arg in get_args(annotation) for v in choices(arg))

@@ -54,16 +54,14 @@ def _extra(info: Any) -> dict[str, Any]:
     return info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
 
 
-def _help(info: Any) -> str:
+def _metavar(info: Any) -> str:
+    """What the flag takes: its choices (with auto where None means it), or the kind of value."""
     from dpcost.options import choices
 
-    text = info.description or ""
     values = [str(v) for v in choices(info.annotation)]
     if values:
-        if _extra(info).get("auto"):
-            values.append("auto")
-        text += f" [{'|'.join(values)}]"
-    return text
+        return "|".join([*values, "auto"] if _extra(info).get("auto") else values)
+    return str(_extra(info).get("metavar") or ("N" if "int" in str(info.annotation) else "X"))
 
 
 def _parameter(section: str, name: str, info: Any) -> inspect.Parameter:
@@ -83,7 +81,7 @@ def _parameter(section: str, name: str, info: Any) -> inspect.Parameter:
     names = [flag, short] if short else [flag]
     annotation = Annotated[
         str | None,
-        typer.Option(*names, help=_help(info), show_default=shown is not None, metavar=None),
+        typer.Option(*names, help=info.description, show_default=shown is not None, metavar=_metavar(info)),
     ]
     return inspect.Parameter(
         f"{section}__{name}",
