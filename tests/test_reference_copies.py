@@ -17,6 +17,8 @@ COPIED = (
     "nccl-tests/dgx-h100-x2-all_reduce.log",
     "nccl-tests/h100-ndr-x2-ring-all_reduce.csv",
     "nccl-tests/b200-x1-reduce_scatter_all_gather.csv",
+    "training-runs/llm-foundry-h100.csv",
+    *(f"training-runs/mpt/mpt-{size}.yaml" for size in ("125m", "350m", "760m", "1b", "3b", "7b", "13b", "30b", "70b")),
 )
 
 
@@ -29,5 +31,5 @@ def test_copies_are_identical() -> None:
 def test_every_reference_file_says_where_it_comes_from() -> None:
     readme = (REFERENCE / "README.md").read_text()
     for path in REFERENCE.rglob("*"):
-        if path.is_file() and path.name != "README.md" and path.parent.name != "hf-configs":
+        if path.is_file() and path.name != "README.md" and path.parent.name not in ("hf-configs", "mpt"):
             assert path.name in readme, f"{path.name} is not listed in tests/reference/README.md"
