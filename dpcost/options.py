@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from dpcost.engine.memory import offload_applies
-from dpcost.units import parse_bytes
+from dpcost.units import parse_bytes, parse_seconds
 
 __all__ = [
     "Batch",
@@ -28,11 +28,21 @@ __all__ = [
 
 DEFAULT_MFU = 0.40  # dense-BF16 MFU of well-tuned large runs (PaLM 46%, Llama 3 38-43%, MegaScale 55%)
 DEFAULT_BUCKET_BYTES = 25 * 2**20  # PyTorch DDP bucket_cap_mb=25, in MiB
+DEFAULT_OVERLAP_SLOWDOWN = 0.18  # NCCL runs ~24 channels, an SM each, of an H100's 132 (docs/frameworks.md)
+DEFAULT_SYNC_JITTER = 0.9e-3  # fitted to llm-foundry's H100 FSDP weak scaling: benchmarks/training_scaling.py --fit
 
 
 def _auto(value: Any) -> Any:
     """`auto` (or nothing) means: dpcost chooses."""
     return None if value is None or (isinstance(value, str) and value.strip().lower() == "auto") else value
+
+
+def _size(value: Any) -> Any:
+    return None if value is None else parse_bytes(value)
+
+
+def _seconds(value: Any) -> Any:
+    return parse_seconds(value)
 
 
 def _stage(value: Any) -> Any:
@@ -67,6 +77,13 @@ class Plan(Section):
     )
     mode: Literal["train", "inference"] = Field(
         "train", description="train, or inference (no gradient collectives).", json_schema_extra=cli("--mode")
+    )
+    framework: Literal["ddp", "fsdp", "deepspeed", "megatron"] | None = Field(
+        None,
+        description="Run the step as this framework does: its schedule, buckets and memory accounting "
+        "(docs/frameworks.md); each setting can still be overridden by its own flag. Default: the ZeRO paper's "
+        "generic plan.",
+        json_schema_extra=cli("--framework"),
     )
 
 
@@ -109,8 +126,10 @@ class Batch(Section):
 class Precision(Section):
     """The model-state recipe: bytes per parameter for weights, gradients and optimizer states."""
 
-    recipe: Literal["zero-paper", "deepspeed", "megatron"] = Field(
-        "zero-paper", description="Model-state recipe.", json_schema_extra=cli("--recipe")
+    recipe: Literal["zero-paper", "deepspeed", "megatron", "ddp", "fsdp"] | None = Field(
+        None,
+        description="Model-state recipe [default: the framework's, else zero-paper].",
+        json_schema_extra=cli("--recipe"),
     )
     grad_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = Field(
         None, description="Communicated gradient dtype [default: the recipe's].", json_schema_extra=cli("--grad-dtype")
@@ -128,11 +147,29 @@ class Precision(Section):
 class Communication(Section):
     """How the gradients and parameters travel."""
 
-    bucket_bytes: Annotated[float, BeforeValidator(parse_bytes)] = Field(
-        DEFAULT_BUCKET_BYTES,
+    bucket_bytes: Annotated[float | None, BeforeValidator(_size)] = Field(
+        None,
         gt=0,
-        description="Gradient bucket size (PyTorch DDP: 25MiB).",
+        description="Gradient bucket size [default: the framework's, else PyTorch DDP's 25MiB].",
         json_schema_extra=cli("--bucket-size", metavar="SIZE"),
+    )
+    first_bucket_bytes: Annotated[float | None, BeforeValidator(_size)] = Field(
+        None,
+        ge=0,
+        description="The first gradient bucket's size [default: the framework's: DDP's 1MiB, else as the others].",
+        json_schema_extra=cli("--first-bucket-size", metavar="SIZE"),
+    )
+    gather_dtype: Literal["bf16", "fp8"] | None = Field(
+        None,
+        description="What sharded parameters are all-gathered in [default: the recipe's weights; fp8 as "
+        "torchtitan's float8 all-gather does].",
+        json_schema_extra=cli("--gather-dtype"),
+    )
+    overlap_comm: bool | None = Field(
+        None,
+        description="Overlap the gradient reduction with the backward pass [default: the framework's; DeepSpeed "
+        "stages 1-2 do not].",
+        json_schema_extra=cli("--overlap-comm"),
     )
     algorithm: Literal["ring", "tree", "hierarchical", "nvls", "nvls_tree", "collnet", "pat"] | None = Field(
         None,
@@ -165,6 +202,28 @@ class Compute(Section):
         le=10,
         description="The slowest rank's extra compute, e.g. 0.05 for 5%.",
         json_schema_extra=cli("--skew"),
+    )
+    compute_dtype: Literal["bf16", "fp8"] = Field(
+        "bf16",
+        description="The tensor-core precision of the matmuls, and so the peak --mfu scales (FP8: the GPU's dense "
+        "FP8 peak; MFU is reported against it).",
+        json_schema_extra=cli("--compute-dtype"),
+    )
+    overlap_slowdown: float = Field(
+        DEFAULT_OVERLAP_SLOWDOWN,
+        ge=0,
+        le=1,
+        description="How much slower compute runs while a collective overlaps it (NCCL's kernels take SMs and "
+        "HBM bandwidth; docs/frameworks.md).",
+        json_schema_extra=cli("--overlap-slowdown"),
+    )
+    sync_jitter: Annotated[float, BeforeValidator(_seconds)] = Field(
+        DEFAULT_SYNC_JITTER,
+        ge=0,
+        le=1,
+        description="One standard deviation of a rank's arrival at each collective; every call waits for the "
+        "slowest of N (docs/frameworks.md).",
+        json_schema_extra=cli("--sync-jitter", metavar="TIME"),
     )
 
 

@@ -185,6 +185,15 @@ class GPUSpec(Spec):
     hbm: Bytes
     hbm_bandwidth: Bandwidth
     bf16_dense: Flops
+    fp8_dense: Flops | None = Field(None, description="dense FP8 tensor-core peak, where the GPU has one")
+
+    def peak(self, dtype: str) -> float:
+        """The dense tensor-core peak the compute runs against (FLOP/s)."""
+        if dtype == "fp8":
+            if self.fp8_dense is None:
+                raise ValueError(f"the {self.name} has no FP8 tensor cores")
+            return self.fp8_dense
+        return self.bf16_dense
 
 
 def _latency_mapping(value: Any) -> Any:

@@ -61,8 +61,10 @@ def memory(
         spec = load_model(model)
         if largest:
             spec = spec.model_copy(update={"largest_layer_params": largest})
+    from dpcost.engine.prepare import recipe_of
+
     options = build_options(dp, options_values or {})
-    recipe = options.precision.recipe
+    recipe = recipe_of(options)
     if gpus_per_node is not None and (gpus_per_node < 1 or recipe != "deepspeed"):
         raise InputError(
             "gpus_per_node", "a positive number of GPUs per node, for --recipe deepspeed's per-CPU figures"

@@ -76,8 +76,6 @@ def _parameter(section: str, name: str, info: Any) -> inspect.Parameter:
             f"{section}__{name}", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
         )
     shown = "auto" if default is None and extra.get("auto") else default
-    if name == "bucket_bytes":
-        shown = "25MiB"
     names = [flag, short] if short else [flag]
     annotation = Annotated[
         str | None,

@@ -20,6 +20,7 @@ CODES = {
     "moe-replicated": "a mixture-of-experts model replicates every expert under pure DP",
     "comm-bound": "the step's collectives take longer than the compute they could hide behind",
     "exposed-comm": "more than a tenth of the step waits on communication",
+    "losses-at-scale": "more than a twentieth of the step is lost to overlap slowdown and synchronisation jitter",
     "global-batch-growth": "the global batch grows with DP (B = b x a x D)",
     "micro-batch-adjusted": "--global-batch did not divide evenly: the micro-batch was lowered",
     "stragglers": "--skew: every collective waits for the slowest rank",
@@ -91,6 +92,18 @@ def exposed_comm(t: Time) -> Advice:
         code="exposed-comm",
         message=f"{t.exposed_comm_seconds / t.step_seconds:.0%} of the step is exposed communication "
         "(the last gradient buckets cannot hide behind the backward pass)",
+    )
+
+
+def losses_at_scale(t: Time, s: Setup) -> Advice:
+    terms = {b.term: b.seconds for b in t.breakdown}
+    slowed = terms.get("compute slowed by overlapping collectives", 0.0)
+    jitter = t.losses_seconds - slowed
+    return Advice(
+        code="losses-at-scale",
+        message=f"{t.losses_seconds / t.step_seconds:.0%} of the step is lost at scale: {slowed:.3g} s of compute "
+        f"slowed by overlapping collectives, {jitter:.3g} s waiting for the slowest of {s.dp} ranks; fewer, larger "
+        "units (or hybrid sharding) wait less",
     )
 
 
@@ -186,6 +199,8 @@ def training(
         out.append(comm_bound(t))
     elif t.exposed_comm_seconds > 0.1 * t.step_seconds:
         out.append(exposed_comm(t))
+    if t.losses_seconds > 0.05 * t.step_seconds:
+        out.append(losses_at_scale(t, setup))
     if not global_batch_fixed and setup.dp > 1:
         out.append(global_batch_growth(setup))
     if skew > 0:

@@ -18,6 +18,7 @@ from dpcost.engine.plan import Timed, call_time, candidates, check_forced, choos
 from dpcost.engine.prepare import Prepared, check_dp, prepare, stage_table
 from dpcost.engine.report import (
     AlgorithmTime,
+    BreakdownTerm,
     CallsByAlgorithm,
     CollectiveUse,
     Communication,
@@ -183,11 +184,17 @@ def _time(topology: TopologySpec, p: Prepared, chosen: Timed, tokens: int) -> Ti
         step_seconds=steps.step,
         serial_seconds=steps.serial,
         exposed_comm_seconds=steps.exposed,
+        losses_seconds=steps.losses,
         bound="communication" if steps.comm > window else "compute",
         tokens_per_second=tokens / steps.step,
-        mfu=chosen.flops.model * p.micro_batch * p.seq_len * p.accumulation / (steps.step * topology.gpu.bf16_dense),
+        mfu=chosen.flops.model
+        * p.micro_batch
+        * p.seq_len
+        * p.accumulation
+        / (steps.step * topology.gpu.peak(p.o.compute.compute_dtype)),
         scaling_efficiency=compute_alone / steps.step,
         straggler_seconds=steps.compute - compute_alone,
+        breakdown=[BreakdownTerm(term=t.term, seconds=t.seconds) for t in steps.breakdown],
     )
 
 
@@ -201,6 +208,9 @@ def _setup(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
         "seq_len": p.seq_len,
         "flash_attention": o.compute.flash_attention,
         "mfu": o.compute.mfu,
+        "compute_dtype": o.compute.compute_dtype,
+        "overlap_slowdown": o.compute.overlap_slowdown,
+        "sync_jitter": o.compute.sync_jitter,
     }
     return Setup.model_validate({**fields, **plan})
 
@@ -218,7 +228,7 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
         return tables[recompute]
 
     call = call_time(topology, o)
-    stages, recomputes = candidates(o, topology, a is not None)
+    stages, recomputes = candidates(p, topology, a is not None)
     chosen = choose(
         stages,
         recomputes,
@@ -242,10 +252,11 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
         tokens_per_step=tokens,
         recompute=recompute,
         recompute_chosen=o.plan.recompute is None,
-        recipe=o.precision.recipe,
+        framework=o.plan.framework or "none",
+        recipe=p.recipe.name,
         optimizer=o.precision.optimizer,
         offload=o.precision.offload,
-        bucket_bytes=int(o.communication.bucket_bytes),
+        bucket_bytes=int(p.bucket_bytes),
         skew=o.compute.skew,
         keep_full_grads=o.communication.keep_full_grads,
     )
@@ -303,6 +314,7 @@ def _inference(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimat
         topology,
         p,
         mode="inference",
+        framework="none",
         zero_stage=0,
         zero_stage_chosen=False,
         grad_dtype="-",

@@ -10,6 +10,11 @@ state and the stage from which it is sharded over the N data-parallel ranks:
   gradients exist only for the layer in flight, counted with its gathered weights as 4 x largest layer.
 - megatron: Megatron-LM's distributed optimizer (docs: "distributed optimizer"): bf16 weights 2, fp32 main
   grads 4, fp32 master + Adam 12: 18 bytes replicated, 6 + 12/d with the optimizer sharded (stage 1).
+- ddp: PyTorch DDP under torch.autocast: fp32 weights 4 (they are the master copy), fp32 grads 4, Adam 8:
+  16 bytes, and DDP's bucket copy of the gradients (buffers()).
+- fsdp: PyTorch FSDP with bf16 compute and fp32 reduction: sharded fp32 weights 4, fp32 grads 4, Adam 8 =
+  16 bytes over N from SHARD_GRAD_OP on (FSDP shards the weights at rest there too), plus the gathered bf16
+  units in flight (buffers()).
 Optimizer states per parameter (beyond the fp32 master copy): AdamW 8 (m, v in fp32); SGD with momentum 4;
 8-bit Adam 2 (m, v block-quantized to 8 bits: Dettmers et al. 2022); Adafactor ~0 (factored second moment
 of O(rows + cols), no first moment by default: Shazeer & Stern 2018).
@@ -89,6 +94,24 @@ RECIPES = {
             StateComponent("bf16 grads", "grads", 2, 2, "optimizer", gone_from=3, communicated=True),
             StateComponent("fp32 grads", "grads", 4, 1, "optimizer"),
             StateComponent("fp32 master weights", "optimizer", 4, 1, "optimizer"),
+        ),
+    ),
+    "ddp": Recipe(
+        "ddp",
+        "PyTorch DDP under autocast (fp32 weights and grads, Adam)",
+        "torch/nn/parallel/distributed.py@v2.5.0; torch.amp autocast keeps fp32 parameters",
+        (
+            StateComponent("fp32 weights", "params", 4, 3, "params"),
+            StateComponent("fp32 grads", "grads", 4, 2, "optimizer", communicated=True),
+        ),
+    ),
+    "fsdp": Recipe(
+        "fsdp",
+        "PyTorch FSDP (sharded fp32 weights, fp32 reduce, Adam)",
+        "torch/distributed/fsdp@v2.5.0: FlatParameter shards in fp32, MixedPrecision(bf16, reduce fp32)",
+        (
+            StateComponent("fp32 weights (sharded)", "params", 4, 2, "params"),
+            StateComponent("fp32 grads", "grads", 4, 2, "optimizer", communicated=True),
         ),
     ),
     "megatron": Recipe(
@@ -171,21 +194,27 @@ def buffers(
     bucket_bytes: float,
     gather_unit_params: float,
     largest_layer_params: float,
+    gather_bytes: float | None = None,
 ) -> Buffers:
-    """Stage 0 with PyTorch DDP (the zero-paper recipe): DDP copies every gradient into its buckets
+    """Stage 0 with PyTorch DDP (the zero-paper and ddp recipes): DDP copies every gradient into its buckets
     (gradient_as_bucket_view=False, the default; PyTorch DDP docs); Megatron reduces its contiguous main-grad
     buffer in place and DeepSpeed's estimators count no copy. Otherwise two buckets are in flight (one filling,
     one being reduced). Stage 3: the gathered unit in use and the next one prefetched, plus the full gradient of
-    the unit in the backward pass (FSDP per-block wrapping); DeepSpeed counts 4 bytes x its largest layer."""
-    ddp_copy = grad_bytes * n_params if stage == 0 and recipe.name == "zero-paper" else 0.0
+    the unit in the backward pass (FSDP per-block wrapping); DeepSpeed counts 4 bytes x its largest layer. FSDP
+    SHARD_GRAD_OP (the fsdp recipe at stage 2) keeps every unit gathered from its forward to its backward: the
+    whole model in the gathered dtype (`gather_bytes`, default the recipe's weight bytes)."""
+    weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
+    gathered_bytes = gather_bytes or weight_bytes
+    ddp_copy = grad_bytes * n_params if stage == 0 and recipe.name in ("zero-paper", "ddp") else 0.0
     buckets = 0.0 if ddp_copy else 2 * bucket_bytes  # DDP's copy is its buckets
     gathered = 0.0
     if stage == 3:
         if recipe.name == "deepspeed":
             gathered = 4 * largest_layer_params
         else:
-            weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
-            gathered = gather_unit_params * (2 * weight_bytes + grad_bytes)
+            gathered = gather_unit_params * (2 * gathered_bytes + grad_bytes)
+    elif stage == 2 and recipe.name == "fsdp":
+        gathered = n_params * gathered_bytes + gather_unit_params * grad_bytes
     return Buffers(buckets, gathered, ddp_copy)
 
 

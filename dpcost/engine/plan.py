@@ -69,9 +69,11 @@ def check_forced(o: Options, topology: TopologySpec) -> None:
     )
 
 
-def candidates(o: Options, topology: TopologySpec, has_architecture: bool) -> tuple[list[int], list[str]]:
-    """The stages and recomputations to try: the user's, or every one the offload and forced algorithm allow."""
-    allowed = [st for st in range(4) if o.precision.offload == "none" or offload_applies(o.precision.offload, st)]
+def candidates(p: Prepared, topology: TopologySpec, has_architecture: bool) -> tuple[list[int], list[str]]:
+    """The stages and recomputations to try: the user's, or every one the framework, the offload and the forced
+    algorithm allow."""
+    o = p.o
+    allowed = [st for st in p.stages() if o.precision.offload == "none" or offload_applies(o.precision.offload, st)]
     allowed = [st for st in allowed if runs_forced(o, topology, st)]
     stages: list[int] = [o.plan.zero] if o.plan.zero is not None else allowed
     recomputes: list[str] = list(RECOMPUTE) if has_architecture else ["none"]
@@ -107,7 +109,7 @@ def timeline(
     o = p.o
     flops = flops_per_token(p.counts, model.architecture, p.seq_len, recompute, o.compute.flash_attention)
     tokens = p.micro_batch * p.seq_len
-    rate = topology.gpu.bf16_dense * o.compute.mfu
+    rate = topology.gpu.peak(o.compute.compute_dtype) * o.compute.mfu
     forward = flops.forward * tokens / rate
     backward = (flops.backward + flops.recompute) * tokens / rate
     plan = StepPlan(
@@ -118,9 +120,15 @@ def timeline(
         units=units(p.counts, model, p.seq_len),
         grad_bytes=p.grad_bytes,
         weight_bytes=p.weight_bytes,
-        bucket_bytes=o.communication.bucket_bytes,
+        bucket_bytes=p.bucket_bytes,
         keep_full_grads=o.communication.keep_full_grads,
-        overlap_param_gather=o.precision.recipe == "megatron",
+        overlap_param_gather=p.overlap_param_gather,
+        first_bucket_bytes=p.first_bucket_bytes,
+        per_unit=p.per_unit,
+        overlap_grad_reduce=p.overlap_grad_reduce(stage),
+        ranks=o.dp,
+        overlap_slowdown=o.compute.overlap_slowdown,
+        sync_jitter=o.compute.sync_jitter,
     )
     return Timed(stage, recompute, step_time(plan, call), forward, backward, flops)
 

@@ -9,27 +9,29 @@ from dataclasses import dataclass, replace
 from dpcost.engine import advice
 from dpcost.engine.activations import activation_memory
 from dpcost.engine.compute import attention_flops
+from dpcost.engine.frameworks import FRAMEWORKS, Framework
 from dpcost.engine.memory import RECIPES, Recipe, StageMemory, buffers, model_states, stage_memory
 from dpcost.engine.params import ParamCount, count_params
 from dpcost.engine.placement import check_ranks
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
 from dpcost.errors import InputError
-from dpcost.options import Options
+from dpcost.options import DEFAULT_BUCKET_BYTES, Options
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "prepare", "stage_table", "units"]
+__all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "prepare", "recipe_of", "stage_table", "units"]
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 DEFAULT_SEQ_LEN = 4096
 MAX_BUCKETS = 1_000_000  # per pass: each is a call the timeline schedules
 # The recipe's own gradient dtype (what its reduce-scatter/all-reduce moves) when --grad-dtype is not given.
-RECIPE_GRAD_DTYPE = {"zero-paper": "fp16", "deepspeed": "bf16", "megatron": "fp32"}
+RECIPE_GRAD_DTYPE = {"zero-paper": "fp16", "deepspeed": "bf16", "megatron": "fp32", "ddp": "fp32", "fsdp": "fp32"}
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """The plan's inputs resolved: options with the sequence length filled in, counts, recipe and batching."""
+    """The plan's inputs resolved: options with the sequence length filled in, counts, the framework's recipe
+    and schedule settings (each overridden where the options say), and batching."""
 
     o: Options
     seq_len: int
@@ -37,10 +39,30 @@ class Prepared:
     recipe: Recipe
     grad_dtype: str
     grad_bytes: float
-    weight_bytes: float
+    weight_bytes: float  # per parameter, as the gathers move it
     accumulation: int
     micro_batch: int
     advice: tuple[Advice, ...]
+    framework: Framework | None
+    bucket_bytes: float
+    first_bucket_bytes: float
+
+    def stages(self) -> tuple[int, ...]:
+        """The ZeRO stages the framework runs."""
+        return tuple(self.framework.stages) if self.framework else (0, 1, 2, 3)
+
+    def overlap_grad_reduce(self, stage: int) -> bool:
+        if self.o.communication.overlap_comm is not None:
+            return self.o.communication.overlap_comm
+        return stage in self.framework.overlap_grad_reduce if self.framework else True
+
+    @property
+    def overlap_param_gather(self) -> bool:
+        return self.framework.overlap_param_gather if self.framework else self.recipe.name == "megatron"
+
+    @property
+    def per_unit(self) -> bool:
+        return self.framework.per_unit if self.framework else False
 
 
 def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
@@ -113,18 +135,38 @@ def batching(o: Options) -> tuple[int, int, list[Advice]]:
     )
 
 
+def recipe_of(o: Options) -> str:
+    """The memory accounting: --recipe, else the framework's, else the ZeRO paper's."""
+    return o.precision.recipe or (FRAMEWORKS[o.plan.framework].recipe if o.plan.framework else "zero-paper")
+
+
 def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:
     """Resolve the options against the model and topology (checks that need both are made here)."""
     check_dp(topology, options.dp)
     seq_len = seq_len_for(model, options)
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len})})
     counts = count_params(model)
-    grad_dtype = o.precision.grad_dtype or RECIPE_GRAD_DTYPE[o.precision.recipe]
-    recipe = recipe_for(o.precision.recipe, grad_dtype)
+    fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
+    if fw is not None and o.plan.zero is not None and o.plan.zero not in fw.stages:
+        runs = ", ".join(f"{st} ({name})" for st, name in fw.stages.items())
+        raise InputError("zero", f"{fw.title} runs ZeRO stages {runs}, not {o.plan.zero}")
+    recipe_name = recipe_of(o)
+    grad_dtype = o.precision.grad_dtype or (fw.grad_dtype if fw else RECIPE_GRAD_DTYPE[recipe_name])
+    recipe = recipe_for(recipe_name, grad_dtype)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
-    weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
+    weight_bytes = (fw.gather_bytes if fw else None) or next(
+        c.bytes_per_param for c in recipe.components if c.group == "params"
+    )
+    if o.communication.gather_dtype is not None:
+        weight_bytes = float(DTYPE_BYTES[o.communication.gather_dtype])
+    try:
+        topology.gpu.peak(o.compute.compute_dtype)
+    except ValueError as exc:
+        raise InputError("compute_dtype", str(exc)) from None
     accumulation, micro_batch, notes = batching(o)
-    bucket = o.communication.bucket_bytes
+    given = o.communication
+    bucket = given.bucket_bytes or (fw.bucket(o.dp, grad_bytes, DEFAULT_BUCKET_BYTES) if fw else DEFAULT_BUCKET_BYTES)
+    first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
     if counts.total * grad_bytes / bucket > MAX_BUCKETS:
         raise InputError(
             "bucket_size",
@@ -132,7 +174,19 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
             f"{MAX_BUCKETS:,} calls per pass; use at least {counts.total * grad_bytes / MAX_BUCKETS:,.0f} bytes",
         )
     return Prepared(
-        o, seq_len, counts, recipe, grad_dtype, grad_bytes, weight_bytes, accumulation, micro_batch, tuple(notes)
+        o,
+        seq_len,
+        counts,
+        recipe,
+        grad_dtype,
+        grad_bytes,
+        weight_bytes,
+        accumulation,
+        micro_batch,
+        tuple(notes),
+        fw,
+        bucket,
+        first,
     )
 
 
@@ -172,11 +226,11 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
         per_sample = act / p.micro_batch
     else:
         act, per_sample = 0.0, 0.0
-    bucket, keep_full = o.communication.bucket_bytes, o.communication.keep_full_grads
+    bucket, keep_full = p.bucket_bytes, o.communication.keep_full_grads
     rows = []
     for stage in range(4):
         states = model_states(counts.total, o.dp, stage, p.recipe, o.precision.optimizer, o.precision.offload)
-        buf = buffers(stage, p.recipe, p.grad_bytes, counts.total, bucket, gather_unit, largest_layer)
+        buf = buffers(stage, p.recipe, p.grad_bytes, counts.total, bucket, gather_unit, largest_layer, p.weight_bytes)
         if keep_full and stage >= 2 and p.accumulation > 1:
             buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / o.dp))
         rows.append(stage_memory(stage, states, act, per_sample, buf, topology.gpu.hbm))

@@ -16,6 +16,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Advice",
     "AlgorithmTime",
+    "BreakdownTerm",
     "CallsByAlgorithm",
     "CollectiveRow",
     "CollectiveUse",
@@ -61,6 +62,7 @@ class Setup(Contract):
     """The plan as costed; `*_chosen` says dpcost chose the value (the flag was auto)."""
 
     mode: Literal["train", "inference"] = Field(description="train, or inference (serving)")
+    framework: str = Field(description="the framework whose schedule and accounting were costed, or none")
     dp: int = Field(description="data-parallel size: GPUs, one replica each")
     nodes: int = Field(description="NVLink domains the DP group spans")
     gpus_per_node: int = Field(description="GPUs of the DP group in one NVLink domain")
@@ -82,6 +84,9 @@ class Setup(Contract):
     bucket_bytes: int = Field(description="gradient bucket size")
     mfu: float = Field(description="the --mfu input: fraction of dense BF16 peak the math sustains")
     skew: float = Field(description="the slowest rank's extra compute (--skew)")
+    compute_dtype: str = Field(description="the matmuls' precision: bf16, or fp8 (MFU is against its peak)")
+    overlap_slowdown: float = Field(description="compute slowdown while a collective overlaps it")
+    sync_jitter: float = Field(description="seconds: one standard deviation of a rank's arrival at a collective")
     keep_full_grads: bool = Field(description="stages 2-3 accumulate unsharded gradients and reduce once per step")
     flash_attention: bool = Field(description="attention scores are not stored (flash attention)")
 
@@ -176,6 +181,11 @@ class Memory(Contract):
     stages: list[StageRow] = Field(description="ZeRO stages 0-3")
 
 
+class BreakdownTerm(Contract):
+    term: str = Field(description="compute, exposed <op>, or a loss at scale")
+    seconds: float = Field(description="per step")
+
+
 class Time(Contract):
     """The training step; one micro-batch's forward and backward, then per step."""
 
@@ -186,12 +196,18 @@ class Time(Contract):
     ideal_seconds: float = Field(description="each collective hidden behind what it can overlap: max(compute, comm)")
     step_seconds: float = Field(description="the framework's schedule: buckets and block gathers as issued")
     serial_seconds: float = Field(description="compute + comm, nothing overlapped")
-    exposed_comm_seconds: float = Field(description="step - compute")
+    exposed_comm_seconds: float = Field(
+        description="collective time the compute waits for (the breakdown's exposed terms)"
+    )
+    losses_seconds: float = Field(description="what real runs lose beyond the schedule: overlap slowdown and jitter")
     bound: Literal["compute", "communication"] = Field(description="what the step waits on")
     tokens_per_second: float = Field(description="tokens per step / step_seconds")
     mfu: float = Field(description="model FLOPs per second over dense BF16 peak (recomputation not counted)")
     scaling_efficiency: float = Field(description="compute / step: against one GPU with the same per-GPU batch")
     straggler_seconds: float = Field(description="per step, from --skew")
+    breakdown: list[BreakdownTerm] = Field(
+        description="step_seconds as a sum: compute, each collective's exposed time, and the losses at scale"
+    )
 
 
 class Serving(Contract):
@@ -255,6 +271,7 @@ class SweepRow(Contract):
     step_seconds: float = Field(description="as estimate's time.step_seconds")
     compute_seconds: float = Field(description="as estimate's time.compute_seconds")
     exposed_comm_seconds: float = Field(description="as estimate's time.exposed_comm_seconds")
+    losses_seconds: float = Field(description="as estimate's time.losses_seconds")
     comm_seconds: float = Field(description="as estimate's time.comm_seconds")
     ideal_seconds: float = Field(description="as estimate's time.ideal_seconds")
     serial_seconds: float = Field(description="as estimate's time.serial_seconds")
@@ -281,6 +298,7 @@ class SweepRow(Contract):
             step_seconds=t.step_seconds,
             compute_seconds=t.compute_seconds,
             exposed_comm_seconds=t.exposed_comm_seconds,
+            losses_seconds=t.losses_seconds,
             comm_seconds=t.comm_seconds,
             ideal_seconds=t.ideal_seconds,
             serial_seconds=t.serial_seconds,

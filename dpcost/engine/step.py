@@ -1,30 +1,43 @@
-"""The training step as DDP/FSDP run it: micro-batches, gradient buckets, ZeRO-3 gathers, and what stays exposed.
+"""The training step as frameworks run it: micro-batches, gradient buckets or per-unit collectives, parameter
+gathers, what stays exposed, and what real runs lose as GPUs are added.
 
 Three answers side by side:
 - serial: compute + every collective, nothing overlapped;
 - ideal: each collective hidden behind the compute it can overlap with, T_eff = max(T_compute, T_comm) per
   window (the seed's T_eff = max(T_backward, T_allreduce); docs/sources/dp-zero-overlap.zh.md);
-- bucketed: the schedule a framework really runs. Gradients become ready through the backward pass in reverse
-  layer order and fill buckets of `bucket_bytes` (PyTorch DDP's bucket_cap_mb, 25 MiB); buckets go out one
-  after another on one communication stream, so the ones ready last cannot hide. ZeRO-3/FSDP gathers each
-  block's parameters before its forward and backward (the next one prefetched while the current computes) and
-  reduce-scatters its gradients right after its backward (Zhao et al. 2023, "PyTorch FSDP", section 3.3).
+- step: the schedule the framework really runs (frameworks.py). Gradients become ready through the backward
+  pass in reverse layer order and leave in buckets (DDP's 25 MiB after a 1 MiB first one, DeepSpeed's 5e8
+  elements, Megatron's max(40M, 1M x DP)) on one communication stream, so the ones ready last cannot hide; or,
+  in FSDP, per wrapped unit right after its backward. Sharded parameters are gathered per unit before its
+  forward (and, under FULL_SHARD, again before its backward), the next one prefetched while the current computes
+  (Zhao et al. 2023, "PyTorch FSDP", section 3.3). A framework that does not overlap its gradient reduction
+  (DeepSpeed stages 1-2 by default) runs it on the compute stream: nothing hides.
 
 Per stage (ZeRO paper, section 7; tests/reference/zero-paper-table1.csv): stage 0 all-reduces gradients;
 stages 1-2 reduce-scatter gradients and all-gather the updated parameters once per step (after the optimizer
-step as DeepSpeed does, or during the next forward as Megatron's --overlap-param-gather does); stage 3
-all-gathers parameters in forward and again in backward and reduce-scatters gradients: 1.5x the volume. With
-gradient accumulation over a micro-batches, stages 0-1 communicate once per step (DDP no_sync), after the last
-backward; stages 2-3 reduce-scatter every micro-batch unless full gradients are kept (`keep_full_grads`, which
-costs a full unsharded gradient of memory).
+step as DeepSpeed does, or during the next forward as Megatron's --overlap-param-gather does), except FSDP's
+SHARD_GRAD_OP, which gathers per unit every micro-batch; stage 3 all-gathers parameters in forward and again in
+backward and reduce-scatters gradients: 1.5x the volume. With accumulation over a micro-batches, stages 0-1
+communicate once per step (DDP no_sync), after the last backward; stages 2-3 reduce-scatter every micro-batch
+unless full gradients are kept (`keep_full_grads`, which costs a full unsharded gradient of memory).
+
+What real runs lose beyond the schedule (each term in the step's breakdown, each with its own flag):
+- per-call latency and ramp at high rank counts: in every call's time (collectives.py);
+- compute slowed while collectives run: NCCL's kernels occupy SMs and HBM bandwidth, so the compute that
+  overlaps a collective runs `overlap_slowdown` slower for as long as they overlap;
+- synchronisation jitter: a collective completes when its slowest rank arrives. With each rank's arrival
+  jittered by `sync_jitter` seconds (one standard deviation), the compute that waits on a collective waits the
+  expected maximum of N normal deviates, Blom's approximation Phi^-1((N - 0.375) / (N + 0.25)) of them, each
+  time it waits: before every gathered unit, at the end of an overlapped gradient reduction, after every call
+  that does not overlap. The loss grows with those waits and with log N, not with the bytes moved.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from statistics import NormalDist
 
 __all__ = [
     "Call",
@@ -32,9 +45,11 @@ __all__ = [
     "Phase",
     "StepPlan",
     "StepTime",
+    "Term",
     "Traffic",
     "Unit",
     "drain",
+    "expected_max_deviate",
     "gather_reduce",
     "step_time",
 ]
@@ -66,11 +81,17 @@ class StepPlan:
     forward: float  # seconds per micro-batch, stragglers included
     backward: float  # seconds per micro-batch, recomputation and stragglers included
     units: tuple[Unit, ...]
-    grad_bytes: float
-    weight_bytes: float
+    grad_bytes: float  # per parameter, as the gradient reduction moves it
+    weight_bytes: float  # per parameter, as the gathers move it
     bucket_bytes: float
     keep_full_grads: bool = False
     overlap_param_gather: bool = False  # stages 1-2: gather updated parameters during the next forward
+    first_bucket_bytes: float = 0.0  # DDP caps its first bucket so that communication starts early
+    per_unit: bool = False  # FSDP: reduce (and, at stages 0 and 2, gather) per unit instead of in buckets
+    overlap_grad_reduce: bool = True  # False: the gradient reduction runs on the compute stream (DeepSpeed 1-2)
+    ranks: int = 1
+    overlap_slowdown: float = 0.0  # compute slowdown while a collective runs alongside it
+    sync_jitter: float = 0.0  # seconds: one standard deviation of a rank's arrival at a collective
 
 
 @dataclass(frozen=True)
@@ -93,12 +114,23 @@ class Phase:
     name: str
     compute: float
     comm: float
-    duration: float  # as the bucketed schedule runs it
+    duration: float  # as the framework's schedule runs it
     repeats: int
+    comm_by_op: tuple[tuple[str, float], ...] = ()  # the comm seconds of each op within this phase
+    overlapped: bool = True  # the phase's collectives run alongside its compute
+    waits: int = 0  # times the compute waits on a collective (each waits for the slowest rank), per repeat
 
     @property
     def ideal(self) -> float:
         return max(self.compute, self.comm)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One part of the step's time: compute, a collective's exposed time, or a loss at scale."""
+
+    term: str
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -107,11 +139,12 @@ class StepTime:
     comm: float
     phases: tuple[Phase, ...]
     traffic: tuple[Traffic, ...]
+    breakdown: tuple[Term, ...] = field(default=())
 
     @property
     def step(self) -> float:
-        """Bucketed: what the framework's schedule achieves."""
-        return sum(p.duration * p.repeats for p in self.phases)
+        """What the framework's schedule achieves, the losses at scale included: the breakdown's sum."""
+        return sum(t.seconds for t in self.breakdown)
 
     @property
     def ideal(self) -> float:
@@ -123,7 +156,13 @@ class StepTime:
 
     @property
     def exposed(self) -> float:
-        return max(0.0, self.step - self.compute)  # never below zero from rounding
+        """Communication the compute waits for, the losses at scale apart."""
+        return sum(t.seconds for t in self.breakdown if t.term.startswith("exposed "))
+
+    @property
+    def losses(self) -> float:
+        """What the step loses beyond its schedule: overlap slowdown and synchronisation jitter."""
+        return self.step - self.compute - self.exposed
 
 
 @dataclass(frozen=True)
@@ -135,25 +174,40 @@ class Drain:
     calls: tuple[Call, ...]
 
 
-def drain(compute: Sequence[float], unit_bytes: Sequence[float], bucket: float, call: Callable[[float], Call]) -> Drain:
+def expected_max_deviate(n: int) -> float:
+    """The expected largest of n standard normal deviates (Blom 1958: Phi^-1((n - 0.375) / (n + 0.25)))."""
+    return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
+
+
+def drain(
+    compute: Sequence[float],
+    unit_bytes: Sequence[float],
+    bucket: float,
+    call: Callable[[float], Call],
+    first_bucket: float = 0.0,
+) -> Drain:
     """A backward pass whose gradients leave in buckets on one stream.
 
-    Unit j produces unit_bytes[j] linearly over compute[j] seconds; bucket k is ready when the stream reaches
-    min((k+1) x bucket, total) bytes and starts when both it is ready and the previous bucket is done. Buckets
-    are cut from the flattened gradient (as FSDP and DeepSpeed flatten it; DDP also never splits a tensor)."""
+    Unit j produces unit_bytes[j] linearly over compute[j] seconds; the buckets cover the flattened gradient in
+    order (the first one `first_bucket` bytes when given, the rest `bucket`), and bucket k goes out when both
+    its last byte is ready and the previous bucket is done. Buckets are cut from the flattened gradient (as
+    FSDP and DeepSpeed flatten it; DDP also never splits a tensor)."""
     total = float(sum(unit_bytes))
     elapsed = sum(compute)
     if total <= 0:
         return Drain(elapsed, 0.0, ())
-    n_buckets = math.ceil(total / bucket)
+    first = min(first_bucket, total) if first_bucket > 0 else min(bucket, total)
+    edges = [first]
+    while edges[-1] < total * (1 - 1e-12):
+        edges.append(min(edges[-1] + bucket, total))
     t = done = produced = comm = 0.0
     calls: list[Call] = []
     for c, b in zip(compute, unit_bytes, strict=True):
-        while len(calls) < n_buckets and min((len(calls) + 1) * bucket, total) <= produced + b * (1 + 1e-12):
+        while len(calls) < len(edges) and edges[len(calls)] <= produced + b * (1 + 1e-12):
             k = len(calls)
-            edge = min((k + 1) * bucket, total)
+            edge = edges[k]
             ready = t + (c * (edge - produced) / b if b > 0 else c)
-            calls.append(call(edge - k * bucket))
+            calls.append(call(edge - (edges[k - 1] if k else 0.0)))
             done = max(done, ready) + calls[-1].seconds
             comm += calls[-1].seconds
         produced += b
@@ -190,84 +244,184 @@ def _compute_split(total: float, units: Sequence[Unit]) -> list[float]:
     return [total * u.compute_share for u in units]
 
 
+class _Schedule:
+    """The phases and traffic of one step, built stage by stage."""
+
+    def __init__(self, plan: StepPlan, call: CallTime) -> None:
+        self.plan, self.call = plan, call
+        units = plan.units
+        self.fwd_units = _compute_split(plan.forward, units)
+        self.bwd_units = _compute_split(plan.backward, units)[::-1]
+        self.grad_total = sum(u.params for u in units) * plan.grad_bytes
+        self.weight_total = sum(u.params for u in units) * plan.weight_bytes
+        self.phases: list[Phase] = []
+        self.traffic: list[Traffic] = []
+
+    def compute_only(self, name: str, seconds: float, repeats: int) -> None:
+        if repeats > 0:
+            self.phases.append(Phase(name, seconds, 0.0, seconds, repeats))
+
+    def per_unit_calls(self, op: str, bytes_per_param: float) -> list[Call]:
+        return [self.call(op, u.params * bytes_per_param) for u in self.plan.units]
+
+    def bucketed(self, op: str, purpose: str, occurrences: int) -> None:
+        """Gradients reduced in buckets through the backward pass (or after it, when not overlapped)."""
+        p = self.plan
+        sizes = [u.params * p.grad_bytes for u in p.units][::-1]
+        d = drain(self.bwd_units, sizes, p.bucket_bytes, lambda s: self.call(op, s), p.first_bucket_bytes)
+        n = len(d.calls) * occurrences
+        self.traffic.append(
+            Traffic(
+                op, purpose, self.grad_total, occurrences, n, d.comm * occurrences, _algorithms(d.calls, occurrences)
+            )
+        )
+        overlapped = p.overlap_grad_reduce
+        duration = d.duration if overlapped else p.backward + d.comm
+        waits = 1 if overlapped else len(d.calls)  # the optimizer waits for the last bucket; else every bucket
+        self.phases.append(
+            Phase(f"backward + {op}", p.backward, d.comm, duration, occurrences, ((op, d.comm),), overlapped, waits)
+        )
+
+    def per_unit_backward(self, op: str, purpose: str, occurrences: int, gathers: list[Call] | None = None) -> None:
+        """FSDP: each unit's gradients reduced right after its backward (its parameters gathered first when
+        `gathers`, FULL_SHARD)."""
+        p = self.plan
+        reduces = self.per_unit_calls(op, p.grad_bytes)
+        rs = [c.seconds for c in reduces][::-1]
+        ag = [c.seconds for c in gathers][::-1] if gathers else [0.0] * len(rs)
+        if occurrences:
+            duration = gather_reduce(self.bwd_units, ag, rs)
+            by_op = ((op, sum(rs)),) + ((("all_gather", sum(ag)),) if gathers else ())
+            name = "backward + " + (f"all_gather + {op}" if gathers else op)
+            waits = (len(ag) if gathers else 0) + 1  # each unit's gather, and the last reduction
+            self.phases.append(Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits))
+            n = len(rs) * occurrences
+            self.traffic.append(
+                Traffic(
+                    op,
+                    purpose,
+                    self.grad_total,
+                    occurrences,
+                    n,
+                    sum(rs) * occurrences,
+                    _algorithms(reduces, occurrences),
+                )
+            )
+
+    def gathered_forward(self, repeats: int, purpose: str) -> list[Call]:
+        """Every unit's parameters gathered before its forward, one unit prefetched (FSDP, ZeRO-3)."""
+        p = self.plan
+        calls = self.per_unit_calls("all_gather", p.weight_bytes)
+        ag = [c.seconds for c in calls]
+        duration = gather_reduce(self.fwd_units, ag, [0.0] * len(ag))
+        by_op = (("all_gather", sum(ag)),)
+        self.phases.append(Phase("forward + all_gather", p.forward, sum(ag), duration, repeats, by_op, True, len(ag)))
+        self.traffic.append(
+            Traffic(
+                "all_gather",
+                purpose,
+                self.weight_total,
+                repeats,
+                len(ag) * repeats,
+                sum(ag) * repeats,
+                _algorithms(calls, repeats),
+            )
+        )
+        return calls
+
+    def updated_parameters(self) -> None:
+        """Stages 1-2: the updated parameter shards are all-gathered once per step. DeepSpeed (and so the ZeRO
+        paper's own implementation) gathers them at the end of the optimizer step, before the next forward can
+        start: nothing hides them. Megatron's distributed optimizer (--overlap-param-gather) gathers them block
+        by block during the next forward instead. The ideal overlaps them with that forward either way."""
+        p = self.plan
+        calls = self.per_unit_calls("all_gather", p.weight_bytes)
+        ag = [c.seconds for c in calls]
+        self.traffic.append(
+            Traffic("all_gather", "updated parameters", self.weight_total, 1, len(ag), sum(ag), _algorithms(calls))
+        )
+        by_op = (("all_gather", sum(ag)),)
+        if p.overlap_param_gather:
+            duration = gather_reduce(self.fwd_units, ag, [0.0] * len(ag))
+            name = "forward + all_gather (overlapped)"
+            self.phases.append(Phase(name, p.forward, sum(ag), duration, 1, by_op, True, len(ag)))
+        else:
+            name = "optimizer all_gather, then forward"
+            self.phases.append(Phase(name, p.forward, sum(ag), sum(ag) + p.forward, 1, by_op, False, 1))
+
+
+def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ...], list[Term]]:
+    """The step as a sum: compute, each collective's exposed time, and the losses at scale."""
+    slowed = []
+    exposed: dict[str, float] = {}
+    slowdown = 0.0
+    for ph in phases:
+        extra = plan.overlap_slowdown * min(ph.compute, ph.comm) if ph.overlapped and ph.comm > 0 else 0.0
+        ph = replace(ph, duration=ph.duration + extra)
+        slowed.append(ph)
+        slowdown += extra * ph.repeats
+        wait = max(0.0, ph.duration - extra - ph.compute) * ph.repeats
+        for op, seconds in ph.comm_by_op:
+            if ph.comm > 0:
+                exposed[op] = exposed.get(op, 0.0) + wait * seconds / ph.comm
+    compute = sum(ph.compute * ph.repeats for ph in phases)
+    terms = [Term("compute", compute)]
+    terms += [Term(f"exposed {op}", s) for op, s in exposed.items()]
+    terms.append(Term("compute slowed by overlapping collectives", slowdown))
+    waits = sum(ph.waits * ph.repeats for ph in phases)
+    jitter = waits * plan.sync_jitter * expected_max_deviate(plan.ranks)
+    terms.append(Term("waiting for the slowest rank (synchronisation jitter)", jitter))
+    return tuple(slowed), terms
+
+
 def step_time(plan: StepPlan, call: CallTime) -> StepTime:
-    """Serial, ideal and bucketed step times for one ZeRO stage (see the module docstring)."""
+    """Serial, ideal and scheduled step times for one ZeRO stage (see the module docstring)."""
     if plan.accumulation < 1:
         raise ValueError("accumulation must be >= 1")
-    units = plan.units
     a, stage = plan.accumulation, plan.stage
-    grad_total = sum(u.params for u in units) * plan.grad_bytes
-    weight_total = sum(u.params for u in units) * plan.weight_bytes
+    s = _Schedule(plan, call)
     fwd, bwd = plan.forward, plan.backward
-    fwd_units, bwd_units = _compute_split(fwd, units), _compute_split(bwd, units)[::-1]
-    phases: list[Phase] = []
-    traffic: list[Traffic] = []
-
-    def bucketed(op: str, purpose: str, occurrences: int) -> Phase:
-        sizes = [u.params * plan.grad_bytes for u in units][::-1]
-        d = drain(bwd_units, sizes, plan.bucket_bytes, lambda s: call(op, s))
-        n = len(d.calls) * occurrences
-        traffic.append(
-            Traffic(op, purpose, grad_total, occurrences, n, d.comm * occurrences, _algorithms(d.calls, occurrences))
-        )
-        return Phase(f"backward + {op}", bwd, d.comm, d.duration, occurrences)
-
     if stage in (0, 1):
-        if a > 1:
-            phases.append(Phase("forward + backward (no_sync)", fwd + bwd, 0.0, fwd + bwd, a - 1))
+        s.compute_only("forward + backward (no_sync)", fwd + bwd, a - 1)
         if stage == 1:
-            phases.append(_gathered_forward(plan, fwd_units, call, traffic))
+            s.updated_parameters()
         else:
-            phases.append(Phase("forward", fwd, 0.0, fwd, 1))
-        phases.append(bucketed("all_reduce" if stage == 0 else "reduce_scatter", "gradients", 1))
+            s.compute_only("forward", fwd, 1)
+        op = "all_reduce" if stage == 0 else "reduce_scatter"
+        if plan.per_unit:
+            s.per_unit_backward(op, "gradients", 1)
+        else:
+            s.bucketed(op, "gradients", 1)
+    elif stage == 2 and plan.per_unit:  # FSDP SHARD_GRAD_OP
+        s.gathered_forward(a, "parameters (forward)")
+        rs_times = 1 if plan.keep_full_grads else a
+        s.compute_only("backward (full gradients kept)", bwd, a - rs_times)
+        s.per_unit_backward("reduce_scatter", "gradients", rs_times)
     elif stage == 2:
-        phases.append(_gathered_forward(plan, fwd_units, call, traffic))
-        if a > 1:
-            phases.append(Phase("forward", fwd, 0.0, fwd, a - 1))
+        s.updated_parameters()
+        s.compute_only("forward", fwd, a - 1)
         if plan.keep_full_grads and a > 1:
-            phases.append(Phase("backward (full gradients kept)", bwd, 0.0, bwd, a - 1))
-            phases.append(bucketed("reduce_scatter", "gradients", 1))
+            s.compute_only("backward (full gradients kept)", bwd, a - 1)
+            s.bucketed("reduce_scatter", "gradients", 1)
         else:
-            phases.append(bucketed("reduce_scatter", "gradients", a))
+            s.bucketed("reduce_scatter", "gradients", a)
     else:
-        gather_calls = [call("all_gather", u.params * plan.weight_bytes) for u in units]
-        reduce_calls = [call("reduce_scatter", u.params * plan.grad_bytes) for u in units]
-        gathers = [c.seconds for c in gather_calls]
-        reduces = [c.seconds for c in reduce_calls]
-        ag = sum(gathers)
-        rs = sum(reduces)
-        fwd_duration = gather_reduce(fwd_units, gathers, [0.0] * len(units))
-        phases.append(Phase("forward + all_gather", fwd, ag, fwd_duration, a))
-        bwd_gathers = gathers[::-1]
-        with_rs = gather_reduce(bwd_units, bwd_gathers, reduces[::-1])
+        gathers = s.gathered_forward(a, "parameters (forward)")
         rs_times = 1 if plan.keep_full_grads else a
         if rs_times < a:
-            without = gather_reduce(bwd_units, bwd_gathers, [0.0] * len(units))
-            phases.append(Phase("backward + all_gather", bwd, ag, without, a - rs_times))
-        phases.append(Phase("backward + all_gather + reduce_scatter", bwd, ag + rs, with_rs, rs_times))
-        n = len(units)
-        ag_algs, rs_algs = _algorithms(gather_calls, a), _algorithms(reduce_calls, rs_times)
-        traffic.append(Traffic("all_gather", "parameters (forward)", weight_total, a, n * a, ag * a, ag_algs))
-        traffic.append(Traffic("all_gather", "parameters (backward)", weight_total, a, n * a, ag * a, ag_algs))
-        traffic.append(
-            Traffic("reduce_scatter", "gradients", grad_total, rs_times, n * rs_times, rs * rs_times, rs_algs)
+            ag = [c.seconds for c in gathers][::-1]
+            duration = gather_reduce(s.bwd_units, ag, [0.0] * len(ag))
+            by_op = (("all_gather", sum(ag)),)
+            s.phases.append(Phase("backward + all_gather", bwd, sum(ag), duration, a - rs_times, by_op, True, len(ag)))
+        n = len(gathers)
+        ag_total = sum(c.seconds for c in gathers)
+        s.traffic.append(
+            Traffic(
+                "all_gather", "parameters (backward)", s.weight_total, a, n * a, ag_total * a, _algorithms(gathers, a)
+            )
         )
+        s.per_unit_backward("reduce_scatter", "gradients", rs_times, gathers)
+    phases, terms = _breakdown(plan, s.phases)
     compute = a * (fwd + bwd)
-    comm = sum(t.seconds for t in traffic)
-    return StepTime(compute=compute, comm=comm, phases=tuple(phases), traffic=tuple(traffic))
-
-
-def _gathered_forward(plan: StepPlan, fwd_units: list[float], call: CallTime, traffic: list[Traffic]) -> Phase:
-    """Stages 1-2: the updated parameter shards are all-gathered once per step. DeepSpeed (and so the ZeRO
-    paper's own implementation) gathers them at the end of the optimizer step, before the next forward can
-    start: nothing hides them. Megatron's distributed optimizer (--overlap-param-gather) gathers them block by
-    block during the next forward instead. The ideal overlaps them with that forward either way."""
-    calls = [call("all_gather", u.params * plan.weight_bytes) for u in plan.units]
-    gathers = [c.seconds for c in calls]
-    weight_total = sum(u.params for u in plan.units) * plan.weight_bytes
-    ag = sum(gathers)
-    traffic.append(Traffic("all_gather", "updated parameters", weight_total, 1, len(gathers), ag, _algorithms(calls)))
-    if plan.overlap_param_gather:
-        duration = gather_reduce(fwd_units, gathers, [0.0] * len(gathers))
-        return Phase("forward + all_gather (overlapped)", plan.forward, ag, duration, 1)
-    return Phase("optimizer all_gather, then forward", plan.forward, ag, ag + plan.forward, 1)
+    comm = sum(t.seconds for t in s.traffic)
+    return StepTime(compute=compute, comm=comm, phases=phases, traffic=tuple(s.traffic), breakdown=tuple(terms))

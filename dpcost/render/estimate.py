@@ -24,6 +24,7 @@ def estimate_tables(report: Report) -> list[Table]:
         tables.extend(_tier_tables(report))
         tables.append(stage_table(report.memory, s.zero_stage))
         tables.append(_time_table(report))
+        tables.append(_breakdown_table(report))
     if report.warnings:
         rows = [[str(i), w.code, w.message] for i, w in enumerate(report.warnings, 1)]
         tables.append(Table("Warnings", ["#", "code", "warning"], rows))
@@ -192,11 +193,12 @@ def _time_table(r: Report) -> Table:
         ["communication per step (serial sum)", fmt_seconds(t.comm_seconds)],
         ["step, ideal overlap: max(T_compute, T_comm)", fmt_seconds(t.ideal_seconds)],
         [
-            f"step, bucketed ({fmt_bytes(r.setup.bucket_bytes, binary=True)} buckets, per-block gathers)",
+            f"step, as {_framework(r)} schedules it, losses at scale included",
             fmt_seconds(t.step_seconds),
         ],
         ["step, serial: T_compute + T_comm", fmt_seconds(t.serial_seconds)],
-        ["exposed communication (bucketed)", fmt_seconds(t.exposed_comm_seconds)],
+        ["exposed communication", fmt_seconds(t.exposed_comm_seconds)],
+        ["lost at scale (overlap slowdown, jitter)", fmt_seconds(t.losses_seconds)],
         ["bound by", bound],
         ["throughput", f"{t.tokens_per_second:,.0f} tokens/s"],
         ["MFU", pct(t.mfu)],
@@ -205,6 +207,30 @@ def _time_table(r: Report) -> Table:
     if r.setup.skew:
         rows.append(["straggler delay per step", fmt_seconds(t.straggler_seconds)])
     return Table("Time per step", ["", "value"], rows)
+
+
+def _framework(r: Report) -> str:
+    s = r.setup
+    if s.framework == "none":
+        return f"the generic plan ({fmt_bytes(s.bucket_bytes, binary=True)} buckets, per-block gathers)"
+    return f"{s.framework} ({fmt_bytes(s.bucket_bytes, binary=True)} buckets)"
+
+
+def _breakdown_table(r: Report) -> Table:
+    """The step as a sum: why a plan loses against its compute."""
+    t = r.time
+    assert t is not None
+    table = Table("Where the step goes", ["", "per step", "share"], right={1, 2})
+    for term in t.breakdown:
+        table.rows.append([term.term, fmt_seconds(term.seconds), pct(term.seconds / t.step_seconds)])
+    table.rows.append(["step", fmt_seconds(t.step_seconds), pct(1.0)])
+    s = r.setup
+    table.notes.append(
+        f"framework {s.framework}; losses at scale: compute slowed {s.overlap_slowdown:.0%} while collectives "
+        f"overlap it, {fmt_seconds(s.sync_jitter)} of arrival jitter per rank each time compute waits on a "
+        f"collective (the slowest of {s.dp} ranks); docs/frameworks.md"
+    )
+    return table
 
 
 def _inference_table(r: Report) -> Table:

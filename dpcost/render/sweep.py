@@ -25,6 +25,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
             "step",
             "compute",
             "exposed comm",
+            "lost at scale",
             "comm (serial)",
             "efficiency",
             "tokens/s",
@@ -32,7 +33,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
             "memory/GPU",
             "fits",
         ],
-        right=set(range(0, 12)) - {3},
+        right=set(range(0, 13)) - {3},
     )
     for r in reports:
         row = SweepRow.of(r)
@@ -45,6 +46,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
                 fmt_seconds(row.step_seconds),
                 fmt_seconds(row.compute_seconds),
                 fmt_seconds(row.exposed_comm_seconds),
+                fmt_seconds(row.losses_seconds),
                 fmt_seconds(row.comm_seconds),
                 pct(row.scaling_efficiency),
                 f"{row.tokens_per_second:,.0f}",
@@ -61,6 +63,9 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
             "optimization changes; pass --global-batch to hold it"
         )
     t.notes.append("efficiency: compute time / step time, against one GPU running the same per-GPU batch")
+    t.notes.append(
+        "lost at scale: compute slowed by overlapping collectives and waits for the slowest rank (docs/frameworks.md)"
+    )
     return t
 
 

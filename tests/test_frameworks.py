@@ -1,0 +1,241 @@
+"""Frameworks as they run: each preset's schedule (calls, what they carry, per micro-batch), its memory
+accounting, and the losses at scale (engine/frameworks.py, engine/step.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from dpcost.catalog import load_model, load_topology
+from dpcost.engine.estimate import estimate, memory_by_stage
+from dpcost.engine.frameworks import FRAMEWORKS
+from dpcost.engine.memory import RECIPES, model_states
+from dpcost.engine.params import count_params
+from dpcost.engine.report import EstimateReport
+from dpcost.engine.step import Call, StepPlan, Unit, expected_max_deviate, step_time
+from dpcost.errors import InputError
+from dpcost.options import Options
+
+MIB = 2**20
+H100 = load_topology("dgx-h100")
+LLAMA8 = load_model("llama-8b")
+
+
+def run(**kw: object) -> EstimateReport:
+    return estimate(LLAMA8, H100, Options(**kw))  # type: ignore[arg-type]
+
+
+def rows(r: EstimateReport) -> dict[tuple[str, str], tuple[int, int, int]]:
+    """(op, purpose) -> (bytes of one occurrence, occurrences, calls per step)."""
+    return {(c.op, c.purpose): (c.bytes, c.occurrences, c.calls) for c in r.communication.collectives}
+
+
+# ------------------------------------------------------------------------------------------------ schedules
+
+
+def test_ddp_all_reduces_fp32_gradients_in_25_mib_buckets_after_a_1_mib_one() -> None:
+    r = run(dp=64, framework="ddp")
+    p = count_params(LLAMA8).total
+    assert (r.setup.zero_stage, r.setup.recipe, r.setup.grad_dtype) == (0, "ddp", "fp32")
+    (size, occurrences, calls) = rows(r)[("all_reduce", "gradients")]
+    assert size == int(4 * p) and occurrences == 1
+    assert calls == 1 + math.ceil((4 * p - 1 * MIB) / (25 * MIB))
+    with pytest.raises(InputError, match="runs ZeRO stages 0 \\(DDP\\), not 3"):
+        run(dp=64, framework="ddp", zero=3)
+
+
+@pytest.mark.parametrize("accum", [1, 4])
+def test_fsdp_full_shard_gathers_twice_and_reduce_scatters_per_unit_every_micro_batch(accum: int) -> None:
+    r = run(dp=64, framework="fsdp", zero=3, accumulation=accum)
+    p, units = count_params(LLAMA8).total, LLAMA8.architecture.layers + 2  # type: ignore[union-attr]
+    got = rows(r)
+    assert got[("all_gather", "parameters (forward)")] == (int(2 * p), accum, units * accum)  # bf16 gathers
+    assert got[("all_gather", "parameters (backward)")] == (int(2 * p), accum, units * accum)
+    assert got[("reduce_scatter", "gradients")] == (int(4 * p), accum, units * accum)  # fp32 reduction
+
+
+def test_fsdp_shard_grad_op_gathers_once_per_micro_batch() -> None:
+    r = run(dp=64, framework="fsdp", zero=2, accumulation=4)
+    units = LLAMA8.architecture.layers + 2  # type: ignore[union-attr]
+    got = rows(r)
+    assert got[("all_gather", "parameters (forward)")][1:] == (4, 4 * units)
+    assert ("all_gather", "parameters (backward)") not in got
+    assert got[("reduce_scatter", "gradients")][1:] == (4, 4 * units)
+    with pytest.raises(InputError, match=r"NO_SHARD.*SHARD_GRAD_OP.*FULL_SHARD"):
+        run(dp=64, framework="fsdp", zero=1)
+
+
+def test_deepspeed_buckets_5e8_elements_and_does_not_overlap_stages_1_and_2() -> None:
+    r = run(dp=64, framework="deepspeed", zero=2)
+    p = count_params(LLAMA8).total
+    assert r.setup.bucket_bytes == int(5e8 * 2)  # bf16 gradients
+    assert rows(r)[("reduce_scatter", "gradients")][2] == math.ceil(2 * p / 1e9)
+    t = r.time
+    assert t is not None
+    rs = next(c.seconds for c in r.communication.collectives if c.op == "reduce_scatter")
+    # overlap_comm=False: the reduction runs on the compute stream, all of it exposed
+    assert dict((b.term, b.seconds) for b in t.breakdown)["exposed reduce_scatter"] == pytest.approx(rs)
+    assert not any(b.seconds for b in t.breakdown if b.term.startswith("compute slowed"))
+
+
+def test_megatron_buckets_grow_with_dp_and_gathers_overlap_the_next_forward() -> None:
+    for dp, elements in ((8, 4e7), (64, 6.4e7)):
+        r = run(dp=dp, framework="megatron", zero=1)
+        assert r.setup.bucket_bytes == int(elements * 4)  # fp32 main grads
+    r = run(dp=64, framework="megatron", zero=1)
+    assert ("all_gather", "updated parameters") in rows(r)
+    t = r.time
+    assert t is not None
+    ag = next(c.seconds for c in r.communication.collectives if c.op == "all_gather")
+    exposed = dict((b.term, b.seconds) for b in t.breakdown).get("exposed all_gather", 0.0)
+    assert exposed < ag / 2  # gathered block by block during the forward
+
+
+def test_a_preset_setting_can_be_overridden() -> None:
+    r = run(dp=64, framework="ddp", bucket_bytes="100MiB", first_bucket_bytes=0, grad_dtype="bf16")
+    assert (r.setup.bucket_bytes, r.setup.grad_dtype) == (100 * MIB, "bf16")
+    assert r.setup.framework == "ddp"
+    with pytest.raises(ValidationError):
+        Options(dp=8, framework="horovod")
+
+
+@pytest.mark.parametrize("framework", [None, "ddp", "deepspeed", "fsdp"])
+def test_auto_picks_the_stage_whose_reported_step_is_shortest(framework: str | None) -> None:
+    """Issue 10: the choice is made on the step the report shows, with the framework's own buckets; a 3B model
+    at DP 64 fits everywhere, and the chosen stage's step is the shortest of every stage the framework runs."""
+    mpt3b = load_model("tests/reference/training-runs/mpt/mpt-3b.yaml")
+    chosen = estimate(mpt3b, H100, Options(dp=64, framework=framework, recompute="none"))  # type: ignore[arg-type]
+    stages = FRAMEWORKS[framework].stages if framework else {0: "", 1: "", 2: "", 3: ""}
+    steps = {
+        st: estimate(mpt3b, H100, Options(dp=64, framework=framework, zero=st, recompute="none"))  # type: ignore[arg-type]
+        for st in stages
+    }
+    assert chosen.setup.zero_stage_chosen
+    assert chosen.time is not None
+    best = min(steps, key=lambda st: (steps[st].time.step_seconds, st))  # type: ignore[union-attr]
+    assert chosen.setup.zero_stage == best
+    assert chosen.time.step_seconds == steps[best].time.step_seconds  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------------------------------------ memory
+
+
+def test_fsdp_model_states_are_16_bytes_per_parameter_sharded() -> None:
+    fsdp = RECIPES["fsdp"]
+    for d in (8, 64, 512):
+        assert model_states(1e9, d, 0, fsdp).total == pytest.approx(16e9)  # NO_SHARD
+        assert model_states(1e9, d, 2, fsdp).total == pytest.approx(16e9 / d)  # SHARD_GRAD_OP shards it all
+        assert model_states(1e9, d, 3, fsdp).total == pytest.approx(16e9 / d)
+    m = memory_by_stage(LLAMA8, H100, Options(dp=64, framework="fsdp", recompute="full"))
+    p = count_params(LLAMA8).total
+    # SHARD_GRAD_OP holds the whole model gathered in bf16 through the backward; FULL_SHARD two units
+    assert m.stages[2].buffers_bytes > 2 * p > m.stages[3].buffers_bytes
+
+
+def test_megatron_18_and_20_bytes() -> None:
+    from dpcost.engine.prepare import recipe_for
+
+    for d in (1, 8, 64):
+        fp32 = recipe_for("megatron", "fp32")
+        bf16 = recipe_for("megatron", "bf16")
+        assert model_states(1e9, d, 0, fp32).total == pytest.approx(18e9)
+        assert model_states(1e9, d, 1, fp32).total == pytest.approx((6 + 12 / d) * 1e9)
+        assert model_states(1e9, d, 0, bf16).total == pytest.approx(20e9)
+        assert model_states(1e9, d, 1, bf16).total == pytest.approx((4 + 16 / d) * 1e9)
+    assert FRAMEWORKS["megatron"].grad_dtype == "fp32"
+
+
+def test_ddp_counts_its_bucket_copy() -> None:
+    m = memory_by_stage(LLAMA8, H100, Options(dp=8, framework="ddp", recompute="full"))
+    p = count_params(LLAMA8).total
+    assert m.stages[0].model_states_bytes == pytest.approx(16 * p, rel=1e-9)
+    assert m.stages[0].buffers_bytes == pytest.approx(4 * p, rel=1e-6)  # gradient_as_bucket_view=False
+
+
+# ------------------------------------------------------------------------------------------------ losses at scale
+
+
+def test_the_breakdown_sums_to_the_step() -> None:
+    for kw in (
+        {"dp": 512},
+        {"dp": 512, "framework": "fsdp"},
+        {"dp": 64, "framework": "deepspeed", "zero": 1, "accumulation": 4},
+        {"dp": 1024, "framework": "megatron"},
+        {"dp": 8, "framework": "ddp", "skew": 0.1},
+    ):
+        t = run(**kw).time
+        assert t is not None
+        assert sum(b.seconds for b in t.breakdown) == pytest.approx(t.step_seconds, rel=1e-12), kw
+        terms = [b.term for b in t.breakdown]
+        assert terms[0] == "compute" and terms[-1].startswith("waiting for the slowest rank")
+        assert t.step_seconds == pytest.approx(t.compute_seconds + t.exposed_comm_seconds + t.losses_seconds)
+
+
+def test_expected_maximum_of_normal_deviates() -> None:
+    """Blom (1958): E[max of n] ~ Phi^-1((n - 0.375) / (n + 0.25)), within 0.03 of the exact values 0.5642 (2),
+    1.5388 (10) and 3.2414 (1000) tabulated by Harter (1961)."""
+    assert expected_max_deviate(1) == 0
+    for n, exact in ((2, 0.5642), (10, 1.5388), (1000, 3.2414)):
+        assert expected_max_deviate(n) == pytest.approx(exact, abs=0.03), n
+
+
+def _plan(**kw: object) -> StepPlan:
+    base: dict[str, object] = dict(
+        stage=3,
+        accumulation=1,
+        forward=1.0,
+        backward=2.0,
+        units=tuple(Unit(1e9, 1 / 10) for _ in range(10)),
+        grad_bytes=4.0,
+        weight_bytes=2.0,
+        bucket_bytes=25 * MIB,
+        ranks=512,
+    )
+    base.update(kw)
+    return StepPlan(**base)  # type: ignore[arg-type]
+
+
+def test_jitter_is_paid_each_time_compute_waits_and_grows_with_log_n() -> None:
+    call = lambda op, size: Call(size / 400e9, "ring/simple")  # noqa: E731
+    quiet = step_time(_plan(), call)
+    for ranks in (8, 512):
+        noisy = step_time(_plan(sync_jitter=1e-3, ranks=ranks), call)
+        # FULL_SHARD waits before each of 10 units' forward and backward, and for the last reduction: 21 times
+        assert noisy.step - quiet.step == pytest.approx(21 * 1e-3 * expected_max_deviate(ranks))
+
+
+def test_overlapped_compute_slows_while_collectives_run() -> None:
+    call = lambda op, size: Call(size / 400e9, "ring/simple")  # noqa: E731
+    base = step_time(_plan(), call)
+    slowed = step_time(_plan(overlap_slowdown=0.2), call)
+    overlap = sum(min(ph.compute, ph.comm) * ph.repeats for ph in base.phases if ph.overlapped and ph.comm)
+    assert slowed.step - base.step == pytest.approx(0.2 * overlap)
+    term = dict((t.term, t.seconds) for t in slowed.breakdown)["compute slowed by overlapping collectives"]
+    assert term == pytest.approx(0.2 * overlap)
+
+
+def test_losses_grow_with_gpus_not_with_bytes() -> None:
+    small = [run(dp=n, framework="fsdp", zero=3).time for n in (64, 512)]
+    assert all(t is not None for t in small)
+    lost = [t.losses_seconds / t.step_seconds for t in small if t is not None]
+    assert lost[1] > lost[0]
+
+
+# ------------------------------------------------------------------------------------------------ FP8
+
+
+def test_fp8_compute_runs_at_the_fp8_peak_and_reports_mfu_against_it() -> None:
+    bf16 = run(dp=8, framework="fsdp", zero=3, recompute="none")
+    fp8 = run(dp=8, framework="fsdp", zero=3, recompute="none", compute_dtype="fp8")
+    assert bf16.time is not None and fp8.time is not None
+    assert fp8.time.compute_seconds == pytest.approx(bf16.time.compute_seconds * 989 / 1979)
+    with pytest.raises(InputError, match="no FP8 tensor cores"):
+        estimate(LLAMA8, load_topology("dgx-a100"), Options(dp=8, compute_dtype="fp8"))
+
+
+def test_fp8_all_gather_moves_one_byte_per_parameter() -> None:
+    r = run(dp=64, framework="fsdp", zero=3, gather_dtype="fp8")
+    p = count_params(LLAMA8).total
+    assert rows(r)[("all_gather", "parameters (forward)")][0] == int(p)
