@@ -3,6 +3,7 @@ table) are today's output."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,22 @@ def test_the_accuracy_table_is_current() -> None:
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     fresh = bench.markdown(bench.runs_in([bench.DEFAULT])).splitlines()
+    text = _lines()
+    start = text.index(fresh[0])
+    assert text[start : start + len(fresh)] == fresh
+
+
+def test_the_training_scaling_table_is_current() -> None:
+    """The README's training-scaling table is what `python benchmarks/training_scaling.py` prints today."""
+    import importlib.util
+
+    path = README.parent / "benchmarks" / "training_scaling.py"
+    spec = importlib.util.spec_from_file_location("training_scaling_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    fresh = bench.markdown(*bench.compare(bench.runs())).splitlines()
     text = _lines()
     start = text.index(fresh[0])
     assert text[start : start + len(fresh)] == fresh

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""How well dpcost predicts what real training runs lose as GPUs are added (weak scaling).
+
+    python benchmarks/training_scaling.py [--points] [--fit]
+
+For every series in tests/reference/training-runs/*.csv (one model, framework and per-GPU batch at several GPU
+counts), dpcost costs each GPU count with the series' framework, sharding, micro-batch, accumulation, sequence
+length and recomputation, and the --mfu that makes its smallest run's compute match the published hardware FLOP
+utilisation there (micro-batch-dependent kernel efficiency is out of scope: --mfu is held for the series). It
+prints the throughput per GPU of the largest run over the smallest, predicted and measured, and the geometric
+mean error of that ratio beside the error of assuming perfect scaling (ratio 1). Runs dpcost cannot cost as
+published (tensor, pipeline or context parallelism; hybrid sharding) are left out, and the output says which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from dpcost.catalog import load_model, load_topology
+from dpcost.engine.estimate import estimate
+from dpcost.options import Options
+
+HERE = Path(__file__).resolve().parent.parent / "tests" / "reference" / "training-runs"
+STAGE = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2}
+FIT_SOURCE = "llm-foundry-h100.csv"  # what dpcost's default sync_jitter was fitted to (docs/frameworks.md)
+OVERRIDES: dict[str, float] = {}  # e.g. overlap_slowdown, sync_jitter, to see how the ratios move with them
+
+
+@dataclass(frozen=True)
+class Run:
+    series: str
+    model: str
+    gpus: int
+    stage: int
+    micro_batch: int
+    accum: int
+    seq_len: int
+    recompute: str
+    tokens_per_s_per_gpu: float
+    hfu: float | None
+    topology: str
+    compute_dtype: str
+    grad_dtype: str
+    gather_dtype: str | None
+    out_of_scope: str  # why dpcost cannot cost this run as published ("" when it can)
+    source: str  # the file the run comes from
+
+
+def _grad_dtype(row: dict[str, str]) -> str:
+    """PyTorch FSDP's DEFAULT/amp mixed precision reduces in fp32; Composer's PURE and NeMo's settings in bf16."""
+    given = row.get("grad_reduce_dtype") or ""
+    if given:
+        return given
+    return "bf16" if "PURE" in (row.get("precision") or "") else "fp32"
+
+
+def _out_of_scope(row: dict[str, str]) -> str:
+    parallel = [f"{k.upper()}{row[k]}" for k in ("tp", "pp", "cp") if (row.get(k) or "1") != "1"]
+    if parallel:
+        return "uses " + " ".join(parallel) + " (dpcost models data parallelism only)"
+    group = row.get("shard_group") or ""
+    if group and int(group) != int(row["gpus"]):
+        return f"hybrid sharding, {group}-GPU shard groups"
+    return ""
+
+
+def runs(pattern: str = "*.csv") -> list[Run]:
+    out = []
+    for path in sorted(HERE.glob(pattern)):
+        lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+        topology = "dgx-a100" if "a100" in path.name else "dgx-h100"
+        for row in csv.DictReader(lines):
+            hfu = row.get("hfu_pct") or row.get("mfu_pct")
+            precision = row.get("precision") or ""
+            recompute = row["activation_checkpointing"] or "none"
+            out.append(
+                Run(
+                    row["series"],
+                    row["model"],
+                    int(row["gpus"]),
+                    next((v for k, v in STAGE.items() if k in row["sharding"]), 3),
+                    int(row["micro_batch"]),
+                    int(row["accum"] or 1),
+                    int(row["seq_len"]),
+                    "selective" if recompute.startswith("selective") else recompute,
+                    float(row["tokens_per_s_per_gpu"]),
+                    float(hfu) / 100 if hfu else None,
+                    row.get("topology") or topology,
+                    "fp8" if precision.startswith("fp8") else "bf16",
+                    _grad_dtype(row),
+                    "fp8" if "float8 all-gather" in precision else None,
+                    _out_of_scope(row),
+                    path.name,
+                )
+            )
+    return out
+
+
+def spec_for(model: str) -> str:
+    """A model spec kept beside the runs (training-runs/<family>/<name>.yaml), else a catalog name."""
+    name = model.lower()
+    found = sorted(HERE.glob(f"*/{name}.yaml"))
+    return str(found[0]) if found else name
+
+
+def predict(r: Run, mfu: float) -> float:
+    options = Options(
+        dp=r.gpus,
+        framework="fsdp",
+        zero=r.stage,
+        recompute=r.recompute,
+        micro_batch=r.micro_batch,
+        accumulation=r.accum,
+        seq_len=r.seq_len,
+        mfu=mfu,
+        compute_dtype=r.compute_dtype,
+        grad_dtype=r.grad_dtype,
+        gather_dtype=r.gather_dtype,
+        **OVERRIDES,
+    )
+    report = estimate(load_model(spec_for(r.model)), load_topology(r.topology), options)
+    assert report.time is not None
+    return report.time.tokens_per_second / r.gpus
+
+
+@dataclass(frozen=True)
+class Row:
+    series: str
+    source: str
+    gpus: tuple[int, int]
+    measured: float
+    predicted: float
+    points: tuple[tuple[int, float, float], ...]
+
+    @property
+    def error(self) -> float:
+        return abs(self.predicted / self.measured - 1)
+
+    @property
+    def perfect_error(self) -> float:
+        return abs(1 / self.measured - 1)
+
+
+def compare(all_runs: list[Run]) -> tuple[list[Row], dict[str, str]]:
+    """Each series' ratio, and the series left out with why (runs dpcost cannot cost are dropped first)."""
+    series: dict[str, list[Run]] = {}
+    for r in all_runs:
+        series.setdefault(r.series, []).append(r)
+    rows, skipped = [], {}
+    for name, rs in series.items():
+        kept = sorted((r for r in rs if not r.out_of_scope), key=lambda r: r.gpus)
+        if len(kept) < 2:
+            skipped[name] = next(r.out_of_scope for r in rs if r.out_of_scope)
+            continue
+        lo, hi = kept[0], kept[-1]
+        mfu = lo.hfu or 0.4
+        mfu *= lo.tokens_per_s_per_gpu / predict(lo, mfu)  # the compute rate that reproduces the smallest run
+        mfu = min(mfu, 1.0)
+        pred = {r.gpus: predict(r, mfu) for r in kept}
+        rows.append(
+            Row(
+                name,
+                lo.source,
+                (lo.gpus, hi.gpus),
+                hi.tokens_per_s_per_gpu / lo.tokens_per_s_per_gpu,
+                pred[hi.gpus] / pred[lo.gpus],
+                tuple((r.gpus, r.tokens_per_s_per_gpu, pred[r.gpus]) for r in kept),
+            )
+        )
+    return rows, skipped
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(max(x, 1e-4)) for x in xs) / len(xs))
+
+
+def markdown(rows: list[Row], skipped: dict[str, str], points: bool = False) -> str:
+    out = [
+        "| series | GPUs | measured ratio | dpcost ratio | dpcost error | perfect-scaling error |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lo, hi = row.gpus
+        out.append(
+            f"| {row.series} | {lo}-{hi} | {row.measured:.3f} | {row.predicted:.3f} | {row.error:.1%} "
+            f"| {row.perfect_error:.1%} |"
+        )
+        if points:
+            out += [f"|   {g} GPUs | | {m:,.0f} tok/s | {p:,.0f} tok/s | | |" for g, m, p in row.points]
+    out.append("")
+    out.append("| source | series | dpcost error (geomean) | perfect-scaling error (geomean) |")
+    out.append("|---|---:|---:|---:|")
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(row.source, []).append(row)
+    groups["all"] = rows
+    for source, members in groups.items():
+        fit = " (the losses' fit source)" if source == FIT_SOURCE else ""
+        out.append(
+            f"| {source}{fit} | {len(members)} | {geomean([r.error for r in members]):.1%} "
+            f"| {geomean([r.perfect_error for r in members]):.1%} |"
+        )
+    if skipped:
+        out.append("")
+        reasons: dict[str, list[str]] = {}
+        for name, why in skipped.items():
+            reasons.setdefault(why, []).append(name)
+        out.append(f"Left out ({len(skipped)} series, as published dpcost cannot cost them):")
+        out += [f"- {', '.join(names)}: {why}" for why, names in reasons.items()]
+    return "\n".join(out)
+
+
+def fit_sync_jitter(source: str = FIT_SOURCE) -> float:
+    """The sync_jitter (s) that minimises the squared log error of the ratios of one source's series: a grid in
+    0.1 ms steps to 5 ms, the overlap slowdown held at its default (how dpcost's default was chosen)."""
+    fit_runs = runs(source)
+
+    def loss(sigma: float) -> float:
+        OVERRIDES["sync_jitter"] = sigma
+        rows, _ = compare(fit_runs)
+        return sum(math.log(r.predicted / r.measured) ** 2 for r in rows)
+
+    try:
+        return min((i * 1e-4 for i in range(51)), key=loss)
+    finally:
+        OVERRIDES.pop("sync_jitter", None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--points", action="store_true", help="also print every GPU count's tokens/s per GPU")
+    ap.add_argument("--fit", action="store_true", help=f"refit sync_jitter on {FIT_SOURCE} and print it")
+    args = ap.parse_args(argv)
+    if args.fit:
+        print(f"sync_jitter fitted on {FIT_SOURCE}: {fit_sync_jitter() * 1e3:.1f} ms")
+        return 0
+    print(markdown(*compare(runs()), points=args.points))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
