@@ -58,7 +58,8 @@ class Prepared:
 
     @property
     def overlap_param_gather(self) -> bool:
-        return self.framework.overlap_param_gather if self.framework else self.recipe.name == "megatron"
+        """Only the framework sets the schedule; --recipe is memory accounting alone."""
+        return self.framework.overlap_param_gather if self.framework else False
 
     @property
     def per_unit(self) -> bool:
