@@ -196,16 +196,26 @@ def _check_path(value: str, where: str) -> Path:
     if not value.strip():
         raise InputError(where, "empty value: give a catalog name or a file")
     path = Path(value)
-    if path.is_dir():
-        raise InputError(where, f"{value}: is a directory, not a spec file")
-    if not path.is_file():
-        raise InputError(where, f"{value}: no such file" if not path.exists() else f"{value}: not a regular file")
+    try:
+        if path.is_dir():
+            raise InputError(where, f"{value}: is a directory, not a spec file")
+        if not path.is_file():
+            raise InputError(where, f"{value}: no such file" if not path.exists() else f"{value}: not a regular file")
+    except OSError as exc:  # a name too long for the file system, a path through a file, ...
+        raise InputError(where, f"{value}: not a usable file name ({exc.strerror or exc})") from None
+    except ValueError:  # a NUL byte
+        raise InputError(where, "a file name cannot hold a NUL character") from None
     return path
 
 
 def _is_path(value: str) -> bool:
     path = Path(value)
-    return not value.strip() or path.suffix in (".yaml", ".yml", ".json") or "/" in value or path.exists()
+    if not value.strip() or path.suffix in (".yaml", ".yml", ".json") or "/" in value:
+        return True
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # not a catalog name either: let _check_path say why
+        return True
 
 
 def load_model(value: str, where: str = "--model") -> ModelSpec:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpcost.cli.core import Format, app, emit, load
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, load
 from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options
 
 DpOpt = Annotated[int, typer.Option("--dp", "-d", help="Data-parallel size: GPUs, one replica each.")]
@@ -18,17 +18,32 @@ def estimate(
     model: ModelOpt,
     dp: DpOpt,
     topology: TopologyOpt = "dgx-h100",
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
-    check: Annotated[bool, typer.Option("--check", help="Exit 1 when the plan does not fit in GPU memory.")] = False,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Exit 1 when the plan does not fit in GPU memory (`dpcost check` does more)."),
+    ] = False,
     options_values: dict[str, Any] | None = None,
 ) -> None:
     """Cost one plan: communication, memory per GPU by ZeRO stage, and the step time."""
     from dpcost.engine.estimate import estimate as run
+    from dpcost.render.assumptions import plan_assumptions
+    from dpcost.render.charts import estimate_charts
     from dpcost.render.estimate import estimate_tables
 
     spec, topo = load(model, topology)
-    report = run(spec, topo, build_options(dp, options_values or {}))
-    tables = estimate_tables(report) if fmt in (Format.table, Format.markdown) else []
-    emit(tables, fmt.value, lambda: report.model_dump(mode="json"))
+    options = build_options(dp, options_values or {})
+    report = run(spec, topo, options)
+    tables = estimate_tables(report) if fmt in (Format.table, Format.markdown, Format.html) else []
+    emit(
+        tables,
+        fmt.value,
+        lambda: report.model_dump(mode="json"),
+        output=output,
+        assumptions=lambda: plan_assumptions(options, report),
+        charts=lambda: estimate_charts(report),
+        title=f"{report.model.title} at DP {dp} on {report.topology.name}: dpcost estimate",
+    )
     if check and not report.fits:
         raise typer.Exit(1)

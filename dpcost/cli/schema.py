@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
-from dpcost.cli.core import app
+from dpcost.cli.core import OutputOpt, app, write
 
 
 class Kind(StrEnum):
@@ -103,11 +102,12 @@ def schema(
     fmt: Annotated[SchemaFormat, typer.Option("--format", "-f", help="The schema, or its keys as a table.")] = (
         SchemaFormat.json
     ),
+    output: OutputOpt = None,
 ) -> None:
     """Print the JSON Schema of an output (estimate, memory, collective, sweep) or a spec (model, topology)."""
     import json
 
     if fmt == SchemaFormat.markdown:
-        sys.stdout.write(keys_table(kind.value))
+        write(keys_table(kind.value), output)
         return
-    sys.stdout.write(json.dumps(schema_of(kind.value), indent=2) + "\n")
+    write(json.dumps(schema_of(kind.value), indent=2) + "\n", output)

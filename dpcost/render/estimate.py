@@ -87,6 +87,7 @@ def _communication_table(r: Report) -> Table:
             "per step",
         ],
         right={2, 3, 5, 6, 7},
+        drop=["whole message", "sent per rank", "calls/step", "algorithm (its calls)", "message", "carries"],
     )
     for row in c.collectives:
         t.rows.append(
