@@ -22,6 +22,7 @@ from dpcost.errors import InputError
 from dpcost.specs import ModelSpec, TopologySpec
 
 if TYPE_CHECKING:
+    from dpcost.checks import PlanFile
     from dpcost.nccl_tests import Measurements
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "list_topologies",
     "load_measurements",
     "load_model",
+    "load_plan",
     "load_runs",
     "load_topology",
     "model_from_hf_config",
@@ -338,6 +340,19 @@ def import_hf_config(path: str, name: str, output: str | None = None, force: boo
     except OSError as exc:
         raise InputError("--output", f"{target}: cannot write ({exc.strerror or exc})") from None
     return spec, str(target)
+
+
+# ------------------------------------------------------------------------------------------------ plan files
+
+
+def load_plan(path: str, where: str = "PLAN") -> PlanFile:
+    """`dpcost check PLAN`: a YAML (or JSON) plan file of named scenarios and their limits."""
+    from dpcost.checks import PlanFile
+
+    source = _check_path(path, where)
+    text = _read_text(source, str(source))
+    doc = _parse_json(text, str(source)) if source.suffix == ".json" else _parse_yaml(text, str(source))
+    return _validate(PlanFile, doc, str(source))
 
 
 # ------------------------------------------------------------------------------------------------ measurements

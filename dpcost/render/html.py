@@ -35,7 +35,7 @@ def _table(t: Table) -> str:
         cells = []
         for i, cell in enumerate(row):
             cls = "num" if i in t.right else "prose" if t.wraps and i == len(row) - 1 else ""
-            if cell.startswith("NO"):
+            if cell.startswith("NO") or cell == "FAIL":
                 cls = (cls + " no").strip()
             attr = f' class="{cls}"' if cls else ""
             cells.append(f"<td{attr}>{escape(cell)}</td>")
