@@ -20,7 +20,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from dpcost.units import parse_bytes, parse_count, parse_seconds
 
@@ -49,6 +58,13 @@ def _optional(parse: Any) -> Any:
     return lambda v: None if v is None else parse(v)
 
 
+def _text_or_number(description: str) -> WithJsonSchema:
+    """In the plan file's schema: a number or a string with its unit (`70GB`, `650ms`, `95%`, `300K`)."""
+    return WithJsonSchema(
+        {"anyOf": [{"type": "number"}, {"type": "string"}, {"type": "null"}], "description": description}
+    )
+
+
 def _fraction(value: Any) -> Any:
     """0.95, or '95%'."""
     if isinstance(value, str) and value.strip().endswith("%"):
@@ -65,21 +81,27 @@ class Limits(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     require_fit: bool = Field(False, description="the plan fits in GPU memory at the costed ZeRO stage")
-    max_memory: Annotated[float | None, BeforeValidator(_optional(parse_bytes))] = Field(
-        None, gt=0, description="memory per GPU at most this, e.g. 70GB"
-    )
-    max_step_time: Annotated[float | None, BeforeValidator(_optional(parse_seconds))] = Field(
-        None, gt=0, description="the step (bucketed schedule) takes at most this, e.g. 7s or 650ms"
-    )
-    min_efficiency: Annotated[float | None, BeforeValidator(_fraction)] = Field(
-        None, ge=0, le=1, description="scaling efficiency at least this: 0.95 or 95%"
-    )
-    max_exposed_comm: Annotated[float | None, BeforeValidator(_optional(parse_seconds))] = Field(
-        None, ge=0, description="communication left exposed per step at most this, e.g. 100ms"
-    )
-    min_tokens_per_s: Annotated[float | None, BeforeValidator(_optional(parse_count))] = Field(
-        None, gt=0, description="throughput at least this many tokens/s, e.g. 300000 or 300K"
-    )
+    max_memory: Annotated[
+        float | None, BeforeValidator(_optional(parse_bytes)), _text_or_number("memory per GPU at most this, e.g. 70GB")
+    ] = Field(None, gt=0, description="memory per GPU at most this, e.g. 70GB")
+    max_step_time: Annotated[
+        float | None,
+        BeforeValidator(_optional(parse_seconds)),
+        _text_or_number("the step (bucketed schedule) takes at most this, e.g. 7s or 650ms"),
+    ] = Field(None, gt=0, description="the step (bucketed schedule) takes at most this, e.g. 7s or 650ms")
+    min_efficiency: Annotated[
+        float | None, BeforeValidator(_fraction), _text_or_number("scaling efficiency at least this: 0.95 or 95%")
+    ] = Field(None, ge=0, le=1, description="scaling efficiency at least this: 0.95 or 95%")
+    max_exposed_comm: Annotated[
+        float | None,
+        BeforeValidator(_optional(parse_seconds)),
+        _text_or_number("communication left exposed per step at most this, e.g. 100ms"),
+    ] = Field(None, ge=0, description="communication left exposed per step at most this, e.g. 100ms")
+    min_tokens_per_s: Annotated[
+        float | None,
+        BeforeValidator(_optional(parse_count)),
+        _text_or_number("throughput at least this many tokens/s, e.g. 300000 or 300K"),
+    ] = Field(None, gt=0, description="throughput at least this many tokens/s, e.g. 300000 or 300K")
 
     def given(self) -> list[str]:
         """The checks these limits ask for, in CHECKS order; require_fit when none is set."""
@@ -121,6 +143,11 @@ def _option_properties(schema: dict[str, Any]) -> None:
         for name in model.model_fields:
             entry = {k: v for k, v in section_schema[name].items() if k not in ("title", "default")}
             entry.pop("$ref", None)
+            if entry.get("type") != "boolean":  # a number may come with its unit ("25MiB"), a choice as "auto"
+                entry = {
+                    "anyOf": [{k: v for k, v in entry.items() if k != "description"}, {"type": "string"}],
+                    "description": entry.get("description", ""),
+                }
             props[name] = entry
             spelled = flag(section, name)[2:]
             if spelled != name:
@@ -179,8 +206,9 @@ class Scenario(BaseModel):
             err = exc.errors(include_url=False)[0]
             loc = [str(p) for p in err["loc"]]
             where = flag(loc[0], loc[1]) if len(loc) > 1 and loc[0] in SECTIONS else "options"
-            given = repr(err.get("input"))[:40]
-            raise ValueError(f"{where}: {str(err['msg']).removeprefix('Value error, ')}, got {given}") from None
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            given = "" if "got " in msg else f", got {repr(err.get('input'))[:40]}"
+            raise ValueError(f"{where}: {msg}{given}") from None
 
 
 class PlanFile(BaseModel):

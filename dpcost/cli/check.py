@@ -134,8 +134,9 @@ def _limits(values: dict[str, Any], where: str = "") -> Limits:
         err = exc.errors(include_url=False)[0]
         name = str(err["loc"][0]) if err["loc"] else ""
         flag = CHECKS[name][0] if name in CHECKS else name
-        given = repr(err.get("input"))[:40]
-        raise InputError(where or flag, f"{str(err['msg']).removeprefix('Value error, ')}, got {given}") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        given = "" if "got " in msg else f", got {repr(err.get('input'))[:40]}"
+        raise InputError(where or flag, msg + given) from None
 
 
 def _merge(own: Limits, flags: Limits) -> Limits:
