@@ -59,8 +59,11 @@ def _words(text: str) -> list[str]:
 def _atoms(text: str) -> list[str]:
     """What a line break may not split: the short items of a comma-separated list (`leaf 256: 50.0 GB/s,`),
     else words with their units."""
+    items = re.split(r"(?<=,) ", text)
+    if len(items) == 1:
+        return _words(text)
     out: list[str] = []
-    for item in re.split(r"(?<=,) ", text):
+    for item in items:
         out += [item] if len(item) <= 30 and item.strip() else _words(item)
     return out
 
