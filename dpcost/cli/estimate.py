@@ -28,8 +28,6 @@ def estimate(
 ) -> None:
     """Cost one plan: communication, memory per GPU by ZeRO stage, and the step time."""
     from dpcost.engine.estimate import estimate as run
-    from dpcost.render.assumptions import plan_assumptions
-    from dpcost.render.charts import estimate_charts
     from dpcost.render.estimate import estimate_tables
 
     spec, topo = load(model, topology)
@@ -41,9 +39,22 @@ def estimate(
         fmt.value,
         lambda: report.model_dump(mode="json"),
         output=output,
-        assumptions=lambda: plan_assumptions(options, report),
-        charts=lambda: estimate_charts(report),
+        assumptions=lambda: _assumptions(options, report),
+        charts=lambda: _charts(report),
         title=f"{report.model.title} at DP {dp} on {report.topology.name}: dpcost estimate",
     )
     if check and not report.fits:
         raise typer.Exit(1)
+
+
+def _assumptions(options: Any, report: Any) -> list[str]:
+    from dpcost.render.assumptions import plan_assumptions
+
+    return plan_assumptions(options, report)
+
+
+def _charts(report: Any) -> list[tuple[str, str]]:
+    """Imported only for html: the JSON path stays as fast as before."""
+    from dpcost.render.charts import estimate_charts
+
+    return estimate_charts(report)

@@ -93,8 +93,16 @@ def memory(
         stages=memory.stages,
         deepspeed=[DeepSpeedRow.model_validate(row) for row in (tables[1].data if deepspeed else [])],
     )
-    from dpcost.render.assumptions import plan_assumptions
-    from dpcost.render.charts import memory_svg
+
+    def charts() -> list[tuple[str, str]]:
+        from dpcost.render.charts import memory_svg
+
+        return [(f"Memory per GPU by ZeRO stage (HBM {gb(memory.hbm_bytes)})", memory_svg(memory, None))]
+
+    def assumptions() -> list[str]:
+        from dpcost.render.assumptions import plan_assumptions
+
+        return [f"model: {spec.title}, {counts.total:,.0f} parameters", *plan_assumptions(options)]
 
     emit(
         tables,
@@ -102,6 +110,6 @@ def memory(
         report.model_dump(mode="json"),
         csv_rows=tables[0].data,
         output=output,
-        assumptions=lambda: [f"model: {spec.title}, {counts.total:,.0f} parameters", *plan_assumptions(options)],
-        charts=lambda: [(f"Memory per GPU by ZeRO stage (HBM {gb(memory.hbm_bytes)})", memory_svg(memory, None))],
+        assumptions=assumptions,
+        charts=charts,
     )

@@ -76,15 +76,12 @@ def sweep(
         reports.append(run(spec, topo, options.with_dp(size)))
         progress(size)
     table = sweep_table(reports, fixed_global_batch=options.batch.global_batch is not None)
-    from dpcost.render.assumptions import plan_assumptions
-    from dpcost.render.charts import scaling_svg
-
     emit(
         [table],
         fmt.value,
         output=output,
-        assumptions=lambda: plan_assumptions(options, dp=dp),
-        charts=lambda: [("Scaling efficiency against DP size", scaling_svg(reports))],
+        assumptions=lambda: _assumptions(options, dp),
+        charts=lambda: _charts(reports),
         after=(lambda width: sweep_chart(reports, width)) if chart else None,
         title=f"{reports[0].model.title} on {reports[0].topology.name}: dpcost sweep",
     )
@@ -152,3 +149,15 @@ def _progress(total: int) -> Any:
         sys.stderr.flush()
 
     return tick
+
+
+def _assumptions(options: Any, dp: str) -> list[str]:
+    from dpcost.render.assumptions import plan_assumptions
+
+    return plan_assumptions(options, dp=dp)
+
+
+def _charts(reports: list[EstimateReport]) -> list[tuple[str, str]]:
+    from dpcost.render.charts import scaling_svg
+
+    return [("Scaling efficiency against DP size", scaling_svg(reports))]
