@@ -22,6 +22,7 @@ from dpcost.errors import InputError
 from dpcost.specs import ModelSpec, TopologySpec
 
 if TYPE_CHECKING:
+    from dpcost.checks import PlanFile
     from dpcost.nccl_tests import Measurements
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "list_topologies",
     "load_measurements",
     "load_model",
+    "load_plan",
     "load_runs",
     "load_topology",
     "model_from_hf_config",
@@ -197,16 +199,26 @@ def _check_path(value: str, where: str) -> Path:
     if not value.strip():
         raise InputError(where, "empty value: give a catalog name or a file")
     path = Path(value)
-    if path.is_dir():
-        raise InputError(where, f"{value}: is a directory, not a spec file")
-    if not path.is_file():
-        raise InputError(where, f"{value}: no such file" if not path.exists() else f"{value}: not a regular file")
+    try:
+        if path.is_dir():
+            raise InputError(where, f"{value}: is a directory, not a spec file")
+        if not path.is_file():
+            raise InputError(where, f"{value}: no such file" if not path.exists() else f"{value}: not a regular file")
+    except OSError as exc:  # a name too long for the file system, a path through a file, ...
+        raise InputError(where, f"{value}: not a usable file name ({exc.strerror or exc})") from None
+    except ValueError:  # a NUL byte
+        raise InputError(where, "a file name cannot hold a NUL character") from None
     return path
 
 
 def _is_path(value: str) -> bool:
     path = Path(value)
-    return not value.strip() or path.suffix in (".yaml", ".yml", ".json") or "/" in value or path.exists()
+    if not value.strip() or path.suffix in (".yaml", ".yml", ".json") or "/" in value:
+        return True
+    try:
+        return path.exists()
+    except (OSError, ValueError):  # not a catalog name either: let _check_path say why
+        return True
 
 
 def load_model(value: str, where: str = "--model") -> ModelSpec:
@@ -329,6 +341,19 @@ def import_hf_config(path: str, name: str, output: str | None = None, force: boo
     except OSError as exc:
         raise InputError("--output", f"{target}: cannot write ({exc.strerror or exc})") from None
     return spec, str(target)
+
+
+# ------------------------------------------------------------------------------------------------ plan files
+
+
+def load_plan(path: str, where: str = "PLAN") -> PlanFile:
+    """`dpcost check PLAN`: a YAML (or JSON) plan file of named scenarios and their limits."""
+    from dpcost.checks import PlanFile
+
+    source = _check_path(path, where)
+    text = _read_text(source, str(source))
+    doc = _parse_json(text, str(source)) if source.suffix == ".json" else _parse_yaml(text, str(source))
+    return _validate(PlanFile, doc, str(source))
 
 
 # ------------------------------------------------------------------------------------------------ measurements

@@ -42,7 +42,7 @@ def test_the_main_job() -> None:
         "NO / 80.0 GB",
         "yes / 80.0 GB",
         "step, ideal overlap",
-        "step, as the generic plan",
+        "step, as scheduled, with losses at scale",
         "step, serial",
         "bound by",
         "scaling efficiency",

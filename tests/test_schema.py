@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 from dpcost.catalog import catalog_dir
 from dpcost.cli import app
 
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 OUTPUTS = {
     "estimate": [
         ["estimate", "--model", "llama-70b", "--dp", "512"],
@@ -22,6 +24,11 @@ OUTPUTS = {
     "memory": [["memory", "--params", "7.5B", "--dp", "64", "--recipe", "deepspeed", "--largest-layer-params", "1B"]],
     "collective": [["collective", "--ranks", "16", "--sizes", "8,1M,1G"]],
     "sweep": [["sweep", "--model", "llama-8b", "--dp", "8,64"]],
+    "check": [
+        ["check", "--model", "llama-70b", "--dp", "512", "--max-memory", "70GB", "--min-efficiency", "85%"],
+        ["check", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--min-tokens-per-s", "1K"],
+        ["check", str(EXAMPLES / "capacity-plan.yaml")],
+    ],
 }
 
 
@@ -50,6 +57,14 @@ def test_a_wrong_output_fails_the_schema() -> None:
     doc["warnings"] = ["a bare string, as schema_version 1 had"]
     with pytest.raises(jsonschema.ValidationError):
         validator.validate(doc)
+
+
+def test_every_example_plan_validates_against_the_plan_schema() -> None:
+    validator = jsonschema.Draft202012Validator(schema("plan"))
+    plans = sorted(EXAMPLES.glob("*plan*.yaml"))
+    assert plans
+    for f in plans:
+        validator.validate(yaml.safe_load(f.read_text()))
 
 
 @pytest.mark.parametrize("kind", ["model", "topology"])

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from dpcost.cli.core import TableFormat, app, emit
+from dpcost.cli.core import Format, FormatOpt, app, emit
 from dpcost.errors import InputError
 
 MIN_CALIBRATION_POINTS = 4
@@ -31,7 +31,7 @@ def calibrate(
     name: Annotated[
         str | None, typer.Option("--name", help="The fitted topology's name [default: the output file's stem].")
     ] = None,
-    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.table,
+    fmt: FormatOpt = Format.table,
 ) -> None:
     """Fit a topology to a cluster's own nccl-tests runs; `--topology my-cluster.yaml` then uses it everywhere."""
     from dpcost.accuracy import guess_topology

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dpcost.cli.core import Format, Group, TableFormat, app, emit, show_app
+from dpcost.cli.core import Format, FormatOpt, Group, OutputOpt, app, emit, show_app
 
 models_app = typer.Typer(
     cls=Group,
@@ -18,14 +18,14 @@ app.add_typer(models_app, name="models")
 
 
 @models_app.callback()
-def models(ctx: typer.Context, fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = TableFormat.table) -> None:
+def models(ctx: typer.Context, fmt: FormatOpt = Format.table, output: OutputOpt = None) -> None:
     """List the built-in models with their derived and published parameter counts."""
     if ctx.invoked_subcommand is not None:
         return
     from dpcost.catalog import list_models
     from dpcost.render.catalog import models_table
 
-    emit([models_table(list_models())], fmt.value)
+    emit([models_table(list_models())], fmt.value, output=output, assumptions=_assumptions)
 
 
 @models_app.command("import")
@@ -54,35 +54,46 @@ def models_import(
 
 
 @app.command()
-def topologies(fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = TableFormat.table) -> None:
+def topologies(fmt: FormatOpt = Format.table, output: OutputOpt = None) -> None:
     """List the built-in topologies: GPU and tiers."""
     from dpcost.catalog import list_topologies
     from dpcost.render.catalog import topologies_table
 
-    emit([topologies_table(list_topologies())], fmt.value)
+    emit([topologies_table(list_topologies())], fmt.value, output=output, assumptions=_assumptions)
 
 
 @show_app.command("model")
 def show_model(
     name: Annotated[str, typer.Argument(help="Catalog name or file.")],
-    fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
 ) -> None:
     """A model's architecture and where its parameters are."""
     from dpcost.catalog import load_model
     from dpcost.render.catalog import model_tables
 
     tables, doc = model_tables(load_model(name, where="NAME"))
-    emit(tables, fmt.value, doc)
+    emit(tables, fmt.value, doc, output=output, assumptions=_assumptions)
 
 
 @show_app.command("topology")
 def show_topology(
     name: Annotated[str, typer.Argument(help="Catalog name or file.")],
-    fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.table,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
 ) -> None:
     """A topology's GPU and tiers, with their effective bandwidths."""
     from dpcost.catalog import load_topology
     from dpcost.render.catalog import topology_tables
 
     topo = load_topology(name, where="NAME")
-    emit(topology_tables(topo), fmt.value, topo.model_dump(mode="json"))
+    emit(topology_tables(topo), fmt.value, topo.model_dump(mode="json"), output=output, assumptions=_assumptions)
+
+
+def _assumptions() -> list[str]:
+    from dpcost.render.assumptions import common
+
+    return [
+        "parameter counts: derived from each model's shapes (engine/params.py), beside the published ones",
+        *common(),
+    ]

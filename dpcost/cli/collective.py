@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from dpcost.cli.core import TableFormat, app, emit
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit
 from dpcost.cli.options import TopologyOpt
 from dpcost.errors import InputError
 
@@ -33,8 +33,8 @@ def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> 
     lo, hi = bounds
     if lo <= 0 or hi < lo:
         raise InputError("min_bytes", f"need 1 <= --min-bytes <= --max-bytes, got {min_bytes!r} and {max_bytes!r}")
-    if factor <= 1:
-        raise InputError("factor", f"must be > 1, got {factor}")
+    if not math.isfinite(factor) or factor <= 1:
+        raise InputError("factor", f"must be a number above 1, such as 2, got {factor}")
     n = math.floor(math.log(hi / lo) / math.log(factor) + 1e-9) + 1
     if n > 10_000:
         raise InputError("factor", f"{n} sizes is too many; raise --factor or narrow the range")
@@ -44,28 +44,42 @@ def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> 
 @app.command()
 def collective(
     op: Annotated[
-        str | None, typer.Option("--op", help="all_reduce (default), reduce_scatter, all_gather, broadcast or reduce.")
+        str | None,
+        typer.Option(
+            "--op",
+            metavar="all_reduce|reduce_scatter|all_gather|broadcast|reduce",
+            help="The collective [default: all_reduce, or the compared run's].",
+        ),
     ] = None,
     topology: TopologyOpt = "dgx-h100",
     ranks: Annotated[
         int | None, typer.Option("--ranks", "-n", help="GPUs in the collective [default: 16, or the compared run's].")
     ] = None,
     min_bytes: Annotated[
-        str, typer.Option("--min-bytes", "-b", help="nccl-tests style: 8, 64K, 16M, 1G (binary).")
+        str, typer.Option("--min-bytes", metavar="SIZE", help="nccl-tests' -b: 8, 64K, 16M, 1G (binary).")
     ] = "8",
-    max_bytes: Annotated[str, typer.Option("--max-bytes", "-e")] = "16G",
-    factor: Annotated[float, typer.Option("--factor", "-f", help="Size multiplier between rows.")] = 2.0,
-    sizes: Annotated[str | None, typer.Option("--sizes", help="Explicit sizes, e.g. 64M,1G.")] = None,
+    max_bytes: Annotated[
+        str, typer.Option("--max-bytes", metavar="SIZE", help="nccl-tests' -e: the largest size.")
+    ] = "16G",
+    factor: Annotated[
+        float, typer.Option("--factor", metavar="X", help="nccl-tests' -f: size multiplier between rows.")
+    ] = 2.0,
+    sizes: Annotated[
+        str | None, typer.Option("--sizes", metavar="SIZE,...", help="Explicit sizes, e.g. 64M,1G.")
+    ] = None,
     algorithm: Annotated[
         str | None,
         typer.Option(
-            "--algorithm", help="Force an algorithm: ring, tree, nvls, nvls_tree, collnet, pat, hierarchical."
+            "--algorithm",
+            metavar="ring|tree|hierarchical|nvls|nvls_tree|collnet|pat",
+            help="Force a collective algorithm (hierarchical is a what-if NCCL does not run) [default: NCCL's choice].",
         ),
     ] = None,
     compare: Annotated[
         Path | None, typer.Option("--compare", help="An nccl-tests log or CSV: adds measured time and error.")
     ] = None,
-    fmt: Annotated[TableFormat, typer.Option("--format", help="Output format.")] = TableFormat.table,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
 ) -> None:
     """Predicted collective time in nccl-tests' vocabulary (size, time, algbw, busbw), optionally beside a real run."""
     from dpcost.catalog import load_measurements, load_topology
@@ -120,4 +134,19 @@ def collective(
         + (f" vs {compare.name}" if compare else "")
         + ": times in us, algbw and busbw in GB/s (nccl-tests' definitions)"
     )
-    emit([table], fmt.value, [r.model_dump(mode="json") for r in rows])
+    from dpcost.render.assumptions import common
+
+    how = f"forced {algorithm} ({algorithm_from})" if algorithm else "NCCL's fastest candidate for each size"
+    emit(
+        [table],
+        fmt.value,
+        lambda: [r.model_dump(mode="json") for r in rows],
+        output=output,
+        assumptions=lambda: [
+            f"topology: {topo.name}, {topo.gpu.name}; {ranks} GPUs ({ranks_from})",
+            f"algorithm: {how}",
+            "busbw: nccl-tests' definition (doc/PERFORMANCE.md): algbw x 2(n-1)/n for all-reduce, x (n-1)/n for "
+            "reduce-scatter and all-gather",
+            *common(),
+        ],
+    )

@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -20,7 +22,7 @@ from dpcost.errors import DpcostError, InputError
 if TYPE_CHECKING:
     from dpcost.render.table import Table
 
-__all__ = ["Format", "Group", "TableFormat", "app", "emit", "load", "show_app"]
+__all__ = ["Format", "FormatOpt", "Group", "OutputOpt", "app", "emit", "load", "show_app", "write"]
 
 # typer >= 0.2x vendors click and older releases use click itself; BadParameter derives from UsageError in both.
 UsageError: type[Exception] = typer.BadParameter.__mro__[1]
@@ -36,8 +38,15 @@ def _flag(where: str) -> str:
     return field_flag(where)
 
 
+MAX_SHOWN = 200  # characters of one word an error repeats whole: a path fits, a 3,000-character name is cut
+
+
+def _cut(word: str) -> str:
+    return word if len(word) <= MAX_SHOWN else f"{word[:60]}...{word[-20:]} ({len(word):,} characters)"
+
+
 def _fail(message: str, code: int = 2) -> NoReturn:
-    first = " ".join(message.replace("Value error, ", "").split())
+    first = " ".join(_cut(w) for w in message.replace("Value error, ", "").split())
     sys.stderr.write(f"dpcost: error: {first}\n")
     sys.exit(code)
 
@@ -60,14 +69,15 @@ class Group(TyperGroup):
                 sys.stdout.write(ctx.get_help() + "\n")  # a bare `dpcost` or `dpcost show`: the help, not an error
                 sys.exit(0)
             _fail(exc.format_message())  # type: ignore[attr-defined]
-        except ClickException as exc:
-            _fail(exc.format_message(), getattr(exc, "exit_code", 2))  # type: ignore[attr-defined]
+        except ClickException as exc:  # click's own errors are all about the command line: bad input
+            _fail(exc.format_message())  # type: ignore[attr-defined]
         except (typer.Abort, KeyboardInterrupt):
             _fail("aborted", 130)
-        except OSError as exc:  # writing the output: a closed pipe is the reader's choice, a full disk is not
+        except OSError as exc:  # a closed pipe is the reader's choice; anything else is a file dpcost cannot use
             if isinstance(exc, BrokenPipeError):
                 sys.exit(0)
-            _fail(f"cannot write the output ({exc.strerror or exc})", 1)
+            name = f"{exc.filename}: " if exc.filename else "the output: "
+            _fail(f"{name}cannot read or write it ({exc.strerror or exc})")
         except Exception as exc:  # a bug: say so in one line, keep the traceback for DPCOST_DEBUG=1
             if os.environ.get("DPCOST_DEBUG"):
                 raise
@@ -85,54 +95,135 @@ app = typer.Typer(
     rich_markup_mode=None,
     help="The cost of data-parallel training and serving: collectives, memory per GPU and step time.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from dpcost import __version__
+
+        sys.stdout.write(f"dpcost {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print dpcost's version and exit.")
+    ] = False,
+) -> None:
+    """The cost of data-parallel training and serving: collectives, memory per GPU and step time."""
+
+
 show_app = typer.Typer(cls=Group, no_args_is_help=True, help="Show one catalog entry in full.")
 app.add_typer(show_app, name="show")
 
 
 class Format(StrEnum):
+    """Every command takes every format: tables (terminal, markdown, html), rows (csv) or the document (json, yaml)."""
+
     table = "table"
+    markdown = "markdown"
+    html = "html"
+    csv = "csv"
     json = "json"
     yaml = "yaml"
-    markdown = "markdown"
 
 
-class TableFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    markdown = "markdown"
+FormatOpt = Annotated[
+    Format,
+    typer.Option(
+        "--format", "-f", help="Output format: terminal table, markdown or html page; csv rows; json or yaml."
+    ),
+]
+OutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the output to FILE instead of stdout.")
+]
 
 
 # ------------------------------------------------------------------------------------------------ output
 
 
-def _console() -> Any:
+def _width() -> int | None:
+    """The console's width: the terminal's, else $COLUMNS, else 240 (a pipe or a file: keep every column)."""
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return (int(columns) if columns.isascii() and columns.isdigit() else 0) or 240
+
+
+def _console(file: Any = None) -> Any:
     from rich.console import Console
 
-    columns = os.environ.get("COLUMNS", "")
-    width = None if sys.stdout.isatty() else (int(columns) if columns.isascii() and columns.isdigit() else 0) or 240
-    return Console(width=width, highlight=False, soft_wrap=False)
+    return Console(width=_width(), highlight=False, soft_wrap=False, file=file)
 
 
-def emit(tables: list[Table], fmt: str, doc: Any = None, csv_rows: list[dict[str, Any]] | None = None) -> None:
-    """Write a report: its tables (rich, markdown), its data rows (CSV), or its document (JSON, YAML); `doc` may
-    be a function that makes it, called only for JSON and YAML."""
+def write(text: str, output: Path | None, flag: str = "--output") -> None:
+    """Text to stdout, or to the file named by `flag`; a file that cannot be written is bad input (exit 2)."""
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(flag, f"{output}: cannot write the file ({reason})") from None
+    sys.stderr.write(f"dpcost: wrote {output}\n")
+
+
+def emit(
+    tables: list[Table],
+    fmt: str,
+    doc: Any = None,
+    csv_rows: list[dict[str, Any]] | None = None,
+    *,
+    output: Path | None = None,
+    assumptions: Sequence[str] | Callable[[], Sequence[str]] = (),
+    charts: Callable[[], list[tuple[str, str]]] | None = None,
+    after: Callable[[int], str] | None = None,
+    title: str = "",
+) -> None:
+    """Write a report: its tables (terminal, markdown, html), its data rows (CSV), or its document (JSON, YAML).
+
+    `doc` may be a function that makes it, called only for JSON, YAML and CSV; a CSV without `csv_rows` or table
+    data rows is the document flattened to `key,value` rows. `charts` makes the html page's inline SVG charts,
+    `after` the text printed under the terminal tables (given the width), `assumptions` the inputs the numbers rest
+    on (listed under the markdown and html tables).
+    """
     from dpcost.render import formats
 
-    if callable(doc) and fmt in ("json", "yaml"):
+    if callable(doc) and fmt in ("json", "yaml", "csv"):
         doc = doc()
+    rows = [r for t in tables for r in t.data]
+    if callable(assumptions):
+        assumptions = assumptions() if fmt in ("markdown", "html") else ()
     if fmt == "json":
-        sys.stdout.write(formats.to_json(doc if doc is not None else [r for t in tables for r in t.data]))
+        text = formats.to_json(doc if doc is not None else rows)
     elif fmt == "yaml":
-        sys.stdout.write(formats.to_yaml(doc if doc is not None else [r for t in tables for r in t.data]))
+        text = formats.to_yaml(doc if doc is not None else rows)
     elif fmt == "markdown":
-        sys.stdout.write(formats.to_markdown(tables))
+        text = formats.to_markdown(tables, assumptions)
     elif fmt == "csv":
-        sys.stdout.write(formats.to_csv(csv_rows if csv_rows is not None else [r for t in tables for r in t.data]))
+        text = formats.to_csv(csv_rows if csv_rows is not None else rows or formats.flatten(doc))
+    elif fmt == "html":
+        from dpcost.render.html import page
+
+        text = page(title or (tables[0].title if tables else "dpcost"), tables, assumptions, charts() if charts else [])
     else:
-        console = _console()
-        for rt in formats.to_rich(tables):
-            console.print(rt)
+        import io
+
+        buf = io.StringIO() if output is not None else None
+        console = _console(buf)
+        from rich.text import Text
+
+        for rt in formats.to_rich(tables, console.width):
+            console.print(rt, soft_wrap=isinstance(rt, Text))  # a table as a list: a long URL keeps its line
+        if after is not None:
+            console.print(after(console.width), end="", soft_wrap=True)
+        if buf is None:
+            return
+        text = buf.getvalue()
+    write(text, output)
 
 
 def load(model: str, topology: str) -> tuple[Any, Any]:

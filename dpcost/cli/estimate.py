@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpcost.cli.core import Format, app, emit, load
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, load
 from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options
 
 DpOpt = Annotated[int, typer.Option("--dp", "-d", help="Data-parallel size: GPUs, one replica each.")]
@@ -18,8 +18,12 @@ def estimate(
     model: ModelOpt,
     dp: DpOpt,
     topology: TopologyOpt = "dgx-h100",
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.table,
-    check: Annotated[bool, typer.Option("--check", help="Exit 1 when the plan does not fit in GPU memory.")] = False,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Exit 1 when the plan does not fit in GPU memory (`dpcost check` does more)."),
+    ] = False,
     options_values: dict[str, Any] | None = None,
 ) -> None:
     """Cost one plan: communication, memory per GPU by ZeRO stage, and the step time."""
@@ -27,8 +31,30 @@ def estimate(
     from dpcost.render.estimate import estimate_tables
 
     spec, topo = load(model, topology)
-    report = run(spec, topo, build_options(dp, options_values or {}))
-    tables = estimate_tables(report) if fmt in (Format.table, Format.markdown) else []
-    emit(tables, fmt.value, lambda: report.model_dump(mode="json"))
+    options = build_options(dp, options_values or {})
+    report = run(spec, topo, options)
+    tables = estimate_tables(report) if fmt in (Format.table, Format.markdown, Format.html) else []
+    emit(
+        tables,
+        fmt.value,
+        lambda: report.model_dump(mode="json"),
+        output=output,
+        assumptions=lambda: _assumptions(options, report),
+        charts=lambda: _charts(report),
+        title=f"{report.model.title} at DP {dp} on {report.topology.name}: dpcost estimate",
+    )
     if check and not report.fits:
         raise typer.Exit(1)
+
+
+def _assumptions(options: Any, report: Any) -> list[str]:
+    from dpcost.render.assumptions import plan_assumptions
+
+    return plan_assumptions(options, report)
+
+
+def _charts(report: Any) -> list[tuple[str, str]]:
+    """Imported only for html: the JSON path stays as fast as before."""
+    from dpcost.render.charts import estimate_charts
+
+    return estimate_charts(report)

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpcost.cli.core import TableFormat, app, emit
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit
 from dpcost.cli.options import TopologyOpt, build_options, plan_options
 from dpcost.errors import InputError
 
@@ -28,7 +28,8 @@ def memory(
     gpus_per_node: Annotated[
         int | None, typer.Option("--gpus-per-node", help="For DeepSpeed's per-CPU figures [default: the topology's].")
     ] = None,
-    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.table,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
     options_values: dict[str, Any] | None = None,
 ) -> None:
     """Memory per GPU for ZeRO stages 0-3 (like the ZeRO paper's Table 1), with what fits."""
@@ -38,6 +39,7 @@ def memory(
     from dpcost.engine.params import count_params
     from dpcost.engine.report import DeepSpeedRow, MemoryReport
     from dpcost.render.memory import memory_tables
+    from dpcost.render.table import gb
     from dpcost.specs import ModelSpec
     from dpcost.units import UnitError, parse_count
 
@@ -93,4 +95,23 @@ def memory(
         stages=memory.stages,
         deepspeed=[DeepSpeedRow.model_validate(row) for row in (tables[1].data if deepspeed else [])],
     )
-    emit(tables, fmt.value, report.model_dump(mode="json"), csv_rows=tables[0].data)
+
+    def charts() -> list[tuple[str, str]]:
+        from dpcost.render.charts import memory_svg
+
+        return [(f"Memory per GPU by ZeRO stage (HBM {gb(memory.hbm_bytes)})", memory_svg(memory, None))]
+
+    def assumptions() -> list[str]:
+        from dpcost.render.assumptions import plan_assumptions
+
+        return [f"model: {spec.title}, {counts.total:,.0f} parameters", *plan_assumptions(options)]
+
+    emit(
+        tables,
+        fmt.value,
+        report.model_dump(mode="json"),
+        csv_rows=tables[0].data,
+        output=output,
+        assumptions=assumptions,
+        charts=charts,
+    )

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
-from dpcost.cli.core import app
+from dpcost.cli.core import OutputOpt, app, write
 
 
 class Kind(StrEnum):
@@ -16,6 +15,8 @@ class Kind(StrEnum):
     memory = "memory"
     collective = "collective"
     sweep = "sweep"
+    check = "check"
+    plan = "plan"
     model = "model"
     topology = "topology"
 
@@ -29,6 +30,7 @@ def schema_of(kind: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12, as pydantic writes it) of one output or spec."""
     from pydantic import TypeAdapter
 
+    from dpcost.checks import CheckReport, PlanFile
     from dpcost.engine.report import CollectiveRow, EstimateReport, MemoryReport, SweepRow
     from dpcost.specs import ModelSpec, TopologySpec
 
@@ -37,12 +39,14 @@ def schema_of(kind: str) -> dict[str, Any]:
         "memory": MemoryReport,
         "collective": list[CollectiveRow],
         "sweep": list[SweepRow],
+        "check": CheckReport,
+        "plan": PlanFile,
         "model": ModelSpec,
         "topology": TopologySpec,
     }
-    spec = kind in ("model", "topology")
+    spec = kind in ("model", "topology", "plan")
     doc: dict[str, Any] = TypeAdapter(models[kind]).json_schema(mode="validation" if spec else "serialization")
-    what = "YAML spec" if spec else "--format json output"
+    what = "plan file" if kind == "plan" else "YAML spec" if spec else "--format json output"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **doc, "title": f"dpcost {kind} {what}"}
 
 
@@ -103,11 +107,13 @@ def schema(
     fmt: Annotated[SchemaFormat, typer.Option("--format", "-f", help="The schema, or its keys as a table.")] = (
         SchemaFormat.json
     ),
+    output: OutputOpt = None,
 ) -> None:
-    """Print the JSON Schema of an output (estimate, memory, collective, sweep) or a spec (model, topology)."""
+    """Print the JSON Schema of an output (estimate, memory, collective, sweep, check) or a file (model, topology,
+    plan)."""
     import json
 
     if fmt == SchemaFormat.markdown:
-        sys.stdout.write(keys_table(kind.value))
+        write(keys_table(kind.value), output)
         return
-    sys.stdout.write(json.dumps(schema_of(kind.value), indent=2) + "\n")
+    write(json.dumps(schema_of(kind.value), indent=2) + "\n", output)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpcost.cli.core import TableFormat, app, emit, load
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, load
 from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options
 from dpcost.errors import InputError
 
@@ -48,14 +48,17 @@ def sweep(
     model: ModelOpt,
     dp: Annotated[str, typer.Option("--dp", "-d", help="Sizes: 8,64,512 or 8..4096 (powers of two).")],
     topology: TopologyOpt = "dgx-h100",
-    fmt: Annotated[TableFormat, typer.Option("--format", "-f", help="Output format.")] = TableFormat.table,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
     plot: Annotated[
         Path | None,
         typer.Option(
             "--plot", help="Write a chart of efficiency and step time: FILE.svg, or FILE.png (needs matplotlib)."
         ),
     ] = None,
-    chart: Annotated[bool, typer.Option("--chart", help="Also print a terminal chart of scaling efficiency.")] = False,
+    chart: Annotated[
+        bool, typer.Option("--chart", help="Also print a terminal chart of scaling efficiency (table format).")
+    ] = False,
     options_values: dict[str, Any] | None = None,
 ) -> None:
     """One row per DP size: step time, compute, exposed communication, efficiency, throughput, memory."""
@@ -73,9 +76,15 @@ def sweep(
         reports.append(run(spec, topo, options.with_dp(size)))
         progress(size)
     table = sweep_table(reports, fixed_global_batch=options.batch.global_batch is not None)
-    emit([table], fmt.value)
-    if chart and fmt == TableFormat.table:
-        sys.stdout.write(sweep_chart(reports))
+    emit(
+        [table],
+        fmt.value,
+        output=output,
+        assumptions=lambda: _assumptions(options, dp),
+        charts=lambda: _charts(reports),
+        after=(lambda width: sweep_chart(reports, width)) if chart else None,
+        title=f"{reports[0].model.title} on {reports[0].topology.name}: dpcost sweep",
+    )
     if plot is not None:
         _write_plot(reports, plot)
         sys.stderr.write(f"dpcost: wrote {plot}\n")
@@ -140,3 +149,15 @@ def _progress(total: int) -> Any:
         sys.stderr.flush()
 
     return tick
+
+
+def _assumptions(options: Any, dp: str) -> list[str]:
+    from dpcost.render.assumptions import plan_assumptions
+
+    return plan_assumptions(options, dp=dp)
+
+
+def _charts(reports: list[EstimateReport]) -> list[tuple[str, str]]:
+    from dpcost.render.charts import scaling_svg
+
+    return [("Scaling efficiency against DP size", scaling_svg(reports))]

@@ -19,7 +19,7 @@ def _fitted_value(name: str, value: float) -> str:
 
 def calibration_tables(fit: Fit) -> list[Table]:
     """What `dpcost calibrate` fitted, and each run's error by size band before and after."""
-    params = Table("Fitted parameters", ["parameter", "base", "fitted", "what it is"], right={1, 2})
+    params = Table("Fitted parameters", ["parameter", "base", "fitted", "what it is"], right={1, 2}, prose=True)
     for p in PARAMETERS:
         if p.name in fit.fitted:
             base, value = fit.base[p.name], fit.fitted[p.name]
@@ -33,6 +33,7 @@ def calibration_tables(fit: Fit) -> list[Table]:
         "Error by run and size band: geomean |predicted - measured| / measured",
         ["run", "ranks", "nodes", "algorithm", "band", "points", "before", "after"],
         right={1, 2, 5, 6, 7},
+        drop=["algorithm", "nodes", "points", "ranks"],
     )
     for r in fit.runs:
         before = {b.band: b for b in r.before}

@@ -21,6 +21,7 @@ def models_table(models: Sequence[ModelSpec]) -> Table:
         "Models",
         ["name", "model", "total", "active", "active excl. emb.", "published", "layers", "hidden", "attention", "MLP"],
         right={2, 3, 4, 5, 6, 7},
+        drop=["MLP", "attention", "hidden", "layers", "active excl. emb.", "published", "model"],
     )
     for m in models:
         c = count_params(m)
@@ -64,7 +65,11 @@ def models_table(models: Sequence[ModelSpec]) -> Table:
 def topologies_table(topologies: Sequence[TopologySpec]) -> Table:
     """`dpcost topologies`: each GPU and its tiers in one line."""
     t = Table(
-        "Topologies", ["name", "GPU", "HBM", "BF16 dense", "tiers (GPUs per domain: per-GPU bandwidth)"], right={2, 3}
+        "Topologies",
+        ["name", "GPU", "HBM", "BF16 dense", "tiers (GPUs per domain: per-GPU bandwidth)"],
+        right={2, 3},
+        prose=True,
+        drop=["BF16 dense", "HBM", "GPU"],
     )
     for topo in topologies:
         tiers = ", ".join(
@@ -147,6 +152,7 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
             "in-network reduction",
         ],
         right={1, 2, 3, 4, 5},
+        drop=["ring step LL/LL128/Simple", "in-network reduction", "oversub.", "efficiency", "GPUs per domain"],
     )
     for i, x in enumerate(topo.tiers):
         inr = x.in_network_reduction

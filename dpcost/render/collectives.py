@@ -51,6 +51,7 @@ def collective_table(rows: Sequence[CollectiveRow]) -> Table:
     first = int(several_ops)
     right = {first, first + 1, first + 2, first + 3} | set(range(first + 5, len(columns)))
     t = Table("Collective time (times in us, bandwidths in GB/s)", columns, right=right)
+    t.drop = [*reversed(algorithms), "algbw", "algorithm"]
     for r in rows:
         row = [r.op] * several_ops + [
             fmt_bytes(r.size_bytes, binary=True),

@@ -1,11 +1,22 @@
-"""Tables to text: rich (terminal), markdown, CSV; and documents to JSON and YAML. One function per format."""
+"""Tables to text: rich (terminal), markdown, CSV, HTML; and documents to JSON and YAML. One function per format.
+
+Values are typed the same in every machine format: CSV spells booleans, numbers and nulls as JSON does
+(`true`, `0.1`, empty), and nested values as compact JSON.
+
+In a terminal, `fit` lays each table out within the console's width without cutting a value: it first wraps the
+headers at their spaces (and shortens a few long words), then wraps a prose column at its spaces (never between
+a number and its unit), then leaves out whole columns, least important first, and says which in a note. A
+key/value table that still cannot fit is printed as a list, each value under its key.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dpcost.render.table import Table
@@ -13,38 +24,216 @@ from dpcost.render.table import Table
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-__all__ = ["to_csv", "to_json", "to_markdown", "to_rich", "to_yaml"]
+__all__ = ["Fitted", "fit", "flatten", "to_csv", "to_json", "to_markdown", "to_rich", "to_yaml", "wrap"]
+
+# Long header words, shortened only when a column would otherwise be wider than its values.
+ABBREVIATIONS = {
+    "efficiency": "effic.",
+    "activations": "activ.",
+    "optimizer": "optim.",
+    "overhead": "overh.",
+    "parameters": "params",
+    "micro-batch": "micro-b.",
+    "algorithm": "alg.",
+    "oversubscription": "oversub.",
+    "published": "publ.",
+    "reduction": "red.",
+}
+MIN_PROSE = 24  # the narrowest a wrapped prose column gets before columns are left out
 
 
-def to_rich(tables: Iterable[Table]) -> list[RenderableType]:
-    """rich Tables (imported here so that json/csv output never loads rich)."""
+# ------------------------------------------------------------------------------------------------ fitting
+
+
+def _words(text: str) -> list[str]:
+    """Words, with a number kept beside the word after it (`6.20 s`, `450 GB/s`, `8 GPUs`)."""
+    out: list[str] = []
+    for word in text.split():
+        if out and re.search(r"[0-9%]$", out[-1]) and not re.match(r"[0-9(=+x-]", word) and len(word) <= 8:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    return out
+
+
+def _atoms(text: str) -> list[str]:
+    """What a line break may not split: the short items of a comma-separated list (`leaf 256: 50.0 GB/s,`),
+    else words with their units."""
+    items = re.split(r"(?<=,) ", text)
+    if len(items) == 1:
+        return _words(text)
+    out: list[str] = []
+    for item in items:
+        out += [item] if len(item) <= 30 and item.strip() else _words(item)
+    return out
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """Greedy word wrap that never breaks an atom; an atom wider than `width` gets a line of its own."""
+    lines: list[str] = []
+    current = ""
+    for atom in _atoms(text):
+        if current and len(current) + 1 + len(atom) > width:
+            lines.append(current)
+            current = atom
+        else:
+            current = f"{current} {atom}" if current else atom
+    if current or not lines:
+        lines.append(current)
+    return lines
+
+
+def _header(text: str, width: int) -> str:
+    """A header wrapped at its spaces to `width`, long words shortened if they alone are wider."""
+    words = [ABBREVIATIONS.get(w, w) if len(w) > width else w for w in text.split()]
+    return "\n".join(wrap(" ".join(words), width)) if words else text
+
+
+def _width(text: str) -> int:
+    return max((len(line) for line in text.split("\n")), default=0)
+
+
+@dataclass
+class Fitted:
+    """A table laid out for a width: the columns kept, their headers and cells (pre-wrapped), and notes."""
+
+    title: list[str]
+    columns: list[int]
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str]
+    width: int
+    dropped: list[str] = field(default_factory=list)
+    stacked: bool = False  # a key/value table printed as a list: each key, then its value indented
+
+
+def _total(widths: Sequence[int]) -> int:
+    """A SIMPLE_HEAD rich table's width: each column has one space each side, one between, one at each edge."""
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def fit(t: Table, width: int) -> Fitted:
+    """Lay `t` out within `width` columns (see the module's docstring)."""
+    n = len(t.columns)
+    prose = t.wraps and n > 1
+    order = [t.columns.index(c) for c in t.drop if c in t.columns] or list(range(n - 1, 0, -1))
+    kept = list(range(n))
+
+    def cells(i: int) -> list[str]:
+        return [row[i] for row in t.rows]
+
+    def layout(headers_wrapped: bool) -> tuple[list[str], list[int], int]:
+        heads, widths = [], []
+        for i in kept:
+            content = max((len(c) for c in cells(i)), default=0)
+            if prose and i == n - 1:
+                content = max((len(a) for c in cells(i) for a in _atoms(c)), default=0) if headers_wrapped else content
+            head = _header(t.columns[i], max(content, 1)) if headers_wrapped else t.columns[i]
+            heads.append(head)
+            widths.append(max(content, _width(head)))
+        return heads, widths, _total(widths)
+
+    heads, widths, total = layout(False)
+    if total > width:
+        while True:
+            heads, widths, total = layout(True)
+            victims = [i for i in order if i in kept and i != 0 and not (prose and i == n - 1)]
+            if prose and kept[-1] == n - 1:
+                room = width - _total(widths[:-1]) - 3
+                longest = max((len(c) for c in cells(n - 1)), default=0)
+                if room >= max(widths[-1], min(MIN_PROSE, longest)) or (room >= widths[-1] and not victims):
+                    widths[-1] = max(widths[-1], min(room, longest))
+                    total = _total(widths)
+                    break
+            elif total <= width:
+                break
+            if not victims:
+                break
+            kept.remove(victims[0])
+    if prose and kept[-1] == n - 1 and heads[-1] != t.columns[-1]:
+        heads[-1] = _header(t.columns[-1], widths[-1])
+        widths[-1] = max(widths[-1], _width(heads[-1]))
+    rows = []
+    for row in t.rows:
+        out = [row[i] for i in kept]
+        if prose and kept[-1] == n - 1:
+            out[-1] = "\n".join(wrap(out[-1], widths[-1]))
+        rows.append(out)
+    dropped = [t.columns[i] for i in range(n) if i not in kept]
+    final = max(_total(widths), min(width, 100) if t.notes or dropped else 0)
+    stacked = _total(widths) > width
+    if stacked:
+        final = width
+    notes = list(t.notes)
+    if dropped:
+        notes.append(
+            f"left out to fit {width} columns: {', '.join(dropped)} (a wider terminal, --format markdown or csv "
+            "shows every column)"
+        )
+    return Fitted(
+        title=wrap(t.title, final),
+        columns=kept,
+        headers=heads,
+        rows=rows,
+        notes=[line for note in notes for line in wrap(note, final)],
+        width=final,
+        dropped=dropped,
+        stacked=stacked,
+    )
+
+
+def to_rich(tables: Iterable[Table], width: int = 240) -> list[RenderableType]:
+    """rich Tables fitted to `width` (rich is imported here, so that json/csv output never loads it)."""
     from rich import box
     from rich.table import Table as RichTable
     from rich.text import Text
 
     out: list[RenderableType] = []
     for t in tables:
-        # captions wrap to the table's width: give narrow tables with notes room for them
+        f = fit(t, width)
+        if f.stacked:
+            out.append(Text("\n".join(_stacked(t, f))))
+            continue
         rt = RichTable(
-            title=t.title,
+            title="\n".join(f.title),
             title_justify="left",
             box=box.SIMPLE_HEAD,
             caption_justify="left",
-            min_width=100 if t.notes else None,
+            min_width=f.width,
         )
-        for i, col in enumerate(t.columns):
-            prose = i == len(t.columns) - 1 and len(t.columns) <= 3  # key/value tables wrap their last column
-            rt.add_column(col, justify="right" if i in t.right else "left", no_wrap=not prose, overflow="fold")
-        for row in t.rows:
-            styled = [Text(cell, style="bold red") if cell.startswith("NO") else Text(cell) for cell in row]
-            rt.add_row(*styled)
-        if t.notes:
-            rt.caption = "\n".join(t.notes)
+        for head, i in zip(f.headers, f.columns, strict=True):
+            rt.add_column(head, justify="right" if i in t.right else "left", no_wrap=True, overflow="fold")
+        for row in f.rows:
+            rt.add_row(*[Text(cell, style="bold red") if _bad(cell) else Text(cell) for cell in row])
+        if f.notes:
+            rt.caption = "\n".join(f.notes)
         out.append(rt)
     return out
 
 
-def to_markdown(tables: Iterable[Table]) -> str:
+def _bad(cell: str) -> bool:
+    """A cell that says something does not fit or a check failed: shown in red."""
+    return cell.startswith("NO") or cell == "FAIL"
+
+
+def _stacked(t: Table, f: Fitted) -> list[str]:
+    """A key/value table as a list: the key, then its value indented and wrapped (a URL keeps its own line)."""
+    lines = [*f.title, ""]
+    for row in t.rows:
+        key, value = row[0], " ".join(row[1:])
+        if key:
+            lines.append(f"  {key}")
+        lines += [f"      {line}" for line in wrap(value, f.width - 6)]
+    if f.notes:
+        lines += ["", *f.notes]
+    return [*lines, ""]
+
+
+# ------------------------------------------------------------------------------------------------ text formats
+
+
+def to_markdown(tables: Iterable[Table], assumptions: Sequence[str] = ()) -> str:
+    """GitHub-flavoured markdown tables, each with its notes; then the assumptions the numbers rest on."""
     parts = []
     for t in tables:
         lines = [f"### {t.title}", ""]
@@ -56,7 +245,22 @@ def to_markdown(tables: Iterable[Table]) -> str:
             lines.append("")
             lines += [f"{n}  " for n in t.notes]
         parts.append("\n".join(lines))
+    if assumptions:
+        parts.append("\n".join(["### Assumptions", "", *(f"- {a}" for a in assumptions)]))
     return "\n\n".join(parts) + "\n"
+
+
+def flatten(doc: Any, prefix: str = "") -> list[dict[str, Any]]:
+    """A document as `key,value` rows with dotted keys, as docs/json.md names them (`time.step_seconds`,
+    `memory.stages[0].total_bytes`): the CSV of a report that is not a list of rows."""
+    if isinstance(doc, dict):
+        rows = []
+        for k, v in doc.items():
+            rows += flatten(v, f"{prefix}.{k}" if prefix else str(k))
+        return rows
+    if isinstance(doc, list) and any(isinstance(v, dict | list) for v in doc):
+        return [row for i, v in enumerate(doc) for row in flatten(v, f"{prefix}[{i}]")]
+    return [{"key": prefix, "value": doc}]
 
 
 def to_csv(rows: Sequence[dict[str, Any]]) -> str:
@@ -72,8 +276,11 @@ def to_csv(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def _csv_value(v: Any) -> Any:
-    if isinstance(v, float):
-        return f"{v:.6g}"
+    """As JSON spells it: true/false, full-precision numbers, empty for null, nested values as compact JSON."""
+    if v is None:
+        return ""
+    if isinstance(v, bool | int | float | list | dict):
+        return json.dumps(v, allow_nan=False, separators=(",", ":"))
     return v
 
 

@@ -30,6 +30,7 @@ def stage_table(memory: Memory, chosen: int | None) -> Table:
             "max micro-batch",
         ],
         right=set(range(1, 8)) | {9},
+        drop=["max micro-batch", "overhead", "buffers", "activations", "optimizer", "grads", "params"],
     )
     for m in stages:
         mark = " <" if m.stage == chosen else ""

@@ -34,6 +34,18 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
             "fits",
         ],
         right=set(range(0, 13)) - {3},
+        drop=[
+            "comm (serial)",
+            "nodes",
+            "compute",
+            "MFU",
+            "global batch",
+            "ZeRO",
+            "lost at scale",
+            "exposed comm",
+            "tokens/s",
+            "memory/GPU",
+        ],
     )
     for r in reports:
         row = SweepRow.of(r)
@@ -69,14 +81,21 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
     return t
 
 
-def sweep_chart(reports: Sequence[EstimateReport], width: int = 50) -> str:
-    """A terminal bar chart of scaling efficiency by DP size."""
-    lines = ["scaling efficiency"]
+def sweep_chart(reports: Sequence[EstimateReport], columns: int = 80) -> str:
+    """A terminal bar chart of scaling efficiency by DP size, within `columns`, on a scale that spans the values
+    (nice round bounds around them, printed above the bars) so that 99.6% and 97.0% look different."""
+    from dpcost.render.charts import nice_ticks
+
     label = max(len(str(r.setup.dp)) for r in reports)
-    for r in reports:
-        eff = r.time.scaling_efficiency if r.time else 0.0
-        bar = "#" * max(1, round(eff * width))
-        lines.append(f"  DP {r.setup.dp:>{label}} |{bar:<{width}}| {eff:6.1%}")
+    width = max(10, min(50, columns - label - 16))
+    effs = [100 * (r.time.scaling_efficiency if r.time else 0.0) for r in reports]
+    span = max(max(effs) - min(effs), 0.5)
+    ticks = nice_ticks(max(0.0, min(effs) - 0.2 * span), min(100.0, max(effs) + 0.05 * span))
+    lo, hi = ticks[0], ticks[-1]
+    lines = [f"scaling efficiency (bars from {lo:g}% to {hi:g}%)"]
+    for r, eff in zip(reports, effs, strict=True):
+        bar = "#" * max(1, round((eff - lo) / (hi - lo) * width))
+        lines.append(f"  DP {r.setup.dp:>{label}} |{bar:<{width}}| {eff / 100:6.1%}")
     return "\n".join(lines) + "\n"
 
 

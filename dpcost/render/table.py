@@ -22,6 +22,14 @@ class Table:
     right: set[int] = field(default_factory=set)  # right-aligned (numeric) columns
     notes: list[str] = field(default_factory=list)
     data: list[dict[str, Any]] = field(default_factory=list)  # machine-readable rows (CSV/JSON)
+    # In a terminal too narrow for every column: the last column wraps at spaces when it is prose (default: in
+    # tables of up to three columns), and `drop` names the columns to leave out first (default: right to left).
+    prose: bool | None = None
+    drop: list[str] = field(default_factory=list)
+
+    @property
+    def wraps(self) -> bool:
+        return self.prose if self.prose is not None else len(self.columns) <= 3
 
 
 def us(x: float) -> str:

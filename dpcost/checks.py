@@ -1,0 +1,345 @@
+"""Capacity checks for CI: limits on a costed plan, the plan file that names scenarios, and the results.
+
+Pure: no file I/O (catalog.load_plan reads the file) and no printing (render/checks.py lays results out). A
+check compares one field of the estimate's report (engine/report.py) with a limit:
+
+| check | flag | the report's field |
+|---|---|---|
+| require_fit | --require-fit | `fits` (the costed stage fits in HBM; inference: a replica fits on a GPU) |
+| max_memory | --max-memory | `memory.stages[setup.zero_stage].total_bytes` (inference: `inference.per_gpu_bytes`) |
+| max_step_time | --max-step-time | `time.step_seconds` |
+| min_efficiency | --min-efficiency | `time.scaling_efficiency` |
+| max_exposed_comm | --max-exposed-comm | `time.exposed_comm_seconds` |
+| min_tokens_per_s | --min-tokens-per-s | `time.tokens_per_second` (inference: `inference.tokens_per_second`) |
+
+With no limit at all, a scenario is checked for `require_fit`, as `estimate --check` does.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+from dpcost.units import parse_bytes, parse_count, parse_seconds
+
+if TYPE_CHECKING:
+    from dpcost.engine.report import EstimateReport
+    from dpcost.options import Options
+
+__all__ = [
+    "CHECKS",
+    "CHECK_SCHEMA_VERSION",
+    "CheckReport",
+    "CheckResult",
+    "Limits",
+    "PlanFile",
+    "Scenario",
+    "ScenarioResult",
+    "evaluate",
+    "option_key",
+    "report_of",
+]
+
+CHECK_SCHEMA_VERSION: Literal[1] = 1
+
+
+def _optional(parse: Any) -> Any:
+    return lambda v: None if v is None else parse(v)
+
+
+def _text_or_number(description: str) -> WithJsonSchema:
+    """In the plan file's schema: a number or a string with its unit (`70GB`, `650ms`, `95%`, `300K`)."""
+    return WithJsonSchema(
+        {"anyOf": [{"type": "number"}, {"type": "string"}, {"type": "null"}], "description": description}
+    )
+
+
+def _fraction(value: Any) -> Any:
+    """0.95, or '95%'."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            return float(value.strip()[:-1]) / 100
+        except ValueError:
+            raise ValueError(f"expected a fraction such as 0.95 or a percentage such as 95%, got {value!r}") from None
+    return value
+
+
+class Limits(BaseModel):
+    """The limits a plan must hold: any of them; a scenario's `limits:` mapping, or the flags of the same names."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    require_fit: bool = Field(False, description="the plan fits in GPU memory at the costed ZeRO stage")
+    max_memory: Annotated[
+        float | None, BeforeValidator(_optional(parse_bytes)), _text_or_number("memory per GPU at most this, e.g. 70GB")
+    ] = Field(None, gt=0, description="memory per GPU at most this, e.g. 70GB")
+    max_step_time: Annotated[
+        float | None,
+        BeforeValidator(_optional(parse_seconds)),
+        _text_or_number("the step (bucketed schedule) takes at most this, e.g. 7s or 650ms"),
+    ] = Field(None, gt=0, description="the step (bucketed schedule) takes at most this, e.g. 7s or 650ms")
+    min_efficiency: Annotated[
+        float | None, BeforeValidator(_fraction), _text_or_number("scaling efficiency at least this: 0.95 or 95%")
+    ] = Field(None, ge=0, le=1, description="scaling efficiency at least this: 0.95 or 95%")
+    max_exposed_comm: Annotated[
+        float | None,
+        BeforeValidator(_optional(parse_seconds)),
+        _text_or_number("communication left exposed per step at most this, e.g. 100ms"),
+    ] = Field(None, ge=0, description="communication left exposed per step at most this, e.g. 100ms")
+    min_tokens_per_s: Annotated[
+        float | None,
+        BeforeValidator(_optional(parse_count)),
+        _text_or_number("throughput at least this many tokens/s, e.g. 300000 or 300K"),
+    ] = Field(None, gt=0, description="throughput at least this many tokens/s, e.g. 300000 or 300K")
+
+    def given(self) -> list[str]:
+        """The checks these limits ask for, in CHECKS order; require_fit when none is set."""
+        asked = [name for name in CHECKS if getattr(self, name) not in (None, False)]
+        return asked or ["require_fit"]
+
+
+# check -> (flag, unit of its value, how it compares)
+CHECKS: dict[str, tuple[str, str, str]] = {
+    "require_fit": ("--require-fit", "bool", "is"),
+    "max_memory": ("--max-memory", "bytes", "<="),
+    "max_step_time": ("--max-step-time", "seconds", "<="),
+    "min_efficiency": ("--min-efficiency", "fraction", ">="),
+    "max_exposed_comm": ("--max-exposed-comm", "seconds", "<="),
+    "min_tokens_per_s": ("--min-tokens-per-s", "tokens/s", ">="),
+}
+_TRAINING_ONLY = ("max_step_time", "min_efficiency", "max_exposed_comm")
+
+
+def option_key(key: str) -> str | None:
+    """A plan option as a plan file may spell it: its field name (`micro_batch`, `accumulation`) or its flag
+    without the dashes (`micro-batch`, `accum`); None if it is not one."""
+    from dpcost.options import SECTIONS, flag
+
+    for section, model in SECTIONS.items():
+        for name in model.model_fields:
+            if key == name or key == flag(section, name)[2:]:
+                return name
+    return None
+
+
+def _option_properties(schema: dict[str, Any]) -> None:
+    """The plan options in a scenario's JSON Schema, under both spellings."""
+    from dpcost.options import SECTIONS, flag
+
+    props = schema.setdefault("properties", {})
+    for section, model in SECTIONS.items():
+        section_schema = model.model_json_schema()["properties"]
+        for name in model.model_fields:
+            entry = {k: v for k, v in section_schema[name].items() if k not in ("title", "default")}
+            entry.pop("$ref", None)
+            if entry.get("type") != "boolean":  # a number may come with its unit ("25MiB"), a choice as "auto"
+                entry = {
+                    "anyOf": [{k: v for k, v in entry.items() if k != "description"}, {"type": "string"}],
+                    "description": entry.get("description", ""),
+                }
+            props[name] = entry
+            spelled = flag(section, name)[2:]
+            if spelled != name:
+                props[spelled] = {**entry, "description": f"the same as {name}"}
+
+
+class Scenario(BaseModel):
+    """One plan to cost and check: a model on a topology at a DP size, with any plan option, and its limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_option_properties)
+
+    name: str = Field(min_length=1, max_length=200, description="names the scenario in the table, JSON and JUnit")
+    model: str = Field(min_length=1, description="catalog name, YAML spec or HF config.json (as --model)")
+    topology: str = Field("dgx-h100", min_length=1, description="catalog name or YAML spec (as --topology)")
+    dp: int = Field(ge=1, le=10_000_000, description="data-parallel size (as --dp)")
+    limits: Limits = Field(default_factory=Limits, description="what the plan must hold")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="plan options (estimate's flags); they may also sit beside `model`"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_options(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        out: dict[str, Any] = {}
+        options = dict(data.get("options") or {}) if isinstance(data.get("options") or {}, dict) else {}
+        for key, value in data.items():
+            if key == "options":
+                continue
+            name = option_key(str(key)) if key not in cls.model_fields else None
+            if name is not None:
+                options[name] = value
+            else:
+                out[key] = value
+        unknown = [k for k in options if option_key(str(k)) is None]
+        if unknown:
+            raise ValueError(f"unknown plan option {unknown[0]!r} (the options are estimate's flags)")
+        out["options"] = {option_key(str(k)): v for k, v in options.items()}
+        return out
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        if re.search(r"[\x00-\x1f\x7f]", value):
+            raise ValueError("control characters are not allowed")
+        return value
+
+    def plan_options(self) -> Options:
+        """The scenario's options, validated as `estimate` validates its flags."""
+        from dpcost.options import SECTIONS, Options, flag
+
+        try:
+            return Options.model_validate({"dp": self.dp, **self.options})
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            loc = [str(p) for p in err["loc"]]
+            where = flag(loc[0], loc[1]) if len(loc) > 1 and loc[0] in SECTIONS else "options"
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            given = "" if "got " in msg else f", got {repr(err.get('input'))[:40]}"
+            raise ValueError(f"{where}: {msg}{given}") from None
+
+
+class PlanFile(BaseModel):
+    """`dpcost check plan.yaml`: named scenarios, each costed and checked against its limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    defaults: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fields every scenario takes unless it sets its own (topology, options, limits); limits merge",
+    )
+    scenarios: list[Scenario] = Field(min_length=1, max_length=1000, description="the plans to check")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("defaults", {}), dict):
+            return data
+        defaults = data.get("defaults") or {}
+        scenarios = data.get("scenarios")
+        if not isinstance(scenarios, list):
+            return data
+        merged = []
+        for s in scenarios:
+            if not isinstance(s, dict):
+                merged.append(s)
+                continue
+            limits = {**(defaults.get("limits") or {}), **(s.get("limits") or {})}
+            merged.append({**{k: v for k, v in defaults.items() if k != "limits"}, **s, "limits": limits})
+        return {**data, "scenarios": merged}
+
+    @field_validator("scenarios")
+    @classmethod
+    def _unique(cls, scenarios: list[Scenario]) -> list[Scenario]:
+        seen: set[str] = set()
+        for s in scenarios:
+            if s.name in seen:
+                raise ValueError(f"two scenarios are named {s.name!r}; names must be unique")
+            seen.add(s.name)
+        return scenarios
+
+
+# ------------------------------------------------------------------------------------------------ results
+
+
+class CheckResult(BaseModel):
+    """One limit against one plan."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    check: str = Field(description="require_fit, max_memory, max_step_time, min_efficiency, max_exposed_comm, ...")
+    flag: str = Field(description="the flag that sets it")
+    unit: Literal["bool", "bytes", "seconds", "fraction", "tokens/s"] = Field(description="of limit and value")
+    limit: float | bool = Field(description="the limit (require_fit: true)")
+    value: float | bool = Field(description="the plan's value, from the estimate's report")
+    passed: bool = Field(description="the value holds the limit")
+
+
+class ScenarioResult(BaseModel):
+    """One scenario: the plan as costed, and each of its checks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="the scenario's name")
+    model: str = Field(description="the model's catalog name")
+    topology: str = Field(description="the topology's name")
+    dp: int = Field(description="data-parallel size")
+    mode: str = Field(description="train or inference")
+    zero_stage: int = Field(description="the ZeRO stage costed")
+    passed: bool = Field(description="every check passed")
+    checks: list[CheckResult] = Field(description="one per limit")
+
+
+class CheckReport(BaseModel):
+    """`dpcost check --format json`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = Field(CHECK_SCHEMA_VERSION, description="1; bumped on any incompatible change")
+    passed: bool = Field(description="every check of every scenario passed (exit 0; else exit 1)")
+    failed: list[str] = Field(description="the names of the scenarios with a failed check")
+    scenarios: list[ScenarioResult] = Field(description="in the plan's order")
+
+
+def _value(report: EstimateReport, check: str) -> float | bool:
+    if check == "require_fit":
+        return report.fits
+    if check == "max_memory":
+        if report.inference is not None:
+            return float(report.inference.per_gpu_bytes)
+        return float(report.memory.stages[report.setup.zero_stage].total_bytes)
+    if check == "min_tokens_per_s" and report.inference is not None:
+        return report.inference.tokens_per_second
+    t = report.time
+    if t is None:
+        raise ValueError(f"{check}: a serving plan (--mode inference) has no training step to check")
+    return {
+        "max_step_time": t.step_seconds,
+        "min_efficiency": t.scaling_efficiency,
+        "max_exposed_comm": t.exposed_comm_seconds,
+        "min_tokens_per_s": t.tokens_per_second,
+    }[check]
+
+
+def evaluate(name: str, report: EstimateReport, limits: Limits) -> ScenarioResult:
+    """Each limit of `limits` against the report; a ValueError names a limit that cannot apply to it."""
+    results = []
+    for check in limits.given():
+        flag, unit, op = CHECKS[check]
+        value = _value(report, check)
+        limit: float | bool = True if check == "require_fit" else float(getattr(limits, check))
+        if op == "is":
+            passed = bool(value)
+        elif op == "<=":
+            passed = float(value) <= float(limit)
+        else:
+            passed = float(value) >= float(limit)
+        results.append(CheckResult(check=check, flag=flag, unit=unit, limit=limit, value=value, passed=passed))
+    return ScenarioResult(
+        name=name,
+        model=report.model.name,
+        topology=report.topology.name,
+        dp=report.setup.dp,
+        mode=report.setup.mode,
+        zero_stage=report.setup.zero_stage,
+        passed=all(r.passed for r in results),
+        checks=results,
+    )
+
+
+def report_of(results: list[ScenarioResult]) -> CheckReport:
+    return CheckReport(
+        passed=all(r.passed for r in results), failed=[r.name for r in results if not r.passed], scenarios=results
+    )

@@ -1,0 +1,187 @@
+"""`dpcost check`: limits on plans, for CI. Exit 0 when every check holds, 1 when one fails, 2 on bad input."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, write
+from dpcost.cli.options import TopologyOpt, build_options, plan_options
+from dpcost.errors import InputError
+
+if TYPE_CHECKING:
+    from dpcost.checks import Limits, ScenarioResult
+
+LIMIT_FLAGS = ("max_memory", "max_step_time", "min_efficiency", "max_exposed_comm", "min_tokens_per_s")
+
+
+@app.command()
+@plan_options()
+def check(
+    ctx: typer.Context,
+    plan: Annotated[
+        Path | None,
+        typer.Argument(help="A plan file of named scenarios and their limits (see examples/; `dpcost schema plan`)."),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="One plan instead of a file: catalog name, YAML or config.json.")
+    ] = None,
+    dp: Annotated[int | None, typer.Option("--dp", "-d", help="Data-parallel size of that plan.")] = None,
+    topology: TopologyOpt = "dgx-h100",
+    require_fit: Annotated[
+        bool, typer.Option("--require-fit", help="The plan fits in GPU memory (the check when no limit is given).")
+    ] = False,
+    max_memory: Annotated[
+        str | None, typer.Option("--max-memory", metavar="SIZE", help="Memory per GPU at most this, e.g. 70GB.")
+    ] = None,
+    max_step_time: Annotated[
+        str | None, typer.Option("--max-step-time", metavar="TIME", help="Step time at most this, e.g. 7s.")
+    ] = None,
+    min_efficiency: Annotated[
+        str | None,
+        typer.Option("--min-efficiency", metavar="X", help="Scaling efficiency at least this: 0.95 or 95%."),
+    ] = None,
+    max_exposed_comm: Annotated[
+        str | None,
+        typer.Option("--max-exposed-comm", metavar="TIME", help="Exposed communication per step at most this."),
+    ] = None,
+    min_tokens_per_s: Annotated[
+        str | None, typer.Option("--min-tokens-per-s", metavar="N", help="Throughput at least this, e.g. 300K.")
+    ] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option("--junit", metavar="FILE", help="Also write JUnit XML: a test case per scenario and check."),
+    ] = None,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    options_values: dict[str, Any] | None = None,
+) -> None:
+    """Check plans against limits: exit 0 when all hold, 1 when any fails (a table names it), 2 on bad input.
+
+    Either one plan (--model, --dp and any estimate flag) or a plan file of named scenarios. Limit flags apply
+    to every scenario of a file, over its own. Under GitHub Actions (GITHUB_ACTIONS=true) each failed check is
+    also an `::error` annotation.
+    """
+    from dpcost.checks import report_of
+    from dpcost.render.checks import check_table, github_annotations, junit_xml
+
+    given = {
+        "require_fit": require_fit or None,
+        "max_memory": max_memory,
+        "max_step_time": max_step_time,
+        "min_efficiency": min_efficiency,
+        "max_exposed_comm": max_exposed_comm,
+        "min_tokens_per_s": min_tokens_per_s,
+    }
+    flags = _limits({k: v for k, v in given.items() if v is not None})
+    values = options_values or {}
+    if plan is not None:
+        for name in ("model", "dp"):
+            if _typed(ctx, name):
+                raise InputError(f"--{name}", "give a plan file or --model and --dp, not both")
+        for key in values:
+            if _typed(ctx, key):
+                from dpcost.cli.options import field_flag
+
+                flag = field_flag(key.split("__", 1)[1])
+                raise InputError(flag, f"a plan file sets each scenario's options: put {flag[2:]} in {plan.name}")
+        results = _run_plan(plan, flags)
+        suite, where = plan.name, str(plan)
+    else:
+        if model is None or dp is None:
+            raise InputError(
+                "--model" if model is None else "--dp", "required: one plan (--model, --dp) or a PLAN file"
+            )
+        results = [_run_one(model, dp, topology, values, flags)]
+        suite, where = f"{model} at DP {dp}", None
+    report = report_of(results)
+    emit(
+        [check_table(report)],
+        fmt.value,
+        lambda: report.model_dump(mode="json"),
+        output=output,
+        title=f"dpcost check: {suite}",
+    )
+    if junit is not None:
+        write(junit_xml(report, f"dpcost check {suite}"), junit, flag="--junit")
+    if os.environ.get("GITHUB_ACTIONS") == "true" and not report.passed:
+        # stdout is where the runner reads commands; keep a JSON, YAML, CSV or html document there clean
+        stream = sys.stdout if fmt in (Format.table, Format.markdown) or output is not None else sys.stderr
+        stream.write(github_annotations(report, where))
+    if not report.passed:
+        raise typer.Exit(1)
+
+
+def _typed(ctx: typer.Context, name: str) -> bool:
+    """The user gave this parameter on the command line (not its default)."""
+    source = ctx.get_parameter_source(name)
+    return getattr(source, "name", "") == "COMMANDLINE"
+
+
+def _limits(values: dict[str, Any], where: str = "") -> Limits:
+    """Limits from flags (or a file's mapping); an error names the flag."""
+    from pydantic import ValidationError
+
+    from dpcost.checks import CHECKS, Limits
+
+    try:
+        return Limits.model_validate(values)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        name = str(err["loc"][0]) if err["loc"] else ""
+        flag = CHECKS[name][0] if name in CHECKS else name
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        given = "" if "got " in msg else f", got {repr(err.get('input'))[:40]}"
+        raise InputError(where or flag, msg + given) from None
+
+
+def _merge(own: Limits, flags: Limits) -> Limits:
+    """A scenario's limits with the flags' over them."""
+    set_by_flags = {k: v for k, v in flags.model_dump().items() if v not in (None, False)}
+    return own.model_copy(update=set_by_flags)
+
+
+def _run_one(model: str, dp: int, topology: str, values: dict[str, Any], flags: Limits) -> ScenarioResult:
+    from dpcost.catalog import load_model, load_topology
+    from dpcost.checks import evaluate
+    from dpcost.engine.estimate import estimate
+
+    options = build_options(dp, values)
+    report = estimate(load_model(model), load_topology(topology), options)
+    try:
+        return evaluate(f"{report.model.name} at DP {dp}", report, flags)
+    except ValueError as exc:
+        check, _, why = str(exc).partition(": ")
+        raise InputError("--" + check.replace("_", "-"), why) from None
+
+
+def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
+    from dpcost.catalog import load_model, load_plan, load_topology
+    from dpcost.checks import evaluate
+    from dpcost.engine.estimate import estimate
+
+    doc = load_plan(str(plan))
+    results = []
+    for s in doc.scenarios:
+        where = f"{plan}: scenario {s.name!r}"
+        try:
+            options = s.plan_options()
+        except ValueError as exc:
+            raise InputError(where, str(exc)) from None
+        spec = load_model(s.model, where=f"{where}: model")
+        topo = load_topology(s.topology, where=f"{where}: topology")
+        try:
+            report = estimate(spec, topo, options)
+            results.append(evaluate(s.name, report, _merge(s.limits, flags)))
+        except InputError as exc:  # an option the engine refuses for this model or topology
+            from dpcost.cli.options import field_flag
+
+            name = field_flag(exc.where) if exc.where.isidentifier() else exc.where
+            raise InputError(where, f"{name}: {exc.message}" if name else exc.message) from None
+        except ValueError as exc:
+            raise InputError(where, str(exc)) from None
+    return results

@@ -1,0 +1,153 @@
+"""`dpcost check` as a table, as JUnit XML (one test case per scenario and check) and as GitHub Actions
+annotations (one `::error` line per failed check)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpcost.checks import CHECKS, CheckReport, CheckResult, ScenarioResult
+from dpcost.render.table import Table
+from dpcost.units import fmt_bytes, fmt_count, fmt_seconds
+
+__all__ = ["check_rows", "check_table", "github_annotations", "junit_xml", "shown"]
+
+WORDS = {
+    "require_fit": "fits in memory",
+    "max_memory": "memory per GPU",
+    "max_step_time": "step time",
+    "min_efficiency": "scaling efficiency",
+    "max_exposed_comm": "exposed communication",
+    "min_tokens_per_s": "throughput",
+}
+
+
+def shown(value: float | bool, unit: str) -> str:
+    """A limit or a value in the units the other reports print it in."""
+    if unit == "bool":
+        return "yes" if value else "no"
+    if unit == "bytes":
+        return fmt_bytes(float(value))
+    if unit == "seconds":
+        return fmt_seconds(float(value))
+    if unit == "fraction":
+        return f"{float(value):.1%}"
+    return f"{fmt_count(float(value))} tokens/s"
+
+
+def _limit(c: CheckResult) -> str:
+    op = CHECKS[c.check][2]
+    return "must fit" if op == "is" else f"{op} {shown(c.limit, c.unit)}"
+
+
+def message(s: ScenarioResult, c: CheckResult) -> str:
+    """One failed (or passed) check in words."""
+    what = WORDS[c.check]
+    if c.check == "require_fit":
+        return f"{s.name}: the plan {'fits' if c.passed else 'does not fit'} in GPU memory (ZeRO-{s.zero_stage})"
+    verdict = "holds" if c.passed else "breaks"
+    return f"{s.name}: {what} {shown(c.value, c.unit)} {verdict} the limit {_limit(c)} ({c.flag})"
+
+
+def check_table(report: CheckReport) -> Table:
+    n = sum(len(s.checks) for s in report.scenarios)
+    failed = sum(not c.passed for s in report.scenarios for c in s.checks)
+    t = Table(
+        f"dpcost check: {len(report.scenarios)} scenario(s), {n} check(s), {failed} failed",
+        ["scenario", "plan", "check", "limit", "value", "result"],
+        right={4},
+        drop=["plan"],
+    )
+    for s in report.scenarios:
+        for c in s.checks:
+            t.rows.append(
+                [
+                    s.name,
+                    f"{s.model} x{s.dp} on {s.topology}, ZeRO-{s.zero_stage}",
+                    c.flag,
+                    _limit(c),
+                    shown(c.value, c.unit),
+                    "pass" if c.passed else "FAIL",
+                ]
+            )
+    t.data = check_rows(report)
+    if report.failed:
+        t.notes.append(f"failed: {', '.join(report.failed)}")
+    else:
+        t.notes.append("every check passed")
+    return t
+
+
+def check_rows(report: CheckReport) -> list[dict[str, Any]]:
+    """CSV: one row per scenario and check."""
+    return [
+        {
+            "scenario": s.name,
+            "model": s.model,
+            "topology": s.topology,
+            "dp": s.dp,
+            "zero_stage": s.zero_stage,
+            "check": c.check,
+            "flag": c.flag,
+            "unit": c.unit,
+            "limit": c.limit,
+            "value": c.value,
+            "passed": c.passed,
+        }
+        for s in report.scenarios
+        for c in s.checks
+    ]
+
+
+def junit_xml(report: CheckReport, suite: str) -> str:
+    """JUnit XML as CI systems read it: one <testsuite> per scenario, one <testcase> per check."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.Element(
+        "testsuites",
+        name=suite,
+        tests=str(sum(len(s.checks) for s in report.scenarios)),
+        failures=str(sum(not c.passed for s in report.scenarios for c in s.checks)),
+        errors="0",
+    )
+    for s in report.scenarios:
+        ts = ET.SubElement(
+            root,
+            "testsuite",
+            name=s.name,
+            tests=str(len(s.checks)),
+            failures=str(sum(not c.passed for c in s.checks)),
+            errors="0",
+            skipped="0",
+        )
+        props = ET.SubElement(ts, "properties")
+        for key, value in (("model", s.model), ("topology", s.topology), ("dp", str(s.dp))):
+            ET.SubElement(props, "property", name=key, value=value)
+        for c in s.checks:
+            case = ET.SubElement(
+                ts, "testcase", classname=f"dpcost.check.{s.name}", name=f"{c.check} {_limit(c)}", time="0"
+            )
+            if not c.passed:
+                failure = ET.SubElement(case, "failure", message=message(s, c), type=c.check)
+                failure.text = f"limit {_limit(c)}, value {shown(c.value, c.unit)}"
+            else:
+                ET.SubElement(case, "system-out").text = f"value {shown(c.value, c.unit)}"
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    """GitHub's workflow-command escaping (actions/toolkit's escapeData / escapeProperty)."""
+    out = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return out.replace(":", "%3A").replace(",", "%2C") if prop else out
+
+
+def github_annotations(report: CheckReport, file: str | None = None) -> str:
+    """`::error` workflow commands, one per failed check (GitHub shows them on the run and the diff)."""
+    lines = []
+    where = f"file={_escape(file, True)}," if file else ""
+    for s in report.scenarios:
+        for c in s.checks:
+            if not c.passed:
+                title = _escape(f"dpcost check: {s.name} {c.flag}", True)
+                lines.append(f"::error {where}title={title}::{_escape(message(s, c))}")
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,233 @@
+"""`dpcost check`: limits on plans for CI, and every exit code of the CLI through CliRunner."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from dpcost.cli import app
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+PASSING = EXAMPLES / "capacity-plan.yaml"
+FAILING = EXAMPLES / "capacity-plan-failing.yaml"
+ENV = {"COLUMNS": "200", "NO_COLOR": "1", "GITHUB_ACTIONS": ""}
+
+
+def run(*args: str, **env: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), env={**ENV, **env})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def schema(kind: str) -> jsonschema.Draft202012Validator:
+    code, out, _ = run("schema", kind)
+    assert code == 0
+    doc = json.loads(out)
+    jsonschema.Draft202012Validator.check_schema(doc)
+    return jsonschema.Draft202012Validator(doc)
+
+
+def test_one_plan_every_limit_with_its_value() -> None:
+    code, out, err = run(
+        "check", "--model", "llama-70b", "--dp", "512", "--require-fit", "--max-memory", "20GB",
+        "--max-step-time", "7.5s", "--min-efficiency", "88%", "--max-exposed-comm", "50ms",
+        "--min-tokens-per-s", "300K",
+    )  # fmt: skip
+    assert code == 0, err
+    for line in (
+        "--require-fit      must fit                     yes   pass",
+        "--max-memory       <= 20.0 GB               19.2 GB   pass",
+        "--max-step-time    <= 7.50 s                 6.97 s   pass",
+        "--min-efficiency   >= 88.0%                   88.6%   pass",
+        "--max-exposed-comm <= 50.0 ms               37.7 ms   pass",
+        "--min-tokens-per-s >= 300.0K tokens/s   300.8K tokens/s   pass",
+    ):
+        assert " ".join(line.split()) in " ".join(out.split()), line
+    assert "every check passed" in out
+
+
+def test_the_values_are_the_estimates() -> None:
+    doc = json.loads(run("check", "--model", "llama-70b", "--dp", "512", "--max-step-time", "3600s", "-f", "json")[1])
+    est = json.loads(run("estimate", "--model", "llama-70b", "--dp", "512", "-f", "json")[1])
+    (check,) = doc["scenarios"][0]["checks"]
+    assert check["value"] == est["time"]["step_seconds"] and check["limit"] == 3600.0
+
+
+def test_a_failed_check_exits_1_and_says_which() -> None:
+    code, out, _ = run("check", "--model", "llama-70b", "--dp", "512", "--min-efficiency", "0.9")
+    assert code == 1
+    assert "FAIL" in out and "failed: llama-70b at DP 512" in out
+    code, out, _ = run("check", "--model", "llama-70b", "--dp", "512", "--zero", "0")  # no limit: must fit
+    assert code == 1 and "--require-fit" in out and "FAIL" in out
+
+
+def test_a_plan_that_holds_exits_0() -> None:
+    code, out, err = run("check", str(PASSING))
+    assert code == 0, err
+    assert "3 scenario(s), 10 check(s), 0 failed" in out
+
+
+def test_a_plan_with_one_failing_scenario_names_it_everywhere(tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    code, out, err = run("check", str(FAILING), "--junit", str(junit))
+    assert code == 1, err
+    rows = [ln.split() for ln in out.splitlines() if "FAIL" in ln]
+    assert rows and all(r[0] == "mixtral-short-sequences" for r in rows)
+    assert "failed: mixtral-short-sequences" in out
+    # JSON
+    code, out, _ = run("check", str(FAILING), "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    schema("check").validate(doc)
+    assert doc["passed"] is False and doc["failed"] == ["mixtral-short-sequences"]
+    by_name = {s["name"]: s for s in doc["scenarios"]}
+    assert by_name["llama-70b-dp512"]["passed"] is True
+    failed = [c["check"] for c in by_name["mixtral-short-sequences"]["checks"] if not c["passed"]]
+    assert failed == ["min_efficiency", "max_exposed_comm"]
+    # JUnit: one test case per scenario and check, the failures under the failing scenario
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuites" and root.get("tests") == "5" and root.get("failures") == "2"
+    cases = root.findall("testsuite/testcase")
+    assert len(cases) == 5
+    failures = [c for c in cases if c.find("failure") is not None]
+    assert {c.get("classname") for c in failures} == {"dpcost.check.mixtral-short-sequences"}
+    assert "mixtral-short-sequences" in failures[0].find("failure").get("message")  # type: ignore[union-attr]
+    assert "wrote" in err
+
+
+def test_github_actions_annotations() -> None:
+    code, out, _ = run("check", str(FAILING), GITHUB_ACTIONS="true")
+    assert code == 1
+    lines = [ln for ln in out.splitlines() if ln.startswith("::error ")]
+    assert len(lines) == 2
+    assert lines[0].startswith(
+        f"::error file={FAILING},title=dpcost check%3A mixtral-short-sequences --min-efficiency::"
+    )
+    assert "18.8%25 breaks the limit >= 85.0%25" in lines[0]
+    # with a JSON document on stdout the annotations go to stderr and the JSON stays valid
+    result = CliRunner().invoke(app, ["check", str(FAILING), "-f", "json"], env={**ENV, "GITHUB_ACTIONS": "true"})
+    json.loads(result.stdout)
+    assert result.stderr.count("::error ") == 2
+    assert "::error" not in run("check", str(FAILING))[1]  # not under GitHub Actions
+
+
+def test_csv_yaml_markdown_html_of_a_check() -> None:
+    code, out, _ = run("check", str(FAILING), "-f", "csv")
+    lines = out.splitlines()
+    assert code == 1 and lines[0] == "scenario,model,topology,dp,zero_stage,check,flag,unit,limit,value,passed"
+    assert lines[1].startswith("llama-70b-dp512,llama-70b,dgx-h100,512,3,require_fit,--require-fit,bool,true,true,true")
+    assert yaml.safe_load(run("check", str(FAILING), "-f", "yaml")[1])["failed"] == ["mixtral-short-sequences"]
+    assert "| mixtral-short-sequences |" in run("check", str(FAILING), "-f", "markdown")[1]
+    assert '<td class="no">FAIL</td>' in run("check", str(FAILING), "-f", "html")[1]
+
+
+def test_the_plan_files_validate_against_the_plan_schema() -> None:
+    validator = schema("plan")
+    for path in (PASSING, FAILING):
+        validator.validate(yaml.safe_load(path.read_text()))
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate({"scenarios": [{"name": "x", "model": "llama-8b", "dp": 8, "frobnicate": 1}]})
+
+
+def _plan(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "plan.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_plan_options_by_flag_or_field_name(tmp_path: Path) -> None:
+    plan = _plan(
+        tmp_path,
+        "scenarios:\n"
+        "  - {name: a, model: llama-8b, dp: 64, micro-batch: 2, accum: 2}\n"
+        "  - {name: b, model: llama-8b, dp: 64, options: {micro_batch: 2, accumulation: 2}}\n",
+    )
+    code, out, err = run("check", plan, "-f", "json", "--max-step-time", "3600s")
+    assert code == 0, err
+    a, b = json.loads(out)["scenarios"]
+    assert a["checks"] == b["checks"]
+
+
+BAD_PLANS = [
+    ("scenarios: []\n", ["scenarios", "at least 1"]),
+    ("scenarios:\n  - {name: a, model: llama-7b, dp: 8}\n", ["scenario 'a': model", "unknown model 'llama-7b'"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: 8, zero: 7}\n", ["scenario 'a'", "--zero"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: 8, microbatch: 2}\n", ["scenarios.0", "microbatch"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: 8, limits: {max_memory: lots}}\n", ["max_memory", "80GB"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: 8, limits: {max_step: 1s}}\n", ["max_step", "max_step_time"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: 8}\n  - {name: a, model: llama-8b, dp: 16}\n", ["unique"]),
+    (
+        "scenarios:\n  - {name: a, model: llama-8b, dp: 8, mode: inference, limits: {max_step_time: 1s}}\n",
+        ["scenario 'a'", "max_step_time", "inference"],
+    ),
+    ("name: [oops\n", ["malformed YAML"]),
+]
+
+
+@pytest.mark.parametrize(("text", "needles"), BAD_PLANS)
+def test_a_bad_plan_is_bad_input(tmp_path: Path, text: str, needles: list[str]) -> None:
+    code, out, err = run("check", _plan(tmp_path, text))
+    assert code == 2, (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("dpcost: error: ") and "Traceback" not in err
+    for needle in needles:
+        assert needle in err, (needle, err)
+
+
+# ------------------------------------------------------------------------------------------------ exit codes
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["check"], ["--model", "PLAN"]),
+        (["check", str(PASSING), "--model", "llama-8b"], ["--model", "not both"]),
+        (["check", str(PASSING), "--micro-batch", "2"], ["--micro-batch", "capacity-plan.yaml"]),
+        (["check", "--model", "llama-8b", "--dp", "8", "--max-memory", "lots"], ["--max-memory", "80GB"]),
+        (["check", "--model", "llama-8b", "--dp", "8", "--min-efficiency", "150%"], ["--min-efficiency"]),
+        (["check", "--model", "llama-8b", "--dp", "8", "--max-step-time", "nan"], ["--max-step-time", "'nan'"]),
+        (
+            ["check", "--model", "llama-8b", "--dp", "8", "--mode", "inference", "--max-step-time", "1s"],
+            ["--max-step-time", "inference"],
+        ),
+        (["check", "/nonexistent/plan.yaml"], ["PLAN", "no such file"]),
+        (["check", str(PASSING), "--junit", "/nonexistent/dir/junit.xml"], ["--junit", "cannot write"]),
+        (["estimate", "--model", "x" * 3000, "--dp", "8"], ["--model", "not a usable file name", "characters)"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--output", "/nonexistent/x.md"], ["--output"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "-o", "/"], ["--output", "cannot write"]),
+        (["collective", "--factor", "nan"], ["--factor", "above 1"]),
+        (["collective", "--factor", "inf"], ["--factor"]),
+        (["collective", "--compare", "y" * 3000], ["--compare", "not a usable file name"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--skew", "nan"], ["--skew"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--mfu", "inf"], ["--mfu"]),
+        (["sweep", "--model", "llama-8b", "--dp", "8", "--plot", "/nonexistent/x.svg"], ["--plot"]),
+        (["schema", "estimate", "--output", "/nonexistent/s.json"], ["--output"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--format", "pdf"], ["--format", "html"]),
+    ],
+)
+def test_bad_input_exits_2_naming_it(args: list[str], needles: list[str]) -> None:
+    code, out, err = run(*args)
+    assert code == 2, (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("dpcost: error: ") and "Traceback" not in err
+    assert len(err) < 400, err  # long values are cut
+    for needle in needles:
+        assert needle in err, (needle, err)
+
+
+def test_exit_codes_0_1_2_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run("estimate", "--model", "llama-8b", "--dp", "8")[0] == 0
+    assert run("--version")[0] == 0 and run("--version")[1].startswith("dpcost ")
+    assert run("estimate", "--model", "llama-70b", "--dp", "512", "--zero", "0", "--check")[0] == 1
+    assert run("check", str(FAILING))[0] == 1
+    assert run("estimate", "--model", "llama-8b")[0] == 2
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr("dpcost.engine.estimate.estimate", broken)
+    code, _, err = run("estimate", "--model", "llama-8b", "--dp", "8")
+    assert code == 3 and "internal error (ZeroDivisionError: a bug)" in err and "report it" in err
