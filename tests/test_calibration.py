@@ -80,7 +80,7 @@ def run(*args: str) -> tuple[int, str, str]:
 def test_calibrate_writes_a_topology_that_loads_and_records_the_fit(tmp_path: Path) -> None:
     log = REFERENCE / "nccl-tests" / "h100-2n-all_reduce-nccltests309.log"
     out = tmp_path / "my-cluster.yaml"
-    code, stdout, stderr = run("calibrate", str(log), "--base", "dgx-h100", "--output", str(out))
+    code, stdout, stderr = run("calibrate", str(log), "--base", "dgx-h100", "--save-topology", str(out))
     assert code == 0, stderr
     assert "Fitted parameters" in stdout and "network_efficiency" in stdout and "scaling_loss" in stdout
     assert "needs runs at two node counts" in stdout

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from dpcost.cli.core import Format, FormatOpt, app, emit
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, write
 from dpcost.errors import InputError
 
 MIN_CALIBRATION_POINTS = 4
@@ -25,13 +24,15 @@ def calibrate(
         str | None,
         typer.Option("--base", help="The topology to fit: catalog name or YAML [default: guessed from the GPU name]."),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the fitted topology YAML here ('-': stdout).")
+    save: Annotated[
+        Path | None,
+        typer.Option("--save-topology", metavar="FILE", help="Write the fitted topology YAML here ('-': stdout)."),
     ] = None,
     name: Annotated[
-        str | None, typer.Option("--name", help="The fitted topology's name [default: the output file's stem].")
+        str | None, typer.Option("--name", help="The fitted topology's name [default: the saved file's stem].")
     ] = None,
     fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
 ) -> None:
     """Fit a topology to a cluster's own nccl-tests runs; `--topology my-cluster.yaml` then uses it everywhere."""
     from dpcost.accuracy import guess_topology
@@ -68,7 +69,7 @@ def calibrate(
         fit = fit_topology(topo, runs)
     except ValueError as exc:
         raise InputError("FILES", str(exc)) from None
-    slug = name or (output.stem if output is not None and str(output) != "-" else f"{topo.name}-calibrated")
+    slug = name or (save.stem if save is not None and str(save) != "-" else f"{topo.name}-calibrated")
     slug = re.sub(r"[^a-z0-9._-]+", "-", slug.lower()).strip("-._")[:64] or "calibrated"
     calibration = record(fit, topo.name, [str(f) for f in files])
     fitted = fit.topology.model_copy(
@@ -79,24 +80,20 @@ def calibrate(
         }
     )
     tables = calibration_tables(fit)
-    if output is not None:
+    if save is not None:
         header = (
             f"Written by `dpcost calibrate` from {', '.join(f.name for f in files)} on base topology {topo.name}.\n"
             "Use it with --topology FILE; the calibration block records what was fitted and how well."
         )
-        text = topology_yaml(fitted, header)
-        if str(output) == "-":
-            sys.stdout.write(text)
+        write(topology_yaml(fitted, header), save, "--save-topology")
+        if str(save) == "-":
             return
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InputError("output", f"{output}: cannot write ({exc.strerror or exc})") from None
-        tables[0].notes.append(f"wrote {output} (name {slug}): use it with --topology {output}")
+        tables[0].notes.append(f"wrote {save} (name {slug}): use it with --topology {save}")
     else:
-        tables[0].notes.append("pass --output my-cluster.yaml to write the fitted topology")
+        tables[0].notes.append("pass --save-topology my-cluster.yaml to write the fitted topology")
     emit(
         tables,
         fmt.value,
         doc={"fitted": tables[0].data, "runs": tables[1].data, "calibration": calibration.model_dump()},
+        output=output,
     )
