@@ -72,3 +72,20 @@ def test_the_training_scaling_table_is_current() -> None:
     text = _lines()
     start = text.index(fresh[0])
     assert text[start : start + len(fresh)] == fresh
+
+
+def test_every_tour_command_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tour's commands, from a checkout's top directory (the files they write land in a scratch copy)."""
+    import shlex
+
+    text = _lines()
+    start = text.index("## A tour")
+    block = text[start : text.index("```", text.index("```", start) + 1)]
+    commands = [shlex.split(ln.split("  #")[0])[1:] for ln in block if ln.startswith("dpcost ")]
+    assert len(commands) >= 15
+    for folder in ("examples", "tests"):
+        (tmp_path / folder).symlink_to(README.parent / folder)
+    monkeypatch.chdir(tmp_path)
+    for args in commands:
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, (args, result.output)
