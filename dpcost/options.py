@@ -41,10 +41,6 @@ def _size(value: Any) -> Any:
     return None if value is None else parse_bytes(value)
 
 
-def _seconds(value: Any) -> Any:
-    return parse_seconds(value)
-
-
 def _stage(value: Any) -> Any:
     value = _auto(value)
     if isinstance(value, str) and value.strip().isdigit():
@@ -217,7 +213,7 @@ class Compute(Section):
         "HBM bandwidth; docs/frameworks.md).",
         json_schema_extra=cli("--overlap-slowdown"),
     )
-    sync_jitter: Annotated[float, BeforeValidator(_seconds)] = Field(
+    sync_jitter: Annotated[float, BeforeValidator(parse_seconds)] = Field(
         DEFAULT_SYNC_JITTER,
         ge=0,
         le=1,

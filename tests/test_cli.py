@@ -182,10 +182,19 @@ def _one_line_error(args: list[str], *needles: str) -> None:
         (["memory", "--dp", "8", "--params", "1e300T"], ["--params", "beyond"]),
         (["sweep", "--model", "llama-8b", "--dp", "\u00b2"], ["--dp"]),
         (["estimate", "--model", "", "--dp", "8"], ["--model", "empty value"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--sync-jitter", "2parsecs"], ["--sync-jitter", "ms"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--framework", "horovod"], ["--framework", "fsdp"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--framework", "ddp", "--zero", "3"], ["ZeRO stages 0"]),
+        (["estimate", "--model", "llama-8b", "--dp", "8", "--overlap-slowdown", "2"], ["--overlap-slowdown"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], needles: list[str]) -> None:
     _one_line_error(args, *needles)
+
+
+def test_an_error_says_what_was_given_once() -> None:
+    result = CliRunner().invoke(app, ["estimate", "--model", "llama-8b", "--dp", "8", "--bucket-size", "2parsecs"])
+    assert result.exit_code == 2 and result.stderr.count("got '2parsecs'") == 1
 
 
 def test_malformed_and_hostile_files(tmp_path: Path) -> None:

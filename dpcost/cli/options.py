@@ -132,7 +132,8 @@ def _message(err: Any, info: Any) -> str:
         if _extra(info).get("auto"):
             values.append("auto")
         return f"must be one of {', '.join(values[:-1])} or {values[-1]}, got {shown}"
-    return f"{str(err['msg']).removeprefix('Value error, ')}, got {shown}"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return message if "got " in message else f"{message}, got {shown}"
 
 
 def plan_options(skip: Iterable[str] = ()) -> Callable[[F], F]:
