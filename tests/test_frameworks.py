@@ -80,6 +80,29 @@ def test_deepspeed_buckets_5e8_elements_and_does_not_overlap_stages_1_and_2() ->
     assert not any(b.seconds for b in t.breakdown if b.term.startswith("compute slowed"))
 
 
+def test_deepspeed_gathers_and_stage_3_reductions_go_in_its_buckets() -> None:
+    """allgather_bucket_size 5e8 elements for the updated parameters (stages 1-2); stage 3 reduce-scatters in
+    reduce_bucket_size buckets, cut at block boundaries, not once per block."""
+    p = count_params(LLAMA8).total
+    r = run(dp=64, framework="deepspeed", zero=1)
+    assert rows(r)[("all_gather", "updated parameters")][2] == math.ceil(2 * p / 1e9)
+    r3 = run(dp=64, framework="deepspeed", zero=3)
+    calls = rows(r3)[("reduce_scatter", "gradients")][2]
+    assert math.ceil(2 * p / 1e9) - 1 <= calls <= math.ceil(2 * p / 1e9) + 1
+    assert rows(run(dp=64, framework="fsdp", zero=3))[("reduce_scatter", "gradients")][2] == 34  # per unit
+
+
+def test_no_overlap_puts_the_per_unit_reductions_on_the_compute_stream() -> None:
+    """--overlap-comm false also holds for FSDP and ZeRO-3: every reduce-scatter is exposed."""
+    r = run(dp=64, framework="fsdp", zero=3, overlap_comm=False)
+    t = r.time
+    assert t is not None
+    rs = next(c.seconds for c in r.communication.collectives if c.op == "reduce_scatter")
+    assert dict((b.term, b.seconds) for b in t.breakdown)["exposed reduce_scatter"] == pytest.approx(rs)
+    overlapped = run(dp=64, framework="fsdp", zero=3).time
+    assert overlapped is not None and overlapped.step_seconds < t.step_seconds
+
+
 def test_megatron_buckets_grow_with_dp_and_gathers_overlap_the_next_forward() -> None:
     for dp, elements in ((8, 4e7), (64, 6.4e7)):
         r = run(dp=dp, framework="megatron", zero=1)
@@ -171,6 +194,32 @@ def test_the_breakdown_sums_to_the_step() -> None:
         terms = [b.term for b in t.breakdown]
         assert terms[0] == "compute" and terms[-1].startswith("waiting for the slowest rank")
         assert t.step_seconds == pytest.approx(t.compute_seconds + t.exposed_comm_seconds + t.losses_seconds)
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+@pytest.mark.parametrize("per_unit", [False, True])
+@pytest.mark.parametrize("overlap", [False, True])
+@pytest.mark.parametrize(("accum", "keep"), [(1, False), (4, False), (4, True)])
+def test_the_timeline_and_the_waits_make_the_step(stage: int, per_unit: bool, overlap: bool, accum: int, keep: bool):
+    """The step, computed apart from its breakdown: every phase's duration (slowdown included) times its repeats,
+    plus each wait's expected lateness of the slowest rank; and the breakdown's terms add up to the same."""
+    call = lambda op, size: Call(2e-5 + size / 300e9, "ring/simple")  # noqa: E731
+    plan = _plan(
+        stage=stage,
+        per_unit=per_unit,
+        overlap_grad_reduce=overlap,
+        accumulation=accum,
+        keep_full_grads=keep,
+        overlap_slowdown=0.2,
+        sync_jitter=1e-3,
+    )
+    st = step_time(plan, call)
+    timeline = sum(ph.duration * ph.repeats for ph in st.phases)
+    waits = sum(ph.waits * ph.repeats for ph in st.phases)
+    assert st.step == pytest.approx(timeline + waits * 1e-3 * expected_max_deviate(512), rel=1e-12)
+    terms = dict((t.term, t.seconds) for t in st.breakdown)
+    assert terms["compute"] == pytest.approx(accum * 3.0)
+    assert terms["compute"] + st.exposed + terms["compute slowed by overlapping collectives"] == pytest.approx(timeline)
 
 
 def test_expected_maximum_of_normal_deviates() -> None:

@@ -210,13 +210,18 @@ def test_offload_follows_deepspeeds_stage_rules() -> None:
 
 
 def test_megatron_stage_0_has_no_ddp_copy() -> None:
-    """Megatron reduces its contiguous main-grad buffer in place: 18 bytes, not 18 + a copy."""
+    """Megatron reduces its contiguous main-grad buffer in place, its buckets views of it: 18 bytes, not 18 + a
+    copy, and no bucket memory. The schedule decides, not the recipe: the generic (DDP) schedule copies."""
     from dpcost.engine.memory import buffers
 
-    megatron = buffers(0, RECIPES["megatron"], 4.0, 8e9, 25 * 2**20, 1e9, 1e9)
-    assert megatron.ddp_copy == 0 and megatron.buckets == 2 * 25 * 2**20
-    ddp = buffers(0, ZERO, 2.0, 8e9, 25 * 2**20, 1e9, 1e9)
+    megatron = buffers(0, "megatron", RECIPES["megatron"], 4.0, 8e9, 25 * 2**20, 1e9, 1e9)
+    assert megatron.ddp_copy == 0 and megatron.buckets == 0
+    ddp = buffers(0, "generic", ZERO, 2.0, 8e9, 25 * 2**20, 1e9, 1e9)
     assert ddp.ddp_copy == 16e9 and ddp.buckets == 0  # the copy is DDP's buckets
+    generic = buffers(0, "generic", RECIPES["megatron"], 4.0, 8e9, 25 * 2**20, 1e9, 1e9)
+    assert generic.ddp_copy == 32e9
+    deepspeed = buffers(1, "deepspeed", RECIPES["deepspeed"], 2.0, 8e9, 25 * 2**20, 1e9, 1e9)
+    assert deepspeed.buckets == 2 * 25 * 2**20  # one bucket filling, one being reduced
 
 
 def test_out_of_memory_hint_names_recomputation() -> None:

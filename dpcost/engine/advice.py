@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount
 from dpcost.engine.report import Advice, Setup, Time
+from dpcost.engine.step import SLOWDOWN
 from dpcost.specs import ModelSpec, TopologySpec
 
 __all__ = ["CODES", "Advice", "training"]
@@ -97,7 +98,7 @@ def exposed_comm(t: Time) -> Advice:
 
 def losses_at_scale(t: Time, s: Setup) -> Advice:
     terms = {b.term: b.seconds for b in t.breakdown}
-    slowed = terms.get("compute slowed by overlapping collectives", 0.0)
+    slowed = terms.get(SLOWDOWN, 0.0)
     jitter = t.losses_seconds - slowed
     return Advice(
         code="losses-at-scale",

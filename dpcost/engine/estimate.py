@@ -131,13 +131,17 @@ def _whole_message(c: CollectiveChoice) -> WholeMessage:
     )
 
 
-def _frequency(stage: int, accumulation: int, keep_full: bool) -> str:
+def _frequency(stage: int, accumulation: int, keep_full: bool, per_unit: bool) -> str:
     if accumulation == 1:
         return "every step (1 micro-batch)"
     if stage == 3 and keep_full:
         return (
             f"gradients once per step, after the last of {accumulation} micro-batches; parameters gathered "
             f"every micro-batch ({accumulation} per step)"
+        )
+    if stage == 2 and per_unit:
+        return f"parameters gathered every micro-batch ({accumulation} per step); gradients " + (
+            f"once per step, after the last of {accumulation}" if keep_full else "every micro-batch too"
         )
     if stage <= 1 or keep_full:
         return f"once per step, after the last of {accumulation} micro-batches"
@@ -163,7 +167,7 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
     ]
     return Communication(
         primitives="AllReduce" if chosen.stage == 0 else "ReduceScatter + AllGather",
-        frequency=_frequency(chosen.stage, p.accumulation, o.communication.keep_full_grads),
+        frequency=_frequency(chosen.stage, p.accumulation, o.communication.keep_full_grads, p.per_unit),
         gradient_bytes=int(p.counts.total * p.grad_bytes),
         bytes_sent_per_rank=sum(r.bytes_sent_per_rank * r.occurrences for r in rows),
         seconds_per_step=chosen.steps.comm,
@@ -338,6 +342,7 @@ def _inference(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimat
         ("--global-batch", o.batch.global_batch),
         ("--recompute", o.plan.recompute),
         ("--offload", None if o.precision.offload == "none" else o.precision.offload),
+        ("--framework", o.plan.framework),
     )
     if ignored := [flag for flag, value in given if value is not None]:
         notes.append(advice.ignored_flags(ignored))

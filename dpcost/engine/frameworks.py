@@ -1,32 +1,34 @@
 """Frameworks as they run data parallelism: each a preset of the step's schedule and of its memory accounting.
 
 Every default below is the framework's own, cited as file@version; every one can be overridden by its flag
-(--recipe, --grad-dtype, --bucket-size, --first-bucket-size, --overlap-comm/--no-overlap-comm).
+(--recipe, --grad-dtype, --bucket-size, --first-bucket-size, --overlap-comm true|false); --recipe changes the memory
+accounting only.
 
 - ddp: PyTorch DistributedDataParallel (torch/nn/parallel/distributed.py@v2.5.0). ZeRO-0 only. Gradients are
-  all-reduced in buckets of bucket_cap_mb=25 MiB, the first bucket capped at 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES)
-  so that communication starts early; buckets overlap the backward pass. Under torch.autocast the parameters
-  and gradients are fp32: 4 + 4 + 8 (Adam) bytes per parameter, and DDP's bucket copy of the gradients
+  all-reduced in buckets of bucket_cap_mb=25 MiB, the first bucket capped at 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES) so
+  that communication starts early; buckets overlap the backward pass. Under torch.autocast the parameters and
+  gradients are fp32: 4 + 4 + 8 (Adam) bytes per parameter, and DDP's bucket copy of the gradients
   (gradient_as_bucket_view=False, the default).
-- fsdp: PyTorch FSDP (torch/distributed/fsdp/fully_sharded_data_parallel.py@v2.5.0; FSDP2 runs the same
-  schedule). NO_SHARD (ZeRO-0), SHARD_GRAD_OP (ZeRO-2) and FULL_SHARD (ZeRO-3) over wrapped units (one per
-  transformer block). Every unit's parameters are all-gathered before its forward; FULL_SHARD frees them after
-  the forward and gathers them again for the backward, SHARD_GRAD_OP keeps them to the end of the backward and so
-  gathers once per micro-batch. Gradients are reduce-scattered per unit right after its backward. Mixed
-  precision as llm-foundry and torchtitan set it: bf16 parameters for compute (the gathers move 2 bytes per
-  parameter), fp32 reduction (4 bytes). Memory: sharded fp32 parameters + fp32 gradients + Adam = 16 bytes per
-  parameter over N, plus the gathered bf16 units in flight (SHARD_GRAD_OP: the whole model during the backward).
-- deepspeed: DeepSpeed ZeRO (deepspeed/runtime/zero/config.py@v0.16.0). Stages 0-3; reduce_bucket_size and
-  allgather_bucket_size 5e8 elements; overlap_comm False by default for stages 1-2 (gradient reduction runs on
-  the compute stream: nothing hides) and True for stage 3 (stage3 overrides it); stage-3 parameters prefetched
-  one unit ahead (stage3_prefetch_bucket_size 5e7 elements). Gradients reduced in the model's bf16.
-  Memory: DeepSpeed's own estimators (memory.py, recipe deepspeed).
+- fsdp: PyTorch FSDP (torch/distributed/fsdp/fully_sharded_data_parallel.py@v2.5.0; FSDP2 runs the same schedule).
+  NO_SHARD (ZeRO-0), SHARD_GRAD_OP (ZeRO-2) and FULL_SHARD (ZeRO-3) over wrapped units (one per transformer block).
+  Every unit's parameters are all-gathered before its forward; FULL_SHARD frees them after the forward and gathers
+  them again for the backward, SHARD_GRAD_OP keeps them to the end of the backward and so gathers once per
+  micro-batch. Gradients are reduce-scattered per unit right after its backward. Mixed precision as llm-foundry and
+  torchtitan set it: bf16 parameters for compute (the gathers move 2 bytes per parameter), fp32 reduction (4 bytes).
+  Memory: sharded fp32 parameters + fp32 gradients + Adam = 16 bytes per parameter over N, plus the gathered bf16
+  units in flight (SHARD_GRAD_OP: the whole model during the backward).
+- deepspeed: DeepSpeed ZeRO (deepspeed/runtime/zero/config.py@v0.16.0). Stages 0-3; gradients reduced in
+  reduce_bucket_size buckets of 5e8 elements (stage 3 too, cut at unit boundaries), the updated parameters of stages
+  1-2 gathered in allgather_bucket_size buckets of 5e8 elements; overlap_comm False by default for stages 1-2
+  (gradient reduction runs on the compute stream: nothing hides) and True for stage 3 (stage3 overrides it); stage-3
+  parameters prefetched one unit ahead (stage3_prefetch_bucket_size 5e7 elements). Gradients reduced in the model's
+  bf16. Memory: DeepSpeed's own estimators (memory.py, recipe deepspeed).
 - megatron: Megatron-LM's distributed optimizer (megatron/core/distributed/distributed_data_parallel_config.py
   @core_r0.9.0). ZeRO-0 (DDP) or ZeRO-1 (--use-distributed-optimizer). Buckets of max(40M, 1M x DP) elements;
-  --overlap-grad-reduce and --overlap-param-gather as its pretraining scripts set them (parameters gathered
-  block by block during the next forward); gradients accumulated and reduced in fp32 with bf16 training
-  (accumulate_allreduce_grads_in_fp32). Memory: 18 bytes per parameter, 6 + 12/d sharded; 20, or 4 + 16/d,
-  with 16-bit gradients (its docs' table).
+  --overlap-grad-reduce and --overlap-param-gather as its pretraining scripts set them (parameters gathered during
+  the next forward; modelled block by block, where Megatron gathers per bucket); gradients accumulated and reduced
+  in fp32 with bf16 training (accumulate_allreduce_grads_in_fp32). Memory: 18 bytes per parameter, 6 + 12/d sharded;
+  20, or 4 + 16/d, with 16-bit gradients (its docs' table).
 """
 
 from __future__ import annotations
@@ -40,9 +42,8 @@ MIB = 2**20
 
 @dataclass(frozen=True)
 class Framework:
-    name: str
+    name: str  # also its memory recipe (memory.RECIPES)
     title: str
-    recipe: str  # memory accounting (memory.RECIPES)
     stages: dict[int, str]  # the ZeRO stages it runs, by its own name for them
     grad_dtype: str  # what its gradient reduction moves
     gather_bytes: float | None  # bytes per parameter its gathers move (None: the recipe's weight bytes)
@@ -51,6 +52,8 @@ class Framework:
     bucket_bytes: float | None  # gradient bucket in bytes (DDP's bucket_cap_mb)
     first_bucket_bytes: float  # 0: the first bucket is as large as the others
     per_unit: bool  # reduce (and gather) per wrapped unit rather than in buckets (FSDP)
+    gather_bucket_elements: float | None  # stages 1-2: the updated parameters gathered in buckets (None: per unit)
+    stage3_reduce_buckets: bool  # stage 3: gradients leave in the reduce buckets, not one call per unit
     overlap_grad_reduce: tuple[int, ...]  # stages whose gradient reduction overlaps the backward pass
     overlap_param_gather: bool  # ZeRO-1/2: gather updated parameters during the next forward (Megatron)
     source: str
@@ -64,70 +67,74 @@ class Framework:
 
 FRAMEWORKS = {
     "ddp": Framework(
-        "ddp",
-        "PyTorch DDP",
-        "ddp",
-        {0: "DDP"},
-        "fp32",
-        None,
-        None,
-        0.0,
-        25 * MIB,
-        1 * MIB,
-        False,
-        (0,),
-        False,
-        "torch/nn/parallel/distributed.py@v2.5.0: bucket_cap_mb=25, _DEFAULT_FIRST_BUCKET_BYTES=1 MiB",
+        name="ddp",
+        title="PyTorch DDP",
+        stages={0: "DDP"},
+        grad_dtype="fp32",
+        gather_bytes=None,
+        bucket_elements=None,
+        bucket_elements_per_rank=0.0,
+        bucket_bytes=25 * MIB,
+        first_bucket_bytes=1 * MIB,
+        per_unit=False,
+        gather_bucket_elements=None,
+        stage3_reduce_buckets=False,
+        overlap_grad_reduce=(0,),
+        overlap_param_gather=False,
+        source="torch/nn/parallel/distributed.py@v2.5.0: bucket_cap_mb=25, _DEFAULT_FIRST_BUCKET_BYTES=1 MiB",
     ),
     "fsdp": Framework(
-        "fsdp",
-        "PyTorch FSDP",
-        "fsdp",
-        {0: "NO_SHARD", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"},
-        "fp32",
-        2.0,
-        None,
-        0.0,
-        None,
-        0.0,
-        True,
-        (0, 2, 3),
-        False,
-        "torch/distributed/fsdp/fully_sharded_data_parallel.py@v2.5.0: ShardingStrategy; MixedPrecision"
+        name="fsdp",
+        title="PyTorch FSDP",
+        stages={0: "NO_SHARD", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"},
+        grad_dtype="fp32",
+        gather_bytes=2.0,
+        bucket_elements=None,
+        bucket_elements_per_rank=0.0,
+        bucket_bytes=None,
+        first_bucket_bytes=0.0,
+        per_unit=True,
+        gather_bucket_elements=None,
+        stage3_reduce_buckets=False,
+        overlap_grad_reduce=(0, 2, 3),
+        overlap_param_gather=False,
+        source="torch/distributed/fsdp/fully_sharded_data_parallel.py@v2.5.0: ShardingStrategy; MixedPrecision"
         "(param_dtype=bf16, reduce_dtype=fp32) as llm-foundry and torchtitan configure it",
     ),
     "deepspeed": Framework(
-        "deepspeed",
-        "DeepSpeed ZeRO",
-        "deepspeed",
-        {0: "stage 0", 1: "stage 1", 2: "stage 2", 3: "stage 3"},
-        "bf16",
-        None,
-        5e8,
-        0.0,
-        None,
-        0.0,
-        False,
-        (3,),
-        False,
-        "deepspeed/runtime/zero/config.py@v0.16.0: reduce_bucket_size=5e8, allgather_bucket_size=5e8, "
+        name="deepspeed",
+        title="DeepSpeed ZeRO",
+        stages={0: "stage 0", 1: "stage 1", 2: "stage 2", 3: "stage 3"},
+        grad_dtype="bf16",
+        gather_bytes=None,
+        bucket_elements=5e8,
+        bucket_elements_per_rank=0.0,
+        bucket_bytes=None,
+        first_bucket_bytes=0.0,
+        per_unit=False,
+        gather_bucket_elements=5e8,
+        stage3_reduce_buckets=True,
+        overlap_grad_reduce=(3,),
+        overlap_param_gather=False,
+        source="deepspeed/runtime/zero/config.py@v0.16.0: reduce_bucket_size=5e8, allgather_bucket_size=5e8, "
         "overlap_comm=False (stage 3: True), stage3_prefetch_bucket_size=5e7",
     ),
     "megatron": Framework(
-        "megatron",
-        "Megatron-LM",
-        "megatron",
-        {0: "DDP", 1: "distributed optimizer"},
-        "fp32",
-        None,
-        4e7,
-        1e6,
-        None,
-        0.0,
-        False,
-        (0, 1),
-        True,
-        "megatron/core/distributed/distributed_data_parallel_config.py@core_r0.9.0: bucket_size "
+        name="megatron",
+        title="Megatron-LM",
+        stages={0: "DDP", 1: "distributed optimizer"},
+        grad_dtype="fp32",
+        gather_bytes=None,
+        bucket_elements=4e7,
+        bucket_elements_per_rank=1e6,
+        bucket_bytes=None,
+        first_bucket_bytes=0.0,
+        per_unit=False,
+        gather_bucket_elements=None,
+        stage3_reduce_buckets=False,
+        overlap_grad_reduce=(0, 1),
+        overlap_param_gather=True,
+        source="megatron/core/distributed/distributed_data_parallel_config.py@core_r0.9.0: bucket_size "
         "max(40000000, 1000000 x dp); --overlap-grad-reduce, --overlap-param-gather",
     ),
 }

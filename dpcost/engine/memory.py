@@ -188,6 +188,7 @@ class Buffers:
 
 def buffers(
     stage: int,
+    schedule: str,
     recipe: Recipe,
     grad_bytes: float,
     n_params: float,
@@ -196,24 +197,28 @@ def buffers(
     largest_layer_params: float,
     gather_bytes: float | None = None,
 ) -> Buffers:
-    """Stage 0 with PyTorch DDP (the zero-paper and ddp recipes): DDP copies every gradient into its buckets
-    (gradient_as_bucket_view=False, the default; PyTorch DDP docs); Megatron reduces its contiguous main-grad
-    buffer in place and DeepSpeed's estimators count no copy. Otherwise two buckets are in flight (one filling,
-    one being reduced). Stage 3: the gathered unit in use and the next one prefetched, plus the full gradient of
-    the unit in the backward pass (FSDP per-block wrapping); DeepSpeed counts 4 bytes x its largest layer. FSDP
-    SHARD_GRAD_OP (the fsdp recipe at stage 2) keeps every unit gathered from its forward to its backward: the
-    whole model in the gathered dtype (`gather_bytes`, default the recipe's weight bytes)."""
+    """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
+
+    Stage 0 as PyTorch DDP runs it (generic and ddp): DDP copies every gradient into its buckets
+    (gradient_as_bucket_view=False, the default; PyTorch DDP docs). Megatron's buckets are views of its
+    contiguous gradient buffer, reduced in place, and FSDP reduces per unit: no bucket memory. Otherwise two
+    buckets are in flight (one filling, one being reduced). Stage 3: the gathered unit in use and the next one
+    prefetched, plus the full gradient of the unit in the backward pass (FSDP per-block wrapping); DeepSpeed's
+    estimator (the deepspeed recipe) counts 4 bytes x its largest layer instead. FSDP's SHARD_GRAD_OP keeps every
+    unit gathered from its forward to its backward: the whole model in the gathered dtype (`gather_bytes`,
+    default the recipe's weight bytes)."""
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     gathered_bytes = gather_bytes or weight_bytes
-    ddp_copy = grad_bytes * n_params if stage == 0 and recipe.name in ("zero-paper", "ddp") else 0.0
-    buckets = 0.0 if ddp_copy else 2 * bucket_bytes  # DDP's copy is its buckets
+    ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
+    in_place = ddp_copy > 0 or schedule in ("megatron", "fsdp")
+    buckets = 0.0 if in_place else 2 * bucket_bytes
     gathered = 0.0
     if stage == 3:
         if recipe.name == "deepspeed":
             gathered = 4 * largest_layer_params
         else:
             gathered = gather_unit_params * (2 * gathered_bytes + grad_bytes)
-    elif stage == 2 and recipe.name == "fsdp":
+    elif stage == 2 and schedule == "fsdp":
         gathered = n_params * gathered_bytes + gather_unit_params * grad_bytes
     return Buffers(buckets, gathered, ddp_copy)
 

@@ -125,6 +125,8 @@ def timeline(
         overlap_param_gather=p.overlap_param_gather,
         first_bucket_bytes=p.first_bucket_bytes,
         per_unit=p.per_unit,
+        gather_bucket_bytes=p.gather_bucket_bytes,
+        stage3_reduce_bucket_bytes=p.stage3_reduce_bucket_bytes,
         overlap_grad_reduce=p.overlap_grad_reduce(stage),
         ranks=o.dp,
         overlap_slowdown=o.compute.overlap_slowdown,

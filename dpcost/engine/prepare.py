@@ -65,6 +65,22 @@ class Prepared:
     def per_unit(self) -> bool:
         return self.framework.per_unit if self.framework else False
 
+    @property
+    def schedule(self) -> str:
+        """Whose schedule the step runs, and so which transient buffers it holds: the framework's, or generic."""
+        return self.framework.name if self.framework else "generic"
+
+    @property
+    def gather_bucket_bytes(self) -> float:
+        """Stages 1-2: the updated parameters' all-gather bucket (DeepSpeed's allgather_bucket_size; 0: per unit)."""
+        fw = self.framework
+        return fw.gather_bucket_elements * self.weight_bytes if fw and fw.gather_bucket_elements else 0.0
+
+    @property
+    def stage3_reduce_bucket_bytes(self) -> float:
+        """Stage 3: the gradient bucket DeepSpeed reduces in (0: one reduce-scatter per unit)."""
+        return self.bucket_bytes if self.framework and self.framework.stage3_reduce_buckets else 0.0
+
 
 def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
     """A DP size this topology can hold (placement.check_ranks), as an input error naming the flag."""
@@ -138,7 +154,7 @@ def batching(o: Options) -> tuple[int, int, list[Advice]]:
 
 def recipe_of(o: Options) -> str:
     """The memory accounting: --recipe, else the framework's, else the ZeRO paper's."""
-    return o.precision.recipe or (FRAMEWORKS[o.plan.framework].recipe if o.plan.framework else "zero-paper")
+    return o.precision.recipe or o.plan.framework or "zero-paper"
 
 
 def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:
@@ -231,7 +247,9 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
     rows = []
     for stage in range(4):
         states = model_states(counts.total, o.dp, stage, p.recipe, o.precision.optimizer, o.precision.offload)
-        buf = buffers(stage, p.recipe, p.grad_bytes, counts.total, bucket, gather_unit, largest_layer, p.weight_bytes)
+        buf = buffers(
+            stage, p.schedule, p.recipe, p.grad_bytes, counts.total, bucket, gather_unit, largest_layer, p.weight_bytes
+        )
         if keep_full and stage >= 2 and p.accumulation > 1:
             buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / o.dp))
         rows.append(stage_memory(stage, states, act, per_sample, buf, topology.gpu.hbm))

@@ -81,8 +81,8 @@ class Setup(Contract):
     recipe: str = Field(description="model-state recipe: zero-paper, deepspeed or megatron")
     optimizer: str = Field(description="optimizer whose states are counted")
     offload: str = Field(description="what is offloaded to host memory: none, optimizer or params")
-    bucket_bytes: int = Field(description="gradient bucket size")
-    mfu: float = Field(description="the --mfu input: fraction of dense BF16 peak the math sustains")
+    bucket_bytes: int = Field(description="gradient bucket size (FSDP reduces per unit instead)")
+    mfu: float = Field(description="the --mfu input: fraction of the compute dtype's dense peak the math sustains")
     skew: float = Field(description="the slowest rank's extra compute (--skew)")
     compute_dtype: str = Field(description="the matmuls' precision: bf16, or fp8 (MFU is against its peak)")
     overlap_slowdown: float = Field(description="compute slowdown while a collective overlaps it")
@@ -194,7 +194,9 @@ class Time(Contract):
     compute_seconds: float = Field(description="per step, all micro-batches, stragglers included")
     comm_seconds: float = Field(description="per step, every call summed")
     ideal_seconds: float = Field(description="each collective hidden behind what it can overlap: max(compute, comm)")
-    step_seconds: float = Field(description="the framework's schedule: buckets and block gathers as issued")
+    step_seconds: float = Field(
+        description="the framework's schedule (buckets and block gathers as issued) plus the losses at scale"
+    )
     serial_seconds: float = Field(description="compute + comm, nothing overlapped")
     exposed_comm_seconds: float = Field(
         description="collective time the compute waits for (the breakdown's exposed terms)"
@@ -202,7 +204,9 @@ class Time(Contract):
     losses_seconds: float = Field(description="what real runs lose beyond the schedule: overlap slowdown and jitter")
     bound: Literal["compute", "communication"] = Field(description="what the step waits on")
     tokens_per_second: float = Field(description="tokens per step / step_seconds")
-    mfu: float = Field(description="model FLOPs per second over dense BF16 peak (recomputation not counted)")
+    mfu: float = Field(
+        description="model FLOPs per second over the compute dtype's dense peak (recomputation not counted)"
+    )
     scaling_efficiency: float = Field(description="compute / step: against one GPU with the same per-GPU batch")
     straggler_seconds: float = Field(description="per step, from --skew")
     breakdown: list[BreakdownTerm] = Field(

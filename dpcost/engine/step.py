@@ -28,18 +28,24 @@ What real runs lose beyond the schedule (each term in the step's breakdown, each
 - synchronisation jitter: a collective completes when its slowest rank arrives. With each rank's arrival
   jittered by `sync_jitter` seconds (one standard deviation), the compute that waits on a collective waits the
   expected maximum of N normal deviates, Blom's approximation Phi^-1((N - 0.375) / (N + 0.25)) of them, each
-  time it waits: before every gathered unit, at the end of an overlapped gradient reduction, after every call
-  that does not overlap. The loss grows with those waits and with log N, not with the bytes moved.
+  time it waits: before every gathered unit, at the end of an overlapped gradient reduction, and once after each
+  stretch of calls that does not overlap (the ranks leave its first call together). The loss grows with those
+  waits and with log N, not with the bytes moved.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 
 __all__ = [
+    "COMPUTE",
+    "EXPOSED",
+    "JITTER",
+    "SLOWDOWN",
     "Call",
     "Drain",
     "Phase",
@@ -88,6 +94,8 @@ class StepPlan:
     overlap_param_gather: bool = False  # stages 1-2: gather updated parameters during the next forward
     first_bucket_bytes: float = 0.0  # DDP caps its first bucket so that communication starts early
     per_unit: bool = False  # FSDP: reduce (and, at stages 0 and 2, gather) per unit instead of in buckets
+    gather_bucket_bytes: float = 0.0  # stages 1-2: gather the updated parameters in buckets this size (0: per unit)
+    stage3_reduce_bucket_bytes: float = 0.0  # stage 3: gradients leave in buckets this size (0: one call per unit)
     overlap_grad_reduce: bool = True  # False: the gradient reduction runs on the compute stream (DeepSpeed 1-2)
     ranks: int = 1
     overlap_slowdown: float = 0.0  # compute slowdown while a collective runs alongside it
@@ -125,6 +133,12 @@ class Phase:
         return max(self.compute, self.comm)
 
 
+COMPUTE = "compute"
+EXPOSED = "exposed "  # + the collective
+SLOWDOWN = "compute slowed by overlapping collectives"
+JITTER = "waiting for the slowest rank (synchronisation jitter)"
+
+
 @dataclass(frozen=True)
 class Term:
     """One part of the step's time: compute, a collective's exposed time, or a loss at scale."""
@@ -157,7 +171,7 @@ class StepTime:
     @property
     def exposed(self) -> float:
         """Communication the compute waits for, the losses at scale apart."""
-        return sum(t.seconds for t in self.breakdown if t.term.startswith("exposed "))
+        return sum(t.seconds for t in self.breakdown if t.term.startswith(EXPOSED))
 
     @property
     def losses(self) -> float:
@@ -277,53 +291,70 @@ class _Schedule:
         )
         overlapped = p.overlap_grad_reduce
         duration = d.duration if overlapped else p.backward + d.comm
-        waits = 1 if overlapped else len(d.calls)  # the optimizer waits for the last bucket; else every bucket
+        waits = 1  # overlapped: the optimizer waits for the last bucket; else the stretch of calls after the pass
         self.phases.append(
             Phase(f"backward + {op}", p.backward, d.comm, duration, occurrences, ((op, d.comm),), overlapped, waits)
         )
 
     def per_unit_backward(self, op: str, purpose: str, occurrences: int, gathers: list[Call] | None = None) -> None:
-        """FSDP: each unit's gradients reduced right after its backward (its parameters gathered first when
-        `gathers`, FULL_SHARD)."""
+        """Each unit's gradients reduced after its backward (FSDP; ZeRO-3), its parameters gathered first when
+        `gathers` (FULL_SHARD, ZeRO-3). ZeRO-3 with a reduce bucket (DeepSpeed) groups consecutive units' gradients
+        into one call once the bucket is full. Without overlap the reductions run on the compute stream: a stretch
+        of calls after the pass."""
         p = self.plan
-        reduces = self.per_unit_calls(op, p.grad_bytes)
-        rs = [c.seconds for c in reduces][::-1]
-        ag = [c.seconds for c in gathers][::-1] if gathers else [0.0] * len(rs)
-        if occurrences:
-            duration = gather_reduce(self.bwd_units, ag, rs)
-            by_op = ((op, sum(rs)),) + ((("all_gather", sum(ag)),) if gathers else ())
-            name = "backward + " + (f"all_gather + {op}" if gathers else op)
-            waits = (len(ag) if gathers else 0) + 1  # each unit's gather, and the last reduction
-            self.phases.append(Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits))
-            n = len(rs) * occurrences
-            self.traffic.append(
-                Traffic(
-                    op,
-                    purpose,
-                    self.grad_total,
-                    occurrences,
-                    n,
-                    sum(rs) * occurrences,
-                    _algorithms(reduces, occurrences),
-                )
+        if p.stage == 3 and p.stage3_reduce_bucket_bytes > 0:
+            sizes = _bucketed_at_units([u.params * p.grad_bytes for u in p.units][::-1], p.stage3_reduce_bucket_bytes)
+        else:
+            sizes = [u.params * p.grad_bytes for u in p.units][::-1]
+        reduces = [self.call(op, b) if b > 0 else Call(0.0, "") for b in sizes]
+        rs = [c.seconds for c in reduces]
+        issued = [c for c in reduces if c.algorithm]
+        self.traffic.append(
+            Traffic(
+                op,
+                purpose,
+                self.grad_total,
+                occurrences,
+                len(issued) * occurrences,
+                sum(rs) * occurrences,
+                _algorithms(issued, occurrences),
             )
+        )
+        if not p.overlap_grad_reduce:
+            if gathers:
+                self.gathered("backward + all_gather", self.bwd_units, gathers[::-1], occurrences)
+            else:
+                self.compute_only("backward", p.backward, occurrences)
+            serial = ((op, sum(rs)),)
+            self.phases.append(Phase(f"{op} (not overlapped)", 0.0, sum(rs), sum(rs), occurrences, serial, False, 1))
+            return
+        ag = [c.seconds for c in gathers][::-1] if gathers else [0.0] * len(rs)
+        duration = gather_reduce(self.bwd_units, ag, rs)
+        by_op: tuple[tuple[str, float], ...] = ((op, sum(rs)),) + ((("all_gather", sum(ag)),) if gathers else ())
+        name = "backward + " + (f"all_gather + {op}" if gathers else op)
+        waits = (len(ag) if gathers else 0) + 1  # each unit's gather, and the last reduction
+        self.phases.append(Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits))
+
+    def gathered(self, name: str, compute: list[float], calls: Sequence[Call], repeats: int) -> None:
+        """A pass whose units each wait for their gathered parameters, the next unit's prefetched."""
+        ag = [c.seconds for c in calls]
+        duration = gather_reduce(compute, ag, [0.0] * len(ag))
+        by_op = (("all_gather", sum(ag)),)
+        self.phases.append(Phase(name, sum(compute), sum(ag), duration, repeats, by_op, True, len(ag)))
 
     def gathered_forward(self, repeats: int, purpose: str) -> list[Call]:
         """Every unit's parameters gathered before its forward, one unit prefetched (FSDP, ZeRO-3)."""
         p = self.plan
         calls = self.per_unit_calls("all_gather", p.weight_bytes)
-        ag = [c.seconds for c in calls]
-        duration = gather_reduce(self.fwd_units, ag, [0.0] * len(ag))
-        by_op = (("all_gather", sum(ag)),)
-        self.phases.append(Phase("forward + all_gather", p.forward, sum(ag), duration, repeats, by_op, True, len(ag)))
+        self.gathered("forward + all_gather", self.fwd_units, calls, repeats)
         self.traffic.append(
             Traffic(
                 "all_gather",
                 purpose,
                 self.weight_total,
                 repeats,
-                len(ag) * repeats,
-                sum(ag) * repeats,
+                len(calls) * repeats,
+                sum(c.seconds for c in calls) * repeats,
                 _algorithms(calls, repeats),
             )
         )
@@ -331,23 +362,41 @@ class _Schedule:
 
     def updated_parameters(self) -> None:
         """Stages 1-2: the updated parameter shards are all-gathered once per step. DeepSpeed (and so the ZeRO
-        paper's own implementation) gathers them at the end of the optimizer step, before the next forward can
-        start: nothing hides them. Megatron's distributed optimizer (--overlap-param-gather) gathers them block
-        by block during the next forward instead. The ideal overlaps them with that forward either way."""
+        paper's own implementation) gathers them at the end of the optimizer step in allgather_bucket_size
+        buckets, before the next forward can start: nothing hides them. Megatron's distributed optimizer
+        (--overlap-param-gather) gathers them block by block during the next forward instead. The ideal
+        overlaps them with that forward either way."""
         p = self.plan
-        calls = self.per_unit_calls("all_gather", p.weight_bytes)
-        ag = [c.seconds for c in calls]
-        self.traffic.append(
-            Traffic("all_gather", "updated parameters", self.weight_total, 1, len(ag), sum(ag), _algorithms(calls))
-        )
-        by_op = (("all_gather", sum(ag)),)
-        if p.overlap_param_gather:
-            duration = gather_reduce(self.fwd_units, ag, [0.0] * len(ag))
-            name = "forward + all_gather (overlapped)"
-            self.phases.append(Phase(name, p.forward, sum(ag), duration, 1, by_op, True, len(ag)))
+        if p.gather_bucket_bytes > 0 and not p.overlap_param_gather:
+            n = max(1, math.ceil(self.weight_total / p.gather_bucket_bytes - 1e-9))
+            calls = [self.call("all_gather", self.weight_total / n)] * n
         else:
-            name = "optimizer all_gather, then forward"
-            self.phases.append(Phase(name, p.forward, sum(ag), sum(ag) + p.forward, 1, by_op, False, 1))
+            calls = self.per_unit_calls("all_gather", p.weight_bytes)
+        ag = sum(c.seconds for c in calls)
+        self.traffic.append(
+            Traffic("all_gather", "updated parameters", self.weight_total, 1, len(calls), ag, _algorithms(calls))
+        )
+        if p.overlap_param_gather:
+            self.gathered("forward + all_gather (overlapped)", self.fwd_units, calls, 1)
+        else:
+            by_op = (("all_gather", ag),)
+            self.phases.append(
+                Phase("optimizer all_gather, then forward", p.forward, ag, ag + p.forward, 1, by_op, False, 1)
+            )
+
+
+def _bucketed_at_units(sizes: Sequence[float], bucket: float) -> list[float]:
+    """Per unit, the bytes of the call issued after it: units' gradients fill a bucket, which is reduced when
+    the next unit would overflow it (DeepSpeed's reduce bucket, cut at unit boundaries; a unit larger than the
+    bucket goes alone), the last one flushed at the end."""
+    out, held = [0.0] * len(sizes), 0.0
+    for j, b in enumerate(sizes):
+        if held > 0 and held + b > bucket:
+            out[j - 1], held = held, 0.0
+        held += b
+    if sizes:
+        out[-1] += held
+    return out
 
 
 def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ...], list[Term]]:
@@ -365,12 +414,12 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
             if ph.comm > 0:
                 exposed[op] = exposed.get(op, 0.0) + wait * seconds / ph.comm
     compute = sum(ph.compute * ph.repeats for ph in phases)
-    terms = [Term("compute", compute)]
-    terms += [Term(f"exposed {op}", s) for op, s in exposed.items()]
-    terms.append(Term("compute slowed by overlapping collectives", slowdown))
+    terms = [Term(COMPUTE, compute)]
+    terms += [Term(f"{EXPOSED}{op}", s) for op, s in exposed.items()]
+    terms.append(Term(SLOWDOWN, slowdown))
     waits = sum(ph.waits * ph.repeats for ph in phases)
     jitter = waits * plan.sync_jitter * expected_max_deviate(plan.ranks)
-    terms.append(Term("waiting for the slowest rank (synchronisation jitter)", jitter))
+    terms.append(Term(JITTER, jitter))
     return tuple(slowed), terms
 
 
@@ -409,10 +458,7 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
         gathers = s.gathered_forward(a, "parameters (forward)")
         rs_times = 1 if plan.keep_full_grads else a
         if rs_times < a:
-            ag = [c.seconds for c in gathers][::-1]
-            duration = gather_reduce(s.bwd_units, ag, [0.0] * len(ag))
-            by_op = (("all_gather", sum(ag)),)
-            s.phases.append(Phase("backward + all_gather", bwd, sum(ag), duration, a - rs_times, by_op, True, len(ag)))
+            s.gathered("backward + all_gather", s.bwd_units, gathers[::-1], a - rs_times)
         n = len(gathers)
         ag_total = sum(c.seconds for c in gathers)
         s.traffic.append(

@@ -211,6 +211,8 @@ def _framework(r: Report) -> str:
     s = r.setup
     if s.framework == "none":
         return f"the generic plan ({fmt_bytes(s.bucket_bytes, binary=True)} buckets, per-block gathers)"
+    if s.framework == "fsdp":
+        return "fsdp (per-unit gathers and reduce-scatters)"
     return f"{s.framework} ({fmt_bytes(s.bucket_bytes, binary=True)} buckets)"
 
 
