@@ -105,7 +105,7 @@ class Limits(BaseModel):
 
     def given(self) -> list[str]:
         """The checks these limits ask for, in CHECKS order; require_fit when none is set."""
-        asked = [name for name in CHECKS if getattr(self, name) not in (None, False)]
+        asked = [name for name in CHECKS if getattr(self, name) is not (False if name == "require_fit" else None)]
         return asked or ["require_fit"]
 
 
@@ -118,7 +118,6 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "max_exposed_comm": ("--max-exposed-comm", "seconds", "<="),
     "min_tokens_per_s": ("--min-tokens-per-s", "tokens/s", ">="),
 }
-_TRAINING_ONLY = ("max_step_time", "min_efficiency", "max_exposed_comm")
 
 
 def option_key(key: str) -> str | None:
@@ -154,6 +153,25 @@ def _option_properties(schema: dict[str, Any]) -> None:
                 props[spelled] = {**entry, "description": f"the same as {name}"}
 
 
+def _normalised(data: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    """A scenario (or the defaults) with its plan options, beside the fields or under `options`, gathered under
+    `options` by their field names; an unknown option, or one given twice, is refused."""
+    given = data.get("options") or {}
+    if not isinstance(given, dict):
+        raise ValueError("options must be a mapping of estimate's flags to values")
+    out = {k: v for k, v in data.items() if k in fields and k != "options"}
+    options: dict[str, Any] = {}
+    for key, value in [*given.items(), *((k, v) for k, v in data.items() if k not in fields)]:
+        name = option_key(str(key))
+        if name is None:
+            raise ValueError(f"unknown plan option {key!r} (the options are estimate's flags)")
+        if name in options:
+            raise ValueError(f"option {name!r} is given twice (as {key!r} too)")
+        options[name] = value
+    out["options"] = options
+    return out
+
+
 class Scenario(BaseModel):
     """One plan to cost and check: a model on a topology at a DP size, with any plan option, and its limits."""
 
@@ -162,7 +180,7 @@ class Scenario(BaseModel):
     name: str = Field(min_length=1, max_length=200, description="names the scenario in the table, JSON and JUnit")
     model: str = Field(min_length=1, description="catalog name, YAML spec or HF config.json (as --model)")
     topology: str = Field("dgx-h100", min_length=1, description="catalog name or YAML spec (as --topology)")
-    dp: int = Field(ge=1, le=10_000_000, description="data-parallel size (as --dp)")
+    dp: int = Field(ge=1, le=10_000_000, strict=True, description="data-parallel size (as --dp)")
     limits: Limits = Field(default_factory=Limits, description="what the plan must hold")
     options: dict[str, Any] = Field(
         default_factory=dict, description="plan options (estimate's flags); they may also sit beside `model`"
@@ -173,21 +191,7 @@ class Scenario(BaseModel):
     def _gather_options(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        out: dict[str, Any] = {}
-        options = dict(data.get("options") or {}) if isinstance(data.get("options") or {}, dict) else {}
-        for key, value in data.items():
-            if key == "options":
-                continue
-            name = option_key(str(key)) if key not in cls.model_fields else None
-            if name is not None:
-                options[name] = value
-            else:
-                out[key] = value
-        unknown = [k for k in options if option_key(str(k)) is None]
-        if unknown:
-            raise ValueError(f"unknown plan option {unknown[0]!r} (the options are estimate's flags)")
-        out["options"] = {option_key(str(k)): v for k, v in options.items()}
-        return out
+        return _normalised(data, tuple(cls.model_fields))
 
     @field_validator("name")
     @classmethod
@@ -198,17 +202,13 @@ class Scenario(BaseModel):
 
     def plan_options(self) -> Options:
         """The scenario's options, validated as `estimate` validates its flags."""
-        from dpcost.options import SECTIONS, Options, flag
+        from dpcost.options import Options, explain
 
         try:
             return Options.model_validate({"dp": self.dp, **self.options})
         except ValidationError as exc:
-            err = exc.errors(include_url=False)[0]
-            loc = [str(p) for p in err["loc"]]
-            where = flag(loc[0], loc[1]) if len(loc) > 1 and loc[0] in SECTIONS else "options"
-            msg = str(err["msg"]).removeprefix("Value error, ")
-            given = "" if "got " in msg else f", got {repr(err.get('input'))[:40]}"
-            raise ValueError(f"{where}: {msg}{given}") from None
+            where, message = explain(exc)
+            raise ValueError(f"{where}: {message}") from None
 
 
 class PlanFile(BaseModel):
@@ -231,13 +231,24 @@ class PlanFile(BaseModel):
         scenarios = data.get("scenarios")
         if not isinstance(scenarios, list):
             return data
+        fields = tuple(Scenario.model_fields)
+        try:
+            base = _normalised(defaults, fields)
+        except ValueError as exc:
+            raise ValueError(f"defaults: {exc}") from None
         merged = []
-        for s in scenarios:
+        for i, s in enumerate(scenarios):
             if not isinstance(s, dict):
                 merged.append(s)
                 continue
-            limits = {**(defaults.get("limits") or {}), **(s.get("limits") or {})}
-            merged.append({**{k: v for k, v in defaults.items() if k != "limits"}, **s, "limits": limits})
+            try:
+                own = _normalised(s, fields)
+            except ValueError as exc:
+                raise ValueError(f"scenarios.{i}: {exc}") from None
+            for key in ("limits", "options"):  # mappings merge, a scenario's own entries over the defaults'
+                if isinstance(base.get(key), dict) and isinstance(own.get(key), dict):
+                    own[key] = {**base[key], **own[key]}
+            merged.append({**base, **own})
         return {**data, "scenarios": merged}
 
     @field_validator("scenarios")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from dpcost.engine.memory import offload_applies
 from dpcost.units import parse_bytes, parse_seconds
@@ -279,6 +279,39 @@ def flag(section: str, field: str) -> str:
     info = model.model_fields.get(field) if model is not None else None
     extra = info.json_schema_extra if info is not None and isinstance(info.json_schema_extra, dict) else {}
     return str(extra.get("flag") or "--" + field.replace("_", "-"))
+
+
+def error_message(err: Any, info: Any = None) -> str:
+    """pydantic's complaint about one value in dpcost's words: what is allowed, and what was given."""
+    kind, ctx, given = err["type"], err.get("ctx") or {}, err.get("input")
+    shown = repr(given) if len(repr(given)) <= 40 else repr(given)[:37] + "..."
+    if kind == "greater_than_equal":
+        bound = ctx.get("ge")
+        return f"must be a positive integer, got {shown}" if bound == 1 else f"must be at least {bound}, got {shown}"
+    if kind == "greater_than":
+        return f"must be more than {ctx.get('gt')}, got {shown}"
+    if kind == "less_than_equal":
+        return f"{shown} is beyond {ctx.get('le'):,}; check the number"
+    if kind == "literal_error" and info is not None:
+        values = [str(v) for v in choices(info.annotation)]
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        if extra.get("auto"):
+            values.append("auto")
+        return f"must be one of {', '.join(values[:-1])} or {values[-1]}, got {shown}"
+    message = str(err["msg"]).removeprefix("Value error, ")
+    return message if "got " in message else f"{message}, got {shown}"
+
+
+def explain(exc: ValidationError) -> tuple[str, str]:
+    """An invalid Options as (the flag at fault, what is allowed and what was given)."""
+    err = exc.errors(include_url=False)[0]
+    loc = [str(x) for x in err["loc"]]
+    if len(loc) > 1 and loc[0] in SECTIONS:
+        return flag(loc[0], loc[1]), error_message(err, SECTIONS[loc[0]].model_fields[loc[1]])
+    if loc:
+        return "--" + loc[0].replace("_", "-"), error_message(err)
+    where, _, message = str(err["msg"]).removeprefix("Value error, ").partition(": ")
+    return where, message
 
 
 def choices(annotation: Any) -> tuple[Any, ...]:

@@ -166,6 +166,13 @@ BAD_PLANS = [
         ["scenario 'a'", "max_step_time", "inference"],
     ),
     ("name: [oops\n", ["malformed YAML"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: 8, options: [1]}\n", ["scenarios.0", "mapping"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: 8, zero: 2, options: {zero: 3}}\n", ["'zero'", "twice"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: 8, micro-batch: 2, micro_batch: 4}\n", ["twice"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: 8, limits: [1]}\n", ["limits"]),
+    ("defaults: {limits: foo}\nscenarios:\n  - {name: a, model: llama-8b, dp: 8}\n", ["limits"]),
+    ("defaults: {microbatch: 2}\nscenarios:\n  - {name: a, model: llama-8b, dp: 8}\n", ["defaults", "microbatch"]),
+    ("scenarios:\n  - {name: a, model: llama-8b, dp: true}\n", ["dp"]),
 ]
 
 
@@ -231,3 +238,42 @@ def test_exit_codes_0_1_2_3(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("dpcost.engine.estimate.estimate", broken)
     code, _, err = run("estimate", "--model", "llama-8b", "--dp", "8")
     assert code == 3 and "internal error (ZeroDivisionError: a bug)" in err and "report it" in err
+
+
+def test_a_limit_of_zero_is_a_limit() -> None:
+    """0 is a limit like any other: `--max-exposed-comm 0` fails a plan that exposes any communication."""
+    code, out, _ = run("check", "--model", "llama-70b", "--dp", "2048", "--max-exposed-comm", "0", "-f", "json")
+    assert code == 1
+    (check,) = json.loads(out)["scenarios"][0]["checks"]
+    assert check["check"] == "max_exposed_comm" and check["limit"] == 0.0 and check["value"] > 0
+
+
+def test_a_plan_file_refuses_the_single_plan_flags() -> None:
+    code, _, err = run("check", str(PASSING), "--topology", "dgx-a100")
+    assert code == 2 and "--topology" in err
+
+
+def test_defaults_merge_options_and_files_are_found_beside_the_plan(tmp_path: Path) -> None:
+    folder = tmp_path / "plans"
+    folder.mkdir()
+    (folder / "tiny.yaml").write_text((Path(__file__).parents[1] / "models" / "llama-8b.yaml").read_text())
+    plan = folder / "plan.yaml"
+    plan.write_text(
+        "defaults: {options: {zero: 2}, limits: {max_memory: 80GB}}\n"
+        "scenarios:\n  - {name: a, model: tiny.yaml, dp: 8, options: {micro-batch: 2},\n"
+        "     limits: {max_step_time: 3600s}}\n"
+    )
+    code, out, err = run("check", str(plan), "-f", "json")  # from another folder: the model is beside the plan
+    assert code == 0, err
+    (scenario,) = json.loads(out)["scenarios"]
+    assert scenario["zero_stage"] == 2
+    assert [c["check"] for c in scenario["checks"]] == ["max_memory", "max_step_time"]
+
+
+def test_junit_xml_stays_well_formed_with_odd_names(tmp_path: Path) -> None:
+    plan = _plan(tmp_path, 'scenarios:\n  - {name: "odd \\uFFFE <&> name", model: llama-8b, dp: 8}\n')
+    junit = tmp_path / "junit.xml"
+    code, _, err = run("check", plan, "--junit", str(junit))
+    assert code == 0, err
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("name") == "odd \ufffd <&> name"

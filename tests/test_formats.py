@@ -164,3 +164,10 @@ def test_the_html_report_in_a_real_browser(tmp_path: Path) -> None:
         check=True,
     )
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+
+
+def test_only_a_whole_no_or_fail_is_shown_as_failing() -> None:
+    from dpcost.render.table import flagged
+
+    assert all(flagged(c) for c in ("NO", "NO / 80.0 GB", "NO: 2 GPUs per replica", "FAIL"))
+    assert not any(flagged(c) for c in ("NOVA-13B", "NONE", "yes / 80.0 GB", "FAILOVER", "pass"))

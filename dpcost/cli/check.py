@@ -16,8 +16,6 @@ from dpcost.errors import InputError
 if TYPE_CHECKING:
     from dpcost.checks import Limits, ScenarioResult
 
-LIMIT_FLAGS = ("max_memory", "max_step_time", "min_efficiency", "max_exposed_comm", "min_tokens_per_s")
-
 
 @app.command()
 @plan_options()
@@ -80,9 +78,9 @@ def check(
     flags = _limits({k: v for k, v in given.items() if v is not None})
     values = options_values or {}
     if plan is not None:
-        for name in ("model", "dp"):
+        for name in ("model", "dp", "topology"):
             if _typed(ctx, name):
-                raise InputError(f"--{name}", "give a plan file or --model and --dp, not both")
+                raise InputError(f"--{name}", f"give a plan file or --model, --dp and --{name}, not both")
         for key in values:
             if _typed(ctx, key):
                 from dpcost.cli.options import field_flag
@@ -122,32 +120,29 @@ def _typed(ctx: typer.Context, name: str) -> bool:
     return getattr(source, "name", "") == "COMMANDLINE"
 
 
-def _limits(values: dict[str, Any], where: str = "") -> Limits:
+def _limits(values: dict[str, Any]) -> Limits:
     """Limits from flags (or a file's mapping); an error names the flag."""
     from pydantic import ValidationError
 
     from dpcost.checks import CHECKS, Limits
+    from dpcost.options import error_message
 
     try:
         return Limits.model_validate(values)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         name = str(err["loc"][0]) if err["loc"] else ""
-        flag = CHECKS[name][0] if name in CHECKS else name
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        given = "" if "got " in msg else f", got {repr(err.get('input'))[:40]}"
-        raise InputError(where or flag, msg + given) from None
+        raise InputError(CHECKS[name][0] if name in CHECKS else name, error_message(err)) from None
 
 
 def _merge(own: Limits, flags: Limits) -> Limits:
     """A scenario's limits with the flags' over them."""
-    set_by_flags = {k: v for k, v in flags.model_dump().items() if v not in (None, False)}
-    return own.model_copy(update=set_by_flags)
+    return own.model_copy(update=flags.model_dump(exclude_unset=True))
 
 
 def _run_one(model: str, dp: int, topology: str, values: dict[str, Any], flags: Limits) -> ScenarioResult:
     from dpcost.catalog import load_model, load_topology
-    from dpcost.checks import evaluate
+    from dpcost.checks import CHECKS, evaluate
     from dpcost.engine.estimate import estimate
 
     options = build_options(dp, values)
@@ -156,7 +151,7 @@ def _run_one(model: str, dp: int, topology: str, values: dict[str, Any], flags: 
         return evaluate(f"{report.model.name} at DP {dp}", report, flags)
     except ValueError as exc:
         check, _, why = str(exc).partition(": ")
-        raise InputError("--" + check.replace("_", "-"), why) from None
+        raise InputError(CHECKS[check][0] if check in CHECKS else "limits", why) from None
 
 
 def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
@@ -172,8 +167,8 @@ def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
             options = s.plan_options()
         except ValueError as exc:
             raise InputError(where, str(exc)) from None
-        spec = load_model(s.model, where=f"{where}: model")
-        topo = load_topology(s.topology, where=f"{where}: topology")
+        spec = load_model(_beside(plan, s.model), where=f"{where}: model")
+        topo = load_topology(_beside(plan, s.topology), where=f"{where}: topology")
         try:
             report = estimate(spec, topo, options)
             results.append(evaluate(s.name, report, _merge(s.limits, flags)))
@@ -185,3 +180,12 @@ def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
         except ValueError as exc:
             raise InputError(where, str(exc)) from None
     return results
+
+
+def _beside(plan: Path, name: str) -> str:
+    """A file a plan names is found beside the plan (a relative path is the plan's folder's); a catalog name
+    stays a name."""
+    path = Path(name)
+    if path.is_absolute() or not (path.suffix or "/" in name):
+        return name
+    return str(plan.parent / path)

@@ -143,9 +143,10 @@ OutputOpt = Annotated[
 # ------------------------------------------------------------------------------------------------ output
 
 
-def _width() -> int | None:
-    """The console's width: the terminal's, else $COLUMNS, else 240 (a pipe or a file: keep every column)."""
-    if sys.stdout.isatty():
+def _width(to_file: bool = False) -> int | None:
+    """The console's width: the terminal's, else $COLUMNS, else 240 (a pipe or a file: keep every column). A
+    file written by --output is never fitted to the terminal it was asked for from."""
+    if sys.stdout.isatty() and not to_file:
         return None
     columns = os.environ.get("COLUMNS", "")
     return (int(columns) if columns.isascii() and columns.isdigit() else 0) or 240
@@ -154,7 +155,7 @@ def _width() -> int | None:
 def _console(file: Any = None) -> Any:
     from rich.console import Console
 
-    return Console(width=_width(), highlight=False, soft_wrap=False, file=file)
+    return Console(width=_width(to_file=file is not None), highlight=False, soft_wrap=False, file=file)
 
 
 def write(text: str, output: Path | None, flag: str = "--output") -> None:

@@ -93,7 +93,7 @@ def build_options(dp: int, values: dict[str, Any]) -> Any:
     """A validated Options from the flags' values; an error names the flag and what is allowed."""
     from pydantic import ValidationError
 
-    from dpcost.options import SECTIONS, Options
+    from dpcost.options import SECTIONS, Options, explain
 
     sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
     for key, value in values.items():
@@ -103,37 +103,7 @@ def build_options(dp: int, values: dict[str, Any]) -> Any:
     try:
         return Options.model_validate({"dp": dp, **sections})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = [str(x) for x in err["loc"]]
-        if len(loc) > 1 and loc[0] in SECTIONS:
-            info = SECTIONS[loc[0]].model_fields[loc[1]]
-            raise InputError(field_flag(loc[1]), _message(err, info)) from None
-        if loc:
-            raise InputError("--" + loc[0].replace("_", "-"), _message(err, None)) from None
-        where, _, message = str(err["msg"]).removeprefix("Value error, ").partition(": ")
-        raise InputError(where, message) from None
-
-
-def _message(err: Any, info: Any) -> str:
-    """pydantic's complaint in dpcost's words: what is allowed, and what was given."""
-    from dpcost.options import choices
-
-    kind, ctx, given = err["type"], err.get("ctx") or {}, err.get("input")
-    shown = repr(given) if len(repr(given)) <= 40 else repr(given)[:37] + "..."
-    if kind == "greater_than_equal":
-        bound = ctx.get("ge")
-        return f"must be a positive integer, got {shown}" if bound == 1 else f"must be at least {bound}, got {shown}"
-    if kind == "greater_than":
-        return f"must be more than {ctx.get('gt')}, got {shown}"
-    if kind == "less_than_equal":
-        return f"{shown} is beyond {ctx.get('le'):,}; check the number"
-    if kind == "literal_error" and info is not None:
-        values = [str(v) for v in choices(info.annotation)]
-        if _extra(info).get("auto"):
-            values.append("auto")
-        return f"must be one of {', '.join(values[:-1])} or {values[-1]}, got {shown}"
-    message = str(err["msg"]).removeprefix("Value error, ")
-    return message if "got " in message else f"{message}, got {shown}"
+        raise InputError(*explain(exc)) from None
 
 
 def plan_options(skip: Iterable[str] = ()) -> Callable[[F], F]:

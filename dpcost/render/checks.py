@@ -3,6 +3,7 @@ annotations (one `::error` line per failed check)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dpcost.checks import CHECKS, CheckReport, CheckResult, ScenarioResult
@@ -98,6 +99,10 @@ def check_rows(report: CheckReport) -> list[dict[str, Any]]:
     ]
 
 
+# characters XML 1.0 does not allow (ElementTree writes them anyway): shown as U+FFFD
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def junit_xml(report: CheckReport, suite: str) -> str:
     """JUnit XML as CI systems read it: one <testsuite> per scenario, one <testcase> per check."""
     import xml.etree.ElementTree as ET
@@ -132,7 +137,8 @@ def junit_xml(report: CheckReport, suite: str) -> str:
             else:
                 ET.SubElement(case, "system-out").text = f"value {shown(c.value, c.unit)}"
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    text = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + NOT_XML.sub("\ufffd", text) + "\n"
 
 
 def _escape(text: str, prop: bool = False) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dpcost.render.table import Table
+from dpcost.render.table import Table, flagged
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -204,16 +204,11 @@ def to_rich(tables: Iterable[Table], width: int = 240) -> list[RenderableType]:
         for head, i in zip(f.headers, f.columns, strict=True):
             rt.add_column(head, justify="right" if i in t.right else "left", no_wrap=True, overflow="fold")
         for row in f.rows:
-            rt.add_row(*[Text(cell, style="bold red") if _bad(cell) else Text(cell) for cell in row])
+            rt.add_row(*[Text(cell, style="bold red") if flagged(cell) else Text(cell) for cell in row])
         if f.notes:
             rt.caption = "\n".join(f.notes)
         out.append(rt)
     return out
-
-
-def _bad(cell: str) -> bool:
-    """A cell that says something does not fit or a check failed: shown in red."""
-    return cell.startswith("NO") or cell == "FAIL"
 
 
 def _stacked(t: Table, f: Fitted) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from dpcost.render.table import Table
+from dpcost.render.table import Table, flagged
 
 __all__ = ["page"]
 
@@ -35,7 +35,7 @@ def _table(t: Table) -> str:
         cells = []
         for i, cell in enumerate(row):
             cls = "num" if i in t.right else "prose" if t.wraps and i == len(row) - 1 else ""
-            if cell.startswith("NO") or cell == "FAIL":
+            if flagged(cell):
                 cls = (cls + " no").strip()
             attr = f' class="{cls}"' if cls else ""
             cells.append(f"<td{attr}>{escape(cell)}</td>")

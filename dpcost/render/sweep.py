@@ -100,7 +100,7 @@ def sweep_chart(reports: Sequence[EstimateReport], columns: int = 80) -> str:
 
 
 def sweep_svg(reports: Sequence[EstimateReport]) -> str:
-    """Two small charts (efficiency, and step time: bucketed, ideal, serial) against log2 DP, as SVG text."""
+    """Two small charts (efficiency, and step time: as reported, ideal, serial) against log2 DP, as SVG text."""
     dps = [r.setup.dp for r in reports]
     times = [r.time for r in reports if r.time is not None]
     width, height, pad = 360, 240, 44
@@ -136,7 +136,7 @@ def sweep_svg(reports: Sequence[EstimateReport]) -> str:
     body += panel(
         width,
         "step time",
-        [("bucketed", steps[0], "#d62728"), ("ideal", steps[1], "#2ca02c"), ("serial", steps[2], "#7f7f7f")],
+        [("step", steps[0], "#d62728"), ("ideal", steps[1], "#2ca02c"), ("serial", steps[2], "#7f7f7f")],
         max(max(s) for s in steps) * 1.05,
         " s",
     )

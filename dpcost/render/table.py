@@ -6,12 +6,13 @@ them; JSON and YAML dump the report's own models (the machine contract, engine/r
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from dpcost.units import fmt_bytes
 
-__all__ = ["Table", "gb", "pct", "us"]
+__all__ = ["Table", "flagged", "gb", "pct", "us"]
 
 
 @dataclass
@@ -30,6 +31,12 @@ class Table:
     @property
     def wraps(self) -> bool:
         return self.prose if self.prose is not None else len(self.columns) <= 3
+
+
+def flagged(cell: str) -> bool:
+    """A cell that says something does not fit or a check failed ("NO", "NO / 80.0 GB", "FAIL"): shown in red.
+    The marker is a whole word, so that a name such as "NOVA" is not."""
+    return cell == "FAIL" or re.match(r"NO\b", cell) is not None
 
 
 def us(x: float) -> str:
