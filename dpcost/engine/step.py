@@ -302,13 +302,11 @@ class _Schedule:
         into one call once the bucket is full. Without overlap the reductions run on the compute stream: a stretch
         of calls after the pass."""
         p = self.plan
+        sizes = [u.params * p.grad_bytes for u in p.units][::-1]
         if p.stage == 3 and p.stage3_reduce_bucket_bytes > 0:
-            sizes = _bucketed_at_units([u.params * p.grad_bytes for u in p.units][::-1], p.stage3_reduce_bucket_bytes)
-        else:
-            sizes = [u.params * p.grad_bytes for u in p.units][::-1]
-        reduces = [self.call(op, b) if b > 0 else Call(0.0, "") for b in sizes]
-        rs = [c.seconds for c in reduces]
-        issued = [c for c in reduces if c.algorithm]
+            sizes = _bucketed_at_units(sizes, p.stage3_reduce_bucket_bytes)
+        issued = {j: self.call(op, b) for j, b in enumerate(sizes) if b > 0}  # unit (backward order) -> its call
+        rs = [issued[j].seconds if j in issued else 0.0 for j in range(len(sizes))]
         self.traffic.append(
             Traffic(
                 op,
@@ -317,7 +315,7 @@ class _Schedule:
                 occurrences,
                 len(issued) * occurrences,
                 sum(rs) * occurrences,
-                _algorithms(issued, occurrences),
+                _algorithms(issued.values(), occurrences),
             )
         )
         if not p.overlap_grad_reduce:
