@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, write
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, writable, write
 from dpcost.cli.options import TopologyOpt, build_options, plan_options
 from dpcost.errors import InputError
 
@@ -52,7 +52,12 @@ def check(
     ] = None,
     junit: Annotated[
         Path | None,
-        typer.Option("--junit", metavar="FILE", help="Also write JUnit XML: a test case per scenario and check."),
+        typer.Option(
+            "--junit",
+            metavar="FILE",
+            help="Also write JUnit XML: a test case per scenario and check.",
+            callback=writable("--junit"),
+        ),
     ] = None,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,

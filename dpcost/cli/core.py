@@ -22,7 +22,7 @@ from dpcost.errors import DpcostError, InputError
 if TYPE_CHECKING:
     from dpcost.render.table import Table
 
-__all__ = ["Format", "FormatOpt", "Group", "OutputOpt", "app", "emit", "load", "show_app", "write"]
+__all__ = ["Format", "FormatOpt", "Group", "OutputOpt", "app", "emit", "load", "show_app", "writable", "write"]
 
 # typer >= 0.2x vendors click and older releases use click itself; BadParameter derives from UsageError in both.
 UsageError: type[Exception] = typer.BadParameter.__mro__[1]
@@ -135,8 +135,36 @@ FormatOpt = Annotated[
         "--format", "-f", help="Output format: terminal table, markdown or html page; csv rows; json or yaml."
     ),
 ]
+
+
+def writable(flag: str) -> Callable[[Path | None], Path | None]:
+    """A typer callback that checks an output path as the command line is read, before any costing: a
+    minutes-long sweep or a fit must not end in "cannot write the file"."""
+
+    def check(path: Path | None) -> Path | None:
+        if path is None or str(path) == "-":
+            return path
+        if path.is_dir():
+            raise InputError(flag, f"{path}: is a folder; name a file to write")
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise InputError(flag, f"{path}: no such folder {folder}")
+        if not os.access(path if path.exists() else folder, os.W_OK):
+            raise InputError(flag, f"{path}: cannot write the file (permission denied)")
+        return path
+
+    return check
+
+
 OutputOpt = Annotated[
-    Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the output to FILE instead of stdout.")
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Write the output to FILE instead of stdout.",
+        callback=writable("--output"),
+    ),
 ]
 
 
