@@ -35,6 +35,7 @@ __all__ = [
     "load_runs",
     "load_topology",
     "model_from_hf_config",
+    "names_a_file",
     "topology_yaml",
 ]
 
@@ -211,12 +212,17 @@ def _check_path(value: str, where: str) -> Path:
     return path
 
 
+def names_a_file(value: str) -> bool:
+    """A --model or --topology value that can only be a file: a spec's suffix or a folder in it. A dot alone
+    does not make a file: `qwen2.5-72b` is a catalog name."""
+    return Path(value).suffix in (".yaml", ".yml", ".json") or "/" in value
+
+
 def _is_path(value: str) -> bool:
-    path = Path(value)
-    if not value.strip() or path.suffix in (".yaml", ".yml", ".json") or "/" in value:
+    if not value.strip() or names_a_file(value):
         return True
     try:
-        return path.exists()
+        return Path(value).exists()
     except (OSError, ValueError):  # not a catalog name either: let _check_path say why
         return True
 

@@ -190,7 +190,9 @@ def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
 def _beside(plan: Path, name: str) -> str:
     """A file a plan names is found beside the plan (a relative path is the plan's folder's); a catalog name
     stays a name."""
-    path = Path(name)
-    if path.is_absolute() or not (path.suffix or "/" in name):
+    from dpcost.catalog import names_a_file
+
+    if Path(name).is_absolute():
         return name
-    return str(plan.parent / path)
+    beside = plan.parent / name
+    return str(beside) if names_a_file(name) or beside.is_file() else name

@@ -46,8 +46,8 @@ class Timed:
 def runs_forced(o: Options, topology: TopologySpec, stage: int) -> bool:
     """A forced --algorithm exists for every collective this stage issues (Tree is all-reduce only, as in NCCL)."""
     algorithm = o.communication.algorithm
-    if algorithm is None:
-        return True
+    if algorithm is None or o.dp == 1:
+        return True  # one rank communicates nothing: there is no call to force
     p = place(topology, o.dp)
     return all(algorithm in forcible(op, p) for op in STAGE_OPS[stage])
 
@@ -71,15 +71,33 @@ def check_forced(o: Options, topology: TopologySpec) -> None:
 
 def candidates(p: Prepared, topology: TopologySpec, has_architecture: bool) -> tuple[list[int], list[str]]:
     """The stages and recomputations to try: the user's, or every one the framework, the offload and the forced
-    algorithm allow."""
+    algorithm allow. No stage left is bad input, named by the flag that ruled the last ones out."""
     o = p.o
-    allowed = [st for st in p.stages() if o.precision.offload == "none" or offload_applies(o.precision.offload, st)]
-    allowed = [st for st in allowed if runs_forced(o, topology, st)]
+    offload = o.precision.offload
+    by_framework = list(p.stages())
+    by_offload = [st for st in by_framework if offload == "none" or offload_applies(offload, st)]
+    allowed = [st for st in by_offload if runs_forced(o, topology, st)]
+    if o.plan.zero is None and not allowed:
+        runs = f"--framework {p.framework.name} runs ZeRO {_stages(by_framework)}" if p.framework else ""
+        if not by_offload:
+            need = "ZeRO-3" if offload == "params" else "ZeRO 1-3"
+            raise InputError("--offload", f"{offload} offload needs {need} (DeepSpeed's rule); {runs}")
+        ops = sorted({op for st in by_offload for op in STAGE_OPS[st]})
+        raise InputError(
+            "--algorithm",
+            f"{o.communication.algorithm} cannot run {' or '.join(ops)}, which ZeRO {_stages(by_offload)}"
+            f"{' with --offload ' + offload if offload != 'none' else ''} needs; force another algorithm or leave "
+            "the choice to NCCL",
+        )
     stages: list[int] = [o.plan.zero] if o.plan.zero is not None else allowed
     recomputes: list[str] = list(RECOMPUTE) if has_architecture else ["none"]
     if o.plan.recompute is not None:
         recomputes = [o.plan.recompute]
     return stages, recomputes
+
+
+def _stages(stages: Sequence[int]) -> str:
+    return ", ".join(str(st) for st in stages)
 
 
 def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call]:
