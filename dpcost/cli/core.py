@@ -144,13 +144,18 @@ def writable(flag: str) -> Callable[[Path | None], Path | None]:
     def check(path: Path | None) -> Path | None:
         if path is None or str(path) == "-":
             return path
-        if path.is_dir():
-            raise InputError(flag, f"{path}: is a folder; name a file to write")
         folder = path.parent if str(path.parent) else Path(".")
-        if not folder.is_dir():
-            raise InputError(flag, f"{path}: no such folder {folder}")
-        if not os.access(path if path.exists() else folder, os.W_OK):
-            raise InputError(flag, f"{path}: cannot write the file (permission denied)")
+        reason = (
+            "it is a folder; name a file"
+            if path.is_dir()
+            else f"no such folder {folder}"
+            if not folder.is_dir()
+            else "permission denied"
+            if not os.access(path if path.exists() else folder, os.W_OK)
+            else ""
+        )
+        if reason:
+            raise InputError(flag, f"{path}: cannot write the file ({reason})")
         return path
 
     return check
