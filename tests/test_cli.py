@@ -34,7 +34,7 @@ def test_the_main_job() -> None:
     for text in (
         "Llama 3.1 70B",
         "70.55B total",
-        "512 GPUs = 64 node(s) x 8",
+        "512 GPUs = 64 nodes x 8",
         "1 x 1 x 512 = 512 sequences",
         "ReduceScatter + AllGather",
         "141 GB",

@@ -52,3 +52,16 @@ def test_a_plan_file_still_finds_a_spec_beside_it(tmp_path: Path) -> None:
     plan.write_text("scenarios:\n  - name: mine\n    model: mine.yaml\n    dp: 8\n")
     code, _, err = run("check", str(plan), "-f", "json")
     assert code == 0, err
+
+
+def test_a_flag_beside_a_plan_file_is_named_once() -> None:
+    _one_line_error(["check", "examples/capacity-plan.yaml", "--dp", "8"], "--dp: capacity-plan.yaml names each")
+    code, _, err = run("check", "examples/capacity-plan.yaml", "--dp", "8")
+    assert err.count("--dp") == 2  # the flag at fault, then once among the one-plan flags
+
+
+def test_a_part_filled_last_node_is_said() -> None:
+    """500 GPUs on 8-GPU nodes are 63 nodes, the last not full; placement spreads them evenly (placement.py)."""
+    out = ok("estimate", "--model", "llama-8b", "--dp", "500")
+    assert "500 GPUs on 63 nodes of 8, part-filled: costed as 7.94 per node" in out
+    assert "512 GPUs = 64 nodes x 8" in ok("estimate", "--model", "llama-8b", "--dp", "512")

@@ -85,7 +85,11 @@ def check(
     if plan is not None:
         for name in ("model", "dp", "topology"):
             if _typed(ctx, name):
-                raise InputError(f"--{name}", f"give a plan file or --model, --dp and --{name}, not both")
+                raise InputError(
+                    f"--{name}",
+                    f"{plan.name} names each scenario's {name}: give a plan file or --model, --dp and "
+                    "--topology, not both",
+                )
         for key in values:
             if _typed(ctx, key):
                 from dpcost.cli.options import field_flag

@@ -49,7 +49,7 @@ def _setup_table(r: Report) -> Table:
         ["model", f"{m.title} ({m.name})"],
         ["parameters", params],
         ["topology", f"{r.topology.name}: {r.topology.gpu}"],
-        ["data parallel", f"{s.dp} GPUs = {s.nodes} node(s) x {s.gpus_per_node}"],
+        ["data parallel", gpus_on_nodes(s.dp, s.nodes, s.gpus_per_node)],
         ["mode", s.mode],
     ]
     if s.mode == "train":
@@ -71,6 +71,16 @@ def _setup_table(r: Report) -> Table:
     else:
         rows += [["batch per replica", f"{s.micro_batch} sequences of {s.seq_len} tokens"]]
     return Table("Setup", ["", "value"], rows)
+
+
+def gpus_on_nodes(dp: int, nodes: int, per_node: int) -> str:
+    """'512 GPUs = 64 nodes x 8', or where the last node is not full, how the GPUs are spread and costed."""
+    if dp == nodes * per_node:
+        return f"{dp} GPUs = {nodes} node{'s' if nodes > 1 else ''} x {per_node}"
+    return (
+        f"{dp} GPUs on {nodes} nodes of {per_node}, part-filled: costed as {dp / nodes:.3g} per node, spread "
+        f"evenly ({nodes * per_node} would fill them)"
+    )
 
 
 def _communication_table(r: Report) -> Table:
