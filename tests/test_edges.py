@@ -56,7 +56,7 @@ def test_a_plan_file_still_finds_a_spec_beside_it(tmp_path: Path) -> None:
 
 def test_a_flag_beside_a_plan_file_is_named_once() -> None:
     _one_line_error(["check", "examples/capacity-plan.yaml", "--dp", "8"], "--dp: capacity-plan.yaml names each")
-    code, _, err = run("check", "examples/capacity-plan.yaml", "--dp", "8")
+    _, _, err = run("check", "examples/capacity-plan.yaml", "--dp", "8")
     assert err.count("--dp") == 2  # the flag at fault, then once among the one-plan flags
 
 
