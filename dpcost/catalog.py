@@ -374,10 +374,18 @@ def load_measurements(path: str, where: str = "--compare") -> Measurements:
 
 
 def load_runs(path: str, where: str) -> list[Measurements]:
-    """Every run in an nccl-tests log or CSV (a CSV may hold several rank counts or forced algorithms)."""
+    """Every run in an nccl-tests log or CSV (a CSV may hold several rank counts or forced algorithms).
+
+    `where` is the flag that named the file, or the file itself (a positional argument): errors name it once.
+    """
     from dpcost.nccl_tests import parse_runs
 
-    p = _check_path(path, where)
+    try:
+        p = _check_path(path, where)
+    except InputError as exc:
+        if where != path:
+            raise
+        raise InputError(path, exc.message.removeprefix(f"{path}: ")) from None
     text = _read_text(p, str(p))
     try:
         return parse_runs(text, name=p.name)

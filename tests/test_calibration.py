@@ -107,12 +107,12 @@ def test_calibrate_guesses_the_base_from_the_gpu_and_takes_several_files() -> No
     [
         ("", ["not an nccl-tests log"]),
         ("# only a comment\n", ["not an nccl-tests log"]),
-        ("op,ranks,gpus_per_node,size_bytes,time_us\nall_reduce,16,8,1048576\n", ["row 2", "cells"]),
+        ("op,ranks,gpus_per_node,size_bytes,time_us\nall_reduce,16,8,1048576\n", ["line 2", "cells"]),
         ("op,ranks,size_bytes\nall_reduce,16,1024\n", ["lacks time_us"]),
         ("op,ranks,gpus_per_node,size_bytes,time_us\nall_reduce,16,8,1048576,150\n", ["1 measured rows", "at least"]),
         (
             "op,ranks,gpus_per_node,size_bytes,time_us\nall_reduce,16,8,1048576,150\nall_gather,16,8,,12\n",
-            ["row 3", "size_bytes: expected a number"],
+            ["line 3", "size_bytes: expected a number"],
         ),
         ("op,ranks,gpus_per_node,size_bytes,time_us,algorithm\nall_reduce,16,8,8,30,fastest\n", ["algorithm"]),
     ],
@@ -123,7 +123,7 @@ def test_bad_input_to_calibrate_exits_2_with_one_line(tmp_path: Path, text: str,
     code, stdout, stderr = run("calibrate", str(path), "--base", "dgx-h100")
     assert code == 2, (code, stdout, stderr)
     assert stderr.count("\n") == 1 and "Traceback" not in stderr
-    assert str(path) in stderr
+    assert stderr.count(str(path)) == 1, stderr
     for needle in needles:
         assert needle in stderr, (needle, stderr)
 
@@ -142,3 +142,16 @@ def test_calibrate_needs_a_base_it_can_tell(tmp_path: Path) -> None:
     path.write_text("op,ranks,size_bytes,time_us\n" + rows)
     code, _, stderr = run("calibrate", str(path))
     assert code == 2 and "--base" in stderr
+
+
+def test_an_unwritable_save_topology_is_refused_before_the_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 3-4 s fit must not run only to end in "cannot write the file"."""
+
+    def no_fit(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the fit ran before --save-topology was checked")
+
+    monkeypatch.setattr("dpcost.calibration.calibrate", no_fit)
+    log = Path(__file__).parent.parent / "examples" / "nccl-tests-h100-2n-all_reduce.log"
+    code, stdout, stderr = run("calibrate", str(log), "--save-topology", "/nonexistent/dir/x.yaml")
+    assert code == 2 and stdout == "", (code, stdout, stderr)
+    assert stderr.startswith("dpcost: error: --save-topology: /nonexistent/dir/x.yaml: ") and stderr.count("\n") == 1

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, write
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, writable, write
 from dpcost.errors import InputError
 
 MIN_CALIBRATION_POINTS = 4
@@ -18,7 +18,10 @@ MIN_CALIBRATION_POINTS = 4
 def calibrate(
     files: Annotated[
         list[Path],
-        typer.Argument(help="nccl-tests output (all_reduce_perf, reduce_scatter_perf, all_gather_perf) or CSVs."),
+        typer.Argument(
+            help="nccl-tests output (all_reduce_perf, reduce_scatter_perf, all_gather_perf) or CSVs; a log that "
+            "does not name its collective takes a '# op: all_reduce' line."
+        ),
     ],
     base: Annotated[
         str | None,
@@ -26,7 +29,12 @@ def calibrate(
     ] = None,
     save: Annotated[
         Path | None,
-        typer.Option("--save-topology", metavar="FILE", help="Write the fitted topology YAML here ('-': stdout)."),
+        typer.Option(
+            "--save-topology",
+            metavar="FILE",
+            help="Write the fitted topology YAML here ('-': stdout).",
+            callback=writable("--save-topology"),
+        ),
     ] = None,
     name: Annotated[
         str | None, typer.Option("--name", help="The fitted topology's name [default: the saved file's stem].")
@@ -42,7 +50,8 @@ def calibrate(
     from dpcost.engine.prepare import check_dp
     from dpcost.render.calibration import calibration_tables
 
-    runs = [run for f in files for run in load_runs(str(f), where=str(f))]
+    located = [(f"{f}{run.name.removeprefix(f.name)}", run) for f in files for run in load_runs(str(f), where=str(f))]
+    runs = [run for _, run in located]
     if sum(len(r.rows) for r in runs) < MIN_CALIBRATION_POINTS:
         where = str(files[0]) if len(files) == 1 else "FILES"
         raise InputError(
@@ -55,13 +64,13 @@ def calibrate(
             raise InputError("base", "cannot tell the GPU from the files; name the topology to fit with --base")
         base = guesses.pop()
     topo = load_topology(base, where="--base")
-    for r in runs:
+    for where, r in located:
         if r.ranks is None:
-            raise InputError(r.name, "the number of ranks is unknown (no '# Rank' lines, no ranks column)")
-        check_dp(topo, r.ranks, where=f"{r.name} (its ranks)")
+            raise InputError(where, "the number of ranks is unknown (no '# Rank' lines, no ranks column)")
+        check_dp(topo, r.ranks, where=f"{where} (its ranks)")
         if r.gpus_per_node and r.gpus_per_node > topo.domain_size:
             raise InputError(
-                r.name,
+                where,
                 f"{r.gpus_per_node} GPUs per node; {topo.name}'s NVLink domain holds "
                 f"{topo.domain_size}: name a matching --base",
             )
