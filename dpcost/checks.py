@@ -31,6 +31,7 @@ from pydantic import (
     model_validator,
 )
 
+from dpcost.engine.report import Summary
 from dpcost.units import parse_bytes, parse_count, parse_seconds
 
 if TYPE_CHECKING:
@@ -291,6 +292,7 @@ class ScenarioResult(BaseModel):
     zero_stage: int = Field(description="the ZeRO stage costed")
     passed: bool = Field(description="every check passed")
     checks: list[CheckResult] = Field(description="one per limit")
+    summary: Summary = Field(description="the plan's verdict, as estimate's summary")
 
 
 class CheckReport(BaseModel):
@@ -347,6 +349,7 @@ def evaluate(name: str, report: EstimateReport, limits: Limits) -> ScenarioResul
         zero_stage=report.setup.zero_stage,
         passed=all(r.passed for r in results),
         checks=results,
+        summary=report.summary,
     )
 
 

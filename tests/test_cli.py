@@ -91,7 +91,7 @@ def test_json_contract() -> None:
         assert isinstance(time[key], float), key
     assert time["ideal_seconds"] <= time["step_seconds"] <= time["serial_seconds"]
     assert isinstance(doc["warnings"], list) and doc["warnings"]
-    assert all(set(w) == {"code", "message"} for w in doc["warnings"])
+    assert all(set(w) == {"code", "message", "action"} for w in doc["warnings"])
 
 
 def test_yaml_and_markdown() -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, writable, write
+from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, writable, write
 from dpcost.cli.options import TopologyOpt, build_options, plan_options
 from dpcost.errors import InputError
 
@@ -61,6 +61,7 @@ def check(
     ] = None,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
+    brief: BriefOpt = False,
     options_values: dict[str, Any] | None = None,
 ) -> None:
     """Check plans against limits: exit 0 when all hold, 1 when any fails (a table names it), 2 on bad input.
@@ -70,7 +71,7 @@ def check(
     also an `::error` annotation.
     """
     from dpcost.checks import report_of
-    from dpcost.render.checks import check_table, github_annotations, junit_xml
+    from dpcost.render.checks import check_table, check_verdict, github_annotations, junit_xml
 
     given = {
         "require_fit": require_fit or None,
@@ -107,9 +108,9 @@ def check(
         suite, where = f"{model} at DP {dp}", None
     report = report_of(results)
     emit(
-        [check_table(report)],
+        [check_verdict(report)] if brief else [check_verdict(report), check_table(report)],
         fmt.value,
-        lambda: report.model_dump(mode="json"),
+        lambda: _document(report, brief),
         output=output,
         title=f"dpcost check: {suite}",
     )
@@ -121,6 +122,20 @@ def check(
         stream.write(github_annotations(report, where))
     if not report.passed:
         raise typer.Exit(1)
+
+
+def _document(report: Any, brief: bool) -> dict[str, Any]:
+    """The JSON/YAML/CSV document: the whole report, or with --brief whether it passed and each verdict."""
+    doc = dict(report.model_dump(mode="json"))
+    if brief:
+        verdicts = {s["name"]: s["summary"] for s in doc["scenarios"]}
+        return {
+            "schema_version": doc["schema_version"],
+            "passed": doc["passed"],
+            "failed": doc["failed"],
+            **{"summaries": verdicts},
+        }
+    return doc
 
 
 def _typed(ctx: typer.Context, name: str) -> bool:

@@ -22,7 +22,19 @@ from dpcost.errors import DpcostError, InputError
 if TYPE_CHECKING:
     from dpcost.render.table import Table
 
-__all__ = ["Format", "FormatOpt", "Group", "OutputOpt", "app", "emit", "load", "show_app", "writable", "write"]
+__all__ = [
+    "BriefOpt",
+    "Format",
+    "FormatOpt",
+    "Group",
+    "OutputOpt",
+    "app",
+    "emit",
+    "load",
+    "show_app",
+    "writable",
+    "write",
+]
 
 # typer >= 0.2x vendors click and older releases use click itself; BadParameter derives from UsageError in both.
 UsageError: type[Exception] = typer.BadParameter.__mro__[1]
@@ -161,6 +173,9 @@ def writable(flag: str) -> Callable[[Path | None], Path | None]:
     return check
 
 
+BriefOpt = Annotated[
+    bool, typer.Option("--brief", help="Print only the verdict: the plan, fits or not, the step, the top warning.")
+]
 OutputOpt = Annotated[
     Path | None,
     typer.Option(

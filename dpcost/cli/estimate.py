@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, load
+from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, load
 from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options
 
 DpOpt = Annotated[int, typer.Option("--dp", "-d", help="Data-parallel size: GPUs, one replica each.")]
@@ -20,6 +20,7 @@ def estimate(
     topology: TopologyOpt = "dgx-h100",
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
+    brief: BriefOpt = False,
     check: Annotated[
         bool,
         typer.Option("--check", help="Exit 1 when the plan does not fit in GPU memory (`dpcost check` does more)."),
@@ -28,16 +29,18 @@ def estimate(
 ) -> None:
     """Cost one plan: communication, memory per GPU by ZeRO stage, and the step time."""
     from dpcost.engine.estimate import estimate as run
-    from dpcost.render.estimate import estimate_tables
+    from dpcost.render.estimate import estimate_tables, verdict_table
 
     spec, topo = load(model, topology)
     options = build_options(dp, options_values or {})
     report = run(spec, topo, options)
-    tables = estimate_tables(report) if fmt in (Format.table, Format.markdown, Format.html) else []
+    tables: list[Any] = []
+    if fmt in (Format.table, Format.markdown, Format.html):
+        tables = [verdict_table(report)] if brief else estimate_tables(report)
     emit(
         tables,
         fmt.value,
-        lambda: report.model_dump(mode="json"),
+        lambda: _document(report, brief),
         output=output,
         assumptions=lambda: _assumptions(options, report),
         charts=lambda: _charts(report),
@@ -45,6 +48,13 @@ def estimate(
     )
     if check and not report.fits:
         raise typer.Exit(1)
+
+
+def _document(report: Any, brief: bool) -> dict[str, Any]:
+    """The JSON/YAML/CSV document: the whole report, or with --brief its schema version and summary alone."""
+    if brief:
+        return {"schema_version": report.schema_version, "summary": report.summary.model_dump(mode="json")}
+    return dict(report.model_dump(mode="json"))
 
 
 def _assumptions(options: Any, report: Any) -> list[str]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, load
+from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, load
 from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options
 from dpcost.errors import InputError
 
@@ -56,6 +56,7 @@ def sweep(
             "--plot", help="Write a chart of efficiency and step time: FILE.svg, or FILE.png (needs matplotlib)."
         ),
     ] = None,
+    brief: BriefOpt = False,
     chart: Annotated[
         bool, typer.Option("--chart", help="Also print a terminal chart of scaling efficiency (table format).")
     ] = False,
@@ -63,7 +64,7 @@ def sweep(
 ) -> None:
     """One row per DP size: step time, compute, exposed communication, efficiency, throughput, memory."""
     from dpcost.engine.estimate import estimate as run
-    from dpcost.render.sweep import sweep_chart, sweep_table
+    from dpcost.render.sweep import sweep_chart, sweep_table, sweep_verdict
 
     sizes = dp_list(dp)
     if plot is not None:
@@ -76,9 +77,11 @@ def sweep(
         reports.append(run(spec, topo, options.with_dp(size)))
         progress(size)
     table = sweep_table(reports, fixed_global_batch=options.batch.global_batch is not None)
+    verdict = sweep_verdict(reports)
     emit(
-        [table],
+        [verdict] if brief else [verdict, table],
         fmt.value,
+        doc=(lambda: _best(reports)) if brief else table.data,
         output=output,
         assumptions=lambda: _assumptions(options, dp),
         charts=lambda: _charts(reports),
@@ -88,6 +91,14 @@ def sweep(
     if plot is not None:
         _write_plot(reports, plot)
         sys.stderr.write(f"dpcost: wrote {plot}\n")
+
+
+def _best(reports: list[EstimateReport]) -> dict[str, Any]:
+    """--brief in JSON, YAML or CSV: the best row's DP size and its estimate's summary."""
+    from dpcost.engine.verdict import fastest_that_fits
+
+    best = reports[fastest_that_fits([r.summary for r in reports])]
+    return {"schema_version": best.schema_version, "dp": best.setup.dp, "summary": best.summary.model_dump(mode="json")}
 
 
 def _check_plot_path(path: Path) -> None:

@@ -13,7 +13,7 @@ from dpcost.engine.report import Advice, Setup, Time
 from dpcost.engine.step import SLOWDOWN
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["CODES", "Advice", "training"]
+__all__ = ["CODES", "HEADLINE", "Advice", "headline", "training"]
 
 CODES = {
     "needs-sharding": "ZeRO-0 (plain DDP) does not fit: the model states alone exceed the GPU",
@@ -34,17 +34,47 @@ CODES = {
 }
 
 
+# The warnings that may head the verdict, most pressing first: what stops the plan, then what slows it, then what
+# changes its results. The rest (needs-sharding once a sharded stage was chosen, notes on what is not counted)
+# stay in the list below the verdict.
+HEADLINE = (
+    "oom",
+    "replica-needs-model-parallel",
+    "comm-bound",
+    "exposed-comm",
+    "losses-at-scale",
+    "stragglers",
+    "partial-domains",
+    "micro-batch-adjusted",
+    "global-batch-growth",
+    "moe-replicated",
+    "offload-untimed",
+    "ignored-flags",
+)
+
+
+def headline(warnings: Sequence[Advice]) -> Advice | None:
+    """The warning the verdict leads with: the first of HEADLINE's codes the plan earned."""
+    by_code = {w.code: w for w in reversed(warnings)}
+    return next((by_code[code] for code in HEADLINE if code in by_code), None)
+
+
+def _advice(code: str, fact: str, action: str = "") -> Advice:
+    """A warning whose message is the fact, then what to do about it."""
+    return Advice(code=code, message=f"{fact}; {action}" if action else fact, action=action)
+
+
 def _gb(x: float) -> str:
     return f"{x / 1e9:,.1f} GB"
 
 
 def needs_sharding(rows: Sequence[StageMemory], topology: TopologySpec) -> Advice:
     first_fit = next((r.stage for r in rows if r.fits), None)
-    return Advice(
-        code="needs-sharding",
-        message=f"does not fit without sharding: ZeRO-0 (plain DDP) needs {_gb(rows[0].total)} per GPU "
-        f"({_gb(rows[0].model_states)} of model states alone), the {topology.gpu.name} has {_gb(topology.gpu.hbm)}"
-        + (f"; ZeRO-{first_fit} is the first stage that fits" if first_fit is not None else ""),
+    return _advice(
+        "needs-sharding",
+        f"does not fit without sharding: ZeRO-0 (plain DDP) needs {_gb(rows[0].total)} per GPU "
+        f"({_gb(rows[0].model_states)} of model states alone), the {topology.gpu.name} has {_gb(topology.gpu.hbm)}",
+        f"ZeRO-{first_fit} is the first stage that fits" if first_fit is not None else "",
     )
 
 
@@ -55,17 +85,18 @@ def oom(
     first_fit = next((r.stage for r in rows if r.fits), None)
     largest = chosen.largest_micro_batch(setup.micro_batch)
     if full_recompute is not None and full_recompute.fits:
-        hint = f"; with --recompute full it needs {_gb(full_recompute.total)} and fits"
+        hint = f"with --recompute full it needs {_gb(full_recompute.total)} and fits"
     elif largest >= 1:
-        hint = f"; micro-batch {largest} fits"
+        hint = f"micro-batch {largest} fits"
     elif first_fit is not None and first_fit > setup.zero_stage:
-        hint = f"; ZeRO-{first_fit} fits (--zero {first_fit})"
+        hint = f"ZeRO-{first_fit} fits (--zero {first_fit})"
     else:
-        hint = "; no micro-batch fits: shard the model further (TP/PP/EP)"
-    return Advice(
-        code="oom",
-        message=f"out of memory: ZeRO-{setup.zero_stage} needs {_gb(chosen.total)} per GPU, more than the "
-        f"{_gb(topology.gpu.hbm)} of HBM{hint}",
+        hint = "no micro-batch fits: shard the model further (TP/PP/EP)"
+    return _advice(
+        "oom",
+        f"out of memory: ZeRO-{setup.zero_stage} needs {_gb(chosen.total)} per GPU, more than the "
+        f"{_gb(topology.gpu.hbm)} of HBM",
+        hint,
     )
 
 
@@ -81,10 +112,11 @@ def moe_replicated(model: ModelSpec, counts: ParamCount) -> Advice:
 
 
 def comm_bound(t: Time) -> Advice:
-    return Advice(
-        code="comm-bound",
-        message=f"communication-bound: {t.comm_seconds:.3g} s of collectives per step cannot hide behind "
+    return _advice(
+        "comm-bound",
+        f"communication-bound: {t.comm_seconds:.3g} s of collectives per step cannot hide behind "
         f"{t.compute_seconds:.3g} s of compute; the step waits {t.exposed_comm_seconds:.3g} s on the network",
+        "a larger --micro-batch gives each call more compute to hide behind",
     )
 
 
@@ -100,20 +132,20 @@ def losses_at_scale(t: Time, s: Setup) -> Advice:
     terms = {b.term: b.seconds for b in t.breakdown}
     slowed = terms.get(SLOWDOWN, 0.0)
     jitter = t.losses_seconds - slowed
-    return Advice(
-        code="losses-at-scale",
-        message=f"{t.losses_seconds / t.step_seconds:.0%} of the step is lost at scale: {slowed:.3g} s of compute "
-        f"slowed by overlapping collectives, {jitter:.3g} s waiting for the slowest of {s.dp} ranks; fewer, larger "
-        "units (or hybrid sharding) wait less",
+    return _advice(
+        "losses-at-scale",
+        f"{t.losses_seconds / t.step_seconds:.0%} of the step is lost at scale: {slowed:.3g} s of compute "
+        f"slowed by overlapping collectives, {jitter:.3g} s waiting for the slowest of {s.dp} ranks",
+        "fewer, larger units (or hybrid sharding) wait less",
     )
 
 
 def global_batch_growth(s: Setup) -> Advice:
-    return Advice(
-        code="global-batch-growth",
-        message=f"global batch = micro-batch {s.micro_batch} x accumulation {s.accumulation} x DP {s.dp} = "
-        f"{s.global_batch:,} sequences ({s.tokens_per_step / 1e6:.3g}M tokens); it grows with DP: retune learning "
-        "rate and warmup, or pass --global-batch to hold it",
+    return _advice(
+        "global-batch-growth",
+        f"global batch = micro-batch {s.micro_batch} x accumulation {s.accumulation} x DP {s.dp} = "
+        f"{s.global_batch:,} sequences ({s.tokens_per_step / 1e6:.3g}M tokens)",
+        "it grows with DP: retune learning rate and warmup, or pass --global-batch to hold it",
     )
 
 

@@ -34,6 +34,7 @@ from dpcost.engine.report import (
     WholeMessage,
 )
 from dpcost.engine.serving import replica
+from dpcost.engine.verdict import serving_summary, training_summary
 from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 
@@ -281,15 +282,17 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
         offload=o.precision.offload,
         full_recompute=full,
     )
+    memory = _memory(model, topology, p, table, recompute)
     return EstimateReport(
         model=_model(model, p.counts),
         topology=TopologyInfo(name=topology.name, gpu=topology.gpu.name, hbm_bytes=int(topology.gpu.hbm)),
         setup=setup,
         communication=_communication(topology, p, chosen),
-        memory=_memory(model, topology, p, table, recompute),
+        memory=memory,
         time=time,
         inference=None,
         warnings=notes,
+        summary=training_summary(setup, memory, time, notes),
     )
 
 
@@ -366,4 +369,5 @@ def _inference(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimat
         time=None,
         inference=serving,
         warnings=notes,
+        summary=serving_summary(setup, serving, int(topology.gpu.hbm), notes),
     )

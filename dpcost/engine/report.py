@@ -29,6 +29,7 @@ __all__ = [
     "Serving",
     "Setup",
     "StageRow",
+    "Summary",
     "SweepRow",
     "TierUse",
     "Time",
@@ -236,7 +237,29 @@ class Advice(Contract):
     """A warning in plain words, with a stable code for CI to match (docs/json.md lists them)."""
 
     code: str = Field(description="stable code (docs/json.md lists them)")
-    message: str = Field(description="the advice in words")
+    message: str = Field(description="the advice in words, its action included")
+    action: str = Field("", description="what to do about it, alone; empty where there is nothing to do")
+
+
+class Summary(Contract):
+    """The answer first: the plan, whether it fits, the step that counts, what binds it, and the warning to read
+    first (engine/verdict.py). Every figure repeats one of the report's own."""
+
+    verdict: str = Field(description="the answer in one line: fits or not, and the step time (or decode rate)")
+    plan: str = Field(description="the plan costed: stage, recomputation, framework, batch (or replicas)")
+    fits: bool = Field(description="the plan fits in GPU memory (what --check and require_fit test)")
+    memory_bytes: int = Field(description="memory per GPU of the plan costed")
+    hbm_bytes: int = Field(description="HBM per GPU")
+    headroom_bytes: int = Field(description="HBM left free per GPU; 0 when it does not fit")
+    shortfall_bytes: int = Field(description="memory beyond HBM per GPU; 0 when it fits")
+    max_micro_batch: int | None = Field(description="the largest micro-batch that fits at the stage; null in inference")
+    step_seconds: float | None = Field(description="the step that counts: time.step_seconds; null in inference")
+    tokens_per_second: float = Field(description="training: tokens per step / step; serving: decode, all replicas")
+    mfu: float | None = Field(description="time.mfu; null in inference")
+    scaling_efficiency: float | None = Field(description="time.scaling_efficiency; null in inference")
+    bound: str = Field(description="what binds the step: compute or communication (serving: compute or memory)")
+    bound_reason: str = Field(description="why, in words")
+    top_warning: Advice | None = Field(description="the warning to read first, with its action; null if none")
 
 
 class EstimateReport(Contract):
@@ -251,13 +274,12 @@ class EstimateReport(Contract):
     time: Time | None = Field(description="null in inference mode")
     inference: Serving | None = Field(description="null in training mode")
     warnings: list[Advice] = Field(description="coded advice, in the order a reader should see it")
+    summary: Summary = Field(description="the answer first: what the tables and the verdict block lead with")
 
     @property
     def fits(self) -> bool:
         """The plan fits in GPU memory (what --check tests)."""
-        if self.inference is not None:
-            return self.inference.fits
-        return self.memory.stages[self.setup.zero_stage].fits
+        return self.summary.fits
 
 
 # ------------------------------------------------------------------------------------------------ other outputs

@@ -10,7 +10,7 @@ from dpcost.checks import CHECKS, CheckReport, CheckResult, ScenarioResult
 from dpcost.render.table import Table
 from dpcost.units import fmt_bytes, fmt_count, fmt_seconds
 
-__all__ = ["check_rows", "check_table", "github_annotations", "junit_xml", "shown"]
+__all__ = ["check_rows", "check_table", "check_verdict", "github_annotations", "junit_xml", "shown"]
 
 WORDS = {
     "require_fit": "fits in memory",
@@ -49,6 +49,23 @@ def message(s: ScenarioResult, c: CheckResult) -> str:
     return f"{s.name}: {what} {shown(c.value, c.unit)} {verdict} the limit {_limit(c)} ({c.flag})"
 
 
+def check_verdict(report: CheckReport) -> Table:
+    """The answer first: pass or fail, then each scenario's verdict and the checks it broke."""
+    n = sum(len(s.checks) for s in report.scenarios)
+    failed = sum(not c.passed for s in report.scenarios for c in s.checks)
+    head = (
+        f"every check passed ({n} in {len(report.scenarios)} scenario(s))"
+        if not failed
+        else (f"{failed} of {n} check(s) failed, in {', '.join(report.failed)}")
+    )
+    rows = []
+    for s in report.scenarios:
+        broken = [f"{c.flag} {shown(c.value, c.unit)}, not {_limit(c)}" for c in s.checks if not c.passed]
+        result = "pass" if s.passed else "FAIL (" + "; ".join(broken) + ")"
+        rows.append([s.name, f"{result}; {s.summary.verdict}"])
+    return Table(f"Verdict: {head}", ["", "value"], rows, verdict=True)
+
+
 def check_table(report: CheckReport) -> Table:
     n = sum(len(s.checks) for s in report.scenarios)
     failed = sum(not c.passed for s in report.scenarios for c in s.checks)
@@ -57,6 +74,7 @@ def check_table(report: CheckReport) -> Table:
         ["scenario", "plan", "check", "limit", "value", "result"],
         right={4},
         drop=["plan"],
+        breakable=["scenario", "limit", "value"],
     )
     for s in report.scenarios:
         for c in s.checks:

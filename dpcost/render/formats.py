@@ -24,7 +24,18 @@ from dpcost.render.table import Table, flagged
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-__all__ = ["Fitted", "fit", "flatten", "to_csv", "to_json", "to_markdown", "to_rich", "to_yaml", "wrap"]
+__all__ = [
+    "Fitted",
+    "fit",
+    "flatten",
+    "to_csv",
+    "to_json",
+    "to_markdown",
+    "to_rich",
+    "to_yaml",
+    "verdict_lines",
+    "wrap",
+]
 
 # Long header words, shortened only when a column would otherwise be wider than its values.
 ABBREVIATIONS = {
@@ -83,6 +94,23 @@ def wrap(text: str, width: int) -> list[str]:
     return lines
 
 
+def _pieces(text: str) -> list[str]:
+    """What a breakable cell may be split into: words, and a hyphenated name after each hyphen."""
+    return [p for p in re.split(r"(?<=-)|\s+", text) if p]
+
+
+def break_cell(text: str, width: int) -> list[str]:
+    """A breakable cell in lines of at most `width` (a piece wider than that keeps a line of its own)."""
+    lines: list[str] = []
+    for piece in _pieces(text):
+        joined = lines[-1] + ("" if lines[-1].endswith("-") else " ") + piece if lines else piece
+        if lines and len(joined) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(piece)
+    return lines or [""]
+
+
 def _header(text: str, width: int) -> str:
     """A header wrapped at its spaces to `width`, long words shortened if they alone are wider."""
     words = [ABBREVIATIONS.get(w, w) if len(w) > width else w for w in text.split()]
@@ -118,14 +146,19 @@ def fit(t: Table, width: int) -> Fitted:
     prose = t.wraps and n > 1
     order = [t.columns.index(c) for c in t.drop if c in t.columns] or list(range(n - 1, 0, -1))
     kept = list(range(n))
+    breakable = {t.columns.index(c) for c in t.breakable if c in t.columns}
+    caps: dict[int, int] = {}  # breakable columns narrowed to this width
 
     def cells(i: int) -> list[str]:
         return [row[i] for row in t.rows]
 
+    def narrowest(i: int) -> int:
+        return max((len(p) for c in cells(i) for p in _pieces(c)), default=0)
+
     def layout(headers_wrapped: bool) -> tuple[list[str], list[int], int]:
         heads, widths = [], []
         for i in kept:
-            content = max((len(c) for c in cells(i)), default=0)
+            content = caps.get(i) or max((len(c) for c in cells(i)), default=0)
             if prose and i == n - 1:
                 content = max((len(a) for c in cells(i) for a in _atoms(c)), default=0) if headers_wrapped else content
             head = _header(t.columns[i], max(content, 1)) if headers_wrapped else t.columns[i]
@@ -147,9 +180,22 @@ def fit(t: Table, width: int) -> Fitted:
                     break
             elif total <= width:
                 break
-            if not victims:
-                break
-            kept.remove(victims[0])
+            if victims:
+                kept.remove(victims[0])
+                continue
+            # no column left to leave out: break the breakable cells, the widest column first
+            while total > width:
+                wide = [
+                    (w, i)
+                    for w, i, head in zip(widths, kept, heads, strict=True)
+                    if i in breakable and w > max(narrowest(i), _width(head))
+                ]
+                if not wide:
+                    break
+                w, i = max(wide)
+                caps[i] = max(len(line) for c in cells(i) for line in break_cell(c, w - 1))
+                heads, widths, total = layout(True)
+            break
     if prose and kept[-1] == n - 1 and heads[-1] != t.columns[-1]:
         heads[-1] = _header(t.columns[-1], widths[-1])
         widths[-1] = max(widths[-1], _width(heads[-1]))
@@ -158,6 +204,9 @@ def fit(t: Table, width: int) -> Fitted:
         out = [row[i] for i in kept]
         if prose and kept[-1] == n - 1:
             out[-1] = "\n".join(wrap(out[-1], widths[-1]))
+        for k, i in enumerate(kept):
+            if i in caps:
+                out[k] = "\n".join(break_cell(out[k], caps[i]))
         rows.append(out)
     dropped = [t.columns[i] for i in range(n) if i not in kept]
     final = max(_total(widths), min(width, 100) if t.notes or dropped else 0)
@@ -165,7 +214,7 @@ def fit(t: Table, width: int) -> Fitted:
     if stacked:
         final = width
     notes = list(t.notes)
-    if dropped:
+    if dropped and not stacked:  # a list shows every column
         notes.append(
             f"left out to fit {width} columns: {', '.join(dropped)} (a wider terminal, --format markdown or csv "
             "shows every column)"
@@ -190,6 +239,9 @@ def to_rich(tables: Iterable[Table], width: int = 240) -> list[RenderableType]:
 
     out: list[RenderableType] = []
     for t in tables:
+        if t.verdict:
+            out.append(Text("\n".join(verdict_lines(t, width)) + "\n"))
+            continue
         f = fit(t, width)
         if f.stacked:
             out.append(Text("\n".join(_stacked(t, f))))
@@ -209,6 +261,18 @@ def to_rich(tables: Iterable[Table], width: int = 240) -> list[RenderableType]:
             rt.caption = "\n".join(f.notes)
         out.append(rt)
     return out
+
+
+def verdict_lines(t: Table, width: int) -> list[str]:
+    """The verdict block: its title, then each key and its value wrapped under a hanging indent."""
+    key_width = max((len(row[0]) for row in t.rows), default=0)
+    indent = 2 + key_width + 2
+    lines = [f"{line}" for line in wrap(t.title, width)]
+    for key, value in t.rows:
+        wrapped = wrap(value, max(width - indent, MIN_PROSE))
+        lines.append(f"  {key:<{key_width}}  {wrapped[0]}")
+        lines += [" " * indent + line for line in wrapped[1:]]
+    return lines
 
 
 def _stacked(t: Table, f: Fitted) -> list[str]:
@@ -231,6 +295,9 @@ def to_markdown(tables: Iterable[Table], assumptions: Sequence[str] = ()) -> str
     """GitHub-flavoured markdown tables, each with its notes; then the assumptions the numbers rest on."""
     parts = []
     for t in tables:
+        if t.verdict:
+            parts.append("\n".join([f"**{t.title}**", "", *(f"- {key}: {value}" for key, value in t.rows)]))
+            continue
         lines = [f"### {t.title}", ""]
         lines.append("| " + " | ".join(c or " " for c in t.columns) + " |")
         lines.append("|" + "|".join("---:" if i in t.right else "---" for i in range(len(t.columns))) + "|")

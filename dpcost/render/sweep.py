@@ -9,7 +9,27 @@ from dpcost.engine.report import EstimateReport, SweepRow
 from dpcost.render.table import Table, gb, pct
 from dpcost.units import fmt_seconds
 
-__all__ = ["sweep_chart", "sweep_svg", "sweep_table"]
+__all__ = ["sweep_chart", "sweep_svg", "sweep_table", "sweep_verdict"]
+
+
+def sweep_verdict(reports: Sequence[EstimateReport]) -> Table:
+    """The answer first: the sweep's best row (engine/verdict.py) with its verdict, and how efficiency falls."""
+    from dpcost.engine.verdict import fastest_that_fits
+    from dpcost.render.estimate import verdict_table
+
+    best = reports[fastest_that_fits([r.summary for r in reports])]
+    why = "the most tokens/s of the sizes that fit" if best.summary.fits else "none fits; the nearest miss"
+    t = verdict_table(best, f"Verdict, DP {best.setup.dp} ({why})")
+    first, last = reports[0], reports[-1]
+    if len(reports) > 1 and first.time is not None and last.time is not None:
+        t.rows.append(
+            [
+                "scaling",
+                f"efficiency {pct(first.time.scaling_efficiency)} at DP {first.setup.dp}, "
+                f"{pct(last.time.scaling_efficiency)} at DP {last.setup.dp}",
+            ]
+        )
+    return t
 
 
 def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> Table:

@@ -27,6 +27,12 @@ class Table:
     # tables of up to three columns), and `drop` names the columns to leave out first (default: right to left).
     prose: bool | None = None
     drop: list[str] = field(default_factory=list)
+    # Columns whose cells may break at spaces and after hyphens (names, values with units) before any column is
+    # left out.
+    breakable: list[str] = field(default_factory=list)
+    # The answer a report leads with: in a terminal and in markdown, its title and then each key with its value,
+    # no rules or headers, so that it reads in a few lines (formats.py).
+    verdict: bool = False
 
     @property
     def wraps(self) -> bool:

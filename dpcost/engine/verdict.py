@@ -1,0 +1,95 @@
+"""The verdict a report leads with: the plan, whether it fits, the step that counts, what binds it, and the warning
+to read first. Every figure is one the report already holds; this module only chooses and words them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dpcost.engine.advice import headline
+from dpcost.engine.report import Advice, Memory, Serving, Setup, Summary, Time
+from dpcost.units import fmt_bytes, fmt_seconds
+
+__all__ = ["BOUND_REASONS", "fastest_that_fits", "serving_summary", "training_summary"]
+
+BOUND_REASONS = {
+    "compute": "communication hides behind the backward pass",
+    "communication": "collectives take longer than the compute they overlap",
+}
+
+
+def _chosen(setup: Setup, fits: bool) -> str:
+    """What dpcost chose for the user, and on what ground."""
+    chosen = setup.zero_stage_chosen + setup.recompute_chosen
+    if not chosen:
+        return ""
+    what = "both chosen" if chosen == 2 else "chosen"
+    return f" ({what}: {'the fastest that fits' if fits else 'nothing fits, the nearest miss'})"
+
+
+def _schedule(setup: Setup) -> str:
+    return "generic schedule" if setup.framework == "none" else f"as {setup.framework} runs it"
+
+
+def training_summary(setup: Setup, memory: Memory, time: Time, warnings: Sequence[Advice]) -> Summary:
+    """A training plan's verdict: the costed stage's memory against HBM and time.step_seconds."""
+    row = memory.stages[setup.zero_stage]
+    plan = (
+        f"ZeRO-{setup.zero_stage}, recompute {setup.recompute}{_chosen(setup, row.fits)}, {_schedule(setup)}"
+        + (f", offload {setup.offload}" if setup.offload != "none" else "")
+        + f"; micro-batch {setup.micro_batch} x accum {setup.accumulation} x DP {setup.dp}"
+    )
+    fit = "fits" if row.fits else "does NOT fit"
+    return Summary(
+        verdict=f"{fit}: {fmt_bytes(row.total_bytes)} of {fmt_bytes(memory.hbm_bytes)} per GPU; "
+        f"{fmt_seconds(time.step_seconds)} per step, {time.bound}-bound",
+        plan=plan,
+        fits=row.fits,
+        memory_bytes=row.total_bytes,
+        hbm_bytes=memory.hbm_bytes,
+        headroom_bytes=max(0, memory.hbm_bytes - row.total_bytes),
+        shortfall_bytes=max(0, row.total_bytes - memory.hbm_bytes),
+        max_micro_batch=row.max_micro_batch,
+        step_seconds=time.step_seconds,
+        tokens_per_second=time.tokens_per_second,
+        mfu=time.mfu,
+        scaling_efficiency=time.scaling_efficiency,
+        bound=time.bound,
+        bound_reason=BOUND_REASONS[time.bound],
+        top_warning=headline(warnings),
+    )
+
+
+def serving_summary(setup: Setup, serving: Serving, hbm_bytes: int, warnings: Sequence[Advice]) -> Summary:
+    """A serving plan's verdict: a replica's memory per GPU against HBM, and the decode rate of all replicas."""
+    fit = "fits on one GPU" if serving.fits else f"does NOT fit on one GPU: {serving.gpus_per_replica} per replica"
+    gpus = f"{serving.gpus_per_replica} GPU{'' if serving.gpus_per_replica == 1 else 's'}"
+    return Summary(
+        verdict=f"{fit}: {fmt_bytes(serving.per_gpu_bytes)} of {fmt_bytes(hbm_bytes)} per GPU; "
+        f"{serving.tokens_per_second:,.0f} tokens/s decoding, {serving.bound}-bound",
+        plan=f"{serving.replicas} replicas of {gpus} on {setup.dp} GPUs, "
+        f"{setup.micro_batch} sequences of {setup.seq_len} tokens each",
+        fits=serving.fits,
+        memory_bytes=serving.per_gpu_bytes,
+        hbm_bytes=hbm_bytes,
+        headroom_bytes=max(0, hbm_bytes - serving.per_gpu_bytes),
+        shortfall_bytes=max(0, serving.per_gpu_bytes - hbm_bytes),
+        max_micro_batch=None,
+        step_seconds=None,
+        tokens_per_second=serving.tokens_per_second,
+        mfu=None,
+        scaling_efficiency=None,
+        bound=serving.bound,
+        bound_reason="decoding reads every weight and the KV cache once per token"
+        if serving.bound.startswith("memory")
+        else "decoding does more math per token than its bytes can hide",
+        top_warning=headline(warnings),
+    )
+
+
+def fastest_that_fits(summaries: Sequence[Summary]) -> int:
+    """The index of a sweep's best row: the most tokens/s among the plans that fit; if none fits, the smallest
+    shortfall (the nearest miss)."""
+    fitting = [i for i, v in enumerate(summaries) if v.fits]
+    if fitting:
+        return max(fitting, key=lambda i: summaries[i].tokens_per_second)
+    return min(range(len(summaries)), key=lambda i: summaries[i].shortfall_bytes)
