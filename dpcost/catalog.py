@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from dpcost.errors import InputError
+from dpcost.errors import InputError, in_plain_words
 from dpcost.specs import ModelSpec, TopologySpec
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ _UNITS = {
 }
 
 
-def _validate(cls: type[Spec], doc: dict[str, Any], where: str) -> Spec:
+def _validate(cls: type[Spec], doc: dict[str, Any], where: str, context: dict[str, Any] | None = None) -> Spec:
     mixups = {ModelSpec: ("tiers", "gpu", "topology"), TopologySpec: ("architecture", "params", "model")}
     for kind, (*keys, other) in mixups.items():
         if cls is kind and any(k in doc for k in keys):
@@ -169,7 +169,7 @@ def _validate(cls: type[Spec], doc: dict[str, Any], where: str) -> Spec:
                 where, f"this looks like a {other} spec, not a {'model' if kind is ModelSpec else 'topology'}"
             )
     try:
-        return cls.model_validate(doc)
+        return cls.model_validate(doc, context=context)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         loc = tuple(err["loc"])
@@ -177,10 +177,6 @@ def _validate(cls: type[Spec], doc: dict[str, Any], where: str) -> Spec:
         if err["type"] == "extra_forbidden":
             allowed = ", ".join(_fields_at(cls, loc[:-1]))
             message = f"unknown field (allowed here: {allowed})"
-        elif err["type"] == "missing":
-            message = "required field is missing"
-        elif err["type"] in ("model_type", "model_attributes_type", "dict_type"):
-            message = "expected a mapping of fields"
         elif err["type"] == "string_pattern_mismatch" and "x00" in str(err.get("ctx", {}).get("pattern", "")):
             message = "control characters are not allowed"
         elif err["type"] in _BOUNDS:
@@ -188,7 +184,7 @@ def _validate(cls: type[Spec], doc: dict[str, Any], where: str) -> Spec:
             unit = _UNITS.get(str(loc[-1]), "") if loc else ""
             message = f"must be {_BOUNDS[err['type']]} {limit:g}{unit}, got {err['input']!r}"[:200]
         else:
-            message = err["msg"].removeprefix("Value error, ")
+            message = in_plain_words(err)
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise InputError(where, f"{field}: {message}{more}" if loc else f"{message}{more}") from None
 
@@ -359,7 +355,9 @@ def load_plan(path: str, where: str = "PLAN") -> PlanFile:
     source = _check_path(path, where)
     text = _read_text(source, str(source))
     doc = _parse_json(text, str(source)) if source.suffix == ".json" else _parse_yaml(text, str(source))
-    return _validate(PlanFile, doc, str(source))
+    from dpcost.options import WRITTEN
+
+    return _validate(PlanFile, doc, str(source), WRITTEN)
 
 
 # ------------------------------------------------------------------------------------------------ measurements

@@ -32,7 +32,8 @@ from pydantic import (
 )
 
 from dpcost.engine.report import Summary
-from dpcost.units import parse_bytes, parse_count, parse_seconds
+from dpcost.options import Whole, written_size, written_time
+from dpcost.units import parse_count, parse_fraction
 
 if TYPE_CHECKING:
     from dpcost.engine.report import EstimateReport
@@ -66,16 +67,6 @@ def _text_or_number(description: str) -> WithJsonSchema:
     )
 
 
-def _fraction(value: Any) -> Any:
-    """0.95, or '95%'."""
-    if isinstance(value, str) and value.strip().endswith("%"):
-        try:
-            return float(value.strip()[:-1]) / 100
-        except ValueError:
-            raise ValueError(f"expected a fraction such as 0.95 or a percentage such as 95%, got {value!r}") from None
-    return value
-
-
 class Limits(BaseModel):
     """The limits a plan must hold: any of them; a scenario's `limits:` mapping, or the flags of the same names."""
 
@@ -83,19 +74,21 @@ class Limits(BaseModel):
 
     require_fit: bool = Field(False, description="the plan fits in GPU memory at the costed ZeRO stage")
     max_memory: Annotated[
-        float | None, BeforeValidator(_optional(parse_bytes)), _text_or_number("memory per GPU at most this, e.g. 70GB")
+        float | None, BeforeValidator(written_size), _text_or_number("memory per GPU at most this, e.g. 70GB")
     ] = Field(None, gt=0, description="memory per GPU at most this, e.g. 70GB")
     max_step_time: Annotated[
         float | None,
-        BeforeValidator(_optional(parse_seconds)),
+        BeforeValidator(written_time),
         _text_or_number("the step (bucketed schedule) takes at most this, e.g. 7s or 650ms"),
     ] = Field(None, gt=0, description="the step (bucketed schedule) takes at most this, e.g. 7s or 650ms")
     min_efficiency: Annotated[
-        float | None, BeforeValidator(_fraction), _text_or_number("scaling efficiency at least this: 0.95 or 95%")
+        float | None,
+        BeforeValidator(_optional(parse_fraction)),
+        _text_or_number("scaling efficiency at least this: 0.95 or 95%"),
     ] = Field(None, ge=0, le=1, description="scaling efficiency at least this: 0.95 or 95%")
     max_exposed_comm: Annotated[
         float | None,
-        BeforeValidator(_optional(parse_seconds)),
+        BeforeValidator(written_time),
         _text_or_number("communication left exposed per step at most this, e.g. 100ms"),
     ] = Field(None, ge=0, description="communication left exposed per step at most this, e.g. 100ms")
     min_tokens_per_s: Annotated[
@@ -181,7 +174,7 @@ class Scenario(BaseModel):
     name: str = Field(min_length=1, max_length=200, description="names the scenario in the table, JSON and JUnit")
     model: str = Field(min_length=1, description="catalog name, YAML spec or HF config.json (as --model)")
     topology: str = Field("dgx-h100", min_length=1, description="catalog name or YAML spec (as --topology)")
-    dp: int = Field(ge=1, le=10_000_000, strict=True, description="data-parallel size (as --dp)")
+    dp: Whole = Field(ge=1, le=10_000_000, description="data-parallel size (as --dp)")
     limits: Limits = Field(default_factory=Limits, description="what the plan must hold")
     options: dict[str, Any] = Field(
         default_factory=dict, description="plan options (estimate's flags); they may also sit beside `model`"
@@ -203,10 +196,10 @@ class Scenario(BaseModel):
 
     def plan_options(self) -> Options:
         """The scenario's options, validated as `estimate` validates its flags."""
-        from dpcost.options import Options, explain
+        from dpcost.options import WRITTEN, Options, explain
 
         try:
-            return Options.model_validate({"dp": self.dp, **self.options})
+            return Options.model_validate({"dp": self.dp, **self.options}, context=WRITTEN)
         except ValidationError as exc:
             where, message = explain(exc)
             raise ValueError(f"{where}: {message}") from None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["DpcostError", "InputError"]
+from typing import Any
+
+__all__ = ["DpcostError", "InputError", "in_plain_words"]
 
 
 class DpcostError(Exception):
@@ -19,3 +21,48 @@ class InputError(DpcostError):
         self.where = where
         self.message = message
         super().__init__(f"{where}: {message}" if where else message)
+
+
+# pydantic's error types in dpcost's words: what is allowed. The value given is added by in_plain_words.
+_KINDS = {
+    "missing": "required field is missing",
+    "list_type": "expected a list",
+    "dict_type": "expected a mapping of fields",
+    "model_type": "expected a mapping of fields",
+    "model_attributes_type": "expected a mapping of fields",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "int_type": "expected an integer",
+    "int_parsing": "expected an integer",
+    "int_from_float": "expected an integer",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "finite_number": "expected a finite number",
+    "string_type": "expected text",
+}
+
+
+def in_plain_words(err: dict[str, Any]) -> str:
+    """One pydantic error in dpcost's words, never pydantic's: what is allowed, and what was given."""
+    kind, ctx, given = err["type"], err.get("ctx") or {}, err.get("input")
+    shown = repr(given) if len(repr(given)) <= 40 else repr(given)[:37] + "..."
+    if kind == "missing":
+        return _KINDS[kind]
+    if kind in _KINDS:
+        return f"{_KINDS[kind]}, got {shown}"
+    if kind in ("literal_error", "enum"):
+        return f"must be one of {ctx.get('expected')}, got {shown}"
+    if kind == "string_pattern_mismatch":
+        return f"must match the pattern {ctx.get('pattern')}, got {shown}"
+    if kind == "string_too_long":
+        return f"takes at most {ctx.get('max_length')} characters"
+    if kind == "string_too_short":
+        return f"needs at least {ctx.get('min_length')} character(s)"
+    if kind == "too_short":
+        return f"needs at least {ctx.get('min_length')} item(s), got {ctx.get('actual_length')}"
+    if kind == "too_long":
+        return f"takes at most {ctx.get('max_length')} item(s), got {ctx.get('actual_length')}"
+    if kind in ("value_error", "assertion_error"):
+        message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        return message if "got " in message else f"{message}, got {shown}"
+    return f"not allowed here: {shown}"

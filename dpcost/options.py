@@ -10,20 +10,26 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from dpcost.engine.memory import offload_applies
-from dpcost.units import parse_bytes, parse_seconds
+from dpcost.errors import in_plain_words
+from dpcost.units import parse_bytes, parse_fraction, parse_seconds, parse_whole
 
 __all__ = [
+    "WRITTEN",
     "Batch",
     "Communication",
     "Compute",
+    "Fraction",
     "Options",
     "Plan",
     "Precision",
+    "Whole",
     "choices",
     "flag",
+    "written_size",
+    "written_time",
 ]
 
 DEFAULT_MFU = 0.40  # dense-BF16 MFU of well-tuned large runs (PaLM 46%, Llama 3 38-43%, MegaScale 55%)
@@ -37,8 +43,36 @@ def _auto(value: Any) -> Any:
     return None if value is None or (isinstance(value, str) and value.strip().lower() == "auto") else value
 
 
-def _size(value: Any) -> Any:
-    return None if value is None else parse_bytes(value)
+# Validated with this context, a value came from a person (a flag, a plan file): a size or a time must carry
+# its unit. The Python API passes SI numbers.
+WRITTEN = {"units": "required"}
+
+
+def _written(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("units") == "required")
+
+
+def written_size(value: Any, info: ValidationInfo) -> Any:
+    """A size: with its unit where a person wrote it (WRITTEN), bytes from the Python API."""
+    return None if value is None else parse_bytes(value, unit_required=_written(info))
+
+
+def written_time(value: Any, info: ValidationInfo) -> Any:
+    """A time: with its unit where a person wrote it (WRITTEN), seconds from the Python API."""
+    return None if value is None else parse_seconds(value, unit_required=_written(info))
+
+
+def _whole(value: Any) -> Any:
+    return None if value is None else parse_whole(value)
+
+
+def _fraction(value: Any) -> Any:
+    return parse_fraction(value)
+
+
+FRACTION = "X|X%"  # a fraction's metavar: 0.4 or 40%
+Whole = Annotated[int, BeforeValidator(_whole)]
+Fraction = Annotated[float, BeforeValidator(_fraction)]
 
 
 def _stage(value: Any) -> Any:
@@ -86,35 +120,35 @@ class Plan(Section):
 class Batch(Section):
     """B = b x a x D: micro-batch, accumulation and DP; or the global batch held fixed."""
 
-    micro_batch: int = Field(
+    micro_batch: Whole = Field(
         1,
         ge=1,
         le=10**6,
         description="Sequences per GPU per micro-batch.",
         json_schema_extra=cli("--micro-batch", "-b"),
     )
-    seq_len: int | None = Field(
+    seq_len: Whole | None = Field(
         None,
         ge=1,
         le=10**7,
         description="Tokens per sequence [default: 4096, or the model's learned-position limit].",
         json_schema_extra=cli("--seq-len", "-s"),
     )
-    accumulation: int | None = Field(
+    accumulation: Whole | None = Field(
         None,
         ge=1,
         le=10**6,
         description="Gradient accumulation steps [default: 1].",
         json_schema_extra=cli("--accum", "-a"),
     )
-    global_batch: int | None = Field(
+    global_batch: Whole | None = Field(
         None,
         ge=1,
         le=10**12,
         description="Hold the global batch (sequences) fixed: accumulation is derived.",
         json_schema_extra=cli("--global-batch"),
     )
-    serving_batch: int = Field(
+    serving_batch: Whole = Field(
         1, ge=1, le=10**6, description="Inference: concurrent sequences per replica.", json_schema_extra=cli("--batch")
     )
 
@@ -143,13 +177,13 @@ class Precision(Section):
 class Communication(Section):
     """How the gradients and parameters travel."""
 
-    bucket_bytes: Annotated[float | None, BeforeValidator(_size)] = Field(
+    bucket_bytes: Annotated[float | None, BeforeValidator(written_size)] = Field(
         None,
         gt=0,
         description="Gradient bucket size [default: the framework's, else PyTorch DDP's 25MiB].",
         json_schema_extra=cli("--bucket-size", metavar="SIZE"),
     )
-    first_bucket_bytes: Annotated[float | None, BeforeValidator(_size)] = Field(
+    first_bucket_bytes: Annotated[float | None, BeforeValidator(written_size)] = Field(
         None,
         ge=0,
         description="The first gradient bucket's size [default: the framework's: DDP's 1MiB, else as the others].",
@@ -182,22 +216,22 @@ class Communication(Section):
 class Compute(Section):
     """How fast the math runs."""
 
-    mfu: float = Field(
+    mfu: Fraction = Field(
         DEFAULT_MFU,
         ge=0.001,
         le=1,
         description="Fraction of dense BF16 peak the math sustains, on every FLOP executed (recomputation too).",
-        json_schema_extra=cli("--mfu"),
+        json_schema_extra=cli("--mfu", metavar=FRACTION),
     )
     flash_attention: bool = Field(
         True, description="Flash attention stores no s^2 scores.", json_schema_extra=cli("--flash-attention")
     )
-    skew: float = Field(
+    skew: Fraction = Field(
         0.0,
         ge=0,
         le=10,
         description="The slowest rank's extra compute, e.g. 0.05 for 5%.",
-        json_schema_extra=cli("--skew"),
+        json_schema_extra=cli("--skew", metavar=FRACTION),
     )
     compute_dtype: Literal["bf16", "fp8"] = Field(
         "bf16",
@@ -205,15 +239,15 @@ class Compute(Section):
         "FP8 peak; MFU is reported against it).",
         json_schema_extra=cli("--compute-dtype"),
     )
-    overlap_slowdown: float = Field(
+    overlap_slowdown: Fraction = Field(
         DEFAULT_OVERLAP_SLOWDOWN,
         ge=0,
         le=1,
         description="How much slower compute runs while a collective overlaps it (NCCL's kernels take SMs and "
         "HBM bandwidth; docs/frameworks.md).",
-        json_schema_extra=cli("--overlap-slowdown"),
+        json_schema_extra=cli("--overlap-slowdown", metavar=FRACTION),
     )
-    sync_jitter: Annotated[float, BeforeValidator(parse_seconds)] = Field(
+    sync_jitter: Annotated[float, BeforeValidator(written_time)] = Field(
         DEFAULT_SYNC_JITTER,
         ge=0,
         le=1,
@@ -235,7 +269,7 @@ SECTIONS: dict[str, type[Section]] = {
 class Options(Section):
     """Everything a plan can be told. `Options(dp=512, micro_batch=2)` files flat names into their sections."""
 
-    dp: int = Field(ge=1, le=10_000_000, description="Data-parallel size: GPUs, one replica each.")
+    dp: Whole = Field(ge=1, le=10_000_000, description="Data-parallel size: GPUs, one replica each.")
     plan: Plan = Plan()
     batch: Batch = Batch()
     precision: Precision = Precision()
@@ -290,16 +324,18 @@ def error_message(err: Any, info: Any = None) -> str:
         return f"must be a positive integer, got {shown}" if bound == 1 else f"must be at least {bound}, got {shown}"
     if kind == "greater_than":
         return f"must be more than {ctx.get('gt')}, got {shown}"
+    extra = info.json_schema_extra if info is not None and isinstance(info.json_schema_extra, dict) else {}
+    if kind == "less_than_equal" and extra.get("metavar") == FRACTION:
+        bound = ctx.get("le")
+        return f"must be at most {bound:g} ({bound:.0%}), got {shown}: write a fraction, e.g. 0.4 or 40%"
     if kind == "less_than_equal":
         return f"{shown} is beyond {ctx.get('le'):,}; check the number"
     if kind == "literal_error" and info is not None:
         values = [str(v) for v in choices(info.annotation)]
-        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         if extra.get("auto"):
             values.append("auto")
         return f"must be one of {', '.join(values[:-1])} or {values[-1]}, got {shown}"
-    message = str(err["msg"]).removeprefix("Value error, ")
-    return message if "got " in message else f"{message}, got {shown}"
+    return in_plain_words(err)
 
 
 def explain(exc: ValidationError) -> tuple[str, str]:

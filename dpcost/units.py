@@ -6,6 +6,11 @@ bytes, as in the ZeRO paper and nccl-tests' GB/s); binary ones are spelled with 
 
 The one exception is `parse_message_size`, which follows nccl-tests' own `-b 8 -e 16G` convention: a bare
 K/M/G suffix is binary there (16G = 16 GiB).
+
+One grammar for every flag and plan file: whole numbers take SI or binary suffixes (`8k` = 8000, `8Ki` = 8192,
+`300K`), fractions a percentage (`40%` = 0.4), and sizes, rates and times their unit. Where a person writes the
+value (`unit_required=True`: flags and plan files) a size, bandwidth or time without its unit is refused, with a
+message that shows how to write it: `70` is not 70 bytes.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ __all__ = [
     "parse_bytes",
     "parse_count",
     "parse_flops",
+    "parse_fraction",
     "parse_message_size",
     "parse_seconds",
+    "parse_whole",
 ]
 
 
@@ -92,9 +99,19 @@ def _prefix(prefix: str, text: object, what: str, example: str) -> float:
     raise UnitError(f"expected {what} such as {example!r}, got {_show(text)} (unknown prefix {prefix!r})")
 
 
-def parse_bytes(text: object) -> float:
-    """'80GB' -> 8e10, '25MiB' -> 26214400.0, '512B' -> 512.0; a bare number is bytes."""
+def _unit_given(value: float, unit: str, text: object, what: str, spelled: str) -> None:
+    """Refuse a number a person wrote without its unit, showing how to write it (0 is 0 in any unit)."""
+    if unit == "" and value != 0:
+        number = f"{value:g}"
+        raise UnitError(f"got {_show(text)} without a unit: write {what} with its unit, e.g. {spelled.format(number)}")
+
+
+def parse_bytes(text: object, unit_required: bool = False) -> float:
+    """'80GB' -> 8e10, '25MiB' -> 26214400.0, '512B' -> 512.0; a bare number is bytes, unless a unit is
+    required."""
     value, unit = _split(text, "a size", "80GB")
+    if unit_required:
+        _unit_given(value, unit, text, "a size", "{0}GB or {0}GiB")
     if unit in ("", "B"):
         return _bounded(value, text, "a size")
     if not unit.endswith("B"):
@@ -110,10 +127,12 @@ def parse_message_size(text: object) -> float:
     return _bounded(parse_bytes(text), text, "a message size")
 
 
-def parse_bandwidth(text: object) -> float:
+def parse_bandwidth(text: object, unit_required: bool = False) -> float:
     """Bytes per second: '450GB/s' -> 4.5e11; bits with a lower-case b: '400Gbps' or '400Gb/s' -> 5e10.
-    A bare number is bytes per second."""
+    A bare number is bytes per second, unless a unit is required."""
     value, unit = _split(text, "a bandwidth", "450GB/s")
+    if unit_required:
+        _unit_given(value, unit, text, "a bandwidth", "{0}GB/s or {0}Gbps")
     if unit == "":
         return _bounded(value, text, "a bandwidth")
     m = re.fullmatch(r"(?P<prefix>[kKMGTP]i?)?(?P<base>B/s|Bps|b/s|bps)", unit)
@@ -126,9 +145,11 @@ def parse_bandwidth(text: object) -> float:
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
-def parse_seconds(text: object) -> float:
-    """'3us' -> 3e-6, '1.5ms' -> 1.5e-3; a bare number is seconds."""
+def parse_seconds(text: object, unit_required: bool = False) -> float:
+    """'3us' -> 3e-6, '1.5ms' -> 1.5e-3; a bare number is seconds, unless a unit is required."""
     value, unit = _split(text, "a time", "3us")
+    if unit_required:
+        _unit_given(value, unit, text, "a time", "{0}s or {0}ms")
     if unit not in _TIME and unit != "":
         raise UnitError(f"expected a time such as '3us' or '1.5ms' (units: s, ms, us, ns), got {_show(text)}")
     return _bounded(value * _TIME.get(unit, 1.0), text, "a time")
@@ -152,6 +173,45 @@ def parse_count(text: object) -> float:
     if unit not in _COUNT:
         raise UnitError(f"expected a count such as '70B', '65M' or '7.5e9', got {_show(text)}")
     return _bounded(value * _COUNT[unit], text, "a count")
+
+
+_WHOLE = {**_DECIMAL, **_BINARY}
+
+
+def parse_whole(text: object) -> int:
+    """A whole number: 4096, '8k' -> 8000, '8Ki' -> 8192, '300K', '1e3', '2M'. SI suffixes are powers of 1000,
+    binary ones (with an i) of 1024; what is left must be whole. A sign is kept for the caller's bound to judge."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    expected = f"expected an integer such as 8, 8k (8000) or 8Ki (8192), got {_show(text)}"
+    sign = 1
+    if isinstance(text, str) and text.strip().startswith("-"):
+        sign, text = -1, text.strip()[1:]
+    try:
+        value, unit = _split(text, "a whole number", "8k")
+    except UnitError:
+        raise UnitError(expected) from None
+    if unit not in _WHOLE:
+        raise UnitError(expected)
+    number = value * _WHOLE[unit]  # its bound is the caller's (--dp's is not a parameter count's)
+    if not math.isfinite(number):
+        raise UnitError(expected)
+    if number != int(number):
+        raise UnitError(f"{expected} (not whole)")
+    return sign * int(number)
+
+
+def parse_fraction(text: object) -> float:
+    """A fraction: 0.4, or a percentage: '40%' -> 0.4."""
+    expected = f"expected a fraction such as 0.4 or 40%, got {_show(text)}"
+    percent = isinstance(text, str) and text.strip().endswith("%")
+    try:
+        value, unit = _split(text.strip()[:-1] if percent else text, "a fraction", "0.4")  # type: ignore[union-attr]
+    except UnitError:
+        raise UnitError(expected) from None
+    if unit:
+        raise UnitError(expected)
+    return value / 100 if percent else value
 
 
 def _scaled(value: float, units: list[tuple[float, str]], digits: int = 3) -> str:

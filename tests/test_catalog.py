@@ -122,7 +122,7 @@ def test_user_yaml_model(tmp_path: Path) -> None:
             "name: tiny\ntitle: T\narchitecture: {hidden: 256, layers: 2, heads: 4, kv_heads: 3, ffn: 8, vocab: 9}\n",
             "must be a multiple of kv_heads",
         ),
-        ("name: Not A Slug\ntitle: T\nparams: 7B\n", "name: String should match pattern"),
+        ("name: Not A Slug\ntitle: T\nparams: 7B\n", "name: must match the pattern"),
         ("name: t\ntitle: T\nparams: 7 apples\n", "params: expected a count"),
         ("[" * 5000, "nested too deeply|malformed"),
         ("? [a, b]\n: 1\nname: x\n", "mapping keys must be plain names"),

@@ -13,8 +13,10 @@ from dpcost.units import (
     parse_bytes,
     parse_count,
     parse_flops,
+    parse_fraction,
     parse_message_size,
     parse_seconds,
+    parse_whole,
 )
 
 
@@ -84,3 +86,43 @@ def test_formatting() -> None:
     assert fmt_seconds(0.733) == "733 ms"
     assert fmt_seconds(42e-6) == "42.0 us"
     assert fmt_count(70.554e9) == "70.55B"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("4096", 4096), (4096, 4096), ("8k", 8000), ("8K", 8000), ("8Ki", 8192), ("300K", 300_000), ("1e3", 1000),
+     ("2M", 2_000_000), ("1Mi", 2**20), ("2.5k", 2500), ("-1", -1)],
+)  # fmt: skip
+def test_whole_numbers_take_si_and_binary_suffixes(text: object, expected: int) -> None:
+    """SI prefixes are powers of 1000, binary ones (with an i) of 1024 (IEC 80000-13)."""
+    assert parse_whole(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["8.5", "1.5k7", "8x", "abc", "", "nan", "inf", "1e999", True, None, "8 GB"])
+def test_a_whole_number_that_is_not_one_says_how_to_write_it(bad: object) -> None:
+    with pytest.raises(UnitError, match=r"an integer such as 8, 8k \(8000\) or 8Ki \(8192\)"):
+        parse_whole(bad)
+
+
+@pytest.mark.parametrize(("text", "expected"), [("40%", 0.4), ("0.4", 0.4), (0.4, 0.4), ("5 %", 0.05), ("100%", 1.0)])
+def test_fractions_take_a_percentage(text: object, expected: float) -> None:
+    assert parse_fraction(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("bad", ["40 percent", "%", "x%", "0.4GB", "nan%", "", None])
+def test_a_bad_fraction_says_how_to_write_it(bad: object) -> None:
+    with pytest.raises(UnitError, match=r"0\.4 or 40%"):
+        parse_fraction(bad)
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "shown"),
+    [(parse_bytes, "70", "70GB or 70GiB"), (parse_bytes, 70, "70GB or 70GiB"), (parse_seconds, "7", "7s or 7ms"),
+     (parse_bandwidth, "400", "400GB/s or 400Gbps")],
+)  # fmt: skip
+def test_a_written_size_rate_or_time_needs_its_unit(parse: object, text: object, shown: str) -> None:
+    """`--max-memory 70` was 70 bytes, and the check failed: where a person writes the value, it needs its unit."""
+    with pytest.raises(UnitError, match=f"without a unit: .* e.g. {shown}"):
+        parse(text, unit_required=True)  # type: ignore[operator]
+    assert parse(0, unit_required=True) == 0  # type: ignore[operator]  # 0 is 0 in any unit
+    assert parse(text) == float(text)  # type: ignore[operator,arg-type]  # specs and the Python API: SI units

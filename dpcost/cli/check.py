@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, writable, write
-from dpcost.cli.options import TopologyOpt, build_options, plan_options
+from dpcost.cli.options import TopologyOpt, build_options, plan_options, whole
 from dpcost.errors import InputError
 
 if TYPE_CHECKING:
@@ -28,7 +28,10 @@ def check(
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="One plan instead of a file: catalog name, YAML or config.json.")
     ] = None,
-    dp: Annotated[int | None, typer.Option("--dp", "-d", help="Data-parallel size of that plan.")] = None,
+    dp: Annotated[
+        int | None,
+        typer.Option("--dp", "-d", metavar="N", parser=whole("--dp"), help="Data-parallel size of that plan."),
+    ] = None,
     topology: TopologyOpt = "dgx-h100",
     require_fit: Annotated[
         bool, typer.Option("--require-fit", help="The plan fits in GPU memory (the check when no limit is given).")
@@ -149,10 +152,10 @@ def _limits(values: dict[str, Any]) -> Limits:
     from pydantic import ValidationError
 
     from dpcost.checks import CHECKS, Limits
-    from dpcost.options import error_message
+    from dpcost.options import WRITTEN, error_message
 
     try:
-        return Limits.model_validate(values)
+        return Limits.model_validate(values, context=WRITTEN)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         name = str(err["loc"][0]) if err["loc"] else ""

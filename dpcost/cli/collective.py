@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit
-from dpcost.cli.options import TopologyOpt
+from dpcost.cli.options import TopologyOpt, whole
 from dpcost.errors import InputError
 
 
@@ -53,7 +53,14 @@ def collective(
     ] = None,
     topology: TopologyOpt = "dgx-h100",
     ranks: Annotated[
-        int | None, typer.Option("--ranks", "-n", help="GPUs in the collective [default: 16, or the compared run's].")
+        int | None,
+        typer.Option(
+            "--ranks",
+            "-n",
+            metavar="N",
+            parser=whole("--ranks"),
+            help="GPUs in the collective [default: 16, or the compared run's].",
+        ),
     ] = None,
     min_bytes: Annotated[
         str, typer.Option("--min-bytes", metavar="SIZE", help="nccl-tests' -b: 8, 64K, 16M, 1G (binary).")

@@ -7,9 +7,12 @@ from typing import Annotated, Any
 import typer
 
 from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, load
-from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options
+from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options, whole
 
-DpOpt = Annotated[int, typer.Option("--dp", "-d", help="Data-parallel size: GPUs, one replica each.")]
+DpOpt = Annotated[
+    int,
+    typer.Option("--dp", "-d", metavar="N", parser=whole("--dp"), help="Data-parallel size: GPUs, one replica each."),
+]
 
 
 @app.command()

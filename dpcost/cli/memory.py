@@ -7,14 +7,14 @@ from typing import Annotated, Any
 import typer
 
 from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit
-from dpcost.cli.options import TopologyOpt, build_options, plan_options
+from dpcost.cli.options import TopologyOpt, build_options, plan_options, whole
 from dpcost.errors import InputError
 
 
 @app.command()
 @plan_options(skip=("zero", "mode", "serving_batch", "mfu", "skew", "algorithm", "accumulation", "global_batch"))
 def memory(
-    dp: Annotated[int, typer.Option("--dp", "-d", help="Data-parallel size.")],
+    dp: Annotated[int, typer.Option("--dp", "-d", metavar="N", parser=whole("--dp"), help="Data-parallel size.")],
     model: Annotated[
         str | None, typer.Option("--model", "-m", help="Catalog name, YAML spec or HF config.json.")
     ] = None,
@@ -26,7 +26,13 @@ def memory(
     ] = None,
     topology: TopologyOpt = "dgx-h100",
     gpus_per_node: Annotated[
-        int | None, typer.Option("--gpus-per-node", help="For DeepSpeed's per-CPU figures [default: the topology's].")
+        int | None,
+        typer.Option(
+            "--gpus-per-node",
+            metavar="N",
+            parser=whole("--gpus-per-node"),
+            help="For DeepSpeed's per-CPU figures [default: the topology's].",
+        ),
     ] = None,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,

@@ -17,7 +17,7 @@ import typer
 
 from dpcost.errors import InputError
 
-__all__ = ["FormatOpt", "ModelOpt", "TopologyOpt", "build_options", "field_flag", "plan_options"]
+__all__ = ["FormatOpt", "ModelOpt", "TopologyOpt", "build_options", "field_flag", "plan_options", "whole"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,6 +28,20 @@ TopologyOpt = Annotated[
     str, typer.Option("--topology", "-t", help="Catalog name (see `dpcost topologies`) or a YAML spec.")
 ]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output format.")]
+
+
+def whole(flag: str) -> Callable[[str], int]:
+    """A typer parser for an integer flag in dpcost's grammar (`512`, `8k`, `4Ki`); an error names the flag."""
+
+    def parse(text: str) -> int:
+        from dpcost.units import UnitError, parse_whole
+
+        try:
+            return parse_whole(text)
+        except UnitError as exc:
+            raise InputError(flag, str(exc)) from None
+
+    return parse
 
 
 def _fields(skip: Iterable[str] = ()) -> list[tuple[str, str, Any]]:
@@ -76,6 +90,8 @@ def _parameter(section: str, name: str, info: Any) -> inspect.Parameter:
             f"{section}__{name}", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
         )
     shown = "auto" if default is None and extra.get("auto") else default
+    if extra.get("metavar") == "TIME" and isinstance(shown, float):
+        shown = f"{shown:g}s"  # as a person writes it: a time flag takes its unit
     names = [flag, short] if short else [flag]
     annotation = Annotated[
         str | None,
@@ -93,7 +109,7 @@ def build_options(dp: int, values: dict[str, Any]) -> Any:
     """A validated Options from the flags' values; an error names the flag and what is allowed."""
     from pydantic import ValidationError
 
-    from dpcost.options import SECTIONS, Options, explain
+    from dpcost.options import SECTIONS, WRITTEN, Options, explain
 
     sections: dict[str, dict[str, Any]] = {name: {} for name in SECTIONS}
     for key, value in values.items():
@@ -101,7 +117,7 @@ def build_options(dp: int, values: dict[str, Any]) -> Any:
         if value is not None:
             sections[section][field] = value
     try:
-        return Options.model_validate({"dp": dp, **sections})
+        return Options.model_validate({"dp": dp, **sections}, context=WRITTEN)
     except ValidationError as exc:
         raise InputError(*explain(exc)) from None
 

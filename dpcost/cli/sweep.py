@@ -6,7 +6,6 @@ one row per plan; letting `estimate --dp` take a list would make its output's sh
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -22,23 +21,31 @@ if TYPE_CHECKING:
 
 
 def dp_list(text: str) -> list[int]:
-    """'8,64,512' or '8..4096' (powers of two) or a mix: '8..64,96'."""
+    """'8,64,512' or '8..4096' (powers of two) or a mix: '8..64,96'; each size in the integer grammar ('1Ki')."""
+    from dpcost.units import UnitError, parse_whole
+
+    def size(part: str) -> int:
+        try:
+            value = parse_whole(part)
+        except UnitError:
+            raise InputError("dp", f"expected sizes like 8,64,512 or a range 8..4096, got {part[:40]!r}") from None
+        if not 0 < value <= 10_000_000:
+            raise InputError("dp", f"{part[:40]!r}: a size from 1 to 10,000,000")
+        return value
+
     out: list[int] = []
     for part in text.split(","):
-        part = part.strip()
-        m = re.fullmatch(r"([0-9]{1,9})\.\.([0-9]{1,9})", part)
-        if m:
-            lo, hi = int(m.group(1)), int(m.group(2))
-            if lo < 1 or hi < lo:
-                raise InputError("dp", f"range {part!r} must go up from a positive size, like 8..4096")
-            v = lo
-            while v <= hi:
-                out.append(v)
-                v *= 2
-        elif re.fullmatch(r"[0-9]{1,9}", part) and int(part) > 0:
-            out.append(int(part))
-        else:
-            raise InputError("dp", f"expected sizes like 8,64,512 or a range 8..4096, got {part[:40]!r}")
+        lo_text, dots, hi_text = part.strip().partition("..")
+        if not dots:
+            out.append(size(lo_text))
+            continue
+        lo, hi = size(lo_text), size(hi_text)
+        if hi < lo:
+            raise InputError("dp", f"range {part.strip()!r} must go up from a positive size, like 8..4096")
+        v = lo
+        while v <= hi:
+            out.append(v)
+            v *= 2
     return sorted(set(out))
 
 

@@ -52,8 +52,12 @@ class Placement:
         g = self.levels[0].domain
         if self.nodes == 1 or self.ranks % g == 0:
             return ""
-        per = f"{self.ppn:g}" if self.ppn == int(self.ppn) else f"{self.ppn:.1f} on average"
-        return f"{self.ranks} GPUs fill {self.nodes} NVLink domains of {g:g} partly: costed as {per} GPUs per domain"
+        per = (
+            f"{self.ppn:g} GPUs per domain"
+            if self.ppn == int(self.ppn)
+            else f"{self.ppn:.3g} GPUs per domain on average"
+        )
+        return f"{self.ranks} GPUs fill {self.nodes} NVLink domains of {g:g} partly: costed as {per}"
 
     def domains(self, level: int) -> int:
         """How many domains of levels[level] the ranks span (every one part-filled evenly)."""
