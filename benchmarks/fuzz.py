@@ -971,10 +971,10 @@ def judge(case: Case, res: Result, timeout: float = TIMEOUT) -> tuple[list[Failu
         topo, why = _parse(Path(saved).read_text(encoding="utf-8"), "yaml")
         fails.extend(check_document(topo, f"{label} --save-topology") if why is None else [])
         if why is not None:
-            fails.append(Failure("unparsable output", f"{label} --save-topology: {why.split(':')[0]}", why))
+            fails.append(Failure("unparsable output", f"{label} --save-topology: {why.partition(': ')[0]}", why))
     doc, why = _document(case, res)
     if why is not None:
-        fails.append(Failure("unparsable output", f"{label}: {why.split(':')[0]}", why))
+        fails.append(Failure("unparsable output", f"{label}: {why.partition(': ')[0]}", why))
     if doc is not None:
         fails.extend(check_document(doc, label))
     failed_check = _verdict(case, doc) if doc is not None else None
@@ -986,6 +986,8 @@ def judge(case: Case, res: Result, timeout: float = TIMEOUT) -> tuple[list[Failu
             fails.append(Failure("exit 1 with no check", label, res.stderr.strip()[:300]))
         elif failed_check is False:
             fails.append(Failure("exit 1 with no failed check", label, "the JSON says every check held"))
+        elif failed_check is None and why is None:
+            fails.append(Failure("exit 1 with no failed check", f"{label}: no verdict", "no JSON verdict to read"))
     elif code == 0 and asked and failed_check is True:
         fails.append(Failure("exit 0 with a failed check", label, "the JSON says a check failed"))
     junit = _option(case.argv, "--junit")
