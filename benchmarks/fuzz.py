@@ -901,16 +901,17 @@ def _verdict(case: Case, doc: Any) -> bool | None:
 
 
 def _json_again(case: Case, timeout: float) -> Any:
-    """The JSON document of a line that printed another format: the line again with --format json on stdout."""
+    """The JSON document of a line that printed another format: the line again with --format json on stdout (and
+    no --junit, which may also be stdout)."""
     argv, out, skip = case.argv, [], 0
     for j, tok in enumerate(argv):
         if skip:
             skip -= 1
             continue
-        if tok in ("--format", "-f", "--output", "-o") and j + 1 < len(argv):
+        if tok in ("--format", "-f", "--output", "-o", "--junit") and j + 1 < len(argv):
             skip = 1
             continue
-        if tok.startswith(("--format=", "--output=")):
+        if tok.startswith(("--format=", "--output=", "--junit=")):
             continue
         out.append(tok)
     res = run([*out, "--format", "json"], case.env, timeout)
