@@ -23,6 +23,7 @@ td { white-space: nowrap; } td.prose { white-space: normal; min-width: 20em; }
 td.no { color: #b00; font-weight: bold; } p.note { color: #555; font-size: .85em; margin: .2em 0; }
 figure { margin: 1.5em 0; } figcaption { font-weight: bold; margin-bottom: .5em; }
 svg { max-width: 100%; height: auto; }
+section.verdict { border-left: 4px solid #4e79a7; padding-left: 1em; } section.verdict h2 { margin-top: 1em; }
 footer { margin-top: 3em; color: #777; font-size: .8em; }
 """
 
@@ -41,6 +42,9 @@ def _table(t: Table) -> str:
             cells.append(f"<td{attr}>{escape(cell)}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in t.notes)
+    if t.verdict:  # the answer: key and value, no header row
+        body = "".join(rows)
+        return f'<section class="verdict"><h2>{escape(t.title)}</h2><table><tbody>{body}</tbody></table></section>'
     return (
         f"<section><h2>{escape(t.title)}</h2><table><thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>{notes}</section>"
@@ -50,7 +54,7 @@ def _table(t: Table) -> str:
 def page(
     title: str, tables: Sequence[Table], assumptions: Sequence[str] = (), charts: Sequence[tuple[str, str]] = ()
 ) -> str:
-    """The page: title, charts (caption, inline SVG), tables, assumptions."""
+    """The page: title, the verdict, charts (caption, inline SVG), the other tables, assumptions."""
     from dpcost import __version__
 
     figures = "".join(f"<figure><figcaption>{escape(c)}</figcaption>{svg}</figure>" for c, svg in charts)
@@ -61,8 +65,9 @@ def page(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
+        *(_table(t) for t in tables if t.verdict),
         figures,
-        *(_table(t) for t in tables),
+        *(_table(t) for t in tables if not t.verdict),
         f"<section><h2>Assumptions</h2><ul>{listed}</ul></section>" if assumptions else "",
         f"<footer>dpcost {escape(__version__)}: closed-form estimates, not measurements.</footer>",
         "</body></html>",
