@@ -31,6 +31,7 @@ __all__ = [
     "parse_flops",
     "parse_fraction",
     "parse_message_size",
+    "parse_number",
     "parse_seconds",
     "parse_whole",
 ]
@@ -201,16 +202,21 @@ def parse_whole(text: object) -> int:
     return sign * int(number)
 
 
+def parse_number(text: object) -> float:
+    """A plain, finite number: 2, '1.5', '1e3'."""
+    value, unit = _split(text, "a number", "1.5")
+    if unit:
+        raise UnitError(f"expected a number such as 2 or 1.5, got {_show(text)}")
+    return value
+
+
 def parse_fraction(text: object) -> float:
     """A fraction: 0.4, or a percentage: '40%' -> 0.4."""
-    expected = f"expected a fraction such as 0.4 or 40%, got {_show(text)}"
     percent = isinstance(text, str) and text.strip().endswith("%")
     try:
-        value, unit = _split(text.strip()[:-1] if percent else text, "a fraction", "0.4")  # type: ignore[union-attr]
+        value = parse_number(text.strip()[:-1] if percent else text)  # type: ignore[union-attr]
     except UnitError:
-        raise UnitError(expected) from None
-    if unit:
-        raise UnitError(expected)
+        raise UnitError(f"expected a fraction such as 0.4 or 40%, got {_show(text)}") from None
     return value / 100 if percent else value
 
 

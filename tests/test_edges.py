@@ -138,3 +138,28 @@ def test_a_plan_file_takes_units_percentages_and_suffixes(tmp_path: Path) -> Non
     assert scenario["dp"] == 1024
     limits = {c["check"]: c["limit"] for c in scenario["checks"]}
     assert limits == {"max_memory": 80e9, "max_step_time": 10.0, "min_efficiency": 0.5, "min_tokens_per_s": 1e6}
+
+
+def test_junit_to_stdout_needs_the_report_elsewhere(tmp_path: Path) -> None:
+    """`--junit -` after a JSON report on stdout made the JSON unreadable."""
+    plan = str(Path(__file__).resolve().parents[1] / "examples" / "capacity-plan.yaml")
+    _one_line_error(["check", plan, "--junit", "-", "-f", "json"], "--junit", "--output FILE")
+    code, out, _ = run("check", plan, "--junit", "-", "-o", str(tmp_path / "r.json"))
+    assert code == 0 and out.startswith("<?xml")
+
+
+def test_annotations_keep_a_json_report_on_stdout_clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under GitHub Actions, `-o -` is stdout too: the ::error lines go to stderr beside a JSON report."""
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    plan = str(Path(__file__).resolve().parents[1] / "examples" / "capacity-plan-failing.yaml")
+    result = CliRunner().invoke(app, ["check", plan, "-f", "json", "-o", "-"], env={"GITHUB_ACTIONS": "true"})
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["passed"] is False
+    assert "::error" in result.stderr
+
+
+def test_a_plain_number_flag_says_so() -> None:
+    _one_line_error(["collective", "--factor", "two"], "--factor: expected a number")

@@ -84,6 +84,9 @@ def check(
         "max_exposed_comm": max_exposed_comm,
         "min_tokens_per_s": min_tokens_per_s,
     }
+    to_stdout = output is None or str(output) == "-"
+    if junit is not None and str(junit) == "-" and to_stdout:
+        raise InputError("--junit", "'-' is stdout, where the report goes: write the report with --output FILE")
     flags = _limits({k: v for k, v in given.items() if v is not None})
     values = options_values or {}
     if plan is not None:
@@ -121,7 +124,7 @@ def check(
         write(junit_xml(report, f"dpcost check {suite}"), junit, flag="--junit")
     if os.environ.get("GITHUB_ACTIONS") == "true" and not report.passed:
         # stdout is where the runner reads commands; keep a JSON, YAML, CSV or html document there clean
-        stream = sys.stdout if fmt in (Format.table, Format.markdown) or output is not None else sys.stderr
+        stream = sys.stdout if fmt in (Format.table, Format.markdown) or not to_stdout else sys.stderr
         stream.write(github_annotations(report, where))
     if not report.passed:
         raise typer.Exit(1)

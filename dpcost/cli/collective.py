@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit
-from dpcost.cli.options import TopologyOpt, whole
+from dpcost.cli.options import TopologyOpt, number, whole
 from dpcost.errors import InputError
 
 
@@ -69,7 +69,10 @@ def collective(
         str, typer.Option("--max-bytes", metavar="SIZE", help="nccl-tests' -e: the largest size.")
     ] = "16G",
     factor: Annotated[
-        float, typer.Option("--factor", metavar="X", help="nccl-tests' -f: size multiplier between rows.")
+        float,
+        typer.Option(
+            "--factor", metavar="X", parser=number("--factor"), help="nccl-tests' -f: size multiplier between rows."
+        ),
     ] = 2.0,
     sizes: Annotated[
         str | None, typer.Option("--sizes", metavar="SIZE,...", help="Explicit sizes, e.g. 64M,1G.")

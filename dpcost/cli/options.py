@@ -17,7 +17,7 @@ import typer
 
 from dpcost.errors import InputError
 
-__all__ = ["FormatOpt", "ModelOpt", "TopologyOpt", "build_options", "field_flag", "plan_options", "whole"]
+__all__ = ["FormatOpt", "ModelOpt", "TopologyOpt", "build_options", "field_flag", "number", "plan_options", "whole"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +38,20 @@ def whole(flag: str) -> Callable[[str], int]:
 
         try:
             return parse_whole(text)
+        except UnitError as exc:
+            raise InputError(flag, str(exc)) from None
+
+    return parse
+
+
+def number(flag: str) -> Callable[[str], float]:
+    """A typer parser for a plain number flag (`2`, `1.5`, `1e3`); an error names the flag, not the parser."""
+
+    def parse(text: str) -> float:
+        from dpcost.units import UnitError, parse_number
+
+        try:
+            return parse_number(text)
         except UnitError as exc:
             raise InputError(flag, str(exc)) from None
 
