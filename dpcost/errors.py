@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["DpcostError", "InputError", "in_plain_words"]
@@ -42,7 +43,7 @@ _KINDS = {
 }
 
 
-def in_plain_words(err: dict[str, Any]) -> str:
+def in_plain_words(err: Mapping[str, Any]) -> str:
     """One pydantic error in dpcost's words, never pydantic's: what is allowed, and what was given."""
     kind, ctx, given = err["type"], err.get("ctx") or {}, err.get("input")
     shown = repr(given) if len(repr(given)) <= 40 else repr(given)[:37] + "..."

@@ -214,7 +214,7 @@ def parse_fraction(text: object) -> float:
     """A fraction: 0.4, or a percentage: '40%' -> 0.4."""
     percent = isinstance(text, str) and text.strip().endswith("%")
     try:
-        value = parse_number(text.strip()[:-1] if percent else text)  # type: ignore[union-attr]
+        value = parse_number(str(text).strip()[:-1] if percent else text)
     except UnitError:
         raise UnitError(f"expected a fraction such as 0.4 or 40%, got {_show(text)}") from None
     return value / 100 if percent else value

@@ -202,9 +202,9 @@ def _bars(
             f'<text x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle">'
             f"{escape(fmt(tick)) if tick else '0'}</text>"
         )
-    for ln, total, y, name, text in zip(lanes, totals, tops, names, texts, strict=True):
+    for ln, total, y, name_lines, value_lines in zip(lanes, totals, tops, names, texts, strict=True):
         weight = ' font-weight="bold"' if ln.strong else ""
-        body.append(_lines(left - 8, y + 15, name, f' text-anchor="end"{weight}'))
+        body.append(_lines(left - 8, y + 15, name_lines, f' text-anchor="end"{weight}'))
         start, cut = 0.0, "#bab0ac"
         for seg, value, color in ln.segments:
             if start < axis:
@@ -226,7 +226,7 @@ def _bars(
                     f'<line x1="{xa + dx - 3:.1f}" y1="{y + 3 + BAR + 1}" x2="{xa + dx + 3:.1f}" y2="{y + 2}" '
                     'stroke="#fff" stroke-width="2"/>'
                 )
-        body.append(_lines(end(total) + GAP, y + 15, text, f" {HALO}"))
+        body.append(_lines(end(total) + GAP, y + 15, value_lines, f" {HALO}"))
     if limit is not None:
         name, value = limit
         mx = x(value)
@@ -236,11 +236,11 @@ def _bars(
         lx = min(max(mx, MARGIN + limit_half), width - MARGIN - limit_half)
         body.append(f'<text x="{lx:.1f}" y="{pad - 14}" text-anchor="middle">{escape(name)}</text>')
     lx, ly, base = left, 0, bottom + 40
-    for (text, color), step in zip(legend, entries, strict=True):
+    for (entry, color), step in zip(legend, entries, strict=True):
         if lx + step > width - MARGIN and lx > left:
             lx, ly = left, ly + 18
         body.append(f'<rect x="{lx:.1f}" y="{base + ly - 10}" width="12" height="12" fill="{color}"/>')
-        body.append(f'<text x="{lx + 17:.1f}" y="{base + ly}">{escape(text)}</text>')
+        body.append(f'<text x="{lx + 17:.1f}" y="{base + ly}">{escape(entry)}</text>')
         lx += step + 18
     last = base + ly if legend else bottom + 16
     notes = []
@@ -354,7 +354,7 @@ def scaling_svg(reports: Sequence[EstimateReport]) -> str:
     body.append(f'<text x="{MARGIN}" y="16">{title}</text>')
     # the boxes of the text placed so far: a DP or value label that would overlap one is left out (the value is
     # still in the point's tooltip)
-    placed: list[tuple[float, float, float, float]] = [(MARGIN, 4, MARGIN + text_width(title), 20)]
+    placed: list[tuple[float, float, float, float]] = [(MARGIN, 4.0, MARGIN + text_width(title), 20.0)]
 
     def free(box: tuple[float, float, float, float]) -> bool:
         return not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed)
@@ -362,7 +362,7 @@ def scaling_svg(reports: Sequence[EstimateReport]) -> str:
     base = height - bottom + 18
     for dp, _ in points:
         half = text_width(str(dp)) / 2
-        box = (x(dp) - half - 3, base - 12, x(dp) + half + 3, base + 4)
+        box: tuple[float, float, float, float] = (x(dp) - half - 3, base - 12, x(dp) + half + 3, base + 4)
         if free(box):
             placed.append(box)
             body.append(f'<text x="{x(dp):.1f}" y="{base}" text-anchor="middle">{dp}</text>')
