@@ -162,4 +162,4 @@ def test_annotations_keep_a_json_report_on_stdout_clean(monkeypatch: pytest.Monk
 
 
 def test_a_plain_number_flag_says_so() -> None:
-    _one_line_error(["collective", "--factor", "two"], "--factor: expected a number")
+    _one_line_error(["collective", "--factor", "two"], "--factor: must be a number above 1")

@@ -12,6 +12,8 @@ from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit
 from dpcost.cli.options import TopologyOpt, number, whole
 from dpcost.errors import InputError
 
+FACTOR = "a number above 1, such as 2"
+
 
 def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> list[int]:
     from dpcost.units import UnitError, parse_message_size
@@ -34,7 +36,7 @@ def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> 
     if lo <= 0 or hi < lo:
         raise InputError("min_bytes", f"need 1 <= --min-bytes <= --max-bytes, got {min_bytes!r} and {max_bytes!r}")
     if not math.isfinite(factor) or factor <= 1:
-        raise InputError("factor", f"must be a number above 1, such as 2, got {factor}")
+        raise InputError("factor", f"must be {FACTOR}, got {factor}")
     n = math.floor(math.log(hi / lo) / math.log(factor) + 1e-9) + 1
     if n > 10_000:
         raise InputError("factor", f"{n} sizes is too many; raise --factor or narrow the range")
@@ -71,7 +73,10 @@ def collective(
     factor: Annotated[
         float,
         typer.Option(
-            "--factor", metavar="X", parser=number("--factor"), help="nccl-tests' -f: size multiplier between rows."
+            "--factor",
+            metavar="X",
+            parser=number("--factor", FACTOR),
+            help="nccl-tests' -f: size multiplier between rows.",
         ),
     ] = 2.0,
     sizes: Annotated[

@@ -44,16 +44,17 @@ def whole(flag: str) -> Callable[[str], int]:
     return parse
 
 
-def number(flag: str) -> Callable[[str], float]:
-    """A typer parser for a plain number flag (`2`, `1.5`, `1e3`); an error names the flag, not the parser."""
+def number(flag: str, allowed: str) -> Callable[[str], float]:
+    """A typer parser for a plain number flag (`2`, `1.5`, `1e3`); an error names the flag and what it allows."""
 
     def parse(text: str) -> float:
         from dpcost.units import UnitError, parse_number
 
         try:
             return parse_number(text)
-        except UnitError as exc:
-            raise InputError(flag, str(exc)) from None
+        except UnitError:
+            shown = repr(text) if len(text) <= 40 else repr(text[:37] + "...")
+            raise InputError(flag, f"must be {allowed}, got {shown}") from None
 
     return parse
 
