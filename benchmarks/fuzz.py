@@ -16,7 +16,7 @@ The rules each result is held to (issue 15):
   keys of SIGNED); a `check` exit 0 has passed=true, an `estimate --check` exit 0 fits;
 - exit 1: only when a check failed: `check` with passed=false, or `estimate --check` with a plan that does not fit
   (read from the JSON; a line in another format is run again with --format json to read it);
-- exit 2: exactly one line on stderr, starting `dpcost: error:`;
+- exit 2: exactly one line on stderr, starting `dpcost: error:`, in dpcost's words (never pydantic's);
 - exit 3, any other code, an exception that escapes the command, a traceback in any output, or a line that runs
   longer than --timeout: a bug.
 Failures are grouped by class (exit 3s by exception type and the innermost dpcost frame, found by running the line
@@ -936,15 +936,14 @@ TRACEBACK = "Traceback (most recent call last)"
 PYDANTIC_WORDING = re.compile(r"Input should be|unable to parse string as|validation error|type=\w+_\w+")
 
 
-def judge(case: Case, res: Result, timeout: float = TIMEOUT) -> tuple[list[Failure], list[Failure]]:
-    """The line's failures, and its advisories (not failures: things issue 15 also asks for)."""
+def judge(case: Case, res: Result, timeout: float = TIMEOUT) -> list[Failure]:
+    """The line's failures."""
     fails: list[Failure] = []
-    notes: list[Failure] = []
     label = case.label
     if res.timed_out:
-        return [Failure("timeout", label, f"ran over {timeout:.0f} s")], notes
+        return [Failure("timeout", label, f"ran over {timeout:.0f} s")]
     if res.error:
-        return [Failure("exception escaped", res.error.split(": ", 1)[0], res.error)], notes
+        return [Failure("exception escaped", res.error.split(": ", 1)[0], res.error)]
     if TRACEBACK in res.stdout or TRACEBACK in res.stderr:
         fails.append(Failure("traceback in output", label, res.stderr[-300:]))
     code = res.code
@@ -952,18 +951,18 @@ def judge(case: Case, res: Result, timeout: float = TIMEOUT) -> tuple[list[Failu
         where, frames = _debug_where(case, timeout)
         first = res.stderr.strip().splitlines()[0] if res.stderr.strip() else ""
         fails.append(Failure("exit 3", where, frames or first[:300]))
-        return fails, notes
+        return fails
     if code not in (0, 1, 2):
         fails.append(Failure(f"exit {code}", label, res.stderr.strip()[:300]))
-        return fails, notes
+        return fails
     if code == 2:
         lines = res.stderr.splitlines()
         if len(lines) != 1 or not lines[0].startswith("dpcost: error: "):
             shape = "no message" if not lines else ("several lines" if len(lines) > 1 else "not 'dpcost: error:'")
             fails.append(Failure("exit 2 message", f"{label}: {shape}", " | ".join(lines)[:300]))
         elif PYDANTIC_WORDING.search(lines[0]):
-            notes.append(Failure("pydantic wording in an error", label, lines[0][:300]))
-        return fails, notes
+            fails.append(Failure("pydantic wording in an error", label, lines[0][:300]))
+        return fails
     text_fmt = _text_format(case)
     if text_fmt is not None:
         fails.extend(check_text(_output_text(case, res), text_fmt, label))
@@ -999,7 +998,7 @@ def judge(case: Case, res: Result, timeout: float = TIMEOUT) -> tuple[list[Failu
             ET.parse(junit)
         except ET.ParseError as exc:
             fails.append(Failure("malformed JUnit", label, str(exc)))
-    return fails, notes
+    return fails
 
 
 # ------------------------------------------------------------------------------------------------ shrinking
@@ -1009,7 +1008,7 @@ def shrink(case: Case, key: tuple[str, str], timeout: float = TIMEOUT, budget: i
     """Drop option groups (and the environment's extras) one at a time while the line still fails as `key`."""
 
     def still(c: Case) -> bool:
-        fails, _ = judge(c, run(c.argv, c.env, timeout), timeout)
+        fails = judge(c, run(c.argv, c.env, timeout), timeout)
         return any(f.key == key for f in fails)
 
     best = case
@@ -1043,30 +1042,22 @@ class Tally:
     codes: Counter[tuple[str, str]] = field(default_factory=Counter)  # (command, exit code) -> lines
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)  # failure class -> results
     examples: dict[tuple[str, str], list[tuple[Case, Failure]]] = field(default_factory=lambda: defaultdict(list))
-    notes: Counter[tuple[str, str]] = field(default_factory=Counter)
-    note_examples: dict[tuple[str, str], tuple[Case, Failure]] = field(default_factory=dict)
     slowest: list[tuple[float, str]] = field(default_factory=list)
     params_used: Counter[tuple[str, str]] = field(default_factory=Counter)
     lines: int = 0
     busy: float = 0.0
 
-    def add(self, case: Case, fails: list[Failure], notes: list[Failure]) -> None:
+    def add(self, case: Case, fails: list[Failure]) -> None:
         for f in fails:
             self.counts[f.key] += 1
             if len(self.examples[f.key]) < MAX_KEPT:
                 self.examples[f.key].append((case, f))
-        for f in notes:
-            self.notes[f.key] += 1
-            self.note_examples.setdefault(f.key, (case, f))
 
     def merge(self, other: Tally) -> None:
         self.codes.update(other.codes)
         self.counts.update(other.counts)
         for k, v in other.examples.items():
             self.examples[k] = (self.examples.get(k, []) + v)[:MAX_KEPT]
-        self.notes.update(other.notes)
-        for k, v in other.note_examples.items():
-            self.note_examples.setdefault(k, v)
         self.slowest = sorted(self.slowest + other.slowest, reverse=True)[:5]
         self.params_used.update(other.params_used)
         self.lines += other.lines
@@ -1091,10 +1082,10 @@ def run_range(gen: Generator, seed: int, indices: range | list[int], timeout: fl
     for i in indices:
         case = gen.case(seed, i)
         res = run(case.argv, case.env, timeout)
-        fails, notes = judge(case, res, timeout)
+        fails = judge(case, res, timeout)
         code = "timeout" if res.timed_out else ("exception" if res.error else str(res.code))
         tally.codes[(case.label, code)] += 1
-        tally.add(case, fails, notes)
+        tally.add(case, fails)
         for name in _used(case, by_words[case.words]):
             tally.params_used[(case.label, name)] += 1
         tally.slowest = sorted([*tally.slowest, (res.seconds, case.shell())], reverse=True)[:5]
@@ -1192,13 +1183,6 @@ def report(tally: Tally, cmds: list[Command], seconds: float, jobs: int, show: i
                 lines.append(f"    shortest: {shrunk[key].shell()}")
             for c in cases[:show]:
                 lines.append(f"    line {c.index}: {c.shell()}")
-    if tally.notes:
-        lines.append("")
-        lines.append("advisories (not failures):")
-        for key, count in sorted(tally.notes.items()):
-            c, f = tally.note_examples[key]
-            lines.append(f"- {key[0]}: {key[1]} ({count} line(s)), e.g. {c.shell()}")
-            lines.append(f"    {f.message}")
     return "\n".join(lines)
 
 

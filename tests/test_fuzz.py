@@ -41,7 +41,7 @@ def _case(*argv: str) -> object:
 
 
 def _rules(case: object, code: int, stdout: str = "", stderr: str = "") -> list[str]:
-    fails, _ = fuzz.judge(case, fuzz.Result(code, stdout, stderr, 0.0))
+    fails = fuzz.judge(case, fuzz.Result(code, stdout, stderr, 0.0))
     return [f.rule for f in fails]
 
 
@@ -102,6 +102,8 @@ def test_exit_2_is_one_line_of_error() -> None:
     case = _case("estimate", "--model", "nope", "--dp", "8")
     assert _rules(case, 2, stderr="dpcost: error: --model: no model named nope\n") == []
     assert _rules(case, 2, stderr="dpcost: error: one\ndpcost: error: two\n") == ["exit 2 message"]
+    pydantic = "dpcost: error: --mfu: Input should be a valid number, unable to parse string as a number\n"
+    assert _rules(case, 2, stderr=pydantic) == ["pydantic wording in an error"]
     assert _rules(case, 2, stderr="Usage: dpcost estimate\nError: bad\n") == ["exit 2 message"]
     traceback = "Traceback (most recent call last):\n  File x\nValueError: y\n"
     assert _rules(case, 2, stderr=traceback) == ["traceback in output", "exit 2 message"]
