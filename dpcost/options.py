@@ -66,13 +66,9 @@ def _whole(value: Any) -> Any:
     return None if value is None else parse_whole(value)
 
 
-def _fraction(value: Any) -> Any:
-    return parse_fraction(value)
-
-
 FRACTION = "X|X%"  # a fraction's metavar: 0.4 or 40%
 Whole = Annotated[int, BeforeValidator(_whole)]
-Fraction = Annotated[float, BeforeValidator(_fraction)]
+Fraction = Annotated[float, BeforeValidator(parse_fraction)]
 
 
 def _stage(value: Any) -> Any:

@@ -217,10 +217,7 @@ def _time_table(r: Report) -> Table:
     t = r.time
     assert t is not None
     a = r.setup.accumulation
-    bound = {
-        "compute": "compute: communication hides behind the backward pass",
-        "communication": "communication: collectives take longer than the compute they overlap",
-    }[t.bound]
+    bound = f"{r.summary.bound}: {r.summary.bound_reason}"
     rows = [
         ["forward (one micro-batch)", fmt_seconds(t.forward_seconds)],
         [
