@@ -1,0 +1,361 @@
+#!/usr/bin/env python3
+"""dpcost's memory per GPU against published *measured* peaks (issue 16).
+
+    python benchmarks/memory_peaks.py [--markdown] [--left-out]
+
+For every point in tests/reference/memory-peaks/measured-peaks.csv that dpcost can cost today (full-parameter
+training with data parallelism only: no tensor, pipeline or context parallelism, no LoRA/QLoRA, no offload, a
+mixed-precision recipe dpcost has, a model it can load, and a source specific enough to hold a model to), dpcost
+costs the run through its Python API with the row's framework, ZeRO stage, GPUs, micro-batch, sequence length and
+recomputation, and takes the stage's memory total (allocated + dpcost's allowance of 1 GiB + 5%) as its
+prediction. Beside it: the ZeRO paper's model states alone (16 bytes per parameter sharded by stage, no
+activations). Errors are predicted / measured - 1; per source, the geometric mean of |error| as the project's
+other benchmarks define it (benchmarks/accuracy.py, training_scaling.py) and the worst point. --markdown prints
+the README's table (tests/test_memory_peaks.py keeps the README equal to it); --left-out lists every point left
+out and why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from dpcost import Options, estimate, load_model, load_topology
+from dpcost.catalog import model_from_hf_config
+from dpcost.engine.params import count_params
+from dpcost.specs import ModelSpec
+
+REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
+CSV = REFERENCE / "memory-peaks" / "measured-peaks.csv"
+HF_CONFIGS = REFERENCE / "hf-configs"
+
+UNIT_BYTES = {"GiB": 2**30, "GB": 10**9, "MiB": 2**20, "MB": 10**6}
+GIB = 2**30
+# torchao's tables print 'Peak Memory (GB)', but benchmarks/float8/training/parse_torchtitan_logs.py takes the
+# maximum of torchtitan's 'memory: X GiB' lines: the numbers are GiB (memory-peaks/README.md, and each row's notes).
+PRINTED_GB_MEANS_GIB = frozenset({"ao-float8-h100", "ao-float8-mi300x", "ao-mx-b200"})
+# Sources any of dpcost's memory constants was fitted to. None: CONTEXT_BYTES (1 GiB) and FRAGMENTATION (5%) in
+# dpcost/engine/memory.py are allowances set by hand before these data were gathered, and nothing else is fitted.
+IN_SAMPLE: frozenset[str] = frozenset()
+ERROR_FLOOR = 1e-4  # as dpcost/accuracy.py: an exact hit counts as 0.01% so that the geometric mean stays defined
+
+# The model as the CSV names it -> a catalog name or a config.json in tests/reference/hf-configs/.
+MODELS = {
+    "llama-3.1-8b": "llama-8b",
+    "llama-3-8b": "llama-8b",  # Llama 3 8B has Llama 3.1 8B's shapes; only the RoPE scaling and context differ
+    "llama-3.1-70b": "llama-70b",
+    "llama-3.1-405b": "llama-405b",
+    "llama-3.2-3b": str(HF_CONFIGS / "llama-3.2-3b.json"),
+    "qwen3-8b": str(HF_CONFIGS / "qwen3-8b.json"),
+    "gpt-j-6b": str(HF_CONFIGS / "gpt-j-6b.json"),
+}
+# Megatron-LM's GPT-2 345M is defined by its arguments (printed in the run's log, summarised in the CSV's model
+# column), not by a Hub config: GPT-2's keys (hf-configs/gpt2.json) with 24 layers, hidden 1024, 16 heads, the
+# vocabulary padded to 50304 (--make-vocab-size-divisible-by 128) and Megatron's default dropout of 0.1
+# (--hidden-dropout, --attention-dropout; the log's dump shows attention dropout 0.1).
+MEGATRON_GPT2_345M = {"n_layer": 24, "n_embd": 1024, "n_head": 16, "vocab_size": 50304, "n_positions": 1024}
+MEGATRON_DROPOUT = 0.1
+
+# The GPU as the CSV names it -> the catalog topology. The memory prediction does not read the topology (the GPU's
+# capacity only decides whether it fits; tests/test_memory_peaks.py checks that every prediction is the same under
+# dgx-h100), so a GPU without its own topology takes the nearest in capacity: MI300X (192 GB) -> dgx-b200 (180 GB),
+# A800 (an A100 80GB with NVLink capped) -> dgx-a100, torchtitan's 96 GB Grand Teton H100 -> dgx-h100 (80 GB).
+TOPOLOGIES = (("mi300x", "dgx-b200"), ("b200", "dgx-b200"), ("h200", "hgx-h200"), ("h100", "dgx-h100"))
+TOPOLOGIES += (("a800", "dgx-a100"), ("a100", "dgx-a100"))
+
+# Sources whose runs store the s^2 attention scores: Megatron-LM's 2023 legacy GPT model with its fused masked
+# softmax and attention dropout, no flash attention (the log's argument dump; notes of the allocated/reserved rows).
+NO_FLASH_ATTENTION = frozenset({"meg-llmaction"})
+
+KINDS = {"max_reserved": "reserved", "max_allocated": "allocated", "max_active": "active", "nvidia_smi": "nvidia-smi"}
+KINDS["unknown"] = "unknown"
+
+
+@dataclass(frozen=True)
+class Peak:
+    """One row of the CSV, with what dpcost needs to cost it, or why it cannot."""
+
+    number: int  # 1-based row number among the CSV's data rows
+    source: str
+    model: str
+    gpus: int
+    gpu: str
+    framework: str  # dpcost's --framework
+    stage: int
+    micro_batch: int
+    seq_len: int
+    accumulation: int
+    recompute: str  # dpcost's --recompute
+    sac: bool  # torchtitan per-op SAC, costed as dpcost's 'selective' (= none under flash attention)
+    compile: bool
+    compute_dtype: str
+    gather_dtype: str | None
+    grad_dtype: str | None
+    flash_attention: bool
+    measured_bytes: float
+    kind: str
+    left_out: str  # why dpcost cannot cost it today ("" when it can)
+
+
+def _int(text: str, default: int = 0) -> int:
+    return int(text) if text.strip() else default
+
+
+def _words(notes: str) -> set[str]:
+    """The filter words memory-peaks/README.md names, found in a row's notes as words."""
+    found = {w for w in ("tp", "pp", "lora", "qlora", "fp8", "suspect") if re.search(rf"\b{w}\b", notes)}
+    found |= {w for w in ("cp=", "offload", "weak point") if w in notes}
+    return found
+
+
+def _framework(row: dict[str, str]) -> tuple[str, int]:
+    """dpcost's --framework and ZeRO stage for the row's framework and sharding."""
+    sharding, framework = row["sharding"].lower(), row["framework"].lower()
+    if sharding.startswith(("fsdp2-full", "fsdp1-full", "thunder-zero3")):
+        return "fsdp", 3
+    if sharding.startswith("zero"):
+        return "deepspeed", int(sharding[4])
+    if "megatron" in framework:  # ZeRO-1 with its distributed optimizer, else DDP
+        return "megatron", 1 if "use_distributed_optimizer True" in row["optimizer"] else 0
+    return ("ddp", 0) if sharding.startswith("ddp") else ("fsdp", 0)
+
+
+def left_out(row: dict[str, str]) -> str:
+    """Why dpcost cannot cost a row today, or "" (the first reason that applies)."""
+    words = _words(row["notes"])
+    if words & {"tp", "pp", "cp="} or row["tp"] != "1" or row["pp"] != "1":
+        return "tensor, pipeline or context parallelism (dpcost models data parallelism only)"
+    if words & {"lora", "qlora"} or row["precision"].startswith("nf4"):
+        return "LoRA or QLoRA, not full-parameter training"
+    if "offload" in words or "offload" in row["recompute"]:
+        return "CPU offload (of activations, or of parameters and optimizer states)"
+    if "weak point" in words:
+        return "weak point: too loosely specified to hold a model to (memory-peaks/README.md)"
+    if "suspect" in words:
+        return "suspect: below the 8 bytes/parameter a full AdamW finetune needs"
+    if row["precision"] == "bf16-pure":
+        return "pure bf16 (bf16 weights, gradients and AdamW states, about 8 B/param): dpcost has no such recipe"
+    if not row["recompute"]:
+        return "activation checkpointing not stated"
+    if not row["seq_len"] or not row["micro_batch"]:
+        return "sequence length or micro-batch not stated"
+    if row["model"].split(" (")[0] not in (*MODELS, "gpt2-345m"):
+        return "no model spec dpcost can load"
+    if _topology(row["gpu"]) is None:
+        return "no catalog topology for the GPU"
+    return ""
+
+
+def _topology(gpu: str) -> str | None:
+    return next((t for key, t in TOPOLOGIES if key in gpu.lower()), None)
+
+
+def peaks() -> list[Peak]:
+    """Every row of the CSV (its '#' provenance lines skipped, as tests/conftest.py read_reference_csv does)."""
+    lines = [ln for ln in CSV.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    out = []
+    for number, row in enumerate(csv.DictReader(lines), 1):
+        framework, stage = _framework(row)
+        gpus, micro_batch = int(row["gpus"]), _int(row["micro_batch"], 1)
+        global_batch = _int(row["global_batch"])
+        accumulation = global_batch // (micro_batch * gpus) if global_batch % (micro_batch * gpus) == 0 else 1
+        precision, notes = row["precision"], row["notes"]
+        unit = "GiB" if row["source_id"] in PRINTED_GB_MEANS_GIB else row["measured_unit"]
+        grad_dtype = None
+        if framework == "megatron" and "accumulate_allreduce_grads_in_fp32 False" in notes:
+            grad_dtype = "fp16" if precision.startswith("fp16") else "bf16"  # the contiguous 16-bit grad buffer
+        out.append(
+            Peak(
+                number=number,
+                source=row["source_id"],
+                model=row["model"].split(" (")[0],
+                gpus=gpus,
+                gpu=row["gpu"],
+                framework=framework,
+                stage=stage,
+                micro_batch=micro_batch,
+                seq_len=_int(row["seq_len"]),
+                accumulation=max(accumulation, 1),
+                recompute="selective" if row["recompute"] == "selective-op" else row["recompute"],
+                sac=row["recompute"] == "selective-op",
+                compile=row["compile"] in ("true", "thunder"),
+                compute_dtype="fp8" if precision.startswith(("fp8", "mxfp8")) else "bf16",
+                gather_dtype="fp8" if "float8 all-gather" in precision else None,
+                grad_dtype=grad_dtype,
+                flash_attention=row["source_id"] not in NO_FLASH_ATTENTION,
+                measured_bytes=float(row["measured_value"]) * UNIT_BYTES[unit],
+                kind=KINDS[row["measured_kind"]],
+                left_out=left_out(row),
+            )
+        )
+    return out
+
+
+def model_spec(name: str) -> ModelSpec:
+    if name == "gpt2-345m":
+        cfg = {**json.loads((HF_CONFIGS / "gpt2.json").read_text()), **MEGATRON_GPT2_345M}
+        spec = model_from_hf_config(cfg, "hf-configs/gpt2.json with Megatron-LM's GPT-2 345M arguments", "gpt2-345m")
+        assert spec.architecture is not None
+        arch = spec.architecture.model_copy(update={"dropout": MEGATRON_DROPOUT})
+        return spec.model_copy(update={"architecture": arch})
+    return load_model(MODELS[name])
+
+
+def zero_paper_model_states(params: float, n: int, stage: int) -> float:
+    """Bytes per GPU of the model states alone, as the ZeRO paper counts them (Rajbhandari et al. 2020, section 5
+    and Figure 1): fp16 weights 2, fp16 gradients 2 and K = 12 bytes of optimizer states (fp32 master weights,
+    momentum, variance) per parameter Psi; stage 1 shards the optimizer states over the N ranks (4 Psi + 12 Psi/N),
+    stage 2 the gradients too (2 Psi + 14 Psi/N), stage 3 the weights too (16 Psi/N). No activations, buffers or
+    allocator overhead."""
+    per_param = {0: 16.0, 1: 4 + 12 / n, 2: 2 + 14 / n, 3: 16 / n}[stage]
+    return per_param * params
+
+
+def predict(p: Peak, topology: str | None = None) -> float:
+    """dpcost's memory per GPU for the run: the stage's total (allocated + 1 GiB + 5%), in bytes."""
+    options = Options(
+        dp=p.gpus,
+        framework=p.framework,
+        zero=p.stage,
+        recompute=p.recompute,
+        micro_batch=p.micro_batch,
+        accumulation=p.accumulation,
+        seq_len=p.seq_len,
+        compute_dtype=p.compute_dtype,
+        gather_dtype=p.gather_dtype,
+        grad_dtype=p.grad_dtype,
+        flash_attention=p.flash_attention,
+    )
+    name = topology or _topology(p.gpu)
+    assert name is not None
+    report = estimate(model_spec(p.model), load_topology(name), options)
+    return float(next(s.total_bytes for s in report.memory.stages if s.stage == p.stage))
+
+
+@dataclass(frozen=True)
+class Row:
+    peak: Peak
+    predicted: float
+    baseline: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.peak.measured_bytes - 1
+
+    @property
+    def baseline_error(self) -> float:
+        return self.baseline / self.peak.measured_bytes - 1
+
+
+def compare(all_peaks: list[Peak]) -> tuple[list[Row], list[Peak]]:
+    """dpcost and the baseline for every point dpcost can cost, and the points left out."""
+    rows = []
+    for p in all_peaks:
+        if p.left_out:
+            continue
+        params = count_params(model_spec(p.model)).total
+        rows.append(Row(p, predict(p), zero_paper_model_states(params, p.gpus, p.stage)))
+    return rows, [p for p in all_peaks if p.left_out]
+
+
+def geomean(xs: list[float]) -> float:
+    """The geometric mean of |errors| as benchmarks/accuracy.py and training_scaling.py take it."""
+    return math.exp(sum(math.log(max(abs(x), ERROR_FLOOR)) for x in xs) / len(xs))
+
+
+def conditions(p: Peak) -> str:
+    fw = {"fsdp": f"FSDP ZeRO-{p.stage}", "megatron": "Megatron DDP", "ddp": "DDP"}.get(p.framework, p.framework)
+    parts = [fw, f"b{p.micro_batch} s{p.seq_len}", "SAC as selective" if p.sac else f"AC {p.recompute}"]
+    if p.compile:
+        parts.append("compile")
+    if p.compute_dtype == "fp8":
+        parts.append("fp8 + fp8 gather" if p.gather_dtype == "fp8" else "fp8")
+    if not p.flash_attention:
+        parts.append("no flash")
+    return ", ".join(parts)
+
+
+def _worst(rows: list[Row], baseline: bool = False) -> str:
+    row = max(rows, key=lambda r: abs(r.baseline_error if baseline else r.error))
+    return f"{row.baseline_error if baseline else row.error:+.1%} (#{row.peak.number})"
+
+
+def markdown(rows: list[Row], left: list[Peak]) -> str:
+    out = [
+        "| # | source | model | GPUs | conditions | measured | dpcost | dpcost error | 16 B/param error |",
+        "|---:|---|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        p = r.peak
+        out.append(
+            f"| {p.number} | {p.source} | {p.model} | {p.gpus} | {conditions(p)} "
+            f"| {p.measured_bytes / GIB:.2f} GiB {p.kind} | {r.predicted / GIB:.2f} GiB | {r.error:+.1%} "
+            f"| {r.baseline_error:+.1%} |"
+        )
+    out.append("")
+    out.append(
+        "| source | peak measured | points | dpcost error (geomean) | dpcost worst | 16 B/param error (geomean) "
+        "| 16 B/param worst | sample |"
+    )
+    out.append("|---|---|---:|---:|---:|---:|---:|---|")
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.peak.source, []).append(r)
+    groups["all"] = rows
+    groups["all but fp8"] = [r for r in rows if r.peak.compute_dtype != "fp8"]
+    for source, members in groups.items():
+        kinds = ", ".join(dict.fromkeys(r.peak.kind for r in members))
+        sample = "in sample" if source in IN_SAMPLE else "out of sample"
+        out.append(
+            f"| {source} | {kinds} | {len(members)} | {geomean([r.error for r in members]):.1%} "
+            f"| {_worst(members)} | {geomean([r.baseline_error for r in members]):.1%} "
+            f"| {_worst(members, baseline=True)} | {sample} |"
+        )
+    out.append("")
+    total = len(rows) + len(left)
+    out.append(f"Left out ({len(left)} of {total} points, as published dpcost cannot cost them):")
+    reasons: dict[str, dict[str, int]] = {}
+    for p in left:
+        by_source = reasons.setdefault(p.left_out, {})
+        by_source[p.source] = by_source.get(p.source, 0) + 1
+    for why, by_source in reasons.items():
+        sources = ", ".join(f"{s} ({n})" for s, n in by_source.items())
+        out.append(f"- {why}: {sources}")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--markdown", action="store_true", help="the README's tables")
+    ap.add_argument("--left-out", action="store_true", help="also list every point left out and why")
+    args = ap.parse_args(argv)
+    all_peaks = peaks()
+    rows, left = compare(all_peaks)
+    if args.markdown:
+        print(markdown(rows, left))
+        return 0
+    header = ("#", "source", "model", "GPUs", "conditions", "peak", "measured", "dpcost", "error", "16 B/param")
+    print("{:>3s} {:17s} {:15s} {:>4s}  {:40s} {:10s} {:>10s} {:>10s} {:>8s} {:>10s}".format(*header))
+    for r in rows:
+        p = r.peak
+        print(
+            f"{p.number:3d} {p.source:17s} {p.model:15s} {p.gpus:4d}  {conditions(p):40s} {p.kind:10s} "
+            f"{p.measured_bytes / GIB:6.2f} GiB {r.predicted / GIB:6.2f} GiB {r.error:+8.1%} {r.baseline_error:+10.1%}"
+        )
+    print()
+    print(markdown(rows, left).split("\n\n", 1)[1])
+    if args.left_out:
+        print()
+        for p in left:
+            print(f"{p.number:3d} {p.source:17s} {p.model:24s} {p.gpus:4d}  {p.left_out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""benchmarks/memory_peaks.py: the README's table of measured peaks is today's output, and the instrument reads
+the reference data as it should (units, which points it costs, the ZeRO paper's baseline)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from conftest import read_reference_csv
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+Compared = tuple[list[Any], list[Any]]  # the benchmark's (rows costed, points left out)
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    path = ROOT / "benchmarks" / "memory_peaks.py"
+    spec = importlib.util.spec_from_file_location("memory_peaks_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def compared(bench: ModuleType) -> Compared:
+    result: Compared = bench.compare(bench.peaks())
+    return result
+
+
+def test_the_memory_peaks_table_is_current(bench: ModuleType, compared: Compared) -> None:
+    """The README's table is what `python benchmarks/memory_peaks.py --markdown` prints today."""
+    if not README.is_file():
+        pytest.skip("README.md is not beside the tests")
+    fresh = bench.markdown(*compared).splitlines()
+    text = README.read_text().splitlines()
+    start = text.index(fresh[0])
+    assert text[start : start + len(fresh)] == fresh
+
+
+def test_every_point_is_costed_or_says_why(bench: ModuleType, compared: Compared) -> None:
+    rows, left = compared
+    assert len(rows) + len(left) == len(read_reference_csv("memory-peaks/measured-peaks.csv")) == 81
+    assert len(rows) == 24
+    assert all(p.left_out for p in left)
+    # Nothing is left out for want of a model spec or a topology: every point lost is lost to what dpcost models.
+    assert not [p for p in left if p.left_out.startswith(("no model", "no catalog"))]
+    assert {r.peak.source for r in rows} == {
+        "tt-h100-2412", "tt-h200-trainy", "ao-float8-h100", "ao-float8-mi300x", "ao-mx-b200", "meg-llmaction",
+    }  # fmt: skip
+
+
+def test_units_are_converted_exactly(bench: ModuleType) -> None:
+    by_number = {p.number: p for p in bench.peaks()}
+    assert by_number[1].measured_bytes == 82.4 * 2**30  # torchtitan, GiB
+    assert by_number[71].measured_bytes == 8696.8515625 * 2**20  # Megatron's 'MB' is MiB
+    assert by_number[55].measured_bytes == 22.13e9  # litgpt divides by 1e9
+    # torchao prints 'GB' over torchtitan's GiB log lines; the notes say so, and the benchmark reads GiB.
+    rows = read_reference_csv("memory-peaks/measured-peaks.csv")
+    for number, row in enumerate(rows, 1):
+        if row["source_id"] in bench.PRINTED_GB_MEANS_GIB:
+            assert row["measured_unit"] == "GB" and "i.e. max reserved in GiB" in row["notes"]
+            assert by_number[number].measured_bytes == float(row["measured_value"]) * 2**30
+
+
+def test_the_baseline_is_the_zero_papers_figure_1(bench: ModuleType) -> None:
+    """ZeRO (Rajbhandari et al. 2020) Figure 1: 7.5B parameters, N = 64, K = 12: 120 GB, 31.4 GB, 16.6 GB, 1.9 GB."""
+    psi, n = 7.5e9, 64
+    assert bench.zero_paper_model_states(psi, n, 0) == (2 + 2 + 12) * psi == 120e9
+    assert bench.zero_paper_model_states(psi, n, 1) == pytest.approx(2 * psi + 2 * psi + 12 * psi / n)
+    assert bench.zero_paper_model_states(psi, n, 2) == pytest.approx(2 * psi + (2 + 12) * psi / n)
+    assert bench.zero_paper_model_states(psi, n, 3) == pytest.approx((2 + 2 + 12) * psi / n)
+    printed = [120, 31.4, 16.6, 1.9]
+    assert [round(bench.zero_paper_model_states(psi, n, s) / 1e9, 1) for s in range(4)] == printed
+
+
+def test_the_gpu_does_not_enter_the_prediction(bench: ModuleType, compared: Compared) -> None:
+    """Runs on GPUs without a catalog topology (MI300X, A800, the 96 GB H100) take a stand-in: only fair if the
+    memory prediction reads no property of the GPU."""
+    rows, _ = compared
+    for r in rows:
+        assert bench.predict(r.peak, "dgx-h100") == r.predicted, r.peak.number
+
+
+def test_errors_and_geomean_as_the_other_benchmarks_define_them(bench: ModuleType, compared: Compared) -> None:
+    rows, _ = compared
+    r = rows[0]
+    assert r.error == r.predicted / r.peak.measured_bytes - 1
+    assert bench.geomean([0.1, -0.4]) == pytest.approx(0.2)
+    assert bench.geomean([0.0]) == pytest.approx(1e-4)
+
+
+def test_megatron_gpt2_345m_is_built_from_its_arguments(bench: ModuleType) -> None:
+    from dpcost.engine.params import count_params
+
+    spec = bench.model_spec("gpt2-345m")
+    a = spec.architecture
+    assert (a.layers, a.hidden, a.heads, a.vocab, a.learned_positions, a.dropout) == (24, 1024, 16, 50304, 1024, 0.1)
+    assert count_params(spec).total == pytest.approx(0.355e9, rel=0.005)  # the CSV's nominal params_b
