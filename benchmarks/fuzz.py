@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import json
 import math
@@ -49,7 +50,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-DPCOST = REPO / "dpcost"
+# The package as imported: the checkout's under an editable install, site-packages' under `pip install .`
+DPCOST = Path(importlib.util.find_spec("dpcost").origin or REPO / "dpcost" / "__init__.py").parent  # type: ignore[union-attr]
 
 # Keys under which a number may be negative (any key on its path in the document), and why. Everything else is a
 # count, a size, a time, a rate or a fraction, and a negative one is a bug.
@@ -692,7 +694,8 @@ def _where(tb: Any) -> str:
     frames = traceback.extract_tb(tb)
     ours = [f for f in frames if f.filename.startswith(str(DPCOST))] or frames
     f = ours[-1]
-    path = os.path.relpath(f.filename, REPO) if f.filename.startswith(str(REPO)) else f.filename
+    root = DPCOST.parent if f.filename.startswith(str(DPCOST)) else REPO
+    path = os.path.relpath(f.filename, root) if f.filename.startswith(str(root)) else f.filename
     return f"{path}:{f.lineno} in {f.name}"
 
 
