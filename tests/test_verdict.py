@@ -76,7 +76,7 @@ def test_the_top_warning_is_the_one_that_matters_not_the_first() -> None:
     doc = json.loads(dpcost("estimate", *PLANS["fits"], "-f", "json")[1])
     assert doc["warnings"][0]["code"] == "needs-sharding"
     assert doc["summary"]["top_warning"]["code"] == "losses-at-scale"
-    assert doc["summary"]["top_warning"]["action"] == "fewer, larger units (or hybrid sharding) wait less"
+    assert doc["summary"]["top_warning"]["action"].startswith("fewer, larger collectives")
     oom = json.loads(dpcost("estimate", *PLANS["oom-fixed-stage"], "-f", "json")[1])
     assert oom["summary"]["top_warning"]["code"] == "oom"
 
@@ -133,3 +133,37 @@ def test_fitting_ends_at_every_width() -> None:
         fitted = fit(table, width)
         assert fitted.stacked or max(len(h) for h in fitted.headers) <= width
         assert to_rich([table], width)
+
+
+@pytest.mark.parametrize("framework", ["ddp", "megatron"])
+def test_an_oom_action_is_one_dpcost_accepts(framework: str) -> None:
+    """DDP and Megatron run no ZeRO-3 (engine/frameworks.py): the action names the frameworks that do, and that plan
+    is costed."""
+    args = ["estimate", "--model", "llama-70b", "--dp", "512"]
+    doc = json.loads(dpcost(*args, "--framework", framework, "-f", "json")[1])
+    action = doc["summary"]["top_warning"]["action"]
+    assert "--zero 3" not in action and "--framework fsdp or deepspeed does" in action
+    code, _ = dpcost(*args, "--framework", "fsdp", "--zero", "3")
+    assert code == 0
+
+
+def test_what_binds_the_step_is_true_whatever_overlaps() -> None:
+    """The bound compares compute with the communication the step waits for (they sum, with the losses, to it)."""
+    one = json.loads(dpcost("estimate", "--model", "llama-8b", "--dp", "1", "-f", "json")[1])["summary"]
+    assert one["bound"] == "compute" and one["bound_reason"] == "nothing to communicate"
+    args = ["estimate", "--model", "llama-70b", "--dp", "512", "--zero", "2", "--topology", "dgx-b200"]
+    serial = json.loads(dpcost(*args, "--overlap-comm", "false", "-f", "json")[1])
+    t = serial["time"]
+    assert t["exposed_comm_seconds"] > t["compute_seconds"] and serial["summary"]["bound"] == "communication"
+    assert "--overlap-comm true" in serial["summary"]["top_warning"]["action"]
+    ds = json.loads(dpcost("estimate", "--model", "llama-8b", "--dp", "64", "--framework", "deepspeed", "--zero", "2",
+                           "-f", "json")[1])  # fmt: skip
+    assert ds["summary"]["bound"] == "compute" and "left exposed" in ds["summary"]["bound_reason"]
+
+
+def test_a_replica_on_several_gpus_does_not_fit_and_says_so() -> None:
+    args = ["estimate", "--model", "deepseek-v3", "--topology", "dgx-a100", "--mode", "inference"]
+    v = json.loads(dpcost(*args, "--dp", "64", "--batch", "64", "-f", "json")[1])["summary"]
+    assert v["fits"] is False and v["headroom_bytes"] == 0 and v["shortfall_bytes"] > 0
+    none = json.loads(dpcost(*args, "--dp", "8", "--batch", "4k", "-f", "json")[1])["summary"]
+    assert "--dp 8 holds none" in none["verdict"] and none["tokens_per_second"] == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount
 from dpcost.engine.report import Advice, Setup, Time
@@ -32,6 +33,13 @@ CODES = {
     "ignored-flags": "training flags given in inference mode",
     "replica-needs-model-parallel": "one serving replica needs more than one GPU",
 }
+
+
+def _hide(t: Time) -> str:
+    """What hides exposed communication: overlap where nothing overlaps it, else more compute per call."""
+    if t.exposed_comm_seconds >= 0.999 * t.comm_seconds:
+        return "nothing overlaps these collectives: --overlap-comm true hides them behind the backward pass"
+    return "raise --micro-batch: more compute hides each call"
 
 
 # The warnings that may head the verdict, most pressing first: what stops the plan, then what slows it, then what
@@ -64,17 +72,30 @@ def _advice(code: str, fact: str, action: str = "") -> Advice:
     return Advice(code=code, message=f"{fact}; {action}" if action else fact, action=action)
 
 
+def _run_stage(stage: int, framework: str) -> str:
+    """How to run ZeRO-`stage`: --zero N where the framework runs it, else the frameworks that do."""
+    if framework == "none" or stage in FRAMEWORKS[framework].stages:
+        return f"--zero {stage}"
+    runs = [name for name, f in FRAMEWORKS.items() if stage in f.stages]
+    return f"{FRAMEWORKS[framework].title} does not run it; --framework {' or '.join(runs)} does"
+
+
 def _gb(x: float) -> str:
     return f"{x / 1e9:,.1f} GB"
 
 
-def needs_sharding(rows: Sequence[StageMemory], topology: TopologySpec) -> Advice:
+def needs_sharding(rows: Sequence[StageMemory], topology: TopologySpec, framework: str) -> Advice:
     first_fit = next((r.stage for r in rows if r.fits), None)
+    action = ""
+    if first_fit is not None:
+        action = f"ZeRO-{first_fit} is the first stage that fits"
+        if framework != "none" and first_fit not in FRAMEWORKS[framework].stages:
+            action += f" ({_run_stage(first_fit, framework)})"
     return _advice(
         "needs-sharding",
         f"does not fit without sharding: ZeRO-0 (plain DDP) needs {_gb(rows[0].total)} per GPU "
         f"({_gb(rows[0].model_states)} of model states alone), the {topology.gpu.name} has {_gb(topology.gpu.hbm)}",
-        f"ZeRO-{first_fit} is the first stage that fits" if first_fit is not None else "",
+        action,
     )
 
 
@@ -89,7 +110,7 @@ def oom(
     elif largest >= 1:
         hint = f"micro-batch {largest} fits"
     elif first_fit is not None and first_fit > setup.zero_stage:
-        hint = f"ZeRO-{first_fit} fits (--zero {first_fit})"
+        hint = f"ZeRO-{first_fit} fits ({_run_stage(first_fit, setup.framework)})"
     else:
         hint = "no micro-batch fits: shard the model further (TP/PP/EP)"
     return _advice(
@@ -116,15 +137,16 @@ def comm_bound(t: Time) -> Advice:
         "comm-bound",
         f"communication-bound: {t.comm_seconds:.3g} s of collectives per step cannot hide behind "
         f"{t.compute_seconds:.3g} s of compute; the step waits {t.exposed_comm_seconds:.3g} s on the network",
-        "a larger --micro-batch gives each call more compute to hide behind",
+        _hide(t),
     )
 
 
 def exposed_comm(t: Time) -> Advice:
-    return Advice(
-        code="exposed-comm",
-        message=f"{t.exposed_comm_seconds / t.step_seconds:.0%} of the step is exposed communication "
+    return _advice(
+        "exposed-comm",
+        f"{t.exposed_comm_seconds / t.step_seconds:.0%} of the step is exposed communication "
         "(the last gradient buckets cannot hide behind the backward pass)",
+        _hide(t),
     )
 
 
@@ -136,7 +158,7 @@ def losses_at_scale(t: Time, s: Setup) -> Advice:
         "losses-at-scale",
         f"{t.losses_seconds / t.step_seconds:.0%} of the step is lost at scale: {slowed:.3g} s of compute "
         f"slowed by overlapping collectives, {jitter:.3g} s waiting for the slowest of {s.dp} ranks",
-        "fewer, larger units (or hybrid sharding) wait less",
+        "fewer, larger collectives (larger buckets or FSDP units) or hybrid sharding wait less",
     )
 
 
@@ -144,8 +166,8 @@ def global_batch_growth(s: Setup) -> Advice:
     return _advice(
         "global-batch-growth",
         f"global batch = micro-batch {s.micro_batch} x accumulation {s.accumulation} x DP {s.dp} = "
-        f"{s.global_batch:,} sequences ({s.tokens_per_step / 1e6:.3g}M tokens)",
-        "it grows with DP: retune learning rate and warmup, or pass --global-batch to hold it",
+        f"{s.global_batch:,} sequences ({s.tokens_per_step / 1e6:.3g}M tokens); it grows with DP",
+        "retune the learning rate and warmup for it, or hold it with --global-batch",
     )
 
 
@@ -193,17 +215,18 @@ def inference_no_gradients() -> Advice:
 
 
 def ignored_flags(flags: Sequence[str]) -> Advice:
-    return Advice(
-        code="ignored-flags", message=f"{', '.join(flags)} apply to training and are ignored in inference mode"
+    return _advice(
+        "ignored-flags", f"{', '.join(flags)} apply to training and are ignored in inference mode", "drop them"
     )
 
 
 def replica_needs_model_parallel(need: float, topology: TopologySpec, gpus: int, replicas: int, dp: int) -> Advice:
-    return Advice(
-        code="replica-needs-model-parallel",
-        message=f"one replica needs {_gb(need)} of weights and KV cache, more than one {topology.gpu.name} holds "
-        f"({_gb(topology.gpu.hbm)}): {gpus} GPUs per replica (tensor/pipeline parallelism, outside this tool)"
+    return _advice(
+        "replica-needs-model-parallel",
+        f"one replica needs {_gb(need)} of weights and KV cache, more than one {topology.gpu.name} holds "
+        f"({_gb(topology.gpu.hbm)}): {gpus} GPUs per replica"
         + (f", {replicas} replicas on {dp} GPUs" if replicas else f"; --dp {dp} cannot hold even one replica"),
+        "shard each replica with tensor or pipeline parallelism (not costed here), or serve a smaller batch",
     )
 
 
@@ -222,7 +245,7 @@ def training(
     """Every piece of advice a training plan earns, in the order a reader should see them."""
     out: list[Advice] = []
     if not rows[0].fits:
-        out.append(needs_sharding(rows, topology))
+        out.append(needs_sharding(rows, topology, setup.framework))
     if not rows[setup.zero_stage].fits:
         out.append(oom(setup, rows, topology, full_recompute))
     a = model.architecture

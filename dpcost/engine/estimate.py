@@ -34,7 +34,7 @@ from dpcost.engine.report import (
     WholeMessage,
 )
 from dpcost.engine.serving import replica
-from dpcost.engine.verdict import serving_summary, training_summary
+from dpcost.engine.verdict import bound, serving_summary, training_summary
 from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 
@@ -179,7 +179,6 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
 def _time(topology: TopologySpec, p: Prepared, chosen: Timed, tokens: int) -> Time:
     steps = chosen.steps
     compute_alone = p.accumulation * (chosen.forward + chosen.backward)
-    window = sum(ph.compute * ph.repeats for ph in steps.phases if ph.comm > 0)
     return Time(
         forward_seconds=chosen.forward,
         backward_seconds=chosen.backward,
@@ -190,7 +189,7 @@ def _time(topology: TopologySpec, p: Prepared, chosen: Timed, tokens: int) -> Ti
         serial_seconds=steps.serial,
         exposed_comm_seconds=steps.exposed,
         losses_seconds=steps.losses,
-        bound="communication" if steps.comm > window else "compute",
+        bound=bound(steps.compute, steps.exposed),
         tokens_per_second=tokens / steps.step,
         mfu=chosen.flops.model
         * p.micro_batch

@@ -203,7 +203,9 @@ class Time(Contract):
         description="collective time the compute waits for (the breakdown's exposed terms)"
     )
     losses_seconds: float = Field(description="what real runs lose beyond the schedule: overlap slowdown and jitter")
-    bound: Literal["compute", "communication"] = Field(description="what the step waits on")
+    bound: Literal["compute", "communication"] = Field(
+        description="what the step spends more of its time on: compute, or communication left exposed"
+    )
     tokens_per_second: float = Field(description="tokens per step / step_seconds")
     mfu: float = Field(
         description="model FLOPs per second over the compute dtype's dense peak (recomputation not counted)"
@@ -248,7 +250,9 @@ class Summary(Contract):
     verdict: str = Field(description="the answer in one line: fits or not, and the step time (or decode rate)")
     plan: str = Field(description="the plan costed: stage, recomputation, framework, batch (or replicas)")
     fits: bool = Field(description="the plan fits in GPU memory (what --check and require_fit test)")
-    memory_bytes: int = Field(description="memory per GPU of the plan costed")
+    memory_bytes: int = Field(
+        description="memory per GPU of the plan costed (serving: one replica's, all of it where it needs several GPUs)"
+    )
     hbm_bytes: int = Field(description="HBM per GPU")
     headroom_bytes: int = Field(description="HBM left free per GPU; 0 when it does not fit")
     shortfall_bytes: int = Field(description="memory beyond HBM per GPU; 0 when it fits")

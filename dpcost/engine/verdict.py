@@ -9,12 +9,29 @@ from dpcost.engine.advice import headline
 from dpcost.engine.report import Advice, Memory, Serving, Setup, Summary, Time
 from dpcost.units import fmt_bytes, fmt_seconds
 
-__all__ = ["BOUND_REASONS", "fastest_that_fits", "serving_summary", "training_summary"]
+__all__ = ["bound", "bound_reason", "fastest_that_fits", "serving_summary", "training_summary"]
 
-BOUND_REASONS = {
-    "compute": "communication hides behind the backward pass",
-    "communication": "collectives take longer than the compute they overlap",
-}
+
+def bound(compute: float, exposed: float) -> str:
+    """What the step spends more of its time on: compute, or the communication it waits for (the breakdown's
+    terms, which sum to the step; the losses at scale are neither)."""
+    return "communication" if exposed > compute else "compute"
+
+
+def bound_reason(t: Time) -> str:
+    """Why the step is bound as it is, in words that hold whatever the schedule overlaps."""
+    if t.comm_seconds == 0:
+        return "nothing to communicate"
+    if t.bound == "communication":
+        return (
+            f"{fmt_seconds(t.exposed_comm_seconds)} waiting on collectives, {fmt_seconds(t.compute_seconds)} computing"
+        )
+    if t.exposed_comm_seconds <= 1e-9 * t.step_seconds:
+        return "communication hides behind the compute"
+    return (
+        f"{fmt_seconds(t.exposed_comm_seconds)} of communication left exposed "
+        f"({t.exposed_comm_seconds / t.step_seconds:.0%} of the step)"
+    )
 
 
 def _chosen(setup: Setup, fits: bool) -> str:
@@ -54,25 +71,33 @@ def training_summary(setup: Setup, memory: Memory, time: Time, warnings: Sequenc
         mfu=time.mfu,
         scaling_efficiency=time.scaling_efficiency,
         bound=time.bound,
-        bound_reason=BOUND_REASONS[time.bound],
+        bound_reason=bound_reason(time),
         top_warning=headline(warnings),
     )
 
 
 def serving_summary(setup: Setup, serving: Serving, hbm_bytes: int, warnings: Sequence[Advice]) -> Summary:
-    """A serving plan's verdict: a replica's memory per GPU against HBM, and the decode rate of all replicas."""
-    fit = "fits on one GPU" if serving.fits else f"does NOT fit on one GPU: {serving.gpus_per_replica} per replica"
-    gpus = f"{serving.gpus_per_replica} GPU{'' if serving.gpus_per_replica == 1 else 's'}"
+    """A serving plan's verdict: one replica's memory against one GPU's HBM, and the decode rate of all replicas.
+    A replica that needs several GPUs does not fit (pure DP keeps a whole replica on each GPU)."""
+    gpus = serving.gpus_per_replica
+    if serving.fits:
+        fit = "fits on one GPU"
+    elif serving.replicas == 0:
+        fit = f"does NOT fit: one replica needs {gpus} GPUs, --dp {setup.dp} holds none"
+    else:
+        fit = f"does NOT fit on one GPU: {gpus} per replica"
+    memory = serving.per_gpu_bytes if serving.fits else serving.total_bytes
     return Summary(
-        verdict=f"{fit}: {fmt_bytes(serving.per_gpu_bytes)} of {fmt_bytes(hbm_bytes)} per GPU; "
+        verdict=f"{fit}: {fmt_bytes(memory)} per replica, {fmt_bytes(hbm_bytes)} per GPU; "
         f"{serving.tokens_per_second:,.0f} tokens/s decoding, {serving.bound}-bound",
-        plan=f"{serving.replicas} replicas of {gpus} on {setup.dp} GPUs, "
-        f"{setup.micro_batch} sequences of {setup.seq_len} tokens each",
+        plan=f"{serving.replicas} replica{'' if serving.replicas == 1 else 's'} of {gpus} "
+        f"GPU{'' if gpus == 1 else 's'} on {setup.dp} GPUs, {setup.micro_batch} "
+        f"sequence{'' if setup.micro_batch == 1 else 's'} of {setup.seq_len} tokens each",
         fits=serving.fits,
-        memory_bytes=serving.per_gpu_bytes,
+        memory_bytes=memory,
         hbm_bytes=hbm_bytes,
-        headroom_bytes=max(0, hbm_bytes - serving.per_gpu_bytes),
-        shortfall_bytes=max(0, serving.per_gpu_bytes - hbm_bytes),
+        headroom_bytes=max(0, hbm_bytes - memory),
+        shortfall_bytes=max(0, memory - hbm_bytes),
         max_micro_batch=None,
         step_seconds=None,
         tokens_per_second=serving.tokens_per_second,

@@ -50,7 +50,10 @@ def message(s: ScenarioResult, c: CheckResult) -> str:
 
 
 def check_verdict(report: CheckReport) -> Table:
-    """The answer first: pass or fail, then each scenario's verdict and the checks it broke."""
+    """The answer first: pass or fail, then each scenario's verdict and the checks it broke; one scenario's verdict
+    in full, as estimate leads with it."""
+    from dpcost.render.estimate import verdict_head, verdict_rows
+
     n = sum(len(s.checks) for s in report.scenarios)
     failed = sum(not c.passed for s in report.scenarios for c in s.checks)
     head = (
@@ -62,7 +65,10 @@ def check_verdict(report: CheckReport) -> Table:
     for s in report.scenarios:
         broken = [f"{c.flag} {shown(c.value, c.unit)}, not {_limit(c)}" for c in s.checks if not c.passed]
         result = "pass" if s.passed else "FAIL (" + "; ".join(broken) + ")"
-        rows.append([s.name, f"{result}; {s.summary.verdict}"])
+        rows.append([s.name, f"{result}; {verdict_head(s.summary)}"])
+    if len(report.scenarios) == 1:
+        (s,) = report.scenarios
+        return Table(f"Verdict: {rows[0][1]}", ["", "value"], verdict_rows(s.summary), verdict=True)
     return Table(f"Verdict: {head}", ["", "value"], rows, verdict=True)
 
 

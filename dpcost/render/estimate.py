@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dpcost.engine.advice import CODES
-from dpcost.engine.report import CallsByAlgorithm, EstimateReport, WholeMessage
+from dpcost.engine.report import CallsByAlgorithm, EstimateReport, Summary, WholeMessage
 from dpcost.render.memory import stage_table
 from dpcost.render.table import Table, gb, pct
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_seconds
 
-__all__ = ["estimate_tables", "tier_table", "verdict_table"]
+__all__ = ["estimate_tables", "tier_table", "verdict_head", "verdict_rows", "verdict_table"]
 
 Report = EstimateReport
 
@@ -19,26 +19,34 @@ def verdict_table(report: Report, title: str = "Verdict") -> Table:
     """The answer first (report.summary): fits or not and the step that counts, then the plan, memory, speed, what
     binds the step and the warning to read first."""
     v = report.summary
+    return Table(f"{title}: {verdict_head(v)}", ["", "value"], verdict_rows(v), verdict=True)
+
+
+def verdict_head(v: Summary) -> str:
+    """Fits or not, and the step that counts (serving: the decode rate)."""
     fit = "fits" if v.fits else "does NOT fit"
+    if v.step_seconds is None:
+        return f"{fit}, {v.tokens_per_second:,.0f} tokens/s decoding"
+    return f"{fit}, {fmt_seconds(v.step_seconds)} per step, {v.bound}-bound"
+
+
+def verdict_rows(v: Summary) -> list[list[str]]:
+    """The verdict's rows, from the summary alone (estimate, each check scenario and sweep's best row)."""
     free = f"{gb(v.headroom_bytes)} free" if v.fits else f"{gb(v.shortfall_bytes)} over"
     if v.step_seconds is not None:
-        head = f"{title}: {fit}, {fmt_seconds(v.step_seconds)} per step, {v.bound}-bound"
         largest = f"max micro-batch {v.max_micro_batch}" if v.max_micro_batch else "no micro-batch fits"
         memory = f"{gb(v.memory_bytes)} of {gb(v.hbm_bytes)} per GPU, {free}; {largest}"
         speed = (
             f"{v.tokens_per_second:,.0f} tokens/s, MFU {pct(v.mfu or 0.0)}, scaling efficiency "
-            f"{pct(v.scaling_efficiency or 0.0)} of 1 GPU's"
+            f"{pct(v.scaling_efficiency or 0.0)}"
         )
     else:
-        head = f"{title}: {v.verdict.split(':')[0]}, {v.tokens_per_second:,.0f} tokens/s decoding"
-        memory = f"{gb(v.memory_bytes)} of {gb(v.hbm_bytes)} per GPU, {free}"
-        i = report.inference
-        assert i is not None
-        speed = f"{i.tokens_per_second_per_replica:,.0f} tokens/s per replica x {i.replicas} replicas"
+        memory = f"{gb(v.memory_bytes)} per replica against {gb(v.hbm_bytes)} per GPU, {free}"
+        speed = f"{v.tokens_per_second:,.0f} tokens/s decoding, every replica together"
     rows = [["plan", v.plan], ["memory", memory], ["speed", speed], ["bound", f"{v.bound}: {v.bound_reason}"]]
     if (w := v.top_warning) is not None:
         rows.append(["warning", f"{w.code}: {w.action or CODES[w.code]}"])
-    return Table(head, ["", "value"], rows, verdict=True)
+    return rows
 
 
 def estimate_tables(report: Report) -> list[Table]:
