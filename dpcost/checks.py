@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from dpcost.engine.report import Summary
-from dpcost.options import Whole, written_size, written_time
+from dpcost.options import FRACTION, Whole, written_size, written_time
 from dpcost.units import parse_count, parse_fraction
 
 if TYPE_CHECKING:
@@ -85,7 +85,13 @@ class Limits(BaseModel):
         float | None,
         BeforeValidator(_optional(parse_fraction)),
         _text_or_number("scaling efficiency at least this: 0.95 or 95%"),
-    ] = Field(None, ge=0, le=1, description="scaling efficiency at least this: 0.95 or 95%")
+    ] = Field(
+        None,
+        ge=0,
+        le=1,
+        description="scaling efficiency at least this: 0.95 or 95%",
+        json_schema_extra={"metavar": FRACTION},
+    )
     max_exposed_comm: Annotated[
         float | None,
         BeforeValidator(written_time),

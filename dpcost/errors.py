@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DpcostError", "InputError", "in_plain_words"]
+__all__ = ["DpcostError", "InputError", "in_plain_words", "shown_value"]
 
 
 class DpcostError(Exception):
@@ -43,10 +43,18 @@ _KINDS = {
 }
 
 
+def shown_value(value: Any) -> str:
+    """A value as the user wrote it, cut short: a YAML date as its text, a mapping or list by its kind."""
+    if isinstance(value, dict | list | tuple):
+        return f"a {'mapping' if isinstance(value, dict) else 'list'} of {len(value)} item(s)"
+    text = repr(value) if isinstance(value, str | int | float | bool) or value is None else str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def in_plain_words(err: Mapping[str, Any]) -> str:
     """One pydantic error in dpcost's words, never pydantic's: what is allowed, and what was given."""
     kind, ctx, given = err["type"], err.get("ctx") or {}, err.get("input")
-    shown = repr(given) if len(repr(given)) <= 40 else repr(given)[:37] + "..."
+    shown = shown_value(given)
     if kind == "missing":
         return _KINDS[kind]
     if kind in _KINDS:
@@ -65,5 +73,6 @@ def in_plain_words(err: Mapping[str, Any]) -> str:
         return f"takes at most {ctx.get('max_length')} item(s), got {ctx.get('actual_length')}"
     if kind in ("value_error", "assertion_error"):
         message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        return message if "got " in message else f"{message}, got {shown}"
+        whole = isinstance(given, dict | list | tuple)  # a mapping's own check: the message names the field
+        return message if "got " in message or whole else f"{message}, got {shown}"
     return f"not allowed here: {shown}"

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from dpcost.engine.memory import offload_applies
-from dpcost.errors import in_plain_words
+from dpcost.errors import in_plain_words, shown_value
 from dpcost.units import parse_bytes, parse_fraction, parse_seconds, parse_whole
 
 __all__ = [
@@ -314,7 +314,7 @@ def flag(section: str, field: str) -> str:
 def error_message(err: Any, info: Any = None) -> str:
     """pydantic's complaint about one value in dpcost's words: what is allowed, and what was given."""
     kind, ctx, given = err["type"], err.get("ctx") or {}, err.get("input")
-    shown = repr(given) if len(repr(given)) <= 40 else repr(given)[:37] + "..."
+    shown = shown_value(given)
     if kind == "greater_than_equal":
         bound = ctx.get("ge")
         return f"must be a positive integer, got {shown}" if bound == 1 else f"must be at least {bound}, got {shown}"

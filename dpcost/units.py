@@ -52,7 +52,7 @@ _LIMITS = {
     "a size": (1e18, "1EB"),
     "a message size": (2.0**50, "1PiB"),
     "a bandwidth": (1e15, "1PB/s"),
-    "a time": (3600.0, "1h"),
+    "a time": (1e6, "1e6s (11.6 days)"),
     "a compute rate": (1e19, "10EFLOPS"),
     "a count": (1e16, "10000T"),
 }
@@ -60,7 +60,7 @@ _LIMITS = {
 
 def _show(text: object) -> str:
     """The user's value for a message, cut short if it is long (a 400-digit number says nothing more)."""
-    shown = repr(text)
+    shown = repr(text) if isinstance(text, str | int | float | bool) or text is None else str(text)  # a YAML date
     return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
@@ -71,7 +71,7 @@ def _split(text: object, what: str, example: str) -> tuple[float, str]:
         if isinstance(text, int | float):
             value, unit = float(text), ""
         elif isinstance(text, str):
-            m = re.fullmatch(_NUMBER + r"\s*(?P<unit>[A-Za-zµ/]*)", text.strip())
+            m = re.fullmatch(_NUMBER + r"\s*(?P<unit>[A-Za-zµμ/]*)", text.strip())
             if not m:
                 raise UnitError(f"expected {what} such as {example!r}, got {_show(text)}")
             value, unit = float(m.group("num")), m.group("unit")
@@ -143,7 +143,7 @@ def parse_bandwidth(text: object, unit_required: bool = False) -> float:
     return _bounded(value * scale / (8.0 if m.group("base") in ("b/s", "bps") else 1.0), text, "a bandwidth")
 
 
-_TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_TIME = {"h": 3600.0, "min": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
 
 
 def parse_seconds(text: object, unit_required: bool = False) -> float:
@@ -152,7 +152,7 @@ def parse_seconds(text: object, unit_required: bool = False) -> float:
     if unit_required:
         _unit_given(value, unit, text, "a time", "{0}s or {0}ms")
     if unit not in _TIME and unit != "":
-        raise UnitError(f"expected a time such as '3us' or '1.5ms' (units: s, ms, us, ns), got {_show(text)}")
+        raise UnitError(f"expected a time such as '3us' or '1.5ms' (units: h, min, s, ms, us, ns), got {_show(text)}")
     return _bounded(value * _TIME.get(unit, 1.0), text, "a time")
 
 
@@ -165,11 +165,11 @@ def parse_flops(text: object) -> float:
     return _bounded(value * (_DECIMAL[m.group("prefix")] if m else 1.0), text, "a compute rate")
 
 
-_COUNT = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_COUNT = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, **_BINARY}
 
 
 def parse_count(text: object) -> float:
-    """A parameter count: '70e9', '70B', '65M', '1.5T' (B is billions here, not bytes)."""
+    """A count: '70e9', '70B', '65M', '1.5T', '300K', '8Ki' (B is billions here, not bytes)."""
     value, unit = _split(text, "a count", "70B")
     if unit not in _COUNT:
         raise UnitError(f"expected a count such as '70B', '65M' or '7.5e9', got {_show(text)}")
@@ -246,8 +246,8 @@ def fmt_bytes(n: float, binary: bool = False) -> str:
 
 
 def fmt_seconds(t: float) -> str:
-    """0.733 -> '733 ms', 4.2e-5 -> '42.0 us'."""
-    return _scaled(t, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")])
+    """0.733 -> '733 ms', 4.2e-5 -> '42.0 us', 72454 -> '20.1 h'."""
+    return _scaled(t, [(3600.0 * 10, "h"), (1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")])
 
 
 def fmt_bandwidth(bps: float) -> str:

@@ -163,3 +163,80 @@ def test_annotations_keep_a_json_report_on_stdout_clean(monkeypatch: pytest.Monk
 
 def test_a_plain_number_flag_says_so() -> None:
     _one_line_error(["collective", "--factor", "two"], "--factor: must be a number above 1")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "PLAN", "--junit", "SAME", "-o", "SAME"],
+        ["sweep", "--model", "llama-8b", "--dp", "8", "--plot", "SAME.svg", "-o", "SAME.svg"],
+        ["calibrate", "LOG", "--save-topology", "SAME", "-o", "SAME"],
+    ],
+)
+def test_two_outputs_never_share_a_file(tmp_path: Path, args: list[str]) -> None:
+    """The second write replaced the first (a fitted topology overwritten by its report)."""
+    root = Path(__file__).resolve().parents[1]
+    files = {
+        "PLAN": str(root / "examples" / "capacity-plan.yaml"),
+        "LOG": str(root / "examples" / "nccl-tests-h100-2n-all_reduce.log"),
+        "SAME": str(tmp_path / "same.out"),
+        "SAME.svg": str(tmp_path / "same.svg"),
+    }
+    _one_line_error([files.get(a, a) for a in args], "also --output's file")
+    assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_a_plot_path_is_checked_before_costing(tmp_path: Path) -> None:
+    _one_line_error(
+        ["sweep", "--model", "llama-8b", "--dp", "8..4096", "--plot", str(tmp_path / "no" / "x.svg")], "--plot"
+    )
+    code, out, _ = run("sweep", "--model", "llama-8b", "--dp", "8..4096", "--plot", str(tmp_path / "no" / "x.svg"))
+    assert code == 2 and out == ""  # no table printed first
+
+
+def test_brief_leaves_the_chart_out() -> None:
+    assert "efficiency" in ok("sweep", "--model", "llama-8b", "--dp", "8,16", "--chart")
+    brief = ok("sweep", "--model", "llama-8b", "--dp", "8,16", "--chart", "--brief")
+    assert brief.startswith("Verdict, DP 16") and "\n\n" not in brief.strip()
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["check", "--model", "llama-8b", "--dp", "8", "--min-efficiency", "85"], ["--min-efficiency", "40%"]),
+        (["check", "--model", "llama-8b", "--dp", "8", "--max-step-time", "2e6s"], ["beyond 1e6s"]),
+    ],
+)
+def test_more_numbers_written_wrong(args: list[str], needles: list[str]) -> None:
+    _one_line_error(args, *needles)
+
+
+def test_times_and_counts_read_as_people_write_them() -> None:
+    doc = json.loads(ok("estimate", "--model", "llama-8b", "--dp", "8", "--sync-jitter", "900\u03bcs", "-f", "json"))
+    assert doc["setup"]["sync_jitter"] == pytest.approx(900e-6)  # Greek mu as well as the micro sign
+    limits = json.loads(
+        ok(
+            "check",
+            "--model",
+            "llama-8b",
+            "--dp",
+            "8",
+            "--max-step-time",
+            "2h",
+            "--min-tokens-per-s",
+            "4Ki",
+            "-f",
+            "json",
+        )
+    )["scenarios"][0]["checks"]
+    assert {c["check"]: c["limit"] for c in limits} == {"max_step_time": 7200.0, "min_tokens_per_s": 4096.0}
+
+
+def test_an_error_never_dumps_a_document_or_a_python_repr(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("scenarios:\n  - {name: a, model: llama-8b, dp: 8, seq_len: 1024, seq-len: 2048}\n")
+    _, _, err = run("check", str(plan))
+    assert "given twice" in err and "{" not in err
+    plan.write_text("scenarios:\n  - {name: a, model: llama-8b, dp: 8, seq-len: 2019-01-01}\n")
+    _, _, err = run("check", str(plan))
+    assert "got 2019-01-01" in err and "datetime" not in err

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit, writable, write
+from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, distinct, emit, writable, write
 from dpcost.errors import InputError
 
 MIN_CALIBRATION_POINTS = 4
@@ -50,6 +50,7 @@ def calibrate(
     from dpcost.engine.prepare import check_dp
     from dpcost.render.calibration import calibration_tables
 
+    distinct(output=output, save_topology=save)
     located = [(f"{f}{run.name.removeprefix(f.name)}", run) for f in files for run in load_runs(str(f), where=str(f))]
     runs = [run for _, run in located]
     if sum(len(r.rows) for r in runs) < MIN_CALIBRATION_POINTS:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, writable, write
+from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, distinct, emit, writable, write
 from dpcost.cli.options import TopologyOpt, build_options, plan_options, whole
 from dpcost.errors import InputError
 
@@ -84,6 +84,7 @@ def check(
         "max_exposed_comm": max_exposed_comm,
         "min_tokens_per_s": min_tokens_per_s,
     }
+    distinct(output=output, junit=junit)
     to_stdout = output is None or str(output) == "-"
     if junit is not None and str(junit) == "-" and to_stdout:
         raise InputError("--junit", "'-' is stdout, where the report goes: write the report with --output FILE")
@@ -162,7 +163,8 @@ def _limits(values: dict[str, Any]) -> Limits:
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         name = str(err["loc"][0]) if err["loc"] else ""
-        raise InputError(CHECKS[name][0] if name in CHECKS else name, error_message(err)) from None
+        info = Limits.model_fields.get(name)
+        raise InputError(CHECKS[name][0] if name in CHECKS else name, error_message(err, info)) from None
 
 
 def _merge(own: Limits, flags: Limits) -> Limits:

@@ -173,6 +173,19 @@ def writable(flag: str) -> Callable[[Path | None], Path | None]:
     return check
 
 
+def distinct(**paths: Path | None) -> None:
+    """Refuse two output flags that name one file: the second write would replace the first."""
+    seen: dict[str, str] = {}
+    for name, path in paths.items():
+        if path is None or str(path) == "-":
+            continue
+        key = os.path.realpath(path)
+        flag = "--" + name.replace("_", "-")
+        if key in seen:
+            raise InputError(flag, f"{path} is also {seen[key]}'s file: name two files")
+        seen[key] = flag
+
+
 BriefOpt = Annotated[
     bool, typer.Option("--brief", help="Print only the verdict: the plan, fits or not, the step, the top warning.")
 ]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, load
+from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, distinct, emit, load, writable
 from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options
 from dpcost.errors import InputError
 
@@ -60,7 +60,9 @@ def sweep(
     plot: Annotated[
         Path | None,
         typer.Option(
-            "--plot", help="Write a chart of efficiency and step time: FILE.svg, or FILE.png (needs matplotlib)."
+            "--plot",
+            callback=writable("--plot"),
+            help="Write a chart of efficiency and step time: FILE.svg, or FILE.png (needs matplotlib).",
         ),
     ] = None,
     brief: BriefOpt = False,
@@ -76,6 +78,7 @@ def sweep(
     sizes = dp_list(dp)
     if plot is not None:
         _check_plot_path(plot)
+    distinct(output=output, plot=plot)
     spec, topo = load(model, topology)
     options = build_options(sizes[0], options_values or {})
     progress = _progress(len(sizes))
@@ -92,7 +95,7 @@ def sweep(
         output=output,
         assumptions=lambda: _assumptions(options, dp),
         charts=lambda: _charts(reports),
-        after=(lambda width: sweep_chart(reports, width)) if chart else None,
+        after=(lambda width: sweep_chart(reports, width)) if chart and not brief else None,
         title=f"{reports[0].model.title} on {reports[0].topology.name}: dpcost sweep",
     )
     if plot is not None:

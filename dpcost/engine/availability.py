@@ -72,7 +72,8 @@ def require(op: str, p: Placement, algorithm: str, where: str) -> None:
     """Refuse an algorithm that does not exist for this call, naming the ones that do."""
     allowed = forcible(op, p)
     if algorithm not in allowed:
+        domains = f"{p.nodes} NVLink domain{'' if p.nodes == 1 else 's'}"
         raise ValueError(
-            f"{algorithm} is not available for {op} on {p.ranks} GPUs of {where} ({p.nodes} NVLink domains); "
+            f"{algorithm} is not available for {op} on {p.ranks} GPUs of {where} ({domains}); "
             f"available: {', '.join(allowed)}"
         )

@@ -65,7 +65,7 @@ def check_forced(o: Options, topology: TopologySpec) -> None:
     raise InputError(
         "algorithm",
         f"{algorithm} is not available for {op} on {o.dp} GPUs of {topology.name} "
-        f"({p.nodes} NVLink domains); available: {', '.join(forcible(op, p))}",
+        f"({p.nodes} NVLink domain{'' if p.nodes == 1 else 's'}); available: {', '.join(forcible(op, p))}",
     )
 
 

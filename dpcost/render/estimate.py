@@ -98,13 +98,19 @@ def _setup_table(r: Report) -> Table:
             ["activation recompute", f"{s.recompute}{rc}" + (", flash attention" if s.flash_attention else "")],
             [
                 "global batch B = b x a x D",
-                f"{s.micro_batch} x {s.accumulation} x {s.dp} = {s.global_batch:,} sequences",
+                f"{s.micro_batch} x {s.accumulation} x {s.dp} = {s.global_batch:,} sequence"
+                + ("" if s.global_batch == 1 else "s"),
             ],
             ["tokens per step", f"{s.tokens_per_step:,} ({s.seq_len} per sequence)"],
             ["MFU input", f"{s.mfu:.0%} of dense BF16 peak on every FLOP executed (recomputation included)"],
         ]
     else:
-        rows += [["batch per replica", f"{s.micro_batch} sequences of {s.seq_len} tokens"]]
+        rows += [
+            [
+                "batch per replica",
+                f"{s.micro_batch} sequence{'' if s.micro_batch == 1 else 's'} of {s.seq_len} tokens",
+            ]
+        ]
     return Table("Setup", ["", "value"], rows)
 
 
