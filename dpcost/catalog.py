@@ -101,14 +101,27 @@ def _read_text(source: Traversable | Path, where: str) -> str:
         raise InputError(where, "not a UTF-8 text file") from None
 
 
+def _yaml_error(exc: yaml.YAMLError) -> str:
+    """One short line: where the YAML breaks and what is wrong there, without the file's text (PyYAML's own
+    message quotes the line with a caret under it)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is None or not problem:
+        return "malformed YAML: " + " ".join(str(exc).replace('in "<unicode string>", ', "").split())[:200]
+    said = f"malformed YAML at line {mark.line + 1}, column {mark.column + 1}: {' '.join(problem.split())[:120]}"
+    context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and start is not None and (start.line, start.column) != (mark.line, mark.column):
+        said += f" ({' '.join(context.split())[:60]} that starts at line {start.line + 1}, column {start.column + 1})"
+    return said
+
+
 def _parse_yaml(text: str, where: str) -> dict[str, Any]:
     try:
         doc = yaml.load(text, Loader=_StrictLoader)
     except RecursionError:
         raise InputError(where, "YAML is nested too deeply") from None
     except yaml.YAMLError as exc:
-        first = " ".join(str(exc).replace('in "<unicode string>", ', "").split())
-        raise InputError(where, f"malformed YAML: {first}") from None
+        raise InputError(where, _yaml_error(exc)) from None
     except ValueError:  # e.g. an integer of thousands of digits (Python's int-string conversion limit)
         raise InputError(where, "a number in the file is too long to be a value") from None
     if not isinstance(doc, dict):

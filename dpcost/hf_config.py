@@ -136,14 +136,16 @@ def _family(cfg: dict[str, Any], where: str) -> str:
         for name in architectures:
             if isinstance(name, str) and name in _ARCHITECTURES:
                 return _ARCHITECTURES[name]
-    said = f"model_type {model_type!r}" if model_type else "no model_type"
+    known = ", ".join(SUPPORTED_MODEL_TYPES)
+    if not model_type:
+        named = f", and its architectures {architectures!r}"[:200] + " name none dpcost knows" if architectures else ""
+        raise InputError(
+            where, f'the config has no model_type{named}: add "model_type" with its family, one of {known}'
+        )
+    said = f"model_type {model_type!r}"
     if architectures:
         said += f" (architectures {architectures!r})"
-    raise InputError(
-        where,
-        f"{said[:200]} is not a family dpcost can count; supported model_type values: "
-        + ", ".join(SUPPORTED_MODEL_TYPES),
-    )
+    raise InputError(where, f"{said[:200]} is not a family dpcost can count; supported model_type values: {known}")
 
 
 def _llama_like(k: Keys, family: str) -> dict[str, Any]:

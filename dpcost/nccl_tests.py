@@ -5,8 +5,40 @@ its table header (`#  size  count  type  redop  root  time  algbw  busbw  #wrong
 which columns a version prints). Rank lines give the ranks and hosts; each row gives the out-of-place and the
 in-place time. The collective is the one nccl-tests' `# Collective test starting: all_reduce_perf` line names,
 else a `# op: all_reduce` line, else the `<op>_perf[_mpi]` command line echoed in the log, else the file name;
-a log none of them names is refused (add the `# op:` line). The rows must read as that op (redop, root, count).
-A time outside 0.1 us .. 1 hour, or a size beyond 2**50 bytes, is refused with its line; 0-byte rows are skipped.
+the rows must read as that op (redop, root, count). A time outside 0.1 us .. 1 hour, or a size beyond 2**50 bytes,
+is refused with its line; 0-byte rows are skipped.
+
+When nothing names the collective (raw output, cut from the `# nThread` line down), the table says which, as
+nccl-tests prints each program's rows (src/<op>.cu and src/common.cu; n = the number of `# Rank` lines, w = the
+type's size):
+
+    program          redop     root   size            busbw / algbw   in-place #wrong
+    all_reduce       sum ..    -1     count x w       2(n-1)/n
+    reduce_scatter   sum ..    -1     n x count x w   (n-1)/n
+    all_gather       none      -1     n x count x w   (n-1)/n
+    broadcast        none      >= 0   count x w       1
+    reduce           sum ..    >= 0   count x w       1
+    sendrecv         sum ..    -1     count x w       1
+    alltoall         none      -1     n x count x w   (n-1)/n         N/A (no in-place check)
+    alltoallv        none      -1     (any)           (n-1)/n         N/A (its size is the largest rank's)
+    scatter, gather  none      >= 0   n x count x w   (n-1)/n
+    hypercube        (empty)   -1     n x count x w   1
+
+Every row of the table must read as one program, or the log is refused. Older versions printed less: before
+August 2022 each program printed only its own columns (a redop column for all_reduce, reduce_scatter, reduce and
+alltoall, a root column for broadcast, reduce and scatter); until September 2022 the non-reducing ones printed an
+empty redop cell, as hypercube still does; before June 2020 all_gather and reduce_scatter printed busbw = algbw.
+
+The redop, root and count columns tell the five collectives dpcost reads apart from each other (the count needs
+the ranks: without `# Rank` lines a table whose size is count x w is refused). Two unsupported programs print the
+same redop, root and count as supported ones; they are told apart by what else nccl-tests prints, never guessed:
+- alltoall prints all_gather's; nccl-tests does not check its in-place result (alltoall.cu: "We don't support
+  in-place alltoall"), so its in-place #wrong is N/A where the out-of-place one is a number. A run without
+  validation (`-c 0`: N/A in both) prints the two alike, and is refused.
+- sendrecv prints all_reduce's; its busbw is its algbw, where all_reduce's is 2(n-1)/n times it (read to the
+  digits printed). At 2 ranks the two factors are equal, and such a table is refused.
+A table refused as ambiguous, or read as a program it is not, is named by a line `# op: all_reduce`, which wins
+over the table as every name does.
 
 The CSV form has the header
 `op,ranks,gpus_per_node,size_bytes,time_us[,algorithm][,column][,algbw_GBps,busbw_GBps]`; one CSV may hold
@@ -223,10 +255,8 @@ _PROGRAM = re.compile(r"\b(" + "|".join(_PROGRAMS) + r")_perf(?:_mpi)?\b")
 _STARTING = re.compile(r"^\s*#\s*Collective test starting:\s*(\S*)", re.MULTILINE)
 _OP_LINE = re.compile(r"^\s*#\s*op:(.*)$", re.MULTILINE | re.IGNORECASE)
 _NAME_OPS = {"allreduce": "all_reduce", "reducescatter": "reduce_scatter", "allgather": "all_gather"}
-_NO_OP = (
-    f"cannot tell which collective this log measured (no 'Collective test starting' or <op>_perf line, and the "
-    f"file name names none): add a line '# op: all_reduce' (or {', '.join(OPS[1:])})"
-)
+_NO_OP = "cannot tell which collective this log measured"
+_NUMBER = re.compile(r"[-+]?(\d+(?:\.(\d*))?|\.\d+)(?:[eE]([-+]?\d+))?")
 _WORD_BYTES = {
     **dict.fromkeys(("int8", "uint8", "char", "f8e4m3", "f8e5m2"), 1),
     **dict.fromkeys(("half", "bfloat16"), 2),
@@ -255,9 +285,9 @@ def _one(found: dict[str, int], what: str) -> str | None:
     return next(iter(found), None)
 
 
-def _which_op(text: str, name: str) -> tuple[str, str]:
-    """The collective a log measured, and where that was read: nccl-tests' own line, a '# op:' line, the command
-    line, the file name, in that order."""
+def _which_op(text: str, name: str) -> tuple[str, str] | None:
+    """The collective a log names, and where that was read: nccl-tests' own line, a '# op:' line, the command
+    line, the file name, in that order; None when none of them names one."""
     started: dict[str, int] = {}
     for m in _STARTING.finditer(text):
         line = _line_of(text, m.start())
@@ -293,9 +323,7 @@ def _which_op(text: str, name: str) -> tuple[str, str]:
     squashed = re.sub(r"[^a-z0-9]", "", name.lower())
     named = {_NAME_OPS.get(w, w): 0 for w in re.findall("allreduce|reducescatter|allgather|broadcast|reduce", squashed)}
     op = _one(named, "the file name")
-    if op is None:
-        raise ValueError(_NO_OP)
-    return op, "the file name"
+    return (op, "the file name") if op is not None else None
 
 
 @dataclass(frozen=True)
@@ -304,9 +332,11 @@ class _Row:
     size: int
     count: int
     dtype: str
-    redop: str | None  # None: no redop column (nccl-tests before 2022 printed one only for reducing ops)
+    redop: str | None  # None: no redop column (nccl-tests before 2022 printed one only for reducing ops); "": empty
     root: int | None  # None: no root column
     times: tuple[tuple[str, float], ...]  # (column, time_us), without N/A cells
+    bandwidths: tuple[tuple[str, str], ...] = ()  # (algbw, busbw) as printed, out-of-place then in-place
+    wrong: tuple[str, ...] = ()  # the #wrong cells as printed, out-of-place then in-place
 
 
 def _header(line: str) -> list[str] | None:
@@ -323,6 +353,10 @@ def _header(line: str) -> list[str] | None:
 
 def _table_row(cells: list[str], header: list[str], header_line: int, line: int) -> _Row | None:
     """One data row under `header`; None for a 0-byte row (a collective too small to split over the ranks)."""
+    if len(cells) == len(header) - 1 and "redop" in header:
+        at = header.index("redop")
+        if at < len(cells) and _NUMBER.fullmatch(cells[at]):  # an empty redop cell: the next column's number
+            cells = [*cells[:at], "", *cells[at:]]
     if len(cells) < len(header):
         raise ValueError(f"line {line}: {len(cells)} columns where the header on line {header_line} has {len(header)}")
     if len(cells[0]) > 16 or int(cells[0]) > MAX_SIZE:
@@ -339,6 +373,8 @@ def _table_row(cells: list[str], header: list[str], header_line: int, line: int)
         if cells[i] != "N/A"  # a column nccl-tests did not run
     )
     root = cells[header.index("root")] if "root" in header else None
+    algbw, busbw = ([i for i, c in enumerate(header) if c == name][:2] for name in ("algbw", "busbw"))
+    wrong = [i for i, c in enumerate(header) if c in ("#wrong", "error")][:2]
     return _Row(
         line,
         size,
@@ -347,14 +383,16 @@ def _table_row(cells: list[str], header: list[str], header_line: int, line: int)
         cells[header.index("redop")] if "redop" in header else None,
         int(root) if root is not None and re.fullmatch(r"-?\d{1,9}", root) else None,
         times,
+        tuple((cells[a], cells[b]) for a, b in zip(algbw, busbw, strict=False)),
+        tuple(cells[i] for i in wrong),
     )
 
 
 def _misread(row: _Row, op: str, ranks: int | None) -> str | None:
     """Why the row cannot be an `op` row as nccl-tests prints one (redop, root, count), or None."""
-    reduces = row.redop is not None and row.redop != "none"
+    reduces = row.redop not in (None, "none", "")
     if reduces != (op not in ("all_gather", "broadcast")):
-        shown = f"redop {row.redop}" if row.redop is not None else "no redop column"
+        shown = "no redop column" if row.redop is None else f"redop {row.redop}" if row.redop else "an empty redop"
         ops = "all_reduce, reduce_scatter and reduce" if reduces else "all_gather and broadcast"
         return f"{shown}, as nccl-tests prints for {ops}"
     if row.root is not None and (row.root >= 0) != (op in ("broadcast", "reduce")):
@@ -368,6 +406,163 @@ def _misread(row: _Row, op: str, ranks: int | None) -> str | None:
                 return f"size = {ratio:g} x count x {word} B, a per-rank count, as all_gather and reduce_scatter print"
             return f"size = count x {word} B, a whole-buffer count, as all_reduce, broadcast and reduce print"
     return None
+
+
+# What each nccl-tests program prints in a row (the module docstring's table), as sets of programs.
+_ALL = frozenset(_PROGRAMS)
+_ROOTED = frozenset({"broadcast", "reduce", "scatter", "gather"})  # print a root >= 0; the others -1
+_WHOLE = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})  # size = count x w
+_PER_RANK = frozenset({"reduce_scatter", "all_gather", "alltoall", "scatter", "gather", "hypercube"})  # n x count x w
+_REDOP = {  # by the redop cell: an op's name, `none`, empty (2022-08..09; hypercube), no column (before 2022-08)
+    "op": frozenset({"all_reduce", "reduce_scatter", "reduce", "sendrecv"}),
+    "none": frozenset({"all_gather", "broadcast", "alltoall", "alltoallv", "scatter", "gather"}),
+    "": frozenset({"all_gather", "broadcast", "alltoall", "scatter", "gather", "hypercube"}),
+    None: frozenset({"all_gather", "broadcast", "sendrecv", "hypercube", "scatter", "gather"}),
+}
+_NO_INPLACE_CHECK = frozenset({"alltoall", "alltoallv"})  # in-place #wrong N/A where out-of-place is a number
+_BUS_FACTORS = {  # busbw / algbw at n ranks
+    "all_reduce": ("2(n-1)/n",),
+    **dict.fromkeys(("reduce_scatter", "all_gather"), ("(n-1)/n",)),  # 1 before June 2020, without a root column
+    **dict.fromkeys(("broadcast", "reduce", "sendrecv", "hypercube"), ("1",)),
+    **dict.fromkeys(("alltoall", "alltoallv", "scatter", "gather"), ("(n-1)/n",)),
+}
+
+
+def _factor(kind: str, ranks: int) -> float:
+    return {"2(n-1)/n": 2 * (ranks - 1) / ranks, "(n-1)/n": (ranks - 1) / ranks}.get(kind, 1.0)
+
+
+_SHOWN = (*OPS, "alltoall", "alltoallv", "gather", "scatter", "sendrecv", "hypercube")
+
+
+def _programs(names: frozenset[str] | set[str]) -> str:
+    return " or ".join(p for p in _SHOWN if p in names)
+
+
+def _count_ratio(row: _Row) -> float | None:
+    """size / (count x the type's size): 1 for a whole-buffer count, the ranks for a per-rank one."""
+    word = _WORD_BYTES.get(row.dtype)
+    return row.size / (row.count * word) if word and row.count else None
+
+
+def _shows(row: _Row) -> str:
+    """What a row prints that tells the programs apart, for a message."""
+    redop = "no redop column" if row.redop is None else f"redop {row.redop}" if row.redop else "an empty redop cell"
+    shown = [redop, "no root column" if row.root is None else f"root {row.root}"]
+    ratio = _count_ratio(row)
+    if ratio is not None:
+        shown.append(f"size = {'' if ratio == 1 else f'{ratio:.4g} x '}count x {_WORD_BYTES[row.dtype]} B")
+    elif row.count == 0:
+        shown.append("count 0")
+    if len(row.wrong) == 2 and row.wrong[0] != "N/A" and row.wrong[1] == "N/A":
+        shown.append("in-place #wrong N/A")
+    for algbw, busbw in row.bandwidths[:1]:
+        if _half_unit(algbw) is not None and _half_unit(busbw) is not None and 1 <= float(algbw) < math.inf:
+            shown.append(f"busbw = {float(busbw) / float(algbw):.3g} x algbw")
+    return ", ".join(shown)
+
+
+def _reads_as(row: _Row, ranks: int | None) -> frozenset[str]:
+    """The nccl-tests programs that print a row like this one (redop, root, count, #wrong)."""
+    programs = _REDOP[row.redop if row.redop in (None, "none", "") else "op"]
+    programs = programs & _ROOTED if row.root is not None and row.root >= 0 else programs - _ROOTED
+    if row.root is None:
+        programs -= {"alltoallv"}  # added in 2026, with the root column
+    word = _WORD_BYTES.get(row.dtype)
+    ratio = _count_ratio(row)
+    if word and not row.count:
+        programs &= {"alltoallv"}  # its count is per peer, 0 for a traffic matrix; its size is the largest rank's
+    elif ratio == 1 and ranks not in (None, 1):
+        programs -= _PER_RANK
+    elif ratio is not None and ratio > 1 and ratio == int(ratio) and ranks in (None, ratio):
+        programs -= _WHOLE
+    elif ratio is not None and ratio != 1:
+        programs &= {"alltoallv"}
+    if len(row.wrong) == 2 and row.wrong[0] != "N/A":
+        if row.wrong[1] == "N/A":
+            programs &= _NO_INPLACE_CHECK
+        elif row.redop == "none":  # since nccl-tests printed `none`, alltoall has not checked in-place runs
+            programs -= _NO_INPLACE_CHECK
+    return programs
+
+
+def _half_unit(text: str) -> float | None:
+    """Half the last printed digit of a number: how far the printed value may be from the one nccl-tests had."""
+    m = _NUMBER.fullmatch(text)
+    if m is None:
+        return None
+    return 0.5 * 10.0 ** (int(m.group(3) or 0) - len(m.group(2) or ""))
+
+
+def _bus_factor_fits(row: _Row, factor: float) -> bool:
+    """Whether every (algbw, busbw) the row prints is busbw = factor x algbw, to the digits printed."""
+    for algbw, busbw in row.bandwidths:
+        alg_unit, bus_unit = _half_unit(algbw), _half_unit(busbw)
+        if alg_unit is None or bus_unit is None:
+            continue
+        alg, bus = float(algbw), float(busbw)
+        if not (math.isfinite(alg) and math.isfinite(bus)):
+            continue
+        if abs(bus - factor * alg) > bus_unit + factor * alg_unit + 1e-9 * max(1.0, abs(bus)):
+            return False
+    return True
+
+
+def _bus_factors(program: str, row: _Row) -> tuple[str, ...]:
+    """busbw / algbw as `program` prints it in a row like this one (older versions printed it differently)."""
+    if program in ("all_gather", "reduce_scatter") and row.root is None:  # nccl-tests before June 2020
+        return (*_BUS_FACTORS[program], "1")
+    return _BUS_FACTORS[program]
+
+
+def _table_op(rows: list[_Row], ranks: int | None) -> str:
+    """The collective the table itself shows, when nothing names it; refused unless exactly one reads."""
+    programs, since = _ALL, rows[0]
+    for row in rows:
+        here = _reads_as(row, ranks)
+        if not here:
+            at = f", at {ranks} ranks" if ranks else ""
+            raise ValueError(f"line {row.line}: no nccl-tests program prints such a row ({_shows(row)}{at})")
+        if not programs & here:
+            raise ValueError(
+                f"the table's rows disagree on the collective: line {row.line} reads as {_programs(here)} "
+                f"({_shows(row)}), line {since.line} as {_programs(programs)} ({_shows(since)}); "
+                "keep one run per file"
+            )
+        programs, since = programs & here, row if programs - here else since
+    if len(programs) > 1 and ranks:  # told apart by busbw / algbw, which nccl-tests sets per program
+        fits = {
+            p
+            for p in programs
+            if all(any(_bus_factor_fits(r, _factor(f, ranks)) for f in _bus_factors(p, r)) for r in rows)
+        }
+        programs = frozenset(fits) or programs
+    if len(programs) == 1 and next(iter(programs)) in OPS:
+        return next(iter(programs))
+    supported = [p for p in OPS if p in programs]
+    if not supported:
+        raise ValueError(
+            f"its table reads as a log of {_programs(programs)} ({_shows(rows[0])}); dpcost reads {', '.join(OPS)}"
+            f": if it is one of those, add a line '# op: <op>'"
+        )
+    if ranks is None and programs & _WHOLE and programs & _PER_RANK:
+        why = "no '# Rank' lines give the number of ranks, which its count column needs"
+    elif ranks == 1 and programs & _WHOLE and programs & _PER_RANK:
+        why = "at 1 rank a per-rank count is the whole buffer's"
+    elif {"all_gather", "alltoall"} <= programs and all(r.redop == "" for r in rows):
+        why = "nccl-tests of August-September 2022 printed them alike, with an empty redop cell"
+    elif {"all_gather", "alltoall"} <= programs and any(len(r.wrong) == 2 for r in rows):
+        why = "nccl-tests prints them alike when it does not validate, -c 0"
+    elif {"all_gather", "alltoall"} <= programs:
+        why = "without an in-place #wrong column nccl-tests prints them alike"
+    elif {"all_reduce", "sendrecv"} <= programs and ranks == 2:
+        why = "at 2 ranks nccl-tests prints them alike, busbw = algbw"
+    else:
+        why = "nccl-tests prints their rows alike"
+    raise ValueError(
+        f"{_NO_OP}: nothing in it names one, and its table reads as {_programs(programs)} ({why}): "
+        f"add a line '# op: {supported[0]}' if it is {supported[0]}"
+    )
 
 
 def _parse_log(text: str, name: str) -> Measurements:
@@ -402,7 +597,8 @@ def _parse_log(text: str, name: str) -> Measurements:
         )
     if not any(r.times for r in rows):
         raise ValueError(f"no nccl-tests data rows under the table header on line {header_line}")
-    op, source = _which_op(text, name)
+    named = _which_op(text, name)
+    op, source = named or (_table_op(rows, len(hosts) or None), "its table (redop, root, count)")
     nodes = len(set(hosts))
     if nodes and len(hosts) % nodes:
         raise ValueError(f"{len(hosts)} ranks over {nodes} hosts: dpcost needs the same number of GPUs on each")

@@ -144,6 +144,43 @@ def test_bad_model_files_say_field_and_fix(tmp_path: Path, text: str, message: s
     assert "\n" not in str(e.value)
 
 
+def test_a_log_given_as_a_plan_is_refused_in_one_short_line_without_its_text(tmp_path: Path) -> None:
+    """`dpcost check some.log`: the file, where the YAML breaks and what is wrong, not the file's lines."""
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    log = tmp_path / "some.log"
+    log.write_text((Path(__file__).parent / "reference/nccl-tests/h200-2n-all_reduce-ocih200.log").read_text())
+    result = CliRunner().invoke(app, ["check", str(log)], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 2 and result.stdout == ""
+    where = "malformed YAML at line 35, column 3"
+    assert result.stderr == f"dpcost: error: {log}: {where}: expected '<document start>', but found '<scalar>'\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "name: [tiny, 8\ntitle: T\n",
+            "malformed YAML at line 2, column 6: expected ',' or ']', but got ':' "
+            "(while parsing a flow sequence that starts at line 1, column 7)",
+        ),
+        (
+            "name: t\n\ttitle: T\n",
+            "malformed YAML at line 2, column 1: found character '\\t' that cannot start any token",
+        ),
+        ("name: t\ntitle: T: U\n", "malformed YAML at line 2, column 9: mapping values are not allowed here"),
+    ],
+)
+def test_a_yaml_syntax_error_says_line_column_and_what(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(InputError) as e:
+        load_model(path)
+    assert e.value.message == message
+    assert "^" not in message and "tiny" not in message and "title" not in message
+
+
 def test_billion_laughs_is_refused_fast(tmp_path: Path) -> None:
     lol = ["a: &a [x, x, x, x, x, x, x, x, x]"] + [
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}]" for i in range(9)

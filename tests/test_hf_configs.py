@@ -182,7 +182,7 @@ def test_gpt_family_keys() -> None:
     ("config", "message"),
     [
         ({"model_type": "t5", "d_model": 512}, r"model_type 't5' is not a family dpcost can count; supported.*llama"),
-        ({"hidden_size": 8}, "no model_type is not a family"),
+        ({"hidden_size": 8}, r'the config has no model_type: add "model_type" with its family, one of .*llama'),
         ({**_cfg("gemma-2-27b.json"), "hidden_size": None}, "hidden_size: required field is missing"),
         ({**_cfg("bloom.json"), "n_embed": "big"}, "n_embed: expected a whole number"),
         ({"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"]}, "text_config: a llama4"),
@@ -205,6 +205,18 @@ def test_errors_name_the_users_key(config: dict, message: str) -> None:  # type:
         model_from_hf_config(config, "config.json")
     assert "architecture" not in e.value.message
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("model_type", [None, ""])
+def test_a_config_without_model_type_says_so_and_how_to_name_its_family(model_type: str | None) -> None:
+    """Not "no model_type is not a family": the config lacks the key, and the message names the families."""
+    config = {"model_type": model_type, "architectures": ["T5Model"], "hidden_size": 8}
+    with pytest.raises(InputError) as e:
+        model_from_hf_config(config, "config.json")
+    message = e.value.message
+    assert message.startswith("the config has no model_type, and its architectures ['T5Model'] name none"), message
+    assert 'add "model_type" with its family, one of ' in message and "llama" in message and "qwen3" in message
+    assert "is not a family" not in message and "\n" not in message
 
 
 # ------------------------------------------------------------------------------------------------ README table

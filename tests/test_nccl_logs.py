@@ -75,9 +75,154 @@ def test_the_file_name_is_the_last_resort(tmp_path: Path, name: str) -> None:
     assert load_measurements(str(copy(tmp_path, ALL_REDUCE, name))).ops == ("all_reduce",)
 
 
-def test_a_log_that_names_no_collective_is_refused_with_how_to_name_it(tmp_path: Path) -> None:
-    """The issue's repro: a real log copied to nccl.txt; no op is guessed."""
-    refused(copy(tmp_path, ALL_REDUCE, "nccl.txt"), "cannot tell which collective", "'# op: all_reduce'")
+def test_the_issue_repro_reads_the_table_as_all_reduce(tmp_path: Path) -> None:
+    """Issue 15's repro: a real log under a name that says nothing, with no op or command line in it."""
+    path = copy(tmp_path, ALL_REDUCE, "nccl.txt")
+    assert "_perf" not in path.read_text() and "# op:" not in path.read_text()
+    m, original = load_measurements(str(path)), load_measurements(str(ALL_REDUCE))
+    assert m.ops == ("all_reduce",) and m.rows == original.rows and len(m.rows) == 10
+    assert (m.ranks, m.gpus_per_node) == (16, 8)
+    code, stdout, stderr = run("calibrate", str(path))
+    assert code == 0 and stderr == "" and "nccl.txt" in stdout, (code, stderr)
+
+
+SHIPPED = [*sorted((REFERENCE / "nccl-tests").glob("*.log")), EXAMPLE]
+
+
+@pytest.mark.parametrize("source", SHIPPED, ids=lambda p: p.name)
+def test_the_raw_output_of_every_shipped_log_reads_as_its_name_says(tmp_path: Path, source: Path) -> None:
+    """What the nccl-tests binary prints, from its '# nThread' line down, names no op: the table tells which."""
+    text = source.read_text()
+    raw = text[text.index("# nThread") :]
+    assert not re.search(r"_perf|# op:|Collective test starting", raw)
+    named = re.search("all_reduce|reduce_scatter|all_gather|broadcast|reduce", source.name)
+    assert named is not None
+    path = tmp_path / "out.txt"
+    path.write_text(raw)
+    m, original = load_measurements(str(path)), load_measurements(str(source))
+    assert m.ops == (named.group(0),) and m.rows == original.rows and m.ranks == original.ranks
+
+
+def nccl_table(
+    ranks: int | None,
+    redop: str,
+    root: int,
+    per_rank: bool,
+    factor: float,
+    wrong: tuple[str, str] = ("0", "0"),
+    counts: float = 1,
+) -> str:
+    """Raw output as nccl-tests prints it (src/common.cu, src/util.cu): '# Rank' lines, then a row per size with
+    size = max(send, receive) bytes, count = the count each rank passes, busbw = factor x algbw. `counts`
+    multiplies the count column."""
+    lines = ["# nThread 1 nGpus 1 minBytes 1048576 maxBytes 268435456 step: 16(factor) warmup iters: 5 iters: 20"]
+    lines += [
+        f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on node-{r // 8} device {r % 8:2d} [0x{r:02x}] NVIDIA H100"
+        for r in range(ranks or 0)
+    ]
+    lines.append(
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+        "     time   algbw   busbw #wrong"
+    )
+    for size in (1 << 20, 1 << 24, 1 << 28):
+        count = int(size // 4 // ((ranks or 16) if per_rank else 1) * counts)
+        time_us = 10 + size / 200e3
+        algbw = size / time_us / 1e3
+        cells = f"{time_us:7.2f}  {algbw:6.2f}  {algbw * factor:6.2f}"
+        head = f"{size:12d}  {count:12d}  {'float':>8s}  {redop:>6s}  {root:6d}"
+        lines.append(f"{head}  {cells}  {wrong[0]:>6s}  {cells}  {wrong[1]:>6s}")
+    return "\n".join(lines) + "\n"
+
+
+def write(tmp_path: Path, text: str, name: str = "out.txt") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("op", "redop", "root", "per_rank", "factor"),
+    [
+        ("all_reduce", "sum", -1, False, 2 * 15 / 16),
+        ("reduce_scatter", "sum", -1, True, 15 / 16),
+        ("all_gather", "none", -1, True, 15 / 16),
+        ("broadcast", "none", 0, False, 1),
+        ("reduce", "max", 3, False, 1),
+    ],
+)
+def test_each_collective_is_read_from_its_table(
+    tmp_path: Path, op: str, redop: str, root: int, per_rank: bool, factor: float
+) -> None:
+    m = load_measurements(str(write(tmp_path, nccl_table(16, redop, root, per_rank, factor))))
+    assert m.ops == (op,) and len(m.rows) == 6 and m.ranks == 16
+
+
+def test_the_count_column_tells_all_gather_and_reduce_scatter(tmp_path: Path) -> None:
+    """Rows alike but for the count: all_reduce's is the whole buffer's, reduce_scatter's one rank's share
+    (size = 16 x count x 4 B); all_gather's is one rank's share, and a whole-buffer count is no nccl-tests row."""
+    whole = nccl_table(16, "sum", -1, False, 2 * 15 / 16)
+    share = nccl_table(16, "sum", -1, False, 2 * 15 / 16, counts=1 / 16)
+    assert load_measurements(str(write(tmp_path, whole))).ops == ("all_reduce",)
+    assert load_measurements(str(write(tmp_path, share))).ops == ("reduce_scatter",)
+    raw = ALL_GATHER.read_text()[ALL_GATHER.read_text().index("# nThread") :]
+    assert load_measurements(str(write(tmp_path, raw))).ops == ("all_gather",)
+    first = re.search(r"^ +1024 +16 +float", raw, re.MULTILINE)
+    assert first is not None
+    path = write(tmp_path, raw.replace("    1024            16", "    1024           256", 1))
+    refused(path, f"line {line_of(raw, first.start())}:", "no nccl-tests program prints such a row", "redop none")
+
+
+def test_a_table_whose_rows_disagree_is_refused(tmp_path: Path) -> None:
+    raw = ALL_REDUCE.read_text()[ALL_REDUCE.read_text().index("# nThread") :]
+    row = re.search(r"^ +4294967296 +(1073741824) +float +(sum)", raw, re.MULTILINE)
+    assert row is not None  # made an all_gather row: no reduction, one rank's share of the buffer
+    edited = raw[: row.start(1)] + f"{2**30 // 16:10d}" + "     float    none" + raw[row.end(2) :]
+    refused(write(tmp_path, edited), f"line {line_of(raw, row.start())} reads as all_gather", "rows disagree")
+    gather = ALL_GATHER.read_text()
+    both = raw + gather[gather.index("#       size") :]
+    refused(write(tmp_path, both, "both.txt"), "rows disagree", "reads as all_gather", "as all_reduce")
+
+
+@pytest.mark.parametrize(
+    ("table", "needles"),
+    [
+        # at 2 ranks all_reduce's busbw factor 2(n-1)/n is sendrecv's 1
+        (nccl_table(2, "sum", -1, False, 1), ["all_reduce or sendrecv", "at 2 ranks", "'# op: all_reduce'"]),
+        # without validation (-c 0) alltoall's in-place #wrong is N/A, as all_gather's is
+        (nccl_table(16, "none", -1, True, 15 / 16, ("N/A", "N/A")), ["all_gather or alltoall", "-c 0"]),
+        # without '# Rank' lines a whole-buffer count could be one rank's share
+        (
+            nccl_table(None, "sum", -1, False, 2 * 15 / 16),
+            ["all_reduce or reduce_scatter", "no '# Rank' lines", "'# op: all_reduce'"],
+        ),
+    ],
+)
+def test_a_table_that_reads_as_two_programs_is_refused_with_how_to_name_it(
+    tmp_path: Path, table: str, needles: list[str]
+) -> None:
+    refused(write(tmp_path, table), "cannot tell which collective", *needles)
+    op = re.search(r"'# op: (\w+)'", " ".join(needles))
+    named = load_measurements(str(write(tmp_path, f"# op: {op.group(1) if op else 'all_gather'}\n" + table)))
+    assert named.ops == (op.group(1) if op else "all_gather",)
+
+
+@pytest.mark.parametrize(
+    ("table", "program"),
+    [
+        (nccl_table(16, "sum", -1, False, 1), "sendrecv"),  # busbw = algbw: not all_reduce
+        (nccl_table(16, "none", -1, True, 15 / 16, ("0", "N/A")), "alltoall or alltoallv"),  # no in-place check
+        (nccl_table(16, "none", 5, True, 15 / 16), "gather or scatter"),  # a root and a per-rank count
+        (nccl_table(16, "none", -1, True, 1).replace("    none", "        "), "hypercube"),  # an empty redop cell
+    ],
+)
+def test_a_table_of_a_program_dpcost_does_not_model_is_refused(tmp_path: Path, table: str, program: str) -> None:
+    refused(write(tmp_path, table), f"reads as a log of {program} (", "dpcost reads all_reduce", "'# op: <op>'")
+
+
+def test_an_op_line_overrides_the_table(tmp_path: Path) -> None:
+    """An alltoall-shaped table the user says is all_gather is read as all_gather."""
+    table = nccl_table(16, "none", -1, True, 15 / 16, ("0", "N/A"))
+    assert load_measurements(str(write(tmp_path, "# op: all_gather\n" + table))).ops == ("all_gather",)
 
 
 @pytest.mark.parametrize(
