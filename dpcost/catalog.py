@@ -125,7 +125,8 @@ def _parse_yaml(text: str, where: str) -> dict[str, Any]:
     except ValueError:  # e.g. an integer of thousands of digits (Python's int-string conversion limit)
         raise InputError(where, "a number in the file is too long to be a value") from None
     if not isinstance(doc, dict):
-        raise InputError(where, f"expected a mapping of fields at the top, got {type(doc).__name__}")
+        got = "an empty file" if doc is None else f"a {type(doc).__name__}" if not isinstance(doc, str) else "text"
+        raise InputError(where, f"expected a mapping of fields at the top, got {got}")
     return doc
 
 

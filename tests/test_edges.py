@@ -240,3 +240,10 @@ def test_an_error_never_dumps_a_document_or_a_python_repr(tmp_path: Path) -> Non
     plan.write_text("scenarios:\n  - {name: a, model: llama-8b, dp: 8, seq-len: 2019-01-01}\n")
     _, _, err = run("check", str(plan))
     assert "got 2019-01-01" in err and "datetime" not in err
+
+
+@pytest.mark.parametrize(("text", "said"), [("", "an empty file"), ("- a\n", "a list"), ("hello\n", "text")])
+def test_a_file_that_is_not_a_mapping_says_what_it_is(tmp_path: Path, text: str, said: str) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(text)
+    _one_line_error(["check", str(plan)], f"expected a mapping of fields at the top, got {said}")
