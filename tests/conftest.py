@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import csv
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -11,6 +14,17 @@ from dpcost.catalog import load_model, load_topology
 from dpcost.specs import ModelSpec, TopologySpec
 
 REFERENCE = Path(__file__).parent / "reference"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """A script of benchmarks/ (not a package) as a module, registered so that its dataclasses find it."""
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def read_reference_csv(name: str) -> list[dict[str, str]]:

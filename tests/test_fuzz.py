@@ -7,27 +7,14 @@ to fake results.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from conftest import load_benchmark
 
-PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "fuzz.py"
 SAMPLE = 1000  # lines of seed 0: ~20 s on two cores, calibrate fits included
 
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fuzz_benchmark", PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-fuzz = _load()
+fuzz = load_benchmark("fuzz")
 
 
 @pytest.fixture(scope="module")

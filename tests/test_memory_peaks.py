@@ -3,14 +3,12 @@ the reference data as it should (units, which points it costs, the ZeRO paper's 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import read_reference_csv
+from conftest import load_benchmark, read_reference_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -19,13 +17,7 @@ Compared = tuple[list[Any], list[Any]]  # the benchmark's (rows costed, points l
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    path = ROOT / "benchmarks" / "memory_peaks.py"
-    spec = importlib.util.spec_from_file_location("memory_peaks_benchmark", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("memory_peaks")
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,10 @@ table) are today's output."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 from typer.testing import CliRunner
 
 from dpcost.cli import app
@@ -45,13 +45,7 @@ def test_the_sweep_table_is_current() -> None:
 
 def test_the_accuracy_table_is_current() -> None:
     """The README's accuracy table is what `python benchmarks/accuracy.py --markdown` prints today."""
-    import importlib.util
-
-    path = README.parent / "benchmarks" / "accuracy.py"
-    spec = importlib.util.spec_from_file_location("accuracy_benchmark", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("accuracy")
     fresh = bench.markdown(bench.runs_in([bench.DEFAULT])).splitlines()
     text = _lines()
     start = text.index(fresh[0])
@@ -60,14 +54,7 @@ def test_the_accuracy_table_is_current() -> None:
 
 def test_the_training_scaling_table_is_current() -> None:
     """The README's training-scaling table is what `python benchmarks/training_scaling.py` prints today."""
-    import importlib.util
-
-    path = README.parent / "benchmarks" / "training_scaling.py"
-    spec = importlib.util.spec_from_file_location("training_scaling_benchmark", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench  # its dataclasses look their module up
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("training_scaling")
     fresh = bench.markdown(*bench.compare(bench.runs())).splitlines()
     text = _lines()
     start = text.index(fresh[0])
