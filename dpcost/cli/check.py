@@ -135,13 +135,8 @@ def _document(report: Any, brief: bool) -> dict[str, Any]:
     """The JSON/YAML/CSV document: the whole report, or with --brief whether it passed and each verdict."""
     doc = dict(report.model_dump(mode="json"))
     if brief:
-        verdicts = {s["name"]: s["summary"] for s in doc["scenarios"]}
-        return {
-            "schema_version": doc["schema_version"],
-            "passed": doc["passed"],
-            "failed": doc["failed"],
-            **{"summaries": verdicts},
-        }
+        summaries = {s["name"]: s["summary"] for s in doc["scenarios"]}
+        return {key: doc[key] for key in ("schema_version", "passed", "failed")} | {"summaries": summaries}
     return doc
 
 
