@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 import re
 
+from dpcost.errors import shown_value
+
 __all__ = [
     "UnitError",
     "fmt_bandwidth",
@@ -58,10 +60,7 @@ _LIMITS = {
 }
 
 
-def _show(text: object) -> str:
-    """The user's value for a message, cut short if it is long (a 400-digit number says nothing more)."""
-    shown = repr(text) if isinstance(text, str | int | float | bool) or text is None else str(text)  # a YAML date
-    return shown if len(shown) <= 40 else shown[:37] + "..."
+_show = shown_value  # the user's value for a message, cut short (a 400-digit number says nothing more)
 
 
 def _split(text: object, what: str, example: str) -> tuple[float, str]:

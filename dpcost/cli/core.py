@@ -157,18 +157,15 @@ def writable(flag: str) -> Callable[[Path | None], Path | None]:
         if path is None or str(path) == "-":
             return path
         folder = path.parent if str(path.parent) else Path(".")
-        reason = (
-            "it is a folder; name a file"
-            if path.is_dir()
-            else f"no such folder {folder}"
-            if not folder.is_dir()
-            else "permission denied"
-            if not os.access(path if path.exists() else folder, os.W_OK)
-            else ""
-        )
-        if reason:
-            raise InputError(flag, f"{path}: cannot write the file ({reason})")
-        return path
+        if path.is_dir():
+            reason = "it is a folder; name a file"
+        elif not folder.is_dir():
+            reason = f"no such folder {folder}"
+        elif not os.access(path if path.exists() else folder, os.W_OK):
+            reason = "permission denied"
+        else:
+            return path
+        raise InputError(flag, f"{path}: cannot write the file ({reason})")
 
     return check
 

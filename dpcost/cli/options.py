@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from dpcost.errors import InputError
+from dpcost.errors import InputError, shown_value
 
 __all__ = ["FormatOpt", "ModelOpt", "TopologyOpt", "build_options", "field_flag", "number", "plan_options", "whole"]
 
@@ -53,8 +53,7 @@ def number(flag: str, allowed: str) -> Callable[[str], float]:
         try:
             return parse_number(text)
         except UnitError:
-            shown = repr(text) if len(text) <= 40 else repr(text[:37] + "...")
-            raise InputError(flag, f"must be {allowed}, got {shown}") from None
+            raise InputError(flag, f"must be {allowed}, got {shown_value(text)}") from None
 
     return parse
 

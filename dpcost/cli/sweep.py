@@ -73,6 +73,7 @@ def sweep(
 ) -> None:
     """One row per DP size: step time, compute, exposed communication, efficiency, throughput, memory."""
     from dpcost.engine.estimate import estimate as run
+    from dpcost.engine.verdict import fastest_that_fits
     from dpcost.render.sweep import sweep_chart, sweep_table, sweep_verdict
 
     sizes = dp_list(dp)
@@ -87,11 +88,12 @@ def sweep(
         reports.append(run(spec, topo, options.with_dp(size)))
         progress(size)
     table = sweep_table(reports, fixed_global_batch=options.batch.global_batch is not None)
-    verdict = sweep_verdict(reports)
+    best = reports[fastest_that_fits([r.summary for r in reports])]
+    verdict = sweep_verdict(reports, best)
     emit(
         [verdict] if brief else [verdict, table],
         fmt.value,
-        doc=(lambda: _best(reports)) if brief else table.data,
+        doc=(lambda: _brief(best)) if brief else table.data,
         output=output,
         assumptions=lambda: _assumptions(options, dp),
         charts=lambda: _charts(reports),
@@ -103,11 +105,8 @@ def sweep(
         sys.stderr.write(f"dpcost: wrote {plot}\n")
 
 
-def _best(reports: list[EstimateReport]) -> dict[str, Any]:
+def _brief(best: EstimateReport) -> dict[str, Any]:
     """--brief in JSON, YAML or CSV: the best row's DP size and its estimate's summary."""
-    from dpcost.engine.verdict import fastest_that_fits
-
-    best = reports[fastest_that_fits([r.summary for r in reports])]
     return {"schema_version": best.schema_version, "dp": best.setup.dp, "summary": best.summary.model_dump(mode="json")}
 
 

@@ -267,7 +267,7 @@ def verdict_lines(t: Table, width: int) -> list[str]:
     """The verdict block: its title, then each key and its value wrapped under a hanging indent."""
     key_width = max((len(row[0]) for row in t.rows), default=0)
     indent = 2 + key_width + 2
-    lines = [f"{line}" for line in wrap(t.title, width)]
+    lines = wrap(t.title, width)
     for key, value in t.rows:
         wrapped = wrap(value, max(width - indent, MIN_PROSE))
         lines.append(f"  {key:<{key_width}}  {wrapped[0]}")

@@ -12,12 +12,11 @@ from dpcost.units import fmt_seconds
 __all__ = ["sweep_chart", "sweep_svg", "sweep_table", "sweep_verdict"]
 
 
-def sweep_verdict(reports: Sequence[EstimateReport]) -> Table:
-    """The answer first: the sweep's best row (engine/verdict.py) with its verdict, and how efficiency falls."""
-    from dpcost.engine.verdict import fastest_that_fits
+def sweep_verdict(reports: Sequence[EstimateReport], best: EstimateReport) -> Table:
+    """The answer first: the sweep's best row (engine/verdict.fastest_that_fits) with its verdict, and how
+    efficiency falls across the sweep."""
     from dpcost.render.estimate import verdict_table
 
-    best = reports[fastest_that_fits([r.summary for r in reports])]
     why = "the most tokens/s of the sizes that fit" if best.summary.fits else "none fits; the nearest miss"
     t = verdict_table(best, f"Verdict, DP {best.setup.dp} ({why})")
     first, last = reports[0], reports[-1]
