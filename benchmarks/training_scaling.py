@@ -51,6 +51,12 @@ class Run:
     source: str  # the file the run comes from
 
 
+# A run's activation checkpointing -> dpcost's --recompute under --framework fsdp: torchtitan's per-op SAC is 'op';
+# MaxText's 'selective' remat policies are timed as they were before 'op' existed, as no extra FLOPs (under flash
+# attention, Megatron-style selective recomputation re-runs no matmul), since FSDP runs no Megatron selective.
+RECOMPUTE = {"selective-op": "op", "selective": "none"}
+
+
 def _grad_dtype(row: dict[str, str]) -> str:
     """PyTorch FSDP's DEFAULT/amp mixed precision reduces in fp32; Composer's PURE and NeMo's settings in bf16."""
     given = row.get("grad_reduce_dtype") or ""
@@ -87,7 +93,7 @@ def runs(pattern: str = "*.csv") -> list[Run]:
                     int(row["micro_batch"]),
                     int(row["accum"] or 1),
                     int(row["seq_len"]),
-                    "selective" if recompute.startswith("selective") else recompute,
+                    RECOMPUTE.get(recompute, recompute),
                     float(row["tokens_per_s_per_gpu"]),
                     float(hfu) / 100 if hfu else None,
                     row.get("topology") or topology,

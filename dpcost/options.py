@@ -71,6 +71,13 @@ Whole = Annotated[int, BeforeValidator(_whole)]
 Fraction = Annotated[float, BeforeValidator(parse_fraction)]
 
 
+def _comma_list(value: Any) -> Any:
+    """`a,b` from a flag or plan file, or a list."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
 def _stage(value: Any) -> Any:
     value = _auto(value)
     if isinstance(value, str) and value.strip().isdigit():
@@ -96,10 +103,27 @@ class Plan(Section):
         description="ZeRO stage 0-3, or auto: the fastest stage that fits (with recompute auto, of both).",
         json_schema_extra=cli("--zero", auto=True),
     )
-    recompute: Annotated[Literal["none", "selective", "full"] | None, BeforeValidator(_auto)] = Field(
+    recompute: Annotated[Literal["none", "selective", "op", "full"] | None, BeforeValidator(_auto)] = Field(
         None,
-        description="Activation recomputation, or auto: the fastest choice that fits (see --zero).",
+        description="Activation recomputation: none; selective (Megatron's, of --recompute-modules); op "
+        "(torchtitan's per-op SAC); full; or auto: the fastest choice that fits (see --zero).",
         json_schema_extra=cli("--recompute", auto=True),
+    )
+    recompute_layers: Whole = Field(
+        1,
+        ge=1,
+        le=1_000_000,
+        description="Apply --recompute to every K-th block only, keeping everything in the others (torchtitan's "
+        "selective_ac_option = K).",
+        json_schema_extra=cli("--recompute-layers", metavar="K"),
+    )
+    recompute_modules: Annotated[
+        tuple[Literal["core_attn", "layernorm", "mlp", "moe_act", "moe"], ...], BeforeValidator(_comma_list)
+    ] = Field(
+        ("core_attn",),
+        description="With --recompute selective: the modules recomputed, comma-separated (Megatron-LM's "
+        "--recompute-modules: core_attn, layernorm, mlp, moe_act, moe).",
+        json_schema_extra=cli("--recompute-modules", metavar="M[,M...]"),
     )
     mode: Literal["train", "inference"] = Field(
         "train", description="train, or inference (no gradient collectives).", json_schema_extra=cli("--mode")
@@ -152,9 +176,10 @@ class Batch(Section):
 class Precision(Section):
     """The model-state recipe: bytes per parameter for weights, gradients and optimizer states."""
 
-    recipe: Literal["zero-paper", "deepspeed", "megatron", "ddp", "fsdp"] | None = Field(
+    recipe: Literal["zero-paper", "deepspeed", "megatron", "ddp", "fsdp", "bf16"] | None = Field(
         None,
-        description="Model-state recipe [default: the framework's, else zero-paper].",
+        description="Model-state recipe [default: the framework's, else zero-paper]; bf16: pure bf16 weights, "
+        "grads and optimizer states (torchtune, litgpt bf16-true).",
         json_schema_extra=cli("--recipe"),
     )
     grad_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = Field(
@@ -221,6 +246,17 @@ class Compute(Section):
     )
     flash_attention: bool = Field(
         True, description="Flash attention stores no s^2 scores.", json_schema_extra=cli("--flash-attention")
+    )
+    compile: bool = Field(
+        False,
+        description="torch.compile: element-wise intermediates are recomputed, not stored [default: eager].",
+        json_schema_extra=cli("--compile"),
+    )
+    loss_impl: Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel"] | None = Field(
+        None,
+        description="How the loss holds the logits: upcast (fp32 copy), bf16, chunked (torchtune), fused "
+        "(compiled or Liger), vocab-parallel (Megatron) [default: the framework's, else upcast].",
+        json_schema_extra=cli("--loss-impl"),
     )
     skew: Fraction = Field(
         0.0,

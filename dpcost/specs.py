@@ -186,6 +186,11 @@ class GPUSpec(Spec):
     hbm_bandwidth: Bandwidth
     bf16_dense: Flops
     fp8_dense: Flops | None = Field(None, description="dense FP8 tensor-core peak, where the GPU has one")
+    context: Bytes | None = Field(
+        None,
+        description="memory a process holds outside PyTorch's allocator: CUDA context, NCCL buffers [default: "
+        "dpcost/engine/memory.py CONTEXT_BYTES for the GPU's generation]",
+    )
 
     def peak(self, dtype: str) -> float:
         """The dense tensor-core peak the compute runs against (FLOP/s)."""

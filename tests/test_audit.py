@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dpcost.catalog import list_models, load_model, load_topology
-from dpcost.engine.activations import RECOMPUTE
+from dpcost.engine.checkpointing import RECOMPUTE
 from dpcost.engine.compute import attention_flops
 from dpcost.engine.estimate import estimate, memory_by_stage
 from dpcost.engine.memory import RECIPES, model_states
@@ -67,11 +67,11 @@ def test_decode_reads_the_embedding_table_only_as_a_tied_head() -> None:
 
 
 def test_memory_and_estimate_default_to_the_same_recomputation() -> None:
-    """llama-70b at 512: estimate picks full recomputation and fits; memory must not say nothing fits."""
+    """llama-70b at 512: estimate picks per-op SAC and fits; memory must not say nothing fits."""
     model = load_model("llama-70b")
     report = estimate(model, H100, Options(dp=512))
     memory = memory_by_stage(model, H100, Options(dp=512))
-    assert memory.recompute == report.setup.recompute == "full"
+    assert memory.recompute == report.setup.recompute == "op"
     assert any(s.fits for s in memory.stages)
 
 
@@ -117,4 +117,4 @@ def test_stage_3_total_below_stage_2_when_the_unit_is_small(spec: ModelSpec) -> 
 
 
 def test_recompute_choices_are_documented() -> None:
-    assert RECOMPUTE == ("none", "selective", "full")
+    assert RECOMPUTE == ("none", "selective", "op", "full")

@@ -305,7 +305,7 @@ def test_memory_with_only_a_parameter_count_asks_for_the_block_size() -> None:
 
 def test_memory_defaults_to_estimates_recomputation_and_says_so() -> None:
     out = ok("memory", "--model", "llama-70b", "--dp", "512")
-    assert "recompute=full" in out and "chosen (auto)" in out
+    assert "recompute=op" in out and "chosen (auto)" in out
 
 
 def test_sweep(tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ import pytest
 from conftest import read_reference_csv
 
 from dpcost.catalog import load_model, load_topology
-from dpcost.engine.activations import activation_memory, kv_cache_bytes
+from dpcost.engine.activations import kv_cache_bytes, layer_tensors
+from dpcost.engine.checkpointing import activation_memory
 from dpcost.engine.estimate import estimate
+from dpcost.engine.loss import loss_memory
 from dpcost.engine.memory import RECIPES, deepspeed_estimates, model_states
 from dpcost.options import Options
 
@@ -88,41 +90,40 @@ def test_deepspeed_estimators_t0_3b_one_gpu() -> None:
 
 
 def test_activations_match_korthikanti() -> None:
-    """Korthikanti et al. 2022, eq. (1): one GPT layer stores sbh(34 + 5as/h) bytes; selective keeps 34sbh,
-    full recomputation 2sbh per layer (plus one layer being recomputed)."""
+    """Korthikanti et al. 2022, eq. (1): one GPT layer stores sbh(34 + 5as/h) bytes; selective recomputation keeps
+    34sbh, full recomputation 2sbh per layer (plus one layer being recomputed)."""
     a = load_model("gpt3-175b").architecture
     assert a is not None
     s, b, h, heads = 2048, 1, 12288, 96
     sbh = s * b * h
-    none = activation_memory(a, s, b, "none", flash=False)
-    assert none.per_layer == sbh * (34 + 5 * heads * s / h)
+    layer = layer_tensors(a, moe_layer=False, flash=False, kernels="fused")
+    assert layer.saved_bytes(s, b) == sbh * (34 + 5 * heads * s / h)
     selective = activation_memory(a, s, b, "selective", flash=False)
-    assert none.per_layer - none.attention_core == 34 * sbh
-    assert selective.total == 96 * 34 * sbh + selective.outside
+    assert selective.kept == 96 * 34 * sbh
     full = activation_memory(a, s, b, "full", flash=False)
-    assert full.total == 96 * 2 * sbh + none.per_layer + full.outside
-    # outside the layers (section 4.3): final norm 2sbh, output projection input 2sbh, fp32 logits 4sbv,
-    # and the embedding dropout mask sbh
-    assert none.outside == 4 * sbh + 4 * s * b * 50257 + sbh
+    assert full.kept == 96 * 2 * sbh
+    assert full.recompute == sbh * (34 + 5 * heads * s / h) - 2 * sbh
+    # outside the layers (section 4.3): final norm 2sbh, output projection input 2sbh, fp32 logits 4sbv, and the
+    # embedding dropout mask sbh
+    assert loss_memory(a, s, b, "upcast").kept == 4 * sbh + 4 * s * b * 50257 + sbh
 
 
 def test_activations_scale_with_micro_batch_and_flash() -> None:
     a = load_model("llama-70b").architecture
     assert a is not None
-    one = activation_memory(a, 4096, 1, "none").total
-    assert activation_memory(a, 4096, 4, "none").total == pytest.approx(4 * one)
-    assert activation_memory(a, 4096, 1, "selective").total == one  # flash attention: nothing left to drop
-    assert activation_memory(a, 4096, 1, "none", flash=False).total > one
-    assert activation_memory(a, 4096, 1, "full").total < one / 5
+    one = activation_memory(a, 4096, 1, "none").kept
+    assert activation_memory(a, 4096, 4, "none").kept == pytest.approx(4 * one)
+    # flash attention: only the log-sum-exp is left for selective recomputation to drop
+    assert one - activation_memory(a, 4096, 1, "selective").kept == 4 * 4096 * 64 * 80
+    assert activation_memory(a, 4096, 1, "none", flash=False).kept > one
+    assert activation_memory(a, 4096, 1, "full").kept < one / 5
 
 
 def test_moe_activations_count_routed_experts() -> None:
     a = load_model("mixtral-8x7b").architecture
     assert a is not None
-    top2 = activation_memory(a, 4096, 1, "none").total
-    top1 = activation_memory(
-        a.model_copy(update={"moe": a.moe.model_copy(update={"active": 1})}), 4096, 1, "none"
-    ).total  # type: ignore[union-attr]
+    top2 = activation_memory(a, 4096, 1, "none").kept
+    top1 = activation_memory(a.model_copy(update={"moe": a.moe.model_copy(update={"active": 1})}), 4096, 1, "none").kept  # type: ignore[union-attr]
     assert top2 > top1
 
 

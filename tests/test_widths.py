@@ -95,7 +95,7 @@ def test_every_value_appears_whole(name: str, columns: int) -> None:
 def test_the_issues_examples() -> None:
     """COLUMNS=100 dpcost sweep showed DP 16, 128 and 1024 as `1`; dpcost topologies cut names to a letter."""
     text = output(COMMANDS["sweep"], 100)
-    dps = [ln.split()[0] for ln in text.splitlines() if re.match(r"\s+\d+\s", ln)]
+    dps = [ln.split()[0] for ln in text.splitlines() if re.match(r"\s+\d+\s+[\d,]+\s", ln)]
     assert dps == ["8", "16", "32", "64", "128", "256", "512", "1024", "2048", "4096"]
     assert "left out to fit 100 columns: nodes, compute, comm (serial)" in squeeze(text)
     text = output(["topologies"], 100)
@@ -109,9 +109,9 @@ def test_wide_terminals_drop_nothing() -> None:
 
 
 def test_chart_scale_shows_the_differences() -> None:
-    # the schedule alone (no losses at scale): efficiencies 99.6% to 97.0%, a few points apart
+    # the schedule alone (no losses at scale): efficiencies 99.6% to 96.6%, a few points apart
     text = output([*COMMANDS["sweep"], "--chart", "--overlap-slowdown", "0", "--sync-jitter", "0"], 100)
-    assert "scaling efficiency (bars from 96% to 100%)" in text
+    assert "scaling efficiency (bars from 95% to 100%)" in text
     bars = {ln.split()[1]: ln.count("#") for ln in text.splitlines() if ln.startswith("  DP ")}
     assert bars["8"] > bars["2048"] > bars["4096"] > 0
-    assert bars["8"] - bars["4096"] >= 25  # 99.6% against 97.0%: half the chart apart, not one character
+    assert bars["8"] - bars["4096"] >= 25  # 99.6% against 96.6%: more than half the chart apart, not one character

@@ -104,6 +104,8 @@ def _parameter(section: str, name: str, info: Any) -> inspect.Parameter:
             f"{section}__{name}", inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
         )
     shown = "auto" if default is None and extra.get("auto") else default
+    if isinstance(shown, tuple):
+        shown = ",".join(str(v) for v in shown)  # a list as a person writes it
     if extra.get("metavar") == "TIME" and isinstance(shown, float):
         shown = f"{shown:g}s"  # as a person writes it: a time flag takes its unit
     names = [flag, short] if short else [flag]

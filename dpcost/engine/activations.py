@@ -1,18 +1,25 @@
-"""Activation memory per GPU for training, and the KV cache for serving.
+"""The tensors one transformer layer's forward leaves for its backward, and the KV cache for serving.
 
 Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", section 4: one
 GPT layer stores sbh(34 + 5as/h) bytes with 16-bit activations (s sequence, b micro-batch, h hidden, a heads):
-attention 11sbh + 5as^2b, MLP 19sbh, two layer norms 4sbh. We count the same tensors from the shapes, so the
-formula holds exactly for a GPT-3-like layer (tests/test_memory.py) and extends to:
+attention 11sbh + 5as^2b, MLP 19sbh, two layer norms 4sbh. `layer_tensors` lists the same tensors from the
+shapes, one entry per tensor autograd keeps, so the sum is that formula for a GPT-3 layer with fused kernels
+(tests/test_memory.py), and it extends to:
 - GQA/MQA (K and V are s*b*kv_heads*head_dim) and MLA (latent inputs plus expanded Q, K, V);
-- gated MLPs, SwiGLU and GeGLU (input 2sbh, gate/up outputs and their product 6sbf), and GELU/ReLU MLPs
-  (2sbh + 4sbf);
+- gated MLPs, SwiGLU and GeGLU (gate and up outputs and the product, 3 x sbf, as Megatron's fused bias-swiglu keeps
+  them; eager PyTorch also keeps the activation's output, 4 x sbf), and GELU/ReLU MLPs (the first matmul's output and
+  the activation: 2 x sbf);
 - no dropout masks when dropout is 0 (modern LLMs);
 - FlashAttention: the s^2 score matrix is never stored, only its log-sum-exp (4 bytes per row and head);
-- MoE layers: each token's activations through the experts it is routed to (top-k) and the shared ones.
-Recomputation: "none" stores everything; "selective" recomputes the attention core (the s^2 terms);
-"full" keeps each layer's input (2sbh) and recomputes one layer at a time in the backward pass.
-Outside the layers (section 4.3): final norm 2sbh, output projection input 2sbh, fp32 logits for the loss 4sbv.
+- MoE layers: the router's fp32 logits, and each token's activations through the experts it is routed to (top-k)
+  and the shared ones;
+- how the layer runs (`Kernels`): "fused" counts what Megatron's fused kernels keep (Korthikanti's count);
+  "eager" adds what an RMSNorm written in PyTorch ops keeps (Hugging Face's LlamaRMSNorm, torchtitan's RMSNorm:
+  an fp32 copy of its input and the normalised bf16 product before the weight, 6 bytes per element more than its
+  input); "compiled" drops the element-wise intermediates torch.compile's partitioner recomputes rather than saves
+  (torch/_functorch/partitioners.py, min_cut_rematerialization_partition: pointwise ops are recomputed): the
+  norms keep only their input, a gated MLP only its two matmul outputs, a GELU MLP only its first matmul's output.
+Which of these tensors a recomputation policy keeps is checkpointing.py's; the loss's logits are loss.py's.
 """
 
 from __future__ import annotations
@@ -22,99 +29,148 @@ from typing import Literal
 
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["RECOMPUTE", "ActivationMemory", "activation_memory", "kv_cache_bytes"]
+__all__ = ["ACT_BYTES", "KERNELS", "Kernels", "LayerTensors", "Tensor", "kv_cache_bytes", "layer_tensors"]
 
-Recompute = Literal["none", "selective", "full"]
-RECOMPUTE: tuple[Recompute, ...] = ("none", "selective", "full")
+Kernels = Literal["eager", "fused", "compiled"]
+KERNELS: tuple[Kernels, ...] = ("eager", "fused", "compiled")
 ACT_BYTES = 2  # bf16/fp16 activations
+# Megatron's module names (megatron/core/transformer/transformer_config.py, recompute_modules), used to tag each
+# tensor with the part of the layer it belongs to.
+Module = Literal["input", "layernorm", "qkv", "core_attn", "attn_out", "mlp", "moe_act", "router", "moe"]
 
 
 @dataclass(frozen=True)
-class ActivationMemory:
-    per_layer: float  # one layer's stored activations with no recomputation (s^2 terms included)
-    attention_core: float  # the part selective recomputation drops (the s^2 terms)
-    layer_input: float  # what full recomputation keeps per layer
-    outside: float  # final norm, output projection, logits
-    layers: int
-    recompute: str
-    total: float
+class Tensor:
+    """One tensor of one layer's forward: bytes per token (per token of context too, for s^2 scores)."""
+
+    name: str
+    module: Module
+    bytes_per_token: float
+    saved: bool = True  # autograd keeps it for the backward (False: a matmul output only a residual add reads)
+    matmul: int = 0  # its position among the layer's aten.mm calls, in forward order (0: not a matmul output)
+    quadratic: bool = False  # scales with s x s x b (attention scores) rather than s x b
+
+    def bytes(self, seq_len: int, micro_batch: int) -> float:
+        return self.bytes_per_token * seq_len * micro_batch * (seq_len if self.quadratic else 1)
 
 
-def _layer(a: ModelArchitecture, s: int, b: int, flash: bool, moe_layer: bool) -> tuple[float, float]:
-    """(stored bytes of one layer without recomputation, the s^2 part of it)."""
-    h, sb = a.hidden, s * b
-    e = ACT_BYTES
-    dropout = a.dropout > 0
-    total = 2.0 * e * sb * h  # inputs of the two norms
-    total += e * sb * h  # attention input (norm output)
+@dataclass(frozen=True)
+class LayerTensors:
+    tensors: tuple[Tensor, ...]
+
+    def saved_bytes(self, seq_len: int, micro_batch: int) -> float:
+        """Everything autograd keeps: the layer without recomputation."""
+        return sum(t.bytes(seq_len, micro_batch) for t in self.tensors if t.saved)
+
+    def module_bytes(self, modules: frozenset[str], seq_len: int, micro_batch: int) -> float:
+        return sum(t.bytes(seq_len, micro_batch) for t in self.tensors if t.saved and t.module in modules)
+
+
+def _norm(a: ModelArchitecture, kernels: Kernels, name: str) -> list[Tensor]:
+    """A norm's input as it keeps it (fused and compiled: the bf16 input; eager RMSNorm: an fp32 copy and the
+    normalised product), and its output, the next matmul's input."""
+    h, e = a.hidden, ACT_BYTES
+    kept = [Tensor(f"{name} input", "input" if name == "attention norm" else "attn_out", e * h)]
+    if kernels == "eager" and a.norm == "rmsnorm":
+        kept = [Tensor(f"{name} fp32 input and normalised product", kept[0].module, (4 + 2) * h)]
+    return [*kept, Tensor(f"{name} output", "layernorm", e * h)]
+
+
+def _attention(a: ModelArchitecture, flash: bool, first_mm: int) -> tuple[list[Tensor], int]:
+    """Q, K, V as attention reads them, its core (log-sum-exp under flash, else the s^2 softmax and dropout),
+    the context (the output projection's input) and its output; and the mm calls it makes."""
+    e, h = ACT_BYTES, a.hidden
+    out: list[Tensor] = []
+    mm = first_mm
     if a.mla is not None:
         m = a.mla
         d_qk, d_v = m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim
-        latent = (m.q_lora_rank or 0) + m.kv_lora_rank
-        total += e * sb * (latent + m.qk_rope_head_dim)  # latent projections (q_a, kv_a) outputs
-        total += e * sb * latent  # their norm outputs, the inputs of q_b and kv_b
-        total += e * sb * a.heads * (2 * d_qk + d_v)  # expanded Q, K, V
-        total += e * sb * a.heads * d_v  # output projection input
+        q_rank = m.q_lora_rank or 0
+        if q_rank:
+            out.append(Tensor("q_a output", "qkv", e * q_rank, matmul=mm))
+            out.append(Tensor("q norm output", "layernorm", e * q_rank))
+            mm += 1
+        out.append(Tensor("kv_a output", "qkv", e * (m.kv_lora_rank + m.qk_rope_head_dim), matmul=mm))
+        out.append(Tensor("kv norm output", "layernorm", e * m.kv_lora_rank))
+        out.append(Tensor("Q", "qkv", e * a.heads * d_qk, matmul=mm + 1 if q_rank else 0))
+        out.append(Tensor("K, V", "qkv", e * a.heads * (d_qk + d_v), matmul=mm + (2 if q_rank else 1)))
+        mm += 3 if q_rank else 2
+        context = a.heads * d_v
     else:
         q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
-        total += e * sb * (q + 2 * kv)  # Q, K, V
-        total += e * sb * q  # output projection input
-    if dropout:
-        total += sb * h  # dropout mask after the attention projection (1 byte per element)
+        out.append(Tensor("Q", "qkv", e * q, matmul=mm))
+        out.append(Tensor("K", "qkv", e * kv, matmul=mm + 1))
+        out.append(Tensor("V", "qkv", e * kv, matmul=mm + 2))
+        mm += 3
+        context = q
     if flash:
-        core = 4.0 * sb * a.heads  # log-sum-exp per row and head, fp32
+        out.append(Tensor("log-sum-exp (fp32)", "core_attn", 4.0 * a.heads))
     else:
-        core = e * a.heads * s * s * b  # softmax output
-        if dropout:
-            core += a.heads * s * s * b + e * a.heads * s * s * b  # its dropout mask and output
-    total += core
+        out.append(Tensor("softmax", "core_attn", e * a.heads, quadratic=True))
+        if a.dropout > 0:
+            out.append(Tensor("attention dropout mask", "core_attn", 1.0 * a.heads, quadratic=True))
+            out.append(Tensor("attention dropout output", "core_attn", e * a.heads, quadratic=True))
+    out.append(Tensor("context (output projection input)", "core_attn", e * context))
+    out.append(Tensor("output projection output", "attn_out", e * h, saved=False, matmul=mm))
+    if a.dropout > 0:
+        out.append(Tensor("dropout mask", "attn_out", 1.0 * h))
+    return out, mm + 1
 
-    def mlp(width: int) -> float:
-        inner = 3 * e * sb * width if a.gated_mlp else 2 * e * sb * width
-        return inner
 
+def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, module: Module, label: str) -> list[Tensor]:
+    """One MLP's tensors: the matmul outputs, then the element-wise ones torch.compile recomputes."""
+    e = ACT_BYTES
+    if a.gated_mlp:
+        out = [
+            Tensor(f"{label} gate output", module, e * width, matmul=first_mm),
+            Tensor(f"{label} up output", module, e * width, matmul=first_mm + 1),
+        ]
+        if kernels == "eager":  # silu/gelu keeps its input, the product both factors (Megatron's fused bias-swiglu
+            # recomputes the activation: megatron/core/fusions/fused_bias_swiglu.py)
+            out.append(Tensor(f"{label} activation output", "moe_act" if module == "moe" else module, e * width))
+        if kernels != "compiled":
+            out.append(Tensor(f"{label} gated product", module, e * width))
+        down = first_mm + 2
+    else:
+        out = [Tensor(f"{label} first matmul output", module, e * width, matmul=first_mm)]
+        if kernels != "compiled":
+            out.append(Tensor(f"{label} activation output", "moe_act" if module == "moe" else module, e * width))
+        down = first_mm + 1
+    out.append(Tensor(f"{label} down output", module, e * a.hidden, saved=False, matmul=down))
+    return out
+
+
+def layer_tensors(
+    a: ModelArchitecture, moe_layer: bool, flash: bool = True, kernels: Kernels = "fused"
+) -> LayerTensors:
+    """The tensors of one layer's forward for one token (korthikanti et al. 2022 section 4, extended as the module
+    docstring says), in forward order, with their Megatron module and matmul position."""
+    tensors = _norm(a, kernels, "attention norm")
+    attention, mm = _attention(a, flash, 1)
+    tensors += attention
+    tensors += _norm(a, kernels, "MLP norm")
+    e, h = ACT_BYTES, a.hidden
     if moe_layer and a.moe is not None:
         moe = a.moe
-        total += e * sb * h  # MLP input (norm output), shared by router and experts
-        total += 4 * sb * moe.experts  # fp32 router logits
-        total += moe.shared * mlp(moe.shared_width)
-        total += moe.active * (2 * e * sb * h + mlp(moe.ffn))  # dispatched copy, expert MLP, weighted output
+        tensors.append(Tensor("router logits (fp32)", "router", 4.0 * moe.experts, matmul=mm))
+        mm += 1
+        for i in range(moe.shared):
+            part = _mlp(a, moe.shared_width, kernels, mm, "mlp", f"shared expert {i + 1}")
+            tensors += part
+            mm += sum(1 for t in part if t.matmul)
+        # Routed experts run as grouped GEMMs (not aten.mm); per routed copy of a token: the dispatched input,
+        # the expert's MLP and its weighted output.
+        routed = _mlp(a, moe.ffn, kernels, 0, "moe", "routed expert")
+        per_copy = e * h + sum(t.bytes_per_token for t in routed if t.saved) + e * h
+        tensors.append(Tensor(f"routed experts (top-{moe.active})", "moe", moe.active * per_copy))
     else:
         assert a.ffn is not None
-        total += e * sb * h + mlp(a.ffn)
-    if dropout:
-        total += sb * h  # dropout mask after the MLP
-    return total, (0.0 if flash else core)
-
-
-def activation_memory(
-    a: ModelArchitecture, seq_len: int, micro_batch: int, recompute: str = "none", flash: bool = True
-) -> ActivationMemory:
-    """Stored activations of one micro-batch on one GPU (no tensor or sequence parallelism)."""
-    if recompute not in RECOMPUTE:
-        raise ValueError(f"recompute must be one of {RECOMPUTE}")
-    s, b = seq_len, micro_batch
-    layers = [_layer(a, s, b, flash, moe_layer=a.moe_layer(i)) for i in range(a.layers)]
-    largest = max(layers)
-    layer_input = ACT_BYTES * s * b * a.hidden
-    outside = 2 * ACT_BYTES * s * b * a.hidden + 4 * s * b * a.vocab
+        part = _mlp(a, a.ffn, kernels, mm, "mlp", "MLP")
+        tensors += part
+        mm += sum(1 for t in part if t.matmul)
     if a.dropout > 0:
-        outside += s * b * a.hidden  # embedding dropout mask
-    if recompute == "none":
-        stored = sum(total for total, _ in layers)
-    elif recompute == "selective":
-        stored = sum(total - core for total, core in layers)
-    else:
-        stored = a.layers * layer_input + largest[0]  # checkpoints + the one layer being recomputed
-    return ActivationMemory(
-        per_layer=largest[0],
-        attention_core=largest[1],
-        layer_input=layer_input,
-        outside=outside,
-        layers=a.layers,
-        recompute=recompute,
-        total=stored + outside,
-    )
+        tensors.append(Tensor("MLP dropout mask", "mlp", 1.0 * h))
+    return LayerTensors(tuple(tensors))
 
 
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:

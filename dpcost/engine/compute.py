@@ -54,12 +54,20 @@ def attention_flops(arch: ModelArchitecture, seq_len: int) -> float:
 
 
 def flops_per_token(
-    counts: ParamCount, arch: ModelArchitecture | None, seq_len: int, recompute: str = "none", flash: bool = True
+    counts: ParamCount,
+    arch: ModelArchitecture | None,
+    seq_len: int,
+    recompute: str = "none",
+    flash: bool = True,
+    every: int = 1,
 ) -> FlopsPerToken:
     """Training FLOPs per token (PaLM's 6N + 12LHQT), split into forward, backward and recomputation.
 
     Selective recomputation redoes the attention scores; FlashAttention's backward already does so inside its
-    kernel, so with flash it adds nothing to the model's work (and saves no memory: activations.py)."""
+    kernel, so with flash it adds nothing to the model's work (and saves no memory: activations.py). Per-op SAC
+    (checkpointing.py, "op") re-runs the mm calls it did not save, every other one, and so half of the layers'
+    matmul FLOPs on average over two iterations; the attention kernel's output is saved. With `every` = K only
+    layers // K blocks are checkpointed."""
     head = counts.lm_head
     if arch is not None and arch.tied_embeddings:
         head = counts.embedding  # the tied embedding is the output projection too
@@ -70,8 +78,12 @@ def flops_per_token(
     forward = 2.0 * matmul_params + attention
     if recompute == "full":
         extra = forward - 2.0 * head  # every layer again, not the output head
+    elif recompute == "op":
+        extra = 0.5 * 2.0 * (matmul_params - head)
     elif recompute == "selective" and not flash:
         extra = attention
     else:
         extra = 0.0
+    if arch is not None and every > 1:
+        extra *= (arch.layers // every) / arch.layers
     return FlopsPerToken(forward=forward, backward=2 * forward, recompute=extra)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import math
 
 from dpcost.engine import advice
-from dpcost.engine.activations import RECOMPUTE
 from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount
 from dpcost.engine.placement import place
-from dpcost.engine.plan import Timed, call_time, candidates, check_forced, choose, timeline
+from dpcost.engine.plan import Timed, call_time, candidates, check_forced, choose, recompute_policies, timeline
 from dpcost.engine.prepare import Prepared, check_dp, prepare, stage_table
 from dpcost.engine.report import (
     AlgorithmTime,
@@ -54,11 +53,11 @@ def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) 
     """The stage table alone (`dpcost memory`): no step is timed. Recomputation is the option's, or (auto, as
     `estimate` defaults) the least that lets some stage fit, full recomputation if none does."""
     p = prepare(model, topology, options)
-    fixed = p.o.plan.recompute
+    fixed: str | None = p.o.plan.recompute
     if fixed is not None or model.architecture is None:
         recompute = fixed or "none"
         return _memory(model, topology, p, stage_table(model, topology, p, recompute), recompute)
-    for recompute in RECOMPUTE:
+    for recompute in recompute_policies(p):
         rows = stage_table(model, topology, p, recompute)
         if any(r.fits for r in rows):
             break
@@ -87,9 +86,15 @@ def _stage_row(m: StageMemory, micro_batch: int) -> StageRow:
         grads_bytes=int(m.grads),
         optimizer_bytes=int(m.optimizer),
         activations_bytes=int(m.activations),
+        transient_bytes=int(m.transient),
         buffers_bytes=int(m.buffers),
+        allocated_bytes=int(m.allocated),
+        fragmentation_bytes=int(m.fragmentation),
+        reserved_bytes=int(m.reserved),
+        context_bytes=int(m.context),
         overhead_bytes=int(m.overhead),
         total_bytes=int(m.total),
+        peak_phase=m.peak.phase,
         cpu_bytes=int(m.cpu),
         fits=m.fits,
         max_micro_batch=m.largest_micro_batch(micro_batch),
@@ -256,6 +261,9 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
         tokens_per_step=tokens,
         recompute=recompute,
         recompute_chosen=o.plan.recompute is None,
+        recompute_layers=o.plan.recompute_layers,
+        compile=o.compute.compile,
+        loss_impl=p.loss_impl,
         framework=o.plan.framework or "none",
         recipe=p.recipe.name,
         optimizer=o.precision.optimizer,

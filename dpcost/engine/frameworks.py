@@ -29,6 +29,11 @@ accounting only.
   the next forward; modelled block by block, where Megatron gathers per bucket); gradients accumulated and reduced
   in fp32 with bf16 training (accumulate_allreduce_grads_in_fp32). Memory: 18 bytes per parameter, 6 + 12/d sharded;
   20, or 4 + 16/d, with 16-bit gradients (its docs' table).
+Activations and the loss: Megatron runs fused kernels and its vocab-parallel cross-entropy, the others PyTorch's eager
+modules and an upcast cross-entropy (activations.py, loss.py). Checkpointing: torchtitan (fsdp) runs per-op SAC or full
+per-block checkpointing (torchtitan/config_manager.py, activation_checkpoint.mode); Megatron selective (of its
+--recompute-modules) or full; DDP and DeepSpeed models as Hugging Face's gradient_checkpointing_enable runs them,
+every decoder layer in full (docs/sources/checkpointing.md).
 """
 
 from __future__ import annotations
@@ -57,6 +62,9 @@ class Framework:
     overlap_grad_reduce: tuple[int, ...]  # stages whose gradient reduction overlaps the backward pass
     overlap_param_gather: bool  # ZeRO-1/2: gather updated parameters during the next forward (Megatron)
     source: str
+    loss_impl: str = "upcast"  # how its loss holds the logits (loss.py)
+    kernels: str = "eager"  # how its layers run (activations.py): PyTorch ops, or Megatron's fused kernels
+    recompute: tuple[str, ...] = ("none", "full")  # the checkpointing policies it runs (checkpointing.py)
 
     def bucket(self, dp: int, grad_bytes: float, default_bytes: float) -> float:
         """Bytes per gradient bucket at this DP size and gradient dtype."""
@@ -100,6 +108,7 @@ FRAMEWORKS = {
         overlap_param_gather=False,
         source="torch/distributed/fsdp/fully_sharded_data_parallel.py@v2.5.0: ShardingStrategy; MixedPrecision"
         "(param_dtype=bf16, reduce_dtype=fp32) as llm-foundry and torchtitan configure it",
+        recompute=("none", "op", "full"),
     ),
     "deepspeed": Framework(
         name="deepspeed",
@@ -136,5 +145,8 @@ FRAMEWORKS = {
         overlap_param_gather=True,
         source="megatron/core/distributed/distributed_data_parallel_config.py@core_r0.9.0: bucket_size "
         "max(40000000, 1000000 x dp); --overlap-grad-reduce, --overlap-param-gather",
+        loss_impl="vocab-parallel",
+        kernels="fused",
+        recompute=("none", "selective", "full"),
     ),
 }

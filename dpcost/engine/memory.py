@@ -15,6 +15,10 @@ state and the stage from which it is sharded over the N data-parallel ranks:
 - fsdp: PyTorch FSDP with bf16 compute and fp32 reduction: sharded fp32 weights 4, fp32 grads 4, Adam 8 =
   16 bytes over N from SHARD_GRAD_OP on (FSDP shards the weights at rest there too), plus the gathered bf16
   units in flight (buffers()).
+- bf16: pure bf16 training (torchtune dtype bf16, litgpt bf16-true): bf16 weights 2, bf16 grads 2, AdamW's two
+  states in bf16 4 = 8 bytes per parameter, no fp32 master copy.
+PyTorch's gradients (ddp, fsdp, bf16) exist from the backward to the optimizer step only (zero_grad(set_to_none=True));
+Megatron's and DeepSpeed's gradient buffers persist, and so does the ZeRO paper's accounting.
 Optimizer states per parameter (beyond the fp32 master copy): AdamW 8 (m, v in fp32); SGD with momentum 4;
 8-bit Adam 2 (m, v block-quantized to 8 bits: Dettmers et al. 2022); Adafactor ~0 (factored second moment
 of O(rows + cols), no first moment by default: Shazeer & Stern 2018).
@@ -22,30 +26,42 @@ of O(rows + cols), no first moment by default: Shazeer & Stern 2018).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
+from dpcost.specs import GPUSpec
+
 __all__ = [
     "CONTEXT_BYTES",
-    "FRAGMENTATION",
+    "FRAGMENTED_TENSORS",
     "OPTIMIZER_STATE_BYTES",
     "RECIPES",
     "Buffers",
     "Recipe",
     "StageMemory",
     "StateComponent",
+    "context_bytes",
     "deepspeed_estimates",
+    "fragmentation",
     "model_states",
     "offload_applies",
+    "phases",
     "stage_memory",
 ]
 
 Group = Literal["params", "grads", "optimizer"]
 OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "sgd": 4.0, "adam8bit": 2.0, "adafactor": 0.0}
-# An allowance, not a measurement: the CUDA context, cuBLAS workspaces and NCCL's channel buffers take about
-# 1 GiB per GPU, and PyTorch's caching allocator loses a few percent to fragmentation.
-CONTEXT_BYTES = 2.0**30
-FRAGMENTATION = 0.05
+# Reserved beyond allocated, in multiples of the step's largest transient tensor (fragmentation()).
+FRAGMENTED_TENSORS = 1.0
+# Device memory outside PyTorch's allocator, per GPU generation (docs/sources/allocator.md); a topology's
+# `gpu.context` overrides it:
+# - ampere: measured, nvidia-smi minus max reserved of one Megatron-LM run on 4 x A800 (875 MiB;
+#   tests/reference/memory-peaks, meg-llmaction);
+# - hopper: the CUDA context with lazy loading (~400 MiB, a PyTorch maintainer's figure) plus NCCL's ring buffers
+#   (16 channels x 9.1875 MiB = 147 MiB, NCCL 2.30.7 source) and NVLS buffers (256 MiB on H100): ~800 MiB;
+# - blackwell: the measured B200 context (612 MiB) plus the ring (147 MiB) and NVLS (384 MiB) buffers: ~1143 MiB.
+CONTEXT_BYTES = {"ampere": 875 * 2**20, "hopper": 803 * 2**20, "blackwell": 1143 * 2**20}
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,11 @@ class StateComponent:
     offload: Literal["optimizer", "params"]  # the --offload choice that moves it to CPU
     gone_from: int = 4  # the first stage from which it is no longer kept (DeepSpeed ZeRO-3's bf16 grads)
     communicated: bool = False  # the gradient the collectives move; --grad-dtype sets its bytes
+    # When it exists: the whole run (a buffer: Megatron's main_grad, DeepSpeed's partitions, the ZeRO paper's count);
+    # from the backward to the optimizer step (PyTorch's .grad under zero_grad(set_to_none=True), its default since
+    # 2.0); or at the optimizer step only (Megatron's fp32 copy of 16-bit gradients for its fp32 main parameters:
+    # megatron/core/optimizer/optimizer.py, _copy_model_grads_to_main_grads, freed by zero_grad(set_to_none=True)).
+    lifetime: Literal["run", "backward", "step"] = "run"
 
 
 @dataclass(frozen=True)
@@ -66,9 +87,12 @@ class Recipe:
     source: str
     components: tuple[StateComponent, ...]
     optimizer_states: bool = True  # whether `components` leaves the optimizer's own states to the optimizer choice
+    states_in_weight_dtype: bool = False  # AdamW's/SGD's fp32 states are kept in the 16-bit weights' dtype instead
 
     def states(self, optimizer: str) -> tuple[StateComponent, ...]:
         extra = OPTIMIZER_STATE_BYTES[optimizer]
+        if self.states_in_weight_dtype and optimizer in ("adamw", "sgd"):
+            extra /= 2
         if not self.optimizer_states or extra == 0:
             return self.components
         return (*self.components, StateComponent(f"{optimizer} states", "optimizer", extra, 1, "optimizer"))
@@ -102,7 +126,7 @@ RECIPES = {
         "torch/nn/parallel/distributed.py@v2.5.0; torch.amp autocast keeps fp32 parameters",
         (
             StateComponent("fp32 weights", "params", 4, 3, "params"),
-            StateComponent("fp32 grads", "grads", 4, 2, "optimizer", communicated=True),
+            StateComponent("fp32 grads", "grads", 4, 2, "optimizer", communicated=True, lifetime="backward"),
         ),
     ),
     "fsdp": Recipe(
@@ -111,8 +135,19 @@ RECIPES = {
         "torch/distributed/fsdp@v2.5.0: FlatParameter shards in fp32, MixedPrecision(bf16, reduce fp32)",
         (
             StateComponent("fp32 weights (sharded)", "params", 4, 2, "params"),
-            StateComponent("fp32 grads", "grads", 4, 2, "optimizer", communicated=True),
+            StateComponent("fp32 grads", "grads", 4, 2, "optimizer", communicated=True, lifetime="backward"),
         ),
+    ),
+    "bf16": Recipe(
+        "bf16",
+        "pure bf16 (bf16 weights, grads and optimizer states)",
+        "torchtune recipes with dtype: bf16 (training.get_dtype); litgpt precision bf16-true; torch.optim.AdamW "
+        "keeps exp_avg and exp_avg_sq in the parameters' dtype (torch/optim/adamw.py@v2.5.0, _init_group)",
+        (
+            StateComponent("bf16 weights", "params", 2, 3, "params"),
+            StateComponent("bf16 grads", "grads", 2, 2, "optimizer", communicated=True, lifetime="backward"),
+        ),
+        states_in_weight_dtype=True,
     ),
     "megatron": Recipe(
         "megatron",
@@ -133,6 +168,8 @@ class ModelStates:
     grads: float
     optimizer: float
     cpu: float  # offloaded to host memory, per GPU
+    backward_grads: float = 0.0  # the part of `grads` that exists only from the backward to the optimizer step
+    step_only: float = 0.0  # the part of `optimizer` that exists only at the optimizer step
 
     @property
     def total(self) -> float:
@@ -160,7 +197,7 @@ def model_states(
     if offload not in ("none", "optimizer", "params"):
         raise ValueError("offload must be none, optimizer or params")
     totals: dict[str, float] = {"params": 0.0, "grads": 0.0, "optimizer": 0.0}
-    cpu = 0.0
+    cpu = backward = step = 0.0
     for c in recipe.states(optimizer):
         if stage >= c.gone_from:
             continue
@@ -169,7 +206,9 @@ def model_states(
             cpu += nbytes
         else:
             totals[c.group] += nbytes
-    return ModelStates(totals["params"], totals["grads"], totals["optimizer"], cpu)
+            backward += nbytes if c.lifetime == "backward" else 0.0
+            step += nbytes if c.lifetime == "step" else 0.0
+    return ModelStates(totals["params"], totals["grads"], totals["optimizer"], cpu, backward, step)
 
 
 @dataclass(frozen=True)
@@ -223,66 +262,180 @@ def buffers(
     return Buffers(buckets, gathered, ddp_copy)
 
 
+Phase = Literal["forward", "backward", "optimizer step"]
+
+
 @dataclass(frozen=True)
-class StageMemory:
-    stage: int
+class PhaseMemory:
+    """What is allocated at one phase of the step: a part that does not depend on the micro-batch and a part per
+    sequence of it (activations and the loss grow linearly with the micro-batch)."""
+
+    phase: Phase
     params: float
     grads: float
     optimizer: float
-    activations: float
     buffers: float
-    overhead: float
+    activations_per_sample: float  # the layers' kept tensors and the loss path's kept tensors
+    transient_per_sample: float  # what this phase adds: the loss's working tensors, a layer's recomputation
+
+    def allocated(self, micro_batch: int) -> float:
+        fixed = self.params + self.grads + self.optimizer + self.buffers
+        return fixed + micro_batch * (self.activations_per_sample + self.transient_per_sample)
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """Memory per GPU at one ZeRO stage: the step's phases, the peak among them as the caching allocator holds it
+    (allocated, then reserved with fragmentation), and the device total with the CUDA/NCCL context."""
+
+    stage: int
+    phases: tuple[PhaseMemory, ...]
+    micro_batch: int
+    largest_tensor_per_sample: float  # the largest single activation or loss tensor of one sequence
+    context: float  # CUDA context and NCCL buffers, outside PyTorch's allocator (context_bytes)
     cpu: float
     hbm: float
-    activations_per_sample: float
+
+    @property
+    def peak(self) -> PhaseMemory:
+        return max(self.phases, key=lambda ph: ph.allocated(self.micro_batch))
+
+    @property
+    def params(self) -> float:
+        return self.peak.params
+
+    @property
+    def grads(self) -> float:
+        return self.peak.grads
+
+    @property
+    def optimizer(self) -> float:
+        return self.peak.optimizer
+
+    @property
+    def buffers(self) -> float:
+        return self.peak.buffers
+
+    @property
+    def activations(self) -> float:
+        return self.micro_batch * self.peak.activations_per_sample
+
+    @property
+    def transient(self) -> float:
+        return self.micro_batch * self.peak.transient_per_sample
 
     @property
     def model_states(self) -> float:
         return self.params + self.grads + self.optimizer
 
     @property
+    def allocated(self) -> float:
+        """torch.cuda.max_memory_allocated: the largest phase."""
+        return self.peak.allocated(self.micro_batch)
+
+    @property
+    def fragmentation(self) -> float:
+        return fragmentation(self.micro_batch * self.largest_tensor_per_sample, self.cached_grads)
+
+    @property
+    def cached_grads(self) -> float:
+        """Per-step gradients not alive at the peak: their blocks stay cached from the last step."""
+        return max(ph.grads for ph in self.phases) - self.peak.grads
+
+    @property
+    def reserved(self) -> float:
+        """torch.cuda.max_memory_reserved: the allocated peak and what the caching allocator cannot reuse."""
+        return self.allocated + self.fragmentation
+
+    @property
+    def overhead(self) -> float:
+        return self.fragmentation + self.context
+
+    @property
     def total(self) -> float:
-        return self.model_states + self.activations + self.buffers + self.overhead
+        """The device's memory in use (nvidia-smi): reserved plus the context."""
+        return self.reserved + self.context
 
     @property
     def fits(self) -> bool:
         return self.total <= self.hbm
 
+    @property
+    def activations_per_sample(self) -> float:
+        return self.peak.activations_per_sample
+
     def largest_micro_batch(self, micro_batch: int) -> int:
-        """The most sequences per micro-batch that still fit (activations grow linearly with it)."""
-        if self.activations_per_sample <= 0:
-            return 0
-        fixed = self.model_states + self.buffers
-        room = (self.hbm - CONTEXT_BYTES) / (1 + FRAGMENTATION) - fixed
-        return max(0, int(room // self.activations_per_sample))
+        """The most sequences per micro-batch that still fit: every phase is linear in the micro-batch, and so is
+        the fragmentation that follows the largest tensor."""
+        per_tensor = FRAGMENTED_TENSORS * self.largest_tensor_per_sample
+        most_grads = max(ph.grads for ph in self.phases)
+        best: float = math.inf
+        for ph in self.phases:
+            per_sample = ph.activations_per_sample + ph.transient_per_sample + per_tensor
+            if per_sample <= 0:
+                continue
+            room = self.hbm - self.context - ph.allocated(0) - (most_grads - ph.grads)
+            best = min(best, room // per_sample)
+        return 0 if best == math.inf else max(0, int(best))
 
 
-def overhead(used: float) -> float:
-    """CUDA context plus allocator fragmentation on top of what the model uses."""
-    return CONTEXT_BYTES + FRAGMENTATION * used
+def context_bytes(gpu: GPUSpec) -> float:
+    """Memory a process holds outside PyTorch's caching allocator (CONTEXT_BYTES), or the topology's own figure."""
+    return float(gpu.context) if gpu.context is not None else float(CONTEXT_BYTES[gpu.arch])
+
+
+def fragmentation(largest_tensor: float, cached_grads: float = 0.0) -> float:
+    """Reserved beyond allocated (c10/cuda/CUDACachingAllocator.cpp; docs/sources/allocator.md): the caching allocator
+    keeps freed blocks and splits them for smaller requests, but never joins two, so
+    - a request as large as the step's largest transient tensor (the fp32 logits, a layer's widest activation) finds
+      no free block big enough and is served by a new cudaMalloc: one such tensor;
+    - the blocks of the gradients freed after the last optimizer step (zero_grad(set_to_none=True)), one per
+      parameter or FSDP unit shard, stay cached and are too small for the activations' requests."""
+    return FRAGMENTED_TENSORS * largest_tensor + cached_grads
+
+
+def phases(
+    states: ModelStates,
+    buf: Buffers,
+    kept_per_sample: float,
+    loss_forward_per_sample: float,
+    loss_backward_per_sample: float,
+    layer_backward_per_sample: float,
+    accumulation: int,
+) -> tuple[PhaseMemory, ...]:
+    """The step's three phases (docs/reference.md, "Memory over the step"):
+    - forward, at the loss: model states, gradients only where they persist (Megatron's and DeepSpeed's buffers) or
+      accumulate over micro-batches, every layer's kept activations, and the loss's forward peak;
+    - backward, at its start: the same with the larger of the loss's backward peak and the last layer's
+      recomputation plus its activation gradients, and the gradient buckets in flight;
+    - optimizer step: model states and every gradient; no activations."""
+    carried = states.grads if accumulation > 1 else states.grads - states.backward_grads
+    optimizer = states.optimizer - states.step_only
+    gathered = buf.gathered + buf.ddp_copy + buf.kept_grads
+    forward = PhaseMemory("forward", states.params, carried, optimizer, gathered, kept_per_sample, loss_forward_per_sample)
+    backward = PhaseMemory(
+        "backward",
+        states.params,
+        carried,
+        optimizer,
+        gathered + buf.buckets,
+        kept_per_sample,
+        max(loss_backward_per_sample, layer_backward_per_sample),
+    )
+    step = PhaseMemory("optimizer step", states.params, states.grads, states.optimizer, gathered + buf.buckets, 0, 0)
+    return forward, backward, step
 
 
 def stage_memory(
     stage: int,
     states: ModelStates,
-    activations: float,
-    activations_per_sample: float,
-    buf: Buffers,
+    phase_list: tuple[PhaseMemory, ...],
+    micro_batch: int,
+    largest_tensor_per_sample: float,
+    context: float,
     hbm: float,
 ) -> StageMemory:
-    used = states.total + activations + buf.total
-    return StageMemory(
-        stage=stage,
-        params=states.params,
-        grads=states.grads,
-        optimizer=states.optimizer,
-        activations=activations,
-        buffers=buf.total,
-        overhead=overhead(used),
-        cpu=states.cpu,
-        hbm=hbm,
-        activations_per_sample=activations_per_sample,
-    )
+    return StageMemory(stage, phase_list, micro_batch, largest_tensor_per_sample, context, states.cpu, hbm)
 
 
 @dataclass(frozen=True)

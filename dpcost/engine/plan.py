@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dpcost.engine.activations import RECOMPUTE
 from dpcost.engine.availability import forcible
+from dpcost.engine.checkpointing import RECOMPUTE
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.memory import offload_applies
@@ -21,7 +21,7 @@ from dpcost.errors import InputError
 from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["STAGE_OPS", "Timed", "call_time", "candidates", "check_forced", "choose", "timeline"]
+__all__ = ["STAGE_OPS", "Timed", "call_time", "candidates", "check_forced", "choose", "recompute_policies", "timeline"]
 
 STAGE_OPS = {
     0: ("all_reduce",),
@@ -69,6 +69,12 @@ def check_forced(o: Options, topology: TopologySpec) -> None:
     )
 
 
+def recompute_policies(p: Prepared) -> tuple[str, ...]:
+    """The checkpointing policies the framework runs (frameworks.py), or all of them, least recomputation first."""
+    policies = p.framework.recompute if p.framework else RECOMPUTE
+    return tuple(rc for rc in RECOMPUTE if rc in policies)
+
+
 def candidates(p: Prepared, topology: TopologySpec, has_architecture: bool) -> tuple[list[int], list[str]]:
     """The stages and recomputations to try: the user's, or every one the framework, the offload and the forced
     algorithm allow. No stage left is bad input, named by the flag that ruled the last ones out."""
@@ -90,7 +96,7 @@ def candidates(p: Prepared, topology: TopologySpec, has_architecture: bool) -> t
             "the choice to NCCL",
         )
     stages: list[int] = [o.plan.zero] if o.plan.zero is not None else allowed
-    recomputes: list[str] = list(RECOMPUTE) if has_architecture else ["none"]
+    recomputes: list[str] = list(recompute_policies(p)) if has_architecture else ["none"]
     if o.plan.recompute is not None:
         recomputes = [o.plan.recompute]
     return stages, recomputes
@@ -125,7 +131,9 @@ def timeline(
     """The step of one plan: forward and backward of a micro-batch at the --mfu rate (compute.py), stragglers
     included, scheduled with the collectives the stage issues (step.py)."""
     o = p.o
-    flops = flops_per_token(p.counts, model.architecture, p.seq_len, recompute, o.compute.flash_attention)
+    flops = flops_per_token(
+        p.counts, model.architecture, p.seq_len, recompute, o.compute.flash_attention, o.plan.recompute_layers
+    )
     tokens = p.micro_batch * p.seq_len
     rate = topology.gpu.peak(o.compute.compute_dtype) * o.compute.mfu
     forward = flops.forward * tokens / rate

@@ -7,10 +7,21 @@ import math
 from dataclasses import dataclass, replace
 
 from dpcost.engine import advice
-from dpcost.engine.activations import activation_memory
+from dpcost.engine.activations import Kernels
+from dpcost.engine.checkpointing import activation_memory
 from dpcost.engine.compute import attention_flops
 from dpcost.engine.frameworks import FRAMEWORKS, Framework
-from dpcost.engine.memory import RECIPES, Recipe, StageMemory, buffers, model_states, stage_memory
+from dpcost.engine.loss import loss_memory
+from dpcost.engine.memory import (
+    RECIPES,
+    Recipe,
+    StageMemory,
+    buffers,
+    context_bytes,
+    model_states,
+    phases,
+    stage_memory,
+)
 from dpcost.engine.params import ParamCount, count_params
 from dpcost.engine.placement import check_ranks
 from dpcost.engine.report import Advice
@@ -25,7 +36,14 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 DEFAULT_SEQ_LEN = 4096
 MAX_BUCKETS = 1_000_000  # per pass: each is a call the timeline schedules
 # The recipe's own gradient dtype (what its reduce-scatter/all-reduce moves) when --grad-dtype is not given.
-RECIPE_GRAD_DTYPE = {"zero-paper": "fp16", "deepspeed": "bf16", "megatron": "fp32", "ddp": "fp32", "fsdp": "fp32"}
+RECIPE_GRAD_DTYPE = {
+    "zero-paper": "fp16",
+    "deepspeed": "bf16",
+    "megatron": "fp32",
+    "ddp": "fp32",
+    "fsdp": "fp32",
+    "bf16": "bf16",
+}
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,20 @@ class Prepared:
         return self.framework.per_unit if self.framework else False
 
     @property
+    def loss_impl(self) -> str:
+        """--loss-impl, else the framework's, else an upcast cross-entropy (loss.py)."""
+        return self.o.compute.loss_impl or (self.framework.loss_impl if self.framework else "upcast")
+
+    @property
+    def kernels(self) -> Kernels:
+        """How the layers run (activations.py): compiled with --compile, else the framework's; the generic plan
+        counts Korthikanti's fused-kernel tensors."""
+        if self.o.compute.compile:
+            return "compiled"
+        fw = self.framework.kernels if self.framework else "fused"
+        return "eager" if fw == "eager" else "fused"
+
+    @property
     def schedule(self) -> str:
         """Whose schedule the step runs, and so which transient buffers it holds: the framework's, or generic."""
         return self.framework.name if self.framework else "generic"
@@ -103,11 +135,12 @@ def seq_len_for(model: ModelSpec, options: Options) -> int:
 def recipe_for(name: str, grad_dtype: str) -> Recipe:
     """The recipe with its communicated gradient in `grad_dtype`. Megatron keeps its fp32 main grads when the
     gradients are reduced in bf16: they become an optimizer-side state, sharded with it (Megatron-LM docs,
-    distributed optimizer: 20 bytes per parameter, or 4 + 16/d)."""
+    distributed optimizer: 20 bytes per parameter, or 4 + 16/d), copied from the 16-bit buffer at the optimizer
+    step only (lifetime "step")."""
     base = RECIPES[name]
     if base.name == "megatron" and DTYPE_BYTES[grad_dtype] < 4:
         main = next(c for c in base.components if c.communicated)
-        kept = replace(main, group="optimizer", shard_from=1, communicated=False)
+        kept = replace(main, group="optimizer", shard_from=1, communicated=False, lifetime="step")
         reduced = replace(
             main, bytes_per_param=float(DTYPE_BYTES[grad_dtype]), label=f"{grad_dtype} grads (communicated)"
         )
@@ -167,8 +200,12 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     if fw is not None and o.plan.zero is not None and o.plan.zero not in fw.stages:
         runs = ", ".join(f"{st} ({name})" for st, name in fw.stages.items())
         raise InputError("zero", f"{fw.title} runs ZeRO stages {runs}, not {o.plan.zero}")
+    if fw is not None and o.plan.recompute is not None and o.plan.recompute not in fw.recompute:
+        raise InputError("recompute", f"{fw.title} runs recompute {', '.join(fw.recompute)}, not {o.plan.recompute}")
     recipe_name = recipe_of(o)
-    grad_dtype = o.precision.grad_dtype or (fw.grad_dtype if fw else RECIPE_GRAD_DTYPE[recipe_name])
+    # Pure bf16 has no fp32 gradient to reduce, whichever framework runs it.
+    own = RECIPE_GRAD_DTYPE[recipe_name] if recipe_name == "bf16" or fw is None else fw.grad_dtype
+    grad_dtype = o.precision.grad_dtype or own
     recipe = recipe_for(recipe_name, grad_dtype)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
     weight_bytes = (fw.gather_bytes if fw else None) or next(
@@ -239,11 +276,19 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
     # each block, output head), unless the user gave its size.
     gather_unit = model.largest_layer_params or max(u.params for u in units(counts, model, p.seq_len))
     if a is not None:
-        act = activation_memory(a, p.seq_len, p.micro_batch, recompute, o.compute.flash_attention).total
-        per_sample = act / p.micro_batch
+        s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
+        plan = o.plan
+        modules = frozenset(plan.recompute_modules)
+        act = activation_memory(a, s, 1, recompute, flash, kernels, plan.recompute_layers, modules)
+        loss = loss_memory(a, s, 1, p.loss_impl, kernels)
+        kept = act.kept + loss.kept
+        loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
+        layer_backward = act.recompute + act.gradients
+        largest = max(act.largest_tensor, loss.largest_tensor)
     else:
-        act, per_sample = 0.0, 0.0
+        kept = loss_forward = loss_backward = layer_backward = largest = 0.0
     bucket, keep_full = p.bucket_bytes, o.communication.keep_full_grads
+    context = context_bytes(topology.gpu)
     rows = []
     for stage in range(4):
         states = model_states(counts.total, o.dp, stage, p.recipe, o.precision.optimizer, o.precision.offload)
@@ -252,5 +297,6 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
         )
         if keep_full and stage >= 2 and p.accumulation > 1:
             buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / o.dp))
-        rows.append(stage_memory(stage, states, act, per_sample, buf, topology.gpu.hbm))
+        phase_list = phases(states, buf, kept, loss_forward, loss_backward, layer_backward, p.accumulation)
+        rows.append(stage_memory(stage, states, phase_list, p.micro_batch, largest, context, topology.gpu.hbm))
     return tuple(rows)

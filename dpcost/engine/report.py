@@ -77,8 +77,11 @@ class Setup(Contract):
     seq_len: int = Field(description="tokens per sequence")
     global_batch: int = Field(description="B = micro_batch x accumulation x dp sequences")
     tokens_per_step: int = Field(description="global_batch x seq_len")
-    recompute: str = Field(description="activation recomputation: none, selective or full")
+    recompute: str = Field(description="activation recomputation: none, selective, op or full")
     recompute_chosen: bool = Field(description="dpcost chose the recomputation (--recompute auto)")
+    recompute_layers: int = Field(1, description="the recomputation applies to every K-th block")
+    compile: bool = Field(False, description="torch.compile: element-wise intermediates are not stored")
+    loss_impl: str = Field("upcast", description="how the loss holds the logits (--loss-impl)")
     recipe: str = Field(description="model-state recipe: zero-paper, deepspeed or megatron")
     optimizer: str = Field(description="optimizer whose states are counted")
     offload: str = Field(description="what is offloaded to host memory: none, optimizer or params")
@@ -161,10 +164,25 @@ class StageRow(Contract):
     params_bytes: int = Field(description="parameters (sharded from stage 3)")
     grads_bytes: int = Field(description="gradients (sharded from stage 2)")
     optimizer_bytes: int = Field(description="optimizer states and master weights (sharded from stage 1)")
-    activations_bytes: int = Field(description="one micro-batch's activations with the recomputation costed")
+    activations_bytes: int = Field(
+        description="one micro-batch's activations kept for the backward under the recomputation costed, the loss's "
+        "included"
+    )
+    transient_bytes: int = Field(
+        description="what the peak phase adds: the loss's working tensors, or a layer's recomputation and gradients"
+    )
     buffers_bytes: int = Field(description="buckets in flight, DDP's bucket copy (stage 0), ZeRO-3's gathered units")
-    overhead_bytes: int = Field(description="CUDA/NCCL context and allocator fragmentation allowance")
-    total_bytes: int = Field(description="all of the above, against hbm_bytes")
+    allocated_bytes: int = Field(
+        description="the peak of torch.cuda.memory_allocated: the columns above at the peak phase"
+    )
+    fragmentation_bytes: int = Field(description="reserved beyond allocated: the step's largest transient tensor")
+    reserved_bytes: int = Field(description="the peak of torch.cuda.memory_reserved: allocated + fragmentation")
+    context_bytes: int = Field(description="CUDA context and NCCL buffers, outside PyTorch's allocator")
+    overhead_bytes: int = Field(description="fragmentation + context")
+    total_bytes: int = Field(description="reserved + context: the device's memory in use, against hbm_bytes")
+    peak_phase: Literal["forward", "backward", "optimizer step"] = Field(
+        description="the phase of the step where allocated memory peaks"
+    )
     cpu_bytes: int = Field(description="offloaded to host memory")
     fits: bool = Field(description="total_bytes <= HBM")
     max_micro_batch: int = Field(description="the largest micro-batch that still fits at this stage")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from dpcost.engine.activations import kv_cache_bytes
 from dpcost.engine.compute import attention_flops
-from dpcost.engine.memory import CONTEXT_BYTES, FRAGMENTATION
+from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import ParamCount
 from dpcost.specs import ModelArchitecture, TopologySpec
 
@@ -62,9 +62,10 @@ def replica(
     weights = 2.0 * counts.total
     kv = kv_cache_bytes(a, seq_len, batch) if a else 0.0
     gpus = 1
-    while (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES > topology.gpu.hbm and gpus < 1 << 20:
+    context = context_bytes(topology.gpu)
+    while (weights + kv) / gpus + context > topology.gpu.hbm and gpus < 1 << 20:
         gpus *= 2
-    per_gpu = (weights + kv) / gpus * (1 + FRAGMENTATION) + CONTEXT_BYTES
+    per_gpu = (weights + kv) / gpus + context
     t_compute = decode_flops_per_token(counts, a, seq_len) * batch / (topology.gpu.bf16_dense * mfu * gpus)
     t_memory = (decode_weight_bytes(counts, a, batch) + kv) / (topology.gpu.hbm_bandwidth * gpus)
     bound = "memory bandwidth" if t_memory >= t_compute else "compute"

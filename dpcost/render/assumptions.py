@@ -17,6 +17,7 @@ __all__ = ["common", "plan_assumptions"]
 COSTED = {
     "zero": "zero_stage",
     "recompute": "recompute",
+    "loss_impl": "loss_impl",
     "grad_dtype": "grad_dtype",
     "seq_len": "seq_len",
     "accumulation": "accumulation",
@@ -36,6 +37,8 @@ def _shown(name: str, value: Any, costed: Any, auto: bool) -> str:
         costed = None if costed is None else fmt_bytes(costed, binary=True)
     if name == "sync_jitter":
         return fmt_seconds(value)
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
     if value is None:
         label = "auto" if auto else "default"
         return label if costed is None else f"{label}: {costed}"

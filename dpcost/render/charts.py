@@ -266,11 +266,11 @@ def memory_axis_top(memory: Memory) -> float:
 
 def memory_svg(memory: Memory, chosen: int | None) -> str:
     """Memory per GPU at each ZeRO stage, stacked by what holds it, against the GPU's HBM (a dashed line)."""
-    parts = ("params", "grads", "optimizer", "activations", "buffers", "overhead")
+    parts = ("params", "grads", "optimizer", "activations", "transient", "buffers", "overhead")
     lanes = []
     for m in memory.stages:
-        values = (m.params_bytes, m.grads_bytes, m.optimizer_bytes, m.activations_bytes, m.buffers_bytes,
-                  m.overhead_bytes)  # fmt: skip
+        values = (m.params_bytes, m.grads_bytes, m.optimizer_bytes, m.activations_bytes, m.transient_bytes,
+                  m.buffers_bytes, m.overhead_bytes)  # fmt: skip
         segments = [(name, float(v), COLORS[i]) for i, (name, v) in enumerate(zip(parts, values, strict=True))]
         mark = " (costed)" if m.stage == chosen else ""
         total = f"{fmt_bytes(m.total_bytes)} {'fits' if m.fits else 'NO'}"

@@ -14,7 +14,7 @@ __all__ = ["check_rows", "check_table", "check_verdict", "github_annotations", "
 
 WORDS = {
     "require_fit": "fits in memory",
-    "max_memory": "memory per GPU",
+    "max_memory": "memory per GPU (reserved + context)",
     "max_step_time": "step time",
     "min_efficiency": "scaling efficiency",
     "max_exposed_comm": "exposed communication",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dpcost.engine.advice import CODES
-from dpcost.engine.report import CallsByAlgorithm, EstimateReport, Summary, WholeMessage
+from dpcost.engine.report import CallsByAlgorithm, EstimateReport, Setup, Summary, WholeMessage
 from dpcost.render.memory import stage_table
 from dpcost.render.table import Table, gb, pct
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_seconds
@@ -66,6 +66,15 @@ def estimate_tables(report: Report) -> list[Table]:
     return tables
 
 
+def _recompute(s: Setup, chosen: str) -> str:
+    """The checkpointing policy and what the activations' count rests on: attention kernel, compile, loss path."""
+    every = f" on 1 block in {s.recompute_layers}" if s.recompute_layers > 1 else ""
+    parts = [f"{s.recompute}{every}{chosen}"]
+    parts += ["flash attention"] if s.flash_attention else []
+    parts += ["torch.compile"] if s.compile else []
+    return ", ".join([*parts, f"{s.loss_impl} loss"])
+
+
 def _setup_table(r: Report) -> Table:
     s, m = r.setup, r.model
     fits = bool(r.memory.stages) and r.memory.stages[s.zero_stage].fits
@@ -95,7 +104,7 @@ def _setup_table(r: Report) -> Table:
                 f"{s.recipe}, {s.optimizer}, gradients in {s.grad_dtype}"
                 + (f", offload {s.offload}" if s.offload != "none" else ""),
             ],
-            ["activation recompute", f"{s.recompute}{rc}" + (", flash attention" if s.flash_attention else "")],
+            ["activation recompute", _recompute(s, rc)],
             [
                 "global batch B = b x a x D",
                 f"{s.micro_batch} x {s.accumulation} x {s.dp} = {s.global_batch:,} sequence"

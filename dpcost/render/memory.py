@@ -13,24 +13,38 @@ __all__ = ["memory_tables", "stage_table"]
 
 
 def stage_table(memory: Memory, chosen: int | None) -> Table:
-    """Memory per GPU at each ZeRO stage; `<` marks the chosen one."""
+    """Memory per GPU at each ZeRO stage, at the phase of the step where it peaks; `<` marks the chosen stage."""
     stages = memory.stages
     t = Table(
-        f"Memory per GPU by ZeRO stage (activations with recompute={memory.recompute})",
+        f"Memory per GPU by ZeRO stage, at its peak (activations with recompute={memory.recompute})",
         [
             "stage",
             "params",
             "grads",
             "optimizer",
             "activations",
+            "transient",
             "buffers",
-            "overhead",
-            "total",
+            "allocated",
+            "reserved",
+            "device",
             "fits",
             "max micro-batch",
+            "peak",
         ],
-        right=set(range(1, 8)) | {9},
-        drop=["max micro-batch", "overhead", "buffers", "activations", "optimizer", "grads", "params"],
+        right=set(range(1, 10)) | {11},
+        drop=[
+            "max micro-batch",
+            "peak",
+            "transient",
+            "buffers",
+            "allocated",
+            "reserved",
+            "activations",
+            "optimizer",
+            "grads",
+            "params",
+        ],
     )
     for m in stages:
         mark = " <" if m.stage == chosen else ""
@@ -41,19 +55,25 @@ def stage_table(memory: Memory, chosen: int | None) -> Table:
                 gb(m.grads_bytes),
                 gb(m.optimizer_bytes),
                 gb(m.activations_bytes),
+                gb(m.transient_bytes),
                 gb(m.buffers_bytes),
-                gb(m.overhead_bytes),
+                gb(m.allocated_bytes),
+                gb(m.reserved_bytes),
                 gb(m.total_bytes),
                 ("yes" if m.fits else "NO") + f" / {gb(memory.hbm_bytes)}",
                 str(m.max_micro_batch) if m.activations_bytes else "-",
+                m.peak_phase,
             ]
         )
     if any(m.cpu_bytes for m in stages):
         t.notes.append("offloaded to CPU per GPU: " + ", ".join(f"ZeRO-{m.stage} {gb(m.cpu_bytes)}" for m in stages))
+    context = stages[0].context_bytes if stages else 0
     t.notes.append(
-        "buffers: DDP's bucket copy of the gradients (stage 0), two gradient buckets in flight, ZeRO-3's gathered "
-        "block (in use + prefetched) with its gradient, and unsharded gradients if kept for accumulation; "
-        "overhead: 1 GiB CUDA/NCCL context + 5% fragmentation"
+        "each row at the phase where its memory peaks (peak: forward, backward or optimizer step); activations: kept "
+        "for the backward, the loss's included; transient: what that phase adds (the loss's working tensors, a "
+        "layer's recomputation); buffers: buckets in flight, DDP's bucket copy, ZeRO-3's gathered blocks; "
+        "allocated = torch.cuda.max_memory_allocated; reserved adds the caching allocator's fragmentation; device "
+        f"adds the CUDA context and NCCL buffers ({gb(context)}): what nvidia-smi shows and what must fit"
     )
     return t
 

@@ -1,0 +1,127 @@
+"""Activation checkpointing as frameworks run it: which of a layer's tensors (activations.layer_tensors) each policy
+keeps until the backward, and what the backward re-creates (docs/sources/checkpointing.md).
+
+- none: every tensor autograd saves.
+- selective: Megatron-LM's --recompute-granularity selective (megatron/core/transformer/transformer_config.py
+  @core_r0.13.0, recompute_modules, default ["core_attn"]): each listed module runs under checkpoint, so its
+  internal tensors are dropped and re-created in the backward; its input and output are kept by their neighbours.
+  Korthikanti et al. 2022 section 5's selective recomputation is core_attn: it drops the s^2 terms (under flash
+  attention only the log-sum-exp is left to drop).
+- op: torchtitan's per-op selective checkpointing (torchtitan/models/llama/parallelize_llama.py@9dec370,
+  _apply_ac_to_transformer_block, selective_ac_option "op"): each block keeps its input and the outputs of the ops
+  in _save_list (aten.mm, the SDPA flash/efficient kernels, aten.max, reduce_scatter), except every second mm; the
+  mm counter is created afresh for every checkpointed call (selective_checkpointing_context_fn), so every step keeps
+  the 1st, 3rd, 5th... mm's output: wq, wv, w1 and w2 of a Llama block. Under torch.compile only those the
+  backward reads are kept (_sac_saved).
+- full: every block keeps only its input (Korthikanti section 4: 2sbh per layer); the backward re-runs one
+  block's forward at a time.
+`every` (--recompute-layers K) applies the policy to every K-th block only (torchtitan's selective_ac_option = K:
+blocks whose running count is divisible by K, so layers // K of them) and keeps everything in the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dpcost.engine.activations import ACT_BYTES, Kernels, LayerTensors, layer_tensors
+from dpcost.specs import ModelArchitecture
+
+__all__ = ["MEGATRON_MODULES", "RECOMPUTE", "Activations", "Recompute", "activation_memory", "kept_per_token"]
+
+Recompute = Literal["none", "selective", "op", "full"]
+RECOMPUTE: tuple[Recompute, ...] = ("none", "selective", "op", "full")
+# Megatron-LM's --recompute-modules choices dpcost prices, and its default (transformer_config.py@core_r0.13.0).
+MEGATRON_MODULES = ("core_attn", "layernorm", "mlp", "moe_act", "moe")
+DEFAULT_MODULES = frozenset({"core_attn"})
+# A module's output is kept by the next op even when the module is recomputed: the attention context by the output
+# projection, a norm's output by the matmuls after it.
+_KEPT_OUTPUTS = frozenset({"context (output projection input)"})
+
+
+@dataclass(frozen=True)
+class Activations:
+    """One micro-batch's activations on one GPU under a policy, in bytes."""
+
+    kept: float  # every layer's kept tensors: what the backward starts with
+    recompute: float  # the largest re-created set while one layer's backward runs
+    gradients: float  # the largest layer's activation gradients in flight during its backward
+    largest_tensor: float  # the largest single activation tensor (the allocator's fragmentation follows it)
+    layer_none: float  # the largest layer with nothing recomputed (for reports)
+    layers: int
+    recompute_policy: str
+
+
+def _sac_saved(layer: LayerTensors, seq_len: int, micro_batch: int, compiled: bool) -> float:
+    """torchtitan's per-op SAC: the outputs of the odd-numbered mm calls of the block. Eager SAC caches
+    every such output for the recomputation; under torch.compile the partitioner keeps a MUST_SAVE output only if
+    the backward reads it, which the output and down projections' outputs (read only by a residual add) are not."""
+    return sum(t.bytes(seq_len, micro_batch) for t in layer.tensors if t.matmul % 2 == 1 and (t.saved or not compiled))
+
+
+def kept_per_token(
+    layer: LayerTensors,
+    policy: str,
+    seq_len: int,
+    micro_batch: int,
+    modules: frozenset[str] = DEFAULT_MODULES,
+    compiled: bool = False,
+) -> float:
+    """Bytes one layer keeps for its backward under `policy`."""
+    s, b = seq_len, micro_batch
+    block_input = ACT_BYTES * s * b * _hidden(layer)
+    if policy == "none":
+        return layer.saved_bytes(s, b)
+    if policy == "selective":
+        dropped = sum(
+            t.bytes(s, b) for t in layer.tensors if t.saved and t.module in modules and t.name not in _KEPT_OUTPUTS
+        )
+        return layer.saved_bytes(s, b) - dropped
+    if policy == "op":
+        sdpa = sum(t.bytes(s, b) for t in layer.tensors if t.module == "core_attn" and not t.quadratic)
+        return block_input + _sac_saved(layer, s, b, compiled) + sdpa
+    if policy == "full":
+        return block_input
+    raise ValueError(f"recompute must be one of {RECOMPUTE}")
+
+
+def _hidden(layer: LayerTensors) -> float:
+    """The hidden size, read back from the layer's output-projection output (h elements per token)."""
+    out = next(t for t in layer.tensors if t.name == "output projection output")
+    return out.bytes_per_token / ACT_BYTES
+
+
+def activation_memory(
+    a: ModelArchitecture,
+    seq_len: int,
+    micro_batch: int,
+    recompute: str = "none",
+    flash: bool = True,
+    kernels: Kernels = "fused",
+    every: int = 1,
+    modules: frozenset[str] = DEFAULT_MODULES,
+) -> Activations:
+    """Kept and re-created activations of one micro-batch, layer by layer (no tensor or sequence parallelism)."""
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"recompute must be one of {RECOMPUTE}")
+    s, b = seq_len, micro_batch
+    kinds = {moe: layer_tensors(a, moe, flash, kernels) for moe in {a.moe_layer(i) for i in range(a.layers)}}
+    kept = 0.0
+    recomputed = 0.0
+    for i in range(a.layers):
+        layer = kinds[a.moe_layer(i)]
+        policy = recompute if (i + 1) % every == 0 else "none"
+        keeps = kept_per_token(layer, policy, s, b, modules, kernels == "compiled")
+        kept += keeps
+        recomputed = max(recomputed, layer.saved_bytes(s, b) - keeps if policy != "none" else 0.0)
+    widest = max(t.bytes(s, b) for layer in kinds.values() for t in layer.tensors if not t.quadratic)
+    quadratic = max((t.bytes(s, b) for layer in kinds.values() for t in layer.tensors if t.quadratic), default=0.0)
+    return Activations(
+        kept=kept,
+        recompute=recomputed,
+        gradients=(3 if a.gated_mlp else 2) * widest,
+        largest_tensor=max(widest, quadratic),
+        layer_none=max(layer.saved_bytes(s, b) for layer in kinds.values()),
+        layers=a.layers,
+        recompute_policy=recompute,
+    )

@@ -1,0 +1,90 @@
+"""The loss path's memory: the tensors around the output projection and the cross-entropy, as each implementation
+holds them (docs/sources/checkpointing.md, "The loss"). V is the vocabulary, per token, in bytes:
+
+- upcast: F.cross_entropy(logits.float()) with the logits deleted before the backward (torchtitan
+  train.py@9dec370 `del pred`; Hugging Face's ForCausalLMLoss upcasts the same way). The forward peaks at the bf16
+  logits, their fp32 copy and the fp32 log-softmax (2 + 4 + 4 = 10V); the log-softmax output is kept (4V); the
+  backward holds it, its incoming gradient and the outgoing one, all fp32 (12V).
+- bf16: F.cross_entropy on the bf16 logits, which the caller keeps (litgpt's pretrain loop): logits and log-softmax
+  2V each, kept; the backward adds two bf16 gradients (8V).
+- chunked: torchtune's CEWithChunkedOutputLoss (num_output_chunks 8): the output projection runs per chunk and each
+  chunk is upcast; the fp32 log-softmax of every chunk is kept (4V), and the backward works one chunk at a time
+  (4V + 8V/8 = 5V).
+- fused: a compiled or fused cross-entropy (torch.compile'd loss, Liger's kernels): the bf16 logits and a per-row
+  log-sum-exp are kept (2V), the backward writes the bf16 logit gradients (4V); no fp32 copy is ever materialised.
+- vocab-parallel: Megatron-LM's vocab_parallel_cross_entropy on fp32 logits (fp16_lm_cross_entropy False): the
+  softmax is computed in place in the fp32 copy and kept (4V); its gradient is written over it and cast to 16 bits
+  (4V + 2V = 6V; megatron/core/tensor_parallel/cross_entropy.py).
+Outside the loss, the final norm keeps its input and its output (the output projection's input).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dpcost.engine.activations import ACT_BYTES, Kernels
+from dpcost.specs import ModelArchitecture
+
+__all__ = ["LOSS_IMPLS", "LossImpl", "LossMemory", "loss_memory"]
+
+LossImpl = Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel"]
+LOSS_IMPLS: tuple[LossImpl, ...] = ("upcast", "bf16", "chunked", "fused", "vocab-parallel")
+TORCHTUNE_CHUNKS = 8  # torchtune/modules/loss/ce_chunked_output_loss.py: num_output_chunks=8
+
+
+@dataclass(frozen=True)
+class _Path:
+    """Multiples of V bytes per token: kept to the backward, the forward's peak, the backward's, the largest tensor."""
+
+    kept: float
+    forward: float
+    backward: float
+    largest: float
+
+
+PATHS = {
+    "upcast": _Path(kept=4, forward=10, backward=12, largest=4),
+    "bf16": _Path(kept=4, forward=4, backward=8, largest=2),
+    "chunked": _Path(
+        kept=4,
+        forward=4 + 6 / TORCHTUNE_CHUNKS,
+        backward=4 + 8 / TORCHTUNE_CHUNKS,
+        largest=4 / TORCHTUNE_CHUNKS,
+    ),
+    "fused": _Path(kept=2, forward=2, backward=4, largest=2),
+    "vocab-parallel": _Path(kept=4, forward=6, backward=6, largest=4),
+}
+
+
+@dataclass(frozen=True)
+class LossMemory:
+    """Bytes of one micro-batch outside the layers: kept to the backward, and at the loss's forward and backward
+    peaks (each including what is kept)."""
+
+    kept: float
+    forward_peak: float
+    backward_peak: float
+    largest_tensor: float
+    impl: str
+
+
+def loss_memory(
+    a: ModelArchitecture, seq_len: int, micro_batch: int, impl: str = "upcast", kernels: Kernels = "fused"
+) -> LossMemory:
+    """The final norm, the output projection's input, and the logits as `impl` holds them (module docstring)."""
+    if impl not in PATHS:
+        raise ValueError(f"loss_impl must be one of {LOSS_IMPLS}")
+    tokens = seq_len * micro_batch
+    norm_input = (6 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES) * a.hidden
+    outside = tokens * (norm_input + ACT_BYTES * a.hidden)
+    if a.dropout > 0:
+        outside += tokens * a.hidden  # the embedding's dropout mask
+    path, logits = PATHS[impl], tokens * a.vocab
+    return LossMemory(
+        kept=outside + path.kept * logits,
+        forward_peak=outside + path.forward * logits,
+        backward_peak=outside + path.backward * logits,
+        largest_tensor=path.largest * logits,
+        impl=impl,
+    )
