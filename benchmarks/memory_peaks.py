@@ -3,13 +3,13 @@
 
     python benchmarks/memory_peaks.py [--markdown] [--left-out]
 
-For every point in tests/reference/memory-peaks/measured-peaks.csv that dpcost can cost today (full-parameter
-training with data parallelism only: no tensor, pipeline or context parallelism, no LoRA/QLoRA, no offload, a
-mixed-precision recipe dpcost has, a model it can load, and a source specific enough to hold a model to), dpcost
-costs the run through its Python API with the row's framework, ZeRO stage, GPUs, micro-batch, sequence length and
-recomputation, and takes the stage's memory total (allocated + dpcost's allowance of 1 GiB + 5%) as its
-prediction. Beside it: the ZeRO paper's model states alone (16 bytes per parameter sharded by stage, no
-activations). Errors are predicted / measured - 1; per source, the geometric mean of |error| as the project's
+For every point in tests/reference/memory-peaks/measured-peaks.csv (in sample) and holdout-peaks.csv (out of
+sample) that dpcost can cost today (full-parameter training with data parallelism only: no tensor, pipeline or
+context parallelism, no LoRA/QLoRA, no offload, a recipe dpcost has, a model it can load, and a source specific
+enough to hold a model to), dpcost costs the run through its Python API with the row's framework, ZeRO stage, GPUs,
+micro-batch, sequence length, recomputation, torch.compile, loss path and recipe, and takes the figure the source
+measured (PREDICTED: allocated, reserved, or the device's total with the CUDA/NCCL context) as its prediction.
+Beside it: the ZeRO paper's model states alone (16 bytes per parameter sharded by stage, no activations). Errors are predicted / measured - 1; per source, the geometric mean of |error| as the project's
 other benchmarks define it (benchmarks/accuracy.py, training_scaling.py) and the worst point. --markdown prints
 the README's table (tests/test_memory_peaks.py keeps the README equal to it); --left-out lists every point left
 out and why.
@@ -33,16 +33,20 @@ from dpcost.specs import ModelSpec
 
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
 CSV = REFERENCE / "memory-peaks" / "measured-peaks.csv"
+# Gathered by another session after dpcost's memory model was built against CSV, and not looked at while building
+# it: the out-of-sample set (memory-peaks/README.md, "Held-out set").
+HOLDOUT = REFERENCE / "memory-peaks" / "holdout-peaks.csv"
 HF_CONFIGS = REFERENCE / "hf-configs"
+PEAK_CONFIGS = REFERENCE / "memory-peaks" / "configs"
 
 UNIT_BYTES = {"GiB": 2**30, "GB": 10**9, "MiB": 2**20, "MB": 10**6}
 GIB = 2**30
 # torchao's tables print 'Peak Memory (GB)', but benchmarks/float8/training/parse_torchtitan_logs.py takes the
 # maximum of torchtitan's 'memory: X GiB' lines: the numbers are GiB (memory-peaks/README.md, and each row's notes).
 PRINTED_GB_MEANS_GIB = frozenset({"ao-float8-h100", "ao-float8-mi300x", "ao-mx-b200"})
-# Sources any of dpcost's memory constants was fitted to. None: CONTEXT_BYTES (1 GiB) and FRAGMENTATION (5%) in
-# dpcost/engine/memory.py are allowances set by hand before these data were gathered, and nothing else is fitted.
-IN_SAMPLE: frozenset[str] = frozenset()
+# In sample: every source of measured-peaks.csv. dpcost's memory model (the checkpointing policies, the loss paths,
+# the phases, the allocator's fragmentation) was built while comparing with them, and the Ampere context
+# (CONTEXT_BYTES) is meg-llmaction's nvidia-smi minus reserved. Out of sample: holdout-peaks.csv.
 ERROR_FLOOR = 1e-4  # as dpcost/accuracy.py: an exact hit counts as 0.01% so that the geometric mean stays defined
 
 # The model as the CSV names it -> a catalog name or a config.json in tests/reference/hf-configs/.
@@ -54,6 +58,9 @@ MODELS = {
     "llama-3.2-3b": str(HF_CONFIGS / "llama-3.2-3b.json"),
     "qwen3-8b": str(HF_CONFIGS / "qwen3-8b.json"),
     "gpt-j-6b": str(HF_CONFIGS / "gpt-j-6b.json"),
+    "tiny-llama-1.1b": str(PEAK_CONFIGS / "tiny-llama-1.1b.json"),
+    "llama-2-7b": str(PEAK_CONFIGS / "llama-2-7b.json"),
+    "llama-2-70b": "llama2-70b",
 }
 # Megatron-LM's GPT-2 345M is defined by its arguments (printed in the run's log, summarised in the CSV's model
 # column), not by a Hub config: GPT-2's keys (hf-configs/gpt2.json) with 24 layers, hidden 1024, 16 heads, the
@@ -67,7 +74,10 @@ MEGATRON_DROPOUT = 0.1
 # dgx-h100), so a GPU without its own topology takes the nearest in capacity: MI300X (192 GB) -> dgx-b200 (180 GB),
 # A800 (an A100 80GB with NVLink capped) -> dgx-a100, torchtitan's 96 GB Grand Teton H100 -> dgx-h100 (80 GB).
 TOPOLOGIES = (("mi300x", "dgx-b200"), ("b200", "dgx-b200"), ("h200", "hgx-h200"), ("h100", "dgx-h100"))
-TOPOLOGIES += (("a800", "dgx-a100"), ("a100", "dgx-a100"))
+TOPOLOGIES += (("a800", "dgx-a100"), ("a100", "dgx-a100"), ("h800", "dgx-h100"))
+# Consumer and workstation cards, and GPUs a source does not name: the prediction compared is allocated or reserved
+# memory, which no topology changes; dgx-a100 only gives it a capacity.
+TOPOLOGIES += (("4090", "dgx-a100"), ("a6000", "dgx-a100"), ("", "dgx-a100"))
 
 # Sources whose runs store the s^2 attention scores: Megatron-LM's 2023 legacy GPT model with its fused masked
 # softmax and attention dropout, no flash attention (the log's argument dump; notes of the allocated/reserved rows).
@@ -82,6 +92,7 @@ class Peak:
     """One row of the CSV, with what dpcost needs to cost it, or why it cannot."""
 
     number: int  # 1-based row number among the CSV's data rows
+    sample: str  # "in sample" (measured-peaks.csv) or "out of sample" (holdout-peaks.csv)
     source: str
     model: str
     gpus: int
@@ -91,9 +102,11 @@ class Peak:
     micro_batch: int
     seq_len: int
     accumulation: int
-    recompute: str  # dpcost's --recompute
-    sac: bool  # torchtitan per-op SAC, costed as dpcost's 'selective' (= none under flash attention)
+    recompute: str  # dpcost's --recompute (torchtitan's per-op SAC is 'op')
     compile: bool
+    loss_impl: str  # dpcost's --loss-impl, from the row's loss_impl column
+    recipe: str | None  # dpcost's --recipe: bf16 for pure-bf16 rows, else the framework's
+    optimizer: str
     compute_dtype: str
     gather_dtype: str | None
     grad_dtype: str | None
@@ -133,14 +146,23 @@ def left_out(row: dict[str, str]) -> str:
         return "tensor, pipeline or context parallelism (dpcost models data parallelism only)"
     if words & {"lora", "qlora"} or row["precision"].startswith("nf4"):
         return "LoRA or QLoRA, not full-parameter training"
+    if row["precision"].startswith("fp32"):
+        return "fp32 training: dpcost counts 16-bit activations"
+    if row["compile"] == "thunder":
+        return "Lightning Thunder's compiler: dpcost models eager PyTorch and torch.compile"
+    if row["recompute"] == "selective":
+        return "selective checkpointing of an unstated kind (per-op or per-layer)"
+    optimizer = row["optimizer"].lower()
+    if "4bit" in optimizer or "no momentum" in optimizer:
+        return "an optimizer dpcost does not price (4-bit AdamW, SGD without momentum)"
     if "offload" in words or "offload" in row["recompute"]:
         return "CPU offload (of activations, or of parameters and optimizer states)"
     if "weak point" in words:
         return "weak point: too loosely specified to hold a model to (memory-peaks/README.md)"
     if "suspect" in words:
         return "suspect: below the 8 bytes/parameter a full AdamW finetune needs"
-    if row["precision"] == "bf16-pure":
-        return "pure bf16 (bf16 weights, gradients and AdamW states, about 8 B/param): dpcost has no such recipe"
+    if "optimizer_in_bwd" in row["optimizer"]:
+        return "optimizer step fused into the backward (torchtune optimizer_in_bwd): dpcost has no such schedule"
     if not row["recompute"]:
         return "activation checkpointing not stated"
     if not row["seq_len"] or not row["micro_batch"]:
@@ -156,9 +178,23 @@ def _topology(gpu: str) -> str | None:
     return next((t for key, t in TOPOLOGIES if key in gpu.lower()), None)
 
 
-def peaks() -> list[Peak]:
-    """Every row of the CSV (its '#' provenance lines skipped, as tests/conftest.py read_reference_csv does)."""
-    lines = [ln for ln in CSV.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+def _optimizer(text: str) -> str:
+    return "adam8bit" if "8bit" in text.replace("-", "") else "adamw"
+
+
+def _measured_bytes(row: dict[str, str]) -> float:
+    """The published number in bytes; a percentage is of the device capacity the gpu column states in GiB."""
+    unit = "GiB" if row["source_id"] in PRINTED_GB_MEANS_GIB else row["measured_unit"]
+    if unit == "%":
+        capacity = re.search(r"([0-9.]+) GiB", row["gpu"])
+        assert capacity, row["gpu"]
+        return float(row["measured_value"]) / 100 * float(capacity.group(1)) * GIB
+    return float(row["measured_value"]) * UNIT_BYTES[unit]
+
+
+def peaks(path: Path = CSV) -> list[Peak]:
+    """Every row of a peaks CSV (its '#' provenance lines skipped, as tests/conftest.py read_reference_csv does)."""
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
     out = []
     for number, row in enumerate(csv.DictReader(lines), 1):
         framework, stage = _framework(row)
@@ -166,13 +202,13 @@ def peaks() -> list[Peak]:
         global_batch = _int(row["global_batch"])
         accumulation = global_batch // (micro_batch * gpus) if global_batch % (micro_batch * gpus) == 0 else 1
         precision, notes = row["precision"], row["notes"]
-        unit = "GiB" if row["source_id"] in PRINTED_GB_MEANS_GIB else row["measured_unit"]
-        grad_dtype = None
+        grad_dtype = "bf16" if "reduce/buffer bf16" in precision else None
         if framework == "megatron" and "accumulate_allreduce_grads_in_fp32 False" in notes:
             grad_dtype = "fp16" if precision.startswith("fp16") else "bf16"  # the contiguous 16-bit grad buffer
         out.append(
             Peak(
                 number=number,
+                sample="out of sample" if path == HOLDOUT else "in sample",
                 source=row["source_id"],
                 model=row["model"].split(" (")[0],
                 gpus=gpus,
@@ -182,19 +218,35 @@ def peaks() -> list[Peak]:
                 micro_batch=micro_batch,
                 seq_len=_int(row["seq_len"]),
                 accumulation=max(accumulation, 1),
-                recompute="selective" if row["recompute"] == "selective-op" else row["recompute"],
-                sac=row["recompute"] == "selective-op",
+                recompute="op" if row["recompute"] == "selective-op" else row["recompute"],
                 compile=row["compile"] in ("true", "thunder"),
+                loss_impl=loss_impl(row),
+                recipe="bf16" if precision.startswith("bf16-pure") else None,
+                optimizer=_optimizer(row["optimizer"]),
                 compute_dtype="fp8" if precision.startswith(("fp8", "mxfp8")) else "bf16",
                 gather_dtype="fp8" if "float8 all-gather" in precision else None,
                 grad_dtype=grad_dtype,
                 flash_attention=row["source_id"] not in NO_FLASH_ATTENTION,
-                measured_bytes=float(row["measured_value"]) * UNIT_BYTES[unit],
+                measured_bytes=_measured_bytes(row),
                 kind=KINDS[row["measured_kind"]],
                 left_out=left_out(row),
             )
         )
     return out
+
+
+def loss_impl(row: dict[str, str]) -> str:
+    """dpcost's --loss-impl for the row's loss column (memory-peaks/README.md: each source's loss path)."""
+    text = row["loss_impl"].lower()
+    if ("chunked" in text and "torchtune" in text) or "cewithchunkedoutputloss" in text:
+        return "chunked"
+    if ("compile" in text and "not compiled" not in text) or "loss is torch.compile'd" in row["notes"]:
+        return "fused"
+    if "bf16 logits" in text or "chunked_cross_entropy" in text:
+        return "bf16"
+    if "vocab-parallel" in text:
+        return "vocab-parallel"
+    return "upcast"
 
 
 def model_spec(name: str) -> ModelSpec:
@@ -217,13 +269,29 @@ def zero_paper_model_states(params: float, n: int, stage: int) -> float:
     return per_param * params
 
 
+# Which of dpcost's figures each measured kind is: torch.cuda's max allocated (and max active, which differs from it
+# by at most the blocks freed on another stream), max reserved, or the device's total as nvidia-smi shows it. A peak of
+# unknown kind is compared with reserved, what training logs most often print.
+PREDICTED = {
+    "allocated": "allocated_bytes",
+    "active": "allocated_bytes",
+    "reserved": "reserved_bytes",
+    "nvidia-smi": "total_bytes",
+    "unknown": "reserved_bytes",
+}
+
+
 def predict(p: Peak, topology: str | None = None) -> float:
-    """dpcost's memory per GPU for the run: the stage's total (allocated + 1 GiB + 5%), in bytes."""
+    """dpcost's memory per GPU for the run, as the source measured it (PREDICTED), in bytes."""
     options = Options(
         dp=p.gpus,
         framework=p.framework,
         zero=p.stage,
         recompute=p.recompute,
+        compile=p.compile,
+        loss_impl=p.loss_impl,
+        recipe=p.recipe,
+        optimizer=p.optimizer,
         micro_batch=p.micro_batch,
         accumulation=p.accumulation,
         seq_len=p.seq_len,
@@ -235,7 +303,8 @@ def predict(p: Peak, topology: str | None = None) -> float:
     name = topology or _topology(p.gpu)
     assert name is not None
     report = estimate(model_spec(p.model), load_topology(name), options)
-    return float(next(s.total_bytes for s in report.memory.stages if s.stage == p.stage))
+    stage = next(s for s in report.memory.stages if s.stage == p.stage)
+    return float(getattr(stage, PREDICTED[p.kind]))
 
 
 @dataclass(frozen=True)
@@ -271,7 +340,10 @@ def geomean(xs: list[float]) -> float:
 
 def conditions(p: Peak) -> str:
     fw = {"fsdp": f"FSDP ZeRO-{p.stage}", "megatron": "Megatron DDP", "ddp": "DDP"}.get(p.framework, p.framework)
-    parts = [fw, f"b{p.micro_batch} s{p.seq_len}", "SAC as selective" if p.sac else f"AC {p.recompute}"]
+    parts = [fw, f"b{p.micro_batch} s{p.seq_len}", "per-op SAC" if p.recompute == "op" else f"AC {p.recompute}"]
+    if p.recipe:
+        parts.append(f"{p.recipe} recipe")
+    parts.append(f"{p.loss_impl} loss")
     if p.compile:
         parts.append("compile")
     if p.compute_dtype == "fp8":
@@ -281,9 +353,14 @@ def conditions(p: Peak) -> str:
     return ", ".join(parts)
 
 
+def label(p: Peak) -> str:
+    """A point's number in its file: 7 in measured-peaks.csv, h7 in holdout-peaks.csv."""
+    return f"{'h' if p.sample == 'out of sample' else ''}{p.number}"
+
+
 def _worst(rows: list[Row], baseline: bool = False) -> str:
     row = max(rows, key=lambda r: abs(r.baseline_error if baseline else r.error))
-    return f"{row.baseline_error if baseline else row.error:+.1%} (#{row.peak.number})"
+    return f"{row.baseline_error if baseline else row.error:+.1%} (#{label(row.peak)})"
 
 
 def markdown(rows: list[Row], left: list[Peak]) -> str:
@@ -294,7 +371,7 @@ def markdown(rows: list[Row], left: list[Peak]) -> str:
     for r in rows:
         p = r.peak
         out.append(
-            f"| {p.number} | {p.source} | {p.model} | {p.gpus} | {conditions(p)} "
+            f"| {label(p)} | {p.source} | {p.model} | {p.gpus} | {conditions(p)} "
             f"| {p.measured_bytes / GIB:.2f} GiB {p.kind} | {r.predicted / GIB:.2f} GiB | {r.error:+.1%} "
             f"| {r.baseline_error:+.1%} |"
         )
@@ -304,14 +381,20 @@ def markdown(rows: list[Row], left: list[Peak]) -> str:
         "| 16 B/param worst | sample |"
     )
     out.append("|---|---|---:|---:|---:|---:|---:|---|")
-    groups: dict[str, list[Row]] = {}
-    for r in rows:
-        groups.setdefault(r.peak.source, []).append(r)
-    groups["all"] = rows
-    groups["all but fp8"] = [r for r in rows if r.peak.compute_dtype != "fp8"]
-    for source, members in groups.items():
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for sample in ("in sample", "out of sample"):
+        members = [r for r in rows if r.peak.sample == sample]
+        for r in members:
+            groups.setdefault((r.peak.source, sample), []).append(r)
+        if members:
+            groups[("all", sample)] = members
+            no_fp8 = [r for r in members if r.peak.compute_dtype != "fp8"]
+            if len(no_fp8) < len(members):
+                groups[("all but fp8", sample)] = no_fp8
+    for (source, sample), members in groups.items():
+        if not members:
+            continue
         kinds = ", ".join(dict.fromkeys(r.peak.kind for r in members))
-        sample = "in sample" if source in IN_SAMPLE else "out of sample"
         out.append(
             f"| {source} | {kinds} | {len(members)} | {geomean([r.error for r in members]):.1%} "
             f"| {_worst(members)} | {geomean([r.baseline_error for r in members]):.1%} "
@@ -323,7 +406,8 @@ def markdown(rows: list[Row], left: list[Peak]) -> str:
     reasons: dict[str, dict[str, int]] = {}
     for p in left:
         by_source = reasons.setdefault(p.left_out, {})
-        by_source[p.source] = by_source.get(p.source, 0) + 1
+        key = f"{p.source}{' (held out)' if p.sample == 'out of sample' else ''}"
+        by_source[key] = by_source.get(key, 0) + 1
     for why, by_source in reasons.items():
         sources = ", ".join(f"{s} ({n})" for s, n in by_source.items())
         out.append(f"- {why}: {sources}")
@@ -335,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="the README's tables")
     ap.add_argument("--left-out", action="store_true", help="also list every point left out and why")
     args = ap.parse_args(argv)
-    all_peaks = peaks()
+    all_peaks = peaks(CSV) + peaks(HOLDOUT)
     rows, left = compare(all_peaks)
     if args.markdown:
         print(markdown(rows, left))
@@ -345,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         p = r.peak
         print(
-            f"{p.number:3d} {p.source:17s} {p.model:15s} {p.gpus:4d}  {conditions(p):40s} {p.kind:10s} "
+            f"{label(p):>3s} {p.source:17s} {p.model:15s} {p.gpus:4d}  {conditions(p):40s} {p.kind:10s} "
             f"{p.measured_bytes / GIB:6.2f} GiB {r.predicted / GIB:6.2f} GiB {r.error:+8.1%} {r.baseline_error:+10.1%}"
         )
     print()
@@ -353,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.left_out:
         print()
         for p in left:
-            print(f"{p.number:3d} {p.source:17s} {p.model:24s} {p.gpus:4d}  {p.left_out}")
+            print(f"{label(p):>3s} {p.source:17s} {p.model:24s} {p.gpus:4d}  {p.left_out}")
     return 0
 
 
