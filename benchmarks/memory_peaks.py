@@ -9,10 +9,10 @@ context parallelism, no LoRA/QLoRA, no offload, a recipe dpcost has, a model it 
 enough to hold a model to), dpcost costs the run through its Python API with the row's framework, ZeRO stage, GPUs,
 micro-batch, sequence length, recomputation, torch.compile, loss path and recipe, and takes the figure the source
 measured (PREDICTED: allocated, reserved, or the device's total with the CUDA/NCCL context) as its prediction.
-Beside it: the ZeRO paper's model states alone (16 bytes per parameter sharded by stage, no activations). Errors are predicted / measured - 1; per source, the geometric mean of |error| as the project's
-other benchmarks define it (benchmarks/accuracy.py, training_scaling.py) and the worst point. --markdown prints
-the README's table (tests/test_memory_peaks.py keeps the README equal to it); --left-out lists every point left
-out and why.
+Beside it: the ZeRO paper's model states alone (16 bytes per parameter sharded by stage, no activations). Errors are
+predicted / measured - 1; per source, the geometric mean of |error| as the project's other benchmarks define it
+(benchmarks/accuracy.py, training_scaling.py) and the worst point. --markdown prints the README's table
+(tests/test_memory_peaks.py keeps the README equal to it); --left-out lists every point left out and why.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ check compares one field of the estimate's report (engine/report.py) with a limi
 | check | flag | the report's field |
 |---|---|---|
 | require_fit | --require-fit | `fits` (the costed stage fits in HBM; inference: a replica fits on a GPU) |
-| max_memory | --max-memory | `memory.stages[setup.zero_stage].total_bytes`: the device's memory, reserved + CUDA/NCCL context, as nvidia-smi shows it and as HBM must hold it (inference: `inference.per_gpu_bytes`) |
+| max_memory | --max-memory | `memory.stages[setup.zero_stage].total_bytes` (reserved + context; or `per_gpu_bytes`) |
 | max_step_time | --max-step-time | `time.step_seconds` |
 | min_efficiency | --min-efficiency | `time.scaling_efficiency` |
 | max_exposed_comm | --max-exposed-comm | `time.exposed_comm_seconds` |

@@ -54,7 +54,8 @@ def test_markdown_lists_the_assumptions() -> None:
     for line in (
         "- model: Llama 3.1 70B (llama-70b), 70.55B parameters derived from its shapes",
         "- data parallel: --dp 512",
-        "- plan: --zero auto: 3, --recompute auto: op, --recompute-layers 1, --recompute-modules core_attn, --mode train",
+        "- plan: --zero auto: 3, --recompute auto: op, --recompute-layers 1, --recompute-modules core_attn, --mode "
+        "train",
         "- compute: --mfu 0.4, --flash-attention on, --compile off, --loss-impl default: upcast, --skew 0.0",
         "- units: 1 GB = 1e9 bytes and GB/s = 1e9 bytes/s; GiB and MiB are labelled as such",
     ):

@@ -57,6 +57,7 @@ class Tensor:
 @dataclass(frozen=True)
 class LayerTensors:
     tensors: tuple[Tensor, ...]
+    kernels: Kernels  # how the layer runs, which decides what torch.compile's partitioner keeps
 
     def saved_bytes(self, seq_len: int, micro_batch: int) -> float:
         """Everything autograd keeps: the layer without recomputation."""
@@ -170,7 +171,7 @@ def layer_tensors(
         mm += sum(1 for t in part if t.matmul)
     if a.dropout > 0:
         tensors.append(Tensor("MLP dropout mask", "mlp", 1.0 * h))
-    return LayerTensors(tuple(tensors))
+    return LayerTensors(tuple(tensors), kernels)
 
 
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:

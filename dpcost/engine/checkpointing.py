@@ -52,10 +52,11 @@ class Activations:
     recompute_policy: str
 
 
-def _sac_saved(layer: LayerTensors, seq_len: int, micro_batch: int, compiled: bool) -> float:
+def _sac_saved(layer: LayerTensors, seq_len: int, micro_batch: int) -> float:
     """torchtitan's per-op SAC: the outputs of the odd-numbered mm calls of the block. Eager SAC caches
     every such output for the recomputation; under torch.compile the partitioner keeps a MUST_SAVE output only if
     the backward reads it, which the output and down projections' outputs (read only by a residual add) are not."""
+    compiled = layer.kernels == "compiled"
     return sum(t.bytes(seq_len, micro_batch) for t in layer.tensors if t.matmul % 2 == 1 and (t.saved or not compiled))
 
 
@@ -65,7 +66,6 @@ def kept_per_token(
     seq_len: int,
     micro_batch: int,
     modules: frozenset[str] = DEFAULT_MODULES,
-    compiled: bool = False,
 ) -> float:
     """Bytes one layer keeps for its backward under `policy`."""
     s, b = seq_len, micro_batch
@@ -79,7 +79,7 @@ def kept_per_token(
         return layer.saved_bytes(s, b) - dropped
     if policy == "op":
         sdpa = sum(t.bytes(s, b) for t in layer.tensors if t.module == "core_attn" and not t.quadratic)
-        return block_input + _sac_saved(layer, s, b, compiled) + sdpa
+        return block_input + _sac_saved(layer, s, b) + sdpa
     if policy == "full":
         return block_input
     raise ValueError(f"recompute must be one of {RECOMPUTE}")
@@ -111,7 +111,7 @@ def activation_memory(
     for i in range(a.layers):
         layer = kinds[a.moe_layer(i)]
         policy = recompute if (i + 1) % every == 0 else "none"
-        keeps = kept_per_token(layer, policy, s, b, modules, kernels == "compiled")
+        keeps = kept_per_token(layer, policy, s, b, modules)
         kept += keeps
         recomputed = max(recomputed, layer.saved_bytes(s, b) - keeps if policy != "none" else 0.0)
     widest = max(t.bytes(s, b) for layer in kinds.values() for t in layer.tensors if not t.quadratic)

@@ -412,7 +412,9 @@ def phases(
     carried = states.grads if accumulation > 1 else states.grads - states.backward_grads
     optimizer = states.optimizer - states.step_only
     gathered = buf.gathered + buf.ddp_copy + buf.kept_grads
-    forward = PhaseMemory("forward", states.params, carried, optimizer, gathered, kept_per_sample, loss_forward_per_sample)
+    forward = PhaseMemory(
+        "forward", states.params, carried, optimizer, gathered, kept_per_sample, loss_forward_per_sample
+    )
     backward = PhaseMemory(
         "backward",
         states.params,

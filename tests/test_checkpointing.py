@@ -1,0 +1,168 @@
+"""Each checkpointing policy's bytes per layer, each loss path and the step's phases, against closed forms written
+out here from their sources (docs/sources/checkpointing.md, docs/sources/allocator.md), not from the code."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from dpcost.catalog import load_model, load_topology
+from dpcost.cli import app
+from dpcost.engine.activations import layer_tensors
+from dpcost.engine.checkpointing import activation_memory, kept_per_token
+from dpcost.engine.estimate import estimate
+from dpcost.engine.loss import loss_memory
+from dpcost.engine.memory import RECIPES, Buffers, model_states, phases
+from dpcost.engine.prepare import recipe_for
+from dpcost.options import Options
+
+# Llama 3.1 8B: hidden h, query width q = heads x d_head, K/V width kv = kv_heads x d_head, MLP width f.
+H, Q, KV, F, HEADS, LAYERS, VOCAB = 4096, 4096, 1024, 14336, 32, 32, 128256
+LLAMA = load_model("llama-8b").architecture
+assert LLAMA is not None
+S, B = 8192, 1
+TOKENS = S * B
+
+
+def per_token(policy: str, kernels: str = "eager", **kw: object) -> float:
+    layer = layer_tensors(LLAMA, moe_layer=False, flash=True, kernels=kernels)  # type: ignore[arg-type]
+    return kept_per_token(layer, policy, S, B, **kw) / TOKENS  # type: ignore[arg-type]
+
+
+def test_no_recomputation_keeps_what_eager_pytorch_saves() -> None:
+    """Per token, bf16 (2 bytes) unless said: each RMSNorm an fp32 copy of its input and its normalised product
+    (4h + 2h) and its output (2h); Q, K, V as SDPA reads them (2q + 2kv + 2kv); SDPA's fp32 log-sum-exp per head
+    (4 x heads) and its output (2q); SwiGLU's gate and up outputs, the SiLU output and the product (4 x 2f). The
+    output and down projections' outputs only meet a residual add, which saves nothing."""
+    assert per_token("none") == 2 * (6 * H + 2 * H) + 2 * Q + 4 * KV + 4 * HEADS + 2 * Q + 8 * F
+
+
+def test_megatron_fused_kernels_keep_less() -> None:
+    """Megatron's fused norm keeps its bf16 input (2h); its fused bias-SwiGLU recomputes the activation, keeping
+    the gate and up outputs and the product (3 x 2f)."""
+    assert per_token("none", "fused") == 2 * (2 * H + 2 * H) + 2 * Q + 4 * KV + 4 * HEADS + 2 * Q + 6 * F
+
+
+def test_torch_compile_recomputes_the_element_wise_tensors() -> None:
+    """torch.compile's min-cut partitioner keeps the norms' inputs and outputs and the MLP's two matmul outputs."""
+    assert per_token("none", "compiled") == 2 * (2 * H + 2 * H) + 2 * Q + 4 * KV + 4 * HEADS + 2 * Q + 4 * F
+
+
+def test_torchtitan_per_op_sac_keeps_the_odd_numbered_mm_outputs() -> None:
+    """torchtitan parallelize_llama.py@9dec370: the block's input (2h), the outputs of mm 1, 3, 5, 7 in forward
+    order (wq 2q, wv 2kv, w1 2f, w2 2h) and of SDPA (its output 2q and fp32 log-sum-exp). Under torch.compile the
+    down projection's output, which no backward reads, is not kept."""
+    assert per_token("op") == 2 * H + 2 * Q + 2 * KV + 2 * F + 2 * H + 2 * Q + 4 * HEADS
+    assert per_token("op", "compiled") == 2 * H + 2 * Q + 2 * KV + 2 * F + 2 * Q + 4 * HEADS
+
+
+def test_full_recomputation_keeps_the_block_input_and_re_creates_one_layer() -> None:
+    """Korthikanti et al. 2022 section 4: 2sbh per layer; the backward re-runs one layer at a time."""
+    assert per_token("full") == 2 * H
+    act = activation_memory(LLAMA, S, B, "full", kernels="eager")
+    assert act.kept == LAYERS * 2 * H * TOKENS
+    assert act.recompute == (per_token("none") - 2 * H) * TOKENS
+    # the MLP's backward holds three gradients as wide as its widest tensor (2f) at once
+    assert act.gradients == 3 * 2 * F * TOKENS
+
+
+def test_megatron_selective_drops_the_modules_it_recomputes() -> None:
+    """core_attn (the default) drops only the log-sum-exp under flash attention; mlp drops the MLP's inner tensors
+    (its input, the norm's output, stays kept); layernorm drops the norms' outputs."""
+    none = per_token("none")
+    assert per_token("selective") == none - 4 * HEADS
+    assert per_token("selective", modules=frozenset({"mlp"})) == none - 8 * F
+    assert per_token("selective", modules=frozenset({"layernorm"})) == none - 2 * 2 * H
+
+
+def test_recompute_layers_applies_the_policy_to_every_kth_block() -> None:
+    """torchtitan's selective_ac_option = K: blocks whose running count (from 1) divides by K, layers // K."""
+    act = activation_memory(LLAMA, S, B, "full", kernels="eager", every=4)
+    assert act.kept == (8 * 2 * H + 24 * per_token("none")) * TOKENS
+    assert activation_memory(LLAMA, S, B, "full", kernels="eager", every=64).kept == LAYERS * per_token("none") * TOKENS
+
+
+@pytest.mark.parametrize(
+    ("impl", "kept", "forward", "backward"),
+    [
+        ("upcast", 4, 2 + 4 + 4, 4 + 4 + 4),  # bf16 logits, fp32 copy, fp32 log-softmax; its two fp32 gradients
+        ("bf16", 2 + 2, 2 + 2, 2 + 2 + 2 + 2),  # logits and log-softmax kept by the caller; two bf16 gradients
+        ("chunked", 4, 4 + 6 / 8, 4 + 8 / 8),  # torchtune: 8 chunks, each upcast; one chunk's working set at a time
+        ("fused", 2, 2, 2 + 2),  # compiled or fused: bf16 logits kept, bf16 gradient written
+        ("vocab-parallel", 4, 2 + 4, 4 + 2),  # Megatron: fp32 softmax in place, gradient over it, cast to 16 bits
+    ],
+)
+def test_loss_paths(impl: str, kept: float, forward: float, backward: float) -> None:
+    """Bytes per token in multiples of the vocabulary, beside the final norm's input and output (2h each)."""
+    loss = loss_memory(LLAMA, S, B, impl, "fused")
+    outside = (2 * H + 2 * H) * TOKENS
+    assert loss.kept == pytest.approx(outside + kept * VOCAB * TOKENS)
+    assert loss.forward_peak == pytest.approx(outside + forward * VOCAB * TOKENS)
+    assert loss.backward_peak == pytest.approx(outside + backward * VOCAB * TOKENS)
+
+
+def test_pure_bf16_is_eight_bytes_per_parameter_with_adamw() -> None:
+    """torchtune dtype bf16 / litgpt bf16-true: bf16 weights, gradients and AdamW's two states (torch keeps them
+    in the parameters' dtype)."""
+    assert model_states(1e9, 1, 0, RECIPES["bf16"]).total == pytest.approx(8e9)
+    assert model_states(1e9, 1, 0, RECIPES["bf16"], "adam8bit").total == pytest.approx(6e9)
+    assert model_states(1e9, 8, 3, RECIPES["bf16"]).total == pytest.approx(1e9)
+
+
+def _stage(options: Options, stage: int, model: str = "llama-8b", topology: str = "dgx-h100"):  # type: ignore[no-untyped-def]
+    return estimate(load_model(model), load_topology(topology), options).memory.stages[stage]
+
+
+def test_pytorch_gradients_live_from_the_backward_to_the_step() -> None:
+    """FSDP's sharded fp32 gradients (zero_grad(set_to_none=True)): absent at the backward's start, where the peak
+    is, present at the optimizer step; their cached blocks count in reserved. 8.03B parameters over 8 GPUs."""
+    s = _stage(Options(dp=8, framework="fsdp", zero=3, recompute="op", seq_len=8192, micro_batch=2), 3)
+    params = 8_030_261_248
+    assert s.peak_phase == "backward"
+    assert s.grads_bytes == 0
+    assert s.params_bytes == pytest.approx(4 * params / 8, rel=1e-9)
+    assert s.optimizer_bytes == pytest.approx(8 * params / 8, rel=1e-9)
+    largest = 4 * VOCAB * 8192 * 2  # the fp32 log-softmax, the step's largest tensor
+    assert s.reserved_bytes - s.allocated_bytes == pytest.approx(largest + 4 * params / 8, abs=2)
+    assert s.total_bytes - s.reserved_bytes == s.context_bytes
+
+
+def test_megatron_copies_16_bit_gradients_to_fp32_at_the_step_only() -> None:
+    """Megatron's docs count 20 bytes per parameter with 16-bit gradients (its table's fp16 row); the fp32 copy for
+    the main parameters exists at the optimizer step only (_copy_model_grads_to_main_grads), so the forward and
+    the backward hold 16."""
+    states = model_states(1e9, 1, 0, recipe_for("megatron", "bf16"))
+    assert states.total == pytest.approx(20e9)
+    forward, backward, step = phases(states, Buffers(0, 0, 0), 0, 0, 0, 0, accumulation=1)
+    assert forward.allocated(1) == backward.allocated(1) == pytest.approx(16e9)
+    assert step.allocated(1) == pytest.approx(20e9)
+    assert model_states(1e9, 1, 0, RECIPES["megatron"]).total == pytest.approx(18e9)  # fp32 grads: 18, unchanged
+
+
+def test_the_peak_phase_moves_to_the_optimizer_step_when_activations_are_small() -> None:
+    """A single GPU with full recomputation and short sequences: weights, gradients and states at the step."""
+    s = _stage(Options(dp=1, framework="fsdp", zero=0, recipe="bf16", recompute="full", seq_len=512), 0)
+    assert s.peak_phase == "optimizer step"
+    assert s.activations_bytes == 0 and s.params_bytes + s.grads_bytes + s.optimizer_bytes == pytest.approx(
+        8 * 8_030_261_248, rel=1e-9
+    )
+
+
+def test_flags_reach_the_report_and_bad_ones_are_one_line() -> None:
+    runner = CliRunner()
+    ok = runner.invoke(
+        app,
+        ["estimate", "--model", "llama-8b", "--dp", "8", "--framework", "fsdp", "--recompute", "full",
+         "--recompute-layers", "2", "--compile", "--loss-impl", "chunked", "-f", "json"],
+    )  # fmt: skip
+    assert ok.exit_code == 0, ok.stderr
+    assert '"recompute_layers": 2' in ok.stdout and '"compile": true' in ok.stdout and '"chunked"' in ok.stdout
+    for args, says in (
+        (["--recompute-modules", "attention"], "--recompute-modules: must be one of core_attn"),
+        (["--framework", "megatron", "--recompute", "op"], "Megatron-LM runs recompute none, selective, full, not op"),
+        (["--loss-impl", "liger"], "--loss-impl: must be one of upcast"),
+        (["--recompute-layers", "0"], "--recompute-layers: must be a positive integer"),
+    ):
+        bad = runner.invoke(app, ["estimate", "--model", "llama-8b", "--dp", "8", *args])
+        assert bad.exit_code == 2, args
+        assert says in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
