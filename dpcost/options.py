@@ -249,7 +249,7 @@ class Compute(Section):
     )
     compile: bool = Field(
         False,
-        description="torch.compile: element-wise intermediates are recomputed, not stored [default: eager].",
+        description="torch.compile: element-wise intermediates are recomputed, not stored (off: eager PyTorch).",
         json_schema_extra=cli("--compile"),
     )
     loss_impl: Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel"] | None = Field(

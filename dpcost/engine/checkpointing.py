@@ -106,14 +106,19 @@ def activation_memory(
         raise ValueError(f"recompute must be one of {RECOMPUTE}")
     s, b = seq_len, micro_batch
     kinds = {moe: layer_tensors(a, moe, flash, kernels) for moe in {a.moe_layer(i) for i in range(a.layers)}}
+    # How many layers of each (kind, policy): the layers of one kind under one policy keep the same bytes.
+    counts: dict[tuple[bool, str], int] = {}
+    for i in range(a.layers):
+        key = (a.moe_layer(i), recompute if (i + 1) % every == 0 else "none")
+        counts[key] = counts.get(key, 0) + 1
     kept = 0.0
     recomputed = 0.0
-    for i in range(a.layers):
-        layer = kinds[a.moe_layer(i)]
-        policy = recompute if (i + 1) % every == 0 else "none"
+    for (moe, policy), n in counts.items():
+        layer = kinds[moe]
         keeps = kept_per_token(layer, policy, s, b, modules)
-        kept += keeps
-        recomputed = max(recomputed, layer.saved_bytes(s, b) - keeps if policy != "none" else 0.0)
+        kept += n * keeps
+        if policy != "none":
+            recomputed = max(recomputed, layer.saved_bytes(s, b) - keeps)
     widest = max(t.bytes(s, b) for layer in kinds.values() for t in layer.tensors if not t.quadratic)
     quadratic = max((t.bytes(s, b) for layer in kinds.values() for t in layer.tensors if t.quadratic), default=0.0)
     return Activations(
