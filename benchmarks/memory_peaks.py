@@ -94,6 +94,7 @@ class Peak:
     number: int  # 1-based row number among the CSV's data rows
     sample: str  # "in sample" (measured-peaks.csv) or "out of sample" (holdout-peaks.csv)
     source: str
+    version: str  # the framework and its version, as the source states them (the first of the versions given)
     model: str
     gpus: int
     gpu: str
@@ -178,6 +179,12 @@ def _topology(gpu: str) -> str | None:
     return next((t for key, t in TOPOLOGIES if key in gpu.lower()), None)
 
 
+def _version(row: dict[str, str]) -> str:
+    """'torchtitan 9dec370' from 'torchtitan 9dec370; torch 1963fc8; ...'; the framework alone if no version."""
+    first = row["framework_version"].split(";")[0].split(" (")[0].strip()
+    return first or row["framework"].split(" (")[0]
+
+
 def _optimizer(text: str) -> str:
     return "adam8bit" if "8bit" in text.replace("-", "") else "adamw"
 
@@ -209,6 +216,7 @@ def peaks(path: Path = CSV) -> list[Peak]:
             Peak(
                 number=number,
                 sample="out of sample" if path == HOLDOUT else "in sample",
+                version=_version(row),
                 source=row["source_id"],
                 model=row["model"].split(" (")[0],
                 gpus=gpus,
@@ -365,13 +373,13 @@ def _worst(rows: list[Row], baseline: bool = False) -> str:
 
 def markdown(rows: list[Row], left: list[Peak]) -> str:
     out = [
-        "| # | source | model | GPUs | conditions | measured | dpcost | dpcost error | 16 B/param error |",
-        "|---:|---|---|---:|---|---:|---:|---:|---:|",
+        "| # | source | framework | model | GPUs | conditions | measured | dpcost | dpcost error | 16 B/param error |",
+        "|---:|---|---|---|---:|---|---:|---:|---:|---:|",
     ]
     for r in rows:
         p = r.peak
         out.append(
-            f"| {label(p)} | {p.source} | {p.model} | {p.gpus} | {conditions(p)} "
+            f"| {label(p)} | {p.source} | {p.version} | {p.model} | {p.gpus} | {conditions(p)} "
             f"| {p.measured_bytes / GIB:.2f} GiB {p.kind} | {r.predicted / GIB:.2f} GiB | {r.error:+.1%} "
             f"| {r.baseline_error:+.1%} |"
         )

@@ -213,7 +213,7 @@ class Communication(Section):
     gather_dtype: Literal["bf16", "fp8"] | None = Field(
         None,
         description="What sharded parameters are all-gathered in [default: the recipe's weights; fp8 as "
-        "torchtitan's float8 all-gather does].",
+        "torchtitan's float8 all-gather does; with Megatron, --fp8-param-gather, which also stores them in fp8].",
         json_schema_extra=cli("--gather-dtype"),
     )
     overlap_comm: bool | None = Field(

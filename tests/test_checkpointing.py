@@ -75,6 +75,27 @@ def test_megatron_selective_drops_the_modules_it_recomputes() -> None:
     assert per_token("selective", modules=frozenset({"layernorm"})) == none - 2 * 2 * H
 
 
+def test_norms_as_the_model_has_them() -> None:
+    """Query/key norms (Qwen3) keep their inputs, the projections' outputs (eager RMSNorm: 6 bytes per element);
+    Gemma 2's post-norms keep theirs (6h each); one norm per block (GPT-J) drops the MLP norm (6h + 2h)."""
+    base = LLAMA.model_copy(update={"qk_norm": "none", "layer_norms": 2})
+
+    def eager(arch: object) -> float:
+        return layer_tensors(arch, False, True, "eager").saved_bytes(1, 1)  # type: ignore[arg-type]
+
+    assert eager(base.model_copy(update={"qk_norm": "head"})) - eager(base) == 6 * (Q + KV)
+    assert eager(base.model_copy(update={"layer_norms": 4})) - eager(base) == 2 * 6 * H
+    assert eager(base) - eager(base.model_copy(update={"layer_norms": 1})) == 6 * H + 2 * H
+
+
+def test_megatron_fp8_param_gather_stores_fp8_weights() -> None:
+    """--fp8-param-gather: 1-byte weights; fp32 main grads and the distributed optimizer's 12 bytes unchanged."""
+    o = dict(dp=8, framework="megatron", zero=1, recompute="full", seq_len=2048)
+    bf16 = _stage(Options(**o), 1)  # type: ignore[arg-type]
+    fp8 = _stage(Options(**o, gather_dtype="fp8"), 1)  # type: ignore[arg-type]
+    assert bf16.params_bytes - fp8.params_bytes == pytest.approx(8_030_261_248, rel=1e-9)
+
+
 def test_recompute_layers_applies_the_policy_to_every_kth_block() -> None:
     """torchtitan's selective_ac_option = K: blocks whose running count (from 1) divides by K, layers // K."""
     act = activation_memory(LLAMA, S, B, "full", kernels="eager", every=4)

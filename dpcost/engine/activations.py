@@ -13,6 +13,8 @@ shapes, one entry per tensor autograd keeps, so the sum is that formula for a GP
 - FlashAttention: the s^2 score matrix is never stored, only its log-sum-exp (4 bytes per row and head);
 - MoE layers: the router's fp32 logits, and each token's activations through the experts it is routed to (top-k)
   and the shared ones;
+- norms as the model has them: one per block (GPT-J, Falcon: attention and MLP share it), two (pre-norm), four
+  (Gemma 2/3's post-norms keep their inputs), and query/key norms (Qwen3, OLMo 2) keep theirs;
 - how the layer runs (`Kernels`): "fused" counts what Megatron's fused kernels keep (Korthikanti's count);
   "eager" adds what an RMSNorm written in PyTorch ops keeps (Hugging Face's LlamaRMSNorm, torchtitan's RMSNorm:
   an fp32 copy of its input and the normalised bf16 product before the weight, 6 bytes per element more than its
@@ -67,17 +69,29 @@ class LayerTensors:
         return sum(t.bytes(seq_len, micro_batch) for t in self.tensors if t.saved and t.module in modules)
 
 
+def _norm_input(a: ModelArchitecture, kernels: Kernels, name: str, module: Module, width: int) -> Tensor:
+    """What a norm keeps of its input: the bf16 input (fused kernels, compiled), or an eager RMSNorm's fp32 copy of
+    it and the normalised product before the weight (4 + 2 bytes per element)."""
+    per_element = 4 + 2 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES
+    return Tensor(f"{name} input", module, per_element * width)
+
+
 def _norm(a: ModelArchitecture, kernels: Kernels, name: str) -> list[Tensor]:
-    """A norm's input as it keeps it (fused and compiled: the bf16 input; eager RMSNorm: an fp32 copy and the
-    normalised product), and its output, the next matmul's input."""
-    h, e = a.hidden, ACT_BYTES
-    kept = [Tensor(f"{name} input", "input" if name == "attention norm" else "attn_out", e * h)]
-    if kernels == "eager" and a.norm == "rmsnorm":
-        kept = [Tensor(f"{name} fp32 input and normalised product", kept[0].module, (4 + 2) * h)]
-    return [*kept, Tensor(f"{name} output", "layernorm", e * h)]
+    """A pre-norm: its input as it keeps it, and its output, the next matmul's input."""
+    module: Module = "input" if name == "attention norm" else "attn_out"
+    return [
+        _norm_input(a, kernels, name, module, a.hidden),
+        Tensor(f"{name} output", "layernorm", ACT_BYTES * a.hidden),
+    ]
 
 
-def _attention(a: ModelArchitecture, flash: bool, first_mm: int) -> tuple[list[Tensor], int]:
+def _post_norm(a: ModelArchitecture, kernels: Kernels, name: str) -> Tensor:
+    """A norm on a sub-layer's output before the residual add (Gemma 2/3's post-norms): its input, which nothing
+    else keeps; its output meets only the add."""
+    return _norm_input(a, kernels, name, "attn_out", a.hidden)
+
+
+def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int) -> tuple[list[Tensor], int]:
     """Q, K, V as attention reads them, its core (log-sum-exp under flash, else the s^2 softmax and dropout),
     the context (the output projection's input) and its output; and the mm calls it makes."""
     e, h = ACT_BYTES, a.hidden
@@ -102,6 +116,8 @@ def _attention(a: ModelArchitecture, flash: bool, first_mm: int) -> tuple[list[T
         out.append(Tensor("Q", "qkv", e * q, matmul=mm))
         out.append(Tensor("K", "qkv", e * kv, matmul=mm + 1))
         out.append(Tensor("V", "qkv", e * kv, matmul=mm + 2))
+        if a.qk_norm != "none":  # the norms' inputs are the projections' outputs; their outputs are Q and K above
+            out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + kv))
         mm += 3
         context = q
     if flash:
@@ -147,9 +163,12 @@ def layer_tensors(
     """The tensors of one layer's forward for one token (korthikanti et al. 2022 section 4, extended as the module
     docstring says), in forward order, with their Megatron module and matmul position."""
     tensors = _norm(a, kernels, "attention norm")
-    attention, mm = _attention(a, flash, 1)
+    attention, mm = _attention(a, flash, kernels, 1)
     tensors += attention
-    tensors += _norm(a, kernels, "MLP norm")
+    if a.layer_norms >= 4:
+        tensors.append(_post_norm(a, kernels, "post-attention norm"))
+    if a.layer_norms >= 2:  # one norm per block (GPT-J, Falcon): attention and MLP read the same norm's output
+        tensors += _norm(a, kernels, "MLP norm")
     e, h = ACT_BYTES, a.hidden
     if moe_layer and a.moe is not None:
         moe = a.moe
@@ -169,6 +188,8 @@ def layer_tensors(
         part = _mlp(a, a.ffn, kernels, mm, "mlp", "MLP")
         tensors += part
         mm += sum(1 for t in part if t.matmul)
+    if a.layer_norms >= 4:
+        tensors.append(_post_norm(a, kernels, "post-MLP norm"))
     if a.dropout > 0:
         tensors.append(Tensor("MLP dropout mask", "mlp", 1.0 * h))
     return LayerTensors(tuple(tensors), kernels)

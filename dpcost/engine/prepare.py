@@ -155,6 +155,17 @@ def recipe_for(name: str, grad_dtype: str) -> Recipe:
     return replace(base, components=components)
 
 
+def fp8_weights(recipe: Recipe) -> Recipe:
+    """Megatron-LM's --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 ... and
+    perform the param all-gather in fp8", Transformer Engine's fp8_model_init): the model's weights are stored in
+    fp8, 1 byte per parameter; the distributed optimizer keeps its fp32 main copy."""
+    components = tuple(
+        replace(c, bytes_per_param=1.0, label="fp8 weights (--fp8-param-gather)") if c.group == "params" else c
+        for c in recipe.components
+    )
+    return replace(recipe, components=components, title=f"{recipe.title}, fp8 weights")
+
+
 def batching(o: Options) -> tuple[int, int, list[Advice]]:
     """(accumulation, micro-batch, advice): B = b x a x D (the seed's global batch)."""
     b = o.batch
@@ -207,6 +218,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     own = RECIPE_GRAD_DTYPE[recipe_name] if recipe_name == "bf16" or fw is None else fw.grad_dtype
     grad_dtype = o.precision.grad_dtype or own
     recipe = recipe_for(recipe_name, grad_dtype)
+    if recipe.name == "megatron" and o.communication.gather_dtype == "fp8":
+        recipe = fp8_weights(recipe)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
     weight_bytes = (fw.gather_bytes if fw else None) or next(
         c.bytes_per_param for c in recipe.components if c.group == "params"
