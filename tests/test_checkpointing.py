@@ -31,10 +31,11 @@ def per_token(policy: str, kernels: str = "eager", **kw: object) -> float:
 
 def test_no_recomputation_keeps_what_eager_pytorch_saves() -> None:
     """Per token, bf16 (2 bytes) unless said: each RMSNorm an fp32 copy of its input and its normalised product
-    (4h + 2h) and its output (2h); Q, K, V as SDPA reads them (2q + 2kv + 2kv); SDPA's fp32 log-sum-exp per head
-    (4 x heads) and its output (2q); SwiGLU's gate and up outputs, the SiLU output and the product (4 x 2f). The
-    output and down projections' outputs only meet a residual add, which saves nothing."""
-    assert per_token("none") == 2 * (6 * H + 2 * H) + 2 * Q + 4 * KV + 4 * HEADS + 2 * Q + 8 * F
+    (4h + 2h) and its output (2h); Q, and K and V copied out to every query head as SDPA reads them (torchtitan's
+    repeat_kv: 2q + 2q + 2q); SDPA's fp32 log-sum-exp per head (4 x heads) and its output (2q); SwiGLU's gate and
+    up outputs, the SiLU output and the product (4 x 2f). The output and down projections' outputs only meet a
+    residual add, which saves nothing."""
+    assert per_token("none") == 2 * (6 * H + 2 * H) + 2 * Q + 4 * Q + 4 * HEADS + 2 * Q + 8 * F
 
 
 def test_megatron_fused_kernels_keep_less() -> None:
@@ -70,7 +71,7 @@ def test_megatron_selective_drops_the_modules_it_recomputes() -> None:
     """core_attn (the default) drops only the log-sum-exp under flash attention; mlp drops the MLP's inner tensors
     (its input, the norm's output, stays kept); layernorm drops the norms' outputs."""
     none = per_token("none")
-    assert per_token("selective") == none - 4 * HEADS
+    assert per_token("selective") == none - 4 * HEADS  # the copies of K and V are SDPA's inputs: kept
     assert per_token("selective", modules=frozenset({"mlp"})) == none - 8 * F
     assert per_token("selective", modules=frozenset({"layernorm"})) == none - 2 * 2 * H
 
@@ -83,17 +84,20 @@ def test_norms_as_the_model_has_them() -> None:
     def eager(arch: object) -> float:
         return layer_tensors(arch, False, True, "eager").saved_bytes(1, 1)  # type: ignore[arg-type]
 
-    assert eager(base.model_copy(update={"qk_norm": "head"})) - eager(base) == 6 * (Q + KV)
+    assert eager(base.model_copy(update={"qk_norm": "head"})) - eager(base) == 6 * (Q + KV)  # before the copies
     assert eager(base.model_copy(update={"layer_norms": 4})) - eager(base) == 2 * 6 * H
     assert eager(base) - eager(base.model_copy(update={"layer_norms": 1})) == 6 * H + 2 * H
 
 
 def test_megatron_fp8_param_gather_stores_fp8_weights() -> None:
-    """--fp8-param-gather: 1-byte weights; fp32 main grads and the distributed optimizer's 12 bytes unchanged."""
+    """--fp8-param-gather: Transformer Engine's linear weights in 1 byte (32 blocks of 4h^2 + 2h kv + 3hf);
+    the embedding, the output layer and the norms stay bf16; the optimizer's bytes unchanged."""
     o = dict(dp=8, framework="megatron", zero=1, recompute="full", seq_len=2048)
     bf16 = _stage(Options(**o), 1)  # type: ignore[arg-type]
     fp8 = _stage(Options(**o, gather_dtype="fp8"), 1)  # type: ignore[arg-type]
-    assert bf16.params_bytes - fp8.params_bytes == pytest.approx(8_030_261_248, rel=1e-9)
+    linear = LAYERS * (2 * H * Q + 2 * H * KV + 3 * H * F)
+    assert bf16.params_bytes - fp8.params_bytes == pytest.approx(linear, rel=1e-9)
+    assert bf16.optimizer_bytes == fp8.optimizer_bytes
 
 
 def test_recompute_layers_applies_the_policy_to_every_kth_block() -> None:
@@ -108,7 +112,7 @@ def test_recompute_layers_applies_the_policy_to_every_kth_block() -> None:
     [
         ("upcast", 4, 2 + 4 + 4, 4 + 4 + 4),  # bf16 logits, fp32 copy, fp32 log-softmax; its two fp32 gradients
         ("bf16", 2 + 2, 2 + 2, 2 + 2 + 2 + 2),  # logits and log-softmax kept by the caller; two bf16 gradients
-        ("chunked", 4, 4 + 6 / 8, 4 + 8 / 8),  # torchtune: 8 chunks, each upcast; one chunk's working set at a time
+        ("chunked", 4, 2 + 4 + 4 / 8, 4 + 8 / 8),  # torchtune: 8 bf16 chunks, each upcast in turn
         ("fused", 2, 2, 2 + 2),  # compiled or fused: bf16 logits kept, bf16 gradient written
         ("vocab-parallel", 4, 2 + 4, 4 + 2),  # Megatron: fp32 softmax in place, gradient over it, cast to 16 bits
     ],

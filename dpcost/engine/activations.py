@@ -16,9 +16,10 @@ shapes, one entry per tensor autograd keeps, so the sum is that formula for a GP
 - norms as the model has them: one per block (GPT-J, Falcon: attention and MLP share it), two (pre-norm), four
   (Gemma 2/3's post-norms keep their inputs), and query/key norms (Qwen3, OLMo 2) keep theirs;
 - how the layer runs (`Kernels`): "fused" counts what Megatron's fused kernels keep (Korthikanti's count);
-  "eager" adds what an RMSNorm written in PyTorch ops keeps (Hugging Face's LlamaRMSNorm, torchtitan's RMSNorm:
-  an fp32 copy of its input and the normalised bf16 product before the weight, 6 bytes per element more than its
-  input); "compiled" drops the element-wise intermediates torch.compile's partitioner recomputes rather than saves
+  "eager" counts what PyTorch ops keep: an RMSNorm written in them (Hugging Face's LlamaRMSNorm, torchtitan's
+  RMSNorm) keeps an fp32 copy of its input and the normalised bf16 product before the weight (6 bytes per element
+  where a fused norm keeps its 2-byte input), and GQA's K and V are kept as copies for every query head;
+  "compiled" drops the element-wise intermediates torch.compile's partitioner recomputes rather than saves
   (torch/_functorch/partitioners.py, min_cut_rematerialization_partition: pointwise ops are recomputed): the
   norms keep only their input, a gated MLP only its two matmul outputs, a GELU MLP only its first matmul's output.
 Which of these tensors a recomputation policy keeps is checkpointing.py's; the loss's logits are loss.py's.
@@ -113,9 +114,15 @@ def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: in
         context = a.heads * d_v
     else:
         q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
+        # Eager PyTorch models copy K and V out to every query head before SDPA (torchtitan's repeat_kv, torchtune's
+        # and litgpt's expand + reshape), and SDPA keeps the copies; fused and compiled attention read K, V as they
+        # are.
+        expanded = kernels == "eager" and kv < q
         out.append(Tensor("Q", "qkv", e * q, matmul=mm))
-        out.append(Tensor("K", "qkv", e * kv, matmul=mm + 1))
-        out.append(Tensor("V", "qkv", e * kv, matmul=mm + 2))
+        out.append(Tensor("K", "qkv", e * kv, saved=not expanded, matmul=mm + 1))
+        out.append(Tensor("V", "qkv", e * kv, saved=not expanded, matmul=mm + 2))
+        if expanded:
+            out.append(Tensor("K and V copied to every query head", "qkv", 2 * e * q))
         if a.qk_norm != "none":  # the norms' inputs are the projections' outputs; their outputs are Q and K above
             out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + kv))
         mm += 3

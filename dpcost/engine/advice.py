@@ -214,10 +214,8 @@ def inference_no_gradients() -> Advice:
     )
 
 
-def ignored_flags(flags: Sequence[str]) -> Advice:
-    return _advice(
-        "ignored-flags", f"{', '.join(flags)} apply to training and are ignored in inference mode", "drop them"
-    )
+def ignored_flags(flags: Sequence[str], why: str = "apply to training and are ignored in inference mode") -> Advice:
+    return _advice("ignored-flags", f"{', '.join(flags)} {why}", "drop them")
 
 
 def replica_needs_model_parallel(need: float, topology: TopologySpec, gpus: int, replicas: int, dp: int) -> Advice:

@@ -7,9 +7,10 @@ keeps until the backward, and what the backward re-creates (docs/sources/checkpo
   internal tensors are dropped and re-created in the backward; its input and output are kept by their neighbours.
   Korthikanti et al. 2022 section 5's selective recomputation is core_attn: it drops the s^2 terms (under flash
   attention only the log-sum-exp is left to drop).
-- op: torchtitan's per-op selective checkpointing (torchtitan/models/llama/parallelize_llama.py@9dec370,
+- op: torchtitan's per-op selective checkpointing (torchtitan/parallelisms/parallelize_llama.py@9dec370,
   _apply_ac_to_transformer_block, selective_ac_option "op"): each block keeps its input and the outputs of the ops
-  in _save_list (aten.mm, the SDPA flash/efficient kernels, aten.max, reduce_scatter), except every second mm; the
+  in _save_list (aten.mm, the SDPA flash/efficient kernels, aten.max, aten.abs, reduce_scatter), except every
+  second mm; the
   mm counter is created afresh for every checkpointed call (selective_checkpointing_context_fn), so every step keeps
   the 1st, 3rd, 5th... mm's output: wq, wv, w1 and w2 of a Llama block. Under torch.compile only those the
   backward reads are kept (_sac_saved).
@@ -55,7 +56,8 @@ class Activations:
 def _sac_saved(layer: LayerTensors, seq_len: int, micro_batch: int) -> float:
     """torchtitan's per-op SAC: the outputs of the odd-numbered mm calls of the block. Eager SAC caches
     every such output for the recomputation; under torch.compile the partitioner keeps a MUST_SAVE output only if
-    the backward reads it, which the output and down projections' outputs (read only by a residual add) are not."""
+    the backward reads it (torch/_functorch/partitioners.py, _extract_fwd_bwd_modules drops saved values the
+    backward does not use), which the down projection's output (read only by a residual add) is not."""
     compiled = layer.kernels == "compiled"
     return sum(t.bytes(seq_len, micro_batch) for t in layer.tensors if t.matmul % 2 == 1 and (t.saved or not compiled))
 

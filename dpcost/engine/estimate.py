@@ -13,7 +13,16 @@ from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount
 from dpcost.engine.placement import place
-from dpcost.engine.plan import Timed, call_time, candidates, check_forced, choose, recompute_policies, timeline
+from dpcost.engine.plan import (
+    Timed,
+    call_time,
+    candidates,
+    check_forced,
+    choose,
+    recompute_policies,
+    stage_ops,
+    timeline,
+)
 from dpcost.engine.prepare import Prepared, check_dp, prepare, stage_table
 from dpcost.engine.report import (
     AlgorithmTime,
@@ -154,6 +163,12 @@ def _frequency(stage: int, accumulation: int, keep_full: bool, per_unit: bool) -
     return f"every micro-batch ({accumulation} per step)"
 
 
+def _primitives(o: Options, stage: int) -> str:
+    """The stage's collectives as the framework issues them (plan.stage_ops), named as NCCL's."""
+    names = {"all_reduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather"}
+    return " + ".join(names[op] for op in stage_ops(o, stage))
+
+
 def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Communication:
     o = p.o
     rows = [
@@ -172,7 +187,7 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
         for t in chosen.steps.traffic
     ]
     return Communication(
-        primitives="AllReduce" if chosen.stage == 0 else "ReduceScatter + AllGather",
+        primitives=_primitives(o, chosen.stage),
         frequency=_frequency(chosen.stage, p.accumulation, o.communication.keep_full_grads, p.per_unit),
         gradient_bytes=int(p.counts.total * p.grad_bytes),
         bytes_sent_per_rank=sum(r.bytes_sent_per_rank * r.occurrences for r in rows),

@@ -6,9 +6,10 @@ accounting only.
 
 - ddp: PyTorch DistributedDataParallel (torch/nn/parallel/distributed.py@v2.5.0). ZeRO-0 only. Gradients are
   all-reduced in buckets of bucket_cap_mb=25 MiB, the first bucket capped at 1 MiB (_DEFAULT_FIRST_BUCKET_BYTES) so
-  that communication starts early; buckets overlap the backward pass. Under torch.autocast the parameters and
-  gradients are fp32: 4 + 4 + 8 (Adam) bytes per parameter, and DDP's bucket copy of the gradients
-  (gradient_as_bucket_view=False, the default).
+  that communication starts early; a bucket takes whole tensors and closes once it reaches its cap, so a tensor
+  larger than the cap goes alone (reducer.cpp compute_bucket_assignment_by_size); buckets overlap the backward
+  pass. Under torch.autocast the parameters and gradients are fp32: 4 + 4 + 8 (Adam) bytes per parameter, and DDP's
+  bucket copy of the gradients (gradient_as_bucket_view=False, the default).
 - fsdp: PyTorch FSDP (torch/distributed/fsdp/fully_sharded_data_parallel.py@v2.5.0; FSDP2 runs the same schedule).
   NO_SHARD (ZeRO-0), SHARD_GRAD_OP (ZeRO-2) and FULL_SHARD (ZeRO-3) over wrapped units (one per transformer block).
   Every unit's parameters are all-gathered before its forward; FULL_SHARD frees them after the forward and gathers
@@ -18,8 +19,11 @@ accounting only.
   Memory: sharded fp32 parameters + fp32 gradients + Adam = 16 bytes per parameter over N, plus the gathered bf16
   units in flight (SHARD_GRAD_OP: the whole model during the backward).
 - deepspeed: DeepSpeed ZeRO (deepspeed/runtime/zero/config.py@v0.16.0). Stages 0-3; gradients reduced in
-  reduce_bucket_size buckets of 5e8 elements (stage 3 too, cut at unit boundaries), the updated parameters of stages
-  1-2 gathered in allgather_bucket_size buckets of 5e8 elements; overlap_comm False by default for stages 1-2
+  reduce_bucket_size buckets of 5e8 elements (stage 3 too, cut at unit boundaries), each bucket of stages 1-2 by an
+  all-reduce (stage_1_and_2.py allreduce_bucket, with the defaults reduce_scatter=True and
+  use_multi_rank_bucket_allreduce=True), the updated parameters of stages 1-2 gathered once per parameter group
+  (runtime/utils.py all_gather_into_tensor_dp_groups); one reduce bucket held, two with overlap_comm, which is
+  False by default for stages 1-2
   (gradient reduction runs on the compute stream: nothing hides) and True for stage 3 (stage3 overrides it); stage-3
   parameters prefetched one unit ahead (stage3_prefetch_bucket_size 5e7 elements). Gradients reduced in the model's
   bf16. Memory: DeepSpeed's own estimators (memory.py, recipe deepspeed).
@@ -57,7 +61,7 @@ class Framework:
     bucket_bytes: float | None  # gradient bucket in bytes (DDP's bucket_cap_mb)
     first_bucket_bytes: float  # 0: the first bucket is as large as the others
     per_unit: bool  # reduce (and gather) per wrapped unit rather than in buckets (FSDP)
-    gather_bucket_elements: float | None  # stages 1-2: the updated parameters gathered in buckets (None: per unit)
+    gather_calls: int  # stages 1-2: the updated parameters gathered in this many calls, one per group (0: per unit)
     stage3_reduce_buckets: bool  # stage 3: gradients leave in the reduce buckets, not one call per unit
     overlap_grad_reduce: tuple[int, ...]  # stages whose gradient reduction overlaps the backward pass
     overlap_param_gather: bool  # ZeRO-1/2: gather updated parameters during the next forward (Megatron)
@@ -65,6 +69,8 @@ class Framework:
     loss_impl: str = "upcast"  # how its loss holds the logits (loss.py)
     kernels: str = "eager"  # how its layers run (activations.py): PyTorch ops, or Megatron's fused kernels
     recompute: tuple[str, ...] = ("none", "full")  # the checkpointing policies it runs (checkpointing.py)
+    bucket_op: str = "reduce_scatter"  # stages 1-2: the collective each gradient bucket runs
+    bucket_rule: str = "after"  # how its buckets take whole tensors (step.bucket_edges)
 
     def bucket(self, dp: int, grad_bytes: float, default_bytes: float) -> float:
         """Bytes per gradient bucket at this DP size and gradient dtype."""
@@ -85,7 +91,7 @@ FRAMEWORKS = {
         bucket_bytes=25 * MIB,
         first_bucket_bytes=1 * MIB,
         per_unit=False,
-        gather_bucket_elements=None,
+        gather_calls=0,
         stage3_reduce_buckets=False,
         overlap_grad_reduce=(0,),
         overlap_param_gather=False,
@@ -102,7 +108,7 @@ FRAMEWORKS = {
         bucket_bytes=None,
         first_bucket_bytes=0.0,
         per_unit=True,
-        gather_bucket_elements=None,
+        gather_calls=0,
         stage3_reduce_buckets=False,
         overlap_grad_reduce=(0, 2, 3),
         overlap_param_gather=False,
@@ -121,12 +127,14 @@ FRAMEWORKS = {
         bucket_bytes=None,
         first_bucket_bytes=0.0,
         per_unit=False,
-        gather_bucket_elements=5e8,
+        gather_calls=1,
         stage3_reduce_buckets=True,
         overlap_grad_reduce=(3,),
         overlap_param_gather=False,
-        source="deepspeed/runtime/zero/config.py@v0.16.0: reduce_bucket_size=5e8, allgather_bucket_size=5e8, "
-        "overlap_comm=False (stage 3: True), stage3_prefetch_bucket_size=5e7",
+        source="deepspeed/runtime/zero/config.py@v0.16.0: reduce_bucket_size=5e8, overlap_comm=False (stage 3: "
+        "True), stage3_prefetch_bucket_size=5e7, reduce_scatter=True, use_multi_rank_bucket_allreduce=True",
+        bucket_op="all_reduce",
+        bucket_rule="before",
     ),
     "megatron": Framework(
         name="megatron",
@@ -139,7 +147,7 @@ FRAMEWORKS = {
         bucket_bytes=None,
         first_bucket_bytes=0.0,
         per_unit=False,
-        gather_bucket_elements=None,
+        gather_calls=0,
         stage3_reduce_buckets=False,
         overlap_grad_reduce=(0, 1),
         overlap_param_gather=True,

@@ -7,11 +7,13 @@ holds them (docs/sources/checkpointing.md, "The loss"). V is the vocabulary, per
   backward holds it, its incoming gradient and the outgoing one, all fp32 (12V).
 - bf16: F.cross_entropy on the bf16 logits, which the caller keeps (litgpt's pretrain loop): logits and log-softmax
   2V each, kept; the backward adds two bf16 gradients (8V).
-- chunked: torchtune's CEWithChunkedOutputLoss (num_output_chunks 8): the output projection runs per chunk and each
-  chunk is upcast; the fp32 log-softmax of every chunk is kept (4V), and the backward works one chunk at a time
-  (4V + 8V/8 = 5V).
-- fused: a compiled or fused cross-entropy (torch.compile'd loss, Liger's kernels): the bf16 logits and a per-row
-  log-sum-exp are kept (2V), the backward writes the bf16 logit gradients (4V); no fp32 copy is ever materialised.
+- chunked: torchtune's CEWithChunkedOutputLoss (num_output_chunks 8, torchtune/modules/loss at 1814feb17): the
+  model returns its 8 bf16 output chunks and the loss upcasts one at a time; the fp32 log-softmax of every chunk is
+  kept (4V), the forward peaks with all bf16 chunks, the fp32 log-softmaxes and one chunk's fp32 copy
+  (2V + 4V + 4V/8 = 6.5V), and the backward works one chunk at a time (4V + 8V/8 = 5V).
+- fused: a compiled cross-entropy (torch.compile'd loss, as torchtitan and torchtune compile theirs): the bf16
+  logits and a per-row log-sum-exp are kept (2V), the backward writes the bf16 logit gradients (4V); no fp32 copy
+  is ever materialised.
 - vocab-parallel: Megatron-LM's vocab_parallel_cross_entropy on fp32 logits (fp16_lm_cross_entropy False): the
   softmax is computed in place in the fp32 copy and kept (4V); its gradient is written over it and cast to 16 bits
   (4V + 2V = 6V; megatron/core/tensor_parallel/cross_entropy.py).
@@ -48,7 +50,7 @@ PATHS = {
     "bf16": _Path(kept=4, forward=4, backward=8, largest=2),
     "chunked": _Path(
         kept=4,
-        forward=4 + 6 / TORCHTUNE_CHUNKS,
+        forward=2 + 4 + 4 / TORCHTUNE_CHUNKS,
         backward=4 + 8 / TORCHTUNE_CHUNKS,
         largest=4 / TORCHTUNE_CHUNKS,
     ),

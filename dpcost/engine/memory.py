@@ -235,13 +235,16 @@ def buffers(
     gather_unit_params: float,
     largest_layer_params: float,
     gather_bytes: float | None = None,
+    buckets_in_flight: int = 2,
 ) -> Buffers:
     """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
 
     Stage 0 as PyTorch DDP runs it (generic and ddp): DDP copies every gradient into its buckets
     (gradient_as_bucket_view=False, the default; PyTorch DDP docs). Megatron's buckets are views of its
-    contiguous gradient buffer, reduced in place, and FSDP reduces per unit: no bucket memory. Otherwise two
-    buckets are in flight (one filling, one being reduced). Stage 3: the gathered unit in use and the next one
+    contiguous gradient buffer, reduced in place, and FSDP reduces per unit: no bucket memory. Otherwise
+    `buckets_in_flight`: two when the reduction overlaps the backward (one filling, one being reduced), one when it
+    runs on the compute stream (DeepSpeed's ipg bucket without overlap_comm: stage_1_and_2.py). Stage 3: the
+    gathered unit in use and the next one
     prefetched, plus the full gradient of the unit in the backward pass (FSDP per-block wrapping); DeepSpeed's
     estimator (the deepspeed recipe) counts 4 bytes x its largest layer instead. FSDP's SHARD_GRAD_OP keeps every
     unit gathered from its forward to its backward: the whole model in the gathered dtype (`gather_bytes`,
@@ -250,7 +253,7 @@ def buffers(
     gathered_bytes = gather_bytes or weight_bytes
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
     in_place = ddp_copy > 0 or schedule in ("megatron", "fsdp")
-    buckets = 0.0 if in_place else 2 * bucket_bytes
+    buckets = 0.0 if in_place else buckets_in_flight * bucket_bytes
     gathered = 0.0
     if stage == 3:
         if recipe.name == "deepspeed":

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from dpcost.specs import ModelArchitecture, ModelSpec
 
-__all__ = ["BlockCount", "ParamCount", "count_params"]
+__all__ = ["BlockCount", "ParamCount", "block_matrices", "block_tensors", "count_params"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,41 @@ def _block(a: ModelArchitecture, moe_layer: bool) -> BlockCount:
     total = attn + norms + router + e.experts * expert + shared
     active = attn + norms + router + e.active * expert + shared
     return BlockCount(total, active, moe=True)
+
+
+def block_tensors(a: ModelArchitecture, moe_layer: bool) -> tuple[float, ...]:
+    """One block's weight tensors, in forward order, as the HF implementations hold them (one nn.Linear per
+    projection and per expert): what a framework's gradient buckets are filled with, whole. The norms' weights and
+    the biases come last as one small tensor, so that the sizes sum to the block's count."""
+    matrices = block_matrices(a, moe_layer)
+    rest = _block(a, moe_layer).params - sum(matrices)
+    return (*matrices, rest) if rest > 0 else matrices
+
+
+def block_matrices(a: ModelArchitecture, moe_layer: bool) -> tuple[float, ...]:
+    """One block's weight matrices (its linear layers' weights, the router's included), in forward order."""
+    h = a.hidden
+    if a.mla is not None:
+        m = a.mla
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q = [h * a.heads * qk] if m.q_lora_rank is None else [h * m.q_lora_rank, m.q_lora_rank * a.heads * qk]
+        kv = [h * (m.kv_lora_rank + m.qk_rope_head_dim), m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim)]
+        attention = [*q, *kv, a.heads * m.v_head_dim * h]
+    else:
+        q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
+        attention = [h * q_out, h * kv_out, h * kv_out, q_out * h]
+
+    def mlp(width: int) -> list[int]:
+        return [h * width, h * width, width * h] if a.gated_mlp else [h * width, width * h]
+
+    if moe_layer and a.moe is not None:
+        e = a.moe
+        ffn = [h * e.experts] + [t for _ in range(e.experts) for t in mlp(e.ffn)]
+        ffn += [t for _ in range(e.shared) for t in mlp(e.shared_width)]
+    else:
+        assert a.ffn is not None
+        ffn = mlp(a.ffn)
+    return tuple(float(t) for t in (*attention, *ffn))
 
 
 def count_params(spec: ModelSpec) -> ParamCount:

@@ -13,6 +13,7 @@ from dpcost.engine.availability import forcible
 from dpcost.engine.checkpointing import RECOMPUTE
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
+from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memory import offload_applies
 from dpcost.engine.placement import place
 from dpcost.engine.prepare import Prepared, units
@@ -21,7 +22,17 @@ from dpcost.errors import InputError
 from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["STAGE_OPS", "Timed", "call_time", "candidates", "check_forced", "choose", "recompute_policies", "timeline"]
+__all__ = [
+    "STAGE_OPS",
+    "Timed",
+    "call_time",
+    "candidates",
+    "check_forced",
+    "choose",
+    "recompute_policies",
+    "stage_ops",
+    "timeline",
+]
 
 STAGE_OPS = {
     0: ("all_reduce",),
@@ -29,6 +40,14 @@ STAGE_OPS = {
     2: ("reduce_scatter", "all_gather"),
     3: ("reduce_scatter", "all_gather"),
 }
+
+
+def stage_ops(o: Options, stage: int) -> tuple[str, ...]:
+    """The collectives a stage issues under the framework: DeepSpeed all-reduces its buckets at stages 1-2."""
+    fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
+    if fw is not None and stage in (1, 2) and not fw.per_unit:
+        return (fw.bucket_op, "all_gather")
+    return STAGE_OPS[stage]
 
 
 @dataclass(frozen=True)
@@ -49,7 +68,7 @@ def runs_forced(o: Options, topology: TopologySpec, stage: int) -> bool:
     if algorithm is None or o.dp == 1:
         return True  # one rank communicates nothing: there is no call to force
     p = place(topology, o.dp)
-    return all(algorithm in forcible(op, p) for op in STAGE_OPS[stage])
+    return all(algorithm in forcible(op, p) for op in stage_ops(o, stage))
 
 
 def check_forced(o: Options, topology: TopologySpec) -> None:
@@ -61,7 +80,7 @@ def check_forced(o: Options, topology: TopologySpec) -> None:
     stages = [o.plan.zero] if o.plan.zero is not None else [0, 1, 2, 3]
     if any(runs_forced(o, topology, st) for st in stages):
         return
-    op = next(op for st in stages for op in STAGE_OPS[st] if algorithm not in forcible(op, p))
+    op = next(op for st in stages for op in stage_ops(o, st) if algorithm not in forcible(op, p))
     raise InputError(
         "algorithm",
         f"{algorithm} is not available for {op} on {o.dp} GPUs of {topology.name} "
@@ -88,7 +107,7 @@ def candidates(p: Prepared, topology: TopologySpec, has_architecture: bool) -> t
         if not by_offload:
             need = "ZeRO-3" if offload == "params" else "ZeRO 1-3"
             raise InputError("--offload", f"{offload} offload needs {need} (DeepSpeed's rule); {runs}")
-        ops = sorted({op for st in by_offload for op in STAGE_OPS[st]})
+        ops = sorted({op for st in by_offload for op in stage_ops(o, st)})
         raise InputError(
             "--algorithm",
             f"{o.communication.algorithm} cannot run {' or '.join(ops)}, which ZeRO {_stages(by_offload)}"
@@ -146,12 +165,15 @@ def timeline(
         units=units(p.counts, model, p.seq_len),
         grad_bytes=p.grad_bytes,
         weight_bytes=p.weight_bytes,
+        unconverted_weight_bytes=p.unconverted_weight_bytes,
         bucket_bytes=p.bucket_bytes,
         keep_full_grads=o.communication.keep_full_grads,
         overlap_param_gather=p.overlap_param_gather,
         first_bucket_bytes=p.first_bucket_bytes,
         per_unit=p.per_unit,
-        gather_bucket_bytes=p.gather_bucket_bytes,
+        gather_calls=p.gather_calls,
+        bucket_op=p.bucket_op,
+        bucket_rule=p.bucket_rule,
         stage3_reduce_bucket_bytes=p.stage3_reduce_bucket_bytes,
         overlap_grad_reduce=p.overlap_grad_reduce(stage),
         ranks=o.dp,

@@ -22,7 +22,7 @@ from dpcost.engine.memory import (
     phases,
     stage_memory,
 )
-from dpcost.engine.params import ParamCount, count_params
+from dpcost.engine.params import ParamCount, block_matrices, block_tensors, count_params
 from dpcost.engine.placement import check_ranks
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
@@ -58,6 +58,7 @@ class Prepared:
     grad_dtype: str
     grad_bytes: float
     weight_bytes: float  # per parameter, as the gathers move it
+    unconverted_weight_bytes: float  # what the embedding and output head are gathered in (fp8 converts only linears)
     accumulation: int
     micro_batch: int
     advice: tuple[Advice, ...]
@@ -103,10 +104,20 @@ class Prepared:
         return self.framework.name if self.framework else "generic"
 
     @property
-    def gather_bucket_bytes(self) -> float:
-        """Stages 1-2: the updated parameters' all-gather bucket (DeepSpeed's allgather_bucket_size; 0: per unit)."""
-        fw = self.framework
-        return fw.gather_bucket_elements * self.weight_bytes if fw and fw.gather_bucket_elements else 0.0
+    def gather_calls(self) -> int:
+        """Stages 1-2: the calls that gather the updated parameters (DeepSpeed: one per parameter group; 0: per
+        unit)."""
+        return self.framework.gather_calls if self.framework else 0
+
+    @property
+    def bucket_op(self) -> str:
+        """Stages 1-2: the collective each gradient bucket runs (DeepSpeed: all-reduce)."""
+        return self.framework.bucket_op if self.framework else "reduce_scatter"
+
+    @property
+    def bucket_rule(self) -> str:
+        """How the framework's buckets take whole tensors (step.bucket_edges); the generic plan cuts anywhere."""
+        return self.framework.bucket_rule if self.framework else ""
 
     @property
     def stage3_reduce_bucket_bytes(self) -> float:
@@ -155,12 +166,17 @@ def recipe_for(name: str, grad_dtype: str) -> Recipe:
     return replace(base, components=components)
 
 
-def fp8_weights(recipe: Recipe) -> Recipe:
+def fp8_weights(recipe: Recipe, fp8_share: float) -> Recipe:
     """Megatron-LM's --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 ... and
-    perform the param all-gather in fp8", Transformer Engine's fp8_model_init): the model's weights are stored in
-    fp8, 1 byte per parameter; the distributed optimizer keeps its fp32 main copy."""
+    perform the param all-gather in fp8", Transformer Engine's fp8_model_init): the weights of Transformer Engine's
+    linear layers, `fp8_share` of the parameters, are stored in fp8, 1 byte each; the embedding, the output layer
+    and the norms stay 16-bit; the distributed optimizer keeps its fp32 main copy."""
+    weight = next(c.bytes_per_param for c in recipe.components if c.group == "params")
+    average = fp8_share * 1.0 + (1 - fp8_share) * weight
     components = tuple(
-        replace(c, bytes_per_param=1.0, label="fp8 weights (--fp8-param-gather)") if c.group == "params" else c
+        replace(c, bytes_per_param=average, label="fp8 linear weights (--fp8-param-gather)")
+        if c.group == "params"
+        else c
         for c in recipe.components
     )
     return replace(recipe, components=components, title=f"{recipe.title}, fp8 weights")
@@ -218,12 +234,15 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     own = RECIPE_GRAD_DTYPE[recipe_name] if recipe_name == "bf16" or fw is None else fw.grad_dtype
     grad_dtype = o.precision.grad_dtype or own
     recipe = recipe_for(recipe_name, grad_dtype)
-    if recipe.name == "megatron" and o.communication.gather_dtype == "fp8":
-        recipe = fp8_weights(recipe)
+    if recipe.name == "megatron" and o.communication.gather_dtype == "fp8" and model.architecture is not None:
+        a = model.architecture
+        matrices = sum(sum(block_matrices(a, b.moe)) for b in counts.blocks)
+        recipe = fp8_weights(recipe, matrices / counts.total)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
     weight_bytes = (fw.gather_bytes if fw else None) or next(
         c.bytes_per_param for c in recipe.components if c.group == "params"
     )
+    unconverted_weight_bytes = weight_bytes
     if o.communication.gather_dtype is not None:
         weight_bytes = float(DTYPE_BYTES[o.communication.gather_dtype])
     try:
@@ -234,7 +253,16 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     given = o.communication
     bucket = given.bucket_bytes or (fw.bucket(o.dp, grad_bytes, DEFAULT_BUCKET_BYTES) if fw else DEFAULT_BUCKET_BYTES)
     first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
-    if counts.total * grad_bytes / bucket > MAX_BUCKETS:
+    if fw is not None and fw.per_unit:  # FSDP reduces per wrapped unit: it has no buckets
+        flags = [
+            f
+            for f, v in (("--bucket-size", given.bucket_bytes), ("--first-bucket-size", given.first_bucket_bytes))
+            if v is not None
+        ]
+        if flags:
+            notes.append(advice.ignored_flags(flags, f"do not apply: {fw.title} reduce-scatters per wrapped unit"))
+        bucket, first = 0.0, 0.0
+    elif counts.total * grad_bytes / bucket > MAX_BUCKETS:
         raise InputError(
             "bucket_size",
             f"{bucket:.3g}-byte buckets cut the {counts.total * grad_bytes / 1e9:,.1f} GB gradient into more than "
@@ -248,6 +276,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         grad_dtype,
         grad_bytes,
         weight_bytes,
+        unconverted_weight_bytes,
         accumulation,
         micro_batch,
         tuple(notes),
@@ -268,11 +297,16 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     attention_per_layer = attention_flops(a, seq_len) / a.layers
     head_matmul = counts.embedding if a.tied_embeddings else counts.lm_head
     flops = [0.0] + [2 * b.active + attention_per_layer for b in counts.blocks] + [2 * head_matmul]
-    params = [counts.embedding + a.learned_positions * a.hidden]
-    params += [b.params for b in counts.blocks]
-    params += [counts.total - sum(params)]  # output head and final norm
+    positions = a.learned_positions * a.hidden
+    tensors = [tuple(t for t in (counts.embedding, float(positions)) if t > 0)]
+    tensors += [block_tensors(a, b.moe) for b in counts.blocks]
+    head = counts.total - counts.embedding - positions - sum(b.params for b in counts.blocks)
+    tensors += [tuple(t for t in (head - counts.lm_head, counts.lm_head) if t > 0)]  # final norm, output head
     total = sum(flops)
-    return tuple(Unit(p, f / total) for p, f in zip(params, flops, strict=True))
+    last = len(tensors) - 1
+    return tuple(
+        Unit(sum(t), f / total, t, linear=0 < j < last) for j, (t, f) in enumerate(zip(tensors, flops, strict=True))
+    )
 
 
 def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute: str) -> tuple[StageMemory, ...]:
@@ -287,7 +321,12 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
     largest_layer = model.largest_layer_params or counts.largest_module
     # One ZeRO-3 unit for buffers and timeline: the largest piece the timeline gathers (units(): embedding,
     # each block, output head), unless the user gave its size.
-    gather_unit = model.largest_layer_params or max(u.params for u in units(counts, model, p.seq_len))
+    if model.largest_layer_params:
+        gather_unit, gather_bytes = model.largest_layer_params, p.weight_bytes
+    else:  # the largest piece, in what its gather moves (fp8 gathers convert only linear layers)
+        biggest = max(units(counts, model, p.seq_len), key=lambda u: u.params)
+        gather_unit = biggest.params
+        gather_bytes = p.weight_bytes if biggest.linear else p.unconverted_weight_bytes
     if a is not None:
         s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
         plan = o.plan
@@ -305,8 +344,18 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
     rows = []
     for stage in range(4):
         states = model_states(counts.total, o.dp, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+        in_flight = 2 if p.overlap_grad_reduce(stage) else 1
         buf = buffers(
-            stage, p.schedule, p.recipe, p.grad_bytes, counts.total, bucket, gather_unit, largest_layer, p.weight_bytes
+            stage,
+            p.schedule,
+            p.recipe,
+            p.grad_bytes,
+            counts.total,
+            bucket,
+            gather_unit,
+            largest_layer,
+            gather_bytes,
+            in_flight,
         )
         if keep_full and stage >= 2 and p.accumulation > 1:
             buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / o.dp))

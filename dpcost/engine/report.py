@@ -85,7 +85,7 @@ class Setup(Contract):
     recipe: str = Field(description="model-state recipe: zero-paper, deepspeed or megatron")
     optimizer: str = Field(description="optimizer whose states are counted")
     offload: str = Field(description="what is offloaded to host memory: none, optimizer or params")
-    bucket_bytes: int = Field(description="gradient bucket size (FSDP reduces per unit instead)")
+    bucket_bytes: int = Field(description="gradient bucket size; 0 under FSDP, which reduces per wrapped unit")
     mfu: float = Field(description="the --mfu input: fraction of the compute dtype's dense peak the math sustains")
     skew: float = Field(description="the slowest rank's extra compute (--skew)")
     compute_dtype: str = Field(description="the matmuls' precision: bf16, or fp8 (MFU is against its peak)")

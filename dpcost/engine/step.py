@@ -35,7 +35,6 @@ What real runs lose beyond the schedule (each term in the step's breakdown, each
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -54,6 +53,7 @@ __all__ = [
     "Term",
     "Traffic",
     "Unit",
+    "bucket_edges",
     "drain",
     "expected_max_deviate",
     "gather_reduce",
@@ -78,6 +78,10 @@ class Unit:
 
     params: float
     compute_share: float
+    tensors: tuple[float, ...] = ()  # its weight tensors' sizes, forward order (empty: not known, cut anywhere)
+    # Its weights are linear layers that a float8 recipe converts, and so gathers in fp8; the embedding and the
+    # output head are not (torchtitan/components/float8.py: the output layer is excluded, embeddings are not Linear).
+    linear: bool = True
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,12 @@ class StepPlan:
     overlap_param_gather: bool = False  # stages 1-2: gather updated parameters during the next forward
     first_bucket_bytes: float = 0.0  # DDP caps its first bucket so that communication starts early
     per_unit: bool = False  # FSDP: reduce (and, at stages 0 and 2, gather) per unit instead of in buckets
-    gather_bucket_bytes: float = 0.0  # stages 1-2: gather the updated parameters in buckets this size (0: per unit)
+    gather_calls: int = 0  # stages 1-2: the updated parameters gathered in this many calls (0: per unit)
+    bucket_op: str = "reduce_scatter"  # stages 1-2: the collective each gradient bucket runs
+    # How buckets take whole tensors: "after" closes a bucket once it reaches its cap (DDP, Megatron), "before"
+    # flushes it before a tensor would overflow it (DeepSpeed); "" cuts the flattened gradient anywhere.
+    bucket_rule: str = ""
+    unconverted_weight_bytes: float = 0.0  # what a non-linear unit is gathered in under fp8 gathers (0: weight_bytes)
     stage3_reduce_bucket_bytes: float = 0.0  # stage 3: gradients leave in buckets this size (0: one call per unit)
     overlap_grad_reduce: bool = True  # False: the gradient reduction runs on the compute stream (DeepSpeed 1-2)
     ranks: int = 1
@@ -194,27 +203,69 @@ def expected_max_deviate(n: int) -> float:
     return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
 
 
+def bucket_edges(
+    units: Sequence[Unit], grad_bytes: float, bucket: float, first_bucket: float = 0.0, rule: str = ""
+) -> list[float]:
+    """Where the buckets end, in bytes of the gradient in the order it becomes ready (`units` in backward order,
+    each unit's tensors last to first). With a `rule`, buckets take whole tensors (module docstring of StepPlan's
+    bucket_rule; DDP: torch/csrc/distributed/c10d/reducer.cpp@v2.5.0 compute_bucket_assignment_by_size; Megatron:
+    param_and_grad_buffer.py; DeepSpeed: stage_1_and_2.py reduce_independent_p_g_buckets_and_remove_grads);
+    without one, or for a unit whose tensors are not known, the flattened gradient is cut anywhere."""
+    total = sum(u.params for u in units) * grad_bytes
+    edges: list[float] = []
+    if total <= 0:
+        return edges
+
+    def cap() -> float:
+        return first_bucket if first_bucket > 0 and not edges else bucket
+
+    start = held = 0.0  # where the open bucket starts, and the bytes in it
+    for u in units:
+        for t in u.tensors[::-1] if rule and u.tensors else (u.params,):
+            size = t * grad_bytes
+            if not (rule and u.tensors):  # cut anywhere: fill the open bucket, then whole buckets
+                while held + size >= cap() - 1e-9 * cap():
+                    take = cap() - held
+                    edges.append(start + held + take)
+                    start, held, size = edges[-1], 0.0, size - take
+                held += size
+                continue
+            if rule == "before" and held > 0 and held + size > cap():
+                edges.append(start + held)
+                start, held = edges[-1], 0.0
+            held += size
+            if rule == "after" and held >= cap():
+                edges.append(start + held)
+                start, held = edges[-1], 0.0
+    if held > 1e-9 * total or not edges:
+        edges.append(total)
+    edges[-1] = total
+    return edges
+
+
 def drain(
     compute: Sequence[float],
     unit_bytes: Sequence[float],
     bucket: float,
     call: Callable[[float], Call],
     first_bucket: float = 0.0,
+    edges: Sequence[float] | None = None,
 ) -> Drain:
     """A backward pass whose gradients leave in buckets on one stream.
 
-    Unit j produces unit_bytes[j] linearly over compute[j] seconds; the buckets cover the flattened gradient in
-    order (the first one `first_bucket` bytes when given, the rest `bucket`), and bucket k goes out when both
-    its last byte is ready and the previous bucket is done. Buckets are cut from the flattened gradient (as
-    FSDP and DeepSpeed flatten it; DDP also never splits a tensor)."""
+    Unit j produces unit_bytes[j] linearly over compute[j] seconds; the buckets cover the gradient in order,
+    ending at `edges` (bucket_edges: whole tensors, as the frameworks fill them) or, without them, cut from the
+    flattened gradient (the first one `first_bucket` bytes when given, the rest `bucket`); bucket k goes out when
+    both its last byte is ready and the previous bucket is done."""
     total = float(sum(unit_bytes))
     elapsed = sum(compute)
     if total <= 0:
         return Drain(elapsed, 0.0, ())
-    first = min(first_bucket, total) if first_bucket > 0 else min(bucket, total)
-    edges = [first]
-    while edges[-1] < total * (1 - 1e-12):
-        edges.append(min(edges[-1] + bucket, total))
+    if edges is None:
+        first = min(first_bucket, total) if first_bucket > 0 else min(bucket, total)
+        edges = [first]
+        while edges[-1] < total * (1 - 1e-12):
+            edges.append(min(edges[-1] + bucket, total))
     t = done = produced = comm = 0.0
     calls: list[Call] = []
     for c, b in zip(compute, unit_bytes, strict=True):
@@ -268,7 +319,7 @@ class _Schedule:
         self.fwd_units = _compute_split(plan.forward, units)
         self.bwd_units = _compute_split(plan.backward, units)[::-1]
         self.grad_total = sum(u.params for u in units) * plan.grad_bytes
-        self.weight_total = sum(u.params for u in units) * plan.weight_bytes
+        self.weight_total = sum(u.params * self.gathered_bytes(u) for u in units)
         self.phases: list[Phase] = []
         self.traffic: list[Traffic] = []
 
@@ -276,14 +327,20 @@ class _Schedule:
         if repeats > 0:
             self.phases.append(Phase(name, seconds, 0.0, seconds, repeats))
 
-    def per_unit_calls(self, op: str, bytes_per_param: float) -> list[Call]:
-        return [self.call(op, u.params * bytes_per_param) for u in self.plan.units]
+    def gathered_bytes(self, u: Unit) -> float:
+        """Bytes per parameter the unit's gather moves: fp8 gathers convert only linear layers."""
+        p = self.plan
+        return p.weight_bytes if u.linear or not p.unconverted_weight_bytes else p.unconverted_weight_bytes
+
+    def parameter_gathers(self) -> list[Call]:
+        return [self.call("all_gather", u.params * self.gathered_bytes(u)) for u in self.plan.units]
 
     def bucketed(self, op: str, purpose: str, occurrences: int) -> None:
         """Gradients reduced in buckets through the backward pass (or after it, when not overlapped)."""
         p = self.plan
         sizes = [u.params * p.grad_bytes for u in p.units][::-1]
-        d = drain(self.bwd_units, sizes, p.bucket_bytes, lambda s: self.call(op, s), p.first_bucket_bytes)
+        edges = bucket_edges(p.units[::-1], p.grad_bytes, p.bucket_bytes, p.first_bucket_bytes, p.bucket_rule)
+        d = drain(self.bwd_units, sizes, p.bucket_bytes, lambda s: self.call(op, s), p.first_bucket_bytes, edges)
         n = len(d.calls) * occurrences
         self.traffic.append(
             Traffic(
@@ -343,8 +400,7 @@ class _Schedule:
 
     def gathered_forward(self, repeats: int, purpose: str) -> list[Call]:
         """Every unit's parameters gathered before its forward, one unit prefetched (FSDP, ZeRO-3)."""
-        p = self.plan
-        calls = self.per_unit_calls("all_gather", p.weight_bytes)
+        calls = self.parameter_gathers()
         self.gathered("forward + all_gather", self.fwd_units, calls, repeats)
         self.traffic.append(
             Traffic(
@@ -361,16 +417,15 @@ class _Schedule:
 
     def updated_parameters(self) -> None:
         """Stages 1-2: the updated parameter shards are all-gathered once per step. DeepSpeed (and so the ZeRO
-        paper's own implementation) gathers them at the end of the optimizer step in allgather_bucket_size
-        buckets, before the next forward can start: nothing hides them. Megatron's distributed optimizer
-        (--overlap-param-gather) gathers them block by block during the next forward instead. The ideal
-        overlaps them with that forward either way."""
+        paper's own implementation) gathers them at the end of the optimizer step, one all_gather_into_tensor per
+        parameter group (deepspeed/runtime/utils.py all_gather_into_tensor_dp_groups), before the next forward can
+        start: nothing hides them. Megatron's distributed optimizer (--overlap-param-gather) gathers them block
+        by block during the next forward instead. The ideal overlaps them with that forward either way."""
         p = self.plan
-        if p.gather_bucket_bytes > 0 and not p.overlap_param_gather:
-            n = max(1, math.ceil(self.weight_total / p.gather_bucket_bytes - 1e-9))
-            calls = [self.call("all_gather", self.weight_total / n)] * n
+        if p.gather_calls > 0 and not p.overlap_param_gather:
+            calls = [self.call("all_gather", self.weight_total / p.gather_calls)] * p.gather_calls
         else:
-            calls = self.per_unit_calls("all_gather", p.weight_bytes)
+            calls = self.parameter_gathers()
         ag = sum(c.seconds for c in calls)
         self.traffic.append(
             Traffic("all_gather", "updated parameters", self.weight_total, 1, len(calls), ag, _algorithms(calls))
@@ -435,14 +490,16 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
             s.updated_parameters()
         else:
             s.compute_only("forward", fwd, 1)
-        op = "all_reduce" if stage == 0 else "reduce_scatter"
         if plan.per_unit:
-            s.per_unit_backward(op, "gradients", 1)
+            s.per_unit_backward("all_reduce" if stage == 0 else "reduce_scatter", "gradients", 1)
         else:
-            s.bucketed(op, "gradients", 1)
+            s.bucketed("all_reduce" if stage == 0 else plan.bucket_op, "gradients", 1)
     elif stage == 2 and plan.per_unit:  # FSDP SHARD_GRAD_OP
-        s.gathered_forward(a, "parameters (forward)")
+        # Under no_sync (full gradients kept) the parameters stay unsharded after the first forward's gather
+        # (torch/distributed/fsdp/_runtime_utils.py@v2.5.0 _should_free_in_backward): one gather per step.
         rs_times = 1 if plan.keep_full_grads else a
+        s.gathered_forward(rs_times, "parameters (forward)")
+        s.compute_only("forward (parameters kept unsharded)", fwd, a - rs_times)
         s.compute_only("backward (full gradients kept)", bwd, a - rs_times)
         s.per_unit_backward("reduce_scatter", "gradients", rs_times)
     elif stage == 2:
@@ -450,9 +507,9 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
         s.compute_only("forward", fwd, a - 1)
         if plan.keep_full_grads and a > 1:
             s.compute_only("backward (full gradients kept)", bwd, a - 1)
-            s.bucketed("reduce_scatter", "gradients", 1)
+            s.bucketed(plan.bucket_op, "gradients", 1)
         else:
-            s.bucketed("reduce_scatter", "gradients", a)
+            s.bucketed(plan.bucket_op, "gradients", a)
     else:
         gathers = s.gathered_forward(a, "parameters (forward)")
         rs_times = 1 if plan.keep_full_grads else a
