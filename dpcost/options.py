@@ -32,8 +32,9 @@ __all__ = [
     "written_time",
 ]
 
-DEFAULT_MFU = 0.40  # dense-BF16 MFU of well-tuned large runs (PaLM 46%, Llama 3 38-43%, MegaScale 55%)
-DEFAULT_BUCKET_BYTES = 25 * 2**20  # PyTorch DDP bucket_cap_mb=25, in MiB
+# Dense-BF16 MFU of well-tuned large runs (PaLM 46%; Llama 3 405B 38-43% on 16K H100s, Dubey et al. 2024, Table 4,
+# communication and bubbles included; MegaScale 55%): 40% for the math alone.
+DEFAULT_MFU = 0.40
 DEFAULT_OVERLAP_SLOWDOWN = 0.18  # NCCL runs ~24 channels, an SM each, of an H100's 132 (docs/frameworks.md)
 DEFAULT_SYNC_JITTER = 0.9e-3  # fitted to llm-foundry's H100 FSDP weak scaling: benchmarks/training_scaling.py --fit
 

@@ -169,7 +169,7 @@ def test_megatron_18_and_20_bytes() -> None:
         assert model_states(1e9, d, 1, fp32).total == pytest.approx((6 + 12 / d) * 1e9)
         assert model_states(1e9, d, 0, bf16).total == pytest.approx(20e9)
         assert model_states(1e9, d, 1, bf16).total == pytest.approx((4 + 16 / d) * 1e9)
-    assert FRAMEWORKS["megatron"].grad_dtype == "fp32"
+    assert RECIPES["megatron"].grad_dtype == "fp32"
 
 
 def test_ddp_counts_its_bucket_copy() -> None:

@@ -20,11 +20,7 @@ from dataclasses import dataclass
 from dpcost.engine.params import ParamCount
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["DEFAULT_MFU", "FlopsPerToken", "attention_flops", "flops_per_token"]
-
-# Llama 3 405B trained at 38-43% BF16 MFU on 16K H100s (Dubey et al. 2024, Table 4) with communication
-# and pipeline bubbles included; 40% is a conservative figure for the math alone.
-DEFAULT_MFU = 0.40
+__all__ = ["FlopsPerToken", "attention_flops", "flops_per_token"]
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,9 @@ MIB = 2**20
 
 @dataclass(frozen=True)
 class Framework:
-    name: str  # also its memory recipe (memory.RECIPES)
+    name: str  # also its memory recipe (memory.RECIPES), whose gradient dtype its reduction moves
     title: str
     stages: dict[int, str]  # the ZeRO stages it runs, by its own name for them
-    grad_dtype: str  # what its gradient reduction moves
     gather_bytes: float | None  # bytes per parameter its gathers move (None: the recipe's weight bytes)
     bucket_elements: float | None  # gradient bucket in elements (None: bucket_bytes)
     bucket_elements_per_rank: float  # Megatron grows its buckets with DP
@@ -72,11 +71,11 @@ class Framework:
     bucket_op: str = "reduce_scatter"  # stages 1-2: the collective each gradient bucket runs
     bucket_rule: str = "after"  # how its buckets take whole tensors (step.bucket_edges)
 
-    def bucket(self, dp: int, grad_bytes: float, default_bytes: float) -> float:
-        """Bytes per gradient bucket at this DP size and gradient dtype."""
+    def bucket(self, dp: int, grad_bytes: float) -> float:
+        """Bytes per gradient bucket at this DP size and gradient dtype (0: it reduces per unit, no buckets)."""
         if self.bucket_elements is not None:
             return max(self.bucket_elements, self.bucket_elements_per_rank * dp) * grad_bytes
-        return self.bucket_bytes if self.bucket_bytes is not None else default_bytes
+        return self.bucket_bytes or 0.0
 
 
 FRAMEWORKS = {
@@ -84,7 +83,6 @@ FRAMEWORKS = {
         name="ddp",
         title="PyTorch DDP",
         stages={0: "DDP"},
-        grad_dtype="fp32",
         gather_bytes=None,
         bucket_elements=None,
         bucket_elements_per_rank=0.0,
@@ -101,7 +99,6 @@ FRAMEWORKS = {
         name="fsdp",
         title="PyTorch FSDP",
         stages={0: "NO_SHARD", 2: "SHARD_GRAD_OP", 3: "FULL_SHARD"},
-        grad_dtype="fp32",
         gather_bytes=2.0,
         bucket_elements=None,
         bucket_elements_per_rank=0.0,
@@ -120,7 +117,6 @@ FRAMEWORKS = {
         name="deepspeed",
         title="DeepSpeed ZeRO",
         stages={0: "stage 0", 1: "stage 1", 2: "stage 2", 3: "stage 3"},
-        grad_dtype="bf16",
         gather_bytes=None,
         bucket_elements=5e8,
         bucket_elements_per_rank=0.0,
@@ -140,7 +136,6 @@ FRAMEWORKS = {
         name="megatron",
         title="Megatron-LM",
         stages={0: "DDP", 1: "distributed optimizer"},
-        grad_dtype="fp32",
         gather_bytes=None,
         bucket_elements=4e7,
         bucket_elements_per_rank=1e6,

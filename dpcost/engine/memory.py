@@ -85,6 +85,7 @@ class Recipe:
     name: str
     title: str
     source: str
+    grad_dtype: str  # what its gradient reduction moves, unless --grad-dtype says otherwise
     components: tuple[StateComponent, ...]
     optimizer_states: bool = True  # whether `components` leaves the optimizer's own states to the optimizer choice
     states_in_weight_dtype: bool = False  # AdamW's/SGD's fp32 states are kept in the 16-bit weights' dtype instead
@@ -103,6 +104,7 @@ RECIPES = {
         "zero-paper",
         "ZeRO paper (fp16 mixed precision, K = 12)",
         "Rajbhandari et al. 2020, section 3.1",
+        "fp16",
         (
             StateComponent("fp16 weights", "params", 2, 3, "params"),
             StateComponent("fp16 grads", "grads", 2, 2, "optimizer", communicated=True),
@@ -113,6 +115,7 @@ RECIPES = {
         "deepspeed",
         "DeepSpeed estimators (bf16 + fp32 grads, Adam)",
         "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py, estimate_zero*_model_states_mem_needs",
+        "bf16",
         (
             StateComponent("bf16 weights", "params", 2, 3, "params"),
             StateComponent("bf16 grads", "grads", 2, 2, "optimizer", gone_from=3, communicated=True),
@@ -124,6 +127,7 @@ RECIPES = {
         "ddp",
         "PyTorch DDP under autocast (fp32 weights and grads, Adam)",
         "torch/nn/parallel/distributed.py@v2.5.0; torch.amp autocast keeps fp32 parameters",
+        "fp32",
         (
             StateComponent("fp32 weights", "params", 4, 3, "params"),
             StateComponent("fp32 grads", "grads", 4, 2, "optimizer", communicated=True, lifetime="backward"),
@@ -133,6 +137,7 @@ RECIPES = {
         "fsdp",
         "PyTorch FSDP (sharded fp32 weights, fp32 reduce, Adam)",
         "torch/distributed/fsdp@v2.5.0: FlatParameter shards in fp32, MixedPrecision(bf16, reduce fp32)",
+        "fp32",
         (
             StateComponent("fp32 weights (sharded)", "params", 4, 2, "params"),
             StateComponent("fp32 grads", "grads", 4, 2, "optimizer", communicated=True, lifetime="backward"),
@@ -143,6 +148,7 @@ RECIPES = {
         "pure bf16 (bf16 weights, grads and optimizer states)",
         "torchtune recipes with dtype: bf16 (training.get_dtype); litgpt precision bf16-true; torch.optim.AdamW "
         "keeps exp_avg and exp_avg_sq in the parameters' dtype (torch/optim/adamw.py@v2.5.0, _init_group)",
+        "bf16",
         (
             StateComponent("bf16 weights", "params", 2, 3, "params"),
             StateComponent("bf16 grads", "grads", 2, 2, "optimizer", communicated=True, lifetime="backward"),
@@ -153,6 +159,7 @@ RECIPES = {
         "megatron",
         "Megatron-LM distributed optimizer (bf16 weights, fp32 main grads)",
         "Megatron-LM docs, distributed optimizer: 18 bytes, or 6 + 12/d",
+        "fp32",
         (
             StateComponent("bf16 weights", "params", 2, 3, "params"),
             StateComponent("fp32 main grads", "grads", 4, 2, "optimizer", communicated=True),

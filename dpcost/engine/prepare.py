@@ -27,7 +27,7 @@ from dpcost.engine.placement import check_ranks
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
 from dpcost.errors import InputError
-from dpcost.options import DEFAULT_BUCKET_BYTES, Options
+from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 
 __all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "prepare", "recipe_of", "stage_table", "units"]
@@ -35,15 +35,6 @@ __all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "prepare", "recipe_of", "stage
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 DEFAULT_SEQ_LEN = 4096
 MAX_BUCKETS = 1_000_000  # per pass: each is a call the timeline schedules
-# The recipe's own gradient dtype (what its reduce-scatter/all-reduce moves) when --grad-dtype is not given.
-RECIPE_GRAD_DTYPE = {
-    "zero-paper": "fp16",
-    "deepspeed": "bf16",
-    "megatron": "fp32",
-    "ddp": "fp32",
-    "fsdp": "fp32",
-    "bf16": "bf16",
-}
 
 
 @dataclass(frozen=True)
@@ -230,8 +221,9 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     if fw is not None and o.plan.recompute is not None and o.plan.recompute not in fw.recompute:
         raise InputError("recompute", f"{fw.title} runs recompute {', '.join(fw.recompute)}, not {o.plan.recompute}")
     recipe_name = recipe_of(o)
-    # Pure bf16 has no fp32 gradient to reduce, whichever framework runs it.
-    own = RECIPE_GRAD_DTYPE[recipe_name] if recipe_name == "bf16" or fw is None else fw.grad_dtype
+    # The framework's reduction dtype is its own recipe's (--recipe changes the memory accounting only), but pure
+    # bf16 has no fp32 gradient to reduce, whichever framework runs it.
+    own = RECIPES[recipe_name if recipe_name == "bf16" or fw is None else fw.name].grad_dtype
     grad_dtype = o.precision.grad_dtype or own
     recipe = recipe_for(recipe_name, grad_dtype)
     if recipe.name == "megatron" and o.communication.gather_dtype == "fp8" and model.architecture is not None:
@@ -251,7 +243,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         raise InputError("compute_dtype", str(exc)) from None
     accumulation, micro_batch, notes = batching(o)
     given = o.communication
-    bucket = given.bucket_bytes or (fw.bucket(o.dp, grad_bytes, DEFAULT_BUCKET_BYTES) if fw else DEFAULT_BUCKET_BYTES)
+    # The generic plan buckets as PyTorch DDP does (frameworks.py)
+    bucket = given.bucket_bytes or (fw or FRAMEWORKS["ddp"]).bucket(o.dp, grad_bytes)
     first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
     if fw is not None and fw.per_unit:  # FSDP reduces per wrapped unit: it has no buckets
         flags = [
