@@ -228,6 +228,22 @@ class Communication(Section):
         description="Force a collective algorithm (hierarchical is a what-if NCCL does not run).",
         json_schema_extra=cli("--algorithm"),
     )
+    protocol: Literal["ll", "ll128", "simple"] | None = Field(
+        None,
+        description="Force NCCL's protocol (NCCL_PROTO) [default: NCCL's choice].",
+        json_schema_extra=cli("--protocol"),
+    )
+    nvls: bool | None = Field(
+        None,
+        description="NVLS/NVLSTree allowed (NCCL_NVLS_ENABLE; off without fabric manager or IMEX) [default: the "
+        "topology's].",
+        json_schema_extra=cli("--nvls", metavar="on|off"),
+    )
+    collnet: bool | None = Field(
+        None,
+        description="CollNet/SHARP allowed (NCCL_COLLNET_ENABLE) [default: the topology's].",
+        json_schema_extra=cli("--collnet", metavar="on|off"),
+    )
     keep_full_grads: bool = Field(
         False,
         description="Stages 2-3: accumulate unsharded gradients, reduce once per step.",

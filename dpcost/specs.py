@@ -285,6 +285,12 @@ class TopologySpec(Spec):
         0.0, description="fraction of network bandwidth lost per doubling of nodes beyond two (calibrated)"
     )
     tiers: Annotated[list[TierSpec], Field(min_length=1)]
+    nvls: bool = Field(
+        True,
+        description="NCCL may run NVLS/NVLSTree where a tier has NVLink SHARP (off: NCCL_NVLS_ENABLE=0, or no fabric "
+        "manager / IMEX channels)",
+    )
+    collnet: bool = Field(True, description="NCCL may run CollNet where the fabric has SHARP (NCCL_COLLNET_ENABLE)")
     calibration: Calibration | None = None
 
     @model_validator(mode="after")

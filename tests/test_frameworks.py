@@ -361,3 +361,35 @@ def test_ddp_puts_a_tensor_larger_than_the_cap_in_a_bucket_of_its_own() -> None:
     pieces = units(count_params(LLAMA8), LLAMA8, 4096)
     edges = bucket_edges(pieces[::-1], 4.0, 25 * MIB, 1 * MIB, "after")
     assert edges[0] == 128256 * 4096 * 4  # the output head alone
+
+
+# ------------------------------------------------------------------------------------------------ NCCL's environment
+
+
+def test_nvls_off_leaves_nccl_ring_and_tree() -> None:
+    """NCCL_NVLS_ENABLE=0, or a system without the fabric manager or IMEX channels: no NVLS, no NVLSTree. The same
+    holds for a topology that says `nvls: false`."""
+    from dpcost.engine.availability import environment
+    from dpcost.engine.collectives import collective
+
+    gb200 = load_topology("gb200-nvl72")
+    on = estimate(LLAMA8, gb200, Options(dp=72, framework="fsdp"))  # one NVL72 domain: NVLS reduce-scatters
+    off = estimate(LLAMA8, gb200, Options(dp=72, framework="fsdp", nvls=False))
+    assert {c.algorithm for c in on.communication.collectives} & {"nvls"}
+    assert not {c.algorithm for c in off.communication.collectives} & {"nvls", "nvls_tree"}
+    declared = estimate(LLAMA8, gb200.model_copy(update={"nvls": False}), Options(dp=72, framework="fsdp"))
+    assert declared.time == off.time
+    weighed = {c.algorithm for c in collective(gb200, "all_reduce", 144, 2**30).candidates}
+    assert "nvls_tree" in weighed
+    assert "nvls_tree" not in {
+        c.algorithm for c in collective(environment(gb200, False), "all_reduce", 144, 2**30).candidates
+    }
+    assert environment(gb200, nvls=True) is gb200
+
+
+def test_a_forced_protocol_runs_every_call() -> None:
+    """NCCL_PROTO=Simple: every call of the step runs Simple."""
+    r = run(dp=64, framework="ddp", protocol="simple")
+    assert {
+        name.split("/")[1] for c in r.communication.collectives for name in (b.algorithm for b in c.calls_by_algorithm)
+    } == {"simple"}

@@ -15,6 +15,16 @@ from dpcost.errors import InputError
 FACTOR = "a number above 1, such as 2"
 
 
+def _switch(flag: str, value: str | None) -> bool | None:
+    """on/off (true/false, 1/0) as the plan options take them."""
+    if value is None:
+        return None
+    words = {"on": True, "true": True, "1": True, "yes": True, "off": False, "false": False, "0": False, "no": False}
+    if value.strip().lower() not in words:
+        raise InputError(flag, f"must be on or off, got {value!r}")
+    return words[value.strip().lower()]
+
+
 def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> list[int]:
     from dpcost.units import UnitError, parse_message_size
 
@@ -90,6 +100,18 @@ def collective(
             help="Force a collective algorithm (hierarchical is a what-if NCCL does not run) [default: NCCL's choice].",
         ),
     ] = None,
+    nvls: Annotated[
+        str | None,
+        typer.Option(
+            "--nvls", metavar="on|off", help="NVLS/NVLSTree allowed (NCCL_NVLS_ENABLE) [default: the topology's]."
+        ),
+    ] = None,
+    collnet: Annotated[
+        str | None,
+        typer.Option(
+            "--collnet", metavar="on|off", help="CollNet/SHARP allowed (NCCL_COLLNET_ENABLE) [default: the topology's]."
+        ),
+    ] = None,
     compare: Annotated[
         Path | None, typer.Option("--compare", help="An nccl-tests log or CSV: adds measured time and error.")
     ] = None,
@@ -98,13 +120,13 @@ def collective(
 ) -> None:
     """Predicted collective time in nccl-tests' vocabulary (size, time, algbw, busbw), optionally beside a real run."""
     from dpcost.catalog import load_measurements, load_topology
-    from dpcost.engine.availability import ALGORITHMS
+    from dpcost.engine.availability import ALGORITHMS, environment
     from dpcost.engine.collectives import OPS
     from dpcost.engine.collectives import collective as run
     from dpcost.engine.prepare import check_dp
     from dpcost.render.collectives import collective_rows, collective_table
 
-    topo = load_topology(topology)
+    topo = environment(load_topology(topology), _switch("nvls", nvls), _switch("collnet", collnet))
     if algorithm is not None and algorithm not in ALGORITHMS:
         raise InputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     measured: dict[tuple[str, int], dict[str, float]] = {}

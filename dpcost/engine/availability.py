@@ -16,13 +16,33 @@ DeepSpeed and Megatron each call ncclAllReduce / ncclReduceScatter / ncclAllGath
 from __future__ import annotations
 
 from dpcost.engine.placement import Placement
+from dpcost.specs import TopologySpec
 
-__all__ = ["ALGORITHMS", "NCCL_ALGORITHMS", "WHAT_IF", "forcible", "nccl_candidates", "require"]
+__all__ = ["ALGORITHMS", "NCCL_ALGORITHMS", "WHAT_IF", "environment", "forcible", "nccl_candidates", "require"]
 
 NCCL_ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
 WHAT_IF = ("hierarchical",)
 ALGORITHMS = ("ring", "tree", "hierarchical", "nvls", "nvls_tree", "collnet", "pat")  # what --algorithm takes
 REDUCTIONS = ("all_reduce", "reduce_scatter", "all_gather")
+
+
+def environment(topology: TopologySpec, nvls: bool | None = None, collnet: bool | None = None) -> TopologySpec:
+    """The topology as the run's environment leaves it to NCCL: with NVLS off (NCCL_NVLS_ENABLE=0, or a system
+    without the fabric manager or IMEX channels NVLS needs: src/transport/nvls.cc) or CollNet off
+    (NCCL_COLLNET_ENABLE, SHARP's plugin absent), the tiers' in-network reduction of that kind is not there for
+    NCCL to use. `None` keeps the topology's own setting (its `nvls` and `collnet` fields)."""
+    use_nvls = topology.nvls if nvls is None else nvls
+    use_collnet = topology.collnet if collnet is None else collnet
+    off = {kind for kind, on in (("nvls", use_nvls), ("sharp", use_collnet)) if not on}
+    if not off or not any(t.in_network_reduction and t.in_network_reduction.kind in off for t in topology.tiers):
+        return topology
+    tiers = [
+        t.model_copy(update={"in_network_reduction": None})
+        if t.in_network_reduction is not None and t.in_network_reduction.kind in off
+        else t
+        for t in topology.tiers
+    ]
+    return topology.model_copy(update={"tiers": tiers, "nvls": use_nvls, "collnet": use_collnet})
 
 
 def _nvls(p: Placement) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from dpcost.engine import advice
+from dpcost.engine.availability import environment
 from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount
@@ -50,7 +51,8 @@ __all__ = ["EstimateReport", "Options", "check_dp", "estimate", "memory_by_stage
 
 
 def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> EstimateReport:
-    """Cost one plan: `options.dp` replicas of `model` on `topology`."""
+    """Cost one plan: `options.dp` replicas of `model` on `topology`, as the run's NCCL environment leaves it."""
+    topology = environment(topology, options.communication.nvls, options.communication.collnet)
     p = prepare(model, topology, options)
     if p.o.plan.mode == "inference":
         return _inference(model, topology, p)

@@ -132,7 +132,8 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
     def call(op: str, size: float) -> Call:
         key = (op, size)
         if key not in cache:
-            best = fastest(topology, op, o.dp, size, o.communication.algorithm)
+            c = o.communication
+            best = fastest(topology, op, o.dp, size, c.algorithm, c.protocol)
             cache[key] = Call(best.seconds, best.label)
         return cache[key]
 
