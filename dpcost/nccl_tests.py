@@ -296,7 +296,8 @@ def _which_op(text: str, name: str) -> tuple[str, str] | None:
             started.setdefault(op, line)
     declared: dict[str, int] = {}
     for m in _OP_LINE.finditer(text):
-        line, value = _line_of(text, m.start()), m.group(1).strip()
+        line, words = _line_of(text, m.start()), m.group(1).split()
+        value = words[0].strip(".,;()") if words else ""  # the op, then any remark: '# op: all_gather (float32)'
         if value not in OPS:
             raise ValueError(f"line {line}: '# op: {value[:30]}' names no collective dpcost reads ({', '.join(OPS)})")
         declared.setdefault(value, line)

@@ -68,6 +68,9 @@ def test_nccl_tests_own_starting_line_names_the_collective(tmp_path: Path) -> No
 def test_an_op_line_names_the_collective(tmp_path: Path) -> None:
     m = load_measurements(str(copy(tmp_path, ALL_REDUCE, "nccl.txt", "# op: all_reduce\n")))
     assert m.ops == ("all_reduce",) and m.rows == load_measurements(str(ALL_REDUCE)).rows
+    # a remark after the op, as provenance headers write it
+    m = load_measurements(str(copy(tmp_path, ALL_REDUCE, "remark.txt", "# Op: all_reduce (float32 sum).\n")))
+    assert m.ops == ("all_reduce",)
 
 
 @pytest.mark.parametrize("name", ["h200-allreduce.log", "h200-AllReduce.txt", "all-reduce.out"])
