@@ -3,10 +3,11 @@
 
     python benchmarks/accuracy.py [FILE_OR_DIR ...] [--holdout] [--topology NAME] [--points] [--markdown]
 
-With no arguments it reads tests/reference/nccl-tests/; --holdout, the held-out runs of nccl-tests-holdout/. For each run it prints the geometric-mean relative error
-of the predicted time for 1 MiB - 64 MiB and for >= 64 MiB, with the median and the worst point; --points lists
-every prediction; --markdown prints the README's table (tests/test_readme.py keeps the README equal to it). The
-topology is the file's `# dpcost-topology:` line, else guessed from the GPU name, or --topology.
+With no arguments it reads tests/reference/nccl-tests/; --holdout, the held-out runs of nccl-tests-holdout/. For
+each run it prints the geometric-mean relative error of the predicted time for 1 MiB - 64 MiB and for >= 64 MiB,
+with the median and the worst point; --points lists every prediction; --markdown prints the README's table
+(tests/test_readme.py keeps the README equal to it). The topology is the file's `# dpcost-topology:` line, else
+guessed from the GPU name, or --topology.
 """
 
 from __future__ import annotations
