@@ -262,9 +262,23 @@ def test_overlapped_compute_slows_while_collectives_run() -> None:
     base = step_time(_plan(), call)
     slowed = step_time(_plan(overlap_slowdown=0.2), call)
     overlap = sum(min(ph.compute, ph.comm) * ph.repeats for ph in base.phases if ph.overlapped and ph.comm)
+    assert all(ph.compute > ph.comm for ph in base.phases if ph.overlapped and ph.comm)  # compute-bound phases
     assert slowed.step - base.step == pytest.approx(0.2 * overlap)
     term = dict((t.term, t.seconds) for t in slowed.breakdown)["compute slowed by overlapping collectives"]
     assert term == pytest.approx(0.2 * overlap)
+
+
+def test_a_communication_bound_phase_hides_the_slowed_compute() -> None:
+    """Issue 17: the slowdown was charged where the slowed compute stays hidden behind a longer communication
+    stream. A phase whose collectives take twice its compute lasts as long as they do, slowed or not."""
+    call = lambda op, size: Call(size / 4e9, "ring/simple")  # noqa: E731  (slow enough that comm binds)
+    base = step_time(_plan(), call)
+    assert any(ph.comm >= 1.25 * ph.compute for ph in base.phases if ph.overlapped and ph.comm)
+    slowed = step_time(_plan(overlap_slowdown=0.2), call)
+    assert slowed.step == pytest.approx(base.step)
+    terms = dict((t.term, t.seconds) for t in slowed.breakdown)
+    assert terms["compute slowed by overlapping collectives"] > 0  # the compute is slowed, under the collectives
+    assert sum(terms.values()) == pytest.approx(slowed.step)
 
 
 def test_losses_grow_with_gpus_not_with_bytes() -> None:

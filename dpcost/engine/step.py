@@ -24,7 +24,8 @@ unless full gradients are kept (`keep_full_grads`, which costs a full unsharded 
 What real runs lose beyond the schedule (each term in the step's breakdown, each with its own flag):
 - per-call latency and ramp at high rank counts: in every call's time (collectives.py);
 - compute slowed while collectives run: NCCL's kernels occupy SMs and HBM bandwidth, so the compute that
-  overlaps a collective runs `overlap_slowdown` slower for as long as they overlap;
+  overlaps a collective runs `overlap_slowdown` slower for as long as they overlap; a phase bound by its
+  communication hides that slowed compute, which then only shortens the time it waits;
 - synchronisation jitter: a collective completes when its slowest rank arrives. With each rank's arrival
   jittered by `sync_jitter` seconds (one standard deviation), the compute that waits on a collective waits the
   expected maximum of N normal deviates, Blom's approximation Phi^-1((N - 0.375) / (N + 0.25)) of them, each
@@ -459,11 +460,15 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
     exposed: dict[str, float] = {}
     slowdown = 0.0
     for ph in phases:
-        extra = plan.overlap_slowdown * min(ph.compute, ph.comm) if ph.overlapped and ph.comm > 0 else 0.0
-        ph = replace(ph, duration=ph.duration + extra)
+        # The compute that runs alongside a collective is slowed. Where compute sets the phase's pace it is the
+        # critical path, and the phase lasts that much longer; where communication does (comm >= compute), the
+        # slowed compute still runs under it and only the part that no longer fits extends the phase.
+        lost = plan.overlap_slowdown * min(ph.compute, ph.comm) if ph.overlapped and ph.comm > 0 else 0.0
+        bound_by_comm = ph.comm >= ph.compute
+        ph = replace(ph, duration=max(ph.duration, ph.compute + lost) if bound_by_comm else ph.duration + lost)
         slowed.append(ph)
-        slowdown += extra * ph.repeats
-        wait = max(0.0, ph.duration - extra - ph.compute) * ph.repeats
+        slowdown += lost * ph.repeats
+        wait = max(0.0, ph.duration - lost - ph.compute) * ph.repeats
         for op, seconds in ph.comm_by_op:
             if ph.comm > 0:
                 exposed[op] = exposed.get(op, 0.0) + wait * seconds / ph.comm
