@@ -8,7 +8,9 @@ scores them: the log of predicted over measured time, with a soft-L1 loss (Huber
 noisy rows cannot drag the fit, minimised by Levenberg-Marquardt with the soft-L1 weights (iteratively
 reweighted least squares) over each parameter's position in its range. A parameter that no measured point
 depends on is left at the base topology's value and named as undetermined: the network's loss with scale needs
-two node counts, one of them beyond two nodes.
+two node counts beyond two nodes (up to two, NCCL's trees move half the network bytes). With three or more node
+counts, the largest is held out: the others are fitted, it is predicted, and a term stays only if its fit improves
+that prediction; the terms kept are then fitted to every run, and the held-out errors are reported.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dpcost.engine.placement import place
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import Calibration, TopologySpec
 
-__all__ = ["PARAMETERS", "Fit", "Parameter", "RunFit", "calibrate", "with_values"]
+__all__ = ["PARAMETERS", "Fit", "HeldOut", "Parameter", "RunFit", "calibrate", "with_values"]
 
 DELTA = 0.05  # soft-L1 scale: log errors below ~5% count quadratically, larger ones linearly
 ITERATIONS = 40
@@ -93,6 +95,16 @@ class RunFit:
 
 
 @dataclass(frozen=True)
+class HeldOut:
+    """Runs at the largest node count, predicted from a fit of the others: the base topology's error and the fit's."""
+
+    nodes: int
+    runs: int
+    base_error: float
+    fitted_error: float
+
+
+@dataclass(frozen=True)
 class Fit:
     topology: TopologySpec
     fitted: dict[str, float]  # the values found, for the parameters the runs determine
@@ -100,6 +112,7 @@ class Fit:
     undetermined: dict[str, str]  # parameter -> why it was kept at the base value
     runs: tuple[RunFit, ...]
     points: int
+    held_out: HeldOut | None = None  # three or more node counts: the largest predicted from the others
 
 
 def _unit(p: Parameter, x: float) -> float:
@@ -217,15 +230,18 @@ def _sensitive(base: TopologySpec, runs: Sequence[Measurements], values: dict[st
     return sum(1 for a, b in zip(here, there, strict=True) if abs(b - a) > math.log(1.01))
 
 
-def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
-    """The base topology fitted to the runs (see the module docstring)."""
-    if not runs:
-        raise ValueError("no measurements to calibrate on")
+def _fitted(
+    base: TopologySpec, runs: Sequence[Measurements], dropped: frozenset[str] = frozenset()
+) -> tuple[dict[str, float], list[Parameter], dict[str, str]]:
+    """The values the runs determine, the parameters fitted, and why each other one was kept at the base value;
+    `dropped` parameters are kept at the base value (the hold-out found they do not help)."""
     nodes = sorted({place(base, m.ranks).nodes for m in runs if m.ranks})
     start = {p.name: v for p in PARAMETERS if (v := _read(base, p.name)) is not None}
-    undetermined: dict[str, str] = {}
-    if len(nodes) < 2 or nodes[-1] <= 2:
-        undetermined["scaling_loss"] = "needs runs at two node counts, one of them beyond two nodes"
+    undetermined = {name: "the held-out node count predicts no better with it fitted" for name in dropped}
+    if sum(1 for n in nodes if n > 2) < 2:
+        # Up to two nodes NCCL's trees move half the network bytes they move beyond (engine/collectives.py,
+        # _tree_network_traffic): a loss per doubling read between 2 and 4 nodes would absorb that change of regime.
+        undetermined["scaling_loss"] = "needs runs at two node counts beyond two nodes"
     free = [p for p in PARAMETERS if p.name in start and p.name not in undetermined]
     free = [p for p in free if _sensitive(base, runs, start, p) >= 2]
     for p in PARAMETERS:
@@ -246,6 +262,47 @@ def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
         free = [p for p in free if p is not drop]
         if not free:
             values = dict(start)
+    return values, free, undetermined
+
+
+def _error(topology: TopologySpec, runs: Sequence[Measurements]) -> float:
+    """Geometric-mean |predicted / measured - 1| over every point of the runs."""
+    logs = [abs(math.log(pt.predicted_us / pt.measured_us)) for m in runs for pt in predict(m, topology)]
+    return math.exp(sum(logs) / len(logs)) - 1 if logs else 0.0
+
+
+def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozenset[str], HeldOut | None]:
+    """With three or more node counts: fit all but the largest, predict it, and drop (one at a time, the least
+    preferred first) every term whose fit does not improve that prediction."""
+    nodes = sorted({place(base, m.ranks).nodes for m in runs if m.ranks})
+    if len(nodes) < 3:
+        return frozenset(), None
+    largest = nodes[-1]
+    train = [m for m in runs if not m.ranks or place(base, m.ranks).nodes < largest]
+    test = [m for m in runs if m.ranks and place(base, m.ranks).nodes == largest]
+    dropped: frozenset[str] = frozenset()
+
+    def predicted(without: frozenset[str]) -> float:
+        values, _, _ = _fitted(base, train, without)
+        return _error(with_values(base, values), test)
+
+    best = predicted(dropped)
+    _, free, _ = _fitted(base, train)
+    for p in reversed(free):
+        trial = dropped | {p.name}
+        if (error := predicted(trial)) < best:
+            dropped, best = trial, error
+    return dropped, HeldOut(largest, len(test), _error(base, test), best)
+
+
+def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
+    """The base topology fitted to the runs (see the module docstring). With three or more node counts the terms
+    are chosen on a held-out prediction of the largest (_hold_out), then fitted to every run."""
+    if not runs:
+        raise ValueError("no measurements to calibrate on")
+    dropped, held_out = _hold_out(base, runs)
+    values, free, undetermined = _fitted(base, runs, dropped)
+    start = {p.name: v for p in PARAMETERS if (v := _read(base, p.name)) is not None}
     topology = with_values(base, values)
     fits = tuple(
         RunFit(
@@ -259,7 +316,9 @@ def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
         for m in runs
     )
     fitted = {p.name: values[p.name] for p in free}
-    return Fit(topology, fitted, {k: start[k] for k in fitted}, undetermined, fits, sum(len(m.rows) for m in runs))
+    return Fit(
+        topology, fitted, {k: start[k] for k in fitted}, undetermined, fits, sum(len(m.rows) for m in runs), held_out
+    )
 
 
 def record(fit: Fit, base: str, files: Sequence[str]) -> Calibration:

@@ -29,6 +29,12 @@ def calibration_tables(fit: Fit) -> list[Table]:
             params.rows.append([p.name, "-", "kept", fit.undetermined[p.name]])
             params.data.append({"parameter": p.name, "base": None, "fitted": None, "determined": False})
     params.notes.append(f"{fit.points} measured points; loss: soft-L1 of log(predicted / measured), delta 5%")
+    if (h := fit.held_out) is not None:
+        params.notes.append(
+            f"held out: the {h.runs} run(s) at {h.nodes} nodes, predicted from a fit of the others: "
+            f"{pct(h.base_error)} with the base topology, {pct(h.fitted_error)} fitted (geomean over their points); "
+            "a term stays only if it improves that prediction"
+        )
     runs = Table(
         "Error by run and size band: geomean |predicted - measured| / measured",
         ["run", "ranks", "nodes", "algorithm", "band", "points", "before", "after"],
