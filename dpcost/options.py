@@ -35,7 +35,10 @@ __all__ = [
 # Dense-BF16 MFU of well-tuned large runs (PaLM 46%; Llama 3 405B 38-43% on 16K H100s, Dubey et al. 2024, Table 4,
 # communication and bubbles included; MegaScale 55%): 40% for the math alone.
 DEFAULT_MFU = 0.40
-DEFAULT_OVERLAP_SLOWDOWN = 0.18  # NCCL runs ~24 channels, an SM each, of an H100's 132 (docs/frameworks.md)
+# NCCL runs ~24 channels, an SM each, of an H100's 132: 0.18 (docs/frameworks.md); another GPU loses the same SMs
+# of its own count (engine/prepare.py overlap_slowdown_for).
+DEFAULT_OVERLAP_SLOWDOWN = 0.18
+H100_SMS = 132
 DEFAULT_SYNC_JITTER = 0.9e-3  # fitted to llm-foundry's H100 FSDP weak scaling: benchmarks/training_scaling.py --fit
 
 
@@ -70,6 +73,10 @@ def _whole(value: Any) -> Any:
 FRACTION = "X|X%"  # a fraction's metavar: 0.4 or 40%
 Whole = Annotated[int, BeforeValidator(_whole)]
 Fraction = Annotated[float, BeforeValidator(parse_fraction)]
+
+
+def _optional_fraction(value: Any) -> Any:
+    return None if value is None else parse_fraction(value)
 
 
 def _comma_list(value: Any) -> Any:
@@ -288,12 +295,12 @@ class Compute(Section):
         "FP8 peak; MFU is reported against it).",
         json_schema_extra=cli("--compute-dtype"),
     )
-    overlap_slowdown: Fraction = Field(
-        DEFAULT_OVERLAP_SLOWDOWN,
+    overlap_slowdown: Annotated[float | None, BeforeValidator(_optional_fraction)] = Field(
+        None,
         ge=0,
         le=1,
         description="How much slower compute runs while a collective overlaps it (NCCL's kernels take SMs and "
-        "HBM bandwidth; docs/frameworks.md).",
+        "HBM bandwidth; docs/frameworks.md) [default: 0.18 on an H100's 132 SMs, scaled by the GPU's SM count].",
         json_schema_extra=cli("--overlap-slowdown", metavar=FRACTION),
     )
     sync_jitter: Annotated[float, BeforeValidator(written_time)] = Field(

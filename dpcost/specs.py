@@ -186,6 +186,9 @@ class GPUSpec(Spec):
     hbm_bandwidth: Bandwidth
     bf16_dense: Flops
     fp8_dense: Flops | None = Field(None, description="dense FP8 tensor-core peak, where the GPU has one")
+    sms: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
+        None, description="streaming multiprocessors: a collective's channels take one each while it runs"
+    )
     context: Bytes | None = Field(
         None,
         description="memory a process holds outside PyTorch's allocator: CUDA context, NCCL buffers [default: "

@@ -407,3 +407,11 @@ def test_a_forced_protocol_runs_every_call() -> None:
     assert {
         name.split("/")[1] for c in r.communication.collectives for name in (b.algorithm for b in c.calls_by_algorithm)
     } == {"simple"}
+
+
+def test_the_overlap_slowdown_is_the_sms_nccls_channels_take_of_each_gpu() -> None:
+    """0.18 on an H100 (24 channels of 132 SMs); the same SMs of an A100's 108 and a B200's 148."""
+    for topology, sms in (("dgx-h100", 132), ("dgx-a100", 108), ("dgx-b200", 148)):
+        r = estimate(LLAMA8, load_topology(topology), Options(dp=64, framework="fsdp", zero=3))
+        assert r.setup.overlap_slowdown == pytest.approx(0.18 * 132 / sms)
+    assert run(dp=64, overlap_slowdown="25%").setup.overlap_slowdown == 0.25

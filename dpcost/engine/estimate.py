@@ -235,7 +235,7 @@ def _setup(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
         "flash_attention": o.compute.flash_attention,
         "mfu": o.compute.mfu,
         "compute_dtype": o.compute.compute_dtype,
-        "overlap_slowdown": o.compute.overlap_slowdown,
+        "overlap_slowdown": p.overlap_slowdown,
         "sync_jitter": o.compute.sync_jitter,
     }
     return Setup.model_validate({**fields, **plan})

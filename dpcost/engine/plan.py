@@ -178,7 +178,7 @@ def timeline(
         stage3_reduce_bucket_bytes=p.stage3_reduce_bucket_bytes,
         overlap_grad_reduce=p.overlap_grad_reduce(stage),
         ranks=o.dp,
-        overlap_slowdown=o.compute.overlap_slowdown,
+        overlap_slowdown=p.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
     )
     return Timed(stage, recompute, step_time(plan, call), forward, backward, flops)

@@ -27,8 +27,8 @@ from dpcost.engine.placement import check_ranks
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
 from dpcost.errors import InputError
-from dpcost.options import Options
-from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.options import DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Options
+from dpcost.specs import GPUSpec, ModelSpec, TopologySpec
 
 __all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "prepare", "recipe_of", "stage_table", "units"]
 
@@ -56,6 +56,7 @@ class Prepared:
     framework: Framework | None
     bucket_bytes: float
     first_bucket_bytes: float
+    overlap_slowdown: float  # compute slowdown while a collective overlaps it (overlap_slowdown_for)
 
     def stages(self) -> tuple[int, ...]:
         """The ZeRO stages the framework runs."""
@@ -114,6 +115,14 @@ class Prepared:
     def stage3_reduce_bucket_bytes(self) -> float:
         """Stage 3: the gradient bucket DeepSpeed reduces in (0: one reduce-scatter per unit)."""
         return self.bucket_bytes if self.framework and self.framework.stage3_reduce_buckets else 0.0
+
+
+def overlap_slowdown_for(gpu: GPUSpec, given: float | None) -> float:
+    """--overlap-slowdown, else the SMs NCCL's channels take of this GPU: 0.18 on an H100's 132 SMs (docs/sources/
+    overlap-and-jitter.md), the same SMs of another GPU's count (0.18 where its count is not given)."""
+    if given is not None:
+        return given
+    return DEFAULT_OVERLAP_SLOWDOWN * H100_SMS / gpu.sms if gpu.sms else DEFAULT_OVERLAP_SLOWDOWN
 
 
 def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
@@ -276,6 +285,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         fw,
         bucket,
         first,
+        overlap_slowdown_for(topology.gpu, o.compute.overlap_slowdown),
     )
 
 
