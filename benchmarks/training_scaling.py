@@ -23,7 +23,7 @@ from pathlib import Path
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.estimate import estimate
-from dpcost.options import Options
+from dpcost.options import DEFAULT_MFU, Options
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "reference" / "training-runs"
 STAGE = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2}
@@ -142,6 +142,8 @@ class Row:
     measured: float
     predicted: float
     points: tuple[tuple[int, float, float], ...]
+    absolute: float | None  # tokens/s per GPU of the smallest run at its published MFU, predicted / measured - 1
+    naive: float  # the same at dpcost's default --mfu, one MFU for every run
 
     @property
     def error(self) -> float:
@@ -164,6 +166,8 @@ def compare(all_runs: list[Run]) -> tuple[list[Row], dict[str, str]]:
             skipped[name] = next(r.out_of_scope for r in rs if r.out_of_scope)
             continue
         lo, hi = kept[0], kept[-1]
+        absolute = predict(lo, lo.hfu) / lo.tokens_per_s_per_gpu - 1 if lo.hfu else None
+        naive = predict(lo, DEFAULT_MFU) / lo.tokens_per_s_per_gpu - 1
         mfu = lo.hfu or 0.4
         mfu *= lo.tokens_per_s_per_gpu / predict(lo, mfu)  # the compute rate that reproduces the smallest run
         mfu = min(mfu, 1.0)
@@ -176,6 +180,8 @@ def compare(all_runs: list[Run]) -> tuple[list[Row], dict[str, str]]:
                 hi.tokens_per_s_per_gpu / lo.tokens_per_s_per_gpu,
                 pred[hi.gpus] / pred[lo.gpus],
                 tuple((r.gpus, r.tokens_per_s_per_gpu, pred[r.gpus]) for r in kept),
+                absolute,
+                naive,
             )
         )
     return rows, skipped
@@ -187,29 +193,38 @@ def geomean(xs: list[float]) -> float:
 
 def markdown(rows: list[Row], skipped: dict[str, str], points: bool = False) -> str:
     out = [
-        "| series | GPUs | measured ratio | dpcost ratio | dpcost error | perfect-scaling error |",
-        "|---|---|---:|---:|---:|---:|",
+        "| series | GPUs | measured ratio | dpcost ratio | dpcost error | perfect-scaling error "
+        "| tokens/s at published MFU | at 40% MFU (naive) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         lo, hi = row.gpus
+        absolute = f"{row.absolute:+.1%}" if row.absolute is not None else "-"
         out.append(
             f"| {row.series} | {lo}-{hi} | {row.measured:.3f} | {row.predicted:.3f} | {row.error:.1%} "
-            f"| {row.perfect_error:.1%} |"
+            f"| {row.perfect_error:.1%} | {absolute} | {row.naive:+.1%} |"
         )
         if points:
             out += [f"|   {g} GPUs | | {m:,.0f} tok/s | {p:,.0f} tok/s | | |" for g, m, p in row.points]
     out.append("")
-    out.append("| source | series | dpcost error (geomean) | perfect-scaling error (geomean) |")
-    out.append("|---|---:|---:|---:|")
+    out.append(
+        "| source | series | dpcost error (geomean) | perfect-scaling error (geomean) "
+        "| tokens/s at published MFU (geomean) | at 40% MFU (geomean) | sample |"
+    )
+    out.append("|---|---:|---:|---:|---:|---:|---|")
     groups: dict[str, list[Row]] = {}
     for row in rows:
         groups.setdefault(row.source, []).append(row)
     groups["all"] = rows
     for source, members in groups.items():
         fit = " (the losses' fit source)" if source == FIT_SOURCE else ""
+        published = [abs(r.absolute) for r in members if r.absolute is not None]
+        absolute = f"{geomean(published):.1%}" if published else "-"
+        sample = "mixed" if source == "all" else "fixed sync_jitter" if source == FIT_SOURCE else "fixed no constant"
         out.append(
             f"| {source}{fit} | {len(members)} | {geomean([r.error for r in members]):.1%} "
-            f"| {geomean([r.perfect_error for r in members]):.1%} |"
+            f"| {geomean([r.perfect_error for r in members]):.1%} | {absolute} "
+            f"| {geomean([abs(r.naive) for r in members]):.1%} | {sample} |"
         )
     if skipped:
         out.append("")
