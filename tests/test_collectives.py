@@ -372,3 +372,21 @@ def test_a_single_rank_moves_nothing(h100: TopologySpec) -> None:
     c = collective(h100, "all_reduce", 1, GIB)
     assert c.best.seconds == 0 and c.best.algorithm == "none"
     assert bus_factor("all_reduce", 1) == 0
+
+
+def test_blackwell_nvls_tree_takes_the_tree_correction_on_x86_hosts() -> None:
+    """NCCL 2.30.7 tuning.cc ncclTopoGetAlgoTime: an NVLSTree all-reduce on compute capability >= 10.0 with an x86
+    host takes treeCorrectionFactor[Simple][log2(size / 64)] (0.7 at 4 MiB: index 16); Grace hosts (GB200) do not."""
+    from dpcost.engine.collectives import collective_time
+    from dpcost.engine.nccl_tables import nvls_tree_correction
+
+    assert nvls_tree_correction(4 * 2**20, "blackwell", "intel") == 0.7
+    assert nvls_tree_correction(4 * 2**20, "blackwell", "arm") == 1.0
+    assert nvls_tree_correction(4 * 2**20, "hopper", "intel") == 1.0
+    assert nvls_tree_correction(2**29, "blackwell", "amd") == 0.9  # log2(2^29 / 64) = 23, the table's last
+    assert nvls_tree_correction(2**30, "blackwell", "amd") == 1.0  # 24: beyond it
+    b200 = load_topology("dgx-b200")
+    arm = b200.model_copy(update={"host_cpu": "arm"})
+    x86 = collective_time(b200, "all_reduce", 32, 4 * 2**20, "nvls_tree")
+    grace = collective_time(arm, "all_reduce", 32, 4 * 2**20, "nvls_tree")
+    assert x86.bandwidth_seconds == pytest.approx(grace.bandwidth_seconds / 0.7)

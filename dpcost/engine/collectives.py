@@ -316,6 +316,9 @@ def _tree(topology: TopologySpec, p: Placement, size: float, proto: Protocol, nv
         algorithm = "nvls_tree" if nvls else "tree"
         latency += 2 * _tree_depth_latency(topology, p.nodes, p.rail_levels(), algorithm, "simple" if nvls else proto)
     if nvls:
+        if p.nodes > 1:
+            keep = nccl.nvls_tree_correction(size, topology.gpu.arch, topology.host_cpu)
+            traffic = [replace(t, seconds=t.seconds / keep) for t in traffic]
         bw_seconds = max(t.seconds for t in traffic)
         name = "nvls_tree" if p.nodes > 1 else "nvls"
         return CollectiveTime(

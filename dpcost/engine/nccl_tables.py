@@ -115,6 +115,15 @@ def tree_correction(size: float, protocol: str) -> float:
     return TREE_CORRECTION_FACTOR[_p(protocol)][index] if 0 <= index < 23 else 1.0
 
 
+def nvls_tree_correction(size: float, arch: str, cpu: str) -> float:
+    """A Blackwell NVLSTree all-reduce on an x86 host takes treeCorrectionFactor[Simple][log2(size / 64)] too, for
+    log sizes 0-23 (tuning.cc ncclTopoGetAlgoTime: `minCompCap >= 100 && cpuArch == NCCL_TOPO_CPU_ARCH_X86`)."""
+    if arch != "blackwell" or cpu not in ("intel", "amd"):
+        return 1.0
+    index = int(math.log2(size / 64)) if size >= 64 else -1
+    return TREE_CORRECTION_FACTOR[_p("simple")][index] if 0 <= index < 24 else 1.0
+
+
 def net_overhead(cpu: str, protocol: str) -> float:
     """Per-step floor of a multi-node ring's intra-node steps (us): the proxy's network overhead."""
     return NET_OVERHEAD_US[cpu] * (NET_OVERHEAD_SIMPLE if protocol == "simple" else 1)
