@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 from dpcost.specs import GPUSpec
@@ -249,13 +250,12 @@ def buffers(
     Stage 0 as PyTorch DDP runs it (generic and ddp): DDP copies every gradient into its buckets
     (gradient_as_bucket_view=False, the default; PyTorch DDP docs). Megatron's buckets are views of its
     contiguous gradient buffer, reduced in place, and FSDP reduces per unit: no bucket memory. Otherwise
-    `buckets_in_flight`: two when the reduction overlaps the backward (one filling, one being reduced), one when it
-    runs on the compute stream (DeepSpeed's ipg bucket without overlap_comm: stage_1_and_2.py). Stage 3: the
-    gathered unit in use and the next one
-    prefetched, plus the full gradient of the unit in the backward pass (FSDP per-block wrapping); DeepSpeed's
-    estimator (the deepspeed recipe) counts 4 bytes x its largest layer instead. FSDP's SHARD_GRAD_OP keeps every
-    unit gathered from its forward to its backward: the whole model in the gathered dtype (`gather_bytes`,
-    default the recipe's weight bytes)."""
+    `buckets_in_flight`: two when the reduction overlaps the backward (one filling, one being reduced), one when
+    it runs on the compute stream (DeepSpeed's ipg bucket without overlap_comm: stage_1_and_2.py). Stage 3: the
+    gathered unit in use and the next one prefetched, plus the full gradient of the unit in the backward pass
+    (FSDP per-block wrapping); DeepSpeed's estimator (the deepspeed recipe) counts 4 bytes x its largest layer
+    instead. FSDP's SHARD_GRAD_OP keeps every unit gathered from its forward to its backward: the whole model in
+    the gathered dtype (`gather_bytes`, default the recipe's weight bytes)."""
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     gathered_bytes = gather_bytes or weight_bytes
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
@@ -306,8 +306,9 @@ class StageMemory:
     cpu: float
     hbm: float
 
-    @property
+    @cached_property
     def peak(self) -> PhaseMemory:
+        """The phase where allocated memory peaks."""
         return max(self.phases, key=lambda ph: ph.allocated(self.micro_batch))
 
     @property

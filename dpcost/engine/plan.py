@@ -16,7 +16,7 @@ from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memory import offload_applies
 from dpcost.engine.placement import place
-from dpcost.engine.prepare import Prepared, units
+from dpcost.engine.prepare import Prepared
 from dpcost.engine.step import Call, StepPlan, StepTime, step_time
 from dpcost.errors import InputError
 from dpcost.options import Options
@@ -163,7 +163,7 @@ def timeline(
         accumulation=p.accumulation,
         forward=forward * (1.0 + o.compute.skew),
         backward=backward * (1.0 + o.compute.skew),
-        units=units(p.counts, model, p.seq_len),
+        units=p.pieces(model),
         grad_bytes=p.grad_bytes,
         weight_bytes=p.weight_bytes,
         unconverted_weight_bytes=p.unconverted_weight_bytes,

@@ -4,7 +4,7 @@ pieces the step schedules, and memory per GPU at every ZeRO stage. Shared by `es
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from dpcost.engine import advice
 from dpcost.engine.activations import Kernels
@@ -57,6 +57,14 @@ class Prepared:
     bucket_bytes: float
     first_bucket_bytes: float
     overlap_slowdown: float  # compute slowdown while a collective overlaps it (overlap_slowdown_for)
+    _pieces: dict[str, tuple[Unit, ...]] = field(default_factory=dict, compare=False, repr=False)
+
+    def pieces(self, model: ModelSpec) -> tuple[Unit, ...]:
+        """units() of the model at this plan's sequence length, built once per plan (a MoE block lists every
+        expert's tensors, and the stage tables and the timeline all ask)."""
+        if model.name not in self._pieces:
+            self._pieces[model.name] = units(self.counts, model, self.seq_len)
+        return self._pieces[model.name]
 
     def stages(self) -> tuple[int, ...]:
         """The ZeRO stages the framework runs."""
@@ -237,7 +245,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     recipe = recipe_for(recipe_name, grad_dtype)
     if recipe.name == "megatron" and o.communication.gather_dtype == "fp8" and model.architecture is not None:
         a = model.architecture
-        matrices = sum(sum(block_matrices(a, b.moe)) for b in counts.blocks)
+        per_kind = {moe: sum(block_matrices(a, moe)) for moe in {b.moe for b in counts.blocks}}
+        matrices = sum(per_kind[b.moe] for b in counts.blocks)
         recipe = fp8_weights(recipe, matrices / counts.total)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
     weight_bytes = (fw.gather_bytes if fw else None) or next(
@@ -302,7 +311,8 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     flops = [0.0] + [2 * b.active + attention_per_layer for b in counts.blocks] + [2 * head_matmul]
     positions = a.learned_positions * a.hidden
     tensors = [tuple(t for t in (counts.embedding, float(positions)) if t > 0)]
-    tensors += [block_tensors(a, b.moe) for b in counts.blocks]
+    kinds = {moe: block_tensors(a, moe) for moe in {b.moe for b in counts.blocks}}  # dense and MoE blocks
+    tensors += [kinds[b.moe] for b in counts.blocks]
     head = counts.total - counts.embedding - positions - sum(b.params for b in counts.blocks)
     tensors += [tuple(t for t in (head - counts.lm_head, counts.lm_head) if t > 0)]  # final norm, output head
     total = sum(flops)
@@ -327,7 +337,7 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
     if model.largest_layer_params:
         gather_unit, gather_bytes = model.largest_layer_params, p.weight_bytes
     else:  # the largest piece, in what its gather moves (fp8 gathers convert only linear layers)
-        biggest = max(units(counts, model, p.seq_len), key=lambda u: u.params)
+        biggest = max(p.pieces(model), key=lambda u: u.params)
         gather_unit = biggest.params
         gather_bytes = p.weight_bytes if biggest.linear else p.unconverted_weight_bytes
     if a is not None:
