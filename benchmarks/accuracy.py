@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from dpcost.accuracy import band_errors, guess_topology, predict
-from dpcost.catalog import load_runs, load_topology
+from dpcost.catalog import list_topologies, load_runs, load_topology
 from dpcost.nccl_tests import Measurements
 
 HERE = Path(__file__).resolve().parent.parent
@@ -29,7 +29,7 @@ HOLDOUT = HERE / "tests" / "reference" / "nccl-tests-holdout"
 
 def holdout_runs() -> list[Measurements]:
     """The held-out runs dpcost can score: those whose header names a catalog topology."""
-    known = {p.stem for p in (HERE / "topologies").glob("*.yaml")}
+    known = {t.name for t in list_topologies()}
     return [m for m in runs_in([HOLDOUT]) if guess_topology(m) in known]
 
 

@@ -32,10 +32,9 @@ from typing import Literal
 
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["ACT_BYTES", "KERNELS", "Kernels", "LayerTensors", "Tensor", "kv_cache_bytes", "layer_tensors"]
+__all__ = ["ACT_BYTES", "Kernels", "LayerTensors", "Tensor", "kv_cache_bytes", "layer_tensors"]
 
 Kernels = Literal["eager", "fused", "compiled"]
-KERNELS: tuple[Kernels, ...] = ("eager", "fused", "compiled")
 ACT_BYTES = 2  # bf16/fp16 activations
 # Megatron's module names (megatron/core/transformer/transformer_config.py, recompute_modules), used to tag each
 # tensor with the part of the layer it belongs to.
@@ -65,9 +64,6 @@ class LayerTensors:
     def saved_bytes(self, seq_len: int, micro_batch: int) -> float:
         """Everything autograd keeps: the layer without recomputation."""
         return sum(t.bytes(seq_len, micro_batch) for t in self.tensors if t.saved)
-
-    def module_bytes(self, modules: frozenset[str], seq_len: int, micro_batch: int) -> float:
-        return sum(t.bytes(seq_len, micro_batch) for t in self.tensors if t.saved and t.module in modules)
 
 
 def _norm_input(a: ModelArchitecture, kernels: Kernels, name: str, module: Module, width: int) -> Tensor:

@@ -28,12 +28,12 @@ from typing import Literal
 from dpcost.engine.activations import ACT_BYTES, Kernels, LayerTensors, layer_tensors
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["MEGATRON_MODULES", "RECOMPUTE", "Activations", "Recompute", "activation_memory", "kept_per_token"]
+__all__ = ["RECOMPUTE", "Activations", "Recompute", "activation_memory", "kept_per_token"]
 
 Recompute = Literal["none", "selective", "op", "full"]
 RECOMPUTE: tuple[Recompute, ...] = ("none", "selective", "op", "full")
-# Megatron-LM's --recompute-modules choices dpcost prices, and its default (transformer_config.py@core_r0.13.0).
-MEGATRON_MODULES = ("core_attn", "layernorm", "mlp", "moe_act", "moe")
+# Megatron-LM's default --recompute-modules (transformer_config.py@core_r0.13.0); the choices dpcost prices are
+# options.Plan.recompute_modules'.
 DEFAULT_MODULES = frozenset({"core_attn"})
 # A module's output is kept by the next op even when the module is recomputed: the attention context by the output
 # projection, a norm's output by the matmuls after it.
@@ -48,9 +48,6 @@ class Activations:
     recompute: float  # the largest re-created set while one layer's backward runs
     gradients: float  # the largest layer's activation gradients in flight during its backward
     largest_tensor: float  # the largest single activation tensor (the allocator's fragmentation follows it)
-    layer_none: float  # the largest layer with nothing recomputed (for reports)
-    layers: int
-    recompute_policy: str
 
 
 def _sac_saved(layer: LayerTensors, seq_len: int, micro_batch: int) -> float:
@@ -128,7 +125,4 @@ def activation_memory(
         recompute=recomputed,
         gradients=(3 if a.gated_mlp else 2) * widest,
         largest_tensor=max(widest, quadratic),
-        layer_none=max(layer.saved_bytes(s, b) for layer in kinds.values()),
-        layers=a.layers,
-        recompute_policy=recompute,
     )
