@@ -191,3 +191,12 @@ def test_flags_reach_the_report_and_bad_ones_are_one_line() -> None:
         bad = runner.invoke(app, ["estimate", "--model", "llama-8b", "--dp", "8", *args])
         assert bad.exit_code == 2, args
         assert says in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_unsharded_gradient_blocks_are_reused_by_the_activations() -> None:
+    """FSDP NO_SHARD: a block's fp32 gradients (218M x 4 B = 872 MB) are larger than the widest activation
+    (2 x 8192 x 14336 x 2 B = 470 MB), so the allocator carves activations out of their cached blocks: reserved is
+    allocated plus the largest transient tensor only. Sharded over 8 (109 MB) they are not reusable (the FULL_SHARD
+    test above)."""
+    s = _stage(Options(dp=8, framework="fsdp", zero=0, recompute="op", seq_len=8192, micro_batch=2), 0)
+    assert s.reserved_bytes - s.allocated_bytes == pytest.approx(4 * VOCAB * 8192 * 2, abs=2)

@@ -350,8 +350,9 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
         loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
         layer_backward = act.recompute + act.gradients
         largest = max(act.largest_tensor, loss.largest_tensor)
+        widest = act.largest_tensor
     else:
-        kept = loss_forward = loss_backward = layer_backward = largest = 0.0
+        kept = loss_forward = loss_backward = layer_backward = largest = widest = 0.0
     bucket, keep_full = p.bucket_bytes, o.communication.keep_full_grads
     context = context_bytes(topology.gpu)
     rows = []
@@ -373,5 +374,11 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
         if keep_full and stage >= 2 and p.accumulation > 1:
             buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / o.dp))
         phase_list = phases(states, buf, kept, loss_forward, loss_backward, layer_backward, p.accumulation)
-        rows.append(stage_memory(stage, states, phase_list, p.micro_batch, largest, context, topology.gpu.hbm))
+        # A transformer block's gradients, or their shard: most of the gradient comes in blocks of this size
+        grad_block = counts.largest_block * p.grad_bytes / (o.dp if stage >= 2 else 1)
+        rows.append(
+            stage_memory(
+                stage, states, phase_list, p.micro_batch, largest, context, topology.gpu.hbm, grad_block, widest
+            )
+        )
     return tuple(rows)
