@@ -13,6 +13,9 @@ guessed from the GPU name, or --topology.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import math
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +28,19 @@ DEFAULT = HERE / "tests" / "reference" / "nccl-tests"
 # Runs gathered for issue 17 and never used to fix a constant: the out-of-sample set. Only those on a GPU the catalog
 # has a topology for are scored (the RCCL runs on MI300X/MI325X/MI355X name none).
 HOLDOUT = HERE / "tests" / "reference" / "nccl-tests-holdout"
+
+
+def in_sample() -> frozenset[str]:
+    """The runs whose data fixed a constant: those the hop-latency corrections were fitted to
+    (benchmarks/fit_corrections.py RUNS) and those a catalog topology's header derives an efficiency or a loss from."""
+    spec = importlib.util.spec_from_file_location("fit_corrections", Path(__file__).with_name("fit_corrections.py"))
+    assert spec is not None and spec.loader is not None
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    headers = [t.read_text() for t in (HERE / "topologies").glob("*.yaml")]
+    cited = {name for text in headers for name in re.findall(r"[\w.-]+\.(?:log|csv)", text)}
+    names = {p.name for p in DEFAULT.iterdir()}
+    return frozenset(fit.RUNS) | {n for n in names if any(n == c or n.endswith(c) for c in cited)}
 
 
 def holdout_runs() -> list[Measurements]:
@@ -41,17 +57,33 @@ def runs_in(paths: list[Path]) -> list[Measurements]:
 def markdown(runs: list[Measurements], topology: str | None = None) -> str:
     """One row per run: its topology, ranks, what it forced, and the error in each band."""
     lines = [
-        "| run | topology | ranks | forced | 1-64 MiB | >= 64 MiB | worst |",
-        "|---|---|---:|---|---:|---:|---:|",
+        "| run | topology | ranks | forced | 1-64 MiB | >= 64 MiB | worst | fixed a constant |",
+        "|---|---|---:|---|---:|---:|---:|---|",
     ]
+    fitted = in_sample()
+    by_sample: dict[tuple[str, str], list[float]] = {}
     for m in runs:
         name = topology or guess_topology(m) or "dgx-h100"
         bands = {b.band: b for b in band_errors(predict(m, load_topology(name)))}
         forced = ", ".join(x for x in (m.algorithm, m.protocol, "" if m.nvls else "no NVLS") if x) or "-"
         cells = [f"{bands[b].geomean:.1%}" if b in bands else "-" for b in ("1-64 MiB", ">=64 MiB")]
         worst = max((b.worst for b in bands.values()), default=0.0)
-        lines.append(f"| {m.name} | {name} | {m.ranks} | {forced} | {cells[0]} | {cells[1]} | {worst:.0%} |")
+        sample = "yes" if m.name in fitted else "no"
+        lines.append(f"| {m.name} | {name} | {m.ranks} | {forced} | {cells[0]} | {cells[1]} | {worst:.0%} | {sample} |")
+        for band, b in bands.items():
+            by_sample.setdefault((sample, band), []).append(b.geomean)
+    if len({s for s, _ in by_sample}) > 1:
+        lines += ["", "| runs | 1-64 MiB (geomean of runs) | >= 64 MiB (geomean of runs) |", "|---|---:|---:|"]
+        for sample, label in (("yes", "fixed a constant (in sample)"), ("no", "fixed none (out of sample)")):
+            cells = [_geomean(by_sample.get((sample, b), [])) for b in ("1-64 MiB", ">=64 MiB")]
+            lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
     return "\n".join(lines) + "\n"
+
+
+def _geomean(errors: list[float]) -> str:
+    if not errors:
+        return "-"
+    return f"{math.exp(sum(math.log(max(e, 1e-4)) for e in errors) / len(errors)):.1%}"
 
 
 def main(argv: list[str] | None = None) -> int:
