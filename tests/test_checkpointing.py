@@ -200,3 +200,14 @@ def test_unsharded_gradient_blocks_are_reused_by_the_activations() -> None:
     test above)."""
     s = _stage(Options(dp=8, framework="fsdp", zero=0, recompute="op", seq_len=8192, micro_batch=2), 0)
     assert s.reserved_bytes - s.allocated_bytes == pytest.approx(4 * VOCAB * 8192 * 2, abs=2)
+
+
+def test_recompute_modules_without_selective_are_named_as_ignored() -> None:
+    r = estimate(
+        load_model("llama-8b"), load_topology("dgx-h100"), Options(dp=8, recompute="full", recompute_modules="mlp")
+    )
+    assert any(w.code == "ignored-flags" and "--recompute-modules" in w.message for w in r.warnings)
+    r = estimate(
+        load_model("llama-8b"), load_topology("dgx-h100"), Options(dp=8, recompute="selective", recompute_modules="mlp")
+    )
+    assert not any(w.code == "ignored-flags" for w in r.warnings)

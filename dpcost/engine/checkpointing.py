@@ -28,7 +28,7 @@ from typing import Literal
 from dpcost.engine.activations import ACT_BYTES, Kernels, LayerTensors, layer_tensors
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["RECOMPUTE", "Activations", "Recompute", "activation_memory", "kept_per_token"]
+__all__ = ["DEFAULT_MODULES", "RECOMPUTE", "Activations", "Recompute", "activation_memory", "kept_per_token"]
 
 Recompute = Literal["none", "selective", "op", "full"]
 RECOMPUTE: tuple[Recompute, ...] = ("none", "selective", "op", "full")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from dpcost.engine import advice
 from dpcost.engine.activations import Kernels
-from dpcost.engine.checkpointing import activation_memory
+from dpcost.engine.checkpointing import DEFAULT_MODULES, activation_memory
 from dpcost.engine.compute import attention_flops
 from dpcost.engine.frameworks import FRAMEWORKS, Framework
 from dpcost.engine.loss import loss_memory
@@ -264,6 +264,10 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     # The generic plan buckets as PyTorch DDP does (frameworks.py)
     bucket = given.bucket_bytes or (fw or FRAMEWORKS["ddp"]).bucket(o.dp, grad_bytes)
     first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
+    plan = o.plan
+    if plan.recompute not in (None, "selective") and set(plan.recompute_modules) != DEFAULT_MODULES:
+        why = f"apply to --recompute selective, not {plan.recompute}"
+        notes.append(advice.ignored_flags(["--recompute-modules"], why))
     if fw is not None and fw.per_unit:  # FSDP reduces per wrapped unit: it has no buckets
         flags = [
             f
