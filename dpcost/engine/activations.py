@@ -60,6 +60,7 @@ class Tensor:
 class LayerTensors:
     tensors: tuple[Tensor, ...]
     kernels: Kernels  # how the layer runs, which decides what torch.compile's partitioner keeps
+    hidden: int  # the width of the block's input, which every checkpointing policy keeps
 
     def saved_bytes(self, seq_len: int, micro_batch: int) -> float:
         """Everything autograd keeps: the layer without recomputation."""
@@ -195,7 +196,7 @@ def layer_tensors(
         tensors.append(_post_norm(a, kernels, "post-MLP norm"))
     if a.dropout > 0:
         tensors.append(Tensor("MLP dropout mask", "mlp", 1.0 * h))
-    return LayerTensors(tuple(tensors), kernels)
+    return LayerTensors(tuple(tensors), kernels, a.hidden)
 
 
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:

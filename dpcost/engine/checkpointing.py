@@ -68,7 +68,7 @@ def kept_per_token(
 ) -> float:
     """Bytes one layer keeps for its backward under `policy`."""
     s, b = seq_len, micro_batch
-    block_input = ACT_BYTES * s * b * _hidden(layer)
+    block_input = ACT_BYTES * s * b * layer.hidden
     if policy == "none":
         return layer.saved_bytes(s, b)
     if policy == "selective":
@@ -82,12 +82,6 @@ def kept_per_token(
     if policy == "full":
         return block_input
     raise ValueError(f"recompute must be one of {RECOMPUTE}")
-
-
-def _hidden(layer: LayerTensors) -> float:
-    """The hidden size, read back from the layer's output-projection output (h elements per token)."""
-    out = next(t for t in layer.tensors if t.name == "output projection output")
-    return out.bytes_per_token / ACT_BYTES
 
 
 def activation_memory(

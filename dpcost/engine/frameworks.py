@@ -44,6 +44,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dpcost.engine.activations import Kernels
+
 __all__ = ["FRAMEWORKS", "Framework"]
 
 MIB = 2**20
@@ -66,7 +68,7 @@ class Framework:
     overlap_param_gather: bool  # ZeRO-1/2: gather updated parameters during the next forward (Megatron)
     source: str
     loss_impl: str = "upcast"  # how its loss holds the logits (loss.py)
-    kernels: str = "eager"  # how its layers run (activations.py): PyTorch ops, or Megatron's fused kernels
+    kernels: Kernels = "eager"  # how its layers run (activations.py): PyTorch ops, or Megatron's fused kernels
     recompute: tuple[str, ...] = ("none", "full")  # the checkpointing policies it runs (checkpointing.py)
     bucket_op: str = "reduce_scatter"  # stages 1-2: the collective each gradient bucket runs
     bucket_rule: str = "after"  # how its buckets take whole tensors (step.bucket_edges)

@@ -95,8 +95,7 @@ class Prepared:
         counts Korthikanti's fused-kernel tensors."""
         if self.o.compute.compile:
             return "compiled"
-        fw = self.framework.kernels if self.framework else "fused"
-        return "eager" if fw == "eager" else "fused"
+        return self.framework.kernels if self.framework else "fused"
 
     @property
     def schedule(self) -> str:
