@@ -89,7 +89,8 @@ def test_nvls_closed_form(h100: TopologySpec) -> None:
 
 def test_tree_closed_form_beyond_two_nodes(h100: TopologySpec) -> None:
     """4 nodes: a chain in the node (2S per GPU) pipelined with a double binary tree in which every node is
-    interior once and moves 2S through its 8 rails; NCCL's latency 2 x ((ppn - 1) x 4.0 + log2(4) x 14) us."""
+    interior once and moves 2S through its 8 rails; NCCL's latency 2 x ((ppn - 1) x 4.0 + log2(4) x 14) us. The
+    bus bandwidth stays under 8 channels x perChMaxTreeBw (36 GB/s on Hopper beyond two nodes), which binds here."""
     topo = _flat(h100)
     n, s = 32, 4.0 * GIB
     nv, ib = topo.tiers[0], topo.tiers[1]
@@ -98,7 +99,9 @@ def test_tree_closed_form_beyond_two_nodes(h100: TopologySpec) -> None:
     inter = 2 * s / 8 / ib.effective_bandwidth
     latency = topo.call_overhead + (8.4 + 2 * (7 * 4.0 + 2 * 14.0)) * US
     assert got.protocol == "simple"
-    assert got.seconds == pytest.approx(latency + max(intra, inter) / 0.92, rel=1e-12)
+    channels_cap = 2 * s / (8 * 36e9)
+    assert channels_cap > max(intra, inter) / 0.92
+    assert got.seconds == pytest.approx(latency + channels_cap, rel=1e-12)
 
 
 @pytest.mark.parametrize("alg", ["tree", "nvls_tree"])
@@ -390,3 +393,20 @@ def test_blackwell_nvls_tree_takes_the_tree_correction_on_x86_hosts() -> None:
     x86 = collective_time(b200, "all_reduce", 32, 4 * 2**20, "nvls_tree")
     grace = collective_time(arm, "all_reduce", 32, 4 * 2**20, "nvls_tree")
     assert x86.bandwidth_seconds == pytest.approx(grace.bandwidth_seconds / 0.7)
+
+
+@pytest.mark.parametrize("nodes", [4, 8, 62])
+def test_b200_tree_beyond_two_nodes_is_held_to_ncclS_per_channel_cap(nodes: int) -> None:
+    """NCCL 2.30.7 tuning.cc:330-331 caps a Tree all-reduce's bus bandwidth at nChannels x perChMaxTreeBw, 24 GB/s
+    per channel on Blackwell beyond two nodes; a DGX B200's search finds one channel per 400G NIC (search.cc
+    sm100SpeedArrayInter: 48 GB/s fits a 50 GB/s NIC once). Measured (issue 17): 192-196 GB/s busbw for Tree
+    against 386-390 GB/s for Ring on the same B200 cluster at 4-62 nodes."""
+    b200 = load_topology("dgx-b200")
+    ranks = 8 * nodes
+    tree = collective_time(b200, "all_reduce", ranks, GIB, "tree")
+    ring = collective_time(b200, "all_reduce", ranks, GIB, "ring")
+    busbw = bus_factor("all_reduce", ranks) * GIB / tree.seconds / 1e9
+    assert 170 <= busbw <= 196
+    assert ring.seconds < tree.seconds
+    assert nccl.channels_per_nic("blackwell", 50.0) == 1
+    assert nccl.channels_per_nic("hopper", 100.0) == 2  # sm90's fastest is 48 GB/s: an 800G NIC holds two

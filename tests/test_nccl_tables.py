@@ -42,6 +42,7 @@ def test_index_orders_match() -> None:
         (nccl.PER_CH_MAX_TREE_BWS, TABLES["perChMaxTreeBws"]["values"]),
         (nccl.PER_CH_MAX_NVLS_TREE_BWS, TABLES["perChMaxNVLSTreeBws"]["values"]),
         (nccl.TREE_CORRECTION_FACTOR, TABLES["treeCorrectionFactor"]["values"]),
+        (nccl.SPEED_ARRAY_INTER, TABLES["speedArrayInter"]["values"]),
     ],
 )
 def test_table_equals_the_transcription(ours: tuple[object, ...], theirs: list[object]) -> None:

@@ -14,7 +14,8 @@ Bandwidth terms (N ranks on D NVLink domains of g GPUs, S bytes; Patarasuk & Yua
 - tree (all-reduce): a chain inside each NVLink domain (2S per GPU) pipelined with a double binary tree across
   domains. In a double binary tree every domain is interior in one of the two trees and so sends and receives
   about 2S through its g rails; two domains are the exception, moving S (NCCL's tuner likewise rates Tree and
-  NVLSTree by NVLink bandwidth up to 2 nodes and halves NVLSTree's network bandwidth above).
+  NVLSTree by NVLink bandwidth up to 2 nodes and halves NVLSTree's network bandwidth above). Beyond 2 nodes the
+  bus bandwidth stays under NCCL's per-channel cap, search channels x perChMaxTreeBw (tuning.cc:330-335).
 - nvls: NVLink SHARP inside one NVSwitch domain: each GPU sends and receives (1 + 1/N) x S (all-reduce) or
   (N-1)/N x S (reduce-scatter, all-gather).
 - nvls_tree: NVLS inside the domains pipelined with the tree across them (NCCL's NVLSTree).
@@ -296,6 +297,18 @@ def _tree_network_traffic(topology: TopologySpec, p: Placement, size: float) -> 
     return traffic
 
 
+def _tree_channels_busbw(topology: TopologySpec, p: Placement, proto: Protocol) -> float:
+    """The most bus bandwidth NCCL's Tree reaches across nodes (bytes/s): its search channels (one per NIC at the
+    speed the NIC carries, one NIC per GPU) times perChMaxTreeBw for the GPU generation and node count
+    (tuning.cc:330-335). On B200 beyond two nodes that is 8 x 24 GB/s, half of what the rails carry."""
+    cap = nccl.tree_channel_cap(topology.gpu.arch, proto, p.nodes)
+    if cap is None:
+        return math.inf
+    nic_gbs = p.rail_levels()[0].tier.bandwidth / GB
+    channels = math.floor(p.ppn) * nccl.channels_per_nic(topology.gpu.arch, nic_gbs)
+    return channels * cap * GB
+
+
 def _tree(topology: TopologySpec, p: Placement, size: float, proto: Protocol, nvls: bool) -> CollectiveTime:
     """NCCL Tree (chain in the domain + double binary tree across) or NVLSTree (NVLS in the domain)."""
     g = p.ppn
@@ -326,6 +339,8 @@ def _tree(topology: TopologySpec, p: Placement, size: float, proto: Protocol, nv
         )
     factor = nccl.TREE_ALLREDUCE * nccl.tree_correction(size, proto)
     bw_seconds, traffic = _with_protocol("tree", proto, traffic, 2 * size, _ll_cap(topology, p.nodes), factor, p.nodes)
+    if p.nodes > 2:
+        bw_seconds = max(bw_seconds, 2 * size / _tree_channels_busbw(topology, p, proto))
     return CollectiveTime(
         "all_reduce", "tree", proto, p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
     )

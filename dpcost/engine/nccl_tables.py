@@ -50,6 +50,14 @@ TREE_CORRECTION_FACTOR = (
     (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
     (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
 )
+# search.cc:1052-1065 the per-channel bandwidths the graph search tries across nodes (speedArrayInter), GB/s,
+# by compute capability: below sm90, sm90, sm100 and later
+SPEED_ARRAY_INTER = (
+    (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24,
+     0.12),
+)
 # fmt: on
 
 # Constants written inline in ncclTopoTuneModel / ncclTopoGetAlgoTime (tuning.cc line numbers at 2.30.7)
@@ -122,6 +130,23 @@ def nvls_tree_correction(size: float, arch: str, cpu: str) -> float:
         return 1.0
     index = int(math.log2(size / 64)) if size >= 64 else -1
     return TREE_CORRECTION_FACTOR[_p("simple")][index] if 0 <= index < 24 else 1.0
+
+
+def channels_per_nic(arch: str, nic_gbs: float) -> int:
+    """Search channels one NIC carries across nodes: the graph search gives each channel the fastest speed of
+    speedArrayInter a NIC can carry (search.cc ncclTopoCompute), so a NIC holds floor(NIC / that speed) of them."""
+    row = SPEED_ARRAY_INTER[0 if ARCH_ORDER.index(arch) < 2 else 1 if arch == "hopper" else 2]
+    speed = next((s for s in row if s <= nic_gbs), row[-1])
+    return max(1, int(nic_gbs // speed))
+
+
+def tree_channel_cap(arch: str, protocol: str, nodes: int) -> float | None:
+    """perChMaxTreeBws / perChMaxTreeLL128Bws: the bus bandwidth one Tree channel reaches (GB/s), by GPU generation
+    and node count (tuning.cc:330-335, `busBw = min(busBw * .92, nChannels * perChMaxTreeBw)`); LL has llMaxBw."""
+    if protocol == "ll":
+        return None
+    table = PER_CH_MAX_TREE_BWS if protocol == "simple" else PER_CH_MAX_TREE_LL128_BWS
+    return table[ARCH_ORDER.index(arch)][_scale(nodes)]
 
 
 def net_overhead(cpu: str, protocol: str) -> float:
