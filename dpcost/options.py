@@ -39,7 +39,8 @@ DEFAULT_MFU = 0.40
 # of its own count (engine/prepare.py overlap_slowdown_for).
 DEFAULT_OVERLAP_SLOWDOWN = 0.18
 H100_SMS = 132
-DEFAULT_SYNC_JITTER = 0.9e-3  # fitted to llm-foundry's H100 FSDP weak scaling: benchmarks/training_scaling.py --fit
+# s per sqrt(s) of compute; fitted to llm-foundry's H100 FSDP weak scaling: benchmarks/training_scaling.py --fit
+DEFAULT_SYNC_JITTER = 25e-3
 
 
 def _auto(value: Any) -> Any:
@@ -307,8 +308,9 @@ class Compute(Section):
         DEFAULT_SYNC_JITTER,
         ge=0,
         le=1,
-        description="One standard deviation of a rank's arrival at each collective; every call waits for the "
-        "slowest of N (docs/frameworks.md).",
+        description="A rank's drift: one standard deviation of its compute after one second (it grows as the "
+        "square root of the compute since the ranks last met); a collective waits for the slowest of N beyond its "
+        "prefetch slack (docs/frameworks.md).",
         json_schema_extra=cli("--sync-jitter", metavar="TIME"),
     )
 

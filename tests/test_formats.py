@@ -147,17 +147,17 @@ def test_the_html_report_in_a_real_browser(tmp_path: Path) -> None:
     # what the browser parsed: the charts as SVG elements, the tables, the assumptions
     assert dom.count("<svg") == 2 and "<figcaption>Memory per GPU by ZeRO stage (HBM 80.0 GB)</figcaption>" in dom
     assert ">ZeRO-3 (costed)</text>" in dom and ">59.0 GB fits</text>" in dom and ">HBM 80.0 GB</text>" in dom
-    assert ">step (as scheduled)</text>" in dom and ">6.15 s</text>" in dom
-    assert ">exposed communication 37.7 ms</text>" in dom and ">lost at scale 755 ms</text>" in dom  # the legend
+    assert ">step (as scheduled)</text>" in dom and ">5.85 s</text>" in dom
+    assert ">exposed communication 37.7 ms</text>" in dom and ">lost at scale 455 ms</text>" in dom  # the legend
     assert ">reduce_scatter (gradients)</text>" in dom and ">565 ms</text>" in dom
-    assert "<h2>Time per step</h2>" in dom and '<td class="prose">340,851 tokens/s</td>' in dom
+    assert "<h2>Time per step</h2>" in dom and '<td class="prose">358,329 tokens/s</td>' in dom
     assert '<td class="no">NO / 80.0 GB</td>' in dom
     assert "<h2>Assumptions</h2>" in dom and "<li>data parallel: --dp 512</li>" in dom
     dom = subprocess.run(
         [browser, *flags, "--dump-dom", sweep.as_uri()], capture_output=True, text=True, timeout=120, check=True
     ).stdout
     assert "<figcaption>Scaling efficiency against DP size</figcaption>" in dom
-    assert "<title>DP 4096: 78.4%</title>" in dom and ">75%</text>" in dom
+    assert "<title>DP 4096: 72.6%</title>" in dom and ">70%</text>" in dom
     shot = tmp_path / "estimate.png"
     subprocess.run(
         [browser, *flags, f"--screenshot={shot}", "--window-size=1200,1600", page.as_uri()],

@@ -14,7 +14,7 @@ from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memory import RECIPES, model_states
 from dpcost.engine.params import count_params
 from dpcost.engine.report import EstimateReport
-from dpcost.engine.step import Call, StepPlan, Unit, expected_max_deviate, step_time
+from dpcost.engine.step import Call, StepPlan, Unit, expected_max_deviate, slowest_rank_wait, step_time
 from dpcost.errors import InputError
 from dpcost.options import Options
 
@@ -217,9 +217,11 @@ def test_the_timeline_and_the_waits_make_the_step(stage: int, per_unit: bool, ov
     )
     st = step_time(plan, call)
     timeline = sum(ph.duration * ph.repeats for ph in st.phases)
-    waits = sum(ph.waits * ph.repeats for ph in st.phases)
-    assert st.step == pytest.approx(timeline + waits * 1e-3 * expected_max_deviate(512), rel=1e-12)
     terms = dict((t.term, t.seconds) for t in st.breakdown)
+    jitter = terms["waiting for the slowest rank (synchronisation jitter)"]
+    assert jitter == pytest.approx(slowest_rank_wait(st.phases, 1e-3, 512), rel=1e-12)
+    assert 1e-3 * math.sqrt(accum * 3.0) * expected_max_deviate(512) <= jitter * (1 + 1e-12)  # at least the step's
+    assert st.step == pytest.approx(timeline + jitter, rel=1e-12)
     assert terms["compute"] == pytest.approx(accum * 3.0)
     assert terms["compute"] + st.exposed + terms["compute slowed by overlapping collectives"] == pytest.approx(timeline)
 
@@ -248,13 +250,25 @@ def _plan(**kw: object) -> StepPlan:
     return StepPlan(**base)  # type: ignore[arg-type]
 
 
-def test_jitter_is_paid_each_time_compute_waits_and_grows_with_log_n() -> None:
+def test_jitter_in_a_compute_bound_step_is_paid_once_and_grows_with_log_n() -> None:
+    """Each gather (5 ms) hides behind its unit's 100-200 ms with room to spare, so no wait costs: the ranks drift
+    through the step's 3 s of compute and meet at the optimizer, sqrt(3 s) x jitter x E[max of N] late."""
     call = lambda op, size: Call(size / 400e9, "ring/simple")  # noqa: E731
     quiet = step_time(_plan(), call)
     for ranks in (8, 512):
         noisy = step_time(_plan(sync_jitter=1e-3, ranks=ranks), call)
-        # FULL_SHARD waits before each of 10 units' forward and backward, and for the last reduction: 21 times
-        assert noisy.step - quiet.step == pytest.approx(21 * 1e-3 * expected_max_deviate(ranks))
+        assert noisy.step - quiet.step == pytest.approx(math.sqrt(3.0) * 1e-3 * expected_max_deviate(ranks))
+
+
+def test_jitter_in_a_communication_bound_step_is_paid_at_every_wait() -> None:
+    """Each gather (0.5 s) outlasts its unit's compute: no slack, so every wait re-aligns the ranks and costs the
+    drift since the last: 10 forward waits after 0.1 s each, 11 backward waits (10 gathers and the last reduction)
+    sharing 2 s."""
+    call = lambda op, size: Call(size / 4e9, "ring/simple")  # noqa: E731
+    quiet = step_time(_plan(), call)
+    noisy = step_time(_plan(sync_jitter=1e-3), call)
+    expected = 1e-3 * expected_max_deviate(512) * (10 * math.sqrt(0.1) + 11 * math.sqrt(2.0 / 11))
+    assert noisy.step - quiet.step == pytest.approx(expected)
 
 
 def test_overlapped_compute_slows_while_collectives_run() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+from dataclasses import replace
 
 import pytest
 
@@ -245,3 +247,42 @@ def test_moe_decoding_reads_only_the_experts_its_tokens_touch() -> None:
 def test_global_batch_keeps_the_largest_micro_batch_that_divides() -> None:
     r = estimate(load_model("llama-8b"), load_topology("dgx-h100"), Options(dp=8, global_batch=96, micro_batch=5))
     assert (r.setup.micro_batch, r.setup.accumulation) == (4, 3)
+
+
+def test_slowest_rank_wait_in_a_compute_bound_step_is_one_drift_over_the_whole_step() -> None:
+    """Waits that find prefetch slack cost nothing and leave the ranks drifting: a step whose gathers hide with room
+    to spare pays once, at the optimizer, jitter x sqrt(T_step) x E[max of N] (a random walk over the step)."""
+    from dpcost.engine.step import Phase, expected_max_deviate, slowest_rank_wait
+
+    j, n = 0.002, 512  # drift over the whole step (0.01 s at the slowest) stays under each wait's slack
+    fwd = Phase("forward + all_gather", 1.0, 0.2, 1.0, 1, (), True, 32, slack=(1.0 - 0.2) / 32)
+    bwd = Phase("backward + reduce_scatter", 2.0, 0.4, 2.0, 1, (), True, 33, slack=(2.0 - 0.4) / 33)
+    assert slowest_rank_wait([fwd, bwd], j, n) == pytest.approx(j * math.sqrt(3.0) * expected_max_deviate(n))
+    # cutting the same compute into four times as many units does not raise it
+    finer = [replace(fwd, waits=128, slack=0.8 / 128), replace(bwd, waits=132, slack=1.6 / 132)]
+    assert slowest_rank_wait(finer, j, n) <= slowest_rank_wait([fwd, bwd], j, n) * (1 + 1e-12)
+
+
+def test_slowest_rank_wait_without_slack_is_paid_at_every_call() -> None:
+    """A communication-bound pass (no slack) re-aligns the ranks at every wait: W x jitter x sqrt(T / W) x E[max]."""
+    from dpcost.engine.step import Phase, expected_max_deviate, slowest_rank_wait
+
+    j, n, w = 0.02, 64, 32
+    bound = Phase("forward + all_gather", 1.0, 1.5, 1.5, 1, (), True, w, slack=0.0)
+    got = slowest_rank_wait([bound], j, n)
+    assert got == pytest.approx(w * j * math.sqrt(1.0 / w) * expected_max_deviate(n))
+    assert slowest_rank_wait([bound], j, 1) == 0.0 and slowest_rank_wait([bound], 0.0, n) == 0.0
+
+
+def test_slowest_rank_wait_charges_the_lateness_beyond_the_slack_once_it_exceeds_it() -> None:
+    """Slack s per wait, segment t: the drift grows over k waits until jitter x sqrt(k t) x M exceeds s, which costs
+    the excess and re-aligns the ranks; then again every k waits."""
+    from dpcost.engine.step import Phase, expected_max_deviate, slowest_rank_wait
+
+    j, n = 0.02, 256
+    m = expected_max_deviate(n)
+    t = 0.01
+    slack = j * m * math.sqrt(2.5 * t)  # the third wait is the first whose drift exceeds it
+    ph = Phase("forward + all_gather", 6 * t, 0.0, 6 * t, 1, (), True, 6, slack=slack)
+    excess = j * m * math.sqrt(3 * t) - slack
+    assert slowest_rank_wait([ph], j, n) == pytest.approx(2 * excess)  # waits 3 and 6; the step ends aligned

@@ -90,7 +90,9 @@ class Setup(Contract):
     skew: float = Field(description="the slowest rank's extra compute (--skew)")
     compute_dtype: str = Field(description="the matmuls' precision: bf16, or fp8 (MFU is against its peak)")
     overlap_slowdown: float = Field(description="compute slowdown while a collective overlaps it")
-    sync_jitter: float = Field(description="seconds: one standard deviation of a rank's arrival at a collective")
+    sync_jitter: float = Field(
+        description="seconds per sqrt(s) of compute: one standard deviation of a rank's drift after one second"
+    )
     keep_full_grads: bool = Field(description="stages 2-3 accumulate unsharded gradients and reduce once per step")
     flash_attention: bool = Field(description="attention scores are not stored (flash attention)")
 

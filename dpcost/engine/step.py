@@ -26,16 +26,18 @@ What real runs lose beyond the schedule (each term in the step's breakdown, each
 - compute slowed while collectives run: NCCL's kernels occupy SMs and HBM bandwidth, so the compute that
   overlaps a collective runs `overlap_slowdown` slower for as long as they overlap; a phase bound by its
   communication hides that slowed compute, which then only shortens the time it waits;
-- synchronisation jitter: a collective completes when its slowest rank arrives. With each rank's arrival
-  jittered by `sync_jitter` seconds (one standard deviation), the compute that waits on a collective waits the
-  expected maximum of N normal deviates, Blom's approximation Phi^-1((N - 0.375) / (N + 0.25)) of them, each
-  time it waits: before every gathered unit, at the end of an overlapped gradient reduction, and once after each
-  stretch of calls that does not overlap (the ranks leave its first call together). The loss grows with those
-  waits and with log N, not with the bytes moved.
+- synchronisation jitter: a collective completes when its slowest rank arrives. Each rank's compute drifts like
+  a random walk (independent noise per kernel adds in variance), `sync_jitter` x sqrt(T) one standard deviation
+  after T seconds of compute since the ranks last met; the slowest of N is Blom's Phi^-1((N - 0.375) / (N + 0.25))
+  deviations late. A wait (before a gathered unit, at the end of a gradient reduction, before a stretch of calls
+  that does not overlap) costs only the lateness beyond its prefetch slack, the compute left over after the
+  prefetched call, and re-aligns the ranks only when it costs; the step's end always does. So a compute-bound
+  phase pays about once per step, sqrt(T_step), and a communication-bound one at every call, each sqrt(T_unit).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -109,7 +111,7 @@ class StepPlan:
     overlap_grad_reduce: bool = True  # False: the gradient reduction runs on the compute stream (DeepSpeed 1-2)
     ranks: int = 1
     overlap_slowdown: float = 0.0  # compute slowdown while a collective runs alongside it
-    sync_jitter: float = 0.0  # seconds: one standard deviation of a rank's arrival at a collective
+    sync_jitter: float = 0.0  # a rank's drift: one standard deviation after one second of compute (s / sqrt(s))
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,7 @@ class Phase:
     comm_by_op: tuple[tuple[str, float], ...] = ()  # the comm seconds of each op within this phase
     overlapped: bool = True  # the phase's collectives run alongside its compute
     waits: int = 0  # times the compute waits on a collective (each waits for the slowest rank), per repeat
+    slack: float = 0.0  # seconds a rank may run late at each wait before anyone waits (prefetch slack)
 
     @property
     def ideal(self) -> float:
@@ -390,14 +393,16 @@ class _Schedule:
         by_op: tuple[tuple[str, float], ...] = ((op, sum(rs)),) + ((("all_gather", sum(ag)),) if gathers else ())
         name = "backward + " + (f"all_gather + {op}" if gathers else op)
         waits = (len(ag) if gathers else 0) + 1  # each unit's gather, and the last reduction
-        self.phases.append(Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits))
+        slack = max(0.0, p.backward - sum(ag)) / len(ag) if gathers else 0.0
+        self.phases.append(Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits, slack))
 
     def gathered(self, name: str, compute: list[float], calls: Sequence[Call], repeats: int) -> None:
         """A pass whose units each wait for their gathered parameters, the next unit's prefetched."""
         ag = [c.seconds for c in calls]
         duration = gather_reduce(compute, ag, [0.0] * len(ag))
         by_op = (("all_gather", sum(ag)),)
-        self.phases.append(Phase(name, sum(compute), sum(ag), duration, repeats, by_op, True, len(ag)))
+        slack = max(0.0, sum(compute) - sum(ag)) / len(ag) if ag else 0.0
+        self.phases.append(Phase(name, sum(compute), sum(ag), duration, repeats, by_op, True, len(ag), slack))
 
     def gathered_forward(self, repeats: int, purpose: str) -> list[Call]:
         """Every unit's parameters gathered before its forward, one unit prefetched (FSDP, ZeRO-3)."""
@@ -476,10 +481,45 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
     terms = [Term(COMPUTE, compute)]
     terms += [Term(f"{EXPOSED}{op}", s) for op, s in exposed.items()]
     terms.append(Term(SLOWDOWN, slowdown))
-    waits = sum(ph.waits * ph.repeats for ph in phases)
-    jitter = waits * plan.sync_jitter * expected_max_deviate(plan.ranks)
-    terms.append(Term(JITTER, jitter))
+    terms.append(Term(JITTER, slowest_rank_wait(phases, plan.sync_jitter, plan.ranks)))
     return tuple(slowed), terms
+
+
+def slowest_rank_wait(phases: Sequence[Phase], jitter: float, ranks: int) -> float:
+    """Seconds the step waits for the slowest of `ranks` ranks. A rank's compute drifts like a random walk, one
+    standard deviation `jitter` x sqrt(compute seconds) since the ranks last met; the slowest of N is
+    expected_max_deviate(N) deviations late. A wait costs only what exceeds its prefetch slack, and re-aligns the
+    ranks only when it costs something; the end of the step (the optimizer needs every gradient) always does."""
+    deviates = expected_max_deviate(ranks)
+    if deviates == 0 or jitter == 0:
+        return 0.0
+    wait, drift = 0.0, 0.0  # drift: variance since the ranks last met, in units of jitter^2 (seconds of compute)
+    for ph in phases:
+        if ph.waits == 0:
+            drift += ph.compute * ph.repeats
+            continue
+        lost, drift = _waits_beyond_slack(
+            drift, ph.compute / ph.waits, ph.waits * ph.repeats, ph.slack / (jitter * deviates)
+        )
+        wait += lost * jitter * deviates
+    return wait + math.sqrt(drift) * jitter * deviates
+
+
+def _waits_beyond_slack(drift: float, segment: float, waits: int, slack: float) -> tuple[float, float]:
+    """`waits` waits, `segment` seconds of compute before each, starting `drift` seconds since the ranks met;
+    slack in the same units as sqrt(seconds). Returns the summed sqrt(drift) - slack of the waits that cost, and
+    the drift left after the last. Closed form: after the first costly wait, one costs every `period` waits."""
+    if segment <= 0:  # calls back to back: the first meets the drift, the rest find the ranks together
+        return (math.sqrt(drift) - slack, 0.0) if math.sqrt(drift) > slack else (0.0, drift)
+    first = max(1, math.floor((slack**2 - drift) / segment) + 1)
+    if first > waits:
+        return 0.0, drift + waits * segment
+    lost = math.sqrt(drift + first * segment) - slack
+    period = math.floor(slack**2 / segment) + 1
+    remaining = waits - first
+    full, rest = divmod(remaining, period)
+    lost += full * (math.sqrt(period * segment) - slack)
+    return lost, rest * segment
 
 
 def step_time(plan: StepPlan, call: CallTime) -> StepTime:

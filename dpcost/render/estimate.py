@@ -284,8 +284,8 @@ def _breakdown_table(r: Report) -> Table:
     s = r.setup
     table.notes.append(
         f"scheduled as {_framework(r)} runs it; losses at scale: compute slowed {s.overlap_slowdown:.0%} while "
-        f"collectives overlap it, {fmt_seconds(s.sync_jitter)} of arrival jitter per rank each time compute waits on a "
-        f"collective (the slowest of {s.dp} ranks); docs/frameworks.md"
+        f"collectives overlap it; each rank drifts {fmt_seconds(s.sync_jitter)} per sqrt(s) of compute, and a wait on "
+        f"a collective costs the slowest of {s.dp} ranks' lateness beyond its prefetch slack; docs/frameworks.md"
     )
     return table
 
