@@ -24,12 +24,26 @@ from dpcost.engine.placement import place
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import Calibration, TopologySpec
 
-__all__ = ["PARAMETERS", "Fit", "HeldOut", "Parameter", "RunFit", "calibrate", "with_values"]
+__all__ = [
+    "DELTA",
+    "PARAMETERS",
+    "Fit",
+    "HeldOut",
+    "Parameter",
+    "RunFit",
+    "calibrate",
+    "minimise",
+    "moved_points",
+    "soft_l1",
+    "with_values",
+]
 
 DELTA = 0.05  # soft-L1 scale: log errors below ~5% count quadratically, larger ones linearly
 ITERATIONS = 40
 MAX_INFLATION = 30.0  # a parameter whose column the others explain to R^2 > 0.967 is confounded with them
 STEP = 1e-3  # of a parameter's range, for the numerical derivatives
+
+Residuals = Callable[[dict[str, float]], list[float]]  # values -> log(predicted / measured) of every point
 
 
 @dataclass(frozen=True)
@@ -130,7 +144,7 @@ def _residuals(base: TopologySpec, runs: Sequence[Measurements], values: dict[st
     return [math.log(pt.predicted_us / pt.measured_us) for m in runs for pt in predict(m, topology)]
 
 
-def _soft_l1(residuals: Sequence[float]) -> float:
+def soft_l1(residuals: Sequence[float]) -> float:
     return sum(DELTA**2 * (math.sqrt(1 + (r / DELTA) ** 2) - 1) for r in residuals)
 
 
@@ -155,8 +169,7 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float]:
 
 
 def _jacobian(
-    base: TopologySpec,
-    runs: Sequence[Measurements],
+    residuals: Residuals,
     values_at: Callable[[Sequence[float]], dict[str, float]],
     u: Sequence[float],
     r: Sequence[float],
@@ -167,7 +180,7 @@ def _jacobian(
         h = STEP if u[j] + STEP <= 1 else -STEP
         moved = list(u)
         moved[j] += h
-        columns.append([(b - a) / h for a, b in zip(r, _residuals(base, runs, values_at(moved)), strict=True)])
+        columns.append([(b - a) / h for a, b in zip(r, residuals(values_at(moved)), strict=True)])
     return columns
 
 
@@ -184,21 +197,23 @@ def _inflation(jtj: Sequence[Sequence[float]]) -> list[float]:
     return [_solve(corr, [1.0 if k == j else 0.0 for k in range(n)])[j] for j in range(n)]
 
 
-def _fit(
-    base: TopologySpec, runs: Sequence[Measurements], start: dict[str, float], free: list[Parameter]
+def minimise(
+    residuals: Residuals, start: dict[str, float], free: Sequence[Parameter]
 ) -> tuple[dict[str, float], list[float]]:
-    """Levenberg-Marquardt on the parameters' positions in their ranges, reweighted each step for the soft-L1
-    loss (iteratively reweighted least squares); a step is kept only when it lowers the loss."""
+    """Levenberg-Marquardt on the free parameters' positions in their ranges, reweighted each step for the soft-L1
+    loss (iteratively reweighted least squares); a step is kept only when it lowers the loss. `residuals` gives
+    log(predicted / measured) of every point for a set of values. Returns the values (`start` with the free ones
+    fitted) and each free parameter's variance inflation at the optimum."""
     u = [_unit(p, start[p.name]) for p in free]
 
     def values_at(pos: Sequence[float]) -> dict[str, float]:
         return dict(start, **{p.name: _value(p, x) for p, x in zip(free, pos, strict=True)})
 
-    r = _residuals(base, runs, values_at(u))
-    loss, damping = _soft_l1(r), 1e-3
+    r = residuals(values_at(u))
+    loss, damping = soft_l1(r), 1e-3
     for _ in range(ITERATIONS):
         weights = [1 / math.sqrt(1 + (x / DELTA) ** 2) for x in r]
-        columns = _jacobian(base, runs, values_at, u, r)
+        columns = _jacobian(residuals, values_at, u, r)
         jtj = _normal(weights, columns)
         jtr = [sum(w * a * x for w, a, x in zip(weights, ci, r, strict=True)) for ci in columns]
         improved = False
@@ -209,8 +224,8 @@ def _fit(
             ]
             step = _solve(lhs, [-x for x in jtr])
             trial = [min(1.0, max(0.0, x + d)) for x, d in zip(u, step, strict=True)]
-            r_trial = _residuals(base, runs, values_at(trial))
-            if (f := _soft_l1(r_trial)) < loss:
+            r_trial = residuals(values_at(trial))
+            if (f := soft_l1(r_trial)) < loss:
                 converged = loss - f <= 1e-10 * max(loss, 1e-12)
                 u, r, loss, damping, improved = trial, r_trial, f, max(damping / 10, 1e-9), True
                 break
@@ -218,16 +233,27 @@ def _fit(
         if not improved or converged:
             break
     weights = [1 / math.sqrt(1 + (x / DELTA) ** 2) for x in r]
-    return values_at(u), _inflation(_normal(weights, _jacobian(base, runs, values_at, u, r)))
+    return values_at(u), _inflation(_normal(weights, _jacobian(residuals, values_at, u, r)))
+
+
+def _fit(
+    base: TopologySpec, runs: Sequence[Measurements], start: dict[str, float], free: list[Parameter]
+) -> tuple[dict[str, float], list[float]]:
+    """minimise() over the runs' points, the topology made from the values."""
+    return minimise(lambda values: _residuals(base, runs, values), start, free)
+
+
+def moved_points(residuals: Residuals, values: dict[str, float], p: Parameter) -> int:
+    """How many measured points move by more than 1% when the parameter moves by a tenth of its range."""
+    here = residuals(values)
+    u = _unit(p, values[p.name])
+    moved = dict(values, **{p.name: _value(p, u + 0.1 if u < 0.9 else u - 0.1)})
+    there = residuals(moved)
+    return sum(1 for a, b in zip(here, there, strict=True) if abs(b - a) > math.log(1.01))
 
 
 def _sensitive(base: TopologySpec, runs: Sequence[Measurements], values: dict[str, float], p: Parameter) -> int:
-    """How many measured points move by more than 1% when the parameter moves by a tenth of its range."""
-    here = _residuals(base, runs, values)
-    u = _unit(p, values[p.name])
-    moved = dict(values, **{p.name: _value(p, u + 0.1 if u < 0.9 else u - 0.1)})
-    there = _residuals(base, runs, moved)
-    return sum(1 for a, b in zip(here, there, strict=True) if abs(b - a) > math.log(1.01))
+    return moved_points(lambda v: _residuals(base, runs, v), values, p)
 
 
 def _fitted(
