@@ -93,8 +93,12 @@ EXCLUSIVE: dict[str, list[tuple[str, ...]]] = {
     "estimate": [("batch__global_batch", "batch__accumulation")],
     "sweep": [("batch__global_batch", "batch__accumulation")],
     "check": [("batch__global_batch", "batch__accumulation")],
+    "calibrate": [("files", "steps"), ("base", "steps"), ("batch__global_batch", "batch__accumulation")],
 }
-ONE_OF: dict[str, tuple[str, ...]] = {"memory": ("model", "params")}  # a valid line gives one of these
+ONE_OF: dict[str, tuple[str, ...]] = {
+    "memory": ("model", "params"),
+    "calibrate": ("files", "steps"),
+}  # a valid line gives one of these
 
 
 # ------------------------------------------------------------------------------------------------ value pools
@@ -173,6 +177,7 @@ class Pools:
             + _files("examples/*.log")
         )
     )
+    steps: list[str] = field(default_factory=lambda: _files("examples/training-steps-*.csv"))
     bad: dict[str, list[str]] = field(default_factory=dict)  # made by make_files: model, topology, plan, nccl, hf, junk
 
 
@@ -363,7 +368,8 @@ def _kind(words: tuple[str, ...], p: Any, choices: list[str]) -> str:
         return by_name.get(name, "choice" if choices else "text")
     by_flag = {
         "--model": "model", "--topology": "topology", "--base": "topology", "--output": "output",
-        "--junit": "junit", "--save-topology": "save", "--plot": "plot", "--compare": "nccl_file",
+        "--junit": "junit", "--save-topology": "save", "--save-plan": "save", "--plot": "plot",
+        "--compare": "nccl_file", "--steps": "steps_file",
         "--params": "count", "--largest-layer-params": "count", "--name": "name", "--format": "format",
         "--min-tokens-per-s": "count",
     }  # fmt: skip
@@ -494,6 +500,8 @@ class Generator:
             return rng.choice(p.nccl) if rng.random() < 0.8 else rng.choice(bad.get("nccl", []) or p.nccl)
         if kind == "hf_config":
             return rng.choice(p.hf_configs) if rng.random() < 0.85 else rng.choice(bad.get("hf", []) or p.hf_configs)
+        if kind == "steps_file":
+            return rng.choice(p.steps) if rng.random() < 0.8 else rng.choice(bad.get("junk", []) or p.steps)
         raise KeyError(kind)
 
     def _out(self, rng: random.Random, case_index: int, fmt: str, suffix: str | None = None) -> str:
@@ -512,7 +520,7 @@ class Generator:
         if p.opts and p.opts[0] in VALID_BY_FLAG:
             return [rng.choice(VALID_BY_FLAG[p.opts[0]])]
         k = p.kind
-        if k in ("model", "topology", "plan_file", "hf_config"):
+        if k in ("model", "topology", "plan_file", "hf_config", "steps_file"):
             return [self._file_for(rng, k)]
         if k == "nccl_file":
             n = 1 if p.nargs == 1 else rng.choice([1, 1, 1, 2, 3])
@@ -820,8 +828,8 @@ def _document(case: Case, res: Result) -> tuple[Any, str | None]:
     fmt = _option(argv, "--format", "-f") or ("json" if case.words[0] == "schema" else "table")
     if fmt not in ("json", "yaml"):
         return None, None
-    if case.words == ("calibrate",) and _option(argv, "--save-topology") == "-":
-        return _parse(res.stdout, "yaml")  # the fitted topology takes stdout's place
+    if case.words == ("calibrate",) and "-" in (_option(argv, "--save-topology"), _option(argv, "--save-plan")):
+        return _parse(res.stdout, "yaml")  # the fitted topology or plan takes stdout's place
     output = _option(argv, "--output", "-o")
     if output not in (None, "-"):
         if not Path(output).is_file():  # /dev/null: written, and gone
@@ -842,7 +850,7 @@ def _text_format(case: Case) -> str | None:
     argv = case.argv
     if not case.words or case.words == ("models", "import") or _has(argv, "--help") or _has(argv, "--version"):
         return None
-    if case.words == ("calibrate",) and _option(argv, "--save-topology") == "-":
+    if case.words == ("calibrate",) and "-" in (_option(argv, "--save-topology"), _option(argv, "--save-plan")):
         return None
     fmt = _option(argv, "--format", "-f") or ("json" if case.words[0] == "schema" else "table")
     return fmt if fmt in ("table", "markdown", "html", "csv") else None
