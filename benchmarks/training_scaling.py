@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpcost.catalog import load_model, load_topology
+from dpcost.engine.compute import flops_per_token
 from dpcost.engine.estimate import estimate
+from dpcost.engine.params import count_params
 from dpcost.options import DEFAULT_MFU, Options
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "reference" / "training-runs"
@@ -114,8 +116,17 @@ def spec_for(model: str) -> str:
     return str(found[0]) if found else name
 
 
-def predict(r: Run, mfu: float) -> float:
+def naive_tokens_per_s(r: Run) -> float:
+    """The naive figure: every model FLOP (PaLM's 6N + 12LHQT) at 40% of the dense peak, nothing else."""
+    model = load_model(spec_for(r.model))
+    assert model.architecture is not None
+    flops = flops_per_token(count_params(model), model.architecture, r.seq_len)
+    return DEFAULT_MFU * load_topology(r.topology).gpu.peak(r.compute_dtype) / flops.model
+
+
+def predict(r: Run, mfu: float | None, compute_model: str = "flops") -> float:
     options = Options(
+        compute_model=compute_model,
         dp=r.gpus,
         framework="fsdp",
         zero=r.stage,
@@ -142,8 +153,8 @@ class Row:
     measured: float
     predicted: float
     points: tuple[tuple[int, float, float], ...]
-    absolute: float | None  # tokens/s per GPU of the smallest run at its published MFU, predicted / measured - 1
-    naive: float  # the same at dpcost's default --mfu, one MFU for every run
+    absolute: float  # tokens/s per GPU of the smallest run, the per-op compute model with nothing given
+    naive: float  # the same at 40% MFU of PaLM's model FLOPs, one MFU for every run
 
     @property
     def error(self) -> float:
@@ -166,8 +177,8 @@ def compare(all_runs: list[Run]) -> tuple[list[Row], dict[str, str]]:
             skipped[name] = next(r.out_of_scope for r in rs if r.out_of_scope)
             continue
         lo, hi = kept[0], kept[-1]
-        absolute = predict(lo, lo.hfu) / lo.tokens_per_s_per_gpu - 1 if lo.hfu else None
-        naive = predict(lo, DEFAULT_MFU) / lo.tokens_per_s_per_gpu - 1
+        absolute = predict(lo, None, "ops") / lo.tokens_per_s_per_gpu - 1
+        naive = naive_tokens_per_s(lo) / lo.tokens_per_s_per_gpu - 1
         mfu = lo.hfu or 0.4
         mfu *= lo.tokens_per_s_per_gpu / predict(lo, mfu)  # the compute rate that reproduces the smallest run
         mfu = min(mfu, 1.0)
@@ -194,12 +205,12 @@ def geomean(xs: list[float]) -> float:
 def markdown(rows: list[Row], skipped: dict[str, str], points: bool = False) -> str:
     out = [
         "| series | GPUs | measured ratio | dpcost ratio | dpcost error | perfect-scaling error "
-        "| tokens/s at published MFU | at 40% MFU (naive) |",
+        "| tokens/s, per-op model | at 40% MFU (naive) |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         lo, hi = row.gpus
-        absolute = f"{row.absolute:+.1%}" if row.absolute is not None else "-"
+        absolute = f"{row.absolute:+.1%}"
         out.append(
             f"| {row.series} | {lo}-{hi} | {row.measured:.3f} | {row.predicted:.3f} | {row.error:.1%} "
             f"| {row.perfect_error:.1%} | {absolute} | {row.naive:+.1%} |"
@@ -209,7 +220,7 @@ def markdown(rows: list[Row], skipped: dict[str, str], points: bool = False) -> 
     out.append("")
     out.append(
         "| source | series | dpcost error (geomean) | perfect-scaling error (geomean) "
-        "| tokens/s at published MFU (geomean) | at 40% MFU (geomean) | sample |"
+        "| tokens/s, per-op model (geomean) | at 40% MFU (geomean) | sample |"
     )
     out.append("|---|---:|---:|---:|---:|---:|---|")
     groups: dict[str, list[Row]] = {}
@@ -218,8 +229,7 @@ def markdown(rows: list[Row], skipped: dict[str, str], points: bool = False) -> 
     groups["all"] = rows
     for source, members in groups.items():
         fit = " (the losses' fit source)" if source == FIT_SOURCE else ""
-        published = [abs(r.absolute) for r in members if r.absolute is not None]
-        absolute = f"{geomean(published):.1%}" if published else "-"
+        absolute = f"{geomean([abs(r.absolute) for r in members]):.1%}"
         sample = "mixed" if source == "all" else "fixed sync_jitter" if source == FIT_SOURCE else "fixed no constant"
         out.append(
             f"| {source}{fit} | {len(members)} | {geomean([r.error for r in members]):.1%} "

@@ -421,9 +421,17 @@ def calibrate_steps(
 
     if not rows:
         raise ValueError("no measured steps to calibrate on")
+    from dpcost.engine.rates import matmul_efficiency
+    from dpcost.options import DEFAULT_MFU
+
     compute = rows[0].options.compute
+    own = (
+        DEFAULT_MFU
+        if compute.compute_model == "flops"
+        else matmul_efficiency(topology.gpu, compute.compute_dtype, None)
+    )
     start = {
-        "mfu": compute.mfu,
+        "mfu": compute.mfu if compute.mfu is not None else own,
         "sync_jitter": compute.sync_jitter,
         "overlap_slowdown": overlap_slowdown_for(topology.gpu, compute.overlap_slowdown),
         "scaling_loss": topology.scaling_loss,

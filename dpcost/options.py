@@ -77,7 +77,7 @@ Fraction = Annotated[float, BeforeValidator(parse_fraction)]
 
 
 def _optional_fraction(value: Any) -> Any:
-    return None if value is None else parse_fraction(value)
+    return None if _auto(value) is None else parse_fraction(value)
 
 
 def _comma_list(value: Any) -> Any:
@@ -262,12 +262,21 @@ class Communication(Section):
 class Compute(Section):
     """How fast the math runs."""
 
-    mfu: Fraction = Field(
-        DEFAULT_MFU,
+    mfu: Annotated[float | None, BeforeValidator(_optional_fraction)] = Field(
+        None,
         ge=0.001,
         le=1,
-        description="Fraction of dense BF16 peak the math sustains, on every FLOP executed (recomputation too).",
+        description="--compute-model flops: the share of the dense peak every FLOP executed sustains [default: "
+        "0.40]; ops: the share the matmuls sustain [default: the GPU's own, engine/rates.py], attention and "
+        "memory-bound ops keeping their own rates.",
         json_schema_extra=cli("--mfu", metavar=FRACTION),
+    )
+    compute_model: Literal["flops", "ops"] = Field(
+        "flops",
+        description="How compute time is priced: flops (PaLM's model FLOPs at one --mfu) or ops (each op's FLOPs "
+        "and bytes at the GPU's sustained matmul, attention and HBM rates, engine/ops.py; experimental: it reads "
+        "12-54% optimistic against published runs, README).",
+        json_schema_extra=cli("--compute-model"),
     )
     flash_attention: bool = Field(
         True, description="Flash attention stores no s^2 scores.", json_schema_extra=cli("--flash-attention")

@@ -179,6 +179,26 @@ class ModelSpec(Spec):
 # ----------------------------------------------------------------------------------------------- topologies
 
 
+class ComputeRatesSpec(Spec):
+    """Sustained rates of this GPU, over its generation's (dpcost/engine/rates.py): shares of the dense peak or of
+    the HBM bandwidth, and seconds per eager kernel launch."""
+
+    gemm: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        None, description="share of the BF16 peak a matmul sustains"
+    )
+    gemm_fp8: Annotated[float, Field(gt=0, le=1)] | None = Field(None, description="share of the FP8 peak")
+    attention_flash2: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        None, description="FlashAttention-2 forward + backward, share of the BF16 peak at long sequences"
+    )
+    attention_cudnn: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        None, description="cuDNN fused attention forward + backward, share of the BF16 peak at long sequences"
+    )
+    hbm: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        None, description="share of the HBM bandwidth a stream reaches"
+    )
+    launch: Seconds | None = Field(None, description="the shortest time an eagerly launched kernel takes")
+
+
 class GPUSpec(Spec):
     name: Text
     arch: Literal["ampere", "hopper", "blackwell"]
@@ -193,6 +213,9 @@ class GPUSpec(Spec):
         None,
         description="memory a process holds outside PyTorch's allocator: CUDA context, NCCL buffers [default: "
         "dpcost/engine/memory.py CONTEXT_BYTES for the GPU's generation]",
+    )
+    rates: ComputeRatesSpec | None = Field(
+        None, description="sustained matmul, attention and HBM rates [default: the generation's, engine/rates.py]"
     )
 
     def peak(self, dtype: str) -> float:

@@ -20,7 +20,7 @@ from dpcost.catalog import load_model, load_topology
 from dpcost.cli import app
 from dpcost.engine.estimate import estimate
 from dpcost.errors import InputError
-from dpcost.options import Compute, Options
+from dpcost.options import DEFAULT_MFU, Compute, Options
 
 # Synthetic steps are made with DDP, where the step time is smooth in the loss terms (under FSDP a wait costs
 # only beyond its prefetch slack, which makes it jagged): a known value must come back.
@@ -73,7 +73,7 @@ def test_the_compute_efficiency_of_one_gpu_count_is_the_closed_form() -> None:
     truth = estimate(model, topology, plan.model_copy(update={"compute": Compute(mfu=0.53)})).time
     assert default is not None and truth is not None
     fit = calibrate_steps(model, topology, "step_seconds", [Measured(2, 1, truth.step_seconds, plan)])
-    closed_form = plan.compute.mfu * default.step_seconds / truth.step_seconds
+    closed_form = DEFAULT_MFU * default.step_seconds / truth.step_seconds
     assert fit.fitted["mfu"] == pytest.approx(closed_form, rel=1e-3)
     assert fit.fitted["mfu"] == pytest.approx(0.53, rel=0.01)
     assert set(fit.fitted) == {"mfu"} and fit.held_out is None

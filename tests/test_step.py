@@ -275,14 +275,19 @@ def test_slowest_rank_wait_without_slack_is_paid_at_every_call() -> None:
 
 
 def test_slowest_rank_wait_charges_the_lateness_beyond_the_slack_once_it_exceeds_it() -> None:
-    """Slack s per wait, segment t: the drift grows over k waits until jitter x sqrt(k t) x M exceeds s, which costs
-    the excess and re-aligns the ranks; then again every k waits."""
+    """Slack s per wait, segment t: the drift grows over the waits until it passes s^2 (in units of the slowest
+    rank's deviation), which costs the excess, at most one segment past it, and re-aligns the ranks; the costly
+    waits come one per s^2 + t of drift, counted continuously."""
     from dpcost.engine.step import Phase, expected_max_deviate, slowest_rank_wait
 
     j, n = 0.02, 256
     m = expected_max_deviate(n)
     t = 0.01
-    slack = j * m * math.sqrt(2.5 * t)  # the third wait is the first whose drift exceeds it
+    slack = j * m * math.sqrt(2.5 * t)  # the drift passes it within the third wait
     ph = Phase("forward + all_gather", 6 * t, 0.0, 6 * t, 1, (), True, 6, slack=slack)
-    excess = j * m * math.sqrt(3 * t) - slack
-    assert slowest_rank_wait([ph], j, n) == pytest.approx(2 * excess)  # waits 3 and 6; the step ends aligned
+    period = 2.5 * t + t
+    costly = (6 * t - 2.5 * t) / period  # 1.0: one wait's worth of drift beyond the slack
+    expected = j * m * (costly * (math.sqrt(period) - math.sqrt(2.5 * t)) + math.sqrt(2.5 * t))  # + the end's
+    assert slowest_rank_wait([ph], j, n) == pytest.approx(expected)
+    # smooth: a little more jitter costs a little more
+    assert slowest_rank_wait([ph], j * 1.001, n) == pytest.approx(slowest_rank_wait([ph], j, n), rel=0.01)

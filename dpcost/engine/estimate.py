@@ -25,6 +25,7 @@ from dpcost.engine.plan import (
     timeline,
 )
 from dpcost.engine.prepare import Prepared, check_dp, prepare, stage_table
+from dpcost.engine.rates import matmul_efficiency
 from dpcost.engine.report import (
     AlgorithmTime,
     BreakdownTerm,
@@ -44,7 +45,7 @@ from dpcost.engine.report import (
 )
 from dpcost.engine.serving import replica
 from dpcost.engine.verdict import bound, serving_summary, training_summary
-from dpcost.options import Options
+from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
 
 __all__ = ["EstimateReport", "Options", "check_dp", "estimate", "memory_by_stage"]
@@ -200,7 +201,7 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
 
 def _time(topology: TopologySpec, p: Prepared, chosen: Timed, tokens: int) -> Time:
     steps = chosen.steps
-    compute_alone = p.accumulation * (chosen.forward + chosen.backward)
+    compute_alone = p.accumulation * (chosen.forward + chosen.backward) + chosen.optimizer
     return Time(
         forward_seconds=chosen.forward,
         backward_seconds=chosen.backward,
@@ -233,7 +234,10 @@ def _setup(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
         "gpus_per_node": min(o.dp, topology.domain_size),
         "seq_len": p.seq_len,
         "flash_attention": o.compute.flash_attention,
-        "mfu": o.compute.mfu,
+        "mfu": o.compute.mfu or DEFAULT_MFU
+        if o.compute.compute_model == "flops"
+        else matmul_efficiency(topology.gpu, o.compute.compute_dtype, o.compute.mfu),
+        "compute_model": o.compute.compute_model,
         "compute_dtype": o.compute.compute_dtype,
         "overlap_slowdown": p.overlap_slowdown,
         "sync_jitter": o.compute.sync_jitter,
@@ -326,7 +330,7 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
 def _inference(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
     o = p.o
     batch = o.batch.serving_batch
-    r = replica(p.counts, model.architecture, topology, p.seq_len, batch, o.compute.mfu)
+    r = replica(p.counts, model.architecture, topology, p.seq_len, batch, o.compute.mfu or DEFAULT_MFU)
     replicas = o.dp // r.gpus
     serving = Serving(
         weights_bytes=int(r.weights),

@@ -69,6 +69,8 @@ class Framework:
     source: str
     loss_impl: str = "upcast"  # how its loss holds the logits (loss.py)
     kernels: Kernels = "eager"  # how its layers run (activations.py): PyTorch ops, or Megatron's fused kernels
+    # its attention kernel (rates.py): PyTorch SDPA's FlashAttention-2, or cuDNN's through Transformer Engine
+    attention_kernel: str = "flash2"
     recompute: tuple[str, ...] = ("none", "full")  # the checkpointing policies it runs (checkpointing.py)
     bucket_op: str = "reduce_scatter"  # stages 1-2: the collective each gradient bucket runs
     bucket_rule: str = "after"  # how its buckets take whole tensors (step.bucket_edges)
@@ -152,6 +154,7 @@ FRAMEWORKS = {
         "max(40000000, 1000000 x dp); --overlap-grad-reduce, --overlap-param-gather",
         loss_impl="vocab-parallel",
         kernels="fused",
+        attention_kernel="cudnn",
         recompute=("none", "selective", "full"),
     ),
 }

@@ -14,12 +14,14 @@ from dpcost.engine.checkpointing import RECOMPUTE
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
-from dpcost.engine.memory import offload_applies
+from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
+from dpcost.engine.ops import MicroBatchCompute, micro_batch_compute, optimizer_bytes
 from dpcost.engine.placement import place
 from dpcost.engine.prepare import Prepared
+from dpcost.engine.rates import matmul_efficiency, rates_for
 from dpcost.engine.step import Call, StepPlan, StepTime, step_time
 from dpcost.errors import InputError
-from dpcost.options import Options
+from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
 
 __all__ = [
@@ -60,6 +62,8 @@ class Timed:
     forward: float
     backward: float
     flops: FlopsPerToken
+    compute: MicroBatchCompute | None = None  # the per-op model's micro-batch (None: a model without architecture)
+    optimizer: float = 0.0  # seconds of the optimizer step, once per step
 
 
 def runs_forced(o: Options, topology: TopologySpec, stage: int) -> bool:
@@ -148,16 +152,44 @@ def timeline(
     recompute: str,
     call: Callable[[str, float], Call],
 ) -> Timed:
-    """The step of one plan: forward and backward of a micro-batch at the --mfu rate (compute.py), stragglers
-    included, scheduled with the collectives the stage issues (step.py)."""
+    """The step of one plan: forward and backward of a micro-batch at the --mfu rate (compute.py), or op by op
+    with the optimizer step (--compute-model ops, ops.py), stragglers included, scheduled with the collectives the
+    stage issues (step.py)."""
     o = p.o
     flops = flops_per_token(
         p.counts, model.architecture, p.seq_len, recompute, o.compute.flash_attention, o.plan.recompute_layers
     )
     tokens = p.micro_batch * p.seq_len
-    rate = topology.gpu.peak(o.compute.compute_dtype) * o.compute.mfu
-    forward = flops.forward * tokens / rate
-    backward = (flops.backward + flops.recompute) * tokens / rate
+    gpu = topology.gpu
+    peak = gpu.peak(o.compute.compute_dtype)
+    a = model.architecture
+    compute: MicroBatchCompute | None = None
+    if a is None or o.compute.compute_model == "flops":  # every FLOP at one efficiency
+        rate = peak * (o.compute.mfu or DEFAULT_MFU)
+        forward = flops.forward * tokens / rate
+        backward = (flops.backward + flops.recompute) * tokens / rate
+    else:
+        compute = micro_batch_compute(
+            a,
+            [b.moe for b in p.counts.blocks],
+            tokens,
+            p.seq_len,
+            p.kernels,
+            p.loss_impl,
+            rates_for(gpu),
+            peak,
+            gpu.bf16_dense,
+            gpu.hbm_bandwidth,
+            p.framework.attention_kernel if p.framework else "flash2",
+            recompute,
+            frozenset(o.plan.recompute_modules),
+            o.plan.recompute_layers,
+            matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu),
+            1.0 if o.compute.compute_dtype == "fp8" else 2.0,
+            o.compute.flash_attention,
+        )
+        forward, backward = compute.forward, compute.backward
+    optimizer = optimizer_seconds(model, topology, p, stage) if compute is not None else 0.0
     plan = StepPlan(
         stage=stage,
         accumulation=p.accumulation,
@@ -180,8 +212,22 @@ def timeline(
         ranks=o.dp,
         overlap_slowdown=p.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
+        optimizer=optimizer,
     )
-    return Timed(stage, recompute, step_time(plan, call), forward, backward, flops)
+    return Timed(stage, recompute, step_time(plan, call), forward, backward, flops, compute, optimizer)
+
+
+def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, stage: int) -> float:
+    """The optimizer step on this GPU's parameters (all of them at stage 0, its 1/DP shard from stage 1), bound
+    by HBM bandwidth (ops.optimizer_bytes); 0 when the optimizer runs on the CPU."""
+    if p.o.precision.offload != "none" and offload_applies(p.o.precision.offload, stage):
+        return 0.0
+    params = p.counts.total / (p.o.dp if stage >= 1 else 1)
+    state = OPTIMIZER_STATE_BYTES[p.o.precision.optimizer]
+    if p.recipe.states_in_weight_dtype:
+        state /= 2
+    moved = optimizer_bytes(params, p.grad_bytes, p.recipe.name != "bf16", state)
+    return moved / (topology.gpu.hbm_bandwidth * rates_for(topology.gpu).hbm)
 
 
 def choose(

@@ -86,7 +86,11 @@ class Setup(Contract):
     optimizer: str = Field(description="optimizer whose states are counted")
     offload: str = Field(description="what is offloaded to host memory: none, optimizer or params")
     bucket_bytes: int = Field(description="gradient bucket size; 0 under FSDP, which reduces per wrapped unit")
-    mfu: float = Field(description="the --mfu input: fraction of the compute dtype's dense peak the math sustains")
+    mfu: float = Field(
+        description="--compute-model flops: the --mfu input, the share of the compute dtype's dense peak every FLOP "
+        "sustains; ops: the matmuls' share (--mfu, else the GPU's sustained rate)"
+    )
+    compute_model: str = Field("flops", description="flops (one efficiency for every FLOP) or ops (op by op)")
     skew: float = Field(description="the slowest rank's extra compute (--skew)")
     compute_dtype: str = Field(description="the matmuls' precision: bf16, or fp8 (MFU is against its peak)")
     overlap_slowdown: float = Field(description="compute slowdown while a collective overlaps it")

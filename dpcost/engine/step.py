@@ -112,6 +112,7 @@ class StepPlan:
     ranks: int = 1
     overlap_slowdown: float = 0.0  # compute slowdown while a collective runs alongside it
     sync_jitter: float = 0.0  # a rank's drift: one standard deviation after one second of compute (s / sqrt(s))
+    optimizer: float = 0.0  # seconds of the optimizer step, once per step, on the compute stream
 
 
 @dataclass(frozen=True)
@@ -502,24 +503,23 @@ def slowest_rank_wait(phases: Sequence[Phase], jitter: float, ranks: int) -> flo
             drift, ph.compute / ph.waits, ph.waits * ph.repeats, ph.slack / (jitter * deviates)
         )
         wait += lost * jitter * deviates
-    return wait + math.sqrt(drift) * jitter * deviates
+    return wait + math.sqrt(max(0.0, drift)) * jitter * deviates
 
 
 def _waits_beyond_slack(drift: float, segment: float, waits: int, slack: float) -> tuple[float, float]:
     """`waits` waits, `segment` seconds of compute before each, starting `drift` seconds since the ranks met;
     slack in the same units as sqrt(seconds). Returns the summed sqrt(drift) - slack of the waits that cost, and
-    the drift left after the last. Closed form: after the first costly wait, one costs every `period` waits."""
+    the drift left. A wait costs once the drift passes slack^2, which it has passed by at most one segment: each
+    costly wait is charged at slack^2 + segment (exact without slack), and they come one per slack^2 + segment of
+    drift, counted continuously so that the step time moves smoothly with every input."""
+    total = drift + waits * segment
+    if total <= slack**2:
+        return 0.0, total
     if segment <= 0:  # calls back to back: the first meets the drift, the rest find the ranks together
-        return (math.sqrt(drift) - slack, 0.0) if math.sqrt(drift) > slack else (0.0, drift)
-    first = max(1, math.floor((slack**2 - drift) / segment) + 1)
-    if first > waits:
-        return 0.0, drift + waits * segment
-    lost = math.sqrt(drift + first * segment) - slack
-    period = math.floor(slack**2 / segment) + 1
-    remaining = waits - first
-    full, rest = divmod(remaining, period)
-    lost += full * (math.sqrt(period * segment) - slack)
-    return lost, rest * segment
+        return math.sqrt(drift) - slack, 0.0
+    period = slack**2 + segment
+    costly = (total - slack**2) / period
+    return costly * (math.sqrt(period) - slack), max(0.0, total - costly * period)
 
 
 def step_time(plan: StepPlan, call: CallTime) -> StepTime:
@@ -568,7 +568,9 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
             )
         )
         s.per_unit_backward("reduce_scatter", "gradients", rs_times, gathers)
+    if plan.optimizer > 0:
+        s.compute_only("optimizer step", plan.optimizer, 1)
     phases, terms = _breakdown(plan, s.phases)
-    compute = a * (fwd + bwd)
+    compute = a * (fwd + bwd) + plan.optimizer
     comm = sum(t.seconds for t in s.traffic)
     return StepTime(compute=compute, comm=comm, phases=phases, traffic=tuple(s.traffic), breakdown=tuple(terms))

@@ -25,6 +25,7 @@ COSTED = {
     "recipe": "recipe",
     "framework": "framework",
     "bucket_bytes": "bucket_bytes",
+    "mfu": "mfu",
 }
 SIZES = {"bucket_bytes", "first_bucket_bytes"}
 

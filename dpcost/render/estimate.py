@@ -111,7 +111,9 @@ def _setup_table(r: Report) -> Table:
                 + ("" if s.global_batch == 1 else "s"),
             ],
             ["tokens per step", f"{s.tokens_per_step:,} ({s.seq_len} per sequence)"],
-            ["MFU input", f"{s.mfu:.0%} of dense BF16 peak on every FLOP executed (recomputation included)"],
+            ["MFU input", f"{s.mfu:.0%} of dense BF16 peak on every FLOP executed (recomputation included)"]
+            if s.compute_model == "flops"
+            else ["matmul efficiency", f"{s.mfu:.0%} of the dense peak on every matmul (--mfu, else the GPU's own)"],
         ]
     else:
         rows += [

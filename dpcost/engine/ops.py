@@ -1,0 +1,308 @@
+"""Compute time per op, forward and backward: what one micro-batch and one optimizer step take on one GPU.
+
+Each op has its FLOPs and the bytes it moves through HBM; its time is the larger of FLOPs over the sustained
+matmul or attention rate, bytes over the sustained HBM bandwidth, and its kernels' launches (rates.py gives the
+rates and their sources). The ops of a layer:
+- matmuls: the attention projections (MLA's low-rank ones too), the MLP, the router and the experts, each expert
+  with its share of the tokens (T x top-k / experts, balanced). Forward 2MKN; backward the input and the weight
+  gradients, 4MKN (Narayanan et al. 2021, section 5.1). Bytes: both operands and the output, once.
+- attention: flash attention computes the causal half of the scores, 2 x T x s x heads x (d_qk + d_v) / 2
+  forward (FlashAttention-2's FLOP count, Dao 2023, section 4.1); its backward recomputes the scores, 2.5x the
+  forward's FLOPs (five matmuls against two).
+- memory-bound: norms, residual adds, rotary, the gated activation, the embedding, the loss, the optimizer step;
+  bytes per token by how the framework runs them (`kernels`: eager PyTorch, fused kernels as Transformer Engine
+  and Apex run them, or torch.compile's fused ones), backward about twice the forward's traffic.
+The model FLOPs (and MFU) stay PaLM's 6N + 12LHQT (compute.py); the ops count what the GPU executes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dpcost.engine.activations import Kernels
+from dpcost.engine.rates import ComputeRates
+from dpcost.specs import ModelArchitecture
+
+__all__ = [
+    "PARTS",
+    "MicroBatchCompute",
+    "Op",
+    "OpTimes",
+    "layer_ops",
+    "micro_batch_compute",
+    "model_ops",
+    "optimizer_bytes",
+    "times",
+]
+
+BF16 = 2
+PARTS = ("matmuls", "attention", "memory-bound", "optimizer")
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    module: str  # Megatron's module names where one applies (core_attn, mlp, layernorm, moe_act), else the part
+    kind: str  # "gemm", "attention" or "memory"
+    flops: float  # forward
+    bytes: float  # forward
+    kernels: int  # forward
+    backward_flops: float
+    backward_bytes: float
+    backward_kernels: int
+    repeats: int = 1  # identical ops (the experts)
+
+
+def _gemm(name: str, module: str, m: float, k: float, n: float, in_bytes: float, repeats: int = 1) -> Op:
+    """One matmul of an (m x k) activation by a (k x n) weight: forward 2mkn, backward dgrad + wgrad 4mkn."""
+    flops = 2.0 * m * k * n
+    moved = in_bytes * (m * k + k * n) + BF16 * m * n
+    return Op(name, module, "gemm", flops, moved, 1, 2 * flops, 2 * moved, 2, repeats)
+
+
+def _memory(name: str, module: str, fwd_bytes: float, kernels: int, bwd_factor: float = 2.0) -> Op:
+    return Op(name, module, "memory", 0.0, fwd_bytes, kernels, 0.0, bwd_factor * fwd_bytes, 2 * kernels)
+
+
+# Forward bytes per element of the hidden (or FFN) width, and kernels, for each memory-bound op by how it runs:
+# eager PyTorch's RMSNorm upcasts to fp32 and makes five passes; fused and compiled kernels read and write once.
+_NORM = {"eager": (24.0, 6), "fused": (4.0, 1), "compiled": (4.0, 1)}
+_RESIDUAL = {"eager": (6.0, 1), "fused": (2.0, 0), "compiled": (2.0, 0)}  # fused into the norm after it
+_ROTARY = {"eager": (12.0, 6), "fused": (4.0, 1), "compiled": (4.0, 1)}
+_GATED_ACT = {"eager": (10.0, 2), "fused": (6.0, 1), "compiled": (6.0, 1)}
+_ACT = {"eager": (4.0, 1), "fused": (4.0, 1), "compiled": (4.0, 1)}
+# The loss, bytes per logit forward and backward: an fp32 copy of the logits (upcast, and its chunks), bf16
+# throughout, a fused kernel that writes the gradient in place (Liger, compiled), Megatron's fp32 vocab-parallel.
+LOSS_BYTES = {"upcast": 14.0, "chunked": 14.0, "bf16": 6.0, "fused": 4.0, "vocab-parallel": 12.0}
+
+
+def layer_ops(
+    a: ModelArchitecture,
+    moe_layer: bool,
+    tokens: int,
+    seq_len: int,
+    kernels: Kernels,
+    gemm_bytes: float = BF16,
+    flash: bool = True,
+) -> list[Op]:
+    """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order. Without flash attention
+    the scores are two matmuls over the whole (s x s) square and a softmax that writes, reads and writes the
+    scores, and reads them back for the values: 8 bytes per score forward, twice that backward."""
+    h, t = a.hidden, float(tokens)
+    ops: list[Op] = []
+    norm_b, norm_k = _NORM[kernels]
+    res_b, res_k = _RESIDUAL[kernels]
+    ops.append(_memory("input norm", "layernorm", norm_b * h * t, norm_k))
+    if a.mla is not None:
+        m = a.mla
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        if m.q_lora_rank is None:
+            ops.append(_gemm("query", "qkv", t, h, a.heads * qk, gemm_bytes))
+        else:
+            ops.append(_gemm("query down", "qkv", t, h, m.q_lora_rank, gemm_bytes))
+            ops.append(_gemm("query up", "mla_up_proj", t, m.q_lora_rank, a.heads * qk, gemm_bytes))
+        ops.append(_gemm("key-value down", "qkv", t, h, m.kv_lora_rank + m.qk_rope_head_dim, gemm_bytes))
+        kv_up = a.heads * (m.qk_nope_head_dim + m.v_head_dim)
+        ops.append(_gemm("key-value up", "mla_up_proj", t, m.kv_lora_rank, kv_up, gemm_bytes))
+        d_qk, d_v, rotary_width = qk, m.v_head_dim, (a.heads + 1) * m.qk_rope_head_dim
+        out_in = a.heads * m.v_head_dim
+    else:
+        q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
+        ops.append(_gemm("query, key, value", "qkv", t, h, q_out + 2 * kv_out, gemm_bytes))
+        d_qk = d_v = a.d_head
+        rotary_width = 0 if a.learned_positions else q_out + kv_out
+        out_in = q_out
+    if rotary_width:
+        rot_b, rot_k = _ROTARY[kernels]
+        ops.append(_memory("rotary", "core_attn", rot_b * rotary_width * t, rot_k, 1.0))
+    if flash:
+        attention = 2.0 * t * seq_len * a.heads * (d_qk + d_v) / 2  # the causal half
+        ops.append(Op("attention", "core_attn", "attention", attention, 0.0, 1, 2.5 * attention, 0.0, 3))
+    else:
+        scores = float(a.heads) * seq_len * t
+        square = 2.0 * t * seq_len * a.heads * (d_qk + d_v)
+        ops.append(Op("attention (eager)", "core_attn", "gemm", square, 8 * scores, 5, 2 * square, 16 * scores, 8))
+    ops.append(_gemm("output projection", "attn_out", t, out_in, h, gemm_bytes))
+    ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
+    ops.append(_memory("post-attention norm", "layernorm", norm_b * h * t, norm_k))
+    act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
+    if moe_layer and a.moe is not None:
+        e = a.moe
+        routed = t * e.active / e.experts
+        ops.append(_gemm("router", "router", t, h, e.experts, gemm_bytes))
+        ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, e.experts)
+        ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * e.experts))
+        if e.shared:
+            ops += _mlp("shared expert", "moe", a, t, e.shared_width, gemm_bytes, e.shared)
+            ops.append(_memory("shared expert activation", "moe_act", act_b * e.shared_width * t * e.shared, act_k))
+    else:
+        assert a.ffn is not None
+        ops += _mlp("MLP", "mlp", a, t, a.ffn, gemm_bytes)
+        ops.append(_memory("MLP activation", "mlp", act_b * a.ffn * t, act_k))
+    ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
+    return ops
+
+
+def _mlp(
+    name: str, module: str, a: ModelArchitecture, tokens: float, width: int, gemm_bytes: float, repeats: int = 1
+) -> list[Op]:
+    h = a.hidden
+    up = [_gemm(f"{name} gate", module, tokens, h, width, gemm_bytes, repeats)] if a.gated_mlp else []
+    up.append(_gemm(f"{name} up", module, tokens, h, width, gemm_bytes, repeats))
+    return [*up, _gemm(f"{name} down", module, tokens, width, h, gemm_bytes, repeats)]
+
+
+def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: str) -> list[Op]:
+    """What runs outside the layers: the embedding, the final norm, the output head and the loss."""
+    h, t = a.hidden, float(tokens)
+    norm_b, norm_k = _NORM[kernels]
+    logits = a.vocab * t
+    return [
+        # the backward scatters into a dense fp32 (vocab x hidden) gradient, zeroed first
+        Op("embedding", "embedding", "memory", 0.0, 2 * BF16 * h * t, 1, 0.0, 2 * 4.0 * h * t + 8.0 * a.vocab * h, 2),
+        _memory("final norm", "layernorm", norm_b * h * t, norm_k),
+        _gemm("output head", "head", t, h, a.vocab, BF16),
+        Op(
+            "loss",
+            "loss",
+            "memory",
+            0.0,
+            logits * LOSS_BYTES[loss_impl] / 2,
+            3,
+            0.0,
+            logits * LOSS_BYTES[loss_impl] / 2,
+            2,
+        ),
+    ]
+
+
+def optimizer_bytes(params: float, grad_bytes: float, master: bool, state_bytes: float) -> float:
+    """One step of an Adam-like optimizer over `params` parameters (the GPU's shard): it reads the gradient (and
+    its norm for clipping, once more), reads and writes its states and the fp32 master copy, and writes the
+    16-bit weights (torch.optim's fused and foreach AdamW, Apex's and Megatron's: one pass)."""
+    per_param = 2 * grad_bytes + 2 * state_bytes + (2 * 4.0 + BF16 if master else 2 * BF16)
+    return params * per_param
+
+
+@dataclass(frozen=True)
+class OpTimes:
+    """Seconds of one pass over a list of ops, by part."""
+
+    forward: dict[str, float]
+    backward: dict[str, float]
+
+    @property
+    def forward_seconds(self) -> float:
+        return sum(self.forward.values())
+
+    @property
+    def backward_seconds(self) -> float:
+        return sum(self.backward.values())
+
+
+def _seconds(flops: float, moved: float, kernels: int, rate: float, hbm: float, launch: float) -> float:
+    compute = flops / rate if flops else 0.0
+    return max(compute, moved / hbm, kernels * launch)
+
+
+def times(
+    ops: Iterable[Op],
+    rates: ComputeRates,
+    peak: float,
+    bf16_peak: float,
+    hbm_bandwidth: float,
+    seq_len: int,
+    attention_kernel: str,
+    gemm_efficiency: float | None = None,
+) -> OpTimes:
+    """Each op's forward and backward seconds, summed by part: matmuls at `gemm_efficiency` of `peak` (the
+    generation's sustained share unless given: --mfu), attention at the flash kernel's rate for this sequence
+    length, memory-bound ops at the sustained HBM bandwidth; none faster than its kernels' launches."""
+    gemm_rate = peak * (gemm_efficiency or rates.gemm)
+    share = rates.attention[attention_kernel]
+    attention_rate = bf16_peak * share * seq_len / (seq_len + rates.attention_seq)
+    hbm = hbm_bandwidth * rates.hbm
+    forward = dict.fromkeys(PARTS[:3], 0.0)
+    backward = dict.fromkeys(PARTS[:3], 0.0)
+    for op in ops:
+        part = "matmuls" if op.kind == "gemm" else "attention" if op.kind == "attention" else "memory-bound"
+        rate = attention_rate if op.kind == "attention" else gemm_rate
+        forward[part] += op.repeats * _seconds(op.flops, op.bytes, op.kernels, rate, hbm, rates.launch)
+        backward[part] += op.repeats * _seconds(
+            op.backward_flops, op.backward_bytes, op.backward_kernels, rate, hbm, rates.launch
+        )
+    return OpTimes(forward, backward)
+
+
+@dataclass(frozen=True)
+class MicroBatchCompute:
+    """One micro-batch's compute on one GPU: forward, backward (recomputation included) and where it goes."""
+
+    forward: float
+    backward: float
+    recompute: float  # seconds of the backward spent re-running forward ops
+    by_part: dict[str, float]  # forward + backward + recompute seconds, by part
+
+
+def recomputed_seconds(
+    forward: dict[str, float], ops: list[Op], per_op: list[float], recompute: str, modules: frozenset[str]
+) -> float:
+    """Seconds of one layer's forward that the checkpointing policy runs again in the backward (checkpointing.py):
+    full, every op; torchtitan's per-op SAC, the half of the matmuls it did not save and every memory-bound op;
+    Megatron's selective, the forward of the modules it recomputes (with flash attention, core_attn re-runs the
+    attention kernel's forward)."""
+    if recompute == "full":
+        return sum(forward.values())
+    if recompute == "op":
+        return 0.5 * forward["matmuls"] + forward["memory-bound"]
+    if recompute == "selective":
+        return sum(t for op, t in zip(ops, per_op, strict=True) if op.module in modules)
+    return 0.0
+
+
+def micro_batch_compute(
+    a: ModelArchitecture,
+    moe_layers: list[bool],
+    tokens: int,
+    seq_len: int,
+    kernels: Kernels,
+    loss_impl: str,
+    rates: ComputeRates,
+    peak: float,
+    bf16_peak: float,
+    hbm_bandwidth: float,
+    attention_kernel: str,
+    recompute: str = "none",
+    modules: frozenset[str] = frozenset({"core_attn"}),
+    every: int = 1,
+    gemm_efficiency: float | None = None,
+    gemm_bytes: float = BF16,
+    flash: bool = True,
+) -> MicroBatchCompute:
+    """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
+    head and the loss; the recomputation its checkpointing policy adds to the backward."""
+
+    def timed(op_list: list[Op]) -> OpTimes:
+        return times(op_list, rates, peak, bf16_peak, hbm_bandwidth, seq_len, attention_kernel, gemm_efficiency)
+
+    forward = dict.fromkeys(PARTS[:3], 0.0)
+    backward = dict.fromkeys(PARTS[:3], 0.0)
+    recomputed = 0.0
+    checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
+    for moe in sorted(set(moe_layers)):
+        count = moe_layers.count(moe)
+        ops = layer_ops(a, moe, tokens, seq_len, kernels, gemm_bytes, flash)
+        t = timed(ops)
+        per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
+        for part in forward:
+            forward[part] += count * t.forward[part]
+            backward[part] += count * t.backward[part]
+        recomputed += count * checkpointed * recomputed_seconds(t.forward, ops, per_op, recompute, modules)
+    rest = timed(model_ops(a, tokens, kernels, loss_impl))
+    for part in forward:
+        forward[part] += rest.forward[part]
+        backward[part] += rest.backward[part]
+    by_part = {part: forward[part] + backward[part] for part in forward}
+    by_part["recomputation"] = recomputed
+    return MicroBatchCompute(sum(forward.values()), sum(backward.values()) + recomputed, recomputed, by_part)

@@ -1,0 +1,119 @@
+"""The per-op compute model (engine/ops.py): each op's FLOPs and bytes in closed form, and their sum against
+PaLM's 6N + 12LHQT where that formula holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpcost.catalog import load_model, load_topology
+from dpcost.engine.compute import flops_per_token
+from dpcost.engine.ops import layer_ops, micro_batch_compute, model_ops, optimizer_bytes, times
+from dpcost.engine.params import count_params
+from dpcost.engine.rates import rates_for
+
+
+def test_a_dense_layers_matmuls_are_twice_its_weights_per_token_and_flash_attention_the_causal_half() -> None:
+    """Llama 3.1 8B, one layer, T tokens of s: matmul FLOPs 2 x (4096 x (4096 + 2 x 1024) + 4096 x 4096 + 3 x 4096
+    x 14336) x T forward; attention 2 x T x s x 32 x (128 + 128) / 2 (FlashAttention-2's causal count)."""
+    a = load_model("llama-8b").architecture
+    assert a is not None
+    t, s = 8192, 8192
+    ops = layer_ops(a, False, t, s, "fused")
+    weights = 4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336
+    gemm = sum(op.flops * op.repeats for op in ops if op.kind == "gemm")
+    assert gemm == pytest.approx(2 * weights * t)
+    assert sum(op.backward_flops * op.repeats for op in ops if op.kind == "gemm") == pytest.approx(4 * weights * t)
+    attention = next(op for op in ops if op.kind == "attention")
+    assert attention.flops == pytest.approx(2 * t * s * 32 * 256 / 2)
+    assert attention.backward_flops == pytest.approx(2.5 * attention.flops)
+    # the fused MLP activation reads gate and up and writes their product: 3 x 14336 bf16 values per token
+    act = next(op for op in ops if op.name == "MLP activation")
+    assert act.bytes == pytest.approx(6 * 14336 * t)
+
+
+@pytest.mark.parametrize("name", ["llama-8b", "llama-70b", "mixtral-8x7b", "deepseek-v3"])
+def test_the_matmuls_and_attention_sum_to_palms_model_flops(name: str) -> None:
+    """Forward matmul FLOPs of every layer and the head = 2N per token (N: the weights a token multiplies); the
+    attention ops count the causal half of PaLM's 12LHQT / 3 forward, so doubling them gives it back."""
+    model = load_model(name)
+    a = model.architecture
+    assert a is not None
+    counts = count_params(model)
+    t, s = 4096, 4096
+    total_gemm = total_attention = 0.0
+    for block in counts.blocks:
+        for op in layer_ops(a, block.moe, t, s, "fused"):
+            if op.kind == "gemm":
+                total_gemm += op.flops * op.repeats
+            elif op.kind == "attention":
+                total_attention += op.flops
+    total_gemm += sum(op.flops for op in model_ops(a, t, "fused", "fused") if op.kind == "gemm")
+    palm = flops_per_token(counts, a, s)
+    attention_palm = (
+        2.0
+        * a.layers
+        * a.heads
+        * ((a.mla.qk_nope_head_dim + a.mla.qk_rope_head_dim + a.mla.v_head_dim) if a.mla else 2 * a.d_head)
+        * s
+    )
+    assert total_attention * 2 / t == pytest.approx(attention_palm, rel=1e-9)
+    assert total_gemm / t == pytest.approx(palm.forward - attention_palm, rel=0.002)
+
+
+def test_an_ops_time_is_the_largest_of_compute_bandwidth_and_launch() -> None:
+    """H100: a 16384 x 4096 x 4096 matmul is compute-bound at 794.5 of 989 TFLOP/s (ml-engineering MAMF); a norm
+    over 16384 x 4096 bf16 values is bandwidth-bound at 1832 of 2000 GB/s; a tiny kernel takes its launch."""
+    h100 = load_topology("dgx-h100").gpu
+    r = rates_for(h100)
+    a = load_model("llama-8b").architecture
+    assert a is not None
+    ops = layer_ops(a, False, 16384, 4096, "fused")
+    out = next(op for op in ops if op.name == "output projection")
+    t = times([out], r, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, 4096, "flash2")
+    assert t.forward["matmuls"] == pytest.approx(2 * 16384 * 4096 * 4096 / 794.5e12, rel=1e-3)
+    norm = next(op for op in ops if op.name == "input norm")
+    t = times([norm], r, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, 4096, "flash2")
+    assert t.forward["memory-bound"] == pytest.approx(4 * 4096 * 16384 / (h100.hbm_bandwidth * 1832 / 2000))
+    tiny = layer_ops(a, False, 1, 4096, "eager")
+    rotary = next(op for op in tiny if op.name == "rotary")
+    t = times([rotary], r, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, 4096, "flash2")
+    assert t.forward["memory-bound"] == pytest.approx(rotary.kernels * r.launch)
+
+
+def test_flash_attention_runs_at_the_kernels_measured_rate_for_its_sequence() -> None:
+    """FlashAttention-2 causal, head dim 128, forward + backward on H100: 163 TFLOP/s at 512 and 328 at 16k
+    (tests/reference/compute-rates/attention.csv); the saturating curve stays within 6% of both."""
+    h100 = load_topology("dgx-h100").gpu
+    r = rates_for(h100)
+    a = load_model("llama-8b").architecture
+    assert a is not None
+    for s, measured in ((512, 163e12), (16384, 328e12)):
+        att = next(op for op in layer_ops(a, False, 16384, s, "fused") if op.kind == "attention")
+        t = times([att], r, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, s, "flash2")
+        rate = (att.flops + att.backward_flops) / (t.forward["attention"] + t.backward["attention"])
+        assert rate == pytest.approx(measured, rel=0.06), s
+
+
+def test_full_recomputation_reruns_every_layers_forward_and_none_nothing() -> None:
+    h100 = load_topology("dgx-h100").gpu
+    model = load_model("llama-8b")
+    a = model.architecture
+    assert a is not None
+    moe = [b.moe for b in count_params(model).blocks]
+    common = (a, moe, 8192, 8192, "fused", "upcast", rates_for(h100), h100.bf16_dense, h100.bf16_dense)
+    none = micro_batch_compute(*common, h100.hbm_bandwidth, "flash2", "none")
+    full = micro_batch_compute(*common, h100.hbm_bandwidth, "flash2", "full")
+    layers = micro_batch_compute(*common, h100.hbm_bandwidth, "flash2", "none")
+    assert none.recompute == 0
+    head_and_loss = sum(
+        times(model_ops(a, 8192, "fused", "upcast"), rates_for(h100), h100.bf16_dense, h100.bf16_dense,
+              h100.hbm_bandwidth, 8192, "flash2").forward.values()
+    )  # fmt: skip
+    assert full.recompute == pytest.approx(layers.forward - head_and_loss)
+    assert full.backward == pytest.approx(none.backward + full.recompute)
+
+
+def test_adamw_moves_its_states_master_weights_and_gradient_once() -> None:
+    """Per parameter: fp32 gradient read twice (the update and the norm for clipping), m and v read and written
+    (8 B each way), the fp32 master read and written and the bf16 weight written: 8 + 16 + 8 + 2 = 34 B."""
+    assert optimizer_bytes(1.0, 4.0, True, 8.0) == 34.0
