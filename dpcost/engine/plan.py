@@ -220,7 +220,7 @@ def timeline(
 def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, stage: int) -> float:
     """The optimizer step on this GPU's parameters (all of them at stage 0, its 1/DP shard from stage 1), bound
     by HBM bandwidth (ops.optimizer_bytes); 0 when the optimizer runs on the CPU."""
-    if p.o.precision.offload != "none" and offload_applies(p.o.precision.offload, stage):
+    if offload_applies(p.o.precision.offload, stage):
         return 0.0
     params = p.counts.total / (p.o.dp if stage >= 1 else 1)
     state = OPTIMIZER_STATE_BYTES[p.o.precision.optimizer]

@@ -22,22 +22,20 @@ from dataclasses import dataclass, replace
 
 from dpcost.specs import GPUSpec
 
-__all__ = ["ATTENTION_KERNELS", "ComputeRates", "matmul_efficiency", "rates_for"]
+__all__ = ["ComputeRates", "matmul_efficiency", "rates_for"]
 
 
 @dataclass(frozen=True)
 class ComputeRates:
     gemm: float  # share of the dense BF16 peak a large matmul sustains
     gemm_fp8: float | None  # share of the dense FP8 peak
-    attention: dict[str, float]  # by kernel family: flash attention's fwd+bwd share of the BF16 peak at long T
+    # by kernel (frameworks.py attention_kernel): PyTorch SDPA's FlashAttention-2, or cuDNN's through Transformer
+    # Engine; forward + backward share of the BF16 peak at long sequences
+    attention: dict[str, float]
     attention_seq: float  # the sequence length at which attention runs at half that rate
     hbm: float  # share of the HBM bandwidth a streaming kernel reaches
     launch: float  # seconds: the shortest time a kernel takes when launched eagerly, one after another
 
-
-# Which attention kernel a framework runs: PyTorch's SDPA picks FlashAttention-2 on these GPUs; Megatron and
-# MaxText run cuDNN's fused attention through Transformer Engine.
-ATTENTION_KERNELS = ("flash2", "cudnn")
 
 ARCH_RATES: dict[str, ComputeRates] = {
     "ampere": ComputeRates(271.2 / 312, None, {"flash2": 0.625, "cudnn": 0.625}, 500.0, 1759 / 2039, 2.6e-6),
