@@ -23,6 +23,7 @@ MODELS = {
     "gpt3-175b",
 }
 TOPOLOGIES = {"dgx-h100", "dgx-a100", "hgx-h200", "dgx-b200", "gb200-nvl72", "rack-pod-h100"}
+TOPOLOGIES |= {"aws-p4de", "aws-p5", "gcp-a3-mega", "gcp-a3-ultra", "gcp-a4"}  # cloud instances (public specs)
 
 
 def test_every_shipped_model_loads_and_counts() -> None:

@@ -100,7 +100,19 @@ def test_the_issues_examples() -> None:
     assert "left out to fit 100 columns: nodes, compute, comm (serial)" in squeeze(text)
     text = output(["topologies"], 100)
     names = [ln.split()[0] for ln in text.splitlines() if re.match(r"  [a-z]", ln)]
-    assert names[1:] == ["dgx-a100", "dgx-b200", "dgx-h100", "gb200-nvl72", "hgx-h200", "rack-pod-h100"]
+    assert names[1:] == [
+        "aws-p4de",
+        "aws-p5",
+        "dgx-a100",
+        "dgx-b200",
+        "dgx-h100",
+        "gb200-nvl72",
+        "gcp-a3-mega",
+        "gcp-a3-ultra",
+        "gcp-a4",
+        "hgx-h200",
+        "rack-pod-h100",
+    ]
 
 
 def test_wide_terminals_drop_nothing() -> None:
