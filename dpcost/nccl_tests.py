@@ -241,6 +241,7 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
                 tuple(rows),
                 _forced_protocol(comments),
                 _nvls_enabled(comments),
+                _topology_hint(comments),
             )
         )
     return runs
