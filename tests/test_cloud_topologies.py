@@ -1,0 +1,120 @@
+"""The cloud topologies (AWS p4de/p5, Google Cloud A3 Mega/A3 Ultra/A4) hold the facts their instances' public
+specs state, the CLI takes them, and the public nccl-tests runs taken on those instances are scored on them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import REFERENCE
+from typer.testing import CliRunner
+
+from dpcost.accuracy import guess_topology
+from dpcost.catalog import catalog_dir, list_topologies, load_measurements, load_topology
+from dpcost.cli import app
+
+GBPS = 1e9 / 8  # bytes/s in one Gb/s
+
+# name: (GPU arch, HBM per GPU in bytes, GPUs per node, NICs per node, Gb/s per NIC, host CPU vendor, NVLS on the
+# baseboard), as the instance's public spec states them (each YAML's header cites where).
+SPECS = {
+    "aws-p4de": ("ampere", 80e9, 8, 4, 100, "intel", False),  # A100 80GB, EFA 4 x 100G, Xeon 8275CL
+    "aws-p5": ("hopper", 80e9, 8, 32, 100, "amd", True),  # H100, EFAv2 32 x 100G, EPYC 7R13
+    "gcp-a3-mega": ("hopper", 80e9, 8, 8, 200, "intel", True),  # H100, 8 x 200G TCPXO, Sapphire Rapids
+    "gcp-a3-ultra": ("hopper", 141e9, 8, 8, 400, "intel", True),  # H200, 8 x 400G RoCE CX-7, Emerald Rapids
+    "gcp-a4": ("blackwell", 180e9, 8, 8, 400, "intel", True),  # B200, 8 x 400G RoCE CX-7
+}
+# The sibling NVIDIA design whose NVLink (and NVLS) numbers each carries over: the same NVSwitch baseboard.
+SIBLING = {
+    "aws-p4de": "dgx-a100",
+    "aws-p5": "dgx-h100",
+    "gcp-a3-mega": "dgx-h100",
+    "gcp-a3-ultra": "hgx-h200",
+    "gcp-a4": "dgx-b200",
+}
+# The public runs on those instances, and the topology each is scored on.
+RUNS = {
+    "a100-2n-all_reduce-awsp4de.csv": "aws-p4de",
+    "h100-2n-all_reduce-awsp5.csv": "aws-p5",
+    "h100-2n-all_reduce-gcpa3mega.log": "gcp-a3-mega",
+    "h200-2n-all_gather-gcpa3ultra.log": "gcp-a3-ultra",
+    "b200-2n-all_gather-gcpa4-dranet.log": "gcp-a4",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_the_public_spec_facts(name: str) -> None:
+    arch, hbm, per_node, nics, nic_gbps, cpu, nvls = SPECS[name]
+    t = load_topology(name)
+    assert t.name == name and t.gpu.arch == arch and t.gpu.hbm == hbm
+    assert t.domain_size == per_node  # one NVLink domain per instance
+    assert t.host_cpu == cpu
+    network = t.tiers[1]
+    assert network.bandwidth == nics * nic_gbps * GBPS / per_node  # per GPU, bytes/s
+    assert (t.tiers[0].in_network_reduction is not None) == nvls
+
+
+def test_per_gpu_network_bandwidth_in_bytes() -> None:
+    """50 Gb/s per GPU on p4de (two GPUs per 100G card), 400 Gb/s on p5, A3 Ultra and A4, 200 Gb/s on A3 Mega."""
+    got = {name: load_topology(name).tiers[1].bandwidth for name in SPECS}
+    assert got == {
+        "aws-p4de": 6.25e9,
+        "aws-p5": 50e9,
+        "gcp-a3-mega": 25e9,
+        "gcp-a3-ultra": 50e9,
+        "gcp-a4": 50e9,
+    }
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_one_network_tier_of_open_size_with_nothing_fitted(name: str) -> None:
+    """The clouds do not publish their fabrics' switch tiers: one network tier, open size, no hop latency of its own,
+    NCCL's latencies unscaled; the NVLink tier is the sibling NVIDIA design's."""
+    t, sibling = load_topology(name), load_topology(SIBLING[name])
+    assert len(t.tiers) == 2 and t.max_gpus is None
+    assert t.tiers[1].hop_latency == 0 and t.tiers[1].oversubscription == 1
+    assert t.latency_scale == 1 and t.scaling_loss == sibling.scaling_loss and t.calibration is None
+    assert t.tiers[0] == sibling.tiers[0]
+    assert t.gpu.bf16_dense == sibling.gpu.bf16_dense and t.gpu.sms == sibling.gpu.sms
+    assert t.call_overhead == sibling.call_overhead
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_sources_are_cited(name: str) -> None:
+    t = load_topology(name)
+    assert t.sources and all(s.startswith("https://") for s in t.sources)
+    text = (Path(str(catalog_dir("topologies"))) / f"{name}.yaml").read_text()
+    assert "nothing here is fitted to a measured run" in text
+    # a topology header that names a reference run counts that run as in sample (benchmarks/accuracy.py)
+    assert not re.findall(r"[\w.-]+\.(?:log|csv)", text)
+
+
+def test_listed_in_the_catalog() -> None:
+    assert set(SPECS) <= {t.name for t in list_topologies()}
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_the_cli_takes_it(name: str) -> None:
+    args = ["collective", "--topology", name, "--op", "all_reduce", "--ranks", "16", "--sizes", "1G"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.stderr
+    assert name in result.stdout
+
+
+@pytest.mark.parametrize(("run", "name"), sorted(RUNS.items()))
+def test_the_public_runs_name_their_instance(run: str, name: str) -> None:
+    """Each run's `# dpcost-topology:` line (CSV files included) points at its instance's topology and says that no
+    constant was fitted to it."""
+    path = REFERENCE / "nccl-tests" / run
+    assert guess_topology(load_measurements(str(path))) == name
+    assert f"# {name}'s numbers come from the" in path.read_text()
+    assert "no constant was fitted to this run" in path.read_text()
+
+
+def test_a_csv_reads_its_topology_line(tmp_path: Path) -> None:
+    csv = tmp_path / "h100-run.csv"
+    csv.write_text("# dpcost-topology: aws-p5\nop,ranks,size_bytes,time_us\nall_reduce,16,1048576,150\n")
+    assert guess_topology(load_measurements(str(csv))) == "aws-p5"
+    csv.write_text("op,ranks,size_bytes,time_us\nall_reduce,16,1048576,150\n")
+    assert guess_topology(load_measurements(str(csv))) == "dgx-h100"  # no line: the GPU in the file name
