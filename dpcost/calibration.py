@@ -2,7 +2,8 @@
 
 dpcost's collective model (engine/collectives.py) has a handful of numbers that describe one cluster rather than
 NCCL: how much of its NVLink, NVLS and network line rate it reaches, its per-call overhead, how its step latencies
-compare with NCCL's tables, and how much network bandwidth it loses as nodes are added. Given measured runs, this
+compare with NCCL's tables, how much network bandwidth it loses as nodes are added, and how much more once calls
+leave a leaf switch for the spine (a step the per-doubling loss cannot take). Given measured runs, this
 module finds the values that make the model's predictions closest to them, in the same sense the accuracy report
 scores them: the log of predicted over measured time, with a soft-L1 loss (Huber-like, delta 5%) so that a few
 noisy rows cannot drag the fit, minimised by Levenberg-Marquardt with the soft-L1 weights (iteratively
@@ -64,6 +65,7 @@ PARAMETERS = (
     Parameter("call_overhead", "per-call launch and completion time", 0.5e-6, 500e-6, True),
     Parameter("latency_scale", "NCCL's hop latencies times this (the ramp to full bandwidth)", 0.1, 20.0, True),
     Parameter("scaling_loss", "network bandwidth lost per doubling of nodes beyond two", 0.0, 0.3, False),
+    Parameter("crossing_loss", "network bandwidth lost by calls that leave a leaf for the spine", 0.0, 0.3, False),
 )
 
 
@@ -76,6 +78,8 @@ def _read(t: TopologySpec, name: str) -> float | None:
     if name == "nvls_efficiency":
         r = t.tiers[0].in_network_reduction
         return r.efficiency if r is not None and r.kind == "nvls" else None
+    if name == "crossing_loss":
+        return t.tiers[2].crossing_loss if len(t.tiers) > 2 else None
     return float(getattr(t, name))
 
 
@@ -90,6 +94,8 @@ def with_values(base: TopologySpec, values: dict[str, float]) -> TopologySpec:
         doc["tiers"][0]["efficiency"] = values["nvlink_efficiency"]
     if "nvls_efficiency" in values and doc["tiers"][0]["in_network_reduction"] is not None:
         doc["tiers"][0]["in_network_reduction"]["efficiency"] = values["nvls_efficiency"]
+    if "crossing_loss" in values and len(base.tiers) > 2:
+        doc["tiers"][2]["crossing_loss"] = values["crossing_loss"]
     for name in ("call_overhead", "latency_scale", "scaling_loss"):
         if name in values:
             doc[name] = values[name]
@@ -298,12 +304,20 @@ def _error(topology: TopologySpec, runs: Sequence[Measurements]) -> float:
 
 
 def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozenset[str], HeldOut | None]:
-    """With three or more node counts: fit all but the largest, predict it, and drop (one at a time, the least
-    preferred first) every term whose fit does not improve that prediction."""
-    nodes = sorted({place(base, m.ranks).nodes for m in runs if m.ranks})
-    if len(nodes) < 3:
+    """With three or more node counts: fit the smaller ones, predict the largest, and drop (one at a time, the
+    least preferred first) every term whose fit does not improve that prediction. The held-out count is the
+    largest whose calls reach no switch tier the smaller ones miss: a tier's crossing loss shows only in the runs
+    that cross it, so a count that alone crosses it cannot judge the terms (it is fitted with the rest after)."""
+    reach: dict[int, int] = {}  # node count -> how many tiers its calls span
+    for m in runs:
+        if m.ranks:
+            placed = place(base, m.ranks)
+            reach[placed.nodes] = len(placed.levels)
+    nodes = sorted(reach)
+    judged = [n for i, n in enumerate(nodes) if i >= 2 and reach[n] <= max(reach[k] for k in nodes[:i])]
+    if not judged:
         return frozenset(), None
-    largest = nodes[-1]
+    largest = judged[-1]
     train = [m for m in runs if not m.ranks or place(base, m.ranks).nodes < largest]
     test = [m for m in runs if m.ranks and place(base, m.ranks).nodes == largest]
     dropped: frozenset[str] = frozenset()

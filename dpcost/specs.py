@@ -276,6 +276,11 @@ class TierSpec(Spec):
     latency: LatencyTable = Field(None, description="replaces NCCL's Ring hop latency on this tier")
     tree_latency: LatencyTable = Field(None, description="replaces NCCL's Tree hop latency on this tier")
     in_network_reduction: InNetworkReduction | None = None
+    crossing_loss: Annotated[float, Field(ge=0, le=0.5)] = Field(
+        0.0,
+        description="share of network bandwidth a call loses once its ranks span more than one domain of the tier "
+        "below (leaf to spine: longer paths, ECMP collisions); declared, or fitted by calibrate",
+    )
     note: Text = ""
 
     @property

@@ -9,7 +9,7 @@ import yaml
 from conftest import REFERENCE
 from typer.testing import CliRunner
 
-from dpcost.calibration import calibrate, with_values
+from dpcost.calibration import Fit, calibrate, with_values
 from dpcost.catalog import load_runs, load_topology
 from dpcost.cli import app
 from dpcost.engine.collectives import fastest
@@ -23,6 +23,7 @@ TRUTH = {
     "call_overhead": 9e-6,
     "latency_scale": 1.6,
     "scaling_loss": 0.03,
+    "crossing_loss": 0.08,
 }
 
 
@@ -37,12 +38,17 @@ def synthetic_csv(topology: TopologySpec, ranks: tuple[int, ...], forced: str | 
     return "\n".join(lines) + "\n"
 
 
-def test_a_synthetic_run_is_fitted_back_to_its_parameters() -> None:
+@pytest.fixture(scope="module")
+def five_counts_fit() -> Fit:
+    """dgx-h100 fitted to what it predicts with TRUTH's values on 1, 2, 8, 32 and 128 nodes (past the leaf)."""
     base = load_topology("dgx-h100")
-    truth = with_values(base, TRUTH)
-    runs = parse_runs(synthetic_csv(truth, (8, 16, 64, 256)), "synthetic.csv")
-    assert len(runs) == 4
-    fit = calibrate(base, runs)
+    runs = parse_runs(synthetic_csv(with_values(base, TRUTH), (8, 16, 64, 256, 1024)), "synthetic.csv")
+    assert len(runs) == 5
+    return calibrate(base, runs)
+
+
+def test_a_synthetic_run_is_fitted_back_to_its_parameters(five_counts_fit: Fit) -> None:
+    fit = five_counts_fit
     assert fit.undetermined == {}
     for name, value in TRUTH.items():
         assert fit.fitted[name] == pytest.approx(value, rel=0.02), name
@@ -179,3 +185,13 @@ def test_three_node_counts_hold_the_largest_out_and_the_fit_never_predicts_it_wo
     synthetic = calibrate(base, parse_runs(synthetic_csv(with_values(base, TRUTH), (8, 16, 64, 256)), "s.csv"))
     # 1, 2 and 8 nodes leave the loss with scale undetermined (one count beyond two): 32 nodes within 3%, not 38%
     assert synthetic.held_out is not None and synthetic.held_out.fitted_error < 0.03 < synthetic.held_out.base_error
+
+
+def test_a_count_that_alone_crosses_the_spine_is_not_the_one_held_out(five_counts_fit: Fit) -> None:
+    """Issue 17: past a 256-GPU leaf another cluster loses 8%, which fits on smaller counts cannot see. The
+    held-out count is the largest that reaches no tier the smaller ones miss (32 nodes, inside the leaf); the
+    128-node run, the only one past it, then fixes the spine's crossing loss in the fit on every run."""
+    fit = five_counts_fit
+    assert fit.held_out is not None and fit.held_out.nodes == 32
+    assert fit.fitted["crossing_loss"] == pytest.approx(0.08, abs=0.005)
+    assert fit.topology.tiers[2].crossing_loss == fit.fitted["crossing_loss"]

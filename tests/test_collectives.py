@@ -195,6 +195,24 @@ def test_network_loses_bandwidth_per_doubling_of_nodes(h100: TopologySpec) -> No
         assert b == pytest.approx(a / 0.97 ** math.log2(n / 16), rel=1e-9)
 
 
+def test_a_call_that_leaves_a_leaf_for_the_spine_loses_the_spines_crossing_loss_once(h100: TopologySpec) -> None:
+    """Issue 17: a topology declares a step where a job crosses a switch tier. dgx-h100's leaf holds 256 GPUs:
+    calls within it keep their bandwidth; beyond it every network tier runs at (1 - loss) of it, once."""
+    flat = _flat(h100)
+    doc = flat.model_dump()
+    doc["tiers"][2]["crossing_loss"] = 0.08
+    stepped = TopologySpec.model_validate(doc)
+    s = 16.0 * GIB
+    for n in (16, 256):
+        assert collective_time(stepped, "all_reduce", n, s, "ring") == collective_time(flat, "all_reduce", n, s, "ring")
+    for n in (512, 4096):
+        a = collective_time(flat, "all_reduce", n, s, "ring")
+        b = collective_time(stepped, "all_reduce", n, s, "ring")
+        network = [(x, y) for x, y in zip(a.tiers, b.tiers, strict=True) if x.tier != "nvlink"]
+        assert network and all(y.seconds == pytest.approx(x.seconds / 0.92, rel=1e-12) for x, y in network)
+        assert b.latency_seconds == a.latency_seconds
+
+
 # ------------------------------------------------------------------------------------------------ availability
 
 

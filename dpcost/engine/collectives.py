@@ -26,8 +26,9 @@ Bandwidth terms (N ranks on D NVLink domains of g GPUs, S bytes; Patarasuk & Yua
 - hierarchical (what-if, only when forced): reduce-scatter inside the domain, the op across domains on S/g
   (one ring per rail), all-gather back; recursively for every tier. Phases run one after the other.
 
-Network tiers lose `topology.scaling_loss` of their bandwidth per doubling of the nodes beyond two (a fabric
-term that calibration fits; see the topology YAMLs for each default's source). Protocols: Simple (full
+Network tiers lose `topology.scaling_loss` of their bandwidth per doubling of the nodes beyond two, and a call
+that crosses a switch tier (spans more than one domain of the tier below it) loses that tier's `crossing_loss`
+once (fabric terms that calibration fits; see the topology YAMLs for each default's source). Protocols: Simple (full
 bandwidth), LL128 (x0.92), LL (a fraction of the bandwidth and at most NCCL's llMaxBw), each with its own
 per-step latency from the tier.
 """
@@ -56,6 +57,7 @@ __all__ = [
     "bus_factor",
     "collective",
     "collective_time",
+    "crossing_factor",
     "fastest",
     "hop_latency",
 ]
@@ -141,10 +143,20 @@ def network_factor(topology: TopologySpec, nodes: int) -> float:
     return (1 - topology.scaling_loss) ** max(0.0, math.log2(nodes) - 1) if nodes > 2 else 1.0
 
 
+def crossing_factor(p: Placement) -> float:
+    """Network bandwidth kept by a call that crosses switch tiers: (1 - crossing_loss) for every network tier
+    above the first that the ranks reach (they span more than one domain of the tier below it)."""
+    kept = 1.0
+    for lv in p.levels[2:]:
+        kept *= 1 - lv.tier.crossing_loss
+    return kept
+
+
 def _bandwidth(topology: TopologySpec, p: Placement, lv: Level) -> float:
-    """A level's per-GPU bandwidth for this call: efficiency, oversubscription, and the fabric's scaling loss."""
+    """A level's per-GPU bandwidth for this call: efficiency, oversubscription, and the fabric's scaling and
+    crossing losses."""
     bw = lv.tier.effective_bandwidth
-    return bw if lv.scale_up else bw * network_factor(topology, p.nodes)
+    return bw if lv.scale_up else bw * network_factor(topology, p.nodes) * crossing_factor(p)
 
 
 def hop_latency(topology: TopologySpec, tier: TierSpec, first: bool, algorithm: str, proto: str) -> float:
@@ -236,7 +248,7 @@ def _ring(
     if via is not None and via is not levels[0].tier:
         carried = sum(t.bytes_per_gpu for t in traffic if not t.nested)
         traffic = [replace(t, nested=True) for t in traffic]
-        bw = via.effective_bandwidth * network_factor(topology, p.nodes)
+        bw = via.effective_bandwidth * network_factor(topology, p.nodes) * crossing_factor(p)
         traffic.insert(0, TierTraffic(via.name, carried, carried / bw))
     bus_bytes = bus_factor(op, ranks) * size
     bw_seconds, tiers = _with_protocol("ring", proto, traffic, bus_bytes, _ll_cap(topology, nodes))

@@ -138,6 +138,11 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
         ["hop latencies", f"NCCL {NCCL_VERSION}'s tables x {topo.latency_scale:g}"],
         ["network loss", f"{topo.scaling_loss:.1%} of bandwidth per doubling of nodes beyond two"],
     ]
+    t.rows += [
+        ["crossing loss", f"{x.crossing_loss:.1%} of network bandwidth for calls that reach {x.name}"]
+        for x in topo.tiers
+        if x.crossing_loss
+    ]
     t.rows += [["source", s] for s in topo.sources]
     tiers = Table(
         "Tiers (bandwidth per GPU, one direction)",
