@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from dpcost.accuracy import band_errors, guess_topology, predict
+from dpcost.accuracy import band_errors, disturbance, guess_topology, line_rate_points, predict
 from dpcost.catalog import list_topologies, load_runs, load_topology
 from dpcost.nccl_tests import Measurements
 
@@ -28,6 +28,7 @@ DEFAULT = HERE / "tests" / "reference" / "nccl-tests"
 # Runs gathered for issue 17 and never used to fix a constant: the out-of-sample set. Only those on a GPU the catalog
 # has a topology for are scored (the RCCL runs on MI300X/MI325X/MI355X name none).
 HOLDOUT = HERE / "tests" / "reference" / "nccl-tests-holdout"
+BAND_NAMES = ("1-64 MiB", ">=64 MiB")
 
 
 def in_sample() -> frozenset[str]:
@@ -55,28 +56,58 @@ def runs_in(paths: list[Path]) -> list[Measurements]:
 
 
 def markdown(runs: list[Measurements], topology: str | None = None) -> str:
-    """One row per run: its topology, ranks, what it forced, and the error in each band."""
+    """One row per run: its topology, ranks, what it forced, the error in each band, and the naive figure's (bus
+    bytes at the line rate, no latency: dpcost.accuracy.line_rate_points) beside it. Then the geomean of runs, in
+    sample and out of sample, with the out-of-sample runs also scored without the disturbed ones
+    (dpcost.accuracy.disturbance: their times fall as the message doubles)."""
     lines = [
-        "| run | topology | ranks | forced | 1-64 MiB | >= 64 MiB | worst | fixed a constant |",
-        "|---|---|---:|---|---:|---:|---:|---|",
+        "| run | topology | ranks | forced | 1-64 MiB | >= 64 MiB | worst | line rate: 1-64 MiB | >= 64 MiB "
+        "| fixed a constant |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     fitted = in_sample()
-    by_sample: dict[tuple[str, str], list[float]] = {}
+    by_sample: dict[tuple[str, str, str], list[float]] = {}
+    notes = []
     for m in runs:
         name = topology or guess_topology(m) or "dgx-h100"
-        bands = {b.band: b for b in band_errors(predict(m, load_topology(name)))}
+        topo = load_topology(name)
+        bands = {b.band: b for b in band_errors(predict(m, topo))}
+        naive = {b.band: b for b in band_errors(line_rate_points(m, topo))}
         forced = ", ".join(x for x in (m.algorithm, m.protocol, "" if m.nvls else "no NVLS") if x) or "-"
         cells = [f"{bands[b].geomean:.1%}" if b in bands else "-" for b in ("1-64 MiB", ">=64 MiB")]
+        naive_cells = [f"{naive[b].geomean:.1%}" if b in naive else "-" for b in ("1-64 MiB", ">=64 MiB")]
         worst = max((b.worst for b in bands.values()), default=0.0)
         sample = "yes" if m.name in fitted else "no"
-        lines.append(f"| {m.name} | {name} | {m.ranks} | {forced} | {cells[0]} | {cells[1]} | {worst:.0%} | {sample} |")
+        why = disturbance(m)
+        label = f"{m.name} (disturbed)" if why else m.name
+        if why:
+            notes.append(f"{m.name}: {why}")
+        lines.append(
+            f"| {label} | {name} | {m.ranks} | {forced} | {cells[0]} | {cells[1]} | {worst:.0%} "
+            f"| {naive_cells[0]} | {naive_cells[1]} | {sample} |"
+        )
+        groups = [sample] + ([] if why or sample == "yes" else ["undisturbed"])
         for band, b in bands.items():
-            by_sample.setdefault((sample, band), []).append(b.geomean)
-    if len({s for s, _ in by_sample}) > 1:
-        lines += ["", "| runs | 1-64 MiB (geomean of runs) | >= 64 MiB (geomean of runs) |", "|---|---:|---:|"]
-        for sample, label in (("yes", "fixed a constant (in sample)"), ("no", "fixed none (out of sample)")):
-            cells = [_geomean(by_sample.get((sample, b), [])) for b in ("1-64 MiB", ">=64 MiB")]
-            lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
+            for group in groups:
+                by_sample.setdefault((group, band, "dpcost"), []).append(b.geomean)
+                by_sample.setdefault((group, band, "naive"), []).append(naive[band].geomean)
+    if len({s for s, _, _ in by_sample}) > 1:
+        lines += [
+            "",
+            "| runs | 1-64 MiB (geomean of runs) | >= 64 MiB (geomean of runs) | line rate: 1-64 MiB | >= 64 MiB |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for sample, label in (
+            ("yes", "fixed a constant (in sample)"),
+            ("no", "fixed none (out of sample)"),
+            ("undisturbed", "fixed none, disturbed runs left out"),
+        ):
+            if not any(key[0] == sample for key in by_sample):
+                continue
+            cells = [_geomean(by_sample.get((sample, b, w), [])) for w in ("dpcost", "naive") for b in BAND_NAMES]
+            lines.append(f"| {label} | {' | '.join(cells)} |")
+    if notes:
+        lines += ["", *(f"Disturbed: {n}." for n in notes)]
     return "\n".join(lines) + "\n"
 
 

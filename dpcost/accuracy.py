@@ -13,15 +13,31 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dpcost.engine.collectives import fastest
+from dpcost.engine.collectives import bus_factor, fastest
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import TopologySpec
 
-__all__ = ["BANDS", "BandError", "Point", "as_run", "band_errors", "guess_topology", "predict"]
+__all__ = [
+    "BANDS",
+    "DISTURBED_DROP",
+    "BandError",
+    "Point",
+    "as_run",
+    "band_errors",
+    "disturbance",
+    "guess_topology",
+    "line_rate_points",
+    "predict",
+]
 
 MIB = 2**20
 BANDS = (("1-64 MiB", 1 * MIB, 64 * MIB), (">=64 MiB", 64 * MIB, math.inf))
 ERROR_FLOOR = 1e-4  # an exact hit counts as 0.01% so that the geometric mean stays defined
+# A run is disturbed where doubling the message (at >= 64 KiB) cuts its time to this share or less: a collective
+# cannot move twice the bytes in much less time, so something else (a noisy neighbour, a cold path) set the smaller
+# call's time. Set between the two groups of public runs in tests/reference/: the lowest ratio of the rest is 0.72
+# (an algorithm or protocol switch), that of the four whose headers or rows show noise is 0.30-0.57.
+DISTURBED_DROP = 0.65
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,36 @@ def predict(m: Measurements, topology: TopologySpec, algorithm: str | None = Non
             cache[key] = (best.seconds * 1e6, f"{best.algorithm}/{best.protocol}")
         us, alg = cache[key]
         out.append(Point(row.op, row.size_bytes, row.column, row.time_us, us, alg))
+    return out
+
+
+def disturbance(m: Measurements) -> str:
+    """Why a run's times cannot be those of an undisturbed collective, or "" (DISTURBED_DROP)."""
+    for op in m.ops:
+        for column in dict.fromkeys(r.column for r in m.rows):
+            times = {r.size_bytes: r.time_us for r in m.rows if r.op == op and r.column == column}
+            for size, t in sorted(times.items()):
+                doubled = times.get(2 * size)
+                if size >= 64 * 1024 and doubled is not None and doubled <= DISTURBED_DROP * t:
+                    return f"{op} {column}: {2 * size} B took {doubled / t:.2f}x the time of {size} B"
+    return ""
+
+
+def line_rate_points(m: Measurements, topology: TopologySpec) -> list[Point]:
+    """The naive figure: nccl-tests' bus bytes at the line rate, no latency. Inside one NVLink domain the rate is
+    NVLink's per GPU; across domains, every GPU's NIC at its line rate carries the ring (one ring per rail), up to
+    NVLink's. busbw = line rate, the number a cluster is sold on."""
+    if m.ranks is None:
+        raise ValueError(f"{m.name}: the number of ranks is unknown")
+    nvlink = topology.tiers[0]
+    ppn = min(m.ranks, nvlink.size or m.ranks)
+    rate = nvlink.bandwidth
+    if m.ranks > ppn and len(topology.tiers) > 1:
+        rate = min(rate, ppn * topology.tiers[1].bandwidth)
+    out = []
+    for row in m.rows:
+        seconds = bus_factor(row.op, m.ranks) * row.size_bytes / rate
+        out.append(Point(row.op, row.size_bytes, row.column, row.time_us, max(seconds * 1e6, 1e-3), "line rate"))
     return out
 
 

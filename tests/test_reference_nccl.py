@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import REFERENCE
 
-from dpcost.accuracy import band_errors, guess_topology, predict
+from dpcost.accuracy import band_errors, disturbance, guess_topology, line_rate_points, predict
 from dpcost.catalog import load_measurements, load_topology
 from dpcost.errors import InputError
 from dpcost.nccl_tests import parse_measurements
@@ -91,3 +91,25 @@ def test_h100_two_node_default_large_messages() -> None:
     assert len(points) == 8
     assert all(p.algorithm == "nvls_tree/simple" for p in points)
     assert max(abs(p.error) for p in points) <= 0.20
+
+
+def test_a_run_whose_time_falls_as_the_message_doubles_is_disturbed() -> None:
+    """The 2 x DGX H100 log takes 0.35x the time at 256 KiB that it took at 128 KiB: no collective moves twice the
+    bytes that much faster. A healthy log (its ring-forced twin) is not flagged."""
+    assert disturbance(load_measurements(str(NCCL / "dgx-h100-x2-all_reduce.log"))) == (
+        "all_reduce out-of-place: 262144 B took 0.35x the time of 131072 B"
+    )
+    assert disturbance(load_measurements(str(NCCL / "h100-ndr-x2-ring-all_reduce.csv"))) == ""
+
+
+def test_the_naive_figure_is_the_bus_bytes_at_the_line_rate() -> None:
+    """Across two DGX H100 nodes every GPU's 400G NIC carries the ring: busbw = 8 x 50 GB/s = 400 GB/s; one 1 GiB
+    all-reduce over 16 ranks is 2 x 15/16 GiB on the bus, 5.03 ms."""
+    ring = load_measurements(str(NCCL / "h100-ndr-x2-ring-all_reduce.csv"))
+    h100 = load_topology("dgx-h100")
+    point = next(p for p in line_rate_points(ring, h100) if p.size_bytes == 2**30)
+    assert point.predicted_us == pytest.approx(2 * 15 / 16 * 2**30 / 400e9 * 1e6, rel=1e-12)
+    one_node = parse_measurements(
+        "op,ranks,gpus_per_node,size_bytes,time_us\nall_reduce,8,8,1073741824,5000\n", "one-node.csv"
+    )
+    assert line_rate_points(one_node, h100)[0].predicted_us == pytest.approx(2 * 7 / 8 * 2**30 / 450e9 * 1e6)
