@@ -29,10 +29,13 @@ __all__ = [
     "MicroBatchCompute",
     "Op",
     "OpTimes",
+    "Passes",
     "layer_ops",
     "micro_batch_compute",
     "model_ops",
     "optimizer_bytes",
+    "part_of",
+    "recomputed_by_part",
     "times",
 ]
 
@@ -185,12 +188,19 @@ def optimizer_bytes(params: float, grad_bytes: float, master: bool, state_bytes:
     return params * per_param
 
 
+def part_of(op: Op) -> str:
+    """The part of PARTS an op's time and FLOPs count under: matmuls, attention or memory-bound."""
+    return "matmuls" if op.kind == "gemm" else "attention" if op.kind == "attention" else "memory-bound"
+
+
 @dataclass(frozen=True)
 class OpTimes:
-    """Seconds of one pass over a list of ops, by part."""
+    """Seconds of one pass over a list of ops, by part, and the FLOPs those ops execute."""
 
     forward: dict[str, float]
     backward: dict[str, float]
+    forward_flops: dict[str, float]
+    backward_flops: dict[str, float]
 
     @property
     def forward_seconds(self) -> float:
@@ -225,14 +235,31 @@ def times(
     hbm = hbm_bandwidth * rates.hbm
     forward = dict.fromkeys(PARTS[:3], 0.0)
     backward = dict.fromkeys(PARTS[:3], 0.0)
+    forward_flops = dict.fromkeys(PARTS[:3], 0.0)
+    backward_flops = dict.fromkeys(PARTS[:3], 0.0)
     for op in ops:
-        part = "matmuls" if op.kind == "gemm" else "attention" if op.kind == "attention" else "memory-bound"
+        part = part_of(op)
         rate = attention_rate if op.kind == "attention" else gemm_rate
         forward[part] += op.repeats * _seconds(op.flops, op.bytes, op.kernels, rate, hbm, rates.launch)
         backward[part] += op.repeats * _seconds(
             op.backward_flops, op.backward_bytes, op.backward_kernels, rate, hbm, rates.launch
         )
-    return OpTimes(forward, backward)
+        forward_flops[part] += op.repeats * op.flops
+        backward_flops[part] += op.repeats * op.backward_flops
+    return OpTimes(forward, backward, forward_flops, backward_flops)
+
+
+@dataclass(frozen=True)
+class Passes:
+    """Seconds (or FLOPs) by part: the forward, the backward without its recomputation, and the recomputation."""
+
+    forward: dict[str, float]
+    backward: dict[str, float]
+    recompute: dict[str, float]
+
+    def total(self, part: str) -> float:
+        """The part's forward + backward + recomputation."""
+        return self.forward.get(part, 0.0) + self.backward.get(part, 0.0) + self.recompute.get(part, 0.0)
 
 
 @dataclass(frozen=True)
@@ -242,23 +269,30 @@ class MicroBatchCompute:
     forward: float
     backward: float
     recompute: float  # seconds of the backward spent re-running forward ops
-    by_part: dict[str, float]  # forward + backward + recompute seconds, by part
+    seconds: Passes  # by part: every layer, the embedding, the head and the loss
+    layer_seconds: Passes  # by part: the layers alone, all of them
+    flops: Passes  # by part, as the kernels count them: every layer, the embedding, the head and the loss
 
 
-def recomputed_seconds(
+def recomputed_by_part(
     forward: dict[str, float], ops: list[Op], per_op: list[float], recompute: str, modules: frozenset[str]
-) -> float:
-    """Seconds of one layer's forward that the checkpointing policy runs again in the backward (checkpointing.py):
-    full, every op; torchtitan's per-op SAC, the half of the matmuls it did not save and every memory-bound op;
-    Megatron's selective, the forward of the modules it recomputes (with flash attention, core_attn re-runs the
-    attention kernel's forward)."""
+) -> dict[str, float]:
+    """What the checkpointing policy runs again of one layer's forward in the backward (checkpointing.py), by part,
+    of a quantity given by part (`forward`) and by op (`per_op`, used by selective): seconds or FLOPs. Full, every
+    op; torchtitan's per-op SAC, the half of the matmuls it did not save and every memory-bound op; Megatron's
+    selective, the forward of the modules it recomputes (with flash attention, core_attn re-runs the attention
+    kernel's forward)."""
+    out = dict.fromkeys(forward, 0.0)
     if recompute == "full":
-        return sum(forward.values())
-    if recompute == "op":
-        return 0.5 * forward["matmuls"] + forward["memory-bound"]
-    if recompute == "selective":
-        return sum(t for op, t in zip(ops, per_op, strict=True) if op.module in modules)
-    return 0.0
+        out.update(forward)
+    elif recompute == "op":
+        out["matmuls"] = 0.5 * forward["matmuls"]
+        out["memory-bound"] = forward["memory-bound"]
+    elif recompute == "selective":
+        for op, value in zip(ops, per_op, strict=True):
+            if op.module in modules:
+                out[part_of(op)] += value
+    return out
 
 
 def micro_batch_compute(
@@ -286,23 +320,40 @@ def micro_batch_compute(
     def timed(op_list: list[Op]) -> OpTimes:
         return times(op_list, rates, peak, bf16_peak, hbm_bandwidth, seq_len, attention_kernel, gemm_efficiency)
 
-    forward = dict.fromkeys(PARTS[:3], 0.0)
-    backward = dict.fromkeys(PARTS[:3], 0.0)
-    recomputed = 0.0
+    def zero() -> dict[str, float]:
+        return dict.fromkeys(PARTS[:3], 0.0)
+
+    forward, backward, recomputed = zero(), zero(), zero()
+    flops_forward, flops_backward, flops_recomputed = zero(), zero(), zero()
     checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
     for moe in sorted(set(moe_layers)):
         count = moe_layers.count(moe)
         ops = layer_ops(a, moe, tokens, seq_len, kernels, gemm_bytes, flash)
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
+        again = recomputed_by_part(t.forward, ops, per_op, recompute, modules)
+        flops_per_op = [op.flops * op.repeats for op in ops]
+        again_flops = recomputed_by_part(t.forward_flops, ops, flops_per_op, recompute, modules)
         for part in forward:
             forward[part] += count * t.forward[part]
             backward[part] += count * t.backward[part]
-        recomputed += count * checkpointed * recomputed_seconds(t.forward, ops, per_op, recompute, modules)
+            recomputed[part] += count * checkpointed * again[part]
+            flops_forward[part] += count * t.forward_flops[part]
+            flops_backward[part] += count * t.backward_flops[part]
+            flops_recomputed[part] += count * checkpointed * again_flops[part]
+    layers = Passes(dict(forward), dict(backward), recomputed)
     rest = timed(model_ops(a, tokens, kernels, loss_impl))
     for part in forward:
         forward[part] += rest.forward[part]
         backward[part] += rest.backward[part]
-    by_part = {part: forward[part] + backward[part] for part in forward}
-    by_part["recomputation"] = recomputed
-    return MicroBatchCompute(sum(forward.values()), sum(backward.values()) + recomputed, recomputed, by_part)
+        flops_forward[part] += rest.forward_flops[part]
+        flops_backward[part] += rest.backward_flops[part]
+    again_seconds = sum(recomputed.values())
+    return MicroBatchCompute(
+        sum(forward.values()),
+        sum(backward.values()) + again_seconds,
+        again_seconds,
+        Passes(forward, backward, recomputed),
+        layers,
+        Passes(flops_forward, flops_backward, flops_recomputed),
+    )
