@@ -54,10 +54,12 @@ def estimate(
 
 
 def _document(report: Any, brief: bool) -> dict[str, Any]:
-    """The JSON/YAML/CSV document: the whole report, or with --brief its schema version and summary alone."""
+    """The JSON/YAML/CSV document: the whole report, or with --brief its schema version and summary alone. The
+    per-op model's `compute` section is left out, not written as null, when the report has none (--compute-model
+    flops), so that the default output keeps its keys."""
     if brief:
         return {"schema_version": report.schema_version, "summary": report.summary.model_dump(mode="json")}
-    return dict(report.model_dump(mode="json"))
+    return dict(report.model_dump(mode="json", exclude={"compute"} if report.compute is None else None))
 
 
 def _assumptions(options: Any, report: Any) -> list[str]:

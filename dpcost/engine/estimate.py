@@ -32,6 +32,8 @@ from dpcost.engine.report import (
     CallsByAlgorithm,
     CollectiveUse,
     Communication,
+    ComputeBreakdown,
+    ComputePart,
     EstimateReport,
     Memory,
     ModelInfo,
@@ -44,6 +46,16 @@ from dpcost.engine.report import (
     WholeMessage,
 )
 from dpcost.engine.serving import replica
+from dpcost.engine.utilization import (
+    hardware_flops_per_step,
+    hardware_flops_utilization,
+    mean_layer_seconds,
+    model_flops_per_step,
+    model_flops_utilization,
+    single_gpu_step_seconds,
+    step_flops_by_part,
+    step_seconds_by_part,
+)
 from dpcost.engine.verdict import bound, serving_summary, training_summary
 from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
@@ -214,14 +226,52 @@ def _time(topology: TopologySpec, p: Prepared, chosen: Timed, tokens: int) -> Ti
         losses_seconds=steps.losses,
         bound=bound(steps.compute, steps.exposed),
         tokens_per_second=tokens / steps.step,
-        mfu=chosen.flops.model
-        * p.micro_batch
-        * p.seq_len
-        * p.accumulation
-        / (steps.step * topology.gpu.peak(p.o.compute.compute_dtype)),
+        mfu=model_flops_utilization(
+            model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, p.accumulation),
+            steps.step,
+            topology.gpu.peak(p.o.compute.compute_dtype),
+        ),
         scaling_efficiency=compute_alone / steps.step,
         straggler_seconds=steps.compute - compute_alone,
         breakdown=[BreakdownTerm(term=t.term, seconds=t.seconds) for t in steps.breakdown],
+    )
+
+
+def _compute(topology: TopologySpec, p: Prepared, chosen: Timed, layers: int) -> ComputeBreakdown | None:
+    """--compute-model ops: the per-op model's micro-batch regrouped by part, and MFU and HFU (utilization.py)."""
+    c = chosen.compute
+    if c is None:
+        return None
+    a, opt = p.accumulation, chosen.optimizer
+    seconds = step_seconds_by_part(c, a, opt)
+    flops = step_flops_by_part(c, a)
+    layer = mean_layer_seconds(c, layers)
+    alone = single_gpu_step_seconds(c, a, opt)
+    model = model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, a)
+    hardware = hardware_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, a)
+    peak = topology.gpu.peak(p.o.compute.compute_dtype)
+    step = chosen.steps.step
+    return ComputeBreakdown(
+        parts=[
+            ComputePart(
+                part=part,
+                layer_forward_seconds=layer.forward.get(part, 0.0),
+                layer_backward_seconds=layer.backward.get(part, 0.0),
+                layer_recompute_seconds=layer.recompute.get(part, 0.0),
+                seconds_per_step=seconds[part],
+                share=seconds[part] / alone,
+                flops_per_step=flops[part],
+            )
+            for part in seconds
+        ],
+        single_gpu_step_seconds=alone,
+        model_flops_per_step=model,
+        hardware_flops_per_step=hardware,
+        peak_flops=peak,
+        mfu=model_flops_utilization(model, step, peak),
+        hfu=hardware_flops_utilization(hardware, step, peak),
+        single_gpu_mfu=model_flops_utilization(model, alone, peak),
+        single_gpu_hfu=hardware_flops_utilization(hardware, alone, peak),
     )
 
 
@@ -318,6 +368,7 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
         communication=_communication(topology, p, chosen),
         memory=memory,
         time=time,
+        compute=_compute(topology, p, chosen, a.layers) if a is not None else None,
         inference=None,
         warnings=notes,
         summary=training_summary(setup, memory, time, notes),

@@ -1,9 +1,9 @@
 """The Report: what `dpcost estimate` found, as frozen pydantic models that are also its JSON contract.
 
-`dpcost estimate --format json` is `EstimateReport.model_dump_json()`; `dpcost schema estimate` prints its JSON
-Schema; docs/json.md is generated from that schema. Bytes are integers, times seconds, rates per second. Every
-field is documented here once. Bump SCHEMA_VERSION on any incompatible change and say how to migrate in
-docs/json.md.
+`dpcost estimate --format json` is `EstimateReport.model_dump_json()`, without `compute` when it is null (the
+default flops model's output has no key it cannot fill); `dpcost schema estimate` prints its JSON Schema;
+docs/json.md is generated from that schema. Bytes are integers, times seconds, rates per second. Every field is
+documented here once. Bump SCHEMA_VERSION on any incompatible change and say how to migrate in docs/json.md.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ __all__ = [
     "CollectiveRow",
     "CollectiveUse",
     "Communication",
+    "ComputeBreakdown",
+    "ComputePart",
     "DeepSpeedRow",
     "EstimateReport",
     "Memory",
@@ -241,6 +243,55 @@ class Time(Contract):
     )
 
 
+class ComputePart(Contract):
+    """One part of one GPU's compute under the per-op model (engine/ops.py PARTS)."""
+
+    part: Literal["matmuls", "attention", "memory-bound", "optimizer"] = Field(
+        description="matmuls; attention (the flash kernel); memory-bound ops (norms, activations, rotary, residual "
+        "adds, the embedding, the loss); or the optimizer step"
+    )
+    layer_forward_seconds: float = Field(
+        description="one micro-batch's forward through the mean of the model's layers; 0 for the optimizer"
+    )
+    layer_backward_seconds: float = Field(description="that layer's backward, its recomputation apart")
+    layer_recompute_seconds: float = Field(
+        description="the forward ops the recomputation policy runs again in that layer's backward"
+    )
+    seconds_per_step: float = Field(
+        description="every micro-batch's forward, backward and recomputation, the embedding, head and loss "
+        "included; the optimizer step once"
+    )
+    share: float = Field(description="seconds_per_step / compute.single_gpu_step_seconds")
+    flops_per_step: float = Field(
+        description="FLOPs executed per step as the kernels count them (flash attention's causal half and its "
+        "backward's recomputed scores), recomputation included; 0 for memory-bound ops and the optimizer, priced by "
+        "their bytes"
+    )
+
+
+class ComputeBreakdown(Contract):
+    """--compute-model ops: where one GPU's compute goes, the single-GPU step it implies, and MFU and HFU
+    (engine/utilization.py)."""
+
+    parts: list[ComputePart] = Field(description="matmuls, attention, memory-bound, optimizer")
+    single_gpu_step_seconds: float = Field(
+        description="one GPU's step with no communication and no straggler: the parts summed"
+    )
+    model_flops_per_step: float = Field(
+        description="one GPU's model FLOPs per step: PaLM's 6N + 12LHQT per token (appendix B)"
+    )
+    hardware_flops_per_step: float = Field(
+        description="model FLOPs plus the recomputation's (Korthikanti et al. 2022, section 6)"
+    )
+    peak_flops: float = Field(description="the compute dtype's dense peak per GPU, FLOP/s")
+    mfu: float = Field(description="model_flops_per_step / (time.step_seconds x peak_flops): time.mfu")
+    hfu: float = Field(
+        description="hardware_flops_per_step / (time.step_seconds x peak_flops); equal to mfu without recomputation"
+    )
+    single_gpu_mfu: float = Field(description="model_flops_per_step / (single_gpu_step_seconds x peak_flops)")
+    single_gpu_hfu: float = Field(description="hardware_flops_per_step / (single_gpu_step_seconds x peak_flops)")
+
+
 class Serving(Contract):
     """Inference: replicas serve independent requests."""
 
@@ -300,6 +351,10 @@ class EstimateReport(Contract):
     communication: Communication = Field(description="the step's collectives")
     memory: Memory = Field(description="memory per GPU at every ZeRO stage")
     time: Time | None = Field(description="null in inference mode")
+    compute: ComputeBreakdown | None = Field(
+        None,
+        description="--compute-model ops in training: where the compute goes, MFU and HFU; absent otherwise",
+    )
     inference: Serving | None = Field(description="null in training mode")
     warnings: list[Advice] = Field(description="coded advice, in the order a reader should see it")
     summary: Summary = Field(description="the answer first: what the tables and the verdict block lead with")
