@@ -1,4 +1,5 @@
-"""Inline SVG charts for the html report: memory by ZeRO stage, the step's time, and the scaling curve of a sweep.
+"""Inline SVG charts for the html report: memory by ZeRO stage, the step's time, where the compute goes (the per-op
+model), and the scaling curve of a sweep.
 
 Plain SVG text, no script and no fonts or styles fetched from anywhere: the page works offline. Every number
 drawn or printed is a field of the report (engine/report.py); this module only places it.
@@ -15,11 +16,12 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import NamedTuple
 
-from dpcost.engine.report import EstimateReport, Memory, Serving
+from dpcost.engine.report import ComputeBreakdown, EstimateReport, Memory, Serving
 from dpcost.units import fmt_bytes, fmt_seconds
 
 __all__ = [
     "Lane",
+    "compute_svg",
     "estimate_charts",
     "inference_svg",
     "memory_axis_top",
@@ -328,6 +330,20 @@ def timeline_svg(report: EstimateReport) -> str:
     )
 
 
+def compute_svg(compute: ComputeBreakdown) -> str:
+    """--compute-model ops: each part's share of one GPU's compute per step, one bar each on an axis from 0 to 100%,
+    its share and seconds written after it."""
+    lanes = [
+        Lane(part.part, [("share", part.share, color)], f"{part.share:.1%} ({fmt_seconds(part.seconds_per_step)})")
+        for part, color in zip(compute.parts, COLORS, strict=False)
+    ]
+
+    def share(v: float) -> str:
+        return f"{v:.1%}".replace(".0%", "%")  # ticks 20%, tooltips 73.7%
+
+    return _bars(lanes, 1.0, share, "share of one GPU's compute per step, by part", legend=[])
+
+
 def scaling_svg(reports: Sequence[EstimateReport]) -> str:
     """Scaling efficiency against DP size (log scale), on an axis that spans the values so differences show."""
     points = sorted((r.setup.dp, 100 * r.time.scaling_efficiency) for r in reports if r.time is not None)
@@ -390,14 +406,14 @@ def scaling_svg(reports: Sequence[EstimateReport]) -> str:
 
 
 def estimate_charts(report: EstimateReport) -> list[tuple[str, str]]:
-    """The html report's charts for one plan: memory by stage and the step's time (training), or the memory of
-    one replica (inference)."""
+    """The html report's charts for one plan: memory by stage, the step's time and, with the per-op model, where the
+    compute goes (training); or the memory of one replica (inference)."""
     if report.time is None:
         if report.inference is None:
             return []
         hbm = report.memory.hbm_bytes
         return [(f"Memory per GPU for inference (HBM {fmt_bytes(hbm)})", inference_svg(report.inference, hbm))]
-    return [
+    charts = [
         (
             f"Memory per GPU by ZeRO stage (HBM {fmt_bytes(report.memory.hbm_bytes)})",
             memory_svg(report.memory, report.setup.zero_stage),
@@ -408,3 +424,12 @@ def estimate_charts(report: EstimateReport) -> list[tuple[str, str]]:
             timeline_svg(report),
         ),
     ]
+    if (c := report.compute) is not None:
+        charts.append(
+            (
+                f"Compute, op by op: each part's share of one GPU's compute per step "
+                f"({fmt_seconds(c.single_gpu_step_seconds)}, no communication); MFU {c.mfu:.1%}, HFU {c.hfu:.1%}",
+                compute_svg(c),
+            )
+        )
+    return charts

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from dpcost.engine.advice import CODES
-from dpcost.engine.report import CallsByAlgorithm, EstimateReport, Setup, Summary, WholeMessage
+from dpcost.engine.report import (
+    CallsByAlgorithm,
+    ComputeBreakdown,
+    EstimateReport,
+    Setup,
+    Summary,
+    Time,
+    WholeMessage,
+)
 from dpcost.render.memory import stage_table
 from dpcost.render.table import Table, gb, pct
-from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_seconds
+from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
 
-__all__ = ["estimate_tables", "tier_table", "verdict_head", "verdict_rows", "verdict_table"]
+__all__ = [
+    "compute_share_chart",
+    "compute_table",
+    "estimate_tables",
+    "tier_table",
+    "verdict_head",
+    "verdict_rows",
+    "verdict_table",
+]
 
 Report = EstimateReport
 
@@ -60,6 +77,8 @@ def estimate_tables(report: Report) -> list[Table]:
         tables.append(stage_table(report.memory, s.zero_stage))
         tables.append(_time_table(report))
         tables.append(_breakdown_table(report))
+        if report.compute is not None:
+            tables.append(compute_table(report.compute, s.accumulation, report.time))
     if report.warnings:
         rows = [[str(i), w.code, w.message] for i, w in enumerate(report.warnings, 1)]
         tables.append(Table("Warnings", ["#", "code", "warning"], rows))
@@ -290,6 +309,78 @@ def _breakdown_table(r: Report) -> Table:
         f"a collective costs the slowest of {s.dp} ranks' lateness beyond its prefetch slack; docs/frameworks.md"
     )
     return table
+
+
+def _figure(x: float) -> str:
+    """Three significant figures, trailing zeros kept and no exponent: 2.25, 4.50, 0.455, 232, 1,234."""
+    if x == 0:
+        return "0"
+    return f"{x:,.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
+
+
+def compute_table(c: ComputeBreakdown, accumulation: int, time: Time | None) -> Table:
+    """--compute-model ops: where one GPU's compute goes by part, per layer and per step, with MFU and HFU; the
+    markdown report draws the shares under it (compute_share_chart), the html report as SVG (charts.py)."""
+    columns = [
+        "part",
+        "forward ms/layer",
+        "backward ms/layer",
+        "recompute ms/layer",
+        "s per step",
+        "share",
+        "TFLOP executed",
+    ]
+    t = Table("Compute, op by op", columns, right=set(range(1, 7)), drop=columns[:0:-1])
+    total = [0.0, 0.0, 0.0]
+    for part in c.parts:
+        per_layer = (part.layer_forward_seconds, part.layer_backward_seconds, part.layer_recompute_seconds)
+        total = [a + b for a, b in zip(total, per_layer, strict=True)]
+        layer_cells = ["-"] * 3 if part.part == "optimizer" else [_figure(1e3 * v) for v in per_layer]
+        t.rows.append(
+            [part.part, *layer_cells, _figure(part.seconds_per_step), pct(part.share), _tflop(part.flops_per_step)]
+        )
+    t.rows.append(
+        [
+            "total",
+            *(_figure(1e3 * v) for v in total),
+            _figure(c.single_gpu_step_seconds),
+            pct(1.0),
+            _tflop(sum(part.flops_per_step for part in c.parts)),
+        ]
+    )
+    step = f" ({fmt_seconds(time.step_seconds)})" if time is not None else ""
+    t.notes += [
+        f"MFU {pct(c.mfu)}, HFU {pct(c.hfu)}: model FLOPs (PaLM's 6N + 12LHQT, {_tflop(c.model_flops_per_step)} "
+        f"TFLOP per GPU per step) and hardware FLOPs (with the recomputation's, {_tflop(c.hardware_flops_per_step)} "
+        f"TFLOP) over the step as scheduled{step} x the {fmt_flops(c.peak_flops)} dense peak (Korthikanti et al. "
+        "2022, section 6)",
+        f"single-GPU step: {fmt_seconds(c.single_gpu_step_seconds)} of compute with no communication, MFU "
+        f"{pct(c.single_gpu_mfu)}, HFU {pct(c.single_gpu_hfu)}",
+        f"per layer: one micro-batch through the mean of the model's layers; per step: "
+        f"{accumulation} micro-batch{'es' if accumulation > 1 else ''}, the embedding, the head and the loss "
+        "included, and the optimizer step once; TFLOP executed as the kernels count them (flash attention's causal "
+        "half, its backward's recomputed scores), recomputation included; memory-bound ops and the optimizer are "
+        "priced by the bytes they move",
+    ]
+    t.figure = compute_share_chart(c)
+    return t
+
+
+def _tflop(flops: float) -> str:
+    """TFLOP to one decimal; '-' for a part priced by its bytes alone."""
+    return f"{flops / 1e12:,.1f}" if flops else "-"
+
+
+def compute_share_chart(c: ComputeBreakdown, width: int = 40) -> str:
+    """Each part's share of one GPU's compute per step as a text bar chart, on a scale from 0 to 100%."""
+    label = max(len(part.part) for part in c.parts)
+    lines = [f"share of one GPU's compute per step ({fmt_seconds(c.single_gpu_step_seconds)}), bars from 0 to 100%"]
+    for part in c.parts:
+        bar = "#" * (max(1, round(part.share * width)) if part.share > 0 else 0)
+        lines.append(
+            f"  {part.part:<{label}} |{bar:<{width}}| {pct(part.share):>6} {fmt_seconds(part.seconds_per_step)}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _inference_table(r: Report) -> Table:

@@ -309,6 +309,8 @@ def to_markdown(tables: Iterable[Table], assumptions: Sequence[str] = ()) -> str
         if t.notes:
             lines.append("")
             lines += [f"{n}  " for n in t.notes]
+        if t.figure:
+            lines += ["", "```text", *t.figure.rstrip("\n").split("\n"), "```"]
         parts.append("\n".join(lines))
     if assumptions:
         parts.append("\n".join(["### Assumptions", "", *(f"- {a}" for a in assumptions)]))

@@ -33,6 +33,9 @@ class Table:
     # The answer a report leads with: in a terminal and in markdown, its title and then each key with its value,
     # no rules or headers, so that it reads in a few lines (formats.py).
     verdict: bool = False
+    # A text chart drawn under the table in markdown, in a fenced block so that it reads in any viewer; the
+    # terminal leaves it out, and html draws its charts as SVG (charts.py).
+    figure: str = ""
 
     @property
     def wraps(self) -> bool:
