@@ -1,4 +1,5 @@
-"""`--format json` of a few representative invocations, byte for byte (tests/golden/invocations.py regenerates)."""
+"""`--format json` (and markdown) of a few representative invocations, byte for byte (tests/golden/invocations.py
+regenerates)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "golden"))
-from invocations import HERE, INVOCATIONS, run
+from invocations import HERE, goldens, run
 
 
-@pytest.mark.parametrize("name", sorted(INVOCATIONS))
-def test_json_output_is_unchanged(name: str) -> None:
-    expected = (HERE / f"{name}.json").read_text()
-    assert run(INVOCATIONS[name]) == expected, f"regenerate with: python tests/golden/invocations.py ({name})"
+@pytest.mark.parametrize("file", sorted(goldens()))
+def test_output_is_unchanged(file: str) -> None:
+    args, fmt = goldens()[file]
+    expected = (HERE / file).read_text()
+    assert run(args, fmt) == expected, f"regenerate with: python tests/golden/invocations.py ({file})"

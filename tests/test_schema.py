@@ -20,6 +20,7 @@ OUTPUTS = {
         ["estimate", "--model", "deepseek-v3", "--dp", "512", "--topology", "gb200-nvl72"],
         ["estimate", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--batch", "16"],
         ["estimate", "--model", "gpt3-175b", "--dp", "128", "--zero", "1", "--offload", "optimizer", "--skew", "0.05"],
+        ["estimate", "--model", "mixtral-8x7b", "--dp", "64", "--compute-model", "ops", "--recompute", "full"],
     ],
     "memory": [["memory", "--params", "7.5B", "--dp", "64", "--recipe", "deepspeed", "--largest-layer-params", "1B"]],
     "collective": [["collective", "--ranks", "16", "--sizes", "8,1M,1G"]],

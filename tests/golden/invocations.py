@@ -1,4 +1,6 @@
-"""The invocations whose `--format json` output is kept byte for byte under tests/golden/ (test_golden.py).
+"""The invocations whose output is kept byte for byte under tests/golden/ (test_golden.py): `--format json` of
+each in INVOCATIONS (NAME.json), and `--format markdown` of each in MARKDOWN (NAME.md), the tables as a reader sees
+them.
 
 Regenerate after an intended change, and say why in the commit:
 
@@ -24,24 +26,40 @@ INVOCATIONS: dict[str, list[str]] = {
     "memory-llama-70b-dp512": ["memory", "--model", "llama-70b", "--dp", "512"],
     "collective-all-reduce-64": ["collective", "--op", "all_reduce", "--ranks", "64", "--sizes", "1M,64M,1G"],
     "sweep-llama-8b": ["sweep", "--model", "llama-8b", "--dp", "8,64,512"],
+    # the per-op compute model: its compute section (where the compute goes, MFU and HFU)
+    "estimate-llama-8b-ops": ["estimate", "--model", "llama-8b", "--dp", "8", "--compute-model", "ops"],
+    "estimate-mixtral-ops-full-recompute-accum4": [
+        "estimate", "--model", "mixtral-8x7b", "--dp", "64", "--compute-model", "ops", "--recompute", "full",
+        "--accum", "4",
+    ],
 }  # fmt: skip
 
+MARKDOWN: dict[str, list[str]] = {
+    "estimate-llama-8b-ops": INVOCATIONS["estimate-llama-8b-ops"],
+}
 
-def run(args: list[str]) -> str:
+
+def goldens() -> dict[str, tuple[list[str], str]]:
+    """Each golden file's name, with the invocation and the format it keeps."""
+    kept = {f"{name}.json": (args, "json") for name, args in INVOCATIONS.items()}
+    return kept | {f"{name}.md": (args, "markdown") for name, args in MARKDOWN.items()}
+
+
+def run(args: list[str], fmt: str = "json") -> str:
     from typer.testing import CliRunner
 
     from dpcost.cli import app
 
-    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    result = CliRunner().invoke(app, [*args, "--format", fmt])
     if result.exit_code != 0:
         raise SystemExit(f"dpcost {' '.join(args)}: exit {result.exit_code}: {result.output}")
     return result.stdout
 
 
 def main() -> int:
-    for name, args in INVOCATIONS.items():
-        (HERE / f"{name}.json").write_text(run(args))
-        print(f"wrote tests/golden/{name}.json")
+    for file, (args, fmt) in goldens().items():
+        (HERE / file).write_text(run(args, fmt))
+        print(f"wrote tests/golden/{file}")
     return 0
 
 
