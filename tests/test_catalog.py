@@ -22,7 +22,7 @@ MODELS = {
     "mixtral-8x7b",
     "gpt3-175b",
 }
-TOPOLOGIES = {"dgx-h100", "dgx-a100", "hgx-h200", "dgx-b200", "gb200-nvl72", "rack-pod-h100"}
+TOPOLOGIES = {"dgx-h100", "dgx-a100", "hgx-h200", "hgx-h800", "dgx-b200", "gb200-nvl72", "rack-pod-h100"}
 TOPOLOGIES |= {"aws-p4de", "aws-p5", "gcp-a3-mega", "gcp-a3-ultra", "gcp-a4"}  # cloud instances (public specs)
 
 
