@@ -3,7 +3,8 @@
 NCCL's candidates (docs/sources/nccl-tuning.md, from NVIDIA/nccl src/graph/tuning.cc and src/enqueue.cc at the
 version in dpcost/engine/nccl_tables.py):
 - all-reduce: Ring and Tree always; NVLS inside one NVSwitch domain (across domains only with SHARP on the
-  fabric); NVLSTree across domains where NVLS exists; CollNet where the fabric reduces (SHARP).
+  fabric); NVLSTree across domains where NVLS exists; CollNet where the fabric reduces (SHARP). NVLS needs two or
+  more of the call's GPUs in a domain: a group of one rank per node (TP filling the node) has none.
 - reduce-scatter and all-gather: Ring; PAT only with one GPU per node; NVLS inside one NVSwitch domain (across
   domains only with SHARP); CollNet (direct) with SHARP and one NIC per GPU. No Tree.
 - broadcast and reduce: Ring.
@@ -46,8 +47,10 @@ def environment(topology: TopologySpec, nvls: bool | None = None, collnet: bool 
 
 
 def _nvls(p: Placement) -> bool:
+    """NVLink SHARP on the call's NVLink domains, with at least two of its GPUs in each (NCCL's ncclNvlsInit turns
+    NVLS off for a communicator with fewer than two GPUs on the node: src/transport/nvls.cc)."""
     r = p.levels[0].tier.in_network_reduction
-    return p.levels[0].scale_up and r is not None and r.kind == "nvls"
+    return p.levels[0].scale_up and r is not None and r.kind == "nvls" and p.ppn >= 2
 
 
 def _sharp(p: Placement) -> bool:

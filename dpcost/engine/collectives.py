@@ -52,6 +52,7 @@ __all__ = [
     "PROTOCOLS",
     "CollectiveChoice",
     "CollectiveTime",
+    "Group",
     "TierTraffic",
     "algorithms_for",
     "bus_factor",
@@ -60,6 +61,7 @@ __all__ = [
     "crossing_factor",
     "fastest",
     "hop_latency",
+    "level_bandwidth",
 ]
 
 Op = Literal["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
@@ -125,12 +127,13 @@ class CollectiveChoice:
 
 
 def bus_factor(op: str, ranks: int) -> float:
-    """nccl-tests: busbw = algbw x 2(n-1)/n (all-reduce), (n-1)/n (reduce-scatter, all-gather), 1 otherwise."""
+    """nccl-tests: busbw = algbw x 2(n-1)/n (all-reduce), (n-1)/n (reduce-scatter, all-gather, all-to-all), 1
+    otherwise."""
     if ranks <= 1:
-        return 0.0 if op in ("all_reduce", "reduce_scatter", "all_gather") else 1.0
+        return 0.0 if op in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all") else 1.0
     if op == "all_reduce":
         return 2 * (ranks - 1) / ranks
-    if op in ("reduce_scatter", "all_gather"):
+    if op in ("reduce_scatter", "all_gather", "all_to_all"):
         return (ranks - 1) / ranks
     return 1.0
 
@@ -152,7 +155,7 @@ def crossing_factor(p: Placement) -> float:
     return kept
 
 
-def _bandwidth(topology: TopologySpec, p: Placement, lv: Level) -> float:
+def level_bandwidth(topology: TopologySpec, p: Placement, lv: Level) -> float:
     """A level's per-GPU bandwidth for this call: efficiency, oversubscription, and the fabric's scaling and
     crossing losses."""
     bw = lv.tier.effective_bandwidth
@@ -217,7 +220,9 @@ def _ring_traffic(
     hop_bytes = bus_factor(op, ranks) * size
     first_network = 1 if levels[0].scale_up else 0
     return [
-        TierTraffic(lv.tier.name, share * hop_bytes, share * hop_bytes / _bandwidth(topology, p, lv), k > first_network)
+        TierTraffic(
+            lv.tier.name, share * hop_bytes, share * hop_bytes / level_bandwidth(topology, p, lv), k > first_network
+        )
         for k, (lv, share) in enumerate(zip(levels, hop_share(ranks, levels), strict=True))
         if share > 0
     ]
@@ -503,20 +508,27 @@ def _price(
 # ------------------------------------------------------------------------------------------------ public
 
 
-def algorithms_for(topology: TopologySpec, op: str, ranks: int) -> tuple[str, ...]:
-    """The algorithms NCCL weighs for `op` on `ranks` GPUs of this topology (availability.py)."""
-    return nccl_candidates(op, place(topology, ranks))
+Group = int | Placement  # a number of contiguous ranks, or a process group placed by placement.place_group
 
 
-def collective_time(topology: TopologySpec, op: str, ranks: int, size: float, algorithm: str) -> CollectiveTime:
-    """The time of one algorithm (its best protocol) for `op` of `size` bytes over `ranks` GPUs."""
+def _placed(topology: TopologySpec, group: Group) -> Placement:
+    return group if isinstance(group, Placement) else place(topology, group)
+
+
+def algorithms_for(topology: TopologySpec, op: str, group: Group) -> tuple[str, ...]:
+    """The algorithms NCCL weighs for `op` on `group` (availability.py)."""
+    return nccl_candidates(op, _placed(topology, group))
+
+
+def collective_time(topology: TopologySpec, op: str, group: Group, size: float, algorithm: str) -> CollectiveTime:
+    """The time of one algorithm (its best protocol) for `op` of `size` bytes over `group`."""
     if op not in OPS:
         raise ValueError(f"unknown op {op!r}")
     if size < 0:
         raise ValueError("size must be >= 0")
-    p = place(topology, ranks)
-    if ranks == 1 or size == 0:
-        return CollectiveTime(op, "none", "-", ranks, size, 0.0, 0.0, 0.0, ())
+    p = _placed(topology, group)
+    if p.ranks == 1 or size == 0:
+        return CollectiveTime(op, "none", "-", p.ranks, size, 0.0, 0.0, 0.0, ())
     require(op, p, algorithm, topology.name)
     return _price(topology, p, op, size, algorithm)
 
@@ -524,7 +536,7 @@ def collective_time(topology: TopologySpec, op: str, ranks: int, size: float, al
 def fastest(
     topology: TopologySpec,
     op: str,
-    ranks: int,
+    group: Group,
     size: float,
     algorithm: str | None = None,
     protocol: str | None = None,
@@ -532,9 +544,9 @@ def fastest(
     """The call as NCCL runs it: the fastest of its candidates, or the forced algorithm (no what-ifs priced).
 
     A forced `protocol` (NCCL_PROTO) leaves out the algorithms that cannot run it, as NCCL does."""
-    p = place(topology, ranks)
-    if ranks == 1 or size == 0:
-        return collective_time(topology, op, ranks, size, "ring")
+    p = _placed(topology, group)
+    if p.ranks == 1 or size == 0:
+        return collective_time(topology, op, p, size, "ring")
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
     names = (algorithm,) if algorithm is not None else nccl_candidates(op, p)
@@ -544,12 +556,12 @@ def fastest(
 
 
 def collective(
-    topology: TopologySpec, op: str, ranks: int, size: float, algorithm: str | None = None
+    topology: TopologySpec, op: str, group: Group, size: float, algorithm: str | None = None
 ) -> CollectiveChoice:
     """Every applicable algorithm's time; the fastest of NCCL's is `best` unless `algorithm` forces one."""
-    p = place(topology, ranks)
-    if ranks == 1 or size == 0:
-        none = collective_time(topology, op, ranks, size, "ring")
+    p = _placed(topology, group)
+    if p.ranks == 1 or size == 0:
+        none = collective_time(topology, op, p, size, "ring")
         return CollectiveChoice(none, (none,))
     if algorithm is not None:
         require(op, p, algorithm, topology.name)

@@ -8,12 +8,13 @@ them (ceil(N / g) domains of N / D GPUs each), which is what NCCL's nNodes and p
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dpcost.specs import TierSpec, TopologySpec
 
-__all__ = ["MAX_RANKS", "Level", "Placement", "check_ranks", "place"]
+__all__ = ["MAX_RANKS", "Level", "Placement", "check_ranks", "place", "place_group"]
 
 MAX_RANKS = 10_000_000
 
@@ -94,6 +95,26 @@ def place(topology: TopologySpec, ranks: int) -> Placement:
         if domain >= ranks:
             break
     nodes = spanned(ranks, levels[0].domain) if levels[0].scale_up else ranks
+    return Placement(ranks, nodes, tuple(levels))
+
+
+def place_group(topology: TopologySpec, members: Sequence[int]) -> Placement:
+    """Where one process group's ranks sit, from their global ranks (nodes hold contiguous blocks: a rank's
+    tier-k domain is rank // size_k). Each level's `domain` is the most of the group's ranks one domain of that tier
+    holds, so a DP group of one rank per node (TP filling the node) is what NCCL sees: nNodes = its size, one rank
+    per node, its traffic on one rail. Contiguous members place as `place` does."""
+    ranks = len(members)
+    check_ranks(topology, max(members) + 1)
+    levels: list[Level] = []
+    for i, tier in enumerate(topology.tiers):
+        per = ranks if tier.size is None else max(Counter(r // tier.size for r in members).values())
+        holds_all = per >= ranks
+        domain = (math.inf if tier.size is None else float(tier.size)) if holds_all else float(per)
+        levels.append(Level(tier, domain, scale_up=i == 0))
+        if holds_all:
+            break
+    g = topology.tiers[0].size
+    nodes = len({r // g for r in members}) if g is not None else 1
     return Placement(ranks, nodes, tuple(levels))
 
 

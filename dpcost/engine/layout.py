@@ -1,0 +1,116 @@
+"""A parallel layout as data, and the process groups it makes, as Megatron-Core builds them.
+
+GPUs = TP x CP x PP x DP. Ranks are numbered by one order of the dimensions, fastest-varying first
+(megatron/core/parallel_state.py `initialize_model_parallel`, default order "tp-cp-ep-dp-pp"): a rank's global
+number is sum(index_d x stride_d) with stride_d the product of the sizes before d in the order
+(`generate_masked_orthogonal_rank_groups`). A group of kind "dp" holds the ranks that differ only in their DP
+index; "dp-cp" (the dense gradients' reduction group) those that differ in DP or CP.
+
+Experts are laid out on their own grid over the same GPUs (parallel_state.py's expert RankGenerator): expert
+tensor parallelism ETP (default TP) x EP x expert-DP x PP, in the same order with CP dropped, where
+expert-DP = GPUs / (ETP x EP x PP). EP is so carved out of DP x CP: the experts' ETP x EP ranks of one stage are
+a block of the dense TP x CP x DP ranks.
+
+Nodes hold contiguous blocks of ranks (the launcher's rank = node x GPUs per node + local rank), so where a group's
+ranks sit follows from its members (placement.place_group).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import product
+
+__all__ = ["DEFAULT_ORDER", "DIMENSIONS", "Layout", "group_kinds", "group_members"]
+
+DEFAULT_ORDER = "tp-cp-ep-dp-pp"  # megatron/core/parallel_state.py initialize_model_parallel(order=...)
+DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Sizes of each parallel dimension and the rank order. `ep` and `etp` shape the experts' grid only."""
+
+    tp: int = 1
+    cp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    etp: int | None = None  # expert tensor parallelism; None: TP's size
+    order: str = DEFAULT_ORDER
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "cp", "pp", "dp", "ep"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name}: must be a positive integer, got {getattr(self, name)}")
+        if self.etp is not None and self.etp < 1:
+            raise ValueError(f"--etp: must be a positive integer, got {self.etp}")
+        tokens = self.order.split("-")
+        unknown = [t for t in tokens if t not in DIMENSIONS]
+        if unknown or len(set(tokens)) != len(tokens):
+            raise ValueError(
+                f"--order: {self.order!r} must name each of {', '.join(DIMENSIONS)} at most once, e.g. {DEFAULT_ORDER}"
+            )
+        missing = [d for d in DIMENSIONS if d not in tokens and max(self.sizes()[d], self.sizes(True)[d]) > 1]
+        if missing:
+            raise ValueError(f"--order: {self.order!r} leaves out {', '.join(missing)}, whose size is not 1")
+        expert_grid = self.expert_tp * self.ep * self.pp
+        if self.gpus % expert_grid:
+            raise ValueError(
+                f"--ep: ETP x EP x PP = {self.expert_tp} x {self.ep} x {self.pp} = {expert_grid} must divide the "
+                f"{self.gpus} GPUs (TP x CP x PP x DP), as Megatron-Core requires"
+            )
+
+    @property
+    def gpus(self) -> int:
+        """TP x CP x PP x DP."""
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def expert_tp(self) -> int:
+        return self.etp if self.etp is not None else self.tp
+
+    @property
+    def expert_dp(self) -> int:
+        """The experts' data-parallel size: GPUs / (ETP x EP x PP) (parallel_state.py)."""
+        return self.gpus // (self.expert_tp * self.ep * self.pp)
+
+    def ordered(self) -> list[str]:
+        """The order, fastest-varying first, with the dimensions it leaves out (all of size 1) appended, as
+        Megatron's RankGenerator does."""
+        tokens = self.order.split("-")
+        return tokens + [d for d in DIMENSIONS if d not in tokens]
+
+    def sizes(self, experts: bool = False) -> dict[str, int]:
+        """Each dimension's size on the dense grid, or on the experts' grid (CP folded into expert-DP)."""
+        if experts:
+            return {"tp": self.expert_tp, "cp": 1, "ep": self.ep, "dp": self.expert_dp, "pp": self.pp}
+        return {"tp": self.tp, "cp": self.cp, "ep": 1, "dp": self.dp, "pp": self.pp}
+
+
+def group_kinds() -> tuple[str, ...]:
+    """The groups a layout makes: dense TP, CP, PP, DP and DP x CP; the experts' ETP, EP and expert-DP."""
+    return ("tp", "cp", "pp", "dp", "dp-cp", "etp", "ep", "edp")
+
+
+def group_members(layout: Layout, kind: str) -> list[list[int]]:
+    """Every group of `kind`, as lists of global ranks (parallel_state.py generate_masked_orthogonal_rank_groups:
+    the group's own dimensions vary inside a group, the others pick the group)."""
+    experts = kind in ("etp", "ep", "edp")
+    varying = {"etp": ("tp",), "edp": ("dp",)}.get(kind, tuple(kind.split("-")))
+    if any(d not in DIMENSIONS for d in varying):
+        raise ValueError(f"unknown group {kind!r}; known: {', '.join(group_kinds())}")
+    sizes = layout.sizes(experts)
+    order = layout.ordered()
+    strides = dict(zip(order, (math.prod(sizes[d] for d in order[:i]) for i in range(len(order))), strict=True))
+    inside = [d for d in order if d in varying]
+    outside = [d for d in order if d not in varying]
+    groups = []
+    for picked in product(*(range(sizes[d]) for d in reversed(outside))):
+        base = sum(i * strides[d] for i, d in zip(picked, reversed(outside), strict=True))
+        members = [
+            base + sum(i * strides[d] for i, d in zip(index, reversed(inside), strict=True))
+            for index in product(*(range(sizes[d]) for d in reversed(inside)))
+        ]
+        groups.append(sorted(members))
+    return sorted(groups)

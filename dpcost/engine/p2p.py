@@ -1,0 +1,70 @@
+"""Point-to-point traffic: NCCL's send/recv, and the all-to-all built from it.
+
+NCCL has no all-to-all kernel: frameworks (torch.distributed.all_to_all_single, Megatron's MoE token dispatcher)
+and nccl-tests' alltoall_perf post one ncclSend and one ncclRecv per peer inside ncclGroupStart/ncclGroupEnd, and
+NCCL runs the group's transfers together on its peer-to-peer channels, over NVLink to peers in the same NVLink
+domain and through the NIC to the others (NCCL's docs, "Point-to-point communication"; nccl-tests
+src/alltoall.cu). So with S bytes per rank (nccl-tests' size: S / N to each of the N peers, itself included):
+- each GPU sends (N - 1) / N x S; of that, (m_k - 1) / N x S stays inside its tier-k domain, where m_k is the
+  group's ranks per tier-k domain, and (N - m_k) / N x S leaves it, over the tier above;
+- every tier carries its bytes at its per-GPU bandwidth (collectives.level_bandwidth: efficiency,
+  oversubscription and the fabric's losses) and the tiers work at once, so the slowest sets the time;
+- the latency is one exchange: the call overhead and one Simple step of the widest tier crossed (NCCL's
+  hwLatencies, as for a ring's step; the peers' transfers overlap, so no per-peer term is charged).
+nccl-tests reports busbw = algbw x (N - 1) / N for alltoall. A send/recv between two ranks moves its S bytes over
+the tier that separates them, with the same step latency.
+
+Not modelled: the per-peer cost of many small transfers (NCCL splits each peer's bytes over a few channels, and
+thousands of peers queue on them), and PXN's rerouting of off-rail traffic through the NVLink peer on the
+destination's rail, which moves the same bytes over the same tiers.
+"""
+
+from __future__ import annotations
+
+from dpcost.engine.collectives import CollectiveTime, TierTraffic, hop_latency, level_bandwidth
+from dpcost.engine.placement import Placement
+from dpcost.specs import TopologySpec
+
+__all__ = ["all_to_all", "send_recv"]
+
+
+def _latency(topology: TopologySpec, p: Placement) -> float:
+    """The call overhead and one Simple step across the widest tier the ranks span."""
+    widest = p.levels[-1] if len(p.levels) > 1 else p.levels[0]
+    return topology.call_overhead + hop_latency(topology, widest.tier, widest.scale_up, "ring", "simple")
+
+
+def all_to_all(topology: TopologySpec, p: Placement, size: float) -> CollectiveTime:
+    """All-to-all of `size` bytes per rank over the placed group (module docstring)."""
+    n = p.ranks
+    if n == 1 or size == 0:
+        return CollectiveTime("all_to_all", "none", "-", n, size, 0.0, 0.0, 0.0, ())
+    held = [min(float(n), lv.domain) for lv in p.levels]  # the group's ranks per domain of each tier
+    traffic = []
+    if held[0] > 1:
+        inside = (held[0] - 1) / n * size
+        traffic.append(TierTraffic(p.levels[0].tier.name, inside, inside / level_bandwidth(topology, p, p.levels[0])))
+    for k in range(1, len(p.levels)):
+        leaving = (n - held[k - 1]) / n * size  # every byte that leaves a tier-(k-1) domain crosses tier k's links
+        bw = level_bandwidth(topology, p, p.levels[k])
+        traffic.append(TierTraffic(p.levels[k].tier.name, leaving, leaving / bw, nested=k > 1))
+    latency = _latency(topology, p)
+    bandwidth = max(t.seconds for t in traffic)
+    return CollectiveTime(
+        "all_to_all", "p2p", "simple", n, size, latency + bandwidth, latency, bandwidth, tuple(traffic)
+    )
+
+
+def send_recv(topology: TopologySpec, p: Placement, size: float) -> CollectiveTime:
+    """One send/recv of `size` bytes between the two ranks of `p`: over NVLink inside a domain, else through the
+    NIC and every network tier up to the one that holds both, the slowest setting the time."""
+    if p.ranks != 2:
+        raise ValueError(f"a send/recv pairs two ranks, got {p.ranks}")
+    crossed = p.levels[:1] if p.nodes == 1 else p.levels[1:]
+    traffic = tuple(
+        TierTraffic(lv.tier.name, size, size / level_bandwidth(topology, p, lv), nested=k > 0)
+        for k, lv in enumerate(crossed)
+    )
+    seconds = max(t.seconds for t in traffic)
+    latency = _latency(topology, p)
+    return CollectiveTime("send_recv", "p2p", "simple", 2, size, latency + seconds, latency, seconds, traffic)

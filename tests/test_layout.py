@@ -1,0 +1,141 @@
+"""Layouts and their process groups (issue 19): Megatron-Core's rank order, the groups' placements, and the
+point-to-point traffic the other dimensions need."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpcost.catalog import load_topology
+from dpcost.engine.collectives import collective, collective_time
+from dpcost.engine.layout import Layout, group_members
+from dpcost.engine.p2p import all_to_all, send_recv
+from dpcost.engine.placement import place, place_group
+from dpcost.specs import TopologySpec
+
+GIB = 2**30
+
+
+@pytest.fixture(scope="module")
+def h100() -> TopologySpec:
+    return load_topology("dgx-h100")
+
+
+# ------------------------------------------------------------------------------------------------ rank order
+
+
+def test_groups_follow_megatrons_worked_example() -> None:
+    """parallel_state.py generate_masked_orthogonal_rank_groups' docstring: 24 GPUs, order tp-dp-pp, sizes 2-3-4:
+    dp_group[0] = [0, 2, 4], dp_group[1] = [1, 3, 5], ..., dp_group[7] = [19, 21, 23]."""
+    layout = Layout(tp=2, dp=3, pp=4, order="tp-dp-pp")
+    dp = group_members(layout, "dp")
+    assert len(dp) == 8 and dp[0] == [0, 2, 4] and dp[1] == [1, 3, 5] and dp[-1] == [19, 21, 23]
+    # its other example: 8 GPUs, tp-pp-dp, 2-2-2: dp groups [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert group_members(Layout(tp=2, pp=2, dp=2, order="tp-pp-dp"), "dp") == [[0, 4], [1, 5], [2, 6], [3, 7]]
+
+
+def test_default_order_puts_tp_innermost_and_pp_outermost() -> None:
+    """tp-cp-ep-dp-pp: TP groups are consecutive ranks, PP groups stride by TP x CP x DP."""
+    layout = Layout(tp=8, cp=2, pp=4, dp=4)
+    assert layout.gpus == 256
+    assert group_members(layout, "tp")[0] == list(range(8))
+    assert group_members(layout, "cp")[0] == [0, 8]
+    assert group_members(layout, "dp")[0] == [0, 16, 32, 48]
+    assert group_members(layout, "dp-cp")[0] == [0, 8, 16, 24, 32, 40, 48, 56]
+    assert group_members(layout, "pp")[0] == [0, 64, 128, 192]
+    for kind in ("tp", "cp", "dp", "dp-cp", "pp"):
+        groups = group_members(layout, kind)
+        assert sorted(r for g in groups for r in g) == list(range(256)), kind  # a partition of the GPUs
+
+
+def test_experts_are_carved_out_of_dp_and_cp() -> None:
+    """DeepSeek-V3 (arXiv 2412.19437 section 3.2): 2,048 GPUs, PP16 x EP64, no TP. Dense DP is 128; the experts'
+    grid is ETP1 x EP64 x EDP2 x PP16 (parallel_state.py: expert-DP = GPUs / (ETP x EP x PP)): an EP group is 64
+    consecutive ranks, 8 nodes, and each expert is replicated on 2 of them."""
+    layout = Layout(pp=16, dp=128, ep=64)
+    assert (layout.gpus, layout.expert_dp) == (2048, 2)
+    assert group_members(layout, "ep")[0] == list(range(64))
+    assert group_members(layout, "edp")[0] == [0, 64]
+    assert group_members(layout, "pp")[0] == list(range(0, 2048, 128))
+    with_tp = Layout(tp=2, dp=8, ep=4)  # ETP defaults to TP
+    assert (with_tp.expert_tp, with_tp.expert_dp) == (2, 2)
+    assert group_members(with_tp, "etp")[0] == [0, 1]
+    assert group_members(with_tp, "ep")[0] == [0, 2, 4, 6]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"tp": 0}, "--tp: must be a positive integer"),
+        ({"dp": 6, "ep": 4}, "--ep: ETP x EP x PP = 1 x 4 x 1 = 4 must divide the 6 GPUs"),
+        ({"tp": 2, "order": "tp-dp-xx"}, "--order: 'tp-dp-xx' must name each of"),
+        ({"tp": 2, "cp": 2, "order": "tp-dp-pp"}, "--order: 'tp-dp-pp' leaves out cp"),
+    ],
+)
+def test_impossible_layouts_are_refused_naming_the_flag(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(").replace(")", r"\)")):
+        Layout(**kwargs)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------------ placement
+
+
+@pytest.mark.parametrize("ranks", [2, 8, 12, 16, 64, 256, 512, 1024, 4096])
+def test_contiguous_members_place_as_a_count_of_ranks(h100: TopologySpec, ranks: int) -> None:
+    assert place_group(h100, list(range(ranks))) == place(h100, ranks)
+
+
+def test_a_dp_group_of_one_rank_per_node_is_what_nccl_sees(h100: TopologySpec) -> None:
+    """Llama 3 405B's layout (arXiv 2407.21783 Table 4) at DP128: TP8 fills each node, so one DP group holds one
+    GPU of each of 128 nodes: NCCL's nNodes 128, one rank per node, 32 per leaf of 32 nodes; no NVLS (ncclNvlsInit
+    needs two GPUs on the node), and every byte on that GPU's own NIC."""
+    dp = place_group(h100, group_members(Layout(tp=8, pp=16, dp=128), "dp")[0])
+    assert (dp.ranks, dp.nodes, dp.ppn) == (128, 128, 1.0)
+    assert [lv.domain for lv in dp.levels[:2]] == [1.0, 32.0]
+    choice = collective(h100, "all_reduce", dp, GIB)
+    assert "nvls_tree" not in {c.algorithm for c in choice.candidates}
+    ring = collective_time(h100, "all_reduce", dp, GIB, "ring")
+    assert [t.tier for t in ring.tiers] == ["leaf", "spine"] and ring.tiers[0].bytes_per_gpu == pytest.approx(
+        2 * 127 / 128 * GIB
+    )
+    assert ring.seconds > collective_time(h100, "all_reduce", 128, GIB, "ring").seconds * 6  # one rail, not eight
+
+
+# ------------------------------------------------------------------------------------------------ point to point
+
+
+def test_all_to_all_inside_a_node_moves_n_minus_one_nths_over_nvlink(h100: TopologySpec) -> None:
+    """nccl-tests alltoall: S / N to each peer, (N - 1) / N x S sent per GPU, busbw = algbw x (N - 1) / N."""
+    c = all_to_all(h100, place(h100, 8), GIB)
+    nvlink = 450e9 * 0.82
+    assert [t.tier for t in c.tiers] == ["nvlink"] and c.tiers[0].bytes_per_gpu == pytest.approx(7 / 8 * GIB)
+    assert c.bandwidth_seconds == pytest.approx(7 / 8 * GIB / nvlink, rel=1e-12)
+    assert c.busbw == pytest.approx(GIB / c.seconds * 7 / 8)
+
+
+def test_all_to_all_across_nodes_puts_the_off_node_share_on_the_nics(h100: TopologySpec) -> None:
+    """64 GPUs on 8 nodes: 7/64 of S stays on NVLink, 56/64 leaves through each GPU's 400G NIC, which sets the
+    time: 56/64 x S / (50 GB/s x 0.98 x the fabric's loss at 8 nodes)."""
+    c = all_to_all(h100, place(h100, 64), GIB)
+    by_tier = {t.tier: t.bytes_per_gpu for t in c.tiers}
+    assert by_tier == pytest.approx({"nvlink": 7 / 64 * GIB, "leaf": 56 / 64 * GIB})
+    nic = 50e9 * 0.98 * (1 - h100.scaling_loss) ** 2
+    assert c.bandwidth_seconds == pytest.approx(56 / 64 * GIB / nic, rel=1e-12)
+
+
+def test_all_to_all_beyond_a_leaf_also_loads_the_spine_with_what_leaves_the_leaf(h100: TopologySpec) -> None:
+    """One GPU on each of 64 nodes (TP8), 32 nodes per leaf: all 63/64 of S crosses the NIC, half crosses the spine."""
+    group = place_group(h100, list(range(0, 512, 8)))
+    c = all_to_all(h100, group, GIB)
+    assert {t.tier: t.bytes_per_gpu for t in c.tiers} == pytest.approx({"leaf": 63 / 64 * GIB, "spine": 32 / 64 * GIB})
+    assert c.tiers[1].nested
+
+
+def test_send_recv_crosses_the_tier_between_its_two_ranks(h100: TopologySpec) -> None:
+    """A pipeline stage boundary: NVLink inside a node, the NIC across nodes; one Simple step of latency."""
+    inside = send_recv(h100, place_group(h100, [0, 1]), 64 * 2**20)
+    across = send_recv(h100, place_group(h100, [0, 8]), 64 * 2**20)
+    assert inside.bandwidth_seconds == pytest.approx(64 * 2**20 / (450e9 * 0.82), rel=1e-12)
+    assert across.bandwidth_seconds == pytest.approx(64 * 2**20 / (50e9 * 0.98), rel=1e-12)
+    assert across.latency_seconds > inside.latency_seconds > h100.call_overhead
+    with pytest.raises(ValueError, match="pairs two ranks"):
+        send_recv(h100, place(h100, 4), 1.0)
