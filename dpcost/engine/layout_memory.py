@@ -1,0 +1,577 @@
+"""Memory per GPU under a TP x CP x PP x EP x DP layout, as Megatron-LM accounts it (issue 19, section 3).
+
+Sources, cited per function by their letter:
+- [M] Megatron-LM megatron/training/theoretical_memory_usage.py at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553
+  (the file last changed in 1bcb3b9e0b): compute_weight_and_optimizer_memory, compute_activation_memory (sequence
+  parallelism with selective recomputation), compute_activation_memory_without_sp, report_theoretical_memory.
+- [K] Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models" (arXiv 2205.05198),
+  section 4: Table 2 (one layer with TP, SP, selective recomputation), 4.2.3 (the first pipeline stage keeps p
+  micro-batches of L/p layers), 4.3 (interleaving's 1 + (p-1)/(pm); embedding dropout, final norm, output, loss).
+- [S] megatron/core/pipeline_parallel/schedules.py get_pp_rank_microbatches (same commit): a rank's warm-up
+  micro-batches, p - r - 1 under 1F1B and 2(p - r - 1) + (v - 1)p interleaved, at most all of them.
+- [B] megatron/core/transformer/transformer_block.py get_num_layers_to_build: layers per stage, the uneven first and
+  last stages (--decoder-first/last-pipeline-num-layers); interleaved rank r holds virtual stages r, r + p, ...
+- [V] megatron/training/vocab_utils.py _calculate_padded_vocab_size_cached: vocabulary padded to 128 x TP.
+- [G] megatron/core/models/gpt/gpt_model.py GPTModel.__init__: a last stage holding MTP builds an embedding too.
+
+Two views, per GPU and in bytes:
+- Megatron's (`parameters_on_most_loaded_shard`, `weight_and_optimizer_bytes`, `activation_bytes`, and
+  `LayoutMemory.total`): the file's arithmetic term for term. 1/PP of the transformer block (fractional when PP does
+  not divide the layers), the MTP block and one vocab x hidden matrix, over TP; routed experts over ETP x EP; weights
+  and optimizer at 18 bytes, or 6 + 12/DP (6 + 12/expert-DP for experts) with the distributed optimizer; the first
+  stage's activations. The total adds the most loaded shard's states to the first stage's activations, which can be
+  two different stages (with MTP the last stage holds more parameters).
+- Each stage's own (`stage_memory`, `LayoutMemory.most_loaded`): the layers that rank builds [B] (DeepSeek's dense
+  layers and an uneven split land where they are), the embedding on the first stage, the head, final norm and MTP on
+  the last, and the micro-batches that rank keeps [S]. Stage 0 of an even dense split is Megatron's figure but for
+  the final norm, which the file spreads over the stages.
+
+Departures from the file: CP, which the file ignores, splits the sequence (each rank's activations are of s / CP
+tokens; with selective recomputation every term is linear in s). Kept as the file has it although Megatron-Core
+differs: the distributed optimizer shards over DP (args.data_parallel_size), not DP x CP; the first stage keeps
+p(1 + (p-1)/(pv)) micro-batches interleaved even when m v is fewer (schedules.py caps it; the per-stage view does);
+the last stage with MTP and an untied head holds two vocab x hidden matrices [G], the file counts one.
+Left out by the file and so here: linear biases (GPT-3's), learned position tables, query/key norms, the
+attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's top-k routed
+copies of the tokens (every layer is costed at the dense ffn_hidden_size), GQA's and MLA's narrower K and V, full
+recomputation, communication buffers, fragmentation and the CUDA context.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dpcost.specs import ModelArchitecture, ModelSpec
+
+__all__ = [
+    "LayoutMemory",
+    "MemoryLayout",
+    "ModelShape",
+    "ParamGroups",
+    "StageMemory",
+    "activation_bytes",
+    "attention_parameters",
+    "bytes_per_parameter",
+    "embedding_activation_bytes",
+    "embedding_parameters",
+    "expert_data_parallel_size",
+    "first_stage_microbatches",
+    "interleaved_memory_penalty",
+    "korthikanti_layer_activation_bytes",
+    "layer_activation_bytes",
+    "layernorm_parameters",
+    "layout_memory",
+    "layout_memory_for",
+    "microbatches_in_flight",
+    "mla_attention_parameters",
+    "mlp_parameters",
+    "model_shape",
+    "mtp_block_parameters",
+    "output_activation_bytes",
+    "padded_vocab_size",
+    "parameters_on_most_loaded_shard",
+    "parameters_on_other_shards",
+    "parameters_on_stage",
+    "routed_expert_parameters",
+    "router_parameters",
+    "stage_activation_bytes",
+    "stage_layers",
+    "stage_memory",
+    "transformer_block_parameters",
+    "weight_and_optimizer_bytes",
+]
+
+# Megatron's compute_activation_memory_without_sp: "buffer for optimizer and miscellaneous temporaries (5% overhead)".
+WITHOUT_SP_OVERHEAD = 1.05
+
+
+@dataclass(frozen=True)
+class MemoryLayout:
+    """The layout's sizes and the switches Megatron's memory formulas read (engine/layout.py's Layout places them)."""
+
+    tp: int = 1
+    cp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    etp: int | None = None  # expert tensor parallelism; None: TP's size (megatron/training/arguments.py)
+    virtual_stages: int = 1  # model chunks per pipeline rank; 1: not interleaved (Megatron's None)
+    sequence_parallel: bool = False
+    selective_recompute: bool = True  # --recompute-granularity selective
+    distributed_optimizer: bool = False  # --use-distributed-optimizer: ZeRO-1 over DP (and expert-DP)
+    first_stage_layers: int | None = None  # --decoder-first-pipeline-num-layers
+    last_stage_layers: int | None = None  # --decoder-last-pipeline-num-layers
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "cp", "pp", "dp", "ep", "virtual_stages"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
+        if self.etp is not None and self.etp < 1:
+            raise ValueError(f"etp must be a positive integer, got {self.etp}")
+        if self.virtual_stages > 1 and self.pp == 1:
+            raise ValueError("virtual_stages > 1 needs pipeline parallelism (pp > 1)")
+        if self.gpus % (self.expert_tp * self.ep * self.pp):
+            raise ValueError(f"ETP x EP x PP = {self.expert_tp * self.ep * self.pp} must divide the {self.gpus} GPUs")
+
+    @property
+    def gpus(self) -> int:
+        """TP x CP x PP x DP."""
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def expert_tp(self) -> int:
+        return self.etp if self.etp is not None else self.tp
+
+    @property
+    def sp_selective(self) -> bool:
+        """SP and selective recomputation [M] (report_theoretical_memory); no SP at TP 1 (training/arguments.py)."""
+        return self.sequence_parallel and self.selective_recompute and self.tp > 1
+
+
+@dataclass(frozen=True)
+class ParamGroups:
+    """Parameters as a rank holds them, the file's three groups: split over TP, replicated, split over ETP x EP."""
+
+    tp_sharded: float = 0.0
+    replicated: float = 0.0
+    expert_sharded: float = 0.0
+
+    def __add__(self, other: ParamGroups) -> ParamGroups:
+        return ParamGroups(
+            self.tp_sharded + other.tp_sharded,
+            self.replicated + other.replicated,
+            self.expert_sharded + other.expert_sharded,
+        )
+
+    def scaled(self, k: float) -> ParamGroups:
+        return ParamGroups(self.tp_sharded * k, self.replicated * k, self.expert_sharded * k)
+
+    @property
+    def total(self) -> float:
+        return self.tp_sharded + self.replicated + self.expert_sharded
+
+    def per_gpu(self, layout: MemoryLayout) -> ParamGroups:
+        """One rank's share: TP-sharded over TP, experts over ETP x EP, the rest whole [M]."""
+        return ParamGroups(
+            self.tp_sharded / layout.tp, self.replicated, self.expert_sharded / (layout.expert_tp * layout.ep)
+        )
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """The numbers Megatron's formulas read, by its argument names: what `model_shape` maps a spec into."""
+
+    hidden: int  # hidden_size
+    layers: int  # num_layers
+    ffn: int  # ffn_hidden_size, which the activation formulas use for every layer
+    vocab: int  # padded_vocab_size
+    dense_layer: ParamGroups  # one layer with a dense MLP
+    moe_layer: ParamGroups  # one layer with the MoE MLP
+    moe_pattern: tuple[bool, ...]  # moe_layer_freq as a list: layer i has the MoE MLP
+    final_layernorm: float
+    untied: bool  # untie_embeddings_and_output_weights
+    mtp_layers: int = 0  # mtp_num_layers
+
+    def __post_init__(self) -> None:
+        if len(self.moe_pattern) != self.layers:
+            raise ValueError(f"moe_pattern has {len(self.moe_pattern)} entries for {self.layers} layers")
+
+    def layer(self, i: int) -> ParamGroups:
+        return self.moe_layer if self.moe_pattern[i] else self.dense_layer
+
+
+# ----------------------------------------------------------------------------------------------- parameters
+
+
+def padded_vocab_size(vocab: int, tp: int, divisible_by: int = 128) -> int:
+    """The vocabulary padded to a multiple of divisible_by x TP [V] (_calculate_padded_vocab_size_cached)."""
+    multiple = divisible_by * tp
+    return math.ceil(vocab / multiple) * multiple
+
+
+def attention_parameters(hidden: int, heads: int, query_groups: int, kv_channels: int) -> float:
+    """Q, K, V and output projections without biases [M] (compute_weight_and_optimizer_memory, self_attn_term)."""
+    query_projection_size = kv_channels * heads
+    return 2 * hidden * hidden * ((1 + query_groups / heads) * (query_projection_size / hidden))
+
+
+def mla_attention_parameters(
+    hidden: int,
+    heads: int,
+    q_lora_rank: int | None,
+    kv_lora_rank: int,
+    qk_head_dim: int,
+    qk_pos_emb_head_dim: int,
+    v_head_dim: int,
+    norm_size: int,
+) -> float:
+    """Multi-latent attention with its LoRA norms [M] (compute_weight_and_optimizer_memory, self_attn_term of MLA)."""
+    if q_lora_rank is None:
+        q_term = hidden * heads * (qk_head_dim + qk_pos_emb_head_dim)
+    else:
+        q_term = q_lora_rank * (hidden + heads * (qk_head_dim + qk_pos_emb_head_dim) + norm_size)
+    kv_term = kv_lora_rank * (hidden + heads * (qk_head_dim + v_head_dim) + norm_size) + hidden * qk_pos_emb_head_dim
+    return float(q_term + kv_term + heads * v_head_dim * hidden)
+
+
+def mlp_parameters(hidden: int, ffn: int, gated: bool) -> float:
+    """A dense (or shared-expert) MLP, x 3/2 when gated [M] (dense_mlp_params, shared_expert_params)."""
+    return 2 * hidden * ffn * (3 / 2 if gated else 1)
+
+
+def routed_expert_parameters(hidden: int, moe_ffn: int, experts: int, gated: bool) -> float:
+    """All routed experts of one MoE layer [M] (routed_expert_params)."""
+    return 2 * hidden * moe_ffn * experts * (3 / 2 if gated else 1)
+
+
+def router_parameters(hidden: int, experts: int, bias: bool) -> float:
+    """The router, with a bias when add_bias_linear [M] (router_params)."""
+    return float(hidden * experts + (experts if bias else 0))
+
+
+def layernorm_parameters(hidden: int, norm_size: int) -> float:
+    """A layer's two norms, 1 (RMSNorm) or 2 (LayerNorm) vectors each [M] (layernorm_params)."""
+    return float(2 * hidden * norm_size)
+
+
+def embedding_parameters(hidden: int, padded_vocab: int) -> float:
+    """One vocab x hidden matrix, the embedding or the untied output head [M] (embedding_size)."""
+    return float(hidden * padded_vocab)
+
+
+def transformer_block_parameters(shape: ModelShape) -> ParamGroups:
+    """All layers and the final norm by group [M] (*_params_in_transformer_block)."""
+    moe = sum(shape.moe_pattern)
+    dense = shape.layers - moe
+    return shape.dense_layer.scaled(dense) + shape.moe_layer.scaled(moe) + ParamGroups(0, shape.final_layernorm)
+
+
+def mtp_block_parameters(shape: ModelShape) -> ParamGroups:
+    """The MTP layers, MoE when the last layer is [M] (*_params_in_mtp_block)."""
+    if not shape.mtp_layers:
+        return ParamGroups()
+    return shape.layer(shape.layers - 1).scaled(shape.mtp_layers)
+
+
+def parameters_on_most_loaded_shard(shape: ModelShape, layout: MemoryLayout) -> ParamGroups:
+    """Per GPU: 1/PP of the block, MTP, one embedding (two untied at PP 1) [M] (*_on_most_loaded_shard)."""
+    block, mtp = transformer_block_parameters(shape), mtp_block_parameters(shape)
+    embedding = embedding_parameters(shape.hidden, shape.vocab)
+    pp = layout.pp
+    tp_sharded = (block.tp_sharded / pp + mtp.tp_sharded + embedding) / layout.tp
+    replicated = block.replicated / pp + mtp.replicated
+    expert_sharded = (block.expert_sharded / pp + mtp.expert_sharded) / (layout.expert_tp * layout.ep)
+    if shape.untied and pp == 1:
+        tp_sharded += embedding / layout.tp
+    return ParamGroups(tp_sharded, replicated, expert_sharded)
+
+
+def parameters_on_other_shards(shape: ModelShape, layout: MemoryLayout) -> float:
+    """Per GPU on a stage without embedding or MTP: 1/PP of the block [M] (num_parameters_on_other_model_shards)."""
+    return transformer_block_parameters(shape).scaled(1 / layout.pp).per_gpu(layout).total
+
+
+def stage_layers(
+    layers: int,
+    pp: int,
+    virtual_stages: int = 1,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
+) -> tuple[tuple[int, ...], ...]:
+    """The layer indices each pipeline rank builds [B] (get_num_layers_to_build)."""
+    counts: list[int]
+    if first_stage_layers is None and last_stage_layers is None:
+        if layers % pp:
+            raise ValueError(
+                f"{layers} layers do not split over {pp} pipeline stages; give the first and last stages' layers "
+                "(Megatron's --decoder-first/last-pipeline-num-layers)"
+            )
+        counts = [layers // pp] * pp
+    else:
+        if pp < 2 or virtual_stages > 1:
+            raise ValueError("an uneven first or last stage needs PP > 1 and is not modelled with interleaving")
+        rest, left = layers, pp
+        for given in (first_stage_layers, last_stage_layers):
+            if given is not None:
+                rest, left = rest - given, left - 1
+        if rest < 0 or (left > 0 and rest % left) or (left == 0 and rest):
+            raise ValueError(f"the layers left for the middle stages ({rest}) do not split over {left} stages")
+        counts = [rest // left if left else 0] * pp
+        if first_stage_layers is not None:
+            counts[0] = first_stage_layers
+        if last_stage_layers is not None:
+            counts[-1] = last_stage_layers
+    if virtual_stages == 1:
+        starts = [sum(counts[:r]) for r in range(pp)]
+        return tuple(tuple(range(starts[r], starts[r] + counts[r])) for r in range(pp))
+    if counts[0] % virtual_stages:
+        raise ValueError(f"{counts[0]} layers per stage do not split into {virtual_stages} virtual stages")
+    chunk = counts[0] // virtual_stages
+    return tuple(
+        tuple(i for c in range(virtual_stages) for i in range((c * pp + r) * chunk, (c * pp + r + 1) * chunk))
+        for r in range(pp)
+    )
+
+
+def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
+    """Per GPU: a stage's layers, embedding on the first, head, final norm, MTP on the last [M] groups, [B], [G]."""
+    held = ParamGroups()
+    for i in layers:
+        held += shape.layer(i)
+    embedding = embedding_parameters(shape.hidden, shape.vocab)
+    last = layout.pp - 1
+    if stage == 0:
+        held += ParamGroups(embedding)
+    if stage == last:
+        held += ParamGroups(0, shape.final_layernorm) + mtp_block_parameters(shape)
+        if layout.pp > 1 or shape.untied:
+            held += ParamGroups(embedding)  # the head, or at PP > 1 the last stage's copy of a tied embedding
+        if layout.pp > 1 and shape.untied and shape.mtp_layers:
+            held += ParamGroups(embedding)  # MTP's own embedding on the last stage [G]
+    return held.per_gpu(layout)
+
+
+# ----------------------------------------------------------------------------------------------- optimizer
+
+
+def bytes_per_parameter(distributed_optimizer: bool, data_parallel_size: int) -> float:
+    """bf16 weights, fp32 grads, master weights, Adam: 18, or 6 + 12/DP sharded [M] (num_bytes_per_parameter)."""
+    return 6 + 12 / data_parallel_size if distributed_optimizer else 18.0
+
+
+def expert_data_parallel_size(layout: MemoryLayout) -> int:
+    """GPUs / (ETP x EP x PP) [M] (expert_data_parallel_size), megatron/core/parallel_state.py's expert grid."""
+    return layout.gpus // (layout.expert_tp * layout.ep * layout.pp)
+
+
+def weight_and_optimizer_bytes(held: ParamGroups, layout: MemoryLayout) -> float:
+    """A rank's weights, grads and optimizer, the experts' over expert-DP [M] (weight_and_optimizer_memory)."""
+    dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp)
+    experts = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout))
+    return (held.tp_sharded + held.replicated) * dense + held.expert_sharded * experts
+
+
+# ----------------------------------------------------------------------------------------------- activations
+
+
+def korthikanti_layer_activation_bytes(
+    seq: float, micro_batch: int, hidden: int, heads: int, tp: int, sequence_parallel: bool, selective: bool
+) -> float:
+    """One layer per GPU [K] Table 2: sbh(10 + 24/t + 5as/ht), sbh(34/t + 5as/ht) with SP; selective drops 5as/ht."""
+    sbh = seq * micro_batch * hidden
+    scores = 0.0 if selective else 5 * heads * seq / (hidden * tp)
+    return sbh * ((34 / tp if sequence_parallel else 10 + 24 / tp) + scores)
+
+
+def layer_activation_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, tp: int, sp_selective: bool) -> float:
+    """One layer per GPU: sbh(18 + 4f/h)/t with SP and selective, else sbh(10 + 24/t) [M]; [K] Table 2 at f = 4h."""
+    sbh = seq * micro_batch * hidden
+    if sp_selective:
+        return sbh * (18 + 4 * (ffn / hidden)) / tp
+    return sbh * (10 + 24 / tp)
+
+
+def embedding_activation_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_selective: bool) -> float:
+    """One micro-batch on stage 0: 8sb of token ids, sbh of dropout mask, over TP with SP [M]; [K] 4.3 has sbh/t."""
+    sb = seq * micro_batch
+    return (8 * sb + sb * hidden) / (tp if sp_selective else 1)
+
+
+def output_activation_bytes(
+    seq: float, micro_batch: int, hidden: int, vocab: int, tp: int, sp_selective: bool
+) -> float:
+    """One micro-batch on the last stage: 4sbh(1 + v/h)/t with SP, else 2(sbv/t + sbh) [M]; [K] 4.3, the SP one."""
+    sb = seq * micro_batch
+    if sp_selective:
+        return sb * hidden * 4 * (1 + vocab / hidden) / tp
+    return (sb * vocab / tp + sb * hidden) * 2
+
+
+def interleaved_memory_penalty(pp: int, virtual_stages: int) -> float:
+    """1 + (p - 1)/(pv), interleaving's extra on stage 0 [M] (interleaved_schedule_memory_penalty), [K] 4.3."""
+    return 1 + (pp - 1) / (pp * virtual_stages)
+
+
+def first_stage_microbatches(pp: int, virtual_stages: int = 1, num_microbatches: int | None = None) -> float:
+    """Micro-batches of L/p layers on stage 0: p x penalty interleaved, else p x min(1, m/p) [M], [K] 4.2.3."""
+    if pp == 1:
+        return 1.0
+    if virtual_stages > 1:
+        return pp * interleaved_memory_penalty(pp, virtual_stages)
+    return pp * (1 if num_microbatches is None else min(1, num_microbatches / pp))
+
+
+def microbatches_in_flight(
+    pp: int, stage: int = 0, virtual_stages: int = 1, num_microbatches: int | None = None
+) -> float:
+    """Micro-batches of its layers a stage keeps: warm-up + 1 forwards, at most all [S] (get_pp_rank_microbatches)."""
+    if pp == 1:
+        return 1.0
+    if virtual_stages == 1:
+        in_flight = pp - stage
+        return float(in_flight if num_microbatches is None else min(in_flight, num_microbatches))
+    chunks = 2 * (pp - stage - 1) + (virtual_stages - 1) * pp + 1
+    if num_microbatches is not None:
+        chunks = min(chunks, num_microbatches * virtual_stages)
+    return chunks / virtual_stages
+
+
+def stage_activation_bytes(
+    shape: ModelShape,
+    layout: MemoryLayout,
+    seq_len: int,
+    micro_batch: int,
+    stage: int,
+    layers: float,
+    in_flight: float,
+) -> float:
+    """A stage's layers (and embedding) x micro-batches in flight, output once on the last, x 1.05 without SP [M]."""
+    s, b, h, tp = seq_len / layout.cp, micro_batch, shape.hidden, layout.tp  # each CP rank holds s / CP tokens
+    sp = layout.sp_selective
+    total = layer_activation_bytes(s, b, h, shape.ffn, tp, sp) * layers * in_flight
+    if stage == 0:
+        total += embedding_activation_bytes(s, b, h, tp, sp) * in_flight
+    if stage == layout.pp - 1:
+        total += output_activation_bytes(s, b, h, shape.vocab, tp, sp)
+    return total if sp else total * WITHOUT_SP_OVERHEAD
+
+
+def activation_bytes(
+    shape: ModelShape, layout: MemoryLayout, seq_len: int, micro_batch: int, num_microbatches: int | None = None
+) -> float:
+    """Stage 0's activations [M] (compute_activation_memory[_without_sp], as report_theoretical_memory picks)."""
+    in_flight = first_stage_microbatches(layout.pp, layout.virtual_stages, num_microbatches)
+    return stage_activation_bytes(shape, layout, seq_len, micro_batch, 0, shape.layers / layout.pp, in_flight)
+
+
+# ----------------------------------------------------------------------------------------------- totals
+
+
+@dataclass(frozen=True)
+class StageMemory:
+    """One pipeline rank's GPU: its parameters, their states and its activations (bytes)."""
+
+    stage: int
+    layers: int
+    parameters: float
+    weight_and_optimizer: float
+    activations: float
+
+    @property
+    def total(self) -> float:
+        return self.weight_and_optimizer + self.activations
+
+
+@dataclass(frozen=True)
+class LayoutMemory:
+    """Memory per GPU: Megatron's (most loaded shard's states + first stage's activations) and each stage's own."""
+
+    parameters: float  # num_parameters_on_most_loaded_model_shard, per GPU
+    weight_and_optimizer: float  # bytes
+    activations: float  # bytes, the first stage
+    stages: tuple[StageMemory, ...]
+
+    @property
+    def total(self) -> float:
+        """Megatron's total_memory [M] (report_theoretical_memory)."""
+        return self.weight_and_optimizer + self.activations
+
+    @property
+    def most_loaded(self) -> StageMemory:
+        """The stage with the most bytes per GPU (the first of equals)."""
+        return max(self.stages, key=lambda s: (s.total, -s.stage))
+
+
+def stage_memory(
+    shape: ModelShape,
+    layout: MemoryLayout,
+    seq_len: int,
+    micro_batch: int,
+    num_microbatches: int | None = None,
+) -> tuple[StageMemory, ...]:
+    """Every pipeline stage's memory per GPU [M], [B], [S]."""
+    out = []
+    split = stage_layers(
+        shape.layers, layout.pp, layout.virtual_stages, layout.first_stage_layers, layout.last_stage_layers
+    )
+    for stage, layers in enumerate(split):
+        held = parameters_on_stage(shape, layout, stage, layers)
+        in_flight = microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches)
+        acts = stage_activation_bytes(shape, layout, seq_len, micro_batch, stage, len(layers), in_flight)
+        out.append(StageMemory(stage, len(layers), held.total, weight_and_optimizer_bytes(held, layout), acts))
+    return tuple(out)
+
+
+def layout_memory(
+    shape: ModelShape,
+    layout: MemoryLayout,
+    seq_len: int,
+    micro_batch: int,
+    num_microbatches: int | None = None,
+) -> LayoutMemory:
+    """Megatron's memory per GPU and every stage's [M] (report_theoretical_memory)."""
+    held = parameters_on_most_loaded_shard(shape, layout)
+    return LayoutMemory(
+        parameters=held.total,
+        weight_and_optimizer=weight_and_optimizer_bytes(held, layout),
+        activations=activation_bytes(shape, layout, seq_len, micro_batch, num_microbatches),
+        stages=stage_memory(shape, layout, seq_len, micro_batch, num_microbatches),
+    )
+
+
+# ----------------------------------------------------------------------------------------------- adapter
+
+
+def model_shape(a: ModelArchitecture, tp: int, mtp: bool = False, vocab_divisible_by: int = 128) -> ModelShape:
+    """A spec as Megatron's arguments [M]: kv_heads as num_query_groups, head_dim as kv_channels, padded vocab [V]."""
+    h = a.hidden
+    norm_size = 2 if a.norm == "layernorm" else 1
+    if a.mla is not None:
+        m = a.mla
+        attention = mla_attention_parameters(
+            h, a.heads, m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim, norm_size
+        )
+    else:
+        attention = attention_parameters(h, a.heads, a.n_kv_heads, a.d_head)
+    norms = layernorm_parameters(h, norm_size)
+    dense_ffn = a.ffn if a.ffn is not None else a.moe.ffn if a.moe is not None else 0
+    dense = ParamGroups(attention + mlp_parameters(h, dense_ffn, a.gated_mlp), norms)
+    moe_layer = ParamGroups()
+    if a.moe is not None:
+        e = a.moe
+        shared = mlp_parameters(h, e.shared * e.shared_width, a.gated_mlp) if e.shared else 0.0
+        gate = float(h) if e.shared and e.shared_gate else 0.0
+        moe_layer = ParamGroups(
+            attention + shared,
+            norms + router_parameters(h, e.experts, a.linear_bias) + gate,
+            routed_expert_parameters(h, e.ffn, e.experts, a.gated_mlp),
+        )
+    return ModelShape(
+        hidden=h,
+        layers=a.layers,
+        ffn=dense_ffn,
+        vocab=padded_vocab_size(a.vocab, tp, vocab_divisible_by),
+        dense_layer=dense,
+        moe_layer=moe_layer,
+        moe_pattern=tuple(a.moe_layer(i) for i in range(a.layers)),
+        final_layernorm=float(norm_size * h),
+        untied=not a.tied_embeddings,
+        mtp_layers=a.mtp_layers if mtp else 0,
+    )
+
+
+def layout_memory_for(
+    spec: ModelSpec,
+    layout: MemoryLayout,
+    seq_len: int,
+    micro_batch: int = 1,
+    num_microbatches: int | None = None,
+    mtp: bool = False,
+    vocab_divisible_by: int = 128,
+) -> LayoutMemory:
+    """Memory per GPU of a dpcost model spec under `layout`, as Megatron accounts it [M]."""
+    if spec.architecture is None:
+        raise ValueError(f"{spec.name}: layout memory needs the model's architecture, not only its parameter count")
+    shape = model_shape(spec.architecture, layout.tp, mtp, vocab_divisible_by)
+    return layout_memory(shape, layout, seq_len, micro_batch, num_microbatches)
