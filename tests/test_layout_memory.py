@@ -1,0 +1,661 @@
+"""Memory per GPU under a layout (dpcost/engine/layout_memory.py) against Megatron-LM's theoretical formula.
+
+`megatron_theoretical_memory` below is megatron/training/theoretical_memory_usage.py at commit
+d98e8a64ddf34856e74b24714e3bedb2f5a39553 (compute_weight_and_optimizer_memory, compute_activation_memory,
+compute_activation_memory_without_sp, report_theoretical_memory) transcribed line by line onto an `args` namespace,
+without the module under test: the layouts below are published runs, their arguments written out from the papers
+and configs, and the module gets them through its adapter from the catalog's model specs.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from dpcost.catalog import load_model
+from dpcost.engine.layout_memory import (
+    MemoryLayout,
+    ModelShape,
+    activation_bytes,
+    bytes_per_parameter,
+    expert_data_parallel_size,
+    first_stage_microbatches,
+    korthikanti_layer_activation_bytes,
+    layer_activation_bytes,
+    layout_memory_for,
+    microbatches_in_flight,
+    model_shape,
+    padded_vocab_size,
+    parameters_on_most_loaded_shard,
+    parameters_on_stage,
+    stage_layers,
+)
+from dpcost.specs import ModelArchitecture, ModelSpec
+
+GB = 1e9
+
+
+# ----------------------------------------------------------------------------------------------- Megatron, transcribed
+
+
+def megatron_theoretical_memory(args: SimpleNamespace, num_microbatches: int | None) -> tuple[float, float]:
+    """(weight and optimizer bytes, activation bytes) as theoretical_memory_usage.py computes them (its MB / 2^20
+    undone). Only the paths these layouts take: no latent MoE, moe_layer_freq as a list."""
+    # compute_weight_and_optimizer_memory
+    query_projection_size = args.kv_channels * args.num_attention_heads
+    query_projection_to_hidden_size_ratio = query_projection_size / args.hidden_size
+    num_query_groups = args.num_query_groups if args.group_query_attention else args.num_attention_heads
+    num_experts = 1 if args.num_experts is None else args.num_experts
+    gated_linear_multiplier = 3 / 2 if args.swiglu else 1
+    shared_ffn = args.moe_shared_expert_intermediate_size or 0
+    if args.num_experts is not None:
+        pattern = args.moe_layer_freq
+        num_moe_layers = sum(pattern)
+        num_dense_layers = args.num_layers - num_moe_layers
+        moe_ffn_hidden_size = args.moe_ffn_hidden_size
+    else:
+        pattern = [0] * args.num_layers
+        num_dense_layers, num_moe_layers, moe_ffn_hidden_size = args.num_layers, 0, 0
+    if args.mtp_num_layers is not None:
+        mtp_num_moe_layers = pattern[-1] * args.mtp_num_layers
+        mtp_num_dense_layers = (1 - pattern[-1]) * args.mtp_num_layers
+    else:
+        mtp_num_moe_layers = mtp_num_dense_layers = 0
+    norm_size = 1 if args.normalization == "RMSNorm" else 2
+    if args.multi_latent_attention:
+        if args.q_lora_rank is None:
+            q_term = args.hidden_size * args.num_attention_heads * (args.qk_head_dim + args.qk_pos_emb_head_dim)
+        else:
+            q_term = args.q_lora_rank * (
+                args.hidden_size + args.num_attention_heads * (args.qk_head_dim + args.qk_pos_emb_head_dim) + norm_size
+            )
+        self_attn_term = (
+            q_term
+            + args.kv_lora_rank
+            * (args.hidden_size + args.num_attention_heads * (args.qk_head_dim + args.v_head_dim) + norm_size)
+            + args.hidden_size * args.qk_pos_emb_head_dim
+            + (args.num_attention_heads * args.v_head_dim) * args.hidden_size
+        )
+    else:
+        self_attn_term = (
+            2
+            * args.hidden_size
+            * args.hidden_size
+            * ((1 + (num_query_groups / args.num_attention_heads)) * query_projection_to_hidden_size_ratio)
+        )
+    embedding_size = args.hidden_size * args.padded_vocab_size
+    final_layernorm = norm_size * args.hidden_size
+    attention_params = self_attn_term
+    dense_mlp_params = 2 * args.hidden_size * args.ffn_hidden_size * gated_linear_multiplier
+    shared_expert_params = 2 * args.hidden_size * shared_ffn * gated_linear_multiplier
+    routed_expert_params = 2 * args.hidden_size * moe_ffn_hidden_size * num_experts * gated_linear_multiplier
+    layernorm_params = 2 * args.hidden_size * norm_size
+    router_params = (
+        (args.hidden_size * num_experts) + (num_experts if args.add_bias_linear else 0)
+        if args.num_experts is not None
+        else 0
+    )
+    etp, ep, pp, tp = (
+        args.expert_tensor_parallel_size,
+        args.expert_model_parallel_size,
+        args.pipeline_model_parallel_size,
+        args.tensor_model_parallel_size,
+    )
+    expert_data_parallel_size = args.world_size // (etp * ep * pp)
+    tp_block = (attention_params + dense_mlp_params) * num_dense_layers + (
+        attention_params + shared_expert_params
+    ) * num_moe_layers
+    replicated_block = layernorm_params * num_dense_layers + (layernorm_params + router_params) * num_moe_layers
+    replicated_block += final_layernorm
+    expert_block = routed_expert_params * num_moe_layers
+    tp_mtp = (attention_params + dense_mlp_params) * mtp_num_dense_layers + (
+        attention_params + shared_expert_params
+    ) * mtp_num_moe_layers
+    replicated_mtp = layernorm_params * mtp_num_dense_layers + (layernorm_params + router_params) * mtp_num_moe_layers
+    expert_mtp = routed_expert_params * mtp_num_moe_layers
+    tp_shard = ((tp_block / pp) + tp_mtp + embedding_size) / tp
+    replicated_shard = (replicated_block / pp) + replicated_mtp
+    expert_shard = ((expert_block / pp) + expert_mtp) / (etp * ep)
+    if args.untie_embeddings_and_output_weights and pp == 1:
+        tp_shard += embedding_size / tp
+
+    def num_bytes_per_parameter(data_parallel_size: int) -> float:
+        return 18 if not args.use_distributed_optimizer else 6 + (12 / data_parallel_size)
+
+    weight_and_optimizer = (tp_shard + replicated_shard) * num_bytes_per_parameter(
+        args.data_parallel_size
+    ) + expert_shard * num_bytes_per_parameter(expert_data_parallel_size)
+
+    # report_theoretical_memory: which activation formula
+    s, b, h, vp = args.seq_length, args.micro_batch_size, args.hidden_size, args.virtual_pipeline_model_parallel_size
+    if args.sequence_parallel and args.recompute_granularity == "selective":
+        # compute_activation_memory
+        act = (s * b * h) * (18 + (4 * (args.ffn_hidden_size / h)))
+        act *= args.num_layers
+        act += 8 * s * b * pp
+        act += s * b * h * pp
+        if vp is not None:
+            act *= 1 + ((pp - 1) / (pp * vp))
+        if vp is None and pp > 1 and num_microbatches is not None:
+            act *= min(1, num_microbatches / pp)
+        if pp == 1:
+            act += s * b * h * 4 * (1 + (args.padded_vocab_size / h))
+        act /= tp
+    else:
+        # compute_activation_memory_without_sp
+        act = s * b * h * (10 + (24 / tp))
+        act *= args.num_layers
+        act += 8 * s * b * pp
+        act += s * b * h * pp
+        if vp is not None:
+            act *= 1 + ((pp - 1) / (pp * vp))
+        if vp is None and pp > 1 and num_microbatches is not None:
+            act *= min(1, num_microbatches / pp)
+        if pp == 1:
+            act += ((s * b * args.padded_vocab_size) / tp + s * b * h) * 2
+        act *= 1.05
+    return weight_and_optimizer, act
+
+
+def megatron_args(**kw: object) -> SimpleNamespace:
+    """Megatron's arguments with its defaults for what a dense GPT leaves unset."""
+    defaults: dict[str, object] = {
+        "group_query_attention": False,
+        "num_query_groups": None,
+        "num_experts": None,
+        "moe_ffn_hidden_size": None,
+        "moe_shared_expert_intermediate_size": None,
+        "moe_layer_freq": 1,
+        "mtp_num_layers": None,
+        "multi_latent_attention": False,
+        "add_bias_linear": False,
+        "context_parallel_size": 1,
+        "expert_model_parallel_size": 1,
+        "virtual_pipeline_model_parallel_size": None,
+        "sequence_parallel": True,
+        "recompute_granularity": "selective",
+        "use_distributed_optimizer": True,
+        "micro_batch_size": 1,
+    }
+    args = SimpleNamespace(**{**defaults, **kw})
+    if getattr(args, "expert_tensor_parallel_size", None) is None:  # arguments.py: defaults to TP
+        args.expert_tensor_parallel_size = args.tensor_model_parallel_size
+    if args.tensor_model_parallel_size == 1:  # arguments.py: "Disabling sequence parallelism"
+        args.sequence_parallel = False
+    args.world_size = (
+        args.tensor_model_parallel_size
+        * args.pipeline_model_parallel_size
+        * args.context_parallel_size
+        * args.data_parallel_size
+    )
+    return args
+
+
+GPT3_175B = {  # Brown et al. 2020 Table 2.1; vocabulary 50257 padded to 51200 (Korthikanti et al. 2022, Table 3)
+    "num_layers": 96,
+    "hidden_size": 12288,
+    "num_attention_heads": 96,
+    "kv_channels": 128,
+    "ffn_hidden_size": 49152,
+    "padded_vocab_size": 51200,
+    "seq_length": 2048,
+    "normalization": "LayerNorm",
+    "swiglu": False,
+    "untie_embeddings_and_output_weights": False,
+    "add_bias_linear": True,
+}
+LLAMA_405B = {  # meta-llama/Llama-3.1-405B config.json; 128256 padded to a multiple of 128 x TP8 = 1024: 129024
+    "num_layers": 126,
+    "hidden_size": 16384,
+    "num_attention_heads": 128,
+    "group_query_attention": True,
+    "num_query_groups": 8,
+    "kv_channels": 128,
+    "ffn_hidden_size": 53248,
+    "padded_vocab_size": 129024,
+    "seq_length": 8192,
+    "normalization": "RMSNorm",
+    "swiglu": True,
+    "untie_embeddings_and_output_weights": True,
+}
+LLAMA_70B = {**LLAMA_405B, "num_layers": 80, "hidden_size": 8192, "num_attention_heads": 64, "ffn_hidden_size": 28672}
+LLAMA_70B["padded_vocab_size"] = 129024
+LLAMA_70B["seq_length"] = 4096
+MIXTRAL = {  # Megatron-LM examples/mixtral/train_mixtral_8x7b_distributed.sh
+    "num_layers": 32,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "group_query_attention": True,
+    "num_query_groups": 8,
+    "kv_channels": 128,
+    "ffn_hidden_size": 14336,
+    "moe_ffn_hidden_size": 14336,  # arguments.py: defaults to ffn_hidden_size
+    "num_experts": 8,
+    "moe_router_topk": 2,
+    "moe_layer_freq": [1] * 32,
+    "padded_vocab_size": 32000,
+    "seq_length": 4096,
+    "normalization": "RMSNorm",
+    "swiglu": True,
+    "untie_embeddings_and_output_weights": True,
+}
+DEEPSEEK_V3 = {  # deepseek-ai/DeepSeek-V3 config.json in Megatron's names
+    "num_layers": 61,
+    "hidden_size": 7168,
+    "num_attention_heads": 128,
+    "kv_channels": 128,
+    "ffn_hidden_size": 18432,
+    "moe_ffn_hidden_size": 2048,
+    "moe_shared_expert_intermediate_size": 2048,
+    "num_experts": 256,
+    "moe_router_topk": 8,
+    "moe_layer_freq": [0] * 3 + [1] * 58,
+    "multi_latent_attention": True,
+    "q_lora_rank": 1536,
+    "kv_lora_rank": 512,
+    "qk_head_dim": 128,
+    "qk_pos_emb_head_dim": 64,
+    "v_head_dim": 128,
+    "mtp_num_layers": 1,
+    "padded_vocab_size": 129280,
+    "seq_length": 4096,
+    "normalization": "RMSNorm",
+    "swiglu": True,
+    "untie_embeddings_and_output_weights": True,
+}
+MT_NLG_530B = {  # Korthikanti et al. 2022, Table 3
+    **GPT3_175B,
+    "num_layers": 105,
+    "hidden_size": 20480,
+    "num_attention_heads": 128,
+    "kv_channels": 160,
+    "ffn_hidden_size": 81920,
+}
+MT_NLG_SPEC = ModelSpec(
+    name="mt-nlg-530b",
+    title="MT-NLG 530B",
+    architecture=ModelArchitecture(
+        hidden=20480,
+        layers=105,
+        heads=128,
+        ffn=81920,
+        mlp="gelu",
+        vocab=50257,
+        tied_embeddings=True,
+        norm="layernorm",
+        linear_bias=True,
+    ),
+)
+
+# name, model, Megatron args, layout, micro-batches per step, MTP, the module's GB per GPU (Megatron's total)
+CASES = [
+    (
+        # MegaScale's GPT-3 layout (NSDI'24): TP8 PP8 DP192, 1536 sequences a step (Megatron's examples/gpt3) / 192 = 8
+        "gpt3-175b TP8 PP8 DP192",
+        "gpt3-175b",
+        megatron_args(
+            **GPT3_175B, tensor_model_parallel_size=8, pipeline_model_parallel_size=8, data_parallel_size=192
+        ),
+        MemoryLayout(tp=8, pp=8, dp=192, sequence_parallel=True, distributed_optimizer=True),
+        8,
+        False,
+        27.25,
+    ),
+    (
+        # Korthikanti et al. Table 3: 64 GPUs, global batch 64, three model chunks per rank
+        "gpt3-175b TP8 PP8 v3 (Korthikanti)",
+        "gpt3-175b",
+        megatron_args(
+            **GPT3_175B,
+            tensor_model_parallel_size=8,
+            pipeline_model_parallel_size=8,
+            data_parallel_size=1,
+            virtual_pipeline_model_parallel_size=3,
+            use_distributed_optimizer=False,
+        ),
+        MemoryLayout(tp=8, pp=8, virtual_stages=3, sequence_parallel=True),
+        64,
+        False,
+        63.64,
+    ),
+    (
+        "mt-nlg-530b TP8 PP35 v3 (Korthikanti)",
+        MT_NLG_SPEC,
+        megatron_args(
+            **MT_NLG_530B,
+            tensor_model_parallel_size=8,
+            pipeline_model_parallel_size=35,
+            data_parallel_size=1,
+            virtual_pipeline_model_parallel_size=3,
+            use_distributed_optimizer=False,
+        ),
+        MemoryLayout(tp=8, pp=35, virtual_stages=3, sequence_parallel=True),
+        280,
+        False,
+        61.36,
+    ),
+    (
+        # Llama 3 (arXiv 2407.21783) Table 4: TP8 CP1 PP16 DP128, seq 8192, 16 sequences per DP rank; one layer
+        # fewer on the first and the last stage (section 3.3.2)
+        "llama-405b TP8 PP16 DP128",
+        "llama-405b",
+        megatron_args(
+            **LLAMA_405B, tensor_model_parallel_size=8, pipeline_model_parallel_size=16, data_parallel_size=128
+        ),
+        MemoryLayout(
+            tp=8,
+            pp=16,
+            dp=128,
+            sequence_parallel=True,
+            distributed_optimizer=True,
+            first_stage_layers=7,
+            last_stage_layers=7,
+        ),
+        16,
+        False,
+        86.53,
+    ),
+    (
+        # without SP: compute_activation_memory_without_sp, and at PP1 the untied head and the output terms
+        "llama-70b TP8 DP16 no SP",
+        "llama-70b",
+        megatron_args(
+            **LLAMA_70B,
+            tensor_model_parallel_size=8,
+            pipeline_model_parallel_size=1,
+            data_parallel_size=16,
+            sequence_parallel=False,
+        ),
+        MemoryLayout(tp=8, dp=16, distributed_optimizer=True),
+        None,
+        False,
+        96.43,
+    ),
+    (
+        # Mixtral at TP2 EP8: experts over ETP2 x EP8, expert-DP = 64 / (2 x 8 x 4) = 1: 18 bytes per expert parameter
+        "mixtral-8x7b TP2 PP4 EP8 DP8",
+        "mixtral-8x7b",
+        megatron_args(
+            **MIXTRAL,
+            tensor_model_parallel_size=2,
+            pipeline_model_parallel_size=4,
+            expert_model_parallel_size=8,
+            data_parallel_size=8,
+        ),
+        MemoryLayout(tp=2, pp=4, ep=8, dp=8, sequence_parallel=True, distributed_optimizer=True),
+        32,
+        False,
+        23.06,
+    ),
+    (
+        # Megatron's own Mixtral example: TP1 PP4 EP8 (SP off at TP1), 256 sequences / DP8
+        "mixtral-8x7b TP1 PP4 EP8 DP8 (examples/mixtral)",
+        "mixtral-8x7b",
+        megatron_args(
+            **MIXTRAL,
+            tensor_model_parallel_size=1,
+            pipeline_model_parallel_size=4,
+            expert_model_parallel_size=8,
+            data_parallel_size=8,
+        ),
+        MemoryLayout(tp=1, pp=4, ep=8, dp=8, sequence_parallel=True, distributed_optimizer=True),
+        32,
+        False,
+        48.11,
+    ),
+    (
+        # DeepSeek-V3 (arXiv 2412.19437, section 3): PP16 x EP64, ZeRO-1 DP on 2048 GPUs, 4K tokens, 15360 sequences
+        # a step / DP128 = 120 micro-batches; the 61 layers split 3, [4] x 14, 2 (Megatron's 61-layer Kimi-K2 export)
+        "deepseek-v3 PP16 EP64 DP128 (MTP)",
+        "deepseek-v3",
+        megatron_args(
+            **DEEPSEEK_V3,
+            tensor_model_parallel_size=1,
+            pipeline_model_parallel_size=16,
+            expert_model_parallel_size=64,
+            data_parallel_size=128,
+        ),
+        MemoryLayout(pp=16, ep=64, dp=128, distributed_optimizer=True, first_stage_layers=3, last_stage_layers=2),
+        120,
+        True,
+        87.09,
+    ),
+]
+
+
+def _spec(model: str | ModelSpec) -> ModelSpec:
+    return load_model(model) if isinstance(model, str) else model
+
+
+def _shape(name: str, tp: int, mtp: bool = False) -> ModelShape:
+    arch = load_model(name).architecture
+    assert arch is not None
+    return model_shape(arch, tp, mtp)
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "args", "layout", "micro_batches", "mtp", "gb"), CASES, ids=[c[0] for c in CASES]
+)
+def test_equals_megatron_theoretical_memory(
+    name: str,
+    model: str | ModelSpec,
+    args: SimpleNamespace,
+    layout: MemoryLayout,
+    micro_batches: int | None,
+    mtp: bool,
+    gb: float,
+) -> None:
+    """Weights + optimizer, activations and their sum per GPU: the module from the catalog's spec equals the file."""
+    weights, activations = megatron_theoretical_memory(args, micro_batches)
+    got = layout_memory_for(_spec(model), layout, args.seq_length, args.micro_batch_size, micro_batches, mtp=mtp)
+    assert got.weight_and_optimizer == pytest.approx(weights, rel=1e-12)
+    assert got.activations == pytest.approx(activations, rel=1e-12)
+    assert got.total == pytest.approx(weights + activations, rel=1e-12)
+    assert got.total / GB == pytest.approx(gb, abs=0.005)
+
+
+# ----------------------------------------------------------------------------------------------- closed forms
+
+
+def test_llama_405b_shard_by_hand() -> None:
+    """Llama-3.1-405B at TP8 PP16, from its config: h 16384, 126 layers, 128 heads, 8 KV heads of 128, ffn 53248,
+    vocab 128256 padded to 129024, untied, RMSNorm."""
+    attention = 16384 * 128 * 128 + 2 * 16384 * 8 * 128 + 128 * 128 * 16384  # Q, K + V, O
+    assert attention == 570_425_344
+    mlp = 3 * 16384 * 53248  # gate, up, down
+    assert mlp == 2_617_245_696
+    norms = 2 * 16384
+    embedding = 16384 * 129024
+    assert embedding == 2_113_929_216
+    # Megatron's most loaded shard: 126/16 layers and one embedding over TP8, the norms (and the final norm) whole
+    tp_sharded = (126 * (attention + mlp) / 16 + embedding) / 8
+    assert tp_sharded == 3_402_104_832
+    replicated = (126 * norms + 16384) / 16
+    assert replicated == 259_072
+    layout = MemoryLayout(tp=8, pp=16, dp=128, distributed_optimizer=True, first_stage_layers=7, last_stage_layers=7)
+    got = layout_memory_for(load_model("llama-405b"), layout, 8192, 1, 16)
+    assert got.parameters == 3_402_363_904 == tp_sharded + replicated
+    # Each stage's own: 7 layers and the embedding on stage 0, 8 layers in the middle, 7, the head and the final norm
+    stage0 = (7 * (attention + mlp) + embedding) / 8 + 7 * norms
+    middle = 8 * (attention + mlp) / 8 + 8 * norms
+    last = (7 * (attention + mlp) + embedding) / 8 + 7 * norms + 16384
+    assert [s.parameters for s in got.stages] == [stage0] + [middle] * 14 + [last]
+    assert (stage0, middle) == (3_053_682_688, 3_187_933_184)
+    # bf16 weights 2 + fp32 grads 4 + (fp32 master + Adam 12) / DP128
+    assert got.weight_and_optimizer == pytest.approx(3_402_363_904 * (6 + 12 / 128), rel=1e-15)
+
+
+def test_bytes_per_parameter() -> None:
+    """18 bytes per parameter without the distributed optimizer, 6 + 12/DP with it."""
+    for dp in (1, 2, 8, 128, 192):
+        assert bytes_per_parameter(False, dp) == 18
+        assert bytes_per_parameter(True, dp) == 6 + 12 / dp
+    assert bytes_per_parameter(True, 1) == 18
+
+
+def test_experts_shard_over_ep_and_expert_dp() -> None:
+    """DeepSeek-V3 at PP16 EP64 on 2048 GPUs: each MoE layer's 256 experts of 3 x 7168 x 2048 split 256/64 = 4 per
+    rank; expert-DP = 2048 / (ETP1 x EP64 x PP16) = 2, so ZeRO-1 keeps 6 + 12/2 = 12 bytes per expert parameter
+    against 6 + 12/128 for the dense ones."""
+    expert = 3 * 7168 * 2048
+    layout = MemoryLayout(pp=16, ep=64, dp=128, distributed_optimizer=True, first_stage_layers=3, last_stage_layers=2)
+    assert expert_data_parallel_size(layout) == 2
+    shape = _shape("deepseek-v3", 1, mtp=True)
+    assert shape.moe_layer.expert_sharded == 256 * expert
+    # stage 0 holds the three dense layers, stage 1 four MoE layers: 4 x (256/64) experts
+    layers = stage_layers(61, 16, 1, 3, 2)
+    assert [len(x) for x in layers] == [3] + [4] * 14 + [2]
+    assert parameters_on_stage(shape, layout, 0, layers[0]).expert_sharded == 0
+    assert parameters_on_stage(shape, layout, 1, layers[1]).expert_sharded == 4 * (256 // 64) * expert
+    # the last stage: 2 MoE layers and the MoE MTP layer
+    assert parameters_on_stage(shape, layout, 15, layers[15]).expert_sharded == 3 * 4 * expert
+    # Megatron's shard averages the 58 MoE layers over 16 stages and adds the MTP layer's
+    held = parameters_on_most_loaded_shard(shape, layout)
+    assert held.expert_sharded == pytest.approx((58 / 16 + 1) * 256 * expert / 64, rel=1e-15)
+    # Mixtral at TP2 EP8: ETP defaults to TP, so each rank holds one expert split in two
+    mixtral = MemoryLayout(tp=2, pp=4, ep=8, dp=8)
+    m_shape = _shape("mixtral-8x7b", 2)
+    stage = parameters_on_stage(m_shape, mixtral, 1, stage_layers(32, 4)[1])
+    assert stage.expert_sharded == 8 * 8 * (3 * 4096 * 14336) / (8 * 2)
+    assert expert_data_parallel_size(mixtral) == 64 // (2 * 8 * 4) == 1  # each expert shard held once: 18 bytes
+    assert expert_data_parallel_size(MemoryLayout(tp=2, pp=4, ep=8, dp=8, etp=1)) == 64 // (1 * 8 * 4) == 2
+
+
+def test_korthikanti_table_2() -> None:
+    """One layer's bytes per GPU (Korthikanti et al. 2022, Table 2), GPT-3 175B at t = 8: sbh(10 + 24/t + 5as/ht)
+    for TP alone, sbh(34/t + 5as/ht) with SP, and selective recomputation drops the 5as/ht; Megatron's
+    sbh(18 + 4 ffn/h)/t is 34/t at ffn = 4h and its without-SP form the TP + selective row."""
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    sbh = s * b * h
+    scores = 5 * a * s / (h * t)
+    assert scores == 10
+    assert korthikanti_layer_activation_bytes(s, b, h, a, t, False, False) == sbh * (10 + 3 + 10)
+    assert korthikanti_layer_activation_bytes(s, b, h, a, t, True, False) == pytest.approx(sbh * (34 / 8 + 10))
+    assert korthikanti_layer_activation_bytes(s, b, h, a, t, False, True) == sbh * 13
+    assert korthikanti_layer_activation_bytes(s, b, h, a, t, True, True) == sbh * 34 / 8
+    assert korthikanti_layer_activation_bytes(s, b, h, a, 1, False, False) == sbh * (34 + 5 * a * s / h)
+    assert layer_activation_bytes(s, b, h, 4 * h, t, True) == korthikanti_layer_activation_bytes(
+        s, b, h, a, t, True, True
+    )
+    assert layer_activation_bytes(s, b, h, 4 * h, t, False) == korthikanti_layer_activation_bytes(
+        s, b, h, a, t, False, True
+    )
+    # the paper's "5x": TP alone against TP + SP + selective, 23 sbh against 4.25 sbh
+    assert round((10 + 3 + 10) / (34 / 8), 2) == 5.41
+
+
+def test_micro_batches_in_flight() -> None:
+    """Warm-up + 1 forwards (megatron/core/pipeline_parallel/schedules.py): p - r under 1F1B, capped at m; chunks
+    2(p - r - 1) + (v - 1)p + 1 of 1/v of the stage interleaved, which on stage 0 is the file's p(1 + (p-1)/(pv))."""
+    assert microbatches_in_flight(1) == 1
+    assert [microbatches_in_flight(8, r) for r in range(8)] == [8, 7, 6, 5, 4, 3, 2, 1]
+    assert microbatches_in_flight(8, 0, num_microbatches=4) == 4 == 8 * min(1, 4 / 8)
+    assert microbatches_in_flight(8, 0, 3) == (2 * 7 + 2 * 8 + 1) / 3 == pytest.approx(8 * (1 + 7 / 24))
+    assert microbatches_in_flight(8, 7, 3) == (2 * 8 + 1) / 3
+    assert microbatches_in_flight(35, 0, 3) == pytest.approx(35 * (1 + 34 / 105))  # Korthikanti's 530B: 1.324
+    assert microbatches_in_flight(8, 0, 3, num_microbatches=8) == 8  # all 8 x 3 chunks in warm-up
+
+
+def test_context_parallel_splits_the_sequence() -> None:
+    """CP halves every activation term (each rank holds s/CP tokens) and leaves the parameters; Megatron's file has no
+    CP term, so at CP 1 the module is the file."""
+    one = MemoryLayout(tp=8, pp=16, dp=8, sequence_parallel=True, first_stage_layers=7, last_stage_layers=7)
+    two = MemoryLayout(tp=8, cp=2, pp=16, dp=8, sequence_parallel=True, first_stage_layers=7, last_stage_layers=7)
+    spec = load_model("llama-405b")
+    a, b = layout_memory_for(spec, one, 131072, 1, 16), layout_memory_for(spec, two, 131072, 1, 16)
+    assert b.activations == pytest.approx(a.activations / 2, rel=1e-12)
+    assert b.parameters == a.parameters
+    assert [x.activations for x in b.stages] == pytest.approx([x.activations / 2 for x in a.stages], rel=1e-12)
+
+
+def test_stage_layers() -> None:
+    """get_num_layers_to_build: an even split, an uneven first and last stage, interleaved chunks holding virtual
+    stages r, r + p, ... (transformer_block.py: 8 layers, 2 stages, 2 chunks: [0, 1] [4, 5] | [2, 3] [6, 7])."""
+    assert stage_layers(8, 2, 2) == ((0, 1, 4, 5), (2, 3, 6, 7))
+    assert stage_layers(8, 2, 4) == ((0, 2, 4, 6), (1, 3, 5, 7))
+    assert [len(x) for x in stage_layers(126, 16, 1, 7, 7)] == [7] + [8] * 14 + [7]
+    assert stage_layers(96, 8)[1] == tuple(range(12, 24))
+    with pytest.raises(ValueError, match="do not split"):
+        stage_layers(126, 16)
+    with pytest.raises(ValueError, match="do not split"):
+        stage_layers(126, 16, 1, 8, 8)
+    with pytest.raises(ValueError, match="PP > 1"):
+        stage_layers(8, 1, 1, 4, 4)
+
+
+def test_most_loaded_stage() -> None:
+    """An even dense split: stage 0 (p micro-batches and the embedding), equal to Megatron's figure but for the final
+    norm, which Megatron spreads over the stages. Llama 3's 7 | 8 x 14 | 7 split moves it to stage 1 (8 layers x 15
+    micro-batches > 7 x 16). DeepSeek-V3: stage 1 (4 MoE layers), and Megatron's total, which adds the MTP stage's
+    parameters to stage 0's L/p x p activations, is above every stage's own."""
+    gpt3 = layout_memory_for(
+        load_model("gpt3-175b"),
+        MemoryLayout(tp=8, pp=8, dp=192, sequence_parallel=True, distributed_optimizer=True),
+        2048,
+        1,
+        8,
+    )
+    assert gpt3.most_loaded.stage == 0
+    assert gpt3.most_loaded.activations == gpt3.activations
+    assert gpt3.most_loaded.parameters == pytest.approx(gpt3.parameters - 2 * 12288 / 8, rel=1e-15)
+    layout = MemoryLayout(
+        tp=8,
+        pp=16,
+        dp=128,
+        sequence_parallel=True,
+        distributed_optimizer=True,
+        first_stage_layers=7,
+        last_stage_layers=7,
+    )
+    llama = layout_memory_for(load_model("llama-405b"), layout, 8192, 1, 16)
+    assert llama.most_loaded.stage == 1
+    assert llama.stages[1].activations / llama.stages[0].activations == pytest.approx(
+        (8 * 15) / (7 * 16 + 16 * (8 + 16384) / (16384 * 31)), rel=1e-12
+    )
+    deepseek = layout_memory_for(
+        load_model("deepseek-v3"),
+        MemoryLayout(pp=16, ep=64, dp=128, distributed_optimizer=True, first_stage_layers=3, last_stage_layers=2),
+        4096,
+        1,
+        120,
+        mtp=True,
+    )
+    assert deepseek.most_loaded.stage == 1
+    assert deepseek.total > max(s.total for s in deepseek.stages)
+
+
+def test_adapter_reads_the_spec() -> None:
+    """The spec's fields as Megatron's arguments: GQA groups and head width, the padded vocabulary, untied, MoE."""
+    assert padded_vocab_size(50257, 8) == 51200
+    assert padded_vocab_size(128256, 8) == 129024
+    assert padded_vocab_size(129280, 1) == 129280
+    mixtral = _shape("mixtral-8x7b", 1)
+    assert (mixtral.hidden, mixtral.layers, mixtral.ffn, mixtral.vocab, mixtral.untied) == (
+        4096,
+        32,
+        14336,
+        32000,
+        True,
+    )
+    assert all(mixtral.moe_pattern)
+    assert mixtral.moe_layer.replicated == 2 * 4096 + 4096 * 8  # two RMSNorms and the router
+    gpt3 = _shape("gpt3-175b", 8)
+    assert gpt3.dense_layer.tp_sharded == 12 * 12288**2 and gpt3.dense_layer.replicated == 4 * 12288
+    assert not gpt3.untied
+    with pytest.raises(ValueError, match="architecture"):
+        layout_memory_for(ModelSpec(name="x", title="x", params=1e9), MemoryLayout(), 2048)
+
+
+def test_interleaved_first_stage_file_against_schedule() -> None:
+    """Interleaved with as many micro-batches as stages, schedules.py runs all m x v chunks in warm-up (p of them on
+    stage 0, 8 here), where the file's factor keeps p(1 + (p-1)/(pv)): Megatron's view keeps the file's, the stage
+    view the schedule's. With more micro-batches they agree."""
+    assert first_stage_microbatches(8, 3, 8) == pytest.approx(8 * (1 + 7 / 24))
+    assert microbatches_in_flight(8, 0, 3, 8) == 8
+    assert microbatches_in_flight(8, 0, 3, 64) == pytest.approx(first_stage_microbatches(8, 3, 64))
+    shape = _shape("gpt3-175b", 8)
+    layout = MemoryLayout(tp=8, pp=8, virtual_stages=3, sequence_parallel=True)
+    got = layout_memory_for(load_model("gpt3-175b"), layout, 2048, 1, 8)
+    assert got.activations == activation_bytes(shape, layout, 2048, 1, 8)
+    assert got.stages[0].activations == pytest.approx(got.activations * 8 / (8 + 7 / 3), rel=1e-12)
