@@ -1,0 +1,254 @@
+"""One training step under a TP x CP x PP x EP x DP layout, as Megatron-LM runs it.
+
+It combines, on the most loaded pipeline stage (the last: its layers and the output head):
+- compute per micro-batch: PaLM's 6N + 12LHQT FLOPs (compute.py) of the stage's layers and head, split over
+  TP x CP, at the `--mfu` efficiency; recomputation as compute.py counts it;
+- the model-parallel calls (layout_step.py), each priced on its own group's placement (layout.py,
+  placement.place_group): collectives as NCCL runs them (collectives.py), send/recv and all-to-all (p2p.py);
+- the pipeline's bubble, (p - 1) / v micro-batch slots (layout_step.bubble_seconds);
+- data parallelism on the stage's shard: the DP schedule of step.py (Megatron's buckets, its distributed optimizer
+  as ZeRO-1, frameworks.FRAMEWORKS["megatron"]) over the DP x CP group, with the experts' gradients reduced over
+  expert-DP after the last backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dpcost.engine.collectives import fastest
+from dpcost.engine.compute import attention_flops, flops_per_token
+from dpcost.engine.frameworks import FRAMEWORKS
+from dpcost.engine.layout import Layout, group_members
+from dpcost.engine.layout_step import (
+    LayoutCall,
+    bubble_seconds,
+    exposed_per_micro_batch,
+    layout_calls,
+    stage_layer_counts,
+)
+from dpcost.engine.memory import RECIPES
+from dpcost.engine.p2p import all_to_all, send_recv
+from dpcost.engine.params import count_params
+from dpcost.engine.placement import Placement, place_group
+from dpcost.engine.prepare import overlap_slowdown_for
+from dpcost.engine.step import Call, Phase, StepPlan, StepTime, Traffic, Unit, slowest_rank_wait, step_time
+from dpcost.options import DEFAULT_SYNC_JITTER
+from dpcost.specs import ModelSpec, TopologySpec
+
+__all__ = ["LayoutStep", "StageLoad", "layout_step", "stage_loads"]
+
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0}
+
+
+@dataclass(frozen=True)
+class LayoutStep:
+    layout: Layout
+    micro_batches: int  # per pipeline per step
+    forward: float  # seconds of one micro-batch's forward on the most loaded stage
+    backward: float  # and its backward, recomputation included
+    exposed: dict[str, float]  # seconds per step each dimension adds, tp/cp/pp/ep/dp
+    bubble: float
+    step: float
+    model_flops: float  # per GPU per step
+    mfu: float
+    stages: list[StageLoad]
+    groups: dict[str, Placement]
+    calls: tuple[LayoutCall, ...]  # the model-parallel calls per micro-batch
+    dp_traffic: tuple[Traffic, ...]  # the DP schedule's collectives per step (step.py)
+
+
+@dataclass(frozen=True)
+class StageLoad:
+    """One pipeline stage on one GPU: its layers, the parameters it holds, and its forward FLOPs per token."""
+
+    index: int
+    layers: int
+    dense_params: float  # over TP: its layers' dense weights, the embedding (first) and output head (last)
+    expert_params: float  # over ETP x EP: its MoE layers' routed experts
+    forward_flops: float  # per token of the micro-batch, over TP x CP: its layers' 2N + attention, the head's 2N
+    layer_flops: float  # the part of forward_flops in its layers (what recomputation re-runs)
+
+
+def stage_loads(model: ModelSpec, layout: Layout, seq_len: int) -> list[StageLoad]:
+    """Every pipeline stage's load on one GPU (StageLoad). Megatron puts the embedding on the first stage and the
+    output head on the last (megatron/core/models/gpt/gpt_model.py pre_process / post_process)."""
+    a = model.architecture
+    if a is None:
+        raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
+    counts = count_params(model)
+    head = counts.embedding if a.tied_embeddings else counts.lm_head
+    attention = attention_flops(a, seq_len) / a.layers
+    one_expert = (3 if a.gated_mlp else 2) * a.hidden * a.moe.ffn if a.moe is not None else 0.0
+    experts_per_layer = a.moe.experts * one_expert if a.moe is not None else 0.0
+    out, first = [], 0
+    for s, n in enumerate(stage_layer_counts(a.layers, layout.pp)):
+        blocks = counts.blocks[first : first + n]
+        first += n
+        experts = sum(experts_per_layer for b in blocks if b.moe)
+        dense = sum(b.params for b in blocks) - experts
+        dense += (counts.embedding + counts.positions if s == 0 else 0.0) + (
+            counts.lm_head if s == layout.pp - 1 else 0.0
+        )
+        layer_flops = sum(2 * b.active + attention for b in blocks)
+        flops = layer_flops + (2 * head if s == layout.pp - 1 else 0.0)
+        split = layout.tp * layout.cp
+        out.append(
+            StageLoad(
+                s, n, dense / layout.tp, experts / (layout.expert_tp * layout.ep), flops / split, layer_flops / split
+            )
+        )
+    return out
+
+
+def _placements(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
+    """Each group's placement (the group holding rank 0; Megatron's groups of one kind are congruent), and the
+    pipeline's stage boundary as a pair of ranks."""
+    out = {kind: place_group(topology, group_members(layout, kind)[0]) for kind in ("tp", "cp", "dp-cp", "ep", "edp")}
+    pp = group_members(layout, "pp")[0]
+    out["pp"] = place_group(topology, pp[:2]) if len(pp) > 1 else place_group(topology, pp)
+    return out
+
+
+def layout_step(
+    model: ModelSpec,
+    topology: TopologySpec,
+    layout: Layout,
+    *,
+    micro_batch: int,
+    global_batch: int,
+    seq_len: int,
+    mfu: float,
+    recompute: str = "none",
+    sequence_parallel: bool = False,
+    tp_overlap: bool = False,
+    cp_impl: str = "p2p",
+    virtual_stages: int = 1,
+    distributed_optimizer: bool = True,
+    act_bytes: float = 2.0,
+) -> LayoutStep:
+    """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b)
+    micro-batches per pipeline."""
+    a = model.architecture
+    if a is None:
+        raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
+    if global_batch % (layout.dp * micro_batch):
+        raise ValueError(
+            f"--global-batch: {global_batch} is not a multiple of DP {layout.dp} x micro-batch {micro_batch}"
+        )
+    m = global_batch // (layout.dp * micro_batch)
+    counts = count_params(model)
+    rate = topology.gpu.bf16_dense * mfu
+    fpt = flops_per_token(counts, a, seq_len, recompute)
+    stages = stage_loads(model, layout, seq_len)
+    paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
+    held = max(stages, key=lambda st: st.dense_params + st.expert_params)  # the most parameters: DP's largest
+    layers_total = sum(st.layer_flops for st in stages)
+    recompute_flops = fpt.recompute / (layout.tp * layout.cp) * paced.layer_flops / layers_total
+    tokens = micro_batch * seq_len
+    forward = tokens * paced.forward_flops / rate
+    backward = tokens * (2 * paced.forward_flops + recompute_flops) / rate
+    groups = _placements(topology, layout)
+    attention_share = attention_flops(a, seq_len) / (layers_total * layout.tp * layout.cp)
+    calls = layout_calls(
+        a,
+        layout,
+        micro_batch,
+        seq_len,
+        act_bytes,
+        sequence_parallel=sequence_parallel,
+        recompute_full=recompute == "full",
+        tp_overlap=tp_overlap,
+        cp_impl=cp_impl,
+        attention_share=attention_share,
+    )
+    per_mb = exposed_per_micro_batch(calls, lambda c: _seconds(topology, groups, c), forward + backward)
+    slot = forward + backward + sum(per_mb.values())
+    bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
+    dp_step, expert_exposed = _data_parallel(
+        topology, groups, held.dense_params, held.expert_params, m, forward, backward, distributed_optimizer
+    )
+    exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
+    exposed["dp"] = dp_step.step - m * (forward + backward) + expert_exposed
+    # Every GPU of the job meets at the pipeline's flush, once per step: the slowest of them sets it, drifted by
+    # the step's compute (step.slowest_rank_wait; the waits inside the pipeline are absorbed by its slots).
+    pipeline = Phase("pipeline", m * slot, 0.0, m * slot, 1)
+    exposed["jitter"] = slowest_rank_wait([pipeline], DEFAULT_SYNC_JITTER, layout.gpus)
+    step = dp_step.step + expert_exposed + sum(per_mb.values()) * m + bubble + exposed["jitter"]
+    model_flops = fpt.model * micro_batch * seq_len * m / (layout.tp * layout.cp * layout.pp)
+    return LayoutStep(
+        layout,
+        m,
+        forward,
+        backward,
+        exposed,
+        bubble,
+        step,
+        model_flops,
+        model_flops / (step * topology.gpu.bf16_dense),
+        stages,
+        groups,
+        tuple(calls),
+        dp_step.traffic,
+    )
+
+
+def _seconds(topology: TopologySpec, groups: dict[str, Placement], c: LayoutCall) -> float:
+    """One call's time on its group: a collective as NCCL runs it, or point-to-point (p2p.py)."""
+    group = groups[c.group]
+    if c.op == "send_recv":
+        return send_recv(topology, group, c.message_bytes).seconds
+    if c.op == "all_to_all":
+        return all_to_all(topology, group, c.message_bytes).seconds
+    return fastest(topology, c.op, group, c.message_bytes).seconds
+
+
+def _data_parallel(
+    topology: TopologySpec,
+    groups: dict[str, Placement],
+    dense: float,
+    experts: float,
+    micro_batches: int,
+    forward: float,
+    backward: float,
+    distributed_optimizer: bool,
+) -> tuple[StepTime, float]:
+    """The DP schedule of the stage's dense shard over DP x CP (step.py, as Megatron runs it: its buckets, fp32
+    reduction, parameters gathered during the next forward), and the seconds the experts' reduction over
+    expert-DP adds beyond the last backward and the next forward (reduce-scatter, then all-gather with the
+    distributed optimizer; all-reduce without)."""
+    fw = FRAMEWORKS["megatron"]
+    recipe = RECIPES[fw.name]
+    grad_bytes = DTYPE_BYTES[recipe.grad_dtype]
+    weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
+    dp = groups["dp-cp"]
+    units = (Unit(dense, 1.0),)  # the flattened gradient, ready linearly through the backward
+    plan = StepPlan(
+        stage=1 if distributed_optimizer else 0,
+        accumulation=micro_batches,
+        forward=forward,
+        backward=backward,
+        units=units,
+        grad_bytes=grad_bytes,
+        weight_bytes=weight_bytes,
+        bucket_bytes=fw.bucket(dp.ranks, grad_bytes),
+        overlap_param_gather=fw.overlap_param_gather,
+        bucket_op=fw.bucket_op,
+        ranks=dp.ranks,
+        overlap_slowdown=overlap_slowdown_for(topology.gpu, None),
+        sync_jitter=0.0,  # charged once for the whole job at the pipeline's flush (layout_step)
+    )
+
+    def call(op: str, size: float) -> Call:
+        best = fastest(topology, op, dp, size)
+        return Call(best.seconds, best.label)
+
+    timed = step_time(plan, call)
+    edp = groups["edp"]
+    if experts <= 0 or edp.ranks == 1:
+        return timed, 0.0
+    grads = experts * grad_bytes
+    if distributed_optimizer:
+        reduce = fastest(topology, "reduce_scatter", edp, grads).seconds
+        gather = fastest(topology, "all_gather", edp, experts * weight_bytes).seconds
+        return timed, max(0.0, reduce - backward) + max(0.0, gather - forward)
+    return timed, max(0.0, fastest(topology, "all_reduce", edp, grads).seconds - backward)

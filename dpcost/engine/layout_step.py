@@ -1,0 +1,239 @@
+"""The model-parallel dimensions of a training step: what TP, CP, PP and EP send, and the pipeline's bubble.
+
+The calls are data: each `LayoutCall` names its dimension, purpose, op, one call's bytes (nccl-tests' size), the
+group it runs on and how many times one GPU runs it per micro-batch; `exposed_per_micro_batch` runs them. The DP
+dimension keeps its own schedule (step.py), run on the DP group with the stage's shard.
+
+Per micro-batch of b sequences of s tokens, hidden h, activations in `act_bytes`, on the most loaded pipeline
+stage (L / PP layers); with CP each rank holds s / CP tokens:
+- TP (Megatron-LM, Shoeybi et al. 2019 section 3; Narayanan et al. 2021 section 3.3): each layer all-reduces its
+  b x s x h output twice in the forward (after attention and after the MLP) and twice in the backward. With
+  sequence parallelism (Korthikanti et al. 2022 section 4.2.2) each all-reduce becomes an all-gather and a
+  reduce-scatter of the same tensor: 4 + 4 per layer, the same bytes. Full recomputation runs the forward's
+  calls again. They sit on the critical path unless overlapped (`--tp-comm-overlap`, Transformer Engine's
+  userbuffers), which this model then hides behind the layer's matmuls.
+- CP (Megatron-Core's ring attention, "p2p"; Liu et al. 2023): each layer passes its K and V chunk
+  (2 x b x s/CP x kv_heads x head_dim) around the ring, CP - 1 send/recv steps forward and twice the bytes
+  backward (K, V and their gradients), overlapped with the attention blocks they feed. Llama 3's "all_gather"
+  (arXiv 2407.21783 section 3.3.2) all-gathers K and V forward and reduce-scatters their gradients backward.
+- PP (Narayanan et al. 2021 section 4.1): one send/recv of the stage's b x s/CP x h output forward and of its
+  gradient backward per micro-batch and stage boundary, each TP rank sending 1 / TP of it (the scatter/gather
+  optimisation; sequence parallelism already splits it so).
+- EP (Megatron-Core's all-to-all token dispatcher; Lepikhin et al. 2020): each MoE layer dispatches its tokens' top-k
+  copies (b x s/CP x top-k x h) and combines them back, forward and again backward: 4 all-to-alls per MoE layer.
+- The bubble: a 1F1B pipeline of p stages and m micro-batches idles (p - 1) micro-batch slots, (p - 1) / v with
+  v interleaved chunks per stage (Narayanan et al. 2021 section 2.2: bubble fraction (p - 1) / (v m)), so the
+  step is (m + (p - 1) / v) x (t_f + t_b).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from dpcost.engine.layout import Layout
+from dpcost.specs import ModelArchitecture
+
+__all__ = [
+    "LayoutCall",
+    "bubble_seconds",
+    "cp_calls",
+    "ep_calls",
+    "exposed_per_micro_batch",
+    "layers_per_stage",
+    "layout_calls",
+    "moe_layers_per_stage",
+    "pp_calls",
+    "stage_layer_counts",
+    "tp_calls",
+]
+
+
+@dataclass(frozen=True)
+class LayoutCall:
+    dimension: str  # tp, cp, pp, ep
+    purpose: str
+    op: str  # all_reduce, all_gather, reduce_scatter, send_recv, all_to_all
+    message_bytes: float  # one call, as nccl-tests counts its size
+    group: str  # the group kind it runs on (layout.group_members)
+    per_micro_batch: int  # calls one GPU runs per micro-batch
+    overlapped: bool = False  # runs alongside compute, exposed only beyond `hides_behind`
+    hides_behind: float = 0.0  # the fraction of the micro-batch's compute these calls can hide behind
+
+
+def stage_layer_counts(layers: int, pp: int) -> list[int]:
+    """Layers per stage, as even as they go: the first L mod PP stages take one more (Megatron needs L divisible by
+    PP unless --decoder-first/last-pipeline-num-layers say otherwise; this is the even split)."""
+    base, extra = divmod(layers, pp)
+    return [base + (1 if s < extra else 0) for s in range(pp)]
+
+
+def layers_per_stage(layers: int, pp: int) -> int:
+    """Layers on the stage with the most: ceil(L / PP)."""
+    return max(stage_layer_counts(layers, pp))
+
+
+def moe_layers_per_stage(arch: ModelArchitecture, pp: int) -> int:
+    """MoE layers on the stage that holds the most of them, layers assigned to stages in order."""
+    most, first = 0, 0
+    for n in stage_layer_counts(arch.layers, pp):
+        most = max(most, sum(1 for i in range(first, first + n) if arch.moe_layer(i)))
+        first += n
+    return most
+
+
+def tp_calls(
+    arch: ModelArchitecture,
+    layout: Layout,
+    micro_batch: int,
+    seq_len: int,
+    act_bytes: float,
+    sequence_parallel: bool,
+    recompute_full: bool,
+    overlap: bool,
+    attention_share: float,
+) -> list[LayoutCall]:
+    """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage (module docstring); when
+    overlapped they hide behind the matmuls, the compute that is not attention."""
+    if layout.tp == 1:
+        return []
+    layers = layers_per_stage(arch.layers, layout.pp)
+    tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
+    forward = 2 * layers
+    total = 2 * forward + (forward if recompute_full else 0)
+    share = 1.0 - attention_share if overlap else 0.0
+    if sequence_parallel:
+        return [
+            LayoutCall("tp", "sequence-parallel gathers", "all_gather", tensor, "tp", total, overlap, share),
+            LayoutCall("tp", "sequence-parallel reductions", "reduce_scatter", tensor, "tp", total, overlap, share),
+        ]
+    return [LayoutCall("tp", "layer outputs", "all_reduce", tensor, "tp", total, overlap, share)]
+
+
+def cp_calls(
+    arch: ModelArchitecture,
+    layout: Layout,
+    micro_batch: int,
+    seq_len: int,
+    act_bytes: float,
+    impl: str,
+    attention_share: float,
+) -> list[LayoutCall]:
+    """Context parallelism's K/V exchange per micro-batch on the most loaded stage (module docstring), hidden
+    behind the attention it feeds."""
+    if layout.cp == 1:
+        return []
+    layers = layers_per_stage(arch.layers, layout.pp)
+    kv_heads = arch.n_kv_heads / min(layout.tp, arch.n_kv_heads)
+    chunk = 2 * micro_batch * (seq_len / layout.cp) * kv_heads * arch.d_head * act_bytes
+    if impl == "all_gather":
+        return [
+            LayoutCall("cp", "K and V gathered", "all_gather", chunk * layout.cp, "cp", layers, True, attention_share),
+            LayoutCall(
+                "cp",
+                "K and V gradients reduced",
+                "reduce_scatter",
+                chunk * layout.cp,
+                "cp",
+                layers,
+                True,
+                attention_share,
+            ),
+        ]
+    steps = layout.cp - 1
+    return [
+        LayoutCall(
+            "cp", "ring attention K/V, forward", "send_recv", chunk, "cp", steps * layers, True, attention_share
+        ),
+        LayoutCall(
+            "cp",
+            "ring K/V and gradients, backward",
+            "send_recv",
+            2 * chunk,
+            "cp",
+            steps * layers,
+            True,
+            attention_share,
+        ),
+    ]
+
+
+def pp_calls(
+    arch: ModelArchitecture, layout: Layout, micro_batch: int, seq_len: int, act_bytes: float
+) -> list[LayoutCall]:
+    """The stage boundary's activation forward and gradient backward per micro-batch (module docstring); an
+    interleaved stage crosses v boundaries each way."""
+    if layout.pp == 1:
+        return []
+    tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes / layout.tp
+    return [LayoutCall("pp", "activations and their gradients", "send_recv", tensor, "pp", 2)]
+
+
+def ep_calls(
+    arch: ModelArchitecture, layout: Layout, micro_batch: int, seq_len: int, act_bytes: float, sequence_parallel: bool
+) -> list[LayoutCall]:
+    """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers."""
+    if layout.ep == 1 or arch.moe is None:
+        return []
+    tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
+    message = tokens * arch.moe.active * arch.hidden * act_bytes
+    return [
+        LayoutCall(
+            "ep", "token dispatch and combine", "all_to_all", message, "ep", 4 * moe_layers_per_stage(arch, layout.pp)
+        )
+    ]
+
+
+def layout_calls(
+    arch: ModelArchitecture,
+    layout: Layout,
+    micro_batch: int,
+    seq_len: int,
+    act_bytes: float,
+    *,
+    sequence_parallel: bool = False,
+    recompute_full: bool = False,
+    tp_overlap: bool = False,
+    cp_impl: str = "p2p",
+    attention_share: float = 0.0,
+) -> list[LayoutCall]:
+    """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
+    share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
+    exchange hides behind; overlapped TP calls hide behind the rest."""
+    return [
+        *tp_calls(
+            arch,
+            layout,
+            micro_batch,
+            seq_len,
+            act_bytes,
+            sequence_parallel,
+            recompute_full,
+            tp_overlap,
+            attention_share,
+        ),
+        *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share),
+        *pp_calls(arch, layout, micro_batch, seq_len, act_bytes),
+        *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel),
+    ]
+
+
+def exposed_per_micro_batch(
+    calls: Sequence[LayoutCall], seconds: Callable[[LayoutCall], float], compute: float
+) -> dict[str, float]:
+    """Seconds each dimension adds to one micro-batch's critical path: a call's time, or for overlapped calls what
+    exceeds the share of the micro-batch's compute they can hide behind."""
+    out: dict[str, float] = {}
+    for c in calls:
+        total = c.per_micro_batch * seconds(c)
+        exposed = max(0.0, total - c.hides_behind * compute) if c.overlapped else total
+        out[c.dimension] = out.get(c.dimension, 0.0) + exposed
+    return out
+
+
+def bubble_seconds(pp: int, micro_batches: int, per_micro_batch: float, virtual_stages: int = 1) -> float:
+    """The pipeline's idle time per step: (p - 1) / v micro-batch slots of t_f + t_b (Narayanan et al. 2021,
+    section 2.2: bubble fraction (p - 1) / (v m) of the ideal m (t_f + t_b))."""
+    if pp <= 1:
+        return 0.0
+    return (pp - 1) / virtual_stages * per_micro_batch

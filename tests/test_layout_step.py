@@ -1,0 +1,143 @@
+"""The model-parallel dimensions of a step (issue 19): each volume in closed form, the bubble, and the step of a
+whole layout (layout_estimate.py) built from them."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpcost.catalog import load_model, load_topology
+from dpcost.engine.layout import Layout
+from dpcost.engine.layout_estimate import layout_step, stage_loads
+from dpcost.engine.layout_step import (
+    bubble_seconds,
+    cp_calls,
+    ep_calls,
+    exposed_per_micro_batch,
+    layout_calls,
+    moe_layers_per_stage,
+    pp_calls,
+    stage_layer_counts,
+    tp_calls,
+)
+from dpcost.specs import ModelArchitecture, ModelSpec
+
+
+@pytest.fixture(scope="module")
+def llama405b() -> ModelSpec:
+    return load_model("llama-405b")
+
+
+def _arch(model: ModelSpec) -> ModelArchitecture:
+    assert model.architecture is not None
+    return model.architecture
+
+
+def test_tp_all_reduces_four_outputs_per_layer(llama405b: ModelSpec) -> None:
+    """Megatron (Narayanan et al. 2021 section 3.3): 2 all-reduces of b x s x h forward, 2 backward, per layer;
+    405B at PP16 holds 8 layers on its fullest stage: 32 all-reduces of 1 x 8192 x 16384 x 2 bytes."""
+    a = _arch(llama405b)
+    (call,) = tp_calls(a, Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, False, False, False, 0.0)
+    assert (call.op, call.group, call.per_micro_batch, call.message_bytes) == ("all_reduce", "tp", 32, 8192 * 16384 * 2)
+    full = tp_calls(a, Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, False, True, False, 0.0)[0]
+    assert full.per_micro_batch == 48  # full recomputation runs the forward's 16 again
+
+
+def test_sequence_parallel_trades_each_all_reduce_for_a_gather_and_a_reduce_scatter(llama405b: ModelSpec) -> None:
+    """Korthikanti et al. 2022 section 4.2.2: the same tensor, all-gathered and reduce-scattered, 4 + 4 per layer."""
+    calls = tp_calls(_arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, True, False, False, 0.0)
+    assert [(c.op, c.per_micro_batch, c.message_bytes) for c in calls] == [
+        ("all_gather", 32, 8192 * 16384 * 2),
+        ("reduce_scatter", 32, 8192 * 16384 * 2),
+    ]
+    assert tp_calls(_arch(llama405b), Layout(dp=8), 1, 8192, 2.0, True, False, False, 0.0) == []
+
+
+def test_cp_ring_passes_k_and_v_chunks_cp_minus_one_times(llama405b: ModelSpec) -> None:
+    """Ring attention, CP 16 at 131,072 tokens (Llama 3's long-context layout, TP8): each layer passes its K and V
+    chunk, 2 x 8192 tokens x 8 KV heads / TP8 x 128 x 2 bytes, 15 times forward, twice those bytes backward."""
+    layout = Layout(tp=8, cp=16, pp=16, dp=8)
+    fwd, bwd = cp_calls(_arch(llama405b), layout, 1, 131072, 2.0, "p2p", 0.25)
+    chunk = 2 * 8192 * 1 * 128 * 2
+    assert (fwd.op, fwd.message_bytes, fwd.per_micro_batch) == ("send_recv", chunk, 15 * 8)
+    assert (bwd.message_bytes, bwd.per_micro_batch, bwd.hides_behind) == (2 * chunk, 15 * 8, 0.25)
+    gather, scatter = cp_calls(_arch(llama405b), layout, 1, 131072, 2.0, "all_gather", 0.25)
+    assert (gather.op, gather.message_bytes, scatter.op) == ("all_gather", 16 * chunk, "reduce_scatter")
+
+
+def test_pp_sends_one_tp_share_of_the_boundary_activation_each_way(llama405b: ModelSpec) -> None:
+    (call,) = pp_calls(_arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0)
+    assert (call.op, call.message_bytes, call.per_micro_batch) == ("send_recv", 8192 * 16384 * 2 / 8, 2)
+
+
+def test_ep_dispatches_and_combines_top_k_copies_of_every_token() -> None:
+    """DeepSeek-V3 (PP16, EP64): 58 MoE layers after 3 dense ones, 61 over 16 stages as 4 x 13 + 3 x 3; each MoE
+    layer all-to-alls its 4096 tokens' 8 copies of 7168 values 4 times (dispatch and combine, forward and
+    backward)."""
+    a = _arch(load_model("deepseek-v3"))
+    assert stage_layer_counts(61, 16) == [4] * 13 + [3] * 3
+    assert moe_layers_per_stage(a, 16) == 4
+    (call,) = ep_calls(a, Layout(pp=16, dp=128, ep=64), 1, 4096, 2.0, False)
+    assert (call.op, call.group, call.per_micro_batch, call.message_bytes) == (
+        "all_to_all",
+        "ep",
+        16,
+        4096 * 8 * 7168 * 2,
+    )
+
+
+def test_only_the_time_beyond_what_a_call_hides_behind_is_exposed(llama405b: ModelSpec) -> None:
+    calls = layout_calls(
+        _arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, tp_overlap=True, attention_share=0.2
+    )
+    exposed = exposed_per_micro_batch(calls, lambda c: 1e-3, 1.0)
+    assert exposed["tp"] == pytest.approx(max(0.0, 32e-3 - 0.8))  # 32 calls of 1 ms behind 80% of 1 s: hidden
+    assert exposed["pp"] == pytest.approx(2e-3)  # send/recv sit on the critical path
+
+
+def test_bubble_is_p_minus_one_over_v_slots() -> None:
+    """Narayanan et al. 2021 section 2.2: the bubble fraction is (p - 1) / (v m) of the ideal m (t_f + t_b)."""
+    assert bubble_seconds(8, 64, 2.0) == pytest.approx(7 * 2.0)
+    assert bubble_seconds(8, 64, 2.0, virtual_stages=4) == pytest.approx(7 / 4 * 2.0)
+    m, p = 64, 8
+    assert bubble_seconds(p, m, 1.0) / (m * 1.0) == pytest.approx((p - 1) / m)
+    assert bubble_seconds(1, 64, 2.0) == 0.0
+
+
+# ------------------------------------------------------------------------------------------------ a whole layout
+
+
+def test_405b_dp_gradient_message_is_the_most_loaded_stages_shard_in_fp32(llama405b: ModelSpec) -> None:
+    """Issue 19: Llama 3.1 405B at TP8 PP16 DP128. 126 layers over 16 stages: 8 on the first 14, 7 on the last two;
+    the first also holds the 128,256 x 16,384 embedding. Its shard over TP8 is the largest, and the DP reduction
+    moves it in Megatron's fp32 gradients (frameworks.py megatron): shard x 4 bytes."""
+    layout = Layout(tp=8, pp=16, dp=128)
+    stages = stage_loads(llama405b, layout, 8192)
+    assert [s.layers for s in stages] == [8] * 14 + [7] * 2
+    a = _arch(llama405b)
+    assert stages[0].dense_params == pytest.approx(stages[1].dense_params + a.vocab * a.hidden / 8)
+    largest = max(s.dense_params for s in stages)
+    assert largest == stages[0].dense_params
+    r = layout_step(
+        llama405b, load_topology("dgx-h100"), layout, micro_batch=1, global_batch=2048, seq_len=8192, mfu=0.4
+    )
+    gradients = next(t for t in r.dp_traffic if t.purpose == "gradients")
+    assert gradients.op == "reduce_scatter" and gradients.message_bytes == pytest.approx(largest * 4)
+    assert r.micro_batches == 16
+
+
+def test_the_step_is_the_sum_of_its_parts(llama405b: ModelSpec) -> None:
+    """m slots of forward + backward, each dimension's exposed time, the bubble and the jitter add up to the step;
+    and MFU is the model FLOPs over the step x the peak."""
+    h100 = load_topology("dgx-h100")
+    r = layout_step(
+        llama405b, h100, Layout(tp=8, pp=16, dp=128), micro_batch=1, global_batch=2048, seq_len=8192, mfu=0.4,
+        sequence_parallel=True, virtual_stages=4,
+    )  # fmt: skip
+    parts = r.micro_batches * (r.forward + r.backward) + sum(r.exposed.values()) + r.bubble
+    assert r.step == pytest.approx(parts, rel=1e-9)
+    assert r.mfu == pytest.approx(r.model_flops / (r.step * 989e12))
+    longer = layout_step(
+        llama405b, h100, Layout(tp=8, pp=16, dp=128), micro_batch=1, global_batch=2048, seq_len=8192, mfu=0.4,
+        sequence_parallel=True, virtual_stages=1,
+    )  # fmt: skip
+    assert longer.bubble == pytest.approx(4 * r.bubble, rel=1e-9)
