@@ -70,11 +70,14 @@ def test_pp_sends_one_tp_share_of_the_boundary_activation_each_way(llama405b: Mo
 
 
 def test_ep_dispatches_and_combines_top_k_copies_of_every_token() -> None:
-    """DeepSeek-V3 (PP16, EP64): 58 MoE layers after 3 dense ones, 61 over 16 stages as 4 x 13 + 3 x 3; each MoE
-    layer all-to-alls its 4096 tokens' 8 copies of 7168 values 4 times (dispatch and combine, forward and
-    backward)."""
+    """DeepSeek-V3 (PP16, EP64): 58 MoE layers after 3 dense ones, 61 over 16 stages as 3 + 14 x 4 + 2 (the end
+    stages take the remainder, as Megatron's first/last-stage layer counts allow); each MoE layer all-to-alls its
+    4096 tokens' 8 copies of 7168 values 4 times (dispatch and combine, forward and backward)."""
     a = _arch(load_model("deepseek-v3"))
-    assert stage_layer_counts(61, 16) == [4] * 13 + [3] * 3
+    assert stage_layer_counts(61, 16) == [3] + [4] * 14 + [2]
+    assert stage_layer_counts(126, 16) == [7] + [8] * 14 + [7]  # Llama 3 405B's own split
+    assert stage_layer_counts(96, 8) == [12] * 8
+    assert stage_layer_counts(10, 8) == [2, 2, 1, 1, 1, 1, 1, 1]  # the ends cannot take 6 off: as even as it goes
     assert moe_layers_per_stage(a, 16) == 4
     (call,) = ep_calls(a, Layout(pp=16, dp=128, ep=64), 1, 4096, 2.0, False)
     assert (call.op, call.group, call.per_micro_batch, call.message_bytes) == (
@@ -107,16 +110,17 @@ def test_bubble_is_p_minus_one_over_v_slots() -> None:
 
 
 def test_405b_dp_gradient_message_is_the_most_loaded_stages_shard_in_fp32(llama405b: ModelSpec) -> None:
-    """Issue 19: Llama 3.1 405B at TP8 PP16 DP128. 126 layers over 16 stages: 8 on the first 14, 7 on the last two;
-    the first also holds the 128,256 x 16,384 embedding. Its shard over TP8 is the largest, and the DP reduction
-    moves it in Megatron's fp32 gradients (frameworks.py megatron): shard x 4 bytes."""
+    """Issue 19: Llama 3.1 405B at TP8 PP16 DP128. 126 layers over 16 stages as 7 + 14 x 8 + 7; the first stage
+    also holds the 128,256 x 16,384 embedding, the last the output head. A middle stage's 8 layers over TP8 are the
+    largest shard, and the DP reduction moves it in Megatron's fp32 gradients (frameworks.py megatron): x 4 bytes."""
     layout = Layout(tp=8, pp=16, dp=128)
     stages = stage_loads(llama405b, layout, 8192)
-    assert [s.layers for s in stages] == [8] * 14 + [7] * 2
+    assert [s.layers for s in stages] == [7] + [8] * 14 + [7]
     a = _arch(llama405b)
-    assert stages[0].dense_params == pytest.approx(stages[1].dense_params + a.vocab * a.hidden / 8)
+    layer = stages[1].dense_params / 8
+    assert stages[0].dense_params == pytest.approx(7 * layer + a.vocab * a.hidden / 8)
     largest = max(s.dense_params for s in stages)
-    assert largest == stages[0].dense_params
+    assert largest == stages[1].dense_params
     r = layout_step(
         llama405b, load_topology("dgx-h100"), layout, micro_batch=1, global_batch=2048, seq_len=8192, mfu=0.4
     )

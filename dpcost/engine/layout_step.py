@@ -62,8 +62,18 @@ class LayoutCall:
 
 
 def stage_layer_counts(layers: int, pp: int) -> list[int]:
-    """Layers per stage, as even as they go: the first L mod PP stages take one more (Megatron needs L divisible by
-    PP unless --decoder-first/last-pipeline-num-layers say otherwise; this is the even split)."""
+    """Layers per pipeline stage. Megatron needs L divisible by PP unless --decoder-first-pipeline-num-layers and
+    --decoder-last-pipeline-num-layers take the remainder off the end stages, which also hold the embedding and the
+    output head (Llama 3 405B: 126 layers on 16 stages as 7 + 14 x 8 + 7, arXiv 2407.21783 section 3.3.2): the
+    middle stages take ceil(L / PP), the first and last share the deficit, the first one layer more. Where the end
+    stages cannot absorb it, the split is as even as it goes, the first stages one layer more."""
+    per = -(-layers // pp)
+    deficit = per * pp - layers
+    if pp == 1 or deficit == 0:
+        return [layers // pp] * pp
+    first, last = per - deficit // 2, per - (deficit - deficit // 2)
+    if pp >= 2 and first >= 1 and last >= 1:
+        return [first] + [per] * (pp - 2) + [last]
     base, extra = divmod(layers, pp)
     return [base + (1 if s < extra else 0) for s in range(pp)]
 
