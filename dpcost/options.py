@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
+from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.memory import offload_applies
 from dpcost.errors import in_plain_words, shown_value
 from dpcost.units import parse_bytes, parse_fraction, parse_seconds, parse_whole
@@ -23,6 +24,7 @@ __all__ = [
     "Compute",
     "Fraction",
     "Options",
+    "Parallel",
     "Plan",
     "Precision",
     "Whole",
@@ -324,12 +326,74 @@ class Compute(Section):
     )
 
 
+class Parallel(Section):
+    """Data parallelism as one dimension of a layout: GPUs = TP x CP x PP x DP, Megatron-Core's rank order
+    (engine/layout.py). All 1: pure data parallelism, costed as before."""
+
+    tp: Whole = Field(
+        1, ge=1, le=1024, description="Tensor-parallel size (Megatron-LM).", json_schema_extra=cli("--tp")
+    )
+    cp: Whole = Field(1, ge=1, le=1024, description="Context-parallel size: the sequence split over CP ranks.",
+                      json_schema_extra=cli("--cp"))  # fmt: skip
+    pp: Whole = Field(1, ge=1, le=1024, description="Pipeline-parallel stages.", json_schema_extra=cli("--pp"))
+    ep: Whole = Field(
+        1,
+        ge=1,
+        le=4096,
+        description="Expert-parallel size: the experts split over EP ranks, carved out of DP x CP (Megatron-Core).",
+        json_schema_extra=cli("--ep"),
+    )
+    etp: Whole | None = Field(
+        None, ge=1, le=1024, description="Expert tensor-parallel size [default: TP].", json_schema_extra=cli("--etp")
+    )
+    order: str = Field(
+        DEFAULT_ORDER,
+        description="Rank order, fastest-varying first (Megatron-Core's --order).",
+        json_schema_extra=cli("--order", metavar="tp-cp-ep-dp-pp"),
+    )
+    virtual_stages: Whole = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="Model chunks per pipeline rank (interleaved 1F1B): the bubble is (PP - 1) / V micro-batch slots.",
+        json_schema_extra=cli("--virtual-stages", metavar="V"),
+    )
+    sequence_parallel: bool = Field(
+        False,
+        description="Megatron's sequence parallelism: TP's all-reduces become all-gathers and reduce-scatters, and "
+        "the norms' activations are split over TP.",
+        json_schema_extra=cli("--sequence-parallel"),
+    )
+    tp_comm_overlap: bool = Field(
+        False,
+        description="Overlap TP's collectives with the layer's matmuls (Transformer Engine's userbuffers).",
+        json_schema_extra=cli("--tp-comm-overlap"),
+    )
+    ep_comm_overlap: bool = Field(
+        False,
+        description="Overlap the MoE all-to-alls with another micro-batch's compute (DeepSeek-V3's DualPipe).",
+        json_schema_extra=cli("--ep-comm-overlap"),
+    )
+    cp_impl: Literal["p2p", "all_gather"] = Field(
+        "p2p",
+        description="Context parallelism as ring attention's send/recv (Megatron-Core) or Llama 3's all-gather of K "
+        "and V.",
+        json_schema_extra=cli("--cp-impl"),
+    )
+
+    @property
+    def trivial(self) -> bool:
+        """No dimension but DP: the pure data-parallel path."""
+        return (self.tp, self.cp, self.pp, self.ep) == (1, 1, 1, 1)
+
+
 SECTIONS: dict[str, type[Section]] = {
     "plan": Plan,
     "batch": Batch,
     "precision": Precision,
     "communication": Communication,
     "compute": Compute,
+    "parallel": Parallel,
 }
 
 
@@ -342,6 +406,7 @@ class Options(Section):
     precision: Precision = Precision()
     communication: Communication = Communication()
     compute: Compute = Compute()
+    parallel: Parallel = Parallel()
 
     @model_validator(mode="before")
     @classmethod

@@ -137,7 +137,8 @@ def test_the_step_is_the_sum_of_its_parts(llama405b: ModelSpec) -> None:
         llama405b, h100, Layout(tp=8, pp=16, dp=128), micro_batch=1, global_batch=2048, seq_len=8192, mfu=0.4,
         sequence_parallel=True, virtual_stages=4,
     )  # fmt: skip
-    parts = r.micro_batches * (r.forward + r.backward) + sum(r.exposed.values()) + r.bubble
+    parts = r.micro_batches * (r.forward + r.backward) + sum(r.exposed.values()) + r.bubble + r.jitter
+    parts += sum(t.seconds for t in r.dp_terms)
     assert r.step == pytest.approx(parts, rel=1e-9)
     assert r.mfu == pytest.approx(r.model_flops / (r.step * 989e12))
     longer = layout_step(

@@ -59,7 +59,8 @@ def _document(report: Any, brief: bool) -> dict[str, Any]:
     flops), so that the default output keeps its keys."""
     if brief:
         return {"schema_version": report.schema_version, "summary": report.summary.model_dump(mode="json")}
-    return dict(report.model_dump(mode="json", exclude={"compute"} if report.compute is None else None))
+    absent = {name for name in ("compute", "layout") if getattr(report, name) is None}
+    return dict(report.model_dump(mode="json", exclude=absent or None))
 
 
 def _assumptions(options: Any, report: Any) -> list[str]:

@@ -32,6 +32,8 @@ CODES = {
     "inference-no-gradients": "serving replicas exchange no gradients",
     "ignored-flags": "training flags given in inference mode",
     "replica-needs-model-parallel": "one serving replica needs more than one GPU",
+    "tp-across-domains": "a tensor-parallel group leaves its NVLink domain: its per-layer collectives cross the NICs",
+    "pipeline-bubble": "more than a tenth of the step idles in the pipeline's bubble",
 }
 
 
@@ -52,6 +54,8 @@ HEADLINE = (
     "exposed-comm",
     "losses-at-scale",
     "stragglers",
+    "tp-across-domains",
+    "pipeline-bubble",
     "partial-domains",
     "micro-batch-adjusted",
     "global-batch-growth",
@@ -200,6 +204,24 @@ def mtp_not_counted(counts: ParamCount) -> Advice:
         code="mtp-not-counted",
         message=f"the multi-token-prediction module ({counts.mtp / 1e9:.1f}B parameters) is not counted; "
         "dpcost trains the main model",
+    )
+
+
+def tp_across_domains(tp: int, domains: int, domain: int) -> Advice:
+    return _advice(
+        "tp-across-domains",
+        f"the {tp} ranks of a TP group span {domains} NVLink domains of {domain} GPUs: 4 collectives per layer "
+        "cross the network",
+        f"keep --tp at or below {domain}, and let PP or DP cross nodes",
+    )
+
+
+def pipeline_bubble(bubble: float, step: float, pp: int, micro_batches: int, virtual: int) -> Advice:
+    return _advice(
+        "pipeline-bubble",
+        f"the pipeline idles {bubble / step:.0%} of the step: (PP - 1) / V = {(pp - 1) / virtual:g} of "
+        f"{micro_batches} micro-batch slots",
+        "more micro-batches per step (a larger global batch or a smaller micro-batch) or --virtual-stages shrink it",
     )
 
 

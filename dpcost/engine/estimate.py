@@ -11,9 +11,14 @@ import math
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
-from dpcost.engine.memory import StageMemory
+from dpcost.engine.frameworks import FRAMEWORKS
+from dpcost.engine.layout import Layout
+from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
+from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
+from dpcost.engine.layout_step import BUBBLE, stage_layer_counts
+from dpcost.engine.memory import StageMemory, context_bytes
 from dpcost.engine.params import ParamCount
-from dpcost.engine.placement import place
+from dpcost.engine.placement import Placement, check_ranks, place
 from dpcost.engine.plan import (
     Timed,
     call_time,
@@ -27,6 +32,7 @@ from dpcost.engine.plan import (
 from dpcost.engine.prepare import Prepared, check_dp, prepare, stage_table
 from dpcost.engine.rates import matmul_efficiency
 from dpcost.engine.report import (
+    Advice,
     AlgorithmTime,
     BreakdownTerm,
     CallsByAlgorithm,
@@ -35,8 +41,12 @@ from dpcost.engine.report import (
     ComputeBreakdown,
     ComputePart,
     EstimateReport,
+    GroupRow,
+    LayoutCallRow,
+    LayoutReport,
     Memory,
     ModelInfo,
+    PipelineStageRow,
     Serving,
     Setup,
     StageRow,
@@ -46,6 +56,7 @@ from dpcost.engine.report import (
     WholeMessage,
 )
 from dpcost.engine.serving import replica
+from dpcost.engine.step import COMPUTE, EXPOSED, JITTER, SLOWDOWN
 from dpcost.engine.utilization import (
     hardware_flops_per_step,
     hardware_flops_utilization,
@@ -57,7 +68,8 @@ from dpcost.engine.utilization import (
     step_seconds_by_part,
 )
 from dpcost.engine.verdict import bound, serving_summary, training_summary
-from dpcost.options import DEFAULT_MFU, Options
+from dpcost.errors import InputError
+from dpcost.options import DEFAULT_MFU, Options, Parallel
 from dpcost.specs import ModelSpec, TopologySpec
 
 __all__ = ["EstimateReport", "Options", "check_dp", "estimate", "memory_by_stage"]
@@ -70,6 +82,8 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Esti
     if p.o.plan.mode == "inference":
         return _inference(model, topology, p)
     check_forced(p.o, topology)
+    if not p.o.parallel.trivial:
+        return _layout_training(model, topology, p)
     return _training(model, topology, p)
 
 
@@ -372,6 +386,345 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
         inference=None,
         warnings=notes,
         summary=training_summary(setup, memory, time, notes),
+    )
+
+
+# ------------------------------------------------------------------------------------------------ layouts
+
+
+def _layout(o: Options, topology: TopologySpec) -> Layout:
+    """The options' layout, refused in the words of the flag that breaks it."""
+    par = o.parallel
+    try:
+        layout = Layout(tp=par.tp, cp=par.cp, pp=par.pp, dp=o.dp, ep=par.ep, etp=par.etp, order=par.order)
+    except ValueError as exc:
+        flag, _, message = str(exc).partition(": ")
+        raise InputError(flag.lstrip("-").replace("-", "_"), message) from None
+    try:
+        check_ranks(topology, layout.gpus)
+    except ValueError as exc:
+        raise InputError("dp", f"TP x CP x PP x DP = {layout.gpus} GPUs: {exc}") from None
+    if par.virtual_stages > 1 and par.pp == 1:
+        raise InputError("virtual_stages", "interleaving needs pipeline stages: give --pp 2 or more")
+    return layout
+
+
+def _check_layout_plan(model: ModelSpec, o: Options) -> None:
+    """What a layout is costed with: Megatron-LM's schedule and memory accounting, the flops compute model."""
+    if model.architecture is None:
+        raise InputError("model", f"{model.name}: a TP/CP/PP/EP layout needs the model's architecture")
+    if o.plan.framework not in (None, "megatron"):
+        raise InputError("framework", f"a TP/CP/PP/EP layout is costed as Megatron-LM runs it, not {o.plan.framework}")
+    if o.plan.zero not in (None, 0, 1):
+        raise InputError("zero", f"a layout runs Megatron's DDP (0) or distributed optimizer (1), not {o.plan.zero}")
+    if o.plan.recompute not in (None, "none", "selective"):
+        raise InputError(
+            "recompute",
+            f"a layout's memory follows Megatron's theoretical formula, with none or selective recomputation; "
+            f"not {o.plan.recompute}",
+        )
+    if o.compute.compute_model != "flops":
+        raise InputError("compute_model", "a TP/CP/PP/EP layout is costed with --compute-model flops")
+    if o.parallel.ep > 1 and (model.architecture.moe is None):
+        raise InputError("ep", f"{model.name} has no experts to split")
+
+
+def _layout_memory(
+    model: ModelSpec, topology: TopologySpec, p: Prepared, layout: Layout, stage: int, recompute: str, m: int
+) -> tuple[StageRow, LayoutMemory]:
+    """Memory per GPU of the most loaded pipeline stage, as Megatron's theoretical_memory_usage accounts it
+    (layout_memory.py): bf16 weights, fp32 gradients and Adam's fp32 states (over DP with the distributed
+    optimizer), and the activations its micro-batches in flight hold; plus the CUDA context (memory.py)."""
+    par = p.o.parallel
+    assert model.architecture is not None  # _check_layout_plan
+    counts = stage_layer_counts(model.architecture.layers, layout.pp)
+    uneven = len(set(counts)) > 1
+    spec = MemoryLayout(
+        tp=layout.tp,
+        cp=layout.cp,
+        pp=layout.pp,
+        dp=layout.dp,
+        ep=layout.ep,
+        etp=layout.etp,
+        virtual_stages=par.virtual_stages,
+        sequence_parallel=par.sequence_parallel,
+        selective_recompute=recompute == "selective",
+        distributed_optimizer=stage == 1,
+        first_stage_layers=counts[0] if uneven and layout.pp > 1 else None,
+        last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
+    )
+    try:
+        held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m)
+    except ValueError as exc:
+        raise InputError("pp", f"{model.name}: {exc}") from None
+    worst = held.most_loaded
+    params, grads = 2 * worst.parameters, 4 * worst.parameters
+    optimizer = worst.weight_and_optimizer - params - grads
+    context = context_bytes(topology.gpu)
+    allocated = worst.total
+    total = allocated + context
+    hbm = topology.gpu.hbm
+    states = worst.weight_and_optimizer + context
+    per_sequence = worst.activations / p.micro_batch
+    largest = int((hbm - states) // per_sequence) if per_sequence > 0 and hbm > states else 0
+    row = StageRow(
+        stage=stage,
+        params_bytes=int(params),
+        grads_bytes=int(grads),
+        optimizer_bytes=int(optimizer),
+        activations_bytes=int(worst.activations),
+        transient_bytes=0,
+        buffers_bytes=0,
+        allocated_bytes=int(allocated),
+        fragmentation_bytes=0,
+        reserved_bytes=int(allocated),
+        context_bytes=int(context),
+        overhead_bytes=int(context),
+        total_bytes=int(total),
+        peak_phase="backward",
+        cpu_bytes=0,
+        fits=total <= hbm,
+        max_micro_batch=largest,
+    )
+    return row, held
+
+
+def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
+    """One layout, costed end to end (layout_estimate.py for the step, layout_memory.py for memory)."""
+    o, par = p.o, p.o.parallel
+    _check_layout_plan(model, o)
+    layout = _layout(o, topology)
+    stage = 1 if o.plan.zero is None else o.plan.zero
+    m = p.accumulation
+    rows = {
+        rc: [_layout_memory(model, topology, p, layout, st, rc, m) for st in (0, 1)] for rc in ("none", "selective")
+    }
+    recompute = o.plan.recompute or ("none" if rows["none"][stage][0].fits else "selective")
+    chosen_rows = rows[recompute]
+    global_batch = p.micro_batch * m * o.dp
+    tokens = global_batch * p.seq_len
+    peak = topology.gpu.peak(o.compute.compute_dtype)
+    mfu = o.compute.mfu or DEFAULT_MFU
+    r = layout_step(
+        model,
+        topology,
+        layout,
+        micro_batch=p.micro_batch,
+        global_batch=global_batch,
+        seq_len=p.seq_len,
+        mfu=mfu,
+        peak=peak,
+        recompute=recompute,
+        sequence_parallel=par.sequence_parallel,
+        tp_overlap=par.tp_comm_overlap,
+        ep_overlap=par.ep_comm_overlap,
+        cp_impl=par.cp_impl,
+        virtual_stages=par.virtual_stages,
+        distributed_optimizer=stage == 1,
+        overlap_slowdown=p.overlap_slowdown,
+        sync_jitter=o.compute.sync_jitter,
+    )
+    dp_group = r.groups["dp-cp"]
+    setup = _setup(
+        topology,
+        p,
+        mode="train",
+        zero_stage=stage,
+        zero_stage_chosen=o.plan.zero is None,
+        grad_dtype="fp32",
+        micro_batch=p.micro_batch,
+        accumulation=m,
+        global_batch=global_batch,
+        tokens_per_step=tokens,
+        recompute=recompute,
+        recompute_chosen=o.plan.recompute is None,
+        recompute_layers=o.plan.recompute_layers,
+        compile=o.compute.compile,
+        loss_impl="vocab-parallel",
+        framework="megatron",
+        recipe="megatron",
+        optimizer=o.precision.optimizer,
+        offload=o.precision.offload,
+        bucket_bytes=int(FRAMEWORKS["megatron"].bucket(dp_group.ranks, 4.0)),
+        skew=o.compute.skew,
+        keep_full_grads=False,
+    )
+    setup = setup.model_copy(update={"nodes": dp_group.nodes, "gpus_per_node": int(dp_group.ppn)})
+    time = _layout_time(r, tokens)
+    memory = Memory(
+        hbm_bytes=int(topology.gpu.hbm),
+        recipe="Megatron-LM theoretical_memory_usage: bf16 weights, fp32 gradients, Adam (over DP at stage 1)",
+        recompute=recompute,
+        note=f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU",
+        stages=[row for row, _ in chosen_rows],
+    )
+    communication = _layout_communication(topology, r, dp_group, stage)
+    notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages)
+    if ignored := _layout_ignores(o):
+        notes.append(
+            advice.ignored_flags(ignored, "do not apply to a TP/CP/PP/EP layout, costed as Megatron-LM runs it")
+        )
+    return EstimateReport(
+        model=_model(model, p.counts),
+        topology=TopologyInfo(name=topology.name, gpu=topology.gpu.name, hbm_bytes=int(topology.gpu.hbm)),
+        setup=setup,
+        communication=communication,
+        memory=memory,
+        time=time,
+        compute=None,
+        inference=None,
+        layout=_layout_report(topology, r, par, chosen_rows[stage][1]),
+        warnings=notes,
+        summary=training_summary(setup, memory, time, notes),
+    )
+
+
+def _layout_ignores(o: Options) -> list[str]:
+    """The flags a layout's costing does not read (it runs Megatron's own settings), where they were given."""
+    c, pr, cm, pl = o.communication, o.precision, o.compute, o.plan
+    given = {
+        "--skew": cm.skew != 0,
+        "--offload": pr.offload != "none",
+        "--recompute-layers": pl.recompute_layers != 1,
+        "--grad-dtype": pr.grad_dtype is not None,
+        "--recipe": pr.recipe is not None,
+        "--optimizer": pr.optimizer != "adamw",
+        "--bucket-size": c.bucket_bytes is not None,
+        "--first-bucket-size": c.first_bucket_bytes is not None,
+        "--gather-dtype": c.gather_dtype is not None,
+        "--overlap-comm": c.overlap_comm is not None,
+        "--algorithm": c.algorithm is not None,
+        "--protocol": c.protocol is not None,
+        "--keep-full-grads": c.keep_full_grads,
+        "--compile": cm.compile,
+        "--loss-impl": cm.loss_impl is not None,
+    }
+    return [flag for flag, on in given.items() if on]
+
+
+def _layout_advice(r: LayoutStep, topology: TopologySpec, virtual: int) -> list[Advice]:
+    """Where the layout loses time it need not: TP across NVLink domains, a large bubble."""
+    out = []
+    tp = r.groups["tp"]
+    if r.layout.tp > 1 and tp.nodes > 1:
+        out.append(advice.tp_across_domains(r.layout.tp, tp.nodes, topology.domain_size))
+    if r.bubble > 0.1 * r.step:
+        out.append(advice.pipeline_bubble(r.bubble, r.step, r.layout.pp, r.micro_batches, virtual))
+    return out
+
+
+def _layout_time(r: LayoutStep, tokens: int) -> Time:
+    """The layout's step as Time: compute, each dimension's exposed calls, DP's terms, the bubble, the jitter."""
+    compute = r.micro_batches * (r.forward + r.backward)
+    terms = [BreakdownTerm(term=COMPUTE, seconds=compute)]
+    terms += [BreakdownTerm(term=f"{EXPOSED}{dim.upper()} calls", seconds=s) for dim, s in r.exposed.items()]
+    terms += [BreakdownTerm(term=t.term, seconds=t.seconds) for t in r.dp_terms]
+    terms.append(BreakdownTerm(term=BUBBLE, seconds=r.bubble))
+    terms.append(BreakdownTerm(term=JITTER, seconds=r.jitter))
+    exposed = sum(t.seconds for t in terms if t.term.startswith(EXPOSED))
+    losses = sum(t.seconds for t in terms if t.term in (SLOWDOWN, JITTER))
+    return Time(
+        forward_seconds=r.forward,
+        backward_seconds=r.backward,
+        compute_seconds=compute,
+        comm_seconds=r.comm,
+        ideal_seconds=max(compute, r.comm) + r.bubble,
+        step_seconds=r.step,
+        serial_seconds=compute + r.comm + r.bubble,
+        exposed_comm_seconds=exposed,
+        losses_seconds=losses,
+        bound=bound(compute, exposed),
+        tokens_per_second=tokens / r.step,
+        mfu=r.mfu,
+        scaling_efficiency=compute / r.step,
+        straggler_seconds=0.0,
+        breakdown=terms,
+    )
+
+
+def _layout_communication(topology: TopologySpec, r: LayoutStep, dp_group: Placement, stage: int) -> Communication:
+    """Data parallelism's collectives on the DP x CP group, each with its whole message priced on that group."""
+    rows = [
+        CollectiveUse(
+            op=t.op,
+            purpose=t.purpose,
+            bytes=int(t.message_bytes),
+            bytes_sent_per_rank=int(bus_factor(t.op, dp_group.ranks) * t.message_bytes),
+            occurrences=t.occurrences,
+            calls=t.calls,
+            algorithm=t.algorithms[0][0].split("/")[0] if t.algorithms else "none",
+            calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in t.algorithms],
+            seconds=t.seconds,
+            whole_message=_whole_message(collective(topology, t.op, dp_group, t.message_bytes)),
+        )
+        for t in r.dp_traffic
+    ]
+    held = r.stages[r.held_stage]
+    return Communication(
+        primitives="ReduceScatter + AllGather" if stage == 1 else "AllReduce",
+        frequency=f"once per step, after the last of {r.micro_batches} micro-batches, on the DP x CP group",
+        gradient_bytes=int(held.dense_params * 4),
+        bytes_sent_per_rank=sum(row.bytes_sent_per_rank * row.occurrences for row in rows),
+        seconds_per_step=sum(t.seconds for t in r.dp_traffic),
+        collectives=rows,
+    )
+
+
+def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: LayoutMemory) -> LayoutReport:
+    layout = r.layout
+    groups = []
+    for kind, g in r.groups.items():
+        if g.ranks == 1:
+            continue
+        groups.append(
+            GroupRow(group=kind, ranks=g.ranks, ranks_per_domain=g.ppn, domains=g.nodes, tiers=g.tiers_crossed)
+        )
+    calls = [
+        LayoutCallRow(
+            dimension=c.dimension,
+            purpose=c.purpose,
+            op=c.op,
+            group=c.group,
+            message_bytes=int(c.message_bytes),
+            calls_per_micro_batch=c.per_micro_batch,
+            seconds_per_call=call_seconds(topology, r.groups, c),
+            overlapped=c.overlapped,
+        )
+        for c in r.calls
+    ]
+    memory = {s.stage: s.total for s in held.stages}
+    stages = [
+        PipelineStageRow(
+            stage=s.index,
+            layers=s.layers,
+            params=int(s.dense_params + s.expert_params),
+            forward_flops_per_token=s.forward_flops,
+            memory_bytes=int(memory.get(s.index, 0.0)),
+        )
+        for s in r.stages
+    ]
+    return LayoutReport(
+        gpus=layout.gpus,
+        tp=layout.tp,
+        cp=layout.cp,
+        pp=layout.pp,
+        dp=layout.dp,
+        ep=layout.ep,
+        expert_tp=layout.expert_tp,
+        expert_dp=layout.expert_dp,
+        order=layout.order,
+        virtual_stages=par.virtual_stages,
+        micro_batches=r.micro_batches,
+        sequence_parallel=par.sequence_parallel,
+        tp_comm_overlap=par.tp_comm_overlap,
+        cp_impl=par.cp_impl,
+        bubble_seconds=r.bubble,
+        paced_stage=r.paced_stage,
+        memory_stage=held.most_loaded.stage,
+        groups=groups,
+        calls=calls,
+        exposed=[BreakdownTerm(term=dim, seconds=s) for dim, s in r.exposed.items()],
+        stages=stages,
     )
 
 

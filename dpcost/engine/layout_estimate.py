@@ -31,11 +31,24 @@ from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params
 from dpcost.engine.placement import Placement, place_group
 from dpcost.engine.prepare import overlap_slowdown_for
-from dpcost.engine.step import Call, Phase, StepPlan, StepTime, Traffic, Unit, slowest_rank_wait, step_time
+from dpcost.engine.step import (
+    COMPUTE,
+    EXPOSED,
+    JITTER,
+    Call,
+    Phase,
+    StepPlan,
+    StepTime,
+    Term,
+    Traffic,
+    Unit,
+    slowest_rank_wait,
+    step_time,
+)
 from dpcost.options import DEFAULT_SYNC_JITTER
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["LayoutStep", "StageLoad", "layout_step", "stage_loads"]
+__all__ = ["LayoutStep", "StageLoad", "call_seconds", "layout_step", "stage_loads"]
 
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0}
 
@@ -44,14 +57,19 @@ DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0}
 class LayoutStep:
     layout: Layout
     micro_batches: int  # per pipeline per step
-    forward: float  # seconds of one micro-batch's forward on the most loaded stage
+    forward: float  # seconds of one micro-batch's forward on the stage that paces the pipeline
     backward: float  # and its backward, recomputation included
-    exposed: dict[str, float]  # seconds per step each dimension adds, tp/cp/pp/ep/dp
+    exposed: dict[str, float]  # seconds per step each model-parallel dimension adds: tp, cp, pp, ep
+    dp_terms: tuple[Term, ...]  # what data parallelism adds: exposed collectives, overlap slowdown (step.py)
     bubble: float
+    jitter: float  # the whole job waiting for its slowest GPU at the pipeline's flush
     step: float
+    comm: float  # every call of the step summed, per GPU
     model_flops: float  # per GPU per step
     mfu: float
     stages: list[StageLoad]
+    paced_stage: int  # the stage with the most compute
+    held_stage: int  # the stage with the most parameters: its shard is what DP reduces
     groups: dict[str, Placement]
     calls: tuple[LayoutCall, ...]  # the model-parallel calls per micro-batch
     dp_traffic: tuple[Traffic, ...]  # the DP schedule's collectives per step (step.py)
@@ -101,12 +119,22 @@ def stage_loads(model: ModelSpec, layout: Layout, seq_len: int) -> list[StageLoa
 
 
 def _placements(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
-    """Each group's placement (the group holding rank 0; Megatron's groups of one kind are congruent), and the
-    pipeline's stage boundary as a pair of ranks."""
+    """Each group's placement (the group holding rank 0; Megatron's groups of one kind are congruent), and for the
+    point-to-point dimensions the pair of neighbours whose hop is slowest: the pipeline's stage boundary ("pp")
+    and ring attention's hop ("cp-ring"), each the first neighbouring pair that leaves an NVLink domain."""
     out = {kind: place_group(topology, group_members(layout, kind)[0]) for kind in ("tp", "cp", "dp-cp", "ep", "edp")}
-    pp = group_members(layout, "pp")[0]
-    out["pp"] = place_group(topology, pp[:2]) if len(pp) > 1 else place_group(topology, pp)
+    for kind, name, ring in (("pp", "pp", False), ("cp", "cp-ring", True)):
+        members = group_members(layout, kind)[0]
+        out[name] = place_group(topology, _slowest_neighbours(topology, members, ring))
     return out
+
+
+def _slowest_neighbours(topology: TopologySpec, members: list[int], ring: bool) -> list[int]:
+    """Two neighbours of a chain (or ring) of ranks, those whose hop crosses the most tiers (a lone rank: itself)."""
+    if len(members) < 2:
+        return members
+    pairs = list(zip(members, members[1:] + (members[:1] if ring else []), strict=False))
+    return list(max(pairs, key=lambda pair: len(place_group(topology, list(pair)).levels)))
 
 
 def layout_step(
@@ -118,16 +146,21 @@ def layout_step(
     global_batch: int,
     seq_len: int,
     mfu: float,
+    peak: float | None = None,
     recompute: str = "none",
     sequence_parallel: bool = False,
     tp_overlap: bool = False,
+    ep_overlap: bool = False,
     cp_impl: str = "p2p",
     virtual_stages: int = 1,
     distributed_optimizer: bool = True,
     act_bytes: float = 2.0,
+    overlap_slowdown: float | None = None,
+    sync_jitter: float = DEFAULT_SYNC_JITTER,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b)
-    micro-batches per pipeline."""
+    micro-batches per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`:
+    default prepare.overlap_slowdown_for the GPU."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -137,7 +170,8 @@ def layout_step(
         )
     m = global_batch // (layout.dp * micro_batch)
     counts = count_params(model)
-    rate = topology.gpu.bf16_dense * mfu
+    peak = topology.gpu.bf16_dense if peak is None else peak
+    rate = peak * mfu
     fpt = flops_per_token(counts, a, seq_len, recompute)
     stages = stage_loads(model, layout, seq_len)
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
@@ -158,41 +192,51 @@ def layout_step(
         sequence_parallel=sequence_parallel,
         recompute_full=recompute == "full",
         tp_overlap=tp_overlap,
+        ep_overlap=ep_overlap,
         cp_impl=cp_impl,
         attention_share=attention_share,
     )
-    per_mb = exposed_per_micro_batch(calls, lambda c: _seconds(topology, groups, c), forward + backward)
+    per_mb = exposed_per_micro_batch(calls, lambda c: call_seconds(topology, groups, c), forward + backward)
     slot = forward + backward + sum(per_mb.values())
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
-    dp_step, expert_exposed = _data_parallel(
-        topology, groups, held.dense_params, held.expert_params, m, forward, backward, distributed_optimizer
+    slowdown = overlap_slowdown_for(topology.gpu, overlap_slowdown)
+    dp_step, expert_seconds, expert_exposed = _data_parallel(
+        topology, groups, held.dense_params, held.expert_params, m, forward, backward, distributed_optimizer, slowdown
     )
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
-    exposed["dp"] = dp_step.step - m * (forward + backward) + expert_exposed
+    dp_terms = [t for t in dp_step.breakdown if t.term not in (COMPUTE, JITTER)]
+    if expert_exposed > 0:
+        dp_terms.append(Term(f"{EXPOSED}expert-DP gradients and parameters", expert_exposed))
     # Every GPU of the job meets at the pipeline's flush, once per step: the slowest of them sets it, drifted by
     # the step's compute (step.slowest_rank_wait; the waits inside the pipeline are absorbed by its slots).
     pipeline = Phase("pipeline", m * slot, 0.0, m * slot, 1)
-    exposed["jitter"] = slowest_rank_wait([pipeline], DEFAULT_SYNC_JITTER, layout.gpus)
-    step = dp_step.step + expert_exposed + sum(per_mb.values()) * m + bubble + exposed["jitter"]
+    jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
+    step = dp_step.step + expert_exposed + sum(per_mb.values()) * m + bubble + jitter
     model_flops = fpt.model * micro_batch * seq_len * m / (layout.tp * layout.cp * layout.pp)
+    layout_comm = m * sum(c.per_micro_batch * call_seconds(topology, groups, c) for c in calls)
     return LayoutStep(
-        layout,
-        m,
-        forward,
-        backward,
-        exposed,
-        bubble,
-        step,
-        model_flops,
-        model_flops / (step * topology.gpu.bf16_dense),
-        stages,
-        groups,
-        tuple(calls),
-        dp_step.traffic,
+        layout=layout,
+        micro_batches=m,
+        forward=forward,
+        backward=backward,
+        exposed=exposed,
+        dp_terms=tuple(dp_terms),
+        bubble=bubble,
+        jitter=jitter,
+        step=step,
+        comm=layout_comm + dp_step.comm + expert_seconds,
+        model_flops=model_flops,
+        mfu=model_flops / (step * peak),
+        stages=stages,
+        paced_stage=paced.index,
+        held_stage=held.index,
+        groups=groups,
+        calls=tuple(calls),
+        dp_traffic=dp_step.traffic,
     )
 
 
-def _seconds(topology: TopologySpec, groups: dict[str, Placement], c: LayoutCall) -> float:
+def call_seconds(topology: TopologySpec, groups: dict[str, Placement], c: LayoutCall) -> float:
     """One call's time on its group: a collective as NCCL runs it, or point-to-point (p2p.py)."""
     group = groups[c.group]
     if c.op == "send_recv":
@@ -211,10 +255,11 @@ def _data_parallel(
     forward: float,
     backward: float,
     distributed_optimizer: bool,
-) -> tuple[StepTime, float]:
+    overlap_slowdown: float,
+) -> tuple[StepTime, float, float]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py, as Megatron runs it: its buckets, fp32
     reduction, parameters gathered during the next forward), and the seconds the experts' reduction over
-    expert-DP adds beyond the last backward and the next forward (reduce-scatter, then all-gather with the
+    expert-DP take and add beyond the last backward and the next forward (reduce-scatter, then all-gather with the
     distributed optimizer; all-reduce without)."""
     fw = FRAMEWORKS["megatron"]
     recipe = RECIPES[fw.name]
@@ -234,7 +279,7 @@ def _data_parallel(
         overlap_param_gather=fw.overlap_param_gather,
         bucket_op=fw.bucket_op,
         ranks=dp.ranks,
-        overlap_slowdown=overlap_slowdown_for(topology.gpu, None),
+        overlap_slowdown=overlap_slowdown,
         sync_jitter=0.0,  # charged once for the whole job at the pipeline's flush (layout_step)
     )
 
@@ -245,10 +290,11 @@ def _data_parallel(
     timed = step_time(plan, call)
     edp = groups["edp"]
     if experts <= 0 or edp.ranks == 1:
-        return timed, 0.0
+        return timed, 0.0, 0.0
     grads = experts * grad_bytes
     if distributed_optimizer:
         reduce = fastest(topology, "reduce_scatter", edp, grads).seconds
         gather = fastest(topology, "all_gather", edp, experts * weight_bytes).seconds
-        return timed, max(0.0, reduce - backward) + max(0.0, gather - forward)
-    return timed, max(0.0, fastest(topology, "all_reduce", edp, grads).seconds - backward)
+        return timed, reduce + gather, max(0.0, reduce - backward) + max(0.0, gather - forward)
+    reduce = fastest(topology, "all_reduce", edp, grads).seconds
+    return timed, reduce, max(0.0, reduce - backward)

@@ -35,6 +35,7 @@ from dpcost.engine.layout import Layout
 from dpcost.specs import ModelArchitecture
 
 __all__ = [
+    "BUBBLE",
     "LayoutCall",
     "bubble_seconds",
     "cp_calls",
@@ -47,6 +48,9 @@ __all__ = [
     "stage_layer_counts",
     "tp_calls",
 ]
+
+
+BUBBLE = "pipeline bubble"
 
 
 @dataclass(frozen=True)
@@ -153,14 +157,14 @@ def cp_calls(
     steps = layout.cp - 1
     return [
         LayoutCall(
-            "cp", "ring attention K/V, forward", "send_recv", chunk, "cp", steps * layers, True, attention_share
+            "cp", "ring attention K/V, forward", "send_recv", chunk, "cp-ring", steps * layers, True, attention_share
         ),
         LayoutCall(
             "cp",
             "ring K/V and gradients, backward",
             "send_recv",
             2 * chunk,
-            "cp",
+            "cp-ring",
             steps * layers,
             True,
             attention_share,
@@ -180,18 +184,24 @@ def pp_calls(
 
 
 def ep_calls(
-    arch: ModelArchitecture, layout: Layout, micro_batch: int, seq_len: int, act_bytes: float, sequence_parallel: bool
+    arch: ModelArchitecture,
+    layout: Layout,
+    micro_batch: int,
+    seq_len: int,
+    act_bytes: float,
+    sequence_parallel: bool,
+    overlap: bool = False,
 ) -> list[LayoutCall]:
-    """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers."""
+    """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers; overlapped, they
+    hide behind another micro-batch's whole forward and backward (DeepSeek-V3's DualPipe, arXiv 2412.19437
+    section 3.2.1)."""
     if layout.ep == 1 or arch.moe is None:
         return []
     tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
     message = tokens * arch.moe.active * arch.hidden * act_bytes
-    return [
-        LayoutCall(
-            "ep", "token dispatch and combine", "all_to_all", message, "ep", 4 * moe_layers_per_stage(arch, layout.pp)
-        )
-    ]
+    calls = 4 * moe_layers_per_stage(arch, layout.pp)
+    hides = 1.0 if overlap else 0.0
+    return [LayoutCall("ep", "token dispatch and combine", "all_to_all", message, "ep", calls, overlap, hides)]
 
 
 def layout_calls(
@@ -204,6 +214,7 @@ def layout_calls(
     sequence_parallel: bool = False,
     recompute_full: bool = False,
     tp_overlap: bool = False,
+    ep_overlap: bool = False,
     cp_impl: str = "p2p",
     attention_share: float = 0.0,
 ) -> list[LayoutCall]:
@@ -224,7 +235,7 @@ def layout_calls(
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share),
         *pp_calls(arch, layout, micro_batch, seq_len, act_bytes),
-        *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel),
+        *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap),
     ]
 
 

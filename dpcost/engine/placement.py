@@ -60,6 +60,15 @@ class Placement:
         )
         return f"{self.ranks} GPUs fill {self.nodes} NVLink domains of {g:g} partly: costed as {per}"
 
+    @property
+    def tiers_crossed(self) -> list[str]:
+        """The tiers the group's traffic uses: NVLink where two of its ranks share a domain, and every network tier
+        up to the one that holds them all."""
+        if self.ranks == 1:
+            return []
+        inside = [self.levels[0].tier.name] if self.levels[0].scale_up and self.levels[0].domain > 1 else []
+        return inside + [lv.tier.name for lv in self.levels[1:]]
+
     def domains(self, level: int) -> int:
         """How many domains of levels[level] the ranks span (every one part-filled evenly)."""
         return spanned(self.ranks, self.levels[level].domain)

@@ -25,9 +25,13 @@ __all__ = [
     "ComputePart",
     "DeepSpeedRow",
     "EstimateReport",
+    "GroupRow",
+    "LayoutCallRow",
+    "LayoutReport",
     "Memory",
     "MemoryReport",
     "ModelInfo",
+    "PipelineStageRow",
     "Serving",
     "Setup",
     "StageRow",
@@ -341,6 +345,65 @@ class Summary(Contract):
     top_warning: Advice | None = Field(description="the warning to read first, with its action; null if none")
 
 
+class GroupRow(Contract):
+    """One process group of a layout, as NCCL sees it (engine/layout.py, placement.place_group)."""
+
+    group: str = Field(description="tp, cp, pp (two neighbouring stages), dp-cp (the dense gradients), ep, edp")
+    ranks: int = Field(description="GPUs in one such group")
+    ranks_per_domain: float = Field(description="of them in one NVLink domain (NCCL's ranks per node)")
+    domains: int = Field(description="NVLink domains it spans (NCCL's nNodes)")
+    tiers: list[str] = Field(description="the fabric tiers its traffic crosses")
+
+
+class LayoutCallRow(Contract):
+    """One model-parallel call (engine/layout_step.py) on one GPU of the most loaded stage."""
+
+    dimension: str = Field(description="tp, cp, pp or ep")
+    purpose: str = Field(description="what it carries")
+    op: str = Field(description="all_reduce, all_gather, reduce_scatter, send_recv or all_to_all")
+    group: str = Field(description="the group it runs on")
+    message_bytes: int = Field(description="one call, as nccl-tests counts its size")
+    calls_per_micro_batch: int = Field(description="per micro-batch")
+    seconds_per_call: float = Field(description="one call on its group")
+    overlapped: bool = Field(description="runs alongside compute, exposed only beyond what it hides behind")
+
+
+class PipelineStageRow(Contract):
+    """One pipeline stage on one GPU."""
+
+    stage: int = Field(description="from 0")
+    layers: int = Field(description="transformer layers it holds")
+    params: int = Field(description="parameters on one GPU: dense over TP, experts over ETP x EP")
+    forward_flops_per_token: float = Field(description="its forward FLOPs per token of the micro-batch, per GPU")
+    memory_bytes: int = Field(description="Megatron's weights, optimizer and activations in flight, per GPU")
+
+
+class LayoutReport(Contract):
+    """GPUs = TP x CP x PP x DP: the groups, the model-parallel calls, the stages and the bubble."""
+
+    gpus: int = Field(description="TP x CP x PP x DP")
+    tp: int = Field(description="tensor-parallel size")
+    cp: int = Field(description="context-parallel size")
+    pp: int = Field(description="pipeline stages")
+    dp: int = Field(description="data-parallel size")
+    ep: int = Field(description="expert-parallel size")
+    expert_tp: int = Field(description="expert tensor-parallel size")
+    expert_dp: int = Field(description="the experts' data-parallel size: GPUs / (ETP x EP x PP)")
+    order: str = Field(description="rank order, fastest-varying first")
+    virtual_stages: int = Field(description="model chunks per pipeline rank")
+    micro_batches: int = Field(description="per pipeline per step: global batch / (DP x micro-batch)")
+    sequence_parallel: bool = Field(description="Megatron's sequence parallelism")
+    tp_comm_overlap: bool = Field(description="TP's collectives overlapped with the matmuls")
+    cp_impl: str = Field(description="p2p (ring attention) or all_gather")
+    bubble_seconds: float = Field(description="the pipeline's idle time per step: (PP - 1) / V micro-batch slots")
+    paced_stage: int = Field(description="the stage with the most compute, which sets the pipeline's pace")
+    memory_stage: int = Field(description="the stage with the most memory per GPU, which the memory rows show")
+    groups: list[GroupRow] = Field(description="each group kind, as placed")
+    calls: list[LayoutCallRow] = Field(description="the model-parallel calls per micro-batch")
+    exposed: list[BreakdownTerm] = Field(description="seconds per step each dimension adds to the critical path")
+    stages: list[PipelineStageRow] = Field(description="every pipeline stage")
+
+
 class EstimateReport(Contract):
     """`dpcost estimate --format json`."""
 
@@ -356,6 +419,9 @@ class EstimateReport(Contract):
         description="--compute-model ops in training: where the compute goes, MFU and HFU; absent otherwise",
     )
     inference: Serving | None = Field(description="null in training mode")
+    layout: LayoutReport | None = Field(
+        None, description="with --tp, --cp, --pp or --ep: the layout, its groups and calls; absent otherwise"
+    )
     warnings: list[Advice] = Field(description="coded advice, in the order a reader should see it")
     summary: Summary = Field(description="the answer first: what the tables and the verdict block lead with")
 

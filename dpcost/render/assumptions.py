@@ -59,6 +59,8 @@ def plan_assumptions(options: Options, report: EstimateReport | None = None, dp:
         lines.append(f"topology: {t.name}, {t.gpu} with {fmt_bytes(t.hbm_bytes)} of HBM per GPU")
     lines.append(f"data parallel: --dp {dp or options.dp}")
     for section, model in SECTIONS.items():
+        if section == "parallel" and options.parallel.trivial:
+            continue  # pure data parallelism: no layout to state
         items = []
         for name, info in model.model_fields.items():
             value = getattr(getattr(options, section), name)

@@ -10,6 +10,7 @@ from dpcost.engine.report import (
     CallsByAlgorithm,
     ComputeBreakdown,
     EstimateReport,
+    LayoutReport,
     Setup,
     Summary,
     Time,
@@ -72,6 +73,8 @@ def estimate_tables(report: Report) -> list[Table]:
     if s.mode == "inference":
         tables.append(_inference_table(report))
     else:
+        if report.layout is not None:
+            tables.extend(layout_tables(report.layout))
         tables.append(_communication_table(report))
         tables.extend(_tier_tables(report))
         tables.append(stage_table(report.memory, s.zero_stage))
@@ -184,10 +187,20 @@ def _communication_table(r: Report) -> Table:
                 fmt_seconds(row.seconds),
             ]
         )
+    if r.layout is not None:
+        stage = max(r.layout.stages, key=lambda st: st.params)
+        volume = (
+            f"gradient volume, the most loaded stage's shard x {r.setup.grad_dtype} = {gb(c.gradient_bytes)} "
+            f"(stage {stage.stage}: {fmt_count(stage.params)} parameters per GPU)"
+        )
+    else:
+        volume = (
+            f"gradient volume |theta| x {r.setup.grad_dtype} = {fmt_count(r.model.params_total)} x "
+            f"{c.gradient_bytes / r.model.params_total:g} B = {gb(c.gradient_bytes)}"
+        )
     t.notes.append(
-        f"gradient volume |theta| x {r.setup.grad_dtype} = {fmt_count(r.model.params_total)} x "
-        f"{c.gradient_bytes / r.model.params_total:g} B = {gb(c.gradient_bytes)}; each rank sends "
-        f"{gb(c.bytes_sent_per_rank)} per step; {fmt_seconds(c.seconds_per_step)} of collectives per step"
+        f"{volume}; each rank sends {gb(c.bytes_sent_per_rank)} per step; "
+        f"{fmt_seconds(c.seconds_per_step)} of collectives per step"
     )
     t.notes.append(
         "whole message: the time of one call carrying all of it, for scale; the step issues the calls counted"
@@ -204,6 +217,70 @@ def _communication_table(r: Report) -> Table:
         if first.note:
             t.notes.append(first.note)
     return t
+
+
+def layout_tables(lay: LayoutReport) -> list[Table]:
+    """The layout: GPUs = TP x CP x PP x DP, each group as placed, the model-parallel calls, the stages."""
+    head = f"Layout: {lay.gpus:,} GPUs = TP {lay.tp} x CP {lay.cp} x PP {lay.pp} x DP {lay.dp}" + (
+        f"; experts ETP {lay.expert_tp} x EP {lay.ep} x expert-DP {lay.expert_dp} x PP {lay.pp}" if lay.ep > 1 else ""
+    )
+    groups = Table(head, ["group", "ranks", "per NVLink domain", "domains", "crosses"], right={1, 2, 3})
+    for g in lay.groups:
+        groups.rows.append(
+            [g.group, str(g.ranks), f"{g.ranks_per_domain:g}", str(g.domains), ", ".join(g.tiers) or "-"]
+        )
+    groups.notes.append(
+        f"rank order {lay.order} (fastest first, Megatron-Core's); pp: two neighbouring stages; dp-cp: the dense "
+        "gradients' group; ep, edp: the experts' groups"
+    )
+    calls = Table(
+        f"Model-parallel calls per micro-batch ({lay.micro_batches} micro-batches per step)",
+        ["dim", "carries", "op", "message", "calls", "each", "overlapped"],
+        right={3, 4, 5},
+    )
+    for c in lay.calls:
+        calls.rows.append(
+            [
+                c.dimension.upper(),
+                c.purpose,
+                c.op,
+                gb(c.message_bytes),
+                str(c.calls_per_micro_batch),
+                fmt_seconds(c.seconds_per_call),
+                "yes" if c.overlapped else "no",
+            ]
+        )
+    exposed = ", ".join(f"{e.term.upper()} {fmt_seconds(e.seconds)}" for e in lay.exposed) or "none"
+    calls.notes.append(
+        f"exposed per step: {exposed}; pipeline bubble {fmt_seconds(lay.bubble_seconds)} "
+        f"((PP - 1) / V = {(lay.pp - 1) / lay.virtual_stages:g} micro-batch slots)"
+        + ("; sequence parallel" if lay.sequence_parallel else "")
+        + ("; TP overlapped with the matmuls" if lay.tp_comm_overlap else "")
+    )
+    tables = [groups, calls]
+    if lay.pp > 1:
+        stages = Table(
+            "Pipeline stages, per GPU",
+            ["stage", "layers", "parameters", "forward GFLOP per token", "memory"],
+            right={1, 2, 3, 4},
+        )
+        for st in lay.stages:
+            marks = [
+                m
+                for m, on in (("paces", st.stage == lay.paced_stage), ("most memory", st.stage == lay.memory_stage))
+                if on
+            ]
+            stages.rows.append(
+                [
+                    f"{st.stage} ({', '.join(marks)})" if marks else str(st.stage),
+                    str(st.layers),
+                    fmt_count(st.params),
+                    f"{st.forward_flops_per_token / 1e9:.2f}",
+                    gb(st.memory_bytes),
+                ]
+            )
+        tables.append(stages)
+    return tables
 
 
 def _algorithms(used: Sequence[CallsByAlgorithm]) -> str:

@@ -32,10 +32,20 @@ INVOCATIONS: dict[str, list[str]] = {
         "estimate", "--model", "mixtral-8x7b", "--dp", "64", "--compute-model", "ops", "--recompute", "full",
         "--accum", "4",
     ],
+    # layouts (issue 19): Llama 3 405B as Meta trained it (arXiv 2407.21783 Table 4), DeepSeek-V3 as DeepSeek did
+    "estimate-llama-405b-tp8-pp16-dp128": [
+        "estimate", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "128", "--global-batch", "2048",
+        "--seq-len", "8192", "--sequence-parallel",
+    ],
+    "estimate-deepseek-v3-pp16-ep64-h800": [
+        "estimate", "--model", "deepseek-v3", "--pp", "16", "--ep", "64", "--dp", "128", "--topology", "hgx-h800",
+        "--global-batch", "15360", "--seq-len", "4096", "--ep-comm-overlap",
+    ],
 }  # fmt: skip
 
 MARKDOWN: dict[str, list[str]] = {
     "estimate-llama-8b-ops": INVOCATIONS["estimate-llama-8b-ops"],
+    "estimate-deepseek-v3-pp16-ep64-h800": INVOCATIONS["estimate-deepseek-v3-pp16-ep64-h800"],
 }
 
 

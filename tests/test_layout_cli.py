@@ -1,0 +1,100 @@
+"""`dpcost estimate` with a layout (issue 19): what it reports, that pure DP is unchanged, and its refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from dpcost.catalog import load_model
+from dpcost.cli import app
+from dpcost.engine.layout_memory import MemoryLayout, layout_memory_for
+
+LLAMA_405B = [
+    "estimate", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "128", "--global-batch", "2048",
+    "--seq-len", "8192", "--sequence-parallel",
+]  # fmt: skip
+DEEPSEEK_V3 = [
+    "estimate", "--model", "deepseek-v3", "--pp", "16", "--ep", "64", "--dp", "128", "--topology", "hgx-h800",
+    "--global-batch", "15360", "--seq-len", "4096",
+]  # fmt: skip
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(app, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def report(*args: str) -> dict:  # type: ignore[type-arg]
+    code, out, err = run(*args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_the_layout_is_reported_with_its_groups_and_the_step_sums() -> None:
+    r = report(*LLAMA_405B)
+    lay = r["layout"]
+    assert (lay["gpus"], lay["tp"], lay["pp"], lay["dp"], lay["micro_batches"]) == (16384, 8, 16, 128, 16)
+    groups = {g["group"]: g for g in lay["groups"]}
+    assert groups["tp"]["tiers"] == ["nvlink"] and groups["tp"]["domains"] == 1
+    assert (groups["dp-cp"]["ranks"], groups["dp-cp"]["ranks_per_domain"], groups["dp-cp"]["domains"]) == (128, 1, 128)
+    t = r["time"]
+    assert sum(b["seconds"] for b in t["breakdown"]) == pytest.approx(t["step_seconds"], rel=1e-9)
+    assert any(b["term"] == "pipeline bubble" and b["seconds"] > 0 for b in t["breakdown"])
+    assert r["setup"]["framework"] == "megatron" and r["setup"]["zero_stage"] == 1
+
+
+def test_memory_per_gpu_is_megatrons_for_the_most_loaded_stage() -> None:
+    """The reported allocation is layout_memory.py's (tested against Megatron's formula there), on the stage
+    holding the most: weights 2 + gradients 4 bytes per parameter, Adam's 12 over DP, the activations in flight."""
+    r = report(*LLAMA_405B)
+    spec = MemoryLayout(
+        tp=8, pp=16, dp=128, sequence_parallel=True, selective_recompute=True, distributed_optimizer=True,
+        first_stage_layers=7, last_stage_layers=7,
+    )  # fmt: skip
+    megatron = layout_memory_for(load_model("llama-405b"), spec, 8192, 1, 16).most_loaded
+    row = r["memory"]["stages"][1]
+    assert row["allocated_bytes"] == int(megatron.total)
+    assert row["params_bytes"] == int(2 * megatron.parameters) and row["grads_bytes"] == int(4 * megatron.parameters)
+    assert r["layout"]["memory_stage"] == megatron.stage == 1
+
+
+def test_deepseek_v3_fits_on_2048_h800s_at_pp16_ep64_with_zero1() -> None:
+    """Issue 19's must-show: DeepSeek-V3 as DeepSeek trained it (arXiv 2412.19437 section 3.2: PP16, EP64 over 8
+    nodes, ZeRO-1 DP) fits in the H800's 80 GB."""
+    r = report(*DEEPSEEK_V3)
+    assert r["summary"]["fits"] and r["setup"]["zero_stage"] == 1
+    lay = r["layout"]
+    assert (lay["gpus"], lay["ep"], lay["expert_dp"]) == (2048, 64, 2)
+    ep = next(g for g in lay["groups"] if g["group"] == "ep")
+    assert (ep["ranks"], ep["domains"]) == (64, 8)
+    overlapped = report(*DEEPSEEK_V3, "--ep-comm-overlap")
+    assert overlapped["time"]["step_seconds"] < r["time"]["step_seconds"]
+
+
+def test_pure_dp_reports_no_layout() -> None:
+    assert "layout" not in report("estimate", "--model", "llama-8b", "--dp", "8")
+
+
+def test_tp_across_nodes_is_warned() -> None:
+    r = report("estimate", "--model", "llama-70b", "--tp", "16", "--dp", "4", "--global-batch", "64")
+    assert "tp-across-domains" in {w["code"] for w in r["warnings"]}
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["--dp", "8", "--tp", "2", "--framework", "fsdp"], "dpcost: error: --framework: a TP/CP/PP/EP layout is"),
+        (["--dp", "8", "--tp", "2", "--virtual-stages", "2"], "dpcost: error: --virtual-stages: interleaving needs"),
+        (["--dp", "8", "--ep", "8"], "dpcost: error: --ep: llama-70b has no experts to split"),
+        (["--dp", "8", "--tp", "2", "--zero", "3"], "dpcost: error: --zero: a layout runs Megatron's DDP (0) or"),
+        (["--dp", "200000", "--tp", "8", "--pp", "8"], "dpcost: error: --dp: TP x CP x PP x DP = 12800000 GPUs"),
+        (["--dp", "8", "--tp", "2", "--order", "tp-dp-zz"], "dpcost: error: --order: 'tp-dp-zz' must name each of"),
+    ],
+)
+def test_impossible_layouts_get_one_line_and_exit_2(args: list[str], start: str) -> None:
+    base = ["estimate", "--model", "llama-70b"]
+    code, out, err = run(*base, *args)
+    assert code == 2 and out == "", (code, out, err)
+    assert err.startswith(start) and err.count("\n") == 1, err
