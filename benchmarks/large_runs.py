@@ -1,0 +1,568 @@
+#!/usr/bin/env python3
+"""Published large training runs (TP x CP x PP x DP (x EP) layouts) against dpcost's layout step, nothing fitted.
+
+    python benchmarks/large_runs.py
+
+For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can build and whose GPU has a
+catalog topology, dpcost costs one step with `layout_estimate.layout_step` on that topology: the row's layout,
+micro-batch, global batch, sequence length, recomputation, sequence parallelism and interleaving, at dpcost's
+default efficiency (--mfu 0.40) for every row. The published number is turned into the same quantity, a step
+time in seconds, with the source's own definition:
+
+- step_time_s: as printed;
+- tokens_per_s_per_gpu: global batch x sequence / (GPUs x tokens/s/GPU), no FLOP count needed;
+- tflops_per_gpu of Narayanan et al. (SC'21): their eq. 3, F = 96 B s l h^2 (1 + s / (6h) + V / (16 l h)) FLOPs per
+  iteration, which counts the recomputation forward pass (4 passes: hardware FLOPs); step = F / (GPUs x TFLOP/s).
+  This, not dpcost's hardware FLOPs, is the conversion: the comparison is of step times, the paper's FLOP count
+  only undoes its own division;
+- tflops_per_gpu of Llama 3 (Table 4), whose FLOP count is not printed: PaLM's model FLOPs (6N + 12LHQT, what
+  dpcost's LayoutStep.model_flops counts), the BF16 MFU column being TFLOP/s over 989;
+- mfu_pct of Korthikanti et al. and MegaScale: model FLOPs 72 B s l h^2 (1 + s / (6h) + V / (12 l h)) at the
+  A100's 312 TFLOP/s (both tables' iteration times and MFUs multiply out with it); step = F / (GPUs x MFU x peak);
+- gpu_hours_per_trillion_tokens (DeepSeek-V3 report): GPU-seconds per token x tokens per step / GPUs, at the final
+  batch of 15,360 x 4,096 (the report's figure averages over the batch ramp).
+
+A row's cells map onto layout_step as printed; what a source leaves blank takes the engine's default and the
+output flags it: micro-batch 1, recomputation none, sequence parallelism off, no interleaving. The GPU's catalog
+topology: A100-80GB and MegaScale's unnamed Ampere GPUs (their MFUs imply a 312 TFLOP/s peak) -> dgx-a100, H100 ->
+dgx-h100, H800 -> hgx-h800, B200 -> dgx-b200, GB200 -> gb200-nvl72; a run larger than dgx-a100's 140-node SuperPOD
+runs on its tiers with the last one left unbounded (flagged). FP8 and MXFP8 runs compute on the FP8 dense peak.
+What a source says of its own schedule sets the engine's switches: Llama 3's all-gather CP, DeepSeek's DualPipe
+hiding the expert all-to-alls, MegaScale's overlapped TP, the gradient all-reduce (no distributed optimizer) of
+Megatron-LM in 2021-22 (SC'21, Korthikanti et al.); everything else runs Megatron's distributed optimizer.
+ZeRO-3, FSDP, DualPipe and MegaScale's changed transformer block are not modelled as such: flagged.
+
+One comparison per configuration: rows that differ only in the metric printed (and the table or sentence it is
+printed in) are one configuration; step time is preferred, then tokens/s/GPU, then TFLOP/s, then MFU, then
+GPU-hours per trillion tokens. The naive figure beside each: step = 6N x tokens / (GPUs x 40% x peak), N the active
+parameters (PaLM's model FLOPs at 40% MFU, no communication, no bubble), on the same peak as dpcost's (FP8 where
+the run computes in FP8). Errors are predicted / published - 1; the summary is the geometric mean of |error|.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dpcost.accuracy import ERROR_FLOOR
+from dpcost.catalog import load_model, load_topology, model_from_hf_config
+from dpcost.engine.layout import Layout
+from dpcost.engine.layout_estimate import LayoutStep, layout_step
+from dpcost.engine.params import count_params
+from dpcost.options import DEFAULT_MFU
+from dpcost.specs import ModelSpec, TopologySpec
+
+REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
+HERE = REFERENCE / "large-runs"
+CSV = HERE / "runs.csv"
+MODELS = HERE / "models"
+
+A100_PEAK = 312e12  # the 16-bit dense peak Narayanan et al., Korthikanti et al. and MegaScale divide by
+
+# The model of each `model` cell: a catalog name, a YAML spec of ../tests/reference, or a Hugging Face config.json.
+MODEL_SPECS: dict[str, str] = {
+    **{
+        f"GPT {size}B": f"large-runs/models/gpt-{size}b.yaml"
+        for size in ("1.7", "3.6", "7.5", "18.4", "39.1", "76.1", "145.6", "174.6", "310.1", "529.6")
+    },
+    "GPT 1008.0B": "large-runs/models/gpt-1008b.yaml",
+    "GPT 22B": "large-runs/models/gpt-22b.yaml",  # Korthikanti et al. Table 3
+    "GPT 175B": "large-runs/models/gpt-174.6b.yaml",  # Korthikanti's 175B: SC'21's 174.6B shape
+    "GPT 530B": "large-runs/models/gpt-529.6b.yaml",
+    "GPT 1T": "large-runs/models/gpt-1008b.yaml",
+    "GPT 175B (Megatron-LM)": "large-runs/models/megascale-gpt-175b.yaml",
+    "GPT 175B (MegaScale)": "large-runs/models/megascale-gpt-175b.yaml",
+    "Qwen3 235B-A22B": "large-runs/models/qwen3-235b-a22b.yaml",
+    "Nemotron-4 15B": "training-runs/nemotron/nemotron4-15b.yaml",
+    "BLOOM 176B": "hf-configs/bloom.json",
+    "Llama 3 405B": "llama-405b",  # Llama 3.1 405B's config: the same shape as Llama 3's Table 3
+    "Llama 3.1 405B": "llama-405b",
+    "Llama 3 70B": "llama-70b",
+    "Llama 3.1 70B": "llama-70b",
+    "Llama 3.1 8B": "llama-8b",
+    "DeepSeek-V3": "deepseek-v3",
+    "DeepSeek-V3 (w/ MTP)": "deepseek-v3",
+    "DeepSeek-V3 (w/o MTP)": "deepseek-v3",
+}
+UNKNOWN_MODELS = {
+    "OPT 175B": "no spec here, and the row cannot be costed as printed: PP not stated, its 2M-token batch (1024 "
+    "sequences) does not divide over DP 124, and 147 TFLOP/s is a maximum ('up to'), not a step's throughput",
+}
+
+# The row's GPU -> the catalog topology it runs on (the brief's mapping); GPUs without one say why.
+TOPOLOGIES = {
+    "A100-80GB": "dgx-a100",
+    "NVIDIA Ampere (model not named)": "dgx-a100",
+    "H100-80GB": "dgx-h100",
+    "H100": "dgx-h100",
+    "H800": "hgx-h800",
+    "B200": "dgx-b200",
+    "GB200": "gb200-nvl72",
+}
+NO_TOPOLOGY = {
+    "GB300": "no GB300 topology in the catalog",
+    "H100-96GB-HBM2e-500W": "no catalog topology for Grand Teton's 500 W H100 96 GB HBM2e (dgx-h100 is the 700 W "
+    "SXM5 80 GB on InfiniBand)",
+}
+FP8 = ("fp8", "mxfp8")  # precisions that compute in FP8: the run is costed on the GPU's FP8 dense peak
+
+# Preferred metric first (one comparison per configuration).
+METRICS = (
+    "step_time_s",
+    "tokens_per_s_per_gpu",
+    "tflops_per_gpu",
+    "mfu_pct",
+    "gpu_hours_per_trillion_tokens",
+)
+UNUSED_METRIC = {
+    "layer_time_ms": "one transformer layer's forward + backward (Korthikanti Table 4), not a step",
+    "days_per_trillion_tokens": "covered by GPU-hours per trillion tokens",
+}
+
+SUMMARY_STATEMENT = (
+    "nothing fitted per run; the efficiency is dpcost's default --mfu 0.40 for every row "
+    "(in sample: none of these runs fixed a constant)"
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of runs.csv, as printed."""
+
+    fields: dict[str, str]
+
+    def __getitem__(self, key: str) -> str:
+        return self.fields[key].strip()
+
+    def int_or(self, key: str, default: int | None) -> int | None:
+        return int(self[key]) if self[key] else default
+
+    @property
+    def metric(self) -> str:
+        return self["published_metric"]
+
+    @property
+    def value(self) -> float:
+        return float(self["published_value"])
+
+
+@dataclass
+class Configuration:
+    """Rows of one published configuration: every column before the metric alike, the table aside."""
+
+    rows: list[Row]
+
+    @property
+    def first(self) -> Row:
+        return self.rows[0]
+
+    def preferred(self) -> Row | None:
+        by_metric = {r.metric: r for r in reversed(self.rows)}
+        return next((by_metric[m] for m in METRICS if m in by_metric), None)
+
+
+@dataclass
+class Compared:
+    source: str
+    table: str
+    model: str
+    gpus: int
+    layout: str
+    metric: str
+    published_value: float
+    unit: str
+    published_step: float  # seconds
+    conversion: str  # how the published number became a step time
+    predicted: LayoutStep
+    naive_step: float
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def error(self) -> float:
+        return self.predicted.step / self.published_step - 1
+
+    @property
+    def naive_error(self) -> float:
+        return self.naive_step / self.published_step - 1
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    source: str
+    table: str
+    model: str
+    gpus: str
+    gpu: str
+    why: str
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+
+def read_rows(path: Path = CSV) -> list[Row]:
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    return [Row(dict(r)) for r in csv.DictReader(lines)]
+
+
+CONFIG_COLUMNS = (
+    "source",
+    "model",
+    "params_b",
+    "gpus",
+    "gpu",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "dp",
+    "virtual_stages",
+    "micro_batch",
+    "global_batch",
+    "seq_len",
+    "sequence_parallel",
+    "recompute",
+    "precision",
+)
+
+
+def configurations(rows: Iterable[Row]) -> list[Configuration]:
+    """Group rows that differ only in their metric (and the table or sentence printing it). Where one group holds
+    the same metric twice, its rows are different runs (e.g. DeepSeek's two fabrics, torchtitan's AsyncTP on and
+    off): split by table, then row by row."""
+    groups: dict[tuple[str, ...], list[Row]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[c] for c in CONFIG_COLUMNS), []).append(r)
+    out: list[Configuration] = []
+    for members in groups.values():
+        if len({r.metric for r in members}) == len(members):
+            out.append(Configuration(members))
+            continue
+        by_table: dict[str, list[Row]] = {}
+        for r in members:
+            by_table.setdefault(r["table"], []).append(r)
+        for table_rows in by_table.values():
+            if len({r.metric for r in table_rows}) == len(table_rows):
+                out.append(Configuration(table_rows))
+            else:
+                out.extend(Configuration([r]) for r in table_rows)
+    return out
+
+
+def build_model(name: str) -> ModelSpec:
+    spec = MODEL_SPECS[name]
+    if spec.endswith(".json"):
+        path = REFERENCE / spec
+        return model_from_hf_config(json.loads(path.read_text()), str(path))
+    if spec.endswith(".yaml"):
+        return load_model(str(REFERENCE / spec))
+    return load_model(spec)
+
+
+def topology_for(gpu: str, gpus: int) -> tuple[TopologySpec, list[str]]:
+    """The GPU's catalog topology; a run larger than its last tier is costed on the same tiers with that tier left
+    unbounded (flagged): the catalog's DGX A100 SuperPOD stops at 140 nodes, Selene and MegaScale's clusters did not."""
+    topology = load_topology(TOPOLOGIES[gpu])
+    flags = []
+    if gpu == "NVIDIA Ampere (model not named)":
+        flags.append("GPU not named: dgx-a100 (the MFUs imply a 312 TFLOP/s peak; 8 x 200G NICs per server)")
+    limit = topology.max_gpus
+    if limit is not None and gpus > limit:
+        last = topology.tiers[-1].model_copy(update={"size": None})
+        topology = topology.model_copy(update={"tiers": [*topology.tiers[:-1], last]})
+        flags.append(f"{gpus} GPUs > {topology.name}'s {limit}: its {last.name} tier left unbounded")
+    return topology, flags
+
+
+# ------------------------------------------------------------------------------------------------ conversion
+
+
+def eq3_flops(model: ModelSpec, batch: int, seq: int) -> float:
+    """Narayanan et al. (SC'21) eq. 3: FLOPs per iteration with activation recomputation (4 passes)."""
+    a = model.architecture
+    assert a is not None
+    ell, h, v = a.layers, a.hidden, a.vocab
+    return 96 * batch * seq * ell * h**2 * (1 + seq / (6 * h) + v / (16 * ell * h))
+
+
+def megatron_model_flops(model: ModelSpec, batch: int, seq: int) -> float:
+    """Korthikanti et al.'s model FLOPs per iteration (3 passes, no recomputation), which MegaScale's MFU uses too:
+    72 B s l h^2 (1 + s / (6h) + V / (12 l h))."""
+    a = model.architecture
+    assert a is not None
+    ell, h, v = a.layers, a.hidden, a.vocab
+    return 72 * batch * seq * ell * h**2 * (1 + seq / (6 * h) + v / (12 * ell * h))
+
+
+def published_step(row: Row, model: ModelSpec, predicted: LayoutStep) -> tuple[float, str]:
+    """The published number as a step time (seconds), and how (module docstring)."""
+    gpus, batch, seq = int(row["gpus"]), int(row["global_batch"]), int(row["seq_len"])
+    metric, value = row.metric, row.value
+    if metric == "step_time_s":
+        return value, "as printed"
+    if metric == "tokens_per_s_per_gpu":
+        return batch * seq / (gpus * value), "GBS x seq / (GPUs x tokens/s/GPU)"
+    if metric == "tflops_per_gpu" and row["source"] == "narayanan2021":
+        return eq3_flops(model, batch, seq) / (gpus * value * 1e12), "eq. 3 FLOPs (4 passes) / (GPUs x TFLOP/s)"
+    if metric == "tflops_per_gpu" and row["source"] == "llama3-2024":
+        return predicted.model_flops / (value * 1e12), "PaLM model FLOPs per GPU / TFLOP/s (Llama 3 prints no formula)"
+    if metric == "mfu_pct" and row["source"] in ("korthikanti2022", "megascale2024"):
+        flops = megatron_model_flops(model, batch, seq)
+        return flops / (gpus * value / 100 * A100_PEAK), "72Bslh^2(1+s/6h+V/12lh) / (GPUs x MFU x 312 TFLOP/s)"
+    if metric == "gpu_hours_per_trillion_tokens":
+        return value * 1e3 * 3600 * batch * seq / 1e12 / gpus, "K GPU-hours/1T tokens x tokens per step / GPUs"
+    raise ValueError(f"no conversion of {row['source']}'s {metric}")
+
+
+def naive_step(model: ModelSpec, tokens: float, gpus: int, peak: float) -> float:
+    """6N x tokens / (GPUs x 40% x peak): PaLM's model FLOPs at 40% MFU, no communication, no bubble."""
+    return 6 * count_params(model).active * tokens / (gpus * DEFAULT_MFU * peak)
+
+
+# ------------------------------------------------------------------------------------------------ costing
+
+
+def why_not(config: Configuration) -> str:
+    """Why a configuration cannot be costed ('' when it can)."""
+    r = config.first
+    chosen = config.preferred()
+    if r["model"] in UNKNOWN_MODELS:
+        return UNKNOWN_MODELS[r["model"]]
+    if r["model"] not in MODEL_SPECS:
+        return "model not specified here"
+    if r["gpu"] in NO_TOPOLOGY:
+        return NO_TOPOLOGY[r["gpu"]]
+    if r["gpu"] not in TOPOLOGIES:
+        return f"no catalog topology for {r['gpu']}"
+    if chosen is None:
+        metrics = sorted({x.metric for x in config.rows})
+        return "; ".join(UNUSED_METRIC.get(m, f"{m}: no conversion to a step time") for m in metrics)
+    if not (r["tp"] and r["pp"] and r["dp"]):
+        return "the TP x PP split of the model-parallel size is not printed"
+    if not r["seq_len"]:
+        return "sequence length not printed"
+    if not r["global_batch"]:
+        return "global batch not printed"
+    return ""
+
+
+def cost(config: Configuration) -> Compared:
+    """dpcost's layout step for one costable configuration, beside its published step time and the naive one."""
+    row = config.preferred()
+    assert row is not None
+    model = build_model(row["model"])
+    gpus = int(row["gpus"])
+    topology, flags = topology_for(row["gpu"], gpus)
+    source = row["source"]
+    micro = row.int_or("micro_batch", None)
+    if micro is None:
+        micro = 1
+        flags.append("micro-batch not printed: 1")
+    recompute = row["recompute"] or "none"
+    if not row["recompute"]:
+        flags.append("recompute not printed: none")
+    virtual = row.int_or("virtual_stages", 1) or 1
+    ep = row.int_or("ep", 1) or 1
+    tp = int(row["tp"])
+    cp = row.int_or("cp", 1) or 1
+    pp, dp = int(row["pp"]), int(row["dp"])
+    etp = None
+    if ep > 1 and gpus % (tp * ep * pp):
+        etp = 1
+        flags.append("ETP 1 (not printed; ETP = TP would not divide the GPUs)")
+    layout = Layout(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, etp=etp)
+    peak = topology.gpu.fp8_dense if row["precision"] in FP8 else None
+    if peak is not None:
+        flags.append(f"{row['precision']}: FP8 peak")
+    a = model.architecture
+    assert a is not None
+    if virtual > 1 and a.layers % (pp * virtual):
+        flags.append(f"{a.layers} layers do not split over PP x VP = {pp * virtual}")
+    # What the sources say about their own schedules (README / notes), mapped onto the engine's switches.
+    cp_impl = "all_gather" if source == "llama3-2024" else "p2p"  # Llama 3 section 3.3.2
+    ep_overlap = row["model"].startswith("DeepSeek-V3") and source.startswith("deepseek")  # DualPipe
+    tp_overlap = "overlaps TP/PP/DP communication" in row["notes"]  # MegaScale's own runs
+    # Megatron-LM of 2021-2022 all-reduced gradients (no distributed optimizer); the others shard (ZeRO-1/2, FSDP,
+    # Megatron's distributed optimizer) or do not say (Megatron-Core's default is taken).
+    distributed = source not in ("narayanan2021", "korthikanti2022") or "ZeRO-3" in row["notes"]
+    if "ZeRO-3" in row["notes"]:
+        flags.append("ZeRO-3 costed as ZeRO-1 (no backward parameter gather)")
+    if "FSDP" in row["notes"] and source == "llama3-2024":
+        flags.append("FSDP costed as ZeRO-1")
+    if "no overlap of the gradient all-reduce" in row["notes"]:
+        flags.append("gradient all-reduce not overlapped in the run (the engine overlaps it)")
+    if "w/ MTP" in row["model"]:
+        flags.append("MTP module not costed")
+    if source.startswith("deepseek"):
+        flags.append("DualPipe as 1F1B with EP hidden")
+    if "not restated" in row["notes"]:
+        flags.append("layout taken from another table or paper (README)")
+    if tp_overlap:
+        flags.append("TP overlapped (MegaScale); its parallel block and sliding-window attention not modelled")
+    if recompute == "selective":
+        flags.append("selective recompute: no FLOPs charged (the engine assumes flash attention)")
+    if cp_impl == "all_gather" and cp > 1:
+        flags.append("CP as all-gather (Llama 3 section 3.3.2)")
+    if source == "llama3-2024":
+        flags.append("FLOP count not printed: PaLM's, full attention matrix")
+    if source == "bloom-tr11":
+        flags.append("Omni-Path, 4 links per node, costed as dgx-a100's 8 x HDR")
+
+    def run(virtual_stages: int) -> LayoutStep:
+        return layout_step(
+            model,
+            topology,
+            layout,
+            micro_batch=micro,
+            global_batch=int(row["global_batch"]),
+            seq_len=int(row["seq_len"]),
+            mfu=DEFAULT_MFU,
+            peak=peak,
+            recompute=recompute,
+            sequence_parallel=row["sequence_parallel"] == "yes",
+            tp_overlap=tp_overlap,
+            ep_overlap=ep_overlap,
+            cp_impl=cp_impl,
+            virtual_stages=virtual_stages,
+            distributed_optimizer=distributed,
+        )
+
+    try:
+        predicted = run(virtual)
+    except ValueError as e:
+        if virtual == 1:
+            raise
+        predicted = run(1)
+        flags.append(f"interleaving refused ({e}): costed with virtual_stages 1")
+    step, how = published_step(row, model, predicted)
+    tokens = int(row["global_batch"]) * int(row["seq_len"])
+    naive = naive_step(model, tokens, gpus, peak if peak is not None else topology.gpu.bf16_dense)
+    return Compared(
+        source=source,
+        table=row["table"],
+        model=row["model"],
+        gpus=gpus,
+        layout=layout_text(tp, cp, pp, dp, ep, virtual),
+        metric=row.metric,
+        published_value=row.value,
+        unit=row["unit"],
+        published_step=step,
+        conversion=how,
+        predicted=predicted,
+        naive_step=naive,
+        flags=flags,
+    )
+
+
+def layout_text(tp: int, cp: int, pp: int, dp: int, ep: int, virtual: int) -> str:
+    text = f"{tp}x{cp}x{pp}x{dp}" + (f"x{ep}" if ep > 1 else "")
+    return text + (f" v{virtual}" if virtual > 1 else "")
+
+
+def compare(rows: list[Row] | None = None) -> tuple[list[Compared], list[LeftOut]]:
+    """Every configuration of runs.csv: costed, or left out with why."""
+    costed, left = [], []
+    for config in configurations(read_rows() if rows is None else rows):
+        reason = why_not(config)
+        r = config.first
+        if reason:
+            left.append(LeftOut(r["source"], r["table"], r["model"], r["gpus"], r["gpu"], reason))
+            continue
+        costed.append(cost(config))
+    return costed, left
+
+
+# ------------------------------------------------------------------------------------------------ output
+
+
+def geomean(errors: Iterable[float]) -> float:
+    """Geometric mean of |error|, as benchmarks/accuracy.py takes it (dpcost.accuracy.ERROR_FLOOR)."""
+    xs = [max(abs(e), ERROR_FLOOR) for e in errors]
+    return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else math.nan
+
+
+def exposed_share(p: LayoutStep) -> float:
+    """The share of the predicted step that is neither compute, bubble nor jitter: the model-parallel calls left
+    exposed and what data parallelism adds (its exposed collectives and overlap slowdown)."""
+    return (p.step - p.micro_batches * (p.forward + p.backward) - p.bubble - p.jitter) / p.step
+
+
+def worst(costed: list[Compared], n: int) -> list[Compared]:
+    """The n comparisons furthest off as a factor, either way."""
+    return sorted(costed, key=lambda c: -abs(math.log(c.predicted.step / c.published_step)))[:n]
+
+
+def _seconds(x: float) -> str:
+    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
+
+
+def _published(c: Compared) -> str:
+    value = f"{c.published_value:g} {c.unit}"
+    return value if c.metric == "step_time_s" else f"{value} = {_seconds(c.published_step)} s"
+
+
+def markdown(costed: list[Compared], left: list[LeftOut]) -> str:
+    out = [
+        "Published step time (converted with the source's own definition where it printed another quantity) against",
+        f"dpcost's layout step at --mfu {DEFAULT_MFU:g}, and the naive 6N x tokens / (GPUs x 40% x peak).",
+        "",
+        "| source | model | GPUs | layout TPxCPxPPxDP(xEP) | published | predicted (s) | error | naive (s) "
+        "| naive error | bubble | exposed comm + DP | flags |",
+        "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for c in costed:
+        p = c.predicted
+        out.append(
+            f"| {c.source} | {c.model} | {c.gpus} | {c.layout} | {_published(c)} | {_seconds(p.step)} | "
+            f"{c.error:+.1%} | {_seconds(c.naive_step)} | {c.naive_error:+.1%} | {p.bubble / p.step:.0%} | "
+            f"{exposed_share(p):.0%} | {'; '.join(c.flags)} |"
+        )
+    out += ["", summary(costed), "", f"**{SUMMARY_STATEMENT}.**", ""]
+    out += ["Worst 5 by the factor they are off (|log(predicted / published)|):", ""]
+    for c in worst(costed, 5):
+        p = c.predicted
+        out.append(
+            f"- {c.source} {c.model} on {c.gpus} GPUs ({c.layout}): {c.error:+.1%} (x{1 + c.error:.2f}); bubble "
+            f"{p.bubble / p.step:.0%}, exposed comm + DP {exposed_share(p):.0%} of the predicted step"
+        )
+    out.append("")
+    out += ["Conversions used:", ""]
+    for how in sorted({(c.source, c.metric, c.conversion) for c in costed}):
+        out.append(f"- {how[0]}, {how[1]}: {how[2]}")
+    out += ["", f"Not costed ({len(left)} configurations):", "", "| source | table | model | GPUs | GPU | why |"]
+    out.append("| --- | --- | --- | ---: | --- | --- |")
+    for lo in left:
+        out.append(f"| {lo.source} | {lo.table} | {lo.model} | {lo.gpus} | {lo.gpu} | {lo.why} |")
+    return "\n".join(out)
+
+
+def summary(costed: list[Compared]) -> str:
+    out = [
+        "| source | configurations | dpcost geomean abs error | naive geomean abs error | dpcost median signed "
+        "| naive median signed |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    sources = list(dict.fromkeys(c.source for c in costed))
+    for name, members in [*((s, [c for c in costed if c.source == s]) for s in sources), ("all", costed)]:
+        label = f"**{name}**" if name == "all" else name
+        out.append(
+            f"| {label} | {len(members)} | {geomean(c.error for c in members):.1%} | "
+            f"{geomean(c.naive_error for c in members):.1%} | {statistics.median(c.error for c in members):+.1%} | "
+            f"{statistics.median(c.naive_error for c in members):+.1%} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> int:
+    costed, left = compare()
+    print(markdown(costed, left))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
