@@ -139,6 +139,15 @@ class Plan(Section):
     mode: Literal["train", "inference"] = Field(
         "train", description="train, or inference (no gradient collectives).", json_schema_extra=cli("--mode")
     )
+    shard_group: Whole | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="Hybrid sharding: shard the ZeRO states within groups of N consecutive GPUs and replicate them "
+        "across the DP / N groups (FSDP's HYBRID_SHARD and FSDP2's 2-D mesh, DeepSpeed MiCS); gradients are "
+        "reduce-scattered in the group, then all-reduced across replicas [default: shard over all of DP].",
+        json_schema_extra=cli("--shard-group", metavar="N"),
+    )
     framework: Literal["ddp", "fsdp", "deepspeed", "megatron"] | None = Field(
         None,
         description="Run the step as this framework does: its schedule, buckets and memory accounting "

@@ -59,7 +59,9 @@ def _document(report: Any, brief: bool) -> dict[str, Any]:
     flops), so that the default output keeps its keys."""
     if brief:
         return {"schema_version": report.schema_version, "summary": report.summary.model_dump(mode="json")}
-    absent = {name for name in ("compute", "layout") if getattr(report, name) is None}
+    absent: dict[str, object] = {name: True for name in ("compute", "layout") if getattr(report, name) is None}
+    if report.communication.shard_group is None:  # hybrid sharding's keys, absent without it
+        absent["communication"] = {"shard_group": True, "bytes_per_tier": True}
     return dict(report.model_dump(mode="json", exclude=absent or None))
 
 

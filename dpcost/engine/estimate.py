@@ -26,6 +26,7 @@ from dpcost.engine.plan import (
     check_forced,
     choose,
     recompute_policies,
+    sharding_groups,
     stage_ops,
     timeline,
 )
@@ -50,6 +51,7 @@ from dpcost.engine.report import (
     Serving,
     Setup,
     StageRow,
+    TierBytes,
     TierUse,
     Time,
     TopologyInfo,
@@ -199,22 +201,41 @@ def _primitives(o: Options, stage: int) -> str:
 
 
 def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Communication:
+    """The step's collectives, each with its whole message priced on its group (plan.sharding_groups: under hybrid
+    sharding the gathers and reduce-scatters stay in the shard group, and each reduced shard is all-reduced across
+    the replicas); with hybrid sharding also the bytes each GPU sends per step over each tier."""
     o = p.o
-    rows = [
-        CollectiveUse(
-            op=t.op,
-            purpose=t.purpose,
-            bytes=int(t.message_bytes),
-            bytes_sent_per_rank=int(bus_factor(t.op, o.dp) * t.message_bytes),
-            occurrences=t.occurrences,
-            calls=t.calls,
-            algorithm=t.algorithms[0][0].split("/")[0] if t.algorithms else "none",
-            calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in t.algorithms],
-            seconds=t.seconds,
-            whole_message=_whole_message(collective(topology, t.op, o.dp, t.message_bytes, o.communication.algorithm)),
+    shard, replicas = sharding_groups(topology, o)
+    everyone = place(topology, o.dp)
+    rows: list[CollectiveUse] = []
+    per_tier: dict[str, float] = {}
+    for t in chosen.steps.traffic:
+        group = everyone if t.op == "all_reduce" else shard
+        whole = collective(topology, t.op, group, t.message_bytes, o.communication.algorithm)
+        sent = bus_factor(t.op, group.ranks) * t.message_bytes
+        parts = [whole.best]
+        if replicas is not None and t.op == "reduce_scatter":
+            across = collective(topology, "all_reduce", replicas, t.message_bytes / shard.ranks).best
+            sent += bus_factor("all_reduce", replicas.ranks) * t.message_bytes / shard.ranks
+            parts.append(across)
+        for part in parts:
+            for tier in part.tiers:
+                if not tier.nested:
+                    per_tier[tier.tier] = per_tier.get(tier.tier, 0.0) + tier.bytes_per_gpu * t.occurrences
+        rows.append(
+            CollectiveUse(
+                op=t.op,
+                purpose=t.purpose,
+                bytes=int(t.message_bytes),
+                bytes_sent_per_rank=int(sent),
+                occurrences=t.occurrences,
+                calls=t.calls,
+                algorithm=t.algorithms[0][0].split("/")[0] if t.algorithms else "none",
+                calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in t.algorithms],
+                seconds=t.seconds,
+                whole_message=_whole_message(whole),
+            )
         )
-        for t in chosen.steps.traffic
-    ]
     return Communication(
         primitives=_primitives(o, chosen.stage),
         frequency=_frequency(chosen.stage, p.accumulation, o.communication.keep_full_grads, p.per_unit),
@@ -222,6 +243,8 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
         bytes_sent_per_rank=sum(r.bytes_sent_per_rank * r.occurrences for r in rows),
         seconds_per_step=chosen.steps.comm,
         collectives=rows,
+        bytes_per_tier=[TierBytes(tier=k, bytes_per_gpu=int(v)) for k, v in per_tier.items()] if replicas else None,
+        shard_group=shard.ranks if replicas is not None else None,
     )
 
 

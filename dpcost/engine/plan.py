@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 from dpcost.engine.availability import forcible
 from dpcost.engine.checkpointing import RECOMPUTE
-from dpcost.engine.collectives import fastest
+from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
 from dpcost.engine.ops import MicroBatchCompute, micro_batch_compute, optimizer_bytes
-from dpcost.engine.placement import place
+from dpcost.engine.placement import Placement, place, place_group
 from dpcost.engine.prepare import Prepared
 from dpcost.engine.rates import matmul_efficiency, rates_for
 from dpcost.engine.step import Call, StepPlan, StepTime, step_time
@@ -129,16 +129,39 @@ def _stages(stages: Sequence[int]) -> str:
     return ", ".join(str(st) for st in stages)
 
 
+def sharding_groups(topology: TopologySpec, o: Options) -> tuple[Placement, Placement | None]:
+    """The group ZeRO shards over, and under hybrid sharding the replica group: the shard group is N consecutive
+    ranks (the inner dimension of FSDP2's (replicate, shard) DeviceMesh, and of FSDP's HYBRID_SHARD process
+    groups), the replica group one rank of each, every N-th (torch/distributed/fsdp/_init_utils.py
+    _init_intra_and_inter_node_groups)."""
+    n = o.plan.shard_group
+    if n is None or n >= o.dp:
+        return place(topology, o.dp), None
+    return place(topology, n), place_group(topology, list(range(0, o.dp, n)))
+
+
 def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call]:
-    """One NCCL call on the DP group, as NCCL runs it (or forced), cached by (op, bytes)."""
+    """One NCCL call on the DP group, as NCCL runs it (or forced), cached by (op, bytes). Under hybrid sharding a
+    gradient reduce-scatter runs in the shard group and its shard (1/N of it) is then all-reduced across the
+    replicas, on the same stream (FSDP's HYBRID_SHARD post-backward: reduce-scatter, then all-reduce); gathers stay
+    in the shard group; an all-reduce (ZeRO-0, nothing sharded) spans all of DP."""
     cache: dict[tuple[str, float], Call] = {}
+    shard, replicas = sharding_groups(topology, o)
+    everyone = place(topology, o.dp)
+    c = o.communication
+
+    def one(op: str, group: Placement, size: float) -> CollectiveTime:
+        return fastest(topology, op, group, size, c.algorithm, c.protocol)
 
     def call(op: str, size: float) -> Call:
         key = (op, size)
         if key not in cache:
-            c = o.communication
-            best = fastest(topology, op, o.dp, size, c.algorithm, c.protocol)
-            cache[key] = Call(best.seconds, best.label)
+            best = one(op, everyone if op == "all_reduce" else shard, size)
+            if replicas is not None and op == "reduce_scatter":
+                across = one("all_reduce", replicas, size / shard.ranks)
+                cache[key] = Call(best.seconds + across.seconds, f"{best.label} + {across.label}")
+            else:
+                cache[key] = Call(best.seconds, best.label)
         return cache[key]
 
     return call
@@ -222,7 +245,7 @@ def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, sta
     by HBM bandwidth (ops.optimizer_bytes); 0 when the optimizer runs on the CPU."""
     if offload_applies(p.o.precision.offload, stage):
         return 0.0
-    params = p.counts.total / (p.o.dp if stage >= 1 else 1)
+    params = p.counts.total / (p.shard_ranks if stage >= 1 else 1)
     state = OPTIMIZER_STATE_BYTES[p.o.precision.optimizer]
     if p.recipe.states_in_weight_dtype:
         state /= 2

@@ -66,6 +66,11 @@ class Prepared:
             self._pieces[model.name] = units(self.counts, model, self.seq_len)
         return self._pieces[model.name]
 
+    @property
+    def shard_ranks(self) -> int:
+        """The GPUs ZeRO shards the model states over: --shard-group under hybrid sharding, else all of DP."""
+        return min(self.o.plan.shard_group or self.o.dp, self.o.dp)
+
     def stages(self) -> tuple[int, ...]:
         """The ZeRO stages the framework runs."""
         return tuple(self.framework.stages) if self.framework else (0, 1, 2, 3)
@@ -227,6 +232,9 @@ def recipe_of(o: Options) -> str:
 def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:
     """Resolve the options against the model and topology (checks that need both are made here)."""
     check_dp(topology, options.dp)
+    group = options.plan.shard_group
+    if group is not None and options.dp % group:
+        raise InputError("shard_group", f"{group} must divide DP {options.dp}: the replicas are DP / N groups of N")
     seq_len = seq_len_for(model, options)
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len})})
     counts = count_params(model)
@@ -360,7 +368,7 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
     context = context_bytes(topology.gpu)
     rows = []
     for stage in range(4):
-        states = model_states(counts.total, o.dp, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+        states = model_states(counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
         in_flight = 2 if p.overlap_grad_reduce(stage) else 1
         buf = buffers(
             stage,
@@ -375,10 +383,10 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
             in_flight,
         )
         if keep_full and stage >= 2 and p.accumulation > 1:
-            buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / o.dp))
+            buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
         phase_list = phases(states, buf, kept, loss_forward, loss_backward, layer_backward, p.accumulation)
         # A transformer block's gradients, or their shard: most of the gradient comes in blocks of this size
-        grad_block = counts.largest_block * p.grad_bytes / (o.dp if stage >= 2 else 1)
+        grad_block = counts.largest_block * p.grad_bytes / (p.shard_ranks if stage >= 2 else 1)
         rows.append(
             stage_memory(
                 stage, states, phase_list, p.micro_batch, largest, context, topology.gpu.hbm, grad_block, widest

@@ -37,6 +37,7 @@ __all__ = [
     "StageRow",
     "Summary",
     "SweepRow",
+    "TierBytes",
     "TierUse",
     "Time",
     "TopologyInfo",
@@ -160,6 +161,11 @@ class CollectiveUse(Contract):
     whole_message: WholeMessage = Field(description="the whole message as one call, for scale")
 
 
+class TierBytes(Contract):
+    tier: str = Field(description="the topology tier's name")
+    bytes_per_gpu: int = Field(description="bytes each GPU sends over its links per step")
+
+
 class Communication(Contract):
     primitives: str = Field(description="AllReduce (stage 0) or ReduceScatter + AllGather (stages 1-3)")
     frequency: str = Field(description="how often they run, with accumulation")
@@ -167,6 +173,12 @@ class Communication(Contract):
     bytes_sent_per_rank: int = Field(description="per step")
     seconds_per_step: float = Field(description="every call of the step summed")
     collectives: list[CollectiveUse] = Field(description="one entry per kind of collective")
+    shard_group: int | None = Field(
+        None, description="--shard-group: the GPUs each shard group holds (hybrid sharding); absent otherwise"
+    )
+    bytes_per_tier: list[TierBytes] | None = Field(
+        None, description="with --shard-group: bytes each GPU sends per step over each tier; absent otherwise"
+    )
 
 
 class StageRow(Contract):

@@ -48,6 +48,11 @@ def _shown(name: str, value: Any, costed: Any, auto: bool) -> str:
     return str(value)
 
 
+# Options added after the reports' format was fixed, stated only when given, so that a plan without them reads as
+# it always did.
+UNSTATED_WHEN_UNSET = frozenset({"shard_group"})
+
+
 def plan_assumptions(options: Options, report: EstimateReport | None = None, dp: str | None = None) -> list[str]:
     """One line per section of the plan's options (dpcost/options.py), each flag with its value."""
     from dpcost.options import SECTIONS, flag
@@ -64,6 +69,8 @@ def plan_assumptions(options: Options, report: EstimateReport | None = None, dp:
         items = []
         for name, info in model.model_fields.items():
             value = getattr(getattr(options, section), name)
+            if value is None and name in UNSTATED_WHEN_UNSET:
+                continue
             costed = getattr(report.setup, COSTED[name]) if report is not None and name in COSTED else None
             auto = isinstance(info.json_schema_extra, dict) and bool(info.json_schema_extra.get("auto"))
             items.append(f"{flag(section, name)} {_shown(name, value, costed, auto)}")

@@ -202,6 +202,13 @@ def _communication_table(r: Report) -> Table:
         f"{volume}; each rank sends {gb(c.bytes_sent_per_rank)} per step; "
         f"{fmt_seconds(c.seconds_per_step)} of collectives per step"
     )
+    if c.shard_group is not None and c.bytes_per_tier is not None:
+        tiers = ", ".join(f"{b.tier} {gb(b.bytes_per_gpu)}" for b in c.bytes_per_tier)
+        t.notes.append(
+            f"hybrid sharding: states sharded within groups of {c.shard_group} GPUs, replicated across "
+            f"{r.setup.dp // c.shard_group}; each reduced shard is all-reduced across the replicas; per GPU per step: "
+            f"{tiers}"
+        )
     t.notes.append(
         "whole message: the time of one call carrying all of it, for scale; the step issues the calls counted"
     )
