@@ -387,10 +387,15 @@ def _breakdown_table(r: Report) -> Table:
         table.rows.append([term.term, fmt_seconds(term.seconds), pct(term.seconds / t.step_seconds)])
     table.rows.append(["step", fmt_seconds(t.step_seconds), pct(1.0)])
     s = r.setup
+    waits = (
+        f"the pipeline's flush waits once per step for the slowest of all {r.layout.gpus:,} GPUs"
+        if r.layout is not None
+        else f"a wait on a collective costs the slowest of {s.dp} ranks' lateness beyond its prefetch slack"
+    )
     table.notes.append(
         f"scheduled as {_framework(r)} runs it; losses at scale: compute slowed {s.overlap_slowdown:.0%} while "
-        f"collectives overlap it; each rank drifts {fmt_seconds(s.sync_jitter)} per sqrt(s) of compute, and a wait on "
-        f"a collective costs the slowest of {s.dp} ranks' lateness beyond its prefetch slack; docs/frameworks.md"
+        f"collectives overlap it; each rank drifts {fmt_seconds(s.sync_jitter)} per sqrt(s) of compute, and {waits}; "
+        "docs/frameworks.md"
     )
     return table
 
