@@ -5,8 +5,10 @@
 
 For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can build and whose GPU has a
 catalog topology, dpcost costs one step with `layout_estimate.layout_step` on that topology: the row's layout,
-micro-batch, global batch, sequence length, recomputation, sequence parallelism and interleaving, at dpcost's
-default efficiency (--mfu 0.40) for every row. The published number is turned into the same quantity, a step
+micro-batch, global batch, sequence length, recomputation, sequence parallelism and interleaving, with dpcost's
+default compute model for a layout (op by op, each GEMM at its TP shard, at the GPU's sustained rates from kernel
+benchmarks: engine/rates.py), and beside it at one efficiency for every FLOP (--compute-model flops, --mfu 0.40).
+The published number is turned into the same quantity, a step
 time in seconds, with the source's own definition:
 
 - step_time_s: as printed;
@@ -55,6 +57,7 @@ from dpcost.catalog import load_model, load_topology, model_from_hf_config
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, layout_step
 from dpcost.engine.params import count_params
+from dpcost.engine.rates import matmul_efficiency
 from dpcost.options import DEFAULT_MFU
 from dpcost.specs import ModelSpec, TopologySpec
 
@@ -126,8 +129,8 @@ UNUSED_METRIC = {
 }
 
 SUMMARY_STATEMENT = (
-    "nothing fitted per run; the efficiency is dpcost's default --mfu 0.40 for every row "
-    "(in sample: none of these runs fixed a constant)"
+    "nothing fitted per run: the per-op rates are kernel benchmarks' (engine/rates.py) and --mfu 0.40 is dpcost's "
+    "default, the same for every row (in sample: none of these runs fixed a constant)"
 )
 
 
@@ -351,8 +354,9 @@ def why_not(config: Configuration) -> str:
     return ""
 
 
-def cost(config: Configuration) -> Compared:
-    """dpcost's layout step for one costable configuration, beside its published step time and the naive one."""
+def cost(config: Configuration, compute_model: str = "ops") -> Compared:
+    """dpcost's layout step for one costable configuration, beside its published step time and the naive one.
+    `compute_model` "ops": op by op at the GPU's sustained rates from kernel benchmarks (engine/rates.py)."""
     row = config.preferred()
     assert row is not None
     model = build_model(row["model"])
@@ -377,6 +381,7 @@ def cost(config: Configuration) -> Compared:
         flags.append("ETP 1 (not printed; ETP = TP would not divide the GPUs)")
     layout = Layout(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, etp=etp)
     peak = topology.gpu.fp8_dense if row["precision"] in FP8 else None
+    dtype = "fp8" if peak is not None else "bf16"
     if peak is not None:
         flags.append(f"{row['precision']}: FP8 peak")
     a = model.architecture
@@ -421,8 +426,10 @@ def cost(config: Configuration) -> Compared:
             micro_batch=micro,
             global_batch=int(row["global_batch"]),
             seq_len=int(row["seq_len"]),
-            mfu=DEFAULT_MFU,
+            mfu=DEFAULT_MFU if compute_model == "flops" else matmul_efficiency(topology.gpu, dtype, None),
             peak=peak,
+            compute_model=compute_model,
+            compute_dtype=dtype,
             recompute=recompute,
             sequence_parallel=row["sequence_parallel"] == "yes",
             tp_overlap=tp_overlap,
@@ -464,7 +471,7 @@ def layout_text(tp: int, cp: int, pp: int, dp: int, ep: int, virtual: int) -> st
     return text + (f" v{virtual}" if virtual > 1 else "")
 
 
-def compare(rows: list[Row] | None = None) -> tuple[list[Compared], list[LeftOut]]:
+def compare(rows: list[Row] | None = None, compute_model: str = "ops") -> tuple[list[Compared], list[LeftOut]]:
     """Every configuration of runs.csv: costed, or left out with why."""
     costed, left = [], []
     for config in configurations(read_rows() if rows is None else rows):
@@ -473,7 +480,7 @@ def compare(rows: list[Row] | None = None) -> tuple[list[Compared], list[LeftOut
         if reason:
             left.append(LeftOut(r["source"], r["table"], r["model"], r["gpus"], r["gpu"], reason))
             continue
-        costed.append(cost(config))
+        costed.append(cost(config, compute_model))
     return costed, left
 
 
@@ -509,7 +516,7 @@ def _published(c: Compared) -> str:
 def markdown(costed: list[Compared], left: list[LeftOut]) -> str:
     out = [
         "Published step time (converted with the source's own definition where it printed another quantity) against",
-        f"dpcost's layout step at --mfu {DEFAULT_MFU:g}, and the naive 6N x tokens / (GPUs x 40% x peak).",
+        "dpcost's layout step (its default for a layout: op by op), and the naive 6N x tokens / (GPUs x 40% x peak).",
         "",
         "| source | model | GPUs | layout TPxCPxPPxDP(xEP) | published | predicted (s) | error | naive (s) "
         "| naive error | bubble | exposed comm + DP | flags |",
@@ -522,7 +529,7 @@ def markdown(costed: list[Compared], left: list[LeftOut]) -> str:
             f"{c.error:+.1%} | {_seconds(c.naive_step)} | {c.naive_error:+.1%} | {p.bubble / p.step:.0%} | "
             f"{exposed_share(p):.0%} | {'; '.join(c.flags)} |"
         )
-    out += ["", summary(costed), "", f"**{SUMMARY_STATEMENT}.**", ""]
+    out += ["", summary(costed, compare(compute_model="flops")[0]), "", f"**{SUMMARY_STATEMENT}.**", ""]
     out += ["Worst 5 by the factor they are off (|log(predicted / published)|):", ""]
     for c in worst(costed, 5):
         p = c.predicted
@@ -541,18 +548,22 @@ def markdown(costed: list[Compared], left: list[LeftOut]) -> str:
     return "\n".join(out)
 
 
-def summary(costed: list[Compared]) -> str:
+def summary(costed: list[Compared], flops: list[Compared]) -> str:
+    """Per source: dpcost's geomean |error| (op by op, its default for a layout), at one --mfu 0.40 for every FLOP
+    (`flops`, the same configurations), and the naive figure's; with the median signed errors."""
     out = [
-        "| source | configurations | dpcost geomean abs error | naive geomean abs error | dpcost median signed "
+        "| source | configurations | dpcost (op by op) | dpcost at --mfu 0.40 | naive | dpcost median signed "
         "| naive median signed |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     sources = list(dict.fromkeys(c.source for c in costed))
-    for name, members in [*((s, [c for c in costed if c.source == s]) for s in sources), ("all", costed)]:
+    groups = [*((s, [c for c in costed if c.source == s], [c for c in flops if c.source == s]) for s in sources)]
+    for name, members, alike in [*groups, ("all", costed, flops)]:
         label = f"**{name}**" if name == "all" else name
         out.append(
             f"| {label} | {len(members)} | {geomean(c.error for c in members):.1%} | "
-            f"{geomean(c.naive_error for c in members):.1%} | {statistics.median(c.error for c in members):+.1%} | "
+            f"{geomean(c.error for c in alike):.1%} | {geomean(c.naive_error for c in members):.1%} | "
+            f"{statistics.median(c.error for c in members):+.1%} | "
             f"{statistics.median(c.naive_error for c in members):+.1%} |"
         )
     return "\n".join(out)

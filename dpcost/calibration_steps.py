@@ -427,7 +427,7 @@ def calibrate_steps(
     compute = rows[0].options.compute
     own = (
         DEFAULT_MFU
-        if compute.compute_model == "flops"
+        if compute.data_parallel_model == "flops"
         else matmul_efficiency(topology.gpu, compute.compute_dtype, None)
     )
     start = {

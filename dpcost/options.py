@@ -282,13 +282,20 @@ class Compute(Section):
         "memory-bound ops keeping their own rates.",
         json_schema_extra=cli("--mfu", metavar=FRACTION),
     )
-    compute_model: Literal["flops", "ops"] = Field(
-        "flops",
+    compute_model: Annotated[Literal["flops", "ops"] | None, BeforeValidator(_auto)] = Field(
+        None,
         description="How compute time is priced: flops (PaLM's model FLOPs at one --mfu) or ops (each op's FLOPs "
-        "and bytes at the GPU's sustained matmul, attention and HBM rates, engine/ops.py; experimental: it reads "
-        "12-54% optimistic against published runs, README).",
-        json_schema_extra=cli("--compute-model"),
+        "and bytes at the GPU's sustained matmul, attention and HBM rates, engine/ops.py; against published "
+        "data-parallel runs it reads 9-54% optimistic, README) [default: flops for pure data parallelism; ops for "
+        "a TP/CP/PP/EP layout, each GEMM at its TP shard (docs/layouts.md)].",
+        json_schema_extra=cli("--compute-model", auto=True),
     )
+
+    @property
+    def data_parallel_model(self) -> str:
+        """The compute model of a pure data-parallel plan: flops unless ops was asked for."""
+        return self.compute_model or "flops"
+
     flash_attention: bool = Field(
         True, description="Flash attention stores no s^2 scores.", json_schema_extra=cli("--flash-attention")
     )

@@ -50,8 +50,8 @@ def test_the_script_runs_and_prints_its_tables() -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "| source | model | GPUs | layout TPxCPxPPxDP(xEP) | published | predicted (s) | error |" in out
-    assert "| **all** |" in out and "dpcost geomean abs error | naive geomean abs error" in out
-    assert "nothing fitted per run; the efficiency is dpcost's default --mfu 0.40 for every row" in out
+    assert "| **all** |" in out and "| dpcost (op by op) | dpcost at --mfu 0.40 | naive |" in out
+    assert "nothing fitted per run: the per-op rates are kernel benchmarks' (engine/rates.py)" in out
     assert "Not costed (" in out
 
 
@@ -92,11 +92,13 @@ def test_one_comparison_per_configuration(bench: ModuleType, compared: Compared)
 
 
 def test_nothing_is_fitted(bench: ModuleType, compared: Compared) -> None:
-    """Every row runs at dpcost's default efficiency: the script passes no other --mfu."""
+    """Every row runs at dpcost's defaults: --mfu 0.40 with --compute-model flops, else the GPU's own matmul rate
+    (rates.matmul_efficiency with nothing given): the script passes no other efficiency."""
     text = (BENCHMARKS / "large_runs.py").read_text()
-    assert text.count("mfu=") == 1 and "mfu=DEFAULT_MFU" in text
+    assert text.count("mfu=") == 1
+    assert 'mfu=DEFAULT_MFU if compute_model == "flops" else matmul_efficiency(topology.gpu, dtype, None)' in text
     assert DEFAULT_MFU == 0.40
-    costed, _ = compared
+    costed, _ = bench.compare(compute_model="flops")
     # One check of the compute rate behind a prediction: Korthikanti's 22B (TP 8, PP 1, full recompute) at 40% of
     # the A100's 312 TFLOP/s: forward of one micro-batch = 4 x 2048 tokens x forward FLOPs per token / (8 x rate).
     c = _one(costed, "korthikanti2022", "GPT 22B", 8, "step_time_s", 1.42)

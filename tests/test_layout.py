@@ -7,7 +7,7 @@ import pytest
 
 from dpcost.catalog import load_topology
 from dpcost.engine.collectives import collective, collective_time
-from dpcost.engine.layout import Layout, group_members
+from dpcost.engine.layout import Layout, group_kinds, group_members, group_of_rank_zero
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.placement import place, place_group
 from dpcost.specs import TopologySpec
@@ -139,3 +139,14 @@ def test_send_recv_crosses_the_tier_between_its_two_ranks(h100: TopologySpec) ->
     assert across.latency_seconds > inside.latency_seconds > h100.call_overhead
     with pytest.raises(ValueError, match="pairs two ranks"):
         send_recv(h100, place(h100, 4), 1.0)
+
+
+def test_the_group_of_rank_zero_is_the_first_group_built_alone() -> None:
+    """A job of a million GPUs needs one group of each kind, not all of them: group_of_rank_zero builds only that."""
+    for layout in (
+        Layout(tp=2, dp=3, pp=4, order="tp-dp-pp"),
+        Layout(tp=8, cp=2, pp=4, dp=4),
+        Layout(pp=16, dp=128, ep=64),
+    ):
+        for kind in group_kinds():
+            assert group_of_rank_zero(layout, kind) == group_members(layout, kind)[0], (layout, kind)

@@ -19,6 +19,7 @@ from dpcost.engine.layout_step import (
     stage_layer_counts,
     tp_calls,
 )
+from dpcost.engine.ops import layer_ops, tensor_parallel
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 
@@ -146,3 +147,34 @@ def test_the_step_is_the_sum_of_its_parts(llama405b: ModelSpec) -> None:
         sequence_parallel=True, virtual_stages=1,
     )  # fmt: skip
     assert longer.bubble == pytest.approx(4 * r.bubble, rel=1e-9)
+
+
+def test_one_tp_rank_runs_a_tp_share_of_the_matmuls_and_the_full_norms_without_sequence_parallelism(
+    llama405b: ModelSpec,
+) -> None:
+    """Megatron's column- then row-parallel linear layers split every matmul over TP (Shoeybi et al. 2019, section 3);
+    the norms and residual adds see every token's full hidden state unless sequence parallelism splits the tokens
+    (Korthikanti et al. 2022, section 4.2.2)."""
+    ops = layer_ops(_arch(llama405b), False, 8192, 8192, "fused")
+    split = tensor_parallel(ops, 8, sequence_parallel=False)
+    seq = tensor_parallel(ops, 8, sequence_parallel=True)
+    for whole, tp, sp in zip(ops, split, seq, strict=True):
+        if whole.kind in ("gemm", "attention"):
+            assert (tp.flops, tp.backward_flops) == (whole.flops / 8, whole.backward_flops / 8)
+        if whole.module in ("layernorm", "residual"):
+            assert tp.bytes == whole.bytes and sp.bytes == whole.bytes / 8
+    assert sum(o.flops for o in split) == pytest.approx(sum(o.flops for o in ops) / 8)
+
+
+def test_a_layout_prices_compute_op_by_op_unless_flops_is_asked_for(llama405b: ModelSpec) -> None:
+    """Issue 19: each stage's compute by the per-op model, each GEMM at its TP shard. With one --mfu (flops) the
+    forward is the stage's FLOPs over the rate; op by op it is what ops.times gives the stage's TP-split ops."""
+    h100 = load_topology("dgx-h100")
+    args = {"micro_batch": 1, "global_batch": 2048, "seq_len": 8192, "sequence_parallel": True}
+    flops = layout_step(llama405b, h100, Layout(tp=8, pp=16, dp=128), mfu=0.4, compute_model="flops", **args)
+    ops = layout_step(llama405b, h100, Layout(tp=8, pp=16, dp=128), mfu=794.5 / 989, compute_model="ops", **args)
+    paced = flops.stages[flops.paced_stage]
+    assert flops.forward == pytest.approx(8192 * paced.forward_flops / (0.4 * 989e12))
+    # the matmuls at 80% of the peak (2x the flops model's 40%); norms, activations and the causal attention kernel
+    # at their own rates keep it from reaching 2x
+    assert 1.5 < flops.forward / ops.forward < 2.0

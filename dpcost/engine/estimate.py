@@ -322,9 +322,9 @@ def _setup(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
         "seq_len": p.seq_len,
         "flash_attention": o.compute.flash_attention,
         "mfu": o.compute.mfu or DEFAULT_MFU
-        if o.compute.compute_model == "flops"
+        if o.compute.data_parallel_model == "flops"
         else matmul_efficiency(topology.gpu, o.compute.compute_dtype, o.compute.mfu),
-        "compute_model": o.compute.compute_model,
+        "compute_model": o.compute.data_parallel_model,
         "compute_dtype": o.compute.compute_dtype,
         "overlap_slowdown": p.overlap_slowdown,
         "sync_jitter": o.compute.sync_jitter,
@@ -446,8 +446,6 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
             f"a layout's memory follows Megatron's theoretical formula, with none or selective recomputation; "
             f"not {o.plan.recompute}",
         )
-    if o.compute.compute_model != "flops":
-        raise InputError("compute_model", "a TP/CP/PP/EP layout is costed with --compute-model flops")
     if o.parallel.ep > 1 and (model.architecture.moe is None):
         raise InputError("ep", f"{model.name} has no experts to split")
 
@@ -527,7 +525,12 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
     global_batch = p.micro_batch * m * o.dp
     tokens = global_batch * p.seq_len
     peak = topology.gpu.peak(o.compute.compute_dtype)
-    mfu = o.compute.mfu or DEFAULT_MFU
+    compute_model = o.compute.compute_model or "ops"  # a layout's GEMMs at their TP shards (docs/layouts.md)
+    mfu = (
+        o.compute.mfu or DEFAULT_MFU
+        if compute_model == "flops"
+        else matmul_efficiency(topology.gpu, o.compute.compute_dtype, o.compute.mfu)
+    )
     r = layout_step(
         model,
         topology,
@@ -546,6 +549,8 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         distributed_optimizer=stage == 1,
         overlap_slowdown=p.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
+        compute_model=compute_model,
+        compute_dtype=o.compute.compute_dtype,
     )
     dp_group = r.groups["dp-cp"]
     setup = _setup(
@@ -572,7 +577,14 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         skew=o.compute.skew,
         keep_full_grads=False,
     )
-    setup = setup.model_copy(update={"nodes": dp_group.nodes, "gpus_per_node": int(dp_group.ppn)})
+    setup = setup.model_copy(
+        update={
+            "nodes": dp_group.nodes,
+            "gpus_per_node": int(dp_group.ppn),
+            "compute_model": compute_model,
+            "mfu": mfu,
+        }
+    )
     time = _layout_time(r, tokens)
     memory = Memory(
         hbm_bytes=int(topology.gpu.hbm),

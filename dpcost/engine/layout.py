@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from itertools import product
 
-__all__ = ["DEFAULT_ORDER", "DIMENSIONS", "Layout", "group_kinds", "group_members"]
+__all__ = ["DEFAULT_ORDER", "DIMENSIONS", "Layout", "group_kinds", "group_members", "group_of_rank_zero"]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"  # megatron/core/parallel_state.py initialize_model_parallel(order=...)
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
@@ -93,9 +93,8 @@ def group_kinds() -> tuple[str, ...]:
     return ("tp", "cp", "pp", "dp", "dp-cp", "etp", "ep", "edp")
 
 
-def group_members(layout: Layout, kind: str) -> list[list[int]]:
-    """Every group of `kind`, as lists of global ranks (parallel_state.py generate_masked_orthogonal_rank_groups:
-    the group's own dimensions vary inside a group, the others pick the group)."""
+def _grid(layout: Layout, kind: str) -> tuple[dict[str, int], dict[str, int], list[str], list[str]]:
+    """(sizes, strides, the dimensions that vary inside a group of `kind`, those that pick the group)."""
     experts = kind in ("etp", "ep", "edp")
     varying = {"etp": ("tp",), "edp": ("dp",)}.get(kind, tuple(kind.split("-")))
     if any(d not in DIMENSIONS for d in varying):
@@ -103,8 +102,23 @@ def group_members(layout: Layout, kind: str) -> list[list[int]]:
     sizes = layout.sizes(experts)
     order = layout.ordered()
     strides = dict(zip(order, (math.prod(sizes[d] for d in order[:i]) for i in range(len(order))), strict=True))
-    inside = [d for d in order if d in varying]
-    outside = [d for d in order if d not in varying]
+    return sizes, strides, [d for d in order if d in varying], [d for d in order if d not in varying]
+
+
+def group_of_rank_zero(layout: Layout, kind: str) -> list[int]:
+    """The group of `kind` that holds rank 0 (Megatron's groups of one kind are translates of it): its own
+    dimensions' indices times their strides, the others at 0."""
+    sizes, strides, inside, _ = _grid(layout, kind)
+    return sorted(
+        sum(i * strides[d] for i, d in zip(index, inside, strict=True))
+        for index in product(*(range(sizes[d]) for d in inside))
+    )
+
+
+def group_members(layout: Layout, kind: str) -> list[list[int]]:
+    """Every group of `kind`, as lists of global ranks (parallel_state.py generate_masked_orthogonal_rank_groups:
+    the group's own dimensions vary inside a group, the others pick the group)."""
+    sizes, strides, inside, outside = _grid(layout, kind)
     groups = []
     for picked in product(*(range(sizes[d]) for d in reversed(outside))):
         base = sum(i * strides[d] for i, d in zip(picked, reversed(outside), strict=True))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
-from dpcost.engine.layout import Layout, group_members
+from dpcost.engine.layout import Layout, group_of_rank_zero
 from dpcost.engine.layout_step import (
     LayoutCall,
     bubble_seconds,
@@ -27,10 +27,12 @@ from dpcost.engine.layout_step import (
     stage_layer_counts,
 )
 from dpcost.engine.memory import RECIPES
+from dpcost.engine.ops import layer_ops, model_ops, recomputed_by_part, tensor_parallel, times
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params
 from dpcost.engine.placement import Placement, place_group
 from dpcost.engine.prepare import overlap_slowdown_for
+from dpcost.engine.rates import rates_for
 from dpcost.engine.step import (
     COMPUTE,
     EXPOSED,
@@ -122,9 +124,9 @@ def _placements(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
     """Each group's placement (the group holding rank 0; Megatron's groups of one kind are congruent), and for the
     point-to-point dimensions the pair of neighbours whose hop is slowest: the pipeline's stage boundary ("pp")
     and ring attention's hop ("cp-ring"), each the first neighbouring pair that leaves an NVLink domain."""
-    out = {kind: place_group(topology, group_members(layout, kind)[0]) for kind in ("tp", "cp", "dp-cp", "ep", "edp")}
+    out = {kind: place_group(topology, group_of_rank_zero(layout, kind)) for kind in ("tp", "cp", "dp-cp", "ep", "edp")}
     for kind, name, ring in (("pp", "pp", False), ("cp", "cp-ring", True)):
-        members = group_members(layout, kind)[0]
+        members = group_of_rank_zero(layout, kind)
         out[name] = place_group(topology, _slowest_neighbours(topology, members, ring))
     return out
 
@@ -157,10 +159,14 @@ def layout_step(
     act_bytes: float = 2.0,
     overlap_slowdown: float | None = None,
     sync_jitter: float = DEFAULT_SYNC_JITTER,
+    compute_model: str = "flops",
+    compute_dtype: str = "bf16",
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b)
     micro-batches per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`:
-    default prepare.overlap_slowdown_for the GPU."""
+    default prepare.overlap_slowdown_for the GPU. `compute_model` "ops": each stage's layers op by op (ops.py,
+    one TP rank's share: ops.tensor_parallel) at the GPU's sustained rates, `mfu` setting the matmuls' share of the
+    peak; the slowest stage paces the pipeline."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -181,6 +187,14 @@ def layout_step(
     tokens = micro_batch * seq_len
     forward = tokens * paced.forward_flops / rate
     backward = tokens * (2 * paced.forward_flops + recompute_flops) / rate
+    if compute_model == "ops":
+        timed = [
+            _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
+                          compute_dtype, len(stages))
+            for st in stages
+        ]  # fmt: skip
+        forward, backward = max(timed, key=sum)
+        paced = stages[timed.index((forward, backward))]
     groups = _placements(topology, layout)
     attention_share = attention_flops(a, seq_len) / (layers_total * layout.tp * layout.cp)
     calls = layout_calls(
@@ -234,6 +248,59 @@ def layout_step(
         calls=tuple(calls),
         dp_traffic=dp_step.traffic,
     )
+
+
+def _stage_by_ops(
+    model: ModelSpec,
+    topology: TopologySpec,
+    layout: Layout,
+    stage: StageLoad,
+    micro_batch: int,
+    seq_len: int,
+    recompute: str,
+    sequence_parallel: bool,
+    gemm_efficiency: float | None,
+    peak: float,
+    compute_dtype: str,
+    stages: int,
+) -> tuple[float, float]:
+    """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
+    embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
+    CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention, the vocab-parallel loss); the
+    recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part, selective: core_attn)."""
+    a = model.architecture
+    assert a is not None
+    gpu = topology.gpu
+    fw = FRAMEWORKS["megatron"]
+    rates = rates_for(gpu)
+    tokens = micro_batch * seq_len // layout.cp
+    gemm_bytes = 1.0 if compute_dtype == "fp8" else 2.0
+    first_layer = sum(stage_layer_counts(a.layers, layout.pp)[: stage.index])
+    forward = backward = again = 0.0
+    for i in range(first_layer, first_layer + stage.layers):
+        ops = tensor_parallel(
+            layer_ops(a, a.moe_layer(i), tokens, seq_len, fw.kernels, gemm_bytes), layout.tp, sequence_parallel
+        )
+        t = times(ops, rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, fw.attention_kernel, gemm_efficiency)
+        per_op = [
+            times([op], rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, fw.attention_kernel, gemm_efficiency)
+            .forward_seconds
+            for op in ops
+        ] if recompute == "selective" else [0.0] * len(ops)  # fmt: skip
+        forward += t.forward_seconds
+        backward += t.backward_seconds
+        again += sum(recomputed_by_part(t.forward, ops, per_op, recompute, frozenset({"core_attn"})).values())
+    outside = model_ops(a, tokens, fw.kernels, fw.loss_impl)
+    ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
+            or (op.module != "embedding" and stage.index == stages - 1)]  # fmt: skip
+    if ends:
+        t = times(
+            tensor_parallel(ends, layout.tp, sequence_parallel), rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth,
+            seq_len, fw.attention_kernel, gemm_efficiency,
+        )  # fmt: skip
+        forward += t.forward_seconds
+        backward += t.backward_seconds
+    return forward, backward + again
 
 
 def call_seconds(topology: TopologySpec, groups: dict[str, Placement], c: LayoutCall) -> float:

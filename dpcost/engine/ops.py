@@ -18,7 +18,7 @@ The model FLOPs (and MFU) stay PaLM's 6N + 12LHQT (compute.py); the ops count wh
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dpcost.engine.activations import Kernels
 from dpcost.engine.rates import ComputeRates
@@ -36,6 +36,7 @@ __all__ = [
     "optimizer_bytes",
     "part_of",
     "recomputed_by_part",
+    "tensor_parallel",
     "times",
 ]
 
@@ -186,6 +187,31 @@ def optimizer_bytes(params: float, grad_bytes: float, master: bool, state_bytes:
     16-bit weights (torch.optim's fused and foreach AdamW, Apex's and Megatron's: one pass)."""
     per_param = 2 * grad_bytes + 2 * state_bytes + (2 * 4.0 + BF16 if master else 2 * BF16)
     return params * per_param
+
+
+def tensor_parallel(ops: Iterable[Op], tp: int, sequence_parallel: bool) -> list[Op]:
+    """One TP rank's share of ops (Megatron, Shoeybi et al. 2019 section 3): matmuls and attention split over TP
+    (column-parallel, then row-parallel; heads split), as are the activation, rotary and loss that run on the split
+    width or vocabulary; norms and residual adds run on every token's full hidden state, split over TP only with
+    sequence parallelism (Korthikanti et al. 2022 section 4.2.2). Kernel launches are not split."""
+    if tp == 1:
+        return list(ops)
+    out = []
+    for op in ops:
+        full_width = op.kind == "memory" and op.module in ("layernorm", "residual", "embedding")
+        if full_width and not (sequence_parallel and op.module != "embedding"):
+            out.append(op)
+            continue
+        out.append(
+            replace(
+                op,
+                flops=op.flops / tp,
+                bytes=op.bytes / tp,
+                backward_flops=op.backward_flops / tp,
+                backward_bytes=op.backward_bytes / tp,
+            )
+        )
+    return out
 
 
 def part_of(op: Op) -> str:
