@@ -54,11 +54,12 @@ from pathlib import Path
 
 from dpcost.accuracy import ERROR_FLOOR
 from dpcost.catalog import load_model, load_topology, model_from_hf_config
+from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, layout_step
 from dpcost.engine.params import count_params
 from dpcost.engine.rates import matmul_efficiency
-from dpcost.options import DEFAULT_MFU
+from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
 
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
@@ -182,7 +183,7 @@ class Compared:
     unit: str
     published_step: float  # seconds
     conversion: str  # how the published number became a step time
-    predicted: LayoutStep
+    predicted: Predicted
     naive_step: float
     flags: list[str] = field(default_factory=list)
 
@@ -193,6 +194,22 @@ class Compared:
     @property
     def naive_error(self) -> float:
         return self.naive_step / self.published_step - 1
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """dpcost's step for one configuration: from the layout engine, or (pure DP with ZeRO-3) from `estimate`."""
+
+    step: float
+    model_flops: float  # per GPU per step
+    bubble: float
+    exposed: float  # neither compute, bubble nor jitter: exposed calls and what DP adds
+    forward: float  # one micro-batch's forward on the stage that paces the pipeline (the DP engine's own)
+
+    @classmethod
+    def of_layout(cls, p: LayoutStep) -> Predicted:
+        exposed = p.step - p.micro_batches * (p.forward + p.backward) - p.bubble - p.jitter
+        return cls(p.step, p.model_flops, p.bubble, exposed, p.forward)
 
 
 @dataclass(frozen=True)
@@ -395,8 +412,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # Megatron-LM of 2021-2022 all-reduced gradients (no distributed optimizer); the others shard (ZeRO-1/2, FSDP,
     # Megatron's distributed optimizer) or do not say (Megatron-Core's default is taken).
     distributed = source not in ("narayanan2021", "korthikanti2022") or "ZeRO-3" in row["notes"]
-    if "ZeRO-3" in row["notes"]:
-        flags.append("ZeRO-3 costed as ZeRO-1 (no backward parameter gather)")
+    zero3 = "ZeRO-3" in row["notes"] and (tp, cp, pp, ep) == (1, 1, 1, 1)
+    if zero3:
+        flags.append("pure data parallelism: costed by dpcost estimate --zero 3 --framework deepspeed")
     if "FSDP" in row["notes"] and source == "llama3-2024":
         flags.append("FSDP costed as ZeRO-1")
     if "no overlap of the gradient all-reduce" in row["notes"]:
@@ -439,13 +457,16 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             distributed_optimizer=distributed,
         )
 
-    try:
-        predicted = run(virtual)
-    except ValueError as e:
-        if virtual == 1:
-            raise
-        predicted = run(1)
-        flags.append(f"interleaving refused ({e}): costed with virtual_stages 1")
+    if zero3:
+        predicted = data_parallel(model, topology, row, micro, recompute, compute_model)
+    else:
+        try:
+            predicted = Predicted.of_layout(run(virtual))
+        except ValueError as e:
+            if virtual == 1:
+                raise
+            predicted = Predicted.of_layout(run(1))
+            flags.append(f"interleaving refused ({e}): costed with virtual_stages 1")
     step, how = published_step(row, model, predicted)
     tokens = int(row["global_batch"]) * int(row["seq_len"])
     naive = naive_step(model, tokens, gpus, peak if peak is not None else topology.gpu.bf16_dense)
@@ -464,6 +485,29 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         naive_step=naive,
         flags=flags,
     )
+
+
+def data_parallel(
+    model: ModelSpec, topology: TopologySpec, row: Row, micro: int, recompute: str, compute_model: str
+) -> Predicted:
+    """A pure data-parallel ZeRO-3 run as `dpcost estimate --zero 3 --framework deepspeed` costs it (the DP engine:
+    parameters gathered in forward and backward, gradients reduce-scattered), its compute by the DP default (one
+    --mfu) unless op by op was asked for."""
+    options = Options(
+        dp=int(row["dp"]),
+        zero=3,
+        framework="deepspeed",
+        micro_batch=micro,
+        global_batch=int(row["global_batch"]),
+        seq_len=int(row["seq_len"]),
+        recompute=recompute,
+        compute_model=compute_model,
+    )
+    r = estimate(model, topology, options)
+    t = r.time
+    assert t is not None
+    model_flops = t.mfu * t.step_seconds * topology.gpu.bf16_dense
+    return Predicted(t.step_seconds, model_flops, 0.0, t.exposed_comm_seconds + t.losses_seconds, t.forward_seconds)
 
 
 def layout_text(tp: int, cp: int, pp: int, dp: int, ep: int, virtual: int) -> str:
@@ -493,10 +537,10 @@ def geomean(errors: Iterable[float]) -> float:
     return math.exp(statistics.fmean(math.log(x) for x in xs)) if xs else math.nan
 
 
-def exposed_share(p: LayoutStep) -> float:
+def exposed_share(p: Predicted) -> float:
     """The share of the predicted step that is neither compute, bubble nor jitter: the model-parallel calls left
     exposed and what data parallelism adds (its exposed collectives and overlap slowdown)."""
-    return (p.step - p.micro_batches * (p.forward + p.backward) - p.bubble - p.jitter) / p.step
+    return p.exposed / p.step
 
 
 def worst(costed: list[Compared], n: int) -> list[Compared]:
