@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from dpcost.engine.layout import Layout
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 __all__ = [
@@ -87,15 +88,9 @@ WITHOUT_SP_OVERHEAD = 1.05
 
 
 @dataclass(frozen=True)
-class MemoryLayout:
-    """The layout's sizes and the switches Megatron's memory formulas read (engine/layout.py's Layout places them)."""
+class MemoryLayout(Layout):
+    """A layout (engine/layout.py: its sizes, their checks) with the switches Megatron's memory formulas read."""
 
-    tp: int = 1
-    cp: int = 1
-    pp: int = 1
-    dp: int = 1
-    ep: int = 1
-    etp: int | None = None  # expert tensor parallelism; None: TP's size (megatron/training/arguments.py)
     virtual_stages: int = 1  # model chunks per pipeline rank; 1: not interleaved (Megatron's None)
     sequence_parallel: bool = False
     selective_recompute: bool = True  # --recompute-granularity selective
@@ -104,24 +99,11 @@ class MemoryLayout:
     last_stage_layers: int | None = None  # --decoder-last-pipeline-num-layers
 
     def __post_init__(self) -> None:
-        for name in ("tp", "cp", "pp", "dp", "ep", "virtual_stages"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)}")
-        if self.etp is not None and self.etp < 1:
-            raise ValueError(f"etp must be a positive integer, got {self.etp}")
+        super().__post_init__()
+        if self.virtual_stages < 1:
+            raise ValueError(f"virtual_stages must be a positive integer, got {self.virtual_stages}")
         if self.virtual_stages > 1 and self.pp == 1:
             raise ValueError("virtual_stages > 1 needs pipeline parallelism (pp > 1)")
-        if self.gpus % (self.expert_tp * self.ep * self.pp):
-            raise ValueError(f"ETP x EP x PP = {self.expert_tp * self.ep * self.pp} must divide the {self.gpus} GPUs")
-
-    @property
-    def gpus(self) -> int:
-        """TP x CP x PP x DP."""
-        return self.tp * self.cp * self.pp * self.dp
-
-    @property
-    def expert_tp(self) -> int:
-        return self.etp if self.etp is not None else self.tp
 
     @property
     def sp_selective(self) -> bool:
