@@ -129,6 +129,8 @@ UNUSED_METRIC = {
     "days_per_trillion_tokens": "covered by GPU-hours per trillion tokens",
 }
 
+PRE_FLASH = ("narayanan2021", "korthikanti2022", "bloom-tr11")  # trained before FlashAttention was in Megatron
+
 SUMMARY_STATEMENT = (
     "nothing fitted per run: the per-op rates are kernel benchmarks' (engine/rates.py) and --mfu 0.40 is dpcost's "
     "default, the same for every row (in sample: none of these runs fixed a constant)"
@@ -427,8 +429,13 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("layout taken from another table or paper (README)")
     if tp_overlap:
         flags.append("TP overlapped (MegaScale); its parallel block and sliding-window attention not modelled")
-    if recompute == "selective":
-        flags.append("selective recompute: no FLOPs charged (the engine assumes flash attention)")
+    # Runs from before FlashAttention (arXiv 2205.14135, May 2022) reached Megatron: attention as two matmuls over the
+    # score square and a (fused) softmax, which Korthikanti et al.'s selective recomputation re-runs.
+    flash = source not in PRE_FLASH
+    if not flash:
+        flags.append("attention unfused (before FlashAttention)")
+    elif recompute == "selective":
+        flags.append("selective recompute: no FLOPs charged (flash attention)")
     if cp_impl == "all_gather" and cp > 1:
         flags.append("CP as all-gather (Llama 3 section 3.3.2)")
     if source == "llama3-2024":
@@ -455,6 +462,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
             distributed_optimizer=distributed,
+            flash=flash,
         )
 
     if zero3:

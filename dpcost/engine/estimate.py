@@ -551,6 +551,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         sync_jitter=o.compute.sync_jitter,
         compute_model=compute_model,
         compute_dtype=o.compute.compute_dtype,
+        flash=o.compute.flash_attention,
     )
     dp_group = r.groups["dp-cp"]
     setup = _setup(

@@ -161,12 +161,15 @@ def layout_step(
     sync_jitter: float = DEFAULT_SYNC_JITTER,
     compute_model: str = "flops",
     compute_dtype: str = "bf16",
+    flash: bool = True,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b)
     micro-batches per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`:
     default prepare.overlap_slowdown_for the GPU. `compute_model` "ops": each stage's layers op by op (ops.py,
     one TP rank's share: ops.tensor_parallel) at the GPU's sustained rates, `mfu` setting the matmuls' share of the
-    peak; the slowest stage paces the pipeline."""
+    peak; the slowest stage paces the pipeline. `flash`: attention as one flash kernel, else as Megatron ran it before
+    flash attention, two matmuls over the score square and its softmax (ops.layer_ops), which selective
+    recomputation then re-runs (compute.flops_per_token)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -178,7 +181,7 @@ def layout_step(
     counts = count_params(model)
     peak = topology.gpu.bf16_dense if peak is None else peak
     rate = peak * mfu
-    fpt = flops_per_token(counts, a, seq_len, recompute)
+    fpt = flops_per_token(counts, a, seq_len, recompute, flash)
     stages = stage_loads(model, layout, seq_len)
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
     held = max(stages, key=lambda st: st.dense_params + st.expert_params)  # the most parameters: DP's largest
@@ -190,7 +193,7 @@ def layout_step(
     if compute_model == "ops":
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
-                          compute_dtype, len(stages))
+                          compute_dtype, len(stages), flash)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -263,6 +266,7 @@ def _stage_by_ops(
     peak: float,
     compute_dtype: str,
     stages: int,
+    flash: bool = True,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -279,7 +283,7 @@ def _stage_by_ops(
     forward = backward = again = 0.0
     for i in range(first_layer, first_layer + stage.layers):
         ops = tensor_parallel(
-            layer_ops(a, a.moe_layer(i), tokens, seq_len, fw.kernels, gemm_bytes), layout.tp, sequence_parallel
+            layer_ops(a, a.moe_layer(i), tokens, seq_len, fw.kernels, gemm_bytes, flash), layout.tp, sequence_parallel
         )
         t = times(ops, rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, fw.attention_kernel, gemm_efficiency)
         per_op = [
