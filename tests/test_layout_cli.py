@@ -98,3 +98,19 @@ def test_impossible_layouts_get_one_line_and_exit_2(args: list[str], start: str)
     code, out, err = run(*base, *args)
     assert code == 2 and out == "", (code, out, err)
     assert err.startswith(start) and err.count("\n") == 1, err
+
+
+def test_memory_with_a_layout_shows_the_rows_estimate_costs() -> None:
+    """`dpcost memory` takes the layout too: Megatron's rows with the pipeline full (as its formula assumes), as
+    `estimate` costs them with as many micro-batches as stages, not the pure-DP ZeRO table."""
+    common = ["--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "128", "--seq-len", "8192",
+              "--sequence-parallel"]  # fmt: skip
+    memory = report("memory", *common)
+    est = report("estimate", *common, "--accum", "16")
+    assert [r["total_bytes"] for r in memory["stages"]] == [r["total_bytes"] for r in est["memory"]["stages"]]
+    assert len(memory["stages"]) == 2 and "most loaded pipeline stage" in memory["note"]
+
+
+def test_inference_names_the_layout_flags_it_does_not_read() -> None:
+    r = report("estimate", "--model", "llama-8b", "--dp", "8", "--tp", "2", "--mode", "inference")
+    assert any(w["code"] == "ignored-flags" and "--tp" in w["message"] for w in r["warnings"])

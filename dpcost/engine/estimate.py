@@ -93,6 +93,8 @@ def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) 
     """The stage table alone (`dpcost memory`): no step is timed. Recomputation is the option's, or (auto, as
     `estimate` defaults) the least that lets some stage fit, full recomputation if none does."""
     p = prepare(model, topology, options)
+    if not p.o.parallel.trivial:
+        return _layout_memory_table(model, topology, p)
     fixed: str | None = p.o.plan.recompute
     if fixed is not None or model.architecture is None:
         recompute = fixed or "none"
@@ -415,6 +417,9 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
 # ------------------------------------------------------------------------------------------------ layouts
 
 
+LAYOUT_RECIPE = "Megatron-LM theoretical_memory_usage: bf16 weights, fp32 gradients, Adam (over DP at stage 1)"
+
+
 def _layout(o: Options, topology: TopologySpec) -> Layout:
     """The options' layout, refused in the words of the flag that breaks it."""
     par = o.parallel
@@ -451,7 +456,7 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
 
 
 def _layout_memory(
-    model: ModelSpec, topology: TopologySpec, p: Prepared, layout: Layout, stage: int, recompute: str, m: int
+    model: ModelSpec, topology: TopologySpec, p: Prepared, layout: Layout, stage: int, recompute: str, m: int | None
 ) -> tuple[StageRow, LayoutMemory]:
     """Memory per GPU of the most loaded pipeline stage, as Megatron's theoretical_memory_usage accounts it
     (layout_memory.py): bf16 weights, fp32 gradients and Adam's fp32 states (over DP with the distributed
@@ -510,6 +515,40 @@ def _layout_memory(
     return row, held
 
 
+def _layout_memory_rows(
+    model: ModelSpec, topology: TopologySpec, p: Prepared, layout: Layout, microbatches: int | None
+) -> tuple[str, dict[int, tuple[StageRow, LayoutMemory]]]:
+    """The recomputation costed (the option's, else none if the plan's stage then fits, else selective) and
+    memory per GPU at ZeRO 0 (Megatron's DDP) and 1 (its distributed optimizer) with it; `microbatches` per step
+    bound the ones in flight (None: the pipeline full, as Megatron's formula assumes)."""
+    o = p.o
+    stage = 1 if o.plan.zero is None else o.plan.zero
+
+    def rows(recompute: str) -> dict[int, tuple[StageRow, LayoutMemory]]:
+        return {st: _layout_memory(model, topology, p, layout, st, recompute, microbatches) for st in (0, 1)}
+
+    if o.plan.recompute is not None:
+        return o.plan.recompute, rows(o.plan.recompute)
+    without = rows("none")
+    return ("none", without) if without[stage][0].fits else ("selective", rows("selective"))
+
+
+def _layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Memory:
+    """`dpcost memory` with a layout: Megatron's accounting of the most loaded pipeline stage, at ZeRO 0 and 1."""
+    _check_layout_plan(model, p.o)
+    layout = _layout(p.o, topology)
+    recompute, rows = _layout_memory_rows(model, topology, p, layout, None)
+    worst = rows[1][1].most_loaded
+    return Memory(
+        hbm_bytes=int(topology.gpu.hbm),
+        recipe=LAYOUT_RECIPE,
+        recompute=recompute,
+        note=f"a TP {layout.tp} x CP {layout.cp} x PP {layout.pp} x DP {layout.dp} layout: the most loaded pipeline "
+        f"stage, {worst.stage} of {layout.pp}, per GPU",
+        stages=[row for row, _ in rows.values()],
+    )
+
+
 def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
     """One layout, costed end to end (layout_estimate.py for the step, layout_memory.py for memory)."""
     o, par = p.o, p.o.parallel
@@ -517,11 +556,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
     layout = _layout(o, topology)
     stage = 1 if o.plan.zero is None else o.plan.zero
     m = p.accumulation
-    rows = {
-        rc: [_layout_memory(model, topology, p, layout, st, rc, m) for st in (0, 1)] for rc in ("none", "selective")
-    }
-    recompute = o.plan.recompute or ("none" if rows["none"][stage][0].fits else "selective")
-    chosen_rows = rows[recompute]
+    recompute, chosen_rows = _layout_memory_rows(model, topology, p, layout, m)
     global_batch = p.micro_batch * m * o.dp
     tokens = global_batch * p.seq_len
     peak = topology.gpu.peak(o.compute.compute_dtype)
@@ -589,10 +624,10 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
     time = _layout_time(r, tokens)
     memory = Memory(
         hbm_bytes=int(topology.gpu.hbm),
-        recipe="Megatron-LM theoretical_memory_usage: bf16 weights, fp32 gradients, Adam (over DP at stage 1)",
+        recipe=LAYOUT_RECIPE,
         recompute=recompute,
         note=f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU",
-        stages=[row for row, _ in chosen_rows],
+        stages=[row for row, _ in chosen_rows.values()],
     )
     communication = _layout_communication(topology, r, dp_group, stage)
     notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages)
@@ -814,6 +849,8 @@ def _inference(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimat
         ("--recompute", o.plan.recompute),
         ("--offload", None if o.precision.offload == "none" else o.precision.offload),
         ("--framework", o.plan.framework),
+        ("--shard-group", o.plan.shard_group),
+        *((f"--{d}", getattr(o.parallel, d) if getattr(o.parallel, d) > 1 else None) for d in ("tp", "cp", "pp", "ep")),
     )
     if ignored := [flag for flag, value in given if value is not None]:
         notes.append(advice.ignored_flags(ignored))
