@@ -114,3 +114,8 @@ def test_memory_with_a_layout_shows_the_rows_estimate_costs() -> None:
 def test_inference_names_the_layout_flags_it_does_not_read() -> None:
     r = report("estimate", "--model", "llama-8b", "--dp", "8", "--tp", "2", "--mode", "inference")
     assert any(w["code"] == "ignored-flags" and "--tp" in w["message"] for w in r["warnings"])
+
+
+def test_moe_with_tp_needs_sequence_parallelism_as_megatron_core_requires() -> None:
+    code, out, err = run("estimate", "--model", "mixtral-8x7b", "--dp", "8", "--tp", "2")
+    assert code == 2 and out == "" and err.startswith("dpcost: error: --sequence-parallel: Megatron-Core trains MoE")

@@ -19,7 +19,7 @@ from dpcost.engine.layout_step import (
     stage_layer_counts,
     tp_calls,
 )
-from dpcost.engine.ops import layer_ops, tensor_parallel
+from dpcost.engine.ops import Op, layer_ops, tensor_parallel
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 
@@ -44,10 +44,12 @@ def test_tp_all_reduces_four_outputs_per_layer(llama405b: ModelSpec) -> None:
 
 
 def test_sequence_parallel_trades_each_all_reduce_for_a_gather_and_a_reduce_scatter(llama405b: ModelSpec) -> None:
-    """Korthikanti et al. 2022 section 4.2.2: the same tensor, all-gathered and reduce-scattered, 4 + 4 per layer."""
+    """Korthikanti et al. 2022 section 4.2.2: the same tensor, all-gathered and reduce-scattered; per layer 2 + 2
+    forward, the mirror 2 + 2 backward, and the column-parallel inputs gathered again for the weight gradients
+    (megatron/core/tensor_parallel/layers.py): 6 gathers and 4 reduce-scatters, 48 and 32 for 8 layers."""
     calls = tp_calls(_arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, True, False, False, 0.0)
     assert [(c.op, c.per_micro_batch, c.message_bytes) for c in calls] == [
-        ("all_gather", 32, 8192 * 16384 * 2),
+        ("all_gather", 48, 8192 * 16384 * 2),
         ("reduce_scatter", 32, 8192 * 16384 * 2),
     ]
     assert tp_calls(_arch(llama405b), Layout(dp=8), 1, 8192, 2.0, True, False, False, 0.0) == []
@@ -65,9 +67,17 @@ def test_cp_ring_passes_k_and_v_chunks_cp_minus_one_times(llama405b: ModelSpec) 
     assert (gather.op, gather.message_bytes, scatter.op) == ("all_gather", 16 * chunk, "reduce_scatter")
 
 
-def test_pp_sends_one_tp_share_of_the_boundary_activation_each_way(llama405b: ModelSpec) -> None:
-    (call,) = pp_calls(_arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0)
-    assert (call.op, call.message_bytes, call.per_micro_batch) == ("send_recv", 8192 * 16384 * 2 / 8, 2)
+def test_pp_sends_the_boundary_activation_each_way_split_over_tp_only_with_sequence_parallelism(
+    llama405b: ModelSpec,
+) -> None:
+    """schedules.py get_tensor_shapes: [s / CP, b, h], divided by TP only under sequence parallelism; with v model
+    chunks per rank a micro-batch crosses v boundaries each way."""
+    a, layout = _arch(llama405b), Layout(tp=8, pp=16, dp=128)
+    (whole,) = pp_calls(a, layout, 1, 8192, 2.0)
+    (split,) = pp_calls(a, layout, 1, 8192, 2.0, sequence_parallel=True)
+    (chunks,) = pp_calls(a, layout, 1, 8192, 2.0, sequence_parallel=True, virtual_stages=4)
+    assert (whole.op, whole.message_bytes, whole.per_micro_batch) == ("send_recv", 8192 * 16384 * 2, 2)
+    assert split.message_bytes == 8192 * 16384 * 2 / 8 and chunks.per_micro_batch == 8
 
 
 def test_ep_dispatches_and_combines_top_k_copies_of_every_token() -> None:
@@ -146,7 +156,9 @@ def test_the_step_is_the_sum_of_its_parts(llama405b: ModelSpec) -> None:
         llama405b, h100, Layout(tp=8, pp=16, dp=128), micro_batch=1, global_batch=2048, seq_len=8192, mfu=0.4,
         sequence_parallel=True, virtual_stages=1,
     )  # fmt: skip
-    assert longer.bubble == pytest.approx(4 * r.bubble, rel=1e-9)
+    for step, v in ((r, 4), (longer, 1)):  # (p - 1) / v slots of one micro-batch's compute and exposed calls
+        slot = step.forward + step.backward + sum(step.exposed.values()) / step.micro_batches
+        assert step.bubble == pytest.approx(15 / v * slot, rel=1e-9)
 
 
 def test_one_tp_rank_runs_a_tp_share_of_the_matmuls_and_the_full_norms_without_sequence_parallelism(
@@ -178,3 +190,33 @@ def test_a_layout_prices_compute_op_by_op_unless_flops_is_asked_for(llama405b: M
     # the matmuls at 80% of the peak (2x the flops model's 40%); norms, activations and the causal attention kernel
     # at their own rates keep it from reaching 2x
     assert 1.5 < flops.forward / ops.forward < 2.0
+
+
+def test_an_ep_rank_runs_its_local_experts_on_every_ranks_tokens() -> None:
+    """Megatron-Core's moe_layer.py: num_local_experts = experts // EP. DeepSeek-V3 at EP64: 4 local experts, each
+    taking 4096 x 8 x 64 / 256 = 8192 tokens; the same FLOPs as 256 experts of 128 tokens, a 64th of the weights."""
+    a = _arch(load_model("deepseek-v3"))
+
+    def routed(ep: int) -> list[Op]:
+        return [
+            o for o in layer_ops(a, True, 4096, 4096, "fused", ep=ep) if o.module == "moe" and o.name[:7] == "expert "
+        ]
+
+    whole, split = routed(1), routed(64)
+    assert {o.repeats for o in whole} == {256} and {o.repeats for o in split} == {4}
+    assert sum(o.flops * o.repeats for o in split) == pytest.approx(sum(o.flops * o.repeats for o in whole))
+    weights = 3 * 7168 * 2048 * 2  # one expert's gate, up and down, bf16
+    assert sum(o.bytes * o.repeats for o in whole) - sum(o.bytes * o.repeats for o in split) > 250 * weights
+
+
+def test_expert_tp_gathers_the_dispatched_tokens() -> None:
+    """token_dispatcher.py: with expert TP above 1 the dispatched tokens are all-gathered over expert TP before the
+    experts and reduce-scattered after them, forward and backward: 2 + 2 per MoE layer, ETP x the dispatch size."""
+    a = _arch(load_model("mixtral-8x7b"))
+    calls = ep_calls(a, Layout(tp=2, dp=8, ep=4), 1, 4096, 2.0, sequence_parallel=True)
+    dispatch = 4096 / 2 * 2 * 4096 * 2  # tokens / TP x top-2 x hidden x bf16
+    assert [(c.op, c.group, c.per_micro_batch, c.message_bytes) for c in calls] == [
+        ("all_to_all", "ep", 4 * 32, dispatch),
+        ("all_gather", "etp", 2 * 32, 2 * dispatch),
+        ("reduce_scatter", "etp", 2 * 32, 2 * dispatch),
+    ]

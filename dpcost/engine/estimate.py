@@ -453,6 +453,11 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
         )
     if o.parallel.ep > 1 and (model.architecture.moe is None):
         raise InputError("ep", f"{model.name} has no experts to split")
+    if model.architecture.moe is not None and o.parallel.tp > 1 and not o.parallel.sequence_parallel:
+        raise InputError(
+            "sequence_parallel",
+            "Megatron-Core trains MoE layers with TP above 1 only with sequence parallelism (moe_layer.py): add it",
+        )
 
 
 def _layout_memory(

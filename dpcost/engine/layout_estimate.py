@@ -124,7 +124,8 @@ def _placements(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
     """Each group's placement (the group holding rank 0; Megatron's groups of one kind are congruent), and for the
     point-to-point dimensions the pair of neighbours whose hop is slowest: the pipeline's stage boundary ("pp")
     and ring attention's hop ("cp-ring"), each the first neighbouring pair that leaves an NVLink domain."""
-    out = {kind: place_group(topology, group_of_rank_zero(layout, kind)) for kind in ("tp", "cp", "dp-cp", "ep", "edp")}
+    kinds = ("tp", "cp", "dp-cp", "ep", "etp", "edp")
+    out = {kind: place_group(topology, group_of_rank_zero(layout, kind)) for kind in kinds}
     for kind, name, ring in (("pp", "pp", False), ("cp", "cp-ring", True)):
         members = group_of_rank_zero(layout, kind)
         out[name] = place_group(topology, _slowest_neighbours(topology, members, ring))
@@ -184,7 +185,8 @@ def layout_step(
     fpt = flops_per_token(counts, a, seq_len, recompute, flash)
     stages = stage_loads(model, layout, seq_len)
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
-    held = max(stages, key=lambda st: st.dense_params + st.expert_params)  # the most parameters: DP's largest
+    held = max(stages, key=lambda st: st.dense_params)  # the most dense parameters: DP's largest reduction
+    experts_held = max(stages, key=lambda st: st.expert_params)  # the most experts: expert-DP's
     layers_total = sum(st.layer_flops for st in stages)
     recompute_flops = fpt.recompute / (layout.tp * layout.cp) * paced.layer_flops / layers_total
     tokens = micro_batch * seq_len
@@ -212,13 +214,23 @@ def layout_step(
         ep_overlap=ep_overlap,
         cp_impl=cp_impl,
         attention_share=attention_share,
+        virtual_stages=virtual_stages,
     )
     per_mb = exposed_per_micro_batch(calls, lambda c: call_seconds(topology, groups, c), forward + backward)
     slot = forward + backward + sum(per_mb.values())
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
     slowdown = overlap_slowdown_for(topology.gpu, overlap_slowdown)
     dp_step, expert_seconds, expert_exposed = _data_parallel(
-        topology, groups, held.dense_params, held.expert_params, m, forward, backward, distributed_optimizer, slowdown
+        topology,
+        groups,
+        held.dense_params,
+        experts_held.expert_params,
+        m,
+        forward,
+        backward,
+        distributed_optimizer,
+        slowdown,
+        layout.dp,
     )
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
     dp_terms = [t for t in dp_step.breakdown if t.term not in (COMPUTE, JITTER)]
@@ -283,7 +295,9 @@ def _stage_by_ops(
     forward = backward = again = 0.0
     for i in range(first_layer, first_layer + stage.layers):
         ops = tensor_parallel(
-            layer_ops(a, a.moe_layer(i), tokens, seq_len, fw.kernels, gemm_bytes, flash), layout.tp, sequence_parallel
+            layer_ops(a, a.moe_layer(i), tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep),
+            layout.tp,
+            sequence_parallel,
         )
         t = times(ops, rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, fw.attention_kernel, gemm_efficiency)
         per_op = [
@@ -327,6 +341,7 @@ def _data_parallel(
     backward: float,
     distributed_optimizer: bool,
     overlap_slowdown: float,
+    dp_size: int,
 ) -> tuple[StepTime, float, float]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py, as Megatron runs it: its buckets, fp32
     reduction, parameters gathered during the next forward), and the seconds the experts' reduction over
@@ -346,7 +361,7 @@ def _data_parallel(
         units=units,
         grad_bytes=grad_bytes,
         weight_bytes=weight_bytes,
-        bucket_bytes=fw.bucket(dp.ranks, grad_bytes),
+        bucket_bytes=fw.bucket(dp_size, grad_bytes),  # Megatron sizes buckets on DP without CP
         overlap_param_gather=fw.overlap_param_gather,
         bucket_op=fw.bucket_op,
         ranks=dp.ranks,

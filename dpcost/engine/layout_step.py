@@ -96,6 +96,14 @@ def moe_layers_per_stage(arch: ModelArchitecture, pp: int) -> int:
     return most
 
 
+def _stage_layers(arch: ModelArchitecture, pp: int) -> tuple[int, int]:
+    """(dense, MoE) layers of the stage with the most layers (the first of them)."""
+    counts = stage_layer_counts(arch.layers, pp)
+    first = sum(counts[: counts.index(max(counts))])
+    moe = sum(1 for i in range(first, first + max(counts)) if arch.moe_layer(i))
+    return max(counts) - moe, moe
+
+
 def tp_calls(
     arch: ModelArchitecture,
     layout: Layout,
@@ -107,21 +115,32 @@ def tp_calls(
     overlap: bool,
     attention_share: float,
 ) -> list[LayoutCall]:
-    """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage (module docstring); when
-    overlapped they hide behind the matmuls, the compute that is not attention."""
+    """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
+    behind the matmuls, the compute that is not attention.
+
+    Per dense layer (megatron/core/tensor_parallel/mappings.py, layers.py): without sequence parallelism 2
+    all-reduces of b x s x h forward (after attention, after the MLP) and 2 backward (the column-parallel inputs'
+    gradients); with it, forward 2 all-gathers and 2 reduce-scatters, backward the mirror 2 + 2 and the
+    column-parallel inputs gathered again for the weight gradients (layers.py: all_gather_buffer in the
+    backward): 6 gathers and 4 reduce-scatters. A MoE layer's MLP leaves TP to the token dispatcher (ep_calls):
+    only its attention's half counts. Full recomputation runs the forward's calls again."""
     if layout.tp == 1:
         return []
-    layers = layers_per_stage(arch.layers, layout.pp)
+    dense, moe = _stage_layers(arch, layout.pp)
+    halves = 2 * dense + moe  # attention and MLP halves of the stage's layers that TP splits
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
-    forward = 2 * layers
-    total = 2 * forward + (forward if recompute_full else 0)
+    again = 1 if recompute_full else 0
     share = 1.0 - attention_share if overlap else 0.0
     if sequence_parallel:
+        gathers = halves * (1 + 2 + again)  # forward, backward (mirror and re-gather), recomputed forward
+        reductions = halves * (1 + 1 + again)
         return [
-            LayoutCall("tp", "sequence-parallel gathers", "all_gather", tensor, "tp", total, overlap, share),
-            LayoutCall("tp", "sequence-parallel reductions", "reduce_scatter", tensor, "tp", total, overlap, share),
+            LayoutCall("tp", "sequence-parallel gathers", "all_gather", tensor, "tp", gathers, overlap, share),
+            LayoutCall(
+                "tp", "sequence-parallel reductions", "reduce_scatter", tensor, "tp", reductions, overlap, share
+            ),
         ]
-    return [LayoutCall("tp", "layer outputs", "all_reduce", tensor, "tp", total, overlap, share)]
+    return [LayoutCall("tp", "layer outputs", "all_reduce", tensor, "tp", halves * (2 + again), overlap, share)]
 
 
 def cp_calls(
@@ -134,12 +153,17 @@ def cp_calls(
     attention_share: float,
 ) -> list[LayoutCall]:
     """Context parallelism's K/V exchange per micro-batch on the most loaded stage (module docstring), hidden
-    behind the attention it feeds."""
+    behind the attention it feeds. K and V as attention holds them per TP rank: its KV heads' keys and values, or
+    with MLA every head's key (nope + rope) and value (TransformerEngine's context_parallel.py concatenates them)."""
     if layout.cp == 1:
         return []
     layers = layers_per_stage(arch.layers, layout.pp)
-    kv_heads = arch.n_kv_heads / min(layout.tp, arch.n_kv_heads)
-    chunk = 2 * micro_batch * (seq_len / layout.cp) * kv_heads * arch.d_head * act_bytes
+    if arch.mla is not None:
+        m = arch.mla
+        per_token = arch.heads / layout.tp * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    else:
+        per_token = 2 * arch.n_kv_heads / min(layout.tp, arch.n_kv_heads) * arch.d_head
+    chunk = micro_batch * (seq_len / layout.cp) * per_token * act_bytes
     if impl == "all_gather":
         return [
             LayoutCall("cp", "K and V gathered", "all_gather", chunk * layout.cp, "cp", layers, True, attention_share),
@@ -173,14 +197,21 @@ def cp_calls(
 
 
 def pp_calls(
-    arch: ModelArchitecture, layout: Layout, micro_batch: int, seq_len: int, act_bytes: float
+    arch: ModelArchitecture,
+    layout: Layout,
+    micro_batch: int,
+    seq_len: int,
+    act_bytes: float,
+    sequence_parallel: bool = False,
+    virtual_stages: int = 1,
 ) -> list[LayoutCall]:
-    """The stage boundary's activation forward and gradient backward per micro-batch (module docstring); an
-    interleaved stage crosses v boundaries each way."""
+    """The stage boundary's activation forward and gradient backward per micro-batch: s / CP x b x h, split over
+    TP only with sequence parallelism (megatron/core/pipeline_parallel/schedules.py get_tensor_shapes); with v
+    model chunks per rank a micro-batch crosses v boundaries each way."""
     if layout.pp == 1:
         return []
-    tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes / layout.tp
-    return [LayoutCall("pp", "activations and their gradients", "send_recv", tensor, "pp", 2)]
+    tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes / (layout.tp if sequence_parallel else 1)
+    return [LayoutCall("pp", "activations and their gradients", "send_recv", tensor, "pp", 2 * virtual_stages)]
 
 
 def ep_calls(
@@ -192,16 +223,41 @@ def ep_calls(
     sequence_parallel: bool,
     overlap: bool = False,
 ) -> list[LayoutCall]:
-    """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers; overlapped, they
-    hide behind another micro-batch's whole forward and backward (DeepSeek-V3's DualPipe, arXiv 2412.19437
+    """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers (Megatron-Core's
+    all-to-all dispatcher, token_dispatcher.py): per MoE layer an all-to-all of its tokens' top-k copies forward,
+    one back, and both again backward; with expert TP above 1 the dispatched tokens are also all-gathered over
+    expert TP before the experts and reduce-scattered after them, forward and backward. Overlapped, they hide
+    behind another micro-batch's whole forward and backward (DeepSeek-V3's DualPipe, arXiv 2412.19437
     section 3.2.1)."""
-    if layout.ep == 1 or arch.moe is None:
+    if (layout.ep == 1 and layout.expert_tp == 1) or arch.moe is None:
         return []
     tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
     message = tokens * arch.moe.active * arch.hidden * act_bytes
-    calls = 4 * moe_layers_per_stage(arch, layout.pp)
+    layers = moe_layers_per_stage(arch, layout.pp)
     hides = 1.0 if overlap else 0.0
-    return [LayoutCall("ep", "token dispatch and combine", "all_to_all", message, "ep", calls, overlap, hides)]
+    calls = []
+    if layout.ep > 1:
+        calls.append(
+            LayoutCall("ep", "token dispatch and combine", "all_to_all", message, "ep", 4 * layers, overlap, hides)
+        )
+    if layout.expert_tp > 1:
+        gathered = message * layout.expert_tp
+        calls += [
+            LayoutCall(
+                "ep",
+                "dispatched tokens gathered over expert TP",
+                "all_gather",
+                gathered,
+                "etp",
+                2 * layers,
+                overlap,
+                hides,
+            ),
+            LayoutCall(
+                "ep", "expert outputs reduce-scattered", "reduce_scatter", gathered, "etp", 2 * layers, overlap, hides
+            ),
+        ]
+    return calls
 
 
 def layout_calls(
@@ -217,6 +273,7 @@ def layout_calls(
     ep_overlap: bool = False,
     cp_impl: str = "p2p",
     attention_share: float = 0.0,
+    virtual_stages: int = 1,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -234,7 +291,7 @@ def layout_calls(
             attention_share,
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share),
-        *pp_calls(arch, layout, micro_batch, seq_len, act_bytes),
+        *pp_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages),
         *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap),
     ]
 

@@ -89,8 +89,11 @@ def layer_ops(
     kernels: Kernels,
     gemm_bytes: float = BF16,
     flash: bool = True,
+    ep: int = 1,
 ) -> list[Op]:
-    """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order. Without flash attention
+    """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
+    one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
+    moe_layer.py: num_local_experts = experts // ep; balanced routing). Without flash attention
     the scores are two matmuls over the whole (s x s) square and a softmax that writes, reads and writes the
     scores, and reads them back for the values: 8 bytes per score forward, twice that backward."""
     h, t = a.hidden, float(tokens)
@@ -133,10 +136,11 @@ def layer_ops(
     act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
     if moe_layer and a.moe is not None:
         e = a.moe
-        routed = t * e.active / e.experts
+        local = max(1, e.experts // ep)
+        routed = t * e.active / local  # tokens per local expert: every rank's tokens routed to these experts
         ops.append(_gemm("router", "router", t, h, e.experts, gemm_bytes))
-        ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, e.experts)
-        ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * e.experts))
+        ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local)
+        ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * local))
         if e.shared:
             ops += _mlp("shared expert", "moe", a, t, e.shared_width, gemm_bytes, e.shared)
             ops.append(_memory("shared expert activation", "moe_act", act_b * e.shared_width * t * e.shared, act_k))
