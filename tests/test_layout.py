@@ -150,3 +150,11 @@ def test_the_group_of_rank_zero_is_the_first_group_built_alone() -> None:
     ):
         for kind in group_kinds():
             assert group_of_rank_zero(layout, kind) == group_members(layout, kind)[0], (layout, kind)
+
+
+def test_an_order_not_ending_in_pp_needs_expert_dp_equal_to_dp() -> None:
+    """parallel_state.py: `order.endswith("pp") or pipeline_model_parallel_size == 1 or expert_data_parallel_size ==
+    data_parallel_size`."""
+    assert Layout(tp=2, pp=2, dp=4, order="tp-pp-dp").gpus == 16  # no experts: expert-DP = DP
+    with pytest.raises(ValueError, match=r"^--order: 'tp-pp-ep-dp-cp' does not end in pp"):
+        Layout(pp=2, dp=8, ep=4, order="tp-pp-ep-dp-cp")

@@ -60,6 +60,11 @@ class Layout:
                 f"--ep: ETP x EP x PP = {self.expert_tp} x {self.ep} x {self.pp} = {expert_grid} must divide the "
                 f"{self.gpus} GPUs (TP x CP x PP x DP), as Megatron-Core requires"
             )
+        if self.pp > 1 and self.ordered()[-1] != "pp" and self.expert_dp != self.dp:
+            raise ValueError(
+                f"--order: {self.order!r} does not end in pp, so the experts' data-parallel size "
+                f"({self.expert_dp}) must equal DP ({self.dp}), as Megatron-Core requires (parallel_state.py)"
+            )
 
     @property
     def gpus(self) -> int:
