@@ -35,12 +35,17 @@ def _arch(model: ModelSpec) -> ModelArchitecture:
 
 def test_tp_all_reduces_four_outputs_per_layer(llama405b: ModelSpec) -> None:
     """Megatron (Narayanan et al. 2021 section 3.3): 2 all-reduces of b x s x h forward, 2 backward, per layer;
-    405B at PP16 holds 8 layers on its fullest stage: 32 all-reduces of 1 x 8192 x 16384 x 2 bytes."""
+    405B at PP16 holds 8 layers on its fullest stage: 16 + 16 all-reduces of 1 x 8192 x 16384 x 2 bytes, the
+    backward's behind the weight-gradient matmuls, a third of the matmuls (layers.py, async_op=True)."""
     a = _arch(llama405b)
-    (call,) = tp_calls(a, Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, False, False, False, 0.0)
-    assert (call.op, call.group, call.per_micro_batch, call.message_bytes) == ("all_reduce", "tp", 32, 8192 * 16384 * 2)
+    forward, backward = tp_calls(a, Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, False, False, False, 0.25)
+    assert (forward.op, forward.group, forward.per_micro_batch, forward.message_bytes) == (
+        "all_reduce", "tp", 16, 8192 * 16384 * 2,
+    )  # fmt: skip
+    assert (forward.overlapped, backward.per_micro_batch, backward.overlapped) == (False, 16, True)
+    assert backward.hides_behind == pytest.approx((1 - 0.25) / 3)
     full = tp_calls(a, Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, False, True, False, 0.0)[0]
-    assert full.per_micro_batch == 48  # full recomputation runs the forward's 16 again
+    assert full.per_micro_batch == 32  # full recomputation runs the forward's 16 again
 
 
 def test_sequence_parallel_trades_each_all_reduce_for_a_gather_and_a_reduce_scatter(llama405b: ModelSpec) -> None:
@@ -48,9 +53,11 @@ def test_sequence_parallel_trades_each_all_reduce_for_a_gather_and_a_reduce_scat
     forward, the mirror 2 + 2 backward, and the column-parallel inputs gathered again for the weight gradients
     (megatron/core/tensor_parallel/layers.py): 6 gathers and 4 reduce-scatters, 48 and 32 for 8 layers."""
     calls = tp_calls(_arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, True, False, False, 0.0)
-    assert [(c.op, c.per_micro_batch, c.message_bytes) for c in calls] == [
-        ("all_gather", 48, 8192 * 16384 * 2),
-        ("reduce_scatter", 32, 8192 * 16384 * 2),
+    assert [(c.op, c.per_micro_batch, c.message_bytes, c.overlapped) for c in calls] == [
+        ("all_gather", 16, 8192 * 16384 * 2, False),
+        ("reduce_scatter", 16, 8192 * 16384 * 2, False),
+        ("all_gather", 32, 8192 * 16384 * 2, True),
+        ("reduce_scatter", 16, 8192 * 16384 * 2, True),
     ]
     assert tp_calls(_arch(llama405b), Layout(dp=8), 1, 8192, 2.0, True, False, False, 0.0) == []
 

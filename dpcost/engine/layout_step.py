@@ -122,8 +122,10 @@ def tp_calls(
     all-reduces of b x s x h forward (after attention, after the MLP) and 2 backward (the column-parallel inputs'
     gradients); with it, forward 2 all-gathers and 2 reduce-scatters, backward the mirror 2 + 2 and the
     column-parallel inputs gathered again for the weight gradients (layers.py: all_gather_buffer in the
-    backward): 6 gathers and 4 reduce-scatters. A MoE layer's MLP leaves TP to the token dispatcher (ep_calls):
-    only its attention's half counts. Full recomputation runs the forward's calls again."""
+    backward): 6 gathers and 4 reduce-scatters. The backward's run asynchronously behind the weight-gradient
+    matmuls (layers.py, async_op=True); the forward's sit on the critical path unless overlapped (--tp-comm-overlap).
+    A MoE layer's MLP leaves TP to the token dispatcher (ep_calls): only its attention's half counts. Full
+    recomputation runs the forward's calls again."""
     if layout.tp == 1:
         return []
     dense, moe = _stage_layers(arch, layout.pp)
@@ -131,16 +133,22 @@ def tp_calls(
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
     again = 1 if recompute_full else 0
     share = 1.0 - attention_share if overlap else 0.0
+    # The backward's calls run asynchronously behind the weight-gradient matmuls (layers.py: async_op=True), a
+    # third of the matmuls' forward-and-backward work: two thirds of the micro-batch's matmul time is backward.
+    behind = max(share, 2 / 3 * (1.0 - attention_share) / 2)
     if sequence_parallel:
-        gathers = halves * (1 + 2 + again)  # forward, backward (mirror and re-gather), recomputed forward
-        reductions = halves * (1 + 1 + again)
         return [
-            LayoutCall("tp", "sequence-parallel gathers", "all_gather", tensor, "tp", gathers, overlap, share),
-            LayoutCall(
-                "tp", "sequence-parallel reductions", "reduce_scatter", tensor, "tp", reductions, overlap, share
-            ),
-        ]
-    return [LayoutCall("tp", "layer outputs", "all_reduce", tensor, "tp", halves * (2 + again), overlap, share)]
+            LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", tensor, "tp", halves * (1 + again),
+                       overlap, share),
+            LayoutCall("tp", "sequence-parallel reductions, forward", "reduce_scatter", tensor, "tp",
+                       halves * (1 + again), overlap, share),
+            LayoutCall("tp", "gathers, backward", "all_gather", tensor, "tp", halves * 2, True, behind),
+            LayoutCall("tp", "reductions, backward", "reduce_scatter", tensor, "tp", halves, True, behind),
+        ]  # fmt: skip
+    return [
+        LayoutCall("tp", "layer outputs, forward", "all_reduce", tensor, "tp", halves * (1 + again), overlap, share),
+        LayoutCall("tp", "input gradients, backward", "all_reduce", tensor, "tp", halves, True, behind),
+    ]
 
 
 def cp_calls(
