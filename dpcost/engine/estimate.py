@@ -438,7 +438,8 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
 
 
 def _check_layout_plan(model: ModelSpec, o: Options) -> None:
-    """What a layout is costed with: Megatron-LM's schedule and memory accounting, the flops compute model."""
+    """What a layout is costed with: Megatron-LM's schedule and memory accounting (none or selective recomputation,
+    ZeRO 0 or 1), and what Megatron-Core itself refuses (MoE with TP above 1 but no sequence parallelism)."""
     if model.architecture is None:
         raise InputError("model", f"{model.name}: a TP/CP/PP/EP layout needs the model's architecture")
     if o.plan.framework not in (None, "megatron"):
