@@ -51,6 +51,7 @@ class Run:
     gather_dtype: str | None
     out_of_scope: str  # why dpcost cannot cost this run as published ("" when it can)
     source: str  # the file the run comes from
+    shard_group: int | None = None  # hybrid sharding: the GPUs one shard group holds (--shard-group)
 
 
 # A run's activation checkpointing -> dpcost's --recompute under --framework fsdp: torchtitan's per-op SAC is 'op';
@@ -70,11 +71,14 @@ def _grad_dtype(row: dict[str, str]) -> str:
 def _out_of_scope(row: dict[str, str]) -> str:
     parallel = [f"{k.upper()}{row[k]}" for k in ("tp", "pp", "cp") if (row.get(k) or "1") != "1"]
     if parallel:
-        return "uses " + " ".join(parallel) + " (dpcost models data parallelism only)"
-    group = row.get("shard_group") or ""
-    if group and int(group) != int(row["gpus"]):
-        return f"hybrid sharding, {group}-GPU shard groups"
+        return "uses " + " ".join(parallel) + " (this benchmark times data-parallel series; layouts: large_runs.py)"
     return ""
+
+
+def _shard_group(row: dict[str, str]) -> int | None:
+    """The run's hybrid-sharding group, where it shards over fewer GPUs than it runs on (--shard-group)."""
+    group = row.get("shard_group") or ""
+    return int(group) if group and int(group) != int(row["gpus"]) else None
 
 
 def runs(pattern: str = "*.csv") -> list[Run]:
@@ -104,6 +108,7 @@ def runs(pattern: str = "*.csv") -> list[Run]:
                     "fp8" if "float8 all-gather" in precision else None,
                     _out_of_scope(row),
                     path.name,
+                    _shard_group(row),
                 )
             )
     return out
@@ -138,6 +143,7 @@ def predict(r: Run, mfu: float | None, compute_model: str = "flops") -> float:
         compute_dtype=r.compute_dtype,
         grad_dtype=r.grad_dtype,
         gather_dtype=r.gather_dtype,
+        shard_group=r.shard_group,
         **OVERRIDES,
     )
     report = estimate(load_model(spec_for(r.model)), load_topology(r.topology), options)

@@ -27,7 +27,7 @@ from dpcost.engine.layout_step import (
     stage_layer_counts,
 )
 from dpcost.engine.memory import RECIPES
-from dpcost.engine.ops import layer_ops, model_ops, recomputed_by_part, tensor_parallel, times
+from dpcost.engine.ops import Op, OpTimes, layer_ops, model_ops, recomputed_by_part, tensor_parallel, times
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params
 from dpcost.engine.placement import Placement, place_group
@@ -292,6 +292,13 @@ def _stage_by_ops(
     tokens = micro_batch * seq_len // layout.cp
     gemm_bytes = 1.0 if compute_dtype == "fp8" else 2.0
     first_layer = sum(stage_layer_counts(a.layers, layout.pp)[: stage.index])
+
+    def timed(ops: list[Op]) -> OpTimes:
+        return times(
+            ops, rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, fw.attention_kernel, gemm_efficiency,
+            (gpu.arch, compute_dtype),
+        )  # fmt: skip
+
     forward = backward = again = 0.0
     for i in range(first_layer, first_layer + stage.layers):
         ops = tensor_parallel(
@@ -299,12 +306,8 @@ def _stage_by_ops(
             layout.tp,
             sequence_parallel,
         )
-        t = times(ops, rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, fw.attention_kernel, gemm_efficiency)
-        per_op = [
-            times([op], rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, fw.attention_kernel, gemm_efficiency)
-            .forward_seconds
-            for op in ops
-        ] if recompute == "selective" else [0.0] * len(ops)  # fmt: skip
+        t = timed(ops)
+        per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         forward += t.forward_seconds
         backward += t.backward_seconds
         again += sum(recomputed_by_part(t.forward, ops, per_op, recompute, frozenset({"core_attn"})).values())
@@ -312,10 +315,7 @@ def _stage_by_ops(
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
             or (op.module != "embedding" and stage.index == stages - 1)]  # fmt: skip
     if ends:
-        t = times(
-            tensor_parallel(ends, layout.tp, sequence_parallel), rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth,
-            seq_len, fw.attention_kernel, gemm_efficiency,
-        )  # fmt: skip
+        t = timed(tensor_parallel(ends, layout.tp, sequence_parallel))
         forward += t.forward_seconds
         backward += t.backward_seconds
     return forward, backward + again

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from dpcost.engine.activations import Kernels
-from dpcost.engine.rates import ComputeRates
+from dpcost.engine.rates import ComputeRates, shape_factor
 from dpcost.specs import ModelArchitecture
 
 __all__ = [
@@ -56,13 +56,18 @@ class Op:
     backward_bytes: float
     backward_kernels: int
     repeats: int = 1  # identical ops (the experts)
+    shape: tuple[float, float, float] = (0.0, 0.0, 0.0)  # a matmul's (m, k, n): (m x k) by (k x n)
+    # how Megatron splits a matmul over TP: "n" column-parallel, "k" row-parallel, "heads" (attention's), "" not at all
+    tp_split: str = ""
 
 
-def _gemm(name: str, module: str, m: float, k: float, n: float, in_bytes: float, repeats: int = 1) -> Op:
+def _gemm(
+    name: str, module: str, m: float, k: float, n: float, in_bytes: float, repeats: int = 1, tp_split: str = ""
+) -> Op:
     """One matmul of an (m x k) activation by a (k x n) weight: forward 2mkn, backward dgrad + wgrad 4mkn."""
     flops = 2.0 * m * k * n
     moved = in_bytes * (m * k + k * n) + BF16 * m * n
-    return Op(name, module, "gemm", flops, moved, 1, 2 * flops, 2 * moved, 2, repeats)
+    return Op(name, module, "gemm", flops, moved, 1, 2 * flops, 2 * moved, 2, repeats, (m, k, n), tp_split)
 
 
 def _memory(name: str, module: str, fwd_bytes: float, kernels: int, bwd_factor: float = 2.0) -> Op:
@@ -105,18 +110,18 @@ def layer_ops(
         m = a.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         if m.q_lora_rank is None:
-            ops.append(_gemm("query", "qkv", t, h, a.heads * qk, gemm_bytes))
+            ops.append(_gemm("query", "qkv", t, h, a.heads * qk, gemm_bytes, tp_split="n"))
         else:
             ops.append(_gemm("query down", "qkv", t, h, m.q_lora_rank, gemm_bytes))
-            ops.append(_gemm("query up", "mla_up_proj", t, m.q_lora_rank, a.heads * qk, gemm_bytes))
+            ops.append(_gemm("query up", "mla_up_proj", t, m.q_lora_rank, a.heads * qk, gemm_bytes, tp_split="n"))
         ops.append(_gemm("key-value down", "qkv", t, h, m.kv_lora_rank + m.qk_rope_head_dim, gemm_bytes))
         kv_up = a.heads * (m.qk_nope_head_dim + m.v_head_dim)
-        ops.append(_gemm("key-value up", "mla_up_proj", t, m.kv_lora_rank, kv_up, gemm_bytes))
+        ops.append(_gemm("key-value up", "mla_up_proj", t, m.kv_lora_rank, kv_up, gemm_bytes, tp_split="n"))
         d_qk, d_v, rotary_width = qk, m.v_head_dim, (a.heads + 1) * m.qk_rope_head_dim
         out_in = a.heads * m.v_head_dim
     else:
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
-        ops.append(_gemm("query, key, value", "qkv", t, h, q_out + 2 * kv_out, gemm_bytes))
+        ops.append(_gemm("query, key, value", "qkv", t, h, q_out + 2 * kv_out, gemm_bytes, tp_split="n"))
         d_qk = d_v = a.d_head
         rotary_width = 0 if a.learned_positions else q_out + kv_out
         out_in = q_out
@@ -129,8 +134,21 @@ def layer_ops(
     else:
         scores = float(a.heads) * seq_len * t
         square = 2.0 * t * seq_len * a.heads * (d_qk + d_v)
-        ops.append(Op("attention (eager)", "core_attn", "gemm", square, 8 * scores, 5, 2 * square, 16 * scores, 8))
-    ops.append(_gemm("output projection", "attn_out", t, out_in, h, gemm_bytes))
+        ops.append(
+            Op(
+                "attention (eager)",
+                "core_attn",
+                "gemm",
+                square,
+                8 * scores,
+                5,
+                2 * square,
+                16 * scores,
+                8,
+                tp_split="heads",
+            )
+        )
+    ops.append(_gemm("output projection", "attn_out", t, out_in, h, gemm_bytes, tp_split="k"))
     ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
     ops.append(_memory("post-attention norm", "layernorm", norm_b * h * t, norm_k))
     act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
@@ -156,9 +174,9 @@ def _mlp(
     name: str, module: str, a: ModelArchitecture, tokens: float, width: int, gemm_bytes: float, repeats: int = 1
 ) -> list[Op]:
     h = a.hidden
-    up = [_gemm(f"{name} gate", module, tokens, h, width, gemm_bytes, repeats)] if a.gated_mlp else []
-    up.append(_gemm(f"{name} up", module, tokens, h, width, gemm_bytes, repeats))
-    return [*up, _gemm(f"{name} down", module, tokens, width, h, gemm_bytes, repeats)]
+    up = [_gemm(f"{name} gate", module, tokens, h, width, gemm_bytes, repeats, "n")] if a.gated_mlp else []
+    up.append(_gemm(f"{name} up", module, tokens, h, width, gemm_bytes, repeats, "n"))
+    return [*up, _gemm(f"{name} down", module, tokens, width, h, gemm_bytes, repeats, "k")]
 
 
 def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: str) -> list[Op]:
@@ -170,7 +188,7 @@ def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: st
         # the backward scatters into a dense fp32 (vocab x hidden) gradient, zeroed first
         Op("embedding", "embedding", "memory", 0.0, 2 * BF16 * h * t, 1, 0.0, 2 * 4.0 * h * t + 8.0 * a.vocab * h, 2),
         _memory("final norm", "layernorm", norm_b * h * t, norm_k),
-        _gemm("output head", "head", t, h, a.vocab, BF16),
+        _gemm("output head", "head", t, h, a.vocab, BF16, tp_split="n"),
         Op(
             "loss",
             "loss",
@@ -203,9 +221,12 @@ def tensor_parallel(ops: Iterable[Op], tp: int, sequence_parallel: bool) -> list
     out = []
     for op in ops:
         full_width = op.kind == "memory" and op.module in ("layernorm", "residual", "embedding")
-        if full_width and not (sequence_parallel and op.module != "embedding"):
+        replicated = op.kind == "gemm" and not op.tp_split  # the router, MLA's down-projections
+        if replicated or (full_width and not (sequence_parallel and op.module != "embedding")):
             out.append(op)
             continue
+        m, k, n = op.shape
+        shape = (m, k / tp, n) if op.tp_split == "k" else (m, k, n / tp) if op.tp_split == "n" else op.shape
         out.append(
             replace(
                 op,
@@ -213,6 +234,7 @@ def tensor_parallel(ops: Iterable[Op], tp: int, sequence_parallel: bool) -> list
                 bytes=op.bytes / tp,
                 backward_flops=op.backward_flops / tp,
                 backward_bytes=op.backward_bytes / tp,
+                shape=shape,
             )
         )
     return out
@@ -255,10 +277,13 @@ def times(
     seq_len: int,
     attention_kernel: str,
     gemm_efficiency: float | None = None,
+    shape_key: tuple[str, str] | None = None,
 ) -> OpTimes:
     """Each op's forward and backward seconds, summed by part: matmuls at `gemm_efficiency` of `peak` (the
-    generation's sustained share unless given: --mfu), attention at the flash kernel's rate for this sequence
-    length, memory-bound ops at the sustained HBM bandwidth; none faster than its kernels' launches."""
+    generation's sustained share unless given: --mfu) times their shape's factor for `shape_key`'s (arch, dtype)
+    (rates.shape_factor; the backward's two matmuls, dgrad (m x n by n x k) and wgrad (k x m by m x n), each at its
+    own), attention at the flash kernel's rate for this sequence length, memory-bound ops at the sustained HBM
+    bandwidth; none faster than its kernels' launches."""
     gemm_rate = peak * (gemm_efficiency or rates.gemm)
     share = rates.attention[attention_kernel]
     attention_rate = bf16_peak * share * seq_len / (seq_len + rates.attention_seq)
@@ -270,9 +295,16 @@ def times(
     for op in ops:
         part = part_of(op)
         rate = attention_rate if op.kind == "attention" else gemm_rate
+        backward_rate = rate
+        if op.kind == "gemm" and shape_key is not None:
+            m, k, n = op.shape
+            arch, dtype = shape_key
+            rate = gemm_rate * shape_factor(arch, dtype, m, n, k)
+            dgrad, wgrad = shape_factor(arch, dtype, m, k, n), shape_factor(arch, dtype, k, n, m)
+            backward_rate = gemm_rate * 2 / (1 / dgrad + 1 / wgrad)  # half the FLOPs each
         forward[part] += op.repeats * _seconds(op.flops, op.bytes, op.kernels, rate, hbm, rates.launch)
         backward[part] += op.repeats * _seconds(
-            op.backward_flops, op.backward_bytes, op.backward_kernels, rate, hbm, rates.launch
+            op.backward_flops, op.backward_bytes, op.backward_kernels, backward_rate, hbm, rates.launch
         )
         forward_flops[part] += op.repeats * op.flops
         backward_flops[part] += op.repeats * op.backward_flops
@@ -343,12 +375,15 @@ def micro_batch_compute(
     gemm_efficiency: float | None = None,
     gemm_bytes: float = BF16,
     flash: bool = True,
+    shape_key: tuple[str, str] | None = None,
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
     head and the loss; the recomputation its checkpointing policy adds to the backward."""
 
     def timed(op_list: list[Op]) -> OpTimes:
-        return times(op_list, rates, peak, bf16_peak, hbm_bandwidth, seq_len, attention_kernel, gemm_efficiency)
+        return times(
+            op_list, rates, peak, bf16_peak, hbm_bandwidth, seq_len, attention_kernel, gemm_efficiency, shape_key
+        )
 
     def zero() -> dict[str, float]:
         return dict.fromkeys(PARTS[:3], 0.0)

@@ -210,6 +210,7 @@ def timeline(
             matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu),
             1.0 if o.compute.compute_dtype == "fp8" else 2.0,
             o.compute.flash_attention,
+            (gpu.arch, o.compute.compute_dtype),
         )
         forward, backward = compute.forward, compute.backward
     optimizer = optimizer_seconds(model, topology, p, stage) if compute is not None else 0.0

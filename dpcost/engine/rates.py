@@ -14,15 +14,23 @@ README). A topology's `gpu.rates` overrides any of them for its GPU (hgx-h200.ya
   H100 PCIe 1832 / 2000, H200 3534 / 4800; no public B200 measurement: H200's share (HBM3e) assumed.
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
   2.6 us (A100) and 2.4 us (H200) with eager launches (launch.csv).
+- gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
+  (gemm.csv, keys sm_90 and sm_100) sweeps M, N and K one at a time from (4096, 4096, 4096); each sweep's TFLOP/s
+  over that reference is a factor, interpolated in log2 of the dimension, 1 from 4096 up, the smallest point's
+  below it. A matmul runs at the large-matmul share (gemm above, or --mfu) times its three factors. No sweep
+  was found for A100: its matmuls keep the one share. Where two dimensions are small the product reads high (the
+  table's 4096 x 1024 x 1024 runs 0.75 of the product), which training's shapes rarely are.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, replace
 
 from dpcost.specs import GPUSpec
 
-__all__ = ["ComputeRates", "matmul_efficiency", "rates_for"]
+__all__ = ["GEMM_SWEEPS", "LARGE", "ComputeRates", "matmul_efficiency", "rates_for", "shape_factor"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,60 @@ ARCH_RATES: dict[str, ComputeRates] = {
     "hopper": ComputeRates(794.5 / 989, 1402.6 / 1979, {"flash2": 0.343, "cudnn": 0.55}, 500.0, 1832 / 2000, 2.5e-6),
     "blackwell": ComputeRates(1745 / 2250, 3432.5 / 4500, {"flash2": 0.39, "cudnn": 0.39}, 500.0, 3534 / 4800, 2.5e-6),
 }
+
+
+# OpenXLA matmul cost table (tests/reference/compute-rates/gemm.csv, XLA keys sm_90 and sm_100), TFLOP/s at
+# (4096, 4096, 4096) and along each axis with the other two at 4096. sm_90's reference is the mean of its two rows.
+GEMM_SWEEPS: dict[tuple[str, str], tuple[float, dict[str, tuple[tuple[int, float], ...]]]] = {
+    ("hopper", "bf16"): (
+        (780.2 + 783.3) / 2,
+        {
+            "m": ((256, 418.4), (2048, 752.3)),
+            "n": ((512, 662.0), (1024, 751.7), (2048, 759.4)),
+            "k": ((256, 398.6), (512, 551.8), (1024, 685.2), (2048, 735.6)),
+        },
+    ),
+    ("blackwell", "bf16"): (
+        1416.9,
+        {
+            "m": ((256, 651.4),),
+            "n": ((512, 991.5), (1024, 1204.9), (2048, 1343.5)),
+            "k": ((256, 514.7), (512, 805.3), (1024, 1075.6), (2048, 1277.8)),
+        },
+    ),
+    ("blackwell", "fp8"): (
+        2765.0,
+        {
+            "m": ((256, 930.5),),
+            "n": ((512, 1485.0), (1024, 1951.8), (2048, 2499.4)),
+            "k": ((256, 666.9), (512, 1172.1), (1024, 1895.4), (2048, 2485.0)),
+        },
+    ),
+}
+LARGE = 4096  # the sweeps' reference dimension: from here up a matmul runs at the large-matmul share
+
+
+def _axis_factor(points: tuple[tuple[int, float], ...], reference: float, size: float) -> float:
+    """One axis's factor at `size`: the sweep over the reference, linear in log2(size), 1 from LARGE up."""
+    curve = [(math.log2(x), t / reference) for x, t in points] + [(math.log2(LARGE), 1.0)]
+    x = math.log2(max(size, 1.0))
+    if x >= curve[-1][0]:
+        return 1.0
+    if x <= curve[0][0]:
+        return curve[0][1]
+    for (x0, y0), (x1, y1) in itertools.pairwise(curve):
+        if x0 <= x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return 1.0
+
+
+def shape_factor(arch: str, dtype: str, m: float, n: float, k: float) -> float:
+    """The share of the large-matmul rate an (m x k) by (k x n) matmul keeps (module docstring): 1 without a sweep."""
+    sweep = GEMM_SWEEPS.get((arch, dtype))
+    if sweep is None or min(m, n, k) <= 0:
+        return 1.0
+    reference, axes = sweep
+    return math.prod(_axis_factor(axes[axis], reference, size) for axis, size in (("m", m), ("n", n), ("k", k)))
 
 
 def rates_for(gpu: GPUSpec) -> ComputeRates:

@@ -1,0 +1,61 @@
+"""Matmul efficiency by shape (issue 18): OpenXLA's sweeps of M, N and K from (4096, 4096, 4096), as kept in
+tests/reference/compute-rates/gemm.csv, become a factor on the large-matmul share (engine/rates.py)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from conftest import REFERENCE
+
+from dpcost.catalog import load_model
+from dpcost.engine.ops import layer_ops, tensor_parallel
+from dpcost.engine.rates import GEMM_SWEEPS, LARGE, shape_factor
+
+KEYS = {"H100-SXM-80GB (XLA key sm_90)": "hopper", "B200-class (XLA key sm_100)": "blackwell"}
+
+
+def _table() -> dict[tuple[str, str, int, int, int], float]:
+    lines = [ln for ln in (REFERENCE / "compute-rates" / "gemm.csv").read_text().splitlines() if not ln.startswith("#")]
+    out: dict[tuple[str, str, int, int, int], list[float]] = {}
+    for row in csv.DictReader(lines):
+        if row["gpu"] in KEYS:
+            dtype = "fp8" if row["dtype"].startswith("fp8") else row["dtype"]
+            key = (KEYS[row["gpu"]], dtype, int(row["m"]), int(row["n"]), int(row["k"]))
+            out.setdefault(key, []).append(float(row["tflops"]))
+    return {k: sum(v) / len(v) for k, v in out.items()}
+
+
+def test_the_sweeps_are_the_reference_tables_rows() -> None:
+    """Every number in GEMM_SWEEPS is a row of gemm.csv (the reference at 4096^3 is the mean of its rows)."""
+    table = _table()
+    for (arch, dtype), (reference, axes) in GEMM_SWEEPS.items():
+        assert reference == pytest.approx(table[(arch, dtype, LARGE, LARGE, LARGE)])
+        for axis, points in axes.items():
+            for size, tflops in points:
+                shape = {"m": (size, LARGE, LARGE), "n": (LARGE, size, LARGE), "k": (LARGE, LARGE, size)}[axis]
+                assert tflops == table[(arch, dtype, *shape)], (arch, dtype, axis, size)
+
+
+def test_a_sweep_point_keeps_its_measured_share_and_large_matmuls_keep_all() -> None:
+    """On H100, (4096, 4096, 512) ran 551.8 TFLOP/s against 781.75 at 4096^3: the factor is their ratio; from 4096
+    up, 1; between points, linear in log2 (K = 1536 between 1024's 685.2 and 2048's 735.6); no sweep (A100), 1."""
+    assert shape_factor("hopper", "bf16", 4096, 4096, 512) == pytest.approx(551.8 / 781.75)
+    assert shape_factor("hopper", "bf16", 16384, 14336, 8192) == 1.0
+    between = (685.2 + (735.6 - 685.2) * 0.5849625007211562) / 781.75  # log2(1536) - 10
+    assert shape_factor("hopper", "bf16", 4096, 4096, 1536) == pytest.approx(between)
+    assert shape_factor("ampere", "bf16", 256, 256, 256) == 1.0
+    assert shape_factor("blackwell", "fp8", 4096, 1024, 4096) == pytest.approx(1951.8 / 2765.0)
+
+
+def test_tp_splits_the_matmul_along_the_axis_megatron_splits() -> None:
+    """Column-parallel (QKV, MLP up) split N, row-parallel (attention output, MLP down) split K; the router is not
+    split (Megatron replicates it)."""
+    a = load_model("mixtral-8x7b").architecture
+    assert a is not None
+    ops = {o.name: o for o in tensor_parallel(layer_ops(a, True, 4096, 4096, "fused"), 4, True)}
+    whole = {o.name: o for o in layer_ops(a, True, 4096, 4096, "fused")}
+    assert ops["query, key, value"].shape == (4096, 4096, whole["query, key, value"].shape[2] / 4)
+    assert ops["output projection"].shape == (4096, 4096 / 4, 4096)
+    assert ops["expert down"].shape[1] == whole["expert down"].shape[1] / 4
+    assert ops["router"] == whole["router"]
