@@ -115,6 +115,8 @@ class Peak:
     measured_bytes: float
     kind: str
     left_out: str  # why dpcost cannot cost it today ("" when it can)
+    tp: int = 1
+    pp: int = 1
 
 
 def _int(text: str, default: int = 0) -> int:
@@ -143,8 +145,10 @@ def _framework(row: dict[str, str]) -> tuple[str, int]:
 def left_out(row: dict[str, str]) -> str:
     """Why dpcost cannot cost a row today, or "" (the first reason that applies)."""
     words = _words(row["notes"])
-    if words & {"tp", "pp", "cp="} or row["tp"] != "1" or row["pp"] != "1":
-        return "tensor, pipeline or context parallelism (dpcost models data parallelism only)"
+    if "cp=" in words:
+        return "context parallelism, not in the row's columns"
+    if (words & {"tp", "pp"} or row["tp"] != "1" or row["pp"] != "1") and _framework(row)[0] != "megatron":
+        return "tensor or pipeline parallelism outside Megatron-LM: dpcost's layouts run Megatron's schedule and memory"
     if words & {"lora", "qlora"} or row["precision"].startswith("nf4"):
         return "LoRA or QLoRA, not full-parameter training"
     if row["precision"].startswith("fp32"):
@@ -206,8 +210,10 @@ def peaks(path: Path = CSV) -> list[Peak]:
     for number, row in enumerate(csv.DictReader(lines), 1):
         framework, stage = _framework(row)
         gpus, micro_batch = int(row["gpus"]), _int(row["micro_batch"], 1)
+        tp, pp = _int(row["tp"], 1), _int(row["pp"], 1)
+        dp = max(1, gpus // (tp * pp))
         global_batch = _int(row["global_batch"])
-        accumulation = global_batch // (micro_batch * gpus) if global_batch % (micro_batch * gpus) == 0 else 1
+        accumulation = global_batch // (micro_batch * dp) if global_batch % (micro_batch * dp) == 0 else 1
         precision, notes = row["precision"], row["notes"]
         grad_dtype = "bf16" if "reduce/buffer bf16" in precision else None
         if framework == "megatron" and "accumulate_allreduce_grads_in_fp32 False" in notes:
@@ -238,6 +244,8 @@ def peaks(path: Path = CSV) -> list[Peak]:
                 measured_bytes=_measured_bytes(row),
                 kind=KINDS[row["measured_kind"]],
                 left_out=left_out(row),
+                tp=tp,
+                pp=pp,
             )
         )
     return out
@@ -290,7 +298,26 @@ PREDICTED = {
 
 
 def predict(p: Peak, topology: str | None = None) -> float:
-    """dpcost's memory per GPU for the run, as the source measured it (PREDICTED), in bytes."""
+    """dpcost's memory per GPU for the run, as the source measured it (PREDICTED), in bytes. A TP or PP run is costed
+    as a layout (`dpcost estimate --tp --pp`: Megatron's theoretical memory of its most loaded stage)."""
+    if p.tp * p.pp > 1:
+        layout = Options(
+            dp=p.gpus // (p.tp * p.pp),
+            tp=p.tp,
+            pp=p.pp,
+            framework="megatron",
+            zero=p.stage,
+            recompute="selective" if p.recompute == "selective" else "none",
+            micro_batch=p.micro_batch,
+            accumulation=p.accumulation,
+            seq_len=p.seq_len,
+            flash_attention=p.flash_attention,
+        )
+        name = topology or _topology(p.gpu)
+        assert name is not None
+        report = estimate(model_spec(p.model), load_topology(name), layout)
+        row = next(s for s in report.memory.stages if s.stage == p.stage)
+        return float(getattr(row, PREDICTED[p.kind]))
     options = Options(
         dp=p.gpus,
         framework=p.framework,
@@ -349,6 +376,8 @@ def geomean(xs: list[float]) -> float:
 def conditions(p: Peak) -> str:
     fw = {"fsdp": f"FSDP ZeRO-{p.stage}", "megatron": "Megatron DDP", "ddp": "DDP"}.get(p.framework, p.framework)
     parts = [fw, f"b{p.micro_batch} s{p.seq_len}", "per-op SAC" if p.recompute == "op" else f"AC {p.recompute}"]
+    if p.tp * p.pp > 1:
+        parts[0] += f" TP{p.tp} PP{p.pp} DP{p.gpus // (p.tp * p.pp)}"
     if p.recipe:
         parts.append(f"{p.recipe} recipe")
     parts.append(f"{p.loss_impl} loss")

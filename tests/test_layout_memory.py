@@ -29,6 +29,7 @@ from dpcost.engine.layout_memory import (
     padded_vocab_size,
     parameters_on_most_loaded_shard,
     parameters_on_stage,
+    stage_activation_bytes,
     stage_layers,
 )
 from dpcost.specs import ModelArchitecture, ModelSpec
@@ -543,6 +544,19 @@ def test_korthikanti_table_2() -> None:
     )
     # the paper's "5x": TP alone against TP + SP + selective, 23 sbh against 4.25 sbh
     assert round((10 + 3 + 10) / (34 / 8), 2) == 5.41
+
+
+def test_stored_attention_scores_without_flash() -> None:
+    """Without flash attention or selective recomputation a layer also keeps its scores, softmax and dropout mask,
+    Korthikanti et al.'s sbh x 5as/(ht) (Table 2), which Megatron's formula leaves out: 10 sbh for GPT-3 175B at t = 8,
+    for each layer and micro-batch in flight, under the 5% without-SP buffer."""
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    shape = _shape("gpt3-175b", t)
+    assert (shape.hidden, shape.heads) == (h, a)
+    without = MemoryLayout(tp=t, pp=4, dp=1)
+    stored = MemoryLayout(tp=t, pp=4, dp=1, attention_scores=True)
+    added = stage_activation_bytes(shape, stored, s, b, 1, 3, 2) - stage_activation_bytes(shape, without, s, b, 1, 3, 2)
+    assert added == pytest.approx(10 * s * b * h * 3 * 2 * 1.05)
 
 
 def test_micro_batches_in_flight() -> None:

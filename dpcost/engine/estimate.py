@@ -482,6 +482,7 @@ def _layout_memory(
         sequence_parallel=par.sequence_parallel,
         selective_recompute=recompute == "selective",
         distributed_optimizer=stage == 1,
+        attention_scores=not p.o.compute.flash_attention and recompute == "none",
         first_stage_layers=counts[0] if uneven and layout.pp > 1 else None,
         last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
     )

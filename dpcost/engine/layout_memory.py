@@ -97,6 +97,9 @@ class MemoryLayout(Layout):
     distributed_optimizer: bool = False  # --use-distributed-optimizer: ZeRO-1 over DP (and expert-DP)
     first_stage_layers: int | None = None  # --decoder-first-pipeline-num-layers
     last_stage_layers: int | None = None  # --decoder-last-pipeline-num-layers
+    # The s^2 attention scores are stored (no flash attention, no selective recomputation): Korthikanti et al.'s
+    # 5as/(ht) per layer (Table 2), which Megatron's formula leaves out.
+    attention_scores: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -154,6 +157,7 @@ class ModelShape:
     final_layernorm: float
     untied: bool  # untie_embeddings_and_output_weights
     mtp_layers: int = 0  # mtp_num_layers
+    heads: int = 0  # num_attention_heads: only the stored attention scores read it
 
     def __post_init__(self) -> None:
         if len(self.moe_pattern) != self.layers:
@@ -416,6 +420,8 @@ def stage_activation_bytes(
         total += embedding_activation_bytes(s, b, h, tp, sp) * in_flight
     if stage == layout.pp - 1:
         total += output_activation_bytes(s, b, h, shape.vocab, tp, sp)
+    if layout.attention_scores:  # [K] Table 2: sbh x 5as/(ht) per layer, the scores, softmax and dropout mask
+        total += 5 * shape.heads * s * s * b / tp * layers * in_flight
     return total if sp else total * WITHOUT_SP_OVERHEAD
 
 
@@ -540,6 +546,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp: bool = False, vocab_divisibl
         final_layernorm=float(norm_size * h),
         untied=not a.tied_embeddings,
         mtp_layers=a.mtp_layers if mtp else 0,
+        heads=a.heads,
     )
 
 
