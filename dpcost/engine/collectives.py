@@ -43,6 +43,7 @@ from typing import Literal
 from dpcost.engine import corrections
 from dpcost.engine import nccl_tables as nccl
 from dpcost.engine.availability import ALGORITHMS, forcible, nccl_candidates, require
+from dpcost.engine.memo import per_object
 from dpcost.engine.placement import Level, Placement, hop_share, place, spanned, steps_per_level
 from dpcost.specs import TierSpec, TopologySpec
 
@@ -484,11 +485,39 @@ def _hierarchical(
     )
 
 
+_PRICES_PER_TOPOLOGY = 1 << 16
+
+
+@per_object
+def _prices(topology: TopologySpec) -> dict[tuple[object, ...], tuple[CollectiveTime, tuple[TierSpec, ...]]]:
+    """The calls priced on one topology, by what a price depends on (memo.py): a search, a sweep or a calibration
+    fit asks for the same (group, op, size) many times."""
+    return {}
+
+
 def _price(
     topology: TopologySpec, p: Placement, op: str, size: float, algorithm: str, protocol: str | None = None
 ) -> CollectiveTime:
     """One algorithm's time with its fastest protocol, or with `protocol` where that one is forced (NCCL_PROTO);
-    NVLS, NVLSTree, CollNet and PAT run Simple only."""
+    NVLS, NVLSTree, CollNet and PAT run Simple only. Priced once per topology (_prices)."""
+    prices = _prices(topology)
+    key = (p.ranks, p.nodes, tuple((id(lv.tier), lv.domain, lv.scale_up) for lv in p.levels), op, size, algorithm,
+           protocol)  # fmt: skip
+    found = prices.get(key)
+    if found is None:
+        if len(prices) >= _PRICES_PER_TOPOLOGY:
+            prices.clear()
+        # the entry holds its tiers, so no other tier can take their ids while it is cached
+        found = prices[key] = (
+            _price_uncached(topology, p, op, size, algorithm, protocol),
+            tuple(lv.tier for lv in p.levels),
+        )
+    return found[0]
+
+
+def _price_uncached(
+    topology: TopologySpec, p: Placement, op: str, size: float, algorithm: str, protocol: str | None
+) -> CollectiveTime:
     protocols = PROTOCOLS if protocol is None else tuple(pr for pr in PROTOCOLS if pr == protocol)
     if algorithm == "ring":
         return min((_ring(topology, p, op, p.ranks, size, p.levels, pr) for pr in protocols), key=lambda c: c.seconds)

@@ -26,6 +26,7 @@ from dpcost.engine.layout_step import (
     layout_calls,
     stage_layer_counts,
 )
+from dpcost.engine.memo import per_object
 from dpcost.engine.memory import RECIPES
 from dpcost.engine.ops import Op, OpTimes, layer_ops, model_ops, recomputed_by_part, tensor_parallel, times
 from dpcost.engine.p2p import all_to_all, send_recv
@@ -120,10 +121,23 @@ def stage_loads(model: ModelSpec, layout: Layout, seq_len: int) -> list[StageLoa
     return out
 
 
+@per_object
+def _placements_on(topology: TopologySpec) -> dict[Layout, dict[str, Placement]]:
+    """The placements of every layout costed on one topology (memo.py): a plan search places each many times."""
+    return {}
+
+
 def _placements(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
     """Each group's placement (the group holding rank 0; Megatron's groups of one kind are congruent), and for the
     point-to-point dimensions the pair of neighbours whose hop is slowest: the pipeline's stage boundary ("pp")
     and ring attention's hop ("cp-ring"), each the first neighbouring pair that leaves an NVLink domain."""
+    known = _placements_on(topology)
+    if layout not in known:
+        known[layout] = _place_groups(topology, layout)
+    return known[layout]
+
+
+def _place_groups(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
     kinds = ("tp", "cp", "dp-cp", "ep", "etp", "edp")
     out = {kind: place_group(topology, group_of_rank_zero(layout, kind)) for kind in kinds}
     for kind, name, ring in (("pp", "pp", False), ("cp", "cp-ring", True)):
@@ -193,9 +207,10 @@ def layout_step(
     forward = tokens * paced.forward_flops / rate
     backward = tokens * (2 * paced.forward_flops + recompute_flops) / rate
     if compute_model == "ops":
+        layer_times: dict[bool, tuple[float, float, float]] = {}  # every stage's layers, by kind, timed once
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
-                          compute_dtype, len(stages), flash)
+                          compute_dtype, len(stages), flash, layer_times)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -279,6 +294,7 @@ def _stage_by_ops(
     compute_dtype: str,
     stages: int,
     flash: bool = True,
+    layer_times: dict[bool, tuple[float, float, float]] | None = None,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -299,18 +315,24 @@ def _stage_by_ops(
             (gpu.arch, compute_dtype),
         )  # fmt: skip
 
-    forward = backward = again = 0.0
-    for i in range(first_layer, first_layer + stage.layers):
+    def layer_seconds(moe: bool) -> tuple[float, float, float]:
         ops = tensor_parallel(
-            layer_ops(a, a.moe_layer(i), tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep),
-            layout.tp,
-            sequence_parallel,
+            layer_ops(a, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep), layout.tp, sequence_parallel
         )
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
-        forward += t.forward_seconds
-        backward += t.backward_seconds
-        again += sum(recomputed_by_part(t.forward, ops, per_op, recompute, frozenset({"core_attn"})).values())
+        again = sum(recomputed_by_part(t.forward, ops, per_op, recompute, frozenset({"core_attn"})).values())
+        return t.forward_seconds, t.backward_seconds, again
+
+    # Layers differ only in whether their MLP is the MoE one: time each kind once (for every stage, given
+    # `layer_times` to keep them in).
+    kinds = [a.moe_layer(i) for i in range(first_layer, first_layer + stage.layers)]
+    by_kind = {} if layer_times is None else layer_times
+    for moe in set(kinds) - set(by_kind):
+        by_kind[moe] = layer_seconds(moe)
+    forward = sum(by_kind[moe][0] for moe in kinds)
+    backward = sum(by_kind[moe][1] for moe in kinds)
+    again = sum(by_kind[moe][2] for moe in kinds)
     outside = model_ops(a, tokens, fw.kernels, fw.loss_impl)
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
             or (op.module != "embedding" and stage.index == stages - 1)]  # fmt: skip

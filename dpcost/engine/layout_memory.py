@@ -302,9 +302,8 @@ def stage_layers(
 
 def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
     """Per GPU: a stage's layers, embedding on the first, head, final norm, MTP on the last [M] groups, [B], [G]."""
-    held = ParamGroups()
-    for i in layers:
-        held += shape.layer(i)
+    moe = sum(1 for i in layers if shape.moe_pattern[i])
+    held = shape.dense_layer.scaled(len(layers) - moe) + shape.moe_layer.scaled(moe)
     embedding = embedding_parameters(shape.hidden, shape.vocab)
     last = layout.pp - 1
     if stage == 0:

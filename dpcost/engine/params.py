@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dpcost.engine.memo import per_object
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 __all__ = ["BlockCount", "ParamCount", "block_matrices", "block_tensors", "count_params"]
@@ -152,6 +153,7 @@ def block_matrices(a: ModelArchitecture, moe_layer: bool) -> tuple[float, ...]:
     return tuple(float(t) for t in (*attention, *ffn))
 
 
+@per_object  # a frozen spec: counted once
 def count_params(spec: ModelSpec) -> ParamCount:
     """Total and active parameters of `spec`; a spec with only `params` is taken as dense."""
     a = spec.architecture

@@ -24,6 +24,7 @@ README). A topology's `gpu.rates` overrides any of them for its GPU (hgx-h200.ya
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, replace
@@ -97,6 +98,7 @@ def _axis_factor(points: tuple[tuple[int, float], ...], reference: float, size: 
     return 1.0
 
 
+@functools.lru_cache(maxsize=4096)  # a plan search asks for the same few shapes many times
 def shape_factor(arch: str, dtype: str, m: float, n: float, k: float) -> float:
     """The share of the large-matmul rate an (m x k) by (k x n) matmul keeps (module docstring): 1 without a sweep."""
     sweep = GEMM_SWEEPS.get((arch, dtype))
