@@ -259,7 +259,7 @@ def test_defaults_merge_options_and_files_are_found_beside_the_plan(tmp_path: Pa
     (folder / "tiny.yaml").write_text((Path(__file__).parents[1] / "models" / "llama-8b.yaml").read_text())
     plan = folder / "plan.yaml"
     plan.write_text(
-        "defaults: {options: {zero: 2}, limits: {max_memory: 80GB}}\n"
+        "defaults: {options: {zero: 2}, limits: {max_memory: 85GB}}\n"
         "scenarios:\n  - {name: a, model: tiny.yaml, dp: 8, options: {micro-batch: 2},\n"
         "     limits: {max_step_time: 3600s}}\n"
     )

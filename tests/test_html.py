@@ -191,7 +191,7 @@ def test_the_memory_chart_shows_the_stage_that_fits_next_to_the_hbm_line() -> No
     axis = nice_ticks(0, memory_axis_top(r.memory))[-1]
     assert hbm < axis < 3 * hbm  # was 1.5 TB, from ZeRO-0's 1.34 TB
     svg = memory_svg(r.memory, r.setup.zero_stage)
-    assert ">HBM 80.0 GB</text>" in svg and 'stroke-dasharray="5,3"' in svg
+    assert ">HBM 84.9 GB</text>" in svg and 'stroke-dasharray="5,3"' in svg
     assert ">ZeRO-3 (costed)</text>" in svg and ">59.0 GB fits</text>" in svg
     assert all(f">→ {v} NO</text>" in svg for v in ("1.32 TB", "334 GB", "193 GB"))  # cut, their totals written
     assert svg.count('stroke="#fff" stroke-width="2"') == 2 * 3  # a break mark (two strokes) on each cut bar
@@ -207,7 +207,7 @@ def test_when_no_stage_fits_the_axis_reaches_the_smallest() -> None:
     smallest = min(r.memory.stages, key=lambda m: m.total_bytes)
     svg = memory_svg(r.memory, r.setup.zero_stage)
     assert f">{fmt_bytes(smallest.total_bytes)} NO</text>" in svg  # whole, not cut
-    assert ">HBM 80.0 GB</text>" in svg and svg.count("→") == 3
+    assert ">HBM 84.9 GB</text>" in svg and svg.count("→") == 3
 
 
 def test_the_step_chart_writes_its_values_where_they_fit() -> None:
@@ -223,8 +223,8 @@ def test_an_inference_plan_has_a_memory_chart() -> None:
     [(caption, svg)] = estimate_charts(
         report("--model", "llama-8b", "--mode", "inference", "--batch", "16", "--dp", "64")
     )
-    assert caption == "Memory per GPU for inference (HBM 80.0 GB)"
-    assert ">25.5 GB fits on one GPU</text>" in svg and ">HBM 80.0 GB</text>" in svg
+    assert caption == "Memory per GPU for inference (HBM 84.9 GB)"
+    assert ">25.5 GB fits on one GPU</text>" in svg and ">HBM 84.9 GB</text>" in svg
     [(_, svg)] = estimate_charts(report("--model", "llama-405b", "--mode", "inference", "--batch", "16", "--dp", "64"))
     assert ">→ 859 GB NO: 16 GPUs per replica</text>" in svg and ">53.7 GB</text>" in svg
 
