@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Wall time of `dpcost` invocations as CI loops run them (a benchmark, not a test: machines differ).
+"""Start-up of `dpcost` commands as CI loops run them, as ratios to a floor (a benchmark, not a test).
 
-    python benchmarks/startup.py [--runs 10]
+    python benchmarks/startup.py [--runs 15] [--markdown]
 
-Prints the best and the median of N runs for each command, and what `python -X importtime` says the heaviest
-imports are for the JSON path. Start-up is most of it: the engine itself takes milliseconds.
+The floor is the least a CLI on dpcost's run-time stack can cost: a minimal app that imports typer, pydantic,
+rich and yaml, defines one command and one pydantic model, loads a small YAML file and prints a 3-row rich table.
+This script writes it to a temporary folder. Each round runs the floor and every command once, in turn
+(interleaved, so that the machine's drift hits them alike); the ratio of each command's median to the floor's
+median is printed. Then `python -X importtime` names the heaviest imports of the JSON path.
 """
 
 from __future__ import annotations
@@ -14,32 +17,84 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-COMMANDS = [
-    ["dpcost", "estimate", "--model", "llama-70b", "--dp", "512", "--format", "json"],
-    ["dpcost", "estimate", "--model", "llama-70b", "--dp", "512"],
-    ["dpcost", "estimate", "--model", "deepseek-v3", "--dp", "512", "--format", "json"],
-    ["dpcost", "collective", "--ranks", "16", "--format", "csv"],
-    ["dpcost", "sweep", "--model", "llama-70b", "--dp", "8..4096", "--format", "csv"],
-    [sys.executable, "-c", "pass"],
-]
+COMMANDS = {
+    "estimate --format json": ["estimate", "--model", "llama-70b", "--dp", "512", "--format", "json"],
+    "estimate (table)": ["estimate", "--model", "llama-70b", "--dp", "512"],
+    "check examples/capacity-plan.yaml": ["check", "examples/capacity-plan.yaml"],
+    "sweep --dp 8..4096": ["sweep", "--model", "llama-70b", "--dp", "8..4096"],
+    "plan llama-8b on 64 GPUs": ["plan", "--model", "llama-8b", "--gpus", "64", "--global-batch", "512"],
+}
+
+FLOOR = """
+import typer, yaml
+from pydantic import BaseModel
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer()
+
+
+class Spec(BaseModel):
+    name: str
+    hidden: int
+    layers: int
+
+
+@app.command()
+def show(path: str) -> None:
+    spec = Spec.model_validate(yaml.safe_load(open(path)))
+    table = Table("key", "value")
+    for key in ("name", "hidden", "layers"):
+        table.add_row(key, str(getattr(spec, key)))
+    Console().print(table)
+
+
+if __name__ == "__main__":
+    app()
+"""
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--runs", type=int, default=10)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = ap.parse_args()
-    if shutil.which("dpcost") is None:
+    dpcost = shutil.which("dpcost")
+    if dpcost is None:
         sys.exit("dpcost is not on PATH: install it first (see README.md)")
-    for cmd in COMMANDS:
-        times = []
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        floor, spec = Path(tmp) / "floor.py", Path(tmp) / "spec.yaml"
+        floor.write_text(FLOOR)
+        spec.write_text("name: tiny\nhidden: 4096\nlayers: 32\n")
+        runs = {"floor": [sys.executable, str(floor), str(spec)]}
+        runs |= {name: [dpcost, *argv] for name, argv in COMMANDS.items()}
+        times: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.runs):
-            t0 = time.perf_counter()
-            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-            times.append(time.perf_counter() - t0)
-        label = " ".join(cmd[1:] if cmd[0] == "dpcost" else ["python -c pass"])
-        print(f"{min(times) * 1e3:7.0f} ms best {statistics.median(times) * 1e3:7.0f} ms median   {label}")
+            for name, cmd in runs.items():
+                start = time.perf_counter()
+                subprocess.run(cmd, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                times[name].append(time.perf_counter() - start)
+    base = statistics.median(times["floor"])
+    if args.markdown:
+        print("| command | median | / floor |")
+        print("|---|---:|---:|")
+    for name, seen in times.items():
+        median = statistics.median(seen)
+        if args.markdown:
+            print(f"| {name} | {median * 1e3:.0f} ms | {median / base:.2f}x |")
+        else:
+            print(f"{median * 1e3:7.0f} ms median  {median / base:5.2f}x the floor   {name}")
+    if not args.markdown:
+        _heaviest_imports()
+    return 0
+
+
+def _heaviest_imports() -> None:
     imports = subprocess.run(
         [
             sys.executable,
@@ -61,7 +116,6 @@ def main() -> int:
     print("heaviest top-level imports (cumulative):")
     for us, name in sorted(top, reverse=True)[:8]:
         print(f"  {us / 1e3:7.1f} ms  {name.strip()}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["EstimateReport", "Options", "collective", "estimate", "load_model", "load_topology"]
+__all__ = ["EstimateReport", "Options", "collective", "estimate", "estimate_many", "load_model", "load_topology"]
 
 _LAZY = {
     "estimate": "dpcost.engine.estimate",
+    "estimate_many": "dpcost.engine.estimate",
     "Options": "dpcost.options",
     "EstimateReport": "dpcost.engine.report",
     "collective": "dpcost.engine.collectives",
@@ -27,7 +28,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from dpcost.catalog import load_model, load_topology
     from dpcost.engine.collectives import collective
-    from dpcost.engine.estimate import estimate
+    from dpcost.engine.estimate import estimate, estimate_many
     from dpcost.engine.report import EstimateReport
     from dpcost.options import Options
 

@@ -11,6 +11,7 @@ check compares one field of the estimate's report (engine/report.py) with a limi
 | min_efficiency | --min-efficiency | `time.scaling_efficiency` |
 | max_exposed_comm | --max-exposed-comm | `time.exposed_comm_seconds` |
 | min_tokens_per_s | --min-tokens-per-s | `time.tokens_per_second` (inference: `inference.tokens_per_second`) |
+| max_behind_best | --max-behind-best | `time.step_seconds` / the best `dpcost plan` step on its GPUs - 1 |
 
 With no limit at all, a scenario is checked for `require_fit`, as `estimate --check` does.
 """
@@ -107,6 +108,19 @@ class Limits(BaseModel):
         _text_or_number("throughput at least this many tokens/s, e.g. 300000 or 300K"),
     ] = Field(None, gt=0, description="throughput at least this many tokens/s, e.g. 300000 or 300K")
 
+    max_behind_best: Annotated[
+        float | None,
+        BeforeValidator(_optional(parse_fraction)),
+        _text_or_number("the step at most this much slower than the best plan dpcost plan finds: 0.1 or 10%"),
+    ] = Field(
+        None,
+        ge=0,
+        le=100,
+        description="the step at most this much slower than the best plan `dpcost plan` finds on the same GPUs, "
+        "model, global batch and sequence length: 0.1 or 10%",
+        json_schema_extra={"metavar": FRACTION},
+    )
+
     def given(self) -> list[str]:
         """The checks these limits ask for, in CHECKS order; require_fit when none is set."""
         asked = [name for name in CHECKS if getattr(self, name) is not (False if name == "require_fit" else None)]
@@ -121,6 +135,7 @@ CHECKS: dict[str, tuple[str, str, str]] = {
     "min_efficiency": ("--min-efficiency", "fraction", ">="),
     "max_exposed_comm": ("--max-exposed-comm", "seconds", "<="),
     "min_tokens_per_s": ("--min-tokens-per-s", "tokens/s", ">="),
+    "max_behind_best": ("--max-behind-best", "fraction", "<="),
 }
 
 
@@ -309,7 +324,11 @@ class CheckReport(BaseModel):
     scenarios: list[ScenarioResult] = Field(description="in the plan's order")
 
 
-def _value(report: EstimateReport, check: str) -> float | bool:
+def _value(report: EstimateReport, check: str, best_step: float | None = None) -> float | bool:
+    if check == "max_behind_best":
+        if best_step is None or report.time is None:
+            raise ValueError(f"{check}: needs a training plan and the best plan's step")
+        return report.time.step_seconds / best_step - 1
     if check == "require_fit":
         return report.fits
     if check == "max_memory":
@@ -329,12 +348,13 @@ def _value(report: EstimateReport, check: str) -> float | bool:
     }[check]
 
 
-def evaluate(name: str, report: EstimateReport, limits: Limits) -> ScenarioResult:
-    """Each limit of `limits` against the report; a ValueError names a limit that cannot apply to it."""
+def evaluate(name: str, report: EstimateReport, limits: Limits, best_step: float | None = None) -> ScenarioResult:
+    """Each limit of `limits` against the report (max_behind_best against `best_step`, the best plan's); a
+    ValueError names a limit that cannot apply to it."""
     results = []
     for check in limits.given():
         flag, unit, op = CHECKS[check]
-        value = _value(report, check)
+        value = _value(report, check, best_step)
         limit: float | bool = True if check == "require_fit" else float(getattr(limits, check))
         if op == "is":
             passed = bool(value)

@@ -454,6 +454,33 @@ class Options(Section):
     def with_dp(self, dp: int) -> Options:
         return self.model_copy(update={"dp": dp})
 
+    def flags(self) -> list[str]:
+        """The `estimate` flags that give these options: --dp and every option away from its default, sizes in
+        bytes and times in seconds with their units (as WRITTEN requires)."""
+        out = ["--dp", str(self.dp)]
+        for section, model in SECTIONS.items():
+            values = getattr(self, section)
+            for name, info in model.model_fields.items():
+                value, name_flag = getattr(values, name), flag(section, name)
+                if value == info.default or value is None:
+                    continue
+                extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+                if isinstance(value, bool) and extra.get("metavar") == "on|off":
+                    text = "on" if value else "off"
+                elif isinstance(value, bool):
+                    out.append(name_flag if value else f"--no-{name_flag[2:]}")
+                    continue
+                elif isinstance(value, tuple):
+                    text = ",".join(str(v) for v in value)
+                elif extra.get("metavar") == "SIZE":
+                    text = f"{value:.0f}B"
+                elif extra.get("metavar") == "TIME":
+                    text = f"{value:g}s"
+                else:
+                    text = f"{value:g}" if isinstance(value, float) else str(value)
+                out += [name_flag, text]
+        return out
+
 
 def flag(section: str, field: str) -> str:
     """The CLI flag of a field, for messages: ('batch', 'accumulation') -> '--accum'."""

@@ -25,6 +25,10 @@ OUTPUTS = {
     "memory": [["memory", "--params", "7.5B", "--dp", "64", "--recipe", "deepspeed", "--largest-layer-params", "1B"]],
     "collective": [["collective", "--ranks", "16", "--sizes", "8,1M,1G"]],
     "sweep": [["sweep", "--model", "llama-8b", "--dp", "8,64"]],
+    "plan-result": [
+        ["plan", "--model", "llama-8b", "--gpus", "16", "--global-batch", "64", "--seq-len", "4096", "--top", "3"],
+        ["plan", "--model", "llama-70b", "--gpus", "8", "--global-batch", "8", "--max-memory", "1GB"],
+    ],
     "check": [
         ["check", "--model", "llama-70b", "--dp", "512", "--max-memory", "70GB", "--min-efficiency", "85%"],
         ["check", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--min-tokens-per-s", "1K"],

@@ -10,7 +10,7 @@ import os
 
 import typer
 
-from dpcost.cli import calibrate, catalog, check, collective, estimate, memory, schema, sweep  # noqa: F401
+from dpcost.cli import calibrate, catalog, check, collective, estimate, memory, plan, schema, sweep  # noqa: F401
 from dpcost.cli.core import app
 
 __all__ = ["app", "main"]

@@ -53,6 +53,14 @@ def check(
     min_tokens_per_s: Annotated[
         str | None, typer.Option("--min-tokens-per-s", metavar="N", help="Throughput at least this, e.g. 300K.")
     ] = None,
+    max_behind_best: Annotated[
+        str | None,
+        typer.Option(
+            "--max-behind-best",
+            metavar="X",
+            help="Step at most this much slower than the best plan `dpcost plan` finds on the same GPUs: 10%.",
+        ),
+    ] = None,
     junit: Annotated[
         Path | None,
         typer.Option(
@@ -83,6 +91,7 @@ def check(
         "min_efficiency": min_efficiency,
         "max_exposed_comm": max_exposed_comm,
         "min_tokens_per_s": min_tokens_per_s,
+        "max_behind_best": max_behind_best,
     }
     distinct(output=output, junit=junit)
     to_stdout = output is None or str(output) == "-"
@@ -173,9 +182,12 @@ def _run_one(model: str, dp: int, topology: str, values: dict[str, Any], flags: 
     from dpcost.engine.estimate import estimate
 
     options = build_options(dp, values)
-    report = estimate(load_model(model), load_topology(topology), options)
+    spec, topo = load_model(model), load_topology(topology)
+    report = estimate(spec, topo, options)
     try:
-        return evaluate(f"{report.model.name} at DP {dp}", report, flags)
+        return evaluate(
+            f"{report.model.name} at DP {dp}", report, flags, _best_step(spec, topo, options, report, flags)
+        )
     except ValueError as exc:
         check, _, why = str(exc).partition(": ")
         raise InputError(CHECKS[check][0] if check in CHECKS else "limits", why) from None
@@ -198,7 +210,8 @@ def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
         topo = load_topology(_beside(plan, s.topology), where=f"{where}: topology")
         try:
             report = estimate(spec, topo, options)
-            results.append(evaluate(s.name, report, _merge(s.limits, flags)))
+            limits = _merge(s.limits, flags)
+            results.append(evaluate(s.name, report, limits, _best_step(spec, topo, options, report, limits)))
         except InputError as exc:  # an option the engine refuses for this model or topology
             from dpcost.cli.options import field_flag
 
@@ -207,6 +220,23 @@ def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
         except ValueError as exc:
             raise InputError(where, str(exc)) from None
     return results
+
+
+def _best_step(spec: Any, topo: Any, options: Any, report: Any, limits: Limits) -> float | None:
+    """The step of the best plan `dpcost plan` finds for the scenario's GPUs, global batch and sequence length,
+    under the scenario's other options and compute model, when max_behind_best asks for it (else None; None too
+    when no plan fits)."""
+    if limits.max_behind_best is None or report.time is None:
+        return None
+    from dpcost.engine.search import search
+
+    s = report.setup
+    gpus = report.layout.gpus if report.layout is not None else s.dp
+    batch = options.batch.model_copy(update={"global_batch": s.global_batch, "seq_len": s.seq_len})
+    compute = options.compute.model_copy(update={"compute_model": s.compute_model})
+    base = options.model_copy(update={"batch": batch, "compute": compute})
+    found = search(spec, topo, gpus, base, top=1)
+    return found.best[0].report.summary.step_seconds if found.best else None
 
 
 def _beside(plan: Path, name: str) -> str:

@@ -17,6 +17,7 @@ class Kind(StrEnum):
     sweep = "sweep"
     check = "check"
     plan = "plan"
+    plan_result = "plan-result"
     model = "model"
     topology = "topology"
 
@@ -31,7 +32,7 @@ def schema_of(kind: str) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
     from dpcost.checks import CheckReport, PlanFile
-    from dpcost.engine.report import CollectiveRow, EstimateReport, MemoryReport, SweepRow
+    from dpcost.engine.report import CollectiveRow, EstimateReport, MemoryReport, PlanResult, SweepRow
     from dpcost.specs import ModelSpec, TopologySpec
 
     models: dict[str, Any] = {
@@ -41,6 +42,7 @@ def schema_of(kind: str) -> dict[str, Any]:
         "sweep": list[SweepRow],
         "check": CheckReport,
         "plan": PlanFile,
+        "plan-result": PlanResult,
         "model": ModelSpec,
         "topology": TopologySpec,
     }

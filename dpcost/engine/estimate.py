@@ -7,6 +7,7 @@ collectives (collectives.py), serving (serving.py) and advice (advice.py). Each 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
@@ -17,7 +18,7 @@ from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
 from dpcost.engine.layout_step import BUBBLE, stage_layer_counts
 from dpcost.engine.memory import StageMemory, context_bytes
-from dpcost.engine.params import ParamCount
+from dpcost.engine.params import ParamCount, count_params
 from dpcost.engine.placement import Placement, check_ranks, place
 from dpcost.engine.plan import (
     Timed,
@@ -74,7 +75,16 @@ from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, Options, Parallel
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["EstimateReport", "Options", "check_dp", "estimate", "memory_by_stage"]
+__all__ = [
+    "EstimateReport",
+    "Options",
+    "check_dp",
+    "estimate",
+    "estimate_many",
+    "memory_by_stage",
+    "model_info",
+    "topology_info",
+]
 
 
 def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> EstimateReport:
@@ -87,6 +97,12 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Esti
     if not p.o.parallel.trivial:
         return _layout_training(model, topology, p)
     return _training(model, topology, p)
+
+
+def estimate_many(model: ModelSpec, topology: TopologySpec, plans: Iterable[Options]) -> list[EstimateReport]:
+    """Cost many plans of one model on one topology: each as `estimate` does, sharing what a spec's frozen inputs
+    give once (collective prices, parameter counts, placements: engine/memo.py) across them."""
+    return [estimate(model, topology, options) for options in plans]
 
 
 def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) -> Memory:
@@ -108,6 +124,16 @@ def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) 
 
 
 # ------------------------------------------------------------------------------------------------ the parts
+
+
+def topology_info(topology: TopologySpec) -> TopologyInfo:
+    """The topology as a report names it."""
+    return TopologyInfo(name=topology.name, gpu=topology.gpu.name, hbm_bytes=int(topology.gpu.hbm))
+
+
+def model_info(model: ModelSpec) -> ModelInfo:
+    """The model as a report names it, with its derived counts."""
+    return _model(model, count_params(model))
 
 
 def _model(model: ModelSpec, counts: ParamCount) -> ModelInfo:
@@ -402,7 +428,7 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
     memory = _memory(model, topology, p, table, recompute)
     return EstimateReport(
         model=_model(model, p.counts),
-        topology=TopologyInfo(name=topology.name, gpu=topology.gpu.name, hbm_bytes=int(topology.gpu.hbm)),
+        topology=topology_info(topology),
         setup=setup,
         communication=_communication(topology, p, chosen),
         memory=memory,
@@ -644,7 +670,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         )
     return EstimateReport(
         model=_model(model, p.counts),
-        topology=TopologyInfo(name=topology.name, gpu=topology.gpu.name, hbm_bytes=int(topology.gpu.hbm)),
+        topology=topology_info(topology),
         setup=setup,
         communication=communication,
         memory=memory,
@@ -865,7 +891,7 @@ def _inference(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimat
         notes.append(advice.replica_needs_model_parallel(r.weights + r.kv, topology, r.gpus, replicas, o.dp))
     return EstimateReport(
         model=_model(model, p.counts),
-        topology=TopologyInfo(name=topology.name, gpu=topology.gpu.name, hbm_bytes=int(topology.gpu.hbm)),
+        topology=topology_info(topology),
         setup=setup,
         communication=Communication(
             primitives="none",

@@ -32,6 +32,9 @@ __all__ = [
     "MemoryReport",
     "ModelInfo",
     "PipelineStageRow",
+    "PlanResult",
+    "PlanRow",
+    "SearchCounts",
     "Serving",
     "Setup",
     "StageRow",
@@ -63,7 +66,10 @@ class ModelInfo(Contract):
 class TopologyInfo(Contract):
     name: str = Field(description="catalog name (or the spec's name)")
     gpu: str = Field(description="the GPU's name")
-    hbm_bytes: int = Field(description="HBM per GPU (datasheet bytes, 80 GB = 80e9)")
+    hbm_bytes: int = Field(
+        description="HBM per GPU: what CUDA reports where the topology gives it (an 80GB H100: 79.11 GiB), else the "
+        "datasheet's (80 GB = 80e9 bytes)"
+    )
 
 
 class Setup(Contract):
@@ -536,3 +542,58 @@ class MemoryReport(Contract):
     note: str = Field(description="what was chosen or left out")
     stages: list[StageRow] = Field(description="ZeRO stages 0-3")
     deepspeed: list[DeepSpeedRow] = Field(description="DeepSpeed's own estimators (--recipe deepspeed)")
+
+
+class PlanRow(Contract):
+    """One plan `dpcost plan` found: its layout and choices, what it costs, and why it ranks where it does."""
+
+    rank: int = Field(description="1 is the fastest plan that fits")
+    tp: int = Field(description="tensor-parallel size")
+    cp: int = Field(description="context-parallel size")
+    pp: int = Field(description="pipeline stages")
+    dp: int = Field(description="data-parallel size")
+    ep: int = Field(description="expert-parallel size")
+    virtual_stages: int = Field(description="model chunks per pipeline rank")
+    order: str = Field(description="rank order, fastest-varying first")
+    framework: str = Field(description="whose schedule and memory accounting the plan is costed with")
+    zero_stage: int = Field(description="ZeRO stage (a layout: Megatron's distributed optimizer is 1)")
+    shard_group: int | None = Field(description="hybrid sharding: GPUs per shard group; null shards over all of DP")
+    recompute: str = Field(description="activation recomputation")
+    micro_batch: int = Field(description="sequences per GPU per micro-batch")
+    accumulation: int = Field(description="micro-batches per step")
+    bucket_bytes: int = Field(description="gradient bucket size costed")
+    step_seconds: float = Field(description="as estimate's time.step_seconds")
+    tokens_per_second: float = Field(description="throughput")
+    mfu: float = Field(description="model FLOPs utilisation")
+    memory_bytes: int = Field(description="memory per GPU (the most loaded stage)")
+    headroom_bytes: int = Field(description="HBM left free per GPU")
+    bound: str = Field(description="what binds the step: compute or communication")
+    bound_reason: str = Field(description="why, in words")
+    ahead_of_next: str = Field(description="why it beats the next plan: what the next one loses, and gives up; '' last")
+    command: str = Field(description="the `dpcost estimate` command that costs this plan alone")
+
+
+class SearchCounts(Contract):
+    """How much the search looked at, and why it set plans aside."""
+
+    candidates: int = Field(description="plans enumerated")
+    invalid: int = Field(description="refused by a layout's own rules")
+    over_memory: int = Field(description="set aside by memory (a lower bound, Megatron's formula, or the estimate)")
+    slower: int = Field(description="set aside because even at the dense peak they could not beat the best so far")
+    priced: int = Field(description="costed by estimate, bucket refinements included")
+    seconds: float = Field(description="wall time of the search")
+
+
+class PlanResult(Contract):
+    """`dpcost plan --format json`: the best plans for a model on a cluster, fastest first."""
+
+    schema_version: Literal[1] = Field(1, description="1; bumped on any incompatible change")
+    model: ModelInfo = Field(description="the model and its derived counts")
+    topology: TopologyInfo = Field(description="the topology")
+    gpus: int = Field(description="GPUs in the job")
+    global_batch: int = Field(description="sequences per step, the same for every plan")
+    seq_len: int = Field(description="tokens per sequence")
+    memory_limit_bytes: int = Field(description="memory per GPU a plan must fit in (HBM, or --max-memory)")
+    verdict: str = Field(description="the answer in one line")
+    plans: list[PlanRow] = Field(description="the best plans that fit and hold the limits, fastest first")
+    searched: SearchCounts = Field(description="what the search looked at")

@@ -19,6 +19,7 @@ WORDS = {
     "min_efficiency": "scaling efficiency",
     "max_exposed_comm": "exposed communication",
     "min_tokens_per_s": "throughput",
+    "max_behind_best": "step behind the best plan",
 }
 
 

@@ -46,7 +46,11 @@ INVOCATIONS: dict[str, list[str]] = {
 MARKDOWN: dict[str, list[str]] = {
     "estimate-llama-8b-ops": INVOCATIONS["estimate-llama-8b-ops"],
     "estimate-deepseek-v3-pp16-ep64-h800": INVOCATIONS["estimate-deepseek-v3-pp16-ep64-h800"],
-}
+    # markdown only: plan's JSON carries the search's wall time
+    "plan-llama-70b-256": [
+        "plan", "--model", "llama-70b", "--gpus", "256", "--global-batch", "512", "--seq-len", "8192",
+    ],
+}  # fmt: skip
 
 
 def goldens() -> dict[str, tuple[list[str], str]]:

@@ -1,0 +1,432 @@
+"""The best plans for a cluster (`dpcost plan`): every layout the model and the GPUs allow, pruned by memory
+before any time is priced, then costed by `estimate` and ranked by step time at the fixed global batch.
+
+What is searched, and why each range (docs/plan.md says the same for users):
+- TP: powers of two up to the NVLink domain, dividing the attention heads and the KV heads (Megatron-Core asserts
+  both divide), with sequence parallelism whenever TP > 1 (it moves the same bytes and splits the norms' activations;
+  MoE with TP needs it);
+- CP: powers of two while the sequence splits into 2 x CP equal chunks (Megatron's load-balanced causal split) of at
+  least MIN_CP_TOKENS each;
+- PP: powers of two up to half the layers, uneven ends where PP does not divide them; V = 2 interleaved chunks where
+  it does;
+- EP (MoE only): powers of two dividing the experts, within DP x CP (Megatron-Core carves EP out of it);
+- DP: the rest. Rank order: Megatron-Core's default, and with PP > 1 also PP inside DP where TP x CP leave room in a
+  domain;
+- pure DP (no other dimension): each framework (ddp, fsdp, deepspeed, megatron) with the ZeRO stage and
+  recomputation `estimate` chooses (`--zero auto --recompute auto`), FSDP also hybrid-sharded within 1, 4 and 16
+  NVLink domains; a layout runs Megatron's distributed optimizer (ZeRO-1) with the least recomputation that fits;
+- micro-batches of 1, 2, 4 and 8 sequences, with the accumulation the global batch leaves;
+- buckets: the framework's; the best plans are priced again at a quarter and four times it, kept where faster.
+
+Pruning, in order of cost: a layout whose weights and fp32 gradients alone (6 bytes per parameter of its shard,
+Megatron's mixed precision) exceed the memory is dropped unpriced; then one whose step cannot beat the worst of the
+best plans so far even at the dense peak with its pipeline bubble; then Megatron's memory formula (`memory_by_stage`);
+only what fits is timed.
+"""
+
+from __future__ import annotations
+
+import time as clock
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from dpcost.engine.compute import flops_per_token
+from dpcost.engine.estimate import estimate, memory_by_stage
+from dpcost.engine.layout import DEFAULT_ORDER
+from dpcost.engine.params import count_params
+from dpcost.engine.prepare import seq_len_for
+from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
+from dpcost.errors import InputError
+from dpcost.options import Options
+from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.units import fmt_seconds
+
+__all__ = [
+    "MICRO_BATCHES",
+    "Found",
+    "PlanSearch",
+    "ahead_of_next",
+    "candidates",
+    "plan_result",
+    "search",
+    "states_lower_bound",
+    "step_lower_bound",
+]
+
+MICRO_BATCHES = (1, 2, 4, 8)
+MIN_CP_TOKENS = 1024  # a CP chunk below this leaves attention's kernels starved; no published run goes lower
+PURE_DP_FRAMEWORKS = ("fsdp", "deepspeed", "megatron", "ddp")
+HYBRID_DOMAINS = (1, 4, 16)  # FSDP's shard group, in NVLink domains
+BUCKET_SCALES = (0.25, 4.0)
+PP_INSIDE_DP = "tp-cp-ep-pp-dp"
+MEGATRON_STATE_BYTES = 6.0  # bf16 weights + fp32 main gradients per parameter [Megatron-LM distributed optimizer]
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    out, v = [], 1
+    while v <= limit:
+        out.append(v)
+        v *= 2
+    return out
+
+
+def _domain(topology: TopologySpec) -> int:
+    """GPUs per NVLink domain: the first tier's size."""
+    return topology.tiers[0].size or 1
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One layout's sizes, before its options are built."""
+
+    tp: int = 1
+    cp: int = 1
+    pp: int = 1
+    ep: int = 1
+    dp: int = 1
+    virtual_stages: int = 1
+    order: str = DEFAULT_ORDER
+
+    @property
+    def trivial(self) -> bool:
+        return (self.tp, self.cp, self.pp, self.ep) == (1, 1, 1, 1)
+
+
+def layout_shapes(model: ModelSpec, topology: TopologySpec, gpus: int, seq_len: int) -> Iterator[Shape]:
+    """Every TP x CP x PP x EP x DP (x V, x order) the module docstring allows on `gpus` GPUs."""
+    a = model.architecture
+    assert a is not None
+    kv = a.kv_heads or a.heads
+    domain = _domain(topology)
+    tps = [t for t in _powers_of_two(domain) if a.heads % t == 0 and (kv % t == 0 or a.mla is not None)]
+    cps = [c for c in _powers_of_two(gpus) if seq_len % (2 * c) == 0 and seq_len // (2 * c) >= MIN_CP_TOKENS // 2]
+    pps = [p for p in _powers_of_two(max(1, a.layers // 2))]
+    experts = a.moe.experts if a.moe is not None else 1
+    for tp in tps:
+        for cp in cps:
+            for pp in pps:
+                if gpus % (tp * cp * pp):
+                    continue
+                dp = gpus // (tp * cp * pp)
+                for ep in (e for e in _powers_of_two(experts) if experts % e == 0 and (dp * cp) % e == 0):
+                    vs = (1, 2) if pp > 1 and a.layers % (2 * pp) == 0 else (1,)
+                    orders = [DEFAULT_ORDER]
+                    if pp > 1 and dp > 1 and tp * cp < domain and cp == ep:  # else expert-DP != DP: refused
+                        orders.append(PP_INSIDE_DP)
+                    for v in vs:
+                        for order in orders:
+                            yield Shape(tp, cp, pp, ep, dp, v, order)
+
+
+def states_lower_bound(model: ModelSpec, shape: Shape) -> float:
+    """Bytes per GPU no layout of this shape can go below: its share of the weights and fp32 gradients
+    (MEGATRON_STATE_BYTES per parameter), the dense part over TP x PP and the experts over EP x TP x PP,
+    the mean of the stages (the most loaded holds at least as much)."""
+    experts = _expert_params(model)
+    dense = count_params(model).total - experts
+    return MEGATRON_STATE_BYTES * (dense / (shape.tp * shape.pp) + experts / (shape.tp * shape.ep * shape.pp))
+
+
+def _expert_params(model: ModelSpec) -> float:
+    """The routed experts' parameters: 3 (gated) or 2 matrices of hidden x ffn per expert per MoE layer."""
+    a = model.architecture
+    if a is None or a.moe is None:
+        return 0.0
+    matrices = 3 if a.mlp in ("swiglu", "geglu") else 2
+    moe_layers = sum(1 for i in range(a.layers) if a.moe_layer(i))
+    return float(moe_layers * a.moe.experts * matrices * a.hidden * a.moe.ffn)
+
+
+def step_lower_bound(model: ModelSpec, topology: TopologySpec, options: Options, gpus: int, seq_len: int) -> float:
+    """Seconds no plan with this pipeline can beat: the step's model FLOPs at every GPU's dense peak, stretched
+    by the 1F1B bubble (PP - 1) / (V x m) of the micro-batches m each pipeline runs."""
+    global_batch = options.batch.global_batch or 1
+    fpt = flops_per_token(count_params(model), model.architecture, seq_len, "none", True)
+    compute = fpt.model * global_batch * seq_len / (gpus * topology.gpu.peak(options.compute.compute_dtype))
+    par = options.parallel
+    dp = options.dp
+    m = max(1, global_batch // (dp * options.batch.micro_batch))
+    return compute * (1 + (par.pp - 1) / (par.virtual_stages * m))
+
+
+def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Options) -> Iterator[tuple[Shape, Options]]:
+    """Every plan searched (module docstring), as estimate's options over `base`."""
+    seq_len = _seq_len(model, base)
+    global_batch = base.batch.global_batch
+    # one compute model for every plan, or pure DP (flops at --mfu) and layouts (op by op) would not compare
+    base = base.model_copy(
+        update={"compute": base.compute.model_copy(update={"compute_model": base.compute.compute_model or "ops"})}
+    )
+    for shape in [Shape(dp=gpus), *(s for s in layout_shapes(model, topology, gpus, seq_len) if not s.trivial)]:
+        for mb in MICRO_BATCHES:
+            if global_batch is not None and global_batch % (shape.dp * mb):
+                continue
+            batch = base.batch.model_copy(update={"micro_batch": mb, "seq_len": seq_len, "accumulation": None})
+            parallel = base.parallel.model_copy(
+                update={
+                    "tp": shape.tp,
+                    "cp": shape.cp,
+                    "pp": shape.pp,
+                    "ep": shape.ep,
+                    "etp": None,
+                    "virtual_stages": shape.virtual_stages,
+                    "order": shape.order,
+                    "sequence_parallel": shape.tp > 1,
+                }
+            )
+            if shape.trivial:
+                for framework in PURE_DP_FRAMEWORKS:
+                    groups: list[int | None] = [None]
+                    if framework == "fsdp":
+                        groups += [n * _domain(topology) for n in HYBRID_DOMAINS if n * _domain(topology) < gpus]
+                    for group in groups:
+                        plan = base.plan.model_copy(
+                            update={"framework": framework, "shard_group": group, "zero": None, "recompute": None}
+                        )
+                        yield (
+                            shape,
+                            base.model_copy(update={"dp": gpus, "plan": plan, "batch": batch, "parallel": parallel}),
+                        )
+                continue
+            plan = base.plan.model_copy(
+                update={"framework": "megatron", "zero": 1, "recompute": None, "shard_group": None}
+            )
+            yield shape, base.model_copy(update={"dp": shape.dp, "plan": plan, "batch": batch, "parallel": parallel})
+
+
+def _seq_len(model: ModelSpec, base: Options) -> int:
+    return seq_len_for(model, base)
+
+
+@dataclass(frozen=True)
+class Found:
+    """A plan that fits, costed."""
+
+    options: Options
+    report: EstimateReport
+
+
+@dataclass
+class PlanSearch:
+    """What the search found and how much it looked at."""
+
+    gpus: int
+    memory_limit: float
+    best: list[Found] = field(default_factory=list)
+    candidates: int = 0
+    invalid: int = 0  # refused by the layout's own rules (estimate's InputError)
+    over_memory: int = 0  # pruned by states_lower_bound or Megatron's formula, or timed and found not to fit
+    slower: int = 0  # pruned by step_lower_bound
+    priced: int = 0
+    seconds: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def search(
+    model: ModelSpec,
+    topology: TopologySpec,
+    gpus: int,
+    base: Options,
+    top: int = 5,
+    memory_limit: float | None = None,
+    accept: Callable[[EstimateReport], bool] = lambda _r: True,
+    progress: Callable[[int, int], None] | None = None,
+) -> PlanSearch:
+    """The `top` fastest plans that fit (`memory_limit` bytes per GPU, the HBM by default) and that `accept`
+    passes, fastest first."""
+    start = clock.perf_counter()
+    limit = memory_limit or topology.gpu.hbm
+    if limit < topology.gpu.hbm:  # a plan "fits" in the limit: every automatic choice (ZeRO, recompute) holds it
+        topology = topology.model_copy(update={"gpu": topology.gpu.model_copy(update={"hbm": limit})})
+    seq_len = _seq_len(model, base)
+    every = list(candidates(model, topology, gpus, base))
+    found = PlanSearch(gpus=gpus, memory_limit=limit, candidates=len(every))
+    best: list[Found] = []
+
+    def worst() -> float:
+        return _step(best[-1]) if len(best) >= top else float("inf")
+
+    # Memory does not depend on the rank order, and never falls as the micro-batch grows: stage 0 holds
+    # b x min(PP, m) micro-batches' activations, m = B / (DP x b). So one verdict per shape and micro-batch,
+    # and the smallest micro-batch that does not fit rules out the larger ones.
+    fits: dict[tuple[int, ...], bool] = {}
+    smallest_miss: dict[tuple[int, ...], int] = {}
+    for i, (shape, options) in enumerate(every):
+        if progress is not None:
+            progress(i, len(every))
+        if not shape.trivial:
+            sizes = (shape.tp, shape.cp, shape.pp, shape.ep, shape.dp, shape.virtual_stages)
+            mb = options.batch.micro_batch
+            if states_lower_bound(model, shape) > limit or mb >= smallest_miss.get(sizes, mb + 1):
+                found.over_memory += 1
+                continue
+            if step_lower_bound(model, topology, options, gpus, seq_len) >= worst():
+                found.slower += 1
+                continue
+            if (*sizes, mb) not in fits:
+                try:
+                    rows = memory_by_stage(model, topology, options).stages
+                except (InputError, ValueError) as exc:
+                    found.invalid += 1
+                    key = str(exc).split(":", 1)[0]
+                    found.reasons[key] = found.reasons.get(key, 0) + 1
+                    continue
+                fits[(*sizes, mb)] = any(r.stage == 1 and r.total_bytes <= limit for r in rows)
+                if not fits[(*sizes, mb)]:
+                    smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
+            if not fits[(*sizes, mb)]:
+                found.over_memory += 1
+                continue
+        try:
+            report = estimate(model, topology, options)
+        except (InputError, ValueError) as exc:
+            found.invalid += 1
+            key = str(exc).split(":", 1)[0]
+            found.reasons[key] = found.reasons.get(key, 0) + 1
+            continue
+        found.priced += 1
+        if not report.summary.fits or report.summary.memory_bytes > limit:
+            found.over_memory += 1
+            continue
+        if not accept(report):
+            continue
+        best = _insert(best, Found(options, report), top)
+    found.best = _refine_buckets(model, topology, best, limit, accept)
+    found.priced += len(best) * len(BUCKET_SCALES)
+    if progress is not None:
+        progress(len(every), len(every))
+    found.seconds = clock.perf_counter() - start
+    return found
+
+
+def _step(found: Found) -> float:
+    """The plan's step (every plan searched trains, so it has one)."""
+    step = found.report.summary.step_seconds
+    return float("inf") if step is None else step
+
+
+def _ranked(plans: list[Found]) -> list[Found]:
+    """Fastest first; of equal steps, the one with less memory."""
+    return sorted(plans, key=lambda f: (_step(f), f.report.summary.memory_bytes))
+
+
+def _insert(best: list[Found], new: Found, top: int) -> list[Found]:
+    return _ranked([*best, new])[:top]
+
+
+def _refine_buckets(
+    model: ModelSpec, topology: TopologySpec, best: list[Found], limit: float, accept: Callable[[EstimateReport], bool]
+) -> list[Found]:
+    """Each best plan at a quarter and four times its framework's bucket, kept where faster (and still fitting)."""
+    out = []
+    for f in best:
+        chosen = f
+        bucket = f.report.setup.bucket_bytes
+        for scale in BUCKET_SCALES if bucket else ():
+            comm = f.options.communication.model_copy(update={"bucket_bytes": bucket * scale})
+            options = f.options.model_copy(update={"communication": comm})
+            try:
+                report = estimate(model, topology, options)
+            except (InputError, ValueError):
+                continue
+            other = Found(options, report)
+            if report.summary.fits and report.summary.memory_bytes <= limit and accept(report):
+                chosen = min(chosen, other, key=_step)
+        out.append(chosen)
+    return _ranked(out)
+
+
+def ahead_of_next(this: EstimateReport, after: EstimateReport) -> str:
+    """Why `this` beats `after`, from their step breakdowns: the term the next plan loses most on, and the one it
+    gains most on, if any."""
+    assert this.time is not None and after.time is not None
+    mine = {b.term: b.seconds for b in this.time.breakdown}
+    theirs = {b.term: b.seconds for b in after.time.breakdown}
+    changes = sorted(((theirs.get(k, 0.0) - mine.get(k, 0.0), k) for k in mine.keys() | theirs.keys()), reverse=True)
+    gap = after.time.step_seconds - this.time.step_seconds
+    text = f"{fmt_seconds(gap)} faster than the next"
+    if gap <= 0:
+        return "as fast as the next, with less memory"
+    loses, term = changes[0]
+    if loses > 0:
+        text += f", which spends {fmt_seconds(loses)} more on {term}"
+    gains, term = changes[-1]
+    if gains < 0:
+        text += f", for {fmt_seconds(-gains)} less {term}"
+    return text
+
+
+def plan_result(
+    model: ModelSpec, topology: TopologySpec, found: PlanSearch, model_arg: str, topology_arg: str
+) -> PlanResult:
+    """The search as `dpcost plan` reports it (report.PlanResult)."""
+    from dpcost.engine.estimate import model_info, topology_info
+
+    rows = []
+    for rank, f in enumerate(found.best, 1):
+        r, s = f.report, f.report.summary
+        assert r.time is not None and s.step_seconds is not None and s.mfu is not None
+        layout = r.layout
+        nxt = found.best[rank].report if rank < len(found.best) else None
+        as_chosen = {"zero": r.setup.zero_stage, "recompute": r.setup.recompute}
+        chosen = f.options.model_copy(update={"plan": f.options.plan.model_copy(update=as_chosen)})
+        command = " ".join(["dpcost", "estimate", "-m", model_arg, "-t", topology_arg, *chosen.flags()])
+        rows.append(
+            PlanRow(
+                rank=rank,
+                tp=layout.tp if layout else 1,
+                cp=layout.cp if layout else 1,
+                pp=layout.pp if layout else 1,
+                dp=r.setup.dp,
+                ep=layout.ep if layout else 1,
+                virtual_stages=layout.virtual_stages if layout else 1,
+                order=layout.order if layout else DEFAULT_ORDER,
+                framework=r.setup.framework or "generic",
+                zero_stage=r.setup.zero_stage,
+                shard_group=f.options.plan.shard_group,
+                recompute=r.setup.recompute,
+                micro_batch=r.setup.micro_batch,
+                accumulation=r.setup.accumulation,
+                bucket_bytes=r.setup.bucket_bytes,
+                step_seconds=s.step_seconds,
+                tokens_per_second=s.tokens_per_second,
+                mfu=s.mfu,
+                memory_bytes=s.memory_bytes,
+                headroom_bytes=max(0, int(found.memory_limit) - s.memory_bytes),
+                bound=s.bound,
+                bound_reason=s.bound_reason,
+                ahead_of_next=ahead_of_next(r, nxt) if nxt is not None else "",
+                command=command,
+            )
+        )
+    first = found.best[0].report if found.best else None
+    seq_len = first.setup.seq_len if first else 0
+    global_batch = first.setup.global_batch if first else 0
+    if rows:
+        best = rows[0]
+        verdict = (
+            f"best of {found.candidates:,} plans: TP {best.tp} x CP {best.cp} x PP {best.pp} x DP {best.dp}"
+            + (f" (EP {best.ep})" if best.ep > 1 else "")
+            + f", {fmt_seconds(best.step_seconds)} per step, MFU {best.mfu:.1%}, {best.bound}-bound"
+        )
+    else:
+        limit = f"{found.memory_limit / 1e9:.1f} GB"
+        verdict = f"no plan of {found.candidates:,} fits in {limit} per GPU and holds the limits"
+    return PlanResult(
+        model=model_info(model),
+        topology=topology_info(topology),
+        gpus=found.gpus,
+        global_batch=global_batch,
+        seq_len=seq_len,
+        memory_limit_bytes=int(found.memory_limit),
+        verdict=verdict,
+        plans=rows,
+        searched=SearchCounts(
+            candidates=found.candidates,
+            invalid=found.invalid,
+            over_memory=found.over_memory,
+            slower=found.slower,
+            priced=found.priced,
+            seconds=found.seconds,
+        ),
+    )

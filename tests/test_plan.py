@@ -1,0 +1,182 @@
+"""`dpcost plan` (engine/search.py): the search finds what an exhaustive loop of `estimate` calls finds, its
+pruning bounds are bounds, it never returns a plan that does not fit, and the command it prints costs the plan."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from typer.testing import CliRunner
+
+from dpcost import Options, estimate, load_model, load_topology
+from dpcost.cli import app
+from dpcost.engine.estimate import memory_by_stage
+from dpcost.engine.search import (
+    BUCKET_SCALES,
+    Shape,
+    candidates,
+    search,
+    states_lower_bound,
+    step_lower_bound,
+)
+from dpcost.errors import InputError
+
+SMALL = [  # (model, topology, GPUs, global batch, sequence length): small enough to cost every candidate
+    ("llama-8b", "dgx-h100", 16, 64, 4096),
+    ("mixtral-8x7b", "dgx-h100", 16, 32, 4096),
+]
+
+
+def _exhaustive(name: str, topology: str, gpus: int, global_batch: int, seq_len: int) -> list[tuple[float, Options]]:
+    """Every candidate and its bucket variants costed by estimate, no pruning: (step, options) of those that fit."""
+    model, topo = load_model(name), load_topology(topology)
+    fitting = []
+    for _shape, options in candidates(model, topo, gpus, Options(dp=1, global_batch=global_batch, seq_len=seq_len)):
+        try:
+            report = estimate(model, topo, options)
+        except (InputError, ValueError):
+            continue
+        if not report.summary.fits:
+            continue
+        fitting.append((report.summary.step_seconds or 0.0, options))
+        bucket = report.setup.bucket_bytes
+        for scale in BUCKET_SCALES:
+            comm = options.communication.model_copy(update={"bucket_bytes": bucket * scale})
+            other = options.model_copy(update={"communication": comm})
+            r = estimate(model, topo, other)
+            if r.summary.fits:
+                fitting.append((r.summary.step_seconds or 0.0, other))
+    return sorted(fitting, key=lambda f: f[0])
+
+
+@pytest.mark.parametrize(("name", "topology", "gpus", "global_batch", "seq_len"), SMALL)
+def test_the_best_plan_is_the_one_an_exhaustive_loop_finds(
+    name: str, topology: str, gpus: int, global_batch: int, seq_len: int
+) -> None:
+    every = _exhaustive(name, topology, gpus, global_batch, seq_len)
+    model, topo = load_model(name), load_topology(topology)
+    found = search(model, topo, gpus, Options(dp=1, global_batch=global_batch, seq_len=seq_len), top=3)
+    assert found.best, "something fits"
+    assert found.best[0].report.summary.step_seconds == pytest.approx(every[0][0], rel=1e-12)
+    assert found.priced < len(every), "the pruning priced fewer plans than the loop"
+
+
+@pytest.mark.parametrize(("name", "topology", "gpus", "global_batch", "seq_len"), SMALL)
+def test_pruning_bounds_are_lower_bounds(name: str, topology: str, gpus: int, global_batch: int, seq_len: int) -> None:
+    """states_lower_bound never exceeds the memory Megatron's formula gives, step_lower_bound never the step."""
+    model, topo = load_model(name), load_topology(topology)
+    checked = 0
+    for shape, options in candidates(model, topo, gpus, Options(dp=1, global_batch=global_batch, seq_len=seq_len)):
+        if shape.trivial:
+            continue
+        try:
+            report = estimate(model, topo, options)
+        except (InputError, ValueError):
+            continue
+        assert states_lower_bound(model, shape) <= report.summary.memory_bytes
+        step = report.summary.step_seconds or 0.0
+        assert step_lower_bound(model, topo, options, gpus, seq_len) <= step
+        checked += 1
+    assert checked > 20
+
+
+def test_memory_never_falls_as_the_micro_batch_grows() -> None:
+    """The pruning's premise, under each recomputation policy: stage 0 holds b x min(PP, m) micro-batches'
+    activations, m = B / (DP b); so if the least recomputation that fits does not at b, none does at 2b."""
+    model, topo = load_model("llama-70b"), load_topology("dgx-h100")
+    for recompute in ("none", "selective"):
+        for tp, pp, dp in ((8, 4, 4), (4, 8, 4), (8, 2, 8)):
+            totals = []
+            for mb in (1, 2, 4, 8):
+                o = Options(dp=dp, tp=tp, pp=pp, micro_batch=mb, global_batch=64, seq_len=4096,
+                            sequence_parallel=True, zero=1, recompute=recompute)  # fmt: skip
+                totals.append(next(r.total_bytes for r in memory_by_stage(model, topo, o).stages if r.stage == 1))
+            assert totals == sorted(totals), (recompute, tp, pp, dp, totals)
+
+
+def test_states_lower_bound_by_hand() -> None:
+    """6 bytes per parameter over TP x PP: Llama 3 70B (70.55e9 parameters) on TP8 PP4 holds >= 13.2 GB."""
+    model = load_model("llama-70b")
+    assert states_lower_bound(model, Shape(tp=8, pp=4, dp=4)) == pytest.approx(6 * 70.55e9 / 32, rel=1e-3)
+
+
+def test_never_returns_a_plan_that_does_not_fit() -> None:
+    model, topo = load_model("llama-70b"), load_topology("dgx-h100")
+    limit = 40e9
+    found = search(model, topo, 64, Options(dp=1, global_batch=128, seq_len=4096), top=5, memory_limit=limit)
+    assert found.best
+    assert all(f.report.summary.fits and f.report.summary.memory_bytes <= limit for f in found.best)
+    steps = [f.report.summary.step_seconds for f in found.best]
+    assert steps == sorted(steps)
+
+
+def test_the_printed_command_costs_the_plan() -> None:
+    result = CliRunner().invoke(
+        app, ["plan", "-m", "llama-8b", "-g", "16", "--global-batch", "64", "--seq-len", "4096", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    best = doc["plans"][0]
+    again = CliRunner().invoke(app, [*shlex.split(best["command"])[1:], "--format", "json"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["summary"]["step_seconds"] == pytest.approx(best["step_seconds"], rel=1e-12)
+    assert [p["rank"] for p in doc["plans"]] == list(range(1, len(doc["plans"]) + 1))
+    assert all(p["ahead_of_next"] for p in doc["plans"][:-1]) and doc["plans"][-1]["ahead_of_next"] == ""
+
+
+def test_nothing_fits_says_so() -> None:
+    result = CliRunner().invoke(app, ["plan", "-m", "llama-405b", "-g", "8", "--global-batch", "8"])
+    assert result.exit_code == 0, result.output
+    assert "no plan of" in result.output and "fits" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [
+        (["-g", "0"], "--gpus"),
+        (["-g", "many"], "--gpus"),
+        (["-g", "16", "--max-memory", "70"], "--max-memory"),
+        (["-g", "16", "--top", "0"], "--top"),
+        (["-g", "16", "--global-batch", "0"], "--global-batch"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: list[str], where: str) -> None:
+    result = CliRunner().invoke(app, ["plan", "-m", "llama-8b", *args])
+    assert result.exit_code == 2, result.output
+    assert where in result.output and "Traceback" not in result.output
+
+
+def test_check_holds_a_plan_within_x_of_the_best() -> None:
+    """`check --max-behind-best`: the best plan's own command is 0% behind; a plain DDP plan with full
+    recomputation is far behind on the same 16 GPUs."""
+    result = CliRunner().invoke(
+        app, ["plan", "-m", "llama-8b", "-g", "16", "--global-batch", "64", "--seq-len", "4096", "--format", "json"]
+    )
+    best = json.loads(result.stdout)["plans"][0]["command"]
+    args = ["check", *shlex.split(best)[2:], "--max-behind-best", "0.1%", "--format", "json"]
+    held = CliRunner().invoke(app, args)
+    assert held.exit_code == 0, held.output
+    check = json.loads(held.stdout)["scenarios"][0]["checks"][0]
+    assert check["check"] == "max_behind_best" and check["value"] == pytest.approx(0.0, abs=1e-9)
+    slow = ["check", "-m", "llama-8b", "--dp", "16", "--global-batch", "64", "--seq-len", "4096", "--framework",
+            "ddp", "--recompute", "full", "--compute-model", "ops", "--max-behind-best", "5%"]  # fmt: skip
+    behind = CliRunner().invoke(app, slow)
+    assert behind.exit_code == 1, behind.output
+    assert "--max-behind-best" in behind.output
+
+
+def test_options_as_flags_give_the_same_options() -> None:
+    """Options.flags(), which writes each plan's command, spells every kind of value as the CLI reads it."""
+    options = Options(dp=64, tp=8, pp=4, global_batch=512, seq_len=8192, sequence_parallel=True, zero=1,
+                      recompute="selective", recompute_modules=("core_attn", "mlp"), bucket_bytes=26214400.0,
+                      flash_attention=False, sync_jitter=0.01, compute_model="ops", nvls=False)  # fmt: skip
+    args = options.flags()
+    assert "--no-flash-attention" in args and args[args.index("--nvls") + 1] == "off"
+    result = CliRunner().invoke(app, ["estimate", "-m", "llama-70b", *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    setup, layout = doc["setup"], doc["layout"]
+    assert (setup["dp"], setup["zero_stage"], setup["recompute"], setup["seq_len"]) == (64, 1, "selective", 8192)
+    assert (setup["global_batch"], setup["flash_attention"], setup["sync_jitter"]) == (512, False, 0.01)
+    assert (layout["tp"], layout["pp"], layout["sequence_parallel"]) == (8, 4, True)
