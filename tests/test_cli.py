@@ -356,3 +356,29 @@ def test_python_m_dpcost_and_version() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert len(json.loads(result.stdout)) == 9
+
+
+def test_the_console_script_imports_only_the_command_it_runs() -> None:
+    """Start-up is most of a CI loop: `dpcost estimate` leaves the other commands' modules unimported, and a
+    name that is not a command still gets the full app's error."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write(' '.join(sorted(m for m in sys.modules"
+        " if m.startswith('dpcost.cli.')))))\n"
+        "from dpcost.cli import main\n"
+        "sys.argv = ['dpcost'] + sys.argv[1:]\n"
+        "main()\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", probe, "estimate", "-m", "llama-8b", "--dp", "8", "--brief"],
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0 and "fits" in ran.stdout
+    loaded = set(ran.stderr.split())
+    assert "dpcost.cli.estimate" in loaded and not loaded & {"dpcost.cli.calibrate", "dpcost.cli.plan"}
+    typo = subprocess.run([sys.executable, "-c", probe, "estimat"], capture_output=True, text=True)
+    assert typo.returncode == 2 and "No such command" in typo.stderr

@@ -1,24 +1,67 @@
 """The `dpcost` command: parse flags -> catalog -> engine -> render; errors become one line and an exit code.
 
 core.py holds the app, the error handling and output; options.py the flags shared by commands, defined once;
-every other module is one command.
+every other module is one command. The console script imports only the module of the command it runs (start-up
+is most of a CI loop's time); `dpcost.cli.app` has them all.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterable
+from typing import Any
 
-import typer
-
-from dpcost.cli import calibrate, catalog, check, collective, estimate, memory, plan, schema, sweep  # noqa: F401
-from dpcost.cli.core import app
+# pydantic looks for plugins through every installed distribution's entry points (~15 ms per start) as soon as it
+# builds a model class; dpcost uses none. Set before anything imports pydantic.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 __all__ = ["app", "main"]
 
+MODULES = (
+    "calibrate",
+    "catalog",
+    "check",
+    "collective",
+    "estimate",
+    "memory",
+    "plan",
+    "schema",
+    "sweep",
+)  # --help's order
+COMMANDS = {name: name for name in MODULES if name != "catalog"} | {
+    "models": "catalog",
+    "topologies": "catalog",
+    "show": "catalog",
+}
+
+
+def _app(modules: Iterable[str]) -> Any:
+    """The app with the commands of `modules` registered."""
+    import importlib
+
+    for module in modules:
+        importlib.import_module(f"dpcost.cli.{module}")
+    from dpcost.cli.core import app
+
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _app(MODULES)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 def main() -> None:
-    """Console-script entry point."""
-    # pydantic looks for plugins through every installed distribution's entry points (~15 ms per start);
-    # the command uses none.
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    typer.main.get_command(app)(prog_name="dpcost")
+    """Console-script entry point: the command named first, or every command (--help, a typo)."""
+    import gc
+
+    import typer
+
+    gc.disable()  # building the app makes hundreds of classes and no garbage worth collecting
+    named = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    module = COMMANDS.get(named or "")
+    command = typer.main.get_command(_app([module] if module else MODULES))
+    gc.enable()
+    command(prog_name="dpcost")
