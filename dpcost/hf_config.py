@@ -86,7 +86,17 @@ _LLAMA_LIKE = {
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
 }
-_GEMMA = {"gemma": 256000, "gemma2": 256000, "gemma3_text": 262208}  # vocab_size defaults (configuration_gemma*.py)
+# Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
+# configuration_gemma2.py at 008e574, configuration_gemma3.py at 008f5c8; docs/sources/hf-defaults.md): a config.json
+# may name only what differs (google/gemma-3-4b-it's text_config names three keys).
+_GEMMA: dict[str, dict[str, int]] = {
+    "gemma": {"hidden_size": 3072, "intermediate_size": 24576, "num_hidden_layers": 28, "num_attention_heads": 16,
+              "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000},
+    "gemma2": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+               "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000},
+    "gemma3_text": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+                    "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208},
+}  # fmt: skip
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom")
@@ -196,17 +206,15 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
 def _gemma(k: Keys, family: str) -> dict[str, Any]:
     """GemmaForCausalLM, Gemma2, Gemma3 text: a gated GELU MLP (GeGLU, gate/up/down), tied embeddings by default,
     head_dim given; Gemma 2 and 3 wrap each sub-layer in two norms (4 per block), Gemma 3 adds q/k norms."""
-    hidden = k.integer("hidden_size", field="hidden")
-    layers = k.integer("num_hidden_layers", field="layers")
-    heads = k.integer("num_attention_heads", field="heads")
+    d = _GEMMA[family]
     return {
-        "hidden": hidden,
-        "layers": layers,
-        "heads": heads,
-        "kv_heads": k.integer("num_key_value_heads", default=heads, field="kv_heads"),
-        "head_dim": k.integer("head_dim", default=256, field="head_dim"),
-        "ffn": k.integer("intermediate_size", field="ffn"),
-        "vocab": k.integer("vocab_size", default=_GEMMA[family], field="vocab"),
+        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
+        "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
+        "heads": k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads"),
+        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
+        "head_dim": k.integer("head_dim", default=d["head_dim"], field="head_dim"),
+        "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "mlp": "geglu",
         "qkv_bias": k.flag("attention_bias", False),

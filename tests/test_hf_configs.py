@@ -183,7 +183,7 @@ def test_gpt_family_keys() -> None:
     [
         ({"model_type": "t5", "d_model": 512}, r"model_type 't5' is not a family dpcost can count; supported.*llama"),
         ({"hidden_size": 8}, r'the config has no model_type: add "model_type" with its family, one of .*llama'),
-        ({**_cfg("gemma-2-27b.json"), "hidden_size": None}, "hidden_size: required field is missing"),
+        ({**_cfg("phi-3-medium.json"), "hidden_size": None}, "hidden_size: required field is missing"),
         ({**_cfg("bloom.json"), "n_embed": "big"}, "n_embed: expected a whole number"),
         ({"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"]}, "text_config: a llama4"),
         (
@@ -276,3 +276,18 @@ def test_models_import_writes_a_spec_that_counts_the_same(tmp_path: Path) -> Non
     assert bad.exit_code == 2 and "--name" in bad.stderr
     listing = CliRunner().invoke(app, ["models", "--format", "json"])
     assert listing.exit_code == 0 and "params_active_excl_embedding" in listing.stdout
+
+
+def test_gemma_keys_left_out_take_transformers_defaults() -> None:
+    """google/gemma-3-4b-it's text_config names three keys; Gemma3TextConfig gives the rest: 8 heads, 4 KV heads
+    (not the heads' 8), head_dim 256, vocab 262208 (docs/sources/hf-defaults.md). Its non-embedding count is then the
+    Gemma 3 report's 3,209M (Table 1); with 8 KV heads it would be 3,387M."""
+    spec = model_from_hf_config(_cfg("gemma-3-4b-it.json"))
+    a = spec.architecture
+    assert a is not None
+    assert (a.heads, a.kv_heads, a.head_dim, a.vocab, a.hidden, a.layers) == (8, 4, 256, 262208, 2560, 34)
+    counts = count_params(spec)
+    assert counts.total - counts.embedding == pytest.approx(3_209e6, rel=5e-4)
+    gemma2 = {"model_type": "gemma2", "hidden_size": 2304}  # every other key Gemma2Config's
+    b = model_from_hf_config(gemma2).architecture
+    assert b is not None and (b.heads, b.kv_heads, b.ffn, b.layers, b.vocab) == (8, 4, 9216, 26, 256000)
