@@ -292,3 +292,39 @@ def test_slowest_rank_wait_charges_the_lateness_beyond_the_slack_once_it_exceeds
     assert slowest_rank_wait([ph], j, n) == pytest.approx(expected)
     # smooth: a little more jitter costs a little more
     assert slowest_rank_wait([ph], j * 1.001, n) == pytest.approx(slowest_rank_wait([ph], j, n), rel=0.01)
+
+
+def _drain_bucket_by_bucket(
+    compute: list[float], unit_bytes: list[float], edges: list[float], seconds: float
+) -> tuple[float, float, int]:
+    """The drain's definition, one bucket at a time: bucket k leaves at max(stream free, its last byte ready)."""
+    t = done = produced = comm = 0.0
+    k = 0
+    for c, b in zip(compute, unit_bytes, strict=True):
+        while k < len(edges) and edges[k] <= produced + b * (1 + 1e-12):
+            ready = t + (c * (edges[k] - produced) / b if b > 0 else c)
+            size = edges[k] - (edges[k - 1] if k else 0.0)
+            done = max(done, ready) + seconds * size
+            comm += seconds * size
+            k += 1
+        produced += b
+        t += c
+    return max(sum(compute), done), comm, k
+
+
+@pytest.mark.parametrize("per_byte", [1e-12, 1e-10, 1e-9])  # compute-bound, balanced, communication-bound
+def test_the_drain_in_runs_of_equal_buckets_is_the_drain_bucket_by_bucket(per_byte: float) -> None:
+    """drain prices a run of equal buckets inside one unit in closed form: max(done + n s, r0 + n s,
+    r0 + (n - 1) d + s); it must equal the definition taken bucket by bucket, whatever binds."""
+    compute = [0.8, 1.3, 0.2, 2.0, 0.0, 1.1]
+    unit_bytes = [7.5e9, 11.0e9, 0.5e9, 20.0e9, 0.0, 3.0e9]  # 84 buckets; the last unit ends on an edge
+    total = sum(unit_bytes)
+    edges = [5e8 * i for i in range(1, int(total // 5e8) + 1)] + [total]
+    edges = [e for e in edges if e <= total]
+    if edges[-1] != total:
+        edges.append(total)
+    d = drain(compute, unit_bytes, 5e8, lambda size: Call(per_byte * size, "ring"), edges=edges)
+    duration, comm, calls = _drain_bucket_by_bucket(compute, unit_bytes, edges, per_byte)
+    assert d.duration == pytest.approx(duration, rel=1e-9)
+    assert d.comm == pytest.approx(comm, rel=1e-9)
+    assert len(d.calls) == calls == len(edges)

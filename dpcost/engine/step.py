@@ -38,6 +38,7 @@ What real runs lose beyond the schedule (each term in the step's breakdown, each
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -229,10 +230,12 @@ def bucket_edges(
         for t in u.tensors[::-1] if rule and u.tensors else (u.params,):
             size = t * grad_bytes
             if not (rule and u.tensors):  # cut anywhere: fill the open bucket, then whole buckets
-                while held + size >= cap() - 1e-9 * cap():
-                    take = cap() - held
-                    edges.append(start + held + take)
-                    start, held, size = edges[-1], 0.0, size - take
+                limit = cap()  # after any edge, the bucket
+                while held + size >= limit - 1e-9 * limit:
+                    take = limit - held
+                    start = start + held + take
+                    edges.append(start)
+                    held, size, limit = 0.0, size - take, bucket
                 held += size
                 continue
             if rule == "before" and held > 0 and held + size > cap():
@@ -273,14 +276,24 @@ def drain(
             edges.append(min(edges[-1] + bucket, total))
     t = done = produced = comm = 0.0
     calls: list[Call] = []
+    k = 0  # the next bucket
     for c, b in zip(compute, unit_bytes, strict=True):
-        while len(calls) < len(edges) and edges[len(calls)] <= produced + b * (1 + 1e-12):
-            k = len(calls)
-            edge = edges[k]
-            ready = t + (c * (edge - produced) / b if b > 0 else c)
-            calls.append(call(edge - (edges[k - 1] if k else 0.0)))
-            done = max(done, ready) + calls[-1].seconds
-            comm += calls[-1].seconds
+        last = bisect_right(edges, produced + b * (1 + 1e-12), lo=k)  # the buckets this unit completes
+        while k < last:
+            size = edges[k] - (edges[k - 1] if k else 0.0)
+            run = k + 1  # a run of buckets of one size, ready evenly through the unit
+            while run < last and abs(edges[run] - edges[run - 1] - size) <= 1e-12 * size:
+                run += 1
+            n, priced = run - k, call(size)
+            ready = t + (c * (edges[k] - produced) / b if b > 0 else c)
+            step = c * size / b if b > 0 else 0.0  # between their ready times
+            # bucket i leaves at max(done, ready_i) + s: after n, the latest of the stream's own pace and of
+            # each bucket's ready time plus the calls after it, which is largest at the first or the last
+            s = priced.seconds
+            done = max(done + n * s, ready + n * s, ready + (n - 1) * step + s)
+            comm += n * s
+            calls.extend([priced] * n)
+            k = run
         produced += b
         t += c
     return Drain(max(elapsed, done), comm, tuple(calls))
