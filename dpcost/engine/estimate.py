@@ -81,6 +81,7 @@ __all__ = [
     "check_dp",
     "estimate",
     "estimate_many",
+    "layout_fits",
     "memory_by_stage",
     "model_info",
     "topology_info",
@@ -564,6 +565,18 @@ def _layout_memory_rows(
         return o.plan.recompute, rows(o.plan.recompute)
     without = rows("none")
     return ("none", without) if without[stage][0].fits else ("selective", rows("selective"))
+
+
+def layout_fits(model: ModelSpec, topology: TopologySpec, options: Options) -> bool:
+    """Whether a TP/CP/PP/EP layout fits at its ZeRO stage with the recomputation `estimate` would choose, decided
+    as `estimate` decides it (the same memory rows, which layout_memory keeps), without timing the step."""
+    topology = environment(topology, options.communication.nvls, options.communication.collnet)
+    p = prepare(model, topology, options)
+    _check_layout_plan(model, p.o)
+    layout = _layout(p.o, topology)
+    stage = 1 if p.o.plan.zero is None else p.o.plan.zero
+    _, rows = _layout_memory_rows(model, topology, p, layout, p.accumulation)
+    return rows[stage][0].fits
 
 
 def _layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Memory:

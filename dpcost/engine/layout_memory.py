@@ -39,6 +39,7 @@ recomputation, communication buffers, fragmentation and the CUDA context.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -490,6 +491,7 @@ def stage_memory(
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=4096)  # a plan search asks for one layout's memory more than once
 def layout_memory(
     shape: ModelShape,
     layout: MemoryLayout,
@@ -510,6 +512,7 @@ def layout_memory(
 # ----------------------------------------------------------------------------------------------- adapter
 
 
+@functools.lru_cache(maxsize=256)  # frozen specs: one shape per (architecture, TP, ...)
 def model_shape(a: ModelArchitecture, tp: int, mtp: bool = False, vocab_divisible_by: int = 128) -> ModelShape:
     """A spec as Megatron's arguments [M]: kv_heads as num_query_groups, head_dim as kv_channels, padded vocab [V]."""
     h = a.hidden

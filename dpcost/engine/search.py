@@ -18,10 +18,11 @@ What is searched, and why each range (docs/plan.md says the same for users):
 - micro-batches of 1, 2, 4 and 8 sequences, with the accumulation the global batch leaves;
 - buckets: the framework's; the best plans are priced again at a quarter and four times it, kept where faster.
 
-Pruning, in order of cost: a layout whose weights and fp32 gradients alone (6 bytes per parameter of its shard,
-Megatron's mixed precision) exceed the memory is dropped unpriced; then one whose step cannot beat the worst of the
-best plans so far even at the dense peak with its pipeline bubble; then Megatron's memory formula (`memory_by_stage`);
-only what fits is timed.
+Pruning, before a plan is costed: a layout whose weights and fp32 gradients alone (6 bytes per parameter of its
+shard, Megatron's mixed precision) exceed the memory; one whose smaller micro-batch did not fit; one whose step cannot
+beat the worst of the best plans so far even at the dense peak with its pipeline bubble; then a layout whose memory,
+as `estimate` decides it (`layout_fits`: Megatron's formula), does not fit. `estimate` costs the rest, and a plan
+that does not fit is never kept.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from dpcost.engine.compute import flops_per_token
-from dpcost.engine.estimate import estimate, memory_by_stage
+from dpcost.engine.estimate import estimate, layout_fits
 from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.params import count_params
 from dpcost.engine.prepare import seq_len_for
@@ -246,38 +247,27 @@ def search(
     def worst() -> float:
         return _step(best[-1]) if len(best) >= top else float("inf")
 
-    # Memory does not depend on the rank order, and never falls as the micro-batch grows: stage 0 holds
-    # b x min(PP, m) micro-batches' activations, m = B / (DP x b). So one verdict per shape and micro-batch,
-    # and the smallest micro-batch that does not fit rules out the larger ones.
-    fits: dict[tuple[int, ...], bool] = {}
+    # Memory never falls as the micro-batch grows: stage 0 holds b x min(PP, m) micro-batches' activations,
+    # m = B / (DP x b), under each recomputation policy. So the smallest micro-batch of a layout that does not fit
+    # rules out the larger ones (the rank order changes no memory).
     smallest_miss: dict[tuple[int, ...], int] = {}
     for i, (shape, options) in enumerate(every):
         if progress is not None:
             progress(i, len(every))
+        sizes = (shape.tp, shape.cp, shape.pp, shape.ep, shape.dp, shape.virtual_stages)
+        mb = options.batch.micro_batch
         if not shape.trivial:
-            sizes = (shape.tp, shape.cp, shape.pp, shape.ep, shape.dp, shape.virtual_stages)
-            mb = options.batch.micro_batch
             if states_lower_bound(model, shape) > limit or mb >= smallest_miss.get(sizes, mb + 1):
                 found.over_memory += 1
                 continue
             if step_lower_bound(model, topology, options, gpus, seq_len) >= worst():
                 found.slower += 1
                 continue
-            if (*sizes, mb) not in fits:
-                try:
-                    rows = memory_by_stage(model, topology, options).stages
-                except (InputError, ValueError) as exc:
-                    found.invalid += 1
-                    key = str(exc).split(":", 1)[0]
-                    found.reasons[key] = found.reasons.get(key, 0) + 1
-                    continue
-                fits[(*sizes, mb)] = any(r.stage == 1 and r.total_bytes <= limit for r in rows)
-                if not fits[(*sizes, mb)]:
-                    smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
-            if not fits[(*sizes, mb)]:
-                found.over_memory += 1
-                continue
         try:
+            if not shape.trivial and not layout_fits(model, topology, options):
+                found.over_memory += 1
+                smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
+                continue
             report = estimate(model, topology, options)
         except (InputError, ValueError) as exc:
             found.invalid += 1
@@ -287,6 +277,8 @@ def search(
         found.priced += 1
         if not report.summary.fits or report.summary.memory_bytes > limit:
             found.over_memory += 1
+            if not shape.trivial:
+                smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
             continue
         if not accept(report):
             continue
