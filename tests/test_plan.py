@@ -134,6 +134,7 @@ def test_nothing_fits_says_so() -> None:
     ("args", "where"),
     [
         (["-g", "0"], "--gpus"),
+        (["-g", "1Mi"], "--gpus"),
         (["-g", "many"], "--gpus"),
         (["-g", "16", "--max-memory", "70"], "--max-memory"),
         (["-g", "16", "--top", "0"], "--top"),
@@ -179,3 +180,17 @@ def test_options_as_flags_give_the_same_options() -> None:
     assert (setup["dp"], setup["zero_stage"], setup["recompute"], setup["seq_len"]) == (64, 1, "selective", 8192)
     assert (setup["global_batch"], setup["flash_attention"], setup["sync_jitter"]) == (512, False, 0.01)
     assert (layout["tp"], layout["pp"], layout["sequence_parallel"]) == (8, 4, True)
+
+
+def test_a_model_given_by_its_count_is_planned_as_pure_data_parallelism() -> None:
+    """A layout splits layers and heads; a spec with only `params` has none, so only pure DP is searched."""
+    from dpcost.specs import ModelSpec
+
+    spec = ModelSpec(name="p70", title="70B by count", params=70e9, largest_layer_params=1e9)
+    found = search(spec, load_topology("dgx-h100"), 64, Options(dp=1, global_batch=64), top=3)
+    assert found.best and all(f.report.layout is None for f in found.best)
+
+
+def test_a_global_batch_no_plan_can_split_is_refused() -> None:
+    result = CliRunner().invoke(app, ["plan", "-m", "llama-8b", "-g", "3", "--global-batch", "8"])
+    assert result.exit_code == 2 and "--global-batch" in result.output and "Traceback" not in result.output

@@ -15,6 +15,8 @@ from dpcost.errors import InputError
 if TYPE_CHECKING:
     from dpcost.engine.report import EstimateReport
 
+MAX_GPUS = 1 << 18  # 262,144: a search of Llama 3 70B takes about 5 s there, of a million GPUs 1.5 minutes
+
 # What the search chooses, so not a flag of `plan` (engine/search.py says over which values).
 SEARCHED = (
     "zero",
@@ -75,8 +77,12 @@ def plan(
     from dpcost.engine.search import plan_result, search
     from dpcost.render.plan import plan_table, plan_verdict
 
-    if not 0 < gpus <= 10_000_000:
-        raise InputError("--gpus", f"a number of GPUs from 1 to 10,000,000, got {gpus}")
+    if not 0 < gpus <= MAX_GPUS:
+        raise InputError(
+            "--gpus",
+            f"plan searches 1 to {MAX_GPUS:,} GPUs (beyond, placing each layout's groups takes minutes; "
+            f"dpcost estimate costs one layout at any size), got {gpus:,}",
+        )
     if not 0 < top <= 1000:
         raise InputError("--top", f"how many plans to show, from 1 to 1000, got {top}")
     given = {

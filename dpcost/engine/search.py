@@ -94,9 +94,11 @@ class Shape:
 
 
 def layout_shapes(model: ModelSpec, topology: TopologySpec, gpus: int, seq_len: int) -> Iterator[Shape]:
-    """Every TP x CP x PP x EP x DP (x V, x order) the module docstring allows on `gpus` GPUs."""
+    """Every TP x CP x PP x EP x DP (x V, x order) the module docstring allows on `gpus` GPUs; none for a model
+    given by its parameter count alone (a layout splits its layers and heads)."""
     a = model.architecture
-    assert a is not None
+    if a is None:
+        return
     kv = a.kv_heads or a.heads
     domain = _domain(topology)
     tps = [t for t in _powers_of_two(domain) if a.heads % t == 0 and (kv % t == 0 or a.mla is not None)]
@@ -241,6 +243,12 @@ def search(
         topology = topology.model_copy(update={"gpu": topology.gpu.model_copy(update={"hbm": limit})})
     seq_len = _seq_len(model, base)
     every = list(candidates(model, topology, gpus, base))
+    if not every:
+        raise InputError(
+            "--global-batch",
+            f"{base.batch.global_batch:,} sequences split evenly over no plan's data-parallel size on {gpus:,} GPUs "
+            "(micro-batch x DP must divide it): give a multiple of the GPUs",
+        )
     found = PlanSearch(gpus=gpus, memory_limit=limit, candidates=len(every))
     best: list[Found] = []
 

@@ -27,7 +27,7 @@ def plan_verdict(result: PlanResult) -> Table:
     s = result.searched
     searched = (
         f"{s.candidates:,} plans: {s.over_memory:,} set aside by memory, {s.slower:,} by a bound on their step, "
-        f"{s.invalid:,} refused by a layout's rules; {s.priced:,} costed"
+        f"{s.invalid:,} refused by a layout's rules; {s.priced:,} estimates run"
     )
     batch = f"{result.global_batch:,} sequences of {result.seq_len:,} tokens per step on {result.gpus:,} GPUs"
     if not result.plans:
