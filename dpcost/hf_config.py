@@ -97,6 +97,33 @@ _GEMMA: dict[str, dict[str, int]] = {
     "gemma3_text": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
                     "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208},
 }  # fmt: skip
+# Every key's default, as transformers' Glm4MoeConfig (configuration_glm4_moe.py at c7ec229) and MiniMaxM2Config
+# (configuration_minimax_m2.py at ea9df1d) give it (docs/sources/hf-defaults.md). Glm4MoeConfig has no head_dim key:
+# Glm4MoeAttention takes getattr(config, "head_dim", hidden_size // num_attention_heads).
+_GLM4_MOE = {
+    "vocab_size": 151552,
+    "hidden_size": 4096,
+    "intermediate_size": 10944,
+    "num_hidden_layers": 46,
+    "num_attention_heads": 96,
+    "num_key_value_heads": 8,
+    "moe_intermediate_size": 1408,
+    "num_experts_per_tok": 8,
+    "n_shared_experts": 1,
+    "n_routed_experts": 128,
+    "first_k_dense_replace": 1,
+}
+_MINIMAX_M2 = {
+    "vocab_size": 200064,
+    "hidden_size": 3072,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 62,
+    "num_attention_heads": 48,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "num_experts_per_tok": 8,
+    "num_local_experts": 256,
+}
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom")
@@ -119,6 +146,8 @@ _ARCHITECTURES = {
     "Llama4ForConditionalGeneration": "llama4",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "Glm4MoeForCausalLM": "glm4_moe",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
     "GPT2LMHeadModel": "gpt2",
     "GPTJForCausalLM": "gptj",
     "GPTNeoXForCausalLM": "gpt_neox",
@@ -129,8 +158,11 @@ _ARCHITECTURES = {
     "QWenLMHeadModel": "qwen",
 }
 _NESTED = {"llama4": "llama4_text", "gemma3": "gemma3_text"}  # multimodal wrappers: the text model's keys
+_GLM_MINIMAX = ("glm4_moe", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 SUPPORTED_MODEL_TYPES = tuple(
-    sorted({*_LLAMA_LIKE, *_GEMMA, "gemma3", "llama4", "llama4_text", *_DEEPSEEK, *_FALCON, *_GPT, "qwen"})
+    sorted(
+        {*_LLAMA_LIKE, *_GEMMA, "gemma3", "llama4", "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen"}
+    )
 )
 
 
@@ -293,6 +325,94 @@ def _deepseek(k: Keys) -> dict[str, Any]:
     return arch
 
 
+def _glm4_moe(k: Keys) -> dict[str, Any]:
+    """Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air, GLM-4.6), as transformers builds it: configuration_glm4_moe.py at
+    c7ec229ad64cdcf0176f669969c66c9a652e7f38, modeling_glm4_moe.py at a0699c971daff96403489086fcfd07469d20b17f (the
+    same weights as modular_glm4_moe.py at 0e97420c9957149b80ff57632148e8ce80203b48).
+
+    Every weight, and the field that counts it: q/k/v_proj (hidden -> heads x head_dim, kv_heads x head_dim) with
+    biases when attention_bias, o_proj always without (qkv_bias); head_dim is getattr(config, "head_dim",
+    hidden_size // num_attention_heads), the class having no such key; q_norm and k_norm, RMSNorms over head_dim,
+    when use_qk_norm (qk_norm "head"). Layers below first_k_dense_replace have a gated MLP of intermediate_size
+    (ffn); the others a Glm4MoeMoE: n_routed_experts gated MLPs of moe_intermediate_size (moe.experts, moe.ffn), one
+    shared MLP of moe_intermediate_size x n_shared_experts (moe.shared 1, moe.shared_ffn), a router weight
+    (n_routed_experts x hidden) and its e_score_correction_bias buffer (n_routed_experts, kept in the checkpoint:
+    moe.router_bias). Two RMSNorms per layer and a final one; embedding and lm_head untied unless
+    tie_word_embeddings. The MTP layer the checkpoints ship (model.layers.{num_hidden_layers}.*, which Glm4MoeModel
+    ignores on load) is num_nextn_predict_layers, counted apart as DeepSeek's: one MoE block, eh_proj, enorm, hnorm
+    and shared_head.norm. Approximated: nothing in the main model; in the MTP count, the layer's shared_head.head
+    (vocab x hidden, 775,946,240 parameters for GLM-4.5, 620,756,992 for GLM-4.5-Air) is taken as the output head and
+    not counted again, as for DeepSeek-V3, though the checkpoints may store a copy."""
+    d = _GLM4_MOE
+    hidden = k.integer("hidden_size", default=d["hidden_size"], field="hidden")
+    heads = k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads")
+    head_dim = k.integer("head_dim", default=None, field="head_dim")
+    shared = k.integer("n_shared_experts", default=d["n_shared_experts"], field="moe.shared")
+    moe_ffn = k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn")
+    moe: dict[str, Any] = {
+        "experts": k.integer("n_routed_experts", default=d["n_routed_experts"], field="moe.experts"),
+        "active": k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+        "ffn": moe_ffn,
+        "first_dense_layers": k.integer(
+            "first_k_dense_replace", default=d["first_k_dense_replace"], field="moe.first_dense_layers"
+        ),
+        "router_bias": True,  # Glm4MoeTopkRouter's e_score_correction_bias
+    }
+    if shared < 0:
+        raise InputError(k.where, f"{k._key('n_shared_experts')}: expected 0 or more, got {shared}")
+    if shared:  # one Glm4MoeMLP of moe_intermediate_size x n_shared_experts (0 builds an empty one)
+        moe.update(shared=1, shared_ffn=moe_ffn * shared)
+    return {
+        "hidden": hidden,
+        "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
+        "heads": heads,
+        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
+        "head_dim": head_dim if head_dim is not None else hidden // heads if heads > 0 else None,
+        "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": k.flag("attention_bias", False),
+        "qk_norm": "head" if k.flag("use_qk_norm", False) else "none",
+        "moe": moe,
+        "mtp_layers": k.integer("num_nextn_predict_layers", default=0, field="mtp_layers"),
+    }
+
+
+def _minimax_m2(k: Keys) -> dict[str, Any]:
+    """MiniMaxM2ForCausalLM (MiniMax-M2), as transformers builds it: configuration_minimax_m2.py and
+    modeling_minimax_m2.py at ea9df1d3bd9784aa7e6abd8f4be29551dd58d6d8.
+
+    Every weight, and the field that counts it: q/k/v/o_proj without biases (head_dim given, default 128); q_norm, an
+    RMSNorm over all query heads (heads x head_dim), and k_norm over all KV heads (kv_heads x head_dim), built in
+    every layer whatever use_qk_norm says (qk_norm "full"). Every layer's MLP is a MiniMaxM2SparseMoeBlock:
+    num_local_experts (alias num_experts) gated experts of intermediate_size, stored as gate_up_proj and down_proj
+    (moe.experts, moe.ffn), a router weight (experts x hidden) and an e_score_correction_bias buffer (experts, in
+    the checkpoint: moe.router_bias); no shared expert and no dense layer (transformers reads neither
+    shared_intermediate_size nor any dense-layer key). Two RMSNorms per layer and a final one; embedding and lm_head
+    untied unless tie_word_embeddings. use_mtp, num_mtp_modules and mtp_transformer_layers are not keys of the
+    class: transformers builds no MTP module and MiniMax's released M2.x checkpoints hold none, so none is counted.
+    Nothing is approximated."""
+    d = _MINIMAX_M2
+    return {
+        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
+        "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
+        "heads": k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads"),
+        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
+        "head_dim": k.integer("head_dim", default=d["head_dim"], field="head_dim"),
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qk_norm": "full",
+        "moe": {
+            "experts": k.integer(
+                "num_local_experts", "num_experts", default=d["num_local_experts"], field="moe.experts"
+            ),
+            "active": k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+            "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="moe.ffn"),
+            "router_bias": True,  # MiniMaxM2SparseMoeBlock's e_score_correction_bias
+        },
+    }
+
+
 def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
     """GPT-2, GPT-J, GPT-NeoX, OPT and BLOOM: LayerNorm with bias, plain 2-matrix MLPs, their own key names."""
     hidden = k.integer("hidden_size", "n_embd", "n_embed", "d_model", field="hidden")
@@ -410,6 +530,10 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _llama4(k)
     elif family in _DEEPSEEK:
         arch = _deepseek(k)
+    elif family == "glm4_moe":
+        arch = _glm4_moe(k)
+    elif family == "minimax_m2":
+        arch = _minimax_m2(k)
     elif family in _FALCON:
         arch = _falcon(k, family)
     elif family == "qwen":
@@ -423,5 +547,6 @@ def in_users_words(message: str, used: dict[str, str]) -> str:
     """A validation message about our fields, said with the config.json keys they came from."""
     for field, key in sorted(used.items(), key=lambda kv: -len(kv[0])):
         message = message.replace(f"architecture.{field}:", f"{key}:")
+        message = re.sub(rf"(?<![\w.]){re.escape(field)}(?![\w])", key, message)  # moe.first_dense_layers
         message = re.sub(rf"(?<![\w.]){re.escape(field.split('.')[-1])}(?![\w])", key, message)
     return re.sub(r"architecture[\w.]*: ", "", message)

@@ -19,7 +19,7 @@ from dpcost.units import parse_count
 CONFIGS = Path(__file__).parent / "reference" / "hf-configs"
 README = Path(__file__).resolve().parents[1] / "README.md"
 # Families whose publisher gives only a rounded figure (the sidecar README's note says how far off it is).
-ROUNDED_ONLY = {"falcon", "kimi_k2"}
+ROUNDED_ONLY = {"falcon", "kimi_k2", "glm4_moe", "minimax_m2"}
 
 
 def reference_rows() -> list[dict[str, str]]:
@@ -53,6 +53,16 @@ def _counts(row: dict[str, str]) -> ParamCount:
     return count_params(load_model(str(CONFIGS / row["file"])))
 
 
+def _active(c: ParamCount, counted: str) -> float:
+    """Active parameters under a publisher's convention (the sidecar README's "active counted" column)."""
+    conventions = {
+        "with": c.active,
+        "without": c.active_excl_embedding,
+        "without embedding or head": c.active_excl_embedding - c.lm_head,  # Zhipu's GLM-4.5 figures
+    }
+    return conventions[counted]
+
+
 def test_every_file_has_a_row_and_every_row_a_file() -> None:
     assert {r["file"] for r in ROWS} == {p.name for p in CONFIGS.glob("*.json")}
 
@@ -69,8 +79,7 @@ def test_total_against_published(row: dict[str, str]) -> None:
 def test_active_under_the_publishers_convention(row: dict[str, str]) -> None:
     """Publishers differ: some count the input embedding among active parameters, some do not. Under the
     convention the publisher uses, dpcost's count is within the published figure's rounding (plus 0.5%)."""
-    c = _counts(row)
-    ours = c.active if row["active counted"] == "with" else c.active_excl_embedding
+    ours = _active(_counts(row), row["active counted"])
     published = _count(row["published active"])
     assert ours == pytest.approx(published, rel=_rounding(row["published active"]) + 0.005)
 
@@ -83,7 +92,7 @@ def test_every_family_within_half_a_percent() -> None:
     expected = {
         "llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "gemma3_text", "phi3", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
-        "deepseek_v3", "kimi_k2", "gpt_oss",
+        "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2",
     }  # fmt: skip
     assert set(within) == expected
     assert {f for f, ok in within.items() if not ok} == ROUNDED_ONLY
@@ -198,6 +207,13 @@ def test_gpt_family_keys() -> None:
         ({**_cfg("opt-30b.json"), "word_embed_proj_dim": 512}, "word_embed_proj_dim: only equal to hidden_size"),
         ({**_cfg("qwen3-8b.json"), "intermediate_size": None}, "intermediate_size: required field is missing"),
         ({**_cfg("falcon-7b.json"), "multi_query": "yes"}, "multi_query: expected true or false"),
+        ({**_cfg("glm-4.5.json"), "n_routed_experts": "many"}, "n_routed_experts: expected a whole number"),
+        (
+            {**_cfg("glm-4.5.json"), "first_k_dense_replace": 93},
+            "json: first_k_dense_replace exceeds num_hidden_layers",
+        ),
+        ({**_cfg("glm-4.5-air.json"), "num_experts_per_tok": 200}, r"num_experts_per_tok \(200\) must not exceed"),
+        ({**_cfg("minimax-m2.json"), "num_local_experts": None, "num_experts": 4}, r"num_experts \(4\)"),
     ],
 )
 def test_errors_name_the_users_key(config: dict, message: str) -> None:  # type: ignore[type-arg]
@@ -291,3 +307,70 @@ def test_gemma_keys_left_out_take_transformers_defaults() -> None:
     gemma2 = {"model_type": "gemma2", "hidden_size": 2304}  # every other key Gemma2Config's
     b = model_from_hf_config(gemma2).architecture
     assert b is not None and (b.heads, b.kv_heads, b.ffn, b.layers, b.vocab) == (8, 4, 9216, 26, 256000)
+
+
+# ------------------------------------------------------------------------------------------------ GLM-4.5, MiniMax-M2
+
+
+def test_glm4_moe_dense_layers_shared_expert_and_mtp_as_transformers_builds_them() -> None:
+    """The GLM-4.5 report's Table 1: 3 dense and 89 MoE layers for GLM-4.5 (160 experts of width 1536), 1 and 45 for
+    GLM-4.5-Air (128 of 1408), one shared expert each, QK-Norm in GLM-4.5 only, one MTP layer each. transformers
+    (modeling_glm4_moe.py at a0699c9) builds the shared expert as one Glm4MoeMLP of moe_intermediate_size x
+    n_shared_experts, gives q/k/v_proj biases when attention_bias but o_proj none, and puts q_norm/k_norm over
+    head_dim; it does not load the MTP layer, which dpcost counts apart, outside total."""
+    models = (("glm-4.5.json", 3, 89, 160, 1536, "head"), ("glm-4.5-air.json", 1, 45, 128, 1408, "none"))
+    for name, dense, sparse, experts, width, qk_norm in models:
+        cfg = _cfg(name)
+        spec = model_from_hf_config(cfg)
+        a = spec.architecture
+        assert a is not None and a.moe is not None
+        assert [a.moe_layer(i) for i in range(a.layers)] == [False] * dense + [True] * sparse
+        assert (a.moe.experts, a.moe.ffn, a.moe.shared, a.moe.shared_width) == (experts, width, 1, width)
+        assert a.qk_norm == qk_norm and a.mtp_layers == 1
+        c = count_params(spec)
+        without_mtp = count_params(model_from_hf_config({**cfg, "num_nextn_predict_layers": 0}))
+        assert c.mtp > 0 and without_mtp.mtp == 0 and without_mtp.total == c.total
+    glm45 = count_params(model_from_hf_config(_cfg("glm-4.5.json")))
+    no_bias = count_params(model_from_hf_config({**_cfg("glm-4.5.json"), "attention_bias": False}))
+    assert glm45.total - no_bias.total == 92 * (96 + 2 * 8) * 128  # q, k and v biases; none on o_proj (5120)
+    no_qk_norm = count_params(model_from_hf_config({**_cfg("glm-4.5.json"), "use_qk_norm": False}))
+    assert glm45.total - no_qk_norm.total == 92 * 2 * 128  # q_norm and k_norm over one head's 128
+
+
+def test_glm4_moe_keys_left_out_take_glm4moeconfigs_defaults() -> None:
+    """Glm4MoeConfig (configuration_glm4_moe.py at c7ec229) has no head_dim key: Glm4MoeAttention takes
+    hidden_size // num_attention_heads, 4096 // 96 = 42 with the class's defaults (96 heads, 8 KV heads, 46 layers,
+    one dense layer, 128 routed experts of 1408, one shared, 8 per token, vocabulary 151552, untied)."""
+    for cfg in ({"model_type": "glm4_moe"}, {"architectures": ["Glm4MoeForCausalLM"]}):
+        a = model_from_hf_config(cfg).architecture
+        assert a is not None and a.moe is not None
+        assert (a.hidden, a.heads, a.kv_heads, a.head_dim, a.layers, a.ffn, a.vocab) == (
+            4096,
+            96,
+            8,
+            42,
+            46,
+            10944,
+            151552,
+        )
+        assert (a.moe.experts, a.moe.active, a.moe.ffn, a.moe.shared, a.moe.first_dense_layers) == (128, 8, 1408, 1, 1)
+        assert not a.tied_embeddings and not a.qkv_bias and a.qk_norm == "none" and a.mtp_layers == 0
+
+
+def test_minimax_m2_counts_the_checkpoint_to_the_parameter() -> None:
+    """MiniMax-M2.x checkpoints (the shapes of minimax-m2.json) hold 228,703,644,928 safetensors entries, their FP8
+    block scales (weight_scale_inv, one per 128 x 128 block) included: [12, 24], [24, 12] and [12, 24] for each of the
+    256 experts' w1, w2, w3 and [48, 24], [8, 24], [8, 24], [24, 48] for q/k/v/o_proj, in each of 62 layers. Less
+    the scales, that is dpcost's count: full-width q_norm (6144) and k_norm (1024), an e_score_correction_bias per
+    layer, no shared expert, no dense layer and no MTP weights (num_mtp_modules names modules never released)."""
+    spec = model_from_hf_config(_cfg("minimax-m2.json"))
+    c = count_params(spec)
+    scales = 62 * (256 * (12 * 24 + 24 * 12 + 12 * 24) + 48 * 24 + 8 * 24 + 8 * 24 + 24 * 48)
+    assert c.total == 228_703_644_928 - scales
+    a = spec.architecture
+    assert a is not None and a.moe is not None
+    assert a.qk_norm == "full" and a.moe.shared == 0 and a.moe.router_bias and c.mtp == 0
+    assert all(a.moe_layer(i) for i in range(a.layers))
+    # MiniMaxM2Config's defaults (configuration_minimax_m2.py at ea9df1d) are MiniMax-M2's shapes
+    for cfg in ({"model_type": "minimax_m2"}, {"architectures": ["MiniMaxM2ForCausalLM"]}):
+        assert count_params(model_from_hf_config(cfg)).total == c.total
