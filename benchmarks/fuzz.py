@@ -72,6 +72,7 @@ WEIGHTS = {
     "memory": 11,
     "collective": 11,
     "calibrate": 1.2,  # a fit takes ~2 s; most lines fail fast on their input anyway
+    "plan": 1.5,  # a search takes 0.2-5 s
     "schema": 2.5,
     "show model": 3,
     "show topology": 3,
