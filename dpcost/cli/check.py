@@ -10,7 +10,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, distinct, emit, writable, write
-from dpcost.cli.options import TopologyOpt, build_options, plan_options, whole
+from dpcost.cli.options import (
+    MaxExposedCommOpt,
+    MaxMemoryOpt,
+    MaxStepTimeOpt,
+    MinEfficiencyOpt,
+    MinTokensPerSOpt,
+    TopologyOpt,
+    build_options,
+    plan_options,
+    whole,
+)
 from dpcost.errors import InputError
 
 if TYPE_CHECKING:
@@ -36,23 +46,11 @@ def check(
     require_fit: Annotated[
         bool, typer.Option("--require-fit", help="The plan fits in GPU memory (the check when no limit is given).")
     ] = False,
-    max_memory: Annotated[
-        str | None, typer.Option("--max-memory", metavar="SIZE", help="Memory per GPU at most this, e.g. 70GB.")
-    ] = None,
-    max_step_time: Annotated[
-        str | None, typer.Option("--max-step-time", metavar="TIME", help="Step time at most this, e.g. 7s.")
-    ] = None,
-    min_efficiency: Annotated[
-        str | None,
-        typer.Option("--min-efficiency", metavar="X", help="Scaling efficiency at least this: 0.95 or 95%."),
-    ] = None,
-    max_exposed_comm: Annotated[
-        str | None,
-        typer.Option("--max-exposed-comm", metavar="TIME", help="Exposed communication per step at most this."),
-    ] = None,
-    min_tokens_per_s: Annotated[
-        str | None, typer.Option("--min-tokens-per-s", metavar="N", help="Throughput at least this, e.g. 300K.")
-    ] = None,
+    max_memory: MaxMemoryOpt = None,
+    max_step_time: MaxStepTimeOpt = None,
+    min_efficiency: MinEfficiencyOpt = None,
+    max_exposed_comm: MaxExposedCommOpt = None,
+    min_tokens_per_s: MinTokensPerSOpt = None,
     max_behind_best: Annotated[
         str | None,
         typer.Option(

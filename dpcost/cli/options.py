@@ -17,7 +17,21 @@ import typer
 
 from dpcost.errors import InputError, shown_value
 
-__all__ = ["FormatOpt", "ModelOpt", "TopologyOpt", "build_options", "field_flag", "number", "plan_options", "whole"]
+__all__ = [
+    "FormatOpt",
+    "MaxExposedCommOpt",
+    "MaxMemoryOpt",
+    "MaxStepTimeOpt",
+    "MinEfficiencyOpt",
+    "MinTokensPerSOpt",
+    "ModelOpt",
+    "TopologyOpt",
+    "build_options",
+    "field_flag",
+    "number",
+    "plan_options",
+    "whole",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,6 +42,24 @@ TopologyOpt = Annotated[
     str, typer.Option("--topology", "-t", help="Catalog name (see `dpcost topologies`) or a YAML spec.")
 ]
 FormatOpt = Annotated[str, typer.Option("--format", "-f", help="Output format.")]
+
+# The limits of a plan (checks.Limits) as flags: `check` holds plans to them, `plan` leaves out the plans that miss.
+MaxMemoryOpt = Annotated[
+    str | None, typer.Option("--max-memory", metavar="SIZE", help="Memory per GPU at most this, e.g. 70GB.")
+]
+MaxStepTimeOpt = Annotated[
+    str | None, typer.Option("--max-step-time", metavar="TIME", help="Step time at most this, e.g. 7s.")
+]
+MinEfficiencyOpt = Annotated[
+    str | None, typer.Option("--min-efficiency", metavar="X", help="Scaling efficiency at least this: 0.95 or 95%.")
+]
+MaxExposedCommOpt = Annotated[
+    str | None,
+    typer.Option("--max-exposed-comm", metavar="TIME", help="Exposed communication per step at most this."),
+]
+MinTokensPerSOpt = Annotated[
+    str | None, typer.Option("--min-tokens-per-s", metavar="N", help="Throughput at least this, e.g. 300K.")
+]
 
 
 def whole(flag: str) -> Callable[[str], int]:

@@ -9,7 +9,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, load
-from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options, whole
+from dpcost.cli.options import (
+    MaxExposedCommOpt,
+    MaxMemoryOpt,
+    MaxStepTimeOpt,
+    MinEfficiencyOpt,
+    MinTokensPerSOpt,
+    ModelOpt,
+    TopologyOpt,
+    build_options,
+    plan_options,
+    whole,
+)
 from dpcost.errors import InputError
 
 if TYPE_CHECKING:
@@ -47,23 +58,11 @@ def plan(
     gpus: Annotated[int, typer.Option("--gpus", "-g", metavar="N", parser=whole("--gpus"), help="GPUs in the job.")],
     topology: TopologyOpt = "dgx-h100",
     top: Annotated[int, typer.Option("--top", metavar="N", parser=whole("--top"), help="How many plans to show.")] = 5,
-    max_memory: Annotated[
-        str | None, typer.Option("--max-memory", metavar="SIZE", help="Memory per GPU at most this [default: HBM].")
-    ] = None,
-    max_step_time: Annotated[
-        str | None, typer.Option("--max-step-time", metavar="TIME", help="Step time at most this, e.g. 7s.")
-    ] = None,
-    min_efficiency: Annotated[
-        str | None,
-        typer.Option("--min-efficiency", metavar="X", help="Scaling efficiency at least this: 0.95 or 95%."),
-    ] = None,
-    max_exposed_comm: Annotated[
-        str | None,
-        typer.Option("--max-exposed-comm", metavar="TIME", help="Exposed communication per step at most this."),
-    ] = None,
-    min_tokens_per_s: Annotated[
-        str | None, typer.Option("--min-tokens-per-s", metavar="N", help="Throughput at least this, e.g. 300K.")
-    ] = None,
+    max_memory: MaxMemoryOpt = None,
+    max_step_time: MaxStepTimeOpt = None,
+    min_efficiency: MinEfficiencyOpt = None,
+    max_exposed_comm: MaxExposedCommOpt = None,
+    min_tokens_per_s: MinTokensPerSOpt = None,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
     brief: BriefOpt = False,
