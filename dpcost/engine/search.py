@@ -5,8 +5,8 @@ What is searched, and why each range (docs/plan.md says the same for users):
 - TP: powers of two up to the NVLink domain, dividing the attention heads and the KV heads (Megatron-Core asserts
   both divide), with sequence parallelism whenever TP > 1 (it moves the same bytes and splits the norms' activations;
   MoE with TP needs it);
-- CP: powers of two while the sequence splits into 2 x CP equal chunks (Megatron's load-balanced causal split) of at
-  least MIN_CP_TOKENS each;
+- CP: powers of two while the sequence splits into 2 x CP equal chunks (Megatron's load-balanced causal split) and
+  each CP rank keeps at least MIN_CP_TOKENS tokens (two chunks of half that);
 - PP: powers of two up to half the layers, uneven ends where PP does not divide them; V = 2 interleaved chunks where
   it does;
 - EP (MoE only): powers of two dividing the experts, within DP x CP (Megatron-Core carves EP out of it);
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 MICRO_BATCHES = (1, 2, 4, 8)
-MIN_CP_TOKENS = 1024  # a CP chunk below this leaves attention's kernels starved; no published run goes lower
+MIN_CP_TOKENS = 1024  # the least of the sequence a CP rank keeps, as searched: a choice of range, not a measurement
 PURE_DP_FRAMEWORKS = ("fsdp", "deepspeed", "megatron", "ddp")
 HYBRID_DOMAINS = (1, 4, 16)  # FSDP's shard group, in NVLink domains
 BUCKET_SCALES = (0.25, 4.0)
@@ -103,7 +103,7 @@ def layout_shapes(model: ModelSpec, topology: TopologySpec, gpus: int, seq_len: 
     domain = _domain(topology)
     tps = [t for t in _powers_of_two(domain) if a.heads % t == 0 and (kv % t == 0 or a.mla is not None)]
     cps = [c for c in _powers_of_two(gpus) if seq_len % (2 * c) == 0 and seq_len // (2 * c) >= MIN_CP_TOKENS // 2]
-    pps = [p for p in _powers_of_two(max(1, a.layers // 2))]
+    pps = _powers_of_two(max(1, a.layers // 2))
     experts = a.moe.experts if a.moe is not None else 1
     for tp in tps:
         for cp in cps:
