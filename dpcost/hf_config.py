@@ -210,6 +210,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["head_dim"] = head_dim
     if family == "gpt_oss":
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
+        arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
     if k.flag("mlp_bias", False):
         arch["linear_bias"] = True
     if family == "mixtral" or family == "gpt_oss":

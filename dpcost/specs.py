@@ -113,6 +113,7 @@ class ModelArchitecture(Spec):
     moe: MoESpec | None = None
     mla: MLASpec | None = None
     mtp_layers: NonNegativeInt = Field(0, description="multi-token-prediction modules (DeepSeek-V3)")
+    attention_sinks: bool = Field(False, description="a learned logit per attention head in every layer (gpt-oss)")
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelArchitecture:

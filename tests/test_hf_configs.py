@@ -374,3 +374,13 @@ def test_minimax_m2_counts_the_checkpoint_to_the_parameter() -> None:
     # MiniMaxM2Config's defaults (configuration_minimax_m2.py at ea9df1d) are MiniMax-M2's shapes
     for cfg in ({"model_type": "minimax_m2"}, {"architectures": ["MiniMaxM2ForCausalLM"]}):
         assert count_params(model_from_hf_config(cfg)).total == c.total
+
+
+def test_gpt_oss_counts_its_attention_sinks() -> None:
+    """transformers' GptOssAttention holds `sinks`, one learned logit per attention head, in every layer: 36 x 64
+    for gpt-oss-120b (issue 21)."""
+    spec = model_from_hf_config(_cfg("gpt-oss-120b.json"))
+    a = spec.architecture
+    assert a is not None and a.attention_sinks
+    without = spec.model_copy(update={"architecture": a.model_copy(update={"attention_sinks": False})})
+    assert count_params(spec).total - count_params(without).total == 36 * 64

@@ -81,6 +81,8 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         params += 2 * per * a.d_head  # q_norm, k_norm over one head's dimension (Qwen3, Gemma 3)
     elif a.qk_norm == "full":
         params += per * (q_out + kv_out)  # q_norm, k_norm over all heads (OLMo 2)
+    if a.attention_sinks:
+        params += a.heads  # gpt-oss: GptOssAttention.sinks, one per attention head
     return params, h * q_out
 
 
