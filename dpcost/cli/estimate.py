@@ -32,13 +32,14 @@ def estimate(
 ) -> None:
     """Cost one plan: communication, memory per GPU by ZeRO stage, and the step time."""
     from dpcost.engine.estimate import estimate as run
-    from dpcost.render.estimate import estimate_tables, verdict_table
 
     spec, topo = load(model, topology)
     options = build_options(dp, options_values or {})
     report = run(spec, topo, options)
     tables: list[Any] = []
-    if fmt in (Format.table, Format.markdown, Format.html):
+    if fmt in (Format.table, Format.markdown, Format.html):  # the tables' module only where they are drawn
+        from dpcost.render.estimate import estimate_tables, verdict_table
+
         tables = [verdict_table(report)] if brief else estimate_tables(report)
     emit(
         tables,
