@@ -236,18 +236,28 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     return arch
 
 
+def _dimensions(k: Keys, d: dict[str, int]) -> dict[str, Any]:
+    """Hidden size, layers, heads, KV heads, vocabulary and (where the family has a default for it) head_dim from
+    transformers' usual keys, each key left out at the family's default in `d`."""
+    out: dict[str, Any] = {
+        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
+        "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
+        "heads": k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads"),
+        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+    }
+    if "head_dim" in d:
+        out["head_dim"] = k.integer("head_dim", default=d["head_dim"], field="head_dim")
+    return out
+
+
 def _gemma(k: Keys, family: str) -> dict[str, Any]:
     """GemmaForCausalLM, Gemma2, Gemma3 text: a gated GELU MLP (GeGLU, gate/up/down), tied embeddings by default,
     head_dim given; Gemma 2 and 3 wrap each sub-layer in two norms (4 per block), Gemma 3 adds q/k norms."""
     d = _GEMMA[family]
     return {
-        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
-        "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
-        "heads": k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads"),
-        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
-        "head_dim": k.integer("head_dim", default=d["head_dim"], field="head_dim"),
+        **_dimensions(k, d),
         "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
-        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "mlp": "geglu",
         "qkv_bias": k.flag("attention_bias", False),
@@ -345,8 +355,8 @@ def _glm4_moe(k: Keys) -> dict[str, Any]:
     (vocab x hidden, 775,946,240 parameters for GLM-4.5, 620,756,992 for GLM-4.5-Air) is taken as the output head and
     not counted again, as for DeepSeek-V3, though the checkpoints may store a copy."""
     d = _GLM4_MOE
-    hidden = k.integer("hidden_size", default=d["hidden_size"], field="hidden")
-    heads = k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads")
+    dims = _dimensions(k, d)
+    hidden, heads = dims["hidden"], dims["heads"]
     head_dim = k.integer("head_dim", default=None, field="head_dim")
     shared = k.integer("n_shared_experts", default=d["n_shared_experts"], field="moe.shared")
     moe_ffn = k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn")
@@ -364,13 +374,9 @@ def _glm4_moe(k: Keys) -> dict[str, Any]:
     if shared:  # one Glm4MoeMLP of moe_intermediate_size x n_shared_experts (0 builds an empty one)
         moe.update(shared=1, shared_ffn=moe_ffn * shared)
     return {
-        "hidden": hidden,
-        "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
-        "heads": heads,
-        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
+        **dims,
         "head_dim": head_dim if head_dim is not None else hidden // heads if heads > 0 else None,
         "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
-        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "qkv_bias": k.flag("attention_bias", False),
         "qk_norm": "head" if k.flag("use_qk_norm", False) else "none",
@@ -395,12 +401,7 @@ def _minimax_m2(k: Keys) -> dict[str, Any]:
     Nothing is approximated."""
     d = _MINIMAX_M2
     return {
-        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
-        "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
-        "heads": k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads"),
-        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
-        "head_dim": k.integer("head_dim", default=d["head_dim"], field="head_dim"),
-        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        **_dimensions(k, d),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "qk_norm": "full",
         "moe": {
