@@ -20,85 +20,63 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
 
+# Each estimates/s workload runs these plans through estimate_many (or, on a checkout without it, estimate in a
+# loop) and prints plans per second.
+RATE = """
+from dpcost import Options, load_model, load_topology
+import dpcost, time
+m, t = load_model({model!r}), load_topology("dgx-h100")
+plans = {plans}
+many = getattr(dpcost, "estimate_many", None) or (lambda m, t, ps: [dpcost.estimate(m, t, p) for p in ps])
+start = time.perf_counter(); many(m, t, plans); print(len(plans) / (time.perf_counter() - start))
+"""
+# Each plan workload runs one search and prints its seconds.
+SEARCH = """
+from dpcost import Options, load_model, load_topology
+from dpcost.engine.search import search
+import time
+m, t = load_model({model!r}), load_topology({topology!r})
+start = time.perf_counter(); search(m, t, {gpus}, Options(dp=1, global_batch={batch}, seq_len={seq}))
+print(time.perf_counter() - start)
+"""
+
 # name -> (what it measures, Python run in a fresh process; prints the count of estimates or the seconds it took)
 WORKLOADS: dict[str, tuple[str, str]] = {
     "fixed": (
         "estimates/s, Llama 3 70B, a fixed plan (ZeRO-3, full recomputation) at 10 DP sizes 8..4096, x20",
-        """
-from dpcost import Options, load_model, load_topology
-import dpcost, time
-m, t = load_model("llama-70b"), load_topology("dgx-h100")
-plans = [Options(dp=2 ** k, zero=3, recompute="full") for k in range(3, 13)] * 20
-many = getattr(dpcost, "estimate_many", None) or (lambda m, t, ps: [dpcost.estimate(m, t, p) for p in ps])
-start = time.perf_counter(); many(m, t, plans); print(len(plans) / (time.perf_counter() - start))
-""",
+        RATE.format(
+            model="llama-70b", plans='[Options(dp=2 ** k, zero=3, recompute="full") for k in range(3, 13)] * 20'
+        ),
     ),
     "auto": (
         "estimates/s, Llama 3 70B, ZeRO stage and recomputation chosen (auto) at 10 DP sizes 8..4096, x10",
-        """
-from dpcost import Options, load_model, load_topology
-import dpcost, time
-m, t = load_model("llama-70b"), load_topology("dgx-h100")
-plans = [Options(dp=2 ** k) for k in range(3, 13)] * 10
-many = getattr(dpcost, "estimate_many", None) or (lambda m, t, ps: [dpcost.estimate(m, t, p) for p in ps])
-start = time.perf_counter(); many(m, t, plans); print(len(plans) / (time.perf_counter() - start))
-""",
+        RATE.format(model="llama-70b", plans="[Options(dp=2 ** k) for k in range(3, 13)] * 10"),
     ),
     "zero1": (
         "estimates/s, Llama 3 70B at ZeRO-1 (one 25 MiB bucket at a time), DP 64..1024, x4",
-        """
-from dpcost import Options, load_model, load_topology
-import dpcost, time
-m, t = load_model("llama-70b"), load_topology("dgx-h100")
-plans = [Options(dp=2 ** k, zero=1, recompute="full") for k in range(6, 11)] * 4
-many = getattr(dpcost, "estimate_many", None) or (lambda m, t, ps: [dpcost.estimate(m, t, p) for p in ps])
-start = time.perf_counter(); many(m, t, plans); print(len(plans) / (time.perf_counter() - start))
-""",
+        RATE.format(
+            model="llama-70b", plans='[Options(dp=2 ** k, zero=1, recompute="full") for k in range(6, 11)] * 4'
+        ),
     ),
     "layout": (
         "estimates/s, Llama 3 405B TP8 x PP16 at DP 16..128 and micro-batches 1, 2, x4",
-        """
-from dpcost import Options, load_model, load_topology
-import dpcost, time
-m, t = load_model("llama-405b"), load_topology("dgx-h100")
-plans = [Options(dp=d, tp=8, pp=16, micro_batch=b, global_batch=2048, seq_len=8192, sequence_parallel=True)
-         for d in (16, 32, 64, 128) for b in (1, 2)] * 4
-many = getattr(dpcost, "estimate_many", None) or (lambda m, t, ps: [dpcost.estimate(m, t, p) for p in ps])
-start = time.perf_counter(); many(m, t, plans); print(len(plans) / (time.perf_counter() - start))
-""",
+        RATE.format(
+            model="llama-405b",
+            plans="[Options(dp=d, tp=8, pp=16, micro_batch=b, global_batch=2048, seq_len=8192, "
+            "sequence_parallel=True) for d in (16, 32, 64, 128) for b in (1, 2)] * 4",
+        ),
     ),
     "plan-70b-4096": (
         "seconds, dpcost plan: Llama 3 70B on 4,096 H100, global batch 2,048 x 8,192",
-        """
-from dpcost import Options, load_model, load_topology
-from dpcost.engine.search import search
-import time
-m, t = load_model("llama-70b"), load_topology("dgx-h100")
-start = time.perf_counter(); search(m, t, 4096, Options(dp=1, global_batch=2048, seq_len=8192))
-print(time.perf_counter() - start)
-""",
+        SEARCH.format(model="llama-70b", topology="dgx-h100", gpus=4096, batch=2048, seq=8192),
     ),
     "plan-405b-16384": (
         "seconds, dpcost plan: Llama 3 405B on 16,384 H100, global batch 2,048 x 8,192",
-        """
-from dpcost import Options, load_model, load_topology
-from dpcost.engine.search import search
-import time
-m, t = load_model("llama-405b"), load_topology("dgx-h100")
-start = time.perf_counter(); search(m, t, 16384, Options(dp=1, global_batch=2048, seq_len=8192))
-print(time.perf_counter() - start)
-""",
+        SEARCH.format(model="llama-405b", topology="dgx-h100", gpus=16384, batch=2048, seq=8192),
     ),
     "plan-dsv3-2048": (
         "seconds, dpcost plan: DeepSeek-V3 on 2,048 H800, global batch 15,360 x 4,096",
-        """
-from dpcost import Options, load_model, load_topology
-from dpcost.engine.search import search
-import time
-m, t = load_model("deepseek-v3"), load_topology("hgx-h800")
-start = time.perf_counter(); search(m, t, 2048, Options(dp=1, global_batch=15360, seq_len=4096))
-print(time.perf_counter() - start)
-""",
+        SEARCH.format(model="deepseek-v3", topology="hgx-h800", gpus=2048, batch=15360, seq=4096),
     ),
 }
 
