@@ -18,14 +18,15 @@ GBPS = 1e9 / 8  # bytes/s in one Gb/s
 
 # name: (GPU arch, HBM per GPU in bytes, GPUs per node, NICs per node, Gb/s per NIC, host CPU vendor, NVLS on the
 # baseboard), as the instance's public spec states them (each YAML's header cites where).
-H100_HELD = 79.11 * 2**30  # what CUDA reports an 80GB H100 holds (docs/sources/gpu-memory.md)
+# what CUDA reports each GPU holds (docs/sources/gpu-memory.md)
+H100_HELD, H200_HELD, B200_HELD = 79.11 * 2**30, 139.81 * 2**30, 178.35 * 2**30
 
 SPECS = {
     "aws-p4de": ("ampere", 80e9, 8, 4, 100, "intel", False),  # A100 80GB, EFA 4 x 100G, Xeon 8275CL
     "aws-p5": ("hopper", H100_HELD, 8, 32, 100, "amd", True),  # H100, EFAv2 32 x 100G, EPYC 7R13
     "gcp-a3-mega": ("hopper", H100_HELD, 8, 8, 200, "intel", True),  # H100, 8 x 200G TCPXO, Sapphire Rapids
-    "gcp-a3-ultra": ("hopper", 141e9, 8, 8, 400, "intel", True),  # H200, 8 x 400G RoCE CX-7, Emerald Rapids
-    "gcp-a4": ("blackwell", 180e9, 8, 8, 400, "intel", True),  # B200, 8 x 400G RoCE CX-7
+    "gcp-a3-ultra": ("hopper", H200_HELD, 8, 8, 400, "intel", True),  # H200, 8 x 400G RoCE CX-7, Emerald Rapids
+    "gcp-a4": ("blackwell", B200_HELD, 8, 8, 400, "intel", True),  # B200, 8 x 400G RoCE CX-7
 }
 # The sibling NVIDIA design whose NVLink (and NVLS) numbers each carries over: the same NVSwitch baseboard.
 SIBLING = {
