@@ -29,6 +29,7 @@ __all__ = [
     "Precision",
     "Whole",
     "choices",
+    "field_flag",
     "flag",
     "written_size",
     "written_time",
@@ -488,6 +489,12 @@ def flag(section: str, field: str) -> str:
     info = model.model_fields.get(field) if model is not None else None
     extra = info.json_schema_extra if info is not None and isinstance(info.json_schema_extra, dict) else {}
     return str(extra.get("flag") or "--" + field.replace("_", "-"))
+
+
+def field_flag(name: str) -> str:
+    """The CLI flag of a field named alone (`accumulation` -> `--accum`), or the name as a flag (`dp` -> `--dp`)."""
+    section = next((section for section, model in SECTIONS.items() if name in model.model_fields), None)
+    return flag(section, name) if section is not None else "--" + name.replace("_", "-")
 
 
 def error_message(err: Any, info: Any = None) -> str:

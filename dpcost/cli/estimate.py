@@ -6,20 +6,29 @@ from typing import Annotated, Any
 
 import typer
 
-from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, load
-from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options, whole
+from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit
+from dpcost.cli.options import FromOpt, TopologyOpt, options_of, plan_input, plan_options, whole
+from dpcost.errors import InputError
 
 DpOpt = Annotated[
-    int,
+    int | None,
     typer.Option("--dp", "-d", metavar="N", parser=whole("--dp"), help="Data-parallel size: GPUs, one replica each."),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model", "-m", help="Catalog name (see `dpcost models`), a YAML spec or a HF config.json.", show_default=False
+    ),
 ]
 
 
 @app.command()
 @plan_options()
 def estimate(
-    model: ModelOpt,
-    dp: DpOpt,
+    ctx: typer.Context,
+    model: ModelOpt = None,
+    dp: DpOpt = None,
+    from_file: FromOpt = None,
     topology: TopologyOpt = "dgx-h100",
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
@@ -31,16 +40,28 @@ def estimate(
     options_values: dict[str, Any] | None = None,
 ) -> None:
     """Cost one plan: communication, memory per GPU by ZeRO stage, and the step time."""
+    from dpcost.catalog import load_topology
     from dpcost.engine.estimate import estimate as run
 
-    spec, topo = load(model, topology)
-    options = build_options(dp, options_values or {})
+    plan = plan_input(ctx, from_file, model, dp, options_values or {})
+    if plan.dp is None:
+        said = f": {from_file} does not fix the data-parallel size" if from_file is not None else ""
+        raise InputError("--dp", f"required{said}")
+    dp = plan.dp
+    spec, topo = plan.spec, load_topology(topology)
+    options = options_of(plan, dp)
     report = run(spec, topo, options)
+    if plan.from_config is not None:
+        report = report.model_copy(update={"from_config": plan.from_config})
     tables: list[Any] = []
     if fmt in (Format.table, Format.markdown, Format.html):  # the tables' module only where they are drawn
         from dpcost.render.estimate import estimate_tables, verdict_table
 
         tables = [verdict_table(report)] if brief else estimate_tables(report)
+        if report.from_config is not None and not brief:
+            from dpcost.render.training_config import config_table
+
+            tables.insert(1, config_table(report.from_config))
     emit(
         tables,
         fmt.value,
@@ -60,7 +81,9 @@ def _document(report: Any, brief: bool) -> dict[str, Any]:
     flops), so that the default output keeps its keys."""
     if brief:
         return {"schema_version": report.schema_version, "summary": report.summary.model_dump(mode="json")}
-    absent: dict[str, object] = {name: True for name in ("compute", "layout") if getattr(report, name) is None}
+    absent: dict[str, object] = {
+        name: True for name in ("compute", "layout", "from_config") if getattr(report, name) is None
+    }
     if report.communication.shard_group is None:  # hybrid sharding's keys, absent without it
         absent["communication"] = {"shard_group": True, "bytes_per_tier": True}
     return dict(report.model_dump(mode="json", exclude=absent or None))

@@ -11,6 +11,8 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -19,17 +21,22 @@ from dpcost.errors import InputError, shown_value
 
 __all__ = [
     "FormatOpt",
+    "FromOpt",
     "MaxExposedCommOpt",
     "MaxMemoryOpt",
     "MaxStepTimeOpt",
     "MinEfficiencyOpt",
     "MinTokensPerSOpt",
     "ModelOpt",
+    "PlanInput",
     "TopologyOpt",
     "build_options",
     "field_flag",
     "number",
+    "options_of",
+    "plan_input",
     "plan_options",
+    "typed_options",
     "whole",
 ]
 
@@ -104,10 +111,9 @@ def _fields(skip: Iterable[str] = ()) -> list[tuple[str, str, Any]]:
 
 def field_flag(name: str) -> str:
     """The flag of a field named in an engine error (`accumulation` -> `--accum`), or the name as a flag."""
-    for _, field, info in _fields():
-        if field == name:
-            return str(_extra(info)["flag"])
-    return "--" + name.replace("_", "-")
+    from dpcost.options import field_flag as flag_of_field
+
+    return flag_of_field(name)
 
 
 def _extra(info: Any) -> dict[str, Any]:
@@ -193,3 +199,91 @@ def plan_options(skip: Iterable[str] = ()) -> Callable[[F], F]:
         return typing.cast(F, wrapper)
 
     return decorate
+
+
+# ------------------------------------------------------------------------------------------------ --from FILE
+
+FromOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from",
+        metavar="FILE",
+        help="Read the plan from a training config: a DeepSpeed JSON, a torchtitan TOML, a Megatron-LM launch "
+        "script or an Accelerate YAML (docs/from.md). Flags given here override the file's settings.",
+    ),
+]
+
+
+def typed(ctx: typer.Context, name: str) -> bool:
+    """The user gave this parameter on the command line (not its default)."""
+    return getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"
+
+
+def typed_options(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
+    """The plan options the user typed on the command line (not their defaults), by field name."""
+    typed_values = {}
+    for key, value in values.items():
+        if value is not None and typed(ctx, key):
+            typed_values[key.split("__", 1)[1]] = value
+    return typed_values
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    """What a command costs: the model, the DP size (None when neither a flag nor the file gives it), the
+    options' values by field name, and the --from file's report."""
+
+    spec: Any
+    dp: int | None
+    values: dict[str, Any]
+    from_config: Any = None
+
+
+def plan_input(
+    ctx: typer.Context, source: Path | None, model: str | None, dp: int | None, values: dict[str, Any]
+) -> PlanInput:
+    """The plan from the flags, or from a --from training config with the flags typed (`ctx`) over it."""
+    from dpcost.catalog import load_model
+
+    if source is None:
+        if model is None:
+            raise InputError("--model", "required: a catalog name, a YAML spec or a config.json (or --from FILE)")
+        flat = {key.split("__", 1)[1]: value for key, value in values.items() if value is not None}
+        return PlanInput(load_model(model), dp, flat)
+    from dpcost.engine.report import ConfigSettingRow, TrainingConfigReport
+    from dpcost.training_configs import apply, read_training_config
+
+    config = read_training_config(str(source))
+    given = typed_options(ctx, values)
+    applied = apply(config, given, dp, model)
+    if applied.model_spec is not None:
+        spec = applied.model_spec
+    elif applied.model is not None:
+        spec = load_model(applied.model, where=f"{source}: model" if model is None else "--model")
+    else:
+        raise InputError("--model", f"required: {source} does not name a model dpcost knows")
+    report = TrainingConfigReport(
+        file=str(source),
+        kind=config.kind,
+        settings=[ConfigSettingRow(key=s.key, value=s.value, became=s.became, note=s.note) for s in applied.settings],
+    )
+    flat = {key.split("__", 1)[1]: value for key, value in values.items() if value is not None}
+    defaults = {name: value for name, value in flat.items() if name not in given}
+    return PlanInput(spec, applied.dp, {**defaults, **applied.values}, report)
+
+
+def options_of(plan: PlanInput, dp: int, flag: str = "--dp") -> Any:
+    """A validated Options for the plan at this DP size; an error names the flag, or the file and key it came from."""
+    from pydantic import ValidationError
+
+    from dpcost.options import WRITTEN, Options, explain
+
+    try:
+        return Options.model_validate({"dp": dp, **plan.values}, context=WRITTEN)
+    except ValidationError as exc:
+        where, message = explain(exc)
+        if plan.from_config is not None:
+            key = next((s.key for s in plan.from_config.settings if s.became.split(" ")[0] == where), None)
+            if key is not None:
+                raise InputError(plan.from_config.file, f"{key}: {message}") from None
+        raise InputError(flag if where == "--dp" else where, message) from None

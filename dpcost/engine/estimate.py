@@ -7,7 +7,7 @@ collectives (collectives.py), serving (serving.py) and advice (advice.py). Each 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
@@ -696,27 +696,29 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
     )
 
 
+# The flags a layout's costing does not read (it runs Megatron's own settings), each with whether it was given.
+LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
+    "--skew": lambda o: o.compute.skew != 0,
+    "--offload": lambda o: o.precision.offload != "none",
+    "--recompute-layers": lambda o: o.plan.recompute_layers != 1,
+    "--grad-dtype": lambda o: o.precision.grad_dtype is not None,
+    "--recipe": lambda o: o.precision.recipe is not None,
+    "--optimizer": lambda o: o.precision.optimizer != "adamw",
+    "--bucket-size": lambda o: o.communication.bucket_bytes is not None,
+    "--first-bucket-size": lambda o: o.communication.first_bucket_bytes is not None,
+    "--gather-dtype": lambda o: o.communication.gather_dtype is not None,
+    "--overlap-comm": lambda o: o.communication.overlap_comm is not None,
+    "--algorithm": lambda o: o.communication.algorithm is not None,
+    "--protocol": lambda o: o.communication.protocol is not None,
+    "--keep-full-grads": lambda o: o.communication.keep_full_grads,
+    "--compile": lambda o: o.compute.compile,
+    "--loss-impl": lambda o: o.compute.loss_impl is not None,
+}
+
+
 def _layout_ignores(o: Options) -> list[str]:
-    """The flags a layout's costing does not read (it runs Megatron's own settings), where they were given."""
-    c, pr, cm, pl = o.communication, o.precision, o.compute, o.plan
-    given = {
-        "--skew": cm.skew != 0,
-        "--offload": pr.offload != "none",
-        "--recompute-layers": pl.recompute_layers != 1,
-        "--grad-dtype": pr.grad_dtype is not None,
-        "--recipe": pr.recipe is not None,
-        "--optimizer": pr.optimizer != "adamw",
-        "--bucket-size": c.bucket_bytes is not None,
-        "--first-bucket-size": c.first_bucket_bytes is not None,
-        "--gather-dtype": c.gather_dtype is not None,
-        "--overlap-comm": c.overlap_comm is not None,
-        "--algorithm": c.algorithm is not None,
-        "--protocol": c.protocol is not None,
-        "--keep-full-grads": c.keep_full_grads,
-        "--compile": cm.compile,
-        "--loss-impl": cm.loss_impl is not None,
-    }
-    return [flag for flag, on in given.items() if on]
+    """The flags a layout's costing does not read, where they were given."""
+    return [flag for flag, given in LAYOUT_IGNORES.items() if given(o)]
 
 
 def _layout_advice(r: LayoutStep, topology: TopologySpec, virtual: int) -> list[Advice]:

@@ -23,6 +23,7 @@ __all__ = [
     "Communication",
     "ComputeBreakdown",
     "ComputePart",
+    "ConfigSettingRow",
     "DeepSpeedRow",
     "EstimateReport",
     "GroupRow",
@@ -44,6 +45,7 @@ __all__ = [
     "TierUse",
     "Time",
     "TopologyInfo",
+    "TrainingConfigReport",
     "WholeMessage",
 ]
 
@@ -422,6 +424,23 @@ class LayoutReport(Contract):
     stages: list[PipelineStageRow] = Field(description="every pipeline stage")
 
 
+class ConfigSettingRow(Contract):
+    """One key of a training config read by --from."""
+
+    key: str = Field(description="the key as the file names it")
+    value: str = Field(description="its value as the file gives it")
+    became: str = Field(description="the dpcost flag and value it became; empty when it was left out")
+    note: str = Field(description="how it was converted, why it was left out, or the flag that overrode it")
+
+
+class TrainingConfigReport(Contract):
+    """--from FILE: the training config the plan was read from, key by key."""
+
+    file: str = Field(description="the file given to --from")
+    kind: str = Field(description="what dpcost read it as: DeepSpeed JSON, torchtitan TOML, ...")
+    settings: list[ConfigSettingRow] = Field(description="every key read, in the file's order")
+
+
 class EstimateReport(Contract):
     """`dpcost estimate --format json`."""
 
@@ -442,6 +461,9 @@ class EstimateReport(Contract):
     )
     warnings: list[Advice] = Field(description="coded advice, in the order a reader should see it")
     summary: Summary = Field(description="the answer first: what the tables and the verdict block lead with")
+    from_config: TrainingConfigReport | None = Field(
+        None, description="with --from: the training config read, key by key; absent otherwise"
+    )
 
     @property
     def fits(self) -> bool:

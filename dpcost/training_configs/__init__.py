@@ -1,0 +1,242 @@
+"""Training configs as plans: `--from FILE` reads the config a team already runs into dpcost's options.
+
+One module per kind, each citing the framework's own config code at a version for its keys and defaults:
+- deepspeed.py: a DeepSpeed JSON;
+- torchtitan.py: a torchtitan TOML;
+- megatron.py: a Megatron-LM launch script's `pretrain_gpt.py` arguments, with the model they build;
+- accelerate.py: an Accelerate config YAML (FSDP, DeepSpeed or multi-GPU DDP).
+
+Each reader returns a `TrainingConfig`: the options the file gives (by dpcost's field names, written as a flag
+would be), the DP size and model when the file fixes them, and every key it read, with the flag it became or why
+it was left out. `apply` lays the flags a user typed over the file and says which ones it overrode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dpcost.errors import InputError, shown_value
+
+__all__ = ["Applied", "Reading", "Setting", "TrainingConfig", "apply", "read_training_config"]
+
+KINDS = "a DeepSpeed JSON, a torchtitan TOML, a Megatron-LM launch script or an Accelerate config YAML"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One key of the file: what it said and what dpcost made of it."""
+
+    key: str  # as the file names it: zero_optimization.stage, [parallelism] tensor_parallel_degree, --seq-length
+    value: str  # as the file gives it
+    became: str  # the dpcost flag and value (`--zero 3`), or "" when left out
+    note: str = ""  # how it was converted, or why it was left out
+    option: str = ""  # the option field it set ("dp" and "model" for those)
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """What a training config gives a plan."""
+
+    path: str
+    kind: str  # "DeepSpeed JSON", ...
+    options: dict[str, str]  # dpcost option field -> value, as its flag would be written
+    settings: tuple[Setting, ...]
+    dp: int | None = None  # the data-parallel size, when the file fixes it
+    model: str | None = None  # a catalog name the file's model maps to
+    model_spec: Any = None  # a ModelSpec the file defines (Megatron's model arguments)
+    replicas: int | None = None  # hybrid sharding with a shard group left to fill the rest (torchtitan's -1)
+    refusals: dict[str, tuple[str, str]] = field(default_factory=dict)  # field -> (key, why), unless a flag sets it
+    micro_from_dp: tuple[str, int, int] | None = None  # (key, global batch, accumulation): micro-batch from DP
+
+
+class Reading:
+    """A reader's notebook: the options a file gives and a line for every key it read."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        self.path, self.kind = path, kind
+        self.options: dict[str, str] = {}
+        self.settings: list[Setting] = []
+        self.refusals: dict[str, tuple[str, str]] = {}
+        self.micro_from_dp: tuple[str, int, int] | None = None
+
+    def use(self, key: str, value: Any, name: str, text: str, note: str = "") -> None:
+        """The file's `key` sets option `name` to `text` (as its flag would be written)."""
+        from dpcost.options import field_flag
+
+        self.options[name] = text
+        flag = field_flag(name)
+        if text in ("true", "false") and _is_bool(name):
+            became = flag if text == "true" else f"--no-{flag[2:]}"
+        else:
+            became = f"{flag} {text}"
+        self.settings.append(Setting(key, _shown(value), became, note, name))
+
+    def note(self, key: str, value: Any, became: str, note: str = "") -> None:
+        """A key that sets something other than an option (the DP size, the model)."""
+        option = became.split(" ")[0].removeprefix("--") if became.startswith(("--dp ", "--model ")) else ""
+        self.settings.append(Setting(key, _shown(value), became, note, option))
+
+    def ignore(self, key: str, value: Any, why: str) -> None:
+        self.settings.append(Setting(key, _shown(value), "", why))
+
+    def refuse(self, name: str, key: str, why: str) -> None:
+        """The file sets option `name` in a way dpcost cannot price: an error unless a flag sets it."""
+        self.refusals[name] = (key, why)
+        self.settings.append(Setting(key, "", "", why))
+
+    def error(self, key: str, message: str) -> InputError:
+        return InputError(self.path, f"{key}: {message}")
+
+    def done(self, **fields: Any) -> TrainingConfig:
+        return TrainingConfig(
+            path=self.path,
+            kind=self.kind,
+            options=dict(self.options),
+            settings=tuple(self.settings),
+            refusals=dict(self.refusals),
+            micro_from_dp=self.micro_from_dp,
+            **fields,
+        )
+
+
+def _is_bool(name: str) -> bool:
+    from dpcost.options import SECTIONS
+
+    return any(model.model_fields[name].annotation is bool for model in SECTIONS.values() if name in model.model_fields)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value if len(value) <= 60 else value[:57] + "..."
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_shown(v) for v in value)[:60] + "]"
+    return shown_value(value)
+
+
+def read_training_config(path: str, where: str = "--from") -> TrainingConfig:
+    """Read a training config; its kind from its suffix and its keys. Errors name the file and the key."""
+    from dpcost.catalog import _check_path, _parse_json, _parse_yaml, _read_text
+
+    file = _check_path(path, where)
+    text = _read_text(file, path)
+    suffix = file.suffix.lower()
+    if suffix == ".toml":
+        from dpcost.training_configs import torchtitan
+
+        return torchtitan.read(_parse_toml(text, path), path)
+    if suffix == ".json":
+        doc = _parse_json(text, path)
+        from dpcost.training_configs import deepspeed
+
+        if deepspeed.looks_like(doc):
+            return deepspeed.read(doc, path)
+        if "model_type" in doc or "architectures" in doc:
+            raise InputError(path, "a model's config.json, not a training config: give it as --model")
+        raise InputError(path, f"not a DeepSpeed JSON (no train_micro_batch_size_per_gpu, zero_optimization, "
+                         f"bf16 or fp16 key); --from reads {KINDS}")  # fmt: skip
+    if suffix in (".yaml", ".yml"):
+        doc = _parse_yaml(text, path)
+        from dpcost.training_configs import accelerate
+
+        if "distributed_type" in doc:
+            return accelerate.read(doc, path, file.parent)
+        raise InputError(path, f"not an Accelerate config (no distributed_type key); --from reads {KINDS}")
+    from dpcost.training_configs import megatron
+
+    if megatron.looks_like(text):
+        return megatron.read(text, path)
+    raise InputError(path, f"cannot tell what this file is; --from reads {KINDS} (by suffix: .json, .toml, .yaml, "
+                     "or a shell script of pretrain_gpt.py arguments)")  # fmt: skip
+
+
+def _parse_toml(text: str, where: str) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(where, f"malformed TOML: {str(exc)[:200]}") from None
+    except RecursionError:
+        raise InputError(where, "malformed TOML: nested too deeply") from None
+
+
+def _is_layout(values: dict[str, Any]) -> bool:
+    """The plan has a model-parallel dimension (a value dpcost cannot read is left for validation to name)."""
+    from dpcost.units import UnitError, parse_whole
+
+    for name in ("tp", "cp", "pp", "ep"):
+        try:
+            if parse_whole(values.get(name, 1)) > 1:
+                return True
+        except (UnitError, TypeError, ValueError):
+            continue
+    return False
+
+
+def _typed_flag(flag: str, value: Any) -> str:
+    """A flag as the user typed it: `--zero 2`, `--overlap-comm`, `--no-overlap-comm`."""
+    if isinstance(value, bool):
+        return flag if value else f"--no-{flag[2:]}"
+    return f"{flag} {value}"
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A training config with the user's flags laid over it: the plan to cost, and the report's lines."""
+
+    model: str | None
+    model_spec: Any
+    dp: int | None
+    values: dict[str, Any]  # option field -> value, the file's with the typed flags over them
+    settings: tuple[Setting, ...]
+
+
+def apply(config: TrainingConfig, typed: dict[str, Any], dp: int | None, model: str | None) -> Applied:
+    """The file's plan with the flags the user typed (`typed`: option field -> value; `dp`, `model` when typed)
+    over it; each file setting a flag overrides says so."""
+    from dpcost.options import field_flag
+
+    for name, (key, why) in config.refusals.items():
+        if name not in typed and not (name == "model" and model is not None):
+            flag = "--model" if name == "model" else field_flag(name)
+            raise InputError(config.path, f"{key}: {why}" + ("" if flag in why else f"; or give {flag}"))
+    given = {**typed, **({"dp": dp} if dp is not None else {}), **({"model": model} if model is not None else {})}
+    settings = [
+        Setting(s.key, s.value, "", f"overridden by {_typed_flag(field_flag(s.option), given[s.option])}", s.option)
+        if s.option in given
+        else s
+        for s in config.settings
+    ]
+    replicas_dp = dp if dp is not None else config.dp
+    values = {**config.options, **typed}
+    if config.replicas and "shard_group" not in typed and replicas_dp is not None:
+        if replicas_dp % config.replicas:
+            raise InputError(
+                config.path, f"data_parallel_replicate_degree {config.replicas} does not divide DP {replicas_dp}"
+            )
+        values["shard_group"] = str(replicas_dp // config.replicas)
+    if config.micro_from_dp is not None and "micro_batch" not in typed and replicas_dp is not None:
+        key, total, accum = config.micro_from_dp
+        if total % (accum * replicas_dp):
+            raise InputError(
+                config.path, f"{key}: {total} cannot be split into {accum} micro-batches on DP {replicas_dp}"
+            )
+        values["micro_batch"] = str(total // (accum * replicas_dp))
+    if _is_layout(values):  # a layout runs Megatron's own settings: the file's for pure DP are left out, and said so
+        from dpcost.engine.estimate import LAYOUT_IGNORES
+
+        unread = {name for name in config.options if name not in typed and field_flag(name) in LAYOUT_IGNORES}
+        for name in unread:
+            values.pop(name, None)
+        why = "not read by a TP/CP/PP/EP layout, costed as Megatron-LM runs it"
+        settings = [Setting(s.key, s.value, "", why, s.option) if s.option in unread else s for s in settings]
+    return Applied(
+        model=model if model is not None else config.model,
+        model_spec=None if model is not None else config.model_spec,
+        dp=replicas_dp,
+        values=values,
+        settings=tuple(settings),
+    )

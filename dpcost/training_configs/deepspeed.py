@@ -1,0 +1,190 @@
+"""A DeepSpeed JSON as a plan: its batch, ZeRO, precision and optimizer keys.
+
+Keys and defaults as deepspeed/runtime/config.py and deepspeed/runtime/zero/config.py@v0.16.0 read them:
+train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x world size (DP, without model
+parallelism); reduce_bucket_size counts elements (5e8); "auto" is a value the Hugging Face Trainer fills in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpcost.training_configs import Reading, TrainingConfig
+
+__all__ = ["looks_like", "read"]
+
+KIND = "DeepSpeed JSON"
+MARKERS = ("train_micro_batch_size_per_gpu", "train_batch_size", "zero_optimization", "bf16", "fp16")
+
+# optimizer.type -> dpcost's optimizer (its states per parameter); DeepSpeed's Adam family keeps two fp32 moments
+OPTIMIZERS = {
+    "adam": "adamw",
+    "adamw": "adamw",
+    "fusedadam": "adamw",
+    "cpuadam": "adamw",
+    "lamb": "adamw",  # LAMB keeps Adam's two moments
+    "onebitadam": "adamw",
+    "zerooneadam": "adamw",
+    "onebitlamb": "adamw",
+}
+COMPRESSED = ("onebitadam", "zerooneadam", "onebitlamb")
+NOT_PRICED = "does not change what dpcost prices"
+
+
+def looks_like(doc: dict[str, Any]) -> bool:
+    return any(key in doc for key in MARKERS)
+
+
+def _given(value: Any) -> bool:
+    return value is not None and value != "auto"
+
+
+def _whole(r: Reading, key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 1:
+        raise r.error(key, f"must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def read(doc: dict[str, Any], path: str) -> TrainingConfig:
+    r = Reading(path, KIND)
+    r.use("(a DeepSpeed config)", "deepspeed", "framework", "deepspeed", "DeepSpeed's schedule, buckets and memory")
+    dp = _batch(r, doc)
+    grad_bytes = _precision(r, doc)
+    _zero(r, doc.get("zero_optimization"), grad_bytes)
+    _optimizer(r, doc.get("optimizer"))
+    seen = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16", "fp16",
+            "zero_optimization", "optimizer", "communication_data_type"}  # fmt: skip
+    for key, value in doc.items():
+        if key in seen:
+            continue
+        if key == "activation_checkpointing":
+            r.ignore(key, value, "applies only where the model calls deepspeed.checkpointing: give --recompute")
+        elif key in ("zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients"):
+            r.ignore(key, value, "ZeRO++ is not costed yet: priced without it")
+        else:
+            r.ignore(key, value, NOT_PRICED)
+    return r.done(dp=dp)
+
+
+def _batch(r: Reading, doc: dict[str, Any]) -> int | None:
+    """The batch keys, and the DP size when all three fix it (DeepSpeed's _batch_assertion)."""
+    keys = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
+    given = {k: _whole(r, k, doc[k]) for k in keys if _given(doc.get(k))}
+    for k in keys:
+        if doc.get(k) == "auto":
+            r.ignore(k, "auto", "the Hugging Face Trainer fills it in from its own arguments")
+    total, micro, accum = (given.get(k) for k in keys)
+    if micro is not None:
+        r.use(keys[1], micro, "micro_batch", str(micro))
+    if accum is not None:
+        r.use(keys[2], accum, "accumulation", str(accum))
+    if total is None:
+        return None
+    if micro is not None and accum is not None:
+        if total % (micro * accum):
+            raise r.error(keys[0], f"{total} is not a multiple of micro-batch {micro} x accumulation {accum}")
+        dp = total // (micro * accum)
+        r.note(keys[0], total, f"--dp {dp}", f"{total} / ({micro} x {accum})")
+        return dp
+    if accum is not None:  # DeepSpeed derives the micro-batch from the world size: so does apply, from DP
+        r.use(keys[0], total, "global_batch", str(total), f"micro-batch = {total} / ({accum} x DP)")
+        r.micro_from_dp = (keys[0], total, accum)
+        return None
+    r.use(keys[0], total, "global_batch", str(total))
+    return None
+
+
+def _precision(r: Reading, doc: dict[str, Any]) -> int:
+    """bf16 / fp16 / fp32 training, and the bytes per gradient element the reduction moves."""
+    on = {k: isinstance(doc.get(k), dict) and doc[k].get("enabled") is True for k in ("bf16", "fp16")}
+    for k in ("bf16", "fp16"):
+        if isinstance(doc.get(k), dict) and doc[k].get("enabled") == "auto":
+            r.ignore(f"{k}.enabled", "auto", "the Hugging Face Trainer fills it in: priced as bf16")
+            on[k] = on[k] or k == "bf16"
+    if on["bf16"] and on["fp16"]:
+        raise r.error("bf16.enabled", "bf16 and fp16 cannot both be enabled (DeepSpeed refuses it)")
+    comm = doc.get("communication_data_type")
+    if not (on["bf16"] or on["fp16"]):
+        r.use("bf16.enabled", False, "recipe", "ddp", "fp32 training: 4 + 4 + 8 bytes per parameter")
+        grad = "fp32"
+    else:
+        grad = "bf16" if on["bf16"] else "fp16"
+        r.note("bf16.enabled" if on["bf16"] else "fp16.enabled", True, "", f"16-bit training: {grad} gradients")
+    if _given(comm):
+        names = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "bfp16": "bf16"}
+        if str(comm).lower() not in names:
+            raise r.error("communication_data_type", f"must be fp32, fp16 or bf16, got {comm!r}")
+        grad = names[str(comm).lower()]
+        r.use("communication_data_type", comm, "grad_dtype", grad)
+    elif grad == "fp32":
+        r.use("bf16.enabled", False, "grad_dtype", "fp32", "fp32 training reduces fp32 gradients")
+    return 4 if grad == "fp32" else 2
+
+
+def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
+    if zero is None:
+        r.use("zero_optimization", None, "zero", "0", "absent: DeepSpeed runs stage 0")
+        return
+    if not isinstance(zero, dict):
+        raise r.error("zero_optimization", "must be a mapping of ZeRO settings")
+    key = "zero_optimization."
+    stage = zero.get("stage", 0)
+    if stage not in (0, 1, 2, 3) or isinstance(stage, bool):
+        raise r.error(key + "stage", f"must be 0, 1, 2 or 3, got {stage!r}")
+    r.use(key + "stage", stage, "zero", str(stage), "" if "stage" in zero else "absent: DeepSpeed's default 0")
+    for name, value in zero.items():
+        k = key + name
+        if name == "stage" or value == "auto":
+            if value == "auto":
+                r.ignore(k, value, "the Hugging Face Trainer fills it in: DeepSpeed's default is priced")
+            continue
+        if name == "reduce_bucket_size":
+            elements = _elements(r, k, value)
+            r.use(
+                k, value, "bucket_bytes", f"{elements * grad_bytes:.0f}B", f"{elements:,} elements x {grad_bytes} bytes"
+            )
+        elif name == "overlap_comm":
+            if not isinstance(value, bool):
+                raise r.error(k, f"must be true or false, got {value!r}")
+            r.use(k, value, "overlap_comm", "true" if value else "false")
+        elif name in ("offload_optimizer", "offload_param"):
+            device = value.get("device", "none") if isinstance(value, dict) else None
+            if device not in ("none", "cpu", "nvme"):
+                raise r.error(k + ".device", f"must be none, cpu or nvme, got {device!r}")
+            if device == "none":
+                r.ignore(k, device, "no offload")
+                continue
+            what = "optimizer" if name == "offload_optimizer" else "params"
+            nvme = "; NVMe: GPU memory as with CPU offload, its bandwidth not modelled" if device == "nvme" else ""
+            if what == "optimizer" and r.options.get("offload") == "params":
+                r.note(k + ".device", device, "", "covered by offload_param (params offload moves both)" + nvme)
+                continue
+            r.use(k + ".device", device, "offload", what, nvme.removeprefix("; "))
+        elif name in ("zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients"):
+            r.ignore(k, value, "ZeRO++ is not costed yet: priced without it")
+        elif name == "reduce_scatter" and value is False:
+            r.ignore(k, value, "not modelled: stages 1-2 priced with DeepSpeed's default reduce path")
+        elif name in ("allgather_bucket_size", "stage3_prefetch_bucket_size"):
+            r.ignore(k, value, "not modelled: dpcost gathers stage 1-2 once per group, stage 3 a unit ahead")
+        else:
+            r.ignore(k, value, NOT_PRICED)
+
+
+def _elements(r: Reading, key: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value <= 1e13:
+        raise r.error(key, f"must be a number of elements (e.g. 5e8), got {value!r}")
+    return int(value)
+
+
+def _optimizer(r: Reading, optimizer: Any) -> None:
+    if optimizer is None:
+        return
+    kind = optimizer.get("type") if isinstance(optimizer, dict) else None
+    if not isinstance(kind, str):
+        raise r.error("optimizer.type", f"must name the optimizer, got {kind!r}")
+    name = OPTIMIZERS.get(kind.lower().replace("_", ""))
+    if name is None:
+        r.refuse("optimizer", "optimizer.type", f"{kind!r} is not one dpcost prices (adamw, sgd, adam8bit, adafactor)")
+        return
+    note = "1-bit compression not costed yet: priced at full volume" if kind.lower() in COMPRESSED else ""
+    r.use("optimizer.type", kind, "optimizer", name, note)

@@ -1,0 +1,340 @@
+"""A Megatron-LM launch script as a plan: the `pretrain_gpt.py` arguments, and the GPT model they build.
+
+Arguments and defaults as megatron/training/arguments.py (core_r0.9.0) declares them: no --bf16/--fp16 trains in
+fp32; DDP unless --use-distributed-optimizer; no overlap unless --overlap-grad-reduce; no recomputation unless
+--recompute-granularity (or --recompute-activations, selective). The model: --ffn-hidden-size defaults to 4h, or
+int(4h x 2/3 / 64) x 64 with --swiglu; --kv-channels to h / heads; LayerNorm, learned absolute positions, biases
+on every linear layer (add_bias_linear) and on QKV, tied embeddings, hidden dropout 0.1; the vocabulary padded to a
+multiple of --make-vocab-size-divisible-by (128) x TP (_vocab_size_with_padding in megatron/training/tokenizer).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from dpcost.errors import InputError
+from dpcost.training_configs import Reading, TrainingConfig
+
+__all__ = ["looks_like", "model_arguments", "read"]
+
+KIND = "Megatron-LM arguments"
+GPT2_VOCAB = 50257  # GPT2BPETokenizer: the entries of GPT-2's encoder.json
+MARKERS = ("--num-layers", "--tensor-model-parallel-size", "--micro-batch-size", "--hidden-size")
+PARALLEL = {
+    "--tensor-model-parallel-size": "tp",
+    "--pipeline-model-parallel-size": "pp",
+    "--context-parallel-size": "cp",
+    "--expert-model-parallel-size": "ep",
+    "--expert-tensor-parallel-size": "etp",
+}
+SWITCHES = {  # a flag present -> the option on
+    "--sequence-parallel": "sequence_parallel",
+    "--tp-comm-overlap": "tp_comm_overlap",
+}
+MODEL_ARGS = (
+    "--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidden-size", "--kv-channels",
+    "--group-query-attention", "--num-query-groups", "--swiglu", "--untie-embeddings-and-output-weights",
+    "--normalization", "--disable-bias-linear", "--add-qkv-bias", "--position-embedding-type",
+    "--use-rotary-position-embeddings", "--max-position-embeddings", "--vocab-size", "--tokenizer-type",
+    "--vocab-file", "--merge-file", "--make-vocab-size-divisible-by", "--num-experts", "--moe-router-topk",
+    "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--hidden-dropout", "--qk-layernorm",
+    "--moe-layer-freq", "--tokenizer-model",
+)  # fmt: skip
+
+
+def looks_like(text: str) -> bool:
+    return any(marker in text for marker in MARKERS)
+
+
+def arguments(text: str, where: str) -> dict[str, list[str]]:
+    """Every `--flag value...` of the script, with the script's own variables substituted: `TP=8`, a quoted
+    string (`GPT_ARGS="..."`) or an array (`ARGS=( ... )`, spliced where `${ARGS[@]}` is used); a value still
+    holding `$` is kept as written, for the reader to refuse where it matters."""
+    lines = [re.sub(r"(^|\s)#.*$", "", line) for line in text.splitlines()]  # comments, not `$#` or `a#b`
+    text = re.sub(r"\\\r?\n", " ", "\n".join(lines))
+    variables: dict[str, str] = {}
+
+    def keep(match: re.Match[str]) -> str:
+        variables[match.group(1)] = _substitute(match.group(2), variables)
+        return " "
+
+    text = re.sub(r"(?:export\s+)?([A-Za-z_]\w*)=\(([^)]*)\)", keep, text)  # arrays
+    text = re.sub(r"(?:export\s+)?([A-Za-z_]\w*)=\"([^\"]*)\"", keep, text)  # quoted strings, over lines
+    text = re.sub(r"(?:export\s+)?([A-Za-z_]\w*)='([^']*)'", keep, text)
+    text = re.sub(r"(?m)^\s*(?:export\s+)?([A-Za-z_]\w*)=(\S*)\s*$", keep, text)
+    try:
+        words = shlex.split(_substitute(text, variables))
+    except ValueError as exc:
+        raise InputError(where, f"cannot split the script into arguments ({exc})") from None
+    args: dict[str, list[str]] = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not word.startswith("--") or len(word) < 3:
+            continue
+        name, _, inline = word.partition("=")
+        values = [inline] if inline else []
+        while i < len(words) and not words[i].startswith("--") and words[i] not in ("&&", "|", ";", "&"):
+            values.append(words[i])
+            i += 1
+        args[name] = values
+    return args
+
+
+def _substitute(text: str, variables: dict[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return variables.get(name, match.group(0))
+
+    for _ in range(4):  # variables of variables
+        text = re.sub(r"\$\{([A-Za-z_]\w*)(?:\[@\])?\}|\$([A-Za-z_]\w*)", value, text)
+    return text
+
+
+def _one(r: Reading, args: dict[str, list[str]], name: str) -> str | None:
+    if name not in args:
+        return None
+    values = args[name]
+    if not values:
+        raise r.error(name, "needs a value")
+    return values[0]
+
+
+def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None = None) -> int | None:
+    text = _one(r, args, name)
+    if text is None:
+        return default
+    if "$" in text:
+        raise r.error(name, f"{text} is a shell variable the script does not set: set it, or give the flag")
+    if not re.fullmatch(r"\d+", text) or int(text) < 1:
+        raise r.error(name, f"must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def read(text: str, path: str) -> TrainingConfig:
+    r = Reading(path, KIND)
+    args = arguments(text, path)
+    r.use("(a Megatron-LM script)", "megatron", "framework", "megatron", "Megatron-LM's schedule and memory")
+    tp = 1
+    for name, option in PARALLEL.items():
+        try:
+            value = _int(r, args, name)
+        except InputError as exc:
+            if "$" not in exc.message:
+                raise
+            r.refuse(option, name, exc.message)
+            continue
+        if value is not None:
+            r.use(name, value, option, str(value))
+            tp = value if option == "tp" else tp
+    for name, option in SWITCHES.items():
+        if name in args:
+            r.use(name, "", option, "true")
+    _batch(r, args)
+    _recompute(r, args)
+    _precision(r, args)
+    spec = _model(r, args, tp, Path(path).stem)
+    used = {*PARALLEL, *SWITCHES, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
+    for name, values in args.items():
+        if name not in used:
+            r.ignore(name, " ".join(values), "does not change what dpcost prices")
+    return r.done(model_spec=spec)
+
+
+_BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--rampup-batch-size",
+               "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+               "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
+               "--ddp-bucket-size", "--optimizer", "--cp-comm-type")  # fmt: skip
+_RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
+                   "--recompute-num-layers", "--recompute-modules")  # fmt: skip
+_PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--accumulate-allreduce-grads-in-fp32")
+
+
+def _batch(r: Reading, args: dict[str, list[str]]) -> None:
+    for name, option in (("--micro-batch-size", "micro_batch"), ("--global-batch-size", "global_batch"),
+                         ("--seq-length", "seq_len")):  # fmt: skip
+        value = _int(r, args, name)
+        if value is not None:
+            r.use(name, value, option, str(value))
+    if "--rampup-batch-size" in args:
+        r.ignore("--rampup-batch-size", " ".join(args["--rampup-batch-size"]), "costed at the full global batch")
+    layers = _int(r, args, "--num-layers")
+    per_stage = _int(r, args, "--num-layers-per-virtual-pipeline-stage")
+    pp = int(r.options.get("pp", "1"))
+    if per_stage is not None and layers is not None:
+        if layers % (pp * per_stage):
+            raise r.error(
+                "--num-layers-per-virtual-pipeline-stage", f"{per_stage} x PP {pp} does not divide {layers} layers"
+            )
+        r.use("--num-layers-per-virtual-pipeline-stage", per_stage, "virtual_stages", str(layers // (pp * per_stage)))
+    stages = _int(r, args, "--num-virtual-stages-per-pipeline-rank")
+    if stages is not None:
+        r.use("--num-virtual-stages-per-pipeline-rank", stages, "virtual_stages", str(stages))
+    if "--use-distributed-optimizer" in args:
+        r.use("--use-distributed-optimizer", "", "zero", "1", "the distributed optimizer shards the optimizer states")
+    else:
+        r.use("--use-distributed-optimizer", "(absent)", "zero", "0", "absent: Megatron's DDP")
+    overlap = "--overlap-grad-reduce" in args
+    r.use("--overlap-grad-reduce", "" if overlap else "(absent)", "overlap_comm", "true" if overlap else "false",
+          "" if overlap else "absent: Megatron reduces after the backward")  # fmt: skip
+    if "--overlap-param-gather" in args:
+        r.ignore("--overlap-param-gather", "", "dpcost's Megatron preset gathers during the next forward already")
+    bucket = _int(r, args, "--ddp-bucket-size")
+    if bucket is not None:
+        grad = 2 if "--fp16" in args else 4  # bf16 and fp32 training reduce fp32 gradients
+        r.use("--ddp-bucket-size", bucket, "bucket_bytes", f"{bucket * grad}B", f"{bucket:,} elements x {grad} bytes")
+    optimizer = _one(r, args, "--optimizer")
+    if optimizer is not None:
+        if optimizer not in ("adam", "sgd"):
+            raise r.error("--optimizer", f"must be adam or sgd, got {optimizer!r}")
+        r.use("--optimizer", optimizer, "optimizer", "adamw" if optimizer == "adam" else "sgd")
+    cp_comm = _one(r, args, "--cp-comm-type")
+    if cp_comm is not None:
+        if cp_comm not in ("p2p", "all_gather"):
+            r.refuse("cp_impl", "--cp-comm-type", f"{cp_comm}: dpcost prices p2p and all_gather")
+        else:
+            r.use("--cp-comm-type", cp_comm, "cp_impl", cp_comm)
+
+
+def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
+    granularity = _one(r, args, "--recompute-granularity")
+    if granularity is None and "--recompute-activations" in args:
+        r.use("--recompute-activations", "", "recompute", "selective", "Megatron's selective recomputation")
+    elif granularity in ("full", "selective"):
+        method = _one(r, args, "--recompute-method")
+        note = ""
+        if granularity == "full" and method == "block":
+            note = f"block of {_one(r, args, '--recompute-num-layers')} layers per stage: priced as every layer"
+        r.use("--recompute-granularity", granularity, "recompute", granularity, note)
+    elif granularity is not None:
+        raise r.error("--recompute-granularity", f"must be full or selective, got {granularity!r}")
+    else:
+        r.use("--recompute-granularity", "(absent)", "recompute", "none", "absent: Megatron recomputes nothing")
+    if "--recompute-modules" in args:
+        modules = args["--recompute-modules"]
+        r.use("--recompute-modules", " ".join(modules), "recompute_modules", ",".join(modules))
+
+
+def _precision(r: Reading, args: dict[str, list[str]]) -> None:
+    if "--bf16" in args and "--fp16" in args:
+        raise r.error("--bf16", "--bf16 and --fp16 cannot both be given (Megatron refuses it)")
+    if "--fp16" in args:
+        r.use("--fp16", "", "grad_dtype", "fp16", "fp16 gradients, reduced in fp16")
+    elif "--bf16" not in args:
+        r.use("--bf16", "(absent)", "recipe", "ddp", "fp32 training: 4 + 4 + 8 bytes per parameter")
+    else:
+        r.note("--bf16", "", "", "bf16 training, gradients accumulated and reduced in fp32 (Megatron's default)")
+    if "--fp8-format" in args:
+        r.use("--fp8-format", " ".join(args["--fp8-format"]), "compute_dtype", "fp8")
+    if "--fp8-param-gather" in args:
+        r.use("--fp8-param-gather", "", "gather_dtype", "fp8")
+
+
+def padded_vocab(vocab: int, divisible_by: int, tp: int) -> int:
+    """Megatron's _vocab_size_with_padding: the vocabulary rounded up to a multiple of divisible_by x TP."""
+    multiple = divisible_by * tp
+    return -(-vocab // multiple) * multiple
+
+
+def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str, Any] | None:
+    """The GPT model Megatron builds from the arguments, as dpcost's architecture fields; None without a model."""
+    layers = _int(r, args, "--num-layers")
+    hidden = _int(r, args, "--hidden-size")
+    heads = _int(r, args, "--num-attention-heads")
+    if layers is None and hidden is None and heads is None:
+        return None
+    for name, value in (("--num-layers", layers), ("--hidden-size", hidden), ("--num-attention-heads", heads)):
+        if value is None:
+            raise r.error(name, "required to build the model (or give --model)")
+    assert hidden is not None and heads is not None
+    swiglu = "--swiglu" in args
+    ffn = _int(r, args, "--ffn-hidden-size", int(4 * hidden * 2 / 3 / 64) * 64 if swiglu else 4 * hidden)
+    bias = "--disable-bias-linear" not in args
+    position = _one(r, args, "--position-embedding-type") or (
+        "rope" if "--use-rotary-position-embeddings" in args else "learned_absolute"
+    )
+    if position not in ("learned_absolute", "rope", "none"):
+        raise r.error("--position-embedding-type", f"must be learned_absolute, rope or none, got {position!r}")
+    norm = (_one(r, args, "--normalization") or "LayerNorm").lower()
+    if norm not in ("layernorm", "rmsnorm"):
+        raise r.error("--normalization", f"must be LayerNorm or RMSNorm, got {norm!r}")
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "ffn": ffn,
+        "mlp": "swiglu" if swiglu else "gelu",
+        "norm": norm,
+        "tied_embeddings": "--untie-embeddings-and-output-weights" not in args,
+        "linear_bias": bias,
+        "qkv_bias": bias or "--add-qkv-bias" in args,
+        "vocab": _vocab(r, args, tp),
+        "dropout": float(_one(r, args, "--hidden-dropout") or 0.1),
+    }
+    kv_channels = _int(r, args, "--kv-channels")
+    if kv_channels is not None and kv_channels != hidden // heads:
+        arch["head_dim"] = kv_channels
+    if "--group-query-attention" in args:
+        arch["kv_heads"] = _int(r, args, "--num-query-groups", 1)
+    if position == "learned_absolute":
+        arch["learned_positions"] = _int(r, args, "--max-position-embeddings") or _int(r, args, "--seq-length")
+    if "--qk-layernorm" in args:
+        arch["qk_norm"] = "head"
+    experts = _int(r, args, "--num-experts")
+    if experts is not None:
+        if "--moe-layer-freq" in args:
+            raise r.error("--moe-layer-freq", "not read yet: give the model as --model")
+        arch["moe"] = {
+            "experts": experts,
+            "active": _int(r, args, "--moe-router-topk", 2),
+            "ffn": _int(r, args, "--moe-ffn-hidden-size", ffn),
+        }
+        shared = _int(r, args, "--moe-shared-expert-intermediate-size")
+        if shared is not None:
+            arch["moe"].update(shared=1, shared_ffn=shared)
+    return arch
+
+
+def _vocab(r: Reading, args: dict[str, list[str]], tp: int) -> int:
+    divisible = _int(r, args, "--make-vocab-size-divisible-by", 128) or 128
+    size = _int(r, args, "--vocab-size")
+    tokenizer = _one(r, args, "--tokenizer-type")
+    if size is None and (tokenizer == "GPT2BPETokenizer" or (tokenizer is None and "--merge-file" in args)):
+        size = GPT2_VOCAB
+    if size is None:
+        raise r.error(
+            "--tokenizer-type",
+            f"{tokenizer or '(none)'}: the vocabulary size is in the tokenizer's files, which dpcost does not read; "
+            "add --vocab-size to the script, or give --model",
+        )
+    return padded_vocab(size, divisible, tp)
+
+
+def _model(r: Reading, args: dict[str, list[str]], tp: int, stem: str) -> Any:
+    from dpcost.catalog import _validate
+    from dpcost.specs import ModelSpec
+
+    try:
+        arch = model_arguments(r, args, tp)
+    except InputError as exc:
+        r.refuse("model", exc.message.split(":")[0], exc.message.split(": ", 1)[-1])
+        return None
+    if arch is None:
+        return None
+    name = re.sub(r"[^a-z0-9._-]+", "-", stem.lower()).strip("-._")[:50]
+    name = name if name.startswith("megatron") else f"megatron-{name}".strip("-")
+    doc = {
+        "name": name,
+        "title": f"{stem} (Megatron-LM GPT)",
+        "source": r.path[:500],
+        "architecture": arch,
+    }
+    spec = _validate(ModelSpec, doc, r.path)
+    vocab = arch["vocab"]
+    r.note("(the model arguments)", f"{arch['layers']} layers, hidden {arch['hidden']}", f"--model {name}",
+           f"Megatron's GPT model; vocabulary padded to {vocab:,}")  # fmt: skip
+    return spec

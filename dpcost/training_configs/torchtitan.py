@@ -1,0 +1,252 @@
+"""A torchtitan TOML as a plan: [training], [parallelism], [activation_checkpoint], [float8], [compile], [model].
+
+Keys and defaults as torchtitan/config/job_config.py (v0.1.0-v0.2.0) declares them: local_batch_size 8 (batch_size
+before v0.1), global_batch_size -1 (local x DP: no accumulation), seq_len 2048, data_parallel_shard_degree -1
+(every GPU the other degrees leave), activation_checkpoint mode "selective" with selective_ac_option "2",
+mixed_precision_reduce "float32". torchtitan runs FSDP2 over dp_shard and replicates over dp_replicate (HSDP).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dpcost.training_configs import Reading, TrainingConfig
+
+__all__ = ["CATALOG", "read"]
+
+KIND = "torchtitan TOML"
+
+# [model] name and flavor -> dpcost's catalog (torchtitan/models/*/__init__.py flavors)
+CATALOG = {
+    ("llama3", "8b"): "llama-8b",
+    ("llama3", "70b"): "llama-70b",
+    ("llama3", "405b"): "llama-405b",
+    ("deepseek_v3", "671b"): "deepseek-v3",
+}
+DEFAULTS = {"local_batch_size": 8, "global_batch_size": -1, "seq_len": 2048}  # job_config.py Training
+DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
+SCHEDULES = ("1f1b", "gpipe")  # one stage per rank; the interleaved and zero-bubble schedules are not read
+
+
+def read(doc: dict[str, Any], path: str) -> TrainingConfig:
+    r = Reading(path, KIND)
+    r.use("(a torchtitan config)", "torchtitan", "framework", "fsdp", "torchtitan runs FSDP2")
+    quantize = doc.get("quantize", {})
+    float8 = quantize.get("linear", {}).get("float8", {}) if isinstance(quantize, dict) else {}
+    for section in doc:
+        if section not in (
+            "model",
+            "training",
+            "parallelism",
+            "activation_checkpoint",
+            "float8",
+            "compile",
+            "quantize",
+        ):
+            r.ignore(f"[{section}]", "...", "does not change what dpcost prices")
+    model = _model(r, _section(r, doc, "model"))
+    parallel = _section(r, doc, "parallelism")
+    degrees = _parallelism(r, parallel)
+    _training(r, _section(r, doc, "training"), degrees["pp"], parallel)
+    _checkpointing(r, _section(r, doc, "activation_checkpoint"))
+    if not isinstance(float8, dict):
+        raise r.error("[quantize.linear.float8]", "must be a table of keys")
+    label = "[quantize.linear.float8]" if float8 else "[float8]"
+    _float8(r, float8 or _section(r, doc, "float8"), _section(r, doc, "model"), label)
+    _optimizer(r, _section(r, doc, "optimizer"))
+    compile_section = _section(r, doc, "compile")
+    for key, value in compile_section.items():
+        if key != "enable":
+            r.ignore(f"[compile] {key}", value, "does not change what dpcost prices")
+    if "enable" in compile_section:
+        r.use(
+            "[compile] enable",
+            compile_section["enable"],
+            "compile",
+            _bool(r, "[compile] enable", compile_section["enable"]),
+        )
+    replicate, shard = degrees["replicate"], degrees["shard"]
+    dp = replicate * shard if shard > 0 else None
+    if shard > 0:
+        r.note("[parallelism] data_parallel_*_degree", f"{replicate} x {shard}", f"--dp {dp}", "replicate x shard")
+    return r.done(dp=dp, model=model, replicas=replicate if replicate > 1 and shard < 0 else None)
+
+
+def _section(r: Reading, doc: dict[str, Any], name: str) -> dict[str, Any]:
+    value = doc.get(name, {})
+    if not isinstance(value, dict):
+        raise r.error(f"[{name}]", "must be a table of keys")
+    return value
+
+
+def _int(r: Reading, key: str, value: Any, least: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        allowed = "a positive integer" if least == 1 else f"an integer of at least {least}"
+        raise r.error(key, f"must be {allowed}, got {value!r}")
+    return value
+
+
+def _bool(r: Reading, key: str, value: Any) -> str:
+    if not isinstance(value, bool):
+        raise r.error(key, f"must be true or false, got {value!r}")
+    return "true" if value else "false"
+
+
+def _model(r: Reading, model: dict[str, Any]) -> str | None:
+    name, flavor = model.get("name"), model.get("flavor")
+    if name is None:
+        return None
+    found = CATALOG.get((str(name).lower(), str(flavor).lower()))
+    if found is None:
+        r.ignore("[model] name, flavor", f"{name} {flavor}", "not in dpcost's catalog: give --model")
+        return None
+    r.note("[model] name, flavor", f"{name} {flavor}", f"--model {found}")
+    return found
+
+
+def _parallelism(r: Reading, parallel: dict[str, Any]) -> dict[str, int]:
+    s = "[parallelism] "
+    degrees = {"replicate": 1, "shard": -1, "tp": 1, "pp": 1, "cp": 1, "ep": 1}
+    names = {
+        "data_parallel_replicate_degree": "replicate",
+        "data_parallel_shard_degree": "shard",
+        "tensor_parallel_degree": "tp",
+        "pipeline_parallel_degree": "pp",
+        "context_parallel_degree": "cp",
+        "expert_parallel_degree": "ep",
+    }
+    for key, name in names.items():
+        if key in parallel:
+            value = parallel[key]
+            if name == "shard" and value == -1:
+                continue
+            degrees[name] = _int(r, s + key, value)
+    for name in ("tp", "pp", "cp", "ep"):
+        key = next(k for k, n in names.items() if n == name)
+        if key in parallel:
+            r.use(s + key, degrees[name], name, str(degrees[name]))
+    if "expert_tensor_parallel_degree" in parallel and degrees["ep"] > 1:
+        etp = _int(r, s + "expert_tensor_parallel_degree", parallel["expert_tensor_parallel_degree"])
+        r.use(s + "expert_tensor_parallel_degree", etp, "etp", str(etp))
+    if degrees["tp"] > 1:
+        r.use(
+            s + "tensor_parallel_degree",
+            degrees["tp"],
+            "sequence_parallel",
+            "true",
+            "torchtitan's TP is sequence-parallel",
+        )
+    replicate, shard = degrees["replicate"], degrees["shard"]
+    reshard = str(parallel.get("fsdp_reshard_after_forward", "default"))
+    if shard == 1 and replicate > 1:
+        r.use(s + "data_parallel_shard_degree", 1, "zero", "0", "replicas only: torchtitan applies DDP")
+    elif reshard == "never":
+        r.use(s + "fsdp_reshard_after_forward", reshard, "zero", "2", "parameters kept to the backward (ZeRO-2)")
+    elif reshard in ("default", "always"):
+        r.use(s + "fsdp_reshard_after_forward", reshard, "zero", "3", "FSDP's FULL_SHARD")
+    else:
+        raise r.error(s + "fsdp_reshard_after_forward", f"must be default, always or never, got {reshard!r}")
+    if replicate > 1 and shard > 1:
+        r.use(
+            s + "data_parallel_shard_degree", shard, "shard_group", str(shard), "HSDP: shard within, replicate across"
+        )
+    schedule = str(parallel.get("pipeline_parallel_schedule", "1F1B"))
+    if degrees["pp"] > 1 and schedule.lower() not in SCHEDULES:
+        r.refuse("virtual_stages", s + "pipeline_parallel_schedule", f"{schedule}: give the stages per rank")
+    if "enable_async_tensor_parallel" in parallel:
+        value = _bool(r, s + "enable_async_tensor_parallel", parallel["enable_async_tensor_parallel"])
+        r.use(s + "enable_async_tensor_parallel", value, "tp_comm_overlap", value)
+    return degrees
+
+
+def _training(r: Reading, training: dict[str, Any], pp: int, parallel: dict[str, Any]) -> None:
+    t = "[training] "
+    local_key = "local_batch_size" if "local_batch_size" in training else "batch_size"
+    local = _int(r, t + local_key, training.get(local_key, DEFAULTS["local_batch_size"]))
+    default = "" if local_key in training else "torchtitan's default"
+    global_batch = training.get("global_batch_size", -1)
+    if global_batch != -1:
+        global_batch = _int(r, t + "global_batch_size", global_batch)
+    if pp > 1:
+        key = "[parallelism] pipeline_parallel_microbatch_size"
+        micro = _int(r, key, parallel.get("pipeline_parallel_microbatch_size", 1))
+        if local % micro:
+            raise r.error(t + local_key, f"{local} is not a multiple of {key.split()[1]} {micro}")
+        r.use(key, micro, "micro_batch", str(micro), "" if key.split()[1] in parallel else "torchtitan's default")
+        if global_batch == -1:
+            r.use(t + local_key, local, "accumulation", str(local // micro), f"{local} / {micro} micro-batches")
+    else:
+        r.use(t + local_key, local, "micro_batch", str(local), default)
+    if global_batch != -1:
+        r.use(t + "global_batch_size", global_batch, "global_batch", str(global_batch))
+    seq = _int(r, t + "seq_len", training.get("seq_len", DEFAULTS["seq_len"]))
+    r.use(t + "seq_len", seq, "seq_len", str(seq), "" if "seq_len" in training else "torchtitan's default")
+    reduce = str(training.get("mixed_precision_reduce", "float32"))
+    if reduce not in DTYPES:
+        raise r.error(t + "mixed_precision_reduce", f"must be float32 or bfloat16, got {reduce!r}")
+    r.use(
+        t + "mixed_precision_reduce",
+        reduce,
+        "grad_dtype",
+        DTYPES[reduce],
+        "" if "mixed_precision_reduce" in training else "torchtitan's default",
+    )
+    param = str(training.get("mixed_precision_param", "bfloat16"))
+    if param != "bfloat16":
+        r.refuse("recipe", t + "mixed_precision_param", f"{param}: dpcost's fsdp recipe computes in bf16")
+    if "compile" in training:
+        r.use(t + "compile", training["compile"], "compile", _bool(r, t + "compile", training["compile"]))
+    for key, value in training.items():
+        if key not in (
+            local_key,
+            "global_batch_size",
+            "seq_len",
+            "mixed_precision_reduce",
+            "mixed_precision_param",
+            "compile",
+        ):
+            r.ignore(t + key, value, "does not change what dpcost prices")
+
+
+def _checkpointing(r: Reading, ac: dict[str, Any]) -> None:
+    a = "[activation_checkpoint] "
+    mode = str(ac.get("mode", "selective"))
+    option = str(ac.get("selective_ac_option", "2"))
+    default = "" if "mode" in ac else "torchtitan's default"
+    if mode in ("none", "full"):
+        r.use(a + "mode", mode, "recompute", mode, default)
+    elif mode == "selective" and option == "op":
+        r.use(a + "selective_ac_option", option, "recompute", "op", "per-op SAC")
+    elif mode == "selective" and option.isdigit() and int(option) >= 1:
+        r.use(
+            a + "mode", mode, "recompute", "full", f"{default + ': ' if default else ''}every {option}th block in full"
+        )
+        r.use(a + "selective_ac_option", option, "recompute_layers", option)
+    else:
+        raise r.error(a + "mode", f"must be none, full or selective (option op or an integer), got {mode} {option}")
+
+
+def _optimizer(r: Reading, optimizer: dict[str, Any]) -> None:
+    name = optimizer.get("name", "AdamW")
+    if str(name) in ("AdamW", "Adam"):
+        r.use("[optimizer] name", name, "optimizer", "adamw", "" if "name" in optimizer else "torchtitan's default")
+    else:
+        r.refuse("optimizer", "[optimizer] name", f"{name!r} is not one dpcost prices (AdamW, Adam)")
+    for key, value in optimizer.items():
+        if key != "name":
+            r.ignore(f"[optimizer] {key}", value, "does not change what dpcost prices")
+
+
+def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: str) -> None:
+    converters = model.get("converters", [])
+    if not isinstance(converters, list):
+        raise r.error("[model] converters", f"must be a list of names, got {converters!r}")
+    if any("float8" in str(c) for c in converters):
+        r.use("[model] converters", converters, "compute_dtype", "fp8", "Float8Linear matmuls")
+    for key, value in float8.items():
+        if key == "enable_fsdp_float8_all_gather" and value is True:
+            r.use(f"{label} {key}", value, "gather_dtype", "fp8", "FSDP gathers the float8 weights")
+        elif key == "enable_fsdp_float8_all_gather":
+            r.ignore(f"{label} {key}", value, "off: the weights are gathered in bf16")
+        else:
+            r.ignore(f"{label} {key}", value, "does not change what dpcost prices")
