@@ -197,9 +197,17 @@ class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_option_properties)
 
     name: str = Field(min_length=1, max_length=200, description="names the scenario in the table, JSON and JUnit")
-    model: str = Field(min_length=1, description="catalog name, YAML spec or HF config.json (as --model)")
+    model: str | None = Field(
+        None, min_length=1, description="catalog name, YAML spec or HF config.json (as --model); or from `from`"
+    )
     topology: str = Field("dgx-h100", min_length=1, description="catalog name or YAML spec (as --topology)")
-    dp: Whole = Field(ge=1, le=10_000_000, description="data-parallel size (as --dp)")
+    dp: Whole | None = Field(None, ge=1, le=10_000_000, description="data-parallel size (as --dp); or from `from`")
+    from_: str | None = Field(
+        None,
+        alias="from",
+        min_length=1,
+        description="a training config to read the plan from (as --from); the scenario's own fields override it",
+    )
     limits: Limits = Field(default_factory=Limits, description="what the plan must hold")
     options: dict[str, Any] = Field(
         default_factory=dict, description="plan options (estimate's flags); they may also sit beside `model`"
@@ -210,7 +218,14 @@ class Scenario(BaseModel):
     def _gather_options(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        return _normalised(data, tuple(cls.model_fields))
+        return _normalised(data, SCENARIO_KEYS)
+
+    @model_validator(mode="after")
+    def _planned(self) -> Scenario:
+        """A plan needs a model and a DP size: the scenario's own, or its training config's (`from`)."""
+        if self.from_ is None and (self.model is None or self.dp is None):
+            raise ValueError(f"{'model' if self.model is None else 'dp'}: required (or `from`: a training config)")
+        return self
 
     @field_validator("name")
     @classmethod
@@ -228,6 +243,9 @@ class Scenario(BaseModel):
         except ValidationError as exc:
             where, message = explain(exc)
             raise ValueError(f"{where}: {message}") from None
+
+
+SCENARIO_KEYS = tuple(info.alias or name for name, info in Scenario.model_fields.items())  # `from`, not `from_`
 
 
 class PlanFile(BaseModel):
@@ -250,7 +268,7 @@ class PlanFile(BaseModel):
         scenarios = data.get("scenarios")
         if not isinstance(scenarios, list):
             return data
-        fields = tuple(Scenario.model_fields)
+        fields = SCENARIO_KEYS
         try:
             base = _normalised(defaults, fields)
         except ValueError as exc:

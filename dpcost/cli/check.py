@@ -11,13 +11,16 @@ import typer
 
 from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, distinct, emit, writable, write
 from dpcost.cli.options import (
+    FromOpt,
     MaxExposedCommOpt,
     MaxMemoryOpt,
     MaxStepTimeOpt,
     MinEfficiencyOpt,
     MinTokensPerSOpt,
+    PlanInput,
     TopologyOpt,
-    build_options,
+    options_of,
+    plan_input,
     plan_options,
     whole,
 )
@@ -42,6 +45,7 @@ def check(
         int | None,
         typer.Option("--dp", "-d", metavar="N", parser=whole("--dp"), help="Data-parallel size of that plan."),
     ] = None,
+    from_file: FromOpt = None,
     topology: TopologyOpt = "dgx-h100",
     require_fit: Annotated[
         bool, typer.Option("--require-fit", help="The plan fits in GPU memory (the check when no limit is given).")
@@ -97,13 +101,15 @@ def check(
         raise InputError("--junit", "'-' is stdout, where the report goes: write the report with --output FILE")
     flags = _limits({k: v for k, v in given.items() if v is not None})
     values = options_values or {}
+    read = None  # the --from file's report, for one plan
     if plan is not None:
-        for name in ("model", "dp", "topology"):
+        for name in ("model", "dp", "topology", "from_file"):
             if _typed(ctx, name):
+                flag = "--from" if name == "from_file" else f"--{name}"
                 raise InputError(
-                    f"--{name}",
-                    f"{plan.name} names each scenario's {name}: give a plan file or --model, --dp and "
-                    "--topology, not both",
+                    flag,
+                    f"{plan.name} names each scenario's {flag[2:]}: give a plan file or --model, --dp and "
+                    "--topology (or --from), not both",
                 )
         for key in values:
             if _typed(ctx, key):
@@ -114,15 +120,24 @@ def check(
         results = _run_plan(plan, flags)
         suite, where = plan.name, str(plan)
     else:
-        if model is None or dp is None:
+        if from_file is None and (model is None or dp is None):
             raise InputError(
-                "--model" if model is None else "--dp", "required: one plan (--model, --dp) or a PLAN file"
+                "--model" if model is None else "--dp", "required: one plan (--model, --dp, or --from) or a PLAN file"
             )
-        results = [_run_one(model, dp, topology, values, flags)]
-        suite, where = f"{model} at DP {dp}", None
+        one = plan_input(ctx, from_file, model, dp, values)
+        if one.dp is None:
+            raise InputError("--dp", f"required: {from_file} does not fix the data-parallel size")
+        results = [_run_one(one, topology, flags)]
+        read = one.from_config
+        suite, where = f"{one.spec.name} at DP {one.dp}", None
     report = report_of(results)
+    tables = [check_verdict(report)] if brief else [check_verdict(report), check_table(report)]
+    if read is not None and not brief:
+        from dpcost.render.training_config import config_table
+
+        tables.append(config_table(read))
     emit(
-        [check_verdict(report)] if brief else [check_verdict(report), check_table(report)],
+        tables,
         fmt.value,
         lambda: _document(report, brief),
         output=output,
@@ -174,13 +189,15 @@ def _merge(own: Limits, flags: Limits) -> Limits:
     return own.model_copy(update=flags.model_dump(exclude_unset=True))
 
 
-def _run_one(model: str, dp: int, topology: str, values: dict[str, Any], flags: Limits) -> ScenarioResult:
-    from dpcost.catalog import load_model, load_topology
+def _run_one(one: PlanInput, topology: str, flags: Limits) -> ScenarioResult:
+    from dpcost.catalog import load_topology
     from dpcost.checks import CHECKS, evaluate
     from dpcost.engine.estimate import estimate
 
-    options = build_options(dp, values)
-    spec, topo = load_model(model), load_topology(topology)
+    assert one.dp is not None
+    dp, spec = one.dp, one.spec
+    options = options_of(one, dp)
+    topo = load_topology(topology)
     report = estimate(spec, topo, options)
     try:
         return evaluate(
@@ -200,11 +217,14 @@ def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
     results = []
     for s in doc.scenarios:
         where = f"{plan}: scenario {s.name!r}"
-        try:
-            options = s.plan_options()
-        except ValueError as exc:
-            raise InputError(where, str(exc)) from None
-        spec = load_model(_beside(plan, s.model), where=f"{where}: model")
+        if s.from_ is not None:
+            spec, options = _from_scenario(plan, s, where)
+        else:
+            try:
+                options = s.plan_options()
+            except ValueError as exc:
+                raise InputError(where, str(exc)) from None
+            spec = load_model(_beside(plan, str(s.model)), where=f"{where}: model")
         topo = load_topology(_beside(plan, s.topology), where=f"{where}: topology")
         try:
             report = estimate(spec, topo, options)
@@ -218,6 +238,29 @@ def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
         except ValueError as exc:
             raise InputError(where, str(exc)) from None
     return results
+
+
+def _from_scenario(plan: Path, s: Any, where: str) -> tuple[Any, Any]:
+    """A scenario with `from`: its training config (found beside the plan) with the scenario's own model, dp and
+    options over it, as --from lays typed flags over a file."""
+    from dpcost.catalog import load_model
+    from dpcost.training_configs import apply, read_training_config
+
+    config = read_training_config(_beside(plan, str(s.from_)), where=f"{where}: from")
+    applied = apply(config, dict(s.options), s.dp, s.model)
+    if applied.dp is None:
+        raise InputError(where, f"dp: required: {s.from_} does not fix the data-parallel size")
+    if applied.model_spec is not None:
+        spec = applied.model_spec
+    elif applied.model is not None:
+        spec = load_model(_beside(plan, applied.model), where=f"{where}: model")
+    else:
+        raise InputError(where, f"model: required: {s.from_} does not name a model dpcost knows")
+    one = PlanInput(spec, applied.dp, applied.values, None)
+    try:
+        return spec, options_of(one, applied.dp)
+    except InputError as exc:
+        raise InputError(where, f"{exc.where}: {exc.message}") from None
 
 
 def _best_step(spec: Any, topo: Any, options: Any, report: Any, limits: Limits) -> float | None:

@@ -230,17 +230,24 @@ def typed_options(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PlanInput:
-    """What a command costs: the model, the DP size (None when neither a flag nor the file gives it), the
-    options' values by field name, and the --from file's report."""
+    """What a command costs: the model (and the --model that names it; None when the --from file's own arguments
+    define it), the DP size (None when neither a flag nor the file gives it), the options' values by field name,
+    and the --from file's report."""
 
     spec: Any
     dp: int | None
     values: dict[str, Any]
     from_config: Any = None
+    model_arg: str | None = None
 
 
 def plan_input(
-    ctx: typer.Context, source: Path | None, model: str | None, dp: int | None, values: dict[str, Any]
+    ctx: typer.Context,
+    source: Path | None,
+    model: str | None,
+    dp: int | None,
+    values: dict[str, Any],
+    dp_text: str | None = None,
 ) -> PlanInput:
     """The plan from the flags, or from a --from training config with the flags typed (`ctx`) over it."""
     from dpcost.catalog import load_model
@@ -249,13 +256,13 @@ def plan_input(
         if model is None:
             raise InputError("--model", "required: a catalog name, a YAML spec or a config.json (or --from FILE)")
         flat = {key.split("__", 1)[1]: value for key, value in values.items() if value is not None}
-        return PlanInput(load_model(model), dp, flat)
+        return PlanInput(load_model(model), dp, flat, model_arg=model)
     from dpcost.engine.report import ConfigSettingRow, TrainingConfigReport
     from dpcost.training_configs import apply, read_training_config
 
     config = read_training_config(str(source))
     given = typed_options(ctx, values)
-    applied = apply(config, given, dp, model)
+    applied = apply(config, given, dp, model, dp_text)
     if applied.model_spec is not None:
         spec = applied.model_spec
     elif applied.model is not None:
@@ -269,7 +276,7 @@ def plan_input(
     )
     flat = {key.split("__", 1)[1]: value for key, value in values.items() if value is not None}
     defaults = {name: value for name, value in flat.items() if name not in given}
-    return PlanInput(spec, applied.dp, {**defaults, **applied.values}, report)
+    return PlanInput(spec, applied.dp, {**defaults, **applied.values}, report, applied.model)
 
 
 def options_of(plan: PlanInput, dp: int, flag: str = "--dp") -> Any:

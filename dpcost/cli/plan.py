@@ -8,16 +8,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit, load
+from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit
 from dpcost.cli.options import (
+    FromOpt,
     MaxExposedCommOpt,
     MaxMemoryOpt,
     MaxStepTimeOpt,
     MinEfficiencyOpt,
     MinTokensPerSOpt,
-    ModelOpt,
+    PlanInput,
     TopologyOpt,
-    build_options,
+    options_of,
+    plan_input,
     plan_options,
     whole,
 )
@@ -54,8 +56,16 @@ SEARCHED = (
 @app.command()
 @plan_options(skip=SEARCHED)
 def plan(
-    model: ModelOpt,
-    gpus: Annotated[int, typer.Option("--gpus", "-g", metavar="N", parser=whole("--gpus"), help="GPUs in the job.")],
+    ctx: typer.Context,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="Catalog name (see `dpcost models`), a YAML spec or a HF config.json."),
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option("--gpus", "-g", metavar="N", parser=whole("--gpus"), help="GPUs in the job [default: --from's]."),
+    ] = None,
+    from_file: FromOpt = None,
     topology: TopologyOpt = "dgx-h100",
     top: Annotated[int, typer.Option("--top", metavar="N", parser=whole("--top"), help="How many plans to show.")] = 5,
     max_memory: MaxMemoryOpt = None,
@@ -71,11 +81,14 @@ def plan(
     """The fastest plans that fit: every TP x CP x PP x EP x DP layout, framework, ZeRO stage, hybrid sharding
     group, micro-batch, recomputation and bucket size (docs/plan.md), pruned by memory, ranked by step time at the
     global batch [default --global-batch: one sequence per GPU]."""
+    from dpcost.catalog import load_topology
     from dpcost.checks import evaluate
     from dpcost.cli.check import _limits
     from dpcost.engine.search import plan_result, search
     from dpcost.render.plan import plan_table, plan_verdict
 
+    source = plan_input(ctx, from_file, model, None, options_values or {})
+    gpus = gpus if gpus is not None else _file_gpus(source)
     if not 0 < gpus <= MAX_GPUS:
         raise InputError(
             "--gpus",
@@ -92,26 +105,73 @@ def plan(
         "min_tokens_per_s": min_tokens_per_s,
     }
     limits = _limits({k: v for k, v in given.items() if v is not None})
-    spec, topo = load(model, topology)
-    values = dict(options_values or {})
-    if values.get("batch__global_batch") is None:
-        values["batch__global_batch"] = str(gpus)
-    base = build_options(1, values)
+    spec, topo = source.spec, load_topology(topology)
+    values = {name: value for name, value in source.values.items() if name not in SEARCHED}
+    if values.get("global_batch") is None:
+        values["global_batch"] = _file_global_batch(source) or str(gpus)
+    base = options_of(PlanInput(spec, 1, values, source.from_config), 1)
 
     def holds(report: EstimateReport) -> bool:
         return evaluate("plan", report, limits).passed
 
     found = search(spec, topo, gpus, base, top=top, memory_limit=limits.max_memory, accept=holds,
                    progress=_progress())  # fmt: skip
-    result = plan_result(spec, topo, found, model, topology)
+    # the model by its name or file; one the --from file's arguments define is costed from that file
+    model_args = ["-m", source.model_arg] if source.model_arg is not None else ["--from", str(from_file)]
+    result = plan_result(spec, topo, found, model_args, topology)
     verdict = plan_verdict(result)
+    tables = [verdict] if brief else [verdict, plan_table(result)]
+    if source.from_config is not None:
+        from dpcost.render.training_config import config_table
+
+        read = _searched(source.from_config)
+        result = result.model_copy(update={"from_config": read})
+        if not brief:
+            tables.insert(1, config_table(read))
     emit(
-        [verdict] if brief else [verdict, plan_table(result)],
+        tables,
         fmt.value,
-        doc=lambda: result.model_dump(mode="json"),
+        doc=lambda: result.model_dump(mode="json", exclude={"from_config"} if result.from_config is None else None),
         output=output,
         title=f"{result.model.title} on {gpus:,} GPUs: dpcost plan",
     )
+
+
+def _file_gpus(source: PlanInput) -> int:
+    """The GPUs the --from file's plan runs on: DP x TP x CP x PP, when it fixes DP."""
+    from dpcost.units import parse_whole
+
+    if source.from_config is None or source.dp is None:
+        said = f": {source.from_config.file} does not fix the data-parallel size" if source.from_config else ""
+        raise InputError("--gpus", f"required{said}")
+    gpus = source.dp
+    for name in ("tp", "cp", "pp"):
+        gpus *= parse_whole(source.values.get(name, 1))
+    return gpus
+
+
+def _file_global_batch(source: PlanInput) -> str | None:
+    """The --from file's global batch: its own, or micro-batch x accumulation x DP where it fixes all three."""
+    from dpcost.units import parse_whole
+
+    values = source.values
+    if source.from_config is None or source.dp is None or "accumulation" not in values:
+        return None
+    return str(parse_whole(values.get("micro_batch", 1)) * parse_whole(values["accumulation"]) * source.dp)
+
+
+def _searched(config: Any) -> Any:
+    """The --from report with the settings the search chooses said so."""
+    from dpcost.options import field_flag
+
+    searched = {field_flag(name) for name in SEARCHED}
+    rows = [
+        row.model_copy(update={"became": "", "note": "the search chooses it"})
+        if row.became.split(" ")[0] in searched
+        else row
+        for row in config.settings
+    ]
+    return config.model_copy(update={"settings": rows})
 
 
 def _progress() -> Any:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, distinct, emit, load, writable
-from dpcost.cli.options import ModelOpt, TopologyOpt, build_options, plan_options
+from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, distinct, emit, writable
+from dpcost.cli.options import FromOpt, TopologyOpt, options_of, plan_input, plan_options
 from dpcost.errors import InputError
 
 if TYPE_CHECKING:
@@ -52,8 +52,14 @@ def dp_list(text: str) -> list[int]:
 @app.command()
 @plan_options(skip=("mode", "serving_batch"))
 def sweep(
-    model: ModelOpt,
+    ctx: typer.Context,
+    *,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="Catalog name (see `dpcost models`), a YAML spec or a HF config.json."),
+    ] = None,
     dp: Annotated[str, typer.Option("--dp", "-d", help="Sizes: 8,64,512 or 8..4096 (powers of two).")],
+    from_file: FromOpt = None,
     topology: TopologyOpt = "dgx-h100",
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
@@ -80,18 +86,27 @@ def sweep(
     if plot is not None:
         _check_plot_path(plot)
     distinct(output=output, plot=plot)
-    spec, topo = load(model, topology)
-    options = build_options(sizes[0], options_values or {})
+    from dpcost.catalog import load_topology
+
+    topo = load_topology(topology)
+    values = options_values or {}
+    plans = [plan_input(ctx, from_file, model, size, values, dp_text=dp) for size in sizes]
+    options = options_of(plans[0], sizes[0])
     progress = _progress(len(sizes))
     reports = []
-    for size in sizes:
-        reports.append(run(spec, topo, options.with_dp(size)))
+    for size, plan in zip(sizes, plans, strict=True):
+        reports.append(run(plan.spec, topo, options_of(plan, size)))
         progress(size)
     table = sweep_table(reports, fixed_global_batch=options.batch.global_batch is not None)
     best = reports[fastest_that_fits([r.summary for r in reports])]
     verdict = sweep_verdict(reports, best)
+    tables = [verdict] if brief else [verdict, table]
+    if plans[0].from_config is not None and not brief:
+        from dpcost.render.training_config import config_table
+
+        tables.insert(1, config_table(plans[0].from_config))
     emit(
-        [verdict] if brief else [verdict, table],
+        tables,
         fmt.value,
         doc=(lambda: _brief(best)) if brief else table.data,
         output=output,

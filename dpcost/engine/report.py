@@ -619,3 +619,6 @@ class PlanResult(Contract):
     verdict: str = Field(description="the answer in one line")
     plans: list[PlanRow] = Field(description="the best plans that fit and hold the limits, fastest first")
     searched: SearchCounts = Field(description="what the search looked at")
+    from_config: TrainingConfigReport | None = Field(
+        None, description="with --from: the training config read, key by key; absent otherwise"
+    )

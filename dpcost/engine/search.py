@@ -357,7 +357,7 @@ def ahead_of_next(this: EstimateReport, after: EstimateReport) -> str:
 
 
 def plan_result(
-    model: ModelSpec, topology: TopologySpec, found: PlanSearch, model_arg: str, topology_arg: str
+    model: ModelSpec, topology: TopologySpec, found: PlanSearch, model_args: list[str], topology_arg: str
 ) -> PlanResult:
     """The search as `dpcost plan` reports it (report.PlanResult)."""
     from dpcost.engine.estimate import model_info, topology_info
@@ -370,7 +370,7 @@ def plan_result(
         nxt = found.best[rank].report if rank < len(found.best) else None
         as_chosen = {"zero": r.setup.zero_stage, "recompute": r.setup.recompute}
         chosen = f.options.model_copy(update={"plan": f.options.plan.model_copy(update=as_chosen)})
-        command = " ".join(["dpcost", "estimate", "-m", model_arg, "-t", topology_arg, *chosen.flags()])
+        command = " ".join(["dpcost", "estimate", *model_args, "-t", topology_arg, *chosen.flags()])
         rows.append(
             PlanRow(
                 rank=rank,

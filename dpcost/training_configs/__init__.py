@@ -194,16 +194,19 @@ class Applied:
     settings: tuple[Setting, ...]
 
 
-def apply(config: TrainingConfig, typed: dict[str, Any], dp: int | None, model: str | None) -> Applied:
-    """The file's plan with the flags the user typed (`typed`: option field -> value; `dp`, `model` when typed)
-    over it; each file setting a flag overrides says so."""
+def apply(
+    config: TrainingConfig, typed: dict[str, Any], dp: int | None, model: str | None, dp_text: str | None = None
+) -> Applied:
+    """The file's plan with the flags the user typed (`typed`: option field -> value; `dp`, `model` when typed;
+    `dp_text` the --dp a sweep was given) over it; each file setting a flag overrides says so."""
     from dpcost.options import field_flag
 
     for name, (key, why) in config.refusals.items():
         if name not in typed and not (name == "model" and model is not None):
             flag = "--model" if name == "model" else field_flag(name)
             raise InputError(config.path, f"{key}: {why}" + ("" if flag in why else f"; or give {flag}"))
-    given = {**typed, **({"dp": dp} if dp is not None else {}), **({"model": model} if model is not None else {})}
+    shown_dp = dp_text or dp
+    given = {**typed, **({"dp": shown_dp} if shown_dp else {}), **({"model": model} if model is not None else {})}
     settings = [
         Setting(s.key, s.value, "", f"overridden by {_typed_flag(field_flag(s.option), given[s.option])}", s.option)
         if s.option in given
