@@ -29,6 +29,10 @@ def reference_rows() -> list[dict[str, str]]:
 
 
 ROWS = reference_rows()
+# A tolerance of "refused" marks a family dpcost does not count: it must refuse the file, naming its model_type.
+COUNTED = [r for r in ROWS if r["tolerance"] != "refused"]
+REFUSED = [r for r in ROWS if r["tolerance"] == "refused"]
+REFUSAL = "is not a family dpcost can count"
 
 
 def _count(text: str) -> float:
@@ -67,7 +71,7 @@ def test_every_file_has_a_row_and_every_row_a_file() -> None:
     assert {r["file"] for r in ROWS} == {p.name for p in CONFIGS.glob("*.json")}
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: r["file"])
+@pytest.mark.parametrize("row", COUNTED, ids=lambda r: r["file"])
 def test_total_against_published(row: dict[str, str]) -> None:
     tolerance = float(row["tolerance"].rstrip("%")) / 100
     if tolerance > 0.005:
@@ -75,7 +79,7 @@ def test_total_against_published(row: dict[str, str]) -> None:
     assert _counts(row).total == pytest.approx(_count(row["published total"]), rel=tolerance)
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if r["published active"] != "-"], ids=lambda r: r["file"])
+@pytest.mark.parametrize("row", [r for r in COUNTED if r["published active"] != "-"], ids=lambda r: r["file"])
 def test_active_under_the_publishers_convention(row: dict[str, str]) -> None:
     """Publishers differ: some count the input embedding among active parameters, some do not. Under the
     convention the publisher uses, dpcost's count is within the published figure's rounding (plus 0.5%)."""
@@ -86,7 +90,7 @@ def test_active_under_the_publishers_convention(row: dict[str, str]) -> None:
 
 def test_every_family_within_half_a_percent() -> None:
     within: dict[str, bool] = {}
-    for row in ROWS:
+    for row in COUNTED:
         ok = abs(_counts(row).total / _count(row["published total"]) - 1) <= 0.005
         within[_family(row)] = within.get(_family(row), False) or ok
     expected = {
@@ -96,6 +100,21 @@ def test_every_family_within_half_a_percent() -> None:
     }  # fmt: skip
     assert set(within) == expected
     assert {f for f, ok in within.items() if not ok} == ROUNDED_ONLY
+
+
+@pytest.mark.parametrize("row", REFUSED, ids=lambda r: r["file"])
+def test_refused_families_are_refused_by_name(row: dict[str, str]) -> None:
+    """A family dpcost has no key map for (hybrid Mamba or linear-attention stacks) is an InputError, exit code 2,
+    naming the file's model_type, not a count from the keys it happens to share with a supported family."""
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    family = _family(row)
+    with pytest.raises(InputError, match=f"model_type '{family}' .*{REFUSAL}"):
+        _counts(row)
+    result = CliRunner().invoke(app, ["models", "import", str(CONFIGS / row["file"]), "--name", "x", "--output", "-"])
+    assert result.exit_code == 2 and f"model_type '{family}'" in result.stderr and REFUSAL in result.stderr
 
 
 def test_active_excluding_embedding_is_deepseeks_and_openais_figure() -> None:
@@ -246,10 +265,16 @@ def readme_rows() -> list[str]:
     """The README's table: derived against published, and the active count under both conventions."""
     out = []
     for row in ROWS:
+        pub_active = "-" if row["published active"] == "-" else f"{row['published active']} ({row['active counted']})"
+        if row in REFUSED:
+            rule = f"refused: `{_family(row)}` {REFUSAL}"
+            out.append(
+                f"| {row['model']} | `{_family(row)}` | {rule} | {row['published total']} | - | - | {pub_active} |"
+            )
+            continue
         c = _counts(row)
         published = _count(row["published total"])
         active = "-" if c.active == c.total else f"{_b(c.active)} / {_b(c.active_excl_embedding)}"
-        pub_active = "-" if row["published active"] == "-" else f"{row['published active']} ({row['active counted']})"
         out.append(
             f"| {row['model']} | `{_family(row)}` | {_b(c.total)} | {row['published total']} | "
             f"{c.total / published - 1:+.2%} | {active} | {pub_active} |"
