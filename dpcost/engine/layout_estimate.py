@@ -49,7 +49,7 @@ from dpcost.engine.step import (
     step_time,
 )
 from dpcost.options import DEFAULT_SYNC_JITTER
-from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = ["LayoutStep", "StageLoad", "call_seconds", "layout_step", "stage_loads"]
 
@@ -84,20 +84,42 @@ class StageLoad:
 
     index: int
     layers: int
-    dense_params: float  # over TP: its layers' dense weights, the embedding (first) and output head (last)
+    dense_params: float  # one TP rank's: its layers' dense weights, the embedding (first), norm and head (last)
     expert_params: float  # over ETP x EP: its MoE layers' routed experts
     forward_flops: float  # per token of the micro-batch, over TP x CP: its layers' 2N + attention, the head's 2N
     layer_flops: float  # the part of forward_flops in its layers (what recomputation re-runs)
 
 
+def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
+    """The parameters of one layer that every TP rank holds whole: its norms, the row-parallel layers' biases
+    (attention output and MLP down projection: RowParallelLinear keeps its bias unsplit), per-head QK norms, and
+    an MoE layer's router (TopKRouter's weight is not split over TP) (megatron/core/tensor_parallel/layers.py,
+    transformer/moe/router.py)."""
+    norm = (2 if a.norm == "layernorm" else 1) * a.hidden
+    replicated = a.layer_norms * norm + (2 * a.hidden if a.linear_bias else 0)
+    if a.qk_norm == "head":
+        replicated += 2 * (2 if a.norm == "layernorm" else 1) * a.d_head
+    if moe and a.moe is not None:
+        replicated += a.hidden * a.moe.experts
+    return float(replicated)
+
+
 def stage_loads(model: ModelSpec, layout: Layout, seq_len: int) -> list[StageLoad]:
-    """Every pipeline stage's load on one GPU (StageLoad). Megatron puts the embedding on the first stage and the
-    output head on the last (megatron/core/models/gpt/gpt_model.py pre_process / post_process)."""
+    """Every pipeline stage's load on one GPU (StageLoad), as Megatron's GPTModel places the parameters
+    (megatron/core/models/gpt/gpt_model.py): the word embedding split over TP and the learned positions whole on
+    the first stage (pre_process); the final norm whole and the output layer split over TP on the last
+    (post_process), which with tied embeddings and PP > 1 holds its own copy of the word embedding
+    (LanguageModule.setup_embeddings_and_output_layer); in every layer the norms, row-parallel biases and routers
+    whole (replicated_per_layer)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
     counts = count_params(model)
     head = counts.embedding if a.tied_embeddings else counts.lm_head
+    last_head = counts.embedding if a.tied_embeddings and layout.pp > 1 else counts.lm_head
+    final_norm = (
+        counts.total - sum(b.params for b in counts.blocks) - counts.embedding - counts.lm_head - counts.positions
+    )
     attention = attention_flops(a, seq_len) / a.layers
     one_expert = (3 if a.gated_mlp else 2) * a.hidden * a.moe.ffn if a.moe is not None else 0.0
     experts_per_layer = a.moe.experts * one_expert if a.moe is not None else 0.0
@@ -106,16 +128,23 @@ def stage_loads(model: ModelSpec, layout: Layout, seq_len: int) -> list[StageLoa
         blocks = counts.blocks[first : first + n]
         first += n
         experts = sum(experts_per_layer for b in blocks if b.moe)
-        dense = sum(b.params for b in blocks) - experts
-        dense += (counts.embedding + counts.positions if s == 0 else 0.0) + (
-            counts.lm_head if s == layout.pp - 1 else 0.0
-        )
+        whole = sum(replicated_per_layer(a, b.moe) for b in blocks)
+        split = sum(b.params for b in blocks) - experts - whole
+        if s == 0:
+            split, whole = split + counts.embedding, whole + counts.positions
+        if s == layout.pp - 1:
+            split, whole = split + last_head, whole + final_norm
         layer_flops = sum(2 * b.active + attention for b in blocks)
         flops = layer_flops + (2 * head if s == layout.pp - 1 else 0.0)
-        split = layout.tp * layout.cp
+        shards = layout.tp * layout.cp
         out.append(
             StageLoad(
-                s, n, dense / layout.tp, experts / (layout.expert_tp * layout.ep), flops / split, layer_flops / split
+                s,
+                n,
+                split / layout.tp + whole,
+                experts / (layout.expert_tp * layout.ep),
+                flops / shards,
+                layer_flops / shards,
             )
         )
     return out

@@ -44,7 +44,8 @@ class TrainingConfig:
     settings: tuple[Setting, ...]
     dp: int | None = None  # the data-parallel size, when the file fixes it
     model: str | None = None  # a catalog name the file's model maps to
-    model_spec: Any = None  # a ModelSpec the file defines (Megatron's model arguments)
+    model_spec: Any = None  # a ModelSpec the file defines (Megatron's model arguments), at the file's TP
+    vocab_padding: tuple[int, int] | None = None  # (vocabulary, divisible-by): Megatron pads it to a multiple x TP
     replicas: int | None = None  # hybrid sharding with a shard group left to fill the rest (torchtitan's -1)
     refusals: dict[str, tuple[str, str]] = field(default_factory=dict)  # field -> (key, why), unless a flag sets it
     micro_from_dp: tuple[str, int, int] | None = None  # (key, global batch, accumulation): micro-batch from DP
@@ -163,17 +164,19 @@ def _parse_toml(text: str, where: str) -> dict[str, Any]:
         raise InputError(where, "malformed TOML: nested too deeply") from None
 
 
-def _is_layout(values: dict[str, Any]) -> bool:
-    """The plan has a model-parallel dimension (a value dpcost cannot read is left for validation to name)."""
+def _whole_or(value: Any, default: int) -> int:
+    """A whole number as a flag gives it; `default` where it is not one (validation names it later)."""
     from dpcost.units import UnitError, parse_whole
 
-    for name in ("tp", "cp", "pp", "ep"):
-        try:
-            if parse_whole(values.get(name, 1)) > 1:
-                return True
-        except (UnitError, TypeError, ValueError):
-            continue
-    return False
+    try:
+        return parse_whole(value)
+    except (UnitError, TypeError, ValueError):
+        return default
+
+
+def _is_layout(values: dict[str, Any]) -> bool:
+    """The plan has a model-parallel dimension."""
+    return any(_whole_or(values.get(name, 1), 1) > 1 for name in ("tp", "cp", "pp", "ep"))
 
 
 def _typed_flag(flag: str, value: Any) -> str:
@@ -236,9 +239,15 @@ def apply(
             values.pop(name, None)
         why = "not read by a TP/CP/PP/EP layout, costed as Megatron-LM runs it"
         settings = [Setting(s.key, s.value, "", why, s.option) if s.option in unread else s for s in settings]
+    spec = None if model is not None else config.model_spec
+    if spec is not None and config.vocab_padding is not None and "tp" in typed:
+        vocab, multiple = config.vocab_padding
+        tp = _whole_or(typed["tp"], 1)
+        padded = -(-vocab // (multiple * tp)) * multiple * tp  # Megatron's _vocab_size_with_padding at this TP
+        spec = spec.model_copy(update={"architecture": spec.architecture.model_copy(update={"vocab": padded})})
     return Applied(
         model=model if model is not None else config.model,
-        model_spec=None if model is not None else config.model_spec,
+        model_spec=spec,
         dp=replicas_dp,
         values=values,
         settings=tuple(settings),

@@ -109,7 +109,7 @@ def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None 
     if text is None:
         return default
     if "$" in text:
-        raise r.error(name, f"{text} is a shell variable the script does not set: set it, or give the flag")
+        raise r.error(name, f"{text} is a shell variable the script does not set: set it in the script")
     if not re.fullmatch(r"\d+", text) or int(text) < 1:
         raise r.error(name, f"must be a positive integer, got {text!r}")
     return int(text)
@@ -126,7 +126,7 @@ def read(text: str, path: str) -> TrainingConfig:
         except InputError as exc:
             if "$" not in exc.message:
                 raise
-            r.refuse(option, name, exc.message)
+            r.refuse(option, name, exc.message.split(": ", 1)[1])
             continue
         if value is not None:
             r.use(name, value, option, str(value))
@@ -138,11 +138,14 @@ def read(text: str, path: str) -> TrainingConfig:
     _recompute(r, args)
     _precision(r, args)
     spec = _model(r, args, tp, Path(path).stem)
+    padding = None
+    if spec is not None:
+        padding = (_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128)
     used = {*PARALLEL, *SWITCHES, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
     for name, values in args.items():
         if name not in used:
             r.ignore(name, " ".join(values), "does not change what dpcost prices")
-    return r.done(model_spec=spec)
+    return r.done(model_spec=spec, vocab_padding=padding)
 
 
 _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--rampup-batch-size",
@@ -300,7 +303,12 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
 
 
 def _vocab(r: Reading, args: dict[str, list[str]], tp: int) -> int:
-    divisible = _int(r, args, "--make-vocab-size-divisible-by", 128) or 128
+    """The padded vocabulary at this TP."""
+    return padded_vocab(_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128, tp)
+
+
+def _vocab_size(r: Reading, args: dict[str, list[str]]) -> int:
+    """The tokenizer's vocabulary: --vocab-size, or GPT-2's for GPT2BPETokenizer (or a --merge-file with no type)."""
     size = _int(r, args, "--vocab-size")
     tokenizer = _one(r, args, "--tokenizer-type")
     if size is None and (tokenizer == "GPT2BPETokenizer" or (tokenizer is None and "--merge-file" in args)):
@@ -311,7 +319,7 @@ def _vocab(r: Reading, args: dict[str, list[str]], tp: int) -> int:
             f"{tokenizer or '(none)'}: the vocabulary size is in the tokenizer's files, which dpcost does not read; "
             "add --vocab-size to the script, or give --model",
         )
-    return padded_vocab(size, divisible, tp)
+    return size
 
 
 def _model(r: Reading, args: dict[str, list[str]], tp: int, stem: str) -> Any:

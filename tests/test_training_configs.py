@@ -1,0 +1,232 @@
+"""--from FILE (issue 21): each real training config in examples/training-configs/ gives the plan its flags give,
+written out here by hand from the file and the framework's documented defaults; Megatron's model arguments build
+the model Megatron prints the parameters of."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from dpcost.catalog import load_model
+from dpcost.cli import app
+from dpcost.engine.layout import Layout
+from dpcost.engine.layout_estimate import stage_loads
+from dpcost.specs import ModelSpec
+
+CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "training-configs"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(app, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def report(*args: str) -> dict:  # type: ignore[type-arg]
+    code, out, err = run(*args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def without(doc: dict, *keys: str) -> dict:  # type: ignore[type-arg]
+    return {k: v for k, v in doc.items() if k not in keys}
+
+
+# GPT "345M" as examples/pretrain_gpt.sh builds it (Megatron's defaults: 4h GELU MLP, LayerNorm, biases, learned
+# positions, tied embeddings, hidden dropout 0.1, GPT-2's 50,257 tokens padded to a multiple of 128 x TP)
+GPT_345M = {
+    "hidden": 1024,
+    "layers": 24,
+    "heads": 16,
+    "ffn": 4096,
+    "mlp": "gelu",
+    "norm": "layernorm",
+    "linear_bias": True,
+    "qkv_bias": True,
+    "tied_embeddings": True,
+    "learned_positions": 1024,
+    "vocab": 50304,
+    "dropout": 0.1,
+}
+
+
+def spec_file(tmp_path: Path, name: str, architecture: dict) -> str:  # type: ignore[type-arg]
+    path = tmp_path / f"{name}.yaml"
+    title = f"{name} (Megatron-LM GPT)"  # the title the reader gives the model it builds
+    path.write_text(yaml.safe_dump({"name": name, "title": title, "architecture": architecture}))
+    return str(path)
+
+
+# (file, the flags --from is given, the same plan written out by hand)
+BY_HAND = [
+    (
+        "torchtitan-llama3-8b.toml",
+        ["--dp", "64", "-t", "dgx-a100"],
+        ["--model", "llama-8b", "--dp", "64", "-t", "dgx-a100", "--framework", "fsdp", "--zero", "3",
+         "--micro-batch", "1", "--seq-len", "8192", "--grad-dtype", "fp32", "--recompute", "op"],
+    ),
+    (
+        "deepspeed-zero3.json",  # 64 sequences in 1 accumulation step on DP 8: micro-batch 8; 1e7 fp16 elements
+        ["--model", "llama-8b", "--dp", "8"],
+        ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "3", "--micro-batch", "8",
+         "--global-batch", "64", "--bucket-size", "20MB"],
+    ),
+    (
+        "deepspeed-zero2-hf.json",  # the "auto" values are the HF Trainer's to fill
+        ["--model", "llama-8b", "--dp", "8"],
+        ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "2", "--offload", "optimizer",
+         "--overlap-comm", "true"],
+    ),
+    (
+        "accelerate-fsdp.yaml",  # FULL_SHARD, bf16 reduced in bf16 (Accelerate's MixedPrecision), 8 processes
+        ["--model", "llama-8b"],
+        ["--model", "llama-8b", "--dp", "8", "--framework", "fsdp", "--zero", "3", "--grad-dtype", "bf16"],
+    ),
+    (
+        "accelerate-zero3.yaml",
+        ["--model", "llama-8b"],
+        ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "3"],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "given", "by_hand"), BY_HAND, ids=[case[0] for case in BY_HAND])
+def test_each_example_config_gives_the_plan_its_flags_give(name: str, given: list[str], by_hand: list[str]) -> None:
+    read = report("estimate", "--from", str(CONFIGS / name), *given)
+    typed = report("estimate", *by_hand)
+    assert read["from_config"]["file"].endswith(name)
+    assert without(read, "from_config") == typed
+
+
+def test_megatron_scripts_give_the_model_and_plan_written_out_by_hand(tmp_path: Path) -> None:
+    gpt_345m = spec_file(tmp_path, "megatron-gpt-345m", GPT_345M)
+    read = report("estimate", "--from", str(CONFIGS / "megatron-gpt-345m.sh"), "--dp", "1")
+    typed = report("estimate", "--model", gpt_345m, "--dp", "1", "--framework", "megatron", "--micro-batch", "4",
+                   "--global-batch", "8", "--seq-len", "1024", "--zero", "0", "--recompute", "none",
+                   "--overlap-comm", "false", "--grad-dtype", "fp16")  # fmt: skip
+    assert without(read, "from_config") == typed
+    # GPT-3 175B: the catalog's, with GPT-2's vocabulary padded to 128 x TP 8; a layout reads neither --fp16 nor
+    # the overlap flag (it runs Megatron's own settings), and the report says so
+    gpt3 = load_model("gpt3-175b").architecture
+    assert gpt3 is not None
+    gpt3_file = spec_file(tmp_path, "megatron-gpt3-175b", gpt3.model_dump(exclude_defaults=True) | {"vocab": 51200})
+    read = report("estimate", "--from", str(CONFIGS / "megatron-gpt3-175b.sh"), "--dp", "8")
+    typed = report("estimate", "--model", gpt3_file, "--dp", "8", "--framework", "megatron", "--tp", "8", "--pp",
+                   "16", "--micro-batch", "1", "--global-batch", "1536", "--seq-len", "2048", "--zero", "0",
+                   "--recompute", "none")  # fmt: skip
+    assert without(read, "from_config") == typed
+    notes = {row["key"]: row["note"] for row in read["from_config"]["settings"]}
+    assert "not read by a TP/CP/PP/EP layout" in notes["--fp16"]
+
+
+# Megatron-LM's own "number of parameters on (tensor, pipeline) model parallel rank (T, P)" lines for the 345M
+# script's model (tests/reference/megatron-param-counts.md, quoted from public logs), per pipeline stage
+MEGATRON_PRINTED = [
+    ([], [354_871_296]),
+    (["--tp", "2", "--pp", "2"], [102_483_968, 101_437_440]),
+    (["--tp", "4"], [89_714_688]),
+    (["--pp", "4"], [128_137_216, 75_577_344, 75_577_344, 127_090_688]),
+]
+
+
+@pytest.mark.parametrize(("layout", "printed"), MEGATRON_PRINTED, ids=["tp1", "tp2-pp2", "tp4", "pp4"])
+def test_the_model_of_megatrons_script_has_the_parameters_megatron_prints(
+    layout: list[str], printed: list[int]
+) -> None:
+    doc = report("estimate", "--from", str(CONFIGS / "megatron-gpt-345m.sh"), "--dp", "1", *layout)
+    if not layout:
+        assert doc["model"]["params_total"] == printed[0]
+        return
+    assert [stage["params"] for stage in doc["layout"]["stages"]] == printed
+
+
+def test_a_llama_style_model_on_megatron_deepspeed_holds_the_parameters_it_prints() -> None:
+    """microsoft/Megatron-DeepSpeed, TP 2 PP 2: 24 layers, hidden 2048, FFN 5504, 16 heads, SwiGLU, RMSNorm, RoPE,
+    no biases, untied, vocabulary 32,000 (megatron-param-counts.md, section 4)."""
+    spec = ModelSpec.model_validate({
+        "name": "llama-like", "title": "llama-like",
+        "architecture": {"hidden": 2048, "layers": 24, "heads": 16, "ffn": 5504, "mlp": "swiglu", "vocab": 32000,
+                         "norm": "rmsnorm"},
+    })  # fmt: skip
+    stages = stage_loads(spec, Layout(tp=2, pp=2, dp=2), seq_len=2048)
+    assert [int(s.dense_params) for s in stages] == [336_379_904, 336_381_952]
+
+
+def test_a_flag_overrides_the_file_and_the_report_says_so() -> None:
+    doc = report("estimate", "--from", str(CONFIGS / "torchtitan-llama3-8b.toml"), "--dp", "64", "--recompute",
+                 "full", "--micro-batch", "2")  # fmt: skip
+    assert doc["setup"]["recompute"] == "full"
+    assert doc["setup"]["micro_batch"] == 2
+    rows = {row["key"]: row for row in doc["from_config"]["settings"]}
+    assert rows["[activation_checkpoint] selective_ac_option"]["note"] == "overridden by --recompute full"
+    assert rows["[training] local_batch_size"]["note"] == "overridden by --micro-batch 2"
+    assert rows["[training] local_batch_size"]["became"] == ""
+    assert rows["[training] steps"]["note"] == "does not change what dpcost prices"
+
+
+def test_the_table_lists_every_key_with_its_flag() -> None:
+    code, out, err = run("estimate", "--from", str(CONFIGS / "accelerate-fsdp.yaml"), "--model", "llama-8b")
+    assert code == 0, err
+    assert "Read from" in out and "fsdp_config.fsdp_sharding_strategy" in out and "--zero 3" in out
+
+
+def test_torchtitan_hsdp_shards_within_the_shard_degree(tmp_path: Path) -> None:
+    toml = tmp_path / "hsdp.toml"
+    toml.write_text('[model]\nname = "llama3"\nflavor = "70B"\n[parallelism]\ndata_parallel_replicate_degree = 4\n')
+    doc = report("estimate", "--from", str(toml), "--dp", "64")
+    assert doc["communication"]["shard_group"] == 16  # dp_shard -1: the 64 / 4 GPUs of each replica
+    assert doc["setup"]["seq_len"] == 2048 and doc["setup"]["micro_batch"] == 8  # torchtitan's defaults
+
+
+def test_sweep_check_and_plan_read_the_file(tmp_path: Path) -> None:
+    toml = str(CONFIGS / "torchtitan-llama3-8b.toml")
+    code, out, err = run("sweep", "--from", toml, "--dp", "8,64", "--format", "csv")
+    assert code == 0, err and out.count("\n") == 3
+    code, _, err = run("check", "--from", toml, "--dp", "64", "--max-memory", "1GB")
+    assert code == 1, err
+    plan = report("plan", "--from", str(CONFIGS / "megatron-gpt3-175b.sh"), "--gpus", "1024", "--top", "1")
+    assert plan["global_batch"] == 1536 and plan["seq_len"] == 2048
+    assert plan["plans"][0]["command"].startswith("dpcost estimate --from ")  # the model the script defines
+    plan = report("plan", "--from", str(CONFIGS / "accelerate-fsdp.yaml"), "--model", "llama-8b", "--top", "1")
+    assert plan["gpus"] == 8  # num_processes
+    scenario = tmp_path / "plan.yaml"
+    scenario.write_text(
+        f"scenarios:\n  - name: titan\n    from: {toml}\n    dp: 64\n    options: {{recompute: full}}\n"
+        "    limits: {max_memory: 80GB}\n"
+    )
+    code, out, err = run("check", str(scenario), "--format", "json")
+    assert code == 0, err
+    assert "recompute full" in json.loads(out)["scenarios"][0]["summary"]["plan"]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "flags", "says"),
+    [
+        ("bad.toml", "[training\n", [], "bad.toml: malformed TOML"),
+        ("ds.json", '{"zero_optimization": {"stage": 5}}', ["--model", "llama-8b", "--dp", "8"],
+         "ds.json: zero_optimization.stage: must be 0, 1, 2 or 3, got 5"),
+        ("config.json", '{"model_type": "llama"}', [], "a model's config.json, not a training config"),
+        ("run.sh", "pretrain_gpt.py --tensor-model-parallel-size $TP --num-layers 2", ["--model", "llama-8b",
+         "--dp", "8"], "run.sh: --tensor-model-parallel-size: $TP is a shell variable the script does not set"),
+        ("notes.txt", "hello", [], "cannot tell what this file is"),
+        ("acc.yaml", "distributed_type: TPU\n", ["--model", "llama-8b"], "acc.yaml: distributed_type: must be"),
+    ],
+)  # fmt: skip
+def test_bad_files_get_one_line_naming_the_file_and_key(
+    tmp_path: Path, name: str, text: str, flags: list[str], says: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    code, out, err = run("estimate", "--from", str(path), *flags)
+    assert code == 2 and not out
+    assert err.count("\n") == 1 and says in err, err
+
+
+def test_a_flag_may_stand_for_a_setting_the_file_cannot_give(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("pretrain_gpt.py --tensor-model-parallel-size $TP --micro-batch-size 1")
+    doc = report("estimate", "--from", str(script), "--model", "llama-8b", "--dp", "8", "--tp", "8")
+    assert doc["layout"]["tp"] == 8
