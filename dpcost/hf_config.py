@@ -156,14 +156,23 @@ _ARCHITECTURES = {
     "FalconForCausalLM": "falcon",
     "RWForCausalLM": "falcon",
     "QWenLMHeadModel": "qwen",
+    "MambaForCausalLM": "mamba",
+    "FalconMambaForCausalLM": "falcon_mamba",
+    "Mamba2ForCausalLM": "mamba2",
+    "NemotronHForCausalLM": "nemotron_h",
+    "JambaForCausalLM": "jamba",
+    "Qwen3NextForCausalLM": "qwen3_next",
 }
 _NESTED = {"llama4": "llama4_text", "gemma3": "gemma3_text"}  # multimodal wrappers: the text model's keys
 _GLM_MINIMAX = ("glm4_moe", "minimax_m2")  # read by _glm4_moe and _minimax_m2
+# State-space and hybrid families, read by hf_hybrid.py
+_HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next")
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
-        {*_LLAMA_LIKE, *_GEMMA, "gemma3", "llama4", "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen"}
+        {*_LLAMA_LIKE, *_GEMMA, "gemma3", "llama4", "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen",
+         *_HYBRID}
     )
-)
+)  # fmt: skip
 
 
 def _family(cfg: dict[str, Any], where: str) -> str:
@@ -540,6 +549,10 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _falcon(k, family)
     elif family == "qwen":
         arch = _qwen1(k)
+    elif family in _HYBRID:
+        from dpcost.hf_hybrid import hybrid_architecture
+
+        arch = hybrid_architecture(k, family)
     else:
         arch = _gpt_style(k, family)
     return arch, k, note

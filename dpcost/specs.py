@@ -14,6 +14,7 @@ from dpcost.units import parse_bandwidth, parse_bytes, parse_count, parse_flops,
 
 __all__ = [
     "Calibration",
+    "DeltaNetSpec",
     "GPUSpec",
     "InNetworkReduction",
     "MLASpec",
@@ -21,6 +22,7 @@ __all__ = [
     "ModelArchitecture",
     "ModelSpec",
     "Published",
+    "SSMSpec",
     "TierLatency",
     "TierSpec",
     "TopologySpec",
@@ -86,6 +88,46 @@ class MLASpec(Spec):
     v_head_dim: PositiveInt
 
 
+class SSMSpec(Spec):
+    """A selective state-space mixer: Mamba-1 (Gu & Dao 2023) or Mamba-2's SSD (Dao & Gu 2024), as transformers'
+    MambaMixer / Mamba2Mixer hold it (docs/sources/ssm-families.md)."""
+
+    version: Literal[1, 2]
+    inner: PositiveInt = Field(description="the mixer's inner width: expand x hidden, or Mamba-2 heads x head_dim")
+    state: PositiveInt = Field(description="ssm_state_size, N")
+    heads: PositiveInt | None = Field(None, description="Mamba-2: its heads (each of inner / heads channels)")
+    groups: PositiveInt = Field(1, description="Mamba-2: n_groups sharing B and C")
+    conv_kernel: PositiveInt = Field(4, description="the causal depthwise convolution's width")
+    dt_rank: PositiveInt | None = Field(None, description="Mamba-1: the rank of the step-size projection")
+    conv_bias: bool = True
+    bias: bool = Field(False, description="biases on the input and output projections")
+    gated_norm: bool = Field(True, description="Mamba-2: an RMSNorm of the output gated by z (inner weights)")
+    dt_bc_norms: bool = Field(False, description="Mamba-1: RMSNorms of dt, B and C (Jamba)")
+    chunk: PositiveInt = Field(256, description="Mamba-2: the SSD chunk length, which its FLOPs read")
+
+    @model_validator(mode="after")
+    def _versioned(self) -> SSMSpec:
+        if self.version == 2 and (self.heads is None or self.inner % self.heads):
+            raise ValueError("a Mamba-2 mixer needs heads dividing inner")
+        if self.version == 1 and self.dt_rank is None:
+            raise ValueError("a Mamba-1 mixer needs dt_rank")
+        return self
+
+
+class DeltaNetSpec(Spec):
+    """Gated DeltaNet linear attention (Yang et al. 2024), as Qwen3-Next's Qwen3NextGatedDeltaNet holds it."""
+
+    key_heads: PositiveInt
+    value_heads: PositiveInt
+    key_dim: PositiveInt = Field(description="per key head")
+    value_dim: PositiveInt = Field(description="per value head")
+    conv_kernel: PositiveInt = 4
+    chunk: PositiveInt = Field(64, description="the chunked recurrence's chunk length, which its FLOPs read")
+
+
+Mixer = Literal["attention", "mamba", "deltanet", "attention+mamba", "none"]
+
+
 class ModelArchitecture(Spec):
     hidden: PositiveInt
     layers: Layers
@@ -114,6 +156,19 @@ class ModelArchitecture(Spec):
     mla: MLASpec | None = None
     mtp_layers: NonNegativeInt = Field(0, description="multi-token-prediction modules (DeepSeek-V3)")
     attention_sinks: bool = Field(False, description="a learned logit per attention head in every layer (gpt-oss)")
+    attention_gate: bool = Field(
+        False, description="the query projection also makes a sigmoid gate on the attention output (Qwen3-Next)"
+    )
+    mixers: tuple[Mixer, ...] = Field(
+        (),
+        description="hybrids: each layer's token mixer (attention, mamba, deltanet, attention+mamba side by side, or "
+        "none); empty: attention in every layer",
+    )
+    mlp_free_layers: tuple[NonNegativeInt, ...] = Field(
+        (), description="layers without an MLP (Nemotron-H's and Mamba's single-mixer layers)"
+    )
+    ssm: SSMSpec | None = None
+    deltanet: DeltaNetSpec | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelArchitecture:
@@ -125,9 +180,42 @@ class ModelArchitecture(Spec):
             raise ValueError("moe.first_dense_layers exceeds layers")
         if self.moe is not None and any(i >= self.layers for i in self.moe.dense_layers):
             raise ValueError(f"moe.dense_layers: layer indices run from 0 to {self.layers - 1}")
-        if self.ffn is None and not all(self.moe_layer(i) for i in range(self.layers)):
+        if self.mixers and len(self.mixers) != self.layers:
+            raise ValueError(f"mixers has {len(self.mixers)} entries for {self.layers} layers")
+        if any(i >= self.layers for i in self.mlp_free_layers):
+            raise ValueError(f"mlp_free_layers: layer indices run from 0 to {self.layers - 1}")
+        if any("mamba" in m for m in self.mixers) and self.ssm is None:
+            raise ValueError("mamba layers need ssm")
+        if "deltanet" in self.mixers and self.deltanet is None:
+            raise ValueError("deltanet layers need deltanet")
+        dense = [i for i in range(self.layers) if self.has_mlp(i) and not self.moe_layer(i)]
+        if self.ffn is None and dense:
             raise ValueError("ffn is required for dense MLP layers")
         return self
+
+    def mixer(self, i: int) -> Mixer:
+        """Layer i's token mixer: attention unless `mixers` says otherwise."""
+        return self.mixers[i] if self.mixers else "attention"
+
+    def has_mlp(self, i: int) -> bool:
+        return i not in self.mlp_free_layers
+
+    def layer_kind(self, i: int) -> tuple[Mixer, Literal["dense", "moe", "none"]]:
+        """Layer i as (its mixer, its MLP: dense, MoE or none): layers of one kind hold and keep the same."""
+        mlp: Literal["dense", "moe", "none"] = (
+            "none" if not self.has_mlp(i) else "moe" if self.moe_layer(i) else "dense"
+        )
+        return self.mixer(i), mlp
+
+    @property
+    def attention_layers(self) -> int:
+        """The layers that attend over the whole context (the KV cache's and the score FLOPs' layers)."""
+        return sum(1 for i in range(self.layers) if "attention" in self.mixer(i))
+
+    @property
+    def hybrid(self) -> bool:
+        """Some layer is not attention followed by an MLP."""
+        return any(m != "attention" for m in self.mixers) or bool(self.mlp_free_layers)
 
     def moe_layer(self, i: int) -> bool:
         """Whether layer i (from 0) has the MoE MLP: past the leading dense layers, every `every`-th layer
@@ -136,7 +224,7 @@ class ModelArchitecture(Spec):
         m = self.moe
         if m is None:
             return False
-        return i >= m.first_dense_layers and (i + 1) % m.every == 0 and i not in m.dense_layers
+        return i >= m.first_dense_layers and (i + 1) % m.every == 0 and i not in m.dense_layers and self.has_mlp(i)
 
     @property
     def gated_mlp(self) -> bool:

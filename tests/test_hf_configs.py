@@ -19,7 +19,7 @@ from dpcost.units import parse_count
 CONFIGS = Path(__file__).parent / "reference" / "hf-configs"
 README = Path(__file__).resolve().parents[1] / "README.md"
 # Families whose publisher gives only a rounded figure (the sidecar README's note says how far off it is).
-ROUNDED_ONLY = {"falcon", "kimi_k2", "glm4_moe", "minimax_m2"}
+ROUNDED_ONLY = {"falcon", "kimi_k2", "glm4_moe", "minimax_m2", "mamba", "jamba"}
 
 
 def reference_rows() -> list[dict[str, str]]:
@@ -96,7 +96,8 @@ def test_every_family_within_half_a_percent() -> None:
     expected = {
         "llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "gemma3_text", "phi3", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
-        "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2",
+        "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2", "mamba", "mamba2", "falcon_mamba", "jamba",
+        "nemotron_h", "qwen3_next",
     }  # fmt: skip
     assert set(within) == expected
     assert {f for f, ok in within.items() if not ok} == ROUNDED_ONLY
@@ -115,6 +116,22 @@ def test_refused_families_are_refused_by_name(row: dict[str, str]) -> None:
         _counts(row)
     result = CliRunner().invoke(app, ["models", "import", str(CONFIGS / row["file"]), "--name", "x", "--output", "-"])
     assert result.exit_code == 2 and f"model_type '{family}'" in result.stderr and REFUSAL in result.stderr
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {"model_type": "falcon_h1", "hidden_size": 1024, "num_hidden_layers": 24, "vocab_size": 32784},
+        {"model_type": "deepseek_v32", "hidden_size": 7168, "num_hidden_layers": 61, "index_n_heads": 64},
+        {"model_type": "rwkv", "hidden_size": 2048, "num_hidden_layers": 24},
+    ],
+    ids=lambda c: c["model_type"],
+)
+def test_a_family_without_a_key_map_is_refused_by_name(cfg: dict[str, object]) -> None:
+    """Falcon-H1 (parallel attention and Mamba-2, whose mamba_d_ssm default would be guessed), DeepSeek-V3.2
+    (V3 plus a lightning indexer) and RWKV share keys with counted families: each is refused by its model_type."""
+    with pytest.raises(InputError, match=f"model_type '{cfg['model_type']}' .*{REFUSAL}"):
+        model_from_hf_config(cfg, "config.json")
 
 
 def test_active_excluding_embedding_is_deepseeks_and_openais_figure() -> None:

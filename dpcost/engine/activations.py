@@ -32,7 +32,7 @@ from typing import Literal
 
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["ACT_BYTES", "Kernels", "LayerTensors", "Tensor", "kv_cache_bytes", "layer_tensors"]
+__all__ = ["ACT_BYTES", "Kernels", "LayerTensors", "Tensor", "kv_cache_bytes", "layer_tensors", "recurrent_state_bytes"]
 
 Kernels = Literal["eager", "fused", "compiled"]
 ACT_BYTES = 2  # bf16/fp16 activations
@@ -138,6 +138,56 @@ def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: in
     return out, mm + 1
 
 
+def _mamba(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
+    """A Mamba mixer as mamba_ssm's fused functions keep it (the kernels Megatron's and transformers' CUDA paths
+    call), recomputing the convolution, the scan and the gated norm in the backward:
+    - Mamba-2, MambaSplitConv1dScanCombinedFn (ops/triton/ssd_combined.py): in_proj's output zxbcdt (2I + 2GN + H)
+      and the scan's output before the norm (I);
+    - Mamba-1, MambaInnerFn at checkpoint_lvl 1 (ops/selective_scan_interface.py): in_proj's output xz (2I),
+      x_proj's output (R + 2N), contiguous copies of B and C (2N) and the scan's output (I)."""
+    m, e = a.ssm, ACT_BYTES
+    assert m is not None
+    if m.version == 2:
+        assert m.heads is not None
+        in_proj = 2 * m.inner + 2 * m.groups * m.state + m.heads
+        out = [
+            Tensor("SSM in_proj output (z, x, B, C, dt)", "qkv", e * in_proj, matmul=first_mm),
+            Tensor("SSM scan output", "core_attn", e * m.inner),
+        ]
+        mm = first_mm + 1
+    else:
+        assert m.dt_rank is not None
+        out = [
+            Tensor("SSM in_proj output (x, z)", "qkv", e * 2 * m.inner, matmul=first_mm),
+            Tensor("SSM x_proj output (dt, B, C)", "qkv", e * (m.dt_rank + 2 * m.state), matmul=first_mm + 1),
+            Tensor("SSM B and C copies", "core_attn", e * 2 * m.state),
+            Tensor("SSM scan output", "core_attn", e * m.inner),
+        ]
+        mm = first_mm + 3  # x_proj, dt_proj
+    out.append(Tensor("SSM out_proj output", "attn_out", e * a.hidden, saved=False, matmul=mm))
+    return out, mm + 1
+
+
+def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
+    """A gated DeltaNet mixer as transformers' Qwen3NextGatedDeltaNet runs it with fla's chunk_gated_delta_rule:
+    the input projections' outputs (q, k, v and z: 2K + 2V; b and a: 2 per value head), the convolution's output
+    (2K + V) the kernel keeps, the fp32 decay (per value head), the recurrence's output (V) and the gated norm's
+    output, out_proj's input (V)."""
+    d, e = a.deltanet, ACT_BYTES
+    assert d is not None
+    keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
+    out = [
+        Tensor("DeltaNet in_proj_qkvz output", "qkv", e * (2 * keys + 2 * values), matmul=first_mm),
+        Tensor("DeltaNet in_proj_ba output", "qkv", e * 2 * d.value_heads, matmul=first_mm + 1),
+        Tensor("DeltaNet convolution output (q, k, v)", "core_attn", e * (2 * keys + values)),
+        Tensor("DeltaNet decay (fp32)", "core_attn", 4.0 * d.value_heads),
+        Tensor("DeltaNet recurrence output", "core_attn", e * values),
+        Tensor("DeltaNet gated norm output", "core_attn", e * values),
+        Tensor("DeltaNet out_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 2),
+    ]
+    return out, first_mm + 3
+
+
 def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, module: Module, label: str) -> list[Tensor]:
     """One MLP's tensors: the matmul outputs, then the element-wise ones torch.compile recomputes."""
     e = ACT_BYTES
@@ -162,16 +212,32 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
 
 
 def layer_tensors(
-    a: ModelArchitecture, moe_layer: bool, flash: bool = True, kernels: Kernels = "fused"
+    a: ModelArchitecture,
+    moe_layer: bool,
+    flash: bool = True,
+    kernels: Kernels = "fused",
+    mixer: str = "attention",
+    mlp: bool = True,
 ) -> LayerTensors:
     """The tensors of one layer's forward for one token (korthikanti et al. 2022 section 4, extended as the module
-    docstring says), in forward order, with their Megatron module and matmul position."""
-    tensors = _norm(a, kernels, "attention norm")
-    attention, mm = _attention(a, flash, kernels, 1)
-    tensors += attention
+    docstring says), in forward order, with their Megatron module and matmul position. A hybrid's layer has its
+    own mixer (`mixer`: Mamba, gated DeltaNet, attention beside Mamba, or none) and may have no MLP."""
+    tensors = _norm(a, kernels, "attention norm") if mixer != "none" else []
+    mm = 1
+    if "attention" in mixer:
+        attention, mm = _attention(a, flash, kernels, mm)
+        tensors += attention
+    if "mamba" in mixer:
+        ssm, mm = _mamba(a, mm)
+        tensors += ssm
+    if mixer == "deltanet":
+        delta, mm = _deltanet(a, mm)
+        tensors += delta
+    if not mlp:
+        return LayerTensors(tuple(tensors), kernels, a.hidden)
     if a.layer_norms >= 4:
         tensors.append(_post_norm(a, kernels, "post-attention norm"))
-    if a.layer_norms >= 2:  # one norm per block (GPT-J, Falcon): attention and MLP read the same norm's output
+    if a.layer_norms >= 2 or mixer == "none":  # one norm per block (GPT-J, Falcon): attention and MLP share it
         tensors += _norm(a, kernels, "MLP norm")
     e, h = ACT_BYTES, a.hidden
     if moe_layer and a.moe is not None:
@@ -200,6 +266,24 @@ def layer_tensors(
 
 
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:
-    """Keys and values of every layer for `batch` sequences of `seq_len` tokens (MLA caches its latent)."""
+    """Keys and values of every attention layer for `batch` sequences of `seq_len` tokens (MLA caches its latent),
+    and each recurrent layer's state, whatever the context (recurrent_state_bytes)."""
     per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim if a.mla is not None else 2 * a.n_kv_heads * a.d_head
-    return float(per_token * dtype_bytes * a.layers * seq_len * batch)
+    kv = per_token * dtype_bytes * a.attention_layers * seq_len * batch
+    return float(kv + recurrent_state_bytes(a, dtype_bytes) * batch)
+
+
+def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
+    """One sequence's recurrent state over all layers, in the model's dtype as transformers' caches hold it: a
+    Mamba layer's SSM state (inner x N) and convolution window (its conv channels x kernel: Mamba2Cache,
+    MambaCache), a gated DeltaNet layer's state (value heads x d_k x d_v) and window (2K + V channels)."""
+    total = 0.0
+    for i in range(a.layers):
+        mixer, m, d = a.mixer(i), a.ssm, a.deltanet
+        if "mamba" in mixer and m is not None:
+            conv = m.inner + (2 * m.groups * m.state if m.version == 2 else 0)
+            total += m.inner * m.state + conv * m.conv_kernel
+        if mixer == "deltanet" and d is not None:
+            conv = 2 * d.key_heads * d.key_dim + d.value_heads * d.value_dim
+            total += d.value_heads * d.key_dim * d.value_dim + conv * d.conv_kernel
+    return total * dtype_bytes

@@ -23,7 +23,7 @@ blocks whose running count is divisible by K, so layers // K of them) and keeps 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from dpcost.engine.activations import ACT_BYTES, Kernels, LayerTensors, layer_tensors
 from dpcost.specs import ModelArchitecture
@@ -98,16 +98,19 @@ def activation_memory(
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {RECOMPUTE}")
     s, b = seq_len, micro_batch
-    kinds = {moe: layer_tensors(a, moe, flash, kernels) for moe in {a.moe_layer(i) for i in range(a.layers)}}
+    kinds = {
+        kind: layer_tensors(a, kind[1] == "moe", flash, kernels, mixer=kind[0], mlp=kind[1] != "none")
+        for kind in {a.layer_kind(i) for i in range(a.layers)}
+    }
     # How many layers of each (kind, policy): the layers of one kind under one policy keep the same bytes.
-    counts: dict[tuple[bool, str], int] = {}
+    counts: dict[tuple[Any, str], int] = {}
     for i in range(a.layers):
-        key = (a.moe_layer(i), recompute if (i + 1) % every == 0 else "none")
+        key = (a.layer_kind(i), recompute if (i + 1) % every == 0 else "none")
         counts[key] = counts.get(key, 0) + 1
     kept = 0.0
     recomputed = 0.0
-    for (moe, policy), n in counts.items():
-        layer = kinds[moe]
+    for (kind, policy), n in counts.items():
+        layer = kinds[kind]
         keeps = kept_per_token(layer, policy, s, b, modules)
         kept += n * keeps
         if policy != "none":

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from dpcost.engine.params import ParamCount
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["FlopsPerToken", "attention_flops", "flops_per_token"]
+__all__ = ["FlopsPerToken", "attention_flops", "flops_per_token", "mixer_recurrence_flops", "recurrence_flops"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,34 @@ def attention_flops(arch: ModelArchitecture, seq_len: int) -> float:
         d_v = arch.mla.v_head_dim
     else:
         d_qk = d_v = arch.d_head
-    return 2.0 * arch.layers * arch.heads * (d_qk + d_v) * seq_len
+    return 2.0 * arch.attention_layers * arch.heads * (d_qk + d_v) * seq_len
+
+
+def recurrence_flops(arch: ModelArchitecture, decode: bool = False) -> float:
+    """Forward FLOPs per token of every layer's recurrence (mixer_recurrence_flops), zero without one."""
+    return sum(mixer_recurrence_flops(arch, arch.mixer(i), decode) for i in range(arch.layers))
+
+
+def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = False) -> float:
+    """Forward FLOPs per token of one layer's recurrence, which holds no weights and so is not in 2N:
+    - Mamba-1's selective scan: 9 D N + D per channel width D and state N (Tri Dao's count, state-spaces/mamba#110);
+    - Mamba-2's SSD in chunks of Q (Dao & Gu 2024, Listing 1's four einsums): C B^T over the chunk (2 Q G N), its
+      masked product with X (2 Q I), the chunk's states (2 N I) and the states' output (2 N I);
+    - gated DeltaNet in chunks of C (Yang et al. 2024, the chunkwise form): per value head, Q K^T, K K^T and the
+      W = T (beta K) transform (6 C d_k), U = T (beta V) and the intra-chunk output (4 C d_v), and reading,
+      correcting and updating the d_k x d_v state (6 d_k d_v).
+    Decoding one token runs the recurrent form: the chunk terms fall away."""
+    chunked = 0.0 if decode else 1.0
+    flops, m, d = 0.0, arch.ssm, arch.deltanet
+    if "mamba" in mixer and m is not None:
+        if m.version == 1:
+            flops += 9.0 * m.inner * m.state + m.inner
+        else:
+            flops += chunked * 2.0 * m.chunk * (m.groups * m.state + m.inner) + 4.0 * m.state * m.inner
+    if mixer == "deltanet" and d is not None:
+        intra = 6.0 * d.chunk * d.key_dim + 4.0 * d.chunk * d.value_dim
+        flops += d.value_heads * (chunked * intra + 6.0 * d.key_dim * d.value_dim)
+    return flops
 
 
 def flops_per_token(
@@ -71,7 +98,7 @@ def flops_per_token(
     if arch is not None:
         matmul_params -= arch.learned_positions * arch.hidden
     attention = attention_flops(arch, seq_len) if arch is not None else 0.0
-    forward = 2.0 * matmul_params + attention
+    forward = 2.0 * matmul_params + attention + (recurrence_flops(arch) if arch is not None else 0.0)
     if recompute == "full":
         extra = forward - 2.0 * head  # every layer again, not the output head
     elif recompute == "op":

@@ -97,6 +97,56 @@ def _norm(a: ModelArchitecture) -> float:
     return (2 if a.norm == "layernorm" else 1) * a.hidden
 
 
+def _attention_params(a: ModelArchitecture) -> float:
+    """One attention sub-layer, with Qwen3-Next's output gate (its q_proj makes the gate too: 2 x q_out rows)."""
+    params, _ = _attention(a)
+    return params + (a.hidden * a.heads * a.d_head if a.attention_gate else 0)
+
+
+def ssm_parameters(a: ModelArchitecture) -> float:
+    """One Mamba mixer as transformers holds it (docs/sources/ssm-families.md). Mamba-2 (Mamba2Mixer): in_proj
+    h -> 2I + 2GN + H, a depthwise conv over I + 2GN channels, dt_bias, A_log and D per head, the gated RMSNorm
+    (I), out_proj I -> h. Mamba-1 (MambaMixer): in_proj h -> 2I, a conv over I channels, x_proj I -> R + 2N,
+    dt_proj R -> I with its bias, A_log (I x N), D (I), out_proj I -> h; Jamba adds RMSNorms of dt, B and C."""
+    m, h = a.ssm, a.hidden
+    assert m is not None
+    inner, n = m.inner, m.state
+    if m.version == 2:
+        assert m.heads is not None
+        conv = inner + 2 * m.groups * n
+        params = h * (inner + conv + m.heads) + conv * m.conv_kernel + 3 * m.heads + inner * h
+        params += (conv if m.conv_bias else 0) + (inner if m.gated_norm else 0)
+        params += (inner + conv + m.heads + h) if m.bias else 0
+    else:
+        assert m.dt_rank is not None
+        params = h * 2 * inner + inner * m.conv_kernel + inner * (m.dt_rank + 2 * n) + m.dt_rank * inner + inner
+        params += inner * n + inner + inner * h + (inner if m.conv_bias else 0)
+        params += (2 * inner + h) if m.bias else 0
+        params += (m.dt_rank + 2 * n) if m.dt_bc_norms else 0
+    return float(params)
+
+
+def deltanet_parameters(a: ModelArchitecture) -> float:
+    """One gated DeltaNet mixer as Qwen3NextGatedDeltaNet holds it: in_proj_qkvz h -> 2K + 2V, in_proj_ba
+    h -> 2 value heads, a depthwise conv (no bias) over 2K + V channels, dt_bias and A_log per value head, the gated
+    RMSNorm over one value head, out_proj V -> h (K, V: all heads' key and value widths)."""
+    d, h = a.deltanet, a.hidden
+    assert d is not None
+    keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
+    conv = 2 * keys + values
+    return float(h * (2 * keys + 2 * values) + h * 2 * d.value_heads + conv * d.conv_kernel + 2 * d.value_heads
+                 + d.value_dim + values * h)  # fmt: skip
+
+
+def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
+    """One layer's token mixer: attention, a Mamba mixer, a gated DeltaNet, both side by side, or none."""
+    return (
+        (_attention_params(a) if "attention" in mixer else 0.0)
+        + (ssm_parameters(a) if "mamba" in mixer else 0.0)
+        + (deltanet_parameters(a) if mixer == "deltanet" else 0.0)
+    )
+
+
 def _router(a: ModelArchitecture) -> float:
     """The routing matrix (hidden x experts), its bias, and Qwen2-MoE's shared-expert gate (hidden -> 1)."""
     e = a.moe
@@ -104,9 +154,12 @@ def _router(a: ModelArchitecture) -> float:
     return a.hidden * e.experts + (e.experts if e.router_bias else 0) + (a.hidden if e.shared_gate else 0)
 
 
-def _block(a: ModelArchitecture, moe_layer: bool) -> BlockCount:
-    attn, _ = _attention(a)
+def _block(a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "") -> BlockCount:
+    """One layer: its mixer, its norms and its MLP (dense, MoE, or none for a hybrid's single-mixer layers)."""
+    attn = mixer_parameters(a, mixer)
     norms = a.layer_norms * _norm(a)
+    if mlp_kind == "none":
+        return BlockCount(attn + norms, attn + norms, moe=False)
     if not moe_layer or a.moe is None:
         assert a.ffn is not None  # guaranteed by ModelArchitecture validation
         mlp = _mlp(a, a.ffn)
@@ -120,19 +173,43 @@ def _block(a: ModelArchitecture, moe_layer: bool) -> BlockCount:
     return BlockCount(total, active, moe=True)
 
 
-def block_tensors(a: ModelArchitecture, moe_layer: bool) -> tuple[float, ...]:
+def block_tensors(
+    a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = ""
+) -> tuple[float, ...]:
     """One block's weight tensors, in forward order, as the HF implementations hold them (one nn.Linear per
     projection and per expert): what a framework's gradient buckets are filled with, whole. The norms' weights and
     the biases come last as one small tensor, so that the sizes sum to the block's count."""
-    matrices = block_matrices(a, moe_layer)
-    rest = _block(a, moe_layer).params - sum(matrices)
+    matrices = block_matrices(a, moe_layer, mixer, mlp_kind)
+    rest = _block(a, moe_layer, mixer, mlp_kind).params - sum(matrices)
     return (*matrices, rest) if rest > 0 else matrices
 
 
-def block_matrices(a: ModelArchitecture, moe_layer: bool) -> tuple[float, ...]:
+def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
+    """A hybrid's mixer's weight matrices, in forward order: Mamba's projections, gated DeltaNet's."""
+    h, out = a.hidden, []
+    if "mamba" in mixer and a.ssm is not None:
+        m = a.ssm
+        if m.version == 2:
+            assert m.heads is not None
+            out += [h * (2 * m.inner + 2 * m.groups * m.state + m.heads), m.inner * h]
+        else:
+            assert m.dt_rank is not None
+            out += [h * 2 * m.inner, m.inner * (m.dt_rank + 2 * m.state), m.dt_rank * m.inner, m.inner * h]
+    if mixer == "deltanet" and a.deltanet is not None:
+        d = a.deltanet
+        keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
+        out += [h * (2 * keys + 2 * values), h * 2 * d.value_heads, values * h]
+    return [float(t) for t in out]
+
+
+def block_matrices(
+    a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = ""
+) -> tuple[float, ...]:
     """One block's weight matrices (its linear layers' weights, the router's included), in forward order."""
     h = a.hidden
-    if a.mla is not None:
+    if "attention" not in mixer:
+        attention: list[int] = []
+    elif a.mla is not None:
         m = a.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         q = [h * a.heads * qk] if m.q_lora_rank is None else [h * m.q_lora_rank, m.q_lora_rank * a.heads * qk]
@@ -140,19 +217,21 @@ def block_matrices(a: ModelArchitecture, moe_layer: bool) -> tuple[float, ...]:
         attention = [*q, *kv, a.heads * m.v_head_dim * h]
     else:
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
-        attention = [h * q_out, h * kv_out, h * kv_out, q_out * h]
+        attention = [h * q_out * (2 if a.attention_gate else 1), h * kv_out, h * kv_out, q_out * h]
 
     def mlp(width: int) -> list[int]:
         return [h * width, h * width, width * h] if a.gated_mlp else [h * width, width * h]
 
-    if moe_layer and a.moe is not None:
+    if mlp_kind == "none":
+        ffn: list[int] = []
+    elif moe_layer and a.moe is not None:
         e = a.moe
         ffn = [h * e.experts] + [t for _ in range(e.experts) for t in mlp(e.ffn)]
         ffn += [t for _ in range(e.shared) for t in mlp(e.shared_width)]
     else:
         assert a.ffn is not None
         ffn = mlp(a.ffn)
-    return tuple(float(t) for t in (*attention, *ffn))
+    return tuple(float(t) for t in (*attention, *_mixer_matrices(a, mixer), *ffn))
 
 
 @per_object  # a frozen spec: counted once
@@ -173,8 +252,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
             components=(("params (given)", spec.params),),
         )
     h = a.hidden
-    blocks = tuple(_block(a, moe_layer=a.moe_layer(i)) for i in range(a.layers))
-    dense_layers = sum(1 for b in blocks if not b.moe)
+    kinds = [a.layer_kind(i) for i in range(a.layers)]
+    blocks = tuple(_block(a, mlp == "moe", mixer, mlp) for mixer, mlp in kinds)
+    dense_layers = sum(1 for _, mlp in kinds if mlp == "dense")
     embedding = float(a.vocab * h)
     lm_head = 0.0 if a.tied_embeddings else float(a.vocab * h)
     positions = float(a.learned_positions * h)
@@ -183,9 +263,10 @@ def count_params(spec: ModelSpec) -> ParamCount:
     total = sum(b.params for b in blocks) + outside
     active = sum(b.active for b in blocks) + outside
 
-    _, attn_matrix = _attention(a)
+    attn_matrix = _attention(a)[1] if a.attention_layers else 0.0
+    mixer_matrices = [t for mixer in {m for m, _ in kinds} for t in _mixer_matrices(a, mixer)]
     widths = [w for w in (a.ffn, a.moe.ffn if a.moe else None, a.moe.shared_ffn if a.moe else None) if w]
-    largest_module = max([embedding, lm_head, attn_matrix, *(h * w for w in widths)])
+    largest_module = max([embedding, lm_head, attn_matrix, *mixer_matrices, *(h * w for w in widths)])
 
     mtp = 0.0
     if a.mtp_layers:
@@ -193,17 +274,19 @@ def count_params(spec: ModelSpec) -> ParamCount:
         # embedding and output head are shared with the main model (DeepSeek-V3 README_WEIGHTS.md).
         mtp = a.mtp_layers * (_block(a, moe_layer=a.moe is not None).params + 2 * h * h + 3 * _norm(a))
 
-    attn, _ = _attention(a)
-    components: list[tuple[str, float]] = [
-        ("embedding", embedding),
-        ("attention", attn * a.layers),
-        ("norms", a.layer_norms * _norm(a) * a.layers + final_norm),
-    ]
+    components: list[tuple[str, float]] = [("embedding", embedding)]
+    if a.attention_layers:
+        components.append(("attention", _attention_params(a) * a.attention_layers))
+    for label, kind in (("Mamba mixers", "mamba"), ("gated DeltaNet mixers", "deltanet")):
+        layers = sum(1 for mixer, _ in kinds if kind in mixer)
+        if layers:
+            components.append((label, mixer_parameters(a, kind) * layers))
+    components.append(("norms", a.layer_norms * _norm(a) * a.layers + final_norm))
     if dense_layers:
         assert a.ffn is not None
         components.append(("dense MLP", _mlp(a, a.ffn) * dense_layers))
     if a.moe:
-        moe_layers = a.layers - dense_layers
+        moe_layers = sum(1 for _, mlp in kinds if mlp == "moe")
         expert = _mlp(a, a.moe.ffn)
         components.append(("routed experts", expert * a.moe.experts * moe_layers))
         if a.moe.shared:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from dpcost.engine import advice
 from dpcost.engine.activations import Kernels
 from dpcost.engine.checkpointing import DEFAULT_MODULES, activation_memory
-from dpcost.engine.compute import attention_flops
+from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, Framework
 from dpcost.engine.loss import loss_memory
 from dpcost.engine.memory import (
@@ -229,12 +229,33 @@ def recipe_of(o: Options) -> str:
     return o.precision.recipe or o.plan.framework or "zero-paper"
 
 
+def check_hybrid(model: ModelSpec, options: Options) -> None:
+    """A hybrid (Mamba, gated DeltaNet or MLP-free layers) is costed as pure data parallelism with the flops
+    compute model: its layouts (Megatron's hybrid layer allocation) and its per-op times are not modelled yet."""
+    a = model.architecture
+    if a is None or not a.hybrid:
+        return
+    par = options.parallel
+    for name in ("tp", "cp", "pp", "ep"):
+        if getattr(par, name) > 1:
+            raise InputError(
+                name,
+                f"a layout of {model.name}, whose layers are not all attention and an MLP, is not costed yet: "
+                "cost it as pure data parallelism",
+            )
+    if options.compute.compute_model == "ops":
+        raise InputError(
+            "compute_model", f"ops: {model.name}'s Mamba or DeltaNet layers have no per-op times yet: use flops"
+        )
+
+
 def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:
     """Resolve the options against the model and topology (checks that need both are made here)."""
     check_dp(topology, options.dp)
     group = options.plan.shard_group
     if group is not None and options.dp % group:
         raise InputError("shard_group", f"{group} must divide DP {options.dp}: the replicas are DP / N groups of N")
+    check_hybrid(model, options)
     seq_len = seq_len_for(model, options)
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len})})
     counts = count_params(model)
@@ -252,8 +273,9 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     recipe = recipe_for(recipe_name, grad_dtype)
     if recipe.name == "megatron" and o.communication.gather_dtype == "fp8" and model.architecture is not None:
         a = model.architecture
-        per_kind = {moe: sum(block_matrices(a, moe)) for moe in {b.moe for b in counts.blocks}}
-        matrices = sum(per_kind[b.moe] for b in counts.blocks)
+        layer_kinds = [a.layer_kind(i) for i in range(a.layers)]
+        per_kind = {kind: sum(block_matrices(a, kind[1] == "moe", *kind)) for kind in set(layer_kinds)}
+        matrices = sum(per_kind[kind] for kind in layer_kinds)
         recipe = fp8_weights(recipe, matrices / counts.total)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
     weight_bytes = (fw.gather_bytes if fw else None) or next(
@@ -317,13 +339,18 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     if a is None or not counts.blocks:
         n = math.ceil(counts.total / spec.largest_layer_params) if spec.largest_layer_params else 1
         return tuple(Unit(counts.total / n, 1 / n) for _ in range(n))
-    attention_per_layer = attention_flops(a, seq_len) / a.layers
+    attention_per_layer = attention_flops(a, seq_len) / max(1, a.attention_layers)
     head_matmul = counts.embedding if a.tied_embeddings else counts.lm_head
-    flops = [0.0] + [2 * b.active + attention_per_layer for b in counts.blocks] + [2 * head_matmul]
+    layer_kinds = [a.layer_kind(i) for i in range(a.layers)]
+    flops = [0.0]
+    for b, (mixer, _) in zip(counts.blocks, layer_kinds, strict=True):
+        attention = attention_per_layer if "attention" in mixer else 0.0
+        flops.append(2 * b.active + attention + mixer_recurrence_flops(a, mixer))
+    flops.append(2 * head_matmul)
     positions = a.learned_positions * a.hidden
     tensors = [tuple(t for t in (counts.embedding, float(positions)) if t > 0)]
-    kinds = {moe: block_tensors(a, moe) for moe in {b.moe for b in counts.blocks}}  # dense and MoE blocks
-    tensors += [kinds[b.moe] for b in counts.blocks]
+    kinds = {kind: block_tensors(a, kind[1] == "moe", *kind) for kind in set(layer_kinds)}  # each kind of layer
+    tensors += [kinds[kind] for kind in layer_kinds]
     head = counts.total - counts.embedding - positions - sum(b.params for b in counts.blocks)
     tensors += [tuple(t for t in (head - counts.lm_head, counts.lm_head) if t > 0)]  # final norm, output head
     total = sum(flops)

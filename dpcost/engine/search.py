@@ -95,9 +95,10 @@ class Shape:
 
 def layout_shapes(model: ModelSpec, topology: TopologySpec, gpus: int, seq_len: int) -> Iterator[Shape]:
     """Every TP x CP x PP x EP x DP (x V, x order) the module docstring allows on `gpus` GPUs; none for a model
-    given by its parameter count alone (a layout splits its layers and heads)."""
+    given by its parameter count alone (a layout splits its layers and heads), nor for a hybrid, whose layouts are
+    not costed yet (prepare.check_hybrid)."""
     a = model.architecture
-    if a is None:
+    if a is None or a.hybrid:
         return
     kv = a.kv_heads or a.heads
     domain = _domain(topology)
@@ -157,9 +158,9 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
     seq_len = _seq_len(model, base)
     global_batch = base.batch.global_batch
     # one compute model for every plan, or pure DP (flops at --mfu) and layouts (op by op) would not compare
-    base = base.model_copy(
-        update={"compute": base.compute.model_copy(update={"compute_model": base.compute.compute_model or "ops"})}
-    )
+    hybrid = model.architecture is not None and model.architecture.hybrid  # no per-op times: flops
+    chosen = base.compute.compute_model or ("flops" if hybrid else "ops")
+    base = base.model_copy(update={"compute": base.compute.model_copy(update={"compute_model": chosen})})
     for shape in [Shape(dp=gpus), *(s for s in layout_shapes(model, topology, gpus, seq_len) if not s.trivial)]:
         for mb in MICRO_BATCHES:
             if global_batch is not None and global_batch % (shape.dp * mb):

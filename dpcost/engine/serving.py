@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dpcost.engine.activations import kv_cache_bytes
-from dpcost.engine.compute import attention_flops
+from dpcost.engine.compute import attention_flops, recurrence_flops
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import ParamCount
 from dpcost.specs import ModelArchitecture, TopologySpec
@@ -27,6 +27,7 @@ def decode_flops_per_token(counts: ParamCount, a: ModelArchitecture | None, seq_
     flops = 2.0 * (counts.active_excl_embedding + head)
     if a is not None:
         flops += attention_flops(a, seq_len)  # one new token attends to all T tokens of the context
+        flops += recurrence_flops(a, decode=True)  # and the recurrent layers step their state once
     return flops
 
 

@@ -1,0 +1,270 @@
+"""State-space and hybrid families' config.json in dpcost's vocabulary: each layer's token mixer (attention, Mamba,
+gated DeltaNet) and whether it has an MLP, with every default transformers' own `configuration_<family>.py` gives
+(docs/sources/ssm-families.md). Pure, as hf_config.py: a parsed config in, architecture fields out."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dpcost.errors import InputError
+from dpcost.hf_config import Keys
+
+__all__ = ["HYBRID_MODEL_TYPES", "hybrid_architecture"]
+
+# configuration_mamba.py / configuration_falcon_mamba.py (MambaConfig's defaults, FalconMambaConfig the same)
+_MAMBA = {"vocab_size": 50280, "hidden_size": 768, "state_size": 16, "num_hidden_layers": 32, "expand": 2,
+          "conv_kernel": 4}  # fmt: skip
+# configuration_mamba2.py (Mamba2Config)
+_MAMBA2 = {"num_heads": 128, "head_dim": 64, "vocab_size": 32768, "hidden_size": 4096, "state_size": 128,
+           "num_hidden_layers": 64, "expand": 2, "conv_kernel": 4, "n_groups": 8, "chunk_size": 256}  # fmt: skip
+# configuration_nemotron_h.py (NemotronHConfig)
+_NEMOTRON_H = {"vocab_size": 131072, "hidden_size": 4096, "intermediate_size": 21504, "num_hidden_layers": 52,
+               "num_attention_heads": 32, "head_dim": 128, "num_key_value_heads": 8, "ssm_state_size": 128,
+               "mamba_num_heads": 128, "n_groups": 8, "mamba_head_dim": 64, "conv_kernel": 4,
+               "chunk_size": 128}  # fmt: skip
+_NEMOTRON_H_PATTERN = "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-"
+# configuration_qwen3_next.py (Qwen3NextConfig)
+_QWEN3_NEXT = {"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 48,
+               "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "linear_conv_kernel_dim": 4,
+               "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
+               "linear_num_value_heads": 32, "decoder_sparse_step": 1, "moe_intermediate_size": 512,
+               "shared_expert_intermediate_size": 512, "num_experts_per_tok": 10, "num_experts": 512,
+               "full_attention_interval": 4}  # fmt: skip
+
+# configuration_jamba.py (JambaConfig)
+_JAMBA = {"vocab_size": 65536, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "num_experts_per_tok": 2, "num_experts": 16,
+          "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 8, "attn_layer_offset": 4,
+          "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2}  # fmt: skip
+
+HYBRID_MODEL_TYPES = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next")
+
+
+def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
+    if family in ("mamba", "falcon_mamba"):
+        return _mamba(k)
+    if family == "mamba2":
+        return _mamba2(k)
+    if family == "nemotron_h":
+        return _nemotron_h(k)
+    if family == "jamba":
+        return _jamba(k)
+    return _qwen3_next(k)
+
+
+def _int(k: Keys, key: str, defaults: dict[str, int], field: str = "") -> int:
+    return int(k.integer(key, default=defaults[key], field=field))
+
+
+def _only_mixers(k: Keys, layers: int, mixer: str) -> dict[str, Any]:
+    """A pure state-space model: every layer one norm and one mixer, no MLP, no attention (the heads fields are
+    placeholders no formula reads: attention_layers is 0)."""
+    return {"mixers": (mixer,) * layers, "mlp_free_layers": tuple(range(layers)), "layer_norms": 1, "heads": 1}
+
+
+def _mamba(k: Keys) -> dict[str, Any]:
+    """MambaForCausalLM / FalconMambaForCausalLM (Mamba-1): intermediate_size = expand x hidden, time_step_rank
+    'auto' = ceil(hidden / 16), RMSNorm, tied embeddings (MambaConfig's defaults). Falcon-Mamba's extra norms of B,
+    C and dt carry no weights (mixer_rms_eps)."""
+    hidden = _int(k, "hidden_size", _MAMBA, "hidden")
+    layers = _int(k, "num_hidden_layers", _MAMBA, "layers")
+    expand = k.get("expand", default=_MAMBA["expand"])
+    inner = k.integer("intermediate_size", default=int(expand * hidden), field="ssm.inner")
+    rank = k.get("time_step_rank", default="auto")
+    rank = math.ceil(hidden / 16) if rank == "auto" else rank
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        raise InputError(k.where, f"{k._key('time_step_rank')}: expected a whole number or 'auto', got {rank!r}"[:200])
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "vocab": _int(k, "vocab_size", _MAMBA, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        **_only_mixers(k, layers, "mamba"),
+        "ssm": {
+            "version": 1,
+            "inner": inner,
+            "state": _int(k, "state_size", _MAMBA, "ssm.state"),
+            "conv_kernel": _int(k, "conv_kernel", _MAMBA, "ssm.conv_kernel"),
+            "dt_rank": rank,
+            "conv_bias": k.flag("use_conv_bias", True),
+            "bias": k.flag("use_bias", False),
+        },
+    }
+
+
+def _mamba2(k: Keys) -> dict[str, Any]:
+    """Mamba2ForCausalLM: the mixer's width int(expand x hidden) in num_heads heads of head_dim; untied
+    (Mamba2Config's defaults)."""
+    hidden = _int(k, "hidden_size", _MAMBA2, "hidden")
+    layers = _int(k, "num_hidden_layers", _MAMBA2, "layers")
+    inner = int(k.get("expand", default=_MAMBA2["expand"]) * hidden)
+    heads = _int(k, "num_heads", _MAMBA2, "ssm.heads")
+    head_dim = _int(k, "head_dim", _MAMBA2)
+    if heads * head_dim != inner:
+        said = f"{k._key('num_heads')} x {k._key('head_dim')} ({heads} x {head_dim})"
+        raise InputError(k.where, f"{said} must be expand x hidden_size ({inner}), as Mamba2Mixer requires")
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "vocab": _int(k, "vocab_size", _MAMBA2, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        **_only_mixers(k, layers, "mamba"),
+        "ssm": _ssd(k, inner, heads, _MAMBA2, "state_size"),
+    }
+
+
+def _ssd(k: Keys, inner: int, heads: int, defaults: dict[str, int], state_key: str) -> dict[str, Any]:
+    """A Mamba-2 mixer's fields from its family's keys."""
+    return {
+        "version": 2,
+        "inner": inner,
+        "heads": heads,
+        "state": _int(k, state_key, defaults, "ssm.state"),
+        "groups": _int(k, "n_groups", defaults, "ssm.groups"),
+        "conv_kernel": _int(k, "conv_kernel", defaults, "ssm.conv_kernel"),
+        "chunk": _int(k, "chunk_size", defaults, "ssm.chunk"),
+        "conv_bias": k.flag("use_conv_bias", True),
+        "bias": k.flag("use_bias", False),
+    }
+
+
+def _jamba(k: Keys) -> dict[str, Any]:
+    """JambaForCausalLM: attention in layers i % attn_layer_period == attn_layer_offset, Mamba-1 (with weighted
+    RMSNorms of dt, B and C) elsewhere; an MoE of gated experts in layers i % expert_layer_period ==
+    expert_layer_offset, a gated MLP elsewhere; two norms per layer, no biases, untied (JambaConfig's defaults)."""
+    d = _JAMBA
+    hidden = _int(k, "hidden_size", d, "hidden")
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    attn_period, attn_offset = _int(k, "attn_layer_period", d), _int(k, "attn_layer_offset", d)
+    moe_period, moe_offset = _int(k, "expert_layer_period", d), _int(k, "expert_layer_offset", d)
+    rank = k.get("mamba_dt_rank", default="auto")
+    rank = math.ceil(hidden / 16) if rank == "auto" else rank
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        raise InputError(k.where, f"{k._key('mamba_dt_rank')}: expected a whole number or 'auto', got {rank!r}"[:200])
+    experts = _int(k, "num_experts", d, "moe.experts")
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": _int(k, "num_attention_heads", d, "heads"),
+        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "ffn": _int(k, "intermediate_size", d, "ffn"),
+        "mixers": tuple("attention" if i % attn_period == attn_offset else "mamba" for i in range(layers)),
+        "ssm": {
+            "version": 1,
+            "inner": _int(k, "mamba_expand", d) * hidden,
+            "state": _int(k, "mamba_d_state", d, "ssm.state"),
+            "conv_kernel": _int(k, "mamba_d_conv", d, "ssm.conv_kernel"),
+            "dt_rank": rank,
+            "conv_bias": k.flag("mamba_conv_bias", True),
+            "bias": k.flag("mamba_proj_bias", False),
+            "dt_bc_norms": True,
+        },
+    }
+    if experts > 1:
+        arch["moe"] = {
+            "experts": experts,
+            "active": _int(k, "num_experts_per_tok", d, "moe.active"),
+            "ffn": arch["ffn"],
+            "dense_layers": tuple(i for i in range(layers) if i % moe_period != moe_offset),
+        }
+    return arch
+
+
+def _nemotron_h(k: Keys) -> dict[str, Any]:
+    """NemotronHForCausalLM (Nemotron-H, Nemotron 3): one mixer and one norm per layer, as hybrid_override_pattern
+    spells it: M a Mamba-2 mixer of mamba_num_heads x mamba_head_dim, * attention, - a squared-ReLU MLP (up and
+    down), E an MoE of such experts with shared ones and a scoring bias."""
+    d = _NEMOTRON_H
+    hidden = _int(k, "hidden_size", d, "hidden")
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    pattern = str(k.get("hybrid_override_pattern", default=_NEMOTRON_H_PATTERN))
+    if len(pattern) != layers or set(pattern) - set("M*-E"):
+        said = f"{k._key('hybrid_override_pattern')}: one of M, *, -, E per layer ({layers}), got {pattern!r}"
+        raise InputError(k.where, said[:300])
+    kinds = {"M": "mamba", "*": "attention", "-": "none", "E": "none"}
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": _int(k, "num_attention_heads", d, "heads"),
+        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
+        "head_dim": int(k.integer("head_dim", "attention_head_dim", default=d["head_dim"], field="head_dim")),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": k.flag("attention_bias", False),
+        "linear_bias": k.flag("mlp_bias", False),
+        "mlp": "relu",  # relu2: two matrices, as ReLU
+        "layer_norms": 1,
+        "mixers": tuple(kinds[c] for c in pattern),
+        "mlp_free_layers": tuple(i for i, c in enumerate(pattern) if c in "M*"),
+        "ssm": _ssd(
+            k,
+            _int(k, "mamba_num_heads", d) * _int(k, "mamba_head_dim", d),
+            _int(k, "mamba_num_heads", d),
+            d,
+            "ssm_state_size",
+        ),
+    }
+    if "-" in pattern:
+        arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
+    if "E" in pattern:
+        shared = k.integer("moe_shared_expert_intermediate_size", default=0, field="moe.shared_ffn")
+        arch["moe"] = {
+            "experts": k.integer("n_routed_experts", field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", field="moe.ffn"),
+            "dense_layers": tuple(i for i, c in enumerate(pattern) if c != "E"),
+            # NemotronHTopkRouter's e_score_correction_bias is a buffer, not a parameter
+        }
+        if shared:
+            arch["moe"].update(shared=k.integer("n_shared_experts", default=1, field="moe.shared"), shared_ffn=shared)
+    return arch
+
+
+def _qwen3_next(k: Keys) -> dict[str, Any]:
+    """Qwen3NextForCausalLM: gated DeltaNet in three of every four layers (layer_types, else every
+    full_attention_interval-th layer attends), gated attention with per-head q/k norms in the rest, and an MoE
+    with a gated shared expert in every layer but mlp_only_layers (dense)."""
+    d = _QWEN3_NEXT
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    types = k.get("layer_types", default=None)
+    if types is None:
+        interval = _int(k, "full_attention_interval", d)
+        types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or set(types) - {"full_attention", "linear_attention"}:
+        raise InputError(k.where, f"{k._key('layer_types')}: full_attention or linear_attention per layer ({layers})")
+    dense = k.layers("mlp_only_layers")
+    arch: dict[str, Any] = {
+        "hidden": _int(k, "hidden_size", d, "hidden"),
+        "layers": layers,
+        "heads": _int(k, "num_attention_heads", d, "heads"),
+        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
+        "head_dim": _int(k, "head_dim", d, "head_dim"),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qk_norm": "head",
+        "attention_gate": True,
+        "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
+        "deltanet": {
+            "key_heads": _int(k, "linear_num_key_heads", d),
+            "value_heads": _int(k, "linear_num_value_heads", d),
+            "key_dim": _int(k, "linear_key_head_dim", d),
+            "value_dim": _int(k, "linear_value_head_dim", d),
+            "conv_kernel": _int(k, "linear_conv_kernel_dim", d),
+        },
+        "moe": {
+            "experts": _int(k, "num_experts", d, "moe.experts"),
+            "active": _int(k, "num_experts_per_tok", d, "moe.active"),
+            "ffn": _int(k, "moe_intermediate_size", d, "moe.ffn"),
+            "every": _int(k, "decoder_sparse_step", d, "moe.every"),
+            "dense_layers": dense,
+            "shared": 1,
+            "shared_ffn": _int(k, "shared_expert_intermediate_size", d, "moe.shared_ffn"),
+            "shared_gate": True,
+        },
+    }
+    if dense or arch["moe"]["every"] != 1:
+        arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
+    return arch

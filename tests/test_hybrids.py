@@ -1,0 +1,107 @@
+"""State-space and hybrid layers (issue 21): each kind of layer holds, computes and keeps what its own
+implementation does (docs/sources/ssm-families.md), not a transformer layer's. Expected values are written out from
+the shapes, by hand, as the docstrings show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dpcost.catalog import load_model
+from dpcost.cli import app
+from dpcost.engine.activations import kv_cache_bytes, layer_tensors
+from dpcost.engine.compute import attention_flops, recurrence_flops
+from dpcost.engine.params import count_params
+from dpcost.specs import ModelArchitecture
+
+CONFIGS = Path(__file__).parent / "reference" / "hf-configs"
+
+
+def arch(name: str) -> ModelArchitecture:
+    a = load_model(str(CONFIGS / name)).architecture
+    assert a is not None
+    return a
+
+
+def test_nemotron_h_reads_its_pattern_as_one_mixer_per_layer() -> None:
+    """hybrid_override_pattern of Nemotron-H-8B: 24 Mamba-2 layers (M), 4 attention (*), 24 MLP-only (-)."""
+    a = arch("nemotron-h-8b-base-8k.json")
+    kinds = [a.layer_kind(i) for i in range(a.layers)]
+    assert kinds.count(("mamba", "none")) == 24
+    assert kinds.count(("attention", "none")) == 4
+    assert kinds.count(("none", "dense")) == 24
+    assert a.attention_layers == 4
+
+
+def test_mamba2_layer_parameters_by_hand() -> None:
+    """Mamba-Codestral-7B, one Mamba2Mixer: in_proj 4096 x (2 x 8192 + 2 x 8 x 128 + 128) = 76,021,760; conv1d
+    10,240 x 4 + 10,240 bias = 51,200; dt_bias, A_log, D 3 x 128; gated norm 8,192; out_proj 8,192 x 4,096 =
+    33,554,432; with the layer's RMSNorm (4,096): 109,640,064. The model card's 7,285,403,648 is 64 of them, two
+    untied 32,768 x 4,096 embeddings and the final norm."""
+    c = count_params(load_model(str(CONFIGS / "mamba-codestral-7b.json")))
+    assert {b.params for b in c.blocks} == {109_640_064}
+    assert c.total == 7_285_403_648
+
+
+def test_recurrence_flops_by_hand() -> None:
+    """Per token and layer, forward. Mamba-2 (Codestral, chunk 256, 8 groups of N = 128, I = 8,192):
+    2 x 256 x (8 x 128 + 8,192) + 4 x 128 x 8,192 = 8,912,896. Mamba-1 (2.8B, D = 5,120, N = 16): 9 x 5,120 x 16 +
+    5,120 = 742,400. Gated DeltaNet (Qwen3-Next, chunk 64, 32 value heads, d_k = d_v = 128): 32 x (6 x 64 x 128 +
+    4 x 64 x 128 + 6 x 128 x 128) = 5,767,168, in 36 of its 48 layers."""
+    assert recurrence_flops(arch("mamba-codestral-7b.json")) == 64 * 8_912_896
+    assert recurrence_flops(arch("mamba-2.8b-hf.json")) == 64 * 742_400
+    assert recurrence_flops(arch("qwen3-next-80b-a3b-thinking.json")) == 36 * 5_767_168
+    assert recurrence_flops(arch("mamba-codestral-7b.json"), decode=True) == 64 * 4 * 128 * 8192
+
+
+def test_only_attention_layers_attend() -> None:
+    """The score and value matmuls run in Nemotron-H-8B's 4 attention layers (32 heads of 128), not its 52:
+    2 x 4 x 32 x 256 x T; a pure Mamba model has none."""
+    assert attention_flops(arch("nemotron-h-8b-base-8k.json"), 4096) == 2 * 4 * 32 * 256 * 4096
+    assert attention_flops(arch("mamba-2.8b-hf.json"), 4096) == 0
+
+
+def test_serving_holds_kv_for_attention_layers_and_a_state_for_the_rest() -> None:
+    """Nemotron-H-8B, 8 sequences of 4,096 tokens: K and V of 8 heads x 128 in 4 layers, 2 bytes each
+    (4 x 2 x 8 x 128 x 2 x 4,096 x 8 = 536,870,912), and each Mamba layer's state, whatever the context: SSM
+    8,192 x 128 and the conv window 10,240 x 4, 2 bytes (24 x 1,089,536 x 2 x 8 = 418,381,824)."""
+    a = arch("nemotron-h-8b-base-8k.json")
+    assert kv_cache_bytes(a, 4096, 8) == 536_870_912 + 418_381_824
+    result = CliRunner().invoke(
+        app,
+        ["estimate", "-m", str(CONFIGS / "nemotron-h-8b-base-8k.json"), "--dp", "8", "--mode", "inference",
+         "--batch", "8", "--seq-len", "4096", "--format", "json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["inference"]["kv_cache_bytes"] == 955_252_736
+
+
+def test_a_mamba2_layer_keeps_what_mamba_ssms_fused_kernel_saves() -> None:
+    """MambaSplitConv1dScanCombinedFn saves in_proj's output zxbcdt (2 x 8,192 + 2 x 8 x 128 + 128 = 18,560) and
+    the scan's output (8,192), 2 bytes each, and recomputes the rest; the layer's fused RMSNorm keeps its input and
+    output (2 x 4,096): (18,560 + 8,192 + 8,192) x 2 = 69,888 bytes per token."""
+    a = arch("mamba-codestral-7b.json")
+    layer = layer_tensors(a, False, mixer="mamba", mlp=False)
+    assert layer.saved_bytes(1, 1) == 69_888
+
+
+@pytest.mark.parametrize(
+    ("flags", "flag"),
+    [(["--tp", "2"], "--tp"), (["--pp", "2"], "--pp"), (["--compute-model", "ops"], "--compute-model")],
+)
+def test_what_is_not_costed_yet_is_refused_by_name(flags: list[str], flag: str) -> None:
+    result = CliRunner().invoke(app, ["estimate", "-m", str(CONFIGS / "jamba-1.5-mini.json"), "--dp", "8", *flags])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"dpcost: error: {flag}: ") and result.stderr.count("\n") == 1
+
+
+def test_plan_searches_a_hybrid_as_pure_data_parallelism() -> None:
+    result = CliRunner().invoke(
+        app, ["plan", "-m", str(CONFIGS / "mamba-codestral-7b.json"), "--gpus", "64", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    plans = json.loads(result.stdout)["plans"]
+    assert plans and all(p["tp"] == p["pp"] == p["cp"] == p["ep"] == 1 for p in plans)
