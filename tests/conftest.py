@@ -41,3 +41,22 @@ def h100() -> TopologySpec:
 @pytest.fixture(scope="session")
 def llama70b() -> ModelSpec:
     return load_model("llama-70b")
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    """dpcost's command line in-process: (exit code, stdout, stderr)."""
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    r = CliRunner().invoke(app, list(args))
+    return r.exit_code, r.stdout, r.stderr
+
+
+def cli_report(*args: str) -> dict:  # type: ignore[type-arg]
+    """A command's JSON document; the command must succeed."""
+    import json
+
+    code, out, err = run_cli(*args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)  # type: ignore[no-any-return]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from typer.testing import CliRunner
+from conftest import cli_report as report
+from conftest import run_cli as run
 
 from dpcost.catalog import load_model
-from dpcost.cli import app
 from dpcost.engine.layout_memory import MemoryLayout, layout_memory_for
 
 LLAMA_405B = [
@@ -19,17 +17,6 @@ DEEPSEEK_V3 = [
     "estimate", "--model", "deepseek-v3", "--pp", "16", "--ep", "64", "--dp", "128", "--topology", "hgx-h800",
     "--global-batch", "15360", "--seq-len", "4096",
 ]  # fmt: skip
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
-
-
-def report(*args: str) -> dict:  # type: ignore[type-arg]
-    code, out, err = run(*args, "--format", "json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def test_the_layout_is_reported_with_its_groups_and_the_step_sums() -> None:

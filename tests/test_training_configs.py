@@ -9,26 +9,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from conftest import cli_report as report
+from conftest import run_cli as run
 
 from dpcost.catalog import load_model
-from dpcost.cli import app
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import stage_loads
 from dpcost.specs import ModelSpec
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "training-configs"
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(app, list(args))
-    return r.exit_code, r.stdout, r.stderr
-
-
-def report(*args: str) -> dict:  # type: ignore[type-arg]
-    code, out, err = run(*args, "--format", "json")
-    assert code == 0, err
-    return json.loads(out)
 
 
 def without(doc: dict, *keys: str) -> dict:  # type: ignore[type-arg]
