@@ -269,6 +269,41 @@ class Communication(Section):
         description="Stages 2-3: accumulate unsharded gradients, reduce once per step.",
         json_schema_extra=cli("--keep-full-grads"),
     )
+    zeropp: Annotated[tuple[Literal["hpz", "qwz", "qgz"], ...], BeforeValidator(_comma_list)] = Field(
+        (),
+        description="ZeRO++ on ZeRO-3, any of: hpz (a secondary parameter shard in each node), qwz (int8 weight "
+        "gathers), qgz (int4 gradients by hierarchical all-to-all) (DeepSpeed's zero_hpz_partition_size, "
+        "zero_quantized_weights, zero_quantized_gradients; engine/variants.py).",
+        json_schema_extra=cli("--zeropp", metavar="hpz,qwz,qgz"),
+    )
+    compression: Literal["powersgd", "1bit-adam", "01-adam"] | None = Field(
+        None,
+        description="Gradient compression: powersgd (DDP's PowerSGD hook, rank --rank), 1bit-adam or 01-adam "
+        "(DeepSpeed's, after their warm-up) (engine/variants.py).",
+        json_schema_extra=cli("--compression"),
+    )
+    powersgd_rank: Whole = Field(
+        1,
+        ge=1,
+        le=1024,
+        description="PowerSGD's rank r (matrix_approximation_rank; PyTorch's default 1).",
+        json_schema_extra=cli("--rank", metavar="R"),
+    )
+    sync_every: Whole | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="Local SGD / DiLoCo: replicas (each --shard-group GPUs, else each site or node the DP group "
+        "spans) run H inner steps alone, then all-reduce their fp32 parameter deltas (engine/variants.py).",
+        json_schema_extra=cli("--sync-every", metavar="H"),
+    )
+    streaming: Whole = Field(
+        1,
+        ge=1,
+        le=10_000,
+        description="Streaming DiLoCo: sync 1/F of the model every H/F inner steps, overlapped with the next ones.",
+        json_schema_extra=cli("--streaming", metavar="F"),
+    )
 
 
 class Compute(Section):

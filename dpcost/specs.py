@@ -365,6 +365,11 @@ class TierSpec(Spec):
     latency: LatencyTable = Field(None, description="replaces NCCL's Ring hop latency on this tier")
     tree_latency: LatencyTable = Field(None, description="replaces NCCL's Tree hop latency on this tier")
     in_network_reduction: InNetworkReduction | None = None
+    shared_by: Annotated[int, Field(gt=0, le=10_000_000, strict=True)] = Field(
+        1,
+        description="GPUs that share `bandwidth` (a datacenter interconnect: one link per site, shared by the site's "
+        "GPUs); per-GPU bandwidth is bandwidth / shared_by",
+    )
     crossing_loss: Annotated[float, Field(ge=0, le=0.5)] = Field(
         0.0,
         description="share of network bandwidth a call loses once its ranks span more than one domain of the tier "
@@ -375,7 +380,7 @@ class TierSpec(Spec):
     @property
     def effective_bandwidth(self) -> float:
         """Per-GPU bandwidth after efficiency and oversubscription: what a ring can count on (bytes/s)."""
-        return self.bandwidth * self.efficiency / self.oversubscription
+        return self.bandwidth * self.efficiency / self.oversubscription / self.shared_by
 
 
 class Calibration(Spec):

@@ -37,10 +37,19 @@ def estimate(
         bool,
         typer.Option("--check", help="Exit 1 when the plan does not fit in GPU memory (`dpcost check` does more)."),
     ] = False,
+    compare_variants: Annotated[
+        bool,
+        typer.Option(
+            "--compare-variants",
+            help="Also cost the plan's data parallelism as hybrid sharding, ZeRO++, fp8 gradients, PowerSGD, 1-bit "
+            "and 0/1 Adam and DiLoCo, side by side (engine/variants.py).",
+        ),
+    ] = False,
     options_values: dict[str, Any] | None = None,
 ) -> None:
     """Cost one plan: communication, memory per GPU by ZeRO stage, and the step time."""
     from dpcost.catalog import load_topology
+    from dpcost.engine.estimate import compare_variants as run_variants
     from dpcost.engine.estimate import estimate as run
 
     plan = plan_input(ctx, from_file, model, dp, options_values or {})
@@ -50,7 +59,7 @@ def estimate(
     dp = plan.dp
     spec, topo = plan.spec, load_topology(topology)
     options = options_of(plan, dp)
-    report = run(spec, topo, options)
+    report = (run_variants if compare_variants else run)(spec, topo, options)
     if plan.from_config is not None:
         report = report.model_copy(update={"from_config": plan.from_config})
     tables: list[Any] = []
@@ -62,6 +71,10 @@ def estimate(
             from dpcost.render.training_config import config_table
 
             tables.insert(1, config_table(report.from_config))
+        if report.variants is not None:
+            from dpcost.render.variants import variants_table
+
+            tables.insert(1, variants_table(report))
     emit(
         tables,
         fmt.value,
@@ -82,7 +95,7 @@ def _document(report: Any, brief: bool) -> dict[str, Any]:
     if brief:
         return {"schema_version": report.schema_version, "summary": report.summary.model_dump(mode="json")}
     absent: dict[str, object] = {
-        name: True for name in ("compute", "layout", "from_config") if getattr(report, name) is None
+        name: True for name in ("compute", "layout", "from_config", "variants") if getattr(report, name) is None
     }
     if report.communication.shard_group is None:  # hybrid sharding's keys, absent without it
         absent["communication"] = {"shard_group": True, "bytes_per_tier": True}

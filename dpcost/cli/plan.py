@@ -53,8 +53,12 @@ SEARCHED = (
 )
 
 
+# The variants of data parallelism (engine/variants.py): `estimate` prices them beside one plan.
+VARIANTS = ("zeropp", "compression", "powersgd_rank", "sync_every", "streaming")
+
+
 @app.command()
-@plan_options(skip=SEARCHED)
+@plan_options(skip=SEARCHED + VARIANTS)
 def plan(
     ctx: typer.Context,
     model: Annotated[
@@ -106,7 +110,7 @@ def plan(
     }
     limits = _limits({k: v for k, v in given.items() if v is not None})
     spec, topo = source.spec, load_topology(topology)
-    values = {name: value for name, value in source.values.items() if name not in SEARCHED}
+    values = {name: value for name, value in source.values.items() if name not in SEARCHED + VARIANTS}
     if values.get("global_batch") is None:
         values["global_batch"] = _file_global_batch(source) or str(gpus)
     base = options_of(PlanInput(spec, 1, values, source.from_config), 1)

@@ -34,6 +34,7 @@ CODES = {
     "replica-needs-model-parallel": "one serving replica needs more than one GPU",
     "tp-across-domains": "a tensor-parallel group leaves its NVLink domain: its per-layer collectives cross the NICs",
     "pipeline-bubble": "more than a tenth of the step idles in the pipeline's bubble",
+    "shared-link-binds": "the DP group crosses a link its GPUs share (a datacenter interconnect) and waits on it",
 }
 
 
@@ -50,6 +51,7 @@ def _hide(t: Time) -> str:
 HEADLINE = (
     "oom",
     "replica-needs-model-parallel",
+    "shared-link-binds",
     "comm-bound",
     "exposed-comm",
     "losses-at-scale",
@@ -143,6 +145,24 @@ def comm_bound(t: Time) -> Advice:
         f"{t.compute_seconds:.3g} s of compute; the step waits {t.exposed_comm_seconds:.3g} s on the network",
         _hide(t),
     )
+
+
+def shared_link_binds(t: Time, topology: TopologySpec, dp: int) -> Advice | None:
+    """The DP group spans a tier whose bandwidth its GPUs share (TierSpec.shared_by: a link between sites), and a
+    tenth of the step or more waits on the network: what variants of DP would change (engine/variants.py)."""
+    below = 1
+    for tier in topology.tiers:
+        if tier.shared_by > 1 and dp > below and t.exposed_comm_seconds > 0.1 * t.step_seconds:
+            site = below
+            return _advice(
+                "shared-link-binds",
+                f"the {tier.name} tier binds: its link, shared by {tier.shared_by} GPUs, leaves "
+                f"{t.exposed_comm_seconds:.3g} s of the {t.step_seconds:.3g} s step waiting on the network",
+                f"--sync-every 100 (DiLoCo: replicas of {site} GPUs sync every 100 steps), --shard-group {site} (a "
+                "replica per site) or --compression; --compare-variants prices each",
+            )
+        below = tier.size or below
+    return None
 
 
 def exposed_comm(t: Time) -> Advice:
@@ -271,6 +291,8 @@ def training(
     a = model.architecture
     if a is not None and a.moe is not None:
         out.append(moe_replicated(model, counts))
+    if (shared := shared_link_binds(t, topology, setup.dp)) is not None:
+        out.append(shared)
     if t.bound == "communication":
         out.append(comm_bound(t))
     elif t.exposed_comm_seconds > 0.1 * t.step_seconds:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
@@ -56,6 +57,7 @@ from dpcost.engine.report import (
     TierUse,
     Time,
     TopologyInfo,
+    VariantRow,
     WholeMessage,
 )
 from dpcost.engine.serving import replica
@@ -75,10 +77,14 @@ from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, Options, Parallel
 from dpcost.specs import ModelSpec, TopologySpec
 
+if TYPE_CHECKING:
+    from dpcost.engine.variants import VariantCost
+
 __all__ = [
     "EstimateReport",
     "Options",
     "check_dp",
+    "compare_variants",
     "estimate",
     "estimate_many",
     "layout_fits",
@@ -89,7 +95,14 @@ __all__ = [
 
 
 def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> EstimateReport:
-    """Cost one plan: `options.dp` replicas of `model` on `topology`, as the run's NCCL environment leaves it."""
+    """Cost one plan: `options.dp` replicas of `model` on `topology`, as the run's NCCL environment leaves it. With a
+    variant asked for (--zeropp, --compression, --sync-every), the plain plan with its `variants` beside it."""
+    from dpcost.engine import variants
+
+    if variants.wants_variant(options):
+        report = estimate(model, topology, variants.plain(options))
+        rows = variants.requested(model, environment(topology, None, None), options)
+        return report.model_copy(update={"variants": [variant_row(r) for r in rows]})
     topology = environment(topology, options.communication.nvls, options.communication.collnet)
     p = prepare(model, topology, options)
     if p.o.plan.mode == "inference":
@@ -98,6 +111,37 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Esti
     if not p.o.parallel.trivial:
         return _layout_training(model, topology, p)
     return _training(model, topology, p)
+
+
+def variant_row(v: VariantCost) -> VariantRow:
+    """engine/variants.py's cost as the report's row."""
+    return VariantRow(
+        name=v.name,
+        flags=v.flags,
+        top_tier=v.top_tier,
+        top_tier_bytes=int(v.top_tier_bytes),
+        comm_seconds=v.comm_seconds,
+        exposed_comm_seconds=v.exposed_seconds,
+        step_seconds=v.step_seconds,
+        memory_bytes=int(v.memory_bytes),
+        added_memory_bytes=int(v.added_memory_bytes),
+        added_memory_for=v.memory_for,
+        added_compute_seconds=v.added_compute_seconds,
+        scaling_efficiency=v.efficiency,
+        note=v.note,
+    )
+
+
+def compare_variants(model: ModelSpec, topology: TopologySpec, options: Options) -> EstimateReport:
+    """The plain plan with every variant's row (engine/variants.py compare)."""
+    from dpcost.engine import variants
+
+    base = variants.plain(options)
+    report = estimate(model, topology, base)
+    if not base.parallel.trivial or base.plan.mode != "train":
+        raise InputError("compare_variants", "variants of data parallelism are compared for pure-DP training plans")
+    rows = variants.compare(model, environment(topology, None, None), options)
+    return report.model_copy(update={"variants": [variant_row(r) for r in rows]})
 
 
 def estimate_many(model: ModelSpec, topology: TopologySpec, plans: Iterable[Options]) -> list[EstimateReport]:

@@ -46,6 +46,7 @@ __all__ = [
     "Time",
     "TopologyInfo",
     "TrainingConfigReport",
+    "VariantRow",
     "WholeMessage",
 ]
 
@@ -441,6 +442,24 @@ class TrainingConfigReport(Contract):
     settings: list[ConfigSettingRow] = Field(description="every key read, in the file's order")
 
 
+class VariantRow(Contract):
+    """One way to run the plan's data parallelism (engine/variants.py): what it sends, its step and its memory."""
+
+    name: str = Field(description="plain DP, hybrid sharding, ZeRO++, PowerSGD, 1-bit Adam, DiLoCo, ...")
+    flags: str = Field(description="the estimate flags that ask for it")
+    top_tier: str = Field(description="the slowest (highest) tier its calls cross")
+    top_tier_bytes: int = Field(description="bytes per GPU per step over that tier")
+    comm_seconds: float = Field(description="its data-parallel calls per step")
+    exposed_comm_seconds: float = Field(description="of them, not hidden behind compute")
+    step_seconds: float = Field(description="the step with it")
+    memory_bytes: int = Field(description="memory per GPU with it")
+    added_memory_bytes: int = Field(description="what it adds to the plan it changes: error feedback, copies")
+    added_memory_for: str = Field(description="what that added memory holds")
+    added_compute_seconds: float = Field(description="its own compute per step (PowerSGD's matmuls)")
+    scaling_efficiency: float = Field(description="compute / step")
+    note: str = Field(description="what it assumes; its effect on convergence is not modelled")
+
+
 class EstimateReport(Contract):
     """`dpcost estimate --format json`."""
 
@@ -463,6 +482,11 @@ class EstimateReport(Contract):
     summary: Summary = Field(description="the answer first: what the tables and the verdict block lead with")
     from_config: TrainingConfigReport | None = Field(
         None, description="with --from: the training config read, key by key; absent otherwise"
+    )
+    variants: list[VariantRow] | None = Field(
+        None,
+        description="with --zeropp, --compression or --sync-every: the plain plan and the variant; with "
+        "--compare-variants: every variant; absent otherwise",
     )
 
     @property

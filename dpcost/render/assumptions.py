@@ -50,7 +50,7 @@ def _shown(name: str, value: Any, costed: Any, auto: bool) -> str:
 
 # Options added after the reports' format was fixed, stated only when given, so that a plan without them reads as
 # it always did.
-UNSTATED_WHEN_UNSET = frozenset({"shard_group"})
+UNSTATED_WHEN_UNSET = frozenset({"shard_group", "zeropp", "compression", "powersgd_rank", "sync_every", "streaming"})
 
 
 def plan_assumptions(options: Options, report: EstimateReport | None = None, dp: str | None = None) -> list[str]:
@@ -69,7 +69,7 @@ def plan_assumptions(options: Options, report: EstimateReport | None = None, dp:
         items = []
         for name, info in model.model_fields.items():
             value = getattr(getattr(options, section), name)
-            if value is None and name in UNSTATED_WHEN_UNSET:
+            if name in UNSTATED_WHEN_UNSET and value == info.default:
                 continue
             if name == "compute_model" and value is None:  # flops for pure DP, ops for a layout: as costed
                 value = report.setup.compute_model if report is not None else options.compute.data_parallel_model

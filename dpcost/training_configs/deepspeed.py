@@ -27,7 +27,8 @@ OPTIMIZERS = {
     "zerooneadam": "adamw",
     "onebitlamb": "adamw",
 }
-COMPRESSED = ("onebitadam", "zerooneadam", "onebitlamb")
+COMPRESSED = {"onebitadam": "1bit-adam", "zerooneadam": "01-adam", "onebitlamb": "1bit-adam"}
+ZEROPP = {"zero_hpz_partition_size": "hpz", "zero_quantized_weights": "qwz", "zero_quantized_gradients": "qgz"}
 NOT_PRICED = "does not change what dpcost prices"
 
 
@@ -59,8 +60,6 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
             continue
         if key == "activation_checkpointing":
             r.ignore(key, value, "applies only where the model calls deepspeed.checkpointing: give --recompute")
-        elif key in ("zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients"):
-            r.ignore(key, value, "ZeRO++ is not costed yet: priced without it")
         else:
             r.ignore(key, value, NOT_PRICED)
     return r.done(dp=dp)
@@ -160,8 +159,13 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
                 r.note(k + ".device", device, "", "covered by offload_param (params offload moves both)" + nvme)
                 continue
             r.use(k + ".device", device, "offload", what, nvme.removeprefix("; "))
-        elif name in ("zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients"):
-            r.ignore(k, value, "ZeRO++ is not costed yet: priced without it")
+        elif name in ZEROPP:
+            on = value > 1 if name == "zero_hpz_partition_size" and not isinstance(value, bool) else value is True
+            if on:
+                parts = [p for p in r.options.get("zeropp", "").split(",") if p] + [ZEROPP[name]]
+                r.use(k, value, "zeropp", ",".join(parts), "ZeRO++ (engine/variants.py)")
+            else:
+                r.ignore(k, value, "off")
         elif name == "reduce_scatter" and value is False:
             r.ignore(k, value, "not modelled: stages 1-2 priced with DeepSpeed's default reduce path")
         elif name in ("allgather_bucket_size", "stage3_prefetch_bucket_size"):
@@ -186,5 +190,7 @@ def _optimizer(r: Reading, optimizer: Any) -> None:
     if name is None:
         r.refuse("optimizer", "optimizer.type", f"{kind!r} is not one dpcost prices (adamw, sgd, adam8bit, adafactor)")
         return
-    note = "1-bit compression not costed yet: priced at full volume" if kind.lower() in COMPRESSED else ""
-    r.use("optimizer.type", kind, "optimizer", name, note)
+    r.use("optimizer.type", kind, "optimizer", name)
+    compressed = COMPRESSED.get(kind.lower())
+    if compressed is not None:
+        r.use("optimizer.type", kind, "compression", compressed, "its compressed all-reduce (engine/variants.py)")

@@ -1,0 +1,56 @@
+"""The variants of data parallelism side by side (engine/variants.py, the report's `variants`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dpcost.render.table import Table, gb, pct
+from dpcost.units import fmt_bytes, fmt_seconds
+
+if TYPE_CHECKING:
+    from dpcost.engine.report import EstimateReport
+
+__all__ = ["variants_table"]
+
+CONVERGENCE = (
+    "What dpcost cannot know: each variant's effect on convergence (loss per step, steps to a target). Judge it "
+    "from the published findings the README cites, on your own model."
+)
+
+
+def variants_table(report: EstimateReport) -> Table:
+    """Each variant: the bytes it sends over the slowest tier it crosses, its step, memory and efficiency."""
+    rows = report.variants or []
+    base = rows[0]
+    out = []
+    for v in rows:
+        ratio = base.top_tier_bytes / v.top_tier_bytes if v.top_tier_bytes else float("inf")
+        less = "-" if v is base else ("none over it" if not v.top_tier_bytes else f"{ratio:,.1f}x less" if ratio >= 1
+                                       else f"{1 / ratio:,.1f}x more")  # fmt: skip
+        out.append([
+            v.name, f"{fmt_bytes(v.top_tier_bytes)} over {v.top_tier}", less, fmt_seconds(v.exposed_comm_seconds),
+            fmt_seconds(v.step_seconds), gb(v.memory_bytes), f"+{gb(v.added_memory_bytes)}" if v.added_memory_bytes
+            else "-", pct(v.scaling_efficiency), v.flags or "(as given)", v.note,
+        ])  # fmt: skip
+    hbm = report.summary.hbm_bytes
+    notes = [CONVERGENCE, f"Memory against {gb(hbm)} of HBM per GPU; bytes are per GPU per step."]
+    return Table(
+        "Data parallelism that communicates less: each variant against the plain plan",
+        [
+            "variant",
+            "bytes/step (slowest tier)",
+            "vs plain",
+            "exposed",
+            "step",
+            "memory/GPU",
+            "added",
+            "efficiency",
+            "flags",
+            "note",
+        ],
+        out,
+        right={3, 4, 5, 6, 7},
+        notes=notes,
+        data=[v.model_dump() for v in rows],
+        drop=["note", "flags"],
+    )
