@@ -121,3 +121,15 @@ def test_the_readme_table_is_current() -> None:
     ]
     for line in expected:
         assert line in readme, line
+
+
+def test_plan_prices_the_variants_of_its_best_pure_dp_plan_when_asked() -> None:
+    code, out, err = run(
+        "plan", "-m", "llama-8b", "--gpus", "1024", "-t", TWO_SITES, "--top", "1", "--compare-variants",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    rows = {r["name"]: r for r in json.loads(out)["variants"]}
+    assert rows["DiLoCo H=100"]["step_seconds"] < rows["plain DP"]["step_seconds"]
+    code, out, _ = run("plan", "-m", "llama-8b", "--gpus", "64", "--top", "1", "--format", "json")
+    assert code == 0 and "variants" not in json.loads(out)

@@ -74,7 +74,7 @@ def estimate(
         if report.variants is not None:
             from dpcost.render.variants import variants_table
 
-            tables.insert(1, variants_table(report))
+            tables.insert(1, variants_table(report.variants, report.summary.hbm_bytes))
     emit(
         tables,
         fmt.value,

@@ -77,6 +77,14 @@ def plan(
     min_efficiency: MinEfficiencyOpt = None,
     max_exposed_comm: MaxExposedCommOpt = None,
     min_tokens_per_s: MinTokensPerSOpt = None,
+    compare_variants: Annotated[
+        bool,
+        typer.Option(
+            "--compare-variants",
+            help="Also price the best pure-DP plan's variants: hybrid sharding, ZeRO++, fp8 gradients, PowerSGD, "
+            "1-bit and 0/1 Adam, DiLoCo (as estimate --compare-variants).",
+        ),
+    ] = False,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
     brief: BriefOpt = False,
@@ -125,6 +133,12 @@ def plan(
     result = plan_result(spec, topo, found, model_args, topology)
     verdict = plan_verdict(result)
     tables = [verdict] if brief else [verdict, plan_table(result)]
+    if compare_variants:
+        result = result.model_copy(update={"variants": _variants(spec, topo, found, base, gpus)})
+        if not brief and result.variants:
+            from dpcost.render.variants import variants_table
+
+            tables.append(variants_table(result.variants, result.topology.hbm_bytes))
     if source.from_config is not None:
         from dpcost.render.training_config import config_table
 
@@ -135,10 +149,25 @@ def plan(
     emit(
         tables,
         fmt.value,
-        doc=lambda: result.model_dump(mode="json", exclude={"from_config"} if result.from_config is None else None),
+        doc=lambda: result.model_dump(
+            mode="json", exclude={k for k in ("from_config", "variants") if getattr(result, k) is None} or None
+        ),
         output=output,
         title=f"{result.model.title} on {gpus:,} GPUs: dpcost plan",
     )
+
+
+def _variants(spec: Any, topo: Any, found: Any, base: Any, gpus: int) -> Any:
+    """The variants of the best pure-DP plan the search kept, else of estimate's own pure-DP plan on the GPUs."""
+    from dpcost.engine.estimate import compare_variants
+
+    pure = next((f.options for f in found.best if f.options.parallel.trivial), None)
+    if pure is None:  # estimate's own pure-DP plan, at the compute model the plans were ranked with
+        model = found.best[0].options.compute.compute_model if found.best else None
+        pure = base.with_dp(gpus).model_copy(
+            update={"compute": base.compute.model_copy(update={"compute_model": model})}
+        )
+    return compare_variants(spec, topo, pure).variants
 
 
 def _file_gpus(source: PlanInput) -> int:

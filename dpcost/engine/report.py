@@ -646,3 +646,6 @@ class PlanResult(Contract):
     from_config: TrainingConfigReport | None = Field(
         None, description="with --from: the training config read, key by key; absent otherwise"
     )
+    variants: list[VariantRow] | None = Field(
+        None, description="with --compare-variants: the best pure-DP plan's variants; absent otherwise"
+    )

@@ -413,8 +413,18 @@ def diloco_variant(
     dp = options.dp
     if dp % replica:
         raise ValueError(f"--sync-every: replicas of {replica} GPUs do not divide DP {dp}")
-    inner = estimate(model, topology, plain(options).with_dp(replica).model_copy(
-        update={"plan": options.plan.model_copy(update={"shard_group": None})}))  # fmt: skip
+    replicas = dp // replica
+    batch = options.batch
+    if batch.global_batch is not None:  # each replica's inner step takes its share of the global batch
+        if batch.global_batch % replicas:
+            raise ValueError(f"--global-batch {batch.global_batch} does not split over {replicas} replicas")
+        batch = batch.model_copy(update={"global_batch": batch.global_batch // replicas})
+    inner_options = (
+        plain(options)
+        .with_dp(replica)
+        .model_copy(update={"plan": options.plan.model_copy(update={"shard_group": None}), "batch": batch})
+    )
+    inner = estimate(model, topology, inner_options)
     t = inner.time
     assert t is not None
     params = float(inner.model.params_total)
@@ -431,7 +441,7 @@ def diloco_variant(
     return VariantCost(
         name, flags, top, outer.tier_bytes.get(top, 0.0) * streaming / sync_every, fragment * streaming / sync_every,
         exposed, step, inner.summary.memory_bytes + added, added, 0.0, t.compute_seconds / step,
-        f"{dp // replica} replicas of {replica} GPUs; inner steps within a replica",
+        f"{replicas} replicas of {replica} GPUs; inner steps within a replica",
         "the outer fp32 parameters and Nesterov momentum" + (f", over the replica's {replica} GPUs" if sharded else ""),
     )  # fmt: skip
 

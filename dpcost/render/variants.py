@@ -8,7 +8,9 @@ from dpcost.render.table import Table, gb, pct
 from dpcost.units import fmt_bytes, fmt_seconds
 
 if TYPE_CHECKING:
-    from dpcost.engine.report import EstimateReport
+    from collections.abc import Sequence
+
+    from dpcost.engine.report import VariantRow
 
 __all__ = ["variants_table"]
 
@@ -18,9 +20,8 @@ CONVERGENCE = (
 )
 
 
-def variants_table(report: EstimateReport) -> Table:
+def variants_table(rows: Sequence[VariantRow], hbm_bytes: int) -> Table:
     """Each variant: the bytes it sends over the slowest tier it crosses, its step, memory and efficiency."""
-    rows = report.variants or []
     base = rows[0]
     out = []
     for v in rows:
@@ -32,8 +33,7 @@ def variants_table(report: EstimateReport) -> Table:
             fmt_seconds(v.step_seconds), gb(v.memory_bytes), f"+{gb(v.added_memory_bytes)}" if v.added_memory_bytes
             else "-", pct(v.scaling_efficiency), v.flags or "(as given)", v.note,
         ])  # fmt: skip
-    hbm = report.summary.hbm_bytes
-    notes = [CONVERGENCE, f"Memory against {gb(hbm)} of HBM per GPU; bytes are per GPU per step."]
+    notes = [CONVERGENCE, f"Memory against {gb(hbm_bytes)} of HBM per GPU; bytes are per GPU per step."]
     return Table(
         "Data parallelism that communicates less: each variant against the plain plan",
         [
