@@ -124,7 +124,7 @@ _MINIMAX_M2 = {
     "num_experts_per_tok": 8,
     "num_local_experts": 256,
 }
-_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2")
+_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom")
 _ARCHITECTURES = {
@@ -146,6 +146,7 @@ _ARCHITECTURES = {
     "Llama4ForConditionalGeneration": "llama4",
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "DeepseekV32ForCausalLM": "deepseek_v32",
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "GPT2LMHeadModel": "gpt2",
@@ -306,7 +307,7 @@ def _llama4(k: Keys) -> dict[str, Any]:
     }
 
 
-def _deepseek(k: Keys) -> dict[str, Any]:
+def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     """DeepseekV2Config / DeepseekV3Config (Kimi K2 ships the V3 keys): MLA, first_k_dense_replace dense layers,
     n_shared_experts beside the routed ones, num_nextn_predict_layers MTP modules (counted apart)."""
     arch: dict[str, Any] = {
@@ -342,6 +343,12 @@ def _deepseek(k: Keys) -> dict[str, Any]:
         "v_head_dim": k.integer("v_head_dim", field="mla.v_head_dim"),
     }
     arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
+    if family == "deepseek_v32":  # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0)
+        arch["indexer"] = {
+            "heads": k.integer("index_n_heads", default=64, field="indexer.heads"),
+            "head_dim": k.integer("index_head_dim", default=128, field="indexer.head_dim"),
+            "topk": k.integer("index_topk", default=2048, field="indexer.topk"),
+        }
     return arch
 
 
@@ -540,7 +547,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     elif family == "llama4_text":
         arch = _llama4(k)
     elif family in _DEEPSEEK:
-        arch = _deepseek(k)
+        arch = _deepseek(k, family)
     elif family == "glm4_moe":
         arch = _glm4_moe(k)
     elif family == "minimax_m2":

@@ -17,6 +17,7 @@ __all__ = [
     "DeltaNetSpec",
     "GPUSpec",
     "InNetworkReduction",
+    "IndexerSpec",
     "MLASpec",
     "MoESpec",
     "ModelArchitecture",
@@ -125,6 +126,16 @@ class DeltaNetSpec(Spec):
     chunk: PositiveInt = Field(64, description="the chunked recurrence's chunk length, which its FLOPs read")
 
 
+class IndexerSpec(Spec):
+    """DeepSeek-V3.2's lightning indexer (DeepSeek Sparse Attention): in every attention layer it scores all the
+    context with `heads` small heads and attention then reads only the `topk` best keys
+    (deepseek-ai/DeepSeek-V3.2-Exp inference/model.py Indexer)."""
+
+    heads: PositiveInt = Field(description="index_n_heads")
+    head_dim: PositiveInt = Field(description="index_head_dim")
+    topk: PositiveInt = Field(description="index_topk: the keys each query's attention reads")
+
+
 Mixer = Literal["attention", "mamba", "deltanet", "attention+mamba", "none"]
 
 
@@ -169,6 +180,7 @@ class ModelArchitecture(Spec):
     )
     ssm: SSMSpec | None = None
     deltanet: DeltaNetSpec | None = None
+    indexer: IndexerSpec | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelArchitecture:
@@ -188,6 +200,8 @@ class ModelArchitecture(Spec):
             raise ValueError("mamba layers need ssm")
         if "deltanet" in self.mixers and self.deltanet is None:
             raise ValueError("deltanet layers need deltanet")
+        if self.indexer is not None and (self.mla is None or self.mla.q_lora_rank is None):
+            raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
         dense = [i for i in range(self.layers) if self.has_mlp(i) and not self.moe_layer(i)]
         if self.ffn is None and dense:
             raise ValueError("ffn is required for dense MLP layers")

@@ -105,3 +105,37 @@ def test_plan_searches_a_hybrid_as_pure_data_parallelism() -> None:
     assert result.exit_code == 0, result.stderr
     plans = json.loads(result.stdout)["plans"]
     assert plans and all(p["tp"] == p["pp"] == p["cp"] == p["ep"] == 1 for p in plans)
+
+
+def _v32() -> ModelArchitecture:
+    """DeepSeek-V3.2-Exp's config.json is V3's with model_type deepseek_v32 and the indexer's three keys."""
+    from dpcost.catalog import model_from_hf_config
+
+    cfg = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    cfg.update(model_type="deepseek_v32", architectures=["DeepseekV32ForCausalLM"], index_n_heads=64,
+               index_head_dim=128, index_topk=2048)  # fmt: skip
+    a = model_from_hf_config(cfg, "v32.json").architecture
+    assert a is not None
+    return a
+
+
+def test_deepseek_v32_adds_its_indexer_to_every_layer() -> None:
+    """inference/model.py Indexer at H 7168, q_lora_rank 1536: wq_b 1536 x 8192 + wk 7168 x 128 + k_norm 256 +
+    weights_proj 7168 x 64 = 13,959,424 per layer; 851,524,864 over V3's 61 layers, and one more in the MTP module."""
+    from dpcost.specs import ModelSpec
+
+    v3 = count_params(load_model(str(CONFIGS / "deepseek-v3.json")))
+    v32 = count_params(ModelSpec(name="v32", title="v32", architecture=_v32()))
+    assert v32.total - v3.total == 851_524_864
+    assert v32.mtp - v3.mtp == 13_959_424
+
+
+def test_deepseek_sparse_attention_reads_its_top_k_keys() -> None:
+    """At 128K tokens, attention reads 2,048 keys per query (128 heads of 192 + 128) and the indexer scores all
+    131,072 with 64 heads of 128: 2 x 61 x (128 x 320 x 2048 + 64 x 128 x 131072), against V3's
+    2 x 61 x 128 x 320 x 131072; at 2K tokens both read every key."""
+    v32, v3 = _v32(), arch("deepseek-v3.json")
+    t = 131_072
+    assert attention_flops(v32, t) == 2 * 61 * (128 * 320 * 2048 + 64 * 128 * t)
+    assert attention_flops(v3, t) == 2 * 61 * 128 * 320 * t
+    assert attention_flops(v32, 2048) == 2 * 61 * (128 * 320 * 2048 + 64 * 128 * 2048)

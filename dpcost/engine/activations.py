@@ -108,6 +108,9 @@ def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: in
         out.append(Tensor("Q", "qkv", e * a.heads * d_qk, matmul=mm + 1 if q_rank else 0))
         out.append(Tensor("K, V", "qkv", e * a.heads * (d_qk + d_v), matmul=mm + (2 if q_rank else 1)))
         mm += 3 if q_rank else 2
+        if a.indexer is not None:  # DeepSeek-V3.2's indexer: its queries, key and head weights
+            i = a.indexer
+            out.append(Tensor("indexer q, k, weights", "core_attn", e * (i.heads * i.head_dim + i.head_dim + i.heads)))
         context = a.heads * d_v
     else:
         q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
@@ -270,6 +273,8 @@ def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: 
     and each recurrent layer's state, whatever the context (recurrent_state_bytes)."""
     per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim if a.mla is not None else 2 * a.n_kv_heads * a.d_head
     kv = per_token * dtype_bytes * a.attention_layers * seq_len * batch
+    if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache)
+        kv += a.indexer.head_dim * a.attention_layers * seq_len * batch
     return float(kv + recurrent_state_bytes(a, dtype_bytes) * batch)
 
 

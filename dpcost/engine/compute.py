@@ -40,13 +40,20 @@ class FlopsPerToken:
 
 
 def attention_flops(arch: ModelArchitecture, seq_len: int) -> float:
-    """Forward FLOPs per token of the score and value matmuls: 2 L H (Q_qk + Q_v) T (PaLM appendix B)."""
+    """Forward FLOPs per token of the score and value matmuls: 2 L H (Q_qk + Q_v) T (PaLM appendix B); with
+    DeepSeek-V3.2's indexer, attention over its top-k keys and the indexer's scores over all T."""
     if arch.mla is not None:
         d_qk = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim
         d_v = arch.mla.v_head_dim
     else:
         d_qk = d_v = arch.d_head
-    return 2.0 * arch.attention_layers * arch.heads * (d_qk + d_v) * seq_len
+    if arch.indexer is None:
+        return 2.0 * arch.attention_layers * arch.heads * (d_qk + d_v) * seq_len
+    # DeepSeek Sparse Attention (DeepSeek-V3.2): attention reads the indexer's top-k keys, and the indexer scores
+    # the whole context, I(t, s) = sum_j w(t, j) ReLU(q(t, j) . k(s)) over its heads: 2 H_I d_I T
+    i = arch.indexer
+    attended = min(seq_len, i.topk)
+    return 2.0 * arch.attention_layers * (arch.heads * (d_qk + d_v) * attended + i.heads * i.head_dim * seq_len)
 
 
 def recurrence_flops(arch: ModelArchitecture, decode: bool = False) -> float:

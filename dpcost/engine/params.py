@@ -98,9 +98,20 @@ def _norm(a: ModelArchitecture) -> float:
 
 
 def _attention_params(a: ModelArchitecture) -> float:
-    """One attention sub-layer, with Qwen3-Next's output gate (its q_proj makes the gate too: 2 x q_out rows)."""
+    """One attention sub-layer, with Qwen3-Next's output gate (its q_proj makes the gate too: 2 x q_out rows) and
+    DeepSeek-V3.2's indexer."""
     params, _ = _attention(a)
-    return params + (a.hidden * a.heads * a.d_head if a.attention_gate else 0)
+    return params + (a.hidden * a.heads * a.d_head if a.attention_gate else 0) + indexer_parameters(a)
+
+
+def indexer_parameters(a: ModelArchitecture) -> float:
+    """DeepSeek-V3.2's lightning indexer in one layer (inference/model.py Indexer): wq_b from MLA's compressed query
+    (q_lora_rank -> heads x head_dim), wk (hidden -> head_dim), k_norm's LayerNorm (weight and bias) and
+    weights_proj (hidden -> heads), no biases."""
+    i = a.indexer
+    if i is None or a.mla is None or a.mla.q_lora_rank is None:
+        return 0.0
+    return float(a.mla.q_lora_rank * i.heads * i.head_dim + a.hidden * i.head_dim + 2 * i.head_dim + a.hidden * i.heads)
 
 
 def ssm_parameters(a: ModelArchitecture) -> float:
