@@ -162,12 +162,13 @@ _ARCHITECTURES = {
     "Mamba2ForCausalLM": "mamba2",
     "NemotronHForCausalLM": "nemotron_h",
     "JambaForCausalLM": "jamba",
+    "FalconH1ForCausalLM": "falcon_h1",
     "Qwen3NextForCausalLM": "qwen3_next",
 }
 _NESTED = {"llama4": "llama4_text", "gemma3": "gemma3_text"}  # multimodal wrappers: the text model's keys
 _GLM_MINIMAX = ("glm4_moe", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py
-_HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next")
+_HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1")
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, "gemma3", "llama4", "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen",

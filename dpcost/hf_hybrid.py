@@ -38,7 +38,13 @@ _JAMBA = {"vocab_size": 65536, "hidden_size": 4096, "intermediate_size": 14336, 
           "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 8, "attn_layer_offset": 4,
           "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2}  # fmt: skip
 
-HYBRID_MODEL_TYPES = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next")
+# configuration_falcon_h1.py (FalconH1Config): mamba_d_ssm 1024 whatever the hidden size
+_FALCON_H1 = {"vocab_size": 128000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 8, "mamba_d_ssm": 1024, "mamba_n_heads": 128,
+              "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+              "mamba_chunk_size": 256}  # fmt: skip
+
+HYBRID_MODEL_TYPES = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1")
 
 
 def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
@@ -50,6 +56,8 @@ def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
         return _nemotron_h(k)
     if family == "jamba":
         return _jamba(k)
+    if family == "falcon_h1":
+        return _falcon_h1(k)
     return _qwen3_next(k)
 
 
@@ -170,6 +178,56 @@ def _jamba(k: Keys) -> dict[str, Any]:
             "ffn": arch["ffn"],
             "dense_layers": tuple(i for i in range(layers) if i % moe_period != moe_offset),
         }
+    return arch
+
+
+def _falcon_h1(k: Keys) -> dict[str, Any]:
+    """FalconH1ForCausalLM: attention and a Mamba-2 mixer side by side on every layer's normed input, then a gated
+    MLP; two norms per layer. The mixer's width is mamba_d_ssm (1024 by default; expand x hidden only when it is
+    null), its gated norm only with mamba_rms_norm; the muP multipliers scale activations and hold no weights."""
+    d = _FALCON_H1
+    hidden = _int(k, "hidden_size", d, "hidden")
+    heads = _int(k, "num_attention_heads", d, "heads")
+    if "mamba_d_ssm" in k.cfg and k.cfg["mamba_d_ssm"] is None:  # null: expand x hidden (modeling_falcon_h1.py)
+        inner = _int(k, "mamba_expand", d) * hidden
+    else:
+        inner = _int(k, "mamba_d_ssm", d, "ssm.inner")
+    ssm_heads = _int(k, "mamba_n_heads", d, "ssm.heads")
+    head = k.get("mamba_d_head", default="auto")
+    if head != "auto" and (isinstance(head, bool) or not isinstance(head, int) or head * ssm_heads != inner):
+        raise InputError(k.where, f"{k._key('mamba_d_head')}: {head} x mamba_n_heads ({ssm_heads}) must be the "
+                         f"mixer's width ({inner})")  # fmt: skip
+    for pair in (("attention_bias", "mlp_bias"), ("mamba_proj_bias", "projectors_bias")):
+        if k.flag(pair[0], False) != k.flag(pair[1], False):
+            raise InputError(k.where, f"{k._key(pair[0])} and {k._key(pair[1])}: only equal values are counted")
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "ffn": _int(k, "intermediate_size", d, "ffn"),
+        "qkv_bias": k.flag("attention_bias", False),
+        "linear_bias": k.flag("mlp_bias", False),
+        "mixers": ("attention+mamba",) * layers,
+        "ssm": {
+            "version": 2,
+            "inner": inner,
+            "heads": ssm_heads,
+            "state": _int(k, "mamba_d_state", d, "ssm.state"),
+            "groups": _int(k, "mamba_n_groups", d, "ssm.groups"),
+            "conv_kernel": _int(k, "mamba_d_conv", d, "ssm.conv_kernel"),
+            "chunk": _int(k, "mamba_chunk_size", d, "ssm.chunk"),
+            "conv_bias": k.flag("mamba_conv_bias", True),
+            "bias": k.flag("mamba_proj_bias", False),
+            "gated_norm": k.flag("mamba_rms_norm", False),
+        },
+    }
+    head_dim = k.integer("head_dim", default=None, field="head_dim")
+    if head_dim is not None:
+        arch["head_dim"] = head_dim
     return arch
 
 

@@ -121,14 +121,14 @@ def test_refused_families_are_refused_by_name(row: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     "cfg",
     [
-        {"model_type": "falcon_h1", "hidden_size": 1024, "num_hidden_layers": 24, "vocab_size": 32784},
         {"model_type": "rwkv", "hidden_size": 2048, "num_hidden_layers": 24},
+        {"model_type": "xlstm", "hidden_size": 4096, "num_hidden_layers": 32},
     ],
     ids=lambda c: c["model_type"],
 )
 def test_a_family_without_a_key_map_is_refused_by_name(cfg: dict[str, object]) -> None:
-    """Falcon-H1 (parallel attention and Mamba-2, whose mamba_d_ssm default would be guessed) and RWKV share keys
-    with counted families: each is refused by its model_type."""
+    """RWKV and xLSTM share keys with counted families (hidden_size, num_hidden_layers): each is refused by its
+    model_type."""
     with pytest.raises(InputError, match=f"model_type '{cfg['model_type']}' .*{REFUSAL}"):
         model_from_hf_config(cfg, "config.json")
 

@@ -139,3 +139,19 @@ def test_deepseek_sparse_attention_reads_its_top_k_keys() -> None:
     assert attention_flops(v32, t) == 2 * 61 * (128 * 320 * 2048 + 64 * 128 * t)
     assert attention_flops(v3, t) == 2 * 61 * 128 * 320 * t
     assert attention_flops(v32, 2048) == 2 * 61 * (128 * 320 * 2048 + 64 * 128 * 2048)
+
+
+def test_falcon_h1_runs_attention_and_mamba2_side_by_side() -> None:
+    """FalconH1Config's defaults (docs/sources/ssm-families.md), by hand: the Mamba-2 mixer of mamba_d_ssm 1024 in
+    128 heads, N 256, one group: in_proj 4096 x (1024 + 1536 + 128) = 11,010,048, conv 1536 x 4 + 1536, dt_bias,
+    A_log and D 3 x 128, no gated norm (mamba_rms_norm false), out_proj 1024 x 4096: 15,212,416; attention (32
+    heads, 8 KV of 128) 41,943,040; gated MLP 3 x 4096 x 14336 = 176,160,768; two norms 8,192: 233,324,416 a layer,
+    32 of them, two untied 128,000 x 4096 embeddings and the final norm: 8,514,961,408."""
+    from dpcost.catalog import model_from_hf_config
+
+    spec = model_from_hf_config({"model_type": "falcon_h1"}, "config.json")
+    c = count_params(spec)
+    assert {b.params for b in c.blocks} == {233_324_416}
+    assert c.total == 8_514_961_408
+    a = spec.architecture
+    assert a is not None and a.attention_layers == 32 and a.mixer(0) == "attention+mamba"
