@@ -6,6 +6,7 @@ FLOP/s) after validation. The engine takes these objects and never parses text.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -221,10 +222,17 @@ class ModelArchitecture(Spec):
         )
         return self.mixer(i), mlp
 
-    @property
+    @cached_property
+    def layer_kinds(self) -> tuple[tuple[Mixer, Literal["dense", "moe", "none"]], ...]:
+        """Every layer's kind (layer_kind), once per spec: the engine reads it for every plan it costs."""
+        return tuple(self.layer_kind(i) for i in range(self.layers))
+
+    @cached_property
     def attention_layers(self) -> int:
         """The layers that attend over the whole context (the KV cache's and the score FLOPs' layers)."""
-        return sum(1 for i in range(self.layers) if "attention" in self.mixer(i))
+        if not self.mixers:
+            return self.layers
+        return sum(1 for m in self.mixers if "attention" in m)
 
     @property
     def hybrid(self) -> bool:

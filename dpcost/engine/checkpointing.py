@@ -100,12 +100,12 @@ def activation_memory(
     s, b = seq_len, micro_batch
     kinds = {
         kind: layer_tensors(a, kind[1] == "moe", flash, kernels, mixer=kind[0], mlp=kind[1] != "none")
-        for kind in {a.layer_kind(i) for i in range(a.layers)}
+        for kind in set(a.layer_kinds)
     }
     # How many layers of each (kind, policy): the layers of one kind under one policy keep the same bytes.
     counts: dict[tuple[Any, str], int] = {}
-    for i in range(a.layers):
-        key = (a.layer_kind(i), recompute if (i + 1) % every == 0 else "none")
+    for i, kind in enumerate(a.layer_kinds):
+        key = (kind, recompute if (i + 1) % every == 0 else "none")
         counts[key] = counts.get(key, 0) + 1
     kept = 0.0
     recomputed = 0.0

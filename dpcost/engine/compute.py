@@ -58,6 +58,8 @@ def attention_flops(arch: ModelArchitecture, seq_len: int) -> float:
 
 def recurrence_flops(arch: ModelArchitecture, decode: bool = False) -> float:
     """Forward FLOPs per token of every layer's recurrence (mixer_recurrence_flops), zero without one."""
+    if not arch.mixers:
+        return 0.0
     return sum(mixer_recurrence_flops(arch, arch.mixer(i), decode) for i in range(arch.layers))
 
 

@@ -263,7 +263,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
             components=(("params (given)", spec.params),),
         )
     h = a.hidden
-    kinds = [a.layer_kind(i) for i in range(a.layers)]
+    kinds = a.layer_kinds
     blocks = tuple(_block(a, mlp == "moe", mixer, mlp) for mixer, mlp in kinds)
     dense_layers = sum(1 for _, mlp in kinds if mlp == "dense")
     embedding = float(a.vocab * h)

@@ -273,7 +273,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     recipe = recipe_for(recipe_name, grad_dtype)
     if recipe.name == "megatron" and o.communication.gather_dtype == "fp8" and model.architecture is not None:
         a = model.architecture
-        layer_kinds = [a.layer_kind(i) for i in range(a.layers)]
+        layer_kinds = a.layer_kinds
         per_kind = {kind: sum(block_matrices(a, kind[1] == "moe", *kind)) for kind in set(layer_kinds)}
         matrices = sum(per_kind[kind] for kind in layer_kinds)
         recipe = fp8_weights(recipe, matrices / counts.total)
@@ -341,7 +341,7 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
         return tuple(Unit(counts.total / n, 1 / n) for _ in range(n))
     attention_per_layer = attention_flops(a, seq_len) / max(1, a.attention_layers)
     head_matmul = counts.embedding if a.tied_embeddings else counts.lm_head
-    layer_kinds = [a.layer_kind(i) for i in range(a.layers)]
+    layer_kinds = a.layer_kinds
     flops = [0.0]
     for b, (mixer, _) in zip(counts.blocks, layer_kinds, strict=True):
         attention = attention_per_layer if "attention" in mixer else 0.0
