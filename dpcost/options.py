@@ -203,8 +203,19 @@ class Precision(Section):
         "grads and optimizer states (torchtune, litgpt bf16-true).",
         json_schema_extra=cli("--recipe"),
     )
-    grad_dtype: Literal["fp32", "bf16", "fp16", "fp8"] | None = Field(
-        None, description="Communicated gradient dtype [default: the recipe's].", json_schema_extra=cli("--grad-dtype")
+    grad_dtype: Literal["fp32", "bf16", "fp16", "fp8", "int8"] | None = Field(
+        None,
+        description="Communicated gradient dtype [default: the recipe's]; fp8 and int8 move 1 byte per value (int8 "
+        "priced as 1-byte collectives; a quantized reduction by all-to-all is --zeropp qgz).",
+        json_schema_extra=cli("--grad-dtype"),
+    )
+    grad_block: Whole | None = Field(
+        None,
+        ge=1,
+        le=1 << 30,
+        description="fp8 or int8 gradients: values per fp32 scale (per-block scaling, e.g. 128), whose 4 bytes "
+        "travel with them [default: no scales counted].",
+        json_schema_extra=cli("--grad-block", metavar="N"),
     )
     optimizer: Literal["adamw", "sgd", "adam8bit", "adafactor"] = Field(
         "adamw", description="Optimizer (its states per parameter).", json_schema_extra=cli("--optimizer")

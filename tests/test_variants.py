@@ -133,3 +133,15 @@ def test_plan_prices_the_variants_of_its_best_pure_dp_plan_when_asked() -> None:
     assert rows["DiLoCo H=100"]["step_seconds"] < rows["plain DP"]["step_seconds"]
     code, out, _ = run("plan", "-m", "llama-8b", "--gpus", "64", "--top", "1", "--format", "json")
     assert code == 0 and "variants" not in json.loads(out)
+
+
+def test_fp8_and_int8_gradients_carry_their_block_scales_when_given() -> None:
+    """1 byte per value, plus an fp32 scale per block of 128 when --grad-block 128 says so: 1 + 4/128 = 1.03125
+    bytes per parameter; without --grad-block, fp8's volume is what it was (1 byte per parameter)."""
+    params = count_params(load_model("llama-8b")).total
+    code, out, err = run("estimate", "-m", "llama-8b", "--dp", "64", "--grad-dtype", "int8", "--grad-block", "128",
+                         "--format", "json")  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["communication"]["gradient_bytes"] == int(params * 1.03125)
+    code, out, _ = run("estimate", "-m", "llama-8b", "--dp", "64", "--grad-dtype", "fp8", "--format", "json")
+    assert json.loads(out)["communication"]["gradient_bytes"] == int(params)

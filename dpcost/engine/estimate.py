@@ -746,6 +746,7 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
     "--offload": lambda o: o.precision.offload != "none",
     "--recompute-layers": lambda o: o.plan.recompute_layers != 1,
     "--grad-dtype": lambda o: o.precision.grad_dtype is not None,
+    "--grad-block": lambda o: o.precision.grad_block is not None,
     "--recipe": lambda o: o.precision.recipe is not None,
     "--optimizer": lambda o: o.precision.optimizer != "adamw",
     "--bucket-size": lambda o: o.communication.bucket_bytes is not None,

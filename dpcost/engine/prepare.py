@@ -32,7 +32,7 @@ from dpcost.specs import GPUSpec, ModelSpec, TopologySpec
 
 __all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "prepare", "recipe_of", "stage_table", "units"]
 
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 DEFAULT_SEQ_LEN = 4096
 MAX_BUCKETS = 1_000_000  # per pass: each is a call the timeline schedules
 
@@ -278,6 +278,9 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         matrices = sum(per_kind[kind] for kind in layer_kinds)
         recipe = fp8_weights(recipe, matrices / counts.total)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
+    block = o.precision.grad_block
+    if block is not None and grad_dtype in ("fp8", "int8"):
+        grad_bytes += 4.0 / block  # an fp32 scale per block of values travels with them
     weight_bytes = (fw.gather_bytes if fw else None) or next(
         c.bytes_per_param for c in recipe.components if c.group == "params"
     )

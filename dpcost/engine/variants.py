@@ -18,7 +18,7 @@ Volumes per step, for M parameters on N data-parallel GPUs (g per node, R replic
   servers) and an all-gather (servers back); error feedback on both sides (4 M + 4 M / N bytes). 0/1 Adam also skips
   the exchange on local steps: at its steady state one sync every local_step_clipper (16) steps.
 - fp8 gradients (Peng et al. 2023, FP8-LM): the gradient collectives at 1 byte per value plus an fp32 scale per block
-  of 128 values.
+  of 128 values (`estimate --grad-dtype fp8 --grad-block 128` itself).
 - DiLoCo (Douillard et al. 2023, arXiv 2311.08105): R replicas, each a data-parallel group of its own (a site, or
   --shard-group GPUs), run H inner steps alone, then all-reduce their fp32 parameter deltas and take an outer
   Nesterov step: the step is the inner step plus 1/H of the outer all-reduce. Memory: the outer copy of the
@@ -490,9 +490,12 @@ def compare(model: ModelSpec, topology: TopologySpec, options: Options) -> list[
         rows.append(_as_is(f"hybrid sharding ({replica} per replica)", f"--shard-group {replica}", topology,
                            estimate(model, topology, hybrid)))  # fmt: skip
     rows.append(zeropp_variant(model, topology, options, frozenset({"hpz", "qwz", "qgz"}))[1])
-    fp8 = base.model_copy(update={"precision": base.precision.model_copy(update={"grad_dtype": "fp8"})})
-    rows.append(_as_is("fp8 gradients", "--grad-dtype fp8", topology, estimate(model, topology, fp8),
-                       "1 byte per value; the fp32 scales (1 per 128 values, 3%) not counted"))  # fmt: skip
+    fp8 = base.model_copy(
+        update={"precision": base.precision.model_copy(update={"grad_dtype": "fp8", "grad_block": FP8_BLOCK})}
+    )
+    note = f"1 byte per value and an fp32 scale per {FP8_BLOCK}"
+    flags = f"--grad-dtype fp8 --grad-block {FP8_BLOCK}"
+    rows.append(_as_is("fp8 gradients", flags, topology, estimate(model, topology, fp8), note))
     if model.architecture is not None:
         rows.append(compression_variant(model, topology, options, "powersgd")[1])
     rows.append(compression_variant(model, topology, options, "1bit-adam")[1])

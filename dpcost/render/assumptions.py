@@ -50,7 +50,9 @@ def _shown(name: str, value: Any, costed: Any, auto: bool) -> str:
 
 # Options added after the reports' format was fixed, stated only when given, so that a plan without them reads as
 # it always did.
-UNSTATED_WHEN_UNSET = frozenset({"shard_group", "zeropp", "compression", "powersgd_rank", "sync_every", "streaming"})
+UNSTATED_WHEN_UNSET = frozenset(
+    {"shard_group", "zeropp", "compression", "powersgd_rank", "sync_every", "streaming", "grad_block"}
+)
 
 
 def plan_assumptions(options: Options, report: EstimateReport | None = None, dp: str | None = None) -> list[str]:
