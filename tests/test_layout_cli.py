@@ -65,7 +65,7 @@ def test_pure_dp_reports_no_layout() -> None:
 
 
 def test_tp_across_nodes_is_warned() -> None:
-    r = report("estimate", "--model", "llama-70b", "--tp", "16", "--dp", "4", "--global-batch", "64")
+    r = report("estimate", "--model", "gpt3-175b", "--tp", "16", "--dp", "4", "--global-batch", "64")
     assert "tp-across-domains" in {w["code"] for w in r["warnings"]}
 
 
@@ -75,6 +75,8 @@ def test_tp_across_nodes_is_warned() -> None:
         (["--dp", "8", "--tp", "2", "--framework", "fsdp"], "dpcost: error: --framework: a TP/CP/PP/EP layout is"),
         (["--dp", "8", "--tp", "2", "--virtual-stages", "2"], "dpcost: error: --virtual-stages: interleaving needs"),
         (["--dp", "8", "--ep", "8"], "dpcost: error: --ep: llama-70b has no experts to split"),
+        (["--dp", "8", "--tp", "3"], "dpcost: error: --tp: 3 does not divide llama-70b's 64 attention heads"),
+        (["--dp", "8", "--tp", "16"], "dpcost: error: --tp: 16 does not divide llama-70b's 8 KV heads"),
         (["--dp", "8", "--tp", "2", "--zero", "3"], "dpcost: error: --zero: a layout runs Megatron's DDP (0) or"),
         (["--dp", "200000", "--tp", "8", "--pp", "8"], "dpcost: error: --dp: TP x CP x PP x DP = 12800000 GPUs"),
         (["--dp", "8", "--tp", "2", "--order", "tp-dp-zz"], "dpcost: error: --order: 'tp-dp-zz' must name each of"),

@@ -508,20 +508,36 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
     return layout
 
 
+# What a layout is costed with (Megatron-LM's schedule and memory accounting): each plan option's values it runs.
+LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
+    "framework": (None, "megatron"),
+    "zero": (None, 0, 1),
+    "recompute": (None, "none", "selective"),
+}
+
+
 def _check_layout_plan(model: ModelSpec, o: Options) -> None:
-    """What a layout is costed with: Megatron-LM's schedule and memory accounting (none or selective recomputation,
-    ZeRO 0 or 1), and what Megatron-Core itself refuses (MoE with TP above 1 but no sequence parallelism)."""
+    """What a layout is costed with (LAYOUT_RUNS: none or selective recomputation, ZeRO 0 or 1), and what
+    Megatron-Core itself refuses (heads or KV heads TP does not divide; MoE with TP above 1 but no sequence
+    parallelism)."""
     if model.architecture is None:
         raise InputError("model", f"{model.name}: a TP/CP/PP/EP layout needs the model's architecture")
-    if o.plan.framework not in (None, "megatron"):
+    if o.plan.framework not in LAYOUT_RUNS["framework"]:
         raise InputError("framework", f"a TP/CP/PP/EP layout is costed as Megatron-LM runs it, not {o.plan.framework}")
-    if o.plan.zero not in (None, 0, 1):
+    if o.plan.zero not in LAYOUT_RUNS["zero"]:
         raise InputError("zero", f"a layout runs Megatron's DDP (0) or distributed optimizer (1), not {o.plan.zero}")
-    if o.plan.recompute not in (None, "none", "selective"):
+    if o.plan.recompute not in LAYOUT_RUNS["recompute"]:
         raise InputError(
             "recompute",
             f"a layout's memory follows Megatron's theoretical formula, with none or selective recomputation; "
             f"not {o.plan.recompute}",
+        )
+    a, tp = model.architecture, o.parallel.tp
+    if a.heads % tp:
+        raise InputError("tp", f"{tp} does not divide {model.name}'s {a.heads} attention heads (Megatron splits them)")
+    if a.mla is None and a.n_kv_heads % tp:
+        raise InputError(
+            "tp", f"{tp} does not divide {model.name}'s {a.n_kv_heads} KV heads (Megatron's num_query_groups % TP)"
         )
     if o.parallel.ep > 1 and (model.architecture.moe is None):
         raise InputError("ep", f"{model.name} has no experts to split")

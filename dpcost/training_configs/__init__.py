@@ -174,6 +174,11 @@ def _whole_or(value: Any, default: int) -> int:
         return default
 
 
+def _as_run(value: Any) -> Any:
+    """A file's option value as the engine holds it (a ZeRO stage is a number)."""
+    return int(value) if isinstance(value, str) and value.isdigit() else value
+
+
 def _is_layout(values: dict[str, Any]) -> bool:
     """The plan has a model-parallel dimension."""
     return any(_whole_or(values.get(name, 1), 1) > 1 for name in ("tp", "cp", "pp", "ep"))
@@ -232,9 +237,15 @@ def apply(
             )
         values["micro_batch"] = str(total // (accum * replicas_dp))
     if _is_layout(values):  # a layout runs Megatron's own settings: the file's for pure DP are left out, and said so
-        from dpcost.engine.estimate import LAYOUT_IGNORES
+        from dpcost.engine.estimate import LAYOUT_IGNORES, LAYOUT_RUNS
 
-        unread = {name for name in config.options if name not in typed and field_flag(name) in LAYOUT_IGNORES}
+        def unrun(name: str) -> bool:
+            runs = LAYOUT_RUNS.get(name)
+            return runs is not None and _as_run(values[name]) not in runs
+
+        unread = {
+            name for name in config.options if name not in typed and (field_flag(name) in LAYOUT_IGNORES or unrun(name))
+        }
         for name in unread:
             values.pop(name, None)
         why = "not read by a TP/CP/PP/EP layout, costed as Megatron-LM runs it"
