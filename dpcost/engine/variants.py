@@ -181,8 +181,7 @@ def matrix_shapes(a: ModelArchitecture) -> list[tuple[int, int]]:
     h = a.hidden
     shapes = [(a.vocab, h)] + ([] if a.tied_embeddings else [(h, a.vocab)])
     q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
-    for i in range(a.layers):
-        mixer, mlp = a.layer_kind(i)
+    for mixer, mlp in a.layer_kinds:
         if "attention" in mixer and a.mla is None:
             shapes += [(h, q), (h, kv), (h, kv), (q, h)]
         if mlp == "dense" and a.ffn:
@@ -368,7 +367,8 @@ def compression_variant(
         factors = powersgd_values(shapes, rank)
         calls = [Call("all_reduce", factors * 4.0 / 2, dp, 2), Call("all_reduce", (params - matrix_params) * grad, dp)]
         flops = sum(6.0 * m * n * rank + 2.0 * m * rank * rank for m, n in shapes)
-        rate = t.compute_seconds and (6.0 * params * base.setup.tokens_per_step / base.setup.dp) / t.compute_seconds
+        # the FLOP rate the plan's compute sustains: 6 N (active) per token of one GPU's share of the step
+        rate = 6.0 * base.model.params_active * base.setup.tokens_per_step / base.setup.dp / t.compute_seconds
         compute = flops / rate if rate else 0.0
         memory = params * 4.0 + factors * 4.0  # error feedback, the factors
         return (
