@@ -72,9 +72,12 @@ def estimate(
 
             tables.insert(1, config_table(report.from_config))
         if report.variants is not None:
-            from dpcost.render.variants import variants_table
+            from dpcost.render.variants import variant_row, variants_table
 
-            tables.insert(1, variants_table(report.variants, report.summary.hbm_bytes))
+            if not compare_variants:  # one variant asked for by its flag: the verdict says what it gives
+                tables[0].rows.append(variant_row(report.variants))
+            if not brief:
+                tables.insert(1, variants_table(report.variants, report.summary.hbm_bytes))
     emit(
         tables,
         fmt.value,

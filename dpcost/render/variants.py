@@ -12,12 +12,26 @@ if TYPE_CHECKING:
 
     from dpcost.engine.report import VariantRow
 
-__all__ = ["variants_table"]
+__all__ = ["variant_row", "variants_table"]
 
 CONVERGENCE = (
     "What dpcost cannot know: each variant's effect on convergence (loss per step, steps to a target). Judge it "
     "from the published findings the README cites, on your own model."
 )
+
+
+def variant_row(rows: Sequence[VariantRow]) -> list[str]:
+    """The verdict's line for a variant asked for by its flag: its step and memory against the plain plan's (the
+    rows' first), the rest of the report being the plain plan."""
+    plain, v = rows[0], rows[-1]
+    ratio = plain.step_seconds / v.step_seconds if v.step_seconds else 0.0
+    than = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than" if ratio else "against"
+    return [
+        "variant",
+        f"{v.name}: {fmt_seconds(v.step_seconds)} per step ({than} {plain.name}'s "
+        f"{fmt_seconds(plain.step_seconds)}), {gb(v.memory_bytes)} per GPU, scaling efficiency "
+        f"{pct(v.scaling_efficiency)}; the tables below cost the plain plan",
+    ]
 
 
 def variants_table(rows: Sequence[VariantRow], hbm_bytes: int) -> Table:
