@@ -65,7 +65,7 @@ def _int(k: Keys, key: str, defaults: dict[str, int], field: str = "") -> int:
     return int(k.integer(key, default=defaults[key], field=field))
 
 
-def _only_mixers(k: Keys, layers: int, mixer: str) -> dict[str, Any]:
+def _only_mixers(layers: int, mixer: str) -> dict[str, Any]:
     """A pure state-space model: every layer one norm and one mixer, no MLP, no attention (the heads fields are
     placeholders no formula reads: attention_layers is 0)."""
     return {"mixers": (mixer,) * layers, "mlp_free_layers": tuple(range(layers)), "layer_norms": 1, "heads": 1}
@@ -88,7 +88,7 @@ def _mamba(k: Keys) -> dict[str, Any]:
         "layers": layers,
         "vocab": _int(k, "vocab_size", _MAMBA, "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", True),
-        **_only_mixers(k, layers, "mamba"),
+        **_only_mixers(layers, "mamba"),
         "ssm": {
             "version": 1,
             "inner": inner,
@@ -117,7 +117,7 @@ def _mamba2(k: Keys) -> dict[str, Any]:
         "layers": layers,
         "vocab": _int(k, "vocab_size", _MAMBA2, "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
-        **_only_mixers(k, layers, "mamba"),
+        **_only_mixers(layers, "mamba"),
         "ssm": _ssd(k, inner, heads, _MAMBA2, "state_size"),
     }
 
