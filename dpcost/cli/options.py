@@ -248,19 +248,21 @@ def plan_input(
     dp: int | None,
     values: dict[str, Any],
     dp_text: str | None = None,
+    config: Any = None,
 ) -> PlanInput:
-    """The plan from the flags, or from a --from training config with the flags typed (`ctx`) over it."""
+    """The plan from the flags, or from a --from training config with the flags typed (`ctx`) over it; `config`:
+    the file already read (a sweep reads it once for all its DP sizes)."""
     from dpcost.catalog import load_model
 
+    flat = {key.split("__", 1)[1]: value for key, value in values.items() if value is not None}
     if source is None:
         if model is None:
             raise InputError("--model", "required: a catalog name, a YAML spec or a config.json (or --from FILE)")
-        flat = {key.split("__", 1)[1]: value for key, value in values.items() if value is not None}
         return PlanInput(load_model(model), dp, flat, model_arg=model)
     from dpcost.engine.report import ConfigSettingRow, TrainingConfigReport
     from dpcost.training_configs import apply, read_training_config
 
-    config = read_training_config(str(source))
+    config = config if config is not None else read_training_config(str(source))
     given = typed_options(ctx, values)
     applied = apply(config, given, dp, model, dp_text)
     if applied.model_spec is not None:
@@ -274,7 +276,6 @@ def plan_input(
         kind=config.kind,
         settings=[ConfigSettingRow(key=s.key, value=s.value, became=s.became, note=s.note) for s in applied.settings],
     )
-    flat = {key.split("__", 1)[1]: value for key, value in values.items() if value is not None}
     defaults = {name: value for name, value in flat.items() if name not in given}
     return PlanInput(spec, applied.dp, {**defaults, **applied.values}, report, applied.model)
 

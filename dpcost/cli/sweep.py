@@ -90,7 +90,12 @@ def sweep(
 
     topo = load_topology(topology)
     values = options_values or {}
-    plans = [plan_input(ctx, from_file, model, size, values, dp_text=dp) for size in sizes]
+    read = None
+    if from_file is not None:  # read once; each DP size lays the flags over it
+        from dpcost.training_configs import read_training_config
+
+        read = read_training_config(str(from_file))
+    plans = [plan_input(ctx, from_file, model, size, values, dp_text=dp, config=read) for size in sizes]
     options = options_of(plans[0], sizes[0])
     progress = _progress(len(sizes))
     reports = []

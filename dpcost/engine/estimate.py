@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
-from dpcost.engine import advice
+from dpcost.engine import advice, variants
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
 from dpcost.engine.frameworks import FRAMEWORKS
@@ -77,9 +76,6 @@ from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, Options, Parallel
 from dpcost.specs import ModelSpec, TopologySpec
 
-if TYPE_CHECKING:
-    from dpcost.engine.variants import VariantCost
-
 __all__ = [
     "EstimateReport",
     "Options",
@@ -97,8 +93,6 @@ __all__ = [
 def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> EstimateReport:
     """Cost one plan: `options.dp` replicas of `model` on `topology`, as the run's NCCL environment leaves it. With a
     variant asked for (--zeropp, --compression, --sync-every), the plain plan with its `variants` beside it."""
-    from dpcost.engine import variants
-
     if variants.wants_variant(options):
         report = estimate(model, topology, variants.plain(options))
         rows = variants.requested(model, environment(topology, None, None), options)
@@ -113,7 +107,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Esti
     return _training(model, topology, p)
 
 
-def variant_row(v: VariantCost) -> VariantRow:
+def variant_row(v: variants.VariantCost) -> VariantRow:
     """engine/variants.py's cost as the report's row."""
     return VariantRow(
         name=v.name,
@@ -134,8 +128,6 @@ def variant_row(v: VariantCost) -> VariantRow:
 
 def compare_variants(model: ModelSpec, topology: TopologySpec, options: Options) -> EstimateReport:
     """The plain plan with every variant's row (engine/variants.py compare)."""
-    from dpcost.engine import variants
-
     base = variants.plain(options)
     report = estimate(model, topology, base)
     if not base.parallel.trivial or base.plan.mode != "train":

@@ -18,8 +18,9 @@ from typing import Any
 
 from dpcost.errors import InputError, shown_value
 
-__all__ = ["Applied", "Reading", "Setting", "TrainingConfig", "apply", "read_training_config"]
+__all__ = ["NOT_PRICED", "Applied", "Reading", "Setting", "TrainingConfig", "apply", "read_training_config"]
 
+NOT_PRICED = "does not change what dpcost prices"  # a key left out because nothing dpcost costs reads it
 KINDS = "a DeepSpeed JSON, a torchtitan TOML, a Megatron-LM launch script or an Accelerate config YAML"
 
 

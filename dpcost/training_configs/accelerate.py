@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dpcost.training_configs import Reading, Setting, TrainingConfig
+from dpcost.training_configs import NOT_PRICED, Reading, Setting, TrainingConfig
 
 __all__ = ["read"]
 
@@ -61,7 +61,7 @@ def read(doc: dict[str, Any], path: str, folder: Path) -> TrainingConfig:
     for key, value in doc.items():
         if key not in ("distributed_type", "num_processes", "num_machines", "mixed_precision", "fsdp_config",
                        "deepspeed_config"):  # fmt: skip
-            r.ignore(key, value, "does not change what dpcost prices")
+            r.ignore(key, value, NOT_PRICED)
     config = r.done(dp=dp)
     return TrainingConfig(
         path=config.path,
@@ -105,7 +105,7 @@ def _fsdp(r: Reading, fsdp: dict[str, Any], processes: int, machines: int) -> No
         elif key == "fsdp_offload_params" and value is True:
             r.use(f + key, value, "offload", "params", "FSDP's CPUOffload: parameters, gradients and the step")
         else:
-            r.ignore(f + key, value, "does not change what dpcost prices")
+            r.ignore(f + key, value, NOT_PRICED)
 
 
 def _deepspeed(
@@ -141,5 +141,5 @@ def _deepspeed(
         elif key == "gradient_accumulation_steps":
             r.use(d + key, value, "accumulation", str(_positive(r, d + key, value)))
         else:
-            r.ignore(d + key, value, "does not change what dpcost prices")
+            r.ignore(d + key, value, NOT_PRICED)
     return processes, [], {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpcost.training_configs import Reading, TrainingConfig
+from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 
 __all__ = ["looks_like", "read"]
 
@@ -29,7 +29,6 @@ OPTIMIZERS = {
 }
 COMPRESSED = {"onebitadam": "1bit-adam", "zerooneadam": "01-adam", "onebitlamb": "1bit-adam"}
 ZEROPP = {"zero_hpz_partition_size": "hpz", "zero_quantized_weights": "qwz", "zero_quantized_gradients": "qgz"}
-NOT_PRICED = "does not change what dpcost prices"
 
 
 def looks_like(doc: dict[str, Any]) -> bool:

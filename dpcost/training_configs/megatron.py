@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dpcost.errors import InputError
-from dpcost.training_configs import Reading, TrainingConfig
+from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 
 __all__ = ["looks_like", "model_arguments", "read"]
 
@@ -144,7 +144,7 @@ def read(text: str, path: str) -> TrainingConfig:
     used = {*PARALLEL, *SWITCHES, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
     for name, values in args.items():
         if name not in used:
-            r.ignore(name, " ".join(values), "does not change what dpcost prices")
+            r.ignore(name, " ".join(values), NOT_PRICED)
     return r.done(model_spec=spec, vocab_padding=padding)
 
 

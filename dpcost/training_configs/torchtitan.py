@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpcost.training_configs import Reading, TrainingConfig
+from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 
 __all__ = ["CATALOG", "read"]
 
@@ -43,7 +43,7 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
             "compile",
             "quantize",
         ):
-            r.ignore(f"[{section}]", "...", "does not change what dpcost prices")
+            r.ignore(f"[{section}]", "...", NOT_PRICED)
     model = _model(r, _section(r, doc, "model"))
     parallel = _section(r, doc, "parallelism")
     degrees = _parallelism(r, parallel)
@@ -57,7 +57,7 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     compile_section = _section(r, doc, "compile")
     for key, value in compile_section.items():
         if key != "enable":
-            r.ignore(f"[compile] {key}", value, "does not change what dpcost prices")
+            r.ignore(f"[compile] {key}", value, NOT_PRICED)
     if "enable" in compile_section:
         r.use(
             "[compile] enable",
@@ -205,7 +205,7 @@ def _training(r: Reading, training: dict[str, Any], pp: int, parallel: dict[str,
             "mixed_precision_param",
             "compile",
         ):
-            r.ignore(t + key, value, "does not change what dpcost prices")
+            r.ignore(t + key, value, NOT_PRICED)
 
 
 def _checkpointing(r: Reading, ac: dict[str, Any]) -> None:
@@ -234,7 +234,7 @@ def _optimizer(r: Reading, optimizer: dict[str, Any]) -> None:
         r.refuse("optimizer", "[optimizer] name", f"{name!r} is not one dpcost prices (AdamW, Adam)")
     for key, value in optimizer.items():
         if key != "name":
-            r.ignore(f"[optimizer] {key}", value, "does not change what dpcost prices")
+            r.ignore(f"[optimizer] {key}", value, NOT_PRICED)
 
 
 def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: str) -> None:
@@ -249,4 +249,4 @@ def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: st
         elif key == "enable_fsdp_float8_all_gather":
             r.ignore(f"{label} {key}", value, "off: the weights are gathered in bf16")
         else:
-            r.ignore(f"{label} {key}", value, "does not change what dpcost prices")
+            r.ignore(f"{label} {key}", value, NOT_PRICED)
