@@ -92,6 +92,45 @@ def test_a_variant_flag_reports_the_variant_beside_the_plain_plan() -> None:
     assert code == 2 and err.startswith("dpcost: error: --compression:")
 
 
+def test_the_stage_table_holds_each_variants_memory_in_its_column() -> None:
+    """Each variant's row in the stage table is the stage it runs on with what it keeps for the whole run in the
+    column it belongs to: hpZ's secondary 16-bit parameter shard over the node (ZeRO++ paper, section 4.2) in params;
+    1-bit Adam's worker and server error feedback, fp32 (Tang et al. 2021, Algorithm 1) in the optimizer; DiLoCo's
+    outer fp32 parameters and momentum (Douillard et al. 2023, Algorithm 1), sharded as the inner plan shards."""
+    params = count_params(load_model("llama-8b")).total
+    code, out, err = run("estimate", "-m", "llama-8b", "--dp", "64", "--zeropp", "hpz", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    zero3, hpz = doc["memory"]["stages"][3], doc["variants"][1]["memory"]
+    assert hpz["stage"] == 3
+    assert hpz["params_bytes"] - zero3["params_bytes"] == pytest.approx(2 * params / 8, abs=1)
+    assert hpz["total_bytes"] - zero3["total_bytes"] == pytest.approx(2 * params / 8, abs=2)
+    assert hpz["optimizer_bytes"] == zero3["optimizer_bytes"] and hpz["grads_bytes"] == zero3["grads_bytes"]
+    assert doc["variants"][1]["memory_bytes"] == hpz["total_bytes"]
+    assert doc["variants"][0]["memory"] is None  # the plain plan holds nothing more
+
+    code, out, err = run(
+        "estimate", "-m", "llama-8b", "--dp", "64", "--zero", "0", "--recompute", "full", "--compression",
+        "1bit-adam", "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    zero0, one_bit = doc["memory"]["stages"][0], doc["variants"][1]["memory"]
+    assert one_bit["optimizer_bytes"] - zero0["optimizer_bytes"] == pytest.approx(4 * params * (1 + 1 / 64), abs=1)
+
+    diloco = ("estimate", "-m", "llama-8b", "--dp", "1024", "-t", TWO_SITES, "--zero", "3", "--sync-every", "100")
+    code, out, err = run(*diloco, "--format", "json")
+    assert code == 0, err
+    outer = json.loads(out)["variants"][1]
+    assert outer["memory"]["stage"] == 3 and outer["recompute"] is not None
+    assert outer["added_memory_bytes"] == int(8 * params / 512)  # over a site's 512 GPUs
+    code, out, err = run(*diloco)
+    assert code == 0, err
+    row = next(ln for ln in out.splitlines() if ln.strip().startswith("3 + DiLoCo H=100"))
+    assert "yes /" in row
+    assert "3 + DiLoCo H=100: ZeRO-3 holding 125 MB per GPU more through the step" in " ".join(out.split())
+
+
 def test_no_variant_flag_leaves_the_report_as_it_was() -> None:
     code, out, _ = run("estimate", "-m", "llama-8b", "--dp", "64", "--format", "json")
     assert code == 0 and "variants" not in json.loads(out)

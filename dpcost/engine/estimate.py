@@ -120,6 +120,8 @@ def variant_row(v: variants.VariantCost) -> VariantRow:
         memory_bytes=int(v.memory_bytes),
         added_memory_bytes=int(v.added_memory_bytes),
         added_memory_for=v.memory_for,
+        memory=stage_row(v.held, v.held.micro_batch) if v.held is not None else None,
+        recompute=v.recompute if v.held is not None else None,
         added_compute_seconds=v.added_compute_seconds,
         scaling_efficiency=v.efficiency,
         note=v.note,
@@ -184,7 +186,8 @@ def _model(model: ModelSpec, counts: ParamCount) -> ModelInfo:
     )
 
 
-def _stage_row(m: StageMemory, micro_batch: int) -> StageRow:
+def stage_row(m: StageMemory, micro_batch: int) -> StageRow:
+    """One row of the stage table: the stage's memory at its peak phase, and the largest micro-batch that fits."""
     return StageRow(
         stage=m.stage,
         params_bytes=int(m.params),
@@ -216,7 +219,7 @@ def _memory(
         recipe=p.recipe.title,
         recompute=rc,
         note=note,
-        stages=[_stage_row(m, p.micro_batch) for m in rows],
+        stages=[stage_row(m, p.micro_batch) for m in rows],
     )
 
 

@@ -27,7 +27,7 @@ of O(rows + cols), no first moment by default: Shazeer & Stern 2018).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
 
@@ -49,6 +49,7 @@ __all__ = [
     "offload_applies",
     "phases",
     "stage_memory",
+    "with_held",
 ]
 
 Group = Literal["params", "grads", "optimizer"]
@@ -394,6 +395,12 @@ class StageMemory:
             room = self.hbm - self.context - ph.allocated(0) - max(0.0, most_grads - ph.grads)
             best = min(best, room // per_sample)
         return 0 if best == math.inf else max(0, int(best))
+
+
+def with_held(memory: StageMemory, column: Group, held: float) -> StageMemory:
+    """The stage's memory with `held` more bytes in `column` (params, grads or optimizer) through every phase of
+    the step: a variant's copies and error feedback (engine/variants.py), which live as long as the run."""
+    return replace(memory, phases=tuple(replace(ph, **{column: getattr(ph, column) + held}) for ph in memory.phases))
 
 
 def context_bytes(gpu: GPUSpec) -> float:

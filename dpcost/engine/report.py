@@ -455,6 +455,14 @@ class VariantRow(Contract):
     memory_bytes: int = Field(description="memory per GPU with it")
     added_memory_bytes: int = Field(description="what it adds to the plan it changes: error feedback, copies")
     added_memory_for: str = Field(description="what that added memory holds")
+    memory: StageRow | None = Field(
+        None,
+        description="the stage table's row with it: the ZeRO stage it runs on, what it adds held in its column "
+        "(params, grads or optimizer) through the step; null for a variant that adds none",
+    )
+    recompute: str | None = Field(
+        None, description="the activation recomputation that row assumes: the plan it changes chooses its own"
+    )
     added_compute_seconds: float = Field(description="its own compute per step (PowerSGD's matmuls)")
     scaling_efficiency: float = Field(description="compute / step")
     note: str = Field(description="what it assumes; its effect on convergence is not modelled")

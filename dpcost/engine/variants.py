@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dpcost.engine.collectives import CollectiveTime, fastest
+from dpcost.engine.memory import Group, StageMemory, with_held
 from dpcost.engine.p2p import all_to_all
 from dpcost.engine.placement import Placement, place_group
 from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
@@ -104,6 +105,8 @@ class VariantCost:
     efficiency: float  # compute / step
     note: str
     memory_for: str = ""  # what the added memory holds
+    held: StageMemory | None = None  # the stage it runs on with what it adds (memory.with_held); None if nothing
+    recompute: str = ""  # the recomputation of the plan it changes, where it holds more
 
 
 def _time(topology: TopologySpec, call: Call) -> CollectiveTime:
@@ -248,13 +251,25 @@ def _replica_size(topology: TopologySpec, options: Options) -> int:
     return max(sizes) if sizes else dp
 
 
-def _base(model: ModelSpec, topology: TopologySpec, options: Options, **plan: object) -> EstimateReport:
+def _base(model: ModelSpec, topology: TopologySpec, options: Options, **plan: object) -> tuple[Options, EstimateReport]:
+    """The plain plan a variant changes: its options and their report."""
     from dpcost.engine.estimate import estimate
 
     o = plain(options)
     if plan:
         o = o.model_copy(update={"plan": o.plan.model_copy(update=plan)})
-    return estimate(model, topology, o)
+    return o, estimate(model, topology, o)
+
+
+def _held(
+    model: ModelSpec, topology: TopologySpec, options: Options, report: EstimateReport, column: Group, held: float
+) -> StageMemory:
+    """The memory of the plan `report` costed, at its stage and recomputation, with a variant's `held` bytes in
+    `column` through the whole step."""
+    from dpcost.engine.prepare import prepare, stage_table
+
+    p = prepare(model, topology, options)
+    return with_held(stage_table(model, topology, p, report.setup.recompute)[report.setup.zero_stage], column, held)
 
 
 def _shape(report: EstimateReport) -> tuple[float, int, float, float, int]:
@@ -273,7 +288,7 @@ def _row(
     base: EstimateReport,
     base_calls: Sequence[Call],
     calls: Sequence[Call],
-    added_memory: float = 0.0,
+    held: StageMemory | None = None,
     added_compute: float = 0.0,
     note: str = "",
     same_schedule: bool = True,
@@ -292,10 +307,11 @@ def _row(
     exposed = max(0.0, overlapped - hidden) + blocking
     step = t.step_seconds - t.exposed_comm_seconds + exposed + added_compute
     top = _top_tier(topology, priced.tier_bytes)
-    memory = base.summary.memory_bytes + added_memory
+    memory = held.total if held is not None else base.summary.memory_bytes
     return VariantCost(
         name, flags, top, priced.tier_bytes.get(top, 0.0), overlapped + blocking, exposed, step, memory,
-        added_memory, added_compute, t.compute_seconds / step, note, memory_for,
+        memory - base.summary.memory_bytes, added_compute, t.compute_seconds / step, note, memory_for, held,
+        base.setup.recompute,
     )  # fmt: skip
 
 
@@ -323,12 +339,13 @@ def zeropp_variant(
     model: ModelSpec, topology: TopologySpec, options: Options, parts: frozenset[str]
 ) -> tuple[VariantCost, VariantCost]:
     """(ZeRO-3 plain, ZeRO-3 with ZeRO++'s parts): hpZ's secondary copy is 16-bit weights over the node."""
-    base = _base(model, topology, options, zero=3)
+    base_options, base = _base(model, topology, options, zero=3)
     params, _, grad, weight, micro = _shape(base)
     dp, node = options.dp, topology.tiers[0].size or 1
     base_calls = stage_calls(params, 3, grad, weight, dp, micro)
     calls = zeropp_calls(params, parts, grad, weight, dp, node, micro)
-    added = params * weight / min(node, dp) if "hpz" in parts else 0.0
+    secondary = params * weight / min(node, dp)
+    held = _held(model, topology, base_options, base, "params", secondary) if "hpz" in parts else None
     label = "ZeRO++ " + "+".join(sorted(parts))
     flags = f"--zero 3 --zeropp {','.join(sorted(parts))}"
     return (
@@ -340,9 +357,9 @@ def zeropp_variant(
             base,
             base_calls,
             calls,
-            added,
+            held,
             note="int8/int4 quantization error",
-            memory_for="hpZ's secondary 16-bit parameter shard over the node" if added else "",
+            memory_for="hpZ's secondary 16-bit parameter shard over the node" if held else "",
         ),
     )
 
@@ -351,7 +368,7 @@ def compression_variant(
     model: ModelSpec, topology: TopologySpec, options: Options, kind: str
 ) -> tuple[VariantCost, VariantCost]:
     """(ZeRO-0 plain, ZeRO-0 with the compression): PowerSGD and 1-bit Adam are DDP-style all-reduce replacements."""
-    base = _base(model, topology, options, zero=0)
+    base_options, base = _base(model, topology, options, zero=0)
     params, _, grad, weight, micro = _shape(base)
     dp = options.dp
     base_calls = stage_calls(params, 0, grad, weight, dp, micro)
@@ -370,17 +387,17 @@ def compression_variant(
         # the FLOP rate the plan's compute sustains: 6 N (active) per token of one GPU's share of the step
         rate = 6.0 * base.model.params_active * base.setup.tokens_per_step / base.setup.dp / t.compute_seconds
         compute = flops / rate if rate else 0.0
-        memory = params * 4.0 + factors * 4.0  # error feedback, the factors
+        held = _held(model, topology, base_options, base, "grads", params * 4.0 + factors * 4.0)
         return (
             _row("DDP", "--zero 0", topology, base, base_calls, base_calls),
             _row(f"PowerSGD rank {rank}", f"--zero 0 --compression powersgd --rank {rank}", topology, base, base_calls,
-                 calls, memory, compute, "after start_powerSGD_iter (1,000) full-volume steps",
+                 calls, held, compute, "after start_powerSGD_iter (1,000) full-volume steps",
                  memory_for="the error feedback (an fp32 gradient) and the P and Q factors"),
         )  # fmt: skip
     interval = ZERO_ONE_SYNC_EVERY if kind == "01-adam" else 1
     per_rank = params * ONE_BIT + 4.0
     calls = [Call("all_to_all", per_rank, dp, 1 / interval), Call("all_gather", per_rank, dp, 1 / interval)]
-    memory = params * 4.0 * (1 + 1 / dp)  # worker and server error feedback
+    held = _held(model, topology, base_options, base, "optimizer", params * 4.0 * (1 + 1 / dp))
     name = "1-bit Adam" if kind == "1bit-adam" else "0/1 Adam"
     note = "after freeze_step full-volume warm-up steps" + (
         ", one sync every 16 steps at its steady state" if interval > 1 else ""
@@ -394,7 +411,7 @@ def compression_variant(
             base,
             base_calls,
             calls,
-            memory,
+            held,
             note=note,
             same_schedule=False,
             memory_for="the worker's and the server's error feedback, fp32",
@@ -435,14 +452,16 @@ def diloco_variant(
     exposed = fragment / every if streaming == 1 else max(0.0, fragment - every * t.step_seconds) / every
     top = _top_tier(topology, outer.tier_bytes)
     added = 8.0 * share  # outer parameters and outer momentum, fp32
+    held = _held(model, topology, inner_options, inner, "optimizer", added)
     step = t.step_seconds + exposed
     name = f"DiLoCo H={sync_every}" + (f", streaming F={streaming}" if streaming > 1 else "")
     flags = f"--sync-every {sync_every}" + (f" --streaming {streaming}" if streaming > 1 else "")
     return VariantCost(
         name, flags, top, outer.tier_bytes.get(top, 0.0) * streaming / sync_every, fragment * streaming / sync_every,
-        exposed, step, inner.summary.memory_bytes + added, added, 0.0, t.compute_seconds / step,
+        exposed, step, held.total, added, 0.0, t.compute_seconds / step,
         f"{replicas} replicas of {replica} GPUs; inner steps within a replica",
         "the outer fp32 parameters and Nesterov momentum" + (f", over the replica's {replica} GPUs" if sharded else ""),
+        held, inner.setup.recompute,
     )  # fmt: skip
 
 

@@ -77,12 +77,7 @@ def estimate_tables(report: Report) -> list[Table]:
             tables.extend(layout_tables(report.layout))
         tables.append(_communication_table(report))
         tables.extend(_tier_tables(report))
-        stages = stage_table(report.memory, s.zero_stage)
-        for v in report.variants or []:  # the memory each variant adds to the plan it changes
-            if v.added_memory_bytes:
-                stages.notes.append(f"with {v.name}: +{gb(v.added_memory_bytes)} per GPU ({v.added_memory_for}), "
-                                    f"{gb(v.memory_bytes)} in all")  # fmt: skip
-        tables.append(stages)
+        tables.append(stage_table(report.memory, s.zero_stage, report.variants or ()))
         tables.append(_time_table(report))
         tables.append(_breakdown_table(report))
         if report.compute is not None:

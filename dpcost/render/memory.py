@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dpcost.engine.memory import DeepSpeedEstimate
-from dpcost.engine.report import Memory
+from dpcost.engine.report import Memory, StageRow, VariantRow
 from dpcost.render.table import Table, gb
 
 __all__ = ["memory_tables", "stage_table"]
 
 
-def stage_table(memory: Memory, chosen: int | None) -> Table:
-    """Memory per GPU at each ZeRO stage, at the phase of the step where it peaks; `<` marks the chosen stage."""
+def stage_table(memory: Memory, chosen: int | None, variants: Sequence[VariantRow] = ()) -> Table:
+    """Memory per GPU at each ZeRO stage, at the phase of the step where it peaks; `<` marks the chosen stage. A
+    variant that holds more (engine/variants.py) has its row below: the stage it runs on, with what it adds."""
     stages = memory.stages
     t = Table(
         f"Memory per GPU by ZeRO stage, at its peak (activations with recompute={memory.recompute})",
@@ -47,24 +48,12 @@ def stage_table(memory: Memory, chosen: int | None) -> Table:
         ],
     )
     for m in stages:
-        mark = " <" if m.stage == chosen else ""
-        t.rows.append(
-            [
-                f"{m.stage}{mark}",
-                gb(m.params_bytes),
-                gb(m.grads_bytes),
-                gb(m.optimizer_bytes),
-                gb(m.activations_bytes),
-                gb(m.transient_bytes),
-                gb(m.buffers_bytes),
-                gb(m.allocated_bytes),
-                gb(m.reserved_bytes),
-                gb(m.total_bytes),
-                ("yes" if m.fits else "NO") + f" / {gb(memory.hbm_bytes)}",
-                str(m.max_micro_batch) if m.activations_bytes else "-",
-                m.peak_phase,
-            ]
-        )
+        t.rows.append(_row(f"{m.stage}" + (" <" if m.stage == chosen else ""), m, memory.hbm_bytes))
+    held = [v for v in variants if v.memory is not None]
+    for v in held:
+        assert v.memory is not None
+        own = f", recompute {v.recompute}" if v.recompute not in (None, memory.recompute) else ""
+        t.rows.append(_row(f"{v.memory.stage} + {v.name}{own}", v.memory, memory.hbm_bytes))
     if any(m.cpu_bytes for m in stages):
         t.notes.append("offloaded to CPU per GPU: " + ", ".join(f"ZeRO-{m.stage} {gb(m.cpu_bytes)}" for m in stages))
     context = stages[0].context_bytes if stages else 0
@@ -75,7 +64,29 @@ def stage_table(memory: Memory, chosen: int | None) -> Table:
         "allocated = torch.cuda.max_memory_allocated; reserved adds the caching allocator's fragmentation; device "
         f"adds the CUDA context and NCCL buffers ({gb(context)}): what nvidia-smi shows and what must fit"
     )
+    for v in held:
+        assert v.memory is not None
+        t.notes.append(f"{v.memory.stage} + {v.name}: ZeRO-{v.memory.stage} holding {gb(v.added_memory_bytes)} per GPU "
+                       f"more through the step ({v.added_memory_for})")  # fmt: skip
     return t
+
+
+def _row(label: str, m: StageRow, hbm_bytes: int) -> list[str]:
+    return [
+        label,
+        gb(m.params_bytes),
+        gb(m.grads_bytes),
+        gb(m.optimizer_bytes),
+        gb(m.activations_bytes),
+        gb(m.transient_bytes),
+        gb(m.buffers_bytes),
+        gb(m.allocated_bytes),
+        gb(m.reserved_bytes),
+        gb(m.total_bytes),
+        ("yes" if m.fits else "NO") + f" / {gb(hbm_bytes)}",
+        str(m.max_micro_batch) if m.activations_bytes else "-",
+        m.peak_phase,
+    ]
 
 
 def memory_tables(memory: Memory, deepspeed: Sequence[DeepSpeedEstimate] = ()) -> list[Table]:
