@@ -130,7 +130,7 @@ def test_every_family_within_half_a_percent() -> None:
         "llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "gemma3_text", "phi3", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
         "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2", "mamba", "mamba2", "falcon_mamba", "jamba",
-        "nemotron_h", "qwen3_next",
+        "nemotron_h", "qwen3_next", "deepseek_v32",
     }  # fmt: skip
     assert set(within) == expected
     assert all(within.values()), [f for f, ok in within.items() if not ok]
