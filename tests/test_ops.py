@@ -31,6 +31,29 @@ def test_a_dense_layers_matmuls_are_twice_its_weights_per_token_and_flash_attent
     assert act.bytes == pytest.approx(6 * 14336 * t)
 
 
+def test_dropout_moves_the_scores_and_a_mask_before_flash_attention_and_a_mask_beside_each_residual_add() -> None:
+    """GPT-3 175B as Megatron-LM trained it (dropout 0.1, before flash attention), T tokens of s: the attention
+    probabilities' dropout reads and writes b x heads x s x s bf16 scores and writes a bool mask, 5 bytes per score,
+    and its backward reads the gradient and the mask and writes the gradient, 5 more; each of the two hidden-state
+    dropouts, fused into the bias-dropout-add, writes a bool mask of T x h forward and reads it backward. Under flash
+    attention the scores' dropout runs in the kernel, and a model without dropout has none of these ops."""
+    a = load_model("gpt3-175b").architecture
+    assert a is not None and a.dropout > 0
+    t, s = 4096, 2048
+    ops = layer_ops(a, False, t, s, "fused", flash=False)
+    scores = 96 * s * t
+    dropped = next(op for op in ops if op.name == "attention dropout")
+    assert (dropped.bytes, dropped.backward_bytes) == (5 * scores, 5 * scores)
+    hidden = [op for op in ops if op.name == "dropout"]
+    assert [(op.bytes, op.backward_bytes) for op in hidden] == [(12288 * t, 12288 * t)] * 2
+    eager = [op for op in layer_ops(a, False, t, s, "eager", flash=False) if op.name == "dropout"]
+    assert [op.bytes for op in eager] == [5 * 12288 * t] * 2  # nn.Dropout: bf16 in, bf16 out, bool mask
+    assert not [op for op in layer_ops(a, False, t, s, "fused") if op.name == "attention dropout"]
+    llama = load_model("llama-8b").architecture
+    assert llama is not None
+    assert not [op for op in layer_ops(llama, False, t, s, "fused") if "dropout" in op.name]
+
+
 @pytest.mark.parametrize("name", ["llama-8b", "llama-70b", "mixtral-8x7b", "deepseek-v3"])
 def test_the_matmuls_and_attention_sum_to_palms_model_flops(name: str) -> None:
     """Forward matmul FLOPs of every layer and the head = 2N per token (N: the weights a token multiplies); the

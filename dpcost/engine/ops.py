@@ -81,6 +81,10 @@ _RESIDUAL = {"eager": (6.0, 1), "fused": (2.0, 0), "compiled": (2.0, 0)}  # fuse
 _ROTARY = {"eager": (12.0, 6), "fused": (4.0, 1), "compiled": (4.0, 1)}
 _GATED_ACT = {"eager": (10.0, 2), "fused": (6.0, 1), "compiled": (6.0, 1)}
 _ACT = {"eager": (4.0, 1), "fused": (4.0, 1), "compiled": (4.0, 1)}
+# Dropout on the hidden state, bytes per element and kernels, forward (the backward reads its gradient and the mask
+# and writes the gradient: the same): eager nn.Dropout reads bf16, writes bf16 and a bool mask; fused into Megatron's
+# bias-dropout-add (or torch.compile's add) it writes only the mask beside the add.
+_DROPOUT = {"eager": (5.0, 1), "fused": (1.0, 0), "compiled": (1.0, 0)}
 # The loss, bytes per logit forward and backward: an fp32 copy of the logits (upcast, and its chunks), bf16
 # throughout, a fused kernel that writes the gradient in place (Liger, compiled), Megatron's fp32 vocab-parallel.
 LOSS_BYTES = {"upcast": 14.0, "chunked": 14.0, "bf16": 6.0, "fused": 4.0, "vocab-parallel": 12.0}
@@ -100,7 +104,11 @@ def layer_ops(
     one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
     moe_layer.py: num_local_experts = experts // ep; balanced routing). Without flash attention
     the scores are two matmuls over the whole (s x s) square and a softmax that writes, reads and writes the
-    scores, and reads them back for the values: 8 bytes per score forward, twice that backward."""
+    scores, and reads them back for the values: 8 bytes per score forward, twice that backward. With dropout
+    (a.dropout > 0; GPT-3-style models as Megatron-LM trained them): the attention probabilities' dropout, a kernel
+    of its own before flash attention (Megatron's CoreAttention), reads and writes the scores and writes a bool mask,
+    5 bytes per score each way (flash attention drops in-kernel); and the hidden state's dropout before each
+    residual add (_DROPOUT)."""
     h, t = a.hidden, float(tokens)
     ops: list[Op] = []
     norm_b, norm_k = _NORM[kernels]
@@ -148,7 +156,12 @@ def layer_ops(
                 tp_split="heads",
             )
         )
+        if a.dropout > 0:
+            ops.append(_memory("attention dropout", "core_attn", 5.0 * scores, 1, 1.0))
     ops.append(_gemm("output projection", "attn_out", t, out_in, h, gemm_bytes, tp_split="k"))
+    drop_b, drop_k = _DROPOUT[kernels]
+    if a.dropout > 0:
+        ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
     ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
     ops.append(_memory("post-attention norm", "layernorm", norm_b * h * t, norm_k))
     act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
@@ -166,6 +179,8 @@ def layer_ops(
         assert a.ffn is not None
         ops += _mlp("MLP", "mlp", a, t, a.ffn, gemm_bytes)
         ops.append(_memory("MLP activation", "mlp", act_b * a.ffn * t, act_k))
+    if a.dropout > 0:
+        ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
     ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
     return ops
 
