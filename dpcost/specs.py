@@ -243,6 +243,19 @@ class ModelArchitecture(Spec):
         """Whether layer i (from 0) has the MoE MLP: past the leading dense layers, every `every`-th layer
         ((i + 1) % every == 0, as Llama 4's interleave_moe_layer_step and Qwen2-MoE's decoder_sparse_step), and
         not listed among `dense_layers` (Qwen's mlp_only_layers)."""
+        return self.moe_pattern[i] if 0 <= i < self.layers else self._moe_layer(i)
+
+    @cached_property
+    def moe_pattern(self) -> tuple[bool, ...]:
+        """moe_layer of every layer, in order (asked per layer, per stage and per plan in a search)."""
+        return tuple(self._moe_layer(i) for i in range(self.layers))
+
+    @cached_property
+    def moe_layers(self) -> int:
+        """How many layers have the MoE MLP."""
+        return sum(self.moe_pattern)
+
+    def _moe_layer(self, i: int) -> bool:
         m = self.moe
         if m is None:
             return False

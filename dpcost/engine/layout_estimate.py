@@ -309,6 +309,13 @@ def layout_step(
     )
 
 
+@per_object
+def _layer_seconds_of(model: ModelSpec) -> dict[tuple[object, ...], tuple[float, float, float]]:
+    """One layer's (forward, backward, recomputation) seconds op by op, by everything they depend on (memo.py): a
+    plan search times the same layer for many pipeline and data-parallel sizes."""
+    return {}
+
+
 def _stage_by_ops(
     model: ModelSpec,
     topology: TopologySpec,
@@ -345,13 +352,19 @@ def _stage_by_ops(
         )  # fmt: skip
 
     def layer_seconds(moe: bool) -> tuple[float, float, float]:
+        key = (gpu, moe, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp, sequence_parallel, recompute,
+               gemm_efficiency, peak, compute_dtype)  # fmt: skip
+        known = _layer_seconds_of(model)
+        if key in known:
+            return known[key]
         ops = tensor_parallel(
             layer_ops(a, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep), layout.tp, sequence_parallel
         )
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = sum(recomputed_by_part(t.forward, ops, per_op, recompute, frozenset({"core_attn"})).values())
-        return t.forward_seconds, t.backward_seconds, again
+        known[key] = (t.forward_seconds, t.backward_seconds, again)
+        return known[key]
 
     # Layers differ only in whether their MLP is the MoE one: time each kind once (for every stage, given
     # `layer_times` to keep them in).

@@ -137,8 +137,7 @@ def _expert_params(model: ModelSpec) -> float:
     if a is None or a.moe is None:
         return 0.0
     matrices = 3 if a.mlp in ("swiglu", "geglu") else 2
-    moe_layers = sum(1 for i in range(a.layers) if a.moe_layer(i))
-    return float(moe_layers * a.moe.experts * matrices * a.hidden * a.moe.ffn)
+    return float(a.moe_layers * a.moe.experts * matrices * a.hidden * a.moe.ffn)
 
 
 def step_lower_bound(model: ModelSpec, topology: TopologySpec, options: Options, gpus: int, seq_len: int) -> float:
