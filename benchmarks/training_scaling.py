@@ -29,6 +29,9 @@ from dpcost.options import DEFAULT_MFU, Options
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "reference" / "training-runs"
 STAGE = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2}
+# Megatron-Core's distributed optimizer (NeMo's distributed Adam) is dpcost's --framework megatron at ZeRO-1: its
+# bucketed reduce-scatter and parameter all-gather (engine/frameworks.py); every other series is PyTorch-style FSDP.
+MEGATRON = ("Megatron-Core distributed optimizer", "distributed_fused_adam")
 FIT_SOURCE = "llm-foundry-h100.csv"  # what dpcost's default sync_jitter was fitted to (docs/frameworks.md)
 OVERRIDES: dict[str, float] = {}  # e.g. overlap_slowdown, sync_jitter, to see how the ratios move with them
 
@@ -52,6 +55,7 @@ class Run:
     out_of_scope: str  # why dpcost cannot cost this run as published ("" when it can)
     source: str  # the file the run comes from
     shard_group: int | None = None  # hybrid sharding: the GPUs one shard group holds (--shard-group)
+    framework: str = "fsdp"  # dpcost's --framework for the run's data parallelism
 
 
 # A run's activation checkpointing -> dpcost's --recompute under --framework fsdp: torchtitan's per-op SAC is 'op';
@@ -90,12 +94,13 @@ def runs(pattern: str = "*.csv") -> list[Run]:
             hfu = row.get("hfu_pct") or row.get("mfu_pct")
             precision = row.get("precision") or ""
             recompute = row["activation_checkpointing"] or "none"
+            megatron = any(name in row["sharding"] for name in MEGATRON)
             out.append(
                 Run(
                     row["series"],
                     row["model"],
                     int(row["gpus"]),
-                    next((v for k, v in STAGE.items() if k in row["sharding"]), 3),
+                    1 if megatron else next((v for k, v in STAGE.items() if k in row["sharding"]), 3),
                     int(row["micro_batch"]),
                     int(row["accum"] or 1),
                     int(row["seq_len"]),
@@ -109,6 +114,7 @@ def runs(pattern: str = "*.csv") -> list[Run]:
                     _out_of_scope(row),
                     path.name,
                     _shard_group(row),
+                    "megatron" if megatron else "fsdp",
                 )
             )
     return out
@@ -133,7 +139,7 @@ def predict(r: Run, mfu: float | None, compute_model: str = "flops") -> float:
     options = Options(
         compute_model=compute_model,
         dp=r.gpus,
-        framework="fsdp",
+        framework=r.framework,
         zero=r.stage,
         recompute=r.recompute,
         micro_batch=r.micro_batch,
