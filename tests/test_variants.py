@@ -55,6 +55,17 @@ def test_zeropp_cuts_cross_node_traffic_4x_as_its_paper_says() -> None:
     assert base / zeropp == pytest.approx(4.0, rel=0.05)
 
 
+def test_the_report_shows_zeropps_4x_less_traffic_leaving_the_node() -> None:
+    """On a non-blocking fat tree (dgx-h100: leaf and spine at one speed) the comparison is on the leaf links, which
+    every byte that leaves a node crosses: ZeRO-3 moves 3M there per step and ZeRO++ 0.75M (Wang et al. 2023, section
+    1: 4x less cross-node traffic), each ring and all-to-all priced as NCCL runs it."""
+    code, out, err = run("estimate", "-m", "llama-70b", "--dp", "512", "--zeropp", "hpz,qwz,qgz", "--format", "json")
+    assert code == 0, err
+    zero3, zeropp = json.loads(out)["variants"]
+    assert zero3["top_tier"] == zeropp["top_tier"] == "leaf"
+    assert zero3["top_tier_bytes"] / zeropp["top_tier_bytes"] == pytest.approx(4.0, rel=0.02)
+
+
 def test_diloco_exchanges_the_model_once_every_h_steps() -> None:
     """Douillard et al. 2023: the fp32 parameter deltas once per H inner steps: 8e9 x 4 bytes / 100 per step."""
     assert diloco_bytes_per_step(8e9, 100) == 3.2e8

@@ -447,7 +447,10 @@ class VariantRow(Contract):
 
     name: str = Field(description="plain DP, hybrid sharding, ZeRO++, PowerSGD, 1-bit Adam, DiLoCo, ...")
     flags: str = Field(description="the estimate flags that ask for it")
-    top_tier: str = Field(description="the slowest (highest) tier its calls cross")
+    top_tier: str = Field(
+        description="the tier every row is compared on: the plain plan's slowest per GPU (on a fabric whose network "
+        "tiers run at one speed, the first, which every byte leaving a node crosses)"
+    )
     top_tier_bytes: int = Field(description="bytes per GPU per step over that tier")
     comm_seconds: float = Field(description="its data-parallel calls per step")
     exposed_comm_seconds: float = Field(description="of them, not hidden behind compute")

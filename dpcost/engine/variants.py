@@ -38,14 +38,14 @@ What dpcost cannot know is each variant's effect on convergence: the README cite
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.memory import Group, StageMemory, with_held
 from dpcost.engine.p2p import all_to_all
 from dpcost.engine.placement import Placement, place_group
-from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
+from dpcost.specs import ModelArchitecture, ModelSpec, TierSpec, TopologySpec
 
 if TYPE_CHECKING:
     from dpcost.engine.report import EstimateReport
@@ -94,7 +94,7 @@ class VariantCost:
 
     name: str
     flags: str  # the estimate flags that cost it alone
-    top_tier: str  # the slowest tier it crosses
+    top_tier: str  # the slowest tier (or tiers of one speed) the plain plan crosses: set by over_slowest
     top_tier_bytes: float  # bytes per GPU per step over it
     comm_seconds: float  # its data-parallel calls per step, scaled to estimate's schedule
     exposed_seconds: float
@@ -107,6 +107,7 @@ class VariantCost:
     memory_for: str = ""  # what the added memory holds
     held: StageMemory | None = None  # the stage it runs on with what it adds (memory.with_held); None if nothing
     recompute: str = ""  # the recomputation of the plan it changes, where it holds more
+    tier_bytes: dict[str, float] = field(default_factory=dict)  # bytes per GPU per step on each tier
 
 
 def _time(topology: TopologySpec, call: Call) -> CollectiveTime:
@@ -236,9 +237,35 @@ def plain(options: Options) -> Options:
 
 
 def _top_tier(topology: TopologySpec, tier_bytes: dict[str, float]) -> str:
-    """The highest tier the calls cross: the slowest, on a fabric whose tiers slow as they rise."""
+    """The highest tier the calls cross (over_slowest then sets what every row is compared on)."""
     crossed = [t.name for t in topology.tiers if tier_bytes.get(t.name, 0.0) > 0]
     return crossed[-1] if crossed else topology.tiers[0].name
+
+
+def per_gpu_rate(tier: TierSpec) -> float:
+    """A tier's bandwidth per GPU as its links deliver it: after efficiency, oversubscription and sharing."""
+    return tier.bandwidth * tier.efficiency / tier.oversubscription / tier.shared_by
+
+
+def slowest_tier(topology: TopologySpec, tier_bytes: dict[str, float]) -> str:
+    """The lowest of the crossed tiers of the lowest per-GPU rate: one slow link (between sites), or, where the
+    network's tiers run at one speed (a non-blocking fat tree), its first, whose links every byte that leaves a
+    node crosses (the bytes of the tiers above nest in it: collectives.py, p2p.py), the cross-node traffic
+    ZeRO++'s paper counts."""
+    crossed = [t for t in topology.tiers if tier_bytes.get(t.name, 0.0) > 0]
+    if not crossed:
+        return topology.tiers[0].name
+    slowest = min(per_gpu_rate(t) for t in crossed)
+    return next(t.name for t in crossed if per_gpu_rate(t) <= slowest * 1.001)
+
+
+def over_slowest(topology: TopologySpec, rows: Sequence[VariantCost]) -> list[VariantCost]:
+    """Every row's bytes over the tier that is slowest for the plain plan (the first row), so that all are compared
+    on the same links."""
+    if not rows:
+        return []
+    tier = slowest_tier(topology, rows[0].tier_bytes)
+    return [replace(r, top_tier=tier, top_tier_bytes=r.tier_bytes.get(tier, 0.0)) for r in rows]
 
 
 def _replica_size(topology: TopologySpec, options: Options) -> int:
@@ -311,7 +338,7 @@ def _row(
     return VariantCost(
         name, flags, top, priced.tier_bytes.get(top, 0.0), overlapped + blocking, exposed, step, memory,
         memory - base.summary.memory_bytes, added_compute, t.compute_seconds / step, note, memory_for, held,
-        base.setup.recompute,
+        base.setup.recompute, priced.tier_bytes,
     )  # fmt: skip
 
 
@@ -332,6 +359,7 @@ def _as_is(name: str, flags: str, topology: TopologySpec, report: EstimateReport
     return VariantCost(
         name, flags, top, priced.tier_bytes.get(top, 0.0), t.comm_seconds, t.exposed_comm_seconds, t.step_seconds,
         report.summary.memory_bytes, 0.0, 0.0, t.compute_seconds / t.step_seconds, note,
+        tier_bytes=priced.tier_bytes,
     )  # fmt: skip
 
 
@@ -461,7 +489,7 @@ def diloco_variant(
         exposed, step, held.total, added, 0.0, t.compute_seconds / step,
         f"{replicas} replicas of {replica} GPUs; inner steps within a replica",
         "the outer fp32 parameters and Nesterov momentum" + (f", over the replica's {replica} GPUs" if sharded else ""),
-        held, inner.setup.recompute,
+        held, inner.setup.recompute, {k: v * streaming / sync_every for k, v in outer.tier_bytes.items()},
     )  # fmt: skip
 
 
@@ -482,16 +510,16 @@ def requested(model: ModelSpec, topology: TopologySpec, options: Options) -> lis
         raise InputError("streaming", f"{c.streaming} fragments cannot each sync within --sync-every {c.sync_every}")
     try:
         if c.zeropp:
-            return list(zeropp_variant(model, topology, options, frozenset(c.zeropp)))
+            return over_slowest(topology, zeropp_variant(model, topology, options, frozenset(c.zeropp)))
         if c.compression is not None:
-            return list(compression_variant(model, topology, options, c.compression))
+            return over_slowest(topology, compression_variant(model, topology, options, c.compression))
         assert c.sync_every is not None
         from dpcost.engine.estimate import estimate
 
-        return [
+        return over_slowest(topology, [
             _as_is("plain DP", "", topology, estimate(model, topology, plain(options))),
             diloco_variant(model, topology, options, c.sync_every, c.streaming),
-        ]
+        ])  # fmt: skip
     except ValueError as exc:
         raise InputError(asked[0], str(exc)) from None
 
@@ -531,4 +559,4 @@ def compare(model: ModelSpec, topology: TopologySpec, options: Options) -> list[
                 options.communication.streaming if options.communication.streaming > 1 else 4,
             )
         )
-    return rows
+    return over_slowest(topology, rows)
