@@ -44,8 +44,9 @@ def variants_table(rows: Sequence[VariantRow], hbm_bytes: int) -> Table:
                                        else f"{1 / ratio:,.1f}x more")  # fmt: skip
         out.append([
             v.name, f"{fmt_bytes(v.top_tier_bytes)} over {v.top_tier}", less, fmt_seconds(v.exposed_comm_seconds),
-            fmt_seconds(v.step_seconds), gb(v.memory_bytes), f"+{gb(v.added_memory_bytes)}" if v.added_memory_bytes
-            else "-", pct(v.scaling_efficiency), v.flags or "(as given)", v.note,
+            fmt_seconds(v.step_seconds), gb(v.memory_bytes), "yes" if v.memory_bytes <= hbm_bytes else "NO",
+            f"+{gb(v.added_memory_bytes)}" if v.added_memory_bytes else "-", pct(v.scaling_efficiency),
+            v.flags or "(as given)", v.note,
         ])  # fmt: skip
     notes = [CONVERGENCE, f"Memory against {gb(hbm_bytes)} of HBM per GPU; bytes are per GPU per step."]
     return Table(
@@ -57,13 +58,14 @@ def variants_table(rows: Sequence[VariantRow], hbm_bytes: int) -> Table:
             "exposed",
             "step",
             "memory/GPU",
+            "fits",
             "added",
             "efficiency",
             "flags",
             "note",
         ],
         out,
-        right={3, 4, 5, 6, 7},
+        right={3, 4, 5, 7, 8},
         notes=notes,
         data=[v.model_dump() for v in rows],
         drop=["note", "flags"],
