@@ -16,6 +16,7 @@ DeepSeek-V2-Lite and 36.7B for DeepSeek-V3). The second is the N of 6N training 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from dpcost.engine.memo import per_object
 from dpcost.specs import ModelArchitecture, ModelSpec
@@ -50,7 +51,7 @@ class ParamCount:
         weights a token multiplies, OpenAI's and DeepSeek's convention (module docstring)."""
         return self.active - self.embedding - self.positions
 
-    @property
+    @cached_property
     def largest_block(self) -> float:
         """The biggest transformer block: the unit FSDP/ZeRO-3 gathers at once (per-block wrapping)."""
         return max((b.params for b in self.blocks), default=self.total)
