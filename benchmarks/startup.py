@@ -72,7 +72,7 @@ def main() -> int:
     if dpcost is None:
         sys.exit("dpcost is not on PATH: install it first (see README.md)")
     root = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = _installed_env()
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(root / "dpcost")], env=env, check=True)
     with tempfile.TemporaryDirectory() as tmp:
         floor, spec = Path(tmp) / "floor.py", Path(tmp) / "spec.yaml"
@@ -101,6 +101,11 @@ def main() -> int:
     return 0
 
 
+def _installed_env() -> dict[str, str]:
+    """The environment with bytecode caching allowed (module docstring)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def _heaviest_imports() -> None:
     imports = subprocess.run(
         [
@@ -113,7 +118,7 @@ def _heaviest_imports() -> None:
         ],
         capture_output=True,
         text=True,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+        env=_installed_env(),
     )
     rows = []
     for line in imports.stderr.splitlines():

@@ -45,7 +45,7 @@ from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.memory import Group, StageMemory, with_held
 from dpcost.engine.p2p import all_to_all
 from dpcost.engine.placement import Placement, place_group
-from dpcost.specs import ModelArchitecture, ModelSpec, TierSpec, TopologySpec
+from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
 if TYPE_CHECKING:
     from dpcost.engine.report import EstimateReport
@@ -94,8 +94,6 @@ class VariantCost:
 
     name: str
     flags: str  # the estimate flags that cost it alone
-    top_tier: str  # the slowest tier (or tiers of one speed) the plain plan crosses: set by over_slowest
-    top_tier_bytes: float  # bytes per GPU per step over it
     comm_seconds: float  # its data-parallel calls per step, scaled to estimate's schedule
     exposed_seconds: float
     step_seconds: float
@@ -108,6 +106,8 @@ class VariantCost:
     held: StageMemory | None = None  # the stage it runs on with what it adds (memory.with_held); None if nothing
     recompute: str = ""  # the recomputation of the plan it changes, where it holds more
     tier_bytes: dict[str, float] = field(default_factory=dict)  # bytes per GPU per step on each tier
+    top_tier: str = ""  # the tier the rows are compared on, and this row's bytes per GPU per step over it:
+    top_tier_bytes: float = 0.0  # set for all of them at once by over_slowest
 
 
 def _time(topology: TopologySpec, call: Call) -> CollectiveTime:
@@ -236,27 +236,16 @@ def plain(options: Options) -> Options:
     return options.model_copy(update={"communication": communication})
 
 
-def _top_tier(topology: TopologySpec, tier_bytes: dict[str, float]) -> str:
-    """The highest tier the calls cross (over_slowest then sets what every row is compared on)."""
-    crossed = [t.name for t in topology.tiers if tier_bytes.get(t.name, 0.0) > 0]
-    return crossed[-1] if crossed else topology.tiers[0].name
-
-
-def per_gpu_rate(tier: TierSpec) -> float:
-    """A tier's bandwidth per GPU as its links deliver it: after efficiency, oversubscription and sharing."""
-    return tier.bandwidth * tier.efficiency / tier.oversubscription / tier.shared_by
-
-
 def slowest_tier(topology: TopologySpec, tier_bytes: dict[str, float]) -> str:
-    """The lowest of the crossed tiers of the lowest per-GPU rate: one slow link (between sites), or, where the
-    network's tiers run at one speed (a non-blocking fat tree), its first, whose links every byte that leaves a
-    node crosses (the bytes of the tiers above nest in it: collectives.py, p2p.py), the cross-node traffic
-    ZeRO++'s paper counts."""
+    """The lowest of the crossed tiers of the lowest per-GPU bandwidth (TierSpec.effective_bandwidth): one slow
+    link (between sites), or, where the network's tiers run at one speed (a non-blocking fat tree), its first,
+    whose links every byte that leaves a node crosses (the bytes of the tiers above nest in it: collectives.py,
+    p2p.py), the cross-node traffic ZeRO++'s paper counts."""
     crossed = [t for t in topology.tiers if tier_bytes.get(t.name, 0.0) > 0]
     if not crossed:
         return topology.tiers[0].name
-    slowest = min(per_gpu_rate(t) for t in crossed)
-    return next(t.name for t in crossed if per_gpu_rate(t) <= slowest * 1.001)
+    slowest = min(t.effective_bandwidth for t in crossed)
+    return next(t.name for t in crossed if t.effective_bandwidth <= slowest * 1.001)
 
 
 def over_slowest(topology: TopologySpec, rows: Sequence[VariantCost]) -> list[VariantCost]:
@@ -333,10 +322,9 @@ def _row(
     hidden = t.comm_seconds - t.exposed_comm_seconds
     exposed = max(0.0, overlapped - hidden) + blocking
     step = t.step_seconds - t.exposed_comm_seconds + exposed + added_compute
-    top = _top_tier(topology, priced.tier_bytes)
     memory = held.total if held is not None else base.summary.memory_bytes
     return VariantCost(
-        name, flags, top, priced.tier_bytes.get(top, 0.0), overlapped + blocking, exposed, step, memory,
+        name, flags, overlapped + blocking, exposed, step, memory,
         memory - base.summary.memory_bytes, added_compute, t.compute_seconds / step, note, memory_for, held,
         base.setup.recompute, priced.tier_bytes,
     )  # fmt: skip
@@ -355,9 +343,8 @@ def _as_is(name: str, flags: str, topology: TopologySpec, report: EstimateReport
             Call("all_reduce", params * grad / group, across(dp, group)),
         ]
     priced = price(topology, calls)
-    top = _top_tier(topology, priced.tier_bytes)
     return VariantCost(
-        name, flags, top, priced.tier_bytes.get(top, 0.0), t.comm_seconds, t.exposed_comm_seconds, t.step_seconds,
+        name, flags, t.comm_seconds, t.exposed_comm_seconds, t.step_seconds,
         report.summary.memory_bytes, 0.0, 0.0, t.compute_seconds / t.step_seconds, note,
         tier_bytes=priced.tier_bytes,
     )  # fmt: skip
@@ -478,14 +465,13 @@ def diloco_variant(
     outer = price(topology, [Call("all_reduce", 4.0 * share / streaming, across(dp, replica))])
     fragment, every = outer.seconds, sync_every / streaming
     exposed = fragment / every if streaming == 1 else max(0.0, fragment - every * t.step_seconds) / every
-    top = _top_tier(topology, outer.tier_bytes)
     added = 8.0 * share  # outer parameters and outer momentum, fp32
     held = _held(model, topology, inner_options, inner, "optimizer", added)
     step = t.step_seconds + exposed
     name = f"DiLoCo H={sync_every}" + (f", streaming F={streaming}" if streaming > 1 else "")
     flags = f"--sync-every {sync_every}" + (f" --streaming {streaming}" if streaming > 1 else "")
     return VariantCost(
-        name, flags, top, outer.tier_bytes.get(top, 0.0) * streaming / sync_every, fragment * streaming / sync_every,
+        name, flags, fragment * streaming / sync_every,
         exposed, step, held.total, added, 0.0, t.compute_seconds / step,
         f"{replicas} replicas of {replica} GPUs; inner steps within a replica",
         "the outer fp32 parameters and Nesterov momentum" + (f", over the replica's {replica} GPUs" if sharded else ""),
