@@ -49,11 +49,10 @@ def stage_table(memory: Memory, chosen: int | None, variants: Sequence[VariantRo
     )
     for m in stages:
         t.rows.append(_row(f"{m.stage}" + (" <" if m.stage == chosen else ""), m, memory.hbm_bytes))
-    held = [v for v in variants if v.memory is not None]
-    for v in held:
-        assert v.memory is not None
+    held = [(v, v.memory) for v in variants if v.memory is not None]
+    for v, row in held:
         own = f", recompute {v.recompute}" if v.recompute not in (None, memory.recompute) else ""
-        t.rows.append(_row(f"{v.memory.stage} + {v.name}{own}", v.memory, memory.hbm_bytes))
+        t.rows.append(_row(f"{row.stage} + {v.name}{own}", row, memory.hbm_bytes))
     if any(m.cpu_bytes for m in stages):
         t.notes.append("offloaded to CPU per GPU: " + ", ".join(f"ZeRO-{m.stage} {gb(m.cpu_bytes)}" for m in stages))
     context = stages[0].context_bytes if stages else 0
@@ -64,10 +63,9 @@ def stage_table(memory: Memory, chosen: int | None, variants: Sequence[VariantRo
         "allocated = torch.cuda.max_memory_allocated; reserved adds the caching allocator's fragmentation; device "
         f"adds the CUDA context and NCCL buffers ({gb(context)}): what nvidia-smi shows and what must fit"
     )
-    for v in held:
-        assert v.memory is not None
-        t.notes.append(f"{v.memory.stage} + {v.name}: ZeRO-{v.memory.stage} holding {gb(v.added_memory_bytes)} per GPU "
-                       f"more through the step ({v.added_memory_for})")  # fmt: skip
+    for v, row in held:
+        t.notes.append(f"{row.stage} + {v.name}: ZeRO-{row.stage} holding {gb(v.added_memory_bytes)} per GPU more "
+                       f"through the step ({v.added_memory_for})")  # fmt: skip
     return t
 
 
