@@ -10,7 +10,7 @@ from conftest import REFERENCE
 
 from dpcost.catalog import load_model
 from dpcost.engine.ops import layer_ops, tensor_parallel
-from dpcost.engine.rates import GEMM_SWEEPS, LARGE, shape_factor
+from dpcost.engine.rates import ARCH_RATES, GEMM_SWEEPS, LARGE, shape_factor
 
 KEYS = {"H100-SXM-80GB (XLA key sm_90)": "hopper", "B200-class (XLA key sm_100)": "blackwell"}
 
@@ -35,6 +35,33 @@ def test_the_sweeps_are_the_reference_tables_rows() -> None:
             for size, tflops in points:
                 shape = {"m": (size, LARGE, LARGE), "n": (LARGE, size, LARGE), "k": (LARGE, LARGE, size)}[axis]
                 assert tflops == table[(arch, dtype, *shape)], (arch, dtype, axis, size)
+
+
+def _rows() -> list[dict[str, str]]:
+    lines = [ln for ln in (REFERENCE / "compute-rates" / "gemm.csv").read_text().splitlines() if not ln.startswith("#")]
+    return list(csv.DictReader(lines))
+
+
+def test_large_matmuls_run_at_the_sustained_rate_not_the_burst() -> None:
+    """A training step holds the GPU at its power limit: each generation's matmul share is the power-saturated rate
+    gemm.csv keeps (ml-engineering's MSMF for H200 and B200, Horace He's randn 8192^3 for A100), 15-20% under the
+    boost-clock burst (MAMF) on the same GPU, as that source says."""
+    rows = _rows()
+
+    def share(gpu: str, dtype: str, kind: str) -> float:
+        found = [r for r in rows if r["gpu"] == gpu and r["dtype"] == dtype and r["notes"].startswith(kind)]
+        assert len(found) == 1, (gpu, dtype, kind)
+        return float(found[0]["tflops"]) / float(found[0]["peak_tflops"])
+
+    assert ARCH_RATES["hopper"].gemm == pytest.approx(share("H200-SXM", "bf16", "MSMF"))
+    assert ARCH_RATES["hopper"].gemm_fp8 == pytest.approx(share("H200-SXM", "fp8_e4m3", "MSMF"))
+    assert ARCH_RATES["blackwell"].gemm == pytest.approx(share("B200-SXM", "bf16", "MSMF"))
+    assert ARCH_RATES["blackwell"].gemm_fp8 == pytest.approx(share("B200-SXM", "fp8_e4m3", "MSMF"))
+    assert ARCH_RATES["ampere"].gemm == pytest.approx(share("A100-SXM (400 W)", "16-bit", "randn"))
+    burst = {"H200-SXM": 841.9 / 989, "B200-SXM": 1770.9 / 2250}  # the MSMF rows' notes: the same table's MAMF
+    for gpu, arch in (("H200-SXM", "hopper"), ("B200-SXM", "blackwell")):
+        assert 0.80 <= ARCH_RATES[arch].gemm / burst[gpu] <= 0.85
+    assert ARCH_RATES["ampere"].gemm < share("A100-SXM", "bf16", "MAMF")
 
 
 def test_a_sweep_point_keeps_its_measured_share_and_large_matmuls_keep_all() -> None:

@@ -2,9 +2,14 @@
 
 Each number is a public kernel benchmark, not a training run (tests/reference/compute-rates/, sources in its
 README). A topology's `gpu.rates` overrides any of them for its GPU (hgx-h200.yaml does for HBM).
-- gemm, gemm_fp8: the largest share of the dense peak a matmul reaches, over shapes (Stas Bekman's
-  ml-engineering "maximum achievable matmul FLOPS" tables, gemm.csv): A100 271.2 / 312, H100 794.5 / 989 BF16 and
-  1402.6 / 1979 FP8, B200 1745 / 2250 BF16 and 3432.5 / 4500 FP8.
+- gemm, gemm_fp8: the share of the dense peak a large matmul sustains once the GPU draws its full power, as a
+  training step keeps it (gemm.csv). A short benchmark burst runs at the boost clock; a power-saturated GPU settles
+  15-20% lower (H200 at 700 W: 1980 -> 1465 MHz; B200 at 1000 W: 1965 -> 1339 MHz). Stas Bekman's ml-engineering
+  "maximum sustainable matmul FLOPS" (MSMF): H200 708.5 / 989 BF16 and 1288.7 / 1979 FP8 (its burst MAMF: 841.9,
+  1491.9), taken for every Hopper (H100, H800: the same GH100 die, 132 SMs, 700 W; no H100 MSMF is published);
+  B200 1456.3 / 2250 BF16 and 2795.7 / 4500 FP8 (burst 1770.9, 3435.2). A100: no MSMF; an 8192^3 BF16 matmul on
+  normally distributed data at the 400 W limit, 257 / 312 (Horace He, "Matrix multiplications on GPUs run faster
+  when given predictable data", 2024; the burst MAMF is 271.2).
 - attention, attention_seq: a causal flash attention's forward + backward rate as a share of the dense BF16 peak,
   saturating with the sequence length T as attention x T / (T + attention_seq) (attention.csv, head dim 128):
   FlashAttention-2 189 TFLOP/s at 16k on A100 (99 at 512); on H100 FlashAttention-2 (PyTorch SDPA's kernel)
@@ -47,9 +52,11 @@ class ComputeRates:
 
 
 ARCH_RATES: dict[str, ComputeRates] = {
-    "ampere": ComputeRates(271.2 / 312, None, {"flash2": 0.625, "cudnn": 0.625}, 500.0, 1759 / 2039, 2.6e-6),
-    "hopper": ComputeRates(794.5 / 989, 1402.6 / 1979, {"flash2": 0.343, "cudnn": 0.55}, 500.0, 1832 / 2000, 2.5e-6),
-    "blackwell": ComputeRates(1745 / 2250, 3432.5 / 4500, {"flash2": 0.39, "cudnn": 0.39}, 500.0, 3534 / 4800, 2.5e-6),
+    "ampere": ComputeRates(257 / 312, None, {"flash2": 0.625, "cudnn": 0.625}, 500.0, 1759 / 2039, 2.6e-6),
+    "hopper": ComputeRates(708.5 / 989, 1288.7 / 1979, {"flash2": 0.343, "cudnn": 0.55}, 500.0, 1832 / 2000, 2.5e-6),
+    "blackwell": ComputeRates(
+        1456.3 / 2250, 2795.7 / 4500, {"flash2": 0.39, "cudnn": 0.39}, 500.0, 3534 / 4800, 2.5e-6
+    ),
 }
 
 
