@@ -104,18 +104,29 @@ def test_an_ops_time_is_the_largest_of_compute_bandwidth_and_launch() -> None:
     assert t.forward["memory-bound"] == pytest.approx(rotary.kernels * r.launch)
 
 
-def test_flash_attention_runs_at_the_kernels_measured_rate_for_its_sequence() -> None:
-    """FlashAttention-2 causal, head dim 128, forward + backward on H100: 163 TFLOP/s at 512 and 328 at 16k
-    (tests/reference/compute-rates/attention.csv); the saturating curve stays within 6% of both."""
-    h100 = load_topology("dgx-h100").gpu
-    r = rates_for(h100)
+def _attention_rate(gpu_topology: str, seq_len: int, kernel: str) -> float:
+    gpu = load_topology(gpu_topology).gpu
     a = load_model("llama-8b").architecture
     assert a is not None
-    for s, measured in ((512, 163e12), (16384, 328e12)):
-        att = next(op for op in layer_ops(a, False, 16384, s, "fused") if op.kind == "attention")
-        t = times([att], r, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, s, "flash2")
-        rate = (att.flops + att.backward_flops) / (t.forward["attention"] + t.backward["attention"])
-        assert rate == pytest.approx(measured, rel=0.06), s
+    att = next(op for op in layer_ops(a, False, 16384, seq_len, "fused") if op.kind == "attention")
+    t = times([att], rates_for(gpu), gpu.bf16_dense, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, kernel)
+    return (att.flops + att.backward_flops) / (t.forward["attention"] + t.backward["attention"])
+
+
+def test_flash_attention_runs_at_the_kernels_measured_rate_for_its_sequence() -> None:
+    """FlashAttention-2 causal, head dim 128, forward + backward on H100: 163 TFLOP/s at 512 and 328 at 16k
+    (tests/reference/compute-rates/attention.csv), benchmark bursts; in a step the kernel keeps the share of its
+    burst rate a power-saturated matmul keeps (708.5 of 841.9 TFLOP/s, ml-engineering's MSMF and MAMF on H200):
+    the saturating curve stays within 6% of both, so derated."""
+    kept = 708.5 / 841.9
+    for s, burst in ((512, 163e12), (16384, 328e12)):
+        assert _attention_rate("dgx-h100", s, "flash2") == pytest.approx(burst * kept, rel=0.06), s
+
+
+def test_attention_in_a_step_matches_the_one_in_step_measurement() -> None:
+    """ml-engineering measured FlashAttention-3 at 447 TFLOP/s forward + backward inside a Llama-3.1-8B training
+    step at 8k on H200 (attention.csv): cuDNN's attention as dpcost runs it in a step comes within 5% of it."""
+    assert _attention_rate("hgx-h200", 8192, "cudnn") == pytest.approx(447e12, rel=0.05)
 
 
 def test_full_recomputation_reruns_every_layers_forward_and_none_nothing() -> None:

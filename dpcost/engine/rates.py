@@ -14,7 +14,11 @@ README). A topology's `gpu.rates` overrides any of them for its GPU (hgx-h200.ya
   saturating with the sequence length T as attention x T / (T + attention_seq) (attention.csv, head dim 128):
   FlashAttention-2 189 TFLOP/s at 16k on A100 (99 at 512); on H100 FlashAttention-2 (PyTorch SDPA's kernel)
   328 at 16k (163 at 512) and cuDNN (Transformer Engine's) 539 forward / 516 backward (315 forward at 512).
-  B200: 834 TFLOP/s measured inside a Llama-8B training step at 8k, the only public per-shape figure.
+  B200: 834 TFLOP/s measured inside a Llama-8B training step at 8k, the only public per-shape figure. The A100 and
+  H100 figures are benchmark bursts at the boost clock; a step runs them at the power-saturated clock, so they keep
+  the share of their burst rate a saturated matmul keeps (SATURATED: MSMF / MAMF on H200, 708.5 / 841.9; on A100
+  the randn 8192^3 rate over the MAMF, 257 / 271.2). On H200 that puts cuDNN's attention at 432 TFLOP/s at 8k,
+  beside the 447 FlashAttention-3 measured inside a Llama-8B step there (attention.csv); 513 without it.
 - hbm: the share of the HBM bandwidth a streaming kernel reaches (hbm.csv): A100 1759 / 2039 GB/s (triad),
   H100 PCIe 1832 / 2000, H200 3534 / 4800; no public B200 measurement: H200's share (HBM3e) assumed.
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
@@ -36,7 +40,7 @@ from dataclasses import dataclass, replace
 
 from dpcost.specs import GPUSpec
 
-__all__ = ["GEMM_SWEEPS", "LARGE", "ComputeRates", "matmul_efficiency", "rates_for", "shape_factor"]
+__all__ = ["GEMM_SWEEPS", "LARGE", "SATURATED", "ComputeRates", "matmul_efficiency", "rates_for", "shape_factor"]
 
 
 @dataclass(frozen=True)
@@ -51,9 +55,27 @@ class ComputeRates:
     launch: float  # seconds: the shortest time a kernel takes when launched eagerly, one after another
 
 
+# The share of a burst's rate a tensor-core kernel keeps at the power-saturated clock of a training step (module
+# docstring): Blackwell's attention figure was measured inside a step already.
+SATURATED = {"ampere": 257 / 271.2, "hopper": 708.5 / 841.9}
+
 ARCH_RATES: dict[str, ComputeRates] = {
-    "ampere": ComputeRates(257 / 312, None, {"flash2": 0.625, "cudnn": 0.625}, 500.0, 1759 / 2039, 2.6e-6),
-    "hopper": ComputeRates(708.5 / 989, 1288.7 / 1979, {"flash2": 0.343, "cudnn": 0.55}, 500.0, 1832 / 2000, 2.5e-6),
+    "ampere": ComputeRates(
+        257 / 312,
+        None,
+        {"flash2": 0.625 * SATURATED["ampere"], "cudnn": 0.625 * SATURATED["ampere"]},
+        500.0,
+        1759 / 2039,
+        2.6e-6,
+    ),
+    "hopper": ComputeRates(
+        708.5 / 989,
+        1288.7 / 1979,
+        {"flash2": 0.343 * SATURATED["hopper"], "cudnn": 0.55 * SATURATED["hopper"]},
+        500.0,
+        1832 / 2000,
+        2.5e-6,
+    ),
     "blackwell": ComputeRates(
         1456.3 / 2250, 2795.7 / 4500, {"flash2": 0.39, "cudnn": 0.39}, 500.0, 3534 / 4800, 2.5e-6
     ),
