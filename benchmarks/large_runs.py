@@ -411,6 +411,22 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     cp_impl = "all_gather" if source == "llama3-2024" else "p2p"  # Llama 3 section 3.3.2
     ep_overlap = row["model"].startswith("DeepSeek-V3") and source.startswith("deepseek")  # DualPipe
     tp_overlap = "overlaps TP/PP/DP communication" in row["notes"]  # MegaScale's own runs
+    # Megatron-Bridge 25.11's performance runs (NVIDIA-NeMo/Megatron-Bridge v0.2.0 @7af9601c, the large-runs README):
+    # its Llama recipes overlap TP with userbuffers (recipes/llama/llama3.py CommOverlapConfig(tp_comm_overlap=True),
+    # kept by scripts/performance/configs/llama*/), and its Qwen3 presets on H100 and B200 overlap the MoE all-to-alls
+    # (configs/qwen3/workload_base_configs.py moe_a2a_overlap=True); the DeepSeek-V3 B200 preset does not.
+    bridge = source == "mbridge-25.11"
+    bridge_tp = bridge and row["model"].startswith("Llama")
+    bridge_ep = bridge and row["model"].startswith("Qwen3") and row["gpu"] in ("H100", "B200")
+    tp_overlap = tp_overlap or bridge_tp
+    ep_overlap = ep_overlap or bridge_ep
+    # Megatron-LM overlaps the interleaved pipeline's send/recv since 2023 (overlap_p2p_comm: added in f9283c5a,
+    # 2023-05, on by default from 4eeff55d, 2023-10); SC'21's and Korthikanti et al.'s runs, and MegaScale's
+    # Megatron-LM baseline (its commit 285068c8, 2023-01), waited for them.
+    old_megatron = source in ("narayanan2021", "korthikanti2022") or "(Megatron-LM)" in row["model"]
+    pp_overlap = False if old_megatron else None
+    if old_megatron and virtual > 1:
+        flags.append("PP send/recv waited for (Megatron-LM before overlap_p2p_comm)")
     # Megatron-LM of 2021-2022 all-reduced gradients (no distributed optimizer); the others shard (ZeRO-1/2, FSDP,
     # Megatron's distributed optimizer) or do not say (Megatron-Core's default is taken).
     distributed = source not in ("narayanan2021", "korthikanti2022") or "ZeRO-3" in row["notes"]
@@ -427,8 +443,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("DualPipe as 1F1B with EP hidden")
     if "not restated" in row["notes"]:
         flags.append("layout taken from another table or paper (README)")
-    if tp_overlap:
+    if tp_overlap and not bridge_tp:
         flags.append("TP overlapped (MegaScale); its parallel block and sliding-window attention not modelled")
+    if bridge_tp:
+        flags.append("TP overlapped (Megatron-Bridge's Llama recipes)")
+    if bridge_ep:
+        flags.append("EP all-to-alls overlapped (Megatron-Bridge's Qwen3 presets)")
     # Runs from before FlashAttention (arXiv 2205.14135, May 2022) reached Megatron: attention as two matmuls over the
     # score square and a (fused) softmax, which Korthikanti et al.'s selective recomputation re-runs.
     flash = source not in PRE_FLASH
@@ -459,6 +479,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             sequence_parallel=row["sequence_parallel"] == "yes",
             tp_overlap=tp_overlap,
             ep_overlap=ep_overlap,
+            pp_overlap=pp_overlap if virtual_stages > 1 else None,
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
             distributed_optimizer=distributed,

@@ -432,6 +432,13 @@ class Parallel(Section):
         description="Overlap TP's collectives with the layer's matmuls (Transformer Engine's userbuffers).",
         json_schema_extra=cli("--tp-comm-overlap"),
     )
+    pp_comm_overlap: bool | None = Field(
+        None,
+        description="Overlap the pipeline's send/recv with the next model chunk's compute (Megatron's "
+        "overlap_p2p_comm) [default: on with --virtual-stages above 1, as Megatron-LM sets it; the non-interleaved "
+        "1F1B cannot].",
+        json_schema_extra=cli("--pp-comm-overlap", metavar="on|off"),
+    )
     ep_comm_overlap: bool = Field(
         False,
         description="Overlap the MoE all-to-alls with another micro-batch's compute (DeepSeek-V3's DualPipe).",

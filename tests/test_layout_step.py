@@ -16,6 +16,7 @@ from dpcost.engine.layout_step import (
     layout_calls,
     moe_layers_per_stage,
     pp_calls,
+    pp_overlapped,
     stage_layer_counts,
     tp_calls,
 )
@@ -85,6 +86,26 @@ def test_pp_sends_the_boundary_activation_each_way_split_over_tp_only_with_seque
     (chunks,) = pp_calls(a, layout, 1, 8192, 2.0, sequence_parallel=True, virtual_stages=4)
     assert (whole.op, whole.message_bytes, whole.per_micro_batch) == ("send_recv", 8192 * 16384 * 2, 2)
     assert split.message_bytes == 8192 * 16384 * 2 / 8 and chunks.per_micro_batch == 8
+
+
+def test_the_interleaved_schedule_overlaps_pps_send_recv_and_1f1b_waits_for_it(llama405b: ModelSpec) -> None:
+    """megatron/training/arguments.py: overlap_p2p_comm is on unless --no-overlap-p2p-communication, and forced off
+    without a virtual pipeline; overlapped, the interleaved schedule posts each send/recv before the next chunk's
+    compute and waits after it, so 2V calls of 1 ms hide behind a micro-batch of 1 s; 1F1B waits for each."""
+    assert pp_overlapped(4) and not pp_overlapped(1) and not pp_overlapped(4, False)
+    with pytest.raises(ValueError, match="interleaved"):
+        pp_overlapped(1, True)
+    a, layout = _arch(llama405b), Layout(tp=8, pp=16, dp=128)
+    waits = exposed_per_micro_batch(pp_calls(a, layout, 1, 8192, 2.0, virtual_stages=4), lambda c: 1e-3, 1.0)
+    hides = exposed_per_micro_batch(
+        pp_calls(a, layout, 1, 8192, 2.0, virtual_stages=4, overlap=True), lambda c: 1e-3, 1.0
+    )
+    assert waits["pp"] == pytest.approx(8e-3) and hides["pp"] == 0.0
+    h100 = load_topology("dgx-h100")
+    args = {"micro_batch": 1, "global_batch": 2048, "seq_len": 8192, "mfu": 0.4, "sequence_parallel": True}
+    interleaved = layout_step(llama405b, h100, layout, virtual_stages=4, **args)
+    waited = layout_step(llama405b, h100, layout, virtual_stages=4, pp_overlap=False, **args)
+    assert interleaved.exposed["pp"] == 0.0 < waited.exposed["pp"]
 
 
 def test_ep_dispatches_and_combines_top_k_copies_of_every_token() -> None:

@@ -111,6 +111,26 @@ def test_megatron_scripts_give_the_model_and_plan_written_out_by_hand(tmp_path: 
     assert "not read by a TP/CP/PP/EP layout" in notes["--fp16"]
 
 
+def test_a_megatron_script_that_turns_pp_overlap_off_is_costed_with_it_off(tmp_path: Path) -> None:
+    """--no-overlap-p2p-communication (megatron/training/arguments.py) with an interleaved pipeline: the plan reads
+    the pipeline's send/recv as waited for, which Megatron's default (overlapped) would hide."""
+    script = (
+        (CONFIGS / "megatron-gpt3-175b.sh")
+        .read_text()
+        .replace("    --eval-iters 10", "    --eval-iters 10\n    --num-layers-per-virtual-pipeline-stage 2")
+    )
+    interleaved = tmp_path / "interleaved.sh"
+    interleaved.write_text(script)
+    waits = tmp_path / "waits.sh"
+    waits.write_text(script.replace("    --eval-iters 10", "    --eval-iters 10\n    --no-overlap-p2p-communication"))
+    overlapped = report("estimate", "--from", str(interleaved), "--dp", "8")
+    waited = report("estimate", "--from", str(waits), "--dp", "8")
+    assert overlapped["layout"]["virtual_stages"] == waited["layout"]["virtual_stages"] == 3
+    assert overlapped["layout"]["pp_comm_overlap"] and not waited["layout"]["pp_comm_overlap"]
+    exposed = {r["term"]: r["seconds"] for r in waited["layout"]["exposed"]}
+    assert exposed["pp"] > 0 and "pp" not in {r["term"] for r in overlapped["layout"]["exposed"] if r["seconds"]}
+
+
 # Megatron-LM's own "number of parameters on (tensor, pipeline) model parallel rank (T, P)" lines for the 345M
 # script's model (tests/reference/megatron-param-counts.md, quoted from public logs), per pipeline stage
 MEGATRON_PRINTED = [

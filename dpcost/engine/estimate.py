@@ -16,7 +16,7 @@ from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
-from dpcost.engine.layout_step import BUBBLE, stage_layer_counts
+from dpcost.engine.layout_step import BUBBLE, pp_overlapped, stage_layer_counts
 from dpcost.engine.memory import StageMemory, context_bytes
 from dpcost.engine.params import ParamCount, count_params
 from dpcost.engine.placement import Placement, check_ranks, place
@@ -500,6 +500,10 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
         raise InputError("dp", f"TP x CP x PP x DP = {layout.gpus} GPUs: {exc}") from None
     if par.virtual_stages > 1 and par.pp == 1:
         raise InputError("virtual_stages", "interleaving needs pipeline stages: give --pp 2 or more")
+    try:
+        pp_overlapped(par.virtual_stages, par.pp_comm_overlap)
+    except ValueError as exc:
+        raise InputError("pp_comm_overlap", str(exc).partition(": ")[2]) from None
     return layout
 
 
@@ -680,6 +684,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         sequence_parallel=par.sequence_parallel,
         tp_overlap=par.tp_comm_overlap,
         ep_overlap=par.ep_comm_overlap,
+        pp_overlap=par.pp_comm_overlap,
         cp_impl=par.cp_impl,
         virtual_stages=par.virtual_stages,
         distributed_optimizer=stage == 1,
@@ -892,6 +897,7 @@ def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: L
         micro_batches=r.micro_batches,
         sequence_parallel=par.sequence_parallel,
         tp_comm_overlap=par.tp_comm_overlap,
+        pp_comm_overlap=pp_overlapped(par.virtual_stages, par.pp_comm_overlap),
         cp_impl=par.cp_impl,
         bubble_seconds=r.bubble,
         paced_stage=r.paced_stage,

@@ -24,6 +24,7 @@ from dpcost.engine.layout_step import (
     bubble_seconds,
     exposed_per_micro_batch,
     layout_calls,
+    pp_overlapped,
     stage_layer_counts,
 )
 from dpcost.engine.memo import per_object
@@ -197,6 +198,7 @@ def layout_step(
     sequence_parallel: bool = False,
     tp_overlap: bool = False,
     ep_overlap: bool = False,
+    pp_overlap: bool | None = None,
     cp_impl: str = "p2p",
     virtual_stages: int = 1,
     distributed_optimizer: bool = True,
@@ -256,6 +258,7 @@ def layout_step(
         recompute_full=recompute == "full",
         tp_overlap=tp_overlap,
         ep_overlap=ep_overlap,
+        pp_overlap=pp_overlapped(virtual_stages, pp_overlap),
         cp_impl=cp_impl,
         attention_share=attention_share,
         virtual_stages=virtual_stages,

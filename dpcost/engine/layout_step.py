@@ -18,7 +18,8 @@ stage (L / PP layers); with CP each rank holds s / CP tokens:
   (arXiv 2407.21783 section 3.3.2) all-gathers K and V forward and reduce-scatters their gradients backward.
 - PP (Narayanan et al. 2021 section 4.1): one send/recv of the stage's b x s/CP x h output forward and of its
   gradient backward per micro-batch and stage boundary, each TP rank sending 1 / TP of it (the scatter/gather
-  optimisation; sequence parallelism already splits it so).
+  optimisation; sequence parallelism already splits it so). The interleaved schedule overlaps them with the next
+  model chunk's compute (pp_overlapped); the non-interleaved 1F1B waits for each.
 - EP (Megatron-Core's all-to-all token dispatcher; Lepikhin et al. 2020): each MoE layer dispatches its tokens' top-k
   copies (b x s/CP x top-k x h) and combines them back, forward and again backward: 4 all-to-alls per MoE layer.
 - The bubble: a 1F1B pipeline of p stages and m micro-batches idles (p - 1) micro-batch slots, (p - 1) / v with
@@ -45,6 +46,7 @@ __all__ = [
     "layout_calls",
     "moe_layers_per_stage",
     "pp_calls",
+    "pp_overlapped",
     "stage_layer_counts",
     "tp_calls",
 ]
@@ -204,6 +206,18 @@ def cp_calls(
     ]
 
 
+def pp_overlapped(virtual_stages: int, given: bool | None = None) -> bool:
+    """Whether the pipeline's send/recv overlap compute: Megatron-LM's overlap_p2p_comm, on unless
+    --no-overlap-p2p-communication, and forced off without a virtual pipeline, which does not support it
+    (megatron/training/arguments.py, validate_args and _add_distributed_args)."""
+    if given and virtual_stages == 1:
+        raise ValueError(
+            "--pp-comm-overlap: Megatron overlaps the pipeline's send/recv only in the interleaved schedule "
+            "(--virtual-stages above 1)"
+        )
+    return virtual_stages > 1 if given is None else given
+
+
 def pp_calls(
     arch: ModelArchitecture,
     layout: Layout,
@@ -212,14 +226,22 @@ def pp_calls(
     act_bytes: float,
     sequence_parallel: bool = False,
     virtual_stages: int = 1,
+    overlap: bool = False,
 ) -> list[LayoutCall]:
     """The stage boundary's activation forward and gradient backward per micro-batch: s / CP x b x h, split over
     TP only with sequence parallelism (megatron/core/pipeline_parallel/schedules.py get_tensor_shapes); with v
-    model chunks per rank a micro-batch crosses v boundaries each way."""
+    model chunks per rank a micro-batch crosses v boundaries each way. Overlapped (the interleaved schedule's
+    overlap_p2p_comm: each send/recv is posted before the next chunk's forward or backward and waited on after it,
+    schedules.py forward_backward_pipelining_with_interleaving), they hide behind the micro-batch's compute."""
     if layout.pp == 1:
         return []
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes / (layout.tp if sequence_parallel else 1)
-    return [LayoutCall("pp", "activations and their gradients", "send_recv", tensor, "pp", 2 * virtual_stages)]
+    hides = 1.0 if overlap else 0.0
+    return [
+        LayoutCall(
+            "pp", "activations and their gradients", "send_recv", tensor, "pp", 2 * virtual_stages, overlap, hides
+        )
+    ]
 
 
 def ep_calls(
@@ -279,6 +301,7 @@ def layout_calls(
     recompute_full: bool = False,
     tp_overlap: bool = False,
     ep_overlap: bool = False,
+    pp_overlap: bool = False,
     cp_impl: str = "p2p",
     attention_share: float = 0.0,
     virtual_stages: int = 1,
@@ -299,7 +322,7 @@ def layout_calls(
             attention_share,
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share),
-        *pp_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages),
+        *pp_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap),
         *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap),
     ]
 

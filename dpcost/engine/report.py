@@ -415,6 +415,7 @@ class LayoutReport(Contract):
     micro_batches: int = Field(description="per pipeline per step: global batch / (DP x micro-batch)")
     sequence_parallel: bool = Field(description="Megatron's sequence parallelism")
     tp_comm_overlap: bool = Field(description="TP's collectives overlapped with the matmuls")
+    pp_comm_overlap: bool = Field(description="the pipeline's send/recv overlapped with the next chunk's compute")
     cp_impl: str = Field(description="p2p (ring attention) or all_gather")
     bubble_seconds: float = Field(description="the pipeline's idle time per step: (PP - 1) / V micro-batch slots")
     paced_stage: int = Field(description="the stage with the most compute, which sets the pipeline's pace")

@@ -263,6 +263,7 @@ def layout_tables(lay: LayoutReport) -> list[Table]:
         f"((PP - 1) / V = {(lay.pp - 1) / lay.virtual_stages:g} micro-batch slots)"
         + ("; sequence parallel" if lay.sequence_parallel else "")
         + ("; TP overlapped with the matmuls" if lay.tp_comm_overlap else "")
+        + ("; PP's send/recv overlapped with the next chunk" if lay.pp > 1 and lay.pp_comm_overlap else "")
     )
     tables = [groups, calls]
     if lay.pp > 1:

@@ -34,6 +34,7 @@ SWITCHES = {  # a flag present -> the option on
     "--sequence-parallel": "sequence_parallel",
     "--tp-comm-overlap": "tp_comm_overlap",
 }
+SWITCHES_OFF = {"--no-overlap-p2p-communication": "pp_comm_overlap"}  # a flag present -> the option off
 MODEL_ARGS = (
     "--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidden-size", "--kv-channels",
     "--group-query-attention", "--num-query-groups", "--swiglu", "--untie-embeddings-and-output-weights",
@@ -134,6 +135,9 @@ def read(text: str, path: str) -> TrainingConfig:
     for name, option in SWITCHES.items():
         if name in args:
             r.use(name, "", option, "true")
+    for name, option in SWITCHES_OFF.items():
+        if name in args:
+            r.use(name, "", option, "false")
     _batch(r, args)
     _recompute(r, args)
     _precision(r, args)
@@ -141,7 +145,7 @@ def read(text: str, path: str) -> TrainingConfig:
     padding = None
     if spec is not None:
         padding = (_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128)
-    used = {*PARALLEL, *SWITCHES, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
+    used = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
     for name, values in args.items():
         if name not in used:
             r.ignore(name, " ".join(values), NOT_PRICED)
