@@ -7,7 +7,7 @@ import pytest
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.compute import flops_per_token
-from dpcost.engine.ops import layer_ops, micro_batch_compute, model_ops, optimizer_bytes, times
+from dpcost.engine.ops import layer_ops, micro_batch_compute, model_ops, optimizer_bytes, tensor_parallel, times
 from dpcost.engine.params import count_params
 from dpcost.engine.rates import rates_for
 
@@ -52,6 +52,25 @@ def test_dropout_moves_the_scores_and_a_mask_before_flash_attention_and_a_mask_b
     llama = load_model("llama-8b").architecture
     assert llama is not None
     assert not [op for op in layer_ops(llama, False, t, s, "fused") if "dropout" in op.name]
+
+
+def test_an_fp8_matmul_casts_its_input_and_its_output_gradient_each_time() -> None:
+    """Transformer Engine's current scaling (Float8CurrentScalingQuantizer::quantize_impl): amax, scale, then the
+    cast, three kernels; the 16-bit tensor read twice and written in FP8 row- and (on Hopper) column-wise: 6 bytes per
+    element, 5 on Blackwell. Llama-8B, T tokens: inputs of the QKV (T x 4096), output (T x 4096), gate (T x 4096; its
+    cast serves the up matmul, Megatron's one fc1) and down (T x 14336) matmuls; gradients of their outputs (T x 6144,
+    4096, 14336, 14336, 4096). Under TP 8 without sequence parallelism the column-parallel inputs stay whole."""
+    a = load_model("llama-8b").architecture
+    assert a is not None
+    t = 8192
+    casts = [op for op in layer_ops(a, False, t, 8192, "fused", 1.0, fp8_cast=6.0) if "FP8 cast" in op.name]
+    assert sum(op.bytes for op in casts) == 6 * t * (4096 + 4096 + 4096 + 14336)
+    assert sum(op.backward_bytes for op in casts) == 6 * t * (6144 + 4096 + 14336 + 14336 + 4096)
+    assert {op.kernels + op.backward_kernels for op in casts} == {3}
+    assert not [op for op in layer_ops(a, False, t, 8192, "fused", 1.0) if "FP8 cast" in op.name]
+    split = tensor_parallel(casts, 8, False)
+    assert sum(op.bytes for op in split) == 6 * t * (4096 + 4096 / 8 + 4096 + 14336 / 8)
+    assert sum(op.backward_bytes for op in split) == 6 * t * ((6144 + 14336 + 14336) / 8 + 4096 + 4096)
 
 
 @pytest.mark.parametrize("name", ["llama-8b", "llama-70b", "mixtral-8x7b", "deepseek-v3"])

@@ -29,7 +29,16 @@ from dpcost.engine.layout_step import (
 )
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import RECIPES
-from dpcost.engine.ops import Op, OpTimes, layer_ops, model_ops, recomputed_by_part, tensor_parallel, times
+from dpcost.engine.ops import (
+    Op,
+    OpTimes,
+    fp8_cast_bytes,
+    layer_ops,
+    model_ops,
+    recomputed_by_part,
+    tensor_parallel,
+    times,
+)
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params
 from dpcost.engine.placement import Placement, place_group
@@ -346,6 +355,7 @@ def _stage_by_ops(
     rates = rates_for(gpu)
     tokens = micro_batch * seq_len // layout.cp
     gemm_bytes = 1.0 if compute_dtype == "fp8" else 2.0
+    fp8_cast = fp8_cast_bytes(gpu.arch) if compute_dtype == "fp8" else 0.0
     first_layer = sum(stage_layer_counts(a.layers, layout.pp)[: stage.index])
 
     def timed(ops: list[Op]) -> OpTimes:
@@ -361,7 +371,9 @@ def _stage_by_ops(
         if key in known:
             return known[key]
         ops = tensor_parallel(
-            layer_ops(a, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep), layout.tp, sequence_parallel
+            layer_ops(a, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, fp8_cast),
+            layout.tp,
+            sequence_parallel,
         )
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)

@@ -12,6 +12,8 @@ rates and their sources). The ops of a layer:
 - memory-bound: norms, residual adds, rotary, the gated activation, the embedding, the loss, the optimizer step;
   bytes per token by how the framework runs them (`kernels`: eager PyTorch, fused kernels as Transformer Engine
   and Apex run them, or torch.compile's fused ones), backward about twice the forward's traffic.
+- FP8 casts: an FP8 matmul's input (forward) and its output's gradient (backward) are cast from 16 bits each time
+  (FP8_CAST_BYTES).
 The model FLOPs (and MFU) stay PaLM's 6N + 12LHQT (compute.py); the ops count what the GPU executes.
 """
 
@@ -30,6 +32,7 @@ __all__ = [
     "Op",
     "OpTimes",
     "Passes",
+    "fp8_cast_bytes",
     "layer_ops",
     "micro_batch_compute",
     "model_ops",
@@ -57,7 +60,8 @@ class Op:
     backward_kernels: int
     repeats: int = 1  # identical ops (the experts)
     shape: tuple[float, float, float] = (0.0, 0.0, 0.0)  # a matmul's (m, k, n): (m x k) by (k x n)
-    # how Megatron splits a matmul over TP: "n" column-parallel, "k" row-parallel, "heads" (attention's), "" not at all
+    # how Megatron splits a matmul over TP: "n" column-parallel, "k" row-parallel, "heads" (attention's), "" not at
+    # all; a memory op: "" split, "sequence" split only with sequence parallelism, "replicated" never
     tp_split: str = ""
 
 
@@ -88,6 +92,35 @@ _DROPOUT = {"eager": (5.0, 1), "fused": (1.0, 0), "compiled": (1.0, 0)}
 # The loss, bytes per logit forward and backward: an fp32 copy of the logits (upcast, and its chunks), bf16
 # throughout, a fused kernel that writes the gradient in place (Liger, compiled), Megatron's fp32 vocab-parallel.
 LOSS_BYTES = {"upcast": 14.0, "chunked": 14.0, "bf16": 6.0, "fused": 4.0, "vocab-parallel": 12.0}
+# An FP8 matmul's 16-bit operand, cast with a per-tensor scale from its current amax (Transformer Engine's
+# Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2;
+# torchao's tensorwise dynamic scaling likewise): read once for its amax, once more to write it in FP8 row-wise and,
+# on Hopper, whose FP8 matmuls take only the TN layout, column-wise for the backward's transposed product: bytes per
+# element and kernels. Blackwell multiplies FP8 in any layout: no column-wise copy.
+FP8_CAST_BYTES = {"hopper": 2.0 + 2.0 + 1.0 + 1.0, "blackwell": 2.0 + 2.0 + 1.0}
+FP8_CAST_KERNELS = 3
+
+
+def fp8_cast_bytes(arch: str) -> float:
+    """Bytes per element one FP8 cast moves on `arch` (FP8_CAST_BYTES; Hopper's where the GPU has no FP8 path)."""
+    return FP8_CAST_BYTES.get(arch, FP8_CAST_BYTES["hopper"])
+
+
+def _fp8_casts(gemm: Op, cast_bytes: float, cast_input: bool = True) -> list[Op]:
+    """The casts an FP8 matmul adds: its (m x k) input before the forward (unless another matmul's cast of the same
+    input serves it: Megatron's fused gate-and-up fc1), its (m x n) output's gradient before the backward. Split over
+    TP as the tensors are: a column-parallel matmul's input is the whole hidden state (split only by sequence
+    parallelism, where the FP8 all-gather casts the shard) and its output split; a row-parallel one the other way
+    round; a replicated one (MLA's down-projections) neither."""
+    m, k, n = gemm.shape
+    split_in, split_out = {"n": ("sequence", ""), "k": ("", "sequence")}.get(gemm.tp_split, ("replicated",) * 2)
+    out = []
+    if cast_input:
+        out.append(Op(f"{gemm.name}, FP8 cast", gemm.module, "memory", 0.0, cast_bytes * m * k, FP8_CAST_KERNELS,
+                      0.0, 0.0, 0, gemm.repeats, tp_split=split_in))  # fmt: skip
+    out.append(Op(f"{gemm.name}, gradient FP8 cast", gemm.module, "memory", 0.0, 0.0, 0, 0.0,
+                  cast_bytes * m * n, FP8_CAST_KERNELS, gemm.repeats, tp_split=split_out))  # fmt: skip
+    return out
 
 
 def layer_ops(
@@ -99,6 +132,7 @@ def layer_ops(
     gemm_bytes: float = BF16,
     flash: bool = True,
     ep: int = 1,
+    fp8_cast: float = 0.0,
 ) -> list[Op]:
     """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
     one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
@@ -108,7 +142,8 @@ def layer_ops(
     (a.dropout > 0; GPT-3-style models as Megatron-LM trained them): the attention probabilities' dropout, a kernel
     of its own before flash attention (Megatron's CoreAttention), reads and writes the scores and writes a bool mask,
     5 bytes per score each way (flash attention drops in-kernel); and the hidden state's dropout before each
-    residual add (_DROPOUT)."""
+    residual add (_DROPOUT). With `fp8_cast` (FP8 matmuls: bytes per element, fp8_cast_bytes), each matmul but the
+    router's and unfused attention's casts its input and its output's gradient (_fp8_casts)."""
     h, t = a.hidden, float(tokens)
     ops: list[Op] = []
     norm_b, norm_k = _NORM[kernels]
@@ -182,7 +217,15 @@ def layer_ops(
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
     ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
-    return ops
+    if not fp8_cast:
+        return ops
+    with_casts = []
+    for op in ops:
+        with_casts.append(op)
+        if op.kind == "gemm" and op.module not in ("router", "core_attn"):
+            shared = a.gated_mlp and op.name.endswith(" up")  # the gate's cast serves it: one fused fc1 in Megatron
+            with_casts += _fp8_casts(op, fp8_cast, cast_input=not shared)
+    return with_casts
 
 
 def _mlp(
@@ -235,8 +278,11 @@ def tensor_parallel(ops: Iterable[Op], tp: int, sequence_parallel: bool) -> list
         return list(ops)
     out = []
     for op in ops:
-        full_width = op.kind == "memory" and op.module in ("layernorm", "residual", "embedding")
-        replicated = op.kind == "gemm" and not op.tp_split  # the router, MLA's down-projections
+        full_width = op.kind == "memory" and (
+            op.module in ("layernorm", "residual", "embedding") or op.tp_split == "sequence"
+        )
+        # the router, MLA's down-projections, and a memory op on a replicated matmul's tensors
+        replicated = (op.kind == "gemm" and not op.tp_split) or op.tp_split == "replicated"
         if replicated or (full_width and not (sequence_parallel and op.module != "embedding")):
             out.append(op)
             continue
@@ -391,6 +437,7 @@ def micro_batch_compute(
     gemm_bytes: float = BF16,
     flash: bool = True,
     shape_key: tuple[str, str] | None = None,
+    fp8_cast: float = 0.0,
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
     head and the loss; the recomputation its checkpointing policy adds to the backward."""
@@ -408,7 +455,7 @@ def micro_batch_compute(
     checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
     for moe in sorted(set(moe_layers)):
         count = moe_layers.count(moe)
-        ops = layer_ops(a, moe, tokens, seq_len, kernels, gemm_bytes, flash)
+        ops = layer_ops(a, moe, tokens, seq_len, kernels, gemm_bytes, flash, fp8_cast=fp8_cast)
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = recomputed_by_part(t.forward, ops, per_op, recompute, modules)

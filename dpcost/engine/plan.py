@@ -15,7 +15,7 @@ from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
-from dpcost.engine.ops import MicroBatchCompute, micro_batch_compute, optimizer_bytes
+from dpcost.engine.ops import MicroBatchCompute, fp8_cast_bytes, micro_batch_compute, optimizer_bytes
 from dpcost.engine.placement import Placement, place, place_group
 from dpcost.engine.prepare import Prepared
 from dpcost.engine.rates import matmul_efficiency, rates_for
@@ -211,6 +211,7 @@ def timeline(
             1.0 if o.compute.compute_dtype == "fp8" else 2.0,
             o.compute.flash_attention,
             (gpu.arch, o.compute.compute_dtype),
+            fp8_cast_bytes(gpu.arch) if o.compute.compute_dtype == "fp8" else 0.0,
         )
         forward, backward = compute.forward, compute.backward
     optimizer = optimizer_seconds(model, topology, p, stage) if compute is not None else 0.0
