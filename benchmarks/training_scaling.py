@@ -89,7 +89,8 @@ def runs(pattern: str = "*.csv") -> list[Run]:
     out = []
     for path in sorted(HERE.glob(pattern)):
         lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-        topology = "dgx-a100" if "a100" in path.name else "dgx-h100"
+        # the A100 tables name their GPU in the file name (llm-foundry's are 40GB parts); the others say in a column
+        topology = "dgx-a100-40gb" if "a100-40gb" in path.name else "dgx-a100" if "a100" in path.name else "dgx-h100"
         for row in csv.DictReader(lines):
             hfu = row.get("hfu_pct") or row.get("mfu_pct")
             precision = row.get("precision") or ""

@@ -333,7 +333,7 @@ class Compute(Section):
         None,
         description="How compute time is priced: flops (PaLM's model FLOPs at one --mfu) or ops (each op's FLOPs "
         "and bytes at the GPU's sustained matmul, attention and HBM rates, engine/ops.py; against published "
-        "data-parallel runs it reads 37% slow to 45% fast, README) [default: flops for pure data parallelism; ops for "
+        "data-parallel runs it reads 37% slow to 39% fast, README) [default: flops for pure data parallelism; ops for "
         "a TP/CP/PP/EP layout, each GEMM at its TP shard (docs/layouts.md)].",
         json_schema_extra=cli("--compute-model", auto=True),
     )

@@ -24,6 +24,20 @@ MODELS = {
 }
 TOPOLOGIES = {"dgx-h100", "dgx-a100", "hgx-h200", "hgx-h800", "dgx-b200", "gb200-nvl72", "rack-pod-h100"}
 TOPOLOGIES |= {"aws-p4de", "aws-p5", "gcp-a3-mega", "gcp-a3-ultra", "gcp-a4"}  # cloud instances (public specs)
+TOPOLOGIES |= {"dgx-a100-40gb"}  # the DGX A100 320GB system's GPU on dgx-a100's fabric
+
+
+def test_the_a100_40gb_topology_is_dgx_a100_with_the_40gb_parts_memory() -> None:
+    """NVIDIA's A100 datasheet: the 40GB SXM4 part has 1,555 GB/s of HBM2 (the 80GB 2,039); CUDA reports it as
+    39.59 GiB ("total capacity" in PyTorch's out-of-memory message). Node and fabric as dgx-a100."""
+    small, large = load_topology("dgx-a100-40gb"), load_topology("dgx-a100")
+    assert small.gpu.hbm_bandwidth == 1.555e12 and small.gpu.hbm == pytest.approx(39.59 * 2**30)
+    assert small.tiers == large.tiers and small.gpu.bf16_dense == large.gpu.bf16_dense
+    assert (small.call_overhead, small.scaling_loss, small.host_cpu) == (
+        large.call_overhead,
+        large.scaling_loss,
+        large.host_cpu,
+    )
 
 
 def test_every_shipped_model_loads_and_counts() -> None:
