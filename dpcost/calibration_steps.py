@@ -417,7 +417,7 @@ def calibrate_steps(
 ) -> StepFit:
     """The terms the measured steps determine (see the module docstring). `held` terms (given by their flags)
     are not fitted. Each row's `options` carries the plan it ran; its compute terms are the defaults."""
-    from dpcost.engine.prepare import overlap_slowdown_for
+    from dpcost.engine.prepare import compute_model_for, overlap_slowdown_for
 
     if not rows:
         raise ValueError("no measured steps to calibrate on")
@@ -427,7 +427,7 @@ def calibrate_steps(
     compute = rows[0].options.compute
     own = (
         DEFAULT_MFU
-        if compute.data_parallel_model == "flops"
+        if compute_model_for(model, compute) == "flops"
         else matmul_efficiency(topology.gpu, compute.compute_dtype, None)
     )
     start = {

@@ -333,15 +333,16 @@ class Compute(Section):
         None,
         description="How compute time is priced: flops (PaLM's model FLOPs at one --mfu) or ops (each op's FLOPs "
         "and bytes at the GPU's sustained matmul, attention and HBM rates, engine/ops.py; against published "
-        "data-parallel runs it reads 37% slow to 39% fast, README) [default: flops for pure data parallelism; ops for "
-        "a TP/CP/PP/EP layout, each GEMM at its TP shard (docs/layouts.md)].",
+        "data-parallel runs it reads 37% slow to 39% fast, README) [default: ops, each GEMM at its TP shard under "
+        "a layout (docs/layouts.md); flops where the model has no per-op times (no architecture; Mamba or DeltaNet "
+        "layers)].",
         json_schema_extra=cli("--compute-model", auto=True),
     )
 
     @property
     def data_parallel_model(self) -> str:
-        """The compute model of a pure data-parallel plan: flops unless ops was asked for."""
-        return self.compute_model or "flops"
+        """The compute model of a pure data-parallel plan once prepared (prepare.compute_model_for fills it in)."""
+        return self.compute_model or "ops"
 
     flash_attention: bool = Field(
         True, description="Flash attention stores no s^2 scores.", json_schema_extra=cli("--flash-attention")

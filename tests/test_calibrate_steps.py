@@ -65,12 +65,14 @@ def terms(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_the_compute_efficiency_of_one_gpu_count_is_the_closed_form() -> None:
-    """One GPU, nothing communicated: step time is FLOPs / (peak x mfu), so the fitted mfu is the default times
-    predicted over measured, and recovers the truth within 1%."""
+    """One GPU, nothing communicated, every FLOP at one efficiency (--compute-model flops): step time is FLOPs /
+    (peak x mfu), so the fitted mfu is the default times predicted over measured, and recovers the truth within 1%."""
     model, topology = load_model("llama-8b"), load_topology("dgx-h100")
-    plan = Options.model_validate({"dp": 1, "micro_batch": 2, "seq_len": 4096})
+    plan = Options.model_validate({"dp": 1, "micro_batch": 2, "seq_len": 4096, "compute_model": "flops"})
     default = estimate(model, topology, plan).time
-    truth = estimate(model, topology, plan.model_copy(update={"compute": Compute(mfu=0.53)})).time
+    truth = estimate(
+        model, topology, plan.model_copy(update={"compute": Compute(mfu=0.53, compute_model="flops")})
+    ).time
     assert default is not None and truth is not None
     fit = calibrate_steps(model, topology, "step_seconds", [Measured(2, 1, truth.step_seconds, plan)])
     closed_form = DEFAULT_MFU * default.step_seconds / truth.step_seconds

@@ -126,12 +126,14 @@ def test_the_parts_flops_are_what_the_kernels_execute() -> None:
 
 
 def test_the_breakdown_is_absent_with_the_flops_model() -> None:
-    """The default model prices every FLOP at one efficiency: no parts to show, and no `compute` key (not a null)."""
-    report = estimate(LLAMA_8B, H100, Options(dp=8))
+    """--compute-model flops prices every FLOP at one efficiency: no parts to show, and no `compute` key (not a
+    null). The default, op by op, shows them."""
+    report = estimate(LLAMA_8B, H100, Options(dp=8, compute_model="flops"))
     assert report.compute is None
-    assert "compute" not in json.loads(cli("--format", "json"))
-    assert "Compute, op by op" not in cli("--format", "markdown")
-    assert "Compute, op by op" not in cli("--format", "html")
+    assert estimate(LLAMA_8B, H100, Options(dp=8)).compute is not None
+    assert "compute" not in json.loads(cli("--format", "json", "--compute-model", "flops"))
+    assert "Compute, op by op" not in cli("--format", "markdown", "--compute-model", "flops")
+    assert "Compute, op by op" not in cli("--format", "html", "--compute-model", "flops")
     serving = estimate(LLAMA_8B, H100, Options(dp=8, compute_model="ops", mode="inference"))
     assert serving.compute is None
 

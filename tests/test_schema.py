@@ -30,7 +30,7 @@ OUTPUTS = {
         ["plan", "--model", "llama-70b", "--gpus", "8", "--global-batch", "8", "--max-memory", "1GB"],
     ],
     "check": [
-        ["check", "--model", "llama-70b", "--dp", "512", "--max-memory", "70GB", "--min-efficiency", "85%"],
+        ["check", "--model", "llama-70b", "--dp", "512", "--max-memory", "70GB", "--min-efficiency", "80%"],
         ["check", "--model", "llama-8b", "--dp", "64", "--mode", "inference", "--min-tokens-per-s", "1K"],
         ["check", str(EXAMPLES / "capacity-plan.yaml")],
     ],

@@ -134,8 +134,10 @@ def test_drain_closed_form_two_buckets() -> None:
 
 def test_skew_delays_every_collective() -> None:
     model, topo = load_model("llama-8b"), load_topology("dgx-h100")
-    base = estimate(model, topo, Options(dp=64))
-    slow = estimate(model, topo, Options(dp=64, skew=0.1))
+    # every FLOP at one efficiency: compute_seconds is the forward and backward the skew slows (op by op it also
+    # holds the optimizer step, which no collective waits on)
+    base = estimate(model, topo, Options(dp=64, compute_model="flops"))
+    slow = estimate(model, topo, Options(dp=64, skew=0.1, compute_model="flops"))
     assert slow.time is not None and base.time is not None
     assert slow.time.straggler_seconds == pytest.approx(0.1 * base.time.compute_seconds)
     assert slow.time.step_seconds > base.time.step_seconds

@@ -27,7 +27,7 @@ from dpcost.engine.placement import check_ranks
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
 from dpcost.errors import InputError
-from dpcost.options import DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Options
+from dpcost.options import DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Compute, Options
 from dpcost.specs import GPUSpec, ModelSpec, TopologySpec
 
 __all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "prepare", "recipe_of", "stage_table", "units"]
@@ -249,6 +249,15 @@ def check_hybrid(model: ModelSpec, options: Options) -> None:
         )
 
 
+def compute_model_for(model: ModelSpec, compute: Compute) -> str:
+    """How compute is priced: --compute-model where given, else op by op (ops.py, issue 18), or every FLOP at one
+    efficiency where the model has no per-op times (no architecture; Mamba or DeltaNet layers)."""
+    if compute.compute_model is not None:
+        return compute.compute_model
+    a = model.architecture
+    return "ops" if a is not None and not a.hybrid else "flops"
+
+
 def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:
     """Resolve the options against the model and topology (checks that need both are made here)."""
     check_dp(topology, options.dp)
@@ -257,7 +266,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         raise InputError("shard_group", f"{group} must divide DP {options.dp}: the replicas are DP / N groups of N")
     check_hybrid(model, options)
     seq_len = seq_len_for(model, options)
-    o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len})})
+    compute = options.compute.model_copy(update={"compute_model": compute_model_for(model, options.compute)})
+    o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})
     counts = count_params(model)
     fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
     if fw is not None and o.plan.zero is not None and o.plan.zero not in fw.stages:

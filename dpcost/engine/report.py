@@ -484,7 +484,7 @@ class EstimateReport(Contract):
     time: Time | None = Field(description="null in inference mode")
     compute: ComputeBreakdown | None = Field(
         None,
-        description="--compute-model ops in training: where the compute goes, MFU and HFU; absent otherwise",
+        description="training priced op by op (the default): where the compute goes, MFU and HFU; absent otherwise",
     )
     inference: Serving | None = Field(description="null in training mode")
     layout: LayoutReport | None = Field(

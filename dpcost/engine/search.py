@@ -35,7 +35,7 @@ from dpcost.engine.compute import flops_per_token
 from dpcost.engine.estimate import estimate, layout_fits
 from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.params import count_params
-from dpcost.engine.prepare import seq_len_for
+from dpcost.engine.prepare import compute_model_for, seq_len_for
 from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
 from dpcost.errors import InputError
 from dpcost.options import Options
@@ -156,9 +156,8 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
     """Every plan searched (module docstring), as estimate's options over `base`."""
     seq_len = _seq_len(model, base)
     global_batch = base.batch.global_batch
-    # one compute model for every plan, or pure DP (flops at --mfu) and layouts (op by op) would not compare
-    hybrid = model.architecture is not None and model.architecture.hybrid  # no per-op times: flops
-    chosen = base.compute.compute_model or ("flops" if hybrid else "ops")
+    # one compute model for every plan, so that pure DP and layouts compare
+    chosen = compute_model_for(model, base.compute)
     base = base.model_copy(update={"compute": base.compute.model_copy(update={"compute_model": chosen})})
     for shape in [Shape(dp=gpus), *(s for s in layout_shapes(model, topology, gpus, seq_len) if not s.trivial)]:
         for mb in MICRO_BATCHES:

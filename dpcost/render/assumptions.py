@@ -38,6 +38,8 @@ def _shown(name: str, value: Any, costed: Any, auto: bool) -> str:
         costed = None if costed is None else fmt_bytes(costed, binary=True)
     if name == "sync_jitter":
         return fmt_seconds(value)
+    if isinstance(costed, float):
+        costed = f"{costed:.4g}"  # a derived share (the GPU's sustained matmul efficiency), not a typed value
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
     if value is None:
