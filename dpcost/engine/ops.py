@@ -96,7 +96,10 @@ LOSS_BYTES = {"upcast": 14.0, "chunked": 14.0, "bf16": 6.0, "fused": 4.0, "vocab
 # Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2;
 # torchao's tensorwise dynamic scaling likewise): read once for its amax, once more to write it in FP8 row-wise and,
 # on Hopper, whose FP8 matmuls take only the TN layout, column-wise for the backward's transposed product: bytes per
-# element and kernels. Blackwell multiplies FP8 in any layout: no column-wise copy.
+# element and kernels. Blackwell multiplies FP8 in any layout: no column-wise copy. A norm or an activation in front
+# of the matmul computes the amax as it writes its output (Transformer Engine's fused norm and activation kernels):
+# that input's cast skips the amax read and its kernel (_fp8_casts). Not distinguished: delayed scaling, where the
+# norm writes FP8 itself, and MXFP8's block scales, cast in one kernel.
 FP8_CAST_BYTES = {"hopper": 2.0 + 2.0 + 1.0 + 1.0, "blackwell": 2.0 + 2.0 + 1.0}
 FP8_CAST_KERNELS = 3
 
@@ -106,9 +109,10 @@ def fp8_cast_bytes(arch: str) -> float:
     return FP8_CAST_BYTES.get(arch, FP8_CAST_BYTES["hopper"])
 
 
-def _fp8_casts(gemm: Op, cast_bytes: float, cast_input: bool = True) -> list[Op]:
+def _fp8_casts(gemm: Op, cast_bytes: float, cast_input: bool = True, fused_amax: bool = False) -> list[Op]:
     """The casts an FP8 matmul adds: its (m x k) input before the forward (unless another matmul's cast of the same
-    input serves it: Megatron's fused gate-and-up fc1), its (m x n) output's gradient before the backward. Split over
+    input serves it: Megatron's fused gate-and-up fc1; without the amax read where a norm or an activation computed
+    it, `fused_amax`), its (m x n) output's gradient before the backward. Split over
     TP as the tensors are: a column-parallel matmul's input is the whole hidden state (split only by sequence
     parallelism, where the FP8 all-gather casts the shard) and its output split; a row-parallel one the other way
     round; a replicated one (MLA's down-projections) neither."""
@@ -116,7 +120,9 @@ def _fp8_casts(gemm: Op, cast_bytes: float, cast_input: bool = True) -> list[Op]
     split_in, split_out = {"n": ("sequence", ""), "k": ("", "sequence")}.get(gemm.tp_split, ("replicated",) * 2)
     out = []
     if cast_input:
-        out.append(Op(f"{gemm.name}, FP8 cast", gemm.module, "memory", 0.0, cast_bytes * m * k, FP8_CAST_KERNELS,
+        in_bytes = cast_bytes - BF16 if fused_amax else cast_bytes  # the amax read, done by the kernel before
+        in_kernels = FP8_CAST_KERNELS - 1 if fused_amax else FP8_CAST_KERNELS
+        out.append(Op(f"{gemm.name}, FP8 cast", gemm.module, "memory", 0.0, in_bytes * m * k, in_kernels,
                       0.0, 0.0, 0, gemm.repeats, tp_split=split_in))  # fmt: skip
     out.append(Op(f"{gemm.name}, gradient FP8 cast", gemm.module, "memory", 0.0, 0.0, 0, 0.0,
                   cast_bytes * m * n, FP8_CAST_KERNELS, gemm.repeats, tp_split=split_out))  # fmt: skip
@@ -224,7 +230,12 @@ def layer_ops(
         with_casts.append(op)
         if op.kind == "gemm" and op.module not in ("router", "core_attn"):
             shared = a.gated_mlp and op.name.endswith(" up")  # the gate's cast serves it: one fused fc1 in Megatron
-            with_casts += _fp8_casts(op, fp8_cast, cast_input=not shared)
+            # a norm or an activation computes the amax of every matmul input but the attention output's and the
+            # routed experts' dispatched tokens
+            dispatched = op.name.startswith("expert ") and not op.name.endswith(" down")
+            with_casts += _fp8_casts(
+                op, fp8_cast, cast_input=not shared, fused_amax=op.module != "attn_out" and not dispatched
+            )
     return with_casts
 
 

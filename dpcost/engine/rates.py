@@ -3,11 +3,12 @@
 Each number is a public kernel benchmark, not a training run (tests/reference/compute-rates/, sources in its
 README). A topology's `gpu.rates` overrides any of them for its GPU (hgx-h200.yaml does for HBM).
 - gemm, gemm_fp8: the share of the dense peak a large matmul sustains once the GPU draws its full power, as a
-  training step keeps it (gemm.csv). A short benchmark burst runs at the boost clock; a power-saturated GPU settles
-  15-20% lower (H200 at 700 W: 1980 -> 1465 MHz; B200 at 1000 W: 1965 -> 1339 MHz). Stas Bekman's ml-engineering
+  training step keeps it (gemm.csv). A short benchmark burst runs at the boost clock; a power-saturated GPU's
+  clock settles lower (H200 at 700 W: 1980 -> 1465 MHz; B200 at 1000 W: 1965 -> 1339 MHz) and its best matmul runs
+  16-18% slower. Stas Bekman's ml-engineering
   "maximum sustainable matmul FLOPS" (MSMF): H200 708.5 / 989 BF16 and 1288.7 / 1979 FP8 (its burst MAMF: 841.9,
   1491.9), taken for every Hopper (H100, H800: the same GH100 die, 132 SMs, 700 W; no H100 MSMF is published);
-  B200 1456.3 / 2250 BF16 and 2795.7 / 4500 FP8 (burst 1770.9, 3435.2). A100: no MSMF; an 8192^3 BF16 matmul on
+  B200 1456.3 / 2250 BF16 and 2795.7 / 4500 FP8 (burst 1770.9, 3435.2). A100: no MSMF; an 8192^3 16-bit matmul on
   normally distributed data at the 400 W limit, 257 / 312 (Horace He, "Matrix multiplications on GPUs run faster
   when given predictable data", 2024; the burst MAMF is 271.2).
 - attention, attention_seq: a causal flash attention's forward + backward rate as a share of the dense BF16 peak,
