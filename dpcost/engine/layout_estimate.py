@@ -32,8 +32,8 @@ from dpcost.engine.memory import RECIPES
 from dpcost.engine.ops import (
     Op,
     OpTimes,
-    fp8_cast_bytes,
     layer_ops,
+    matmul_operands,
     model_ops,
     recomputed_by_part,
     tensor_parallel,
@@ -354,8 +354,7 @@ def _stage_by_ops(
     fw = FRAMEWORKS["megatron"]
     rates = rates_for(gpu)
     tokens = micro_batch * seq_len // layout.cp
-    gemm_bytes = 1.0 if compute_dtype == "fp8" else 2.0
-    fp8_cast = fp8_cast_bytes(gpu.arch) if compute_dtype == "fp8" else 0.0
+    gemm_bytes, fp8_cast = matmul_operands(gpu.arch, compute_dtype)
     first_layer = sum(stage_layer_counts(a.layers, layout.pp)[: stage.index])
 
     def timed(ops: list[Op]) -> OpTimes:

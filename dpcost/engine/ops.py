@@ -34,6 +34,7 @@ __all__ = [
     "Passes",
     "fp8_cast_bytes",
     "layer_ops",
+    "matmul_operands",
     "micro_batch_compute",
     "model_ops",
     "optimizer_bytes",
@@ -107,6 +108,11 @@ FP8_CAST_KERNELS = 3
 def fp8_cast_bytes(arch: str) -> float:
     """Bytes per element one FP8 cast moves on `arch` (FP8_CAST_BYTES; Hopper's where the GPU has no FP8 path)."""
     return FP8_CAST_BYTES.get(arch, FP8_CAST_BYTES["hopper"])
+
+
+def matmul_operands(arch: str, compute_dtype: str) -> tuple[float, float]:
+    """Bytes per element of a layer matmul's operands, and what casting one to FP8 moves (0 in 16 bits)."""
+    return (1.0, fp8_cast_bytes(arch)) if compute_dtype == "fp8" else (BF16, 0.0)
 
 
 def _fp8_casts(gemm: Op, cast_bytes: float, cast_input: bool = True, fused_amax: bool = False) -> list[Op]:

@@ -15,7 +15,7 @@ from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
-from dpcost.engine.ops import MicroBatchCompute, fp8_cast_bytes, micro_batch_compute, optimizer_bytes
+from dpcost.engine.ops import MicroBatchCompute, matmul_operands, micro_batch_compute, optimizer_bytes
 from dpcost.engine.placement import Placement, place, place_group
 from dpcost.engine.prepare import Prepared
 from dpcost.engine.rates import matmul_efficiency, rates_for
@@ -192,6 +192,7 @@ def timeline(
         forward = flops.forward * tokens / rate
         backward = (flops.backward + flops.recompute) * tokens / rate
     else:
+        gemm_bytes, fp8_cast = matmul_operands(gpu.arch, o.compute.compute_dtype)
         compute = micro_batch_compute(
             a,
             [b.moe for b in p.counts.blocks],
@@ -208,10 +209,10 @@ def timeline(
             frozenset(o.plan.recompute_modules),
             o.plan.recompute_layers,
             matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu),
-            1.0 if o.compute.compute_dtype == "fp8" else 2.0,
+            gemm_bytes,
             o.compute.flash_attention,
             (gpu.arch, o.compute.compute_dtype),
-            fp8_cast_bytes(gpu.arch) if o.compute.compute_dtype == "fp8" else 0.0,
+            fp8_cast,
         )
         forward, backward = compute.forward, compute.backward
     optimizer = optimizer_seconds(model, topology, p, stage) if compute is not None else 0.0
