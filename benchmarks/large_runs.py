@@ -479,7 +479,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             sequence_parallel=row["sequence_parallel"] == "yes",
             tp_overlap=tp_overlap,
             ep_overlap=ep_overlap,
-            pp_overlap=pp_overlap if virtual_stages > 1 else None,
+            pp_overlap=pp_overlap,
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
             distributed_optimizer=distributed,

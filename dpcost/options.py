@@ -340,8 +340,8 @@ class Compute(Section):
     )
 
     @property
-    def data_parallel_model(self) -> str:
-        """The compute model of a pure data-parallel plan once prepared (prepare.compute_model_for fills it in)."""
+    def chosen_model(self) -> str:
+        """The compute model a prepared plan is priced with (prepare.compute_model_for fills it in)."""
         return self.compute_model or "ops"
 
     flash_attention: bool = Field(

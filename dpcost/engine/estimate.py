@@ -390,9 +390,9 @@ def _setup(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
         "seq_len": p.seq_len,
         "flash_attention": o.compute.flash_attention,
         "mfu": o.compute.mfu or DEFAULT_MFU
-        if o.compute.data_parallel_model == "flops"
+        if o.compute.chosen_model == "flops"
         else matmul_efficiency(topology.gpu, o.compute.compute_dtype, o.compute.mfu),
-        "compute_model": o.compute.data_parallel_model,
+        "compute_model": o.compute.chosen_model,
         "compute_dtype": o.compute.compute_dtype,
         "overlap_slowdown": p.overlap_slowdown,
         "sync_jitter": o.compute.sync_jitter,
@@ -665,7 +665,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
     global_batch = p.micro_batch * m * o.dp
     tokens = global_batch * p.seq_len
     peak = topology.gpu.peak(o.compute.compute_dtype)
-    compute_model = o.compute.compute_model or "ops"  # a layout's GEMMs at their TP shards (docs/layouts.md)
+    compute_model = o.compute.chosen_model  # op by op: a layout's GEMMs at their TP shards (docs/layouts.md)
     mfu = (
         o.compute.mfu or DEFAULT_MFU
         if compute_model == "flops"

@@ -187,7 +187,7 @@ def timeline(
     peak = gpu.peak(o.compute.compute_dtype)
     a = model.architecture
     compute: MicroBatchCompute | None = None
-    if a is None or o.compute.data_parallel_model == "flops":  # every FLOP at one efficiency
+    if a is None or o.compute.chosen_model == "flops":  # every FLOP at one efficiency
         rate = peak * (o.compute.mfu or DEFAULT_MFU)
         forward = flops.forward * tokens / rate
         backward = (flops.backward + flops.recompute) * tokens / rate

@@ -75,8 +75,8 @@ def plan_assumptions(options: Options, report: EstimateReport | None = None, dp:
             value = getattr(getattr(options, section), name)
             if name in UNSTATED_WHEN_UNSET and value == info.default:
                 continue
-            if name == "compute_model" and value is None:  # flops for pure DP, ops for a layout: as costed
-                value = report.setup.compute_model if report is not None else options.compute.data_parallel_model
+            if name == "compute_model" and value is None:  # as costed: ops, or flops for a model without per-op times
+                value = report.setup.compute_model if report is not None else options.compute.chosen_model
             costed = getattr(report.setup, COSTED[name]) if report is not None and name in COSTED else None
             auto = isinstance(info.json_schema_extra, dict) and bool(info.json_schema_extra.get("auto"))
             items.append(f"{flag(section, name)} {_shown(name, value, costed, auto)}")
