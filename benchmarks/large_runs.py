@@ -25,7 +25,10 @@ time in seconds, with the source's own definition:
   batch of 15,360 x 4,096 (the report's figure averages over the batch ramp).
 
 A row's cells map onto layout_step as printed; what a source leaves blank takes the engine's default and the
-output flags it: micro-batch 1, recomputation none, sequence parallelism off, no interleaving. The GPU's catalog
+output flags it: micro-batch 1, sequence parallelism off, no interleaving, and the recomputation `dpcost estimate`
+chooses, the least of none, selective and full with which the run fits (it ran, so it fit: SC'21's 529.6B on
+TP8 x PP35 does not without recomputing); but Megatron-Bridge's as its presets set it, and none for Llama 3, whose
+own pipeline schedule keeps other micro-batches in flight than the 1F1B the inference would count. The GPU's catalog
 topology: A100-80GB and MegaScale's unnamed Ampere GPUs (their MFUs imply a 312 TFLOP/s peak) -> dgx-a100, H100 ->
 dgx-h100, H800 -> hgx-h800, B200 -> dgx-b200, GB200 -> gb200-nvl72; a run larger than dgx-a100's 140-node SuperPOD
 runs on its tiers with the last one left unbounded (flagged). FP8 and MXFP8 runs compute on the FP8 dense peak.
@@ -54,11 +57,13 @@ from pathlib import Path
 
 from dpcost.accuracy import ERROR_FLOOR
 from dpcost.catalog import load_model, load_topology, model_from_hf_config
-from dpcost.engine.estimate import estimate
+from dpcost.engine.checkpointing import DEFAULT_MODULES
+from dpcost.engine.estimate import estimate, layout_recompute
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, layout_step
 from dpcost.engine.params import count_params
 from dpcost.engine.rates import matmul_efficiency
+from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
 
@@ -386,9 +391,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if micro is None:
         micro = 1
         flags.append("micro-batch not printed: 1")
-    recompute = row["recompute"] or "none"
-    if not row["recompute"]:
-        flags.append("recompute not printed: none")
+    recompute = row["recompute"]
+    modules = DEFAULT_MODULES  # Megatron's recompute_modules default
     virtual = row.int_or("virtual_stages", 1) or 1
     ep = row.int_or("ep", 1) or 1
     tp = int(row["tp"])
@@ -476,6 +480,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             compute_model=compute_model,
             compute_dtype=dtype,
             recompute=recompute,
+            recompute_modules=modules,
             sequence_parallel=row["sequence_parallel"] == "yes",
             tp_overlap=tp_overlap,
             ep_overlap=ep_overlap,
@@ -486,6 +491,28 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             flash=flash,
         )
 
+    if not recompute and bridge:
+        # Megatron-Bridge v0.2.0's performance presets (7af9601c): no recomputation for Llama and Qwen3 (Megatron-
+        # Core's default recompute_granularity None), selective of ["mla_up_proj"] for DeepSeek-V3
+        # (configs/deepseek/workload_base_configs.py)
+        recompute = "selective" if row["model"].startswith("DeepSeek") else "none"
+        if recompute == "selective":
+            modules = frozenset({"mla_up_proj"})
+        flags.append(f"recompute not printed: {recompute}, as Megatron-Bridge's presets set it")
+    elif not recompute and source == "llama3-2024":
+        # its modified pipeline schedule (section 3.3.2) keeps other micro-batches in flight than the 1F1B whose
+        # memory dpcost would infer the recomputation from
+        recompute = "none"
+        flags.append("recompute not printed: none (Meta's own schedule: not inferred from 1F1B's memory)")
+    elif not recompute:
+        try:
+            recompute = fitting_recompute(
+                model, topology, row, layout, micro, virtual, dtype, distributed, flash, zero3
+            )
+            flags.append(f"recompute not printed: {recompute}, the least that fits")
+        except InputError as exc:  # a row estimate refuses as printed (MoE with TP but no SP printed)
+            recompute = "none"
+            flags.append(f"recompute not printed: none (estimate refuses the row as printed: {exc.where})")
     if zero3:
         predicted = data_parallel(model, topology, row, micro, recompute, compute_model)
     else:
@@ -514,6 +541,53 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         naive_step=naive,
         flags=flags,
     )
+
+
+def fitting_recompute(
+    model: ModelSpec,
+    topology: TopologySpec,
+    row: Row,
+    layout: Layout,
+    micro: int,
+    virtual: int,
+    dtype: str,
+    distributed: bool,
+    flash: bool,
+    zero3: bool,
+) -> str:
+    """The recomputation `dpcost estimate` chooses for the run (the least that fits; the last, full, when none
+    does), from its memory alone."""
+    common = dict(micro_batch=micro, global_batch=int(row["global_batch"]), seq_len=int(row["seq_len"]))
+    if zero3:
+        options = Options(dp=layout.dp, zero=3, framework="deepspeed", flash_attention=flash, **common)
+        return estimate(model, topology, options).setup.recompute
+    options = Options(
+        dp=layout.dp,
+        tp=layout.tp,
+        cp=layout.cp,
+        pp=layout.pp,
+        ep=layout.ep,
+        etp=layout.etp,
+        virtual_stages=virtual,
+        sequence_parallel=row["sequence_parallel"] == "yes",
+        framework="megatron",
+        zero=1 if distributed else 0,
+        compute_dtype=dtype,
+        flash_attention=flash,
+        **common,
+    )
+    try:
+        chosen = layout_recompute(model, topology, options)
+    except InputError as exc:
+        if "interleaving" not in str(exc):
+            raise
+        # interleaving with uneven stages: cost() falls back to one chunk per stage, as here
+        chosen = layout_recompute(
+            model,
+            topology,
+            options.model_copy(update={"parallel": options.parallel.model_copy(update={"virtual_stages": 1})}),
+        )
+    return chosen or "full"
 
 
 def data_parallel(

@@ -37,7 +37,7 @@ def test_memory_per_gpu_is_megatrons_for_the_most_loaded_stage() -> None:
     holding the most: weights 2 + gradients 4 bytes per parameter, Adam's 12 over DP, the activations in flight."""
     r = report(*LLAMA_405B)
     spec = MemoryLayout(
-        tp=8, pp=16, dp=128, sequence_parallel=True, selective_recompute=True, distributed_optimizer=True,
+        tp=8, pp=16, dp=128, sequence_parallel=True, recompute="selective", distributed_optimizer=True,
         first_stage_layers=7, last_stage_layers=7,
     )  # fmt: skip
     megatron = layout_memory_for(load_model("llama-405b"), spec, 8192, 1, 16).most_loaded
@@ -87,6 +87,36 @@ def test_impossible_layouts_get_one_line_and_exit_2(args: list[str], start: str)
     code, out, err = run(*base, *args)
     assert code == 2 and out == "", (code, out, err)
     assert err.startswith(start) and err.count("\n") == 1, err
+
+
+def test_full_recomputation_is_chosen_where_selective_does_not_fit() -> None:
+    """SC'21's 529.6B on TP8 x PP35 (Narayanan et al. Table 1) holds 35 micro-batches of 3 layers on its first stage:
+    without recomputation (or selective, which under flash attention drops nothing) it needs more than an 80 GB
+    A100; keeping each layer's input alone (2sbh per layer, Korthikanti et al. section 4) fits, and the step then
+    re-runs every forward: more time than selective's, which the automatic choice takes only where it fits."""
+    common = ["estimate", "--model", "tests/reference/large-runs/models/gpt-529.6b.yaml", "--topology", "dgx-a100",
+              "--tp", "8", "--pp", "35", "--dp", "2", "--global-batch", "2240", "--seq-len", "2048"]  # fmt: skip
+    selective, full, chosen = (report(*common, *f) for f in (["--recompute", "selective"], ["--recompute", "full"], []))
+    first = {name: r["memory"]["stages"][0] for name, r in (("selective", selective), ("full", full))}
+    assert not first["selective"]["fits"] and first["full"]["fits"]
+    assert chosen["setup"]["recompute"] == "full" and chosen["memory"]["stages"][0]["fits"]
+    assert first["full"]["activations_bytes"] < first["selective"]["activations_bytes"] / 5
+    assert full["time"]["step_seconds"] > selective["time"]["step_seconds"]
+
+
+def test_a_layout_recomputes_the_modules_given() -> None:
+    """Megatron-LM's --recompute-modules mlp re-runs each layer's MLP forward in the backward
+    (transformer_config.py recompute_modules): its three matmuls, 2 x 3 x tokens x hidden x ffn / TP FLOPs per
+    layer and micro-batch, no faster than the dense peak. Llama 3 70B on TP4 x PP4, 20 layers a stage, 32
+    micro-batches of 8,192 tokens."""
+    common = ["estimate", "--model", "llama-70b", "--tp", "4", "--pp", "4", "--dp", "8", "--global-batch", "256",
+              "--seq-len", "8192", "--sequence-parallel", "--recompute", "selective"]  # fmt: skip
+    attention = report(*common, "--recompute-modules", "core_attn")
+    with_mlp = report(*common, "--recompute-modules", "core_attn,mlp")
+    mlp_flops = 2 * 3 * 8192 * 8192 * 28672 / 4 * 20 * 32
+    added = with_mlp["time"]["step_seconds"] - attention["time"]["step_seconds"]
+    assert added >= mlp_flops / 989e12
+    assert added <= 2 * mlp_flops / 989e12  # at no less than half the peak: the matmuls, not a whole forward
 
 
 def test_memory_with_a_layout_shows_the_rows_estimate_costs() -> None:

@@ -559,6 +559,31 @@ def test_stored_attention_scores_without_flash() -> None:
     assert added == pytest.approx(10 * s * b * h * 3 * 2 * 1.05)
 
 
+def test_full_recomputation_keeps_each_layers_input() -> None:
+    """Full recomputation (Korthikanti et al. 2022 section 4): each layer keeps only its 16-bit input, "2sbhL" in all,
+    split over t with SP; while the backward re-runs one layer it holds that layer's activations, 34sbh/t with SP
+    under flash attention (Table 2, the SP + selective row) and sbh(10 + 24/t) x 1.05 without. GPT-3 175B at t = 8, a
+    middle stage of 12 layers with 6 micro-batches in flight."""
+    s, b, h, t = 2048, 1, 12288, 8
+    sbh = s * b * h
+    shape = _shape("gpt3-175b", t)
+    with_sp = MemoryLayout(tp=t, pp=8, dp=1, sequence_parallel=True, recompute="full")
+    assert stage_activation_bytes(shape, with_sp, s, b, 3, 12, 6) == pytest.approx(2 * sbh / t * 12 * 6 + 34 * sbh / t)
+    without_sp = MemoryLayout(tp=t, pp=8, dp=1, recompute="full")
+    assert stage_activation_bytes(shape, without_sp, s, b, 3, 12, 6) == pytest.approx(
+        (2 * sbh * 12 * 6 + sbh * (10 + 24 / t)) * 1.05
+    )
+    # against keeping every layer's activations (selective with SP): 2/t of 34/t per layer and micro-batch
+    selective = MemoryLayout(tp=t, pp=8, dp=1, sequence_parallel=True, recompute="selective")
+    assert stage_activation_bytes(shape, selective, s, b, 3, 12, 6) == pytest.approx(34 * sbh / t * 12 * 6)
+    # without flash attention the re-run layer holds its scores too (5as/(ht) sbh), once, not per kept layer
+    scores = MemoryLayout(tp=t, pp=8, dp=1, sequence_parallel=True, recompute="full", attention_scores=True)
+    added = stage_activation_bytes(shape, scores, s, b, 3, 12, 6) - stage_activation_bytes(
+        shape, with_sp, s, b, 3, 12, 6
+    )
+    assert added == pytest.approx(10 * sbh)
+
+
 def test_micro_batches_in_flight() -> None:
     """Warm-up + 1 forwards (megatron/core/pipeline_parallel/schedules.py): p - r under 1F1B, capped at m; chunks
     2(p - r - 1) + (v - 1)p + 1 of 1/v of the stage interleaved, which on stage 0 is the file's p(1 + (p-1)/(pv))."""

@@ -83,7 +83,7 @@ __all__ = [
     "compare_variants",
     "estimate",
     "estimate_many",
-    "layout_fits",
+    "layout_recompute",
     "memory_by_stage",
     "model_info",
     "topology_info",
@@ -511,12 +511,12 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
 LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
     "framework": (None, "megatron"),
     "zero": (None, 0, 1),
-    "recompute": (None, "none", "selective"),
+    "recompute": (None, "none", "selective", "full"),
 }
 
 
 def _check_layout_plan(model: ModelSpec, o: Options) -> None:
-    """What a layout is costed with (LAYOUT_RUNS: none or selective recomputation, ZeRO 0 or 1), and what
+    """What a layout is costed with (LAYOUT_RUNS: none, selective or full recomputation, ZeRO 0 or 1), and what
     Megatron-Core itself refuses (heads or KV heads TP does not divide; MoE with TP above 1 but no sequence
     parallelism)."""
     if model.architecture is None:
@@ -527,9 +527,7 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
         raise InputError("zero", f"a layout runs Megatron's DDP (0) or distributed optimizer (1), not {o.plan.zero}")
     if o.plan.recompute not in LAYOUT_RUNS["recompute"]:
         raise InputError(
-            "recompute",
-            f"a layout's memory follows Megatron's theoretical formula, with none or selective recomputation; "
-            f"not {o.plan.recompute}",
+            "recompute", f"a layout runs Megatron's none, selective or full recomputation, not {o.plan.recompute}"
         )
     a, tp = model.architecture, o.parallel.tp
     if a.heads % tp:
@@ -566,9 +564,9 @@ def _layout_memory(
         etp=layout.etp,
         virtual_stages=par.virtual_stages,
         sequence_parallel=par.sequence_parallel,
-        selective_recompute=recompute == "selective",
+        recompute=recompute,
         distributed_optimizer=stage == 1,
-        attention_scores=not p.o.compute.flash_attention and recompute == "none",
+        attention_scores=not p.o.compute.flash_attention and recompute != "selective",
         first_stage_layers=counts[0] if uneven and layout.pp > 1 else None,
         last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
     )
@@ -611,9 +609,10 @@ def _layout_memory(
 def _layout_memory_rows(
     model: ModelSpec, topology: TopologySpec, p: Prepared, layout: Layout, microbatches: int | None
 ) -> tuple[str, dict[int, tuple[StageRow, LayoutMemory]]]:
-    """The recomputation costed (the option's, else none if the plan's stage then fits, else selective) and
-    memory per GPU at ZeRO 0 (Megatron's DDP) and 1 (its distributed optimizer) with it; `microbatches` per step
-    bound the ones in flight (None: the pipeline full, as Megatron's formula assumes)."""
+    """The recomputation costed (the option's, else the least of none, selective and full with which the plan's
+    stage fits, full when none does) and memory per GPU at ZeRO 0 (Megatron's DDP) and 1 (its distributed
+    optimizer) with it; `microbatches` per step bound the ones in flight (None: the pipeline full, as Megatron's
+    formula assumes)."""
     o = p.o
     stage = 1 if o.plan.zero is None else o.plan.zero
 
@@ -622,20 +621,24 @@ def _layout_memory_rows(
 
     if o.plan.recompute is not None:
         return o.plan.recompute, rows(o.plan.recompute)
-    without = rows("none")
-    return ("none", without) if without[stage][0].fits else ("selective", rows("selective"))
+    for recompute in LAYOUT_RUNS["recompute"][1:]:
+        held = rows(str(recompute))
+        if held[stage][0].fits:
+            break
+    return str(recompute), held
 
 
-def layout_fits(model: ModelSpec, topology: TopologySpec, options: Options) -> bool:
-    """Whether a TP/CP/PP/EP layout fits at its ZeRO stage with the recomputation `estimate` would choose, decided
-    as `estimate` decides it (the same memory rows, which layout_memory keeps), without timing the step."""
+def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options) -> str | None:
+    """The recomputation `estimate` would cost a TP/CP/PP/EP layout with, or None when the layout does not fit at
+    its ZeRO stage with it, decided as `estimate` decides it (the same memory rows, which layout_memory keeps),
+    without timing the step."""
     topology = environment(topology, options.communication.nvls, options.communication.collnet)
     p = prepare(model, topology, options)
     _check_layout_plan(model, p.o)
     layout = _layout(p.o, topology)
     stage = 1 if p.o.plan.zero is None else p.o.plan.zero
-    _, rows = _layout_memory_rows(model, topology, p, layout, p.accumulation)
-    return rows[stage][0].fits
+    recompute, rows = _layout_memory_rows(model, topology, p, layout, p.accumulation)
+    return recompute if rows[stage][0].fits else None
 
 
 def _layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Memory:
@@ -681,6 +684,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         mfu=mfu,
         peak=peak,
         recompute=recompute,
+        recompute_modules=frozenset(o.plan.recompute_modules),
         sequence_parallel=par.sequence_parallel,
         tp_overlap=par.tp_comm_overlap,
         ep_overlap=par.ep_comm_overlap,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
@@ -204,6 +205,7 @@ def layout_step(
     mfu: float,
     peak: float | None = None,
     recompute: str = "none",
+    recompute_modules: frozenset[str] = DEFAULT_MODULES,
     sequence_parallel: bool = False,
     tp_overlap: bool = False,
     ep_overlap: bool = False,
@@ -250,7 +252,7 @@ def layout_step(
         layer_times: dict[bool, tuple[float, float, float]] = {}  # every stage's layers, by kind, timed once
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
-                          compute_dtype, len(stages), flash, layer_times)
+                          compute_dtype, len(stages), flash, layer_times, recompute_modules)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -343,11 +345,12 @@ def _stage_by_ops(
     stages: int,
     flash: bool = True,
     layer_times: dict[bool, tuple[float, float, float]] | None = None,
+    recompute_modules: frozenset[str] = DEFAULT_MODULES,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
     CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention, the vocab-parallel loss); the
-    recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part, selective: core_attn)."""
+    recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part; selective: `recompute_modules`)."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -365,7 +368,7 @@ def _stage_by_ops(
 
     def layer_seconds(moe: bool) -> tuple[float, float, float]:
         key = (gpu, moe, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp, sequence_parallel, recompute,
-               gemm_efficiency, peak, compute_dtype)  # fmt: skip
+               recompute_modules, gemm_efficiency, peak, compute_dtype)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
@@ -376,7 +379,7 @@ def _stage_by_ops(
         )
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
-        again = sum(recomputed_by_part(t.forward, ops, per_op, recompute, frozenset({"core_attn"})).values())
+        again = sum(recomputed_by_part(t.forward, ops, per_op, recompute, recompute_modules).values())
         known[key] = (t.forward_seconds, t.backward_seconds, again)
         return known[key]
 

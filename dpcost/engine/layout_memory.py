@@ -27,14 +27,16 @@ Two views, per GPU and in bytes:
   the final norm, which the file spreads over the stages.
 
 Departures from the file: CP, which the file ignores, splits the sequence (each rank's activations are of s / CP
-tokens; with selective recomputation every term is linear in s). Kept as the file has it although Megatron-Core
-differs: the distributed optimizer shards over DP (args.data_parallel_size), not DP x CP; the first stage keeps
+tokens; with selective recomputation every term is linear in s). Full recomputation, which the file does not
+price, keeps each layer's input [K] section 4 and holds one layer's activations while the backward re-runs it.
+Kept as the file has it although Megatron-Core differs: the distributed optimizer shards over DP
+(args.data_parallel_size), not DP x CP; the first stage keeps
 p(1 + (p-1)/(pv)) micro-batches interleaved even when m v is fewer (schedules.py caps it; the per-stage view does);
 the last stage with MTP and an untied head holds two vocab x hidden matrices [G], the file counts one.
 Left out by the file and so here: linear biases (GPT-3's), learned position tables, query/key norms, the
 attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's top-k routed
-copies of the tokens (every layer is costed at the dense ffn_hidden_size), GQA's and MLA's narrower K and V, full
-recomputation, communication buffers, fragmentation and the CUDA context.
+copies of the tokens (every layer is costed at the dense ffn_hidden_size), GQA's and MLA's narrower K and V,
+communication buffers, fragmentation and the CUDA context.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ __all__ = [
     "embedding_parameters",
     "expert_data_parallel_size",
     "first_stage_microbatches",
+    "full_recompute_layer_bytes",
     "interleaved_memory_penalty",
     "korthikanti_layer_activation_bytes",
     "layer_activation_bytes",
@@ -94,12 +97,14 @@ class MemoryLayout(Layout):
 
     virtual_stages: int = 1  # model chunks per pipeline rank; 1: not interleaved (Megatron's None)
     sequence_parallel: bool = False
-    selective_recompute: bool = True  # --recompute-granularity selective
+    # --recompute-granularity: none, selective (Megatron's formula) or full (--recompute-method uniform,
+    # --recompute-num-layers 1: every layer keeps only its input; not in Megatron's file)
+    recompute: str = "selective"
     distributed_optimizer: bool = False  # --use-distributed-optimizer: ZeRO-1 over DP (and expert-DP)
     first_stage_layers: int | None = None  # --decoder-first-pipeline-num-layers
     last_stage_layers: int | None = None  # --decoder-last-pipeline-num-layers
     # The s^2 attention scores are stored (no flash attention, no selective recomputation): Korthikanti et al.'s
-    # 5as/(ht) per layer (Table 2), which Megatron's formula leaves out.
+    # 5as/(ht) per layer (Table 2), which Megatron's formula leaves out; under full recomputation, one layer's.
     attention_scores: bool = False
 
     def __post_init__(self) -> None:
@@ -108,11 +113,18 @@ class MemoryLayout(Layout):
             raise ValueError(f"virtual_stages must be a positive integer, got {self.virtual_stages}")
         if self.virtual_stages > 1 and self.pp == 1:
             raise ValueError("virtual_stages > 1 needs pipeline parallelism (pp > 1)")
+        if self.recompute not in ("none", "selective", "full"):
+            raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
 
     @property
     def sp_selective(self) -> bool:
         """SP and selective recomputation [M] (report_theoretical_memory); no SP at TP 1 (training/arguments.py)."""
-        return self.sequence_parallel and self.selective_recompute and self.tp > 1
+        return self.sequence_parallel and self.recompute == "selective" and self.tp > 1
+
+    @property
+    def sp_split(self) -> bool:
+        """Activations split over TP by SP: the file's SP formulas, which full recomputation keeps [K] section 4."""
+        return self.sequence_parallel and self.recompute != "none" and self.tp > 1
 
 
 @dataclass(frozen=True)
@@ -358,6 +370,11 @@ def layer_activation_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, 
     return sbh * (10 + 24 / tp)
 
 
+def full_recompute_layer_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sequence_parallel: bool) -> float:
+    """One layer under full recomputation [K] section 4: its 16-bit input, 2sbh (2sbh/t with SP), "2sbhL" in all."""
+    return 2 * seq * micro_batch * hidden / (tp if sequence_parallel else 1)
+
+
 def embedding_activation_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_selective: bool) -> float:
     """One micro-batch on stage 0: 8sb of token ids, sbh of dropout mask, over TP with SP [M]; [K] 4.3 has sbh/t."""
     sb = seq * micro_batch
@@ -414,14 +431,19 @@ def stage_activation_bytes(
 ) -> float:
     """A stage's layers (and embedding) x micro-batches in flight, output once on the last, x 1.05 without SP [M]."""
     s, b, h, tp = seq_len / layout.cp, micro_batch, shape.hidden, layout.tp  # each CP rank holds s / CP tokens
-    sp = layout.sp_selective
-    total = layer_activation_bytes(s, b, h, shape.ffn, tp, sp) * layers * in_flight
+    sp = layout.sp_split
+    scores = 5 * shape.heads * s * s * b / tp if layout.attention_scores else 0.0  # [K] Table 2: sbh x 5as/(ht)
+    if layout.recompute == "full":
+        # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
+        # formula under SP; under flash attention selective drops nothing else)
+        total = full_recompute_layer_bytes(s, b, h, tp, sp) * layers * in_flight
+        total += layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores
+    else:
+        total = (layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores) * layers * in_flight
     if stage == 0:
         total += embedding_activation_bytes(s, b, h, tp, sp) * in_flight
     if stage == layout.pp - 1:
         total += output_activation_bytes(s, b, h, shape.vocab, tp, sp)
-    if layout.attention_scores:  # [K] Table 2: sbh x 5as/(ht) per layer, the scores, softmax and dropout mask
-        total += 5 * shape.heads * s * s * b / tp * layers * in_flight
     return total if sp else total * WITHOUT_SP_OVERHEAD
 
 

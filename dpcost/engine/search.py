@@ -21,7 +21,7 @@ What is searched, and why each range (docs/plan.md says the same for users):
 Pruning, before a plan is costed: a layout whose weights and fp32 gradients alone (6 bytes per parameter of its
 shard, Megatron's mixed precision) exceed the memory; one whose smaller micro-batch did not fit; one whose step cannot
 beat the worst of the best plans so far even at the dense peak with its pipeline bubble; then a layout whose memory,
-as `estimate` decides it (`layout_fits`: Megatron's formula), does not fit. `estimate` costs the rest, and a plan
+as `estimate` decides it (`layout_recompute`: Megatron's formula), does not fit. `estimate` costs the rest, and a plan
 that does not fit is never kept.
 """
 
@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from dpcost.engine.compute import flops_per_token
-from dpcost.engine.estimate import estimate, layout_fits
+from dpcost.engine.estimate import estimate, layout_recompute
 from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.params import count_params
 from dpcost.engine.prepare import compute_model_for, seq_len_for
@@ -140,12 +140,16 @@ def _expert_params(model: ModelSpec) -> float:
     return float(a.moe_layers * a.moe.experts * matrices * a.hidden * a.moe.ffn)
 
 
-def step_lower_bound(model: ModelSpec, topology: TopologySpec, options: Options, gpus: int, seq_len: int) -> float:
-    """Seconds no plan with this pipeline can beat: the step's model FLOPs at every GPU's dense peak, stretched
-    by the 1F1B bubble (PP - 1) / (V x m) of the micro-batches m each pipeline runs."""
+def step_lower_bound(
+    model: ModelSpec, topology: TopologySpec, options: Options, gpus: int, seq_len: int, recompute: str = "none"
+) -> float:
+    """Seconds no plan with this pipeline can beat: the step's FLOPs (the model's, and what `recompute` re-runs)
+    at every GPU's dense peak, stretched by the 1F1B bubble (PP - 1) / (V x m) of the micro-batches m each
+    pipeline runs."""
     global_batch = options.batch.global_batch or 1
-    fpt = flops_per_token(count_params(model), model.architecture, seq_len, "none", True)
-    compute = fpt.model * global_batch * seq_len / (gpus * topology.gpu.peak(options.compute.compute_dtype))
+    fpt = flops_per_token(count_params(model), model.architecture, seq_len, recompute, True)
+    work = fpt.model + fpt.recompute
+    compute = work * global_batch * seq_len / (gpus * topology.gpu.peak(options.compute.compute_dtype))
     par = options.parallel
     dp = options.dp
     m = max(1, global_batch // (dp * options.batch.micro_batch))
@@ -271,10 +275,19 @@ def search(
                 found.slower += 1
                 continue
         try:
-            if not shape.trivial and not layout_fits(model, topology, options):
-                found.over_memory += 1
-                smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
-                continue
+            if not shape.trivial:
+                recompute = layout_recompute(model, topology, options)
+                if recompute is None:
+                    found.over_memory += 1
+                    smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
+                    continue
+                # a layout that fits only by re-running its forward: bound it with that work too
+                if (
+                    recompute != "none"
+                    and step_lower_bound(model, topology, options, gpus, seq_len, recompute) >= worst()
+                ):
+                    found.slower += 1
+                    continue
             report = estimate(model, topology, options)
         except (InputError, ValueError) as exc:
             found.invalid += 1
