@@ -33,7 +33,8 @@ topology: A100-80GB and MegaScale's unnamed Ampere GPUs (their MFUs imply a 312 
 dgx-h100, H800 -> hgx-h800, B200 -> dgx-b200, GB200 -> gb200-nvl72; a run larger than dgx-a100's 140-node SuperPOD
 runs on its tiers with the last one left unbounded (flagged). FP8 and MXFP8 runs compute on the FP8 dense peak.
 What a source says of its own schedule sets the engine's switches: Llama 3's all-gather CP, DeepSeek's DualPipe
-hiding the expert all-to-alls, MegaScale's overlapped TP, the gradient all-reduce (no distributed optimizer) of
+hiding the expert all-to-alls, MegaScale's overlapped TP, Megatron-Bridge's presets (TP and all-to-all overlap, bf16
+gradient reduction), the gradient all-reduce (no distributed optimizer) of
 Megatron-LM in 2021-22 (SC'21, Korthikanti et al.); everything else runs Megatron's distributed optimizer.
 ZeRO-3, FSDP, DualPipe and MegaScale's changed transformer block are not modelled as such: flagged.
 
@@ -489,6 +490,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             virtual_stages=virtual_stages,
             distributed_optimizer=distributed,
             flash=flash,
+            grad_dtype="bf16" if bridge else "fp32",  # the presets' grad_reduce_in_fp32 = False
         )
 
     if not recompute and bridge:

@@ -119,6 +119,21 @@ def test_a_layout_recomputes_the_modules_given() -> None:
     assert added <= 2 * mlp_flops / 989e12  # at no less than half the peak: the matmuls, not a whole forward
 
 
+def test_a_layout_reduces_gradients_in_bf16_when_asked() -> None:
+    """Megatron-Bridge's performance presets set grad_reduce_in_fp32=False: the gradient buffer is bf16, 2 bytes a
+    parameter instead of Megatron-LM's fp32 default (arguments.py, accumulate_allreduce_grads_in_fp32 under --bf16);
+    fp8 or int8 reductions are not Megatron-Core's and are refused."""
+    common = ["estimate", "--model", "llama-70b", "--tp", "4", "--pp", "8", "--dp", "2", "--global-batch", "128",
+              "--seq-len", "8192", "--sequence-parallel"]  # fmt: skip
+    default, bf16 = report(*common), report(*common, "--grad-dtype", "bf16")
+    assert (default["setup"]["grad_dtype"], bf16["setup"]["grad_dtype"]) == ("fp32", "bf16")
+    for a, b in zip(default["memory"]["stages"], bf16["memory"]["stages"], strict=True):
+        assert b["grads_bytes"] == pytest.approx(a["grads_bytes"] / 2, rel=1e-9)
+        assert a["total_bytes"] - b["total_bytes"] == pytest.approx(a["grads_bytes"] / 2, rel=1e-6)
+    code, _out, err = run(*common, "--grad-dtype", "fp8")
+    assert code == 2 and err.startswith("dpcost: error: --grad-dtype: a layout reduces gradients as Megatron-Core")
+
+
 def test_memory_with_a_layout_shows_the_rows_estimate_costs() -> None:
     """`dpcost memory` takes the layout too: Megatron's rows with the pipeline full (as its formula assumes), as
     `estimate` costs them with as many micro-batches as stages, not the pure-DP ZeRO table."""

@@ -493,6 +493,9 @@ def test_bytes_per_parameter() -> None:
         assert bytes_per_parameter(False, dp) == 18
         assert bytes_per_parameter(True, dp) == 6 + 12 / dp
     assert bytes_per_parameter(True, 1) == 18
+    # grad_reduce_in_fp32=False: Megatron-Core's gradient buffer takes the parameters' bf16 (param_and_grad_buffer.py)
+    assert bytes_per_parameter(False, 8, grad_bytes=2) == 2 + 2 + 12
+    assert bytes_per_parameter(True, 8, grad_bytes=2) == 2 + 2 + 12 / 8
 
 
 def test_experts_shard_over_ep_and_expert_dp() -> None:

@@ -97,18 +97,20 @@ def test_megatron_scripts_give_the_model_and_plan_written_out_by_hand(tmp_path: 
                    "--global-batch", "8", "--seq-len", "1024", "--zero", "0", "--recompute", "none",
                    "--overlap-comm", "false", "--grad-dtype", "fp16")  # fmt: skip
     assert without(read, "from_config") == typed
-    # GPT-3 175B: the catalog's, with GPT-2's vocabulary padded to 128 x TP 8; a layout reads neither --fp16 nor
-    # the overlap flag (it runs Megatron's own settings), and the report says so
+    # GPT-3 175B: the catalog's, with GPT-2's vocabulary padded to 128 x TP 8; a layout reads --fp16 (gradients
+    # accumulated and reduced in fp16, Megatron's default without --accumulate-allreduce-grads-in-fp32) but not the
+    # overlap flag (it runs Megatron's own settings), and the report says so
     gpt3 = load_model("gpt3-175b").architecture
     assert gpt3 is not None
     gpt3_file = spec_file(tmp_path, "megatron-gpt3-175b", gpt3.model_dump(exclude_defaults=True) | {"vocab": 51200})
     read = report("estimate", "--from", str(CONFIGS / "megatron-gpt3-175b.sh"), "--dp", "8")
     typed = report("estimate", "--model", gpt3_file, "--dp", "8", "--framework", "megatron", "--tp", "8", "--pp",
                    "16", "--micro-batch", "1", "--global-batch", "1536", "--seq-len", "2048", "--zero", "0",
-                   "--recompute", "none")  # fmt: skip
+                   "--recompute", "none", "--grad-dtype", "fp16")  # fmt: skip
     assert without(read, "from_config") == typed
     notes = {row["key"]: row["note"] for row in read["from_config"]["settings"]}
-    assert "not read by a TP/CP/PP/EP layout" in notes["--fp16"]
+    assert read["setup"]["grad_dtype"] == "fp16" and "not read by a TP/CP/PP/EP layout" not in notes["--fp16"]
+    assert any("not read by a TP/CP/PP/EP layout" in note for note in notes.values())
 
 
 def test_a_megatron_script_that_turns_pp_overlap_off_is_costed_with_it_off(tmp_path: Path) -> None:
@@ -129,6 +131,23 @@ def test_a_megatron_script_that_turns_pp_overlap_off_is_costed_with_it_off(tmp_p
     assert overlapped["layout"]["pp_comm_overlap"] and not waited["layout"]["pp_comm_overlap"]
     exposed = {r["term"]: r["seconds"] for r in waited["layout"]["exposed"]}
     assert exposed["pp"] > 0 and "pp" not in {r["term"] for r in overlapped["layout"]["exposed"] if r["seconds"]}
+
+
+def test_a_megatron_scripts_gradient_dtype_is_megatrons(tmp_path: Path) -> None:
+    """megatron/training/arguments.py: --bf16 accumulates and reduces gradients in fp32 unless --grad-reduce-in-bf16;
+    --fp16 in fp16 unless --accumulate-allreduce-grads-in-fp32."""
+    script = (CONFIGS / "megatron-gpt3-175b.sh").read_text()
+    variants = {
+        "bf16": ("    --bf16\n", "fp32"),
+        "bf16-reduce": ("    --bf16\n    --grad-reduce-in-bf16\n", "bf16"),
+        "fp16": ("    --fp16\n", "fp16"),
+        "fp16-fp32": ("    --fp16\n    --accumulate-allreduce-grads-in-fp32\n", "fp32"),
+    }
+    for name, (lines, dtype) in variants.items():
+        path = tmp_path / f"{name}.sh"
+        path.write_text(script.replace("    --fp16\n", lines))
+        read = report("estimate", "--from", str(path), "--dp", "8")
+        assert read["setup"]["grad_dtype"] == dtype, name
 
 
 # Megatron-LM's own "number of parameters on (tensor, pipeline) model parallel rank (T, P)" lines for the 345M

@@ -31,7 +31,7 @@ from dpcost.engine.plan import (
     stage_ops,
     timeline,
 )
-from dpcost.engine.prepare import Prepared, check_dp, prepare, stage_table
+from dpcost.engine.prepare import DTYPE_BYTES, Prepared, check_dp, prepare, stage_table
 from dpcost.engine.rates import matmul_efficiency
 from dpcost.engine.report import (
     Advice,
@@ -512,7 +512,15 @@ LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
     "framework": (None, "megatron"),
     "zero": (None, 0, 1),
     "recompute": (None, "none", "selective", "full"),
+    "grad_dtype": (None, "fp32", "bf16", "fp16"),
 }
+
+
+def _layout_grad_dtype(o: Options) -> str:
+    """The layout's gradient buffer and reduction dtype: Megatron-LM's --bf16 default, fp32
+    (arguments.py: accumulate_allreduce_grads_in_fp32), unless --grad-dtype gives the parameters' 16-bit dtype
+    (--grad-reduce-in-bf16, Megatron-Core's grad_reduce_in_fp32=False; fp16 under --fp16)."""
+    return o.precision.grad_dtype or "fp32"
 
 
 def _check_layout_plan(model: ModelSpec, o: Options) -> None:
@@ -525,6 +533,12 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
         raise InputError("framework", f"a TP/CP/PP/EP layout is costed as Megatron-LM runs it, not {o.plan.framework}")
     if o.plan.zero not in LAYOUT_RUNS["zero"]:
         raise InputError("zero", f"a layout runs Megatron's DDP (0) or distributed optimizer (1), not {o.plan.zero}")
+    if o.precision.grad_dtype not in LAYOUT_RUNS["grad_dtype"]:
+        raise InputError(
+            "grad_dtype",
+            f"a layout reduces gradients as Megatron-Core does, in fp32 (grad_reduce_in_fp32) or the 16-bit "
+            f"parameters' bf16 or fp16, not {o.precision.grad_dtype}",
+        )
     if o.plan.recompute not in LAYOUT_RUNS["recompute"]:
         raise InputError(
             "recompute", f"a layout runs Megatron's none, selective or full recomputation, not {o.plan.recompute}"
@@ -566,6 +580,7 @@ def _layout_memory(
         sequence_parallel=par.sequence_parallel,
         recompute=recompute,
         distributed_optimizer=stage == 1,
+        grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o)],
         attention_scores=not p.o.compute.flash_attention and recompute != "selective",
         first_stage_layers=counts[0] if uneven and layout.pp > 1 else None,
         last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
@@ -575,7 +590,7 @@ def _layout_memory(
     except ValueError as exc:
         raise InputError("pp", f"{model.name}: {exc}") from None
     worst = held.most_loaded
-    params, grads = 2 * worst.parameters, 4 * worst.parameters
+    params, grads = 2 * worst.parameters, spec.grad_bytes * worst.parameters
     optimizer = worst.weight_and_optimizer - params - grads
     context = context_bytes(topology.gpu)
     allocated = worst.total
@@ -685,6 +700,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         peak=peak,
         recompute=recompute,
         recompute_modules=frozenset(o.plan.recompute_modules),
+        grad_dtype=_layout_grad_dtype(o),
         sequence_parallel=par.sequence_parallel,
         tp_overlap=par.tp_comm_overlap,
         ep_overlap=par.ep_comm_overlap,
@@ -705,7 +721,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         mode="train",
         zero_stage=stage,
         zero_stage_chosen=o.plan.zero is None,
-        grad_dtype="fp32",
+        grad_dtype=_layout_grad_dtype(o),
         micro_batch=p.micro_batch,
         accumulation=m,
         global_batch=global_batch,
@@ -765,7 +781,6 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
     "--skew": lambda o: o.compute.skew != 0,
     "--offload": lambda o: o.precision.offload != "none",
     "--recompute-layers": lambda o: o.plan.recompute_layers != 1,
-    "--grad-dtype": lambda o: o.precision.grad_dtype is not None,
     "--grad-block": lambda o: o.precision.grad_block is not None,
     "--recipe": lambda o: o.precision.recipe is not None,
     "--optimizer": lambda o: o.precision.optimizer != "adamw",

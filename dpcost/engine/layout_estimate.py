@@ -43,7 +43,7 @@ from dpcost.engine.ops import (
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params
 from dpcost.engine.placement import Placement, place_group
-from dpcost.engine.prepare import overlap_slowdown_for
+from dpcost.engine.prepare import DTYPE_BYTES, overlap_slowdown_for
 from dpcost.engine.rates import rates_for
 from dpcost.engine.step import (
     COMPUTE,
@@ -63,8 +63,6 @@ from dpcost.options import DEFAULT_SYNC_JITTER
 from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = ["LayoutStep", "StageLoad", "call_seconds", "layout_step", "stage_loads"]
-
-DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0}
 
 
 @dataclass(frozen=True)
@@ -206,6 +204,7 @@ def layout_step(
     peak: float | None = None,
     recompute: str = "none",
     recompute_modules: frozenset[str] = DEFAULT_MODULES,
+    grad_dtype: str = "fp32",
     sequence_parallel: bool = False,
     tp_overlap: bool = False,
     ep_overlap: bool = False,
@@ -289,6 +288,7 @@ def layout_step(
         distributed_optimizer,
         slowdown,
         layout.dp,
+        DTYPE_BYTES[grad_dtype],
     )
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
     dp_terms = [t for t in dp_step.breakdown if t.term not in (COMPUTE, JITTER)]
@@ -423,14 +423,15 @@ def _data_parallel(
     distributed_optimizer: bool,
     overlap_slowdown: float,
     dp_size: int,
+    grad_bytes: float,
 ) -> tuple[StepTime, float, float]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py, as Megatron runs it: its buckets, fp32
-    reduction, parameters gathered during the next forward), and the seconds the experts' reduction over
+    reduction unless `grad_bytes` says 16-bit, parameters gathered during the next forward), and the seconds the
+    experts' reduction over
     expert-DP take and add beyond the last backward and the next forward (reduce-scatter, then all-gather with the
     distributed optimizer; all-reduce without)."""
     fw = FRAMEWORKS["megatron"]
     recipe = RECIPES[fw.name]
-    grad_bytes = DTYPE_BYTES[recipe.grad_dtype]
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     dp = groups["dp-cp"]
     units = (Unit(dense, 1.0),)  # the flattened gradient, ready linearly through the backward

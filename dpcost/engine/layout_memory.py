@@ -101,6 +101,9 @@ class MemoryLayout(Layout):
     # --recompute-num-layers 1: every layer keeps only its input; not in Megatron's file)
     recompute: str = "selective"
     distributed_optimizer: bool = False  # --use-distributed-optimizer: ZeRO-1 over DP (and expert-DP)
+    # Megatron-Core DDP's gradient buffer (distributed/param_and_grad_buffer.py): fp32 with grad_reduce_in_fp32
+    # (Megatron-LM's --bf16 default), else the parameters' 16-bit dtype (Megatron-Bridge's performance presets)
+    grad_bytes: float = 4.0
     first_stage_layers: int | None = None  # --decoder-first-pipeline-num-layers
     last_stage_layers: int | None = None  # --decoder-last-pipeline-num-layers
     # The s^2 attention scores are stored (no flash attention, no selective recomputation): Korthikanti et al.'s
@@ -333,9 +336,11 @@ def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, lay
 # ----------------------------------------------------------------------------------------------- optimizer
 
 
-def bytes_per_parameter(distributed_optimizer: bool, data_parallel_size: int) -> float:
-    """bf16 weights, fp32 grads, master weights, Adam: 18, or 6 + 12/DP sharded [M] (num_bytes_per_parameter)."""
-    return 6 + 12 / data_parallel_size if distributed_optimizer else 18.0
+def bytes_per_parameter(distributed_optimizer: bool, data_parallel_size: int, grad_bytes: float = 4.0) -> float:
+    """bf16 weights, fp32 grads, master weights, Adam: 18, or 6 + 12/DP sharded [M] (num_bytes_per_parameter);
+    16-bit gradients take 2 bytes off either."""
+    held = 2 + grad_bytes
+    return held + 12 / data_parallel_size if distributed_optimizer else held + 12
 
 
 def expert_data_parallel_size(layout: MemoryLayout) -> int:
@@ -345,8 +350,8 @@ def expert_data_parallel_size(layout: MemoryLayout) -> int:
 
 def weight_and_optimizer_bytes(held: ParamGroups, layout: MemoryLayout) -> float:
     """A rank's weights, grads and optimizer, the experts' over expert-DP [M] (weight_and_optimizer_memory)."""
-    dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp)
-    experts = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout))
+    dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp, layout.grad_bytes)
+    experts = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout), layout.grad_bytes)
     return (held.tp_sharded + held.replicated) * dense + held.expert_sharded * experts
 
 

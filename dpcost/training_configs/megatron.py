@@ -158,7 +158,8 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--ddp-bucket-size", "--optimizer", "--cp-comm-type")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
-_PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--accumulate-allreduce-grads-in-fp32")
+_PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--accumulate-allreduce-grads-in-fp32",
+                   "--grad-reduce-in-bf16")  # fmt: skip
 
 
 def _batch(r: Reading, args: dict[str, list[str]]) -> None:
@@ -229,10 +230,14 @@ def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
 def _precision(r: Reading, args: dict[str, list[str]]) -> None:
     if "--bf16" in args and "--fp16" in args:
         raise r.error("--bf16", "--bf16 and --fp16 cannot both be given (Megatron refuses it)")
-    if "--fp16" in args:
+    if "--fp16" in args and "--accumulate-allreduce-grads-in-fp32" in args:
+        r.use("--accumulate-allreduce-grads-in-fp32", "", "grad_dtype", "fp32", "fp16 training, fp32 gradients")
+    elif "--fp16" in args:
         r.use("--fp16", "", "grad_dtype", "fp16", "fp16 gradients, reduced in fp16")
     elif "--bf16" not in args:
         r.use("--bf16", "(absent)", "recipe", "ddp", "fp32 training: 4 + 4 + 8 bytes per parameter")
+    elif "--grad-reduce-in-bf16" in args:
+        r.use("--grad-reduce-in-bf16", "", "grad_dtype", "bf16", "bf16 gradients, accumulated and reduced in bf16")
     else:
         r.note("--bf16", "", "", "bf16 training, gradients accumulated and reduced in fp32 (Megatron's default)")
     if "--fp8-format" in args:
