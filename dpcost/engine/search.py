@@ -31,14 +31,15 @@ import time as clock
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from dpcost.engine.compute import flops_per_token
+from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.estimate import estimate, layout_recompute
 from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.params import count_params
 from dpcost.engine.prepare import compute_model_for, seq_len_for
+from dpcost.engine.rates import matmul_efficiency
 from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
 from dpcost.errors import InputError
-from dpcost.options import Options
+from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
 from dpcost.units import fmt_seconds
 
@@ -143,13 +144,22 @@ def _expert_params(model: ModelSpec) -> float:
 def step_lower_bound(
     model: ModelSpec, topology: TopologySpec, options: Options, gpus: int, seq_len: int, recompute: str = "none"
 ) -> float:
-    """Seconds no plan with this pipeline can beat: the step's FLOPs (the model's, and what `recompute` re-runs)
-    at every GPU's dense peak, stretched by the 1F1B bubble (PP - 1) / (V x m) of the micro-batches m each
-    pipeline runs."""
+    """Seconds no plan with this pipeline can beat: the step's matmul FLOPs (the model's, and what `recompute`
+    re-runs) spread evenly over every GPU at the matmul rate its compute model allows at most (every matmul at
+    --mfu under `flops`; op by op at the sustained large-matmul share, which no shape exceeds), stretched by the
+    1F1B bubble (PP - 1) / (V x m) of the micro-batches m each pipeline runs. Attention's FLOPs are left out: PaLM
+    counts the whole score square, the flash kernel its causal half."""
     global_batch = options.batch.global_batch or 1
-    fpt = flops_per_token(count_params(model), model.architecture, seq_len, recompute, True)
-    work = fpt.model + fpt.recompute
-    compute = work * global_batch * seq_len / (gpus * topology.gpu.peak(options.compute.compute_dtype))
+    a = model.architecture
+    fpt = flops_per_token(count_params(model), a, seq_len, recompute, True)
+    attention = attention_flops(a, seq_len) if a is not None else 0.0
+    matmuls = fpt.model + fpt.recompute - (4 if recompute == "full" else 3) * attention
+    dtype = options.compute.compute_dtype
+    if compute_model_for(model, options.compute) == "flops":
+        share = options.compute.mfu or DEFAULT_MFU
+    else:
+        share = matmul_efficiency(topology.gpu, dtype, options.compute.mfu)
+    compute = matmuls * global_batch * seq_len / (gpus * topology.gpu.peak(dtype) * share)
     par = options.parallel
     dp = options.dp
     m = max(1, global_batch // (dp * options.batch.micro_batch))
