@@ -622,17 +622,22 @@ def _layout_memory(
 
 
 def _layout_memory_rows(
-    model: ModelSpec, topology: TopologySpec, p: Prepared, layout: Layout, microbatches: int | None
+    model: ModelSpec,
+    topology: TopologySpec,
+    p: Prepared,
+    layout: Layout,
+    microbatches: int | None,
+    zero_stages: tuple[int, ...] = (0, 1),
 ) -> tuple[str, dict[int, tuple[StageRow, LayoutMemory]]]:
     """The recomputation costed (the option's, else the least of none, selective and full with which the plan's
-    stage fits, full when none does) and memory per GPU at ZeRO 0 (Megatron's DDP) and 1 (its distributed
-    optimizer) with it; `microbatches` per step bound the ones in flight (None: the pipeline full, as Megatron's
-    formula assumes)."""
+    stage fits, full when none does) and memory per GPU at `zero_stages`, ZeRO 0 (Megatron's DDP) and 1 (its
+    distributed optimizer), with it; `microbatches` per step bound the ones in flight (None: the pipeline full,
+    as Megatron's formula assumes)."""
     o = p.o
     stage = 1 if o.plan.zero is None else o.plan.zero
 
     def rows(recompute: str) -> dict[int, tuple[StageRow, LayoutMemory]]:
-        return {st: _layout_memory(model, topology, p, layout, st, recompute, microbatches) for st in (0, 1)}
+        return {st: _layout_memory(model, topology, p, layout, st, recompute, microbatches) for st in zero_stages}
 
     if o.plan.recompute is not None:
         return o.plan.recompute, rows(o.plan.recompute)
@@ -652,7 +657,7 @@ def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options)
     _check_layout_plan(model, p.o)
     layout = _layout(p.o, topology)
     stage = 1 if p.o.plan.zero is None else p.o.plan.zero
-    recompute, rows = _layout_memory_rows(model, topology, p, layout, p.accumulation)
+    recompute, rows = _layout_memory_rows(model, topology, p, layout, p.accumulation, (stage,))
     return recompute if rows[stage][0].fits else None
 
 
