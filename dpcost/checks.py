@@ -11,7 +11,7 @@ check compares one field of the estimate's report (engine/report.py) with a limi
 | min_efficiency | --min-efficiency | `time.scaling_efficiency` |
 | max_exposed_comm | --max-exposed-comm | `time.exposed_comm_seconds` |
 | min_tokens_per_s | --min-tokens-per-s | `time.tokens_per_second` (inference: `inference.tokens_per_second`) |
-| max_behind_best | --max-behind-best | `time.step_seconds` / the best `dpcost plan` step on its GPUs - 1 |
+| max_behind_best | --max-behind-best | `time.step_seconds` / the best step on its GPUs (`dpcost plan`'s or own) - 1 |
 
 With no limit at all, a scenario is checked for `require_fit`, as `estimate --check` does.
 """

@@ -167,6 +167,18 @@ def test_check_holds_a_plan_within_x_of_the_best() -> None:
     assert "--max-behind-best" in behind.output
 
 
+def test_a_plan_faster_than_every_plan_searched_is_the_best() -> None:
+    """A scenario that fits is a plan on its GPUs: with options the search does not vary (ZeRO++'s quantized
+    gradients here) it can beat every plan searched, and then it is the best, 0% behind, never a negative fraction
+    (found by benchmarks/fuzz.py)."""
+    args = ["check", "-m", "llama-8b", "--dp", "512", "--skew", "10", "--zeropp", "qgz", "--max-behind-best", "50%",
+            "--format", "json"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    check = json.loads(result.stdout)["scenarios"][0]["checks"][0]
+    assert check["check"] == "max_behind_best" and check["value"] == 0.0
+
+
 def test_options_as_flags_give_the_same_options() -> None:
     """Options.flags(), which writes each plan's command, spells every kind of value as the CLI reads it."""
     options = Options(dp=64, tp=8, pp=4, global_batch=512, seq_len=8192, sequence_parallel=True, zero=1,

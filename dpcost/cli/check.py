@@ -266,7 +266,8 @@ def _from_scenario(plan: Path, s: Any, where: str) -> tuple[Any, Any]:
 def _best_step(spec: Any, topo: Any, options: Any, report: Any, limits: Limits) -> float | None:
     """The step of the best plan `dpcost plan` finds for the scenario's GPUs, global batch and sequence length,
     under the scenario's other options and compute model, when max_behind_best asks for it (else None; None too
-    when no plan fits)."""
+    when no plan fits). The scenario is a plan on those GPUs too: where it fits and beats every plan searched (with
+    options the search does not vary, such as --zeropp or --compression), it is the best, 0% behind."""
     if limits.max_behind_best is None or report.time is None:
         return None
     from dpcost.engine.search import search
@@ -277,7 +278,10 @@ def _best_step(spec: Any, topo: Any, options: Any, report: Any, limits: Limits) 
     compute = options.compute.model_copy(update={"compute_model": s.compute_model})
     base = options.model_copy(update={"batch": batch, "compute": compute})
     found = search(spec, topo, gpus, base, top=1)
-    return found.best[0].report.summary.step_seconds if found.best else None
+    searched = found.best[0].report.summary.step_seconds if found.best else None
+    own = report.time.step_seconds if report.fits else None
+    steps = [step for step in (searched, own) if step is not None]
+    return min(steps) if steps else None
 
 
 def _beside(plan: Path, name: str) -> str:
