@@ -425,11 +425,10 @@ def _data_parallel(
     dp_size: int,
     grad_bytes: float,
 ) -> tuple[StepTime, float, float]:
-    """The DP schedule of the stage's dense shard over DP x CP (step.py, as Megatron runs it: its buckets, fp32
-    reduction unless `grad_bytes` says 16-bit, parameters gathered during the next forward), and the seconds the
-    experts' reduction over
-    expert-DP take and add beyond the last backward and the next forward (reduce-scatter, then all-gather with the
-    distributed optimizer; all-reduce without)."""
+    """The DP schedule of the stage's dense shard over DP x CP (step.py, as Megatron runs it: its buckets,
+    gradients of `grad_bytes` each, parameters gathered during the next forward), and the seconds the experts'
+    reduction over expert-DP take and add beyond the last backward and the next forward (reduce-scatter, then
+    all-gather with the distributed optimizer; all-reduce without)."""
     fw = FRAMEWORKS["megatron"]
     recipe = RECIPES[fw.name]
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")

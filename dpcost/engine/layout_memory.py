@@ -29,10 +29,11 @@ Two views, per GPU and in bytes:
 Departures from the file: CP, which the file ignores, splits the sequence (each rank's activations are of s / CP
 tokens; with selective recomputation every term is linear in s). Full recomputation, which the file does not
 price, keeps each layer's input [K] section 4 and holds one layer's activations while the backward re-runs it.
-Kept as the file has it although Megatron-Core differs: the distributed optimizer shards over DP
-(args.data_parallel_size), not DP x CP; the first stage keeps
-p(1 + (p-1)/(pv)) micro-batches interleaved even when m v is fewer (schedules.py caps it; the per-stage view does);
-the last stage with MTP and an untied head holds two vocab x hidden matrices [G], the file counts one.
+16-bit gradients (Megatron-Core's grad_reduce_in_fp32 off) take 2 bytes a parameter, not the file's 4. Kept as
+the file has it although Megatron-Core differs: the distributed optimizer shards over DP (args.data_parallel_size),
+not DP x CP; the first stage keeps p(1 + (p-1)/(pv)) micro-batches interleaved even when m v is fewer
+(schedules.py caps it; the per-stage view does); the last stage with MTP and an untied head holds two vocab x
+hidden matrices [G], the file counts one.
 Left out by the file and so here: linear biases (GPT-3's), learned position tables, query/key norms, the
 attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's top-k routed
 copies of the tokens (every layer is costed at the dense ffn_hidden_size), GQA's and MLA's narrower K and V,
@@ -120,13 +121,9 @@ class MemoryLayout(Layout):
             raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
 
     @property
-    def sp_selective(self) -> bool:
-        """SP and selective recomputation [M] (report_theoretical_memory); no SP at TP 1 (training/arguments.py)."""
-        return self.sequence_parallel and self.recompute == "selective" and self.tp > 1
-
-    @property
     def sp_split(self) -> bool:
-        """Activations split over TP by SP: the file's SP formulas, which full recomputation keeps [K] section 4."""
+        """Activations split over TP by SP: the file's SP formulas, with selective recomputation [M]
+        (report_theoretical_memory) and with full [K] section 4; no SP at TP 1 (training/arguments.py)."""
         return self.sequence_parallel and self.recompute != "none" and self.tp > 1
 
 
@@ -367,10 +364,10 @@ def korthikanti_layer_activation_bytes(
     return sbh * ((34 / tp if sequence_parallel else 10 + 24 / tp) + scores)
 
 
-def layer_activation_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, tp: int, sp_selective: bool) -> float:
+def layer_activation_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, tp: int, sp_split: bool) -> float:
     """One layer per GPU: sbh(18 + 4f/h)/t with SP and selective, else sbh(10 + 24/t) [M]; [K] Table 2 at f = 4h."""
     sbh = seq * micro_batch * hidden
-    if sp_selective:
+    if sp_split:
         return sbh * (18 + 4 * (ffn / hidden)) / tp
     return sbh * (10 + 24 / tp)
 
@@ -380,18 +377,16 @@ def full_recompute_layer_bytes(seq: float, micro_batch: int, hidden: int, tp: in
     return 2 * seq * micro_batch * hidden / (tp if sequence_parallel else 1)
 
 
-def embedding_activation_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_selective: bool) -> float:
+def embedding_activation_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_split: bool) -> float:
     """One micro-batch on stage 0: 8sb of token ids, sbh of dropout mask, over TP with SP [M]; [K] 4.3 has sbh/t."""
     sb = seq * micro_batch
-    return (8 * sb + sb * hidden) / (tp if sp_selective else 1)
+    return (8 * sb + sb * hidden) / (tp if sp_split else 1)
 
 
-def output_activation_bytes(
-    seq: float, micro_batch: int, hidden: int, vocab: int, tp: int, sp_selective: bool
-) -> float:
+def output_activation_bytes(seq: float, micro_batch: int, hidden: int, vocab: int, tp: int, sp_split: bool) -> float:
     """One micro-batch on the last stage: 4sbh(1 + v/h)/t with SP, else 2(sbv/t + sbh) [M]; [K] 4.3, the SP one."""
     sb = seq * micro_batch
-    if sp_selective:
+    if sp_split:
         return sb * hidden * 4 * (1 + vocab / hidden) / tp
     return (sb * vocab / tp + sb * hidden) * 2
 
