@@ -167,3 +167,20 @@ def test_a_replica_on_several_gpus_does_not_fit_and_says_so() -> None:
     assert v["fits"] is False and v["headroom_bytes"] == 0 and v["shortfall_bytes"] > 0
     none = json.loads(dpcost(*args, "--dp", "8", "--batch", "4k", "-f", "json")[1])["summary"]
     assert "--dp 8 holds none" in none["verdict"] and none["tokens_per_second"] == 0
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ([], "recompute op (both chosen: the fastest that fits)"),
+        (["--recompute", "full"], "recompute full (ZeRO stage chosen: the fastest that fits)"),
+        (["--zero", "3"], "recompute op (recompute chosen: the fastest that fits)"),
+        (["--zero", "3", "--recompute", "full"], "ZeRO-3, recompute full, "),
+    ],
+)
+def test_the_plan_line_names_what_dpcost_chose(given: list[str], says: str) -> None:
+    """The plan line says which of the ZeRO stage and the recomputation dpcost chose, so that a flag the user gave
+    never reads as overridden: `--recompute full` with the stage left to dpcost names the stage alone."""
+    code, out = dpcost("estimate", "--model", "llama-70b", "--dp", "512", *given, "--format", "json")
+    assert code == 0, out
+    assert says in json.loads(out)["summary"]["plan"]

@@ -35,11 +35,15 @@ def bound_reason(t: Time) -> str:
 
 
 def _chosen(setup: Setup, fits: bool) -> str:
-    """What dpcost chose for the user, and on what ground."""
-    chosen = setup.zero_stage_chosen + setup.recompute_chosen
-    if not chosen:
+    """What dpcost chose for the user (the ZeRO stage, the recomputation or both), and on what ground."""
+    if setup.zero_stage_chosen and setup.recompute_chosen:
+        what = "both chosen"
+    elif setup.zero_stage_chosen:
+        what = "ZeRO stage chosen"
+    elif setup.recompute_chosen:
+        what = "recompute chosen"
+    else:
         return ""
-    what = "both chosen" if chosen == 2 else "chosen"
     return f" ({what}: {'the fastest that fits' if fits else 'nothing fits, the nearest miss'})"
 
 
