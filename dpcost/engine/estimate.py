@@ -31,8 +31,7 @@ from dpcost.engine.plan import (
     stage_ops,
     timeline,
 )
-from dpcost.engine.prepare import DTYPE_BYTES, Prepared, check_dp, prepare, stage_table
-from dpcost.engine.rates import matmul_efficiency
+from dpcost.engine.prepare import DTYPE_BYTES, Prepared, check_dp, matmul_share, prepare, stage_table
 from dpcost.engine.report import (
     Advice,
     AlgorithmTime,
@@ -389,9 +388,7 @@ def _setup(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
         "gpus_per_node": min(o.dp, topology.domain_size),
         "seq_len": p.seq_len,
         "flash_attention": o.compute.flash_attention,
-        "mfu": o.compute.mfu or DEFAULT_MFU
-        if o.compute.chosen_model == "flops"
-        else matmul_efficiency(topology.gpu, o.compute.compute_dtype, o.compute.mfu),
+        "mfu": matmul_share(topology.gpu, o.compute, o.compute.chosen_model),
         "compute_model": o.compute.chosen_model,
         "compute_dtype": o.compute.compute_dtype,
         "overlap_slowdown": p.overlap_slowdown,
@@ -689,11 +686,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
     tokens = global_batch * p.seq_len
     peak = topology.gpu.peak(o.compute.compute_dtype)
     compute_model = o.compute.chosen_model  # op by op: a layout's GEMMs at their TP shards (docs/layouts.md)
-    mfu = (
-        o.compute.mfu or DEFAULT_MFU
-        if compute_model == "flops"
-        else matmul_efficiency(topology.gpu, o.compute.compute_dtype, o.compute.mfu)
-    )
+    mfu = matmul_share(topology.gpu, o.compute, compute_model)
     r = layout_step(
         model,
         topology,

@@ -24,13 +24,14 @@ from dpcost.engine.memory import (
 )
 from dpcost.engine.params import ParamCount, block_matrices, block_tensors, count_params
 from dpcost.engine.placement import check_ranks
+from dpcost.engine.rates import matmul_efficiency
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
 from dpcost.errors import InputError
-from dpcost.options import DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Compute, Options
+from dpcost.options import DEFAULT_MFU, DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Compute, Options
 from dpcost.specs import GPUSpec, ModelSpec, TopologySpec
 
-__all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "prepare", "recipe_of", "stage_table", "units"]
+__all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "matmul_share", "prepare", "recipe_of", "stage_table", "units"]
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 DEFAULT_SEQ_LEN = 4096
@@ -256,6 +257,14 @@ def compute_model_for(model: ModelSpec, compute: Compute) -> str:
         return compute.compute_model
     a = model.architecture
     return "ops" if a is not None and not a.hybrid else "flops"
+
+
+def matmul_share(gpu: GPUSpec, compute: Compute, compute_model: str) -> float:
+    """The share of the dense peak the matmuls run at: --mfu (else DEFAULT_MFU) for every FLOP under `flops`;
+    op by op, --mfu where given, else the GPU's sustained large-matmul share (rates.matmul_efficiency)."""
+    if compute_model == "flops":
+        return compute.mfu or DEFAULT_MFU
+    return matmul_efficiency(gpu, compute.compute_dtype, compute.mfu)
 
 
 def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:

@@ -20,9 +20,9 @@ What is searched, and why each range (docs/plan.md says the same for users):
 
 Pruning, before a plan is costed: a layout whose weights and fp32 gradients alone (6 bytes per parameter of its
 shard, Megatron's mixed precision) exceed the memory; one whose smaller micro-batch did not fit; one whose step cannot
-beat the worst of the best plans so far even at the dense peak with its pipeline bubble; then a layout whose memory,
-as `estimate` decides it (`layout_recompute`: Megatron's formula), does not fit. `estimate` costs the rest, and a plan
-that does not fit is never kept.
+beat the worst of the best plans so far even with its matmuls at the fastest rate its compute model allows and its
+pipeline bubble; then a layout whose memory, as `estimate` decides it (`layout_recompute`: Megatron's formula), does
+not fit. `estimate` costs the rest, and a plan that does not fit is never kept.
 """
 
 from __future__ import annotations
@@ -35,11 +35,10 @@ from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.estimate import estimate, layout_recompute
 from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.params import count_params
-from dpcost.engine.prepare import compute_model_for, seq_len_for
-from dpcost.engine.rates import matmul_efficiency
+from dpcost.engine.prepare import compute_model_for, matmul_share, seq_len_for
 from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
 from dpcost.errors import InputError
-from dpcost.options import DEFAULT_MFU, Options
+from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 from dpcost.units import fmt_seconds
 
@@ -154,12 +153,8 @@ def step_lower_bound(
     fpt = flops_per_token(count_params(model), a, seq_len, recompute, True)
     attention = attention_flops(a, seq_len) if a is not None else 0.0
     matmuls = fpt.model + fpt.recompute - (4 if recompute == "full" else 3) * attention
-    dtype = options.compute.compute_dtype
-    if compute_model_for(model, options.compute) == "flops":
-        share = options.compute.mfu or DEFAULT_MFU
-    else:
-        share = matmul_efficiency(topology.gpu, dtype, options.compute.mfu)
-    compute = matmuls * global_batch * seq_len / (gpus * topology.gpu.peak(dtype) * share)
+    share = matmul_share(topology.gpu, options.compute, compute_model_for(model, options.compute))
+    compute = matmuls * global_batch * seq_len / (gpus * topology.gpu.peak(options.compute.compute_dtype) * share)
     par = options.parallel
     dp = options.dp
     m = max(1, global_batch // (dp * options.batch.micro_batch))
