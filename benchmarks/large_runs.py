@@ -114,11 +114,10 @@ TOPOLOGIES = {
     "H800": "hgx-h800",
     "B200": "dgx-b200",
     "GB200": "gb200-nvl72",
+    "H100-96GB-HBM2e-500W": "grand-teton-h100-96gb",
 }
 NO_TOPOLOGY = {
     "GB300": "no GB300 topology in the catalog",
-    "H100-96GB-HBM2e-500W": "no catalog topology for Grand Teton's 500 W H100 96 GB HBM2e (dgx-h100 is the 700 W "
-    "SXM5 80 GB on InfiniBand)",
 }
 FP8 = ("fp8", "mxfp8")  # precisions that compute in FP8: the run is costed on the GPU's FP8 dense peak
 

@@ -25,6 +25,7 @@ MODELS = {
 TOPOLOGIES = {"dgx-h100", "dgx-a100", "hgx-h200", "hgx-h800", "dgx-b200", "gb200-nvl72", "rack-pod-h100"}
 TOPOLOGIES |= {"aws-p4de", "aws-p5", "gcp-a3-mega", "gcp-a3-ultra", "gcp-a4"}  # cloud instances (public specs)
 TOPOLOGIES |= {"dgx-a100-40gb"}  # the DGX A100 320GB system's GPU on dgx-a100's fabric
+TOPOLOGIES |= {"grand-teton-h100-96gb"}  # torchtitan's benchmark machines: the 96GB HBM2e H100 at 500 W
 
 
 def test_the_a100_40gb_topology_is_dgx_a100_with_the_40gb_parts_memory() -> None:

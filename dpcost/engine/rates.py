@@ -1,7 +1,7 @@
 """Sustained rates per GPU generation: what the per-op compute model (ops.py) divides FLOPs and bytes by.
 
 Each number is a public kernel benchmark, not a training run (tests/reference/compute-rates/, sources in its
-README). A topology's `gpu.rates` overrides any of them for its GPU (hgx-h200.yaml does for HBM).
+README). A topology's `gpu.rates` overrides any of them for its GPU.
 - gemm, gemm_fp8: the share of the dense peak a large matmul sustains once the GPU draws its full power, as a
   training step keeps it (gemm.csv). A short benchmark burst runs at the boost clock; a power-saturated GPU's
   clock settles lower (H200 at 700 W: 1980 -> 1465 MHz; B200 at 1000 W: 1965 -> 1339 MHz) and its best matmul runs
