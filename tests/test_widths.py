@@ -111,6 +111,7 @@ def test_the_issues_examples() -> None:
         "gcp-a3-mega",
         "gcp-a3-ultra",
         "gcp-a4",
+        "grand-teton-h100-96gb",
         "hgx-h200",
         "hgx-h800",
         "rack-pod-h100",
