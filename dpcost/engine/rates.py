@@ -27,9 +27,15 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
 - gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
   (gemm.csv, keys sm_90 and sm_100) sweeps M, N and K one at a time from (4096, 4096, 4096); each sweep's TFLOP/s
   over that reference is a factor, interpolated in log2 of the dimension, 1 from 4096 up, the smallest point's
-  below it. A matmul runs at the large-matmul share (gemm above, or --mfu) times its three factors. No sweep
-  was found for A100: its matmuls keep the one share. Where two dimensions are small the product reads high (the
-  table's 4096 x 1024 x 1024 runs 0.75 of the product), which training's shapes rarely are.
+  below it. A matmul runs at the large-matmul share (gemm above, or --mfu) times its three factors. Where two
+  dimensions are small the product reads high (the table's 4096 x 1024 x 1024 runs 0.75 of the product), which
+  training's shapes rarely are.
+- A100 has no such sweep (XLA's table has no sm_80 key), so it borrows Hopper's (SHAPE_SWEEP_OF): the losses come
+  from tiling a matmul into thread-block tiles and waves of them over the SMs and from the K loop's fixed start and
+  end, which cuBLAS does alike on both. The A100's own sweeps (gemm-a100-shapes.csv, EleutherAI's cookbook) agree
+  where they can be read: a transformer's (8192, 8192, 1024) ran 216.7 TFLOP/s against 247 for its large GEMMs,
+  0.876, the factor Hopper's sweep gives; at (2304, 1536..6144, 4096) they ran 0.64-0.97 (0.90 on average) of it,
+  where Hopper's sweep gives 0.94-0.97. Before, every A100 matmul ran at the large-matmul share.
 """
 
 from __future__ import annotations
@@ -41,7 +47,16 @@ from dataclasses import dataclass, replace
 
 from dpcost.specs import GPUSpec
 
-__all__ = ["GEMM_SWEEPS", "LARGE", "SATURATED", "ComputeRates", "matmul_efficiency", "rates_for", "shape_factor"]
+__all__ = [
+    "GEMM_SWEEPS",
+    "LARGE",
+    "SATURATED",
+    "SHAPE_SWEEP_OF",
+    "ComputeRates",
+    "matmul_efficiency",
+    "rates_for",
+    "shape_factor",
+]
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,8 @@ GEMM_SWEEPS: dict[tuple[str, str], tuple[float, dict[str, tuple[tuple[int, float
     ),
 }
 LARGE = 4096  # the sweeps' reference dimension: from here up a matmul runs at the large-matmul share
+# A generation without a sweep of its own takes the nearest one's shape losses (module docstring).
+SHAPE_SWEEP_OF = {("ampere", "bf16"): ("hopper", "bf16")}
 
 
 def _axis_factor(points: tuple[tuple[int, float], ...], reference: float, size: float) -> float:
@@ -131,7 +148,7 @@ def _axis_factor(points: tuple[tuple[int, float], ...], reference: float, size: 
 @functools.lru_cache(maxsize=4096)  # a plan search asks for the same few shapes many times
 def shape_factor(arch: str, dtype: str, m: float, n: float, k: float) -> float:
     """The share of the large-matmul rate an (m x k) by (k x n) matmul keeps (module docstring): 1 without a sweep."""
-    sweep = GEMM_SWEEPS.get((arch, dtype))
+    sweep = GEMM_SWEEPS.get(SHAPE_SWEEP_OF.get((arch, dtype), (arch, dtype)))
     if sweep is None or min(m, n, k) <= 0:
         return 1.0
     reference, axes = sweep
