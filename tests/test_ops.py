@@ -3,7 +3,10 @@ PaLM's 6N + 12LHQT where that formula holds."""
 
 from __future__ import annotations
 
+import csv
+
 import pytest
+from conftest import REFERENCE
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.compute import flops_per_token
@@ -17,7 +20,7 @@ from dpcost.engine.ops import (
     times,
 )
 from dpcost.engine.params import count_params
-from dpcost.engine.rates import rates_for
+from dpcost.engine.rates import EAGER_SCORES_HBM, rates_for
 
 
 def test_a_dense_layers_matmuls_are_twice_its_weights_per_token_and_flash_attention_the_causal_half() -> None:
@@ -160,6 +163,39 @@ def test_attention_in_a_step_matches_the_one_in_step_measurement() -> None:
     benchmark for) as dpcost runs it in a step comes within 5% of it. Two kernels of like speed alone (cuDNN 539
     TFLOP/s forward at 16k, FlashAttention-3 648 non-causal): a cross-check, not the same kernel."""
     assert _attention_rate("hgx-h200", 8192, "cudnn") == pytest.approx(447e12, rel=0.05)
+
+
+def _standard_attention_rows() -> dict[int, float]:
+    """attention.csv's PyTorch standard attention on A100 (FlashAttention-2's benchmark): seq_len -> TFLOP/s."""
+    path = REFERENCE / "compute-rates" / "attention.csv"
+    lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
+    rows = csv.reader(lines[1:])
+    return {int(r[4]): float(r[7]) for r in rows if r[1] == "PyTorch standard attention" and r[3] == "128"}
+
+
+def test_eager_attention_streams_its_scores_at_the_share_standard_attention_reaches() -> None:
+    """FlashAttention-2's A100 benchmark: PyTorch's standard attention, head dim 128, causal, forward + backward, at
+    2k, 4k and 8k runs 32, 32 and 34 TFLOP/s as FlashAttention counts them (3.5 x 4bs^2hd / 2). Its kernels move 26
+    bytes per score (forward: the scores written, the causal mask added, softmax, the scores read by the second
+    matmul: 2 + 4 + 4 + 2; backward: 14); at A100's streaming rate (1,759 GB/s triad) that takes the share of the
+    measured time rates.EAGER_SCORES_HBM holds, and dpcost's eager attention moves its bytes at that share."""
+    measured = _standard_attention_rows()
+    assert {s: measured[s] for s in (2048, 4096, 8192)} == {2048: 32.0, 4096: 32.0, 8192: 34.0}
+    shares = []
+    for s in (2048, 4096, 8192):
+        batch, heads, head_dim = 16384 // s, 16, 128
+        scores = batch * heads * s * s
+        seconds = 3.5 * 4 * batch * s * s * heads * head_dim / 2 / (measured[s] * 1e12)
+        shares.append(26 * scores / 1759e9 / seconds)
+    assert sum(shares) / len(shares) == pytest.approx(EAGER_SCORES_HBM, abs=0.005)
+    a100 = load_topology("dgx-a100").gpu
+    a = load_model("llama-8b").architecture
+    assert a is not None
+    eager = next(op for op in layer_ops(a, False, 16384, 2048, "fused", flash=False) if op.name == "attention (eager)")
+    t = times([eager], rates_for(a100), a100.bf16_dense, a100.bf16_dense, a100.hbm_bandwidth, 2048, "flash2")
+    streaming = a100.hbm_bandwidth * rates_for(a100).hbm
+    assert t.forward["matmuls"] == pytest.approx(eager.bytes / (streaming * EAGER_SCORES_HBM))
+    assert t.backward["matmuls"] == pytest.approx(eager.backward_bytes / (streaming * EAGER_SCORES_HBM))
 
 
 def test_full_recomputation_reruns_every_layers_forward_and_none_nothing() -> None:

@@ -8,7 +8,8 @@ rates and their sources). The ops of a layer:
   gradients, 4MKN (Narayanan et al. 2021, section 5.1). Bytes: both operands and the output, once.
 - attention: flash attention computes the causal half of the scores, 2 x T x s x heads x (d_qk + d_v) / 2
   forward (FlashAttention-2's FLOP count, Dao 2023, section 4.1); its backward recomputes the scores, 2.5x the
-  forward's FLOPs (five matmuls against two).
+  forward's FLOPs (five matmuls against two). Without it (eager), the whole square, its bytes (8 per score
+  forward, 16 backward) at the share of the streaming rate such kernels reach (rates.EAGER_SCORES_HBM).
 - memory-bound: norms, residual adds, rotary, the gated activation, the embedding, the loss, the optimizer step;
   bytes per token by how the framework runs them (`kernels`: eager PyTorch, fused kernels as Transformer Engine
   and Apex run them, or torch.compile's fused ones), backward about twice the forward's traffic.
@@ -23,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from dpcost.engine.activations import Kernels
-from dpcost.engine.rates import ComputeRates, shape_factor
+from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, shape_factor
 from dpcost.specs import ModelArchitecture
 
 __all__ = [
@@ -64,6 +65,7 @@ class Op:
     # how Megatron splits a matmul over TP: "n" column-parallel, "k" row-parallel, "heads" (attention's), "" not at
     # all; a memory op: "" split, "sequence" split only with sequence parallelism, "replicated" never
     tp_split: str = ""
+    hbm_share: float = 1.0  # of the sustained streaming rate its kernels move their bytes at (eager attention's less)
 
 
 def _gemm(
@@ -201,6 +203,7 @@ def layer_ops(
                 16 * scores,
                 8,
                 tp_split="heads",
+                hbm_share=EAGER_SCORES_HBM,
             )
         )
         if a.dropout > 0:
@@ -380,9 +383,10 @@ def times(
             rate = gemm_rate * shape_factor(arch, dtype, m, n, k)
             dgrad, wgrad = shape_factor(arch, dtype, m, k, n), shape_factor(arch, dtype, k, n, m)
             backward_rate = gemm_rate * 2 / (1 / dgrad + 1 / wgrad)  # half the FLOPs each
-        forward[part] += op.repeats * _seconds(op.flops, op.bytes, op.kernels, rate, hbm, rates.launch)
+        streams = hbm * op.hbm_share
+        forward[part] += op.repeats * _seconds(op.flops, op.bytes, op.kernels, rate, streams, rates.launch)
         backward[part] += op.repeats * _seconds(
-            op.backward_flops, op.backward_bytes, op.backward_kernels, backward_rate, hbm, rates.launch
+            op.backward_flops, op.backward_bytes, op.backward_kernels, backward_rate, streams, rates.launch
         )
         forward_flops[part] += op.repeats * op.flops
         backward_flops[part] += op.repeats * op.backward_flops

@@ -22,6 +22,14 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   beside the 447 FlashAttention-3 measured inside a Llama-8B step there (attention.csv); 513 without it.
 - hbm: the share of the HBM bandwidth a streaming kernel reaches (hbm.csv): A100 1759 / 2039 GB/s (triad),
   H100 PCIe 1832 / 2000, H200 3534 / 4800; no public B200 measurement: H200's share (HBM3e) assumed.
+- eager attention (EAGER_SCORES_HBM): without flash attention the scores go through HBM, two batched matmuls over
+  the s x s square (reducing over the head dim, or producing it) and a softmax between; priced by their bytes, they
+  stream at 0.54 of the rate above. PyTorch's standard attention in FlashAttention-2's A100 benchmark (attention.csv:
+  head dim 128, causal, fwd+bwd) runs 32, 32 and 34 TFLOP/s at 2k, 4k and 8k as FlashAttention counts them
+  (3.5 x the causal half's 4bs^2hd/2); its kernels move 26 bytes per score (forward: the scores written, the mask
+  added, the softmax, the scores read again; backward: 14), which at A100's streaming rate would take 0.53, 0.53
+  and 0.56 of the measured time. Their mean, taken for every GPU (no other generation's standard attention was
+  found).
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
   2.6 us (A100) and 2.4 us (H200) with eager launches (launch.csv).
 - gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
@@ -48,6 +56,7 @@ from dataclasses import dataclass, replace
 from dpcost.specs import GPUSpec
 
 __all__ = [
+    "EAGER_SCORES_HBM",
     "GEMM_SWEEPS",
     "LARGE",
     "SATURATED",
@@ -70,6 +79,9 @@ class ComputeRates:
     hbm: float  # share of the HBM bandwidth a streaming kernel reaches
     launch: float  # seconds: the shortest time a kernel takes when launched eagerly, one after another
 
+
+# Eager attention's score kernels move their bytes at this share of the streaming rate (module docstring).
+EAGER_SCORES_HBM = 0.54
 
 # The share of a burst's rate a tensor-core kernel keeps at the power-saturated clock of a training step (module
 # docstring): Blackwell's attention figure was measured inside a step already.
