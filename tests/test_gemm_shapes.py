@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 
 import pytest
-from conftest import REFERENCE
+from conftest import REFERENCE, read_reference_csv
 
 from dpcost.catalog import load_model
 from dpcost.engine.ops import layer_ops, tensor_parallel
@@ -76,11 +76,10 @@ def test_a_sweep_point_keeps_its_measured_share_and_large_matmuls_keep_all() -> 
 
 
 def _a100_rows(sweep: str) -> list[tuple[int, int, int, float]]:
-    path = REFERENCE / "compute-rates" / "gemm-a100-shapes.csv"
-    lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
+    """gemm-a100-shapes.csv's rows of one of its sweeps, as (m, n, k, TFLOP/s)."""
     return [
         (int(r["m"]), int(r["n"]), int(r["k"]), float(r["tflops"]))
-        for r in csv.DictReader(lines)
+        for r in read_reference_csv("compute-rates/gemm-a100-shapes.csv")
         if sweep in r["source"]
     ]
 

@@ -3,10 +3,8 @@ PaLM's 6N + 12LHQT where that formula holds."""
 
 from __future__ import annotations
 
-import csv
-
 import pytest
-from conftest import REFERENCE
+from conftest import read_reference_csv
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.compute import flops_per_token
@@ -167,10 +165,12 @@ def test_attention_in_a_step_matches_the_one_in_step_measurement() -> None:
 
 def _standard_attention_rows() -> dict[int, float]:
     """attention.csv's PyTorch standard attention on A100 (FlashAttention-2's benchmark): seq_len -> TFLOP/s."""
-    path = REFERENCE / "compute-rates" / "attention.csv"
-    lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
-    rows = csv.reader(lines[1:])
-    return {int(r[4]): float(r[7]) for r in rows if r[1] == "PyTorch standard attention" and r[3] == "128"}
+    rows = read_reference_csv("compute-rates/attention.csv")
+    return {
+        int(r["seq_len"]): float(r["tflops"])
+        for r in rows
+        if r["impl"] == "PyTorch standard attention" and r["head_dim"] == "128"
+    }
 
 
 def test_eager_attention_streams_its_scores_at_the_share_standard_attention_reaches() -> None:
