@@ -41,6 +41,26 @@ def test_the_a100_40gb_topology_is_dgx_a100_with_the_40gb_parts_memory() -> None
     )
 
 
+def test_the_grand_teton_topology_is_rack_pod_h100_with_torchtitans_96gb_part() -> None:
+    """torchtitan's benchmark file: Grand Teton hosts, H100 with 96GB HBM2e at 2.4 TB/s, 400 Gb/s RDMA per GPU; 95.04
+    GiB as torchtitan's memory monitor states the device. Node and fabric as rack-pod-h100 (Meta's rack/pod design),
+    the GH100 die's peaks and SMs unchanged."""
+    teton, meta = load_topology("grand-teton-h100-96gb"), load_topology("rack-pod-h100")
+    assert teton.gpu.hbm_bandwidth == 2.4e12 and teton.gpu.hbm == pytest.approx(95.04 * 2**30)
+    assert teton.tiers == meta.tiers
+    assert (teton.gpu.arch, teton.gpu.sms, teton.gpu.bf16_dense, teton.gpu.fp8_dense) == (
+        meta.gpu.arch,
+        meta.gpu.sms,
+        meta.gpu.bf16_dense,
+        meta.gpu.fp8_dense,
+    )
+    assert (teton.call_overhead, teton.scaling_loss, teton.host_cpu) == (
+        meta.call_overhead,
+        meta.scaling_loss,
+        meta.host_cpu,
+    )
+
+
 def test_every_shipped_model_loads_and_counts() -> None:
     specs = list_models()
     assert {m.name for m in specs} == MODELS
