@@ -15,6 +15,7 @@ from dpcost.engine.search import (
     BUCKET_SCALES,
     Shape,
     candidates,
+    exposed_calls_seconds,
     search,
     states_lower_bound,
     step_lower_bound,
@@ -79,6 +80,24 @@ def test_pruning_bounds_are_lower_bounds(name: str, topology: str, gpus: int, gl
         assert step_lower_bound(model, topo, options, gpus, seq_len, report.setup.recompute) <= step
         checked += 1
     assert checked > 20
+
+
+@pytest.mark.parametrize(("tp", "ep", "dp"), [(8, 1, 2), (2, 8, 8), (1, 16, 16), (4, 2, 4)])
+def test_the_step_bound_counts_the_calls_the_report_shows_overlapping_nothing(tp: int, ep: int, dp: int) -> None:
+    """The bound's model-parallel part is the TP and EP calls the estimate's own layout table lists as not
+    overlapped, at the seconds per call it prints for them: both price one call list on one set of groups."""
+    model, topo = load_model("mixtral-8x7b"), load_topology("dgx-h100")
+    o = Options(dp=dp, tp=tp, ep=ep, global_batch=64, seq_len=4096, sequence_parallel=tp > 1, zero=1,
+                recompute="full")  # fmt: skip
+    report = estimate(model, topo, o)
+    assert report.layout is not None
+    shown = sum(
+        c.calls_per_micro_batch * c.seconds_per_call
+        for c in report.layout.calls
+        if not c.overlapped and c.dimension in ("tp", "ep")
+    )
+    assert shown > 0
+    assert exposed_calls_seconds(model, topo, o, 4096, "full") == pytest.approx(shown, rel=1e-9)
 
 
 def test_memory_never_falls_as_the_micro_batch_grows() -> None:

@@ -20,9 +20,10 @@ What is searched, and why each range (docs/plan.md says the same for users):
 
 Pruning, before a plan is costed: a layout whose weights and fp32 gradients alone (6 bytes per parameter of its
 shard, Megatron's mixed precision) exceed the memory; one whose smaller micro-batch did not fit; one whose step cannot
-beat the worst of the best plans so far even with its matmuls at the fastest rate its compute model allows and its
-pipeline bubble; then a layout whose memory, as `estimate` decides it (`layout_recompute`: Megatron's formula), does
-not fit. `estimate` costs the rest, and a plan that does not fit is never kept.
+beat the worst of the best plans so far even with its matmuls at the fastest rate its compute model allows, its
+TP and EP calls that overlap nothing, and its pipeline bubble; then a layout whose memory, as `estimate` decides it
+(`layout_recompute`: Megatron's formula), does not fit. `estimate` costs the rest, and a plan that does not fit is
+never kept.
 """
 
 from __future__ import annotations
@@ -31,11 +32,15 @@ import time as clock
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from dpcost.engine.availability import environment
 from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.estimate import estimate, layout_recompute
-from dpcost.engine.layout import DEFAULT_ORDER
+from dpcost.engine.layout import DEFAULT_ORDER, Layout, group_of_rank_zero
+from dpcost.engine.layout_estimate import call_seconds
+from dpcost.engine.layout_step import layout_calls
 from dpcost.engine.params import count_params
-from dpcost.engine.prepare import compute_model_for, matmul_share, seq_len_for
+from dpcost.engine.placement import Placement, place_group
+from dpcost.engine.prepare import DTYPE_BYTES, compute_model_for, matmul_share, seq_len_for
 from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
 from dpcost.errors import InputError
 from dpcost.options import Options
@@ -141,13 +146,22 @@ def _expert_params(model: ModelSpec) -> float:
 
 
 def step_lower_bound(
-    model: ModelSpec, topology: TopologySpec, options: Options, gpus: int, seq_len: int, recompute: str = "none"
+    model: ModelSpec,
+    topology: TopologySpec,
+    options: Options,
+    gpus: int,
+    seq_len: int,
+    recompute: str = "none",
+    places: dict[tuple[Layout, str], Placement] | None = None,
 ) -> float:
-    """Seconds no plan with this pipeline can beat: the step's matmul FLOPs (the model's, and what `recompute`
-    re-runs) spread evenly over every GPU at the matmul rate its compute model allows at most (every matmul at
-    --mfu under `flops`; op by op at the sustained large-matmul share, which no shape exceeds), stretched by the
-    1F1B bubble (PP - 1) / (V x m) of the micro-batches m each pipeline runs. Attention's FLOPs are left out: PaLM
-    counts the whole score square, the flash kernel its causal half."""
+    """Seconds no plan with this pipeline can beat: m micro-batch slots plus the (PP - 1) / V of the 1F1B bubble
+    (layout_step.bubble_seconds), each slot at least
+    - the step's matmul FLOPs (the model's, and what `recompute` re-runs) spread evenly over every GPU at the
+      matmul rate its compute model allows at most (every matmul at --mfu under `flops`; op by op at the
+      sustained large-matmul share, which no shape exceeds), over m. Attention's FLOPs are left out: PaLM counts
+      the whole score square, the flash kernel its causal half;
+    - plus the TP and EP calls that overlap no compute (exposed_calls_seconds), which layout_step adds whole.
+    `places`: a cache of group placements, shared across one search."""
     global_batch = options.batch.global_batch or 1
     a = model.architecture
     fpt = flops_per_token(count_params(model), a, seq_len, recompute, True)
@@ -156,9 +170,54 @@ def step_lower_bound(
     share = matmul_share(topology.gpu, options.compute, compute_model_for(model, options.compute))
     compute = matmuls * global_batch * seq_len / (gpus * topology.gpu.peak(options.compute.compute_dtype) * share)
     par = options.parallel
-    dp = options.dp
-    m = max(1, global_batch // (dp * options.batch.micro_batch))
-    return compute * (1 + (par.pp - 1) / (par.virtual_stages * m))
+    m = max(1, global_batch // (options.dp * options.batch.micro_batch))
+    slots = m + (par.pp - 1) / par.virtual_stages
+    return slots * (compute / m + exposed_calls_seconds(model, topology, options, seq_len, recompute, places))
+
+
+def exposed_calls_seconds(
+    model: ModelSpec,
+    topology: TopologySpec,
+    options: Options,
+    seq_len: int,
+    recompute: str,
+    places: dict[tuple[Layout, str], Placement] | None = None,
+) -> float:
+    """Seconds per micro-batch of the layout's TP and EP calls that overlap nothing (layout_step.layout_calls,
+    priced by layout_estimate.call_seconds on their groups as `estimate` prices them): a micro-batch's slot holds
+    them whole (layout_step.exposed_per_micro_batch). 0 for a layout that is not valid (estimate refuses it)."""
+    a = model.architecture
+    par = options.parallel
+    if a is None or (par.tp == 1 and par.ep == 1):
+        return 0.0
+    try:
+        layout = Layout(tp=par.tp, cp=par.cp, pp=par.pp, dp=options.dp, ep=par.ep, etp=par.etp, order=par.order)
+    except ValueError:
+        return 0.0
+    calls = layout_calls(
+        a,
+        layout,
+        options.batch.micro_batch,
+        seq_len,
+        DTYPE_BYTES["bf16"],  # layout_step's activations
+        sequence_parallel=par.sequence_parallel,
+        recompute_full=recompute == "full",
+        tp_overlap=par.tp_comm_overlap,
+        ep_overlap=par.ep_comm_overlap,
+        cp_impl=par.cp_impl,
+        virtual_stages=par.virtual_stages,
+    )
+    alone = [c for c in calls if not c.overlapped and c.group in ("tp", "ep", "etp")]
+    if not alone:
+        return 0.0
+    env = environment(topology, options.communication.nvls, options.communication.collnet)
+    known = {} if places is None else places
+    groups: dict[str, Placement] = {}
+    for kind in {c.group for c in alone}:
+        if (layout, kind) not in known:
+            known[(layout, kind)] = place_group(env, group_of_rank_zero(layout, kind))
+        groups[kind] = known[(layout, kind)]
+    return sum(c.per_micro_batch * call_seconds(env, groups, c) for c in alone)
 
 
 def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Options) -> Iterator[tuple[Shape, Options]]:
@@ -267,6 +326,7 @@ def search(
     # m = B / (DP x b), under each recomputation policy. So the smallest micro-batch of a layout that does not fit
     # rules out the larger ones (the rank order changes no memory).
     smallest_miss: dict[tuple[int, ...], int] = {}
+    places: dict[tuple[Layout, str], Placement] = {}
     for i, (shape, options) in enumerate(every):
         if progress is not None:
             progress(i, len(every))
@@ -276,7 +336,7 @@ def search(
             if states_lower_bound(model, shape) > limit or mb >= smallest_miss.get(sizes, mb + 1):
                 found.over_memory += 1
                 continue
-            if step_lower_bound(model, topology, options, gpus, seq_len) >= worst():
+            if step_lower_bound(model, topology, options, gpus, seq_len, places=places) >= worst():
                 found.slower += 1
                 continue
         try:
@@ -289,7 +349,7 @@ def search(
                 # a layout that fits only by re-running its forward: bound it with that work too
                 if (
                     recompute != "none"
-                    and step_lower_bound(model, topology, options, gpus, seq_len, recompute) >= worst()
+                    and step_lower_bound(model, topology, options, gpus, seq_len, recompute, places) >= worst()
                 ):
                     found.slower += 1
                     continue
