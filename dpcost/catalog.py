@@ -15,13 +15,14 @@ from importlib.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from dpcost.errors import InputError, in_plain_words
 from dpcost.specs import ModelSpec, TopologySpec
 
 if TYPE_CHECKING:
+    import yaml
+
     from dpcost.checks import PlanFile
     from dpcost.nccl_tests import Measurements
 
@@ -63,28 +64,34 @@ def _catalog_files(kind: str) -> dict[str, Traversable]:
 # ------------------------------------------------------------------------------------------------ YAML
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader without aliases (no billion-laughs expansion) and without silently repeated keys."""
+@cache
+def _strict_loader() -> type[yaml.SafeLoader]:
+    """SafeLoader without aliases (no billion-laughs expansion) and without silently repeated keys. Built on first
+    use: PyYAML's import is ~40 ms of a start that reads only the pre-parsed catalog (_parsed_catalog)."""
+    import yaml
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-            raise yaml.YAMLError(
-                f"line {mark.line + 1}: anchors and aliases are not allowed (write each value out in full)"
-            )
-        return super().compose_node(parent, index)
+    class StrictLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise yaml.YAMLError(
+                    f"line {mark.line + 1}: anchors and aliases are not allowed (write each value out in full)"
+                )
+            return super().compose_node(parent, index)
 
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
-            if not isinstance(key, str | int | float | bool) and key is not None:
-                raise yaml.YAMLError(f"line {line}: mapping keys must be plain names, not {type(key).__name__}s")
-            if key in seen:
-                raise yaml.YAMLError(f"line {line}: key {key!r} appears twice")
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if not isinstance(key, str | int | float | bool) and key is not None:
+                    raise yaml.YAMLError(f"line {line}: mapping keys must be plain names, not {type(key).__name__}s")
+                if key in seen:
+                    raise yaml.YAMLError(f"line {line}: key {key!r} appears twice")
+                seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
 
 
 def _read_text(source: Traversable | Path, where: str) -> str:
@@ -116,8 +123,10 @@ def _yaml_error(exc: yaml.YAMLError) -> str:
 
 
 def _parse_yaml(text: str, where: str) -> dict[str, Any]:
+    import yaml
+
     try:
-        doc = yaml.load(text, Loader=_StrictLoader)
+        doc = yaml.load(text, Loader=_strict_loader())
     except RecursionError:
         raise InputError(where, "YAML is nested too deeply") from None
     except yaml.YAMLError as exc:
@@ -256,12 +265,46 @@ def load_topology(value: str, where: str = "--topology") -> TopologySpec:
     return _load_named(TopologySpec, "topologies", value, where)
 
 
+PARSED_CATALOG = Path(__file__).with_name("_catalog.json")
+
+
+@cache
+def _parsed_catalog() -> dict[str, dict[str, list[Any]]]:
+    """The catalog's YAML, parsed ahead (`python -m dpcost.catalog` writes it; tests/test_catalog.py holds it
+    current): {kind: {name: [the file's text, its parsed mapping]}}. PyYAML's import and parse are ~50 ms of a
+    start; JSON's are well under 1 ms. A spec whose text is not the one parsed here is parsed again, so an edited
+    catalog is never read stale."""
+    try:
+        parsed = json.loads(PARSED_CATALOG.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def write_parsed_catalog() -> Path:
+    """Write _parsed_catalog's file from the catalog's YAML (what `python -m dpcost.catalog` runs)."""
+    out: dict[str, dict[str, list[Any]]] = {}
+    for kind in ("models", "topologies"):
+        out[kind] = {}
+        for name, source in sorted(_catalog_files(kind).items()):
+            label = f"{kind}/{name}.yaml"
+            text = _read_text(source, label)
+            doc = _parse_yaml(text, label)
+            if json.loads(json.dumps(doc)) == doc:  # only what JSON carries unchanged (no dates, no int keys)
+                out[kind][name] = [text, doc]
+    PARSED_CATALOG.write_text(json.dumps(out, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    return PARSED_CATALOG
+
+
 @cache
 def _load_named_cached(cls: type[BaseModel], kind: str, name: str) -> BaseModel:
     files = _catalog_files(kind)
     source = files[name]
     label = f"{kind}/{name}.yaml"
-    return _validate(cls, _parse_yaml(_read_text(source, label), label), label)
+    text = _read_text(source, label)
+    known = _parsed_catalog().get(kind, {}).get(name)
+    doc = known[1] if isinstance(known, list) and len(known) == 2 and known[0] == text else _parse_yaml(text, label)
+    return _validate(cls, doc, label)
 
 
 def _load_named(cls: type[Spec], kind: str, name: str, where: str) -> Spec:
@@ -340,6 +383,8 @@ def import_hf_config(path: str, name: str, output: str | None = None, force: boo
     if source.suffix != ".json":
         raise InputError("CONFIG", f"{path}: expected a Hugging Face config.json")
     spec = model_from_hf_config(_parse_json(_read_text(source, str(source)), str(source)), str(source), name=name)
+    import yaml
+
     doc = spec.model_dump(mode="json", exclude_defaults=True)
     doc["architecture"] = spec.architecture.model_dump(mode="json", exclude_defaults=True) if spec.architecture else {}
     text = (
@@ -437,7 +482,13 @@ def _with_units(value: Any, key: str = "") -> Any:
 
 def topology_yaml(spec: TopologySpec, header: str = "") -> str:
     """A topology spec as YAML with unit strings, as the catalog's files are written; it loads back equal."""
+    import yaml
+
     doc = _with_units(spec.model_dump(exclude_defaults=True))
     body = yaml.safe_dump(doc, sort_keys=False, width=120, allow_unicode=True)
     comments = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     return comments + body
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_parsed_catalog()}")

@@ -89,6 +89,51 @@ def test_an_installed_package_reads_its_own_catalog() -> None:
     assert len([f for f in catalog_dir("topologies").iterdir() if f.name.endswith(".yaml")]) == len(TOPOLOGIES)
 
 
+def test_the_parsed_catalog_holds_every_spec_as_pyyaml_reads_it() -> None:
+    """dpcost/_catalog.json (read instead of parsing YAML at start-up) holds each catalog file's exact text and
+    the mapping PyYAML parses from it. If this fails: python -m dpcost.catalog."""
+    import yaml
+
+    from dpcost.catalog import _parsed_catalog
+
+    parsed = _parsed_catalog()
+    for kind in ("models", "topologies"):
+        files = {f.name[:-5]: f for f in catalog_dir(kind).iterdir() if f.name.endswith(".yaml")}
+        assert sorted(parsed.get(kind, {})) == sorted(files), "stale: run python -m dpcost.catalog"
+        for name, source in files.items():
+            text, doc = parsed[kind][name]
+            assert text == source.read_text(encoding="utf-8"), f"{kind}/{name}.yaml changed: python -m dpcost.catalog"
+            assert doc == yaml.safe_load(text)
+
+
+def test_a_spec_edited_since_it_was_parsed_is_read_from_its_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catalog file whose text is not the pre-parsed one (edited in a checkout) is parsed again, never read stale."""
+    import dpcost.catalog as catalog
+
+    stale = {"models": {"llama-8b": ["an older text", {"name": "llama-8b", "title": "stale", "params": 1}]}}
+    monkeypatch.setattr(catalog, "_parsed_catalog", lambda: stale)
+    catalog._load_named_cached.cache_clear()
+    try:
+        assert load_model("llama-8b").title != "stale"
+        assert load_model("llama-8b").architecture is not None
+    finally:
+        catalog._load_named_cached.cache_clear()
+
+
+def test_a_catalog_estimate_does_not_import_pyyaml() -> None:
+    """Start-up: a catalog model and topology come from the pre-parsed JSON, so PyYAML (~40 ms) is not imported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from dpcost import Options, estimate, load_model, load_topology; "
+        "estimate(load_model('llama-70b'), load_topology('dgx-h100'), Options(dp=64)); "
+        "print('yaml' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_catalog_file_names_match_their_names() -> None:
     for kind in ("models", "topologies"):
         for f in catalog_dir(kind).iterdir():
