@@ -422,7 +422,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     bridge = source == "mbridge-25.11"
     bridge_tp = bridge and row["model"].startswith("Llama")
     bridge_ep = bridge and row["model"].startswith("Qwen3") and row["gpu"] in ("H100", "B200")
-    tp_overlap = tp_overlap or bridge_tp
+    # NeMo's Nemotron-4 15B recipe as NVIDIA published it the month of the report (NVIDIA/NeMo-Framework-Launcher
+    # @01903770, 2024-02-09, "Made config optimal for Nemotron", launcher_scripts/conf/training/nemotron/
+    # nemotron_15b.yaml): sequence_parallel true, ub_tp_comm_overlap True; its distributed_fused_adam overlaps the
+    # gradient and parameter syncs (the engine's Megatron schedule) and sets no grad_sync_dtype (fp32, as costed).
+    nemo = source == "nemotron4-15b-2024"
+    tp_overlap = tp_overlap or bridge_tp or nemo
     ep_overlap = ep_overlap or bridge_ep
     # Megatron-LM overlaps the interleaved pipeline's send/recv since 2023 (overlap_p2p_comm: added in f9283c5a,
     # 2023-05, on by default from 4eeff55d, 2023-10); SC'21's and Korthikanti et al.'s runs, and MegaScale's
@@ -447,10 +452,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("DualPipe as 1F1B with EP hidden")
     if "not restated" in row["notes"]:
         flags.append("layout taken from another table or paper (README)")
-    if tp_overlap and not bridge_tp:
+    if tp_overlap and not bridge_tp and not nemo:
         flags.append("TP overlapped (MegaScale); its parallel block and sliding-window attention not modelled")
     if bridge_tp:
         flags.append("TP overlapped (Megatron-Bridge's Llama recipes)")
+    if nemo:
+        flags.append("sequence parallel, TP overlapped (NeMo's Nemotron-4 15B recipe)")
     if bridge_ep:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's Qwen3 presets)")
     # Runs from before FlashAttention (arXiv 2205.14135, May 2022) reached Megatron: attention as two matmuls over the
@@ -481,7 +488,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             compute_dtype=dtype,
             recompute=recompute,
             recompute_modules=modules,
-            sequence_parallel=row["sequence_parallel"] == "yes",
+            sequence_parallel=row["sequence_parallel"] == "yes" or nemo,
             tp_overlap=tp_overlap,
             ep_overlap=ep_overlap,
             pp_overlap=pp_overlap,
