@@ -248,3 +248,34 @@ def test_expert_tp_gathers_the_dispatched_tokens() -> None:
         ("all_gather", "etp", 2 * 32, 2 * dispatch),
         ("reduce_scatter", "etp", 2 * 32, 2 * dispatch),
     ]
+
+
+def test_megatron_before_2023_waits_for_its_data_parallel_collectives(llama405b: ModelSpec) -> None:
+    """Megatron-LM's train_step until --overlap-grad-reduce (2023-08) and --overlap-param-gather (2023-11): the
+    gradients reduce-scattered after the last backward, the updated parameters gathered after the optimizer step
+    (megatron/training.py at 285068c8: reduce_model_grads, step, gather_model_params). Waited for, every DP call
+    adds its whole time to the step; overlapped, only what the compute cannot hide."""
+    h100 = load_topology("dgx-h100")
+    args = {"micro_batch": 1, "global_batch": 256, "seq_len": 8192, "mfu": 0.4, "sequence_parallel": True}
+    layout = Layout(tp=8, pp=16, dp=32)
+    waited = layout_step(llama405b, h100, layout, dp_overlap=False, **args)
+    overlapped = layout_step(llama405b, h100, layout, **args)
+    dp_calls = sum(t.seconds for t in waited.dp_traffic)
+    exposed = sum(t.seconds for t in waited.dp_terms if t.term.startswith("exposed"))
+    assert {t.op for t in waited.dp_traffic} == {"reduce_scatter", "all_gather"}
+    assert exposed == pytest.approx(dp_calls, rel=1e-9)
+    assert sum(t.seconds for t in overlapped.dp_terms if t.term.startswith("exposed")) < 0.5 * dp_calls
+    assert waited.step > overlapped.step
+
+
+def test_tp_backward_all_reduces_wait_before_megatrons_async_all_reduce(llama405b: ModelSpec) -> None:
+    """Before Megatron-LM's asynchronous input-gradient all-reduce (16c90445, 2021-09), a layer's backward waited
+    for its 2 TP all-reduces as its forward does: every TP call of the micro-batch is exposed whole."""
+    a, layout = _arch(llama405b), Layout(tp=8, pp=16, dp=128)
+    calls = tp_calls(a, layout, 1, 8192, 2.0, False, True, False, 0.2, backward_async=False)
+    assert not any(c.overlapped for c in calls)
+    waited = exposed_per_micro_batch(calls, lambda c: 1e-3, 1.0)
+    assert waited["tp"] == pytest.approx(1e-3 * sum(c.per_micro_batch for c in calls))
+    assert sum(c.per_micro_batch for c in calls) == 8 * 2 * 3  # forward, its recomputation, backward
+    hidden = exposed_per_micro_batch(tp_calls(a, layout, 1, 8192, 2.0, False, True, False, 0.2), lambda c: 1e-3, 1.0)
+    assert hidden["tp"] < waited["tp"]

@@ -207,11 +207,13 @@ def layout_step(
     grad_dtype: str = "fp32",
     sequence_parallel: bool = False,
     tp_overlap: bool = False,
+    tp_backward_async: bool = True,
     ep_overlap: bool = False,
     pp_overlap: bool | None = None,
     cp_impl: str = "p2p",
     virtual_stages: int = 1,
     distributed_optimizer: bool = True,
+    dp_overlap: bool = True,
     act_bytes: float = 2.0,
     overlap_slowdown: float | None = None,
     sync_jitter: float = DEFAULT_SYNC_JITTER,
@@ -225,7 +227,10 @@ def layout_step(
     one TP rank's share: ops.tensor_parallel) at the GPU's sustained rates, `mfu` setting the matmuls' share of the
     peak; the slowest stage paces the pipeline. `flash`: attention as one flash kernel, else as Megatron ran it before
     flash attention, two matmuls over the score square and its softmax (ops.layer_ops), which selective
-    recomputation then re-runs (compute.flops_per_token)."""
+    recomputation then re-runs (compute.flops_per_token). `dp_overlap` False: the gradient reduction runs after the
+    last backward and the parameter gather after the optimizer step, as Megatron-LM ran them before
+    --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11) (megatron/training.py
+    train_step: reduce_model_grads, the optimizer step, gather_model_params)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -269,6 +274,7 @@ def layout_step(
         tp_overlap=tp_overlap,
         ep_overlap=ep_overlap,
         pp_overlap=pp_overlapped(virtual_stages, pp_overlap),
+        tp_backward_async=tp_backward_async,
         cp_impl=cp_impl,
         attention_share=attention_share,
         virtual_stages=virtual_stages,
@@ -286,6 +292,7 @@ def layout_step(
         forward,
         backward,
         distributed_optimizer,
+        dp_overlap,
         slowdown,
         layout.dp,
         DTYPE_BYTES[grad_dtype],
@@ -421,6 +428,7 @@ def _data_parallel(
     forward: float,
     backward: float,
     distributed_optimizer: bool,
+    overlapped: bool,
     overlap_slowdown: float,
     dp_size: int,
     grad_bytes: float,
@@ -428,7 +436,8 @@ def _data_parallel(
     """The DP schedule of the stage's dense shard over DP x CP (step.py, as Megatron runs it: its buckets,
     gradients of `grad_bytes` each, parameters gathered during the next forward), and the seconds the experts'
     reduction over expert-DP take and add beyond the last backward and the next forward (reduce-scatter, then
-    all-gather with the distributed optimizer; all-reduce without)."""
+    all-gather with the distributed optimizer; all-reduce without). Not `overlapped`: every reduction after the
+    last backward and every gather after the optimizer step, on the compute stream."""
     fw = FRAMEWORKS["megatron"]
     recipe = RECIPES[fw.name]
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
@@ -443,7 +452,8 @@ def _data_parallel(
         grad_bytes=grad_bytes,
         weight_bytes=weight_bytes,
         bucket_bytes=fw.bucket(dp_size, grad_bytes),  # Megatron sizes buckets on DP without CP
-        overlap_param_gather=fw.overlap_param_gather,
+        overlap_param_gather=fw.overlap_param_gather and overlapped,
+        overlap_grad_reduce=overlapped,
         bucket_op=fw.bucket_op,
         ranks=dp.ranks,
         overlap_slowdown=overlap_slowdown,
@@ -462,6 +472,8 @@ def _data_parallel(
     if distributed_optimizer:
         reduce = fastest(topology, "reduce_scatter", edp, grads).seconds
         gather = fastest(topology, "all_gather", edp, experts * weight_bytes).seconds
+        if not overlapped:
+            return timed, reduce + gather, reduce + gather
         return timed, reduce + gather, max(0.0, reduce - backward) + max(0.0, gather - forward)
     reduce = fastest(topology, "all_reduce", edp, grads).seconds
-    return timed, reduce, max(0.0, reduce - backward)
+    return timed, reduce, max(0.0, reduce - backward) if overlapped else reduce

@@ -116,6 +116,7 @@ def tp_calls(
     recompute_full: bool,
     overlap: bool,
     attention_share: float,
+    backward_async: bool = True,
 ) -> list[LayoutCall]:
     """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
     behind the matmuls, the compute that is not attention.
@@ -126,6 +127,8 @@ def tp_calls(
     column-parallel inputs gathered again for the weight gradients (layers.py: all_gather_buffer in the
     backward): 6 gathers and 4 reduce-scatters. The backward's run asynchronously behind the weight-gradient
     matmuls (layers.py, async_op=True); the forward's sit on the critical path unless overlapped (--tp-comm-overlap).
+    `backward_async` False: the backward's wait too, as in Megatron-LM before its asynchronous all-reduce
+    (16c90445, 2021-09: --no-async-tensor-model-parallel-allreduce).
     A MoE layer's MLP leaves TP to the token dispatcher (ep_calls): only its attention's half counts. Full
     recomputation runs the forward's calls again."""
     if layout.tp == 1:
@@ -137,19 +140,20 @@ def tp_calls(
     share = 1.0 - attention_share if overlap else 0.0
     # The backward's calls run asynchronously behind the weight-gradient matmuls (layers.py: async_op=True), a
     # third of the matmuls' forward-and-backward work: two thirds of the micro-batch's matmul time is backward.
-    behind = max(share, 2 / 3 * (1.0 - attention_share) / 2)
+    behind = max(share, 2 / 3 * (1.0 - attention_share) / 2) if backward_async else share
+    waits = not backward_async and not overlap
     if sequence_parallel:
         return [
             LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", tensor, "tp", halves * (1 + again),
                        overlap, share),
             LayoutCall("tp", "sequence-parallel reductions, forward", "reduce_scatter", tensor, "tp",
                        halves * (1 + again), overlap, share),
-            LayoutCall("tp", "gathers, backward", "all_gather", tensor, "tp", halves * 2, True, behind),
-            LayoutCall("tp", "reductions, backward", "reduce_scatter", tensor, "tp", halves, True, behind),
+            LayoutCall("tp", "gathers, backward", "all_gather", tensor, "tp", halves * 2, not waits, behind),
+            LayoutCall("tp", "reductions, backward", "reduce_scatter", tensor, "tp", halves, not waits, behind),
         ]  # fmt: skip
     return [
         LayoutCall("tp", "layer outputs, forward", "all_reduce", tensor, "tp", halves * (1 + again), overlap, share),
-        LayoutCall("tp", "input gradients, backward", "all_reduce", tensor, "tp", halves, True, behind),
+        LayoutCall("tp", "input gradients, backward", "all_reduce", tensor, "tp", halves, not waits, behind),
     ]
 
 
@@ -305,6 +309,7 @@ def layout_calls(
     cp_impl: str = "p2p",
     attention_share: float = 0.0,
     virtual_stages: int = 1,
+    tp_backward_async: bool = True,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -320,6 +325,7 @@ def layout_calls(
             recompute_full,
             tp_overlap,
             attention_share,
+            tp_backward_async,
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share),
         *pp_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap),
