@@ -436,6 +436,20 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     pp_overlap = False if old_megatron else None
     if old_megatron and virtual > 1:
         flags.append("PP send/recv waited for (Megatron-LM before overlap_p2p_comm)")
+    # Megatron-LM reduced gradients after the last backward and gathered the updated parameters after the optimizer
+    # step until --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11):
+    # megatron/training.py train_step at a8d172b3 (2021-04, allreduce_gradients) and 285068c8 (2023-01,
+    # reduce_model_grads / gather_model_params). DeepSpeed's pipeline engine, BLOOM's, reduces them at the last step of
+    # its schedule (deepspeed/runtime/pipe/schedule.py TrainSchedule: ReduceGrads after the last backward, at 3401d251).
+    # SC'21's runs predate Megatron-LM's asynchronous backward TP all-reduce (16c90445, 2021-09-02; none at
+    # a8d172b3, 2021-04): its backward waits for them as its forward does.
+    tp_backward_async = source != "narayanan2021"
+    if not tp_backward_async:
+        flags.append("TP backward all-reduces waited for (Megatron-LM before 2021-09)")
+    # SC'21's Table 1 script runs its PP-1 models under torch DDP, which overlaps the all-reduce with the backward.
+    dp_overlap = not (old_megatron or source == "bloom-tr11") or "--DDP-impl torch" in row["notes"]
+    if not dp_overlap:
+        flags.append("DP gradients reduced after the last backward (no overlap in the run's framework)")
     # Megatron-LM of 2021-2022 all-reduced gradients (no distributed optimizer); the others shard (ZeRO-1/2, FSDP,
     # Megatron's distributed optimizer) or do not say (Megatron-Core's default is taken).
     distributed = source not in ("narayanan2021", "korthikanti2022") or "ZeRO-3" in row["notes"]
@@ -474,6 +488,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if source == "bloom-tr11":
         flags.append("Omni-Path, 4 links per node, costed as dgx-a100's 8 x HDR")
 
+    # Megatron-Bridge's presets set grad_reduce_in_fp32 = False; SC'21's script runs --fp16 without
+    # --accumulate-allreduce-grads-in-fp32, so its gradient buffers are fp16 (megatron/model/distributed.py @d4169684).
+    grad_dtype = "bf16" if bridge else "fp16" if "--fp16" in row["notes"] else "fp32"
+
     def run(virtual_stages: int) -> LayoutStep:
         return layout_step(
             model,
@@ -490,13 +508,15 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             recompute_modules=modules,
             sequence_parallel=row["sequence_parallel"] == "yes" or nemo,
             tp_overlap=tp_overlap,
+            tp_backward_async=tp_backward_async,
             ep_overlap=ep_overlap,
             pp_overlap=pp_overlap,
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
             distributed_optimizer=distributed,
+            dp_overlap=dp_overlap,
             flash=flash,
-            grad_dtype="bf16" if bridge else "fp32",  # the presets' grad_reduce_in_fp32 = False
+            grad_dtype=grad_dtype,
         )
 
     if not recompute and bridge:
