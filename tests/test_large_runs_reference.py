@@ -148,6 +148,10 @@ def test_megatron_sc21_table_1(rows: list[dict[str, str]]) -> None:
     assert len(table1) == 10
     assert [int(r["gpus"]) for r in table1] == [32, 64, 128, 256, 512, 1024, 1536, 1920, 2520, 3072]
     assert [int(r["published_value"]) for r in table1] == [137, 138, 142, 135, 138, 140, 148, 155, 163, 163]
+    # the authors' examples/sc21/run_table_1.sh (Megatron-LM d4169684): micro-batch and interleaving per model
+    assert [int(r["micro_batch"]) for r in table1] == [16, 16, 16, 8, 4, 2, 2, 1, 1, 1]
+    assert [int(r["virtual_stages"] or 1) for r in table1] == [1, 1, 1, 1, 1, 3, 2, 2, 3, 1]
+    assert [("--DDP-impl torch" in r["notes"]) for r in table1] == [True] * 4 + [False] * 6
 
 
 def test_korthikanti_table_5(rows: list[dict[str, str]]) -> None:
@@ -201,3 +205,18 @@ def test_bloom(rows: list[dict[str, str]]) -> None:
     assert {(r["gpus"], r["tp"], r["pp"], r["dp"], r["micro_batch"]) for r in _find(rows, **b)} == {
         ("384", "4", "12", "8", "2")
     }
+
+
+def test_jean_zay_topology_reads_the_all_reduce_measured_on_it() -> None:
+    """jean-zay-a100-opa.yaml's network efficiency is the one that makes dpcost's 4e9-byte all-reduce over 4 x 8 A100
+    take the 1.529 s bigscience's bandwidth bench measured on BLOOM's cluster."""
+    from dpcost.catalog import load_topology
+    from dpcost.engine.collectives import fastest
+    from dpcost.engine.placement import place
+
+    (row,) = read_reference_csv("large-runs/jean-zay/all_reduce_bench-a100-n4.csv")
+    topology = load_topology(str(REFERENCE / "large-runs/jean-zay/jean-zay-a100-opa.yaml"))
+    assert topology.tiers[1].bandwidth == pytest.approx(50e9 / 8)  # 4 x 100 Gb/s per 8 GPUs, in bytes/s
+    ranks, size = int(row["ranks"]), float(row["size_bytes"])
+    predicted = fastest(topology, "all_reduce", place(topology, ranks), size).seconds
+    assert predicted == pytest.approx(float(row["time_us"]) * 1e-6, rel=0.01)
