@@ -14,6 +14,7 @@ from dpcost.engine.checkpointing import RECOMPUTE
 from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
+from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
 from dpcost.engine.ops import MicroBatchCompute, matmul_operands, micro_batch_compute, optimizer_bytes
 from dpcost.engine.placement import Placement, place, place_group
@@ -22,7 +23,7 @@ from dpcost.engine.rates import matmul_efficiency, rates_for
 from dpcost.engine.step import Call, StepPlan, StepTime, step_time
 from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, Options
-from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = [
     "STAGE_OPS",
@@ -193,27 +194,21 @@ def timeline(
         backward = (flops.backward + flops.recompute) * tokens / rate
     else:
         gemm_bytes, fp8_cast = matmul_operands(gpu.arch, o.compute.compute_dtype)
-        compute = micro_batch_compute(
-            a,
-            [b.moe for b in p.counts.blocks],
-            tokens,
-            p.seq_len,
-            p.kernels,
-            p.loss_impl,
-            rates_for(gpu),
-            peak,
-            gpu.bf16_dense,
-            gpu.hbm_bandwidth,
-            p.framework.attention_kernel if p.framework else "flash2",
-            recompute,
-            frozenset(o.plan.recompute_modules),
-            o.plan.recompute_layers,
-            matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu),
-            gemm_bytes,
-            o.compute.flash_attention,
-            (gpu.arch, o.compute.compute_dtype),
-            fp8_cast,
-        )
+        moe_layers = tuple(b.moe for b in p.counts.blocks)
+        attention = p.framework.attention_kernel if p.framework else "flash2"
+        modules = frozenset(o.plan.recompute_modules)
+        share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
+        every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype
+        key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
+               share, gemm_bytes, flash, dtype, fp8_cast)  # fmt: skip
+        known = _compute_of(a)
+        if key not in known:
+            known[key] = micro_batch_compute(
+                a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
+                gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
+                fp8_cast,
+            )  # fmt: skip
+        compute = known[key]
         forward, backward = compute.forward, compute.backward
     optimizer = optimizer_seconds(model, topology, p, stage) if compute is not None else 0.0
     plan = StepPlan(
@@ -241,6 +236,13 @@ def timeline(
         optimizer=optimizer,
     )
     return Timed(stage, recompute, step_time(plan, call), forward, backward, flops, compute, optimizer)
+
+
+@per_object
+def _compute_of(a: ModelArchitecture) -> dict[tuple[object, ...], MicroBatchCompute]:
+    """One micro-batch's compute op by op, by everything it depends on (memo.py): the plans of a batch, a sweep or a
+    search that differ only in DP time the same micro-batch again."""
+    return {}
 
 
 def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, stage: int) -> float:

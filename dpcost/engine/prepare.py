@@ -4,7 +4,7 @@ pieces the step schedules, and memory per GPU at every ZeRO stage. Shared by `es
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from dpcost.engine import advice
 from dpcost.engine.activations import Kernels
@@ -12,6 +12,7 @@ from dpcost.engine.checkpointing import DEFAULT_MODULES, activation_memory
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, Framework
 from dpcost.engine.loss import loss_memory
+from dpcost.engine.memo import per_object
 from dpcost.engine.memory import (
     RECIPES,
     Recipe,
@@ -58,14 +59,14 @@ class Prepared:
     bucket_bytes: float
     first_bucket_bytes: float
     overlap_slowdown: float  # compute slowdown while a collective overlaps it (overlap_slowdown_for)
-    _pieces: dict[str, tuple[Unit, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def pieces(self, model: ModelSpec) -> tuple[Unit, ...]:
-        """units() of the model at this plan's sequence length, built once per plan (a MoE block lists every
-        expert's tensors, and the stage tables and the timeline all ask)."""
-        if model.name not in self._pieces:
-            self._pieces[model.name] = units(self.counts, model, self.seq_len)
-        return self._pieces[model.name]
+        """units() of the model at this plan's sequence length, built once per model and sequence length (a MoE
+        block lists every expert's tensors; the stage tables, the timeline and every plan of a batch ask)."""
+        known = _pieces_of(model)
+        if self.seq_len not in known:
+            known[self.seq_len] = units(count_params(model), model, self.seq_len)
+        return known[self.seq_len]
 
     @property
     def shard_ranks(self) -> int:
@@ -351,6 +352,12 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         first,
         overlap_slowdown_for(topology.gpu, o.compute.overlap_slowdown),
     )
+
+
+@per_object
+def _pieces_of(model: ModelSpec) -> dict[int, tuple[Unit, ...]]:
+    """units() of one model by sequence length (memo.py)."""
+    return {}
 
 
 def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]:
