@@ -8,10 +8,10 @@ from dataclasses import dataclass, replace
 
 from dpcost.engine import advice
 from dpcost.engine.activations import Kernels
-from dpcost.engine.checkpointing import DEFAULT_MODULES, activation_memory
+from dpcost.engine.checkpointing import DEFAULT_MODULES, Activations, activation_memory
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, Framework
-from dpcost.engine.loss import loss_memory
+from dpcost.engine.loss import LossMemory, loss_memory
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import (
     RECIPES,
@@ -30,7 +30,7 @@ from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
 from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Compute, Options
-from dpcost.specs import GPUSpec, ModelSpec, TopologySpec
+from dpcost.specs import GPUSpec, ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "matmul_share", "prepare", "recipe_of", "stage_table", "units"]
 
@@ -389,6 +389,13 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     )
 
 
+@per_object
+def _activations_of(a: ModelArchitecture) -> dict[tuple[object, ...], tuple[Activations, LossMemory]]:
+    """One sequence's activations and loss tensors, by everything they depend on (memo.py): every plan of a batch
+    with the same sequence length and policy holds the same."""
+    return {}
+
+
 def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute: str) -> tuple[StageMemory, ...]:
     """Memory per GPU at every ZeRO stage with one recomputation choice (memory.py, activations.py)."""
     o, counts, a = p.o, p.counts, model.architecture
@@ -411,8 +418,14 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
         s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
         plan = o.plan
         modules = frozenset(plan.recompute_modules)
-        act = activation_memory(a, s, 1, recompute, flash, kernels, plan.recompute_layers, modules)
-        loss = loss_memory(a, s, 1, p.loss_impl, kernels)
+        key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl)
+        known = _activations_of(a)
+        if key not in known:
+            known[key] = (
+                activation_memory(a, s, 1, recompute, flash, kernels, plan.recompute_layers, modules),
+                loss_memory(a, s, 1, p.loss_impl, kernels),
+            )
+        act, loss = known[key]
         kept = act.kept + loss.kept
         loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
         layer_backward = act.recompute + act.gradients
