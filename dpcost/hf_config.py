@@ -126,7 +126,7 @@ _MINIMAX_M2 = {
 }
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
-_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom")
+_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi")
 _ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
@@ -152,6 +152,7 @@ _ARCHITECTURES = {
     "GPT2LMHeadModel": "gpt2",
     "GPTJForCausalLM": "gptj",
     "GPTNeoXForCausalLM": "gpt_neox",
+    "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
     "FalconForCausalLM": "falcon",
@@ -433,7 +434,8 @@ def _minimax_m2(k: Keys) -> dict[str, Any]:
 
 
 def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
-    """GPT-2, GPT-J, GPT-NeoX, OPT and BLOOM: LayerNorm with bias, plain 2-matrix MLPs, their own key names."""
+    """GPT-2, GPT-J, GPT-NeoX, OPT, BLOOM and Phi (1, 1.5, 2): LayerNorm with bias, plain 2-matrix MLPs, their own
+    key names."""
     hidden = k.integer("hidden_size", "n_embd", "n_embed", "d_model", field="hidden")
     arch: dict[str, Any] = {
         "hidden": hidden,
@@ -480,6 +482,17 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             learned_positions=k.integer("max_position_embeddings", default=2048, field="learned_positions"),
             qkv_bias=bias,
             linear_bias=bias,
+        )
+    elif family == "phi":
+        # configuration_phi.py / modeling_phi.py (PhiDecoderLayer): attention and the fc1/fc2 MLP in parallel under
+        # one input_layernorm; q, k, v and dense with biases; per-head LayerNorms of q and k when qk_layernorm;
+        # untied. Its lm_head's own bias (vocab_size entries) is not counted.
+        arch.update(
+            ffn=k.integer("intermediate_size", field="ffn"),
+            kv_heads=k.integer("num_key_value_heads", default=arch["heads"], field="kv_heads"),
+            tied_embeddings=k.flag("tie_word_embeddings", False),
+            layer_norms=1,
+            qk_norm="head" if k.flag("qk_layernorm", False) else "none",
         )
     else:  # bloom, configuration_bloom.py: 4h MLP, a LayerNorm after the embedding, ALiBi, tied
         arch.update(ffn=4 * hidden, tied_embeddings=k.flag("tie_word_embeddings", True), embedding_norm=True)

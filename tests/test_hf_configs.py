@@ -128,7 +128,7 @@ def test_every_family_within_half_a_percent() -> None:
         within[_family(row)] = within.get(_family(row), False) or ok
     expected = {
         "llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-        "gemma3_text", "phi3", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
+        "gemma3_text", "phi3", "phi", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
         "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2", "mamba", "mamba2", "falcon_mamba", "jamba",
         "nemotron_h", "qwen3_next", "deepseek_v32",
     }  # fmt: skip
@@ -461,3 +461,17 @@ def test_gpt_oss_counts_its_attention_sinks() -> None:
     assert a is not None and a.attention_sinks
     without = spec.model_copy(update={"architecture": a.model_copy(update={"attention_sinks": False})})
     assert count_params(spec).total - count_params(without).total == 36 * 64
+
+
+def test_phi2_counts_the_checkpoint_but_its_lm_head_bias() -> None:
+    """modeling_phi.py: per layer one input_layernorm (LayerNorm with bias) before attention and the MLP in parallel,
+    q/k/v/dense and fc1/fc2 with biases; a final LayerNorm; an untied lm_head with a bias of vocab_size entries, the
+    one tensor dpcost leaves out. The Hub's safetensors total for microsoft/phi-2 is 2,779,683,840."""
+    spec = model_from_hf_config(_cfg("phi-2.json"), "phi-2.json")
+    assert spec.architecture is not None
+    a = spec.architecture
+    assert (a.layer_norms, a.norm, a.qk_norm) == (1, "layernorm", "none")
+    assert count_params(spec).total == 2_779_683_840 - 51_200
+    with_qk = model_from_hf_config({**_cfg("phi-2.json"), "qk_layernorm": True}, "phi-2.json")
+    head_dim = 2560 // 32
+    assert count_params(with_qk).total - count_params(spec).total == 32 * 2 * (2 * head_dim)  # q and k LayerNorms
