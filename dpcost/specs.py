@@ -262,6 +262,11 @@ class ModelArchitecture(Spec):
         return i >= m.first_dense_layers and (i + 1) % m.every == 0 and i not in m.dense_layers and self.has_mlp(i)
 
     @property
+    def norm_weights(self) -> int:
+        """Weights per element of one norm: LayerNorm's scale and bias, RMSNorm's scale."""
+        return 2 if self.norm == "layernorm" else 1
+
+    @property
     def gated_mlp(self) -> bool:
         """SwiGLU and GeGLU MLPs have three matrices (gate, up, down); GELU and ReLU MLPs two."""
         return self.mlp in ("swiglu", "geglu")

@@ -104,10 +104,10 @@ def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
     (attention output and MLP down projection: RowParallelLinear keeps its bias unsplit), per-head QK norms, and
     an MoE layer's router (TopKRouter's weight is not split over TP) (megatron/core/tensor_parallel/layers.py,
     transformer/moe/router.py)."""
-    norm = (2 if a.norm == "layernorm" else 1) * a.hidden
+    norm = a.norm_weights * a.hidden
     replicated = a.layer_norms * norm + (2 * a.hidden if a.linear_bias else 0)
     if a.qk_norm == "head":
-        replicated += 2 * (2 if a.norm == "layernorm" else 1) * a.d_head
+        replicated += 2 * a.norm_weights * a.d_head
     if moe and a.moe is not None:
         replicated += a.hidden * a.moe.experts
     return float(replicated)

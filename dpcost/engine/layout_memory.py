@@ -538,7 +538,7 @@ def layout_memory(
 def model_shape(a: ModelArchitecture, tp: int, mtp: bool = False, vocab_divisible_by: int = 128) -> ModelShape:
     """A spec as Megatron's arguments [M]: kv_heads as num_query_groups, head_dim as kv_channels, padded vocab [V]."""
     h = a.hidden
-    norm_size = 2 if a.norm == "layernorm" else 1
+    norm_size = a.norm_weights
     if a.mla is not None:
         m = a.mla
         attention = mla_attention_parameters(

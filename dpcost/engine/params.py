@@ -77,7 +77,7 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         params += q_out + 2 * kv_out
     if a.linear_bias:
         params += h  # output projection bias
-    per = 2 if a.norm == "layernorm" else 1
+    per = a.norm_weights
     if a.qk_norm == "head":
         params += 2 * per * a.d_head  # q_norm, k_norm over one head's dimension (Qwen3, Gemma 3)
     elif a.qk_norm == "full":
@@ -95,7 +95,7 @@ def _mlp(a: ModelArchitecture, width: int) -> float:
 
 
 def _norm(a: ModelArchitecture) -> float:
-    return (2 if a.norm == "layernorm" else 1) * a.hidden
+    return a.norm_weights * a.hidden
 
 
 def _attention_params(a: ModelArchitecture) -> float:
