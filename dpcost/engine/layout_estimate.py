@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token
@@ -214,7 +215,7 @@ def layout_step(
     virtual_stages: int = 1,
     distributed_optimizer: bool = True,
     dp_overlap: bool = True,
-    act_bytes: float = 2.0,
+    act_bytes: float = ACT_BYTES,
     overlap_slowdown: float | None = None,
     sync_jitter: float = DEFAULT_SYNC_JITTER,
     compute_model: str = "flops",
@@ -469,11 +470,10 @@ def _data_parallel(
     if experts <= 0 or edp.ranks == 1:
         return timed, 0.0, 0.0
     grads = experts * grad_bytes
+    hides_reduce, hides_gather = (backward, forward) if overlapped else (0.0, 0.0)
     if distributed_optimizer:
         reduce = fastest(topology, "reduce_scatter", edp, grads).seconds
         gather = fastest(topology, "all_gather", edp, experts * weight_bytes).seconds
-        if not overlapped:
-            return timed, reduce + gather, reduce + gather
-        return timed, reduce + gather, max(0.0, reduce - backward) + max(0.0, gather - forward)
+        return timed, reduce + gather, max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
     reduce = fastest(topology, "all_reduce", edp, grads).seconds
-    return timed, reduce, max(0.0, reduce - backward) if overlapped else reduce
+    return timed, reduce, max(0.0, reduce - hides_reduce)

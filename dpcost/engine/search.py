@@ -32,6 +32,7 @@ import time as clock
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.availability import environment
 from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.estimate import estimate, layout_recompute
@@ -40,7 +41,7 @@ from dpcost.engine.layout_estimate import call_seconds
 from dpcost.engine.layout_step import layout_calls
 from dpcost.engine.params import count_params
 from dpcost.engine.placement import Placement, place_group
-from dpcost.engine.prepare import DTYPE_BYTES, compute_model_for, matmul_share, seq_len_for
+from dpcost.engine.prepare import compute_model_for, matmul_share, seq_len_for
 from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
 from dpcost.errors import InputError
 from dpcost.options import Options
@@ -199,7 +200,7 @@ def exposed_calls_seconds(
         layout,
         options.batch.micro_batch,
         seq_len,
-        DTYPE_BYTES["bf16"],  # layout_step's activations
+        ACT_BYTES,  # layout_step's activations
         sequence_parallel=par.sequence_parallel,
         recompute_full=recompute == "full",
         tp_overlap=par.tp_comm_overlap,
