@@ -460,8 +460,19 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("FSDP costed as ZeRO-1")
     if "no overlap of the gradient all-reduce" in row["notes"]:
         flags.append("gradient all-reduce not overlapped in the run (the engine overlaps it)")
+    # Megatron-Bridge's DeepSeek-V3 recipe at 7af9601c (recipes/deepseek/deepseek_v3.py) trains one MTP module
+    # (mtp_num_layers = 1) and, at PP 16 without interleaving, splits the pipeline by its layout_map: the embedding
+    # and 4 layers, 14 x 4, then 1 layer, the MTP module and the loss (Megatron-Core builds MTP where the layout puts
+    # it; multi_token_prediction.py mtp_on_this_rank). The 25.11 B200 preset passes layout=None, so the map applies.
+    first_last: tuple[int | None, int | None] = (None, None)
+    mtp = 0
     if "w/ MTP" in row["model"]:
-        flags.append("MTP module not costed")
+        mtp = 1
+        if (pp, virtual) == (16, 1):
+            first_last = (4, 1)
+            flags.append("MTP trained; layers 4 + 14 x 4 + 1 + MTP (Megatron-Bridge's DeepSeek-V3 layout_map)")
+        else:
+            flags.append("MTP trained on the last stage")
     if source.startswith("deepseek"):
         flags.append("DualPipe as 1F1B with EP hidden")
     if "not restated" in row["notes"]:
@@ -517,6 +528,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             dp_overlap=dp_overlap,
             flash=flash,
             grad_dtype=grad_dtype,
+            first_stage_layers=first_last[0],
+            last_stage_layers=first_last[1],
+            mtp_layers=mtp,
         )
 
     if not recompute and bridge:

@@ -422,6 +422,30 @@ class Parallel(Section):
         description="Model chunks per pipeline rank (interleaved 1F1B): the bubble is (PP - 1) / V micro-batch slots.",
         json_schema_extra=cli("--virtual-stages", metavar="V"),
     )
+    first_stage_layers: Whole | None = Field(
+        None,
+        ge=0,
+        le=100_000,
+        description="Decoder layers on the first pipeline stage, the rest split evenly over the others (Megatron's "
+        "--decoder-first-pipeline-num-layers) [default: the end stages take the remainder when PP does not divide "
+        "the layers].",
+        json_schema_extra=cli("--first-stage-layers", metavar="N"),
+    )
+    last_stage_layers: Whole | None = Field(
+        None,
+        ge=0,
+        le=100_000,
+        description="Decoder layers on the last pipeline stage (Megatron's --decoder-last-pipeline-num-layers).",
+        json_schema_extra=cli("--last-stage-layers", metavar="N"),
+    )
+    mtp_layers: Whole = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Multi-token-prediction modules trained on the last pipeline stage, each a layer of the model's "
+        "last layer's kind and the output head again (Megatron-Core's --mtp-num-layers; DeepSeek-V3 trains 1).",
+        json_schema_extra=cli("--mtp-layers", metavar="N"),
+    )
     sequence_parallel: bool = Field(
         False,
         description="Megatron's sequence parallelism: TP's all-reduces become all-gathers and reduce-scatters, and "

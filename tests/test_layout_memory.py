@@ -432,7 +432,7 @@ def _spec(model: str | ModelSpec) -> ModelSpec:
 def _shape(name: str, tp: int, mtp: bool = False) -> ModelShape:
     arch = load_model(name).architecture
     assert arch is not None
-    return model_shape(arch, tp, mtp)
+    return model_shape(arch, tp, arch.mtp_layers if mtp else 0)
 
 
 @pytest.mark.parametrize(
@@ -449,7 +449,10 @@ def test_equals_megatron_theoretical_memory(
 ) -> None:
     """Weights + optimizer, activations and their sum per GPU: the module from the catalog's spec equals the file."""
     weights, activations = megatron_theoretical_memory(args, micro_batches)
-    got = layout_memory_for(_spec(model), layout, args.seq_length, args.micro_batch_size, micro_batches, mtp=mtp)
+    arch = _spec(model).architecture
+    assert arch is not None
+    mtp_layers = arch.mtp_layers if mtp else 0
+    got = layout_memory_for(_spec(model), layout, args.seq_length, args.micro_batch_size, micro_batches, mtp_layers)
     assert got.weight_and_optimizer == pytest.approx(weights, rel=1e-12)
     assert got.activations == pytest.approx(activations, rel=1e-12)
     assert got.total == pytest.approx(weights + activations, rel=1e-12)
@@ -661,7 +664,7 @@ def test_most_loaded_stage() -> None:
         4096,
         1,
         120,
-        mtp=True,
+        mtp_layers=1,
     )
     assert deepseek.most_loaded.stage == 1
     assert deepseek.total > max(s.total for s in deepseek.stages)

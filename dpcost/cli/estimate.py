@@ -102,6 +102,8 @@ def _document(report: Any, brief: bool) -> dict[str, Any]:
     }
     if report.communication.shard_group is None:  # hybrid sharding's keys, absent without it
         absent["communication"] = {"shard_group": True, "bytes_per_tier": True}
+    if report.layout is not None and report.layout.mtp_layers is None:  # absent without --mtp-layers
+        absent["layout"] = {"mtp_layers": True}
     return dict(report.model_dump(mode="json", exclude=absent or None))
 
 

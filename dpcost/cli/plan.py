@@ -55,10 +55,12 @@ SEARCHED = (
 
 # The variants of data parallelism (engine/variants.py): `estimate` prices them beside one plan.
 VARIANTS = ("zeropp", "compression", "powersgd_rank", "sync_every", "streaming")
+# One layout's uneven pipeline split: the search splits each PP as stage_layer_counts does.
+PIPELINE_SPLIT = ("first_stage_layers", "last_stage_layers")
 
 
 @app.command()
-@plan_options(skip=SEARCHED + VARIANTS)
+@plan_options(skip=SEARCHED + VARIANTS + PIPELINE_SPLIT)
 def plan(
     ctx: typer.Context,
     model: Annotated[
@@ -118,7 +120,7 @@ def plan(
     }
     limits = _limits({k: v for k, v in given.items() if v is not None})
     spec, topo = source.spec, load_topology(topology)
-    values = {name: value for name, value in source.values.items() if name not in SEARCHED + VARIANTS}
+    values = {name: value for name, value in source.values.items() if name not in SEARCHED + VARIANTS + PIPELINE_SPLIT}
     if values.get("global_batch") is None:
         values["global_batch"] = _file_global_batch(source) or str(gpus)
     base = options_of(PlanInput(spec, 1, values, source.from_config), 1)

@@ -17,10 +17,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpcost.engine.params import ParamCount
+from dpcost.engine.params import ParamCount, mtp_layer
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["FlopsPerToken", "attention_flops", "flops_per_token", "mixer_recurrence_flops", "recurrence_flops"]
+__all__ = [
+    "FlopsPerToken",
+    "attention_flops",
+    "flops_per_token",
+    "mixer_recurrence_flops",
+    "mtp_forward_flops",
+    "recurrence_flops",
+]
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,13 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
         intra = 6.0 * d.chunk * d.key_dim + 4.0 * d.chunk * d.value_dim
         flops += d.value_heads * (chunked * intra + 6.0 * d.key_dim * d.value_dim)
     return flops
+
+
+def mtp_forward_flops(counts: ParamCount, arch: ModelArchitecture, seq_len: int) -> float:
+    """Forward FLOPs per token of one multi-token-prediction module: 2N of its layer and eh_proj (params.mtp_layer),
+    one layer's attention, and the output head run again (DeepSeek-V3, arXiv 2412.19437 section 2.2)."""
+    head = counts.embedding if arch.tied_embeddings else counts.lm_head
+    return 2.0 * mtp_layer(arch).active + attention_flops(arch, seq_len) / arch.layers + 2.0 * head
 
 
 def flops_per_token(

@@ -18,7 +18,7 @@ from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
 from dpcost.engine.layout_step import BUBBLE, pp_overlapped, stage_layer_counts
 from dpcost.engine.memory import StageMemory, context_bytes
-from dpcost.engine.params import ParamCount, count_params
+from dpcost.engine.params import ParamCount, count_params, mtp_layer
 from dpcost.engine.placement import Placement, check_ranks, place
 from dpcost.engine.plan import (
     Timed,
@@ -504,6 +504,21 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
     return layout
 
 
+def _stage_layer_counts(model: ModelSpec, o: Options) -> list[int]:
+    """Decoder layers per pipeline stage (layout_step.stage_layer_counts), the first and last stage's as the
+    options give them, refused in the words of the flag that breaks the split."""
+    par = o.parallel
+    assert model.architecture is not None  # _check_layout_plan
+    flag = "first_stage_layers" if par.first_stage_layers is not None else "last_stage_layers"
+    given = par.first_stage_layers is not None or par.last_stage_layers is not None
+    if given and par.virtual_stages > 1:
+        raise InputError(flag, "an uneven first or last stage is not costed with interleaving (--virtual-stages)")
+    try:
+        return stage_layer_counts(model.architecture.layers, par.pp, par.first_stage_layers, par.last_stage_layers)
+    except ValueError as exc:
+        raise InputError(flag, f"{model.name}'s {model.architecture.layers} layers: {exc}") from None
+
+
 # What a layout is costed with (Megatron-LM's schedule and memory accounting): each plan option's values it runs.
 LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
     "framework": (None, "megatron"),
@@ -554,6 +569,7 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
             "sequence_parallel",
             "Megatron-Core trains MoE layers with TP above 1 only with sequence parallelism (moe_layer.py): add it",
         )
+    _stage_layer_counts(model, o)
 
 
 def _layout_memory(
@@ -564,7 +580,7 @@ def _layout_memory(
     optimizer), and the activations its micro-batches in flight hold; plus the CUDA context (memory.py)."""
     par = p.o.parallel
     assert model.architecture is not None  # _check_layout_plan
-    counts = stage_layer_counts(model.architecture.layers, layout.pp)
+    counts = _stage_layer_counts(model, p.o)
     uneven = len(set(counts)) > 1
     spec = MemoryLayout(
         tp=layout.tp,
@@ -583,7 +599,7 @@ def _layout_memory(
         last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
     )
     try:
-        held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m)
+        held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)
     except ValueError as exc:
         raise InputError("pp", f"{model.name}: {exc}") from None
     worst = held.most_loaded
@@ -712,6 +728,9 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         compute_model=compute_model,
         compute_dtype=o.compute.compute_dtype,
         flash=o.compute.flash_attention,
+        first_stage_layers=par.first_stage_layers,
+        last_stage_layers=par.last_stage_layers,
+        mtp_layers=par.mtp_layers,
     )
     dp_group = r.groups["dp-cp"]
     setup = _setup(
@@ -760,8 +779,12 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         notes.append(
             advice.ignored_flags(ignored, "do not apply to a TP/CP/PP/EP layout, costed as Megatron-LM runs it")
         )
+    info = _model(model, p.counts)
+    if par.mtp_layers:
+        assert model.architecture is not None  # _check_layout_plan
+        info = info.model_copy(update={"params_mtp": int(par.mtp_layers * mtp_layer(model.architecture).params)})
     return EstimateReport(
-        model=_model(model, p.counts),
+        model=info,
         topology=topology_info(topology),
         setup=setup,
         communication=communication,
@@ -923,6 +946,7 @@ def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: L
         calls=calls,
         exposed=[BreakdownTerm(term=dim, seconds=s) for dim, s in r.exposed.items()],
         stages=stages,
+        mtp_layers=par.mtp_layers or None,
     )
 
 

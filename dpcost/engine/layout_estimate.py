@@ -13,12 +13,13 @@ It combines, on the most loaded pipeline stage (the last: its layers and the out
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.collectives import fastest
-from dpcost.engine.compute import attention_flops, flops_per_token
+from dpcost.engine.compute import attention_flops, flops_per_token, mtp_forward_flops
 from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.layout import Layout, group_of_rank_zero
 from dpcost.engine.layout_step import (
@@ -27,6 +28,7 @@ from dpcost.engine.layout_step import (
     exposed_per_micro_batch,
     layout_calls,
     pp_overlapped,
+    stage_kinds,
     stage_layer_counts,
 )
 from dpcost.engine.memo import per_object
@@ -37,12 +39,13 @@ from dpcost.engine.ops import (
     layer_ops,
     matmul_operands,
     model_ops,
+    mtp_ops,
     recomputed_by_part,
     tensor_parallel,
     times,
 )
 from dpcost.engine.p2p import all_to_all, send_recv
-from dpcost.engine.params import count_params
+from dpcost.engine.params import count_params, mtp_layer
 from dpcost.engine.placement import Placement, place_group
 from dpcost.engine.prepare import DTYPE_BYTES, overlap_slowdown_for
 from dpcost.engine.rates import rates_for
@@ -114,38 +117,51 @@ def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
     return float(replicated)
 
 
-def stage_loads(model: ModelSpec, layout: Layout, seq_len: int) -> list[StageLoad]:
+def stage_loads(
+    model: ModelSpec, layout: Layout, seq_len: int, layer_counts: Sequence[int] | None = None, mtp_layers: int = 0
+) -> list[StageLoad]:
     """Every pipeline stage's load on one GPU (StageLoad), as Megatron's GPTModel places the parameters
     (megatron/core/models/gpt/gpt_model.py): the word embedding split over TP and the learned positions whole on
     the first stage (pre_process); the final norm whole and the output layer split over TP on the last
     (post_process), which with tied embeddings and PP > 1 holds its own copy of the word embedding
     (LanguageModule.setup_embeddings_and_output_layer); in every layer the norms, row-parallel biases and routers
-    whole (replicated_per_layer)."""
+    whole (replicated_per_layer). `layer_counts`: decoder layers per stage (default stage_layer_counts); `mtp_layers`
+    MTP modules on the last stage (params.mtp_layer), each running a layer and the output head again, with their
+    own embedding there when it is untied (GPTModel builds one where mtp_process)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
-    counts = count_params(model)
-    head = counts.embedding if a.tied_embeddings else counts.lm_head
-    last_head = counts.embedding if a.tied_embeddings and layout.pp > 1 else counts.lm_head
+    params = count_params(model)
+    head = params.embedding if a.tied_embeddings else params.lm_head
+    last_head = params.embedding if a.tied_embeddings and layout.pp > 1 else params.lm_head
     final_norm = (
-        counts.total - sum(b.params for b in counts.blocks) - counts.embedding - counts.lm_head - counts.positions
+        params.total - sum(b.params for b in params.blocks) - params.embedding - params.lm_head - params.positions
     )
     attention = attention_flops(a, seq_len) / a.layers
     one_expert = (3 if a.gated_mlp else 2) * a.hidden * a.moe.ffn if a.moe is not None else 0.0
     experts_per_layer = a.moe.experts * one_expert if a.moe is not None else 0.0
+    mtp = mtp_layer(a)
+    layer_counts = stage_layer_counts(a.layers, layout.pp) if layer_counts is None else layer_counts
+    if len(layer_counts) != layout.pp or sum(layer_counts) != a.layers:
+        raise ValueError(f"{list(layer_counts)} layers per stage are not {a.layers} layers on {layout.pp} stages")
     out, first = [], 0
-    for s, n in enumerate(stage_layer_counts(a.layers, layout.pp)):
-        blocks = counts.blocks[first : first + n]
+    for s, n in enumerate(layer_counts):
+        blocks = list(params.blocks[first : first + n])
         first += n
+        last = s == layout.pp - 1
+        if last:
+            blocks += [mtp] * mtp_layers
         experts = sum(experts_per_layer for b in blocks if b.moe)
         whole = sum(replicated_per_layer(a, b.moe) for b in blocks)
         split = sum(b.params for b in blocks) - experts - whole
         if s == 0:
-            split, whole = split + counts.embedding, whole + counts.positions
-        if s == layout.pp - 1:
+            split, whole = split + params.embedding, whole + params.positions
+        if last:
             split, whole = split + last_head, whole + final_norm
+            if mtp_layers and layout.pp > 1 and not a.tied_embeddings:
+                split += params.embedding
         layer_flops = sum(2 * b.active + attention for b in blocks)
-        flops = layer_flops + (2 * head if s == layout.pp - 1 else 0.0)
+        flops = layer_flops + ((1 + mtp_layers) * 2 * head if last else 0.0)
         shards = layout.tp * layout.cp
         out.append(
             StageLoad(
@@ -221,6 +237,9 @@ def layout_step(
     compute_model: str = "flops",
     compute_dtype: str = "bf16",
     flash: bool = True,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
+    mtp_layers: int = 0,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b)
     micro-batches per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`:
@@ -231,7 +250,9 @@ def layout_step(
     recomputation then re-runs (compute.flops_per_token). `dp_overlap` False: the gradient reduction runs after the
     last backward and the parameter gather after the optimizer step, as Megatron-LM ran them before
     --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11) (megatron/training.py
-    train_step: reduce_model_grads, the optimizer step, gather_model_params)."""
+    train_step: reduce_model_grads, the optimizer step, gather_model_params). `first_stage_layers`,
+    `last_stage_layers`: Megatron's --decoder-first/last-pipeline-num-layers (layout_step.stage_layer_counts);
+    `mtp_layers`: --mtp-num-layers, trained on the last stage (stage_loads)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -244,7 +265,8 @@ def layout_step(
     peak = topology.gpu.bf16_dense if peak is None else peak
     rate = peak * mfu
     fpt = flops_per_token(counts, a, seq_len, recompute, flash)
-    stages = stage_loads(model, layout, seq_len)
+    layer_counts = stage_layer_counts(a.layers, layout.pp, first_stage_layers, last_stage_layers)
+    stages = stage_loads(model, layout, seq_len, layer_counts, mtp_layers)
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
     held = max(stages, key=lambda st: st.dense_params)  # the most dense parameters: DP's largest reduction
     experts_held = max(stages, key=lambda st: st.expert_params)  # the most experts: expert-DP's
@@ -257,7 +279,8 @@ def layout_step(
         layer_times: dict[bool, tuple[float, float, float]] = {}  # every stage's layers, by kind, timed once
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
-                          compute_dtype, len(stages), flash, layer_times, recompute_modules)
+                          compute_dtype, len(stages), flash, layer_times, recompute_modules,
+                          sum(layer_counts[: st.index]), mtp_layers)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -279,6 +302,7 @@ def layout_step(
         cp_impl=cp_impl,
         attention_share=attention_share,
         virtual_stages=virtual_stages,
+        stages=stage_kinds(a, layer_counts, mtp_layers),
     )
     per_mb = exposed_per_micro_batch(calls, lambda c: call_seconds(topology, groups, c), forward + backward)
     slot = forward + backward + sum(per_mb.values())
@@ -307,7 +331,8 @@ def layout_step(
     pipeline = Phase("pipeline", m * slot, 0.0, m * slot, 1)
     jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
     step = dp_step.step + expert_exposed + sum(per_mb.values()) * m + bubble + jitter
-    model_flops = fpt.model * micro_batch * seq_len * m / (layout.tp * layout.cp * layout.pp)
+    model_flops = (fpt.model + 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers) * micro_batch * seq_len * m
+    model_flops /= layout.tp * layout.cp * layout.pp
     layout_comm = m * sum(c.per_micro_batch * call_seconds(topology, groups, c) for c in calls)
     return LayoutStep(
         layout=layout,
@@ -354,6 +379,8 @@ def _stage_by_ops(
     flash: bool = True,
     layer_times: dict[bool, tuple[float, float, float]] | None = None,
     recompute_modules: frozenset[str] = DEFAULT_MODULES,
+    first_layer: int | None = None,
+    mtp_layers: int = 0,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -366,7 +393,8 @@ def _stage_by_ops(
     rates = rates_for(gpu)
     tokens = micro_batch * seq_len // layout.cp
     gemm_bytes, fp8_cast = matmul_operands(gpu.arch, compute_dtype)
-    first_layer = sum(stage_layer_counts(a.layers, layout.pp)[: stage.index])
+    if first_layer is None:
+        first_layer = sum(stage_layer_counts(a.layers, layout.pp)[: stage.index])
 
     def timed(ops: list[Op]) -> OpTimes:
         return times(
@@ -393,7 +421,10 @@ def _stage_by_ops(
 
     # Layers differ only in whether their MLP is the MoE one: time each kind once (for every stage, given
     # `layer_times` to keep them in).
+    last = stage.index == stages - 1
     kinds = [a.moe_layer(i) for i in range(first_layer, first_layer + stage.layers)]
+    if last:
+        kinds += [mtp_layer(a).moe] * mtp_layers
     by_kind = {} if layer_times is None else layer_times
     for moe in set(kinds) - set(by_kind):
         by_kind[moe] = layer_seconds(moe)
@@ -402,7 +433,9 @@ def _stage_by_ops(
     again = sum(by_kind[moe][2] for moe in kinds)
     outside = model_ops(a, tokens, fw.kernels, fw.loss_impl)
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
-            or (op.module != "embedding" and stage.index == stages - 1)]  # fmt: skip
+            or (op.module != "embedding" and last)]  # fmt: skip
+    if last and mtp_layers:
+        ends += mtp_ops(a, tokens, fw.kernels, fw.loss_impl) * mtp_layers
     if ends:
         t = timed(tensor_parallel(ends, layout.tp, sequence_parallel))
         forward += t.forward_seconds

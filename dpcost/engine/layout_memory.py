@@ -47,6 +47,7 @@ import math
 from dataclasses import dataclass
 
 from dpcost.engine.layout import Layout
+from dpcost.engine.layout_step import stage_layer_counts
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 __all__ = [
@@ -288,19 +289,9 @@ def stage_layers(
             )
         counts = [layers // pp] * pp
     else:
-        if pp < 2 or virtual_stages > 1:
-            raise ValueError("an uneven first or last stage needs PP > 1 and is not modelled with interleaving")
-        rest, left = layers, pp
-        for given in (first_stage_layers, last_stage_layers):
-            if given is not None:
-                rest, left = rest - given, left - 1
-        if rest < 0 or (left > 0 and rest % left) or (left == 0 and rest):
-            raise ValueError(f"the layers left for the middle stages ({rest}) do not split over {left} stages")
-        counts = [rest // left if left else 0] * pp
-        if first_stage_layers is not None:
-            counts[0] = first_stage_layers
-        if last_stage_layers is not None:
-            counts[-1] = last_stage_layers
+        if virtual_stages > 1:
+            raise ValueError("an uneven first or last stage is not modelled with interleaving")
+        counts = stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers)
     if virtual_stages == 1:
         starts = [sum(counts[:r]) for r in range(pp)]
         return tuple(tuple(range(starts[r], starts[r] + counts[r])) for r in range(pp))
@@ -535,8 +526,9 @@ def layout_memory(
 
 
 @functools.lru_cache(maxsize=256)  # frozen specs: one shape per (architecture, TP, ...)
-def model_shape(a: ModelArchitecture, tp: int, mtp: bool = False, vocab_divisible_by: int = 128) -> ModelShape:
-    """A spec as Megatron's arguments [M]: kv_heads as num_query_groups, head_dim as kv_channels, padded vocab [V]."""
+def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisible_by: int = 128) -> ModelShape:
+    """A spec as Megatron's arguments [M]: kv_heads as num_query_groups, head_dim as kv_channels, padded vocab [V],
+    `mtp_layers` as mtp_num_layers."""
     h = a.hidden
     norm_size = a.norm_weights
     if a.mla is not None:
@@ -569,7 +561,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp: bool = False, vocab_divisibl
         moe_pattern=tuple(a.moe_layer(i) for i in range(a.layers)),
         final_layernorm=float(norm_size * h),
         untied=not a.tied_embeddings,
-        mtp_layers=a.mtp_layers if mtp else 0,
+        mtp_layers=mtp_layers,
         heads=a.heads,
     )
 
@@ -580,11 +572,11 @@ def layout_memory_for(
     seq_len: int,
     micro_batch: int = 1,
     num_microbatches: int | None = None,
-    mtp: bool = False,
+    mtp_layers: int = 0,
     vocab_divisible_by: int = 128,
 ) -> LayoutMemory:
     """Memory per GPU of a dpcost model spec under `layout`, as Megatron accounts it [M]."""
     if spec.architecture is None:
         raise ValueError(f"{spec.name}: layout memory needs the model's architecture, not only its parameter count")
-    shape = model_shape(spec.architecture, layout.tp, mtp, vocab_divisible_by)
+    shape = model_shape(spec.architecture, layout.tp, mtp_layers, vocab_divisible_by)
     return layout_memory(shape, layout, seq_len, micro_batch, num_microbatches)

@@ -38,6 +38,7 @@ from dpcost.specs import ModelArchitecture
 __all__ = [
     "BUBBLE",
     "LayoutCall",
+    "StageKinds",
     "bubble_seconds",
     "cp_calls",
     "ep_calls",
@@ -47,6 +48,7 @@ __all__ = [
     "moe_layers_per_stage",
     "pp_calls",
     "pp_overlapped",
+    "stage_kinds",
     "stage_layer_counts",
     "tp_calls",
 ]
@@ -67,12 +69,18 @@ class LayoutCall:
     hides_behind: float = 0.0  # the fraction of the micro-batch's compute these calls can hide behind
 
 
-def stage_layer_counts(layers: int, pp: int) -> list[int]:
-    """Layers per pipeline stage. Megatron needs L divisible by PP unless --decoder-first-pipeline-num-layers and
-    --decoder-last-pipeline-num-layers take the remainder off the end stages, which also hold the embedding and the
-    output head (Llama 3 405B: 126 layers on 16 stages as 7 + 14 x 8 + 7, arXiv 2407.21783 section 3.3.2): the
-    middle stages take ceil(L / PP), the first and last share the deficit, the first one layer more. Where the end
-    stages cannot absorb it, the split is as even as it goes, the first stages one layer more."""
+def stage_layer_counts(
+    layers: int, pp: int, first_stage_layers: int | None = None, last_stage_layers: int | None = None
+) -> list[int]:
+    """Layers per pipeline stage. Given the first or last stage's (Megatron's --decoder-first-pipeline-num-layers,
+    --decoder-last-pipeline-num-layers), the other stages split the rest evenly (megatron/core/transformer/
+    transformer_block.py get_num_layers_to_build). Otherwise Megatron needs L divisible by PP unless those flags
+    take the remainder off the end stages, which also hold the embedding and the output head (Llama 3 405B: 126
+    layers on 16 stages as 7 + 14 x 8 + 7, arXiv 2407.21783 section 3.3.2): the middle stages take ceil(L / PP),
+    the first and last share the deficit, the first one layer more. Where the end stages cannot absorb it, the split
+    is as even as it goes, the first stages one layer more."""
+    if first_stage_layers is not None or last_stage_layers is not None:
+        return _given_stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers)
     per = -(-layers // pp)
     deficit = per * pp - layers
     if pp == 1 or deficit == 0:
@@ -84,26 +92,59 @@ def stage_layer_counts(layers: int, pp: int) -> list[int]:
     return [base + (1 if s < extra else 0) for s in range(pp)]
 
 
+def _given_stage_layer_counts(layers: int, pp: int, first: int | None, last: int | None) -> list[int]:
+    """Megatron's split with the first and/or last stage's layers given: the rest over the other stages, evenly
+    (arguments.py validate_args asserts the remainder divides)."""
+    if pp < 2:
+        raise ValueError("an uneven first or last stage (--first-stage-layers, --last-stage-layers) needs PP > 1")
+    rest, left = layers, pp
+    for given in (first, last):
+        if given is not None:
+            rest, left = rest - given, left - 1
+    if rest < 0 or (left > 0 and rest % left) or (left == 0 and rest):
+        raise ValueError(f"the layers left for the middle stages ({rest}) do not split over {left} stages")
+    counts = [rest // left if left else 0] * pp
+    if first is not None:
+        counts[0] = first
+    if last is not None:
+        counts[-1] = last
+    return counts
+
+
+StageKinds = tuple[tuple[bool, ...], ...]  # per pipeline stage, whether each layer it runs has the MoE MLP
+
+
+def stage_kinds(arch: ModelArchitecture, counts: Sequence[int], mtp_layers: int = 0) -> StageKinds:
+    """The layers each pipeline stage runs, in order, as MoE or dense; the MTP layers at the end of the last stage,
+    where Megatron-Core builds them without a custom pipeline layout (multi_token_prediction.py
+    mtp_on_this_rank), each of the decoder's last layer's kind (its MTP block spec)."""
+    out, first = [], 0
+    for n in counts:
+        out.append(tuple(arch.moe_layer(i) for i in range(first, first + n)))
+        first += n
+    if mtp_layers:
+        out[-1] += (arch.moe_layer(arch.layers - 1),) * mtp_layers
+    return tuple(out)
+
+
+def _kinds(arch: ModelArchitecture, pp: int, stages: StageKinds | None) -> StageKinds:
+    return stages if stages is not None else stage_kinds(arch, stage_layer_counts(arch.layers, pp))
+
+
 def layers_per_stage(layers: int, pp: int) -> int:
     """Layers on the stage with the most: ceil(L / PP)."""
     return max(stage_layer_counts(layers, pp))
 
 
-def moe_layers_per_stage(arch: ModelArchitecture, pp: int) -> int:
+def moe_layers_per_stage(arch: ModelArchitecture, pp: int, stages: StageKinds | None = None) -> int:
     """MoE layers on the stage that holds the most of them, layers assigned to stages in order."""
-    most, first = 0, 0
-    for n in stage_layer_counts(arch.layers, pp):
-        most = max(most, sum(1 for i in range(first, first + n) if arch.moe_layer(i)))
-        first += n
-    return most
+    return max(sum(kinds) for kinds in _kinds(arch, pp, stages))
 
 
-def _stage_layers(arch: ModelArchitecture, pp: int) -> tuple[int, int]:
+def _stage_layers(arch: ModelArchitecture, pp: int, stages: StageKinds | None = None) -> tuple[int, int]:
     """(dense, MoE) layers of the stage with the most layers (the first of them)."""
-    counts = stage_layer_counts(arch.layers, pp)
-    first = sum(counts[: counts.index(max(counts))])
-    moe = sum(1 for i in range(first, first + max(counts)) if arch.moe_layer(i))
-    return max(counts) - moe, moe
+    kinds = max(_kinds(arch, pp, stages), key=len)
+    return len(kinds) - sum(kinds), sum(kinds)
 
 
 def tp_calls(
@@ -117,6 +158,7 @@ def tp_calls(
     overlap: bool,
     attention_share: float,
     backward_async: bool = True,
+    stages: StageKinds | None = None,
 ) -> list[LayoutCall]:
     """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
     behind the matmuls, the compute that is not attention.
@@ -133,7 +175,7 @@ def tp_calls(
     recomputation runs the forward's calls again."""
     if layout.tp == 1:
         return []
-    dense, moe = _stage_layers(arch, layout.pp)
+    dense, moe = _stage_layers(arch, layout.pp, stages)
     halves = 2 * dense + moe  # attention and MLP halves of the stage's layers that TP splits
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
     again = 1 if recompute_full else 0
@@ -165,13 +207,14 @@ def cp_calls(
     act_bytes: float,
     impl: str,
     attention_share: float,
+    stages: StageKinds | None = None,
 ) -> list[LayoutCall]:
     """Context parallelism's K/V exchange per micro-batch on the most loaded stage (module docstring), hidden
     behind the attention it feeds. K and V as attention holds them per TP rank: its KV heads' keys and values, or
     with MLA every head's key (nope + rope) and value (TransformerEngine's context_parallel.py concatenates them)."""
     if layout.cp == 1:
         return []
-    layers = layers_per_stage(arch.layers, layout.pp)
+    layers = max(len(kinds) for kinds in _kinds(arch, layout.pp, stages))
     if arch.mla is not None:
         m = arch.mla
         per_token = arch.heads / layout.tp * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
@@ -256,6 +299,7 @@ def ep_calls(
     act_bytes: float,
     sequence_parallel: bool,
     overlap: bool = False,
+    stages: StageKinds | None = None,
 ) -> list[LayoutCall]:
     """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers (Megatron-Core's
     all-to-all dispatcher, token_dispatcher.py): per MoE layer an all-to-all of its tokens' top-k copies forward,
@@ -267,7 +311,7 @@ def ep_calls(
         return []
     tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
     message = tokens * arch.moe.active * arch.hidden * act_bytes
-    layers = moe_layers_per_stage(arch, layout.pp)
+    layers = moe_layers_per_stage(arch, layout.pp, stages)
     hides = 1.0 if overlap else 0.0
     calls = []
     if layout.ep > 1:
@@ -310,10 +354,12 @@ def layout_calls(
     attention_share: float = 0.0,
     virtual_stages: int = 1,
     tp_backward_async: bool = True,
+    stages: StageKinds | None = None,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
-    exchange hides behind; overlapped TP calls hide behind the rest."""
+    exchange hides behind; overlapped TP calls hide behind the rest. `stages`: the layers each stage runs
+    (stage_kinds; default the even split of stage_layer_counts, without MTP)."""
     return [
         *tp_calls(
             arch,
@@ -326,10 +372,11 @@ def layout_calls(
             tp_overlap,
             attention_share,
             tp_backward_async,
+            stages,
         ),
-        *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share),
+        *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages),
         *pp_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap),
-        *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap),
+        *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages),
     ]
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "matmul_operands",
     "micro_batch_compute",
     "model_ops",
+    "mtp_ops",
     "optimizer_bytes",
     "part_of",
     "recomputed_by_part",
@@ -278,6 +279,22 @@ def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: st
             logits * LOSS_BYTES[loss_impl] / 2,
             2,
         ),
+    ]
+
+
+def mtp_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: str) -> list[Op]:
+    """One multi-token-prediction module's ops beside its transformer layer (Megatron-Core's
+    MultiTokenPredictionLayer, multi_token_prediction.py): the shifted tokens' embedding, enorm and hnorm, eh_proj
+    (2h -> h, column-parallel), and the final norm, output head and loss again."""
+    h, t = a.hidden, float(tokens)
+    norm_b, norm_k = _NORM[kernels]
+    embedding, *head_and_loss = model_ops(a, tokens, kernels, loss_impl)
+    return [
+        embedding,
+        _memory("MTP enorm", "layernorm", norm_b * h * t, norm_k),
+        _memory("MTP hnorm", "layernorm", norm_b * h * t, norm_k),
+        _gemm("MTP eh_proj", "mtp", t, 2 * h, h, BF16, tp_split="n"),
+        *head_and_loss,
     ]
 
 

@@ -21,7 +21,7 @@ from functools import cached_property
 from dpcost.engine.memo import per_object
 from dpcost.specs import ModelArchitecture, ModelSpec
 
-__all__ = ["BlockCount", "ParamCount", "block_matrices", "block_tensors", "count_params"]
+__all__ = ["BlockCount", "ParamCount", "block_matrices", "block_tensors", "count_params", "mtp_layer"]
 
 
 @dataclass(frozen=True)
@@ -246,6 +246,15 @@ def block_matrices(
     return tuple(float(t) for t in (*attention, *_mixer_matrices(a, mixer), *ffn))
 
 
+def mtp_layer(a: ModelArchitecture) -> BlockCount:
+    """One multi-token-prediction module: a block (MoE when the model has experts), eh_proj (2h -> h) and its
+    enorm, hnorm and final norm; the embedding and output head are the main model's (DeepSeek-V3 README_WEIGHTS.md;
+    arXiv 2412.19437 section 2.2)."""
+    block = _block(a, moe_layer=a.moe is not None)
+    extra = 2 * a.hidden * a.hidden + 3 * _norm(a)
+    return BlockCount(block.params + extra, block.active + extra, block.moe)
+
+
 @per_object  # a frozen spec: counted once
 def count_params(spec: ModelSpec) -> ParamCount:
     """Total and active parameters of `spec`; a spec with only `params` is taken as dense."""
@@ -280,11 +289,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     widths = [w for w in (a.ffn, a.moe.ffn if a.moe else None, a.moe.shared_ffn if a.moe else None) if w]
     largest_module = max([embedding, lm_head, attn_matrix, *mixer_matrices, *(h * w for w in widths)])
 
-    mtp = 0.0
-    if a.mtp_layers:
-        # One extra MoE block per module, plus eh_proj (2h -> h) and the enorm/hnorm/final norms; the
-        # embedding and output head are shared with the main model (DeepSeek-V3 README_WEIGHTS.md).
-        mtp = a.mtp_layers * (_block(a, moe_layer=a.moe is not None).params + 2 * h * h + 3 * _norm(a))
+    mtp = a.mtp_layers * mtp_layer(a).params if a.mtp_layers else 0.0
 
     components: list[tuple[str, float]] = [("embedding", embedding)]
     if a.attention_layers:

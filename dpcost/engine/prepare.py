@@ -268,6 +268,21 @@ def matmul_share(gpu: GPUSpec, compute: Compute, compute_model: str) -> float:
     return matmul_efficiency(gpu, compute.compute_dtype, compute.mfu)
 
 
+def check_pipeline_only(options: Options) -> None:
+    """MTP modules and an uneven pipeline split are Megatron layout options: the pure data-parallel path has no
+    pipeline stage to put them on."""
+    par = options.parallel
+    if not par.trivial or options.plan.mode != "train":
+        return
+    if par.mtp_layers:
+        raise InputError(
+            "mtp_layers", "MTP modules train in a Megatron layout: give --pp (or --tp, --cp, --ep) above 1"
+        )
+    for name in ("first_stage_layers", "last_stage_layers"):
+        if getattr(par, name) is not None:
+            raise InputError(name, "the layers of a pipeline stage need pipeline stages: give --pp 2 or more")
+
+
 def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:
     """Resolve the options against the model and topology (checks that need both are made here)."""
     check_dp(topology, options.dp)
@@ -275,6 +290,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     if group is not None and options.dp % group:
         raise InputError("shard_group", f"{group} must divide DP {options.dp}: the replicas are DP / N groups of N")
     check_hybrid(model, options)
+    check_pipeline_only(options)
     seq_len = seq_len_for(model, options)
     compute = options.compute.model_copy(update={"compute_model": compute_model_for(model, options.compute)})
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})

@@ -424,6 +424,9 @@ class LayoutReport(Contract):
     calls: list[LayoutCallRow] = Field(description="the model-parallel calls per micro-batch")
     exposed: list[BreakdownTerm] = Field(description="seconds per step each dimension adds to the critical path")
     stages: list[PipelineStageRow] = Field(description="every pipeline stage")
+    mtp_layers: int | None = Field(
+        None, description="MTP modules trained on the last stage (--mtp-layers); absent when none are"
+    )
 
 
 class ConfigSettingRow(Contract):

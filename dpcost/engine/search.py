@@ -245,6 +245,8 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
                     "sequence_parallel": shape.tp > 1,
                 }
             )
+            if shape.trivial and base.parallel.mtp_layers:
+                continue  # MTP modules train in a Megatron layout only (prepare.check_pipeline_only)
             if shape.trivial:
                 for framework in PURE_DP_FRAMEWORKS:
                     groups: list[int | None] = [None]

@@ -109,7 +109,11 @@ def _setup_table(r: Report) -> Table:
         f"{fmt_count(m.params_total)} total, {fmt_count(m.params_active)} active per token "
         f"({fmt_count(m.params_active_excl_embedding)} without the input embedding)"
     )
-    if m.params_mtp:
+    trained = r.layout.mtp_layers if r.layout is not None else None
+    if trained:
+        modules = "module" if trained == 1 else f"{trained} modules"
+        params += f" (+{fmt_count(m.params_mtp)} MTP {modules}, trained on the last pipeline stage)"
+    elif m.params_mtp:
         params += f" (+{fmt_count(m.params_mtp)} MTP module, not trained here)"
     rows = [
         ["model", f"{m.title} ({m.name})"],
