@@ -85,6 +85,13 @@ _LLAMA_LIKE = {
     "phi3": (None, None, False, "none"),  # configuration_phi3.py (fused qkv_proj, gate_up_proj: same shapes)
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
+    # configuration_granite.py: Llama's shapes; its embedding, residual, attention and logits multipliers scale
+    # activations, not weights
+    "granite": (None, None, False, "none"),
+    "olmoe": (None, None, False, "full"),  # configuration_olmoe.py; OlmoeAttention: q_norm/k_norm over all heads
+    # configuration_cohere.py / modular_cohere.py: one CohereLayerNorm (a weight, no bias) per layer under which
+    # attention and the gated MLP run in parallel; with use_qk_norm, q and k normed per head, each head's own weights
+    "cohere": (None, None, False, "none"),
 }
 # Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
 # configuration_gemma2.py at 008e574, configuration_gemma3.py at 008f5c8; docs/sources/hf-defaults.md): a config.json
@@ -126,7 +133,7 @@ _MINIMAX_M2 = {
 }
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
-_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi")
+_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2")
 _ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
@@ -138,6 +145,10 @@ _ARCHITECTURES = {
     "Phi3ForCausalLM": "phi3",
     "Olmo2ForCausalLM": "olmo2",
     "GptOssForCausalLM": "gpt_oss",
+    "GraniteForCausalLM": "granite",
+    "OlmoeForCausalLM": "olmoe",
+    "CohereForCausalLM": "cohere",
+    "Starcoder2ForCausalLM": "starcoder2",
     "GemmaForCausalLM": "gemma",
     "Gemma2ForCausalLM": "gemma2",
     "Gemma3ForCausalLM": "gemma3_text",
@@ -225,9 +236,14 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
     if k.flag("mlp_bias", False):
         arch["linear_bias"] = True
-    if family == "mixtral" or family == "gpt_oss":
+    if family == "cohere":
+        arch.update(layer_norms=1, tied_embeddings=k.flag("tie_word_embeddings", True))
+        if k.flag("use_qk_norm", False):
+            arch["qk_norm"] = "full"  # weights of (heads, head_dim) and (kv_heads, head_dim): every head its own
+    if family in ("mixtral", "gpt_oss", "olmoe"):
         arch["moe"] = {
-            "experts": k.integer("num_local_experts", field="moe.experts"),
+            # OlmoeSparseMoeBlock: num_experts experts of intermediate_size, a router without bias, no shared one
+            "experts": k.integer("num_local_experts" if family != "olmoe" else "num_experts", field="moe.experts"),
             "active": k.integer("num_experts_per_tok", "experts_per_token", field="moe.active"),
             "ffn": k.integer("intermediate_size", field="moe.ffn"),
             "router_bias": family == "gpt_oss",  # gpt-oss's router is a Linear with bias
@@ -434,8 +450,8 @@ def _minimax_m2(k: Keys) -> dict[str, Any]:
 
 
 def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
-    """GPT-2, GPT-J, GPT-NeoX, OPT, BLOOM and Phi (1, 1.5, 2): LayerNorm with bias, plain 2-matrix MLPs, their own
-    key names."""
+    """GPT-2, GPT-J, GPT-NeoX, OPT, BLOOM, Phi (1, 1.5, 2) and StarCoder2: LayerNorm with bias, plain 2-matrix MLPs,
+    their own key names."""
     hidden = k.integer("hidden_size", "n_embd", "n_embed", "d_model", field="hidden")
     arch: dict[str, Any] = {
         "hidden": hidden,
@@ -493,6 +509,17 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             tied_embeddings=k.flag("tie_word_embeddings", False),
             layer_norms=1,
             qk_norm="head" if k.flag("qk_layernorm", False) else "none",
+        )
+    elif family == "starcoder2":
+        # configuration_starcoder2.py / modeling_starcoder2.py: LayerNorm with bias, GQA, a 2-matrix c_fc/c_proj MLP,
+        # every linear's bias by use_bias (default true), tied by default
+        bias = k.flag("use_bias", True)
+        arch.update(
+            ffn=k.integer("intermediate_size", field="ffn"),
+            kv_heads=k.integer("num_key_value_heads", default=arch["heads"], field="kv_heads"),
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+            qkv_bias=bias,
+            linear_bias=bias,
         )
     else:  # bloom, configuration_bloom.py: 4h MLP, a LayerNorm after the embedding, ALiBi, tied
         arch.update(ffn=4 * hidden, tied_embeddings=k.flag("tie_word_embeddings", True), embedding_norm=True)
