@@ -516,7 +516,7 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         bias = k.flag("use_bias", True)
         arch.update(
             ffn=k.integer("intermediate_size", field="ffn"),
-            kv_heads=k.integer("num_key_value_heads", default=arch["heads"], field="kv_heads"),
+            kv_heads=k.integer("num_key_value_heads", default=2, field="kv_heads"),  # Starcoder2Config's default
             tied_embeddings=k.flag("tie_word_embeddings", True),
             qkv_bias=bias,
             linear_bias=bias,
