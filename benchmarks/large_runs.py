@@ -114,11 +114,10 @@ TOPOLOGIES = {
     "H800": "hgx-h800",
     "B200": "dgx-b200",
     "GB200": "gb200-nvl72",
+    "GB300": "gb300-nvl72",
     "H100-96GB-HBM2e-500W": "grand-teton-h100-96gb",
 }
-NO_TOPOLOGY = {
-    "GB300": "no GB300 topology in the catalog",
-}
+NO_TOPOLOGY: dict[str, str] = {}
 FP8 = ("fp8", "mxfp8")  # precisions that compute in FP8: the run is costed on the GPU's FP8 dense peak
 
 # Preferred metric first (one comparison per configuration).

@@ -26,6 +26,17 @@ TOPOLOGIES = {"dgx-h100", "dgx-a100", "hgx-h200", "hgx-h800", "dgx-b200", "gb200
 TOPOLOGIES |= {"aws-p4de", "aws-p5", "gcp-a3-mega", "gcp-a3-ultra", "gcp-a4"}  # cloud instances (public specs)
 TOPOLOGIES |= {"dgx-a100-40gb"}  # the DGX A100 320GB system's GPU on dgx-a100's fabric
 TOPOLOGIES |= {"grand-teton-h100-96gb"}  # torchtitan's benchmark machines: the 96GB HBM2e H100 at 500 W
+TOPOLOGIES |= {"gb300-nvl72"}  # Blackwell Ultra racks: datasheet figures, out of sample
+
+
+def test_the_gb300_topology_is_gb200s_rack_with_blackwell_ultra_and_800g_nics() -> None:
+    """NVIDIA's GB300 NVL72: 360 PF FP8 and 180 PF BF16 dense per 72 GPUs, 8 TB/s each, one 800 Gb/s ConnectX-8 per
+    GPU; the NVLink domain and its switches are GB200 NVL72's."""
+    ultra, gb200 = load_topology("gb300-nvl72"), load_topology("gb200-nvl72")
+    assert 72 * ultra.gpu.fp8_dense == pytest.approx(360e15) and 72 * ultra.gpu.bf16_dense == pytest.approx(180e15)
+    assert ultra.gpu.hbm_bandwidth == 8e12 and ultra.gpu.hbm > gb200.gpu.hbm
+    assert ultra.tiers[0] == gb200.tiers[0] and ultra.domain_size == 72
+    assert [t.bandwidth for t in ultra.tiers[1:]] == [800e9 / 8] * 2
 
 
 def test_the_a100_40gb_topology_is_dgx_a100_with_the_40gb_parts_memory() -> None:
