@@ -279,3 +279,19 @@ def test_tp_backward_all_reduces_wait_before_megatrons_async_all_reduce(llama405
     assert sum(c.per_micro_batch for c in calls) == 8 * 2 * 3  # forward, its recomputation, backward
     hidden = exposed_per_micro_batch(tp_calls(a, layout, 1, 8192, 2.0, False, True, False, 0.2), lambda c: 1e-3, 1.0)
     assert hidden["tp"] < waited["tp"]
+
+
+def test_the_optimizer_steps_the_shard_the_distributed_optimizer_leaves(llama405b: ModelSpec) -> None:
+    """Megatron's distributed optimizer steps 1 / (DP x CP) of the dense parameters (megatron/core/optimizer/
+    distrib_optimizer.py), its DDP all of them: at DP 8 x CP 2 the step is 16 times shorter. It runs once per step
+    on the compute stream, in the step and its compute; the flops model's --mfu holds it already (as pure DP)."""
+    h100 = load_topology("dgx-h100")
+    layout = Layout(tp=8, cp=2, pp=16, dp=8)
+
+    def step(distributed: bool, compute_model: str = "ops") -> object:
+        return layout_step(llama405b, h100, layout, micro_batch=1, global_batch=128, seq_len=8192, mfu=0.5,
+                           distributed_optimizer=distributed, compute_model=compute_model)  # fmt: skip
+
+    sharded, whole = step(True), step(False)
+    assert whole.optimizer == pytest.approx(16 * sharded.optimizer, rel=1e-12)  # type: ignore[attr-defined]
+    assert sharded.optimizer > 0 and step(True, "flops").optimizer == 0  # type: ignore[attr-defined]

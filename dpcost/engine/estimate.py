@@ -835,7 +835,7 @@ def _layout_advice(r: LayoutStep, topology: TopologySpec, virtual: int) -> list[
 
 def _layout_time(r: LayoutStep, tokens: int) -> Time:
     """The layout's step as Time: compute, each dimension's exposed calls, DP's terms, the bubble, the jitter."""
-    compute = r.micro_batches * (r.forward + r.backward)
+    compute = r.micro_batches * (r.forward + r.backward) + r.optimizer
     terms = [BreakdownTerm(term=COMPUTE, seconds=compute)]
     terms += [BreakdownTerm(term=f"{EXPOSED}{dim.upper()} calls", seconds=s) for dim, s in r.exposed.items()]
     terms += [BreakdownTerm(term=t.term, seconds=t.seconds) for t in r.dp_terms]

@@ -32,7 +32,7 @@ from dpcost.engine.layout_step import (
     stage_layer_counts,
 )
 from dpcost.engine.memo import per_object
-from dpcost.engine.memory import RECIPES
+from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, RECIPES
 from dpcost.engine.ops import (
     Op,
     OpTimes,
@@ -40,6 +40,7 @@ from dpcost.engine.ops import (
     matmul_operands,
     model_ops,
     mtp_ops,
+    optimizer_bytes,
     recomputed_by_part,
     tensor_parallel,
     times,
@@ -89,6 +90,7 @@ class LayoutStep:
     groups: dict[str, Placement]
     calls: tuple[LayoutCall, ...]  # the model-parallel calls per micro-batch
     dp_traffic: tuple[Traffic, ...]  # the DP schedule's collectives per step (step.py)
+    optimizer: float = 0.0  # seconds of the optimizer step on the stage's shard, once per step (op by op only)
 
 
 @dataclass(frozen=True)
@@ -308,6 +310,11 @@ def layout_step(
     slot = forward + backward + sum(per_mb.values())
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
     slowdown = overlap_slowdown_for(topology.gpu, overlap_slowdown)
+    optimizer = (
+        optimizer_step_seconds(topology, layout, stages, distributed_optimizer, DTYPE_BYTES[grad_dtype])
+        if compute_model == "ops"
+        else 0.0
+    )
     dp_step, expert_seconds, expert_exposed = _data_parallel(
         topology,
         groups,
@@ -321,6 +328,7 @@ def layout_step(
         slowdown,
         layout.dp,
         DTYPE_BYTES[grad_dtype],
+        optimizer,
     )
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
     dp_terms = [t for t in dp_step.breakdown if t.term not in (COMPUTE, JITTER)]
@@ -353,6 +361,7 @@ def layout_step(
         groups=groups,
         calls=tuple(calls),
         dp_traffic=dp_step.traffic,
+        optimizer=optimizer,
     )
 
 
@@ -453,6 +462,19 @@ def call_seconds(topology: TopologySpec, groups: dict[str, Placement], c: Layout
     return fastest(topology, c.op, group, c.message_bytes).seconds
 
 
+def optimizer_step_seconds(
+    topology: TopologySpec, layout: Layout, stages: Sequence[StageLoad], distributed: bool, grad_bytes: float
+) -> float:
+    """Megatron's optimizer step on one GPU of the stage that holds the most: Adam over fp32 main parameters
+    (OPTIMIZER_STATE_BYTES["adamw"]), with the distributed optimizer over the dense parameters' 1 / (DP x CP) shard
+    and the experts' 1 / expert-DP (megatron/core/optimizer/distrib_optimizer.py), without it over all of them;
+    bound by HBM bandwidth as plan.optimizer_seconds prices the pure-DP step (ops.optimizer_bytes)."""
+    dense_ranks, expert_ranks = (layout.dp * layout.cp, layout.expert_dp) if distributed else (1, 1)
+    params = max(st.dense_params / dense_ranks + st.expert_params / expert_ranks for st in stages)
+    moved = optimizer_bytes(params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
+    return moved / (topology.gpu.hbm_bandwidth * rates_for(topology.gpu).hbm)
+
+
 def _data_parallel(
     topology: TopologySpec,
     groups: dict[str, Placement],
@@ -466,6 +488,7 @@ def _data_parallel(
     overlap_slowdown: float,
     dp_size: int,
     grad_bytes: float,
+    optimizer: float = 0.0,
 ) -> tuple[StepTime, float, float]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py, as Megatron runs it: its buckets,
     gradients of `grad_bytes` each, parameters gathered during the next forward), and the seconds the experts'
@@ -492,6 +515,7 @@ def _data_parallel(
         ranks=dp.ranks,
         overlap_slowdown=overlap_slowdown,
         sync_jitter=0.0,  # charged once for the whole job at the pipeline's flush (layout_step)
+        optimizer=optimizer,
     )
 
     def call(op: str, size: float) -> Call:
