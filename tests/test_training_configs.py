@@ -258,3 +258,23 @@ def test_a_flag_may_stand_for_a_setting_the_file_cannot_give(tmp_path: Path) -> 
     script.write_text("pretrain_gpt.py --tensor-model-parallel-size $TP --micro-batch-size 1")
     doc = report("estimate", "--from", str(script), "--model", "llama-8b", "--dp", "8", "--tp", "8")
     assert doc["layout"]["tp"] == 8
+
+
+def test_a_megatron_scripts_end_stages_and_mtp_layers_are_read(tmp_path: Path) -> None:
+    """--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers and --mtp-num-layers
+    (megatron/training/arguments.py) become --first-stage-layers, --last-stage-layers and --mtp-layers; a custom
+    --pipeline-model-parallel-layout is refused unless the end stages are given as flags."""
+    script = (CONFIGS / "megatron-gpt3-175b.sh").read_text()
+    extra = "    --eval-iters 10\n    --decoder-first-pipeline-num-layers 13\n"
+    extra += "    --decoder-last-pipeline-num-layers 13\n"
+    path = tmp_path / "uneven.sh"
+    path.write_text(script.replace("    --eval-iters 10\n", extra + "    --mtp-num-layers 1\n"))
+    read = report("estimate", "--from", str(path), "--dp", "8")
+    layers = [s["layers"] for s in read["layout"]["stages"]]
+    assert layers == [13] + [5] * 14 + [13]  # the other 14 stages split the remaining 70
+    assert read["layout"]["mtp_layers"] == 1
+    custom = tmp_path / "custom.sh"
+    layout = "    --eval-iters 10\n    --pipeline-model-parallel-layout Et*12|t*12L\n"
+    custom.write_text(script.replace("    --eval-iters 10\n", layout))
+    code, _, err = run("estimate", "--from", str(custom), "--dp", "8")
+    assert code == 2 and "--pipeline-model-parallel-layout" in err

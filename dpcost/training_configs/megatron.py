@@ -154,6 +154,8 @@ def read(text: str, path: str) -> TrainingConfig:
 
 _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--rampup-batch-size",
                "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+               "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--mtp-num-layers",
+               "--pipeline-model-parallel-layout",
                "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
                "--ddp-bucket-size", "--optimizer", "--cp-comm-type")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
@@ -182,6 +184,18 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     stages = _int(r, args, "--num-virtual-stages-per-pipeline-rank")
     if stages is not None:
         r.use("--num-virtual-stages-per-pipeline-rank", stages, "virtual_stages", str(stages))
+    for name, option in (("--decoder-first-pipeline-num-layers", "first_stage_layers"),
+                         ("--decoder-last-pipeline-num-layers", "last_stage_layers"),
+                         ("--mtp-num-layers", "mtp_layers")):  # fmt: skip
+        value = _int(r, args, name)
+        if value is not None:
+            r.use(name, value, option, str(value))
+    if "--pipeline-model-parallel-layout" in args:
+        r.refuse(
+            "first_stage_layers",
+            "--pipeline-model-parallel-layout",
+            "a custom layout is not costed: give the end stages' layers (--first-stage-layers, --last-stage-layers)",
+        )
     if "--use-distributed-optimizer" in args:
         r.use("--use-distributed-optimizer", "", "zero", "1", "the distributed optimizer shards the optimizer states")
     else:
