@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dpcost.engine.layout import Layout
+from dpcost.engine.params import mtp_layer
 from dpcost.specs import ModelArchitecture
 
 __all__ = [
@@ -117,13 +118,13 @@ StageKinds = tuple[tuple[bool, ...], ...]  # per pipeline stage, whether each la
 def stage_kinds(arch: ModelArchitecture, counts: Sequence[int], mtp_layers: int = 0) -> StageKinds:
     """The layers each pipeline stage runs, in order, as MoE or dense; the MTP layers at the end of the last stage,
     where Megatron-Core builds them without a custom pipeline layout (multi_token_prediction.py
-    mtp_on_this_rank), each of the decoder's last layer's kind (its MTP block spec)."""
+    mtp_on_this_rank), each of params.mtp_layer's kind."""
     out, first = [], 0
     for n in counts:
         out.append(tuple(arch.moe_layer(i) for i in range(first, first + n)))
         first += n
     if mtp_layers:
-        out[-1] += (arch.moe_layer(arch.layers - 1),) * mtp_layers
+        out[-1] += (mtp_layer(arch).moe,) * mtp_layers
     return tuple(out)
 
 

@@ -247,10 +247,10 @@ def block_matrices(
 
 
 def mtp_layer(a: ModelArchitecture) -> BlockCount:
-    """One multi-token-prediction module: a block (MoE when the model has experts), eh_proj (2h -> h) and its
-    enorm, hnorm and final norm; the embedding and output head are the main model's (DeepSeek-V3 README_WEIGHTS.md;
-    arXiv 2412.19437 section 2.2)."""
-    block = _block(a, moe_layer=a.moe is not None)
+    """One multi-token-prediction module: a block of the decoder's last layer's kind (Megatron-Core builds it from
+    the last layer's spec), eh_proj (2h -> h) and its enorm, hnorm and final norm; the embedding and output head
+    are the main model's (DeepSeek-V3 README_WEIGHTS.md; arXiv 2412.19437 section 2.2)."""
+    block = _block(a, moe_layer=a.moe_layer(a.layers - 1))
     extra = 2 * a.hidden * a.hidden + 3 * _norm(a)
     return BlockCount(block.params + extra, block.active + extra, block.moe)
 
