@@ -92,6 +92,26 @@ _LLAMA_LIKE = {
     # configuration_cohere.py / modular_cohere.py: one CohereLayerNorm (a weight, no bias) per layer under which
     # attention and the gated MLP run in parallel; with use_qk_norm, q and k normed per head, each head's own weights
     "cohere": (None, None, False, "none"),
+    "smollm3": (None, None, False, "none"),  # configuration_smollm3.py: Llama's layers; NoPE layers hold no weights
+    # configuration_seed_oss.py: q/k/v biases by attention_bias, o_proj's by attention_out_bias (false as released)
+    "seed_oss": (None, None, False, "none"),
+    # modeling_glm4.py: 4 RMSNorms per layer (before and after attention and MLP), q/k/v biases, fused gate_up
+    "glm4": (None, None, False, "none"),
+    "ernie4_5": (None, None, False, "none"),  # modeling_ernie4_5.py: every linear's bias by use_bias
+    # modeling_exaone4.py: RMSNorms after attention and after the MLP (none before), q_norm/k_norm over head_dim
+    "exaone4": (None, None, False, "head"),
+    # configuration_qwen2_5_vl.py / qwen2_vl: Qwen2's text model (its keys top-level, or under text_config)
+    "qwen2_5_vl": (None, None, True, "none"),
+    "qwen2_vl": (None, None, True, "none"),
+}
+# Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
+# attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
+# configuration_glm4.py.
+_LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
+    "cohere": {"tie_word_embeddings": True},
+    "smollm3": {"tie_word_embeddings": True},
+    "ernie4_5": {"tie_word_embeddings": True},
+    "glm4": {"attention_bias": True},
 }
 # Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
 # configuration_gemma2.py at 008e574, configuration_gemma3.py at 008f5c8; docs/sources/hf-defaults.md): a config.json
@@ -133,7 +153,7 @@ _MINIMAX_M2 = {
 }
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
-_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2")
+_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode")
 _ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
@@ -149,6 +169,15 @@ _ARCHITECTURES = {
     "OlmoeForCausalLM": "olmoe",
     "CohereForCausalLM": "cohere",
     "Starcoder2ForCausalLM": "starcoder2",
+    "SmolLM3ForCausalLM": "smollm3",
+    "SeedOssForCausalLM": "seed_oss",
+    "Glm4ForCausalLM": "glm4",
+    "Ernie4_5ForCausalLM": "ernie4_5",
+    "Exaone4ForCausalLM": "exaone4",
+    "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
+    "Qwen2VLForConditionalGeneration": "qwen2_vl",
+    "Mistral3ForConditionalGeneration": "mistral3",
+    "GPTBigCodeForCausalLM": "gpt_bigcode",
     "GemmaForCausalLM": "gemma",
     "Gemma2ForCausalLM": "gemma2",
     "Gemma3ForCausalLM": "gemma3_text",
@@ -177,13 +206,17 @@ _ARCHITECTURES = {
     "FalconH1ForCausalLM": "falcon_h1",
     "Qwen3NextForCausalLM": "qwen3_next",
 }
-_NESTED = {"llama4": "llama4_text", "gemma3": "gemma3_text"}  # multimodal wrappers: the text model's keys
+_NESTED = {
+    "llama4": "llama4_text",
+    "gemma3": "gemma3_text",
+    "mistral3": "mistral",
+}  # multimodal wrappers: the text model's keys
 _GLM_MINIMAX = ("glm4_moe", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py
 _HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1")
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
-        {*_LLAMA_LIKE, *_GEMMA, "gemma3", "llama4", "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen",
+        {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen",
          *_HYBRID}
     )
 )  # fmt: skip
@@ -215,6 +248,7 @@ def _family(cfg: dict[str, Any], where: str) -> str:
 
 def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     kv_default, head_dim_default, qkv_bias, qk_norm = _LLAMA_LIKE[family]
+    defaults = _LLAMA_LIKE_DEFAULTS.get(family, {})
     hidden = k.integer("hidden_size", field="hidden")
     layers = k.integer("num_hidden_layers", field="layers")
     heads = k.integer("num_attention_heads", field="heads")
@@ -224,8 +258,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "heads": heads,
         "kv_heads": k.integer("num_key_value_heads", default=kv_default or heads, field="kv_heads"),
         "vocab": k.integer("vocab_size", field="vocab"),
-        "tied_embeddings": k.flag("tie_word_embeddings", False),
-        "qkv_bias": qkv_bias or k.flag("attention_bias", False),
+        "tied_embeddings": k.flag("tie_word_embeddings", defaults.get("tie_word_embeddings", False)),
+        "qkv_bias": qkv_bias or k.flag("attention_bias", defaults.get("attention_bias", False)),
         "qk_norm": qk_norm,
     }
     head_dim = k.integer("head_dim", default=head_dim_default, field="head_dim")
@@ -236,8 +270,12 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
     if k.flag("mlp_bias", False):
         arch["linear_bias"] = True
+    if family == "glm4":
+        arch["layer_norms"] = 4
+    if family == "ernie4_5" and k.flag("use_bias", False):
+        arch.update(qkv_bias=True, linear_bias=True)
     if family == "cohere":
-        arch.update(layer_norms=1, tied_embeddings=k.flag("tie_word_embeddings", True))
+        arch["layer_norms"] = 1
         if k.flag("use_qk_norm", False):
             arch["qk_norm"] = "full"  # weights of (heads, head_dim) and (kv_heads, head_dim): every head its own
     if family in ("mixtral", "gpt_oss", "olmoe"):
@@ -510,6 +548,15 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             layer_norms=1,
             qk_norm="head" if k.flag("qk_layernorm", False) else "none",
         )
+    elif family == "gpt_bigcode":
+        # configuration_gpt_bigcode.py / modeling_gpt_bigcode.py (SantaCoder, StarCoder): GPT-2's layers with one K/V
+        # head when multi_query (default true), learned positions, tied by default
+        arch.update(
+            ffn=k.integer("n_inner", default=None, field="ffn") or 4 * hidden,
+            kv_heads=1 if k.flag("multi_query", True) else arch["heads"],
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+            learned_positions=k.integer("n_positions", "max_position_embeddings", field="learned_positions"),
+        )
     elif family == "starcoder2":
         # configuration_starcoder2.py / modeling_starcoder2.py: LayerNorm with bias, GQA, a 2-matrix c_fc/c_proj MLP,
         # every linear's bias by use_bias (default true), tied by default
@@ -574,7 +621,12 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     family = _family(cfg, where)
     note = ""
     prefix = ""
-    if family in _NESTED:
+    if family in ("qwen2_5_vl", "qwen2_vl"):
+        # the released files keep the text model's keys top-level; transformers 5 writes them under text_config
+        if isinstance(cfg.get("text_config"), dict):
+            cfg, prefix = cfg["text_config"], "text_config."
+        note = "text model only: the vision encoder is not counted"
+    elif family in _NESTED:
         text = cfg.get("text_config")
         if not isinstance(text, dict):
             raise InputError(where, f"text_config: a {family} config keeps its text model's keys there")

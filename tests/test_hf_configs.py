@@ -46,7 +46,7 @@ def _rounding(text: str) -> float:
 
 def _family(row: dict[str, str]) -> str:
     cfg = json.loads((CONFIGS / row["file"]).read_text())
-    if cfg["model_type"] in ("llama4", "gemma3"):
+    if cfg["model_type"] in ("llama4", "gemma3", "mistral3"):
         cfg = cfg["text_config"]
     return str(cfg.get("model_type"))
 
@@ -121,7 +121,9 @@ def test_active_under_the_publishers_convention(row: dict[str, str]) -> None:
 
 # Families whose publisher prints only a rounded figure and whose checkpoint count was not found: held to their row's
 # tolerance (test_total_against_published), not to 0.5%.
-ROUNDED_ONLY = {"cohere"}  # Cohere prints 32B for Command R 08-2024; 32,296,476,672 by modular_cohere.py's shapes
+# Cohere prints 32B for Command R 08-2024 (32,296,476,672 by modular_cohere.py's shapes); SantaCoder's report 1.1B
+# (1,124,886,528; the starcoderbase-1b shapes' exact count is tested below)
+ROUNDED_ONLY = {"cohere", "gpt_bigcode"}
 
 
 def test_every_family_within_half_a_percent() -> None:
@@ -135,7 +137,8 @@ def test_every_family_within_half_a_percent() -> None:
         "llama", "llama4_text", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "gemma3_text", "phi3", "phi", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
         "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2", "mamba", "mamba2", "falcon_mamba", "jamba",
-        "nemotron_h", "qwen3_next", "deepseek_v32", "granite", "olmoe", "starcoder2", "cohere",
+        "nemotron_h", "qwen3_next", "deepseek_v32", "granite", "olmoe", "starcoder2", "cohere", "smollm3", "seed_oss",
+        "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -514,3 +517,41 @@ def test_cohere_qk_norm_weights_every_head() -> None:
     assert normed - plain == 40 * (64 + 8) * 128
     a = model_from_hf_config(cfg).architecture
     assert a is not None and a.layer_norms == 1 and a.tied_embeddings and a.gated_mlp
+
+
+def test_gpt_bigcode_at_starcoderbase_1b_sizes_is_its_count() -> None:
+    """modeling_gpt_bigcode.py (one K/V head under multi_query, learned positions, LayerNorm and linear biases,
+    tied) at starcoderbase-1b's sizes (vocab 49152, 8192 positions): 1,137,207,296, a public scaling table's count
+    of a fine-tune of it."""
+    cfg = {**_cfg("gpt-bigcode-santacoder.json"), "vocab_size": 49152, "n_positions": 8192}
+    assert count_params(model_from_hf_config(cfg)).total == 1_137_207_296
+    many = count_params(model_from_hf_config({**cfg, "multi_query": False})).total
+    assert many - 1_137_207_296 == 24 * 2 * (2048 * 2048 + 2048 - (2048 * 128 + 128))  # K and V for every head
+
+
+def test_glm4_biases_by_default_and_norms_four_times() -> None:
+    """Glm4Config defaults attention_bias to true (q, k, v biases); Glm4DecoderLayer holds 4 RMSNorms."""
+    cfg = _cfg("glm-4-9b-0414.json")
+    assert "attention_bias" not in cfg
+    plain = count_params(model_from_hf_config({**cfg, "attention_bias": False})).total
+    assert 9_400_279_040 - plain == 40 * (32 * 128 + 2 * 2 * 128)
+    a = model_from_hf_config(cfg).architecture
+    assert a is not None and a.layer_norms == 4
+
+
+def test_qwen2_5_vl_text_keys_top_level_or_under_text_config() -> None:
+    """Released Qwen2.5-VL files keep the text model's keys top-level; transformers 5 writes them under
+    text_config: either way the same text model, its vision tower not counted."""
+    cfg = _cfg("qwen2.5-vl-7b-instruct.json")
+    text = {k: v for k, v in cfg.items() if k not in ("vision_config", "architectures", "model_type")}
+    nested = {"model_type": "qwen2_5_vl", "text_config": text, "vision_config": cfg["vision_config"]}
+    assert count_params(model_from_hf_config(nested)).total == count_params(model_from_hf_config(cfg)).total
+    assert count_params(model_from_hf_config(cfg)).total == 7_615_616_512
+
+
+def test_exaone4_norms_q_and_k_per_head() -> None:
+    """Exaone4Attention: q_norm and k_norm are RMSNorm(head_dim) in every layer (64 + 64 weights)."""
+    cfg = _cfg("exaone-4.0-1.2b.json")
+    a = model_from_hf_config(cfg).architecture
+    assert a is not None and a.qk_norm == "head"
+    assert count_params(model_from_hf_config(cfg)).total == 1_279_391_488
