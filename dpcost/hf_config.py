@@ -92,6 +92,7 @@ _LLAMA_LIKE = {
     # configuration_cohere.py / modular_cohere.py: one CohereLayerNorm (a weight, no bias) per layer under which
     # attention and the gated MLP run in parallel; with use_qk_norm, q and k normed per head, each head's own weights
     "cohere": (None, None, False, "none"),
+    "olmo": (None, None, False, "none"),  # modeling_olmo.py: LayerNorms without weight or bias (OlmoLayerNorm)
     "smollm3": (None, None, False, "none"),  # configuration_smollm3.py: Llama's layers; NoPE layers hold no weights
     # configuration_seed_oss.py: q/k/v biases by attention_bias, o_proj's by attention_out_bias (false as released)
     "seed_oss": (None, None, False, "none"),
@@ -169,6 +170,7 @@ _ARCHITECTURES = {
     "OlmoeForCausalLM": "olmoe",
     "CohereForCausalLM": "cohere",
     "Starcoder2ForCausalLM": "starcoder2",
+    "OlmoForCausalLM": "olmo",
     "SmolLM3ForCausalLM": "smollm3",
     "SeedOssForCausalLM": "seed_oss",
     "Glm4ForCausalLM": "glm4",
@@ -270,6 +272,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
     if k.flag("mlp_bias", False):
         arch["linear_bias"] = True
+    if family == "olmo":
+        arch["norm"] = "layernorm_np"
     if family == "glm4":
         arch["layer_norms"] = 4
     if family == "ernie4_5" and k.flag("use_bias", False):

@@ -152,7 +152,9 @@ class ModelArchitecture(Spec):
     )
     vocab: PositiveInt
     tied_embeddings: bool = False
-    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    norm: Literal["rmsnorm", "layernorm", "layernorm_np"] = Field(
+        "rmsnorm", description="rmsnorm (a scale), layernorm (scale and bias), layernorm_np (neither: OLMo 1)"
+    )
     layer_norms: Annotated[int, Field(ge=0, le=8, strict=True)] = Field(
         2, description="hidden-sized norms per block: 2 (pre-norm), 1 (GPT-J, Falcon), 4 (Gemma 2/3)"
     )
@@ -263,8 +265,9 @@ class ModelArchitecture(Spec):
 
     @property
     def norm_weights(self) -> int:
-        """Weights per element of one norm: LayerNorm's scale and bias, RMSNorm's scale."""
-        return 2 if self.norm == "layernorm" else 1
+        """Weights per element of one norm: LayerNorm's scale and bias, RMSNorm's scale, none for OLMo's
+        non-parametric LayerNorm (modeling_olmo.py OlmoLayerNorm)."""
+        return {"layernorm": 2, "rmsnorm": 1, "layernorm_np": 0}[self.norm]
 
     @property
     def gated_mlp(self) -> bool:

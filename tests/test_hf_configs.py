@@ -138,7 +138,7 @@ def test_every_family_within_half_a_percent() -> None:
         "gemma3_text", "phi3", "phi", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
         "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2", "mamba", "mamba2", "falcon_mamba", "jamba",
         "nemotron_h", "qwen3_next", "deepseek_v32", "granite", "olmoe", "starcoder2", "cohere", "smollm3", "seed_oss",
-        "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode",
+        "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -555,3 +555,14 @@ def test_exaone4_norms_q_and_k_per_head() -> None:
     a = model_from_hf_config(cfg).architecture
     assert a is not None and a.qk_norm == "head"
     assert count_params(model_from_hf_config(cfg)).total == 1_279_391_488
+
+
+def test_olmo_norms_hold_no_weights() -> None:
+    """OlmoLayerNorm is a LayerNorm without weight or bias (modeling_olmo.py): OLMo-1B holds only its matrices and
+    tied embedding; at OLMo-7B's sizes, untied, 6,888,095,744, a public load log's count."""
+    cfg = _cfg("olmo-1b-hf.json")
+    a = model_from_hf_config(cfg).architecture
+    assert a is not None and a.norm_weights == 0
+    seven = {**cfg, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+             "num_key_value_heads": 32, "tie_word_embeddings": False}  # fmt: skip
+    assert count_params(model_from_hf_config(seven)).total == 6_888_095_744
