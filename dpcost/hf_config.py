@@ -49,6 +49,15 @@ class Keys:
             raise InputError(self.where, f"{self._key(key)}: expected a whole number, got {value!r}"[:200])
         return value
 
+    def positive(self, key: str, default: float) -> float:
+        """A positive real number (a ratio such as Mamba's expand), else `default` when absent or null."""
+        value = self.cfg.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+            raise InputError(self.where, f"{self._key(key)}: expected a positive number, got {value!r}"[:200])
+        return float(value)
+
     def flag(self, key: str, default: bool) -> bool:
         value = self.cfg.get(key, default)
         if value is None:

@@ -77,7 +77,7 @@ def _mamba(k: Keys) -> dict[str, Any]:
     C and dt carry no weights (mixer_rms_eps)."""
     hidden = _int(k, "hidden_size", _MAMBA, "hidden")
     layers = _int(k, "num_hidden_layers", _MAMBA, "layers")
-    expand = k.get("expand", default=_MAMBA["expand"])
+    expand = k.positive("expand", _MAMBA["expand"])
     inner = k.integer("intermediate_size", default=int(expand * hidden), field="ssm.inner")
     rank = k.get("time_step_rank", default="auto")
     rank = math.ceil(hidden / 16) if rank == "auto" else rank
@@ -106,7 +106,7 @@ def _mamba2(k: Keys) -> dict[str, Any]:
     (Mamba2Config's defaults)."""
     hidden = _int(k, "hidden_size", _MAMBA2, "hidden")
     layers = _int(k, "num_hidden_layers", _MAMBA2, "layers")
-    inner = int(k.get("expand", default=_MAMBA2["expand"]) * hidden)
+    inner = int(k.positive("expand", _MAMBA2["expand"]) * hidden)
     heads = _int(k, "num_heads", _MAMBA2, "ssm.heads")
     head_dim = _int(k, "head_dim", _MAMBA2)
     if heads * head_dim != inner:

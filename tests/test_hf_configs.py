@@ -566,3 +566,12 @@ def test_olmo_norms_hold_no_weights() -> None:
     seven = {**cfg, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
              "num_key_value_heads": 32, "tie_word_embeddings": False}  # fmt: skip
     assert count_params(model_from_hf_config(seven)).total == 6_888_095_744
+
+
+@pytest.mark.parametrize("expand", [[2], "2", True, 0, -1])
+def test_a_mamba_expand_that_is_not_a_positive_number_is_refused_by_key(expand: object) -> None:
+    """The fuzz benchmark's mutated mamba-codestral-7b.json (expand as a list) raised a TypeError (exit 3): Mamba's
+    expand is a ratio, read as a positive number or refused naming the key."""
+    for name in ("mamba-codestral-7b.json", "mamba-2.8b-hf.json"):
+        with pytest.raises(InputError, match="expand: expected a positive number"):
+            model_from_hf_config({**_cfg(name), "expand": expand})
