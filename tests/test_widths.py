@@ -108,6 +108,7 @@ def test_the_issues_examples() -> None:
         "dgx-b200",
         "dgx-h100",
         "gb200-nvl72",
+        "gb300-nvl72",
         "gcp-a3-mega",
         "gcp-a3-ultra",
         "gcp-a4",
