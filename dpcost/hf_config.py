@@ -189,6 +189,7 @@ _ARCHITECTURES = {
     "Qwen2VLForConditionalGeneration": "qwen2_vl",
     "Mistral3ForConditionalGeneration": "mistral3",
     "GPTBigCodeForCausalLM": "gpt_bigcode",
+    "DbrxForCausalLM": "dbrx",
     "GemmaForCausalLM": "gemma",
     "Gemma2ForCausalLM": "gemma2",
     "Gemma3ForCausalLM": "gemma3_text",
@@ -227,7 +228,7 @@ _GLM_MINIMAX = ("glm4_moe", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 _HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1")
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
-        {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen",
+        {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen", "dbrx",
          *_HYBRID}
     )
 )  # fmt: skip
@@ -617,6 +618,36 @@ def _falcon(k: Keys, family: str) -> dict[str, Any]:
     }
 
 
+def _dbrx(k: Keys) -> dict[str, Any]:
+    """DBRX (configuration_dbrx.py, modeling_dbrx.py): d_model, n_heads, n_layers; attn_config.kv_n_heads K/V heads;
+    ffn_config's moe_num_experts gated experts of ffn_hidden_size, moe_top_k per token, a router without bias; fused
+    Wqkv and out_proj without bias; LayerNorms without bias (one weight per element, as counted for RMSNorm);
+    never tied (DbrxConfig refuses it)."""
+    sections = {}
+    for name in ("attn_config", "ffn_config"):
+        section = k.cfg.get(name) or {}
+        if not isinstance(section, dict):
+            raise InputError(k.where, f"{k._key(name)}: expected an object of {name} keys, got {section!r}"[:200])
+        sections[name] = Keys(section, k.where, k.family, f"{k.prefix}{name}.")
+    attn, ffn = sections["attn_config"], sections["ffn_config"]
+    heads = k.integer("n_heads", field="heads")
+    arch = {
+        "hidden": k.integer("d_model", field="hidden"),
+        "layers": k.integer("n_layers", field="layers"),
+        "heads": heads,
+        "kv_heads": attn.integer("kv_n_heads", default=1, field="kv_heads"),
+        "vocab": k.integer("vocab_size", field="vocab"),
+        "tied_embeddings": False,
+        "moe": {
+            "experts": ffn.integer("moe_num_experts", default=4, field="moe.experts"),
+            "active": ffn.integer("moe_top_k", default=1, field="moe.active"),
+            "ffn": ffn.integer("ffn_hidden_size", default=3584, field="moe.ffn"),
+        },
+    }
+    k.used.update(attn.used | ffn.used)
+    return arch
+
+
 def _qwen1(k: Keys) -> dict[str, Any]:
     """Qwen (1): intermediate_size is the fused gate+up width, 2 x the MLP's; q/k/v carry biases."""
     return {
@@ -662,6 +693,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _falcon(k, family)
     elif family == "qwen":
         arch = _qwen1(k)
+    elif family == "dbrx":
+        arch = _dbrx(k)
     elif family in _HYBRID:
         from dpcost.hf_hybrid import hybrid_architecture
 

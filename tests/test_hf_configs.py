@@ -138,7 +138,7 @@ def test_every_family_within_half_a_percent() -> None:
         "gemma3_text", "phi3", "phi", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
         "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2", "mamba", "mamba2", "falcon_mamba", "jamba",
         "nemotron_h", "qwen3_next", "deepseek_v32", "granite", "olmoe", "starcoder2", "cohere", "smollm3", "seed_oss",
-        "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo",
+        "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -575,3 +575,15 @@ def test_a_mamba_expand_that_is_not_a_positive_number_is_refused_by_key(expand: 
     for name in ("mamba-codestral-7b.json", "mamba-2.8b-hf.json"):
         with pytest.raises(InputError, match="expand: expected a positive number"):
             model_from_hf_config({**_cfg(name), "expand": expand})
+
+
+def test_dbrx_reads_its_nested_sections_and_names_them() -> None:
+    """DbrxConfig keeps the K/V heads under attn_config and the experts under ffn_config; an error names the nested
+    key, and a section that is not an object is refused."""
+    cfg = _cfg("dbrx-instruct.json")
+    a = model_from_hf_config(cfg).architecture
+    assert a is not None and a.moe is not None and (a.n_kv_heads, a.moe.experts, a.moe.active) == (8, 16, 4)
+    with pytest.raises(InputError, match=r"ffn_config\.moe_top_k: expected a whole number"):
+        model_from_hf_config({**cfg, "ffn_config": {**cfg["ffn_config"], "moe_top_k": "4"}})
+    with pytest.raises(InputError, match="attn_config: expected an object"):
+        model_from_hf_config({**cfg, "attn_config": [8]})
