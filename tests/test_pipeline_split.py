@@ -34,6 +34,8 @@ def test_given_end_stages_leave_the_rest_even() -> None:
         stage_layer_counts(61, 16, 5)
     with pytest.raises(ValueError, match="PP > 1"):
         stage_layer_counts(32, 1, 16)
+    with pytest.raises(ValueError, match="40 layers are more than the 32 there are"):
+        stage_layer_counts(32, 4, 20, 20)
 
 
 def test_mtp_module_is_a_last_layer_and_the_head_again_on_the_last_stage() -> None:

@@ -102,8 +102,11 @@ def _given_stage_layer_counts(layers: int, pp: int, first: int | None, last: int
     for given in (first, last):
         if given is not None:
             rest, left = rest - given, left - 1
-    if rest < 0 or (left > 0 and rest % left) or (left == 0 and rest):
-        raise ValueError(f"the layers left for the middle stages ({rest}) do not split over {left} stages")
+    if rest < 0:
+        raise ValueError(f"the first and last stages' {layers - rest} layers are more than the {layers} there are")
+    if (left > 0 and rest % left) or (left == 0 and rest):
+        stages = "stage" if left == 1 else "stages"
+        raise ValueError(f"the layers left for the middle stages ({rest}) do not split over {left} {stages}")
     counts = [rest // left if left else 0] * pp
     if first is not None:
         counts[0] = first
