@@ -474,6 +474,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             flags.append("MTP trained on the last stage")
     if source.startswith("deepseek"):
         flags.append("DualPipe as 1F1B with EP hidden")
+        # arXiv 2412.19437 section 4.2: MTP depth 1; DualPipe puts it beside the embedding and the output head on a
+        # split the report does not print
+        flags.append("its MTP module (depth 1) not costed: DualPipe's split of it is not printed")
     if "not restated" in row["notes"]:
         flags.append("layout taken from another table or paper (README)")
     if tp_overlap and not bridge_tp and not nemo:
