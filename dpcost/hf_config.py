@@ -103,6 +103,9 @@ _LLAMA_LIKE = {
     "cohere": (None, None, False, "none"),
     "olmo": (None, None, False, "none"),  # modeling_olmo.py: LayerNorms without weight or bias (OlmoLayerNorm)
     "smollm3": (None, None, False, "none"),  # configuration_smollm3.py: Llama's layers; NoPE layers hold no weights
+    # InternLM2 (remote code, configuration_internlm2.py): Llama's shapes, fused wqkv and w1/w3/w2; q/k/v biases by
+    # `bias`, whose class default is true (released files set false)
+    "internlm2": (None, None, False, "none"),
     # configuration_seed_oss.py: q/k/v biases by attention_bias, o_proj's by attention_out_bias (false as released)
     "seed_oss": (None, None, False, "none"),
     # modeling_glm4.py: 4 RMSNorms per layer (before and after attention and MLP), q/k/v biases, fused gate_up
@@ -123,6 +126,8 @@ _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "ernie4_5": {"tie_word_embeddings": True},
     "glm4": {"attention_bias": True},
 }
+# Families that name their attention-bias key otherwise, with their class default
+_BIAS_KEY = {"internlm2": ("bias", True)}
 # Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
 # configuration_gemma2.py at 008e574, configuration_gemma3.py at 008f5c8; docs/sources/hf-defaults.md): a config.json
 # may name only what differs (google/gemma-3-4b-it's text_config names three keys).
@@ -180,6 +185,7 @@ _ARCHITECTURES = {
     "CohereForCausalLM": "cohere",
     "Starcoder2ForCausalLM": "starcoder2",
     "OlmoForCausalLM": "olmo",
+    "InternLM2ForCausalLM": "internlm2",
     "SmolLM3ForCausalLM": "smollm3",
     "SeedOssForCausalLM": "seed_oss",
     "Glm4ForCausalLM": "glm4",
@@ -271,7 +277,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "kv_heads": k.integer("num_key_value_heads", default=kv_default or heads, field="kv_heads"),
         "vocab": k.integer("vocab_size", field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", defaults.get("tie_word_embeddings", False)),
-        "qkv_bias": qkv_bias or k.flag("attention_bias", defaults.get("attention_bias", False)),
+        "qkv_bias": qkv_bias
+        or k.flag(*_BIAS_KEY.get(family, ("attention_bias", defaults.get("attention_bias", False)))),
         "qk_norm": qk_norm,
     }
     head_dim = k.integer("head_dim", default=head_dim_default, field="head_dim")

@@ -138,7 +138,7 @@ def test_every_family_within_half_a_percent() -> None:
         "gemma3_text", "phi3", "phi", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
         "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2", "mamba", "mamba2", "falcon_mamba", "jamba",
         "nemotron_h", "qwen3_next", "deepseek_v32", "granite", "olmoe", "starcoder2", "cohere", "smollm3", "seed_oss",
-        "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx",
+        "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -587,3 +587,13 @@ def test_dbrx_reads_its_nested_sections_and_names_them() -> None:
         model_from_hf_config({**cfg, "ffn_config": {**cfg["ffn_config"], "moe_top_k": "4"}})
     with pytest.raises(InputError, match="attn_config: expected an object"):
         model_from_hf_config({**cfg, "attn_config": [8]})
+
+
+def test_internlm2_biases_follow_its_bias_key_whose_default_is_true() -> None:
+    """InternLM2Config names the attention bias `bias` and defaults it to true; released files set false. At the
+    1.8B's shapes: 1,889,110,016, a public table's count of internlm2_5-1_8b-chat."""
+    cfg = _cfg("internlm2-7b.json")
+    small = {**cfg, "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24, "num_attention_heads": 16}
+    assert count_params(model_from_hf_config(small)).total == 1_889_110_016
+    unset = {k: v for k, v in cfg.items() if k != "bias"}
+    assert count_params(model_from_hf_config(unset)).total - 7_737_708_544 == 32 * (4096 + 2 * 1024)
