@@ -119,15 +119,14 @@ _LLAMA_LIKE = {
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
-# configuration_glm4.py.
+# configuration_glm4.py, InternLM2's configuration_internlm2.py (whose attention bias is named `bias`).
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "smollm3": {"tie_word_embeddings": True},
     "ernie4_5": {"tie_word_embeddings": True},
     "glm4": {"attention_bias": True},
+    "internlm2": {"bias": True},
 }
-# Families that name their attention-bias key otherwise, with their class default
-_BIAS_KEY = {"internlm2": ("bias", True)}
 # Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
 # configuration_gemma2.py at 008e574, configuration_gemma3.py at 008f5c8; docs/sources/hf-defaults.md): a config.json
 # may name only what differs (google/gemma-3-4b-it's text_config names three keys).
@@ -267,6 +266,7 @@ def _family(cfg: dict[str, Any], where: str) -> str:
 def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     kv_default, head_dim_default, qkv_bias, qk_norm = _LLAMA_LIKE[family]
     defaults = _LLAMA_LIKE_DEFAULTS.get(family, {})
+    bias_key = "bias" if family == "internlm2" else "attention_bias"
     hidden = k.integer("hidden_size", field="hidden")
     layers = k.integer("num_hidden_layers", field="layers")
     heads = k.integer("num_attention_heads", field="heads")
@@ -277,8 +277,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "kv_heads": k.integer("num_key_value_heads", default=kv_default or heads, field="kv_heads"),
         "vocab": k.integer("vocab_size", field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", defaults.get("tie_word_embeddings", False)),
-        "qkv_bias": qkv_bias
-        or k.flag(*_BIAS_KEY.get(family, ("attention_bias", defaults.get("attention_bias", False)))),
+        "qkv_bias": qkv_bias or k.flag(bias_key, defaults.get(bias_key, False)),
         "qk_norm": qk_norm,
     }
     head_dim = k.integer("head_dim", default=head_dim_default, field="head_dim")

@@ -388,13 +388,14 @@ def _stage_by_ops(
     flash: bool = True,
     layer_times: dict[bool, tuple[float, float, float]] | None = None,
     recompute_modules: frozenset[str] = DEFAULT_MODULES,
-    first_layer: int | None = None,
+    first_layer: int = 0,
     mtp_layers: int = 0,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
     CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention, the vocab-parallel loss); the
-    recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part; selective: `recompute_modules`)."""
+    recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part; selective: `recompute_modules`).
+    `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -402,8 +403,6 @@ def _stage_by_ops(
     rates = rates_for(gpu)
     tokens = micro_batch * seq_len // layout.cp
     gemm_bytes, fp8_cast = matmul_operands(gpu.arch, compute_dtype)
-    if first_layer is None:
-        first_layer = sum(stage_layer_counts(a.layers, layout.pp)[: stage.index])
 
     def timed(ops: list[Op]) -> OpTimes:
         return times(

@@ -44,7 +44,6 @@ __all__ = [
     "cp_calls",
     "ep_calls",
     "exposed_per_micro_batch",
-    "layers_per_stage",
     "layout_calls",
     "moe_layers_per_stage",
     "pp_calls",
@@ -133,11 +132,6 @@ def stage_kinds(arch: ModelArchitecture, counts: Sequence[int], mtp_layers: int 
 
 def _kinds(arch: ModelArchitecture, pp: int, stages: StageKinds | None) -> StageKinds:
     return stages if stages is not None else stage_kinds(arch, stage_layer_counts(arch.layers, pp))
-
-
-def layers_per_stage(layers: int, pp: int) -> int:
-    """Layers on the stage with the most: ceil(L / PP)."""
-    return max(stage_layer_counts(layers, pp))
 
 
 def moe_layers_per_stage(arch: ModelArchitecture, pp: int, stages: StageKinds | None = None) -> int:
@@ -364,6 +358,7 @@ def layout_calls(
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
     exchange hides behind; overlapped TP calls hide behind the rest. `stages`: the layers each stage runs
     (stage_kinds; default the even split of stage_layer_counts, without MTP)."""
+    stages = _kinds(arch, layout.pp, stages)
     return [
         *tp_calls(
             arch,
