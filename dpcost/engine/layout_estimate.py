@@ -40,7 +40,7 @@ from dpcost.engine.ops import (
     matmul_operands,
     model_ops,
     mtp_ops,
-    optimizer_bytes,
+    optimizer_seconds_on,
     recomputed_by_part,
     tensor_parallel,
     times,
@@ -467,11 +467,10 @@ def optimizer_step_seconds(
     """Megatron's optimizer step on one GPU of the stage that holds the most: Adam over fp32 main parameters
     (OPTIMIZER_STATE_BYTES["adamw"]), with the distributed optimizer over the dense parameters' 1 / (DP x CP) shard
     and the experts' 1 / expert-DP (megatron/core/optimizer/distrib_optimizer.py), without it over all of them;
-    bound by HBM bandwidth as plan.optimizer_seconds prices the pure-DP step (ops.optimizer_bytes)."""
+    bound by HBM bandwidth as plan.optimizer_seconds prices the pure-DP step (ops.optimizer_seconds_on)."""
     dense_ranks, expert_ranks = (layout.dp * layout.cp, layout.expert_dp) if distributed else (1, 1)
     params = max(st.dense_params / dense_ranks + st.expert_params / expert_ranks for st in stages)
-    moved = optimizer_bytes(params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
-    return moved / (topology.gpu.hbm_bandwidth * rates_for(topology.gpu).hbm)
+    return optimizer_seconds_on(topology.gpu, params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
 
 
 def _data_parallel(

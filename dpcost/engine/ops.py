@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from dpcost.engine.activations import Kernels
-from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, shape_factor
-from dpcost.specs import ModelArchitecture
+from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, rates_for, shape_factor
+from dpcost.specs import GPUSpec, ModelArchitecture
 
 __all__ = [
     "PARTS",
@@ -40,6 +40,7 @@ __all__ = [
     "model_ops",
     "mtp_ops",
     "optimizer_bytes",
+    "optimizer_seconds_on",
     "part_of",
     "recomputed_by_part",
     "tensor_parallel",
@@ -304,6 +305,11 @@ def optimizer_bytes(params: float, grad_bytes: float, master: bool, state_bytes:
     16-bit weights (torch.optim's fused and foreach AdamW, Apex's and Megatron's: one pass)."""
     per_param = 2 * grad_bytes + 2 * state_bytes + (2 * 4.0 + BF16 if master else 2 * BF16)
     return params * per_param
+
+
+def optimizer_seconds_on(gpu: GPUSpec, params: float, grad_bytes: float, master: bool, state_bytes: float) -> float:
+    """That step on one GPU, bound by its sustained HBM bandwidth (rates.py): memory-bound, one pass."""
+    return optimizer_bytes(params, grad_bytes, master, state_bytes) / (gpu.hbm_bandwidth * rates_for(gpu).hbm)
 
 
 def tensor_parallel(ops: Iterable[Op], tp: int, sequence_parallel: bool) -> list[Op]:

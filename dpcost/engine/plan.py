@@ -16,7 +16,7 @@ from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
-from dpcost.engine.ops import MicroBatchCompute, matmul_operands, micro_batch_compute, optimizer_bytes
+from dpcost.engine.ops import MicroBatchCompute, matmul_operands, micro_batch_compute, optimizer_seconds_on
 from dpcost.engine.placement import Placement, place, place_group
 from dpcost.engine.prepare import Prepared
 from dpcost.engine.rates import matmul_efficiency, rates_for
@@ -247,15 +247,14 @@ def _compute_of(a: ModelArchitecture) -> dict[tuple[object, ...], MicroBatchComp
 
 def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, stage: int) -> float:
     """The optimizer step on this GPU's parameters (all of them at stage 0, its 1/DP shard from stage 1), bound
-    by HBM bandwidth (ops.optimizer_bytes); 0 when the optimizer runs on the CPU."""
+    by HBM bandwidth (ops.optimizer_seconds_on); 0 when the optimizer runs on the CPU."""
     if offload_applies(p.o.precision.offload, stage):
         return 0.0
     params = p.counts.total / (p.shard_ranks if stage >= 1 else 1)
     state = OPTIMIZER_STATE_BYTES[p.o.precision.optimizer]
     if p.recipe.states_in_weight_dtype:
         state /= 2
-    moved = optimizer_bytes(params, p.grad_bytes, p.recipe.name != "bf16", state)
-    return moved / (topology.gpu.hbm_bandwidth * rates_for(topology.gpu).hbm)
+    return optimizer_seconds_on(topology.gpu, params, p.grad_bytes, p.recipe.name != "bf16", state)
 
 
 def choose(
