@@ -669,19 +669,18 @@ def _qwen1(k: Keys) -> dict[str, Any]:
 
 def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Keys, str]:
     family = _family(cfg, where)
-    note = ""
     prefix = ""
+    multimodal = family in _NESTED or family in ("qwen2_5_vl", "qwen2_vl")
     if family in ("qwen2_5_vl", "qwen2_vl"):
         # the released files keep the text model's keys top-level; transformers 5 writes them under text_config
         if isinstance(cfg.get("text_config"), dict):
             cfg, prefix = cfg["text_config"], "text_config."
-        note = "text model only: the vision encoder is not counted"
     elif family in _NESTED:
         text = cfg.get("text_config")
         if not isinstance(text, dict):
             raise InputError(where, f"text_config: a {family} config keeps its text model's keys there")
         cfg, prefix, family = text, "text_config.", _NESTED[family]
-        note = "text model only: the vision encoder is not counted"
+    note = "text model only: the vision encoder is not counted" if multimodal else ""
     k = Keys(cfg, where, family, prefix)
     if family in _LLAMA_LIKE:
         arch = _llama_like(k, family)
