@@ -443,11 +443,11 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # SC'21's runs predate Megatron-LM's asynchronous backward TP all-reduce (16c90445, 2021-09-02; none at
     # a8d172b3, 2021-04): its backward waits for them as its forward does.
     tp_backward_async = source != "narayanan2021"
-    if not tp_backward_async:
+    if not tp_backward_async and tp > 1:
         flags.append("TP backward all-reduces waited for (Megatron-LM before 2021-09)")
     # SC'21's Table 1 script runs its PP-1 models under torch DDP, which overlaps the all-reduce with the backward.
     dp_overlap = not (old_megatron or source == "bloom-tr11") or "--DDP-impl torch" in row["notes"]
-    if not dp_overlap:
+    if not dp_overlap and "ZeRO-3" not in row["notes"]:  # DeepSpeed's ZeRO-3 runs are costed by its own schedule
         flags.append("DP gradients reduced after the last backward (no overlap in the run's framework)")
     # Megatron-LM of 2021-2022 all-reduced gradients (no distributed optimizer); the others shard (ZeRO-1/2, FSDP,
     # Megatron's distributed optimizer) or do not say (Megatron-Core's default is taken).
@@ -558,7 +558,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             recompute = "none"
             flags.append(f"recompute not printed: none (estimate refuses the row as printed: {exc.where})")
     if zero3:
-        predicted = data_parallel(model, topology, row, micro, recompute, compute_model)
+        predicted = data_parallel(model, topology, row, micro, recompute, compute_model, flash)
     else:
         try:
             predicted = Predicted.of_layout(run(virtual))
@@ -635,7 +635,7 @@ def fitting_recompute(
 
 
 def data_parallel(
-    model: ModelSpec, topology: TopologySpec, row: Row, micro: int, recompute: str, compute_model: str
+    model: ModelSpec, topology: TopologySpec, row: Row, micro: int, recompute: str, compute_model: str, flash: bool
 ) -> Predicted:
     """A pure data-parallel ZeRO-3 run as `dpcost estimate --zero 3 --framework deepspeed` costs it (the DP engine:
     parameters gathered in forward and backward, gradients reduce-scattered), its compute by the DP default (one
@@ -649,6 +649,7 @@ def data_parallel(
         seq_len=int(row["seq_len"]),
         recompute=recompute,
         compute_model=compute_model,
+        flash_attention=flash,
     )
     r = estimate(model, topology, options)
     t = r.time
