@@ -497,6 +497,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     flash = source not in PRE_FLASH
     if not flash:
         flags.append("attention unfused (before FlashAttention)")
+    # MegaScale's Megatron-LM baseline ran at 285068c8, the merge that brought FlashAttention in behind
+    # --use-flash-attn (megatron/arguments.py: store_true, off unless given); MegaScale names FlashAttention-2 among
+    # its own operator changes over that baseline (arXiv 2402.15627 section 3.3)
+    if source == "megascale2024" and "(Megatron-LM)" in row["model"]:
+        flash = False
+        flags.append("attention unfused (Megatron-LM 285068c8 runs FlashAttention only with --use-flash-attn)")
     elif recompute == "selective":
         flags.append("selective recompute: no FLOPs charged (flash attention)")
     if cp_impl == "all_gather" and cp > 1:
