@@ -116,6 +116,10 @@ _LLAMA_LIKE = {
     # configuration_qwen2_5_vl.py / qwen2_vl: Qwen2's text model (its keys top-level, or under text_config)
     "qwen2_5_vl": (None, None, True, "none"),
     "qwen2_vl": (None, None, True, "none"),
+    # configuration_qwen3_vl.py / configuration_qwen3_vl_moe.py (transformers 00709b86 / 4fa4a23e): Qwen3's layers
+    # (q_norm/k_norm over head_dim), KV heads defaulting to the heads; the MoE text model's head_dim to hidden/heads
+    "qwen3_vl_text": (None, 128, False, "head"),
+    "qwen3_vl_moe_text": (None, None, False, "head"),
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
@@ -193,6 +197,8 @@ _ARCHITECTURES = {
     "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
     "Qwen2VLForConditionalGeneration": "qwen2_vl",
     "Mistral3ForConditionalGeneration": "mistral3",
+    "Qwen3VLForConditionalGeneration": "qwen3_vl",
+    "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
     "GPTBigCodeForCausalLM": "gpt_bigcode",
     "DbrxForCausalLM": "dbrx",
     "GemmaForCausalLM": "gemma",
@@ -227,6 +233,8 @@ _NESTED = {
     "llama4": "llama4_text",
     "gemma3": "gemma3_text",
     "mistral3": "mistral",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
 }  # multimodal wrappers: the text model's keys
 _GLM_MINIMAX = ("glm4_moe", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py
@@ -308,7 +316,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         }
         return arch
     arch["ffn"] = k.integer("intermediate_size", field="ffn")
-    if family in ("qwen2_moe", "qwen3_moe") and k.get("num_experts", default=0):
+    if family in ("qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text") and k.get("num_experts", default=0):
         shared = k.integer("shared_expert_intermediate_size", default=0, field="moe.shared_ffn")
         arch["moe"] = {
             "experts": k.integer("num_experts", field="moe.experts"),
@@ -679,6 +687,10 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         text = cfg.get("text_config")
         if not isinstance(text, dict):
             raise InputError(where, f"text_config: a {family} config keeps its text model's keys there")
+        if "tie_word_embeddings" not in text and "tie_word_embeddings" in cfg:
+            # Qwen3-VL-8B's and -30B-A3B's files say it only at the top level (false), and their checkpoints store
+            # lm_head, where transformers 5's Qwen3VLMoeTextConfig would default the text model to tied
+            text = {**text, "tie_word_embeddings": cfg["tie_word_embeddings"]}
         cfg, prefix, family = text, "text_config.", _NESTED[family]
     note = "text model only: the vision encoder is not counted" if multimodal else ""
     k = Keys(cfg, where, family, prefix)

@@ -46,7 +46,7 @@ def _rounding(text: str) -> float:
 
 def _family(row: dict[str, str]) -> str:
     cfg = json.loads((CONFIGS / row["file"]).read_text())
-    if cfg["model_type"] in ("llama4", "gemma3", "mistral3"):
+    if cfg["model_type"] in ("llama4", "gemma3", "mistral3", "qwen3_vl", "qwen3_vl_moe"):
         cfg = cfg["text_config"]
     return str(cfg.get("model_type"))
 
@@ -138,7 +138,8 @@ def test_every_family_within_half_a_percent() -> None:
         "gemma3_text", "phi3", "phi", "olmo2", "gpt_neox", "gpt2", "gptj", "opt", "bloom", "falcon", "deepseek_v2",
         "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2", "mamba", "mamba2", "falcon_mamba", "jamba",
         "nemotron_h", "qwen3_next", "deepseek_v32", "granite", "olmoe", "starcoder2", "cohere", "smollm3", "seed_oss",
-        "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2",
+        "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2", "qwen3_vl_text",
+        "qwen3_vl_moe_text",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -597,3 +598,13 @@ def test_internlm2_biases_follow_its_bias_key_whose_default_is_true() -> None:
     assert count_params(model_from_hf_config(small)).total == 1_889_110_016
     unset = {k: v for k, v in cfg.items() if k != "bias"}
     assert count_params(model_from_hf_config(unset)).total - 7_737_708_544 == 32 * (4096 + 2 * 1024)
+
+
+def test_a_qwen3_vl_text_model_takes_the_top_level_tie_when_its_own_is_absent() -> None:
+    """Qwen3-VL-8B's released file says tie_word_embeddings only at the top level (false, lm_head stored: the exact
+    count above); the same file saying true there drops the head, as the 4B's checkpoint (tied in both places) has
+    none."""
+    untied = count_params(model_from_hf_config(_cfg("qwen3-vl-8b-instruct.json")))
+    cfg = {**_cfg("qwen3-vl-8b-instruct.json"), "tie_word_embeddings": True}
+    tied = count_params(model_from_hf_config(cfg))
+    assert untied.total - tied.total == 151936 * 4096
