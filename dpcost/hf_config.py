@@ -93,11 +93,18 @@ _LLAMA_LIKE = {
     "qwen3_moe": (4, 128, False, "head"),  # configuration_qwen3_moe.py
     "phi3": (None, None, False, "none"),  # configuration_phi3.py (fused qkv_proj, gate_up_proj: same shapes)
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
+    "olmo3": (None, None, False, "full"),  # configuration_olmo3.py / modeling_olmo3.py: OLMo 2's layers and norms
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
     # configuration_granite.py: Llama's shapes; its embedding, residual, attention and logits multipliers scale
     # activations, not weights
     "granite": (None, None, False, "none"),
     "olmoe": (None, None, False, "full"),  # configuration_olmoe.py; OlmoeAttention: q_norm/k_norm over all heads
+    # configuration_granitemoe.py / modeling_granitemoe.py: Granite's attention; num_local_experts gated experts of
+    # intermediate_size in every layer (input_linear holds gate and up), a router without bias, no shared expert
+    "granitemoe": (None, None, False, "none"),
+    # configuration_nemotron.py / modeling_nemotron.py: a 2-matrix relu2 MLP (up, down), LayerNorm1P with a bias,
+    # q and o heads x head_dim wide (Minitron-8B: 48 x 128 over a hidden of 4096)
+    "nemotron": (None, None, False, "none"),
     # configuration_cohere.py / modular_cohere.py: one CohereLayerNorm (a weight, no bias) per layer under which
     # attention and the gated MLP run in parallel; with use_qk_norm, q and k normed per head, each head's own weights
     "cohere": (None, None, False, "none"),
@@ -185,6 +192,9 @@ _ARCHITECTURES = {
     "GptOssForCausalLM": "gpt_oss",
     "GraniteForCausalLM": "granite",
     "OlmoeForCausalLM": "olmoe",
+    "Olmo3ForCausalLM": "olmo3",
+    "GraniteMoeForCausalLM": "granitemoe",
+    "NemotronForCausalLM": "nemotron",
     "CohereForCausalLM": "cohere",
     "Starcoder2ForCausalLM": "starcoder2",
     "OlmoForCausalLM": "olmo",
@@ -298,6 +308,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["linear_bias"] = True
     if family == "olmo":
         arch["norm"] = "layernorm_np"
+    if family == "nemotron":
+        arch.update(mlp="relu", norm="layernorm")
     if family == "glm4":
         arch["layer_norms"] = 4
     if family == "ernie4_5" and k.flag("use_bias", False):
@@ -306,9 +318,9 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["layer_norms"] = 1
         if k.flag("use_qk_norm", False):
             arch["qk_norm"] = "full"  # weights of (heads, head_dim) and (kv_heads, head_dim): every head its own
-    if family in ("mixtral", "gpt_oss", "olmoe"):
+    if family in ("mixtral", "gpt_oss", "olmoe", "granitemoe"):
         arch["moe"] = {
-            # OlmoeSparseMoeBlock: num_experts experts of intermediate_size, a router without bias, no shared one
+            # OlmoeSparseMoeBlock, GraniteMoeMoE: experts of intermediate_size, a router without bias, no shared one
             "experts": k.integer("num_local_experts" if family != "olmoe" else "num_experts", field="moe.experts"),
             "active": k.integer("num_experts_per_tok", "experts_per_token", field="moe.active"),
             "ffn": k.integer("intermediate_size", field="moe.ffn"),
