@@ -118,6 +118,10 @@ _LLAMA_LIKE = {
     # modeling_glm4.py: 4 RMSNorms per layer (before and after attention and MLP), q/k/v biases, fused gate_up
     "glm4": (None, None, False, "none"),
     "ernie4_5": (None, None, False, "none"),  # modeling_ernie4_5.py: every linear's bias by use_bias
+    # configuration_ernie4_5_moe.py / modeling_ernie4_5_moe.py (transformers 001f85b3 / 01187e21): ERNIE 4.5's layers;
+    # MoE from moe_layer_start_index to moe_layer_end_index every moe_layer_interval layers, moe_num_shared_experts
+    # shared experts, an fp32 router and its e_score_correction_bias; its MTP block is not loaded (not counted)
+    "ernie4_5_moe": (4, None, False, "none"),
     # modeling_exaone4.py: RMSNorms after attention and after the MLP (none before), q_norm/k_norm over head_dim
     "exaone4": (None, None, False, "head"),
     # configuration_qwen2_5_vl.py / qwen2_vl: Qwen2's text model (its keys top-level, or under text_config)
@@ -135,6 +139,7 @@ _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "smollm3": {"tie_word_embeddings": True},
     "ernie4_5": {"tie_word_embeddings": True},
+    "ernie4_5_moe": {"tie_word_embeddings": True},
     "glm4": {"attention_bias": True},
     "internlm2": {"bias": True},
 }
@@ -203,6 +208,7 @@ _ARCHITECTURES = {
     "SeedOssForCausalLM": "seed_oss",
     "Glm4ForCausalLM": "glm4",
     "Ernie4_5ForCausalLM": "ernie4_5",
+    "Ernie4_5_MoeForCausalLM": "ernie4_5_moe",
     "Exaone4ForCausalLM": "exaone4",
     "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
     "Qwen2VLForConditionalGeneration": "qwen2_vl",
@@ -312,7 +318,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch.update(mlp="relu", norm="layernorm")
     if family == "glm4":
         arch["layer_norms"] = 4
-    if family == "ernie4_5" and k.flag("use_bias", False):
+    if family in ("ernie4_5", "ernie4_5_moe") and k.flag("use_bias", False):
         arch.update(qkv_bias=True, linear_bias=True)
     if family == "cohere":
         arch["layer_norms"] = 1
@@ -339,6 +345,23 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         }
         if shared:
             arch["moe"].update(shared=1, shared_ffn=shared, shared_gate=True)
+    if family == "ernie4_5_moe" and k.get("moe_num_experts", default=64):
+        start = k.integer("moe_layer_start_index", default=1, field="moe.first_dense_layers")
+        end = k.integer("moe_layer_end_index", default=-1)
+        end = layers - 1 if end == -1 else end
+        shared_experts = k.integer("moe_num_shared_experts", default=2, field="moe.shared")
+        moe_ffn = k.integer("moe_intermediate_size", default=1536, field="moe.ffn")
+        arch["moe"] = {
+            "experts": k.integer("moe_num_experts", default=64, field="moe.experts"),
+            "active": k.integer("moe_k", default=6, field="moe.active"),
+            "ffn": moe_ffn,
+            "first_dense_layers": start,
+            "every": k.integer("moe_layer_interval", default=1, field="moe.every"),
+            "dense_layers": tuple(range(max(end + 1, start), layers)),
+            "router_bias": True,  # Ernie4_5_MoeStatics.e_score_correction_bias, a parameter per expert
+        }
+        if shared_experts:
+            arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared_experts)
     return arch
 
 
