@@ -105,6 +105,9 @@ _LLAMA_LIKE = {
     # configuration_nemotron.py / modeling_nemotron.py: a 2-matrix relu2 MLP (up, down), LayerNorm1P with a bias,
     # q and o heads x head_dim wide (Minitron-8B: 48 x 128 over a hidden of 4096)
     "nemotron": (None, None, False, "none"),
+    # configuration_phimoe.py / modeling_phimoe.py (transformers 23925e16 / c4cdd1a0): Mixtral's experts under
+    # LayerNorms with biases; attention_bias puts biases on q, k, v and o, lm_head_bias one on the head
+    "phimoe": (8, None, False, "none"),
     # configuration_cohere.py / modular_cohere.py: one CohereLayerNorm (a weight, no bias) per layer under which
     # attention and the gated MLP run in parallel; with use_qk_norm, q and k normed per head, each head's own weights
     "cohere": (None, None, False, "none"),
@@ -200,6 +203,8 @@ _ARCHITECTURES = {
     "Olmo3ForCausalLM": "olmo3",
     "GraniteMoeForCausalLM": "granitemoe",
     "NemotronForCausalLM": "nemotron",
+    "PhimoeForCausalLM": "phimoe",
+    "PhiMoEForCausalLM": "phimoe",
     "CohereForCausalLM": "cohere",
     "Starcoder2ForCausalLM": "starcoder2",
     "OlmoForCausalLM": "olmo",
@@ -316,6 +321,12 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["norm"] = "layernorm_np"
     if family == "nemotron":
         arch.update(mlp="relu", norm="layernorm")
+    if family in ("nemotron", "phimoe") and k.flag("attention_bias", False):
+        arch["out_bias"] = True  # their attention_bias covers o_proj too
+    if family == "seed_oss" and k.flag("attention_out_bias", False):
+        arch["out_bias"] = True
+    if family == "phimoe":
+        arch.update(norm="layernorm", head_bias=k.flag("lm_head_bias", False))
     if family == "glm4":
         arch["layer_norms"] = 4
     if family in ("ernie4_5", "ernie4_5_moe") and k.flag("use_bias", False):
@@ -324,7 +335,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["layer_norms"] = 1
         if k.flag("use_qk_norm", False):
             arch["qk_norm"] = "full"  # weights of (heads, head_dim) and (kv_heads, head_dim): every head its own
-    if family in ("mixtral", "gpt_oss", "olmoe", "granitemoe"):
+    if family in ("mixtral", "gpt_oss", "olmoe", "granitemoe", "phimoe"):
         arch["moe"] = {
             # OlmoeSparseMoeBlock, GraniteMoeMoE: experts of intermediate_size, a router without bias, no shared one
             "experts": k.integer("num_local_experts" if family != "olmoe" else "num_experts", field="moe.experts"),

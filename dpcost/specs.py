@@ -38,6 +38,13 @@ Bandwidth = Annotated[float, BeforeValidator(parse_bandwidth, json_schema_input_
 Seconds = Annotated[float, BeforeValidator(parse_seconds, json_schema_input_type=str | float), Field(ge=0)]
 Flops = Annotated[float, BeforeValidator(parse_flops, json_schema_input_type=str | float), Field(ge=1e9)]
 Count = Annotated[float, BeforeValidator(parse_count, json_schema_input_type=str | float), Field(ge=1)]
+
+
+def _unset(flag: bool) -> bool:
+    """A flag at its default (false), which a dump leaves out."""
+    return not flag
+
+
 Fraction = Annotated[float, Field(ge=0.01, le=1)]
 PositiveInt = Annotated[int, Field(gt=0, le=10_000_000, strict=True)]
 NonNegativeInt = Annotated[int, Field(ge=0, le=10_000_000, strict=True)]
@@ -163,6 +170,13 @@ class ModelArchitecture(Spec):
     )
     embedding_norm: bool = Field(False, description="a norm right after the embedding (BLOOM)")
     qkv_bias: bool = False
+    # left out of a dump unless set, so that specs without them read as before
+    out_bias: bool = Field(
+        False, description="a bias on the attention output projection (Phi-3.5-MoE, Seed-OSS)", exclude_if=_unset
+    )
+    head_bias: bool = Field(
+        False, description="a bias on the output head (Phi-3.5-MoE's lm_head_bias)", exclude_if=_unset
+    )
     linear_bias: bool = Field(False, description="biases on every linear layer and norm (GPT-2/3 style)")
     learned_positions: NonNegativeInt = Field(0, description="rows of a learned position table; 0 = rotary")
     dropout: Annotated[float, Field(ge=0, lt=1)] = 0.0

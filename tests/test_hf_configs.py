@@ -140,7 +140,7 @@ def test_every_family_within_half_a_percent() -> None:
         "nemotron_h", "qwen3_next", "deepseek_v32", "granite", "olmoe", "starcoder2", "cohere", "smollm3", "seed_oss",
         "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2", "qwen3_vl_text",
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron",
-        "ernie4_5_moe",
+        "ernie4_5_moe", "phimoe",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -609,3 +609,30 @@ def test_a_qwen3_vl_text_model_takes_the_top_level_tie_when_its_own_is_absent() 
     cfg = {**_cfg("qwen3-vl-8b-instruct.json"), "tie_word_embeddings": True}
     tied = count_params(model_from_hf_config(cfg))
     assert untied.total - tied.total == 151936 * 4096
+
+
+def test_phimoe_biases_on_the_attention_output_and_the_head() -> None:
+    """modeling_phimoe.py: attention_bias puts a bias on o_proj as on q, k and v (4,096 per layer here), and
+    lm_head_bias one on the head (32,064): the released file's 41,873,153,344 holds both."""
+    with_biases = count_params(model_from_hf_config(_cfg("phi-3.5-moe-instruct.json")))
+    cfg = {**_cfg("phi-3.5-moe-instruct.json"), "attention_bias": False, "lm_head_bias": False}
+    without = count_params(model_from_hf_config(cfg))
+    assert with_biases.total - without.total == 32 * (4096 + 1024 + 1024 + 4096) + 32064
+
+
+def test_seed_oss_output_bias_by_attention_out_bias() -> None:
+    """configuration_seed_oss.py: o_proj's bias is attention_out_bias's, apart from q/k/v's attention_bias."""
+    base = _cfg("seed-oss-36b-instruct.json")
+    off = count_params(model_from_hf_config({**base, "attention_out_bias": False}))
+    on = count_params(model_from_hf_config({**base, "attention_out_bias": True}))
+    assert on.total - off.total == base["num_hidden_layers"] * base["hidden_size"]
+
+
+def test_output_and_head_biases_stay_out_of_a_dump_unless_set() -> None:
+    """Specs without them dump as before (`show model`, `models import`); Phi-3.5-MoE's import keeps both."""
+    plain = load_model("llama-70b").model_dump(mode="json", exclude_none=True)["architecture"]
+    assert "out_bias" not in plain and "head_bias" not in plain
+    phimoe = model_from_hf_config(_cfg("phi-3.5-moe-instruct.json"))
+    again = type(phimoe).model_validate(phimoe.model_dump(mode="json", exclude_none=True))
+    assert again.architecture is not None and again.architecture.out_bias and again.architecture.head_bias
+    assert count_params(again).total == count_params(phimoe).total

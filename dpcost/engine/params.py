@@ -75,7 +75,7 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
     params = h * q_out + 2 * h * kv_out + q_out * h
     if a.qkv_bias:
         params += q_out + 2 * kv_out
-    if a.linear_bias:
+    if a.linear_bias or a.out_bias:
         params += h  # output projection bias
     per = a.norm_weights
     if a.qk_norm == "head":
@@ -277,7 +277,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     blocks = tuple(_block(a, mlp == "moe", mixer, mlp) for mixer, mlp in kinds)
     dense_layers = sum(1 for _, mlp in kinds if mlp == "dense")
     embedding = float(a.vocab * h)
-    lm_head = 0.0 if a.tied_embeddings else float(a.vocab * h)
+    lm_head = (0.0 if a.tied_embeddings else float(a.vocab * h)) + (float(a.vocab) if a.head_bias else 0.0)
     positions = float(a.learned_positions * h)
     final_norm = _norm(a) * (2 if a.embedding_norm else 1)
     outside = embedding + lm_head + positions + final_norm
