@@ -394,8 +394,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     modules = DEFAULT_MODULES  # Megatron's recompute_modules default
     virtual = row.int_or("virtual_stages", 1) or 1
     if source == "llama3-2024" and virtual == 1:
-        # Llama 3 section 3.3.2: an interleaved schedule (its Figure 6 puts two stages on each pipeline rank), with V
-        # not printed: the least interleaving there is
+        # Llama 3 section 3.3.2: "an interleaved schedule (Narayanan et al., 2021) with V pipeline stages on one
+        # pipeline rank" (its Figure 6 draws two per rank), V not printed: the least interleaving there is
         virtual = 2
         flags.append("virtual stages not printed: 2, the least of the interleaved schedule its section 3.3.2 draws")
     ep = row.int_or("ep", 1) or 1
@@ -497,12 +497,6 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     flash = source not in PRE_FLASH
     if not flash:
         flags.append("attention unfused (before FlashAttention)")
-    # MegaScale's Megatron-LM baseline ran at 285068c8, the merge that brought FlashAttention in behind
-    # --use-flash-attn (megatron/arguments.py: store_true, off unless given); MegaScale names FlashAttention-2 among
-    # its own operator changes over that baseline (arXiv 2402.15627 section 3.3)
-    if source == "megascale2024" and "(Megatron-LM)" in row["model"]:
-        flash = False
-        flags.append("attention unfused (Megatron-LM 285068c8 runs FlashAttention only with --use-flash-attn)")
     elif recompute == "selective":
         flags.append("selective recompute: no FLOPs charged (flash attention)")
     if cp_impl == "all_gather" and cp > 1:

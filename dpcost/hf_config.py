@@ -130,10 +130,10 @@ _LLAMA_LIKE = {
     # configuration_qwen2_5_vl.py / qwen2_vl: Qwen2's text model (its keys top-level, or under text_config)
     "qwen2_5_vl": (None, None, True, "none"),
     "qwen2_vl": (None, None, True, "none"),
-    # configuration_qwen3_vl.py / configuration_qwen3_vl_moe.py (transformers 00709b86 / 4fa4a23e): Qwen3's layers
-    # (q_norm/k_norm over head_dim), KV heads defaulting to the heads; the MoE text model's head_dim to hidden/heads
-    "qwen3_vl_text": (None, 128, False, "head"),
-    "qwen3_vl_moe_text": (None, None, False, "head"),
+    # configuration_qwen3_vl.py / configuration_qwen3_vl_moe.py (transformers 000c33fd / 4fa4a23e): Qwen3's layers
+    # (q_norm/k_norm over head_dim); KV heads default to 32 and 16, the MoE text model's head_dim to hidden/heads
+    "qwen3_vl_text": (32, 128, False, "head"),
+    "qwen3_vl_moe_text": (16, None, False, "head"),
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
