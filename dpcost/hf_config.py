@@ -306,7 +306,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "kv_heads": k.integer("num_key_value_heads", default=kv_default or heads, field="kv_heads"),
         "vocab": k.integer("vocab_size", field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", defaults.get("tie_word_embeddings", False)),
-        "qkv_bias": qkv_bias or k.flag(bias_key, defaults.get(bias_key, False)),
+        # MistralAttention's q/k/v/o take bias=False whatever the config says (modeling_mistral.py)
+        "qkv_bias": qkv_bias or (family != "mistral" and k.flag(bias_key, defaults.get(bias_key, False))),
         "qk_norm": qk_norm,
     }
     head_dim = k.integer("head_dim", default=head_dim_default, field="head_dim")
@@ -321,8 +322,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["norm"] = "layernorm_np"
     if family == "nemotron":
         arch.update(mlp="relu", norm="layernorm")
-    if family in ("nemotron", "phimoe") and k.flag("attention_bias", False):
-        arch["out_bias"] = True  # their attention_bias covers o_proj too
+    if family in ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe") and k.flag("attention_bias", False):
+        arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
         arch["out_bias"] = True
     if family == "phimoe":

@@ -636,3 +636,20 @@ def test_output_and_head_biases_stay_out_of_a_dump_unless_set() -> None:
     again = type(phimoe).model_validate(phimoe.model_dump(mode="json", exclude_none=True))
     assert again.architecture is not None and again.architecture.out_bias and again.architecture.head_bias
     assert count_params(again).total == count_params(phimoe).total
+
+
+@pytest.mark.parametrize(
+    ("name", "biased"),
+    [("llama-3.1-8b.json", "qkvo"), ("qwen3-8b.json", "qkvo"), ("mistral-large-2407.json", "")],
+)
+def test_attention_bias_where_the_family_reads_it(name: str, biased: str) -> None:
+    """modeling_llama.py and modeling_qwen3.py give q, k, v and o bias=config.attention_bias; modeling_mistral.py
+    hard-codes bias=False on all four."""
+    base = _cfg(name)
+    off = count_params(model_from_hf_config({**base, "attention_bias": False}))
+    on = count_params(model_from_hf_config({**base, "attention_bias": True}))
+    a = model_from_hf_config(base).architecture
+    assert a is not None
+    q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
+    per_layer = (q + 2 * kv if "qkv" in biased else 0) + (a.hidden if "o" in biased else 0)
+    assert on.total - off.total == a.layers * per_layer
