@@ -146,6 +146,16 @@ _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "glm4": {"attention_bias": True},
     "internlm2": {"bias": True},
 }
+# LlamaConfig's defaults for the shapes (configuration_llama.py), for a llama text_config nested in a wrapper:
+# LLaVA-1.5's names only what differs from them (its vocabulary) and so is Llama 2 7B's shape. A top-level llama
+# config must name its shapes: one without them is more likely cut short than meant as a 7B.
+_LLAMA_SHAPE_DEFAULTS = {
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "vocab_size": 32000,
+}
 # Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
 # configuration_gemma2.py at 008e574, configuration_gemma3.py at 008f5c8; docs/sources/hf-defaults.md): a config.json
 # may name only what differs (google/gemma-3-4b-it's text_config names three keys).
@@ -296,15 +306,16 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     kv_default, head_dim_default, qkv_bias, qk_norm = _LLAMA_LIKE[family]
     defaults = _LLAMA_LIKE_DEFAULTS.get(family, {})
     bias_key = "bias" if family == "internlm2" else "attention_bias"
-    hidden = k.integer("hidden_size", field="hidden")
-    layers = k.integer("num_hidden_layers", field="layers")
-    heads = k.integer("num_attention_heads", field="heads")
+    shape = _LLAMA_SHAPE_DEFAULTS if family == "llama" and k.prefix else {}
+    hidden = k.integer("hidden_size", default=shape.get("hidden_size", _MISSING), field="hidden")
+    layers = k.integer("num_hidden_layers", default=shape.get("num_hidden_layers", _MISSING), field="layers")
+    heads = k.integer("num_attention_heads", default=shape.get("num_attention_heads", _MISSING), field="heads")
     arch: dict[str, Any] = {
         "hidden": hidden,
         "layers": layers,
         "heads": heads,
         "kv_heads": k.integer("num_key_value_heads", default=kv_default or heads, field="kv_heads"),
-        "vocab": k.integer("vocab_size", field="vocab"),
+        "vocab": k.integer("vocab_size", default=shape.get("vocab_size", _MISSING), field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", defaults.get("tie_word_embeddings", False)),
         # MistralAttention's q/k/v/o take bias=False whatever the config says (modeling_mistral.py)
         "qkv_bias": qkv_bias or (family != "mistral" and k.flag(bias_key, defaults.get(bias_key, False))),
@@ -345,7 +356,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             "router_bias": family == "gpt_oss",  # gpt-oss's router is a Linear with bias
         }
         return arch
-    arch["ffn"] = k.integer("intermediate_size", field="ffn")
+    arch["ffn"] = k.integer("intermediate_size", default=shape.get("intermediate_size", _MISSING), field="ffn")
     if family in ("qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text") and k.get("num_experts", default=0):
         shared = k.integer("shared_expert_intermediate_size", default=0, field="moe.shared_ffn")
         arch["moe"] = {
@@ -722,11 +733,35 @@ def _qwen1(k: Keys) -> dict[str, Any]:
     }
 
 
+def _wrapped_family(cfg: dict[str, Any]) -> str | None:
+    """The family of the text model of a multimodal wrapper dpcost has no map of its own for (LLaVA, Idefics3,
+    InternVL, ...): its text_config's model_type, where that is a family dpcost counts."""
+    text = cfg.get("text_config")
+    if cfg.get("model_type") in SUPPORTED_MODEL_TYPES or not isinstance(text, dict):
+        return None
+    inner = text.get("model_type")
+    return inner if isinstance(inner, str) and inner in SUPPORTED_MODEL_TYPES and inner not in _NESTED else None
+
+
+def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """A wrapper's text_config; where it has no tie_word_embeddings of its own, the top level's (Qwen3-VL-8B's and
+    -30B-A3B's files say it only there, and their checkpoints store lm_head, where transformers 5's
+    Qwen3VLMoeTextConfig would default the text model to tied)."""
+    text: dict[str, Any] = cfg["text_config"]
+    if "tie_word_embeddings" not in text and "tie_word_embeddings" in cfg:
+        text = {**text, "tie_word_embeddings": cfg["tie_word_embeddings"]}
+    return text
+
+
 def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Keys, str]:
-    family = _family(cfg, where)
+    wrapped = _wrapped_family(cfg)
+    wrapper = str(cfg.get("model_type"))
+    family = wrapped or _family(cfg, where)
     prefix = ""
-    multimodal = family in _NESTED or family in ("qwen2_5_vl", "qwen2_vl")
-    if family in ("qwen2_5_vl", "qwen2_vl"):
+    multimodal = wrapped is not None or family in _NESTED or family in ("qwen2_5_vl", "qwen2_vl")
+    if wrapped:
+        cfg, prefix = _text_config(cfg), "text_config."
+    elif family in ("qwen2_5_vl", "qwen2_vl"):
         # the released files keep the text model's keys top-level; transformers 5 writes them under text_config
         if isinstance(cfg.get("text_config"), dict):
             cfg, prefix = cfg["text_config"], "text_config."
@@ -734,12 +769,13 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         text = cfg.get("text_config")
         if not isinstance(text, dict):
             raise InputError(where, f"text_config: a {family} config keeps its text model's keys there")
-        if "tie_word_embeddings" not in text and "tie_word_embeddings" in cfg:
-            # Qwen3-VL-8B's and -30B-A3B's files say it only at the top level (false), and their checkpoints store
-            # lm_head, where transformers 5's Qwen3VLMoeTextConfig would default the text model to tied
-            text = {**text, "tie_word_embeddings": cfg["tie_word_embeddings"]}
-        cfg, prefix, family = text, "text_config.", _NESTED[family]
+        cfg, prefix, family = _text_config(cfg), "text_config.", _NESTED[family]
     note = "text model only: the vision encoder is not counted" if multimodal else ""
+    if wrapped:
+        note = (
+            f"text model only ({wrapper}'s text_config, a {wrapped} model): the vision encoder and projector are "
+            "not counted"
+        )
     k = Keys(cfg, where, family, prefix)
     if family in _LLAMA_LIKE:
         arch = _llama_like(k, family)

@@ -46,7 +46,7 @@ def _rounding(text: str) -> float:
 
 def _family(row: dict[str, str]) -> str:
     cfg = json.loads((CONFIGS / row["file"]).read_text())
-    if cfg["model_type"] in ("llama4", "gemma3", "mistral3", "qwen3_vl", "qwen3_vl_moe"):
+    if cfg["model_type"] in ("llama4", "gemma3", "mistral3", "qwen3_vl", "qwen3_vl_moe", "llava"):
         cfg = cfg["text_config"]
     return str(cfg.get("model_type"))
 
@@ -653,3 +653,17 @@ def test_attention_bias_where_the_family_reads_it(name: str, biased: str) -> Non
     q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
     per_layer = (q + 2 * kv if "qkv" in biased else 0) + (a.hidden if "o" in biased else 0)
     assert on.total - off.total == a.layers * per_layer
+
+
+def test_a_wrapper_without_a_map_counts_its_text_model_by_the_text_configs_family() -> None:
+    """LLaVA (model_type llava) has no key map: its text_config's model_type (llama) is read, with LlamaConfig's
+    defaults for the shapes it leaves out, and the note says the vision tower and projector are not counted; a
+    wrapper whose text_config names no counted family is still refused by its own model_type."""
+    spec = model_from_hf_config(_cfg("llava-1.5-7b-hf.json"), "config.json")
+    a = spec.architecture
+    assert a is not None and (a.hidden, a.layers, a.heads, a.ffn, a.vocab) == (4096, 32, 32, 11008, 32064)
+    assert "llava's text_config, a llama model" in (spec.source or "")
+    assert "vision encoder and projector are not counted" in (spec.source or "")
+    bad = {**_cfg("llava-1.5-7b-hf.json"), "text_config": {"model_type": "rwkv", "hidden_size": 2048}}
+    with pytest.raises(InputError, match=f"model_type 'llava' .*{REFUSAL}"):
+        model_from_hf_config(bad)
