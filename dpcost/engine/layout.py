@@ -114,10 +114,11 @@ def group_of_rank_zero(layout: Layout, kind: str) -> list[int]:
     """The group of `kind` that holds rank 0 (Megatron's groups of one kind are translates of it): its own
     dimensions' indices times their strides, the others at 0."""
     sizes, strides, inside, _ = _grid(layout, kind)
-    return sorted(
-        sum(i * strides[d] for i, d in zip(index, inside, strict=True))
-        for index in product(*(range(sizes[d]) for d in inside))
-    )
+    members = [0]
+    for d in inside:  # one dimension at a time: a search places groups of up to all the GPUs
+        step = strides[d]
+        members = [m + i * step for i in range(sizes[d]) for m in members]
+    return sorted(members)
 
 
 def group_members(layout: Layout, kind: str) -> list[list[int]]:

@@ -116,14 +116,14 @@ def place_group(topology: TopologySpec, members: Sequence[int]) -> Placement:
     check_ranks(topology, max(members) + 1)
     levels: list[Level] = []
     for i, tier in enumerate(topology.tiers):
-        per = ranks if tier.size is None else max(Counter(r // tier.size for r in members).values())
+        per = ranks if tier.size is None else max(Counter(map(tier.size.__rfloordiv__, members)).values())
         holds_all = per >= ranks
         domain = (math.inf if tier.size is None else float(tier.size)) if holds_all else float(per)
         levels.append(Level(tier, domain, scale_up=i == 0))
         if holds_all:
             break
     g = topology.tiers[0].size
-    nodes = len({r // g for r in members}) if g is not None else 1
+    nodes = len(set(map(g.__rfloordiv__, members))) if g is not None else 1
     return Placement(ranks, nodes, tuple(levels))
 
 
