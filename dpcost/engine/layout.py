@@ -110,14 +110,18 @@ def _grid(layout: Layout, kind: str) -> tuple[dict[str, int], dict[str, int], li
     return sizes, strides, [d for d in order if d in varying], [d for d in order if d not in varying]
 
 
+def group_shape(layout: Layout, kind: str) -> tuple[tuple[int, int], ...]:
+    """(stride, size) of each dimension that varies inside a group of `kind`: all that sets its members' ranks."""
+    sizes, strides, inside, _ = _grid(layout, kind)
+    return tuple((strides[d], sizes[d]) for d in inside)
+
+
 def group_of_rank_zero(layout: Layout, kind: str) -> list[int]:
     """The group of `kind` that holds rank 0 (Megatron's groups of one kind are translates of it): its own
     dimensions' indices times their strides, the others at 0."""
-    sizes, strides, inside, _ = _grid(layout, kind)
     members = [0]
-    for d in inside:  # one dimension at a time: a search places groups of up to all the GPUs
-        step = strides[d]
-        members = [m + i * step for i in range(sizes[d]) for m in members]
+    for step, size in group_shape(layout, kind):  # one dimension at a time: groups of up to all the GPUs
+        members = [m + i * step for i in range(size) for m in members]
     return sorted(members)
 
 

@@ -21,7 +21,7 @@ from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token, mtp_forward_flops
 from dpcost.engine.frameworks import FRAMEWORKS
-from dpcost.engine.layout import Layout, group_of_rank_zero
+from dpcost.engine.layout import Layout, group_of_rank_zero, group_shape
 from dpcost.engine.layout_step import (
     LayoutCall,
     bubble_seconds,
@@ -194,12 +194,25 @@ def _placements(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
     return known[layout]
 
 
+@per_object
+def _groups_placed_on(topology: TopologySpec) -> dict[tuple[object, ...], Placement]:
+    """Placements by group shape on one topology (memo.py): the layouts of a search share most of their groups."""
+    return {}
+
+
 def _place_groups(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
-    kinds = ("tp", "cp", "dp-cp", "ep", "etp", "edp")
-    out = {kind: place_group(topology, group_of_rank_zero(layout, kind)) for kind in kinds}
-    for kind, name, ring in (("pp", "pp", False), ("cp", "cp-ring", True)):
-        members = group_of_rank_zero(layout, kind)
-        out[name] = place_group(topology, _slowest_neighbours(topology, members, ring))
+    known = _groups_placed_on(topology)
+
+    def placed(kind: str, neighbours: bool = False, ring: bool = False) -> Placement:
+        key = (group_shape(layout, kind), neighbours, ring)
+        if key not in known:
+            members = group_of_rank_zero(layout, kind)
+            known[key] = place_group(topology, _slowest_neighbours(topology, members, ring) if neighbours else members)
+        return known[key]
+
+    out = {kind: placed(kind) for kind in ("tp", "cp", "dp-cp", "ep", "etp", "edp")}
+    out["pp"] = placed("pp", neighbours=True)
+    out["cp-ring"] = placed("cp", neighbours=True, ring=True)
     return out
 
 
