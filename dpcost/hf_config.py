@@ -259,6 +259,7 @@ _ARCHITECTURES = {
     "JambaForCausalLM": "jamba",
     "FalconH1ForCausalLM": "falcon_h1",
     "Qwen3NextForCausalLM": "qwen3_next",
+    "GraniteMoeHybridForCausalLM": "granitemoehybrid",
 }
 _NESTED = {
     "llama4": "llama4_text",
@@ -269,7 +270,7 @@ _NESTED = {
 }  # multimodal wrappers: the text model's keys
 _GLM_MINIMAX = ("glm4_moe", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py
-_HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1")
+_HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1", "granitemoehybrid")
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen", "dbrx",

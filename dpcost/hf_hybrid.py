@@ -44,7 +44,15 @@ _FALCON_H1 = {"vocab_size": 128000, "hidden_size": 4096, "intermediate_size": 14
               "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
               "mamba_chunk_size": 256}  # fmt: skip
 
-HYBRID_MODEL_TYPES = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1")
+# configuration_granitemoehybrid.py (GraniteMoeHybridConfig, transformers 5.24.0)
+_GRANITE_HYBRID = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "num_local_experts": 8, "num_experts_per_tok": 2,
+                   "shared_intermediate_size": 1024, "mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256,
+                   "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 256}  # fmt: skip
+
+HYBRID_MODEL_TYPES = (
+    "mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1", "granitemoehybrid"
+)  # fmt: skip
 
 
 def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
@@ -58,6 +66,8 @@ def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
         return _jamba(k)
     if family == "falcon_h1":
         return _falcon_h1(k)
+    if family == "granitemoehybrid":
+        return _granite_hybrid(k)
     return _qwen3_next(k)
 
 
@@ -228,6 +238,62 @@ def _falcon_h1(k: Keys) -> dict[str, Any]:
     head_dim = k.integer("head_dim", default=None, field="head_dim")
     if head_dim is not None:
         arch["head_dim"] = head_dim
+    return arch
+
+
+def _granite_hybrid(k: Keys) -> dict[str, Any]:
+    """GraniteMoeHybridForCausalLM (Granite 4.0): a Mamba-2 mixer or attention per layer as layer_types says (all
+    Mamba without it), then in every layer a gated shared MLP of shared_intermediate_size and, with
+    num_local_experts > 0, gated experts of intermediate_size beside it (a router without bias); two RMSNorms per
+    layer; attention_bias on q, k, v and o; untied unless the file says (GraniteMoeHybridConfig's defaults)."""
+    d = _GRANITE_HYBRID
+    hidden = _int(k, "hidden_size", d, "hidden")
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    kinds = k.get("layer_types", default=["mamba"] * layers)
+    names = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention", "full_attention": "attention"}
+    if not isinstance(kinds, list) or len(kinds) != layers or not all(t in names for t in kinds):
+        said = f"{k._key('layer_types')}: one of 'mamba' or 'attention' per layer ({layers}), got {kinds!r}"
+        raise InputError(k.where, said[:300])
+    heads = _int(k, "num_attention_heads", d, "heads")
+    inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
+    ssm_heads = _int(k, "mamba_n_heads", d, "ssm.heads")
+    bias = k.flag("attention_bias", False)
+    shared = _int(k, "shared_intermediate_size", d, "moe.shared_ffn")
+    experts = _int(k, "num_local_experts", d, "moe.experts")
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": int(k.integer("num_key_value_heads", default=heads, field="kv_heads")),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "mixers": tuple(names[t] for t in kinds),
+        "ssm": {
+            "version": 2,
+            "inner": inner,
+            "heads": ssm_heads,
+            "state": _int(k, "mamba_d_state", d, "ssm.state"),
+            "groups": _int(k, "mamba_n_groups", d, "ssm.groups"),
+            "conv_kernel": _int(k, "mamba_d_conv", d, "ssm.conv_kernel"),
+            "chunk": _int(k, "mamba_chunk_size", d, "ssm.chunk"),
+            "conv_bias": k.flag("mamba_conv_bias", True),
+            "bias": k.flag("mamba_proj_bias", False),
+        },
+    }
+    head_dim = k.integer("head_dim", default=None, field="head_dim")
+    if head_dim is not None:
+        arch["head_dim"] = head_dim
+    arch["ffn"] = shared  # the shared MLP: beside the experts, or with none the layer's whole MLP
+    if experts > 0:
+        arch["moe"] = {
+            "experts": experts,
+            "active": _int(k, "num_experts_per_tok", d, "moe.active"),
+            "ffn": _int(k, "intermediate_size", d, "moe.ffn"),
+            "shared": 1,
+            "shared_ffn": shared,
+        }
     return arch
 
 

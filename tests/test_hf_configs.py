@@ -140,7 +140,7 @@ def test_every_family_within_half_a_percent() -> None:
         "nemotron_h", "qwen3_next", "deepseek_v32", "granite", "olmoe", "starcoder2", "cohere", "smollm3", "seed_oss",
         "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2", "qwen3_vl_text",
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron",
-        "ernie4_5_moe", "phimoe",
+        "ernie4_5_moe", "phimoe", "granitemoehybrid",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -667,3 +667,19 @@ def test_a_wrapper_without_a_map_counts_its_text_model_by_the_text_configs_famil
     bad = {**_cfg("llava-1.5-7b-hf.json"), "text_config": {"model_type": "rwkv", "hidden_size": 2048}}
     with pytest.raises(InputError, match=f"model_type 'llava' .*{REFUSAL}"):
         model_from_hf_config(bad)
+
+
+def test_granite_hybrid_layers_by_their_types_and_experts() -> None:
+    """modeling_granitemoehybrid.py: a layer's mixer follows layer_types (all Mamba without it); every layer keeps its
+    shared MLP, and with num_local_experts 0 that gated MLP is the whole of it."""
+    tiny = _cfg("granite-4.0-h-tiny.json")
+    dense_cfg = {**tiny, "num_local_experts": 0}
+    a, dense = model_from_hf_config(tiny).architecture, model_from_hf_config(dense_cfg).architecture
+    assert a is not None and a.mixers.count("attention") == 4 and a.moe is not None and a.moe.shared_ffn == 1024
+    assert dense is not None and dense.moe is None and dense.ffn == 1024
+    experts = count_params(model_from_hf_config(tiny)).total - count_params(model_from_hf_config(dense_cfg)).total
+    assert experts == 40 * 64 * (3 * 1536 * 512 + 1536)  # 64 gated experts of 512 and the router, in 40 layers
+    all_mamba = model_from_hf_config({k: v for k, v in tiny.items() if k != "layer_types"}).architecture
+    assert all_mamba is not None and set(all_mamba.mixers) == {"mamba"}
+    with pytest.raises(InputError, match="layer_types: one of 'mamba' or 'attention' per layer"):
+        model_from_hf_config({**tiny, "layer_types": ["mamba"] * 39})
