@@ -108,6 +108,12 @@ _LLAMA_LIKE = {
     # configuration_phimoe.py / modeling_phimoe.py (transformers 23925e16 / c4cdd1a0): Mixtral's experts under
     # LayerNorms with biases; attention_bias puts biases on q, k, v and o, lm_head_bias one on the head
     "phimoe": (8, None, False, "none"),
+    # configuration_arcee.py / modeling_arcee.py (transformers 5.24.0): Llama's attention, a 2-matrix relu2 MLP (up,
+    # down) with biases by mlp_bias
+    "arcee": (None, None, False, "none"),
+    # configuration_apertus.py / modeling_apertus.py (5.24.0): q_norm/k_norm over head_dim always, a 2-matrix xIELU
+    # MLP without biases (mlp_bias is not read); xIELU's alpha_p and alpha_n (2 per layer) are not counted
+    "apertus": (None, None, False, "head"),
     # configuration_cohere.py / modular_cohere.py: one CohereLayerNorm (a weight, no bias) per layer under which
     # attention and the gated MLP run in parallel; with use_qk_norm, q and k normed per head, each head's own weights
     "cohere": (None, None, False, "none"),
@@ -215,6 +221,8 @@ _ARCHITECTURES = {
     "NemotronForCausalLM": "nemotron",
     "PhimoeForCausalLM": "phimoe",
     "PhiMoEForCausalLM": "phimoe",
+    "ArceeForCausalLM": "arcee",
+    "ApertusForCausalLM": "apertus",
     "CohereForCausalLM": "cohere",
     "Starcoder2ForCausalLM": "starcoder2",
     "OlmoForCausalLM": "olmo",
@@ -328,13 +336,16 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family == "gpt_oss":
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
-    if k.flag("mlp_bias", False):
+    if family != "apertus" and k.flag("mlp_bias", False):
         arch["linear_bias"] = True
     if family == "olmo":
         arch["norm"] = "layernorm_np"
     if family == "nemotron":
         arch.update(mlp="relu", norm="layernorm")
-    if family in ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe") and k.flag("attention_bias", False):
+    if family in ("arcee", "apertus"):
+        arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
+    biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus")
+    if family in biased_out and k.flag("attention_bias", False):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
         arch["out_bias"] = True

@@ -140,7 +140,7 @@ def test_every_family_within_half_a_percent() -> None:
         "nemotron_h", "qwen3_next", "deepseek_v32", "granite", "olmoe", "starcoder2", "cohere", "smollm3", "seed_oss",
         "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2", "qwen3_vl_text",
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron",
-        "ernie4_5_moe", "phimoe", "granitemoehybrid",
+        "ernie4_5_moe", "phimoe", "granitemoehybrid", "apertus", "arcee",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
