@@ -260,6 +260,8 @@ def _granite_hybrid(k: Keys) -> dict[str, Any]:
     bias = k.flag("attention_bias", False)
     shared = _int(k, "shared_intermediate_size", d, "moe.shared_ffn")
     experts = _int(k, "num_local_experts", d, "moe.experts")
+    if experts < 0:
+        raise InputError(k.where, f"{k._key('num_local_experts')}: 0 (no experts) or more, got {experts}")
     arch: dict[str, Any] = {
         "hidden": hidden,
         "layers": layers,
