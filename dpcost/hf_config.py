@@ -140,6 +140,9 @@ _LLAMA_LIKE = {
     # (q_norm/k_norm over head_dim); KV heads default to 32 and 16, the MoE text model's head_dim to hidden/heads
     "qwen3_vl_text": (32, 128, False, "head"),
     "qwen3_vl_moe_text": (16, None, False, "head"),
+    # configuration_glm4v.py / modeling_glm4v.py (5.24.0): GLM-4's text layers (4 RMSNorms, fused gate_up), q/k/v
+    # biases whatever attention_bias says, o_proj without, head_dim hidden / heads (a head_dim key is not read)
+    "glm4v_text": (2, None, True, "none"),
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
@@ -238,6 +241,8 @@ _ARCHITECTURES = {
     "Mistral3ForConditionalGeneration": "mistral3",
     "Qwen3VLForConditionalGeneration": "qwen3_vl",
     "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
+    "Glm4vForConditionalGeneration": "glm4v",
+    "Glm4vMoeForConditionalGeneration": "glm4v_moe",
     "GPTBigCodeForCausalLM": "gpt_bigcode",
     "DbrxForCausalLM": "dbrx",
     "GemmaForCausalLM": "gemma",
@@ -275,8 +280,10 @@ _NESTED = {
     "mistral3": "mistral",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "glm4v": "glm4v_text",
+    "glm4v_moe": "glm4v_moe_text",
 }  # multimodal wrappers: the text model's keys
-_GLM_MINIMAX = ("glm4_moe", "minimax_m2")  # read by _glm4_moe and _minimax_m2
+_GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py
 _HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1", "granitemoehybrid")
 SUPPORTED_MODEL_TYPES = tuple(
@@ -330,7 +337,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "qkv_bias": qkv_bias or (family != "mistral" and k.flag(bias_key, defaults.get(bias_key, False))),
         "qk_norm": qk_norm,
     }
-    head_dim = k.integer("head_dim", default=head_dim_default, field="head_dim")
+    head_dim = None if family == "glm4v_text" else k.integer("head_dim", default=head_dim_default, field="head_dim")
     if head_dim is not None:
         arch["head_dim"] = head_dim
     if family == "gpt_oss":
@@ -351,7 +358,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["out_bias"] = True
     if family == "phimoe":
         arch.update(norm="layernorm", head_bias=k.flag("lm_head_bias", False))
-    if family == "glm4":
+    if family in ("glm4", "glm4v_text"):
         arch["layer_norms"] = 4
     if family in ("ernie4_5", "ernie4_5_moe") and k.flag("use_bias", False):
         arch.update(qkv_bias=True, linear_bias=True)
@@ -506,7 +513,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     return arch
 
 
-def _glm4_moe(k: Keys) -> dict[str, Any]:
+def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
     """Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air, GLM-4.6), as transformers builds it: configuration_glm4_moe.py at
     c7ec229ad64cdcf0176f669969c66c9a652e7f38, modeling_glm4_moe.py at a0699c971daff96403489086fcfd07469d20b17f (the
     same weights as modular_glm4_moe.py at 0e97420c9957149b80ff57632148e8ce80203b48).
@@ -524,7 +531,10 @@ def _glm4_moe(k: Keys) -> dict[str, Any]:
     and shared_head.norm. Approximated: nothing in the main model; in the MTP count, the layer's shared_head.head
     (vocab x hidden, 775,946,240 parameters for GLM-4.5, 620,756,992 for GLM-4.5-Air) is taken as the output head and
     not counted again, as for DeepSeek-V3, though the checkpoints may store a copy."""
-    d = _GLM4_MOE
+    vision = family == "glm4v_moe_text"
+    # Glm4vMoeTextConfig (configuration_glm4v_moe.py, 5.24.0): GLM-4.5's defaults but vocab_size 151424 and
+    # attention_bias true; its attention has no q_norm/k_norm, and no MTP layer (num_nextn_predict_layers: 0)
+    d = {**_GLM4_MOE, "vocab_size": 151424} if vision else _GLM4_MOE
     dims = _dimensions(k, d)
     hidden, heads = dims["hidden"], dims["heads"]
     head_dim = k.integer("head_dim", default=None, field="head_dim")
@@ -548,8 +558,8 @@ def _glm4_moe(k: Keys) -> dict[str, Any]:
         "head_dim": head_dim if head_dim is not None else hidden // heads if heads > 0 else None,
         "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
-        "qkv_bias": k.flag("attention_bias", False),
-        "qk_norm": "head" if k.flag("use_qk_norm", False) else "none",
+        "qkv_bias": k.flag("attention_bias", vision),
+        "qk_norm": "head" if not vision and k.flag("use_qk_norm", False) else "none",
         "moe": moe,
         "mtp_layers": k.integer("num_nextn_predict_layers", default=0, field="mtp_layers"),
     }
@@ -797,8 +807,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _llama4(k)
     elif family in _DEEPSEEK:
         arch = _deepseek(k, family)
-    elif family == "glm4_moe":
-        arch = _glm4_moe(k)
+    elif family in ("glm4_moe", "glm4v_moe_text"):
+        arch = _glm4_moe(k, family)
     elif family == "minimax_m2":
         arch = _minimax_m2(k)
     elif family in _FALCON:
