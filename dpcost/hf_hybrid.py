@@ -147,6 +147,22 @@ def _ssd(k: Keys, inner: int, heads: int, defaults: dict[str, int], state_key: s
     }
 
 
+def _mamba_prefixed_ssd(k: Keys, defaults: dict[str, int], inner: int, heads: int) -> dict[str, Any]:
+    """A Mamba-2 mixer from the mamba_-prefixed keys Falcon-H1 and Granite 4.0 share (mamba_d_state, mamba_n_groups,
+    mamba_d_conv, mamba_chunk_size; conv bias on and projection biases off unless said)."""
+    return {
+        "version": 2,
+        "inner": inner,
+        "heads": heads,
+        "state": _int(k, "mamba_d_state", defaults, "ssm.state"),
+        "groups": _int(k, "mamba_n_groups", defaults, "ssm.groups"),
+        "conv_kernel": _int(k, "mamba_d_conv", defaults, "ssm.conv_kernel"),
+        "chunk": _int(k, "mamba_chunk_size", defaults, "ssm.chunk"),
+        "conv_bias": k.flag("mamba_conv_bias", True),
+        "bias": k.flag("mamba_proj_bias", False),
+    }
+
+
 def _jamba(k: Keys) -> dict[str, Any]:
     """JambaForCausalLM: attention in layers i % attn_layer_period == attn_layer_offset, Mamba-1 (with weighted
     RMSNorms of dt, B and C) elsewhere; an MoE of gated experts in layers i % expert_layer_period ==
@@ -222,18 +238,7 @@ def _falcon_h1(k: Keys) -> dict[str, Any]:
         "qkv_bias": k.flag("attention_bias", False),
         "linear_bias": k.flag("mlp_bias", False),
         "mixers": ("attention+mamba",) * layers,
-        "ssm": {
-            "version": 2,
-            "inner": inner,
-            "heads": ssm_heads,
-            "state": _int(k, "mamba_d_state", d, "ssm.state"),
-            "groups": _int(k, "mamba_n_groups", d, "ssm.groups"),
-            "conv_kernel": _int(k, "mamba_d_conv", d, "ssm.conv_kernel"),
-            "chunk": _int(k, "mamba_chunk_size", d, "ssm.chunk"),
-            "conv_bias": k.flag("mamba_conv_bias", True),
-            "bias": k.flag("mamba_proj_bias", False),
-            "gated_norm": k.flag("mamba_rms_norm", False),
-        },
+        "ssm": {**_mamba_prefixed_ssd(k, d, inner, ssm_heads), "gated_norm": k.flag("mamba_rms_norm", False)},
     }
     head_dim = k.integer("head_dim", default=None, field="head_dim")
     if head_dim is not None:
@@ -272,17 +277,7 @@ def _granite_hybrid(k: Keys) -> dict[str, Any]:
         "qkv_bias": bias,
         "out_bias": bias,
         "mixers": tuple(names[t] for t in kinds),
-        "ssm": {
-            "version": 2,
-            "inner": inner,
-            "heads": ssm_heads,
-            "state": _int(k, "mamba_d_state", d, "ssm.state"),
-            "groups": _int(k, "mamba_n_groups", d, "ssm.groups"),
-            "conv_kernel": _int(k, "mamba_d_conv", d, "ssm.conv_kernel"),
-            "chunk": _int(k, "mamba_chunk_size", d, "ssm.chunk"),
-            "conv_bias": k.flag("mamba_conv_bias", True),
-            "bias": k.flag("mamba_proj_bias", False),
-        },
+        "ssm": _mamba_prefixed_ssd(k, d, inner, ssm_heads),
     }
     head_dim = k.integer("head_dim", default=None, field="head_dim")
     if head_dim is not None:
