@@ -795,8 +795,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     note = "text model only: the vision encoder is not counted" if multimodal else ""
     if wrapped:
         note = (
-            f"text model only ({wrapper}'s text_config, a {wrapped} model): the vision encoder and projector are "
-            "not counted"
+            f"text model only ({wrapper}'s text_config, a {wrapped} model): its vision or audio encoder and "
+            "projector are not counted"
         )
     k = Keys(cfg, where, family, prefix)
     if family in _LLAMA_LIKE:

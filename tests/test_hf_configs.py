@@ -664,7 +664,7 @@ def test_a_wrapper_without_a_map_counts_its_text_model_by_the_text_configs_famil
     a = spec.architecture
     assert a is not None and (a.hidden, a.layers, a.heads, a.ffn, a.vocab) == (4096, 32, 32, 11008, 32064)
     assert "llava's text_config, a llama model" in (spec.source or "")
-    assert "vision encoder and projector are not counted" in (spec.source or "")
+    assert "vision or audio encoder and projector are not counted" in (spec.source or "")
     bad = {**_cfg("llava-1.5-7b-hf.json"), "text_config": {"model_type": "rwkv", "hidden_size": 2048}}
     with pytest.raises(InputError, match=f"model_type 'llava' .*{REFUSAL}"):
         model_from_hf_config(bad)
