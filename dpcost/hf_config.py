@@ -284,7 +284,7 @@ _NESTED = {
     "glm4v_moe": "glm4v_moe_text",
 }  # multimodal wrappers: the text model's keys
 _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "minimax_m2")  # read by _glm4_moe and _minimax_m2
-# State-space and hybrid families, read by hf_hybrid.py
+# State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1", "granitemoehybrid")
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(

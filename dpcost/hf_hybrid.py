@@ -10,7 +10,7 @@ from typing import Any
 from dpcost.errors import InputError
 from dpcost.hf_config import Keys
 
-__all__ = ["HYBRID_MODEL_TYPES", "hybrid_architecture"]
+__all__ = ["hybrid_architecture"]
 
 # configuration_mamba.py / configuration_falcon_mamba.py (MambaConfig's defaults, FalconMambaConfig the same)
 _MAMBA = {"vocab_size": 50280, "hidden_size": 768, "state_size": 16, "num_hidden_layers": 32, "expand": 2,
@@ -49,10 +49,6 @@ _GRANITE_HYBRID = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size"
                    "num_attention_heads": 32, "num_local_experts": 8, "num_experts_per_tok": 2,
                    "shared_intermediate_size": 1024, "mamba_n_heads": 128, "mamba_n_groups": 1, "mamba_d_state": 256,
                    "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 256}  # fmt: skip
-
-HYBRID_MODEL_TYPES = (
-    "mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1", "granitemoehybrid"
-)  # fmt: skip
 
 
 def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
