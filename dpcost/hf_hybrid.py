@@ -291,13 +291,28 @@ def _granite_hybrid(k: Keys) -> dict[str, Any]:
 
 
 def _nemotron_h(k: Keys) -> dict[str, Any]:
-    """NemotronHForCausalLM (Nemotron-H, Nemotron 3): one mixer and one norm per layer, as hybrid_override_pattern
-    spells it: M a Mamba-2 mixer of mamba_num_heads x mamba_head_dim, * attention, - a squared-ReLU MLP (up and
-    down), E an MoE of such experts with shared ones and a scoring bias."""
+    """NemotronHForCausalLM (Nemotron-H, Nemotron 3): one mixer and one norm per layer, as layers_block_type lists
+    them (transformers 5.24.0 configuration_nemotron_h.py; its alias layer_types, and the older names mamba and
+    attention) or hybrid_override_pattern spells them: M a Mamba-2 mixer of mamba_num_heads x mamba_head_dim,
+    * attention, - a squared-ReLU MLP (up and down), E an MoE of such experts with shared ones and a scoring bias,
+    whose routed experts work in moe_latent_size when it is given (LatentMoE, moe.latent). With layers_block_type
+    the layer count is the list's length (num_hidden_layers is then ignored, as transformers ignores it). The MTP
+    layers (num_nextn_predict_layers) are not counted: transformers does not build them (mtp.* is ignored on
+    load)."""
     d = _NEMOTRON_H
     hidden = _int(k, "hidden_size", d, "hidden")
-    layers = _int(k, "num_hidden_layers", d, "layers")
-    pattern = str(k.get("hybrid_override_pattern", default=_NEMOTRON_H_PATTERN))
+    listed = k.get("layers_block_type", "layer_types", default=None)
+    if listed is not None:
+        letters = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "mlp": "-",
+                   "moe": "E"}  # fmt: skip
+        if not isinstance(listed, list) or not listed or any(t not in letters for t in listed):
+            said = f"{k._key('layers_block_type')}: a list of {', '.join(letters)} per layer, got {listed!r}"
+            raise InputError(k.where, said[:300])
+        pattern = "".join(letters[t] for t in listed)
+        layers = len(pattern)
+    else:
+        layers = _int(k, "num_hidden_layers", d, "layers")
+        pattern = str(k.get("hybrid_override_pattern", default=_NEMOTRON_H_PATTERN))
     if len(pattern) != layers or set(pattern) - set("M*-E"):
         said = f"{k._key('hybrid_override_pattern')}: one of M, *, -, E per layer ({layers}), got {pattern!r}"
         raise InputError(k.where, said[:300])
@@ -335,6 +350,9 @@ def _nemotron_h(k: Keys) -> dict[str, Any]:
             "dense_layers": tuple(i for i, c in enumerate(pattern) if c != "E"),
             # NemotronHTopkRouter's e_score_correction_bias is a buffer, not a parameter
         }
+        latent = k.integer("moe_latent_size", default=None, field="moe.latent")
+        if latent is not None:
+            arch["moe"]["latent"] = latent
         if shared:
             arch["moe"].update(shared=k.integer("n_shared_experts", default=1, field="moe.shared"), shared_ffn=shared)
     return arch

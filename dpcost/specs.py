@@ -75,6 +75,12 @@ class MoESpec(Spec):
     every: PositiveInt = Field(1, description="MoE in layers i with (i + 1) % every == 0 (Llama 4, Qwen2-MoE)")
     dense_layers: tuple[NonNegativeInt, ...] = Field((), description="further layers with a dense MLP (Qwen)")
     router_bias: bool = Field(False, description="a per-expert routing bias (DeepSeek-V3 e_score_correction)")
+    latent: PositiveInt | None = Field(
+        None,
+        description="the width the routed experts work in, if not hidden (Nemotron 3's LatentMoE: a hidden -> latent "
+        "projection before them, latent -> hidden after)",
+        exclude_if=lambda v: v is None,
+    )
 
     @model_validator(mode="after")
     def _active_le_experts(self) -> MoESpec:
@@ -85,6 +91,11 @@ class MoESpec(Spec):
     @property
     def shared_width(self) -> int:
         return self.shared_ffn or self.ffn
+
+    def expert_io(self, hidden: int) -> int:
+        """The width a routed expert takes in and gives out (and its dispatched tokens carry): the latent one under
+        LatentMoE, else the model's hidden size."""
+        return self.latent or hidden
 
 
 class MLASpec(Spec):

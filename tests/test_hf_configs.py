@@ -73,7 +73,7 @@ def _exact(row: dict[str, str]) -> tuple[float, float] | None:
         return None
     figure, holds = text.split(" (", 1)
     parts = holds.rstrip(")").split(" + ")
-    assert parts[0] == "checkpoint", text
+    assert parts[0] in ("checkpoint", "transformers"), text
     c = _counts(row)
     ours = c.total
     for part in parts[1:]:

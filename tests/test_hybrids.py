@@ -155,3 +155,49 @@ def test_falcon_h1_runs_attention_and_mamba2_side_by_side() -> None:
     assert c.total == 8_514_961_408
     a = spec.architecture
     assert a is not None and a.attention_layers == 32 and a.mixer(0) == "attention+mamba"
+
+
+def test_nemotron_3_ultra_reads_layers_block_type_not_the_default_pattern() -> None:
+    """Nemotron 3 Ultra's file lists its 108 layers only as layers_block_type (transformers 5.24.0
+    configuration_nemotron_h.py; the older names mamba and attention): 48 Mamba-2, 12 attention, 48 MoE. Without
+    it a reader would fall back on NemotronHConfig's 52-layer default pattern."""
+    cfg = json.loads((CONFIGS / "nemotron-3-ultra-550b-a55b.json").read_text())
+    a = arch("nemotron-3-ultra-550b-a55b.json")
+    kinds = [a.layer_kind(i) for i in range(a.layers)]
+    assert a.layers == len(cfg["layers_block_type"]) == 108
+    assert kinds.count(("mamba", "none")) == cfg["layers_block_type"].count("mamba") == 48
+    assert kinds.count(("attention", "none")) == cfg["layers_block_type"].count("attention") == 12
+    assert kinds.count(("none", "moe")) == cfg["layers_block_type"].count("moe") == 48
+
+
+def test_latent_moe_experts_work_in_the_latent_width() -> None:
+    """Nemotron 3 Super's NemotronHMoE (modeling_nemotron_h.py, 5.24.0): each routed expert is up_proj
+    (2,688 x 1,024) and down_proj (1,024 x 2,688) in the latent width, behind fc1_latent_proj (4,096 -> 1,024) and
+    fc2_latent_proj (1,024 -> 4,096), no biases; the shared expert (5,376) works on the full width; the router is
+    512 x 4,096. One MoE layer: 512 x 5,505,024 + 8,388,608 + 44,040,192 + 2,097,152 = 2,873,098,240, plus its
+    norm (4,096)."""
+    from dpcost.engine.params import block_tensors
+
+    a = arch("nemotron-3-super-120b-a12b.json")
+    assert a.moe is not None and a.moe.latent == 1024
+    moe_layer = next(i for i in range(a.layers) if a.layer_kind(i) == ("none", "moe"))
+    tensors = block_tensors(a, True, "none", "moe")
+    assert sum(tensors) == 2_873_098_240 + 4096
+    assert tensors.count(2688 * 1024) == 2 * 512  # every expert's up and down
+    assert tensors.count(4096 * 1024) == 2  # the two latent projections
+    assert count_params(load_model(str(CONFIGS / "nemotron-3-super-120b-a12b.json"))).blocks[moe_layer].params == (
+        2_873_098_240 + 4096
+    )
+
+
+def test_latent_moe_dispatches_latent_wide_tokens() -> None:
+    """Megatron-Core's MoELayer (moe_layer.py) applies fc1_latent_proj before the token dispatcher, which "only sees
+    latent-dim tensors": an all-to-all message is tokens x top-k x latent, not x hidden (here 4,096 tokens x 22 x
+    2,048 x 2 bytes for Ultra)."""
+    from dpcost.engine.layout import Layout
+    from dpcost.engine.layout_step import ep_calls
+
+    a = arch("nemotron-3-ultra-550b-a55b.json")
+    calls = ep_calls(a, Layout(ep=8, dp=8), micro_batch=1, seq_len=4096, act_bytes=2, sequence_parallel=False)
+    assert calls[0].op == "all_to_all"
+    assert calls[0].message_bytes == 4096 * 22 * 2048 * 2

@@ -254,8 +254,11 @@ def layer_tensors(
         # Routed experts run as grouped GEMMs (not aten.mm); per routed copy of a token: the dispatched input,
         # the expert's MLP and its weighted output.
         routed = _mlp(a, moe.ffn, kernels, 0, "moe", "routed expert")
-        per_copy = e * h + sum(t.bytes_per_token for t in routed if t.saved) + e * h
+        io = moe.expert_io(h)  # a dispatched copy is latent-wide under LatentMoE
+        per_copy = e * io + sum(t.bytes_per_token for t in routed if t.saved) + e * io
         tensors.append(Tensor(f"routed experts (top-{moe.active})", "moe", moe.active * per_copy))
+        if moe.latent:  # the combined latent output, fc2_latent_proj's input
+            tensors.append(Tensor("latent projection input", "moe", e * moe.latent))
     else:
         assert a.ffn is not None
         part = _mlp(a, a.ffn, kernels, mm, "mlp", "MLP")

@@ -46,7 +46,7 @@ from dpcost.engine.ops import (
     times,
 )
 from dpcost.engine.p2p import all_to_all, send_recv
-from dpcost.engine.params import count_params, mtp_layer
+from dpcost.engine.params import count_params, mtp_layer, routed_expert
 from dpcost.engine.placement import Placement, place_group
 from dpcost.engine.prepare import DTYPE_BYTES, overlap_slowdown_for
 from dpcost.engine.rates import rates_for
@@ -140,7 +140,7 @@ def stage_loads(
         params.total - sum(b.params for b in params.blocks) - params.embedding - params.lm_head - params.positions
     )
     attention = attention_flops(a, seq_len) / a.layers
-    one_expert = (3 if a.gated_mlp else 2) * a.hidden * a.moe.ffn if a.moe is not None else 0.0
+    one_expert = routed_expert(a) if a.moe is not None else 0.0
     experts_per_layer = a.moe.experts * one_expert if a.moe is not None else 0.0
     mtp = mtp_layer(a)
     layer_counts = stage_layer_counts(a.layers, layout.pp) if layer_counts is None else layer_counts

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import stage_layer_counts
+from dpcost.engine.params import latent_projections
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 __all__ = [
@@ -548,8 +549,9 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         gate = float(h) if e.shared and e.shared_gate else 0.0
         moe_layer = ParamGroups(
             attention + shared,
-            norms + router_parameters(h, e.experts, a.linear_bias) + gate,
-            routed_expert_parameters(h, e.ffn, e.experts, a.gated_mlp),
+            # LatentMoE's projections are replicated over TP (Megatron-Core moe_layer.py: parallel_mode "duplicated")
+            norms + router_parameters(h, e.experts, a.linear_bias) + gate + latent_projections(a),
+            routed_expert_parameters(e.expert_io(h), e.ffn, e.experts, a.gated_mlp),
         )
     return ModelShape(
         hidden=h,

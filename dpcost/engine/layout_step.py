@@ -308,7 +308,7 @@ def ep_calls(
     if (layout.ep == 1 and layout.expert_tp == 1) or arch.moe is None:
         return []
     tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
-    message = tokens * arch.moe.active * arch.hidden * act_bytes
+    message = tokens * arch.moe.active * arch.moe.expert_io(arch.hidden) * act_bytes  # latent-wide under LatentMoE
     layers = moe_layers_per_stage(arch, layout.pp, stages)
     hides = 1.0 if overlap else 0.0
     calls = []

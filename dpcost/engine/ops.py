@@ -222,8 +222,12 @@ def layer_ops(
         local = max(1, e.experts // ep)
         routed = t * e.active / local  # tokens per local expert: every rank's tokens routed to these experts
         ops.append(_gemm("router", "router", t, h, e.experts, gemm_bytes))
-        ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local)
+        if e.latent:  # LatentMoE (params.latent_projections): replicated over TP, as Megatron-Core's "duplicated"
+            ops.append(_gemm("latent projection in", "moe", t, h, e.latent, gemm_bytes))
+        ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local, e.expert_io(h))
         ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * local))
+        if e.latent:
+            ops.append(_gemm("latent projection out", "moe", t, e.latent, h, gemm_bytes))
         if e.shared:
             ops += _mlp("shared expert", "moe", a, t, e.shared_width, gemm_bytes, e.shared)
             ops.append(_memory("shared expert activation", "moe_act", act_b * e.shared_width * t * e.shared, act_k))
@@ -251,9 +255,16 @@ def layer_ops(
 
 
 def _mlp(
-    name: str, module: str, a: ModelArchitecture, tokens: float, width: int, gemm_bytes: float, repeats: int = 1
+    name: str,
+    module: str,
+    a: ModelArchitecture,
+    tokens: float,
+    width: int,
+    gemm_bytes: float,
+    repeats: int = 1,
+    io: int | None = None,
 ) -> list[Op]:
-    h = a.hidden
+    h = io or a.hidden
     up = [_gemm(f"{name} gate", module, tokens, h, width, gemm_bytes, repeats, "n")] if a.gated_mlp else []
     up.append(_gemm(f"{name} up", module, tokens, h, width, gemm_bytes, repeats, "n"))
     return [*up, _gemm(f"{name} down", module, tokens, width, h, gemm_bytes, repeats, "k")]

@@ -87,11 +87,27 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
     return params, h * q_out
 
 
-def _mlp(a: ModelArchitecture, width: int) -> float:
-    h = a.hidden
+def _mlp(a: ModelArchitecture, width: int, io: int | None = None) -> float:
+    """One MLP of `width` between inputs and outputs of `io` (the hidden size, or a routed expert's latent one)."""
+    h = io or a.hidden
     if a.gated_mlp:
         return 3 * h * width + (2 * width + h if a.linear_bias else 0)
     return 2 * h * width + (width + h if a.linear_bias else 0)
+
+
+def latent_projections(a: ModelArchitecture) -> float:
+    """LatentMoE's two projections in one MoE layer, hidden -> latent before the routed experts and latent -> hidden
+    after, with biases by mlp_bias (transformers 5.24.0 modeling_nemotron_h.py NemotronHMoE fc1/fc2_latent_proj)."""
+    e = a.moe
+    if e is None or e.latent is None:
+        return 0.0
+    return 2 * a.hidden * e.latent + (e.latent + a.hidden if a.linear_bias else 0)
+
+
+def routed_expert(a: ModelArchitecture) -> float:
+    """One routed expert's parameters: an MLP of moe.ffn over the width experts work in."""
+    assert a.moe is not None
+    return _mlp(a, a.moe.ffn, a.moe.expert_io(a.hidden))
 
 
 def _norm(a: ModelArchitecture) -> float:
@@ -177,11 +193,11 @@ def _block(a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_
         mlp = _mlp(a, a.ffn)
         return BlockCount(attn + norms + mlp, attn + norms + mlp, moe=False)
     e = a.moe
-    expert = _mlp(a, e.ffn)
+    expert = routed_expert(a)
     shared = e.shared * _mlp(a, e.shared_width)
-    router = _router(a)
-    total = attn + norms + router + e.experts * expert + shared
-    active = attn + norms + router + e.active * expert + shared
+    always = attn + norms + _router(a) + shared + latent_projections(a)
+    total = always + e.experts * expert
+    active = always + e.active * expert
     return BlockCount(total, active, moe=True)
 
 
@@ -238,7 +254,10 @@ def block_matrices(
         ffn: list[int] = []
     elif moe_layer and a.moe is not None:
         e = a.moe
-        ffn = [h * e.experts] + [t for _ in range(e.experts) for t in mlp(e.ffn)]
+        io = e.expert_io(h)
+        routed = [io * e.ffn] * (3 if a.gated_mlp else 2)
+        latent_in, latent_out = ([h * e.latent], [e.latent * h]) if e.latent else ([], [])
+        ffn = [h * e.experts, *latent_in] + [t for _ in range(e.experts) for t in routed] + latent_out
         ffn += [t for _ in range(e.shared) for t in mlp(e.shared_width)]
     else:
         assert a.ffn is not None
@@ -286,8 +305,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
 
     attn_matrix = _attention(a)[1] if a.attention_layers else 0.0
     mixer_matrices = [t for mixer in {m for m, _ in kinds} for t in _mixer_matrices(a, mixer)]
-    widths = [w for w in (a.ffn, a.moe.ffn if a.moe else None, a.moe.shared_ffn if a.moe else None) if w]
-    largest_module = max([embedding, lm_head, attn_matrix, *mixer_matrices, *(h * w for w in widths)])
+    widths = [w for w in (a.ffn, a.moe.shared_ffn if a.moe else None) if w]
+    expert_matrix = a.moe.expert_io(h) * a.moe.ffn if a.moe else 0
+    largest_module = max([embedding, lm_head, attn_matrix, *mixer_matrices, expert_matrix, *(h * w for w in widths)])
 
     mtp = a.mtp_layers * mtp_layer(a).params if a.mtp_layers else 0.0
 
@@ -304,8 +324,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
         components.append(("dense MLP", _mlp(a, a.ffn) * dense_layers))
     if a.moe:
         moe_layers = sum(1 for _, mlp in kinds if mlp == "moe")
-        expert = _mlp(a, a.moe.ffn)
-        components.append(("routed experts", expert * a.moe.experts * moe_layers))
+        components.append(("routed experts", routed_expert(a) * a.moe.experts * moe_layers))
+        if a.moe.latent:
+            components.append(("latent projections", latent_projections(a) * moe_layers))
         if a.moe.shared:
             components.append(("shared experts", _mlp(a, a.moe.shared_width) * a.moe.shared * moe_layers))
         components.append(("routers", _router(a) * moe_layers))

@@ -39,7 +39,7 @@ from dpcost.engine.estimate import estimate, layout_recompute
 from dpcost.engine.layout import DEFAULT_ORDER, Layout, group_of_rank_zero
 from dpcost.engine.layout_estimate import call_seconds
 from dpcost.engine.layout_step import layout_calls
-from dpcost.engine.params import count_params
+from dpcost.engine.params import count_params, routed_expert
 from dpcost.engine.placement import Placement, place_group
 from dpcost.engine.prepare import compute_model_for, matmul_share, seq_len_for
 from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
@@ -138,12 +138,11 @@ def states_lower_bound(model: ModelSpec, shape: Shape) -> float:
 
 
 def _expert_params(model: ModelSpec) -> float:
-    """The routed experts' parameters: 3 (gated) or 2 matrices of hidden x ffn per expert per MoE layer."""
+    """The routed experts' parameters in every MoE layer (params.routed_expert)."""
     a = model.architecture
     if a is None or a.moe is None:
         return 0.0
-    matrices = 3 if a.mlp in ("swiglu", "geglu") else 2
-    return float(a.moe_layers * a.moe.experts * matrices * a.hidden * a.moe.ffn)
+    return float(a.moe_layers * a.moe.experts * routed_expert(a))
 
 
 def step_lower_bound(

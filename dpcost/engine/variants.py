@@ -191,8 +191,10 @@ def matrix_shapes(a: ModelArchitecture) -> list[tuple[int, int]]:
         if mlp == "dense" and a.ffn:
             shapes += [(h, a.ffn)] * (2 if a.gated_mlp else 1) + [(a.ffn, h)]
         if mlp == "moe" and a.moe is not None:
-            per = [(h, a.moe.ffn)] * (2 if a.gated_mlp else 1) + [(a.moe.ffn, h)]
-            shapes += per * a.moe.experts + [(h, a.moe.experts)]
+            io = a.moe.expert_io(h)
+            per = [(io, a.moe.ffn)] * (2 if a.gated_mlp else 1) + [(a.moe.ffn, io)]
+            latent = [(h, io), (io, h)] if a.moe.latent else []
+            shapes += per * a.moe.experts + [(h, a.moe.experts)] + latent
     return shapes
 
 
