@@ -273,6 +273,10 @@ _ARCHITECTURES = {
     "FalconH1ForCausalLM": "falcon_h1",
     "Qwen3NextForCausalLM": "qwen3_next",
     "GraniteMoeHybridForCausalLM": "granitemoehybrid",
+    "Qwen3_5ForConditionalGeneration": "qwen3_5",
+    "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
+    "Qwen3_5ForCausalLM": "qwen3_5_text",
+    "Qwen3_5MoeForCausalLM": "qwen3_5_moe_text",
 }
 _NESTED = {
     "llama4": "llama4_text",
@@ -282,10 +286,23 @@ _NESTED = {
     "qwen3_vl_moe": "qwen3_vl_moe_text",
     "glm4v": "glm4v_text",
     "glm4v_moe": "glm4v_moe_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
 }  # multimodal wrappers: the text model's keys
 _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
-_HYBRID = ("mamba", "falcon_mamba", "mamba2", "jamba", "nemotron_h", "qwen3_next", "falcon_h1", "granitemoehybrid")
+_HYBRID = (
+    "mamba",
+    "falcon_mamba",
+    "mamba2",
+    "jamba",
+    "nemotron_h",
+    "qwen3_next",
+    "falcon_h1",
+    "granitemoehybrid",
+    "qwen3_5_text",
+    "qwen3_5_moe_text",
+)
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen", "dbrx",

@@ -32,6 +32,13 @@ _QWEN3_NEXT = {"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5
                "shared_expert_intermediate_size": 512, "num_experts_per_tok": 10, "num_experts": 512,
                "full_attention_interval": 4}  # fmt: skip
 
+# configuration_qwen3_5.py / configuration_qwen3_5_moe.py (Qwen3_5TextConfig, Qwen3_5MoeTextConfig, transformers
+# 5.24.0): Qwen3-Next's keys, other defaults
+_QWEN3_5 = {**_QWEN3_NEXT, "vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
+            "num_hidden_layers": 32, "num_key_value_heads": 4}  # fmt: skip
+_QWEN3_5_MOE = {**_QWEN3_NEXT, "vocab_size": 248320, "num_hidden_layers": 40, "num_experts_per_tok": 8,
+                "num_experts": 256}  # fmt: skip
+
 # configuration_jamba.py (JambaConfig)
 _JAMBA = {"vocab_size": 65536, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
           "num_attention_heads": 32, "num_key_value_heads": 8, "num_experts_per_tok": 2, "num_experts": 16,
@@ -64,7 +71,7 @@ def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
         return _falcon_h1(k)
     if family == "granitemoehybrid":
         return _granite_hybrid(k)
-    return _qwen3_next(k)
+    return _qwen3_next(k, family)
 
 
 def _int(k: Keys, key: str, defaults: dict[str, int], field: str = "") -> int:
@@ -358,11 +365,19 @@ def _nemotron_h(k: Keys) -> dict[str, Any]:
     return arch
 
 
-def _qwen3_next(k: Keys) -> dict[str, Any]:
+def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     """Qwen3NextForCausalLM: gated DeltaNet in three of every four layers (layer_types, else every
     full_attention_interval-th layer attends), gated attention with per-head q/k norms in the rest, and an MoE
-    with a gated shared expert in every layer but mlp_only_layers (dense)."""
-    d = _QWEN3_NEXT
+    with a gated shared expert in every layer but mlp_only_layers (dense).
+
+    Qwen3.5's text models (modeling_qwen3_5.py, modeling_qwen3_5_moe.py, transformers 5.24.0) have the same layers,
+    with the DeltaNet's input projections held as four matrices (qkv, z, b, a) of the same total size. qwen3_5_text
+    has a dense gated MLP of intermediate_size in every layer and no MoE; qwen3_5_moe_text an MoE in every layer
+    (its class drops mlp_only_layers and decoder_sparse_step). Their MTP module (mtp_num_hidden_layers: one
+    full-attention layer of the family's MLP, fc 2h -> h and three norms, as vLLM's qwen3_5_mtp.py builds it) is
+    counted apart as mtp_layers; transformers does not build it."""
+    qwen3_5 = family in ("qwen3_5_text", "qwen3_5_moe_text")
+    d = {"qwen3_5_text": _QWEN3_5, "qwen3_5_moe_text": _QWEN3_5_MOE}.get(family, _QWEN3_NEXT)
     layers = _int(k, "num_hidden_layers", d, "layers")
     types = k.get("layer_types", default=None)
     if types is None:
@@ -370,7 +385,6 @@ def _qwen3_next(k: Keys) -> dict[str, Any]:
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
     if not isinstance(types, list) or len(types) != layers or set(types) - {"full_attention", "linear_attention"}:
         raise InputError(k.where, f"{k._key('layer_types')}: full_attention or linear_attention per layer ({layers})")
-    dense = k.layers("mlp_only_layers")
     arch: dict[str, Any] = {
         "hidden": _int(k, "hidden_size", d, "hidden"),
         "layers": layers,
@@ -389,16 +403,22 @@ def _qwen3_next(k: Keys) -> dict[str, Any]:
             "value_dim": _int(k, "linear_value_head_dim", d),
             "conv_kernel": _int(k, "linear_conv_kernel_dim", d),
         },
-        "moe": {
-            "experts": _int(k, "num_experts", d, "moe.experts"),
-            "active": _int(k, "num_experts_per_tok", d, "moe.active"),
-            "ffn": _int(k, "moe_intermediate_size", d, "moe.ffn"),
-            "every": _int(k, "decoder_sparse_step", d, "moe.every"),
-            "dense_layers": dense,
-            "shared": 1,
-            "shared_ffn": _int(k, "shared_expert_intermediate_size", d, "moe.shared_ffn"),
-            "shared_gate": True,
-        },
+    }
+    if qwen3_5:
+        arch["mtp_layers"] = k.integer("mtp_num_hidden_layers", default=0, field="mtp_layers")
+    if family == "qwen3_5_text":
+        arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
+        return arch
+    dense = () if qwen3_5 else k.layers("mlp_only_layers")
+    arch["moe"] = {
+        "experts": _int(k, "num_experts", d, "moe.experts"),
+        "active": _int(k, "num_experts_per_tok", d, "moe.active"),
+        "ffn": _int(k, "moe_intermediate_size", d, "moe.ffn"),
+        "every": 1 if qwen3_5 else _int(k, "decoder_sparse_step", d, "moe.every"),
+        "dense_layers": dense,
+        "shared": 1,
+        "shared_ffn": _int(k, "shared_expert_intermediate_size", d, "moe.shared_ffn"),
+        "shared_gate": True,
     }
     if dense or arch["moe"]["every"] != 1:
         arch["ffn"] = _int(k, "intermediate_size", d, "ffn")

@@ -46,7 +46,9 @@ def _rounding(text: str) -> float:
 
 def _family(row: dict[str, str]) -> str:
     cfg = json.loads((CONFIGS / row["file"]).read_text())
-    if cfg["model_type"] in ("llama4", "gemma3", "mistral3", "qwen3_vl", "qwen3_vl_moe", "llava", "glm4v", "glm4v_moe"):
+    wrappers = ("llama4", "gemma3", "mistral3", "qwen3_vl", "qwen3_vl_moe", "llava", "glm4v", "glm4v_moe", "qwen3_5",
+                "qwen3_5_moe")  # fmt: skip
+    if cfg["model_type"] in wrappers:
         cfg = cfg["text_config"]
     return str(cfg.get("model_type"))
 
@@ -141,7 +143,7 @@ def test_every_family_within_half_a_percent() -> None:
         "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2", "qwen3_vl_text",
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron",
         "ernie4_5_moe", "phimoe", "granitemoehybrid", "apertus", "arcee",
-        "glm4v_text", "glm4v_moe_text",
+        "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]

@@ -201,3 +201,29 @@ def test_latent_moe_dispatches_latent_wide_tokens() -> None:
     calls = ep_calls(a, Layout(ep=8, dp=8), micro_batch=1, seq_len=4096, act_bytes=2, sequence_parallel=False)
     assert calls[0].op == "all_to_all"
     assert calls[0].message_bytes == 4096 * 22 * 2048 * 2
+
+
+def test_qwen3_5_dense_has_an_mlp_in_every_layer_and_no_experts() -> None:
+    """Qwen3.5-27B (modeling_qwen3_5.py, transformers 5.24.0: Qwen3_5DecoderLayer builds Qwen3_5MLP in every layer):
+    64 layers of a gated MLP of 17,408 over 5,120, no MoE; read as Qwen3-Next, whose class defaults to 512 experts,
+    the same keys would count 268B. Its MTP layer is one full-attention layer (mtp_num_hidden_layers 1)."""
+    a = arch("qwen3.5-27b.json")
+    assert a.moe is None and a.ffn == 17408
+    assert [a.layer_kind(i)[1] for i in range(a.layers)] == ["dense"] * 64
+    assert a.mixers.count("deltanet") == 48 and a.mixers.count("attention") == 16
+    assert a.mtp_layers == 1
+    dense_mlp = 3 * 5120 * 17408
+    assert count_params(load_model(str(CONFIGS / "qwen3.5-27b.json"))).total == pytest.approx(26.9e9, rel=1e-3)
+    assert dict(count_params(load_model(str(CONFIGS / "qwen3.5-27b.json"))).components)["dense MLP"] == 64 * dense_mlp
+
+
+def test_qwen3_5_moe_has_experts_in_every_layer_whatever_mlp_only_layers_says() -> None:
+    """Qwen3_5MoeTextConfig deletes mlp_only_layers and decoder_sparse_step (modular_qwen3_5_moe.py) and every decoder
+    layer builds the sparse block: a file that still carries them does not make a layer dense."""
+    cfg = json.loads((CONFIGS / "qwen3.5-35b-a3b.json").read_text())
+    cfg["text_config"].update(mlp_only_layers=[0, 1], decoder_sparse_step=2)
+    from dpcost.catalog import model_from_hf_config
+
+    a = model_from_hf_config(cfg, "qwen3.5.json").architecture
+    assert a is not None and a.moe is not None
+    assert a.moe_layers == a.layers == 40
