@@ -203,7 +203,13 @@ _MINIMAX_M2 = {
     "num_experts_per_tok": 8,
     "num_local_experts": 256,
 }
-_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32")
+# Every weight-shaping key's default, as transformers' GlmMoeDsaConfig gives it (configuration_glm_moe_dsa.py, 5.24.0)
+_GLM_MOE_DSA = {"vocab_size": 154880, "hidden_size": 6144, "intermediate_size": 12288, "moe_intermediate_size": 2048,
+                "num_hidden_layers": 78, "num_attention_heads": 64, "n_shared_experts": 1, "n_routed_experts": 256,
+                "kv_lora_rank": 512, "q_lora_rank": 2048, "qk_rope_head_dim": 64, "v_head_dim": 256,
+                "qk_nope_head_dim": 192, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "index_topk": 2048,
+                "index_head_dim": 128, "index_n_heads": 32}  # fmt: skip
+_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode")
 _ARCHITECTURES = {
@@ -254,6 +260,7 @@ _ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV32ForCausalLM": "deepseek_v32",
+    "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "GPT2LMHeadModel": "gpt2",
@@ -487,17 +494,32 @@ def _llama4(k: Keys) -> dict[str, Any]:
 
 def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     """DeepseekV2Config / DeepseekV3Config (Kimi K2 ships the V3 keys): MLA, first_k_dense_replace dense layers,
-    n_shared_experts beside the routed ones, num_nextn_predict_layers MTP modules (counted apart)."""
+    n_shared_experts beside the routed ones, num_nextn_predict_layers MTP modules (counted apart).
+
+    GLM-5 (glm_moe_dsa: configuration_glm_moe_dsa.py / modeling_glm_moe_dsa.py, transformers 5.24.0) is DeepSeek-V3.2's
+    layer under its own defaults (_GLM_MOE_DSA): MLA and the lightning indexer, whose k_norm is a LayerNorm with a
+    bias; an indexer only in the layers indexer_types calls "full" (else index_topk_pattern's F, else every
+    index_topk_freq-th layer from index_skip_topk_offset), the "shared" ones reusing the last full layer's top-k;
+    mlp_layer_types (else first_k_dense_replace) for the dense layers; an e_score_correction_bias in every MoE layer
+    (a buffer transformers keeps out of parameters(), stored in the checkpoint). Its MTP layer (model.layers.78,
+    num_nextn_predict_layers) is ignored by transformers on load and counted apart here, with its own indexer."""
+    glm = family == "glm_moe_dsa"
+    d: dict[str, Any] = _GLM_MOE_DSA if glm else {}
+
+    def integer(key: str, field: str = "", default: Any = _MISSING) -> Any:
+        return k.integer(key, default=d.get(key, default), field=field)
+
+    layers = integer("num_hidden_layers", "layers")
     arch: dict[str, Any] = {
-        "hidden": k.integer("hidden_size", field="hidden"),
-        "layers": k.integer("num_hidden_layers", field="layers"),
-        "heads": k.integer("num_attention_heads", field="heads"),
-        "ffn": k.integer("intermediate_size", field="ffn"),
-        "vocab": k.integer("vocab_size", field="vocab"),
+        "hidden": integer("hidden_size", "hidden"),
+        "layers": layers,
+        "heads": integer("num_attention_heads", "heads"),
+        "ffn": integer("intermediate_size", "ffn"),
+        "vocab": integer("vocab_size", "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "qkv_bias": k.flag("attention_bias", False),
     }
-    if k.get("n_routed_experts", default=None) is not None:
+    if k.get("n_routed_experts", default=d.get("n_routed_experts")) is not None:
         freq = k.integer("moe_layer_freq", default=1)
         if freq != 1:
             raise InputError(
@@ -506,28 +528,63 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
                 f"first_k_dense_replace) is supported, got {freq}",
             )
         arch["moe"] = {
-            "experts": k.integer("n_routed_experts", field="moe.experts"),
-            "active": k.integer("num_experts_per_tok", field="moe.active"),
-            "shared": k.integer("n_shared_experts", default=0, field="moe.shared"),
-            "ffn": k.integer("moe_intermediate_size", field="moe.ffn"),
-            "first_dense_layers": k.integer("first_k_dense_replace", default=0, field="moe.first_dense_layers"),
-            "router_bias": k.text("topk_method", "") == "noaux_tc",  # V3's e_score_correction_bias
+            "experts": integer("n_routed_experts", "moe.experts"),
+            "active": integer("num_experts_per_tok", "moe.active"),
+            "shared": integer("n_shared_experts", "moe.shared", 0),
+            "ffn": integer("moe_intermediate_size", "moe.ffn"),
+            "first_dense_layers": integer("first_k_dense_replace", "moe.first_dense_layers", 0),
+            "router_bias": glm or k.text("topk_method", "") == "noaux_tc",  # V3's e_score_correction_bias
         }
+        kinds = _per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if glm else None
+        if kinds is not None:
+            arch["moe"].update(first_dense_layers=0, dense_layers=tuple(i for i, t in enumerate(kinds) if t == "dense"))
     arch["mla"] = {
-        "q_lora_rank": k.integer("q_lora_rank", default=None, field="mla.q_lora_rank"),
-        "kv_lora_rank": k.integer("kv_lora_rank", field="mla.kv_lora_rank"),
-        "qk_nope_head_dim": k.integer("qk_nope_head_dim", field="mla.qk_nope_head_dim"),
-        "qk_rope_head_dim": k.integer("qk_rope_head_dim", field="mla.qk_rope_head_dim"),
-        "v_head_dim": k.integer("v_head_dim", field="mla.v_head_dim"),
+        "q_lora_rank": integer("q_lora_rank", "mla.q_lora_rank", None),
+        "kv_lora_rank": integer("kv_lora_rank", "mla.kv_lora_rank"),
+        "qk_nope_head_dim": integer("qk_nope_head_dim", "mla.qk_nope_head_dim"),
+        "qk_rope_head_dim": integer("qk_rope_head_dim", "mla.qk_rope_head_dim"),
+        "v_head_dim": integer("v_head_dim", "mla.v_head_dim"),
     }
     arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
-    if family == "deepseek_v32":  # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0)
+    # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0) where GLM's give none
+    if family in ("deepseek_v32", "glm_moe_dsa"):
         arch["indexer"] = {
-            "heads": k.integer("index_n_heads", default=64, field="indexer.heads"),
-            "head_dim": k.integer("index_head_dim", default=128, field="indexer.head_dim"),
-            "topk": k.integer("index_topk", default=2048, field="indexer.topk"),
+            "heads": integer("index_n_heads", "indexer.heads", 64),
+            "head_dim": integer("index_head_dim", "indexer.head_dim", 128),
+            "topk": integer("index_topk", "indexer.topk", 2048),
         }
+    if glm:
+        arch["indexer"]["layers"] = _glm_indexer_layers(k, layers)
     return arch
+
+
+def _per_layer(k: Keys, key: str, layers: int, allowed: set[str], listed: Any = None) -> list[str] | None:
+    """A config's per-layer list of kinds (mlp_layer_types, indexer_types; `listed` where the key was spelled
+    otherwise), checked; None where it is absent."""
+    listed = k.get(key, default=None) if listed is None else listed
+    if listed is None:
+        return None
+    if not isinstance(listed, list) or len(listed) != layers or any(t not in allowed for t in listed):
+        said = f"{k._key(key)}: one of {', '.join(sorted(allowed))} per layer ({layers}), got {listed!r}"
+        raise InputError(k.where, said[:300])
+    return listed
+
+
+def _glm_indexer_layers(k: Keys, layers: int) -> tuple[int, ...]:
+    """The layers with an indexer of their own, as GlmMoeDsaConfig.__post_init__ decides them; () when every one
+    has (IndexerSpec.layers)."""
+    kinds = {"full", "shared"}
+    types = _per_layer(k, "indexer_types", layers, kinds)
+    pattern = k.get("index_topk_pattern", default=None)
+    if types is None and pattern is not None:  # "FSSF...", or a list
+        spelled = [{"F": "full", "S": "shared"}.get(c, c) for c in pattern] if isinstance(pattern, str) else pattern
+        types = _per_layer(k, "index_topk_pattern", layers, kinds, spelled)
+    if types is None:
+        freq = max(k.integer("index_topk_freq", default=1), 1)
+        offset = k.integer("index_skip_topk_offset", default=2)
+        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+    full = tuple(i for i, t in enumerate(types) if t == "full")
+    return () if len(full) == layers else full
 
 
 def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:

@@ -153,6 +153,12 @@ class IndexerSpec(Spec):
     heads: PositiveInt = Field(description="index_n_heads")
     head_dim: PositiveInt = Field(description="index_head_dim")
     topk: PositiveInt = Field(description="index_topk: the keys each query's attention reads")
+    layers: tuple[NonNegativeInt, ...] = Field(
+        (),
+        description="the layers with an indexer of their own, where not every attention layer has one (GLM-5.2's "
+        "indexer_types: the others reuse the top-k of the last layer that scored); empty: every attention layer",
+        exclude_if=lambda v: not v,
+    )
 
 
 Mixer = Literal["attention", "mamba", "deltanet", "attention+mamba", "none"]
@@ -230,6 +236,8 @@ class ModelArchitecture(Spec):
             raise ValueError("deltanet layers need deltanet")
         if self.indexer is not None and (self.mla is None or self.mla.q_lora_rank is None):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
+        if self.indexer is not None and any(i >= self.layers for i in self.indexer.layers):
+            raise ValueError(f"indexer.layers: layer indices run from 0 to {self.layers - 1}")
         dense = [i for i in range(self.layers) if self.has_mlp(i) and not self.moe_layer(i)]
         if self.ffn is None and dense:
             raise ValueError("ffn is required for dense MLP layers")
@@ -253,6 +261,13 @@ class ModelArchitecture(Spec):
     def layer_kinds(self) -> tuple[tuple[Mixer, Literal["dense", "moe", "none"]], ...]:
         """Every layer's kind (layer_kind), once per spec: the engine reads it for every plan it costs."""
         return tuple(self.layer_kind(i) for i in range(self.layers))
+
+    @property
+    def indexer_layers(self) -> int:
+        """The layers whose own lightning indexer scores the context (IndexerSpec.layers), 0 without one."""
+        if self.indexer is None:
+            return 0
+        return len(self.indexer.layers) if self.indexer.layers else self.attention_layers
 
     @cached_property
     def attention_layers(self) -> int:

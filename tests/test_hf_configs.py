@@ -143,7 +143,7 @@ def test_every_family_within_half_a_percent() -> None:
         "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2", "qwen3_vl_text",
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron",
         "ernie4_5_moe", "phimoe", "granitemoehybrid", "apertus", "arcee",
-        "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text",
+        "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -686,3 +686,27 @@ def test_granite_hybrid_layers_by_their_types_and_experts() -> None:
     assert all_mamba is not None and set(all_mamba.mixers) == {"mamba"}
     with pytest.raises(InputError, match="layer_types: one of 'mamba' or 'attention' per layer"):
         model_from_hf_config({**tiny, "layer_types": ["mamba"] * 39})
+
+
+def test_glm_5_2_has_an_indexer_only_where_indexer_types_says_full() -> None:
+    """GlmMoeDsaAttention builds its indexer only where config.indexer_types[i] == "full" (modeling_glm_moe_dsa.py,
+    transformers 5.24.0); GlmMoeDsaConfig derives the same list from index_topk_freq 4 and index_skip_topk_offset 3
+    when the list is absent: layers 0, 1, 2, then 6, 10, ..., 74. The other 57 layers neither hold an indexer
+    (9,371,904 parameters each) nor score the context with one."""
+    from dpcost.catalog import model_from_hf_config
+    from dpcost.engine.compute import attention_flops
+
+    cfg = _cfg("glm-5.2.json")
+    a = model_from_hf_config(cfg, "glm-5.2.json").architecture
+    assert a is not None and a.indexer is not None
+    assert a.indexer.layers == (0, 1, 2, *range(6, 78, 4))
+    assert a.indexer_layers == 21
+    ruled = {key: value for key, value in cfg.items() if key != "indexer_types"}
+    b = model_from_hf_config(ruled, "glm-5.2.json").architecture
+    assert b is not None and b.indexer is not None and b.indexer.layers == a.indexer.layers
+    glm5 = load_model(str(CONFIGS / "glm-5.json"))
+    glm52 = load_model(str(CONFIGS / "glm-5.2.json"))
+    assert count_params(glm5).total - count_params(glm52).total == 57 * 9_371_904
+    assert glm5.architecture is not None and glm52.architecture is not None
+    seq = 8192
+    assert attention_flops(glm5.architecture, seq) - attention_flops(glm52.architecture, seq) == 2 * 57 * 32 * 128 * seq

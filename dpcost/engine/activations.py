@@ -277,7 +277,7 @@ def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: 
     per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim if a.mla is not None else 2 * a.n_kv_heads * a.d_head
     kv = per_token * dtype_bytes * a.attention_layers * seq_len * batch
     if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache)
-        kv += a.indexer.head_dim * a.attention_layers * seq_len * batch
+        kv += a.indexer.head_dim * a.indexer_layers * seq_len * batch
     return float(kv + recurrent_state_bytes(a, dtype_bytes) * batch)
 
 

@@ -60,7 +60,8 @@ def attention_flops(arch: ModelArchitecture, seq_len: int) -> float:
     # the whole context, I(t, s) = sum_j w(t, j) ReLU(q(t, j) . k(s)) over its heads: 2 H_I d_I T
     i = arch.indexer
     attended = min(seq_len, i.topk)
-    return 2.0 * arch.attention_layers * (arch.heads * (d_qk + d_v) * attended + i.heads * i.head_dim * seq_len)
+    scoring = arch.indexer_layers * i.heads * i.head_dim * seq_len
+    return 2.0 * (arch.attention_layers * arch.heads * (d_qk + d_v) * attended + scoring)
 
 
 def recurrence_flops(arch: ModelArchitecture, decode: bool = False) -> float:

@@ -294,6 +294,12 @@ def count_params(spec: ModelSpec) -> ParamCount:
     h = a.hidden
     kinds = a.layer_kinds
     blocks = tuple(_block(a, mlp == "moe", mixer, mlp) for mixer, mlp in kinds)
+    if a.indexer is not None and a.indexer.layers:  # GLM-5.2: a layer reusing another's top-k holds no indexer
+        spare = indexer_parameters(a)
+        blocks = tuple(
+            b if i in a.indexer.layers else BlockCount(b.params - spare, b.active - spare, b.moe)
+            for i, b in enumerate(blocks)
+        )
     dense_layers = sum(1 for _, mlp in kinds if mlp == "dense")
     embedding = float(a.vocab * h)
     lm_head = (0.0 if a.tied_embeddings else float(a.vocab * h)) + (float(a.vocab) if a.head_bias else 0.0)
@@ -313,7 +319,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
 
     components: list[tuple[str, float]] = [("embedding", embedding)]
     if a.attention_layers:
-        components.append(("attention", _attention_params(a) * a.attention_layers))
+        without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
+        components.append(("attention", _attention_params(a) * a.attention_layers - without))
     for label, kind in (("Mamba mixers", "mamba"), ("gated DeltaNet mixers", "deltanet")):
         layers = sum(1 for mixer, _ in kinds if kind in mixer)
         if layers:
