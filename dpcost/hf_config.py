@@ -280,6 +280,8 @@ _ARCHITECTURES = {
     "FalconH1ForCausalLM": "falcon_h1",
     "Qwen3NextForCausalLM": "qwen3_next",
     "GraniteMoeHybridForCausalLM": "granitemoehybrid",
+    "Gemma4ForConditionalGeneration": "gemma4",
+    "Gemma4ForCausalLM": "gemma4_text",
     "Qwen3_5ForConditionalGeneration": "qwen3_5",
     "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
     "Qwen3_5ForCausalLM": "qwen3_5_text",
@@ -295,6 +297,7 @@ _NESTED = {
     "glm4v_moe": "glm4v_moe_text",
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
+    "gemma4": "gemma4_text",
 }  # multimodal wrappers: the text model's keys
 _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
@@ -312,8 +315,8 @@ _HYBRID = (
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
-        {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT, "qwen", "dbrx",
-         *_HYBRID}
+        {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT,
+         "qwen", "dbrx", *_HYBRID}
     )
 )  # fmt: skip
 
@@ -459,6 +462,72 @@ def _gemma(k: Keys, family: str) -> dict[str, Any]:
         "layer_norms": 2 if family == "gemma" else 4,
         "qk_norm": "head" if family == "gemma3_text" else "none",
     }
+
+
+# Gemma4TextConfig's defaults (configuration_gemma4.py, transformers 5.24.0); global_head_dim is a keyword its
+# __post_init__ pops with 512 when absent
+_GEMMA4 = {"vocab_size": 262144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
+           "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "global_head_dim": 512,
+           "hidden_size_per_layer_input": 256}  # fmt: skip
+
+
+def _gemma4(k: Keys) -> dict[str, Any]:
+    """Gemma4TextModel (modeling_gemma4.py, transformers 5.24.0): Gemma 3's layers (GeGLU, 4 norms, per-head q/k
+    norms; v_norm has no weight) with full-attention layers of their own shape among sliding ones. layer_types (else
+    five sliding to one full, the last layer full) marks them; they attend with global_head_dim and, where
+    attention_k_eq_v, num_global_key_value_heads KV heads and no v_proj (global_attention). With enable_moe_block
+    every layer adds experts beside its dense MLP: the dense MLP counts as one shared expert of intermediate_size,
+    the router's scale (hidden) and per_expert_scale (experts) as shared_gate and router_bias (the same
+    parameters), and 3 more norms. The E-series' per-layer embeddings (hidden_size_per_layer_input, whose default
+    is 256) and KV-shared layers are not counted: such a file is refused."""
+    d = _GEMMA4
+    dims = _dimensions(k, d)
+    layers = dims["layers"]
+    per_layer_input = k.integer("hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"])
+    if per_layer_input:
+        raise InputError(k.where, f"{k._key('hidden_size_per_layer_input')}: {per_layer_input}: Gemma 4's per-layer "
+                         "embeddings (the E2B/E4B models) are not counted by dpcost; 0 (26B, 31B) is")  # fmt: skip
+    if k.integer("num_kv_shared_layers", default=0):
+        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: layers sharing another's keys and values "
+                         "(Gemma 4 E2B/E4B) are not counted by dpcost; 0 is")  # fmt: skip
+    if k.get("per_layer_config", default=None) is not None:
+        raise InputError(k.where, f"{k._key('per_layer_config')}: not read; give global_head_dim and "
+                         "num_global_key_value_heads instead")  # fmt: skip
+    types = _per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
+    if types is None:
+        types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)]
+    types = [*types[:-1], "full_attention"]  # Gemma4TextConfig forces the last layer to full attention
+    values_from_keys = k.flag("attention_k_eq_v", False)
+    global_kv = k.integer("num_global_key_value_heads", default=None, field="global_attention.kv_heads")
+    arch: dict[str, Any] = {
+        **dims,
+        "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "mlp": "geglu",
+        "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": k.flag("attention_bias", False),
+        "layer_norms": 4,
+        "qk_norm": "head",
+        "mixers": tuple("global attention" if t == "full_attention" else "attention" for t in types),
+        "global_attention": {
+            "head_dim": k.integer("global_head_dim", default=d["global_head_dim"], field="global_attention.head_dim"),
+            # per_layer_config takes the global KV heads only with attention_k_eq_v (configuration_gemma4.py)
+            "kv_heads": global_kv if values_from_keys and global_kv is not None else dims["kv_heads"],
+            "values_from_keys": values_from_keys,
+        },
+    }
+    if k.flag("enable_moe_block", False):
+        arch["layer_norms"] = 7  # pre_feedforward_layernorm_2, post_feedforward_layernorm_1 and _2
+        arch["moe"] = {
+            "experts": k.integer("num_experts", field="moe.experts"),
+            "active": k.integer("top_k_experts", field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", field="moe.ffn"),
+            "shared": 1,
+            "shared_ffn": arch["ffn"],
+            "shared_gate": True,
+            "router_bias": True,
+        }
+    return arch
 
 
 def _llama4(k: Keys) -> dict[str, Any]:
@@ -879,6 +948,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _gemma(k, family)
     elif family == "llama4_text":
         arch = _llama4(k)
+    elif family == "gemma4_text":
+        arch = _gemma4(k)
     elif family in _DEEPSEEK:
         arch = _deepseek(k, family)
     elif family in ("glm4_moe", "glm4v_moe_text"):

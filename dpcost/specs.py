@@ -161,7 +161,17 @@ class IndexerSpec(Spec):
     )
 
 
-Mixer = Literal["attention", "mamba", "deltanet", "attention+mamba", "none"]
+class GlobalAttentionSpec(Spec):
+    """Full-attention layers shaped otherwise than the sliding-window ones around them (Gemma 4: per_layer_config
+    from global_head_dim and num_global_key_value_heads, configuration_gemma4.py, transformers 5.24.0). Their
+    layers are the `mixers` entries "global attention"."""
+
+    head_dim: PositiveInt = Field(description="global_head_dim")
+    kv_heads: PositiveInt = Field(description="num_global_key_value_heads, else the sliding layers' KV heads")
+    values_from_keys: bool = Field(False, description="attention_k_eq_v: no v_proj, the keys serve as values")
+
+
+Mixer = Literal["attention", "global attention", "mamba", "deltanet", "attention+mamba", "none"]
 
 
 class ModelArchitecture(Spec):
@@ -215,6 +225,12 @@ class ModelArchitecture(Spec):
     ssm: SSMSpec | None = None
     deltanet: DeltaNetSpec | None = None
     indexer: IndexerSpec | None = None
+    global_attention: GlobalAttentionSpec | None = Field(None, exclude_if=lambda v: v is None)
+    values_from_keys: bool = Field(
+        False,
+        description="no value projection: the keys serve as values (Gemma 4's attention_k_eq_v)",
+        exclude_if=_unset,
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelArchitecture:
@@ -236,6 +252,8 @@ class ModelArchitecture(Spec):
             raise ValueError("deltanet layers need deltanet")
         if self.indexer is not None and (self.mla is None or self.mla.q_lora_rank is None):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
+        if "global attention" in self.mixers and self.global_attention is None:
+            raise ValueError("global attention layers need global_attention")
         if self.indexer is not None and any(i >= self.layers for i in self.indexer.layers):
             raise ValueError(f"indexer.layers: layer indices run from 0 to {self.layers - 1}")
         dense = [i for i in range(self.layers) if self.has_mlp(i) and not self.moe_layer(i)]
@@ -279,7 +297,21 @@ class ModelArchitecture(Spec):
     @property
     def hybrid(self) -> bool:
         """Some layer is not attention followed by an MLP."""
-        return any(m != "attention" for m in self.mixers) or bool(self.mlp_free_layers)
+        return any(m not in ("attention", "global attention") for m in self.mixers) or bool(self.mlp_free_layers)
+
+    def attention_of(self, mixer: str) -> ModelArchitecture:
+        """The architecture a layer of `mixer` attends with: a "global attention" layer's own head_dim, KV heads
+        and K = V (global_attention), else this one."""
+        return self._global_view if mixer == "global attention" and self.global_attention is not None else self
+
+    @cached_property
+    def _global_view(self) -> ModelArchitecture:
+        g = self.global_attention
+        assert g is not None
+        return self.model_copy(
+            update={"head_dim": g.head_dim, "kv_heads": g.kv_heads, "values_from_keys": g.values_from_keys,
+                    "mixers": (), "global_attention": None}
+        )  # fmt: skip
 
     def moe_layer(self, i: int) -> bool:
         """Whether layer i (from 0) has the MoE MLP: past the leading dense layers, every `every`-th layer

@@ -47,7 +47,7 @@ def _rounding(text: str) -> float:
 def _family(row: dict[str, str]) -> str:
     cfg = json.loads((CONFIGS / row["file"]).read_text())
     wrappers = ("llama4", "gemma3", "mistral3", "qwen3_vl", "qwen3_vl_moe", "llava", "glm4v", "glm4v_moe", "qwen3_5",
-                "qwen3_5_moe")  # fmt: skip
+                "qwen3_5_moe", "gemma4")  # fmt: skip
     if cfg["model_type"] in wrappers:
         cfg = cfg["text_config"]
     return str(cfg.get("model_type"))
@@ -143,7 +143,7 @@ def test_every_family_within_half_a_percent() -> None:
         "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2", "qwen3_vl_text",
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron",
         "ernie4_5_moe", "phimoe", "granitemoehybrid", "apertus", "arcee",
-        "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa",
+        "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa", "gemma4_text",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -710,3 +710,37 @@ def test_glm_5_2_has_an_indexer_only_where_indexer_types_says_full() -> None:
     assert glm5.architecture is not None and glm52.architecture is not None
     seq = 8192
     assert attention_flops(glm5.architecture, seq) - attention_flops(glm52.architecture, seq) == 2 * 57 * 32 * 128 * seq
+
+
+def test_gemma_4_global_layers_attend_with_their_own_shape() -> None:
+    """Gemma 4 26B A4B (configuration_gemma4.py / modeling_gemma4.py, transformers 5.24.0): layer_types puts full
+    attention in layers 5, 11, 17, 23 and 29; there per_layer_config gives head_dim 512 (global_head_dim) and, as
+    attention_k_eq_v is set, 2 KV heads (num_global_key_value_heads) and no v_proj. A sliding layer's attention is
+    q 2,816 x 4,096 + k, v 2,816 x 2,048 + o 4,096 x 2,816 + q/k norms 2 x 256 = 34,603,520 (its 8 KV heads of
+    256); a global one q 2,816 x 8,192 + k 2,816 x 1,024 + o 8,192 x 2,816 + 2 x 512 = 49,021,952."""
+    from dpcost.catalog import model_from_hf_config
+    from dpcost.engine.compute import attention_flops
+    from dpcost.engine.params import mixer_parameters
+
+    a = load_model(str(CONFIGS / "gemma-4-26b-a4b.json")).architecture
+    assert a is not None
+    assert [i for i in range(a.layers) if a.mixer(i) == "global attention"] == [5, 11, 17, 23, 29]
+    assert mixer_parameters(a, "attention") == 34_603_520
+    assert mixer_parameters(a, "global attention") == 49_021_952
+    seq = 4096
+    assert attention_flops(a, seq) == 2 * 16 * (2 * 256) * seq * 25 + 2 * 16 * (2 * 512) * seq * 5
+    cfg = _cfg("gemma-4-26b-a4b.json")
+    del cfg["text_config"]["layer_types"]  # Gemma4TextConfig: five sliding layers to one full, the last one full
+    b = model_from_hf_config(cfg, "gemma-4.json").architecture
+    assert b is not None and b.mixers == a.mixers
+
+
+def test_gemma_4_per_layer_embeddings_are_refused_not_miscounted() -> None:
+    """Gemma4TextConfig defaults hidden_size_per_layer_input to 256: a text_config without the key has the E-series'
+    per-layer embeddings (a vocab x layers x 256 table), which dpcost does not count, so it refuses the file."""
+    from dpcost.catalog import model_from_hf_config
+
+    cfg = _cfg("gemma-4-31b-it.json")
+    del cfg["text_config"]["hidden_size_per_layer_input"]
+    with pytest.raises(InputError, match="hidden_size_per_layer_input"):
+        model_from_hf_config(cfg, "gemma-4.json")

@@ -228,7 +228,7 @@ def layer_tensors(
     tensors = _norm(a, kernels, "attention norm") if mixer != "none" else []
     mm = 1
     if "attention" in mixer:
-        attention, mm = _attention(a, flash, kernels, mm)
+        attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm)
         tensors += attention
     if "mamba" in mixer:
         ssm, mm = _mamba(a, mm)
@@ -274,8 +274,14 @@ def layer_tensors(
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:
     """Keys and values of every attention layer for `batch` sequences of `seq_len` tokens (MLA caches its latent),
     and each recurrent layer's state, whatever the context (recurrent_state_bytes)."""
-    per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim if a.mla is not None else 2 * a.n_kv_heads * a.d_head
-    kv = per_token * dtype_bytes * a.attention_layers * seq_len * batch
+    if a.mla is not None:
+        per_token = (a.mla.kv_lora_rank + a.mla.qk_rope_head_dim) * a.attention_layers
+    elif a.global_attention is not None:  # each layer's own KV heads and head_dim
+        views = [a.attention_of(m) for m in a.mixers if "attention" in m]
+        per_token = sum(2 * v.n_kv_heads * v.d_head for v in views)
+    else:
+        per_token = 2 * a.n_kv_heads * a.d_head * a.attention_layers
+    kv = per_token * dtype_bytes * seq_len * batch
     if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache)
         kv += a.indexer.head_dim * a.indexer_layers * seq_len * batch
     return float(kv + recurrent_state_bytes(a, dtype_bytes) * batch)

@@ -47,8 +47,12 @@ class FlopsPerToken:
 
 
 def attention_flops(arch: ModelArchitecture, seq_len: int) -> float:
-    """Forward FLOPs per token of the score and value matmuls: 2 L H (Q_qk + Q_v) T (PaLM appendix B); with
-    DeepSeek-V3.2's indexer, attention over its top-k keys and the indexer's scores over all T."""
+    """Forward FLOPs per token of the score and value matmuls: 2 L H (Q_qk + Q_v) T (PaLM appendix B), each layer at
+    its own head_dim (Gemma 4's global layers); with DeepSeek-V3.2's indexer, attention over its top-k keys and the
+    indexer's scores over all T."""
+    if arch.global_attention is not None:
+        layers = [arch.attention_of(m) for m in arch.mixers if "attention" in m]
+        return sum(2.0 * a.heads * 2 * a.d_head * seq_len for a in layers)
     if arch.mla is not None:
         d_qk = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim
         d_v = arch.mla.v_head_dim

@@ -291,7 +291,7 @@ def layout_step(
     forward = tokens * paced.forward_flops / rate
     backward = tokens * (2 * paced.forward_flops + recompute_flops) / rate
     if compute_model == "ops":
-        layer_times: dict[bool, tuple[float, float, float]] = {}  # every stage's layers, by kind, timed once
+        layer_times: dict[tuple[bool, str], tuple[float, float, float]] = {}  # every stage's layers, by kind, once
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
@@ -399,7 +399,7 @@ def _stage_by_ops(
     compute_dtype: str,
     stages: int,
     flash: bool = True,
-    layer_times: dict[bool, tuple[float, float, float]] | None = None,
+    layer_times: dict[tuple[bool, str], tuple[float, float, float]] | None = None,
     recompute_modules: frozenset[str] = DEFAULT_MODULES,
     first_layer: int = 0,
     mtp_layers: int = 0,
@@ -423,14 +423,14 @@ def _stage_by_ops(
             (gpu.arch, compute_dtype),
         )  # fmt: skip
 
-    def layer_seconds(moe: bool) -> tuple[float, float, float]:
-        key = (gpu, moe, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp, sequence_parallel, recompute,
-               recompute_modules, gemm_efficiency, peak, compute_dtype)  # fmt: skip
+    def layer_seconds(moe: bool, mixer: str) -> tuple[float, float, float]:
+        key = (gpu, moe, mixer, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp, sequence_parallel,
+               recompute, recompute_modules, gemm_efficiency, peak, compute_dtype)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
         ops = tensor_parallel(
-            layer_ops(a, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, fp8_cast),
+            layer_ops(a.attention_of(mixer), moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, fp8_cast),
             layout.tp,
             sequence_parallel,
         )
@@ -440,18 +440,18 @@ def _stage_by_ops(
         known[key] = (t.forward_seconds, t.backward_seconds, again)
         return known[key]
 
-    # Layers differ only in whether their MLP is the MoE one: time each kind once (for every stage, given
-    # `layer_times` to keep them in).
+    # Layers differ only in whether their MLP is the MoE one and (Gemma 4) whether they attend globally: time each
+    # kind once (for every stage, given `layer_times` to keep them in).
     last = stage.index == stages - 1
-    kinds = [a.moe_layer(i) for i in range(first_layer, first_layer + stage.layers)]
+    kinds = [(a.moe_layer(i), a.mixer(i)) for i in range(first_layer, first_layer + stage.layers)]
     if last:
-        kinds += [mtp_layer(a).moe] * mtp_layers
+        kinds += [(mtp_layer(a).moe, "attention")] * mtp_layers
     by_kind = {} if layer_times is None else layer_times
-    for moe in set(kinds) - set(by_kind):
-        by_kind[moe] = layer_seconds(moe)
-    forward = sum(by_kind[moe][0] for moe in kinds)
-    backward = sum(by_kind[moe][1] for moe in kinds)
-    again = sum(by_kind[moe][2] for moe in kinds)
+    for kind in set(kinds) - set(by_kind):
+        by_kind[kind] = layer_seconds(*kind)
+    forward = sum(by_kind[kind][0] for kind in kinds)
+    backward = sum(by_kind[kind][1] for kind in kinds)
+    again = sum(by_kind[kind][2] for kind in kinds)
     outside = model_ops(a, tokens, fw.kernels, fw.loss_impl)
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
             or (op.module != "embedding" and last)]  # fmt: skip

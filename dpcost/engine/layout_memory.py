@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import stage_layer_counts
-from dpcost.engine.params import latent_projections
+from dpcost.engine.params import latent_projections, mixer_parameters
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 __all__ = [
@@ -539,6 +539,9 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         )
     else:
         attention = attention_parameters(h, a.heads, a.n_kv_heads, a.d_head)
+    if a.global_attention is not None:  # Gemma 4's global layers, spread over every layer as their mean
+        extra = mixer_parameters(a, "global attention") - mixer_parameters(a, "attention")
+        attention += extra * a.mixers.count("global attention") / a.layers
     norms = layernorm_parameters(h, norm_size)
     dense_ffn = a.ffn if a.ffn is not None else a.moe.ffn if a.moe is not None else 0
     dense = ParamGroups(attention + mlp_parameters(h, dense_ffn, a.gated_mlp), norms)

@@ -180,7 +180,8 @@ def layer_ops(
         out_in = a.heads * m.v_head_dim
     else:
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
-        ops.append(_gemm("query, key, value", "qkv", t, h, q_out + 2 * kv_out, gemm_bytes, tp_split="n"))
+        kv_projections = 1 if a.values_from_keys else 2  # Gemma 4's attention_k_eq_v: the keys serve as values
+        ops.append(_gemm("query, key, value", "qkv", t, h, q_out + kv_projections * kv_out, gemm_bytes, tp_split="n"))
         d_qk = d_v = a.d_head
         rotary_width = 0 if a.learned_positions else q_out + kv_out
         out_in = q_out
@@ -508,9 +509,11 @@ def micro_batch_compute(
     forward, backward, recomputed = zero(), zero(), zero()
     flops_forward, flops_backward, flops_recomputed = zero(), zero(), zero()
     checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
-    for moe in sorted(set(moe_layers)):
-        count = moe_layers.count(moe)
-        ops = layer_ops(a, moe, tokens, seq_len, kernels, gemm_bytes, flash, fp8_cast=fp8_cast)
+    # layers of one kind (MoE or not, and Gemma 4's global attention or not) run the same ops
+    kinds = [(moe, a.mixer(i) if a.global_attention is not None else "attention") for i, moe in enumerate(moe_layers)]
+    for kind in sorted(set(kinds)):
+        count, (moe, mixer) = kinds.count(kind), kind
+        ops = layer_ops(a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, fp8_cast=fp8_cast)
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = recomputed_by_part(t.forward, ops, per_op, recompute, modules)

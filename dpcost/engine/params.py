@@ -72,9 +72,10 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         o = a.heads * m.v_head_dim * h
         return q + kv + o, max(o, m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim))
     q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
-    params = h * q_out + 2 * h * kv_out + q_out * h
+    kv_projections = 1 if a.values_from_keys else 2  # Gemma 4's attention_k_eq_v: no v_proj
+    params = h * q_out + kv_projections * h * kv_out + q_out * h
     if a.qkv_bias:
-        params += q_out + 2 * kv_out
+        params += q_out + kv_projections * kv_out
     if a.linear_bias or a.out_bias:
         params += h  # output projection bias
     per = a.norm_weights
@@ -167,9 +168,10 @@ def deltanet_parameters(a: ModelArchitecture) -> float:
 
 
 def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
-    """One layer's token mixer: attention, a Mamba mixer, a gated DeltaNet, both side by side, or none."""
+    """One layer's token mixer: attention (a global layer's as global_attention shapes it), a Mamba mixer, a gated
+    DeltaNet, both side by side, or none."""
     return (
-        (_attention_params(a) if "attention" in mixer else 0.0)
+        (_attention_params(a.attention_of(mixer)) if "attention" in mixer else 0.0)
         + (ssm_parameters(a) if "mamba" in mixer else 0.0)
         + (deltanet_parameters(a) if mixer == "deltanet" else 0.0)
     )
@@ -234,7 +236,7 @@ def block_matrices(
     a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = ""
 ) -> tuple[float, ...]:
     """One block's weight matrices (its linear layers' weights, the router's included), in forward order."""
-    h = a.hidden
+    h, a = a.hidden, a.attention_of(mixer)
     if "attention" not in mixer:
         attention: list[int] = []
     elif a.mla is not None:
@@ -245,7 +247,8 @@ def block_matrices(
         attention = [*q, *kv, a.heads * m.v_head_dim * h]
     else:
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
-        attention = [h * q_out * (2 if a.attention_gate else 1), h * kv_out, h * kv_out, q_out * h]
+        values = [] if a.values_from_keys else [h * kv_out]
+        attention = [h * q_out * (2 if a.attention_gate else 1), h * kv_out, *values, q_out * h]
 
     def mlp(width: int) -> list[int]:
         return [h * width, h * width, width * h] if a.gated_mlp else [h * width, width * h]
@@ -309,7 +312,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     total = sum(b.params for b in blocks) + outside
     active = sum(b.active for b in blocks) + outside
 
-    attn_matrix = _attention(a)[1] if a.attention_layers else 0.0
+    attn_matrix = max((_attention(a.attention_of(m))[1] for m, _ in set(kinds) if "attention" in m), default=0.0)
     mixer_matrices = [t for mixer in {m for m, _ in kinds} for t in _mixer_matrices(a, mixer)]
     widths = [w for w in (a.ffn, a.moe.shared_ffn if a.moe else None) if w]
     expert_matrix = a.moe.expert_io(h) * a.moe.ffn if a.moe else 0
@@ -320,7 +323,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
     components: list[tuple[str, float]] = [("embedding", embedding)]
     if a.attention_layers:
         without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
-        components.append(("attention", _attention_params(a) * a.attention_layers - without))
+        attention = sum(_attention_params(a.attention_of(m)) for m, _ in kinds if "attention" in m)
+        components.append(("attention", attention - without))
     for label, kind in (("Mamba mixers", "mamba"), ("gated DeltaNet mixers", "deltanet")):
         layers = sum(1 for mixer, _ in kinds if kind in mixer)
         if layers:

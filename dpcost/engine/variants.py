@@ -184,10 +184,11 @@ def matrix_shapes(a: ModelArchitecture) -> list[tuple[int, int]]:
     each layer's projections and experts."""
     h = a.hidden
     shapes = [(a.vocab, h)] + ([] if a.tied_embeddings else [(h, a.vocab)])
-    q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
     for mixer, mlp in a.layer_kinds:
         if "attention" in mixer and a.mla is None:
-            shapes += [(h, q), (h, kv), (h, kv), (q, h)]
+            v = a.attention_of(mixer)
+            q, kv = v.heads * v.d_head, v.n_kv_heads * v.d_head
+            shapes += [(h, q), (h, kv)] + ([] if v.values_from_keys else [(h, kv)]) + [(q, h)]
         if mlp == "dense" and a.ffn:
             shapes += [(h, a.ffn)] * (2 if a.gated_mlp else 1) + [(a.ffn, h)]
         if mlp == "moe" and a.moe is not None:
