@@ -308,10 +308,14 @@ class ModelArchitecture(Spec):
     def _global_view(self) -> ModelArchitecture:
         g = self.global_attention
         assert g is not None
-        return self.model_copy(
+        view = self.model_copy(
             update={"head_dim": g.head_dim, "kv_heads": g.kv_heads, "values_from_keys": g.values_from_keys,
                     "mixers": (), "global_attention": None}
         )  # fmt: skip
+        for name, attribute in vars(type(self)).items():  # a copy carries this spec's cached values: not the view's
+            if isinstance(attribute, cached_property):
+                view.__dict__.pop(name, None)
+        return view
 
     def moe_layer(self, i: int) -> bool:
         """Whether layer i (from 0) has the MoE MLP: past the leading dense layers, every `every`-th layer

@@ -744,3 +744,13 @@ def test_gemma_4_per_layer_embeddings_are_refused_not_miscounted() -> None:
     del cfg["text_config"]["hidden_size_per_layer_input"]
     with pytest.raises(InputError, match="hidden_size_per_layer_input"):
         model_from_hf_config(cfg, "gemma-4.json")
+
+
+def test_a_global_layers_view_does_not_carry_the_models_cached_layer_kinds() -> None:
+    """attention_of("global attention") is a copy of the spec at the global layers' shape; the spec's own cached
+    per-layer answers (layer_kinds names its global layers) must not come with it."""
+    a = load_model(str(CONFIGS / "gemma-4-31b-it.json")).architecture
+    assert a is not None and a.layer_kinds[5] == ("global attention", "dense")
+    view = a.attention_of("global attention")
+    assert view.d_head == 512 and view.n_kv_heads == 4 and view.values_from_keys
+    assert set(view.layer_kinds) == {("attention", "dense")}
