@@ -117,6 +117,20 @@ _LLAMA_LIKE = {
     # configuration_cohere.py / modular_cohere.py: one CohereLayerNorm (a weight, no bias) per layer under which
     # attention and the gated MLP run in parallel; with use_qk_norm, q and k normed per head, each head's own weights
     "cohere": (None, None, False, "none"),
+    # configuration_cohere2.py / modeling_cohere2.py (5.24.0): Cohere's parallel layer under one weight-only norm;
+    # head_dim hidden / heads unless given; no q/k norm (use_qk_norm is not read); tied by default
+    "cohere2": (None, None, False, "none"),
+    # modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py (5.24.0): Llama's layers with q/k RMSNorms over
+    # head_dim always built; head_dim must be given (the class has none; attention_head_dim in Tencent's remote
+    # files); use_qk_norm, use_cla and mlp_bias are not read
+    "hunyuan_v1_dense": (None, None, False, "head"),
+    "hunyuan_v1_moe": (None, None, False, "head"),
+    # configuration_helium.py / modeling_helium.py (5.24.0): Llama's layers, q/k/v biases by attention_bias, o_proj
+    # hidden -> hidden without a bias; mlp_bias (false as released) is not read
+    "helium": (20, 128, False, "none"),
+    # XiaomiMiMo's remote MiMoForCausalLM (a Qwen2ForCausalLM, q/k/v biases) with num_nextn_predict_layers
+    # MiMoMTPLayers: five norms, input_proj 2h -> h, one Qwen2 attention and MLP (mtp_layers, counted apart)
+    "mimo": (32, None, True, "none"),
     "olmo": (None, None, False, "none"),  # modeling_olmo.py: LayerNorms without weight or bias (OlmoLayerNorm)
     "smollm3": (None, None, False, "none"),  # configuration_smollm3.py: Llama's layers; NoPE layers hold no weights
     # InternLM2 (remote code, configuration_internlm2.py): Llama's shapes, fused wqkv and w1/w3/w2; q/k/v biases by
@@ -149,6 +163,7 @@ _LLAMA_LIKE = {
 # configuration_glm4.py, InternLM2's configuration_internlm2.py (whose attention bias is named `bias`).
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
+    "cohere2": {"tie_word_embeddings": True},
     "smollm3": {"tie_word_embeddings": True},
     "ernie4_5": {"tie_word_embeddings": True},
     "ernie4_5_moe": {"tie_word_embeddings": True},
@@ -192,6 +207,11 @@ _GLM4_MOE = {
     "n_routed_experts": 128,
     "first_k_dense_replace": 1,
 }
+# Dots1Config's defaults (configuration_dots1.py, transformers 5.24.0); n_routed_experts, n_shared_experts and
+# num_experts_per_tok have none (a file gives them)
+_DOTS1 = {"vocab_size": 152064, "hidden_size": 4608, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+          "num_hidden_layers": 62, "num_attention_heads": 32, "num_key_value_heads": 32,
+          "first_k_dense_replace": 0}  # fmt: skip
 _MINIMAX_M2 = {
     "vocab_size": 200064,
     "hidden_size": 3072,
@@ -233,6 +253,12 @@ _ARCHITECTURES = {
     "ArceeForCausalLM": "arcee",
     "ApertusForCausalLM": "apertus",
     "CohereForCausalLM": "cohere",
+    "Cohere2ForCausalLM": "cohere2",
+    "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense",
+    "HunYuanMoEV1ForCausalLM": "hunyuan_v1_moe",
+    "HeliumForCausalLM": "helium",
+    "MiMoForCausalLM": "mimo",
+    "Dots1ForCausalLM": "dots1",
     "Starcoder2ForCausalLM": "starcoder2",
     "OlmoForCausalLM": "olmo",
     "InternLM2ForCausalLM": "internlm2",
@@ -299,7 +325,7 @@ _NESTED = {
     "qwen3_5_moe": "qwen3_5_moe_text",
     "gemma4": "gemma4_text",
 }  # multimodal wrappers: the text model's keys
-_GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "minimax_m2")  # read by _glm4_moe and _minimax_m2
+_GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = (
     "mamba",
@@ -364,13 +390,18 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "qkv_bias": qkv_bias or (family != "mistral" and k.flag(bias_key, defaults.get(bias_key, False))),
         "qk_norm": qk_norm,
     }
-    head_dim = None if family == "glm4v_text" else k.integer("head_dim", default=head_dim_default, field="head_dim")
+    if family == "glm4v_text":
+        head_dim = None
+    elif family.startswith("hunyuan"):  # HunYuan*V1Attention fails without one
+        head_dim = k.integer("head_dim", "attention_head_dim", field="head_dim")
+    else:
+        head_dim = k.integer("head_dim", default=head_dim_default, field="head_dim")
     if head_dim is not None:
         arch["head_dim"] = head_dim
     if family == "gpt_oss":
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
-    if family != "apertus" and k.flag("mlp_bias", False):
+    if family not in ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium") and k.flag("mlp_bias", False):
         arch["linear_bias"] = True
     if family == "olmo":
         arch["norm"] = "layernorm_np"
@@ -378,7 +409,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch.update(mlp="relu", norm="layernorm")
     if family in ("arcee", "apertus"):
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
-    biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus")
+    biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
+                  "hunyuan_v1_dense", "hunyuan_v1_moe")  # fmt: skip
     if family in biased_out and k.flag("attention_bias", False):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -389,10 +421,27 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["layer_norms"] = 4
     if family in ("ernie4_5", "ernie4_5_moe") and k.flag("use_bias", False):
         arch.update(qkv_bias=True, linear_bias=True)
+    if family == "helium" and heads * arch["head_dim"] != hidden:
+        raise InputError(k.where, f"{k._key('head_dim')}: Helium's o_proj is hidden x hidden, so heads x head_dim "
+                         f"must be hidden_size ({hidden}), got {heads} x {arch['head_dim']}")  # fmt: skip
+    if family == "mimo":
+        arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
+    if family == "cohere2":
+        arch["layer_norms"] = 1
     if family == "cohere":
         arch["layer_norms"] = 1
         if k.flag("use_qk_norm", False):
             arch["qk_norm"] = "full"  # weights of (heads, head_dim) and (kv_heads, head_dim): every head its own
+    if family == "hunyuan_v1_moe":  # HunYuanMoEV1Moe in every layer: experts and one shared MLP of intermediate_size
+        ffn = k.integer("intermediate_size", default=11008, field="moe.ffn")
+        arch["ffn"] = ffn
+        arch["moe"] = {
+            "experts": k.integer("num_experts", "num_local_experts", default=1, field="moe.experts"),
+            "active": _uniform(k, "moe_topk", "num_experts_per_tok", default=1, field="moe.active"),
+            "ffn": ffn,
+            "shared": 1,
+        }
+        return arch
     if family in ("mixtral", "gpt_oss", "olmoe", "granitemoe", "phimoe"):
         arch["moe"] = {
             # OlmoeSparseMoeBlock, GraniteMoeMoE: experts of intermediate_size, a router without bias, no shared one
@@ -432,6 +481,18 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         if shared_experts:
             arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared_experts)
     return arch
+
+
+def _uniform(k: Keys, *keys: str, default: int, field: str) -> int:
+    """A whole number a config may also give per layer, as a list (Hunyuan's moe_topk): all its entries equal."""
+    value = k.get(*keys, default=default, field=field)
+    if isinstance(value, list) and value and len(set(value)) == 1:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int):
+        key = next((key for key in keys if key in k.cfg), keys[0])
+        said = f"{k._key(key)}: expected a whole number, or one repeated per layer, got {value!r}"
+        raise InputError(k.where, said[:200])
+    return value
 
 
 def _dimensions(k: Keys, d: dict[str, int]) -> dict[str, Any]:
@@ -674,18 +735,20 @@ def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
     and shared_head.norm. Approximated: nothing in the main model; in the MTP count, the layer's shared_head.head
     (vocab x hidden, 775,946,240 parameters for GLM-4.5, 620,756,992 for GLM-4.5-Air) is taken as the output head and
     not counted again, as for DeepSeek-V3, though the checkpoints may store a copy."""
-    vision = family == "glm4v_moe_text"
+    vision, dots = family == "glm4v_moe_text", family == "dots1"
     # Glm4vMoeTextConfig (configuration_glm4v_moe.py, 5.24.0): GLM-4.5's defaults but vocab_size 151424 and
-    # attention_bias true; its attention has no q_norm/k_norm, and no MTP layer (num_nextn_predict_layers: 0)
-    d = {**_GLM4_MOE, "vocab_size": 151424} if vision else _GLM4_MOE
+    # attention_bias true; its attention has no q_norm/k_norm, and no MTP layer (num_nextn_predict_layers: 0).
+    # Dots1 (modeling_dots1.py, 5.24.0): q_norm/k_norm over head_dim always, attention_bias on q, k, v and o,
+    # experts and shared ones as GLM-4.5's, no MTP layer; its class gives no default for the expert keys.
+    d: dict[str, Any] = {**_GLM4_MOE, "vocab_size": 151424} if vision else _DOTS1 if dots else _GLM4_MOE
     dims = _dimensions(k, d)
     hidden, heads = dims["hidden"], dims["heads"]
     head_dim = k.integer("head_dim", default=None, field="head_dim")
-    shared = k.integer("n_shared_experts", default=d["n_shared_experts"], field="moe.shared")
+    shared = k.integer("n_shared_experts", default=d.get("n_shared_experts", _MISSING), field="moe.shared")
     moe_ffn = k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn")
     moe: dict[str, Any] = {
-        "experts": k.integer("n_routed_experts", default=d["n_routed_experts"], field="moe.experts"),
-        "active": k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+        "experts": k.integer("n_routed_experts", default=d.get("n_routed_experts", _MISSING), field="moe.experts"),
+        "active": k.integer("num_experts_per_tok", default=d.get("num_experts_per_tok", _MISSING), field="moe.active"),
         "ffn": moe_ffn,
         "first_dense_layers": k.integer(
             "first_k_dense_replace", default=d["first_k_dense_replace"], field="moe.first_dense_layers"
@@ -696,16 +759,19 @@ def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
         raise InputError(k.where, f"{k._key('n_shared_experts')}: expected 0 or more, got {shared}")
     if shared:  # one Glm4MoeMLP of moe_intermediate_size x n_shared_experts (0 builds an empty one)
         moe.update(shared=1, shared_ffn=moe_ffn * shared)
-    return {
+    arch = {
         **dims,
         "head_dim": head_dim if head_dim is not None else hidden // heads if heads > 0 else None,
         "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "qkv_bias": k.flag("attention_bias", vision),
-        "qk_norm": "head" if not vision and k.flag("use_qk_norm", False) else "none",
+        "qk_norm": "head" if dots or (not vision and k.flag("use_qk_norm", False)) else "none",
         "moe": moe,
-        "mtp_layers": k.integer("num_nextn_predict_layers", default=0, field="mtp_layers"),
+        "mtp_layers": 0 if dots else k.integer("num_nextn_predict_layers", default=0, field="mtp_layers"),
     }
+    if dots and arch["qkv_bias"]:
+        arch["out_bias"] = True
+    return arch
 
 
 def _minimax_m2(k: Keys) -> dict[str, Any]:
@@ -952,7 +1018,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _gemma4(k)
     elif family in _DEEPSEEK:
         arch = _deepseek(k, family)
-    elif family in ("glm4_moe", "glm4v_moe_text"):
+    elif family in ("glm4_moe", "glm4v_moe_text", "dots1"):
         arch = _glm4_moe(k, family)
     elif family == "minimax_m2":
         arch = _minimax_m2(k)

@@ -124,8 +124,9 @@ def test_active_under_the_publishers_convention(row: dict[str, str]) -> None:
 # Families whose publisher prints only a rounded figure and whose checkpoint count was not found: held to their row's
 # tolerance (test_total_against_published), not to 0.5%.
 # Cohere prints 32B for Command R 08-2024 (32,296,476,672 by modular_cohere.py's shapes); SantaCoder's report 1.1B
-# (1,124,886,528; the starcoderbase-1b shapes' exact count is tested below)
-ROUNDED_ONLY = {"cohere", "gpt_bigcode"}
+# (1,124,886,528; the starcoderbase-1b shapes' exact count is tested below); rednote 142B for dots.llm1 (142.77B by
+# modeling_dots1.py's shapes), Xiaomi the name's 7B for MiMo-7B (7.62B, Qwen2's shapes)
+ROUNDED_ONLY = {"cohere", "gpt_bigcode", "dots1", "mimo"}
 
 
 def test_every_family_within_half_a_percent() -> None:
@@ -143,7 +144,8 @@ def test_every_family_within_half_a_percent() -> None:
         "glm4", "ernie4_5", "exaone4", "qwen2_5_vl", "gpt_bigcode", "olmo", "dbrx", "internlm2", "qwen3_vl_text",
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron",
         "ernie4_5_moe", "phimoe", "granitemoehybrid", "apertus", "arcee",
-        "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa", "gemma4_text",
+        "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa", "gemma4_text", "cohere2",
+        "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo",  # hunyuan: Tencent's remote-code model_type
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -754,3 +756,42 @@ def test_a_global_layers_view_does_not_carry_the_models_cached_layer_kinds() -> 
     view = a.attention_of("global attention")
     assert view.d_head == 512 and view.n_kv_heads == 4 and view.values_from_keys
     assert set(view.layer_kinds) == {("attention", "dense")}
+
+
+def test_attention_bias_puts_a_bias_on_the_output_projection_too() -> None:
+    """modeling_cohere.py, modeling_cohere2.py, modeling_hunyuan_v1_dense.py and modeling_dots1.py (5.24.0) give
+    q_proj, k_proj, v_proj and o_proj bias=config.attention_bias: per layer q_out + 2 kv_out + hidden more."""
+    from dpcost.catalog import model_from_hf_config
+
+    for name in ("command-a-03-2025.json", "hy-mt2-7b.json", "dots.llm1.inst.json", "c4ai-command-r-08-2024.json"):
+        cfg = _cfg(name)
+        plain = model_from_hf_config({**cfg, "attention_bias": False}, name)
+        biased = model_from_hf_config({**cfg, "attention_bias": True}, name)
+        a = plain.architecture
+        assert a is not None
+        per_layer = a.heads * a.d_head + 2 * a.n_kv_heads * a.d_head + a.hidden
+        assert count_params(biased).total - count_params(plain).total == a.layers * per_layer, name
+
+
+def test_hunyuan_moe_experts_are_intermediate_size_wide_and_need_a_head_dim() -> None:
+    """HunYuanMoEV1Moe (modeling_hunyuan_v1_moe.py, 5.24.0): num_experts experts and one shared MLP, all of
+    intermediate_size, in every layer, whatever moe_intermediate_size says; moe_topk may be a per-layer list. Its
+    attention needs head_dim (the class has no default; Tencent's remote files say attention_head_dim)."""
+    from dpcost.catalog import model_from_hf_config
+
+    cfg = _cfg("hunyuan-a13b-instruct.json")
+    a = model_from_hf_config(cfg, "hunyuan.json").architecture
+    assert a is not None and a.moe is not None
+    assert (a.moe.experts, a.moe.active, a.moe.ffn, a.moe.shared_width, a.moe_layers) == (64, 8, 3072, 3072, 32)
+    with pytest.raises(InputError, match="moe_topk"):
+        model_from_hf_config({**cfg, "moe_topk": [8, 4] * 16}, "hunyuan.json")
+    with pytest.raises(InputError, match="head_dim or attention_head_dim: required"):
+        model_from_hf_config({k: v for k, v in cfg.items() if k != "attention_head_dim"}, "hunyuan.json")
+
+
+def test_mimo_counts_its_mtp_layer_apart() -> None:
+    """MiMo's remote modeling_mimo.py: num_nextn_predict_layers MiMoMTPLayers, each five RMSNorms, input_proj
+    (2 x 4,096 -> 4,096), a Qwen2 attention (q 4,096 x 4,096 + k, v 4,096 x 1,024, biases, o) and MLP (3 x 4,096 x
+    11,008): 20,480 + 33,554,432 + 41,949,184 + 135,266,304 = 210,790,400."""
+    c = count_params(load_model(str(CONFIGS / "mimo-7b-base.json")))
+    assert c.mtp == 210_790_400
