@@ -120,6 +120,11 @@ _LLAMA_LIKE = {
     # configuration_cohere2.py / modeling_cohere2.py (5.24.0): Cohere's parallel layer under one weight-only norm;
     # head_dim hidden / heads unless given; no q/k norm (use_qk_norm is not read); tied by default
     "cohere2": (None, None, False, "none"),
+    # configuration_stablelm.py / modeling_stablelm.py (5.24.0): LayerNorms with biases (one per layer under
+    # use_parallel_residual, which runs attention and MLP side by side), q/k/v biases by use_qkv_bias, head_dim
+    # hidden / heads (a head_dim key is not read), KV heads 32 unless given, with qk_layernorm a bias-free LayerNorm
+    # per head over q and k (counted here with a bias: +(heads + kv_heads) x head_dim per layer)
+    "stablelm": (32, None, False, "none"),
     # modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py (5.24.0): Llama's layers with q/k RMSNorms over
     # head_dim always built; head_dim must be given (the class has none; attention_head_dim in Tencent's remote
     # files); use_qk_norm, use_cla and mlp_bias are not read
@@ -231,7 +236,14 @@ _GLM_MOE_DSA = {"vocab_size": 154880, "hidden_size": 6144, "intermediate_size": 
                 "index_head_dim": 128, "index_n_heads": 32}  # fmt: skip
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
-_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode")
+_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt")
+# The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
+# configuration_mpt.py, transformers 5.24.0); the others' files must name their shapes
+_GPT_DEFAULTS: dict[str, dict[str, int]] = {
+    "gpt_neo": {"hidden": 2048, "layers": 24, "heads": 16, "vocab": 50257},
+    "codegen": {"hidden": 4096, "layers": 28, "heads": 16, "vocab": 50400},
+    "mpt": {"hidden": 2048, "layers": 24, "heads": 16, "vocab": 50368},
+}
 _ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
     "MistralForCausalLM": "mistral",
@@ -291,6 +303,11 @@ _ARCHITECTURES = {
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "GPT2LMHeadModel": "gpt2",
     "GPTJForCausalLM": "gptj",
+    "GPTNeoForCausalLM": "gpt_neo",
+    "CodeGenForCausalLM": "codegen",
+    "MptForCausalLM": "mpt",
+    "MPTForCausalLM": "mpt",
+    "StableLmForCausalLM": "stablelm",
     "GPTNeoXForCausalLM": "gpt_neox",
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
@@ -374,7 +391,7 @@ def _family(cfg: dict[str, Any], where: str) -> str:
 def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     kv_default, head_dim_default, qkv_bias, qk_norm = _LLAMA_LIKE[family]
     defaults = _LLAMA_LIKE_DEFAULTS.get(family, {})
-    bias_key = "bias" if family == "internlm2" else "attention_bias"
+    bias_key = {"internlm2": "bias", "stablelm": "use_qkv_bias"}.get(family, "attention_bias")
     shape = _LLAMA_SHAPE_DEFAULTS if family == "llama" and k.prefix else {}
     hidden = k.integer("hidden_size", default=shape.get("hidden_size", _MISSING), field="hidden")
     layers = k.integer("num_hidden_layers", default=shape.get("num_hidden_layers", _MISSING), field="layers")
@@ -390,7 +407,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "qkv_bias": qkv_bias or (family != "mistral" and k.flag(bias_key, defaults.get(bias_key, False))),
         "qk_norm": qk_norm,
     }
-    if family == "glm4v_text":
+    if family in ("glm4v_text", "stablelm"):
         head_dim = None
     elif family.startswith("hunyuan"):  # HunYuan*V1Attention fails without one
         head_dim = k.integer("head_dim", "attention_head_dim", field="head_dim")
@@ -401,7 +418,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family == "gpt_oss":
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
-    if family not in ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium") and k.flag("mlp_bias", False):
+    unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm")  # mlp_bias not read
+    if family not in unbiased_mlp and k.flag("mlp_bias", False):
         arch["linear_bias"] = True
     if family == "olmo":
         arch["norm"] = "layernorm_np"
@@ -428,6 +446,10 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
     if family == "cohere2":
         arch["layer_norms"] = 1
+    if family == "stablelm":
+        arch.update(norm="layernorm", layer_norms=1 if k.flag("use_parallel_residual", False) else 2)
+        if k.flag("qk_layernorm", False):
+            arch["qk_norm"] = "full"
     if family == "cohere":
         arch["layer_norms"] = 1
         if k.flag("use_qk_norm", False):
@@ -566,7 +588,7 @@ def _gemma4(k: Keys) -> dict[str, Any]:
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "mlp": "geglu",
         "qkv_bias": k.flag("attention_bias", False),
-        "out_bias": k.flag("attention_bias", False),
+        **({"out_bias": True} if k.flag("attention_bias", False) else {}),
         "layer_norms": 4,
         "qk_norm": "head",
         "mixers": tuple("global attention" if t == "full_attention" else "attention" for t in types),
@@ -805,14 +827,19 @@ def _minimax_m2(k: Keys) -> dict[str, Any]:
 
 
 def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
-    """GPT-2, GPT-J, GPT-NeoX, OPT, BLOOM, Phi (1, 1.5, 2) and StarCoder2: LayerNorm with bias, plain 2-matrix MLPs,
-    their own key names."""
-    hidden = k.integer("hidden_size", "n_embd", "n_embed", "d_model", field="hidden")
+    """GPT-2, GPT-J, CodeGen, GPT-Neo, GPT-NeoX, OPT, BLOOM, MPT, Phi (1, 1.5, 2) and StarCoder2: LayerNorm with
+    bias (MPT's without), plain 2-matrix MLPs, their own key names."""
+    d = _GPT_DEFAULTS.get(family, {})
+    hidden = k.integer("hidden_size", "n_embd", "n_embed", "d_model", default=d.get("hidden", _MISSING), field="hidden")
     arch: dict[str, Any] = {
         "hidden": hidden,
-        "layers": k.integer("num_hidden_layers", "n_layer", field="layers"),
-        "heads": k.integer("num_attention_heads", "n_head", field="heads"),
-        "vocab": k.integer("vocab_size", field="vocab"),
+        "layers": k.integer(
+            "num_hidden_layers", "n_layer", "num_layers", "n_layers", default=d.get("layers", _MISSING), field="layers"
+        ),
+        "heads": k.integer(
+            "num_attention_heads", "n_head", "num_heads", "n_heads", default=d.get("heads", _MISSING), field="heads"
+        ),
+        "vocab": k.integer("vocab_size", default=d.get("vocab", _MISSING), field="vocab"),
         "norm": "layernorm",
         "mlp": "gelu",
         "qkv_bias": True,
@@ -824,12 +851,38 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             tied_embeddings=k.flag("tie_word_embeddings", True),
             learned_positions=k.integer("n_positions", "max_position_embeddings", field="learned_positions"),
         )
-    elif family == "gptj":  # configuration_gptj.py: parallel attention and MLP under one ln_1; no qkv bias
+    elif family in ("gptj", "codegen"):
+        # configuration_gptj.py / modeling_gptj.py, configuration_codegen.py / modeling_codegen.py (5.24.0): attention
+        # and MLP in parallel under one ln_1; q/k/v and out_proj without biases, fc_in/fc_out with; an lm_head bias;
+        # untied by default (CodeGen's vocab_size defaults to 50400)
         arch.update(
             ffn=k.integer("n_inner", default=None, field="ffn") or 4 * hidden,
             tied_embeddings=k.flag("tie_word_embeddings", False),
             qkv_bias=False,
+            out_bias=False,
+            head_bias=True,
             layer_norms=1,
+        )
+    elif family == "gpt_neo":
+        # configuration_gpt_neo.py / modeling_gpt_neo.py (5.24.0): GPT-2's block with q/k/v unbiased and out_proj
+        # biased, MLP of intermediate_size (None: 4 x hidden), learned positions, tied by default; local and global
+        # attention layers hold the same weights
+        arch.update(
+            ffn=k.integer("intermediate_size", default=None, field="ffn") or 4 * hidden,
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+            learned_positions=k.integer("max_position_embeddings", default=2048, field="learned_positions"),
+            qkv_bias=False,
+        )
+    elif family == "mpt":
+        # configuration_mpt.py / modeling_mpt.py (5.24.0): LayerNorms without bias (one weight per element, counted
+        # as RMSNorm's), Wqkv and out_proj unbiased (always multi-head), an MLP of 4 x d_model (expansion_ratio, no_bias
+        # and learned_pos_emb are not read: ALiBi, no position table), tied by default
+        arch.update(
+            ffn=4 * hidden,
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+            norm="rmsnorm",
+            qkv_bias=False,
+            linear_bias=False,
         )
     elif family == "gpt_neox":  # configuration_gpt_neox.py: tie_word_embeddings=False, attention_bias=True
         arch.update(

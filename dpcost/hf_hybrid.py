@@ -278,7 +278,7 @@ def _granite_hybrid(k: Keys) -> dict[str, Any]:
         "vocab": _int(k, "vocab_size", d, "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "qkv_bias": bias,
-        "out_bias": bias,
+        **({"out_bias": True} if bias else {}),
         "mixers": tuple(names[t] for t in kinds),
         "ssm": _mamba_prefixed_ssd(k, d, inner, ssm_heads),
     }

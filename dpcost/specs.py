@@ -198,8 +198,11 @@ class ModelArchitecture(Spec):
     embedding_norm: bool = Field(False, description="a norm right after the embedding (BLOOM)")
     qkv_bias: bool = False
     # left out of a dump unless set, so that specs without them read as before
-    out_bias: bool = Field(
-        False, description="a bias on the attention output projection (Phi-3.5-MoE, Seed-OSS)", exclude_if=_unset
+    out_bias: bool | None = Field(
+        None,
+        description="a bias on the attention output projection (Phi-3.5-MoE, Seed-OSS), or none even with "
+        "linear_bias (GPT-J, CodeGen); unset: as linear_bias says",
+        exclude_if=lambda v: v is None,
     )
     head_bias: bool = Field(
         False, description="a bias on the output head (Phi-3.5-MoE's lm_head_bias)", exclude_if=_unset

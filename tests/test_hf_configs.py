@@ -145,8 +145,8 @@ def test_every_family_within_half_a_percent() -> None:
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron",
         "ernie4_5_moe", "phimoe", "granitemoehybrid", "apertus", "arcee",
         "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa", "gemma4_text", "cohere2",
-        "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo",  # hunyuan: Tencent's remote-code model_type
-    }  # fmt: skip
+        "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo", "stablelm", "gpt_neo", "codegen", "mpt",
+    }  # fmt: skip  (hunyuan: the model_type of Tencent's remote-code files, read as hunyuan_v1_moe)
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
     assert not any(within[f] for f in ROUNDED_ONLY), "a rounded-only family now meets 0.5%: drop it from ROUNDED_ONLY"

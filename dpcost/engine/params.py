@@ -76,7 +76,7 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
     params = h * q_out + kv_projections * h * kv_out + q_out * h
     if a.qkv_bias:
         params += q_out + kv_projections * kv_out
-    if a.linear_bias or a.out_bias:
+    if a.out_bias or (a.out_bias is None and a.linear_bias):
         params += h  # output projection bias
     per = a.norm_weights
     if a.qk_norm == "head":
