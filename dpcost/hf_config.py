@@ -86,6 +86,11 @@ _LLAMA_LIKE = {
     # model_type: (default kv heads (None = heads), default head_dim (None = hidden/heads), qkv bias, qk norm)
     "llama": (None, None, False, "none"),  # configuration_llama.py
     "mistral": (8, None, False, "none"),  # configuration_mistral.py
+    # configuration_ministral.py / modeling_ministral.py (5.24.0): Mistral's layers; head_dim must be given (the
+    # class keeps None and its attention fails without one)
+    "ministral": (8, None, False, "none"),
+    # configuration_ministral3.py / modeling_ministral3.py (5.24.0): Mistral's layers, head_dim 128 unless given
+    "ministral3": (8, 128, False, "none"),
     "mixtral": (8, None, False, "none"),  # configuration_mixtral.py
     "qwen2": (32, None, True, "none"),  # configuration_qwen2.py; Qwen2Attention: q/k/v bias=True
     "qwen2_moe": (16, None, True, "none"),  # configuration_qwen2_moe.py
@@ -166,6 +171,9 @@ _LLAMA_LIKE = {
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
 # configuration_glm4.py, InternLM2's configuration_internlm2.py (whose attention bias is named `bias`).
+# Whose attention projections take bias=False whatever attention_bias says (modeling_mistral.py, modeling_ministral.py,
+# modeling_ministral3.py)
+_UNBIASED = ("mistral", "ministral", "ministral3")
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
@@ -234,7 +242,13 @@ _GLM_MOE_DSA = {"vocab_size": 154880, "hidden_size": 6144, "intermediate_size": 
                 "kv_lora_rank": 512, "q_lora_rank": 2048, "qk_rope_head_dim": 64, "v_head_dim": 256,
                 "qk_nope_head_dim": 192, "num_experts_per_tok": 8, "first_k_dense_replace": 3, "index_topk": 2048,
                 "index_head_dim": 128, "index_n_heads": 32}  # fmt: skip
-_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa")
+# Mistral4Config's defaults (configuration_mistral4.py, 5.24.0): DeepSeek-V3's MLA and MoE keys (no router bias,
+# no MTP); head_dim is overwritten by qk_nope_head_dim + qk_rope_head_dim and shapes nothing
+_MISTRAL4 = {"vocab_size": 131072, "hidden_size": 4096, "intermediate_size": 12288, "moe_intermediate_size": 2048,
+             "num_hidden_layers": 36, "num_attention_heads": 32, "n_shared_experts": 1, "n_routed_experts": 128,
+             "kv_lora_rank": 256, "q_lora_rank": 1024, "qk_rope_head_dim": 64, "v_head_dim": 128,
+             "qk_nope_head_dim": 64, "num_experts_per_tok": 4, "first_k_dense_replace": 0}  # fmt: skip
+_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt")
 # The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
@@ -298,6 +312,9 @@ _ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV32ForCausalLM": "deepseek_v32",
+    "MinistralForCausalLM": "ministral",
+    "Ministral3ForCausalLM": "ministral3",
+    "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
@@ -403,13 +420,12 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "kv_heads": k.integer("num_key_value_heads", default=kv_default or heads, field="kv_heads"),
         "vocab": k.integer("vocab_size", default=shape.get("vocab_size", _MISSING), field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", defaults.get("tie_word_embeddings", False)),
-        # MistralAttention's q/k/v/o take bias=False whatever the config says (modeling_mistral.py)
-        "qkv_bias": qkv_bias or (family != "mistral" and k.flag(bias_key, defaults.get(bias_key, False))),
+        "qkv_bias": qkv_bias or (family not in _UNBIASED and k.flag(bias_key, defaults.get(bias_key, False))),
         "qk_norm": qk_norm,
     }
     if family in ("glm4v_text", "stablelm"):
         head_dim = None
-    elif family.startswith("hunyuan"):  # HunYuan*V1Attention fails without one
+    elif family.startswith("hunyuan") or family == "ministral":  # their attention fails without one
         head_dim = k.integer("head_dim", "attention_head_dim", field="head_dim")
     else:
         head_dim = k.integer("head_dim", default=head_dim_default, field="head_dim")
@@ -656,7 +672,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     (a buffer transformers keeps out of parameters(), stored in the checkpoint). Its MTP layer (model.layers.78,
     num_nextn_predict_layers) is ignored by transformers on load and counted apart here, with its own indexer."""
     glm = family == "glm_moe_dsa"
-    d: dict[str, Any] = _GLM_MOE_DSA if glm else {}
+    d: dict[str, Any] = _GLM_MOE_DSA if glm else _MISTRAL4 if family == "mistral4" else {}
 
     def integer(key: str, field: str = "", default: Any = _MISSING) -> Any:
         return k.integer(key, default=d.get(key, default), field=field)
@@ -685,7 +701,8 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             "shared": integer("n_shared_experts", "moe.shared", 0),
             "ffn": integer("moe_intermediate_size", "moe.ffn"),
             "first_dense_layers": integer("first_k_dense_replace", "moe.first_dense_layers", 0),
-            "router_bias": glm or k.text("topk_method", "") == "noaux_tc",  # V3's e_score_correction_bias
+            # V3's e_score_correction_bias; Mistral 4's softmax router has none
+            "router_bias": glm or (family != "mistral4" and k.text("topk_method", "") == "noaux_tc"),
         }
         kinds = _per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if glm else None
         if kinds is not None:
@@ -697,7 +714,8 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         "qk_rope_head_dim": integer("qk_rope_head_dim", "mla.qk_rope_head_dim"),
         "v_head_dim": integer("v_head_dim", "mla.v_head_dim"),
     }
-    arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
+    if family != "mistral4":  # Mistral4ForCausalLM builds no MTP layer
+        arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
     # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0) where GLM's give none
     if family in ("deepseek_v32", "glm_moe_dsa"):
         arch["indexer"] = {
@@ -1027,6 +1045,19 @@ def _wrapped_family(cfg: dict[str, Any]) -> str | None:
     return inner if isinstance(inner, str) and inner in SUPPORTED_MODEL_TYPES and inner not in _NESTED else None
 
 
+def _nested_family(wrapper: str, text: dict[str, Any], where: str) -> str:
+    """The family of a wrapper's text model: its text_config's model_type where it names one (Mistral3's may be
+    mistral, ministral3 or mistral4), else the wrapper's usual one (_NESTED)."""
+    inner = text.get("model_type")
+    if inner is None:
+        return _NESTED[wrapper]
+    if isinstance(inner, str) and inner in SUPPORTED_MODEL_TYPES and inner not in _NESTED:
+        return inner
+    known = ", ".join(SUPPORTED_MODEL_TYPES)
+    said = f"text_config.model_type: {inner!r}"[:200]
+    raise InputError(where, f"{said} is not a family dpcost can count; supported model_type values: {known}")
+
+
 def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """A wrapper's text_config; where it has no tie_word_embeddings of its own, the top level's (Qwen3-VL-8B's and
     -30B-A3B's files say it only there, and their checkpoints store lm_head, where transformers 5's
@@ -1053,7 +1084,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         text = cfg.get("text_config")
         if not isinstance(text, dict):
             raise InputError(where, f"text_config: a {family} config keeps its text model's keys there")
-        cfg, prefix, family = _text_config(cfg), "text_config.", _NESTED[family]
+        cfg, prefix, family = _text_config(cfg), "text_config.", _nested_family(family, text, where)
     note = "text model only: the vision encoder is not counted" if multimodal else ""
     if wrapped:
         note = (

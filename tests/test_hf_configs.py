@@ -146,7 +146,7 @@ def test_every_family_within_half_a_percent() -> None:
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron", "ernie4_5_moe", "phimoe", "granitemoehybrid",
         "apertus", "arcee", "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa",
         "gemma4_text", "cohere2", "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo", "stablelm", "gpt_neo",
-        "codegen", "mpt",
+        "codegen", "mpt", "mistral4",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -796,3 +796,22 @@ def test_mimo_counts_its_mtp_layer_apart() -> None:
     11,008): 20,480 + 33,554,432 + 41,949,184 + 135,266,304 = 210,790,400."""
     c = count_params(load_model(str(CONFIGS / "mimo-7b-base.json")))
     assert c.mtp == 210_790_400
+
+
+def test_a_mistral3_wrapper_is_read_by_its_text_configs_model_type() -> None:
+    """Mistral3ForConditionalGeneration builds its text model from text_config's own model_type (AutoModel):
+    Mistral Small 3.x's mistral, Ministral 3's ministral3 (head_dim 128 unless given, configuration_ministral3.py),
+    Mistral Small 4's mistral4 (MLA and MoE, modeling_mistral4.py). Read as Mistral's dense layer, Small 4's keys
+    came to 8.9B where transformers builds 119.0B; a text model_type dpcost has no map for is refused."""
+    from dpcost.catalog import model_from_hf_config
+
+    small4 = _cfg("mistral-small-4-119b-2603.json")
+    with_ffn = {**small4, "text_config": {**small4["text_config"], "intermediate_size": 12288}}
+    assert count_params(model_from_hf_config(with_ffn, "small4.json")).total == 118_972_826_624
+    ministral3 = {"model_type": "mistral3", "tie_word_embeddings": False, "text_config": {
+        "model_type": "ministral3", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 34,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 131072}}  # fmt: skip
+    a = model_from_hf_config(ministral3, "ministral3.json").architecture
+    assert a is not None and a.d_head == 128
+    with pytest.raises(InputError, match=r"text_config\.model_type: 'mistral_large4'"):
+        model_from_hf_config({**small4, "text_config": {**small4["text_config"], "model_type": "mistral_large4"}}, "x")
