@@ -146,6 +146,12 @@ _LLAMA_LIKE = {
     # InternLM2 (remote code, configuration_internlm2.py): Llama's shapes, fused wqkv and w1/w3/w2; q/k/v biases by
     # `bias`, whose class default is true (released files set false)
     "internlm2": (None, None, False, "none"),
+    # configuration_glm.py / modeling_glm.py (5.24.0; THUDM's glm-4-9b-*-hf): 2 KV heads of 128 by default, q/k/v
+    # biases by attention_bias (default true), o_proj without, a fused gate_up MLP without biases, 2 norms per layer
+    "glm": (2, 128, False, "none"),
+    # configuration_internlm3.py (5.24.0; built as LlamaForCausalLM): qkv_bias (alias of attention_bias) biases
+    # q/k/v and o, bias (alias of mlp_bias) the MLP; 2 KV heads of 128 by default
+    "internlm3": (2, 128, False, "none"),
     # configuration_seed_oss.py: q/k/v biases by attention_bias, o_proj's by attention_out_bias (false as released)
     "seed_oss": (None, None, False, "none"),
     # modeling_glm4.py: 4 RMSNorms per layer (before and after attention and MLP), q/k/v biases, fused gate_up
@@ -181,6 +187,7 @@ _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "ernie4_5": {"tie_word_embeddings": True},
     "ernie4_5_moe": {"tie_word_embeddings": True},
     "glm4": {"attention_bias": True},
+    "glm": {"attention_bias": True},
     "internlm2": {"bias": True},
 }
 # LlamaConfig's defaults for the shapes (configuration_llama.py), for a llama text_config nested in a wrapper:
@@ -248,7 +255,12 @@ _MISTRAL4 = {"vocab_size": 131072, "hidden_size": 4096, "intermediate_size": 122
              "num_hidden_layers": 36, "num_attention_heads": 32, "n_shared_experts": 1, "n_routed_experts": 128,
              "kv_lora_rank": 256, "q_lora_rank": 1024, "qk_rope_head_dim": 64, "v_head_dim": 128,
              "qk_nope_head_dim": 64, "num_experts_per_tok": 4, "first_k_dense_replace": 0}  # fmt: skip
-_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4")
+# Glm4MoeLiteConfig's defaults (configuration_glm4_moe_lite.py, 5.24.0: GLM-4.7-Flash), DeepSeek-V3's keys
+_GLM4_MOE_LITE = {"vocab_size": 154880, "hidden_size": 2048, "intermediate_size": 10240, "moe_intermediate_size": 1536,
+                  "num_hidden_layers": 47, "num_attention_heads": 20, "n_shared_experts": 1, "n_routed_experts": 64,
+                  "kv_lora_rank": 512, "q_lora_rank": 768, "qk_rope_head_dim": 64, "v_head_dim": 256,
+                  "qk_nope_head_dim": 192, "num_experts_per_tok": 4}  # fmt: skip
+_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite")
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt")
 # The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
@@ -313,6 +325,9 @@ _ARCHITECTURES = {
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV32ForCausalLM": "deepseek_v32",
     "MinistralForCausalLM": "ministral",
+    "GlmForCausalLM": "glm",
+    "InternLM3ForCausalLM": "internlm3",
+    "Glm4MoeLiteForCausalLM": "glm4_moe_lite",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
@@ -408,7 +423,7 @@ def _family(cfg: dict[str, Any], where: str) -> str:
 def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     kv_default, head_dim_default, qkv_bias, qk_norm = _LLAMA_LIKE[family]
     defaults = _LLAMA_LIKE_DEFAULTS.get(family, {})
-    bias_key = {"internlm2": "bias", "stablelm": "use_qkv_bias"}.get(family, "attention_bias")
+    bias_key = {"internlm2": "bias", "stablelm": "use_qkv_bias", "internlm3": "qkv_bias"}.get(family, "attention_bias")
     shape = _LLAMA_SHAPE_DEFAULTS if family == "llama" and k.prefix else {}
     hidden = k.integer("hidden_size", default=shape.get("hidden_size", _MISSING), field="hidden")
     layers = k.integer("num_hidden_layers", default=shape.get("num_hidden_layers", _MISSING), field="layers")
@@ -434,8 +449,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family == "gpt_oss":
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
-    unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm")  # mlp_bias not read
-    if family not in unbiased_mlp and k.flag("mlp_bias", False):
+    unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm", "glm")  # mlp_bias not read
+    if family not in unbiased_mlp and k.flag("bias" if family == "internlm3" else "mlp_bias", False):
         arch["linear_bias"] = True
     if family == "olmo":
         arch["norm"] = "layernorm_np"
@@ -444,8 +459,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family in ("arcee", "apertus"):
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
-                  "hunyuan_v1_dense", "hunyuan_v1_moe")  # fmt: skip
-    if family in biased_out and k.flag("attention_bias", False):
+                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3")  # fmt: skip
+    if family in biased_out and k.flag(bias_key, False):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
         arch["out_bias"] = True
@@ -671,8 +686,9 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     mlp_layer_types (else first_k_dense_replace) for the dense layers; an e_score_correction_bias in every MoE layer
     (a buffer transformers keeps out of parameters(), stored in the checkpoint). Its MTP layer (model.layers.78,
     num_nextn_predict_layers) is ignored by transformers on load and counted apart here, with its own indexer."""
-    glm = family == "glm_moe_dsa"
-    d: dict[str, Any] = _GLM_MOE_DSA if glm else _MISTRAL4 if family == "mistral4" else {}
+    glm = family in ("glm_moe_dsa", "glm4_moe_lite")
+    defaults = {"glm_moe_dsa": _GLM_MOE_DSA, "mistral4": _MISTRAL4, "glm4_moe_lite": _GLM4_MOE_LITE}
+    d: dict[str, Any] = defaults.get(family, {})
 
     def integer(key: str, field: str = "", default: Any = _MISSING) -> Any:
         return k.integer(key, default=d.get(key, default), field=field)
@@ -705,6 +721,8 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             "router_bias": glm or (family != "mistral4" and k.text("topk_method", "") == "noaux_tc"),
         }
         kinds = _per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if glm else None
+        if kinds is None and family == "glm4_moe_lite":  # its class reads no first_k_dense_replace: layer 0 dense
+            kinds = ["dense"] + ["sparse"] * (layers - 1)
         if kinds is not None:
             arch["moe"].update(first_dense_layers=0, dense_layers=tuple(i for i, t in enumerate(kinds) if t == "dense"))
     arch["mla"] = {
@@ -723,7 +741,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             "head_dim": integer("index_head_dim", "indexer.head_dim", 128),
             "topk": integer("index_topk", "indexer.topk", 2048),
         }
-    if glm:
+    if family == "glm_moe_dsa":
         arch["indexer"]["layers"] = _glm_indexer_layers(k, layers)
     return arch
 

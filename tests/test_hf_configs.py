@@ -146,7 +146,7 @@ def test_every_family_within_half_a_percent() -> None:
         "qwen3_vl_moe_text", "olmo3", "granitemoe", "nemotron", "ernie4_5_moe", "phimoe", "granitemoehybrid",
         "apertus", "arcee", "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa",
         "gemma4_text", "cohere2", "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo", "stablelm", "gpt_neo",
-        "codegen", "mpt", "mistral4",
+        "codegen", "mpt", "mistral4", "glm", "internlm3", "glm4_moe_lite",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
