@@ -355,6 +355,7 @@ _ARCHITECTURES = {
     "FalconH1ForCausalLM": "falcon_h1",
     "Qwen3NextForCausalLM": "qwen3_next",
     "GraniteMoeHybridForCausalLM": "granitemoehybrid",
+    "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "Gemma4ForConditionalGeneration": "gemma4",
     "Gemma4ForCausalLM": "gemma4_text",
     "Qwen3_5ForConditionalGeneration": "qwen3_5",
@@ -390,8 +391,8 @@ _HYBRID = (
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
-        {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", *_DEEPSEEK, *_GLM_MINIMAX, *_FALCON, *_GPT,
-         "qwen", "dbrx", *_HYBRID}
+        {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
+         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID}
     )
 )  # fmt: skip
 
@@ -642,6 +643,47 @@ def _gemma4(k: Keys) -> dict[str, Any]:
             "router_bias": True,
         }
     return arch
+
+
+# MiMoV2FlashConfig's defaults (configuration_mimo_v2_flash.py, transformers 5.24.0)
+_MIMO_V2_FLASH = {"vocab_size": 152576, "hidden_size": 4096, "intermediate_size": 16384, "num_hidden_layers": 48,
+                  "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 192, "v_head_dim": 128,
+                  "moe_intermediate_size": 2048, "n_routed_experts": 256, "num_experts_per_tok": 8}  # fmt: skip
+
+
+def _mimo_v2_flash(k: Keys) -> dict[str, Any]:
+    """MiMoV2FlashForCausalLM (modeling_mimo_v2_flash.py, transformers 5.24.0): sliding-window layers with twice
+    num_key_value_heads KV heads (hard-coded; swa_num_key_value_heads is not read) and a learned sink per head, and
+    full-attention layers (layer_types, else layer 0 and every sixth) with num_key_value_heads and no sinks; keys
+    of head_dim, values of v_head_dim, q/k/v biases by attention_bias, o_proj never biased; a dense MLP in the
+    layers mlp_layer_types calls dense (else layer 0), elsewhere DeepSeek-V3's MoE without a shared expert (routing
+    score biases stored in the checkpoint). Its MTP modules are not built by transformers and not counted."""
+    d = _MIMO_V2_FLASH
+    dims = _dimensions(k, d)
+    layers, kv = dims["layers"], dims["kv_heads"]
+    types = _per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
+    if types is None:
+        types = ["full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention" for i in range(layers)]
+    kinds = _per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) or ["dense"] + ["sparse"] * (layers - 1)
+    return {
+        **dims,
+        "kv_heads": 2 * kv,
+        "v_head_dim": k.integer("v_head_dim", default=d["v_head_dim"], field="v_head_dim"),
+        "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": False,
+        "attention_sinks": True,
+        "mixers": tuple("global attention" if t == "full_attention" else "attention" for t in types),
+        "global_attention": {"head_dim": dims["head_dim"], "kv_heads": kv},
+        "moe": {
+            "experts": k.integer("n_routed_experts", default=d["n_routed_experts"], field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn"),
+            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense"),
+            "router_bias": True,
+        },
+    }
 
 
 def _llama4(k: Keys) -> dict[str, Any]:
@@ -1118,6 +1160,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _llama4(k)
     elif family == "gemma4_text":
         arch = _gemma4(k)
+    elif family == "mimo_v2_flash":
+        arch = _mimo_v2_flash(k)
     elif family in _DEEPSEEK:
         arch = _deepseek(k, family)
     elif family in ("glm4_moe", "glm4v_moe_text", "dots1"):

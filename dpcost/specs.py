@@ -169,6 +169,11 @@ class GlobalAttentionSpec(Spec):
     head_dim: PositiveInt = Field(description="global_head_dim")
     kv_heads: PositiveInt = Field(description="num_global_key_value_heads, else the sliding layers' KV heads")
     values_from_keys: bool = Field(False, description="attention_k_eq_v: no v_proj, the keys serve as values")
+    sinks: bool = Field(
+        False,
+        description="learned sinks in these layers (MiMo-V2-Flash has them in its sliding ones only)",
+        exclude_if=_unset,
+    )
 
 
 Mixer = Literal["attention", "global attention", "mamba", "deltanet", "attention+mamba", "none"]
@@ -233,6 +238,11 @@ class ModelArchitecture(Spec):
         False,
         description="no value projection: the keys serve as values (Gemma 4's attention_k_eq_v)",
         exclude_if=_unset,
+    )
+    v_head_dim: PositiveInt | None = Field(
+        None,
+        description="the value heads' width where it is not head_dim (MiMo-V2-Flash; MLA keeps its own)",
+        exclude_if=lambda v: v is None,
     )
 
     @model_validator(mode="after")
@@ -313,7 +323,7 @@ class ModelArchitecture(Spec):
         assert g is not None
         view = self.model_copy(
             update={"head_dim": g.head_dim, "kv_heads": g.kv_heads, "values_from_keys": g.values_from_keys,
-                    "mixers": (), "global_attention": None}
+                    "attention_sinks": g.sinks, "mixers": (), "global_attention": None}
         )  # fmt: skip
         for name, attribute in vars(type(self)).items():  # a copy carries this spec's cached values: not the view's
             if isinstance(attribute, cached_property):
@@ -360,6 +370,11 @@ class ModelArchitecture(Spec):
     @property
     def d_head(self) -> int:
         return self.head_dim or self.hidden // self.heads
+
+    @property
+    def d_value(self) -> int:
+        """A value head's width (v_head_dim, else head_dim)."""
+        return self.v_head_dim or self.d_head
 
 
 class Published(Spec):

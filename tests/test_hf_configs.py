@@ -147,6 +147,7 @@ def test_every_family_within_half_a_percent() -> None:
         "apertus", "arcee", "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa",
         "gemma4_text", "cohere2", "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo", "stablelm", "gpt_neo",
         "codegen", "mpt", "mistral4", "glm", "internlm3", "glm4_moe_lite",
+        "mimo_v2_flash",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -815,3 +816,19 @@ def test_a_mistral3_wrapper_is_read_by_its_text_configs_model_type() -> None:
     assert a is not None and a.d_head == 128
     with pytest.raises(InputError, match=r"text_config\.model_type: 'mistral_large4'"):
         model_from_hf_config({**small4, "text_config": {**small4["text_config"], "model_type": "mistral_large4"}}, "x")
+
+
+def test_mimo_v2_flash_values_and_kv_heads_differ_by_layer_kind() -> None:
+    """MiMoV2FlashAttention (modeling_mimo_v2_flash.py, 5.24.0): q and k of head_dim 192, v and o of v_head_dim 128;
+    sliding layers with 2 x num_key_value_heads KV heads and a sink per head, full layers with num_key_value_heads
+    and none. Sliding: q 4,096 x 12,288 + k 4,096 x 1,536 + v 4,096 x 1,024 + o 8,192 x 4,096 + 64 sinks =
+    94,371,904; full: k 4,096 x 768 + v 4,096 x 512, no sinks: 89,128,960."""
+    from dpcost.engine.compute import attention_flops
+    from dpcost.engine.params import mixer_parameters
+
+    a = load_model(str(CONFIGS / "mimo-v2-flash.json")).architecture
+    assert a is not None
+    assert mixer_parameters(a, "attention") == 94_371_904
+    assert mixer_parameters(a, "global attention") == 89_128_960
+    assert [i for i in range(a.layers) if a.mixer(i) == "global attention"] == [0, 5, 11, 17, 23, 29, 35, 41, 47]
+    assert attention_flops(a, 1024) == 2 * 64 * (192 + 128) * 1024 * 48

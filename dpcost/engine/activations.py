@@ -120,13 +120,13 @@ def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: in
         expanded = kernels == "eager" and kv < q
         out.append(Tensor("Q", "qkv", e * q, matmul=mm))
         out.append(Tensor("K", "qkv", e * kv, saved=not expanded, matmul=mm + 1))
-        out.append(Tensor("V", "qkv", e * kv, saved=not expanded, matmul=mm + 2))
+        out.append(Tensor("V", "qkv", e * a.n_kv_heads * a.d_value, saved=not expanded, matmul=mm + 2))
         if expanded:
             out.append(Tensor("K and V copied to every query head", "qkv", 2 * e * q))
         if a.qk_norm != "none":  # the norms' inputs are the projections' outputs; their outputs are Q and K above
             out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + kv))
         mm += 3
-        context = q
+        context = a.heads * a.d_value
     if flash:
         out.append(Tensor("log-sum-exp (fp32)", "core_attn", 4.0 * a.heads))
     else:
@@ -278,9 +278,9 @@ def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: 
         per_token = (a.mla.kv_lora_rank + a.mla.qk_rope_head_dim) * a.attention_layers
     elif a.global_attention is not None:  # each layer's own KV heads and head_dim
         views = [a.attention_of(m) for m in a.mixers if "attention" in m]
-        per_token = sum(2 * v.n_kv_heads * v.d_head for v in views)
+        per_token = sum(v.n_kv_heads * (v.d_head + v.d_value) for v in views)
     else:
-        per_token = 2 * a.n_kv_heads * a.d_head * a.attention_layers
+        per_token = a.n_kv_heads * (a.d_head + a.d_value) * a.attention_layers
     kv = per_token * dtype_bytes * seq_len * batch
     if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache)
         kv += a.indexer.head_dim * a.indexer_layers * seq_len * batch

@@ -52,12 +52,12 @@ def attention_flops(arch: ModelArchitecture, seq_len: int) -> float:
     indexer's scores over all T."""
     if arch.global_attention is not None:
         layers = [arch.attention_of(m) for m in arch.mixers if "attention" in m]
-        return sum(2.0 * a.heads * 2 * a.d_head * seq_len for a in layers)
+        return sum(2.0 * a.heads * (a.d_head + a.d_value) * seq_len for a in layers)
     if arch.mla is not None:
         d_qk = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim
         d_v = arch.mla.v_head_dim
     else:
-        d_qk = d_v = arch.d_head
+        d_qk, d_v = arch.d_head, arch.d_value
     if arch.indexer is None:
         return 2.0 * arch.attention_layers * arch.heads * (d_qk + d_v) * seq_len
     # DeepSeek Sparse Attention (DeepSeek-V3.2): attention reads the indexer's top-k keys, and the indexer scores

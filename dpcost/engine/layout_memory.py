@@ -539,6 +539,8 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         )
     else:
         attention = attention_parameters(h, a.heads, a.n_kv_heads, a.d_head)
+    if a.v_head_dim is not None and a.mla is None:  # value heads of their own width: v_proj and o_proj
+        attention += (a.n_kv_heads + a.heads) * (a.d_value - a.d_head) * h
     if a.global_attention is not None:  # Gemma 4's global layers, spread over every layer as their mean
         extra = mixer_parameters(a, "global attention") - mixer_parameters(a, "attention")
         attention += extra * a.mixers.count("global attention") / a.layers

@@ -217,7 +217,7 @@ def cp_calls(
         m = arch.mla
         per_token = arch.heads / layout.tp * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
     else:
-        per_token = 2 * arch.n_kv_heads / min(layout.tp, arch.n_kv_heads) * arch.d_head
+        per_token = arch.n_kv_heads / min(layout.tp, arch.n_kv_heads) * (arch.d_head + arch.d_value)
     chunk = micro_batch * (seq_len / layout.cp) * per_token * act_bytes
     if impl == "all_gather":
         return [

@@ -180,11 +180,11 @@ def layer_ops(
         out_in = a.heads * m.v_head_dim
     else:
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
-        kv_projections = 1 if a.values_from_keys else 2  # Gemma 4's attention_k_eq_v: the keys serve as values
-        ops.append(_gemm("query, key, value", "qkv", t, h, q_out + kv_projections * kv_out, gemm_bytes, tp_split="n"))
-        d_qk = d_v = a.d_head
+        v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value  # Gemma 4's attention_k_eq_v: no v_proj
+        ops.append(_gemm("query, key, value", "qkv", t, h, q_out + kv_out + v_out, gemm_bytes, tp_split="n"))
+        d_qk, d_v = a.d_head, a.d_value
         rotary_width = 0 if a.learned_positions else q_out + kv_out
-        out_in = q_out
+        out_in = a.heads * d_v
     if rotary_width:
         rot_b, rot_k = _ROTARY[kernels]
         ops.append(_memory("rotary", "core_attn", rot_b * rotary_width * t, rot_k, 1.0))

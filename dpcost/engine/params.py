@@ -72,10 +72,10 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         o = a.heads * m.v_head_dim * h
         return q + kv + o, max(o, m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim))
     q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
-    kv_projections = 1 if a.values_from_keys else 2  # Gemma 4's attention_k_eq_v: no v_proj
-    params = h * q_out + kv_projections * h * kv_out + q_out * h
+    v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value  # Gemma 4's attention_k_eq_v: no v_proj
+    params = h * q_out + h * kv_out + h * v_out + a.heads * a.d_value * h
     if a.qkv_bias:
-        params += q_out + kv_projections * kv_out
+        params += q_out + kv_out + v_out
     if a.out_bias or (a.out_bias is None and a.linear_bias):
         params += h  # output projection bias
     per = a.norm_weights
@@ -247,8 +247,8 @@ def block_matrices(
         attention = [*q, *kv, a.heads * m.v_head_dim * h]
     else:
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
-        values = [] if a.values_from_keys else [h * kv_out]
-        attention = [h * q_out * (2 if a.attention_gate else 1), h * kv_out, *values, q_out * h]
+        values = [] if a.values_from_keys else [h * a.n_kv_heads * a.d_value]
+        attention = [h * q_out * (2 if a.attention_gate else 1), h * kv_out, *values, a.heads * a.d_value * h]
 
     def mlp(width: int) -> list[int]:
         return [h * width, h * width, width * h] if a.gated_mlp else [h * width, width * h]

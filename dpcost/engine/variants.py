@@ -188,7 +188,8 @@ def matrix_shapes(a: ModelArchitecture) -> list[tuple[int, int]]:
         if "attention" in mixer and a.mla is None:
             v = a.attention_of(mixer)
             q, kv = v.heads * v.d_head, v.n_kv_heads * v.d_head
-            shapes += [(h, q), (h, kv)] + ([] if v.values_from_keys else [(h, kv)]) + [(q, h)]
+            values = [] if v.values_from_keys else [(h, v.n_kv_heads * v.d_value)]
+            shapes += [(h, q), (h, kv), *values, (v.heads * v.d_value, h)]
         if mlp == "dense" and a.ffn:
             shapes += [(h, a.ffn)] * (2 if a.gated_mlp else 1) + [(a.ffn, h)]
         if mlp == "moe" and a.moe is not None:
