@@ -356,6 +356,8 @@ _ARCHITECTURES = {
     "Qwen3NextForCausalLM": "qwen3_next",
     "GraniteMoeHybridForCausalLM": "granitemoehybrid",
     "MiMoV2FlashForCausalLM": "mimo_v2_flash",
+    "Lfm2ForCausalLM": "lfm2",
+    "Lfm2MoeForCausalLM": "lfm2_moe",
     "Gemma4ForConditionalGeneration": "gemma4",
     "Gemma4ForCausalLM": "gemma4_text",
     "Qwen3_5ForConditionalGeneration": "qwen3_5",
@@ -388,6 +390,8 @@ _HYBRID = (
     "granitemoehybrid",
     "qwen3_5_text",
     "qwen3_5_moe_text",
+    "lfm2",
+    "lfm2_moe",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(

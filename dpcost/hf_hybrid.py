@@ -58,6 +58,14 @@ _GRANITE_HYBRID = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size"
                    "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 256}  # fmt: skip
 
 
+# configuration_lfm2.py / configuration_lfm2_moe.py (Lfm2Config, Lfm2MoeConfig, transformers 5.24.0)
+_LFM2 = {"vocab_size": 65536, "hidden_size": 2560, "intermediate_size": 12288, "num_hidden_layers": 32,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "conv_L_cache": 3, "block_multiple_of": 256}  # fmt: skip
+_LFM2_MOE = {"vocab_size": 65536, "hidden_size": 2048, "intermediate_size": 7168, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 8, "conv_L_cache": 3, "moe_intermediate_size": 1792,
+             "num_dense_layers": 2, "num_experts_per_tok": 4, "num_experts": 32}  # fmt: skip
+
+
 def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
     if family in ("mamba", "falcon_mamba"):
         return _mamba(k)
@@ -71,6 +79,8 @@ def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
         return _falcon_h1(k)
     if family == "granitemoehybrid":
         return _granite_hybrid(k)
+    if family in ("lfm2", "lfm2_moe"):
+        return _lfm2(k, family)
     return _qwen3_next(k, family)
 
 
@@ -422,4 +432,59 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     }
     if dense or arch["moe"]["every"] != 1:
         arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
+    return arch
+
+
+def _lfm2(k: Keys, family: str) -> dict[str, Any]:
+    """Lfm2ForCausalLM and Lfm2MoeForCausalLM (modeling_lfm2.py, modeling_lfm2_moe.py, transformers 5.24.0): layers of
+    attention (q/k RMSNorms over head_dim, no biases) or a gated short convolution (short_conv, conv_L_cache taps,
+    biases by conv_bias), as layer_types says (LFM2: else full_attn_idxs, else attention everywhere; LFM2-MoE has no
+    default); a SwiGLU MLP and two norms in every layer; tied unless tie_embedding / tie_word_embeddings say not.
+    LFM2's MLP width is block_ff_dim (else intermediate_size), cut to two thirds under block_auto_adjust_ff_dim,
+    scaled by block_ffn_dim_multiplier and rounded up to block_multiple_of; LFM2-MoE's layers below
+    num_dense_layers have a dense MLP of intermediate_size, the others num_experts experts of
+    moe_intermediate_size with an expert_bias (use_expert_bias) and no shared expert."""
+    moe = family == "lfm2_moe"
+    d = _LFM2_MOE if moe else _LFM2
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    heads = _int(k, "num_attention_heads", d, "heads")
+    hidden = _int(k, "hidden_size", d, "hidden")
+    types = k.get("layer_types", default=None)
+    if types is None and not moe:
+        full = k.layers("full_attn_idxs") if k.get("full_attn_idxs", default=None) is not None else range(layers)
+        types = ["full_attention" if i in full else "conv" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or set(types) - {"full_attention", "conv"}:
+        said = f"{k._key('layer_types')}: full_attention or conv per layer ({layers}), got {types!r}"
+        raise InputError(k.where, said[:300])
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
+        "head_dim": int(k.integer("head_dim", default=hidden // heads if heads else 1, field="head_dim")),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_embedding", k.flag("tie_word_embeddings", True)),
+        "qk_norm": "head",
+        "mixers": tuple("attention" if t == "full_attention" else "conv" for t in types),
+        "short_conv": {"kernel": _int(k, "conv_L_cache", d), "bias": k.flag("conv_bias", False)},
+    }
+    if moe:
+        arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
+        arch["moe"] = {
+            "experts": _int(k, "num_experts", d, "moe.experts"),
+            "active": _int(k, "num_experts_per_tok", d, "moe.active"),
+            "ffn": _int(k, "moe_intermediate_size", d, "moe.ffn"),
+            "first_dense_layers": _int(k, "num_dense_layers", d, "moe.first_dense_layers"),
+            "router_bias": k.flag("use_expert_bias", True),
+        }
+        return arch
+    ffn = int(k.integer("block_ff_dim", "intermediate_size", default=d["intermediate_size"], field="ffn"))
+    if k.flag("block_auto_adjust_ff_dim", True):
+        ffn = int(2 * ffn / 3)
+        multiplier = k.get("block_ffn_dim_multiplier", default=1.0)
+        if multiplier is not None:
+            multiple = _int(k, "block_multiple_of", d)
+            ffn = int(float(multiplier) * ffn)
+            ffn = multiple * ((ffn + multiple - 1) // multiple)
+    arch["ffn"] = ffn
     return arch

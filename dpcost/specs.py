@@ -145,6 +145,14 @@ class DeltaNetSpec(Spec):
     chunk: PositiveInt = Field(64, description="the chunked recurrence's chunk length, which its FLOPs read")
 
 
+class ShortConvSpec(Spec):
+    """LFM2's gated short convolution (modeling_lfm2.py Lfm2ShortConv, transformers 5.24.0): in_proj h -> 3h (B, C,
+    x), a depthwise convolution of `kernel` over the h channels of B x, out_proj h -> h of C times its output."""
+
+    kernel: PositiveInt = Field(3, description="conv_L_cache")
+    bias: bool = Field(False, description="conv_bias: biases on in_proj, the convolution and out_proj")
+
+
 class IndexerSpec(Spec):
     """DeepSeek-V3.2's lightning indexer (DeepSeek Sparse Attention): in every attention layer it scores all the
     context with `heads` small heads and attention then reads only the `topk` best keys
@@ -176,7 +184,7 @@ class GlobalAttentionSpec(Spec):
     )
 
 
-Mixer = Literal["attention", "global attention", "mamba", "deltanet", "attention+mamba", "none"]
+Mixer = Literal["attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none"]
 
 
 class ModelArchitecture(Spec):
@@ -232,6 +240,7 @@ class ModelArchitecture(Spec):
     )
     ssm: SSMSpec | None = None
     deltanet: DeltaNetSpec | None = None
+    short_conv: ShortConvSpec | None = Field(None, exclude_if=lambda v: v is None)
     indexer: IndexerSpec | None = None
     global_attention: GlobalAttentionSpec | None = Field(None, exclude_if=lambda v: v is None)
     values_from_keys: bool = Field(
@@ -263,6 +272,8 @@ class ModelArchitecture(Spec):
             raise ValueError("mamba layers need ssm")
         if "deltanet" in self.mixers and self.deltanet is None:
             raise ValueError("deltanet layers need deltanet")
+        if "conv" in self.mixers and self.short_conv is None:
+            raise ValueError("conv layers need short_conv")
         if self.indexer is not None and (self.mla is None or self.mla.q_lora_rank is None):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
         if "global attention" in self.mixers and self.global_attention is None:

@@ -227,3 +227,15 @@ def test_qwen3_5_moe_has_experts_in_every_layer_whatever_mlp_only_layers_says() 
     a = model_from_hf_config(cfg, "qwen3.5.json").architecture
     assert a is not None and a.moe is not None
     assert a.moe_layers == a.layers == 40
+
+
+def test_lfm2_short_convolution_layers_by_hand() -> None:
+    """Lfm2ShortConv (modeling_lfm2.py, transformers 5.24.0): in_proj 2,048 x 6,144, a depthwise Conv1d of 3 taps
+    over 2,048 channels, out_proj 2,048 x 2,048, no biases: 4 x 2,048^2 + 3 x 2,048 = 16,783,360. LFM2's MLP is
+    block_ff_dim (12,288, over intermediate_size's 8,192) cut to two thirds and rounded up to 256: 8,192 wide."""
+    a = arch("lfm2-1.2b.json")
+    assert a.mixers.count("conv") == 10 and a.mixers.count("attention") == 6
+    assert a.ffn == 8192
+    assert dict(count_params(load_model(str(CONFIGS / "lfm2-1.2b.json"))).components)["short convolutions"] == (
+        10 * 16_783_360
+    )

@@ -171,6 +171,20 @@ def _mamba(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     return out, mm + 1
 
 
+def _short_conv(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
+    """LFM2's short convolution as Lfm2ShortConv's slow path runs it: in_proj's output (B, C, x: 3h), the gated
+    input B x (h), the convolution's output (h) and out_proj's input C times it (h)."""
+    e, h = ACT_BYTES, a.hidden
+    out = [
+        Tensor("short conv in_proj output", "qkv", e * 3 * h, matmul=first_mm),
+        Tensor("short conv gated input", "core_attn", e * h),
+        Tensor("short conv output", "core_attn", e * h),
+        Tensor("short conv gated output", "core_attn", e * h),
+        Tensor("short conv out_proj output", "attn_out", e * h, saved=False, matmul=first_mm + 1),
+    ]
+    return out, first_mm + 2
+
+
 def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     """A gated DeltaNet mixer as transformers' Qwen3NextGatedDeltaNet runs it with fla's chunk_gated_delta_rule:
     the input projections' outputs (q, k, v and z: 2K + 2V; b and a: 2 per value head), the convolution's output
@@ -233,6 +247,9 @@ def layer_tensors(
     if "mamba" in mixer:
         ssm, mm = _mamba(a, mm)
         tensors += ssm
+    if mixer == "conv":
+        conv, mm = _short_conv(a, mm)
+        tensors += conv
     if mixer == "deltanet":
         delta, mm = _deltanet(a, mm)
         tensors += delta
@@ -290,7 +307,8 @@ def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: 
 def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
     """One sequence's recurrent state over all layers, in the model's dtype as transformers' caches hold it: a
     Mamba layer's SSM state (inner x N) and convolution window (its conv channels x kernel: Mamba2Cache,
-    MambaCache), a gated DeltaNet layer's state (value heads x d_k x d_v) and window (2K + V channels)."""
+    MambaCache), a gated DeltaNet layer's state (value heads x d_k x d_v) and window (2K + V channels), an LFM2
+    short convolution's window (h channels x its kernel)."""
     total = 0.0
     for i in range(a.layers):
         mixer, m, d = a.mixer(i), a.ssm, a.deltanet
@@ -300,4 +318,6 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
         if mixer == "deltanet" and d is not None:
             conv = 2 * d.key_heads * d.key_dim + d.value_heads * d.value_dim
             total += d.value_heads * d.key_dim * d.value_dim + conv * d.conv_kernel
+        if mixer == "conv" and a.short_conv is not None:  # the convolution's window of its h channels
+            total += a.hidden * a.short_conv.kernel
     return total * dtype_bytes

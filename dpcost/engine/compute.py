@@ -83,6 +83,7 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
     - gated DeltaNet in chunks of C (Yang et al. 2024, the chunkwise form): per value head, Q K^T, K K^T and the
       W = T (beta K) transform (6 C d_k), U = T (beta V) and the intra-chunk output (4 C d_v), and reading,
       correcting and updating the d_k x d_v state (6 d_k d_v).
+    - LFM2's short convolution: a depthwise kernel of k taps over h channels (2 k h) and its two gates (2 h).
     Decoding one token runs the recurrent form: the chunk terms fall away."""
     chunked = 0.0 if decode else 1.0
     flops, m, d = 0.0, arch.ssm, arch.deltanet
@@ -94,6 +95,8 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
     if mixer == "deltanet" and d is not None:
         intra = 6.0 * d.chunk * d.key_dim + 4.0 * d.chunk * d.value_dim
         flops += d.value_heads * (chunked * intra + 6.0 * d.key_dim * d.value_dim)
+    if mixer == "conv" and arch.short_conv is not None:  # LFM2: the depthwise kernel over h channels, and its gates
+        flops += 2.0 * arch.short_conv.kernel * arch.hidden + 2.0 * arch.hidden
     return flops
 
 

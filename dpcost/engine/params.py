@@ -167,6 +167,14 @@ def deltanet_parameters(a: ModelArchitecture) -> float:
                  + d.value_dim + values * h)  # fmt: skip
 
 
+def short_conv_parameters(a: ModelArchitecture) -> float:
+    """One LFM2 short-convolution mixer (ShortConvSpec): in_proj h x 3h, the depthwise kernel k x h, out_proj h x h,
+    and with conv_bias their biases (3h + h + h)."""
+    c, h = a.short_conv, a.hidden
+    assert c is not None
+    return float(4 * h * h + c.kernel * h + (5 * h if c.bias else 0))
+
+
 def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
     """One layer's token mixer: attention (a global layer's as global_attention shapes it), a Mamba mixer, a gated
     DeltaNet, both side by side, or none."""
@@ -174,6 +182,7 @@ def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
         (_attention_params(a.attention_of(mixer)) if "attention" in mixer else 0.0)
         + (ssm_parameters(a) if "mamba" in mixer else 0.0)
         + (deltanet_parameters(a) if mixer == "deltanet" else 0.0)
+        + (short_conv_parameters(a) if mixer == "conv" else 0.0)
     )
 
 
@@ -225,6 +234,8 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
         else:
             assert m.dt_rank is not None
             out += [h * 2 * m.inner, m.inner * (m.dt_rank + 2 * m.state), m.dt_rank * m.inner, m.inner * h]
+    if mixer == "conv" and a.short_conv is not None:
+        out += [h * 3 * h, h * h]
     if mixer == "deltanet" and a.deltanet is not None:
         d = a.deltanet
         keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
@@ -325,7 +336,11 @@ def count_params(spec: ModelSpec) -> ParamCount:
         without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
         attention = sum(_attention_params(a.attention_of(m)) for m, _ in kinds if "attention" in m)
         components.append(("attention", attention - without))
-    for label, kind in (("Mamba mixers", "mamba"), ("gated DeltaNet mixers", "deltanet")):
+    for label, kind in (
+        ("Mamba mixers", "mamba"),
+        ("gated DeltaNet mixers", "deltanet"),
+        ("short convolutions", "conv"),
+    ):
         layers = sum(1 for mixer, _ in kinds if kind in mixer)
         if layers:
             components.append((label, mixer_parameters(a, kind) * layers))
