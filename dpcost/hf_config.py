@@ -359,6 +359,7 @@ _ARCHITECTURES = {
     "Lfm2ForCausalLM": "lfm2",
     "Lfm2MoeForCausalLM": "lfm2_moe",
     "Gemma4ForConditionalGeneration": "gemma4",
+    "Exaone4_5_ForConditionalGeneration": "exaone4_5",
     "Gemma4ForCausalLM": "gemma4_text",
     "Qwen3_5ForConditionalGeneration": "qwen3_5",
     "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
@@ -376,7 +377,11 @@ _NESTED = {
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "gemma4": "gemma4_text",
+    "exaone4_5": "exaone4",
 }  # multimodal wrappers: the text model's keys
+# A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
+# Exaone4Config)
+_TEXT_ALIASES = {"exaone4_5_text": "exaone4"}
 _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", "minimax_m2")  # read by _glm4_moe and _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = (
@@ -1113,6 +1118,7 @@ def _nested_family(wrapper: str, text: dict[str, Any], where: str) -> str:
     """The family of a wrapper's text model: its text_config's model_type where it names one (Mistral3's may be
     mistral, ministral3 or mistral4), else the wrapper's usual one (_NESTED)."""
     inner = text.get("model_type")
+    inner = _TEXT_ALIASES.get(inner, inner) if isinstance(inner, str) else inner
     if inner is None:
         return _NESTED[wrapper]
     if isinstance(inner, str) and inner in SUPPORTED_MODEL_TYPES and inner not in _NESTED:

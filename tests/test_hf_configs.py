@@ -832,3 +832,16 @@ def test_mimo_v2_flash_values_and_kv_heads_differ_by_layer_kind() -> None:
     assert mixer_parameters(a, "global attention") == 89_128_960
     assert [i for i in range(a.layers) if a.mixer(i) == "global attention"] == [0, 5, 11, 17, 23, 29, 35, 41, 47]
     assert attention_flops(a, 1024) == 2 * 64 * (192 + 128) * 1024 * 48
+
+
+def test_exaone_4_5_text_model_is_exaone4s() -> None:
+    """Exaone4_5_Config (configuration_exaone4_5.py, transformers 5.24.0) renames its text_config's model_type
+    exaone4_5_text to exaone4: the text model is EXAONE 4.0's, counted as such."""
+    from dpcost.catalog import model_from_hf_config
+
+    text = {**_cfg("exaone-4.0-1.2b.json"), "model_type": "exaone4_5_text"}
+    wrapped = {"model_type": "exaone4_5", "text_config": text}
+    assert (
+        count_params(model_from_hf_config(wrapped, "x.json")).total
+        == _counts(next(r for r in ROWS if r["file"] == "exaone-4.0-1.2b.json")).total
+    )
