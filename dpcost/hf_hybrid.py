@@ -466,7 +466,7 @@ def _lfm2(k: Keys, family: str) -> dict[str, Any]:
         "tied_embeddings": k.flag("tie_embedding", k.flag("tie_word_embeddings", True)),
         "qk_norm": "head",
         "mixers": tuple("attention" if t == "full_attention" else "conv" for t in types),
-        "short_conv": {"kernel": _int(k, "conv_L_cache", d), "bias": k.flag("conv_bias", False)},
+        "short_conv": {"kernel": _int(k, "conv_L_cache", d, "short_conv.kernel"), "bias": k.flag("conv_bias", False)},
     }
     if moe:
         arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
@@ -481,10 +481,13 @@ def _lfm2(k: Keys, family: str) -> dict[str, Any]:
     ffn = int(k.integer("block_ff_dim", "intermediate_size", default=d["intermediate_size"], field="ffn"))
     if k.flag("block_auto_adjust_ff_dim", True):
         ffn = int(2 * ffn / 3)
-        multiplier = k.get("block_ffn_dim_multiplier", default=1.0)
-        if multiplier is not None:
+        if "block_ffn_dim_multiplier" not in k.cfg or k.cfg["block_ffn_dim_multiplier"] is not None:  # null: none
             multiple = _int(k, "block_multiple_of", d)
-            ffn = int(float(multiplier) * ffn)
+            if multiple < 1:
+                raise InputError(
+                    k.where, f"{k._key('block_multiple_of')}: expected a whole number above 0, got {multiple}"
+                )
+            ffn = int(k.positive("block_ffn_dim_multiplier", 1.0) * ffn)
             ffn = multiple * ((ffn + multiple - 1) // multiple)
     arch["ffn"] = ffn
     return arch

@@ -278,6 +278,9 @@ class ModelArchitecture(Spec):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
         if "global attention" in self.mixers and self.global_attention is None:
             raise ValueError("global attention layers need global_attention")
+        g = self.global_attention
+        if g is not None and self.heads % g.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of global_attention.kv_heads ({g.kv_heads})")
         if self.indexer is not None and any(i >= self.layers for i in self.indexer.layers):
             raise ValueError(f"indexer.layers: layer indices run from 0 to {self.layers - 1}")
         dense = [i for i in range(self.layers) if self.has_mlp(i) and not self.moe_layer(i)]

@@ -845,3 +845,31 @@ def test_exaone_4_5_text_model_is_exaone4s() -> None:
         count_params(model_from_hf_config(wrapped, "x.json")).total
         == _counts(next(r for r in ROWS if r["file"] == "exaone-4.0-1.2b.json")).total
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "key", "value", "said"),
+    [
+        ("nemotron-3-ultra-550b-a55b.json", False, "layers_block_type", ["mamba", "foo"], "layers_block_type"),
+        ("nemotron-3-super-120b-a12b.json", False, "moe_latent_size", -5, "moe_latent_size"),
+        ("gemma-4-26b-a4b.json", True, "num_global_key_value_heads", 3, "num_global_key_value_heads"),
+        ("gemma-4-26b-a4b.json", True, "layer_types", ["x"], "layer_types"),
+        ("mimo-v2-flash.json", False, "v_head_dim", 0, "v_head_dim"),
+        ("lfm2-1.2b.json", False, "conv_L_cache", 0, "conv_L_cache"),
+        ("lfm2-1.2b.json", False, "block_ffn_dim_multiplier", "x", "block_ffn_dim_multiplier"),
+        ("lfm2-1.2b.json", False, "block_multiple_of", 0, "block_multiple_of"),
+        ("glm-5.2.json", False, "indexer_types", "full", "indexer_types"),
+        ("hunyuan-a13b-instruct.json", False, "moe_topk", [8, 4], "moe_topk"),
+    ],
+)
+def test_a_malformed_key_of_a_new_family_is_one_input_error_naming_it(
+    name: str, text: bool, key: str, value: object, said: str
+) -> None:
+    """Hostile values in the keys this session's readers added are refused with the key's own name (exit 2), not a
+    traceback or a count of something else."""
+    from dpcost.catalog import model_from_hf_config
+
+    cfg = _cfg(name)
+    (cfg["text_config"] if text else cfg)[key] = value
+    with pytest.raises(InputError, match=said):
+        model_from_hf_config(cfg, name)
