@@ -9,7 +9,7 @@ from typing import Any
 
 from dpcost.errors import InputError
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words"]
+__all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words", "per_layer"]
 
 
 _MISSING = object()
@@ -617,7 +617,7 @@ def _gemma4(k: Keys) -> dict[str, Any]:
     if k.get("per_layer_config", default=None) is not None:
         raise InputError(k.where, f"{k._key('per_layer_config')}: not read; give global_head_dim and "
                          "num_global_key_value_heads instead")  # fmt: skip
-    types = _per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
+    types = per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
     if types is None:
         types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)]
     types = [*types[:-1], "full_attention"]  # Gemma4TextConfig forces the last layer to full attention
@@ -670,10 +670,10 @@ def _mimo_v2_flash(k: Keys) -> dict[str, Any]:
     d = _MIMO_V2_FLASH
     dims = _dimensions(k, d)
     layers, kv = dims["layers"], dims["kv_heads"]
-    types = _per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
+    types = per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
     if types is None:
         types = ["full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention" for i in range(layers)]
-    kinds = _per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) or ["dense"] + ["sparse"] * (layers - 1)
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) or ["dense"] + ["sparse"] * (layers - 1)
     return {
         **dims,
         "kv_heads": 2 * kv,
@@ -730,6 +730,8 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     """DeepseekV2Config / DeepseekV3Config (Kimi K2 ships the V3 keys): MLA, first_k_dense_replace dense layers,
     n_shared_experts beside the routed ones, num_nextn_predict_layers MTP modules (counted apart).
 
+    Mistral Small 4 (mistral4) and GLM-4.7-Flash (glm4_moe_lite) are DeepSeek-V3's layers under their own classes'
+    defaults (_MISTRAL4: a router without bias, no MTP; _GLM4_MOE_LITE: dense layers by mlp_layer_types, else layer 0).
     GLM-5 (glm_moe_dsa: configuration_glm_moe_dsa.py / modeling_glm_moe_dsa.py, transformers 5.24.0) is DeepSeek-V3.2's
     layer under its own defaults (_GLM_MOE_DSA): MLA and the lightning indexer, whose k_norm is a LayerNorm with a
     bias; an indexer only in the layers indexer_types calls "full" (else index_topk_pattern's F, else every
@@ -771,7 +773,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             # V3's e_score_correction_bias; Mistral 4's softmax router has none
             "router_bias": glm or (family != "mistral4" and k.text("topk_method", "") == "noaux_tc"),
         }
-        kinds = _per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if glm else None
+        kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if glm else None
         if kinds is None and family == "glm4_moe_lite":  # its class reads no first_k_dense_replace: layer 0 dense
             kinds = ["dense"] + ["sparse"] * (layers - 1)
         if kinds is not None:
@@ -797,7 +799,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     return arch
 
 
-def _per_layer(k: Keys, key: str, layers: int, allowed: set[str], listed: Any = None) -> list[str] | None:
+def per_layer(k: Keys, key: str, layers: int, allowed: set[str], listed: Any = None) -> list[str] | None:
     """A config's per-layer list of kinds (mlp_layer_types, indexer_types; `listed` where the key was spelled
     otherwise), checked; None where it is absent."""
     listed = k.get(key, default=None) if listed is None else listed
@@ -813,11 +815,11 @@ def _glm_indexer_layers(k: Keys, layers: int) -> tuple[int, ...]:
     """The layers with an indexer of their own, as GlmMoeDsaConfig.__post_init__ decides them; () when every one
     has (IndexerSpec.layers)."""
     kinds = {"full", "shared"}
-    types = _per_layer(k, "indexer_types", layers, kinds)
+    types = per_layer(k, "indexer_types", layers, kinds)
     pattern = k.get("index_topk_pattern", default=None)
     if types is None and pattern is not None:  # "FSSF...", or a list
         spelled = [{"F": "full", "S": "shared"}.get(c, c) for c in pattern] if isinstance(pattern, str) else pattern
-        types = _per_layer(k, "index_topk_pattern", layers, kinds, spelled)
+        types = per_layer(k, "index_topk_pattern", layers, kinds, spelled)
     if types is None:
         freq = max(k.integer("index_topk_freq", default=1), 1)
         offset = k.integer("index_skip_topk_offset", default=2)

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from dpcost.errors import InputError
-from dpcost.hf_config import Keys
+from dpcost.hf_config import Keys, per_layer
 
 __all__ = ["hybrid_architecture"]
 
@@ -449,13 +449,12 @@ def _lfm2(k: Keys, family: str) -> dict[str, Any]:
     layers = _int(k, "num_hidden_layers", d, "layers")
     heads = _int(k, "num_attention_heads", d, "heads")
     hidden = _int(k, "hidden_size", d, "hidden")
-    types = k.get("layer_types", default=None)
-    if types is None and not moe:
+    types = per_layer(k, "layer_types", layers, {"full_attention", "conv"})
+    if types is None and moe:
+        raise InputError(k.where, f"{k._key('layer_types')}: required (full_attention or conv per layer, {layers})")
+    if types is None:
         full = k.layers("full_attn_idxs") if k.get("full_attn_idxs", default=None) is not None else range(layers)
         types = ["full_attention" if i in full else "conv" for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers or set(types) - {"full_attention", "conv"}:
-        said = f"{k._key('layer_types')}: full_attention or conv per layer ({layers}), got {types!r}"
-        raise InputError(k.where, said[:300])
     arch: dict[str, Any] = {
         "hidden": hidden,
         "layers": layers,

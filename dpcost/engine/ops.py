@@ -510,7 +510,7 @@ def micro_batch_compute(
     flops_forward, flops_backward, flops_recomputed = zero(), zero(), zero()
     checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
     # layers of one kind (MoE or not, and Gemma 4's global attention or not) run the same ops
-    kinds = [(moe, a.mixer(i) if a.global_attention is not None else "attention") for i, moe in enumerate(moe_layers)]
+    kinds = [(moe, a.mixer(i)) for i, moe in enumerate(moe_layers)]
     for kind in sorted(set(kinds)):
         count, (moe, mixer) = kinds.count(kind), kind
         ops = layer_ops(a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, fp8_cast=fp8_cast)
