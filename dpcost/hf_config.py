@@ -992,15 +992,17 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             ffn=k.integer("ffn_dim", field="ffn"),
             mlp="relu" if k.text("activation_function", "relu") == "relu" else "gelu",
             tied_embeddings=k.flag("tie_word_embeddings", True),
-            learned_positions=k.integer("max_position_embeddings", default=2048, field="learned_positions"),
+            # OPTLearnedPositionalEmbedding keeps 2 rows more than max_position_embeddings (its offset, modeling_opt.py)
+            learned_positions=k.integer("max_position_embeddings", default=2048, field="learned_positions") + 2,
             qkv_bias=bias,
             linear_bias=bias,
         )
     elif family == "phi":
         # configuration_phi.py / modeling_phi.py (PhiDecoderLayer): attention and the fc1/fc2 MLP in parallel under
         # one input_layernorm; q, k, v and dense with biases; per-head LayerNorms of q and k when qk_layernorm;
-        # untied. Its lm_head's own bias (vocab_size entries) is not counted.
+        # untied; lm_head with a bias (bias=True, modeling_phi.py PhiForCausalLM)
         arch.update(
+            head_bias=True,
             ffn=k.integer("intermediate_size", field="ffn"),
             kv_heads=k.integer("num_key_value_heads", default=arch["heads"], field="kv_heads"),
             tied_embeddings=k.flag("tie_word_embeddings", False),

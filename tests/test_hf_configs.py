@@ -481,15 +481,15 @@ def test_gpt_oss_counts_its_attention_sinks() -> None:
     assert count_params(spec).total - count_params(without).total == 36 * 64
 
 
-def test_phi2_counts_the_checkpoint_but_its_lm_head_bias() -> None:
+def test_phi2_counts_the_checkpoint_with_its_lm_head_bias() -> None:
     """modeling_phi.py: per layer one input_layernorm (LayerNorm with bias) before attention and the MLP in parallel,
-    q/k/v/dense and fc1/fc2 with biases; a final LayerNorm; an untied lm_head with a bias of vocab_size entries, the
-    one tensor dpcost leaves out. The Hub's safetensors total for microsoft/phi-2 is 2,779,683,840."""
+    q/k/v/dense and fc1/fc2 with biases; a final LayerNorm; an untied lm_head with a bias of vocab_size entries
+    (bias=True). The Hub's safetensors total for microsoft/phi-2 is 2,779,683,840."""
     spec = model_from_hf_config(_cfg("phi-2.json"), "phi-2.json")
     assert spec.architecture is not None
     a = spec.architecture
     assert (a.layer_norms, a.norm, a.qk_norm) == (1, "layernorm", "none")
-    assert count_params(spec).total == 2_779_683_840 - 51_200
+    assert count_params(spec).total == 2_779_683_840
     with_qk = model_from_hf_config({**_cfg("phi-2.json"), "qk_layernorm": True}, "phi-2.json")
     head_dim = 2560 // 32
     assert count_params(with_qk).total - count_params(spec).total == 32 * 2 * (2 * head_dim)  # q and k LayerNorms
