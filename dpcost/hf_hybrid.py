@@ -389,12 +389,10 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     qwen3_5 = family in ("qwen3_5_text", "qwen3_5_moe_text")
     d = {"qwen3_5_text": _QWEN3_5, "qwen3_5_moe_text": _QWEN3_5_MOE}.get(family, _QWEN3_NEXT)
     layers = _int(k, "num_hidden_layers", d, "layers")
-    types = k.get("layer_types", default=None)
+    types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
     if types is None:
         interval = _int(k, "full_attention_interval", d)
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers or set(types) - {"full_attention", "linear_attention"}:
-        raise InputError(k.where, f"{k._key('layer_types')}: full_attention or linear_attention per layer ({layers})")
     arch: dict[str, Any] = {
         "hidden": _int(k, "hidden_size", d, "hidden"),
         "layers": layers,
