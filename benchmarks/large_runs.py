@@ -440,6 +440,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     pp_overlap = False if old_megatron else None
     if old_megatron and virtual > 1:
         flags.append("PP send/recv waited for (Megatron-LM before overlap_p2p_comm)")
+    # ... and split each pipeline tensor over TP, gathering it after the receive, wherever sequence parallelism had
+    # not split it (scatter_gather_tensors_in_pipeline, on by default until the pipeline moved into Megatron-Core,
+    # 3c92fa93, 2023-03: layout_step.pp_calls)
+    pp_scatter_gather = old_megatron
+    if old_megatron and pp > 1 and tp > 1 and row["sequence_parallel"] != "yes":
+        flags.append("PP tensors split over TP and gathered (Megatron-LM's scatter/gather, SC'21 section 4.1)")
     # Megatron-LM reduced gradients after the last backward and gathered the updated parameters after the optimizer
     # step until --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11):
     # megatron/training.py train_step at a8d172b3 (2021-04, allreduce_gradients) and 285068c8 (2023-01,
@@ -529,6 +535,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             tp_backward_async=tp_backward_async,
             ep_overlap=ep_overlap,
             pp_overlap=pp_overlap,
+            pp_scatter_gather=pp_scatter_gather,
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
             distributed_optimizer=distributed,

@@ -88,6 +88,29 @@ def test_pp_sends_the_boundary_activation_each_way_split_over_tp_only_with_seque
     assert split.message_bytes == 8192 * 16384 * 2 / 8 and chunks.per_micro_batch == 8
 
 
+def test_megatron_lms_scatter_gather_sends_one_tp_chunk_and_gathers_it_over_tp(llama405b: ModelSpec) -> None:
+    """megatron/p2p_communication.py _communicate at a8d172b3 (2021) and 285068c8 (2023-01): without sequence
+    parallelism each TP rank sends split_tensor_into_1d_equal_chunks (1/TP of s x b x h) and the receiver
+    all-gathers them over TP (gather_split_1d_tensor); under sequence parallelism the tensor is already split and
+    nothing is gathered; at TP 1 there is nothing to split (Narayanan et al. 2021 section 4.1)."""
+    a, layout = _arch(llama405b), Layout(tp=8, pp=16, dp=128)
+    full = 8192 * 16384 * 2
+    send, gather = pp_calls(a, layout, 1, 8192, 2.0, virtual_stages=2, scatter_gather=True)
+    assert (send.op, send.message_bytes, send.group, send.per_micro_batch) == ("send_recv", full / 8, "pp", 4)
+    assert (gather.op, gather.message_bytes, gather.group, gather.per_micro_batch) == ("all_gather", full, "tp", 4)
+    assert not gather.overlapped
+    (split,) = pp_calls(a, layout, 1, 8192, 2.0, sequence_parallel=True, scatter_gather=True)
+    assert split.message_bytes == full / 8
+    (whole,) = pp_calls(a, Layout(tp=1, pp=16, dp=1024), 1, 8192, 2.0, scatter_gather=True)
+    assert whole.message_bytes == full
+    # across nodes, each rank's NIC carries an eighth and NVLink gathers it: less time waited for than sending whole
+    h100 = load_topology("dgx-h100")
+    args = {"micro_batch": 1, "global_batch": 2048, "seq_len": 8192, "mfu": 0.4}
+    split_step = layout_step(llama405b, h100, layout, pp_scatter_gather=True, **args)
+    whole_step = layout_step(llama405b, h100, layout, **args)
+    assert 0.0 < split_step.exposed["pp"] < whole_step.exposed["pp"] / 2
+
+
 def test_the_interleaved_schedule_overlaps_pps_send_recv_and_1f1b_waits_for_it(llama405b: ModelSpec) -> None:
     """megatron/training/arguments.py: overlap_p2p_comm is on unless --no-overlap-p2p-communication, and forced off
     without a virtual pipeline; overlapped, the interleaved schedule posts each send/recv before the next chunk's

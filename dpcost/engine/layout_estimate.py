@@ -242,6 +242,7 @@ def layout_step(
     tp_backward_async: bool = True,
     ep_overlap: bool = False,
     pp_overlap: bool | None = None,
+    pp_scatter_gather: bool = False,
     cp_impl: str = "p2p",
     virtual_stages: int = 1,
     distributed_optimizer: bool = True,
@@ -267,7 +268,9 @@ def layout_step(
     --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11) (megatron/training.py
     train_step: reduce_model_grads, the optimizer step, gather_model_params). `first_stage_layers`,
     `last_stage_layers`: Megatron's --decoder-first/last-pipeline-num-layers (layout_step.stage_layer_counts);
-    `mtp_layers`: --mtp-num-layers, trained on the last stage (stage_loads)."""
+    `mtp_layers`: --mtp-num-layers, trained on the last stage (stage_loads). `pp_scatter_gather`: the pipeline's
+    tensors split over TP and gathered after the receive, as Megatron-LM ran them before Megatron-Core
+    (layout_step.pp_calls)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -314,6 +317,7 @@ def layout_step(
         ep_overlap=ep_overlap,
         pp_overlap=pp_overlapped(virtual_stages, pp_overlap),
         tp_backward_async=tp_backward_async,
+        pp_scatter_gather=pp_scatter_gather,
         cp_impl=cp_impl,
         attention_share=attention_share,
         virtual_stages=virtual_stages,

@@ -272,21 +272,32 @@ def pp_calls(
     sequence_parallel: bool = False,
     virtual_stages: int = 1,
     overlap: bool = False,
+    scatter_gather: bool = False,
 ) -> list[LayoutCall]:
     """The stage boundary's activation forward and gradient backward per micro-batch: s / CP x b x h, split over
     TP only with sequence parallelism (megatron/core/pipeline_parallel/schedules.py get_tensor_shapes); with v
     model chunks per rank a micro-batch crosses v boundaries each way. Overlapped (the interleaved schedule's
     overlap_p2p_comm: each send/recv is posted before the next chunk's forward or backward and waited on after it,
-    schedules.py forward_backward_pipelining_with_interleaving), they hide behind the micro-batch's compute."""
+    schedules.py forward_backward_pipelining_with_interleaving), they hide behind the micro-batch's compute.
+
+    `scatter_gather`: Megatron-LM before its pipeline moved into Megatron-Core (3c92fa93, 2023-03) split a tensor
+    that sequence parallelism had not split into TP equal chunks, sent each rank's chunk, and all-gathered them
+    over TP after the receive, on by default (megatron/p2p_communication.py _communicate at a8d172b3 and 285068c8:
+    split_tensor_into_1d_equal_chunks, gather_split_1d_tensor; Narayanan et al. 2021 section 4.1)."""
     if layout.pp == 1:
         return []
-    tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes / (layout.tp if sequence_parallel else 1)
+    tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
     hides = 1.0 if overlap else 0.0
-    return [
-        LayoutCall(
-            "pp", "activations and their gradients", "send_recv", tensor, "pp", 2 * virtual_stages, overlap, hides
-        )
+    split = sequence_parallel or scatter_gather  # each TP rank sends only its 1/TP of the tensor
+    sent = tensor / layout.tp if split else tensor
+    calls = [
+        LayoutCall("pp", "activations and their gradients", "send_recv", sent, "pp", 2 * virtual_stages, overlap, hides)
     ]
+    if scatter_gather and not sequence_parallel and layout.tp > 1:  # the chunks gathered back over TP
+        calls.append(
+            LayoutCall("pp", "received chunks gathered over TP", "all_gather", tensor, "tp", 2 * virtual_stages)
+        )
+    return calls
 
 
 def ep_calls(
@@ -352,6 +363,7 @@ def layout_calls(
     attention_share: float = 0.0,
     virtual_stages: int = 1,
     tp_backward_async: bool = True,
+    pp_scatter_gather: bool = False,
     stages: StageKinds | None = None,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
@@ -374,7 +386,17 @@ def layout_calls(
             stages,
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages),
-        *pp_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap),
+        *pp_calls(
+            arch,
+            layout,
+            micro_batch,
+            seq_len,
+            act_bytes,
+            sequence_parallel,
+            virtual_stages,
+            pp_overlap,
+            pp_scatter_gather,
+        ),
         *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages),
     ]
 
