@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Published large training runs (TP x CP x PP x DP (x EP) layouts) against dpcost's layout step, nothing fitted.
 
-    python benchmarks/large_runs.py
+    python benchmarks/large_runs.py [--holdout]
 
-For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can build and whose GPU has a
-catalog topology, dpcost costs one step with `layout_estimate.layout_step` on that topology: the row's layout,
-micro-batch, global batch, sequence length, recomputation, sequence parallelism and interleaving, with dpcost's
-default compute model for a layout (op by op, each GEMM at its TP shard, at the GPU's sustained rates from kernel
-benchmarks: engine/rates.py), and beside it at one efficiency for every FLOP (--compute-model flops, --mfu 0.40).
-The published number is turned into the same quantity, a step
-time in seconds, with the source's own definition:
+With --holdout, the held-out rows of holdout-runs.csv (NVIDIA's performance tables, gathered after the model was
+built) instead of runs.csv. For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can
+build and whose GPU has a catalog topology, dpcost costs one step with `layout_estimate.layout_step` on that
+topology: the row's layout, micro-batch, global batch, sequence length, recomputation, sequence parallelism and
+interleaving, with dpcost's default compute model for a layout (op by op, each GEMM at its TP shard, at the GPU's
+sustained rates from kernel benchmarks: engine/rates.py), and beside it at one efficiency for every FLOP
+(--compute-model flops, --mfu 0.40). The published number is turned into the same quantity, a step time in
+seconds, with the source's own definition:
 
 - step_time_s: as printed;
 - tokens_per_s_per_gpu: global batch x sequence / (GPUs x tokens/s/GPU), no FLOP count needed;
@@ -71,6 +72,7 @@ from dpcost.specs import ModelSpec, TopologySpec
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
 HERE = REFERENCE / "large-runs"
 CSV = HERE / "runs.csv"
+HOLDOUT = HERE / "holdout-runs.csv"  # NVIDIA's performance tables, every release runs.csv does not hold (README there)
 MODELS = HERE / "models"
 
 A100_PEAK = 312e12  # the 16-bit dense peak Narayanan et al., Korthikanti et al. and MegaScale divide by
@@ -99,6 +101,19 @@ MODEL_SPECS: dict[str, str] = {
     "DeepSeek-V3": "deepseek-v3",
     "DeepSeek-V3 (w/ MTP)": "deepseek-v3",
     "DeepSeek-V3 (w/o MTP)": "deepseek-v3",
+    # the held-out tables' other models (holdout-runs.csv)
+    "Llama 3 8B": "llama-8b",  # Megatron-Bridge's LLAMA3_8B: Llama 3.1 8B's shape
+    "Llama 2 70B": "llama2-70b",
+    "Llama 2 13B": "hf-configs/llama-2-13b.json",
+    "Mixtral 8x7B": "mixtral-8x7b",
+    "Mixtral 8x22B": "hf-configs/mixtral-8x22b.json",
+    "Qwen3 30B-A3B": "hf-configs/qwen3-30b-a3b.json",
+    "GPT OSS 120B": "hf-configs/gpt-oss-120b.json",
+    "Kimi_K2": "hf-configs/kimi-k2.json",
+    "LLAMA4-Scout-LLM": "hf-configs/llama-4-scout.json",
+    "Nemotron_3_Nano": "hf-configs/nemotron-3-nano-30b-a3b.json",
+    "Nemotron_3_Super": "hf-configs/nemotron-3-super-120b-a12b.json",
+    "Nemotron_3_Ultra": "hf-configs/nemotron-3-ultra-550b-a55b.json",
 }
 UNKNOWN_MODELS = {
     "OPT 175B": "no spec here, and the row cannot be costed as printed: PP not stated, its 2M-token batch (1024 "
@@ -135,6 +150,10 @@ UNUSED_METRIC = {
 
 PRE_FLASH = ("narayanan2021", "korthikanti2022", "bloom-tr11")  # trained before FlashAttention was in Megatron
 
+HOLDOUT_STATEMENT = (
+    "held out: gathered after the layout model was built, nothing set from them; the per-op rates are kernel "
+    "benchmarks' (engine/rates.py) and --mfu 0.40 is dpcost's default, the same for every row"
+)
 SUMMARY_STATEMENT = (
     "nothing fitted per run: the per-op rates are kernel benchmarks' (engine/rates.py) and --mfu 0.40 is dpcost's "
     "default, the same for every row (in sample: none of these runs fixed a constant)"
@@ -374,6 +393,10 @@ def why_not(config: Configuration) -> str:
         return "sequence length not printed"
     if not r["global_batch"]:
         return "global batch not printed"
+    if not r["precision"] and r["source"] == "mbridge-25.09":
+        return "precision not printed (Megatron-Bridge 25.09's tables have no precision column)"
+    if r["precision"] in ("nvfp4",):
+        return f"{r['precision']} compute: dpcost has no rate for it"
     return ""
 
 
@@ -423,7 +446,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # its Llama recipes overlap TP with userbuffers (recipes/llama/llama3.py CommOverlapConfig(tp_comm_overlap=True),
     # kept by scripts/performance/configs/llama*/), and its Qwen3 presets on H100 and B200 overlap the MoE all-to-alls
     # (configs/qwen3/workload_base_configs.py moe_a2a_overlap=True); the DeepSeek-V3 B200 preset does not.
-    bridge = source == "mbridge-25.11"
+    bridge = source.startswith(("mbridge-", "nemo-"))
     bridge_tp = bridge and row["model"].startswith("Llama")
     bridge_ep = bridge and row["model"].startswith("Qwen3") and row["gpu"] in ("H100", "B200")
     # NeMo's Nemotron-4 15B recipe as NVIDIA published it the month of the report (NVIDIA/NeMo-Framework-Launcher
@@ -684,7 +707,10 @@ def compare(rows: list[Row] | None = None, compute_model: str = "ops") -> tuple[
         if reason:
             left.append(LeftOut(r["source"], r["table"], r["model"], r["gpus"], r["gpu"], reason))
             continue
-        costed.append(cost(config, compute_model))
+        try:
+            costed.append(cost(config, compute_model))
+        except (InputError, ValueError) as exc:  # a layout the engine refuses as printed
+            left.append(LeftOut(r["source"], r["table"], r["model"], r["gpus"], r["gpu"], f"dpcost refuses it: {exc}"))
     return costed, left
 
 
@@ -717,7 +743,7 @@ def _published(c: Compared) -> str:
     return value if c.metric == "step_time_s" else f"{value} = {_seconds(c.published_step)} s"
 
 
-def markdown(costed: list[Compared], left: list[LeftOut]) -> str:
+def markdown(costed: list[Compared], left: list[LeftOut], rows: list[Row] | None = None) -> str:
     out = [
         "Published step time (converted with the source's own definition where it printed another quantity) against",
         "dpcost's layout step (its default for a layout: op by op), and the naive 6N x tokens / (GPUs x 40% x peak).",
@@ -733,7 +759,8 @@ def markdown(costed: list[Compared], left: list[LeftOut]) -> str:
             f"{c.error:+.1%} | {_seconds(c.naive_step)} | {c.naive_error:+.1%} | {p.bubble / p.step:.0%} | "
             f"{exposed_share(p):.0%} | {'; '.join(c.flags)} |"
         )
-    out += ["", summary(costed, compare(compute_model="flops")[0]), "", f"**{SUMMARY_STATEMENT}.**", ""]
+    statement = HOLDOUT_STATEMENT if rows is not None else SUMMARY_STATEMENT
+    out += ["", summary(costed, compare(rows, compute_model="flops")[0]), "", f"**{statement}.**", ""]
     out += ["Worst 5 by the factor they are off (|log(predicted / published)|):", ""]
     for c in worst(costed, 5):
         p = c.predicted
@@ -774,8 +801,10 @@ def summary(costed: list[Compared], flops: list[Compared]) -> str:
 
 
 def main() -> int:
-    costed, left = compare()
-    print(markdown(costed, left))
+    holdout = "--holdout" in sys.argv[1:]
+    rows = read_rows(HOLDOUT) if holdout else None
+    costed, left = compare(rows)
+    print(markdown(costed, left, rows))
     return 0
 
 

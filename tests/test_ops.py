@@ -40,6 +40,34 @@ def test_a_dense_layers_matmuls_are_twice_its_weights_per_token_and_flash_attent
     assert act.bytes == pytest.approx(6 * 14336 * t)
 
 
+def test_an_moe_layer_permutes_its_tokens_to_the_experts_and_back() -> None:
+    """Megatron-Core's token dispatchers (moe/token_dispatcher.py, moe_utils.permute / unpermute /
+    sort_chunks_by_idxs with Transformer Engine's fused kernels), Qwen3-30B-A3B (hidden 2048, top-8 of 128 experts),
+    T tokens: the permutation reads each token once and writes its 8 copies, (1 + 8) x 2048 x 2 bytes per token; the
+    unpermutation reads the 8 copies and writes one; with the all-to-all over EP 8 (16 local experts) the received
+    copies are also sorted by local expert and unsorted, each 2 x 8 x 2048 x 2 bytes; the backward moves the same
+    bytes. Without EP (one rank holds every expert) nothing is sorted."""
+    import json
+    from pathlib import Path
+
+    from dpcost.catalog import model_from_hf_config
+
+    path = Path(__file__).parent / "reference" / "hf-configs" / "qwen3-30b-a3b.json"
+    a = model_from_hf_config(json.loads(path.read_text()), str(path)).architecture
+    assert a is not None and a.moe is not None and (a.hidden, a.moe.active, a.moe.experts) == (2048, 8, 128)
+    t = 4096
+    names = [op.name for op in layer_ops(a, True, t, 4096, "fused", ep=8)]
+    i, j = names.index("expert gate"), names.index("expert down")
+    assert names[i - 2 : i] == ["token permutation", "tokens sorted by local expert"]
+    assert names[j + 2 : j + 4] == ["tokens unsorted", "token unpermutation"]
+    by_name = {op.name: op for op in layer_ops(a, True, t, 4096, "fused", ep=8)}
+    assert by_name["token permutation"].bytes == 9 * 2048 * 2 * t == by_name["token unpermutation"].bytes
+    assert by_name["tokens sorted by local expert"].bytes == 2 * 8 * 2048 * 2 * t
+    assert all(by_name[n].backward_bytes == by_name[n].bytes for n in ("token permutation", "tokens unsorted"))
+    alone = [op.name for op in layer_ops(a, True, t, 4096, "fused")]
+    assert "token permutation" in alone and "tokens sorted by local expert" not in alone
+
+
 def test_dropout_moves_the_scores_and_a_mask_before_flash_attention_and_a_mask_beside_each_residual_add() -> None:
     """GPT-3 175B as Megatron-LM trained it (dropout 0.1, before flash attention), T tokens of s: the attention
     probabilities' dropout reads and writes b x heads x s x s bf16 scores and writes a bool mask, 5 bytes per score,

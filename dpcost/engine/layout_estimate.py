@@ -274,6 +274,8 @@ def layout_step(
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
+    if a.hybrid:  # as prepare.check_hybrid refuses it for estimate
+        raise ValueError(f"a layout of {model.name}, whose layers are not all attention and an MLP, is not costed yet")
     if global_batch % (layout.dp * micro_batch):
         raise ValueError(
             f"--global-batch: {global_batch} is not a multiple of DP {layout.dp} x micro-batch {micro_batch}"

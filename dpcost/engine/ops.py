@@ -10,7 +10,8 @@ rates and their sources). The ops of a layer:
   forward (FlashAttention-2's FLOP count, Dao 2023, section 4.1); its backward recomputes the scores, 2.5x the
   forward's FLOPs (five matmuls against two). Without it (eager), the whole square, its bytes (8 per score
   forward, 16 backward) at the share of the streaming rate such kernels reach (rates.EAGER_SCORES_HBM).
-- memory-bound: norms, residual adds, rotary, the gated activation, the embedding, the loss, the optimizer step;
+- memory-bound: norms, residual adds, rotary, the gated activation, an MoE layer's token permutations to its
+  experts and back (_token_permutation), the embedding, the loss, the optimizer step;
   bytes per token by how the framework runs them (`kernels`: eager PyTorch, fused kernels as Transformer Engine
   and Apex run them, or torch.compile's fused ones), backward about twice the forward's traffic.
 - FP8 casts: an FP8 matmul's input (forward) and its output's gradient (backward) are cast from 16 bits each time
@@ -81,6 +82,26 @@ def _gemm(
 
 def _memory(name: str, module: str, fwd_bytes: float, kernels: int, bwd_factor: float = 2.0) -> Op:
     return Op(name, module, "memory", 0.0, fwd_bytes, kernels, 0.0, bwd_factor * fwd_bytes, 2 * kernels)
+
+
+def _token_permutation(width: int, tokens: float, top_k: int, sort_by_local_expert: bool) -> tuple[list[Op], list[Op]]:
+    """The MoE layer's token shuffles around its experts, in Megatron-Core's token dispatchers (token_dispatcher.py;
+    moe_utils.permute, unpermute and sort_chunks_by_idxs, as Transformer Engine's fused kernels move them): the
+    permutation copies each token once per expert it is routed to (reads T x width, writes top-k x T x width) and
+    the unpermutation weighs and sums the copies back (reads top-k x T x width, writes T x width); with the
+    all-to-all dispatcher over EP ranks holding several experts, the received tokens are also sorted by local
+    expert and unsorted after (sort_chunks_by_idxs: top-k x T x width read and written, each way). The backward
+    moves the same bytes in reverse. Returned as the ops before the experts and those after; 16-bit tokens, on each
+    rank's own tokens (split over TP only with sequence parallelism)."""
+    copies = BF16 * width * tokens * top_k
+    once = BF16 * width * tokens
+    before = [_memory("token permutation", "moe", once + copies, 1, 1.0)]
+    after = [_memory("token unpermutation", "moe", copies + once, 1, 1.0)]
+    if sort_by_local_expert:
+        before.append(_memory("tokens sorted by local expert", "moe", 2 * copies, 1, 1.0))
+        after.insert(0, _memory("tokens unsorted", "moe", 2 * copies, 1, 1.0))
+    split = [replace(op, tp_split="sequence") for op in (*before, *after)]
+    return split[: len(before)], split[len(before) :]
 
 
 # Forward bytes per element of the hidden (or FFN) width, and kernels, for each memory-bound op by how it runs:
@@ -225,8 +246,11 @@ def layer_ops(
         ops.append(_gemm("router", "router", t, h, e.experts, gemm_bytes))
         if e.latent:  # LatentMoE (params.latent_projections): replicated over TP, as Megatron-Core's "duplicated"
             ops.append(_gemm("latent projection in", "moe", t, h, e.latent, gemm_bytes))
+        before, after = _token_permutation(e.expert_io(h), t, e.active, sort_by_local_expert=ep > 1 and local > 1)
+        ops += before
         ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local, e.expert_io(h))
         ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * local))
+        ops += after
         if e.latent:
             ops.append(_gemm("latent projection out", "moe", t, e.latent, h, gemm_bytes))
         if e.shared:
