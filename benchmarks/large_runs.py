@@ -25,19 +25,20 @@ seconds, with the source's own definition:
 - gpu_hours_per_trillion_tokens (DeepSeek-V3 report): GPU-seconds per token x tokens per step / GPUs, at the final
   batch of 15,360 x 4,096 (the report's figure averages over the batch ramp).
 
-A row's cells map onto layout_step as printed; what a source leaves blank takes the engine's default and the
-output flags it: micro-batch 1, sequence parallelism off, no interleaving, and the recomputation `dpcost estimate`
-chooses, the least of none, selective and full with which the run fits (it ran, so it fit: SC'21's 529.6B on
-TP8 x PP35 does not without recomputing); but Megatron-Bridge's as its presets set it, and none for Llama 3, whose
-own pipeline schedule keeps other micro-batches in flight than the 1F1B the inference would count. The GPU's catalog
-topology: A100-80GB and MegaScale's unnamed Ampere GPUs (their MFUs imply a 312 TFLOP/s peak) -> dgx-a100, H100 ->
-dgx-h100, H800 -> hgx-h800, B200 -> dgx-b200, GB200 -> gb200-nvl72; a run larger than dgx-a100's 140-node SuperPOD
-runs on its tiers with the last one left unbounded (flagged). FP8 and MXFP8 runs compute on the FP8 dense peak.
-What a source says of its own schedule sets the engine's switches: Llama 3's all-gather CP, DeepSeek's DualPipe
-hiding the expert all-to-alls, MegaScale's overlapped TP, Megatron-Bridge's presets (TP and all-to-all overlap, bf16
-gradient reduction), the gradient all-reduce (no distributed optimizer) of
-Megatron-LM in 2021-22 (SC'21, Korthikanti et al.); everything else runs Megatron's distributed optimizer.
-ZeRO-3, FSDP, DualPipe and MegaScale's changed transformer block are not modelled as such: flagged.
+A row's cells map onto layout_step as printed; what a source leaves blank takes the engine's default and the output
+flags it: micro-batch 1, sequence parallelism off (on where Megatron requires it: MoE with TP, TP overlap), no
+interleaving, and the recomputation `dpcost estimate` chooses, the least of none, selective and full with which the
+run fits (it ran, so it fit: SC'21's 529.6B on TP8 x PP35 does not without recomputing); but Megatron-Bridge's as
+its presets set it, and none for Llama 3, whose own pipeline schedule keeps other micro-batches in flight than the
+1F1B the inference would count. The GPU's catalog topology: A100-80GB and MegaScale's unnamed Ampere GPUs (their
+MFUs imply a 312 TFLOP/s peak) -> dgx-a100, H100 -> dgx-h100, H800 -> hgx-h800, B200 -> dgx-b200, GB200 ->
+gb200-nvl72; a run larger than dgx-a100's 140-node SuperPOD runs on its tiers with the last one left unbounded
+(flagged). FP8 and MXFP8 runs compute on the FP8 dense peak. What a source says of its own schedule sets the
+engine's switches: Llama 3's all-gather CP, DeepSeek's DualPipe hiding the expert all-to-alls, MegaScale's
+overlapped TP, Megatron-Bridge's presets (TP and all-to-all overlap, bf16 gradient reduction), the gradient
+all-reduce (no distributed optimizer) of Megatron-LM in 2021-22 (SC'21, Korthikanti et al.); everything else runs
+Megatron's distributed optimizer. ZeRO-3, FSDP, DualPipe and MegaScale's changed transformer block are not modelled
+as such: flagged.
 
 One comparison per configuration: rows that differ only in the metric printed (and the table or sentence it is
 printed in) are one configuration; step time is preferred, then tokens/s/GPU, then TFLOP/s, then MFU, then
@@ -456,6 +457,15 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     nemo = source == "nemotron4-15b-2024"
     tp_overlap = tp_overlap or bridge_tp or nemo
     ep_overlap = ep_overlap or bridge_ep
+    # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
+    # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
+    # (megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
+    # parallelism is enabled"); MegaScale's own runs print it.
+    sequence_parallel = row["sequence_parallel"] == "yes" or nemo
+    if tp > 1 and not sequence_parallel and (a.moe is not None or bridge_tp):
+        sequence_parallel = True
+        why = "MoE with TP" if a.moe is not None else "TP overlap"
+        flags.append(f"sequence parallel not printed: on, as Megatron requires for {why}")
     # Megatron-LM overlaps the interleaved pipeline's send/recv since 2023 (overlap_p2p_comm: added in f9283c5a,
     # 2023-05, on by default from 4eeff55d, 2023-10); SC'21's and Korthikanti et al.'s runs, and MegaScale's
     # Megatron-LM baseline (its commit 285068c8, 2023-01), waited for them.
@@ -553,7 +563,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             compute_dtype=dtype,
             recompute=recompute,
             recompute_modules=modules,
-            sequence_parallel=row["sequence_parallel"] == "yes" or nemo,
+            sequence_parallel=sequence_parallel,
             tp_overlap=tp_overlap,
             tp_backward_async=tp_backward_async,
             ep_overlap=ep_overlap,
@@ -586,7 +596,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     elif not recompute:
         try:
             recompute = fitting_recompute(
-                model, topology, row, layout, micro, virtual, dtype, distributed, flash, zero3
+                model, topology, row, layout, micro, virtual, dtype, distributed, flash, zero3, sequence_parallel
             )
             flags.append(f"recompute not printed: {recompute}, the least that fits")
         except InputError as exc:  # a row estimate refuses as printed (MoE with TP but no SP printed)
@@ -633,6 +643,7 @@ def fitting_recompute(
     distributed: bool,
     flash: bool,
     zero3: bool,
+    sequence_parallel: bool,
 ) -> str:
     """The recomputation `dpcost estimate` chooses for the run (the least that fits; the last, full, when none
     does), from its memory alone."""
@@ -648,7 +659,7 @@ def fitting_recompute(
         ep=layout.ep,
         etp=layout.etp,
         virtual_stages=virtual,
-        sequence_parallel=row["sequence_parallel"] == "yes",
+        sequence_parallel=sequence_parallel,
         framework="megatron",
         zero=1 if distributed else 0,
         compute_dtype=dtype,
