@@ -52,6 +52,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import statistics
 import sys
 from collections.abc import Iterable
@@ -501,6 +502,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("pure data parallelism: costed by dpcost estimate --zero 3 --framework deepspeed")
     if "FSDP" in row["notes"] and source == "llama3-2024":
         flags.append("FSDP costed as ZeRO-1")
+    if re.search(r"FSDP [1-9][0-9]* (printed|under)", row["notes"]):  # Megatron-FSDP (holdout-runs.csv)
+        flags.append("Megatron-FSDP costed as the distributed optimizer (ZeRO-1)")
     if "no overlap of the gradient all-reduce" in row["notes"]:
         flags.append("gradient all-reduce not overlapped in the run (the engine overlaps it)")
     # Megatron-Bridge's DeepSeek-V3 recipe at 7af9601c (recipes/deepseek/deepseek_v3.py) trains one MTP module
