@@ -116,6 +116,10 @@ MODEL_SPECS: dict[str, str] = {
     "Nemotron_3_Nano": "hf-configs/nemotron-3-nano-30b-a3b.json",
     "Nemotron_3_Super": "hf-configs/nemotron-3-super-120b-a12b.json",
     "Nemotron_3_Ultra": "hf-configs/nemotron-3-ultra-550b-a55b.json",
+    "Nemotron-4 340B": "training-runs/nemotron/nemotron4-340b.yaml",
+    "Nemotron-8B": "large-runs/models/nemotron3-8b.yaml",
+    "Nemotron-22B": "large-runs/models/nemotron3-22b.yaml",
+    "Llama 2 7B": "large-runs/models/llama2-7b.yaml",
 }
 UNKNOWN_MODELS = {
     "OPT 175B": "no spec here, and the row cannot be costed as printed: PP not stated, its 2M-token batch (1024 "
@@ -528,7 +532,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("layout taken from another table or paper (README)")
     if tp_overlap and not bridge_tp and not nemo:
         flags.append("TP overlapped (MegaScale); its parallel block and sliding-window attention not modelled")
-    if bridge_tp:
+    if bridge_tp and tp > 1:
         flags.append("TP overlapped (Megatron-Bridge's Llama recipes)")
     if nemo:
         flags.append("sequence parallel, TP overlapped (NeMo's Nemotron-4 15B recipe)")
