@@ -371,6 +371,9 @@ def layout_calls(
     exchange hides behind; overlapped TP calls hide behind the rest. `stages`: the layers each stage runs
     (stage_kinds; default the even split of stage_layer_counts, without MTP)."""
     stages = _kinds(arch, layout.pp, stages)
+    pipeline = pp_calls(
+        arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap, pp_scatter_gather
+    )
     return [
         *tp_calls(
             arch,
@@ -386,17 +389,7 @@ def layout_calls(
             stages,
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages),
-        *pp_calls(
-            arch,
-            layout,
-            micro_batch,
-            seq_len,
-            act_bytes,
-            sequence_parallel,
-            virtual_stages,
-            pp_overlap,
-            pp_scatter_gather,
-        ),
+        *pipeline,
         *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages),
     ]
 
