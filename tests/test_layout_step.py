@@ -9,12 +9,14 @@ from dpcost.catalog import load_model, load_topology
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import layout_step, stage_loads
 from dpcost.engine.layout_step import (
+    LayoutCall,
     bubble_seconds,
     cp_calls,
     ep_calls,
     exposed_per_micro_batch,
     layout_calls,
     moe_layers_per_stage,
+    overlapped_compute,
     pp_calls,
     pp_overlapped,
     stage_layer_counts,
@@ -191,6 +193,37 @@ def test_405b_dp_gradient_message_is_the_most_loaded_stages_shard_in_fp32(llama4
     assert r.micro_batches == 16
 
 
+def test_compute_beside_overlapped_calls_is_their_time_up_to_what_each_hides_behind() -> None:
+    """docs/sources/overlap-and-jitter.md: a collective's kernels hold SMs while they run, so the compute they run
+    beside is slowed. Of 10 ms of compute: 4 calls of 1 ms hiding behind half of it run beside 4 ms; 10 more
+    hiding behind all of it would run beside 10 ms, but there are only 10 ms to run beside; a waited-for call runs
+    beside none."""
+    tp = LayoutCall("tp", "", "all_gather", 1.0, "tp", 4, True, 0.5)
+    ep = LayoutCall("ep", "", "all_to_all", 1.0, "ep", 10, True, 1.0)
+    pp = LayoutCall("pp", "", "send_recv", 1.0, "pp", 6, False, 0.0)
+    ms = 1e-3
+    assert overlapped_compute([tp, pp], lambda c: ms, 10 * ms) == pytest.approx(4 * ms)
+    assert overlapped_compute([tp, ep, pp], lambda c: ms, 10 * ms) == pytest.approx(10 * ms)
+    assert overlapped_compute([pp], lambda c: ms, 10 * ms) == 0.0
+
+
+def test_overlapped_tp_calls_slow_the_compute_they_run_beside(llama405b: ModelSpec) -> None:
+    """Llama 3.1 405B at TP8 x PP16 with TP overlapped (userbuffers): the step grows by the overlap slowdown's
+    share of the compute the TP calls run beside, and by nothing when that share is 0 or nothing is overlapped
+    (TP waited for both ways, as Megatron-LM before its asynchronous backward all-reduce; 1F1B's send/recv)."""
+    h100 = load_topology("dgx-h100")
+    args = {"micro_batch": 1, "global_batch": 2048, "seq_len": 8192, "mfu": 0.4, "sequence_parallel": True}
+    layout = Layout(tp=8, pp=16, dp=128)
+    free = layout_step(llama405b, h100, layout, tp_overlap=True, overlap_slowdown=0.0, **args)
+    slowed = layout_step(llama405b, h100, layout, tp_overlap=True, overlap_slowdown=0.2, **args)
+    waited = layout_step(
+        llama405b, h100, layout, tp_overlap=False, tp_backward_async=False, overlap_slowdown=0.2, **args
+    )
+    assert free.slowed == 0.0 and waited.slowed == 0.0
+    assert 0.0 < slowed.slowed <= 0.2 * slowed.micro_batches * (slowed.forward + slowed.backward)
+    assert slowed.step > free.step
+
+
 def test_the_step_is_the_sum_of_its_parts(llama405b: ModelSpec) -> None:
     """m slots of forward + backward, each dimension's exposed time, the bubble and the jitter add up to the step;
     and MFU is the model FLOPs over the step x the peak."""
@@ -200,7 +233,7 @@ def test_the_step_is_the_sum_of_its_parts(llama405b: ModelSpec) -> None:
         sequence_parallel=True, virtual_stages=4,
     )  # fmt: skip
     parts = r.micro_batches * (r.forward + r.backward) + sum(r.exposed.values()) + r.bubble + r.jitter
-    parts += sum(t.seconds for t in r.dp_terms)
+    parts += sum(t.seconds for t in r.dp_terms) + r.slowed
     assert r.step == pytest.approx(parts, rel=1e-9)
     assert r.mfu == pytest.approx(r.model_flops / (r.step * 989e12))
     longer = layout_step(
@@ -208,7 +241,7 @@ def test_the_step_is_the_sum_of_its_parts(llama405b: ModelSpec) -> None:
         sequence_parallel=True, virtual_stages=1,
     )  # fmt: skip
     for step, v in ((r, 4), (longer, 1)):  # (p - 1) / v slots of one micro-batch's compute and exposed calls
-        slot = step.forward + step.backward + sum(step.exposed.values()) / step.micro_batches
+        slot = step.forward + step.backward + (sum(step.exposed.values()) + step.slowed) / step.micro_batches
         assert step.bubble == pytest.approx(15 / v * slot, rel=1e-9)
 
 

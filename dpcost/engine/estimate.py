@@ -838,7 +838,12 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
     compute = r.micro_batches * (r.forward + r.backward) + r.optimizer
     terms = [BreakdownTerm(term=COMPUTE, seconds=compute)]
     terms += [BreakdownTerm(term=f"{EXPOSED}{dim.upper()} calls", seconds=s) for dim, s in r.exposed.items()]
-    terms += [BreakdownTerm(term=t.term, seconds=t.seconds) for t in r.dp_terms]
+    # DP's overlap slowdown and the model-parallel calls' as one term: the compute any overlapped call slows
+    terms += [
+        BreakdownTerm(term=t.term, seconds=t.seconds + (r.slowed if t.term == SLOWDOWN else 0.0)) for t in r.dp_terms
+    ]
+    if r.slowed > 0 and all(t.term != SLOWDOWN for t in r.dp_terms):
+        terms.append(BreakdownTerm(term=SLOWDOWN, seconds=r.slowed))
     terms.append(BreakdownTerm(term=BUBBLE, seconds=r.bubble))
     terms.append(BreakdownTerm(term=JITTER, seconds=r.jitter))
     exposed = sum(t.seconds for t in terms if t.term.startswith(EXPOSED))

@@ -5,6 +5,8 @@ It combines, on the most loaded pipeline stage (the last: its layers and the out
   TP x CP, at the `--mfu` efficiency; recomputation as compute.py counts it;
 - the model-parallel calls (layout_step.py), each priced on its own group's placement (layout.py,
   placement.place_group): collectives as NCCL runs them (collectives.py), send/recv and all-to-all (p2p.py);
+- the compute an overlapped model-parallel call runs beside, slowed by the SMs its kernels take, as DP's overlapped
+  collectives slow it (layout_step.overlapped_compute, prepare.overlap_slowdown_for);
 - the pipeline's bubble, (p - 1) / v micro-batch slots (layout_step.bubble_seconds);
 - data parallelism on the stage's shard: the DP schedule of step.py (Megatron's buckets, its distributed optimizer
   as ZeRO-1, frameworks.FRAMEWORKS["megatron"]) over the DP x CP group, with the experts' gradients reduced over
@@ -27,6 +29,7 @@ from dpcost.engine.layout_step import (
     bubble_seconds,
     exposed_per_micro_batch,
     layout_calls,
+    overlapped_compute,
     pp_overlapped,
     stage_kinds,
     stage_layer_counts,
@@ -91,6 +94,7 @@ class LayoutStep:
     calls: tuple[LayoutCall, ...]  # the model-parallel calls per micro-batch
     dp_traffic: tuple[Traffic, ...]  # the DP schedule's collectives per step (step.py)
     optimizer: float = 0.0  # seconds of the optimizer step on the stage's shard, once per step (op by op only)
+    slowed: float = 0.0  # seconds per step of compute slowed beside overlapped model-parallel calls
 
 
 @dataclass(frozen=True)
@@ -325,10 +329,13 @@ def layout_step(
         virtual_stages=virtual_stages,
         stages=stage_kinds(a, layer_counts, mtp_layers),
     )
-    per_mb = exposed_per_micro_batch(calls, lambda c: call_seconds(topology, groups, c), forward + backward)
-    slot = forward + backward + sum(per_mb.values())
-    bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
+    priced = {c: call_seconds(topology, groups, c) for c in calls}
+    per_mb = exposed_per_micro_batch(calls, priced.__getitem__, forward + backward)
     slowdown = overlap_slowdown_for(topology.gpu, overlap_slowdown)
+    # the compute the model-parallel calls overlap runs slower by the SMs their kernels take, as DP's does
+    slowed = slowdown * overlapped_compute(calls, priced.__getitem__, forward + backward)
+    slot = forward + backward + sum(per_mb.values()) + slowed
+    bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
     optimizer = (
         optimizer_step_seconds(topology, layout, stages, distributed_optimizer, DTYPE_BYTES[grad_dtype])
         if compute_model == "ops"
@@ -357,7 +364,7 @@ def layout_step(
     # the step's compute (step.slowest_rank_wait; the waits inside the pipeline are absorbed by its slots).
     pipeline = Phase("pipeline", m * slot, 0.0, m * slot, 1)
     jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
-    step = dp_step.step + expert_exposed + sum(per_mb.values()) * m + bubble + jitter
+    step = dp_step.step + expert_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter
     model_flops = (fpt.model + 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers) * micro_batch * seq_len * m
     model_flops /= layout.tp * layout.cp * layout.pp
     layout_comm = m * sum(c.per_micro_batch * call_seconds(topology, groups, c) for c in calls)
@@ -381,6 +388,7 @@ def layout_step(
         calls=tuple(calls),
         dp_traffic=dp_step.traffic,
         optimizer=optimizer,
+        slowed=slowed * m,
     )
 
 

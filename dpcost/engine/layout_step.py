@@ -46,6 +46,7 @@ __all__ = [
     "exposed_per_micro_batch",
     "layout_calls",
     "moe_layers_per_stage",
+    "overlapped_compute",
     "pp_calls",
     "pp_overlapped",
     "stage_kinds",
@@ -405,6 +406,14 @@ def exposed_per_micro_batch(
         exposed = max(0.0, total - c.hides_behind * compute) if c.overlapped else total
         out[c.dimension] = out.get(c.dimension, 0.0) + exposed
     return out
+
+
+def overlapped_compute(calls: Sequence[LayoutCall], seconds: Callable[[LayoutCall], float], compute: float) -> float:
+    """Seconds of one micro-batch's compute that runs beside an overlapped call: each overlapped call's time up to
+    the share of the compute it hides behind, together at most the compute. Those seconds run on the SMs the calls'
+    kernels leave free (docs/sources/overlap-and-jitter.md), as data parallelism's overlapped collectives do."""
+    beside = sum(min(c.per_micro_batch * seconds(c), c.hides_behind * compute) for c in calls if c.overlapped)
+    return min(compute, beside)
 
 
 def bubble_seconds(pp: int, micro_batches: int, per_micro_batch: float, virtual_stages: int = 1) -> float:
