@@ -523,8 +523,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             flags.append("MTP trained; layers 4 + 14 x 4 + 1 + MTP (Megatron-Bridge's DeepSeek-V3 layout_map)")
         else:
             flags.append("MTP trained on the last stage")
+    # DeepSeek's own runs route each token to at most 4 nodes and send it over IB once per node, DeepEP forwarding
+    # it over NVLink to its experts (arXiv 2412.19437 sections 2.1.2 and 3.2.2: M = 4)
+    node_limit = 4 if source.startswith("deepseek") else None
     if source.startswith("deepseek"):
         flags.append("DualPipe as 1F1B with EP hidden")
+        flags.append("node-limited routing (4 nodes per token) with DeepEP's forwarding")
         # arXiv 2412.19437 section 4.2: MTP depth 1; DualPipe puts it beside the embedding and the output head on a
         # split the report does not print
         flags.append("its MTP module (depth 1) not costed: DualPipe's split of it is not printed")
@@ -576,6 +580,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             ep_overlap=ep_overlap,
             pp_overlap=pp_overlap,
             pp_scatter_gather=pp_scatter_gather,
+            ep_node_limit=node_limit,
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
             distributed_optimizer=distributed,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from dpcost.catalog import load_topology
+from dpcost.catalog import load_model, load_topology
 from dpcost.engine.collectives import collective, collective_time
 from dpcost.engine.layout import Layout, group_kinds, group_members, group_of_rank_zero
+from dpcost.engine.layout_step import ep_calls
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.placement import place, place_group
 from dpcost.specs import TopologySpec
@@ -120,6 +121,19 @@ def test_all_to_all_across_nodes_puts_the_off_node_share_on_the_nics(h100: Topol
     assert by_tier == pytest.approx({"nvlink": 7 / 64 * GIB, "leaf": 56 / 64 * GIB})
     nic = 50e9 * 0.98 * (1 - h100.scaling_loss) ** 2
     assert c.bandwidth_seconds == pytest.approx(56 / 64 * GIB / nic, rel=1e-12)
+
+
+def test_node_limited_dispatch_sends_each_token_once_per_node_and_forwards_it_over_nvlink(h100: TopologySpec) -> None:
+    """DeepSeek-V3's node-limited routing with DeepEP (arXiv 2412.19437 sections 2.1.2, 3.2.2), EP 64 on 8 nodes,
+    top-8 to at most 4 nodes: a token crosses IB once per target node, so the NIC carries 4/8 of what 8 copies
+    would (56/64 x S x 1/2), and its copies reach their experts' GPUs over NVLink (7/8 x S)."""
+    c = all_to_all(h100, place(h100, 64), GIB, network_share=0.5)
+    assert {t.tier: t.bytes_per_gpu for t in c.tiers} == pytest.approx({"nvlink": 7 / 8 * GIB, "leaf": 28 / 64 * GIB})
+    a = load_model("deepseek-v3").architecture
+    assert a is not None and a.moe is not None and a.moe.active == 8
+    (limited,) = ep_calls(a, Layout(pp=16, dp=128, ep=64), 1, 4096, 2.0, False, node_limit=4)
+    (free,) = ep_calls(a, Layout(pp=16, dp=128, ep=64), 1, 4096, 2.0, False)
+    assert (limited.network_share, free.network_share) == (0.5, 1.0)
 
 
 def test_all_to_all_beyond_a_leaf_also_loads_the_spine_with_what_leaves_the_leaf(h100: TopologySpec) -> None:

@@ -68,6 +68,7 @@ class LayoutCall:
     per_micro_batch: int  # calls one GPU runs per micro-batch
     overlapped: bool = False  # runs alongside compute, exposed only beyond `hides_behind`
     hides_behind: float = 0.0  # the fraction of the micro-batch's compute these calls can hide behind
+    network_share: float = 1.0  # an all-to-all's bytes that cross the network (p2p.all_to_all)
 
 
 def stage_layer_counts(
@@ -310,13 +311,16 @@ def ep_calls(
     sequence_parallel: bool,
     overlap: bool = False,
     stages: StageKinds | None = None,
+    node_limit: int | None = None,
 ) -> list[LayoutCall]:
     """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers (Megatron-Core's
     all-to-all dispatcher, token_dispatcher.py): per MoE layer an all-to-all of its tokens' top-k copies forward,
     one back, and both again backward; with expert TP above 1 the dispatched tokens are also all-gathered over
     expert TP before the experts and reduce-scattered after them, forward and backward. Overlapped, they hide
     behind another micro-batch's whole forward and backward (DeepSeek-V3's DualPipe, arXiv 2412.19437
-    section 3.2.1)."""
+    section 3.2.1). `node_limit` M: each token goes to at most M nodes, once over the network to each, and is
+    forwarded over NVLink to its experts there (DeepSeek-V3's node-limited routing, M = 4, with DeepEP: sections
+    2.1.2 and 3.2.2), so at most M of its top-k copies cross the network."""
     if (layout.ep == 1 and layout.expert_tp == 1) or arch.moe is None:
         return []
     tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
@@ -325,8 +329,11 @@ def ep_calls(
     hides = 1.0 if overlap else 0.0
     calls = []
     if layout.ep > 1:
+        share = min(1.0, node_limit / arch.moe.active) if node_limit else 1.0
         calls.append(
-            LayoutCall("ep", "token dispatch and combine", "all_to_all", message, "ep", 4 * layers, overlap, hides)
+            LayoutCall(
+                "ep", "token dispatch and combine", "all_to_all", message, "ep", 4 * layers, overlap, hides, share
+            )
         )
     if layout.expert_tp > 1:
         gathered = message * layout.expert_tp
@@ -366,6 +373,7 @@ def layout_calls(
     tp_backward_async: bool = True,
     pp_scatter_gather: bool = False,
     stages: StageKinds | None = None,
+    ep_node_limit: int | None = None,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -391,7 +399,7 @@ def layout_calls(
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages),
         *pipeline,
-        *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages),
+        *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages, ep_node_limit),
     ]
 
 

@@ -34,18 +34,24 @@ def _latency(topology: TopologySpec, p: Placement) -> float:
     return topology.call_overhead + hop_latency(topology, widest.tier, widest.scale_up, "ring", "simple")
 
 
-def all_to_all(topology: TopologySpec, p: Placement, size: float) -> CollectiveTime:
-    """All-to-all of `size` bytes per rank over the placed group (module docstring)."""
+def all_to_all(topology: TopologySpec, p: Placement, size: float, network_share: float = 1.0) -> CollectiveTime:
+    """All-to-all of `size` bytes per rank over the placed group (module docstring).
+
+    `network_share` below 1: an MoE dispatch that sends each token over the network once per node it targets, not
+    once per expert, then forwards its copies over NVLink to their experts' GPUs (DeepSeek-V3's node-limited
+    routing with DeepEP, arXiv 2412.19437 sections 2.1.2 and 3.2.2): the network tiers carry that share of the
+    bytes, and the NVLink domain every copy that goes to another GPU of it."""
     n = p.ranks
     if n == 1 or size == 0:
         return CollectiveTime("all_to_all", "none", "-", n, size, 0.0, 0.0, 0.0, ())
     held = [min(float(n), lv.domain) for lv in p.levels]  # the group's ranks per domain of each tier
     traffic = []
     if held[0] > 1:
-        inside = (held[0] - 1) / n * size
+        inside = (held[0] - 1) / (n if network_share == 1.0 else held[0]) * size
         traffic.append(TierTraffic(p.levels[0].tier.name, inside, inside / level_bandwidth(topology, p, p.levels[0])))
     for k in range(1, len(p.levels)):
-        leaving = (n - held[k - 1]) / n * size  # every byte that leaves a tier-(k-1) domain crosses tier k's links
+        # every byte that leaves a tier-(k-1) domain crosses tier k's links
+        leaving = (n - held[k - 1]) / n * size * network_share
         bw = level_bandwidth(topology, p, p.levels[k])
         traffic.append(TierTraffic(p.levels[k].tier.name, leaving, leaving / bw, nested=k > 1))
     latency = _latency(topology, p)
