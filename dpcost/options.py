@@ -469,6 +469,14 @@ class Parallel(Section):
         description="Overlap the MoE all-to-alls with another micro-batch's compute (DeepSeek-V3's DualPipe).",
         json_schema_extra=cli("--ep-comm-overlap"),
     )
+    ep_node_limit: Whole | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="Node-limited routing: each token sent to at most M nodes, once over the network to each, and "
+        "forwarded over NVLink to its experts (DeepSeek-V3 with DeepEP: M = 4) [default: every copy sent].",
+        json_schema_extra=cli("--ep-node-limit", metavar="M"),
+    )
     cp_impl: Literal["p2p", "all_gather"] = Field(
         "p2p",
         description="Context parallelism as ring attention's send/recv (Megatron-Core) or Llama 3's all-gather of K "

@@ -718,6 +718,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         sequence_parallel=par.sequence_parallel,
         tp_overlap=par.tp_comm_overlap,
         ep_overlap=par.ep_comm_overlap,
+        ep_node_limit=par.ep_node_limit,
         pp_overlap=par.pp_comm_overlap,
         cp_impl=par.cp_impl,
         virtual_stages=par.virtual_stages,

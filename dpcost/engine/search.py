@@ -206,6 +206,7 @@ def exposed_calls_seconds(
         ep_overlap=par.ep_comm_overlap,
         cp_impl=par.cp_impl,
         virtual_stages=par.virtual_stages,
+        ep_node_limit=par.ep_node_limit,
     )
     alone = [c for c in calls if not c.overlapped and c.group in ("tp", "ep", "etp")]
     if not alone:
