@@ -370,7 +370,7 @@ def layout_step(
     step = dp_step.step + expert_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter
     model_flops = (fpt.model + 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers) * micro_batch * seq_len * m
     model_flops /= layout.tp * layout.cp * layout.pp
-    layout_comm = m * sum(c.per_micro_batch * call_seconds(topology, groups, c) for c in calls)
+    layout_comm = m * sum(c.per_micro_batch * priced[c] for c in calls)
     return LayoutStep(
         layout=layout,
         micro_batches=m,

@@ -95,13 +95,16 @@ def _token_permutation(width: int, tokens: float, top_k: int, sort_by_local_expe
     rank's own tokens (split over TP only with sequence parallelism)."""
     copies = BF16 * width * tokens * top_k
     once = BF16 * width * tokens
-    before = [_memory("token permutation", "moe", once + copies, 1, 1.0)]
-    after = [_memory("token unpermutation", "moe", copies + once, 1, 1.0)]
+
+    def shuffle(name: str, fwd_bytes: float) -> Op:  # one kernel each way, the backward moving the same bytes
+        return replace(_memory(name, "moe", fwd_bytes, 1, 1.0), tp_split="sequence")
+
+    before = [shuffle("token permutation", once + copies)]
+    after = [shuffle("token unpermutation", copies + once)]
     if sort_by_local_expert:
-        before.append(_memory("tokens sorted by local expert", "moe", 2 * copies, 1, 1.0))
-        after.insert(0, _memory("tokens unsorted", "moe", 2 * copies, 1, 1.0))
-    split = [replace(op, tp_split="sequence") for op in (*before, *after)]
-    return split[: len(before)], split[len(before) :]
+        before.append(shuffle("tokens sorted by local expert", 2 * copies))
+        after.insert(0, shuffle("tokens unsorted", 2 * copies))
+    return before, after
 
 
 # Forward bytes per element of the hidden (or FFN) width, and kernels, for each memory-bound op by how it runs:
