@@ -401,7 +401,7 @@ def why_not(config: Configuration) -> str:
         return "global batch not printed"
     if not r["precision"] and r["source"] == "mbridge-25.09":
         return "precision not printed (Megatron-Bridge 25.09's tables have no precision column)"
-    if r["precision"] in ("nvfp4",):
+    if r["precision"] == "nvfp4":
         return f"{r['precision']} compute: dpcost has no rate for it"
     return ""
 
@@ -467,7 +467,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # (megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
     # parallelism is enabled"); MegaScale's own runs print it.
     sequence_parallel = row["sequence_parallel"] == "yes" or nemo
-    if tp > 1 and not sequence_parallel and (a.moe is not None or bridge_tp):
+    if tp > 1 and not sequence_parallel and (a.moe is not None or tp_overlap):
         sequence_parallel = True
         why = "MoE with TP" if a.moe is not None else "TP overlap"
         flags.append(f"sequence parallel not printed: on, as Megatron requires for {why}")

@@ -46,8 +46,9 @@ def all_to_all(topology: TopologySpec, p: Placement, size: float, network_share:
         return CollectiveTime("all_to_all", "none", "-", n, size, 0.0, 0.0, 0.0, ())
     held = [min(float(n), lv.domain) for lv in p.levels]  # the group's ranks per domain of each tier
     traffic = []
+    forwarded = network_share < 1.0  # every copy reaches its expert's GPU over NVLink, not only the local ones
     if held[0] > 1:
-        inside = (held[0] - 1) / (n if network_share == 1.0 else held[0]) * size
+        inside = (held[0] - 1) / (held[0] if forwarded else n) * size
         traffic.append(TierTraffic(p.levels[0].tier.name, inside, inside / level_bandwidth(topology, p, p.levels[0])))
     for k in range(1, len(p.levels)):
         # every byte that leaves a tier-(k-1) domain crosses tier k's links
