@@ -342,16 +342,16 @@ class StageMemory:
     def model_states(self) -> float:
         return self.params + self.grads + self.optimizer
 
-    @property
+    @cached_property
     def allocated(self) -> float:
         """torch.cuda.max_memory_allocated: the largest phase."""
         return self.peak.allocated(self.micro_batch)
 
-    @property
+    @cached_property
     def fragmentation(self) -> float:
         return fragmentation(self.micro_batch * self.largest_tensor_per_sample, self.cached_grads)
 
-    @property
+    @cached_property
     def cached_grads(self) -> float:
         """Per-step gradients not alive at the peak, whose blocks stay cached from the last step and too small for
         the activations' requests: counted when a gradient block is smaller than a layer's widest activation, which
@@ -360,7 +360,7 @@ class StageMemory:
             return 0.0
         return max(ph.grads for ph in self.phases) - self.peak.grads
 
-    @property
+    @cached_property
     def reserved(self) -> float:
         """torch.cuda.max_memory_reserved: the allocated peak and what the caching allocator cannot reuse."""
         return self.allocated + self.fragmentation
@@ -369,12 +369,12 @@ class StageMemory:
     def overhead(self) -> float:
         return self.fragmentation + self.context
 
-    @property
+    @cached_property
     def total(self) -> float:
         """The device's memory in use (nvidia-smi): reserved plus the context."""
         return self.reserved + self.context
 
-    @property
+    @cached_property
     def fits(self) -> bool:
         return self.total <= self.hbm
 

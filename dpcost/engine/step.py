@@ -201,7 +201,17 @@ class Drain:
 
     duration: float
     comm: float  # the buckets' calls, summed
-    calls: tuple[Call, ...]
+    runs: tuple[tuple[Call, int], ...]  # the calls in order: each priced call and the buckets in a row it served
+
+    @property
+    def count(self) -> int:
+        """How many calls (buckets) the pass issued."""
+        return sum(n for _, n in self.runs)
+
+    @property
+    def calls(self) -> tuple[Call, ...]:
+        """Every call, one per bucket."""
+        return tuple(c for c, n in self.runs for _ in range(n))
 
 
 def expected_max_deviate(n: int) -> float:
@@ -251,6 +261,26 @@ def bucket_edges(
     return edges
 
 
+_LAYOUTS_KEPT = 256
+_layouts: dict[tuple[int, float, float, float, str], tuple[tuple[Unit, ...], list[float], list[int]]] = {}
+
+
+def _bucket_layout(
+    units: tuple[Unit, ...], grad_bytes: float, bucket: float, first_bucket: float, rule: str
+) -> tuple[list[float], list[int]]:
+    """bucket_edges over the backward order of `units`, and equal_runs of them, computed once per unit list and
+    bucket setting: every plan of a sweep or a search on one model drains the same thousands of buckets."""
+    key = (id(units), grad_bytes, bucket, first_bucket, rule)
+    found = _layouts.get(key)
+    if found is None:
+        if len(_layouts) >= _LAYOUTS_KEPT:
+            _layouts.clear()
+        edges = bucket_edges(units[::-1], grad_bytes, bucket, first_bucket, rule)
+        # the entry holds `units`, so no other tuple can take its id while it is kept
+        found = _layouts[key] = (units, edges, equal_runs(edges))
+    return found[1], found[2]
+
+
 def drain(
     compute: Sequence[float],
     unit_bytes: Sequence[float],
@@ -258,6 +288,7 @@ def drain(
     call: Callable[[float], Call],
     first_bucket: float = 0.0,
     edges: Sequence[float] | None = None,
+    run_ends: Sequence[int] | None = None,
 ) -> Drain:
     """A backward pass whose gradients leave in buckets on one stream.
 
@@ -274,16 +305,15 @@ def drain(
         edges = [first]
         while edges[-1] < total * (1 - 1e-12):
             edges.append(min(edges[-1] + bucket, total))
+    ends = equal_runs(edges) if run_ends is None else run_ends
     t = done = produced = comm = 0.0
-    calls: list[Call] = []
+    runs: list[tuple[Call, int]] = []
     k = 0  # the next bucket
     for c, b in zip(compute, unit_bytes, strict=True):
         last = bisect_right(edges, produced + b * (1 + 1e-12), lo=k)  # the buckets this unit completes
         while k < last:
             size = edges[k] - (edges[k - 1] if k else 0.0)
-            run = k + 1  # a run of buckets of one size, ready evenly through the unit
-            while run < last and abs(edges[run] - edges[run - 1] - size) <= 1e-12 * size:
-                run += 1
+            run = min(ends[k], last)  # a run of buckets of one size, ready evenly through the unit
             n, priced = run - k, call(size)
             ready = t + (c * (edges[k] - produced) / b if b > 0 else c)
             step = c * size / b if b > 0 else 0.0  # between their ready times
@@ -292,11 +322,25 @@ def drain(
             s = priced.seconds
             done = max(done + n * s, ready + n * s, ready + (n - 1) * step + s)
             comm += n * s
-            calls.extend([priced] * n)
+            runs.append((priced, n))
             k = run
         produced += b
         t += c
-    return Drain(max(elapsed, done), comm, tuple(calls))
+    return Drain(max(elapsed, done), comm, tuple(runs))
+
+
+def equal_runs(edges: Sequence[float]) -> list[int]:
+    """For each bucket k, where the run of equal buckets it belongs to ends (exclusive): sizes within 1e-12 of the
+    run's first, as sums of floats leave them. drain() prices such a run at once."""
+    ends = [0] * len(edges)
+    start, size = 0, edges[0] if edges else 0.0
+    for j in range(1, len(edges) + 1):
+        if j < len(edges) and abs(edges[j] - edges[j - 1] - size) <= 1e-12 * size:
+            continue
+        ends[start:j] = [j] * (j - start)
+        if j < len(edges):
+            start, size = j, edges[j] - edges[j - 1]
+    return ends
 
 
 def _algorithms(calls: Iterable[Call], times: int = 1) -> tuple[tuple[str, int], ...]:
@@ -304,24 +348,33 @@ def _algorithms(calls: Iterable[Call], times: int = 1) -> tuple[tuple[str, int],
     return tuple((alg, n * times) for alg, n in Counter(c.algorithm for c in calls).most_common())
 
 
+def _counted_algorithms(runs: Iterable[tuple[Call, int]], times: int = 1) -> tuple[tuple[str, int], ...]:
+    """As _algorithms, for calls given as (call, how many in a row)."""
+    counts: Counter[str] = Counter()
+    for c, n in runs:
+        counts[c.algorithm] += n
+    return tuple((alg, n * times) for alg, n in counts.most_common())
+
+
 def gather_reduce(compute: Sequence[float], gathers: Sequence[float], reduces: Sequence[float]) -> float:
     """Duration of a pass over units that each need a gather before and a reduce after (FSDP's schedule).
 
     The gather of unit j+1 is issued when unit j starts computing (prefetch depth one); the reduce of unit j
     when it finishes. One communication stream serves them in the order they are issued."""
-    free = 0.0  # when the communication stream is next idle
+    # comparisons instead of max(): a plan search runs this loop for every plan (issue 20)
     end = 0.0  # when the previous unit's compute ended
-    ready = gathers[0] if gathers else 0.0
-    free = ready
+    ready = free = gathers[0] if gathers else 0.0  # when the unit's parameters arrive; when the stream is idle
+    last = len(compute) - 1
     for j, c in enumerate(compute):
-        start = max(end, ready)
-        if j + 1 < len(compute):
-            free = max(free, start) + gathers[j + 1]
+        start = ready if ready > end else end
+        if j < last:
+            free = (start if start > free else free) + gathers[j + 1]
             ready = free
         end = start + c
-        if reduces[j] > 0:
-            free = max(free, end) + reduces[j]
-    return max(end, free)
+        r = reduces[j]
+        if r > 0:
+            free = (end if end > free else free) + r
+    return end if end > free else free
 
 
 def _compute_split(total: float, units: Sequence[Unit]) -> list[float]:
@@ -351,18 +404,26 @@ class _Schedule:
         return p.weight_bytes if u.linear or not p.unconverted_weight_bytes else p.unconverted_weight_bytes
 
     def parameter_gathers(self) -> list[Call]:
-        return [self.call("all_gather", u.params * self.gathered_bytes(u)) for u in self.plan.units]
+        call, bytes_of = self.call, self.gathered_bytes
+        return [call("all_gather", u.params * bytes_of(u)) for u in self.plan.units]
 
     def bucketed(self, op: str, purpose: str, occurrences: int) -> None:
         """Gradients reduced in buckets through the backward pass (or after it, when not overlapped)."""
         p = self.plan
         sizes = [u.params * p.grad_bytes for u in p.units][::-1]
-        edges = bucket_edges(p.units[::-1], p.grad_bytes, p.bucket_bytes, p.first_bucket_bytes, p.bucket_rule)
-        d = drain(self.bwd_units, sizes, p.bucket_bytes, lambda s: self.call(op, s), p.first_bucket_bytes, edges)
-        n = len(d.calls) * occurrences
+        edges, ends = _bucket_layout(p.units, p.grad_bytes, p.bucket_bytes, p.first_bucket_bytes, p.bucket_rule)
+        call = self.call
+        d = drain(self.bwd_units, sizes, p.bucket_bytes, lambda s: call(op, s), p.first_bucket_bytes, edges, ends)
+        n = d.count * occurrences
         self.traffic.append(
             Traffic(
-                op, purpose, self.grad_total, occurrences, n, d.comm * occurrences, _algorithms(d.calls, occurrences)
+                op,
+                purpose,
+                self.grad_total,
+                occurrences,
+                n,
+                d.comm * occurrences,
+                _counted_algorithms(d.runs, occurrences),
             )
         )
         overlapped = p.overlap_grad_reduce
