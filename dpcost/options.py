@@ -104,7 +104,7 @@ def cli(flag: str, short: str | None = None, auto: bool = False, metavar: str | 
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Plan(Section):

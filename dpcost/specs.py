@@ -54,7 +54,7 @@ Text = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$", max_length=500)]  # 
 
 
 class Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 # ----------------------------------------------------------------------------------------------- models

@@ -54,7 +54,7 @@ SCHEMA_VERSION: Literal[2] = 2
 
 
 class Contract(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class ModelInfo(Contract):
