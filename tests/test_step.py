@@ -10,7 +10,17 @@ import pytest
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.estimate import estimate
-from dpcost.engine.step import Call, StepPlan, Unit, drain, gather_reduce, step_time
+from dpcost.engine.step import (
+    Call,
+    StepPlan,
+    Unit,
+    _bucket_layout,
+    bucket_edges,
+    drain,
+    equal_runs,
+    gather_reduce,
+    step_time,
+)
 from dpcost.options import Options
 
 UNIFORM = tuple(Unit(1e9, 1 / 10) for _ in range(10))  # 10 equal blocks, 10B parameters
@@ -330,3 +340,16 @@ def test_the_drain_in_runs_of_equal_buckets_is_the_drain_bucket_by_bucket(per_by
     assert d.duration == pytest.approx(duration, rel=1e-9)
     assert d.comm == pytest.approx(comm, rel=1e-9)
     assert len(d.calls) == calls == len(edges)
+
+
+def test_bucket_layouts_kept_per_setting_are_the_layouts_computed_afresh() -> None:
+    """A sweep reuses one unit list under many bucket settings (Megatron's bucket grows with DP): the layout kept
+    for each setting must be the one bucket_edges computes for it, and its runs must cover the buckets exactly."""
+    units = tuple(Unit(params=p, compute_share=1 / 5, tensors=(p / 2, p / 2)) for p in (3e8, 1e9, 1e9, 1e9, 5e8))
+    for bucket, first, rule in [(25 * 2**20, 2**20, "after"), (4e8, 0.0, ""), (25 * 2**20, 2**20, "after")]:
+        edges, ends = _bucket_layout(units, 2.0, bucket, first, rule)
+        assert edges == bucket_edges(units[::-1], 2.0, bucket, first, rule)
+        assert ends == equal_runs(edges) and ends[-1] == len(edges)
+        sizes = [b - a for a, b in itertools.pairwise([0.0, *edges])]
+        for k, end in enumerate(ends):  # every bucket of a run has the size of the run's first
+            assert all(abs(sizes[j] - sizes[k]) <= 1e-12 * sizes[k] * 2 for j in range(k, end))
