@@ -526,6 +526,11 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # DeepSeek's own runs route each token to at most 4 nodes and send it over IB once per node, DeepEP forwarding
     # it over NVLink to its experts (arXiv 2412.19437 sections 2.1.2 and 3.2.2: M = 4)
     node_limit = 4 if source.startswith("deepseek") else None
+    if source.startswith("deepseek") and recompute == "selective":
+        # arXiv 2412.19437 section 3.2.3: "we recompute all RMSNorm operations and MLA up-projections during
+        # back-propagation": Megatron-Core's recompute_modules layernorm and mla_up_proj
+        modules = frozenset({"layernorm", "mla_up_proj"})
+        flags.append("selective recompute of the RMSNorms and MLA up-projections (its section 3.2.3)")
     if source.startswith("deepseek"):
         flags.append("DualPipe as 1F1B with EP hidden")
         flags.append("node-limited routing (4 nodes per token) with DeepEP's forwarding")
@@ -547,7 +552,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     flash = source not in PRE_FLASH
     if not flash:
         flags.append("attention unfused (before FlashAttention)")
-    elif recompute == "selective":
+    elif recompute == "selective" and modules == DEFAULT_MODULES:
         flags.append("selective recompute: no FLOPs charged (flash attention)")
     if cp_impl == "all_gather" and cp > 1:
         flags.append("CP as all-gather (Llama 3 section 3.3.2)")

@@ -10,9 +10,11 @@ from dpcost.catalog import load_model, load_topology
 from dpcost.cli import app
 from dpcost.engine.activations import layer_tensors
 from dpcost.engine.checkpointing import activation_memory, kept_per_token
+from dpcost.engine.compute import flops_per_token, mla_up_projection_flops
 from dpcost.engine.estimate import estimate
 from dpcost.engine.loss import loss_memory
 from dpcost.engine.memory import RECIPES, Buffers, model_states, phases
+from dpcost.engine.params import count_params
 from dpcost.engine.prepare import recipe_for
 from dpcost.options import Options
 
@@ -211,3 +213,49 @@ def test_recompute_modules_without_selective_are_named_as_ignored() -> None:
         load_model("llama-8b"), load_topology("dgx-h100"), Options(dp=8, recompute="selective", recompute_modules="mlp")
     )
     assert not any(w.code == "ignored-flags" for w in r.warnings)
+
+
+# DeepSeek-V3 (its config.json): 128 heads, query latent 1536, key-value latent 512, qk 128 + 64 rope, v 128; 61 layers.
+DSV3 = load_model("deepseek-v3").architecture
+assert DSV3 is not None and DSV3.mla is not None
+Q_LORA, KV_LORA, DSV3_HEADS, QK_NOPE, QK, V = 1536, 512, 128, 128, 128 + 64, 128
+
+
+def test_mla_up_proj_drops_what_megatron_runs_under_its_checkpoint() -> None:
+    """Megatron-Core's MLA runs the latents' norms (fused into linear_q_up_proj / linear_kv_up_proj), the
+    up-projections and RoPE in one function, qkv_up_proj_and_rope_apply, which recompute_modules "mla_up_proj"
+    checkpoints (multi_latent_attention.py): the normalised latents and the expanded Q, K and V go, 2 bytes each;
+    the latents (its inputs) stay. The layer's input norms are not in it: "layernorm" still drops their outputs."""
+    layer = layer_tensors(DSV3, moe_layer=True, flash=True, kernels="fused")
+    none = kept_per_token(layer, "none", S, B) / TOKENS
+    up = kept_per_token(layer, "selective", S, B, frozenset({"mla_up_proj"})) / TOKENS
+    assert none - up == 2 * (Q_LORA + KV_LORA + DSV3_HEADS * QK + DSV3_HEADS * (QK + V))
+    norms = kept_per_token(layer, "selective", S, B, frozenset({"layernorm"})) / TOKENS
+    assert none - norms == 2 * 2 * DSV3.hidden  # the input and post-attention norms' outputs only
+
+
+def test_mla_up_proj_runs_the_up_projections_again() -> None:
+    """Its FLOPs in the backward: every layer's query up-projection (1536 -> 128 x 192) and key-value one
+    (512 -> 128 x (128 + 128): the keys' rope part comes from the down-projection), 2 FLOPs a weight per token;
+    DeepSeek-V2-Lite has no query latent, so its query projection from the hidden state (2048 -> 16 x 192) runs
+    inside the same function and again."""
+
+    per_layer = Q_LORA * DSV3_HEADS * QK + KV_LORA * DSV3_HEADS * (QK_NOPE + V)
+    assert mla_up_projection_flops(DSV3) == 2 * 61 * per_layer
+    counts = count_params(load_model("deepseek-v3"))
+    with_up = flops_per_token(counts, DSV3, 4096, "selective", modules=frozenset({"core_attn", "mla_up_proj"}))
+    assert with_up.recompute == 2 * 61 * per_layer  # core_attn adds nothing under flash attention
+    assert flops_per_token(counts, DSV3, 4096, "selective").recompute == 0
+    lite = load_model("tests/reference/hf-configs/deepseek-v2-lite.json").architecture
+    assert lite is not None
+    assert mla_up_projection_flops(lite) == 2 * 27 * (2048 * 16 * 192 + 512 * 16 * (128 + 128))
+
+
+def test_mla_up_proj_is_refused_without_multi_latent_attention() -> None:
+    """Megatron-Core refuses it for other attention (transformer_config.py): so does dpcost, in one line, exit 2."""
+    runner = CliRunner()
+    done = runner.invoke(
+        app, ["estimate", "-m", "llama-8b", "-d", "8", "--recompute", "selective", "--recompute-modules", "mla_up_proj"]
+    )
+    assert done.exit_code == 2
+    assert "--recompute-modules" in done.output and "multi-latent attention" in done.output

@@ -120,6 +120,21 @@ def test_a_layout_recomputes_the_modules_given() -> None:
     assert added <= 2 * mlp_flops / 989e12  # at no less than half the peak: the matmuls, not a whole forward
 
 
+def test_a_layout_recomputes_mla_up_projections_when_asked() -> None:
+    """Megatron-Core's --recompute-modules mla_up_proj re-runs MLA's up-projections (and RoPE) in the backward
+    (multi_latent_attention.py qkv_up_proj_and_rope_apply): per layer and token 2 x (1536 x 128 x 192 + 512 x 128 x
+    256) FLOPs, on DeepSeek-V3's busiest stage of PP 16 (4 of 61 layers) for each of 120 micro-batches of 4,096
+    tokens: no faster than the dense BF16 peak, and not slower than a matmul at 40% of it with the bubble."""
+    common = ["estimate", "--model", "deepseek-v3", "--topology", "hgx-h800", "--pp", "16", "--ep", "64",
+              "--dp", "128", "--zero", "1", "--global-batch", "15360", "--seq-len", "4096",
+              "--recompute", "selective"]  # fmt: skip
+    attention = report(*common, "--recompute-modules", "core_attn")
+    with_up = report(*common, "--recompute-modules", "core_attn,mla_up_proj")
+    up_flops = 2 * (1536 * 128 * 192 + 512 * 128 * 256) * 4 * 4096 * 120
+    added = with_up["time"]["step_seconds"] - attention["time"]["step_seconds"]
+    assert up_flops / 989e12 <= added <= up_flops / (0.4 * 989e12) * (120 + 15) / 120
+
+
 def test_a_layout_reduces_gradients_in_bf16_when_asked() -> None:
     """Megatron-Bridge's performance presets set grad_reduce_in_fp32=False: the gradient buffer is bf16, 2 bytes a
     parameter instead of Megatron-LM's fp32 default (arguments.py, accumulate_allreduce_grads_in_fp32 under --bf16);

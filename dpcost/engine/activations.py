@@ -38,7 +38,7 @@ Kernels = Literal["eager", "fused", "compiled"]
 ACT_BYTES = 2  # bf16/fp16 activations
 # Megatron's module names (megatron/core/transformer/transformer_config.py, recompute_modules), used to tag each
 # tensor with the part of the layer it belongs to.
-Module = Literal["input", "layernorm", "qkv", "core_attn", "attn_out", "mlp", "moe_act", "router", "moe"]
+Module = Literal["input", "layernorm", "qkv", "mla_up_proj", "core_attn", "attn_out", "mlp", "moe_act", "router", "moe"]
 
 
 @dataclass(frozen=True)
@@ -99,14 +99,17 @@ def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: in
         m = a.mla
         d_qk, d_v = m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim
         q_rank = m.q_lora_rank or 0
+        # Megatron-Core's MLA runs the latents' norms, the up-projections and RoPE as one function
+        # (multi_latent_attention.py qkv_up_proj_and_rope_apply; the norms are fused into the up-projections'
+        # TELayerNormColumnParallelLinear), which recompute_modules "mla_up_proj" checkpoints: its outputs go.
         if q_rank:
             out.append(Tensor("q_a output", "qkv", e * q_rank, matmul=mm))
-            out.append(Tensor("q norm output", "layernorm", e * q_rank))
+            out.append(Tensor("q norm output", "mla_up_proj", e * q_rank))
             mm += 1
         out.append(Tensor("kv_a output", "qkv", e * (m.kv_lora_rank + m.qk_rope_head_dim), matmul=mm))
-        out.append(Tensor("kv norm output", "layernorm", e * m.kv_lora_rank))
-        out.append(Tensor("Q", "qkv", e * a.heads * d_qk, matmul=mm + 1 if q_rank else 0))
-        out.append(Tensor("K, V", "qkv", e * a.heads * (d_qk + d_v), matmul=mm + (2 if q_rank else 1)))
+        out.append(Tensor("kv norm output", "mla_up_proj", e * m.kv_lora_rank))
+        out.append(Tensor("Q", "mla_up_proj", e * a.heads * d_qk, matmul=mm + 1 if q_rank else 0))
+        out.append(Tensor("K, V", "mla_up_proj", e * a.heads * (d_qk + d_v), matmul=mm + (2 if q_rank else 1)))
         mm += 3 if q_rank else 2
         if a.indexer is not None:  # DeepSeek-V3.2's indexer: its queries, key and head weights
             i = a.indexer

@@ -25,6 +25,7 @@ __all__ = [
     "attention_flops",
     "flops_per_token",
     "mixer_recurrence_flops",
+    "mla_up_projection_flops",
     "mtp_forward_flops",
     "recurrence_flops",
 ]
@@ -107,6 +108,19 @@ def mtp_forward_flops(counts: ParamCount, arch: ModelArchitecture, seq_len: int)
     return 2.0 * mtp_layer(arch).active + attention_flops(arch, seq_len) / arch.layers + 2.0 * head
 
 
+def mla_up_projection_flops(arch: ModelArchitecture) -> float:
+    """Forward FLOPs per token of every MLA layer's up-projections, which recompute_modules "mla_up_proj" runs again
+    in the backward (Megatron-Core multi_latent_attention.py, qkv_up_proj_and_rope_apply): the query's from its
+    latent (q_lora_rank x heads x (qk_nope + qk_rope)), or from the hidden state where the model has no query latent
+    (linear_q_proj runs in the same function), and the keys' and values' (kv_lora_rank x heads x (qk_nope + v))."""
+    m = arch.mla
+    if m is None:
+        return 0.0
+    query = (m.q_lora_rank or arch.hidden) * arch.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+    key_value = m.kv_lora_rank * arch.heads * (m.qk_nope_head_dim + m.v_head_dim)
+    return 2.0 * arch.attention_layers * (query + key_value)
+
+
 def flops_per_token(
     counts: ParamCount,
     arch: ModelArchitecture | None,
@@ -114,11 +128,14 @@ def flops_per_token(
     recompute: str = "none",
     flash: bool = True,
     every: int = 1,
+    modules: frozenset[str] = frozenset({"core_attn"}),
 ) -> FlopsPerToken:
     """Training FLOPs per token (PaLM's 6N + 12LHQT), split into forward, backward and recomputation.
 
-    Selective recomputation redoes the attention scores; FlashAttention's backward already does so inside its
-    kernel, so with flash it adds nothing to the model's work (and saves no memory: activations.py). Per-op SAC
+    Selective recomputation of core_attn redoes the attention scores; FlashAttention's backward already does so
+    inside its kernel, so with flash it adds nothing to the model's work (and saves no memory: activations.py); of
+    mla_up_proj, MLA's up-projections (mla_up_projection_flops). Its other modules (mlp, moe) are priced op by op
+    only (ops.recomputed_by_part), not here. Per-op SAC
     (checkpointing.py, "op") re-runs the mm calls it did not save, every other one, and so half of the layers'
     matmul FLOPs on average over two iterations; the attention kernel's output is saved. With `every` = K only
     layers // K blocks are checkpointed."""
@@ -134,8 +151,10 @@ def flops_per_token(
         extra = forward - 2.0 * head  # every layer again, not the output head
     elif recompute == "op":
         extra = 0.5 * 2.0 * (matmul_params - head)
-    elif recompute == "selective" and not flash:
-        extra = attention
+    elif recompute == "selective":
+        extra = attention if "core_attn" in modules and not flash else 0.0
+        if "mla_up_proj" in modules and arch is not None:
+            extra += mla_up_projection_flops(arch)
     else:
         extra = 0.0
     if arch is not None and every > 1:

@@ -290,7 +290,7 @@ def layout_step(
     counts = count_params(model)
     peak = topology.gpu.bf16_dense if peak is None else peak
     rate = peak * mfu
-    fpt = flops_per_token(counts, a, seq_len, recompute, flash)
+    fpt = flops_per_token(counts, a, seq_len, recompute, flash, modules=recompute_modules)
     layer_counts = stage_layer_counts(a.layers, layout.pp, first_stage_layers, last_stage_layers)
     stages = stage_loads(model, layout, seq_len, layer_counts, mtp_layers)
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace

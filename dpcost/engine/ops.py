@@ -193,7 +193,8 @@ def layer_ops(
         m = a.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         if m.q_lora_rank is None:
-            ops.append(_gemm("query", "qkv", t, h, a.heads * qk, gemm_bytes, tp_split="n"))
+            # without a query latent the query projection runs where the up-projections do (mla_up_proj)
+            ops.append(_gemm("query", "mla_up_proj", t, h, a.heads * qk, gemm_bytes, tp_split="n"))
         else:
             ops.append(_gemm("query down", "qkv", t, h, m.q_lora_rank, gemm_bytes))
             ops.append(_gemm("query up", "mla_up_proj", t, m.q_lora_rank, a.heads * qk, gemm_bytes, tp_split="n"))
@@ -211,7 +212,9 @@ def layer_ops(
         out_in = a.heads * d_v
     if rotary_width:
         rot_b, rot_k = _ROTARY[kernels]
-        ops.append(_memory("rotary", "core_attn", rot_b * rotary_width * t, rot_k, 1.0))
+        # MLA applies RoPE inside the function mla_up_proj checkpoints (activations.py, MLA)
+        rotary_module = "mla_up_proj" if a.mla is not None else "core_attn"
+        ops.append(_memory("rotary", rotary_module, rot_b * rotary_width * t, rot_k, 1.0))
     if flash:
         attention = 2.0 * t * seq_len * a.heads * (d_qk + d_v) / 2  # the causal half
         ops.append(Op("attention", "core_attn", "attention", attention, 0.0, 1, 2.5 * attention, 0.0, 3))

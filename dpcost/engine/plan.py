@@ -181,7 +181,13 @@ def timeline(
     stage issues (step.py)."""
     o = p.o
     flops = flops_per_token(
-        p.counts, model.architecture, p.seq_len, recompute, o.compute.flash_attention, o.plan.recompute_layers
+        p.counts,
+        model.architecture,
+        p.seq_len,
+        recompute,
+        o.compute.flash_attention,
+        o.plan.recompute_layers,
+        frozenset(o.plan.recompute_modules),
     )
     tokens = p.micro_batch * p.seq_len
     gpu = topology.gpu

@@ -335,6 +335,13 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     bucket = given.bucket_bytes or (fw or FRAMEWORKS["ddp"]).bucket(o.dp, grad_bytes)
     first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
     plan = o.plan
+    if "mla_up_proj" in plan.recompute_modules and (model.architecture is None or model.architecture.mla is None):
+        raise InputError(
+            "recompute_modules",
+            f"mla_up_proj recomputes multi-latent attention's up-projections, which {model.name} does not have "
+            "(Megatron-Core refuses it likewise: transformer_config.py); choose among core_attn, layernorm, mlp, "
+            "moe_act, moe",
+        )
     if plan.recompute not in (None, "selective") and set(plan.recompute_modules) != DEFAULT_MODULES:
         why = f"apply to --recompute selective, not {plan.recompute}"
         notes.append(advice.ignored_flags(["--recompute-modules"], why))
