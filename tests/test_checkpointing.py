@@ -10,7 +10,7 @@ from dpcost.catalog import load_model, load_topology
 from dpcost.cli import app
 from dpcost.engine.activations import layer_tensors
 from dpcost.engine.checkpointing import activation_memory, kept_per_token
-from dpcost.engine.compute import flops_per_token, mla_up_projection_flops
+from dpcost.engine.compute import flops_per_token, mla_up_projection_flops, mlp_recompute_flops
 from dpcost.engine.estimate import estimate
 from dpcost.engine.loss import loss_memory
 from dpcost.engine.memory import RECIPES, Buffers, model_states, phases
@@ -259,3 +259,19 @@ def test_mla_up_proj_is_refused_without_multi_latent_attention() -> None:
     )
     assert done.exit_code == 2
     assert "--recompute-modules" in done.output and "multi-latent attention" in done.output
+
+
+def test_selective_mlp_and_moe_recompute_their_matmuls_at_every_efficiency() -> None:
+    """The one-efficiency compute model (--compute-model flops) charges what recompute_modules mlp and moe re-run,
+    as the op-by-op one does: Llama 3 70B's 80 SwiGLU MLPs (8192 -> 28672, three matmuls); Mixtral 8x7B's 32 MoE
+    layers whole (the router, 4096 -> 8, and the two experts a token takes, 4096 -> 14336, three matmuls each);
+    DeepSeek-V3's 58 MoE layers (router 7168 -> 256, 8 routed and 1 shared expert of 2048), not its 3 dense ones."""
+    llama, mixtral = load_model("llama-70b"), load_model("mixtral-8x7b")
+    recompute = flops_per_token(count_params(llama), llama.architecture, 8192, "selective", modules=frozenset({"mlp"}))
+    assert recompute.recompute == 80 * 2 * 3 * 8192 * 28672
+    moe = flops_per_token(count_params(mixtral), mixtral.architecture, 4096, "selective", modules=frozenset({"moe"}))
+    assert moe.recompute == 32 * 2 * (4096 * 8 + 2 * 3 * 4096 * 14336)
+    assert DSV3 is not None
+    per_moe_layer = 7168 * 256 + 8 * 3 * 7168 * 2048 + 3 * 7168 * 2048
+    assert mlp_recompute_flops(DSV3, frozenset({"moe"})) == 58 * 2 * per_moe_layer
+    assert mlp_recompute_flops(DSV3, frozenset({"layernorm", "moe_act", "core_attn"})) == 0

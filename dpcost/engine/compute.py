@@ -26,6 +26,7 @@ __all__ = [
     "flops_per_token",
     "mixer_recurrence_flops",
     "mla_up_projection_flops",
+    "mlp_recompute_flops",
     "mtp_forward_flops",
     "recurrence_flops",
 ]
@@ -121,6 +122,22 @@ def mla_up_projection_flops(arch: ModelArchitecture) -> float:
     return 2.0 * arch.attention_layers * (query + key_value)
 
 
+def mlp_recompute_flops(arch: ModelArchitecture, modules: frozenset[str]) -> float:
+    """Forward FLOPs per token of the MLP work Megatron's recompute_modules "mlp" (every dense layer's MLP) and "moe"
+    (every MoE layer whole: router, latent projections, the top-k routed experts and the shared ones) run again in
+    the backward (transformer_config.py; the matmuls ops.layer_ops prices for them)."""
+    h, fc = arch.hidden, 3 if arch.gated_mlp else 2  # matmuls of an MLP: gate, up and down; or up and down
+    total = 0.0
+    for _, mlp in arch.layer_kinds:
+        if mlp == "dense" and "mlp" in modules and arch.ffn is not None:
+            total += 2.0 * fc * h * arch.ffn
+        elif mlp == "moe" and "moe" in modules and arch.moe is not None:
+            e = arch.moe
+            routed = e.active * fc * e.expert_io(h) * e.ffn + e.shared * fc * h * e.shared_width
+            total += 2.0 * (h * e.experts + 2 * h * (e.latent or 0) + routed)
+    return total
+
+
 def flops_per_token(
     counts: ParamCount,
     arch: ModelArchitecture | None,
@@ -134,8 +151,8 @@ def flops_per_token(
 
     Selective recomputation of core_attn redoes the attention scores; FlashAttention's backward already does so
     inside its kernel, so with flash it adds nothing to the model's work (and saves no memory: activations.py); of
-    mla_up_proj, MLA's up-projections (mla_up_projection_flops). Its other modules (mlp, moe) are priced op by op
-    only (ops.recomputed_by_part), not here. Per-op SAC
+    mla_up_proj, MLA's up-projections (mla_up_projection_flops); of mlp and moe, their matmuls
+    (mlp_recompute_flops); layernorm and moe_act run no matmul. Per-op SAC
     (checkpointing.py, "op") re-runs the mm calls it did not save, every other one, and so half of the layers'
     matmul FLOPs on average over two iterations; the attention kernel's output is saved. With `every` = K only
     layers // K blocks are checkpointed."""
@@ -153,8 +170,9 @@ def flops_per_token(
         extra = 0.5 * 2.0 * (matmul_params - head)
     elif recompute == "selective":
         extra = attention if "core_attn" in modules and not flash else 0.0
-        if "mla_up_proj" in modules and arch is not None:
-            extra += mla_up_projection_flops(arch)
+        if arch is not None:
+            extra += mla_up_projection_flops(arch) if "mla_up_proj" in modules else 0.0
+            extra += mlp_recompute_flops(arch, modules)
     else:
         extra = 0.0
     if arch is not None and every > 1:
