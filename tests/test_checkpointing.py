@@ -275,3 +275,16 @@ def test_selective_mlp_and_moe_recompute_their_matmuls_at_every_efficiency() -> 
     per_moe_layer = 7168 * 256 + 8 * 3 * 7168 * 2048 + 3 * 7168 * 2048
     assert mlp_recompute_flops(DSV3, frozenset({"moe"})) == 58 * 2 * per_moe_layer
     assert mlp_recompute_flops(DSV3, frozenset({"layernorm", "moe_act", "core_attn"})) == 0
+
+
+def test_moe_recompute_keeps_only_what_comes_before_the_moe_layer() -> None:
+    """recompute_modules "moe" checkpoints the MoE layer whole (moe_layer.py): nothing it makes is kept, the
+    router's fp32 logits included; what comes before it (attention, the norm whose output is its input) is."""
+    mixtral = load_model("mixtral-8x7b").architecture
+    assert mixtral is not None
+    layer = layer_tensors(mixtral, moe_layer=True, flash=True, kernels="fused")
+    names = [t.name for t in layer.tensors]
+    before = layer.tensors[: names.index("MLP norm output") + 1]
+    kept = kept_per_token(layer, "selective", S, B, frozenset({"moe"})) / TOKENS
+    assert kept == sum(t.bytes(1, 1) for t in before if t.saved)
+    assert "router logits (fp32)" in names[names.index("MLP norm output") :]

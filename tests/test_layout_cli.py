@@ -182,3 +182,19 @@ def test_node_limited_routing_takes_half_of_deepseeks_all_to_all_off_the_network
 
     assert ep_call(limited)["seconds_per_call"] < ep_call(free)["seconds_per_call"]
     assert limited["time"]["step_seconds"] < free["time"]["step_seconds"]
+
+
+def test_a_recomputed_moe_layer_dispatches_and_combines_again() -> None:
+    """Recomputing an MoE layer re-runs its forward, dispatcher included: full recomputation re-runs the whole
+    layer, and recompute_modules "moe" checkpoints moe_layer.py's route -> dispatch -> compute -> combine. Mixtral's
+    32 MoE layers on EP 8 then make 6 all-to-alls per layer and micro-batch (dispatch and combine, forward, backward
+    and forward again), not 4."""
+    common = ["estimate", "--model", "mixtral-8x7b", "--ep", "8", "--dp", "8", "--global-batch", "64"]
+
+    def all_to_alls(*extra: str) -> int:
+        calls = report(*common, *extra)["layout"]["calls"]
+        return sum(c["calls_per_micro_batch"] for c in calls if c["op"] == "all_to_all")
+
+    assert all_to_alls("--recompute", "none") == all_to_alls("--recompute", "selective") == 4 * 32
+    assert all_to_alls("--recompute", "full") == 6 * 32
+    assert all_to_alls("--recompute", "selective", "--recompute-modules", "moe") == 6 * 32

@@ -28,7 +28,15 @@ from typing import Any, Literal
 from dpcost.engine.activations import ACT_BYTES, Kernels, LayerTensors, layer_tensors
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["DEFAULT_MODULES", "RECOMPUTE", "Activations", "Recompute", "activation_memory", "kept_per_token"]
+__all__ = [
+    "DEFAULT_MODULES",
+    "RECOMPUTE",
+    "Activations",
+    "Recompute",
+    "activation_memory",
+    "kept_per_token",
+    "recomputed_modules",
+]
 
 Recompute = Literal["none", "selective", "op", "full"]
 RECOMPUTE: tuple[Recompute, ...] = ("none", "selective", "op", "full")
@@ -38,6 +46,15 @@ DEFAULT_MODULES = frozenset({"core_attn"})
 # A module's output is kept by the next op even when the module is recomputed: the attention context by the output
 # projection, a norm's output by the matmuls after it.
 _KEPT_OUTPUTS = frozenset({"context (output projection input)"})
+# recompute_modules "moe" checkpoints the MoE layer's whole forward, route, dispatch, experts and combine
+# (megatron/core/transformer/moe/moe_layer.py, moe_layer_recompute): the router's and the experts' activation with it.
+_HOLDS = {"moe": frozenset({"moe", "router", "moe_act"})}
+
+
+def recomputed_modules(modules: frozenset[str]) -> frozenset[str]:
+    """The module tags (activations.Module, ops.Op.module) a recompute_modules list re-runs: each module, and what its
+    checkpoint holds."""
+    return frozenset().union(*(_HOLDS.get(m, frozenset({m})) for m in modules))
 
 
 @dataclass(frozen=True)
@@ -72,8 +89,9 @@ def kept_per_token(
     if policy == "none":
         return layer.saved_bytes(s, b)
     if policy == "selective":
+        held = recomputed_modules(modules)
         dropped = sum(
-            t.bytes(s, b) for t in layer.tensors if t.saved and t.module in modules and t.name not in _KEPT_OUTPUTS
+            t.bytes(s, b) for t in layer.tensors if t.saved and t.module in held and t.name not in _KEPT_OUTPUTS
         )
         return layer.saved_bytes(s, b) - dropped
     if policy == "op":

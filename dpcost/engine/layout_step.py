@@ -312,11 +312,14 @@ def ep_calls(
     overlap: bool = False,
     stages: StageKinds | None = None,
     node_limit: int | None = None,
+    recomputed: bool = False,
 ) -> list[LayoutCall]:
     """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers (Megatron-Core's
     all-to-all dispatcher, token_dispatcher.py): per MoE layer an all-to-all of its tokens' top-k copies forward,
     one back, and both again backward; with expert TP above 1 the dispatched tokens are also all-gathered over
-    expert TP before the experts and reduce-scattered after them, forward and backward. Overlapped, they hide
+    expert TP before the experts and reduce-scattered after them, forward and backward. `recomputed`: the MoE layer
+    runs its forward again in the backward (full recomputation, or recompute_modules "moe", which checkpoints
+    moe_layer.py's whole route-dispatch-compute-combine), and its forward calls with it. Overlapped, they hide
     behind another micro-batch's whole forward and backward (DeepSeek-V3's DualPipe, arXiv 2412.19437
     section 3.2.1). `node_limit` M: each token goes to at most M nodes, once over the network to each, and is
     forwarded over NVLink to its experts there (DeepSeek-V3's node-limited routing, M = 4, with DeepEP: sections
@@ -327,14 +330,16 @@ def ep_calls(
     message = tokens * arch.moe.active * arch.moe.expert_io(arch.hidden) * act_bytes  # latent-wide under LatentMoE
     layers = moe_layers_per_stage(arch, layout.pp, stages)
     hides = 1.0 if overlap else 0.0
+    passes = 3 if recomputed else 2  # forward, backward, and the forward again
     calls = []
     if layout.ep > 1:
         share = min(1.0, node_limit / arch.moe.active) if node_limit else 1.0
         calls.append(
             LayoutCall(
-                "ep", "token dispatch and combine", "all_to_all", message, "ep", 4 * layers, overlap, hides, share
+                "ep", "token dispatch and combine", "all_to_all", message, "ep", 2 * passes * layers, overlap, hides,
+                share,
             )
-        )
+        )  # fmt: skip
     if layout.expert_tp > 1:
         gathered = message * layout.expert_tp
         calls += [
@@ -344,12 +349,19 @@ def ep_calls(
                 "all_gather",
                 gathered,
                 "etp",
-                2 * layers,
+                passes * layers,
                 overlap,
                 hides,
             ),
             LayoutCall(
-                "ep", "expert outputs reduce-scattered", "reduce_scatter", gathered, "etp", 2 * layers, overlap, hides
+                "ep",
+                "expert outputs reduce-scattered",
+                "reduce_scatter",
+                gathered,
+                "etp",
+                passes * layers,
+                overlap,
+                hides,
             ),
         ]
     return calls
@@ -374,6 +386,7 @@ def layout_calls(
     pp_scatter_gather: bool = False,
     stages: StageKinds | None = None,
     ep_node_limit: int | None = None,
+    moe_recomputed: bool = False,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -399,7 +412,18 @@ def layout_calls(
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages),
         *pipeline,
-        *ep_calls(arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages, ep_node_limit),
+        *ep_calls(
+            arch,
+            layout,
+            micro_batch,
+            seq_len,
+            act_bytes,
+            sequence_parallel,
+            ep_overlap,
+            stages,
+            ep_node_limit,
+            recompute_full or moe_recomputed,
+        ),
     ]
 
 

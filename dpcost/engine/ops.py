@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from dpcost.engine.activations import Kernels
+from dpcost.engine.checkpointing import recomputed_modules
 from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, rates_for, shape_factor
 from dpcost.specs import GPUSpec, ModelArchitecture
 
@@ -498,8 +499,9 @@ def recomputed_by_part(
         out["matmuls"] = 0.5 * forward["matmuls"]
         out["memory-bound"] = forward["memory-bound"]
     elif recompute == "selective":
+        held = recomputed_modules(modules)
         for op, value in zip(ops, per_op, strict=True):
-            if op.module in modules:
+            if op.module in held:
                 out[part_of(op)] += value
     return out
 
