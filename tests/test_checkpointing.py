@@ -288,3 +288,15 @@ def test_moe_recompute_keeps_only_what_comes_before_the_moe_layer() -> None:
     kept = kept_per_token(layer, "selective", S, B, frozenset({"moe"})) / TOKENS
     assert kept == sum(t.bytes(1, 1) for t in before if t.saved)
     assert "router logits (fp32)" in names[names.index("MLP norm output") :]
+
+
+def test_moe_act_drops_the_routed_experts_activation_outputs() -> None:
+    """recompute_modules moe_act: TEGroupedMLP runs the experts' activation under CheckpointWithoutOutput and drops
+    its output, fc2's input (megatron/core/transformer/moe/experts.py): with Megatron's fused SwiGLU, one 2-byte
+    value per expert width per routed copy, Mixtral's top-2 x 14336; the fc1 outputs it recomputes from stay."""
+    mixtral = load_model("mixtral-8x7b").architecture
+    assert mixtral is not None
+    layer = layer_tensors(mixtral, moe_layer=True, flash=True, kernels="fused")
+    none = kept_per_token(layer, "none", S, B) / TOKENS
+    act = kept_per_token(layer, "selective", S, B, frozenset({"moe_act"})) / TOKENS
+    assert none - act == 2 * 2 * 14336

@@ -211,6 +211,9 @@ def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
 def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, module: Module, label: str) -> list[Tensor]:
     """One MLP's tensors: the matmul outputs, then the element-wise ones torch.compile recomputes."""
     e = ACT_BYTES
+    # A routed expert's activation (and its product with the gate) is recompute_modules moe_act's: TEGroupedMLP runs
+    # it under CheckpointWithoutOutput and drops its output, fc2's input (megatron/core/transformer/moe/experts.py).
+    act: Module = "moe_act" if module == "moe" else module
     if a.gated_mlp:
         out = [
             Tensor(f"{label} gate output", module, e * width, matmul=first_mm),
@@ -218,14 +221,14 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
         ]
         if kernels == "eager":  # silu/gelu keeps its input, the product both factors (Megatron's fused bias-swiglu
             # recomputes the activation: megatron/core/fusions/fused_bias_swiglu.py)
-            out.append(Tensor(f"{label} activation output", "moe_act" if module == "moe" else module, e * width))
+            out.append(Tensor(f"{label} activation output", act, e * width))
         if kernels != "compiled":
-            out.append(Tensor(f"{label} gated product", module, e * width))
+            out.append(Tensor(f"{label} gated product", act, e * width))
         down = first_mm + 2
     else:
         out = [Tensor(f"{label} first matmul output", module, e * width, matmul=first_mm)]
         if kernels != "compiled":
-            out.append(Tensor(f"{label} activation output", "moe_act" if module == "moe" else module, e * width))
+            out.append(Tensor(f"{label} activation output", act, e * width))
         down = first_mm + 1
     out.append(Tensor(f"{label} down output", module, e * a.hidden, saved=False, matmul=down))
     return out
@@ -275,8 +278,12 @@ def layer_tensors(
         # the expert's MLP and its weighted output.
         routed = _mlp(a, moe.ffn, kernels, 0, "moe", "routed expert")
         io = moe.expert_io(h)  # a dispatched copy is latent-wide under LatentMoE
-        per_copy = e * io + sum(t.bytes_per_token for t in routed if t.saved) + e * io
+        per_copy = e * io + sum(t.bytes_per_token for t in routed if t.saved and t.module == "moe") + e * io
+        activation = sum(t.bytes_per_token for t in routed if t.saved and t.module == "moe_act")
         tensors.append(Tensor(f"routed experts (top-{moe.active})", "moe", moe.active * per_copy))
+        if activation:
+            label = f"routed experts' activations (top-{moe.active})"
+            tensors.append(Tensor(label, "moe_act", moe.active * activation))
         if moe.latent:  # the combined latent output, fc2_latent_proj's input
             tensors.append(Tensor("latent projection input", "moe", e * moe.latent))
     else:
