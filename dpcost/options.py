@@ -130,12 +130,12 @@ class Plan(Section):
         json_schema_extra=cli("--recompute-layers", metavar="K"),
     )
     recompute_modules: Annotated[
-        tuple[Literal["core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj"], ...],
+        tuple[Literal["core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj", "shared_experts"], ...],
         BeforeValidator(_comma_list),
     ] = Field(
         ("core_attn",),
         description="With --recompute selective: the modules recomputed, comma-separated (Megatron-LM's "
-        "--recompute-modules: core_attn, layernorm, mlp, moe_act, moe, mla_up_proj).",
+        "--recompute-modules: core_attn, layernorm, mlp, moe_act, moe, mla_up_proj, shared_experts).",
         json_schema_extra=cli("--recompute-modules", metavar="M[,M...]"),
     )
     mode: Literal["train", "inference"] = Field(

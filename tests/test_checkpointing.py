@@ -300,3 +300,16 @@ def test_moe_act_drops_the_routed_experts_activation_outputs() -> None:
     none = kept_per_token(layer, "none", S, B) / TOKENS
     act = kept_per_token(layer, "selective", S, B, frozenset({"moe_act"})) / TOKENS
     assert none - act == 2 * 2 * 14336
+
+
+def test_shared_experts_are_the_moe_layers_not_mlps() -> None:
+    """A shared expert is an MLP of the MoE layer: recompute_modules "mlp" skips MoE layers (transformer_layer.py:
+    `if not self.is_moe_layer`), "shared_experts" checkpoints it alone (moe_layer.py shared_experts_compute), "moe"
+    with the rest. DeepSeek-V3's one shared expert of 2048 (SwiGLU, Megatron's fused kernels): gate, up and their
+    product, 3 x 2 bytes x 2048 a token; its 58 MoE layers' shared experts run 2 x 3 x 7168 x 2048 FLOPs each again."""
+    layer = layer_tensors(DSV3, moe_layer=True, flash=True, kernels="fused")
+    none = kept_per_token(layer, "none", S, B) / TOKENS
+    assert kept_per_token(layer, "selective", S, B, frozenset({"mlp"})) / TOKENS == none
+    shared = kept_per_token(layer, "selective", S, B, frozenset({"shared_experts"})) / TOKENS
+    assert none - shared == 3 * 2 * 2048
+    assert mlp_recompute_flops(DSV3, frozenset({"shared_experts"})) == 58 * 2 * 3 * 7168 * 2048

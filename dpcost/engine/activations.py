@@ -38,7 +38,19 @@ Kernels = Literal["eager", "fused", "compiled"]
 ACT_BYTES = 2  # bf16/fp16 activations
 # Megatron's module names (megatron/core/transformer/transformer_config.py, recompute_modules), used to tag each
 # tensor with the part of the layer it belongs to.
-Module = Literal["input", "layernorm", "qkv", "mla_up_proj", "core_attn", "attn_out", "mlp", "moe_act", "router", "moe"]
+Module = Literal[
+    "input",
+    "layernorm",
+    "qkv",
+    "mla_up_proj",
+    "core_attn",
+    "attn_out",
+    "mlp",
+    "moe_act",
+    "router",
+    "shared_experts",
+    "moe",
+]
 
 
 @dataclass(frozen=True)
@@ -270,8 +282,8 @@ def layer_tensors(
         moe = a.moe
         tensors.append(Tensor("router logits (fp32)", "router", 4.0 * moe.experts, matmul=mm))
         mm += 1
-        for i in range(moe.shared):
-            part = _mlp(a, moe.shared_width, kernels, mm, "mlp", f"shared expert {i + 1}")
+        for i in range(moe.shared):  # an MLP of the MoE layer: "shared_experts" recomputes it, "mlp" does not
+            part = _mlp(a, moe.shared_width, kernels, mm, "shared_experts", f"shared expert {i + 1}")
             tensors += part
             mm += sum(1 for t in part if t.matmul)
         # Routed experts run as grouped GEMMs (not aten.mm); per routed copy of a token: the dispatched input,

@@ -47,8 +47,9 @@ DEFAULT_MODULES = frozenset({"core_attn"})
 # projection, a norm's output by the matmuls after it.
 _KEPT_OUTPUTS = frozenset({"context (output projection input)"})
 # recompute_modules "moe" checkpoints the MoE layer's whole forward, route, dispatch, experts and combine
-# (megatron/core/transformer/moe/moe_layer.py, moe_layer_recompute): the router's and the experts' activation with it.
-_HOLDS = {"moe": frozenset({"moe", "router", "moe_act"})}
+# (megatron/core/transformer/moe/moe_layer.py, moe_layer_recompute): the router, the experts' activation and the
+# shared experts with it.
+_HOLDS = {"moe": frozenset({"moe", "router", "moe_act", "shared_experts"})}
 
 
 def recomputed_modules(modules: frozenset[str]) -> frozenset[str]:

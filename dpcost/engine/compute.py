@@ -123,18 +123,23 @@ def mla_up_projection_flops(arch: ModelArchitecture) -> float:
 
 
 def mlp_recompute_flops(arch: ModelArchitecture, modules: frozenset[str]) -> float:
-    """Forward FLOPs per token of the MLP work Megatron's recompute_modules "mlp" (every dense layer's MLP) and "moe"
-    (every MoE layer whole: router, latent projections, the top-k routed experts and the shared ones) run again in
-    the backward (transformer_config.py; the matmuls ops.layer_ops prices for them)."""
+    """Forward FLOPs per token of the MLP work Megatron's recompute_modules "mlp" (every dense layer's MLP), "moe"
+    (every MoE layer whole: router, latent projections, the top-k routed experts and the shared ones) and
+    "shared_experts" (the shared ones alone) run again in the backward (transformer_config.py, moe_layer.py; the
+    matmuls ops.layer_ops prices for them)."""
     h, fc = arch.hidden, 3 if arch.gated_mlp else 2  # matmuls of an MLP: gate, up and down; or up and down
     total = 0.0
     for _, mlp in arch.layer_kinds:
         if mlp == "dense" and "mlp" in modules and arch.ffn is not None:
             total += 2.0 * fc * h * arch.ffn
-        elif mlp == "moe" and "moe" in modules and arch.moe is not None:
+        elif mlp == "moe" and arch.moe is not None:
             e = arch.moe
-            routed = e.active * fc * e.expert_io(h) * e.ffn + e.shared * fc * h * e.shared_width
-            total += 2.0 * (h * e.experts + 2 * h * (e.latent or 0) + routed)
+            shared = e.shared * fc * h * e.shared_width
+            if "moe" in modules:
+                routed = e.active * fc * e.expert_io(h) * e.ffn
+                total += 2.0 * (h * e.experts + 2 * h * (e.latent or 0) + routed + shared)
+            elif "shared_experts" in modules:
+                total += 2.0 * shared
     return total
 
 
@@ -151,7 +156,7 @@ def flops_per_token(
 
     Selective recomputation of core_attn redoes the attention scores; FlashAttention's backward already does so
     inside its kernel, so with flash it adds nothing to the model's work (and saves no memory: activations.py); of
-    mla_up_proj, MLA's up-projections (mla_up_projection_flops); of mlp and moe, their matmuls
+    mla_up_proj, MLA's up-projections (mla_up_projection_flops); of mlp, moe and shared_experts, their matmuls
     (mlp_recompute_flops); layernorm and moe_act run no matmul. Per-op SAC
     (checkpointing.py, "op") re-runs the mm calls it did not save, every other one, and so half of the layers'
     matmul FLOPs on average over two iterations; the attention kernel's output is saved. With `every` = K only

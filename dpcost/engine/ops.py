@@ -260,9 +260,10 @@ def layer_ops(
         ops += after
         if e.latent:
             ops.append(_gemm("latent projection out", "moe", t, e.latent, h, gemm_bytes))
-        if e.shared:
-            ops += _mlp("shared expert", "moe", a, t, e.shared_width, gemm_bytes, e.shared)
-            ops.append(_memory("shared expert activation", "moe_act", act_b * e.shared_width * t * e.shared, act_k))
+        if e.shared:  # moe_layer.py shared_experts_compute: checkpointed under "shared_experts" (or the whole "moe")
+            ops += _mlp("shared expert", "shared_experts", a, t, e.shared_width, gemm_bytes, e.shared)
+            shared_act = act_b * e.shared_width * t * e.shared
+            ops.append(_memory("shared expert activation", "shared_experts", shared_act, act_k))
     else:
         assert a.ffn is not None
         ops += _mlp("MLP", "mlp", a, t, a.ffn, gemm_bytes)
