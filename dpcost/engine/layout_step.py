@@ -396,6 +396,10 @@ def layout_calls(
     pipeline = pp_calls(
         arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap, pp_scatter_gather
     )
+    recomputed = recompute_full or moe_recomputed  # the MoE layers' forward runs again, dispatcher included
+    experts = ep_calls(
+        arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages, ep_node_limit, recomputed
+    )
     return [
         *tp_calls(
             arch,
@@ -412,18 +416,7 @@ def layout_calls(
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages),
         *pipeline,
-        *ep_calls(
-            arch,
-            layout,
-            micro_batch,
-            seq_len,
-            act_bytes,
-            sequence_parallel,
-            ep_overlap,
-            stages,
-            ep_node_limit,
-            recompute_full or moe_recomputed,
-        ),
+        *experts,
     ]
 
 
