@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.params import ParamCount, mtp_layer
 from dpcost.specs import ModelArchitecture
 
@@ -150,7 +151,7 @@ def flops_per_token(
     recompute: str = "none",
     flash: bool = True,
     every: int = 1,
-    modules: frozenset[str] = frozenset({"core_attn"}),
+    modules: frozenset[str] = DEFAULT_MODULES,
 ) -> FlopsPerToken:
     """Training FLOPs per token (PaLM's 6N + 12LHQT), split into forward, backward and recomputation.
 

@@ -208,11 +208,6 @@ class Drain:
         """How many calls (buckets) the pass issued."""
         return sum(n for _, n in self.runs)
 
-    @property
-    def calls(self) -> tuple[Call, ...]:
-        """Every call, one per bucket."""
-        return tuple(c for c, n in self.runs for _ in range(n))
-
 
 def expected_max_deviate(n: int) -> float:
     """The expected largest of n standard normal deviates (Blom 1958: Phi^-1((n - 0.375) / (n + 0.25)))."""
