@@ -313,3 +313,20 @@ def test_shared_experts_are_the_moe_layers_not_mlps() -> None:
     shared = kept_per_token(layer, "selective", S, B, frozenset({"shared_experts"})) / TOKENS
     assert none - shared == 3 * 2 * 2048
     assert mlp_recompute_flops(DSV3, frozenset({"shared_experts"})) == 58 * 2 * 3 * 7168 * 2048
+
+
+def test_megatron_te_layers_fuse_their_norms_into_the_next_matmul() -> None:
+    """Megatron-Core's Transformer Engine spec (gpt_layer_specs.py) runs a dense layer's norms inside linear_qkv and
+    linear_fc1 (TELayerNormColumnParallelLinear, input_layernorm and pre_mlp_layernorm IdentityOp), so "layernorm"
+    recomputes nothing there (transformer_layer.py skips IdentityOp) and "mlp" drops the MLP norm's output with the
+    MLP: Llama 3.1 8B, fused, 2h + 3 x 2f (gate, up and their product). An MoE layer keeps a norm of its own before
+    the router: "layernorm" drops that one's output (Mixtral, 2h)."""
+    layer = layer_tensors(LLAMA, moe_layer=False, flash=True, kernels="fused")
+    none = kept_per_token(layer, "none", S, B) / TOKENS
+    assert kept_per_token(layer, "selective", S, B, frozenset({"layernorm"})) / TOKENS == none
+    assert none - kept_per_token(layer, "selective", S, B, frozenset({"mlp"})) / TOKENS == 2 * H + 3 * 2 * F
+    mixtral = load_model("mixtral-8x7b").architecture
+    assert mixtral is not None
+    moe = layer_tensors(mixtral, moe_layer=True, flash=True, kernels="fused")
+    moe_none = kept_per_token(moe, "none", S, B) / TOKENS
+    assert moe_none - kept_per_token(moe, "selective", S, B, frozenset({"layernorm"})) / TOKENS == 2 * 4096

@@ -86,12 +86,14 @@ def _norm_input(a: ModelArchitecture, kernels: Kernels, name: str, module: Modul
     return Tensor(f"{name} input", module, per_element * width)
 
 
-def _norm(a: ModelArchitecture, kernels: Kernels, name: str) -> list[Tensor]:
-    """A pre-norm: its input as it keeps it, and its output, the next matmul's input."""
+def _norm(a: ModelArchitecture, kernels: Kernels, name: str, fused_into: Module | None = None) -> list[Tensor]:
+    """A pre-norm: its input as it keeps it, and its output, the next matmul's input. `fused_into`: the module whose
+    matmul runs the norm in one kernel and keeps its output (Megatron's TELayerNormColumnParallelLinear), which
+    recomputes it, not "layernorm"."""
     module: Module = "input" if name == "attention norm" else "attn_out"
     return [
         _norm_input(a, kernels, name, module, a.hidden),
-        Tensor(f"{name} output", "layernorm", ACT_BYTES * a.hidden),
+        Tensor(f"{name} output", fused_into or "layernorm", ACT_BYTES * a.hidden),
     ]
 
 
@@ -257,7 +259,13 @@ def layer_tensors(
     """The tensors of one layer's forward for one token (korthikanti et al. 2022 section 4, extended as the module
     docstring says), in forward order, with their Megatron module and matmul position. A hybrid's layer has its
     own mixer (`mixer`: Mamba, gated DeltaNet, attention beside Mamba, or none) and may have no MLP."""
-    tensors = _norm(a, kernels, "attention norm") if mixer != "none" else []
+    # Megatron-Core's Transformer Engine spec (gpt_layer_specs.py) fuses a norm into the matmul after it, where its
+    # "layernorm" recompute (transformer_layer.py) finds IdentityOp and recomputes nothing: attention's into linear_qkv
+    # but MLA's (a norm of its own), a dense MLP's into linear_fc1 but an MoE layer's (the router reads it).
+    fused = kernels == "fused" and mixer == "attention"
+    attention_norm: Module | None = "qkv" if fused and a.mla is None else None
+    mlp_norm: Module | None = "mlp" if fused and not (moe_layer and a.moe is not None) else None
+    tensors = _norm(a, kernels, "attention norm", attention_norm) if mixer != "none" else []
     mm = 1
     if "attention" in mixer:
         attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm)
@@ -276,7 +284,7 @@ def layer_tensors(
     if a.layer_norms >= 4:
         tensors.append(_post_norm(a, kernels, "post-attention norm"))
     if a.layer_norms >= 2 or mixer == "none":  # one norm per block (GPT-J, Falcon): attention and MLP share it
-        tensors += _norm(a, kernels, "MLP norm")
+        tensors += _norm(a, kernels, "MLP norm", mlp_norm)
     e, h = ACT_BYTES, a.hidden
     if moe_layer and a.moe is not None:
         moe = a.moe

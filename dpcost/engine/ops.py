@@ -213,8 +213,9 @@ def layer_ops(
         out_in = a.heads * d_v
     if rotary_width:
         rot_b, rot_k = _ROTARY[kernels]
-        # MLA applies RoPE inside the function mla_up_proj checkpoints (activations.py, MLA)
-        rotary_module = "mla_up_proj" if a.mla is not None else "core_attn"
+        # Megatron applies RoPE before core attention (attention.py), outside its core_attn checkpoint; MLA inside the
+        # function mla_up_proj checkpoints (activations.py, MLA)
+        rotary_module = "mla_up_proj" if a.mla is not None else "qkv"
         ops.append(_memory("rotary", rotary_module, rot_b * rotary_width * t, rot_k, 1.0))
     if flash:
         attention = 2.0 * t * seq_len * a.heads * (d_qk + d_v) / 2  # the causal half
