@@ -27,6 +27,7 @@ __all__ = [
     "Parallel",
     "Plan",
     "Precision",
+    "RecomputeModule",
     "Whole",
     "choices",
     "field_flag",
@@ -103,6 +104,10 @@ def cli(flag: str, short: str | None = None, auto: bool = False, metavar: str | 
     return {"flag": flag, "short": short, "auto": auto, "metavar": metavar}
 
 
+# Megatron-LM's --recompute-modules choices that dpcost prices (transformer_config.py recompute_modules)
+RecomputeModule = Literal["core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj", "shared_experts"]
+
+
 class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -130,7 +135,7 @@ class Plan(Section):
         json_schema_extra=cli("--recompute-layers", metavar="K"),
     )
     recompute_modules: Annotated[
-        tuple[Literal["core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj", "shared_experts"], ...],
+        tuple[RecomputeModule, ...],
         BeforeValidator(_comma_list),
     ] = Field(
         ("core_attn",),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import get_args
 
 from dpcost.engine import advice
 from dpcost.engine.activations import Kernels
@@ -29,7 +30,7 @@ from dpcost.engine.rates import matmul_efficiency
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
 from dpcost.errors import InputError
-from dpcost.options import DEFAULT_MFU, DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Compute, Options
+from dpcost.options import DEFAULT_MFU, DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Compute, Options, RecomputeModule
 from dpcost.specs import GPUSpec, ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "matmul_share", "prepare", "recipe_of", "stage_table", "units"]
@@ -336,11 +337,11 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
     plan = o.plan
     if "mla_up_proj" in plan.recompute_modules and (model.architecture is None or model.architecture.mla is None):
+        others = ", ".join(m for m in get_args(RecomputeModule) if m != "mla_up_proj")
         raise InputError(
             "recompute_modules",
             f"mla_up_proj recomputes multi-latent attention's up-projections, which {model.name} does not have "
-            "(Megatron-Core refuses it likewise: transformer_config.py); choose among core_attn, layernorm, mlp, "
-            "moe_act, moe",
+            f"(Megatron-Core refuses it likewise: transformer_config.py); choose among {others}",
         )
     if plan.recompute not in (None, "selective") and set(plan.recompute_modules) != DEFAULT_MODULES:
         why = f"apply to --recompute selective, not {plan.recompute}"
