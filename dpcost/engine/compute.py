@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpcost.engine.checkpointing import DEFAULT_MODULES
+from dpcost.engine.checkpointing import DEFAULT_MODULES, recomputed_modules
 from dpcost.engine.params import ParamCount, mtp_layer
 from dpcost.specs import ModelArchitecture
 
@@ -129,18 +129,19 @@ def mlp_recompute_flops(arch: ModelArchitecture, modules: frozenset[str]) -> flo
     "shared_experts" (the shared ones alone) run again in the backward (transformer_config.py, moe_layer.py; the
     matmuls ops.layer_ops prices for them)."""
     h, fc = arch.hidden, 3 if arch.gated_mlp else 2  # matmuls of an MLP: gate, up and down; or up and down
+    held = recomputed_modules(modules)  # "moe" holds the router and the shared experts
     total = 0.0
     for _, mlp in arch.layer_kinds:
-        if mlp == "dense" and "mlp" in modules and arch.ffn is not None:
+        if mlp == "dense" and "mlp" in held and arch.ffn is not None:
             total += 2.0 * fc * h * arch.ffn
         elif mlp == "moe" and arch.moe is not None:
             e = arch.moe
-            shared = e.shared * fc * h * e.shared_width
-            if "moe" in modules:
-                routed = e.active * fc * e.expert_io(h) * e.ffn
-                total += 2.0 * (h * e.experts + 2 * h * (e.latent or 0) + routed + shared)
-            elif "shared_experts" in modules:
-                total += 2.0 * shared
+            if "router" in held:
+                total += 2.0 * h * e.experts
+            if "moe" in held:
+                total += 2.0 * (2 * h * (e.latent or 0) + e.active * fc * e.expert_io(h) * e.ffn)
+            if "shared_experts" in held:
+                total += 2.0 * e.shared * fc * h * e.shared_width
     return total
 
 
