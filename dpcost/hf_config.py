@@ -1142,6 +1142,96 @@ def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return text
 
 
+# Families whose attention layers all slide when config.json gives a window (the modeling file passes
+# config.sliding_window to every layer, or the config class makes every layer_types entry sliding), and the window
+# transformers 5.24.0's config class defaults to.
+_EVERY_LAYER_SLIDES = {"mistral": 4096, "ministral": 4096, "ministral3": None, "mixtral": None, "phi3": None,
+                       "phimoe": None, "starcoder2": None, "qwen3_moe": 4096}  # fmt: skip
+# Families whose layer i slides unless (i + 1) % period == 0: (default window, default period, whether the config
+# class reads sliding_window_pattern for the period).
+_PERIODIC = {"gemma2": (4096, 2, False), "gpt_oss": (128, 2, False), "olmo3": (4096, 4, False),
+             "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True), "exaone4": (4096, 4, True)}  # fmt: skip
+# Families whose layers from max_window_layers on slide where use_sliding_window: (default max_window_layers).
+_FROM_MAX_WINDOW_LAYERS = {"qwen2": 28, "qwen3": 28, "qwen2_5_vl": 80, "qwen2_vl": 80, "mimo": 28, "dots1": 62}
+_USES_FLAG = {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "qwen2_5_vl", "qwen2_vl", "mimo"}
+
+
+def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, Any] | None:
+    """The layers that attend in a sliding window or a chunk, and its size, as transformers 5.24.0 builds them:
+    config.json's layer_types where it lists them, else each family's config class default (_EVERY_LAYER_SLIDES,
+    _PERIODIC, _FROM_MAX_WINDOW_LAYERS; Qwen2-MoE's odd layers below max_window_layers; Gemma 4's and
+    MiMo-V2-Flash's layers read as "attention" beside their "global attention" ones; Llama 4's chunked layers, where
+    no_rope_layers says RoPE, else three of every no_rope_layer_interval; GPT-Neo's "local" attention_layers of
+    window_size). None where no layer attends locally."""
+    layers: int = arch["layers"]
+    kind = "sliding"
+    if family == "gpt_neo":
+        types = k.get("attention_layers", default=None)
+        if types is None:
+            spec = k.get("attention_types", default=[[["global", "local"], layers // 2]])
+            types = [t for group, times in spec for _ in range(times) for t in group]
+        sliding = [i for i, t in enumerate(types) if t == "local"]
+        size = k.integer("window_size", default=256, field="local_attention.size")
+    elif family == "llama4_text":
+        kind, size = "chunked", k.integer("attention_chunk_size", default=8192, field="local_attention.size")
+        listed = k.get("layer_types", default=None)
+        if isinstance(listed, list):
+            sliding = [i for i, t in enumerate(listed) if t == "chunked_attention"]
+        else:
+            interval = k.integer("no_rope_layer_interval", default=4)
+            rope = k.get("no_rope_layers", default=None) or [int((i + 1) % interval != 0) for i in range(layers)]
+            sliding = [i for i, uses_rope in enumerate(rope) if uses_rope]
+    elif family in ("gemma4_text", "mimo_v2_flash"):
+        size = k.integer(
+            "sliding_window", default=512 if family == "gemma4_text" else 129, field="local_attention.size"
+        )
+        if family == "mimo_v2_flash" and k.get("sliding_window_size", default=None) is not None:
+            # "SGLang attends to sliding_window_size previous tokens plus the query" (configuration_mimo_v2_flash.py)
+            size = k.integer("sliding_window_size", field="local_attention.size") + 1
+        sliding = [i for i, mixer in enumerate(arch["mixers"]) if mixer == "attention"]
+    else:
+        periodic = _PERIODIC.get(family)
+        first = _FROM_MAX_WINDOW_LAYERS.get(family)
+        if family in _EVERY_LAYER_SLIDES:
+            default = _EVERY_LAYER_SLIDES[family]
+        elif periodic is not None:
+            default = periodic[0]
+        elif first is not None or family == "qwen2_moe":
+            default = 4096
+        else:
+            return None
+        if family in _USES_FLAG and not k.flag("use_sliding_window", False):
+            return None
+        # a window written as null is none (Mistral 7B v0.2 on), where an absent one is the config class's default
+        if "sliding_window" in k.cfg and k.cfg["sliding_window"] is None:
+            return None
+        size = k.integer("sliding_window", default=default, field="local_attention.size")
+        if size is None or size <= 0:
+            return None
+        listed = k.get("layer_types", default=None)
+        if isinstance(listed, list) and len(listed) == layers:
+            sliding = [i for i, t in enumerate(listed) if t == "sliding_attention"]
+        elif family in _EVERY_LAYER_SLIDES:
+            sliding = list(range(layers))
+        elif periodic is not None:
+            period: Any = k.get("sliding_window_pattern", default=periodic[1]) if periodic[2] else periodic[1]
+            if isinstance(period, str):  # EXAONE 4's "LLLG": L local (sliding), G global
+                sliding = [i for i in range(layers) if period and period[i % len(period)] == "L"]
+            else:
+                sliding = [i for i in range(layers) if period and (i + 1) % period]
+        else:
+            top = k.integer("max_window_layers", default=28 if family == "qwen2_moe" else first)
+            if family == "qwen2_moe":
+                sliding = [i for i in range(layers) if (i + 1) % 2 and i < top]
+            else:
+                sliding = [i for i in range(layers) if i >= top]
+    attention = [i for i in sliding if i < layers and "attention" in arch.get("mixers", ("attention",) * layers)[i]]
+    if not attention:
+        return None
+    every_attention_layer = len(attention) == sum("attention" in m for m in arch.get("mixers", ("attention",) * layers))
+    return {"kind": kind, "size": size, "layers": () if every_attention_layer else tuple(attention)}
+
+
 def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Keys, str]:
     wrapped = _wrapped_family(cfg)
     wrapper = str(cfg.get("model_type"))
@@ -1194,6 +1284,9 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = hybrid_architecture(k, family)
     else:
         arch = _gpt_style(k, family)
+    local = _local_attention(k, family, arch)
+    if local is not None:
+        arch["local_attention"] = local
     return arch, k, note
 
 

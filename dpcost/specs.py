@@ -6,6 +6,7 @@ FLOP/s) after validation. The engine takes these objects and never parses text.
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -19,6 +20,7 @@ __all__ = [
     "GPUSpec",
     "InNetworkReduction",
     "IndexerSpec",
+    "LocalAttentionSpec",
     "MLASpec",
     "MoESpec",
     "ModelArchitecture",
@@ -169,6 +171,22 @@ class IndexerSpec(Spec):
     )
 
 
+class LocalAttentionSpec(Spec):
+    """Attention layers whose queries see nearby keys only. `sliding`: each query the last `size` keys, its own
+    included (transformers' create_sliding_window_causal_mask keeps key j for query i where j > i - size;
+    Megatron's window_size (size - 1, 0)); `chunked`: the sequence cut into chunks of `size` tokens, each query the
+    keys before it in its own chunk (Llama 4's attention_chunk_size, create_chunked_causal_mask)."""
+
+    kind: Literal["sliding", "chunked"] = Field("sliding", description="sliding (a window) or chunked")
+    size: PositiveInt = Field(description="sliding_window, or attention_chunk_size: keys a query can see")
+    layers: tuple[NonNegativeInt, ...] = Field(
+        (),
+        description="the attention layers that attend locally (config.json layer_types' sliding or chunked ones); "
+        "empty: every attention layer",
+        exclude_if=lambda v: not v,
+    )
+
+
 class GlobalAttentionSpec(Spec):
     """Full-attention layers shaped otherwise than the sliding-window ones around them (Gemma 4: per_layer_config
     from global_head_dim and num_global_key_value_heads, configuration_gemma4.py, transformers 5.24.0). Their
@@ -243,6 +261,12 @@ class ModelArchitecture(Spec):
     short_conv: ShortConvSpec | None = Field(None, exclude_if=lambda v: v is None)
     indexer: IndexerSpec | None = None
     global_attention: GlobalAttentionSpec | None = Field(None, exclude_if=lambda v: v is None)
+    local_attention: LocalAttentionSpec | None = Field(
+        None,
+        description="sliding-window or chunked attention layers (gpt-oss, Gemma 2/3, Mistral 7B v0.1, Llama 4); "
+        "none: every attention layer sees the whole context before it",
+        exclude_if=lambda v: v is None,
+    )
     values_from_keys: bool = Field(
         False,
         description="no value projection: the keys serve as values (Gemma 4's attention_k_eq_v)",
@@ -281,6 +305,9 @@ class ModelArchitecture(Spec):
         g = self.global_attention
         if g is not None and self.heads % g.kv_heads:
             raise ValueError(f"heads ({self.heads}) must be a multiple of global_attention.kv_heads ({g.kv_heads})")
+        local = self.local_attention
+        if local is not None and any(i >= self.layers or "attention" not in self.mixer(i) for i in local.layers):
+            raise ValueError(f"local_attention.layers: indices of attention layers, from 0 to {self.layers - 1}")
         if self.indexer is not None and any(i >= self.layers for i in self.indexer.layers):
             raise ValueError(f"indexer.layers: layer indices run from 0 to {self.layers - 1}")
         dense = [i for i in range(self.layers) if self.has_mlp(i) and not self.moe_layer(i)]
@@ -291,6 +318,13 @@ class ModelArchitecture(Spec):
     def mixer(self, i: int) -> Mixer:
         """Layer i's token mixer: attention unless `mixers` says otherwise."""
         return self.mixers[i] if self.mixers else "attention"
+
+    def local_span(self, i: int) -> LocalAttentionSpec | None:
+        """Layer i's local attention (a window or a chunk), None where it attends to the whole context."""
+        local = self.local_attention
+        if local is None or "attention" not in self.mixer(i) or (local.layers and i not in local.layers):
+            return None
+        return local
 
     def has_mlp(self, i: int) -> bool:
         return i not in self.mlp_free_layers
@@ -306,6 +340,12 @@ class ModelArchitecture(Spec):
     def layer_kinds(self) -> tuple[tuple[Mixer, Literal["dense", "moe", "none"]], ...]:
         """Every layer's kind (layer_kind), once per spec: the engine reads it for every plan it costs."""
         return tuple(self.layer_kind(i) for i in range(self.layers))
+
+    @cached_property
+    def attention_kinds(self) -> tuple[tuple[Mixer, LocalAttentionSpec | None, int], ...]:
+        """The attention layers by kind, (mixer, local attention or None, how many), once per spec."""
+        counts = Counter((m, self.local_span(i)) for i, (m, _) in enumerate(self.layer_kinds) if "attention" in m)
+        return tuple((mixer, local, n) for (mixer, local), n in counts.items())
 
     @property
     def indexer_layers(self) -> int:

@@ -731,8 +731,11 @@ def test_gemma_4_global_layers_attend_with_their_own_shape() -> None:
     assert [i for i in range(a.layers) if a.mixer(i) == "global attention"] == [5, 11, 17, 23, 29]
     assert mixer_parameters(a, "attention") == 34_603_520
     assert mixer_parameters(a, "global attention") == 49_021_952
-    seq = 4096
-    assert attention_flops(a, seq) == 2 * 16 * (2 * 256) * seq * 25 + 2 * 16 * (2 * 512) * seq * 5
+    seq, window = 4096, 1024
+    # PaLM's 2 H (Q_qk + Q_v) T per token counts the whole causal square twice over; a sliding layer's band of a
+    # 1024-key window over 4096 tokens holds 4096 x 1024 - 1024^2 / 2 of it: 2 x 1024 - 1024^2 / 4096 keys a token
+    sliding_keys = 2 * window - window * window / seq
+    assert attention_flops(a, seq) == 2 * 16 * (2 * 256) * sliding_keys * 25 + 2 * 16 * (2 * 512) * seq * 5
     cfg = _cfg("gemma-4-26b-a4b.json")
     del cfg["text_config"]["layer_types"]  # Gemma4TextConfig: five sliding layers to one full, the last one full
     b = model_from_hf_config(cfg, "gemma-4.json").architecture
@@ -831,7 +834,9 @@ def test_mimo_v2_flash_values_and_kv_heads_differ_by_layer_kind() -> None:
     assert mixer_parameters(a, "attention") == 94_371_904
     assert mixer_parameters(a, "global attention") == 89_128_960
     assert [i for i in range(a.layers) if a.mixer(i) == "global attention"] == [0, 5, 11, 17, 23, 29, 35, 41, 47]
-    assert attention_flops(a, 1024) == 2 * 64 * (192 + 128) * 1024 * 48
+    # 39 sliding layers see 129 keys (sliding_window_size 128 and the query itself): 2 x 129 - 129^2 / 1024 a token
+    sliding_keys = 2 * 129 - 129 * 129 / 1024
+    assert attention_flops(a, 1024) == 2 * 64 * (192 + 128) * (1024 * 9 + sliding_keys * 39)
 
 
 def test_exaone_4_5_text_model_is_exaone4s() -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from dpcost.engine.attention_keys import cached_keys
 from dpcost.specs import ModelArchitecture
 
 __all__ = ["ACT_BYTES", "Kernels", "LayerTensors", "Tensor", "kv_cache_bytes", "layer_tensors", "recurrent_state_bytes"]
@@ -319,16 +320,17 @@ def layer_tensors(
 
 
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:
-    """Keys and values of every attention layer for `batch` sequences of `seq_len` tokens (MLA caches its latent),
-    and each recurrent layer's state, whatever the context (recurrent_state_bytes)."""
-    if a.mla is not None:
-        per_token = (a.mla.kv_lora_rank + a.mla.qk_rope_head_dim) * a.attention_layers
-    elif a.global_attention is not None:  # each layer's own KV heads and head_dim
-        views = [a.attention_of(m) for m in a.mixers if "attention" in m]
-        per_token = sum(v.n_kv_heads * (v.d_head + v.d_value) for v in views)
-    else:
-        per_token = a.n_kv_heads * (a.d_head + a.d_value) * a.attention_layers
-    kv = per_token * dtype_bytes * seq_len * batch
+    """Keys and values of every attention layer for `batch` sequences of `seq_len` tokens (MLA caches its latent;
+    each layer its own KV heads and head_dim; a sliding-window or chunked layer at most its window or chunk:
+    cached_keys), and each recurrent layer's state, whatever the context (recurrent_state_bytes)."""
+    kv = 0.0
+    for mixer, local, count in a.attention_kinds:
+        if a.mla is not None:
+            per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim
+        else:
+            view = a.attention_of(mixer)
+            per_token = view.n_kv_heads * (view.d_head + view.d_value)
+        kv += count * per_token * dtype_bytes * cached_keys(seq_len, local) * batch
     if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache)
         kv += a.indexer.head_dim * a.indexer_layers * seq_len * batch
     return float(kv + recurrent_state_bytes(a, dtype_bytes) * batch)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dpcost.engine.attention_keys import cached_keys, causal_keys
 from dpcost.engine.checkpointing import DEFAULT_MODULES, recomputed_modules
 from dpcost.engine.params import ParamCount, mtp_layer
 from dpcost.specs import ModelArchitecture
@@ -49,26 +50,26 @@ class FlopsPerToken:
         return self.model + self.recompute
 
 
-def attention_flops(arch: ModelArchitecture, seq_len: int) -> float:
+def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False) -> float:
     """Forward FLOPs per token of the score and value matmuls: 2 L H (Q_qk + Q_v) T (PaLM appendix B), each layer at
-    its own head_dim (Gemma 4's global layers); with DeepSeek-V3.2's indexer, attention over its top-k keys and the
+    its own head_dim (Gemma 4's global layers). PaLM's T is twice the keys a query attends to causally on average
+    (causal_keys): a sliding-window or chunked layer counts twice its own. Decoding one token (`decode`) it reads
+    the keys its cache holds (cached_keys). With DeepSeek-V3.2's indexer, attention over its top-k keys and the
     indexer's scores over all T."""
-    if arch.global_attention is not None:
-        layers = [arch.attention_of(m) for m in arch.mixers if "attention" in m]
-        return sum(2.0 * a.heads * (a.d_head + a.d_value) * seq_len for a in layers)
-    if arch.mla is not None:
-        d_qk = arch.mla.qk_nope_head_dim + arch.mla.qk_rope_head_dim
-        d_v = arch.mla.v_head_dim
-    else:
-        d_qk, d_v = arch.d_head, arch.d_value
-    if arch.indexer is None:
-        return 2.0 * arch.attention_layers * arch.heads * (d_qk + d_v) * seq_len
-    # DeepSeek Sparse Attention (DeepSeek-V3.2): attention reads the indexer's top-k keys, and the indexer scores
-    # the whole context, I(t, s) = sum_j w(t, j) ReLU(q(t, j) . k(s)) over its heads: 2 H_I d_I T
-    i = arch.indexer
-    attended = min(seq_len, i.topk)
-    scoring = arch.indexer_layers * i.heads * i.head_dim * seq_len
-    return 2.0 * (arch.attention_layers * arch.heads * (d_qk + d_v) * attended + scoring)
+    mla = arch.mla
+    flops = 0.0
+    for mixer, local, count in arch.attention_kinds:
+        view = arch.attention_of(mixer)
+        width = mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim if mla else view.d_head + view.d_value
+        keys = cached_keys(seq_len, local) if decode else 2 * causal_keys(seq_len, local)
+        if arch.indexer is not None:
+            keys = min(seq_len, arch.indexer.topk)
+        flops += 2.0 * count * view.heads * width * keys
+    if arch.indexer is not None:
+        # DeepSeek Sparse Attention (DeepSeek-V3.2): attention reads the indexer's top-k keys, and the indexer scores
+        # the whole context, I(t, s) = sum_j w(t, j) ReLU(q(t, j) . k(s)) over its heads: 2 H_I d_I T
+        flops += 2.0 * arch.indexer_layers * arch.indexer.heads * arch.indexer.head_dim * seq_len
+    return flops
 
 
 def recurrence_flops(arch: ModelArchitecture, decode: bool = False) -> float:

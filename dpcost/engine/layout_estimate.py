@@ -68,7 +68,10 @@ from dpcost.engine.step import (
     step_time,
 )
 from dpcost.options import DEFAULT_SYNC_JITTER
-from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
+from dpcost.specs import LocalAttentionSpec, ModelArchitecture, ModelSpec, TopologySpec
+
+# a layer as its compute differs: an MoE MLP or not, its mixer, its window or chunk
+LayerKind = tuple[bool, str, LocalAttentionSpec | None]
 
 __all__ = ["LayoutStep", "StageLoad", "call_seconds", "layout_step", "stage_loads"]
 
@@ -302,7 +305,7 @@ def layout_step(
     forward = tokens * paced.forward_flops / rate
     backward = tokens * (2 * paced.forward_flops + recompute_flops) / rate
     if compute_model == "ops":
-        layer_times: dict[tuple[bool, str], tuple[float, float, float]] = {}  # every stage's layers, by kind, once
+        layer_times: dict[LayerKind, tuple[float, float, float]] = {}  # every stage's layers, by kind, once
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
@@ -417,7 +420,7 @@ def _stage_by_ops(
     compute_dtype: str,
     stages: int,
     flash: bool = True,
-    layer_times: dict[tuple[bool, str], tuple[float, float, float]] | None = None,
+    layer_times: dict[LayerKind, tuple[float, float, float]] | None = None,
     recompute_modules: frozenset[str] = DEFAULT_MODULES,
     first_layer: int = 0,
     mtp_layers: int = 0,
@@ -441,14 +444,15 @@ def _stage_by_ops(
             (gpu.arch, compute_dtype),
         )  # fmt: skip
 
-    def layer_seconds(moe: bool, mixer: str) -> tuple[float, float, float]:
-        key = (gpu, moe, mixer, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp, sequence_parallel,
+    def layer_seconds(moe: bool, mixer: str, local: LocalAttentionSpec | None) -> tuple[float, float, float]:
+        key = (gpu, moe, mixer, local, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp, sequence_parallel,
                recompute, recompute_modules, gemm_efficiency, peak, compute_dtype)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
+        view = a.attention_of(mixer)
         ops = tensor_parallel(
-            layer_ops(a.attention_of(mixer), moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, fp8_cast),
+            layer_ops(view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, fp8_cast, local),
             layout.tp,
             sequence_parallel,
         )
@@ -458,12 +462,12 @@ def _stage_by_ops(
         known[key] = (t.forward_seconds, t.backward_seconds, again)
         return known[key]
 
-    # Layers differ only in whether their MLP is the MoE one and (Gemma 4) whether they attend globally: time each
-    # kind once (for every stage, given `layer_times` to keep them in).
+    # Layers differ only in whether their MLP is the MoE one, (Gemma 4) whether they attend globally and whether
+    # they attend in a window or chunk: time each kind once (for every stage, given `layer_times` to keep them in).
     last = stage.index == stages - 1
-    kinds = [(a.moe_layer(i), a.mixer(i)) for i in range(first_layer, first_layer + stage.layers)]
+    kinds = [(a.moe_layer(i), a.mixer(i), a.local_span(i)) for i in range(first_layer, first_layer + stage.layers)]
     if last:
-        kinds += [(mtp_layer(a).moe, "attention")] * mtp_layers
+        kinds += [(mtp_layer(a).moe, "attention", None)] * mtp_layers
     by_kind = {} if layer_times is None else layer_times
     for kind in set(kinds) - set(by_kind):
         by_kind[kind] = layer_seconds(*kind)

@@ -25,9 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from dpcost.engine.activations import Kernels
+from dpcost.engine.attention_keys import causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
 from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, rates_for, shape_factor
-from dpcost.specs import GPUSpec, ModelArchitecture
+from dpcost.specs import GPUSpec, LocalAttentionSpec, ModelArchitecture
 
 __all__ = [
     "PARTS",
@@ -70,6 +71,7 @@ class Op:
     # all; a memory op: "" split, "sequence" split only with sequence parallelism, "replicated" never
     tp_split: str = ""
     hbm_share: float = 1.0  # of the sustained streaming rate its kernels move their bytes at (eager attention's less)
+    span: float = 0.0  # attention: the causal sequence length doing its work per query (its kernel's rate); 0: seq_len
 
 
 def _gemm(
@@ -174,6 +176,7 @@ def layer_ops(
     flash: bool = True,
     ep: int = 1,
     fp8_cast: float = 0.0,
+    local: LocalAttentionSpec | None = None,
 ) -> list[Op]:
     """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
     one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
@@ -184,7 +187,10 @@ def layer_ops(
     of its own before flash attention (Megatron's CoreAttention), reads and writes the scores and writes a bool mask,
     5 bytes per score each way (flash attention drops in-kernel); and the hidden state's dropout before each
     residual add (_DROPOUT). With `fp8_cast` (FP8 matmuls: bytes per element, fp8_cast_bytes), each matmul but the
-    router's and unfused attention's casts its input and its output's gradient (_fp8_casts)."""
+    router's and unfused attention's casts its input and its output's gradient (_fp8_casts). With `local`, a
+    sliding-window or chunked layer, flash attention computes the keys its queries see (causal_keys) at the rate a
+    causal kernel keeps at twice that many keys per query (the same work per query block); eager attention still
+    computes the whole square and masks it (transformers' eager_attention_forward)."""
     h, t = a.hidden, float(tokens)
     ops: list[Op] = []
     norm_b, norm_k = _NORM[kernels]
@@ -218,8 +224,10 @@ def layer_ops(
         rotary_module = "mla_up_proj" if a.mla is not None else "qkv"
         ops.append(_memory("rotary", rotary_module, rot_b * rotary_width * t, rot_k, 1.0))
     if flash:
-        attention = 2.0 * t * seq_len * a.heads * (d_qk + d_v) / 2  # the causal half
-        ops.append(Op("attention", "core_attn", "attention", attention, 0.0, 1, 2.5 * attention, 0.0, 3))
+        keys = causal_keys(seq_len, local)  # seq_len / 2 without a window or chunk: the causal half
+        attention = 2.0 * t * keys * a.heads * (d_qk + d_v)
+        ops.append(Op("attention", "core_attn", "attention", attention, 0.0, 1, 2.5 * attention, 0.0, 3,
+                      span=2 * keys))  # fmt: skip
     else:
         scores = float(a.heads) * seq_len * t
         square = 2.0 * t * seq_len * a.heads * (d_qk + d_v)
@@ -249,15 +257,17 @@ def layer_ops(
     act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
     if moe_layer and a.moe is not None:
         e = a.moe
-        local = max(1, e.experts // ep)
-        routed = t * e.active / local  # tokens per local expert: every rank's tokens routed to these experts
+        local_experts = max(1, e.experts // ep)
+        routed = t * e.active / local_experts  # tokens per local expert: every rank's tokens routed to these experts
         ops.append(_gemm("router", "router", t, h, e.experts, gemm_bytes))
         if e.latent:  # LatentMoE (params.latent_projections): replicated over TP, as Megatron-Core's "duplicated"
             ops.append(_gemm("latent projection in", "moe", t, h, e.latent, gemm_bytes))
-        before, after = _token_permutation(e.expert_io(h), t, e.active, sort_by_local_expert=ep > 1 and local > 1)
+        before, after = _token_permutation(
+            e.expert_io(h), t, e.active, sort_by_local_expert=ep > 1 and local_experts > 1
+        )
         ops += before
-        ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local, e.expert_io(h))
-        ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * local))
+        ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local_experts, e.expert_io(h))
+        ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * local_experts))
         ops += after
         if e.latent:
             ops.append(_gemm("latent projection out", "moe", t, e.latent, h, gemm_bytes))
@@ -431,11 +441,15 @@ def times(
     """Each op's forward and backward seconds, summed by part: matmuls at `gemm_efficiency` of `peak` (the
     generation's sustained share unless given: --mfu) times their shape's factor for `shape_key`'s (arch, dtype)
     (rates.shape_factor; the backward's two matmuls, dgrad (m x n by n x k) and wgrad (k x m by m x n), each at its
-    own), attention at the flash kernel's rate for this sequence length, memory-bound ops at the sustained HBM
+    own), attention at the flash kernel's rate for its causal span (the sequence length, or a window's or chunk's
+    equivalent: layer_ops), memory-bound ops at the sustained HBM
     bandwidth; none faster than its kernels' launches."""
     gemm_rate = peak * (gemm_efficiency or rates.gemm)
     share = rates.attention[attention_kernel]
-    attention_rate = bf16_peak * share * seq_len / (seq_len + rates.attention_seq)
+
+    def attention_rate(span: float) -> float:
+        return bf16_peak * share * span / (span + rates.attention_seq)
+
     hbm = hbm_bandwidth * rates.hbm
     forward = dict.fromkeys(PARTS[:3], 0.0)
     backward = dict.fromkeys(PARTS[:3], 0.0)
@@ -443,7 +457,9 @@ def times(
     backward_flops = dict.fromkeys(PARTS[:3], 0.0)
     for op in ops:
         part = part_of(op)
-        rate = attention_rate if op.kind == "attention" else gemm_rate
+        rate = gemm_rate
+        if op.kind == "attention":
+            rate = attention_rate(op.span or seq_len)
         backward_rate = rate
         if op.kind == "gemm" and shape_key is not None:
             m, k, n = op.shape
@@ -543,11 +559,13 @@ def micro_batch_compute(
     forward, backward, recomputed = zero(), zero(), zero()
     flops_forward, flops_backward, flops_recomputed = zero(), zero(), zero()
     checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
-    # layers of one kind (MoE or not, and Gemma 4's global attention or not) run the same ops
-    kinds = [(moe, a.mixer(i)) for i, moe in enumerate(moe_layers)]
-    for kind in sorted(set(kinds)):
-        count, (moe, mixer) = kinds.count(kind), kind
-        ops = layer_ops(a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, fp8_cast=fp8_cast)
+    # layers of one kind (MoE or not, Gemma 4's global attention or not, a window or not) run the same ops
+    kinds = [(moe, a.mixer(i), a.local_span(i)) for i, moe in enumerate(moe_layers)]
+    for kind in sorted(set(kinds), key=lambda k: (k[0], k[1], k[2] is not None)):  # one spec: one local kind
+        count, (moe, mixer, local) = kinds.count(kind), kind
+        ops = layer_ops(
+            a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, fp8_cast=fp8_cast, local=local
+        )
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = recomputed_by_part(t.forward, ops, per_op, recompute, modules)

@@ -22,11 +22,12 @@ __all__ = ["Replica", "decode_flops_per_token", "decode_weight_bytes", "replica"
 def decode_flops_per_token(counts: ParamCount, a: ModelArchitecture | None, seq_len: int) -> float:
     """FLOPs of one decode step for one sequence: 2 per weight the new token multiplies (active parameters
     without the input lookups, the output projection included even when tied to the embedding) plus its
-    attention over the whole context, 2 L H (d_qk + d_v) T (PaLM appendix B, for one query token)."""
+    attention over the keys each layer keeps, 2 L H (d_qk + d_v) T (PaLM appendix B, for one query token; a
+    sliding-window or chunked layer reads at most its window or chunk: compute.cached_keys)."""
     head = counts.embedding if a is not None and a.tied_embeddings else 0.0
     flops = 2.0 * (counts.active_excl_embedding + head)
     if a is not None:
-        flops += attention_flops(a, seq_len)  # one new token attends to all T tokens of the context
+        flops += attention_flops(a, seq_len, decode=True)  # one new token attends to the keys each layer keeps
         flops += recurrence_flops(a, decode=True)  # and the recurrent layers step their state once
     return flops
 

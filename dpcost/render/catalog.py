@@ -112,6 +112,13 @@ def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
     if c.mtp:
         t.rows.append(["MTP module", f"{fmt_count(c.mtp)}, counted apart: not in the total, not trained by dpcost"])
     t.rows.append(["largest block / module", f"{fmt_count(c.largest_block)} / {fmt_count(c.largest_module)}"])
+    a = m.architecture
+    if a is not None and a.local_attention is not None:
+        local = a.local_attention
+        count = sum(n for _, span, n in a.attention_kinds if span is not None)
+        seen = f"a sliding window of the last {local.size:,} keys" if local.kind == "sliding" else (
+            f"chunks of {local.size:,} tokens, each query the keys before it in its own chunk")  # fmt: skip
+        t.rows.append(["local attention", f"{count} of {a.attention_layers} attention layers see {seen}"])
     parts = Table("Where the parameters are", ["component", "parameters", "share"], right={1, 2})
     for label, n in c.components:
         parts.rows.append([label, fmt_count(n), f"{n / c.total:.1%}"])

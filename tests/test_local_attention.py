@@ -1,0 +1,149 @@
+"""Sliding-window and chunked attention layers: which layers, and what they attend to, keep and cost.
+
+Which layers: transformers 5.24.0's own reading of every config.json in tests/reference/hf-configs
+(resolved/local-attention.json, written by local_attention_with_transformers.py). What they attend to: the masks
+transformers builds (masking_utils.py: a sliding window keeps key j for query i where i - size < j <= i; a chunk,
+where both fall in the same chunk of `size`), counted here pair by pair.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dpcost.catalog import load_model
+from dpcost.engine.activations import kv_cache_bytes
+from dpcost.engine.attention_keys import cached_keys, causal_keys
+from dpcost.engine.compute import attention_flops
+from dpcost.engine.ops import layer_ops
+from dpcost.errors import InputError
+from dpcost.specs import LocalAttentionSpec, ModelArchitecture
+
+CONFIGS = Path(__file__).parent / "reference" / "hf-configs"
+RESOLVED = json.loads((CONFIGS / "resolved" / "local-attention.json").read_text())
+
+
+def _read_by_transformers() -> list[tuple[str, dict | None]]:  # type: ignore[type-arg]
+    return [(name, v) for name, v in RESOLVED["files"].items() if not (v and "not read" in v)]
+
+
+@pytest.mark.parametrize(("name", "expected"), _read_by_transformers())
+def test_each_config_attends_locally_where_transformers_says(name: str, expected: dict | None) -> None:  # type: ignore[type-arg]
+    a = load_model(str(CONFIGS / name)).architecture
+    assert a is not None
+    local = a.local_attention
+    if expected is None:
+        assert local is None
+        return
+    assert local is not None
+    assert (local.kind, local.size) == (expected["kind"], expected["size"])
+    assert [i for i in range(a.layers) if a.local_span(i) is not None] == expected["layers"]
+
+
+def test_the_resolution_covers_the_local_families() -> None:
+    """The reference holds windows and chunks of every kind dpcost reads: every layer (Mistral's family), every
+    other (Gemma 2, gpt-oss), five of six (Gemma 3), three of four (OLMo 3, Cohere 2), Llama 4's chunks, GPT-Neo's
+    local layers, and MiMo-V2-Flash's window of sliding_window_size + 1."""
+    files = RESOLVED["files"]
+    assert RESOLVED["transformers"] == "5.24.0"
+    assert files["gpt-oss-120b.json"]["layers"] == list(range(0, 36, 2))
+    assert files["gemma-3-27b.json"]["size"] == 1024 and len(files["gemma-3-27b.json"]["layers"]) == 52
+    assert files["llama-4-scout.json"]["kind"] == "chunked" and files["llama-4-scout.json"]["size"] == 8192
+    assert files["mimo-v2-flash.json"]["size"] == 129
+    assert files["phi-3-medium.json"]["layers"] == list(range(40))
+    assert files["mistral-large-2407.json"] is None  # "sliding_window": null
+    assert files["gpt-neo-125m.json"]["layers"] == list(range(1, 12, 2))
+
+
+def _mask_pairs(seq: int, local: LocalAttentionSpec | None) -> int:
+    """(query, key) pairs transformers' causal mask keeps, with its sliding-window or chunked overlay."""
+    pairs = 0
+    for q in range(seq):
+        for k in range(q + 1):
+            if local is None:
+                pairs += 1
+            elif local.kind == "sliding":
+                pairs += k > q - local.size
+            else:
+                pairs += k // local.size == q // local.size
+    return pairs
+
+
+@pytest.mark.parametrize(
+    ("seq", "local"),
+    [
+        (64, None),
+        (64, LocalAttentionSpec(kind="sliding", size=16)),
+        (64, LocalAttentionSpec(kind="sliding", size=64)),
+        (64, LocalAttentionSpec(kind="sliding", size=100)),
+        (70, LocalAttentionSpec(kind="chunked", size=16)),
+        (64, LocalAttentionSpec(kind="chunked", size=16)),
+    ],
+)
+def test_the_keys_a_query_attends_to_are_the_masks_pairs_less_half_the_diagonal(
+    seq: int, local: LocalAttentionSpec | None
+) -> None:
+    """The causal count FlashAttention-2 uses is the area under the mask, T^2 / 2: each row's diagonal entry counts
+    half. A window's band has the same half-entry on each of its two edges from row W on (W / 2 in all), a chunk on
+    its diagonal only (T / 2)."""
+    pairs = _mask_pairs(seq, local)
+    edge = seq / 2 if local is None or local.kind == "chunked" else min(seq, local.size) / 2
+    assert seq * causal_keys(seq, local) == pytest.approx(pairs - edge, abs=1e-9)
+
+
+def test_a_cache_keeps_at_most_its_window_or_chunk() -> None:
+    window = LocalAttentionSpec(kind="sliding", size=1024)
+    assert cached_keys(32768, window) == 1024 and cached_keys(512, window) == 512
+    assert cached_keys(32768, None) == 32768
+
+
+def test_gemma_3_keeps_a_window_in_five_of_six_layers() -> None:
+    """Gemma 3 27B at 32k tokens: 10 global layers keep 32,768 keys and values, 52 sliding ones 1,024; 16 KV heads
+    of 128 each way, bf16 (config.json; transformers' DynamicSlidingWindowLayer holds min(seq, window))."""
+    a = load_model(str(CONFIGS / "gemma-3-27b.json")).architecture
+    assert a is not None
+    per_token_layer = 16 * (128 + 128) * 2
+    assert kv_cache_bytes(a, 32768, 2) == per_token_layer * (10 * 32768 + 52 * 1024) * 2
+
+
+def test_decoding_reads_a_sliding_layers_window_only() -> None:
+    """gpt-oss-120b decoding at 32k: 18 full layers read 32,768 keys, 18 sliding ones 128; 64 heads of 64."""
+    a = load_model(str(CONFIGS / "gpt-oss-120b.json")).architecture
+    assert a is not None
+    assert attention_flops(a, 32768, decode=True) == 2 * 64 * (64 + 64) * (18 * 32768 + 18 * 128)
+
+
+def test_a_window_no_shorter_than_the_sequence_changes_nothing() -> None:
+    a = load_model(str(CONFIGS / "gpt-oss-120b.json")).architecture
+    assert a is not None
+    wide = LocalAttentionSpec(kind="sliding", size=4096)
+    assert layer_ops(a, True, 4096, 4096, "fused", local=wide) == layer_ops(a, True, 4096, 4096, "fused")
+
+
+def test_a_sliding_layers_flash_attention_computes_its_band() -> None:
+    """gpt-oss-120b, 4,096 tokens, window 128: the flash kernel's forward counts the band's area, 4096 x 128 -
+    128^2 / 2 per sequence, where a full layer counts 4096^2 / 2."""
+    a = load_model(str(CONFIGS / "gpt-oss-120b.json")).architecture
+    assert a is not None and a.local_attention is not None
+    t = 4096
+    ops = {op.name: op for op in layer_ops(a, True, t, t, "fused", local=a.local_attention)}
+    assert ops["attention"].flops == 2 * 64 * (64 + 64) * (t * 128 - 128**2 / 2)
+
+
+def test_local_layers_must_be_attention_layers() -> None:
+    with pytest.raises(ValueError, match=r"local_attention\.layers"):
+        ModelArchitecture(
+            hidden=512, layers=4, heads=8, vocab=1000, ffn=1024,
+            local_attention={"size": 128, "layers": (1, 7)},
+        )  # fmt: skip
+
+
+def test_a_malformed_window_is_refused_naming_the_key(tmp_path: Path) -> None:
+    cfg = json.loads((CONFIGS / "gpt-oss-20b.json").read_text())
+    cfg["sliding_window"] = "wide"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(InputError, match="sliding_window: expected a whole number"):
+        load_model(str(path))
