@@ -3,6 +3,8 @@ PaLM's 6N + 12LHQT where that formula holds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from conftest import read_reference_csv
 
@@ -249,3 +251,43 @@ def test_adamw_moves_its_states_master_weights_and_gradient_once() -> None:
     """Per parameter: fp32 gradient read twice (the update and the norm for clipping), m and v read and written
     (8 B each way), the fp32 master read and written and the bf16 weight written: 8 + 16 + 8 + 2 = 34 B."""
     assert optimizer_bytes(1.0, 4.0, True, 8.0) == 34.0
+
+
+def _head_dim_share(impl: str, direction: str, head_dim: str) -> float:
+    """attention.csv's H100 causal rate at `head_dim` over head dim 128's, averaged over the sequences swept."""
+    rows = [r for r in read_reference_csv("compute-rates/attention.csv")
+            if r["gpu"].startswith("H100") and r["impl"] == impl and r["direction"] == direction
+            and r["causal"] == "true"]  # fmt: skip
+    by = {(r["head_dim"], r["seq_len"]): float(r["tflops"]) for r in rows}
+    ratios = [by[(head_dim, s)] / by[("128", s)] for (d, s) in by if d == head_dim and ("128", s) in by]
+    assert len(ratios) == 6
+    return sum(ratios) / len(ratios)
+
+
+def test_attention_keeps_the_share_of_its_rate_the_head_dim_sweeps_measure() -> None:
+    """The head-dim shares are attention.csv's (H100, causal, 512 to 16k): FlashAttention-2 forward + backward at
+    64, its forward at 256, cuDNN's forward at both; gpt-oss's head dim 64 under cuDNN runs at 0.707 of what head
+    dim 128 would, and MLA's (192 + 128) / 2 = 160 between 128's and 256's."""
+    from dpcost.engine.rates import ATTENTION_HEAD_DIM, attention_head_factor
+
+    measured = {
+        "flash2": (
+            _head_dim_share("FlashAttention-2", "fwd+bwd", "64"),
+            _head_dim_share("FlashAttention-2", "fwd", "256"),
+        ),
+        "cudnn": (_head_dim_share("cuDNN", "fwd", "64"), _head_dim_share("cuDNN", "fwd", "256")),
+    }
+    for kernel, (at_64, at_256) in measured.items():
+        table = dict(ATTENTION_HEAD_DIM[kernel])
+        assert table[64] == pytest.approx(at_64, abs=0.001) and table[256] == pytest.approx(at_256, abs=0.001)
+    assert attention_head_factor("cudnn", 128) == 1.0
+    assert 0.945 < attention_head_factor("cudnn", 160) < 1.0
+    h100 = load_topology("dgx-h100").gpu
+    oss = load_model("tests/reference/hf-configs/gpt-oss-120b.json").architecture
+    assert oss is not None
+    att = next(op for op in layer_ops(oss, True, 4096, 4096, "fused") if op.kind == "attention")
+    wide = replace(att, head_dim=128.0)
+    r = rates_for(h100)
+    narrow_s = times([att], r, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, 4096, "cudnn").forward_seconds
+    wide_s = times([wide], r, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, 4096, "cudnn").forward_seconds
+    assert wide_s / narrow_s == pytest.approx(0.707, rel=1e-9)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from dpcost.engine.activations import Kernels
 from dpcost.engine.attention_keys import causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
-from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, rates_for, shape_factor
+from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, attention_head_factor, rates_for, shape_factor
 from dpcost.specs import GPUSpec, LocalAttentionSpec, ModelArchitecture
 
 __all__ = [
@@ -72,6 +72,7 @@ class Op:
     tp_split: str = ""
     hbm_share: float = 1.0  # of the sustained streaming rate its kernels move their bytes at (eager attention's less)
     span: float = 0.0  # attention: the causal sequence length doing its work per query (its kernel's rate); 0: seq_len
+    head_dim: float = 128.0  # attention: (d_qk + d_v) / 2, for its kernel's rate (rates.attention_head_factor)
 
 
 def _gemm(
@@ -227,7 +228,7 @@ def layer_ops(
         keys = causal_keys(seq_len, local)  # seq_len / 2 without a window or chunk: the causal half
         attention = 2.0 * t * keys * a.heads * (d_qk + d_v)
         ops.append(Op("attention", "core_attn", "attention", attention, 0.0, 1, 2.5 * attention, 0.0, 3,
-                      span=2 * keys))  # fmt: skip
+                      span=2 * keys, head_dim=(d_qk + d_v) / 2))  # fmt: skip
     else:
         scores = float(a.heads) * seq_len * t
         square = 2.0 * t * seq_len * a.heads * (d_qk + d_v)
@@ -442,13 +443,14 @@ def times(
     generation's sustained share unless given: --mfu) times their shape's factor for `shape_key`'s (arch, dtype)
     (rates.shape_factor; the backward's two matmuls, dgrad (m x n by n x k) and wgrad (k x m by m x n), each at its
     own), attention at the flash kernel's rate for its causal span (the sequence length, or a window's or chunk's
-    equivalent: layer_ops), memory-bound ops at the sustained HBM
+    equivalent: layer_ops) and head dim (rates.attention_head_factor), memory-bound ops at the sustained HBM
     bandwidth; none faster than its kernels' launches."""
     gemm_rate = peak * (gemm_efficiency or rates.gemm)
     share = rates.attention[attention_kernel]
 
-    def attention_rate(span: float) -> float:
-        return bf16_peak * share * span / (span + rates.attention_seq)
+    def attention_rate(span: float, head_dim: float) -> float:
+        head = 1.0 if head_dim == 128 else attention_head_factor(attention_kernel, head_dim)
+        return bf16_peak * share * head * span / (span + rates.attention_seq)
 
     hbm = hbm_bandwidth * rates.hbm
     forward = dict.fromkeys(PARTS[:3], 0.0)
@@ -459,7 +461,7 @@ def times(
         part = part_of(op)
         rate = gemm_rate
         if op.kind == "attention":
-            rate = attention_rate(op.span or seq_len)
+            rate = attention_rate(op.span or seq_len, op.head_dim)
         backward_rate = rate
         if op.kind == "gemm" and shape_key is not None:
             m, k, n = op.shape

@@ -20,6 +20,13 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   the share of their burst rate a saturated matmul keeps (SATURATED: MSMF / MAMF on H200, 708.5 / 841.9; on A100
   the randn 8192^3 rate over the MAMF, 257 / 271.2). On H200 that puts cuDNN's attention at 432 TFLOP/s at 8k,
   beside the 447 FlashAttention-3 measured inside a Llama-8B step there (attention.csv); 513 without it.
+- attention by head dim (ATTENTION_HEAD_DIM): the rates above are head dim 128's. A kernel's softmax work per score
+  is fixed while its two matmuls per score shrink with the head dim, so at 64 the exponentials weigh more (the
+  FlashAttention-3 paper, section 3). attention.csv's H100 sweeps, causal, over sequences of 512 to 16k, as a
+  share of head dim 128's rate: FlashAttention-2 forward + backward 0.873 at 64 (A100's: 0.90), forward 0.948 at
+  256; cuDNN forward 0.707 at 64 and 0.946 at 256 (no cuDNN backward is swept by head dim; its forward's ratio is
+  taken for both). Between them, linear in log2 of the head dim, which is (d_qk + d_v) / 2 where they differ
+  (MLA's 192 and 128); outside them, the nearest. Taken for every generation: no other one is swept.
 - hbm: the share of the HBM bandwidth a streaming kernel reaches (hbm.csv): A100 1759 / 2039 GB/s (triad),
   H100 PCIe 1832 / 2000, H200 3534 / 4800; no public B200 measurement: H200's share (HBM3e) assumed.
 - eager attention (EAGER_SCORES_HBM): without flash attention the scores go through HBM, two batched matmuls over
@@ -56,12 +63,14 @@ from dataclasses import dataclass, replace
 from dpcost.specs import GPUSpec
 
 __all__ = [
+    "ATTENTION_HEAD_DIM",
     "EAGER_SCORES_HBM",
     "GEMM_SWEEPS",
     "LARGE",
     "SATURATED",
     "SHAPE_SWEEP_OF",
     "ComputeRates",
+    "attention_head_factor",
     "matmul_efficiency",
     "rates_for",
     "shape_factor",
@@ -108,6 +117,31 @@ ARCH_RATES: dict[str, ComputeRates] = {
         1456.3 / 2250, 2795.7 / 4500, {"flash2": 0.39, "cudnn": 0.39}, 500.0, 3534 / 4800, 2.5e-6
     ),
 }
+
+
+# The share of head dim 128's attention rate a kernel keeps at another head dim (module docstring; attention.csv,
+# H100, causal, the mean over sequences of 512 to 16k): FlashAttention-2 forward + backward at 64 and forward at
+# 256, cuDNN forward at both.
+ATTENTION_HEAD_DIM: dict[str, tuple[tuple[int, float], ...]] = {
+    "flash2": ((64, 0.873), (128, 1.0), (256, 0.948)),
+    "cudnn": ((64, 0.707), (128, 1.0), (256, 0.946)),
+}
+
+
+def attention_head_factor(kernel: str, head_dim: float) -> float:
+    """The share of head dim 128's rate `kernel` keeps at `head_dim` (ATTENTION_HEAD_DIM): linear in log2 between
+    the swept head dims, the nearest one's outside them."""
+    points = ATTENTION_HEAD_DIM.get(kernel)
+    if points is None or head_dim <= 0:
+        return 1.0
+    x = math.log2(head_dim)
+    curve = [(math.log2(d), share) for d, share in points]
+    if x <= curve[0][0]:
+        return curve[0][1]
+    for (x0, y0), (x1, y1) in itertools.pairwise(curve):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return curve[-1][1]
 
 
 # OpenXLA matmul cost table (tests/reference/compute-rates/gemm.csv, XLA keys sm_90 and sm_100), TFLOP/s at
