@@ -45,6 +45,11 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   below it. A matmul runs at the large-matmul share (gemm above, or --mfu) times its three factors. Where two
   dimensions are small the product reads high (the table's 4096 x 1024 x 1024 runs 0.75 of the product), which
   training's shapes rarely are.
+- Hopper FP8 has no XLA key either: TileLang's autotuned FP8 kernel on H800 (H100's die, gemm.csv) sweeps K at
+  M = N = 8192, from 569 TFLOP/s at K = 256 to 1467 at 4096, and DeepGEMM's block-scaled FP8 GEMMs on H800 agree
+  within 0.04 (tests/test_gemm_shapes.py). FP8 loses more along K than BF16 (0.58 of its rate at K = 512 against
+  0.71): each K step does twice the math, so the loop's fixed start and end weigh twice as much. M and N take
+  Hopper BF16's (SHAPE_SWEEP_OF, axis by axis), whose losses come from tiles and waves alike.
 - A100 has no such sweep (XLA's table has no sm_80 key), so it borrows Hopper's (SHAPE_SWEEP_OF): the losses come
   from tiling a matmul into thread-block tiles and waves of them over the SMs and from the K loop's fixed start and
   end, which cuBLAS does alike on both. The A100's own sweeps (gemm-a100-shapes.csv, EleutherAI's cookbook) agree
@@ -163,6 +168,12 @@ GEMM_SWEEPS: dict[tuple[str, str], tuple[float, dict[str, tuple[tuple[int, float
             "k": ((256, 514.7), (512, 805.3), (1024, 1075.6), (2048, 1277.8)),
         },
     ),
+    # Hopper FP8: no XLA key; TileLang's autotuned FP8 kernel on H800 (H100's die) along K at M = N = 8192
+    # (gemm.csv), its reference at K = 4096. M and N are borrowed from Hopper BF16 (SHAPE_SWEEP_OF).
+    ("hopper", "fp8"): (
+        1467.0,
+        {"k": ((256, 569.0), (512, 858.0), (1024, 1129.0), (2048, 1343.0))},
+    ),
     ("blackwell", "fp8"): (
         2765.0,
         {
@@ -173,8 +184,9 @@ GEMM_SWEEPS: dict[tuple[str, str], tuple[float, dict[str, tuple[tuple[int, float
     ),
 }
 LARGE = 4096  # the sweeps' reference dimension: from here up a matmul runs at the large-matmul share
-# A generation without a sweep of its own takes the nearest one's shape losses (module docstring).
-SHAPE_SWEEP_OF = {("ampere", "bf16"): ("hopper", "bf16")}
+# A generation without a sweep of its own, or an axis without one, takes the nearest one's shape losses (module
+# docstring).
+SHAPE_SWEEP_OF = {("ampere", "bf16"): ("hopper", "bf16"), ("hopper", "fp8"): ("hopper", "bf16")}
 
 
 def _axis_factor(points: tuple[tuple[int, float], ...], reference: float, size: float) -> float:
@@ -194,11 +206,17 @@ def _axis_factor(points: tuple[tuple[int, float], ...], reference: float, size: 
 @functools.lru_cache(maxsize=4096)  # a plan search asks for the same few shapes many times
 def shape_factor(arch: str, dtype: str, m: float, n: float, k: float) -> float:
     """The share of the large-matmul rate an (m x k) by (k x n) matmul keeps (module docstring): 1 without a sweep."""
-    sweep = GEMM_SWEEPS.get(SHAPE_SWEEP_OF.get((arch, dtype), (arch, dtype)))
-    if sweep is None or min(m, n, k) <= 0:
+    if min(m, n, k) <= 0:
         return 1.0
-    reference, axes = sweep
-    return math.prod(_axis_factor(axes[axis], reference, size) for axis, size in (("m", m), ("n", n), ("k", k)))
+    factor = 1.0
+    for axis, size in (("m", m), ("n", n), ("k", k)):
+        key: tuple[str, str] | None = (arch, dtype)
+        while key is not None and axis not in GEMM_SWEEPS.get(key, (0.0, {}))[1]:
+            key = SHAPE_SWEEP_OF.get(key)
+        if key is not None:
+            reference, axes = GEMM_SWEEPS[key]
+            factor *= _axis_factor(axes[axis], reference, size)
+    return factor
 
 
 def rates_for(gpu: GPUSpec) -> ComputeRates:
