@@ -1156,48 +1156,107 @@ _FROM_MAX_WINDOW_LAYERS = {"qwen2": 28, "qwen3": 28, "qwen2_5_vl": 80, "qwen2_vl
 _USES_FLAG = {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "qwen2_5_vl", "qwen2_vl", "mimo"}
 
 
+def _period(k: Keys, default: int) -> Any:
+    """sliding_window_pattern: a whole number of layers (every period-th attends globally), or EXAONE 4's letters
+    ("LLLG": L local, G global)."""
+    period = k.get("sliding_window_pattern", default=default)
+    if isinstance(period, str) and period and set(period) <= {"L", "G"}:
+        return period
+    if isinstance(period, int) and not isinstance(period, bool) and period > 0:
+        return period
+    said = f"{k._key('sliding_window_pattern')}: a whole number of layers above 0, or letters L and G, got {period!r}"
+    raise InputError(k.where, said[:200])
+
+
+def _gpt_neo_local_layers(k: Keys, layers: int) -> list[int]:
+    """GPT-Neo's "local" layers: attention_layers, else attention_types expanded (GPTNeoConfig)."""
+    listed = k.get("attention_layers", default=None)
+    if listed is None:
+        groups = k.get("attention_types", default=[[["global", "local"], layers // 2]])
+        well_formed = isinstance(groups, list) and all(
+            isinstance(g, list) and len(g) == 2 and isinstance(g[0], list) and isinstance(g[1], int)
+            and not isinstance(g[1], bool) and g[1] >= 0 for g in groups
+        )  # fmt: skip
+        if not well_formed:
+            said = f"{k._key('attention_types')}: [[kinds, repeats], ...] as GPTNeoConfig reads it, got {groups!r}"
+            raise InputError(k.where, said[:200])
+        listed = [kind for group, times in groups for _ in range(times) for kind in group]
+    kinds = per_layer(k, "attention_layers", layers, {"global", "local"}, listed=listed)
+    assert kinds is not None
+    return [i for i, kind in enumerate(kinds) if kind == "local"]
+
+
+def _llama4_chunked_layers(k: Keys, layers: int) -> list[int]:
+    """Llama 4's chunked layers: layer_types, else the layers no_rope_layers marks as using RoPE (1), else three of
+    every no_rope_layer_interval (Llama4TextConfig)."""
+    listed = per_layer(k, "layer_types", layers, {"chunked_attention", "full_attention"})
+    if listed is not None:
+        return [i for i, kind in enumerate(listed) if kind == "chunked_attention"]
+    rope = k.get("no_rope_layers", default=None) or None  # an empty list is the default too (Llama4TextConfig)
+    if rope is not None and (not isinstance(rope, list) or len(rope) != layers or any(v not in (0, 1) for v in rope)):
+        said = f"{k._key('no_rope_layers')}: 0 or 1 per layer ({layers}), got {rope!r}"
+        raise InputError(k.where, said[:300])
+    if rope is None:
+        interval = k.integer("no_rope_layer_interval", default=4)
+        if interval <= 0:
+            raise InputError(k.where, f"{k._key('no_rope_layer_interval')}: must be more than 0, got {interval}")
+        rope = [int((i + 1) % interval != 0) for i in range(layers)]
+    return [i for i, uses_rope in enumerate(rope) if uses_rope]
+
+
+def _sliding_layers(k: Keys, family: str, layers: int) -> list[int] | None:
+    """The sliding layers of the families that take a window's layers from their config class's rule; None where
+    the family has none or the file switches it off."""
+    listed = per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
+    if listed is not None:
+        return [i for i, kind in enumerate(listed) if kind == "sliding_attention"]
+    if family in _EVERY_LAYER_SLIDES:
+        return list(range(layers))
+    if family in _PERIODIC:
+        _, default, reads_pattern = _PERIODIC[family]
+        period = _period(k, default) if reads_pattern else default
+        if isinstance(period, str):
+            return [i for i in range(layers) if period[i % len(period)] == "L"]
+        return [i for i in range(layers) if (i + 1) % period]
+    top = k.integer("max_window_layers", default=28 if family == "qwen2_moe" else _FROM_MAX_WINDOW_LAYERS[family])
+    if family == "qwen2_moe":
+        return [i for i in range(layers) if (i + 1) % 2 and i < top]
+    return [i for i in range(layers) if i >= top]
+
+
 def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, Any] | None:
     """The layers that attend in a sliding window or a chunk, and its size, as transformers 5.24.0 builds them:
     config.json's layer_types where it lists them, else each family's config class default (_EVERY_LAYER_SLIDES,
     _PERIODIC, _FROM_MAX_WINDOW_LAYERS; Qwen2-MoE's odd layers below max_window_layers; Gemma 4's and
-    MiMo-V2-Flash's layers read as "attention" beside their "global attention" ones; Llama 4's chunked layers, where
-    no_rope_layers says RoPE, else three of every no_rope_layer_interval; GPT-Neo's "local" attention_layers of
-    window_size). None where no layer attends locally."""
+    MiMo-V2-Flash's layers read as "attention" beside their "global attention" ones; Llama 4's chunked layers;
+    GPT-Neo's "local" ones of window_size). None where no layer attends locally."""
     layers: int = arch["layers"]
+    mixers = arch.get("mixers") or ("attention",) * layers
     kind = "sliding"
     if family == "gpt_neo":
-        types = k.get("attention_layers", default=None)
-        if types is None:
-            spec = k.get("attention_types", default=[[["global", "local"], layers // 2]])
-            types = [t for group, times in spec for _ in range(times) for t in group]
-        sliding = [i for i, t in enumerate(types) if t == "local"]
+        local = _gpt_neo_local_layers(k, layers)
         size = k.integer("window_size", default=256, field="local_attention.size")
     elif family == "llama4_text":
         kind, size = "chunked", k.integer("attention_chunk_size", default=8192, field="local_attention.size")
-        listed = k.get("layer_types", default=None)
-        if isinstance(listed, list):
-            sliding = [i for i, t in enumerate(listed) if t == "chunked_attention"]
-        else:
-            interval = k.integer("no_rope_layer_interval", default=4)
-            rope = k.get("no_rope_layers", default=None) or [int((i + 1) % interval != 0) for i in range(layers)]
-            sliding = [i for i, uses_rope in enumerate(rope) if uses_rope]
+        local = _llama4_chunked_layers(k, layers)
     elif family in ("gemma4_text", "mimo_v2_flash"):
-        size = k.integer(
-            "sliding_window", default=512 if family == "gemma4_text" else 129, field="local_attention.size"
-        )
+        default = 512 if family == "gemma4_text" else 129
+        size = k.integer("sliding_window", default=default, field="local_attention.size")
         if family == "mimo_v2_flash" and k.get("sliding_window_size", default=None) is not None:
             # "SGLang attends to sliding_window_size previous tokens plus the query" (configuration_mimo_v2_flash.py)
-            size = k.integer("sliding_window_size", field="local_attention.size") + 1
-        sliding = [i for i, mixer in enumerate(arch["mixers"]) if mixer == "attention"]
+            size = k.integer("sliding_window_size", field="local_attention.size")
+            if size <= 0:
+                raise InputError(k.where, f"{k._key('sliding_window_size')}: must be more than 0, got {size}")
+            size += 1
+        local = [i for i, mixer in enumerate(mixers) if mixer == "attention"]
     else:
-        periodic = _PERIODIC.get(family)
-        first = _FROM_MAX_WINDOW_LAYERS.get(family)
+        window: int | None
         if family in _EVERY_LAYER_SLIDES:
-            default = _EVERY_LAYER_SLIDES[family]
-        elif periodic is not None:
-            default = periodic[0]
-        elif first is not None or family == "qwen2_moe":
-            default = 4096
+            window = _EVERY_LAYER_SLIDES[family]
+        elif family in _PERIODIC:
+            window = _PERIODIC[family][0]
+        elif family in _FROM_MAX_WINDOW_LAYERS or family == "qwen2_moe":
+            window = 4096
         else:
             return None
         if family in _USES_FLAG and not k.flag("use_sliding_window", False):
@@ -1205,31 +1264,15 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
         # a window written as null is none (Mistral 7B v0.2 on), where an absent one is the config class's default
         if "sliding_window" in k.cfg and k.cfg["sliding_window"] is None:
             return None
-        size = k.integer("sliding_window", default=default, field="local_attention.size")
-        if size is None or size <= 0:
+        size = k.integer("sliding_window", default=window, field="local_attention.size")
+        if size is None or size <= 0:  # Qwen2-MoE writes 0 for none
             return None
-        listed = k.get("layer_types", default=None)
-        if isinstance(listed, list) and len(listed) == layers:
-            sliding = [i for i, t in enumerate(listed) if t == "sliding_attention"]
-        elif family in _EVERY_LAYER_SLIDES:
-            sliding = list(range(layers))
-        elif periodic is not None:
-            period: Any = k.get("sliding_window_pattern", default=periodic[1]) if periodic[2] else periodic[1]
-            if isinstance(period, str):  # EXAONE 4's "LLLG": L local (sliding), G global
-                sliding = [i for i in range(layers) if period and period[i % len(period)] == "L"]
-            else:
-                sliding = [i for i in range(layers) if period and (i + 1) % period]
-        else:
-            top = k.integer("max_window_layers", default=28 if family == "qwen2_moe" else first)
-            if family == "qwen2_moe":
-                sliding = [i for i in range(layers) if (i + 1) % 2 and i < top]
-            else:
-                sliding = [i for i in range(layers) if i >= top]
-    attention = [i for i in sliding if i < layers and "attention" in arch.get("mixers", ("attention",) * layers)[i]]
+        local = _sliding_layers(k, family, layers) or []
+    attention = [i for i in local if "attention" in mixers[i]]
     if not attention:
         return None
-    every_attention_layer = len(attention) == sum("attention" in m for m in arch.get("mixers", ("attention",) * layers))
-    return {"kind": kind, "size": size, "layers": () if every_attention_layer else tuple(attention)}
+    every_layer = len(attention) == sum("attention" in m for m in mixers)
+    return {"kind": kind, "size": size, "layers": () if every_layer else tuple(attention)}
 
 
 def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Keys, str]:

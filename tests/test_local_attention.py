@@ -140,10 +140,32 @@ def test_local_layers_must_be_attention_layers() -> None:
         )  # fmt: skip
 
 
-def test_a_malformed_window_is_refused_naming_the_key(tmp_path: Path) -> None:
-    cfg = json.loads((CONFIGS / "gpt-oss-20b.json").read_text())
-    cfg["sliding_window"] = "wide"
+@pytest.mark.parametrize(
+    ("name", "key", "value", "said"),
+    [
+        ("gpt-oss-20b.json", "sliding_window", "wide", "sliding_window: expected a whole number"),
+        ("gpt-oss-20b.json", "layer_types", "sliding", "layer_types: one of full_attention, sliding_attention"),
+        ("gemma-3-1b.json", "sliding_window_pattern", 0, "sliding_window_pattern: a whole number of layers above 0"),
+        ("gemma-3-1b.json", "sliding_window_pattern", [6], "sliding_window_pattern: a whole number"),
+        ("gpt-neo-125m.json", "attention_layers", 5, "attention_layers: one of global, local per layer"),
+        ("gpt-neo-125m.json", "attention_types", "x", "attention_types: \\[\\[kinds, repeats\\]"),
+        ("mimo-v2-flash.json", "sliding_window_size", -129, "sliding_window_size: must be more than 0, got -129"),
+        ("llama-4-scout.json", "text_config.no_rope_layers", 7, "text_config.no_rope_layers: 0 or 1 per layer"),
+        ("llama-4-scout.json", "text_config.no_rope_layer_interval", 0, "no_rope_layer_interval: must be more than 0"),
+    ],
+)
+def test_a_malformed_window_or_layer_list_is_refused_naming_the_key(
+    tmp_path: Path, name: str, key: str, value: object, said: str
+) -> None:
+    cfg = json.loads((CONFIGS / name).read_text())
+    *outer, last = key.split(".")
+    target = cfg
+    for part in outer:
+        target = target[part]
+    target[last] = value
+    if key == "attention_types":
+        del cfg["attention_layers"]
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    with pytest.raises(InputError, match="sliding_window: expected a whole number"):
+    with pytest.raises(InputError, match=said):
         load_model(str(path))
