@@ -169,3 +169,47 @@ def test_a_malformed_window_or_layer_list_is_refused_naming_the_key(
     path.write_text(json.dumps(cfg))
     with pytest.raises(InputError, match=said):
         load_model(str(path))
+
+
+def _cudnn_rows() -> list[dict[str, str]]:
+    from conftest import read_reference_csv
+
+    return read_reference_csv("compute-rates/attention-cudnn-sdpa.csv")
+
+
+def _predicted_over_measured(row: dict[str, str], topology: str) -> float:
+    """dpcost's forward + backward seconds for one benchmark call (cuDNN's kernel) over the measured ones."""
+    from dpcost.catalog import load_topology
+    from dpcost.engine.ops import Op, times
+    from dpcost.engine.rates import rates_for
+
+    gpu = load_topology(topology).gpu
+    seq, heads = int(row["seq_len"]), int(row["q_heads"])
+    d_qk, d_v = int(row["head_dim_qk"]), int(row["head_dim_vo"])
+    local = LocalAttentionSpec(size=int(row["sliding_window"])) if row["sliding_window"] else None
+    keys = causal_keys(seq, local)
+    flops = 2.0 * int(row["batch"]) * seq * keys * heads * (d_qk + d_v)
+    banded = local is not None and seq > local.size
+    op = Op("attention", "core_attn", "attention", flops, 0.0, 1, 2.5 * flops, 0.0, 3,
+            span=2 * keys, head_dim=(d_qk + d_v) / 2, banded=banded)  # fmt: skip
+    t = times([op], rates_for(gpu), gpu.bf16_dense, gpu.bf16_dense, gpu.hbm_bandwidth, seq, "cudnn")
+    return (t.forward_seconds + t.backward_seconds) / ((float(row["fwd_ms"]) + float(row["bwd_ms"])) / 1e3)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "topology", "window"), [("NVIDIA H200", "hgx-h200", 1024), ("NVIDIA GB200", "gb200-nvl72", 128)]
+)
+def test_a_window_costs_against_a_full_layer_what_cudnns_benchmark_measures(
+    gpu: str, topology: str, window: int
+) -> None:
+    """cuDNN's SDPA training benchmark (attention-cudnn-sdpa.csv) times gpt-oss's sliding-window attention and Llama
+    3.1's full causal attention on the same GPU. dpcost prices a step's kernels, not a burst's, so its time is the
+    measured one times a factor; a window's factor is within 15% of the full layer's at 4k-16k tokens, where pricing
+    the band's keys alone (without its query block's, rates.attention_query_tile) read the 128-key window at half the
+    full layer's factor on GB200."""
+    rows = [r for r in _cudnn_rows() if r["gpu"] == gpu and r["seq_len"] in ("4096", "8192", "16384")]
+    full = [_predicted_over_measured(r, topology) for r in rows if r["config"] == "llama3.1"]
+    banded = [_predicted_over_measured(r, topology) for r in rows if r["sliding_window"] == str(window)]
+    assert len(full) == len(banded) == 3
+    for f, b in zip(full, banded, strict=True):
+        assert b == pytest.approx(f, rel=0.15)

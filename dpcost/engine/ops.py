@@ -73,6 +73,7 @@ class Op:
     hbm_share: float = 1.0  # of the sustained streaming rate its kernels move their bytes at (eager attention's less)
     span: float = 0.0  # attention: the causal sequence length doing its work per query (its kernel's rate); 0: seq_len
     head_dim: float = 128.0  # attention: (d_qk + d_v) / 2, for its kernel's rate (rates.attention_head_factor)
+    banded: bool = False  # attention in a sliding window: its kernel also computes its query block's rows per query
 
 
 def _gemm(
@@ -227,8 +228,9 @@ def layer_ops(
     if flash:
         keys = causal_keys(seq_len, local)  # seq_len / 2 without a window or chunk: the causal half
         attention = 2.0 * t * keys * a.heads * (d_qk + d_v)
+        banded = local is not None and local.kind == "sliding" and seq_len > local.size
         ops.append(Op("attention", "core_attn", "attention", attention, 0.0, 1, 2.5 * attention, 0.0, 3,
-                      span=2 * keys, head_dim=(d_qk + d_v) / 2))  # fmt: skip
+                      span=2 * keys, head_dim=(d_qk + d_v) / 2, banded=banded))  # fmt: skip
     else:
         scores = float(a.heads) * seq_len * t
         square = 2.0 * t * seq_len * a.heads * (d_qk + d_v)
@@ -461,7 +463,12 @@ def times(
         part = part_of(op)
         rate = gemm_rate
         if op.kind == "attention":
-            rate = attention_rate(op.span or seq_len, op.head_dim)
+            span = op.span or seq_len
+            if op.banded:  # the band's keys and its query block's: rates.attention_query_tile
+                computed = span / 2 + rates.attention_query_tile
+                rate = attention_rate(2 * computed, op.head_dim) * (span / 2) / computed
+            else:
+                rate = attention_rate(span, op.head_dim)
         backward_rate = rate
         if op.kind == "gemm" and shape_key is not None:
             m, k, n = op.shape

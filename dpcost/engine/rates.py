@@ -27,6 +27,13 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   256; cuDNN forward 0.707 at 64 and 0.946 at 256 (no cuDNN backward is swept by head dim; its forward's ratio is
   taken for both). Between them, linear in log2 of the head dim, which is (d_qk + d_v) / 2 where they differ
   (MLA's 192 and 128); outside them, the nearest. Taken for every generation: no other one is swept.
+- a sliding window's band (attention_query_tile): a flash kernel computes a block of query rows against every key
+  any of them sees, so a window of W keys costs each query W plus the block's rows, masked after (FlashAttention-2
+  and -3 take 128 query rows a block on Ampere and Hopper, hopper/tile_size.h; FlashAttention-4 on Blackwell two
+  stages of 128, 256, flash_fwd_sm100.py's cta_tiler). cuDNN's training benchmark (attention-cudnn-sdpa.csv,
+  cuDNN 9.19 and 9.22) bears it out: against a full causal layer on the same GPU, dpcost's time over the measured
+  is 1.35 against 1.31 for a window of 1,024 on H200 (1.22 without the block) and 1.30 against 1.52 for a window
+  of 128 on GB200 (0.78 without), at 8,192 tokens.
 - hbm: the share of the HBM bandwidth a streaming kernel reaches (hbm.csv): A100 1759 / 2039 GB/s (triad),
   H100 PCIe 1832 / 2000, H200 3534 / 4800; no public B200 measurement: H200's share (HBM3e) assumed.
 - eager attention (EAGER_SCORES_HBM): without flash attention the scores go through HBM, two batched matmuls over
@@ -90,6 +97,7 @@ class ComputeRates:
     # Engine; forward + backward share of the BF16 peak at long sequences
     attention: dict[str, float]
     attention_seq: float  # the sequence length at which attention runs at half that rate
+    attention_query_tile: int  # query rows a flash kernel's block computes together (a window's band: module doc)
     hbm: float  # share of the HBM bandwidth a streaming kernel reaches
     launch: float  # seconds: the shortest time a kernel takes when launched eagerly, one after another
 
@@ -107,6 +115,7 @@ ARCH_RATES: dict[str, ComputeRates] = {
         None,
         {"flash2": 0.625 * SATURATED["ampere"], "cudnn": 0.625 * SATURATED["ampere"]},
         500.0,
+        128,
         1759 / 2039,
         2.6e-6,
     ),
@@ -115,11 +124,12 @@ ARCH_RATES: dict[str, ComputeRates] = {
         1288.7 / 1979,
         {"flash2": 0.343 * SATURATED["hopper"], "cudnn": 0.55 * SATURATED["hopper"]},
         500.0,
+        128,
         1832 / 2000,
         2.5e-6,
     ),
     "blackwell": ComputeRates(
-        1456.3 / 2250, 2795.7 / 4500, {"flash2": 0.39, "cudnn": 0.39}, 500.0, 3534 / 4800, 2.5e-6
+        1456.3 / 2250, 2795.7 / 4500, {"flash2": 0.39, "cudnn": 0.39}, 500.0, 256, 3534 / 4800, 2.5e-6
     ),
 }
 
