@@ -213,3 +213,15 @@ def test_a_window_costs_against_a_full_layer_what_cudnns_benchmark_measures(
     assert len(full) == len(banded) == 3
     for f, b in zip(full, banded, strict=True):
         assert b == pytest.approx(f, rel=0.15)
+
+
+def test_mla_attention_costs_against_a_full_layer_what_cudnns_benchmark_measures() -> None:
+    """The head-dim shares come from Hopper's sweeps (rates.ATTENTION_HEAD_DIM); cuDNN's benchmark on GB200 times
+    DeepSeek-V3's MLA shape (keys 192, values 128: head dim 160 to dpcost) beside Llama 3.1's 128: its factor stays
+    within 15% of Llama's at 4k-16k tokens."""
+    rows = [r for r in _cudnn_rows() if r["gpu"] == "NVIDIA GB200" and r["seq_len"] in ("4096", "8192", "16384")]
+    full = [_predicted_over_measured(r, "gb200-nvl72") for r in rows if r["config"] == "llama3.1"]
+    mla = [_predicted_over_measured(r, "gb200-nvl72") for r in rows if r["config"] == "dsv3"]
+    assert len(full) == len(mla) == 3
+    for f, m in zip(full, mla, strict=True):
+        assert m == pytest.approx(f, rel=0.15)
