@@ -225,3 +225,24 @@ def test_mla_attention_costs_against_a_full_layer_what_cudnns_benchmark_measures
     assert len(full) == len(mla) == 3
     for f, m in zip(full, mla, strict=True):
         assert m == pytest.approx(f, rel=0.15)
+
+
+def test_gb300s_attention_runs_as_much_faster_than_gb200s_as_cudnns_benchmark_measures() -> None:
+    """gb300-nvl72's cuDNN attention share is Blackwell's times GB300's speed over GB200's in cuDNN's benchmark
+    (Llama 3.1 and DeepSeek-V3 causal shapes, 2k-32k tokens, geometric mean), at the same BF16 peak."""
+    import math
+
+    from dpcost.catalog import load_topology
+    from dpcost.engine.rates import ARCH_RATES, rates_for
+
+    seconds = {(r["gpu"], r["config"], r["seq_len"]): float(r["fwd_ms"]) + float(r["bwd_ms"]) for r in _cudnn_rows()}
+    ratios = [
+        seconds[("NVIDIA GB200", config, seq)] / seconds[("NVIDIA GB300", config, seq)]
+        for config in ("llama3.1", "dsv3")
+        for seq in ("2048", "4096", "8192", "16384", "32768")
+    ]
+    faster = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    gb300, gb200 = load_topology("gb300-nvl72").gpu, load_topology("gb200-nvl72").gpu
+    assert gb300.bf16_dense == gb200.bf16_dense
+    share = rates_for(gb300).attention["cudnn"] / ARCH_RATES["blackwell"].attention["cudnn"]
+    assert share == pytest.approx(faster, abs=0.001)
