@@ -7,9 +7,11 @@ rates and their sources). The ops of a layer:
   with its share of the tokens (T x top-k / experts, balanced). Forward 2MKN; backward the input and the weight
   gradients, 4MKN (Narayanan et al. 2021, section 5.1). Bytes: both operands and the output, once.
 - attention: flash attention computes the causal half of the scores, 2 x T x s x heads x (d_qk + d_v) / 2
-  forward (FlashAttention-2's FLOP count, Dao 2023, section 4.1); its backward recomputes the scores, 2.5x the
-  forward's FLOPs (five matmuls against two). Without it (eager), the whole square, its bytes (8 per score
-  forward, 16 backward) at the share of the streaming rate such kernels reach (rates.EAGER_SCORES_HBM).
+  forward (FlashAttention-2's FLOP count, Dao 2023, section 4.1), a sliding-window or chunked layer only the keys
+  its queries see (attention_keys.causal_keys); its backward recomputes the scores, 2.5x the forward's FLOPs (five
+  matmuls against two). Its rate: the kernel's for the sequence, the head dim and, in a window, the query block's
+  rows it also computes (rates.py). Without it (eager), the whole square, its bytes (8 per score forward, 16
+  backward) at the share of the streaming rate such kernels reach (rates.EAGER_SCORES_HBM).
 - memory-bound: norms, residual adds, rotary, the gated activation, an MoE layer's token permutations to its
   experts and back (_token_permutation), the embedding, the loss, the optimizer step;
   bytes per token by how the framework runs them (`kernels`: eager PyTorch, fused kernels as Transformer Engine
