@@ -77,6 +77,9 @@ CSV = HERE / "runs.csv"
 HOLDOUT = HERE / "holdout-runs.csv"  # NVIDIA's performance tables, every release runs.csv does not hold (README there)
 MODELS = HERE / "models"
 
+# Megatron-Bridge v0.2.0's DeepSeek-V3 recompute_modules by GPU (scripts/performance/configs/deepseek/
+# workload_base_configs.py at 7af9601c); other GPUs: mla_up_proj
+DEEPSEEK_PRESET_MODULES = {"GB300": frozenset({"moe_act"}), "H100": frozenset({"mla_up_proj", "mlp"})}
 A100_PEAK = 312e12  # the 16-bit dense peak Narayanan et al., Korthikanti et al. and MegaScale divide by
 
 # The model of each `model` cell: a catalog name, a YAML spec of ../tests/reference, or a Hugging Face config.json.
@@ -598,12 +601,14 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         )
 
     if not recompute and bridge:
-        # Megatron-Bridge v0.2.0's performance presets (7af9601c): no recomputation for Llama and Qwen3 (Megatron-
-        # Core's default recompute_granularity None), selective of ["mla_up_proj"] for DeepSeek-V3
-        # (configs/deepseek/workload_base_configs.py)
+        # Megatron-Bridge v0.2.0's performance presets (7af9601c): no recomputation for Llama, Qwen3 and GPT-OSS
+        # (Megatron-Core's default recompute_granularity None; GPT-OSS's recompute_modules are set without
+        # "selective", so they do nothing), selective for DeepSeek-V3 (deepseek_llm_pretrain.py) of the modules
+        # configs/deepseek/workload_base_configs.py gives per GPU: moe_act on GB300, mla_up_proj and mlp on H100,
+        # mla_up_proj elsewhere
         recompute = "selective" if row["model"].startswith("DeepSeek") else "none"
         if recompute == "selective":
-            modules = frozenset({"mla_up_proj"})
+            modules = DEEPSEEK_PRESET_MODULES.get(row["gpu"], frozenset({"mla_up_proj"}))
         flags.append(f"recompute not printed: {recompute}, as Megatron-Bridge's presets set it")
     elif not recompute and source == "llama3-2024":
         # its modified pipeline schedule (section 3.3.2) keeps other micro-batches in flight than the 1F1B whose
