@@ -1204,9 +1204,9 @@ def _llama4_chunked_layers(k: Keys, layers: int) -> list[int]:
     return [i for i, uses_rope in enumerate(rope) if uses_rope]
 
 
-def _sliding_layers(k: Keys, family: str, layers: int) -> list[int] | None:
-    """The sliding layers of the families that take a window's layers from their config class's rule; None where
-    the family has none or the file switches it off."""
+def _sliding_layers(k: Keys, family: str, layers: int) -> list[int]:
+    """The sliding layers of a family that takes them from layer_types, else from its config class's rule
+    (_EVERY_LAYER_SLIDES, _PERIODIC, _FROM_MAX_WINDOW_LAYERS, Qwen2-MoE's own)."""
     listed = per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
     if listed is not None:
         return [i for i, kind in enumerate(listed) if kind == "sliding_attention"]
@@ -1267,7 +1267,7 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
         size = k.integer("sliding_window", default=window, field="local_attention.size")
         if size is None or size <= 0:  # Qwen2-MoE writes 0 for none
             return None
-        local = _sliding_layers(k, family, layers) or []
+        local = _sliding_layers(k, family, layers)
     attention = [i for i in local if "attention" in mixers[i]]
     if not attention:
         return None

@@ -193,8 +193,9 @@ def layer_ops(
     residual add (_DROPOUT). With `fp8_cast` (FP8 matmuls: bytes per element, fp8_cast_bytes), each matmul but the
     router's and unfused attention's casts its input and its output's gradient (_fp8_casts). With `local`, a
     sliding-window or chunked layer, flash attention computes the keys its queries see (causal_keys) at the rate a
-    causal kernel keeps at twice that many keys per query (the same work per query block); eager attention still
-    computes the whole square and masks it (transformers' eager_attention_forward)."""
+    causal kernel keeps at twice that many keys per query (the same work per query block), a window's band also
+    its query block's rows (times, rates.attention_query_tile); eager attention still computes the whole square and
+    masks it (transformers' eager_attention_forward)."""
     h, t = a.hidden, float(tokens)
     ops: list[Op] = []
     norm_b, norm_k = _NORM[kernels]

@@ -21,8 +21,8 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   the randn 8192^3 rate over the MAMF, 257 / 271.2). On H200 that puts cuDNN's attention at 432 TFLOP/s at 8k,
   beside the 447 FlashAttention-3 measured inside a Llama-8B step there (attention.csv); 513 without it.
 - attention by head dim (ATTENTION_HEAD_DIM): the rates above are head dim 128's. A kernel's softmax work per score
-  is fixed while its two matmuls per score shrink with the head dim, so at 64 the exponentials weigh more (the
-  FlashAttention-3 paper, section 3). attention.csv's H100 sweeps, causal, over sequences of 512 to 16k, as a
+  is fixed while its two matmuls per score shrink with the head dim, so at 64 the exponentials, which run on the
+  far slower multi-function units (the FlashAttention-3 paper, section 3), weigh more. attention.csv's H100 sweeps, causal, over sequences of 512 to 16k, as a
   share of head dim 128's rate: FlashAttention-2 forward + backward 0.873 at 64 (A100's: 0.90), forward 0.948 at
   256; cuDNN forward 0.707 at 64 and 0.946 at 256 (no cuDNN backward is swept by head dim; its forward's ratio is
   taken for both). Between them, linear in log2 of the head dim, which is (d_qk + d_v) / 2 where they differ
