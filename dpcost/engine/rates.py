@@ -22,11 +22,12 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   beside the 447 FlashAttention-3 measured inside a Llama-8B step there (attention.csv); 513 without it.
 - attention by head dim (ATTENTION_HEAD_DIM): the rates above are head dim 128's. A kernel's softmax work per score
   is fixed while its two matmuls per score shrink with the head dim, so at 64 the exponentials, which run on the
-  far slower multi-function units (the FlashAttention-3 paper, section 3), weigh more. attention.csv's H100 sweeps, causal, over sequences of 512 to 16k, as a
-  share of head dim 128's rate: FlashAttention-2 forward + backward 0.873 at 64 (A100's: 0.90), forward 0.948 at
-  256; cuDNN forward 0.707 at 64 and 0.946 at 256 (no cuDNN backward is swept by head dim; its forward's ratio is
-  taken for both). Between them, linear in log2 of the head dim, which is (d_qk + d_v) / 2 where they differ
-  (MLA's 192 and 128); outside them, the nearest. Taken for every generation: no other one is swept.
+  far slower multi-function units (the FlashAttention-3 paper, section 3), weigh more. attention.csv's H100
+  sweeps, causal, over sequences of 512 to 16k, as a share of head dim 128's rate: FlashAttention-2 forward +
+  backward 0.873 at 64 (A100's: 0.90), forward 0.948 at 256; cuDNN forward 0.707 at 64 and 0.946 at 256 (no cuDNN
+  backward is swept by head dim; its forward's ratio is taken for both). Between them, linear in log2 of the head
+  dim, which is (d_qk + d_v) / 2 where they differ (MLA's 192 and 128); outside them, the nearest. Taken for every
+  generation: no other one is swept.
 - a sliding window's band (attention_query_tile): a flash kernel computes a block of query rows against every key
   any of them sees, so a window of W keys costs each query W plus the block's rows, masked after (FlashAttention-2
   and -3 take 128 query rows a block on Ampere and Hopper, hopper/tile_size.h; FlashAttention-4 on Blackwell two
