@@ -246,3 +246,23 @@ def test_gb300s_attention_runs_as_much_faster_than_gb200s_as_cudnns_benchmark_me
     assert gb300.bf16_dense == gb200.bf16_dense
     share = rates_for(gb300).attention["cudnn"] / ARCH_RATES["blackwell"].attention["cudnn"]
     assert share == pytest.approx(faster, abs=0.001)
+
+
+SYNTHETIC = json.loads((CONFIGS / "resolved" / "local-attention-synthetic.json").read_text())
+
+
+@pytest.mark.parametrize("case", SYNTHETIC["cases"], ids=lambda c: json.dumps(c["config"], sort_keys=True)[:90])
+def test_each_family_rule_resolves_as_transformers_does(case: dict) -> None:  # type: ignore[type-arg]
+    """Small configs that switch what the real files leave alone (use_sliding_window, max_window_layers,
+    sliding_window_pattern, a window null or absent), resolved by transformers 5.24.0 (resolved/
+    local-attention-synthetic.json, local_attention_with_transformers.py --synthetic)."""
+    from dpcost.catalog import model_from_hf_config
+
+    a = model_from_hf_config(dict(case["config"]), "config.json").architecture
+    assert a is not None
+    expected = case["transformers"]
+    if expected is None:
+        assert a.local_attention is None
+        return
+    assert a.local_attention is not None and a.local_attention.size == expected["size"]
+    assert [i for i in range(a.layers) if a.local_span(i) is not None] == expected["layers"]
