@@ -278,3 +278,31 @@ def test_a_megatron_scripts_end_stages_and_mtp_layers_are_read(tmp_path: Path) -
     custom.write_text(script.replace("    --eval-iters 10\n", layout))
     code, _, err = run("estimate", "--from", str(custom), "--dp", "8")
     assert code == 2 and "--pipeline-model-parallel-layout" in err
+
+
+def test_a_megatron_scripts_window_is_its_models(tmp_path: Path) -> None:
+    """--window-size (left, right) and --window-attn-skip-freq as Megatron-Core applies them (transformer/utils.py
+    is_layer_window_attention, layer numbers from 1): (127, 0) every other layer is gpt-oss's 128-key window on
+    layers 0, 2, 4, ...; without a frequency every layer; a non-causal window or a list pattern is refused by name."""
+    from dpcost.training_configs.megatron import read
+
+    script = (CONFIGS / "megatron-gpt-345m.sh").read_text()
+
+    def with_args(extra: str) -> str:
+        return script.replace("    --num-layers 24 \\", f"    --num-layers 24 {extra} \\")
+
+    spec = read(with_args("--window-size 127,0 --window-attn-skip-freq 2"), "w.sh").model_spec
+    assert spec is not None and spec.architecture is not None
+    local = spec.architecture.local_attention
+    assert local is not None and local.size == 128 and local.layers == tuple(range(0, 24, 2))
+    spec = read(with_args("--window-size (4095,0)"), "w.sh").model_spec
+    assert spec is not None and spec.architecture is not None
+    local = spec.architecture.local_attention
+    assert local is not None and local.size == 4096 and local.layers == ()
+    refused = (("--window-size 127,5", "a causal window"),
+               ("--window-size 127,0 --window-attn-skip-freq [1,0]", "a list pattern is not read"))  # fmt: skip
+    for extra, said in refused:
+        path = tmp_path / "bad.sh"
+        path.write_text(with_args(extra))
+        code, out, err = run("estimate", "--from", str(path), "--dp", "1")
+        assert code == 2 and said in out + err, (extra, out, err)

@@ -4,8 +4,9 @@ Arguments and defaults as megatron/training/arguments.py (core_r0.9.0) declares 
 fp32; DDP unless --use-distributed-optimizer; no overlap unless --overlap-grad-reduce; no recomputation unless
 --recompute-granularity (or --recompute-activations, selective). The model: --ffn-hidden-size defaults to 4h, or
 int(4h x 2/3 / 64) x 64 with --swiglu; --kv-channels to h / heads; LayerNorm, learned absolute positions, biases
-on every linear layer (add_bias_linear) and on QKV, tied embeddings, hidden dropout 0.1; the vocabulary padded to a
-multiple of --make-vocab-size-divisible-by (128) x TP (_vocab_size_with_padding in megatron/training/tokenizer).
+on every linear layer (add_bias_linear) and on QKV, tied embeddings, hidden dropout 0.1, no window (--window-size);
+the vocabulary padded to a multiple of --make-vocab-size-divisible-by (128) x TP (_vocab_size_with_padding in
+megatron/training/tokenizer).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ MODEL_ARGS = (
     "--use-rotary-position-embeddings", "--max-position-embeddings", "--vocab-size", "--tokenizer-type",
     "--vocab-file", "--merge-file", "--make-vocab-size-divisible-by", "--num-experts", "--moe-router-topk",
     "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--hidden-dropout", "--qk-layernorm",
-    "--moe-layer-freq", "--tokenizer-model",
+    "--moe-layer-freq", "--tokenizer-model", "--window-size", "--window-attn-skip-freq",
 )  # fmt: skip
 
 
@@ -310,6 +311,9 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
         arch["learned_positions"] = _int(r, args, "--max-position-embeddings") or _int(r, args, "--seq-length")
     if "--qk-layernorm" in args:
         arch["qk_norm"] = "head"
+    window = _window(r, args, layers)
+    if window is not None:
+        arch["local_attention"] = window
     experts = _int(r, args, "--num-experts")
     if experts is not None:
         if "--moe-layer-freq" in args:
@@ -323,6 +327,36 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
         if shared is not None:
             arch["moe"].update(shared=1, shared_ffn=shared)
     return arch
+
+
+def _window(r: Reading, args: dict[str, list[str]], layers: int | None) -> dict[str, Any] | None:
+    """--window-size (left, right) and --window-attn-skip-freq as Megatron-Core applies them (transformer/utils.py
+    is_layer_window_attention): a causal window of left + 1 keys in every layer, or, with a frequency N, in each
+    layer whose 1-based number is not a multiple of N. None without a window (or with an unbounded one, left -1)."""
+    given = _one(r, args, "--window-size")
+    if given is None:
+        return None
+    try:
+        left, right = (int(v) for v in given.strip("()").split(","))
+    except ValueError:
+        raise r.error(
+            "--window-size", f"two whole numbers, left,right (Megatron's tuple_type), got {given!r}"
+        ) from None
+    if left < 0:
+        return None
+    if right != 0:
+        raise r.error("--window-size", f"a causal window, (left, 0), is what dpcost costs; got ({left}, {right})")
+    window: dict[str, Any] = {"kind": "sliding", "size": left + 1}
+    freq = _one(r, args, "--window-attn-skip-freq")
+    if freq is not None:
+        if not freq.isdigit() or int(freq) < 1:
+            said = (
+                f"a whole number N above 0 (a full-attention layer every N); a list pattern is not read, got {freq!r}"
+            )
+            raise r.error("--window-attn-skip-freq", said)
+        assert layers is not None
+        window["layers"] = tuple(i for i in range(layers) if (i + 1) % int(freq))
+    return window
 
 
 def _vocab(r: Reading, args: dict[str, list[str]], tp: int) -> int:
