@@ -23,7 +23,7 @@ def decode_flops_per_token(counts: ParamCount, a: ModelArchitecture | None, seq_
     """FLOPs of one decode step for one sequence: 2 per weight the new token multiplies (active parameters
     without the input lookups, the output projection included even when tied to the embedding) plus its
     attention over the keys each layer keeps, 2 L H (d_qk + d_v) T (PaLM appendix B, for one query token; a
-    sliding-window or chunked layer reads at most its window or chunk: compute.cached_keys)."""
+    sliding-window or chunked layer reads at most its window or chunk: attention_keys.cached_keys)."""
     head = counts.embedding if a is not None and a.tied_embeddings else 0.0
     flops = 2.0 * (counts.active_excl_embedding + head)
     if a is not None:
