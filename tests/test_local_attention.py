@@ -266,3 +266,17 @@ def test_each_family_rule_resolves_as_transformers_does(case: dict) -> None:  # 
         return
     assert a.local_attention is not None and a.local_attention.size == expected["size"]
     assert [i for i in range(a.layers) if a.local_span(i) is not None] == expected["layers"]
+
+
+def test_context_parallelism_is_refused_for_attention_sinks() -> None:
+    """Transformer Engine has no attention backend for learned sinks under p2p or all-gather context parallelism
+    (get_attention_backend's softmax-type table: FusedAttention takes sinks under CP only with the a2a exchange,
+    FlashAttention never, the unfused path no CP), which is what Megatron-Core runs: gpt-oss at --cp 2 is refused
+    naming --cp (and so `dpcost plan` counts such layouts among those its rules refuse)."""
+    from conftest import run_cli
+
+    model = str(CONFIGS / "gpt-oss-120b.json")
+    code, _, err = run_cli("estimate", "-m", model, "--cp", "2", "--pp", "4", "--ep", "8", "--dp", "8")
+    assert code == 2 and "--cp" in err and "attention sinks" in err
+    code, _, err = run_cli("estimate", "-m", model, "--cp", "1", "--pp", "4", "--ep", "8", "--dp", "16")
+    assert code == 0, err

@@ -569,6 +569,15 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
             "sequence_parallel",
             "Megatron-Core trains MoE layers with TP above 1 only with sequence parallelism (moe_layer.py): add it",
         )
+    if o.parallel.cp > 1 and a.attention_sinks:
+        # Transformer Engine's get_attention_backend (dot_product_attention/utils.py at d0067d0, its softmax-type
+        # table): FlashAttention takes no sinks, FusedAttention takes them under context parallelism only with the
+        # a2a exchange, and the unfused path runs no context parallelism
+        raise InputError(
+            "cp",
+            f"{model.name}'s attention sinks have no attention backend under context parallelism's p2p or all-gather "
+            "exchange (Transformer Engine's get_attention_backend): give --cp 1",
+        )
     _stage_layer_counts(model, o)
 
 
