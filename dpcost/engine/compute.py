@@ -61,9 +61,10 @@ def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False)
     for mixer, local, count in arch.attention_kinds:
         view = arch.attention_of(mixer)
         width = mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim if mla else view.d_head + view.d_value
-        keys = cached_keys(seq_len, local) if decode else 2 * causal_keys(seq_len, local)
         if arch.indexer is not None:
-            keys = min(seq_len, arch.indexer.topk)
+            keys: float = min(seq_len, arch.indexer.topk)
+        else:
+            keys = cached_keys(seq_len, local) if decode else 2 * causal_keys(seq_len, local)
         flops += 2.0 * count * view.heads * width * keys
     if arch.indexer is not None:
         # DeepSeek Sparse Attention (DeepSeek-V3.2): attention reads the indexer's top-k keys, and the indexer scores
