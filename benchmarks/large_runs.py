@@ -31,14 +31,14 @@ interleaving, and the recomputation `dpcost estimate` chooses, the least of none
 run fits (it ran, so it fit: SC'21's 529.6B on TP8 x PP35 does not without recomputing); but Megatron-Bridge's as
 its presets set it, and none for Llama 3, whose own pipeline schedule keeps other micro-batches in flight than the
 1F1B the inference would count. The GPU's catalog topology: A100-80GB and MegaScale's unnamed Ampere GPUs (their
-MFUs imply a 312 TFLOP/s peak) -> dgx-a100, H100 -> dgx-h100, H800 -> hgx-h800, B200 -> dgx-b200, GB200 ->
-gb200-nvl72; a run larger than dgx-a100's 140-node SuperPOD runs on its tiers with the last one left unbounded
-(flagged). FP8 and MXFP8 runs compute on the FP8 dense peak. What a source says of its own schedule sets the
-engine's switches: Llama 3's all-gather CP, DeepSeek's DualPipe hiding the expert all-to-alls, MegaScale's
-overlapped TP, Megatron-Bridge's presets (TP and all-to-all overlap, bf16 gradient reduction), the gradient
-all-reduce (no distributed optimizer) of Megatron-LM in 2021-22 (SC'21, Korthikanti et al.); everything else runs
-Megatron's distributed optimizer. ZeRO-3, FSDP, DualPipe and MegaScale's changed transformer block are not modelled
-as such: flagged.
+MFUs imply a 312 TFLOP/s peak) -> dgx-a100, H100 -> dgx-h100, H800 -> hgx-h800, B200 -> dgx-b200, B300 -> dgx-b300,
+GB200 -> gb200-nvl72, GB300 -> gb300-nvl72; a run larger than dgx-a100's 140-node SuperPOD runs on its tiers with
+the last one left unbounded (flagged). FP8 and MXFP8 runs compute on the FP8 dense peak. What a source says of its
+own schedule sets the engine's switches: Llama 3's all-gather CP, DeepSeek's DualPipe hiding the expert all-to-alls,
+MegaScale's overlapped TP, Megatron-Bridge's presets (TP and all-to-all overlap, bf16 gradient reduction), the
+gradient all-reduce (no distributed optimizer) of Megatron-LM in 2021-22 (SC'21, Korthikanti et al.); everything
+else runs Megatron's distributed optimizer. ZeRO-3, FSDP, DualPipe and MegaScale's changed transformer block are not
+modelled as such: flagged.
 
 One comparison per configuration: rows that differ only in the metric printed (and the table or sentence it is
 printed in) are one configuration; step time is preferred, then tokens/s/GPU, then TFLOP/s, then MFU, then
@@ -139,6 +139,7 @@ TOPOLOGIES = {
     "B200": "dgx-b200",
     "GB200": "gb200-nvl72",
     "GB300": "gb300-nvl72",
+    "B300": "dgx-b300",
     "H100-96GB-HBM2e-500W": "grand-teton-h100-96gb",
 }
 NO_TOPOLOGY: dict[str, str] = {}

@@ -26,7 +26,7 @@ TOPOLOGIES = {"dgx-h100", "dgx-a100", "hgx-h200", "hgx-h800", "dgx-b200", "gb200
 TOPOLOGIES |= {"aws-p4de", "aws-p5", "gcp-a3-mega", "gcp-a3-ultra", "gcp-a4"}  # cloud instances (public specs)
 TOPOLOGIES |= {"dgx-a100-40gb"}  # the DGX A100 320GB system's GPU on dgx-a100's fabric
 TOPOLOGIES |= {"grand-teton-h100-96gb"}  # torchtitan's benchmark machines: the 96GB HBM2e H100 at 500 W
-TOPOLOGIES |= {"gb300-nvl72"}  # Blackwell Ultra racks: datasheet figures, out of sample
+TOPOLOGIES |= {"gb300-nvl72", "dgx-b300"}  # Blackwell Ultra racks and nodes: datasheet figures, out of sample
 
 
 def test_the_gb300_topology_is_gb200s_rack_with_blackwell_ultra_and_800g_nics() -> None:
@@ -37,6 +37,18 @@ def test_the_gb300_topology_is_gb200s_rack_with_blackwell_ultra_and_800g_nics() 
     assert ultra.gpu.hbm_bandwidth == 8e12 and ultra.gpu.hbm > gb200.gpu.hbm
     assert ultra.tiers[0] == gb200.tiers[0] and ultra.domain_size == 72
     assert [t.bandwidth for t in ultra.tiers[1:]] == [800e9 / 8] * 2
+
+
+def test_the_b300_topology_is_dgx_b200s_node_with_blackwell_ultra_and_800g_nics() -> None:
+    """NVIDIA's HGX B300 table: 36 PF BF16 and 72 PF FP8 with sparsity per 8 GPUs (half of it dense), 288 GB HBM3e
+    at 8 TB/s each; DGX B300: 8 x 800 Gb/s ConnectX-8, Intel Xeon hosts; DGX SuperPOD B300: 64 nodes a scalable
+    unit. The NVSwitch baseboard is dgx-b200's; Blackwell Ultra's attention and memory are gb300-nvl72's."""
+    b300, b200, gb300 = load_topology("dgx-b300"), load_topology("dgx-b200"), load_topology("gb300-nvl72")
+    assert 8 * 2 * b300.gpu.bf16_dense == pytest.approx(36e15) and 8 * 2 * b300.gpu.fp8_dense == pytest.approx(72e15)
+    assert b300.gpu.hbm_bandwidth == 8e12 and b300.gpu.hbm == gb300.gpu.hbm > b200.gpu.hbm
+    assert b300.gpu.rates == gb300.gpu.rates and b300.gpu.sms == gb300.gpu.sms
+    assert b300.tiers[0] == b200.tiers[0] and b300.domain_size == 8 and b300.host_cpu == "intel"
+    assert [t.bandwidth for t in b300.tiers[1:]] == [800e9 / 8] * 3 and b300.tiers[1].size == 64 * 8
 
 
 def test_the_a100_40gb_topology_is_dgx_a100_with_the_40gb_parts_memory() -> None:

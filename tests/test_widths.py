@@ -106,6 +106,7 @@ def test_the_issues_examples() -> None:
         "dgx-a100",
         "dgx-a100-40gb",
         "dgx-b200",
+        "dgx-b300",
         "dgx-h100",
         "gb200-nvl72",
         "gb300-nvl72",
