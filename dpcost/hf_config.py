@@ -324,6 +324,7 @@ _ARCHITECTURES = {
     "DeepseekV2ForCausalLM": "deepseek_v2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
     "DeepseekV32ForCausalLM": "deepseek_v32",
+    "DeepseekV4ForCausalLM": "deepseek_v4",
     "MinistralForCausalLM": "ministral",
     "GlmForCausalLM": "glm",
     "InternLM3ForCausalLM": "internlm3",
@@ -401,7 +402,7 @@ _HYBRID = (
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
-         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID}
+         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4"}
     )
 )  # fmt: skip
 
@@ -1311,6 +1312,10 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _mimo_v2_flash(k)
     elif family in _DEEPSEEK:
         arch = _deepseek(k, family)
+    elif family == "deepseek_v4":
+        from dpcost.hf_deepseek_v4 import deepseek_v4_architecture
+
+        arch = deepseek_v4_architecture(k)
     elif family in ("glm4_moe", "glm4v_moe_text", "dots1"):
         arch = _glm4_moe(k, family)
     elif family == "minimax_m2":

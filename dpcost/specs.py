@@ -15,7 +15,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from dpcost.units import parse_bandwidth, parse_bytes, parse_count, parse_flops, parse_seconds
 
 __all__ = [
+    "CSA",
+    "HCA",
     "Calibration",
+    "CompressedAttentionSpec",
     "DeltaNetSpec",
     "GPUSpec",
     "InNetworkReduction",
@@ -202,7 +205,32 @@ class GlobalAttentionSpec(Spec):
     )
 
 
-Mixer = Literal["attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none"]
+class CompressedAttentionSpec(Spec):
+    """DeepSeek-V4's attention (transformers 5.24.0 modeling_deepseek_v4.py DeepseekV4Attention; the DeepSeek-V4 report,
+    section 2.3): queries through a low-rank latent (q_a_proj to `q_lora_rank`, q_b_proj to heads x head_dim), one
+    key-value head that serves as keys and values (kv_proj, K = V), a learned sink per head, and a grouped low-rank
+    output projection (the heads in `o_groups` groups, each projected to `o_lora_rank`, then mixed to hidden). Every
+    layer attends to a sliding window of recent keys (local_attention) and, in its "compressed sparse attention" or
+    "heavily compressed attention" layers (mixers), also to compressed entries of the older context: CSA pools each
+    `csa_rate` tokens into one entry from windows overlapping their neighbours, and a lightning indexer of
+    `index_heads` x `index_head_dim` keeps each query's `index_topk` best entries; HCA pools each `hca_rate` tokens
+    and attends to all of them."""
+
+    q_lora_rank: PositiveInt
+    o_groups: PositiveInt
+    o_lora_rank: PositiveInt
+    csa_rate: PositiveInt = Field(4, description="compress_rates' compressed_sparse_attention: tokens per entry")
+    hca_rate: PositiveInt = Field(128, description="compress_rates' heavily_compressed_attention: tokens per entry")
+    index_heads: PositiveInt = Field(description="index_n_heads")
+    index_head_dim: PositiveInt = Field(description="index_head_dim")
+    index_topk: PositiveInt = Field(description="index_topk: the compressed entries each CSA query reads")
+
+
+CSA, HCA = "compressed sparse attention", "heavily compressed attention"
+Mixer = Literal[
+    "attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none",
+    "compressed sparse attention", "heavily compressed attention",
+]  # fmt: skip
 
 
 class ModelArchitecture(Spec):
@@ -277,6 +305,17 @@ class ModelArchitecture(Spec):
         description="the value heads' width where it is not head_dim (MiMo-V2-Flash; MLA keeps its own)",
         exclude_if=lambda v: v is None,
     )
+    compressed_attention: CompressedAttentionSpec | None = Field(
+        None,
+        description="DeepSeek-V4's attention: its query latent, grouped output projection and compressors",
+        exclude_if=lambda v: v is None,
+    )
+    residual_streams: PositiveInt = Field(
+        1,
+        description="the residual kept as this many streams, collapsed into each sub-layer's input and its output "
+        "expanded back (DeepSeek-V4's manifold-constrained hyper-connections, hc_mult); 1: one residual",
+        exclude_if=lambda v: v == 1,
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelArchitecture:
@@ -310,6 +349,14 @@ class ModelArchitecture(Spec):
             raise ValueError(f"local_attention.layers: indices of attention layers, from 0 to {self.layers - 1}")
         if self.indexer is not None and any(i >= self.layers for i in self.indexer.layers):
             raise ValueError(f"indexer.layers: layer indices run from 0 to {self.layers - 1}")
+        c = self.compressed_attention
+        if any(m in (CSA, HCA) for m in self.mixers) and c is None:
+            raise ValueError("compressed attention layers need compressed_attention")
+        if c is not None and (self.kv_heads != 1 or not self.values_from_keys or self.mla is not None):
+            raise ValueError("compressed_attention: one key-value head that serves as values (kv_heads 1, "
+                             "values_from_keys), and no MLA")  # fmt: skip
+        if c is not None and self.heads % c.o_groups:
+            raise ValueError(f"compressed_attention.o_groups ({c.o_groups}) must divide heads ({self.heads})")
         dense = [i for i in range(self.layers) if self.has_mlp(i) and not self.moe_layer(i)]
         if self.ffn is None and dense:
             raise ValueError("ffn is required for dense MLP layers")
@@ -363,8 +410,18 @@ class ModelArchitecture(Spec):
 
     @property
     def hybrid(self) -> bool:
-        """Some layer is not attention followed by an MLP."""
-        return any(m not in ("attention", "global attention") for m in self.mixers) or bool(self.mlp_free_layers)
+        """Some layer is not plain attention followed by an MLP (a recurrent or convolutional mixer, none, or
+        DeepSeek-V4's compressed attention), or the residual is kept as several streams: what layouts and the
+        per-op model do not cost yet."""
+        plain = ("attention", "global attention")
+        return any(m not in plain for m in self.mixers) or bool(self.mlp_free_layers) or self.residual_streams > 1
+
+    @property
+    def unmodelled(self) -> str:
+        """What of a hybrid layouts and the per-op model do not cost yet, in words for its refusals."""
+        if self.compressed_attention is not None or self.residual_streams > 1:
+            return "compressed attention and hyper-connected residual streams"
+        return "layers that are not all attention and an MLP"
 
     def attention_of(self, mixer: str) -> ModelArchitecture:
         """The architecture a layer of `mixer` attends with: a "global attention" layer's own head_dim, KV heads

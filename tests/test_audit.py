@@ -51,6 +51,8 @@ def test_decode_flops_are_two_per_active_weight_plus_attention_over_the_context(
     for spec in MODELS:
         a = spec.architecture
         assert a is not None
+        if a.local_attention is not None:  # a window's decode reads the window (test_deepseek_v4.py)
+            continue
         c = count_params(spec)
         head = c.embedding if a.tied_embeddings else 0.0
         expected = 2 * (c.active_excl_embedding + head) + attention_flops(a, 4096)

@@ -147,7 +147,7 @@ def test_every_family_within_half_a_percent() -> None:
         "apertus", "arcee", "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa",
         "gemma4_text", "cohere2", "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo", "stablelm", "gpt_neo",
         "codegen", "mpt", "mistral4", "glm", "internlm3", "glm4_moe_lite",
-        "mimo_v2_flash", "lfm2", "lfm2_moe",
+        "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]

@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from dpcost.engine.attention_keys import cached_keys
-from dpcost.specs import ModelArchitecture
+from dpcost.engine.attention_keys import cached_entries, cached_keys
+from dpcost.specs import CSA, HCA, ModelArchitecture
 
 __all__ = ["ACT_BYTES", "Kernels", "LayerTensors", "Tensor", "kv_cache_bytes", "layer_tensors", "recurrent_state_bytes"]
 
@@ -159,6 +159,53 @@ def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: in
     return out, mm + 1
 
 
+def _compressed_attention(a: ModelArchitecture, mixer: str, flash: bool, first_mm: int) -> tuple[list[Tensor], int]:
+    """DeepSeek-V4's attention (modeling_deepseek_v4.py, transformers 5.24.0) as fused kernels keep it: the query
+    latent and its norm's output, the queries before their unweighted norm and after it (the attention's input), the
+    key-value head before its norm and after it, a compressor's projections (kv and gate, twice as wide in a sparse
+    layer, whose indexer keeps its queries, its own projections and head weights), the log-sum-exp over the window
+    and entries (the score square only without flash), the context, o_a_proj's output and o_b_proj's."""
+    c, e = a.compressed_attention, ACT_BYTES
+    assert c is not None
+    queries, d = a.heads * a.d_head, a.d_head
+    out = [
+        Tensor("q_a output", "qkv", e * c.q_lora_rank, matmul=first_mm),
+        Tensor("q norm output", "qkv", e * c.q_lora_rank),
+        Tensor("Q before its norm", "qkv", e * queries, matmul=first_mm + 1),
+        Tensor("Q", "qkv", e * queries),
+        Tensor("KV before its norm", "qkv", e * d, matmul=first_mm + 2),
+        Tensor("KV (keys and values)", "qkv", e * d),
+    ]
+    mm = first_mm + 3
+    if mixer == CSA:
+        di = c.index_head_dim
+        out.append(Tensor("compressor kv and gate", "core_attn", e * 4 * d, matmul=mm))
+        out.append(Tensor("indexer kv, gate, queries and weights", "core_attn",
+                          e * (4 * di + c.index_heads * di + c.index_heads), matmul=mm + 2))  # fmt: skip
+        mm += 6
+    elif mixer == HCA:
+        out.append(Tensor("compressor kv and gate", "core_attn", e * 2 * d, matmul=mm))
+        mm += 2
+    if flash:
+        out.append(Tensor("log-sum-exp (fp32)", "core_attn", 4.0 * a.heads))
+    else:
+        out.append(Tensor("softmax", "core_attn", e * a.heads, quadratic=True))
+    out.append(Tensor("context (output projection input)", "core_attn", e * queries))
+    out.append(Tensor("o_a output", "attn_out", e * c.o_groups * c.o_lora_rank, matmul=mm))
+    out.append(Tensor("output projection output", "attn_out", e * a.hidden, matmul=mm + 1))
+    return out, mm + 2
+
+
+def _hyper_connection(a: ModelArchitecture, module: Module, name: str) -> list[Tensor]:
+    """One of DeepSeek-V4's hyper-connections (DeepseekV4HyperConnection): the n input streams its mapping and its
+    collapse read, and the fp32 pre, post and mixing weights, (2 + n) n of them."""
+    n = a.residual_streams
+    return [
+        Tensor(f"{name} hyper-connection input streams", module, ACT_BYTES * n * a.hidden),
+        Tensor(f"{name} hyper-connection weights (fp32)", module, 4.0 * (2 + n) * n),
+    ]
+
+
 def _mamba(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     """A Mamba mixer as mamba_ssm's fused functions keep it (the kernels Megatron's and transformers' CUDA paths
     call), recomputing the convolution, the scan and the gated norm in the backward:
@@ -266,9 +313,14 @@ def layer_tensors(
     fused = kernels == "fused" and mixer == "attention"
     attention_norm: Module | None = "qkv" if fused and a.mla is None else None
     mlp_norm: Module | None = "mlp" if fused and not (moe_layer and a.moe is not None) else None
-    tensors = _norm(a, kernels, "attention norm", attention_norm) if mixer != "none" else []
+    streams = a.residual_streams > 1
+    tensors = _hyper_connection(a, "input", "attention") if streams else []
+    tensors += _norm(a, kernels, "attention norm", attention_norm) if mixer != "none" else []
     mm = 1
-    if "attention" in mixer:
+    if "attention" in mixer and a.compressed_attention is not None:
+        attention, mm = _compressed_attention(a, mixer, flash, mm)
+        tensors += attention
+    elif "attention" in mixer:
         attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm)
         tensors += attention
     if "mamba" in mixer:
@@ -281,9 +333,11 @@ def layer_tensors(
         delta, mm = _deltanet(a, mm)
         tensors += delta
     if not mlp:
-        return LayerTensors(tuple(tensors), kernels, a.hidden)
+        return LayerTensors(tuple(tensors), kernels, a.hidden * a.residual_streams)
     if a.layer_norms >= 4:
         tensors.append(_post_norm(a, kernels, "post-attention norm"))
+    if streams:
+        tensors += _hyper_connection(a, "attn_out", "MLP")
     if a.layer_norms >= 2 or mixer == "none":  # one norm per block (GPT-J, Falcon): attention and MLP share it
         tensors += _norm(a, kernels, "MLP norm", mlp_norm)
     e, h = ACT_BYTES, a.hidden
@@ -314,15 +368,19 @@ def layer_tensors(
         mm += sum(1 for t in part if t.matmul)
     if a.layer_norms >= 4:
         tensors.append(_post_norm(a, kernels, "post-MLP norm"))
+    if streams:  # the expansion's post weights take their gradient from the sub-layer's output
+        tensors.append(Tensor("MLP output (its hyper-connection expands it)", "mlp", e * h))
     if a.dropout > 0:
         tensors.append(Tensor("MLP dropout mask", "mlp", 1.0 * h))
-    return LayerTensors(tuple(tensors), kernels, a.hidden)
+    return LayerTensors(tuple(tensors), kernels, a.hidden * a.residual_streams)
 
 
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:
     """Keys and values of every attention layer for `batch` sequences of `seq_len` tokens (MLA caches its latent;
     each layer its own KV heads and head_dim; a sliding-window or chunked layer at most its window or chunk:
     cached_keys), and each recurrent layer's state, whatever the context (recurrent_state_bytes)."""
+    if a.compressed_attention is not None:
+        return _compressed_cache_bytes(a, seq_len, batch, dtype_bytes)
     kv = 0.0
     for mixer, local, count in a.attention_kinds:
         if a.mla is not None:
@@ -334,6 +392,23 @@ def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: 
     if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache)
         kv += a.indexer.head_dim * a.indexer_layers * seq_len * batch
     return float(kv + recurrent_state_bytes(a, dtype_bytes) * batch)
+
+
+def _compressed_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int) -> float:
+    """DeepSeek-V4's cache (DeepseekV4HCACache, DeepseekV4CSACache): every layer's window of its last keys, one
+    head_dim entry each (the key serves as the value), and a compressed layer's entries, one per closed window
+    (attention_keys.cached_entries), a sparse layer's indexer keys of index_head_dim beside them."""
+    c = a.compressed_attention
+    assert c is not None
+    per_sequence = 0.0
+    for mixer, local, count in a.attention_kinds:
+        entries = float(cached_keys(seq_len, local)) * a.d_head
+        if mixer == CSA:
+            entries += cached_entries(seq_len, c.csa_rate) * (a.d_head + c.index_head_dim)
+        elif mixer == HCA:
+            entries += cached_entries(seq_len, c.hca_rate) * a.d_head
+        per_sequence += count * entries
+    return per_sequence * dtype_bytes * batch
 
 
 def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:

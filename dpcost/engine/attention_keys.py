@@ -1,13 +1,13 @@
 """The keys each query attends to, and the keys a layer's cache keeps: over the whole context before it, or, in a
-sliding-window or chunked layer (specs.LocalAttentionSpec), only the nearby ones. The compute model prices
-attention by the first (compute.attention_flops, ops.layer_ops), serving's KV cache by the second
-(activations.kv_cache_bytes)."""
+sliding-window or chunked layer (specs.LocalAttentionSpec), only the nearby ones; and DeepSeek-V4's compressed
+entries of the older context (specs.CompressedAttentionSpec). The compute model prices attention by the first
+(compute.attention_flops, ops.layer_ops), serving's KV cache by the second (activations.kv_cache_bytes)."""
 
 from __future__ import annotations
 
 from dpcost.specs import LocalAttentionSpec
 
-__all__ = ["cached_keys", "causal_keys"]
+__all__ = ["cached_entries", "cached_keys", "causal_keys", "compressed_entries"]
 
 
 def causal_keys(seq_len: float, local: LocalAttentionSpec | None) -> float:
@@ -28,3 +28,29 @@ def cached_keys(seq_len: float, local: LocalAttentionSpec | None) -> float:
     window or the chunk (transformers 5.24.0 cache_utils.py: DynamicSlidingWindowLayer holds min(seq_len, window)
     tokens, and serves chunked layers too)."""
     return seq_len if local is None else min(seq_len, local.size)
+
+
+def compressed_entries(seq_len: float, rate: int, topk: int | None = None) -> float:
+    """The compressed entries a query attends to, on average over a sequence of T = seq_len: query t (from 1) sees the
+    floor(t / rate) windows of `rate` tokens closed before it (modeling_deepseek_v4.py, transformers 5.24.0: entry w
+    is visible where w < (position + 1) // rate), all of them (heavily compressed attention) or at most the
+    indexer's `topk` (compressed sparse attention). Summed in closed form: for T = q rate + r, the floor(t / rate)
+    sum to rate q (q - 1) / 2 + q (r + 1); from t = topk x rate on, each query reads topk."""
+
+    def floors(t: int) -> float:  # sum of floor(u / rate) for u = 1..t
+        q, r = divmod(t, rate)
+        return rate * q * (q - 1) / 2 + q * (r + 1)
+
+    tokens = int(seq_len)
+    if tokens <= 0:
+        return 0.0
+    if topk is None or tokens < topk * rate:
+        return floors(tokens) / tokens
+    capped_from = topk * rate  # floor(t / rate) reaches topk here
+    return (floors(capped_from - 1) + topk * (tokens - capped_from + 1)) / tokens
+
+
+def cached_entries(seq_len: float, rate: int) -> float:
+    """The compressed entries a layer's cache holds after seq_len tokens, and that a new token can read:
+    floor(seq_len / rate), one per closed window (DeepseekV4HCACache, DeepseekV4CSACache)."""
+    return float(int(seq_len) // rate)

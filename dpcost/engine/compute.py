@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpcost.engine.attention_keys import cached_keys, causal_keys
+from dpcost.engine.attention_keys import cached_entries, cached_keys, causal_keys, compressed_entries
 from dpcost.engine.checkpointing import DEFAULT_MODULES, recomputed_modules
 from dpcost.engine.params import ParamCount, mtp_layer
-from dpcost.specs import ModelArchitecture
+from dpcost.specs import CSA, HCA, ModelArchitecture
 
 __all__ = [
     "FlopsPerToken",
@@ -55,7 +55,8 @@ def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False)
     its own head_dim (Gemma 4's global layers). PaLM's T is twice the keys a query attends to causally on average
     (causal_keys): a sliding-window or chunked layer counts twice its own. Decoding one token (`decode`) it reads
     the keys its cache holds (cached_keys). With DeepSeek-V3.2's indexer, attention over its top-k keys and the
-    indexer's scores over all T."""
+    indexer's scores over all T. DeepSeek-V4's layers read their window's keys and their compressed entries, and its
+    sparse layers' indexers score the entries (_compressed)."""
     mla = arch.mla
     flops = 0.0
     for mixer, local, count in arch.attention_kinds:
@@ -65,12 +66,32 @@ def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False)
             keys: float = min(seq_len, arch.indexer.topk)
         else:
             keys = cached_keys(seq_len, local) if decode else 2 * causal_keys(seq_len, local)
-        flops += 2.0 * count * view.heads * width * keys
+        entries, indexed = _compressed(arch, mixer, seq_len, decode)
+        flops += 2.0 * count * view.heads * width * (keys + entries)
+        if indexed and arch.compressed_attention is not None:
+            c = arch.compressed_attention
+            flops += 2.0 * count * c.index_heads * c.index_head_dim * indexed
     if arch.indexer is not None:
         # DeepSeek Sparse Attention (DeepSeek-V3.2): attention reads the indexer's top-k keys, and the indexer scores
         # the whole context, I(t, s) = sum_j w(t, j) ReLU(q(t, j) . k(s)) over its heads: 2 H_I d_I T
         flops += 2.0 * arch.indexer_layers * arch.indexer.heads * arch.indexer.head_dim * seq_len
     return flops
+
+
+def _compressed(arch: ModelArchitecture, mixer: str, seq_len: int, decode: bool) -> tuple[float, float]:
+    """DeepSeek-V4's compressed entries in PaLM's convention (twice the causal average, as the window's keys; a
+    decoded token all it can read): those a `mixer` layer's attention reads beside its window
+    (attention_keys.compressed_entries: all of them in a heavily compressed layer, the indexer's top k in a sparse
+    one), and those its indexer scores, ReLU(q . k) over every index head (the sparse layers only). (0, 0) elsewhere."""
+    c = arch.compressed_attention
+    if c is None or mixer not in (CSA, HCA):
+        return 0.0, 0.0
+    rate = c.csa_rate if mixer == CSA else c.hca_rate
+    topk = c.index_topk if mixer == CSA else None
+    if decode:
+        cached = cached_entries(seq_len, rate)
+        return (min(cached, topk) if topk else cached), (cached if mixer == CSA else 0.0)
+    return 2 * compressed_entries(seq_len, rate, topk), (2 * compressed_entries(seq_len, rate) if mixer == CSA else 0.0)
 
 
 def recurrence_flops(arch: ModelArchitecture, decode: bool = False) -> float:

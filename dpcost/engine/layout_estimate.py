@@ -284,7 +284,7 @@ def layout_step(
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
     if a.hybrid:  # as prepare.check_hybrid refuses it for estimate
-        raise ValueError(f"a layout of {model.name}, whose layers are not all attention and an MLP, is not costed yet")
+        raise ValueError(f"a layout of {model.name}, with {a.unmodelled}, is not costed yet")
     if global_batch % (layout.dp * micro_batch):
         raise ValueError(
             f"--global-batch: {global_batch} is not a multiple of DP {layout.dp} x micro-batch {micro_batch}"

@@ -19,9 +19,19 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from dpcost.engine.memo import per_object
-from dpcost.specs import ModelArchitecture, ModelSpec
+from dpcost.specs import CSA, HCA, ModelArchitecture, ModelSpec
 
-__all__ = ["BlockCount", "ParamCount", "block_matrices", "block_tensors", "count_params", "mtp_layer"]
+__all__ = [
+    "BlockCount",
+    "ParamCount",
+    "block_matrices",
+    "block_tensors",
+    "compressor_parameters",
+    "count_params",
+    "hyper_connection_parameters",
+    "hyper_head_parameters",
+    "mtp_layer",
+]
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,8 @@ class ParamCount:
 def _attention(a: ModelArchitecture) -> tuple[float, float]:
     """(parameters, largest matrix) of one attention sub-layer."""
     h = a.hidden
+    if a.compressed_attention is not None:
+        return _compressed_attention(a)
     if a.mla is not None:
         m = a.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -86,6 +98,66 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
     if a.attention_sinks:
         params += a.heads  # gpt-oss: GptOssAttention.sinks, one per attention head
     return params, h * q_out
+
+
+def _compressed_attention(a: ModelArchitecture) -> tuple[float, float]:
+    """(parameters, largest matrix) of DeepSeek-V4's attention without its compressor (modeling_deepseek_v4.py
+    DeepseekV4Attention, transformers 5.24.0): q_a_proj (hidden -> q_lora_rank) and its norm, q_b_proj (-> heads x
+    head_dim), kv_proj (hidden -> head_dim, one head serving as keys and values) and its norm, o_a_proj (each of the
+    o_groups groups of heads x head_dim / o_groups -> o_lora_rank), o_b_proj (o_groups x o_lora_rank -> hidden) and
+    a sink per head; no biases."""
+    c = a.compressed_attention
+    assert c is not None
+    h, heads_width, grouped = a.hidden, a.heads * a.d_head, c.o_groups * c.o_lora_rank
+    matrices = (h * c.q_lora_rank, c.q_lora_rank * heads_width, h * a.d_head, heads_width * c.o_lora_rank, grouped * h)
+    return float(sum(matrices) + c.q_lora_rank + a.d_head + a.heads), float(max(matrices))
+
+
+def compressor_parameters(a: ModelArchitecture, mixer: str) -> float:
+    """DeepSeek-V4's compressor in one layer (modeling_deepseek_v4.py, transformers 5.24.0), none in a sliding one:
+    - heavily compressed (DeepseekV4HCACompressor): kv_proj and gate_proj (hidden -> head_dim), a position bias of
+      hca_rate x head_dim and the entries' norm;
+    - compressed sparse (DeepseekV4CSACompressor): the same at twice the width (each token feeds its own window's
+      entry and the next one's) with a csa_rate x 2 head_dim bias, and its lightning indexer (DeepseekV4Indexer): a
+      compressor of its own at 2 x index_head_dim, q_b_proj (q_lora_rank -> index heads x index_head_dim) and
+      weights_proj (hidden -> index heads)."""
+    c = a.compressed_attention
+    if c is None or mixer not in (CSA, HCA):
+        return 0.0
+    d, di = a.d_head, c.index_head_dim
+    # beside the matrices: the position biases and the entries' norms
+    rest = c.hca_rate * d + d if mixer == HCA else c.csa_rate * 2 * d + d + c.csa_rate * 2 * di + di
+    return sum(_compressor_matrices(a, mixer)) + rest
+
+
+def _compressor_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
+    """A compressor's weight matrices in forward order (compressor_parameters)."""
+    c = a.compressed_attention
+    if c is None or mixer not in (CSA, HCA):
+        return []
+    h, d, di = a.hidden, a.d_head, c.index_head_dim
+    if mixer == HCA:
+        return [float(h * d), float(h * d)]  # kv_proj, gate_proj
+    indexer = [h * 2 * di, h * 2 * di, c.q_lora_rank * c.index_heads * di, h * c.index_heads]
+    return [float(t) for t in (h * 2 * d, h * 2 * d, *indexer)]
+
+
+def hyper_connection_parameters(a: ModelArchitecture) -> float:
+    """One of DeepSeek-V4's hyper-connections (modeling_deepseek_v4.py DeepseekV4HyperConnection), two a layer: fn
+    mapping the n streams (n x hidden) to n pre, n post and n x n mixing weights, their base and three scales; none
+    with one residual stream."""
+    n = a.residual_streams
+    if n == 1:
+        return 0.0
+    mixes = (2 + n) * n
+    return float(mixes * n * a.hidden + mixes + 3)
+
+
+def hyper_head_parameters(a: ModelArchitecture) -> float:
+    """DeepSeek-V4's final collapse of the streams (DeepseekV4HyperHead): n x (n x hidden) weights, n biases and a
+    scale; none with one residual stream."""
+    n = a.residual_streams
+    return 0.0 if n == 1 else float(n * n * a.hidden + n + 1)
 
 
 def _mlp(a: ModelArchitecture, width: int, io: int | None = None) -> float:
@@ -180,6 +252,7 @@ def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
     DeltaNet, both side by side, or none."""
     return (
         (_attention_params(a.attention_of(mixer)) if "attention" in mixer else 0.0)
+        + compressor_parameters(a, mixer)
         + (ssm_parameters(a) if "mamba" in mixer else 0.0)
         + (deltanet_parameters(a) if mixer == "deltanet" else 0.0)
         + (short_conv_parameters(a) if mixer == "conv" else 0.0)
@@ -196,7 +269,7 @@ def _router(a: ModelArchitecture) -> float:
 def _block(a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "") -> BlockCount:
     """One layer: its mixer, its norms and its MLP (dense, MoE, or none for a hybrid's single-mixer layers)."""
     attn = mixer_parameters(a, mixer)
-    norms = a.layer_norms * _norm(a)
+    norms = a.layer_norms * _norm(a) + 2 * hyper_connection_parameters(a)  # with the norms: each sub-layer's input
     if mlp_kind == "none":
         return BlockCount(attn + norms, attn + norms, moe=False)
     if not moe_layer or a.moe is None:
@@ -250,6 +323,11 @@ def block_matrices(
     h, a = a.hidden, a.attention_of(mixer)
     if "attention" not in mixer:
         attention: list[int] = []
+    elif a.compressed_attention is not None:
+        c = a.compressed_attention
+        width = a.heads * a.d_head
+        attention = [h * c.q_lora_rank, c.q_lora_rank * width, h * a.d_head, width * c.o_lora_rank,
+                     c.o_groups * c.o_lora_rank * h]  # fmt: skip
     elif a.mla is not None:
         m = a.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -276,7 +354,9 @@ def block_matrices(
     else:
         assert a.ffn is not None
         ffn = mlp(a.ffn)
-    return tuple(float(t) for t in (*attention, *_mixer_matrices(a, mixer), *ffn))
+    streams = [float((2 + a.residual_streams) * a.residual_streams**2 * h)] if a.residual_streams > 1 else []
+    mixing = [*streams, *attention, *_compressor_matrices(a, mixer), *_mixer_matrices(a, mixer), *streams, *ffn]
+    return tuple(float(t) for t in mixing)
 
 
 def mtp_layer(a: ModelArchitecture) -> BlockCount:
@@ -318,7 +398,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     embedding = float(a.vocab * h)
     lm_head = (0.0 if a.tied_embeddings else float(a.vocab * h)) + (float(a.vocab) if a.head_bias else 0.0)
     positions = float(a.learned_positions * h)
-    final_norm = _norm(a) * (2 if a.embedding_norm else 1)
+    final_norm = _norm(a) * (2 if a.embedding_norm else 1) + hyper_head_parameters(a)
     outside = embedding + lm_head + positions + final_norm
     total = sum(b.params for b in blocks) + outside
     active = sum(b.active for b in blocks) + outside
@@ -344,7 +424,13 @@ def count_params(spec: ModelSpec) -> ParamCount:
         layers = sum(1 for mixer, _ in kinds if kind in mixer)
         if layers:
             components.append((label, mixer_parameters(a, kind) * layers))
-    components.append(("norms", a.layer_norms * _norm(a) * a.layers + final_norm))
+    compressors = sum(compressor_parameters(a, mixer) for mixer, _ in kinds)
+    if compressors:
+        components.append(("compressors and indexers", compressors))
+    components.append(("norms", a.layer_norms * _norm(a) * a.layers + _norm(a) * (2 if a.embedding_norm else 1)))
+    if a.residual_streams > 1:
+        streams = 2 * hyper_connection_parameters(a) * a.layers + hyper_head_parameters(a)
+        components.append(("hyper-connections", streams))
     if dense_layers:
         assert a.ffn is not None
         components.append(("dense MLP", _mlp(a, a.ffn) * dense_layers))

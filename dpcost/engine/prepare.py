@@ -233,8 +233,9 @@ def recipe_of(o: Options) -> str:
 
 
 def check_hybrid(model: ModelSpec, options: Options) -> None:
-    """A hybrid (Mamba, gated DeltaNet or MLP-free layers) is costed as pure data parallelism with the flops
-    compute model: its layouts (Megatron's hybrid layer allocation) and its per-op times are not modelled yet."""
+    """A hybrid (Mamba, gated DeltaNet or MLP-free layers; DeepSeek-V4's compressed attention and residual streams)
+    is costed as pure data parallelism with the flops compute model: its layouts (Megatron's hybrid layer allocation)
+    and its per-op times are not modelled yet."""
     a = model.architecture
     if a is None or not a.hybrid:
         return
@@ -243,18 +244,15 @@ def check_hybrid(model: ModelSpec, options: Options) -> None:
         if getattr(par, name) > 1:
             raise InputError(
                 name,
-                f"a layout of {model.name}, whose layers are not all attention and an MLP, is not costed yet: "
-                "cost it as pure data parallelism",
+                f"a layout of {model.name}, with {a.unmodelled}, is not costed yet: cost it as pure data parallelism",
             )
     if options.compute.compute_model == "ops":
-        raise InputError(
-            "compute_model", f"ops: {model.name}'s Mamba or DeltaNet layers have no per-op times yet: use flops"
-        )
+        raise InputError("compute_model", f"ops: {model.name}, with {a.unmodelled}, has no per-op times yet: use flops")
 
 
 def compute_model_for(model: ModelSpec, compute: Compute) -> str:
     """How compute is priced: --compute-model where given, else op by op (ops.py, issue 18), or every FLOP at one
-    efficiency where the model has no per-op times (no architecture; Mamba or DeltaNet layers)."""
+    efficiency where the model has no per-op times (no architecture; a hybrid: check_hybrid)."""
     if compute.compute_model is not None:
         return compute.compute_model
     a = model.architecture

@@ -31,6 +31,8 @@ def models_table(models: Sequence[ModelSpec]) -> Table:
             attention = mlp = "-"
         else:
             attention = "MLA" if a.mla else "MHA" if a.n_kv_heads == a.heads else f"GQA {a.heads}/{a.n_kv_heads}"
+            if a.compressed_attention is not None:
+                attention = f"CSA/HCA {a.heads}/1"
             mlp = a.mlp
             if a.moe:
                 mlp = f"MoE {a.moe.active}/{a.moe.experts}" + (f"+{a.moe.shared}" if a.moe.shared else "")
@@ -119,6 +121,17 @@ def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
         seen = f"a sliding window of the last {local.size:,} keys" if local.kind == "sliding" else (
             f"chunks of {local.size:,} tokens, each query the keys before it in its own chunk")  # fmt: skip
         t.rows.append(["local attention", f"{count} of {a.attention_layers} attention layers see {seen}"])
+    if a is not None and a.compressed_attention is not None:
+        compressed = a.compressed_attention
+        kinds = {mixer: n for mixer, _, n in a.attention_kinds}
+        t.rows.append([
+            "compressed attention",
+            f"{kinds.get('compressed sparse attention', 0)} layers also read an entry per {compressed.csa_rate} older "
+            f"tokens (an indexer keeps {compressed.index_topk:,}), {kinds.get('heavily compressed attention', 0)} one "
+            f"per {compressed.hca_rate} (all); one key-value head of {a.d_head}",
+        ])  # fmt: skip
+    if a is not None and a.residual_streams > 1:
+        t.rows.append(["residual streams", f"{a.residual_streams} (hyper-connections around every sub-layer)"])
     parts = Table("Where the parameters are", ["component", "parameters", "share"], right={1, 2})
     for label, n in c.components:
         parts.rows.append([label, fmt_count(n), f"{n / c.total:.1%}"])
