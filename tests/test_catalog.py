@@ -15,6 +15,7 @@ MODELS = {
     "llama-70b",
     "qwen-72b",
     "deepseek-v3",
+    "deepseek-v4-flash",
     "llama-8b",
     "llama-405b",
     "llama2-70b",

@@ -222,7 +222,7 @@ def test_models_and_topologies_lists() -> None:
         assert name in out
     assert "1:7" in out
     rows = list(csv.DictReader(io.StringIO(ok("models", "--format", "csv"))))
-    assert len(rows) == 9
+    assert len(rows) == len(MODELS)
 
 
 def test_show() -> None:
@@ -355,7 +355,7 @@ def test_python_m_dpcost_and_version() -> None:
         [sys.executable, "-m", "dpcost", "models", "--format", "json"], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-    assert len(json.loads(result.stdout)) == 9
+    assert len(json.loads(result.stdout)) == len(MODELS)
 
 
 def test_the_console_script_imports_only_the_command_it_runs() -> None:
