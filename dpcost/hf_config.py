@@ -97,6 +97,12 @@ _LLAMA_LIKE = {
     "qwen3": (32, 128, False, "head"),  # configuration_qwen3.py; q_norm/k_norm over head_dim
     "qwen3_moe": (4, 128, False, "head"),  # configuration_qwen3_moe.py
     "phi3": (None, None, False, "none"),  # configuration_phi3.py (fused qkv_proj, gate_up_proj: same shapes)
+    # configuration_exaone.py (5.24.0: EXAONE 3.0 and 3.5): LlamaForCausalLM's layers, 8 KV heads unless given; its
+    # released files name the layers num_layers (the class's attribute_map)
+    "exaone": (8, None, False, "none"),
+    # configuration_cwm.py / modeling_cwm.py (5.24.0: Meta's CWM): Llama's layers without attention biases, 8 KV heads
+    # and head_dim 128 unless given; sliding windows by layer_types, else every layer but each fourth from the first
+    "cwm": (8, 128, False, "none"),
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
     "olmo3": (None, None, False, "full"),  # configuration_olmo3.py / modeling_olmo3.py: OLMo 2's layers and norms
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
@@ -178,8 +184,8 @@ _LLAMA_LIKE = {
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
 # configuration_glm4.py, InternLM2's configuration_internlm2.py (whose attention bias is named `bias`).
 # Whose attention projections take bias=False whatever attention_bias says (modeling_mistral.py, modeling_ministral.py,
-# modeling_ministral3.py)
-_UNBIASED = ("mistral", "ministral", "ministral3")
+# modeling_ministral3.py), or that has no attention_bias (modeling_cwm.py)
+_UNBIASED = ("mistral", "ministral", "ministral3", "cwm")
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
@@ -260,7 +266,13 @@ _GLM4_MOE_LITE = {"vocab_size": 154880, "hidden_size": 2048, "intermediate_size"
                   "num_hidden_layers": 47, "num_attention_heads": 20, "n_shared_experts": 1, "n_routed_experts": 64,
                   "kv_lora_rank": 512, "q_lora_rank": 768, "qk_rope_head_dim": 64, "v_head_dim": 256,
                   "qk_nope_head_dim": 192, "num_experts_per_tok": 4}  # fmt: skip
-_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite")
+# MiniCPM3Config's defaults (configuration_minicpm3.py, 5.24.0: openbmb/MiniCPM3-4B's shapes): DeepSeek-V2's MLA over a
+# dense MLP in every layer, tied; v_head_dim hidden / heads unless given
+_MINICPM3 = {"vocab_size": 73448, "hidden_size": 2560, "intermediate_size": 6400, "num_hidden_layers": 62,
+             "num_attention_heads": 40, "kv_lora_rank": 256, "q_lora_rank": 768, "qk_nope_head_dim": 64,
+             "qk_rope_head_dim": 32}  # fmt: skip
+_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite",
+             "minicpm3")  # fmt: skip
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt")
 # The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
@@ -329,6 +341,9 @@ _ARCHITECTURES = {
     "GlmForCausalLM": "glm",
     "InternLM3ForCausalLM": "internlm3",
     "Glm4MoeLiteForCausalLM": "glm4_moe_lite",
+    "MiniCPM3ForCausalLM": "minicpm3",
+    "ExaoneForCausalLM": "exaone",
+    "CwmForCausalLM": "cwm",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
@@ -437,7 +452,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     bias_key = {"internlm2": "bias", "stablelm": "use_qkv_bias", "internlm3": "qkv_bias"}.get(family, "attention_bias")
     shape = _LLAMA_SHAPE_DEFAULTS if family == "llama" and k.prefix else {}
     hidden = k.integer("hidden_size", default=shape.get("hidden_size", _MISSING), field="hidden")
-    layers = k.integer("num_hidden_layers", default=shape.get("num_hidden_layers", _MISSING), field="layers")
+    layer_keys = ("num_hidden_layers", "num_layers") if family == "exaone" else ("num_hidden_layers",)
+    layers = k.integer(*layer_keys, default=shape.get("num_hidden_layers", _MISSING), field="layers")
     heads = k.integer("num_attention_heads", default=shape.get("num_attention_heads", _MISSING), field="heads")
     arch: dict[str, Any] = {
         "hidden": hidden,
@@ -463,6 +479,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm", "glm")  # mlp_bias not read
     if family not in unbiased_mlp and k.flag("bias" if family == "internlm3" else "mlp_bias", False):
         arch["linear_bias"] = True
+        if family not in ("gpt_oss", "internlm3"):  # mlp_bias biases the MLP alone: o_proj's is attention_bias's
+            arch.setdefault("out_bias", False)
     if family == "olmo":
         arch["norm"] = "layernorm_np"
     if family == "nemotron":
@@ -470,7 +488,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family in ("arcee", "apertus"):
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
-                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3")  # fmt: skip
+                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone")  # fmt: skip
     if family in biased_out and k.flag(bias_key, False):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -739,9 +757,16 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     index_topk_freq-th layer from index_skip_topk_offset), the "shared" ones reusing the last full layer's top-k;
     mlp_layer_types (else first_k_dense_replace) for the dense layers; an e_score_correction_bias in every MoE layer
     (a buffer transformers keeps out of parameters(), stored in the checkpoint). Its MTP layer (model.layers.78,
-    num_nextn_predict_layers) is ignored by transformers on load and counted apart here, with its own indexer."""
+    num_nextn_predict_layers) is ignored by transformers on load and counted apart here, with its own indexer.
+    MiniCPM3 (minicpm3: configuration_minicpm3.py / modeling_minicpm3.py, 5.24.0) is DeepSeek-V2's MLA over a dense MLP
+    in every layer under its own defaults (_MINICPM3): tied, v_head_dim hidden / heads unless given."""
     glm = family in ("glm_moe_dsa", "glm4_moe_lite")
-    defaults = {"glm_moe_dsa": _GLM_MOE_DSA, "mistral4": _MISTRAL4, "glm4_moe_lite": _GLM4_MOE_LITE}
+    defaults = {
+        "glm_moe_dsa": _GLM_MOE_DSA,
+        "mistral4": _MISTRAL4,
+        "glm4_moe_lite": _GLM4_MOE_LITE,
+        "minicpm3": _MINICPM3,
+    }
     d: dict[str, Any] = defaults.get(family, {})
 
     def integer(key: str, field: str = "", default: Any = _MISSING) -> Any:
@@ -754,7 +779,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         "heads": integer("num_attention_heads", "heads"),
         "ffn": integer("intermediate_size", "ffn"),
         "vocab": integer("vocab_size", "vocab"),
-        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "tied_embeddings": k.flag("tie_word_embeddings", family == "minicpm3"),
         "qkv_bias": k.flag("attention_bias", False),
     }
     if k.get("n_routed_experts", default=d.get("n_routed_experts")) is not None:
@@ -780,11 +805,16 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         if kinds is not None:
             arch["moe"].update(first_dense_layers=0, dense_layers=tuple(i for i, t in enumerate(kinds) if t == "dense"))
     arch["mla"] = {
-        "q_lora_rank": integer("q_lora_rank", "mla.q_lora_rank", None),
+        # written as null: no query latent, whatever the class's default (DeepSeek-V2-Lite's; MiniCPM3's class has 768)
+        "q_lora_rank": None
+        if "q_lora_rank" in k.cfg and k.cfg["q_lora_rank"] is None
+        else integer("q_lora_rank", "mla.q_lora_rank", None),
         "kv_lora_rank": integer("kv_lora_rank", "mla.kv_lora_rank"),
         "qk_nope_head_dim": integer("qk_nope_head_dim", "mla.qk_nope_head_dim"),
         "qk_rope_head_dim": integer("qk_rope_head_dim", "mla.qk_rope_head_dim"),
-        "v_head_dim": integer("v_head_dim", "mla.v_head_dim"),
+        "v_head_dim": integer("v_head_dim", "mla.v_head_dim", arch["hidden"] // arch["heads"])
+        if family == "minicpm3"
+        else integer("v_head_dim", "mla.v_head_dim"),
     }
     if family != "mistral4":  # Mistral4ForCausalLM builds no MTP layer
         arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
@@ -1154,6 +1184,8 @@ _PERIODIC = {"gemma2": (4096, 2, False), "gpt_oss": (128, 2, False), "olmo3": (4
              "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True), "exaone4": (4096, 4, True)}  # fmt: skip
 # Families whose layers from max_window_layers on slide where use_sliding_window: (default max_window_layers).
 _FROM_MAX_WINDOW_LAYERS = {"qwen2": 28, "qwen3": 28, "qwen2_5_vl": 80, "qwen2_vl": 80, "mimo": 28, "dots1": 62}
+# Families whose layer i slides unless i % period == 0 (the first layer global): (default window, period).
+_PERIODIC_FROM_FIRST = {"cwm": (8192, 4)}
 _USES_FLAG = {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "qwen2_5_vl", "qwen2_vl", "mimo"}
 
 
@@ -1219,6 +1251,8 @@ def _sliding_layers(k: Keys, family: str, layers: int) -> list[int]:
         if isinstance(period, str):
             return [i for i in range(layers) if period[i % len(period)] == "L"]
         return [i for i in range(layers) if (i + 1) % period]
+    if family in _PERIODIC_FROM_FIRST:
+        return [i for i in range(layers) if i % _PERIODIC_FROM_FIRST[family][1]]
     top = k.integer("max_window_layers", default=28 if family == "qwen2_moe" else _FROM_MAX_WINDOW_LAYERS[family])
     if family == "qwen2_moe":
         return [i for i in range(layers) if (i + 1) % 2 and i < top]
@@ -1256,6 +1290,8 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
             window = _EVERY_LAYER_SLIDES[family]
         elif family in _PERIODIC:
             window = _PERIODIC[family][0]
+        elif family in _PERIODIC_FROM_FIRST:
+            window = _PERIODIC_FROM_FIRST[family][0]
         elif family in _FROM_MAX_WINDOW_LAYERS or family == "qwen2_moe":
             window = 4096
         else:

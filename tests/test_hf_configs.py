@@ -878,3 +878,29 @@ def test_a_malformed_key_of_a_new_family_is_one_input_error_naming_it(
     (cfg["text_config"] if text else cfg)[key] = value
     with pytest.raises(InputError, match=said):
         model_from_hf_config(cfg, name)
+
+
+# ------------------------------------------------------------------------------------------------ aliased families
+
+ALIASED = json.loads((CONFIGS / "resolved" / "aliased-families.json").read_text())
+
+
+@pytest.mark.parametrize("case", ALIASED["cases"], ids=lambda c: f"{c['config']['model_type']}-{c['parameters']}")
+def test_families_borrowing_another_ones_layers_count_what_transformers_builds(case: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """EXAONE 3 (Llama's layers; its files' num_layers), MiniCPM3 (DeepSeek-V2's MLA over dense MLPs, tied, a query
+    latent or none) and CWM (Llama's unbiased layers with sliding windows): to the parameter, and the sliding
+    layers and window, as transformers 5.24.0 resolves them (resolved/aliased-families.json, written by
+    aliased_families_with_transformers.py from each class's defaults and switched keys)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(case["config"]))
+    spec = load_model(str(path))
+    a = spec.architecture
+    assert a is not None and ALIASED["transformers"] == "5.24.0"
+    assert count_params(spec).total == case["parameters"]
+    sliding = case["sliding"]
+    local = a.local_attention
+    if sliding is None:
+        assert local is None
+    else:
+        assert local is not None and local.size == sliding["size"]
+        assert [i for i in range(a.layers) if a.local_span(i) is not None] == sliding["layers"]

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Families whose layers are another family's, under their own keys and defaults: what transformers builds from
+their configuration classes (and Llama's own biases, which they borrow). Writes resolved/aliased-families.json.
+
+    python aliased_families_with_transformers.py > resolved/aliased-families.json
+
+Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU).
+For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
+docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm) and switch the keys dpcost reads otherwise than
+the family it borrows from: the released files' names for a key (EXAONE's num_layers), biases, tying, a query
+latent or none, the sliding layers. Each is kept as the class writes it (to_dict, less ids and rope tables), with the
+parameters the family's ForCausalLM class builds from it (on the meta device, no weights) and, where it has them,
+its resolved sliding layers and window.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+
+# what the class writes beside the keys, which no file needs: ids, rope tables, dtypes, transformers' bookkeeping
+DROPPED = {
+    "rope_parameters",
+    "transformers_version",
+    "architectures",
+    "id2label",
+    "label2id",
+    "dtype",
+    "torch_dtype",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "return_dict",
+    "output_hidden_states",
+    "chunk_size_feed_forward",
+    "problem_type",
+    "tokenizer_class",
+    "is_encoder_decoder",
+    "tie_encoder_decoder",
+    "output_attentions",
+}
+CASES: dict[str, list[dict[str, object]]] = {
+    # Llama itself where mlp_bias and attention_bias differ: o_proj's bias is attention_bias's, the MLP's mlp_bias's
+    "llama": [
+        {"mlp_bias": True, "num_hidden_layers": 4},
+        {"attention_bias": True, "num_hidden_layers": 4},
+    ],
+    "exaone": [
+        {},
+        {"num_layers": 30, "hidden_size": 2560, "intermediate_size": 7168, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "vocab_size": 102400, "tie_word_embeddings": True},
+        {"attention_bias": True, "mlp_bias": True, "head_dim": 96},
+    ],
+    "minicpm3": [
+        {},
+        {"q_lora_rank": None, "v_head_dim": 96, "tie_word_embeddings": False},
+        {"hidden_size": 1024, "num_hidden_layers": 8, "num_attention_heads": 16, "kv_lora_rank": 128},
+    ],
+    "cwm": [
+        {},
+        {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
+         "layer_types": ["full_attention", "sliding_attention"] * 5},
+        {"mlp_bias": True, "head_dim": 96},
+    ],
+}  # fmt: skip
+
+
+def main() -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    warnings.filterwarnings("ignore")
+    out = []
+    for family, changes in CASES.items():
+        for change in changes:
+            config = CONFIG_MAPPING[family](**change)
+            with torch.device("meta"):
+                model = AutoModelForCausalLM.from_config(config)
+            kept = {k: v for k, v in config.to_dict().items() if k not in DROPPED}
+            if "num_layers" in change:  # as EXAONE's released files name it
+                kept["num_layers"] = kept.pop("num_hidden_layers")
+            types = getattr(config, "layer_types", None) or []
+            sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
+            out.append({
+                "config": kept,
+                "class": type(model).__name__,
+                "parameters": sum(p.numel() for p in model.parameters()),
+                "sliding": {"size": config.sliding_window, "layers": sliding} if sliding else None,
+            })  # fmt: skip
+    json.dump({"transformers": __import__("transformers").__version__, "cases": out}, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
