@@ -103,6 +103,14 @@ _LLAMA_LIKE = {
     # configuration_cwm.py / modeling_cwm.py (5.24.0: Meta's CWM): Llama's layers without attention biases, 8 KV heads
     # and head_dim 128 unless given; sliding windows by layer_types, else every layer but each fourth from the first
     "cwm": (8, 128, False, "none"),
+    # configuration_iquestcoder.py (5.24.0): LlamaForCausalLM's layers, 8 KV heads and head_dim 128 unless given
+    "iquestcoder": (8, 128, False, "none"),
+    # configuration_flex_olmo.py / modeling_flex_olmo.py (5.24.0): OLMoE's attention and experts (num_experts of
+    # intermediate_size, a router without bias), q/k norms over all heads, two norms a layer
+    "flex_olmo": (None, None, False, "full"),
+    # configuration_granitemoeshared.py / modeling_granitemoeshared.py (5.24.0): GraniteMoE's layers and, where
+    # shared_intermediate_size is set, a gated shared MLP of that width beside the experts
+    "granitemoeshared": (None, None, False, "none"),
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
     "olmo3": (None, None, False, "full"),  # configuration_olmo3.py / modeling_olmo3.py: OLMo 2's layers and norms
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
@@ -271,8 +279,20 @@ _GLM4_MOE_LITE = {"vocab_size": 154880, "hidden_size": 2048, "intermediate_size"
 _MINICPM3 = {"vocab_size": 73448, "hidden_size": 2560, "intermediate_size": 6400, "num_hidden_layers": 62,
              "num_attention_heads": 40, "kv_lora_rank": 256, "q_lora_rank": 768, "qk_nope_head_dim": 64,
              "qk_rope_head_dim": 32}  # fmt: skip
+# YoutuConfig's defaults (configuration_youtu.py, 5.24.0): DeepSeek-V3's MLA over a dense MLP in every layer, tied
+_YOUTU = {"vocab_size": 128256, "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 32,
+          "num_attention_heads": 16, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64,
+          "v_head_dim": 128, "qk_nope_head_dim": 128}  # fmt: skip
+# SarvamMLAConfig's defaults (configuration_sarvam_mla.py, 5.24.0): DeepseekV3ForCausalLM's layers, one dense layer
+_SARVAM_MLA = {"vocab_size": 262144, "hidden_size": 4096, "intermediate_size": 16384, "moe_intermediate_size": 2048,
+               "num_hidden_layers": 32, "num_attention_heads": 64, "n_shared_experts": 1, "n_routed_experts": 128,
+               "kv_lora_rank": 512, "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128,
+               "num_experts_per_tok": 8, "first_k_dense_replace": 1}  # fmt: skip
+# the names sarvamai's released files use for DeepSeek-V3's keys (SarvamMLAConfig.attribute_map)
+_SARVAM_KEYS = {"n_routed_experts": ("num_experts",), "n_shared_experts": ("num_shared_experts",),
+                "num_nextn_predict_layers": ("num_mtp_layers",)}  # fmt: skip
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite",
-             "minicpm3")  # fmt: skip
+             "minicpm3", "youtu", "sarvam_mla")  # fmt: skip
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt")
 # The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
@@ -344,6 +364,10 @@ _ARCHITECTURES = {
     "MiniCPM3ForCausalLM": "minicpm3",
     "ExaoneForCausalLM": "exaone",
     "CwmForCausalLM": "cwm",
+    "YoutuForCausalLM": "youtu",
+    "SarvamMLAForCausalLM": "sarvam_mla",
+    "FlexOlmoForCausalLM": "flex_olmo",
+    "GraniteMoeSharedForCausalLM": "granitemoeshared",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
@@ -488,7 +512,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family in ("arcee", "apertus"):
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
-                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone")  # fmt: skip
+                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder")  # fmt: skip
     if family in biased_out and k.flag(bias_key, False):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -524,14 +548,18 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             "shared": 1,
         }
         return arch
-    if family in ("mixtral", "gpt_oss", "olmoe", "granitemoe", "phimoe"):
+    if family in ("mixtral", "gpt_oss", "olmoe", "granitemoe", "phimoe", "flex_olmo", "granitemoeshared"):
+        by_num_experts = family in ("olmoe", "flex_olmo")
         arch["moe"] = {
             # OlmoeSparseMoeBlock, GraniteMoeMoE: experts of intermediate_size, a router without bias, no shared one
-            "experts": k.integer("num_local_experts" if family != "olmoe" else "num_experts", field="moe.experts"),
+            "experts": k.integer("num_experts" if by_num_experts else "num_local_experts", field="moe.experts"),
             "active": k.integer("num_experts_per_tok", "experts_per_token", field="moe.active"),
             "ffn": k.integer("intermediate_size", field="moe.ffn"),
             "router_bias": family == "gpt_oss",  # gpt-oss's router is a Linear with bias
         }
+        shared = k.integer("shared_intermediate_size", default=0, field="moe.shared_ffn")
+        if family == "granitemoeshared" and shared:
+            arch["moe"].update(shared=1, shared_ffn=shared)
         return arch
     arch["ffn"] = k.integer("intermediate_size", default=shape.get("intermediate_size", _MISSING), field="ffn")
     if family in ("qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text") and k.get("num_experts", default=0):
@@ -759,18 +787,23 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     (a buffer transformers keeps out of parameters(), stored in the checkpoint). Its MTP layer (model.layers.78,
     num_nextn_predict_layers) is ignored by transformers on load and counted apart here, with its own indexer.
     MiniCPM3 (minicpm3: configuration_minicpm3.py / modeling_minicpm3.py, 5.24.0) is DeepSeek-V2's MLA over a dense MLP
-    in every layer under its own defaults (_MINICPM3): tied, v_head_dim hidden / heads unless given."""
+    in every layer under its own defaults (_MINICPM3): tied, v_head_dim hidden / heads unless given; Youtu (youtu) the
+    same under _YOUTU; Sarvam's MLA models (sarvam_mla) DeepseekV3ForCausalLM's under _SARVAM_MLA, their files' own
+    names for three keys (_SARVAM_KEYS)."""
     glm = family in ("glm_moe_dsa", "glm4_moe_lite")
     defaults = {
         "glm_moe_dsa": _GLM_MOE_DSA,
         "mistral4": _MISTRAL4,
         "glm4_moe_lite": _GLM4_MOE_LITE,
         "minicpm3": _MINICPM3,
+        "youtu": _YOUTU,
+        "sarvam_mla": _SARVAM_MLA,
     }
     d: dict[str, Any] = defaults.get(family, {})
+    aliases = _SARVAM_KEYS if family == "sarvam_mla" else {}
 
     def integer(key: str, field: str = "", default: Any = _MISSING) -> Any:
-        return k.integer(key, default=d.get(key, default), field=field)
+        return k.integer(key, *aliases.get(key, ()), default=d.get(key, default), field=field)
 
     layers = integer("num_hidden_layers", "layers")
     arch: dict[str, Any] = {
@@ -779,10 +812,10 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         "heads": integer("num_attention_heads", "heads"),
         "ffn": integer("intermediate_size", "ffn"),
         "vocab": integer("vocab_size", "vocab"),
-        "tied_embeddings": k.flag("tie_word_embeddings", family == "minicpm3"),
+        "tied_embeddings": k.flag("tie_word_embeddings", family in ("minicpm3", "youtu")),
         "qkv_bias": k.flag("attention_bias", False),
     }
-    if k.get("n_routed_experts", default=d.get("n_routed_experts")) is not None:
+    if k.get("n_routed_experts", *aliases.get("n_routed_experts", ()), default=d.get("n_routed_experts")) is not None:
         freq = k.integer("moe_layer_freq", default=1)
         if freq != 1:
             raise InputError(
@@ -817,7 +850,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         else integer("v_head_dim", "mla.v_head_dim"),
     }
     if family != "mistral4":  # Mistral4ForCausalLM builds no MTP layer
-        arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
+        arch["mtp_layers"] = integer("num_nextn_predict_layers", "mtp_layers", 0)
     # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0) where GLM's give none
     if family in ("deepseek_v32", "glm_moe_dsa"):
         arch["indexer"] = {

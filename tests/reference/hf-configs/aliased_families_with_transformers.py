@@ -6,11 +6,11 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
-docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm) and switch the keys dpcost reads otherwise than
-the family it borrows from: the released files' names for a key (EXAONE's num_layers), biases, tying, a query
-latent or none, the sliding layers. Each is kept as the class writes it (to_dict, less ids and rope tables), with the
-parameters the family's ForCausalLM class builds from it (on the meta device, no weights) and, where it has them,
-its resolved sliding layers and window.
+docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam) and
+switch the keys dpcost reads otherwise than the family it borrows from: the released files' names for a key
+(EXAONE's num_layers), biases, tying, a query latent or none, the sliding layers. Each is kept as the class writes
+it (to_dict, less ids and rope tables), with the parameters the family's ForCausalLM class builds from it (on the
+meta device, no weights) and, where it has them, its resolved sliding layers and window.
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ DROPPED = {
     "tie_encoder_decoder",
     "output_attentions",
 }
+# the keys a family's released files spell otherwise (its class's attribute_map): EXAONE 3's num_layers; Sarvam's
+# expert counts (sarvamai/sarvam-105b), in the cases that switch them
+RELEASED_NAMES = {
+    "exaone": {"num_hidden_layers": "num_layers"},
+    "sarvam_mla": {"n_routed_experts": "num_experts", "n_shared_experts": "num_shared_experts"},
+}
 CASES: dict[str, list[dict[str, object]]] = {
     # Llama itself where mlp_bias and attention_bias differ: o_proj's bias is attention_bias's, the MLP's mlp_bias's
     "llama": [
@@ -56,6 +62,26 @@ CASES: dict[str, list[dict[str, object]]] = {
         {},
         {"q_lora_rank": None, "v_head_dim": 96, "tie_word_embeddings": False},
         {"hidden_size": 1024, "num_hidden_layers": 8, "num_attention_heads": 16, "kv_lora_rank": 128},
+    ],
+    "iquestcoder": [
+        {},
+        {"attention_bias": True, "num_hidden_layers": 8},
+    ],
+    "flex_olmo": [
+        {},
+        {"num_experts": 16, "num_experts_per_tok": 2, "num_key_value_heads": 8, "tie_word_embeddings": True},
+    ],
+    "granitemoeshared": [
+        {"shared_intermediate_size": 1024},
+        {},
+    ],
+    "youtu": [
+        {},
+        {"q_lora_rank": None, "tie_word_embeddings": False},
+    ],
+    "sarvam_mla": [
+        {},
+        {"n_routed_experts": 64, "n_shared_experts": 2, "first_k_dense_replace": 2, "q_lora_rank": 1024},
     ],
     "cwm": [
         {},
@@ -79,8 +105,9 @@ def main() -> None:
             with torch.device("meta"):
                 model = AutoModelForCausalLM.from_config(config)
             kept = {k: v for k, v in config.to_dict().items() if k not in DROPPED}
-            if "num_layers" in change:  # as EXAONE's released files name it
-                kept["num_layers"] = kept.pop("num_hidden_layers")
+            for ours, theirs in RELEASED_NAMES.get(family, {}).items():  # as the released files name them
+                if ours in kept and (ours in change or theirs in change):
+                    kept[theirs] = kept.pop(ours)
             types = getattr(config, "layer_types", None) or []
             sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
             out.append({
