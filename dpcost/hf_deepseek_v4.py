@@ -10,13 +10,17 @@ section 2). What the class reads, and nothing it ignores:
   than num_hidden_layers is cut to it (the released files carry one more entry, for the MTP module); the rates from
   compress_rates (else compress_rate_csa, compress_rate_hca), 4 and 128 by default;
 - the lightning indexer of the CSA layers: index_n_heads, index_head_dim, index_topk;
-- mixture of experts in every layer: n_routed_experts of moe_intermediate_size, num_experts_per_tok of them per
-  token, and one shared expert of moe_intermediate_size (DeepseekV4SparseMoeBlock builds one DeepseekV4MLP whatever
-  n_shared_experts says); its hash-routed layers (num_hash_layers, mlp_layer_types) hold the same router weight;
-  the routers' e_score_correction_bias and tid2eid are buffers, not parameters;
-- hc_mult residual streams (manifold-constrained hyper-connections), each layer's two mixers and the model's head.
+- mixture of experts in every layer: n_routed_experts (num_local_experts) of moe_intermediate_size
+  (intermediate_size), num_experts_per_tok of them per token, and one shared expert of that width
+  (DeepseekV4SparseMoeBlock builds one DeepseekV4MLP whatever n_shared_experts says); its hash-routed layers
+  (num_hash_layers, mlp_layer_types) hold the same router weight; the routers' e_score_correction_bias and tid2eid
+  are buffers, not parameters;
+- hc_mult residual streams (manifold-constrained hyper-connections): each layer's two mixers and the model's head,
+  built whatever hc_mult is, 1 included.
 The MTP module of num_nextn_predict_layers is not built by transformers, and its shapes are not in the config: it is
-not counted. A value the class would refuse is refused here by its key, with what is allowed."""
+not counted. A value the class would refuse (a null where it wants a number, a list of the wrong kinds or too
+short) is refused here by its key, with what is allowed; so are mlp_bias true, which transformers builds (biases on
+the shared expert) but dpcost does not count, and degenerate sizes of 0, which the class takes but cannot run."""
 
 from __future__ import annotations
 
@@ -43,19 +47,27 @@ _RATIO = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavil
 def deepseek_v4_architecture(k: Keys) -> dict[str, Any]:
     """The architecture of a DeepSeek-V4 config.json (module docstring)."""
 
-    def integer(key: str, field: str = "") -> int:
-        value: int = k.integer(key, default=_DEFAULTS[key], field=field)
+    def integer(key: str, field: str = "", alias: str = "") -> int:
+        """A positive whole number, else the class's default when absent; written as null, refused (the class's
+        strict fields take no None). `alias`: the attribute_map name transformers reads first."""
+        for name in (alias, key):
+            if name and name in k.cfg and k.cfg[name] is None:
+                raise InputError(k.where, f"{k._key(name)}: a whole number, got null")
+        names = (alias, key) if alias else (key,)
+        value: int = k.integer(*names, default=_DEFAULTS[key], field=field)
         if value <= 0:
             raise InputError(k.where, f"{k._key(key)}: must be more than 0, got {value}")
         return value
 
     if k.flag("mlp_bias", False):
-        raise InputError(k.where, f"{k._key('mlp_bias')}: DeepSeek-V4's MLPs have no biases (the released files say "
-                         "false); true is not counted")  # fmt: skip
+        raise InputError(k.where, f"{k._key('mlp_bias')}: the released files say false; true (biases on the shared "
+                         "expert, as transformers builds it) is not counted")  # fmt: skip
     layers = integer("num_hidden_layers", "layers")
     heads = integer("num_attention_heads", "heads")
-    ffn = integer("moe_intermediate_size", "moe.ffn")
+    # DeepseekV4Config.attribute_map: intermediate_size and num_local_experts set these
+    ffn = integer("moe_intermediate_size", "moe.ffn", alias="intermediate_size")
     rates = _compress_rates(k)
+    _check_mlp_layer_types(k, layers)
     return {
         "hidden": integer("hidden_size", "hidden"),
         "layers": layers,
@@ -67,7 +79,7 @@ def deepseek_v4_architecture(k: Keys) -> dict[str, Any]:
         "vocab": integer("vocab_size", "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "moe": {
-            "experts": integer("n_routed_experts", "moe.experts"),
+            "experts": integer("n_routed_experts", "moe.experts", alias="num_local_experts"),
             "active": integer("num_experts_per_tok", "moe.active"),
             "ffn": ffn,
             "shared": 1,
@@ -108,16 +120,38 @@ def _layer_types(k: Keys, layers: int) -> list[str]:
     return list(types[:layers])
 
 
+def _check_mlp_layer_types(k: Keys, layers: int) -> None:
+    """mlp_layer_types as the class checks it (hash_moe or moe for each layer, cut to num_hidden_layers); both kinds
+    hold the same weights, so the list changes no count."""
+    kinds = k.get("mlp_layer_types", default=None)
+    if kinds is None:
+        return
+    if not isinstance(kinds, list) or len(kinds) < layers or any(t not in ("hash_moe", "moe") for t in kinds):
+        said = f"{k._key('mlp_layer_types')}: hash_moe or moe for each of the {layers} layers, got {kinds!r}"
+        raise InputError(k.where, said[:300])
+
+
 def _compress_rates(k: Keys) -> dict[str, int]:
-    """Tokens per compressed entry by kind: compress_rates, with compress_rate_csa / compress_rate_hca folded in,
-    4 and 128 by default (DeepseekV4Config.default_compress_rates)."""
-    rates = {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
+    """Tokens per compressed entry by kind: compress_rates as given (other keys in it ignored, as the class does), with
+    compress_rate_csa / compress_rate_hca folded in; without it 4 and 128 (DeepseekV4Config.default_compress_rates).
+    Given, it must name both kinds: the model's compressors and caches read both."""
+    kinds = ("compressed_sparse_attention", "heavily_compressed_attention")
+    rates: dict[str, Any] = {"compressed_sparse_attention": 4, "heavily_compressed_attention": 128}
     given = k.get("compress_rates", default=None)
     if given is not None:
-        if not isinstance(given, dict) or any(name not in rates for name in given):
-            said = f"{k._key('compress_rates')}: a mapping of {' and '.join(rates)} to tokens per entry, got {given!r}"
+        if not isinstance(given, dict):
+            said = f"{k._key('compress_rates')}: a mapping of {' and '.join(kinds)} to tokens per entry, got {given!r}"
             raise InputError(k.where, said[:300])
-        rates.update(given)
+        rates = {name: given[name] for name in kinds if name in given}
+    for key, name in (
+        ("compress_rate_csa", "compressed_sparse_attention"),
+        ("compress_rate_hca", "heavily_compressed_attention"),
+    ):
+        if k.get(key, default=None) is not None:
+            rates[name] = k.integer(key)
+    missing = [name for name in kinds if name not in rates]
+    if missing:
+        raise InputError(k.where, f"{k._key('compress_rates')}: names no {' or '.join(missing)} rate; give both"[:200])
     for key, name in (
         ("compress_rate_csa", "compressed_sparse_attention"),
         ("compress_rate_hca", "heavily_compressed_attention"),

@@ -414,12 +414,18 @@ class ModelArchitecture(Spec):
         DeepSeek-V4's compressed attention), or the residual is kept as several streams: what layouts and the
         per-op model do not cost yet."""
         plain = ("attention", "global attention")
-        return any(m not in plain for m in self.mixers) or bool(self.mlp_free_layers) or self.residual_streams > 1
+        return any(m not in plain for m in self.mixers) or bool(self.mlp_free_layers) or self.hyper_connected
+
+    @property
+    def hyper_connected(self) -> bool:
+        """Hyper-connections around every sub-layer: several residual streams, or DeepSeek-V4's layer, which builds its
+        two hyper-connections and the final collapse whatever hc_mult is (modeling_deepseek_v4.py)."""
+        return self.residual_streams > 1 or self.compressed_attention is not None
 
     @property
     def unmodelled(self) -> str:
         """What of a hybrid layouts and the per-op model do not cost yet, in words for its refusals."""
-        if self.compressed_attention is not None or self.residual_streams > 1:
+        if self.hyper_connected:
             return "compressed attention and hyper-connected residual streams"
         return "layers that are not all attention and an MLP"
 

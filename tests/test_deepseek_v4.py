@@ -45,6 +45,15 @@ def test_parameters_by_part_are_what_transformers_builds(name: str) -> None:
     assert c.total == expected["total"]
 
 
+@pytest.mark.parametrize("case", RESOLVED["small"], ids=lambda c: f"hc{c['config']['hc_mult']}")
+def test_small_configs_count_what_transformers_builds(case: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """One residual stream still builds the hyper-connections; intermediate_size and num_local_experts are the
+    class's names for the experts' width and count; layer kinds and rates from layer_types and compress_rates."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(case["config"]))
+    assert count_params(load_model(str(path))).total == case["parameters"]
+
+
 def test_the_layers_attend_as_compress_ratios_say_cut_to_the_layer_count() -> None:
     """Flash: two window-only layers, then sparse (4) and heavy (128) in turn, its 44th entry (the MTP module's) cut;
     Pro: two heavy layers first. Every layer has the 128-key window; four residual streams."""
@@ -121,11 +130,20 @@ def test_a_layer_keeps_its_streams_and_its_input_is_them() -> None:
         ({"compress_ratios": [0, 3]}, "compress_ratios: one of 0, 4 or 128"),
         ({"compress_ratios": [0, 4]}, "compress_ratios: one of 0, 4 or 128 for each of the 43 layers"),
         ({"layer_types": ["sliding_attention", "full_attention"]}, "layer_types: one of sliding_attention"),
-        ({"compress_rates": {"csa": 4}}, "compress_rates: a mapping of compressed_sparse_attention"),
-        ({"compress_rates": {"compressed_sparse_attention": 0}}, "compress_rates.compressed_sparse_attention"),
+        ({"compress_rates": {"csa": 4}}, "compress_rates: names no compressed_sparse_attention or heavily"),
+        (
+            {"compress_rates": {"compressed_sparse_attention": 8}},
+            "compress_rates: names no heavily_compressed_attention",
+        ),
+        (
+            {"compress_rates": {"compressed_sparse_attention": 0, "heavily_compressed_attention": 128}},
+            "compress_rates.compressed_sparse_attention: a whole number",
+        ),
+        ({"mlp_layer_types": ["dense"] * 43}, "mlp_layer_types: hash_moe or moe for each of the 43 layers"),
+        ({"head_dim": None}, "head_dim: a whole number, got null"),
         ({"hc_mult": 0}, "hc_mult: must be more than 0"),
         ({"o_groups": 7}, "o_groups (7) must divide"),
-        ({"mlp_bias": True}, "mlp_bias: DeepSeek-V4's MLPs have no biases"),
+        ({"mlp_bias": True}, "mlp_bias: the released files say false"),
     ],
 )
 def test_hostile_keys_are_refused_by_name(tmp_path: Path, change: dict, key: str) -> None:  # type: ignore[type-arg]

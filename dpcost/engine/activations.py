@@ -313,7 +313,7 @@ def layer_tensors(
     fused = kernels == "fused" and mixer == "attention"
     attention_norm: Module | None = "qkv" if fused and a.mla is None else None
     mlp_norm: Module | None = "mlp" if fused and not (moe_layer and a.moe is not None) else None
-    streams = a.residual_streams > 1
+    streams = a.hyper_connected
     tensors = _hyper_connection(a, "input", "attention") if streams else []
     tensors += _norm(a, kernels, "attention norm", attention_norm) if mixer != "none" else []
     mm = 1

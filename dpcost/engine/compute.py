@@ -79,19 +79,19 @@ def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False)
 
 
 def _compressed(arch: ModelArchitecture, mixer: str, seq_len: int, decode: bool) -> tuple[float, float]:
-    """DeepSeek-V4's compressed entries in PaLM's convention (twice the causal average, as the window's keys; a
-    decoded token all it can read): those a `mixer` layer's attention reads beside its window
-    (attention_keys.compressed_entries: all of them in a heavily compressed layer, the indexer's top k in a sparse
-    one), and those its indexer scores, ReLU(q . k) over every index head (the sparse layers only). (0, 0) elsewhere."""
+    """DeepSeek-V4's compressed entries in PaLM's convention, twice the causal average as the window's keys
+    (attention_keys.compressed_entries), and a decoded token all it can read: those a `mixer` layer's attention
+    reads beside its window, all of them in a heavily compressed layer, at most the indexer's top k in a sparse one
+    (capped as DeepSeek-V3.2's top k is, min(T, k)); and those its indexer scores, ReLU(q . k) over every index
+    head (the sparse layers only). (0, 0) elsewhere."""
     c = arch.compressed_attention
     if c is None or mixer not in (CSA, HCA):
         return 0.0, 0.0
     rate = c.csa_rate if mixer == CSA else c.hca_rate
-    topk = c.index_topk if mixer == CSA else None
-    if decode:
-        cached = cached_entries(seq_len, rate)
-        return (min(cached, topk) if topk else cached), (cached if mixer == CSA else 0.0)
-    return 2 * compressed_entries(seq_len, rate, topk), (2 * compressed_entries(seq_len, rate) if mixer == CSA else 0.0)
+    entries = cached_entries(seq_len, rate) if decode else 2 * compressed_entries(seq_len, rate)
+    if mixer == HCA:
+        return entries, 0.0
+    return min(entries, c.index_topk), entries
 
 
 def recurrence_flops(arch: ModelArchitecture, decode: bool = False) -> float:

@@ -145,9 +145,9 @@ def _compressor_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
 def hyper_connection_parameters(a: ModelArchitecture) -> float:
     """One of DeepSeek-V4's hyper-connections (modeling_deepseek_v4.py DeepseekV4HyperConnection), two a layer: fn
     mapping the n streams (n x hidden) to n pre, n post and n x n mixing weights, their base and three scales; none
-    with one residual stream."""
+    without hyper-connections (ModelArchitecture.hyper_connected)."""
     n = a.residual_streams
-    if n == 1:
+    if not a.hyper_connected:
         return 0.0
     mixes = (2 + n) * n
     return float(mixes * n * a.hidden + mixes + 3)
@@ -155,9 +155,9 @@ def hyper_connection_parameters(a: ModelArchitecture) -> float:
 
 def hyper_head_parameters(a: ModelArchitecture) -> float:
     """DeepSeek-V4's final collapse of the streams (DeepseekV4HyperHead): n x (n x hidden) weights, n biases and a
-    scale; none with one residual stream."""
+    scale; none without hyper-connections."""
     n = a.residual_streams
-    return 0.0 if n == 1 else float(n * n * a.hidden + n + 1)
+    return float(n * n * a.hidden + n + 1) if a.hyper_connected else 0.0
 
 
 def _mlp(a: ModelArchitecture, width: int, io: int | None = None) -> float:
@@ -354,7 +354,7 @@ def block_matrices(
     else:
         assert a.ffn is not None
         ffn = mlp(a.ffn)
-    streams = [float((2 + a.residual_streams) * a.residual_streams**2 * h)] if a.residual_streams > 1 else []
+    streams = [float((2 + a.residual_streams) * a.residual_streams**2 * h)] if a.hyper_connected else []
     mixing = [*streams, *attention, *_compressor_matrices(a, mixer), *_mixer_matrices(a, mixer), *streams, *ffn]
     return tuple(float(t) for t in mixing)
 
@@ -428,7 +428,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if compressors:
         components.append(("compressors and indexers", compressors))
     components.append(("norms", a.layer_norms * _norm(a) * a.layers + _norm(a) * (2 if a.embedding_norm else 1)))
-    if a.residual_streams > 1:
+    if a.hyper_connected:
         streams = 2 * hyper_connection_parameters(a) * a.layers + hyper_head_parameters(a)
         components.append(("hyper-connections", streams))
     if dense_layers:

@@ -130,7 +130,7 @@ def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
             f"tokens (an indexer keeps {compressed.index_topk:,}), {kinds.get('heavily compressed attention', 0)} one "
             f"per {compressed.hca_rate} (all); one key-value head of {a.d_head}",
         ])  # fmt: skip
-    if a is not None and a.residual_streams > 1:
+    if a is not None and a.hyper_connected:
         t.rows.append(["residual streams", f"{a.residual_streams} (hyper-connections around every sub-layer)"])
     parts = Table("Where the parameters are", ["component", "parameters", "share"], right={1, 2})
     for label, n in c.components:

@@ -6,6 +6,8 @@
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU).
 - `parameters`: for deepseek-v4-flash.json and deepseek-v4-pro.json, DeepseekV4ForCausalLM built on the meta device
   (no weights), its parameters summed by the part they belong to (the groups dpcost's `show model` prints).
+- `small`: small configs that switch hc_mult (1 included), the attribute_map's names (intermediate_size,
+  num_local_experts) and the layer kinds, each with the parameters transformers builds from it.
 - `visible_entries`: for a small config, how many compressed entries each query may attend to, read from the
   masks the compressors themselves return (DeepseekV4HCACompressor's block_bias: every closed window; the CSA
   compressor's: the indexer's top k of them), for sequences of several lengths and rates; the keys of the window
@@ -57,6 +59,30 @@ def parameters(path: Path) -> dict[str, int]:
     return parts
 
 
+# small configs that switch what the released files leave alone: one residual stream (the hyper-connections are still
+# built), the attribute_map's names for the experts' width and count, layer kinds from layer_types
+SMALL = {"hidden_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4, "head_dim": 32, "q_lora_rank": 16,
+         "o_groups": 2, "o_lora_rank": 16, "index_n_heads": 2, "index_head_dim": 16, "index_topk": 8,
+         "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "vocab_size": 64,
+         "qk_rope_head_dim": 8, "sliding_window": 8}  # fmt: skip
+VARIANTS = [
+    {"hc_mult": 1},
+    {"hc_mult": 3, "intermediate_size": 48, "num_local_experts": 6},
+    {"hc_mult": 2,
+     "layer_types": ["sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"] * 2,
+     "compress_rates": {"compressed_sparse_attention": 2, "heavily_compressed_attention": 16}},
+]  # fmt: skip
+
+
+def small_parameters(change: dict) -> int:  # type: ignore[type-arg]
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config({**SMALL, **change}))
+    return sum(p.numel() for p in model.parameters())
+
+
 def visible_entries(seq_len: int, csa_rate: int, hca_rate: int, topk: int) -> dict[str, list[int]]:
     """Per query, the compressed entries its mask leaves open, in a sparse and a heavily compressed layer."""
     import torch
@@ -91,6 +117,9 @@ def main() -> None:
     doc = {
         "transformers": __import__("transformers").__version__,
         "parameters": {f: parameters(HERE / f) for f in ("deepseek-v4-flash.json", "deepseek-v4-pro.json")},
+        "small": [
+            {"config": {"model_type": "deepseek_v4", **SMALL, **v}, "parameters": small_parameters(v)} for v in VARIANTS
+        ],
         "visible_entries": [
             {"seq_len": t, "csa_rate": m, "hca_rate": mh, "index_topk": k, **visible_entries(t, m, mh, k)}
             for t, m, mh, k in ((37, 4, 8, 3), (64, 4, 16, 100), (50, 2, 5, 7))
