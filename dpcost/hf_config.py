@@ -111,6 +111,11 @@ _LLAMA_LIKE = {
     # configuration_granitemoeshared.py / modeling_granitemoeshared.py (5.24.0): GraniteMoE's layers and, where
     # shared_intermediate_size is set, a gated shared MLP of that width beside the experts
     "granitemoeshared": (None, None, False, "none"),
+    # configuration_afmoe.py / modeling_afmoe.py (5.24.0: Arcee's Trinity): gated attention (gate_proj: hidden -> heads
+    # x head_dim) with q/k norms per head and biases by attention_bias on q, k, v and o, four norms a layer, dense
+    # MLPs in the first num_dense_layers and then experts with num_shared_experts folded into one shared MLP, an
+    # expert_bias parameter; sliding windows by layer_types, else all but every global_attn_every_n_layers-th
+    "afmoe": (None, 128, False, "head"),
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
     "olmo3": (None, None, False, "full"),  # configuration_olmo3.py / modeling_olmo3.py: OLMo 2's layers and norms
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
@@ -368,6 +373,7 @@ _ARCHITECTURES = {
     "SarvamMLAForCausalLM": "sarvam_mla",
     "FlexOlmoForCausalLM": "flex_olmo",
     "GraniteMoeSharedForCausalLM": "granitemoeshared",
+    "AfmoeForCausalLM": "afmoe",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
@@ -512,7 +518,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family in ("arcee", "apertus"):
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
-                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder")  # fmt: skip
+                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe")  # fmt: skip
     if family in biased_out and k.flag(bias_key, False):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -562,6 +568,20 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             arch["moe"].update(shared=1, shared_ffn=shared)
         return arch
     arch["ffn"] = k.integer("intermediate_size", default=shape.get("intermediate_size", _MISSING), field="ffn")
+    if family == "afmoe":
+        moe_ffn = k.integer("moe_intermediate_size", default=1408, field="moe.ffn")
+        shared = k.integer("num_shared_experts", default=2, field="moe.shared")
+        arch.update(attention_gate=True, layer_norms=4)
+        arch["moe"] = {
+            "experts": k.integer("num_experts", default=64, field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", default=6, field="moe.active"),
+            "ffn": moe_ffn,
+            "first_dense_layers": k.integer("num_dense_layers", default=1, field="moe.first_dense_layers"),
+            "router_bias": True,  # AfmoeSparseMoeBlock.expert_bias, a parameter (requires_grad False)
+        }
+        if shared:
+            arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared)
+        return arch
     if family in ("qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text") and k.get("num_experts", default=0):
         shared = k.integer("shared_expert_intermediate_size", default=0, field="moe.shared_ffn")
         arch["moe"] = {
@@ -1219,6 +1239,8 @@ _PERIODIC = {"gemma2": (4096, 2, False), "gpt_oss": (128, 2, False), "olmo3": (4
 _FROM_MAX_WINDOW_LAYERS = {"qwen2": 28, "qwen3": 28, "qwen2_5_vl": 80, "qwen2_vl": 80, "mimo": 28, "dots1": 62}
 # Families whose layer i slides unless i % period == 0 (the first layer global): (default window, period).
 _PERIODIC_FROM_FIRST = {"cwm": (8192, 4)}
+# Families whose period is a key of their own: (default window, default period, its key).
+_PERIOD_KEY = {"afmoe": (1024, 4, "global_attn_every_n_layers")}
 _USES_FLAG = {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "qwen2_5_vl", "qwen2_vl", "mimo"}
 
 
@@ -1286,6 +1308,12 @@ def _sliding_layers(k: Keys, family: str, layers: int) -> list[int]:
         return [i for i in range(layers) if (i + 1) % period]
     if family in _PERIODIC_FROM_FIRST:
         return [i for i in range(layers) if i % _PERIODIC_FROM_FIRST[family][1]]
+    if family in _PERIOD_KEY:
+        _, default, key = _PERIOD_KEY[family]
+        period = k.integer(key, default=default)
+        if period <= 0:
+            raise InputError(k.where, f"{k._key(key)}: a whole number of layers above 0, got {period}")
+        return [i for i in range(layers) if (i + 1) % period]
     top = k.integer("max_window_layers", default=28 if family == "qwen2_moe" else _FROM_MAX_WINDOW_LAYERS[family])
     if family == "qwen2_moe":
         return [i for i in range(layers) if (i + 1) % 2 and i < top]
@@ -1325,6 +1353,8 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
             window = _PERIODIC[family][0]
         elif family in _PERIODIC_FROM_FIRST:
             window = _PERIODIC_FROM_FIRST[family][0]
+        elif family in _PERIOD_KEY:
+            window = _PERIOD_KEY[family][0]
         elif family in _FROM_MAX_WINDOW_LAYERS or family == "qwen2_moe":
             window = 4096
         else:

@@ -6,11 +6,11 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
-docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam) and
-switch the keys dpcost reads otherwise than the family it borrows from: the released files' names for a key
-(EXAONE's num_layers), biases, tying, a query latent or none, the sliding layers. Each is kept as the class writes
-it (to_dict, less ids and rope tables), with the parameters the family's ForCausalLM class builds from it (on the
-meta device, no weights) and, where it has them, its resolved sliding layers and window.
+docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
+Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
+names for a key (EXAONE's num_layers), biases, tying, a query latent or none, the sliding layers. Each is kept as
+the class writes it (to_dict, less ids and rope tables), with the parameters the family's ForCausalLM class builds
+from it (on the meta device, no weights) and, where it has them, its resolved sliding layers and window.
 """
 
 from __future__ import annotations
@@ -82,6 +82,12 @@ CASES: dict[str, list[dict[str, object]]] = {
     "sarvam_mla": [
         {},
         {"n_routed_experts": 64, "n_shared_experts": 2, "first_k_dense_replace": 2, "q_lora_rank": 1024},
+    ],
+    "afmoe": [
+        {},
+        {"attention_bias": True, "num_shared_experts": 0, "num_dense_layers": 2, "num_hidden_layers": 8,
+         "layer_types": ["sliding_attention", "full_attention"] * 4, "sliding_window": 512, "num_key_value_heads": 4},
+        {"global_attn_every_n_layers": 3, "num_hidden_layers": 9, "num_shared_experts": 1, "tie_word_embeddings": True},
     ],
     "cwm": [
         {},
