@@ -116,6 +116,11 @@ _LLAMA_LIKE = {
     # MLPs in the first num_dense_layers and then experts with num_shared_experts folded into one shared MLP, an
     # expert_bias parameter; sliding windows by layer_types, else all but every global_attn_every_n_layers-th
     "afmoe": (None, 128, False, "head"),
+    # configuration_exaone_moe.py / modeling_exaone_moe.py (5.24.0: K-EXAONE): EXAONE 4's attention (q/k norms per head,
+    # no biases), 32 KV heads unless given, two norms a layer, dense MLPs by mlp_layer_types (else the first
+    # first_k_dense_replace layers), experts with num_shared_experts folded into one shared MLP; the routers'
+    # e_score_correction_bias is a buffer; sliding windows as EXAONE 4's
+    "exaone_moe": (32, None, False, "head"),
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
     "olmo3": (None, None, False, "full"),  # configuration_olmo3.py / modeling_olmo3.py: OLMo 2's layers and norms
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
@@ -374,6 +379,8 @@ _ARCHITECTURES = {
     "FlexOlmoForCausalLM": "flex_olmo",
     "GraniteMoeSharedForCausalLM": "granitemoeshared",
     "AfmoeForCausalLM": "afmoe",
+    "ExaoneMoeForCausalLM": "exaone_moe",
+    "ExaoneMoEForCausalLM": "exaone_moe",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
@@ -568,6 +575,21 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             arch["moe"].update(shared=1, shared_ffn=shared)
         return arch
     arch["ffn"] = k.integer("intermediate_size", default=shape.get("intermediate_size", _MISSING), field="ffn")
+    if family == "exaone_moe":
+        moe_ffn = k.integer("moe_intermediate_size", default=1024, field="moe.ffn")
+        shared = k.integer("num_shared_experts", default=1, field="moe.shared")
+        kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+        first = k.integer("first_k_dense_replace", default=1, field="moe.first_dense_layers")
+        arch["moe"] = {
+            "experts": k.integer("num_experts", default=64, field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", default=8, field="moe.active"),
+            "ffn": moe_ffn,
+            "first_dense_layers": 0 if kinds is not None else min(first, layers),
+            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense") if kinds is not None else (),
+        }
+        if shared:
+            arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared)
+        return arch
     if family == "afmoe":
         moe_ffn = k.integer("moe_intermediate_size", default=1408, field="moe.ffn")
         shared = k.integer("num_shared_experts", default=2, field="moe.shared")
@@ -1234,7 +1256,8 @@ _EVERY_LAYER_SLIDES = {"mistral": 4096, "ministral": 4096, "ministral3": None, "
 # Families whose layer i slides unless (i + 1) % period == 0: (default window, default period, whether the config
 # class reads sliding_window_pattern for the period).
 _PERIODIC = {"gemma2": (4096, 2, False), "gpt_oss": (128, 2, False), "olmo3": (4096, 4, False),
-             "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True), "exaone4": (4096, 4, True)}  # fmt: skip
+             "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True), "exaone4": (4096, 4, True),
+             "exaone_moe": (4096, 4, True)}  # fmt: skip
 # Families whose layers from max_window_layers on slide where use_sliding_window: (default max_window_layers).
 _FROM_MAX_WINDOW_LAYERS = {"qwen2": 28, "qwen3": 28, "qwen2_5_vl": 80, "qwen2_vl": 80, "mimo": 28, "dots1": 62}
 # Families whose layer i slides unless i % period == 0 (the first layer global): (default window, period).

@@ -89,6 +89,12 @@ CASES: dict[str, list[dict[str, object]]] = {
          "layer_types": ["sliding_attention", "full_attention"] * 4, "sliding_window": 512, "num_key_value_heads": 4},
         {"global_attn_every_n_layers": 3, "num_hidden_layers": 9, "num_shared_experts": 1, "tie_word_embeddings": True},
     ],
+    "exaone_moe": [
+        {},
+        {"num_hidden_layers": 6, "mlp_layer_types": ["dense", "sparse", "sparse", "dense", "sparse", "sparse"],
+         "num_shared_experts": 2, "num_key_value_heads": 8, "head_dim": 96, "sliding_window_pattern": 3},
+        {"num_hidden_layers": 4, "first_k_dense_replace": 2, "num_shared_experts": 0, "tie_word_embeddings": True},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
