@@ -380,6 +380,7 @@ _ARCHITECTURES = {
     "GraniteMoeSharedForCausalLM": "granitemoeshared",
     "AfmoeForCausalLM": "afmoe",
     "ExaoneMoeForCausalLM": "exaone_moe",
+    "KimiLinearForCausalLM": "kimi_linear",
     "ExaoneMoEForCausalLM": "exaone_moe",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
@@ -450,6 +451,7 @@ _HYBRID = (
     "qwen3_5_moe_text",
     "lfm2",
     "lfm2_moe",
+    "kimi_linear",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(

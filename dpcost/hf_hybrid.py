@@ -32,6 +32,13 @@ _QWEN3_NEXT = {"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5
                "shared_expert_intermediate_size": 512, "num_experts_per_tok": 10, "num_experts": 512,
                "full_attention_interval": 4}  # fmt: skip
 
+# configuration_kimi_linear.py (KimiLinearConfig, transformers 5.24.0)
+_KIMI_LINEAR = {"vocab_size": 163840, "hidden_size": 2304, "intermediate_size": 9216, "moe_intermediate_size": 1024,
+                "num_hidden_layers": 27, "num_attention_heads": 32, "n_shared_experts": 1, "kv_lora_rank": 512,
+                "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128, "num_experts_per_tok": 8,
+                "num_local_experts": 256, "linear_head_dim": 128, "linear_num_heads": 32, "linear_conv_kernel_dim": 4,
+                "first_k_dense_replace": 1}  # fmt: skip
+
 # configuration_qwen3_5.py / configuration_qwen3_5_moe.py (Qwen3_5TextConfig, Qwen3_5MoeTextConfig, transformers
 # 5.24.0): Qwen3-Next's keys, other defaults
 _QWEN3_5 = {**_QWEN3_NEXT, "vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
@@ -81,6 +88,8 @@ def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
         return _granite_hybrid(k)
     if family in ("lfm2", "lfm2_moe"):
         return _lfm2(k, family)
+    if family == "kimi_linear":
+        return _kimi_linear(k)
     return _qwen3_next(k, family)
 
 
@@ -372,6 +381,83 @@ def _nemotron_h(k: Keys) -> dict[str, Any]:
             arch["moe"]["latent"] = latent
         if shared:
             arch["moe"].update(shared=k.integer("n_shared_experts", default=1, field="moe.shared"), shared_ffn=shared)
+    return arch
+
+
+def _kimi_linear(k: Keys) -> dict[str, Any]:
+    """KimiLinearForCausalLM (modeling_kimi_linear.py, transformers 5.24.0): Kimi Delta Attention in most layers and MLA
+    in the rest, by layer_types, else the released files' linear_attn_config (full_attn_layers and kda_layers,
+    counted from 1), else MLA in every fourth layer from the fifth; the KDA's heads, head dim and conv width from
+    linear_attn_config where it gives them; an MLP in the first first_k_dense_replace layers (or by mlp_layer_types)
+    and experts with n_shared_experts folded into one shared MLP after; the routers' e_score_correction_bias is a
+    buffer. KimiLinearConfig reads first_k_dense_replace where it builds mlp_layer_types, 1 by default; its
+    attribute_map gives the released files' names for three keys; its model ties no weights."""
+    d = _KIMI_LINEAR
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    linear = k.get("linear_attn_config", default=None) or {}
+    if not isinstance(linear, dict):
+        raise InputError(k.where, f"{k._key('linear_attn_config')}: a mapping, got {linear!r}"[:200])
+    types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
+    if types is None and "full_attn_layers" in linear and "kda_layers" in linear:
+        full, kda = linear["full_attn_layers"], linear["kda_layers"]
+        numbered = all(isinstance(v, list) for v in (full, kda)) and sorted(full + kda) == list(range(1, layers + 1))
+        if not numbered or not all(type(i) is int for i in full + kda):
+            said = (f"{k._key('linear_attn_config')}.full_attn_layers and kda_layers: together every layer once, "
+                    f"counted from 1 to {layers}, got {full!r} and {kda!r}")  # fmt: skip
+            raise InputError(k.where, said[:300])
+        types = ["full_attention" if i + 1 in full else "linear_attention" for i in range(layers)]
+    if types is None:
+        types = ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(layers)]
+
+    def kda_size(key: str, nested: str) -> int:
+        value = linear.get(nested, k.integer(key, default=d[key]))
+        if type(value) is not int or value <= 0:
+            raise InputError(k.where, f"{k._key('linear_attn_config')}.{nested}: a whole number above 0, got {value!r}")
+        return value
+
+    heads, head_dim = kda_size("linear_num_heads", "num_heads"), kda_size("linear_head_dim", "head_dim")
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    first = _int(k, "first_k_dense_replace", d, "moe.first_dense_layers")
+    moe_ffn = _int(k, "moe_intermediate_size", d, "moe.ffn")
+    # KimiLinearConfig.attribute_map: the released files' num_shared_experts, num_experts, num_experts_per_token
+    shared = k.integer("num_shared_experts", "n_shared_experts", default=d["n_shared_experts"], field="moe.shared")
+    arch: dict[str, Any] = {
+        "hidden": _int(k, "hidden_size", d, "hidden"),
+        "layers": layers,
+        "heads": _int(k, "num_attention_heads", d, "heads"),
+        "ffn": _int(k, "intermediate_size", d, "ffn"),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": False,  # KimiLinearForCausalLM ties nothing (empty _tied_weights_keys), whatever it says
+        "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
+        "mla": {
+            "q_lora_rank": k.integer("q_lora_rank", default=None, field="mla.q_lora_rank"),
+            "kv_lora_rank": _int(k, "kv_lora_rank", d, "mla.kv_lora_rank"),
+            "qk_nope_head_dim": _int(k, "qk_nope_head_dim", d, "mla.qk_nope_head_dim"),
+            "qk_rope_head_dim": _int(k, "qk_rope_head_dim", d, "mla.qk_rope_head_dim"),
+            "v_head_dim": _int(k, "v_head_dim", d, "mla.v_head_dim"),
+        },
+        "deltanet": {
+            "form": "kda",
+            "key_heads": heads,
+            "value_heads": heads,
+            "key_dim": head_dim,
+            "value_dim": head_dim,
+            "conv_kernel": kda_size("linear_conv_kernel_dim", "short_conv_kernel_size"),
+        },
+        "moe": {
+            "experts": k.integer(
+                "num_experts", "num_local_experts", default=d["num_local_experts"], field="moe.experts"
+            ),
+            "active": k.integer(
+                "num_experts_per_token", "num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"
+            ),
+            "ffn": moe_ffn,
+            "first_dense_layers": 0 if kinds is not None else min(first, layers),
+            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense") if kinds is not None else (),
+        },
+    }
+    if shared:
+        arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared)
     return arch
 
 

@@ -140,8 +140,15 @@ class SSMSpec(Spec):
 
 
 class DeltaNetSpec(Spec):
-    """Gated DeltaNet linear attention (Yang et al. 2024), as Qwen3-Next's Qwen3NextGatedDeltaNet holds it."""
+    """Gated DeltaNet linear attention (Yang et al. 2024), as Qwen3-Next's Qwen3NextGatedDeltaNet holds it; or Kimi
+    Delta Attention (`form` kda: Kimi Linear's KimiLinearDeltaAttention), the same recurrence with a decay per
+    channel, its q, k and v, forget and output gates projected apart."""
 
+    form: Literal["gated", "kda"] = Field(
+        "gated",
+        description="gated: Qwen3-Next's gated DeltaNet; kda: Kimi Delta Attention",
+        exclude_if=lambda v: v == "gated",
+    )
     key_heads: PositiveInt
     value_heads: PositiveInt
     key_dim: PositiveInt = Field(description="per key head")

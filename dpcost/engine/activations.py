@@ -258,6 +258,8 @@ def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     d, e = a.deltanet, ACT_BYTES
     assert d is not None
     keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
+    if d.form == "kda":
+        return _kda(a, first_mm)
     out = [
         Tensor("DeltaNet in_proj_qkvz output", "qkv", e * (2 * keys + 2 * values), matmul=first_mm),
         Tensor("DeltaNet in_proj_ba output", "qkv", e * 2 * d.value_heads, matmul=first_mm + 1),
@@ -268,6 +270,28 @@ def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
         Tensor("DeltaNet out_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 2),
     ]
     return out, first_mm + 3
+
+
+def _kda(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
+    """Kimi Delta Attention (KimiLinearDeltaAttention, transformers 5.24.0) with fla's chunk kernel, as gated
+    DeltaNet's tensors (_deltanet): its q, k and v projections, the gates' low-rank inputs and outputs (forget and
+    output: head_dim then heads x head_dim each; beta per head), the convolution's output, the fp32 decay (per
+    channel, where gated DeltaNet's is per head), the recurrence's and the gated norm's outputs."""
+    d, e = a.deltanet, ACT_BYTES
+    assert d is not None
+    width, head = d.value_heads * d.value_dim, d.value_dim
+    out = [
+        Tensor("KDA q, k, v projections", "qkv", e * 3 * width, matmul=first_mm),
+        Tensor(
+            "KDA forget, beta and output gates", "qkv", e * (2 * head + 2 * width + d.value_heads), matmul=first_mm + 3
+        ),
+        Tensor("KDA convolution output (q, k, v)", "core_attn", e * 3 * width),
+        Tensor("KDA decay (fp32)", "core_attn", 4.0 * width),
+        Tensor("KDA recurrence output", "core_attn", e * width),
+        Tensor("KDA gated norm output", "core_attn", e * width),
+        Tensor("KDA o_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 8),
+    ]
+    return out, first_mm + 9
 
 
 def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, module: Module, label: str) -> list[Tensor]:

@@ -235,8 +235,30 @@ def deltanet_parameters(a: ModelArchitecture) -> float:
     assert d is not None
     keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
     conv = 2 * keys + values
+    if d.form == "kda":
+        return kda_parameters(a)
     return float(h * (2 * keys + 2 * values) + h * 2 * d.value_heads + conv * d.conv_kernel + 2 * d.value_heads
                  + d.value_dim + values * h)  # fmt: skip
+
+
+def kda_parameters(a: ModelArchitecture) -> float:
+    """One Kimi Delta Attention mixer as KimiLinearDeltaAttention holds it (modeling_kimi_linear.py, transformers
+    5.24.0): q, k and v projections (hidden -> heads x head_dim each), a depthwise conv (no bias) over the three,
+    the forget gate (f_a: hidden -> head_dim, f_b: -> heads x head_dim, a dt_bias per channel, A_log per head),
+    b_proj (hidden -> heads), the output gate (g_a, g_b as f's), the gated norm over one head, o_proj; no biases."""
+    d = a.deltanet
+    assert d is not None
+    width = d.value_heads * d.value_dim
+    return float(sum(_kda_matrices(a)) + 3 * width * d.conv_kernel + width + d.value_heads + d.value_dim)
+
+
+def _kda_matrices(a: ModelArchitecture) -> list[float]:
+    """Kimi Delta Attention's weight matrices in forward order (kda_parameters)."""
+    d, h = a.deltanet, a.hidden
+    assert d is not None
+    width, head = d.value_heads * d.value_dim, d.value_dim
+    return [float(t) for t in (h * width, h * width, h * width, h * head, head * width, h * d.value_heads,
+                               h * head, head * width, width * h)]  # fmt: skip
 
 
 def short_conv_parameters(a: ModelArchitecture) -> float:
@@ -309,6 +331,8 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
             out += [h * 2 * m.inner, m.inner * (m.dt_rank + 2 * m.state), m.dt_rank * m.inner, m.inner * h]
     if mixer == "conv" and a.short_conv is not None:
         out += [h * 3 * h, h * h]
+    if mixer == "deltanet" and a.deltanet is not None and a.deltanet.form == "kda":
+        return [float(t) for t in out] + _kda_matrices(a)
     if mixer == "deltanet" and a.deltanet is not None:
         d = a.deltanet
         keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
@@ -416,9 +440,14 @@ def count_params(spec: ModelSpec) -> ParamCount:
         without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
         attention = sum(_attention_params(a.attention_of(m)) for m, _ in kinds if "attention" in m)
         components.append(("attention", attention - without))
+    delta = (
+        "Kimi Delta Attention mixers"
+        if a.deltanet is not None and a.deltanet.form == "kda"
+        else "gated DeltaNet mixers"
+    )
     for label, kind in (
         ("Mamba mixers", "mamba"),
-        ("gated DeltaNet mixers", "deltanet"),
+        (delta, "deltanet"),
         ("short convolutions", "conv"),
     ):
         layers = sum(1 for mixer, _ in kinds if kind in mixer)

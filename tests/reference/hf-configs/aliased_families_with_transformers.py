@@ -95,6 +95,14 @@ CASES: dict[str, list[dict[str, object]]] = {
          "num_shared_experts": 2, "num_key_value_heads": 8, "head_dim": 96, "sliding_window_pattern": 3},
         {"num_hidden_layers": 4, "first_k_dense_replace": 2, "num_shared_experts": 0, "tie_word_embeddings": True},
     ],
+    "kimi_linear": [
+        {},
+        {"num_hidden_layers": 6, "first_k_dense_replace": 2, "q_lora_rank": 768, "n_shared_experts": 2,
+         "linear_attn_config": {"full_attn_layers": [3, 6], "kda_layers": [1, 2, 4, 5], "num_heads": 16,
+                                "head_dim": 64, "short_conv_kernel_size": 3}},
+        {"num_hidden_layers": 5, "layer_types": ["linear_attention", "full_attention"] * 2 + ["linear_attention"],
+         "mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse"], "tie_word_embeddings": True},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
