@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -382,3 +384,18 @@ def test_the_console_script_imports_only_the_command_it_runs() -> None:
     assert "dpcost.cli.estimate" in loaded and not loaded & {"dpcost.cli.calibrate", "dpcost.cli.plan"}
     typo = subprocess.run([sys.executable, "-c", probe, "estimat"], capture_output=True, text=True)
     assert typo.returncode == 2 and "No such command" in typo.stderr
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_a_reader_that_closes_the_pipe_is_not_a_failed_check(fmt: str) -> None:
+    """`dpcost estimate ... | head -1`: the reader stops reading, which is its choice, not a failed check (exit 1)
+    nor bad input; dpcost exits 0 quietly (rich's own broken-pipe handler exited 1)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dpcost", "estimate", "--model", "llama-70b", "--dp", "512", "--format", fmt],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # closed before dpcost writes: its write meets a broken pipe
+    assert proc.wait(timeout=120) == 0
+    assert proc.stderr.read() == b""

@@ -213,13 +213,30 @@ def _width(to_file: bool = False) -> int | None:
 def _console(file: Any = None) -> Any:
     from rich.console import Console
 
-    return Console(width=_width(to_file=file is not None), highlight=False, soft_wrap=False, file=file)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich's own handler exits 1
+            self.quiet = True
+            closed_pipe()
+
+    return _Console(width=_width(to_file=file is not None), highlight=False, soft_wrap=False, file=file)
+
+
+def closed_pipe() -> NoReturn:
+    """A reader that closed the pipe (`dpcost ... | head`) chose to stop reading: exit 0, quietly. Not 1, which click's
+    and rich's own handlers give and dpcost keeps for a failed check; stdout is pointed at /dev/null so that the
+    interpreter's last flush finds nothing to write."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    raise SystemExit(0)
 
 
 def write(text: str, output: Path | None, flag: str = "--output") -> None:
     """Text to stdout, or to the file named by `flag`; a file that cannot be written is bad input (exit 2)."""
     if output is None or str(output) == "-":
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            closed_pipe()
         return
     try:
         with open(output, "w", encoding="utf-8") as fh:
