@@ -121,6 +121,11 @@ _LLAMA_LIKE = {
     # first_k_dense_replace layers), experts with num_shared_experts folded into one shared MLP; the routers'
     # e_score_correction_bias is a buffer; sliding windows as EXAONE 4's
     "exaone_moe": (32, None, False, "head"),
+    # configuration_hy_v3.py / modeling_hy_v3.py (5.24.0: Tencent's Hunyuan 3): q/k norms per head, biases by
+    # attention_bias on q, k, v and o, 8 KV heads and head_dim 128 unless given, dense MLPs by mlp_layer_types (else the
+    # first layer), experts (num_experts, or num_local_experts) with num_shared_experts folded into one shared MLP;
+    # the correction bias is a buffer
+    "hy_v3": (8, 128, False, "head"),
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
     "olmo3": (None, None, False, "full"),  # configuration_olmo3.py / modeling_olmo3.py: OLMo 2's layers and norms
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
@@ -382,6 +387,7 @@ _ARCHITECTURES = {
     "ExaoneMoeForCausalLM": "exaone_moe",
     "KimiLinearForCausalLM": "kimi_linear",
     "ExaoneMoEForCausalLM": "exaone_moe",
+    "HYV3ForCausalLM": "hy_v3",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
@@ -515,7 +521,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family == "gpt_oss":
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
-    unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm", "glm")  # mlp_bias not read
+    unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm", "glm", "exaone_moe", "hy_v3")
+    # (their MLPs read no mlp_bias; Hunyuan 3's dense and shared ones do, refused below)
     if family not in unbiased_mlp and k.flag("bias" if family == "internlm3" else "mlp_bias", False):
         arch["linear_bias"] = True
         if family not in ("gpt_oss", "internlm3"):  # mlp_bias biases the MLP alone: o_proj's is attention_bias's
@@ -527,7 +534,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family in ("arcee", "apertus"):
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
-                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe")  # fmt: skip
+                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
+                  "hy_v3")  # fmt: skip
     if family in biased_out and k.flag(bias_key, False):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -577,13 +585,17 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             arch["moe"].update(shared=1, shared_ffn=shared)
         return arch
     arch["ffn"] = k.integer("intermediate_size", default=shape.get("intermediate_size", _MISSING), field="ffn")
-    if family == "exaone_moe":
-        moe_ffn = k.integer("moe_intermediate_size", default=1024, field="moe.ffn")
+    if family in ("exaone_moe", "hy_v3"):
+        hy = family == "hy_v3"
+        if hy and k.flag("mlp_bias", False):
+            said = "true (biases on the dense and shared MLPs, not the experts, as modeling_hy_v3.py builds them)"
+            raise InputError(k.where, f"{k._key('mlp_bias')}: {said} is not counted")
+        moe_ffn = k.integer("moe_intermediate_size", default=1536 if hy else 1024, field="moe.ffn")
         shared = k.integer("num_shared_experts", default=1, field="moe.shared")
         kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
-        first = k.integer("first_k_dense_replace", default=1, field="moe.first_dense_layers")
+        first = 1 if hy else k.integer("first_k_dense_replace", default=1, field="moe.first_dense_layers")
         arch["moe"] = {
-            "experts": k.integer("num_experts", default=64, field="moe.experts"),
+            "experts": k.integer("num_experts", "num_local_experts", default=192 if hy else 64, field="moe.experts"),
             "active": k.integer("num_experts_per_tok", default=8, field="moe.active"),
             "ffn": moe_ffn,
             "first_dense_layers": 0 if kinds is not None else min(first, layers),
