@@ -590,19 +590,15 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         if hy and k.flag("mlp_bias", False):
             said = "true (biases on the dense and shared MLPs, not the experts, as modeling_hy_v3.py builds them)"
             raise InputError(k.where, f"{k._key('mlp_bias')}: {said} is not counted")
-        moe_ffn = k.integer("moe_intermediate_size", default=1536 if hy else 1024, field="moe.ffn")
-        shared = k.integer("num_shared_experts", default=1, field="moe.shared")
-        kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
-        first = 1 if hy else k.integer("first_k_dense_replace", default=1, field="moe.first_dense_layers")
-        arch["moe"] = {
-            "experts": k.integer("num_experts", "num_local_experts", default=192 if hy else 64, field="moe.experts"),
-            "active": k.integer("num_experts_per_tok", default=8, field="moe.active"),
-            "ffn": moe_ffn,
-            "first_dense_layers": 0 if kinds is not None else min(first, layers),
-            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense") if kinds is not None else (),
-        }
-        if shared:
-            arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared)
+        arch["moe"] = dense_then_experts(
+            k,
+            layers,
+            experts=k.integer("num_experts", "num_local_experts", default=192 if hy else 64, field="moe.experts"),
+            active=k.integer("num_experts_per_tok", default=8, field="moe.active"),
+            ffn=k.integer("moe_intermediate_size", default=1536 if hy else 1024, field="moe.ffn"),
+            shared=k.integer("num_shared_experts", default=1, field="moe.shared"),
+            first=1 if hy else k.integer("first_k_dense_replace", default=1, field="moe.first_dense_layers"),
+        )
         return arch
     if family == "afmoe":
         moe_ffn = k.integer("moe_intermediate_size", default=1408, field="moe.ffn")
@@ -917,6 +913,25 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     if family == "glm_moe_dsa":
         arch["indexer"]["layers"] = _glm_indexer_layers(k, layers)
     return arch
+
+
+def dense_then_experts(
+    k: Keys, layers: int, *, experts: int, active: int, ffn: int, shared: int, first: int
+) -> dict[str, Any]:
+    """An MoE whose dense layers are mlp_layer_types' "dense" ones where the file lists them, else the first `first`
+    (the classes' __post_init__ of K-EXAONE, Hunyuan 3, Kimi Linear), with `shared` shared experts of `ffn` folded
+    into one MLP of ffn x shared, as their MoE blocks build it."""
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    moe: dict[str, Any] = {
+        "experts": experts,
+        "active": active,
+        "ffn": ffn,
+        "first_dense_layers": 0 if kinds is not None else min(first, layers),
+        "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense") if kinds is not None else (),
+    }
+    if shared:
+        moe.update(shared=1, shared_ffn=ffn * shared)
+    return moe
 
 
 def per_layer(k: Keys, key: str, layers: int, allowed: set[str], listed: Any = None) -> list[str] | None:

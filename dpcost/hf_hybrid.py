@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from dpcost.errors import InputError
-from dpcost.hf_config import Keys, per_layer
+from dpcost.hf_config import Keys, dense_then_experts, per_layer
 
 __all__ = ["hybrid_architecture"]
 
@@ -416,7 +416,6 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
         return value
 
     heads, head_dim = kda_size("linear_num_heads", "num_heads"), kda_size("linear_head_dim", "head_dim")
-    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
     first = _int(k, "first_k_dense_replace", d, "moe.first_dense_layers")
     moe_ffn = _int(k, "moe_intermediate_size", d, "moe.ffn")
     # KimiLinearConfig.attribute_map: the released files' num_shared_experts, num_experts, num_experts_per_token
@@ -444,20 +443,18 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
             "value_dim": head_dim,
             "conv_kernel": kda_size("linear_conv_kernel_dim", "short_conv_kernel_size"),
         },
-        "moe": {
-            "experts": k.integer(
-                "num_experts", "num_local_experts", default=d["num_local_experts"], field="moe.experts"
-            ),
-            "active": k.integer(
+        "moe": dense_then_experts(
+            k,
+            layers,
+            experts=k.integer("num_experts", "num_local_experts", default=d["num_local_experts"], field="moe.experts"),
+            active=k.integer(
                 "num_experts_per_token", "num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"
             ),
-            "ffn": moe_ffn,
-            "first_dense_layers": 0 if kinds is not None else min(first, layers),
-            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense") if kinds is not None else (),
-        },
+            ffn=moe_ffn,
+            shared=shared,
+            first=first,
+        ),
     }
-    if shared:
-        arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared)
     return arch
 
 
