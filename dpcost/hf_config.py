@@ -126,6 +126,10 @@ _LLAMA_LIKE = {
     # first layer), experts (num_experts, or num_local_experts) with num_shared_experts folded into one shared MLP;
     # the correction bias is a buffer
     "hy_v3": (8, 128, False, "head"),
+    # configuration_solar_open.py / modeling_solar_open.py (5.24.0: Upstage's Solar Open): q/k/v biases by
+    # attention_bias (o_proj none), 8 KV heads and head_dim 128 unless given, experts in every layer (n_routed_experts,
+    # or num_local_experts) with n_shared_experts folded into one shared MLP, no dense MLP; the correction bias a buffer
+    "solar_open": (8, 128, False, "none"),
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
     "olmo3": (None, None, False, "full"),  # configuration_olmo3.py / modeling_olmo3.py: OLMo 2's layers and norms
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
@@ -388,6 +392,7 @@ _ARCHITECTURES = {
     "KimiLinearForCausalLM": "kimi_linear",
     "ExaoneMoEForCausalLM": "exaone_moe",
     "HYV3ForCausalLM": "hy_v3",
+    "SolarOpenForCausalLM": "solar_open",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
@@ -521,7 +526,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family == "gpt_oss":
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
-    unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm", "glm", "exaone_moe", "hy_v3")
+    unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm", "glm", "exaone_moe", "hy_v3",
+                    "solar_open")  # fmt: skip
     # (their MLPs read no mlp_bias; Hunyuan 3's dense and shared ones do, refused below)
     if family not in unbiased_mlp and k.flag("bias" if family == "internlm3" else "mlp_bias", False):
         arch["linear_bias"] = True
@@ -583,6 +589,18 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         shared = k.integer("shared_intermediate_size", default=0, field="moe.shared_ffn")
         if family == "granitemoeshared" and shared:
             arch["moe"].update(shared=1, shared_ffn=shared)
+        return arch
+    if family == "solar_open":  # SolarOpenMoE in every layer: no dense MLP, no intermediate_size read
+        arch["moe"] = dense_then_experts(
+            k,
+            layers,
+            experts=k.integer("n_routed_experts", "num_local_experts", default=128, field="moe.experts"),
+            active=k.integer("num_experts_per_tok", default=8, field="moe.active"),
+            ffn=k.integer("moe_intermediate_size", default=1280, field="moe.ffn"),
+            shared=k.integer("n_shared_experts", default=1, field="moe.shared"),
+            first=0,
+            by_types=False,
+        )
         return arch
     arch["ffn"] = k.integer("intermediate_size", default=shape.get("intermediate_size", _MISSING), field="ffn")
     if family in ("exaone_moe", "hy_v3"):
@@ -916,12 +934,12 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
 
 
 def dense_then_experts(
-    k: Keys, layers: int, *, experts: int, active: int, ffn: int, shared: int, first: int
+    k: Keys, layers: int, *, experts: int, active: int, ffn: int, shared: int, first: int, by_types: bool = True
 ) -> dict[str, Any]:
-    """An MoE whose dense layers are mlp_layer_types' "dense" ones where the file lists them, else the first `first`
-    (the classes' __post_init__ of K-EXAONE, Hunyuan 3, Kimi Linear), with `shared` shared experts of `ffn` folded
-    into one MLP of ffn x shared, as their MoE blocks build it."""
-    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    """An MoE whose dense layers are mlp_layer_types' "dense" ones where the file lists them (`by_types`: the class
+    reads the key), else the first `first` (the classes' __post_init__ of K-EXAONE, Hunyuan 3, Kimi Linear), with
+    `shared` shared experts of `ffn` folded into one MLP of ffn x shared, as their MoE blocks build it."""
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if by_types else None
     moe: dict[str, Any] = {
         "experts": experts,
         "active": active,

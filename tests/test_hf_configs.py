@@ -891,10 +891,11 @@ def test_families_borrowing_another_ones_layers_count_what_transformers_builds(c
     or none), CWM (Llama's unbiased layers with sliding windows), IQuest-Coder (Llama's), FlexOlmo (OLMoE's),
     GraniteMoeShared (a shared MLP beside the experts), Sarvam's MLA models (DeepSeek-V3's; their files' key names),
     AFMoE (gated attention, four norms, shared experts and an expert bias, periodic windows), K-EXAONE (EXAONE 4's
-    attention, dense layers by kind, shared experts; Hunyuan 3 likewise), Kimi Linear (Kimi Delta Attention and MLA,
-    by layer_types or linear_attn_config) and Llama's own biases: to the parameter, and the sliding layers and
-    window, as transformers 5.24.0 resolves them (resolved/aliased-families.json, written by
-    aliased_families_with_transformers.py from each class's defaults and switched keys)."""
+    attention, dense layers by kind, shared experts; Hunyuan 3 likewise), Solar Open (experts in every layer), Kimi
+    Linear (Kimi Delta Attention and MLA, by layer_types or linear_attn_config) and Llama's own biases: to the
+    parameter, and the sliding layers and window, as transformers 5.24.0 resolves them
+    (resolved/aliased-families.json, written by aliased_families_with_transformers.py from each class's defaults and
+    switched keys)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(case["config"]))
     spec = load_model(str(path))

@@ -100,6 +100,11 @@ CASES: dict[str, list[dict[str, object]]] = {
         {"num_hidden_layers": 5, "attention_bias": True, "num_shared_experts": 2, "num_key_value_heads": 4,
          "mlp_layer_types": ["dense", "dense", "sparse", "sparse", "sparse"], "head_dim": 96, "num_local_experts": 32},
     ],
+    "solar_open": [
+        {},
+        {"num_hidden_layers": 6, "attention_bias": True, "n_shared_experts": 2, "num_local_experts": 32,
+         "num_key_value_heads": 4, "head_dim": 96, "tie_word_embeddings": True},
+    ],
     "kimi_linear": [
         {},
         {"num_hidden_layers": 6, "first_k_dense_replace": 2, "q_lora_rank": 768, "n_shared_experts": 2,
