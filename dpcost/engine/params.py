@@ -108,9 +108,17 @@ def _compressed_attention(a: ModelArchitecture) -> tuple[float, float]:
     a sink per head; no biases."""
     c = a.compressed_attention
     assert c is not None
-    h, heads_width, grouped = a.hidden, a.heads * a.d_head, c.o_groups * c.o_lora_rank
-    matrices = (h * c.q_lora_rank, c.q_lora_rank * heads_width, h * a.d_head, heads_width * c.o_lora_rank, grouped * h)
+    matrices = _compressed_attention_matrices(a)
     return float(sum(matrices) + c.q_lora_rank + a.d_head + a.heads), float(max(matrices))
+
+
+def _compressed_attention_matrices(a: ModelArchitecture) -> list[int]:
+    """DeepSeek-V4's attention weight matrices in forward order: q_a, q_b, kv, o_a, o_b (_compressed_attention)."""
+    c = a.compressed_attention
+    assert c is not None
+    h, heads_width = a.hidden, a.heads * a.d_head
+    return [h * c.q_lora_rank, c.q_lora_rank * heads_width, h * a.d_head, heads_width * c.o_lora_rank,
+            c.o_groups * c.o_lora_rank * h]  # fmt: skip
 
 
 def compressor_parameters(a: ModelArchitecture, mixer: str) -> float:
@@ -348,10 +356,7 @@ def block_matrices(
     if "attention" not in mixer:
         attention: list[int] = []
     elif a.compressed_attention is not None:
-        c = a.compressed_attention
-        width = a.heads * a.d_head
-        attention = [h * c.q_lora_rank, c.q_lora_rank * width, h * a.d_head, width * c.o_lora_rank,
-                     c.o_groups * c.o_lora_rank * h]  # fmt: skip
+        attention = _compressed_attention_matrices(a)
     elif a.mla is not None:
         m = a.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
