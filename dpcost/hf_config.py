@@ -619,18 +619,18 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         )
         return arch
     if family == "afmoe":
-        moe_ffn = k.integer("moe_intermediate_size", default=1408, field="moe.ffn")
-        shared = k.integer("num_shared_experts", default=2, field="moe.shared")
         arch.update(attention_gate=True, layer_norms=4)
-        arch["moe"] = {
-            "experts": k.integer("num_experts", default=64, field="moe.experts"),
-            "active": k.integer("num_experts_per_tok", default=6, field="moe.active"),
-            "ffn": moe_ffn,
-            "first_dense_layers": k.integer("num_dense_layers", default=1, field="moe.first_dense_layers"),
-            "router_bias": True,  # AfmoeSparseMoeBlock.expert_bias, a parameter (requires_grad False)
-        }
-        if shared:
-            arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared)
+        arch["moe"] = dense_then_experts(
+            k,
+            layers,
+            experts=k.integer("num_experts", default=64, field="moe.experts"),
+            active=k.integer("num_experts_per_tok", default=6, field="moe.active"),
+            ffn=k.integer("moe_intermediate_size", default=1408, field="moe.ffn"),
+            shared=k.integer("num_shared_experts", default=2, field="moe.shared"),
+            first=k.integer("num_dense_layers", default=1, field="moe.first_dense_layers"),
+            by_types=False,
+        )
+        arch["moe"]["router_bias"] = True  # AfmoeSparseMoeBlock.expert_bias, a parameter (requires_grad False)
         return arch
     if family in ("qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text") and k.get("num_experts", default=0):
         shared = k.integer("shared_expert_intermediate_size", default=0, field="moe.shared_ffn")
@@ -937,7 +937,7 @@ def dense_then_experts(
     k: Keys, layers: int, *, experts: int, active: int, ffn: int, shared: int, first: int, by_types: bool = True
 ) -> dict[str, Any]:
     """An MoE whose dense layers are mlp_layer_types' "dense" ones where the file lists them (`by_types`: the class
-    reads the key), else the first `first` (the classes' __post_init__ of K-EXAONE, Hunyuan 3, Kimi Linear), with
+    reads the key), else the first `first` (K-EXAONE, Hunyuan 3, Kimi Linear; AFMoE, Solar Open by count alone), with
     `shared` shared experts of `ffn` folded into one MLP of ffn x shared, as their MoE blocks build it."""
     kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if by_types else None
     moe: dict[str, Any] = {
