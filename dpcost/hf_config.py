@@ -130,6 +130,11 @@ _LLAMA_LIKE = {
     # attention_bias (o_proj none), 8 KV heads and head_dim 128 unless given, experts in every layer (n_routed_experts,
     # or num_local_experts) with n_shared_experts folded into one shared MLP, no dense MLP; the correction bias a buffer
     "solar_open": (8, 128, False, "none"),
+    # configuration_flint.py / modeling_flint.py (5.24.0): Qwen3-MoE's layers (q/k norms per head, experts by
+    # decoder_sparse_step and mlp_only_layers, [0, 1] by default) with biases by attention_bias on q, k, v and o, a sink
+    # per head, a shared expert without a gate, and sliding windows but in the first two layers, every fourth from
+    # the second and the last (layer_types else)
+    "flint": (4, 128, False, "head"),
     "olmo2": (None, None, False, "full"),  # configuration_olmo2.py; q_norm/k_norm over all heads
     "olmo3": (None, None, False, "full"),  # configuration_olmo3.py / modeling_olmo3.py: OLMo 2's layers and norms
     "gpt_oss": (8, 64, True, "none"),  # configuration_gpt_oss.py; attention_bias=True
@@ -393,6 +398,7 @@ _ARCHITECTURES = {
     "ExaoneMoEForCausalLM": "exaone_moe",
     "HYV3ForCausalLM": "hy_v3",
     "SolarOpenForCausalLM": "solar_open",
+    "FlintForCausalLM": "flint",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
@@ -527,7 +533,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
     unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm", "glm", "exaone_moe", "hy_v3",
-                    "solar_open")  # fmt: skip
+                    "solar_open", "flint")  # fmt: skip
     # (their MLPs read no mlp_bias; Hunyuan 3's dense and shared ones do, refused below)
     if family not in unbiased_mlp and k.flag("bias" if family == "internlm3" else "mlp_bias", False):
         arch["linear_bias"] = True
@@ -541,7 +547,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
                   "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
-                  "hy_v3")  # fmt: skip
+                  "hy_v3", "flint")  # fmt: skip
     if family in biased_out and k.flag(bias_key, False):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -632,17 +638,21 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         )
         arch["moe"]["router_bias"] = True  # AfmoeSparseMoeBlock.expert_bias, a parameter (requires_grad False)
         return arch
-    if family in ("qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text") and k.get("num_experts", default=0):
-        shared = k.integer("shared_expert_intermediate_size", default=0, field="moe.shared_ffn")
+    flint = family == "flint"
+    if flint:
+        arch["attention_sinks"] = True  # FlintAttention.sinks, one per head
+    if family in ("qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text", "flint") and k.get("num_experts", default=0):
+        shared = k.integer("shared_expert_intermediate_size", default=1024 if flint else 0, field="moe.shared_ffn")
+        dense = k.layers("mlp_only_layers") if not flint or k.cfg.get("mlp_only_layers") is not None else (0, 1)
         arch["moe"] = {
             "experts": k.integer("num_experts", field="moe.experts"),
             "active": k.integer("num_experts_per_tok", field="moe.active"),
             "ffn": k.integer("moe_intermediate_size", field="moe.ffn"),
             "every": k.integer("decoder_sparse_step", default=1, field="moe.every"),
-            "dense_layers": k.layers("mlp_only_layers"),
+            "dense_layers": tuple(i for i in dense if i < layers),
         }
         if shared:
-            arch["moe"].update(shared=1, shared_ffn=shared, shared_gate=True)
+            arch["moe"].update(shared=1, shared_ffn=shared, shared_gate=not flint)  # Flint adds it without a gate
     if family == "ernie4_5_moe" and k.get("moe_num_experts", default=64):
         start = k.integer("moe_layer_start_index", default=1, field="moe.first_dense_layers")
         end = k.integer("moe_layer_end_index", default=-1)
@@ -1378,6 +1388,8 @@ def _sliding_layers(k: Keys, family: str, layers: int) -> list[int]:
         return [i for i in range(layers) if (i + 1) % period]
     if family in _PERIODIC_FROM_FIRST:
         return [i for i in range(layers) if i % _PERIODIC_FROM_FIRST[family][1]]
+    if family == "flint":  # FlintConfig.__post_init__: global in the first two, every fourth from 1, and the last
+        return [i for i in range(layers) if not (i < 2 or i % 4 == 1 or i == layers - 1)]
     if family in _PERIOD_KEY:
         _, default, key = _PERIOD_KEY[family]
         period = k.integer(key, default=default)
@@ -1425,6 +1437,8 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
             window = _PERIODIC_FROM_FIRST[family][0]
         elif family in _PERIOD_KEY:
             window = _PERIOD_KEY[family][0]
+        elif family == "flint":
+            window = 513
         elif family in _FROM_MAX_WINDOW_LAYERS or family == "qwen2_moe":
             window = 4096
         else:

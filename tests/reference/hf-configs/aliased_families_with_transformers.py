@@ -105,6 +105,12 @@ CASES: dict[str, list[dict[str, object]]] = {
         {"num_hidden_layers": 6, "attention_bias": True, "n_shared_experts": 2, "num_local_experts": 32,
          "num_key_value_heads": 4, "head_dim": 96, "tie_word_embeddings": True},
     ],
+    "flint": [
+        {},
+        {"num_hidden_layers": 7, "attention_bias": True, "mlp_only_layers": [3], "shared_expert_intermediate_size": 0,
+         "layer_types": ["sliding_attention", "full_attention"] * 3 + ["full_attention"], "sliding_window": 256},
+        {"num_hidden_layers": 6, "decoder_sparse_step": 2, "num_key_value_heads": 8, "head_dim": 64},
+    ],
     "kimi_linear": [
         {},
         {"num_hidden_layers": 6, "first_k_dense_replace": 2, "q_lora_rank": 768, "n_shared_experts": 2,
