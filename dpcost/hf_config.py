@@ -643,13 +643,14 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["attention_sinks"] = True  # FlintAttention.sinks, one per head
     if family in ("qwen2_moe", "qwen3_moe", "qwen3_vl_moe_text", "flint") and k.get("num_experts", default=0):
         shared = k.integer("shared_expert_intermediate_size", default=1024 if flint else 0, field="moe.shared_ffn")
-        dense = k.layers("mlp_only_layers") if not flint or k.cfg.get("mlp_only_layers") is not None else (0, 1)
+        listed = not flint or k.cfg.get("mlp_only_layers") is not None
+        dense = k.layers("mlp_only_layers") if listed else tuple(i for i in (0, 1) if i < layers)  # Flint's default
         arch["moe"] = {
             "experts": k.integer("num_experts", field="moe.experts"),
             "active": k.integer("num_experts_per_tok", field="moe.active"),
             "ffn": k.integer("moe_intermediate_size", field="moe.ffn"),
             "every": k.integer("decoder_sparse_step", default=1, field="moe.every"),
-            "dense_layers": tuple(i for i in dense if i < layers),
+            "dense_layers": dense,
         }
         if shared:
             arch["moe"].update(shared=1, shared_ffn=shared, shared_gate=not flint)  # Flint adds it without a gate
