@@ -71,6 +71,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from dpcost.specs import GPUSpec
@@ -150,8 +151,14 @@ def attention_head_factor(kernel: str, head_dim: float) -> float:
     points = ATTENTION_HEAD_DIM.get(kernel)
     if points is None or head_dim <= 0:
         return 1.0
-    x = math.log2(head_dim)
-    curve = [(math.log2(d), share) for d, share in points]
+    return _in_log2(points, head_dim)
+
+
+def _in_log2(points: Iterable[tuple[float, float]], at: float) -> float:
+    """The curve through `points` (x, y), x ascending, at `at`: linear in log2(x) between them, the nearest end's y
+    outside them."""
+    curve = [(math.log2(x), y) for x, y in points]
+    x = math.log2(at)
     if x <= curve[0][0]:
         return curve[0][1]
     for (x0, y0), (x1, y1) in itertools.pairwise(curve):
@@ -202,16 +209,7 @@ SHAPE_SWEEP_OF = {("ampere", "bf16"): ("hopper", "bf16"), ("hopper", "fp8"): ("h
 
 def _axis_factor(points: tuple[tuple[int, float], ...], reference: float, size: float) -> float:
     """One axis's factor at `size`: the sweep over the reference, linear in log2(size), 1 from LARGE up."""
-    curve = [(math.log2(x), t / reference) for x, t in points] + [(math.log2(LARGE), 1.0)]
-    x = math.log2(max(size, 1.0))
-    if x >= curve[-1][0]:
-        return 1.0
-    if x <= curve[0][0]:
-        return curve[0][1]
-    for (x0, y0), (x1, y1) in itertools.pairwise(curve):
-        if x0 <= x <= x1:
-            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-    return 1.0
+    return _in_log2([*((x, t / reference) for x, t in points), (LARGE, 1.0)], max(size, 1.0))
 
 
 @functools.lru_cache(maxsize=4096)  # a plan search asks for the same few shapes many times
