@@ -15,6 +15,45 @@ __all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words",
 _MISSING = object()
 
 
+# The other spelling of a key that a family's configuration class accepts (its attribute_map, transformers 5.24.0):
+# a file saved by transformers 5 writes the second (Qwen3-MoE's num_local_experts), the released ones often the
+# first. Keys.get reads either.
+_ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
+    "deepseek_v2": {"num_experts": "n_routed_experts"},
+    "deepseek_v3": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
+    "deepseek_v32": {"num_local_experts": "n_routed_experts"},
+    "dots1": {"num_local_experts": "n_routed_experts"},
+    "ernie4_5_moe": {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k"},
+    "flex_olmo": {"num_local_experts": "num_experts"},
+    "glm4_moe": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
+    "glm4_moe_lite": {"num_local_experts": "n_routed_experts"},
+    "glm4v_moe_text": {"num_local_experts": "n_routed_experts"},
+    "glm_moe_dsa": {"num_local_experts": "n_routed_experts"},
+    "gpt_oss": {"num_experts": "num_local_experts"},
+    "hunyuan_v1_moe": {"num_experts_per_tok": "moe_topk", "num_local_experts": "num_experts"},
+    "hy_v3": {"num_local_experts": "num_experts"},
+    "jamba": {"num_local_experts": "num_experts"},
+    "kimi_linear": {"num_local_experts": "num_experts", "num_experts_per_tok": "num_experts_per_token",
+                    "n_shared_experts": "num_shared_experts"},
+    "mimo_v2_flash": {"num_local_experts": "n_routed_experts"},
+    "minimax_m2": {"num_experts": "num_local_experts"},
+    "mistral4": {"num_local_experts": "n_routed_experts"},
+    "mixtral": {"num_experts": "num_local_experts"},
+    "nemotron_h": {"num_local_experts": "n_routed_experts"},
+    "olmoe": {"num_local_experts": "num_experts"},
+    "qwen3_moe": {"num_experts": "num_local_experts"},
+    "qwen3_vl_moe_text": {"num_experts": "num_local_experts"},
+    "solar_open": {"num_local_experts": "n_routed_experts"},
+}  # fmt: skip
+
+
+def _spellings(family: str, key: str) -> tuple[str, ...]:
+    """`key` and the spelling its family's attribute_map pairs with it."""
+    aliases = _ATTRIBUTE_MAPS.get(family, {})
+    other = aliases.get(key) or next((alias for alias, canonical in aliases.items() if canonical == key), None)
+    return (key, other) if other else (key,)
+
+
 class Keys:
     """One config.json mapping read in its own vocabulary: every error names the key as the file spells it
     (`text_config.hidden_size` when nested) and says what dpcost accepts."""
@@ -27,7 +66,9 @@ class Keys:
         return f"{self.prefix}{key}"
 
     def get(self, *keys: str, default: Any = _MISSING, field: str = "") -> Any:
-        """The first of `keys` present and not null, else `default` (transformers' config-class default)."""
+        """The first of `keys` (or the other spelling its family's class accepts) present and not null, else `default`
+        (transformers' config-class default)."""
+        keys = tuple(dict.fromkeys(spelled for key in keys for spelled in _spellings(self.family, key)))
         for key in keys:
             if self.cfg.get(key) is not None:
                 if field:
@@ -95,7 +136,9 @@ _LLAMA_LIKE = {
     "qwen2": (32, None, True, "none"),  # configuration_qwen2.py; Qwen2Attention: q/k/v bias=True
     "qwen2_moe": (16, None, True, "none"),  # configuration_qwen2_moe.py
     "qwen3": (32, 128, False, "head"),  # configuration_qwen3.py; q_norm/k_norm over head_dim
-    "qwen3_moe": (4, 128, False, "head"),  # configuration_qwen3_moe.py
+    # configuration_qwen3_moe.py / modeling_qwen3_moe.py (5.24.0): the class has no head_dim; the attention takes
+    # getattr(config, "head_dim", hidden / heads)
+    "qwen3_moe": (4, None, False, "head"),
     "phi3": (None, None, False, "none"),  # configuration_phi3.py (fused qkv_proj, gate_up_proj: same shapes)
     # configuration_exaone.py (5.24.0: EXAONE 3.0 and 3.5): LlamaForCausalLM's layers, 8 KV heads unless given; its
     # released files name the layers num_layers (the class's attribute_map)
@@ -111,6 +154,23 @@ _LLAMA_LIKE = {
     # configuration_granitemoeshared.py / modeling_granitemoeshared.py (5.24.0): GraniteMoE's layers and, where
     # shared_intermediate_size is set, a gated shared MLP of that width beside the experts
     "granitemoeshared": (None, None, False, "none"),
+    # configuration_granite_swa.py / modeling_granite_swa.py (5.24.0): Granite's layers with a sink per head, 4 KV heads
+    # unless given, tied by default; sliding windows of 128 by layer_types, else all but every fourth from the first
+    "granite_swa": (4, None, False, "none"),
+    # configuration_granitemoe_swa.py / modeling_granitemoe_swa.py (5.24.0): GraniteMoeShared's layers with Granite
+    # SWA's attention (a sink per head) and windows
+    "granitemoe_swa": (None, None, False, "none"),
+    # configuration_jais2.py / modeling_jais2.py (5.24.0: Jais 2): Llama's attention with biases on q, k, v and o by
+    # attention_bias, a 2-matrix relu2 MLP with biases by mlp_bias (both true by default), LayerNorms with biases
+    "jais2": (None, None, False, "none"),
+    # configuration_nanochat.py / modeling_nanochat.py (5.24.0): Llama's attention with q/k norms and every norm
+    # without a weight, a 2-matrix relu2 MLP without biases
+    "nanochat": (None, None, False, "none"),
+    # configuration_cohere2_moe.py / modeling_cohere2_moe.py (5.24.0): Cohere 2's parallel layer (one weight-only
+    # norm) with num_experts experts of intermediate_size and num_shared_experts folded into one shared MLP in the
+    # sparse layers, a dense MLP of prefix_dense_intermediate_size (else intermediate_size) in the dense ones
+    # (mlp_layer_types, else the first first_k_dense_replace), a router without bias; head_dim 128 unless given, tied
+    "cohere2_moe": (None, 128, False, "none"),
     # configuration_afmoe.py / modeling_afmoe.py (5.24.0: Arcee's Trinity): gated attention (gate_proj: hidden -> heads
     # x head_dim) with q/k norms per head and biases by attention_bias on q, k, v and o, four norms a layer, dense
     # MLPs in the first num_dense_layers and then experts with num_shared_experts folded into one shared MLP, an
@@ -174,7 +234,7 @@ _LLAMA_LIKE = {
     "hunyuan_v1_dense": (None, None, False, "head"),
     "hunyuan_v1_moe": (None, None, False, "head"),
     # configuration_helium.py / modeling_helium.py (5.24.0): Llama's layers, q/k/v biases by attention_bias, o_proj
-    # hidden -> hidden without a bias; mlp_bias (false as released) is not read
+    # hidden -> hidden without a bias; the MLP's biases by mlp_bias (false as released)
     "helium": (20, 128, False, "none"),
     # XiaomiMiMo's remote MiMoForCausalLM (a Qwen2ForCausalLM, q/k/v biases) with num_nextn_predict_layers
     # MiMoMTPLayers: five norms, input_proj 2h -> h, one Qwen2 attention and MLP (mtp_layers, counted apart)
@@ -216,11 +276,20 @@ _LLAMA_LIKE = {
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
 # configuration_glm4.py, InternLM2's configuration_internlm2.py (whose attention bias is named `bias`).
 # Whose attention projections take bias=False whatever attention_bias says (modeling_mistral.py, modeling_ministral.py,
-# modeling_ministral3.py), or that has no attention_bias (modeling_cwm.py)
-_UNBIASED = ("mistral", "ministral", "ministral3", "cwm")
+# modeling_ministral3.py, modeling_mixtral.py, modeling_phi3.py, modeling_exaone4.py, modeling_exaone_moe.py), that
+# has no attention_bias (modeling_cwm.py), or whose biases follow use_bias alone (modeling_ernie4_5.py, _moe)
+_UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "exaone4", "exaone_moe", "ernie4_5",
+             "ernie4_5_moe")  # fmt: skip
+# Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
+# built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
+_READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
+                   "nemotron", "exaone", "iquestcoder", "internlm3")  # fmt: skip
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
+    "cohere2_moe": {"tie_word_embeddings": True},
+    "granite_swa": {"tie_word_embeddings": True},
+    "jais2": {"attention_bias": True, "mlp_bias": True},
     "smollm3": {"tie_word_embeddings": True},
     "ernie4_5": {"tie_word_embeddings": True},
     "ernie4_5_moe": {"tie_word_embeddings": True},
@@ -246,6 +315,10 @@ _GEMMA: dict[str, dict[str, int]] = {
               "num_key_value_heads": 16, "head_dim": 256, "vocab_size": 256000},
     "gemma2": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
                "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000},
+    # configuration_vaultgemma.py / modeling_vaultgemma.py (5.24.0): Gemma 2's defaults and layers less the norms
+    # after attention and after the MLP (2 per block)
+    "vaultgemma": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+                   "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000},
     "gemma3_text": {"hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
                     "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 262208},
 }  # fmt: skip
@@ -399,6 +472,12 @@ _ARCHITECTURES = {
     "HYV3ForCausalLM": "hy_v3",
     "SolarOpenForCausalLM": "solar_open",
     "FlintForCausalLM": "flint",
+    "GraniteSWAForCausalLM": "granite_swa",
+    "GraniteMoeSWAForCausalLM": "granitemoe_swa",
+    "VaultGemmaForCausalLM": "vaultgemma",
+    "Jais2ForCausalLM": "jais2",
+    "NanoChatForCausalLM": "nanochat",
+    "Cohere2MoeForCausalLM": "cohere2_moe",
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
@@ -532,23 +611,26 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family == "gpt_oss":
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
-    unbiased_mlp = ("apertus", "hunyuan_v1_dense", "hunyuan_v1_moe", "helium", "stablelm", "glm", "exaone_moe", "hy_v3",
-                    "solar_open", "flint")  # fmt: skip
-    # (their MLPs read no mlp_bias; Hunyuan 3's dense and shared ones do, refused below)
-    if family not in unbiased_mlp and k.flag("bias" if family == "internlm3" else "mlp_bias", False):
+    # (Hunyuan 3's dense and shared MLPs read mlp_bias, its experts not: refused below)
+    mlp_bias_key = "bias" if family == "internlm3" else "mlp_bias"
+    if family in _READS_MLP_BIAS and k.flag(mlp_bias_key, defaults.get(mlp_bias_key, False)):
         arch["linear_bias"] = True
         if family not in ("gpt_oss", "internlm3"):  # mlp_bias biases the MLP alone: o_proj's is attention_bias's
             arch.setdefault("out_bias", False)
     if family == "olmo":
         arch["norm"] = "layernorm_np"
-    if family == "nemotron":
+    if family in ("nemotron", "jais2"):
         arch.update(mlp="relu", norm="layernorm")
+    if family == "nanochat":
+        arch.update(mlp="relu", norm="layernorm_np")  # NanoChatRMSNorm (Llama 4's L2 norm) holds no weight
     if family in ("arcee", "apertus"):
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
-                  "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
-                  "hy_v3", "flint")  # fmt: skip
-    if family in biased_out and k.flag(bias_key, False):
+                  "cohere2_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
+                  "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
+                  "jais2", "nanochat", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3", "qwen3_vl_text",
+                  "qwen3_vl_moe_text")  # fmt: skip
+    if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
         arch["out_bias"] = True
@@ -563,7 +645,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                          f"must be hidden_size ({hidden}), got {heads} x {arch['head_dim']}")  # fmt: skip
     if family == "mimo":
         arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
-    if family == "cohere2":
+    if family in ("cohere2", "cohere2_moe"):
         arch["layer_norms"] = 1
     if family == "stablelm":
         arch.update(norm="layernorm", layer_norms=1 if k.flag("use_parallel_residual", False) else 2)
@@ -583,7 +665,10 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             "shared": 1,
         }
         return arch
-    if family in ("mixtral", "gpt_oss", "olmoe", "granitemoe", "phimoe", "flex_olmo", "granitemoeshared"):
+    if family in ("granite_swa", "granitemoe_swa"):
+        arch["attention_sinks"] = True  # GraniteSWAAttention.sinks, one per head
+    if family in ("mixtral", "gpt_oss", "olmoe", "granitemoe", "phimoe", "flex_olmo", "granitemoeshared",
+                  "granitemoe_swa"):  # fmt: skip
         by_num_experts = family in ("olmoe", "flex_olmo")
         arch["moe"] = {
             # OlmoeSparseMoeBlock, GraniteMoeMoE: experts of intermediate_size, a router without bias, no shared one
@@ -593,7 +678,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             "router_bias": family == "gpt_oss",  # gpt-oss's router is a Linear with bias
         }
         shared = k.integer("shared_intermediate_size", default=0, field="moe.shared_ffn")
-        if family == "granitemoeshared" and shared:
+        if family in ("granitemoeshared", "granitemoe_swa") and shared:
             arch["moe"].update(shared=1, shared_ffn=shared)
         return arch
     if family == "solar_open":  # SolarOpenMoE in every layer: no dense MLP, no intermediate_size read
@@ -623,6 +708,18 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             shared=k.integer("num_shared_experts", default=1, field="moe.shared"),
             first=1 if hy else k.integer("first_k_dense_replace", default=1, field="moe.first_dense_layers"),
         )
+        return arch
+    if family == "cohere2_moe":
+        arch["moe"] = dense_then_experts(
+            k,
+            layers,
+            experts=k.integer("num_experts", default=8, field="moe.experts"),
+            active=k.integer("num_experts_per_tok", default=2, field="moe.active"),
+            ffn=arch["ffn"],
+            shared=k.integer("num_shared_experts", default=0, field="moe.shared"),
+            first=k.integer("first_k_dense_replace", default=0, field="moe.first_dense_layers"),
+        )
+        arch["ffn"] = k.integer("prefix_dense_intermediate_size", default=None, field="ffn") or arch["ffn"]
         return arch
     if family == "afmoe":
         arch.update(attention_gate=True, layer_norms=4)
@@ -711,7 +808,8 @@ def _gemma(k: Keys, family: str) -> dict[str, Any]:
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "mlp": "geglu",
         "qkv_bias": k.flag("attention_bias", False),
-        "layer_norms": 2 if family == "gemma" else 4,
+        "out_bias": k.flag("attention_bias", False),  # GemmaAttention's o_proj takes attention_bias too
+        "layer_norms": 2 if family in ("gemma", "vaultgemma") else 4,
         "qk_norm": "head" if family == "gemma3_text" else "none",
     }
 
@@ -850,6 +948,7 @@ def _llama4(k: Keys) -> dict[str, Any]:
         "vocab": k.integer("vocab_size", default=202048, field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": k.flag("attention_bias", False),  # Llama4TextAttention's o_proj takes attention_bias too
         "moe": moe,
     }
 
@@ -895,7 +994,10 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         "vocab": integer("vocab_size", "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", family in ("minicpm3", "youtu")),
         "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": k.flag("attention_bias", False),  # o_proj's bias is attention_bias's too
     }
+    if family == "minicpm3" and k.flag("mlp_bias", False):  # MiniCPM3MLP takes bias=config.mlp_bias
+        arch["linear_bias"] = True
     if k.get("n_routed_experts", *aliases.get("n_routed_experts", ()), default=d.get("n_routed_experts")) is not None:
         freq = k.integer("moe_layer_freq", default=1)
         if freq != 1:
@@ -1313,27 +1415,27 @@ _EVERY_LAYER_SLIDES = {"mistral": 4096, "ministral": 4096, "ministral3": None, "
                        "phimoe": None, "starcoder2": None, "qwen3_moe": 4096}  # fmt: skip
 # Families whose layer i slides unless (i + 1) % period == 0: (default window, default period, whether the config
 # class reads sliding_window_pattern for the period).
-_PERIODIC = {"gemma2": (4096, 2, False), "gpt_oss": (128, 2, False), "olmo3": (4096, 4, False),
-             "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True), "exaone4": (4096, 4, True),
-             "exaone_moe": (4096, 4, True)}  # fmt: skip
+_PERIODIC = {"gemma2": (4096, 2, False), "vaultgemma": (4096, 2, False), "gpt_oss": (128, 2, False),
+             "olmo3": (4096, 4, False), "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True),
+             "exaone4": (4096, 4, True), "exaone_moe": (4096, 4, True), "cohere2_moe": (4096, 4, True)}  # fmt: skip
 # Families whose layers from max_window_layers on slide where use_sliding_window: (default max_window_layers).
 _FROM_MAX_WINDOW_LAYERS = {"qwen2": 28, "qwen3": 28, "qwen2_5_vl": 80, "qwen2_vl": 80, "mimo": 28, "dots1": 62}
 # Families whose layer i slides unless i % period == 0 (the first layer global): (default window, period).
-_PERIODIC_FROM_FIRST = {"cwm": (8192, 4)}
+_PERIODIC_FROM_FIRST = {"cwm": (8192, 4), "granite_swa": (128, 4), "granitemoe_swa": (128, 4)}
 # Families whose period is a key of their own: (default window, default period, its key).
 _PERIOD_KEY = {"afmoe": (1024, 4, "global_attn_every_n_layers")}
 _USES_FLAG = {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "qwen2_5_vl", "qwen2_vl", "mimo"}
 
 
-def _period(k: Keys, default: int) -> Any:
+def _period(k: Keys, default: int, key: str = "sliding_window_pattern") -> Any:
     """sliding_window_pattern: a whole number of layers (every period-th attends globally), or EXAONE 4's letters
     ("LLLG": L local, G global)."""
-    period = k.get("sliding_window_pattern", default=default)
+    period = k.get(key, default=default)
     if isinstance(period, str) and period and set(period) <= {"L", "G"}:
         return period
     if isinstance(period, int) and not isinstance(period, bool) and period > 0:
         return period
-    said = f"{k._key('sliding_window_pattern')}: a whole number of layers above 0, or letters L and G, got {period!r}"
+    said = f"{k._key(key)}: a whole number of layers above 0, or letters L and G, got {period!r}"
     raise InputError(k.where, said[:200])
 
 
@@ -1381,6 +1483,12 @@ def _sliding_layers(k: Keys, family: str, layers: int) -> list[int]:
         return [i for i, kind in enumerate(listed) if kind == "sliding_attention"]
     if family in _EVERY_LAYER_SLIDES:
         return list(range(layers))
+    if family == "cohere2_moe":  # Cohere2MoeConfig: the first first_k_dense_replace layers by a pattern of their own
+        first = k.integer("first_k_dense_replace", default=0)
+        head, rest = _period(k, 1, "prefix_dense_sliding_window_pattern"), _period(k, 4)
+        if isinstance(head, str) or isinstance(rest, str):
+            raise InputError(k.where, f"{k._key('sliding_window_pattern')}: a whole number of layers for Cohere 2 MoE")
+        return [i for i in range(layers) if (i < first and (i + 1) % head) or (i >= first and (i - first + 1) % rest)]
     if family in _PERIODIC:
         _, default, reads_pattern = _PERIODIC[family]
         period = _period(k, default) if reads_pattern else default

@@ -427,6 +427,9 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
         "ffn": _int(k, "intermediate_size", d, "ffn"),
         "vocab": _int(k, "vocab_size", d, "vocab"),
         "tied_embeddings": False,  # KimiLinearForCausalLM ties nothing (empty _tied_weights_keys), whatever it says
+        # attention_bias biases the MLA layers' q_a_proj, kv_a_proj_with_mqa and o_proj (KimiMLAAttention)
+        "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": k.flag("attention_bias", False),
         "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
         "mla": {
             "q_lora_rank": k.integer("q_lora_rank", default=None, field="mla.q_lora_rank"),

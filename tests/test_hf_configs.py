@@ -892,7 +892,10 @@ def test_families_borrowing_another_ones_layers_count_what_transformers_builds(c
     GraniteMoeShared (a shared MLP beside the experts), Sarvam's MLA models (DeepSeek-V3's; their files' key names),
     AFMoE (gated attention, four norms, shared experts and an expert bias, periodic windows), K-EXAONE (EXAONE 4's
     attention, dense layers by kind, shared experts; Hunyuan 3 likewise), Solar Open (experts in every layer), Kimi
-    Linear (Kimi Delta Attention and MLA, by layer_types or linear_attn_config) and Llama's own biases: to the
+    Linear (Kimi Delta Attention and MLA, by layer_types or linear_attn_config), Granite SWA and GraniteMoE SWA (sinks,
+    windows), VaultGemma, Jais 2, nanochat, Cohere 2 MoE, Qwen3-MoE as transformers 5 writes it (num_local_experts, no
+    head_dim), and the attention and MLP biases of Llama, Granite, Gemma 2, OLMoE, Mixtral, Qwen2, EXAONE 4, Helium,
+    Llama 4, DeepSeek-V3's and MiniCPM3's MLA, each as its modeling file reads attention_bias and mlp_bias: to the
     parameter, and the sliding layers and window, as transformers 5.24.0 resolves them
     (resolved/aliased-families.json, written by aliased_families_with_transformers.py from each class's defaults and
     switched keys)."""

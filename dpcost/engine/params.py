@@ -82,6 +82,11 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank  # kv_a_proj_with_mqa, kv_a_norm
         kv += m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim)  # kv_b_proj
         o = a.heads * m.v_head_dim * h
+        if a.qkv_bias:  # attention_bias biases q_a_proj and kv_a_proj_with_mqa (modeling_deepseek_v3.py, 5.24.0)
+            q += m.q_lora_rank or 0
+            kv += m.kv_lora_rank + m.qk_rope_head_dim
+        if a.out_bias:
+            o += h
         return q + kv + o, max(o, m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim))
     q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
     v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value  # Gemma 4's attention_k_eq_v: no v_proj

@@ -10,7 +10,8 @@ docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
 names for a key (EXAONE's num_layers), biases, tying, a query latent or none, the sliding layers. Each is kept as
 the class writes it (to_dict, less ids and rope tables), with the parameters the family's ForCausalLM class builds
-from it (on the meta device, no weights) and, where it has them, its resolved sliding layers and window.
+from it (on the meta device, no weights) and, where it has them, its resolved sliding (or Llama 4's chunked) layers
+and window.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ DROPPED = {
 RELEASED_NAMES = {
     "exaone": {"num_hidden_layers": "num_layers"},
     "sarvam_mla": {"n_routed_experts": "num_experts", "n_shared_experts": "num_shared_experts"},
+    "qwen3_moe": {"num_local_experts": "num_experts"},
 }
 CASES: dict[str, list[dict[str, object]]] = {
     # Llama itself where mlp_bias and attention_bias differ: o_proj's bias is attention_bias's, the MLP's mlp_bias's
@@ -62,6 +64,7 @@ CASES: dict[str, list[dict[str, object]]] = {
         {},
         {"q_lora_rank": None, "v_head_dim": 96, "tie_word_embeddings": False},
         {"hidden_size": 1024, "num_hidden_layers": 8, "num_attention_heads": 16, "kv_lora_rank": 128},
+        {"attention_bias": True, "mlp_bias": True, "num_hidden_layers": 4},
     ],
     "iquestcoder": [
         {},
@@ -119,6 +122,51 @@ CASES: dict[str, list[dict[str, object]]] = {
         {"num_hidden_layers": 5, "layer_types": ["linear_attention", "full_attention"] * 2 + ["linear_attention"],
          "mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse"], "tie_word_embeddings": True},
     ],
+    # attention_bias and mlp_bias where a family's modeling file reads them otherwise than Llama's, or not at all
+    "granite": [{"attention_bias": True, "mlp_bias": True, "num_hidden_layers": 4}],
+    "granitemoe": [{"attention_bias": True, "mlp_bias": True, "num_hidden_layers": 4}],
+    "gemma2": [{"attention_bias": True, "num_hidden_layers": 4}],
+    "olmoe": [{"attention_bias": True, "mlp_bias": True, "num_hidden_layers": 4}],
+    "mixtral": [{"attention_bias": True, "mlp_bias": True, "num_hidden_layers": 4}],
+    "qwen2": [{"mlp_bias": True, "num_hidden_layers": 4}],
+    "exaone4": [{"attention_bias": True, "mlp_bias": True, "num_hidden_layers": 4}],
+    "helium": [{"mlp_bias": True, "num_hidden_layers": 4}],
+    "llama4_text": [{"attention_bias": True, "num_hidden_layers": 4}],
+    "deepseek_v3": [{"attention_bias": True, "num_hidden_layers": 5}],
+    # Qwen3-MoE as transformers 5 writes it (num_local_experts, no head_dim) and as Qwen's files do
+    "qwen3_moe": [
+        {},
+        {"num_experts": 64, "head_dim": 128, "num_hidden_layers": 6, "attention_bias": True},
+    ],
+    "granite_swa": [
+        {},
+        {"attention_bias": True, "mlp_bias": True, "num_hidden_layers": 6, "tie_word_embeddings": False},
+        {"layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+         "num_hidden_layers": 4, "sliding_window": 256},
+    ],
+    "granitemoe_swa": [
+        {},
+        {"shared_intermediate_size": 1024, "attention_bias": True, "num_hidden_layers": 6},
+    ],
+    "vaultgemma": [
+        {},
+        {"attention_bias": True, "num_hidden_layers": 5, "tie_word_embeddings": False},
+    ],
+    "jais2": [
+        {},
+        {"attention_bias": False, "mlp_bias": False, "num_key_value_heads": 2, "num_hidden_layers": 4},
+        {"attention_bias": False, "num_hidden_layers": 3, "tie_word_embeddings": True},
+    ],
+    "nanochat": [
+        {},
+        {"attention_bias": True, "mlp_bias": True, "num_key_value_heads": 2, "num_hidden_layers": 4},
+    ],
+    "cohere2_moe": [
+        {},
+        {"num_hidden_layers": 6, "first_k_dense_replace": 2, "prefix_dense_intermediate_size": 4096,
+         "num_shared_experts": 2, "prefix_dense_sliding_window_pattern": 2, "num_key_value_heads": 8},
+        {"num_hidden_layers": 5, "attention_bias": True, "sliding_window_pattern": 2, "tie_word_embeddings": False},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
@@ -145,12 +193,14 @@ def main() -> None:
                 if ours in kept and (ours in change or theirs in change):
                     kept[theirs] = kept.pop(ours)
             types = getattr(config, "layer_types", None) or []
-            sliding = [i for i, t in enumerate(types) if t == "sliding_attention"]
+            sliding = [i for i, t in enumerate(types) if t in ("sliding_attention", "chunked_attention")]
+            chunked = "chunked_attention" in types
+            window = config.attention_chunk_size if chunked else getattr(config, "sliding_window", 0)
             out.append({
                 "config": kept,
                 "class": type(model).__name__,
                 "parameters": sum(p.numel() for p in model.parameters()),
-                "sliding": {"size": config.sliding_window, "layers": sliding} if sliding else None,
+                "sliding": {"size": window, "layers": sliding} if sliding else None,
             })  # fmt: skip
     json.dump({"transformers": __import__("transformers").__version__, "cases": out}, sys.stdout, indent=1)
     sys.stdout.write("\n")
