@@ -473,6 +473,7 @@ _ARCHITECTURES = {
     "SolarOpenForCausalLM": "solar_open",
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
+    "LongcatFlashForCausalLM": "longcat_flash",
     "GraniteMoeSWAForCausalLM": "granitemoe_swa",
     "VaultGemmaForCausalLM": "vaultgemma",
     "Jais2ForCausalLM": "jais2",
@@ -552,7 +553,7 @@ _HYBRID = (
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
-         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4"}
+         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash"}
     )
 )  # fmt: skip
 
@@ -1044,6 +1045,69 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     if family == "glm_moe_dsa":
         arch["indexer"]["layers"] = _glm_indexer_layers(k, layers)
     return arch
+
+
+# LongcatFlashConfig's defaults (configuration_longcat_flash.py, transformers 5.24.0: LongCat-Flash-Chat's shapes)
+_LONGCAT_FLASH = {"vocab_size": 131072, "hidden_size": 6144, "num_layers": 28, "num_attention_heads": 64,
+                  "ffn_hidden_size": 12288, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+                  "qk_rope_head_dim": 64, "v_head_dim": 128, "moe_topk": 12, "n_routed_experts": 512,
+                  "zero_expert_num": 256, "expert_ffn_hidden_size": 2048}  # fmt: skip
+
+
+def _longcat_flash(k: Keys) -> dict[str, Any]:
+    """LongcatFlashForCausalLM (modeling_longcat_flash.py, transformers 5.24.0; LongCat-Flash, arXiv 2509.01322):
+    num_layers blocks of two MLA sub-layers (always a query latent), two dense MLPs of ffn_hidden_size and one
+    shortcut-connected MoE of n_routed_experts experts of expert_ffn_hidden_size, whose router also scores
+    zero_expert_num zero-computation experts (identities). Counted as 2 x num_layers layers of MLA and a dense MLP,
+    every second with the MoE beside it (the dense MLP as an ungated shared expert). A token's experts that compute
+    are moe_topk x n_routed / (n_routed + zero) on average (8 of 12 as released: the paper's 27B average active).
+    transformers 5.24.0 allocates gate_up_proj for the zero experts too, which its forward never reads; the
+    checkpoints hold n_routed_experts' weights (560B as released), and dpcost counts those."""
+    d = _LONGCAT_FLASH
+
+    def integer(key: str, field: str = "", default: Any = _MISSING) -> Any:
+        return k.integer(key, default=d.get(key, default), field=field)
+
+    if k.get("num_layers", default=None) is None and k.get("num_hidden_layers", default=None) is not None:
+        blocks = k.integer("num_hidden_layers", field="layers") // 2  # the class's setter: num_layers = value // 2
+    else:
+        blocks = integer("num_layers", "layers")
+    routed, zero, topk = integer("n_routed_experts", "moe.experts"), integer("zero_expert_num"), integer("moe_topk")
+    if routed <= 0:
+        raise InputError(k.where, f"{k._key('n_routed_experts')}: must be more than 0, got {routed}")
+    if zero < 0:
+        raise InputError(k.where, f"{k._key('zero_expert_num')}: must be 0 or more, got {zero}")
+    hidden, heads = integer("hidden_size", "hidden"), integer("num_attention_heads", "heads")
+    ffn = integer("ffn_hidden_size", "ffn")
+    moe: dict[str, Any] = {
+        "experts": routed,
+        "active": max(1, min(routed, round(topk * routed / (routed + zero)))),
+        "ffn": integer("expert_ffn_hidden_size", "moe.ffn"),
+        "every": 2,
+        "shared": 1,
+        "shared_ffn": ffn,
+        "router_bias": k.flag("router_bias", False),  # the classifier's bias; e_score_correction_bias is a buffer
+    }
+    if zero:
+        moe["router_outputs"] = routed + zero
+    return {
+        "hidden": hidden,
+        "layers": 2 * blocks,
+        "heads": heads,
+        "ffn": ffn,
+        "vocab": integer("vocab_size", "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": k.flag("attention_bias", False),
+        "moe": moe,
+        "mla": {
+            "q_lora_rank": integer("q_lora_rank", "mla.q_lora_rank"),
+            "kv_lora_rank": integer("kv_lora_rank", "mla.kv_lora_rank"),
+            "qk_nope_head_dim": integer("qk_nope_head_dim", "mla.qk_nope_head_dim"),
+            "qk_rope_head_dim": integer("qk_rope_head_dim", "mla.qk_rope_head_dim"),
+            "v_head_dim": integer("v_head_dim", "mla.v_head_dim"),
+        },
+    }
 
 
 def dense_then_experts(
@@ -1612,6 +1676,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _glm4_moe(k, family)
     elif family == "minimax_m2":
         arch = _minimax_m2(k)
+    elif family == "longcat_flash":
+        arch = _longcat_flash(k)
     elif family in _FALCON:
         arch = _falcon(k, family)
     elif family == "qwen":

@@ -80,6 +80,12 @@ class MoESpec(Spec):
     every: PositiveInt = Field(1, description="MoE in layers i with (i + 1) % every == 0 (Llama 4, Qwen2-MoE)")
     dense_layers: tuple[NonNegativeInt, ...] = Field((), description="further layers with a dense MLP (Qwen)")
     router_bias: bool = Field(False, description="a per-expert routing bias (DeepSeek-V3 e_score_correction)")
+    router_outputs: PositiveInt | None = Field(
+        None,
+        description="the router's scores per token, if more than `experts` (LongCat-Flash's zero-computation experts, "
+        "which return their input and hold no weights)",
+        exclude_if=lambda v: v is None,
+    )
     latent: PositiveInt | None = Field(
         None,
         description="the width the routed experts work in, if not hidden (Nemotron 3's LatentMoE: a hidden -> latent "
@@ -91,6 +97,8 @@ class MoESpec(Spec):
     def _active_le_experts(self) -> MoESpec:
         if self.active > self.experts:
             raise ValueError(f"active ({self.active}) must not exceed experts ({self.experts})")
+        if self.router_outputs is not None and self.router_outputs < self.experts:
+            raise ValueError(f"router_outputs ({self.router_outputs}) must not be fewer than experts ({self.experts})")
         return self
 
     @property

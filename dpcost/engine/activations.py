@@ -367,7 +367,7 @@ def layer_tensors(
     e, h = ACT_BYTES, a.hidden
     if moe_layer and a.moe is not None:
         moe = a.moe
-        tensors.append(Tensor("router logits (fp32)", "router", 4.0 * moe.experts, matmul=mm))
+        tensors.append(Tensor("router logits (fp32)", "router", 4.0 * (moe.router_outputs or moe.experts), matmul=mm))
         mm += 1
         for i in range(moe.shared):  # an MLP of the MoE layer: "shared_experts" recomputes it, "mlp" does not
             part = _mlp(a, moe.shared_width, kernels, mm, "shared_experts", f"shared expert {i + 1}")

@@ -265,7 +265,7 @@ def layer_ops(
         e = a.moe
         local_experts = max(1, e.experts // ep)
         routed = t * e.active / local_experts  # tokens per local expert: every rank's tokens routed to these experts
-        ops.append(_gemm("router", "router", t, h, e.experts, gemm_bytes))
+        ops.append(_gemm("router", "router", t, h, e.router_outputs or e.experts, gemm_bytes))
         if e.latent:  # LatentMoE (params.latent_projections): replicated over TP, as Megatron-Core's "duplicated"
             ops.append(_gemm("latent projection in", "moe", t, h, e.latent, gemm_bytes))
         before, after = _token_permutation(

@@ -298,7 +298,8 @@ def _router(a: ModelArchitecture) -> float:
     """The routing matrix (hidden x experts), its bias, and Qwen2-MoE's shared-expert gate (hidden -> 1)."""
     e = a.moe
     assert e is not None
-    return a.hidden * e.experts + (e.experts if e.router_bias else 0) + (a.hidden if e.shared_gate else 0)
+    scores = e.router_outputs or e.experts
+    return a.hidden * scores + (scores if e.router_bias else 0) + (a.hidden if e.shared_gate else 0)
 
 
 def _block(a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "") -> BlockCount:

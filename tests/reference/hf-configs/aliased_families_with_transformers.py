@@ -167,6 +167,14 @@ CASES: dict[str, list[dict[str, object]]] = {
          "num_shared_experts": 2, "prefix_dense_sliding_window_pattern": 2, "num_key_value_heads": 8},
         {"num_hidden_layers": 5, "attention_bias": True, "sliding_window_pattern": 2, "tie_word_embeddings": False},
     ],
+    # LongCat-Flash: the class's defaults are LongCat-Flash-Chat's shapes (560B as released)
+    "longcat_flash": [
+        {},
+        {"num_layers": 3, "attention_bias": True, "zero_expert_num": 0, "moe_topk": 4, "tie_word_embeddings": True},
+        {"num_layers": 2, "n_routed_experts": 16, "zero_expert_num": 8, "expert_ffn_hidden_size": 512,
+         "hidden_size": 1024, "ffn_hidden_size": 2048, "num_attention_heads": 8, "q_lora_rank": 256,
+         "kv_lora_rank": 128},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
@@ -174,6 +182,18 @@ CASES: dict[str, list[dict[str, object]]] = {
         {"mlp_bias": True, "head_dim": 96},
     ],
 }  # fmt: skip
+
+
+def unused_parameters(model: object) -> int:
+    """Parameters a class allocates and its forward never reads: LongcatFlashExperts' gate_up_proj has rows for
+    the zero-computation experts too (total_experts), which forward sends through an identity; the checkpoints hold
+    only n_routed_experts' (modeling_longcat_flash.py, 5.24.0)."""
+    unused = 0
+    for module in model.modules():  # type: ignore[attr-defined]
+        if type(module).__name__ == "LongcatFlashExperts" and module.gate_up_proj is not None:
+            _, rows, columns = module.gate_up_proj.shape
+            unused += (module.total_experts - module.num_routed_experts) * rows * columns
+    return unused
 
 
 def main() -> None:
@@ -200,6 +220,7 @@ def main() -> None:
                 "config": kept,
                 "class": type(model).__name__,
                 "parameters": sum(p.numel() for p in model.parameters()),
+                "unused": unused_parameters(model),
                 "sliding": {"size": window, "layers": sliding} if sliding else None,
             })  # fmt: skip
     json.dump({"transformers": __import__("transformers").__version__, "cases": out}, sys.stdout, indent=1)
