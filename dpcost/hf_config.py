@@ -484,6 +484,11 @@ _ARCHITECTURES = {
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
+    "MiniMaxForCausalLM": "minimax",
+    # MiniMax's own files (model_type minimax_text_01, minimax_m1: remote code; vLLM's minimax_text_01.py runs both as
+    # the same layers, lightning or softmax by attn_type_list, and an MoE)
+    "MiniMaxText01ForCausalLM": "minimax",
+    "MiniMaxM1ForCausalLM": "minimax",
     "GPT2LMHeadModel": "gpt2",
     "GPTJForCausalLM": "gptj",
     "GPTNeoForCausalLM": "gpt_neo",
@@ -549,6 +554,7 @@ _HYBRID = (
     "lfm2",
     "lfm2_moe",
     "kimi_linear",
+    "minimax",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(

@@ -73,6 +73,12 @@ _LFM2_MOE = {"vocab_size": 65536, "hidden_size": 2048, "intermediate_size": 7168
              "num_dense_layers": 2, "num_experts_per_tok": 4, "num_experts": 32}  # fmt: skip
 
 
+# MiniMaxConfig's defaults (configuration_minimax.py, transformers 5.24.0); head_dim hidden / heads unless given
+_MINIMAX = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "num_experts_per_tok": 2, "num_local_experts": 8,
+            "block_size": 256}  # fmt: skip
+
+
 def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
     if family in ("mamba", "falcon_mamba"):
         return _mamba(k)
@@ -90,6 +96,8 @@ def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
         return _lfm2(k, family)
     if family == "kimi_linear":
         return _kimi_linear(k)
+    if family == "minimax":
+        return _minimax(k)
     return _qwen3_next(k, family)
 
 
@@ -517,6 +525,53 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     if dense or arch["moe"]["every"] != 1:
         arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
     return arch
+
+
+def _minimax(k: Keys) -> dict[str, Any]:
+    """MiniMaxForCausalLM (modeling_minimax.py, transformers 5.24.0; MiniMax-Text-01 and -M1, arXiv 2501.08313):
+    layers of lightning attention or Mixtral's softmax attention (layer_types; else the released files'
+    attn_type_list, 1 softmax and 0 lightning; else the class's alternation, softmax first), each with Mixtral's MoE
+    (num_local_experts experts of intermediate_size, a router without bias) and two norms. The lightning mixer's heads
+    are the attention's (num_attention_heads of head_dim, else hidden / heads), in blocks of block_size."""
+    d = _MINIMAX
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
+    listed = k.get("attn_type_list", default=None)
+    if types is None and listed is not None:
+        if not isinstance(listed, list) or len(listed) != layers or any(v not in (0, 1) for v in listed):
+            said = f"{k._key('attn_type_list')}: 0 (lightning) or 1 (softmax) per layer ({layers}), got {listed!r}"
+            raise InputError(k.where, said[:300])
+        types = ["full_attention" if v == 1 else "linear_attention" for v in listed]
+    if types is None:
+        types = ["full_attention" if (i + 1) % 2 else "linear_attention" for i in range(layers)]
+    if k.integer("shared_intermediate_size", default=0):
+        raise InputError(k.where, f"{k._key('shared_intermediate_size')}: a shared expert is not built by "
+                         "MiniMaxForCausalLM and not counted; 0 (MiniMax-Text-01, -M1) is")  # fmt: skip
+    hidden, heads = _int(k, "hidden_size", d, "hidden"), _int(k, "num_attention_heads", d, "heads")
+    head_dim = k.integer("head_dim", default=None, field="head_dim") or hidden // heads
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
+        "head_dim": head_dim,
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
+        "deltanet": {
+            "form": "lightning",
+            "key_heads": heads,
+            "value_heads": heads,
+            "key_dim": head_dim,
+            "value_dim": head_dim,
+            "chunk": _int(k, "block_size", d),
+        },
+        "moe": {
+            "experts": _int(k, "num_local_experts", d, "moe.experts"),
+            "active": _int(k, "num_experts_per_tok", d, "moe.active"),
+            "ffn": _int(k, "intermediate_size", d, "moe.ffn"),
+        },
+    }
 
 
 def _lfm2(k: Keys, family: str) -> dict[str, Any]:

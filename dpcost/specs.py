@@ -150,11 +150,14 @@ class SSMSpec(Spec):
 class DeltaNetSpec(Spec):
     """Gated DeltaNet linear attention (Yang et al. 2024), as Qwen3-Next's Qwen3NextGatedDeltaNet holds it; or Kimi
     Delta Attention (`form` kda: Kimi Linear's KimiLinearDeltaAttention), the same recurrence with a decay per
-    channel, its q, k and v, forget and output gates projected apart."""
+    channel, its q, k and v, forget and output gates projected apart; or MiniMax's lightning attention (`form`
+    lightning: MiniMaxLightningAttention), linear attention with a fixed decay per head, no convolution and no
+    delta rule, computed in blocks of `chunk`."""
 
-    form: Literal["gated", "kda"] = Field(
+    form: Literal["gated", "kda", "lightning"] = Field(
         "gated",
-        description="gated: Qwen3-Next's gated DeltaNet; kda: Kimi Delta Attention",
+        description="gated: Qwen3-Next's gated DeltaNet; kda: Kimi Delta Attention; lightning: MiniMax's lightning "
+        "attention",
         exclude_if=lambda v: v == "gated",
     )
     key_heads: PositiveInt
@@ -163,6 +166,17 @@ class DeltaNetSpec(Spec):
     value_dim: PositiveInt = Field(description="per value head")
     conv_kernel: PositiveInt = 4
     chunk: PositiveInt = Field(64, description="the chunked recurrence's chunk length, which its FLOPs read")
+
+    @model_validator(mode="after")
+    def _lightning_heads(self) -> DeltaNetSpec:
+        if self.form == "lightning" and (self.key_heads != self.value_heads or self.key_dim != self.value_dim):
+            raise ValueError("lightning attention has as many key heads as value heads, of one width")
+        return self
+
+    @property
+    def convolves(self) -> bool:
+        """Whether a depthwise convolution runs over q, k and v (gated DeltaNet, KDA; not lightning attention)."""
+        return self.form != "lightning"
 
 
 class ShortConvSpec(Spec):

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dpcost.catalog import load_model
 from dpcost.cli import app
-from dpcost.engine.activations import kv_cache_bytes, layer_tensors
+from dpcost.engine.activations import kv_cache_bytes, layer_tensors, recurrent_state_bytes
 from dpcost.engine.compute import attention_flops, recurrence_flops
 from dpcost.engine.params import count_params
 from dpcost.specs import ModelArchitecture
@@ -239,3 +239,47 @@ def test_lfm2_short_convolution_layers_by_hand() -> None:
     assert dict(count_params(load_model(str(CONFIGS / "lfm2-1.2b.json"))).components)["short convolutions"] == (
         10 * 16_783_360
     )
+
+
+def _minimax_text_01() -> dict[str, object]:
+    """MiniMax-Text-01 as MiniMax's own config.json spells it (remote code): attn_type_list, 1 softmax and 0
+    lightning, a softmax layer every eighth."""
+    return {
+        "model_type": "minimax_text_01",
+        "architectures": ["MiniMaxText01ForCausalLM"],
+        "hidden_size": 6144,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 80,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "num_local_experts": 32,
+        "num_experts_per_tok": 2,
+        "vocab_size": 200064,
+        "attn_type_list": [1 if (i + 1) % 8 == 0 else 0 for i in range(80)],
+    }
+
+
+def test_minimax_reads_its_own_files_attention_kinds(tmp_path: Path) -> None:
+    """MiniMax's own file (attn_type_list, its architectures name) counts what transformers builds from the same
+    shapes under layer_types (resolved/aliased-families.json: 456,089,655,296, the card's 456B), and its active
+    parameters less the input embedding and the output head are the card's 45.9B: 47,174,113,280 - 200,064 x 6,144."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_minimax_text_01()))
+    c = count_params(load_model(str(path)))
+    assert c.total == 456_089_655_296
+    assert round((c.active_excl_embedding - 200_064 * 6_144) / 1e8) == 459
+
+
+def test_lightning_attention_flops_and_state_by_hand(tmp_path: Path) -> None:
+    """MiniMax-Text-01's 70 lightning layers of 64 heads, d = 128, in blocks of 256 (Qin et al. 2024, the blockwise
+    form): per token and layer 64 x (4 x 256 x 128 + 4 x 128 x 128) = 12,582,912 FLOPs forward, 64 x 4 x 128 x 128
+    when decoding; and a state of 64 x 128 x 128 per layer, 2 bytes, with no convolution window."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_minimax_text_01()))
+    a = load_model(str(path)).architecture
+    assert a is not None
+    assert recurrence_flops(a) == 70 * 12_582_912
+    assert recurrence_flops(a, decode=True) == 70 * 64 * 4 * 128 * 128
+    assert recurrent_state_bytes(a) == 70 * 64 * 128 * 128 * 2
+    assert attention_flops(a, 4096) == 2 * 10 * 64 * 256 * 4096

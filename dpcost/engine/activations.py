@@ -260,6 +260,8 @@ def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
     if d.form == "kda":
         return _kda(a, first_mm)
+    if d.form == "lightning":
+        return _lightning(a, first_mm)
     out = [
         Tensor("DeltaNet in_proj_qkvz output", "qkv", e * (2 * keys + 2 * values), matmul=first_mm),
         Tensor("DeltaNet in_proj_ba output", "qkv", e * 2 * d.value_heads, matmul=first_mm + 1),
@@ -292,6 +294,25 @@ def _kda(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
         Tensor("KDA o_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 8),
     ]
     return out, first_mm + 9
+
+
+def _lightning(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
+    """Lightning attention (MiniMaxLightningAttention, transformers 5.24.0) with a blockwise kernel, as gated
+    DeltaNet's tensors (_deltanet): qkv_proj's output and its SiLU (the q, k and v the recurrence reads), the
+    recurrence's output, the norm's output, output_gate's output and the gated product out_proj reads."""
+    d, e = a.deltanet, ACT_BYTES
+    assert d is not None
+    width = d.value_heads * d.value_dim
+    out = [
+        Tensor("lightning qkv_proj output", "qkv", e * 3 * width, matmul=first_mm),
+        Tensor("lightning output_gate output", "qkv", e * width, matmul=first_mm + 1),
+        Tensor("lightning q, k, v (SiLU)", "core_attn", e * 3 * width),
+        Tensor("lightning recurrence output", "core_attn", e * width),
+        Tensor("lightning norm output", "core_attn", e * width),
+        Tensor("lightning gated output (out_proj input)", "core_attn", e * width),
+        Tensor("lightning out_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 2),
+    ]
+    return out, first_mm + 3
 
 
 def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, module: Module, label: str) -> list[Tensor]:
@@ -438,8 +459,8 @@ def _compressed_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtyp
 def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
     """One sequence's recurrent state over all layers, in the model's dtype as transformers' caches hold it: a
     Mamba layer's SSM state (inner x N) and convolution window (its conv channels x kernel: Mamba2Cache,
-    MambaCache), a gated DeltaNet layer's state (value heads x d_k x d_v) and window (2K + V channels), an LFM2
-    short convolution's window (h channels x its kernel)."""
+    MambaCache), a gated DeltaNet layer's state (value heads x d_k x d_v) and window (2K + V channels; lightning
+    attention has none), an LFM2 short convolution's window (h channels x its kernel)."""
     total = 0.0
     for i in range(a.layers):
         mixer, m, d = a.mixer(i), a.ssm, a.deltanet
@@ -447,7 +468,7 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
             conv = m.inner + (2 * m.groups * m.state if m.version == 2 else 0)
             total += m.inner * m.state + conv * m.conv_kernel
         if mixer == "deltanet" and d is not None:
-            conv = 2 * d.key_heads * d.key_dim + d.value_heads * d.value_dim
+            conv = 2 * d.key_heads * d.key_dim + d.value_heads * d.value_dim if d.convolves else 0
             total += d.value_heads * d.key_dim * d.value_dim + conv * d.conv_kernel
         if mixer == "conv" and a.short_conv is not None:  # the convolution's window of its h channels
             total += a.hidden * a.short_conv.kernel

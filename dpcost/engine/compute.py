@@ -109,6 +109,9 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
     - gated DeltaNet in chunks of C (Yang et al. 2024, the chunkwise form): per value head, Q K^T, K K^T and the
       W = T (beta K) transform (6 C d_k), U = T (beta V) and the intra-chunk output (4 C d_v), and reading,
       correcting and updating the d_k x d_v state (6 d_k d_v).
+    - lightning attention in blocks of C (Qin et al. 2024, arXiv 2401.04658; MiniMax-01, arXiv 2501.08313): per head,
+      the block's Q K^T and its product with V (4 C d), reading the d x d state (the inter-block product) and
+      updating it with the block's K^T V (4 d d);
     - LFM2's short convolution: a depthwise kernel of k taps over h channels (2 k h) and its two gates (2 h).
     Decoding one token runs the recurrent form: the chunk terms fall away."""
     chunked = 0.0 if decode else 1.0
@@ -118,7 +121,9 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
             flops += 9.0 * m.inner * m.state + m.inner
         else:
             flops += chunked * 2.0 * m.chunk * (m.groups * m.state + m.inner) + 4.0 * m.state * m.inner
-    if mixer == "deltanet" and d is not None:
+    if mixer == "deltanet" and d is not None and d.form == "lightning":
+        flops += d.value_heads * (chunked * 4.0 * d.chunk * d.key_dim + 4.0 * d.key_dim * d.value_dim)
+    elif mixer == "deltanet" and d is not None:
         intra = 6.0 * d.chunk * d.key_dim + 4.0 * d.chunk * d.value_dim
         flops += d.value_heads * (chunked * intra + 6.0 * d.key_dim * d.value_dim)
     if mixer == "conv" and arch.short_conv is not None:  # LFM2: the depthwise kernel over h channels, and its gates

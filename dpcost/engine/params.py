@@ -250,6 +250,8 @@ def deltanet_parameters(a: ModelArchitecture) -> float:
     conv = 2 * keys + values
     if d.form == "kda":
         return kda_parameters(a)
+    if d.form == "lightning":
+        return lightning_parameters(a)
     return float(h * (2 * keys + 2 * values) + h * 2 * d.value_heads + conv * d.conv_kernel + 2 * d.value_heads
                  + d.value_dim + values * h)  # fmt: skip
 
@@ -263,6 +265,23 @@ def kda_parameters(a: ModelArchitecture) -> float:
     assert d is not None
     width = d.value_heads * d.value_dim
     return float(sum(_kda_matrices(a)) + 3 * width * d.conv_kernel + width + d.value_heads + d.value_dim)
+
+
+def lightning_parameters(a: ModelArchitecture) -> float:
+    """One lightning-attention mixer as MiniMaxLightningAttention holds it (modeling_minimax.py, transformers 5.24.0):
+    qkv_proj (hidden -> 3 x heads x head_dim), output_gate (hidden -> heads x head_dim), an RMSNorm over all heads,
+    out_proj (-> hidden); no biases, and the decays are buffers."""
+    d = a.deltanet
+    assert d is not None
+    return float(sum(_lightning_matrices(a)) + d.value_heads * d.value_dim)
+
+
+def _lightning_matrices(a: ModelArchitecture) -> list[float]:
+    """Lightning attention's weight matrices in forward order (lightning_parameters)."""
+    d, h = a.deltanet, a.hidden
+    assert d is not None
+    width = d.value_heads * d.value_dim
+    return [float(h * 3 * width), float(h * width), float(width * h)]
 
 
 def _kda_matrices(a: ModelArchitecture) -> list[float]:
@@ -347,6 +366,8 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
         out += [h * 3 * h, h * h]
     if mixer == "deltanet" and a.deltanet is not None and a.deltanet.form == "kda":
         return [float(t) for t in out] + _kda_matrices(a)
+    if mixer == "deltanet" and a.deltanet is not None and a.deltanet.form == "lightning":
+        return [float(t) for t in out] + _lightning_matrices(a)
     if mixer == "deltanet" and a.deltanet is not None:
         d = a.deltanet
         keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
@@ -451,10 +472,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
         without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
         attention = sum(_attention_params(a.attention_of(m)) for m, _ in kinds if "attention" in m)
         components.append(("attention", attention - without))
-    delta = (
-        "Kimi Delta Attention mixers"
-        if a.deltanet is not None and a.deltanet.form == "kda"
-        else "gated DeltaNet mixers"
+    form = a.deltanet.form if a.deltanet is not None else "gated"
+    delta = {"kda": "Kimi Delta Attention mixers", "lightning": "lightning attention mixers"}.get(
+        form, "gated DeltaNet mixers"
     )
     for label, kind in (
         ("Mamba mixers", "mamba"),

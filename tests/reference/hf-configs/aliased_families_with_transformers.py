@@ -175,6 +175,15 @@ CASES: dict[str, list[dict[str, object]]] = {
          "hidden_size": 1024, "ffn_hidden_size": 2048, "num_attention_heads": 8, "q_lora_rank": 256,
          "kv_lora_rank": 128},
     ],
+    # MiniMax: the class's defaults, and MiniMax-Text-01's shapes (456B: a softmax layer every eighth)
+    "minimax": [
+        {},
+        {"hidden_size": 6144, "intermediate_size": 9216, "num_hidden_layers": 80, "num_attention_heads": 64,
+         "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 32, "num_experts_per_tok": 2,
+         "vocab_size": 200064, "layer_types": ["full_attention" if (i + 1) % 8 == 0 else "linear_attention"
+                                               for i in range(80)]},
+        {"num_hidden_layers": 4, "head_dim": 64, "num_key_value_heads": 4, "tie_word_embeddings": True},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
