@@ -160,6 +160,9 @@ _LLAMA_LIKE = {
     # configuration_granitemoe_swa.py / modeling_granitemoe_swa.py (5.24.0): GraniteMoeShared's layers with Granite
     # SWA's attention (a sink per head) and windows
     "granitemoe_swa": (None, None, False, "none"),
+    # configuration_hyperclovax.py / modeling_hyperclovax.py (5.24.0: HyperCLOVA X SEED): Granite's layers with
+    # head_dim hidden / heads unless given and, with use_post_norm (true by default), a norm after each sub-layer too
+    "hyperclovax": (None, None, False, "none"),
     # configuration_jais2.py / modeling_jais2.py (5.24.0: Jais 2): Llama's attention with biases on q, k, v and o by
     # attention_bias, a 2-matrix relu2 MLP with biases by mlp_bias (both true by default), LayerNorms with biases
     "jais2": (None, None, False, "none"),
@@ -283,7 +286,7 @@ _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "ex
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
 _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
-                   "nemotron", "exaone", "iquestcoder", "internlm3")  # fmt: skip
+                   "nemotron", "hyperclovax", "exaone", "iquestcoder", "internlm3")  # fmt: skip
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
@@ -473,6 +476,7 @@ _ARCHITECTURES = {
     "SolarOpenForCausalLM": "solar_open",
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
+    "HyperCLOVAXForCausalLM": "hyperclovax",
     "LongcatFlashForCausalLM": "longcat_flash",
     "GraniteMoeSWAForCausalLM": "granitemoe_swa",
     "VaultGemmaForCausalLM": "vaultgemma",
@@ -485,6 +489,7 @@ _ARCHITECTURES = {
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "MiniMaxForCausalLM": "minimax",
+    "BambaForCausalLM": "bamba",
     # MiniMax's own files (model_type minimax_text_01, minimax_m1: remote code; vLLM's minimax_text_01.py runs both as
     # the same layers, lightning or softmax by attn_type_list, and an MoE)
     "MiniMaxText01ForCausalLM": "minimax",
@@ -555,6 +560,7 @@ _HYBRID = (
     "lfm2_moe",
     "kimi_linear",
     "minimax",
+    "bamba",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
@@ -635,8 +641,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
                   "cohere2_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
-                  "jais2", "nanochat", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3", "qwen3_vl_text",
-                  "qwen3_vl_moe_text")  # fmt: skip
+                  "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
+                  "qwen3_vl_text", "qwen3_vl_moe_text")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -672,6 +678,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             "shared": 1,
         }
         return arch
+    if family == "hyperclovax" and k.flag("use_post_norm", True):
+        arch["layer_norms"] = 4  # input, post_norm1, post_attention, post_norm2
     if family in ("granite_swa", "granitemoe_swa"):
         arch["attention_sinks"] = True  # GraniteSWAAttention.sinks, one per head
     if family in ("mixtral", "gpt_oss", "olmoe", "granitemoe", "phimoe", "flex_olmo", "granitemoeshared",

@@ -73,6 +73,10 @@ _LFM2_MOE = {"vocab_size": 65536, "hidden_size": 2048, "intermediate_size": 7168
              "num_dense_layers": 2, "num_experts_per_tok": 4, "num_experts": 32}  # fmt: skip
 
 
+# BambaConfig's defaults (configuration_bamba.py, transformers 5.24.0)
+_BAMBA = {"vocab_size": 128000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "mamba_n_heads": 128, "mamba_n_groups": 1,
+          "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 256}  # fmt: skip
 # MiniMaxConfig's defaults (configuration_minimax.py, transformers 5.24.0); head_dim hidden / heads unless given
 _MINIMAX = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
             "num_attention_heads": 32, "num_key_value_heads": 8, "num_experts_per_tok": 2, "num_local_experts": 8,
@@ -98,6 +102,8 @@ def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
         return _kimi_linear(k)
     if family == "minimax":
         return _minimax(k)
+    if family == "bamba":
+        return _bamba(k)
     return _qwen3_next(k, family)
 
 
@@ -321,6 +327,48 @@ def _granite_hybrid(k: Keys) -> dict[str, Any]:
             "shared": 1,
             "shared_ffn": shared,
         }
+    return arch
+
+
+def _bamba(k: Keys) -> dict[str, Any]:
+    """BambaForCausalLM (modeling_bamba.py, transformers 5.24.0; IBM's Bamba-9B): Llama's attention (biases on q, k, v
+    and o by attention_bias) in the layers attn_layer_indices lists (its layers_block_type; none by default), a
+    Mamba-2 mixer of mamba_n_heads heads elsewhere (mamba_-prefixed keys, mamba_d_head "auto" = inner / heads), and a
+    gated MLP of intermediate_size (biases by mlp_bias) and two RMSNorms in every layer; untied by default."""
+    d = _BAMBA
+    hidden = _int(k, "hidden_size", d, "hidden")
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    listed = k.layers("attn_layer_indices")
+    if any(not 0 <= i < layers for i in listed):
+        said = f"{k._key('attn_layer_indices')}: layer indices below num_hidden_layers ({layers}), got {list(listed)!r}"
+        raise InputError(k.where, said[:300])
+    kinds = per_layer(k, "layers_block_type", layers, {"mamba", "attention", "full_attention", "linear_attention"})
+    if kinds is None:
+        kinds = ["attention" if i in listed else "mamba" for i in range(layers)]
+    heads, bias = _int(k, "num_attention_heads", d, "heads"), k.flag("attention_bias", False)
+    inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
+    ssm_heads = _int(k, "mamba_n_heads", d, "ssm.heads")
+    head = k.get("mamba_d_head", default="auto")
+    if head != "auto" and (isinstance(head, bool) or not isinstance(head, int) or head * ssm_heads != inner):
+        said = f"{k._key('mamba_d_head')}: 'auto' or inner / mamba_n_heads ({inner // max(ssm_heads, 1)}), got {head!r}"
+        raise InputError(k.where, said[:200])
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "ffn": _int(k, "intermediate_size", d, "ffn"),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "linear_bias": k.flag("mlp_bias", False),
+        "mixers": tuple("attention" if t in ("attention", "full_attention") else "mamba" for t in kinds),
+        "ssm": _mamba_prefixed_ssd(k, d, inner, ssm_heads),
+    }
+    head_dim = k.integer("head_dim", default=None, field="head_dim")
+    if head_dim is not None:
+        arch["head_dim"] = head_dim
     return arch
 
 

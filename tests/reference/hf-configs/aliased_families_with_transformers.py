@@ -184,6 +184,19 @@ CASES: dict[str, list[dict[str, object]]] = {
                                                for i in range(80)]},
         {"num_hidden_layers": 4, "head_dim": 64, "num_key_value_heads": 4, "tie_word_embeddings": True},
     ],
+    "hyperclovax": [
+        {},
+        {"use_post_norm": False, "attention_bias": True, "mlp_bias": True, "num_hidden_layers": 4,
+         "tie_word_embeddings": True},
+        {"head_dim": 64, "num_key_value_heads": 8, "num_hidden_layers": 3},
+    ],
+    # Bamba: Mamba-2 with attention where attn_layer_indices says
+    "bamba": [
+        {"attn_layer_indices": [3, 7, 11]},
+        {"attn_layer_indices": [1], "num_hidden_layers": 4, "attention_bias": True, "mlp_bias": True,
+         "mamba_proj_bias": True, "mamba_conv_bias": False, "tie_word_embeddings": True},
+        {"num_hidden_layers": 3, "mamba_n_groups": 2, "mamba_n_heads": 64},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
