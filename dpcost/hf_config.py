@@ -490,6 +490,7 @@ _ARCHITECTURES = {
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "MiniMaxForCausalLM": "minimax",
     "BambaForCausalLM": "bamba",
+    "OlmoHybridForCausalLM": "olmo_hybrid",
     # MiniMax's own files (model_type minimax_text_01, minimax_m1: remote code; vLLM's minimax_text_01.py runs both as
     # the same layers, lightning or softmax by attn_type_list, and an MoE)
     "MiniMaxText01ForCausalLM": "minimax",
@@ -561,6 +562,7 @@ _HYBRID = (
     "kimi_linear",
     "minimax",
     "bamba",
+    "olmo_hybrid",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(

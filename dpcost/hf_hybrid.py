@@ -77,6 +77,9 @@ _LFM2_MOE = {"vocab_size": 65536, "hidden_size": 2048, "intermediate_size": 7168
 _BAMBA = {"vocab_size": 128000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
           "num_attention_heads": 32, "num_key_value_heads": 8, "mamba_n_heads": 128, "mamba_n_groups": 1,
           "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_chunk_size": 256}  # fmt: skip
+# OlmoHybridConfig's defaults (configuration_olmo_hybrid.py, transformers 5.24.0)
+_OLMO_HYBRID = {"vocab_size": 100352, "hidden_size": 3840, "intermediate_size": 11008, "num_hidden_layers": 32,
+                "num_attention_heads": 30, "linear_conv_kernel_dim": 4}  # fmt: skip
 # MiniMaxConfig's defaults (configuration_minimax.py, transformers 5.24.0); head_dim hidden / heads unless given
 _MINIMAX = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
             "num_attention_heads": 32, "num_key_value_heads": 8, "num_experts_per_tok": 2, "num_local_experts": 8,
@@ -104,6 +107,8 @@ def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
         return _minimax(k)
     if family == "bamba":
         return _bamba(k)
+    if family == "olmo_hybrid":
+        return _olmo_hybrid(k)
     return _qwen3_next(k, family)
 
 
@@ -328,6 +333,49 @@ def _granite_hybrid(k: Keys) -> dict[str, Any]:
             "shared_ffn": shared,
         }
     return arch
+
+
+def _olmo_hybrid(k: Keys) -> dict[str, Any]:
+    """OlmoHybridForCausalLM (modeling_olmo_hybrid.py, transformers 5.24.0; AI2's OLMo hybrid): gated DeltaNet in the
+    layers layer_types calls linear (else all but every fourth from the fourth, the last attending where none
+    would), OLMo 3's attention in the rest (q/k norms over all heads, biases on q, k, v and o by attention_bias, its
+    two norms after the sub-layers), a gated MLP and two norms in every layer, untied by default. The DeltaNet holds
+    q, k, v, a, b, g and o projections apart, as many weights as Qwen3-Next's fused ones: linear_num_key_heads and
+    linear_num_value_heads (else the attention heads), key heads of linear_key_head_dim (else 0.75 x hidden / key
+    heads) and value heads of linear_value_head_dim (else twice that)."""
+    d = _OLMO_HYBRID
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
+    if types is None:
+        types = ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(layers)]
+        if "full_attention" not in types:
+            types[-1] = "full_attention"
+    hidden, heads = _int(k, "hidden_size", d, "hidden"), _int(k, "num_attention_heads", d, "heads")
+    key_heads = int(k.integer("linear_num_key_heads", default=heads, field="deltanet.key_heads"))
+    value_heads = int(k.integer("linear_num_value_heads", default=heads, field="deltanet.value_heads"))
+    key_dim = int(k.integer("linear_key_head_dim", default=int(0.75 * hidden / key_heads), field="deltanet.key_dim"))
+    value_dim = int(k.integer("linear_value_head_dim", default=2 * key_dim, field="deltanet.value_dim"))
+    bias = k.flag("attention_bias", False)
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": int(k.integer("num_key_value_heads", default=heads, field="kv_heads")),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "ffn": _int(k, "intermediate_size", d, "ffn"),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "qk_norm": "full",
+        "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
+        "deltanet": {
+            "key_heads": key_heads,
+            "value_heads": value_heads,
+            "key_dim": key_dim,
+            "value_dim": value_dim,
+            "conv_kernel": _int(k, "linear_conv_kernel_dim", d),
+        },
+    }
 
 
 def _bamba(k: Keys) -> dict[str, Any]:

@@ -197,6 +197,14 @@ CASES: dict[str, list[dict[str, object]]] = {
          "mamba_proj_bias": True, "mamba_conv_bias": False, "tie_word_embeddings": True},
         {"num_hidden_layers": 3, "mamba_n_groups": 2, "mamba_n_heads": 64},
     ],
+    # OLMo hybrid: gated DeltaNet with OLMo 3's attention every fourth layer
+    "olmo_hybrid": [
+        {},
+        {"num_hidden_layers": 6, "attention_bias": True, "num_key_value_heads": 6, "linear_num_value_heads": 60,
+         "linear_key_head_dim": 64, "tie_word_embeddings": True},
+        {"num_hidden_layers": 3, "linear_value_head_dim": 100, "linear_conv_kernel_dim": 3,
+         "layer_types": ["full_attention", "linear_attention", "linear_attention"]},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
