@@ -491,6 +491,7 @@ _ARCHITECTURES = {
     "MiniMaxForCausalLM": "minimax",
     "BambaForCausalLM": "bamba",
     "OlmoHybridForCausalLM": "olmo_hybrid",
+    "Lfm3ForCausalLM": "lfm3",
     # MiniMax's own files (model_type minimax_text_01, minimax_m1: remote code; vLLM's minimax_text_01.py runs both as
     # the same layers, lightning or softmax by attn_type_list, and an MoE)
     "MiniMaxText01ForCausalLM": "minimax",
@@ -563,6 +564,7 @@ _HYBRID = (
     "minimax",
     "bamba",
     "olmo_hybrid",
+    "lfm3",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
@@ -1606,6 +1608,11 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
     elif family == "llama4_text":
         kind, size = "chunked", k.integer("attention_chunk_size", default=8192, field="local_attention.size")
         local = _llama4_chunked_layers(k, layers)
+    elif family == "lfm3":  # Lfm3Config: the sliding_attention layers attend in a window of sliding_window
+        from dpcost.hf_hybrid import lfm3_layer_types
+
+        size = k.integer("sliding_window", default=256, field="local_attention.size")
+        local = [i for i, t in enumerate(lfm3_layer_types(k, layers)) if t == "sliding_attention"]
     elif family in ("gemma4_text", "mimo_v2_flash"):
         default = 512 if family == "gemma4_text" else 129
         size = k.integer("sliding_window", default=default, field="local_attention.size")

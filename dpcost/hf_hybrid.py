@@ -109,6 +109,8 @@ def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
         return _bamba(k)
     if family == "olmo_hybrid":
         return _olmo_hybrid(k)
+    if family == "lfm3":
+        return _lfm3(k)
     return _qwen3_next(k, family)
 
 
@@ -667,6 +669,50 @@ def _minimax(k: Keys) -> dict[str, Any]:
             "active": _int(k, "num_experts_per_tok", d, "moe.active"),
             "ffn": _int(k, "intermediate_size", d, "moe.ffn"),
         },
+    }
+
+
+# Lfm3Config's defaults (configuration_lfm3.py, transformers 5.24.0)
+_LFM3 = {"vocab_size": 128000, "hidden_size": 2048, "intermediate_size": 7680, "num_hidden_layers": 24,
+         "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128, "conv_L_cache": 7}  # fmt: skip
+
+
+def lfm3_layer_types(k: Keys, layers: int) -> list[str]:
+    """LFM3's layer kinds: layer_types, else Lfm3Config's rule (full attention where i % 4 == 2, sliding where
+    i % 4 == 0 past the first, a short convolution elsewhere)."""
+    types = per_layer(k, "layer_types", layers, {"full_attention", "sliding_attention", "conv"})
+    if types is None:
+        types = ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "conv"
+                 for i in range(layers)]  # fmt: skip
+    return types
+
+
+def _lfm3(k: Keys) -> dict[str, Any]:
+    """Lfm3ForCausalLM (modeling_lfm3.py, transformers 5.24.0): LFM2's short convolutions and attention, the attention
+    full or in a sliding window (lfm3_layer_types), with q/k norms per head and, under use_attention_gate (true by
+    default), a sigmoid gate per head (g_proj: hidden -> heads); a SwiGLU MLP of intermediate_size in every layer;
+    four norms a layer under use_sandwich_norm (true by default: a norm after each sub-layer too), else two; tied by
+    default."""
+    d = _LFM3
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    types = lfm3_layer_types(k, layers)
+    bias = k.flag("attention_bias", False)
+    return {
+        "hidden": _int(k, "hidden_size", d, "hidden"),
+        "layers": layers,
+        "heads": _int(k, "num_attention_heads", d, "heads"),
+        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
+        "head_dim": _int(k, "head_dim", d, "head_dim"),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "ffn": _int(k, "intermediate_size", d, "ffn"),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "qk_norm": "head",
+        "head_gate": k.flag("use_attention_gate", True),
+        "layer_norms": 4 if k.flag("use_sandwich_norm", True) else 2,
+        "mixers": tuple("conv" if t == "conv" else "attention" for t in types),
+        "short_conv": {"kernel": _int(k, "conv_L_cache", d, "short_conv.kernel"), "bias": k.flag("conv_bias", False)},
     }
 
 

@@ -305,6 +305,11 @@ class ModelArchitecture(Spec):
     attention_gate: bool = Field(
         False, description="the query projection also makes a sigmoid gate on the attention output (Qwen3-Next)"
     )
+    head_gate: bool = Field(
+        False,
+        description="a sigmoid gate per attention head on its output, projected hidden -> heads (LFM3's g_proj)",
+        exclude_if=lambda v: not v,
+    )
     mixers: tuple[Mixer, ...] = Field(
         (),
         description="hybrids: each layer's token mixer (attention, mamba, deltanet, attention+mamba side by side, or "

@@ -204,7 +204,8 @@ def _attention_params(a: ModelArchitecture) -> float:
     """One attention sub-layer, with Qwen3-Next's output gate (its q_proj makes the gate too: 2 x q_out rows) and
     DeepSeek-V3.2's indexer."""
     params, _ = _attention(a)
-    return params + (a.hidden * a.heads * a.d_head if a.attention_gate else 0) + indexer_parameters(a)
+    gate = a.hidden * a.heads * a.d_head if a.attention_gate else 0
+    return params + gate + (a.hidden * a.heads if a.head_gate else 0) + indexer_parameters(a)
 
 
 def indexer_parameters(a: ModelArchitecture) -> float:
@@ -394,6 +395,8 @@ def block_matrices(
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
         values = [] if a.values_from_keys else [h * a.n_kv_heads * a.d_value]
         attention = [h * q_out * (2 if a.attention_gate else 1), h * kv_out, *values, a.heads * a.d_value * h]
+        if a.head_gate:
+            attention.append(h * a.heads)
 
     def mlp(width: int) -> list[int]:
         return [h * width, h * width, width * h] if a.gated_mlp else [h * width, width * h]

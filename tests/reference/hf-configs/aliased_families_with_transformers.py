@@ -205,6 +205,14 @@ CASES: dict[str, list[dict[str, object]]] = {
         {"num_hidden_layers": 3, "linear_value_head_dim": 100, "linear_conv_kernel_dim": 3,
          "layer_types": ["full_attention", "linear_attention", "linear_attention"]},
     ],
+    # LFM3: short convolutions, sliding and full attention with a gate per head, sandwich norms
+    "lfm3": [
+        {},
+        {"num_hidden_layers": 6, "use_attention_gate": False, "use_sandwich_norm": False, "attention_bias": True,
+         "conv_bias": True, "tie_word_embeddings": False},
+        {"num_hidden_layers": 5, "layer_types": ["conv", "sliding_attention", "full_attention", "conv",
+                                                 "sliding_attention"], "sliding_window": 512, "head_dim": 64},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
