@@ -218,8 +218,12 @@ _LLAMA_LIKE = {
     # down) with biases by mlp_bias
     "arcee": (None, None, False, "none"),
     # configuration_apertus.py / modeling_apertus.py (5.24.0): q_norm/k_norm over head_dim always, a 2-matrix xIELU
-    # MLP without biases (mlp_bias is not read); xIELU's alpha_p and alpha_n (2 per layer) are not counted
+    # MLP without biases (mlp_bias is not read) whose xIELU holds alpha_p and alpha_n (activations.py XIELUActivation)
     "apertus": (None, None, False, "head"),
+    # configuration_apertus1p5.py / modeling_apertus1p5.py (5.24.0: Apertus 1.5's text model, under text_config):
+    # Apertus's layers over a vocabulary of 266752 (text, visual and audio codes) unless given, the output head pruned
+    # to output_vocab_size rows where set (released untied)
+    "apertus1p5_text": (None, None, False, "head"),
     # configuration_cohere.py / modular_cohere.py: one CohereLayerNorm (a weight, no bias) per layer under which
     # attention and the gated MLP run in parallel; with use_qk_norm, q and k normed per head, each head's own weights
     "cohere": (None, None, False, "none"),
@@ -422,6 +426,8 @@ _ARCHITECTURES = {
     "PhiMoEForCausalLM": "phimoe",
     "ArceeForCausalLM": "arcee",
     "ApertusForCausalLM": "apertus",
+    "Apertus1p5ForConditionalGeneration": "apertus1p5",
+    "Apertus1p5TextForCausalLM": "apertus1p5_text",
     "CohereForCausalLM": "cohere",
     "Cohere2ForCausalLM": "cohere2",
     "HunYuanDenseV1ForCausalLM": "hunyuan_v1_dense",
@@ -541,6 +547,7 @@ _NESTED = {
     "qwen3_5_moe": "qwen3_5_moe_text",
     "gemma4": "gemma4_text",
     "exaone4_5": "exaone4",
+    "apertus1p5": "apertus1p5_text",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config)
@@ -602,7 +609,9 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     kv_default, head_dim_default, qkv_bias, qk_norm = _LLAMA_LIKE[family]
     defaults = _LLAMA_LIKE_DEFAULTS.get(family, {})
     bias_key = {"internlm2": "bias", "stablelm": "use_qkv_bias", "internlm3": "qkv_bias"}.get(family, "attention_bias")
-    shape = _LLAMA_SHAPE_DEFAULTS if family == "llama" and k.prefix else {}
+    shape: dict[str, int] = _LLAMA_SHAPE_DEFAULTS if family == "llama" and k.prefix else {}
+    if family == "apertus1p5_text":
+        shape = {"vocab_size": 266752}
     hidden = k.integer("hidden_size", default=shape.get("hidden_size", _MISSING), field="hidden")
     layer_keys = ("num_hidden_layers", "num_layers") if family == "exaone" else ("num_hidden_layers",)
     layers = k.integer(*layer_keys, default=shape.get("num_hidden_layers", _MISSING), field="layers")
@@ -634,15 +643,28 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["linear_bias"] = True
         if family not in ("gpt_oss", "internlm3"):  # mlp_bias biases the MLP alone: o_proj's is attention_bias's
             arch.setdefault("out_bias", False)
+    if family == "apertus1p5_text" and k.get("output_vocab_size", default=None) is not None:
+        rows = k.integer("output_vocab_size", field="head_vocab")
+        if not 1 <= rows <= arch["vocab"]:
+            said = f"{k._key('output_vocab_size')}: 1 to vocab_size ({arch['vocab']}) rows, got {rows}"
+            raise InputError(k.where, said)
+        if rows != arch["vocab"]:
+            if arch["tied_embeddings"]:
+                said = f"{k._key('output_vocab_size')}: a pruned head is untied (tie_word_embeddings false), got {rows}"
+                raise InputError(k.where, said)
+            arch["head_vocab"] = rows
     if family == "olmo":
         arch["norm"] = "layernorm_np"
     if family in ("nemotron", "jais2"):
         arch.update(mlp="relu", norm="layernorm")
     if family == "nanochat":
         arch.update(mlp="relu", norm="layernorm_np")  # NanoChatRMSNorm (Llama 4's L2 norm) holds no weight
-    if family in ("arcee", "apertus"):
+    if family in ("arcee", "apertus", "apertus1p5_text"):
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
-    biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "cohere", "cohere2",
+    if family in ("apertus", "apertus1p5_text"):
+        arch["activation_scalars"] = 2
+    biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "apertus1p5_text",
+                  "cohere", "cohere2",
                   "cohere2_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",

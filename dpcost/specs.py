@@ -273,6 +273,11 @@ class ModelArchitecture(Spec):
         "swiglu", description="swiglu/geglu: gated, 3 matrices; gelu/relu: 2 matrices"
     )
     vocab: PositiveInt
+    head_vocab: PositiveInt | None = Field(
+        None,
+        description="the output head's rows, if fewer than vocab (Apertus 1.5's head pruned to its text tokens)",
+        exclude_if=lambda v: v is None,
+    )
     tied_embeddings: bool = False
     norm: Literal["rmsnorm", "layernorm", "layernorm_np"] = Field(
         "rmsnorm", description="rmsnorm (a scale), layernorm (scale and bias), layernorm_np (neither: OLMo 1)"
@@ -304,6 +309,11 @@ class ModelArchitecture(Spec):
     attention_sinks: bool = Field(False, description="a learned logit per attention head in every layer (gpt-oss)")
     attention_gate: bool = Field(
         False, description="the query projection also makes a sigmoid gate on the attention output (Qwen3-Next)"
+    )
+    activation_scalars: NonNegativeInt = Field(
+        0,
+        description="learned scalars of a dense layer's MLP activation (Apertus's xIELU: alpha_p and alpha_n)",
+        exclude_if=lambda v: v == 0,
     )
     head_gate: bool = Field(
         False,
@@ -441,6 +451,11 @@ class ModelArchitecture(Spec):
         if not self.mixers:
             return self.layers
         return sum(1 for m in self.mixers if "attention" in m)
+
+    @property
+    def output_vocab(self) -> int:
+        """The logits' width: the output head's rows."""
+        return self.head_vocab or self.vocab
 
     @property
     def hybrid(self) -> bool:

@@ -913,3 +913,16 @@ def test_families_borrowing_another_ones_layers_count_what_transformers_builds(c
     else:
         assert local is not None and local.size == sliding["size"]
         assert [i for i in range(a.layers) if a.local_span(i) is not None] == sliding["layers"]
+
+
+def test_apertus_1_5_counts_its_text_model_and_its_pruned_head(tmp_path: Path) -> None:
+    """Apertus 1.5's wrapper (model_type apertus1p5) counts its text_config alone, as the text model transformers
+    builds for it (resolved/aliased-families.json), and its output head has output_vocab_size rows where the input
+    embedding has vocab_size: 131,072 x 4,096 where the embedding is 266,752 x 4,096."""
+    text = [c for c in ALIASED["cases"] if c["config"]["model_type"] == "apertus1p5_text"]
+    case = next(c for c in text if c["config"]["output_vocab_size"])
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "apertus1p5", "text_config": case["config"], "vision_config": {}}))
+    counts = count_params(load_model(str(path)))
+    assert counts.total == case["parameters"]
+    assert counts.lm_head == 131_072 * 4_096 and counts.embedding == 266_752 * 4_096

@@ -82,7 +82,7 @@ def loss_memory(
     outside = tokens * (norm_input + ACT_BYTES * a.hidden)
     if a.dropout > 0:
         outside += tokens * a.hidden  # the embedding's dropout mask
-    path, logits = PATHS[impl], tokens * a.vocab
+    path, logits = PATHS[impl], tokens * a.output_vocab
     return LossMemory(
         kept=outside + path.kept * logits,
         forward_peak=outside + path.forward * logits,

@@ -324,12 +324,12 @@ def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: st
     """What runs outside the layers: the embedding, the final norm, the output head and the loss."""
     h, t = a.hidden, float(tokens)
     norm_b, norm_k = _NORM[kernels]
-    logits = a.vocab * t
+    logits = a.output_vocab * t
     return [
         # the backward scatters into a dense fp32 (vocab x hidden) gradient, zeroed first
         Op("embedding", "embedding", "memory", 0.0, 2 * BF16 * h * t, 1, 0.0, 2 * 4.0 * h * t + 8.0 * a.vocab * h, 2),
         _memory("final norm", "layernorm", norm_b * h * t, norm_k),
-        _gemm("output head", "head", t, h, a.vocab, BF16, tp_split="n"),
+        _gemm("output head", "head", t, h, a.output_vocab, BF16, tp_split="n"),
         Op(
             "loss",
             "loss",

@@ -330,7 +330,7 @@ def _block(a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_
         return BlockCount(attn + norms, attn + norms, moe=False)
     if not moe_layer or a.moe is None:
         assert a.ffn is not None  # guaranteed by ModelArchitecture validation
-        mlp = _mlp(a, a.ffn)
+        mlp = _mlp(a, a.ffn) + a.activation_scalars
         return BlockCount(attn + norms + mlp, attn + norms + mlp, moe=False)
     e = a.moe
     expert = routed_expert(a)
@@ -455,7 +455,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         )
     dense_layers = sum(1 for _, mlp in kinds if mlp == "dense")
     embedding = float(a.vocab * h)
-    lm_head = (0.0 if a.tied_embeddings else float(a.vocab * h)) + (float(a.vocab) if a.head_bias else 0.0)
+    rows = a.output_vocab
+    lm_head = (0.0 if a.tied_embeddings else float(rows * h)) + (float(rows) if a.head_bias else 0.0)
     positions = float(a.learned_positions * h)
     final_norm = _norm(a) * (2 if a.embedding_norm else 1) + hyper_head_parameters(a)
     outside = embedding + lm_head + positions + final_norm

@@ -183,7 +183,7 @@ def matrix_shapes(a: ModelArchitecture) -> list[tuple[int, int]]:
     """Every weight matrix of the model as (rows, columns) (what PowerSGD factors): the embedding and output head,
     each layer's projections and experts."""
     h = a.hidden
-    shapes = [(a.vocab, h)] + ([] if a.tied_embeddings else [(h, a.vocab)])
+    shapes = [(a.vocab, h)] + ([] if a.tied_embeddings else [(h, a.output_vocab)])
     for mixer, mlp in a.layer_kinds:
         if "attention" in mixer and a.mla is None:
             v = a.attention_of(mixer)

@@ -213,6 +213,15 @@ CASES: dict[str, list[dict[str, object]]] = {
         {"num_hidden_layers": 5, "layer_types": ["conv", "sliding_attention", "full_attention", "conv",
                                                  "sliding_attention"], "sliding_window": 512, "head_dim": 64},
     ],
+    # Apertus 1.5's text model: Apertus's layers, a vocabulary of text, visual and audio codes, a pruned head
+    "apertus1p5_text": [
+        {},
+        {"output_vocab_size": 131072, "tie_word_embeddings": False, "num_hidden_layers": 4},
+        {"tie_word_embeddings": True, "num_hidden_layers": 3, "hidden_size": 1024, "num_attention_heads": 8,
+         "intermediate_size": 4096},
+    ],
+    # Apertus itself: xIELU's two learned scalars a layer
+    "apertus": [{"num_hidden_layers": 4}],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
