@@ -37,6 +37,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
                     "n_shared_experts": "num_shared_experts"},
     "mimo_v2_flash": {"num_local_experts": "n_routed_experts"},
     "minimax_m2": {"num_experts": "num_local_experts"},
+    "minimax_m3_vl_text": {"num_experts": "num_local_experts"},
     "mistral4": {"num_local_experts": "n_routed_experts"},
     "mixtral": {"num_experts": "num_local_experts"},
     "nemotron_h": {"num_local_experts": "n_routed_experts"},
@@ -495,6 +496,8 @@ _ARCHITECTURES = {
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "MiniMaxForCausalLM": "minimax",
+    "MiniMaxM3SparseForConditionalGeneration": "minimax_m3_vl",
+    "MiniMaxM3VLForCausalLM": "minimax_m3_vl_text",
     "BambaForCausalLM": "bamba",
     "OlmoHybridForCausalLM": "olmo_hybrid",
     "Lfm3ForCausalLM": "lfm3",
@@ -548,6 +551,7 @@ _NESTED = {
     "gemma4": "gemma4_text",
     "exaone4_5": "exaone4",
     "apertus1p5": "apertus1p5_text",
+    "minimax_m3_vl": "minimax_m3_vl_text",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config)
@@ -576,7 +580,7 @@ _HYBRID = (
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
-         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash"}
+         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text"}
     )
 )  # fmt: skip
 
@@ -1198,6 +1202,82 @@ def _glm_indexer_layers(k: Keys, layers: int) -> tuple[int, ...]:
     return () if len(full) == layers else full
 
 
+# MiniMaxM3VLTextConfig's defaults (configuration_minimax_m3_vl.py, transformers 5.24.0: MiniMax-M3's shapes)
+_MINIMAX_M3 = {"vocab_size": 200064, "hidden_size": 6144, "intermediate_size": 3072, "num_hidden_layers": 60,
+               "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128, "num_experts_per_tok": 4,
+               "num_local_experts": 128, "dense_intermediate_size": 12288, "shared_intermediate_size": 3072,
+               "index_n_heads": 4, "index_head_dim": 128, "index_block_size": 128,
+               "index_topk_blocks": 16}  # fmt: skip
+# the names MiniMax's files give the indexer's keys, under sparse_attention_config (MiniMaxM3VLTextConfig)
+_MINIMAX_M3_SPARSE = {"index_n_heads": "sparse_num_index_heads", "index_head_dim": "sparse_index_dim",
+                      "index_block_size": "sparse_block_size", "index_topk_blocks": "sparse_topk_blocks"}  # fmt: skip
+
+
+def _minimax_m3(k: Keys) -> dict[str, Any]:
+    """MiniMaxM3VLForCausalLM's text model (modeling_minimax_m3_vl.py, transformers 5.24.0; MiniMax-M3): MiniMax-M2's
+    attention with per-head q/k norms, a block indexer (q_proj, k_proj, per-head norms) in the layers layer_types
+    calls minimax_m3_sparse (else sparse_attention_config's sparse_attention_freq; else none), whose attention
+    reads index_topk_blocks blocks of index_block_size keys, the local ones among them; a dense MLP of
+    dense_intermediate_size in the layers mlp_layer_types calls dense (else moe_layer_freq's 0s; else none), experts
+    of intermediate_size with an ungated shared MLP of shared_intermediate_size elsewhere (the router's correction
+    bias a buffer); two norms a layer, untied by default."""
+    d = _MINIMAX_M3
+    sparse_cfg = k.get("sparse_attention_config", default={})
+    if not isinstance(sparse_cfg, dict):
+        raise InputError(k.where, f"{k._key('sparse_attention_config')}: expected a mapping, got {sparse_cfg!r}"[:200])
+
+    def index(key: str) -> int:
+        legacy = sparse_cfg.get(_MINIMAX_M3_SPARSE[key])
+        if k.get(key, default=None) is None and legacy is not None:
+            if isinstance(legacy, bool) or not isinstance(legacy, int) or legacy <= 0:
+                said = f"{k._key('sparse_attention_config')}.{_MINIMAX_M3_SPARSE[key]}: a whole number above 0"
+                raise InputError(k.where, f"{said}, got {legacy!r}"[:200])
+            return legacy
+        return int(k.integer(key, default=d[key], field=f"indexer.{key}"))
+
+    dims = _dimensions(k, d)
+    layers = dims["layers"]
+    types = per_layer(k, "layer_types", layers, {"full_attention", "minimax_m3_sparse"})
+    if types is None and sparse_cfg.get("sparse_attention_freq") is not None:
+        freq = sparse_cfg["sparse_attention_freq"]
+        if not isinstance(freq, list) or len(freq) != layers or any(v not in (0, 1) for v in freq):
+            said = f"{k._key('sparse_attention_config')}.sparse_attention_freq: 0 or 1 per layer ({layers})"
+            raise InputError(k.where, f"{said}, got {freq!r}"[:300])
+        types = ["minimax_m3_sparse" if v else "full_attention" for v in freq]
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    if kinds is None and k.get("moe_layer_freq", default=None) is not None:
+        freq = k.get("moe_layer_freq")
+        if not isinstance(freq, list) or len(freq) != layers or any(v not in (0, 1) for v in freq):
+            said = f"{k._key('moe_layer_freq')}: 0 (dense) or 1 (experts) per layer ({layers}), got {freq!r}"
+            raise InputError(k.where, said[:300])
+        kinds = ["sparse" if v else "dense" for v in freq]
+    sparse_layers = tuple(i for i, t in enumerate(types or []) if t == "minimax_m3_sparse")
+    shared = k.integer("shared_intermediate_size", default=d["shared_intermediate_size"], field="moe.shared_ffn")
+    arch: dict[str, Any] = {
+        **dims,
+        "ffn": k.integer("dense_intermediate_size", default=d["dense_intermediate_size"], field="ffn"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qk_norm": "head",
+        "moe": {
+            "experts": k.integer("num_local_experts", default=d["num_local_experts"], field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+            "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="moe.ffn"),
+            "dense_layers": tuple(i for i, t in enumerate(kinds or []) if t == "dense"),
+        },
+    }
+    if shared:
+        arch["moe"].update(shared=1, shared_ffn=shared)
+    if sparse_layers:
+        arch["indexer"] = {
+            "form": "block",
+            "heads": index("index_n_heads"),
+            "head_dim": index("index_head_dim"),
+            "topk": index("index_topk_blocks") * index("index_block_size"),
+            "layers": () if len(sparse_layers) == layers else sparse_layers,
+        }
+    return arch
+
+
 def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
     """Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air, GLM-4.6), as transformers builds it: configuration_glm4_moe.py at
     c7ec229ad64cdcf0176f669969c66c9a652e7f38, modeling_glm4_moe.py at a0699c971daff96403489086fcfd07469d20b17f (the
@@ -1723,6 +1803,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _minimax_m2(k)
     elif family == "longcat_flash":
         arch = _longcat_flash(k)
+    elif family == "minimax_m3_vl_text":
+        arch = _minimax_m3(k)
     elif family in _FALCON:
         arch = _falcon(k, family)
     elif family == "qwen":

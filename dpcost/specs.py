@@ -192,9 +192,18 @@ class IndexerSpec(Spec):
     context with `heads` small heads and attention then reads only the `topk` best keys
     (deepseek-ai/DeepSeek-V3.2-Exp inference/model.py Indexer)."""
 
+    form: Literal["dsa", "block"] = Field(
+        "dsa",
+        description="dsa: DeepSeek-V3.2's (wq_b from MLA's query latent, wk, k_norm, weights_proj; every attention "
+        "layer reads its top k); block: MiniMax M3's (q_proj, k_proj and per-head q/k norms over the hidden state; "
+        "its keys chosen a block at a time, and the layers without one attend to every key)",
+        exclude_if=lambda v: v == "dsa",
+    )
     heads: PositiveInt = Field(description="index_n_heads")
     head_dim: PositiveInt = Field(description="index_head_dim")
-    topk: PositiveInt = Field(description="index_topk: the keys each query's attention reads")
+    topk: PositiveInt = Field(
+        description="index_topk: the keys each query's attention reads (block: index_topk_blocks x index_block_size)"
+    )
     layers: tuple[NonNegativeInt, ...] = Field(
         (),
         description="the layers with an indexer of their own, where not every attention layer has one (GLM-5.2's "
@@ -381,7 +390,8 @@ class ModelArchitecture(Spec):
             raise ValueError("deltanet layers need deltanet")
         if "conv" in self.mixers and self.short_conv is None:
             raise ValueError("conv layers need short_conv")
-        if self.indexer is not None and (self.mla is None or self.mla.q_lora_rank is None):
+        dsa = self.indexer is not None and self.indexer.form == "dsa"
+        if dsa and (self.mla is None or self.mla.q_lora_rank is None):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
         if "global attention" in self.mixers and self.global_attention is None:
             raise ValueError("global attention layers need global_attention")

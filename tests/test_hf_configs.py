@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dpcost.catalog import load_model, model_from_hf_config
+from dpcost.engine.compute import attention_flops
 from dpcost.engine.params import ParamCount, count_params
 from dpcost.errors import InputError
 from dpcost.units import parse_count
@@ -926,3 +927,33 @@ def test_apertus_1_5_counts_its_text_model_and_its_pruned_head(tmp_path: Path) -
     counts = count_params(load_model(str(path)))
     assert counts.total == case["parameters"]
     assert counts.lm_head == 131_072 * 4_096 and counts.embedding == 266_752 * 4_096
+
+
+def test_minimax_m3_reads_its_released_sparse_keys_and_attends_sparsely_only_where_it_indexes(tmp_path: Path) -> None:
+    """MiniMax-M3 as its own files spell it (sparse_attention_config's sparse_attention_freq, sparse_num_index_heads,
+    sparse_index_dim; moe_layer_freq) counts what transformers builds from them (resolved/aliased-families.json,
+    where MiniMaxM3VLTextConfig has resolved them into layer_types and index_*), under the minimax_m3_vl wrapper.
+    Its attention at 8,192 tokens (modeling_minimax_m3_vl.py MiniMaxM3VLIndexer): the two indexed layers read 16
+    blocks of 128 keys, the third every key, 64 heads of 128 + 128: 2 x 64 x 256 x (2 x 2,048 + 8,192), and the
+    indexers score every key, 2 x 2 x 8 x 64 x 8,192."""
+    case = next(
+        c
+        for c in ALIASED["cases"]
+        if c["config"]["model_type"] == "minimax_m3_vl_text" and c["config"]["num_hidden_layers"] == 3
+    )
+    released = {k: v for k, v in case["config"].items() if k not in ("layer_types", "mlp_layer_types")}
+    for key in ("index_n_heads", "index_head_dim", "index_block_size", "index_topk_blocks", "index_local_blocks"):
+        released.pop(key)
+    released["sparse_attention_config"] = {
+        "sparse_attention_freq": [1, 1, 0],
+        "sparse_num_index_heads": 8,
+        "sparse_index_dim": 64,
+    }
+    released["moe_layer_freq"] = [0, 1, 1]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "minimax_m3_vl", "text_config": released, "vision_config": {}}))
+    spec = load_model(str(path))
+    assert count_params(spec).total == case["parameters"]
+    a = spec.architecture
+    assert a is not None
+    assert attention_flops(a, 8192) == 2 * 64 * 256 * (2 * 2048 + 8192) + 2 * 2 * 8 * 64 * 8192

@@ -144,6 +144,9 @@ def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: in
         if a.qk_norm != "none":  # the norms' inputs are the projections' outputs; their outputs are Q and K above
             out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + kv))
         mm += 3
+        if a.indexer is not None:  # MiniMax M3's block indexer: its queries and key
+            i = a.indexer
+            out.append(Tensor("indexer q, k", "core_attn", e * (i.heads * i.head_dim + i.head_dim)))
         context = a.heads * a.d_value
     if flash:
         out.append(Tensor("log-sum-exp (fp32)", "core_attn", 4.0 * a.heads))
@@ -434,8 +437,9 @@ def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: 
             view = a.attention_of(mixer)
             per_token = view.n_kv_heads * (view.d_head + view.d_value)
         kv += count * per_token * dtype_bytes * cached_keys(seq_len, local) * batch
-    if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache)
-        kv += a.indexer.head_dim * a.indexer_layers * seq_len * batch
+    if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache); M3's
+        # in the model's dtype (MiniMaxM3VLSparseCacheLayer.update_index)
+        kv += a.indexer.head_dim * a.indexer_layers * seq_len * batch * (1 if a.indexer.form == "dsa" else dtype_bytes)
     return float(kv + recurrent_state_bytes(a, dtype_bytes) * batch)
 
 

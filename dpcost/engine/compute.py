@@ -55,19 +55,21 @@ def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False)
     its own head_dim (Gemma 4's global layers). PaLM's T is twice the keys a query attends to causally on average
     (causal_keys): a sliding-window or chunked layer counts twice its own. Decoding one token (`decode`) it reads
     the keys its cache holds (cached_keys). With DeepSeek-V3.2's indexer, attention over its top-k keys and the
-    indexer's scores over all T. DeepSeek-V4's layers read their window's keys and their compressed entries, and its
+    indexer's scores over all T; with MiniMax M3's block indexer, so in the layers that have one and over every key
+    in the others. DeepSeek-V4's layers read their window's keys and their compressed entries, and its
     sparse layers' indexers score the entries (_compressed)."""
     mla = arch.mla
     flops = 0.0
     for mixer, local, count in arch.attention_kinds:
         view = arch.attention_of(mixer)
         width = mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim if mla else view.d_head + view.d_value
-        if arch.indexer is not None:
-            keys: float = min(seq_len, arch.indexer.topk)
-        else:
-            keys = cached_keys(seq_len, local) if decode else 2 * causal_keys(seq_len, local)
+        dense = cached_keys(seq_len, local) if decode else 2 * causal_keys(seq_len, local)
+        sparse = 0 if arch.indexer is None else count
+        if arch.indexer is not None and arch.indexer.form == "block":  # M3: only the layers with an indexer
+            sparse = min(count, arch.indexer_layers)
         entries, indexed = _compressed(arch, mixer, seq_len, decode)
-        flops += 2.0 * count * view.heads * width * (keys + entries)
+        topk = min(seq_len, arch.indexer.topk) if arch.indexer is not None else 0.0
+        flops += 2.0 * view.heads * width * (sparse * (topk + entries) + (count - sparse) * (dense + entries))
         if indexed and arch.compressed_attention is not None:
             c = arch.compressed_attention
             flops += 2.0 * count * c.index_heads * c.index_head_dim * indexed

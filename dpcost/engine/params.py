@@ -211,8 +211,11 @@ def _attention_params(a: ModelArchitecture) -> float:
 def indexer_parameters(a: ModelArchitecture) -> float:
     """DeepSeek-V3.2's lightning indexer in one layer (inference/model.py Indexer): wq_b from MLA's compressed query
     (q_lora_rank -> heads x head_dim), wk (hidden -> head_dim), k_norm's LayerNorm (weight and bias) and
-    weights_proj (hidden -> heads), no biases."""
+    weights_proj (hidden -> heads), no biases; MiniMax M3's block indexer: q_proj (hidden -> heads x head_dim),
+    k_proj (hidden -> head_dim) and their per-head norms."""
     i = a.indexer
+    if i is not None and i.form == "block":  # MiniMax M3 (modeling_minimax_m3_vl.py MiniMaxM3VLIndexer, 5.24.0)
+        return float(a.hidden * i.heads * i.head_dim + a.hidden * i.head_dim + 2 * i.head_dim)
     if i is None or a.mla is None or a.mla.q_lora_rank is None:
         return 0.0
     return float(a.mla.q_lora_rank * i.heads * i.head_dim + a.hidden * i.head_dim + 2 * i.head_dim + a.hidden * i.heads)

@@ -222,6 +222,17 @@ CASES: dict[str, list[dict[str, object]]] = {
     ],
     # Apertus itself: xIELU's two learned scalars a layer
     "apertus": [{"num_hidden_layers": 4}],
+    # MiniMax-M3's text model: the class's defaults (no sparse layer named), and block indexers by layer_types or by
+    # the released files' sparse_attention_config
+    "minimax_m3_vl_text": [
+        {},
+        {"num_hidden_layers": 4, "layer_types": ["minimax_m3_sparse", "full_attention", "minimax_m3_sparse",
+                                                 "full_attention"],
+         "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"], "tie_word_embeddings": True},
+        {"num_hidden_layers": 3, "sparse_attention_config": {"sparse_attention_freq": [1, 1, 0],
+                                                             "sparse_num_index_heads": 8, "sparse_index_dim": 64},
+         "moe_layer_freq": [0, 1, 1], "num_local_experts": 16},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
