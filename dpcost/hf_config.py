@@ -164,6 +164,15 @@ _LLAMA_LIKE = {
     # configuration_hyperclovax.py / modeling_hyperclovax.py (5.24.0: HyperCLOVA X SEED): Granite's layers with
     # head_dim hidden / heads unless given and, with use_post_norm (true by default), a norm after each sub-layer too
     "hyperclovax": (None, None, False, "none"),
+    # configuration_mellum.py / modeling_mellum.py (5.24.0: JetBrains' Mellum): Qwen3-MoE's layers (q/k norms per
+    # head, biases on q, k, v and o by attention_bias), experts in every layer but those mlp_layer_types calls dense,
+    # sliding windows only where layer_types says; its MTP layer (num_mtp_layers) is not built by transformers
+    "mellum": (4, 128, False, "head"),
+    # configuration_laguna.py / modeling_laguna.py (5.24.0): AFMoE's attention (q/k norms per head, biases by
+    # attention_bias) with a softplus gate per head (gating true or "per-head": g_proj hidden -> heads) or per channel
+    # (hidden -> heads x head_dim), heads per layer by num_attention_heads_per_layer (all equal, else refused), a dense
+    # first layer (mlp_layer_types), then experts with an ungated shared MLP and an e_score_correction_bias parameter
+    "laguna": (8, 128, False, "head"),
     # configuration_jais2.py / modeling_jais2.py (5.24.0: Jais 2): Llama's attention with biases on q, k, v and o by
     # attention_bias, a 2-matrix relu2 MLP with biases by mlp_bias (both true by default), LayerNorms with biases
     "jais2": (None, None, False, "none"),
@@ -483,6 +492,8 @@ _ARCHITECTURES = {
     "SolarOpenForCausalLM": "solar_open",
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
+    "MellumForCausalLM": "mellum",
+    "LagunaForCausalLM": "laguna",
     "HyperCLOVAXForCausalLM": "hyperclovax",
     "LongcatFlashForCausalLM": "longcat_flash",
     "GraniteMoeSWAForCausalLM": "granitemoe_swa",
@@ -672,7 +683,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "cohere2_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
-                  "qwen3_vl_text", "qwen3_vl_moe_text")  # fmt: skip
+                  "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -724,6 +735,39 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         }
         shared = k.integer("shared_intermediate_size", default=0, field="moe.shared_ffn")
         if family in ("granitemoeshared", "granitemoe_swa") and shared:
+            arch["moe"].update(shared=1, shared_ffn=shared)
+        return arch
+    if family == "laguna":
+        per_layer_heads = k.get("num_attention_heads_per_layer", default=None)
+        if per_layer_heads is not None:
+            counts = per_layer_heads if isinstance(per_layer_heads, list) else []
+            uniform = len(counts) == layers and len(set(counts)) == 1 and isinstance(counts[0], int)
+            if not uniform:
+                said = f"{k._key('num_attention_heads_per_layer')}: one head count repeated per layer ({layers}); "
+                raise InputError(
+                    k.where, f"{said}layers of different widths are not counted, got {per_layer_heads!r}"[:300]
+                )
+            arch["heads"] = per_layer_heads[0]
+        gating = k.get("gating", default=True)
+        if gating is True or gating == "per-head":
+            arch["head_gate"] = True
+        else:
+            arch["attention_gate"] = True  # a gate per channel: g_proj hidden -> heads x head_dim
+    if family in ("mellum", "laguna"):
+        laguna = family == "laguna"
+        arch["ffn"] = k.integer("intermediate_size", default=8192 if laguna else 7168, field="ffn")
+        kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+        if kinds is None:
+            kinds = ["dense" if laguna and i == 0 else "sparse" for i in range(layers)]
+        arch["moe"] = {
+            "experts": k.integer("num_experts", default=256 if laguna else 64, field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", default=8, field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", default=512 if laguna else 896, field="moe.ffn"),
+            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense"),
+            "router_bias": laguna,  # LagunaTopKRouter.e_score_correction_bias, a parameter (requires_grad False)
+        }
+        shared = k.integer("shared_expert_intermediate_size", default=512, field="moe.shared_ffn") if laguna else 0
+        if shared:
             arch["moe"].update(shared=1, shared_ffn=shared)
         return arch
     if family == "solar_open":  # SolarOpenMoE in every layer: no dense MLP, no intermediate_size read
@@ -1608,6 +1652,8 @@ _FROM_MAX_WINDOW_LAYERS = {"qwen2": 28, "qwen3": 28, "qwen2_5_vl": 80, "qwen2_vl
 _PERIODIC_FROM_FIRST = {"cwm": (8192, 4), "granite_swa": (128, 4), "granitemoe_swa": (128, 4)}
 # Families whose period is a key of their own: (default window, default period, its key).
 _PERIOD_KEY = {"afmoe": (1024, 4, "global_attn_every_n_layers")}
+# Families whose layers slide only where layer_types says (all full without it): their default window.
+_LISTED_ONLY = {"mellum": 1024, "laguna": 512}
 _USES_FLAG = {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "qwen2_5_vl", "qwen2_vl", "mimo"}
 
 
@@ -1667,6 +1713,8 @@ def _sliding_layers(k: Keys, family: str, layers: int) -> list[int]:
         return [i for i, kind in enumerate(listed) if kind == "sliding_attention"]
     if family in _EVERY_LAYER_SLIDES:
         return list(range(layers))
+    if family in _LISTED_ONLY:
+        return []
     if family == "cohere2_moe":  # Cohere2MoeConfig: the first first_k_dense_replace layers by a pattern of their own
         first = k.integer("first_k_dense_replace", default=0)
         head, rest = _period(k, 1, "prefix_dense_sliding_window_pattern"), _period(k, 4)
@@ -1735,6 +1783,8 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
             window = _PERIODIC_FROM_FIRST[family][0]
         elif family in _PERIOD_KEY:
             window = _PERIOD_KEY[family][0]
+        elif family in _LISTED_ONLY:
+            window = _LISTED_ONLY[family]
         elif family == "flint":
             window = 513
         elif family in _FROM_MAX_WINDOW_LAYERS or family == "qwen2_moe":

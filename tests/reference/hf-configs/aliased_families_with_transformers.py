@@ -233,6 +233,21 @@ CASES: dict[str, list[dict[str, object]]] = {
                                                              "sparse_num_index_heads": 8, "sparse_index_dim": 64},
          "moe_layer_freq": [0, 1, 1], "num_local_experts": 16},
     ],
+    # Laguna: a gate per head (or per channel), heads per layer, experts with an expert bias; Mellum: Qwen3-MoE's layers
+    "laguna": [
+        {},
+        {"num_hidden_layers": 4, "gating": "per-element", "attention_bias": True,
+         "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+         "mlp_layer_types": ["dense", "dense", "sparse", "sparse"], "tie_word_embeddings": True},
+        {"num_hidden_layers": 3, "num_attention_heads_per_layer": [32, 32, 32], "shared_expert_intermediate_size": 1024,
+         "sliding_window": 256, "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]},
+    ],
+    "mellum": [
+        {},
+        {"num_hidden_layers": 4, "attention_bias": True,
+         "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+         "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"], "tie_word_embeddings": True, "num_mtp_layers": 1},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
