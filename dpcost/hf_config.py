@@ -492,6 +492,8 @@ _ARCHITECTURES = {
     "SolarOpenForCausalLM": "solar_open",
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
+    "ChatGLMModel": "chatglm",
+    "ChatGLMForConditionalGeneration": "chatglm",
     "MellumForCausalLM": "mellum",
     "LagunaForCausalLM": "laguna",
     "HyperCLOVAXForCausalLM": "hyperclovax",
@@ -591,7 +593,7 @@ _HYBRID = (
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
-         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text"}
+         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm"}
     )
 )  # fmt: skip
 
@@ -1322,6 +1324,44 @@ def _minimax_m3(k: Keys) -> dict[str, Any]:
     return arch
 
 
+def _chatglm(k: Keys) -> dict[str, Any]:
+    """ChatGLM2, ChatGLM3 and GLM-4-9B-chat as THUDM's remote modeling_chatglm.py builds them (ChatGLMForConditional-
+    Generation; docs/sources/hf-defaults.md): per layer an input norm, query_key_value (hidden -> heads x kv_channels
+    + 2 x multi_query_group_num x kv_channels under multi_query_attention), biased by add_qkv_bias or
+    add_bias_linear, dense (-> hidden, biased by add_bias_linear), a second norm and a SwiGLU MLP (dense_h_to_4h
+    hidden -> 2 x ffn_hidden_size, dense_4h_to_h back, biased by add_bias_linear); RMSNorm under rmsnorm, else
+    LayerNorm; a final norm under post_layer_norm; word_embeddings and a separate output_layer of
+    padded_vocab_size rows. ChatGLM-6B (GLM-1: inner_hidden_size, 2-D positions) and p-tuning's prefix encoder
+    (pre_seq_len) are refused by key."""
+    if k.get("inner_hidden_size", default=None) is not None and k.get("ffn_hidden_size", default=None) is None:
+        raise InputError(k.where, f"{k._key('inner_hidden_size')}: ChatGLM-6B's first-generation GLM layers are not "
+                         "counted by dpcost; ChatGLM2, ChatGLM3 and GLM-4 (ffn_hidden_size) are")  # fmt: skip
+    if k.get("pre_seq_len", default=None) is not None:
+        raise InputError(k.where, f"{k._key('pre_seq_len')}: p-tuning's prefix encoder is not counted; null is")
+    if not k.flag("post_layer_norm", True):
+        raise InputError(k.where, f"{k._key('post_layer_norm')}: false (no final norm) is not counted; true is")
+    heads = k.integer("num_attention_heads", default=32, field="heads")
+    linear_bias = k.flag("add_bias_linear", False)
+    arch: dict[str, Any] = {
+        "hidden": k.integer("hidden_size", default=4096, field="hidden"),
+        "layers": k.integer("num_layers", "num_hidden_layers", default=28, field="layers"),
+        "heads": heads,
+        "kv_heads": k.integer("multi_query_group_num", default=1, field="kv_heads")
+        if k.flag("multi_query_attention", False)
+        else heads,
+        "head_dim": k.integer("kv_channels", default=128, field="head_dim"),
+        "ffn": k.integer("ffn_hidden_size", default=13696, field="ffn"),
+        "vocab": k.integer("padded_vocab_size", "vocab_size", default=65024, field="vocab"),
+        "tied_embeddings": False,  # output_layer is a Linear of its own, whatever tie_word_embeddings says
+        "qkv_bias": linear_bias or k.flag("add_qkv_bias", False),
+        "out_bias": linear_bias,
+        "linear_bias": linear_bias,
+    }
+    if not k.flag("rmsnorm", True):
+        arch["norm"] = "layernorm"
+    return arch
+
+
 def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
     """Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air, GLM-4.6), as transformers builds it: configuration_glm4_moe.py at
     c7ec229ad64cdcf0176f669969c66c9a652e7f38, modeling_glm4_moe.py at a0699c971daff96403489086fcfd07469d20b17f (the
@@ -1855,6 +1895,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _longcat_flash(k)
     elif family == "minimax_m3_vl_text":
         arch = _minimax_m3(k)
+    elif family == "chatglm":
+        arch = _chatglm(k)
     elif family in _FALCON:
         arch = _falcon(k, family)
     elif family == "qwen":

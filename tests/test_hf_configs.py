@@ -148,7 +148,7 @@ def test_every_family_within_half_a_percent() -> None:
         "apertus", "arcee", "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa",
         "gemma4_text", "cohere2", "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo", "stablelm", "gpt_neo",
         "codegen", "mpt", "mistral4", "glm", "internlm3", "glm4_moe_lite",
-        "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4",
+        "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4", "chatglm",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -957,3 +957,20 @@ def test_minimax_m3_reads_its_released_sparse_keys_and_attends_sparsely_only_whe
     a = spec.architecture
     assert a is not None
     assert attention_flops(a, 8192) == 2 * 64 * 256 * (2 * 2048 + 8192) + 2 * 2 * 8 * 64 * 8192
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"inner_hidden_size": 16384, "ffn_hidden_size": None}, "inner_hidden_size"),  # ChatGLM-6B's GLM-1 layers
+        ({"pre_seq_len": 128}, "pre_seq_len"),  # p-tuning v2's prefix encoder
+    ],
+)
+def test_chatglm_refuses_what_its_remote_code_builds_otherwise(change: dict, key: str, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """ChatGLM-6B (first-generation GLM: inner_hidden_size, 2-D positions) and a prefix encoder hold weights the
+    ChatGLM2/3/GLM-4 reader does not count: refused by key (exit code 2), not miscounted."""
+    cfg = {**json.loads((CONFIGS / "glm-4-9b-chat.json").read_text()), **change}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in cfg.items() if v is not None}))
+    with pytest.raises(InputError, match=key):
+        load_model(str(path))
