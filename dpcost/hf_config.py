@@ -173,6 +173,10 @@ _LLAMA_LIKE = {
     # (hidden -> heads x head_dim), heads per layer by num_attention_heads_per_layer (all equal, else refused), a dense
     # first layer (mlp_layer_types), then experts with an ungated shared MLP and an e_score_correction_bias parameter
     "laguna": (8, 128, False, "head"),
+    # Baichuan and Baichuan 2 (baichuan-inc's remote modeling_baichuan.py, 7B and 13B): Llama's shapes with q, k and v
+    # fused in W_pack (hidden -> 3 x hidden), no biases anywhere, one KV head per head, an untied head (NormHead in
+    # Baichuan 2: a weight of vocab x hidden); the 13B's ALiBi holds no weights
+    "baichuan": (None, None, False, "none"),
     # configuration_jais2.py / modeling_jais2.py (5.24.0: Jais 2): Llama's attention with biases on q, k, v and o by
     # attention_bias, a 2-matrix relu2 MLP with biases by mlp_bias (both true by default), LayerNorms with biases
     "jais2": (None, None, False, "none"),
@@ -294,9 +298,10 @@ _LLAMA_LIKE = {
 # configuration_glm4.py, InternLM2's configuration_internlm2.py (whose attention bias is named `bias`).
 # Whose attention projections take bias=False whatever attention_bias says (modeling_mistral.py, modeling_ministral.py,
 # modeling_ministral3.py, modeling_mixtral.py, modeling_phi3.py, modeling_exaone4.py, modeling_exaone_moe.py), that
-# has no attention_bias (modeling_cwm.py), or whose biases follow use_bias alone (modeling_ernie4_5.py, _moe)
+# has no attention_bias (modeling_cwm.py, Baichuan's modeling_baichuan.py), or whose biases follow use_bias alone
+# (modeling_ernie4_5.py, _moe)
 _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "exaone4", "exaone_moe", "ernie4_5",
-             "ernie4_5_moe")  # fmt: skip
+             "ernie4_5_moe", "baichuan")  # fmt: skip
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
 _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
@@ -493,6 +498,8 @@ _ARCHITECTURES = {
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
     "ChatGLMModel": "chatglm",
+    "BaichuanForCausalLM": "baichuan",
+    "BaiChuanForCausalLM": "baichuan",
     "ChatGLMForConditionalGeneration": "chatglm",
     "MellumForCausalLM": "mellum",
     "LagunaForCausalLM": "laguna",

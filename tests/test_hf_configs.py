@@ -974,3 +974,17 @@ def test_chatglm_refuses_what_its_remote_code_builds_otherwise(change: dict, key
     path.write_text(json.dumps({k: v for k, v in cfg.items() if v is not None}))
     with pytest.raises(InputError, match=key):
         load_model(str(path))
+
+
+def test_baichuan_2_7b_by_hand(tmp_path: Path) -> None:
+    """Baichuan2-7B's shapes (hidden 4,096, 32 layers and heads, intermediate 11,008, vocabulary 125,696) as
+    baichuan-inc's modeling_baichuan.py builds them: per layer W_pack 4,096 x 12,288, o_proj 4,096 x 4,096, a gated
+    MLP 3 x 4,096 x 11,008 and two norms (202,383,360), the embedding and the untied head 125,696 x 4,096 each, the
+    final norm: 7,505,973,248."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({
+        "model_type": "baichuan", "architectures": ["BaichuanForCausalLM"], "hidden_size": 4096,
+        "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 125696,
+        "tie_word_embeddings": False, "model_max_length": 4096, "rms_norm_eps": 1e-06,
+    }))  # fmt: skip
+    assert count_params(load_model(str(path))).total == 7_505_973_248
