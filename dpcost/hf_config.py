@@ -177,6 +177,10 @@ _LLAMA_LIKE = {
     # fused in W_pack (hidden -> 3 x hidden), no biases anywhere, one KV head per head, an untied head (NormHead in
     # Baichuan 2: a weight of vocab x hidden); the 13B's ALiBi holds no weights
     "baichuan": (None, None, False, "none"),
+    # MiniCPM 1-4 (openbmb's remote configuration_minicpm.py / modeling_minicpm.py): Llama's layers (attention_bias on
+    # q, k, v and o), tied by default; scale_emb, dim_model_base and scale_depth scale activations, and MiniCPM4's
+    # InfLLM v2 attention keeps the weights; its MoE variant (num_experts) is refused
+    "minicpm": (None, None, False, "none"),
     # configuration_jais2.py / modeling_jais2.py (5.24.0: Jais 2): Llama's attention with biases on q, k, v and o by
     # attention_bias, a 2-matrix relu2 MLP with biases by mlp_bias (both true by default), LayerNorms with biases
     "jais2": (None, None, False, "none"),
@@ -310,6 +314,7 @@ _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
     "cohere2_moe": {"tie_word_embeddings": True},
+    "minicpm": {"tie_word_embeddings": True},
     "granite_swa": {"tie_word_embeddings": True},
     "jais2": {"attention_bias": True, "mlp_bias": True},
     "smollm3": {"tie_word_embeddings": True},
@@ -498,6 +503,7 @@ _ARCHITECTURES = {
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
     "ChatGLMModel": "chatglm",
+    "MiniCPMForCausalLM": "minicpm",
     "BaichuanForCausalLM": "baichuan",
     "BaiChuanForCausalLM": "baichuan",
     "ChatGLMForConditionalGeneration": "chatglm",
@@ -692,7 +698,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "cohere2_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
-                  "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna")  # fmt: skip
+                  "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -746,6 +752,9 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         if family in ("granitemoeshared", "granitemoe_swa") and shared:
             arch["moe"].update(shared=1, shared_ffn=shared)
         return arch
+    if family == "minicpm" and k.integer("num_experts", default=0) > 1:
+        raise InputError(k.where, f"{k._key('num_experts')}: MiniCPM-MoE's experts are not counted by dpcost; a "
+                         "dense MiniCPM (no num_experts) is")  # fmt: skip
     if family == "laguna":
         per_layer_heads = k.get("num_attention_heads_per_layer", default=None)
         if per_layer_heads is not None:

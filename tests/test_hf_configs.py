@@ -988,3 +988,22 @@ def test_baichuan_2_7b_by_hand(tmp_path: Path) -> None:
         "tie_word_embeddings": False, "model_max_length": 4096, "rms_norm_eps": 1e-06,
     }))  # fmt: skip
     assert count_params(load_model(str(path))).total == 7_505_973_248
+
+
+def test_minicpm_2b_by_hand(tmp_path: Path) -> None:
+    """MiniCPM-2B's shapes (hidden 2,304, 40 layers, 36 heads, intermediate 5,760, vocabulary 122,753, tied) as
+    openbmb's modeling_minicpm.py builds them (Llama's layers): 61,051,392 a layer, 2,442,055,680 in all, the card's
+    "2.4B non-embedding parameters", and 2,724,880,896 with the tied embedding and the final norm; its MoE variant
+    is refused by key."""
+    shapes = {
+        "model_type": "minicpm", "architectures": ["MiniCPMForCausalLM"], "hidden_size": 2304,
+        "intermediate_size": 5760, "num_attention_heads": 36, "num_hidden_layers": 40, "vocab_size": 122753,
+        "scale_emb": 12, "dim_model_base": 256, "scale_depth": 1.4,
+    }  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(shapes))
+    counts = count_params(load_model(str(path)))
+    assert counts.total == 2_724_880_896 and counts.total - counts.embedding - 2304 == 2_442_055_680
+    path.write_text(json.dumps({**shapes, "num_experts": 8, "num_experts_per_tok": 2}))
+    with pytest.raises(InputError, match="num_experts"):
+        load_model(str(path))
