@@ -181,6 +181,11 @@ _LLAMA_LIKE = {
     # q, k, v and o), tied by default; scale_emb, dim_model_base and scale_depth scale activations, and MiniCPM4's
     # InfLLM v2 attention keeps the weights; its MoE variant (num_experts) is refused
     "minicpm": (None, None, False, "none"),
+    # DeepSeekMoE 16B (deepseek-ai's remote modeling_deepseek.py, model_type deepseek): Llama's attention (biases on q,
+    # k, v and o by attention_bias), a dense MLP of intermediate_size in the first first_k_dense_replace layers, then
+    # n_routed_experts experts of moe_intermediate_size, n_shared_experts folded into one shared MLP, a router
+    # without bias (MoEGate); every layer an MoE past the dense ones (moe_layer_freq 1; any other is refused)
+    "deepseek": (None, None, False, "none"),
     # configuration_jais2.py / modeling_jais2.py (5.24.0: Jais 2): Llama's attention with biases on q, k, v and o by
     # attention_bias, a 2-matrix relu2 MLP with biases by mlp_bias (both true by default), LayerNorms with biases
     "jais2": (None, None, False, "none"),
@@ -503,6 +508,7 @@ _ARCHITECTURES = {
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
     "ChatGLMModel": "chatglm",
+    "DeepseekForCausalLM": "deepseek",
     "MiniCPMForCausalLM": "minicpm",
     "BaichuanForCausalLM": "baichuan",
     "BaiChuanForCausalLM": "baichuan",
@@ -698,7 +704,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "cohere2_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
-                  "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm")  # fmt: skip
+                  "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -751,6 +757,22 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         shared = k.integer("shared_intermediate_size", default=0, field="moe.shared_ffn")
         if family in ("granitemoeshared", "granitemoe_swa") and shared:
             arch["moe"].update(shared=1, shared_ffn=shared)
+        return arch
+    if family == "deepseek" and k.get("n_routed_experts", default=None) is not None:
+        if k.integer("moe_layer_freq", default=1) != 1:
+            said = f"{k._key('moe_layer_freq')}: only 1 (an MoE in every layer past first_k_dense_replace) is counted"
+            raise InputError(k.where, f"{said}, got {k.cfg['moe_layer_freq']!r}"[:200])
+        arch["ffn"] = k.integer("intermediate_size", field="ffn")
+        arch["moe"] = dense_then_experts(
+            k,
+            layers,
+            experts=k.integer("n_routed_experts", field="moe.experts"),
+            active=k.integer("num_experts_per_tok", field="moe.active"),
+            ffn=k.integer("moe_intermediate_size", field="moe.ffn"),
+            shared=k.integer("n_shared_experts", default=0, field="moe.shared"),
+            first=k.integer("first_k_dense_replace", default=0, field="moe.first_dense_layers"),
+            by_types=False,
+        )
         return arch
     if family == "minicpm" and k.integer("num_experts", default=0) > 1:
         raise InputError(k.where, f"{k._key('num_experts')}: MiniCPM-MoE's experts are not counted by dpcost; a "

@@ -1007,3 +1007,19 @@ def test_minicpm_2b_by_hand(tmp_path: Path) -> None:
     path.write_text(json.dumps({**shapes, "num_experts": 8, "num_experts_per_tok": 2}))
     with pytest.raises(InputError, match="num_experts"):
         load_model(str(path))
+
+
+def test_deepseek_moe_16b_by_hand(tmp_path: Path) -> None:
+    """DeepSeekMoE 16B's shapes (hidden 2,048, 28 layers, 16 heads, a dense first layer of 10,944, 64 experts of
+    1,408 with 2 shared, top 6, vocabulary 102,400, untied) as deepseek-ai's modeling_deepseek.py builds them:
+    16,375,728,128 in all (the paper's and card's 16.4B) and 2,828,650,496 active with the embedding (2.8B)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({
+        "model_type": "deepseek", "architectures": ["DeepseekForCausalLM"], "hidden_size": 2048,
+        "intermediate_size": 10944, "moe_intermediate_size": 1408, "num_attention_heads": 16,
+        "num_key_value_heads": 16, "num_hidden_layers": 28, "n_routed_experts": 64, "n_shared_experts": 2,
+        "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1, "vocab_size": 102400,
+        "tie_word_embeddings": False,
+    }))  # fmt: skip
+    counts = count_params(load_model(str(path)))
+    assert counts.total == 16_375_728_128 and counts.active == 2_828_650_496
