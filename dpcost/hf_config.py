@@ -5,6 +5,7 @@ reads the file and validates the spec)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from dpcost.errors import InputError
@@ -912,7 +913,7 @@ def _uniform(k: Keys, *keys: str, default: int, field: str) -> int:
     return value
 
 
-def _dimensions(k: Keys, d: dict[str, int]) -> dict[str, Any]:
+def dimensions(k: Keys, d: dict[str, int]) -> dict[str, Any]:
     """Hidden size, layers, heads, KV heads, vocabulary and (where the family has a default for it) head_dim from
     transformers' usual keys, each key left out at the family's default in `d`."""
     out: dict[str, Any] = {
@@ -932,7 +933,7 @@ def _gemma(k: Keys, family: str) -> dict[str, Any]:
     head_dim given; Gemma 2 and 3 wrap each sub-layer in two norms (4 per block), Gemma 3 adds q/k norms."""
     d = _GEMMA[family]
     return {
-        **_dimensions(k, d),
+        **dimensions(k, d),
         "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "mlp": "geglu",
@@ -960,7 +961,7 @@ def _gemma4(k: Keys) -> dict[str, Any]:
     parameters), and 3 more norms. The E-series' per-layer embeddings (hidden_size_per_layer_input, whose default
     is 256) and KV-shared layers are not counted: such a file is refused."""
     d = _GEMMA4
-    dims = _dimensions(k, d)
+    dims = dimensions(k, d)
     layers = dims["layers"]
     per_layer_input = k.integer("hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"])
     if per_layer_input:
@@ -1023,7 +1024,7 @@ def _mimo_v2_flash(k: Keys) -> dict[str, Any]:
     layers mlp_layer_types calls dense (else layer 0), elsewhere DeepSeek-V3's MoE without a shared expert (routing
     score biases stored in the checkpoint). Its MTP modules are not built by transformers and not counted."""
     d = _MIMO_V2_FLASH
-    dims = _dimensions(k, d)
+    dims = dimensions(k, d)
     layers, kv = dims["layers"], dims["kv_heads"]
     types = per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
     if types is None:
@@ -1319,7 +1320,7 @@ def _minimax_m3(k: Keys) -> dict[str, Any]:
             return legacy
         return int(k.integer(key, default=d[key], field=f"indexer.{key}"))
 
-    dims = _dimensions(k, d)
+    dims = dimensions(k, d)
     layers = dims["layers"]
     types = per_layer(k, "layer_types", layers, {"full_attention", "minimax_m3_sparse"})
     if types is None and sparse_cfg.get("sparse_attention_freq") is not None:
@@ -1424,7 +1425,7 @@ def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
     # Dots1 (modeling_dots1.py, 5.24.0): q_norm/k_norm over head_dim always, attention_bias on q, k, v and o,
     # experts and shared ones as GLM-4.5's, no MTP layer; its class gives no default for the expert keys.
     d: dict[str, Any] = {**_GLM4_MOE, "vocab_size": 151424} if vision else _DOTS1 if dots else _GLM4_MOE
-    dims = _dimensions(k, d)
+    dims = dimensions(k, d)
     hidden, heads = dims["hidden"], dims["heads"]
     head_dim = k.integer("head_dim", default=None, field="head_dim")
     shared = k.integer("n_shared_experts", default=d.get("n_shared_experts", _MISSING), field="moe.shared")
@@ -1473,7 +1474,7 @@ def _minimax_m2(k: Keys) -> dict[str, Any]:
     Nothing is approximated."""
     d = _MINIMAX_M2
     return {
-        **_dimensions(k, d),
+        **dimensions(k, d),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "qk_norm": "full",
         "moe": {
@@ -1885,6 +1886,20 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
     return {"kind": kind, "size": size, "layers": () if every_layer else tuple(attention)}
 
 
+# The readers of a single family each, by model_type
+_ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
+    "llama4_text": _llama4,
+    "gemma4_text": _gemma4,
+    "mimo_v2_flash": _mimo_v2_flash,
+    "minimax_m2": _minimax_m2,
+    "longcat_flash": _longcat_flash,
+    "minimax_m3_vl_text": _minimax_m3,
+    "chatglm": _chatglm,
+    "qwen": _qwen1,
+    "dbrx": _dbrx,
+}
+
+
 def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Keys, str]:
     wrapped = _wrapped_family(cfg)
     wrapper = str(cfg.get("model_type"))
@@ -1913,12 +1928,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = _llama_like(k, family)
     elif family in _GEMMA:
         arch = _gemma(k, family)
-    elif family == "llama4_text":
-        arch = _llama4(k)
-    elif family == "gemma4_text":
-        arch = _gemma4(k)
-    elif family == "mimo_v2_flash":
-        arch = _mimo_v2_flash(k)
+    elif family in _ONE_FAMILY_READERS:
+        arch = _ONE_FAMILY_READERS[family](k)
     elif family in _DEEPSEEK:
         arch = _deepseek(k, family)
     elif family == "deepseek_v4":
@@ -1927,20 +1938,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch = deepseek_v4_architecture(k)
     elif family in ("glm4_moe", "glm4v_moe_text", "dots1"):
         arch = _glm4_moe(k, family)
-    elif family == "minimax_m2":
-        arch = _minimax_m2(k)
-    elif family == "longcat_flash":
-        arch = _longcat_flash(k)
-    elif family == "minimax_m3_vl_text":
-        arch = _minimax_m3(k)
-    elif family == "chatglm":
-        arch = _chatglm(k)
     elif family in _FALCON:
         arch = _falcon(k, family)
-    elif family == "qwen":
-        arch = _qwen1(k)
-    elif family == "dbrx":
-        arch = _dbrx(k)
     elif family in _HYBRID:
         from dpcost.hf_hybrid import hybrid_architecture
 

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from dpcost.errors import InputError
-from dpcost.hf_config import Keys, dense_then_experts, per_layer
+from dpcost.hf_config import Keys, dense_then_experts, dimensions, per_layer
 
 __all__ = ["hybrid_architecture"]
 
@@ -87,31 +87,11 @@ _MINIMAX = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336
 
 
 def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
-    if family in ("mamba", "falcon_mamba"):
-        return _mamba(k)
-    if family == "mamba2":
-        return _mamba2(k)
-    if family == "nemotron_h":
-        return _nemotron_h(k)
-    if family == "jamba":
-        return _jamba(k)
-    if family == "falcon_h1":
-        return _falcon_h1(k)
-    if family == "granitemoehybrid":
-        return _granite_hybrid(k)
-    if family in ("lfm2", "lfm2_moe"):
-        return _lfm2(k, family)
-    if family == "kimi_linear":
-        return _kimi_linear(k)
-    if family == "minimax":
-        return _minimax(k)
-    if family == "bamba":
-        return _bamba(k)
-    if family == "olmo_hybrid":
-        return _olmo_hybrid(k)
-    if family == "lfm3":
-        return _lfm3(k)
-    return _qwen3_next(k, family)
+    """The architecture fields of a state-space or hybrid family's config.json, by its reader (_READERS, at the end
+    of this module); Qwen3-Next's reads Qwen3.5's text models too."""
+    if family in ("lfm2", "lfm2_moe", "qwen3_5_text", "qwen3_5_moe_text"):
+        return _lfm2(k, family) if family.startswith("lfm2") else _qwen3_next(k, family)
+    return _READERS[family](k)
 
 
 def _int(k: Keys, key: str, defaults: dict[str, int], field: str = "") -> int:
@@ -359,11 +339,7 @@ def _olmo_hybrid(k: Keys) -> dict[str, Any]:
     value_dim = int(k.integer("linear_value_head_dim", default=2 * key_dim, field="deltanet.value_dim"))
     bias = k.flag("attention_bias", False)
     return {
-        "hidden": hidden,
-        "layers": layers,
-        "heads": heads,
-        "kv_heads": int(k.integer("num_key_value_heads", default=heads, field="kv_heads")),
-        "vocab": _int(k, "vocab_size", d, "vocab"),
+        **dimensions(k, {**d, "num_key_value_heads": heads}),  # KV heads: the attention heads unless given
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "ffn": _int(k, "intermediate_size", d, "ffn"),
         "qkv_bias": bias,
@@ -395,7 +371,7 @@ def _bamba(k: Keys) -> dict[str, Any]:
     kinds = per_layer(k, "layers_block_type", layers, {"mamba", "attention", "full_attention", "linear_attention"})
     if kinds is None:
         kinds = ["attention" if i in listed else "mamba" for i in range(layers)]
-    heads, bias = _int(k, "num_attention_heads", d, "heads"), k.flag("attention_bias", False)
+    bias = k.flag("attention_bias", False)
     inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
     ssm_heads = _int(k, "mamba_n_heads", d, "ssm.heads")
     head = k.get("mamba_d_head", default="auto")
@@ -403,11 +379,7 @@ def _bamba(k: Keys) -> dict[str, Any]:
         said = f"{k._key('mamba_d_head')}: 'auto' or inner / mamba_n_heads ({inner // max(ssm_heads, 1)}), got {head!r}"
         raise InputError(k.where, said[:200])
     arch: dict[str, Any] = {
-        "hidden": hidden,
-        "layers": layers,
-        "heads": heads,
-        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
-        "vocab": _int(k, "vocab_size", d, "vocab"),
+        **dimensions(k, d),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "ffn": _int(k, "intermediate_size", d, "ffn"),
         "qkv_bias": bias,
@@ -698,12 +670,7 @@ def _lfm3(k: Keys) -> dict[str, Any]:
     types = lfm3_layer_types(k, layers)
     bias = k.flag("attention_bias", False)
     return {
-        "hidden": _int(k, "hidden_size", d, "hidden"),
-        "layers": layers,
-        "heads": _int(k, "num_attention_heads", d, "heads"),
-        "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
-        "head_dim": _int(k, "head_dim", d, "head_dim"),
-        "vocab": _int(k, "vocab_size", d, "vocab"),
+        **dimensions(k, d),  # with head_dim (128 unless given)
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "ffn": _int(k, "intermediate_size", d, "ffn"),
         "qkv_bias": bias,
@@ -771,3 +738,21 @@ def _lfm2(k: Keys, family: str) -> dict[str, Any]:
             ffn = multiple * ((ffn + multiple - 1) // multiple)
     arch["ffn"] = ffn
     return arch
+
+
+# Each single-reader family's reader (hybrid_architecture)
+_READERS = {
+    "mamba": _mamba,
+    "falcon_mamba": _mamba,
+    "mamba2": _mamba2,
+    "nemotron_h": _nemotron_h,
+    "jamba": _jamba,
+    "falcon_h1": _falcon_h1,
+    "granitemoehybrid": _granite_hybrid,
+    "kimi_linear": _kimi_linear,
+    "minimax": _minimax,
+    "bamba": _bamba,
+    "olmo_hybrid": _olmo_hybrid,
+    "lfm3": _lfm3,
+    "qwen3_next": _qwen3_next,
+}
