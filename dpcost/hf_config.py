@@ -187,6 +187,10 @@ _LLAMA_LIKE = {
     # n_routed_experts experts of moe_intermediate_size, n_shared_experts folded into one shared MLP, a router
     # without bias (MoEGate); every layer an MoE past the dense ones (moe_layer_freq 1; any other is refused)
     "deepseek": (None, None, False, "none"),
+    # configuration_bitnet.py / modeling_bitnet.py (5.24.0: BitNet b1.58): Llama's attention with a norm over its
+    # output before o_proj (attn_sub_norm: three norms a layer), 5 KV heads unless given, a gated relu2 MLP with a norm
+    # over its intermediate before down_proj (ffn_sub_norm), no MLP biases; trained with full-precision latent weights
+    "bitnet": (5, None, False, "none"),
     # configuration_jais2.py / modeling_jais2.py (5.24.0: Jais 2): Llama's attention with biases on q, k, v and o by
     # attention_bias, a 2-matrix relu2 MLP with biases by mlp_bias (both true by default), LayerNorms with biases
     "jais2": (None, None, False, "none"),
@@ -509,6 +513,7 @@ _ARCHITECTURES = {
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
     "ChatGLMModel": "chatglm",
+    "BitNetForCausalLM": "bitnet",
     "DeepseekForCausalLM": "deepseek",
     "MiniCPMForCausalLM": "minicpm",
     "BaichuanForCausalLM": "baichuan",
@@ -705,7 +710,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "cohere2_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
-                  "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek")  # fmt: skip
+                  "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek",
+                  "bitnet")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -741,6 +747,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             "shared": 1,
         }
         return arch
+    if family == "bitnet":
+        arch.update(layer_norms=3, mlp_norm=True)
     if family == "hyperclovax" and k.flag("use_post_norm", True):
         arch["layer_norms"] = 4  # input, post_norm1, post_attention, post_norm2
     if family in ("granite_swa", "granitemoe_swa"):

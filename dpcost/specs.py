@@ -319,6 +319,12 @@ class ModelArchitecture(Spec):
     attention_gate: bool = Field(
         False, description="the query projection also makes a sigmoid gate on the attention output (Qwen3-Next)"
     )
+    mlp_norm: bool = Field(
+        False,
+        description="an RMSNorm over a dense MLP's intermediate width before its down projection (BitNet's "
+        "ffn_sub_norm)",
+        exclude_if=lambda v: not v,
+    )
     activation_scalars: NonNegativeInt = Field(
         0,
         description="learned scalars of a dense layer's MLP activation (Apertus's xIELU: alpha_p and alpha_n)",

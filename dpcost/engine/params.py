@@ -333,7 +333,7 @@ def _block(a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_
         return BlockCount(attn + norms, attn + norms, moe=False)
     if not moe_layer or a.moe is None:
         assert a.ffn is not None  # guaranteed by ModelArchitecture validation
-        mlp = _mlp(a, a.ffn) + a.activation_scalars
+        mlp = _mlp(a, a.ffn) + a.activation_scalars + (a.norm_weights * a.ffn if a.mlp_norm else 0)
         return BlockCount(attn + norms + mlp, attn + norms + mlp, moe=False)
     e = a.moe
     expert = routed_expert(a)

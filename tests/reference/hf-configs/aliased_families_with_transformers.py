@@ -248,6 +248,12 @@ CASES: dict[str, list[dict[str, object]]] = {
          "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
          "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"], "tie_word_embeddings": True, "num_mtp_layers": 1},
     ],
+    # BitNet b1.58: norms inside the attention and the MLP
+    "bitnet": [
+        {},
+        {"num_hidden_layers": 4, "attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True,
+         "num_key_value_heads": 4},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
