@@ -191,6 +191,9 @@ _LLAMA_LIKE = {
     # output before o_proj (attn_sub_norm: three norms a layer), 5 KV heads unless given, a gated relu2 MLP with a norm
     # over its intermediate before down_proj (ffn_sub_norm), no MLP biases; trained with full-precision latent weights
     "bitnet": (5, None, False, "none"),
+    # InternLM 1 (internlm's remote modeling_internlm.py, model_type internlm): Llama's layers with one KV head per head
+    # and biases on q, k, v and o by `bias` (true unless the file says), none on the MLP or the head
+    "internlm": (None, None, False, "none"),
     # configuration_jais2.py / modeling_jais2.py (5.24.0: Jais 2): Llama's attention with biases on q, k, v and o by
     # attention_bias, a 2-matrix relu2 MLP with biases by mlp_bias (both true by default), LayerNorms with biases
     "jais2": (None, None, False, "none"),
@@ -333,6 +336,7 @@ _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "glm4": {"attention_bias": True},
     "glm": {"attention_bias": True},
     "internlm2": {"bias": True},
+    "internlm": {"bias": True},
 }
 # LlamaConfig's defaults for the shapes (configuration_llama.py), for a llama text_config nested in a wrapper:
 # LLaVA-1.5's names only what differs from them (its vocabulary) and so is Llama 2 7B's shape. A top-level llama
@@ -513,6 +517,7 @@ _ARCHITECTURES = {
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
     "ChatGLMModel": "chatglm",
+    "InternLMForCausalLM": "internlm",
     "BitNetForCausalLM": "bitnet",
     "DeepseekForCausalLM": "deepseek",
     "MiniCPMForCausalLM": "minicpm",
@@ -650,7 +655,9 @@ def _family(cfg: dict[str, Any], where: str) -> str:
 def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     kv_default, head_dim_default, qkv_bias, qk_norm = _LLAMA_LIKE[family]
     defaults = _LLAMA_LIKE_DEFAULTS.get(family, {})
-    bias_key = {"internlm2": "bias", "stablelm": "use_qkv_bias", "internlm3": "qkv_bias"}.get(family, "attention_bias")
+    bias_key = {"internlm2": "bias", "internlm": "bias", "stablelm": "use_qkv_bias", "internlm3": "qkv_bias"}.get(
+        family, "attention_bias"
+    )
     shape: dict[str, int] = _LLAMA_SHAPE_DEFAULTS if family == "llama" and k.prefix else {}
     if family == "apertus1p5_text":
         shape = {"vocab_size": 266752}
@@ -711,7 +718,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
                   "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek",
-                  "bitnet")  # fmt: skip
+                  "bitnet", "internlm")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):

@@ -1023,3 +1023,16 @@ def test_deepseek_moe_16b_by_hand(tmp_path: Path) -> None:
     }))  # fmt: skip
     counts = count_params(load_model(str(path)))
     assert counts.total == 16_375_728_128 and counts.active == 2_828_650_496
+
+
+def test_internlm_7b_by_hand(tmp_path: Path) -> None:
+    """InternLM-7B's shapes (hidden 4,096, 32 layers and heads, intermediate 11,008, vocabulary 103,168, `bias` left at
+    its class default, true) as internlm's modeling_internlm.py builds them: q, k, v and o with biases (67,125,248), a
+    gated MLP without (135,266,304) and two norms a layer, an untied head: 7,321,948,160."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({
+        "model_type": "internlm", "architectures": ["InternLMForCausalLM"], "hidden_size": 4096,
+        "intermediate_size": 11008, "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 103168,
+        "tie_word_embeddings": False,
+    }))  # fmt: skip
+    assert count_params(load_model(str(path))).total == 7_321_948_160
