@@ -812,16 +812,16 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family in ("mellum", "laguna"):
         laguna = family == "laguna"
         arch["ffn"] = k.integer("intermediate_size", default=8192 if laguna else 7168, field="ffn")
-        kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
-        if kinds is None:
-            kinds = ["dense" if laguna and i == 0 else "sparse" for i in range(layers)]
-        arch["moe"] = {
-            "experts": k.integer("num_experts", default=256 if laguna else 64, field="moe.experts"),
-            "active": k.integer("num_experts_per_tok", default=8, field="moe.active"),
-            "ffn": k.integer("moe_intermediate_size", default=512 if laguna else 896, field="moe.ffn"),
-            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense"),
-            "router_bias": laguna,  # LagunaTopKRouter.e_score_correction_bias, a parameter (requires_grad False)
-        }
+        arch["moe"] = dense_then_experts(  # mlp_layer_types, else Laguna's dense first layer (Mellum: none)
+            k,
+            layers,
+            experts=k.integer("num_experts", default=256 if laguna else 64, field="moe.experts"),
+            active=k.integer("num_experts_per_tok", default=8, field="moe.active"),
+            ffn=k.integer("moe_intermediate_size", default=512 if laguna else 896, field="moe.ffn"),
+            shared=0,  # Laguna's shared MLP has a width of its own, set below
+            first=1 if laguna else 0,
+        )
+        arch["moe"]["router_bias"] = laguna  # LagunaTopKRouter.e_score_correction_bias, a parameter
         shared = k.integer("shared_expert_intermediate_size", default=512, field="moe.shared_ffn") if laguna else 0
         if shared:
             arch["moe"].update(shared=1, shared_ffn=shared)
