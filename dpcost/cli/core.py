@@ -210,6 +210,22 @@ def _width(to_file: bool = False) -> int | None:
     return (int(columns) if columns.isascii() and columns.isdigit() else 0) or 240
 
 
+def _plain_text(tables: list[Table], output: Path | None, after: Callable[[int], str] | None) -> str | None:
+    """The terminal format as rich would print it where it prints no colour (a pipe or a file, as in CI), drawn
+    without importing rich (issue 20: rich's import and layout are most of what a table adds to a run's start-up);
+    None where rich would style it (FORCE_COLOR, TTY_COMPATIBLE=1, a terminal) or could not write it as UTF-8."""
+    width = _width(to_file=output is not None)
+    if width is None or os.environ.get("TTY_COMPATIBLE") == "1" or os.environ.get("FORCE_COLOR"):
+        return None
+    if output is None and not (getattr(sys.stdout, "encoding", None) or "utf-8").lower().startswith("utf"):
+        return None
+    from dpcost.render import formats
+
+    text = formats.to_text(tables, width)
+    chart = after(width) if after is not None else ""
+    return None if text is None or "[" in chart else text + chart
+
+
 def _console(file: Any = None) -> Any:
     from rich.console import Console
 
@@ -285,6 +301,8 @@ def emit(
         from dpcost.render.html import page
 
         text = page(title or (tables[0].title if tables else "dpcost"), tables, assumptions, charts() if charts else [])
+    elif (plain := _plain_text(tables, output, after)) is not None:
+        text = plain
     else:
         import io
 

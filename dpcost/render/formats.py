@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ __all__ = [
     "to_json",
     "to_markdown",
     "to_rich",
+    "to_text",
     "to_yaml",
     "verdict_lines",
     "wrap",
@@ -264,6 +266,79 @@ def to_rich(tables: Iterable[Table], width: int = 240) -> list[RenderableType]:
             rt.caption = "\n".join(f.notes)
         out.append(rt)
     return out
+
+
+def to_text(tables: Iterable[Table], width: int = 240) -> str | None:
+    """What `to_rich`'s renderables print on a console that is not a terminal (no colour, no styles), without
+    importing rich: each table in rich's SIMPLE_HEAD box with one space of padding each side of a cell, its
+    columns as wide as their widest line and, when the table is narrower than its minimum width, that minimum
+    spread over them as rich's `ratio_distribute` spreads it (rich/table.py `_calculate_column_widths`, rich 13-15);
+    a title and a caption left-justified and padded to the table's width. None when rich would read a title,
+    header or caption as markup or emoji codes, which this does not reproduce: the caller then uses rich."""
+    out: list[str] = []
+    for t in tables:
+        if t.verdict:
+            out.append("\n".join(verdict_lines(t, width)) + "\n\n")
+            continue
+        f = fit(t, width)
+        if f.stacked:
+            out.append("\n".join(_stacked(t, f)) + "\n")
+            continue
+        if any(_rich_markup(s) for s in (*f.title, *f.headers, *f.notes)):
+            return None
+        out.append(_simple_head(f, [i in t.right for i in f.columns]))
+    return "".join(out)
+
+
+def _rich_markup(text: str) -> bool:
+    """Text rich's console would change when it renders a string: markup tags and :emoji: codes."""
+    return "[" in text or re.search(r":\S+:", text) is not None
+
+
+def _simple_head(f: Fitted, right: list[bool]) -> str:
+    """One fitted table as rich prints a SIMPLE_HEAD table without a terminal (see to_text)."""
+    heads = [h.split("\n") for h in f.headers]
+    body = [[cell.split("\n") for cell in row] for row in f.rows]
+    widths = [max([len(x) for x in h] + [len(x) for row in body for x in row[k]]) + 2 for k, h in enumerate(heads)]
+    extra = len(widths) + 1  # the two edges and the dividers between columns
+    if sum(widths) < f.width - extra:
+        pads = _ratio_distribute(f.width - extra - sum(widths), widths)
+        widths = [w + pad for w, pad in zip(widths, pads, strict=True)]
+    total = sum(widths) + extra
+
+    def line(cells: list[list[str]], height: int, bottom: bool) -> list[str]:
+        rows = []
+        padded = [([""] * (height - len(c)) + c) if bottom else (c + [""] * (height - len(c))) for c in cells]
+        for n in range(height):
+            parts = []
+            for k, cell in enumerate(padded):
+                inner = widths[k] - 2
+                parts.append(" " + (cell[n].rjust(inner) if right[k] else cell[n].ljust(inner)) + " ")
+            rows.append(" " + " ".join(parts) + " ")
+        return rows
+
+    lines = [t.ljust(total) for t in f.title] if any(f.title) else []
+    lines.append(" " * total)
+    lines += line(heads, max(len(h) for h in heads), bottom=True)
+    lines.append(" " + "─" * (total - 2) + " ")
+    for row in body:
+        lines += line(row, max(len(c) for c in row), bottom=False)
+    lines.append(" " * total)
+    lines += [n.ljust(total) for n in f.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _ratio_distribute(total: int, ratios: Sequence[int]) -> list[int]:
+    """Split `total` over slots in proportion to `ratios`, each share rounded up, the last taking what is left
+    (rich/_ratio.py ratio_distribute, without minimums)."""
+    remaining_ratio, remaining = sum(ratios), total
+    shares = []
+    for ratio in ratios:
+        share = math.ceil(ratio * remaining / remaining_ratio) if remaining_ratio > 0 else remaining
+        shares.append(share)
+        remaining_ratio -= ratio
+        remaining -= share
+    return shares
 
 
 def verdict_lines(t: Table, width: int) -> list[str]:
