@@ -11,9 +11,9 @@ import math
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from dpcost.engine.collectives import bus_factor, fastest
+from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import TopologySpec
 
@@ -40,7 +40,7 @@ ERROR_FLOOR = 1e-4  # an exact hit counts as 0.01% so that the geometric mean st
 DISTURBED_DROP = 0.65
 
 
-@dataclass(frozen=True)
+@frozen
 class Point:
     op: str
     size_bytes: int
@@ -55,7 +55,7 @@ class Point:
         return self.predicted_us / self.measured_us - 1
 
 
-@dataclass(frozen=True)
+@frozen
 class BandError:
     band: str
     points: int

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from dpcost.accuracy import BandError, band_errors, predict
 from dpcost.engine.placement import place
+from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import Calibration, TopologySpec
 
@@ -47,7 +47,7 @@ STEP = 1e-3  # of a parameter's range, for the numerical derivatives
 Residuals = Callable[[dict[str, float]], list[float]]  # values -> log(predicted / measured) of every point
 
 
-@dataclass(frozen=True)
+@frozen
 class Parameter:
     name: str
     what: str
@@ -102,7 +102,7 @@ def with_values(base: TopologySpec, values: dict[str, float]) -> TopologySpec:
     return TopologySpec.model_validate(doc)
 
 
-@dataclass(frozen=True)
+@frozen
 class RunFit:
     """One measured run's error before and after the fit, by size band."""
 
@@ -114,7 +114,7 @@ class RunFit:
     after: tuple[BandError, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class HeldOut:
     """Runs at the largest node count, predicted from a fit of the others: the base topology's error and the fit's."""
 
@@ -124,7 +124,7 @@ class HeldOut:
     fitted_error: float
 
 
-@dataclass(frozen=True)
+@frozen
 class Fit:
     topology: TopologySpec
     fitted: dict[str, float]  # the values found, for the parameters the runs determine

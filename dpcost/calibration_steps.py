@@ -25,12 +25,13 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from dpcost.calibration import MAX_INFLATION, PARAMETERS, Parameter, minimise, moved_points, with_values
 from dpcost.engine.placement import place
 from dpcost.errors import InputError
+from dpcost.frozen import frozen
 
 if TYPE_CHECKING:
     from dpcost.options import Options
@@ -95,7 +96,7 @@ def terms() -> tuple[Parameter, ...]:
 # ------------------------------------------------------------------------------------------------ the CSV
 
 
-@dataclass(frozen=True)
+@frozen
 class StepRow:
     """One measured row as read: its line, GPU count, measured value and the plan fields it overrides."""
 
@@ -105,7 +106,7 @@ class StepRow:
     overrides: dict[str, int] = field(default_factory=dict)  # COLUMNS key -> value
 
 
-@dataclass(frozen=True)
+@frozen
 class Steps:
     measure: str  # a MEASURES key
     rows: tuple[StepRow, ...]
@@ -168,7 +169,7 @@ def read_steps(text: str, where: str) -> Steps:
 # ------------------------------------------------------------------------------------------------ the fit
 
 
-@dataclass(frozen=True)
+@frozen
 class Measured:
     """One measured row with the plan it ran (the flags, with the row's overrides), before any fit."""
 
@@ -178,7 +179,7 @@ class Measured:
     options: Options
 
 
-@dataclass(frozen=True)
+@frozen
 class TermFit:
     name: str
     what: str
@@ -187,7 +188,7 @@ class TermFit:
     why: str = ""  # why it was kept at the default
 
 
-@dataclass(frozen=True)
+@frozen
 class StepRowFit:
     line: int
     gpus: int
@@ -206,7 +207,7 @@ class StepRowFit:
         return self.after / self.measured - 1
 
 
-@dataclass(frozen=True)
+@frozen
 class StepHeldOut:
     """Rows at the largest GPU count, predicted from a fit of the others: the defaults' error and the fit's."""
 
@@ -218,7 +219,7 @@ class StepHeldOut:
     kept_defaults: bool  # no fitted term improved the prediction: nothing is fitted
 
 
-@dataclass(frozen=True)
+@frozen
 class StepFit:
     measure: str
     terms: tuple[TermFit, ...]

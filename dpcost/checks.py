@@ -16,7 +16,8 @@ check compares one field of the estimate's report (engine/report.py) with a limi
 With no limit at all, a scenario is checked for `require_fit`, as `estimate --check` does.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would evaluate each string annotation as it builds the
+# class (engine/report.py imported in 28 ms without it, 45 ms with it: start-up, README's Speed).
 
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -221,7 +222,7 @@ class Scenario(BaseModel):
         return _normalised(data, SCENARIO_KEYS)
 
     @model_validator(mode="after")
-    def _planned(self) -> Scenario:
+    def _planned(self) -> "Scenario":
         """A plan needs a model and a DP size: the scenario's own, or its training config's (`from`)."""
         if self.from_ is None and (self.model is None or self.dp is None):
             raise ValueError(f"{'model' if self.model is None else 'dp'}: required (or `from`: a training config)")
@@ -234,7 +235,7 @@ class Scenario(BaseModel):
             raise ValueError("control characters are not allowed")
         return value
 
-    def plan_options(self) -> Options:
+    def plan_options(self) -> "Options":
         """The scenario's options, validated as `estimate` validates its flags."""
         from dpcost.options import WRITTEN, Options, explain
 
@@ -342,7 +343,7 @@ class CheckReport(BaseModel):
     scenarios: list[ScenarioResult] = Field(description="in the plan's order")
 
 
-def _value(report: EstimateReport, check: str, best_step: float | None = None) -> float | bool:
+def _value(report: "EstimateReport", check: str, best_step: float | None = None) -> float | bool:
     if check == "max_behind_best":
         if best_step is None or report.time is None:
             raise ValueError(f"{check}: needs a training plan and the best plan's step")
@@ -366,7 +367,7 @@ def _value(report: EstimateReport, check: str, best_step: float | None = None) -
     }[check]
 
 
-def evaluate(name: str, report: EstimateReport, limits: Limits, best_step: float | None = None) -> ScenarioResult:
+def evaluate(name: str, report: "EstimateReport", limits: Limits, best_step: float | None = None) -> ScenarioResult:
     """Each limit of `limits` against the report (max_behind_best against `best_step`, the best plan's); a
     ValueError names a limit that cannot apply to it."""
     results = []

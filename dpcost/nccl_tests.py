@@ -53,7 +53,8 @@ import csv
 import io
 import math
 import re
-from dataclasses import dataclass
+
+from dpcost.frozen import frozen
 
 __all__ = ["NCCL_ALGO_NAMES", "Measurement", "Measurements", "parse_measurements", "parse_runs"]
 
@@ -70,7 +71,7 @@ NCCL_ALGO_NAMES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Measurement:
     op: str
     size_bytes: int
@@ -78,7 +79,7 @@ class Measurement:
     column: str  # "out-of-place" or "in-place"
 
 
-@dataclass(frozen=True)
+@frozen
 class Measurements:
     name: str
     ranks: int | None
@@ -328,7 +329,7 @@ def _which_op(text: str, name: str) -> tuple[str, str] | None:
     return (op, "the file name") if op is not None else None
 
 
-@dataclass(frozen=True)
+@frozen
 class _Row:
     line: int
     size: int

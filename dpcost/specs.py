@@ -4,7 +4,8 @@ Unit strings are converted here, once: every quantity below is a float in SI uni
 FLOP/s) after validation. The engine takes these objects and never parses text.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would evaluate each string annotation as it builds the
+# class (engine/report.py imported in 28 ms without it, 45 ms with it: start-up, README's Speed).
 
 from collections import Counter
 from functools import cached_property
@@ -94,7 +95,7 @@ class MoESpec(Spec):
     )
 
     @model_validator(mode="after")
-    def _active_le_experts(self) -> MoESpec:
+    def _active_le_experts(self) -> "MoESpec":
         if self.active > self.experts:
             raise ValueError(f"active ({self.active}) must not exceed experts ({self.experts})")
         if self.router_outputs is not None and self.router_outputs < self.experts:
@@ -139,7 +140,7 @@ class SSMSpec(Spec):
     chunk: PositiveInt = Field(256, description="Mamba-2: the SSD chunk length, which its FLOPs read")
 
     @model_validator(mode="after")
-    def _versioned(self) -> SSMSpec:
+    def _versioned(self) -> "SSMSpec":
         if self.version == 2 and (self.heads is None or self.inner % self.heads):
             raise ValueError("a Mamba-2 mixer needs heads dividing inner")
         if self.version == 1 and self.dt_rank is None:
@@ -168,7 +169,7 @@ class DeltaNetSpec(Spec):
     chunk: PositiveInt = Field(64, description="the chunked recurrence's chunk length, which its FLOPs read")
 
     @model_validator(mode="after")
-    def _lightning_heads(self) -> DeltaNetSpec:
+    def _lightning_heads(self) -> "DeltaNetSpec":
         if self.form == "lightning" and (self.key_heads != self.value_heads or self.key_dim != self.value_dim):
             raise ValueError("lightning attention has as many key heads as value heads, of one width")
         return self
@@ -377,7 +378,7 @@ class ModelArchitecture(Spec):
     )
 
     @model_validator(mode="after")
-    def _consistent(self) -> ModelArchitecture:
+    def _consistent(self) -> "ModelArchitecture":
         if self.kv_heads is not None and self.heads % self.kv_heads:
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
         if self.head_dim is None and self.mla is None and self.hidden % self.heads:
@@ -494,13 +495,13 @@ class ModelArchitecture(Spec):
             return "compressed attention and hyper-connected residual streams"
         return "layers that are not all attention and an MLP"
 
-    def attention_of(self, mixer: str) -> ModelArchitecture:
+    def attention_of(self, mixer: str) -> "ModelArchitecture":
         """The architecture a layer of `mixer` attends with: a "global attention" layer's own head_dim, KV heads
         and K = V (global_attention), else this one."""
         return self._global_view if mixer == "global attention" and self.global_attention is not None else self
 
     @cached_property
-    def _global_view(self) -> ModelArchitecture:
+    def _global_view(self) -> "ModelArchitecture":
         g = self.global_attention
         assert g is not None
         view = self.model_copy(
@@ -578,7 +579,7 @@ class ModelSpec(Spec):
     architecture: ModelArchitecture | None = None
 
     @model_validator(mode="after")
-    def _something_to_count(self) -> ModelSpec:
+    def _something_to_count(self) -> "ModelSpec":
         if self.params is None and self.architecture is None:
             raise ValueError("give an architecture or params")
         return self
@@ -738,7 +739,7 @@ class TopologySpec(Spec):
     calibration: Calibration | None = None
 
     @model_validator(mode="after")
-    def _nested_tiers(self) -> TopologySpec:
+    def _nested_tiers(self) -> "TopologySpec":
         previous = 0
         for i, tier in enumerate(self.tiers):
             last = i == len(self.tiers) - 1

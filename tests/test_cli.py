@@ -399,3 +399,42 @@ def test_a_reader_that_closes_the_pipe_is_not_a_failed_check(fmt: str) -> None:
     proc.stdout.close()  # closed before dpcost writes: its write meets a broken pipe
     assert proc.wait(timeout=120) == 0
     assert proc.stderr.read() == b""
+
+
+def test_a_cli_run_does_not_import_importlib_metadata() -> None:
+    """pydantic's plugin loader imports importlib.metadata at its top, only to answer () with plugins off: the CLI
+    stands in for it (dpcost.cli._skip_plugin_loader). With plugins left to the user, the real loader runs."""
+    code = (
+        "import sys\n"
+        "from dpcost.cli import main\n"
+        "sys.argv = ['dpcost', 'estimate', '--model', 'llama-8b', '--dp', '8', '--format', 'json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('importlib.metadata' in sys.modules, file=sys.stderr)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
+    assert run.stdout.startswith("{"), run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "False"
+    user = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**env, "PYDANTIC_DISABLE_PLUGINS": "1"},
+        check=False,
+    )
+    assert user.stdout == run.stdout and user.stderr.strip().splitlines()[-1] == "True"
+
+
+def test_the_stand_in_hands_on_any_other_name_to_the_real_loader() -> None:
+    code = (
+        "import os, sys\n"
+        "os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
+        "from dpcost.cli import _skip_plugin_loader\n"
+        "_skip_plugin_loader()\n"
+        "from pydantic.plugin._loader import get_plugins\n"
+        "assert tuple(get_plugins()) == () and 'importlib.metadata' not in sys.modules\n"
+        "from pydantic.plugin._loader import PYDANTIC_ENTRY_POINT_GROUP\n"
+        "print(PYDANTIC_ENTRY_POINT_GROUP, 'importlib.metadata' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert run.stdout.split() == ["pydantic", "True"], run.stderr

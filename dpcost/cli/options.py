@@ -11,13 +11,13 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
 from dpcost.errors import InputError, shown_value
+from dpcost.frozen import frozen
 
 __all__ = [
     "FormatOpt",
@@ -228,7 +228,7 @@ def typed_options(ctx: typer.Context, values: dict[str, Any]) -> dict[str, Any]:
     return typed_values
 
 
-@dataclass(frozen=True)
+@frozen
 class PlanInput:
     """What a command costs: the model (and the --model that names it; None when the --from file's own arguments
     define it), the DP size (None when neither a flag nor the file gives it), the options' values by field name,

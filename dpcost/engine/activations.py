@@ -27,10 +27,10 @@ Which of these tensors a recomputation policy keeps is checkpointing.py's; the l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from dpcost.engine.attention_keys import cached_entries, cached_keys
+from dpcost.frozen import frozen
 from dpcost.specs import CSA, HCA, ModelArchitecture
 
 __all__ = ["ACT_BYTES", "Kernels", "LayerTensors", "Tensor", "kv_cache_bytes", "layer_tensors", "recurrent_state_bytes"]
@@ -54,7 +54,7 @@ Module = Literal[
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class Tensor:
     """One tensor of one layer's forward: bytes per token (per token of context too, for s^2 scores)."""
 
@@ -69,7 +69,7 @@ class Tensor:
         return self.bytes_per_token * seq_len * micro_batch * (seq_len if self.quadratic else 1)
 
 
-@dataclass(frozen=True)
+@frozen
 class LayerTensors:
     tensors: tuple[Tensor, ...]
     kernels: Kernels  # how the layer runs, which decides what torch.compile's partitioner keeps

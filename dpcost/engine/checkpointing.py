@@ -22,10 +22,10 @@ blocks whose running count is divisible by K, so layers // K of them) and keeps 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from dpcost.engine.activations import ACT_BYTES, Kernels, LayerTensors, layer_tensors
+from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
 
 __all__ = [
@@ -58,7 +58,7 @@ def recomputed_modules(modules: frozenset[str]) -> frozenset[str]:
     return frozenset().union(*(_HOLDS.get(m, frozenset({m})) for m in modules))
 
 
-@dataclass(frozen=True)
+@frozen
 class Activations:
     """One micro-batch's activations on one GPU under a policy, in bytes."""
 

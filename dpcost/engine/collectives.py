@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
 from dpcost.engine import corrections
@@ -45,6 +45,7 @@ from dpcost.engine import nccl_tables as nccl
 from dpcost.engine.availability import ALGORITHMS, forcible, nccl_candidates, require
 from dpcost.engine.memo import per_object
 from dpcost.engine.placement import Level, Placement, hop_share, place, spanned, steps_per_level
+from dpcost.frozen import frozen
 from dpcost.specs import TierSpec, TopologySpec
 
 __all__ = [
@@ -73,7 +74,7 @@ US = 1e-6
 GB = 1e9
 
 
-@dataclass(frozen=True)
+@frozen
 class TierTraffic:
     """What one algorithm puts on one tier: bytes each GPU sends over that tier's links, and their time."""
 
@@ -83,7 +84,7 @@ class TierTraffic:
     nested: bool = False  # bytes that also crossed a lower network tier (a spine hop passes the NIC too)
 
 
-@dataclass(frozen=True)
+@frozen
 class CollectiveTime:
     op: str
     algorithm: str
@@ -118,7 +119,7 @@ class CollectiveTime:
         return f"{self.algorithm}/{self.protocol}" + (" (what-if)" if self.what_if else "")
 
 
-@dataclass(frozen=True)
+@frozen
 class CollectiveChoice:
     """The fastest of NCCL's algorithms (or the forced one), with every applicable algorithm's time beside it."""
 

@@ -15,11 +15,10 @@ when recomputation runs or communication is exposed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from dpcost.engine.attention_keys import cached_entries, cached_keys, causal_keys, compressed_entries
 from dpcost.engine.checkpointing import DEFAULT_MODULES, recomputed_modules
 from dpcost.engine.params import ParamCount, mtp_layer
+from dpcost.frozen import frozen
 from dpcost.specs import CSA, HCA, ModelArchitecture
 
 __all__ = [
@@ -34,7 +33,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class FlopsPerToken:
     forward: float
     backward: float

@@ -42,16 +42,15 @@ every decoder layer in full (docs/sources/checkpointing.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from dpcost.engine.activations import Kernels
+from dpcost.frozen import frozen
 
 __all__ = ["FRAMEWORKS", "Framework"]
 
 MIB = 2**20
 
 
-@dataclass(frozen=True)
+@frozen
 class Framework:
     name: str  # also its memory recipe (memory.RECIPES), whose gradient dtype its reduction moves
     title: str

@@ -18,8 +18,9 @@ ranks sit follows from its members (placement.place_group).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from itertools import product
+
+from dpcost.frozen import frozen
 
 __all__ = ["DEFAULT_ORDER", "DIMENSIONS", "Layout", "group_kinds", "group_members", "group_of_rank_zero"]
 
@@ -27,7 +28,7 @@ DEFAULT_ORDER = "tp-cp-ep-dp-pp"  # megatron/core/parallel_state.py initialize_m
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     """Sizes of each parallel dimension and the rank order. `ep` and `etp` shape the experts' grid only."""
 

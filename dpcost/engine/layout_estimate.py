@@ -16,7 +16,6 @@ It combines, on the most loaded pipeline stage (the last: its layers and the out
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.checkpointing import DEFAULT_MODULES
@@ -67,6 +66,7 @@ from dpcost.engine.step import (
     slowest_rank_wait,
     step_time,
 )
+from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_SYNC_JITTER
 from dpcost.specs import LocalAttentionSpec, ModelArchitecture, ModelSpec, TopologySpec
 
@@ -76,7 +76,7 @@ LayerKind = tuple[bool, str, LocalAttentionSpec | None]
 __all__ = ["LayoutStep", "StageLoad", "call_seconds", "layout_step", "stage_loads"]
 
 
-@dataclass(frozen=True)
+@frozen
 class LayoutStep:
     layout: Layout
     micro_batches: int  # per pipeline per step
@@ -100,7 +100,7 @@ class LayoutStep:
     slowed: float = 0.0  # seconds per step of compute slowed beside overlapped model-parallel calls
 
 
-@dataclass(frozen=True)
+@frozen
 class StageLoad:
     """One pipeline stage on one GPU: its layers, the parameters it holds, and its forward FLOPs per token."""
 

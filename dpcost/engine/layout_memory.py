@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import stage_layer_counts
 from dpcost.engine.params import latent_projections, mixer_parameters
+from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 __all__ = [
@@ -94,7 +94,7 @@ __all__ = [
 WITHOUT_SP_OVERHEAD = 1.05
 
 
-@dataclass(frozen=True)
+@frozen
 class MemoryLayout(Layout):
     """A layout (engine/layout.py: its sizes, their checks) with the switches Megatron's memory formulas read."""
 
@@ -129,7 +129,7 @@ class MemoryLayout(Layout):
         return self.sequence_parallel and self.recompute != "none" and self.tp > 1
 
 
-@dataclass(frozen=True)
+@frozen
 class ParamGroups:
     """Parameters as a rank holds them, the file's three groups: split over TP, replicated, split over ETP x EP."""
 
@@ -158,7 +158,7 @@ class ParamGroups:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelShape:
     """The numbers Megatron's formulas read, by its argument names: what `model_shape` maps a spec into."""
 
@@ -450,7 +450,7 @@ def activation_bytes(
 # ----------------------------------------------------------------------------------------------- totals
 
 
-@dataclass(frozen=True)
+@frozen
 class StageMemory:
     """One pipeline rank's GPU: its parameters, their states and its activations (bytes)."""
 
@@ -465,7 +465,7 @@ class StageMemory:
         return self.weight_and_optimizer + self.activations
 
 
-@dataclass(frozen=True)
+@frozen
 class LayoutMemory:
     """Memory per GPU: Megatron's (most loaded shard's states + first stage's activations) and each stage's own."""
 

@@ -30,10 +30,10 @@ stage (L / PP layers); with CP each rank holds s / CP tokens:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from dpcost.engine.layout import Layout
 from dpcost.engine.params import mtp_layer
+from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
 
 __all__ = [
@@ -58,7 +58,7 @@ __all__ = [
 BUBBLE = "pipeline bubble"
 
 
-@dataclass(frozen=True)
+@frozen
 class LayoutCall:
     dimension: str  # tp, cp, pp, ep
     purpose: str

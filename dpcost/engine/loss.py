@@ -22,10 +22,10 @@ Outside the loss, the final norm keeps its input and its output (the output proj
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from dpcost.engine.activations import ACT_BYTES, Kernels
+from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
 
 __all__ = ["LOSS_IMPLS", "LossImpl", "LossMemory", "loss_memory"]
@@ -35,7 +35,7 @@ LOSS_IMPLS: tuple[LossImpl, ...] = ("upcast", "bf16", "chunked", "fused", "vocab
 TORCHTUNE_CHUNKS = 8  # torchtune/modules/loss/ce_chunked_output_loss.py: num_output_chunks=8
 
 
-@dataclass(frozen=True)
+@frozen
 class _Path:
     """Multiples of V bytes per token: kept to the backward, the forward's peak, the backward's, the largest tensor."""
 
@@ -59,7 +59,7 @@ PATHS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class LossMemory:
     """Bytes of one micro-batch outside the layers: kept to the backward, and at the loss's forward and backward
     peaks (each including what is kept)."""

@@ -27,10 +27,11 @@ of O(rows + cols), no first moment by default: Shazeer & Stern 2018).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from typing import Literal
 
+from dpcost.frozen import frozen
 from dpcost.specs import GPUSpec
 
 __all__ = [
@@ -66,7 +67,7 @@ FRAGMENTED_TENSORS = 1.0
 CONTEXT_BYTES = {"ampere": 875 * 2**20, "hopper": 803 * 2**20, "blackwell": 1143 * 2**20}
 
 
-@dataclass(frozen=True)
+@frozen
 class StateComponent:
     label: str
     group: Group
@@ -82,7 +83,7 @@ class StateComponent:
     lifetime: Literal["run", "backward", "step"] = "run"
 
 
-@dataclass(frozen=True)
+@frozen
 class Recipe:
     name: str
     title: str
@@ -171,7 +172,7 @@ RECIPES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelStates:
     params: float
     grads: float
@@ -220,7 +221,7 @@ def model_states(
     return ModelStates(totals["params"], totals["grads"], totals["optimizer"], cpu, backward, step)
 
 
-@dataclass(frozen=True)
+@frozen
 class Buffers:
     """Working buffers: communication buckets and ZeRO-3's gathered layers."""
 
@@ -276,7 +277,7 @@ def buffers(
 Phase = Literal["forward", "backward", "optimizer step"]
 
 
-@dataclass(frozen=True)
+@frozen
 class PhaseMemory:
     """What is allocated at one phase of the step: a part that does not depend on the micro-batch and a part per
     sequence of it (activations and the loss grow linearly with the micro-batch)."""
@@ -294,7 +295,7 @@ class PhaseMemory:
         return fixed + micro_batch * (self.activations_per_sample + self.transient_per_sample)
 
 
-@dataclass(frozen=True)
+@frozen
 class StageMemory:
     """Memory per GPU at one ZeRO stage: the step's phases, the peak among them as the caching allocator holds it
     (allocated, then reserved with fragmentation), and the device total with the CUDA/NCCL context."""
@@ -480,7 +481,7 @@ def stage_memory(
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class DeepSpeedEstimate:
     stage: int
     offload: str

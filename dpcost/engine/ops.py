@@ -24,12 +24,13 @@ The model FLOPs (and MFU) stay PaLM's 6N + 12LHQT (compute.py); the ops count wh
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from dpcost.engine.activations import Kernels
 from dpcost.engine.attention_keys import causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
 from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, attention_head_factor, rates_for, shape_factor
+from dpcost.frozen import frozen
 from dpcost.specs import GPUSpec, LocalAttentionSpec, ModelArchitecture
 
 __all__ = [
@@ -56,7 +57,7 @@ BF16 = 2
 PARTS = ("matmuls", "attention", "memory-bound", "optimizer")
 
 
-@dataclass(frozen=True)
+@frozen
 class Op:
     name: str
     module: str  # Megatron's module names where one applies (core_attn, mlp, layernorm, moe_act), else the part
@@ -410,7 +411,7 @@ def part_of(op: Op) -> str:
     return "matmuls" if op.kind == "gemm" else "attention" if op.kind == "attention" else "memory-bound"
 
 
-@dataclass(frozen=True)
+@frozen
 class OpTimes:
     """Seconds of one pass over a list of ops, by part, and the FLOPs those ops execute."""
 
@@ -489,7 +490,7 @@ def times(
     return OpTimes(forward, backward, forward_flops, backward_flops)
 
 
-@dataclass(frozen=True)
+@frozen
 class Passes:
     """Seconds (or FLOPs) by part: the forward, the backward without its recomputation, and the recomputation."""
 
@@ -502,7 +503,7 @@ class Passes:
         return self.forward.get(part, 0.0) + self.backward.get(part, 0.0) + self.recompute.get(part, 0.0)
 
 
-@dataclass(frozen=True)
+@frozen
 class MicroBatchCompute:
     """One micro-batch's compute on one GPU: forward, backward (recomputation included) and where it goes."""
 

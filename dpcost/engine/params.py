@@ -15,10 +15,10 @@ DeepSeek-V2-Lite and 36.7B for DeepSeek-V3). The second is the N of 6N training 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
 from dpcost.engine.memo import per_object
+from dpcost.frozen import frozen
 from dpcost.specs import CSA, HCA, ModelArchitecture, ModelSpec
 
 __all__ = [
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class BlockCount:
     """One transformer block: all its parameters, and those one token passes through."""
 
@@ -43,7 +43,7 @@ class BlockCount:
     moe: bool
 
 
-@dataclass(frozen=True)
+@frozen
 class ParamCount:
     total: float
     active: float

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from dpcost.frozen import frozen
 from dpcost.specs import TierSpec, TopologySpec
 
 __all__ = ["MAX_RANKS", "Level", "Placement", "check_ranks", "place", "place_group"]
@@ -19,7 +19,7 @@ __all__ = ["MAX_RANKS", "Level", "Placement", "check_ranks", "place", "place_gro
 MAX_RANKS = 10_000_000
 
 
-@dataclass(frozen=True)
+@frozen
 class Level:
     """A tier as one collective sees it: `domain` ranks share one domain of it (the last may be unbounded).
 
@@ -30,7 +30,7 @@ class Level:
     scale_up: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class Placement:
     """`ranks` GPUs over `nodes` NVLink domains, `ppn` (NCCL's ranks per node, N / nNodes) in each."""
 

@@ -7,7 +7,6 @@ times one candidate (compute at the --mfu rate, collectives as NCCL runs them, t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from dpcost.engine.availability import forcible
 from dpcost.engine.checkpointing import RECOMPUTE
@@ -22,6 +21,7 @@ from dpcost.engine.prepare import Prepared
 from dpcost.engine.rates import matmul_efficiency, rates_for
 from dpcost.engine.step import Call, StepPlan, StepTime, step_time
 from dpcost.errors import InputError
+from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
@@ -53,7 +53,7 @@ def stage_ops(o: Options, stage: int) -> tuple[str, ...]:
     return STAGE_OPS[stage]
 
 
-@dataclass(frozen=True)
+@frozen
 class Timed:
     """One candidate plan, timed: its step, one micro-batch's forward and backward, and its FLOPs per token."""
 

@@ -4,7 +4,7 @@ pieces the step schedules, and memory per GPU at every ZeRO stage. Shared by `es
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import get_args
 
 from dpcost.engine import advice
@@ -30,6 +30,7 @@ from dpcost.engine.rates import matmul_efficiency
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
 from dpcost.errors import InputError
+from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Compute, Options, RecomputeModule
 from dpcost.specs import GPUSpec, ModelArchitecture, ModelSpec, TopologySpec
 
@@ -40,7 +41,7 @@ DEFAULT_SEQ_LEN = 4096
 MAX_BUCKETS = 1_000_000  # per pass: each is a call the timeline schedules
 
 
-@dataclass(frozen=True)
+@frozen
 class Prepared:
     """The plan's inputs resolved: options with the sequence length filled in, counts, the framework's recipe
     and schedule settings (each overridden where the options say), and batching."""

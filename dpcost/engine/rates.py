@@ -72,8 +72,9 @@ import functools
 import itertools
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from dpcost.frozen import frozen
 from dpcost.specs import GPUSpec
 
 __all__ = [
@@ -91,7 +92,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class ComputeRates:
     gemm: float  # share of the dense BF16 peak a large matmul sustains
     gemm_fp8: float | None  # share of the dense FP8 peak

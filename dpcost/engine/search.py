@@ -44,6 +44,7 @@ from dpcost.engine.placement import Placement, place_group
 from dpcost.engine.prepare import compute_model_for, matmul_share, seq_len_for
 from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
 from dpcost.errors import InputError
+from dpcost.frozen import frozen
 from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 from dpcost.units import fmt_seconds
@@ -82,7 +83,7 @@ def _domain(topology: TopologySpec) -> int:
     return topology.tiers[0].size or 1
 
 
-@dataclass(frozen=True)
+@frozen
 class Shape:
     """One layout's sizes, before its options are built."""
 
@@ -271,7 +272,7 @@ def _seq_len(model: ModelSpec, base: Options) -> int:
     return seq_len_for(model, base)
 
 
-@dataclass(frozen=True)
+@frozen
 class Found:
     """A plan that fits, costed."""
 

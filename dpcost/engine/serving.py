@@ -8,12 +8,11 @@ GPUs giving k times the bandwidth and FLOP/s (ideal model parallelism, outside t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from dpcost.engine.activations import kv_cache_bytes
 from dpcost.engine.compute import attention_flops, recurrence_flops
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import ParamCount
+from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, TopologySpec
 
 __all__ = ["Replica", "decode_flops_per_token", "decode_weight_bytes", "replica"]
@@ -45,7 +44,7 @@ def decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch: 
     return weights - 2.0 * routed * untouched
 
 
-@dataclass(frozen=True)
+@frozen
 class Replica:
     """One serving replica: its memory, the GPUs it needs, and its decode rate."""
 

@@ -41,8 +41,10 @@ import math
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from statistics import NormalDist
+
+from dpcost.frozen import frozen
 
 __all__ = [
     "COMPUTE",
@@ -65,7 +67,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class Call:
     """One NCCL call on the DP group: its time, and the algorithm/protocol it ran with."""
 
@@ -76,7 +78,7 @@ class Call:
 CallTime = Callable[[str, float], Call]  # (op, message bytes) -> one call
 
 
-@dataclass(frozen=True)
+@frozen
 class Unit:
     """A piece of the model in forward order: its parameters and its share of a pass's compute."""
 
@@ -88,7 +90,7 @@ class Unit:
     linear: bool = True
 
 
-@dataclass(frozen=True)
+@frozen
 class StepPlan:
     stage: int
     accumulation: int
@@ -116,7 +118,7 @@ class StepPlan:
     optimizer: float = 0.0  # seconds of the optimizer step, once per step, on the compute stream
 
 
-@dataclass(frozen=True)
+@frozen
 class Traffic:
     """One kind of collective in a step."""
 
@@ -129,7 +131,7 @@ class Traffic:
     algorithms: tuple[tuple[str, int], ...] = ()  # (algorithm/protocol, calls per step), most calls first
 
 
-@dataclass(frozen=True)
+@frozen
 class Phase:
     """A stretch of compute and the communication that may overlap with it."""
 
@@ -154,7 +156,7 @@ SLOWDOWN = "compute slowed by overlapping collectives"
 JITTER = "waiting for the slowest rank (synchronisation jitter)"
 
 
-@dataclass(frozen=True)
+@frozen
 class Term:
     """One part of the step's time: compute, a collective's exposed time, or a loss at scale."""
 
@@ -162,7 +164,7 @@ class Term:
     seconds: float
 
 
-@dataclass(frozen=True)
+@frozen
 class StepTime:
     compute: float
     comm: float
@@ -195,7 +197,7 @@ class StepTime:
         return sum(t.seconds for t in self.breakdown if t.term in (SLOWDOWN, JITTER))
 
 
-@dataclass(frozen=True)
+@frozen
 class Drain:
     """A backward pass with bucketed gradient reduction: how long it took, and what the buckets cost."""
 

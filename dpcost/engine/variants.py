@@ -38,13 +38,14 @@ What dpcost cannot know is each variant's effect on convergence: the README cite
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING
 
 from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.memory import Group, StageMemory, with_held
 from dpcost.engine.p2p import all_to_all
 from dpcost.engine.placement import Placement, place_group
+from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ FP8_BLOCK = 128  # values per fp32 scale of fp8 gradients
 ZERO_ONE_SYNC_EVERY = 16  # 0/1 Adam's local_step_clipper: its steady-state sync interval (DeepSpeed's default)
 
 
-@dataclass(frozen=True)
+@frozen
 class Call:
     """One data-parallel call of a variant: op, bytes per rank, its group, how many per step (1/H for DiLoCo)."""
 
@@ -81,14 +82,14 @@ class Call:
     blocking: bool = False  # nothing overlaps it (DiLoCo's outer sync without streaming)
 
 
-@dataclass(frozen=True)
+@frozen
 class Priced:
     seconds: float  # per step, every call
     blocking_seconds: float  # per step, of the calls nothing overlaps
     tier_bytes: dict[str, float]  # bytes per GPU per step on each tier
 
 
-@dataclass(frozen=True)
+@frozen
 class VariantCost:
     """One row of the comparison."""
 

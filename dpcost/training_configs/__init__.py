@@ -13,10 +13,11 @@ it was left out. `apply` lays the flags a user typed over the file and says whic
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from dpcost.errors import InputError, shown_value
+from dpcost.frozen import frozen
 
 __all__ = ["NOT_PRICED", "Applied", "Reading", "Setting", "TrainingConfig", "apply", "read_training_config"]
 
@@ -24,7 +25,7 @@ NOT_PRICED = "does not change what dpcost prices"  # a key left out because noth
 KINDS = "a DeepSpeed JSON, a torchtitan TOML, a Megatron-LM launch script or an Accelerate config YAML"
 
 
-@dataclass(frozen=True)
+@frozen
 class Setting:
     """One key of the file: what it said and what dpcost made of it."""
 
@@ -35,7 +36,7 @@ class Setting:
     option: str = ""  # the option field it set ("dp" and "model" for those)
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainingConfig:
     """What a training config gives a plan."""
 
@@ -192,7 +193,7 @@ def _typed_flag(flag: str, value: Any) -> str:
     return f"{flag} {value}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Applied:
     """A training config with the user's flags laid over it: the plan to cost, and the report's lines."""
 
