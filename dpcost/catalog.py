@@ -13,7 +13,8 @@ from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from types import UnionType
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -269,11 +270,13 @@ PARSED_CATALOG = Path(__file__).with_name("_catalog.json")
 
 
 @cache
-def _parsed_catalog() -> dict[str, dict[str, list[Any]]]:
-    """The catalog's YAML, parsed ahead (`python -m dpcost.catalog` writes it; tests/test_catalog.py holds it
-    current): {kind: {name: [the file's text, its parsed mapping]}}. PyYAML's import and parse are ~50 ms of a
-    start; JSON's are well under 1 ms. A spec whose text is not the one parsed here is parsed again, so an edited
-    catalog is never read stale."""
+def _parsed_catalog() -> dict[str, Any]:
+    """The catalog's YAML, parsed and validated ahead (`python -m dpcost.catalog` writes it; tests/test_catalog.py
+    holds it current): {kind: {name: [the file's text, its parsed mapping, the validated spec as JSON]}}, and under
+    "specs.py" the checksum of the specs module that validated them. PyYAML's import and parse are ~50 ms of a
+    start, JSON's well under 1 ms; validating a model and a topology builds their validators, ~20 ms, which
+    `_shipped` skips. A spec whose text is not the one parsed here is parsed again, and one validated by another
+    specs.py is validated again, so an edited catalog is never read stale."""
     try:
         parsed = json.loads(PARSED_CATALOG.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -283,7 +286,7 @@ def _parsed_catalog() -> dict[str, dict[str, list[Any]]]:
 
 def write_parsed_catalog() -> Path:
     """Write _parsed_catalog's file from the catalog's YAML (what `python -m dpcost.catalog` runs)."""
-    out: dict[str, dict[str, list[Any]]] = {}
+    out: dict[str, Any] = {}
     for kind in ("models", "topologies"):
         out[kind] = {}
         for name, source in sorted(_catalog_files(kind).items()):
@@ -291,7 +294,9 @@ def write_parsed_catalog() -> Path:
             text = _read_text(source, label)
             doc = _parse_yaml(text, label)
             if json.loads(json.dumps(doc)) == doc:  # only what JSON carries unchanged (no dates, no int keys)
-                out[kind][name] = [text, doc]
+                spec = _validate(ModelSpec if kind == "models" else TopologySpec, doc, label)
+                out[kind][name] = [text, doc, spec.model_dump(mode="json")]
+    out["specs.py"] = _specs_checksum()
     PARSED_CATALOG.write_text(json.dumps(out, indent=0, sort_keys=True) + "\n", encoding="utf-8")
     return PARSED_CATALOG
 
@@ -302,9 +307,62 @@ def _load_named_cached(cls: type[BaseModel], kind: str, name: str) -> BaseModel:
     source = files[name]
     label = f"{kind}/{name}.yaml"
     text = _read_text(source, label)
-    known = _parsed_catalog().get(kind, {}).get(name)
-    doc = known[1] if isinstance(known, list) and len(known) == 2 and known[0] == text else _parse_yaml(text, label)
-    return _validate(cls, doc, label)
+    parsed = _parsed_catalog()
+    known = parsed.get(kind, {}).get(name)
+    if not (isinstance(known, list) and len(known) == 3 and known[0] == text):
+        return _validate(cls, _parse_yaml(text, label), label)
+    if parsed.get("specs.py") != _specs_checksum():
+        return _validate(cls, known[1], label)
+    return _shipped(cls, known[2], known[1])
+
+
+@cache
+def _specs_checksum() -> int | None:
+    """CRC-32 of dpcost/specs.py as this process reads it (None where the source is not on disk)."""
+    import zlib
+
+    from dpcost import specs
+
+    try:
+        return zlib.crc32(Path(specs.__file__).read_bytes())
+    except (OSError, TypeError):
+        return None
+
+
+def _shipped(cls: type[BaseModel], dump: dict[str, Any], doc: Any) -> BaseModel:
+    """A spec that `write_parsed_catalog` validated, built again from its JSON without validating it a second time
+    (pydantic's model_construct, level by level, each field taken back to its annotation's type); the fields set
+    are those its YAML gave, as validation would have them. tests/test_catalog.py holds every shipped spec equal to
+    its validated self."""
+    given = {key for key in doc if key in cls.model_fields} if isinstance(doc, dict) else None
+    values = {}
+    for name, info in cls.model_fields.items():
+        if name in dump:
+            raw = doc.get(name) if isinstance(doc, dict) else None
+            values[name] = _shipped_value(info.annotation, dump[name], raw)
+    return cls.model_construct(given, **values)
+
+
+def _shipped_value(annotation: Any, value: Any, doc: Any) -> Any:
+    """`value`, a validated field as JSON carries it, as its annotation's Python type: models, tuples, lists and
+    mappings of them; every other value JSON carries as validated (numbers, strings, literals)."""
+    if value is None:
+        return None
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _shipped_value(get_args(annotation)[0], value, doc)
+    if origin in (Union, UnionType):
+        arms = [arm for arm in get_args(annotation) if arm is not type(None)]
+        return _shipped_value(arms[0], value, doc) if len(arms) == 1 else value
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return _shipped(annotation, value, doc)
+    if origin in (tuple, list):
+        docs = doc if isinstance(doc, list) and len(doc) == len(value) else [None] * len(value)
+        items = [_shipped_value(get_args(annotation)[0], v, d) for v, d in zip(value, docs, strict=True)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        return {key: _shipped_value(get_args(annotation)[1], v, None) for key, v in value.items()}
+    return value
 
 
 def _load_named(cls: type[Spec], kind: str, name: str, where: str) -> Spec:

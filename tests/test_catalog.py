@@ -125,9 +125,55 @@ def test_the_parsed_catalog_holds_every_spec_as_pyyaml_reads_it() -> None:
         files = {f.name[:-5]: f for f in catalog_dir(kind).iterdir() if f.name.endswith(".yaml")}
         assert sorted(parsed.get(kind, {})) == sorted(files), "stale: run python -m dpcost.catalog"
         for name, source in files.items():
-            text, doc = parsed[kind][name]
+            text, doc, _ = parsed[kind][name]
             assert text == source.read_text(encoding="utf-8"), f"{kind}/{name}.yaml changed: python -m dpcost.catalog"
             assert doc == yaml.safe_load(text)
+
+
+def _fields_set(spec: object) -> object:
+    """Every level's fields set, as validation records them."""
+    from pydantic import BaseModel
+
+    if isinstance(spec, BaseModel):
+        return (sorted(spec.model_fields_set), {k: _fields_set(getattr(spec, k)) for k in type(spec).model_fields})
+    if isinstance(spec, list | tuple):
+        return [_fields_set(v) for v in spec]
+    return None
+
+
+def test_a_shipped_spec_is_the_spec_its_yaml_validates_to() -> None:
+    """Start-up reads a catalog spec from the JSON of its validated self without validating it again: built so, each
+    is equal to what pydantic validates from its YAML, field by field and level by level, with the same fields set,
+    and dumps to the same JSON. If this fails: python -m dpcost.catalog."""
+    from dpcost.catalog import _parsed_catalog, _shipped, _specs_checksum, _validate
+    from dpcost.specs import ModelSpec, TopologySpec
+
+    parsed = _parsed_catalog()
+    assert parsed["specs.py"] == _specs_checksum(), "specs.py changed: python -m dpcost.catalog"
+    for kind, cls in (("models", ModelSpec), ("topologies", TopologySpec)):
+        for name, (_, doc, dump) in parsed[kind].items():
+            validated, shipped = _validate(cls, doc, name), _shipped(cls, dump, doc)
+            assert type(shipped) is cls and shipped == validated, name
+            assert _fields_set(shipped) == _fields_set(validated), name
+            assert shipped.model_dump_json() == validated.model_dump_json(), name
+
+
+def test_a_catalog_validated_by_another_specs_module_is_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """specs.py edited since the catalog was written: its specs are validated from their YAML, never built stale."""
+    import dpcost.catalog as catalog
+
+    calls: list[str] = []
+    real = catalog._validate
+    monkeypatch.setattr(catalog, "_specs_checksum", lambda: -1)
+    monkeypatch.setattr(
+        catalog, "_validate", lambda cls, doc, where, context=None: calls.append(where) or real(cls, doc, where)
+    )
+    catalog._load_named_cached.cache_clear()
+    try:
+        assert load_model("llama-8b").architecture is not None
+        assert calls == ["models/llama-8b.yaml"]
+    finally:
+        catalog._load_named_cached.cache_clear()
 
 
 def test_a_spec_edited_since_it_was_parsed_is_read_from_its_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
