@@ -464,8 +464,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # nemotron_15b.yaml): sequence_parallel true, ub_tp_comm_overlap True; its distributed_fused_adam overlaps the
     # gradient and parameter syncs (the engine's Megatron schedule) and sets no grad_sync_dtype (fp32, as costed).
     nemo = source == "nemotron4-15b-2024"
+    # Megatron-Bridge's DeepSeek-V3 B200 MXFP8 preset from a8b6cb3d6 ("b200 DSv3 better cfg", 2026-04-20, in v0.4.2;
+    # deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2), whose layout the 26.04.01
+    # tables' B200 row runs (PP 8, VP 2, EP 32): DeepEP with moe_a2a_overlap=True, recompute_modules mla_up_proj, mlp
+    bridge_b200_v2 = bridge and row["model"].startswith("DeepSeek-V3") and row["gpu"] == "B200" and (pp, ep) == (8, 32)
     tp_overlap = tp_overlap or bridge_tp or nemo
-    ep_overlap = ep_overlap or bridge_ep
+    ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
     # (megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
@@ -530,6 +534,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # DeepSeek's own runs route each token to at most 4 nodes and send it over IB once per node, DeepEP forwarding
     # it over NVLink to its experts (arXiv 2412.19437 sections 2.1.2 and 3.2.2: M = 4)
     node_limit = 4 if source.startswith("deepseek") else None
+    # Megatron-Bridge's DeepSeek-V3 presets dispatch with the flex dispatcher: HybridEP on GB200 and GB300 and DeepEP
+    # on H100 in v0.2.0 (scripts/performance/configs/deepseek/workload_base_configs.py moe_flex_dispatcher_backend),
+    # HybridEP on every GPU from v0.3.0 (deepseek_workload_base_configs.py; v0.4.0's recipe sets it too): a token
+    # crosses the network once per node its experts are on (docs/sources/moe-dispatch.md).
+    # v0.2.0's B200 preset leaves it to alltoall, at EP 8 inside one node, where the two send the same bytes.
+    bridge_flex = bridge and row["model"].startswith("DeepSeek-V3")
     if source.startswith("deepseek") and recompute == "selective":
         # arXiv 2412.19437 section 3.2.3: "we recompute all RMSNorm operations and MLA up-projections during
         # back-propagation": Megatron-Core's recompute_modules layernorm and mla_up_proj
@@ -551,6 +561,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("sequence parallel, TP overlapped (NeMo's Nemotron-4 15B recipe)")
     if bridge_ep:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's Qwen3 presets)")
+    if bridge_flex and layout.ep > topology.tiers[0].size:
+        flags.append("flex dispatcher: each token sent once per node (Megatron-Bridge's DeepSeek-V3 presets)")
+    if bridge_b200_v2:
+        flags.append("EP all-to-alls overlapped (Megatron-Bridge's DeepSeek-V3 B200 MXFP8 preset, a8b6cb3d6)")
     # Runs from before FlashAttention (arXiv 2205.14135, May 2022) reached Megatron: attention as two matmuls over the
     # score square and a (fused) softmax, which Korthikanti et al.'s selective recomputation re-runs.
     flash = source not in PRE_FLASH
@@ -590,6 +604,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             pp_overlap=pp_overlap,
             pp_scatter_gather=pp_scatter_gather,
             ep_node_limit=node_limit,
+            ep_dispatcher="flex" if bridge_flex else "alltoall",
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
             distributed_optimizer=distributed,
@@ -610,6 +625,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         recompute = "selective" if row["model"].startswith("DeepSeek") else "none"
         if recompute == "selective":
             modules = DEEPSEEK_PRESET_MODULES.get(row["gpu"], frozenset({"mla_up_proj"}))
+        if bridge_b200_v2:
+            modules = frozenset({"mla_up_proj", "mlp"})
         flags.append(f"recompute not printed: {recompute}, as Megatron-Bridge's presets set it")
     elif not recompute and source == "llama3-2024":
         # its modified pipeline schedule (section 3.3.2) keeps other micro-batches in flight than the 1F1B whose

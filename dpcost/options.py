@@ -484,6 +484,13 @@ class Parallel(Section):
         "forwarded over NVLink to its experts (DeepSeek-V3 with DeepEP: M = 4) [default: every copy sent].",
         json_schema_extra=cli("--ep-node-limit", metavar="M"),
     )
+    ep_dispatcher: Literal["alltoall", "flex"] = Field(
+        "alltoall",
+        description="Megatron-Core's MoE token dispatcher: alltoall sends every top-k copy of a token to its expert's "
+        "GPU; flex (DeepEP or HybridEP) sends a token once over the network to each NVLink domain that holds one of "
+        "its experts, and forwards it there over NVLink.",
+        json_schema_extra=cli("--ep-dispatcher"),
+    )
     cp_impl: Literal["p2p", "all_gather"] = Field(
         "p2p",
         description="Context parallelism as ring attention's send/recv (Megatron-Core) or Llama 3's all-gather of K "

@@ -3,13 +3,15 @@ point-to-point traffic the other dimensions need."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.collectives import collective, collective_time
 from dpcost.engine.layout import Layout, group_kinds, group_members, group_of_rank_zero
 from dpcost.engine.layout_step import ep_calls
-from dpcost.engine.p2p import all_to_all, send_recv
+from dpcost.engine.p2p import all_to_all, domains_per_token, send_recv
 from dpcost.engine.placement import place, place_group
 from dpcost.specs import TopologySpec
 
@@ -134,6 +136,40 @@ def test_node_limited_dispatch_sends_each_token_once_per_node_and_forwards_it_ov
     (limited,) = ep_calls(a, Layout(pp=16, dp=128, ep=64), 1, 4096, 2.0, False, node_limit=4)
     (free,) = ep_calls(a, Layout(pp=16, dp=128, ep=64), 1, 4096, 2.0, False)
     assert (limited.network_share, free.network_share) == (0.5, 1.0)
+
+
+def test_a_token_reaches_the_domains_its_experts_are_in() -> None:
+    """domains_per_token against counting: every top-k set of E experts spread evenly over N domains, each equally
+    likely (a force-balanced router), and the domains each set touches, averaged."""
+    from itertools import combinations
+
+    for experts, top_k, domains in ((8, 2, 2), (16, 4, 4), (12, 3, 3), (16, 1, 4), (8, 8, 4)):
+        per = experts // domains
+        sets = list(combinations(range(experts), top_k))
+        counted = sum(len({e // per for e in chosen}) for chosen in sets) / len(sets)
+        assert domains_per_token(top_k, experts, domains) == pytest.approx(counted, rel=1e-12)
+    assert domains_per_token(8, 256, 1) == 1.0
+
+
+def test_a_flex_dispatch_crosses_the_network_once_per_node_it_reaches(h100: TopologySpec) -> None:
+    """DeepEP and HybridEP send a token over InfiniBand once to each node that holds one of its experts and forward
+    its copies over NVLink there (DeepEP's hybrid-ep docs/Hybrid-EP_Implementation.md, "RDMA communication
+    pattern"). DeepSeek-V3 (top-8 of 256) at EP 32 on 4 nodes: a token reaches D = 4 (1 - C(192, 8) / C(256, 8))
+    nodes, 3.61; of its 8 copies' bytes, 24/32 would leave the node, and D/8 of that does."""
+    size = GIB
+    reached = 4 * (1 - math.comb(192, 8) / math.comb(256, 8))
+    assert reached == pytest.approx(3.614, abs=1e-3)
+    c = all_to_all(h100, place(h100, 32), size, routed=(8, 256))
+    by_tier = {t.tier: t.bytes_per_gpu for t in c.tiers}
+    assert by_tier == pytest.approx({"nvlink": 7 / 8 * size, "leaf": 24 / 32 * size * reached / 8})
+    inside = all_to_all(h100, place(h100, 8), size, routed=(8, 256))
+    assert inside == all_to_all(h100, place(h100, 8), size)  # one node: nothing to send once per node
+    a = load_model("deepseek-v3").architecture
+    assert a is not None
+    (flex,) = ep_calls(a, Layout(pp=8, dp=32, ep=32), 1, 4096, 2.0, False, dispatcher="flex")
+    (limited,) = ep_calls(a, Layout(pp=8, dp=32, ep=32), 1, 4096, 2.0, False, node_limit=4, dispatcher="flex")
+    (plain,) = ep_calls(a, Layout(pp=8, dp=32, ep=32), 1, 4096, 2.0, False)
+    assert (flex.routed, limited.routed, plain.routed) == ((8, 256), None, None)  # a node limit keeps M / k
 
 
 def test_all_to_all_beyond_a_leaf_also_loads_the_spine_with_what_leaves_the_leaf(h100: TopologySpec) -> None:

@@ -184,6 +184,23 @@ def test_node_limited_routing_takes_half_of_deepseeks_all_to_all_off_the_network
     assert limited["time"]["step_seconds"] < free["time"]["step_seconds"]
 
 
+def test_the_flex_dispatcher_sends_fewer_bytes_over_the_network_and_needs_expert_parallelism() -> None:
+    """--ep-dispatcher flex (DeepEP, HybridEP): DeepSeek-V3's all-to-alls at EP 64 over 8 nodes cross InfiniBand
+    once per node a token reaches, not once per expert, so each call is shorter; alltoall is the default, and
+    without EP there is nothing to dispatch."""
+
+    def ep_call(r: dict) -> dict:
+        return next(c for c in r["layout"]["calls"] if c["dimension"] == "ep")
+
+    plain, flex = report(*DEEPSEEK_V3), report(*DEEPSEEK_V3, "--ep-dispatcher", "flex")
+    assert report(*DEEPSEEK_V3, "--ep-dispatcher", "alltoall") == plain
+    assert ep_call(flex)["seconds_per_call"] < ep_call(plain)["seconds_per_call"]
+    code, out, err = run("estimate", "--model", "mixtral-8x7b", "--dp", "8", "--ep-dispatcher", "flex")
+    assert code == 2 and out == "" and err.startswith("dpcost: error: --ep-dispatcher: ") and "--ep above 1" in err
+    code, _, err = run("estimate", "--model", "mixtral-8x7b", "--dp", "8", "--ep", "8", "--ep-dispatcher", "deepep")
+    assert code == 2 and "--ep-dispatcher" in err and "alltoall" in err and "\n" not in err.strip()
+
+
 def test_a_recomputed_moe_layer_dispatches_and_combines_again() -> None:
     """Recomputing an MoE layer re-runs its forward, dispatcher included: full recomputation re-runs the whole
     layer, and recompute_modules "moe" checkpoints moe_layer.py's route -> dispatch -> compute -> combine. Mixtral's

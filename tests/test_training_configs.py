@@ -16,6 +16,7 @@ from dpcost.catalog import load_model
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import stage_loads
 from dpcost.specs import ModelSpec
+from dpcost.training_configs import TrainingConfig
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "training-configs"
 
@@ -306,3 +307,26 @@ def test_a_megatron_scripts_window_is_its_models(tmp_path: Path) -> None:
         path.write_text(with_args(extra))
         code, out, err = run("estimate", "--from", str(path), "--dp", "1")
         assert code == 2 and said in out + err, (extra, out, err)
+
+
+def test_a_megatron_scripts_token_dispatcher_is_read() -> None:
+    """--moe-token-dispatcher-type (megatron/training/arguments.py: allgather, alltoall, flex) becomes
+    --ep-dispatcher for the two dpcost prices; allgather's dispatch, a different traffic, is refused by name."""
+    from dpcost.training_configs.megatron import read
+
+    script = (CONFIGS / "megatron-gpt-345m.sh").read_text()
+
+    def dispatched(kind: str) -> TrainingConfig:
+        return read(
+            script.replace("    --num-layers 24 \\", f"    --num-layers 24 --moe-token-dispatcher-type {kind} \\"),
+            "d.sh",
+        )
+
+    assert dispatched("flex").options["ep_dispatcher"] == "flex"
+    assert dispatched("alltoall").options["ep_dispatcher"] == "alltoall"
+    refused = dispatched("allgather")
+    assert "ep_dispatcher" not in refused.options
+    assert refused.refusals["ep_dispatcher"] == (
+        "--moe-token-dispatcher-type",
+        "allgather: dpcost prices alltoall and flex",
+    )

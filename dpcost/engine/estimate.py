@@ -728,6 +728,7 @@ def _layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> E
         tp_overlap=par.tp_comm_overlap,
         ep_overlap=par.ep_comm_overlap,
         ep_node_limit=par.ep_node_limit,
+        ep_dispatcher=par.ep_dispatcher,
         pp_overlap=par.pp_comm_overlap,
         cp_impl=par.cp_impl,
         virtual_stages=par.virtual_stages,

@@ -251,6 +251,7 @@ def layout_step(
     pp_overlap: bool | None = None,
     pp_scatter_gather: bool = False,
     ep_node_limit: int | None = None,
+    ep_dispatcher: str = "alltoall",
     cp_impl: str = "p2p",
     virtual_stages: int = 1,
     distributed_optimizer: bool = True,
@@ -279,7 +280,8 @@ def layout_step(
     `mtp_layers`: --mtp-num-layers, trained on the last stage (stage_loads). `pp_scatter_gather`: the pipeline's
     tensors split over TP and gathered after the receive, as Megatron-LM ran them before Megatron-Core
     (layout_step.pp_calls). `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded
-    over NVLink there (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls)."""
+    over NVLink there (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls); `ep_dispatcher` flex:
+    once to each NVLink domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -331,6 +333,7 @@ def layout_step(
         tp_backward_async=tp_backward_async,
         pp_scatter_gather=pp_scatter_gather,
         ep_node_limit=ep_node_limit,
+        ep_dispatcher=ep_dispatcher,
         cp_impl=cp_impl,
         attention_share=attention_share,
         virtual_stages=virtual_stages,
@@ -492,7 +495,7 @@ def call_seconds(topology: TopologySpec, groups: dict[str, Placement], c: Layout
     if c.op == "send_recv":
         return send_recv(topology, group, c.message_bytes).seconds
     if c.op == "all_to_all":
-        return all_to_all(topology, group, c.message_bytes, c.network_share).seconds
+        return all_to_all(topology, group, c.message_bytes, c.network_share, c.routed).seconds
     return fastest(topology, c.op, group, c.message_bytes).seconds
 
 

@@ -69,6 +69,7 @@ class LayoutCall:
     overlapped: bool = False  # runs alongside compute, exposed only beyond `hides_behind`
     hides_behind: float = 0.0  # the fraction of the micro-batch's compute these calls can hide behind
     network_share: float = 1.0  # an all-to-all's bytes that cross the network (p2p.all_to_all)
+    routed: tuple[int, int] | None = None  # (top-k, experts): sent once per NVLink domain reached (p2p.all_to_all)
 
 
 def stage_layer_counts(
@@ -313,6 +314,7 @@ def ep_calls(
     stages: StageKinds | None = None,
     node_limit: int | None = None,
     recomputed: bool = False,
+    dispatcher: str = "alltoall",
 ) -> list[LayoutCall]:
     """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers (Megatron-Core's
     all-to-all dispatcher, token_dispatcher.py): per MoE layer an all-to-all of its tokens' top-k copies forward,
@@ -323,7 +325,8 @@ def ep_calls(
     behind another micro-batch's whole forward and backward (DeepSeek-V3's DualPipe, arXiv 2412.19437
     section 3.2.1). `node_limit` M: each token goes to at most M nodes, once over the network to each, and is
     forwarded over NVLink to its experts there (DeepSeek-V3's node-limited routing, M = 4, with DeepEP: sections
-    2.1.2 and 3.2.2), so at most M of its top-k copies cross the network."""
+    2.1.2 and 3.2.2), so at most M of its top-k copies cross the network. `dispatcher` "flex" (DeepEP, HybridEP)
+    without a limit: once to each NVLink domain its experts are in (p2p.all_to_all `routed`)."""
     if (layout.ep == 1 and layout.expert_tp == 1) or arch.moe is None:
         return []
     tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
@@ -334,10 +337,11 @@ def ep_calls(
     calls = []
     if layout.ep > 1:
         share = min(1.0, node_limit / arch.moe.active) if node_limit else 1.0
+        routed = (arch.moe.active, arch.moe.experts) if dispatcher == "flex" and not node_limit else None
         calls.append(
             LayoutCall(
                 "ep", "token dispatch and combine", "all_to_all", message, "ep", 2 * passes * layers, overlap, hides,
-                share,
+                share, routed,
             )
         )  # fmt: skip
     if layout.expert_tp > 1:
@@ -387,6 +391,7 @@ def layout_calls(
     stages: StageKinds | None = None,
     ep_node_limit: int | None = None,
     moe_recomputed: bool = False,
+    ep_dispatcher: str = "alltoall",
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -398,7 +403,17 @@ def layout_calls(
     )
     recomputed = recompute_full or moe_recomputed  # the MoE layers' forward runs again, dispatcher included
     experts = ep_calls(
-        arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages, ep_node_limit, recomputed
+        arch,
+        layout,
+        micro_batch,
+        seq_len,
+        act_bytes,
+        sequence_parallel,
+        ep_overlap,
+        stages,
+        ep_node_limit,
+        recomputed,
+        ep_dispatcher,
     )
     return [
         *tp_calls(

@@ -21,11 +21,13 @@ destination's rail, which moves the same bytes over the same tiers.
 
 from __future__ import annotations
 
+import math
+
 from dpcost.engine.collectives import CollectiveTime, TierTraffic, hop_latency, level_bandwidth
 from dpcost.engine.placement import Placement
 from dpcost.specs import TopologySpec
 
-__all__ = ["all_to_all", "send_recv"]
+__all__ = ["all_to_all", "domains_per_token", "send_recv"]
 
 
 def _latency(topology: TopologySpec, p: Placement) -> float:
@@ -34,17 +36,40 @@ def _latency(topology: TopologySpec, p: Placement) -> float:
     return topology.call_overhead + hop_latency(topology, widest.tier, widest.scale_up, "ring", "simple")
 
 
-def all_to_all(topology: TopologySpec, p: Placement, size: float, network_share: float = 1.0) -> CollectiveTime:
+def domains_per_token(top_k: int, experts: int, domains: int) -> float:
+    """Expected NVLink domains that hold at least one of a token's top-k experts, the experts spread evenly over
+    `domains` and a token's k drawn uniformly without repeats (Megatron's moe_router_force_load_balancing, which
+    the published benchmarks run): D = N (1 - C(E - E/N, k) / C(E, k))."""
+    if domains <= 1:
+        return 1.0
+    outside = experts - experts / domains  # the experts of the other domains, for any one domain
+    missed = math.comb(round(outside), top_k) / math.comb(experts, top_k)
+    return domains * (1.0 - missed)
+
+
+def all_to_all(
+    topology: TopologySpec,
+    p: Placement,
+    size: float,
+    network_share: float = 1.0,
+    routed: tuple[int, int] | None = None,
+) -> CollectiveTime:
     """All-to-all of `size` bytes per rank over the placed group (module docstring).
 
     `network_share` below 1: an MoE dispatch that sends each token over the network once per node it targets, not
     once per expert, then forwards its copies over NVLink to their experts' GPUs (DeepSeek-V3's node-limited
     routing with DeepEP, arXiv 2412.19437 sections 2.1.2 and 3.2.2): the network tiers carry that share of the
-    bytes, and the NVLink domain every copy that goes to another GPU of it."""
+    bytes, and the NVLink domain every copy that goes to another GPU of it. `routed` (top-k, experts): the same
+    once-per-domain dispatch without a limit on the domains (DeepEP, HybridEP: "IB communication between peer GPUs,
+    then each rank distributes the received inter-node data locally", docs/sources/moe-dispatch.md): the share is
+    the domains a token reaches (domains_per_token) over its k copies."""
     n = p.ranks
     if n == 1 or size == 0:
         return CollectiveTime("all_to_all", "none", "-", n, size, 0.0, 0.0, 0.0, ())
     held = [min(float(n), lv.domain) for lv in p.levels]  # the group's ranks per domain of each tier
+    if routed is not None and held[0] < n:
+        top_k, experts = routed
+        network_share = domains_per_token(top_k, experts, round(n / held[0])) / top_k
     traffic = []
     forwarded = network_share < 1.0  # every copy reaches its expert's GPU over NVLink, not only the local ones
     if held[0] > 1:

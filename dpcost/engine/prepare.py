@@ -292,6 +292,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     check_hybrid(model, options)
     if options.parallel.ep_node_limit is not None and options.parallel.ep == 1:
         raise InputError("ep_node_limit", "limits where the expert all-to-all sends a token: it needs --ep above 1")
+    if options.parallel.ep_dispatcher != "alltoall" and options.parallel.ep == 1:
+        raise InputError("ep_dispatcher", "dispatches tokens to expert-parallel ranks: it needs --ep above 1")
     check_pipeline_only(options)
     seq_len = seq_len_for(model, options)
     compute = options.compute.model_copy(update={"compute_model": compute_model_for(model, options.compute)})

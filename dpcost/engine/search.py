@@ -208,6 +208,7 @@ def exposed_calls_seconds(
         cp_impl=par.cp_impl,
         virtual_stages=par.virtual_stages,
         ep_node_limit=par.ep_node_limit,
+        ep_dispatcher=par.ep_dispatcher,
     )
     alone = [c for c in calls if not c.overlapped and c.group in ("tp", "ep", "etp")]
     if not alone:

@@ -158,7 +158,7 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--mtp-num-layers",
                "--pipeline-model-parallel-layout",
                "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
-               "--ddp-bucket-size", "--optimizer", "--cp-comm-type")  # fmt: skip
+               "--ddp-bucket-size", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
 _PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--accumulate-allreduce-grads-in-fp32",
@@ -221,6 +221,12 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
             r.refuse("cp_impl", "--cp-comm-type", f"{cp_comm}: dpcost prices p2p and all_gather")
         else:
             r.use("--cp-comm-type", cp_comm, "cp_impl", cp_comm)
+    dispatcher = _one(r, args, "--moe-token-dispatcher-type")
+    if dispatcher is not None:
+        if dispatcher not in ("alltoall", "flex"):
+            r.refuse("ep_dispatcher", "--moe-token-dispatcher-type", f"{dispatcher}: dpcost prices alltoall and flex")
+        else:
+            r.use("--moe-token-dispatcher-type", dispatcher, "ep_dispatcher", dispatcher)
 
 
 def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
