@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -60,3 +61,19 @@ def cli_report(*args: str) -> dict:  # type: ignore[type-arg]
     code, out, err = run_cli(*args, "--format", "json")
     assert code == 0, err
     return json.loads(out)  # type: ignore[no-any-return]
+
+
+def cli_in_fresh_process(args: list[str], module: str, env: dict[str, str] | None = None) -> tuple[str, bool]:
+    """`dpcost ARGS` in a new interpreter, its output piped: what it printed, and whether it imported `module`."""
+    code = (
+        "import sys\n"
+        "from dpcost.cli import main\n"
+        f"sys.argv = ['dpcost', *{args!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"print({module!r} in sys.modules, file=sys.stderr)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", **(env or {})}
+    )
+    assert run.stderr.strip(), run.stderr
+    return run.stdout, run.stderr.strip().splitlines()[-1] == "True"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REFERENCE
+from conftest import REFERENCE, cli_in_fresh_process
 from test_catalog import MODELS, TOPOLOGIES
 from typer.testing import CliRunner
 
@@ -404,25 +404,11 @@ def test_a_reader_that_closes_the_pipe_is_not_a_failed_check(fmt: str) -> None:
 def test_a_cli_run_does_not_import_importlib_metadata() -> None:
     """pydantic's plugin loader imports importlib.metadata at its top, only to answer () with plugins off: the CLI
     stands in for it (dpcost.cli._skip_plugin_loader). With plugins left to the user, the real loader runs."""
-    code = (
-        "import sys\n"
-        "from dpcost.cli import main\n"
-        "sys.argv = ['dpcost', 'estimate', '--model', 'llama-8b', '--dp', '8', '--format', 'json']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('importlib.metadata' in sys.modules, file=sys.stderr)\n"
-    )
-    env = {"PATH": "/usr/bin:/bin"}
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
-    assert run.stdout.startswith("{"), run.stderr
-    assert run.stderr.strip().splitlines()[-1] == "False"
-    user = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**env, "PYDANTIC_DISABLE_PLUGINS": "1"},
-        check=False,
-    )
-    assert user.stdout == run.stdout and user.stderr.strip().splitlines()[-1] == "True"
+    args = ["estimate", "--model", "llama-8b", "--dp", "8", "--format", "json"]
+    out, imported = cli_in_fresh_process(args, "importlib.metadata")
+    assert out.startswith("{") and not imported
+    user_out, user_imported = cli_in_fresh_process(args, "importlib.metadata", {"PYDANTIC_DISABLE_PLUGINS": "1"})
+    assert user_out == out and user_imported
 
 
 def test_the_stand_in_hands_on_any_other_name_to_the_real_loader() -> None:

@@ -4,10 +4,9 @@ start-up). What it prints there must be what rich prints, byte for byte: rich is
 from __future__ import annotations
 
 import io
-import subprocess
-import sys
 
 import pytest
+from conftest import cli_in_fresh_process
 
 from dpcost.render import formats
 from dpcost.render.table import Table
@@ -71,18 +70,8 @@ def test_markup_in_a_title_is_left_to_rich() -> None:
 
 
 def test_a_piped_run_never_imports_rich() -> None:
-    code = (
-        "import sys\n"
-        "from dpcost.cli import main\n"
-        "sys.argv = ['dpcost', 'estimate', '--model', 'llama-70b', '--dp', '512']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('rich' in sys.modules, file=sys.stderr)\n"
-    )
-    env = {"PATH": "/usr/bin:/bin"}
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
-    assert run.stdout.startswith("Verdict: fits"), run.stderr
-    assert run.stderr.strip().splitlines()[-1] == "False"
-    forced = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "FORCE_COLOR": "1"}, check=False
-    )
-    assert "\x1b[" in forced.stdout and forced.stderr.strip().splitlines()[-1] == "True"
+    args = ["estimate", "--model", "llama-70b", "--dp", "512"]
+    out, imported = cli_in_fresh_process(args, "rich")
+    assert out.startswith("Verdict: fits") and not imported
+    forced, forced_imported = cli_in_fresh_process(args, "rich", {"FORCE_COLOR": "1"})
+    assert "\x1b[" in forced and forced_imported

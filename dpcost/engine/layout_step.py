@@ -403,18 +403,9 @@ def layout_calls(
     )
     recomputed = recompute_full or moe_recomputed  # the MoE layers' forward runs again, dispatcher included
     experts = ep_calls(
-        arch,
-        layout,
-        micro_batch,
-        seq_len,
-        act_bytes,
-        sequence_parallel,
-        ep_overlap,
-        stages,
-        ep_node_limit,
-        recomputed,
+        arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages, ep_node_limit, recomputed,
         ep_dispatcher,
-    )
+    )  # fmt: skip
     return [
         *tp_calls(
             arch,

@@ -215,18 +215,19 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         if optimizer not in ("adam", "sgd"):
             raise r.error("--optimizer", f"must be adam or sgd, got {optimizer!r}")
         r.use("--optimizer", optimizer, "optimizer", "adamw" if optimizer == "adam" else "sgd")
-    cp_comm = _one(r, args, "--cp-comm-type")
-    if cp_comm is not None:
-        if cp_comm not in ("p2p", "all_gather"):
-            r.refuse("cp_impl", "--cp-comm-type", f"{cp_comm}: dpcost prices p2p and all_gather")
-        else:
-            r.use("--cp-comm-type", cp_comm, "cp_impl", cp_comm)
-    dispatcher = _one(r, args, "--moe-token-dispatcher-type")
-    if dispatcher is not None:
-        if dispatcher not in ("alltoall", "flex"):
-            r.refuse("ep_dispatcher", "--moe-token-dispatcher-type", f"{dispatcher}: dpcost prices alltoall and flex")
-        else:
-            r.use("--moe-token-dispatcher-type", dispatcher, "ep_dispatcher", dispatcher)
+    _choice(r, args, "--cp-comm-type", "cp_impl", ("p2p", "all_gather"))
+    _choice(r, args, "--moe-token-dispatcher-type", "ep_dispatcher", ("alltoall", "flex"))
+
+
+def _choice(r: Reading, args: dict[str, list[str]], name: str, option: str, priced: tuple[str, str]) -> None:
+    """A Megatron flag whose values dpcost's `option` takes as they are spelt: those it prices, the rest refused."""
+    value = _one(r, args, name)
+    if value is None:
+        return
+    if value in priced:
+        r.use(name, value, option, value)
+    else:
+        r.refuse(option, name, f"{value}: dpcost prices {priced[0]} and {priced[1]}")
 
 
 def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
