@@ -454,11 +454,15 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     tp_overlap = "overlaps TP/PP/DP communication" in row["notes"]  # MegaScale's own runs
     # Megatron-Bridge 25.11's performance runs (NVIDIA-NeMo/Megatron-Bridge v0.2.0 @7af9601c, the large-runs README):
     # its Llama recipes overlap TP with userbuffers (recipes/llama/llama3.py CommOverlapConfig(tp_comm_overlap=True),
-    # kept by scripts/performance/configs/llama*/), and its Qwen3 presets on H100 and B200 overlap the MoE all-to-alls
-    # (configs/qwen3/workload_base_configs.py moe_a2a_overlap=True); the DeepSeek-V3 B200 preset does not.
+    # kept by scripts/performance/configs/llama*/), and its Qwen3 presets overlap the MoE all-to-alls on H100 and, for
+    # Qwen3-235B-A22B, on B200 (configs/qwen3/workload_base_configs.py moe_a2a_overlap=True; Qwen3-30B-A3B's B200
+    # preset leaves it off, in v0.3.0 too); the DeepSeek-V3 B200 preset does not.
     bridge = source.startswith(("mbridge-", "nemo-"))
     bridge_tp = bridge and row["model"].startswith("Llama")
-    bridge_ep = bridge and row["model"].startswith("Qwen3") and row["gpu"] in ("H100", "B200")
+    bridge_ep = bridge and (
+        (row["model"].startswith("Qwen3") and row["gpu"] == "H100")
+        or (row["model"].startswith("Qwen3 235B") and row["gpu"] == "B200")
+    )
     # NeMo's Nemotron-4 15B recipe as NVIDIA published it the month of the report (NVIDIA/NeMo-Framework-Launcher
     # @01903770, 2024-02-09, "Made config optimal for Nemotron", launcher_scripts/conf/training/nemotron/
     # nemotron_15b.yaml): sequence_parallel true, ub_tp_comm_overlap True; its distributed_fused_adam overlaps the
