@@ -473,8 +473,16 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2), whose layout the 26.04.01
     # tables' B200 row runs (PP 8, VP 2, EP 32): DeepEP with moe_a2a_overlap=True, recompute_modules mla_up_proj, mlp
     bridge_b200_v2 = bridge and row["model"].startswith("DeepSeek-V3") and row["gpu"] == "B200" and (pp, ep) == (8, 32)
+    # GPT-OSS 120B's V2 presets (global batch 1280) overlap the all-to-alls on GB200 in BF16 from v0.4.0 (the 26.04
+    # tables on), and on GB200 and GB300 in MXFP8 from v0.5.0 (26.06 on) (configs/gpt_oss/gpt_oss_workload_base_
+    # configs.py GPT_OSS_120B_PRETRAIN_CONFIG_{GB200_BF16,GB200_FP8_MX,GB300_FP8_MX}_V2 moe_a2a_overlap=True)
+    oss_v2 = bridge and row["model"].startswith("GPT OSS 120B") and row["global_batch"] == "1280"
+    bridge_oss = oss_v2 and (
+        (row["gpu"] == "GB200" and row["precision"] in ("", "bf16") and source >= "mbridge-26.04")
+        or (row["gpu"] in ("GB200", "GB300") and row["precision"] == "mxfp8" and source >= "mbridge-26.06")
+    )
     tp_overlap = tp_overlap or bridge_tp or nemo
-    ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2
+    ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
     # (megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
@@ -570,6 +578,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("flex dispatcher: each token sent once per node (Megatron-Bridge's DeepSeek-V3 presets)")
     if bridge_b200_v2:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's DeepSeek-V3 B200 MXFP8 preset, a8b6cb3d6)")
+    if bridge_oss:
+        flags.append("EP all-to-alls overlapped (Megatron-Bridge's GPT-OSS V2 presets)")
     # Runs from before FlashAttention (arXiv 2205.14135, May 2022) reached Megatron: attention as two matmuls over the
     # score square and a (fused) softmax, which Korthikanti et al.'s selective recomputation re-runs.
     flash = source not in PRE_FLASH
