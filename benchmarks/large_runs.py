@@ -476,17 +476,20 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # GPT-OSS 120B's V2 presets (global batch 1280) overlap the all-to-alls on GB200 in BF16 from v0.4.0 (the 26.04
     # tables on), and on GB200 and GB300 in MXFP8 from v0.5.0 (26.06 on) (configs/gpt_oss/gpt_oss_workload_base_
     # configs.py GPT_OSS_120B_PRETRAIN_CONFIG_{GB200_BF16,GB200_FP8_MX,GB300_FP8_MX}_V2 moe_a2a_overlap=True)
-    # DeepSeek-V3's GB200 and GB300 MXFP8 presets at global batch 4096 run "full iteration" from v0.5.0 (the 26.06
-    # tables on): the all-to-alls overlapped, and on GB300 nothing recomputed (v0.5.0 deepseek_workload_base_configs.py
-    # DEEPSEEK_V3_PRETRAIN_CONFIG_{GB200,GB300}_FP8_MX_V1/V2; v0.6.0 perf_recipes/deepseek/common.py
-    # _enable_deepseek_full_iteration_mxfp8 sets overlap_moe_expert_parallel_comm, gb300 recompute_modules = [])
-    dsv3_full_iteration = (
+    # DeepSeek-V3's GB200 and GB300 MXFP8 presets at global batch 4096, and Qwen3-235B-A22B's at 8192, run "full
+    # iteration" from v0.5.0 (the 26.06 tables on): the all-to-alls overlapped, and DeepSeek-V3 on GB300 recomputing
+    # nothing (v0.5.0 deepseek_ and qwen3_workload_base_configs.py FP8_MX V1/V2 moe_a2a_overlap=True; v0.6.0
+    # perf_recipes/{deepseek,qwen}/common.py _enable_*_full_iteration_mxfp8 set overlap_moe_expert_parallel_comm,
+    # perf_recipes/deepseek/gb300 recompute_modules = [])
+    full_iteration = (
         bridge
-        and row["model"].startswith("DeepSeek-V3")
         and row["gpu"] in ("GB200", "GB300")
         and row["precision"] == "mxfp8"
-        and row["global_batch"] == "4096"
         and source >= "mbridge-26.06"
+        and (
+            (row["model"].startswith("DeepSeek-V3") and row["global_batch"] == "4096")
+            or (row["model"].startswith("Qwen3 235B") and row["global_batch"] == "8192")
+        )
     )
     oss_v2 = bridge and row["model"].startswith("GPT OSS 120B") and row["global_batch"] == "1280"
     bridge_oss = oss_v2 and (
@@ -494,7 +497,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         or (row["gpu"] in ("GB200", "GB300") and row["precision"] == "mxfp8" and source >= "mbridge-26.06")
     )
     tp_overlap = tp_overlap or bridge_tp or nemo
-    ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or dsv3_full_iteration
+    ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
     # (megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
@@ -592,8 +595,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's DeepSeek-V3 B200 MXFP8 preset, a8b6cb3d6)")
     if bridge_oss:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's GPT-OSS V2 presets)")
-    if dsv3_full_iteration:
-        flags.append("EP all-to-alls overlapped (Megatron-Bridge's DeepSeek-V3 MXFP8 presets from v0.5.0)")
+    if full_iteration:
+        flags.append("EP all-to-alls overlapped (Megatron-Bridge's MXFP8 full-iteration presets from v0.5.0)")
     # Runs from before FlashAttention (arXiv 2205.14135, May 2022) reached Megatron: attention as two matmuls over the
     # score square and a (fused) softmax, which Korthikanti et al.'s selective recomputation re-runs.
     flash = source not in PRE_FLASH
@@ -656,7 +659,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             modules = DEEPSEEK_PRESET_MODULES.get(row["gpu"], frozenset({"mla_up_proj"}))
         if bridge_b200_v2:
             modules = frozenset({"mla_up_proj", "mlp"})
-        if dsv3_full_iteration and row["gpu"] == "GB300":
+        if full_iteration and row["model"].startswith("DeepSeek-V3") and row["gpu"] == "GB300":
             recompute = "none"  # recompute_modules = []
         flags.append(f"recompute not printed: {recompute}, as Megatron-Bridge's presets set it")
     elif not recompute and source == "llama3-2024":
