@@ -457,12 +457,14 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # kept by scripts/performance/configs/llama*/), and its Qwen3 presets overlap the MoE all-to-alls on H100 and, for
     # Qwen3-235B-A22B, on B200 (configs/qwen3/workload_base_configs.py moe_a2a_overlap=True; Qwen3-30B-A3B's B200
     # preset leaves it off, in v0.3.0 too); the DeepSeek-V3 B200 preset does not. From v0.3.0 (2026-02-26, the 26.02
-    # tables on) Qwen3-235B-A22B's B200 presets turn it off (configs/qwen/qwen3_workload_base_configs.py, V1 and V2).
+    # tables on) Qwen3-235B-A22B's B200 presets turn it off (configs/qwen/qwen3_workload_base_configs.py, V1 and V2),
+    # and its B300 presets have it on in v0.3.0 alone (the 26.02 tables; off from v0.4.0, 2026-04-16).
     bridge = source.startswith(("mbridge-", "nemo-"))
     bridge_tp = bridge and row["model"].startswith("Llama")
     bridge_ep = bridge and (
         (row["model"].startswith("Qwen3") and row["gpu"] == "H100")
         or (row["model"].startswith("Qwen3 235B") and row["gpu"] == "B200" and source < "mbridge-26")
+        or (row["model"].startswith("Qwen3 235B") and row["gpu"] == "B300" and source.startswith("mbridge-26.02"))
     )
     # NeMo's Nemotron-4 15B recipe as NVIDIA published it the month of the report (NVIDIA/NeMo-Framework-Launcher
     # @01903770, 2024-02-09, "Made config optimal for Nemotron", launcher_scripts/conf/training/nemotron/
