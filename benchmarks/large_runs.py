@@ -458,11 +458,13 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # Qwen3-235B-A22B, on B200 (configs/qwen3/workload_base_configs.py moe_a2a_overlap=True; Qwen3-30B-A3B's B200
     # preset leaves it off, in v0.3.0 too); the DeepSeek-V3 B200 preset does not. From v0.3.0 (2026-02-26, the 26.02
     # tables on) Qwen3-235B-A22B's B200 presets turn it off (configs/qwen/qwen3_workload_base_configs.py, V1 and V2),
-    # and its B300 presets have it on in v0.3.0 alone (the 26.02 tables; off from v0.4.0, 2026-04-16).
+    # and its B300 presets have it on in v0.3.0 alone (the 26.02 tables; off from v0.4.0, 2026-04-16); Qwen3-30B-A3B's
+    # H100 presets have it until v0.3.0 (off from the 26.04 tables).
     bridge = source.startswith(("mbridge-", "nemo-"))
     bridge_tp = bridge and row["model"].startswith("Llama")
     bridge_ep = bridge and (
-        (row["model"].startswith("Qwen3") and row["gpu"] == "H100")
+        (row["model"].startswith("Qwen3 235B") and row["gpu"] == "H100")
+        or (row["model"].startswith("Qwen3 30B") and row["gpu"] == "H100" and source < "mbridge-26.04")
         or (row["model"].startswith("Qwen3 235B") and row["gpu"] == "B200" and source < "mbridge-26")
         or (row["model"].startswith("Qwen3 235B") and row["gpu"] == "B300" and source.startswith("mbridge-26.02"))
     )
@@ -478,19 +480,28 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # GPT-OSS 120B's V2 presets (global batch 1280) overlap the all-to-alls on GB200 in BF16 from v0.4.0 (the 26.04
     # tables on), and on GB200 and GB300 in MXFP8 from v0.5.0 (26.06 on) (configs/gpt_oss/gpt_oss_workload_base_
     # configs.py GPT_OSS_120B_PRETRAIN_CONFIG_{GB200_BF16,GB200_FP8_MX,GB300_FP8_MX}_V2 moe_a2a_overlap=True)
-    # DeepSeek-V3's GB200 and GB300 MXFP8 presets at global batch 4096, and Qwen3-235B-A22B's at 8192, run "full
-    # iteration" from v0.5.0 (the 26.06 tables on): the all-to-alls overlapped, and DeepSeek-V3 on GB300 recomputing
-    # nothing (v0.5.0 deepseek_ and qwen3_workload_base_configs.py FP8_MX V1/V2 moe_a2a_overlap=True; v0.6.0
-    # perf_recipes/{deepseek,qwen}/common.py _enable_*_full_iteration_mxfp8 set overlap_moe_expert_parallel_comm,
+    # The MXFP8 presets run "full iteration" from v0.5.0 (the 26.06 tables on), the all-to-alls overlapped:
+    # DeepSeek-V3's on GB200 and GB300 (global batch 4096, and 15360 on GB300), recomputing nothing on GB300;
+    # Qwen3-235B-A22B's on GB200 and GB300 (8192); Qwen3-30B-A3B's on GB200, GB300 and B300 (512) (v0.5.0
+    # deepseek_ and qwen3_workload_base_configs.py FP8_MX presets, moe_a2a_overlap=True; v0.6.0 perf_recipes/
+    # {deepseek,qwen}/common.py _enable_*_full_iteration_mxfp8 set overlap_moe_expert_parallel_comm, and
     # perf_recipes/deepseek/gb300 recompute_modules = [])
+    full_iteration_batches = {
+        ("DeepSeek-V3", "GB200"): ("4096",),
+        ("DeepSeek-V3", "GB300"): ("4096", "15360"),
+        ("Qwen3 235B", "GB200"): ("8192",),
+        ("Qwen3 235B", "GB300"): ("8192",),
+        ("Qwen3 30B", "GB200"): ("512",),
+        ("Qwen3 30B", "GB300"): ("512",),
+        ("Qwen3 30B", "B300"): ("512",),
+    }
     full_iteration = (
         bridge
-        and row["gpu"] in ("GB200", "GB300")
         and row["precision"] == "mxfp8"
         and source >= "mbridge-26.06"
-        and (
-            (row["model"].startswith("DeepSeek-V3") and row["global_batch"] == "4096")
-            or (row["model"].startswith("Qwen3 235B") and row["global_batch"] == "8192")
+        and any(
+            row["model"].startswith(model) and row["gpu"] == gpu and row["global_batch"] in batches
+            for (model, gpu), batches in full_iteration_batches.items()
         )
     )
     oss_v2 = bridge and row["model"].startswith("GPT OSS 120B") and row["global_batch"] == "1280"
