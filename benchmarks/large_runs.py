@@ -477,9 +477,6 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2), whose layout the 26.04.01
     # tables' B200 row runs (PP 8, VP 2, EP 32): DeepEP with moe_a2a_overlap=True, recompute_modules mla_up_proj, mlp
     bridge_b200_v2 = bridge and row["model"].startswith("DeepSeek-V3") and row["gpu"] == "B200" and (pp, ep) == (8, 32)
-    # GPT-OSS 120B's V2 presets (global batch 1280) overlap the all-to-alls on GB200 in BF16 from v0.4.0 (the 26.04
-    # tables on), and on GB200 and GB300 in MXFP8 from v0.5.0 (26.06 on) (configs/gpt_oss/gpt_oss_workload_base_
-    # configs.py GPT_OSS_120B_PRETRAIN_CONFIG_{GB200_BF16,GB200_FP8_MX,GB300_FP8_MX}_V2 moe_a2a_overlap=True)
     # The MXFP8 presets run "full iteration" from v0.5.0 (the 26.06 tables on), the all-to-alls overlapped:
     # DeepSeek-V3's on GB200 and GB300 (global batch 4096, and 15360 on GB300), recomputing nothing on GB300;
     # Qwen3-235B-A22B's on GB200 and GB300 (8192); Qwen3-30B-A3B's on GB200, GB300 and B300 (512) (v0.5.0
@@ -504,10 +501,13 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             for (model, gpu), batches in full_iteration_batches.items()
         )
     )
+    # GPT-OSS 120B's V2 presets (global batch 1280) overlap the all-to-alls on GB200 from v0.4.0 (the 26.04 tables
+    # on) and on GB300 in MXFP8 from v0.5.0 (26.06 on) (configs/gpt_oss/gpt_oss_workload_base_configs.py
+    # GPT_OSS_120B_PRETRAIN_CONFIG_{GB200_BF16,GB200_FP8_MX,GB300_FP8_MX}_V2 moe_a2a_overlap=True)
     oss_v2 = bridge and row["model"].startswith("GPT OSS 120B") and row["global_batch"] == "1280"
     bridge_oss = oss_v2 and (
-        (row["gpu"] == "GB200" and row["precision"] in ("", "bf16") and source >= "mbridge-26.04")
-        or (row["gpu"] in ("GB200", "GB300") and row["precision"] == "mxfp8" and source >= "mbridge-26.06")
+        (row["gpu"] == "GB200" and source >= "mbridge-26.04")
+        or (row["gpu"] == "GB300" and row["precision"] == "mxfp8" and source >= "mbridge-26.06")
     )
     tp_overlap = tp_overlap or bridge_tp or nemo
     ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
