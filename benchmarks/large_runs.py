@@ -77,9 +77,28 @@ CSV = HERE / "runs.csv"
 HOLDOUT = HERE / "holdout-runs.csv"  # NVIDIA's performance tables, every release runs.csv does not hold (README there)
 MODELS = HERE / "models"
 
-# Megatron-Bridge v0.2.0's DeepSeek-V3 recompute_modules by GPU (scripts/performance/configs/deepseek/
-# workload_base_configs.py at 7af9601c); other GPUs: mla_up_proj
-DEEPSEEK_PRESET_MODULES = {"GB300": frozenset({"moe_act"}), "H100": frozenset({"mla_up_proj", "mlp"})}
+# Megatron-Bridge's DeepSeek-V3 recompute_modules by the release's presets and GPU, where they are not mla_up_proj
+# (H100: mla_up_proj and mlp throughout): v0.2.0 (7af9601c, the 25.11 tables; configs/deepseek/
+# workload_base_configs.py), then the MXFP8 V2 presets the later tables run (deepseek_workload_base_configs.py)
+# of v0.3.0 (26.02), v0.4.0 (26.04), v0.4.2 (26.04.01: a8b6cb3d6's B200 preset), v0.5.0 (26.06; v0.6.0, 26.08,
+# the same on GB200 and GB300: perf_recipes/deepseek/). Each entry holds from its release to the next.
+DEEPSEEK_PRESET_MODULES: tuple[tuple[str, dict[str, frozenset[str]]], ...] = (
+    ("mbridge-25", {"GB300": frozenset({"moe_act"})}),
+    ("mbridge-26.02", {}),
+    ("mbridge-26.04", {"GB200": frozenset({"mlp"})}),
+    ("mbridge-26.04.01", {"GB200": frozenset({"mlp"}), "B200": frozenset({"mla_up_proj", "mlp"})}),
+    ("mbridge-26.06", {"GB300": frozenset(), "B200": frozenset({"mla_up_proj", "mlp"})}),
+)
+
+
+def deepseek_preset_modules(source: str, gpu: str) -> frozenset[str]:
+    """DeepSeek-V3's recompute_modules in the presets of `source`'s release (DEEPSEEK_PRESET_MODULES)."""
+    if gpu == "H100":
+        return frozenset({"mla_up_proj", "mlp"})
+    release = [by_gpu for start, by_gpu in DEEPSEEK_PRESET_MODULES if source >= start]
+    return (release[-1] if release else {}).get(gpu, frozenset({"mla_up_proj"}))
+
+
 A100_PEAK = 312e12  # the 16-bit dense peak Narayanan et al., Korthikanti et al. and MegaScale divide by
 
 # The model of each `model` cell: a catalog name, a YAML spec of ../tests/reference, or a Hugging Face config.json.
@@ -475,10 +494,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     nemo = source == "nemotron4-15b-2024"
     # Megatron-Bridge's DeepSeek-V3 B200 MXFP8 preset from a8b6cb3d6 ("b200 DSv3 better cfg", 2026-04-20, in v0.4.2;
     # deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_B200_FP8_MX_V2), whose layout the 26.04.01
-    # tables' B200 row runs (PP 8, VP 2, EP 32): DeepEP with moe_a2a_overlap=True, recompute_modules mla_up_proj, mlp
+    # tables' B200 row runs (PP 8, VP 2, EP 32): DeepEP with moe_a2a_overlap=True (recompute_modules: above)
     bridge_b200_v2 = bridge and row["model"].startswith("DeepSeek-V3") and row["gpu"] == "B200" and (pp, ep) == (8, 32)
     # The MXFP8 presets run "full iteration" from v0.5.0 (the 26.06 tables on), the all-to-alls overlapped:
-    # DeepSeek-V3's on GB200 and GB300 (global batch 4096, and 15360 on GB300), recomputing nothing on GB300;
+    # DeepSeek-V3's on GB200 and GB300 (global batch 4096, and 15360 on GB300; GB300 recomputing nothing, above);
     # Qwen3-235B-A22B's on GB200 and GB300 (8192); Qwen3-30B-A3B's on GB200, GB300 and B300 (512) (v0.5.0
     # deepseek_ and qwen3_workload_base_configs.py FP8_MX presets, moe_a2a_overlap=True; v0.6.0 perf_recipes/
     # {deepseek,qwen}/common.py _enable_*_full_iteration_mxfp8 set overlap_moe_expert_parallel_comm, and
@@ -669,11 +688,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         # mla_up_proj elsewhere
         recompute = "selective" if row["model"].startswith("DeepSeek") else "none"
         if recompute == "selective":
-            modules = DEEPSEEK_PRESET_MODULES.get(row["gpu"], frozenset({"mla_up_proj"}))
-        if bridge_b200_v2:
-            modules = frozenset({"mla_up_proj", "mlp"})
-        if full_iteration and row["model"].startswith("DeepSeek-V3") and row["gpu"] == "GB300":
-            recompute = "none"  # recompute_modules = []
+            modules = deepseek_preset_modules(source, row["gpu"])
+            recompute = "selective" if modules else "none"  # recompute_modules = []: nothing recomputed
         flags.append(f"recompute not printed: {recompute}, as Megatron-Bridge's presets set it")
     elif not recompute and source == "llama3-2024":
         # its modified pipeline schedule (section 3.3.2) keeps other micro-batches in flight than the 1F1B whose
