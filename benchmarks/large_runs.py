@@ -62,9 +62,10 @@ from pathlib import Path
 from dpcost.accuracy import ERROR_FLOOR
 from dpcost.catalog import load_model, load_topology, model_from_hf_config
 from dpcost.engine.checkpointing import DEFAULT_MODULES
-from dpcost.engine.estimate import estimate, layout_recompute
+from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, layout_step
+from dpcost.engine.layout_report import layout_recompute
 from dpcost.engine.params import count_params
 from dpcost.engine.rates import matmul_efficiency
 from dpcost.errors import InputError

@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.availability import environment
 from dpcost.engine.compute import attention_flops, flops_per_token
-from dpcost.engine.estimate import estimate, layout_recompute
+from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import DEFAULT_ORDER, Layout, group_of_rank_zero
 from dpcost.engine.layout_estimate import call_seconds
+from dpcost.engine.layout_report import layout_recompute
 from dpcost.engine.layout_step import layout_calls
 from dpcost.engine.params import count_params, routed_expert
 from dpcost.engine.placement import Placement, place_group

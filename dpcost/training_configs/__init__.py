@@ -239,7 +239,7 @@ def apply(
             )
         values["micro_batch"] = str(total // (accum * replicas_dp))
     if _is_layout(values):  # a layout runs Megatron's own settings: the file's for pure DP are left out, and said so
-        from dpcost.engine.estimate import LAYOUT_IGNORES, LAYOUT_RUNS
+        from dpcost.engine.layout_report import LAYOUT_IGNORES, LAYOUT_RUNS
 
         def unrun(name: str) -> bool:
             runs = LAYOUT_RUNS.get(name)

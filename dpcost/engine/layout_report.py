@@ -1,0 +1,530 @@
+"""A TP x CP x PP x EP x DP layout, costed end to end into an EstimateReport: the step from layout_estimate.py, memory
+from layout_memory.py, shown with estimate.py's parts (setup, model, collectives). `estimate` hands every plan with a
+model-parallel dimension here; a pure data-parallel start never imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dpcost.engine import advice
+from dpcost.engine.availability import environment
+from dpcost.engine.collectives import bus_factor, collective
+from dpcost.engine.estimate import model_info_of, setup_info, topology_info, whole_message_of
+from dpcost.engine.frameworks import FRAMEWORKS
+from dpcost.engine.layout import Layout
+from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
+from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
+from dpcost.engine.layout_step import BUBBLE, pp_overlapped, stage_layer_counts
+from dpcost.engine.memory import context_bytes
+from dpcost.engine.params import mtp_layer
+from dpcost.engine.placement import Placement, check_ranks
+from dpcost.engine.prepare import DTYPE_BYTES, Prepared, matmul_share, prepare
+from dpcost.engine.report import (
+    Advice,
+    BreakdownTerm,
+    CallsByAlgorithm,
+    CollectiveUse,
+    Communication,
+    EstimateReport,
+    GroupRow,
+    LayoutCallRow,
+    LayoutReport,
+    Memory,
+    PipelineStageRow,
+    StageRow,
+    Time,
+)
+from dpcost.engine.step import COMPUTE, EXPOSED, JITTER, SLOWDOWN
+from dpcost.engine.verdict import bound, training_summary
+from dpcost.errors import InputError
+from dpcost.options import Options, Parallel
+from dpcost.specs import ModelSpec, TopologySpec
+
+__all__ = ["LAYOUT_IGNORES", "LAYOUT_RUNS", "layout_memory_table", "layout_recompute", "layout_training"]
+
+
+LAYOUT_RECIPE = "Megatron-LM theoretical_memory_usage: bf16 weights, fp32 gradients, Adam (over DP at stage 1)"
+
+
+def _layout(o: Options, topology: TopologySpec) -> Layout:
+    """The options' layout, refused in the words of the flag that breaks it."""
+    par = o.parallel
+    try:
+        layout = Layout(tp=par.tp, cp=par.cp, pp=par.pp, dp=o.dp, ep=par.ep, etp=par.etp, order=par.order)
+    except ValueError as exc:
+        flag, _, message = str(exc).partition(": ")
+        raise InputError(flag.lstrip("-").replace("-", "_"), message) from None
+    try:
+        check_ranks(topology, layout.gpus)
+    except ValueError as exc:
+        raise InputError("dp", f"TP x CP x PP x DP = {layout.gpus} GPUs: {exc}") from None
+    if par.virtual_stages > 1 and par.pp == 1:
+        raise InputError("virtual_stages", "interleaving needs pipeline stages: give --pp 2 or more")
+    try:
+        pp_overlapped(par.virtual_stages, par.pp_comm_overlap)
+    except ValueError as exc:
+        raise InputError("pp_comm_overlap", str(exc).partition(": ")[2]) from None
+    return layout
+
+
+def _stage_layer_counts(model: ModelSpec, o: Options) -> list[int]:
+    """Decoder layers per pipeline stage (layout_step.stage_layer_counts), the first and last stage's as the
+    options give them, refused in the words of the flag that breaks the split."""
+    par = o.parallel
+    assert model.architecture is not None  # _check_layout_plan
+    flag = "first_stage_layers" if par.first_stage_layers is not None else "last_stage_layers"
+    given = par.first_stage_layers is not None or par.last_stage_layers is not None
+    if given and par.virtual_stages > 1:
+        raise InputError(flag, "an uneven first or last stage is not costed with interleaving (--virtual-stages)")
+    try:
+        return stage_layer_counts(model.architecture.layers, par.pp, par.first_stage_layers, par.last_stage_layers)
+    except ValueError as exc:
+        raise InputError(flag, f"{model.name}'s {model.architecture.layers} layers: {exc}") from None
+
+
+# What a layout is costed with (Megatron-LM's schedule and memory accounting): each plan option's values it runs.
+LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
+    "framework": (None, "megatron"),
+    "zero": (None, 0, 1),
+    "recompute": (None, "none", "selective", "full"),
+    "grad_dtype": (None, "fp32", "bf16", "fp16"),
+}
+
+
+def _layout_grad_dtype(o: Options) -> str:
+    """The layout's gradient buffer and reduction dtype: Megatron-LM's --bf16 default, fp32
+    (arguments.py: accumulate_allreduce_grads_in_fp32), unless --grad-dtype gives the parameters' 16-bit dtype
+    (--grad-reduce-in-bf16, Megatron-Core's grad_reduce_in_fp32=False; fp16 under --fp16)."""
+    return o.precision.grad_dtype or "fp32"
+
+
+def _check_layout_plan(model: ModelSpec, o: Options) -> None:
+    """What a layout is costed with (LAYOUT_RUNS: none, selective or full recomputation, ZeRO 0 or 1), and what
+    Megatron-Core itself refuses (heads or KV heads TP does not divide; MoE with TP above 1 but no sequence
+    parallelism)."""
+    if model.architecture is None:
+        raise InputError("model", f"{model.name}: a TP/CP/PP/EP layout needs the model's architecture")
+    if o.plan.framework not in LAYOUT_RUNS["framework"]:
+        raise InputError("framework", f"a TP/CP/PP/EP layout is costed as Megatron-LM runs it, not {o.plan.framework}")
+    if o.plan.zero not in LAYOUT_RUNS["zero"]:
+        raise InputError("zero", f"a layout runs Megatron's DDP (0) or distributed optimizer (1), not {o.plan.zero}")
+    if o.precision.grad_dtype not in LAYOUT_RUNS["grad_dtype"]:
+        raise InputError(
+            "grad_dtype",
+            f"a layout reduces gradients as Megatron-Core does, in fp32 (grad_reduce_in_fp32) or the 16-bit "
+            f"parameters' bf16 or fp16, not {o.precision.grad_dtype}",
+        )
+    if o.plan.recompute not in LAYOUT_RUNS["recompute"]:
+        raise InputError(
+            "recompute", f"a layout runs Megatron's none, selective or full recomputation, not {o.plan.recompute}"
+        )
+    a, tp = model.architecture, o.parallel.tp
+    if a.heads % tp:
+        raise InputError("tp", f"{tp} does not divide {model.name}'s {a.heads} attention heads (Megatron splits them)")
+    if a.mla is None and a.n_kv_heads % tp:
+        raise InputError(
+            "tp", f"{tp} does not divide {model.name}'s {a.n_kv_heads} KV heads (Megatron's num_query_groups % TP)"
+        )
+    if o.parallel.ep > 1 and (model.architecture.moe is None):
+        raise InputError("ep", f"{model.name} has no experts to split")
+    if model.architecture.moe is not None and o.parallel.tp > 1 and not o.parallel.sequence_parallel:
+        raise InputError(
+            "sequence_parallel",
+            "Megatron-Core trains MoE layers with TP above 1 only with sequence parallelism (moe_layer.py): add it",
+        )
+    if o.parallel.cp > 1 and a.attention_sinks:
+        # Transformer Engine's get_attention_backend (dot_product_attention/utils.py at d0067d0, its softmax-type
+        # table): FlashAttention takes no sinks, FusedAttention takes them under context parallelism only with the
+        # a2a exchange, and the unfused path runs no context parallelism
+        raise InputError(
+            "cp",
+            f"{model.name}'s attention sinks have no attention backend under context parallelism's p2p or all-gather "
+            "exchange (Transformer Engine's get_attention_backend): give --cp 1",
+        )
+    _stage_layer_counts(model, o)
+
+
+def _layout_memory(
+    model: ModelSpec, topology: TopologySpec, p: Prepared, layout: Layout, stage: int, recompute: str, m: int | None
+) -> tuple[StageRow, LayoutMemory]:
+    """Memory per GPU of the most loaded pipeline stage, as Megatron's theoretical_memory_usage accounts it
+    (layout_memory.py): bf16 weights, fp32 gradients and Adam's fp32 states (over DP with the distributed
+    optimizer), and the activations its micro-batches in flight hold; plus the CUDA context (memory.py)."""
+    par = p.o.parallel
+    assert model.architecture is not None  # _check_layout_plan
+    counts = _stage_layer_counts(model, p.o)
+    uneven = len(set(counts)) > 1
+    spec = MemoryLayout(
+        tp=layout.tp,
+        cp=layout.cp,
+        pp=layout.pp,
+        dp=layout.dp,
+        ep=layout.ep,
+        etp=layout.etp,
+        virtual_stages=par.virtual_stages,
+        sequence_parallel=par.sequence_parallel,
+        recompute=recompute,
+        distributed_optimizer=stage == 1,
+        grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o)],
+        attention_scores=not p.o.compute.flash_attention and recompute != "selective",
+        first_stage_layers=counts[0] if uneven and layout.pp > 1 else None,
+        last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
+    )
+    try:
+        held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)
+    except ValueError as exc:
+        raise InputError("pp", f"{model.name}: {exc}") from None
+    worst = held.most_loaded
+    params, grads = 2 * worst.parameters, spec.grad_bytes * worst.parameters
+    optimizer = worst.weight_and_optimizer - params - grads
+    context = context_bytes(topology.gpu)
+    allocated = worst.total
+    total = allocated + context
+    hbm = topology.gpu.hbm
+    states = worst.weight_and_optimizer + context
+    per_sequence = worst.activations / p.micro_batch
+    largest = int((hbm - states) // per_sequence) if per_sequence > 0 and hbm > states else 0
+    row = StageRow(
+        stage=stage,
+        params_bytes=int(params),
+        grads_bytes=int(grads),
+        optimizer_bytes=int(optimizer),
+        activations_bytes=int(worst.activations),
+        transient_bytes=0,
+        buffers_bytes=0,
+        allocated_bytes=int(allocated),
+        fragmentation_bytes=0,
+        reserved_bytes=int(allocated),
+        context_bytes=int(context),
+        overhead_bytes=int(context),
+        total_bytes=int(total),
+        peak_phase="backward",
+        cpu_bytes=0,
+        fits=total <= hbm,
+        max_micro_batch=largest,
+    )
+    return row, held
+
+
+def _layout_memory_rows(
+    model: ModelSpec,
+    topology: TopologySpec,
+    p: Prepared,
+    layout: Layout,
+    microbatches: int | None,
+    zero_stages: tuple[int, ...] = (0, 1),
+) -> tuple[str, dict[int, tuple[StageRow, LayoutMemory]]]:
+    """The recomputation costed (the option's, else the least of none, selective and full with which the plan's
+    stage fits, full when none does) and memory per GPU at `zero_stages`, ZeRO 0 (Megatron's DDP) and 1 (its
+    distributed optimizer), with it; `microbatches` per step bound the ones in flight (None: the pipeline full,
+    as Megatron's formula assumes)."""
+    o = p.o
+    stage = 1 if o.plan.zero is None else o.plan.zero
+
+    def rows(recompute: str) -> dict[int, tuple[StageRow, LayoutMemory]]:
+        return {st: _layout_memory(model, topology, p, layout, st, recompute, microbatches) for st in zero_stages}
+
+    if o.plan.recompute is not None:
+        return o.plan.recompute, rows(o.plan.recompute)
+    for recompute in LAYOUT_RUNS["recompute"][1:]:
+        held = rows(str(recompute))
+        if held[stage][0].fits:
+            break
+    return str(recompute), held
+
+
+def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options) -> str | None:
+    """The recomputation `estimate` would cost a TP/CP/PP/EP layout with, or None when the layout does not fit at
+    its ZeRO stage with it, decided as `estimate` decides it (the same memory rows, which layout_memory keeps),
+    without timing the step."""
+    topology = environment(topology, options.communication.nvls, options.communication.collnet)
+    p = prepare(model, topology, options)
+    _check_layout_plan(model, p.o)
+    layout = _layout(p.o, topology)
+    stage = 1 if p.o.plan.zero is None else p.o.plan.zero
+    recompute, rows = _layout_memory_rows(model, topology, p, layout, p.accumulation, (stage,))
+    return recompute if rows[stage][0].fits else None
+
+
+def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Memory:
+    """`dpcost memory` with a layout: Megatron's accounting of the most loaded pipeline stage, at ZeRO 0 and 1."""
+    _check_layout_plan(model, p.o)
+    layout = _layout(p.o, topology)
+    recompute, rows = _layout_memory_rows(model, topology, p, layout, None)
+    worst = rows[1][1].most_loaded
+    return Memory(
+        hbm_bytes=int(topology.gpu.hbm),
+        recipe=LAYOUT_RECIPE,
+        recompute=recompute,
+        note=f"a TP {layout.tp} x CP {layout.cp} x PP {layout.pp} x DP {layout.dp} layout: the most loaded pipeline "
+        f"stage, {worst.stage} of {layout.pp}, per GPU",
+        stages=[row for row, _ in rows.values()],
+    )
+
+
+def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
+    """One layout, costed end to end (layout_estimate.py for the step, layout_memory.py for memory)."""
+    o, par = p.o, p.o.parallel
+    _check_layout_plan(model, o)
+    layout = _layout(o, topology)
+    stage = 1 if o.plan.zero is None else o.plan.zero
+    m = p.accumulation
+    recompute, chosen_rows = _layout_memory_rows(model, topology, p, layout, m)
+    global_batch = p.micro_batch * m * o.dp
+    tokens = global_batch * p.seq_len
+    peak = topology.gpu.peak(o.compute.compute_dtype)
+    compute_model = o.compute.chosen_model  # op by op: a layout's GEMMs at their TP shards (docs/layouts.md)
+    mfu = matmul_share(topology.gpu, o.compute, compute_model)
+    r = layout_step(
+        model,
+        topology,
+        layout,
+        micro_batch=p.micro_batch,
+        global_batch=global_batch,
+        seq_len=p.seq_len,
+        mfu=mfu,
+        peak=peak,
+        recompute=recompute,
+        recompute_modules=frozenset(o.plan.recompute_modules),
+        grad_dtype=_layout_grad_dtype(o),
+        sequence_parallel=par.sequence_parallel,
+        tp_overlap=par.tp_comm_overlap,
+        ep_overlap=par.ep_comm_overlap,
+        ep_node_limit=par.ep_node_limit,
+        ep_dispatcher=par.ep_dispatcher,
+        pp_overlap=par.pp_comm_overlap,
+        cp_impl=par.cp_impl,
+        virtual_stages=par.virtual_stages,
+        distributed_optimizer=stage == 1,
+        dp_overlap=o.communication.overlap_comm is not False,
+        overlap_slowdown=p.overlap_slowdown,
+        sync_jitter=o.compute.sync_jitter,
+        compute_model=compute_model,
+        compute_dtype=o.compute.compute_dtype,
+        flash=o.compute.flash_attention,
+        first_stage_layers=par.first_stage_layers,
+        last_stage_layers=par.last_stage_layers,
+        mtp_layers=par.mtp_layers,
+    )
+    dp_group = r.groups["dp-cp"]
+    setup = setup_info(
+        topology,
+        p,
+        mode="train",
+        zero_stage=stage,
+        zero_stage_chosen=o.plan.zero is None,
+        grad_dtype=_layout_grad_dtype(o),
+        micro_batch=p.micro_batch,
+        accumulation=m,
+        global_batch=global_batch,
+        tokens_per_step=tokens,
+        recompute=recompute,
+        recompute_chosen=o.plan.recompute is None,
+        recompute_layers=o.plan.recompute_layers,
+        compile=o.compute.compile,
+        loss_impl="vocab-parallel",
+        framework="megatron",
+        recipe="megatron",
+        optimizer=o.precision.optimizer,
+        offload=o.precision.offload,
+        bucket_bytes=int(FRAMEWORKS["megatron"].bucket(dp_group.ranks, 4.0)),
+        skew=o.compute.skew,
+        keep_full_grads=False,
+    )
+    setup = setup.model_copy(
+        update={
+            "nodes": dp_group.nodes,
+            "gpus_per_node": int(dp_group.ppn),
+            "compute_model": compute_model,
+            "mfu": mfu,
+        }
+    )
+    time = _layout_time(r, tokens)
+    memory = Memory(
+        hbm_bytes=int(topology.gpu.hbm),
+        recipe=LAYOUT_RECIPE,
+        recompute=recompute,
+        note=f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU",
+        stages=[row for row, _ in chosen_rows.values()],
+    )
+    communication = _layout_communication(topology, r, dp_group, stage)
+    notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages)
+    if ignored := _layout_ignores(o):
+        notes.append(
+            advice.ignored_flags(ignored, "do not apply to a TP/CP/PP/EP layout, costed as Megatron-LM runs it")
+        )
+    info = model_info_of(model, p.counts)
+    if par.mtp_layers:
+        assert model.architecture is not None  # _check_layout_plan
+        info = info.model_copy(update={"params_mtp": int(par.mtp_layers * mtp_layer(model.architecture).params)})
+    return EstimateReport(
+        model=info,
+        topology=topology_info(topology),
+        setup=setup,
+        communication=communication,
+        memory=memory,
+        time=time,
+        compute=None,
+        inference=None,
+        layout=_layout_report(topology, r, par, chosen_rows[stage][1]),
+        warnings=notes,
+        summary=training_summary(setup, memory, time, notes),
+    )
+
+
+# The flags a layout's costing does not read (it runs Megatron's own settings), each with whether it was given.
+LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
+    "--skew": lambda o: o.compute.skew != 0,
+    "--offload": lambda o: o.precision.offload != "none",
+    "--recompute-layers": lambda o: o.plan.recompute_layers != 1,
+    "--grad-block": lambda o: o.precision.grad_block is not None,
+    "--recipe": lambda o: o.precision.recipe is not None,
+    "--optimizer": lambda o: o.precision.optimizer != "adamw",
+    "--bucket-size": lambda o: o.communication.bucket_bytes is not None,
+    "--first-bucket-size": lambda o: o.communication.first_bucket_bytes is not None,
+    "--gather-dtype": lambda o: o.communication.gather_dtype is not None,
+    "--algorithm": lambda o: o.communication.algorithm is not None,
+    "--protocol": lambda o: o.communication.protocol is not None,
+    "--keep-full-grads": lambda o: o.communication.keep_full_grads,
+    "--compile": lambda o: o.compute.compile,
+    "--loss-impl": lambda o: o.compute.loss_impl is not None,
+}
+
+
+def _layout_ignores(o: Options) -> list[str]:
+    """The flags a layout's costing does not read, where they were given."""
+    return [flag for flag, given in LAYOUT_IGNORES.items() if given(o)]
+
+
+def _layout_advice(r: LayoutStep, topology: TopologySpec, virtual: int) -> list[Advice]:
+    """Where the layout loses time it need not: TP across NVLink domains, a large bubble."""
+    out = []
+    tp = r.groups["tp"]
+    if r.layout.tp > 1 and tp.nodes > 1:
+        out.append(advice.tp_across_domains(r.layout.tp, tp.nodes, topology.domain_size))
+    if r.bubble > 0.1 * r.step:
+        out.append(advice.pipeline_bubble(r.bubble, r.step, r.layout.pp, r.micro_batches, virtual))
+    return out
+
+
+def _layout_time(r: LayoutStep, tokens: int) -> Time:
+    """The layout's step as Time: compute, each dimension's exposed calls, DP's terms, the bubble, the jitter."""
+    compute = r.micro_batches * (r.forward + r.backward) + r.optimizer
+    terms = [BreakdownTerm(term=COMPUTE, seconds=compute)]
+    terms += [BreakdownTerm(term=f"{EXPOSED}{dim.upper()} calls", seconds=s) for dim, s in r.exposed.items()]
+    # DP's overlap slowdown and the model-parallel calls' as one term: the compute any overlapped call slows
+    terms += [
+        BreakdownTerm(term=t.term, seconds=t.seconds + (r.slowed if t.term == SLOWDOWN else 0.0)) for t in r.dp_terms
+    ]
+    if r.slowed > 0 and all(t.term != SLOWDOWN for t in r.dp_terms):
+        terms.append(BreakdownTerm(term=SLOWDOWN, seconds=r.slowed))
+    terms.append(BreakdownTerm(term=BUBBLE, seconds=r.bubble))
+    terms.append(BreakdownTerm(term=JITTER, seconds=r.jitter))
+    exposed = sum(t.seconds for t in terms if t.term.startswith(EXPOSED))
+    losses = sum(t.seconds for t in terms if t.term in (SLOWDOWN, JITTER))
+    return Time(
+        forward_seconds=r.forward,
+        backward_seconds=r.backward,
+        compute_seconds=compute,
+        comm_seconds=r.comm,
+        ideal_seconds=max(compute, r.comm) + r.bubble,
+        step_seconds=r.step,
+        serial_seconds=compute + r.comm + r.bubble,
+        exposed_comm_seconds=exposed,
+        losses_seconds=losses,
+        bound=bound(compute, exposed),
+        tokens_per_second=tokens / r.step,
+        mfu=r.mfu,
+        scaling_efficiency=compute / r.step,
+        straggler_seconds=0.0,
+        breakdown=terms,
+    )
+
+
+def _layout_communication(topology: TopologySpec, r: LayoutStep, dp_group: Placement, stage: int) -> Communication:
+    """Data parallelism's collectives on the DP x CP group, each with its whole message priced on that group."""
+    rows = [
+        CollectiveUse(
+            op=t.op,
+            purpose=t.purpose,
+            bytes=int(t.message_bytes),
+            bytes_sent_per_rank=int(bus_factor(t.op, dp_group.ranks) * t.message_bytes),
+            occurrences=t.occurrences,
+            calls=t.calls,
+            algorithm=t.algorithms[0][0].split("/")[0] if t.algorithms else "none",
+            calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in t.algorithms],
+            seconds=t.seconds,
+            whole_message=whole_message_of(collective(topology, t.op, dp_group, t.message_bytes)),
+        )
+        for t in r.dp_traffic
+    ]
+    held = r.stages[r.held_stage]
+    return Communication(
+        primitives="ReduceScatter + AllGather" if stage == 1 else "AllReduce",
+        frequency=f"once per step, after the last of {r.micro_batches} micro-batches, on the DP x CP group",
+        gradient_bytes=int(held.dense_params * 4),
+        bytes_sent_per_rank=sum(row.bytes_sent_per_rank * row.occurrences for row in rows),
+        seconds_per_step=sum(t.seconds for t in r.dp_traffic),
+        collectives=rows,
+    )
+
+
+def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: LayoutMemory) -> LayoutReport:
+    layout = r.layout
+    groups = []
+    for kind, g in r.groups.items():
+        if g.ranks == 1:
+            continue
+        groups.append(
+            GroupRow(group=kind, ranks=g.ranks, ranks_per_domain=g.ppn, domains=g.nodes, tiers=g.tiers_crossed)
+        )
+    calls = [
+        LayoutCallRow(
+            dimension=c.dimension,
+            purpose=c.purpose,
+            op=c.op,
+            group=c.group,
+            message_bytes=int(c.message_bytes),
+            calls_per_micro_batch=c.per_micro_batch,
+            seconds_per_call=call_seconds(topology, r.groups, c),
+            overlapped=c.overlapped,
+        )
+        for c in r.calls
+    ]
+    memory = {s.stage: s.total for s in held.stages}
+    stages = [
+        PipelineStageRow(
+            stage=s.index,
+            layers=s.layers,
+            params=int(s.dense_params + s.expert_params),
+            forward_flops_per_token=s.forward_flops,
+            memory_bytes=int(memory.get(s.index, 0.0)),
+        )
+        for s in r.stages
+    ]
+    return LayoutReport(
+        gpus=layout.gpus,
+        tp=layout.tp,
+        cp=layout.cp,
+        pp=layout.pp,
+        dp=layout.dp,
+        ep=layout.ep,
+        expert_tp=layout.expert_tp,
+        expert_dp=layout.expert_dp,
+        order=layout.order,
+        virtual_stages=par.virtual_stages,
+        micro_batches=r.micro_batches,
+        sequence_parallel=par.sequence_parallel,
+        tp_comm_overlap=par.tp_comm_overlap,
+        pp_comm_overlap=pp_overlapped(par.virtual_stages, par.pp_comm_overlap),
+        cp_impl=par.cp_impl,
+        bubble_seconds=r.bubble,
+        paced_stage=r.paced_stage,
+        memory_stage=held.most_loaded.stage,
+        groups=groups,
+        calls=calls,
+        exposed=[BreakdownTerm(term=dim, seconds=s) for dim, s in r.exposed.items()],
+        stages=stages,
+        mtp_layers=par.mtp_layers or None,
+    )
