@@ -84,19 +84,26 @@ MODELS = HERE / "models"
 # of v0.3.0 (26.02), v0.4.0 (26.04), v0.4.2 (26.04.01: a8b6cb3d6's B200 preset), v0.5.0 (26.06; v0.6.0, 26.08,
 # the same on GB200 and GB300: perf_recipes/deepseek/). Each entry holds from its release to the next.
 DEEPSEEK_PRESET_MODULES: tuple[tuple[str, dict[str, frozenset[str]]], ...] = (
-    ("mbridge-25", {"GB300": frozenset({"moe_act"})}),
-    ("mbridge-26.02", {}),
-    ("mbridge-26.04", {"GB200": frozenset({"mlp"})}),
-    ("mbridge-26.04.01", {"GB200": frozenset({"mlp"}), "B200": frozenset({"mla_up_proj", "mlp"})}),
-    ("mbridge-26.06", {"GB300": frozenset(), "B200": frozenset({"mla_up_proj", "mlp"})}),
+    ("25", {"GB300": frozenset({"moe_act"})}),
+    ("26.02", {}),
+    ("26.04", {"GB200": frozenset({"mlp"})}),
+    ("26.04.01", {"GB200": frozenset({"mlp"}), "B200": frozenset({"mla_up_proj", "mlp"})}),
+    ("26.06", {"GB300": frozenset(), "B200": frozenset({"mla_up_proj", "mlp"})}),
 )
+
+
+def bridge_release(source: str) -> str:
+    """A Megatron-Bridge table's release ("26.04.01"), which orders as its presets' versions do; "25" for NeMo's
+    tables and the 25.x releases, which ran v0.2.0's presets or older."""
+    release = source.removeprefix("mbridge-") if source.startswith("mbridge-") else "25"
+    return release if release >= "26" else "25"
 
 
 def deepseek_preset_modules(source: str, gpu: str) -> frozenset[str]:
     """DeepSeek-V3's recompute_modules in the presets of `source`'s release (DEEPSEEK_PRESET_MODULES)."""
     if gpu == "H100":
         return frozenset({"mla_up_proj", "mlp"})
-    release = [by_gpu for start, by_gpu in DEEPSEEK_PRESET_MODULES if source >= start]
+    release = [by_gpu for start, by_gpu in DEEPSEEK_PRESET_MODULES if bridge_release(source) >= start]
     return (release[-1] if release else {}).get(gpu, frozenset({"mla_up_proj"}))
 
 
@@ -482,11 +489,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # H100 presets have it until v0.3.0 (off from the 26.04 tables).
     bridge = source.startswith(("mbridge-", "nemo-"))
     bridge_tp = bridge and row["model"].startswith("Llama")
+    release = bridge_release(source)
     bridge_ep = bridge and (
         (row["model"].startswith("Qwen3 235B") and row["gpu"] == "H100")
-        or (row["model"].startswith("Qwen3 30B") and row["gpu"] == "H100" and source < "mbridge-26.04")
-        or (row["model"].startswith("Qwen3 235B") and row["gpu"] == "B200" and source < "mbridge-26")
-        or (row["model"].startswith("Qwen3 235B") and row["gpu"] == "B300" and source.startswith("mbridge-26.02"))
+        or (row["model"].startswith("Qwen3 30B") and row["gpu"] == "H100" and release < "26.04")
+        or (row["model"].startswith("Qwen3 235B") and row["gpu"] == "B200" and release < "26")
+        or (row["model"].startswith("Qwen3 235B") and row["gpu"] == "B300" and release.startswith("26.02"))
     )
     # NeMo's Nemotron-4 15B recipe as NVIDIA published it the month of the report (NVIDIA/NeMo-Framework-Launcher
     # @01903770, 2024-02-09, "Made config optimal for Nemotron", launcher_scripts/conf/training/nemotron/
@@ -515,7 +523,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     full_iteration = (
         bridge
         and row["precision"] == "mxfp8"
-        and source >= "mbridge-26.06"
+        and release >= "26.06"
         and any(
             row["model"].startswith(model) and row["gpu"] == gpu and row["global_batch"] in batches
             for (model, gpu), batches in full_iteration_batches.items()
@@ -526,8 +534,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # GPT_OSS_120B_PRETRAIN_CONFIG_{GB200_BF16,GB200_FP8_MX,GB300_FP8_MX}_V2 moe_a2a_overlap=True)
     oss_v2 = bridge and row["model"].startswith("GPT OSS 120B") and row["global_batch"] == "1280"
     bridge_oss = oss_v2 and (
-        (row["gpu"] == "GB200" and source >= "mbridge-26.04")
-        or (row["gpu"] == "GB300" and row["precision"] == "mxfp8" and source >= "mbridge-26.06")
+        (row["gpu"] == "GB200" and release >= "26.04")
+        or (row["gpu"] == "GB300" and row["precision"] == "mxfp8" and release >= "26.06")
     )
     tp_overlap = tp_overlap or bridge_tp or nemo
     ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
