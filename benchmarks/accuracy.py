@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from dpcost.accuracy import band_errors, disturbance, guess_topology, line_rate_points, predict
+from dpcost.accuracy import BANDS, SMALL_BAND, band_errors, disturbance, guess_topology, line_rate_points, predict
 from dpcost.catalog import list_topologies, load_runs, load_topology
 from dpcost.nccl_tests import Measurements
 
@@ -28,7 +28,10 @@ DEFAULT = HERE / "tests" / "reference" / "nccl-tests"
 # Runs gathered for issue 17 and never used to fix a constant: the out-of-sample set. Only those on a GPU the catalog
 # has a topology for are scored (the RCCL runs on MI300X/MI325X/MI355X name none).
 HOLDOUT = HERE / "tests" / "reference" / "nccl-tests-holdout"
-BAND_NAMES = ("1-64 MiB", ">=64 MiB")
+# The README's columns: calls below 1 MiB (latency-bound: the host, NCCL's base and step latencies), then the two bands
+# the headline figures take.
+TABLE_BANDS = (SMALL_BAND, *BANDS)
+BAND_NAMES = tuple(name for name, _, _ in TABLE_BANDS)
 
 
 def in_sample() -> frozenset[str]:
@@ -61,9 +64,9 @@ def markdown(runs: list[Measurements], topology: str | None = None) -> str:
     sample and out of sample, with the out-of-sample runs also scored without the disturbed ones
     (dpcost.accuracy.disturbance: their times fall as the message doubles)."""
     lines = [
-        "| run | topology | ranks | forced | 1-64 MiB | >= 64 MiB | worst | line rate: 1-64 MiB | >= 64 MiB "
-        "| fixed a constant |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|---|",
+        "| run | topology | ranks | forced | < 1 MiB | 1-64 MiB | >= 64 MiB | worst >= 1 MiB | line rate: < 1 MiB "
+        "| 1-64 MiB | >= 64 MiB | fixed a constant |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     fitted = in_sample()
     by_sample: dict[tuple[str, str, str], list[float]] = {}
@@ -71,20 +74,22 @@ def markdown(runs: list[Measurements], topology: str | None = None) -> str:
     for m in runs:
         name = topology or guess_topology(m) or "dgx-h100"
         topo = load_topology(name)
-        bands = {b.band: b for b in band_errors(predict(m, topo))}
-        naive = {b.band: b for b in band_errors(line_rate_points(m, topo))}
+        bands = {b.band: b for b in band_errors(predict(m, topo), TABLE_BANDS)}
+        naive = {b.band: b for b in band_errors(line_rate_points(m, topo), TABLE_BANDS)}
         forced = ", ".join(x for x in (m.algorithm, m.protocol, "" if m.nvls else "no NVLS") if x) or "-"
-        cells = [f"{bands[b].geomean:.1%}" if b in bands else "-" for b in ("1-64 MiB", ">=64 MiB")]
-        naive_cells = [f"{naive[b].geomean:.1%}" if b in naive else "-" for b in ("1-64 MiB", ">=64 MiB")]
-        worst = max((b.worst for b in bands.values()), default=0.0)
+        if m.gpus_per_thread > 1:
+            forced = f"{'' if forced == '-' else forced + ', '}-g {m.gpus_per_thread}"
+        cells = [f"{bands[b].geomean:.1%}" if b in bands else "-" for b in BAND_NAMES]
+        naive_cells = [f"{naive[b].geomean:.1%}" if b in naive else "-" for b in BAND_NAMES]
+        worst = max((b.worst for b in bands.values() if b.band != SMALL_BAND[0]), default=0.0)
         sample = "yes" if m.name in fitted else "no"
         why = disturbance(m)
         label = f"{m.name} (disturbed)" if why else m.name
         if why:
             notes.append(f"{m.name}: {why}")
         lines.append(
-            f"| {label} | {name} | {m.ranks} | {forced} | {cells[0]} | {cells[1]} | {worst:.0%} "
-            f"| {naive_cells[0]} | {naive_cells[1]} | {sample} |"
+            f"| {label} | {name} | {m.ranks} | {forced} | {' | '.join(cells)} | {worst:.0%} "
+            f"| {' | '.join(naive_cells)} | {sample} |"
         )
         groups = [sample] + ([] if why or sample == "yes" else ["undisturbed"])
         for band, b in bands.items():
@@ -94,8 +99,8 @@ def markdown(runs: list[Measurements], topology: str | None = None) -> str:
     if len({s for s, _, _ in by_sample}) > 1:
         lines += [
             "",
-            "| runs | 1-64 MiB (geomean of runs) | >= 64 MiB (geomean of runs) | line rate: 1-64 MiB | >= 64 MiB |",
-            "|---|---:|---:|---:|---:|",
+            "| runs | < 1 MiB (geomean of runs) | 1-64 MiB | >= 64 MiB | line rate: < 1 MiB | 1-64 MiB | >= 64 MiB |",
+            "|---|---:|---:|---:|---:|---:|---:|",
         ]
         for sample, label in (
             ("yes", "fixed a constant (in sample)"),
@@ -135,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         name = args.topology or guess_topology(m) or "dgx-h100"
         points = predict(m, load_topology(name))
         forced = f" [{m.algorithm} forced]" if m.algorithm else ""
-        for i, b in enumerate(band_errors(points)):
+        for i, b in enumerate(band_errors(points, TABLE_BANDS)):
             label = f"{m.name}{forced}" if i == 0 else ""
             print(
                 f"{label:52s} {name if i == 0 else '':12s} {m.ranks if i == 0 else '':>5}  {b.band:9s} {b.points:3d} "

@@ -2,7 +2,10 @@
 
 The headline figure is the geometric mean of the relative error |predicted - measured| / measured over the
 measured points of a band (out-of-place and in-place columns each count as a point), as analytical collective
-simulators report it. Bands: 1 MiB <= size < 64 MiB, and size >= 64 MiB.
+simulators report it. Bands: 1 MiB <= size < 64 MiB, and size >= 64 MiB (SMALL_BAND, below 1 MiB, on request).
+
+A prediction is what nccl-tests would print for the call (`nccl_tests_seconds`): the call's time, or the host's
+launches when one thread drives several GPUs and those take longer.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ import math
 import re
 import statistics
 from collections.abc import Sequence
+from dataclasses import replace
 
-from dpcost.engine.collectives import bus_factor, fastest
+from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, bus_factor, fastest
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import TopologySpec
@@ -20,18 +24,29 @@ from dpcost.specs import TopologySpec
 __all__ = [
     "BANDS",
     "DISTURBED_DROP",
+    "LAUNCH_PER_GPU",
+    "SMALL_BAND",
     "BandError",
     "Point",
     "as_run",
+    "as_timed_by",
     "band_errors",
     "disturbance",
     "guess_topology",
+    "launches_bound",
     "line_rate_points",
+    "nccl_tests_seconds",
     "predict",
 ]
 
 MIB = 2**20
 BANDS = (("1-64 MiB", 1 * MIB, 64 * MIB), (">=64 MiB", 64 * MIB, math.inf))
+SMALL_BAND = ("< 1 MiB", 0, 1 * MIB)
+# Host time a thread spends per GPU it drives, per call: nccl-tests' -g G puts G GPUs in one thread, whose
+# ncclGroupEnd launches each device's kernel in turn (nccl#347), so a call takes at least G launches and back-to-back
+# iterations run no faster. The slope of nccl-tests#123's Ring times over -g 2..8 on one DGX A100
+# (tests/reference/nccl/nccl-tests-123-gpus-per-thread.csv; docs/sources/nccl-tuning.md).
+LAUNCH_PER_GPU = 3.96e-6
 ERROR_FLOOR = 1e-4  # an exact hit counts as 0.01% so that the geometric mean stays defined
 # A run is disturbed where doubling the message (at >= 64 KiB) cuts its time to this share or less: a collective
 # cannot move twice the bytes in much less time, so something else (a noisy neighbour, a cold path) set the smaller
@@ -72,9 +87,37 @@ def as_run(topology: TopologySpec, m: Measurements) -> TopologySpec:
     return topology.model_copy(update={"tiers": tiers})
 
 
-def predict(m: Measurements, topology: TopologySpec, algorithm: str | None = None) -> list[Point]:
+def nccl_tests_seconds(call_seconds: float, m: Measurements, launch_per_gpu: float = LAUNCH_PER_GPU) -> float:
+    """What nccl-tests prints for one call of this run: the call, or the host's launches on the GPUs one thread
+    drives (LAUNCH_PER_GPU x nGpus) where those take longer. Iterations run back to back, so the host's launches
+    for the next call overlap the running one: the longer of the two sets the pace. Under CUDA graphs (-G) one
+    graph launch covers many calls, and the launches are left out."""
+    if not launches_bound(m):
+        return call_seconds
+    return max(call_seconds, m.gpus_per_thread * launch_per_gpu)
+
+
+def as_timed_by(choice: CollectiveChoice, m: Measurements) -> CollectiveChoice:
+    """A call's prediction with every algorithm's time as nccl-tests would print it for run `m`."""
+
+    def timed(c: CollectiveTime) -> CollectiveTime:
+        return replace(c, seconds=nccl_tests_seconds(c.seconds, m))
+
+    return replace(choice, best=timed(choice.best), candidates=tuple(timed(c) for c in choice.candidates))
+
+
+def launches_bound(m: Measurements) -> bool:
+    """Whether nccl-tests' host launches can set this run's times: one thread drives several GPUs, without CUDA
+    graphs."""
+    return m.gpus_per_thread > 1 and not m.cuda_graphs
+
+
+def predict(
+    m: Measurements, topology: TopologySpec, algorithm: str | None = None, launch_per_gpu: float = LAUNCH_PER_GPU
+) -> list[Point]:
     """Predict every measured row with the run's ranks and, if the file says it forced them, its algorithm and
-    protocol (NCCL_ALGO, NCCL_PROTO) or NVLS off (NCCL_NVLS_ENABLE=0)."""
+    protocol (NCCL_ALGO, NCCL_PROTO) or NVLS off (NCCL_NVLS_ENABLE=0), as nccl-tests times it
+    (nccl_tests_seconds)."""
     if m.ranks is None:
         raise ValueError(f"{m.name}: the number of ranks is unknown")
     forced = algorithm or m.algorithm
@@ -85,7 +128,10 @@ def predict(m: Measurements, topology: TopologySpec, algorithm: str | None = Non
         key = (row.op, row.size_bytes)
         if key not in cache:
             best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol)
-            cache[key] = (best.seconds * 1e6, f"{best.algorithm}/{best.protocol}")
+            cache[key] = (
+                nccl_tests_seconds(best.seconds, m, launch_per_gpu) * 1e6,
+                f"{best.algorithm}/{best.protocol}",
+            )
         us, alg = cache[key]
         out.append(Point(row.op, row.size_bytes, row.column, row.time_us, us, alg))
     return out
@@ -121,9 +167,9 @@ def line_rate_points(m: Measurements, topology: TopologySpec) -> list[Point]:
     return out
 
 
-def band_errors(points: Sequence[Point]) -> list[BandError]:
+def band_errors(points: Sequence[Point], bands: Sequence[tuple[str, float, float]] = BANDS) -> list[BandError]:
     out = []
-    for name, lo, hi in BANDS:
+    for name, lo, hi in bands:
         errors = [abs(p.error) for p in points if lo <= p.size_bytes < hi]
         if not errors:
             continue

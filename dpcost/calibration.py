@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from dpcost.accuracy import BandError, band_errors, predict
+from dpcost.accuracy import LAUNCH_PER_GPU, BandError, Point, band_errors, launches_bound, predict
 from dpcost.engine.placement import place
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
@@ -62,6 +62,12 @@ PARAMETERS = (
     ),
     Parameter("nvlink_efficiency", "share of NVLink line rate a ring reaches inside a domain", 0.2, 1.0, False),
     Parameter("nvls_efficiency", "share of NVLink line rate NVLink SHARP reaches", 0.2, 1.0, False),
+    # nccl-tests' host launches per GPU of a thread driving several (-g; accuracy.nccl_tests_seconds): fitted only
+    # when a run does, kept out of the topology (a training job's process drives one GPU), and ahead of
+    # call_overhead so that a -g 8 run's floor is not read as every call's overhead.
+    Parameter(
+        "launch_per_gpu", "host launch per GPU of an nccl-tests thread driving several (-g)", 0.5e-6, 50e-6, True
+    ),
     Parameter("call_overhead", "per-call launch and completion time", 0.5e-6, 500e-6, True),
     Parameter("latency_scale", "NCCL's hop latencies times this (the ramp to full bandwidth)", 0.1, 20.0, True),
     Parameter("scaling_loss", "network bandwidth lost per doubling of nodes beyond two", 0.0, 0.3, False),
@@ -80,7 +86,21 @@ def _read(t: TopologySpec, name: str) -> float | None:
         return r.efficiency if r is not None and r.kind == "nvls" else None
     if name == "crossing_loss":
         return t.tiers[2].crossing_loss if len(t.tiers) > 2 else None
+    if name == "launch_per_gpu":
+        return None  # the harness's, not the topology's: _start adds it for runs it can bound
     return float(getattr(t, name))
+
+
+def _start(base: TopologySpec, runs: Sequence[Measurements]) -> dict[str, float]:
+    """Every parameter's starting value: the base topology's, and nccl-tests' launch cost where a run pays it."""
+    start = {p.name: v for p in PARAMETERS if (v := _read(base, p.name)) is not None}
+    if any(launches_bound(m) for m in runs):
+        start["launch_per_gpu"] = LAUNCH_PER_GPU
+    return start
+
+
+def _points(m: Measurements, topology: TopologySpec, values: dict[str, float]) -> list[Point]:
+    return predict(m, topology, launch_per_gpu=values.get("launch_per_gpu", LAUNCH_PER_GPU))
 
 
 def with_values(base: TopologySpec, values: dict[str, float]) -> TopologySpec:
@@ -147,7 +167,7 @@ def _value(p: Parameter, u: float) -> float:
 def _residuals(base: TopologySpec, runs: Sequence[Measurements], values: dict[str, float]) -> list[float]:
     """log(predicted / measured) for every measured point."""
     topology = with_values(base, values)
-    return [math.log(pt.predicted_us / pt.measured_us) for m in runs for pt in predict(m, topology)]
+    return [math.log(pt.predicted_us / pt.measured_us) for m in runs for pt in _points(m, topology, values)]
 
 
 def soft_l1(residuals: Sequence[float]) -> float:
@@ -268,7 +288,7 @@ def _fitted(
     """The values the runs determine, the parameters fitted, and why each other one was kept at the base value;
     `dropped` parameters are kept at the base value (the hold-out found they do not help)."""
     nodes = sorted({place(base, m.ranks).nodes for m in runs if m.ranks})
-    start = {p.name: v for p in PARAMETERS if (v := _read(base, p.name)) is not None}
+    start = _start(base, runs)
     undetermined = {name: "the held-out node count predicts no better with it fitted" for name in dropped}
     if sum(1 for n in nodes if n > 2) < 2:
         # Up to two nodes NCCL's trees move half the network bytes they move beyond (engine/collectives.py,
@@ -297,9 +317,9 @@ def _fitted(
     return values, free, undetermined
 
 
-def _error(topology: TopologySpec, runs: Sequence[Measurements]) -> float:
+def _error(topology: TopologySpec, runs: Sequence[Measurements], values: dict[str, float]) -> float:
     """Geometric-mean |predicted / measured - 1| over every point of the runs."""
-    logs = [abs(math.log(pt.predicted_us / pt.measured_us)) for m in runs for pt in predict(m, topology)]
+    logs = [abs(math.log(pt.predicted_us / pt.measured_us)) for m in runs for pt in _points(m, topology, values)]
     return math.exp(sum(logs) / len(logs)) - 1 if logs else 0.0
 
 
@@ -324,7 +344,7 @@ def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozens
 
     def predicted(without: frozenset[str]) -> float:
         values, _, _ = _fitted(base, train, without)
-        return _error(with_values(base, values), test)
+        return _error(with_values(base, values), test, values)
 
     best = predicted(dropped)
     _, free, _ = _fitted(base, train)
@@ -332,7 +352,7 @@ def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozens
         trial = dropped | {p.name}
         if (error := predicted(trial)) < best:
             dropped, best = trial, error
-    return dropped, HeldOut(largest, len(test), _error(base, test), best)
+    return dropped, HeldOut(largest, len(test), _error(base, test, _start(base, test)), best)
 
 
 def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
@@ -342,7 +362,7 @@ def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
         raise ValueError("no measurements to calibrate on")
     dropped, held_out = _hold_out(base, runs)
     values, free, undetermined = _fitted(base, runs, dropped)
-    start = {p.name: v for p in PARAMETERS if (v := _read(base, p.name)) is not None}
+    start = _start(base, runs)
     topology = with_values(base, values)
     fits = tuple(
         RunFit(
@@ -350,8 +370,8 @@ def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
             m.ranks or 0,
             place(base, m.ranks).nodes if m.ranks else 0,
             m.algorithm,
-            tuple(band_errors(predict(m, base))),
-            tuple(band_errors(predict(m, topology))),
+            tuple(band_errors(_points(m, base, start))),
+            tuple(band_errors(_points(m, topology, values))),
         )
         for m in runs
     )

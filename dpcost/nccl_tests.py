@@ -90,6 +90,8 @@ class Measurements:
     protocol: str | None = None  # the protocol the run forced (NCCL_PROTO), if it says
     nvls: bool = True  # False when the run turned NVLink SHARP off (NCCL_NVLS_ENABLE=0)
     topology: str | None = None  # a `# dpcost-topology: NAME` comment: the catalog topology the file was run on
+    gpus_per_thread: int = 1  # nccl-tests' -g: the GPUs one thread drives (`# nThread T nGpus G`)
+    cuda_graphs: bool = False  # nccl-tests' -G: iterations launched as CUDA graphs (`graph: N`, N > 0)
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -172,6 +174,23 @@ def _forced_algorithm(text: str) -> str | None:
     return NCCL_ALGO_NAMES[m.group(1).lower()]
 
 
+_THREADS = re.compile(r"#\s*nThread\s+\d+\s+nGpus\s+(\d+)")
+_GRAPHS = re.compile(r"#\s*nThread\b.*\bgraph:\s*(\d+)")
+
+
+def _gpus_per_thread(text: str) -> int:
+    m = _THREADS.search(text)
+    gpus = int(m.group(1)) if m else 1
+    if not 1 <= gpus <= 1024:
+        raise ValueError(f"nGpus {gpus} per thread: nccl-tests' -g is between 1 and the GPUs of one node")
+    return gpus
+
+
+def _cuda_graphs(text: str) -> bool:
+    m = _GRAPHS.search(text)
+    return bool(m and int(m.group(1)) > 0)
+
+
 def _is_csv(text: str) -> bool:
     body = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     return bool(body) and body[0].replace(" ", "").startswith("op,")
@@ -243,6 +262,8 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
                 _forced_protocol(comments),
                 _nvls_enabled(comments),
                 _topology_hint(comments),
+                _gpus_per_thread(comments),
+                _cuda_graphs(comments),
             )
         )
     return runs
@@ -630,4 +651,6 @@ def _parse_log(text: str, name: str) -> Measurements:
         protocol=_forced_protocol(text),
         nvls=_nvls_enabled(text),
         topology=_topology_hint(text),
+        gpus_per_thread=_gpus_per_thread(text),
+        cuda_graphs=_cuda_graphs(text),
     )

@@ -119,6 +119,7 @@ def collective(
     output: OutputOpt = None,
 ) -> None:
     """Predicted collective time in nccl-tests' vocabulary (size, time, algbw, busbw), optionally beside a real run."""
+    from dpcost.accuracy import LAUNCH_PER_GPU, as_timed_by, launches_bound
     from dpcost.catalog import load_measurements, load_topology
     from dpcost.engine.availability import ALGORITHMS, environment
     from dpcost.engine.collectives import OPS
@@ -155,15 +156,17 @@ def collective(
     ranks = 16 if ranks is None else ranks
     check_dp(topo, ranks, where=ranks_from)
     choices = []
+    harness = m if compare is not None and launches_bound(m) else None
     for o in ops:
         wanted = (
             sorted(s for (mo, s) in measured if mo == o) if measured else _sizes(sizes, min_bytes, max_bytes, factor)
         )
         for size in wanted:
             try:
-                choices.append(run(topo, o, ranks, size, algorithm))
+                choice = run(topo, o, ranks, size, algorithm)
             except ValueError as exc:
                 raise InputError(algorithm_from, str(exc)) from None
+            choices.append(choice if harness is None else as_timed_by(choice, harness))
     rows = collective_rows(choices, measured or None)
     table = collective_table(rows)
     table.title = (
@@ -184,6 +187,15 @@ def collective(
             f"algorithm: {how}",
             "busbw: nccl-tests' definition (doc/PERFORMANCE.md): algbw x 2(n-1)/n for all-reduce, x (n-1)/n for "
             "reduce-scatter and all-gather",
+            *(
+                [
+                    f"times as nccl-tests prints them: {compare.name} drives {harness.gpus_per_thread} GPUs from one "
+                    f"thread, whose launches take {harness.gpus_per_thread} x {LAUNCH_PER_GPU * 1e6:.2f} us a call at "
+                    "least (docs/sources/nccl-tuning.md h)"
+                ]
+                if harness is not None and compare is not None
+                else []
+            ),
             *common(),
         ],
     )

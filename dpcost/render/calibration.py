@@ -16,7 +16,7 @@ __all__ = ["calibration_tables", "step_calibration_tables"]
 
 
 def _fitted_value(name: str, value: float) -> str:
-    if name == "call_overhead":
+    if name in ("call_overhead", "launch_per_gpu"):
         return fmt_seconds(value)
     if name == "latency_scale":
         return f"x{value:.3g}"
