@@ -113,3 +113,26 @@ def test_an_impossible_gpu_count_per_thread_is_refused_with_the_file(tmp_path: P
     result = CliRunner().invoke(app, ["calibrate", str(path), "--base", "dgx-h100"])
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1 and str(path) in result.stderr and "nGpus 0" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "topology"),
+    [
+        ("nccl-tests/gb200-32n-all_reduce-nonvls-ocioke.csv", "gb200-nvl72"),  # NCCL_NVLS_ENABLE=0
+        ("nccl-tests/h100-128n-all_reduce-ring-nccltests322.csv", "dgx-h100"),  # Ring, LL128, NVLS off
+        ("nccl-tests-holdout/h100-1n-all_gather-together.log", "dgx-h100"),  # -g 8
+    ],
+)
+def test_compare_runs_the_call_as_the_scored_comparison_does(name: str, topology: str) -> None:
+    """`dpcost collective --compare` prices each row under the run's own environment (NVLS off, a forced protocol
+    and algorithm, its threads' launches), as the accuracy tables do: the same time for every row."""
+    path = REFERENCE / name
+    result = CliRunner().invoke(app, ["collective", "--compare", str(path), "-t", topology, "-f", "json"])
+    assert result.exit_code == 0, result.stderr
+    shown = {(r["op"], r["size_bytes"]): r["time_us"] for r in json.loads(result.stdout)}
+    scored = {
+        (p.op, p.size_bytes): p.predicted_us for p in predict(load_measurements(str(path)), load_topology(topology))
+    }
+    assert shown.keys() == scored.keys()
+    for key, us in scored.items():
+        assert shown[key] == pytest.approx(us, rel=1e-9), key

@@ -133,6 +133,8 @@ def collective(
     measured: dict[tuple[str, int], dict[str, float]] = {}
     ops = [op or "all_reduce"]
     ranks_from, algorithm_from = "ranks", "algorithm"
+    protocol: str | None = None
+    run_as: list[str] = []  # what the compared run's environment forced, as assumption lines
     if compare is not None:
         if sizes is not None:
             raise InputError("sizes", "--compare takes its sizes from the measured file; give one or the other")
@@ -144,6 +146,12 @@ def collective(
         ops = [op] if op else list(m.ops)
         if algorithm is None and m.algorithm is not None:
             algorithm, algorithm_from = m.algorithm, f"--compare {compare.name} (its NCCL_ALGO)"
+        if m.protocol is not None:
+            protocol = m.protocol
+            run_as.append(f"protocol: {protocol} (--compare {compare.name} (its NCCL_PROTO))")
+        if nvls is None and not m.nvls and topo.nvls:
+            topo = environment(topo, nvls=False)
+            run_as.append(f"NVLS off (--compare {compare.name} (its NCCL_NVLS_ENABLE=0))")
         for row in m.rows:
             measured.setdefault((row.op, row.size_bytes), {})[row.column] = row.time_us
         if m.gpus_per_node and m.gpus_per_node > topo.domain_size:
@@ -163,7 +171,7 @@ def collective(
         )
         for size in wanted:
             try:
-                choice = run(topo, o, ranks, size, algorithm)
+                choice = run(topo, o, ranks, size, algorithm, protocol)
             except ValueError as exc:
                 raise InputError(algorithm_from, str(exc)) from None
             choices.append(choice if harness is None else as_timed_by(choice, harness))
@@ -185,6 +193,7 @@ def collective(
         assumptions=lambda: [
             f"topology: {topo.name}, {topo.gpu.name}; {ranks} GPUs ({ranks_from})",
             f"algorithm: {how}",
+            *run_as,
             "busbw: nccl-tests' definition (doc/PERFORMANCE.md): algbw x 2(n-1)/n for all-reduce, x (n-1)/n for "
             "reduce-scatter and all-gather",
             *(

@@ -586,16 +586,25 @@ def fastest(
 
 
 def collective(
-    topology: TopologySpec, op: str, group: Group, size: float, algorithm: str | None = None
+    topology: TopologySpec,
+    op: str,
+    group: Group,
+    size: float,
+    algorithm: str | None = None,
+    protocol: str | None = None,
 ) -> CollectiveChoice:
-    """Every applicable algorithm's time; the fastest of NCCL's is `best` unless `algorithm` forces one."""
+    """Every applicable algorithm's time; the fastest of NCCL's is `best` unless `algorithm` forces one. A forced
+    `protocol` (NCCL_PROTO) prices every algorithm in it and leaves out those that cannot run it, as `fastest`."""
     p = _placed(topology, group)
     if p.ranks == 1 or size == 0:
         none = collective_time(topology, op, p, size, "ring")
         return CollectiveChoice(none, (none,))
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
-    nccl_times = sorted((_price(topology, p, op, size, a) for a in nccl_candidates(op, p)), key=lambda c: c.seconds)
+    names = nccl_candidates(op, p)
+    if protocol is not None and protocol != "simple":
+        names = tuple(a for a in names if a in ("ring", "tree")) or names
+    nccl_times = sorted((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
     extra = [a for a in forcible(op, p) if a not in nccl_candidates(op, p)] if len(p.levels) > 1 else []
     what_ifs = [_price(topology, p, op, size, a) for a in extra]
     candidates = (*nccl_times, *what_ifs)
@@ -603,6 +612,6 @@ def collective(
         best = nccl_times[0]
     else:
         best = next((c for c in candidates if c.algorithm == algorithm), None) or _price(
-            topology, p, op, size, algorithm
+            topology, p, op, size, algorithm, protocol
         )
     return CollectiveChoice(best, candidates, p.partial_note)
