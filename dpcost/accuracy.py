@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, bus_factor, fastest
+from dpcost.engine.p2p import exchange
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import TopologySpec
@@ -127,7 +128,10 @@ def predict(
     for row in m.rows:
         key = (row.op, row.size_bytes)
         if key not in cache:
-            best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol)
+            if row.op == "all_to_all":  # grouped send/recv: NCCL_ALGO does not apply
+                best = exchange(topology, m.ranks, row.size_bytes).best
+            else:
+                best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol)
             cache[key] = (
                 nccl_tests_seconds(best.seconds, m, launch_per_gpu) * 1e6,
                 f"{best.algorithm}/{best.protocol}",

@@ -29,14 +29,15 @@ August 2022 each program printed only its own columns (a redop column for all_re
 alltoall, a root column for broadcast, reduce and scatter); until September 2022 the non-reducing ones printed an
 empty redop cell, as hypercube still does; before June 2020 all_gather and reduce_scatter printed busbw = algbw.
 
-The redop, root and count columns tell the five collectives dpcost reads apart from each other (the count needs
-the ranks: without `# Rank` lines a table whose size is count x w is refused). Two unsupported programs print the
-same redop, root and count as supported ones; they are told apart by what else nccl-tests prints, never guessed:
+The redop, root and count columns tell most of the six collectives dpcost reads apart (alltoall is read as
+dpcost's all_to_all; the count needs the ranks: without `# Rank` lines a table whose size is count x w is refused).
+Programs that print the same redop, root and count are told apart by what else nccl-tests prints, never guessed:
 - alltoall prints all_gather's; nccl-tests does not check its in-place result (alltoall.cu: "We don't support
   in-place alltoall"), so its in-place #wrong is N/A where the out-of-place one is a number. A run without
-  validation (`-c 0`: N/A in both) prints the two alike, and is refused.
-- sendrecv prints all_reduce's; its busbw is its algbw, where all_reduce's is 2(n-1)/n times it (read to the
-  digits printed). At 2 ranks the two factors are equal, and such a table is refused.
+  validation (`-c 0`: N/A in both) prints the two alike, and is refused unless named. alltoallv, which dpcost does
+  not read, prints alltoall's where its count is not 0.
+- sendrecv, which dpcost does not read, prints all_reduce's; its busbw is its algbw, where all_reduce's is 2(n-1)/n
+  times it (read to the digits printed). At 2 ranks the two factors are equal, and such a table is refused.
 A table refused as ambiguous, or read as a program it is not, is named by a line `# op: all_reduce`, which wins
 over the table as every name does.
 
@@ -58,7 +59,10 @@ from dpcost.frozen import frozen
 
 __all__ = ["NCCL_ALGO_NAMES", "Measurement", "Measurements", "parse_measurements", "parse_runs"]
 
-OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all")
+# nccl-tests' program for each op dpcost reads (src/<program>.cu): the names agree but for alltoall.
+PROGRAM_OF = {**{op: op for op in OPS[:-1]}, "all_to_all": "alltoall"}
+_OP_OF = {program: op for op, program in PROGRAM_OF.items()}
 NCCL_ALGO_NAMES = {
     "ring": "ring",
     "tree": "tree",
@@ -236,6 +240,7 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
                 f"{len(reader.fieldnames or ())} columns"
             )
         op = (row.get("op") or "").strip()
+        op = _OP_OF.get(op, op)
         if op not in OPS:
             raise ValueError(f"{where}: op {op[:30]!r} is not one of {', '.join(OPS)}")
         size = _whole(row.get("size_bytes"), f"{where}: size_bytes")
@@ -273,11 +278,16 @@ _RANK = re.compile(
     r"#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(?P<dev>.*)"
 )
 # Every nccl-tests program, to tell "a log of a collective dpcost does not model" from "no op named".
-_PROGRAMS = (*OPS, "alltoallv", "alltoall", "gather", "scatter", "sendrecv", "hypercube")
+_PROGRAMS = (*PROGRAM_OF.values(), "alltoallv", "gather", "scatter", "sendrecv", "hypercube")
 _PROGRAM = re.compile(r"\b(" + "|".join(_PROGRAMS) + r")_perf(?:_mpi)?\b")
 _STARTING = re.compile(r"^\s*#\s*Collective test starting:\s*(\S*)", re.MULTILINE)
 _OP_LINE = re.compile(r"^\s*#\s*op:(.*)$", re.MULTILINE | re.IGNORECASE)
-_NAME_OPS = {"allreduce": "all_reduce", "reducescatter": "reduce_scatter", "allgather": "all_gather"}
+_NAME_OPS = {
+    "allreduce": "all_reduce",
+    "reducescatter": "reduce_scatter",
+    "allgather": "all_gather",
+    "alltoall": "all_to_all",
+}
 _NO_OP = "cannot tell which collective this log measured"
 _NUMBER = re.compile(r"[-+]?(\d+(?:\.(\d*))?|\.\d+)(?:[eE]([-+]?\d+))?")
 _WORD_BYTES = {
@@ -297,9 +307,9 @@ def _program_op(word: str, where: str) -> str | None:
     m = _PROGRAM.search(word)
     if m is None:
         return None
-    if m.group(1) not in OPS:
+    if m.group(1) not in _OP_OF:
         raise ValueError(f"{where}: a log of {m.group(0)}; dpcost reads {', '.join(OPS)}")
-    return m.group(1)
+    return _OP_OF[m.group(1)]
 
 
 def _one(found: dict[str, int], what: str) -> str | None:
@@ -321,6 +331,7 @@ def _which_op(text: str, name: str) -> tuple[str, str] | None:
     for m in _OP_LINE.finditer(text):
         line, words = _line_of(text, m.start()), m.group(1).split()
         value = words[0].strip(".,;()") if words else ""  # the op, then any remark: '# op: all_gather (float32)'
+        value = _OP_OF.get(value, value)
         if value not in OPS:
             raise ValueError(f"line {line}: '# op: {value[:30]}' names no collective dpcost reads ({', '.join(OPS)})")
         declared.setdefault(value, line)
@@ -345,7 +356,8 @@ def _which_op(text: str, name: str) -> tuple[str, str] | None:
         program, line = next(iter(echoed.items()))
         return str(_program_op(program, f"line {line}")), f"its command line (line {line})"
     squashed = re.sub(r"[^a-z0-9]", "", name.lower())
-    named = {_NAME_OPS.get(w, w): 0 for w in re.findall("allreduce|reducescatter|allgather|broadcast|reduce", squashed)}
+    words = re.findall("allreduce|reducescatter|allgather|alltoall|broadcast|reduce", squashed)
+    named = {_NAME_OPS.get(w, w): 0 for w in words}
     op = _one(named, "the file name")
     return (op, "the file name") if op is not None else None
 
@@ -415,19 +427,24 @@ def _table_row(cells: list[str], header: list[str], header_line: int, line: int)
 def _misread(row: _Row, op: str, ranks: int | None) -> str | None:
     """Why the row cannot be an `op` row as nccl-tests prints one (redop, root, count), or None."""
     reduces = row.redop not in (None, "none", "")
-    if reduces != (op not in ("all_gather", "broadcast")):
+    if reduces != (op not in ("all_gather", "broadcast", "all_to_all")):
         shown = "no redop column" if row.redop is None else f"redop {row.redop}" if row.redop else "an empty redop"
-        ops = "all_reduce, reduce_scatter and reduce" if reduces else "all_gather and broadcast"
+        ops = "all_reduce, reduce_scatter and reduce" if reduces else "all_gather, broadcast and alltoall"
         return f"{shown}, as nccl-tests prints for {ops}"
     if row.root is not None and (row.root >= 0) != (op in ("broadcast", "reduce")):
         return f"root {row.root}: nccl-tests prints a root >= 0 for broadcast and reduce only"
+    if op == "all_to_all" and row.redop == "none" and len(row.wrong) == 2 and row.wrong[1] != "N/A":
+        return f"in-place #wrong {row.wrong[1]}: nccl-tests does not check alltoall in place, and prints N/A"
     word = _WORD_BYTES.get(row.dtype)
     if word and row.count:
         per_rank = row.size != row.count * word
-        if per_rank != (op in ("all_gather", "reduce_scatter")) and (per_rank or (ranks or 1) > 1):
+        if per_rank != (op in ("all_gather", "reduce_scatter", "all_to_all")) and (per_rank or (ranks or 1) > 1):
             if per_rank:
                 ratio = row.size / (row.count * word)
-                return f"size = {ratio:g} x count x {word} B, a per-rank count, as all_gather and reduce_scatter print"
+                return (
+                    f"size = {ratio:g} x count x {word} B, a per-rank count, as all_gather, reduce_scatter and "
+                    "alltoall print"
+                )
             return f"size = count x {word} B, a whole-buffer count, as all_reduce, broadcast and reduce print"
     return None
 
@@ -456,7 +473,7 @@ def _factor(kind: str, ranks: int) -> float:
     return {"2(n-1)/n": 2 * (ranks - 1) / ranks, "(n-1)/n": (ranks - 1) / ranks}.get(kind, 1.0)
 
 
-_SHOWN = (*OPS, "alltoall", "alltoallv", "gather", "scatter", "sendrecv", "hypercube")
+_SHOWN = (*PROGRAM_OF.values(), "alltoallv", "gather", "scatter", "sendrecv", "hypercube")
 
 
 def _programs(names: frozenset[str] | set[str]) -> str:
@@ -561,9 +578,9 @@ def _table_op(rows: list[_Row], ranks: int | None) -> str:
             if all(any(_bus_factor_fits(r, _factor(f, ranks)) for f in _bus_factors(p, r)) for r in rows)
         }
         programs = frozenset(fits) or programs
-    if len(programs) == 1 and next(iter(programs)) in OPS:
-        return next(iter(programs))
-    supported = [p for p in OPS if p in programs]
+    if len(programs) == 1 and next(iter(programs)) in _OP_OF:
+        return _OP_OF[next(iter(programs))]
+    supported = [_OP_OF[p] for p in PROGRAM_OF.values() if p in programs]
     if not supported:
         raise ValueError(
             f"its table reads as a log of {_programs(programs)} ({_shows(rows[0])}); dpcost reads {', '.join(OPS)}"

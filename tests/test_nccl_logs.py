@@ -195,6 +195,8 @@ def test_a_table_whose_rows_disagree_is_refused(tmp_path: Path) -> None:
         (nccl_table(2, "sum", -1, False, 1), ["all_reduce or sendrecv", "at 2 ranks", "'# op: all_reduce'"]),
         # without validation (-c 0) alltoall's in-place #wrong is N/A, as all_gather's is
         (nccl_table(16, "none", -1, True, 15 / 16, ("N/A", "N/A")), ["all_gather or alltoall", "-c 0"]),
+        # no in-place check: alltoall, or alltoallv (which dpcost does not read) where its count is not 0
+        (nccl_table(16, "none", -1, True, 15 / 16, ("0", "N/A")), ["alltoall or alltoallv", "'# op: all_to_all'"]),
         # without '# Rank' lines a whole-buffer count could be one rank's share
         (
             nccl_table(None, "sum", -1, False, 2 * 15 / 16),
@@ -215,7 +217,6 @@ def test_a_table_that_reads_as_two_programs_is_refused_with_how_to_name_it(
     ("table", "program"),
     [
         (nccl_table(16, "sum", -1, False, 1), "sendrecv"),  # busbw = algbw: not all_reduce
-        (nccl_table(16, "none", -1, True, 15 / 16, ("0", "N/A")), "alltoall or alltoallv"),  # no in-place check
         (nccl_table(16, "none", 5, True, 15 / 16), "gather or scatter"),  # a root and a per-rank count
         (nccl_table(16, "none", -1, True, 1).replace("    none", "        "), "hypercube"),  # an empty redop cell
     ],
@@ -238,7 +239,13 @@ def test_an_op_line_overrides_the_table(tmp_path: Path) -> None:
         # the root column: -1 for every collective but broadcast and reduce
         ("", "broadcast.log", [f"line {ALL_GATHER_ROW}:", "root -1"]),
         ("# op: allreduce\n", "nccl.txt", ["line 1:", "'# op: allreduce'"]),
-        ("# Collective test starting: alltoall_perf\n", "all_gather.log", ["line 1:", "alltoall_perf"]),
+        # an all_gather table (its in-place result checked) under alltoall_perf's line: alltoall prints N/A there
+        (
+            "# Collective test starting: alltoall_perf\n",
+            "all_gather.log",
+            ["not a row of all_to_all", "does not check alltoall in place", "starting' line (line 1)"],
+        ),
+        ("# Collective test starting: alltoallv_perf\n", "all_gather.log", ["line 1:", "alltoallv_perf"]),
         (
             "# Collective test starting: all_reduce_perf\n# op: all_gather\n",
             "nccl.txt",

@@ -59,7 +59,7 @@ def collective(
         str | None,
         typer.Option(
             "--op",
-            metavar="all_reduce|reduce_scatter|all_gather|broadcast|reduce",
+            metavar="all_reduce|reduce_scatter|all_gather|broadcast|reduce|all_to_all",
             help="The collective [default: all_reduce, or the compared run's].",
         ),
     ] = None,
@@ -124,6 +124,7 @@ def collective(
     from dpcost.engine.availability import ALGORITHMS, environment
     from dpcost.engine.collectives import OPS
     from dpcost.engine.collectives import collective as run
+    from dpcost.engine.p2p import exchange
     from dpcost.engine.prepare import check_dp
     from dpcost.render.collectives import collective_rows, collective_table
 
@@ -159,8 +160,14 @@ def collective(
                 "compare",
                 f"{compare.name} has {m.gpus_per_node} GPUs per node, {topo.name}'s NVLink domains {topo.domain_size}",
             )
-    if any(o not in OPS for o in ops):
-        raise InputError("op", f"must be one of {', '.join(OPS)}, got {op!r}")
+    readable = (*OPS, "all_to_all")
+    if any(o not in readable for o in ops):
+        raise InputError("op", f"must be one of {', '.join(readable)}, got {op!r}")
+    if "all_to_all" in ops and algorithm is not None:
+        raise InputError(
+            algorithm_from,
+            f"all_to_all runs as NCCL's grouped send/recv, which has no algorithm to force ({algorithm})",
+        )
     ranks = 16 if ranks is None else ranks
     check_dp(topo, ranks, where=ranks_from)
     choices = []
@@ -171,7 +178,9 @@ def collective(
         )
         for size in wanted:
             try:
-                choice = run(topo, o, ranks, size, algorithm, protocol)
+                choice = (
+                    exchange(topo, ranks, size) if o == "all_to_all" else run(topo, o, ranks, size, algorithm, protocol)
+                )
             except ValueError as exc:
                 raise InputError(algorithm_from, str(exc)) from None
             choices.append(choice if harness is None else as_timed_by(choice, harness))

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 
-from dpcost.engine.collectives import CollectiveTime, TierTraffic, hop_latency, level_bandwidth
-from dpcost.engine.placement import Placement
+from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, TierTraffic, hop_latency, level_bandwidth
+from dpcost.engine.placement import Placement, place
 from dpcost.specs import TopologySpec
 
-__all__ = ["all_to_all", "domains_per_token", "send_recv"]
+__all__ = ["all_to_all", "domains_per_token", "exchange", "send_recv"]
 
 
 def _latency(topology: TopologySpec, p: Placement) -> float:
@@ -85,6 +85,12 @@ def all_to_all(
     return CollectiveTime(
         "all_to_all", "p2p", "simple", n, size, latency + bandwidth, latency, bandwidth, tuple(traffic)
     )
+
+
+def exchange(topology: TopologySpec, ranks: int, size: float) -> CollectiveChoice:
+    """nccl-tests' alltoall_perf on `ranks` contiguous ranks: the all-to-all (no other algorithm to weigh)."""
+    call = all_to_all(topology, place(topology, ranks), size)
+    return CollectiveChoice(call, (call,))
 
 
 def send_recv(topology: TopologySpec, p: Placement, size: float) -> CollectiveTime:
