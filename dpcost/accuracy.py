@@ -156,16 +156,20 @@ def disturbance(m: Measurements) -> str:
 def line_rate_points(m: Measurements, topology: TopologySpec) -> list[Point]:
     """The naive figure: nccl-tests' bus bytes at the line rate, no latency. Inside one NVLink domain the rate is
     NVLink's per GPU; across domains, every GPU's NIC at its line rate carries the ring (one ring per rail), up to
-    NVLink's. busbw = line rate, the number a cluster is sold on."""
+    NVLink's; an all-to-all's bytes leave through each GPU's own NIC, so its rate there is one NIC's. busbw = line
+    rate, the number a cluster is sold on."""
     if m.ranks is None:
         raise ValueError(f"{m.name}: the number of ranks is unknown")
     nvlink = topology.tiers[0]
     ppn = min(m.ranks, nvlink.size or m.ranks)
-    rate = nvlink.bandwidth
-    if m.ranks > ppn and len(topology.tiers) > 1:
-        rate = min(rate, ppn * topology.tiers[1].bandwidth)
+    across = m.ranks > ppn and len(topology.tiers) > 1
+    rates = {"ring": nvlink.bandwidth, "all_to_all": nvlink.bandwidth}
+    if across:
+        nic = topology.tiers[1].bandwidth
+        rates = {"ring": min(nvlink.bandwidth, ppn * nic), "all_to_all": nic}
     out = []
     for row in m.rows:
+        rate = rates["all_to_all" if row.op == "all_to_all" else "ring"]
         seconds = bus_factor(row.op, m.ranks) * row.size_bytes / rate
         out.append(Point(row.op, row.size_bytes, row.column, row.time_us, max(seconds * 1e6, 1e-3), "line rate"))
     return out
