@@ -39,7 +39,8 @@ Programs that print the same redop, root and count are told apart by what else n
 - sendrecv, which dpcost does not read, prints all_reduce's; its busbw is its algbw, where all_reduce's is 2(n-1)/n
   times it (read to the digits printed). At 2 ranks the two factors are equal, and such a table is refused.
 A table refused as ambiguous, or read as a program it is not, is named by a line `# op: all_reduce`, which wins
-over the table as every name does.
+over the table as every name does. A log cut without its `# Rank` lines states its ranks in a line
+`# ranks: 16, gpus per node: 8` (the second part optional).
 
 The CSV form has the header
 `op,ranks,gpus_per_node,size_bytes,time_us[,algorithm][,column][,algbw_GBps,busbw_GBps]`; one CSV may hold
@@ -176,6 +177,24 @@ def _forced_algorithm(text: str) -> str | None:
     if m.group(1).lower() not in NCCL_ALGO_NAMES:
         raise ValueError(f"NCCL_ALGO={m.group(1)[:30]} is not one of {', '.join(NCCL_ALGO_NAMES)}")
     return NCCL_ALGO_NAMES[m.group(1).lower()]
+
+
+_RANKS_LINE = re.compile(r"^\s*#\s*ranks:\s*(\d+)(?:\s*,\s*gpus per node:\s*(\d+))?\s*$", re.MULTILINE | re.IGNORECASE)
+
+
+def _declared_ranks(text: str) -> tuple[int, int | None] | None:
+    """A `# ranks: 16, gpus per node: 8` line (the second part optional): the ranks of a log cut without its
+    `# Rank` lines."""
+    m = _RANKS_LINE.search(text)
+    if m is None:
+        return None
+    ranks, per_node = int(m.group(1)), int(m.group(2)) if m.group(2) else None
+    if ranks < 1 or (per_node is not None and (per_node < 1 or ranks % per_node)):
+        raise ValueError(
+            f"line {_line_of(text, m.start())}: '# ranks: {ranks}' with {per_node} GPUs per node: the ranks must be "
+            "a positive multiple of the GPUs per node"
+        )
+    return ranks, per_node
 
 
 _THREADS = re.compile(r"#\s*nThread\s+\d+\s+nGpus\s+(\d+)")
@@ -638,15 +657,21 @@ def _parse_log(text: str, name: str) -> Measurements:
         )
     if not any(r.times for r in rows):
         raise ValueError(f"no nccl-tests data rows under the table header on line {header_line}")
-    named = _which_op(text, name)
-    op, source = named or (_table_op(rows, len(hosts) or None), "its table (redop, root, count)")
+    declared = _declared_ranks(text)
     nodes = len(set(hosts))
     if nodes and len(hosts) % nodes:
         raise ValueError(f"{len(hosts)} ranks over {nodes} hosts: dpcost needs the same number of GPUs on each")
+    ranks, per_node = len(hosts) or None, len(hosts) // nodes if nodes else None
+    if declared is not None:
+        if ranks is not None and declared[0] != ranks:
+            raise ValueError(f"'# ranks: {declared[0]}' contradicts its {ranks} '# Rank' lines")
+        ranks, per_node = declared[0], declared[1] or per_node
+    named = _which_op(text, name)
+    op, source = named or (_table_op(rows, ranks), "its table (redop, root, count)")
     seen: dict[tuple[int, str], int] = {}
     measured = []
     for row in rows:
-        why = _misread(row, op, len(hosts) or None)
+        why = _misread(row, op, ranks)
         if why is not None:
             fix = "" if source.startswith("its 'Collective") else "; if that is wrong, add a line '# op: <op>'"
             raise ValueError(f"line {row.line}: not a row of {op} ({why}); {op} came from {source}{fix}")
@@ -660,8 +685,8 @@ def _parse_log(text: str, name: str) -> Measurements:
             measured.append(Measurement(op, row.size, time_us, column))
     return Measurements(
         name=name,
-        ranks=len(hosts) or None,
-        gpus_per_node=len(hosts) // nodes if nodes else None,
+        ranks=ranks,
+        gpus_per_node=per_node,
         algorithm=_forced_algorithm(text),
         device=device,
         rows=tuple(measured),

@@ -372,3 +372,28 @@ def test_a_log_without_rank_lines_is_named_by_the_path_given(tmp_path: Path) -> 
     path = tmp_path / "all_reduce.log"
     path.write_text("".join(ln for ln in ALL_REDUCE.read_text().splitlines(True) if "Rank" not in ln))
     refused(path, "the number of ranks is unknown")
+
+
+def test_a_log_cut_without_its_rank_lines_states_them_in_a_ranks_line(tmp_path: Path) -> None:
+    table = nccl_table(None, "sum", -1, False, 2 * 15 / 16)  # an all_reduce of 16 ranks, its '# Rank' lines cut
+    refused(write(tmp_path, "# op: all_reduce\n" + table), "the number of ranks is unknown", "'# ranks: N'")
+    m = load_measurements(str(write(tmp_path, "# op: all_reduce\n# ranks: 16, gpus per node: 8\n" + table)))
+    assert (m.ranks, m.gpus_per_node) == (16, 8)
+    # with the ranks known, the count column tells all_reduce from reduce_scatter without an '# op:' line
+    assert load_measurements(str(write(tmp_path, "# ranks: 16\n" + table))).ops == ("all_reduce",)
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [("# ranks: 12\n", "contradicts its 16 '# Rank' lines"), ("# ranks: 16, gpus per node: 6\n", "multiple")],
+)
+def test_a_ranks_line_that_cannot_be_is_refused(tmp_path: Path, line: str, needle: str) -> None:
+    refused(write(tmp_path, line + nccl_table(16, "sum", -1, False, 2 * 15 / 16)), needle)
+
+
+def test_compare_will_not_guess_the_ranks_of_a_log_without_them(tmp_path: Path) -> None:
+    path = write(tmp_path, "# op: all_reduce\n" + nccl_table(None, "sum", -1, False, 2 * 15 / 16))
+    code, _, stderr = run("collective", "--compare", str(path))
+    assert code == 2 and stderr.count("\n") == 1 and "--ranks" in stderr and "'# ranks: N'" in stderr
+    code, stdout, _ = run("collective", "--compare", str(path), "--ranks", "16", "-f", "markdown")
+    assert code == 0 and "16 GPUs (ranks)" in stdout

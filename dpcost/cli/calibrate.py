@@ -144,7 +144,9 @@ def _calibrate_collectives(
     topo = load_topology(base, where="--base")
     for where, r in located:
         if r.ranks is None:
-            raise InputError(where, "the number of ranks is unknown (no '# Rank' lines, no ranks column)")
+            raise InputError(
+                where, "the number of ranks is unknown (no '# Rank' lines, no ranks column): add a line '# ranks: N'"
+            )
         check_dp(topo, r.ranks, where=f"{where} (its ranks)")
         if r.gpus_per_node and r.gpus_per_node > topo.domain_size:
             raise InputError(

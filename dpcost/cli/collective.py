@@ -141,6 +141,12 @@ def collective(
             raise InputError("sizes", "--compare takes its sizes from the measured file; give one or the other")
         m = load_measurements(str(compare))
         if ranks is None:
+            if m.ranks is None:
+                raise InputError(
+                    "compare",
+                    f"{compare.name}: the number of ranks is unknown (no '# Rank' lines): give --ranks, or add a line "
+                    "'# ranks: N' to the file",
+                )
             ranks, ranks_from = m.ranks, f"--compare {compare.name} (its ranks)"
         if op is not None and op not in m.ops:
             raise InputError("op", f"{compare.name} measures {', '.join(m.ops)}, not {op}")
