@@ -154,7 +154,7 @@ def _one_line_error(args: list[str], *needles: str) -> None:
         (["estimate", "--dp", "8"], ["--model"]),
         (["estimate", "--model", "llama-70b", "--dp", "8", "--frobnicate"], ["--frobnicate"]),
         (["collective", "--ranks", "16", "--sizes", "64Q"], ["--sizes"]),
-        (["collective", "--ranks", "16", "--op", "all_to_all"], ["--op", "all_reduce"]),
+        (["collective", "--ranks", "16", "--op", "sendrecv"], ["--op", "all_to_all"]),
         (["collective", "--ranks", "16", "--min-bytes", "-8"], ["--min-bytes"]),
         (
             ["collective", "--ranks", "8", "--topology", "dgx-a100", "--algorithm", "nvls", "--sizes", "1G"],
