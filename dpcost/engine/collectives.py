@@ -563,6 +563,14 @@ def collective_time(topology: TopologySpec, op: str, group: Group, size: float, 
     return _price(topology, p, op, size, algorithm)
 
 
+def _running(protocol: str | None, names: Sequence[str]) -> tuple[str, ...]:
+    """The algorithms that can run a forced protocol (NCCL_PROTO): only Ring and Tree have LL and LL128; all of
+    them Simple. A forced algorithm that cannot run it is kept, as the run's own NCCL_ALGO."""
+    if protocol is None or protocol == "simple":
+        return tuple(names)
+    return tuple(a for a in names if a in ("ring", "tree")) or tuple(names)
+
+
 def fastest(
     topology: TopologySpec,
     op: str,
@@ -579,9 +587,7 @@ def fastest(
         return collective_time(topology, op, p, size, "ring")
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
-    names = (algorithm,) if algorithm is not None else nccl_candidates(op, p)
-    if protocol is not None and protocol != "simple":
-        names = tuple(a for a in names if a in ("ring", "tree")) or names
+    names = _running(protocol, (algorithm,) if algorithm is not None else nccl_candidates(op, p))
     return min((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
 
 
@@ -601,9 +607,7 @@ def collective(
         return CollectiveChoice(none, (none,))
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
-    names = nccl_candidates(op, p)
-    if protocol is not None and protocol != "simple":
-        names = tuple(a for a in names if a in ("ring", "tree")) or names
+    names = _running(protocol, nccl_candidates(op, p))
     nccl_times = sorted((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
     extra = [a for a in forcible(op, p) if a not in nccl_candidates(op, p)] if len(p.levels) > 1 else []
     what_ifs = [_price(topology, p, op, size, a) for a in extra]
