@@ -210,7 +210,7 @@ def collective(
             f"algorithm: {how}",
             *run_as,
             "busbw: nccl-tests' definition (doc/PERFORMANCE.md): algbw x 2(n-1)/n for all-reduce, x (n-1)/n for "
-            "reduce-scatter and all-gather",
+            + ("reduce-scatter, all-gather and all-to-all" if "all_to_all" in ops else "reduce-scatter and all-gather"),
             *(
                 [
                     f"times as nccl-tests prints them: {compare.name} drives {harness.gpus_per_thread} GPUs from one "
