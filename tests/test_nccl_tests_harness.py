@@ -87,6 +87,16 @@ def test_a_g8_run_does_not_read_as_a_slow_call_overhead() -> None:
     assert "launch_per_gpu" not in fit.topology.model_dump_json()
 
 
+def test_calibrate_says_the_launch_cost_stays_out_of_the_topology(tmp_path: Path) -> None:
+    saved = tmp_path / "cluster.yaml"
+    result = CliRunner().invoke(
+        app, ["calibrate", str(TOGETHER), "--base", "dgx-h100", "--save-topology", str(saved)], env={"COLUMNS": "250"}
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "launch_per_gpu is nccl-tests' own" in result.stdout
+    assert "launch_per_gpu" not in saved.read_text().split("calibration:")[0]
+
+
 def test_calibrating_one_process_per_gpu_runs_leaves_the_launch_cost_out() -> None:
     fit = calibrate(load_topology("hgx-h200"), [load_measurements(str(OCI))])
     assert "launch_per_gpu" not in fit.fitted and "launch_per_gpu" not in fit.undetermined

@@ -35,6 +35,11 @@ def calibration_tables(fit: Fit) -> list[Table]:
             params.rows.append([p.name, "-", "kept", fit.undetermined[p.name]])
             params.data.append({"parameter": p.name, "base": None, "fitted": None, "determined": False})
     params.notes.append(f"{fit.points} measured points; loss: soft-L1 of log(predicted / measured), delta 5%")
+    if "launch_per_gpu" in fit.fitted:
+        params.notes.append(
+            "launch_per_gpu is nccl-tests' own (one thread launching on several GPUs, -g): it shapes these runs' "
+            "small calls and is not written into the topology"
+        )
     if (h := fit.held_out) is not None:
         params.notes.append(
             f"held out: the {h.runs} run(s) at {h.nodes} nodes, predicted from a fit of the others: "
