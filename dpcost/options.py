@@ -107,6 +107,7 @@ def cli(flag: str, short: str | None = None, auto: bool = False, metavar: str | 
 
 # Megatron-LM's --recompute-modules choices that dpcost prices (transformer_config.py recompute_modules)
 RecomputeModule = Literal["core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj", "shared_experts"]
+EpDispatcher = Literal["alltoall", "flex"]  # Megatron-Core's --moe-token-dispatcher-type values dpcost prices
 
 
 class Section(BaseModel):
@@ -484,7 +485,7 @@ class Parallel(Section):
         "forwarded over NVLink to its experts (DeepSeek-V3 with DeepEP: M = 4) [default: every copy sent].",
         json_schema_extra=cli("--ep-node-limit", metavar="M"),
     )
-    ep_dispatcher: Literal["alltoall", "flex"] = Field(
+    ep_dispatcher: EpDispatcher = Field(
         "alltoall",
         description="Megatron-Core's MoE token dispatcher: alltoall sends every top-k copy of a token to its expert's "
         "GPU; flex (DeepEP or HybridEP) sends a token once over the network to each NVLink domain that holds one of "

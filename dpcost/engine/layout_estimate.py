@@ -16,6 +16,7 @@ It combines, on the most loaded pipeline stage (the last: its layers and the out
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.checkpointing import DEFAULT_MODULES
@@ -69,6 +70,9 @@ from dpcost.engine.step import (
 from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_SYNC_JITTER
 from dpcost.specs import LocalAttentionSpec, ModelArchitecture, ModelSpec, TopologySpec
+
+if TYPE_CHECKING:
+    from dpcost.options import EpDispatcher
 
 # a layer as its compute differs: an MoE MLP or not, its mixer, its window or chunk
 LayerKind = tuple[bool, str, LocalAttentionSpec | None]
@@ -251,7 +255,7 @@ def layout_step(
     pp_overlap: bool | None = None,
     pp_scatter_gather: bool = False,
     ep_node_limit: int | None = None,
-    ep_dispatcher: str = "alltoall",
+    ep_dispatcher: EpDispatcher = "alltoall",
     cp_impl: str = "p2p",
     virtual_stages: int = 1,
     distributed_optimizer: bool = True,

@@ -30,11 +30,15 @@ stage (L / PP layers); with CP each rank holds s / CP tokens:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from dpcost.engine.layout import Layout
 from dpcost.engine.params import mtp_layer
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
+
+if TYPE_CHECKING:
+    from dpcost.options import EpDispatcher
 
 __all__ = [
     "BUBBLE",
@@ -391,7 +395,7 @@ def layout_calls(
     stages: StageKinds | None = None,
     ep_node_limit: int | None = None,
     moe_recomputed: bool = False,
-    ep_dispatcher: str = "alltoall",
+    ep_dispatcher: EpDispatcher = "alltoall",
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
