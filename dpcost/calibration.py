@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from dpcost.accuracy import LAUNCH_PER_GPU, BandError, Point, band_errors, launches_bound, predict
 from dpcost.engine.placement import place
@@ -33,6 +34,7 @@ __all__ = [
     "Parameter",
     "RunFit",
     "calibrate",
+    "fitted_rows",
     "minimise",
     "moved_points",
     "soft_l1",
@@ -355,11 +357,26 @@ def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozens
     return dropped, HeldOut(largest, len(test), _error(base, test, _start(base, test)), best)
 
 
+def fitted_rows(m: Measurements) -> Measurements:
+    """The rows of a run the fit takes: every collective's, not an all-to-all's. dpcost's all-to-all leaves out
+    NCCL's per-peer costs of a grouped send/recv (engine/p2p.py), and its one latency step would take them up as a
+    hop-latency scale that every collective then pays; its rows are predicted with the fit, not fitted."""
+    return replace(m, rows=tuple(r for r in m.rows if r.op != "all_to_all"))
+
+
 def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
-    """The base topology fitted to the runs (see the module docstring). With three or more node counts the terms
-    are chosen on a held-out prediction of the largest (_hold_out), then fitted to every run."""
+    """The base topology fitted to the runs' collectives (fitted_rows; see the module docstring). With three or
+    more node counts the terms are chosen on a held-out prediction of the largest (_hold_out), then fitted to every
+    run; every run, all-to-alls included, is then predicted before and after."""
     if not runs:
         raise ValueError("no measurements to calibrate on")
+    measured = runs
+    runs = [f for f in map(fitted_rows, runs) if f.rows]
+    if not runs:
+        raise ValueError(
+            "all-to-all rows only: calibrate fits the collectives (all_reduce, reduce_scatter, all_gather, broadcast, "
+            "reduce), and predicts all-to-alls with the fit; give it a collective's run too"
+        )
     dropped, held_out = _hold_out(base, runs)
     values, free, undetermined = _fitted(base, runs, dropped)
     start = _start(base, runs)
@@ -373,7 +390,7 @@ def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
             tuple(band_errors(_points(m, base, start))),
             tuple(band_errors(_points(m, topology, values))),
         )
-        for m in runs
+        for m in measured
     )
     fitted = {p.name: values[p.name] for p in free}
     return Fit(

@@ -8,10 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import REFERENCE
 from test_nccl_logs import nccl_table, write
 from typer.testing import CliRunner
 
 from dpcost.accuracy import predict
+from dpcost.calibration import calibrate
 from dpcost.catalog import load_measurements, load_topology
 from dpcost.cli import app
 from dpcost.engine.p2p import all_to_all
@@ -67,3 +69,25 @@ def test_collective_prices_an_all_to_all_in_nccl_tests_vocabulary() -> None:
 def test_an_algorithm_cannot_be_forced_on_an_all_to_all() -> None:
     result = CliRunner().invoke(app, ["collective", "--op", "all_to_all", "--algorithm", "ring"])
     assert result.exit_code == 2 and "--algorithm" in result.stderr and "send/recv" in result.stderr
+
+
+ALLTOALL_10N = REFERENCE / "nccl-tests-holdout" / "h100-10n-alltoall-xxrjun.log"
+
+
+def test_calibrate_predicts_all_to_alls_but_fits_the_collectives() -> None:
+    """An all-to-all's per-peer costs are not in dpcost's model: fitted, they would raise the hop latencies every
+    collective pays (x20 on this run alone). The fit with the all-to-all run is the fit without it, and the run is
+    still reported before and after."""
+    h100 = load_topology("dgx-h100")
+    all_reduce = load_measurements(
+        str(Path(__file__).parent / "reference" / "nccl-tests" / "h100-4n-all_reduce-nccltests309.log")
+    )
+    alltoall = load_measurements(str(ALLTOALL_10N))
+    both, alone = calibrate(h100, [alltoall, all_reduce]), calibrate(h100, [all_reduce])
+    assert both.fitted == alone.fitted and both.points == alone.points
+    assert [r.name for r in both.runs] == [alltoall.name, all_reduce.name]
+
+
+def test_calibrate_refuses_all_to_alls_alone() -> None:
+    result = CliRunner().invoke(app, ["calibrate", str(ALLTOALL_10N)])
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "all-to-all rows only" in result.stderr
