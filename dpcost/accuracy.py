@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, bus_factor, fastest
-from dpcost.engine.p2p import exchange
+from dpcost.engine.p2p import all_to_all_choice
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import TopologySpec
@@ -129,7 +129,7 @@ def predict(
         key = (row.op, row.size_bytes)
         if key not in cache:
             if row.op == "all_to_all":  # grouped send/recv: NCCL_ALGO does not apply
-                best = exchange(topology, m.ranks, row.size_bytes).best
+                best = all_to_all_choice(topology, m.ranks, row.size_bytes).best
             else:
                 best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol)
             cache[key] = (

@@ -124,7 +124,7 @@ def collective(
     from dpcost.engine.availability import ALGORITHMS, environment
     from dpcost.engine.collectives import OPS
     from dpcost.engine.collectives import collective as run
-    from dpcost.engine.p2p import exchange
+    from dpcost.engine.p2p import all_to_all_choice
     from dpcost.engine.prepare import check_dp
     from dpcost.render.collectives import collective_rows, collective_table
 
@@ -185,7 +185,9 @@ def collective(
         for size in wanted:
             try:
                 choice = (
-                    exchange(topo, ranks, size) if o == "all_to_all" else run(topo, o, ranks, size, algorithm, protocol)
+                    all_to_all_choice(topo, ranks, size)
+                    if o == "all_to_all"
+                    else run(topo, o, ranks, size, algorithm, protocol)
                 )
             except ValueError as exc:
                 raise InputError(algorithm_from, str(exc)) from None

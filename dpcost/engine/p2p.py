@@ -27,7 +27,7 @@ from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, TierTraf
 from dpcost.engine.placement import Placement, place
 from dpcost.specs import TopologySpec
 
-__all__ = ["all_to_all", "domains_per_token", "exchange", "send_recv"]
+__all__ = ["all_to_all", "all_to_all_choice", "domains_per_token", "send_recv"]
 
 
 def _latency(topology: TopologySpec, p: Placement) -> float:
@@ -87,7 +87,7 @@ def all_to_all(
     )
 
 
-def exchange(topology: TopologySpec, ranks: int, size: float) -> CollectiveChoice:
+def all_to_all_choice(topology: TopologySpec, ranks: int, size: float) -> CollectiveChoice:
     """nccl-tests' alltoall_perf on `ranks` contiguous ranks: the all-to-all (no other algorithm to weigh)."""
     call = all_to_all(topology, place(topology, ranks), size)
     return CollectiveChoice(call, (call,))
