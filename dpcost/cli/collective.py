@@ -122,10 +122,10 @@ def collective(
     from dpcost.accuracy import LAUNCH_PER_GPU, as_timed_by, launches_bound
     from dpcost.catalog import load_measurements, load_topology
     from dpcost.engine.availability import ALGORITHMS, environment
-    from dpcost.engine.collectives import OPS
     from dpcost.engine.collectives import collective as run
     from dpcost.engine.p2p import all_to_all_choice
     from dpcost.engine.prepare import check_dp
+    from dpcost.nccl_tests import OPS
     from dpcost.render.collectives import collective_rows, collective_table
 
     topo = environment(load_topology(topology), _switch("nvls", nvls), _switch("collnet", collnet))
@@ -166,9 +166,8 @@ def collective(
                 "compare",
                 f"{compare.name} has {m.gpus_per_node} GPUs per node, {topo.name}'s NVLink domains {topo.domain_size}",
             )
-    readable = (*OPS, "all_to_all")
-    if any(o not in readable for o in ops):
-        raise InputError("op", f"must be one of {', '.join(readable)}, got {op!r}")
+    if any(o not in OPS for o in ops):  # the ops an nccl-tests file may hold, all_to_all among them
+        raise InputError("op", f"must be one of {', '.join(OPS)}, got {op!r}")
     if "all_to_all" in ops and algorithm is not None:
         raise InputError(
             algorithm_from,
