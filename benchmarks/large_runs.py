@@ -33,8 +33,9 @@ its presets set it, and none for Llama 3, whose own pipeline schedule keeps othe
 1F1B the inference would count. The GPU's catalog topology: A100-80GB and MegaScale's unnamed Ampere GPUs (their
 MFUs imply a 312 TFLOP/s peak) -> dgx-a100, H100 -> dgx-h100, H800 -> hgx-h800, B200 -> dgx-b200, B300 -> dgx-b300,
 GB200 -> gb200-nvl72, GB300 -> gb300-nvl72; a run larger than dgx-a100's 140-node SuperPOD runs on its tiers with
-the last one left unbounded (flagged). FP8 and MXFP8 runs compute on the FP8 dense peak. What a source says of its
-own schedule sets the engine's switches: Llama 3's all-gather CP, DeepSeek's DualPipe hiding the expert all-to-alls,
+the last one left unbounded (flagged). FP8 and MXFP8 runs compute on the FP8 dense peak, NVFP4 runs on the FP4
+one. What a source says of its own schedule sets the engine's switches: Llama 3's all-gather CP, DeepSeek's
+DualPipe hiding the expert all-to-alls,
 MegaScale's overlapped TP, Megatron-Bridge's presets (TP and all-to-all overlap, bf16 gradient reduction), the
 gradient all-reduce (no distributed optimizer) of Megatron-LM in 2021-22 (SC'21, Korthikanti et al.); everything
 else runs Megatron's distributed optimizer. ZeRO-3, FSDP, DualPipe and MegaScale's changed transformer block are not
@@ -43,8 +44,8 @@ modelled as such: flagged.
 One comparison per configuration: rows that differ only in the metric printed (and the table or sentence it is
 printed in) are one configuration; step time is preferred, then tokens/s/GPU, then TFLOP/s, then MFU, then
 GPU-hours per trillion tokens. The naive figure beside each: step = 6N x tokens / (GPUs x 40% x peak), N the active
-parameters (PaLM's model FLOPs at 40% MFU, no communication, no bubble), on the same peak as dpcost's (FP8 where
-the run computes in FP8). Errors are predicted / published - 1; the summary is the geometric mean of |error|.
+parameters (PaLM's model FLOPs at 40% MFU, no communication, no bubble), on the same peak as dpcost's (FP8 or FP4
+where the run computes in it). Errors are predicted / published - 1; the summary is the geometric mean of |error|.
 """
 
 from __future__ import annotations
@@ -170,7 +171,9 @@ TOPOLOGIES = {
     "H100-96GB-HBM2e-500W": "grand-teton-h100-96gb",
 }
 NO_TOPOLOGY: dict[str, str] = {}
-FP8 = ("fp8", "mxfp8")  # precisions that compute in FP8: the run is costed on the GPU's FP8 dense peak
+# precisions whose matmuls run below 16 bits: the run is costed on that dtype's dense peak (NVFP4: FP4's)
+COMPUTE_DTYPE = {"fp8": "fp8", "mxfp8": "fp8", "nvfp4": "nvfp4"}
+PEAK_LABEL = {"fp8": "FP8 peak", "nvfp4": "FP4 peak"}
 
 # Preferred metric first (one comparison per configuration).
 METRICS = (
@@ -432,8 +435,6 @@ def why_not(config: Configuration) -> str:
         return "global batch not printed"
     if not r["precision"] and r["source"] == "mbridge-25.09":
         return "precision not printed (Megatron-Bridge 25.09's tables have no precision column)"
-    if r["precision"] == "nvfp4":
-        return f"{r['precision']} compute: dpcost has no rate for it"
     return ""
 
 
@@ -467,10 +468,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         etp = 1
         flags.append("ETP 1 (not printed; ETP = TP would not divide the GPUs)")
     layout = Layout(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, etp=etp)
-    peak = topology.gpu.fp8_dense if row["precision"] in FP8 else None
-    dtype = "fp8" if peak is not None else "bf16"
+    dtype = COMPUTE_DTYPE.get(row["precision"], "bf16")
+    peak = topology.gpu.peak(dtype) if dtype != "bf16" else None
     if peak is not None:
-        flags.append(f"{row['precision']}: FP8 peak")
+        flags.append(f"{row['precision']}: {PEAK_LABEL[dtype]}")
     a = model.architecture
     assert a is not None
     if virtual > 1 and a.layers % (pp * virtual):

@@ -373,10 +373,10 @@ class Compute(Section):
         description="The slowest rank's extra compute, e.g. 0.05 for 5%.",
         json_schema_extra=cli("--skew", metavar=FRACTION),
     )
-    compute_dtype: Literal["bf16", "fp8"] = Field(
+    compute_dtype: Literal["bf16", "fp8", "nvfp4"] = Field(
         "bf16",
-        description="The tensor-core precision of the matmuls, and so the peak --mfu scales (FP8: the GPU's dense "
-        "FP8 peak; MFU is reported against it).",
+        description="The tensor-core precision of the matmuls, and so the peak --mfu scales (FP8 or NVFP4: the "
+        "GPU's dense FP8 or FP4 peak; MFU is reported against it).",
         json_schema_extra=cli("--compute-dtype"),
     )
     overlap_slowdown: Annotated[float | None, BeforeValidator(_optional_fraction)] = Field(

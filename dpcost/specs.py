@@ -596,6 +596,9 @@ class ComputeRatesSpec(Spec):
         None, description="share of the BF16 peak a matmul sustains"
     )
     gemm_fp8: Annotated[float, Field(gt=0, le=1)] | None = Field(None, description="share of the FP8 peak")
+    gemm_fp4: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        None, description="share of the FP4 (NVFP4) peak [default: the FP8 share]"
+    )
     attention_flash2: Annotated[float, Field(gt=0, le=1)] | None = Field(
         None, description="FlashAttention-2 forward + backward, share of the BF16 peak at long sequences"
     )
@@ -615,6 +618,7 @@ class GPUSpec(Spec):
     hbm_bandwidth: Bandwidth
     bf16_dense: Flops
     fp8_dense: Flops | None = Field(None, description="dense FP8 tensor-core peak, where the GPU has one")
+    fp4_dense: Flops | None = Field(None, description="dense FP4 (NVFP4) tensor-core peak, where the GPU has one")
     sms: Annotated[int, Field(ge=1, le=100_000)] | None = Field(
         None, description="streaming multiprocessors: a collective's channels take one each while it runs"
     )
@@ -633,6 +637,10 @@ class GPUSpec(Spec):
             if self.fp8_dense is None:
                 raise ValueError(f"the {self.name} has no FP8 tensor cores")
             return self.fp8_dense
+        if dtype == "nvfp4":
+            if self.fp4_dense is None:
+                raise ValueError(f"the {self.name} has no FP4 tensor cores (gpu.fp4_dense: Blackwell and later)")
+            return self.fp4_dense
         return self.bf16_dense
 
 

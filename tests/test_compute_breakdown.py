@@ -155,3 +155,37 @@ def test_the_reports_show_the_table_mfu_hfu_and_a_bar_chart() -> None:
     assert 'aria-label="share of one GPU&#x27;s compute per step, by part"' in html
     doc = json.loads(cli("--compute-model", "ops", "--format", "json"))
     assert [p["part"] for p in doc["compute"]["parts"]] == ["matmuls", "attention", "memory-bound", "optimizer"]
+
+
+def test_fp4_peaks_are_the_datasheets_dense_figures() -> None:
+    """Dense FP4 per GPU: DGX B200 144 PFLOPS FP4 with sparsity per 8 GPUs; GB200 NVL72 1,440 with sparsity per 72;
+    GB300 NVL72 1,080 dense per 72; HGX B300 105 dense per 8. Hopper has none."""
+    assert 8 * 2 * load_topology("dgx-b200").gpu.peak("nvfp4") == pytest.approx(144e15)
+    assert 72 * 2 * load_topology("gb200-nvl72").gpu.peak("nvfp4") == pytest.approx(1440e15)
+    assert 72 * load_topology("gb300-nvl72").gpu.peak("nvfp4") == pytest.approx(1080e15)
+    assert 8 * load_topology("dgx-b300").gpu.peak("nvfp4") == pytest.approx(105e15)
+    with pytest.raises(ValueError, match="no FP4 tensor cores"):
+        H100.gpu.peak("nvfp4")
+
+
+def test_nvfp4_matmuls_run_at_fp8s_share_of_the_fp4_peak() -> None:
+    """With no sustained FP4 rate published, an NVFP4 matmul keeps FP8's share of its own peak (engine/rates.py): on
+    GB300 (15 PFLOP/s FP4, 5 FP8) the matmuls take a third of FP8's time, and the casts grow from 5 bytes per
+    element to 7.125 (ops.NVFP4_CAST), so the memory-bound part grows; MFU is against the FP4 peak."""
+    gb300 = load_topology("gb300-nvl72")
+
+    def parts(dtype: str) -> dict[str, float]:
+        report = estimate(LLAMA_8B, gb300, Options(dp=8, compute_model="ops", recompute="none", compute_dtype=dtype))
+        assert report.compute is not None
+        return {p.part: p.layer_forward_seconds for p in report.compute.parts}
+
+    fp8, fp4 = parts("fp8"), parts("nvfp4")
+    assert fp4["matmuls"] == pytest.approx(fp8["matmuls"] / 3)
+    assert fp4["memory-bound"] > fp8["memory-bound"]
+    assert fp4["attention"] == pytest.approx(fp8["attention"])
+
+
+def test_nvfp4_on_a_gpu_without_fp4_is_one_line_and_exit_2() -> None:
+    result = CliRunner().invoke(app, ["estimate", "--model", "llama-8b", "--dp", "8", "--compute-dtype", "nvfp4"])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "--compute-dtype" in result.output and "FP4" in result.output

@@ -11,8 +11,9 @@ from conftest import read_reference_csv
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.compute import flops_per_token
 from dpcost.engine.ops import (
-    fp8_cast_bytes,
+    fp8_cast,
     layer_ops,
+    matmul_operands,
     micro_batch_compute,
     model_ops,
     optimizer_bytes,
@@ -101,11 +102,11 @@ def test_an_fp8_matmul_casts_its_input_and_its_output_gradient_each_time() -> No
     from attention), gate (T x 4096, after the norm; its cast serves the up matmul, Megatron's one fc1) and down
     (T x 14336, after the activation) matmuls; gradients of their outputs (T x 6144, 4096, 14336, 14336, 4096). Under
     TP 8 without sequence parallelism the column-parallel inputs stay whole."""
-    assert (fp8_cast_bytes("hopper"), fp8_cast_bytes("blackwell")) == (6.0, 5.0)
+    assert (fp8_cast("hopper").bytes, fp8_cast("blackwell").bytes) == (6.0, 5.0)
     a = load_model("llama-8b").architecture
     assert a is not None
     t = 8192
-    casts = [op for op in layer_ops(a, False, t, 8192, "fused", 1.0, fp8_cast=6.0) if "FP8 cast" in op.name]
+    casts = [op for op in layer_ops(a, False, t, 8192, "fused", 1.0, cast=fp8_cast("hopper")) if "FP8 cast" in op.name]
     assert sum(op.bytes for op in casts) == t * (4 * 4096 + 6 * 4096 + 4 * 4096 + 4 * 14336)
     assert sum(op.backward_bytes for op in casts) == 6 * t * (6144 + 4096 + 14336 + 14336 + 4096)
     assert sorted(op.kernels for op in casts if op.bytes) == [2, 2, 2, 3]
@@ -114,6 +115,25 @@ def test_an_fp8_matmul_casts_its_input_and_its_output_gradient_each_time() -> No
     split = tensor_parallel(casts, 8, False)
     assert sum(op.bytes for op in split) == t * (4 * 4096 + 6 * 4096 / 8 + 4 * 4096 + 4 * 14336 / 8)
     assert sum(op.backward_bytes for op in split) == 6 * t * ((6144 + 14336 + 14336) / 8 + 4096 + 4096)
+
+
+def test_an_nvfp4_matmul_casts_as_transformer_engines_nvfp4_quantizer() -> None:
+    """NVFP4 (Transformer Engine's NVFP4Quantizer::quantize_impl with the random Hadamard transform): the amaxes
+    before and after the transform in one read of the 16-bit tensor, a row-wise cast and a transposed cast through the
+    transform, each reading it once and writing half a byte per element and an E4M3 scale per 16:
+    2 + 2 x (2 + 0.5 + 1/16) = 7.125 bytes, three kernels, for every input and every gradient, a norm's or an
+    activation's output too (the post-transform amax is a read of its own). The operands: 0.5625 bytes."""
+    gemm_bytes, cast = matmul_operands("blackwell", "nvfp4")
+    assert cast is not None
+    assert (gemm_bytes, cast.bytes, cast.kernels) == (0.5625, 7.125, 3)
+    a = load_model("llama-8b").architecture
+    assert a is not None
+    t = 8192
+    casts = [op for op in layer_ops(a, False, t, 8192, "fused", gemm_bytes, cast=cast) if "NVFP4 cast" in op.name]
+    assert sum(op.bytes for op in casts) == 7.125 * t * (4096 + 4096 + 4096 + 14336)
+    assert sum(op.backward_bytes for op in casts) == 7.125 * t * (6144 + 4096 + 14336 + 14336 + 4096)
+    assert {op.kernels for op in casts if op.bytes} == {3}
+    assert matmul_operands("hopper", "bf16") == (2.0, None)
 
 
 @pytest.mark.parametrize("name", ["llama-8b", "llama-70b", "mixtral-8x7b", "deepseek-v3"])

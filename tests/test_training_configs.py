@@ -330,3 +330,20 @@ def test_a_megatron_scripts_token_dispatcher_is_read() -> None:
         "--moe-token-dispatcher-type",
         "allgather: dpcost prices alltoall and flex",
     )
+
+
+def test_a_megatron_scripts_matmul_precision_is_read() -> None:
+    """megatron/training/arguments.py: --fp8-format (e4m3, hybrid) runs the matmuls in FP8, --fp4-format e2m1 in
+    NVFP4 (--fp4-recipe's one choice)."""
+    from dpcost.training_configs.megatron import read
+
+    script = (CONFIGS / "megatron-gpt-345m.sh").read_text()
+
+    def precision(flag: str) -> object:
+        return read(script.replace("    --num-layers 24 \\", f"    --num-layers 24 {flag} \\"), "p.sh").options.get(
+            "compute_dtype"
+        )
+
+    assert precision("") is None
+    assert precision("--fp8-format hybrid") == "fp8"
+    assert precision("--fp4-format e2m1") == "nvfp4"

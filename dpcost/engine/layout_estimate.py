@@ -443,7 +443,7 @@ def _stage_by_ops(
     fw = FRAMEWORKS["megatron"]
     rates = rates_for(gpu)
     tokens = micro_batch * seq_len // layout.cp
-    gemm_bytes, fp8_cast = matmul_operands(gpu.arch, compute_dtype)
+    gemm_bytes, cast = matmul_operands(gpu.arch, compute_dtype)
 
     def timed(ops: list[Op]) -> OpTimes:
         return times(
@@ -459,7 +459,7 @@ def _stage_by_ops(
             return known[key]
         view = a.attention_of(mixer)
         ops = tensor_parallel(
-            layer_ops(view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, fp8_cast, local),
+            layer_ops(view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local),
             layout.tp,
             sequence_parallel,
         )

@@ -16,8 +16,8 @@ rates and their sources). The ops of a layer:
   experts and back (_token_permutation), the embedding, the loss, the optimizer step;
   bytes per token by how the framework runs them (`kernels`: eager PyTorch, fused kernels as Transformer Engine
   and Apex run them, or torch.compile's fused ones), backward about twice the forward's traffic.
-- FP8 casts: an FP8 matmul's input (forward) and its output's gradient (backward) are cast from 16 bits each time
-  (FP8_CAST_BYTES).
+- FP8 and NVFP4 casts: an FP8 or NVFP4 matmul's input (forward) and its output's gradient (backward) are cast from
+  16 bits each time (FP8_CASTS, NVFP4_CAST).
 The model FLOPs (and MFU) stay PaLM's 6N + 12LHQT (compute.py); the ops count what the GPU executes.
 """
 
@@ -35,11 +35,12 @@ from dpcost.specs import GPUSpec, LocalAttentionSpec, ModelArchitecture
 
 __all__ = [
     "PARTS",
+    "Cast",
     "MicroBatchCompute",
     "Op",
     "OpTimes",
     "Passes",
-    "fp8_cast_bytes",
+    "fp8_cast",
     "layer_ops",
     "matmul_operands",
     "micro_batch_compute",
@@ -129,32 +130,61 @@ _DROPOUT = {"eager": (5.0, 1), "fused": (1.0, 0), "compiled": (1.0, 0)}
 # The loss, bytes per logit forward and backward: an fp32 copy of the logits (upcast, and its chunks), bf16
 # throughout, a fused kernel that writes the gradient in place (Liger, compiled), Megatron's fp32 vocab-parallel.
 LOSS_BYTES = {"upcast": 14.0, "chunked": 14.0, "bf16": 6.0, "fused": 4.0, "vocab-parallel": 12.0}
+
+
+@frozen
+class Cast:
+    """Casting one 16-bit matmul operand to the compute dtype: bytes per element and kernels, and whether a norm or
+    an activation ahead of the matmul can compute the amax as it writes its output (sparing one read and one
+    kernel)."""
+
+    label: str
+    bytes: float
+    kernels: int
+    amax_fusable: bool
+
+
 # An FP8 matmul's 16-bit operand, cast with a per-tensor scale from its current amax (Transformer Engine's
 # Float8CurrentScalingQuantizer::quantize_impl: nvte_compute_amax, nvte_compute_scale_from_amax, nvte_quantize_v2;
 # torchao's tensorwise dynamic scaling likewise): read once for its amax, once more to write it in FP8 row-wise and,
 # on Hopper, whose FP8 matmuls take only the TN layout, column-wise for the backward's transposed product: bytes per
 # element and kernels. Blackwell multiplies FP8 in any layout: no column-wise copy. A norm or an activation in front
 # of the matmul computes the amax as it writes its output (Transformer Engine's fused norm and activation kernels):
-# that input's cast skips the amax read and its kernel (_fp8_casts). Not distinguished: delayed scaling, where the
+# that input's cast skips the amax read and its kernel (_casts). Not distinguished: delayed scaling, where the
 # norm writes FP8 itself, and MXFP8's block scales, cast in one kernel.
-FP8_CAST_BYTES = {"hopper": 2.0 + 2.0 + 1.0 + 1.0, "blackwell": 2.0 + 2.0 + 1.0}
-FP8_CAST_KERNELS = 3
+FP8_CASTS = {
+    "hopper": Cast("FP8", 2.0 + 2.0 + 1.0 + 1.0, 3, True),
+    "blackwell": Cast("FP8", 2.0 + 2.0 + 1.0, 3, True),
+}
+# NVFP4 (Transformer Engine's NVFP4BlockScaling, the recipe Megatron-Bridge's bf16_with_nvfp4_mixed sets): an E2M1
+# value per element and an E4M3 scale per block of 16 (nvfp4.rst), half a byte and a sixteenth.
+NVFP4_BYTES = 0.5 + 1.0 / 16
+# An activation's or a gradient's NVFP4 cast (NVFP4Quantizer::quantize_impl with RHT, in quantizer.cpp): one read for
+# the row-wise amax and the amax after the random Hadamard transform the weight-gradient matmul's operands take
+# (nvte_hadamard_transform_amax), one read to write it row-wise (nvte_quantize_v2), and one to write its transpose
+# through the transform (nvte_hadamard_transform_cast_fusion_columnwise); three kernels. The post-transform amax is
+# its own read, so no norm spares one. The weights are cast once per optimizer step (fp4_param_gather), not here.
+NVFP4_CAST = Cast("NVFP4", 2.0 + (2.0 + NVFP4_BYTES) + (2.0 + NVFP4_BYTES), 3, False)
 
 
-def fp8_cast_bytes(arch: str) -> float:
-    """Bytes per element one FP8 cast moves on `arch` (FP8_CAST_BYTES; Hopper's where the GPU has no FP8 path)."""
-    return FP8_CAST_BYTES.get(arch, FP8_CAST_BYTES["hopper"])
+def fp8_cast(arch: str) -> Cast:
+    """An FP8 cast on `arch` (FP8_CASTS; Hopper's where the GPU has no FP8 path)."""
+    return FP8_CASTS.get(arch, FP8_CASTS["hopper"])
 
 
-def matmul_operands(arch: str, compute_dtype: str) -> tuple[float, float]:
-    """Bytes per element of a layer matmul's operands, and what casting one to FP8 moves (0 in 16 bits)."""
-    return (1.0, fp8_cast_bytes(arch)) if compute_dtype == "fp8" else (BF16, 0.0)
+def matmul_operands(arch: str, compute_dtype: str) -> tuple[float, Cast | None]:
+    """Bytes per element of a layer matmul's operands, and the cast of a 16-bit one to them (None in 16 bits)."""
+    if compute_dtype == "nvfp4":
+        return NVFP4_BYTES, NVFP4_CAST
+    if compute_dtype == "fp8":
+        return 1.0, fp8_cast(arch)
+    return BF16, None
 
 
-def _fp8_casts(gemm: Op, cast_bytes: float, cast_input: bool = True, fused_amax: bool = False) -> list[Op]:
-    """The casts an FP8 matmul adds: its (m x k) input before the forward (unless another matmul's cast of the same
-    input serves it: Megatron's fused gate-and-up fc1; without the amax read where a norm or an activation computed
-    it, `fused_amax`), its (m x n) output's gradient before the backward. Split over
+def _casts(gemm: Op, cast: Cast, cast_input: bool = True, fused_amax: bool = False) -> list[Op]:
+    """The casts an FP8 or NVFP4 matmul adds: its (m x k) input before the forward (unless another matmul's cast of
+    the same input serves it: Megatron's fused gate-and-up fc1; without the amax read where a norm or an activation
+    computed it, `fused_amax`, and the cast allows it), its (m x n) output's gradient before the backward. Split over
     TP as the tensors are: a column-parallel matmul's input is the whole hidden state (split only by sequence
     parallelism, where the FP8 all-gather casts the shard) and its output split; a row-parallel one the other way
     round; a replicated one (MLA's down-projections) neither."""
@@ -162,12 +192,13 @@ def _fp8_casts(gemm: Op, cast_bytes: float, cast_input: bool = True, fused_amax:
     split_in, split_out = {"n": ("sequence", ""), "k": ("", "sequence")}.get(gemm.tp_split, ("replicated",) * 2)
     out = []
     if cast_input:
-        in_bytes = cast_bytes - BF16 if fused_amax else cast_bytes  # the amax read, done by the kernel before
-        in_kernels = FP8_CAST_KERNELS - 1 if fused_amax else FP8_CAST_KERNELS
-        out.append(Op(f"{gemm.name}, FP8 cast", gemm.module, "memory", 0.0, in_bytes * m * k, in_kernels,
+        spared = fused_amax and cast.amax_fusable
+        in_bytes = cast.bytes - BF16 if spared else cast.bytes  # the amax read, done by the kernel before
+        in_kernels = cast.kernels - 1 if spared else cast.kernels
+        out.append(Op(f"{gemm.name}, {cast.label} cast", gemm.module, "memory", 0.0, in_bytes * m * k, in_kernels,
                       0.0, 0.0, 0, gemm.repeats, tp_split=split_in))  # fmt: skip
-    out.append(Op(f"{gemm.name}, gradient FP8 cast", gemm.module, "memory", 0.0, 0.0, 0, 0.0,
-                  cast_bytes * m * n, FP8_CAST_KERNELS, gemm.repeats, tp_split=split_out))  # fmt: skip
+    out.append(Op(f"{gemm.name}, gradient {cast.label} cast", gemm.module, "memory", 0.0, 0.0, 0, 0.0,
+                  cast.bytes * m * n, cast.kernels, gemm.repeats, tp_split=split_out))  # fmt: skip
     return out
 
 
@@ -180,7 +211,7 @@ def layer_ops(
     gemm_bytes: float = BF16,
     flash: bool = True,
     ep: int = 1,
-    fp8_cast: float = 0.0,
+    cast: Cast | None = None,
     local: LocalAttentionSpec | None = None,
 ) -> list[Op]:
     """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
@@ -191,8 +222,8 @@ def layer_ops(
     (a.dropout > 0; GPT-3-style models as Megatron-LM trained them): the attention probabilities' dropout, a kernel
     of its own before flash attention (Megatron's CoreAttention), reads and writes the scores and writes a bool mask,
     5 bytes per score each way (flash attention drops in-kernel); and the hidden state's dropout before each
-    residual add (_DROPOUT). With `fp8_cast` (FP8 matmuls: bytes per element, fp8_cast_bytes), each matmul but the
-    router's and unfused attention's casts its input and its output's gradient (_fp8_casts). With `local`, a
+    residual add (_DROPOUT). With `cast` (FP8 or NVFP4 matmuls: matmul_operands), each matmul but the
+    router's and unfused attention's casts its input and its output's gradient (_casts). With `local`, a
     sliding-window or chunked layer, flash attention computes the keys its queries see (causal_keys) at the rate a
     causal kernel keeps at twice that many keys per query (the same work per query block), a window's band also
     its query block's rows (times, rates.attention_query_tile); eager attention still computes the whole square and
@@ -289,7 +320,7 @@ def layer_ops(
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
     ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
-    if not fp8_cast:
+    if cast is None:
         return ops
     with_casts = []
     for op in ops:
@@ -299,9 +330,7 @@ def layer_ops(
             # a norm or an activation computes the amax of every matmul input but the attention output's and the
             # routed experts' dispatched tokens
             dispatched = op.name.startswith("expert ") and not op.name.endswith(" down")
-            with_casts += _fp8_casts(
-                op, fp8_cast, cast_input=not shared, fused_amax=op.module != "attn_out" and not dispatched
-            )
+            with_casts += _casts(op, cast, cast_input=not shared, fused_amax=op.module != "attn_out" and not dispatched)
     return with_casts
 
 
@@ -556,7 +585,7 @@ def micro_batch_compute(
     gemm_bytes: float = BF16,
     flash: bool = True,
     shape_key: tuple[str, str] | None = None,
-    fp8_cast: float = 0.0,
+    cast: Cast | None = None,
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
     head and the loss; the recomputation its checkpointing policy adds to the backward."""
@@ -576,9 +605,7 @@ def micro_batch_compute(
     kinds = [(moe, a.mixer(i), a.local_span(i)) for i, moe in enumerate(moe_layers)]
     for kind in sorted(set(kinds), key=lambda k: (k[0], k[1], k[2] is not None)):  # one spec: one local kind
         count, (moe, mixer, local) = kinds.count(kind), kind
-        ops = layer_ops(
-            a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, fp8_cast=fp8_cast, local=local
-        )
+        ops = layer_ops(a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, cast=cast, local=local)
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = recomputed_by_part(t.forward, ops, per_op, recompute, modules)

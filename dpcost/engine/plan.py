@@ -199,20 +199,20 @@ def timeline(
         forward = flops.forward * tokens / rate
         backward = (flops.backward + flops.recompute) * tokens / rate
     else:
-        gemm_bytes, fp8_cast = matmul_operands(gpu.arch, o.compute.compute_dtype)
+        gemm_bytes, cast = matmul_operands(gpu.arch, o.compute.compute_dtype)
         moe_layers = tuple(b.moe for b in p.counts.blocks)
         attention = p.framework.attention_kernel if p.framework else "flash2"
         modules = frozenset(o.plan.recompute_modules)
         share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
         every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype
         key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
-               share, gemm_bytes, flash, dtype, fp8_cast)  # fmt: skip
+               share, gemm_bytes, flash, dtype, cast)  # fmt: skip
         known = _compute_of(a)
         if key not in known:
             known[key] = micro_batch_compute(
                 a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
                 gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
-                fp8_cast,
+                cast,
             )  # fmt: skip
         compute = known[key]
         forward, backward = compute.forward, compute.backward

@@ -45,6 +45,9 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   added, the softmax, the scores read again; backward: 14), which at A100's streaming rate would take 0.53, 0.53
   and 0.56 of the measured time. Their mean, taken for every GPU (no other generation's standard attention was
   found).
+- gemm_fp4 (NVFP4, Blackwell): no sustained FP4 matmul rate was found published (no MSMF, no power-saturated
+  figure), so an NVFP4 matmul keeps the FP8 share of its own dense peak (Blackwell's 2795.7 / 4500), and FP8's
+  shape losses (SHAPE_SWEEP_OF): an assumption, which a topology's `gpu.rates.gemm_fp4` overrides.
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
   2.6 us (A100) and 2.4 us (H200) with eager launches (launch.csv).
 - gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
@@ -103,6 +106,7 @@ class ComputeRates:
     attention_query_tile: int  # query rows a flash kernel's block computes together (a window's band: module doc)
     hbm: float  # share of the HBM bandwidth a streaming kernel reaches
     launch: float  # seconds: the shortest time a kernel takes when launched eagerly, one after another
+    gemm_fp4: float | None = None  # share of the dense FP4 peak; None: the FP8 share (module docstring)
 
 
 # Eager attention's score kernels move their bytes at this share of the streaming rate (module docstring).
@@ -205,7 +209,11 @@ GEMM_SWEEPS: dict[tuple[str, str], tuple[float, dict[str, tuple[tuple[int, float
 LARGE = 4096  # the sweeps' reference dimension: from here up a matmul runs at the large-matmul share
 # A generation without a sweep of its own, or an axis without one, takes the nearest one's shape losses (module
 # docstring).
-SHAPE_SWEEP_OF = {("ampere", "bf16"): ("hopper", "bf16"), ("hopper", "fp8"): ("hopper", "bf16")}
+SHAPE_SWEEP_OF = {
+    ("ampere", "bf16"): ("hopper", "bf16"),
+    ("hopper", "fp8"): ("hopper", "bf16"),
+    ("blackwell", "nvfp4"): ("blackwell", "fp8"),
+}
 
 
 def _axis_factor(points: tuple[tuple[int, float], ...], reference: float, size: float) -> float:
@@ -241,6 +249,7 @@ def rates_for(gpu: GPUSpec) -> ComputeRates:
         base,
         gemm=given.gemm or base.gemm,
         gemm_fp8=given.gemm_fp8 or base.gemm_fp8,
+        gemm_fp4=given.gemm_fp4 or base.gemm_fp4,
         attention=attention,
         hbm=given.hbm or base.hbm,
         launch=given.launch if given.launch is not None else base.launch,
@@ -252,4 +261,6 @@ def matmul_efficiency(gpu: GPUSpec, compute_dtype: str, given: float | None) -> 
     if given is not None:
         return given
     r = rates_for(gpu)
+    if compute_dtype == "nvfp4":
+        return r.gemm_fp4 or r.gemm_fp8 or r.gemm
     return (r.gemm_fp8 or r.gemm) if compute_dtype == "fp8" else r.gemm

@@ -109,7 +109,7 @@ class Setup(Contract):
     )
     compute_model: str = Field("flops", description="flops (one efficiency for every FLOP) or ops (op by op)")
     skew: float = Field(description="the slowest rank's extra compute (--skew)")
-    compute_dtype: str = Field(description="the matmuls' precision: bf16, or fp8 (MFU is against its peak)")
+    compute_dtype: str = Field(description="the matmuls' precision: bf16, fp8 or nvfp4 (MFU is against its peak)")
     overlap_slowdown: float = Field(description="compute slowdown while a collective overlaps it")
     sync_jitter: float = Field(
         description="seconds per sqrt(s) of compute: one standard deviation of a rank's drift after one second"

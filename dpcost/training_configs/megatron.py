@@ -161,8 +161,8 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--ddp-bucket-size", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
-_PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--accumulate-allreduce-grads-in-fp32",
-                   "--grad-reduce-in-bf16")  # fmt: skip
+_PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--fp4-format",
+                   "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16")  # fmt: skip
 
 
 def _batch(r: Reading, args: dict[str, list[str]]) -> None:
@@ -264,6 +264,8 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
         r.note("--bf16", "", "", "bf16 training, gradients accumulated and reduced in fp32 (Megatron's default)")
     if "--fp8-format" in args:
         r.use("--fp8-format", " ".join(args["--fp8-format"]), "compute_dtype", "fp8")
+    if "--fp4-format" in args:  # e2m1, the NVFP4 recipe (Megatron-LM's arguments.py: --fp4-recipe nvfp4 only)
+        r.use("--fp4-format", " ".join(args["--fp4-format"]), "compute_dtype", "nvfp4")
     if "--fp8-param-gather" in args:
         r.use("--fp8-param-gather", "", "gather_dtype", "fp8")
 
