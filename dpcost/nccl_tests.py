@@ -293,8 +293,10 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
     return runs
 
 
+# nccl-tests' rank line (src/common.cu); older versions print no "Group N" (v2.0.0, 2021: "#   Rank  0 Pid 25 on
+# host device  0 [0x10] A100-SXM4-40GB")
 _RANK = re.compile(
-    r"#\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(?P<dev>.*)"
+    r"#\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(?P<dev>.*)"
 )
 # Every nccl-tests program, to tell "a log of a collective dpcost does not model" from "no op named".
 _PROGRAMS = (*PROGRAM_OF.values(), "alltoallv", "gather", "scatter", "sendrecv", "hypercube")

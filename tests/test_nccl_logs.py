@@ -383,6 +383,15 @@ def test_a_log_cut_without_its_rank_lines_states_them_in_a_ranks_line(tmp_path: 
     assert load_measurements(str(write(tmp_path, "# ranks: 16\n" + table))).ops == ("all_reduce",)
 
 
+def test_rank_lines_from_before_nccl_tests_printed_their_group_are_read(tmp_path: Path) -> None:
+    """nccl-tests v2.0.0 (2021: aws-samples/aws-efa-eks's p4d log) printed '#   Rank  0 Pid     25 on host device  0
+    [0x10] A100-SXM4-40GB', without the 'Group N' later versions print: the ranks and hosts are read all the same."""
+    table = nccl_table(16, "sum", -1, False, 2 * 15 / 16).replace(" Group  0", "")
+    assert "Group" not in table
+    m = load_measurements(str(write(tmp_path, "# op: all_reduce\n" + table)))
+    assert (m.ranks, m.gpus_per_node) == (16, 8)
+
+
 @pytest.mark.parametrize(
     ("line", "needle"),
     [("# ranks: 12\n", "contradicts its 16 '# Rank' lines"), ("# ranks: 16, gpus per node: 6\n", "multiple")],
