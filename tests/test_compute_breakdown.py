@@ -159,11 +159,11 @@ def test_the_reports_show_the_table_mfu_hfu_and_a_bar_chart() -> None:
 
 def test_fp4_peaks_are_the_datasheets_dense_figures() -> None:
     """Dense FP4 per GPU: DGX B200 144 PFLOPS FP4 with sparsity per 8 GPUs; GB200 NVL72 1,440 with sparsity per 72;
-    GB300 NVL72 1,080 dense per 72; HGX B300 105 dense per 8. Hopper has none."""
+    GB300 NVL72 1,080 dense per 72; HGX and DGX B300 108 dense per 8. Hopper has none."""
     assert 8 * 2 * load_topology("dgx-b200").gpu.peak("nvfp4") == pytest.approx(144e15)
     assert 72 * 2 * load_topology("gb200-nvl72").gpu.peak("nvfp4") == pytest.approx(1440e15)
     assert 72 * load_topology("gb300-nvl72").gpu.peak("nvfp4") == pytest.approx(1080e15)
-    assert 8 * load_topology("dgx-b300").gpu.peak("nvfp4") == pytest.approx(105e15)
+    assert 8 * load_topology("dgx-b300").gpu.peak("nvfp4") == pytest.approx(108e15)
     with pytest.raises(ValueError, match="no FP4 tensor cores"):
         H100.gpu.peak("nvfp4")
 

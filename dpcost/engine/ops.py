@@ -162,8 +162,10 @@ NVFP4_BYTES = 0.5 + 1.0 / 16
 # An activation's or a gradient's NVFP4 cast (NVFP4Quantizer::quantize_impl with RHT, in quantizer.cpp): one read for
 # the row-wise amax and the amax after the random Hadamard transform the weight-gradient matmul's operands take
 # (nvte_hadamard_transform_amax), one read to write it row-wise (nvte_quantize_v2), and one to write its transpose
-# through the transform (nvte_hadamard_transform_cast_fusion_columnwise); three kernels. The post-transform amax is
-# its own read, so no norm spares one. The weights are cast once per optimizer step (fp4_param_gather), not here.
+# through the transform (nvte_hadamard_transform_cast_fusion_columnwise); three kernels (Transformer Engine 2.8-2.13;
+# from 2.14 one kernel writes both copies, a read fewer). The post-transform amax is its own read, so no norm spares
+# one (normalization.cpp runs the norm unfused ahead of it). The weights are cast once per optimizer step
+# (fp4_param_gather), not here.
 NVFP4_CAST = Cast("NVFP4", 2.0 + (2.0 + NVFP4_BYTES) + (2.0 + NVFP4_BYTES), 3, False)
 
 

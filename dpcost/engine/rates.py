@@ -47,7 +47,9 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   found).
 - gemm_fp4 (NVFP4, Blackwell): no sustained FP4 matmul rate was found published (no MSMF, no power-saturated
   figure), so an NVFP4 matmul keeps the FP8 share of its own dense peak (Blackwell's 2795.7 / 4500), and FP8's
-  shape losses (SHAPE_SWEEP_OF): an assumption, which a topology's `gpu.rates.gemm_fp4` overrides.
+  shape losses (SHAPE_SWEEP_OF); a topology's `gpu.rates.gemm_fp4` overrides it. A burst benchmark bears the share
+  out: on a B200, cuBLAS's NVFP4 matmul kept 0.945-0.948 of BF16's share of peak in the same run at 6144^3 and
+  8192^3 (pytorch/ao#2427, gemm.csv), and BF16's sustained 0.647 x 0.945 = 0.612 is FP8's 0.621 within 2%.
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
   2.6 us (A100) and 2.4 us (H200) with eager launches (launch.csv).
 - gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
