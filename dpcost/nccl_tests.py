@@ -3,7 +3,9 @@
 Text output is what `all_reduce_perf -b 8 -e 16G -f 2 -g 8` prints (github.com/NVIDIA/nccl-tests), known by
 its table header (`#  size  count  type  redop  root  time  algbw  busbw  #wrong  time ...`; the header says
 which columns a version prints). Rank lines give the ranks and hosts; each row gives the out-of-place and the
-in-place time. The collective is the one nccl-tests' `# Collective test starting: all_reduce_perf` line names,
+in-place time. A launcher's label before each line (mpirun --tag-output's `[1,0]<stdout>:`, srun --label's `0: `, a
+host or a timestamp) is taken off first: whatever stands before the table header's `#`. The collective is the one
+nccl-tests' `# Collective test starting: all_reduce_perf` line names,
 else a `# op: all_reduce` line, else the `<op>_perf[_mpi]` command line echoed in the log, else the file name;
 the rows must read as that op (redop, root, count). A time outside 0.1 us .. 1 hour, or a size beyond 2**50 bytes,
 is refused with its line; 0-byte rows are skipped.
@@ -229,7 +231,24 @@ def parse_measurements(text: str, name: str = "") -> Measurements:
 
 def parse_runs(text: str, name: str = "") -> list[Measurements]:
     """Every run in the text: a log is one run; a CSV is one run per (ranks, GPUs per node, algorithm)."""
-    return _parse_csv(text, name) if _is_csv(text) else [_parse_log(text, name)]
+    return _parse_csv(text, name) if _is_csv(text) else [_parse_log(_without_line_labels(text), name)]
+
+
+# The table header with whatever a launcher printed before it on the line: OpenMPI's --tag-output "[1,0]<stdout>:",
+# srun --label's "0: ", pdsh's "host: ", a timestamp.
+_LABELLED_HEADER = re.compile(r"^(?P<label>[^#\n]*?)#\s*size\s+count\s+type\b", re.MULTILINE)
+
+
+def _without_line_labels(text: str) -> str:
+    """The log as nccl-tests printed it: the label before the table header's '#' taken off every line that starts
+    with it, its digits free to differ from line to line (ranks, hosts, times). Indentation alone is no label."""
+    found = _LABELLED_HEADER.search(text)
+    if found is None or not found.group("label").strip():
+        return text
+    label = re.compile(re.sub(r"\d+", r"\\d+", re.escape(found.group("label").strip())) + r"\s?")
+    return "\n".join(
+        label.sub("", line.lstrip(), count=1) if label.match(line.lstrip()) else line for line in text.splitlines()
+    )
 
 
 def _algorithm_cell(text: str | None, where: str) -> str | None:

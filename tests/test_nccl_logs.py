@@ -383,6 +383,34 @@ def test_a_log_cut_without_its_rank_lines_states_them_in_a_ranks_line(tmp_path: 
     assert load_measurements(str(write(tmp_path, "# ranks: 16\n" + table))).ops == ("all_reduce",)
 
 
+@pytest.mark.parametrize(
+    "label",
+    [
+        "[1,{rank}]<stdout>:",  # OpenMPI mpirun --tag-output (AWS's EFA recipes run it so)
+        "{rank}: ",  # srun --label
+        "node-{rank}: ",  # pdsh, clush
+        "2026-12-0{rank}T10:00:0{rank}Z ",  # a timestamp per line
+    ],
+)
+def test_a_launchers_label_before_each_line_is_taken_off(tmp_path: Path, label: str) -> None:
+    """A log as the launcher printed it, each line labelled (other ranks' NCCL INFO lines among them), reads as the
+    log nccl-tests printed; lines without the label are left as they are."""
+    plain = ALL_REDUCE.read_text()
+    lines = []
+    for i, line in enumerate(plain.splitlines()):
+        lines.append(label.format(rank=0) + line)
+        if i % 7 == 0:
+            lines.append(label.format(rank=3) + "node-1:4242:4242 [3] NCCL INFO Channel 00/32 : 0 1 2 3")
+    labelled = write(tmp_path, "\n".join(lines) + "\nmpirun: a line of the launcher's own\n")
+    read, expected = load_measurements(str(labelled)), load_measurements(str(ALL_REDUCE))
+    assert (read.ranks, read.gpus_per_node, read.ops, read.rows) == (
+        expected.ranks,
+        expected.gpus_per_node,
+        expected.ops,
+        expected.rows,
+    )
+
+
 def test_rank_lines_from_before_nccl_tests_printed_their_group_are_read(tmp_path: Path) -> None:
     """nccl-tests v2.0.0 (2021: aws-samples/aws-efa-eks's p4d log) printed '#   Rank  0 Pid     25 on host device  0
     [0x10] A100-SXM4-40GB', without the 'Group N' later versions print: the ranks and hosts are read all the same."""
