@@ -151,3 +151,23 @@ def test_nvfp4_keeps_about_fp8s_sustained_share_as_the_burst_benchmark_says() ->
     blackwell = ARCH_RATES["blackwell"]
     assert blackwell.gemm_fp4 is None  # FP8's share stands in
     assert blackwell.gemm * ratios[1] == pytest.approx(blackwell.gemm_fp8, rel=0.02)
+
+
+def test_gb200_keeps_blackwells_sustained_shares_scaled_by_its_burst_share_over_b200s() -> None:
+    """ml-engineering's MAMF table (one table, gemm.csv @744d01e) reads a GB200 at a smaller share of its peak than a
+    B200; gb200-nvl72 takes Blackwell's sustained shares (B200's MSMF) times that ratio, BF16 and FP8 alike."""
+    from dpcost.catalog import load_topology
+
+    rows = [r for r in _rows() if "744d01e18b79512572f64a6bbd8b5f4a725203a7" in r["source"]]
+
+    def burst(gpu: str, dtype: str) -> float:
+        (row,) = [r for r in rows if r["gpu"] == gpu and r["dtype"] == dtype]
+        return float(row["tflops"]) / float(row["peak_tflops"])
+
+    rates = load_topology("gb200-nvl72").gpu.rates
+    assert rates is not None
+    blackwell = ARCH_RATES["blackwell"]
+    assert rates.gemm == pytest.approx(blackwell.gemm * burst("GB200", "bf16") / burst("B200-SXM", "bf16"), abs=1e-4)
+    assert rates.gemm_fp8 == pytest.approx(
+        blackwell.gemm_fp8 * burst("GB200", "fp8_e4m3") / burst("B200-SXM", "fp8_e4m3"), abs=1e-4
+    )
