@@ -689,7 +689,7 @@ def _parse_log(text: str, name: str) -> Measurements:
         ranks, per_node = declared[0], declared[1] or per_node
     named = _which_op(text, name)
     op, source = named or (_table_op(rows, ranks), "its table (redop, root, count)")
-    seen: dict[tuple[int, str], int] = {}
+    seen: dict[tuple[int, str], _Row] = {}
     measured = []
     for row in rows:
         why = _misread(row, op, ranks)
@@ -697,10 +697,15 @@ def _parse_log(text: str, name: str) -> Measurements:
             fix = "" if source.startswith("its 'Collective") else "; if that is wrong, add a line '# op: <op>'"
             raise ValueError(f"line {row.line}: not a row of {op} ({why}); {op} came from {source}{fix}")
         for column, time_us in row.times:
-            first = seen.setdefault((row.size, column), row.line)
-            if first != row.line:
+            first = seen.setdefault((row.size, column), row)
+            if first.line != row.line and first.dtype != row.dtype:  # nccl-tests -d all: a row per datatype
                 raise ValueError(
-                    f"line {row.line}: {row.size} bytes ({column}) measured again (first on line {first}); "
+                    f"line {row.line}: {row.size} bytes ({column}) measured again in {row.dtype} (first in "
+                    f"{first.dtype} on line {first.line}); keep one datatype per file (nccl-tests -d {first.dtype})"
+                )
+            if first.line != row.line:
+                raise ValueError(
+                    f"line {row.line}: {row.size} bytes ({column}) measured again (first on line {first.line}); "
                     "keep one run per file"
                 )
             measured.append(Measurement(op, row.size, time_us, column))

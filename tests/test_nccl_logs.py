@@ -315,6 +315,21 @@ def test_a_cut_row_and_a_repeated_run_are_refused_with_their_lines(tmp_path: Pat
     refused(twice, "measured again (first on line")
 
 
+def test_a_log_of_several_datatypes_is_refused_naming_them(tmp_path: Path) -> None:
+    """nccl-tests -d all prints a row per datatype for each size (src/common.cu): the second datatype's row is named,
+    with the first's and the flag that keeps one."""
+    lines = []
+    for line in EXAMPLE.read_text().splitlines():
+        lines.append(line)
+        cells = line.split()
+        if cells and cells[0].isdigit() and cells[2] == "float" and int(cells[0]) > 0:
+            half = line.replace(cells[1], str(2 * int(cells[1])), 1).replace(" float", "  half", 1)
+            lines.append(half)
+    refused(
+        write(tmp_path, "\n".join(lines) + "\n", "all_reduce.log"), "measured again in half (first in float", "-d float"
+    )
+
+
 def test_the_header_says_where_the_times_are(tmp_path: Path) -> None:
     """Before 2022 all_gather printed no redop and no root; newer versions may add per-iteration columns."""
     old = tmp_path / "old.log"
