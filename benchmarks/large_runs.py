@@ -37,9 +37,10 @@ the last one left unbounded (flagged). FP8 and MXFP8 runs compute on the FP8 den
 one. What a source says of its own schedule sets the engine's switches: Llama 3's all-gather CP, DeepSeek's
 DualPipe hiding the expert all-to-alls,
 MegaScale's overlapped TP, Megatron-Bridge's presets (TP and all-to-all overlap, bf16 gradient reduction), the
-gradient all-reduce (no distributed optimizer) of Megatron-LM in 2021-22 (SC'21, Korthikanti et al.); everything
-else runs Megatron's distributed optimizer. ZeRO-3, FSDP, DualPipe and MegaScale's changed transformer block are not
-modelled as such: flagged.
+gradient all-reduce (no distributed optimizer) of Megatron-LM in 2021-22 (SC'21, Korthikanti et al.), Megatron-FSDP
+where a Megatron-Bridge table prints FSDP (optim_grads_params, ZeRO-3, as its presets set it); everything else runs
+Megatron's distributed optimizer. DeepSpeed's ZeRO-3, Llama 3's FSDP, DualPipe and MegaScale's changed transformer
+block are not modelled as such: flagged.
 
 One comparison per configuration: rows that differ only in the metric printed (and the table or sentence it is
 printed in) are one configuration; step time is preferred, then tokens/s/GPU, then TFLOP/s, then MFU, then
@@ -584,8 +585,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("pure data parallelism: costed by dpcost estimate --zero 3 --framework deepspeed")
     if "FSDP" in row["notes"] and source == "llama3-2024":
         flags.append("FSDP costed as ZeRO-1")
-    if re.search(r"FSDP [1-9][0-9]* (printed|under)", row["notes"]):  # Megatron-FSDP (holdout-runs.csv)
-        flags.append("Megatron-FSDP costed as the distributed optimizer (ZeRO-1)")
+    # Megatron-FSDP (holdout-runs.csv), as Megatron-Bridge's presets run it: optim_grads_params, ZeRO-3
+    # (scripts/performance/utils/overrides.py _set_megatron_fsdp_overrides at 067f987df)
+    megatron_fsdp = bool(re.search(r"FSDP [1-9][0-9]* (printed|under)", row["notes"]))
+    if megatron_fsdp:
+        flags.append("Megatron-FSDP: optim_grads_params (ZeRO-3), as Megatron-Bridge's presets set it")
+    zero = 3 if megatron_fsdp else 1 if distributed else 0
     if "no overlap of the gradient all-reduce" in row["notes"]:
         flags.append("gradient all-reduce not overlapped in the run (the engine overlaps it)")
     # Megatron-Bridge's DeepSeek-V3 recipe at 7af9601c (recipes/deepseek/deepseek_v3.py) trains one MTP module
@@ -681,7 +686,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             ep_dispatcher="flex" if bridge_flex else "alltoall",
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
-            distributed_optimizer=distributed,
+            zero=zero,
             dp_overlap=dp_overlap,
             flash=flash,
             grad_dtype=grad_dtype,
@@ -709,7 +714,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     elif not recompute:
         try:
             recompute = fitting_recompute(
-                model, topology, row, layout, micro, virtual, dtype, distributed, flash, zero3, sequence_parallel
+                model, topology, row, layout, micro, virtual, dtype, zero, flash, zero3, sequence_parallel
             )
             flags.append(f"recompute not printed: {recompute}, the least that fits")
         except InputError as exc:  # a row estimate refuses as printed (MoE with TP but no SP printed)
@@ -753,7 +758,7 @@ def fitting_recompute(
     micro: int,
     virtual: int,
     dtype: str,
-    distributed: bool,
+    zero: int,
     flash: bool,
     zero3: bool,
     sequence_parallel: bool,
@@ -774,7 +779,7 @@ def fitting_recompute(
         virtual_stages=virtual,
         sequence_parallel=sequence_parallel,
         framework="megatron",
-        zero=1 if distributed else 0,
+        zero=zero,
         compute_dtype=dtype,
         flash_attention=flash,
         **common,

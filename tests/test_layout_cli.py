@@ -37,7 +37,7 @@ def test_memory_per_gpu_is_megatrons_for_the_most_loaded_stage() -> None:
     holding the most: weights 2 + gradients 4 bytes per parameter, Adam's 12 over DP, the activations in flight."""
     r = report(*LLAMA_405B)
     spec = MemoryLayout(
-        tp=8, pp=16, dp=128, sequence_parallel=True, recompute="selective", distributed_optimizer=True,
+        tp=8, pp=16, dp=128, sequence_parallel=True, recompute="selective", zero=1,
         first_stage_layers=7, last_stage_layers=7,
     )  # fmt: skip
     megatron = layout_memory_for(load_model("llama-405b"), spec, 8192, 1, 16).most_loaded
@@ -77,7 +77,7 @@ def test_tp_across_nodes_is_warned() -> None:
         (["--dp", "8", "--ep", "8"], "dpcost: error: --ep: llama-70b has no experts to split"),
         (["--dp", "8", "--tp", "3"], "dpcost: error: --tp: 3 does not divide llama-70b's 64 attention heads"),
         (["--dp", "8", "--tp", "16"], "dpcost: error: --tp: 16 does not divide llama-70b's 8 KV heads"),
-        (["--dp", "8", "--tp", "2", "--zero", "3"], "dpcost: error: --zero: a layout runs Megatron's DDP (0) or"),
+        (["--dp", "8", "--tp", "2", "--recompute", "op"], "dpcost: error: --recompute: a layout runs Megatron's"),
         (["--dp", "200000", "--tp", "8", "--pp", "8"], "dpcost: error: --dp: TP x CP x PP x DP = 12800000 GPUs"),
         (["--dp", "8", "--tp", "2", "--order", "tp-dp-zz"], "dpcost: error: --order: 'tp-dp-zz' must name each of"),
         (["--dp", "8", "--ep-node-limit", "4"], "dpcost: error: --ep-node-limit: limits where the expert all-to-all"),

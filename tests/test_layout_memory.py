@@ -298,7 +298,7 @@ CASES = [
         megatron_args(
             **GPT3_175B, tensor_model_parallel_size=8, pipeline_model_parallel_size=8, data_parallel_size=192
         ),
-        MemoryLayout(tp=8, pp=8, dp=192, sequence_parallel=True, distributed_optimizer=True),
+        MemoryLayout(tp=8, pp=8, dp=192, sequence_parallel=True, zero=1),
         8,
         False,
         27.25,
@@ -349,7 +349,7 @@ CASES = [
             pp=16,
             dp=128,
             sequence_parallel=True,
-            distributed_optimizer=True,
+            zero=1,
             first_stage_layers=7,
             last_stage_layers=7,
         ),
@@ -368,7 +368,7 @@ CASES = [
             data_parallel_size=16,
             sequence_parallel=False,
         ),
-        MemoryLayout(tp=8, dp=16, distributed_optimizer=True),
+        MemoryLayout(tp=8, dp=16, zero=1),
         None,
         False,
         96.43,
@@ -384,7 +384,7 @@ CASES = [
             expert_model_parallel_size=8,
             data_parallel_size=8,
         ),
-        MemoryLayout(tp=2, pp=4, ep=8, dp=8, sequence_parallel=True, distributed_optimizer=True),
+        MemoryLayout(tp=2, pp=4, ep=8, dp=8, sequence_parallel=True, zero=1),
         32,
         False,
         23.06,
@@ -400,7 +400,7 @@ CASES = [
             expert_model_parallel_size=8,
             data_parallel_size=8,
         ),
-        MemoryLayout(tp=1, pp=4, ep=8, dp=8, sequence_parallel=True, distributed_optimizer=True),
+        MemoryLayout(tp=1, pp=4, ep=8, dp=8, sequence_parallel=True, zero=1),
         32,
         False,
         48.11,
@@ -417,7 +417,7 @@ CASES = [
             expert_model_parallel_size=64,
             data_parallel_size=128,
         ),
-        MemoryLayout(pp=16, ep=64, dp=128, distributed_optimizer=True, first_stage_layers=3, last_stage_layers=2),
+        MemoryLayout(pp=16, ep=64, dp=128, zero=1, first_stage_layers=3, last_stage_layers=2),
         120,
         True,
         87.09,
@@ -477,7 +477,7 @@ def test_llama_405b_shard_by_hand() -> None:
     assert tp_sharded == 3_402_104_832
     replicated = (126 * norms + 16384) / 16
     assert replicated == 259_072
-    layout = MemoryLayout(tp=8, pp=16, dp=128, distributed_optimizer=True, first_stage_layers=7, last_stage_layers=7)
+    layout = MemoryLayout(tp=8, pp=16, dp=128, zero=1, first_stage_layers=7, last_stage_layers=7)
     got = layout_memory_for(load_model("llama-405b"), layout, 8192, 1, 16)
     assert got.parameters == 3_402_363_904 == tp_sharded + replicated
     # Each stage's own: 7 layers and the embedding on stage 0, 8 layers in the middle, 7, the head and the final norm
@@ -506,7 +506,7 @@ def test_experts_shard_over_ep_and_expert_dp() -> None:
     rank; expert-DP = 2048 / (ETP1 x EP64 x PP16) = 2, so ZeRO-1 keeps 6 + 12/2 = 12 bytes per expert parameter
     against 6 + 12/128 for the dense ones."""
     expert = 3 * 7168 * 2048
-    layout = MemoryLayout(pp=16, ep=64, dp=128, distributed_optimizer=True, first_stage_layers=3, last_stage_layers=2)
+    layout = MemoryLayout(pp=16, ep=64, dp=128, zero=1, first_stage_layers=3, last_stage_layers=2)
     assert expert_data_parallel_size(layout) == 2
     shape = _shape("deepseek-v3", 1, mtp=True)
     assert shape.moe_layer.expert_sharded == 256 * expert
@@ -636,7 +636,7 @@ def test_most_loaded_stage() -> None:
     parameters to stage 0's L/p x p activations, is above every stage's own."""
     gpt3 = layout_memory_for(
         load_model("gpt3-175b"),
-        MemoryLayout(tp=8, pp=8, dp=192, sequence_parallel=True, distributed_optimizer=True),
+        MemoryLayout(tp=8, pp=8, dp=192, sequence_parallel=True, zero=1),
         2048,
         1,
         8,
@@ -649,7 +649,7 @@ def test_most_loaded_stage() -> None:
         pp=16,
         dp=128,
         sequence_parallel=True,
-        distributed_optimizer=True,
+        zero=1,
         first_stage_layers=7,
         last_stage_layers=7,
     )
@@ -660,7 +660,7 @@ def test_most_loaded_stage() -> None:
     )
     deepseek = layout_memory_for(
         load_model("deepseek-v3"),
-        MemoryLayout(pp=16, ep=64, dp=128, distributed_optimizer=True, first_stage_layers=3, last_stage_layers=2),
+        MemoryLayout(pp=16, ep=64, dp=128, zero=1, first_stage_layers=3, last_stage_layers=2),
         4096,
         1,
         120,

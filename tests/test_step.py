@@ -115,6 +115,20 @@ def test_stages_2_and_3_reduce_every_micro_batch_unless_full_grads_kept() -> Non
         assert per_mb.seconds == pytest.approx(4 * kept.seconds)
 
 
+def test_megatron_fsdp_optim_grads_reduces_every_micro_batch_and_gathers_once_per_step() -> None:
+    """Megatron-FSDP's optim_grads keeps a full replica of the parameters, gathers the updated ones unit by unit
+    during the next forward, and reduce-scatters each unit's gradients after its backward on every micro-batch, no_sync
+    or not (megatron_fsdp.py grad_reduce_every_bprop); FSDP's SHARD_GRAD_OP gathers every micro-batch instead."""
+    call = bandwidth_only(10e9)
+    fsdp_optim_grads = step_time(_plan(stage=2, accumulation=4, per_unit=True, overlap_param_gather=True), call)
+    by_op = {t.op: t for t in fsdp_optim_grads.traffic}
+    assert by_op["reduce_scatter"].occurrences == 4 and by_op["reduce_scatter"].calls == 4 * len(UNIFORM)
+    assert by_op["all_gather"].occurrences == 1 and by_op["all_gather"].calls == len(UNIFORM)
+    shard_grad_op = step_time(_plan(stage=2, accumulation=4, per_unit=True), call)
+    gathers = next(t for t in shard_grad_op.traffic if t.op == "all_gather")
+    assert gathers.occurrences == 4
+
+
 def test_stage_3_moves_one_and_a_half_times_stage_0() -> None:
     """ZeRO section 7: baseline 2 Psi per step, P_os+g+p 3 Psi; stages 1-2 the same 2 Psi as DDP."""
     model, topo = load_model("llama-70b"), load_topology("dgx-h100")

@@ -33,6 +33,20 @@ accounting only.
   the next forward; modelled block by block, where Megatron gathers per bucket); gradients accumulated and reduced
   in fp32 with bf16 training (accumulate_allreduce_grads_in_fp32). Memory: 18 bytes per parameter, 6 + 12/d sharded;
   20, or 4 + 16/d, with 16-bit gradients (its docs' table).
+- Megatron-FSDP (megatron/core/distributed/fsdp/ at Megatron-LM d98e8a64dd, MEGATRON_FSDP), which a TP/CP/PP/EP
+  layout runs at ZeRO 2 and 3 (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads, optim_grads_params;
+  the pure-DP frameworks above do not include it). Each TransformerLayer is a unit (mcore_fsdp_adapter.py
+  FullyShardedDataParallelV1); parameters, gradients and optimizer states are sharded over DP x CP, the experts' over
+  expert-DP (_init_dist_index). optim_grads keeps a full replica of the parameters, the updated ones gathered unit by
+  unit during the next forward (distrib_optimizer.py start_param_sync with --overlap-param-gather); optim_grads_params
+  gathers each unit before its forward, frees it after, and gathers it again for its backward (megatron_fsdp.py
+  _post_forward, _pre_backward_param_unshard), prefetching following units until max(1e9, 2 x a unit's elements) / 2
+  elements are on their way (param_and_grad_buffer.py all_gather_params, megatron_fsdp.py
+  suggested_communication_unit_size). Both reduce-scatter each unit's gradients after its backward on every
+  micro-batch, no_sync or not (megatron_fsdp.py: grad_reduce_every_bprop), into a sharded main gradient in the
+  parameters' dtype (bf16: main_grads_dtype "auto"; grad_reduce_in_fp32 does not reach it). The embedding, the output
+  layer and the final norm are in no unit: gathered by their own forward hooks and kept through the step
+  (param_and_grad_buffer.py AllGatherPipeline.reset marks them PRESERVED).
 Activations and the loss: Megatron runs fused kernels and its vocab-parallel cross-entropy, the others PyTorch's eager
 modules and an upcast cross-entropy (activations.py, loss.py). Checkpointing: torchtitan (fsdp) runs per-op SAC or full
 per-block checkpointing (torchtitan/config_manager.py, activation_checkpoint.mode); Megatron selective (of its
@@ -45,7 +59,7 @@ from __future__ import annotations
 from dpcost.engine.activations import Kernels
 from dpcost.frozen import frozen
 
-__all__ = ["FRAMEWORKS", "Framework"]
+__all__ = ["FRAMEWORKS", "MEGATRON_FSDP", "MEGATRON_FSDP_PREFETCH_FLOOR", "Framework"]
 
 MIB = 2**20
 
@@ -157,3 +171,29 @@ FRAMEWORKS = {
         recompute=("none", "selective", "full"),
     ),
 }
+
+# Megatron-FSDP's sharding strategies (module docstring): a layout's ZeRO stages 2 and 3. Not a pure-DP framework.
+MEGATRON_FSDP = Framework(
+    name="megatron",  # Megatron-LM's kernels, loss and memory recipe
+    title="Megatron-FSDP",
+    stages={0: "no_shard", 1: "optim", 2: "optim_grads", 3: "optim_grads_params"},
+    gather_bytes=None,
+    bucket_elements=None,
+    bucket_elements_per_rank=0.0,
+    bucket_bytes=None,
+    first_bucket_bytes=0.0,
+    per_unit=True,
+    gather_calls=0,
+    stage3_reduce_buckets=False,
+    overlap_grad_reduce=(0, 1, 2, 3),
+    overlap_param_gather=True,
+    source="megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py at Megatron-LM d98e8a64dd: "
+    "data_parallel_sharding_strategy, grad_reduce_every_bprop; param_and_grad_buffer.py",
+    loss_impl="vocab-parallel",
+    kernels="fused",
+    attention_kernel="cudnn",
+    recompute=("none", "selective", "full"),
+)
+# The least a ZeRO-3 unit's gather prefetches: suggested_communication_unit_size's floor of 1e9 elements, halved
+# (megatron_fsdp.py: suggested_AG_prefetch_size = max(1e9, 2 x the mean unit's elements) // 2)
+MEGATRON_FSDP_PREFETCH_FLOOR = 1e9 / 2

@@ -8,9 +8,9 @@ It combines, on the most loaded pipeline stage (the last: its layers and the out
 - the compute an overlapped model-parallel call runs beside, slowed by the SMs its kernels take, as DP's overlapped
   collectives slow it (layout_step.overlapped_compute, prepare.overlap_slowdown_for);
 - the pipeline's bubble, (p - 1) / v micro-batch slots (layout_step.bubble_seconds);
-- data parallelism on the stage's shard: the DP schedule of step.py (Megatron's buckets, its distributed optimizer
-  as ZeRO-1, frameworks.FRAMEWORKS["megatron"]) over the DP x CP group, with the experts' gradients reduced over
-  expert-DP after the last backward.
+- data parallelism on the stage's shard: the DP schedule of step.py over the DP x CP group, as Megatron's DDP and
+  distributed optimizer run ZeRO 0 and 1 (its buckets, frameworks.FRAMEWORKS["megatron"]) and Megatron-FSDP runs
+  ZeRO 2 and 3 (per layer, frameworks.MEGATRON_FSDP), with the experts' gradients reduced over expert-DP.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token, mtp_forward_flops
-from dpcost.engine.frameworks import FRAMEWORKS
+from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP
 from dpcost.engine.layout import Layout, group_of_rank_zero, group_shape
 from dpcost.engine.layout_step import (
     LayoutCall,
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 # a layer as its compute differs: an MoE MLP or not, its mixer, its window or chunk
 LayerKind = tuple[bool, str, LocalAttentionSpec | None]
 
-__all__ = ["LayoutStep", "StageLoad", "call_seconds", "layout_step", "stage_loads"]
+__all__ = ["LayoutStep", "SideTraffic", "StageLoad", "call_seconds", "fsdp_units", "layout_step", "stage_loads"]
 
 
 @frozen
@@ -114,6 +114,10 @@ class StageLoad:
     expert_params: float  # over ETP x EP: its MoE layers' routed experts
     forward_flops: float  # per token of the micro-batch, over TP x CP: its layers' 2N + attention, the head's 2N
     layer_flops: float  # the part of forward_flops in its layers (what recomputation re-runs)
+    # each decoder (and MTP) layer's share, in forward order: its dense parameters on one TP rank, its forward FLOPs
+    # per token over TP x CP (what Megatron-FSDP gathers and reduces as one unit: fsdp_units)
+    layer_params: tuple[float, ...] = ()
+    layer_forward_flops: tuple[float, ...] = ()
 
 
 def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
@@ -167,6 +171,11 @@ def stage_loads(
         experts = sum(experts_per_layer for b in blocks if b.moe)
         whole = sum(replicated_per_layer(a, b.moe) for b in blocks)
         split = sum(b.params for b in blocks) - experts - whole
+        each = [
+            (b.params - (experts_per_layer if b.moe else 0.0) - replicated_per_layer(a, b.moe)) / layout.tp
+            + replicated_per_layer(a, b.moe)
+            for b in blocks
+        ]
         if s == 0:
             split, whole = split + params.embedding, whole + params.positions
         if last:
@@ -184,9 +193,25 @@ def stage_loads(
                 experts / (layout.expert_tp * layout.ep),
                 flops / shards,
                 layer_flops / shards,
+                tuple(each),
+                tuple((2 * b.active + attention) / shards for b in blocks),
             )
         )
     return out
+
+
+def fsdp_units(stage: StageLoad) -> tuple[tuple[Unit, ...], float]:
+    """Megatron-FSDP's units on one GPU of `stage`, each decoder layer's dense parameters with its share of the
+    stage's forward compute (the head's folded into the last layer's), and the dense parameters in no unit: the
+    embedding, the output layer and the final norm, which it keeps gathered through the step
+    (frameworks.MEGATRON_FSDP)."""
+    flops = stage.layer_forward_flops
+    head = stage.forward_flops - sum(flops)
+    shares = [f / stage.forward_flops for f in flops]
+    if shares:
+        shares[-1] += head / stage.forward_flops
+    units = tuple(Unit(params, share) for params, share in zip(stage.layer_params, shares, strict=True))
+    return units, max(0.0, stage.dense_params - sum(stage.layer_params))
 
 
 @per_object
@@ -258,7 +283,7 @@ def layout_step(
     ep_dispatcher: EpDispatcher = "alltoall",
     cp_impl: str = "p2p",
     virtual_stages: int = 1,
-    distributed_optimizer: bool = True,
+    zero: int = 1,
     dp_overlap: bool = True,
     act_bytes: float = ACT_BYTES,
     overlap_slowdown: float | None = None,
@@ -272,20 +297,22 @@ def layout_step(
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b)
     micro-batches per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`:
-    default prepare.overlap_slowdown_for the GPU. `compute_model` "ops": each stage's layers op by op (ops.py,
-    one TP rank's share: ops.tensor_parallel) at the GPU's sustained rates, `mfu` setting the matmuls' share of the
-    peak; the slowest stage paces the pipeline. `flash`: attention as one flash kernel, else as Megatron ran it before
-    flash attention, two matmuls over the score square and its softmax (ops.layer_ops), which selective
-    recomputation then re-runs (compute.flops_per_token). `dp_overlap` False: the gradient reduction runs after the
-    last backward and the parameter gather after the optimizer step, as Megatron-LM ran them before
-    --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11) (megatron/training.py
-    train_step: reduce_model_grads, the optimizer step, gather_model_params). `first_stage_layers`,
-    `last_stage_layers`: Megatron's --decoder-first/last-pipeline-num-layers (layout_step.stage_layer_counts);
-    `mtp_layers`: --mtp-num-layers, trained on the last stage (stage_loads). `pp_scatter_gather`: the pipeline's
-    tensors split over TP and gathered after the receive, as Megatron-LM ran them before Megatron-Core
-    (layout_step.pp_calls). `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded
-    over NVLink there (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls); `ep_dispatcher` flex:
-    once to each NVLink domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls)."""
+    default prepare.overlap_slowdown_for the GPU. `compute_model` "ops": each stage's layers op by op (ops.py, one
+    TP rank's share: ops.tensor_parallel) at the GPU's sustained rates, `mfu` setting the matmuls' share of the
+    peak; the slowest stage paces the pipeline. `flash`: attention as one flash kernel, else as Megatron ran it
+    before flash attention, two matmuls over the score square and its softmax (ops.layer_ops), which selective
+    recomputation then re-runs (compute.flops_per_token). `zero`: 0 Megatron's DDP, 1 its distributed optimizer, 2
+    and 3 Megatron-FSDP's optim_grads and optim_grads_params (_data_parallel). `dp_overlap` False: the gradient
+    reduction runs after the last backward and the parameter gather after the optimizer step, as Megatron-LM ran
+    them before --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11)
+    (megatron/training.py train_step: reduce_model_grads, the optimizer step, gather_model_params).
+    `first_stage_layers`, `last_stage_layers`: Megatron's --decoder-first/last-pipeline-num-layers
+    (layout_step.stage_layer_counts); `mtp_layers`: --mtp-num-layers, trained on the last stage (stage_loads).
+    `pp_scatter_gather`: the pipeline's tensors split over TP and gathered after the receive, as Megatron-LM ran
+    them before Megatron-Core (layout_step.pp_calls). `ep_node_limit`: each token sent to at most that many nodes,
+    once each, and forwarded over NVLink there (DeepSeek-V3's node-limited routing with DeepEP:
+    layout_step.ep_calls); `ep_dispatcher` flex: once to each NVLink domain its experts are in, however many
+    (DeepEP, HybridEP: layout_step.ep_calls)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -351,29 +378,30 @@ def layout_step(
     slot = forward + backward + sum(per_mb.values()) + slowed
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
     optimizer = (
-        optimizer_step_seconds(topology, layout, stages, distributed_optimizer, DTYPE_BYTES[grad_dtype])
+        optimizer_step_seconds(topology, layout, stages, zero >= 1, DTYPE_BYTES[grad_dtype])
         if compute_model == "ops"
         else 0.0
     )
-    dp_step, expert_seconds, expert_exposed = _data_parallel(
+    dp_step, sides = _data_parallel(
         topology,
         groups,
-        held.dense_params,
+        held,
         experts_held.expert_params,
         m,
         forward,
         backward,
-        distributed_optimizer,
+        zero,
         dp_overlap,
         slowdown,
         layout.dp,
         DTYPE_BYTES[grad_dtype],
         optimizer,
     )
+    expert_seconds = sum(side.seconds for side in sides)
+    expert_exposed = sum(side.exposed for side in sides)
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
     dp_terms = [t for t in dp_step.breakdown if t.term not in (COMPUTE, JITTER)]
-    if expert_exposed > 0:
-        dp_terms.append(Term(f"{EXPOSED}expert-DP gradients and parameters", expert_exposed))
+    dp_terms += [Term(f"{EXPOSED}{side.what}", side.exposed) for side in sides if side.exposed > 0]
     # Every GPU of the job meets at the pipeline's flush, once per step: the slowest of them sets it, drifted by
     # the step's compute (step.slowest_rank_wait; the waits inside the pipeline are absorbed by its slots).
     pipeline = Phase("pipeline", m * slot, 0.0, m * slot, 1)
@@ -515,42 +543,64 @@ def optimizer_step_seconds(
     return optimizer_seconds_on(topology.gpu, params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
 
 
+@frozen
+class SideTraffic:
+    """Data-parallel calls priced beside the stage's DP schedule: the experts' over expert-DP, and at ZeRO 2-3 the
+    parameters Megatron-FSDP keeps in no unit. Seconds per step, and what of them no compute hides."""
+
+    what: str
+    seconds: float
+    exposed: float
+
+
 def _data_parallel(
     topology: TopologySpec,
     groups: dict[str, Placement],
-    dense: float,
+    held: StageLoad,
     experts: float,
     micro_batches: int,
     forward: float,
     backward: float,
-    distributed_optimizer: bool,
+    zero: int,
     overlapped: bool,
     overlap_slowdown: float,
     dp_size: int,
     grad_bytes: float,
     optimizer: float = 0.0,
-) -> tuple[StepTime, float, float]:
-    """The DP schedule of the stage's dense shard over DP x CP (step.py, as Megatron runs it: its buckets,
-    gradients of `grad_bytes` each, parameters gathered during the next forward), and the seconds the experts'
-    reduction over expert-DP take and add beyond the last backward and the next forward (reduce-scatter, then
-    all-gather with the distributed optimizer; all-reduce without). Not `overlapped`: every reduction after the
-    last backward and every gather after the optimizer step, on the compute stream."""
-    fw = FRAMEWORKS["megatron"]
+) -> tuple[StepTime, tuple[SideTraffic, ...]]:
+    """The DP schedule of the stage's dense shard over DP x CP (step.py), gradients of `grad_bytes` each, and the
+    calls beside it (SideTraffic). ZeRO 0-1, as Megatron's DDP and distributed optimizer run it: its buckets over
+    the flattened gradient, parameters gathered during the next forward. ZeRO 2-3, as Megatron-FSDP runs
+    optim_grads and optim_grads_params (frameworks.MEGATRON_FSDP): per layer (fsdp_units), overlapped whatever
+    `overlapped` says (Megatron-FSDP forces it on). The experts over expert-DP: reduce-scatter then all-gather with
+    sharded optimizer states, all-reduce without, after the last backward and before the next forward; at ZeRO 2-3
+    reduced every micro-batch, and at ZeRO 3 gathered for every forward and backward. Not `overlapped` (ZeRO 0-1):
+    every reduction after the last backward and every gather after the optimizer step, on the compute stream."""
+    fsdp = zero >= 2
+    fw = MEGATRON_FSDP if fsdp else FRAMEWORKS["megatron"]
+    overlapped = overlapped or fsdp
     recipe = RECIPES[fw.name]
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     dp = groups["dp-cp"]
-    units = (Unit(dense, 1.0),)  # the flattened gradient, ready linearly through the backward
+    outside = 0.0
+    outside = 0.0
+    if fsdp:
+        units, outside = fsdp_units(held)
+    else:
+        units = (Unit(held.dense_params, 1.0),)  # the flattened gradient, ready linearly through the backward
+    bucket = 0.0 if fsdp else fw.bucket(dp_size, grad_bytes)  # Megatron sizes buckets on DP without CP
     plan = StepPlan(
-        stage=1 if distributed_optimizer else 0,
+        stage=zero,
         accumulation=micro_batches,
         forward=forward,
         backward=backward,
         units=units,
         grad_bytes=grad_bytes,
         weight_bytes=weight_bytes,
-        bucket_bytes=fw.bucket(dp_size, grad_bytes),  # Megatron sizes buckets on DP without CP
+        bucket_bytes=bucket,
         overlap_param_gather=fw.overlap_param_gather and overlapped,
         overlap_grad_reduce=overlapped,
+        per_unit=fsdp,
         bucket_op=fw.bucket_op,
         ranks=dp.ranks,
         overlap_slowdown=overlap_slowdown,
@@ -563,14 +613,47 @@ def _data_parallel(
         return Call(best.seconds, best.label)
 
     timed = step_time(plan, call)
-    edp = groups["edp"]
-    if experts <= 0 or edp.ranks == 1:
-        return timed, 0.0, 0.0
-    grads = experts * grad_bytes
+    sides = (
+        _side_traffic(topology, groups["edp"], "expert-DP gradients and parameters", experts, zero, micro_batches,
+                      forward, backward, overlapped, grad_bytes, weight_bytes, kept=False),
+        _side_traffic(topology, dp, "embedding and output layer gradients and parameters", outside, zero,
+                      micro_batches, forward, backward, overlapped, grad_bytes, weight_bytes, kept=True),
+    )  # fmt: skip
+    return timed, tuple(side for side in sides if side.seconds > 0)
+
+
+def _side_traffic(
+    topology: TopologySpec,
+    group: Placement,
+    what: str,
+    params: float,
+    zero: int,
+    micro_batches: int,
+    forward: float,
+    backward: float,
+    overlapped: bool,
+    grad_bytes: float,
+    weight_bytes: float,
+    kept: bool,
+) -> SideTraffic:
+    """`params` reduced and gathered over `group` (_data_parallel), hidden behind the micro-batch's backward and
+    forward where `overlapped`. `kept`: at ZeRO 3, gathered once per step and kept (Megatron-FSDP's modules outside
+    any unit), not for every pass."""
+    if params <= 0 or group.ranks == 1:
+        return SideTraffic(what, 0.0, 0.0)
+    grads = params * grad_bytes
     hides_reduce, hides_gather = (backward, forward) if overlapped else (0.0, 0.0)
-    if distributed_optimizer:
-        reduce = fastest(topology, "reduce_scatter", edp, grads).seconds
-        gather = fastest(topology, "all_gather", edp, experts * weight_bytes).seconds
-        return timed, reduce + gather, max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
-    reduce = fastest(topology, "all_reduce", edp, grads).seconds
-    return timed, reduce, max(0.0, reduce - hides_reduce)
+    if zero == 0:
+        reduce = fastest(topology, "all_reduce", group, grads).seconds
+        return SideTraffic(what, reduce, max(0.0, reduce - hides_reduce))
+    reduce = fastest(topology, "reduce_scatter", group, grads).seconds
+    gather = fastest(topology, "all_gather", group, params * weight_bytes).seconds
+    if zero == 1:  # once per step
+        return SideTraffic(what, reduce + gather, max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather))
+    m = micro_batches
+    if zero == 2 or kept:  # reduced every micro-batch, gathered once per step
+        exposed = m * max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
+        return SideTraffic(what, m * reduce + gather, exposed)
+    # ZeRO 3: gathered for every forward and again for every backward, reduced after every backward
+    exposed = m * (max(0.0, gather - hides_gather) + max(0.0, gather + reduce - hides_reduce))
+    return SideTraffic(what, m * (2 * gather + reduce), exposed)

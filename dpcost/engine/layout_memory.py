@@ -13,6 +13,10 @@ Sources, cited per function by their letter:
   last stages (--decoder-first/last-pipeline-num-layers); interleaved rank r holds virtual stages r, r + p, ...
 - [V] megatron/training/vocab_utils.py _calculate_padded_vocab_size_cached: vocabulary padded to 128 x TP.
 - [G] megatron/core/models/gpt/gpt_model.py GPTModel.__init__: a last stage holding MTP builds an embedding too.
+- [F] Megatron-FSDP (megatron/core/distributed/fsdp/src/megatron_fsdp/ at the same commit; engine/frameworks.py
+  MEGATRON_FSDP), which the file does not cover: ZeRO 2 (optim_grads) and 3 (optim_grads_params) shard over DP x CP
+  (param_and_grad_buffer.py _init_each_parameter_group_buffers; the experts over expert-DP), the main gradient in
+  the parameters' dtype; the unsharded buffers a step holds (fsdp_buffer_bytes).
 
 Two views, per GPU and in bytes:
 - Megatron's (`parameters_on_most_loaded_shard`, `weight_and_optimizer_bytes`, `activation_bytes`, and
@@ -45,6 +49,7 @@ from __future__ import annotations
 import functools
 import math
 
+from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import stage_layer_counts
 from dpcost.engine.params import latent_projections, mixer_parameters
@@ -64,6 +69,8 @@ __all__ = [
     "embedding_parameters",
     "expert_data_parallel_size",
     "first_stage_microbatches",
+    "fsdp_buffer_bytes",
+    "fsdp_bytes_per_parameter",
     "full_recompute_layer_bytes",
     "interleaved_memory_penalty",
     "korthikanti_layer_activation_bytes",
@@ -86,6 +93,7 @@ __all__ = [
     "stage_activation_bytes",
     "stage_layers",
     "stage_memory",
+    "state_bytes",
     "transformer_block_parameters",
     "weight_and_optimizer_bytes",
 ]
@@ -103,7 +111,9 @@ class MemoryLayout(Layout):
     # --recompute-granularity: none, selective (Megatron's formula) or full (--recompute-method uniform,
     # --recompute-num-layers 1: every layer keeps only its input; not in Megatron's file)
     recompute: str = "selective"
-    distributed_optimizer: bool = False  # --use-distributed-optimizer: ZeRO-1 over DP (and expert-DP)
+    # 0: Megatron's DDP; 1: --use-distributed-optimizer, ZeRO-1 over DP (and expert-DP) [M]; 2, 3: Megatron-FSDP's
+    # optim_grads and optim_grads_params over DP x CP (and expert-DP) [F]
+    zero: int = 0
     # Megatron-Core DDP's gradient buffer (distributed/param_and_grad_buffer.py): fp32 with grad_reduce_in_fp32
     # (Megatron-LM's --bf16 default), else the parameters' 16-bit dtype (Megatron-Bridge's performance presets)
     grad_bytes: float = 4.0
@@ -119,8 +129,15 @@ class MemoryLayout(Layout):
             raise ValueError(f"virtual_stages must be a positive integer, got {self.virtual_stages}")
         if self.virtual_stages > 1 and self.pp == 1:
             raise ValueError("virtual_stages > 1 needs pipeline parallelism (pp > 1)")
+        if self.zero not in (0, 1, 2, 3):
+            raise ValueError(f"zero must be 0, 1, 2 or 3, got {self.zero}")
         if self.recompute not in ("none", "selective", "full"):
             raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
+
+    @property
+    def distributed_optimizer(self) -> bool:
+        """Optimizer states sharded over DP: the distributed optimizer, or Megatron-FSDP [M], [F]."""
+        return self.zero >= 1
 
     @property
     def sp_split(self) -> bool:
@@ -337,11 +354,53 @@ def expert_data_parallel_size(layout: MemoryLayout) -> int:
     return layout.gpus // (layout.expert_tp * layout.ep * layout.pp)
 
 
+def fsdp_bytes_per_parameter(zero: int, shards: int, grad_bytes: float) -> tuple[float, float, float]:
+    """Weights, gradients and optimizer per parameter under Megatron-FSDP [F]: bf16 weights (whole at ZeRO 2,
+    sharded at 3), the sharded main gradient, and fp32 main weights and Adam's two moments (12 bytes) sharded."""
+    return (2 / shards if zero == 3 else 2.0), grad_bytes / shards, 12 / shards
+
+
+def state_bytes(held: ParamGroups, layout: MemoryLayout) -> tuple[float, float, float]:
+    """A rank's weights, gradients and optimizer states, bytes each; the experts' sharded over expert-DP [M]
+    (weight_and_optimizer_memory), at ZeRO 2-3 the dense parameters' over DP x CP [F]."""
+    dense, experts = held.tp_sharded + held.replicated, held.expert_sharded
+    if layout.zero >= 2:
+        d = fsdp_bytes_per_parameter(layout.zero, layout.dp * layout.cp, layout.grad_bytes)
+        e = fsdp_bytes_per_parameter(layout.zero, expert_data_parallel_size(layout), layout.grad_bytes)
+        return dense * d[0] + experts * e[0], dense * d[1] + experts * e[1], dense * d[2] + experts * e[2]
+    total = weight_and_optimizer_bytes(held, layout)
+    weights, grads = 2 * held.total, layout.grad_bytes * held.total
+    return weights, grads, total - weights - grads
+
+
 def weight_and_optimizer_bytes(held: ParamGroups, layout: MemoryLayout) -> float:
-    """A rank's weights, grads and optimizer, the experts' over expert-DP [M] (weight_and_optimizer_memory)."""
+    """A rank's weights, grads and optimizer, the experts' over expert-DP [M] (weight_and_optimizer_memory); at
+    ZeRO 2-3, Megatron-FSDP's shards [F] (state_bytes)."""
+    if layout.zero >= 2:
+        return sum(state_bytes(held, layout))
     dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp, layout.grad_bytes)
     experts = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout), layout.grad_bytes)
     return (held.tp_sharded + held.replicated) * dense + held.expert_sharded * experts
+
+
+def fsdp_buffer_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> float:
+    """The unsharded buffers Megatron-FSDP holds on one GPU of `stage` at its peak [F]: one unit's (decoder layer's)
+    unsharded gradient before its reduce-scatter (ZeRO 2-3); at ZeRO 3 also the modules in no unit, gathered and kept
+    (the embedding, output layer, final norm: AllGatherPipeline.reset marks them PRESERVED), and the unit computing
+    with those prefetched behind it until max(1e9, 2 x the mean unit's elements) / 2 elements are gathered
+    (megatron_fsdp.py suggested_communication_unit_size; param_and_grad_buffer.py all_gather_params)."""
+    if layout.zero < 2 or not layers:
+        return 0.0
+    units = [shape.layer(i).per_gpu(layout).total for i in layers]
+    largest, mean = max(units), sum(units) / len(units)
+    unsharded_grad = layout.grad_bytes * largest
+    if layout.zero == 2:
+        return unsharded_grad
+    held = parameters_on_stage(shape, layout, stage, layers).total
+    outside = held - sum(units)
+    prefetch = max(MEGATRON_FSDP_PREFETCH_FLOOR, mean)  # max(1e9, 2 x mean) // 2 elements
+    gathered = min(len(units), 1 + math.ceil(prefetch / mean)) if mean > 0 else 0
+    return unsharded_grad + 2 * (outside + gathered * largest)
 
 
 # ----------------------------------------------------------------------------------------------- activations
@@ -459,10 +518,14 @@ class StageMemory:
     parameters: float
     weight_and_optimizer: float
     activations: float
+    # Megatron-FSDP's unsharded buffers at ZeRO 2-3 (fsdp_buffer_bytes) [F]
+    buffers: float = 0.0
+    weights: float = 0.0  # of weight_and_optimizer: the weights' bytes, and the gradients'
+    grads: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.weight_and_optimizer + self.activations
+        return self.weight_and_optimizer + self.activations + self.buffers
 
 
 @frozen
@@ -501,7 +564,11 @@ def stage_memory(
         held = parameters_on_stage(shape, layout, stage, layers)
         in_flight = microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches)
         acts = stage_activation_bytes(shape, layout, seq_len, micro_batch, stage, len(layers), in_flight)
-        out.append(StageMemory(stage, len(layers), held.total, weight_and_optimizer_bytes(held, layout), acts))
+        weights, grads, optimizer = state_bytes(held, layout)
+        buffers = fsdp_buffer_bytes(shape, layout, stage, layers)
+        out.append(
+            StageMemory(stage, len(layers), held.total, weights + grads + optimizer, acts, buffers, weights, grads)
+        )
     return tuple(out)
 
 

@@ -86,17 +86,23 @@ def _stage_layer_counts(model: ModelSpec, o: Options) -> list[int]:
 # What a layout is costed with (Megatron-LM's schedule and memory accounting): each plan option's values it runs.
 LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
     "framework": (None, "megatron"),
-    "zero": (None, 0, 1),
+    "zero": (None, 0, 1, 2, 3),
     "recompute": (None, "none", "selective", "full"),
     "grad_dtype": (None, "fp32", "bf16", "fp16"),
 }
 
 
-def _layout_grad_dtype(o: Options) -> str:
+def _layout_zero(o: Options) -> int:
+    """The layout's ZeRO stage: --zero's, else Megatron's distributed optimizer (1)."""
+    return 1 if o.plan.zero is None else o.plan.zero
+
+
+def _layout_grad_dtype(o: Options, zero: int) -> str:
     """The layout's gradient buffer and reduction dtype: Megatron-LM's --bf16 default, fp32
     (arguments.py: accumulate_allreduce_grads_in_fp32), unless --grad-dtype gives the parameters' 16-bit dtype
-    (--grad-reduce-in-bf16, Megatron-Core's grad_reduce_in_fp32=False; fp16 under --fp16)."""
-    return o.precision.grad_dtype or "fp32"
+    (--grad-reduce-in-bf16, Megatron-Core's grad_reduce_in_fp32=False; fp16 under --fp16). Megatron-FSDP (ZeRO 2-3)
+    keeps its main gradient in the parameters' bf16 (main_grads_dtype "auto": frameworks.MEGATRON_FSDP)."""
+    return o.precision.grad_dtype or ("bf16" if zero >= 2 else "fp32")
 
 
 def _check_layout_plan(model: ModelSpec, o: Options) -> None:
@@ -108,7 +114,10 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
     if o.plan.framework not in LAYOUT_RUNS["framework"]:
         raise InputError("framework", f"a TP/CP/PP/EP layout is costed as Megatron-LM runs it, not {o.plan.framework}")
     if o.plan.zero not in LAYOUT_RUNS["zero"]:
-        raise InputError("zero", f"a layout runs Megatron's DDP (0) or distributed optimizer (1), not {o.plan.zero}")
+        raise InputError(
+            "zero",
+            f"a layout runs Megatron's DDP (0), distributed optimizer (1) or Megatron-FSDP (2, 3), not {o.plan.zero}",
+        )
     if o.precision.grad_dtype not in LAYOUT_RUNS["grad_dtype"]:
         raise InputError(
             "grad_dtype",
@@ -165,8 +174,8 @@ def _layout_memory(
         virtual_stages=par.virtual_stages,
         sequence_parallel=par.sequence_parallel,
         recompute=recompute,
-        distributed_optimizer=stage == 1,
-        grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o)],
+        zero=stage,
+        grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o, stage)],
         attention_scores=not p.o.compute.flash_attention and recompute != "selective",
         first_stage_layers=counts[0] if uneven and layout.pp > 1 else None,
         last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
@@ -176,13 +185,13 @@ def _layout_memory(
     except ValueError as exc:
         raise InputError("pp", f"{model.name}: {exc}") from None
     worst = held.most_loaded
-    params, grads = 2 * worst.parameters, spec.grad_bytes * worst.parameters
+    params, grads = worst.weights, worst.grads
     optimizer = worst.weight_and_optimizer - params - grads
     context = context_bytes(topology.gpu)
     allocated = worst.total
     total = allocated + context
     hbm = topology.gpu.hbm
-    states = worst.weight_and_optimizer + context
+    states = worst.weight_and_optimizer + worst.buffers + context
     per_sequence = worst.activations / p.micro_batch
     largest = int((hbm - states) // per_sequence) if per_sequence > 0 and hbm > states else 0
     row = StageRow(
@@ -192,7 +201,7 @@ def _layout_memory(
         optimizer_bytes=int(optimizer),
         activations_bytes=int(worst.activations),
         transient_bytes=0,
-        buffers_bytes=0,
+        buffers_bytes=int(worst.buffers),
         allocated_bytes=int(allocated),
         fragmentation_bytes=0,
         reserved_bytes=int(allocated),
@@ -213,14 +222,15 @@ def _layout_memory_rows(
     p: Prepared,
     layout: Layout,
     microbatches: int | None,
-    zero_stages: tuple[int, ...] = (0, 1),
+    zero_stages: tuple[int, ...] = (),
 ) -> tuple[str, dict[int, tuple[StageRow, LayoutMemory]]]:
     """The recomputation costed (the option's, else the least of none, selective and full with which the plan's
-    stage fits, full when none does) and memory per GPU at `zero_stages`, ZeRO 0 (Megatron's DDP) and 1 (its
-    distributed optimizer), with it; `microbatches` per step bound the ones in flight (None: the pipeline full,
-    as Megatron's formula assumes)."""
+    stage fits, full when none does) and memory per GPU at `zero_stages` (default ZeRO 0, Megatron's DDP, 1, its
+    distributed optimizer, and up to the plan's own), with it; `microbatches` per step bound the ones in flight
+    (None: the pipeline full, as Megatron's formula assumes)."""
     o = p.o
-    stage = 1 if o.plan.zero is None else o.plan.zero
+    stage = _layout_zero(o)
+    zero_stages = zero_stages or tuple(range(max(1, stage) + 1))  # a report's rows are its stages from 0
 
     def rows(recompute: str) -> dict[int, tuple[StageRow, LayoutMemory]]:
         return {st: _layout_memory(model, topology, p, layout, st, recompute, microbatches) for st in zero_stages}
@@ -242,7 +252,7 @@ def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options)
     p = prepare(model, topology, options)
     _check_layout_plan(model, p.o)
     layout = _layout(p.o, topology)
-    stage = 1 if p.o.plan.zero is None else p.o.plan.zero
+    stage = _layout_zero(p.o)
     recompute, rows = _layout_memory_rows(model, topology, p, layout, p.accumulation, (stage,))
     return recompute if rows[stage][0].fits else None
 
@@ -268,7 +278,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
     o, par = p.o, p.o.parallel
     _check_layout_plan(model, o)
     layout = _layout(o, topology)
-    stage = 1 if o.plan.zero is None else o.plan.zero
+    stage = _layout_zero(o)
     m = p.accumulation
     recompute, chosen_rows = _layout_memory_rows(model, topology, p, layout, m)
     global_batch = p.micro_batch * m * o.dp
@@ -287,7 +297,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         peak=peak,
         recompute=recompute,
         recompute_modules=frozenset(o.plan.recompute_modules),
-        grad_dtype=_layout_grad_dtype(o),
+        grad_dtype=_layout_grad_dtype(o, stage),
         sequence_parallel=par.sequence_parallel,
         tp_overlap=par.tp_comm_overlap,
         ep_overlap=par.ep_comm_overlap,
@@ -296,7 +306,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         pp_overlap=par.pp_comm_overlap,
         cp_impl=par.cp_impl,
         virtual_stages=par.virtual_stages,
-        distributed_optimizer=stage == 1,
+        zero=stage,
         dp_overlap=o.communication.overlap_comm is not False,
         overlap_slowdown=p.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
@@ -314,7 +324,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         mode="train",
         zero_stage=stage,
         zero_stage_chosen=o.plan.zero is None,
-        grad_dtype=_layout_grad_dtype(o),
+        grad_dtype=_layout_grad_dtype(o, stage),
         micro_batch=p.micro_batch,
         accumulation=m,
         global_batch=global_batch,
@@ -324,11 +334,11 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         recompute_layers=o.plan.recompute_layers,
         compile=o.compute.compile,
         loss_impl="vocab-parallel",
-        framework="megatron",
+        framework="megatron-fsdp" if stage >= 2 else "megatron",
         recipe="megatron",
         optimizer=o.precision.optimizer,
         offload=o.precision.offload,
-        bucket_bytes=int(FRAMEWORKS["megatron"].bucket(dp_group.ranks, 4.0)),
+        bucket_bytes=0 if stage >= 2 else int(FRAMEWORKS["megatron"].bucket(dp_group.ranks, 4.0)),
         skew=o.compute.skew,
         keep_full_grads=False,
     )
@@ -348,7 +358,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         note=f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU",
         stages=[row for row, _ in chosen_rows.values()],
     )
-    communication = _layout_communication(topology, r, dp_group, stage)
+    communication = _layout_communication(topology, r, dp_group, stage, DTYPE_BYTES[_layout_grad_dtype(o, stage)])
     notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages)
     if ignored := _layout_ignores(o):
         notes.append(
@@ -442,7 +452,20 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
     )
 
 
-def _layout_communication(topology: TopologySpec, r: LayoutStep, dp_group: Placement, stage: int) -> Communication:
+# How often a layout's data parallelism communicates, by ZeRO stage (layout_estimate._data_parallel)
+LAYOUT_DP_FREQUENCY = {
+    0: "once per step, after the last of {m} micro-batches, on the DP x CP group",
+    1: "once per step, after the last of {m} micro-batches, on the DP x CP group",
+    2: "gradients after every one of {m} micro-batches and parameters once per step, layer by layer "
+    "(Megatron-FSDP), on the DP x CP group",
+    3: "every one of {m} micro-batches, layer by layer: parameters gathered for its forward and its backward, "
+    "gradients reduced after it (Megatron-FSDP), on the DP x CP group",
+}
+
+
+def _layout_communication(
+    topology: TopologySpec, r: LayoutStep, dp_group: Placement, stage: int, grad_bytes: float
+) -> Communication:
     """Data parallelism's collectives on the DP x CP group, each with its whole message priced on that group."""
     rows = [
         CollectiveUse(
@@ -461,9 +484,9 @@ def _layout_communication(topology: TopologySpec, r: LayoutStep, dp_group: Place
     ]
     held = r.stages[r.held_stage]
     return Communication(
-        primitives="ReduceScatter + AllGather" if stage == 1 else "AllReduce",
-        frequency=f"once per step, after the last of {r.micro_batches} micro-batches, on the DP x CP group",
-        gradient_bytes=int(held.dense_params * 4),
+        primitives="AllReduce" if stage == 0 else "ReduceScatter + AllGather",
+        frequency=LAYOUT_DP_FREQUENCY[stage].format(m=r.micro_batches),
+        gradient_bytes=int(held.dense_params * grad_bytes),
         bytes_sent_per_rank=sum(row.bytes_sent_per_rank * row.occurrences for row in rows),
         seconds_per_step=sum(t.seconds for t in r.dp_traffic),
         collectives=rows,

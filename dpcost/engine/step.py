@@ -610,6 +610,13 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
             s.per_unit_backward("all_reduce" if stage == 0 else "reduce_scatter", "gradients", 1)
         else:
             s.bucketed("all_reduce" if stage == 0 else plan.bucket_op, "gradients", 1)
+    elif stage == 2 and plan.per_unit and plan.overlap_param_gather:  # Megatron-FSDP optim_grads
+        # A full replica of the parameters, the updated ones gathered unit by unit during the next forward; each
+        # unit's gradients reduce-scattered after its backward every micro-batch, no_sync or not
+        # (megatron_fsdp.py grad_reduce_every_bprop: frameworks.MEGATRON_FSDP)
+        s.updated_parameters()
+        s.compute_only("forward", fwd, a - 1)
+        s.per_unit_backward("reduce_scatter", "gradients", a)
     elif stage == 2 and plan.per_unit:  # FSDP SHARD_GRAD_OP
         # Under no_sync (full gradients kept) the parameters stay unsharded after the first forward's gather
         # (torch/distributed/fsdp/_runtime_utils.py@v2.5.0 _should_free_in_backward): one gather per step.

@@ -378,8 +378,8 @@ def _framework(r: Report) -> str:
     s = r.setup
     if s.framework == "none":
         return f"the generic plan ({fmt_bytes(s.bucket_bytes, binary=True)} buckets, per-block gathers)"
-    if s.framework == "fsdp":
-        return "fsdp (per-unit gathers and reduce-scatters)"
+    if s.framework in ("fsdp", "megatron-fsdp"):
+        return f"{s.framework} (per-unit gathers and reduce-scatters)"
     return f"{s.framework} ({fmt_bytes(s.bucket_bytes, binary=True)} buckets)"
 
 
