@@ -113,3 +113,17 @@ def test_a_layout_at_zero_3_is_costed_as_megatron_fsdp() -> None:
     assert r["communication"]["frequency"].startswith("every one of 16 micro-batches, layer by layer")
     purposes = {c["purpose"] for c in r["communication"]["collectives"]}
     assert purposes == {"parameters (forward)", "parameters (backward)", "gradients"}
+
+
+def test_the_distributed_optimizer_gathers_bucket_by_bucket(llama70b: ModelSpec) -> None:
+    """Megatron's distributed optimizer with --overlap-param-gather gathers the updated parameters one bucket at a
+    time as the next forward reaches them (param_and_grad_buffer.py start_param_sync), the buckets of max(40M,
+    1M x DP) elements it reduces the gradients in (distributed_data_parallel_config.py): as many gathers as
+    reduce-scatters, not one gather of the whole shard before the forward."""
+    h100 = load_topology("dgx-h100")
+    r = layout_step(llama70b, h100, Layout(tp=8, dp=32), micro_batch=1, global_batch=256, seq_len=8192, mfu=0.5,
+                    zero=1, sequence_parallel=True)  # fmt: skip
+    by_op = {t.op: t for t in r.dp_traffic}
+    (stage,) = r.stages
+    buckets = math.ceil(stage.dense_params / max(40e6, 1e6 * 32))
+    assert by_op["all_gather"].calls == by_op["reduce_scatter"].calls == buckets

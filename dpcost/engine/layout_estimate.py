@@ -16,6 +16,7 @@ It combines, on the most loaded pipeline stage (the last: its layers and the out
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dpcost.engine.activations import ACT_BYTES
@@ -198,6 +199,44 @@ def stage_loads(
             )
         )
     return out
+
+
+def _with_ends(units: tuple[Unit, ...], outside: float, first: bool, last: bool) -> tuple[Unit, ...]:
+    """`units` with the parameters outside the layers added to the first layer (the embedding, on the first stage)
+    and the last (the output layer and final norm, on the last stage), half to each on a stage that is both."""
+    if not units:
+        return (Unit(outside, 1.0),)
+    share = 0.5 if first and last else 1.0
+    head = outside * share if last else 0.0
+    ends = list(units)
+    ends[0] = replace(ends[0], params=ends[0].params + outside - head)
+    ends[-1] = replace(ends[-1], params=ends[-1].params + head)
+    return tuple(ends)
+
+
+def bucket_units(units: tuple[Unit, ...], bucket_params: float) -> tuple[Unit, ...]:
+    """`units` (forward order) regrouped into Megatron's buckets of `bucket_params`, cut from the end of the
+    forward, where its buffer starts (param_and_grad_buffer.py fills buckets in backward order), each with the
+    compute of the parameters it holds: the blocks --overlap-param-gather gathers one by one as the next forward
+    reaches them (param_and_grad_buffer.py start_param_sync, the next bucket's gather dispatched as one finishes)."""
+    total = sum(u.params for u in units)
+    if bucket_params <= 0 or total <= bucket_params:
+        return (Unit(total, sum(u.compute_share for u in units)),)
+    out: list[Unit] = []
+    held = share = 0.0
+    for u in reversed(units):
+        left = u.params
+        while left > 0:
+            take = min(left, bucket_params - held)
+            held += take
+            share += u.compute_share * take / u.params
+            left -= take
+            if held >= bucket_params * (1 - 1e-12):
+                out.append(Unit(held, share))
+                held = share = 0.0
+    if held > 0:
+        out.append(Unit(held, share))
+    return tuple(out[::-1])
 
 
 def fsdp_units(stage: StageLoad) -> tuple[tuple[Unit, ...], float]:
@@ -396,6 +435,7 @@ def layout_step(
         layout.dp,
         DTYPE_BYTES[grad_dtype],
         optimizer,
+        last_stage=layout.pp - 1,
     )
     expert_seconds = sum(side.seconds for side in sides)
     expert_exposed = sum(side.exposed for side in sides)
@@ -567,10 +607,13 @@ def _data_parallel(
     dp_size: int,
     grad_bytes: float,
     optimizer: float = 0.0,
+    last_stage: int = 0,
 ) -> tuple[StepTime, tuple[SideTraffic, ...]]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py), gradients of `grad_bytes` each, and the
     calls beside it (SideTraffic). ZeRO 0-1, as Megatron's DDP and distributed optimizer run it: its buckets over
-    the flattened gradient, parameters gathered during the next forward. ZeRO 2-3, as Megatron-FSDP runs
+    the flattened gradient of the stage's layers (the embedding's and head's with the end layers), the updated
+    parameters gathered layer by layer during the next forward (--overlap-param-gather gathers each bucket as the
+    forward reaches it), `last_stage` the index of the pipeline's last. ZeRO 2-3, as Megatron-FSDP runs
     optim_grads and optim_grads_params (frameworks.MEGATRON_FSDP): per layer (fsdp_units), overlapped whatever
     `overlapped` says (Megatron-FSDP forces it on). The experts over expert-DP: reduce-scatter then all-gather with
     sharded optimizer states, all-reduce without, after the last backward and before the next forward; at ZeRO 2-3
@@ -583,12 +626,11 @@ def _data_parallel(
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     dp = groups["dp-cp"]
     outside = 0.0
-    outside = 0.0
-    if fsdp:
-        units, outside = fsdp_units(held)
-    else:
-        units = (Unit(held.dense_params, 1.0),)  # the flattened gradient, ready linearly through the backward
+    units, outside = fsdp_units(held)
     bucket = 0.0 if fsdp else fw.bucket(dp_size, grad_bytes)  # Megatron sizes buckets on DP without CP
+    if not fsdp:  # Megatron's buffer holds them all: the embedding's before the first layer, the head's after the last
+        units = bucket_units(_with_ends(units, outside, held.index == 0, held.index == last_stage), bucket / grad_bytes)
+        outside = 0.0
     plan = StepPlan(
         stage=zero,
         accumulation=micro_batches,
