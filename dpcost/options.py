@@ -583,6 +583,12 @@ class Options(Section):
                 out += [name_flag, text]
         return out
 
+    @property
+    def megatron_layout(self) -> bool:
+        """Costed by the layout engine, as Megatron-LM runs it: a TP/CP/PP/EP layout, or Megatron at ZeRO 2-3
+        (Megatron-FSDP, whose per-layer schedule that engine holds: engine/frameworks.py MEGATRON_FSDP)."""
+        return not self.parallel.trivial or (self.plan.framework == "megatron" and (self.plan.zero or 0) >= 2)
+
 
 def flag(section: str, field: str) -> str:
     """The CLI flag of a field, for messages: ('batch', 'accumulation') -> '--accum'."""

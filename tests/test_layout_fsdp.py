@@ -127,3 +127,18 @@ def test_the_distributed_optimizer_gathers_bucket_by_bucket(llama70b: ModelSpec)
     (stage,) = r.stages
     buckets = math.ceil(stage.dense_params / max(40e6, 1e6 * 32))
     assert by_op["all_gather"].calls == by_op["reduce_scatter"].calls == buckets
+
+
+def test_megatron_at_zero_3_without_a_layout_is_megatron_fsdp() -> None:
+    """Megatron runs ZeRO 2-3 only as Megatron-FSDP (--use-megatron-fsdp), also at TP = PP = 1 (Megatron-Bridge's
+    Llama 3 70B FSDP presets): `--framework megatron --zero 3` is costed with its per-layer schedule; DDP still
+    refuses a stage it does not run."""
+    r = json.loads(run("estimate", "--model", "llama-70b", "--dp", "64", "--framework", "megatron", "--zero", "3",
+                       "--global-batch", "256", "--format", "json")[1])  # fmt: skip
+    assert r["setup"]["framework"] == "megatron-fsdp"
+    assert {c["purpose"] for c in r["communication"]["collectives"]} >= {
+        "parameters (forward)",
+        "parameters (backward)",
+    }
+    code, _, err = run("estimate", "--model", "llama-70b", "--dp", "64", "--framework", "ddp", "--zero", "3")
+    assert code == 2 and err.startswith("dpcost: error: --zero: PyTorch DDP runs ZeRO stages 0 (DDP), not 3")

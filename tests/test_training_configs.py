@@ -151,6 +151,26 @@ def test_a_megatron_scripts_gradient_dtype_is_megatrons(tmp_path: Path) -> None:
         assert read["setup"]["grad_dtype"] == dtype, name
 
 
+def test_a_megatron_scripts_fsdp_strategy_is_its_zero_stage(tmp_path: Path) -> None:
+    """--use-megatron-fsdp with --data-parallel-sharding-strategy (megatron/training/arguments.py: optim_grads_params
+    when absent; its choices no_shard, optim, optim_grads, optim_grads_params shard nothing, the optimizer states,
+    also the gradients, also the parameters): Megatron-FSDP at ZeRO 2-3."""
+    script = (CONFIGS / "megatron-gpt3-175b.sh").read_text()
+    cases = {"": 3, " --data-parallel-sharding-strategy optim_grads": 2, " --data-parallel-sharding-strategy optim": 1}
+    for extra, zero in cases.items():
+        path = tmp_path / f"fsdp{zero}.sh"
+        path.write_text(script.replace("    --fp16\n", f"    --fp16\n    --use-megatron-fsdp{extra}\n"))
+        read = report("estimate", "--from", str(path), "--dp", "8")
+        assert read["setup"]["zero_stage"] == zero, extra
+        assert read["setup"]["framework"] == ("megatron-fsdp" if zero >= 2 else "megatron"), extra
+    path = tmp_path / "bad.sh"
+    path.write_text(
+        script.replace("    --fp16\n", "    --fp16\n    --use-megatron-fsdp --data-parallel-sharding-strategy x\n")
+    )
+    code, _, err = run("estimate", "--from", str(path), "--dp", "8")
+    assert code == 2 and err.count("\n") == 1 and "--data-parallel-sharding-strategy: 'x' is not one of" in err
+
+
 # Megatron-LM's own "number of parameters on (tensor, pipeline) model parallel rank (T, P)" lines for the 345M
 # script's model (tests/reference/megatron-param-counts.md, quoted from public logs), per pipeline stage
 MEGATRON_PRINTED = [

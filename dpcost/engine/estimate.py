@@ -93,7 +93,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Esti
     if p.o.plan.mode == "inference":
         return _inference(model, topology, p)
     check_forced(p.o, topology)
-    if not p.o.parallel.trivial:
+    if p.o.megatron_layout:
         from dpcost.engine.layout_report import layout_training  # a layout's modules: not a pure-DP start's
 
         return layout_training(model, topology, p)
@@ -141,7 +141,7 @@ def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) 
     """The stage table alone (`dpcost memory`): no step is timed. Recomputation is the option's, or (auto, as
     `estimate` defaults) the least that lets some stage fit, full recomputation if none does."""
     p = prepare(model, topology, options)
-    if not p.o.parallel.trivial:
+    if p.o.megatron_layout:
         from dpcost.engine.layout_report import layout_memory_table
 
         return layout_memory_table(model, topology, p)

@@ -28,25 +28,25 @@ accounting only.
   parameters prefetched one unit ahead (stage3_prefetch_bucket_size 5e7 elements). Gradients reduced in the model's
   bf16. Memory: DeepSpeed's own estimators (memory.py, recipe deepspeed).
 - megatron: Megatron-LM's distributed optimizer (megatron/core/distributed/distributed_data_parallel_config.py
-  @core_r0.9.0). ZeRO-0 (DDP) or ZeRO-1 (--use-distributed-optimizer). Buckets of max(40M, 1M x DP) elements;
-  --overlap-grad-reduce and --overlap-param-gather as its pretraining scripts set them (parameters gathered during
-  the next forward; modelled block by block, where Megatron gathers per bucket); gradients accumulated and reduced
-  in fp32 with bf16 training (accumulate_allreduce_grads_in_fp32). Memory: 18 bytes per parameter, 6 + 12/d sharded;
-  20, or 4 + 16/d, with 16-bit gradients (its docs' table).
-- Megatron-FSDP (megatron/core/distributed/fsdp/ at Megatron-LM d98e8a64dd, MEGATRON_FSDP), which a TP/CP/PP/EP
-  layout runs at ZeRO 2 and 3 (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads, optim_grads_params;
-  the pure-DP frameworks above do not include it). Each TransformerLayer is a unit (mcore_fsdp_adapter.py
-  FullyShardedDataParallelV1); parameters, gradients and optimizer states are sharded over DP x CP, the experts' over
-  expert-DP (_init_dist_index). optim_grads keeps a full replica of the parameters, the updated ones gathered unit by
-  unit during the next forward (distrib_optimizer.py start_param_sync with --overlap-param-gather); optim_grads_params
-  gathers each unit before its forward, frees it after, and gathers it again for its backward (megatron_fsdp.py
-  _post_forward, _pre_backward_param_unshard), prefetching following units until max(1e9, 2 x a unit's elements) / 2
-  elements are on their way (param_and_grad_buffer.py all_gather_params, megatron_fsdp.py
-  suggested_communication_unit_size). Both reduce-scatter each unit's gradients after its backward on every
-  micro-batch, no_sync or not (megatron_fsdp.py: grad_reduce_every_bprop), into a sharded main gradient in the
-  parameters' dtype (bf16: main_grads_dtype "auto"; grad_reduce_in_fp32 does not reach it). The embedding, the output
-  layer and the final norm are in no unit: gathered by their own forward hooks and kept through the step
-  (param_and_grad_buffer.py AllGatherPipeline.reset marks them PRESERVED).
+  @core_r0.9.0). ZeRO-0 (DDP) or ZeRO-1 (--use-distributed-optimizer); ZeRO 2-3 is Megatron-FSDP (below). Buckets of
+  max(40M, 1M x DP) elements; --overlap-grad-reduce and --overlap-param-gather as its pretraining scripts set them
+  (parameters gathered during the next forward; modelled block by block, where Megatron gathers per bucket);
+  gradients accumulated and reduced in fp32 with bf16 training (accumulate_allreduce_grads_in_fp32). Memory: 18
+  bytes per parameter, 6 + 12/d sharded; 20, or 4 + 16/d, with 16-bit gradients (its docs' table).
+- Megatron-FSDP (megatron/core/distributed/fsdp/ at Megatron-LM d98e8a64dd, MEGATRON_FSDP): Megatron at ZeRO 2 and 3
+  (--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads, optim_grads_params), in a TP/CP/PP/EP layout
+  or with --framework megatron alone, costed by the layout engine (Options.megatron_layout). Each TransformerLayer
+  is a unit (mcore_fsdp_adapter.py FullyShardedDataParallelV1); parameters, gradients and optimizer states are
+  sharded over DP x CP, the experts' over expert-DP (_init_dist_index). optim_grads keeps a full replica of the
+  parameters, the updated ones gathered unit by unit during the next forward (distrib_optimizer.py start_param_sync
+  with --overlap-param-gather); optim_grads_params gathers each unit before its forward, frees it after, and gathers
+  it again for its backward (megatron_fsdp.py _post_forward, _pre_backward_param_unshard), prefetching following
+  units until max(1e9, 2 x a unit's elements) / 2 elements are on their way (param_and_grad_buffer.py
+  all_gather_params, megatron_fsdp.py suggested_communication_unit_size). Both reduce-scatter each unit's gradients
+  after its backward on every micro-batch, no_sync or not (megatron_fsdp.py: grad_reduce_every_bprop), into a
+  sharded main gradient in the parameters' dtype (bf16: main_grads_dtype "auto"; grad_reduce_in_fp32 does not reach
+  it). The embedding, the output layer and the final norm are in no unit: gathered by their own forward hooks and
+  kept through the step (param_and_grad_buffer.py AllGatherPipeline.reset marks them PRESERVED).
 Activations and the loss: Megatron runs fused kernels and its vocab-parallel cross-entropy, the others PyTorch's eager
 modules and an upcast cross-entropy (activations.py, loss.py). Checkpointing: torchtitan (fsdp) runs per-op SAC or full
 per-block checkpointing (torchtitan/config_manager.py, activation_checkpoint.mode); Megatron selective (of its

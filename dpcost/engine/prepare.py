@@ -11,7 +11,7 @@ from dpcost.engine import advice
 from dpcost.engine.activations import Kernels
 from dpcost.engine.checkpointing import DEFAULT_MODULES, Activations, activation_memory
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
-from dpcost.engine.frameworks import FRAMEWORKS, Framework
+from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework
 from dpcost.engine.loss import LossMemory, loss_memory
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import (
@@ -300,8 +300,10 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})
     counts = count_params(model)
     fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
-    if fw is not None and o.plan.zero is not None and o.plan.zero not in fw.stages:
-        runs = ", ".join(f"{st} ({name})" for st, name in fw.stages.items())
+    # Megatron runs ZeRO 2-3 as Megatron-FSDP, which the layout engine costs (Options.megatron_layout)
+    stages = {**fw.stages, **MEGATRON_FSDP.stages} if fw is FRAMEWORKS["megatron"] else fw.stages if fw else {}
+    if fw is not None and o.plan.zero is not None and o.plan.zero not in stages:
+        runs = ", ".join(f"{st} ({name})" for st, name in stages.items())
         raise InputError("zero", f"{fw.title} runs ZeRO stages {runs}, not {o.plan.zero}")
     if fw is not None and o.plan.recompute is not None and o.plan.recompute not in fw.recompute:
         raise InputError("recompute", f"{fw.title} runs recompute {', '.join(fw.recompute)}, not {o.plan.recompute}")

@@ -16,6 +16,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from dpcost.engine.frameworks import MEGATRON_FSDP
 from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 
@@ -157,7 +158,8 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
                "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--mtp-num-layers",
                "--pipeline-model-parallel-layout",
-               "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather",
+               "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+               "--overlap-grad-reduce", "--overlap-param-gather",
                "--ddp-bucket-size", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
@@ -197,7 +199,19 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
             "--pipeline-model-parallel-layout",
             "a custom layout is not costed: give the end stages' layers (--first-stage-layers, --last-stage-layers)",
         )
-    if "--use-distributed-optimizer" in args:
+    if "--use-megatron-fsdp" in args:
+        # arguments.py: --data-parallel-sharding-strategy defaults to optim_grads_params (Megatron-LM d98e8a64dd)
+        strategy = _one(r, args, "--data-parallel-sharding-strategy") or "optim_grads_params"
+        by_name = {name: stage for stage, name in MEGATRON_FSDP.stages.items()}
+        if strategy not in by_name:
+            raise r.error("--data-parallel-sharding-strategy", f"{strategy!r} is not one of {', '.join(by_name)}")
+        r.use("--use-megatron-fsdp", "", "framework", "megatron", "Megatron-FSDP (--zero 2-3 run it)")
+        given = "--data-parallel-sharding-strategy" in args
+        r.use("--data-parallel-sharding-strategy", strategy if given else "(absent)", "zero", str(by_name[strategy]),
+              f"Megatron-FSDP's {strategy}" + ("" if given else ", its default"))  # fmt: skip
+        if "--use-distributed-optimizer" in args:
+            r.ignore("--use-distributed-optimizer", "", "Megatron-FSDP shards the optimizer states itself")
+    elif "--use-distributed-optimizer" in args:
         r.use("--use-distributed-optimizer", "", "zero", "1", "the distributed optimizer shards the optimizer states")
     else:
         r.use("--use-distributed-optimizer", "(absent)", "zero", "0", "absent: Megatron's DDP")
