@@ -56,6 +56,8 @@ every decoder layer in full (docs/sources/checkpointing.md).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dpcost.engine.activations import Kernels
 from dpcost.frozen import frozen
 
@@ -173,26 +175,16 @@ FRAMEWORKS = {
 }
 
 # Megatron-FSDP's sharding strategies (module docstring): a layout's ZeRO stages 2 and 3. Not a pure-DP framework.
-MEGATRON_FSDP = Framework(
-    name="megatron",  # Megatron-LM's kernels, loss and memory recipe
+MEGATRON_FSDP = replace(
+    FRAMEWORKS["megatron"],  # Megatron-LM's kernels, loss, recomputation and memory recipe
     title="Megatron-FSDP",
     stages={0: "no_shard", 1: "optim", 2: "optim_grads", 3: "optim_grads_params"},
-    gather_bytes=None,
     bucket_elements=None,
     bucket_elements_per_rank=0.0,
-    bucket_bytes=None,
-    first_bucket_bytes=0.0,
     per_unit=True,
-    gather_calls=0,
-    stage3_reduce_buckets=False,
     overlap_grad_reduce=(0, 1, 2, 3),
-    overlap_param_gather=True,
     source="megatron/core/distributed/fsdp/src/megatron_fsdp/megatron_fsdp.py at Megatron-LM d98e8a64dd: "
     "data_parallel_sharding_strategy, grad_reduce_every_bprop; param_and_grad_buffer.py",
-    loss_impl="vocab-parallel",
-    kernels="fused",
-    attention_kernel="cudnn",
-    recompute=("none", "selective", "full"),
 )
 # The least a ZeRO-3 unit's gather prefetches: suggested_communication_unit_size's floor of 1e9 elements, halved
 # (megatron_fsdp.py: suggested_AG_prefetch_size = max(1e9, 2 x the mean unit's elements) // 2)
