@@ -170,12 +170,12 @@ def stage_loads(
         if last:
             blocks += [mtp] * mtp_layers
         experts = sum(experts_per_layer for b in blocks if b.moe)
-        whole = sum(replicated_per_layer(a, b.moe) for b in blocks)
+        whole_of = [replicated_per_layer(a, b.moe) for b in blocks]
+        whole = sum(whole_of)
         split = sum(b.params for b in blocks) - experts - whole
         each = [
-            (b.params - (experts_per_layer if b.moe else 0.0) - replicated_per_layer(a, b.moe)) / layout.tp
-            + replicated_per_layer(a, b.moe)
-            for b in blocks
+            (b.params - (experts_per_layer if b.moe else 0.0) - w) / layout.tp + w
+            for b, w in zip(blocks, whole_of, strict=True)
         ]
         if s == 0:
             split, whole = split + params.embedding, whole + params.positions
@@ -437,8 +437,8 @@ def layout_step(
         optimizer,
         last_stage=layout.pp - 1,
     )
-    expert_seconds = sum(side.seconds for side in sides)
-    expert_exposed = sum(side.exposed for side in sides)
+    side_seconds = sum(side.seconds for side in sides)
+    side_exposed = sum(side.exposed for side in sides)
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
     dp_terms = [t for t in dp_step.breakdown if t.term not in (COMPUTE, JITTER)]
     dp_terms += [Term(f"{EXPOSED}{side.what}", side.exposed) for side in sides if side.exposed > 0]
@@ -446,7 +446,7 @@ def layout_step(
     # the step's compute (step.slowest_rank_wait; the waits inside the pipeline are absorbed by its slots).
     pipeline = Phase("pipeline", m * slot, 0.0, m * slot, 1)
     jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
-    step = dp_step.step + expert_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter
+    step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter
     model_flops = (fpt.model + 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers) * micro_batch * seq_len * m
     model_flops /= layout.tp * layout.cp * layout.pp
     layout_comm = m * sum(c.per_micro_batch * priced[c] for c in calls)
@@ -460,7 +460,7 @@ def layout_step(
         bubble=bubble,
         jitter=jitter,
         step=step,
-        comm=layout_comm + dp_step.comm + expert_seconds,
+        comm=layout_comm + dp_step.comm + side_seconds,
         model_flops=model_flops,
         mfu=model_flops / (step * peak),
         stages=stages,
@@ -612,8 +612,8 @@ def _data_parallel(
     """The DP schedule of the stage's dense shard over DP x CP (step.py), gradients of `grad_bytes` each, and the
     calls beside it (SideTraffic). ZeRO 0-1, as Megatron's DDP and distributed optimizer run it: its buckets over
     the flattened gradient of the stage's layers (the embedding's and head's with the end layers), the updated
-    parameters gathered layer by layer during the next forward (--overlap-param-gather gathers each bucket as the
-    forward reaches it), `last_stage` the index of the pipeline's last. ZeRO 2-3, as Megatron-FSDP runs
+    parameters gathered bucket by bucket during the next forward (--overlap-param-gather gathers each as the
+    forward reaches it: bucket_units), `last_stage` the index of the pipeline's last. ZeRO 2-3, as Megatron-FSDP runs
     optim_grads and optim_grads_params (frameworks.MEGATRON_FSDP): per layer (fsdp_units), overlapped whatever
     `overlapped` says (Megatron-FSDP forces it on). The experts over expert-DP: reduce-scatter then all-gather with
     sharded optimizer states, all-reduce without, after the last backward and before the next forward; at ZeRO 2-3
@@ -625,7 +625,6 @@ def _data_parallel(
     recipe = RECIPES[fw.name]
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     dp = groups["dp-cp"]
-    outside = 0.0
     units, outside = fsdp_units(held)
     bucket = 0.0 if fsdp else fw.bucket(dp_size, grad_bytes)  # Megatron sizes buckets on DP without CP
     if not fsdp:  # Megatron's buffer holds them all: the embedding's before the first layer, the head's after the last

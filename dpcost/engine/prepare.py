@@ -301,7 +301,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     counts = count_params(model)
     fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
     # Megatron runs ZeRO 2-3 as Megatron-FSDP, which the layout engine costs (Options.megatron_layout)
-    stages = {**fw.stages, **MEGATRON_FSDP.stages} if fw is FRAMEWORKS["megatron"] else fw.stages if fw else {}
+    stages = {**MEGATRON_FSDP.stages, **fw.stages} if fw is FRAMEWORKS["megatron"] else fw.stages if fw else {}
     if fw is not None and o.plan.zero is not None and o.plan.zero not in stages:
         runs = ", ".join(f"{st} ({name})" for st, name in stages.items())
         raise InputError("zero", f"{fw.title} runs ZeRO stages {runs}, not {o.plan.zero}")
