@@ -258,7 +258,8 @@ def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options)
 
 
 def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Memory:
-    """`dpcost memory` with a layout: Megatron's accounting of the most loaded pipeline stage, at ZeRO 0 and 1."""
+    """`dpcost memory` with a layout: Megatron's accounting of the most loaded pipeline stage, at ZeRO 0, 1 and up to
+    the plan's own (_layout_memory_rows)."""
     _check_layout_plan(model, p.o)
     layout = _layout(p.o, topology)
     recompute, rows = _layout_memory_rows(model, topology, p, layout, None)
