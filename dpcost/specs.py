@@ -722,6 +722,9 @@ class Calibration(Spec):
     points: NonNegativeInt = 0
 
 
+TunerPlugin = Literal["aws-ofi-nccl-p5"]  # engine/tuner_plugin.py holds each one's tables
+
+
 class TopologySpec(Spec):
     name: Slug
     title: Text
@@ -744,6 +747,11 @@ class TopologySpec(Spec):
         "manager / IMEX channels)",
     )
     collnet: bool = Field(True, description="NCCL may run CollNet where the fabric has SHARP (NCCL_COLLNET_ENABLE)")
+    tuner_plugin: TunerPlugin | None = Field(
+        None,
+        description="the tuner plugin that picks NCCL's algorithm and protocol where its tables cover the call "
+        "(aws-ofi-nccl-p5: aws-ofi-nccl's region tuner on P5/P5e, on by default since v1.16); none: NCCL's own",
+    )
     calibration: Calibration | None = None
 
     @model_validator(mode="after")

@@ -200,7 +200,16 @@ def collective(
     )
     from dpcost.render.assumptions import common
 
-    how = f"forced {algorithm} ({algorithm_from})" if algorithm else "NCCL's fastest candidate for each size"
+    how = (
+        f"forced {algorithm} ({algorithm_from})"
+        if algorithm
+        else "NCCL's fastest candidate for each size"
+        + (
+            f", except where the topology's tuner plugin ({topo.tuner_plugin}) picks the algorithm and protocol"
+            if topo.tuner_plugin is not None and protocol is None
+            else ""
+        )
+    )
     emit(
         [table],
         fmt.value,

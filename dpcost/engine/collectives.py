@@ -2,7 +2,8 @@
 
 The model follows NCCL's own tuner (src/graph/tuning.cc; docs/sources/nccl-tuning.md; its constants in
 nccl_tables.py): per algorithm and protocol, time = call overhead + base latency + per-step latencies + bytes
-over bandwidth, and the fastest of the algorithms NCCL would weigh (availability.py) is the call's time. What
+over bandwidth, and the fastest of the algorithms NCCL would weigh (availability.py) is the call's time, unless
+the topology's tuner plugin picks the algorithm and protocol (tuner_plugin.py: aws-ofi-nccl on P5). What
 dpcost adds is the topology: every tier has its own per-GPU bandwidth (after efficiency and oversubscription)
 and its own step latency, and each algorithm puts a known number of bytes on each tier.
 
@@ -45,6 +46,7 @@ from dpcost.engine import nccl_tables as nccl
 from dpcost.engine.availability import ALGORITHMS, forcible, nccl_candidates, require
 from dpcost.engine.memo import per_object
 from dpcost.engine.placement import Level, Placement, hop_share, place, spanned, steps_per_level
+from dpcost.engine.tuner_plugin import plugin_choice
 from dpcost.frozen import frozen
 from dpcost.specs import TierSpec, TopologySpec
 
@@ -121,7 +123,7 @@ class CollectiveTime:
 
 @frozen
 class CollectiveChoice:
-    """The fastest of NCCL's algorithms (or the forced one), with every applicable algorithm's time beside it."""
+    """The call as NCCL runs it (collective()), with every applicable algorithm's time beside it."""
 
     best: CollectiveTime
     candidates: tuple[CollectiveTime, ...]  # NCCL's candidates fastest first, then the what-ifs
@@ -579,7 +581,8 @@ def fastest(
     algorithm: str | None = None,
     protocol: str | None = None,
 ) -> CollectiveTime:
-    """The call as NCCL runs it: the fastest of its candidates, or the forced algorithm (no what-ifs priced).
+    """The call as NCCL runs it: the fastest of its candidates, the topology's tuner plugin's pick where it makes
+    one, or the forced algorithm (no what-ifs priced).
 
     A forced `protocol` (NCCL_PROTO) leaves out the algorithms that cannot run it, as NCCL does."""
     p = _placed(topology, group)
@@ -587,8 +590,22 @@ def fastest(
         return collective_time(topology, op, p, size, "ring")
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
+    plugin = _plugin_pick(topology, op, p, size, algorithm, protocol)
+    if plugin is not None:
+        return _price(topology, p, op, size, *plugin)
     names = _running(protocol, (algorithm,) if algorithm is not None else nccl_candidates(op, p))
     return min((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
+
+
+def _plugin_pick(
+    topology: TopologySpec, op: str, p: Placement, size: float, algorithm: str | None, protocol: str | None
+) -> tuple[str, str] | None:
+    """The topology's tuner plugin's (algorithm, protocol) for the call (tuner_plugin.py), among the pairs a forced
+    algorithm (NCCL_ALGO) or protocol (NCCL_PROTO) leaves; None where the plugin leaves the choice to NCCL."""
+    if topology.tuner_plugin is None:
+        return None
+    names = (algorithm,) if algorithm is not None else _running(protocol, nccl_candidates(op, p))
+    return plugin_choice(topology.tuner_plugin, op, p.ranks, p.nodes, size, names, protocol)
 
 
 def collective(
@@ -599,8 +616,9 @@ def collective(
     algorithm: str | None = None,
     protocol: str | None = None,
 ) -> CollectiveChoice:
-    """Every applicable algorithm's time; the fastest of NCCL's is `best` unless `algorithm` forces one. A forced
-    `protocol` (NCCL_PROTO) prices every algorithm in it and leaves out those that cannot run it, as `fastest`."""
+    """Every applicable algorithm's time; `best` is the call as `fastest` runs it: the fastest of NCCL's, the
+    tuner plugin's pick, or the forced algorithm. A forced `protocol` (NCCL_PROTO) prices every algorithm in it and
+    leaves out those that cannot run it, as `fastest`."""
     p = _placed(topology, group)
     if p.ranks == 1 or size == 0:
         none = collective_time(topology, op, p, size, "ring")
@@ -612,7 +630,10 @@ def collective(
     extra = [a for a in forcible(op, p) if a not in nccl_candidates(op, p)] if len(p.levels) > 1 else []
     what_ifs = [_price(topology, p, op, size, a) for a in extra]
     candidates = (*nccl_times, *what_ifs)
-    if algorithm is None:
+    plugin = _plugin_pick(topology, op, p, size, algorithm, protocol)
+    if plugin is not None:
+        best = _price(topology, p, op, size, *plugin)
+    elif algorithm is None:
         best = nccl_times[0]
     else:
         best = next((c for c in candidates if c.algorithm == algorithm), None) or _price(
