@@ -142,3 +142,13 @@ def test_other_topologies_choose_as_before() -> None:
     h100 = load_topology("dgx-h100")
     assert h100.tuner_plugin is None
     assert fastest(h100, "all_reduce", 128, 32 * MiB) == collective(h100, "all_reduce", 128, 32 * MiB).candidates[0]
+
+
+def test_show_topology_names_the_plugin_only_where_one_is_declared() -> None:
+    from dpcost.render.catalog import topology_tables
+
+    def labels(name: str) -> list[str]:
+        return [row[0] for row in topology_tables(load_topology(name))[0].rows]
+
+    assert "tuner plugin" in labels("aws-p5")
+    assert "tuner plugin" not in labels("dgx-h100")

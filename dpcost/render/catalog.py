@@ -163,6 +163,10 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
         for x in topo.tiers
         if x.crossing_loss
     ]
+    if topo.tuner_plugin is not None:
+        t.rows.append(
+            ["tuner plugin", f"{topo.tuner_plugin}: picks the algorithm and protocol where its tables cover a call"]
+        )
     t.rows += [["source", s] for s in topo.sources]
     tiers = Table(
         "Tiers (bandwidth per GPU, one direction)",
