@@ -78,7 +78,16 @@ if TYPE_CHECKING:
 # a layer as its compute differs: an MoE MLP or not, its mixer, its window or chunk
 LayerKind = tuple[bool, str, LocalAttentionSpec | None]
 
-__all__ = ["LayoutStep", "SideTraffic", "StageLoad", "call_seconds", "fsdp_units", "layout_step", "stage_loads"]
+__all__ = [
+    "LayoutStep",
+    "SideTraffic",
+    "StageLoad",
+    "call_seconds",
+    "fsdp_units",
+    "gathered_bytes",
+    "layout_step",
+    "stage_loads",
+]
 
 
 @frozen
@@ -119,6 +128,9 @@ class StageLoad:
     # per token over TP x CP (what Megatron-FSDP gathers and reduces as one unit: fsdp_units)
     layer_params: tuple[float, ...] = ()
     layer_forward_flops: tuple[float, ...] = ()
+    # one TP rank's TP-split weights of its decoder (and MTP) layers: what --fp8-param-gather stores and gathers in
+    # fp8 (layout_memory.fp8_layer_parameters); the norms, routers, embedding and head stay 16-bit
+    layer_split_params: float = 0.0
 
 
 def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
@@ -173,6 +185,7 @@ def stage_loads(
         whole_of = [replicated_per_layer(a, b.moe) for b in blocks]
         whole = sum(whole_of)
         split = sum(b.params for b in blocks) - experts - whole
+        layer_split = split / layout.tp
         each = [
             (b.params - (experts_per_layer if b.moe else 0.0) - w) / layout.tp + w
             for b, w in zip(blocks, whole_of, strict=True)
@@ -196,6 +209,7 @@ def stage_loads(
                 layer_flops / shards,
                 tuple(each),
                 tuple((2 * b.active + attention) / shards for b in blocks),
+                layer_split,
             )
         )
     return out
@@ -333,6 +347,7 @@ def layout_step(
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
     mtp_layers: int = 0,
+    fp8_params: bool = False,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b)
     micro-batches per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`:
@@ -436,6 +451,7 @@ def layout_step(
         DTYPE_BYTES[grad_dtype],
         optimizer,
         last_stage=layout.pp - 1,
+        fp8_params=fp8_params,
     )
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
@@ -593,6 +609,14 @@ class SideTraffic:
     exposed: float
 
 
+def gathered_bytes(weight_bytes: float, fp8_params: float, params: float) -> float:
+    """Bytes per parameter of a gather of `params` of which `fp8_params` are fp8 (--fp8-param-gather: 1 byte) and
+    the rest `weight_bytes` (Megatron-LM arguments.py, "perform the param all-gather in fp8")."""
+    if params <= 0 or fp8_params <= 0:
+        return weight_bytes
+    return weight_bytes - (weight_bytes - 1.0) * min(1.0, fp8_params / params)
+
+
 def _data_parallel(
     topology: TopologySpec,
     groups: dict[str, Placement],
@@ -608,6 +632,7 @@ def _data_parallel(
     grad_bytes: float,
     optimizer: float = 0.0,
     last_stage: int = 0,
+    fp8_params: bool = False,
 ) -> tuple[StepTime, tuple[SideTraffic, ...]]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py), gradients of `grad_bytes` each, and the
     calls beside it (SideTraffic). ZeRO 0-1, as Megatron's DDP and distributed optimizer run it: its buckets over
@@ -618,7 +643,9 @@ def _data_parallel(
     `overlapped` says (Megatron-FSDP forces it on). The experts over expert-DP: reduce-scatter then all-gather with
     sharded optimizer states, all-reduce without, after the last backward and before the next forward; at ZeRO 2-3
     reduced every micro-batch, and at ZeRO 3 gathered for every forward and backward. Not `overlapped` (ZeRO 0-1):
-    every reduction after the last backward and every gather after the optimizer step, on the compute stream."""
+    every reduction after the last backward and every gather after the optimizer step, on the compute stream.
+    `fp8_params` (--fp8-param-gather): the layers' TP-split and expert weights gathered a byte each, the rest in
+    16 bits; the dense gathers at the bytes per parameter of what they move (gathered_bytes)."""
     fsdp = zero >= 2
     fw = MEGATRON_FSDP if fsdp else FRAMEWORKS["megatron"]
     overlapped = overlapped or fsdp
@@ -626,6 +653,11 @@ def _data_parallel(
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     dp = groups["dp-cp"]
     units, outside = fsdp_units(held)
+    fp8 = held.layer_split_params if fp8_params else 0.0
+    # Megatron-FSDP's units are the layers; the distributed optimizer's buckets also hold the embedding and head
+    gathered = sum(u.params for u in units) + (0.0 if fsdp else outside)
+    dense_gather_bytes = gathered_bytes(weight_bytes, fp8, gathered)
+    expert_gather_bytes = 1.0 if fp8_params else weight_bytes
     bucket = 0.0 if fsdp else fw.bucket(dp_size, grad_bytes)  # Megatron sizes buckets on DP without CP
     if not fsdp:  # Megatron's buffer holds them all: the embedding's before the first layer, the head's after the last
         units = bucket_units(_with_ends(units, outside, held.index == 0, held.index == last_stage), bucket / grad_bytes)
@@ -637,7 +669,7 @@ def _data_parallel(
         backward=backward,
         units=units,
         grad_bytes=grad_bytes,
-        weight_bytes=weight_bytes,
+        weight_bytes=dense_gather_bytes,
         bucket_bytes=bucket,
         overlap_param_gather=fw.overlap_param_gather and overlapped,
         overlap_grad_reduce=overlapped,
@@ -656,7 +688,7 @@ def _data_parallel(
     timed = step_time(plan, call)
     sides = (
         _side_traffic(topology, groups["edp"], "expert-DP gradients and parameters", experts, zero, micro_batches,
-                      forward, backward, overlapped, grad_bytes, weight_bytes, kept=False),
+                      forward, backward, overlapped, grad_bytes, expert_gather_bytes, kept=False),
         _side_traffic(topology, dp, "embedding and output layer gradients and parameters", outside, zero,
                       micro_batches, forward, backward, overlapped, grad_bytes, weight_bytes, kept=True),
     )  # fmt: skip

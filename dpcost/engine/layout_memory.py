@@ -17,6 +17,10 @@ Sources, cited per function by their letter:
   MEGATRON_FSDP), which the file does not cover: ZeRO 2 (optim_grads) and 3 (optim_grads_params) shard over DP x CP
   (param_and_grad_buffer.py _init_each_parameter_group_buffers; the experts over expert-DP), the main gradient in
   the parameters' dtype; the unsharded buffers a step holds (fsdp_buffer_bytes).
+- [P] --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 (do not use any other
+  intermediate dtype) and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init), which the file
+  does not cover: the decoder layers' TP-split and expert weights, Transformer Engine's linear layers, are stored in
+  fp8, 1 byte each; norms, routers, the embedding and the head stay 16-bit (fp8_layer_parameters).
 
 Two views, per GPU and in bytes:
 - Megatron's (`parameters_on_most_loaded_shard`, `weight_and_optimizer_bytes`, `activation_bytes`, and
@@ -69,6 +73,7 @@ __all__ = [
     "embedding_parameters",
     "expert_data_parallel_size",
     "first_stage_microbatches",
+    "fp8_layer_parameters",
     "fsdp_buffer_bytes",
     "fsdp_bytes_per_parameter",
     "full_recompute_layer_bytes",
@@ -122,6 +127,7 @@ class MemoryLayout(Layout):
     # The s^2 attention scores are stored (no flash attention, no selective recomputation): Korthikanti et al.'s
     # 5as/(ht) per layer (Table 2), which Megatron's formula leaves out; under full recomputation, one layer's.
     attention_scores: bool = False
+    fp8_params: bool = False  # --fp8-param-gather: the layers' linear weights stored (and gathered) in fp8 [P]
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -360,17 +366,35 @@ def fsdp_bytes_per_parameter(zero: int, shards: int, grad_bytes: float) -> tuple
     return (2 / shards if zero == 3 else 2.0), grad_bytes / shards, 12 / shards
 
 
-def state_bytes(held: ParamGroups, layout: MemoryLayout) -> tuple[float, float, float]:
+def fp8_layer_parameters(
+    shape: ModelShape, layout: MemoryLayout, layers: tuple[int, ...], mtp: bool = False
+) -> ParamGroups:
+    """Per GPU: the parameters stored in fp8 under --fp8-param-gather [P], the TP-split and expert weights of
+    `layers` (and of the MTP layers with `mtp`); none without it."""
+    if not layout.fp8_params:
+        return ParamGroups()
+    moe = sum(1 for i in layers if shape.moe_pattern[i])
+    blocks = shape.dense_layer.scaled(len(layers) - moe) + shape.moe_layer.scaled(moe)
+    if mtp:
+        blocks += mtp_block_parameters(shape)
+    return ParamGroups(blocks.tp_sharded, 0.0, blocks.expert_sharded).per_gpu(layout)
+
+
+def state_bytes(held: ParamGroups, layout: MemoryLayout, fp8: ParamGroups | None = None) -> tuple[float, float, float]:
     """A rank's weights, gradients and optimizer states, bytes each; the experts' sharded over expert-DP [M]
-    (weight_and_optimizer_memory), at ZeRO 2-3 the dense parameters' over DP x CP [F]."""
+    (weight_and_optimizer_memory), at ZeRO 2-3 the dense parameters' over DP x CP [F]; `fp8` of the weights
+    (fp8_layer_parameters) a byte each instead of two [P]."""
+    fp8 = fp8 or ParamGroups()
     dense, experts = held.tp_sharded + held.replicated, held.expert_sharded
     if layout.zero >= 2:
         d = fsdp_bytes_per_parameter(layout.zero, layout.dp * layout.cp, layout.grad_bytes)
         e = fsdp_bytes_per_parameter(layout.zero, expert_data_parallel_size(layout), layout.grad_bytes)
-        return dense * d[0] + experts * e[0], dense * d[1] + experts * e[1], dense * d[2] + experts * e[2]
+        fp8_dense, fp8_experts = fp8.tp_sharded + fp8.replicated, fp8.expert_sharded
+        weights = (dense - fp8_dense / 2) * d[0] + (experts - fp8_experts / 2) * e[0]
+        return weights, dense * d[1] + experts * e[1], dense * d[2] + experts * e[2]
     total = weight_and_optimizer_bytes(held, layout)
     weights, grads = 2 * held.total, layout.grad_bytes * held.total
-    return weights, grads, total - weights - grads
+    return weights - fp8.total, grads, total - weights - grads
 
 
 def weight_and_optimizer_bytes(held: ParamGroups, layout: MemoryLayout) -> float:
@@ -400,7 +424,9 @@ def fsdp_buffer_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layer
     outside = held - sum(units)
     prefetch = max(MEGATRON_FSDP_PREFETCH_FLOOR, mean)  # max(1e9, 2 x mean) // 2 elements
     gathered = min(len(units), 1 + math.ceil(prefetch / mean)) if mean > 0 else 0
-    return unsharded_grad + 2 * (outside + gathered * largest)
+    biggest = max(layers, key=lambda i: shape.layer(i).per_gpu(layout).total)
+    unit_bytes = 2 * largest - fp8_layer_parameters(shape, layout, (biggest,)).total  # [P]
+    return unsharded_grad + 2 * outside + gathered * unit_bytes
 
 
 # ----------------------------------------------------------------------------------------------- activations
@@ -564,7 +590,9 @@ def stage_memory(
         held = parameters_on_stage(shape, layout, stage, layers)
         in_flight = microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches)
         acts = stage_activation_bytes(shape, layout, seq_len, micro_batch, stage, len(layers), in_flight)
-        weights, grads, optimizer = state_bytes(held, layout)
+        weights, grads, optimizer = state_bytes(
+            held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
+        )
         buffers = fsdp_buffer_bytes(shape, layout, stage, layers)
         out.append(
             StageMemory(stage, len(layers), held.total, weights + grads + optimizer, acts, buffers, weights, grads)

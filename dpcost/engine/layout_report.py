@@ -97,6 +97,19 @@ def _layout_zero(o: Options) -> int:
     return 1 if o.plan.zero is None else o.plan.zero
 
 
+def _fp8_params(o: Options) -> bool:
+    """--gather-dtype fp8 in a layout: Megatron's --fp8-param-gather, which also stores the layers' linear weights
+    in fp8 (layout_memory [P])."""
+    return o.communication.gather_dtype == "fp8"
+
+
+def _layout_recipe(o: Options) -> str:
+    """The memory table's recipe line: Megatron's, with the fp8 weights --fp8-param-gather stores."""
+    if not _fp8_params(o):
+        return LAYOUT_RECIPE
+    return LAYOUT_RECIPE.replace("bf16 weights", "fp8 linear weights, other weights bf16 (--fp8-param-gather)")
+
+
 def _layout_grad_dtype(o: Options, zero: int) -> str:
     """The layout's gradient buffer and reduction dtype: Megatron-LM's --bf16 default, fp32
     (arguments.py: accumulate_allreduce_grads_in_fp32), unless --grad-dtype gives the parameters' 16-bit dtype
@@ -177,6 +190,7 @@ def _layout_memory(
         zero=stage,
         grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o, stage)],
         attention_scores=not p.o.compute.flash_attention and recompute != "selective",
+        fp8_params=_fp8_params(p.o),
         first_stage_layers=counts[0] if uneven and layout.pp > 1 else None,
         last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
     )
@@ -266,7 +280,7 @@ def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -
     worst = rows[1][1].most_loaded
     return Memory(
         hbm_bytes=int(topology.gpu.hbm),
-        recipe=LAYOUT_RECIPE,
+        recipe=_layout_recipe(p.o),
         recompute=recompute,
         note=f"a TP {layout.tp} x CP {layout.cp} x PP {layout.pp} x DP {layout.dp} layout: the most loaded pipeline "
         f"stage, {worst.stage} of {layout.pp}, per GPU",
@@ -317,6 +331,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         first_stage_layers=par.first_stage_layers,
         last_stage_layers=par.last_stage_layers,
         mtp_layers=par.mtp_layers,
+        fp8_params=_fp8_params(o),
     )
     dp_group = r.groups["dp-cp"]
     setup = setup_info(
@@ -354,7 +369,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
     time = _layout_time(r, tokens)
     memory = Memory(
         hbm_bytes=int(topology.gpu.hbm),
-        recipe=LAYOUT_RECIPE,
+        recipe=_layout_recipe(o),
         recompute=recompute,
         note=f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU",
         stages=[row for row, _ in chosen_rows.values()],
@@ -394,7 +409,6 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
     "--optimizer": lambda o: o.precision.optimizer != "adamw",
     "--bucket-size": lambda o: o.communication.bucket_bytes is not None,
     "--first-bucket-size": lambda o: o.communication.first_bucket_bytes is not None,
-    "--gather-dtype": lambda o: o.communication.gather_dtype is not None,
     "--algorithm": lambda o: o.communication.algorithm is not None,
     "--protocol": lambda o: o.communication.protocol is not None,
     "--keep-full-grads": lambda o: o.communication.keep_full_grads,

@@ -1,0 +1,91 @@
+"""--gather-dtype fp8 in a layout is Megatron-LM's --fp8-param-gather (megatron/training/arguments.py: "keep the
+compute param in fp8 ... and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init): the
+decoder layers' TP-split and expert weights are stored and all-gathered a byte each; the norms, routers, embedding
+and head stay in bf16; the gradients are unchanged. Closed forms from Llama 3 70B's config.json."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from conftest import cli_report
+
+from dpcost.catalog import load_model, load_topology
+from dpcost.engine.collectives import fastest
+from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
+from dpcost.engine.layout import Layout
+from dpcost.engine.layout_estimate import layout_step, stage_loads
+
+# Llama 3 70B: hidden 8192, FFN 28672, 8 KV heads of 128, 80 layers
+HIDDEN, FFN, KV, LAYERS = 8192, 28672, 8 * 128, 80
+LAYER = 2 * HIDDEN * HIDDEN + 2 * HIDDEN * KV + 3 * HIDDEN * FFN  # Q, O, K, V and the gated MLP: TP-split
+NORMS = 2 * HIDDEN  # two RMSNorms a layer, whole on every TP rank
+TP = 8
+
+
+def _estimate(*flags: str) -> dict[str, Any]:
+    return cli_report("estimate", "-m", "llama-70b", "--dp", "64", "--tp", str(TP), "--compute-dtype", "fp8", *flags)
+
+
+def _gathers(report: dict[str, Any]) -> dict[str, int]:
+    return {c["purpose"]: c["bytes"] for c in report["communication"]["collectives"]}
+
+
+def test_distributed_optimizer_stores_and_gathers_the_layers_linear_weights_in_fp8() -> None:
+    bf16, fp8 = _estimate("--zero", "1"), _estimate("--zero", "1", "--gather-dtype", "fp8")
+    fp8_weights = LAYERS * LAYER // TP  # one byte each instead of two
+    stage = fp8["memory"]["stages"][1]
+    assert bf16["memory"]["stages"][1]["params_bytes"] - stage["params_bytes"] == fp8_weights
+    assert stage["grads_bytes"] == bf16["memory"]["stages"][1]["grads_bytes"]
+    assert _gathers(bf16)["updated parameters"] - _gathers(fp8)["updated parameters"] == fp8_weights
+    assert _gathers(fp8)["gradients"] == _gathers(bf16)["gradients"]
+    assert fp8["time"]["step_seconds"] < bf16["time"]["step_seconds"]
+    assert "--gather-dtype" not in json.dumps(fp8["warnings"])  # a layout reads it now
+
+
+def test_megatron_fsdp_gathers_each_layer_at_a_byte_per_linear_weight() -> None:
+    """optim_grads_params gathers every layer forward and backward: its TP-split weights in fp8, its norms in bf16."""
+    fp8 = _gathers(_estimate("--zero", "3", "--gather-dtype", "fp8"))
+    per_layer = LAYER // TP + 2 * NORMS
+    assert fp8["parameters (forward)"] == fp8["parameters (backward)"] == LAYERS * per_layer
+    assert fp8["gradients"] == LAYERS * 2 * (LAYER // TP + NORMS)  # bf16 main gradients, as without fp8
+
+
+def test_megatron_fsdp_buffers_hold_the_prefetched_layers_in_fp8() -> None:
+    """At ZeRO 3 the computing layer and those prefetched behind it (1 + ceil(floor / layer) of them,
+    suggested_communication_unit_size) are held gathered: a byte less for each of their fp8 weights."""
+    bf16 = _estimate("--zero", "3")["memory"]["stages"][3]
+    fp8 = _estimate("--zero", "3", "--gather-dtype", "fp8")["memory"]["stages"][3]
+    layers_held = 1 + math.ceil(MEGATRON_FSDP_PREFETCH_FLOOR / (LAYER / TP + NORMS))
+    assert layers_held == 6
+    assert bf16["buffers_bytes"] - fp8["buffers_bytes"] == layers_held * LAYER // TP
+
+
+@pytest.mark.parametrize("zero", [1, 3])
+def test_the_experts_are_gathered_a_byte_each(zero: int) -> None:
+    """Mixtral's routed experts (Transformer Engine's grouped linear layers), over expert-DP: with fp8 parameters the
+    step's calls shrink by the dense gathers' saving and by an expert gather of half the bytes."""
+    model, topology = load_model("mixtral-8x7b"), load_topology("dgx-h100")
+    layout = Layout(tp=2, dp=16, ep=8)
+
+    def step(fp8: bool) -> Any:
+        return layout_step(
+            model, topology, layout, micro_batch=1, global_batch=16, seq_len=4096, mfu=0.4, zero=zero,
+            sequence_parallel=True, fp8_params=fp8,
+        )  # fmt: skip
+
+    bf16, fp8 = step(False), step(True)
+    dense = sum(t.seconds for t in bf16.dp_traffic if t.op == "all_gather") - sum(
+        t.seconds for t in fp8.dp_traffic if t.op == "all_gather"
+    )
+    experts = max(s.expert_params for s in stage_loads(model, layout, 4096))
+    gathers = 2 if zero == 3 else 1  # ZeRO 3 gathers them for the forward and again for the backward
+    edp = bf16.groups["edp"]
+    half = (
+        fastest(topology, "all_gather", edp, 2 * experts).seconds
+        - fastest(topology, "all_gather", edp, experts).seconds
+    )
+    assert bf16.comm - fp8.comm == pytest.approx(dense + gathers * half, rel=1e-9)
+    assert half > 0
