@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from dpcost import Options, estimate, load_model, load_topology
 from dpcost.cli import app
+from dpcost.engine.layout_report import state_bytes_floor
 from dpcost.engine.search import (
     BUCKET_SCALES,
     Shape,
@@ -63,19 +64,23 @@ def test_the_best_plan_is_the_one_an_exhaustive_loop_finds(
 
 
 @pytest.mark.parametrize(("name", "topology", "gpus", "global_batch", "seq_len"), SMALL)
-def test_pruning_bounds_are_lower_bounds(name: str, topology: str, gpus: int, global_batch: int, seq_len: int) -> None:
-    """states_lower_bound never exceeds the memory Megatron's formula gives, step_lower_bound (with the
-    recomputation the plan runs) never the step."""
+@pytest.mark.parametrize("dtypes", [{}, {"grad_dtype": "bf16", "gather_dtype": "fp8", "compute_dtype": "fp8"}])
+def test_pruning_bounds_are_lower_bounds(
+    name: str, topology: str, gpus: int, global_batch: int, seq_len: int, dtypes: dict[str, str]
+) -> None:
+    """states_lower_bound never exceeds the memory Megatron's formula gives, with 16-bit gradients and fp8
+    weights too, step_lower_bound (with the recomputation the plan runs) never the step."""
     model, topo = load_model(name), load_topology(topology)
     checked = 0
-    for shape, options in candidates(model, topo, gpus, Options(dp=1, global_batch=global_batch, seq_len=seq_len)):
+    base = Options(dp=1, global_batch=global_batch, seq_len=seq_len, **dtypes)  # type: ignore[arg-type]
+    for shape, options in candidates(model, topo, gpus, base):
         if shape.trivial:
             continue
         try:
             report = estimate(model, topo, options)
         except (InputError, ValueError):
             continue
-        assert states_lower_bound(model, shape) <= report.summary.memory_bytes
+        assert states_lower_bound(model, shape, state_bytes_floor(options)) <= report.summary.memory_bytes
         step = report.summary.step_seconds or 0.0
         assert step_lower_bound(model, topo, options, gpus, seq_len, report.setup.recompute) <= step
         checked += 1
@@ -114,10 +119,22 @@ def test_memory_never_falls_as_the_micro_batch_grows() -> None:
             assert totals == sorted(totals), (recompute, tp, pp, dp, totals)
 
 
-def test_states_lower_bound_by_hand() -> None:
-    """6 bytes per parameter over TP x PP: Llama 3 70B (70.55e9 parameters) on TP8 PP4 holds >= 13.2 GB."""
+@pytest.mark.parametrize(
+    ("dtypes", "per_parameter"),
+    [
+        ({}, 6),  # bf16 weights, fp32 main gradients (Megatron-LM's --bf16 default: grad_reduce_in_fp32)
+        ({"grad_dtype": "bf16"}, 4),  # Megatron-Bridge's presets: 16-bit main gradients
+        ({"grad_dtype": "bf16", "gather_dtype": "fp8"}, 3),  # and --fp8-param-gather's one-byte weights
+    ],
+)
+def test_states_lower_bound_by_hand(dtypes: dict[str, str], per_parameter: int) -> None:
+    """Weights and main gradients per parameter over TP x PP: Llama 3 70B (70.55e9 parameters) on TP8 PP4."""
     model = load_model("llama-70b")
-    assert states_lower_bound(model, Shape(tp=8, pp=4, dp=4)) == pytest.approx(6 * 70.55e9 / 32, rel=1e-3)
+    floor = state_bytes_floor(Options(dp=4, **dtypes))  # type: ignore[arg-type]
+    assert floor == per_parameter
+    assert states_lower_bound(model, Shape(tp=8, pp=4, dp=4), floor) == pytest.approx(
+        per_parameter * 70.55e9 / 32, rel=1e-3
+    )
 
 
 def test_never_returns_a_plan_that_does_not_fit() -> None:

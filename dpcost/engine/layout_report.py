@@ -103,6 +103,14 @@ def _fp8_params(o: Options) -> bool:
     return o.communication.gather_dtype == "fp8"
 
 
+def state_bytes_floor(o: Options) -> float:
+    """The least bytes per parameter a rank of a ZeRO 0-1 layout (the plan search's) holds: its weights, a byte each
+    under --fp8-param-gather (whose norms and embedding keep two: a floor) and two without, and its whole main
+    gradients ([M] num_bytes_per_parameter without the optimizer's share)."""
+    weights = 1.0 if _fp8_params(o) else 2.0
+    return weights + DTYPE_BYTES[_layout_grad_dtype(o, 1)]
+
+
 def _layout_recipe(o: Options) -> str:
     """The memory table's recipe line: Megatron's, with the fp8 weights --fp8-param-gather stores."""
     if not _fp8_params(o):

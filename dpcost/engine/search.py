@@ -38,7 +38,7 @@ from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import DEFAULT_ORDER, Layout, group_of_rank_zero
 from dpcost.engine.layout_estimate import call_seconds
-from dpcost.engine.layout_report import layout_recompute
+from dpcost.engine.layout_report import layout_recompute, state_bytes_floor
 from dpcost.engine.layout_step import layout_calls
 from dpcost.engine.params import count_params, routed_expert
 from dpcost.engine.placement import Placement, place_group
@@ -68,7 +68,6 @@ PURE_DP_FRAMEWORKS = ("fsdp", "deepspeed", "megatron", "ddp")
 HYBRID_DOMAINS = (1, 4, 16)  # FSDP's shard group, in NVLink domains
 BUCKET_SCALES = (0.25, 4.0)
 PP_INSIDE_DP = "tp-cp-ep-pp-dp"
-MEGATRON_STATE_BYTES = 6.0  # bf16 weights + fp32 main gradients per parameter [Megatron-LM distributed optimizer]
 
 
 def _powers_of_two(limit: int) -> list[int]:
@@ -130,13 +129,13 @@ def layout_shapes(model: ModelSpec, topology: TopologySpec, gpus: int, seq_len: 
                             yield Shape(tp, cp, pp, ep, dp, v, order)
 
 
-def states_lower_bound(model: ModelSpec, shape: Shape) -> float:
-    """Bytes per GPU no layout of this shape can go below: its share of the weights and fp32 gradients
-    (MEGATRON_STATE_BYTES per parameter), the dense part over TP x PP and the experts over EP x TP x PP,
-    the mean of the stages (the most loaded holds at least as much)."""
+def states_lower_bound(model: ModelSpec, shape: Shape, bytes_per_parameter: float) -> float:
+    """Bytes per GPU no layout of this shape can go below: its share of the weights and main gradients
+    (`bytes_per_parameter`: layout_report.state_bytes_floor), the dense part over TP x PP and the experts over
+    EP x TP x PP, the mean of the stages (the most loaded holds at least as much)."""
     experts = _expert_params(model)
     dense = count_params(model).total - experts
-    return MEGATRON_STATE_BYTES * (dense / (shape.tp * shape.pp) + experts / (shape.tp * shape.ep * shape.pp))
+    return bytes_per_parameter * (dense / (shape.tp * shape.pp) + experts / (shape.tp * shape.ep * shape.pp))
 
 
 def _expert_params(model: ModelSpec) -> float:
@@ -339,7 +338,8 @@ def search(
         sizes = (shape.tp, shape.cp, shape.pp, shape.ep, shape.dp, shape.virtual_stages)
         mb = options.batch.micro_batch
         if not shape.trivial:
-            if states_lower_bound(model, shape) > limit or mb >= smallest_miss.get(sizes, mb + 1):
+            floor = states_lower_bound(model, shape, state_bytes_floor(options))
+            if floor > limit or mb >= smallest_miss.get(sizes, mb + 1):
                 found.over_memory += 1
                 continue
             if step_lower_bound(model, topology, options, gpus, seq_len, places=places) >= worst():
