@@ -661,6 +661,15 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # Megatron-Bridge's presets set grad_reduce_in_fp32 = False; SC'21's script runs --fp16 without
     # --accumulate-allreduce-grads-in-fp32, so its gradient buffers are fp16 (megatron/model/distributed.py @d4169684).
     grad_dtype = "bf16" if bridge else "fp16" if "--fp16" in row["notes"] else "fp32"
+    # Megatron-Bridge's performance scripts run "fp8" rows as fp8_cs and "mxfp8" as fp8_mx (utils/precision.py
+    # get_precision_config), whose mixed-precision presets set fp8_param_gather = True (training/mixed_precision.py
+    # bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed, at v0.2.0 through v0.5.0); the Llama configs and
+    # recipes override it at none of those tags. (Some MoE presets turn it off, Kimi's and GPT-OSS's: not read here.)
+    fp8_params = (
+        source.startswith("mbridge-") and row["model"].startswith("Llama") and row["precision"] in ("fp8", "mxfp8")
+    )
+    if fp8_params:
+        flags.append("FP8 parameter gathers (Megatron-Bridge's fp8_param_gather)")
 
     def run(virtual_stages: int) -> LayoutStep:
         return layout_step(
@@ -693,6 +702,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             first_stage_layers=first_last[0],
             last_stage_layers=first_last[1],
             mtp_layers=mtp,
+            fp8_params=fp8_params,
         )
 
     if not recompute and bridge:
