@@ -30,8 +30,11 @@ from dpcost.options import DEFAULT_MFU, Options
 HERE = Path(__file__).resolve().parent.parent / "tests" / "reference" / "training-runs"
 STAGE = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2}
 # Megatron-Core's distributed optimizer (NeMo's distributed Adam) is dpcost's --framework megatron at ZeRO-1: its
-# bucketed reduce-scatter and parameter all-gather (engine/frameworks.py); every other series is PyTorch-style FSDP.
+# bucketed reduce-scatter and parameter all-gather (engine/frameworks.py); Megatron-FSDP's optim_grads_params is
+# --framework megatron at ZeRO-3 (per-layer units, the layout engine: docs/layouts.md); every other series is
+# PyTorch-style FSDP.
 MEGATRON = ("Megatron-Core distributed optimizer", "distributed_fused_adam")
+MEGATRON_FSDP = {"Megatron-FSDP optim_grads_params": 3, "Megatron-FSDP optim_grads ": 2}
 FIT_SOURCE = "llm-foundry-h100.csv"  # what dpcost's default sync_jitter was fitted to (docs/frameworks.md)
 OVERRIDES: dict[str, float] = {}  # e.g. overlap_slowdown, sync_jitter, to see how the ratios move with them
 
@@ -96,12 +99,13 @@ def runs(pattern: str = "*.csv") -> list[Run]:
             precision = row.get("precision") or ""
             recompute = row["activation_checkpointing"] or "none"
             megatron = any(name in row["sharding"] for name in MEGATRON)
+            megatron_fsdp = next((st for name, st in MEGATRON_FSDP.items() if name in row["sharding"]), None)
             out.append(
                 Run(
                     row["series"],
                     row["model"],
                     int(row["gpus"]),
-                    1 if megatron else next((v for k, v in STAGE.items() if k in row["sharding"]), 3),
+                    1 if megatron else megatron_fsdp or next((v for k, v in STAGE.items() if k in row["sharding"]), 3),
                     int(row["micro_batch"]),
                     int(row["accum"] or 1),
                     int(row["seq_len"]),
@@ -115,7 +119,7 @@ def runs(pattern: str = "*.csv") -> list[Run]:
                     _out_of_scope(row),
                     path.name,
                     _shard_group(row),
-                    "megatron" if megatron else "fsdp",
+                    "megatron" if megatron or megatron_fsdp else "fsdp",
                 )
             )
     return out

@@ -10,7 +10,7 @@ import math
 import pytest
 from conftest import run_cli as run
 
-from dpcost.catalog import load_topology
+from dpcost.catalog import load_model, load_topology
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import fsdp_units, layout_step, stage_loads
 from dpcost.engine.layout_memory import MemoryLayout, fsdp_buffer_bytes, layout_memory_for, model_shape
@@ -142,3 +142,20 @@ def test_megatron_at_zero_3_without_a_layout_is_megatron_fsdp() -> None:
     }
     code, _, err = run("estimate", "--model", "llama-70b", "--dp", "64", "--framework", "ddp", "--zero", "3")
     assert code == 2 and err.startswith("dpcost: error: --zero: PyTorch DDP runs ZeRO stages 0 (DDP), not 3")
+
+
+def test_megatron_fsdp_without_a_pipeline_waits_for_the_slowest_rank_at_each_layer() -> None:
+    """Each layer's gather is a wait across the DP group, as PyTorch FSDP's are (step.py: a wait costs the slowest
+    rank's lateness beyond its prefetch slack): communication-bound, every layer pays it and the step's jitter is
+    many times the once-per-step wait the distributed optimizer pays at the flush; compute-bound, the prefetch
+    hides the lateness and both pay about once per step (step.py: sqrt(T_step))."""
+    model, topology = load_model("llama-8b"), load_topology("dgx-h100")
+
+    def jitter(zero: int, seq_len: int) -> float:
+        step = layout_step(
+            model, topology, Layout(dp=512), micro_batch=1, global_batch=512, seq_len=seq_len, mfu=0.4, zero=zero
+        )
+        return step.jitter
+
+    assert jitter(3, 1024) > 4 * jitter(1, 1024)
+    assert jitter(3, 8192) == pytest.approx(jitter(1, 8192), rel=0.1)

@@ -452,6 +452,7 @@ def layout_step(
         optimizer,
         last_stage=layout.pp - 1,
         fp8_params=fp8_params,
+        sync_jitter=sync_jitter,
     )
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
@@ -461,7 +462,10 @@ def layout_step(
     # Every GPU of the job meets at the pipeline's flush, once per step: the slowest of them sets it, drifted by
     # the step's compute (step.slowest_rank_wait; the waits inside the pipeline are absorbed by its slots).
     pipeline = Phase("pipeline", m * slot, 0.0, m * slot, 1)
-    jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
+    if per_wait_jitter(zero, layout.pp - 1):
+        jitter = next((t.seconds for t in dp_step.breakdown if t.term == JITTER), 0.0)
+    else:
+        jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
     step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter
     model_flops = (fpt.model + 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers) * micro_batch * seq_len * m
     model_flops /= layout.tp * layout.cp * layout.pp
@@ -609,6 +613,13 @@ class SideTraffic:
     exposed: float
 
 
+def per_wait_jitter(zero: int, last_stage: int) -> bool:
+    """Megatron-FSDP without a pipeline: each layer's gather and reduction is a wait across the DP x CP group, as
+    PyTorch FSDP's are, so the step's jitter is step.py's, charged per wait beyond its prefetch slack and at the
+    step's end; with a pipeline the waits fall inside its slots, and the flush is the one the job pays."""
+    return zero >= 2 and last_stage == 0
+
+
 def gathered_bytes(weight_bytes: float, fp8_params: float, params: float) -> float:
     """Bytes per parameter of a gather of `params` of which `fp8_params` are fp8 (--fp8-param-gather: 1 byte) and
     the rest `weight_bytes` (Megatron-LM arguments.py, "perform the param all-gather in fp8")."""
@@ -633,6 +644,7 @@ def _data_parallel(
     optimizer: float = 0.0,
     last_stage: int = 0,
     fp8_params: bool = False,
+    sync_jitter: float = 0.0,
 ) -> tuple[StepTime, tuple[SideTraffic, ...]]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py), gradients of `grad_bytes` each, and the
     calls beside it (SideTraffic). ZeRO 0-1, as Megatron's DDP and distributed optimizer run it: its buckets over
@@ -677,7 +689,7 @@ def _data_parallel(
         bucket_op=fw.bucket_op,
         ranks=dp.ranks,
         overlap_slowdown=overlap_slowdown,
-        sync_jitter=0.0,  # charged once for the whole job at the pipeline's flush (layout_step)
+        sync_jitter=sync_jitter if per_wait_jitter(zero, last_stage) else 0.0,
         optimizer=optimizer,
     )
 
