@@ -722,7 +722,8 @@ class Calibration(Spec):
     points: NonNegativeInt = 0
 
 
-TunerPlugin = Literal["aws-ofi-nccl-p5"]  # engine/tuner_plugin.py holds each one's tables
+# aws-ofi-nccl's region tuner per AWS platform (p5/p5e, p5en, p6-b200): engine/tuner_plugin.py
+TunerPlugin = Literal["aws-ofi-nccl-p5", "aws-ofi-nccl-p5en", "aws-ofi-nccl-p6"]
 
 
 class TopologySpec(Spec):
@@ -750,7 +751,8 @@ class TopologySpec(Spec):
     tuner_plugin: TunerPlugin | None = Field(
         None,
         description="the tuner plugin that picks NCCL's algorithm and protocol where its tables cover the call "
-        "(aws-ofi-nccl-p5: aws-ofi-nccl's region tuner on P5/P5e, on by default since v1.16); none: NCCL's own",
+        "(aws-ofi-nccl-p5, -p5en, -p6: aws-ofi-nccl's region tuner on that AWS platform, on by default since v1.16); "
+        "none: NCCL's own",
     )
     calibration: Calibration | None = None
 

@@ -28,6 +28,7 @@ TOPOLOGIES |= {"aws-p4de", "aws-p5", "gcp-a3-mega", "gcp-a3-ultra", "gcp-a4"}  #
 TOPOLOGIES |= {"dgx-a100-40gb"}  # the DGX A100 320GB system's GPU on dgx-a100's fabric
 TOPOLOGIES |= {"grand-teton-h100-96gb"}  # torchtitan's benchmark machines: the 96GB HBM2e H100 at 500 W
 TOPOLOGIES |= {"gb300-nvl72", "dgx-b300"}  # Blackwell Ultra racks and nodes: datasheet figures, out of sample
+TOPOLOGIES |= {"aws-p5en", "aws-p6-b200"}  # AWS H200 and B200 instances: public specs and their EFA tuner tables
 
 
 def test_the_gb300_topology_is_gb200s_rack_with_blackwell_ultra_and_800g_nics() -> None:

@@ -1,14 +1,13 @@
-"""aws-ofi-nccl's region tuner (v1.16.3, src/tuner/nccl_ofi_regions.cpp): dpcost's tables equal the script-made
-transcription in tests/reference/nccl/, and the choices are those the source's regions state, read off them by
-hand below."""
+"""aws-ofi-nccl's region tuner (v1.16.3, src/tuner/nccl_ofi_regions.cpp): the tables dpcost reads
+(engine/aws_ofi_nccl_regions.json) and the choices they make, read off the source's regions by hand below."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, get_args
+from importlib import resources
+from typing import get_args
 
 import pytest
-from conftest import REFERENCE
 
 from dpcost.catalog import load_topology
 from dpcost.engine import tuner_plugin as tp
@@ -16,46 +15,32 @@ from dpcost.engine.availability import environment
 from dpcost.engine.collectives import collective, fastest
 from dpcost.specs import TunerPlugin
 
-TRANSCRIPTION = json.loads((REFERENCE / "nccl" / "aws-ofi-nccl-regions.json").read_text())
 MiB, GiB = 2**20, 2**30
+DOC = json.loads(resources.files("dpcost.engine").joinpath(tp.REGIONS_FILE).read_text())
 
 
-def _resolve(vertex: Any, extended: dict[str, Any]) -> tuple[float, float]:
-    """A transcribed vertex as a point: numbers, the plane's corner, or a named extend_region() point."""
-
-    def number(v: Any) -> float:
-        if v == "max_size":
-            return tp.MAX_SIZE
-        if v == "max_ranks":
-            return tp.MAX_RANKS
-        if isinstance(v, dict):
-            ((how, name),) = v.items()
-            return _resolve(name, extended)[0 if how == "x_of" else 1]
-        return float(v)
-
-    if isinstance(vertex, str):
-        a, b, _corner = extended[vertex]
-        return tp._extended(tuple(map(number, a)), tuple(map(number, b)))  # type: ignore[arg-type]
-    return (number(vertex[0]), number(vertex[1]))
+def test_the_plugins_named_in_specs_are_the_tables_platforms() -> None:
+    assert set(get_args(TunerPlugin)) == set(tp.TUNER_PLUGINS) == set(DOC["platforms"])
+    assert "b9e4cc4239ea23f3fb5fedb03da0e7c27b800569" in DOC["source"]
 
 
-def test_the_source_and_the_plugins_named_in_specs_agree() -> None:
-    assert TRANSCRIPTION["source"].split("/blob/")[1].split("/")[0] in tp.TUNER_PLUGIN_SOURCE
-    assert set(get_args(TunerPlugin)) == set(tp.TUNER_PLUGINS)
-
-
-@pytest.mark.parametrize("per_node", ["8", "2", "1"])
-def test_p5_tables_equal_the_transcription(per_node: str) -> None:
-    ours = tp.TUNER_PLUGINS["aws-ofi-nccl-p5"][int(per_node)]
-    theirs = TRANSCRIPTION["layouts"][per_node]
-    assert set(ours) == set(theirs)
-    for op, block in theirs.items():
-        expected = [
-            (r["algorithm"], r["protocol"], [_resolve(v, block["extended"]) for v in r["vertices"]])
-            for r in block["regions"]
-        ]
-        got = [(r.algorithm, r.protocol, [(float(x), float(y)) for x, y in r.vertices]) for r in ours[op]]
-        assert got == expected, (per_node, op)
+@pytest.mark.parametrize(
+    ("plugin", "layouts"),
+    [
+        # (ranks per node, collective, regions) per platform function of the source
+        ("aws-ofi-nccl-p5", {(8, "all_reduce"): 5, (2, "all_reduce"): 8, (1, "all_reduce"): 3, (1, "all_gather"): 1,
+                             (1, "reduce_scatter"): 1}),
+        ("aws-ofi-nccl-p5en", {(8, "all_reduce"): 5, (8, "all_gather"): 3, (8, "reduce_scatter"): 3,
+                               (1, "all_reduce"): 5, (1, "all_gather"): 3, (1, "reduce_scatter"): 3}),
+        ("aws-ofi-nccl-p6", {(8, "all_reduce"): 6, (8, "all_gather"): 3, (8, "reduce_scatter"): 3,
+                             (1, "all_reduce"): 5, (1, "all_gather"): 4, (1, "reduce_scatter"): 4}),
+    ],
+)  # fmt: skip
+def test_every_platform_has_the_sources_regions(plugin: str, layouts: dict[tuple[int, str], int]) -> None:
+    tables = tp.region_tables(plugin)
+    got = {(per_node, op): len(regions) for per_node, ops in tables.items() for op, regions in ops.items()}
+    assert got == layouts
+    assert all(len(r.vertices) >= 3 for ops in tables.values() for regions in ops.values() for r in regions)
 
 
 def test_extend_region_follows_the_line_to_the_planes_edge() -> None:
@@ -100,6 +85,35 @@ def test_choices_read_off_the_regions(
     op: str, ranks: int, nodes: int, size: float, expected: tuple[str, str] | None
 ) -> None:
     assert tp.plugin_choice("aws-ofi-nccl-p5", op, ranks, nodes, size, ALL) == expected
+
+
+@pytest.mark.parametrize(
+    ("plugin", "op", "ranks", "nodes", "size", "expected"),
+    [
+        # p5en, 8 per node: Tree/LL below 256 KiB at any rank count; Tree/LL128 up to the line through (14 MiB, 16)
+        # and (144 MiB, 128); Ring/LL128 right of it up to 512 MiB; NVLSTree up to the line (512 MiB, 32) -
+        # (6 GiB, 256), which crosses 128 ranks at 2.86 GiB; Ring/Simple beyond
+        ("aws-ofi-nccl-p5en", "all_reduce", 32, 4, 64 * 2**10, ("tree", "ll")),
+        ("aws-ofi-nccl-p5en", "all_reduce", 128, 16, 64 * MiB, ("tree", "ll128")),
+        ("aws-ofi-nccl-p5en", "all_reduce", 64, 8, 256 * MiB, ("ring", "ll128")),
+        ("aws-ofi-nccl-p5en", "all_reduce", 128, 16, 1 * GiB, ("nvls_tree", "simple")),
+        ("aws-ofi-nccl-p5en", "all_reduce", 128, 16, 8 * GiB, ("ring", "simple")),
+        # p6-b200, 8 per node: Tree/LL in the triangle (0, 16), (256 KiB, 16), (256 KiB, 1M ranks); Tree/LL128 from
+        # 256 KiB to 444 MiB at 128 ranks
+        ("aws-ofi-nccl-p6", "all_reduce", 64, 8, 128 * 2**10, ("tree", "ll")),
+        ("aws-ofi-nccl-p6", "all_reduce", 128, 16, 64 * MiB, ("tree", "ll128")),
+        # p6-b200's all-gather: Ring/LL left of the line (1 MiB, 16) - (102 MiB, 1024), 5.8 MiB at 64 ranks;
+        # Ring/Simple right of (256 MiB, 16) - (100 GiB, 5107), 1.19 GiB at 64; Ring/LL128 between
+        ("aws-ofi-nccl-p6", "all_gather", 64, 8, 1 * MiB, ("ring", "ll")),
+        ("aws-ofi-nccl-p6", "all_gather", 64, 8, 64 * MiB, ("ring", "ll128")),
+        ("aws-ofi-nccl-p6", "reduce_scatter", 64, 8, 4 * GiB, ("ring", "simple")),
+        ("aws-ofi-nccl-p6", "all_gather", 16, 2, 64 * MiB, None),  # two nodes: NCCL chooses
+    ],
+)
+def test_p5en_and_p6_choices_read_off_the_regions(
+    plugin: str, op: str, ranks: int, nodes: int, size: float, expected: tuple[str, str] | None
+) -> None:
+    assert tp.plugin_choice(plugin, op, ranks, nodes, size, ALL) == expected
 
 
 def test_nvlstree_is_passed_over_where_nccl_cannot_run_it() -> None:
@@ -152,3 +166,15 @@ def test_show_topology_names_the_plugin_only_where_one_is_declared() -> None:
 
     assert "tuner plugin" in labels("aws-p5")
     assert "tuner plugin" not in labels("dgx-h100")
+
+
+@pytest.mark.parametrize(
+    ("topology", "plugin"),
+    [("aws-p5", "aws-ofi-nccl-p5"), ("aws-p5en", "aws-ofi-nccl-p5en"), ("aws-p6-b200", "aws-ofi-nccl-p6")],
+)
+def test_each_aws_topology_runs_its_platforms_tables(topology: str, plugin: str) -> None:
+    topo = load_topology(topology)
+    assert topo.tuner_plugin == plugin
+    # 64 MiB all-reduce on 16 nodes: each platform's Tree/LL128 region holds it (p5: to 288 MiB at 128 ranks;
+    # p5en: to 144 MiB; p6: to 444 MiB)
+    assert fastest(topo, "all_reduce", 128, 64 * MiB).label == "tree/ll128"

@@ -1,26 +1,28 @@
-"""The algorithm and protocol a tuner plugin makes NCCL run: aws-ofi-nccl's region tuner on AWS P5 and P5e.
+"""The algorithm and protocol a tuner plugin makes NCCL run: aws-ofi-nccl's region tuner on AWS P5, P5e, P5en and
+P6-B200.
 
 aws-ofi-nccl (the EFA network plugin) carries a tuner that NCCL loads with it, on by default on AWS platforms
-since v1.16.0 (its RELEASENOTES.md). On p5.48xlarge and p5e.48xlarge it picks from tables of regions in the
-(message bytes, ranks) plane, measured by AWS (src/tuner/nccl_ofi_regions.cpp, region_init_internal_p5_p5e, at
-v1.16.3): the first region in the table's order that holds the call's point, its edges included, sets the
-algorithm and protocol. A region whose algorithm NCCL cannot run there (NVLSTree with NVLS off) is passed over; a
-point in no region, a communicator of two nodes or fewer, or a layout the tables do not cover (ranks per node
-other than 8, 2 or 1) leaves the choice to NCCL. docs/sources/aws-ofi-nccl-tuner.md describes it;
-tests/reference/nccl/aws-ofi-nccl-regions.json holds the transcription these tables are checked against.
+since v1.16.0 (its RELEASENOTES.md). On p5/p5e, p5en and p6-b200 it picks from tables of regions in the (message
+bytes, ranks) plane, measured by AWS (src/tuner/nccl_ofi_regions.cpp at v1.16.3, one region_init_internal_* per
+platform): the first region in the table's order that holds the call's point, its edges included, sets the
+algorithm and protocol. A region NCCL cannot run there (NVLSTree with NVLS off; a pair a forced algorithm or
+protocol rules out) is passed over; a point in no region, a communicator of two nodes or fewer, or a layout the
+tables do not cover (8, 2 or 1 ranks per node, as the platform has them) leaves the choice to NCCL. The tables are
+aws_ofi_nccl_regions.json beside this module, transcribed by a script from the C initialisers;
+docs/sources/aws-ofi-nccl-tuner.md describes them.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Collection
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
 
-__all__ = ["TUNER_PLUGINS", "plugin_choice"]
-
-TUNER_PLUGIN_SOURCE = (
-    "aws/aws-ofi-nccl:src/tuner/nccl_ofi_regions.cpp@v1.16.3 (commit b9e4cc4239ea23f3fb5fedb03da0e7c27b800569)"
-)
+__all__ = ["TUNER_PLUGINS", "plugin_choice", "region_tables"]
 
 Point = tuple[float, float]  # (message bytes, ranks in the communicator)
 
@@ -50,78 +52,47 @@ def _extended(a: Point, b: Point) -> Point:
     return (MAX_SIZE, ranks_at_max) if ranks_at_max < MAX_RANKS else ((MAX_RANKS - offset) / slope, MAX_RANKS)
 
 
-# fmt: off
-# 8 ranks per node (nRanks == 8 * nNodes): all-reduce only
-_TREE_LL128_END_8 = _extended((402653184, 2048), (402653184, 4096))
-_NVLSTREE_END_8 = _extended((8053063680, 160), (9663676416, 192))
-_P5_EIGHT_PER_NODE: dict[str, tuple[Region, ...]] = {
-    "all_reduce": (
-        Region("tree", "ll128", ((0, 16), (31457280, 16), (37748736, 32), (117440512, 64), (301989888, 128),
-                                 (301989888, 256), (335544320, 512), (536870912, 1024), (402653184, 2048),
-                                 (402653184, 4096), _TREE_LL128_END_8, (0, _TREE_LL128_END_8[1]))),
-        Region("nvls_tree", "simple", ((31457281, 16), (MAX_SIZE, 16), (31457281, 16))),
-        Region("ring", "ll128", ((31457280, 17), (1073741824, 17), (2147483648, 64), (2147483648, 128),
-                                 (1342177280, 160), (2147483648, 256), (1074790400, 256), (444596224, 160),
-                                 (301989888, 128), (117440512, 64), (37748736, 32))),
-        Region("nvls_tree", "simple", ((2147483648, 128), (6442450944, 128), (8053063680, 160), (9663676416, 192),
-                                       _NVLSTREE_END_8, _TREE_LL128_END_8, (402653184, 4096), (402653184, 2048),
-                                       (536870912, 1024), (335544320, 512), (301989888, 256), (310378496, 160),
-                                       (444596224, 160), (1074790400, 256), (2684354560, 256), (2147483648, 224),
-                                       (1342177280, 160))),
-        Region("ring", "simple", ((1073741824, 17), (_NVLSTREE_END_8[0], 17), _NVLSTREE_END_8, (9663676416, 192),
-                                  (8053063680, 160), (2684354560, 64), (1610612736, 32))),
-    ),
-}
-# 2 ranks per node (nRanks == 2 * nNodes): all-reduce only
-_TREE_LL128_END_2 = _extended((88160256, 128), (178163712, 256))
-_TREE_SIMPLE_END_2 = _extended((787480576, 128), (1073741824, 256))
-_TREE_SIMPLE_LOW_END_2 = _extended((257114112, 128), (269484032, 256))
-_P5_TWO_PER_NODE: dict[str, tuple[Region, ...]] = {
-    "all_reduce": (
-        Region("tree", "ll128", ((0, 4), (1314816, 4), (1051648, 8), (1051648, 12), (2367488, 16), (5525504, 32),
-                                 (9473024, 64), (88160256, 128), (178163712, 256), _TREE_LL128_END_2,
-                                 (0, _TREE_LL128_END_2[1]))),
-        Region("ring", "ll128", ((1314816, 4), (19736576, 4), (41842688, 8), (296747008, 64), (257114112, 128),
-                                 (269484032, 256), (178163712, 256), (88160256, 128), (9473024, 64), (5525504, 32),
-                                 (2367488, 16), (1051648, 12), (1051648, 8), (1314816, 4))),
-        Region("nvls_tree", "simple", ((19736576, 4), (81844224, 4), (275775488, 8), (275775488, 48),
-                                       (296747008, 64), (41842688, 8))),
-        Region("tree", "ll128", ((81844224, 4), (269484032, 4), (81844224, 4))),
-        Region("tree", "simple", ((269484032, 4), (MAX_SIZE, 4), (269484032, 4))),
-        Region("ring", "simple", ((81844224, 5), (MAX_SIZE, 5), (MAX_SIZE, 32), (1073741824, 40), (1073741824, 128),
-                                  (787480576, 128), (296747008, 64), (275775488, 48), (275775488, 8),
-                                  (81844224, 5))),
-        Region("tree", "simple", ((296747008, 64), (787480576, 128), (1073741824, 256), _TREE_SIMPLE_END_2,
-                                  _TREE_SIMPLE_LOW_END_2, (269484032, 256), (257114112, 128))),
-        Region("nvls_tree", "simple", (_TREE_SIMPLE_END_2, (1073741824, 256), (787480576, 128), (1073741824, 128),
-                                       (1073741824, 40), (MAX_SIZE, 32))),
-    ),
-}
-# 1 rank per node (nRanks == nNodes)
-_TREE_LL128_END_1 = _extended((9999360, 64), (119477248, 128))
-_RING_LL128_END_1 = _extended((4736000, 2), (269484032, 128))
-_ALL_GATHER_END_1 = _extended((4194304, 2), (8589934592, 2048))
-_REDUCE_SCATTER_END_1 = _extended((8388608, 2), (4294967296, 1024))
-_P5_ONE_PER_NODE: dict[str, tuple[Region, ...]] = {
-    "all_reduce": (
-        Region("tree", "ll128", ((0, 16), (2367488, 16), (9999360, 64), (119477248, 128), _TREE_LL128_END_1)),
-        Region("ring", "ll128", ((0, 2), (4736000, 2), (269484032, 128), _RING_LL128_END_1, _TREE_LL128_END_1,
-                                 (119477248, 128), (9999360, 64), (2367488, 16), (0, 16))),
-        Region("ring", "simple", ((4736000, 2), (MAX_SIZE, 2), _RING_LL128_END_1, (269484032, 128))),
-    ),
-    "all_gather": (
-        Region("ring", "simple", ((4194304, 2), (MAX_SIZE, 2), _ALL_GATHER_END_1, (8589934592, 2048))),
-    ),
-    "reduce_scatter": (
-        Region("ring", "simple", ((8388608, 2), (MAX_SIZE, 2), _REDUCE_SCATTER_END_1, (4294967296, 1024))),
-    ),
-}
-# fmt: on
+# plugin -> the platform's tables in aws_ofi_nccl_regions.json (one per platform the plugin tunes)
+TUNER_PLUGINS = ("aws-ofi-nccl-p5", "aws-ofi-nccl-p5en", "aws-ofi-nccl-p6")
+REGIONS_FILE = "aws_ofi_nccl_regions.json"
 
-# plugin -> ranks per node -> op -> regions, in the plugin's order
-TUNER_PLUGINS: dict[str, dict[int, dict[str, tuple[Region, ...]]]] = {
-    "aws-ofi-nccl-p5": {8: _P5_EIGHT_PER_NODE, 2: _P5_TWO_PER_NODE, 1: _P5_ONE_PER_NODE},
-}
+
+def _point(vertex: Any, extended: dict[str, Point]) -> Point:
+    """A transcribed vertex: [bytes, ranks], the plane's corner, or a named extend_region() point (the file's
+    notes)."""
+
+    def number(value: Any) -> float:
+        if value == "max_size":
+            return MAX_SIZE
+        if value == "max_ranks":
+            return MAX_RANKS
+        if isinstance(value, dict):
+            ((how, name),) = value.items()
+            return extended[name][0 if how == "x_of" else 1]
+        return float(value)
+
+    if isinstance(vertex, str):
+        return extended[vertex]
+    return (number(vertex[0]), number(vertex[1]))
+
+
+@functools.cache
+def region_tables(plugin: str) -> dict[int, dict[str, tuple[Region, ...]]]:
+    """The plugin's regions, by ranks per node and collective, in the source's order (read once, when a topology
+    that names the plugin first prices a call)."""
+    doc = json.loads(resources.files("dpcost.engine").joinpath(REGIONS_FILE).read_text())
+    out: dict[int, dict[str, tuple[Region, ...]]] = {}
+    for per_node, ops in doc["platforms"][plugin].items():
+        for op, block in ops.items():
+            extended: dict[str, Point] = {}
+            for name, (a, b, _corner) in block["extended"].items():
+                extended[name] = _extended(_point(a, extended), _point(b, extended))
+            regions = tuple(
+                Region(r["algorithm"], r["protocol"], tuple(_point(v, extended) for v in r["vertices"]))
+                for r in block["regions"]
+            )
+            out.setdefault(int(per_node), {})[op] = regions
+    return out
 
 
 def _cross(a: Point, b: Point) -> float:
@@ -182,7 +153,7 @@ def plugin_choice(
     if nodes <= 2 or ranks % nodes:
         return None
     point = (float(size), float(ranks))
-    for region in TUNER_PLUGINS[plugin].get(ranks // nodes, {}).get(op, ()):
+    for region in region_tables(plugin).get(ranks // nodes, {}).get(op, ()):
         allowed = region.algorithm in runnable and protocol in (None, region.protocol)
         if allowed and inside(point, region.vertices):
             return region.algorithm, region.protocol
