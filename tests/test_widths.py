@@ -103,6 +103,8 @@ def test_the_issues_examples() -> None:
     assert names[1:] == [
         "aws-p4de",
         "aws-p5",
+        "aws-p5en",
+        "aws-p6-b200",
         "dgx-a100",
         "dgx-a100-40gb",
         "dgx-b200",

@@ -19,7 +19,6 @@ import json
 import math
 from collections.abc import Collection
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 __all__ = ["TUNER_PLUGINS", "plugin_choice", "region_tables"]
@@ -80,6 +79,8 @@ def _point(vertex: Any, extended: dict[str, Point]) -> Point:
 def region_tables(plugin: str) -> dict[int, dict[str, tuple[Region, ...]]]:
     """The plugin's regions, by ranks per node and collective, in the source's order (read once, when a topology
     that names the plugin first prices a call)."""
+    from importlib import resources  # only a topology that names a plugin reads the tables
+
     doc = json.loads(resources.files("dpcost.engine").joinpath(REGIONS_FILE).read_text())
     out: dict[int, dict[str, tuple[Region, ...]]] = {}
     for per_node, ops in doc["platforms"][plugin].items():
