@@ -17,6 +17,7 @@ from dpcost.engine.search import (
     Shape,
     candidates,
     exposed_calls_seconds,
+    fsdp_gather_seconds,
     search,
     states_lower_bound,
     step_lower_bound,
@@ -63,27 +64,62 @@ def test_the_best_plan_is_the_one_an_exhaustive_loop_finds(
     assert found.priced < len(every), "the pruning priced fewer plans than the loop"
 
 
+def test_megatron_fsdp_layouts_are_searched_where_the_distributed_optimizer_does_not_fit() -> None:
+    """Llama 3 8B on 2 H100 at 8 sequences of 8,192 tokens: the distributed optimizer's 6 + 12 / 2 bytes a parameter
+    (96 GB at TP 1) leave no room, so every layout is also costed as Megatron-FSDP's optim_grads_params; the best
+    plan is the one an exhaustive loop of estimate calls finds over every candidate at ZeRO-1 and, for layouts,
+    ZeRO-3 too."""
+    model, topo = load_model("llama-8b"), load_topology("dgx-h100")
+    base = Options(dp=1, global_batch=8, seq_len=8192)
+    fitting = []
+    for shape, options in candidates(model, topo, 2, base):
+        stages = [options]
+        if not shape.trivial:
+            stages.append(options.model_copy(update={"plan": options.plan.model_copy(update={"zero": 3})}))
+        for staged in stages:
+            try:
+                report = estimate(model, topo, staged)
+            except (InputError, ValueError):
+                continue
+            if report.summary.fits:
+                fitting.append((report.summary.step_seconds or 0.0, report.setup.zero_stage))
+    exhaustive = min(fitting)
+    assert exhaustive[1] == 3  # no ZeRO-1 layout nor pure-DP plan beats it
+    found = search(model, topo, 2, base, top=3)
+    assert found.best[0].report.summary.step_seconds == pytest.approx(exhaustive[0], rel=1e-12)
+    assert found.best[0].report.setup.zero_stage == 3
+    assert found.best[0].options.plan.zero == 3
+
+
 @pytest.mark.parametrize(("name", "topology", "gpus", "global_batch", "seq_len"), SMALL)
 @pytest.mark.parametrize("dtypes", [{}, {"grad_dtype": "bf16", "gather_dtype": "fp8", "compute_dtype": "fp8"}])
 def test_pruning_bounds_are_lower_bounds(
     name: str, topology: str, gpus: int, global_batch: int, seq_len: int, dtypes: dict[str, str]
 ) -> None:
     """states_lower_bound never exceeds the memory Megatron's formula gives, with 16-bit gradients and fp8
-    weights too, step_lower_bound (with the recomputation the plan runs) never the step."""
+    weights too, step_lower_bound (with the recomputation the plan runs) never the step; at ZeRO-3 neither does the
+    bound over DP x CP, nor fsdp_gather_seconds."""
     model, topo = load_model(name), load_topology(topology)
     checked = 0
     base = Options(dp=1, global_batch=global_batch, seq_len=seq_len, **dtypes)  # type: ignore[arg-type]
-    for shape, options in candidates(model, topo, gpus, base):
+    for shape, ones in candidates(model, topo, gpus, base):
         if shape.trivial:
             continue
-        try:
-            report = estimate(model, topo, options)
-        except (InputError, ValueError):
-            continue
-        assert states_lower_bound(model, shape, state_bytes_floor(options)) <= report.summary.memory_bytes
-        step = report.summary.step_seconds or 0.0
-        assert step_lower_bound(model, topo, options, gpus, seq_len, report.setup.recompute) <= step
-        checked += 1
+        threes = ones.model_copy(update={"plan": ones.plan.model_copy(update={"zero": 3})})
+        for options in (ones, threes):
+            try:
+                report = estimate(model, topo, options)
+            except (InputError, ValueError):
+                continue
+            floor = states_lower_bound(model, shape, state_bytes_floor(options))
+            if options.plan.zero == 3:  # Megatron-FSDP shards the weights and gradients over DP x CP
+                floor /= shape.dp * shape.cp
+            assert floor <= report.summary.memory_bytes
+            step = report.summary.step_seconds or 0.0
+            assert step_lower_bound(model, topo, options, gpus, seq_len, report.setup.recompute) <= step
+            if options.plan.zero == 3:
+                assert fsdp_gather_seconds(model, topo, options) <= step
+            checked += 1
     assert checked > 20
 
 

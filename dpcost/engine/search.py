@@ -14,14 +14,18 @@ What is searched, and why each range (docs/plan.md says the same for users):
   domain;
 - pure DP (no other dimension): each framework (ddp, fsdp, deepspeed, megatron) with the ZeRO stage and
   recomputation `estimate` chooses (`--zero auto --recompute auto`), FSDP also hybrid-sharded within 1, 4 and 16
-  NVLink domains; a layout runs Megatron's distributed optimizer (ZeRO-1) with the least recomputation that fits;
+  NVLink domains; a layout runs Megatron's distributed optimizer (ZeRO-1) with the least recomputation that fits,
+  and, where that is full recomputation or nothing fits, as Megatron-FSDP (optim_grads_params, ZeRO-3) too, in a
+  second pass when the plans that fit are fewer than asked for or the best recomputes every layer (Megatron-FSDP
+  shards the weights and gradients as well, so it only buys memory);
 - micro-batches of 1, 2, 4 and 8 sequences, with the accumulation the global batch leaves;
 - buckets: the framework's; the best plans are priced again at a quarter and four times it, kept where faster.
 
-Pruning, before a plan is costed: a layout whose weights and fp32 gradients alone (6 bytes per parameter of its
-shard, Megatron's mixed precision) exceed the memory; one whose smaller micro-batch did not fit; one whose step cannot
-beat the worst of the best plans so far even with its matmuls at the fastest rate its compute model allows, its
-TP and EP calls that overlap nothing, and its pipeline bubble; then a layout whose memory, as `estimate` decides it
+Pruning, before a plan is costed: a layout whose weights and main gradients alone (state_bytes_floor per parameter
+of its shard, at ZeRO-3 also over DP x CP) exceed the memory; one whose smaller micro-batch did not fit at that ZeRO
+stage; one whose step cannot beat the worst of the best plans so far even with its matmuls at the fastest rate its
+compute model allows, its TP and EP calls that overlap nothing, and its pipeline bubble (at ZeRO-3, nor with its
+all-gather stream alone: fsdp_gather_seconds); then a layout whose memory, as `estimate` decides it
 (`layout_recompute`: Megatron's formula), does not fit. `estimate` costs the rest, and a plan that does not fit is
 never kept.
 """
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 
 from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.availability import environment
+from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import DEFAULT_ORDER, Layout, group_of_rank_zero
@@ -223,6 +228,34 @@ def exposed_calls_seconds(
     return sum(c.per_micro_batch * call_seconds(env, groups, c) for c in alone)
 
 
+def fsdp_gather_seconds(
+    model: ModelSpec,
+    topology: TopologySpec,
+    options: Options,
+    places: dict[tuple[Layout, str], Placement] | None = None,
+) -> float:
+    """Seconds no Megatron-FSDP (ZeRO-3) plan of this layout can beat on its all-gather stream: every micro-batch
+    gathers each layer's parameters for its forward and again for its backward (layout_estimate._data_parallel),
+    here a stage's share of the dense weights (the mean of the stages: the most loaded holds at least as much) at a
+    byte each under --fp8-param-gather (the least any weight takes) and two without, as one call over the DP x CP
+    group, whose time is no more than that of the per-layer calls it stands for."""
+    par = options.parallel
+    try:
+        layout = Layout(tp=par.tp, cp=par.cp, pp=par.pp, dp=options.dp, ep=par.ep, etp=par.etp, order=par.order)
+    except ValueError:
+        return 0.0
+    if layout.dp * layout.cp == 1:
+        return 0.0
+    dense = (count_params(model).total - _expert_params(model)) / (par.tp * par.pp)
+    weight_bytes = 1.0 if options.communication.gather_dtype == "fp8" else 2.0
+    env = environment(topology, options.communication.nvls, options.communication.collnet)
+    known = {} if places is None else places
+    if (layout, "dp-cp") not in known:
+        known[(layout, "dp-cp")] = place_group(env, group_of_rank_zero(layout, "dp-cp"))
+    m = max(1, (options.batch.global_batch or 1) // (options.dp * options.batch.micro_batch))
+    return 2 * m * fastest(env, "all_gather", known[(layout, "dp-cp")], dense * weight_bytes).seconds
+
+
 def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Options) -> Iterator[tuple[Shape, Options]]:
     """Every plan searched (module docstring), as estimate's options over `base`."""
     seq_len = _seq_len(model, base)
@@ -329,51 +362,83 @@ def search(
 
     # Memory never falls as the micro-batch grows: stage 0 holds b x min(PP, m) micro-batches' activations,
     # m = B / (DP x b), under each recomputation policy. So the smallest micro-batch of a layout that does not fit
-    # rules out the larger ones (the rank order changes no memory).
+    # at a ZeRO stage rules out the larger ones at that stage (the rank order changes no memory).
     smallest_miss: dict[tuple[int, ...], int] = {}
     places: dict[tuple[Layout, str], Placement] = {}
-    for i, (shape, options) in enumerate(every):
-        if progress is not None:
-            progress(i, len(every))
-        sizes = (shape.tp, shape.cp, shape.pp, shape.ep, shape.dp, shape.virtual_stages)
-        mb = options.batch.micro_batch
-        if not shape.trivial:
-            floor = states_lower_bound(model, shape, state_bytes_floor(options))
-            if floor > limit or mb >= smallest_miss.get(sizes, mb + 1):
-                found.over_memory += 1
-                continue
-            if step_lower_bound(model, topology, options, gpus, seq_len, places=places) >= worst():
-                found.slower += 1
-                continue
+
+    def price(options: Options, miss: tuple[int, ...] | None = None) -> None:
+        """Cost one plan and keep it among the best if it fits; a layout's `miss` key records it when it does not."""
+        nonlocal best
         try:
-            if not shape.trivial:
-                recompute = layout_recompute(model, topology, options)
-                if recompute is None:
-                    found.over_memory += 1
-                    smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
-                    continue
-                # a layout that fits only by re-running its forward: bound it with that work too
-                if (
-                    recompute != "none"
-                    and step_lower_bound(model, topology, options, gpus, seq_len, recompute, places) >= worst()
-                ):
-                    found.slower += 1
-                    continue
             report = estimate(model, topology, options)
         except (InputError, ValueError) as exc:
             found.invalid += 1
             key = str(exc).split(":", 1)[0]
             found.reasons[key] = found.reasons.get(key, 0) + 1
-            continue
+            return
         found.priced += 1
         if not report.summary.fits or report.summary.memory_bytes > limit:
             found.over_memory += 1
-            if not shape.trivial:
-                smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
-            continue
-        if not accept(report):
-            continue
-        best = _insert(best, Found(options, report), top)
+            if miss is not None:
+                mb = options.batch.micro_batch
+                smallest_miss[miss] = min(mb, smallest_miss.get(miss, mb))
+            return
+        if accept(report):
+            best = _insert(best, Found(options, report), top)
+
+    def layout(shape: Shape, options: Options, stage: int) -> bool:
+        """Cost a layout at ZeRO `stage` unless a bound sets it aside; True where it fits only by recomputing every
+        layer, or not at all (where Megatron-FSDP may do better: the second pass)."""
+        sizes = (shape.tp, shape.cp, shape.pp, shape.ep, shape.dp, shape.virtual_stages, stage)
+        mb = options.batch.micro_batch
+        floor = states_lower_bound(model, shape, state_bytes_floor(options))
+        if stage == 3:  # Megatron-FSDP shards the weights and gradients over DP x CP too
+            floor /= shape.dp * shape.cp
+            options = options.model_copy(update={"plan": options.plan.model_copy(update={"zero": 3})})
+        if floor > limit or mb >= smallest_miss.get(sizes, mb + 1):
+            found.over_memory += 1
+            return True
+        if step_lower_bound(model, topology, options, gpus, seq_len, places=places) >= worst():
+            found.slower += 1
+            return False
+        if stage == 3 and fsdp_gather_seconds(model, topology, options, places) >= worst():
+            found.slower += 1
+            return False
+        try:
+            recompute = layout_recompute(model, topology, options)
+        except (InputError, ValueError) as exc:
+            found.invalid += 1
+            key = str(exc).split(":", 1)[0]
+            found.reasons[key] = found.reasons.get(key, 0) + 1
+            return False
+        if recompute is None:
+            found.over_memory += 1
+            smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
+            return True
+        # a layout that fits only by re-running its forward: bound it with that work too
+        if (
+            recompute != "none"
+            and step_lower_bound(model, topology, options, gpus, seq_len, recompute, places) >= worst()
+        ):
+            found.slower += 1
+        else:
+            price(options, sizes)
+        return recompute == "full"
+
+    pressed: list[tuple[Shape, Options]] = []  # layouts the distributed optimizer fits only fully recomputed, or not
+    for i, (shape, options) in enumerate(every):
+        if progress is not None:
+            progress(i, len(every))
+        if shape.trivial:
+            price(options)
+        elif layout(shape, options, 1):
+            pressed.append((shape, options))
+    # Megatron-FSDP (optim_grads_params) only buys memory: it is tried for those layouts when the plans that fit
+    # are fewer than asked for, or the best of them recomputes every layer
+    if len(best) < top or any(f.report.setup.recompute == "full" for f in best[:1]):
+        found.candidates += len(pressed)
+        for shape, options in pressed:
+            layout(shape, options, 3)
     found.best = _refine_buckets(model, topology, best, limit, accept)
     found.priced += len(best) * len(BUCKET_SCALES)
     if progress is not None:
