@@ -366,22 +366,30 @@ def search(
     smallest_miss: dict[tuple[int, ...], int] = {}
     places: dict[tuple[Layout, str], Placement] = {}
 
+    def refused(exc: Exception) -> None:
+        """A plan estimate or its memory refuses by the layout's own rules: counted under the flag it names."""
+        found.invalid += 1
+        key = str(exc).split(":", 1)[0]
+        found.reasons[key] = found.reasons.get(key, 0) + 1
+
+    def missed(key: tuple[int, ...], micro_batch: int) -> None:
+        found.over_memory += 1
+        smallest_miss[key] = min(micro_batch, smallest_miss.get(key, micro_batch))
+
     def price(options: Options, miss: tuple[int, ...] | None = None) -> None:
         """Cost one plan and keep it among the best if it fits; a layout's `miss` key records it when it does not."""
         nonlocal best
         try:
             report = estimate(model, topology, options)
         except (InputError, ValueError) as exc:
-            found.invalid += 1
-            key = str(exc).split(":", 1)[0]
-            found.reasons[key] = found.reasons.get(key, 0) + 1
+            refused(exc)
             return
         found.priced += 1
         if not report.summary.fits or report.summary.memory_bytes > limit:
-            found.over_memory += 1
-            if miss is not None:
-                mb = options.batch.micro_batch
-                smallest_miss[miss] = min(mb, smallest_miss.get(miss, mb))
+            if miss is None:
+                found.over_memory += 1
+            else:
+                missed(miss, options.batch.micro_batch)
             return
         if accept(report):
             best = _insert(best, Found(options, report), top)
@@ -407,13 +415,10 @@ def search(
         try:
             recompute = layout_recompute(model, topology, options)
         except (InputError, ValueError) as exc:
-            found.invalid += 1
-            key = str(exc).split(":", 1)[0]
-            found.reasons[key] = found.reasons.get(key, 0) + 1
+            refused(exc)
             return False
         if recompute is None:
-            found.over_memory += 1
-            smallest_miss[sizes] = min(mb, smallest_miss.get(sizes, mb))
+            missed(sizes, mb)
             return True
         # a layout that fits only by re-running its forward: bound it with that work too
         if (
