@@ -3,7 +3,7 @@
 The model follows NCCL's own tuner (src/graph/tuning.cc; docs/sources/nccl-tuning.md; its constants in
 nccl_tables.py): per algorithm and protocol, time = call overhead + base latency + per-step latencies + bytes
 over bandwidth, and the fastest of the algorithms NCCL would weigh (availability.py) is the call's time, unless
-the topology's tuner plugin picks the algorithm and protocol (tuner_plugin.py: aws-ofi-nccl on P5). What
+the topology's tuner plugin picks the algorithm and protocol (tuner_plugin.py: aws-ofi-nccl on AWS). What
 dpcost adds is the topology: every tier has its own per-GPU bandwidth (after efficiency and oversubscription)
 and its own step latency, and each algorithm puts a known number of bytes on each tier.
 
