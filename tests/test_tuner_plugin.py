@@ -178,3 +178,22 @@ def test_each_aws_topology_runs_its_platforms_tables(topology: str, plugin: str)
     # 64 MiB all-reduce on 16 nodes: each platform's Tree/LL128 region holds it (p5: to 288 MiB at 128 ranks;
     # p5en: to 144 MiB; p6: to 444 MiB)
     assert fastest(topo, "all_reduce", 128, 64 * MiB).label == "tree/ll128"
+
+
+@pytest.mark.parametrize(
+    ("plugin", "op", "ranks", "nodes", "size", "protocol", "expected"),
+    [
+        # on P5's horizontal edge (0, 16) - (2,367,488, 16) of the 1-per-node Tree/LL128 region: edges count as inside
+        # (in double alone the foot of the perpendicular lands 2e-10 off, past eps, and the call fell to Ring/LL128)
+        ("aws-ofi-nccl-p5", "all_reduce", 16, 16, 1612549, None, ("tree", "ll128")),
+        ("aws-ofi-nccl-p5en", "all_gather", 512, 512, 520093696, None, ("pat", "simple")),
+        # on P6's long sloped edge (8 GiB, 131,072) - (3 MiB, 48) of its 1-per-node Tree/Simple region, exactly: the
+        # plugin's long double puts the foot more than eps away, so it does not count the point as on the edge, and
+        # no region holds it (as the compiled v1.16.3 source answers on x86-64)
+        ("aws-ofi-nccl-p6", "all_reduce", 64, 64, 4 * MiB, "simple", None),
+    ],
+)
+def test_points_on_an_edge_are_settled_as_the_plugins_long_double_settles_them(
+    plugin: str, op: str, ranks: int, nodes: int, size: float, protocol: str | None, expected: tuple[str, str] | None
+) -> None:
+    assert tp.plugin_choice(plugin, op, ranks, nodes, size, ALL, protocol) == expected

@@ -17,8 +17,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Collection
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 __all__ = ["TUNER_PLUGINS", "plugin_choice", "region_tables"]
@@ -118,11 +118,36 @@ def _intersection(x0: Point, x1: Point, y0: Point, y1: Point) -> tuple[int, Poin
     return (-1 if along_x < 0 or along_x > 1 else 1), point
 
 
+def _long_double(value: Fraction) -> Fraction:
+    """`value` rounded to x86's long double (a 64-bit significand, to nearest, ties to even): the precision in which
+    the plugin solves for an edge's meeting point (intersect()'s `a` and vmadd())."""
+    if value == 0:
+        return value
+    magnitude = abs(value)
+    exponent = magnitude.numerator.bit_length() - magnitude.denominator.bit_length()
+    if magnitude < Fraction(2) ** exponent:
+        exponent -= 1
+    scale = Fraction(2) ** (63 - exponent)
+    return round(magnitude * scale) / scale * (1 if value > 0 else -1)  # round(): ties to even
+
+
 def _on_edge(point: Point, y0: Point, y1: Point) -> bool:
-    """The plugin's distance() below eps: the point's perpendicular foot lies on the edge, at no distance."""
-    normal_end = (point[0] + (y1[1] - y0[1]), point[1] - (y1[0] - y0[0]))
-    found, foot = _intersection(point, normal_end, y0, y1)
-    return found != -1 and math.hypot(foot[0] - point[0], foot[1] - point[1]) < _EPS
+    """The plugin's distance() below eps: the foot of the point's perpendicular on the edge's line, solved as
+    intersect() solves it (the cross products in double, `a` and the foot a + s * b in long double, stored as a
+    double), lies within the edge and at less than eps from the point. In double alone the foot of a point on a long
+    edge lands more than eps away, where the plugin's long double finds it on the edge."""
+    dx = (y1[1] - y0[1], -(y1[0] - y0[0]))  # x1 - x0 for the perpendicular's far end x1 = point + (dy.y, -dy.x)
+    dy = (y1[0] - y0[0], y1[1] - y0[1])
+    d = _cross(dy, dx)
+    if abs(d) < _EPS:
+        return False  # a zero-length edge: the plugin reads an unset point; no sampled call depends on it
+    if abs(_cross(dy, (point[0] - y0[0], point[1] - y0[1]))) > 1e-3 * math.sqrt(-d):  # -d = |dy|^2
+        return False  # clearly off the edge's line (in double): no rounding brings the foot within eps
+    a = _long_double(Fraction(_cross(point, dx) - _cross(y0, dx)) / Fraction(d))
+    if a < -_EPS or a > 1 + _EPS:
+        return False
+    foot = tuple(float(_long_double(Fraction(y0[i]) + _long_double(a * Fraction(dy[i])))) for i in (0, 1))
+    return math.sqrt((foot[0] - point[0]) ** 2 + (foot[1] - point[1]) ** 2) < _EPS
 
 
 def inside(point: Point, vertices: tuple[Point, ...]) -> bool:
@@ -138,13 +163,14 @@ def inside(point: Point, vertices: tuple[Point, ...]) -> bool:
     return sum(_intersection(point, far, a, b)[0] == 1 for a, b in edges) % 2 == 1
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a search or sweep asks for the same call many times
 def plugin_choice(
     plugin: str,
     op: str,
     ranks: int,
     nodes: int,
     size: float,
-    runnable: Collection[str],
+    runnable: tuple[str, ...],
     protocol: str | None = None,
 ) -> tuple[str, str] | None:
     """(algorithm, protocol) the plugin sets for `op` of `size` bytes on `ranks` GPUs over `nodes` nodes, or None
