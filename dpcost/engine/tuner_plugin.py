@@ -100,22 +100,21 @@ def _cross(a: Point, b: Point) -> float:
     return a[0] * b[1] - a[1] * b[0]
 
 
-def _intersection(x0: Point, x1: Point, y0: Point, y1: Point) -> tuple[int, Point]:
+def _intersection(x0: Point, x1: Point, y0: Point, y1: Point) -> int:
     """The plugin's intersect(): 1 where segment x0-x1 crosses segment y0-y1 strictly inside y0-y1, 0 where it
-    meets y0-y1 at an end (or they are parallel), -1 where it misses; with the meeting point on y0-y1's line."""
+    meets y0-y1 at an end (or they are parallel), -1 where it misses (its meeting point: _on_edge)."""
     dx = (x1[0] - x0[0], x1[1] - x0[1])
     dy = (y1[0] - y0[0], y1[1] - y0[1])
     d = _cross(dy, dx)
     if abs(d) < _EPS:
-        return 0, y0
+        return 0
     a = (_cross(x0, dx) - _cross(y0, dx)) / d
-    point = (y0[0] + a * dy[0], y0[1] + a * dy[1])
     if a < -_EPS or a > 1 + _EPS:
-        return -1, point
+        return -1
     if a < _EPS or a > 1 - _EPS:
-        return 0, point
+        return 0
     along_x = (_cross(x0, dy) - _cross(y0, dy)) / d
-    return (-1 if along_x < 0 or along_x > 1 else 1), point
+    return -1 if along_x < 0 or along_x > 1 else 1
 
 
 def _long_double(value: Fraction) -> Fraction:
@@ -160,7 +159,7 @@ def inside(point: Point, vertices: tuple[Point, ...]) -> bool:
     if not (min(xs) <= point[0] <= max(xs) and min(ys) <= point[1] <= max(ys)):
         return False
     far = (2.0 * MAX_SIZE, 2.0 * MAX_RANKS)
-    return sum(_intersection(point, far, a, b)[0] == 1 for a, b in edges) % 2 == 1
+    return sum(_intersection(point, far, a, b) == 1 for a, b in edges) % 2 == 1
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a search or sweep asks for the same call many times
