@@ -440,7 +440,7 @@ def search(
             pressed.append((shape, options))
     # Megatron-FSDP (optim_grads_params) only buys memory: it is tried for those layouts when the plans that fit
     # are fewer than asked for, or the best of them recomputes every layer
-    if len(best) < top or any(f.report.setup.recompute == "full" for f in best[:1]):
+    if len(best) < top or (best and best[0].report.setup.recompute == "full"):
         found.candidates += len(pressed)
         for shape, options in pressed:
             layout(shape, options, 3)
