@@ -34,7 +34,8 @@ STAGE = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2}
 # --framework megatron at ZeRO-3 (per-layer units, the layout engine: docs/layouts.md); every other series is
 # PyTorch-style FSDP.
 MEGATRON = ("Megatron-Core distributed optimizer", "distributed_fused_adam")
-MEGATRON_FSDP = {"Megatron-FSDP optim_grads_params": 3, "Megatron-FSDP optim_grads ": 2}
+# Megatron-FSDP's strategies, the longer name first (optim_grads is a prefix of optim_grads_params)
+MEGATRON_FSDP = {"Megatron-FSDP optim_grads_params": 3, "Megatron-FSDP optim_grads": 2}
 FIT_SOURCE = "llm-foundry-h100.csv"  # what dpcost's default sync_jitter was fitted to (docs/frameworks.md)
 OVERRIDES: dict[str, float] = {}  # e.g. overlap_slowdown, sync_jitter, to see how the ratios move with them
 

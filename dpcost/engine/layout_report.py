@@ -103,12 +103,17 @@ def _fp8_params(o: Options) -> bool:
     return o.communication.gather_dtype == "fp8"
 
 
+def least_weight_bytes(o: Options) -> float:
+    """The fewest bytes any of a layout's weights takes: a byte under --fp8-param-gather (whose norms and embedding
+    keep two), bf16's two without."""
+    return 1.0 if _fp8_params(o) else 2.0
+
+
 def state_bytes_floor(o: Options) -> float:
-    """The least bytes per parameter a rank of a ZeRO 0-1 layout (the plan search's) holds: its weights, a byte each
-    under --fp8-param-gather (whose norms and embedding keep two: a floor) and two without, and its whole main
-    gradients ([M] num_bytes_per_parameter without the optimizer's share)."""
-    weights = 1.0 if _fp8_params(o) else 2.0
-    return weights + DTYPE_BYTES[_layout_grad_dtype(o, 1)]
+    """The least bytes per parameter a rank of a ZeRO 0-1 layout (the plan search's) holds: its weights
+    (least_weight_bytes) and its whole main gradients ([M] num_bytes_per_parameter without the optimizer's
+    share)."""
+    return least_weight_bytes(o) + DTYPE_BYTES[_layout_grad_dtype(o, 1)]
 
 
 def _layout_recipe(o: Options) -> str:

@@ -43,7 +43,7 @@ from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import DEFAULT_ORDER, Layout, group_of_rank_zero
 from dpcost.engine.layout_estimate import call_seconds
-from dpcost.engine.layout_report import layout_recompute, state_bytes_floor
+from dpcost.engine.layout_report import layout_recompute, least_weight_bytes, state_bytes_floor
 from dpcost.engine.layout_step import layout_calls
 from dpcost.engine.params import count_params, routed_expert
 from dpcost.engine.placement import Placement, place_group
@@ -176,7 +176,7 @@ def step_lower_bound(
     share = matmul_share(topology.gpu, options.compute, compute_model_for(model, options.compute))
     compute = matmuls * global_batch * seq_len / (gpus * topology.gpu.peak(options.compute.compute_dtype) * share)
     par = options.parallel
-    m = max(1, global_batch // (options.dp * options.batch.micro_batch))
+    m = _micro_batches(options)
     slots = m + (par.pp - 1) / par.virtual_stages
     return slots * (compute / m + exposed_calls_seconds(model, topology, options, seq_len, recompute, places))
 
@@ -194,11 +194,8 @@ def exposed_calls_seconds(
     them whole (layout_step.exposed_per_micro_batch). 0 for a layout that is not valid (estimate refuses it)."""
     a = model.architecture
     par = options.parallel
-    if a is None or (par.tp == 1 and par.ep == 1):
-        return 0.0
-    try:
-        layout = Layout(tp=par.tp, cp=par.cp, pp=par.pp, dp=options.dp, ep=par.ep, etp=par.etp, order=par.order)
-    except ValueError:
+    layout = _layout_of(options)
+    if a is None or (par.tp == 1 and par.ep == 1) or layout is None:
         return 0.0
     calls = layout_calls(
         a,
@@ -219,12 +216,7 @@ def exposed_calls_seconds(
     if not alone:
         return 0.0
     env = environment(topology, options.communication.nvls, options.communication.collnet)
-    known = {} if places is None else places
-    groups: dict[str, Placement] = {}
-    for kind in {c.group for c in alone}:
-        if (layout, kind) not in known:
-            known[(layout, kind)] = place_group(env, group_of_rank_zero(layout, kind))
-        groups[kind] = known[(layout, kind)]
+    groups = {kind: _placed(env, layout, kind, places) for kind in {c.group for c in alone}}
     return sum(c.per_micro_batch * call_seconds(env, groups, c) for c in alone)
 
 
@@ -239,21 +231,38 @@ def fsdp_gather_seconds(
     here a stage's share of the dense weights (the mean of the stages: the most loaded holds at least as much) at a
     byte each under --fp8-param-gather (the least any weight takes) and two without, as one call over the DP x CP
     group, whose time is no more than that of the per-layer calls it stands for."""
+    layout = _layout_of(options)
+    if layout is None or layout.dp * layout.cp == 1:
+        return 0.0
+    dense = (count_params(model).total - _expert_params(model)) / (layout.tp * layout.pp)
+    env = environment(topology, options.communication.nvls, options.communication.collnet)
+    group = _placed(env, layout, "dp-cp", places)
+    gather = fastest(env, "all_gather", group, dense * least_weight_bytes(options)).seconds
+    return 2 * _micro_batches(options) * gather
+
+
+def _layout_of(options: Options) -> Layout | None:
+    """The options' layout, or None where its sizes are not one (estimate refuses it)."""
     par = options.parallel
     try:
-        layout = Layout(tp=par.tp, cp=par.cp, pp=par.pp, dp=options.dp, ep=par.ep, etp=par.etp, order=par.order)
+        return Layout(tp=par.tp, cp=par.cp, pp=par.pp, dp=options.dp, ep=par.ep, etp=par.etp, order=par.order)
     except ValueError:
-        return 0.0
-    if layout.dp * layout.cp == 1:
-        return 0.0
-    dense = (count_params(model).total - _expert_params(model)) / (par.tp * par.pp)
-    weight_bytes = 1.0 if options.communication.gather_dtype == "fp8" else 2.0
-    env = environment(topology, options.communication.nvls, options.communication.collnet)
+        return None
+
+
+def _placed(
+    env: TopologySpec, layout: Layout, kind: str, places: dict[tuple[Layout, str], Placement] | None
+) -> Placement:
+    """The placement of `layout`'s group of `kind` holding rank 0, kept in `places` across one search."""
     known = {} if places is None else places
-    if (layout, "dp-cp") not in known:
-        known[(layout, "dp-cp")] = place_group(env, group_of_rank_zero(layout, "dp-cp"))
-    m = max(1, (options.batch.global_batch or 1) // (options.dp * options.batch.micro_batch))
-    return 2 * m * fastest(env, "all_gather", known[(layout, "dp-cp")], dense * weight_bytes).seconds
+    if (layout, kind) not in known:
+        known[(layout, kind)] = place_group(env, group_of_rank_zero(layout, kind))
+    return known[(layout, kind)]
+
+
+def _micro_batches(options: Options) -> int:
+    """m: the micro-batches each pipeline runs per step, B / (DP x b)."""
+    return max(1, (options.batch.global_batch or 1) // (options.dp * options.batch.micro_batch))
 
 
 def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Options) -> Iterator[tuple[Shape, Options]]:
