@@ -70,13 +70,45 @@ def test_per_gpu_network_bandwidth_in_bytes() -> None:
     }
 
 
+# The network latency the NIC reports to NCCL, which NCCL adds to each network step (tuning.cc:384-391): on AWS the
+# EFA plugin's per-platform figure (aws-ofi-nccl v1.16.3 src/platform-aws.cpp, platform_data_map `.latency`: 75.0
+# for p4d.24xlarge, p4de.24xlarge and p5/p5e, 35.0 for the "p-series" entry matching p5en and p6); NCCL's own IB and
+# socket transports report none.
+REPORTED_NIC_LATENCY = {
+    "aws-p4de": 75e-6,
+    "aws-p5": 75e-6,
+    "aws-p5en": 35e-6,
+    "aws-p6-b200": 35e-6,
+    "gcp-a3-mega": 0.0,
+    "gcp-a3-ultra": 0.0,
+    "gcp-a4": 0.0,
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPORTED_NIC_LATENCY))
+def test_network_hop_latency_is_what_the_nic_reports_to_nccl(name: str) -> None:
+    assert load_topology(name).tiers[1].hop_latency == pytest.approx(REPORTED_NIC_LATENCY[name], abs=1e-12)
+
+
+def test_the_reported_latency_reaches_each_network_step() -> None:
+    """NCCL adds the NIC's latency to a network step's, twice for Simple (its flush): 2-node Tree/LL pays it once
+    per direction (2 x log2(2) steps), so a 4 B all-reduce on aws-p5 costs 2 x 75 us more than with none."""
+    from dpcost.engine.collectives import collective
+
+    p5 = load_topology("aws-p5")
+    bare = p5.model_copy(update={"tiers": [p5.tiers[0], p5.tiers[1].model_copy(update={"hop_latency": 0.0})]})
+    with_it = collective(p5, "all_reduce", 16, 4, algorithm="tree", protocol="ll")
+    without = collective(bare, "all_reduce", 16, 4, algorithm="tree", protocol="ll")
+    assert with_it.best.seconds - without.best.seconds == pytest.approx(2 * 75e-6, rel=1e-9)
+
+
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_one_network_tier_of_open_size_with_nothing_fitted(name: str) -> None:
-    """The clouds do not publish their fabrics' switch tiers: one network tier, open size, no hop latency of its own,
-    NCCL's latencies unscaled; the NVLink tier is the sibling NVIDIA design's."""
+    """The clouds do not publish their fabrics' switch tiers: one network tier, open size, non-blocking, NCCL's
+    latencies unscaled; the NVLink tier is the sibling NVIDIA design's."""
     t, sibling = load_topology(name), load_topology(SIBLING[name])
     assert len(t.tiers) == 2 and t.max_gpus is None
-    assert t.tiers[1].hop_latency == 0 and t.tiers[1].oversubscription == 1
+    assert t.tiers[1].oversubscription == 1
     assert t.latency_scale == 1 and t.scaling_loss == sibling.scaling_loss and t.calibration is None
     assert t.tiers[0] == sibling.tiers[0]
     assert t.gpu.bf16_dense == sibling.gpu.bf16_dense and t.gpu.sms == sibling.gpu.sms
