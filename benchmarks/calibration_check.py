@@ -6,7 +6,8 @@ of one cluster, predict a larger one).
 
 In sample: every public run in tests/reference/nccl-tests/ is fitted on its own catalog topology and predicted
 again. Out of sample: the runs below, each from one cluster, are fitted on their smaller node counts and the
-largest is predicted, beside the catalog topology's prediction of it.
+largest is predicted, beside the catalog topology's prediction of it (the AWS p5 runs are held-out ones, which
+fixed no constant of the catalog).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from dpcost.calibration import calibrate
 from dpcost.catalog import load_runs, load_topology
 from dpcost.nccl_tests import Measurements
 
-HERE = Path(__file__).resolve().parent.parent / "tests" / "reference" / "nccl-tests"
+REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
+HERE = REFERENCE / "nccl-tests"
+HOLDOUT = "nccl-tests-holdout/"  # runs that fixed no constant (benchmarks/accuracy.py --holdout)
 HELD_OUT = (
     (
         "gj-aion's H100 cluster (nccl-tests #309)",
@@ -37,11 +40,21 @@ HELD_OUT = (
         ("gb200-18n-all_reduce-coreweave.csv", "gb200-36n-all_reduce-coreweave.csv"),
         "gb200-360n-all_reduce-coreweave.csv",
     ),
+    *(
+        (
+            f"AWS p5, {op.replace('_', '-')} (crazyguitar)",
+            tuple(f"{HOLDOUT}h100-{n}n-{op}-crazyguitar.csv" for n in (2, 4, 8, 16)),
+            f"{HOLDOUT}h100-32n-{op}-crazyguitar.csv",
+        )
+        for op in ("all_reduce", "all_gather")
+    ),
 )
 
 
 def _runs(name: str) -> list[Measurements]:
-    return load_runs(str(HERE / name), name)
+    """A run of tests/reference/nccl-tests/, or of another folder of tests/reference/ named in front."""
+    path = REFERENCE / name if "/" in name else HERE / name
+    return load_runs(str(path), path.name)
 
 
 def _bands(m: Measurements, topology_name_or_spec: object) -> dict[str, float]:

@@ -144,6 +144,7 @@ class HeldOut:
     runs: int
     base_error: float
     fitted_error: float
+    kept_base: bool = False  # every fit of the terms predicted it worse than the base: nothing is fitted
 
 
 @frozen
@@ -327,9 +328,11 @@ def _error(topology: TopologySpec, runs: Sequence[Measurements], values: dict[st
 
 def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozenset[str], HeldOut | None]:
     """With three or more node counts: fit the smaller ones, predict the largest, and drop (one at a time, the
-    least preferred first) every term whose fit does not improve that prediction. The held-out count is the
-    largest whose calls reach no switch tier the smaller ones miss: a tier's crossing loss shows only in the runs
-    that cross it, so a count that alone crosses it cannot judge the terms (it is fitted with the rest after)."""
+    least preferred first) every term whose fit does not improve that prediction; if what is left still predicts it
+    worse than the base topology, drop them all (calibration never makes the held-out count worse). The held-out
+    count is the largest whose calls reach no switch tier the smaller ones miss: a tier's crossing loss shows only
+    in the runs that cross it, so a count that alone crosses it cannot judge the terms (it is fitted with the rest
+    after)."""
     reach: dict[int, int] = {}  # node count -> how many tiers its calls span
     for m in runs:
         if m.ranks:
@@ -354,7 +357,10 @@ def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozens
         trial = dropped | {p.name}
         if (error := predicted(trial)) < best:
             dropped, best = trial, error
-    return dropped, HeldOut(largest, len(test), _error(base, test, _start(base, test)), best)
+    base_error = _error(base, test, _start(base, test))
+    if best > base_error:
+        return dropped | {p.name for p in free}, HeldOut(largest, len(test), base_error, base_error, kept_base=True)
+    return dropped, HeldOut(largest, len(test), base_error, best)
 
 
 def fitted_rows(m: Measurements) -> Measurements:

@@ -45,6 +45,7 @@ def calibration_tables(fit: Fit) -> list[Table]:
             f"held out: the {h.runs} run(s) at {h.nodes} nodes, predicted from a fit of the others: "
             f"{pct(h.base_error)} with the base topology, {pct(h.fitted_error)} fitted (geomean over their points); "
             "a term stays only if it improves that prediction"
+            + ("; every fit predicted it worse, so the base topology's values are kept" if h.kept_base else "")
         )
     runs = Table(
         "Error by run and size band: geomean |predicted - measured| / measured",
