@@ -686,6 +686,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family == "gpt_oss":
         arch["linear_bias"] = True  # o_proj and every expert's gate_up/down projections carry biases
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
+        if k.get("swiglu_limit", default=None) is not None:  # GptOssExperts: gate and up clamped to +-limit
+            arch["activation_clamp"] = k.positive("swiglu_limit", 7.0)
     # (Hunyuan 3's dense and shared MLPs read mlp_bias, its experts not: refused below)
     mlp_bias_key = "bias" if family == "internlm3" else "mlp_bias"
     if family in _READS_MLP_BIAS and k.flag(mlp_bias_key, defaults.get(mlp_bias_key, False)):

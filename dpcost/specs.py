@@ -317,6 +317,11 @@ class ModelArchitecture(Spec):
     mla: MLASpec | None = None
     mtp_layers: NonNegativeInt = Field(0, description="multi-token-prediction modules (DeepSeek-V3)")
     attention_sinks: bool = Field(False, description="a learned logit per attention head in every layer (gpt-oss)")
+    activation_clamp: Annotated[float, Field(gt=0)] | None = Field(
+        None,
+        description="the gated MLP's two inputs clamped to this before the activation (gpt-oss's swiglu_limit)",
+        exclude_if=lambda v: v is None,
+    )
     attention_gate: bool = Field(
         False, description="the query projection also makes a sigmoid gate on the attention output (Qwen3-Next)"
     )

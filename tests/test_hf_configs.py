@@ -482,6 +482,15 @@ def test_gpt_oss_counts_its_attention_sinks() -> None:
     assert count_params(spec).total - count_params(without).total == 36 * 64
 
 
+def test_gpt_oss_reads_its_activation_clamp() -> None:
+    """transformers' GptOssExperts clamps the gate to at most swiglu_limit and the up projection to +-swiglu_limit
+    (7.0 in gpt-oss-120b's config.json); a config without the key has no clamp read."""
+    a = model_from_hf_config(_cfg("gpt-oss-120b.json")).architecture
+    assert a is not None and a.activation_clamp == 7.0
+    cfg = {k: v for k, v in _cfg("gpt-oss-120b.json").items() if k != "swiglu_limit"}
+    assert (model_from_hf_config(cfg).architecture or a).activation_clamp is None
+
+
 def test_phi2_counts_the_checkpoint_with_its_lm_head_bias() -> None:
     """modeling_phi.py: per layer one input_layernorm (LayerNorm with bias) before attention and the MLP in parallel,
     q/k/v/dense and fc1/fc2 with biases; a final LayerNorm; an untied lm_head with a bias of vocab_size entries

@@ -71,6 +71,38 @@ def test_an_moe_layer_permutes_its_tokens_to_the_experts_and_back() -> None:
     assert "token permutation" in alone and "tokens sorted by local expert" not in alone
 
 
+def test_megatron_runs_gpt_oss_clamp_and_expert_biases_outside_its_fused_kernels() -> None:
+    """Megatron-Core at 0d8e0714 (the commit Megatron-Bridge v0.2.0 pins), gpt-oss-120b (hidden 2880, top-4 of 128
+    experts of 2880, swiglu_limit 7), T tokens over EP 64 (2 local experts), 4T expert rows of 16-bit elements:
+    - fused_bias_geglu.py weighted_bias_quick_geglu_impl: `x_glu.clamp(max=c)` and `x_linear.clamp(-c, c)` each read
+      and write a half (rows x 2880), `torch.cat` reads both halves and writes the whole: 3 kernels before the
+      compiled activation;
+    - experts.py _apply_bias: per local expert `b * p` writes its rows (rows x 2880) and `t + b * p` reads two and
+      writes one, then `torch.cat` reads and writes them all: 2 kernels an expert and one.
+    Neither runs under other frameworks' kernels, nor for a model without a clamp or expert biases (Qwen3)."""
+    import json
+    from pathlib import Path
+
+    from dpcost.catalog import model_from_hf_config
+
+    here = Path(__file__).parent / "reference" / "hf-configs"
+    a = model_from_hf_config(json.loads((here / "gpt-oss-120b.json").read_text()), "gpt-oss-120b.json").architecture
+    assert a is not None and a.moe is not None and a.activation_clamp == 7.0 and a.linear_bias
+    t, half = 4096, 4 * 4096 * 2880 * 2  # one half of the FFN input, or the output, over the rank's 4T rows
+    by_name = {op.name: op for op in layer_ops(a, True, t, 4096, "fused", ep=64)}
+    clamp, bias = by_name["expert activation clamp"], by_name["expert output bias"]
+    clamps, cat = 2 * (half + half), (2 * half) + (2 * half)
+    assert (clamp.module, clamp.bytes, clamp.kernels) == ("moe_act", clamps + cat, 3)
+    b_times_p, add, cat_rows = half, 3 * half, 2 * half
+    assert (bias.module, bias.bytes, bias.kernels) == ("moe", b_times_p + add + cat_rows, 2 * 2 + 1)
+    for kernels in ("eager", "compiled"):
+        names = {op.name for op in layer_ops(a, True, t, 4096, kernels, ep=64)}
+        assert not names & {"expert activation clamp", "expert output bias"}
+    qwen = model_from_hf_config(json.loads((here / "qwen3-30b-a3b.json").read_text()), "q.json").architecture
+    assert qwen is not None
+    assert not {op.name for op in layer_ops(qwen, True, t, 4096, "fused", ep=8)} & {clamp.name, bias.name}
+
+
 def test_dropout_moves_the_scores_and_a_mask_before_flash_attention_and_a_mask_beside_each_residual_add() -> None:
     """GPT-3 175B as Megatron-LM trained it (dropout 0.1, before flash attention), T tokens of s: the attention
     probabilities' dropout reads and writes b x heads x s x s bf16 scores and writes a bool mask, 5 bytes per score,

@@ -31,7 +31,7 @@ from dpcost.engine.attention_keys import causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
 from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, attention_head_factor, rates_for, shape_factor
 from dpcost.frozen import frozen
-from dpcost.specs import GPUSpec, LocalAttentionSpec, ModelArchitecture
+from dpcost.specs import GPUSpec, LocalAttentionSpec, ModelArchitecture, MoESpec
 
 __all__ = [
     "PARTS",
@@ -308,6 +308,8 @@ def layer_ops(
         ops += before
         ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local_experts, e.expert_io(h))
         ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * local_experts))
+        if kernels == "fused":
+            ops += _megatron_expert_extras(a, e, t, local_experts)
         ops += after
         if e.latent:
             ops.append(_gemm("latent projection out", "moe", t, e.latent, h, gemm_bytes))
@@ -334,6 +336,32 @@ def layer_ops(
             dispatched = op.name.startswith("expert ") and not op.name.endswith(" down")
             with_casts += _casts(op, cast, cast_input=not shared, fused_amax=op.module != "attn_out" and not dispatched)
     return with_casts
+
+
+def _megatron_expert_extras(a: ModelArchitecture, e: MoESpec, tokens: float, local_experts: int) -> list[Op]:
+    """What Megatron-Core's grouped experts run besides their fused activation (megatron/core at 0d8e0714 and
+    d7288711, the commits Megatron-Bridge v0.2.0 and v0.4.0 pin), on the rank's tokens x top-k expert rows, 16-bit.
+    With a clamp (gpt-oss's swiglu_limit), fused_bias_geglu.py weighted_bias_quick_geglu_impl clamps the gate and
+    linear halves and concatenates them in eager PyTorch before its compiled kernel: 3 kernels moving 8 elements a
+    row of the FFN width (each clamp reads and writes its half, the cat both); backward each clamp's masked gradient
+    reads the gradient and its input and writes (3 each), and the halves' gradients are joined (4). With biases on
+    the experts (linear_bias), experts.py _apply_bias adds each expert's second bias times its rows' probabilities
+    in a Python loop and concatenates: forward b x p writes a row (1), t + it reads two and writes one (3), the cat
+    reads and writes (2), 2 kernels an expert and the cat; backward the bias's and the probabilities' gradients
+    (grad x p and grad x b, each written and summed: 3 each) and the pieces' gradients joined (2), 4 an expert and
+    the cat."""
+    rows = tokens * e.active
+    ops: list[Op] = []
+    if a.activation_clamp is not None:
+        width = BF16 * e.ffn * rows
+        ops.append(Op("expert activation clamp", "moe_act", "memory", 0.0, 8 * width, 3, 0.0, 10 * width, 3))
+    if a.linear_bias:
+        width = BF16 * e.expert_io(a.hidden) * rows
+        ops.append(
+            Op("expert output bias", "moe", "memory", 0.0, 6 * width, 2 * local_experts + 1, 0.0, 8 * width,
+               4 * local_experts + 1)
+        )  # fmt: skip
+    return ops
 
 
 def _mlp(
