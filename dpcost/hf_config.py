@@ -4,6 +4,7 @@ reads the file and validates the spec)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -688,6 +689,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["attention_sinks"] = True  # modeling_gpt_oss.py GptOssAttention: sinks of num_attention_heads
         if k.get("swiglu_limit", default=None) is not None:  # GptOssExperts: gate and up clamped to +-limit
             arch["activation_clamp"] = k.positive("swiglu_limit", 7.0)
+        arch["rope_mscale"] = _gpt_oss_rope_mscale(k)
     # (Hunyuan 3's dense and shared MLPs read mlp_bias, its experts not: refused below)
     mlp_bias_key = "bias" if family == "internlm3" else "mlp_bias"
     if family in _READS_MLP_BIAS and k.flag(mlp_bias_key, defaults.get(mlp_bias_key, False)):
@@ -1737,8 +1739,27 @@ def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
 # transformers 5.24.0's config class defaults to.
 _EVERY_LAYER_SLIDES = {"mistral": 4096, "ministral": 4096, "ministral3": None, "mixtral": None, "phi3": None,
                        "phimoe": None, "starcoder2": None, "qwen3_moe": 4096}  # fmt: skip
+
+
 # Families whose layer i slides unless (i + 1) % period == 0: (default window, default period, whether the config
 # class reads sliding_window_pattern for the period).
+def _gpt_oss_rope_mscale(k: Keys) -> float:
+    """YaRN's cos/sin scale for gpt-oss: its rope_scaling (or rope_parameters), else what transformers' GptOssConfig
+    fills in, YaRN with factor 32 (configuration_gpt_oss.py __post_init__); 0.1 ln(factor) + 1 for YaRN
+    (Megatron-Core yarn_rotary_pos_embedding.py _yarn_get_mscale, without mscale keys), 1 for any other kind."""
+    rope = k.cfg.get("rope_scaling") or k.cfg.get("rope_parameters")
+    if rope is None:
+        rope = {"rope_type": "yarn", "factor": 32.0}
+    if not isinstance(rope, dict):
+        raise InputError(k.where, f"{k._key('rope_scaling')}: expected a mapping, got {rope!r}"[:200])
+    if (rope.get("rope_type") or rope.get("type")) != "yarn":
+        return 1.0
+    factor = rope.get("factor", 1.0)
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < float("inf"):
+        raise InputError(k.where, f"{k._key('rope_scaling')}.factor: expected a positive number, got {factor!r}"[:200])
+    return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
+
+
 _PERIODIC = {"gemma2": (4096, 2, False), "vaultgemma": (4096, 2, False), "gpt_oss": (128, 2, False),
              "olmo3": (4096, 4, False), "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True),
              "exaone4": (4096, 4, True), "exaone_moe": (4096, 4, True), "cohere2_moe": (4096, 4, True)}  # fmt: skip

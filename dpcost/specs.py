@@ -317,6 +317,12 @@ class ModelArchitecture(Spec):
     mla: MLASpec | None = None
     mtp_layers: NonNegativeInt = Field(0, description="multi-token-prediction modules (DeepSeek-V3)")
     attention_sinks: bool = Field(False, description="a learned logit per attention head in every layer (gpt-oss)")
+    rope_mscale: Annotated[float, Field(gt=0)] = Field(
+        1.0,
+        description="YaRN's scale on the rotary cos and sin, 0.1 ln(factor) + 1 (gpt-oss: factor 32); Megatron-Core's "
+        "fused RoPE takes only 1",
+        exclude_if=lambda v: v == 1.0,
+    )
     activation_clamp: Annotated[float, Field(gt=0)] | None = Field(
         None,
         description="the gated MLP's two inputs clamped to this before the activation (gpt-oss's swiglu_limit)",

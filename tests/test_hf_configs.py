@@ -491,6 +491,19 @@ def test_gpt_oss_reads_its_activation_clamp() -> None:
     assert (model_from_hf_config(cfg).architecture or a).activation_clamp is None
 
 
+def test_gpt_oss_rope_is_yarn_of_factor_32_unless_its_config_says_otherwise() -> None:
+    """transformers' GptOssConfig fills in YaRN with factor 32 when config.json gives no rope parameters
+    (configuration_gpt_oss.py __post_init__); Megatron-Core scales cos and sin by 0.1 ln(32) + 1 = 1.3466
+    (yarn_rotary_pos_embedding.py _yarn_get_mscale). Other kinds of RoPE scale nothing."""
+    cfg = {k: v for k, v in _cfg("gpt-oss-120b.json").items() if k not in ("rope_scaling", "rope_parameters")}
+    a = model_from_hf_config(cfg).architecture
+    assert a is not None and a.rope_mscale == pytest.approx(1.3465735902799727, rel=1e-12)
+    linear = model_from_hf_config({**cfg, "rope_scaling": {"rope_type": "linear", "factor": 4.0}}).architecture
+    assert linear is not None and linear.rope_mscale == 1.0
+    deepseek = model_from_hf_config(_cfg("deepseek-v3.json")).architecture
+    assert deepseek is not None and deepseek.rope_mscale == 1.0
+
+
 def test_phi2_counts_the_checkpoint_with_its_lm_head_bias() -> None:
     """modeling_phi.py: per layer one input_layernorm (LayerNorm with bias) before attention and the MLP in parallel,
     q/k/v/dense and fc1/fc2 with biases; a final LayerNorm; an untied lm_head with a bias of vocab_size entries

@@ -22,6 +22,7 @@ from dpcost.engine.ops import (
 )
 from dpcost.engine.params import count_params
 from dpcost.engine.rates import EAGER_SCORES_HBM, rates_for
+from dpcost.specs import ModelArchitecture
 
 
 def test_a_dense_layers_matmuls_are_twice_its_weights_per_token_and_flash_attention_the_causal_half() -> None:
@@ -101,6 +102,16 @@ def test_megatron_runs_gpt_oss_clamp_and_expert_biases_outside_its_fused_kernels
     qwen = model_from_hf_config(json.loads((here / "qwen3-30b-a3b.json").read_text()), "q.json").architecture
     assert qwen is not None
     assert not {op.name for op in layer_ops(qwen, True, t, 4096, "fused", ep=8)} & {clamp.name, bias.name}
+
+    # YaRN's scale (0.1 ln 32 + 1) sends Megatron-Core's RoPE down its unfused path (rope_utils.py: mscale != 1):
+    # gpt-oss's rotary moves what eager PyTorch's does, Qwen3's what the fused kernel does
+    def rotary_bytes(arch: ModelArchitecture, kernels: str) -> float:
+        return next(op.bytes for op in layer_ops(arch, True, t, 4096, kernels) if op.name == "rotary")
+
+    assert a.rope_mscale > 1 and qwen.rope_mscale == 1
+    width = (64 * 64 + 8 * 64) * t
+    assert rotary_bytes(a, "fused") == rotary_bytes(a, "eager") == 12 * width
+    assert rotary_bytes(qwen, "fused") == 4 * (32 * 128 + 4 * 128) * t
 
 
 def test_dropout_moves_the_scores_and_a_mask_before_flash_attention_and_a_mask_beside_each_residual_add() -> None:

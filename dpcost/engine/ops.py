@@ -257,7 +257,8 @@ def layer_ops(
         rotary_width = 0 if a.learned_positions else q_out + kv_out
         out_in = a.heads * d_v
     if rotary_width:
-        rot_b, rot_k = _ROTARY[kernels]
+        # Megatron-Core's fused RoPE takes no YaRN scale: with one, rope_utils.py runs its unfused PyTorch path
+        rot_b, rot_k = _ROTARY["eager" if kernels == "fused" and a.rope_mscale != 1.0 else kernels]
         # Megatron applies RoPE before core attention (attention.py), outside its core_attn checkpoint; MLA inside the
         # function mla_up_proj checkpoints (activations.py, MLA)
         rotary_module = "mla_up_proj" if a.mla is not None else "qkv"
