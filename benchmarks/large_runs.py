@@ -109,6 +109,21 @@ def deepseek_preset_modules(source: str, gpu: str) -> frozenset[str]:
     return (release[-1] if release else {}).get(gpu, frozenset({"mla_up_proj"}))
 
 
+def gpt_oss_preset_modules(source: str, gpu: str, precision: str, global_batch: str) -> frozenset[str]:
+    """GPT-OSS 120B's recompute_modules as Megatron-Bridge's presets run them: layernorm and moe_act on GB200, B200
+    and H100 (configs/gpt_oss/ workload base configs, V1 and the V2 presets built on them), in effect from v0.3.0
+    (the 26.02 tables), whose utils/overrides.py sets recompute_granularity "selective" with them (v0.2.0's
+    helpers.py set the modules alone, which recomputes nothing); none on GB300 and B300, nor in GB200's MXFP8 V2
+    preset (global batch 1,280) from v0.5.0 (the 26.06 tables: recompute_modules=[]; v0.6.0 perf_recipes/gpt_oss/
+    gb200/gpt_oss.py the same)."""
+    release = bridge_release(source)
+    if release < "26" or gpu not in ("GB200", "B200", "H100"):
+        return frozenset()
+    if gpu == "GB200" and precision == "mxfp8" and global_batch == "1280" and release >= "26.06":
+        return frozenset()
+    return frozenset({"layernorm", "moe_act"})
+
+
 A100_PEAK = 312e12  # the 16-bit dense peak Narayanan et al., Korthikanti et al. and MegaScale divide by
 
 # The model of each `model` cell: a catalog name, a YAML spec of ../tests/reference, or a Hugging Face config.json.
@@ -708,12 +723,15 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if not recompute and bridge:
         # Megatron-Bridge v0.2.0's performance presets (7af9601c): no recomputation for Llama, Qwen3 and GPT-OSS
         # (Megatron-Core's default recompute_granularity None; GPT-OSS's recompute_modules are set without
-        # "selective", so they do nothing), selective for DeepSeek-V3 (deepseek_llm_pretrain.py) of the modules
-        # configs/deepseek/workload_base_configs.py gives per GPU: moe_act on GB300, mla_up_proj and mlp on H100,
-        # mla_up_proj elsewhere
-        recompute = "selective" if row["model"].startswith("DeepSeek") else "none"
+        # "selective", so they do nothing until v0.3.0: gpt_oss_preset_modules), selective for DeepSeek-V3
+        # (deepseek_llm_pretrain.py) of the modules configs/deepseek/workload_base_configs.py gives per GPU: moe_act on
+        # GB300, mla_up_proj and mlp on H100, mla_up_proj elsewhere
+        recompute = "selective" if row["model"].startswith(("DeepSeek", "GPT OSS")) else "none"
         if recompute == "selective":
-            modules = deepseek_preset_modules(source, row["gpu"])
+            if row["model"].startswith("DeepSeek"):
+                modules = deepseek_preset_modules(source, row["gpu"])
+            else:
+                modules = gpt_oss_preset_modules(source, row["gpu"], row["precision"], row["global_batch"])
             recompute = "selective" if modules else "none"  # recompute_modules = []: nothing recomputed
         flags.append(f"recompute not printed: {recompute}, as Megatron-Bridge's presets set it")
     elif not recompute and source == "llama3-2024":

@@ -230,3 +230,18 @@ def test_deepseek_gpu_hours_per_trillion_tokens_match_the_isca_step(compared: Co
     v3 = _one(compared[0], "deepseek-v3-2024", "DeepSeek-V3", 2048)
     assert v3.published_step == pytest.approx(180e3 * 3600 * 62_914_560 / 1e12 / 2048, rel=1e-12)
     assert v3.published_step == pytest.approx(19.926, rel=0.002)
+
+
+def test_gpt_oss_recomputes_as_megatron_bridges_presets_run_it(bench: ModuleType) -> None:
+    """Megatron-Bridge's GPT-OSS presets name layernorm and moe_act on GB200, B200 and H100; v0.2.0 (the 25.11
+    tables) set the modules without recompute_granularity (nothing recomputed), v0.3.0 (26.02) on set both
+    (utils/overrides.py); GB300 and B300 name none; GB200's MXFP8 V2 preset (global batch 1,280) sets [] from v0.5.0
+    (26.06)."""
+    modules = bench.gpt_oss_preset_modules
+    both = frozenset({"layernorm", "moe_act"})
+    assert modules("mbridge-25.11", "GB200", "bf16", "512") == frozenset()
+    assert modules("mbridge-26.02", "GB200", "bf16", "512") == both == modules("mbridge-26.04", "H100", "bf16", "512")
+    assert modules("mbridge-26.04", "GB300", "bf16", "1280") == frozenset() == modules("mbridge-26.04", "B300", "", "")
+    assert modules("mbridge-26.04", "GB200", "mxfp8", "1280") == both
+    assert modules("mbridge-26.06", "GB200", "mxfp8", "1280") == frozenset()
+    assert modules("mbridge-26.06", "GB200", "bf16", "1280") == both
