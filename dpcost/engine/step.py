@@ -401,7 +401,8 @@ class _Schedule:
         return p.weight_bytes if u.linear or not p.unconverted_weight_bytes else p.unconverted_weight_bytes
 
     def parameter_gathers(self) -> list[Call]:
-        return _calls_per_unit(self.call, "all_gather", [u.params * self.gathered_bytes(u) for u in self.plan.units])
+        call, bytes_of = self.call, self.gathered_bytes
+        return [call("all_gather", u.params * bytes_of(u)) for u in self.plan.units]
 
     def bucketed(self, op: str, purpose: str, occurrences: int) -> None:
         """Gradients reduced in buckets through the backward pass (or after it, when not overlapped)."""
@@ -438,8 +439,7 @@ class _Schedule:
         sizes = [u.params * p.grad_bytes for u in p.units][::-1]
         if p.stage == 3 and p.stage3_reduce_bucket_bytes > 0:
             sizes = _bucketed_at_units(sizes, p.stage3_reduce_bucket_bytes)
-        nonzero = [j for j, b in enumerate(sizes) if b > 0]  # units (backward order) that issue a call
-        issued = dict(zip(nonzero, _calls_per_unit(self.call, op, [sizes[j] for j in nonzero]), strict=True))
+        issued = {j: self.call(op, b) for j, b in enumerate(sizes) if b > 0}  # unit (backward order) -> its call
         rs = [issued[j].seconds if j in issued else 0.0 for j in range(len(sizes))]
         self.traffic.append(
             Traffic(
@@ -515,19 +515,6 @@ class _Schedule:
             self.phases.append(
                 Phase("optimizer all_gather, then forward", p.forward, ag, ag + p.forward, 1, by_op, False, 1)
             )
-
-
-def _calls_per_unit(call: CallTime, op: str, sizes: Sequence[float]) -> list[Call]:
-    """`call(op, size)` for each unit's size, asked once per distinct size: a model's blocks are alike, and a
-    search runs this for every plan (issue 20)."""
-    once: dict[float, Call] = {}
-    out = []
-    for size in sizes:
-        found = once.get(size)
-        if found is None:
-            found = once[size] = call(op, size)
-        out.append(found)
-    return out
 
 
 def _bucketed_at_units(sizes: Sequence[float], bucket: float) -> list[float]:
