@@ -1741,8 +1741,6 @@ _EVERY_LAYER_SLIDES = {"mistral": 4096, "ministral": 4096, "ministral3": None, "
                        "phimoe": None, "starcoder2": None, "qwen3_moe": 4096}  # fmt: skip
 
 
-# Families whose layer i slides unless (i + 1) % period == 0: (default window, default period, whether the config
-# class reads sliding_window_pattern for the period).
 def _gpt_oss_rope_mscale(k: Keys) -> float:
     """YaRN's cos/sin scale for gpt-oss: its rope_scaling (or rope_parameters), else what transformers' GptOssConfig
     fills in, YaRN with factor 32 (configuration_gpt_oss.py __post_init__); 0.1 ln(factor) + 1 for YaRN
@@ -1760,6 +1758,8 @@ def _gpt_oss_rope_mscale(k: Keys) -> float:
     return 1.0 if factor <= 1 else 0.1 * math.log(factor) + 1.0
 
 
+# Families whose layer i slides unless (i + 1) % period == 0: (default window, default period, whether the config
+# class reads sliding_window_pattern for the period).
 _PERIODIC = {"gemma2": (4096, 2, False), "vaultgemma": (4096, 2, False), "gpt_oss": (128, 2, False),
              "olmo3": (4096, 4, False), "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True),
              "exaone4": (4096, 4, True), "exaone_moe": (4096, 4, True), "cohere2_moe": (4096, 4, True)}  # fmt: skip
