@@ -245,3 +245,15 @@ def test_gpt_oss_recomputes_as_megatron_bridges_presets_run_it(bench: ModuleType
     assert modules("mbridge-26.04", "GB200", "mxfp8", "1280") == both
     assert modules("mbridge-26.06", "GB200", "mxfp8", "1280") == frozenset()
     assert modules("mbridge-26.06", "GB200", "bf16", "1280") == both
+
+
+def test_nvfp4_llama_rows_wait_for_tp_as_megatron_bridges_presets_run_them(bench: ModuleType) -> None:
+    """Megatron-Bridge's Llama presets overlap TP with userbuffers except in NVFP4 (v0.2.0-v0.5.0 configs/llama*/
+    `tp_comm_overlap = False if precision == "nvfp4"`; v0.6.0 perf_recipes set it False): the same TP 2 layout's
+    NVFP4 row leaves its TP collectives exposed, its MXFP8 row hides them."""
+    rows = [r for r in bench.read_rows(bench.HOLDOUT) if r["source"] == "mbridge-26.04" and r["model"] == "Llama 3 70B"]
+    by_precision = {c.first["precision"]: bench.cost(c) for c in bench.configurations(rows) if c.first["tp"] == "2"}
+    nvfp4, mxfp8 = by_precision["nvfp4"], by_precision["mxfp8"]
+    assert "TP not overlapped (Megatron-Bridge's NVFP4 presets turn it off)" in nvfp4.flags
+    assert "TP overlapped (Megatron-Bridge's Llama recipes)" in mxfp8.flags
+    assert bench.exposed_share(nvfp4.predicted) > 2 * bench.exposed_share(mxfp8.predicted)
