@@ -114,6 +114,34 @@ def test_megatron_runs_gpt_oss_clamp_and_expert_biases_outside_its_fused_kernels
     assert rotary_bytes(qwen, "fused") == 4 * (32 * 128 + 4 * 128) * t
 
 
+def test_megatron_adds_gpt_oss_biases_and_residuals_unfused() -> None:
+    """Megatron-Core at 0d8e0714: TEGroupedMLP asserts bias_dropout_fusion off when the linear layers have biases
+    (experts.py:782-784), so gpt-oss's bias-dropout-adds run _bias_dropout_add_func eagerly (fused_bias_dropout.py).
+    On T x 2880 16-bit elements: after attention `x + bias` (read, write) and `residual + out` (two reads, a write),
+    10 bytes an element in 2 kernels, its backward the bias gradient's reduction (one read); after the MoE layer
+    (its bias None: the experts add their own) the add alone, 6 bytes in 1 kernel. Qwen3 (no biases) keeps the add
+    fused into the norm after it, 2 bytes; eager PyTorch's add is 6 bytes either way."""
+    import json
+    from pathlib import Path
+
+    from dpcost.catalog import model_from_hf_config
+
+    here = Path(__file__).parent / "reference" / "hf-configs"
+    oss = model_from_hf_config(json.loads((here / "gpt-oss-120b.json").read_text()), "o.json").architecture
+    qwen = model_from_hf_config(json.loads((here / "qwen3-30b-a3b.json").read_text()), "q.json").architecture
+    assert oss is not None and qwen is not None
+    t = 4096
+    elements = 2880 * t
+
+    def residuals(arch: ModelArchitecture, kernels: str) -> list[tuple[float, int, float, int]]:
+        ops = layer_ops(arch, True, t, 4096, kernels, ep=8)
+        return [(o.bytes, o.kernels, o.backward_bytes, o.backward_kernels) for o in ops if o.module == "residual"]
+
+    assert residuals(oss, "fused") == [(10 * elements, 2, 2 * elements, 1), (6 * elements, 1, 0.0, 0)]
+    assert residuals(oss, "eager") == [(6 * elements, 1, 6 * elements, 2)] * 2
+    assert residuals(qwen, "fused") == [(2 * 2048 * t, 0, 2 * 2048 * t, 0)] * 2
+
+
 def test_dropout_moves_the_scores_and_a_mask_before_flash_attention_and_a_mask_beside_each_residual_add() -> None:
     """GPT-3 175B as Megatron-LM trained it (dropout 0.1, before flash attention), T tokens of s: the attention
     probabilities' dropout reads and writes b x heads x s x s bf16 scores and writes a bool mask, 5 bytes per score,

@@ -293,7 +293,12 @@ def layer_ops(
     drop_b, drop_k = _DROPOUT[kernels]
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
-    ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
+    unfused = kernels == "fused" and _megatron_unfused_bias_dropout_add(a)
+    out_bias = a.out_bias if a.out_bias is not None else a.linear_bias
+    if unfused:
+        ops.append(_unfused_bias_dropout_add(h * t, out_bias))
+    else:
+        ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
     ops.append(_memory("post-attention norm", "layernorm", norm_b * h * t, norm_k))
     act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
     if moe_layer and a.moe is not None:
@@ -324,7 +329,10 @@ def layer_ops(
         ops.append(_memory("MLP activation", "mlp", act_b * a.ffn * t, act_k))
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
-    ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
+    if unfused:  # the experts add their own biases (experts.py: bias None out of the MoE layer); a dense MLP does not
+        ops.append(_unfused_bias_dropout_add(h * t, a.linear_bias and not (moe_layer and a.moe is not None)))
+    else:
+        ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
     if cast is None:
         return ops
     with_casts = []
@@ -337,6 +345,24 @@ def layer_ops(
             dispatched = op.name.startswith("expert ") and not op.name.endswith(" down")
             with_casts += _casts(op, cast, cast_input=not shared, fused_amax=op.module != "attn_out" and not dispatched)
     return with_casts
+
+
+def _megatron_unfused_bias_dropout_add(a: ModelArchitecture) -> bool:
+    """Megatron-Core runs its bias-dropout-adds unfused when the linear layers have biases and the experts are
+    grouped: TEGroupedMLP asserts that bias_dropout_fusion is off with add_bias_linear (experts.py:782-784 at
+    0d8e0714, the commit Megatron-Bridge v0.2.0 pins), a setting of the whole model (gpt-oss)."""
+    return a.linear_bias and a.moe is not None
+
+
+def _unfused_bias_dropout_add(elements: float, bias: bool) -> Op:
+    """Megatron-Core's _bias_dropout_add_func run eagerly (fused_bias_dropout.py, p = 0), on T x h 16-bit elements:
+    with a bias, `x + bias` reads and writes (4 bytes), then `residual + out` reads two and writes one (6), 2
+    kernels; backward the adds pass their gradient through and the bias's gradient reduces it over the tokens (reads
+    2, 1 kernel). Without a bias (the MoE layer returns none) the add alone: 6 bytes, 1 kernel, nothing backward."""
+    width = BF16 * elements
+    if bias:
+        return Op("residual add (bias, unfused)", "residual", "memory", 0.0, 5 * width, 2, 0.0, width, 1)
+    return Op("residual add (unfused)", "residual", "memory", 0.0, 3 * width, 1, 0.0, 0.0, 0)
 
 
 def _megatron_expert_extras(a: ModelArchitecture, e: MoESpec, tokens: float, local_experts: int) -> list[Op]:
