@@ -508,7 +508,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # ... except in NVFP4, where every release's Llama presets turn it off (v0.2.0-v0.5.0 scripts/performance/configs/
     # llama*/llama3*_llm_pretrain.py `tp_comm_overlap = False if precision == "nvfp4"`; v0.6.0 perf_recipes/llama/
     # */llama3*.py nvfp4 configs `tp_comm_overlap = False`): their TP collectives wait on the critical path.
-    bridge_tp = bridge and row["model"].startswith("Llama") and row["precision"] != "nvfp4"
+    bridge_llama = bridge and row["model"].startswith("Llama")
+    bridge_tp = bridge_llama and row["precision"] != "nvfp4"
     release = bridge_release(source)
     bridge_ep = bridge and (
         (row["model"].startswith("Qwen3 235B") and row["gpu"] == "H100")
@@ -650,7 +651,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("TP overlapped (MegaScale); its parallel block and sliding-window attention not modelled")
     if bridge_tp and tp > 1:
         flags.append("TP overlapped (Megatron-Bridge's Llama recipes)")
-    elif bridge and row["model"].startswith("Llama") and tp > 1:
+    elif bridge_llama and tp > 1:
         flags.append("TP not overlapped (Megatron-Bridge's NVFP4 presets turn it off)")
     if nemo:
         flags.append("sequence parallel, TP overlapped (NeMo's Nemotron-4 15B recipe)")

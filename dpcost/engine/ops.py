@@ -294,9 +294,8 @@ def layer_ops(
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
     unfused = kernels == "fused" and _megatron_unfused_bias_dropout_add(a)
-    out_bias = a.out_bias if a.out_bias is not None else a.linear_bias
     if unfused:
-        ops.append(_unfused_bias_dropout_add(h * t, out_bias))
+        ops.append(_unfused_bias_dropout_add(h * t, a.out_bias if a.out_bias is not None else a.linear_bias))
     else:
         ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
     ops.append(_memory("post-attention norm", "layernorm", norm_b * h * t, norm_k))
@@ -329,7 +328,7 @@ def layer_ops(
         ops.append(_memory("MLP activation", "mlp", act_b * a.ffn * t, act_k))
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
-    if unfused:  # the experts add their own biases (experts.py: bias None out of the MoE layer); a dense MLP does not
+    if unfused:  # a dense MLP hands its output bias to the add; an MoE layer's experts add their own (bias None)
         ops.append(_unfused_bias_dropout_add(h * t, a.linear_bias and not (moe_layer and a.moe is not None)))
     else:
         ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
