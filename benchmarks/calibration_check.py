@@ -66,24 +66,36 @@ def _cells(bands: dict[str, float]) -> str:
     return " | ".join(f"{bands[b]:.1%}" if b in bands else "-" for b in ("1-64 MiB", ">=64 MiB"))
 
 
-def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
-    print("Out of sample: fitted on the smaller node counts, the largest predicted\n")
-    print(
-        "| cluster | fitted on | predicted | catalog 1-64 MiB | catalog >= 64 MiB | calibrated 1-64 MiB | "
-        "calibrated >= 64 MiB |"
-    )
-    print("|---|---|---|---:|---:|---:|---:|")
+def out_of_sample() -> list[tuple[str, str, str, dict[str, float], dict[str, float]]]:
+    """Each cluster of HELD_OUT: (label, ranks fitted on, ranks predicted, the catalog's band errors, the
+    calibrated topology's band errors) for its largest run."""
+    rows = []
     for label, fit_on, held in HELD_OUT:
         runs = [r for name in fit_on for r in _runs(name)]
         base = guess_topology(runs[0]) or "dgx-h100"
         fit = calibrate(load_topology(base), runs)
         target = _runs(held)[0]
         ranks = ", ".join(str(r.ranks) for r in runs)
-        print(
-            f"| {label} | {ranks} ranks | {target.ranks} ranks | {_cells(_bands(target, base))} | "
-            f"{_cells(_bands(target, fit.topology))} |"
-        )
+        rows.append((label, ranks, str(target.ranks), _bands(target, base), _bands(target, fit.topology)))
+    return rows
+
+
+def out_of_sample_markdown(rows: list[tuple[str, str, str, dict[str, float], dict[str, float]]]) -> str:
+    """The README's table of out_of_sample()."""
+    lines = [
+        "| cluster | fitted on | predicted | catalog 1-64 MiB | catalog >= 64 MiB | calibrated 1-64 MiB | "
+        "calibrated >= 64 MiB |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for label, ranks, predicted, catalog, calibrated in rows:
+        lines.append(f"| {label} | {ranks} ranks | {predicted} ranks | {_cells(catalog)} | {_cells(calibrated)} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
+    print("Out of sample: fitted on the smaller node counts, the largest predicted\n")
+    print(out_of_sample_markdown(out_of_sample()))
     print("\nIn sample: each run fitted on its own and predicted again\n")
     print("| run | topology | before 1-64 MiB | before >= 64 MiB | after 1-64 MiB | after >= 64 MiB |")
     print("|---|---|---:|---:|---:|---:|")

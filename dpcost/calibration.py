@@ -11,7 +11,9 @@ reweighted least squares) over each parameter's position in its range. A paramet
 depends on is left at the base topology's value and named as undetermined: the network's loss with scale needs
 two node counts beyond two nodes (up to two, NCCL's trees move half the network bytes). With three or more node
 counts, the largest is held out: the others are fitted, it is predicted, and a term stays only if its fit improves
-that prediction; the terms kept are then fitted to every run, and the held-out errors are reported.
+that prediction and leaves no size band of it worse than the base topology predicts it (a latency term that buys the
+small calls at the cost of the large ones has made a prediction worse); the terms kept are then fitted to every run,
+and the held-out errors are reported, per band.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from dpcost.accuracy import LAUNCH_PER_GPU, BandError, Point, band_errors, launches_bound, predict
+from dpcost.accuracy import ERROR_FLOOR, LAUNCH_PER_GPU, BandError, Point, band_errors, launches_bound, predict
 from dpcost.engine.placement import place
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
@@ -145,6 +147,7 @@ class HeldOut:
     base_error: float
     fitted_error: float
     kept_base: bool = False  # every fit of the terms predicted it worse than the base: nothing is fitted
+    bands: tuple[tuple[str, float, float], ...] = ()  # (size band, base error, fitted error), geomean per band
 
 
 @frozen
@@ -326,13 +329,29 @@ def _error(topology: TopologySpec, runs: Sequence[Measurements], values: dict[st
     return math.exp(sum(logs) / len(logs)) - 1 if logs else 0.0
 
 
+def _band_errors(topology: TopologySpec, runs: Sequence[Measurements], values: dict[str, float]) -> dict[str, float]:
+    """Each size band's geomean |predicted / measured - 1| over the runs' points (accuracy.band_errors)."""
+    points = [pt for m in runs for pt in _points(m, topology, values)]
+    return {b.band: b.geomean for b in band_errors(points)}
+
+
+def _against_base(bands: dict[str, float], base: dict[str, float]) -> tuple[float, float]:
+    """A prediction's size-band errors against the base topology's: how much worse it is in the bands where it is
+    worse (the sum of log(error / base error) over them, 0 when none is), then the mean of that log ratio over
+    every band, so that each band counts alike however many points it holds (errors floored as
+    accuracy.band_errors floors them)."""
+    logs = [math.log(max(bands[b], ERROR_FLOOR) / max(e, ERROR_FLOOR)) for b, e in base.items()]
+    return sum(max(0.0, x) for x in logs), sum(logs) / len(logs) if logs else 0.0
+
+
 def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozenset[str], HeldOut | None]:
-    """With three or more node counts: fit the smaller ones, predict the largest, and drop (one at a time, the
-    least preferred first) every term whose fit does not improve that prediction; if what is left still predicts it
-    worse than the base topology, drop them all (calibration never makes the held-out count worse). The held-out
-    count is the largest whose calls reach no switch tier the smaller ones miss: a tier's crossing loss shows only
-    in the runs that cross it, so a count that alone crosses it cannot judge the terms (it is fitted with the rest
-    after)."""
+    """With three or more node counts: fit the smaller ones, predict the largest, and drop terms one at a time,
+    each time the one whose drop makes that prediction best, band by band against the base topology
+    (_against_base), until no drop makes it better (backward elimination; on a tie the least preferred goes). If
+    what is left still predicts a band worse than the base, or no better on the whole, drop them all (calibration
+    never makes the held-out count worse). The held-out count is the largest whose calls reach no switch tier the
+    smaller ones miss: a tier's crossing loss shows only in the runs that cross it, so a count that alone crosses
+    it cannot judge the terms (it is fitted with the rest after)."""
     reach: dict[int, int] = {}  # node count -> how many tiers its calls span
     for m in runs:
         if m.ranks:
@@ -345,22 +364,31 @@ def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozens
     largest = judged[-1]
     train = [m for m in runs if not m.ranks or place(base, m.ranks).nodes < largest]
     test = [m for m in runs if m.ranks and place(base, m.ranks).nodes == largest]
-    dropped: frozenset[str] = frozenset()
+    base_values = _start(base, test)
+    base_bands = _band_errors(base, test, base_values)
+    base_error = _error(base, test, base_values)
 
-    def predicted(without: frozenset[str]) -> float:
+    def predicted(without: frozenset[str]) -> tuple[tuple[float, float], float, dict[str, float]]:
         values, _, _ = _fitted(base, train, without)
-        return _error(with_values(base, values), test, values)
+        topology = with_values(base, values)
+        bands = _band_errors(topology, test, values)
+        return _against_base(bands, base_bands), _error(topology, test, values), bands
 
+    dropped: frozenset[str] = frozenset()
     best = predicted(dropped)
     _, free, _ = _fitted(base, train)
-    for p in reversed(free):
-        trial = dropped | {p.name}
-        if (error := predicted(trial)) < best:
-            dropped, best = trial, error
-    base_error = _error(base, test, _start(base, test))
-    if best > base_error:
-        return dropped | {p.name for p in free}, HeldOut(largest, len(test), base_error, base_error, kept_base=True)
-    return dropped, HeldOut(largest, len(test), base_error, best)
+    while left := [p for p in reversed(free) if p.name not in dropped]:
+        score, p = min(((predicted(dropped | {p.name}), p) for p in left), key=lambda trial: trial[0][0])
+        if score[0] >= best[0]:
+            break
+        dropped, best = dropped | {p.name}, score
+    (worse, change), error, bands = best
+    if worse > 0 or change > 0 or not {p.name for p in free} - dropped:
+        kept = tuple((b, e, e) for b, e in base_bands.items())
+        return dropped | {p.name for p in free}, HeldOut(largest, len(test), base_error, base_error, True, kept)
+    return dropped, HeldOut(
+        largest, len(test), base_error, error, bands=tuple((b, e, bands[b]) for b, e in base_bands.items())
+    )
 
 
 def fitted_rows(m: Measurements) -> Measurements:

@@ -43,9 +43,10 @@ def calibration_tables(fit: Fit) -> list[Table]:
     if (h := fit.held_out) is not None:
         params.notes.append(
             f"held out: the {h.runs} run(s) at {h.nodes} nodes, predicted from a fit of the others: "
-            f"{pct(h.base_error)} with the base topology, {pct(h.fitted_error)} fitted (geomean over their points); "
-            "a term stays only if it improves that prediction"
-            + ("; every fit predicted it worse, so the base topology's values are kept" if h.kept_base else "")
+            f"{pct(h.base_error)} with the base topology, {pct(h.fitted_error)} fitted (geomean over their points"
+            + "".join(f"; {band} {pct(before)} -> {pct(after)}" for band, before, after in h.bands)
+            + "); a term stays only if it improves that prediction and leaves no size band of it worse"
+            + ("; every fit predicted a band worse, so the base topology's values are kept" if h.kept_base else "")
         )
     runs = Table(
         "Error by run and size band: geomean |predicted - measured| / measured",
