@@ -173,6 +173,7 @@ class Row:
     points: tuple[tuple[int, float, float], ...]
     absolute: float  # tokens/s per GPU of the smallest run, the per-op compute model with nothing given
     naive: float  # the same at 40% MFU of PaLM's model FLOPs, one MFU for every run
+    at_published: float | None  # the same with --mfu at the run's published MFU (HFU), where it printed one
 
     @property
     def error(self) -> float:
@@ -198,7 +199,9 @@ def compare(all_runs: list[Run]) -> tuple[list[Row], dict[str, str]]:
         absolute = predict(lo, None, "ops") / lo.tokens_per_s_per_gpu - 1
         naive = naive_tokens_per_s(lo) / lo.tokens_per_s_per_gpu - 1
         mfu = lo.hfu or 0.4
-        mfu *= lo.tokens_per_s_per_gpu / predict(lo, mfu)  # the compute rate that reproduces the smallest run
+        at_mfu = predict(lo, mfu)
+        at_published = at_mfu / lo.tokens_per_s_per_gpu - 1 if lo.hfu else None
+        mfu *= lo.tokens_per_s_per_gpu / at_mfu  # the compute rate that reproduces the smallest run
         mfu = min(mfu, 1.0)
         pred = {r.gpus: predict(r, mfu) for r in kept}
         rows.append(
@@ -211,6 +214,7 @@ def compare(all_runs: list[Run]) -> tuple[list[Row], dict[str, str]]:
                 tuple((r.gpus, r.tokens_per_s_per_gpu, pred[r.gpus]) for r in kept),
                 absolute,
                 naive,
+                at_published,
             )
         )
     return rows, skipped
@@ -223,35 +227,46 @@ def geomean(xs: list[float]) -> float:
 def markdown(rows: list[Row], skipped: dict[str, str], points: bool = False) -> str:
     out = [
         "| series | GPUs | measured ratio | dpcost ratio | dpcost error | perfect-scaling error "
-        "| tokens/s, per-op model | at 40% MFU (naive) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| tokens/s, per-op model | at published MFU | at 40% MFU (naive) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         lo, hi = row.gpus
         absolute = f"{row.absolute:+.1%}"
+        published = "-" if row.at_published is None else f"{row.at_published:+.1%}"
         out.append(
             f"| {row.series} | {lo}-{hi} | {row.measured:.3f} | {row.predicted:.3f} | {row.error:.1%} "
-            f"| {row.perfect_error:.1%} | {absolute} | {row.naive:+.1%} |"
+            f"| {row.perfect_error:.1%} | {absolute} | {published} | {row.naive:+.1%} |"
         )
         if points:
             out += [f"|   {g} GPUs | | {m:,.0f} tok/s | {p:,.0f} tok/s | | |" for g, m, p in row.points]
     out.append("")
     out.append(
         "| source | series | dpcost error (geomean) | perfect-scaling error (geomean) "
-        "| tokens/s, per-op model (geomean) | at 40% MFU (geomean) | sample |"
+        "| tokens/s, per-op model (geomean) | at published MFU (geomean) | at 40% MFU (geomean) | sample |"
     )
-    out.append("|---|---:|---:|---:|---:|---:|---|")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---|")
     groups: dict[str, list[Row]] = {}
     for row in rows:
         groups.setdefault(row.source, []).append(row)
-    groups["all"] = rows
+    groups["**fixed a constant (in sample)**"] = [r for r in rows if r.source == FIT_SOURCE]
+    groups["**fixed none (out of sample)**"] = [r for r in rows if r.source != FIT_SOURCE]
+    groups["**all**"] = rows
     for source, members in groups.items():
         fit = " (the losses' fit source)" if source == FIT_SOURCE else ""
         absolute = f"{geomean([abs(r.absolute) for r in members]):.1%}"
-        sample = "mixed" if source == "all" else "fixed sync_jitter" if source == FIT_SOURCE else "fixed no constant"
+        published = [abs(r.at_published) for r in members if r.at_published is not None]
+        sample = (
+            "in sample"
+            if source == FIT_SOURCE or "in sample" in source
+            else "mixed"
+            if source == "**all**"
+            else "out of sample"
+        )
         out.append(
             f"| {source}{fit} | {len(members)} | {geomean([r.error for r in members]):.1%} "
             f"| {geomean([r.perfect_error for r in members]):.1%} | {absolute} "
+            f"| {f'{geomean(published):.1%}' if published else '-'} "
             f"| {geomean([abs(r.naive) for r in members]):.1%} | {sample} |"
         )
     if skipped:
