@@ -759,6 +759,11 @@ class TopologySpec(Spec):
         "manager / IMEX channels)",
     )
     collnet: bool = Field(True, description="NCCL may run CollNet where the fabric has SHARP (NCCL_COLLNET_ENABLE)")
+    protocol: Literal["ll", "ll128", "simple"] | None = Field(
+        None,
+        description="the one protocol NCCL may run on this cluster (NCCL_PROTO set in its environment); none: NCCL "
+        "chooses among LL, LL128 and Simple (a plan's --protocol overrides it)",
+    )
     tuner_plugin: TunerPlugin | None = Field(
         None,
         description="the tuner plugin that picks NCCL's algorithm and protocol where its tables cover the call "

@@ -156,6 +156,7 @@ def _one_line_error(args: list[str], *needles: str) -> None:
         (["collective", "--ranks", "16", "--sizes", "64Q"], ["--sizes"]),
         (["collective", "--ranks", "16", "--op", "sendrecv"], ["--op", "all_to_all"]),
         (["collective", "--ranks", "16", "--min-bytes", "-8"], ["--min-bytes"]),
+        (["collective", "--ranks", "16", "--protocol", "ll256"], ["--protocol", "ll, ll128, simple"]),
         (
             ["collective", "--ranks", "8", "--topology", "dgx-a100", "--algorithm", "nvls", "--sizes", "1G"],
             ["--algorithm", "not available"],
@@ -424,3 +425,15 @@ def test_the_stand_in_hands_on_any_other_name_to_the_real_loader() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert run.stdout.split() == ["pydantic", "True"], run.stderr
+
+
+def test_collective_forces_nccls_protocol_and_says_so() -> None:
+    """Issue 17: `dpcost collective --protocol` is NCCL_PROTO: every size runs it (NVLS and NVLSTree, Simple only,
+    drop out of an LL128 run), and the assumptions name the flag."""
+    args = ("collective", "--ranks", "16", "--sizes", "64K,64M,1G", "--protocol", "ll128")
+    code, out, err = run(*args, "-f", "json")
+    assert code == 0, err
+    assert [(r["algorithm"], r["protocol"]) for r in json.loads(out)][-1] == ("ring", "ll128")
+    assert {r["protocol"] for r in json.loads(out)} == {"ll128"}
+    code, out, err = run(*args, "-f", "markdown")
+    assert code == 0 and "- protocol: ll128 (--protocol)" in out.splitlines(), err

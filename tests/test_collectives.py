@@ -184,6 +184,20 @@ def test_a_forced_protocol_is_honoured(h100: TopologySpec) -> None:
     assert fastest(h100, "all_reduce", 16, GIB, None, "ll128").algorithm in ("ring", "tree")
 
 
+def test_a_topologys_protocol_is_its_clusters_nccl_proto(h100: TopologySpec) -> None:
+    """Issue 17: a cluster that sets NCCL_PROTO declares it as the topology's `protocol`. NCCL then runs only that
+    protocol, and NVLS, NVLSTree and CollNet run Simple only (tuning.cc:301, 338-339): under LL128 a 1 GiB
+    all-reduce on 16 H100s (NVLSTree's by default) runs Ring or Tree. A forced protocol overrides the topology's."""
+    assert fastest(h100, "all_reduce", 16, GIB).algorithm == "nvls_tree"
+    ll128 = _with(h100, protocol="ll128")
+    for size in (64 * 1024, 8 * 1024**2, GIB):
+        got = fastest(ll128, "all_reduce", 16, size)
+        assert got.protocol == "ll128" and got.algorithm in ("ring", "tree")
+        assert got == fastest(h100, "all_reduce", 16, size, None, "ll128")
+        assert collective(ll128, "all_reduce", 16, size).best == got
+    assert fastest(ll128, "all_reduce", 16, GIB, None, "simple").protocol == "simple"
+
+
 def test_network_loses_bandwidth_per_doubling_of_nodes(h100: TopologySpec) -> None:
     assert network_factor(h100, 2) == 1.0
     assert network_factor(h100, 8) == pytest.approx((1 - h100.scaling_loss) ** 2)

@@ -100,6 +100,14 @@ def collective(
             help="Force a collective algorithm (hierarchical is a what-if NCCL does not run) [default: NCCL's choice].",
         ),
     ] = None,
+    protocol: Annotated[
+        str | None,
+        typer.Option(
+            "--protocol",
+            metavar="ll|ll128|simple",
+            help="Force NCCL's protocol (NCCL_PROTO) [default: the compared run's, the topology's, or NCCL's choice].",
+        ),
+    ] = None,
     nvls: Annotated[
         str | None,
         typer.Option(
@@ -122,6 +130,7 @@ def collective(
     from dpcost.accuracy import LAUNCH_PER_GPU, as_timed_by, launches_bound
     from dpcost.catalog import load_measurements, load_topology
     from dpcost.engine.availability import ALGORITHMS, environment
+    from dpcost.engine.collectives import PROTOCOLS
     from dpcost.engine.collectives import collective as run
     from dpcost.engine.p2p import all_to_all_choice
     from dpcost.engine.prepare import check_dp
@@ -131,10 +140,11 @@ def collective(
     topo = environment(load_topology(topology), _switch("nvls", nvls), _switch("collnet", collnet))
     if algorithm is not None and algorithm not in ALGORITHMS:
         raise InputError("algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise InputError("protocol", f"must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
     measured: dict[tuple[str, int], dict[str, float]] = {}
     ops = [op or "all_reduce"]
     ranks_from, algorithm_from = "ranks", "algorithm"
-    protocol: str | None = None
     run_as: list[str] = []  # what the compared run's environment forced, as assumption lines
     if compare is not None:
         if sizes is not None:
@@ -153,7 +163,7 @@ def collective(
         ops = [op] if op else list(m.ops)
         if algorithm is None and m.algorithm is not None:
             algorithm, algorithm_from = m.algorithm, f"--compare {compare.name} (its NCCL_ALGO)"
-        if m.protocol is not None:
+        if protocol is None and m.protocol is not None:
             protocol = m.protocol
             run_as.append(f"protocol: {protocol} (--compare {compare.name} (its NCCL_PROTO))")
         if nvls is None and not m.nvls and topo.nvls:
@@ -166,6 +176,10 @@ def collective(
                 "compare",
                 f"{compare.name} has {m.gpus_per_node} GPUs per node, {topo.name}'s NVLink domains {topo.domain_size}",
             )
+    if protocol is not None and not any(line.startswith("protocol:") for line in run_as):
+        run_as.append(f"protocol: {protocol} (--protocol)")
+    elif protocol is None and topo.protocol is not None:
+        run_as.append(f"protocol: {topo.protocol} ({topo.name}'s protocol, its NCCL_PROTO)")
     if any(o not in OPS for o in ops):  # the ops an nccl-tests file may hold, all_to_all among them
         raise InputError("op", f"must be one of {', '.join(OPS)}, got {op!r}")
     if "all_to_all" in ops and algorithm is not None:
@@ -206,7 +220,7 @@ def collective(
         else "NCCL's fastest candidate for each size"
         + (
             f", except where the topology's tuner plugin ({topo.tuner_plugin}) picks the algorithm and protocol"
-            if topo.tuner_plugin is not None and protocol is None
+            if topo.tuner_plugin is not None and (protocol or topo.protocol) is None
             else ""
         )
     )

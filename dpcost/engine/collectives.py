@@ -584,10 +584,12 @@ def fastest(
     """The call as NCCL runs it: the fastest of its candidates, the topology's tuner plugin's pick where it makes
     one, or the forced algorithm (no what-ifs priced).
 
-    A forced `protocol` (NCCL_PROTO) leaves out the algorithms that cannot run it, as NCCL does."""
+    A forced `protocol` (NCCL_PROTO; else the topology's) leaves out the algorithms that cannot run it, as NCCL
+    does."""
     p = _placed(topology, group)
     if p.ranks == 1 or size == 0:
         return collective_time(topology, op, p, size, "ring")
+    protocol = protocol or topology.protocol
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
     plugin = _plugin_pick(topology, op, p, size, algorithm, protocol)
@@ -617,12 +619,13 @@ def collective(
     protocol: str | None = None,
 ) -> CollectiveChoice:
     """Every applicable algorithm's time; `best` is the call as `fastest` runs it: the fastest of NCCL's, the
-    tuner plugin's pick, or the forced algorithm. A forced `protocol` (NCCL_PROTO) prices every algorithm in it and
-    leaves out those that cannot run it, as `fastest`."""
+    tuner plugin's pick, or the forced algorithm. A forced `protocol` (NCCL_PROTO; else the topology's) prices every
+    algorithm in it and leaves out those that cannot run it, as `fastest`."""
     p = _placed(topology, group)
     if p.ranks == 1 or size == 0:
         none = collective_time(topology, op, p, size, "ring")
         return CollectiveChoice(none, (none,))
+    protocol = protocol or topology.protocol
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
     names = _running(protocol, nccl_candidates(op, p))
