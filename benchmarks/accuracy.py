@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """How close dpcost's collective times come to real nccl-tests runs.
 
-    python benchmarks/accuracy.py [FILE_OR_DIR ...] [--holdout] [--topology NAME] [--points] [--markdown]
+    python benchmarks/accuracy.py [FILE_OR_DIR ...] [--holdout | --all] [--topology NAME] [--points] [--markdown]
 
-With no arguments it reads tests/reference/nccl-tests/; --holdout, the held-out runs of nccl-tests-holdout/. For
+With no arguments it reads tests/reference/nccl-tests/; --holdout, the held-out runs of nccl-tests-holdout/; --all,
+both (its summary pools every run that fixed no constant). For
 each run it prints the geometric-mean relative error of the predicted time for 1 MiB - 64 MiB and for >= 64 MiB,
 with the median and the worst point; --points lists every prediction; --markdown prints the README's table
 (tests/test_readme.py keeps the README equal to it). The topology is the file's `# dpcost-topology:` line, else
@@ -129,8 +130,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--points", action="store_true", help="print every point")
     ap.add_argument("--markdown", action="store_true", help="the README's table")
     ap.add_argument("--holdout", action="store_true", help="the held-out runs (tests/reference/nccl-tests-holdout/)")
+    ap.add_argument("--all", action="store_true", help="both folders: every public run, in sample and out (pooled)")
     args = ap.parse_args(argv)
-    runs = holdout_runs() if args.holdout else runs_in(args.paths or [DEFAULT])
+    runs = (
+        runs_in([DEFAULT]) + holdout_runs()
+        if args.all
+        else holdout_runs()
+        if args.holdout
+        else runs_in(args.paths or [DEFAULT])
+    )
     if args.markdown:
         sys.stdout.write(markdown(runs, args.topology))
         return 0

@@ -126,3 +126,14 @@ def test_the_calibration_out_of_sample_table_is_current(
     bench, rows = calibration_out_of_sample
     fresh = bench.out_of_sample_markdown(rows)  # type: ignore[attr-defined]
     assert fresh in "\n".join(_lines())
+
+
+def test_the_pooled_accuracy_summary_is_current() -> None:
+    """The README's pooled summary is what `python benchmarks/accuracy.py --all --markdown` prints today."""
+    bench = load_benchmark("accuracy")
+    fresh = bench.markdown(bench.runs_in([bench.DEFAULT]) + bench.holdout_runs()).splitlines()
+    start = next(i for i, line in enumerate(fresh) if line.startswith("| runs |"))
+    block = fresh[start : start + 5]
+    text = _lines()
+    at = [i for i in range(len(text)) if text[i : i + 5] == block]
+    assert len(at) == 1, block
