@@ -29,6 +29,7 @@ TOPOLOGIES |= {"dgx-a100-40gb"}  # the DGX A100 320GB system's GPU on dgx-a100's
 TOPOLOGIES |= {"grand-teton-h100-96gb"}  # torchtitan's benchmark machines: the 96GB HBM2e H100 at 500 W
 TOPOLOGIES |= {"gb300-nvl72", "dgx-b300"}  # Blackwell Ultra racks and nodes: datasheet figures, out of sample
 TOPOLOGIES |= {"aws-p5en", "aws-p6-b200"}  # AWS H200 and B200 instances: public specs and their EFA tuner tables
+TOPOLOGIES |= {"snellius-h100"}  # SURF Snellius gpu_h100: 4 x H100 per node, 4 x 200G IB, for its held-out runs
 
 
 def test_the_gb300_topology_is_gb200s_rack_with_blackwell_ultra_and_800g_nics() -> None:
