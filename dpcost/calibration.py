@@ -5,7 +5,8 @@ NCCL: how much of its NVLink, NVLS and network line rate it reaches, its per-cal
 compare with NCCL's tables, how much network bandwidth it loses as nodes are added, and how much more once calls
 leave a leaf switch for the spine (a step the per-doubling loss cannot take). Given measured runs, this
 module finds the values that make the model's predictions closest to them, in the same sense the accuracy report
-scores them: the log of predicted over measured time, with a soft-L1 loss (Huber-like, delta 5%) so that a few
+scores them: the log of predicted over measured time, each run's each size band counting alike (a run's many
+sub-MiB rows would otherwise outvote its few large ones), with a soft-L1 loss (Huber-like, delta 5%) so that a few
 noisy rows cannot drag the fit, minimised by Levenberg-Marquardt with the soft-L1 weights (iteratively
 reweighted least squares) over each parameter's position in its range. A parameter that no measured point
 depends on is left at the base topology's value and named as undetermined: the network's loss with scale needs
@@ -22,7 +23,17 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from dpcost.accuracy import ERROR_FLOOR, LAUNCH_PER_GPU, BandError, Point, band_errors, launches_bound, predict
+from dpcost.accuracy import (
+    BANDS,
+    ERROR_FLOOR,
+    LAUNCH_PER_GPU,
+    SMALL_BAND,
+    BandError,
+    Point,
+    band_errors,
+    launches_bound,
+    predict,
+)
 from dpcost.engine.placement import place
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
@@ -35,6 +46,7 @@ __all__ = [
     "HeldOut",
     "Parameter",
     "RunFit",
+    "band_weights",
     "calibrate",
     "fitted_rows",
     "minimise",
@@ -176,8 +188,10 @@ def _residuals(base: TopologySpec, runs: Sequence[Measurements], values: dict[st
     return [math.log(pt.predicted_us / pt.measured_us) for m in runs for pt in _points(m, topology, values)]
 
 
-def soft_l1(residuals: Sequence[float]) -> float:
-    return sum(DELTA**2 * (math.sqrt(1 + (r / DELTA) ** 2) - 1) for r in residuals)
+def soft_l1(residuals: Sequence[float], weights: Sequence[float] | None = None) -> float:
+    if weights is None:
+        return sum(DELTA**2 * (math.sqrt(1 + (r / DELTA) ** 2) - 1) for r in residuals)
+    return sum(w * DELTA**2 * (math.sqrt(1 + (r / DELTA) ** 2) - 1) for r, w in zip(residuals, weights, strict=True))
 
 
 def _solve(a: list[list[float]], b: list[float]) -> list[float]:
@@ -229,12 +243,22 @@ def _inflation(jtj: Sequence[Sequence[float]]) -> list[float]:
     return [_solve(corr, [1.0 if k == j else 0.0 for k in range(n)])[j] for j in range(n)]
 
 
+def _irls(residuals: Sequence[float], point_weights: Sequence[float] | None) -> list[float]:
+    """The soft-L1 loss's reweighting of each point, times the point's own weight."""
+    soft = [1 / math.sqrt(1 + (x / DELTA) ** 2) for x in residuals]
+    return soft if point_weights is None else [a * b for a, b in zip(soft, point_weights, strict=True)]
+
+
 def minimise(
-    residuals: Residuals, start: dict[str, float], free: Sequence[Parameter]
+    residuals: Residuals,
+    start: dict[str, float],
+    free: Sequence[Parameter],
+    point_weights: Sequence[float] | None = None,
 ) -> tuple[dict[str, float], list[float]]:
     """Levenberg-Marquardt on the free parameters' positions in their ranges, reweighted each step for the soft-L1
-    loss (iteratively reweighted least squares); a step is kept only when it lowers the loss. `residuals` gives
-    log(predicted / measured) of every point for a set of values. Returns the values (`start` with the free ones
+    loss (iteratively reweighted least squares), each point's term times its `point_weights` entry where given; a
+    step is kept only when it lowers the loss. `residuals` gives log(predicted / measured) of every point for a set
+    of values. Returns the values (`start` with the free ones
     fitted) and each free parameter's variance inflation at the optimum."""
     u = [_unit(p, start[p.name]) for p in free]
 
@@ -242,9 +266,9 @@ def minimise(
         return dict(start, **{p.name: _value(p, x) for p, x in zip(free, pos, strict=True)})
 
     r = residuals(values_at(u))
-    loss, damping = soft_l1(r), 1e-3
+    loss, damping = soft_l1(r, point_weights), 1e-3
     for _ in range(ITERATIONS):
-        weights = [1 / math.sqrt(1 + (x / DELTA) ** 2) for x in r]
+        weights = _irls(r, point_weights)
         columns = _jacobian(residuals, values_at, u, r)
         jtj = _normal(weights, columns)
         jtr = [sum(w * a * x for w, a, x in zip(weights, ci, r, strict=True)) for ci in columns]
@@ -257,22 +281,38 @@ def minimise(
             step = _solve(lhs, [-x for x in jtr])
             trial = [min(1.0, max(0.0, x + d)) for x, d in zip(u, step, strict=True)]
             r_trial = residuals(values_at(trial))
-            if (f := soft_l1(r_trial)) < loss:
+            if (f := soft_l1(r_trial, point_weights)) < loss:
                 converged = loss - f <= 1e-10 * max(loss, 1e-12)
                 u, r, loss, damping, improved = trial, r_trial, f, max(damping / 10, 1e-9), True
                 break
             damping *= 10
         if not improved or converged:
             break
-    weights = [1 / math.sqrt(1 + (x / DELTA) ** 2) for x in r]
+    weights = _irls(r, point_weights)
     return values_at(u), _inflation(_normal(weights, _jacobian(residuals, values_at, u, r)))
 
 
 def _fit(
     base: TopologySpec, runs: Sequence[Measurements], start: dict[str, float], free: list[Parameter]
 ) -> tuple[dict[str, float], list[float]]:
-    """minimise() over the runs' points, the topology made from the values."""
-    return minimise(lambda values: _residuals(base, runs, values), start, free)
+    """minimise() over the runs' points, each weighted so that every run's every size band counts alike
+    (band_weights), the topology made from the values."""
+    return minimise(lambda values: _residuals(base, runs, values), start, free, band_weights(runs))
+
+
+def band_weights(runs: Sequence[Measurements]) -> list[float]:
+    """Each point's weight: one over the number of points its run has in its size band, so that every run's every
+    band counts alike in the fit, as the accuracy report scores them (normalised to a mean of one)."""
+    bands = (SMALL_BAND, *BANDS)
+    keys = [
+        (i, next(b[0] for b in bands if b[1] <= row.size_bytes < b[2])) for i, m in enumerate(runs) for row in m.rows
+    ]
+    counts: dict[tuple[int, str], int] = {}
+    for k in keys:
+        counts[k] = counts.get(k, 0) + 1
+    raw = [1 / counts[k] for k in keys]
+    mean = sum(raw) / len(raw)
+    return [w / mean for w in raw]
 
 
 def moved_points(residuals: Residuals, values: dict[str, float], p: Parameter) -> int:
