@@ -119,6 +119,7 @@ def test_the_issues_examples() -> None:
         "hgx-h200",
         "hgx-h800",
         "rack-pod-h100",
+        "snellius-h100",
     ]
 
 
