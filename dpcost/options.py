@@ -269,7 +269,7 @@ class Communication(Section):
     )
     protocol: Literal["ll", "ll128", "simple"] | None = Field(
         None,
-        description="Force NCCL's protocol (NCCL_PROTO) [default: NCCL's choice].",
+        description="Force NCCL's protocol (NCCL_PROTO) [default: the topology's, else NCCL's choice].",
         json_schema_extra=cli("--protocol"),
     )
     nvls: bool | None = Field(
