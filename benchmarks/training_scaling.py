@@ -246,23 +246,22 @@ def markdown(rows: list[Row], skipped: dict[str, str], points: bool = False) -> 
         "| tokens/s, per-op model (geomean) | at published MFU (geomean) | at 40% MFU (geomean) | sample |"
     )
     out.append("|---|---:|---:|---:|---:|---:|---:|---|")
-    groups: dict[str, list[Row]] = {}
+    by_source: dict[str, list[Row]] = {}
     for row in rows:
-        groups.setdefault(row.source, []).append(row)
-    groups["**fixed a constant (in sample)**"] = [r for r in rows if r.source == FIT_SOURCE]
-    groups["**fixed none (out of sample)**"] = [r for r in rows if r.source != FIT_SOURCE]
-    groups["**all**"] = rows
-    for source, members in groups.items():
+        by_source.setdefault(row.source, []).append(row)
+    groups = [
+        *(
+            (source, members, "in sample" if source == FIT_SOURCE else "out of sample")
+            for source, members in by_source.items()
+        ),
+        ("**fixed a constant (in sample)**", [r for r in rows if r.source == FIT_SOURCE], "in sample"),
+        ("**fixed none (out of sample)**", [r for r in rows if r.source != FIT_SOURCE], "out of sample"),
+        ("**all**", rows, "mixed"),
+    ]
+    for source, members, sample in groups:
         fit = " (the losses' fit source)" if source == FIT_SOURCE else ""
         absolute = f"{geomean([abs(r.absolute) for r in members]):.1%}"
         published = [abs(r.at_published) for r in members if r.at_published is not None]
-        sample = (
-            "in sample"
-            if source == FIT_SOURCE or "in sample" in source
-            else "mixed"
-            if source == "**all**"
-            else "out of sample"
-        )
         out.append(
             f"| {source}{fit} | {len(members)} | {geomean([r.error for r in members]):.1%} "
             f"| {geomean([r.perfect_error for r in members]):.1%} | {absolute} "

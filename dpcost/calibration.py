@@ -189,9 +189,8 @@ def _residuals(base: TopologySpec, runs: Sequence[Measurements], values: dict[st
 
 
 def soft_l1(residuals: Sequence[float], weights: Sequence[float] | None = None) -> float:
-    if weights is None:
-        return sum(DELTA**2 * (math.sqrt(1 + (r / DELTA) ** 2) - 1) for r in residuals)
-    return sum(w * DELTA**2 * (math.sqrt(1 + (r / DELTA) ** 2) - 1) for r, w in zip(residuals, weights, strict=True))
+    terms = (DELTA**2 * (math.sqrt(1 + (r / DELTA) ** 2) - 1) for r in residuals)
+    return sum(terms) if weights is None else sum(w * t for w, t in zip(weights, terms, strict=True))
 
 
 def _solve(a: list[list[float]], b: list[float]) -> list[float]:
@@ -363,16 +362,15 @@ def _fitted(
     return values, free, undetermined
 
 
-def _error(topology: TopologySpec, runs: Sequence[Measurements], values: dict[str, float]) -> float:
-    """Geometric-mean |predicted / measured - 1| over every point of the runs."""
-    logs = [abs(math.log(pt.predicted_us / pt.measured_us)) for m in runs for pt in _points(m, topology, values)]
-    return math.exp(sum(logs) / len(logs)) - 1 if logs else 0.0
-
-
-def _band_errors(topology: TopologySpec, runs: Sequence[Measurements], values: dict[str, float]) -> dict[str, float]:
-    """Each size band's geomean |predicted / measured - 1| over the runs' points (accuracy.band_errors)."""
+def _errors(
+    topology: TopologySpec, runs: Sequence[Measurements], values: dict[str, float]
+) -> tuple[float, dict[str, float]]:
+    """Geometric-mean |predicted / measured - 1| over every point of the runs, and over each size band's
+    (accuracy.band_errors)."""
     points = [pt for m in runs for pt in _points(m, topology, values)]
-    return {b.band: b.geomean for b in band_errors(points)}
+    logs = [abs(math.log(pt.predicted_us / pt.measured_us)) for pt in points]
+    whole = math.exp(sum(logs) / len(logs)) - 1 if logs else 0.0
+    return whole, {b.band: b.geomean for b in band_errors(points)}
 
 
 def _against_base(bands: dict[str, float], base: dict[str, float]) -> tuple[float, float]:
@@ -404,19 +402,18 @@ def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozens
     largest = judged[-1]
     train = [m for m in runs if not m.ranks or place(base, m.ranks).nodes < largest]
     test = [m for m in runs if m.ranks and place(base, m.ranks).nodes == largest]
-    base_values = _start(base, test)
-    base_bands = _band_errors(base, test, base_values)
-    base_error = _error(base, test, base_values)
+    base_error, base_bands = _errors(base, test, _start(base, test))
+
+    def scored(values: dict[str, float]) -> tuple[tuple[float, float], float, dict[str, float]]:
+        error, bands = _errors(with_values(base, values), test, values)
+        return _against_base(bands, base_bands), error, bands
 
     def predicted(without: frozenset[str]) -> tuple[tuple[float, float], float, dict[str, float]]:
-        values, _, _ = _fitted(base, train, without)
-        topology = with_values(base, values)
-        bands = _band_errors(topology, test, values)
-        return _against_base(bands, base_bands), _error(topology, test, values), bands
+        return scored(_fitted(base, train, without)[0])
 
     dropped: frozenset[str] = frozenset()
-    best = predicted(dropped)
-    _, free, _ = _fitted(base, train)
+    every, free, _ = _fitted(base, train)
+    best = scored(every)
     while left := [p for p in reversed(free) if p.name not in dropped]:
         score, p = min(((predicted(dropped | {p.name}), p) for p in left), key=lambda trial: trial[0][0])
         if score[0] >= best[0]:
