@@ -1,0 +1,190 @@
+"""How many channels NCCL runs a call on: one CUDA thread block each, so one SM each for as long as the call runs.
+
+NCCL 2.30.7's rules, with their sources and the counts public NCCL_DEBUG logs print, are in
+docs/sources/nccl-channels.md:
+- a communicator's Ring/Tree channels (comm->nChannels): its ring graph search (search.cc ncclTopoCompute: the
+  (channels, speed) pair that moves the most, trying speeds from the start of speedArrayIntra or speedArrayInter),
+  doubled by ncclTopoDupChannels where the speed allows (search.cc:1036-1049), doubled again by ncclTopoPostset
+  (connect.cc:460), and once more on Hopper and later across nodes while under 16 (connect.cc:480-483);
+- its NVLS channels (comm->nvlsChannels): a constant by GPU generation, tuned for Blackwell across nodes by NIC
+  speed (transport/nvls.cc:155-157, 164-219);
+- a call's channels (enqueue.cc topoGetAlgoInfo, 2070-2096): NVLS and NVLSTree take the NVLS channels (an NVLS call
+  across nodes at most the ring's), and Ring, Tree and PAT drop one while the bytes are fewer than
+  channels x threads x the protocol's bytes per thread.
+
+Not modelled: NCCL_MIN/MAX_NCHANNELS and NCCL_MIN/MAX_CTAS, the doubling for unpack network devices
+(GPUDirect-TCPX, connect.cc:485-490), and CollNet's own channel tuning (CollNet calls are counted as the ring's).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from dpcost.engine.memo import per_object
+from dpcost.engine.nccl_tables import SPEED_ARRAY_INTER
+from dpcost.engine.placement import Placement
+from dpcost.specs import GPUSpec, TopologySpec
+
+__all__ = ["call_channels", "compute_slowdown", "nvls_channels", "p2p_channels", "ring_channels"]
+
+GB = 1e9
+MAX_CHANNELS = 64  # device.h:91
+MAX_SEARCH_CHANNELS = MAX_CHANNELS // 2  # init.cc:1176-1178: the ring graph is searched for at most half
+
+# topo.h:21-24: the bandwidth NCCL gives one NVLink (GB/s), and the link's nominal rate per direction, by generation
+NVLINK_GBS = {"ampere": 20.0, "hopper": 20.6, "blackwell": 40.1}
+NVLINK_NOMINAL_GBS = {"ampere": 25.0, "hopper": 25.0, "blackwell": 50.0}
+
+# search.cc:1051-1065: the per-channel speeds the search tries inside a node, by compute capability (below sm90,
+# sm90, sm100 and later); across nodes it tries nccl_tables.SPEED_ARRAY_INTER
+SPEED_ARRAY_INTRA = (
+    (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
+    (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+    (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
+)
+SEARCH_KEEPS_TRYING = 0.49  # search.cc: a slower speed is tried while it is above 0.49 of the best found
+
+NVLS_CHANNELS_SM90 = 16  # transport/nvls.cc:155-157
+NVLS_CHANNELS_SM100 = 32
+NVLS_CHANNELS_SM100_NVL = 24
+
+# device.h:93-114, tuning.cc:244-256: the threads of one channel; comm.h:49-51, tuning.cc:588-593: the bytes each
+# thread must have before NCCL adds a channel (Ring LL's times the ranks)
+MAX_THREADS = {"ll": 512, "ll128": 640, "simple": 512}
+THREAD_THRESHOLD = {"ll": 8, "ll128": 8, "simple": 64}
+
+_ARCH_ROW = {"ampere": 0, "hopper": 1, "blackwell": 2}
+ASSUMED_SMS = 132  # an H100's, for a GPU whose topology does not give its SM count
+
+
+def _nccl_nvlink_gbs(topology: TopologySpec) -> float:
+    """A GPU's NVLink bandwidth as NCCL's topology counts it: its links (the tier's rate over one link's nominal
+    rate) times NCCL's per-link figure (topo.h:21-24): 18 x 20.6 = 370.8 GB/s on an H100, 12 x 20 on an A100."""
+    arch = topology.gpu.arch
+    links = topology.tiers[0].bandwidth / GB / NVLINK_NOMINAL_GBS[arch]
+    return links * NVLINK_GBS[arch]
+
+
+def _searched(
+    speeds: tuple[float, ...], start_below: float, channels_at: Callable[[float], int], total: float
+) -> tuple[int, float]:
+    """The ring search's answer (search.cc ncclTopoCompute, pass 1): from the first speed at most `start_below`
+    (maxBw), every speed down to 0.49 of the best found, keeping the (channels, speed) that moves the most, the
+    first of equals; done once it moves `total` (totalBw)."""
+    best = (0, 0.0)
+    for speed in (s for s in speeds if s <= start_below):
+        if best[0] and speed / best[1] <= SEARCH_KEEPS_TRYING:
+            break
+        n = min(channels_at(speed), MAX_SEARCH_CHANNELS)
+        if n * speed > best[0] * best[1]:
+            best = (n, speed)
+        if n * speed >= total:
+            break
+    return best if best[0] else (1, speeds[-1])
+
+
+def _search_channels(topology: TopologySpec, p: Placement) -> tuple[int, float]:
+    """The ring graph's search channels and their speed (GB/s). Inside a node each channel passes through every
+    GPU at its speed, so NVLink holds floor(NVLink / speed) of them (H100: 6 at 60 GB/s; H800: 4 at 40; A100: 6 at
+    40; B200: 8 at 90). Across nodes each enters and leaves through a NIC, one per GPU, which holds floor(NIC / speed)
+    of them, and they pass through the node's other GPUs over NVLink (H100 with 8 x 400G: 8 at 48 GB/s)."""
+    arch = topology.gpu.arch
+    nvlink = _nccl_nvlink_gbs(topology)
+    if p.nodes <= 1:
+        row = SPEED_ARRAY_INTRA[_ARCH_ROW[arch]]
+        return _searched(row, nvlink, lambda s: int(nvlink // s), nvlink)
+    nics = max(1, math.floor(p.ppn))
+    nic = p.rail_levels()[0].tier.bandwidth / GB
+    through = (nics - 1) / nics  # the share of channels a GPU passes on over NVLink (the rest leave by its NIC)
+
+    def channels_at(speed: float) -> int:
+        by_nvlink = int(nvlink // (speed * through)) if through > 0 else MAX_SEARCH_CHANNELS
+        return min(nics * int(nic // speed), by_nvlink)
+
+    return _searched(SPEED_ARRAY_INTER[_ARCH_ROW[arch]], nic, channels_at, nics * nic)
+
+
+def ring_channels(topology: TopologySpec, p: Placement) -> int:
+    """comm->nChannels, the most CTAs a Ring or Tree call of this group runs on: the search's channels, doubled where
+    ncclTopoDupChannels allows (a speed of at least 25 GB/s, and on Hopper and later at least 50 or at most 4
+    channels), doubled by ncclTopoPostset, and on Hopper and later across nodes doubled while under 16 at more than
+    45 GB/s a channel. H100 and A100: 24 on one node; H100 with 8 x 400G NICs: 16 across nodes; B200: 32. Worked out
+    once per topology and group shape: a plan search asks for every call."""
+    known = _ring_channels_of(topology)
+    key = (p.nodes, p.ppn)
+    if key not in known:
+        known[key] = _ring_channels(topology, p)
+    return known[key]
+
+
+@per_object
+def _ring_channels_of(topology: TopologySpec) -> dict[tuple[int, float], int]:
+    return {}
+
+
+def _ring_channels(topology: TopologySpec, p: Placement) -> int:
+    n, speed = _search_channels(topology, p)
+    later_than_ampere = topology.gpu.arch != "ampere"
+    if speed >= 25.0 and not (later_than_ampere and speed < 50.0 and n > 4):
+        doubled = min(2 * n, MAX_SEARCH_CHANNELS)
+        speed /= math.ceil(doubled / n)
+        n = doubled
+    n = min(MAX_CHANNELS, 2 * n)
+    if later_than_ampere and p.nodes > 1 and speed > 45.0 and n < 16:
+        n *= 2
+    return n
+
+
+def nvls_channels(topology: TopologySpec, p: Placement) -> int:
+    """comm->nvlsChannels: 16 on Hopper; on Blackwell 24 in one NVLink domain, across domains 32, or 24 where NICs
+    of at least 48 GB/s (96 GB/s with up to 8 GPUs a domain) serve more than two domains (transport/nvls.cc)."""
+    if topology.gpu.arch != "blackwell":
+        return NVLS_CHANNELS_SM90
+    if p.nodes <= 1:
+        return NVLS_CHANNELS_SM100_NVL
+    nic = p.rail_levels()[0].tier.bandwidth / GB
+    if p.nodes == 2 and nic >= 48.0:
+        return NVLS_CHANNELS_SM100
+    if nic >= 96.0:
+        return NVLS_CHANNELS_SM100_NVL if p.ppn <= 8 else NVLS_CHANNELS_SM100
+    return NVLS_CHANNELS_SM100_NVL if nic >= 48.0 else NVLS_CHANNELS_SM100
+
+
+def call_channels(topology: TopologySpec, p: Placement, algorithm: str, protocol: str, size: float) -> int:
+    """The CTAs one call runs on (enqueue.cc:2070-2096): NVLSTree the NVLS channels, NVLS too (across nodes at most
+    the ring's); Ring, Tree and PAT the ring's, one fewer while size < channels x threads x bytes per thread."""
+    if p.ranks <= 1 or size <= 0:
+        return 0
+    ring = ring_channels(topology, p)
+    if algorithm == "nvls_tree":
+        return nvls_channels(topology, p)
+    if algorithm == "nvls":
+        nvls = nvls_channels(topology, p)
+        return min(nvls, ring) if p.nodes > 1 else nvls
+    if algorithm not in ("ring", "tree", "pat", "hierarchical"):
+        return ring
+    threads, threshold = MAX_THREADS.get(protocol, 512), THREAD_THRESHOLD.get(protocol, 64)
+    if algorithm == "ring" and protocol == "ll":
+        threshold *= p.ranks
+    return max(1, min(ring, int(size // (threads * threshold))))
+
+
+def p2p_channels(topology: TopologySpec, p: Placement) -> int:
+    """comm->p2pnChannels, the channels a group's point-to-point transfers (an all-to-all, a pipeline's send and
+    receive) spread over: the ring's, rounded up to a power of two (graph/paths.cc:977-990). A transfer to one peer
+    takes fewer (its per-peer channels, paths.cc:920-975), which dpcost does not count apart."""
+    if p.ranks <= 1:
+        return 0
+    return 1 << (ring_channels(topology, p) - 1).bit_length()
+
+
+def compute_slowdown(gpu: GPUSpec, ctas: float, given: float | None = None) -> float:
+    """How much longer compute takes beside a communication kernel: its CTAs (one per channel, enqueue.cc
+    ncclLaunchKernel) each hold an SM while it runs, so the compute gets S - c of the GPU's S SMs and takes
+    S / (S - c) as long, c / (S - c) more (16 of an H100's 132: 13.8%; docs/sources/overlap-and-jitter.md). S is an
+    H100's 132 where the topology does not give it; `given` (--overlap-slowdown) holds for every call."""
+    if given is not None:
+        return given
+    sms = gpu.sms or ASSUMED_SMS
+    return ctas / (sms - ctas) if ctas < sms else 1.0
