@@ -243,8 +243,18 @@ def _geomean_error(logs: Sequence[float]) -> float:
 class _Costing:
     """The measured rows costed by `estimate` for a set of term values, remembered per set."""
 
-    def __init__(self, model: ModelSpec, topology: TopologySpec, measure: str, rows: Sequence[Measured]) -> None:
+    def __init__(
+        self,
+        model: ModelSpec,
+        topology: TopologySpec,
+        measure: str,
+        rows: Sequence[Measured],
+        per_call_share: float | None = None,
+    ) -> None:
         self.model, self.topology, self.measure, self.rows = model, topology, measure, rows
+        # the overlap_slowdown that stands for each call's own share of the SMs (no --overlap-slowdown given): a
+        # term at this value is left to the calls, not imposed on them
+        self.per_call_share = per_call_share
         self._seen: dict[tuple[tuple[str, float], ...], list[float]] = {}
 
     def predict(self, values: dict[str, float]) -> list[float]:
@@ -259,7 +269,10 @@ class _Costing:
             topology = with_values(topology, {"scaling_loss": values["scaling_loss"]})
         out = []
         for r in self.rows:
-            compute = r.options.compute.model_copy(update={k: values[k] for k in COMPUTE_TERMS if k in values})
+            update = {k: values[k] for k in COMPUTE_TERMS if k in values}
+            if update.get("overlap_slowdown") == self.per_call_share:
+                del update["overlap_slowdown"]
+            compute = r.options.compute.model_copy(update=update)
             report = estimate(self.model, topology, r.options.model_copy(update={"compute": compute}))
             if report.time is None:
                 raise InputError("--mode", "calibrate --steps fits training steps: --mode train")
@@ -418,7 +431,8 @@ def calibrate_steps(
 ) -> StepFit:
     """The terms the measured steps determine (see the module docstring). `held` terms (given by their flags)
     are not fitted. Each row's `options` carries the plan it ran; its compute terms are the defaults."""
-    from dpcost.engine.prepare import compute_model_for, overlap_slowdown_for
+    from dpcost.engine.estimate import estimate
+    from dpcost.engine.prepare import compute_model_for
 
     if not rows:
         raise ValueError("no measured steps to calibrate on")
@@ -431,13 +445,18 @@ def calibrate_steps(
         if compute_model_for(model, compute) == "flops"
         else matmul_efficiency(topology.gpu, compute.compute_dtype, None)
     )
+    per_call: float | None = None
+    share = compute.overlap_slowdown
+    if share is None:  # each call's own share; a fit starts from the smallest run's average
+        smallest = min(rows, key=lambda r: r.gpus)
+        share = per_call = estimate(model, topology, smallest.options).setup.overlap_slowdown
     start = {
         "mfu": compute.mfu if compute.mfu is not None else own,
         "sync_jitter": compute.sync_jitter,
-        "overlap_slowdown": overlap_slowdown_for(topology.gpu, compute.overlap_slowdown),
+        "overlap_slowdown": share,
         "scaling_loss": topology.scaling_loss,
     }
-    costing = _Costing(model, topology, measure, rows)
+    costing = _Costing(model, topology, measure, rows, per_call)
     allowed = {p.name for p in terms()} - set(held)
     held_out, kept, held_why, train_values = _hold_out(costing, start, allowed)
     every = list(range(len(rows)))

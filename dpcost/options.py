@@ -40,12 +40,8 @@ __all__ = [
 # Dense-BF16 MFU of well-tuned large runs (PaLM 46%; Llama 3 405B 38-43% on 16K H100s, Dubey et al. 2024, Table 4,
 # communication and bubbles included; MegaScale 55%): 40% for the math alone.
 DEFAULT_MFU = 0.40
-# NCCL runs ~24 channels, an SM each, of an H100's 132: 0.18 (docs/frameworks.md); another GPU loses the same SMs
-# of its own count (engine/prepare.py overlap_slowdown_for).
-DEFAULT_OVERLAP_SLOWDOWN = 0.18
-H100_SMS = 132
 # s per sqrt(s) of compute; fitted to llm-foundry's H100 FSDP weak scaling: benchmarks/training_scaling.py --fit
-DEFAULT_SYNC_JITTER = 25e-3
+DEFAULT_SYNC_JITTER = 26.0e-3
 
 
 def _auto(value: Any) -> Any:
@@ -383,8 +379,9 @@ class Compute(Section):
         None,
         ge=0,
         le=1,
-        description="How much slower compute runs while a collective overlaps it (NCCL's kernels take SMs and "
-        "HBM bandwidth; docs/frameworks.md) [default: 0.18 on an H100's 132 SMs, scaled by the GPU's SM count].",
+        description="How much slower compute runs while a collective overlaps it, for every call (NCCL's kernels "
+        "take SMs and HBM bandwidth; docs/frameworks.md) [default: each call's own: its NCCL channels hold an SM "
+        "each, and compute on the c SMs of S left runs c / (S - c) slower, 13.8% beside 16 of an H100's 132].",
         json_schema_extra=cli("--overlap-slowdown", metavar=FRACTION),
     )
     sync_jitter: Annotated[float, BeforeValidator(written_time)] = Field(

@@ -148,7 +148,8 @@ def test_megatron_fsdp_without_a_pipeline_waits_for_the_slowest_rank_at_each_lay
     """Each layer's gather is a wait across the DP group, as PyTorch FSDP's are (step.py: a wait costs the slowest
     rank's lateness beyond its prefetch slack): communication-bound, every layer pays it and the step's jitter is
     many times the once-per-step wait the distributed optimizer pays at the flush; compute-bound, the prefetch
-    hides the lateness and both pay about once per step (step.py: sqrt(T_step))."""
+    hides the lateness and both pay about once per step (step.py: sqrt(T_step)), within 15% (the layers whose
+    lateness outgrows their slack add a little)."""
     model, topology = load_model("llama-8b"), load_topology("dgx-h100")
 
     def jitter(zero: int, seq_len: int) -> float:
@@ -158,4 +159,4 @@ def test_megatron_fsdp_without_a_pipeline_waits_for_the_slowest_rank_at_each_lay
         return step.jitter
 
     assert jitter(3, 1024) > 4 * jitter(1, 1024)
-    assert jitter(3, 8192) == pytest.approx(jitter(1, 8192), rel=0.1)
+    assert jitter(3, 8192) == pytest.approx(jitter(1, 8192), rel=0.15)

@@ -7,7 +7,7 @@ import pytest
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_estimate import layout_step, stage_loads
+from dpcost.engine.layout_estimate import call_slowdown, layout_step, stage_loads
 from dpcost.engine.layout_step import (
     LayoutCall,
     bubble_seconds,
@@ -16,13 +16,14 @@ from dpcost.engine.layout_step import (
     exposed_per_micro_batch,
     layout_calls,
     moe_layers_per_stage,
-    overlapped_compute,
     pp_calls,
     pp_overlapped,
+    slowed_compute,
     stage_layer_counts,
     tp_calls,
 )
 from dpcost.engine.ops import Op, layer_ops, tensor_parallel
+from dpcost.engine.placement import place
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 
@@ -195,16 +196,19 @@ def test_405b_dp_gradient_message_is_the_most_loaded_stages_shard_in_fp32(llama4
 
 def test_compute_beside_overlapped_calls_is_their_time_up_to_what_each_hides_behind() -> None:
     """docs/sources/overlap-and-jitter.md: a collective's kernels hold SMs while they run, so the compute they run
-    beside is slowed. Of 10 ms of compute: 4 calls of 1 ms hiding behind half of it run beside 4 ms; 10 more
-    hiding behind all of it would run beside 10 ms, but there are only 10 ms to run beside; a waited-for call runs
-    beside none."""
+    beside is slowed by the share of SMs each takes. Of 10 ms of compute: 4 calls of 1 ms hiding behind half of it
+    run beside 4 ms; 10 more hiding behind all of it would run beside 10 ms, but there are only 10 ms to run beside,
+    shared in proportion (4/14 and 10/14 of it); a waited-for call runs beside none."""
     tp = LayoutCall("tp", "", "all_gather", 1.0, "tp", 4, True, 0.5)
     ep = LayoutCall("ep", "", "all_to_all", 1.0, "ep", 10, True, 1.0)
     pp = LayoutCall("pp", "", "send_recv", 1.0, "pp", 6, False, 0.0)
     ms = 1e-3
-    assert overlapped_compute([tp, pp], lambda c: ms, 10 * ms) == pytest.approx(4 * ms)
-    assert overlapped_compute([tp, ep, pp], lambda c: ms, 10 * ms) == pytest.approx(10 * ms)
-    assert overlapped_compute([pp], lambda c: ms, 10 * ms) == 0.0
+    share = {tp: 0.5, ep: 0.25, pp: 1.0}.__getitem__
+    assert slowed_compute([tp, pp], lambda c: ms, share, 10 * ms) == pytest.approx((0.5 * 4 * ms, 4 * ms))
+    assert slowed_compute([tp, ep, pp], lambda c: ms, share, 10 * ms) == pytest.approx(
+        ((0.5 * 4 + 0.25 * 10) * ms * 10 / 14, 10 * ms)
+    )
+    assert slowed_compute([pp], lambda c: ms, share, 10 * ms) == (0.0, 0.0)
 
 
 def test_overlapped_tp_calls_slow_the_compute_they_run_beside(llama405b: ModelSpec) -> None:
@@ -222,6 +226,23 @@ def test_overlapped_tp_calls_slow_the_compute_they_run_beside(llama405b: ModelSp
     assert free.slowed == 0.0 and waited.slowed == 0.0
     assert 0.0 < slowed.slowed <= 0.2 * slowed.micro_batches * (slowed.forward + slowed.backward)
     assert slowed.step > free.step
+
+
+def test_userbuffers_calls_hold_te_s_own_sms_and_nccl_calls_its_channels(llama405b: ModelSpec) -> None:
+    """docs/sources/te-userbuffers.md (TransformerEngine base.py:333-347 @v2.9): under --tp-comm-overlap the forward
+    gathers run ring_exchange on 1 SM, the forward reductions pipeline and the backward reductions bulk on 16, the
+    backward gathers half bulk (16) and half ring_exchange (1). Without it NCCL runs them, on its channels: TP 8 in one
+    H100 node, 24 (docs/sources/nccl-channels.md)."""
+    a = _arch(llama405b)
+    layout = Layout(tp=8, pp=16, dp=128)
+    te = tp_calls(a, layout, 1, 8192, 2.0, True, False, True, 0.0)
+    assert [c.kernel_sms for c in te] == [1, 16, 8.5, 16]
+    nccl = tp_calls(a, layout, 1, 8192, 2.0, True, False, False, 0.0)
+    assert all(c.kernel_sms == 0 for c in nccl)
+    h100 = load_topology("dgx-h100")
+    groups = {"tp": place(h100, 8)}
+    assert call_slowdown(h100, groups, te[1]) == pytest.approx(16 / (132 - 16))
+    assert call_slowdown(h100, groups, nccl[3]) == pytest.approx(24 / (132 - 24))  # a 256 MiB reduce-scatter, Ring
 
 
 def test_the_step_is_the_sum_of_its_parts(llama405b: ModelSpec) -> None:

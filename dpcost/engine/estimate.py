@@ -387,7 +387,7 @@ def setup_info(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
         "mfu": matmul_share(topology.gpu, o.compute, o.compute.chosen_model),
         "compute_model": o.compute.chosen_model,
         "compute_dtype": o.compute.compute_dtype,
-        "overlap_slowdown": p.overlap_slowdown,
+        "overlap_slowdown": o.compute.overlap_slowdown or 0.0,  # a training step gives its calls' (plan)
         "sync_jitter": o.compute.sync_jitter,
     }
     return Setup.model_validate({**fields, **plan})
@@ -423,6 +423,7 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimate
         mode="train",
         zero_stage=stage,
         zero_stage_chosen=o.plan.zero is None,
+        overlap_slowdown=chosen.steps.overlap_slowdown,
         grad_dtype=p.grad_dtype,
         micro_batch=p.micro_batch,
         accumulation=p.accumulation,

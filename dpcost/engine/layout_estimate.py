@@ -6,7 +6,7 @@ It combines, on the most loaded pipeline stage (the last: its layers and the out
 - the model-parallel calls (layout_step.py), each priced on its own group's placement (layout.py,
   placement.place_group): collectives as NCCL runs them (collectives.py), send/recv and all-to-all (p2p.py);
 - the compute an overlapped model-parallel call runs beside, slowed by the SMs its kernels take, as DP's overlapped
-  collectives slow it (layout_step.overlapped_compute, prepare.overlap_slowdown_for);
+  collectives slow it (layout_step.slowed_compute, call_slowdown);
 - the pipeline's bubble, (p - 1) / v micro-batch slots (layout_step.bubble_seconds);
 - data parallelism on the stage's shard: the DP schedule of step.py over the DP x CP group, as Megatron's DDP and
   distributed optimizer run ZeRO 0 and 1 (its buckets, frameworks.FRAMEWORKS["megatron"]) and Megatron-FSDP runs
@@ -30,13 +30,14 @@ from dpcost.engine.layout_step import (
     bubble_seconds,
     exposed_per_micro_batch,
     layout_calls,
-    overlapped_compute,
     pp_overlapped,
+    slowed_compute,
     stage_kinds,
     stage_layer_counts,
 )
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, RECIPES
+from dpcost.engine.nccl_channels import call_channels, compute_slowdown, p2p_channels
 from dpcost.engine.ops import (
     Op,
     OpTimes,
@@ -52,12 +53,13 @@ from dpcost.engine.ops import (
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params, mtp_layer, routed_expert
 from dpcost.engine.placement import Placement, place_group
-from dpcost.engine.prepare import DTYPE_BYTES, overlap_slowdown_for
+from dpcost.engine.prepare import DTYPE_BYTES
 from dpcost.engine.rates import rates_for
 from dpcost.engine.step import (
     COMPUTE,
     EXPOSED,
     JITTER,
+    SLOWDOWN,
     Call,
     Phase,
     StepPlan,
@@ -112,6 +114,7 @@ class LayoutStep:
     dp_traffic: tuple[Traffic, ...]  # the DP schedule's collectives per step (step.py)
     optimizer: float = 0.0  # seconds of the optimizer step on the stage's shard, once per step (op by op only)
     slowed: float = 0.0  # seconds per step of compute slowed beside overlapped model-parallel calls
+    overlap_slowdown: float = 0.0  # of the compute any call overlapped, DP's and the model-parallel calls'
 
 
 @frozen
@@ -349,24 +352,23 @@ def layout_step(
     mtp_layers: int = 0,
     fp8_params: bool = False,
 ) -> LayoutStep:
-    """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b)
-    micro-batches per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`:
-    default prepare.overlap_slowdown_for the GPU. `compute_model` "ops": each stage's layers op by op (ops.py, one
-    TP rank's share: ops.tensor_parallel) at the GPU's sustained rates, `mfu` setting the matmuls' share of the
-    peak; the slowest stage paces the pipeline. `flash`: attention as one flash kernel, else as Megatron ran it
-    before flash attention, two matmuls over the score square and its softmax (ops.layer_ops), which selective
-    recomputation then re-runs (compute.flops_per_token). `zero`: 0 Megatron's DDP, 1 its distributed optimizer, 2
-    and 3 Megatron-FSDP's optim_grads and optim_grads_params (_data_parallel). `dp_overlap` False: the gradient
-    reduction runs after the last backward and the parameter gather after the optimizer step, as Megatron-LM ran
-    them before --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11)
-    (megatron/training.py train_step: reduce_model_grads, the optimizer step, gather_model_params).
-    `first_stage_layers`, `last_stage_layers`: Megatron's --decoder-first/last-pipeline-num-layers
-    (layout_step.stage_layer_counts); `mtp_layers`: --mtp-num-layers, trained on the last stage (stage_loads).
-    `pp_scatter_gather`: the pipeline's tensors split over TP and gathered after the receive, as Megatron-LM ran
-    them before Megatron-Core (layout_step.pp_calls). `ep_node_limit`: each token sent to at most that many nodes,
-    once each, and forwarded over NVLink there (DeepSeek-V3's node-limited routing with DeepEP:
-    layout_step.ep_calls); `ep_dispatcher` flex: once to each NVLink domain its experts are in, however many
-    (DeepEP, HybridEP: layout_step.ep_calls)."""
+    """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
+    per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
+    for every overlapped call (default: each call's own, call_slowdown). `compute_model` "ops": each stage's layers op
+    by op (ops.py, one TP rank's share: ops.tensor_parallel) at the GPU's sustained rates, `mfu` setting the matmuls'
+    share of the peak; the slowest stage paces the pipeline. `flash`: attention as one flash kernel, else as Megatron
+    ran it before flash attention, two matmuls over the score square and its softmax (ops.layer_ops), which selective
+    recomputation then re-runs (compute.flops_per_token). `zero`: 0 Megatron's DDP, 1 its distributed optimizer, 2 and 3
+    Megatron-FSDP's optim_grads and optim_grads_params (_data_parallel). `dp_overlap` False: the gradient reduction runs
+    after the last backward and the parameter gather after the optimizer step, as Megatron-LM ran them before
+    --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11) (megatron/training.py
+    train_step: reduce_model_grads, the optimizer step, gather_model_params). `first_stage_layers`, `last_stage_layers`:
+    Megatron's --decoder-first/last-pipeline-num-layers (layout_step.stage_layer_counts); `mtp_layers`:
+    --mtp-num-layers, trained on the last stage (stage_loads). `pp_scatter_gather`: the pipeline's tensors split over TP
+    and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls).
+    `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded over NVLink there
+    (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls); `ep_dispatcher` flex: once to each NVLink
+    domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -426,9 +428,9 @@ def layout_step(
     )
     priced = {c: call_seconds(topology, groups, c) for c in calls}
     per_mb = exposed_per_micro_batch(calls, priced.__getitem__, forward + backward)
-    slowdown = overlap_slowdown_for(topology.gpu, overlap_slowdown)
     # the compute the model-parallel calls overlap runs slower by the SMs their kernels take, as DP's does
-    slowed = slowdown * overlapped_compute(calls, priced.__getitem__, forward + backward)
+    slowdowns = {c: call_slowdown(topology, groups, c, overlap_slowdown) for c in calls if c.overlapped}
+    slowed, beside = slowed_compute(calls, priced.__getitem__, slowdowns.__getitem__, forward + backward)
     slot = forward + backward + sum(per_mb.values()) + slowed
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
     optimizer = (
@@ -446,7 +448,7 @@ def layout_step(
         backward,
         zero,
         dp_overlap,
-        slowdown,
+        overlap_slowdown,
         layout.dp,
         DTYPE_BYTES[grad_dtype],
         optimizer,
@@ -491,7 +493,18 @@ def layout_step(
         dp_traffic=dp_step.traffic,
         optimizer=optimizer,
         slowed=slowed * m,
+        overlap_slowdown=_overlap_slowdown(dp_step, slowed * m, beside * m),
     )
+
+
+def _overlap_slowdown(dp_step: StepTime, slowed: float, beside: float) -> float:
+    """The slowdown of all the compute that ran beside a call: DP's (step.StepTime.overlap_slowdown over the
+    compute its calls overlapped) and the model-parallel calls' (`slowed` of the `beside` seconds), weighted by that
+    compute."""
+    dp_slowed = sum(t.seconds for t in dp_step.breakdown if t.term == SLOWDOWN)
+    dp_beside = dp_slowed / dp_step.overlap_slowdown if dp_step.overlap_slowdown > 0 else 0.0
+    total = dp_beside + beside
+    return (dp_slowed + slowed) / total if total > 0 else 0.0
 
 
 @per_object
@@ -581,6 +594,23 @@ def _stage_by_ops(
     return forward, backward + again
 
 
+def call_slowdown(
+    topology: TopologySpec, groups: dict[str, Placement], c: LayoutCall, given: float | None = None
+) -> float:
+    """How much slower compute runs beside the call, on the SMs its kernel leaves (nccl_channels.compute_slowdown;
+    `given` for every call): TE userbuffers' own SMs, a point-to-point call's NCCL p2p channels, a collective's the
+    channels NCCL runs it on."""
+    group = groups[c.group]
+    if c.kernel_sms:
+        ctas: float = c.kernel_sms
+    elif c.op in ("send_recv", "all_to_all"):
+        ctas = p2p_channels(topology, group)
+    else:
+        best = fastest(topology, c.op, group, c.message_bytes)
+        ctas = call_channels(topology, group, best.algorithm, best.protocol, c.message_bytes)
+    return compute_slowdown(topology.gpu, ctas, given)
+
+
 def call_seconds(topology: TopologySpec, groups: dict[str, Placement], c: LayoutCall) -> float:
     """One call's time on its group: a collective as NCCL runs it, or point-to-point (p2p.py)."""
     group = groups[c.group]
@@ -638,7 +668,7 @@ def _data_parallel(
     backward: float,
     zero: int,
     overlapped: bool,
-    overlap_slowdown: float,
+    overlap_slowdown: float | None,
     dp_size: int,
     grad_bytes: float,
     optimizer: float = 0.0,
@@ -688,14 +718,19 @@ def _data_parallel(
         per_unit=fsdp,
         bucket_op=fw.bucket_op,
         ranks=dp.ranks,
-        overlap_slowdown=overlap_slowdown,
         sync_jitter=sync_jitter if per_wait_jitter(zero, last_stage) else 0.0,
         optimizer=optimizer,
     )
 
+    priced: dict[tuple[str, float], Call] = {}
+
     def call(op: str, size: float) -> Call:
-        best = fastest(topology, op, dp, size)
-        return Call(best.seconds, best.label)
+        key = (op, size)
+        if key not in priced:
+            best = fastest(topology, op, dp, size)
+            ctas = call_channels(topology, dp, best.algorithm, best.protocol, size)
+            priced[key] = Call(best.seconds, best.label, compute_slowdown(topology.gpu, ctas, overlap_slowdown))
+        return priced[key]
 
     timed = step_time(plan, call)
     sides = (

@@ -50,9 +50,9 @@ __all__ = [
     "exposed_per_micro_batch",
     "layout_calls",
     "moe_layers_per_stage",
-    "overlapped_compute",
     "pp_calls",
     "pp_overlapped",
+    "slowed_compute",
     "stage_kinds",
     "stage_layer_counts",
     "tp_calls",
@@ -60,6 +60,10 @@ __all__ = [
 
 
 BUBBLE = "pipeline bubble"
+# TransformerEngine's userbuffers defaults (transformer_engine/pytorch/module/base.py:333-347 @v2.9; docs/sources/
+# te-userbuffers.md): the SMs each overlap method's communication kernel holds
+TE_RING_EXCHANGE_SMS = 1  # peer-to-peer steps on the copy engine
+TE_KERNEL_SMS = 16  # pipeline and bulk
 
 
 @frozen
@@ -74,6 +78,7 @@ class LayoutCall:
     hides_behind: float = 0.0  # the fraction of the micro-batch's compute these calls can hide behind
     network_share: float = 1.0  # an all-to-all's bytes that cross the network (p2p.all_to_all)
     routed: tuple[int, int] | None = None  # (top-k, experts): sent once per NVLink domain reached (p2p.all_to_all)
+    kernel_sms: float = 0.0  # SMs its communication kernel holds when not NCCL's (TE userbuffers); 0: NCCL's channels
 
 
 def stage_layer_counts(
@@ -190,13 +195,20 @@ def tp_calls(
     behind = max(share, 2 / 3 * (1.0 - attention_share) / 2) if backward_async else share
     waits = not backward_async and not overlap
     if sequence_parallel:
+        # Under --tp-comm-overlap TransformerEngine's userbuffers run them, each method's kernel on its own SMs:
+        # forward gathers ring_exchange, forward reductions pipeline, backward half bulk and half ring_exchange
+        # (the output gradient's gather for proj and fc2's dgrad), backward reductions bulk
+        sms = (TE_RING_EXCHANGE_SMS, TE_KERNEL_SMS, (TE_KERNEL_SMS + TE_RING_EXCHANGE_SMS) / 2, TE_KERNEL_SMS)
+        ag_fwd, rs_fwd, ag_bwd, rs_bwd = sms if overlap else (0.0, 0.0, 0.0, 0.0)
         return [
             LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", tensor, "tp", halves * (1 + again),
-                       overlap, share),
+                       overlap, share, kernel_sms=ag_fwd),
             LayoutCall("tp", "sequence-parallel reductions, forward", "reduce_scatter", tensor, "tp",
-                       halves * (1 + again), overlap, share),
-            LayoutCall("tp", "gathers, backward", "all_gather", tensor, "tp", halves * 2, not waits, behind),
-            LayoutCall("tp", "reductions, backward", "reduce_scatter", tensor, "tp", halves, not waits, behind),
+                       halves * (1 + again), overlap, share, kernel_sms=rs_fwd),
+            LayoutCall("tp", "gathers, backward", "all_gather", tensor, "tp", halves * 2, not waits, behind,
+                       kernel_sms=ag_bwd),
+            LayoutCall("tp", "reductions, backward", "reduce_scatter", tensor, "tp", halves, not waits, behind,
+                       kernel_sms=rs_bwd),
         ]  # fmt: skip
     return [
         LayoutCall("tp", "layer outputs, forward", "all_reduce", tensor, "tp", halves * (1 + again), overlap, share),
@@ -443,12 +455,20 @@ def exposed_per_micro_batch(
     return out
 
 
-def overlapped_compute(calls: Sequence[LayoutCall], seconds: Callable[[LayoutCall], float], compute: float) -> float:
-    """Seconds of one micro-batch's compute that runs beside an overlapped call: each overlapped call's time up to
-    the share of the compute it hides behind, together at most the compute. Those seconds run on the SMs the calls'
-    kernels leave free (docs/sources/overlap-and-jitter.md), as data parallelism's overlapped collectives do."""
-    beside = sum(min(c.per_micro_batch * seconds(c), c.hides_behind * compute) for c in calls if c.overlapped)
-    return min(compute, beside)
+def slowed_compute(
+    calls: Sequence[LayoutCall],
+    seconds: Callable[[LayoutCall], float],
+    slowdown: Callable[[LayoutCall], float],
+    compute: float,
+) -> tuple[float, float]:
+    """Seconds one micro-batch's compute loses to the SMs its overlapped calls' kernels hold: the compute beside each
+    overlapped call (its time, up to the share of the compute it hides behind; all of them scaled down where together
+    they would overlap more than the compute) times that call's slowdown (docs/sources/overlap-and-jitter.md), as
+    data parallelism's overlapped calls do; and the seconds of compute beside them."""
+    beside = {c: min(c.per_micro_batch * seconds(c), c.hides_behind * compute) for c in calls if c.overlapped}
+    total = sum(beside.values())
+    scale = min(1.0, compute / total) if total > 0 else 0.0
+    return scale * sum(b * slowdown(c) for c, b in beside.items()), scale * total
 
 
 def bubble_seconds(pp: int, micro_batches: int, per_micro_batch: float, virtual_stages: int = 1) -> float:

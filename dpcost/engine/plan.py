@@ -10,11 +10,12 @@ from collections.abc import Callable, Sequence
 
 from dpcost.engine.availability import forcible
 from dpcost.engine.checkpointing import RECOMPUTE
-from dpcost.engine.collectives import CollectiveTime, fastest
+from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
+from dpcost.engine.nccl_channels import call_channels, compute_slowdown
 from dpcost.engine.ops import MicroBatchCompute, matmul_operands, micro_batch_compute, optimizer_seconds_on
 from dpcost.engine.placement import Placement, place, place_group
 from dpcost.engine.prepare import Prepared
@@ -150,9 +151,12 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
     shard, replicas = sharding_groups(topology, o)
     everyone = place(topology, o.dp)
     c = o.communication
+    given = o.compute.overlap_slowdown
 
-    def one(op: str, group: Placement, size: float) -> CollectiveTime:
-        return fastest(topology, op, group, size, c.algorithm, c.protocol)
+    def one(op: str, group: Placement, size: float) -> Call:
+        best = fastest(topology, op, group, size, c.algorithm, c.protocol)
+        ctas = call_channels(topology, group, best.algorithm, best.protocol, size)
+        return Call(best.seconds, best.label, compute_slowdown(topology.gpu, ctas, given))
 
     def call(op: str, size: float) -> Call:
         key = (op, size)
@@ -160,9 +164,11 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
             best = one(op, everyone if op == "all_reduce" else shard, size)
             if replicas is not None and op == "reduce_scatter":
                 across = one("all_reduce", replicas, size / shard.ranks)
-                cache[key] = Call(best.seconds + across.seconds, f"{best.label} + {across.label}")
+                seconds = best.seconds + across.seconds
+                slowdown = (best.seconds * best.slowdown + across.seconds * across.slowdown) / seconds if seconds else 0
+                cache[key] = Call(seconds, f"{best.algorithm} + {across.algorithm}", slowdown)
             else:
-                cache[key] = Call(best.seconds, best.label)
+                cache[key] = best
         return cache[key]
 
     return call
@@ -237,7 +243,6 @@ def timeline(
         stage3_reduce_bucket_bytes=p.stage3_reduce_bucket_bytes,
         overlap_grad_reduce=p.overlap_grad_reduce(stage),
         ranks=o.dp,
-        overlap_slowdown=p.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
         optimizer=optimizer,
     )

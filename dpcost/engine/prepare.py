@@ -31,7 +31,7 @@ from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
-from dpcost.options import DEFAULT_MFU, DEFAULT_OVERLAP_SLOWDOWN, H100_SMS, Compute, Options, RecomputeModule
+from dpcost.options import DEFAULT_MFU, Compute, Options, RecomputeModule
 from dpcost.specs import GPUSpec, ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "matmul_share", "prepare", "recipe_of", "stage_table", "units"]
@@ -60,7 +60,6 @@ class Prepared:
     framework: Framework | None
     bucket_bytes: float
     first_bucket_bytes: float
-    overlap_slowdown: float  # compute slowdown while a collective overlaps it (overlap_slowdown_for)
 
     def pieces(self, model: ModelSpec) -> tuple[Unit, ...]:
         """units() of the model at this plan's sequence length, built once per model and sequence length (a MoE
@@ -131,14 +130,6 @@ class Prepared:
     def stage3_reduce_bucket_bytes(self) -> float:
         """Stage 3: the gradient bucket DeepSpeed reduces in (0: one reduce-scatter per unit)."""
         return self.bucket_bytes if self.framework and self.framework.stage3_reduce_buckets else 0.0
-
-
-def overlap_slowdown_for(gpu: GPUSpec, given: float | None) -> float:
-    """--overlap-slowdown, else the SMs NCCL's channels take of this GPU: 0.18 on an H100's 132 SMs (docs/sources/
-    overlap-and-jitter.md), the same SMs of another GPU's count (0.18 where its count is not given)."""
-    if given is not None:
-        return given
-    return DEFAULT_OVERLAP_SLOWDOWN * H100_SMS / gpu.sms if gpu.sms else DEFAULT_OVERLAP_SLOWDOWN
 
 
 def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
@@ -379,7 +370,6 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         fw,
         bucket,
         first,
-        overlap_slowdown_for(topology.gpu, o.compute.overlap_slowdown),
     )
 
 

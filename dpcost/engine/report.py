@@ -110,7 +110,10 @@ class Setup(Contract):
     compute_model: str = Field("flops", description="flops (one efficiency for every FLOP) or ops (op by op)")
     skew: float = Field(description="the slowest rank's extra compute (--skew)")
     compute_dtype: str = Field(description="the matmuls' precision: bf16, fp8 or nvfp4 (MFU is against its peak)")
-    overlap_slowdown: float = Field(description="compute slowdown while a collective overlaps it")
+    overlap_slowdown: float = Field(
+        description="compute slowdown while a collective overlaps it: --overlap-slowdown, else the share of the "
+        "GPU's SMs the overlapped calls' kernels hold (NCCL's channels), weighted by the compute each overlaps"
+    )
     sync_jitter: float = Field(
         description="seconds per sqrt(s) of compute: one standard deviation of a rank's drift after one second"
     )

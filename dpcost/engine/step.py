@@ -23,9 +23,10 @@ unless full gradients are kept (`keep_full_grads`, which costs a full unsharded 
 
 What real runs lose beyond the schedule (each term in the step's breakdown, each with its own flag):
 - per-call latency and ramp at high rank counts: in every call's time (collectives.py);
-- compute slowed while collectives run: NCCL's kernels occupy SMs and HBM bandwidth, so the compute that
-  overlaps a collective runs `overlap_slowdown` slower for as long as they overlap; a phase bound by its
-  communication hides that slowed compute, which then only shortens the time it waits;
+- compute slowed while collectives run: NCCL's kernels occupy one SM per channel, so the compute that overlaps a
+  call runs on the SMs left, slower by Call.slowdown (channels / (SMs - channels): nccl_channels.py), for as long
+  as they overlap; a phase bound by its communication hides that slowed compute,
+  which then only shortens the time it waits;
 - synchronisation jitter: a collective completes when its slowest rank arrives. Each rank's compute drifts like
   a random walk (independent noise per kernel adds in variance), `sync_jitter` x sqrt(T) one standard deviation
   after T seconds of compute since the ranks last met; the slowest of N is Blom's Phi^-1((N - 0.375) / (N + 0.25))
@@ -69,10 +70,12 @@ __all__ = [
 
 @frozen
 class Call:
-    """One NCCL call on the DP group: its time, and the algorithm/protocol it ran with."""
+    """One NCCL call on the DP group: its time, the algorithm/protocol it ran with, and how much slower compute runs
+    beside it (on the SMs its kernel leaves: nccl_channels.compute_slowdown, or --overlap-slowdown)."""
 
     seconds: float
     algorithm: str
+    slowdown: float = 0.0
 
 
 CallTime = Callable[[str, float], Call]  # (op, message bytes) -> one call
@@ -113,7 +116,6 @@ class StepPlan:
     stage3_reduce_bucket_bytes: float = 0.0  # stage 3: gradients leave in buckets this size (0: one call per unit)
     overlap_grad_reduce: bool = True  # False: the gradient reduction runs on the compute stream (DeepSpeed 1-2)
     ranks: int = 1
-    overlap_slowdown: float = 0.0  # compute slowdown while a collective runs alongside it
     sync_jitter: float = 0.0  # a rank's drift: one standard deviation after one second of compute (s / sqrt(s))
     optimizer: float = 0.0  # seconds of the optimizer step, once per step, on the compute stream
 
@@ -144,6 +146,7 @@ class Phase:
     overlapped: bool = True  # the phase's collectives run alongside its compute
     waits: int = 0  # times the compute waits on a collective (each waits for the slowest rank), per repeat
     slack: float = 0.0  # seconds a rank may run late at each wait before anyone waits (prefetch slack)
+    slowdown: float = 0.0  # of the compute beside its calls: theirs, weighted by their seconds
 
     @property
     def ideal(self) -> float:
@@ -171,6 +174,8 @@ class StepTime:
     phases: tuple[Phase, ...]
     traffic: tuple[Traffic, ...]
     breakdown: tuple[Term, ...] = field(default=())
+    # the slowdown of the compute the calls overlapped: the phases', weighted by the compute each overlapped
+    overlap_slowdown: float = 0.0
 
     @property
     def step(self) -> float:
@@ -353,6 +358,13 @@ def _counted_algorithms(runs: Iterable[tuple[Call, int]], times: int = 1) -> tup
     return tuple((alg, n * times) for alg, n in counts.most_common())
 
 
+def _slowdown_of(calls: Iterable[tuple[Call, int]]) -> float:
+    """How much slower a stretch of calls makes the compute beside them: their slowdowns weighted by their seconds
+    (calls given as (call, how many))."""
+    seconds = sum(c.seconds * n for c, n in calls)
+    return sum(c.seconds * n * c.slowdown for c, n in calls) / seconds if seconds > 0 else 0.0
+
+
 def gather_reduce(compute: Sequence[float], gathers: Sequence[float], reduces: Sequence[float]) -> float:
     """Duration of a pass over units that each need a gather before and a reduce after (FSDP's schedule).
 
@@ -427,7 +439,17 @@ class _Schedule:
         duration = d.duration if overlapped else p.backward + d.comm
         waits = 1  # overlapped: the optimizer waits for the last bucket; else the stretch of calls after the pass
         self.phases.append(
-            Phase(f"backward + {op}", p.backward, d.comm, duration, occurrences, ((op, d.comm),), overlapped, waits)
+            Phase(
+                f"backward + {op}",
+                p.backward,
+                d.comm,
+                duration,
+                occurrences,
+                ((op, d.comm),),
+                overlapped,
+                waits,
+                slowdown=_slowdown_of(d.runs),
+            )
         )
 
     def per_unit_backward(self, op: str, purpose: str, occurrences: int, gathers: list[Call] | None = None) -> None:
@@ -466,7 +488,10 @@ class _Schedule:
         name = "backward + " + (f"all_gather + {op}" if gathers else op)
         waits = (len(ag) if gathers else 0) + 1  # each unit's gather, and the last reduction
         slack = max(0.0, p.backward - sum(ag)) / len(ag) if gathers else 0.0
-        self.phases.append(Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits, slack))
+        share = _slowdown_of([(c, 1) for c in (*issued.values(), *(gathers or ()))])
+        self.phases.append(
+            Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits, slack, share)
+        )
 
     def gathered(self, name: str, compute: list[float], calls: Sequence[Call], repeats: int) -> None:
         """A pass whose units each wait for their gathered parameters, the next unit's prefetched."""
@@ -474,7 +499,8 @@ class _Schedule:
         duration = gather_reduce(compute, ag, [0.0] * len(ag))
         by_op = (("all_gather", sum(ag)),)
         slack = max(0.0, sum(compute) - sum(ag)) / len(ag) if ag else 0.0
-        self.phases.append(Phase(name, sum(compute), sum(ag), duration, repeats, by_op, True, len(ag), slack))
+        share = _slowdown_of([(c, 1) for c in calls])
+        self.phases.append(Phase(name, sum(compute), sum(ag), duration, repeats, by_op, True, len(ag), slack, share))
 
     def gathered_forward(self, repeats: int, purpose: str) -> list[Call]:
         """Every unit's parameters gathered before its forward, one unit prefetched (FSDP, ZeRO-3)."""
@@ -531,16 +557,20 @@ def _bucketed_at_units(sizes: Sequence[float], bucket: float) -> list[float]:
     return out
 
 
-def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ...], list[Term]]:
-    """The step as a sum: compute, each collective's exposed time, and the losses at scale."""
+def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ...], list[Term], float]:
+    """The step as a sum: compute, each collective's exposed time, and the losses at scale; and the slowdown the
+    overlapped compute took, on average."""
     slowed = []
     exposed: dict[str, float] = {}
-    slowdown = 0.0
+    slowdown = overlapped = 0.0
     for ph in phases:
-        # The compute that runs alongside a collective is slowed. Where compute sets the phase's pace it is the
-        # critical path, and the phase lasts that much longer; where communication does (comm >= compute), the
-        # slowed compute still runs under it and only the part that no longer fits extends the phase.
-        lost = plan.overlap_slowdown * min(ph.compute, ph.comm) if ph.overlapped and ph.comm > 0 else 0.0
+        # The compute that runs alongside a collective is slowed by the SMs the collective's kernels hold. Where
+        # compute sets the phase's pace it is the critical path, and the phase lasts that much longer; where
+        # communication does (comm >= compute), the slowed compute still runs under it and only the part that no
+        # longer fits extends the phase.
+        beside = min(ph.compute, ph.comm) if ph.overlapped and ph.comm > 0 else 0.0
+        lost = ph.slowdown * beside
+        overlapped += beside * ph.repeats
         bound_by_comm = ph.comm >= ph.compute
         ph = replace(ph, duration=max(ph.duration, ph.compute + lost) if bound_by_comm else ph.duration + lost)
         slowed.append(ph)
@@ -554,7 +584,7 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
     terms += [Term(f"{EXPOSED}{op}", s) for op, s in exposed.items()]
     terms.append(Term(SLOWDOWN, slowdown))
     terms.append(Term(JITTER, slowest_rank_wait(phases, plan.sync_jitter, plan.ranks)))
-    return tuple(slowed), terms
+    return tuple(slowed), terms, slowdown / overlapped if overlapped > 0 else 0.0
 
 
 def slowest_rank_wait(phases: Sequence[Phase], jitter: float, ranks: int) -> float:
@@ -648,7 +678,7 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
         s.per_unit_backward("reduce_scatter", "gradients", rs_times, gathers)
     if plan.optimizer > 0:
         s.compute_only("optimizer step", plan.optimizer, 1)
-    phases, terms = _breakdown(plan, s.phases)
+    phases, terms, share = _breakdown(plan, s.phases)
     compute = a * (fwd + bwd) + plan.optimizer
     comm = sum(t.seconds for t in s.traffic)
-    return StepTime(compute=compute, comm=comm, phases=phases, traffic=tuple(s.traffic), breakdown=tuple(terms))
+    return StepTime(compute, comm, phases, tuple(s.traffic), tuple(terms), share)

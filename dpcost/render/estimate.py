@@ -399,7 +399,8 @@ def _breakdown_table(r: Report) -> Table:
     )
     table.notes.append(
         f"scheduled as {_framework(r)} runs it; losses at scale: compute slowed {s.overlap_slowdown:.0%} while "
-        f"collectives overlap it; each rank drifts {fmt_seconds(s.sync_jitter)} per sqrt(s) of compute, and {waits}; "
+        f"collectives overlap it (the SMs their kernels hold); each rank drifts {fmt_seconds(s.sync_jitter)} per "
+        f"sqrt(s) of compute, and {waits}; "
         "docs/frameworks.md"
     )
     return table
