@@ -89,3 +89,19 @@ def test_compute_beside_a_kernel_runs_on_the_sms_it_leaves() -> None:
     assert compute_slowdown(h100.gpu, 16) == pytest.approx(132 / 116 - 1)
     assert compute_slowdown(h100.gpu, 16, given=0.25) == 0.25
     assert compute_slowdown(h100.gpu.model_copy(update={"sms": None}), 33) == pytest.approx(33 / 99)
+
+
+def test_a_small_call_moves_its_bytes_on_the_channels_it_keeps() -> None:
+    """enqueue.cc:2092-2096: a Simple Ring call keeps one channel per 32 KiB (512 threads x 64 bytes). On 16 H100s
+    the communicator has 16 channels over a ring graph of 8 (Postset's doubling shares its links), so a 1 MiB or a
+    256 KiB all-reduce keeps the links' rate, and a 64 KiB one keeps 2 channels and moves its bytes at 2/8 of it."""
+    from dpcost.engine.collectives import fastest
+
+    h100 = load_topology("dgx-h100")
+
+    def bandwidth_seconds(size: float) -> float:
+        return fastest(h100, "all_reduce", 16, size, algorithm="ring", protocol="simple").bandwidth_seconds
+
+    per_byte = bandwidth_seconds(MIB) / MIB
+    assert bandwidth_seconds(256 * 1024) == pytest.approx(per_byte * 256 * 1024)
+    assert bandwidth_seconds(64 * 1024) == pytest.approx(4 * per_byte * 64 * 1024)

@@ -45,6 +45,7 @@ from dpcost.engine import corrections
 from dpcost.engine import nccl_tables as nccl
 from dpcost.engine.availability import ALGORITHMS, forcible, nccl_candidates, require
 from dpcost.engine.memo import per_object
+from dpcost.engine.nccl_channels import bytes_per_channel, ring_channels
 from dpcost.engine.placement import Level, Placement, hop_share, place, spanned, steps_per_level
 from dpcost.engine.tuner_plugin import plugin_choice
 from dpcost.frozen import frozen
@@ -250,7 +251,7 @@ def _ring(
     nodes = spanned(ranks, levels[0].domain) if levels[0].scale_up else ranks
     latency = _base(topology, "ring", proto) - topology.call_overhead
     latency += _ring_step_latency(topology, levels, steps, nodes, proto)
-    if op == "all_reduce" and proto == "simple" and nodes > 1 and size >= _plateau_bytes(ranks):
+    if op == "all_reduce" and proto == "simple" and nodes > 1 and size >= _plateau_bytes(topology, p, ranks):
         latency *= nccl.RING_PLATEAU
     latency += topology.call_overhead
     traffic = _ring_traffic(topology, p, op, ranks, size, levels)
@@ -261,6 +262,8 @@ def _ring(
         traffic.insert(0, TierTraffic(via.name, carried, carried / bw))
     bus_bytes = bus_factor(op, ranks) * size
     bw_seconds, tiers = _with_protocol("ring", proto, traffic, bus_bytes, _ll_cap(topology, nodes))
+    if ranks == p.ranks:  # the group's own call, not a phase of the hierarchical what-if
+        bw_seconds *= _channel_cut(topology, p, "ring", proto, size)
     return CollectiveTime(op, "ring", proto, ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(tiers))
 
 
@@ -282,9 +285,22 @@ def _ring_step_latency(
     return total
 
 
-def _plateau_bytes(ranks: int) -> float:
-    """Where NCCL's multi-node Ring/Simple all-reduce latency takes its 1.4x "plateau effect" (tuning.cc:647-650)."""
-    return nccl.RING_PLATEAU_BYTES * nccl.RING_PLATEAU_CHANNELS * ranks
+def _channel_cut(topology: TopologySpec, p: Placement, algorithm: str, proto: Protocol, size: float) -> float:
+    """How much longer a small call's bytes take on the channels NCCL leaves it: Ring, Tree and PAT drop channels
+    while the bytes are fewer than channels x threads x bytes per thread (enqueue.cc:2092-2096,
+    nccl_channels.bytes_per_channel), so a call keeps about size / that many. Only a cut below the ring graph's
+    channels costs bandwidth: ncclTopoPostset doubles them onto the same links (connect.cc:460), so half the
+    communicator's channels carry the links' rate. Counted continuously (NCCL's whole channels make a sawtooth in
+    which a larger call can finish sooner): below the graph's channels the bytes take as long as one channel's."""
+    links = max(1, ring_channels(topology, p) // 2)
+    used = max(1.0, size / bytes_per_channel(p, algorithm, proto))
+    return links / used if used < links else 1.0
+
+
+def _plateau_bytes(topology: TopologySpec, p: Placement, ranks: int) -> float:
+    """Where NCCL's multi-node Ring/Simple all-reduce latency takes its 1.4x "plateau effect": nBytes / (nChannels x
+    nRanks) >= 64 (tuning.cc:647-650), with the communicator's channels (nccl_channels.ring_channels)."""
+    return nccl.RING_PLATEAU_BYTES * ring_channels(topology, p) * ranks
 
 
 def _tree_depth_latency(
@@ -362,6 +378,7 @@ def _tree(topology: TopologySpec, p: Placement, size: float, proto: Protocol, nv
     bw_seconds, traffic = _with_protocol("tree", proto, traffic, 2 * size, _ll_cap(topology, p.nodes), factor, p.nodes)
     if p.nodes > 2:
         bw_seconds = max(bw_seconds, 2 * size / _tree_channels_busbw(topology, p, proto))
+    bw_seconds *= _channel_cut(topology, p, "tree", proto, size)
     return CollectiveTime(
         "all_reduce", "tree", proto, p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
     )
@@ -417,7 +434,7 @@ def _pat(topology: TopologySpec, p: Placement, op: str, size: float, proto: Prot
     base + log2(nodes) x interLat / 3.5 + 2.8 us per rank (tuning.cc:429-434, the per-rank part NCCL's own)."""
     ring = _ring(topology, p, op, p.ranks, size, p.levels, "simple")
     tiers = tuple(replace(t, seconds=t.seconds / nccl.PAT) for t in ring.tiers)
-    bw = max(t.seconds for t in tiers)
+    bw = max(t.seconds for t in tiers) * _channel_cut(topology, p, "pat", proto, size)
     network = next(lv for lv in p.levels if not lv.scale_up)
     inter = _step(topology, network, "tree", proto)
     latency = _base(topology, "pat", proto) + math.floor(math.log2(p.nodes)) * inter / nccl.PAT_LOG_DIVISOR

@@ -26,7 +26,7 @@ from dpcost.engine.nccl_tables import SPEED_ARRAY_INTER
 from dpcost.engine.placement import Placement
 from dpcost.specs import GPUSpec, TopologySpec
 
-__all__ = ["call_channels", "compute_slowdown", "nvls_channels", "p2p_channels", "ring_channels"]
+__all__ = ["bytes_per_channel", "call_channels", "compute_slowdown", "nvls_channels", "p2p_channels", "ring_channels"]
 
 GB = 1e9
 MAX_CHANNELS = 64  # device.h:91
@@ -164,10 +164,14 @@ def call_channels(topology: TopologySpec, p: Placement, algorithm: str, protocol
         return min(nvls, ring) if p.nodes > 1 else nvls
     if algorithm not in ("ring", "tree", "pat", "hierarchical"):
         return ring
-    threads, threshold = MAX_THREADS.get(protocol, 512), THREAD_THRESHOLD.get(protocol, 64)
-    if algorithm == "ring" and protocol == "ll":
-        threshold *= p.ranks
-    return max(1, min(ring, int(size // (threads * threshold))))
+    return max(1, min(ring, int(size // bytes_per_channel(p, algorithm, protocol))))
+
+
+def bytes_per_channel(p: Placement, algorithm: str, protocol: str) -> float:
+    """The bytes a Ring, Tree or PAT call needs per channel before NCCL keeps another (enqueue.cc:2092-2096):
+    threads x bytes per thread, Ring LL's times the ranks (tuning.cc:588-593): 32 KiB for Simple."""
+    threshold = THREAD_THRESHOLD.get(protocol, 64) * (p.ranks if algorithm == "ring" and protocol == "ll" else 1)
+    return MAX_THREADS.get(protocol, 512) * threshold
 
 
 def p2p_channels(topology: TopologySpec, p: Placement) -> int:

@@ -71,8 +71,7 @@ TREE_LL128_ONE_NODE = 7 / 9  # :333-335
 TREE_LL128_NODES = 120 / 128
 PAT = 0.75  # :337
 RING_PLATEAU = 1.4  # :647-650 multi-node Ring/Simple all-reduce latency ("plateau effect of ring")
-RING_PLATEAU_BYTES = 64  # ... once nBytes / (nChannels x nRanks) >= 64
-RING_PLATEAU_CHANNELS = 32  # dpcost's assumption for comm->nChannels in that test (2 x 16 search channels)
+RING_PLATEAU_BYTES = 64  # ... once nBytes / (nChannels x nRanks) >= 64 (nccl_channels.ring_channels)
 PAT_LOG_DIVISOR = 3.5  # :432
 PAT_PER_RANK_US = 2.8  # :433
 COLLNET_ARITY_US = 0.4  # :419-421
