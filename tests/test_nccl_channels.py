@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from dpcost.catalog import load_topology
-from dpcost.engine.nccl_channels import call_channels, compute_slowdown, nvls_channels, p2p_channels, ring_channels
+from dpcost.engine.nccl_channels import (
+    call_channels,
+    compute_slowdown,
+    nvls_channels,
+    p2p_channels,
+    peer_channels,
+    ring_channels,
+)
 from dpcost.engine.placement import place
 
 MIB = 1024**2
@@ -73,6 +80,8 @@ def test_a_call_runs_on_the_channels_enqueue_cc_gives_it() -> None:
     b200 = load_topology("dgx-b200")
     assert call_channels(b200, place(b200, 16), "nvls", "simple", 1 << 30) == 16  # min(32 NVLS, 16 ring)
     assert call_channels(h100, place(h100, 1), "ring", "simple", 1 << 30) == 0
+    # PAT has no thread count in tuning.cc:244-256, so the cut never applies: every channel
+    assert call_channels(h100, two, "pat", "simple", 1024) == 16
 
 
 def test_point_to_point_channels_are_the_rings_rounded_up_to_a_power_of_two() -> None:
@@ -80,6 +89,16 @@ def test_point_to_point_channels_are_the_rings_rounded_up_to_a_power_of_two() ->
     h100 = load_topology("dgx-h100")
     assert p2p_channels(h100, place(h100, 8)) == 32  # 24 -> 32
     assert p2p_channels(h100, place(h100, 16)) == 16
+
+
+def test_a_send_to_one_peer_runs_on_its_per_peer_channels() -> None:
+    """graph/paths.cc:918-1003 @v2.30.7: a network peer gets max(NICs, ceil(NIC GB/s / 14)) channels, 4 for a
+    400 Gb/s NIC and 2 for a 200 Gb/s one; an NVLink peer two per NVLink (18 on an H100: 36 -> 64), held to the p2p
+    channels (32 on one H100 node)."""
+    h100, a100 = load_topology("dgx-h100"), load_topology("dgx-a100")
+    assert peer_channels(h100, place(h100, 16)) == 4
+    assert peer_channels(a100, place(a100, 16)) == 2
+    assert peer_channels(h100, place(h100, 8)) == 32
 
 
 def test_compute_beside_a_kernel_runs_on_the_sms_it_leaves() -> None:

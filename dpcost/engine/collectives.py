@@ -286,7 +286,7 @@ def _ring_step_latency(
 
 
 def _channel_cut(topology: TopologySpec, p: Placement, algorithm: str, proto: Protocol, size: float) -> float:
-    """How much longer a small call's bytes take on the channels NCCL leaves it: Ring, Tree and PAT drop channels
+    """How much longer a small call's bytes take on the channels NCCL leaves it: Ring and Tree drop channels
     while the bytes are fewer than channels x threads x bytes per thread (enqueue.cc:2092-2096,
     nccl_channels.bytes_per_channel), so a call keeps about size / that many. Only a cut below the ring graph's
     channels costs bandwidth: ncclTopoPostset doubles them onto the same links (connect.cc:460), so half the
@@ -434,7 +434,7 @@ def _pat(topology: TopologySpec, p: Placement, op: str, size: float, proto: Prot
     base + log2(nodes) x interLat / 3.5 + 2.8 us per rank (tuning.cc:429-434, the per-rank part NCCL's own)."""
     ring = _ring(topology, p, op, p.ranks, size, p.levels, "simple")
     tiers = tuple(replace(t, seconds=t.seconds / nccl.PAT) for t in ring.tiers)
-    bw = max(t.seconds for t in tiers) * _channel_cut(topology, p, "pat", proto, size)
+    bw = max(t.seconds for t in tiers)
     network = next(lv for lv in p.levels if not lv.scale_up)
     inter = _step(topology, network, "tree", proto)
     latency = _base(topology, "pat", proto) + math.floor(math.log2(p.nodes)) * inter / nccl.PAT_LOG_DIVISOR

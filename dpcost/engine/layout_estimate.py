@@ -37,7 +37,7 @@ from dpcost.engine.layout_step import (
 )
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, RECIPES
-from dpcost.engine.nccl_channels import call_channels, compute_slowdown, p2p_channels
+from dpcost.engine.nccl_channels import call_channels, compute_slowdown, p2p_channels, peer_channels
 from dpcost.engine.ops import (
     Op,
     OpTimes,
@@ -598,12 +598,14 @@ def call_slowdown(
     topology: TopologySpec, groups: dict[str, Placement], c: LayoutCall, given: float | None = None
 ) -> float:
     """How much slower compute runs beside the call, on the SMs its kernel leaves (nccl_channels.compute_slowdown;
-    `given` for every call): TE userbuffers' own SMs, a point-to-point call's NCCL p2p channels, a collective's the
-    channels NCCL runs it on."""
+    `given` for every call): TE userbuffers' own SMs, a send and receive its NCCL per-peer channels, an all-to-all
+    its p2p channels, a collective the channels NCCL runs it on."""
     group = groups[c.group]
     if c.kernel_sms:
         ctas: float = c.kernel_sms
-    elif c.op in ("send_recv", "all_to_all"):
+    elif c.op == "send_recv":
+        ctas = peer_channels(topology, group)
+    elif c.op == "all_to_all":
         ctas = p2p_channels(topology, group)
     else:
         best = fastest(topology, c.op, group, c.message_bytes)

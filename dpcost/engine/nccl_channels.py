@@ -26,7 +26,15 @@ from dpcost.engine.nccl_tables import SPEED_ARRAY_INTER
 from dpcost.engine.placement import Placement
 from dpcost.specs import GPUSpec, TopologySpec
 
-__all__ = ["bytes_per_channel", "call_channels", "compute_slowdown", "nvls_channels", "p2p_channels", "ring_channels"]
+__all__ = [
+    "bytes_per_channel",
+    "call_channels",
+    "compute_slowdown",
+    "nvls_channels",
+    "p2p_channels",
+    "peer_channels",
+    "ring_channels",
+]
 
 GB = 1e9
 MAX_CHANNELS = 64  # device.h:91
@@ -56,6 +64,7 @@ THREAD_THRESHOLD = {"ll": 8, "ll128": 8, "simple": 64}
 
 _ARCH_ROW = {"ampere": 0, "hopper": 1, "blackwell": 2}
 ASSUMED_SMS = 132  # an H100's, for a GPU whose topology does not give its SM count
+P2P_PER_CHANNEL_NET_GBS = 14  # graph/paths.cc:918 NCCL_P2P_PER_CHANNEL_NET_BW
 
 
 def _nccl_nvlink_gbs(topology: TopologySpec) -> float:
@@ -102,7 +111,8 @@ def _search_channels(topology: TopologySpec, p: Placement) -> tuple[int, float]:
         by_nvlink = int(nvlink // (speed * through)) if through > 0 else MAX_SEARCH_CHANNELS
         return min(nics * int(nic // speed), by_nvlink)
 
-    return _searched(SPEED_ARRAY_INTER[_ARCH_ROW[arch]], nic, channels_at, nics * nic)
+    # done once the channels move the GPU's own NVLink bandwidth (totalBw, search.cc:30-37)
+    return _searched(SPEED_ARRAY_INTER[_ARCH_ROW[arch]], nic, channels_at, nvlink)
 
 
 def ring_channels(topology: TopologySpec, p: Placement) -> int:
@@ -146,14 +156,15 @@ def nvls_channels(topology: TopologySpec, p: Placement) -> int:
     nic = p.rail_levels()[0].tier.bandwidth / GB
     if p.nodes == 2 and nic >= 48.0:
         return NVLS_CHANNELS_SM100
-    if nic >= 96.0:
-        return NVLS_CHANNELS_SM100_NVL if p.ppn <= 8 else NVLS_CHANNELS_SM100
+    if nic >= 96.0:  # NCCL reads the fewest GPUs any node holds (minLocalRanks)
+        return NVLS_CHANNELS_SM100_NVL if math.floor(p.ppn) <= 8 else NVLS_CHANNELS_SM100
     return NVLS_CHANNELS_SM100_NVL if nic >= 48.0 else NVLS_CHANNELS_SM100
 
 
 def call_channels(topology: TopologySpec, p: Placement, algorithm: str, protocol: str, size: float) -> int:
     """The CTAs one call runs on (enqueue.cc:2070-2096): NVLSTree the NVLS channels, NVLS too (across nodes at most
-    the ring's); Ring, Tree and PAT the ring's, one fewer while size < channels x threads x bytes per thread."""
+    the ring's); Ring and Tree the ring's, one fewer while size < channels x threads x bytes per thread; PAT, which
+    has no thread count there (tuning.cc:244-256), all of the ring's."""
     if p.ranks <= 1 or size <= 0:
         return 0
     ring = ring_channels(topology, p)
@@ -162,25 +173,41 @@ def call_channels(topology: TopologySpec, p: Placement, algorithm: str, protocol
     if algorithm == "nvls":
         nvls = nvls_channels(topology, p)
         return min(nvls, ring) if p.nodes > 1 else nvls
-    if algorithm not in ("ring", "tree", "pat", "hierarchical"):
+    if algorithm not in ("ring", "tree", "hierarchical"):
         return ring
     return max(1, min(ring, int(size // bytes_per_channel(p, algorithm, protocol))))
 
 
 def bytes_per_channel(p: Placement, algorithm: str, protocol: str) -> float:
-    """The bytes a Ring, Tree or PAT call needs per channel before NCCL keeps another (enqueue.cc:2092-2096):
+    """The bytes a Ring or Tree call needs per channel before NCCL keeps another (enqueue.cc:2092-2096):
     threads x bytes per thread, Ring LL's times the ranks (tuning.cc:588-593): 32 KiB for Simple."""
     threshold = THREAD_THRESHOLD.get(protocol, 64) * (p.ranks if algorithm == "ring" and protocol == "ll" else 1)
     return MAX_THREADS.get(protocol, 512) * threshold
 
 
 def p2p_channels(topology: TopologySpec, p: Placement) -> int:
-    """comm->p2pnChannels, the channels a group's point-to-point transfers (an all-to-all, a pipeline's send and
-    receive) spread over: the ring's, rounded up to a power of two (graph/paths.cc:977-990). A transfer to one peer
-    takes fewer (its per-peer channels, paths.cc:920-975), which dpcost does not count apart."""
+    """comm->p2pnChannels, the channels an all-to-all's transfers to every peer spread over: the ring's, rounded up
+    to a power of two (graph/paths.cc:977-990)."""
     if p.ranks <= 1:
         return 0
-    return 1 << (ring_channels(topology, p) - 1).bit_length()
+    return _pow2_up(ring_channels(topology, p))
+
+
+def peer_channels(topology: TopologySpec, p: Placement) -> int:
+    """comm->p2pnChannelsPerPeer, the channels a send and receive to one peer run on (graph/paths.cc:920-1003): across
+    nodes one per NIC or one per 14 GB/s of it (NCCL_P2P_PER_CHANNEL_NET_BW), 4 for a 400 Gb/s NIC; the fewest over
+    all peers, so a group that spans nodes takes that; inside one node two per NVLink, up to the p2p channels."""
+    if p.ranks <= 1:
+        return 0
+    if p.nodes <= 1:
+        links = _nccl_nvlink_gbs(topology) / NVLINK_GBS[topology.gpu.arch]
+        return min(_pow2_up(2 * max(1, int(links))), p2p_channels(topology, p))
+    nic = p.rail_levels()[0].tier.bandwidth / GB
+    return min(_pow2_up(max(1, math.ceil(int(nic) / P2P_PER_CHANNEL_NET_GBS))), p2p_channels(topology, p))
+
+
+def _pow2_up(n: int) -> int:
+    return 1 << (n - 1).bit_length() if n > 1 else 1
 
 
 def compute_slowdown(gpu: GPUSpec, ctas: float, given: float | None = None) -> float:
