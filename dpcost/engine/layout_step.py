@@ -60,8 +60,8 @@ __all__ = [
 
 
 BUBBLE = "pipeline bubble"
-# TransformerEngine's userbuffers defaults (transformer_engine/pytorch/module/base.py:333-347 @v2.9; docs/sources/
-# te-userbuffers.md): the SMs each overlap method's communication kernel holds
+# TransformerEngine's userbuffers defaults (transformer_engine/pytorch/module/base.py:303-311 for each GEMM's method,
+# 333-347 for their settings, @v2.9; docs/sources/te-userbuffers.md): the SMs each method's communication kernel holds
 TE_RING_EXCHANGE_SMS = 1  # peer-to-peer steps on the copy engine
 TE_KERNEL_SMS = 16  # pipeline and bulk
 
