@@ -29,6 +29,7 @@ __all__ = [
     "MoESpec",
     "ModelArchitecture",
     "ModelSpec",
+    "NcclChannels",
     "Published",
     "SSMSpec",
     "TierLatency",
@@ -733,6 +734,18 @@ class Calibration(Spec):
     points: NonNegativeInt = 0
 
 
+ChannelCount = Annotated[int, Field(ge=1, le=64, strict=True)]
+
+
+class NcclChannels(Spec):
+    """The channels NCCL runs on this cluster, as its NCCL_DEBUG=INFO log prints them ("<n> coll channels, ..., <m>
+    nvls channels"); each one not given follows NCCL 2.30.7's rules (dpcost/engine/nccl_channels.py)."""
+
+    one_node: ChannelCount | None = Field(None, description="Ring/Tree channels of a communicator inside one node")
+    across_nodes: ChannelCount | None = Field(None, description="Ring/Tree channels of a communicator across nodes")
+    nvls: ChannelCount | None = Field(None, description="NVLS/NVLSTree channels")
+
+
 # aws-ofi-nccl's region tuner per AWS platform (p5/p5e, p5en, p6-b200): engine/tuner_plugin.py
 TunerPlugin = Literal["aws-ofi-nccl-p5", "aws-ofi-nccl-p5en", "aws-ofi-nccl-p6"]
 
@@ -769,6 +782,11 @@ class TopologySpec(Spec):
         description="the tuner plugin that picks NCCL's algorithm and protocol where its tables cover the call "
         "(aws-ofi-nccl-p5, -p5en, -p6: aws-ofi-nccl's region tuner on that AWS platform, on by default since v1.16); "
         "none: NCCL's own",
+    )
+    channels: NcclChannels | None = Field(
+        None,
+        description="the channels NCCL's log prints for this cluster, where its rules do not give them (the "
+        "NICs a node shares, NCCL_MIN/MAX_NCHANNELS set); none: NCCL's rules",
     )
     calibration: Calibration | None = None
 

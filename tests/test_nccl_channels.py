@@ -33,6 +33,7 @@ MIB = 1024**2
         ("dgx-a100", 8, 24),  # NVIDIA/nccl-tests#100: "Channel 23/24"
         ("snellius-h100", 4, 24),  # odissei-benchmarks/nccl-tests @6df4cb5 runs/1node
         ("snellius-h100", 8, 8),  # the same, runs/2nodes (4 x 200G IB a node)
+        ("aws-p4de", 16, 8),  # aws-samples/aws-efa-eks @9d6557e, 2 p4d nodes: "8 coll channels" (the topology says so)
     ],
 )
 def test_ring_channels_are_what_nccl_prints(topology: str, gpus: int, printed: int) -> None:

@@ -121,6 +121,9 @@ def ring_channels(topology: TopologySpec, p: Placement) -> int:
     channels), doubled by ncclTopoPostset, and on Hopper and later across nodes doubled while under 16 at more than
     45 GB/s a channel. H100 and A100: 24 on one node; H100 with 8 x 400G NICs: 16 across nodes; B200: 32. Worked out
     once per topology and group shape: a plan search asks for every call."""
+    given = topology.channels and (topology.channels.one_node if p.nodes <= 1 else topology.channels.across_nodes)
+    if given:
+        return given
     known = _ring_channels_of(topology)
     key = (p.nodes, p.ppn)
     if key not in known:
@@ -148,7 +151,10 @@ def _ring_channels(topology: TopologySpec, p: Placement) -> int:
 
 def nvls_channels(topology: TopologySpec, p: Placement) -> int:
     """comm->nvlsChannels: 16 on Hopper; on Blackwell 24 in one NVLink domain, across domains 32, or 24 where NICs
-    of at least 48 GB/s (96 GB/s with up to 8 GPUs a domain) serve more than two domains (transport/nvls.cc)."""
+    of at least 48 GB/s (96 GB/s with up to 8 GPUs a domain) serve more than two domains (transport/nvls.cc); the
+    topology's `channels.nvls` where it gives them."""
+    if topology.channels and topology.channels.nvls:
+        return topology.channels.nvls
     if topology.gpu.arch != "blackwell":
         return NVLS_CHANNELS_SM90
     if p.nodes <= 1:
