@@ -249,12 +249,12 @@ class _Costing:
         topology: TopologySpec,
         measure: str,
         rows: Sequence[Measured],
-        per_call_share: float | None = None,
+        per_call_slowdown: float | None = None,
     ) -> None:
         self.model, self.topology, self.measure, self.rows = model, topology, measure, rows
-        # the overlap_slowdown that stands for each call's own share of the SMs (no --overlap-slowdown given): a
-        # term at this value is left to the calls, not imposed on them
-        self.per_call_share = per_call_share
+        # the overlap_slowdown that stands for each call's own (no --overlap-slowdown given): a term at this value is
+        # left to the calls, not imposed on them
+        self.per_call_slowdown = per_call_slowdown
         self._seen: dict[tuple[tuple[str, float], ...], list[float]] = {}
 
     def predict(self, values: dict[str, float]) -> list[float]:
@@ -270,7 +270,7 @@ class _Costing:
         out = []
         for r in self.rows:
             update = {k: values[k] for k in COMPUTE_TERMS if k in values}
-            if update.get("overlap_slowdown") == self.per_call_share:
+            if update.get("overlap_slowdown") == self.per_call_slowdown:
                 del update["overlap_slowdown"]
             compute = r.options.compute.model_copy(update=update)
             report = estimate(self.model, topology, r.options.model_copy(update={"compute": compute}))
@@ -446,14 +446,14 @@ def calibrate_steps(
         else matmul_efficiency(topology.gpu, compute.compute_dtype, None)
     )
     per_call: float | None = None
-    share = compute.overlap_slowdown
-    if share is None:  # each call's own share; a fit starts from the smallest run's average
+    slowdown = compute.overlap_slowdown
+    if slowdown is None:  # each call's own; a fit starts from the smallest run's average
         smallest = min(rows, key=lambda r: r.gpus)
-        share = per_call = estimate(model, topology, smallest.options).setup.overlap_slowdown
+        slowdown = per_call = estimate(model, topology, smallest.options).setup.overlap_slowdown
     start = {
         "mfu": compute.mfu if compute.mfu is not None else own,
         "sync_jitter": compute.sync_jitter,
-        "overlap_slowdown": share,
+        "overlap_slowdown": slowdown,
         "scaling_loss": topology.scaling_loss,
     }
     costing = _Costing(model, topology, measure, rows, per_call)

@@ -387,7 +387,7 @@ def setup_info(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
         "mfu": matmul_share(topology.gpu, o.compute, o.compute.chosen_model),
         "compute_model": o.compute.chosen_model,
         "compute_dtype": o.compute.compute_dtype,
-        "overlap_slowdown": o.compute.overlap_slowdown or 0.0,  # a training step gives its calls' (plan)
+        "overlap_slowdown": o.compute.overlap_slowdown or 0.0,  # a training step passes its calls' own
         "sync_jitter": o.compute.sync_jitter,
     }
     return Setup.model_validate({**fields, **plan})

@@ -498,12 +498,10 @@ def layout_step(
 
 
 def _overlap_slowdown(dp_step: StepTime, slowed: float, beside: float) -> float:
-    """The slowdown of all the compute that ran beside a call: DP's (step.StepTime.overlap_slowdown over the
-    compute its calls overlapped) and the model-parallel calls' (`slowed` of the `beside` seconds), weighted by that
-    compute."""
+    """The slowdown of all the compute that ran beside a call, DP's and the model-parallel calls' (`slowed` of the
+    `beside` seconds), weighted by that compute."""
     dp_slowed = sum(t.seconds for t in dp_step.breakdown if t.term == SLOWDOWN)
-    dp_beside = dp_slowed / dp_step.overlap_slowdown if dp_step.overlap_slowdown > 0 else 0.0
-    total = dp_beside + beside
+    total = dp_step.overlapped + beside
     return (dp_slowed + slowed) / total if total > 0 else 0.0
 
 

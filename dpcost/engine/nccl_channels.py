@@ -119,8 +119,9 @@ def ring_channels(topology: TopologySpec, p: Placement) -> int:
     """comm->nChannels, the most CTAs a Ring or Tree call of this group runs on: the search's channels, doubled where
     ncclTopoDupChannels allows (a speed of at least 25 GB/s, and on Hopper and later at least 50 or at most 4
     channels), doubled by ncclTopoPostset, and on Hopper and later across nodes doubled while under 16 at more than
-    45 GB/s a channel. H100 and A100: 24 on one node; H100 with 8 x 400G NICs: 16 across nodes; B200: 32. Worked out
-    once per topology and group shape: a plan search asks for every call."""
+    45 GB/s a channel. H100 and A100: 24 on one node; H100 with 8 x 400G NICs: 16 across nodes; B200: 32. The
+    topology's `channels` where it states them; else worked out once per topology and group shape (a plan search
+    asks for every call)."""
     given = topology.channels and (topology.channels.one_node if p.nodes <= 1 else topology.channels.across_nodes)
     if given:
         return given

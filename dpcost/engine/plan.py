@@ -20,7 +20,7 @@ from dpcost.engine.ops import MicroBatchCompute, matmul_operands, micro_batch_co
 from dpcost.engine.placement import Placement, place, place_group
 from dpcost.engine.prepare import Prepared
 from dpcost.engine.rates import matmul_efficiency, rates_for
-from dpcost.engine.step import Call, StepPlan, StepTime, step_time
+from dpcost.engine.step import Call, StepPlan, StepTime, slowdown_of, step_time
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Options
@@ -164,9 +164,8 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
             best = one(op, everyone if op == "all_reduce" else shard, size)
             if replicas is not None and op == "reduce_scatter":
                 across = one("all_reduce", replicas, size / shard.ranks)
-                seconds = best.seconds + across.seconds
-                slowdown = (best.seconds * best.slowdown + across.seconds * across.slowdown) / seconds if seconds else 0
-                cache[key] = Call(seconds, f"{best.algorithm} + {across.algorithm}", slowdown)
+                label, slowdown = f"{best.algorithm} + {across.algorithm}", slowdown_of([(best, 1), (across, 1)])
+                cache[key] = Call(best.seconds + across.seconds, label, slowdown)
             else:
                 cache[key] = best
         return cache[key]

@@ -25,8 +25,8 @@ What real runs lose beyond the schedule (each term in the step's breakdown, each
 - per-call latency and ramp at high rank counts: in every call's time (collectives.py);
 - compute slowed while collectives run: NCCL's kernels occupy one SM per channel, so the compute that overlaps a
   call runs on the SMs left, slower by Call.slowdown (channels / (SMs - channels): nccl_channels.py), for as long
-  as they overlap; a phase bound by its communication hides that slowed compute,
-  which then only shortens the time it waits;
+  as they overlap; a phase bound by its communication hides that slowed compute, which then only shortens the time
+  it waits;
 - synchronisation jitter: a collective completes when its slowest rank arrives. Each rank's compute drifts like
   a random walk (independent noise per kernel adds in variance), `sync_jitter` x sqrt(T) one standard deviation
   after T seconds of compute since the ranks last met; the slowest of N is Blom's Phi^-1((N - 0.375) / (N + 0.25))
@@ -64,6 +64,7 @@ __all__ = [
     "drain",
     "expected_max_deviate",
     "gather_reduce",
+    "slowdown_of",
     "step_time",
 ]
 
@@ -174,8 +175,13 @@ class StepTime:
     phases: tuple[Phase, ...]
     traffic: tuple[Traffic, ...]
     breakdown: tuple[Term, ...] = field(default=())
-    # the slowdown of the compute the calls overlapped: the phases', weighted by the compute each overlapped
-    overlap_slowdown: float = 0.0
+    overlapped: float = 0.0  # seconds of compute that ran beside a call
+
+    @property
+    def overlap_slowdown(self) -> float:
+        """How much slower the compute beside the calls ran, on average: the slowdown term over that compute."""
+        slowed = sum(t.seconds for t in self.breakdown if t.term == SLOWDOWN)
+        return slowed / self.overlapped if self.overlapped > 0 else 0.0
 
     @property
     def step(self) -> float:
@@ -358,7 +364,7 @@ def _counted_algorithms(runs: Iterable[tuple[Call, int]], times: int = 1) -> tup
     return tuple((alg, n * times) for alg, n in counts.most_common())
 
 
-def _slowdown_of(calls: Iterable[tuple[Call, int]]) -> float:
+def slowdown_of(calls: Iterable[tuple[Call, int]]) -> float:
     """How much slower a stretch of calls makes the compute beside them: their slowdowns weighted by their seconds
     (calls given as (call, how many))."""
     seconds = sum(c.seconds * n for c, n in calls)
@@ -448,7 +454,7 @@ class _Schedule:
                 ((op, d.comm),),
                 overlapped,
                 waits,
-                slowdown=_slowdown_of(d.runs),
+                slowdown=slowdown_of(d.runs),
             )
         )
 
@@ -488,9 +494,9 @@ class _Schedule:
         name = "backward + " + (f"all_gather + {op}" if gathers else op)
         waits = (len(ag) if gathers else 0) + 1  # each unit's gather, and the last reduction
         slack = max(0.0, p.backward - sum(ag)) / len(ag) if gathers else 0.0
-        share = _slowdown_of([(c, 1) for c in (*issued.values(), *(gathers or ()))])
+        slowdown = slowdown_of([(c, 1) for c in (*issued.values(), *(gathers or ()))])
         self.phases.append(
-            Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits, slack, share)
+            Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits, slack, slowdown)
         )
 
     def gathered(self, name: str, compute: list[float], calls: Sequence[Call], repeats: int) -> None:
@@ -499,8 +505,8 @@ class _Schedule:
         duration = gather_reduce(compute, ag, [0.0] * len(ag))
         by_op = (("all_gather", sum(ag)),)
         slack = max(0.0, sum(compute) - sum(ag)) / len(ag) if ag else 0.0
-        share = _slowdown_of([(c, 1) for c in calls])
-        self.phases.append(Phase(name, sum(compute), sum(ag), duration, repeats, by_op, True, len(ag), slack, share))
+        slowdown = slowdown_of([(c, 1) for c in calls])
+        self.phases.append(Phase(name, sum(compute), sum(ag), duration, repeats, by_op, True, len(ag), slack, slowdown))
 
     def gathered_forward(self, repeats: int, purpose: str) -> list[Call]:
         """Every unit's parameters gathered before its forward, one unit prefetched (FSDP, ZeRO-3)."""
@@ -558,8 +564,8 @@ def _bucketed_at_units(sizes: Sequence[float], bucket: float) -> list[float]:
 
 
 def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ...], list[Term], float]:
-    """The step as a sum: compute, each collective's exposed time, and the losses at scale; and the slowdown the
-    overlapped compute took, on average."""
+    """The step as a sum: compute, each collective's exposed time, and the losses at scale; and the seconds of
+    compute that ran beside a call."""
     slowed = []
     exposed: dict[str, float] = {}
     slowdown = overlapped = 0.0
@@ -584,7 +590,7 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
     terms += [Term(f"{EXPOSED}{op}", s) for op, s in exposed.items()]
     terms.append(Term(SLOWDOWN, slowdown))
     terms.append(Term(JITTER, slowest_rank_wait(phases, plan.sync_jitter, plan.ranks)))
-    return tuple(slowed), terms, slowdown / overlapped if overlapped > 0 else 0.0
+    return tuple(slowed), terms, overlapped
 
 
 def slowest_rank_wait(phases: Sequence[Phase], jitter: float, ranks: int) -> float:
@@ -678,7 +684,7 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
         s.per_unit_backward("reduce_scatter", "gradients", rs_times, gathers)
     if plan.optimizer > 0:
         s.compute_only("optimizer step", plan.optimizer, 1)
-    phases, terms, share = _breakdown(plan, s.phases)
+    phases, terms, overlapped = _breakdown(plan, s.phases)
     compute = a * (fwd + bwd) + plan.optimizer
     comm = sum(t.seconds for t in s.traffic)
-    return StepTime(compute, comm, phases, tuple(s.traffic), tuple(terms), share)
+    return StepTime(compute, comm, phases, tuple(s.traffic), tuple(terms), overlapped)
