@@ -37,7 +37,7 @@ from dpcost.accuracy import (
 from dpcost.engine.placement import place
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
-from dpcost.specs import Calibration, TopologySpec
+from dpcost.specs import Calibration, NcclChannels, TopologySpec
 
 __all__ = [
     "DELTA",
@@ -117,6 +117,27 @@ def _start(base: TopologySpec, runs: Sequence[Measurements]) -> dict[str, float]
 
 def _points(m: Measurements, topology: TopologySpec, values: dict[str, float]) -> list[Point]:
     return predict(m, topology, launch_per_gpu=values.get("launch_per_gpu", LAUNCH_PER_GPU))
+
+
+def with_printed_channels(base: TopologySpec, runs: Sequence[Measurements]) -> TopologySpec:
+    """The base topology with the channels the runs' NCCL_DEBUG=INFO lines print (nccl_tests.Measurements), each
+    where the topology does not state its own: a run inside one node gives `one_node`, across nodes `across_nodes`,
+    any run `nvls` (the fewest printed, as NCCL's ranks keep). NCCL's rules stand where no run printed them."""
+    printed: dict[str, int] = {}
+
+    def keep(key: str, count: int | None) -> None:
+        if count:
+            printed[key] = min(count, printed.get(key, count))
+
+    for m in runs:
+        if m.ranks:
+            keep("one_node" if place(base, m.ranks).nodes <= 1 else "across_nodes", m.coll_channels)
+        keep("nvls", m.nvls_channels)
+    stated = base.channels.model_dump() if base.channels else {}
+    update = {k: v for k, v in printed.items() if stated.get(k) is None}
+    if not update:
+        return base
+    return base.model_copy(update={"channels": NcclChannels.model_validate({**stated, **update})})
 
 
 def with_values(base: TopologySpec, values: dict[str, float]) -> TopologySpec:
@@ -441,6 +462,7 @@ def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
     run; every run, all-to-alls included, is then predicted before and after."""
     if not runs:
         raise ValueError("no measurements to calibrate on")
+    base = with_printed_channels(base, runs)
     measured = runs
     runs = [f for f in map(fitted_rows, runs) if f.rows]
     if not runs:

@@ -99,6 +99,9 @@ class Measurements:
     topology: str | None = None  # a `# dpcost-topology: NAME` comment: the catalog topology the file was run on
     gpus_per_thread: int = 1  # nccl-tests' -g: the GPUs one thread drives (`# nThread T nGpus G`)
     cuda_graphs: bool = False  # nccl-tests' -G: iterations launched as CUDA graphs (`graph: N`, N > 0)
+    # what NCCL_DEBUG=INFO printed: "<n> coll channels, ..., <m> nvls channels" (the fewest, as every rank keeps)
+    coll_channels: int | None = None
+    nvls_channels: int | None = None
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -166,6 +169,13 @@ def _forced_protocol(text: str) -> str | None:
 def _topology_hint(text: str) -> str | None:
     m = re.search(r"#\s*dpcost-topology:\s*([a-z0-9][a-z0-9._-]*)", text)
     return m.group(1) if m else None
+
+
+def _printed_channels(text: str, what: str) -> int | None:
+    """The channels NCCL_DEBUG=INFO says the communicator has ("16 coll channels", "16 nvls channels"): the fewest
+    printed, as every rank keeps the minimum over all ranks (init.cc:1435-1446); none where it says none."""
+    counts = [int(n) for n in re.findall(rf"\b(\d{{1,2}}) {what} channels\b", text)]
+    return min(counts) if counts and min(counts) > 0 else None
 
 
 def _nvls_enabled(text: str) -> bool:
@@ -721,4 +731,6 @@ def _parse_log(text: str, name: str) -> Measurements:
         topology=_topology_hint(text),
         gpus_per_thread=_gpus_per_thread(text),
         cuda_graphs=_cuda_graphs(text),
+        coll_channels=_printed_channels(text, "coll"),
+        nvls_channels=_printed_channels(text, "nvls"),
     )

@@ -255,3 +255,23 @@ def test_a_run_fitted_on_itself_reads_its_1_64_mib_band_no_worse() -> None:
     after = {b.band: b.geomean for b in run.after}
     for band in ("1-64 MiB", ">=64 MiB"):
         assert after[band] < before[band], band
+
+
+def test_calibrate_keeps_the_channels_nccls_log_prints(tmp_path: Path) -> None:
+    """A log run with NCCL_DEBUG=INFO prints the communicator's channels ("12 coll channels, ..., 16 nvls channels",
+    init.cc's summary line); the calibrated topology keeps them (here across nodes, 2 x 8 H100), where the rules
+    would give 16, and writes them; the base's rules stand where no run printed any."""
+    log = (REFERENCE / "nccl-tests" / "h100-2n-all_reduce-nccltests309.log").read_text()
+    info = "node1:1:2 [0] NCCL INFO 12 coll channels, 0 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p"
+    printed = tmp_path / "with-info.log"
+    printed.write_text(info + " channels per peer\n" + info.replace("12 coll", "14 coll") + "\n" + log)
+    (m,) = parse_runs(printed.read_text(), "with-info.log")
+    assert (m.coll_channels, m.nvls_channels) == (12, 16)  # the fewest printed
+    out = tmp_path / "mine.yaml"
+    code, _, stderr = run("calibrate", str(printed), "--base", "dgx-h100", "--save-topology", str(out))
+    assert code == 0, stderr
+    spec = load_topology(str(out))
+    assert spec.channels is not None and (spec.channels.across_nodes, spec.channels.nvls) == (12, 16)
+    assert spec.channels.one_node is None
+    (plain,) = parse_runs(log, "plain.log")
+    assert plain.coll_channels is None and calibrate(load_topology("dgx-h100"), [plain]).topology.channels is None
