@@ -174,8 +174,8 @@ def _topology_hint(text: str) -> str | None:
 def _printed_channels(text: str, what: str) -> int | None:
     """The channels NCCL_DEBUG=INFO says the communicator has ("16 coll channels", "16 nvls channels"): the fewest
     printed, as every rank keeps the minimum over all ranks (init.cc:1435-1446); none where it says none."""
-    counts = [int(n) for n in re.findall(rf"\b(\d{{1,2}}) {what} channels\b", text)]
-    return min(counts) if counts and min(counts) > 0 else None
+    counts = [n for n in map(int, re.findall(rf"\b(\d{{1,2}}) {what} channels\b", text)) if 0 < n <= 64]  # MAXCHANNELS
+    return min(counts) if counts else None
 
 
 def _nvls_enabled(text: str) -> bool:
