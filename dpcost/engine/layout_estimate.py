@@ -53,13 +53,13 @@ from dpcost.engine.ops import (
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params, mtp_layer, routed_expert
 from dpcost.engine.placement import Placement, place_group
+from dpcost.engine.plan import priced_call
 from dpcost.engine.prepare import DTYPE_BYTES
 from dpcost.engine.rates import rates_for
 from dpcost.engine.step import (
     COMPUTE,
     EXPOSED,
     JITTER,
-    SLOWDOWN,
     Call,
     Phase,
     StepPlan,
@@ -500,7 +500,7 @@ def layout_step(
 def _overlap_slowdown(dp_step: StepTime, slowed: float, beside: float) -> float:
     """The slowdown of all the compute that ran beside a call, DP's and the model-parallel calls' (`slowed` of the
     `beside` seconds), weighted by that compute."""
-    dp_slowed = sum(t.seconds for t in dp_step.breakdown if t.term == SLOWDOWN)
+    dp_slowed = dp_step.overlap_slowdown * dp_step.overlapped
     total = dp_step.overlapped + beside
     return (dp_slowed + slowed) / total if total > 0 else 0.0
 
@@ -727,9 +727,7 @@ def _data_parallel(
     def call(op: str, size: float) -> Call:
         key = (op, size)
         if key not in priced:
-            best = fastest(topology, op, dp, size)
-            ctas = call_channels(topology, dp, best.algorithm, best.protocol, size)
-            priced[key] = Call(best.seconds, best.label, compute_slowdown(topology.gpu, ctas, overlap_slowdown))
+            priced[key] = priced_call(topology, dp, op, size, overlap_slowdown)
         return priced[key]
 
     timed = step_time(plan, call)

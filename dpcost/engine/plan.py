@@ -151,12 +151,9 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
     shard, replicas = sharding_groups(topology, o)
     everyone = place(topology, o.dp)
     c = o.communication
-    given = o.compute.overlap_slowdown
 
     def one(op: str, group: Placement, size: float) -> Call:
-        best = fastest(topology, op, group, size, c.algorithm, c.protocol)
-        ctas = call_channels(topology, group, best.algorithm, best.protocol, size)
-        return Call(best.seconds, best.label, compute_slowdown(topology.gpu, ctas, given))
+        return priced_call(topology, group, op, size, o.compute.overlap_slowdown, c.algorithm, c.protocol)
 
     def call(op: str, size: float) -> Call:
         key = (op, size)
@@ -171,6 +168,22 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
         return cache[key]
 
     return call
+
+
+def priced_call(
+    topology: TopologySpec,
+    group: Placement,
+    op: str,
+    size: float,
+    slowdown: float | None = None,
+    algorithm: str | None = None,
+    protocol: str | None = None,
+) -> Call:
+    """One call as NCCL runs it (collectives.fastest, or forced), and how much slower compute runs beside it: on the
+    SMs its channels leave (nccl_channels.compute_slowdown), or `slowdown` (--overlap-slowdown) for every call."""
+    best = fastest(topology, op, group, size, algorithm, protocol)
+    ctas = call_channels(topology, group, best.algorithm, best.protocol, size)
+    return Call(best.seconds, best.label, compute_slowdown(topology.gpu, ctas, slowdown))
 
 
 def timeline(
