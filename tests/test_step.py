@@ -19,6 +19,7 @@ from dpcost.engine.step import (
     drain,
     equal_runs,
     gather_reduce,
+    gather_reduce_runs,
     step_time,
 )
 from dpcost.options import Options
@@ -148,6 +149,49 @@ def test_gather_reduce_prefetches_one_ahead() -> None:
     assert gather_reduce([1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0.2, 0.2, 0.2]) == pytest.approx(3.7)
     # gathers longer than compute set the pace
     assert gather_reduce([0.1, 0.1, 0.1], [1.0, 1.0, 1.0], [0, 0, 0]) == pytest.approx(3.1)
+
+
+def _gather_reduce_by_unit(compute: list[float], gathers: list[float], reduces: list[float]) -> float:
+    """The schedule gather_reduce documents, event by event: unit j starts once its parameters are in and unit j-1
+    is done; the gather of unit j+1 is issued as unit j starts, its reduce as it ends, on one stream in that order."""
+    stream = end = 0.0
+    arrived = [0.0] * len(compute)
+    if compute:
+        stream = arrived[0] = gathers[0]
+    for j, c in enumerate(compute):
+        start = max(arrived[j], end)
+        if j + 1 < len(compute):
+            stream = max(stream, start) + gathers[j + 1]
+            arrived[j + 1] = stream
+        end = start + c
+        if reduces[j] > 0:
+            stream = max(stream, end) + reduces[j]
+    return max(end, stream)
+
+
+def test_gather_reduce_runs_closed_forms() -> None:
+    # n equal units: compute-bound, the first gather then the units back to back; gather-bound, n gathers and the
+    # last unit's compute; each reduce behind the next unit's compute but for the last
+    n = 1000
+    assert gather_reduce_runs([(1.0, 0.5, 0.0, n)]) == pytest.approx(0.5 + n * 1.0, rel=1e-12)
+    assert gather_reduce_runs([(0.1, 1.0, 0.0, n)]) == pytest.approx(n * 1.0 + 0.1, rel=1e-12)
+    assert gather_reduce_runs([(1.0, 0.5, 0.2, n)]) == pytest.approx(0.5 + n * 1.0 + 0.2, rel=1e-12)
+
+
+def test_gather_reduce_runs_is_the_unit_by_unit_schedule() -> None:
+    # runs of equal units, jumped over once the schedule settles, against the schedule event by event
+    import random
+
+    rng = random.Random(20)
+    for _ in range(300):
+        runs = [
+            (rng.choice([0.0, rng.uniform(0.01, 2)]), rng.uniform(0, 2), rng.choice([0.0, rng.uniform(0, 1)]),
+             rng.randint(1, 60))
+            for _ in range(rng.randint(1, 5))
+        ]  # fmt: skip
+        units = [(c, g, r) for c, g, r, n in runs for _ in range(n)]
+        expected = _gather_reduce_by_unit(*(list(x) for x in zip(*units, strict=True)))
+        assert gather_reduce_runs(runs) == pytest.approx(expected, rel=1e-9)
 
 
 def test_drain_closed_form_two_buckets() -> None:

@@ -271,6 +271,7 @@ def bucket_edges(
 
 _LAYOUTS_KEPT = 256
 _layouts: dict[tuple[int, float, float, float, str], tuple[tuple[Unit, ...], list[float], list[int]]] = {}
+_runs: dict[int, tuple[tuple[Unit, ...], tuple[tuple[Unit, int], ...]]] = {}
 
 
 def _bucket_layout(
@@ -351,13 +352,9 @@ def equal_runs(edges: Sequence[float]) -> list[int]:
     return ends
 
 
-def _algorithms(calls: Iterable[Call], times: int = 1) -> tuple[tuple[str, int], ...]:
-    """Which algorithm/protocol the calls ran with, and how many calls each, most first."""
-    return tuple((alg, n * times) for alg, n in Counter(c.algorithm for c in calls).most_common())
-
-
 def _counted_algorithms(runs: Iterable[tuple[Call, int]], times: int = 1) -> tuple[tuple[str, int], ...]:
-    """As _algorithms, for calls given as (call, how many in a row)."""
+    """Which algorithm/protocol the calls ran with, and how many calls each, most first (calls given as (call, how
+    many in a row))."""
     counts: Counter[str] = Counter()
     for c, n in runs:
         counts[c.algorithm] += n
@@ -376,36 +373,75 @@ def gather_reduce(compute: Sequence[float], gathers: Sequence[float], reduces: S
 
     The gather of unit j+1 is issued when unit j starts computing (prefetch depth one); the reduce of unit j
     when it finishes. One communication stream serves them in the order they are issued."""
+    return gather_reduce_runs([(c, g, r, 1) for c, g, r in zip(compute, gathers, reduces, strict=True)])
+
+
+def gather_reduce_runs(runs: Sequence[tuple[float, float, float, int]]) -> float:
+    """gather_reduce over runs of equal units, (compute, gather, reduce, how many in a row), in pass order.
+
+    Within a run the schedule settles into a period: once one unit moves every event time (the compute's end, the
+    parameters' arrival, the stream's idle time) by the same d, every later equal unit does too, since shifting all
+    of a unit's inputs by d shifts its outputs by d (the recurrence is built of max and +). The rest of the run is
+    then d apiece, bar its last unit, which prefetches the next run's gather."""
     # comparisons instead of max(): a plan search runs this loop for every plan (issue 20)
     end = 0.0  # when the previous unit's compute ended
-    ready = free = gathers[0] if gathers else 0.0  # when the unit's parameters arrive; when the stream is idle
-    last = len(compute) - 1
-    for j, c in enumerate(compute):
-        start = ready if ready > end else end
-        if j < last:
-            free = (start if start > free else free) + gathers[j + 1]
-            ready = free
-        end = start + c
-        r = reduces[j]
-        if r > 0:
-            free = (end if end > free else free) + r
+    ready = free = runs[0][1] if runs else 0.0  # when the unit's parameters arrive; when the stream is idle
+    last = len(runs) - 1
+    for i, (c, g, r, n) in enumerate(runs):
+        after = runs[i + 1][1] if i < last else None  # the gather the run's last unit prefetches
+        k = 0
+        while k < n:
+            nxt = g if k < n - 1 else after
+            before = (end, ready, free)
+            start = ready if ready > end else end
+            if nxt is not None:
+                free = (start if start > free else free) + nxt
+                ready = free
+            end = start + c
+            if r > 0:
+                free = (end if end > free else free) + r
+            k += 1
+            left = n - 1 - k  # equal units still to come before the run's last
+            if left > 0:
+                d = end - before[0]
+                if abs(ready - before[1] - d) <= 1e-12 * d and abs(free - before[2] - d) <= 1e-12 * d:
+                    end, ready, free = end + d * left, ready + d * left, free + d * left
+                    k += left
     return end if end > free else free
 
 
-def _compute_split(total: float, units: Sequence[Unit]) -> list[float]:
-    return [total * u.compute_share for u in units]
+def unit_runs(units: tuple[Unit, ...]) -> tuple[tuple[Unit, int], ...]:
+    """The units as runs of equal ones, (unit, how many in a row), in forward order: a model's identical blocks,
+    which the per-unit passes price once a run. Computed once per unit list, as _bucket_layout is."""
+    found = _runs.get(id(units))
+    if found is None:
+        if len(_runs) >= _LAYOUTS_KEPT:
+            _runs.clear()
+        runs: list[tuple[Unit, int]] = []
+        for u in units:
+            if runs and (runs[-1][0] is u or runs[-1][0] == u):
+                runs[-1] = (u, runs[-1][1] + 1)
+            else:
+                runs.append((u, 1))
+        # the entry holds `units`, so no other tuple can take its id while it is kept
+        found = _runs[id(units)] = (units, tuple(runs))
+    return found[1]
+
+
+def _expanded(runs: Iterable[tuple[float, int]]) -> list[float]:
+    return [v for v, n in runs for _ in range(n)]
 
 
 class _Schedule:
-    """The phases and traffic of one step, built stage by stage."""
+    """The phases and traffic of one step, built stage by stage. The per-unit passes go run by run (unit_runs)."""
 
     def __init__(self, plan: StepPlan, call: CallTime) -> None:
         self.plan, self.call = plan, call
-        units = plan.units
-        self.fwd_units = _compute_split(plan.forward, units)
-        self.bwd_units = _compute_split(plan.backward, units)[::-1]
-        self.grad_total = sum(u.params for u in units) * plan.grad_bytes
-        self.weight_total = sum(u.params * self.gathered_bytes(u) for u in units)
+        self.runs = unit_runs(plan.units)
+        self.fwd_runs = [(plan.forward * u.compute_share, n) for u, n in self.runs]
+        self.bwd_runs = [(plan.backward * u.compute_share, n) for u, n in reversed(self.runs)]
+        self.grad_total = sum(u.params * n for u, n in self.runs) * plan.grad_bytes
+        self.weight_total = sum(u.params * n * self.gathered_bytes(u) for u, n in self.runs)
         self.phases: list[Phase] = []
         self.traffic: list[Traffic] = []
 
@@ -418,9 +454,10 @@ class _Schedule:
         p = self.plan
         return p.weight_bytes if u.linear or not p.unconverted_weight_bytes else p.unconverted_weight_bytes
 
-    def parameter_gathers(self) -> list[Call]:
+    def parameter_gathers(self) -> list[tuple[Call, int]]:
+        """Each run's gather, forward order, as (call, units in the run)."""
         call, bytes_of = self.call, self.gathered_bytes
-        return [call("all_gather", u.params * bytes_of(u)) for u in self.plan.units]
+        return [(call("all_gather", u.params * bytes_of(u)), n) for u, n in self.runs]
 
     def bucketed(self, op: str, purpose: str, occurrences: int) -> None:
         """Gradients reduced in buckets through the backward pass (or after it, when not overlapped)."""
@@ -428,7 +465,8 @@ class _Schedule:
         sizes = [u.params * p.grad_bytes for u in p.units][::-1]
         edges, ends = _bucket_layout(p.units, p.grad_bytes, p.bucket_bytes, p.first_bucket_bytes, p.bucket_rule)
         call = self.call
-        d = drain(self.bwd_units, sizes, p.bucket_bytes, lambda s: call(op, s), p.first_bucket_bytes, edges, ends)
+        compute = _expanded(self.bwd_runs)
+        d = drain(compute, sizes, p.bucket_bytes, lambda s: call(op, s), p.first_bucket_bytes, edges, ends)
         n = d.count * occurrences
         self.traffic.append(
             Traffic(
@@ -458,69 +496,84 @@ class _Schedule:
             )
         )
 
-    def per_unit_backward(self, op: str, purpose: str, occurrences: int, gathers: list[Call] | None = None) -> None:
+    def per_unit_backward(
+        self, op: str, purpose: str, occurrences: int, gathers: list[tuple[Call, int]] | None = None
+    ) -> None:
         """Each unit's gradients reduced after its backward (FSDP; ZeRO-3), its parameters gathered first when
-        `gathers` (FULL_SHARD, ZeRO-3). ZeRO-3 with a reduce bucket (DeepSpeed) groups consecutive units' gradients
-        into one call once the bucket is full. Without overlap the reductions run on the compute stream: a stretch
-        of calls after the pass."""
+        `gathers` (FULL_SHARD, ZeRO-3: the forward's runs). ZeRO-3 with a reduce bucket (DeepSpeed) groups
+        consecutive units' gradients into one call once the bucket is full. Without overlap the reductions run on
+        the compute stream: a stretch of calls after the pass."""
         p = self.plan
-        sizes = [u.params * p.grad_bytes for u in p.units][::-1]
-        if p.stage == 3 and p.stage3_reduce_bucket_bytes > 0:
-            sizes = _bucketed_at_units(sizes, p.stage3_reduce_bucket_bytes)
-        issued = {j: self.call(op, b) for j, b in enumerate(sizes) if b > 0}  # unit (backward order) -> its call
-        rs = [issued[j].seconds if j in issued else 0.0 for j in range(len(sizes))]
+        compute = self.bwd_runs
+        sizes = [(u.params * p.grad_bytes, n) for u, n in reversed(self.runs)]
+        back = gathers[::-1] if gathers else None
+        if p.stage == 3 and p.stage3_reduce_bucket_bytes > 0:  # buckets cut runs: unit by unit
+            bucketed = _bucketed_at_units(_expanded(sizes), p.stage3_reduce_bucket_bytes)
+            sizes, compute = [(b, 1) for b in bucketed], [(c, 1) for c in _expanded(compute)]
+            back = [(c, 1) for c, n in back for _ in range(n)] if back else None
+        issued = [(self.call(op, b) if b > 0 else None, n) for b, n in sizes]  # (its call, units), backward order
+        calls = [(c, n) for c, n in issued if c is not None]
+        rs_total = sum(c.seconds * n for c, n in calls)
         self.traffic.append(
             Traffic(
                 op,
                 purpose,
                 self.grad_total,
                 occurrences,
-                len(issued) * occurrences,
-                sum(rs) * occurrences,
-                _algorithms(issued.values(), occurrences),
+                sum(n for _, n in calls) * occurrences,
+                rs_total * occurrences,
+                _counted_algorithms(calls, occurrences),
             )
         )
         if not p.overlap_grad_reduce:
             if gathers:
-                self.gathered("backward + all_gather", self.bwd_units, gathers[::-1], occurrences)
+                self.gathered("backward + all_gather", self.bwd_runs, gathers[::-1], occurrences)
             else:
                 self.compute_only("backward", p.backward, occurrences)
-            serial = ((op, sum(rs)),)
-            self.phases.append(Phase(f"{op} (not overlapped)", 0.0, sum(rs), sum(rs), occurrences, serial, False, 1))
+            serial = ((op, rs_total),)
+            self.phases.append(Phase(f"{op} (not overlapped)", 0.0, rs_total, rs_total, occurrences, serial, False, 1))
             return
-        ag = [c.seconds for c in gathers][::-1] if gathers else [0.0] * len(rs)
-        duration = gather_reduce(self.bwd_units, ag, rs)
-        by_op: tuple[tuple[str, float], ...] = ((op, sum(rs)),) + ((("all_gather", sum(ag)),) if gathers else ())
+        ag = [(c.seconds, n) for c, n in back] if back else [(0.0, n) for _, n in compute]
+        reduces = [call.seconds if call else 0.0 for call, _ in issued]
+        duration = gather_reduce_runs([(c, g, r, n) for (c, n), (g, _), r in zip(compute, ag, reduces, strict=True)])
+        ag_total = sum(g * n for g, n in ag)
+        by_op: tuple[tuple[str, float], ...] = ((op, rs_total),) + ((("all_gather", ag_total),) if back else ())
         name = "backward + " + (f"all_gather + {op}" if gathers else op)
-        waits = (len(ag) if gathers else 0) + 1  # each unit's gather, and the last reduction
-        slack = max(0.0, p.backward - sum(ag)) / len(ag) if gathers else 0.0
-        slowdown = slowdown_of([(c, 1) for c in (*issued.values(), *(gathers or ()))])
+        units = sum(n for _, n in compute)
+        waits = (units if gathers else 0) + 1  # each unit's gather, and the last reduction
+        slack = max(0.0, p.backward - ag_total) / units if gathers else 0.0
+        slowdown = slowdown_of([*calls, *(gathers or ())])
         self.phases.append(
-            Phase(name, p.backward, sum(rs) + sum(ag), duration, occurrences, by_op, True, waits, slack, slowdown)
+            Phase(name, p.backward, rs_total + ag_total, duration, occurrences, by_op, True, waits, slack, slowdown)
         )
 
-    def gathered(self, name: str, compute: list[float], calls: Sequence[Call], repeats: int) -> None:
-        """A pass whose units each wait for their gathered parameters, the next unit's prefetched."""
-        ag = [c.seconds for c in calls]
-        duration = gather_reduce(compute, ag, [0.0] * len(ag))
-        by_op = (("all_gather", sum(ag)),)
-        slack = max(0.0, sum(compute) - sum(ag)) / len(ag) if ag else 0.0
-        slowdown = slowdown_of([(c, 1) for c in calls])
-        self.phases.append(Phase(name, sum(compute), sum(ag), duration, repeats, by_op, True, len(ag), slack, slowdown))
+    def gathered(
+        self, name: str, compute: list[tuple[float, int]], calls: Sequence[tuple[Call, int]], repeats: int
+    ) -> None:
+        """A pass whose units each wait for their gathered parameters, the next unit's prefetched (runs of equal
+        units: compute and calls run by run)."""
+        pairs = zip(compute, calls, strict=True)
+        duration = gather_reduce_runs([(c, call.seconds, 0.0, n) for (c, n), (call, _) in pairs])
+        ag = sum(c.seconds * n for c, n in calls)
+        units = sum(n for _, n in calls)
+        by_op = (("all_gather", ag),)
+        total = sum(c * n for c, n in compute)
+        slack = max(0.0, total - ag) / units if units else 0.0
+        self.phases.append(Phase(name, total, ag, duration, repeats, by_op, True, units, slack, slowdown_of(calls)))
 
-    def gathered_forward(self, repeats: int, purpose: str) -> list[Call]:
+    def gathered_forward(self, repeats: int, purpose: str) -> list[tuple[Call, int]]:
         """Every unit's parameters gathered before its forward, one unit prefetched (FSDP, ZeRO-3)."""
         calls = self.parameter_gathers()
-        self.gathered("forward + all_gather", self.fwd_units, calls, repeats)
+        self.gathered("forward + all_gather", self.fwd_runs, calls, repeats)
         self.traffic.append(
             Traffic(
                 "all_gather",
                 purpose,
                 self.weight_total,
                 repeats,
-                len(calls) * repeats,
-                sum(c.seconds for c in calls) * repeats,
-                _algorithms(calls, repeats),
+                sum(n for _, n in calls) * repeats,
+                sum(c.seconds * n for c, n in calls) * repeats,
+                _counted_algorithms(calls, repeats),
             )
         )
         return calls
@@ -533,15 +586,16 @@ class _Schedule:
         by block during the next forward instead. The ideal overlaps them with that forward either way."""
         p = self.plan
         if p.gather_calls > 0 and not p.overlap_param_gather:
-            calls = [self.call("all_gather", self.weight_total / p.gather_calls)] * p.gather_calls
+            calls = [(self.call("all_gather", self.weight_total / p.gather_calls), p.gather_calls)]
         else:
             calls = self.parameter_gathers()
-        ag = sum(c.seconds for c in calls)
+        ag = sum(c.seconds * n for c, n in calls)
+        count = sum(n for _, n in calls)
         self.traffic.append(
-            Traffic("all_gather", "updated parameters", self.weight_total, 1, len(calls), ag, _algorithms(calls))
+            Traffic("all_gather", "updated parameters", self.weight_total, 1, count, ag, _counted_algorithms(calls))
         )
         if p.overlap_param_gather:
-            self.gathered("forward + all_gather (overlapped)", self.fwd_units, calls, 1)
+            self.gathered("forward + all_gather (overlapped)", self.fwd_runs, calls, 1)
         else:
             by_op = (("all_gather", ag),)
             self.phases.append(
@@ -673,12 +727,18 @@ def step_time(plan: StepPlan, call: CallTime) -> StepTime:
         gathers = s.gathered_forward(a, "parameters (forward)")
         rs_times = 1 if plan.keep_full_grads else a
         if rs_times < a:
-            s.gathered("backward + all_gather", s.bwd_units, gathers[::-1], a - rs_times)
-        n = len(gathers)
-        ag_total = sum(c.seconds for c in gathers)
+            s.gathered("backward + all_gather", s.bwd_runs, gathers[::-1], a - rs_times)
+        n = sum(k for _, k in gathers)
+        ag_total = sum(c.seconds * k for c, k in gathers)
         s.traffic.append(
             Traffic(
-                "all_gather", "parameters (backward)", s.weight_total, a, n * a, ag_total * a, _algorithms(gathers, a)
+                "all_gather",
+                "parameters (backward)",
+                s.weight_total,
+                a,
+                n * a,
+                ag_total * a,
+                _counted_algorithms(gathers, a),
             )
         )
         s.per_unit_backward("reduce_scatter", "gradients", rs_times, gathers)
