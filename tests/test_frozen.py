@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import FrozenInstanceError, dataclass, field
+from typing import ClassVar
 
 import pytest
 
@@ -69,3 +70,67 @@ def test_other_classes_never_equal_and_own_methods_kept() -> None:
     assert A(1) != B(1) and A(1) == A(1) and A(1) != A(2)
     assert (A(1) == 1) is False  # NotImplemented both ways: Python falls back to identity
     assert repr(B(1)) == "B!" and repr(A(1)).endswith("A(x=1)")
+
+
+def test_init_defaults_factories_and_post_init_as_the_dataclass() -> None:
+    import inspect
+
+    def body() -> dict[str, object]:
+        def __post_init__(self: object) -> None:
+            object.__setattr__(self, "seen", (*self.seen, "post"))  # type: ignore[attr-defined]
+
+        return {
+            "__annotations__": {
+                "op": "str", "limit": "ClassVar[int]", "size": "float", "note": "str", "tags": "list[str]",
+                "seen": "tuple[str, ...]", "derived": "int",
+            },
+            "limit": 7,
+            "size": 1.0,
+            "tags": field(default_factory=list, compare=False),
+            "note": field(default="n", repr=False),
+            "seen": field(default=(), init=False),
+            "derived": field(default=3, init=False),
+            "__post_init__": __post_init__,
+            "__module__": __name__,
+            "__qualname__": "Op",
+        }  # fmt: skip
+
+    ours = frozen(type("Op", (), body()))
+    theirs = dataclass(frozen=True)(type("Op", (), body()))
+    assert str(inspect.signature(ours)) == str(inspect.signature(theirs))
+    assert ClassVar  # imported, so that dataclasses reads the string annotation as one
+    assert ours.__match_args__ == theirs.__match_args__  # type: ignore[attr-defined]
+    for args, kwargs in [(("a",), {}), (("a", 2.0, "x", ["t"]), {}), (("a",), {"tags": ["u"], "note": "y"})]:
+        mine, std = ours(*args, **kwargs), theirs(*args, **kwargs)
+        assert dataclasses.asdict(mine) == dataclasses.asdict(std)
+        assert repr(mine) == repr(std) and mine == ours(*args, **kwargs)
+    assert ours("a").tags is not ours("a").tags  # a fresh list each time, as default_factory gives
+    assert ours.limit == 7 and ours.size == 1.0 and "tags" not in ours.__dict__  # class attributes as dataclasses
+    assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
+
+
+def test_subclass_fields_follow_the_base_and_bad_classes_are_refused() -> None:
+    @frozen
+    class Base:
+        x: int
+        y: int = 2
+
+        def __post_init__(self) -> None:
+            if self.x < 0:
+                raise ValueError("x")
+
+    @frozen
+    class Child(Base):
+        z: str = "z"
+
+    c = Child(1, 3, "w")
+    assert (c.x, c.y, c.z) == (1, 3, "w") and repr(c).endswith("Child(x=1, y=3, z='w')")
+    assert dataclasses.replace(c, z="v") == Child(1, 3, "v") and Child(1) != Base(1)
+    with pytest.raises(ValueError):
+        Child(-1)
+    with pytest.raises(FrozenInstanceError):
+        c.z = "u"
+    with pytest.raises(ValueError, match="mutable default"):
+        frozen(type("Bad", (), {"__annotations__": {"xs": "list[int]"}, "xs": []}))
+    with pytest.raises(TypeError, match="non-default argument"):
+        frozen(type("Bad", (), {"__annotations__": {"a": "int", "b": "int"}, "a": 1}))
