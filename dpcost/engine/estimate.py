@@ -272,9 +272,13 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
     everyone = place(topology, o.dp)
     rows: list[CollectiveUse] = []
     per_tier: dict[str, float] = {}
+    priced: dict[tuple[str, float], tuple[CollectiveChoice, WholeMessage]] = {}  # ZeRO-3's two gathers: one price
     for t in chosen.steps.traffic:
         group = everyone if t.op == "all_reduce" else shard
-        whole = collective(topology, t.op, group, t.message_bytes, o.communication.algorithm)
+        if (t.op, t.message_bytes) not in priced:
+            choice = collective(topology, t.op, group, t.message_bytes, o.communication.algorithm)
+            priced[t.op, t.message_bytes] = choice, whole_message_of(choice)
+        whole, message = priced[t.op, t.message_bytes]
         sent = bus_factor(t.op, group.ranks) * t.message_bytes
         parts = [whole.best]
         if replicas is not None and t.op == "reduce_scatter":
@@ -296,7 +300,7 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
                 algorithm=t.algorithms[0][0].split("/")[0] if t.algorithms else "none",
                 calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in t.algorithms],
                 seconds=t.seconds,
-                whole_message=whole_message_of(whole),
+                whole_message=message,
             )
         )
     return Communication(
