@@ -28,7 +28,7 @@ from dpcost.engine.params import ParamCount, block_matrices, block_tensors, coun
 from dpcost.engine.placement import check_ranks
 from dpcost.engine.rates import matmul_efficiency
 from dpcost.engine.report import Advice
-from dpcost.engine.step import Unit
+from dpcost.engine.step import Unit, unit_runs
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Compute, Options, RecomputeModule
@@ -430,7 +430,7 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
     if model.largest_layer_params:
         gather_unit, gather_bytes = model.largest_layer_params, p.weight_bytes
     else:  # the largest piece, in what its gather moves (fp8 gathers convert only linear layers)
-        biggest = max(p.pieces(model), key=lambda u: u.params)
+        biggest = max((u for u, _ in unit_runs(p.pieces(model))), key=lambda u: u.params)  # runs: equal blocks once
         gather_unit = biggest.params
         gather_bytes = p.weight_bytes if biggest.linear else p.unconverted_weight_bytes
     if a is not None:
