@@ -167,6 +167,8 @@ MODEL_SPECS: dict[str, str] = {
     "Nemotron-8B": "large-runs/models/nemotron3-8b.yaml",
     "Nemotron-22B": "large-runs/models/nemotron3-22b.yaml",
     "Llama 2 7B": "large-runs/models/llama2-7b.yaml",
+    "GPT3-5B": "large-runs/models/gpt3-5b.yaml",
+    "GPT3-20B": "large-runs/models/gpt3-20b.yaml",
 }
 UNKNOWN_MODELS = {
     "OPT 175B": "no spec here, and the row cannot be costed as printed: PP not stated, its 2M-token batch (1024 "
