@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from dpcost.catalog import load_model
 from dpcost.cli import app
-from dpcost.engine.activations import kv_cache_bytes, layer_tensors, recurrent_state_bytes
+from dpcost.engine.activations import Kernels, kv_cache_bytes, layer_tensors, recurrent_state_bytes
 from dpcost.engine.compute import attention_flops, recurrence_flops
 from dpcost.engine.params import count_params
 from dpcost.specs import ModelArchitecture
@@ -81,11 +81,21 @@ def test_serving_holds_kv_for_attention_layers_and_a_state_for_the_rest() -> Non
 
 def test_a_mamba2_layer_keeps_what_mamba_ssms_fused_kernel_saves() -> None:
     """MambaSplitConv1dScanCombinedFn saves in_proj's output zxbcdt (2 x 8,192 + 2 x 8 x 128 + 128 = 18,560) and
-    the scan's output (8,192), 2 bytes each, and recomputes the rest; the layer's fused RMSNorm keeps its input and
-    output (2 x 4,096): (18,560 + 8,192 + 8,192) x 2 = 69,888 bytes per token."""
+    the scan's output (8,192), 2 bytes each, and recomputes the rest (ssd_combined.py v2.2.6.post3 797-836):
+    53,504 bytes per token where transformers hands it the gated norm and out_proj too (eager: the FSDP/DDP runs of
+    transformers' models). Megatron-Core runs the norm and out_proj outside it (mamba_mixer.py 690-713 at
+    core_v0.17.0), which keep the norm's input and out_proj's input (8,192 each, 2 bytes) and 8 fp32 rstds:
+    10I + 4GN + 2H + 4G = 86,304 (docs/sources/mamba-hybrid-layouts.md section 3); with the layer's fused pre-norm
+    keeping its input and output (2 x 4,096, 2 bytes) that is 102,688 bytes per token, the note's figure."""
     a = arch("mamba-codestral-7b.json")
-    layer = layer_tensors(a, False, mixer="mamba", mlp=False)
-    assert layer.saved_bytes(1, 1) == 69_888
+
+    def ssm_bytes(kernels: Kernels) -> float:
+        layer = layer_tensors(a, False, kernels=kernels, mixer="mamba", mlp=False)
+        return sum(t.bytes_per_token for t in layer.tensors if t.saved and t.name.startswith("SSM"))
+
+    assert ssm_bytes("eager") == ssm_bytes("compiled") == (18_560 + 8_192) * 2
+    assert ssm_bytes("fused") == 86_304
+    assert layer_tensors(a, False, mixer="mamba", mlp=False).saved_bytes(1, 1) == 102_688
 
 
 @pytest.mark.parametrize(

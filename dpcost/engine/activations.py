@@ -209,11 +209,15 @@ def _hyper_connection(a: ModelArchitecture, module: Module, name: str) -> list[T
     ]
 
 
-def _mamba(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
+def _mamba(a: ModelArchitecture, first_mm: int, kernels: Kernels) -> tuple[list[Tensor], int]:
     """A Mamba mixer as mamba_ssm's fused functions keep it (the kernels Megatron's and transformers' CUDA paths
-    call), recomputing the convolution, the scan and the gated norm in the backward:
-    - Mamba-2, MambaSplitConv1dScanCombinedFn (ops/triton/ssd_combined.py): in_proj's output zxbcdt (2I + 2GN + H)
-      and the scan's output before the norm (I);
+    call), recomputing the convolution and the scan in the backward:
+    - Mamba-2, MambaSplitConv1dScanCombinedFn (ops/triton/ssd_combined.py, v2.2.6.post3 797-836): in_proj's output
+      zxbcdt (2I + 2GN + H) and the scan's output before the norm (I). transformers' training path hands it the
+      gated norm and out_proj too (modeling_mamba2.py, modeling_nemotron_h.py: rmsnorm_weight, outproj_weight), and
+      their inputs are recomputed; Megatron-Core's mixer does not (megatron/core/ssm/mamba_mixer.py 690-713 at
+      core_v0.17.0), so under its kernels ("fused") the gated norm keeps its input (I) and one fp32 rstd per group,
+      and out_proj its input (I) (docs/sources/mamba-hybrid-layouts.md, section 3);
     - Mamba-1, MambaInnerFn at checkpoint_lvl 1 (ops/selective_scan_interface.py): in_proj's output xz (2I),
       x_proj's output (R + 2N), contiguous copies of B and C (2N) and the scan's output (I)."""
     m, e = a.ssm, ACT_BYTES
@@ -225,6 +229,12 @@ def _mamba(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
             Tensor("SSM in_proj output (z, x, B, C, dt)", "qkv", e * in_proj, matmul=first_mm),
             Tensor("SSM scan output", "core_attn", e * m.inner),
         ]
+        if kernels == "fused":  # Megatron-Core: the gated norm and out_proj outside the fused function
+            out += [
+                Tensor("SSM gated-norm input", "core_attn", e * m.inner),
+                Tensor("SSM gated-norm rstd (fp32)", "core_attn", 4.0 * m.groups),
+                Tensor("SSM out_proj input", "core_attn", e * m.inner),
+            ]
         mm = first_mm + 1
     else:
         assert m.dt_rank is not None
@@ -372,7 +382,7 @@ def layer_tensors(
         attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm)
         tensors += attention
     if "mamba" in mixer:
-        ssm, mm = _mamba(a, mm)
+        ssm, mm = _mamba(a, mm, kernels)
         tensors += ssm
     if mixer == "conv":
         conv, mm = _short_conv(a, mm)
