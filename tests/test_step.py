@@ -18,7 +18,6 @@ from dpcost.engine.step import (
     bucket_edges,
     drain,
     equal_runs,
-    gather_reduce,
     gather_reduce_runs,
     step_time,
 )
@@ -145,14 +144,14 @@ def test_stage_3_moves_one_and_a_half_times_stage_0() -> None:
 
 def test_gather_reduce_prefetches_one_ahead() -> None:
     # gathers shorter than compute hide behind it but for the first; reduces after the last unit cannot hide
-    assert gather_reduce([1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0, 0, 0]) == pytest.approx(3.5)
-    assert gather_reduce([1.0, 1.0, 1.0], [0.5, 0.5, 0.5], [0.2, 0.2, 0.2]) == pytest.approx(3.7)
+    assert gather_reduce_runs([(1.0, 0.5, 0.0, 3)]) == pytest.approx(3.5)
+    assert gather_reduce_runs([(1.0, 0.5, 0.2, 1)] * 3) == pytest.approx(3.7)
     # gathers longer than compute set the pace
-    assert gather_reduce([0.1, 0.1, 0.1], [1.0, 1.0, 1.0], [0, 0, 0]) == pytest.approx(3.1)
+    assert gather_reduce_runs([(0.1, 1.0, 0.0, 1)] * 3) == pytest.approx(3.1)
 
 
 def _gather_reduce_by_unit(compute: list[float], gathers: list[float], reduces: list[float]) -> float:
-    """The schedule gather_reduce documents, event by event: unit j starts once its parameters are in and unit j-1
+    """The schedule gather_reduce_runs documents, event by event: unit j starts once its parameters are in and unit j-1
     is done; the gather of unit j+1 is issued as unit j starts, its reduce as it ends, on one stream in that order."""
     stream = end = 0.0
     arrived = [0.0] * len(compute)

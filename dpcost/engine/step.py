@@ -63,7 +63,7 @@ __all__ = [
     "bucket_edges",
     "drain",
     "expected_max_deviate",
-    "gather_reduce",
+    "gather_reduce_runs",
     "slowdown_of",
     "step_time",
 ]
@@ -368,16 +368,12 @@ def slowdown_of(calls: Iterable[tuple[Call, int]]) -> float:
     return sum(c.seconds * n * c.slowdown for c, n in calls) / seconds if seconds > 0 else 0.0
 
 
-def gather_reduce(compute: Sequence[float], gathers: Sequence[float], reduces: Sequence[float]) -> float:
-    """Duration of a pass over units that each need a gather before and a reduce after (FSDP's schedule).
+def gather_reduce_runs(runs: Sequence[tuple[float, float, float, int]]) -> float:
+    """Duration of a pass over units that each need a gather before and a reduce after (FSDP's schedule), given as
+    runs of equal units, (compute, gather, reduce, how many in a row), in pass order.
 
     The gather of unit j+1 is issued when unit j starts computing (prefetch depth one); the reduce of unit j
-    when it finishes. One communication stream serves them in the order they are issued."""
-    return gather_reduce_runs([(c, g, r, 1) for c, g, r in zip(compute, gathers, reduces, strict=True)])
-
-
-def gather_reduce_runs(runs: Sequence[tuple[float, float, float, int]]) -> float:
-    """gather_reduce over runs of equal units, (compute, gather, reduce, how many in a row), in pass order.
+    when it finishes. One communication stream serves them in the order they are issued.
 
     Within a run the schedule settles into a period: once one unit moves every event time (the compute's end, the
     parameters' arrival, the stream's idle time) by the same d, every later equal unit does too, since shifting all
