@@ -33,6 +33,7 @@ from pydantic import (
     model_validator,
 )
 
+from dpcost import contract
 from dpcost.engine.report import Summary
 from dpcost.options import FRACTION, Whole, written_size, written_time
 from dpcost.units import parse_count, parse_fraction
@@ -129,7 +130,8 @@ class Limits(BaseModel):
 
 
 # check -> (flag, unit of its value, how it compares)
-CHECKS: dict[str, tuple[str, str, str]] = {
+CheckUnit = Literal["bool", "bytes", "seconds", "fraction", "tokens/s"]
+CHECKS: dict[str, tuple[str, CheckUnit, str]] = {
     "require_fit": ("--require-fit", "bool", "is"),
     "max_memory": ("--max-memory", "bytes", "<="),
     "max_step_time": ("--max-step-time", "seconds", "<="),
@@ -303,44 +305,42 @@ class PlanFile(BaseModel):
 # ------------------------------------------------------------------------------------------------ results
 
 
-class CheckResult(BaseModel):
+class CheckResult(contract.Contract):
     """One limit against one plan."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    check: str = contract.Field(
+        description="require_fit, max_memory, max_step_time, min_efficiency, max_exposed_comm, ..."
+    )
+    flag: str = contract.Field(description="the flag that sets it")
+    unit: CheckUnit = contract.Field(description="of limit and value")
+    limit: float | bool = contract.Field(description="the limit (require_fit: true)")
+    value: float | bool = contract.Field(description="the plan's value, from the estimate's report")
+    passed: bool = contract.Field(description="the value holds the limit")
 
-    check: str = Field(description="require_fit, max_memory, max_step_time, min_efficiency, max_exposed_comm, ...")
-    flag: str = Field(description="the flag that sets it")
-    unit: Literal["bool", "bytes", "seconds", "fraction", "tokens/s"] = Field(description="of limit and value")
-    limit: float | bool = Field(description="the limit (require_fit: true)")
-    value: float | bool = Field(description="the plan's value, from the estimate's report")
-    passed: bool = Field(description="the value holds the limit")
 
-
-class ScenarioResult(BaseModel):
+class ScenarioResult(contract.Contract):
     """One scenario: the plan as costed, and each of its checks."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(description="the scenario's name")
-    model: str = Field(description="the model's catalog name")
-    topology: str = Field(description="the topology's name")
-    dp: int = Field(description="data-parallel size")
-    mode: str = Field(description="train or inference")
-    zero_stage: int = Field(description="the ZeRO stage costed")
-    passed: bool = Field(description="every check passed")
-    checks: list[CheckResult] = Field(description="one per limit")
-    summary: Summary = Field(description="the plan's verdict, as estimate's summary")
+    name: str = contract.Field(description="the scenario's name")
+    model: str = contract.Field(description="the model's catalog name")
+    topology: str = contract.Field(description="the topology's name")
+    dp: int = contract.Field(description="data-parallel size")
+    mode: str = contract.Field(description="train or inference")
+    zero_stage: int = contract.Field(description="the ZeRO stage costed")
+    passed: bool = contract.Field(description="every check passed")
+    checks: list[CheckResult] = contract.Field(description="one per limit")
+    summary: Summary = contract.Field(description="the plan's verdict, as estimate's summary")
 
 
-class CheckReport(BaseModel):
+class CheckReport(contract.Contract):
     """`dpcost check --format json`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    schema_version: Literal[1] = Field(CHECK_SCHEMA_VERSION, description="1; bumped on any incompatible change")
-    passed: bool = Field(description="every check of every scenario passed (exit 0; else exit 1)")
-    failed: list[str] = Field(description="the names of the scenarios with a failed check")
-    scenarios: list[ScenarioResult] = Field(description="in the plan's order")
+    schema_version: Literal[1] = contract.Field(
+        default=CHECK_SCHEMA_VERSION, description="1; bumped on any incompatible change"
+    )
+    passed: bool = contract.Field(description="every check of every scenario passed (exit 0; else exit 1)")
+    failed: list[str] = contract.Field(description="the names of the scenarios with a failed check")
+    scenarios: list[ScenarioResult] = contract.Field(description="in the plan's order")
 
 
 def _value(report: "EstimateReport", check: str, best_step: float | None = None) -> float | bool:

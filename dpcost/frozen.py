@@ -10,8 +10,11 @@ then `__post_init__`), and shares the rest among all its classes: the frozen `__
 compare, hash and print as the dataclass's would: equal when of the same class with equal fields, hashed on them,
 `Name(field=value, ...)`. The class carries `__dataclass_fields__` and `__dataclass_params__` as a dataclass does, so
 `dataclasses.fields`, `replace`, `asdict` and `field(...)` work on it; a @frozen class may extend another, whose
-fields come first. Not supported (none of dpcost's classes use them; `frozen` refuses them): `InitVar`, keyword-only
-fields, slots. tests/test_frozen.py holds each behaviour to the dataclass's own.
+fields come first. `frozen(cls, kw_only=True)` takes every field by keyword, as `dataclass(kw_only=True)`; a field
+whose metadata holds `convert` (a function) is set to `convert(value)` (dpcost.contract: a value as pydantic would
+have held it). `__init__` is compiled when it is first looked up. Not supported (none of dpcost's classes use them;
+`frozen` refuses them): `InitVar`, a field marked keyword-only on its own, slots. tests/test_frozen.py holds each
+behaviour to the dataclass's own.
 """
 
 from __future__ import annotations
@@ -107,22 +110,19 @@ def _own_fields(cls: type) -> list[dataclasses.Field[Any]]:
     return out
 
 
-def _init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[..., None]:
-    """`__init__` as dataclasses writes it for a frozen class, compiled in one `exec`."""
+def _init(cls: type, fields: list[dataclasses.Field[Any]], kw_only: bool) -> Callable[..., None]:
+    """`__init__` as dataclasses writes it for a frozen class (`kw_only`: every field by keyword, as
+    `dataclass(kw_only=True)`), compiled in one `exec`."""
     scope: dict[str, Any] = {"__set": object.__setattr__, "__FACTORY": _HAS_DEFAULT_FACTORY}
-    params, body, defaulted = ["self"], [], False
+    params, body = ["self"], []
     for f in fields:
         name = f.name
         if f.init:
             if f.default is not MISSING:
                 scope[f"__dflt_{name}"] = f.default
                 params.append(f"{name}=__dflt_{name}")
-                defaulted = True
             elif f.default_factory is not MISSING:
                 params.append(f"{name}=__FACTORY")
-                defaulted = True
-            elif defaulted:
-                raise TypeError(f"non-default argument {name!r} follows default argument")
             else:
                 params.append(name)
         if f.default_factory is not MISSING:
@@ -135,9 +135,15 @@ def _init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[..., None
             value = f"__dflt_{name}"
         else:
             continue  # init=False with no default: left unset, as dataclasses leaves it
+        convert = f.metadata.get("convert")
+        if convert is not None:
+            scope[f"__convert_{name}"] = convert
+            value = f"__convert_{name}({value})"
         body.append(f"  __set(self, {name!r}, {value})")
     if hasattr(cls, "__post_init__"):
         body.append("  self.__post_init__()")
+    if kw_only and len(params) > 1:
+        params.insert(1, "*")
     source = f"def __init__({', '.join(params)}):\n" + ("\n".join(body) or "  pass")
     exec(source, scope)
     init: Callable[..., None] = scope["__init__"]
@@ -146,19 +152,38 @@ def _init(cls: type, fields: list[dataclasses.Field[Any]]) -> Callable[..., None
     return init
 
 
+class _LazyInit:
+    """A class's `__init__`, compiled the first time it is looked up: a run builds classes it never instantiates,
+    and compiling one `__init__` is most of what `frozen` costs a class."""
+
+    def __init__(self, cls: type, fields: list[dataclasses.Field[Any]], kw_only: bool) -> None:
+        self.cls, self.fields, self.kw_only = cls, fields, kw_only
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        init = _init(self.cls, self.fields, self.kw_only)
+        type.__setattr__(self.cls, "__init__", init)
+        return init if obj is None else init.__get__(obj, owner)
+
+
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
-def frozen(cls: type[_T]) -> type[_T]:
-    """`cls` as a frozen dataclass (see the module docstring)."""
+def frozen(cls: type[_T], kw_only: bool = False) -> type[_T]:
+    """`cls` as a frozen dataclass (see the module docstring); `kw_only`: its `__init__` takes every field by
+    keyword, in any order of defaults, as `dataclass(frozen=True, kw_only=True)`'s."""
     fields: dict[str, dataclasses.Field[Any]] = {}
     for base in cls.__mro__[-1:0:-1]:  # inherited fields first, the furthest base's first, as dataclasses takes them
         fields.update(getattr(base, "__dataclass_fields__", {}))
     fields.update((f.name, f) for f in _own_fields(cls))
     listed = list(fields.values())
+    if not kw_only:  # as dataclasses refuses it, when the class is built (its __init__ is compiled later)
+        given = [f.default is not MISSING or f.default_factory is not MISSING for f in listed if f.init]
+        if True in given and False in given[given.index(True) :]:
+            name = [f.name for f in listed if f.init][given.index(False, given.index(True))]
+            raise TypeError(f"non-default argument {name!r} follows default argument")
     built: Any = cls  # given the attributes of a dataclass, and the shared methods
     built.__dataclass_fields__ = fields
     built.__dataclass_params__ = _PARAMS
-    setattr(built, "__match_args__", tuple(f.name for f in listed if f.init))  # noqa: B010 (mypy: a read-only name)
-    built.__init__ = _init(cls, listed)
+    setattr(built, "__match_args__", () if kw_only else tuple(f.name for f in listed if f.init))  # noqa: B010 (mypy: a read-only name)
+    built.__init__ = _LazyInit(cls, listed, kw_only)
     built.__frozen_fields__ = staticmethod(_getter([f.name for f in listed if f.compare]))
     built.__frozen_repr__ = tuple(f.name for f in listed if f.repr)
     built.__setattr__, built.__delattr__ = _setattr, _delattr

@@ -134,3 +134,24 @@ def test_subclass_fields_follow_the_base_and_bad_classes_are_refused() -> None:
         frozen(type("Bad", (), {"__annotations__": {"xs": "list[int]"}, "xs": []}))
     with pytest.raises(TypeError, match="non-default argument"):
         frozen(type("Bad", (), {"__annotations__": {"a": "int", "b": "int"}, "a": 1}))
+
+
+def test_kw_only_takes_fields_by_keyword_in_any_order_as_the_dataclass() -> None:
+    def body() -> dict[str, object]:
+        return {"__annotations__": {"a": "int", "b": "int", "c": "str"}, "a": 1, "__qualname__": "K"}
+
+    ours = frozen(type("K", (), body()), kw_only=True)
+    theirs = dataclass(frozen=True, kw_only=True)(type("K", (), body()))
+    for cls in (ours, theirs):
+        with pytest.raises(TypeError):
+            cls(1, 2, "x")
+    assert repr(ours(b=2, c="x")) == repr(theirs(b=2, c="x")) == "K(a=1, b=2, c='x')"
+    assert ours.__match_args__ == theirs.__match_args__ == ()
+    assert dataclasses.replace(ours(b=2, c="x"), a=5) == ours(a=5, b=2, c="x")
+
+
+def test_a_fields_convert_is_applied_to_what_init_is_given() -> None:
+    ours = frozen(
+        type("C", (), {"__annotations__": {"x": "float"}, "x": field(default=0, metadata={"convert": float})})
+    )
+    assert type(ours(3).x) is float and ours(3).x == 3.0

@@ -99,7 +99,7 @@ def memory(
         recompute=memory.recompute,
         note=memory.note,
         stages=memory.stages,
-        deepspeed=[DeepSpeedRow.model_validate(row) for row in (tables[1].data if deepspeed else [])],
+        deepspeed=[DeepSpeedRow(**row) for row in (tables[1].data if deepspeed else [])],
     )
 
     def charts() -> list[tuple[str, str]]:

@@ -32,17 +32,18 @@ def schema_of(kind: str) -> dict[str, Any]:
     from pydantic import TypeAdapter
 
     from dpcost.checks import CheckReport, PlanFile
+    from dpcost.contract import schema_model
     from dpcost.engine.report import CollectiveRow, EstimateReport, MemoryReport, PlanResult, SweepRow
     from dpcost.specs import ModelSpec, TopologySpec
 
     models: dict[str, Any] = {
-        "estimate": EstimateReport,
-        "memory": MemoryReport,
-        "collective": list[CollectiveRow],
-        "sweep": list[SweepRow],
-        "check": CheckReport,
+        "estimate": schema_model(EstimateReport),
+        "memory": schema_model(MemoryReport),
+        "collective": list[schema_model(CollectiveRow)],  # type: ignore[misc]
+        "sweep": list[schema_model(SweepRow)],  # type: ignore[misc]
+        "check": schema_model(CheckReport),
         "plan": PlanFile,
-        "plan-result": PlanResult,
+        "plan-result": schema_model(PlanResult),
         "model": ModelSpec,
         "topology": TopologySpec,
     }

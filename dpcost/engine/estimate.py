@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any, cast
 
 from dpcost.engine import advice, variants
 from dpcost.engine.availability import environment
@@ -36,6 +37,7 @@ from dpcost.engine.report import (
     Communication,
     ComputeBreakdown,
     ComputePart,
+    ComputePartName,
     EstimateReport,
     Memory,
     ModelInfo,
@@ -358,7 +360,7 @@ def _compute(topology: TopologySpec, p: Prepared, chosen: Timed, layers: int) ->
     return ComputeBreakdown(
         parts=[
             ComputePart(
-                part=part,
+                part=cast(ComputePartName, part),  # utilization.py's keys are ops.PARTS, ComputePartName's words
                 layer_forward_seconds=layer.forward.get(part, 0.0),
                 layer_backward_seconds=layer.backward.get(part, 0.0),
                 layer_recompute_seconds=layer.recompute.get(part, 0.0),
@@ -379,10 +381,10 @@ def _compute(topology: TopologySpec, p: Prepared, chosen: Timed, layers: int) ->
     )
 
 
-def setup_info(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
+def setup_info(topology: TopologySpec, p: Prepared, **plan: Any) -> Setup:
     """The fields every report shares; `plan` carries the mode's own."""
     o = p.o
-    fields: dict[str, object] = {
+    fields: dict[str, Any] = {
         "dp": o.dp,
         "nodes": math.ceil(o.dp / topology.domain_size),
         "gpus_per_node": min(o.dp, topology.domain_size),
@@ -394,7 +396,7 @@ def setup_info(topology: TopologySpec, p: Prepared, **plan: object) -> Setup:
         "overlap_slowdown": o.compute.overlap_slowdown or 0.0,  # a training step passes its calls' own
         "sync_jitter": o.compute.sync_jitter,
     }
-    return Setup.model_validate({**fields, **plan})
+    return Setup(**{**fields, **plan})
 
 
 # ------------------------------------------------------------------------------------------------ training

@@ -1,17 +1,17 @@
-"""The Report: what `dpcost estimate` found, as frozen pydantic models that are also its JSON contract.
+"""The Report: what `dpcost estimate` found, as frozen classes that are also its JSON contract (dpcost.contract).
 
-`dpcost estimate --format json` is `EstimateReport.model_dump_json()`, without `compute` when it is null (the
-default flops model's output has no key it cannot fill); `dpcost schema estimate` prints its JSON Schema;
-docs/json.md is generated from that schema. Bytes are integers, times seconds, rates per second. Every field is
-documented here once. Bump SCHEMA_VERSION on any incompatible change and say how to migrate in docs/json.md.
+`dpcost estimate --format json` is `EstimateReport.model_dump(mode="json")`, without `compute` when it is null (the
+default flops model's output has no key it cannot fill); `dpcost schema estimate` prints its JSON Schema, read off
+the pydantic model mirrored from these classes; docs/json.md is generated from that schema. Bytes are integers,
+times seconds, rates per second. Every field is documented here once. Bump SCHEMA_VERSION on any incompatible change
+and say how to migrate in docs/json.md.
 """
 
-# No `from __future__ import annotations` here: pydantic would evaluate each string annotation as it builds the
-# class (engine/report.py imported in 28 ms without it, 45 ms with it: start-up, README's Speed).
+# No `from __future__ import annotations` here: dpcost.contract reads each annotation as its class is built.
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from dpcost.contract import Contract, Field
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -24,6 +24,7 @@ __all__ = [
     "Communication",
     "ComputeBreakdown",
     "ComputePart",
+    "ComputePartName",
     "ConfigSettingRow",
     "DeepSpeedRow",
     "EstimateReport",
@@ -53,9 +54,7 @@ __all__ = [
 
 SCHEMA_VERSION: Literal[2] = 2
 
-
-class Contract(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+ComputePartName = Literal["matmuls", "attention", "memory-bound", "optimizer"]  # engine/ops.py PARTS
 
 
 class ModelInfo(Contract):
@@ -96,9 +95,9 @@ class Setup(Contract):
     tokens_per_step: int = Field(description="global_batch x seq_len")
     recompute: str = Field(description="activation recomputation: none, selective, op or full")
     recompute_chosen: bool = Field(description="dpcost chose the recomputation (--recompute auto)")
-    recompute_layers: int = Field(1, description="the recomputation applies to every K-th block")
-    compile: bool = Field(False, description="torch.compile: element-wise intermediates are not stored")
-    loss_impl: str = Field("upcast", description="how the loss holds the logits (--loss-impl)")
+    recompute_layers: int = Field(default=1, description="the recomputation applies to every K-th block")
+    compile: bool = Field(default=False, description="torch.compile: element-wise intermediates are not stored")
+    loss_impl: str = Field(default="upcast", description="how the loss holds the logits (--loss-impl)")
     recipe: str = Field(description="model-state recipe: zero-paper, deepspeed or megatron")
     optimizer: str = Field(description="optimizer whose states are counted")
     offload: str = Field(description="what is offloaded to host memory: none, optimizer or params")
@@ -107,7 +106,7 @@ class Setup(Contract):
         description="--compute-model flops: the --mfu input, the share of the compute dtype's dense peak every FLOP "
         "sustains; ops: the matmuls' share (--mfu, else the GPU's sustained rate)"
     )
-    compute_model: str = Field("flops", description="flops (one efficiency for every FLOP) or ops (op by op)")
+    compute_model: str = Field(default="flops", description="flops (one efficiency for every FLOP) or ops (op by op)")
     skew: float = Field(description="the slowest rank's extra compute (--skew)")
     compute_dtype: str = Field(description="the matmuls' precision: bf16, fp8 or nvfp4 (MFU is against its peak)")
     overlap_slowdown: float = Field(
@@ -149,7 +148,7 @@ class WholeMessage(Contract):
     busbw: float = Field(description="nccl-tests' bus bandwidth, bytes/s")
     tiers: list[TierUse] = Field(description="bytes and time on each tier")
     alternatives: list[AlgorithmTime] = Field(description="every applicable algorithm, NCCL's fastest first")
-    note: str = Field("", description="how the ranks sit when NVLink domains are part-filled")
+    note: str = Field(default="", description="how the ranks sit when NVLink domains are part-filled")
 
 
 class CallsByAlgorithm(Contract):
@@ -187,10 +186,10 @@ class Communication(Contract):
     seconds_per_step: float = Field(description="every call of the step summed")
     collectives: list[CollectiveUse] = Field(description="one entry per kind of collective")
     shard_group: int | None = Field(
-        None, description="--shard-group: the GPUs each shard group holds (hybrid sharding); absent otherwise"
+        default=None, description="--shard-group: the GPUs each shard group holds (hybrid sharding); absent otherwise"
     )
     bytes_per_tier: list[TierBytes] | None = Field(
-        None, description="with --shard-group: bytes each GPU sends per step over each tier; absent otherwise"
+        default=None, description="with --shard-group: bytes each GPU sends per step over each tier; absent otherwise"
     )
 
 
@@ -233,7 +232,7 @@ class Memory(Contract):
     hbm_bytes: int = Field(description="HBM per GPU")
     recipe: str = Field(description="the recipe's description")
     recompute: str = Field(description="the recomputation the activations assume")
-    note: str = Field("", description="what was chosen or left out")
+    note: str = Field(default="", description="what was chosen or left out")
     stages: list[StageRow] = Field(description="ZeRO stages 0-3")
 
 
@@ -275,7 +274,7 @@ class Time(Contract):
 class ComputePart(Contract):
     """One part of one GPU's compute under the per-op model (engine/ops.py PARTS)."""
 
-    part: Literal["matmuls", "attention", "memory-bound", "optimizer"] = Field(
+    part: ComputePartName = Field(
         description="matmuls; attention (the flash kernel); memory-bound ops (norms, activations, rotary, residual "
         "adds, the embedding, the loss); or the optimizer step"
     )
@@ -344,7 +343,7 @@ class Advice(Contract):
 
     code: str = Field(description="stable code (docs/json.md lists them)")
     message: str = Field(description="the advice in words, its action included")
-    action: str = Field("", description="what to do about it, alone; empty where there is nothing to do")
+    action: str = Field(default="", description="what to do about it, alone; empty where there is nothing to do")
 
 
 class Summary(Contract):
@@ -429,7 +428,7 @@ class LayoutReport(Contract):
     exposed: list[BreakdownTerm] = Field(description="seconds per step each dimension adds to the critical path")
     stages: list[PipelineStageRow] = Field(description="every pipeline stage")
     mtp_layers: int | None = Field(
-        None, description="MTP modules trained on the last stage (--mtp-layers); absent when none are"
+        default=None, description="MTP modules trained on the last stage (--mtp-layers); absent when none are"
     )
 
 
@@ -467,12 +466,12 @@ class VariantRow(Contract):
     added_memory_bytes: int = Field(description="what it adds to the plan it changes: error feedback, copies")
     added_memory_for: str = Field(description="what that added memory holds")
     memory: StageRow | None = Field(
-        None,
+        default=None,
         description="the stage table's row with it: the ZeRO stage it runs on, what it adds held in its column "
         "(params, grads or optimizer) through the step; null for a variant that adds none",
     )
     recompute: str | None = Field(
-        None, description="the activation recomputation that row assumes: the plan it changes chooses its own"
+        default=None, description="the activation recomputation that row assumes: the plan it changes chooses its own"
     )
     added_compute_seconds: float = Field(description="its own compute per step (PowerSGD's matmuls)")
     scaling_efficiency: float = Field(description="compute / step")
@@ -482,7 +481,7 @@ class VariantRow(Contract):
 class EstimateReport(Contract):
     """`dpcost estimate --format json`."""
 
-    schema_version: Literal[2] = Field(SCHEMA_VERSION, description="2; bumped on any incompatible change")
+    schema_version: Literal[2] = Field(default=SCHEMA_VERSION, description="2; bumped on any incompatible change")
     model: ModelInfo = Field(description="the model and its derived counts")
     topology: TopologyInfo = Field(description="the topology")
     setup: Setup = Field(description="the plan as costed")
@@ -490,20 +489,20 @@ class EstimateReport(Contract):
     memory: Memory = Field(description="memory per GPU at every ZeRO stage")
     time: Time | None = Field(description="null in inference mode")
     compute: ComputeBreakdown | None = Field(
-        None,
+        default=None,
         description="training priced op by op (the default): where the compute goes, MFU and HFU; absent otherwise",
     )
     inference: Serving | None = Field(description="null in training mode")
     layout: LayoutReport | None = Field(
-        None, description="with --tp, --cp, --pp or --ep: the layout, its groups and calls; absent otherwise"
+        default=None, description="with --tp, --cp, --pp or --ep: the layout, its groups and calls; absent otherwise"
     )
     warnings: list[Advice] = Field(description="coded advice, in the order a reader should see it")
     summary: Summary = Field(description="the answer first: what the tables and the verdict block lead with")
     from_config: TrainingConfigReport | None = Field(
-        None, description="with --from: the training config read, key by key; absent otherwise"
+        default=None, description="with --from: the training config read, key by key; absent otherwise"
     )
     variants: list[VariantRow] | None = Field(
-        None,
+        default=None,
         description="with --zeropp, --compression or --sync-every: the plain plan and the variant; with "
         "--compare-variants: every variant; absent otherwise",
     )
@@ -597,7 +596,7 @@ class DeepSpeedRow(Contract):
 class MemoryReport(Contract):
     """`dpcost memory --format json`."""
 
-    schema_version: Literal[2] = Field(SCHEMA_VERSION, description="2")
+    schema_version: Literal[2] = Field(default=SCHEMA_VERSION, description="2")
     model: str = Field(description="model name")
     params: int = Field(description="total parameters")
     dp: int = Field(description="data-parallel size")
@@ -652,7 +651,7 @@ class SearchCounts(Contract):
 class PlanResult(Contract):
     """`dpcost plan --format json`: the best plans for a model on a cluster, fastest first."""
 
-    schema_version: Literal[1] = Field(1, description="1; bumped on any incompatible change")
+    schema_version: Literal[1] = Field(default=1, description="1; bumped on any incompatible change")
     model: ModelInfo = Field(description="the model and its derived counts")
     topology: TopologyInfo = Field(description="the topology")
     gpus: int = Field(description="GPUs in the job")
@@ -663,8 +662,8 @@ class PlanResult(Contract):
     plans: list[PlanRow] = Field(description="the best plans that fit and hold the limits, fastest first")
     searched: SearchCounts = Field(description="what the search looked at")
     from_config: TrainingConfigReport | None = Field(
-        None, description="with --from: the training config read, key by key; absent otherwise"
+        default=None, description="with --from: the training config read, key by key; absent otherwise"
     )
     variants: list[VariantRow] | None = Field(
-        None, description="with --compare-variants: the best pure-DP plan's variants; absent otherwise"
+        default=None, description="with --compare-variants: the best pure-DP plan's variants; absent otherwise"
     )

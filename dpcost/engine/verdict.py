@@ -4,6 +4,7 @@ to read first. Every figure is one the report already holds; this module only ch
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from dpcost.engine.advice import headline
 from dpcost.engine.report import Advice, Memory, Serving, Setup, Summary, Time
@@ -12,7 +13,7 @@ from dpcost.units import fmt_bytes, fmt_seconds
 __all__ = ["bound", "bound_reason", "fastest_that_fits", "serving_summary", "training_summary"]
 
 
-def bound(compute: float, exposed: float) -> str:
+def bound(compute: float, exposed: float) -> Literal["compute", "communication"]:
     """What the step spends more of its time on: compute, or the communication it waits for (the breakdown's
     terms, which sum to the step; the losses at scale are neither)."""
     return "communication" if exposed > compute else "compute"
