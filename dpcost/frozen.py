@@ -174,11 +174,15 @@ def frozen(cls: type[_T], kw_only: bool = False) -> type[_T]:
         fields.update(getattr(base, "__dataclass_fields__", {}))
     fields.update((f.name, f) for f in _own_fields(cls))
     listed = list(fields.values())
-    if not kw_only:  # as dataclasses refuses it, when the class is built (its __init__ is compiled later)
-        given = [f.default is not MISSING or f.default_factory is not MISSING for f in listed if f.init]
-        if True in given and False in given[given.index(True) :]:
-            name = [f.name for f in listed if f.init][given.index(False, given.index(True))]
-            raise TypeError(f"non-default argument {name!r} follows default argument")
+    defaulted = False  # refused as dataclasses refuses it, when the class is built (__init__ is compiled later)
+    for f in listed:
+        if not f.init or kw_only:
+            continue
+        if f.default is MISSING and f.default_factory is MISSING:
+            if defaulted:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        else:
+            defaulted = True
     built: Any = cls  # given the attributes of a dataclass, and the shared methods
     built.__dataclass_fields__ = fields
     built.__dataclass_params__ = _PARAMS
