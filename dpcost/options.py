@@ -338,8 +338,8 @@ class Compute(Section):
         description="How compute time is priced: flops (PaLM's model FLOPs at one --mfu) or ops (each op's FLOPs "
         "and bytes at the GPU's sustained matmul, attention and HBM rates, engine/ops.py; against published "
         "data-parallel runs it reads 37% slow to 39% fast, README) [default: ops, each GEMM at its TP shard under "
-        "a layout (docs/layouts.md); flops where the model has no per-op times (no architecture; Mamba or DeltaNet "
-        "layers)].",
+        "a layout (docs/layouts.md); flops where the model has no per-op times (no architecture; Mamba-1, "
+        "DeltaNet, lightning attention or short-convolution layers)].",
         json_schema_extra=cli("--compute-model", auto=True),
     )
 

@@ -502,10 +502,10 @@ class ModelArchitecture(Spec):
 
     @property
     def unmodelled(self) -> str:
-        """What of a hybrid layouts and the per-op model do not cost yet, in words for its refusals."""
+        """What of a hybrid the per-op model does not time yet (ops.has_layer_ops), in words for its refusals."""
         if self.hyper_connected:
             return "compressed attention and hyper-connected residual streams"
-        return "layers that are not all attention and an MLP"
+        return "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions)"
 
     def attention_of(self, mixer: str) -> "ModelArchitecture":
         """The architecture a layer of `mixer` attends with: a "global attention" layer's own head_dim, KV heads

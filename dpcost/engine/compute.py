@@ -25,6 +25,7 @@ __all__ = [
     "FlopsPerToken",
     "attention_flops",
     "flops_per_token",
+    "layer_mixer_flops",
     "mixer_recurrence_flops",
     "mla_up_projection_flops",
     "mlp_recompute_flops",
@@ -130,6 +131,17 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
     if mixer == "conv" and arch.short_conv is not None:  # LFM2: the depthwise kernel over h channels, and its gates
         flops += 2.0 * arch.short_conv.kernel * arch.hidden + 2.0 * arch.hidden
     return flops
+
+
+def layer_mixer_flops(arch: ModelArchitecture, seq_len: int) -> tuple[float, ...]:
+    """Forward FLOPs per token of each layer's mixer beyond its weights' 2N, in order: the attention layers share
+    attention_flops evenly (exact where they see the same context), a recurrent layer its
+    mixer_recurrence_flops."""
+    attention = attention_flops(arch, seq_len) / arch.attention_layers if arch.attention_layers else 0.0
+    return tuple(
+        (attention if "attention" in arch.mixer(i) else 0.0) + mixer_recurrence_flops(arch, arch.mixer(i))
+        for i in range(arch.layers)
+    )
 
 
 def mtp_forward_flops(counts: ParamCount, arch: ModelArchitecture, seq_len: int) -> float:

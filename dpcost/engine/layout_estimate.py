@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.collectives import fastest
-from dpcost.engine.compute import attention_flops, flops_per_token, mtp_forward_flops
+from dpcost.engine.compute import attention_flops, flops_per_token, layer_mixer_flops, mtp_forward_flops
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP
 from dpcost.engine.layout import Layout, group_of_rank_zero, group_shape
 from dpcost.engine.layout_step import (
@@ -34,6 +34,7 @@ from dpcost.engine.layout_step import (
     slowed_compute,
     stage_kinds,
     stage_layer_counts,
+    stage_tp_pairs,
 )
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, RECIPES
@@ -41,6 +42,7 @@ from dpcost.engine.nccl_channels import call_channels, compute_slowdown, p2p_cha
 from dpcost.engine.ops import (
     Op,
     OpTimes,
+    has_layer_ops,
     layer_ops,
     matmul_operands,
     model_ops,
@@ -77,8 +79,8 @@ from dpcost.specs import LocalAttentionSpec, ModelArchitecture, ModelSpec, Topol
 if TYPE_CHECKING:
     from dpcost.options import EpDispatcher
 
-# a layer as its compute differs: an MoE MLP or not, its mixer, its window or chunk
-LayerKind = tuple[bool, str, LocalAttentionSpec | None]
+# a layer as its compute differs: an MoE MLP or not, its mixer, its window or chunk, whether it has an MLP
+LayerKind = tuple[bool, str, LocalAttentionSpec | None, bool]
 
 __all__ = [
     "LayoutStep",
@@ -150,6 +152,16 @@ def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
     return float(replicated)
 
 
+def uncosted_layout(a: ModelArchitecture, layout: Layout) -> str:
+    """Why a layout of `a` is not costed, empty where it is: every layer needs its ops (ops.has_layer_ops), and a
+    Mamba layer under CP its all-to-alls, which are not priced (docs/sources/mamba-hybrid-layouts.md section 2)."""
+    if not has_layer_ops(a):
+        return f"with {a.unmodelled}, it is not costed yet"
+    if layout.cp > 1 and "mamba" in a.mixers:
+        return "its Mamba layers' context-parallel all-to-alls are not costed yet: give --cp 1"
+    return ""
+
+
 def stage_loads(
     model: ModelSpec, layout: Layout, seq_len: int, layer_counts: Sequence[int] | None = None, mtp_layers: int = 0
 ) -> list[StageLoad]:
@@ -170,20 +182,23 @@ def stage_loads(
     final_norm = (
         params.total - sum(b.params for b in params.blocks) - params.embedding - params.lm_head - params.positions
     )
-    attention = attention_flops(a, seq_len) / a.layers
+    mixer_flops = layer_mixer_flops(a, seq_len)
     one_expert = routed_expert(a) if a.moe is not None else 0.0
     experts_per_layer = a.moe.experts * one_expert if a.moe is not None else 0.0
-    mtp = mtp_layer(a)
+    mtp = mtp_layer(a) if mtp_layers else None
     layer_counts = stage_layer_counts(a.layers, layout.pp) if layer_counts is None else layer_counts
     if len(layer_counts) != layout.pp or sum(layer_counts) != a.layers:
         raise ValueError(f"{list(layer_counts)} layers per stage are not {a.layers} layers on {layout.pp} stages")
     out, first = [], 0
+    mtp_mixer = attention_flops(a, seq_len) / a.layers  # an MTP module's layer attends (compute.mtp_forward_flops)
     for s, n in enumerate(layer_counts):
         blocks = list(params.blocks[first : first + n])
+        mixers = list(mixer_flops[first : first + n])
         first += n
         last = s == layout.pp - 1
-        if last:
+        if last and mtp is not None:
             blocks += [mtp] * mtp_layers
+            mixers += [mtp_mixer] * mtp_layers
         experts = sum(experts_per_layer for b in blocks if b.moe)
         whole_of = [replicated_per_layer(a, b.moe) for b in blocks]
         whole = sum(whole_of)
@@ -199,7 +214,8 @@ def stage_loads(
             split, whole = split + last_head, whole + final_norm
             if mtp_layers and layout.pp > 1 and not a.tied_embeddings:
                 split += params.embedding
-        layer_flops = sum(2 * b.active + attention for b in blocks)
+        each_flops = [2 * b.active + mixer for b, mixer in zip(blocks, mixers, strict=True)]
+        layer_flops = sum(each_flops)
         flops = layer_flops + ((1 + mtp_layers) * 2 * head if last else 0.0)
         shards = layout.tp * layout.cp
         out.append(
@@ -211,7 +227,7 @@ def stage_loads(
                 flops / shards,
                 layer_flops / shards,
                 tuple(each),
-                tuple((2 * b.active + attention) / shards for b in blocks),
+                tuple(f / shards for f in each_flops),
                 layer_split,
             )
         )
@@ -372,8 +388,9 @@ def layout_step(
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
-    if a.hybrid:  # as prepare.check_hybrid refuses it for estimate
-        raise ValueError(f"a layout of {model.name}, with {a.unmodelled}, is not costed yet")
+    refused = uncosted_layout(a, layout)  # as prepare.check_hybrid refuses it for estimate
+    if refused:
+        raise ValueError(f"a layout of {model.name}: {refused}")
     if global_batch % (layout.dp * micro_batch):
         raise ValueError(
             f"--global-batch: {global_batch} is not a multiple of DP {layout.dp} x micro-batch {micro_batch}"
@@ -425,6 +442,7 @@ def layout_step(
         attention_share=attention_share,
         virtual_stages=virtual_stages,
         stages=stage_kinds(a, layer_counts, mtp_layers),
+        tp_pairs=stage_tp_pairs(a, layer_counts, mtp_layers),
     )
     priced = {c: call_seconds(topology, groups, c) for c in calls}
     per_mb = exposed_per_micro_batch(calls, priced.__getitem__, forward + backward)
@@ -469,7 +487,8 @@ def layout_step(
     else:
         jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
     step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter
-    model_flops = (fpt.model + 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers) * micro_batch * seq_len * m
+    mtp_flops = 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers if mtp_layers else 0.0
+    model_flops = (fpt.model + mtp_flops) * micro_batch * seq_len * m
     model_flops /= layout.tp * layout.cp * layout.pp
     layout_comm = m * sum(c.per_micro_batch * priced[c] for c in calls)
     return LayoutStep(
@@ -550,15 +569,15 @@ def _stage_by_ops(
             (gpu.arch, compute_dtype),
         )  # fmt: skip
 
-    def layer_seconds(moe: bool, mixer: str, local: LocalAttentionSpec | None) -> tuple[float, float, float]:
-        key = (gpu, moe, mixer, local, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp, sequence_parallel,
-               recompute, recompute_modules, gemm_efficiency, peak, compute_dtype)  # fmt: skip
+    def layer_seconds(moe: bool, mixer: str, local: LocalAttentionSpec | None, mlp: bool) -> tuple[float, float, float]:
+        key = (gpu, moe, mixer, local, mlp, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
+               sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
         view = a.attention_of(mixer)
         ops = tensor_parallel(
-            layer_ops(view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local),
+            layer_ops(view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp),
             layout.tp,
             sequence_parallel,
         )
@@ -568,12 +587,14 @@ def _stage_by_ops(
         known[key] = (t.forward_seconds, t.backward_seconds, again)
         return known[key]
 
-    # Layers differ only in whether their MLP is the MoE one, (Gemma 4) whether they attend globally and whether
-    # they attend in a window or chunk: time each kind once (for every stage, given `layer_times` to keep them in).
+    # Layers differ only in whether their MLP is the MoE one, (Gemma 4) whether they attend globally, whether they
+    # attend in a window or chunk and (hybrids) their mixer and whether they have an MLP: time each kind once (for
+    # every stage, given `layer_times` to keep them in).
     last = stage.index == stages - 1
-    kinds = [(a.moe_layer(i), a.mixer(i), a.local_span(i)) for i in range(first_layer, first_layer + stage.layers)]
-    if last:
-        kinds += [(mtp_layer(a).moe, "attention", None)] * mtp_layers
+    kinds = [(a.moe_layer(i), a.mixer(i), a.local_span(i), a.has_mlp(i))
+             for i in range(first_layer, first_layer + stage.layers)]  # fmt: skip
+    if last and mtp_layers:
+        kinds += [(mtp_layer(a).moe, "attention", None, True)] * mtp_layers
     by_kind = {} if layer_times is None else layer_times
     for kind in set(kinds) - set(by_kind):
         by_kind[kind] = layer_seconds(*kind)

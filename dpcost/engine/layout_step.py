@@ -55,6 +55,7 @@ __all__ = [
     "slowed_compute",
     "stage_kinds",
     "stage_layer_counts",
+    "stage_tp_pairs",
     "tp_calls",
 ]
 
@@ -157,6 +158,26 @@ def _stage_layers(arch: ModelArchitecture, pp: int, stages: StageKinds | None = 
     return len(kinds) - sum(kinds), sum(kinds)
 
 
+def layer_tp_pairs(arch: ModelArchitecture, i: int) -> int:
+    """Column- then row-parallel pairs layer i (from 0) runs on the TP group: its mixer's (attention's QKV and
+    output projections, a Mamba mixer's in and out projections, none without a mixer) and its dense MLP's; an MoE
+    MLP leaves TP to the token dispatcher (ep_calls). Megatron-Core's Mamba, attention and MLP layers each issue
+    one pair (docs/sources/mamba-hybrid-layouts.md section 2)."""
+    return (arch.mixer(i) != "none") + (arch.has_mlp(i) and not arch.moe_layer(i))
+
+
+def stage_tp_pairs(arch: ModelArchitecture, counts: Sequence[int], mtp_layers: int = 0) -> int:
+    """layer_tp_pairs summed over the first of the stages with the most layers (stage_kinds' order; MTP modules'
+    layers, attention and an MLP, at the end of the last), the stage tp_calls prices."""
+    starts = [sum(counts[:s]) for s in range(len(counts))]
+    sizes = [n + (mtp_layers if s == len(counts) - 1 else 0) for s, n in enumerate(counts)]
+    s = sizes.index(max(sizes))
+    pairs = sum(layer_tp_pairs(arch, i) for i in range(starts[s], starts[s] + counts[s]))
+    if s == len(counts) - 1 and mtp_layers:
+        pairs += mtp_layers * (1 + (not mtp_layer(arch).moe))
+    return pairs
+
+
 def tp_calls(
     arch: ModelArchitecture,
     layout: Layout,
@@ -169,6 +190,7 @@ def tp_calls(
     attention_share: float,
     backward_async: bool = True,
     stages: StageKinds | None = None,
+    pairs: int | None = None,
 ) -> list[LayoutCall]:
     """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
     behind the matmuls, the compute that is not attention.
@@ -182,11 +204,12 @@ def tp_calls(
     `backward_async` False: the backward's wait too, as in Megatron-LM before its asynchronous all-reduce
     (16c90445, 2021-09: --no-async-tensor-model-parallel-allreduce).
     A MoE layer's MLP leaves TP to the token dispatcher (ep_calls): only its attention's half counts. Full
-    recomputation runs the forward's calls again."""
+    recomputation runs the forward's calls again. `pairs`: the stage's column- and row-parallel pairs where its
+    layers are not all attention and an MLP (stage_tp_pairs)."""
     if layout.tp == 1:
         return []
     dense, moe = _stage_layers(arch, layout.pp, stages)
-    halves = 2 * dense + moe  # attention and MLP halves of the stage's layers that TP splits
+    halves = 2 * dense + moe if pairs is None else pairs  # attention and MLP halves of the stage's layers TP splits
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
     again = 1 if recompute_full else 0
     share = 1.0 - attention_share if overlap else 0.0
@@ -408,11 +431,13 @@ def layout_calls(
     ep_node_limit: int | None = None,
     moe_recomputed: bool = False,
     ep_dispatcher: EpDispatcher = "alltoall",
+    tp_pairs: int | None = None,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
     exchange hides behind; overlapped TP calls hide behind the rest. `stages`: the layers each stage runs
-    (stage_kinds; default the even split of stage_layer_counts, without MTP)."""
+    (stage_kinds; default the even split of stage_layer_counts, without MTP); `tp_pairs` their TP pairs
+    (stage_tp_pairs; default two per dense layer, one per MoE layer)."""
     stages = _kinds(arch, layout.pp, stages)
     pipeline = pp_calls(
         arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap, pp_scatter_gather
@@ -435,6 +460,7 @@ def layout_calls(
             attention_share,
             tp_backward_async,
             stages,
+            tp_pairs,
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages),
         *pipeline,

@@ -13,7 +13,9 @@ rates and their sources). The ops of a layer:
   rows it also computes (rates.py). Without it (eager), the whole square, its bytes (8 per score forward, 16
   backward) at the share of the streaming rate such kernels reach (rates.EAGER_SCORES_HBM).
 - memory-bound: norms, residual adds, rotary, the gated activation, an MoE layer's token permutations to its
-  experts and back (_token_permutation), the embedding, the loss, the optimizer step;
+  experts and back (_token_permutation), the embedding, the loss, the optimizer step, and a hybrid's Mamba-2
+  convolution, chunked scan and gated norm (_mamba_mixer: the scan at the FLOPs per byte of bandwidth its kernels
+  are measured at, rates.SSD_FLOPS_PER_HBM_BYTE);
   bytes per token by how the framework runs them (`kernels`: eager PyTorch, fused kernels as Transformer Engine
   and Apex run them, or torch.compile's fused ones), backward about twice the forward's traffic.
 - FP8 and NVFP4 casts: an FP8 or NVFP4 matmul's input (forward) and its output's gradient (backward) are cast from
@@ -29,7 +31,15 @@ from dataclasses import replace
 from dpcost.engine.activations import Kernels
 from dpcost.engine.attention_keys import causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
-from dpcost.engine.rates import EAGER_SCORES_HBM, ComputeRates, attention_head_factor, rates_for, shape_factor
+from dpcost.engine.compute import mixer_recurrence_flops
+from dpcost.engine.rates import (
+    EAGER_SCORES_HBM,
+    SSD_FLOPS_PER_HBM_BYTE,
+    ComputeRates,
+    attention_head_factor,
+    rates_for,
+    shape_factor,
+)
 from dpcost.frozen import frozen
 from dpcost.specs import GPUSpec, LocalAttentionSpec, ModelArchitecture, MoESpec
 
@@ -41,6 +51,7 @@ __all__ = [
     "OpTimes",
     "Passes",
     "fp8_cast",
+    "has_layer_ops",
     "layer_ops",
     "matmul_operands",
     "micro_batch_compute",
@@ -78,6 +89,9 @@ class Op:
     span: float = 0.0  # attention: the causal sequence length doing its work per query (its kernel's rate); 0: seq_len
     head_dim: float = 128.0  # attention: (d_qk + d_v) / 2, for its kernel's rate (rates.attention_head_factor)
     banded: bool = False  # attention in a sliding window: its kernel also computes its query block's rows per query
+    # a kernel whose measured rate is this many FLOPs per byte/s of the GPU's peak HBM bandwidth (Mamba-2's scan:
+    # rates.SSD_FLOPS_PER_HBM_BYTE); 0: the rate of its kind
+    flops_per_hbm_byte: float = 0.0
 
 
 def _gemm(
@@ -215,6 +229,8 @@ def layer_ops(
     ep: int = 1,
     cast: Cast | None = None,
     local: LocalAttentionSpec | None = None,
+    mixer: str = "attention",
+    mlp: bool = True,
 ) -> list[Op]:
     """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
     one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
@@ -229,12 +245,109 @@ def layer_ops(
     sliding-window or chunked layer, flash attention computes the keys its queries see (causal_keys) at the rate a
     causal kernel keeps at twice that many keys per query (the same work per query block), a window's band also
     its query block's rows (times, rates.attention_query_tile); eager attention still computes the whole square and
-    masks it (transformers' eager_attention_forward)."""
+    masks it (transformers' eager_attention_forward). A hybrid's layer (has_layer_ops): `mixer` "mamba" runs
+    Megatron-Core's Mamba-2 mixer in place of attention (_mamba_mixer), "none" no mixer (Nemotron-H's MLP and MoE
+    layers); `mlp` False, no MLP (its Mamba and attention layers), each half with its own norm and residual add
+    (megatron/core/ssm/mamba_layer.py, mlp_layer.py)."""
     h, t = a.hidden, float(tokens)
     ops: list[Op] = []
     norm_b, norm_k = _NORM[kernels]
     res_b, res_k = _RESIDUAL[kernels]
-    ops.append(_memory("input norm", "layernorm", norm_b * h * t, norm_k))
+    unfused = kernels == "fused" and _megatron_unfused_bias_dropout_add(a)
+    if mixer != "none":
+        ops.append(_memory("input norm", "layernorm", norm_b * h * t, norm_k))
+    if mixer == "mamba":
+        ops += _mamba_mixer(a, t, gemm_bytes)
+        ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
+    elif mixer != "none":
+        ops += _attention_half(a, t, seq_len, kernels, gemm_bytes, flash, local, unfused)
+    if mlp:
+        ops += _mlp_half(a, moe_layer, t, kernels, gemm_bytes, ep, unfused)
+    if cast is None:
+        return ops
+    with_casts = []
+    for op in ops:
+        with_casts.append(op)
+        if op.kind == "gemm" and op.module not in ("router", "core_attn"):
+            shared = a.gated_mlp and op.name.endswith(" up")  # the gate's cast serves it: one fused fc1 in Megatron
+            # a norm or an activation computes the amax of every matmul input but the attention output's and the
+            # routed experts' dispatched tokens
+            dispatched = op.name.startswith("expert ") and not op.name.endswith(" down")
+            # nor the Mamba output projection's: mamba_ssm's gated norm before it computes none
+            unfused_amax = op.module == "attn_out" or op.name == "out projection"
+            with_casts += _casts(op, cast, cast_input=not shared, fused_amax=not unfused_amax and not dispatched)
+    return with_casts
+
+
+def has_layer_ops(a: ModelArchitecture) -> bool:
+    """Whether layer_ops has every layer of `a`: attention (global, local), Megatron-Core's Mamba-2 mixer and no
+    mixer, each with or without an MLP; not Mamba-1, DeltaNet, lightning attention, short convolutions, attention
+    and Mamba side by side, nor DeepSeek-V4's compressed attention and residual streams."""
+    if a.hyper_connected:
+        return False
+    mamba2 = a.ssm is not None and a.ssm.version == 2
+    return all(m in ("attention", "global attention", "none") or (m == "mamba" and mamba2) for m in set(a.mixers))
+
+
+def ssd_forward_bytes(inner: int, heads: int, groups: int, state: int, chunk: int) -> float:
+    """HBM bytes per token of Mamba-2's chunked scan forward, its five Triton kernels' reads and writes (mamba_ssm
+    ssd_combined.py; docs/sources/mamba-hybrid-layouts.md section 4's table): x, z and the output 16-bit (10 I),
+    B and C (8 G N), dt and its fp32 cumulative sums (26 H), the chunk states in fp32 and their passed 16-bit copy
+    (12 I N / Q), and C B^T per chunk in fp32 (8 G Q)."""
+    gn = groups * state
+    return 10.0 * inner + 8.0 * gn + 26.0 * heads + 12.0 * inner * state / chunk + 8.0 * groups * chunk
+
+
+def ssd_backward_flops(inner: int, groups: int, state: int, chunk: int) -> float:
+    """FLOPs per token of Mamba-2's chunked scan backward, its recomputed forward kernels and its ten backward ones
+    (ssd_combined.py _mamba_chunk_scan_combined_bwd; docs/sources/mamba-hybrid-layouts.md section 4):
+    10 I N + 6 Q G N + 6 Q I."""
+    return 10.0 * inner * state + 6.0 * chunk * groups * state + 6.0 * chunk * inner
+
+
+def _mamba_mixer(a: ModelArchitecture, t: float, gemm_bytes: float) -> list[Op]:
+    """Megatron-Core's Mamba-2 mixer after its fused input norm (megatron/core/ssm/mamba_mixer.py, the fused
+    mamba_split_conv1d_scan_combined path; docs/sources/mamba-hybrid-layouts.md sections 1-4), every op split over TP
+    by heads: the input projection to z, x, B, C and dt (column-parallel); the causal depthwise convolution over x,
+    B and C (causal-conv1d: reads and writes its channels once forward, runs again in the backward's recompute,
+    whose kernel reads x and the gradient and writes dx); the chunked scan (Dao & Gu 2024) at its kernels' FLOPs
+    (compute.mixer_recurrence_flops forward, ssd_backward_flops), run at the rate its kernels are measured at
+    (rates.SSD_FLOPS_PER_HBM_BYTE), and no faster than its bytes (ssd_forward_bytes, the backward's in proportion
+    to its FLOPs); the gated RMSNorm (mamba_ssm layernorm_gated.py: reads and writes the inner width,
+    its backward reads it and the gradient); the output projection (row-parallel). Module "mamba": no
+    recompute_modules entry re-runs it."""
+    m = a.ssm
+    assert m is not None and m.heads is not None
+    inner, gn, heads, q = m.inner, m.groups * m.state, m.heads, m.chunk
+    channels = inner + 2 * gn  # the convolution's: x, B and C
+    forward_flops = mixer_recurrence_flops(a, "mamba") * t
+    backward_flops = ssd_backward_flops(inner, m.groups, m.state, q) * t
+    moved = ssd_forward_bytes(inner, heads, m.groups, m.state, q) * t
+    scan = Op("chunked scan", "mamba", "memory", forward_flops, moved, 5, backward_flops,
+              moved * backward_flops / forward_flops, 14, flops_per_hbm_byte=SSD_FLOPS_PER_HBM_BYTE)  # fmt: skip
+    return [
+        _gemm("in projection", "mamba", t, a.hidden, 2 * inner + 2 * gn + heads, gemm_bytes, tp_split="n"),
+        _memory("causal convolution", "mamba", 4.0 * channels * t, 1, 2.5),
+        scan,
+        _memory("gated norm", "mamba", 4.0 * inner * t, 1, 1.5),
+        _gemm("out projection", "mamba", t, inner, a.hidden, gemm_bytes, tp_split="k"),
+    ]
+
+
+def _attention_half(
+    a: ModelArchitecture,
+    t: float,
+    seq_len: int,
+    kernels: Kernels,
+    gemm_bytes: float,
+    flash: bool,
+    local: LocalAttentionSpec | None,
+    unfused: bool,
+) -> list[Op]:
+    """The attention half of a layer after its input norm, through its residual add (layer_ops)."""
+    h = a.hidden
+    ops: list[Op] = []
+    res_b, res_k = _RESIDUAL[kernels]
     if a.mla is not None:
         m = a.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -293,12 +406,22 @@ def layer_ops(
     drop_b, drop_k = _DROPOUT[kernels]
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
-    unfused = kernels == "fused" and _megatron_unfused_bias_dropout_add(a)
     if unfused:
         ops.append(_unfused_bias_dropout_add(h * t, a.out_bias if a.out_bias is not None else a.linear_bias))
     else:
         ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
-    ops.append(_memory("post-attention norm", "layernorm", norm_b * h * t, norm_k))
+    return ops
+
+
+def _mlp_half(
+    a: ModelArchitecture, moe_layer: bool, t: float, kernels: Kernels, gemm_bytes: float, ep: int, unfused: bool
+) -> list[Op]:
+    """The MLP half of a layer, its norm through its residual add (layer_ops)."""
+    h = a.hidden
+    norm_b, norm_k = _NORM[kernels]
+    res_b, res_k = _RESIDUAL[kernels]
+    drop_b, drop_k = _DROPOUT[kernels]
+    ops = [_memory("post-attention norm", "layernorm", norm_b * h * t, norm_k)]
     act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
     if moe_layer and a.moe is not None:
         e = a.moe
@@ -332,18 +455,7 @@ def layer_ops(
         ops.append(_unfused_bias_dropout_add(h * t, a.linear_bias and not (moe_layer and a.moe is not None)))
     else:
         ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
-    if cast is None:
-        return ops
-    with_casts = []
-    for op in ops:
-        with_casts.append(op)
-        if op.kind == "gemm" and op.module not in ("router", "core_attn"):
-            shared = a.gated_mlp and op.name.endswith(" up")  # the gate's cast serves it: one fused fc1 in Megatron
-            # a norm or an activation computes the amax of every matmul input but the attention output's and the
-            # routed experts' dispatched tokens
-            dispatched = op.name.startswith("expert ") and not op.name.endswith(" down")
-            with_casts += _casts(op, cast, cast_input=not shared, fused_amax=op.module != "attn_out" and not dispatched)
-    return with_casts
+    return ops
 
 
 def _megatron_unfused_bias_dropout_add(a: ModelArchitecture) -> bool:
@@ -558,6 +670,8 @@ def times(
                 rate = attention_rate(2 * computed, op.head_dim) * (span / 2) / computed
             else:
                 rate = attention_rate(span, op.head_dim)
+        if op.flops_per_hbm_byte:
+            rate = op.flops_per_hbm_byte * hbm_bandwidth
         backward_rate = rate
         if op.kind == "gemm" and shape_key is not None:
             m, k, n = op.shape
@@ -658,10 +772,13 @@ def micro_batch_compute(
     flops_forward, flops_backward, flops_recomputed = zero(), zero(), zero()
     checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
     # layers of one kind (MoE or not, Gemma 4's global attention or not, a window or not) run the same ops
-    kinds = [(moe, a.mixer(i), a.local_span(i)) for i, moe in enumerate(moe_layers)]
-    for kind in sorted(set(kinds), key=lambda k: (k[0], k[1], k[2] is not None)):  # one spec: one local kind
-        count, (moe, mixer, local) = kinds.count(kind), kind
-        ops = layer_ops(a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, cast=cast, local=local)
+    kinds = [(moe, a.mixer(i), a.local_span(i), a.has_mlp(i)) for i, moe in enumerate(moe_layers)]
+    for kind in sorted(set(kinds), key=lambda k: (k[0], k[1], k[2] is not None, k[3])):  # one spec: one local kind
+        count, (moe, mixer, local, mlp) = kinds.count(kind), kind
+        ops = layer_ops(
+            a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, cast=cast, local=local,
+            mixer=mixer, mlp=mlp,
+        )  # fmt: skip
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = recomputed_by_part(t.forward, ops, per_op, recompute, modules)

@@ -24,6 +24,7 @@ from dpcost.engine.memory import (
     phases,
     stage_memory,
 )
+from dpcost.engine.ops import has_layer_ops
 from dpcost.engine.params import ParamCount, block_matrices, block_tensors, count_params
 from dpcost.engine.placement import check_ranks
 from dpcost.engine.rates import matmul_efficiency
@@ -226,29 +227,33 @@ def recipe_of(o: Options) -> str:
 
 def check_hybrid(model: ModelSpec, options: Options) -> None:
     """A hybrid (Mamba, gated DeltaNet or MLP-free layers; DeepSeek-V4's compressed attention and residual streams)
-    is costed as pure data parallelism with the flops compute model: its layouts (Megatron's hybrid layer allocation)
-    and its per-op times are not modelled yet."""
+    is costed as pure data parallelism: its memory per GPU in a layout (layout_memory, which holds attention and an
+    MLP in every layer) is not modelled yet, though the layout engine times a Mamba-2 hybrid's step
+    (layout_estimate.uncosted_layout). Op by op where every layer has its ops (ops.has_layer_ops), else with the
+    flops compute model."""
     a = model.architecture
     if a is None or not a.hybrid:
         return
     par = options.parallel
+    why = "a hybrid (its memory per GPU in a layout is not modelled)"
+    if not has_layer_ops(a):
+        why = f"with {a.unmodelled}"
     for name in ("tp", "cp", "pp", "ep"):
         if getattr(par, name) > 1:
             raise InputError(
-                name,
-                f"a layout of {model.name}, with {a.unmodelled}, is not costed yet: cost it as pure data parallelism",
+                name, f"a layout of {model.name}, {why}, is not costed yet: cost it as pure data parallelism"
             )
-    if options.compute.compute_model == "ops":
+    if options.compute.compute_model == "ops" and not has_layer_ops(a):
         raise InputError("compute_model", f"ops: {model.name}, with {a.unmodelled}, has no per-op times yet: use flops")
 
 
 def compute_model_for(model: ModelSpec, compute: Compute) -> str:
     """How compute is priced: --compute-model where given, else op by op (ops.py, issue 18), or every FLOP at one
-    efficiency where the model has no per-op times (no architecture; a hybrid: check_hybrid)."""
+    efficiency where the model has no per-op times (no architecture; layers ops.has_layer_ops lacks)."""
     if compute.compute_model is not None:
         return compute.compute_model
     a = model.architecture
-    return "ops" if a is not None and not a.hybrid else "flops"
+    return "ops" if a is not None and has_layer_ops(a) else "flops"
 
 
 def matmul_share(gpu: GPUSpec, compute: Compute, compute_model: str) -> float:

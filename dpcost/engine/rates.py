@@ -50,6 +50,13 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   shape losses (SHAPE_SWEEP_OF); a topology's `gpu.rates.gemm_fp4` overrides it. A burst benchmark bears the share
   out: on a B200, cuBLAS's NVFP4 matmul kept 0.945-0.948 of BF16's share of peak in the same run at 6144^3 and
   8192^3 (pytorch/ao#2427, gemm.csv), and BF16's sustained 0.647 x 0.945 = 0.612 is FP8's 0.621 within 2%.
+- Mamba-2's chunked scan (SSD_FLOPS_PER_HBM_BYTE): mamba_ssm's Triton kernels (mamba_chunk_scan_combined) run far
+  from both the tensor cores' peak and the bandwidth their tensors' bytes need, at a rate that follows the HBM
+  bandwidth from one generation to the next: at 65,536 tokens and more, 11.7-15.9 FLOPs (compute.mixer_recurrence_flops'
+  count) per byte/s of peak HBM bandwidth on H200 (tile-ai/TileOPs#1557, 10 shapes, 56-76 TFLOP/s) and 11.3-11.5
+  on B200 (flashinfer-ai/flashinfer#2709, 2 shapes) (mamba2-ssd-kernels.md); their median, 12, for every GPU, and
+  for the backward's FLOPs too: no backward timing with its shapes was found. The H200 runs held the SM clock at
+  1830 MHz; a rate that tracks the memory's, not the tensor cores', is taken to keep at a step's lower clock.
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
   2.6 us (A100) and 2.4 us (H200) with eager launches (launch.csv).
 - gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
@@ -89,6 +96,7 @@ __all__ = [
     "LARGE",
     "SATURATED",
     "SHAPE_SWEEP_OF",
+    "SSD_FLOPS_PER_HBM_BYTE",
     "ComputeRates",
     "attention_head_factor",
     "matmul_efficiency",
@@ -113,6 +121,9 @@ class ComputeRates:
 
 # Eager attention's score kernels move their bytes at this share of the streaming rate (module docstring).
 EAGER_SCORES_HBM = 0.54
+
+# Mamba-2's chunked scan runs this many FLOPs per byte/s of the GPU's peak HBM bandwidth (module docstring).
+SSD_FLOPS_PER_HBM_BYTE = 12.0
 
 # The share of a burst's rate a tensor-core kernel keeps at the power-saturated clock of a training step (module
 # docstring): Blackwell's attention figure was measured inside a step already.

@@ -1,0 +1,195 @@
+"""A Mamba-2 hybrid's layers op by op and in a layout (issue 19): what Megatron-Core's Mamba mixer, attention-only and
+MLP-only layers run (docs/sources/mamba-hybrid-layouts.md). Expected values are the note's, summed here from its
+per-kernel tables, or counted from the model's hybrid_override_pattern."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dpcost.catalog import load_model, load_topology
+from dpcost.cli import app
+from dpcost.engine.compute import mixer_recurrence_flops
+from dpcost.engine.layout import Layout
+from dpcost.engine.layout_estimate import layout_step, stage_loads
+from dpcost.engine.layout_step import layer_tp_pairs, stage_tp_pairs
+from dpcost.engine.ops import has_layer_ops, layer_ops, ssd_backward_flops, ssd_forward_bytes, tensor_parallel
+from dpcost.engine.params import count_params
+from dpcost.specs import ModelArchitecture, ModelSpec
+
+CONFIGS = Path(__file__).parent / "reference" / "hf-configs"
+NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"  # Nemotron 3 Nano's hybrid_override_pattern
+
+
+def model(name: str) -> ModelSpec:
+    return load_model(str(CONFIGS / name))
+
+
+def arch(name: str) -> ModelArchitecture:
+    a = model(name).architecture
+    assert a is not None
+    return a
+
+
+def test_ssd_forward_bytes_are_the_five_kernels_reads_and_writes() -> None:
+    """Section 4's table at Nemotron 3 Nano's shapes (I 4096, H 64, G 8, N 128, Q 128), kernel by kernel."""
+    i, h, g, n, q = 4096, 64, 8, 128, 128
+    cumsum = 2 * h + 8 * h
+    chunk_state = 2 * i + 2 * g * n + 8 * h + 4 * i * n / q
+    state_passing = 4 * i * n / q + 2 * i * n / q
+    bmm = 4 * g * n + 4 * g * q
+    chunk_scan = 4 * g * q + 2 * i + 2 * i + 2 * g * n + 2 * i * n / q + 8 * h + 2 * i + 2 * i
+    assert ssd_forward_bytes(i, h, g, n, q) == cumsum + chunk_state + state_passing + bmm + chunk_scan == 108_160
+
+
+def test_ssd_flops_are_the_notes_counts() -> None:
+    """Nemotron-H 8B (I 8192, G 8, N 128, Q 128): forward 6.55 MFLOP/token (section 4); backward the recomputed
+    cumsum, CB, chunk_state and state_passing (2IN + 2QGN), then dstates 2IN, dx 2IN + 2QI, dB 2IN, dC 2IN, dCB 2QI,
+    two bmm backwards 2QGN each and ddA_cumsum 2QI."""
+    a = arch("nemotron-h-8b-base-8k.json")
+    assert a.ssm is not None and a.ssm.chunk == 128
+    assert mixer_recurrence_flops(a, "mamba") == pytest.approx(6.55e6, rel=1e-3)
+    i, g, n, q = 8192, 8, 128, 128
+    listed = (2 * i * n + 2 * q * g * n) + 2 * i * n + (2 * i * n + 2 * q * i) + 2 * i * n + 2 * i * n + 2 * q * i
+    listed += 2 * (2 * q * g * n) + 2 * q * i
+    assert ssd_backward_flops(i, g, n, q) == listed
+
+
+def test_a_mamba_layer_runs_megatrons_mixer_and_no_mlp() -> None:
+    """Nemotron-H 8B's M layer: in_proj h -> 2I + 2GN + H (z, x, B, C, dt), the convolution, the scan, the gated norm,
+    out_proj I -> h; no attention and no MLP."""
+    a = arch("nemotron-h-8b-base-8k.json")
+    t = 4096
+    ops = layer_ops(a, False, t, 4096, "fused", mixer="mamba", mlp=False)
+    names = [op.name for op in ops]
+    assert names == [
+        "input norm", "in projection", "causal convolution", "chunked scan", "gated norm", "out projection",
+        "residual add",
+    ]  # fmt: skip
+    by_name = {op.name: op for op in ops}
+    assert by_name["in projection"].shape == (t, 4096, 2 * 8192 + 2 * 8 * 128 + 128)
+    assert by_name["out projection"].shape == (t, 8192, 4096)
+    # causal-conv1d: reads and writes 2 bytes per channel of x, B, C forward; the backward re-runs it and reads x
+    # and the gradient, writing dx (4C + 6C)
+    channels = 8192 + 2 * 8 * 128
+    assert by_name["causal convolution"].bytes == 4 * channels * t
+    assert by_name["causal convolution"].backward_bytes == 10 * channels * t
+    assert by_name["chunked scan"].flops == pytest.approx(6.55e6 * t, rel=1e-3)
+
+
+def test_mlp_and_attention_only_layers() -> None:
+    """The '-' layer: a norm, the MLP and its residual add, no mixer; the '*' layer: attention without an MLP."""
+    a = arch("nemotron-h-8b-base-8k.json")
+    mlp_only = [op.name for op in layer_ops(a, False, 1024, 4096, "fused", mixer="none")]
+    assert mlp_only == ["post-attention norm", "MLP up", "MLP down", "MLP activation", "residual add"]
+    attention_only = [op.name for op in layer_ops(a, False, 1024, 4096, "fused", mlp=False)]
+    assert "attention" in attention_only and not [n for n in attention_only if n.startswith("MLP")]
+    assert attention_only[-1] == "residual add" and "post-attention norm" not in attention_only
+
+
+def test_the_mixer_splits_over_tp_by_heads() -> None:
+    """Every tensor of the mixer is split over TP (section 1): one rank runs 1/t of the conv, scan and norm."""
+    a = arch("nemotron-h-8b-base-8k.json")
+    whole = {op.name: op for op in layer_ops(a, False, 4096, 4096, "fused", mixer="mamba", mlp=False)}
+    split = {op.name: op for op in tensor_parallel(whole.values(), 4, False)}
+    for name in ("causal convolution", "chunked scan", "gated norm"):
+        assert split[name].bytes == whole[name].bytes / 4
+    assert split["in projection"].shape[2] == whole["in projection"].shape[2] / 4
+    assert split["input norm"].bytes == whole["input norm"].bytes  # full width without sequence parallelism
+
+
+def test_tp_pairs_follow_the_pattern() -> None:
+    """One column- and row-parallel pair for each M, * and - layer, none for E (its experts go to the dispatcher;
+    section 2), two for a GPT layer."""
+    a = arch("nemotron-3-nano-30b-a3b.json")
+    pattern = "".join("M" if a.mixer(i) == "mamba" else "*" if a.mixer(i) == "attention" else
+                      "E" if a.moe_layer(i) else "-" for i in range(a.layers))  # fmt: skip
+    assert pattern == NANO_PATTERN
+    assert [layer_tp_pairs(a, i) for i in range(a.layers)] == [0 if c == "E" else 1 for c in pattern]
+    assert stage_tp_pairs(a, [a.layers]) == pattern.count("M") + pattern.count("*") == 29
+    assert stage_tp_pairs(a, [26, 26]) == NANO_PATTERN[:26].count("M") + NANO_PATTERN[:26].count("*")
+    llama = load_model("llama-70b").architecture
+    assert llama is not None and stage_tp_pairs(llama, [40, 40]) == 80
+
+
+def test_stage_flops_put_attention_on_attention_layers_and_the_scan_on_mamba_layers() -> None:
+    m = model("nemotron-h-8b-base-8k.json")
+    a = m.architecture
+    assert a is not None
+    (stage,) = stage_loads(m, Layout(dp=8), 4096)
+    blocks = count_params(m).blocks
+    for i, flops in enumerate(stage.layer_forward_flops):
+        mixer = a.mixer(i)
+        assert flops > 2 * blocks[i].active if mixer != "none" else flops == 2 * blocks[i].active
+        if mixer == "mamba":
+            assert flops == 2 * blocks[i].active + mixer_recurrence_flops(a, "mamba")
+
+
+def test_a_nemotron_3_layout_is_timed_and_mamba_cp_refused() -> None:
+    m = model("nemotron-3-nano-30b-a3b.json")
+    topology = load_topology("dgx-b200")
+    batch = {"micro_batch": 2, "global_batch": 512, "seq_len": 8192, "mfu": 0.4, "compute_model": "ops"}
+    step = layout_step(m, topology, Layout(ep=8, dp=8), **batch)  # type: ignore[arg-type]
+    assert step.step > 0 and step.micro_batches == 32
+    with pytest.raises(ValueError, match="context-parallel all-to-alls"):
+        layout_step(m, topology, Layout(cp=2, ep=8, dp=4), **batch)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not costed yet"):
+        layout_step(model("jamba-1.5-mini.json"), topology, Layout(tp=2, dp=4), **batch)  # type: ignore[arg-type]
+
+
+def test_which_hybrids_have_layer_ops() -> None:
+    assert has_layer_ops(arch("nemotron-h-8b-base-8k.json"))
+    assert has_layer_ops(arch("mamba-codestral-7b.json"))  # Mamba-2 alone
+    assert not has_layer_ops(arch("jamba-1.5-mini.json"))  # Mamba-1
+    assert not has_layer_ops(arch("falcon-mamba-7b.json"))
+
+
+def test_estimate_times_a_mamba2_hybrid_op_by_op() -> None:
+    """Pure data parallelism of a Mamba-2 hybrid is op by op unless --compute-model says otherwise; its layouts are
+    still refused (their memory per GPU is not modelled)."""
+    path = str(CONFIGS / "nemotron-h-8b-base-8k.json")
+    result = CliRunner().invoke(app, ["estimate", "-m", path, "--dp", "8", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["setup"]["compute_model"] == "ops"
+    refused = CliRunner().invoke(app, ["estimate", "-m", path, "--dp", "4", "--tp", "2"])
+    assert refused.exit_code == 2 and "memory per GPU in a layout" in refused.stderr
+
+
+def _scan_kernel_rows() -> list[tuple[str, str, int, int, int, int, int, float]]:
+    """The forward timings of the whole mamba_chunk_scan_combined at training sizes (65,536 tokens and more) on
+    H200 and B200 in tests/reference/compute-rates/mamba2-ssd-kernels.md: (source, GPU, tokens, I, N, G, Q, ms)."""
+    path = Path(__file__).parent / "reference" / "compute-rates" / "mamba2-ssd-kernels.md"
+    rows = []
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 12 or not cells[0].startswith(("tile-ai/TileOPs#1557", "flashinfer")):
+            continue
+        gpu = "h200" if "H200" in cells[1] else "b200" if "B200" in cells[1] else ""
+        batch, seq, heads, head_dim, state, groups, chunk = (int(c) for c in cells[4:11])
+        if gpu and batch * seq >= 65536:
+            rows.append((cells[0], gpu, batch * seq, heads * head_dim, state, groups, chunk, float(cells[11])))
+    return rows
+
+
+def test_the_scan_runs_at_its_kernels_measured_rate() -> None:
+    """The scan op's forward time against the kernel benchmarks its rate was taken from (in sample): each row within
+    a third, and their geometric mean error under 10%."""
+    from dpcost.engine.ops import Op, times
+    from dpcost.engine.rates import SSD_FLOPS_PER_HBM_BYTE, rates_for
+
+    rows = _scan_kernel_rows()
+    assert len(rows) == 12 and {r[1] for r in rows} == {"h200", "b200"}
+    errors = []
+    for _, gpu_name, tokens, inner, state, groups, chunk, ms in rows:
+        gpu = load_topology("hgx-h200" if gpu_name == "h200" else "dgx-b200").gpu
+        flops = tokens * (4.0 * inner * state + 2.0 * chunk * groups * state + 2.0 * chunk * inner)
+        scan = Op("scan", "mamba", "memory", flops, 0.0, 5, 0.0, 0.0, 0, flops_per_hbm_byte=SSD_FLOPS_PER_HBM_BYTE)
+        seconds = times([scan], rates_for(gpu), gpu.bf16_dense, gpu.bf16_dense, gpu.hbm_bandwidth, 4096, "cudnn")
+        predicted = seconds.forward_seconds * 1e3
+        assert abs(predicted / ms - 1) < 1 / 3, (gpu_name, tokens, inner, predicted, ms)
+        errors.append(abs(math.log(predicted / ms)))
+    assert math.exp(sum(errors) / len(errors)) - 1 < 0.10
