@@ -148,15 +148,68 @@ def test_which_hybrids_have_layer_ops() -> None:
     assert not has_layer_ops(arch("falcon-mamba-7b.json"))
 
 
-def test_estimate_times_a_mamba2_hybrid_op_by_op() -> None:
-    """Pure data parallelism of a Mamba-2 hybrid is op by op unless --compute-model says otherwise; its layouts are
-    still refused (their memory per GPU is not modelled)."""
+def test_estimate_times_a_mamba2_hybrid_op_by_op_and_in_a_layout() -> None:
+    """Pure data parallelism of a Mamba-2 hybrid is op by op unless --compute-model says otherwise; a layout runs,
+    but for CP of its Mamba layers and a TP that splits a head or a group (mamba_mixer.py's asserts)."""
     path = str(CONFIGS / "nemotron-h-8b-base-8k.json")
     result = CliRunner().invoke(app, ["estimate", "-m", path, "--dp", "8", "--format", "json"])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["setup"]["compute_model"] == "ops"
-    refused = CliRunner().invoke(app, ["estimate", "-m", path, "--dp", "4", "--tp", "2"])
-    assert refused.exit_code == 2 and "memory per GPU in a layout" in refused.stderr
+    layout = CliRunner().invoke(app, ["estimate", "-m", path, "--dp", "4", "--tp", "2", "--format", "json"])
+    assert layout.exit_code == 0, layout.stderr
+    for flags, flag in ((["--dp", "2", "--tp", "2", "--cp", "2"], "--cp"), (["--dp", "2", "--tp", "3"], "--tp")):
+        refused = CliRunner().invoke(app, ["estimate", "-m", path, *flags])
+        assert refused.exit_code == 2 and refused.stderr.startswith(f"dpcost: error: {flag}: "), refused.stderr
+        assert refused.stderr.count("\n") == 1
+
+
+def test_plan_searches_a_mamba2_hybrids_layouts_without_cp() -> None:
+    result = CliRunner().invoke(
+        app, ["plan", "-m", str(CONFIGS / "nemotron-h-8b-base-8k.json"), "--gpus", "64", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.stderr
+    plans = json.loads(result.stdout)["plans"]
+    assert plans and all(p["cp"] == 1 for p in plans) and any(p["tp"] > 1 for p in plans)
+
+
+def test_a_hybrids_layout_holds_its_own_layers() -> None:
+    """Each layer's parameters as its kind holds them [H]: the block sums to count_params' layers and final norm; a
+    Mamba layer's all split over TP but for its norm."""
+    from dpcost.engine.layout_memory import model_shape, transformer_block_parameters
+
+    m = model("nemotron-h-8b-base-8k.json")
+    a = m.architecture
+    assert a is not None
+    counts = count_params(m)
+    shape = model_shape(a, 1)
+    assert transformer_block_parameters(shape).total == sum(b.params for b in counts.blocks) + 4096
+    mamba = next(i for i in range(a.layers) if a.mixer(i) == "mamba")
+    assert shape.layer(mamba).replicated == 4096 and shape.layer(mamba).tp_sharded == counts.blocks[mamba].params - 4096
+
+
+def test_activation_halves_sum_to_korthikantis_layer() -> None:
+    """[K] Table 2 at f = 4h: the attention and MLP halves make sbh(34/t) with SP and sbh(10 + 24/t) without."""
+    from dpcost.engine.layout_memory import attention_half_bytes, layer_activation_bytes, mlp_half_bytes
+
+    s, b, h, t = 4096, 2, 8192, 8
+    for sp in (True, False):
+        halves = attention_half_bytes(s, b, h, t, sp) + mlp_half_bytes(s, b, h, 4 * h, t, sp)
+        assert halves == pytest.approx(layer_activation_bytes(s, b, h, 4 * h, t, sp))
+    assert attention_half_bytes(s, b, h, t, True) + mlp_half_bytes(s, b, h, 4 * h, t, True) == s * b * h * 34 / t
+
+
+def test_a_mamba_layer_keeps_what_the_fused_path_saves() -> None:
+    """Section 3's table for Nemotron-H 8B at t = 1, row by row: the layer input and norm output (2h each), the
+    norm's rstd (4), zxbcdt 2(2I + 2GN + H), the scan's output before and after gating (2I each), the gated norm's
+    rstd (4G) and out_proj's input (2I): 102,692 bytes a token."""
+    from dpcost.engine.layout_memory import mamba_layer_bytes
+
+    h, inner, heads, groups, state = 4096, 8192, 128, 8, 128
+    rows = [2 * h, 2 * h, 4, 2 * (2 * inner + 2 * groups * state + heads), 2 * inner, 2 * inner, 4 * groups, 2 * inner]
+    assert mamba_layer_bytes(1, 1, h, (inner, heads, groups, state), 1, False) == sum(rows) == 102_692
+    # under TP 4 with SP everything is split; without SP the input, norm output and rstd stay whole
+    assert mamba_layer_bytes(1, 1, h, (inner, heads, groups, state), 4, True) == sum(rows) / 4
+    assert mamba_layer_bytes(1, 1, h, (inner, heads, groups, state), 4, False) == 4 * h + 4 + sum(rows[3:]) / 4
 
 
 def _scan_kernel_rows() -> list[tuple[str, str, int, int, int, int, int, float]]:

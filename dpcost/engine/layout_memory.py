@@ -17,6 +17,9 @@ Sources, cited per function by their letter:
   MEGATRON_FSDP), which the file does not cover: ZeRO 2 (optim_grads) and 3 (optim_grads_params) shard over DP x CP
   (param_and_grad_buffer.py _init_each_parameter_group_buffers; the experts over expert-DP), the main gradient in
   the parameters' dtype; the unsharded buffers a step holds (fsdp_buffer_bytes).
+- [H] docs/sources/mamba-hybrid-layouts.md (Megatron-Core's Mamba layers, which the file does not cover: it prints
+  "not yet supported for hybrid Mamba-Transformer models"): a hybrid's layer is a Mamba-2 mixer, attention or an MLP
+  alone, each with its norm; the Mamba mixer's weights all split over TP; what its fused path keeps (section 3).
 - [P] --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 (do not use any other
   intermediate dtype) and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init), which the file
   does not cover: the decoder layers' TP-split and expert weights, Transformer Engine's linear layers, are stored in
@@ -52,11 +55,12 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import stage_layer_counts
-from dpcost.engine.params import latent_projections, mixer_parameters
+from dpcost.engine.params import latent_projections, mixer_parameters, ssm_parameters
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -196,13 +200,27 @@ class ModelShape:
     untied: bool  # untie_embeddings_and_output_weights
     mtp_layers: int = 0  # mtp_num_layers
     heads: int = 0  # num_attention_heads: only the stored attention scores read it
+    # a hybrid's layers, which the file does not cover [H]: each layer's parameters and its (mixer, MLP) kind, and
+    # the Mamba mixer's (inner width, heads, groups, state) its activations read
+    hybrid_layers: tuple[ParamGroups, ...] = ()
+    hybrid_kinds: tuple[tuple[str, str], ...] = ()
+    mamba: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     def __post_init__(self) -> None:
         if len(self.moe_pattern) != self.layers:
             raise ValueError(f"moe_pattern has {len(self.moe_pattern)} entries for {self.layers} layers")
 
     def layer(self, i: int) -> ParamGroups:
+        if self.hybrid_layers:
+            return self.hybrid_layers[i]
         return self.moe_layer if self.moe_pattern[i] else self.dense_layer
+
+    def layers_parameters(self, layers: Sequence[int]) -> ParamGroups:
+        """The parameters of `layers` (indices) by group [M], each hybrid layer its own [H]."""
+        if self.hybrid_layers:
+            return sum((self.hybrid_layers[i] for i in layers), ParamGroups())
+        moe = sum(1 for i in layers if self.moe_pattern[i])
+        return self.dense_layer.scaled(len(layers) - moe) + self.moe_layer.scaled(moe)
 
 
 # ----------------------------------------------------------------------------------------------- parameters
@@ -266,9 +284,7 @@ def embedding_parameters(hidden: int, padded_vocab: int) -> float:
 
 def transformer_block_parameters(shape: ModelShape) -> ParamGroups:
     """All layers and the final norm by group [M] (*_params_in_transformer_block)."""
-    moe = sum(shape.moe_pattern)
-    dense = shape.layers - moe
-    return shape.dense_layer.scaled(dense) + shape.moe_layer.scaled(moe) + ParamGroups(0, shape.final_layernorm)
+    return shape.layers_parameters(range(shape.layers)) + ParamGroups(0, shape.final_layernorm)
 
 
 def mtp_block_parameters(shape: ModelShape) -> ParamGroups:
@@ -330,8 +346,7 @@ def stage_layers(
 
 def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
     """Per GPU: a stage's layers, embedding on the first, head, final norm, MTP on the last [M] groups, [B], [G]."""
-    moe = sum(1 for i in layers if shape.moe_pattern[i])
-    held = shape.dense_layer.scaled(len(layers) - moe) + shape.moe_layer.scaled(moe)
+    held = shape.layers_parameters(layers)
     embedding = embedding_parameters(shape.hidden, shape.vocab)
     last = layout.pp - 1
     if stage == 0:
@@ -373,8 +388,7 @@ def fp8_layer_parameters(
     `layers` (and of the MTP layers with `mtp`); none without it."""
     if not layout.fp8_params:
         return ParamGroups()
-    moe = sum(1 for i in layers if shape.moe_pattern[i])
-    blocks = shape.dense_layer.scaled(len(layers) - moe) + shape.moe_layer.scaled(moe)
+    blocks = shape.layers_parameters(layers)
     if mtp:
         blocks += mtp_block_parameters(shape)
     return ParamGroups(blocks.tp_sharded, 0.0, blocks.expert_sharded).per_gpu(layout)
@@ -449,6 +463,49 @@ def layer_activation_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, 
     return sbh * (10 + 24 / tp)
 
 
+def attention_half_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_split: bool) -> float:
+    """A hybrid's attention layer with its norm [K] Table 2: 13sbh/t with SP (attention 11, its norm's input 2), else
+    sbh(5 + 8/t) (the norm's and the QKV input, the dropout mask whole; QK^T, V and the projection's input split)."""
+    sbh = seq * micro_batch * hidden
+    return sbh * 13 / tp if sp_split else sbh * (5 + 8 / tp)
+
+
+def mlp_half_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, tp: int, sp_split: bool) -> float:
+    """A hybrid's MLP layer with its norm, [M]'s layer less attention_half_bytes: sbh(5 + 4f/h)/t with SP, else
+    sbh(5 + 4f/(ht)) ([K] Table 2's MLP 19sbh and norm 2sbh at f = 4h)."""
+    sbh = seq * micro_batch * hidden
+    return sbh * (5 + 4 * ffn / hidden) / tp if sp_split else sbh * (5 + 4 * ffn / (hidden * tp))
+
+
+def mamba_layer_bytes(
+    seq: float, micro_batch: int, hidden: int, mamba: tuple[int, int, int, int], tp: int, sp_split: bool
+) -> float:
+    """A Mamba-2 layer's kept activations [H] section 3, per token (4h + 4) bytes (its input and the fused norm's
+    output and rstd, split over TP only with SP) and (10I + 4GN + 2H + 4G)/t (in_proj's output, the scan's output
+    before and after gating, the gated norm's rstd, out_proj's input); selective recomputation re-runs none of it."""
+    inner, heads, groups, state = mamba
+    per_token = (4 * hidden + 4) / (tp if sp_split else 1) + (
+        10 * inner + 4 * groups * state + 2 * heads + 4 * groups
+    ) / tp
+    return seq * micro_batch * per_token
+
+
+def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int, i: int) -> float:
+    """Hybrid layer i's activations [H]: its mixer's (attention or Mamba) and its MLP's halves."""
+    h, tp, sp = shape.hidden, layout.tp, layout.sp_split
+    mixer, mlp = shape.hybrid_kinds[i]
+    total = 0.0
+    if "attention" in mixer:
+        total += attention_half_bytes(seq, micro_batch, h, tp, sp)
+        if layout.attention_scores:
+            total += 5 * shape.heads * seq * seq * micro_batch / tp
+    if mixer == "mamba":
+        total += mamba_layer_bytes(seq, micro_batch, h, shape.mamba, tp, sp)
+    if mlp != "none":
+        total += mlp_half_bytes(seq, micro_batch, h, shape.ffn, tp, sp)
+    return total
+
+
 def full_recompute_layer_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sequence_parallel: bool) -> float:
     """One layer under full recomputation [K] section 4: its 16-bit input, 2sbh (2sbh/t with SP), "2sbhL" in all."""
     return 2 * seq * micro_batch * hidden / (tp if sequence_parallel else 1)
@@ -505,12 +562,20 @@ def stage_activation_bytes(
     stage: int,
     layers: float,
     in_flight: float,
+    indices: Sequence[int] = (),
 ) -> float:
-    """A stage's layers (and embedding) x micro-batches in flight, output once on the last, x 1.05 without SP [M]."""
+    """A stage's layers (and embedding) x micro-batches in flight, output once on the last, x 1.05 without SP [M]; a
+    hybrid's layers (`indices`) each its own [H]."""
     s, b, h, tp = seq_len / layout.cp, micro_batch, shape.hidden, layout.tp  # each CP rank holds s / CP tokens
     sp = layout.sp_split
     scores = 5 * shape.heads * s * s * b / tp if layout.attention_scores else 0.0  # [K] Table 2: sbh x 5as/(ht)
-    if layout.recompute == "full":
+    if shape.hybrid_kinds:
+        each = [hybrid_layer_bytes(shape, layout, s, b, i) for i in indices]
+        if layout.recompute == "full":
+            total = full_recompute_layer_bytes(s, b, h, tp, sp) * len(each) * in_flight + max(each, default=0.0)
+        else:
+            total = sum(each) * in_flight
+    elif layout.recompute == "full":
         # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
         # formula under SP; under flash attention selective drops nothing else)
         total = full_recompute_layer_bytes(s, b, h, tp, sp) * layers * in_flight
@@ -529,7 +594,14 @@ def activation_bytes(
 ) -> float:
     """Stage 0's activations [M] (compute_activation_memory[_without_sp], as report_theoretical_memory picks)."""
     in_flight = first_stage_microbatches(layout.pp, layout.virtual_stages, num_microbatches)
-    return stage_activation_bytes(shape, layout, seq_len, micro_batch, 0, shape.layers / layout.pp, in_flight)
+    first = _stage_layer_indices(shape, layout)[0] if shape.hybrid_kinds else ()
+    return stage_activation_bytes(shape, layout, seq_len, micro_batch, 0, shape.layers / layout.pp, in_flight, first)
+
+
+def _stage_layer_indices(shape: ModelShape, layout: MemoryLayout) -> tuple[tuple[int, ...], ...]:
+    return stage_layers(
+        shape.layers, layout.pp, layout.virtual_stages, layout.first_stage_layers, layout.last_stage_layers
+    )
 
 
 # ----------------------------------------------------------------------------------------------- totals
@@ -583,13 +655,10 @@ def stage_memory(
 ) -> tuple[StageMemory, ...]:
     """Every pipeline stage's memory per GPU [M], [B], [S]."""
     out = []
-    split = stage_layers(
-        shape.layers, layout.pp, layout.virtual_stages, layout.first_stage_layers, layout.last_stage_layers
-    )
-    for stage, layers in enumerate(split):
+    for stage, layers in enumerate(_stage_layer_indices(shape, layout)):
         held = parameters_on_stage(shape, layout, stage, layers)
         in_flight = microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches)
-        acts = stage_activation_bytes(shape, layout, seq_len, micro_batch, stage, len(layers), in_flight)
+        acts = stage_activation_bytes(shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers)
         weights, grads, optimizer = state_bytes(
             held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
         )
@@ -642,7 +711,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
     norms = layernorm_parameters(h, norm_size)
     dense_ffn = a.ffn if a.ffn is not None else a.moe.ffn if a.moe is not None else 0
     dense = ParamGroups(attention + mlp_parameters(h, dense_ffn, a.gated_mlp), norms)
-    moe_layer = ParamGroups()
+    moe_layer = moe_half = ParamGroups()
     if a.moe is not None:
         e = a.moe
         shared = mlp_parameters(h, e.shared * e.shared_width, a.gated_mlp) if e.shared else 0.0
@@ -653,6 +722,24 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
             norms + router_parameters(h, e.experts, a.linear_bias) + gate + latent_projections(a),
             routed_expert_parameters(e.expert_io(h), e.ffn, e.experts, a.gated_mlp),
         )
+        moe_half = ParamGroups(  # a hybrid's MoE layer: no attention, one norm [H]
+            shared,
+            norm_size * h + router_parameters(h, e.experts, a.linear_bias) + gate + latent_projections(a),
+            moe_layer.expert_sharded,
+        )
+    hybrid_layers: tuple[ParamGroups, ...] = ()
+    if a.hybrid:
+        norm = float(norm_size * h)
+        halves = {
+            "attention": ParamGroups(attention, norm),
+            "mamba": ParamGroups(ssm_parameters(a) if a.ssm is not None else 0.0, norm),
+            "dense": ParamGroups(mlp_parameters(h, dense_ffn, a.gated_mlp), norm),
+            "moe": moe_half,
+        }
+        hybrid_layers = tuple(
+            halves.get(mixer, ParamGroups()) + halves.get(mlp, ParamGroups()) for mixer, mlp in a.layer_kinds
+        )
+    ssm = a.ssm
     return ModelShape(
         hidden=h,
         layers=a.layers,
@@ -665,6 +752,9 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         untied=not a.tied_embeddings,
         mtp_layers=mtp_layers,
         heads=a.heads,
+        hybrid_layers=hybrid_layers,
+        hybrid_kinds=a.layer_kinds if a.hybrid else (),
+        mamba=(ssm.inner, ssm.heads or 0, ssm.groups, ssm.state) if ssm is not None else (0, 0, 0, 0),
     )
 
 

@@ -226,25 +226,38 @@ def recipe_of(o: Options) -> str:
 
 
 def check_hybrid(model: ModelSpec, options: Options) -> None:
-    """A hybrid (Mamba, gated DeltaNet or MLP-free layers; DeepSeek-V4's compressed attention and residual streams)
-    is costed as pure data parallelism: its memory per GPU in a layout (layout_memory, which holds attention and an
-    MLP in every layer) is not modelled yet, though the layout engine times a Mamba-2 hybrid's step
-    (layout_estimate.uncosted_layout). Op by op where every layer has its ops (ops.has_layer_ops), else with the
-    flops compute model."""
+    """A model some of whose layers have no per-op times (ops.has_layer_ops: Mamba-1, DeltaNet, lightning attention,
+    short convolutions; DeepSeek-V4's compressed attention and residual streams) is costed as pure data parallelism
+    with the flops compute model. A Mamba-2 hybrid (Nemotron-H) takes any layout but context parallelism of its Mamba
+    layers (layout_estimate.uncosted_layout), with TP dividing the mixer's heads and groups, as Megatron-Core's
+    mamba_mixer.py asserts (docs/sources/mamba-hybrid-layouts.md section 1)."""
     a = model.architecture
     if a is None or not a.hybrid:
         return
     par = options.parallel
-    why = "a hybrid (its memory per GPU in a layout is not modelled)"
     if not has_layer_ops(a):
-        why = f"with {a.unmodelled}"
-    for name in ("tp", "cp", "pp", "ep"):
-        if getattr(par, name) > 1:
+        for name in ("tp", "cp", "pp", "ep"):
+            if getattr(par, name) > 1:
+                raise InputError(
+                    name, f"a layout of {model.name}, with {a.unmodelled}, is not costed yet: cost it as pure data "
+                    "parallelism",
+                )  # fmt: skip
+        if options.compute.compute_model == "ops":
             raise InputError(
-                name, f"a layout of {model.name}, {why}, is not costed yet: cost it as pure data parallelism"
+                "compute_model", f"ops: {model.name}, with {a.unmodelled}, has no per-op times yet: use flops"
             )
-    if options.compute.compute_model == "ops" and not has_layer_ops(a):
-        raise InputError("compute_model", f"ops: {model.name}, with {a.unmodelled}, has no per-op times yet: use flops")
+        return
+    if a.ssm is not None and "mamba" in a.mixers:
+        if par.cp > 1:
+            raise InputError(
+                "cp", f"{model.name}'s Mamba layers' context-parallel all-to-alls are not costed yet: give 1"
+            )
+        heads, groups = a.ssm.heads or 0, a.ssm.groups
+        if heads % par.tp or groups % par.tp:
+            raise InputError(
+                "tp", f"{par.tp} does not divide {model.name}'s Mamba heads ({heads}) and groups ({groups}), as "
+                f"Megatron-Core's mixer needs: give a divisor of {math.gcd(heads, groups)}",
+            )  # fmt: skip
 
 
 def compute_model_for(model: ModelSpec, compute: Compute) -> str:

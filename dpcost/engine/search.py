@@ -45,6 +45,7 @@ from dpcost.engine.layout import DEFAULT_ORDER, Layout, group_of_rank_zero
 from dpcost.engine.layout_estimate import call_seconds
 from dpcost.engine.layout_report import layout_recompute, least_weight_bytes, state_bytes_floor
 from dpcost.engine.layout_step import layout_calls
+from dpcost.engine.ops import has_layer_ops
 from dpcost.engine.params import count_params, routed_expert
 from dpcost.engine.placement import Placement, place_group
 from dpcost.engine.prepare import compute_model_for, matmul_share, seq_len_for
@@ -107,15 +108,19 @@ class Shape:
 
 def layout_shapes(model: ModelSpec, topology: TopologySpec, gpus: int, seq_len: int) -> Iterator[Shape]:
     """Every TP x CP x PP x EP x DP (x V, x order) the module docstring allows on `gpus` GPUs; none for a model
-    given by its parameter count alone (a layout splits its layers and heads), nor for a hybrid, whose layouts are
-    not costed yet (prepare.check_hybrid)."""
+    given by its parameter count alone (a layout splits its layers and heads), nor for a hybrid whose layers have no
+    per-op times; a Mamba-2 hybrid's without CP, TP dividing its mixer's heads and groups (prepare.check_hybrid)."""
     a = model.architecture
-    if a is None or a.hybrid:
+    if a is None or not has_layer_ops(a):
         return
     kv = a.kv_heads or a.heads
     domain = _domain(topology)
+    mamba = a.ssm if "mamba" in a.mixers else None
     tps = [t for t in _powers_of_two(domain) if a.heads % t == 0 and (kv % t == 0 or a.mla is not None)]
     cps = [c for c in _powers_of_two(gpus) if seq_len % (2 * c) == 0 and seq_len // (2 * c) >= MIN_CP_TOKENS // 2]
+    if mamba is not None:
+        tps = [t for t in tps if (mamba.heads or 0) % t == 0 and mamba.groups % t == 0]
+        cps = [1]
     pps = _powers_of_two(max(1, a.layers // 2))
     experts = a.moe.experts if a.moe is not None else 1
     for tp in tps:
