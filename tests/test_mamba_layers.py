@@ -246,3 +246,11 @@ def test_the_scan_runs_at_its_kernels_measured_rate() -> None:
         assert abs(predicted / ms - 1) < 1 / 3, (gpu_name, tokens, inner, predicted, ms)
         errors.append(abs(math.log(predicted / ms)))
     assert math.exp(sum(errors) / len(errors)) - 1 < 0.10
+
+
+def test_a_mamba2_model_without_attention_splits_only_its_mixers_heads() -> None:
+    """Mamba-Codestral-7B has no attention layer: TP 8 divides its 128 Mamba heads and 8 groups, and no attention
+    head count binds it."""
+    path = str(CONFIGS / "mamba-codestral-7b.json")
+    result = CliRunner().invoke(app, ["estimate", "-m", path, "--dp", "8", "--tp", "8", "--format", "json"])
+    assert result.exit_code == 0, result.stderr

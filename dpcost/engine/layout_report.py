@@ -155,9 +155,10 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
             "recompute", f"a layout runs Megatron's none, selective or full recomputation, not {o.plan.recompute}"
         )
     a, tp = model.architecture, o.parallel.tp
-    if a.heads % tp:
+    attends = a.attention_layers > 0  # a Mamba-2 model without attention (Mamba-Codestral) splits no attention heads
+    if attends and a.heads % tp:
         raise InputError("tp", f"{tp} does not divide {model.name}'s {a.heads} attention heads (Megatron splits them)")
-    if a.mla is None and a.n_kv_heads % tp:
+    if attends and a.mla is None and a.n_kv_heads % tp:
         raise InputError(
             "tp", f"{tp} does not divide {model.name}'s {a.n_kv_heads} KV heads (Megatron's num_query_groups % TP)"
         )

@@ -116,7 +116,8 @@ def layout_shapes(model: ModelSpec, topology: TopologySpec, gpus: int, seq_len: 
     kv = a.kv_heads or a.heads
     domain = _domain(topology)
     mamba = a.ssm if "mamba" in a.mixers else None
-    tps = [t for t in _powers_of_two(domain) if a.heads % t == 0 and (kv % t == 0 or a.mla is not None)]
+    tps = [t for t in _powers_of_two(domain)
+           if not a.attention_layers or (a.heads % t == 0 and (kv % t == 0 or a.mla is not None))]  # fmt: skip
     cps = [c for c in _powers_of_two(gpus) if seq_len % (2 * c) == 0 and seq_len // (2 * c) >= MIN_CP_TOKENS // 2]
     if mamba is not None:
         tps = [t for t in tps if (mamba.heads or 0) % t == 0 and mamba.groups % t == 0]
