@@ -124,8 +124,10 @@ def check_rows(report: CheckReport) -> list[dict[str, Any]]:
     ]
 
 
-# characters XML 1.0 does not allow (ElementTree writes them anyway): shown as U+FFFD
-NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# characters XML 1.0 does not allow (ElementTree writes them anyway): shown as U+FFFD. Named as what is left out of
+# XML's Char production (#x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]): the negated class
+# took 10 ms to compile, on every `check`
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def junit_xml(report: CheckReport, suite: str) -> str:
