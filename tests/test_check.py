@@ -277,3 +277,15 @@ def test_junit_xml_stays_well_formed_with_odd_names(tmp_path: Path) -> None:
     assert code == 0, err
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("name") == "odd \ufffd <&> name"
+
+
+def test_junit_replaces_exactly_what_xml_does_not_allow() -> None:
+    """XML 1.0's Char production: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]; every other
+    code point is replaced. Checked at every code point to U+11000 and at every range's ends above it."""
+    from dpcost.render.checks import NOT_XML
+
+    def allowed(c: int) -> bool:
+        return c in (0x9, 0xA, 0xD) or 0x20 <= c <= 0xD7FF or 0xE000 <= c <= 0xFFFD or 0x10000 <= c <= 0x10FFFF
+
+    for c in [*range(0x11000), 0x10FFFE, 0x10FFFF, 0x7FFFF, 0x80000]:
+        assert (NOT_XML.match(chr(c)) is None) == allowed(c), hex(c)
