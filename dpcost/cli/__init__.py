@@ -78,12 +78,15 @@ def main() -> None:
     """Console-script entry point: the command named first, or every command (--help, a typo)."""
     import gc
 
+    gc.disable()  # importing typer and pydantic and building the app make thousands of objects and no garbage
     import typer
 
-    gc.disable()  # building the app makes hundreds of classes and no garbage worth collecting
     _skip_plugin_loader()
     named = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     module = COMMANDS.get(named or "")
     command = typer.main.get_command(_app([module] if module else MODULES))
+    # what was built so far lives as long as the process: moved out of the collector's sight, a collection during
+    # the command walks only what the command makes
+    gc.freeze()
     gc.enable()
     command(prog_name="dpcost")
