@@ -30,6 +30,7 @@ from dpcost.engine.layout_step import (
     bubble_seconds,
     exposed_per_micro_batch,
     layout_calls,
+    mamba_layout_refusal,
     pp_overlapped,
     slowed_compute,
     stage_kinds,
@@ -153,17 +154,12 @@ def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
 
 
 def uncosted_layout(a: ModelArchitecture, layout: Layout) -> str:
-    """Why a layout of `a` is not costed, empty where it is: every layer needs its ops (ops.has_layer_ops), and a
-    Mamba layer under CP its all-to-alls, which are not priced (docs/sources/mamba-hybrid-layouts.md section 2), and
-    under TP whole heads and groups per rank (section 1)."""
+    """Why a layout of `a` is not costed, empty where it is: every layer needs its ops (ops.has_layer_ops), and
+    Mamba layers a layout their mixer runs in (layout_step.mamba_layout_refusal)."""
     if not has_layer_ops(a):
         return f"with {a.unmodelled}, it is not costed yet"
-    if "mamba" in a.mixers and a.ssm is not None:
-        if layout.cp > 1:
-            return "its Mamba layers' context-parallel all-to-alls are not costed yet: give --cp 1"
-        if (a.ssm.heads or 0) % layout.tp or a.ssm.groups % layout.tp:
-            return f"TP {layout.tp} does not divide its Mamba heads ({a.ssm.heads}) and groups ({a.ssm.groups})"
-    return ""
+    refused = mamba_layout_refusal(a, layout.tp, layout.cp)
+    return f"--{refused[0]}: {refused[1]}" if refused else ""
 
 
 def stage_loads(

@@ -29,6 +29,7 @@ stage (L / PP layers); with CP each rank holds s / CP tokens:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,7 @@ __all__ = [
     "ep_calls",
     "exposed_per_micro_batch",
     "layout_calls",
+    "mamba_layout_refusal",
     "moe_layers_per_stage",
     "pp_calls",
     "pp_overlapped",
@@ -156,6 +158,24 @@ def _stage_layers(arch: ModelArchitecture, pp: int, stages: StageKinds | None = 
     """(dense, MoE) layers of the stage with the most layers (the first of them)."""
     kinds = max(_kinds(arch, pp, stages), key=len)
     return len(kinds) - sum(kinds), sum(kinds)
+
+
+def mamba_layout_refusal(arch: ModelArchitecture, tp: int, cp: int) -> tuple[str, str] | None:
+    """(flag, why) where a layout of a model with Mamba layers is not costed, None where it is: CP, whose six
+    all-to-alls each way per Mamba layer are not priced (docs/sources/mamba-hybrid-layouts.md section 2), and a TP
+    that splits a head or a group, which Megatron-Core's mixer asserts against (mamba_mixer.py; section 1)."""
+    m = arch.ssm
+    if m is None or "mamba" not in arch.mixers:
+        return None
+    if cp > 1:
+        return "cp", "its Mamba layers' context-parallel all-to-alls are not costed: give 1"
+    heads = m.heads or 0
+    if heads % tp or m.groups % tp:
+        return "tp", (
+            f"{tp} does not divide its Mamba heads ({heads}) and groups ({m.groups}), as Megatron-Core's mixer "
+            f"needs: give a divisor of {math.gcd(heads, m.groups)}"
+        )
+    return None
 
 
 def layer_tp_pairs(arch: ModelArchitecture, i: int) -> int:

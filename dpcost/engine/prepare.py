@@ -12,6 +12,7 @@ from dpcost.engine.activations import Kernels
 from dpcost.engine.checkpointing import DEFAULT_MODULES, Activations, activation_memory
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework
+from dpcost.engine.layout_step import mamba_layout_refusal
 from dpcost.engine.loss import LossMemory, loss_memory
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import (
@@ -228,9 +229,8 @@ def recipe_of(o: Options) -> str:
 def check_hybrid(model: ModelSpec, options: Options) -> None:
     """A model some of whose layers have no per-op times (ops.has_layer_ops: Mamba-1, DeltaNet, lightning attention,
     short convolutions; DeepSeek-V4's compressed attention and residual streams) is costed as pure data parallelism
-    with the flops compute model. A Mamba-2 hybrid (Nemotron-H) takes any layout but context parallelism of its Mamba
-    layers (layout_estimate.uncosted_layout), with TP dividing the mixer's heads and groups, as Megatron-Core's
-    mamba_mixer.py asserts (docs/sources/mamba-hybrid-layouts.md section 1)."""
+    with the flops compute model. A Mamba-2 hybrid (Nemotron-H) takes any layout its Mamba layers run in
+    (layout_step.mamba_layout_refusal: no CP, TP dividing the mixer's heads and groups)."""
     a = model.architecture
     if a is None or not a.hybrid:
         return
@@ -247,17 +247,9 @@ def check_hybrid(model: ModelSpec, options: Options) -> None:
                 "compute_model", f"ops: {model.name}, with {a.unmodelled}, has no per-op times yet: use flops"
             )
         return
-    if a.ssm is not None and "mamba" in a.mixers:
-        if par.cp > 1:
-            raise InputError(
-                "cp", f"{model.name}'s Mamba layers' context-parallel all-to-alls are not costed yet: give 1"
-            )
-        heads, groups = a.ssm.heads or 0, a.ssm.groups
-        if heads % par.tp or groups % par.tp:
-            raise InputError(
-                "tp", f"{par.tp} does not divide {model.name}'s Mamba heads ({heads}) and groups ({groups}), as "
-                f"Megatron-Core's mixer needs: give a divisor of {math.gcd(heads, groups)}",
-            )  # fmt: skip
+    refused = mamba_layout_refusal(a, par.tp, par.cp)
+    if refused:
+        raise InputError(refused[0], f"{model.name}: {refused[1]}")
 
 
 def compute_model_for(model: ModelSpec, compute: Compute) -> str:

@@ -44,7 +44,7 @@ from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import DEFAULT_ORDER, Layout, group_of_rank_zero
 from dpcost.engine.layout_estimate import call_seconds
 from dpcost.engine.layout_report import layout_recompute, least_weight_bytes, state_bytes_floor
-from dpcost.engine.layout_step import layout_calls
+from dpcost.engine.layout_step import layout_calls, mamba_layout_refusal
 from dpcost.engine.ops import has_layer_ops
 from dpcost.engine.params import count_params, routed_expert
 from dpcost.engine.placement import Placement, place_group
@@ -115,13 +115,11 @@ def layout_shapes(model: ModelSpec, topology: TopologySpec, gpus: int, seq_len: 
         return
     kv = a.kv_heads or a.heads
     domain = _domain(topology)
-    mamba = a.ssm if "mamba" in a.mixers else None
     tps = [t for t in _powers_of_two(domain)
-           if not a.attention_layers or (a.heads % t == 0 and (kv % t == 0 or a.mla is not None))]  # fmt: skip
+           if (not a.attention_layers or (a.heads % t == 0 and (kv % t == 0 or a.mla is not None)))
+           and mamba_layout_refusal(a, t, 1) is None]  # fmt: skip
     cps = [c for c in _powers_of_two(gpus) if seq_len % (2 * c) == 0 and seq_len // (2 * c) >= MIN_CP_TOKENS // 2]
-    if mamba is not None:
-        tps = [t for t in tps if (mamba.heads or 0) % t == 0 and mamba.groups % t == 0]
-        cps = [1]
+    cps = [c for c in cps if mamba_layout_refusal(a, 1, c) is None]
     pps = _powers_of_two(max(1, a.layers // 2))
     experts = a.moe.experts if a.moe is not None else 1
     for tp in tps:
