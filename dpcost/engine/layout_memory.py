@@ -60,7 +60,7 @@ from collections.abc import Sequence
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import stage_layer_counts
-from dpcost.engine.params import latent_projections, mixer_parameters, ssm_parameters
+from dpcost.engine.params import latent_projections, mixer_parameters
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -730,15 +730,20 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
     hybrid_layers: tuple[ParamGroups, ...] = ()
     if a.hybrid:
         norm = float(norm_size * h)
-        halves = {
-            "attention": ParamGroups(attention, norm),
-            "mamba": ParamGroups(ssm_parameters(a) if a.ssm is not None else 0.0, norm),
+        mlps = {
             "dense": ParamGroups(mlp_parameters(h, dense_ffn, a.gated_mlp), norm),
             "moe": moe_half,
+            "none": ParamGroups(),
         }
-        hybrid_layers = tuple(
-            halves.get(mixer, ParamGroups()) + halves.get(mlp, ParamGroups()) for mixer, mlp in a.layer_kinds
-        )
+
+        def mixer_half(mixer: str) -> ParamGroups:  # its weights split over TP, its norm whole [H]
+            if mixer == "none":
+                return ParamGroups()
+            return ParamGroups(
+                attention if mixer in ("attention", "global attention") else mixer_parameters(a, mixer), norm
+            )
+
+        hybrid_layers = tuple(mixer_half(mixer) + mlps[mlp] for mixer, mlp in a.layer_kinds)
     ssm = a.ssm
     return ModelShape(
         hidden=h,
