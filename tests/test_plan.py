@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -27,6 +28,8 @@ from dpcost.errors import InputError
 SMALL = [  # (model, topology, GPUs, global batch, sequence length): small enough to cost every candidate
     ("llama-8b", "dgx-h100", 16, 64, 4096),
     ("mixtral-8x7b", "dgx-h100", 16, 32, 4096),
+    # a Mamba-2 hybrid: Mamba, attention and MLP layers, one TP pair each (layout_step.layer_tp_pairs)
+    (str(Path(__file__).parent / "reference" / "hf-configs" / "nemotron-h-8b-base-8k.json"), "dgx-h100", 16, 32, 4096),
 ]
 
 
@@ -139,6 +142,22 @@ def test_the_step_bound_counts_the_calls_the_report_shows_overlapping_nothing(tp
     )
     assert shown > 0
     assert exposed_calls_seconds(model, topo, o, 4096, "full") == pytest.approx(shown, rel=1e-9)
+
+
+def test_the_step_bound_counts_a_hybrids_tp_calls_as_the_report_does() -> None:
+    """Nemotron-H 8B at TP 2: each Mamba, attention and MLP layer one TP pair (layout_step.layer_tp_pairs), in the
+    bound as in the estimate's layout table."""
+    model, topo = load_model(SMALL[2][0]), load_topology("dgx-h100")
+    o = Options(dp=4, tp=2, global_batch=32, seq_len=4096, zero=1, recompute="none")
+    report = estimate(model, topo, o)
+    assert report.layout is not None
+    shown = sum(
+        c.calls_per_micro_batch * c.seconds_per_call
+        for c in report.layout.calls
+        if not c.overlapped and c.dimension in ("tp", "ep")
+    )
+    assert shown > 0
+    assert exposed_calls_seconds(model, topo, o, 4096, "none") == pytest.approx(shown, rel=1e-9)
 
 
 def test_memory_never_falls_as_the_micro_batch_grows() -> None:

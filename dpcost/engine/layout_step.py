@@ -154,12 +154,6 @@ def moe_layers_per_stage(arch: ModelArchitecture, pp: int, stages: StageKinds | 
     return max(sum(kinds) for kinds in _kinds(arch, pp, stages))
 
 
-def _stage_layers(arch: ModelArchitecture, pp: int, stages: StageKinds | None = None) -> tuple[int, int]:
-    """(dense, MoE) layers of the stage with the most layers (the first of them)."""
-    kinds = max(_kinds(arch, pp, stages), key=len)
-    return len(kinds) - sum(kinds), sum(kinds)
-
-
 def mamba_layout_refusal(arch: ModelArchitecture, tp: int, cp: int) -> tuple[str, str] | None:
     """(flag, why) where a layout of a model with Mamba layers is not costed, None where it is: CP, whose six
     all-to-alls each way per Mamba layer are not priced (docs/sources/mamba-hybrid-layouts.md section 2), and a TP
@@ -209,7 +203,6 @@ def tp_calls(
     overlap: bool,
     attention_share: float,
     backward_async: bool = True,
-    stages: StageKinds | None = None,
     pairs: int | None = None,
 ) -> list[LayoutCall]:
     """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
@@ -224,12 +217,11 @@ def tp_calls(
     `backward_async` False: the backward's wait too, as in Megatron-LM before its asynchronous all-reduce
     (16c90445, 2021-09: --no-async-tensor-model-parallel-allreduce).
     A MoE layer's MLP leaves TP to the token dispatcher (ep_calls): only its attention's half counts. Full
-    recomputation runs the forward's calls again. `pairs`: the stage's column- and row-parallel pairs where its
-    layers are not all attention and an MLP (stage_tp_pairs)."""
+    recomputation runs the forward's calls again. `pairs`: the stage's column- and row-parallel pairs
+    (stage_tp_pairs; default the even split's)."""
     if layout.tp == 1:
         return []
-    dense, moe = _stage_layers(arch, layout.pp, stages)
-    halves = 2 * dense + moe if pairs is None else pairs  # attention and MLP halves of the stage's layers TP splits
+    halves = stage_tp_pairs(arch, stage_layer_counts(arch.layers, layout.pp)) if pairs is None else pairs
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
     again = 1 if recompute_full else 0
     share = 1.0 - attention_share if overlap else 0.0
@@ -456,8 +448,8 @@ def layout_calls(
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
     exchange hides behind; overlapped TP calls hide behind the rest. `stages`: the layers each stage runs
-    (stage_kinds; default the even split of stage_layer_counts, without MTP); `tp_pairs` their TP pairs
-    (stage_tp_pairs; default two per dense layer, one per MoE layer)."""
+    (stage_kinds; default the even split of stage_layer_counts, without MTP); `tp_pairs` the TP pairs of the stage
+    with the most layers (stage_tp_pairs, from the same split as `stages`; default the even split's)."""
     stages = _kinds(arch, layout.pp, stages)
     pipeline = pp_calls(
         arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap, pp_scatter_gather
@@ -479,7 +471,6 @@ def layout_calls(
             tp_overlap,
             attention_share,
             tp_backward_async,
-            stages,
             tp_pairs,
         ),
         *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages),
