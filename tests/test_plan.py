@@ -126,13 +126,27 @@ def test_pruning_bounds_are_lower_bounds(
     assert checked > 20
 
 
-@pytest.mark.parametrize(("tp", "ep", "dp"), [(8, 1, 2), (2, 8, 8), (1, 16, 16), (4, 2, 4)])
-def test_the_step_bound_counts_the_calls_the_report_shows_overlapping_nothing(tp: int, ep: int, dp: int) -> None:
+HYBRID = SMALL[2][0]  # Nemotron-H 8B: each Mamba, attention and MLP layer one TP pair (layout_step.layer_tp_pairs)
+
+
+@pytest.mark.parametrize(
+    ("name", "tp", "ep", "dp", "recompute"),
+    [
+        ("mixtral-8x7b", 8, 1, 2, "full"),
+        ("mixtral-8x7b", 2, 8, 8, "full"),
+        ("mixtral-8x7b", 1, 16, 16, "full"),
+        ("mixtral-8x7b", 4, 2, 4, "full"),
+        (HYBRID, 2, 1, 4, "none"),
+    ],
+)
+def test_the_step_bound_counts_the_calls_the_report_shows_overlapping_nothing(
+    name: str, tp: int, ep: int, dp: int, recompute: str
+) -> None:
     """The bound's model-parallel part is the TP and EP calls the estimate's own layout table lists as not
     overlapped, at the seconds per call it prints for them: both price one call list on one set of groups."""
-    model, topo = load_model("mixtral-8x7b"), load_topology("dgx-h100")
+    model, topo = load_model(name), load_topology("dgx-h100")
     o = Options(dp=dp, tp=tp, ep=ep, global_batch=64, seq_len=4096, sequence_parallel=tp > 1, zero=1,
-                recompute="full")  # fmt: skip
+                recompute=recompute)  # type: ignore[arg-type]  # fmt: skip
     report = estimate(model, topo, o)
     assert report.layout is not None
     shown = sum(
@@ -141,23 +155,7 @@ def test_the_step_bound_counts_the_calls_the_report_shows_overlapping_nothing(tp
         if not c.overlapped and c.dimension in ("tp", "ep")
     )
     assert shown > 0
-    assert exposed_calls_seconds(model, topo, o, 4096, "full") == pytest.approx(shown, rel=1e-9)
-
-
-def test_the_step_bound_counts_a_hybrids_tp_calls_as_the_report_does() -> None:
-    """Nemotron-H 8B at TP 2: each Mamba, attention and MLP layer one TP pair (layout_step.layer_tp_pairs), in the
-    bound as in the estimate's layout table."""
-    model, topo = load_model(SMALL[2][0]), load_topology("dgx-h100")
-    o = Options(dp=4, tp=2, global_batch=32, seq_len=4096, zero=1, recompute="none")
-    report = estimate(model, topo, o)
-    assert report.layout is not None
-    shown = sum(
-        c.calls_per_micro_batch * c.seconds_per_call
-        for c in report.layout.calls
-        if not c.overlapped and c.dimension in ("tp", "ep")
-    )
-    assert shown > 0
-    assert exposed_calls_seconds(model, topo, o, 4096, "none") == pytest.approx(shown, rel=1e-9)
+    assert exposed_calls_seconds(model, topo, o, 4096, recompute) == pytest.approx(shown, rel=1e-9)
 
 
 def test_memory_never_falls_as_the_micro_batch_grows() -> None:
