@@ -138,10 +138,11 @@ def layer_mixer_flops(arch: ModelArchitecture, seq_len: int) -> tuple[float, ...
     attention_flops evenly (exact where they see the same context), a recurrent layer its
     mixer_recurrence_flops."""
     attention = attention_flops(arch, seq_len) / arch.attention_layers if arch.attention_layers else 0.0
-    return tuple(
-        (attention if "attention" in arch.mixer(i) else 0.0) + mixer_recurrence_flops(arch, arch.mixer(i))
-        for i in range(arch.layers)
-    )
+    if not arch.mixers:  # attention in every layer
+        return (attention,) * arch.layers
+    # once per kind of mixer, not per layer: a layout search asks for every plan it costs
+    per_kind = {m: (attention if "attention" in m else 0.0) + mixer_recurrence_flops(arch, m) for m in set(arch.mixers)}
+    return tuple(per_kind[m] for m in arch.mixers)
 
 
 def mtp_forward_flops(counts: ParamCount, arch: ModelArchitecture, seq_len: int) -> float:

@@ -103,6 +103,7 @@ __all__ = [
     "stage_layers",
     "stage_memory",
     "state_bytes",
+    "stored_scores_bytes",
     "transformer_block_parameters",
     "weight_and_optimizer_bytes",
 ]
@@ -463,6 +464,11 @@ def layer_activation_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, 
     return sbh * (10 + 24 / tp)
 
 
+def stored_scores_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int) -> float:
+    """One attention layer's stored s x s scores where nothing drops them [K] Table 2: sbh x 5as/(ht); else none."""
+    return 5 * shape.heads * seq * seq * micro_batch / layout.tp if layout.attention_scores else 0.0
+
+
 def attention_half_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_split: bool) -> float:
     """A hybrid's attention layer with its norm [K] Table 2: 13sbh/t with SP (attention 11, its norm's input 2), else
     sbh(5 + 8/t) (the norm's and the QKV input, the dropout mask whole; QK^T, V and the projection's input split)."""
@@ -497,8 +503,7 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
     total = 0.0
     if "attention" in mixer:
         total += attention_half_bytes(seq, micro_batch, h, tp, sp)
-        if layout.attention_scores:
-            total += 5 * shape.heads * seq * seq * micro_batch / tp
+        total += stored_scores_bytes(shape, layout, seq, micro_batch)
     if mixer == "mamba":
         total += mamba_layer_bytes(seq, micro_batch, h, shape.mamba, tp, sp)
     if mlp != "none":
@@ -568,7 +573,7 @@ def stage_activation_bytes(
     hybrid's layers (`indices`) each its own [H]."""
     s, b, h, tp = seq_len / layout.cp, micro_batch, shape.hidden, layout.tp  # each CP rank holds s / CP tokens
     sp = layout.sp_split
-    scores = 5 * shape.heads * s * s * b / tp if layout.attention_scores else 0.0  # [K] Table 2: sbh x 5as/(ht)
+    scores = stored_scores_bytes(shape, layout, s, b)
     if shape.hybrid_kinds:
         each = [hybrid_layer_bytes(shape, layout, s, b, i) for i in indices]
         if layout.recompute == "full":
