@@ -1,15 +1,16 @@
 """Results kept per live object: the specs are frozen (pydantic, frozen=True), so what is computed from one never
 goes stale, and a search, a sweep or a calibration fit asks for it many times. An entry goes when its object does
-(weakref.finalize), so no other object can take its id while it is kept."""
+(weakref.finalize), so no other object can take its id while it is kept. `cached_property`: a value computed once
+per object, stored on it."""
 
 from __future__ import annotations
 
 import functools
 import weakref
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, Generic, TypeVar, overload
 
-__all__ = ["per_object"]
+__all__ = ["cached_property", "per_object"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -29,3 +30,31 @@ def per_object(fn: Callable[[T], R]) -> Callable[[T], R]:
         return value
 
     return once
+
+
+class cached_property(Generic[R]):
+    """functools.cached_property as Python 3.12 has it: the first read computes the value and stores it in the
+    instance's __dict__, where later reads find it without calling this descriptor. Python 3.11's takes a lock
+    shared by every instance of the class on each first read (python/cpython#87634, removed in 3.12 by #101890),
+    which made these first reads a tenth of an estimate's time: each stage table it builds reads seven of them on
+    every new StageMemory (engine/memory.py). Not thread-safe, as 3.12's is not."""
+
+    def __init__(self, fn: Callable[[Any], R]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> cached_property[R]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> R: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> R | cached_property[R]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.fn(instance)
+        return value

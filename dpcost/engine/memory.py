@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from functools import cached_property
 from typing import Literal
 
+from dpcost.engine.memo import cached_property
 from dpcost.frozen import frozen
 from dpcost.specs import GPUSpec
 
