@@ -55,8 +55,10 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   bandwidth from one generation to the next: at 65,536 tokens and more, 11.7-15.9 FLOPs (compute.mixer_recurrence_flops'
   count) per byte/s of peak HBM bandwidth on H200 (tile-ai/TileOPs#1557, 10 shapes, 56-76 TFLOP/s) and 11.3-11.5
   on B200 (flashinfer-ai/flashinfer#2709, 2 shapes) (mamba2-ssd-kernels.md); their median, 12, for every GPU, and
-  for the backward's FLOPs too: no backward timing with its shapes was found. The H200 runs held the SM clock at
-  1830 MHz; a rate that tracks the memory's, not the tensor cores', is taken to keep at a step's lower clock.
+  for the backward's FLOPs too. The H200 runs held the SM clock at 1830 MHz; a rate that tracks the memory's, not
+  the tensor cores', is taken to keep at a step's lower clock. Held out (mamba2-ssd-tfla-h100.csv, the TFLA paper's
+  H100 timings of the same kernels, forward and forward + backward): the sum reads -4% to -24%, the forward alone
+  47-56% slow, so the rate holds for a training step's forward and backward together, not for each pass.
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
   2.6 us (A100) and 2.4 us (H200) with eager launches (launch.csv).
 - gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
