@@ -137,3 +137,17 @@ def test_the_pooled_accuracy_summary_is_current() -> None:
     text = _lines()
     at = [i for i in range(len(text)) if text[i : i + 5] == block]
     assert len(at) == 1, block
+
+
+def test_the_deepseek_v3_prose_reads_the_golden_files_step() -> None:
+    """The README's account of DeepSeek-V3 as DeepSeek trained it quotes the step its golden estimate prints (it had
+    drifted by 0.7 s once, unnoticed, while the golden file moved)."""
+    import re
+
+    golden = (README.parent / "tests" / "golden" / "estimate-deepseek-v3-pp16-ep64-h800.md").read_text()
+    found = re.search(r"fits, ([0-9.]+) s per step", golden)
+    assert found is not None
+    step = found.group(1)
+    text = " ".join(README.read_text().split())
+    assert f"Its step, {step} s in BF16" in text
+    assert f"DeepSeek's PP16 x EP64 x DP128 costs {step} s in dpcost" in text
