@@ -627,6 +627,16 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             flags.append("MTP trained; layers 4 + 14 x 4 + 1 + MTP (Megatron-Bridge's DeepSeek-V3 layout_map)")
         else:
             flags.append("MTP trained on the last stage")
+    # Megatron-Bridge's Nemotron 3 Super and Ultra recipes (recipes/nemotronh/nemotron_3_super.py at v0.5.0,
+    # recipes/nemotronh/h100/nemotron_3_{super,ultra}.py at v0.6.0) set mtp_num_layers = 2 with
+    # mtp_use_repeated_layer: the one MTP block (attention, then LatentMoE) runs twice per micro-batch, each pass with
+    # its own logits and loss; the tables' model TFLOP/s count both passes (flop_utils.py hybrid_flops).
+    if bridge and row["model"] in ("Nemotron_3_Super", "Nemotron_3_Ultra"):
+        mtp = 2
+        flags.append(
+            "MTP trained: its shared block run twice per micro-batch (Megatron-Bridge's Nemotron 3 recipes: "
+            "mtp_num_layers 2, mtp_use_repeated_layer), costed as two MTP modules"
+        )
     # DeepSeek's own runs route each token to at most 4 nodes and send it over IB once per node, DeepEP forwarding
     # it over NVLink to its experts (arXiv 2412.19437 sections 2.1.2 and 3.2.2: M = 4)
     node_limit = 4 if source.startswith("deepseek") else None
