@@ -37,7 +37,8 @@ class cached_property(Generic[R]):
     instance's __dict__, where later reads find it without calling this descriptor. Python 3.11's takes a lock
     shared by every instance of the class on each first read (python/cpython#87634, removed in 3.12 by #101890):
     an estimate builds about 16 StageMemory objects (engine/memory.py) and reads seven of these on each, 8% of its
-    time under cProfile. Not thread-safe, as 3.12's is not."""
+    time under cProfile. Not thread-safe, as 3.12's is not. The pydantic specs keep functools' (pydantic leaves it
+    out of a model's fields; another descriptor it would refuse), computed once per spec."""
 
     def __init__(self, fn: Callable[[Any], R]) -> None:
         self.fn = fn

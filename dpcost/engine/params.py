@@ -15,9 +15,7 @@ DeepSeek-V2-Lite and 36.7B for DeepSeek-V3). The second is the N of 6N training 
 
 from __future__ import annotations
 
-from functools import cached_property
-
-from dpcost.engine.memo import per_object
+from dpcost.engine.memo import cached_property, per_object
 from dpcost.frozen import frozen
 from dpcost.specs import CSA, HCA, ModelArchitecture, ModelSpec
 
