@@ -3,8 +3,9 @@
 
     python benchmarks/large_runs.py [--holdout]
 
-With --holdout, the held-out rows of holdout-runs.csv (NVIDIA's performance tables, gathered after the model was
-built) instead of runs.csv. For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can
+With --holdout, the held-out rows instead of runs.csv: holdout-runs.csv (NVIDIA's performance tables, gathered after
+the model was built) and dgxc-benchmarking v25.03's NeMo layout series (tests/reference/training-runs/dgxc-nemo-*.csv,
+read by dgxc_rows). For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can
 build and whose GPU has a catalog topology, dpcost costs one step with `layout_estimate.layout_step` on that
 topology: the row's layout, micro-batch, global batch, sequence length, recomputation, sequence parallelism and
 interleaving, with dpcost's default compute model for a layout (op by op, each GEMM at its TP shard, at the GPU's
@@ -164,6 +165,7 @@ MODEL_SPECS: dict[str, str] = {
     "Nemotron_3_Super": "hf-configs/nemotron-3-super-120b-a12b.json",
     "Nemotron_3_Ultra": "hf-configs/nemotron-3-ultra-550b-a55b.json",
     "Nemotron-4 340B": "training-runs/nemotron/nemotron4-340b.yaml",
+    "Llama 3.1 405B (GPT-2 vocabulary)": "llama-405b",  # build_model: vocab 51,200
     "Nemotron-8B": "large-runs/models/nemotron3-8b.yaml",
     "Nemotron-22B": "large-runs/models/nemotron3-22b.yaml",
     "Llama 2 7B": "large-runs/models/llama2-7b.yaml",
@@ -313,6 +315,66 @@ def read_rows(path: Path = CSV) -> list[Row]:
     return [Row(dict(r)) for r in csv.DictReader(lines)]
 
 
+# NVIDIA's dgxc-benchmarking v25.03 NeMo layouts (tests/reference/training-runs/dgxc-nemo-*.csv, whose headers say
+# what each recipe sets; NeMo 24.12 on DGX H100): held out beside holdout-runs.csv, step times as printed.
+DGXC_SOURCE = "dgxc-25.03"
+DGXC_FILES = tuple(
+    f"dgxc-nemo-{m}-h100.csv"
+    for m in ("llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "nemotron4-15b", "nemotron4-340b")
+)
+DGXC_MODELS = {
+    "llama-8b": "Llama 3.1 8B",
+    "llama-70b": "Llama 3.1 70B",
+    # its recipe runs mock data with the megatron-gpt2-345m tokenizer (llama3.1/configure.sh): GPT-2's vocabulary
+    "llama-405b": "Llama 3.1 405B (GPT-2 vocabulary)",
+    "nemotron4-15b": "Nemotron-4 15B",
+    "nemotron4-340b": "Nemotron-4 340B",
+}
+# Interleaving, which the CSVs have no column for: each recipe yaml's virtual_pipeline_model_parallel_size
+# (llama3.1/llama3.1_70b.yaml 5, llama3.1_405b.yaml 7, nemotron/nemotron4-340b-synth.yaml 12, at 1b9bb6b3)
+DGXC_VIRTUAL = {"llama-70b": 5, "llama-405b": 7, "nemotron4-340b": 12}
+
+
+def dgxc_rows() -> list[Row]:
+    """The dgxc-benchmarking NeMo series (DGXC_FILES), every GPU count, as holdout rows."""
+    rows = []
+    for name in DGXC_FILES:
+        for f in read_rows(REFERENCE / "training-runs" / name):
+            tp = int(f["tp"])
+            reduce_dtype = f["grad_reduce_dtype"] or "unset"
+            fields = {
+                "source": DGXC_SOURCE,
+                "table": f["series"],
+                "model": DGXC_MODELS[f["model"]],
+                "params_b": "",
+                "gpus": f["gpus"],
+                "gpu": "H100",
+                "tp": f["tp"],
+                "pp": f["pp"],
+                "cp": f["cp"],
+                "ep": "",
+                "dp": f["dp"],
+                "virtual_stages": str(DGXC_VIRTUAL.get(f["model"], 1)),
+                "micro_batch": f["micro_batch"],
+                "global_batch": f["global_batch"],
+                "seq_len": f["seq_len"],
+                "sequence_parallel": "yes" if tp > 1 else "",  # every recipe with TP above 1 sets it
+                "recompute": f["activation_checkpointing"],
+                "precision": f["precision"],
+                "published_metric": "step_time_s",
+                "published_value": f["step_time_s"],
+                "unit": "s",
+                "notes": f"training-runs/{name}; {f['sharding']}; grad_reduce_dtype {reduce_dtype}",
+            }
+            rows.append(Row(fields))
+    return rows
+
+
+def holdout_rows() -> list[Row]:
+    """Every held-out row: NVIDIA's performance tables (holdout-runs.csv) and dgxc-benchmarking's NeMo layouts."""
+    return [*read_rows(HOLDOUT), *dgxc_rows()]
+
+
 CONFIG_COLUMNS = (
     "source",
     "model",
@@ -359,6 +421,12 @@ def configurations(rows: Iterable[Row]) -> list[Configuration]:
 
 def build_model(name: str) -> ModelSpec:
     spec = MODEL_SPECS[name]
+    if name == "Llama 3.1 405B (GPT-2 vocabulary)":
+        # GPT-2's 50,257 tokens padded to a multiple of make_vocab_size_divisible_by (128) x TP (8), as Megatron pads
+        # them (_vocab_size_with_padding): 51,200
+        doc = load_model(spec).model_dump(exclude_unset=True)
+        doc["architecture"]["vocab"] = 51200
+        return ModelSpec.model_validate(doc)
     if spec.endswith(".json"):
         path = REFERENCE / spec
         return model_from_hf_config(json.loads(path.read_text()), str(path))
@@ -563,7 +631,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         (row["gpu"] == "GB200" and release >= "26.04")
         or (row["gpu"] == "GB300" and row["precision"] == "mxfp8" and release >= "26.06")
     )
-    tp_overlap = tp_overlap or bridge_tp or nemo
+    # dgxc-benchmarking v25.03's NeMo recipes (the training-runs/dgxc-nemo-*.csv headers: llama3.1/*.yaml and
+    # nemotron/configure.sh at 1b9bb6b3) overlap TP with userbuffers wherever TP is above 1 (ub_tp_comm_overlap)
+    dgxc = source == DGXC_SOURCE
+    tp_overlap = tp_overlap or bridge_tp or nemo or (dgxc and tp > 1)
     ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
@@ -670,6 +741,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("TP not overlapped (Megatron-Bridge's NVFP4 presets turn it off)")
     if nemo:
         flags.append("sequence parallel, TP overlapped (NeMo's Nemotron-4 15B recipe)")
+    if dgxc and tp > 1:
+        flags.append("TP overlapped (the recipe's ub_tp_comm_overlap)")
+    if dgxc and row["model"] == "Nemotron-4 340B":
+        flags.append("attention by flash-attn's kernel (NVTE_FUSED_ATTN=0 in its configure.sh), costed as cuDNN's")
     if bridge_ep:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's Qwen3 presets)")
     if bridge_flex and layout.ep > topology.tiers[0].size:
@@ -696,7 +771,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
 
     # Megatron-Bridge's presets set grad_reduce_in_fp32 = False; SC'21's script runs --fp16 without
     # --accumulate-allreduce-grads-in-fp32, so its gradient buffers are fp16 (megatron/model/distributed.py @d4169684).
-    grad_dtype = "bf16" if bridge else "fp16" if "--fp16" in row["notes"] else "fp32"
+    # dgxc's distributed_fused_adam recipes set grad_sync_dtype bf16; its Nemotron-4 15B (mcore_distributed_optim) none.
+    dgxc_bf16 = dgxc and "grad_reduce_dtype bf16" in row["notes"]
+    grad_dtype = "bf16" if bridge or dgxc_bf16 else "fp16" if "--fp16" in row["notes"] else "fp32"
     # Megatron-Bridge's performance scripts run "fp8" rows as fp8_cs and "mxfp8" as fp8_mx (utils/precision.py
     # get_precision_config), whose mixed-precision presets set fp8_param_gather = True (training/mixed_precision.py
     # bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed, at v0.2.0 through v0.5.0); the Llama configs and
@@ -706,6 +783,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     )
     if fp8_params:
         flags.append("FP8 parameter gathers (Megatron-Bridge's fp8_param_gather)")
+    # dgxc's configure.sh sets +model.fp8_params with FP8, and fp8_hybrid: Transformer Engine's delayed scaling
+    # (amax history 1024), whose casts read a tensor once where current scaling's read it twice (ops.FP8_CASTS)
+    if dgxc and row["precision"] == "fp8":
+        fp8_params = True
+        flags.append("FP8 parameter gathers (the recipe's fp8_params)")
+        flags.append("FP8 delayed scaling: its casts costed as current scaling's (one read more)")
 
     def run(virtual_stages: int) -> LayoutStep:
         return layout_step(
@@ -980,7 +1063,7 @@ def summary(costed: list[Compared], flops: list[Compared]) -> str:
 
 def main() -> int:
     holdout = "--holdout" in sys.argv[1:]
-    rows = read_rows(HOLDOUT) if holdout else None
+    rows = holdout_rows() if holdout else None
     costed, left = compare(rows)
     print(markdown(costed, left, rows))
     return 0

@@ -83,7 +83,7 @@ def test_every_tour_command_runs_as_written(tmp_path: Path, monkeypatch: pytest.
 
 def _large_runs_summary_is_in_the_readme(holdout: bool) -> None:
     bench = load_benchmark("large_runs")
-    rows = bench.read_rows(bench.HOLDOUT) if holdout else None
+    rows = bench.holdout_rows() if holdout else None
     fresh = bench.summary(bench.compare(rows)[0], bench.compare(rows, compute_model="flops")[0]).splitlines()
     text = _lines()
     at = [i for i, line in enumerate(text) if line == fresh[2]]  # the first source's row: the two tables share a header
