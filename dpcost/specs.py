@@ -621,6 +621,12 @@ class ComputeRatesSpec(Spec):
         None, description="share of the HBM bandwidth a stream reaches"
     )
     launch: Seconds | None = Field(None, description="the shortest time an eagerly launched kernel takes")
+    node_drop: Annotated[float, Field(ge=0, lt=1)] | None = Field(
+        None, description="the sustained rate's fall, on average, with every GPU of the node busy"
+    )
+    gpu_spread: Annotated[float, Field(ge=0, lt=1)] | None = Field(
+        None, description="the standard deviation of the sustained rate between busy GPUs, as a share of it"
+    )
 
 
 class GPUSpec(Spec):

@@ -9,6 +9,7 @@ import pytest
 
 from dpcost.catalog import catalog_dir, list_models, list_topologies, load_model, load_topology
 from dpcost.engine.params import count_params
+from dpcost.engine.rates import rates_for
 from dpcost.errors import InputError
 
 MODELS = {
@@ -45,11 +46,15 @@ def test_the_gb300_topology_is_gb200s_rack_with_blackwell_ultra_and_800g_nics() 
 def test_the_b300_topology_is_dgx_b200s_node_with_blackwell_ultra_and_800g_nics() -> None:
     """NVIDIA's HGX B300 table: 36 PF BF16 and 72 PF FP8 with sparsity per 8 GPUs (half of it dense), 288 GB HBM3e
     at 8 TB/s each; DGX B300: 8 x 800 Gb/s ConnectX-8, Intel Xeon hosts; DGX SuperPOD B300: 64 nodes a scalable
-    unit. The NVSwitch baseboard is dgx-b200's; Blackwell Ultra's attention and memory are gb300-nvl72's."""
+    unit. The NVSwitch baseboard is dgx-b200's; Blackwell Ultra's attention and memory are gb300-nvl72's. The
+    rate spread between busy GPUs is an 8-GPU board's, B200's (engine/rates.py), which the NVL72 tray does not set."""
     b300, b200, gb300 = load_topology("dgx-b300"), load_topology("dgx-b200"), load_topology("gb300-nvl72")
     assert 8 * 2 * b300.gpu.bf16_dense == pytest.approx(36e15) and 8 * 2 * b300.gpu.fp8_dense == pytest.approx(72e15)
     assert b300.gpu.hbm_bandwidth == 8e12 and b300.gpu.hbm == gb300.gpu.hbm > b200.gpu.hbm
-    assert b300.gpu.rates == gb300.gpu.rates and b300.gpu.sms == gb300.gpu.sms
+    spread = {"node_drop", "gpu_spread"}
+    assert b300.gpu.rates is not None and gb300.gpu.rates is not None and b300.gpu.sms == gb300.gpu.sms
+    assert b300.gpu.rates.model_dump(exclude=spread) == gb300.gpu.rates.model_dump(exclude=spread)
+    assert rates_for(b300.gpu).gpu_spread == rates_for(b200.gpu).gpu_spread > 0 == rates_for(gb300.gpu).gpu_spread
     assert b300.tiers[0] == b200.tiers[0] and b300.domain_size == 8 and b300.host_cpu == "intel"
     assert [t.bandwidth for t in b300.tiers[1:]] == [800e9 / 8] * 3 and b300.tiers[1].size == 64 * 8
 

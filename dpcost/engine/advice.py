@@ -11,7 +11,7 @@ from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount
 from dpcost.engine.report import Advice, Setup, Time
-from dpcost.engine.step import SLOWDOWN
+from dpcost.engine.step import SLOWDOWN, SLOWEST_GPU
 from dpcost.specs import ModelSpec, TopologySpec
 
 __all__ = ["CODES", "HEADLINE", "Advice", "headline", "training"]
@@ -22,7 +22,8 @@ CODES = {
     "moe-replicated": "a mixture-of-experts model replicates every expert under pure DP",
     "comm-bound": "the step's collectives take longer than the compute they could hide behind",
     "exposed-comm": "more than a tenth of the step waits on communication",
-    "losses-at-scale": "more than a twentieth of the step is lost to overlap slowdown and synchronisation jitter",
+    "losses-at-scale": "more than a twentieth of the step is lost to overlap slowdown, synchronisation jitter and "
+    "the slowest GPU's sustained rate",
     "global-batch-growth": "the global batch grows with DP (B = b x a x D)",
     "micro-batch-adjusted": "--global-batch did not divide evenly: the micro-batch was lowered",
     "stragglers": "--skew: every collective waits for the slowest rank",
@@ -176,12 +177,13 @@ def exposed_comm(t: Time) -> Advice:
 
 def losses_at_scale(t: Time, s: Setup) -> Advice:
     terms = {b.term: b.seconds for b in t.breakdown}
-    slowed = terms.get(SLOWDOWN, 0.0)
-    jitter = t.losses_seconds - slowed
+    slowed, slowest = terms.get(SLOWDOWN, 0.0), terms.get(SLOWEST_GPU, 0.0)
+    jitter = t.losses_seconds - slowed - slowest
+    rate = f", {slowest:.3g} s for the slowest GPU's sustained rate" if slowest > 0 else ""
     return _advice(
         "losses-at-scale",
         f"{t.losses_seconds / t.step_seconds:.0%} of the step is lost at scale: {slowed:.3g} s of compute "
-        f"slowed by overlapping collectives, {jitter:.3g} s waiting for the slowest of {s.dp} ranks",
+        f"slowed by overlapping collectives, {jitter:.3g} s waiting for the slowest of {s.dp} ranks{rate}",
         "fewer, larger collectives (larger buckets or FSDP units) or hybrid sharding wait less",
     )
 

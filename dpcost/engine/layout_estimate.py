@@ -63,6 +63,7 @@ from dpcost.engine.step import (
     COMPUTE,
     EXPOSED,
     JITTER,
+    SLOWEST_GPU,
     Call,
     Phase,
     StepPlan,
@@ -70,6 +71,7 @@ from dpcost.engine.step import (
     Term,
     Traffic,
     Unit,
+    slowest_gpu_loss,
     slowest_rank_wait,
     step_time,
 )
@@ -105,6 +107,7 @@ class LayoutStep:
     dp_terms: tuple[Term, ...]  # what data parallelism adds: exposed collectives, overlap slowdown (step.py)
     bubble: float
     jitter: float  # the whole job waiting for its slowest GPU at the pipeline's flush
+    slowest_gpu: float  # seconds per step the slowest GPU's sustained rate adds (step.slowest_gpu_loss)
     step: float
     comm: float  # every call of the step summed, per GPU
     model_flops: float  # per GPU per step
@@ -367,6 +370,7 @@ def layout_step(
     last_stage_layers: int | None = None,
     mtp_layers: int = 0,
     fp8_params: bool = False,
+    slowest_gpu: float | None = None,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -384,7 +388,8 @@ def layout_step(
     and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls).
     `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded over NVLink there
     (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls); `ep_dispatcher` flex: once to each NVLink
-    domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls)."""
+    domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls). `slowest_gpu`: the share of
+    its rate the job's slowest GPU loses (default, op by op: the GPU's measured spread, step.slowest_gpu_loss)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -477,7 +482,7 @@ def layout_step(
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
-    dp_terms = [t for t in dp_step.breakdown if t.term not in (COMPUTE, JITTER)]
+    dp_terms = [t for t in dp_step.breakdown if t.term not in (COMPUTE, JITTER, SLOWEST_GPU)]
     dp_terms += [Term(f"{EXPOSED}{side.what}", side.exposed) for side in sides if side.exposed > 0]
     # Every GPU of the job meets at the pipeline's flush, once per step: the slowest of them sets it, drifted by
     # the step's compute (step.slowest_rank_wait; the waits inside the pipeline are absorbed by its slots).
@@ -486,7 +491,13 @@ def layout_step(
         jitter = next((t.seconds for t in dp_step.breakdown if t.term == JITTER), 0.0)
     else:
         jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
-    step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter
+    # the slowest GPU's longer compute, on the critical path: the m micro-batches' and the bubble's (p - 1) / v slots
+    if slowest_gpu is None:
+        rates = rates_for(topology.gpu)
+        slowest_gpu = slowest_gpu_loss(rates.node_drop, rates.gpu_spread, layout.gpus) if compute_model == "ops" else 0
+    slots = m + ((layout.pp - 1) / virtual_stages if layout.pp > 1 else 0.0)
+    slowest = slowest_gpu / (1.0 - slowest_gpu) * slots * (forward + backward)
+    step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter + slowest
     mtp_flops = 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers if mtp_layers else 0.0
     model_flops = (fpt.model + mtp_flops) * micro_batch * seq_len * m
     model_flops /= layout.tp * layout.cp * layout.pp
@@ -500,6 +511,7 @@ def layout_step(
         dp_terms=tuple(dp_terms),
         bubble=bubble,
         jitter=jitter,
+        slowest_gpu=slowest,
         step=step,
         comm=layout_comm + dp_step.comm + side_seconds,
         model_flops=model_flops,

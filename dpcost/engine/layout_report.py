@@ -19,7 +19,7 @@ from dpcost.engine.layout_step import BUBBLE, pp_overlapped, stage_layer_counts
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
 from dpcost.engine.placement import Placement, check_ranks
-from dpcost.engine.prepare import DTYPE_BYTES, Prepared, matmul_share, prepare
+from dpcost.engine.prepare import DTYPE_BYTES, Prepared, matmul_share, prepare, slowest_gpu_share
 from dpcost.engine.report import (
     Advice,
     BreakdownTerm,
@@ -35,7 +35,7 @@ from dpcost.engine.report import (
     StageRow,
     Time,
 )
-from dpcost.engine.step import COMPUTE, EXPOSED, JITTER, SLOWDOWN
+from dpcost.engine.step import COMPUTE, EXPOSED, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU
 from dpcost.engine.verdict import bound, training_summary
 from dpcost.errors import InputError
 from dpcost.options import Options, Parallel
@@ -342,6 +342,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         compute_model=compute_model,
         compute_dtype=o.compute.compute_dtype,
         flash=o.compute.flash_attention,
+        slowest_gpu=slowest_gpu_share(topology.gpu, o.compute, layout.gpus) if compute_model == "ops" else 0.0,
         first_stage_layers=par.first_stage_layers,
         last_stage_layers=par.last_stage_layers,
         mtp_layers=par.mtp_layers,
@@ -461,8 +462,9 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
         terms.append(BreakdownTerm(term=SLOWDOWN, seconds=r.slowed))
     terms.append(BreakdownTerm(term=BUBBLE, seconds=r.bubble))
     terms.append(BreakdownTerm(term=JITTER, seconds=r.jitter))
+    terms.append(BreakdownTerm(term=SLOWEST_GPU, seconds=r.slowest_gpu))
     exposed = sum(t.seconds for t in terms if t.term.startswith(EXPOSED))
-    losses = sum(t.seconds for t in terms if t.term in (SLOWDOWN, JITTER))
+    losses = sum(t.seconds for t in terms if t.term in LOSSES)
     return Time(
         forward_seconds=r.forward,
         backward_seconds=r.backward,

@@ -18,7 +18,7 @@ from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
 from dpcost.engine.nccl_channels import call_channels, compute_slowdown
 from dpcost.engine.ops import MicroBatchCompute, matmul_operands, micro_batch_compute, optimizer_seconds_on
 from dpcost.engine.placement import Placement, place, place_group
-from dpcost.engine.prepare import Prepared
+from dpcost.engine.prepare import Prepared, slowest_gpu_share
 from dpcost.engine.rates import matmul_efficiency, rates_for
 from dpcost.engine.step import Call, StepPlan, StepTime, slowdown_of, step_time
 from dpcost.errors import InputError
@@ -236,6 +236,7 @@ def timeline(
         forward, backward = compute.forward, compute.backward
     optimizer = optimizer_seconds(model, topology, p, stage) if compute is not None else 0.0
     plan = StepPlan(
+        slowest_gpu=slowest_gpu_share(topology.gpu, o.compute, o.dp) if compute is not None else 0.0,
         stage=stage,
         accumulation=p.accumulation,
         forward=forward * (1.0 + o.compute.skew),

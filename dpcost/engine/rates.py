@@ -59,6 +59,16 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   the tensor cores', is taken to keep at a step's lower clock. Held out (mamba2-ssd-tfla-h100.csv, the TFLA paper's
   H100 timings of the same kernels, forward and forward + backward): the sum reads -4% to -24%, the forward alone
   47-56% slow, so the rate holds for a training step's forward and backward together, not for each pass.
+- node_drop, gpu_spread: a synchronous step runs at its slowest GPU's pace, and a node's GPUs, all busy, do not
+  sustain one rate. ml-engineering timed its MSMF protocol on one GPU alone and on all 8 of a node at once
+  (msmf-concurrent.csv): H200 alone 702.9 TFLOP/s (runs spread 1.4% over 5), all 8 698.6 (spread 4.5% over 40);
+  B200 1455.7 (1.1%) and 1426.4 (10.4%). node_drop is the mean's fall, 1 - 698.6 / 702.9 = 0.0061 and
+  1 - 1426.4 / 1455.7 = 0.0201; gpu_spread the standard deviation between GPUs, the 40 runs' less the lone GPU's
+  run-to-run one (a range of n normal runs spans about 2 x Blom's largest of n deviates: 4.31 for 40, 2.36 for 5):
+  sqrt((0.045 / 4.31)^2 - (0.014 / 2.36)^2) = 0.0086 and sqrt((0.104 / 4.31)^2 - (0.011 / 2.36)^2) = 0.0237. Hopper
+  takes H200's (H100 and H800 are the same 700 W board); Blackwell B200's (an air-cooled 8-GPU board at 1000 W).
+  GB200 and GB300, liquid-cooled NVL72 trays with their own power budget, were not measured: their topologies set
+  0. step.slowest_gpu_loss prices it; a GPU's rates override either.
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
   2.6 us (A100) and 2.4 us (H200) with eager launches (launch.csv).
 - gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
@@ -119,6 +129,8 @@ class ComputeRates:
     hbm: float  # share of the HBM bandwidth a streaming kernel reaches
     launch: float  # seconds: the shortest time a kernel takes when launched eagerly, one after another
     gemm_fp4: float | None = None  # share of the dense FP4 peak; None: the FP8 share (module docstring)
+    node_drop: float = 0.0  # the sustained rate's fall, on average, with every GPU of the node busy
+    gpu_spread: float = 0.0  # the standard deviation of the sustained rate between busy GPUs, as a share of it
 
 
 # Eager attention's score kernels move their bytes at this share of the streaming rate (module docstring).
@@ -149,9 +161,19 @@ ARCH_RATES: dict[str, ComputeRates] = {
         128,
         1832 / 2000,
         2.5e-6,
+        node_drop=1 - 698.6 / 702.9,
+        gpu_spread=0.0086,
     ),
     "blackwell": ComputeRates(
-        1456.3 / 2250, 2795.7 / 4500, {"flash2": 0.39, "cudnn": 0.39}, 500.0, 256, 3534 / 4800, 2.5e-6
+        1456.3 / 2250,
+        2795.7 / 4500,
+        {"flash2": 0.39, "cudnn": 0.39},
+        500.0,
+        256,
+        3534 / 4800,
+        2.5e-6,
+        node_drop=1 - 1426.4 / 1455.7,
+        gpu_spread=0.0237,
     ),
 }
 
@@ -268,6 +290,8 @@ def rates_for(gpu: GPUSpec) -> ComputeRates:
         attention=attention,
         hbm=given.hbm or base.hbm,
         launch=given.launch if given.launch is not None else base.launch,
+        node_drop=given.node_drop if given.node_drop is not None else base.node_drop,
+        gpu_spread=given.gpu_spread if given.gpu_spread is not None else base.gpu_spread,
     )
 
 

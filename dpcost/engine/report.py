@@ -256,7 +256,9 @@ class Time(Contract):
     exposed_comm_seconds: float = Field(
         description="collective time the compute waits for (the breakdown's exposed terms)"
     )
-    losses_seconds: float = Field(description="what real runs lose beyond the schedule: overlap slowdown and jitter")
+    losses_seconds: float = Field(
+        description="what real runs lose beyond the schedule: overlap slowdown, jitter and the slowest GPU's rate"
+    )
     bound: Literal["compute", "communication"] = Field(
         description="what the step spends more of its time on: compute, or communication left exposed"
     )

@@ -34,6 +34,11 @@ What real runs lose beyond the schedule (each term in the step's breakdown, each
   that does not overlap) costs only the lateness beyond its prefetch slack, the compute left over after the
   prefetched call, and re-aligns the ranks only when it costs; the step's end always does. So a compute-bound
   phase pays about once per step, sqrt(T_step), and a communication-bound one at every call, each sqrt(T_unit).
+- the slowest GPU's sustained rate: busy GPUs do not sustain one rate (a node's shared power and cooling, and
+  each chip's own voltage-frequency curve), and every collective waits for the slowest. Of N busy GPUs it loses
+  about node_drop + gpu_spread x Blom's largest of N deviates of its alone-measured rate (engine/rates.py, measured
+  on one node of 8 and extended to N as normal deviates), and its compute on the critical path runs 1 / (1 - loss)
+  as long (slowest_gpu_loss).
 """
 
 from __future__ import annotations
@@ -51,7 +56,9 @@ __all__ = [
     "COMPUTE",
     "EXPOSED",
     "JITTER",
+    "LOSSES",
     "SLOWDOWN",
+    "SLOWEST_GPU",
     "Call",
     "Drain",
     "Phase",
@@ -65,6 +72,7 @@ __all__ = [
     "expected_max_deviate",
     "gather_reduce_runs",
     "slowdown_of",
+    "slowest_gpu_loss",
     "step_time",
 ]
 
@@ -119,6 +127,7 @@ class StepPlan:
     ranks: int = 1
     sync_jitter: float = 0.0  # a rank's drift: one standard deviation after one second of compute (s / sqrt(s))
     optimizer: float = 0.0  # seconds of the optimizer step, once per step, on the compute stream
+    slowest_gpu: float = 0.0  # the share of its rate the slowest GPU loses (slowest_gpu_loss)
 
 
 @frozen
@@ -158,6 +167,10 @@ COMPUTE = "compute"
 EXPOSED = "exposed "  # + the collective
 SLOWDOWN = "compute slowed by overlapping collectives"
 JITTER = "waiting for the slowest rank (synchronisation jitter)"
+SLOWEST_GPU = "waiting for the slowest GPU's sustained rate"
+
+
+LOSSES = (SLOWDOWN, JITTER, SLOWEST_GPU)  # the terms that are losses at scale, beyond the schedule
 
 
 @frozen
@@ -203,9 +216,10 @@ class StepTime:
 
     @property
     def losses(self) -> float:
-        """What the step loses beyond its schedule: overlap slowdown and synchronisation jitter. Summed from
-        those terms, not taken as step - compute - exposed, whose cancellation leaves -1e-14 s where nothing is lost."""
-        return sum(t.seconds for t in self.breakdown if t.term in (SLOWDOWN, JITTER))
+        """What the step loses beyond its schedule: overlap slowdown, synchronisation jitter and the slowest GPU.
+        Summed from those terms, not taken as step - compute - exposed, whose cancellation leaves -1e-14 s where
+        nothing is lost."""
+        return sum(t.seconds for t in self.breakdown if t.term in LOSSES)
 
 
 @frozen
@@ -225,6 +239,15 @@ class Drain:
 def expected_max_deviate(n: int) -> float:
     """The expected largest of n standard normal deviates (Blom 1958: Phi^-1((n - 0.375) / (n + 0.25)))."""
     return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
+
+
+def slowest_gpu_loss(node_drop: float, gpu_spread: float, gpus: int) -> float:
+    """The share of its alone-measured sustained rate the slowest of `gpus` busy GPUs loses (module docstring):
+    1 - (1 - node_drop) x exp(-gpu_spread x expected_max_deviate(gpus)), about node_drop + gpu_spread x that deviate
+    (the rates taken as log-normal, so that none falls to zero); nothing for one GPU, which was measured alone."""
+    if gpus <= 1:
+        return 0.0
+    return 1.0 - (1.0 - node_drop) * math.exp(-gpu_spread * expected_max_deviate(gpus))
 
 
 def bucket_edges(
@@ -618,7 +641,8 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
     compute that ran beside a call."""
     slowed = []
     exposed: dict[str, float] = {}
-    slowdown = overlapped = 0.0
+    slowdown = overlapped = slowest = 0.0
+    stretch = plan.slowest_gpu / (1.0 - plan.slowest_gpu)  # the slowest GPU's compute runs 1 / (1 - loss) as long
     for ph in phases:
         # The compute that runs alongside a collective is slowed by the SMs the collective's kernels hold. Where
         # compute sets the phase's pace it is the critical path, and the phase lasts that much longer; where
@@ -631,6 +655,10 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
         ph = replace(ph, duration=max(ph.duration, ph.compute + lost) if bound_by_comm else ph.duration + lost)
         slowed.append(ph)
         slowdown += lost * ph.repeats
+        # the slowest GPU's longer compute: all of it on the critical path where compute paces the phase, what no
+        # longer fits under the calls where they do
+        longer = ph.compute * stretch
+        slowest += (max(0.0, ph.compute + lost + longer - ph.duration) if bound_by_comm else longer) * ph.repeats
         wait = max(0.0, ph.duration - lost - ph.compute) * ph.repeats
         for op, seconds in ph.comm_by_op:
             if ph.comm > 0:
@@ -640,6 +668,7 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
     terms += [Term(f"{EXPOSED}{op}", s) for op, s in exposed.items()]
     terms.append(Term(SLOWDOWN, slowdown))
     terms.append(Term(JITTER, slowest_rank_wait(phases, plan.sync_jitter, plan.ranks)))
+    terms.append(Term(SLOWEST_GPU, slowest))
     return tuple(slowed), terms, overlapped
 
 

@@ -363,7 +363,7 @@ def _time_table(r: Report) -> Table:
         ["step, as scheduled, with losses at scale", fmt_seconds(t.step_seconds)],
         ["step, serial: T_compute + T_comm", fmt_seconds(t.serial_seconds)],
         ["exposed communication", fmt_seconds(t.exposed_comm_seconds)],
-        ["lost at scale (overlap slowdown, jitter)", fmt_seconds(t.losses_seconds)],
+        ["lost at scale (overlap slowdown, jitter, slowest GPU)", fmt_seconds(t.losses_seconds)],
         ["bound by", bound],
         ["throughput", f"{t.tokens_per_second:,.0f} tokens/s"],
         ["MFU", pct(t.mfu)],
@@ -400,8 +400,8 @@ def _breakdown_table(r: Report) -> Table:
     table.notes.append(
         f"scheduled as {_framework(r)} runs it; losses at scale: compute slowed {s.overlap_slowdown:.0%} while "
         f"collectives overlap it (the SMs their kernels hold); each rank drifts {fmt_seconds(s.sync_jitter)} per "
-        f"sqrt(s) of compute, and {waits}; "
-        "docs/frameworks.md"
+        f"sqrt(s) of compute, and {waits}; busy GPUs do not sustain one rate, and every one waits for the "
+        "slowest (engine/rates.py); docs/frameworks.md"
     )
     return table
 
