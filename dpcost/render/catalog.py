@@ -8,6 +8,8 @@ from typing import Any
 from dpcost.engine.collectives import hop_latency
 from dpcost.engine.nccl_tables import NCCL_VERSION
 from dpcost.engine.params import count_params
+from dpcost.engine.rates import rates_for
+from dpcost.engine.step import slowest_gpu_loss
 from dpcost.render.table import Table
 from dpcost.specs import ModelSpec, TopologySpec
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
@@ -146,6 +148,18 @@ def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
     return [t, parts], doc
 
 
+def _slowest_gpu(topo: TopologySpec) -> str:
+    """What the slowest of many busy GPUs loses of its sustained rate (step.slowest_gpu_loss), op by op."""
+    r = rates_for(topo.gpu)
+    if r.node_drop == r.gpu_spread == 0:
+        return "no spread between busy GPUs (none measured for this GPU)"
+    eight, *more = (f"{slowest_gpu_loss(r.node_drop, r.gpu_spread, n):.1%} at {n:,}" for n in (8, 512, 4096))
+    return (
+        f"loses {eight} GPUs, {', '.join(more)} of its sustained rate "
+        f"(node drop {r.node_drop:.2%}, spread {r.gpu_spread:.2%}: engine/rates.py)"
+    )
+
+
 def topology_tables(topo: TopologySpec) -> list[Table]:
     """`dpcost show topology`: the GPU, the sources, and every tier with its effective bandwidth."""
     g = topo.gpu
@@ -157,6 +171,7 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
         ["call overhead", fmt_seconds(topo.call_overhead)],
         ["hop latencies", f"NCCL {NCCL_VERSION}'s tables x {topo.latency_scale:g}"],
         ["network loss", f"{topo.scaling_loss:.1%} of bandwidth per doubling of nodes beyond two"],
+        ["slowest busy GPU", _slowest_gpu(topo)],
     ]
     t.rows += [
         ["crossing loss", f"{x.crossing_loss:.1%} of network bandwidth for calls that reach {x.name}"]
