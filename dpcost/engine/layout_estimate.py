@@ -494,7 +494,8 @@ def layout_step(
     # the slowest GPU's longer compute, on the critical path: the m micro-batches' and the bubble's (p - 1) / v slots
     if slowest_gpu is None:
         rates = rates_for(topology.gpu)
-        slowest_gpu = slowest_gpu_loss(rates.node_drop, rates.gpu_spread, layout.gpus) if compute_model == "ops" else 0
+        ops = compute_model == "ops"
+        slowest_gpu = slowest_gpu_loss(rates.node_drop, rates.gpu_spread, layout.gpus) if ops else 0.0
     slots = m + ((layout.pp - 1) / virtual_stages if layout.pp > 1 else 0.0)
     slowest = slowest_gpu / (1.0 - slowest_gpu) * slots * (forward + backward)
     step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter + slowest

@@ -236,7 +236,6 @@ def timeline(
         forward, backward = compute.forward, compute.backward
     optimizer = optimizer_seconds(model, topology, p, stage) if compute is not None else 0.0
     plan = StepPlan(
-        slowest_gpu=slowest_gpu_share(topology.gpu, o.compute, o.dp) if compute is not None else 0.0,
         stage=stage,
         accumulation=p.accumulation,
         forward=forward * (1.0 + o.compute.skew),
@@ -258,6 +257,7 @@ def timeline(
         ranks=o.dp,
         sync_jitter=o.compute.sync_jitter,
         optimizer=optimizer,
+        slowest_gpu=slowest_gpu_share(topology.gpu, o.compute, o.dp) if compute is not None else 0.0,
     )
     return Timed(stage, recompute, step_time(plan, call), forward, backward, flops, compute, optimizer)
 
