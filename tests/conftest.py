@@ -12,6 +12,7 @@ from types import ModuleType
 import pytest
 
 from dpcost.catalog import load_model, load_topology
+from dpcost.engine.step import StepPlan, Unit
 from dpcost.specs import ModelSpec, TopologySpec
 
 REFERENCE = Path(__file__).parent / "reference"
@@ -42,6 +43,24 @@ def h100() -> TopologySpec:
 @pytest.fixture(scope="session")
 def llama70b() -> ModelSpec:
     return load_model("llama-70b")
+
+
+def step_plan(**kw: object) -> StepPlan:
+    """A ZeRO-3 step of 10 equal units (1 s forward, 2 s backward) on 512 ranks, for step.py's schedule tests;
+    `kw` overrides any field."""
+    base: dict[str, object] = dict(
+        stage=3,
+        accumulation=1,
+        forward=1.0,
+        backward=2.0,
+        units=tuple(Unit(1e9, 1 / 10) for _ in range(10)),
+        grad_bytes=4.0,
+        weight_bytes=2.0,
+        bucket_bytes=25 * 2**20,
+        ranks=512,
+    )
+    base.update(kw)
+    return StepPlan(**base)  # type: ignore[arg-type]
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:

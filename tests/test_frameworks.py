@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import step_plan
 from pydantic import ValidationError
 
 from dpcost.catalog import load_model, load_topology
@@ -18,8 +19,6 @@ from dpcost.engine.step import (
     JITTER,
     SLOWEST_GPU,
     Call,
-    StepPlan,
-    Unit,
     expected_max_deviate,
     slowest_rank_wait,
     step_time,
@@ -215,7 +214,7 @@ def test_the_timeline_and_the_waits_make_the_step(stage: int, per_unit: bool, ov
     """The step, computed apart from its breakdown: every phase's duration (slowdown included) times its repeats,
     plus each wait's expected lateness of the slowest rank; and the breakdown's terms add up to the same."""
     call = lambda op, size: Call(2e-5 + size / 300e9, "ring/simple", 0.2)  # noqa: E731
-    plan = _plan(
+    plan = step_plan(
         stage=stage,
         per_unit=per_unit,
         overlap_grad_reduce=overlap,
@@ -242,29 +241,13 @@ def test_expected_maximum_of_normal_deviates() -> None:
         assert expected_max_deviate(n) == pytest.approx(exact, abs=0.03), n
 
 
-def _plan(**kw: object) -> StepPlan:
-    base: dict[str, object] = dict(
-        stage=3,
-        accumulation=1,
-        forward=1.0,
-        backward=2.0,
-        units=tuple(Unit(1e9, 1 / 10) for _ in range(10)),
-        grad_bytes=4.0,
-        weight_bytes=2.0,
-        bucket_bytes=25 * MIB,
-        ranks=512,
-    )
-    base.update(kw)
-    return StepPlan(**base)  # type: ignore[arg-type]
-
-
 def test_jitter_in_a_compute_bound_step_is_paid_once_and_grows_with_log_n() -> None:
     """Each gather (5 ms) hides behind its unit's 100-200 ms with room to spare, so no wait costs: the ranks drift
     through the step's 3 s of compute and meet at the optimizer, sqrt(3 s) x jitter x E[max of N] late."""
     call = lambda op, size: Call(size / 400e9, "ring/simple")  # noqa: E731
-    quiet = step_time(_plan(), call)
+    quiet = step_time(step_plan(), call)
     for ranks in (8, 512):
-        noisy = step_time(_plan(sync_jitter=1e-3, ranks=ranks), call)
+        noisy = step_time(step_plan(sync_jitter=1e-3, ranks=ranks), call)
         assert noisy.step - quiet.step == pytest.approx(math.sqrt(3.0) * 1e-3 * expected_max_deviate(ranks))
 
 
@@ -273,8 +256,8 @@ def test_jitter_in_a_communication_bound_step_is_paid_at_every_wait() -> None:
     drift since the last: 10 forward waits after 0.1 s each, 11 backward waits (10 gathers and the last reduction)
     sharing 2 s."""
     call = lambda op, size: Call(size / 4e9, "ring/simple")  # noqa: E731
-    quiet = step_time(_plan(), call)
-    noisy = step_time(_plan(sync_jitter=1e-3), call)
+    quiet = step_time(step_plan(), call)
+    noisy = step_time(step_plan(sync_jitter=1e-3), call)
     expected = 1e-3 * expected_max_deviate(512) * (10 * math.sqrt(0.1) + 11 * math.sqrt(2.0 / 11))
     assert noisy.step - quiet.step == pytest.approx(expected)
 
@@ -282,8 +265,8 @@ def test_jitter_in_a_communication_bound_step_is_paid_at_every_wait() -> None:
 def test_overlapped_compute_slows_while_collectives_run() -> None:
     """Compute-bound phases last longer by the overlapped compute times the share of SMs the calls' kernels hold."""
     call = lambda op, size: Call(size / 400e9, "ring/simple")  # noqa: E731
-    base = step_time(_plan(), call)
-    slowed = step_time(_plan(), lambda op, size: Call(size / 400e9, "ring/simple", 0.2))
+    base = step_time(step_plan(), call)
+    slowed = step_time(step_plan(), lambda op, size: Call(size / 400e9, "ring/simple", 0.2))
     overlap = sum(min(ph.compute, ph.comm) * ph.repeats for ph in base.phases if ph.overlapped and ph.comm)
     assert all(ph.compute > ph.comm for ph in base.phases if ph.overlapped and ph.comm)  # compute-bound phases
     assert slowed.step - base.step == pytest.approx(0.2 * overlap)
@@ -295,9 +278,9 @@ def test_a_communication_bound_phase_hides_the_slowed_compute() -> None:
     """Issue 17: the slowdown was charged where the slowed compute stays hidden behind a longer communication
     stream. A phase whose collectives take twice its compute lasts as long as they do, slowed or not."""
     call = lambda op, size: Call(size / 4e9, "ring/simple")  # noqa: E731  (slow enough that comm binds)
-    base = step_time(_plan(), call)
+    base = step_time(step_plan(), call)
     assert any(ph.comm >= 1.25 * ph.compute for ph in base.phases if ph.overlapped and ph.comm)
-    slowed = step_time(_plan(), lambda op, size: Call(size / 4e9, "ring/simple", 0.2))
+    slowed = step_time(step_plan(), lambda op, size: Call(size / 4e9, "ring/simple", 0.2))
     assert slowed.step == pytest.approx(base.step)
     terms = dict((t.term, t.seconds) for t in slowed.breakdown)
     assert terms["compute slowed by overlapping collectives"] > 0  # the compute is slowed, under the collectives

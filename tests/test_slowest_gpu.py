@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import read_reference_csv
+from conftest import read_reference_csv, step_plan
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.estimate import estimate
 from dpcost.engine.rates import ARCH_RATES, rates_for
-from dpcost.engine.step import SLOWEST_GPU, Call, StepPlan, Unit, expected_max_deviate, slowest_gpu_loss, step_time
+from dpcost.engine.step import SLOWEST_GPU, Call, expected_max_deviate, slowest_gpu_loss, step_time
 from dpcost.options import Options
 
 
@@ -58,26 +58,10 @@ def test_gb200_and_gb300_trays_set_none_and_b200_boards_keep_blackwells() -> Non
     assert rates_for(load_topology("dgx-b200").gpu).gpu_spread == ARCH_RATES["blackwell"].gpu_spread
 
 
-def _plan(**kw: object) -> StepPlan:
-    base: dict[str, object] = dict(
-        stage=3,
-        accumulation=1,
-        forward=1.0,
-        backward=2.0,
-        units=tuple(Unit(1e9, 1 / 10) for _ in range(10)),
-        grad_bytes=4.0,
-        weight_bytes=2.0,
-        bucket_bytes=25 * 2**20,
-        ranks=512,
-    )
-    base.update(kw)
-    return StepPlan(**base)  # type: ignore[arg-type]
-
-
 def test_a_compute_bound_step_waits_for_all_of_the_slowest_gpus_longer_compute() -> None:
     """Every gather hides behind its unit's compute: the step grows by the compute x loss / (1 - loss)."""
     call = lambda op, size: Call(size / 400e9, "ring/simple")  # noqa: E731
-    base, slowest = step_time(_plan(), call), step_time(_plan(slowest_gpu=0.05), call)
+    base, slowest = step_time(step_plan(), call), step_time(step_plan(slowest_gpu=0.05), call)
     assert slowest.step - base.step == pytest.approx(3.0 * 0.05 / 0.95)
     assert dict((t.term, t.seconds) for t in slowest.breakdown)[SLOWEST_GPU] == pytest.approx(3.0 * 0.05 / 0.95)
 
@@ -85,7 +69,7 @@ def test_a_compute_bound_step_waits_for_all_of_the_slowest_gpus_longer_compute()
 def test_a_communication_bound_phase_hides_the_slowest_gpus_longer_compute() -> None:
     """Where the gathers take longer than the compute they overlap, the longer compute still fits under them."""
     call = lambda op, size: Call(size / 4e9, "ring/simple")  # noqa: E731  (every gather 0.5 s, each unit 0.1-0.2 s)
-    base, slowest = step_time(_plan(), call), step_time(_plan(slowest_gpu=0.05), call)
+    base, slowest = step_time(step_plan(), call), step_time(step_plan(slowest_gpu=0.05), call)
     overlapped = sum(ph.compute * ph.repeats for ph in base.phases if ph.overlapped and ph.comm)
     assert slowest.step - base.step < 0.05 / 0.95 * (3.0 - overlapped) + 1e-12
 
