@@ -372,7 +372,8 @@ class Compute(Section):
     compute_dtype: Literal["bf16", "fp8", "nvfp4"] = Field(
         "bf16",
         description="The tensor-core precision of the matmuls, and so the peak --mfu scales (FP8 or NVFP4: the "
-        "GPU's dense FP8 or FP4 peak; MFU is reported against it).",
+        "GPU's dense FP8 or FP4 peak; MFU is reported against it). The output head and the MoE router stay in 16 "
+        "bits, as Megatron-Core and torchtitan run them.",
         json_schema_extra=cli("--compute-dtype"),
     )
     overlap_slowdown: Annotated[float | None, BeforeValidator(_optional_fraction)] = Field(

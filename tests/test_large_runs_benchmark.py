@@ -280,8 +280,8 @@ def test_fp8_over_bf16_on_the_same_layout_against_dgxc(bench: ModuleType) -> Non
     """The FP8 path, held out: dgxc-benchmarking v25.03 times four NeMo layouts in BF16 and FP8 alike (Transformer
     Engine's delayed scaling, FP8 parameter gathers). At each one's smallest GPU count the FP8 step over the BF16 step
     is 0.739 (Llama 3.1 8B: 9.44 / 12.78 s), 0.716 (70B: 10.46 / 14.61), 0.629 (405B: 11.00 / 17.50) and 0.725
-    (Nemotron-4 15B: 2.039 / 2.812). dpcost's ratio reads 0-9% low (FP8 gains a little more than it did): within 10% of
-    each, where FP8 at its peak's full 2x would read 0.5 / 0.63-0.74, 20-32% off."""
+    (Nemotron-4 15B: 2.039 / 2.812). dpcost's ratio reads 0-6% low (0-9% while the output head ran at the FP8 rate):
+    within 10% of each, where FP8 at its peak's full 2x would read 0.5 / 0.63-0.74, 20-32% off."""
     published = {"Llama 3.1 8B": 0.739, "Llama 3.1 70B": 0.716, "Llama 3.1 405B (GPT-2 vocabulary)": 0.629}
     published["Nemotron-4 15B"] = 0.725
     rows = [r for r in bench.dgxc_rows() if r["model"] in published]

@@ -11,6 +11,7 @@ from conftest import read_reference_csv
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.compute import flops_per_token
 from dpcost.engine.ops import (
+    Op,
     fp8_cast,
     layer_ops,
     matmul_operands,
@@ -382,3 +383,28 @@ def test_attention_keeps_the_share_of_its_rate_the_head_dim_sweeps_measure() -> 
     narrow_s = times([att], r, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, 4096, "cudnn").forward_seconds
     wide_s = times([wide], r, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, 4096, "cudnn").forward_seconds
     assert wide_s / narrow_s == pytest.approx(0.707, rel=1e-9)
+
+
+def test_the_output_head_and_the_router_stay_in_16_bits_under_fp8() -> None:
+    """Megatron-Core's output layer is its own ColumnParallelLinear, outside Transformer Engine's FP8 (gpt_model.py;
+    MXFP8 only under the opt-in fp8_output_proj), and its router multiplies in the input's dtype or fp32
+    (router.py router_gating_linear): under FP8 both run at the BF16 peak and BF16 share, the layers' projections
+    at the FP8 ones. Llama 3 8B's head and Mixtral's router take as long in an FP8 step as in a BF16 one."""
+    h100 = load_topology("dgx-h100").gpu
+    r = rates_for(h100)
+    assert h100.fp8_dense is not None
+
+    def seconds(op: Op, dtype: str) -> float:
+        peak = h100.fp8_dense if dtype == "fp8" else h100.bf16_dense
+        share = r.gemm_fp8 if dtype == "fp8" else r.gemm
+        t = times([op], r, peak, h100.bf16_dense, h100.hbm_bandwidth, 4096, "cudnn", share, ("hopper", dtype))
+        return t.forward_seconds + t.backward_seconds
+
+    llama, mixtral = load_model("llama-8b").architecture, load_model("mixtral-8x7b").architecture
+    assert llama is not None and mixtral is not None
+    head = next(op for op in model_ops(llama, 4096, "fused", "vocab-parallel") if op.module == "head")
+    router = next(op for op in layer_ops(mixtral, True, 4096, 4096, "fused") if op.module == "router")
+    for op in (head, router):
+        assert op.sixteen_bit and seconds(op, "fp8") == pytest.approx(seconds(op, "bf16")), op.name
+    proj = next(op for op in layer_ops(llama, False, 4096, 4096, "fused") if op.module == "qkv")
+    assert not proj.sixteen_bit and seconds(proj, "fp8") < 0.6 * seconds(proj, "bf16")

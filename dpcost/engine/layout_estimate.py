@@ -371,6 +371,7 @@ def layout_step(
     mtp_layers: int = 0,
     fp8_params: bool = False,
     slowest_gpu: float | None = None,
+    sixteen_bit_mfu: float | None = None,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -389,7 +390,9 @@ def layout_step(
     `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded over NVLink there
     (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls); `ep_dispatcher` flex: once to each NVLink
     domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls). `slowest_gpu`: the share of
-    its rate the job's slowest GPU loses (default, op by op: the GPU's measured spread, step.slowest_gpu_loss)."""
+    its rate the job's slowest GPU loses (default, op by op: the GPU's measured spread, step.slowest_gpu_loss).
+    `sixteen_bit_mfu`: under FP8 or NVFP4, the BF16 peak's share for the matmuls that stay in 16 bits, the output
+    head and the router (--mfu; default the GPU's BF16 share: ops.Op.sixteen_bit)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -420,7 +423,7 @@ def layout_step(
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
-                          sum(layer_counts[: st.index]), mtp_layers)
+                          sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -562,12 +565,14 @@ def _stage_by_ops(
     recompute_modules: frozenset[str] = DEFAULT_MODULES,
     first_layer: int = 0,
     mtp_layers: int = 0,
+    sixteen_bit_efficiency: float | None = None,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
     CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention, the vocab-parallel loss); the
     recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part; selective: `recompute_modules`).
-    `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage."""
+    `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage;
+    `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times)."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -579,12 +584,13 @@ def _stage_by_ops(
     def timed(ops: list[Op]) -> OpTimes:
         return times(
             ops, rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, fw.attention_kernel, gemm_efficiency,
-            (gpu.arch, compute_dtype),
+            (gpu.arch, compute_dtype), sixteen_bit_efficiency,
         )  # fmt: skip
 
     def layer_seconds(moe: bool, mixer: str, local: LocalAttentionSpec | None, mlp: bool) -> tuple[float, float, float]:
         key = (gpu, moe, mixer, local, mlp, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
-               sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype)  # fmt: skip
+               sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
+               sixteen_bit_efficiency)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]

@@ -343,6 +343,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         compute_dtype=o.compute.compute_dtype,
         flash=o.compute.flash_attention,
         slowest_gpu=slowest_gpu_share(topology.gpu, o.compute, layout.gpus) if compute_model == "ops" else 0.0,
+        sixteen_bit_mfu=o.compute.mfu,
         first_stage_layers=par.first_stage_layers,
         last_stage_layers=par.last_stage_layers,
         mtp_layers=par.mtp_layers,

@@ -92,15 +92,31 @@ class Op:
     # a kernel whose measured rate is this many FLOPs per byte/s of the GPU's peak HBM bandwidth (Mamba-2's scan:
     # rates.SSD_FLOPS_PER_HBM_BYTE); 0: the rate of its kind
     flops_per_hbm_byte: float = 0.0
+    # a matmul that stays in 16 bits whatever the compute dtype: the output head (Megatron-Core's output layer is its
+    # own ColumnParallelLinear, outside Transformer Engine's FP8, gpt_model.py; MXFP8 only under the opt-in
+    # fp8_output_proj, 3f6a2ed8, 2026-05; torchtitan's float8 configs filter "output", its MX converter by default)
+    # and the MoE router (router.py router_gating_linear, in the input's dtype or fp32): at the BF16 peak (times)
+    sixteen_bit: bool = False
 
 
 def _gemm(
-    name: str, module: str, m: float, k: float, n: float, in_bytes: float, repeats: int = 1, tp_split: str = ""
+    name: str,
+    module: str,
+    m: float,
+    k: float,
+    n: float,
+    in_bytes: float,
+    repeats: int = 1,
+    tp_split: str = "",
+    sixteen_bit: bool = False,
 ) -> Op:
     """One matmul of an (m x k) activation by a (k x n) weight: forward 2mkn, backward dgrad + wgrad 4mkn."""
     flops = 2.0 * m * k * n
     moved = in_bytes * (m * k + k * n) + BF16 * m * n
-    return Op(name, module, "gemm", flops, moved, 1, 2 * flops, 2 * moved, 2, repeats, (m, k, n), tp_split)
+    return Op(
+        name, module, "gemm", flops, moved, 1, 2 * flops, 2 * moved, 2, repeats, (m, k, n), tp_split,
+        sixteen_bit=sixteen_bit,
+    )  # fmt: skip
 
 
 def _memory(name: str, module: str, fwd_bytes: float, kernels: int, bwd_factor: float = 2.0) -> Op:
@@ -398,6 +414,7 @@ def _attention_half(
                 8,
                 tp_split="heads",
                 hbm_share=EAGER_SCORES_HBM,
+                sixteen_bit=True,  # torch's batched matmuls on the 16-bit scores, outside any FP8 recipe
             )
         )
         if a.dropout > 0:
@@ -427,7 +444,7 @@ def _mlp_half(
         e = a.moe
         local_experts = max(1, e.experts // ep)
         routed = t * e.active / local_experts  # tokens per local expert: every rank's tokens routed to these experts
-        ops.append(_gemm("router", "router", t, h, e.router_outputs or e.experts, gemm_bytes))
+        ops.append(_gemm("router", "router", t, h, e.router_outputs or e.experts, BF16, sixteen_bit=True))
         if e.latent:  # LatentMoE (params.latent_projections): replicated over TP, as Megatron-Core's "duplicated"
             ops.append(_gemm("latent projection in", "moe", t, h, e.latent, gemm_bytes))
         before, after = _token_permutation(
@@ -527,7 +544,7 @@ def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: st
         # the backward scatters into a dense fp32 (vocab x hidden) gradient, zeroed first
         Op("embedding", "embedding", "memory", 0.0, 2 * BF16 * h * t, 1, 0.0, 2 * 4.0 * h * t + 8.0 * a.vocab * h, 2),
         _memory("final norm", "layernorm", norm_b * h * t, norm_k),
-        _gemm("output head", "head", t, h, a.output_vocab, BF16, tp_split="n"),
+        _gemm("output head", "head", t, h, a.output_vocab, BF16, tp_split="n", sixteen_bit=True),
         Op(
             "loss",
             "loss",
@@ -641,14 +658,18 @@ def times(
     attention_kernel: str,
     gemm_efficiency: float | None = None,
     shape_key: tuple[str, str] | None = None,
+    sixteen_bit_efficiency: float | None = None,
 ) -> OpTimes:
     """Each op's forward and backward seconds, summed by part: matmuls at `gemm_efficiency` of `peak` (the
     generation's sustained share unless given: --mfu) times their shape's factor for `shape_key`'s (arch, dtype)
     (rates.shape_factor; the backward's two matmuls, dgrad (m x n by n x k) and wgrad (k x m by m x n), each at its
     own), attention at the flash kernel's rate for its causal span (the sequence length, or a window's or chunk's
     equivalent: layer_ops) and head dim (rates.attention_head_factor), memory-bound ops at the sustained HBM
-    bandwidth; none faster than its kernels' launches."""
+    bandwidth; none faster than its kernels' launches. Under FP8 or NVFP4 (`shape_key`'s dtype) a 16-bit matmul
+    (Op.sixteen_bit) runs at `sixteen_bit_efficiency` (--mfu, else the GPU's BF16 share) of the BF16 peak."""
     gemm_rate = peak * (gemm_efficiency or rates.gemm)
+    low_precision = shape_key is not None and shape_key[1] != "bf16"
+    sixteen_bit_rate = bf16_peak * (sixteen_bit_efficiency or rates.gemm)
     share = rates.attention[attention_kernel]
 
     def attention_rate(span: float, head_dim: float) -> float:
@@ -676,9 +697,12 @@ def times(
         if op.kind == "gemm" and shape_key is not None:
             m, k, n = op.shape
             arch, dtype = shape_key
-            rate = gemm_rate * shape_factor(arch, dtype, m, n, k)
+            base = gemm_rate
+            if op.sixteen_bit and low_precision:
+                base, dtype = sixteen_bit_rate, "bf16"
+            rate = base * shape_factor(arch, dtype, m, n, k)
             dgrad, wgrad = shape_factor(arch, dtype, m, k, n), shape_factor(arch, dtype, k, n, m)
-            backward_rate = gemm_rate * 2 / (1 / dgrad + 1 / wgrad)  # half the FLOPs each
+            backward_rate = base * 2 / (1 / dgrad + 1 / wgrad)  # half the FLOPs each
         streams = hbm * op.hbm_share
         forward[part] += op.repeats * _seconds(op.flops, op.bytes, op.kernels, rate, streams, rates.launch)
         backward[part] += op.repeats * _seconds(
@@ -756,14 +780,16 @@ def micro_batch_compute(
     flash: bool = True,
     shape_key: tuple[str, str] | None = None,
     cast: Cast | None = None,
+    sixteen_bit_efficiency: float | None = None,
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
     head and the loss; the recomputation its checkpointing policy adds to the backward."""
 
     def timed(op_list: list[Op]) -> OpTimes:
         return times(
-            op_list, rates, peak, bf16_peak, hbm_bandwidth, seq_len, attention_kernel, gemm_efficiency, shape_key
-        )
+            op_list, rates, peak, bf16_peak, hbm_bandwidth, seq_len, attention_kernel, gemm_efficiency, shape_key,
+            sixteen_bit_efficiency,
+        )  # fmt: skip
 
     def zero() -> dict[str, float]:
         return dict.fromkeys(PARTS[:3], 0.0)

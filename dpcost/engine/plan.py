@@ -224,13 +224,13 @@ def timeline(
         share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
         every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype
         key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
-               share, gemm_bytes, flash, dtype, cast)  # fmt: skip
+               share, gemm_bytes, flash, dtype, cast, o.compute.mfu)  # fmt: skip
         known = _compute_of(a)
         if key not in known:
             known[key] = micro_batch_compute(
                 a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
                 gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
-                cast,
+                cast, o.compute.mfu,
             )  # fmt: skip
         compute = known[key]
         forward, backward = compute.forward, compute.backward
