@@ -16,6 +16,7 @@ from dpcost.engine.report import (
     Time,
     WholeMessage,
 )
+from dpcost.engine.step import SLOWEST_GPU
 from dpcost.render.memory import stage_table
 from dpcost.render.table import Table, gb, pct
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
@@ -397,11 +398,12 @@ def _breakdown_table(r: Report) -> Table:
         if r.layout is not None
         else f"a wait on a collective costs the slowest of {s.dp} ranks' lateness beyond its prefetch slack"
     )
+    slowest = any(b.term == SLOWEST_GPU and b.seconds > 0 for b in t.breakdown)
+    rates = "busy GPUs do not sustain one rate, and every one waits for the slowest (engine/rates.py); "
     table.notes.append(
         f"scheduled as {_framework(r)} runs it; losses at scale: compute slowed {s.overlap_slowdown:.0%} while "
         f"collectives overlap it (the SMs their kernels hold); each rank drifts {fmt_seconds(s.sync_jitter)} per "
-        f"sqrt(s) of compute, and {waits}; busy GPUs do not sustain one rate, and every one waits for the "
-        "slowest (engine/rates.py); docs/frameworks.md"
+        f"sqrt(s) of compute, and {waits}; {rates if slowest else ''}docs/frameworks.md"
     )
     return table
 
