@@ -1,18 +1,19 @@
-"""The slowest GPU's sustained rate (engine/rates.py, step.slowest_gpu_loss): read from ml-engineering's runs of its
+"""The slowest GPU's sustained rate (engine/rates.py slowest_gpu_loss): read from ml-engineering's runs of its
 MSMF protocol on one GPU alone and on all 8 of a node at once (tests/reference/compute-rates/msmf-concurrent.csv),
 and priced as a term of the step."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from conftest import read_reference_csv, step_plan
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.estimate import estimate
-from dpcost.engine.rates import ARCH_RATES, rates_for
-from dpcost.engine.step import SLOWEST_GPU, Call, expected_max_deviate, slowest_gpu_loss, step_time
+from dpcost.engine.rates import ARCH_RATES, rates_for, slowest_gpu_loss
+from dpcost.engine.step import SLOWEST_GPU, Call, expected_max_deviate, step_time
 from dpcost.options import Options
 
 
@@ -39,7 +40,7 @@ def test_the_slowest_of_n_loses_the_mean_fall_and_its_deviates() -> None:
     exact E[max of 8] = 1.4236 and E[max of 1000] = 3.2414, 1.8% and 3.4% on Hopper, 5.4% and 9.7% on B200
     (log-normal rates, so the product form reads a little under the sum)."""
     hopper, blackwell = ARCH_RATES["hopper"], ARCH_RATES["blackwell"]
-    assert slowest_gpu_loss(hopper.node_drop, hopper.gpu_spread, 1) == 0
+    assert slowest_gpu_loss(hopper, 1) == 0
     for rates, n, exact in (
         (hopper, 8, 1.4236),
         (hopper, 1000, 3.2414),
@@ -47,8 +48,8 @@ def test_the_slowest_of_n_loses_the_mean_fall_and_its_deviates() -> None:
         (blackwell, 1000, 3.2414),
     ):
         summed = rates.node_drop + rates.gpu_spread * exact
-        assert slowest_gpu_loss(rates.node_drop, rates.gpu_spread, n) == pytest.approx(summed, rel=0.05), (rates, n)
-    assert slowest_gpu_loss(0.5, 0.9, 10**6) < 1  # never the whole rate
+        assert slowest_gpu_loss(rates, n) == pytest.approx(summed, rel=0.05), (rates, n)
+    assert slowest_gpu_loss(replace(hopper, node_drop=0.5, gpu_spread=0.9), 10**6) < 1  # never the whole rate
 
 
 def test_gb200_and_gb300_trays_set_none_and_b200_boards_keep_blackwells() -> None:
@@ -80,7 +81,7 @@ def test_estimate_prices_it_op_by_op_and_not_under_mfu() -> None:
     t = estimate(model, topology, Options(dp=512)).time
     assert t is not None
     term = dict((b.term, b.seconds) for b in t.breakdown)[SLOWEST_GPU]
-    loss = slowest_gpu_loss(ARCH_RATES["hopper"].node_drop, ARCH_RATES["hopper"].gpu_spread, 512)
+    loss = slowest_gpu_loss(ARCH_RATES["hopper"], 512)
     assert 0 < term <= t.compute_seconds * loss / (1 - loss) + 1e-9
     chosen = estimate(model, topology, Options(dp=512, mfu=0.4, compute_model="ops")).time
     assert chosen is not None and dict((b.term, b.seconds) for b in chosen.breakdown)[SLOWEST_GPU] == 0

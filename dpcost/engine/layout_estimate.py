@@ -58,7 +58,7 @@ from dpcost.engine.params import count_params, mtp_layer, routed_expert
 from dpcost.engine.placement import Placement, place_group
 from dpcost.engine.plan import priced_call
 from dpcost.engine.prepare import DTYPE_BYTES
-from dpcost.engine.rates import rates_for
+from dpcost.engine.rates import rates_for, slowest_gpu_loss
 from dpcost.engine.step import (
     COMPUTE,
     EXPOSED,
@@ -71,7 +71,6 @@ from dpcost.engine.step import (
     Term,
     Traffic,
     Unit,
-    slowest_gpu_loss,
     slowest_rank_wait,
     step_time,
 )
@@ -107,7 +106,7 @@ class LayoutStep:
     dp_terms: tuple[Term, ...]  # what data parallelism adds: exposed collectives, overlap slowdown (step.py)
     bubble: float
     jitter: float  # the whole job waiting for its slowest GPU at the pipeline's flush
-    slowest_gpu: float  # seconds per step the slowest GPU's sustained rate adds (step.slowest_gpu_loss)
+    slowest_gpu: float  # seconds per step the slowest GPU's sustained rate adds (rates.slowest_gpu_loss)
     step: float
     comm: float  # every call of the step summed, per GPU
     model_flops: float  # per GPU per step
@@ -390,7 +389,7 @@ def layout_step(
     `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded over NVLink there
     (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls); `ep_dispatcher` flex: once to each NVLink
     domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls). `slowest_gpu`: the share of
-    its rate the job's slowest GPU loses (default, op by op: the GPU's measured spread, step.slowest_gpu_loss).
+    its rate the job's slowest GPU loses (default, op by op: the GPU's measured spread, rates.slowest_gpu_loss).
     `sixteen_bit_mfu`: under FP8 or NVFP4, the BF16 peak's share for the matmuls that stay in 16 bits, the output
     head and the router (--mfu; default the GPU's BF16 share: ops.Op.sixteen_bit)."""
     a = model.architecture
@@ -496,9 +495,7 @@ def layout_step(
         jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
     # the slowest GPU's longer compute, on the critical path: the m micro-batches' and the bubble's (p - 1) / v slots
     if slowest_gpu is None:
-        rates = rates_for(topology.gpu)
-        ops = compute_model == "ops"
-        slowest_gpu = slowest_gpu_loss(rates.node_drop, rates.gpu_spread, layout.gpus) if ops else 0.0
+        slowest_gpu = slowest_gpu_loss(rates_for(topology.gpu), layout.gpus) if compute_model == "ops" else 0.0
     slots = m + ((layout.pp - 1) / virtual_stages if layout.pp > 1 else 0.0)
     slowest = slowest_gpu / (1.0 - slowest_gpu) * slots * (forward + backward)
     step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter + slowest

@@ -28,9 +28,9 @@ from dpcost.engine.memory import (
 from dpcost.engine.ops import has_layer_ops
 from dpcost.engine.params import ParamCount, block_matrices, block_tensors, count_params
 from dpcost.engine.placement import check_ranks
-from dpcost.engine.rates import matmul_efficiency, rates_for
+from dpcost.engine.rates import matmul_efficiency, rates_for, slowest_gpu_loss
 from dpcost.engine.report import Advice
-from dpcost.engine.step import Unit, slowest_gpu_loss, unit_runs
+from dpcost.engine.step import Unit, unit_runs
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Compute, Options, RecomputeModule
@@ -270,12 +270,9 @@ def matmul_share(gpu: GPUSpec, compute: Compute, compute_model: str) -> float:
 
 
 def slowest_gpu_share(gpu: GPUSpec, compute: Compute, gpus: int) -> float:
-    """Op by op, the share of its rate the slowest of `gpus` busy GPUs loses (step.slowest_gpu_loss, from the GPU's
-    measured spread: engine/rates.py); none under --mfu, a matmul rate the user measured or chose."""
-    if compute.mfu is not None:
-        return 0.0
-    rates = rates_for(gpu)
-    return slowest_gpu_loss(rates.node_drop, rates.gpu_spread, gpus)
+    """Op by op, the share of its rate the slowest of `gpus` busy GPUs loses (rates.slowest_gpu_loss, from the
+    GPU's measured spread); none under --mfu, a matmul rate the user measured or chose."""
+    return 0.0 if compute.mfu is not None else slowest_gpu_loss(rates_for(gpu), gpus)
 
 
 def check_pipeline_only(options: Options) -> None:

@@ -68,7 +68,7 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   sqrt((0.045 / 4.31)^2 - (0.014 / 2.36)^2) = 0.0086 and sqrt((0.104 / 4.31)^2 - (0.011 / 2.36)^2) = 0.0237. Hopper
   takes H200's (H100 and H800 are the same 700 W board); Blackwell B200's (an air-cooled 8-GPU board at 1000 W).
   GB200 and GB300, liquid-cooled NVL72 trays with their own power budget, were not measured: their topologies set
-  0. step.slowest_gpu_loss prices it; a GPU's rates override either.
+  0. slowest_gpu_loss prices it; a GPU's rates override either.
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
   2.6 us (A100) and 2.4 us (H200) with eager launches (launch.csv).
 - gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
@@ -98,6 +98,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import replace
 
+from dpcost.engine.step import expected_max_deviate
 from dpcost.frozen import frozen
 from dpcost.specs import GPUSpec
 
@@ -114,6 +115,7 @@ __all__ = [
     "matmul_efficiency",
     "rates_for",
     "shape_factor",
+    "slowest_gpu_loss",
 ]
 
 
@@ -293,6 +295,15 @@ def rates_for(gpu: GPUSpec) -> ComputeRates:
         node_drop=given.node_drop if given.node_drop is not None else base.node_drop,
         gpu_spread=given.gpu_spread if given.gpu_spread is not None else base.gpu_spread,
     )
+
+
+def slowest_gpu_loss(rates: ComputeRates, gpus: int) -> float:
+    """The share of its alone-measured sustained rate the slowest of `gpus` busy GPUs loses (module docstring):
+    1 - (1 - node_drop) x exp(-gpu_spread x Blom's largest of `gpus` deviates), about node_drop + gpu_spread x that
+    deviate (the rates taken as log-normal, so that none falls to zero); nothing for one GPU, measured alone."""
+    if gpus <= 1:
+        return 0.0
+    return 1.0 - (1.0 - rates.node_drop) * math.exp(-rates.gpu_spread * expected_max_deviate(gpus))
 
 
 def matmul_efficiency(gpu: GPUSpec, compute_dtype: str, given: float | None) -> float:

@@ -38,7 +38,7 @@ What real runs lose beyond the schedule (each term in the step's breakdown, each
   each chip's own voltage-frequency curve), and every collective waits for the slowest. Of N busy GPUs it loses
   about node_drop + gpu_spread x Blom's largest of N deviates of its alone-measured rate (engine/rates.py, measured
   on one node of 8 and extended to N as normal deviates), and its compute on the critical path runs 1 / (1 - loss)
-  as long (slowest_gpu_loss).
+  as long (rates.slowest_gpu_loss).
 """
 
 from __future__ import annotations
@@ -72,7 +72,6 @@ __all__ = [
     "expected_max_deviate",
     "gather_reduce_runs",
     "slowdown_of",
-    "slowest_gpu_loss",
     "step_time",
 ]
 
@@ -127,7 +126,7 @@ class StepPlan:
     ranks: int = 1
     sync_jitter: float = 0.0  # a rank's drift: one standard deviation after one second of compute (s / sqrt(s))
     optimizer: float = 0.0  # seconds of the optimizer step, once per step, on the compute stream
-    slowest_gpu: float = 0.0  # the share of its rate the slowest GPU loses (slowest_gpu_loss)
+    slowest_gpu: float = 0.0  # the share of its rate the slowest GPU loses (rates.slowest_gpu_loss)
 
 
 @frozen
@@ -239,15 +238,6 @@ class Drain:
 def expected_max_deviate(n: int) -> float:
     """The expected largest of n standard normal deviates (Blom 1958: Phi^-1((n - 0.375) / (n + 0.25)))."""
     return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
-
-
-def slowest_gpu_loss(node_drop: float, gpu_spread: float, gpus: int) -> float:
-    """The share of its alone-measured sustained rate the slowest of `gpus` busy GPUs loses (module docstring):
-    1 - (1 - node_drop) x exp(-gpu_spread x expected_max_deviate(gpus)), about node_drop + gpu_spread x that deviate
-    (the rates taken as log-normal, so that none falls to zero); nothing for one GPU, which was measured alone."""
-    if gpus <= 1:
-        return 0.0
-    return 1.0 - (1.0 - node_drop) * math.exp(-gpu_spread * expected_max_deviate(gpus))
 
 
 def bucket_edges(

@@ -8,8 +8,7 @@ from typing import Any
 from dpcost.engine.collectives import hop_latency
 from dpcost.engine.nccl_tables import NCCL_VERSION
 from dpcost.engine.params import count_params
-from dpcost.engine.rates import rates_for
-from dpcost.engine.step import slowest_gpu_loss
+from dpcost.engine.rates import rates_for, slowest_gpu_loss
 from dpcost.render.table import Table
 from dpcost.specs import ModelSpec, TopologySpec
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
@@ -149,11 +148,11 @@ def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
 
 
 def _slowest_gpu(topo: TopologySpec) -> str:
-    """What the slowest of many busy GPUs loses of its sustained rate (step.slowest_gpu_loss), op by op."""
+    """What the slowest of many busy GPUs loses of its sustained rate (rates.slowest_gpu_loss), op by op."""
     r = rates_for(topo.gpu)
     if r.node_drop == r.gpu_spread == 0:
         return "no spread between busy GPUs (none measured for this GPU)"
-    eight, *more = (f"{slowest_gpu_loss(r.node_drop, r.gpu_spread, n):.1%} at {n:,}" for n in (8, 512, 4096))
+    eight, *more = (f"{slowest_gpu_loss(r, n):.1%} at {n:,}" for n in (8, 512, 4096))
     return (
         f"loses {eight} GPUs, {', '.join(more)} of its sustained rate "
         f"(node drop {r.node_drop:.2%}, spread {r.gpu_spread:.2%}: engine/rates.py)"
