@@ -128,6 +128,8 @@ def gpt_oss_preset_modules(source: str, gpu: str, precision: str, global_batch: 
 A100_PEAK = 312e12  # the 16-bit dense peak Narayanan et al., Korthikanti et al. and MegaScale divide by
 
 # The model of each `model` cell: a catalog name, a YAML spec of ../tests/reference, or a Hugging Face config.json.
+# dgxc's Llama 3.1 405B recipe trains on mock data with the GPT-2 tokenizer (build_model pads its vocabulary)
+LLAMA_405B_GPT2_VOCAB = "Llama 3.1 405B (GPT-2 vocabulary)"
 MODEL_SPECS: dict[str, str] = {
     **{
         f"GPT {size}B": f"large-runs/models/gpt-{size}b.yaml"
@@ -165,7 +167,7 @@ MODEL_SPECS: dict[str, str] = {
     "Nemotron_3_Super": "hf-configs/nemotron-3-super-120b-a12b.json",
     "Nemotron_3_Ultra": "hf-configs/nemotron-3-ultra-550b-a55b.json",
     "Nemotron-4 340B": "training-runs/nemotron/nemotron4-340b.yaml",
-    "Llama 3.1 405B (GPT-2 vocabulary)": "llama-405b",  # build_model: vocab 51,200
+    LLAMA_405B_GPT2_VOCAB: "llama-405b",  # build_model: vocab 51,200
     "Nemotron-8B": "large-runs/models/nemotron3-8b.yaml",
     "Nemotron-22B": "large-runs/models/nemotron3-22b.yaml",
     "Llama 2 7B": "large-runs/models/llama2-7b.yaml",
@@ -326,7 +328,7 @@ DGXC_MODELS = {
     "llama-8b": "Llama 3.1 8B",
     "llama-70b": "Llama 3.1 70B",
     # its recipe runs mock data with the megatron-gpt2-345m tokenizer (llama3.1/configure.sh): GPT-2's vocabulary
-    "llama-405b": "Llama 3.1 405B (GPT-2 vocabulary)",
+    "llama-405b": LLAMA_405B_GPT2_VOCAB,
     "nemotron4-15b": "Nemotron-4 15B",
     "nemotron4-340b": "Nemotron-4 340B",
 }
@@ -421,7 +423,7 @@ def configurations(rows: Iterable[Row]) -> list[Configuration]:
 
 def build_model(name: str) -> ModelSpec:
     spec = MODEL_SPECS[name]
-    if name == "Llama 3.1 405B (GPT-2 vocabulary)":
+    if name == LLAMA_405B_GPT2_VOCAB:
         # GPT-2's 50,257 tokens padded to a multiple of make_vocab_size_divisible_by (128) x TP (8), as Megatron pads
         # them (_vocab_size_with_padding): 51,200
         doc = load_model(spec).model_dump(exclude_unset=True)
@@ -568,7 +570,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # What the sources say about their own schedules (README / notes), mapped onto the engine's switches.
     cp_impl = "all_gather" if source == "llama3-2024" else "p2p"  # Llama 3 section 3.3.2
     ep_overlap = row["model"].startswith("DeepSeek-V3") and source.startswith("deepseek")  # DualPipe
-    tp_overlap = "overlaps TP/PP/DP communication" in row["notes"]  # MegaScale's own runs
+    megascale_tp = "overlaps TP/PP/DP communication" in row["notes"]  # MegaScale's own runs
     # Megatron-Bridge 25.11's performance runs (NVIDIA-NeMo/Megatron-Bridge v0.2.0 @7af9601c, the large-runs README):
     # its Llama recipes overlap TP with userbuffers (recipes/llama/llama3.py CommOverlapConfig(tp_comm_overlap=True),
     # kept by scripts/performance/configs/llama*/), and its Qwen3 presets overlap the MoE all-to-alls on H100 and, for
@@ -634,7 +636,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # dgxc-benchmarking v25.03's NeMo recipes (the training-runs/dgxc-nemo-*.csv headers: llama3.1/*.yaml and
     # nemotron/configure.sh at 1b9bb6b3) overlap TP with userbuffers wherever TP is above 1 (ub_tp_comm_overlap)
     dgxc = source == DGXC_SOURCE
-    tp_overlap = tp_overlap or bridge_tp or nemo or (dgxc and tp > 1)
+    tp_overlap = megascale_tp or bridge_tp or nemo or (dgxc and tp > 1)
     ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
@@ -733,7 +735,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("its MTP module (depth 1) not costed: DualPipe's split of it is not printed")
     if "not restated" in row["notes"]:
         flags.append("layout taken from another table or paper (README)")
-    if tp_overlap and not bridge_tp and not nemo:
+    if megascale_tp:
         flags.append("TP overlapped (MegaScale); its parallel block and sliding-window attention not modelled")
     if bridge_tp and tp > 1:
         flags.append("TP overlapped (Megatron-Bridge's Llama recipes)")
