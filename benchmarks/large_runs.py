@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Published large training runs (TP x CP x PP x DP (x EP) layouts) against dpcost's layout step, nothing fitted.
+"""Published large training runs (TP x CP x PP x DP (x EP) layouts) against dpcost's layout step, nothing fitted per
+run.
 
-    python benchmarks/large_runs.py [--holdout]
+    python benchmarks/large_runs.py [--holdout | --fit-matmul]
+
+With --fit-matmul, the one constant these runs fix: the in-step matmul share (engine/rates.py IN_STEP_MATMUL), the
+value of FIT_GRID whose in-sample geomean error (runs.csv only) is least, each costed in a process of its own.
 
 With --holdout, the held-out rows instead of runs.csv: holdout-runs.csv (NVIDIA's performance tables, gathered after
 the model was built) and dgxc-benchmarking v25.03's NeMo layout series (tests/reference/training-runs/dgxc-nemo-*.csv,
@@ -55,6 +59,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import multiprocessing
 import re
 import statistics
 import sys
@@ -64,6 +69,7 @@ from pathlib import Path
 
 from dpcost.accuracy import ERROR_FLOOR
 from dpcost.catalog import load_model, load_topology, model_from_hf_config
+from dpcost.engine import rates
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import Layout
@@ -214,12 +220,16 @@ PRE_FLASH = ("narayanan2021", "korthikanti2022", "bloom-tr11")  # trained before
 
 HOLDOUT_STATEMENT = (
     "held out: gathered after the layout model was built, nothing set from them; the per-op rates are kernel "
-    "benchmarks' (engine/rates.py) and --mfu 0.40 is dpcost's default, the same for every row"
+    "benchmarks' (engine/rates.py), the matmuls' at the in-step share fitted in sample, and --mfu 0.40 is dpcost's "
+    "default, the same for every row"
 )
 SUMMARY_STATEMENT = (
     "nothing fitted per run: the per-op rates are kernel benchmarks' (engine/rates.py) and --mfu 0.40 is dpcost's "
-    "default, the same for every row (in sample: none of these runs fixed a constant)"
+    "default, the same for every row (in sample: these runs fixed one constant, the matmuls' in-step share, "
+    "rates.IN_STEP_MATMUL, by --fit-matmul)"
 )
+# The in-step matmul shares --fit-matmul tries: 0.85 to 0.99 and 1 (the benchmarks' rates as they are).
+FIT_GRID = (*(round(0.85 + 0.01 * i, 2) for i in range(15)), 1.0)
 
 
 @dataclass(frozen=True)
@@ -1063,7 +1073,29 @@ def summary(costed: list[Compared], flops: list[Compared]) -> str:
     return "\n".join(out)
 
 
+def in_sample_error(in_step: float) -> float:
+    """The geomean |error| over runs.csv with the matmuls' in-step share at `in_step` (a fresh process's: the
+    engine's memos keep the rates they were first costed at)."""
+    rates.IN_STEP_MATMUL = in_step
+    costed, _ = compare()
+    return geomean(c.predicted.step / c.published_step - 1 for c in costed)
+
+
+def fit_matmul() -> float:
+    """The in-step matmul share of FIT_GRID with the least in-sample geomean error; prints each one's."""
+    with multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:
+        errors = pool.map(in_sample_error, FIT_GRID, chunksize=1)
+    for value, error in zip(FIT_GRID, errors, strict=True):
+        print(f"in-step matmul share {value:.2f}: in-sample geomean error {error:.2%}")
+    best = FIT_GRID[errors.index(min(errors))]
+    print(f"best: {best:.2f} (engine/rates.py IN_STEP_MATMUL = {rates.IN_STEP_MATMUL})")
+    return best
+
+
 def main() -> int:
+    if "--fit-matmul" in sys.argv[1:]:
+        fit_matmul()
+        return 0
     holdout = "--holdout" in sys.argv[1:]
     rows = holdout_rows() if holdout else None
     costed, left = compare(rows)

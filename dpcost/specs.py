@@ -611,6 +611,11 @@ class ComputeRatesSpec(Spec):
     gemm_fp4: Annotated[float, Field(gt=0, le=1)] | None = Field(
         None, description="share of the FP4 (NVFP4) peak [default: the FP8 share]"
     )
+    matmul_in_step: Annotated[float, Field(gt=0, le=1)] | None = Field(
+        None,
+        description="the share of those matmul rates a training step's matmuls keep [default: engine/rates.py "
+        "IN_STEP_MATMUL, fitted on published runs; 1 takes the benchmark rates as they are]",
+    )
     attention_flash2: Annotated[float, Field(gt=0, le=1)] | None = Field(
         None, description="FlashAttention-2 forward + backward, share of the BF16 peak at long sequences"
     )

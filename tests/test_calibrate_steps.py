@@ -164,8 +164,8 @@ def test_a_published_series_fitted_on_its_smaller_counts_predicts_its_largest_no
     assert held["gpus"] == max(r.gpus for r in runs)
     assert held["error_calibrated"] <= held["error_defaults"]
     assert doc["error_fitted"] <= doc["error_defaults"]
-    if series.startswith("MPT-7B"):  # the level: 40% MFU is far from this cluster's; its own 8 GPUs are not
-        assert held["error_defaults"] > 0.10 and held["error_calibrated"] < 0.03
+    if series.startswith("MPT-7B"):  # the level: the default share is above this cluster's; its own 8 GPUs are not
+        assert held["error_calibrated"] < 0.03 < held["error_defaults"] / 3
 
 
 # ------------------------------------------------------------------------------------------------ files written

@@ -8,9 +8,10 @@ import csv
 import pytest
 from conftest import REFERENCE, read_reference_csv
 
-from dpcost.catalog import load_model
+from dpcost.catalog import load_model, load_topology
 from dpcost.engine.ops import layer_ops, tensor_parallel
-from dpcost.engine.rates import ARCH_RATES, GEMM_SWEEPS, LARGE, shape_factor
+from dpcost.engine.rates import ARCH_RATES, GEMM_SWEEPS, LARGE, rates_for, shape_factor
+from dpcost.specs import ComputeRatesSpec
 
 KEYS = {"H100-SXM-80GB (XLA key sm_90)": "hopper", "B200-class (XLA key sm_100)": "blackwell"}
 TILELANG = "H800-SXM (H100 compute)"  # gemm.csv's TileLang FP8 K sweep at M = N = 8192
@@ -171,3 +172,18 @@ def test_gb200_keeps_blackwells_sustained_shares_scaled_by_its_burst_share_over_
     assert rates.gemm_fp8 == pytest.approx(
         blackwell.gemm_fp8 * burst("GB200", "fp8_e4m3") / burst("B200-SXM", "fp8_e4m3"), abs=1e-4
     )
+
+
+def test_a_step_keeps_the_fitted_share_of_the_benchmark_rates_unless_the_topology_says() -> None:
+    """Op by op, an H100's matmuls run at ml-engineering's MSMF share (708.5 of 989 BF16, 1288.7 of 1979 FP8) x 0.91,
+    the in-step share fitted on the published layouts (engine/rates.py IN_STEP_MATMUL); a topology's
+    `gpu.rates.matmul_in_step` replaces the 0.91, and 1 takes the benchmark's rates as they are."""
+    h100 = load_topology("dgx-h100").gpu
+    assert rates_for(h100).gemm == pytest.approx(708.5 / 989 * 0.91)
+    assert rates_for(h100).gemm_fp8 == pytest.approx(1288.7 / 1979 * 0.91)
+    whole = h100.model_copy(update={"rates": ComputeRatesSpec(matmul_in_step=1.0)})
+    assert rates_for(whole).gemm == pytest.approx(708.5 / 989)
+    assert rates_for(whole).gemm_fp8 == pytest.approx(1288.7 / 1979)
+    assert rates_for(whole).attention == rates_for(h100).attention  # only the matmuls
+    own = h100.model_copy(update={"rates": ComputeRatesSpec(gemm=0.7, matmul_in_step=0.8)})
+    assert rates_for(own).gemm == pytest.approx(0.7 * 0.8)

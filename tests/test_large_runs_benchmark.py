@@ -294,3 +294,23 @@ def test_fp8_over_bf16_on_the_same_layout_against_dgxc(bench: ModuleType) -> Non
         (fp8, fp8_published), (bf16, bf16_published) = steps[model, "fp8"], steps[model, "bf16"]
         assert fp8_published / bf16_published == pytest.approx(ratio, abs=0.001)
         assert fp8 / bf16 == pytest.approx(ratio, rel=0.10), model
+
+
+def test_the_in_step_matmul_share_is_what_the_in_sample_runs_fit() -> None:
+    """engine/rates.py's IN_STEP_MATMUL is fitted on runs.csv alone (`large_runs.py --fit-matmul`): its in-sample
+    geomean error stays within half a point of the best share on the fit's grid, so an engine change that moves the
+    optimum shows here, and without it (1: the benchmarks' rates) the runs read worse."""
+    out = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "large_runs.py"), "--fit-matmul"],
+        capture_output=True, text=True, check=True, timeout=600,
+    ).stdout  # fmt: skip
+    errors = {
+        float(line.split()[3].rstrip(":")): float(line.split()[-1].rstrip("%")) / 100
+        for line in out.splitlines()
+        if line.startswith("in-step matmul share")
+    }
+    from dpcost.engine.rates import IN_STEP_MATMUL
+
+    assert len(errors) == 16 and IN_STEP_MATMUL in errors
+    assert errors[IN_STEP_MATMUL] <= min(errors.values()) + 0.005
+    assert errors[IN_STEP_MATMUL] < errors[1.0]

@@ -69,6 +69,18 @@ README). A topology's `gpu.rates` overrides any of them for its GPU.
   takes H200's (H100 and H800 are the same 700 W board); Blackwell B200's (an air-cooled 8-GPU board at 1000 W).
   GB200 and GB300, liquid-cooled NVL72 trays with their own power budget, were not measured: their topologies set
   0. slowest_gpu_loss prices it; a GPU's rates override either.
+- in a step (IN_STEP_MATMUL): the matmul shares above are benchmarks, one shape repeated on a soaked GPU; inside a
+  training step dpcost's matmuls run slower than them, by more than its other parts do. Over the published runs
+  the layout benchmark holds in sample (benchmarks/large_runs.py: 73 configurations from 10 sources, A100 to
+  GB300: the Megatron-LM, Llama 3, DeepSeek-V3, MegaScale, BLOOM and Nemotron-4 papers and two Megatron-Bridge
+  tables), dpcost read 10% fast at the median; stretching one part alone, the matmuls' time x 1.1 took the geomean
+  error from 10.0% to 5.8%, attention's x 1.3 to 8.9%, the memory-bound ops' x 1.5 to 7.8%. What slows them is not
+  pinned down (not found published: a per-kernel profile of a step beside the same kernels run alone), so the
+  share is fitted: the one number, for every generation and dtype, with the least in-sample geomean error
+  (`large_runs.py --fit-matmul`, in steps of 0.01), 0.91. It is checked out of sample, not set there: the held-out
+  published layouts and the training-scaling runs' tokens/s, reported beside it in the README. `--mfu` (or a
+  calibration's) replaces the whole share; a topology's `gpu.rates.matmul_in_step` this factor (1: the benchmarks'
+  rates as they are).
 - launch: seconds per kernel when kernels are shorter than their launch: back-to-back tiny kernels run at one per
   2.6 us (A100) and 2.4 us (H200) with eager launches (launch.csv).
 - gemm by shape: a matmul with a dimension under 4096 runs slower than a large one. OpenXLA's matmul cost table
@@ -106,6 +118,7 @@ __all__ = [
     "ATTENTION_HEAD_DIM",
     "EAGER_SCORES_HBM",
     "GEMM_SWEEPS",
+    "IN_STEP_MATMUL",
     "LARGE",
     "SATURATED",
     "SHAPE_SWEEP_OF",
@@ -113,6 +126,7 @@ __all__ = [
     "ComputeRates",
     "attention_head_factor",
     "matmul_efficiency",
+    "matmul_in_step",
     "rates_for",
     "shape_factor",
     "slowest_gpu_loss",
@@ -121,7 +135,7 @@ __all__ = [
 
 @frozen
 class ComputeRates:
-    gemm: float  # share of the dense BF16 peak a large matmul sustains
+    gemm: float  # share of the BF16 peak a large matmul sustains (ARCH_RATES: its benchmark; rates_for: in a step)
     gemm_fp8: float | None  # share of the dense FP8 peak
     # by kernel (frameworks.py attention_kernel): PyTorch SDPA's FlashAttention-2, or cuDNN's through Transformer
     # Engine; forward + backward share of the BF16 peak at long sequences
@@ -134,6 +148,10 @@ class ComputeRates:
     node_drop: float = 0.0  # the sustained rate's fall, on average, with every GPU of the node busy
     gpu_spread: float = 0.0  # the standard deviation of the sustained rate between busy GPUs, as a share of it
 
+
+# The share of its benchmark's sustained rate a matmul keeps inside a training step: fitted, not measured (module
+# docstring; benchmarks/large_runs.py --fit-matmul). A topology's `gpu.rates.matmul_in_step` overrides it.
+IN_STEP_MATMUL = 0.91
 
 # Eager attention's score kernels move their bytes at this share of the streaming rate (module docstring).
 EAGER_SCORES_HBM = 0.54
@@ -276,19 +294,38 @@ def shape_factor(arch: str, dtype: str, m: float, n: float, k: float) -> float:
     return factor
 
 
+def matmul_in_step(gpu: GPUSpec) -> float:
+    """The share of their benchmark's rate `gpu`'s matmuls keep inside a training step: the topology's
+    `gpu.rates.matmul_in_step`, else IN_STEP_MATMUL (fitted: module docstring)."""
+    given = gpu.rates
+    return IN_STEP_MATMUL if given is None or given.matmul_in_step is None else given.matmul_in_step
+
+
 def rates_for(gpu: GPUSpec) -> ComputeRates:
-    """The GPU generation's rates, with the topology's own `gpu.rates` over them."""
+    """The rates a training step's ops run at on `gpu`: its generation's, with the topology's own `gpu.rates` over
+    them, the matmul shares at matmul_in_step of their benchmark's."""
+    return _rates_in_step(gpu, matmul_in_step(gpu))
+
+
+@functools.lru_cache(maxsize=256)
+def _rates_in_step(gpu: GPUSpec, in_step: float) -> ComputeRates:
     base = ARCH_RATES[gpu.arch]
     given = gpu.rates
+
+    def in_a_step(share: float | None) -> float | None:
+        return None if share is None else share * in_step
+
     if given is None:
-        return base
+        return replace(
+            base, gemm=base.gemm * in_step, gemm_fp8=in_a_step(base.gemm_fp8), gemm_fp4=in_a_step(base.gemm_fp4)
+        )
     attention = dict(base.attention)
     attention.update({k: v for k, v in (("flash2", given.attention_flash2), ("cudnn", given.attention_cudnn)) if v})
     return replace(
         base,
-        gemm=given.gemm or base.gemm,
-        gemm_fp8=given.gemm_fp8 or base.gemm_fp8,
-        gemm_fp4=given.gemm_fp4 or base.gemm_fp4,
+        gemm=(given.gemm or base.gemm) * in_step,
+        gemm_fp8=in_a_step(given.gemm_fp8 or base.gemm_fp8),
+        gemm_fp4=in_a_step(given.gemm_fp4 or base.gemm_fp4),
         attention=attention,
         hbm=given.hbm or base.hbm,
         launch=given.launch if given.launch is not None else base.launch,

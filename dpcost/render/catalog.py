@@ -8,7 +8,7 @@ from typing import Any
 from dpcost.engine.collectives import hop_latency
 from dpcost.engine.nccl_tables import NCCL_VERSION
 from dpcost.engine.params import count_params
-from dpcost.engine.rates import rates_for, slowest_gpu_loss
+from dpcost.engine.rates import matmul_in_step, rates_for, slowest_gpu_loss
 from dpcost.render.table import Table
 from dpcost.specs import ModelSpec, TopologySpec
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
@@ -159,6 +159,16 @@ def _slowest_gpu(topo: TopologySpec) -> str:
     )
 
 
+def _matmul_rate(topo: TopologySpec) -> str:
+    """The BF16 rate a large matmul runs at in a training step, op by op (rates.rates_for: its benchmark's share
+    times the in-step share)."""
+    share = rates_for(topo.gpu).gemm
+    return (
+        f"{fmt_flops(topo.gpu.bf16_dense * share)} ({share:.1%} of peak: its benchmark's x "
+        f"{matmul_in_step(topo.gpu):.2f} in a step, engine/rates.py)"
+    )
+
+
 def topology_tables(topo: TopologySpec) -> list[Table]:
     """`dpcost show topology`: the GPU, the sources, and every tier with its effective bandwidth."""
     g = topo.gpu
@@ -167,6 +177,7 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
         ["GPU", f"{g.name} ({g.arch})"],
         ["HBM", f"{fmt_bytes(g.hbm)} at {fmt_bandwidth(g.hbm_bandwidth)}"],
         ["dense BF16", fmt_flops(g.bf16_dense)],
+        ["matmuls in a step", _matmul_rate(topo)],
         ["call overhead", fmt_seconds(topo.call_overhead)],
         ["hop latencies", f"NCCL {NCCL_VERSION}'s tables x {topo.latency_scale:g}"],
         ["network loss", f"{topo.scaling_loss:.1%} of bandwidth per doubling of nodes beyond two"],
