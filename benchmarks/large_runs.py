@@ -332,7 +332,7 @@ def read_rows(path: Path = CSV) -> list[Row]:
 DGXC_SOURCE = "dgxc-25.03"
 DGXC_FILES = tuple(
     f"dgxc-nemo-{m}-h100.csv"
-    for m in ("llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "nemotron4-15b", "nemotron4-340b")
+    for m in ("llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "nemotron4-15b", "nemotron4-340b", "gpt3-175b")
 )
 DGXC_MODELS = {
     "llama-8b": "Llama 3.1 8B",
@@ -341,10 +341,12 @@ DGXC_MODELS = {
     "llama-405b": LLAMA_405B_GPT2_VOCAB,
     "nemotron4-15b": "Nemotron-4 15B",
     "nemotron4-340b": "Nemotron-4 340B",
+    "gpt3-175b": "GPT 175B",  # the shape of NeMo 24.07's GPT 175B rows (gpt-174.6b.yaml)
 }
 # Interleaving, which the CSVs have no column for: each recipe yaml's virtual_pipeline_model_parallel_size
-# (llama3.1/llama3.1_70b.yaml 5, llama3.1_405b.yaml 7, nemotron/nemotron4-340b-synth.yaml 12, at 1b9bb6b3)
-DGXC_VIRTUAL = {"llama-70b": 5, "llama-405b": 7, "nemotron4-340b": 12}
+# (llama3.1/llama3.1_70b.yaml 5, llama3.1_405b.yaml 7, nemotron/nemotron4-340b-synth.yaml 12,
+# nemo_megatron/gpt3_175b_hydra.yaml 6, at 1b9bb6b3)
+DGXC_VIRTUAL = {"llama-70b": 5, "llama-405b": 7, "nemotron4-340b": 12, "gpt3-175b": 6}
 
 
 def dgxc_rows() -> list[Row]:
