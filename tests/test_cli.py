@@ -235,6 +235,8 @@ def test_show() -> None:
     assert "nvls" in out and "49.0 GB/s" in out
     # the slowest of 8 busy H100s: H200's all-8 MSMF runs (msmf-concurrent.csv), 0.61% mean fall, 0.86% spread
     assert "loses 1.8% at 8 GPUs" in " ".join(out.split())
+    # a step's matmuls: 708.5 of 989 TFLOP/s (H200's MSMF) x 0.91, the in-step share fitted on published runs
+    assert "matmuls in a step 645 TFLOP/s (65.2% of peak: its benchmark's x 0.91 in a step" in " ".join(out.split())
     assert "none measured" in " ".join(ok("show", "topology", "gb200-nvl72").split())
     doc = json.loads(ok("show", "topology", "dgx-b200", "--format", "json"))
     assert doc["name"] == "dgx-b200"
