@@ -745,6 +745,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         # arXiv 2412.19437 section 4.2: MTP depth 1; DualPipe puts it beside the embedding and the output head on a
         # split the report does not print
         flags.append("its MTP module (depth 1) not costed: DualPipe's split of it is not printed")
+    if any("is a known issue" in r["notes"] for r in config.rows):  # a footnote on the table's row (notes quote it)
+        flags.append("the table's footnote calls this run's number a known performance regression")
     if "not restated" in row["notes"]:
         flags.append("layout taken from another table or paper (README)")
     if megascale_tp:
