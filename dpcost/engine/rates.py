@@ -112,7 +112,7 @@ from dataclasses import replace
 
 from dpcost.engine.step import expected_max_deviate
 from dpcost.frozen import frozen
-from dpcost.specs import GPUSpec
+from dpcost.specs import ComputeRatesSpec, GPUSpec
 
 __all__ = [
     "ATTENTION_HEAD_DIM",
@@ -310,15 +310,11 @@ def rates_for(gpu: GPUSpec) -> ComputeRates:
 @functools.lru_cache(maxsize=256)
 def _rates_in_step(gpu: GPUSpec, in_step: float) -> ComputeRates:
     base = ARCH_RATES[gpu.arch]
-    given = gpu.rates
+    given = gpu.rates or ComputeRatesSpec()
 
     def in_a_step(share: float | None) -> float | None:
         return None if share is None else share * in_step
 
-    if given is None:
-        return replace(
-            base, gemm=base.gemm * in_step, gemm_fp8=in_a_step(base.gemm_fp8), gemm_fp4=in_a_step(base.gemm_fp4)
-        )
     attention = dict(base.attention)
     attention.update({k: v for k, v in (("flash2", given.attention_flash2), ("cudnn", given.attention_cudnn)) if v})
     return replace(
