@@ -110,7 +110,9 @@ def test_a_layout_at_zero_3_is_costed_as_megatron_fsdp() -> None:
     r = json.loads(out)
     assert r["setup"]["framework"] == "megatron-fsdp" and r["setup"]["grad_dtype"] == "bf16"
     assert [s["stage"] for s in r["memory"]["stages"]] == [0, 1, 2, 3]
-    assert r["communication"]["frequency"].startswith("every one of 16 micro-batches, layer by layer")
+    assert r["communication"]["frequency"] == (
+        "every micro-batch (16 per step), layer by layer (Megatron-FSDP), on the DP x CP group"
+    )
     purposes = {c["purpose"] for c in r["communication"]["collectives"]}
     assert purposes == {"parameters (forward)", "parameters (backward)", "gradients"}
 

@@ -14,6 +14,7 @@ from typing import Any, cast
 from dpcost.engine import advice, variants
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
+from dpcost.engine.dp_schedule import frequency, primitives
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount, count_params
 from dpcost.engine.placement import place
@@ -25,7 +26,6 @@ from dpcost.engine.plan import (
     choose,
     recompute_policies,
     sharding_groups,
-    stage_ops,
     timeline,
 )
 from dpcost.engine.prepare import Prepared, check_dp, matmul_share, prepare, stage_table
@@ -94,7 +94,7 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Esti
     p = prepare(model, topology, options)
     if p.o.plan.mode == "inference":
         return _inference(model, topology, p)
-    check_forced(p.o, topology)
+    check_forced(p, topology)
     if p.o.megatron_layout:
         from dpcost.engine.layout_report import layout_training  # a layout's modules: not a pure-DP start's
 
@@ -242,29 +242,6 @@ def whole_message_of(c: CollectiveChoice) -> WholeMessage:
     )
 
 
-def _frequency(stage: int, accumulation: int, keep_full: bool, per_unit: bool) -> str:
-    if accumulation == 1:
-        return "every step (1 micro-batch)"
-    if stage == 3 and keep_full:
-        return (
-            f"gradients once per step, after the last of {accumulation} micro-batches; parameters gathered "
-            f"every micro-batch ({accumulation} per step)"
-        )
-    if stage == 2 and per_unit:
-        return f"parameters gathered every micro-batch ({accumulation} per step); gradients " + (
-            f"once per step, after the last of {accumulation}" if keep_full else "every micro-batch too"
-        )
-    if stage <= 1 or keep_full:
-        return f"once per step, after the last of {accumulation} micro-batches"
-    return f"every micro-batch ({accumulation} per step)"
-
-
-def _primitives(o: Options, stage: int) -> str:
-    """The stage's collectives as the framework issues them (plan.stage_ops), named as NCCL's."""
-    names = {"all_reduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather"}
-    return " + ".join(names[op] for op in stage_ops(o, stage))
-
-
 def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Communication:
     """The step's collectives, each with its whole message priced on its group (plan.sharding_groups: under hybrid
     sharding the gathers and reduce-scatters stay in the shard group, and each reduced shard is all-reduced across
@@ -306,8 +283,8 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
             )
         )
     return Communication(
-        primitives=_primitives(o, chosen.stage),
-        frequency=_frequency(chosen.stage, p.accumulation, o.communication.keep_full_grads, p.per_unit),
+        primitives=primitives(chosen.steps.schedule),
+        frequency=frequency(chosen.steps.schedule, p.accumulation),
         gradient_bytes=int(p.counts.total * p.grad_bytes),
         bytes_sent_per_rank=sum(r.bytes_sent_per_rank * r.occurrences for r in rows),
         seconds_per_step=chosen.steps.comm,

@@ -23,6 +23,7 @@ from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token, layer_mixer_flops, mtp_forward_flops
+from dpcost.engine.dp_schedule import Stretch
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP
 from dpcost.engine.layout import Layout, group_of_rank_zero, group_shape
 from dpcost.engine.layout_step import (
@@ -117,6 +118,7 @@ class LayoutStep:
     groups: dict[str, Placement]
     calls: tuple[LayoutCall, ...]  # the model-parallel calls per micro-batch
     dp_traffic: tuple[Traffic, ...]  # the DP schedule's collectives per step (step.py)
+    dp_schedule: tuple[Stretch, ...] = ()  # the held stage's DP schedule, as priced (dp_schedule.py)
     optimizer: float = 0.0  # seconds of the optimizer step on the stage's shard, once per step (op by op only)
     slowed: float = 0.0  # seconds per step of compute slowed beside overlapped model-parallel calls
     overlap_slowdown: float = 0.0  # of the compute any call overlapped, DP's and the model-parallel calls'
@@ -523,6 +525,7 @@ def layout_step(
         groups=groups,
         calls=tuple(calls),
         dp_traffic=dp_step.traffic,
+        dp_schedule=dp_step.schedule,
         optimizer=optimizer,
         slowed=slowed * m,
         overlap_slowdown=_overlap_slowdown(dp_step, slowed * m, beside * m),

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import bus_factor, collective
+from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
 from dpcost.engine.estimate import model_info_of, setup_info, topology_info, whole_message_of
 from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.layout import Layout
@@ -391,7 +392,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         note=f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU",
         stages=[row for row, _ in chosen_rows.values()],
     )
-    communication = _layout_communication(topology, r, dp_group, stage, DTYPE_BYTES[_layout_grad_dtype(o, stage)])
+    communication = _layout_communication(topology, r, dp_group, DTYPE_BYTES[_layout_grad_dtype(o, stage)])
     notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages)
     if ignored := _layout_ignores(o):
         notes.append(
@@ -485,19 +486,8 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
     )
 
 
-# How often a layout's data parallelism communicates, by ZeRO stage (layout_estimate._data_parallel)
-LAYOUT_DP_FREQUENCY = {
-    0: "once per step, after the last of {m} micro-batches, on the DP x CP group",
-    1: "once per step, after the last of {m} micro-batches, on the DP x CP group",
-    2: "gradients after every one of {m} micro-batches and parameters once per step, layer by layer "
-    "(Megatron-FSDP), on the DP x CP group",
-    3: "every one of {m} micro-batches, layer by layer: parameters gathered for its forward and its backward, "
-    "gradients reduced after it (Megatron-FSDP), on the DP x CP group",
-}
-
-
 def _layout_communication(
-    topology: TopologySpec, r: LayoutStep, dp_group: Placement, stage: int, grad_bytes: float
+    topology: TopologySpec, r: LayoutStep, dp_group: Placement, grad_bytes: float
 ) -> Communication:
     """Data parallelism's collectives on the DP x CP group, each with its whole message priced on that group."""
     rows = [
@@ -516,9 +506,11 @@ def _layout_communication(
         for t in r.dp_traffic
     ]
     held = r.stages[r.held_stage]
+    per_unit = any(c.when == AFTER_UNIT for stretch in r.dp_schedule for c in stretch.calls)
+    by_layer = ", layer by layer (Megatron-FSDP)" if per_unit else ""
     return Communication(
-        primitives="AllReduce" if stage == 0 else "ReduceScatter + AllGather",
-        frequency=LAYOUT_DP_FREQUENCY[stage].format(m=r.micro_batches),
+        primitives=primitives(r.dp_schedule),
+        frequency=frequency(r.dp_schedule, r.micro_batches) + by_layer + ", on the DP x CP group",
         gradient_bytes=int(held.dense_params * grad_bytes),
         bytes_sent_per_rank=sum(row.bytes_sent_per_rank * row.occurrences for row in rows),
         seconds_per_step=sum(t.seconds for t in r.dp_traffic),

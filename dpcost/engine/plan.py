@@ -12,7 +12,7 @@ from dpcost.engine.availability import forcible
 from dpcost.engine.checkpointing import RECOMPUTE
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
-from dpcost.engine.frameworks import FRAMEWORKS
+from dpcost.engine.dp_schedule import collective_ops, dp_schedule
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
 from dpcost.engine.nccl_channels import call_channels, compute_slowdown
@@ -27,7 +27,6 @@ from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = [
-    "STAGE_OPS",
     "Timed",
     "call_time",
     "candidates",
@@ -38,20 +37,13 @@ __all__ = [
     "timeline",
 ]
 
-STAGE_OPS = {
-    0: ("all_reduce",),
-    1: ("reduce_scatter", "all_gather"),
-    2: ("reduce_scatter", "all_gather"),
-    3: ("reduce_scatter", "all_gather"),
-}
 
-
-def stage_ops(o: Options, stage: int) -> tuple[str, ...]:
-    """The collectives a stage issues under the framework: DeepSpeed all-reduces its buckets at stages 1-2."""
-    fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
-    if fw is not None and stage in (1, 2) and not fw.per_unit:
-        return (fw.bucket_op, "all_gather")
-    return STAGE_OPS[stage]
+def stage_ops(p: Prepared, stage: int) -> tuple[str, ...]:
+    """The collectives a stage issues under the framework (dp_schedule.py): DeepSpeed all-reduces its buckets at
+    stages 1-2."""
+    return collective_ops(
+        dp_schedule(stage, 1, per_unit=p.per_unit, overlap_param_gather=p.overlap_param_gather, bucket_op=p.bucket_op)
+    )
 
 
 @frozen
@@ -68,29 +60,31 @@ class Timed:
     optimizer: float = 0.0  # seconds of the optimizer step, once per step
 
 
-def runs_forced(o: Options, topology: TopologySpec, stage: int) -> bool:
+def runs_forced(p: Prepared, topology: TopologySpec, stage: int) -> bool:
     """A forced --algorithm exists for every collective this stage issues (Tree is all-reduce only, as in NCCL)."""
+    o = p.o
     algorithm = o.communication.algorithm
     if algorithm is None or o.dp == 1:
         return True  # one rank communicates nothing: there is no call to force
-    p = place(topology, o.dp)
-    return all(algorithm in forcible(op, p) for op in stage_ops(o, stage))
+    group = place(topology, o.dp)
+    return all(algorithm in forcible(op, group) for op in stage_ops(p, stage))
 
 
-def check_forced(o: Options, topology: TopologySpec) -> None:
+def check_forced(p: Prepared, topology: TopologySpec) -> None:
     """Refuse an --algorithm that no plan could run, or that the fixed --zero stage's collectives lack."""
+    o = p.o
     algorithm = o.communication.algorithm
     if algorithm is None or o.dp == 1:
         return
-    p = place(topology, o.dp)
+    group = place(topology, o.dp)
     stages = [o.plan.zero] if o.plan.zero is not None else [0, 1, 2, 3]
-    if any(runs_forced(o, topology, st) for st in stages):
+    if any(runs_forced(p, topology, st) for st in stages):
         return
-    op = next(op for st in stages for op in stage_ops(o, st) if algorithm not in forcible(op, p))
+    op = next(op for st in stages for op in stage_ops(p, st) if algorithm not in forcible(op, group))
     raise InputError(
         "algorithm",
         f"{algorithm} is not available for {op} on {o.dp} GPUs of {topology.name} "
-        f"({p.nodes} NVLink domain{'' if p.nodes == 1 else 's'}); available: {', '.join(forcible(op, p))}",
+        f"({group.nodes} NVLink domain{'' if group.nodes == 1 else 's'}); available: {', '.join(forcible(op, group))}",
     )
 
 
@@ -107,13 +101,13 @@ def candidates(p: Prepared, topology: TopologySpec, has_architecture: bool) -> t
     offload = o.precision.offload
     by_framework = list(p.stages())
     by_offload = [st for st in by_framework if offload == "none" or offload_applies(offload, st)]
-    allowed = [st for st in by_offload if runs_forced(o, topology, st)]
+    allowed = [st for st in by_offload if runs_forced(p, topology, st)]
     if o.plan.zero is None and not allowed:
         runs = f"--framework {p.framework.name} runs ZeRO {_stages(by_framework)}" if p.framework else ""
         if not by_offload:
             need = "ZeRO-3" if offload == "params" else "ZeRO 1-3"
             raise InputError("--offload", f"{offload} offload needs {need} (DeepSpeed's rule); {runs}")
-        ops = sorted({op for st in by_offload for op in stage_ops(o, st)})
+        ops = sorted({op for st in by_offload for op in stage_ops(p, st)})
         raise InputError(
             "--algorithm",
             f"{o.communication.algorithm} cannot run {' or '.join(ops)}, which ZeRO {_stages(by_offload)}"

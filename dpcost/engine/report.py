@@ -179,7 +179,10 @@ class TierBytes(Contract):
 
 
 class Communication(Contract):
-    primitives: str = Field(description="AllReduce (stage 0) or ReduceScatter + AllGather (stages 1-3)")
+    primitives: str = Field(
+        description="the step's collectives as NCCL names them: AllReduce (stage 0), ReduceScatter + AllGather "
+        "(stages 1-3), AllReduce + AllGather (DeepSpeed's stages 1-2)"
+    )
     frequency: str = Field(description="how often they run, with accumulation")
     gradient_bytes: int = Field(description="|theta| x gradient dtype")
     bytes_sent_per_rank: int = Field(description="per step")

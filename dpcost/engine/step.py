@@ -13,13 +13,8 @@ Three answers side by side:
   (Zhao et al. 2023, "PyTorch FSDP", section 3.3). A framework that does not overlap its gradient reduction
   (DeepSpeed stages 1-2 by default) runs it on the compute stream: nothing hides.
 
-Per stage (ZeRO paper, section 7; tests/reference/zero-paper-table1.csv): stage 0 all-reduces gradients;
-stages 1-2 reduce-scatter gradients and all-gather the updated parameters once per step (after the optimizer
-step as DeepSpeed does, or during the next forward as Megatron's --overlap-param-gather does), except FSDP's
-SHARD_GRAD_OP, which gathers per unit every micro-batch; stage 3 all-gathers parameters in forward and again in
-backward and reduce-scatters gradients: 1.5x the volume. With accumulation over a micro-batches, stages 0-1
-communicate once per step (DDP no_sync), after the last backward; stages 2-3 reduce-scatter every micro-batch
-unless full gradients are kept (`keep_full_grads`, which costs a full unsharded gradient of memory).
+The collectives each ZeRO stage and framework issues, and when, are a schedule written as data (dp_schedule.py);
+this module prices it.
 
 What real runs lose beyond the schedule (each term in the step's breakdown, each with its own flag):
 - per-call latency and ramp at high rank counts: in every call's time (collectives.py);
@@ -50,6 +45,20 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import field, replace
 from statistics import NormalDist
 
+from dpcost.engine.dp_schedule import (
+    AFTER_UNIT,
+    BACKWARD,
+    BEFORE_PASS,
+    BEFORE_UNIT,
+    BUCKETS,
+    FORWARD,
+    FORWARD_BACKWARD,
+    NO_COMPUTE,
+    OPTIMIZER,
+    Collective,
+    Stretch,
+    dp_schedule,
+)
 from dpcost.frozen import frozen
 
 __all__ = [
@@ -71,6 +80,7 @@ __all__ = [
     "drain",
     "expected_max_deviate",
     "gather_reduce_runs",
+    "schedule_of",
     "slowdown_of",
     "step_time",
 ]
@@ -188,6 +198,7 @@ class StepTime:
     traffic: tuple[Traffic, ...]
     breakdown: tuple[Term, ...] = field(default=())
     overlapped: float = 0.0  # seconds of compute that ran beside a call
+    schedule: tuple[Stretch, ...] = ()  # what was priced (dp_schedule)
 
     @property
     def overlap_slowdown(self) -> float:
@@ -442,7 +453,8 @@ def _expanded(runs: Iterable[tuple[float, int]]) -> list[float]:
 
 
 class _Schedule:
-    """The phases and traffic of one step, built stage by stage. The per-unit passes go run by run (unit_runs)."""
+    """Prices a dp_schedule stretch by stretch into phases and traffic. The per-unit passes go run by run
+    (unit_runs)."""
 
     def __init__(self, plan: StepPlan, call: CallTime) -> None:
         self.plan, self.call = plan, call
@@ -452,7 +464,49 @@ class _Schedule:
         self.grad_total = sum(u.params * n for u, n in self.runs) * plan.grad_bytes
         self.weight_total = sum(u.params * n * self.gathered_bytes(u) for u, n in self.runs)
         self.phases: list[Phase] = []
-        self.traffic: list[Traffic] = []
+        # per (op, purpose), in the order first issued: one occurrence's (message, calls, seconds, priced runs), and
+        # the occurrences per step
+        self.issued: dict[tuple[str, str], tuple[float, int, float, Sequence[tuple[Call, int]]]] = {}
+        self.occurrences: Counter[tuple[str, str]] = Counter()
+        self._gathers: list[tuple[Call, int]] | None = None
+
+    def run(self, stretch: Stretch) -> None:
+        """Price one stretch of the schedule: its phases, and its calls' traffic."""
+        p, calls = self.plan, stretch.calls
+        seconds = {FORWARD: p.forward, BACKWARD: p.backward, FORWARD_BACKWARD: p.forward + p.backward}
+        if not calls:
+            if stretch.compute == OPTIMIZER:
+                if p.optimizer > 0:
+                    self.compute_only(stretch.name, p.optimizer, stretch.repeats)
+            else:
+                self.compute_only(stretch.name, seconds[stretch.compute], stretch.repeats)
+            return
+        for c in calls:
+            self.occurrences[c.op, c.purpose] += stretch.repeats
+        whens = {c.when for c in calls}
+        if BUCKETS in whens:
+            self.bucketed(stretch, calls[0])
+        elif BEFORE_PASS in whens:
+            self.gathered_before_pass(stretch, calls[0])
+        elif AFTER_UNIT in whens:
+            self.per_unit_reductions(stretch)
+        else:  # every unit's parameters gathered before its compute
+            gathers = self.gathers(calls[0])
+            runs = self.fwd_runs if stretch.compute == FORWARD else self.bwd_runs
+            in_order = gathers if stretch.compute == FORWARD else gathers[::-1]
+            self.gathered(stretch.name, runs, in_order, stretch.repeats)
+
+    def traffic(self) -> tuple[Traffic, ...]:
+        """Each kind of collective's calls and seconds per step: one occurrence's times its occurrences."""
+        out = []
+        for (op, purpose), (message, count, seconds, runs) in self.issued.items():
+            n = self.occurrences[op, purpose]
+            out.append(Traffic(op, purpose, message, n, count * n, seconds * n, _counted_algorithms(runs, n)))
+        return tuple(out)
+
+    def _issue(self, c: Collective, message: float, runs: Sequence[tuple[Call, int]], seconds: float) -> None:
+        if (c.op, c.purpose) not in self.issued:
+            self.issued[c.op, c.purpose] = (message, sum(n for _, n in runs), seconds, runs)
 
     def compute_only(self, name: str, seconds: float, repeats: int) -> None:
         if repeats > 0:
@@ -463,41 +517,34 @@ class _Schedule:
         p = self.plan
         return p.weight_bytes if u.linear or not p.unconverted_weight_bytes else p.unconverted_weight_bytes
 
-    def parameter_gathers(self) -> list[tuple[Call, int]]:
-        """Each run's gather, forward order, as (call, units in the run)."""
-        call, bytes_of = self.call, self.gathered_bytes
-        return [(call("all_gather", u.params * bytes_of(u)), n) for u, n in self.runs]
+    def gathers(self, c: Collective) -> list[tuple[Call, int]]:
+        """Each run's gather, forward order, as (call, units in the run), priced once per step; the traffic of
+        `c` that they make."""
+        if self._gathers is None:
+            call, bytes_of = self.call, self.gathered_bytes
+            self._gathers = [(call("all_gather", u.params * bytes_of(u)), n) for u, n in self.runs]
+        self._issue(c, self.weight_total, self._gathers, sum(g.seconds * n for g, n in self._gathers))
+        return self._gathers
 
-    def bucketed(self, op: str, purpose: str, occurrences: int) -> None:
+    def bucketed(self, stretch: Stretch, c: Collective) -> None:
         """Gradients reduced in buckets through the backward pass (or after it, when not overlapped)."""
-        p = self.plan
+        p, op = self.plan, c.op
         sizes = [u.params * p.grad_bytes for u in p.units][::-1]
         edges, ends = _bucket_layout(p.units, p.grad_bytes, p.bucket_bytes, p.first_bucket_bytes, p.bucket_rule)
         call = self.call
         compute = _expanded(self.bwd_runs)
         d = drain(compute, sizes, p.bucket_bytes, lambda s: call(op, s), p.first_bucket_bytes, edges, ends)
-        n = d.count * occurrences
-        self.traffic.append(
-            Traffic(
-                op,
-                purpose,
-                self.grad_total,
-                occurrences,
-                n,
-                d.comm * occurrences,
-                _counted_algorithms(d.runs, occurrences),
-            )
-        )
-        overlapped = p.overlap_grad_reduce
+        self._issue(c, self.grad_total, d.runs, d.comm)
+        overlapped = stretch.overlapped
         duration = d.duration if overlapped else p.backward + d.comm
         waits = 1  # overlapped: the optimizer waits for the last bucket; else the stretch of calls after the pass
         self.phases.append(
             Phase(
-                f"backward + {op}",
+                stretch.name,
                 p.backward,
                 d.comm,
                 duration,
-                occurrences,
+                stretch.repeats,
                 ((op, d.comm),),
                 overlapped,
                 waits,
@@ -505,16 +552,18 @@ class _Schedule:
             )
         )
 
-    def per_unit_backward(
-        self, op: str, purpose: str, occurrences: int, gathers: list[tuple[Call, int]] | None = None
-    ) -> None:
-        """Each unit's gradients reduced after its backward (FSDP; ZeRO-3), its parameters gathered first when
-        `gathers` (FULL_SHARD, ZeRO-3: the forward's runs). ZeRO-3 with a reduce bucket (DeepSpeed) groups
-        consecutive units' gradients into one call once the bucket is full. Without overlap the reductions run on
-        the compute stream: a stretch of calls after the pass."""
+    def per_unit_reductions(self, stretch: Stretch) -> None:
+        """Each unit's gradients reduced after its backward (FSDP; ZeRO-3), its parameters gathered first when the
+        stretch gathers (FULL_SHARD, ZeRO-3: the forward's gathers). ZeRO-3 with a reduce bucket (DeepSpeed) groups
+        consecutive units' gradients into one call once the bucket is full. A stretch without compute runs the
+        reductions on the compute stream, after the pass: one stretch of calls."""
         p = self.plan
+        reduce = next(c for c in stretch.calls if c.when == AFTER_UNIT)
+        gather = next((c for c in stretch.calls if c.when == BEFORE_UNIT), None)
+        op, occurrences = reduce.op, stretch.repeats
         compute = self.bwd_runs
         sizes = [(u.params * p.grad_bytes, n) for u, n in reversed(self.runs)]
+        gathers = self.gathers(gather) if gather else None
         back = gathers[::-1] if gathers else None
         if p.stage == 3 and p.stage3_reduce_bucket_bytes > 0:  # buckets cut runs: unit by unit
             bucketed = _bucketed_at_units(_expanded(sizes), p.stage3_reduce_bucket_bytes)
@@ -523,38 +572,24 @@ class _Schedule:
         issued = [(self.call(op, b) if b > 0 else None, n) for b, n in sizes]  # (its call, units), backward order
         calls = [(c, n) for c, n in issued if c is not None]
         rs_total = sum(c.seconds * n for c, n in calls)
-        self.traffic.append(
-            Traffic(
-                op,
-                purpose,
-                self.grad_total,
-                occurrences,
-                sum(n for _, n in calls) * occurrences,
-                rs_total * occurrences,
-                _counted_algorithms(calls, occurrences),
-            )
-        )
-        if not p.overlap_grad_reduce:
-            if gathers:
-                self.gathered("backward + all_gather", self.bwd_runs, gathers[::-1], occurrences)
-            else:
-                self.compute_only("backward", p.backward, occurrences)
+        self._issue(reduce, self.grad_total, calls, rs_total)
+        if stretch.compute == NO_COMPUTE:
             serial = ((op, rs_total),)
-            self.phases.append(Phase(f"{op} (not overlapped)", 0.0, rs_total, rs_total, occurrences, serial, False, 1))
+            self.phases.append(Phase(stretch.name, 0.0, rs_total, rs_total, occurrences, serial, False, 1))
             return
         ag = [(c.seconds, n) for c, n in back] if back else [(0.0, n) for _, n in compute]
         reduces = [call.seconds if call else 0.0 for call, _ in issued]
         duration = gather_reduce_runs([(c, g, r, n) for (c, n), (g, _), r in zip(compute, ag, reduces, strict=True)])
         ag_total = sum(g * n for g, n in ag)
         by_op: tuple[tuple[str, float], ...] = ((op, rs_total),) + ((("all_gather", ag_total),) if back else ())
-        name = "backward + " + (f"all_gather + {op}" if gathers else op)
         units = sum(n for _, n in compute)
         waits = (units if gathers else 0) + 1  # each unit's gather, and the last reduction
         slack = max(0.0, p.backward - ag_total) / units if gathers else 0.0
         slowdown = slowdown_of([*calls, *(gathers or ())])
         self.phases.append(
-            Phase(name, p.backward, rs_total + ag_total, duration, occurrences, by_op, True, waits, slack, slowdown)
-        )
+            Phase(stretch.name, p.backward, rs_total + ag_total, duration, occurrences, by_op, True, waits, slack,
+                  slowdown)
+        )  # fmt: skip
 
     def gathered(
         self, name: str, compute: list[tuple[float, int]], calls: Sequence[tuple[Call, int]], repeats: int
@@ -570,46 +605,21 @@ class _Schedule:
         slack = max(0.0, total - ag) / units if units else 0.0
         self.phases.append(Phase(name, total, ag, duration, repeats, by_op, True, units, slack, slowdown_of(calls)))
 
-    def gathered_forward(self, repeats: int, purpose: str) -> list[tuple[Call, int]]:
-        """Every unit's parameters gathered before its forward, one unit prefetched (FSDP, ZeRO-3)."""
-        calls = self.parameter_gathers()
-        self.gathered("forward + all_gather", self.fwd_runs, calls, repeats)
-        self.traffic.append(
-            Traffic(
-                "all_gather",
-                purpose,
-                self.weight_total,
-                repeats,
-                sum(n for _, n in calls) * repeats,
-                sum(c.seconds * n for c, n in calls) * repeats,
-                _counted_algorithms(calls, repeats),
-            )
-        )
-        return calls
-
-    def updated_parameters(self) -> None:
-        """Stages 1-2: the updated parameter shards are all-gathered once per step. DeepSpeed (and so the ZeRO
-        paper's own implementation) gathers them at the end of the optimizer step, one all_gather_into_tensor per
-        parameter group (deepspeed/runtime/utils.py all_gather_into_tensor_dp_groups), before the next forward can
-        start: nothing hides them. Megatron's distributed optimizer (--overlap-param-gather) gathers them block
-        by block during the next forward instead. The ideal overlaps them with that forward either way."""
+    def gathered_before_pass(self, stretch: Stretch, c: Collective) -> None:
+        """The updated parameter shards all-gathered at the end of the optimizer step, before the next forward can
+        start: DeepSpeed (and so the ZeRO paper's own implementation) gathers them in one all_gather_into_tensor per
+        parameter group (deepspeed/runtime/utils.py all_gather_into_tensor_dp_groups); nothing hides them. The ideal
+        overlaps them with that forward."""
         p = self.plan
-        if p.gather_calls > 0 and not p.overlap_param_gather:
+        if p.gather_calls > 0:
             calls = [(self.call("all_gather", self.weight_total / p.gather_calls), p.gather_calls)]
+            ag = sum(g.seconds * n for g, n in calls)
+            self._issue(c, self.weight_total, calls, ag)
         else:
-            calls = self.parameter_gathers()
-        ag = sum(c.seconds * n for c, n in calls)
-        count = sum(n for _, n in calls)
-        self.traffic.append(
-            Traffic("all_gather", "updated parameters", self.weight_total, 1, count, ag, _counted_algorithms(calls))
-        )
-        if p.overlap_param_gather:
-            self.gathered("forward + all_gather (overlapped)", self.fwd_runs, calls, 1)
-        else:
-            by_op = (("all_gather", ag),)
-            self.phases.append(
-                Phase("optimizer all_gather, then forward", p.forward, ag, ag + p.forward, 1, by_op, False, 1)
-            )
+            calls = self.gathers(c)
+            ag = sum(g.seconds * n for g, n in calls)
+        by_op = (("all_gather", ag),)
+        self.phases.append(Phase(stretch.name, p.forward, ag, ag + p.forward, stretch.repeats, by_op, False, 1))
 
 
 def _bucketed_at_units(sizes: Sequence[float], bucket: float) -> list[float]:
@@ -698,68 +708,29 @@ def _waits_beyond_slack(drift: float, segment: float, waits: int, slack: float) 
     return costly * (math.sqrt(period) - slack), max(0.0, total - costly * period)
 
 
+def schedule_of(plan: StepPlan) -> tuple[Stretch, ...]:
+    """The plan's schedule (dp_schedule.py), from its framework's switches."""
+    return dp_schedule(
+        plan.stage,
+        plan.accumulation,
+        per_unit=plan.per_unit,
+        keep_full_grads=plan.keep_full_grads,
+        overlap_param_gather=plan.overlap_param_gather,
+        overlap_grad_reduce=plan.overlap_grad_reduce,
+        bucket_op=plan.bucket_op,
+    )
+
+
 def step_time(plan: StepPlan, call: CallTime) -> StepTime:
-    """Serial, ideal and scheduled step times for one ZeRO stage (see the module docstring)."""
+    """Serial, ideal and scheduled step times of the plan's schedule (see the module docstring)."""
     if plan.accumulation < 1:
         raise ValueError("accumulation must be >= 1")
-    a, stage = plan.accumulation, plan.stage
+    schedule = schedule_of(plan)
     s = _Schedule(plan, call)
-    fwd, bwd = plan.forward, plan.backward
-    if stage in (0, 1):
-        s.compute_only("forward + backward (no_sync)", fwd + bwd, a - 1)
-        if stage == 1:
-            s.updated_parameters()
-        else:
-            s.compute_only("forward", fwd, 1)
-        if plan.per_unit:
-            s.per_unit_backward("all_reduce" if stage == 0 else "reduce_scatter", "gradients", 1)
-        else:
-            s.bucketed("all_reduce" if stage == 0 else plan.bucket_op, "gradients", 1)
-    elif stage == 2 and plan.per_unit and plan.overlap_param_gather:  # Megatron-FSDP optim_grads
-        # A full replica of the parameters, the updated ones gathered unit by unit during the next forward; each
-        # unit's gradients reduce-scattered after its backward every micro-batch, no_sync or not
-        # (megatron_fsdp.py grad_reduce_every_bprop: frameworks.MEGATRON_FSDP)
-        s.updated_parameters()
-        s.compute_only("forward", fwd, a - 1)
-        s.per_unit_backward("reduce_scatter", "gradients", a)
-    elif stage == 2 and plan.per_unit:  # FSDP SHARD_GRAD_OP
-        # Under no_sync (full gradients kept) the parameters stay unsharded after the first forward's gather
-        # (torch/distributed/fsdp/_runtime_utils.py@v2.5.0 _should_free_in_backward): one gather per step.
-        rs_times = 1 if plan.keep_full_grads else a
-        s.gathered_forward(rs_times, "parameters (forward)")
-        s.compute_only("forward (parameters kept unsharded)", fwd, a - rs_times)
-        s.compute_only("backward (full gradients kept)", bwd, a - rs_times)
-        s.per_unit_backward("reduce_scatter", "gradients", rs_times)
-    elif stage == 2:
-        s.updated_parameters()
-        s.compute_only("forward", fwd, a - 1)
-        if plan.keep_full_grads and a > 1:
-            s.compute_only("backward (full gradients kept)", bwd, a - 1)
-            s.bucketed(plan.bucket_op, "gradients", 1)
-        else:
-            s.bucketed(plan.bucket_op, "gradients", a)
-    else:
-        gathers = s.gathered_forward(a, "parameters (forward)")
-        rs_times = 1 if plan.keep_full_grads else a
-        if rs_times < a:
-            s.gathered("backward + all_gather", s.bwd_runs, gathers[::-1], a - rs_times)
-        n = sum(k for _, k in gathers)
-        ag_total = sum(c.seconds * k for c, k in gathers)
-        s.traffic.append(
-            Traffic(
-                "all_gather",
-                "parameters (backward)",
-                s.weight_total,
-                a,
-                n * a,
-                ag_total * a,
-                _counted_algorithms(gathers, a),
-            )
-        )
-        s.per_unit_backward("reduce_scatter", "gradients", rs_times, gathers)
-    if plan.optimizer > 0:
-        s.compute_only("optimizer step", plan.optimizer, 1)
+    for stretch in schedule:
+        s.run(stretch)
     phases, terms, overlapped = _breakdown(plan, s.phases)
-    compute = a * (fwd + bwd) + plan.optimizer
-    comm = sum(t.seconds for t in s.traffic)
-    return StepTime(compute, comm, phases, tuple(s.traffic), tuple(terms), overlapped)
+    compute = plan.accumulation * (plan.forward + plan.backward) + plan.optimizer
+    traffic = s.traffic()
+    comm = sum(t.seconds for t in traffic)
+    return StepTime(compute, comm, phases, traffic, tuple(terms), overlapped, schedule)
