@@ -76,6 +76,7 @@ from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, layout_step
 from dpcost.engine.layout_report import layout_recompute
 from dpcost.engine.params import count_params
+from dpcost.engine.placement import job_view
 from dpcost.engine.rates import matmul_efficiency
 from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, Options
@@ -450,8 +451,9 @@ def build_model(name: str) -> ModelSpec:
 
 
 def topology_for(gpu: str, gpus: int) -> tuple[TopologySpec, list[str]]:
-    """The GPU's catalog topology; a run larger than its last tier is costed on the same tiers with that tier left
-    unbounded (flagged): the catalog's DGX A100 SuperPOD stops at 140 nodes, Selene and MegaScale's clusters did not."""
+    """The GPU's catalog topology as a job of `gpus` holds it (placement.job_view); a run larger than its last tier
+    is costed on the same tiers with that tier left unbounded (flagged): the catalog's DGX A100 SuperPOD stops at
+    140 nodes, Selene and MegaScale's clusters did not."""
     topology = load_topology(TOPOLOGIES[gpu])
     flags = []
     if gpu == "NVIDIA Ampere (model not named)":
@@ -461,7 +463,7 @@ def topology_for(gpu: str, gpus: int) -> tuple[TopologySpec, list[str]]:
         last = topology.tiers[-1].model_copy(update={"size": None})
         topology = topology.model_copy(update={"tiers": [*topology.tiers[:-1], last]})
         flags.append(f"{gpus} GPUs > {topology.name}'s {limit}: its {last.name} tier left unbounded")
-    return topology, flags
+    return job_view(topology, gpus), flags  # as estimate holds it: the job's GPUs spread evenly over its domains
 
 
 # ------------------------------------------------------------------------------------------------ conversion

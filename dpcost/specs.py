@@ -716,6 +716,11 @@ class TierSpec(Spec):
     latency: LatencyTable = Field(None, description="replaces NCCL's Ring hop latency on this tier")
     tree_latency: LatencyTable = Field(None, description="replaces NCCL's Tree hop latency on this tier")
     in_network_reduction: InNetworkReduction | None = None
+    tray: Annotated[int, Field(gt=0, le=1_000_000, strict=True)] | None = Field(
+        None,
+        description="GPUs per compute tray of a multi-host NVLink domain (GB200 NVL72: 4): a job holds such domains in "
+        "scheduler segments of whole trays (placement.job_view)",
+    )
     shared_by: Annotated[int, Field(gt=0, le=10_000_000, strict=True)] = Field(
         1,
         description="GPUs that share `bandwidth` (a datacenter interconnect: one link per site, shared by the site's "

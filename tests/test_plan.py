@@ -134,7 +134,7 @@ HYBRID = SMALL[2][0]  # Nemotron-H 8B: each Mamba, attention and MLP layer one T
     [
         ("mixtral-8x7b", 8, 1, 2, "full"),
         ("mixtral-8x7b", 2, 8, 8, "full"),
-        ("mixtral-8x7b", 1, 16, 16, "full"),
+        ("mixtral-8x7b", 1, 8, 16, "full"),
         ("mixtral-8x7b", 4, 2, 4, "full"),
         (HYBRID, 2, 1, 4, "none"),
     ],

@@ -234,7 +234,9 @@ def tp_across_domains(tp: int, domains: int, domain: int) -> Advice:
         "tp-across-domains",
         f"the {tp} ranks of a TP group span {domains} NVLink domains of {domain} GPUs: 4 collectives per layer "
         "cross the network",
-        f"keep --tp at or below {domain}, and let PP or DP cross nodes",
+        f"keep --tp at or below {domain}, and let PP or DP cross nodes"
+        if tp > domain
+        else f"give --tp a divisor of {domain}, so that no TP group straddles two domains",
     )
 
 

@@ -17,7 +17,7 @@ from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
 from dpcost.engine.dp_schedule import frequency, primitives
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount, count_params
-from dpcost.engine.placement import place
+from dpcost.engine.placement import job_view, place
 from dpcost.engine.plan import (
     Timed,
     call_time,
@@ -86,6 +86,8 @@ __all__ = [
 def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> EstimateReport:
     """Cost one plan: `options.dp` replicas of `model` on `topology`, as the run's NCCL environment leaves it. With a
     variant asked for (--zeropp, --compression, --sync-every), the plain plan with its `variants` beside it."""
+    par = options.parallel
+    topology = job_view(topology, options.dp * par.tp * par.cp * par.pp)
     if variants.wants_variant(options):
         report = estimate(model, topology, variants.plain(options))
         rows = variants.requested(model, environment(topology, None, None), options)

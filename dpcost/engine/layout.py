@@ -18,11 +18,21 @@ ranks sit follows from its members (placement.place_group).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from itertools import product
 
 from dpcost.frozen import frozen
 
-__all__ = ["DEFAULT_ORDER", "DIMENSIONS", "Layout", "group_kinds", "group_members", "group_of_rank_zero"]
+__all__ = [
+    "DEFAULT_ORDER",
+    "DIMENSIONS",
+    "Layout",
+    "group_bases",
+    "group_kinds",
+    "group_members",
+    "group_of_rank_zero",
+    "translates_place_alike",
+]
 
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"  # megatron/core/parallel_state.py initialize_model_parallel(order=...)
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
@@ -124,6 +134,41 @@ def group_of_rank_zero(layout: Layout, kind: str) -> list[int]:
     for step, size in group_shape(layout, kind):  # one dimension at a time: groups of up to all the GPUs
         members = [m + i * step for i in range(size) for m in members]
     return sorted(members)
+
+
+def group_bases(layout: Layout, kind: str, period: int) -> tuple[int, ...]:
+    """Where the groups of `kind` start (their lowest rank's offset from rank 0's group), modulo `period`: the
+    distinct translates of group_of_rank_zero that a topology whose domains repeat every `period` ranks can tell
+    apart."""
+    sizes, strides, _, outside = _grid(layout, kind)
+    bases = {0}
+    for d in outside:
+        bases = {(b + i * strides[d]) % period for b in bases for i in range(sizes[d])}
+    return tuple(sorted(bases))
+
+
+def translates_place_alike(layout: Layout, kind: str, domain_sizes: Sequence[int]) -> bool:
+    """Whether every group of `kind` sits in domains of each size S as rank 0's group does. A group starting at b
+    has its members at b + its offsets, each offset a multiple of g = gcd(S, its strides); none is carried into
+    another domain than rank 0's group's member is when the offsets are whole domains (g = S), when b mod S stays
+    below g, when the group fits in h = gcd(S, the starts' strides) ranks, the alignment of every start, or when
+    every group fits in the domain its start is in. Else (TP 3 on 8-GPU nodes: ranks 0-2 on one node, 6-8 across
+    two) they may not: False, which may be cautious."""
+    sizes, strides, inside, outside = _grid(layout, kind)
+    own = [strides[d] for d in inside if sizes[d] > 1]
+    if not own:
+        return True
+    moving = [d for d in outside if sizes[d] > 1]
+    span = sum((sizes[d] - 1) * strides[d] for d in inside) + 1
+    for size in domain_sizes:
+        g = math.gcd(size, *own)
+        reach = sum((sizes[d] - 1) * strides[d] for d in moving if strides[d] % size)
+        h = math.gcd(size, *(strides[d] for d in moving))
+        if g == size or reach < g or span <= h:
+            continue
+        if max(group_bases(layout, kind, size)) + span > size:  # some group may leave the domain its start is in
+            return False
+    return True
 
 
 def group_members(layout: Layout, kind: str) -> list[list[int]]:

@@ -25,7 +25,7 @@ from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token, layer_mixer_flops, mtp_forward_flops
 from dpcost.engine.dp_schedule import Stretch
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP
-from dpcost.engine.layout import Layout, group_of_rank_zero, group_shape
+from dpcost.engine.layout import Layout, group_bases, group_of_rank_zero, group_shape, translates_place_alike
 from dpcost.engine.layout_step import (
     LayoutCall,
     bubble_seconds,
@@ -93,6 +93,7 @@ __all__ = [
     "fsdp_units",
     "gathered_bytes",
     "layout_step",
+    "placements",
     "stage_loads",
 ]
 
@@ -296,9 +297,9 @@ def _placements_on(topology: TopologySpec) -> dict[Layout, dict[str, Placement]]
     return {}
 
 
-def _placements(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
-    """Each group's placement (the group holding rank 0; Megatron's groups of one kind are congruent), and for the
-    point-to-point dimensions the pair of neighbours whose hop is slowest: the pipeline's stage boundary ("pp")
+def placements(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
+    """Each group's placement (_place_groups: Megatron's groups of one kind are translates of one another), and for
+    the point-to-point dimensions the pair of neighbours whose hop is slowest: the pipeline's stage boundary ("pp")
     and ring attention's hop ("cp-ring"), each the first neighbouring pair that leaves an NVLink domain."""
     known = _placements_on(topology)
     if layout not in known:
@@ -313,13 +314,22 @@ def _groups_placed_on(topology: TopologySpec) -> dict[tuple[object, ...], Placem
 
 
 def _place_groups(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
+    """Each kind of group placed on the topology: rank 0's group where every group of the kind sits alike, else
+    the worst placed of its translates (the one crossing the most tiers and domains: the collective waits for it)."""
     known = _groups_placed_on(topology)
+    domain_sizes = [t.size for t in topology.tiers if t.size is not None]
 
     def placed(kind: str, neighbours: bool = False, ring: bool = False) -> Placement:
-        key = (group_shape(layout, kind), neighbours, ring)
+        alike = translates_place_alike(layout, kind, domain_sizes)
+        bases = (0,) if alike or not domain_sizes else group_bases(layout, kind, max(domain_sizes))
+        key = (group_shape(layout, kind), bases, neighbours, ring)
         if key not in known:
-            members = group_of_rank_zero(layout, kind)
-            known[key] = place_group(topology, _slowest_neighbours(topology, members, ring) if neighbours else members)
+            rank_zero = group_of_rank_zero(layout, kind)
+            groups = [[b + r for r in rank_zero] for b in bases]
+            known[key] = max(
+                (place_group(topology, _slowest_neighbours(topology, g, ring) if neighbours else g) for g in groups),
+                key=lambda pl: (len(pl.levels), pl.nodes, [-level.domain for level in pl.levels]),
+            )
         return known[key]
 
     out = {kind: placed(kind) for kind in ("tp", "cp", "dp-cp", "ep", "etp", "edp")}
@@ -429,7 +439,7 @@ def layout_step(
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
         paced = stages[timed.index((forward, backward))]
-    groups = _placements(topology, layout)
+    groups = placements(topology, layout)
     attention_share = attention_flops(a, seq_len) / (layers_total * layout.tp * layout.cp)
     calls = layout_calls(
         a,

@@ -19,7 +19,7 @@ from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memor
 from dpcost.engine.layout_step import BUBBLE, pp_overlapped, stage_layer_counts
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
-from dpcost.engine.placement import Placement, check_ranks
+from dpcost.engine.placement import Placement, check_ranks, job_view
 from dpcost.engine.prepare import DTYPE_BYTES, Prepared, matmul_share, prepare, slowest_gpu_share
 from dpcost.engine.report import (
     Advice,
@@ -74,8 +74,8 @@ def _stage_layer_counts(model: ModelSpec, o: Options) -> list[int]:
     options give them, refused in the words of the flag that breaks the split."""
     par = o.parallel
     assert model.architecture is not None  # _check_layout_plan
-    flag = "first_stage_layers" if par.first_stage_layers is not None else "last_stage_layers"
     given = par.first_stage_layers is not None or par.last_stage_layers is not None
+    flag = ("first_stage_layers" if par.first_stage_layers is not None else "last_stage_layers") if given else "pp"
     if given and par.virtual_stages > 1:
         raise InputError(flag, "an uneven first or last stage is not costed with interleaving (--virtual-stages)")
     try:
@@ -132,7 +132,7 @@ def _layout_grad_dtype(o: Options, zero: int) -> str:
     return o.precision.grad_dtype or ("bf16" if zero >= 2 else "fp32")
 
 
-def _check_layout_plan(model: ModelSpec, o: Options) -> None:
+def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
     """What a layout is costed with (LAYOUT_RUNS: none, selective or full recomputation, ZeRO 0 or 1), and what
     Megatron-Core itself refuses (heads or KV heads TP does not divide; MoE with TP above 1 but no sequence
     parallelism)."""
@@ -165,6 +165,25 @@ def _check_layout_plan(model: ModelSpec, o: Options) -> None:
         )
     if o.parallel.ep > 1 and (model.architecture.moe is None):
         raise InputError("ep", f"{model.name} has no experts to split")
+    experts = model.architecture.moe.experts if model.architecture.moe else 0
+    if experts and experts % o.parallel.ep:
+        raise InputError(
+            "ep",
+            f"{o.parallel.ep} does not divide {model.name}'s {experts} experts (Megatron-Core's num_moe_experts % EP)",
+        )
+    cp = o.parallel.cp
+    if cp > 1 and seq_len % (2 * cp):
+        raise InputError(
+            "cp",
+            f"{cp} does not cut the {seq_len}-token sequence into 2 x CP = {2 * cp} equal chunks, as Megatron's "
+            "get_batch_on_this_cp_rank does",
+        )
+    if o.parallel.tp_comm_overlap and not o.parallel.sequence_parallel:
+        raise InputError(
+            "tp_comm_overlap",
+            "overlaps the sequence-parallel gathers and reductions with their GEMMs: it needs --sequence-parallel "
+            "(Megatron's arguments.py asserts it)",
+        )
     if model.architecture.moe is not None and o.parallel.tp > 1 and not o.parallel.sequence_parallel:
         raise InputError(
             "sequence_parallel",
@@ -277,9 +296,11 @@ def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options)
     """The recomputation `estimate` would cost a TP/CP/PP/EP layout with, or None when the layout does not fit at
     its ZeRO stage with it, decided as `estimate` decides it (the same memory rows, which layout_memory keeps),
     without timing the step."""
-    topology = environment(topology, options.communication.nvls, options.communication.collnet)
+    par = options.parallel
+    topology = job_view(environment(topology, options.communication.nvls, options.communication.collnet),
+                        options.dp * par.tp * par.cp * par.pp)  # fmt: skip
     p = prepare(model, topology, options)
-    _check_layout_plan(model, p.o)
+    _check_layout_plan(model, p.o, p.seq_len)
     layout = _layout(p.o, topology)
     stage = _layout_zero(p.o)
     recompute, rows = _layout_memory_rows(model, topology, p, layout, p.accumulation, (stage,))
@@ -289,7 +310,7 @@ def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options)
 def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Memory:
     """`dpcost memory` with a layout: Megatron's accounting of the most loaded pipeline stage, at ZeRO 0, 1 and up to
     the plan's own (_layout_memory_rows)."""
-    _check_layout_plan(model, p.o)
+    _check_layout_plan(model, p.o, p.seq_len)
     layout = _layout(p.o, topology)
     recompute, rows = _layout_memory_rows(model, topology, p, layout, None)
     worst = rows[1][1].most_loaded
@@ -306,7 +327,7 @@ def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -
 def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
     """One layout, costed end to end (layout_estimate.py for the step, layout_memory.py for memory)."""
     o, par = p.o, p.o.parallel
-    _check_layout_plan(model, o)
+    _check_layout_plan(model, o, p.seq_len)
     layout = _layout(o, topology)
     stage = _layout_zero(o)
     m = p.accumulation
@@ -432,6 +453,7 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
     "--keep-full-grads": lambda o: o.communication.keep_full_grads,
     "--compile": lambda o: o.compute.compile,
     "--loss-impl": lambda o: o.compute.loss_impl is not None,
+    "--shard-group": lambda o: o.plan.shard_group is not None,
 }
 
 

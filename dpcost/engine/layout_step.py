@@ -104,6 +104,8 @@ def stage_layer_counts(
     if pp >= 2 and first >= 1 and last >= 1:
         return [first] + [per] * (pp - 2) + [last]
     base, extra = divmod(layers, pp)
+    if base == 0:
+        raise ValueError(f"{pp} pipeline stages need at least one layer each")
     return [base + (1 if s < extra else 0) for s in range(pp)]
 
 

@@ -2,7 +2,12 @@
 
 A scheduler hands out whole GPUs, not whole domains: 128 GPUs of a 72-GPU NVL72 fabric are two racks of 64,
 12 GPUs of 8-GPU nodes are two nodes of 6. dpcost spreads the ranks evenly over the fewest domains that hold
-them (ceil(N / g) domains of N / D GPUs each), which is what NCCL's nNodes and ppn describe for such a job.
+them (ceil(N / g) domains of N / D GPUs each), which is what NCCL's nNodes and ppn describe for such a job, and
+where a domain is built of trays (a tier's `tray`: an NVL72 rack's 18 trays of 4 GPUs) job_view gives the job's own
+ranks that many to a domain, so that its groups (a layout's TP, EP, DP) sit where its ranks do: NVIDIA's benchmark
+launcher asks Slurm for GB200 and GB300 racks in such segments (dgxc-benchmarking cli/llmb-run job_launcher.py
+_compute_segment_size at 841f5466: the greatest divisor of the job's trays that a rack's 18 hold, so 16 trays, 64
+GPUs, for a power-of-two count).
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+from dpcost.engine.memo import per_object
 from dpcost.frozen import frozen
 from dpcost.specs import TierSpec, TopologySpec
 
-__all__ = ["MAX_RANKS", "Level", "Placement", "check_ranks", "place", "place_group"]
+__all__ = ["MAX_RANKS", "Level", "Placement", "check_ranks", "job_view", "place", "place_group"]
 
 MAX_RANKS = 10_000_000
 
@@ -92,6 +98,43 @@ def check_ranks(topology: TopologySpec, ranks: int) -> None:
         raise ValueError(f"{ranks} GPUs is beyond {MAX_RANKS:,}, larger than any machine built")
     if topology.max_gpus is not None and ranks > topology.max_gpus:
         raise ValueError(f"{ranks} GPUs exceed {topology.name}'s {topology.max_gpus}")
+
+
+@per_object
+def _views_of(topology: TopologySpec) -> dict[int, TopologySpec]:
+    return {}
+
+
+def _greatest_divisor_within(n: int, limit: int) -> int:
+    """The greatest divisor of n not above limit, from the divisor pairs (d, n / d) with d <= sqrt(n)."""
+    best = 1
+    for d in range(1, math.isqrt(n) + 1):
+        if n % d == 0:
+            for x in (d, n // d):
+                if best < x <= limit:
+                    best = x
+    return best
+
+
+def job_view(topology: TopologySpec, gpus: int) -> TopologySpec:
+    """The topology as a job of `gpus` GPUs holds it (module docstring): where the NVLink domain is built of trays,
+    S trays of each domain the job uses, S the greatest divisor of its trays that a domain holds (llmb-run's rule),
+    and each tier above holding as many of those segments as it held whole domains. Unchanged where the job fills
+    whole domains, fits in one, or is not whole trays."""
+    first = topology.tiers[0]
+    size, tray = first.size, first.tray
+    if size is None or tray is None or gpus <= size or gpus % size == 0 or gpus % tray or gpus > MAX_RANKS:
+        return topology
+    views = _views_of(topology)
+    if gpus not in views:
+        used = tray * _greatest_divisor_within(gpus // tray, size // tray)
+        tiers = [
+            t.model_copy(update={"size": t.size * used // size}) if t.size is not None and t.size * used % size == 0
+            else t
+            for t in topology.tiers
+        ]  # fmt: skip
+        views[gpus] = topology.model_copy(update={"tiers": tiers})
+    return views[gpus]
 
 
 def place(topology: TopologySpec, ranks: int) -> Placement:

@@ -41,13 +41,13 @@ from dpcost.engine.availability import environment
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.estimate import estimate
-from dpcost.engine.layout import DEFAULT_ORDER, Layout, group_of_rank_zero
-from dpcost.engine.layout_estimate import call_seconds
+from dpcost.engine.layout import DEFAULT_ORDER, Layout
+from dpcost.engine.layout_estimate import call_seconds, placements
 from dpcost.engine.layout_report import layout_recompute, least_weight_bytes, state_bytes_floor
 from dpcost.engine.layout_step import layout_calls, mamba_layout_refusal
 from dpcost.engine.ops import has_layer_ops
 from dpcost.engine.params import count_params, routed_expert
-from dpcost.engine.placement import Placement, place_group
+from dpcost.engine.placement import Placement, job_view
 from dpcost.engine.prepare import compute_model_for, matmul_share, seq_len_for
 from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
 from dpcost.errors import InputError
@@ -257,10 +257,11 @@ def _layout_of(options: Options) -> Layout | None:
 def _placed(
     env: TopologySpec, layout: Layout, kind: str, places: dict[tuple[Layout, str], Placement] | None
 ) -> Placement:
-    """The placement of `layout`'s group of `kind` holding rank 0, kept in `places` across one search."""
+    """The placement estimate costs `layout`'s groups of `kind` with (layout_estimate.placements), kept in `places`
+    across one search."""
     known = {} if places is None else places
     if (layout, kind) not in known:
-        known[(layout, kind)] = place_group(env, group_of_rank_zero(layout, kind))
+        known[(layout, kind)] = placements(env, layout)[kind]
     return known[(layout, kind)]
 
 
@@ -356,6 +357,7 @@ def search(
     """The `top` fastest plans that fit (`memory_limit` bytes per GPU, the HBM by default) and that `accept`
     passes, fastest first."""
     start = clock.perf_counter()
+    topology = job_view(topology, gpus)
     limit = memory_limit or topology.gpu.hbm
     if limit < topology.gpu.hbm:  # a plan "fits" in the limit: every automatic choice (ZeRO, recompute) holds it
         topology = topology.model_copy(update={"gpu": topology.gpu.model_copy(update={"hbm": limit})})
