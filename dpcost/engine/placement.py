@@ -2,12 +2,12 @@
 
 A scheduler hands out whole GPUs, not whole domains: 128 GPUs of a 72-GPU NVL72 fabric are two racks of 64,
 12 GPUs of 8-GPU nodes are two nodes of 6. dpcost spreads the ranks evenly over the fewest domains that hold
-them (ceil(N / g) domains of N / D GPUs each), which is what NCCL's nNodes and ppn describe for such a job, and
-where a domain is built of trays (a tier's `tray`: an NVL72 rack's 18 trays of 4 GPUs) job_view gives the job's own
-ranks that many to a domain, so that its groups (a layout's TP, EP, DP) sit where its ranks do: NVIDIA's benchmark
-launcher asks Slurm for GB200 and GB300 racks in such segments (dgxc-benchmarking cli/llmb-run job_launcher.py
+them (ceil(N / g) domains of N / D GPUs each), which is what NCCL's nNodes and ppn describe for such a job. Where a
+domain is built of trays (a tier's `tray`: an NVL72 rack's 18 trays of 4 GPUs), job_view gives each rack the job
+uses an equal segment of whole trays, so that its groups (a layout's TP, EP, DP) sit where its ranks do: NVIDIA's
+benchmark launcher asks Slurm for GB200 and GB300 racks in such segments (dgxc-benchmarking cli/llmb-run job_launcher.py
 _compute_segment_size at 841f5466: the greatest divisor of the job's trays that a rack's 18 hold, so 16 trays, 64
-GPUs, for a power-of-two count).
+GPUs, for a power-of-two count; docs/sources/job-placement.md).
 """
 
 from __future__ import annotations
