@@ -565,6 +565,24 @@ def test_stored_attention_scores_without_flash() -> None:
     assert added == pytest.approx(10 * s * b * h * 3 * 2 * 1.05)
 
 
+def test_sequence_parallelism_splits_activations_without_recomputation() -> None:
+    """Korthikanti et al. 2022 Table 2, the "sequence parallel" row: sbh(34/t + 5as/(ht)) with no recomputation; SP
+    splits the norms' and dropouts' tensors whatever is recomputed. GPT-3 175B at t = 8, a stage of 12 layers with
+    6 micro-batches in flight: under flash attention (no scores kept) none holds what selective holds, 34sbh/t per
+    layer; without it, 10 sbh more per layer for the scores."""
+    s, b, h, t = 2048, 1, 12288, 8
+    sbh = s * b * h
+    shape = _shape("gpt3-175b", t)
+    none = MemoryLayout(tp=t, pp=8, dp=1, sequence_parallel=True, recompute="none")
+    selective = MemoryLayout(tp=t, pp=8, dp=1, sequence_parallel=True, recompute="selective")
+    assert stage_activation_bytes(shape, none, s, b, 3, 12, 6) == pytest.approx(34 * sbh / t * 12 * 6)
+    assert stage_activation_bytes(shape, none, s, b, 3, 12, 6) == stage_activation_bytes(
+        shape, selective, s, b, 3, 12, 6
+    )
+    scores = MemoryLayout(tp=t, pp=8, dp=1, sequence_parallel=True, recompute="none", attention_scores=True)
+    assert stage_activation_bytes(shape, scores, s, b, 3, 12, 6) == pytest.approx((34 / t + 10) * sbh * 12 * 6)
+
+
 def test_full_recomputation_keeps_each_layers_input() -> None:
     """Full recomputation (Korthikanti et al. 2022 section 4): each layer keeps only its 16-bit input, "2sbhL" in all,
     split over t with SP; while the backward re-runs one layer it holds that layer's activations, 34sbh/t with SP

@@ -152,9 +152,11 @@ class MemoryLayout(Layout):
 
     @property
     def sp_split(self) -> bool:
-        """Activations split over TP by SP: the file's SP formulas, with selective recomputation [M]
-        (report_theoretical_memory) and with full [K] section 4; no SP at TP 1 (training/arguments.py)."""
-        return self.sequence_parallel and self.recompute != "none" and self.tp > 1
+        """Activations split over TP by SP: the file's SP formulas [M] (report_theoretical_memory, written for
+        selective recomputation), whatever the recomputation: SP splits the layer-norm and dropout tensors whether or
+        not the attention scores are kept, which stored_scores_bytes adds apart ([K] Table 2: sbh(34/t + 5as/(ht))
+        with SP and no recomputation); with full [K] section 4. No SP at TP 1 (training/arguments.py)."""
+        return self.sequence_parallel and self.tp > 1
 
 
 @frozen
