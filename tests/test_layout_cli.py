@@ -215,3 +215,21 @@ def test_a_recomputed_moe_layer_dispatches_and_combines_again() -> None:
     assert all_to_alls("--recompute", "none") == all_to_alls("--recompute", "selective") == 4 * 32
     assert all_to_alls("--recompute", "full") == 6 * 32
     assert all_to_alls("--recompute", "selective", "--recompute-modules", "moe") == 6 * 32
+
+
+def test_a_step_the_bubble_dominates_is_said_to_be_bubble_bound() -> None:
+    """DeepSeek-V3 at PP16 with one micro-batch per pipeline: 15 of 16 slots idle, (p - 1) / (m + p - 1) = 94% of
+    the pipeline's time, far more than its compute or its exposed calls."""
+    code, out, err = run(
+        "estimate", "--model", "deepseek-v3", "--pp", "16", "--ep", "64", "--dp", "128", "--topology", "hgx-h800",
+        "--zero", "1",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "pipeline bubble-bound" in out and "idle in the pipeline's bubble" in out
+    assert "max(T_compute, T_comm) + bubble" in out and "T_compute + T_comm + bubble" in out
+
+
+def test_a_plan_search_that_finds_nothing_still_says_its_batch() -> None:
+    code, out, err = run("plan", "--model", "llama-70b", "--gpus", "12")
+    assert code == 0, err
+    assert "12 sequences of 4,096 tokens per step on 12 GPUs" in out

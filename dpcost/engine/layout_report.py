@@ -16,7 +16,7 @@ from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
-from dpcost.engine.layout_step import BUBBLE, pp_overlapped, stage_layer_counts
+from dpcost.engine.layout_step import pp_overlapped, stage_layer_counts
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
 from dpcost.engine.placement import Placement, check_ranks, job_view
@@ -36,7 +36,7 @@ from dpcost.engine.report import (
     StageRow,
     Time,
 )
-from dpcost.engine.step import COMPUTE, EXPOSED, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU
+from dpcost.engine.step import BUBBLE, COMPUTE, EXPOSED, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU
 from dpcost.engine.verdict import bound, training_summary
 from dpcost.errors import InputError
 from dpcost.options import Options, Parallel
@@ -494,12 +494,12 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
         backward_seconds=r.backward,
         compute_seconds=compute,
         comm_seconds=r.comm,
-        ideal_seconds=max(compute, r.comm) + r.bubble,
+        ideal_seconds=max(compute, r.comm) + r.bubble,  # the bubble idles whatever overlaps
         step_seconds=r.step,
         serial_seconds=compute + r.comm + r.bubble,
         exposed_comm_seconds=exposed,
         losses_seconds=losses,
-        bound=bound(compute, exposed),
+        bound=bound(compute, exposed, r.bubble),
         tokens_per_second=tokens / r.step,
         mfu=r.mfu,
         scaling_efficiency=compute / r.step,

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from dpcost.options import EpDispatcher
 
 __all__ = [
-    "BUBBLE",
     "LayoutCall",
     "StageKinds",
     "bubble_seconds",
@@ -62,7 +61,6 @@ __all__ = [
 ]
 
 
-BUBBLE = "pipeline bubble"
 # TransformerEngine's userbuffers defaults (transformer_engine/pytorch/module/base.py:303-311 for each GEMM's method,
 # 333-347 for their settings, @v2.9; docs/sources/te-userbuffers.md): the SMs each method's communication kernel holds
 TE_RING_EXCHANGE_SMS = 1  # peer-to-peer steps on the copy engine

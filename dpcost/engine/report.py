@@ -57,6 +57,9 @@ SCHEMA_VERSION: Literal[2] = 2
 ComputePartName = Literal["matmuls", "attention", "memory-bound", "optimizer"]  # engine/ops.py PARTS
 
 
+Bound = Literal["compute", "communication", "pipeline bubble"]  # what a step spends most of its time on
+
+
 class ModelInfo(Contract):
     name: str = Field(description="catalog name (or the spec's name)")
     title: str = Field(description="the model's full name")
@@ -262,8 +265,9 @@ class Time(Contract):
     losses_seconds: float = Field(
         description="what real runs lose beyond the schedule: overlap slowdown, jitter and the slowest GPU's rate"
     )
-    bound: Literal["compute", "communication"] = Field(
-        description="what the step spends more of its time on: compute, or communication left exposed"
+    bound: Bound = Field(
+        description="what the step spends most of its time on: compute, communication left exposed, or (a layout "
+        "with PP) the pipeline's bubble"
     )
     tokens_per_second: float = Field(description="tokens per step / step_seconds")
     mfu: float = Field(

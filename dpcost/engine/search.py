@@ -334,6 +334,8 @@ class PlanSearch:
 
     gpus: int
     memory_limit: float
+    global_batch: int = 0  # sequences per step, as searched (0: each plan's own)
+    seq_len: int = 0
     best: list[Found] = field(default_factory=list)
     candidates: int = 0
     invalid: int = 0  # refused by the layout's own rules (estimate's InputError)
@@ -369,7 +371,7 @@ def search(
             f"{base.batch.global_batch:,} sequences split evenly over no plan's data-parallel size on {gpus:,} GPUs "
             "(micro-batch x DP must divide it): give a multiple of the GPUs",
         )
-    found = PlanSearch(gpus=gpus, memory_limit=limit, candidates=len(every))
+    found = PlanSearch(gpus, limit, base.batch.global_batch or 0, seq_len, candidates=len(every))
     best: list[Found] = []
 
     def worst() -> float:
@@ -568,8 +570,8 @@ def plan_result(
             )
         )
     first = found.best[0].report if found.best else None
-    seq_len = first.setup.seq_len if first else 0
-    global_batch = first.setup.global_batch if first else 0
+    seq_len = first.setup.seq_len if first else found.seq_len
+    global_batch = first.setup.global_batch if first else found.global_batch
     if rows:
         best = rows[0]
         verdict = (

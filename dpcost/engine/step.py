@@ -62,6 +62,7 @@ from dpcost.engine.dp_schedule import (
 from dpcost.frozen import frozen
 
 __all__ = [
+    "BUBBLE",
     "COMPUTE",
     "EXPOSED",
     "JITTER",
@@ -177,6 +178,7 @@ EXPOSED = "exposed "  # + the collective
 SLOWDOWN = "compute slowed by overlapping collectives"
 JITTER = "waiting for the slowest rank (synchronisation jitter)"
 SLOWEST_GPU = "waiting for the slowest GPU's sustained rate"
+BUBBLE = "pipeline bubble"  # a layout's: its pipeline's idle slots (layout_step.bubble_seconds)
 
 
 LOSSES = (SLOWDOWN, JITTER, SLOWEST_GPU)  # the terms that are losses at scale, beyond the schedule

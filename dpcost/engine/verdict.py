@@ -4,23 +4,31 @@ to read first. Every figure is one the report already holds; this module only ch
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 from dpcost.engine.advice import headline
-from dpcost.engine.report import Advice, Memory, Serving, Setup, Summary, Time
+from dpcost.engine.report import Advice, Bound, Memory, Serving, Setup, Summary, Time
+from dpcost.engine.step import BUBBLE
 from dpcost.units import fmt_bytes, fmt_seconds
 
 __all__ = ["bound", "bound_reason", "fastest_that_fits", "serving_summary", "training_summary"]
 
 
-def bound(compute: float, exposed: float) -> Literal["compute", "communication"]:
-    """What the step spends more of its time on: compute, or the communication it waits for (the breakdown's
-    terms, which sum to the step; the losses at scale are neither)."""
+def bound(compute: float, exposed: float, bubble: float = 0.0) -> Bound:
+    """What the step spends most of its time on: compute, the communication it waits for, or a pipeline's bubble
+    (the breakdown's terms, which sum to the step; the losses at scale are none of them)."""
+    if bubble > max(compute, exposed):
+        return "pipeline bubble"
     return "communication" if exposed > compute else "compute"
 
 
 def bound_reason(t: Time) -> str:
     """Why the step is bound as it is, in words that hold whatever the schedule overlaps."""
+    if t.bound == "pipeline bubble":
+        bubble = sum(term.seconds for term in t.breakdown if term.term == BUBBLE)
+        return (
+            f"{fmt_seconds(bubble)} idle in the pipeline's bubble ({bubble / t.step_seconds:.0%} of the step), "
+            f"{fmt_seconds(t.compute_seconds)} computing, {fmt_seconds(t.exposed_comm_seconds)} waiting on collectives"
+        )
     if t.comm_seconds == 0:
         return "nothing to communicate"
     if t.bound == "communication":

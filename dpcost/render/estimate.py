@@ -16,7 +16,7 @@ from dpcost.engine.report import (
     Time,
     WholeMessage,
 )
-from dpcost.engine.step import SLOWEST_GPU
+from dpcost.engine.step import BUBBLE, SLOWEST_GPU
 from dpcost.render.memory import stage_table
 from dpcost.render.table import Table, gb, pct
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
@@ -352,6 +352,7 @@ def _time_table(r: Report) -> Table:
     assert t is not None
     a = r.setup.accumulation
     bound = f"{r.summary.bound}: {r.summary.bound_reason}"
+    bubble = " + bubble" if any(term.term == BUBBLE for term in t.breakdown) else ""
     rows = [
         ["forward (one micro-batch)", fmt_seconds(t.forward_seconds)],
         [
@@ -360,9 +361,9 @@ def _time_table(r: Report) -> Table:
         ],
         [f"compute per step ({a} micro-batch{'es' if a > 1 else ''})", fmt_seconds(t.compute_seconds)],
         ["communication per step (serial sum)", fmt_seconds(t.comm_seconds)],
-        ["step, ideal overlap: max(T_compute, T_comm)", fmt_seconds(t.ideal_seconds)],
+        [f"step, ideal overlap: max(T_compute, T_comm){bubble}", fmt_seconds(t.ideal_seconds)],
         ["step, as scheduled, with losses at scale", fmt_seconds(t.step_seconds)],
-        ["step, serial: T_compute + T_comm", fmt_seconds(t.serial_seconds)],
+        [f"step, serial: T_compute + T_comm{bubble}", fmt_seconds(t.serial_seconds)],
         ["exposed communication", fmt_seconds(t.exposed_comm_seconds)],
         ["lost at scale (overlap slowdown, jitter, slowest GPU)", fmt_seconds(t.losses_seconds)],
         ["bound by", bound],
