@@ -1058,6 +1058,21 @@ def markdown(costed: list[Compared], left: list[LeftOut], rows: list[Row] | None
     return "\n".join(out)
 
 
+def per_run(costed: list[Compared]) -> str:
+    """Each configuration's published and predicted step, as the README lists them (markdown's own table carries
+    the flags and the shares)."""
+    out = [
+        "| source | table | model | GPUs | layout TPxCPxPPxDP(xEP) | published | dpcost (s) | error | naive error |",
+        "| --- | --- | --- | ---: | --- | --- | ---: | ---: | ---: |",
+    ]
+    for c in costed:
+        out.append(
+            f"| {c.source} | {c.table} | {c.model} | {c.gpus} | {c.layout} | {_published(c)} | "
+            f"{_seconds(c.predicted.step)} | {c.error:+.1%} | {c.naive_error:+.1%} |"
+        )
+    return "\n".join(out)
+
+
 def summary(costed: list[Compared], flops: list[Compared]) -> str:
     """Per source: dpcost's geomean |error| (op by op, its default for a layout), at one --mfu 0.40 for every FLOP
     (`flops`, the same configurations), and the naive figure's; with the median signed errors."""

@@ -91,6 +91,18 @@ def _large_runs_summary_is_in_the_readme(holdout: bool) -> None:
     assert text[at[0] - 2 : at[0] - 2 + len(fresh)] == fresh
 
 
+def test_the_large_runs_per_run_table_is_current() -> None:
+    """Every in-sample configuration's published and predicted step, as `benchmarks/large_runs.py` costs it today:
+    Megatron-LM SC'21 Table 1 and Korthikanti et al. Table 5 among them (issue 19's must-show)."""
+    bench = load_benchmark("large_runs")
+    fresh = bench.per_run(bench.compare()[0]).splitlines()
+    text = _lines()
+    start = text.index(fresh[0])
+    assert text[start : start + len(fresh)] == fresh
+    tables = {(line.split(" | ")[0], line.split(" | ")[1]) for line in fresh[2:]}
+    assert ("| narayanan2021", "Table 1") in tables and ("| korthikanti2022", "Table 5") in tables
+
+
 def test_the_held_out_large_runs_table_is_current() -> None:
     """The README's held-out summary is what `python benchmarks/large_runs.py --holdout` prints today."""
     _large_runs_summary_is_in_the_readme(holdout=True)
