@@ -233,3 +233,20 @@ def test_a_plan_search_that_finds_nothing_still_says_its_batch() -> None:
     code, out, err = run("plan", "--model", "llama-70b", "--gpus", "12")
     assert code == 0, err
     assert "12 sequences of 4,096 tokens per step on 12 GPUs" in out
+
+
+def test_the_experts_gradients_and_parameters_are_listed_on_expert_dp() -> None:
+    """DeepSeek-V3 at PP16 x EP64 x DP128, ZeRO-1: expert-DP = 2048 / (EP 64 x PP 16) = 2 ranks, one per node. The
+    most loaded stage's MoE layers (4) each hold 256 / 64 = 4 experts of 3 x 7168 x 2048 weights: their fp32
+    gradients reduce-scattered once per step over expert-DP, each rank sending (2 - 1) / 2 of them, and their bf16
+    parameters gathered back."""
+    r = report(
+        "estimate", "--model", "deepseek-v3", "--pp", "16", "--ep", "64", "--dp", "128", "--topology", "hgx-h800",
+        "--zero", "1", "--global-batch", "15360",
+    )  # fmt: skip
+    experts = 4 * 4 * 3 * 7168 * 2048
+    rows = {c["purpose"]: c for c in r["communication"]["collectives"]}
+    grads, params = rows["expert gradients"], rows["expert parameters"]
+    assert (grads["op"], grads["bytes"], grads["occurrences"]) == ("reduce_scatter", experts * 4, 1)
+    assert grads["bytes_sent_per_rank"] == experts * 4 // 2
+    assert (params["op"], params["bytes"]) == ("all_gather", experts * 2)

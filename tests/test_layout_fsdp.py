@@ -114,7 +114,13 @@ def test_a_layout_at_zero_3_is_costed_as_megatron_fsdp() -> None:
         "every micro-batch (16 per step), layer by layer (Megatron-FSDP), on the DP x CP group"
     )
     purposes = {c["purpose"] for c in r["communication"]["collectives"]}
-    assert purposes == {"parameters (forward)", "parameters (backward)", "gradients"}
+    # the embedding and head sit in no unit: gathered once per step and kept, reduced every micro-batch (_side_traffic)
+    assert purposes == {
+        "parameters (forward)", "parameters (backward)", "gradients",
+        "embedding and output layer gradients", "embedding and output layer parameters",
+    }  # fmt: skip
+    ends = {c["purpose"]: c["occurrences"] for c in r["communication"]["collectives"] if "embedding" in c["purpose"]}
+    assert ends == {"embedding and output layer gradients": 16, "embedding and output layer parameters": 1}
 
 
 def test_the_distributed_optimizer_gathers_bucket_by_bucket(llama70b: ModelSpec) -> None:

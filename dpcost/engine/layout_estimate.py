@@ -120,6 +120,7 @@ class LayoutStep:
     calls: tuple[LayoutCall, ...]  # the model-parallel calls per micro-batch
     dp_traffic: tuple[Traffic, ...]  # the DP schedule's collectives per step (step.py)
     dp_schedule: tuple[Stretch, ...] = ()  # the held stage's DP schedule, as priced (dp_schedule.py)
+    side_traffic: tuple[SideTraffic, ...] = ()  # DP calls beside that schedule: the experts', the ends'
     optimizer: float = 0.0  # seconds of the optimizer step on the stage's shard, once per step (op by op only)
     slowed: float = 0.0  # seconds per step of compute slowed beside overlapped model-parallel calls
     overlap_slowdown: float = 0.0  # of the compute any call overlapped, DP's and the model-parallel calls'
@@ -536,6 +537,7 @@ def layout_step(
         calls=tuple(calls),
         dp_traffic=dp_step.traffic,
         dp_schedule=dp_step.schedule,
+        side_traffic=sides,
         optimizer=optimizer,
         slowed=slowed * m,
         overlap_slowdown=_overlap_slowdown(dp_step, slowed * m, beside * m),
@@ -691,6 +693,8 @@ class SideTraffic:
     what: str
     seconds: float
     exposed: float
+    group: str = ""  # the kind of group it runs over (groups' key): "edp" or "dp-cp"
+    traffic: tuple[Traffic, ...] = ()  # its calls per step, as the DP schedule's are listed
 
 
 def per_wait_jitter(zero: int, last_stage: int) -> bool:
@@ -783,9 +787,11 @@ def _data_parallel(
     timed = step_time(plan, call)
     sides = (
         _side_traffic(topology, groups["edp"], "expert-DP gradients and parameters", experts, zero, micro_batches,
-                      forward, backward, overlapped, grad_bytes, expert_gather_bytes, kept=False),
+                      forward, backward, overlapped, grad_bytes, expert_gather_bytes, kept=False, noun="expert",
+                      kind="edp"),
         _side_traffic(topology, dp, "embedding and output layer gradients and parameters", outside, zero,
-                      micro_batches, forward, backward, overlapped, grad_bytes, weight_bytes, kept=True),
+                      micro_batches, forward, backward, overlapped, grad_bytes, weight_bytes, kept=True,
+                      noun="embedding and output layer", kind="dp-cp"),
     )  # fmt: skip
     return timed, tuple(side for side in sides if side.seconds > 0)
 
@@ -803,25 +809,41 @@ def _side_traffic(
     grad_bytes: float,
     weight_bytes: float,
     kept: bool,
+    noun: str = "",
+    kind: str = "",
 ) -> SideTraffic:
     """`params` reduced and gathered over `group` (_data_parallel), hidden behind the micro-batch's backward and
     forward where `overlapped`. `kept`: at ZeRO 3, gathered once per step and kept (Megatron-FSDP's modules outside
-    any unit), not for every pass."""
+    any unit), not for every pass. `noun` names what it moves in its calls' purposes; `kind` its group."""
     if params <= 0 or group.ranks == 1:
         return SideTraffic(what, 0.0, 0.0)
-    grads = params * grad_bytes
+    grads, weights = params * grad_bytes, params * weight_bytes
     hides_reduce, hides_gather = (backward, forward) if overlapped else (0.0, 0.0)
-    if zero == 0:
-        reduce = fastest(topology, "all_reduce", group, grads).seconds
-        return SideTraffic(what, reduce, max(0.0, reduce - hides_reduce))
-    reduce = fastest(topology, "reduce_scatter", group, grads).seconds
-    gather = fastest(topology, "all_gather", group, params * weight_bytes).seconds
-    if zero == 1:  # once per step
-        return SideTraffic(what, reduce + gather, max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather))
+
+    def calls(op: str, purpose: str, size: float, times: int) -> Traffic:
+        best = fastest(topology, op, group, size)
+        return Traffic(op, f"{noun} {purpose}", size, times, times, best.seconds * times, ((best.label, times),))
+
     m = micro_batches
+    listed: tuple[Traffic, ...]
+    if zero == 0:
+        listed = (calls("all_reduce", "gradients", grads, 1),)
+        reduce = listed[0].seconds
+        return SideTraffic(what, reduce, max(0.0, reduce - hides_reduce), kind, listed)
+    reduce = fastest(topology, "reduce_scatter", group, grads).seconds
+    gather = fastest(topology, "all_gather", group, weights).seconds
+    if zero == 1:  # once per step
+        listed = (calls("reduce_scatter", "gradients", grads, 1), calls("all_gather", "parameters", weights, 1))
+        exposed = max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
+        return SideTraffic(what, reduce + gather, exposed, kind, listed)
     if zero == 2 or kept:  # reduced every micro-batch, gathered once per step
         exposed = m * max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
-        return SideTraffic(what, m * reduce + gather, exposed)
+        listed = (calls("reduce_scatter", "gradients", grads, m), calls("all_gather", "parameters", weights, 1))
+        return SideTraffic(what, m * reduce + gather, exposed, kind, listed)
     # ZeRO 3: gathered for every forward and again for every backward, reduced after every backward
     exposed = m * (max(0.0, gather - hides_gather) + max(0.0, gather + reduce - hides_reduce))
-    return SideTraffic(what, m * (2 * gather + reduce), exposed)
+    listed = (
+        calls("all_gather", "parameters (forward and backward)", weights, 2 * m),
+        calls("reduce_scatter", "gradients", grads, m),
+    )
+    return SideTraffic(what, m * (2 * gather + reduce), exposed, kind, listed)

@@ -511,21 +511,24 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
 def _layout_communication(
     topology: TopologySpec, r: LayoutStep, dp_group: Placement, grad_bytes: float
 ) -> Communication:
-    """Data parallelism's collectives on the DP x CP group, each with its whole message priced on that group."""
+    """Data parallelism's collectives, each with its whole message priced on its group: the stage's DP schedule on
+    the DP x CP group, then the calls beside it (the experts' over expert-DP, the embedding's and head's)."""
+    listed = [(t, dp_group) for t in r.dp_traffic]
+    listed += [(t, r.groups[side.group]) for side in r.side_traffic for t in side.traffic]
     rows = [
         CollectiveUse(
             op=t.op,
             purpose=t.purpose,
             bytes=int(t.message_bytes),
-            bytes_sent_per_rank=int(bus_factor(t.op, dp_group.ranks) * t.message_bytes),
+            bytes_sent_per_rank=int(bus_factor(t.op, group.ranks) * t.message_bytes),
             occurrences=t.occurrences,
             calls=t.calls,
             algorithm=t.algorithms[0][0].split("/")[0] if t.algorithms else "none",
             calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in t.algorithms],
             seconds=t.seconds,
-            whole_message=whole_message_of(collective(topology, t.op, dp_group, t.message_bytes)),
+            whole_message=whole_message_of(collective(topology, t.op, group, t.message_bytes)),
         )
-        for t in r.dp_traffic
+        for t, group in listed
     ]
     held = r.stages[r.held_stage]
     per_unit = any(c.when == AFTER_UNIT for stretch in r.dp_schedule for c in stretch.calls)
@@ -535,7 +538,7 @@ def _layout_communication(
         frequency=frequency(r.dp_schedule, r.micro_batches) + by_layer + ", on the DP x CP group",
         gradient_bytes=int(held.dense_params * grad_bytes),
         bytes_sent_per_rank=sum(row.bytes_sent_per_rank * row.occurrences for row in rows),
-        seconds_per_step=sum(t.seconds for t in r.dp_traffic),
+        seconds_per_step=sum(t.seconds for t, _ in listed),
         collectives=rows,
     )
 
