@@ -94,6 +94,11 @@ def test_tp_3_on_8_gpu_nodes_crosses_the_network_and_warns() -> None:
         (["--model", "mixtral-8x7b", "--ep", "16", "--dp", "16"], "--ep", "does not divide mixtral-8x7b's 8 experts"),
         (["--model", "llama-70b", "--cp", "3", "--dp", "8"], "--cp", "2 x CP = 6 equal chunks"),
         (
+            ["--model", "mixtral-8x7b", "--tp", "8", "--dp", "2", "--etp", "3", "--sequence-parallel"],
+            "--etp",
+            "ETP x EP x PP = 3 x 1 x 1 = 3 must divide the 16 GPUs",
+        ),
+        (
             ["--model", "gpt3-175b", "--tp", "8", "--pp", "8", "--dp", "16", "--tp-comm-overlap"],
             "--tp-comm-overlap",
             "needs --sequence-parallel",

@@ -67,8 +67,9 @@ class Layout:
             raise ValueError(f"--order: {self.order!r} leaves out {', '.join(missing)}, whose size is not 1")
         expert_grid = self.expert_tp * self.ep * self.pp
         if self.gpus % expert_grid:
+            flag = "--etp" if self.etp is not None and self.ep == 1 else "--ep"  # the flag the user set to it
             raise ValueError(
-                f"--ep: ETP x EP x PP = {self.expert_tp} x {self.ep} x {self.pp} = {expert_grid} must divide the "
+                f"{flag}: ETP x EP x PP = {self.expert_tp} x {self.ep} x {self.pp} = {expert_grid} must divide the "
                 f"{self.gpus} GPUs (TP x CP x PP x DP), as Megatron-Core requires"
             )
         if self.pp > 1 and self.ordered()[-1] != "pp" and self.expert_dp != self.dp:
