@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from itertools import product
 
 from dpcost.frozen import frozen
@@ -137,14 +138,28 @@ def group_of_rank_zero(layout: Layout, kind: str) -> list[int]:
     return sorted(members)
 
 
+def _shape_of(layout: Layout, kind: str) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """(stride, size) of the dimensions inside a group of `kind`, and of those that pick the group (size > 1)."""
+    sizes, strides, inside, outside = _grid(layout, kind)
+    return (
+        tuple((strides[d], sizes[d]) for d in inside if sizes[d] > 1),
+        tuple((strides[d], sizes[d]) for d in outside if sizes[d] > 1),
+    )
+
+
 def group_bases(layout: Layout, kind: str, period: int) -> tuple[int, ...]:
     """Where the groups of `kind` start (their lowest rank's offset from rank 0's group), modulo `period`: the
     distinct translates of group_of_rank_zero that a topology whose domains repeat every `period` ranks can tell
     apart."""
-    sizes, strides, _, outside = _grid(layout, kind)
+    return _bases(_shape_of(layout, kind)[1], period)
+
+
+@lru_cache(maxsize=4096)
+def _bases(picking: tuple[tuple[int, int], ...], period: int) -> tuple[int, ...]:
     bases = {0}
-    for d in outside:
-        bases = {(b + i * strides[d]) % period for b in bases for i in range(sizes[d])}
+    for stride, size in picking:
+        if stride % period:  # a stride of whole periods moves no start modulo the period
+            bases = {(b + i * stride) % period for b in bases for i in range(size)}
     return tuple(sorted(bases))
 
 
@@ -155,19 +170,24 @@ def translates_place_alike(layout: Layout, kind: str, domain_sizes: Sequence[int
     below g, when the group fits in h = gcd(S, the starts' strides) ranks, the alignment of every start, or when
     every group fits in the domain its start is in. Else (TP 3 on 8-GPU nodes: ranks 0-2 on one node, 6-8 across
     two) they may not: False, which may be cautious."""
-    sizes, strides, inside, outside = _grid(layout, kind)
-    own = [strides[d] for d in inside if sizes[d] > 1]
+    own, picking = _shape_of(layout, kind)
+    return _alike(own, picking, tuple(domain_sizes))
+
+
+@lru_cache(maxsize=4096)
+def _alike(
+    own: tuple[tuple[int, int], ...], picking: tuple[tuple[int, int], ...], domain_sizes: tuple[int, ...]
+) -> bool:
     if not own:
         return True
-    moving = [d for d in outside if sizes[d] > 1]
-    span = sum((sizes[d] - 1) * strides[d] for d in inside) + 1
-    for size in domain_sizes:
-        g = math.gcd(size, *own)
-        reach = sum((sizes[d] - 1) * strides[d] for d in moving if strides[d] % size)
-        h = math.gcd(size, *(strides[d] for d in moving))
-        if g == size or reach < g or span <= h:
+    span = sum((size - 1) * stride for stride, size in own) + 1
+    for domain in domain_sizes:
+        g = math.gcd(domain, *(stride for stride, _ in own))
+        reach = sum((size - 1) * stride for stride, size in picking if stride % domain)
+        h = math.gcd(domain, *(stride for stride, _ in picking))
+        if g == domain or reach < g or span <= h:
             continue
-        if max(group_bases(layout, kind, size)) + span > size:  # some group may leave the domain its start is in
+        if max(_bases(picking, domain)) + span > domain:  # some group may leave the domain its start is in
             return False
     return True
 
