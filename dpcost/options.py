@@ -428,6 +428,13 @@ class Parallel(Section):
         description="Model chunks per pipeline rank (interleaved 1F1B): the bubble is (PP - 1) / V micro-batch slots.",
         json_schema_extra=cli("--virtual-stages", metavar="V"),
     )
+    pp_schedule: Literal["1f1b", "interleaved", "gpipe"] | None = Field(
+        None,
+        description="Pipeline schedule: 1F1B, interleaved 1F1B (with --virtual-stages), or GPipe (every forward "
+        "before any backward: the same bubble, all micro-batches' activations held) [default: interleaved with "
+        "--virtual-stages above 1, else 1F1B].",
+        json_schema_extra=cli("--pp-schedule"),
+    )
     first_stage_layers: Whole | None = Field(
         None,
         ge=0,

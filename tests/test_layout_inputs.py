@@ -5,6 +5,7 @@ Megatron's rank generator builds."""
 from __future__ import annotations
 
 import pytest
+from conftest import cli_report as report
 from conftest import run_cli as run
 
 from dpcost.catalog import load_topology
@@ -93,6 +94,17 @@ def test_tp_3_on_8_gpu_nodes_crosses_the_network_and_warns() -> None:
         (["--model", "deepseek-v3", "--ep", "3", "--dp", "6"], "--ep", "does not divide deepseek-v3's 256 experts"),
         (["--model", "mixtral-8x7b", "--ep", "16", "--dp", "16"], "--ep", "does not divide mixtral-8x7b's 8 experts"),
         (["--model", "llama-70b", "--cp", "3", "--dp", "8"], "--cp", "2 x CP = 6 equal chunks"),
+        (["--model", "llama-70b", "--dp", "8", "--pp-schedule", "gpipe"], "--pp-schedule", "give --pp 2 or more"),
+        (
+            ["--model", "llama-70b", "--pp", "4", "--dp", "2", "--pp-schedule", "interleaved"],
+            "--pp-schedule",
+            "give --virtual-stages 2 or more",
+        ),
+        (
+            ["--model", "llama-70b", "--pp", "4", "--dp", "2", "--virtual-stages", "2", "--pp-schedule", "gpipe"],
+            "--pp-schedule",
+            "drop --virtual-stages",
+        ),
         (
             ["--model", "mixtral-8x7b", "--tp", "8", "--dp", "2", "--etp", "3", "--sequence-parallel"],
             "--etp",
@@ -147,3 +159,13 @@ def test_on_nvl72_segments_every_expert_group_of_32_stays_in_its_rack() -> None:
     layout = Layout(pp=8, dp=32, ep=32)
     assert {place_group(view, g).nodes for g in group_members(layout, "ep")} == {1}
     assert placements(view, layout)["ep"].nodes == 1
+
+
+def test_gpipe_holds_more_activations_for_the_same_step() -> None:
+    """--pp-schedule gpipe: the same bubble and step as 1F1B, every micro-batch's activations held at once."""
+    args = ["estimate", "--model", "llama-8b", "--pp", "4", "--dp", "2", "--global-batch", "32", "--recompute", "full",
+            "--format", "json"]  # fmt: skip
+    one_f_one_b, gpipe = report(*args), report(*args, "--pp-schedule", "gpipe")
+    assert gpipe["time"]["step_seconds"] == pytest.approx(one_f_one_b["time"]["step_seconds"])
+    held = [r["memory"]["stages"][r["setup"]["zero_stage"]]["activations_bytes"] for r in (one_f_one_b, gpipe)]
+    assert held[1] > 2 * held[0]

@@ -31,6 +31,7 @@ from dpcost.engine.layout_memory import (
     parameters_on_stage,
     stage_activation_bytes,
     stage_layers,
+    stage_memory,
 )
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -581,6 +582,24 @@ def test_sequence_parallelism_splits_activations_without_recomputation() -> None
     )
     scores = MemoryLayout(tp=t, pp=8, dp=1, sequence_parallel=True, recompute="none", attention_scores=True)
     assert stage_activation_bytes(shape, scores, s, b, 3, 12, 6) == pytest.approx((34 / t + 10) * sbh * 12 * 6)
+
+
+def test_gpipe_holds_every_micro_batch_where_1f1b_holds_the_pipeline_depth() -> None:
+    """GPipe runs every forward before any backward (Huang et al. 2019 section 2.3), so each stage keeps all m
+    micro-batches' activations; 1F1B keeps p - s on stage s (at most m) [M]. GPT-3 175B, TP8 PP8 with SP, m = 32:
+    stage 0 holds 32 micro-batches against 8, stage 7 32 against 1; the weights do not change."""
+    s, b = 2048, 1
+    shape = _shape("gpt3-175b", 8)
+    one_f_one_b = MemoryLayout(tp=8, pp=8, dp=1, sequence_parallel=True, recompute="selective")
+    gpipe = MemoryLayout(tp=8, pp=8, dp=1, sequence_parallel=True, recompute="selective", all_forwards_first=True)
+    ones = stage_memory(shape, one_f_one_b, s, b, 32)
+    alls = stage_memory(shape, gpipe, s, b, 32)
+    layer = 34 * s * b * shape.hidden / 8  # one layer, one micro-batch, with SP (Korthikanti Table 2)
+    # a middle stage: 12 layers, 5 micro-batches in flight under 1F1B
+    assert alls[3].activations - ones[3].activations == pytest.approx((32 - 5) * 12 * layer)
+    # stage 0, its embedding's output with its layers: everything it keeps scales with the micro-batches held
+    assert alls[0].activations / ones[0].activations == pytest.approx(32 / 8)
+    assert all(a.weights == o.weights for a, o in zip(alls, ones, strict=True))
 
 
 def test_full_recomputation_keeps_each_layers_input() -> None:

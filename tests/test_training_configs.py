@@ -367,3 +367,17 @@ def test_a_megatron_scripts_matmul_precision_is_read() -> None:
     assert precision("") is None
     assert precision("--fp8-format hybrid") == "fp8"
     assert precision("--fp4-format e2m1") == "nvfp4"
+
+
+def test_torchtitan_reads_its_pipeline_schedule(tmp_path: Path) -> None:
+    """pipeline_parallel_schedule GPipe becomes --pp-schedule gpipe: every micro-batch's activations held."""
+    toml = tmp_path / "pp.toml"
+    head = '[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 8\n[parallelism]\n'
+    toml.write_text(head + 'pipeline_parallel_degree = 4\npipeline_parallel_schedule = "GPipe"\n')
+    gpipe = report("estimate", "--from", str(toml), "--dp", "2")
+    toml.write_text(head + "pipeline_parallel_degree = 4\n")
+    default = report("estimate", "--from", str(toml), "--dp", "2")
+    rows = {row["key"]: row for row in gpipe["from_config"]["settings"]}
+    assert rows["[parallelism] pipeline_parallel_schedule"]["became"] == "--pp-schedule gpipe"
+    held = [r["memory"]["stages"][r["setup"]["zero_stage"]]["activations_bytes"] for r in (default, gpipe)]
+    assert held[1] > held[0]

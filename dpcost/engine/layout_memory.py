@@ -133,6 +133,9 @@ class MemoryLayout(Layout):
     # 5as/(ht) per layer (Table 2), which Megatron's formula leaves out; under full recomputation, one layer's.
     attention_scores: bool = False
     fp8_params: bool = False  # --fp8-param-gather: the layers' linear weights stored (and gathered) in fp8 [P]
+    # GPipe: every micro-batch's forward before any backward, so each stage holds all m micro-batches' activations
+    # (Huang et al. 2019, section 2.3; torch.distributed.pipelining ScheduleGPipe), where 1F1B holds at most p
+    all_forwards_first: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -561,6 +564,13 @@ def microbatches_in_flight(
     return chunks / virtual_stages
 
 
+def _in_flight(layout: MemoryLayout, one_f_one_b: float, num_microbatches: int | None) -> float:
+    """Micro-batches whose activations a stage holds at its peak: all m under GPipe, else 1F1B's count."""
+    if layout.all_forwards_first and layout.pp > 1 and num_microbatches is not None:
+        return float(num_microbatches)
+    return one_f_one_b
+
+
 def stage_activation_bytes(
     shape: ModelShape,
     layout: MemoryLayout,
@@ -600,7 +610,9 @@ def activation_bytes(
     shape: ModelShape, layout: MemoryLayout, seq_len: int, micro_batch: int, num_microbatches: int | None = None
 ) -> float:
     """Stage 0's activations [M] (compute_activation_memory[_without_sp], as report_theoretical_memory picks)."""
-    in_flight = first_stage_microbatches(layout.pp, layout.virtual_stages, num_microbatches)
+    in_flight = _in_flight(
+        layout, first_stage_microbatches(layout.pp, layout.virtual_stages, num_microbatches), num_microbatches
+    )
     first = _stage_layer_indices(shape, layout)[0] if shape.hybrid_kinds else ()
     return stage_activation_bytes(shape, layout, seq_len, micro_batch, 0, shape.layers / layout.pp, in_flight, first)
 
@@ -664,7 +676,9 @@ def stage_memory(
     out = []
     for stage, layers in enumerate(_stage_layer_indices(shape, layout)):
         held = parameters_on_stage(shape, layout, stage, layers)
-        in_flight = microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches)
+        in_flight = _in_flight(
+            layout, microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches), num_microbatches
+        )
         acts = stage_activation_bytes(shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers)
         weights, grads, optimizer = state_bytes(
             held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)

@@ -62,6 +62,10 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
         raise InputError("dp", f"TP x CP x PP x DP = {layout.gpus} GPUs: {exc}") from None
     if par.virtual_stages > 1 and par.pp == 1:
         raise InputError("virtual_stages", "interleaving needs pipeline stages: give --pp 2 or more")
+    if par.pp_schedule == "interleaved" and par.virtual_stages == 1:
+        raise InputError("pp_schedule", "interleaved needs model chunks per rank: give --virtual-stages 2 or more")
+    if par.pp_schedule in ("1f1b", "gpipe") and par.virtual_stages > 1:
+        raise InputError("pp_schedule", f"{par.pp_schedule} runs one model chunk per rank: drop --virtual-stages")
     try:
         pp_overlapped(par.virtual_stages, par.pp_comm_overlap)
     except ValueError as exc:
@@ -227,6 +231,7 @@ def _layout_memory(
         fp8_params=_fp8_params(p.o),
         first_stage_layers=counts[0] if uneven and layout.pp > 1 else None,
         last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
+        all_forwards_first=par.pp_schedule == "gpipe",
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)

@@ -153,6 +153,9 @@ def _parallelism(r: Reading, parallel: dict[str, Any]) -> dict[str, int]:
     schedule = str(parallel.get("pipeline_parallel_schedule", "1F1B"))
     if degrees["pp"] > 1 and schedule.lower() not in SCHEDULES:
         r.refuse("virtual_stages", s + "pipeline_parallel_schedule", f"{schedule}: give the stages per rank")
+    elif degrees["pp"] > 1:
+        default = "" if "pipeline_parallel_schedule" in parallel else "torchtitan's default"
+        r.use(s + "pipeline_parallel_schedule", schedule, "pp_schedule", schedule.lower(), default)
     if "enable_async_tensor_parallel" in parallel:
         value = _bool(r, s + "enable_async_tensor_parallel", parallel["enable_async_tensor_parallel"])
         r.use(s + "enable_async_tensor_parallel", value, "tp_comm_overlap", value)
