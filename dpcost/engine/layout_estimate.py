@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.checkpointing import DEFAULT_MODULES
-from dpcost.engine.collectives import fastest
+from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.compute import attention_flops, flops_per_token, layer_mixer_flops, mtp_forward_flops
 from dpcost.engine.dp_schedule import Stretch
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP
@@ -820,30 +820,33 @@ def _side_traffic(
     grads, weights = params * grad_bytes, params * weight_bytes
     hides_reduce, hides_gather = (backward, forward) if overlapped else (0.0, 0.0)
 
-    def calls(op: str, purpose: str, size: float, times: int) -> Traffic:
-        best = fastest(topology, op, group, size)
-        return Traffic(op, f"{noun} {purpose}", size, times, times, best.seconds * times, ((best.label, times),))
+    def listed_as(best: CollectiveTime, purpose: str, size: float, times: int) -> Traffic:
+        return Traffic(best.op, f"{noun} {purpose}", size, times, times, best.seconds * times, ((best.label, times),))
 
     m = micro_batches
     listed: tuple[Traffic, ...]
     if zero == 0:
-        listed = (calls("all_reduce", "gradients", grads, 1),)
-        reduce = listed[0].seconds
+        everything = fastest(topology, "all_reduce", group, grads)
+        reduce = everything.seconds
+        listed = (listed_as(everything, "gradients", grads, 1),)
         return SideTraffic(what, reduce, max(0.0, reduce - hides_reduce), kind, listed)
-    reduce = fastest(topology, "reduce_scatter", group, grads).seconds
-    gather = fastest(topology, "all_gather", group, weights).seconds
+    scatter, gathered = (
+        fastest(topology, "reduce_scatter", group, grads),
+        fastest(topology, "all_gather", group, weights),
+    )
+    reduce, gather = scatter.seconds, gathered.seconds
     if zero == 1:  # once per step
-        listed = (calls("reduce_scatter", "gradients", grads, 1), calls("all_gather", "parameters", weights, 1))
+        listed = (listed_as(scatter, "gradients", grads, 1), listed_as(gathered, "parameters", weights, 1))
         exposed = max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
         return SideTraffic(what, reduce + gather, exposed, kind, listed)
     if zero == 2 or kept:  # reduced every micro-batch, gathered once per step
         exposed = m * max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
-        listed = (calls("reduce_scatter", "gradients", grads, m), calls("all_gather", "parameters", weights, 1))
+        listed = (listed_as(scatter, "gradients", grads, m), listed_as(gathered, "parameters", weights, 1))
         return SideTraffic(what, m * reduce + gather, exposed, kind, listed)
     # ZeRO 3: gathered for every forward and again for every backward, reduced after every backward
     exposed = m * (max(0.0, gather - hides_gather) + max(0.0, gather + reduce - hides_reduce))
     listed = (
-        calls("all_gather", "parameters (forward and backward)", weights, 2 * m),
-        calls("reduce_scatter", "gradients", grads, m),
+        listed_as(gathered, "parameters (forward and backward)", weights, 2 * m),
+        listed_as(scatter, "gradients", grads, m),
     )
     return SideTraffic(what, m * (2 * gather + reduce), exposed, kind, listed)
