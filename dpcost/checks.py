@@ -39,7 +39,7 @@ from dpcost.options import FRACTION, Whole, written_size, written_time
 from dpcost.units import parse_count, parse_fraction
 
 if TYPE_CHECKING:
-    from dpcost.engine.report import EstimateReport
+    from dpcost.engine.report import EstimateReport, LayoutReport
     from dpcost.options import Options
 
 __all__ = [
@@ -318,6 +318,17 @@ class CheckResult(contract.Contract):
     passed: bool = contract.Field(description="the value holds the limit")
 
 
+class ScenarioLayout(contract.Contract):
+    """A scenario's layout (estimate's `layout`), as the check table and JUnit name it."""
+
+    gpus: int = contract.Field(description="TP x CP x PP x DP")
+    tp: int = contract.Field(description="tensor-parallel size")
+    cp: int = contract.Field(description="context-parallel size")
+    pp: int = contract.Field(description="pipeline stages")
+    ep: int = contract.Field(description="expert-parallel size")
+    virtual_stages: int = contract.Field(description="model chunks per pipeline rank")
+
+
 class ScenarioResult(contract.Contract):
     """One scenario: the plan as costed, and each of its checks."""
 
@@ -330,6 +341,9 @@ class ScenarioResult(contract.Contract):
     passed: bool = contract.Field(description="every check passed")
     checks: list[CheckResult] = contract.Field(description="one per limit")
     summary: Summary = contract.Field(description="the plan's verdict, as estimate's summary")
+    layout: ScenarioLayout | None = contract.Field(
+        default=None, description="with tp, cp, pp or ep: the layout (dp is its data-parallel size); absent otherwise"
+    )
 
 
 class CheckReport(contract.Contract):
@@ -392,6 +406,18 @@ def evaluate(name: str, report: "EstimateReport", limits: Limits, best_step: flo
         passed=all(r.passed for r in results),
         checks=results,
         summary=report.summary,
+        layout=None if report.layout is None else _layout_of(report.layout),
+    )
+
+
+def _layout_of(layout: "LayoutReport") -> ScenarioLayout:
+    return ScenarioLayout(
+        gpus=layout.gpus,
+        tp=layout.tp,
+        cp=layout.cp,
+        pp=layout.pp,
+        ep=layout.ep,
+        virtual_stages=layout.virtual_stages,
     )
 
 

@@ -289,3 +289,30 @@ def test_junit_replaces_exactly_what_xml_does_not_allow() -> None:
 
     for c in [*range(0x11000), 0x10FFFE, 0x10FFFF, 0x7FFFF, 0x80000]:
         assert (NOT_XML.match(chr(c)) is None) == allowed(c), hex(c)
+
+
+LAYOUTS = EXAMPLES / "capacity-plan-layouts.yaml"
+
+
+def test_a_layout_scenario_is_named_by_its_layout_and_gpus(tmp_path: Path) -> None:
+    """Meta's 405B layout (TP8 x PP16 x DP128) is 16,384 GPUs, not DP's 128: the table, JSON, CSV and JUnit say so;
+    a pure-DP scenario keeps its old form (no `layout` key, no layout columns)."""
+    code, out, _ = run("check", str(LAYOUTS))
+    assert code == 0
+    assert "llama-405b TP8 CP1 PP16 DP128 (16,384 GPUs) on dgx-h100" in out
+    assert "deepseek-v3 TP1 CP1 PP16 DP128 EP64 (2,048 GPUs) on hgx-h800" in out
+    doc = json.loads(run("check", str(LAYOUTS), "-f", "json")[1])
+    schema("check").validate(doc)
+    meta = doc["scenarios"][0]
+    assert meta["dp"] == 128
+    assert meta["layout"] == {"gpus": 16384, "tp": 8, "cp": 1, "pp": 16, "ep": 1, "virtual_stages": 1}
+    assert "layout" not in json.loads(run("check", str(PASSING), "-f", "json")[1])["scenarios"][0]
+    header = run("check", str(LAYOUTS), "-f", "csv")[1].splitlines()[0]
+    assert header == "scenario,model,topology,dp,gpus,tp,cp,pp,ep,zero_stage,check,flag,unit,limit,value,passed"
+    junit = tmp_path / "junit.xml"
+    assert run("check", str(LAYOUTS), "--junit", str(junit))[0] == 0
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties == {"model": "llama-405b", "topology": "dgx-h100", "dp": "128", "gpus": "16384", "tp": "8",
+                          "cp": "1", "pp": "16", "ep": "1"}  # fmt: skip

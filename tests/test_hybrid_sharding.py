@@ -63,3 +63,16 @@ def test_a_shard_group_must_divide_dp() -> None:
     assert (
         result.stderr.startswith("dpcost: error: --shard-group: 7 must divide DP 64") and result.stderr.count("\n") == 1
     )
+
+
+def test_the_shard_and_replica_groups_are_placed_as_fsdp_builds_them() -> None:
+    """FSDP's HYBRID_SHARD: the shard group is 8 consecutive ranks (one DGX's NVLink), the replica group one rank of
+    each, every 8th: 8 ranks on 8 nodes, one per node (torch/distributed/fsdp/_init_utils.py)."""
+    groups = report("--shard-group", "8")["communication"]["groups"]
+    assert groups == [
+        {"group": "shard", "ranks": 8, "ranks_per_domain": 8.0, "domains": 1, "tiers": ["nvlink"]},
+        {"group": "replica", "ranks": 8, "ranks_per_domain": 1.0, "domains": 8, "tiers": ["leaf"]},
+    ]
+    assert "groups" not in report()["communication"]
+    table = CliRunner().invoke(app, [*BASE[:-2], "--shard-group", "8"], env={"COLUMNS": "200"}).stdout
+    assert "Hybrid sharding: 64 GPUs = 8 replicas x shard groups of 8" in table

@@ -250,3 +250,13 @@ def test_the_experts_gradients_and_parameters_are_listed_on_expert_dp() -> None:
     assert (grads["op"], grads["bytes"], grads["occurrences"]) == ("reduce_scatter", experts * 4, 1)
     assert grads["bytes_sent_per_rank"] == experts * 4 // 2
     assert (params["op"], params["bytes"]) == ("all_gather", experts * 2)
+
+
+def test_sweep_and_estimate_say_the_jobs_gpus_and_nodes_under_a_layout() -> None:
+    """TP8 x PP16 on 8-GPU nodes: each DP replica is 128 GPUs, so DP 32 is 4,096 GPUs on 512 nodes, while one DP
+    group (one rank per node) spans 32 nodes."""
+    rows = report("sweep", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "32..64")
+    assert [(r["dp"], r["nodes"]) for r in rows] == [(32, 512), (64, 1024)]
+    code, out, _ = run("estimate", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "32")
+    assert code == 0
+    assert "32 replicas of 128 GPUs (TP x CP x PP) = 4,096 GPUs on 512 nodes; a DP group spans 32 nodes x 1" in out

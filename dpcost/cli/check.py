@@ -156,6 +156,9 @@ def check(
 def _document(report: Any, brief: bool) -> dict[str, Any]:
     """The JSON/YAML/CSV document: the whole report, or with --brief whether it passed and each verdict."""
     doc = dict(report.model_dump(mode="json"))
+    for scenario in doc["scenarios"]:
+        if scenario["layout"] is None:  # absent without a layout, as in estimate's report
+            del scenario["layout"]
     if brief:
         summaries = {s["name"]: s["summary"] for s in doc["scenarios"]}
         return {key: doc[key] for key in ("schema_version", "passed", "failed")} | {"summaries": summaries}

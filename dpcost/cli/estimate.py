@@ -101,7 +101,7 @@ def _document(report: Any, brief: bool) -> dict[str, Any]:
         name: True for name in ("compute", "layout", "from_config", "variants") if getattr(report, name) is None
     }
     if report.communication.shard_group is None:  # hybrid sharding's keys, absent without it
-        absent["communication"] = {"shard_group": True, "bytes_per_tier": True}
+        absent["communication"] = {"shard_group": True, "bytes_per_tier": True, "groups": True}
     if report.layout is not None and report.layout.mtp_layers is None:  # absent without --mtp-layers
         absent["layout"] = {"mtp_layers": True}
     return dict(report.model_dump(mode="json", exclude=absent or None))

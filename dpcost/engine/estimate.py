@@ -17,7 +17,7 @@ from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
 from dpcost.engine.dp_schedule import frequency, primitives
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount, count_params
-from dpcost.engine.placement import job_view, place
+from dpcost.engine.placement import Placement, job_view, place
 from dpcost.engine.plan import (
     Timed,
     call_time,
@@ -39,6 +39,7 @@ from dpcost.engine.report import (
     ComputePart,
     ComputePartName,
     EstimateReport,
+    GroupRow,
     Memory,
     ModelInfo,
     Serving,
@@ -293,6 +294,13 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
         collectives=rows,
         bytes_per_tier=[TierBytes(tier=k, bytes_per_gpu=int(v)) for k, v in per_tier.items()] if replicas else None,
         shard_group=shard.ranks if replicas is not None else None,
+        groups=None if replicas is None else [_group_row("shard", shard), _group_row("replica", replicas)],
+    )
+
+
+def _group_row(kind: str, group: Placement) -> GroupRow:
+    return GroupRow(
+        group=kind, ranks=group.ranks, ranks_per_domain=group.ppn, domains=group.nodes, tiers=group.tiers_crossed
     )
 
 

@@ -5,6 +5,7 @@ model-parallel dimension here; a pure data-parallel start never imports it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from dpcost.engine import advice
@@ -583,6 +584,7 @@ def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: L
     ]
     return LayoutReport(
         gpus=layout.gpus,
+        nodes=math.ceil(layout.gpus / topology.domain_size),
         tp=layout.tp,
         cp=layout.cp,
         pp=layout.pp,

@@ -181,6 +181,19 @@ class TierBytes(Contract):
     bytes_per_gpu: int = Field(description="bytes each GPU sends over its links per step")
 
 
+class GroupRow(Contract):
+    """One process group of a layout or of hybrid sharding, as NCCL sees it (layout.py, placement.place_group)."""
+
+    group: str = Field(
+        description="tp, cp, pp (two neighbouring stages), dp-cp (the dense gradients), ep, edp; hybrid sharding: "
+        "shard, replica"
+    )
+    ranks: int = Field(description="GPUs in one such group")
+    ranks_per_domain: float = Field(description="of them in one NVLink domain (NCCL's ranks per node)")
+    domains: int = Field(description="NVLink domains it spans (NCCL's nNodes)")
+    tiers: list[str] = Field(description="the fabric tiers its traffic crosses")
+
+
 class Communication(Contract):
     primitives: str = Field(
         description="the step's collectives as NCCL names them: AllReduce (stage 0), ReduceScatter + AllGather "
@@ -196,6 +209,10 @@ class Communication(Contract):
     )
     bytes_per_tier: list[TierBytes] | None = Field(
         default=None, description="with --shard-group: bytes each GPU sends per step over each tier; absent otherwise"
+    )
+    groups: list[GroupRow] | None = Field(
+        default=None,
+        description="with --shard-group: the shard group and the replica group, as placed; absent otherwise",
     )
 
 
@@ -378,16 +395,6 @@ class Summary(Contract):
     top_warning: Advice | None = Field(description="the warning to read first, with its action; null if none")
 
 
-class GroupRow(Contract):
-    """One process group of a layout, as NCCL sees it (engine/layout.py, placement.place_group)."""
-
-    group: str = Field(description="tp, cp, pp (two neighbouring stages), dp-cp (the dense gradients), ep, edp")
-    ranks: int = Field(description="GPUs in one such group")
-    ranks_per_domain: float = Field(description="of them in one NVLink domain (NCCL's ranks per node)")
-    domains: int = Field(description="NVLink domains it spans (NCCL's nNodes)")
-    tiers: list[str] = Field(description="the fabric tiers its traffic crosses")
-
-
 class LayoutCallRow(Contract):
     """One model-parallel call (engine/layout_step.py) on one GPU of the most loaded stage."""
 
@@ -415,6 +422,7 @@ class LayoutReport(Contract):
     """GPUs = TP x CP x PP x DP: the groups, the model-parallel calls, the stages and the bubble."""
 
     gpus: int = Field(description="TP x CP x PP x DP")
+    nodes: int = Field(description="NVLink domains the job spans")
     tp: int = Field(description="tensor-parallel size")
     cp: int = Field(description="context-parallel size")
     pp: int = Field(description="pipeline stages")
@@ -529,7 +537,7 @@ class SweepRow(Contract):
     """One DP size of `dpcost sweep` (its JSON is a list of these; CSV the same columns)."""
 
     dp: int = Field(description="data-parallel size")
-    nodes: int = Field(description="NVLink domains")
+    nodes: int = Field(description="NVLink domains the job spans (with a layout, all its GPUs; else the DP group)")
     global_batch: int = Field(description="sequences per step")
     accumulation: int = Field(description="micro-batches per step")
     zero_stage: int = Field(description="the stage costed")
@@ -556,7 +564,7 @@ class SweepRow(Contract):
         m = r.memory.stages[s.zero_stage]
         return cls(
             dp=s.dp,
-            nodes=s.nodes,
+            nodes=s.nodes if r.layout is None else r.layout.nodes,
             global_batch=s.global_batch,
             accumulation=s.accumulation,
             zero_stage=s.zero_stage,

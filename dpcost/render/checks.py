@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from dpcost.checks import CHECKS, CheckReport, CheckResult, ScenarioResult
+from dpcost.render.plan import layout_text
 from dpcost.render.table import Table
 from dpcost.units import fmt_bytes, fmt_count, fmt_seconds
 
@@ -88,7 +89,7 @@ def check_table(report: CheckReport) -> Table:
             t.rows.append(
                 [
                     s.name,
-                    f"{s.model} x{s.dp} on {s.topology}, ZeRO-{s.zero_stage}",
+                    f"{_plan_text(s)} on {s.topology}, ZeRO-{s.zero_stage}",
                     c.flag,
                     _limit(c),
                     shown(c.value, c.unit),
@@ -103,14 +104,31 @@ def check_table(report: CheckReport) -> Table:
     return t
 
 
+def _plan_text(s: ScenarioResult) -> str:
+    """ "llama-70b x512", or with a layout "llama-405b TP8 CP1 PP16 DP128 (16,384 GPUs)"."""
+    lay = s.layout
+    if lay is None:
+        return f"{s.model} x{s.dp}"
+    return f"{s.model} {layout_text(lay.tp, lay.cp, lay.pp, s.dp, lay.ep, lay.virtual_stages)} ({lay.gpus:,} GPUs)"
+
+
+def _layout_columns(s: ScenarioResult) -> dict[str, int]:
+    """A layout scenario's sizes, as CSV columns and JUnit properties (none without a layout)."""
+    lay = s.layout
+    if lay is None:
+        return {}
+    return {"gpus": lay.gpus, "tp": lay.tp, "cp": lay.cp, "pp": lay.pp, "ep": lay.ep}
+
+
 def check_rows(report: CheckReport) -> list[dict[str, Any]]:
-    """CSV: one row per scenario and check."""
+    """CSV: one row per scenario and check (a layout scenario adds gpus, tp, cp, pp and ep)."""
     return [
         {
             "scenario": s.name,
             "model": s.model,
             "topology": s.topology,
             "dp": s.dp,
+            **_layout_columns(s),
             "zero_stage": s.zero_stage,
             "check": c.check,
             "flag": c.flag,
@@ -152,8 +170,9 @@ def junit_xml(report: CheckReport, suite: str) -> str:
             skipped="0",
         )
         props = ET.SubElement(ts, "properties")
-        for key, value in (("model", s.model), ("topology", s.topology), ("dp", str(s.dp))):
-            ET.SubElement(props, "property", name=key, value=value)
+        properties = {"model": s.model, "topology": s.topology, "dp": s.dp, **_layout_columns(s)}
+        for key, value in properties.items():
+            ET.SubElement(props, "property", name=key, value=str(value))
         for c in s.checks:
             case = ET.SubElement(
                 ts, "testcase", classname=f"dpcost.check.{s.name}", name=f"{c.check} {_limit(c)}", time="0"

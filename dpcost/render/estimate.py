@@ -10,6 +10,7 @@ from dpcost.engine.report import (
     CallsByAlgorithm,
     ComputeBreakdown,
     EstimateReport,
+    GroupRow,
     LayoutReport,
     Setup,
     Summary,
@@ -76,6 +77,8 @@ def estimate_tables(report: Report) -> list[Table]:
     else:
         if report.layout is not None:
             tables.extend(layout_tables(report.layout))
+        if report.communication.groups is not None:
+            tables.append(_sharding_groups_table(report))
         tables.append(_communication_table(report))
         tables.extend(_tier_tables(report))
         tables.append(stage_table(report.memory, s.zero_stage, report.variants or ()))
@@ -120,7 +123,7 @@ def _setup_table(r: Report) -> Table:
         ["model", f"{m.title} ({m.name})"],
         ["parameters", params],
         ["topology", f"{r.topology.name}: {r.topology.gpu}"],
-        ["data parallel", gpus_on_nodes(s.dp, s.nodes, s.gpus_per_node)],
+        ["data parallel", _data_parallel(r)],
         ["mode", s.mode],
     ]
     if s.mode == "train":
@@ -150,6 +153,17 @@ def _setup_table(r: Report) -> Table:
             ]
         ]
     return Table("Setup", ["", "value"], rows)
+
+
+def _data_parallel(r: Report) -> str:
+    """The DP group's GPUs and nodes; under a layout, the replicas, what each is, and where one DP group sits."""
+    s, lay = r.setup, r.layout
+    if lay is None:
+        return gpus_on_nodes(s.dp, s.nodes, s.gpus_per_node)
+    return (
+        f"{s.dp} replicas of {lay.gpus // s.dp} GPUs (TP x CP x PP) = {lay.gpus:,} GPUs on {lay.nodes:,} nodes; "
+        f"a DP group spans {s.nodes} node{'s' if s.nodes > 1 else ''} x {s.gpus_per_node}"
+    )
 
 
 def gpus_on_nodes(dp: int, nodes: int, per_node: int) -> str:
@@ -231,16 +245,36 @@ def _communication_table(r: Report) -> Table:
     return t
 
 
+def _groups_table(title: str, groups: list[GroupRow]) -> Table:
+    """Process groups as NCCL sees them: ranks, ranks per NVLink domain, domains, the tiers crossed."""
+    t = Table(title, ["group", "ranks", "per NVLink domain", "domains", "crosses"], right={1, 2, 3})
+    for g in groups:
+        t.rows.append([g.group, str(g.ranks), f"{g.ranks_per_domain:g}", str(g.domains), ", ".join(g.tiers) or "-"])
+    return t
+
+
+def _sharding_groups_table(r: Report) -> Table:
+    """Hybrid sharding's two groups (plan.sharding_groups): N consecutive ranks shard, every N-th rank replicates."""
+    c = r.communication
+    assert c.groups is not None and c.shard_group is not None
+    t = _groups_table(
+        f"Hybrid sharding: {r.setup.dp} GPUs = {r.setup.dp // c.shard_group} replicas x shard groups of "
+        f"{c.shard_group}",
+        c.groups,
+    )
+    t.notes.append(
+        "shard: consecutive ranks that split the states, gather the parameters and reduce-scatter the gradients; "
+        "replica: one rank of each shard group, which all-reduces its gradient shard"
+    )
+    return t
+
+
 def layout_tables(lay: LayoutReport) -> list[Table]:
     """The layout: GPUs = TP x CP x PP x DP, each group as placed, the model-parallel calls, the stages."""
     head = f"Layout: {lay.gpus:,} GPUs = TP {lay.tp} x CP {lay.cp} x PP {lay.pp} x DP {lay.dp}" + (
         f"; experts ETP {lay.expert_tp} x EP {lay.ep} x expert-DP {lay.expert_dp} x PP {lay.pp}" if lay.ep > 1 else ""
     )
-    groups = Table(head, ["group", "ranks", "per NVLink domain", "domains", "crosses"], right={1, 2, 3})
-    for g in lay.groups:
-        groups.rows.append(
-            [g.group, str(g.ranks), f"{g.ranks_per_domain:g}", str(g.domains), ", ".join(g.tiers) or "-"]
-        )
+    groups = _groups_table(head, lay.groups)
     groups.notes.append(
         f"rank order {lay.order} (fastest first, Megatron-Core's); pp: two neighbouring stages; dp-cp: the dense "
         "gradients' group; ep, edp: the experts' groups"

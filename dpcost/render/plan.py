@@ -9,16 +9,20 @@ from dpcost.units import fmt_seconds
 __all__ = ["layout_text", "plan_table", "plan_verdict"]
 
 
-def layout_text(row: PlanRow) -> str:
-    """TP x CP x PP x DP, with EP, V and a non-default order where they apply."""
-    text = f"TP{row.tp} CP{row.cp} PP{row.pp} DP{row.dp}"
-    if row.ep > 1:
-        text += f" EP{row.ep}"
-    if row.virtual_stages > 1:
-        text += f" V{row.virtual_stages}"
-    if row.shard_group:
-        text += f" shard {row.shard_group}"
+def layout_text(tp: int, cp: int, pp: int, dp: int, ep: int = 1, virtual_stages: int = 1, shard_group: int = 0) -> str:
+    """TP x CP x PP x DP, with EP, V and the hybrid-sharding group where they apply: "TP8 CP1 PP16 DP128"."""
+    text = f"TP{tp} CP{cp} PP{pp} DP{dp}"
+    if ep > 1:
+        text += f" EP{ep}"
+    if virtual_stages > 1:
+        text += f" V{virtual_stages}"
+    if shard_group:
+        text += f" shard {shard_group}"
     return text
+
+
+def _row_layout(row: PlanRow) -> str:
+    return layout_text(row.tp, row.cp, row.pp, row.dp, row.ep, row.virtual_stages, row.shard_group or 0)
 
 
 def plan_verdict(result: PlanResult) -> Table:
@@ -35,7 +39,7 @@ def plan_verdict(result: PlanResult) -> Table:
         return t
     best = result.plans[0]
     t.rows += [
-        ["layout", f"{layout_text(best)}, {best.order}"],
+        ["layout", f"{_row_layout(best)}, {best.order}"],
         ["plan", f"{best.framework}, ZeRO-{best.zero_stage}, recompute {best.recompute}, "
                  f"micro-batch {best.micro_batch} x accum {best.accumulation}"],
         ["memory", f"{gb(best.memory_bytes)} per GPU, {gb(best.headroom_bytes)} free"],
@@ -61,7 +65,7 @@ def plan_table(result: PlanResult) -> Table:
         t.rows.append(
             [
                 str(row.rank),
-                layout_text(row),
+                _row_layout(row),
                 f"{row.framework} ZeRO-{row.zero_stage}, {row.recompute}",
                 f"{row.micro_batch} x {row.accumulation}",
                 fmt_seconds(row.step_seconds),

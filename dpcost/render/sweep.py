@@ -38,6 +38,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
         f"{first.model.title} on {first.topology.name}: cost against DP size",
         [
             "DP",
+            *(["GPUs"] if first.layout is not None else []),
             "nodes",
             "global batch",
             "ZeRO",
@@ -52,7 +53,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
             "memory/GPU",
             "fits",
         ],
-        right=set(range(0, 13)) - {3},
+        right=set(range(0, 13)) - {3} if first.layout is None else set(range(0, 14)) - {4},
         drop=[
             "comm (serial)",
             "nodes",
@@ -71,6 +72,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
         t.rows.append(
             [
                 str(row.dp),
+                *([f"{r.layout.gpus:,}"] if r.layout is not None else []),
                 str(row.nodes),
                 f"{row.global_batch:,}",
                 f"{row.zero_stage} ({row.recompute})",
@@ -92,6 +94,12 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
         t.notes.append(
             f"the global batch B = b x a x D grows with DP ({min(batches):,} to {max(batches):,} sequences): "
             "optimization changes; pass --global-batch to hold it"
+        )
+    if first.layout is not None:
+        lay = first.layout
+        t.notes.append(
+            f"each DP replica is TP {lay.tp} x CP {lay.cp} x PP {lay.pp} = {lay.gpus // first.setup.dp} GPUs; "
+            "nodes: the NVLink domains the whole job spans"
         )
     t.notes.append("efficiency: compute time / step time, against one GPU running the same per-GPU batch")
     t.notes.append(
