@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dpcost.errors import InputError
+from dpcost.specs import MAX_LAYERS
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words", "per_layer"]
 
@@ -88,9 +89,14 @@ class Keys:
         value = self.get(*keys, default=default, field=field)
         if value is None:
             return None
+        key = next((k for k in keys if k in self.cfg), keys[0])
         if isinstance(value, bool) or not isinstance(value, int):
-            key = next((k for k in keys if k in self.cfg), keys[0])
             raise InputError(self.where, f"{self._key(key)}: expected a whole number, got {value!r}"[:200])
+        if field == "layers" and not 0 < value <= MAX_LAYERS:
+            # bounded before any per-layer list is built from it (a list of 10**19 layers cannot be made)
+            raise InputError(
+                self.where, f"{self._key(key)}: a whole number of layers from 1 to {MAX_LAYERS:,}, got {value}"[:200]
+            )
         return value
 
     def positive(self, key: str, default: float) -> float:

@@ -55,7 +55,8 @@ def _unset(flag: bool) -> bool:
 Fraction = Annotated[float, Field(ge=0.01, le=1)]
 PositiveInt = Annotated[int, Field(gt=0, le=10_000_000, strict=True)]
 NonNegativeInt = Annotated[int, Field(ge=0, le=10_000_000, strict=True)]
-Layers = Annotated[int, Field(gt=0, le=100_000, strict=True)]
+MAX_LAYERS = 100_000
+Layers = Annotated[int, Field(gt=0, le=MAX_LAYERS, strict=True)]
 Slug = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", max_length=64)]
 Text = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$", max_length=500)]  # printable: it reaches terminals
 

@@ -301,6 +301,9 @@ def test_gpt_family_keys() -> None:
         ),
         ({**_cfg("glm-4.5-air.json"), "num_experts_per_tok": 200}, r"num_experts_per_tok \(200\) must not exceed"),
         ({**_cfg("minimax-m2.json"), "num_local_experts": None, "num_experts": 4}, r"num_experts \(4\)"),
+        # a layer count past the spec's bound is refused before a per-layer list is built (fuzz: OverflowError)
+        ({**_cfg("gpt-bigcode-santacoder.json"), "n_layer": 10**19}, "n_layer: a whole number of layers from 1 to"),
+        ({**_cfg("qwen3-8b.json"), "num_hidden_layers": 0}, "num_hidden_layers: a whole number of layers from 1"),
     ],
 )
 def test_errors_name_the_users_key(config: dict, message: str) -> None:  # type: ignore[type-arg]
