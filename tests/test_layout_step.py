@@ -78,6 +78,16 @@ def test_cp_ring_passes_k_and_v_chunks_cp_minus_one_times(llama405b: ModelSpec) 
     assert (gather.op, gather.message_bytes, scatter.op) == ("all_gather", 16 * chunk, "reduce_scatter")
 
 
+def test_full_recomputation_runs_the_forward_exchange_again(llama405b: ModelSpec) -> None:
+    """Full recomputation reruns each layer's forward in the backward (Megatron's CheckpointFunction), its
+    attention's K/V exchange with it: the ring's forward passes and the all-gather double; the backward's do not."""
+    layout = Layout(tp=8, cp=16, pp=16, dp=8)
+    fwd, bwd = cp_calls(_arch(llama405b), layout, 1, 131072, 2.0, "p2p", 0.25, recompute_full=True)
+    assert (fwd.per_micro_batch, bwd.per_micro_batch) == (2 * 15 * 8, 15 * 8)
+    gather, scatter = cp_calls(_arch(llama405b), layout, 1, 131072, 2.0, "all_gather", 0.25, recompute_full=True)
+    assert (gather.per_micro_batch, scatter.per_micro_batch) == (2 * 8, 8)
+
+
 def test_pp_sends_the_boundary_activation_each_way_split_over_tp_only_with_sequence_parallelism(
     llama405b: ModelSpec,
 ) -> None:

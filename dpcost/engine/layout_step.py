@@ -260,12 +260,15 @@ def cp_calls(
     impl: str,
     attention_share: float,
     stages: StageKinds | None = None,
+    recompute_full: bool = False,
 ) -> list[LayoutCall]:
     """Context parallelism's K/V exchange per micro-batch on the most loaded stage (module docstring), hidden
     behind the attention it feeds. K and V as attention holds them per TP rank: its KV heads' keys and values, or
-    with MLA every head's key (nope + rope) and value (TransformerEngine's context_parallel.py concatenates them)."""
+    with MLA every head's key (nope + rope) and value (TransformerEngine's context_parallel.py concatenates them).
+    Full recomputation runs each layer's forward again in the backward, its attention's exchange with it."""
     if layout.cp == 1:
         return []
+    forwards = 2 if recompute_full else 1
     layers = max(len(kinds) for kinds in _kinds(arch, layout.pp, stages))
     if arch.mla is not None:
         m = arch.mla
@@ -275,7 +278,16 @@ def cp_calls(
     chunk = micro_batch * (seq_len / layout.cp) * per_token * act_bytes
     if impl == "all_gather":
         return [
-            LayoutCall("cp", "K and V gathered", "all_gather", chunk * layout.cp, "cp", layers, True, attention_share),
+            LayoutCall(
+                "cp",
+                "K and V gathered",
+                "all_gather",
+                chunk * layout.cp,
+                "cp",
+                forwards * layers,
+                True,
+                attention_share,
+            ),
             LayoutCall(
                 "cp",
                 "K and V gradients reduced",
@@ -290,7 +302,14 @@ def cp_calls(
     steps = layout.cp - 1
     return [
         LayoutCall(
-            "cp", "ring attention K/V, forward", "send_recv", chunk, "cp-ring", steps * layers, True, attention_share
+            "cp",
+            "ring attention K/V, forward",
+            "send_recv",
+            chunk,
+            "cp-ring",
+            forwards * steps * layers,
+            True,
+            attention_share,
         ),
         LayoutCall(
             "cp",
@@ -473,7 +492,7 @@ def layout_calls(
             tp_backward_async,
             tp_pairs,
         ),
-        *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages),
+        *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages, recompute_full),
         *pipeline,
         *experts,
     ]
