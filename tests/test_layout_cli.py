@@ -64,9 +64,16 @@ def test_pure_dp_reports_no_layout() -> None:
     assert "layout" not in report("estimate", "--model", "llama-8b", "--dp", "8")
 
 
-def test_tp_across_nodes_is_warned() -> None:
+def test_tp_across_nodes_is_warned_with_its_cause() -> None:
+    """TP 16 on 8-GPU nodes is too large for a node; TP 8 with DP varying fastest (--order dp-tp-...) puts each TP
+    group's ranks 16 apart, one per node: the order is the cause, not TP's size."""
     r = report("estimate", "--model", "gpt3-175b", "--tp", "16", "--dp", "4", "--global-batch", "64")
-    assert "tp-across-domains" in {w["code"] for w in r["warnings"]}
+    (warning,) = [w for w in r["warnings"] if w["code"] == "tp-across-domains"]
+    assert warning["action"].startswith("keep --tp at or below 8")
+    r = report("estimate", "--model", "llama-70b", "--tp", "8", "--dp", "16", "--order", "dp-tp-cp-ep-pp")
+    (warning,) = [w for w in r["warnings"] if w["code"] == "tp-across-domains"]
+    assert "span 8 NVLink domains" in warning["message"]
+    assert warning["action"].startswith("put tp first in --order")
 
 
 @pytest.mark.parametrize(

@@ -229,14 +229,20 @@ def mtp_not_counted(counts: ParamCount) -> Advice:
     )
 
 
-def tp_across_domains(tp: int, domains: int, domain: int) -> Advice:
+def tp_across_domains(tp: int, domains: int, domain: int, default_order: str) -> Advice:
+    """What puts a TP group across domains: TP larger than one, TP not dividing it, or an --order that does not
+    vary TP fastest (its ranks then are not consecutive)."""
+    if tp > domain:
+        action = f"keep --tp at or below {domain}, and let PP or DP cross nodes"
+    elif domain % tp:
+        action = f"give --tp a divisor of {domain}, so that no TP group straddles two domains"
+    else:
+        action = f"put tp first in --order (Megatron-Core's default is {default_order}), so that its ranks sit together"
     return _advice(
         "tp-across-domains",
         f"the {tp} ranks of a TP group span {domains} NVLink domains of {domain} GPUs: 4 collectives per layer "
         "cross the network",
-        f"keep --tp at or below {domain}, and let PP or DP cross nodes"
-        if tp > domain
-        else f"give --tp a divisor of {domain}, so that no TP group straddles two domains",
+        action,
     )
 
 

@@ -269,6 +269,12 @@ def _sharding_groups_table(r: Report) -> Table:
     return t
 
 
+def _order_source(order: str) -> str:
+    from dpcost.engine.layout import DEFAULT_ORDER
+
+    return "Megatron-Core's default" if order == DEFAULT_ORDER else "as --order gives it"
+
+
 def layout_tables(lay: LayoutReport) -> list[Table]:
     """The layout: GPUs = TP x CP x PP x DP, each group as placed, the model-parallel calls, the stages."""
     head = f"Layout: {lay.gpus:,} GPUs = TP {lay.tp} x CP {lay.cp} x PP {lay.pp} x DP {lay.dp}" + (
@@ -276,8 +282,8 @@ def layout_tables(lay: LayoutReport) -> list[Table]:
     )
     groups = _groups_table(head, lay.groups)
     groups.notes.append(
-        f"rank order {lay.order} (fastest first, Megatron-Core's); pp: two neighbouring stages; dp-cp: the dense "
-        "gradients' group; ep, edp: the experts' groups"
+        f"rank order {lay.order} (fastest first, {_order_source(lay.order)}); pp: two neighbouring stages; dp-cp: "
+        "the dense gradients' group; ep, edp: the experts' groups"
     )
     calls = Table(
         f"Model-parallel calls per micro-batch ({lay.micro_batches} micro-batches per step)",
