@@ -76,3 +76,24 @@ def test_the_shard_and_replica_groups_are_placed_as_fsdp_builds_them() -> None:
     assert "groups" not in report()["communication"]
     table = CliRunner().invoke(app, [*BASE[:-2], "--shard-group", "8"], env={"COLUMNS": "200"}).stdout
     assert "Hybrid sharding: 64 GPUs = 8 replicas x shard groups of 8" in table
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--zero", "0"], "needs a ZeRO stage that shards (1, 2 or 3): ZeRO-0 replicates every state"),
+        (["--framework", "ddp", "--zero", "auto"], "--framework ddp runs ZeRO 0"),
+    ],
+)
+def test_hybrid_sharding_needs_a_stage_that_shards(extra: list[str], said: str) -> None:
+    """FSDP's HYBRID_SHARD and FSDP2's 2-D mesh shard within a group; NO_SHARD (ZeRO-0) has nothing to shard."""
+    args = ["estimate", "--model", "llama-8b", "--dp", "64", "--shard-group", "8", *extra]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("dpcost: error: --shard-group: ") and said in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_with_the_stage_chosen_hybrid_sharding_leaves_zero0_out() -> None:
+    stages = report("--zero", "auto", "--shard-group", "8")["setup"]["zero_stage"]
+    assert stages >= 1

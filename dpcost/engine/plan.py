@@ -102,6 +102,13 @@ def candidates(p: Prepared, topology: TopologySpec, has_architecture: bool) -> t
     by_framework = list(p.stages())
     by_offload = [st for st in by_framework if offload == "none" or offload_applies(offload, st)]
     allowed = [st for st in by_offload if runs_forced(p, topology, st)]
+    if o.plan.shard_group is not None:  # hybrid sharding shards within its groups: ZeRO-0 has nothing to shard
+        allowed = [st for st in allowed if st >= 1]
+        if o.plan.zero is None and not allowed:
+            runs = f"--framework {p.framework.name}" if p.framework else "this plan"
+            raise InputError(
+                "--shard-group", f"needs a ZeRO stage that shards (1, 2 or 3); {runs} runs ZeRO {_stages(by_offload)}"
+            )
     if o.plan.zero is None and not allowed:
         runs = f"--framework {p.framework.name} runs ZeRO {_stages(by_framework)}" if p.framework else ""
         if not by_offload:

@@ -296,6 +296,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     group = options.plan.shard_group
     if group is not None and options.dp % group:
         raise InputError("shard_group", f"{group} must divide DP {options.dp}: the replicas are DP / N groups of N")
+    if group is not None and options.plan.zero == 0:
+        raise InputError("shard_group", "needs a ZeRO stage that shards (1, 2 or 3): ZeRO-0 replicates every state")
     check_hybrid(model, options)
     if options.parallel.ep_node_limit is not None and options.parallel.ep == 1:
         raise InputError("ep_node_limit", "limits where the expert all-to-all sends a token: it needs --ep above 1")
