@@ -316,3 +316,9 @@ def test_a_layout_scenario_is_named_by_its_layout_and_gpus(tmp_path: Path) -> No
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert properties == {"model": "llama-405b", "topology": "dgx-h100", "dp": "128", "gpus": "16384", "tp": "8",
                           "cp": "1", "pp": "16", "ep": "1"}  # fmt: skip
+
+
+def test_one_layout_plan_from_flags_is_named_by_its_layout() -> None:
+    code, out, _ = run("check", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "128",
+                       "--max-step-time", "1s")  # fmt: skip
+    assert code == 1 and "failed: llama-405b TP8 CP1 PP16 DP128" in out

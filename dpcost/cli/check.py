@@ -129,7 +129,7 @@ def check(
             raise InputError("--dp", f"required: {from_file} does not fix the data-parallel size")
         results = [_run_one(one, topology, flags)]
         read = one.from_config
-        suite, where = f"{one.spec.name} at DP {one.dp}", None
+        suite, where = results[0].name, None
     report = report_of(results)
     tables = [check_verdict(report)] if brief else [check_verdict(report), check_table(report)]
     if read is not None and not brief:
@@ -203,12 +203,20 @@ def _run_one(one: PlanInput, topology: str, flags: Limits) -> ScenarioResult:
     topo = load_topology(topology)
     report = estimate(spec, topo, options)
     try:
-        return evaluate(
-            f"{report.model.name} at DP {dp}", report, flags, _best_step(spec, topo, options, report, flags)
-        )
+        return evaluate(_one_name(report), report, flags, _best_step(spec, topo, options, report, flags))
     except ValueError as exc:
         check, _, why = str(exc).partition(": ")
         raise InputError(CHECKS[check][0] if check in CHECKS else "limits", why) from None
+
+
+def _one_name(report: Any) -> str:
+    """The flags' one scenario by its plan: "llama-70b at DP 512", or its layout, "llama-405b TP8 CP1 PP16 DP128"."""
+    lay = report.layout
+    if lay is None:
+        return f"{report.model.name} at DP {report.setup.dp}"
+    from dpcost.render.plan import layout_text
+
+    return f"{report.model.name} {layout_text(lay.tp, lay.cp, lay.pp, lay.dp, lay.ep, lay.virtual_stages)}"
 
 
 def _run_plan(plan: Path, flags: Limits) -> list[ScenarioResult]:
