@@ -267,3 +267,13 @@ def test_sweep_and_estimate_say_the_jobs_gpus_and_nodes_under_a_layout() -> None
     code, out, _ = run("estimate", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "32")
     assert code == 0
     assert "32 replicas of 128 GPUs (TP x CP x PP) = 4,096 GPUs on 512 nodes; a DP group spans 32 nodes x 1" in out
+
+
+def test_meta_s_interleaved_405b_layout_is_costed_from_the_command_line() -> None:
+    """Llama 3 405B as Meta ran it on 8,192 GPUs (TP8 x PP16 x DP64, interleaved, arXiv 2407.21783 section 3.3.2):
+    126 layers do not split into 32 equal virtual stages; the ends take 3 layers (stage_layers), and the stages'
+    layers are 7, 8, ..., 8, 7, as without interleaving."""
+    r = report("estimate", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "64", "--virtual-stages", "2",
+               "--global-batch", "2048", "--seq-len", "8192", "--sequence-parallel", "--recompute", "none")  # fmt: skip
+    assert [s["layers"] for s in r["layout"]["stages"]] == [7] + [8] * 14 + [7]
+    assert r["layout"]["virtual_stages"] == 2

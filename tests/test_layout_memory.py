@@ -666,6 +666,18 @@ def test_stage_layers() -> None:
         stage_layers(8, 1, 1, 4, 4)
 
 
+def test_an_interleaved_pipeline_with_uneven_virtual_stages_is_megatrons_layout() -> None:
+    """Megatron-Core's pipeline_model_parallel_layout puts virtual stage i on rank i mod PP
+    (pipeline_parallel_layer_layout.py: layout[vpp_rank * pp + pp_rank]). Llama 3 405B at PP 16 with 2 chunks per
+    rank: 126 layers as 32 virtual stages of 3 + 30 x 4 + 3, so rank 0 builds layers 0-2 and 63-66, rank 15
+    layers 59-62 and 123-125, and each middle rank 8."""
+    ranks = stage_layers(126, 16, 2)
+    assert ranks[0] == (0, 1, 2, 63, 64, 65, 66)
+    assert ranks[15] == (59, 60, 61, 62, 123, 124, 125)
+    assert ranks[1] == (3, 4, 5, 6, 67, 68, 69, 70)
+    assert sorted(i for rank in ranks for i in rank) == list(range(126))
+
+
 def test_most_loaded_stage() -> None:
     """An even dense split: stage 0 (p micro-batches and the embedding), equal to Megatron's figure but for the final
     norm, which Megatron spreads over the stages. Llama 3's 7 | 8 x 14 | 7 split moves it to stage 1 (8 layers x 15

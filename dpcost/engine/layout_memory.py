@@ -59,7 +59,7 @@ from collections.abc import Sequence
 
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_step import stage_layer_counts
+from dpcost.engine.layout_step import stage_layer_counts, virtual_stage_layer_counts
 from dpcost.engine.params import latent_projections, mixer_parameters
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
@@ -325,8 +325,18 @@ def stage_layers(
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
 ) -> tuple[tuple[int, ...], ...]:
-    """The layer indices each pipeline rank builds [B] (get_num_layers_to_build)."""
+    """The layer indices each pipeline rank builds [B] (get_num_layers_to_build); interleaved, its virtual stages
+    r, r + p, ... of layout_step.virtual_stage_layer_counts (Megatron-Core's pipeline_model_parallel_layout)."""
     counts: list[int]
+    if virtual_stages > 1:
+        if first_stage_layers is not None or last_stage_layers is not None:
+            raise ValueError("an uneven first or last stage is not modelled with interleaving")
+        chunks = virtual_stage_layer_counts(layers, pp, virtual_stages)
+        starts = [sum(chunks[:k]) for k in range(len(chunks))]
+        return tuple(
+            tuple(i for k in range(r, len(chunks), pp) for i in range(starts[k], starts[k] + chunks[k]))
+            for r in range(pp)
+        )
     if first_stage_layers is None and last_stage_layers is None:
         if layers % pp:
             raise ValueError(
@@ -335,19 +345,9 @@ def stage_layers(
             )
         counts = [layers // pp] * pp
     else:
-        if virtual_stages > 1:
-            raise ValueError("an uneven first or last stage is not modelled with interleaving")
         counts = stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers)
-    if virtual_stages == 1:
-        starts = [sum(counts[:r]) for r in range(pp)]
-        return tuple(tuple(range(starts[r], starts[r] + counts[r])) for r in range(pp))
-    if counts[0] % virtual_stages:
-        raise ValueError(f"{counts[0]} layers per stage do not split into {virtual_stages} virtual stages")
-    chunk = counts[0] // virtual_stages
-    return tuple(
-        tuple(i for c in range(virtual_stages) for i in range((c * pp + r) * chunk, (c * pp + r + 1) * chunk))
-        for r in range(pp)
-    )
+    starts = [sum(counts[:r]) for r in range(pp)]
+    return tuple(tuple(range(starts[r], starts[r] + counts[r])) for r in range(pp))
 
 
 def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:

@@ -17,7 +17,7 @@ from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.layout import DEFAULT_ORDER, Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
-from dpcost.engine.layout_step import pp_overlapped, stage_layer_counts
+from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts, stage_layer_counts
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
 from dpcost.engine.placement import Placement, check_ranks, job_view
@@ -84,6 +84,8 @@ def _stage_layer_counts(model: ModelSpec, o: Options) -> list[int]:
     if given and par.virtual_stages > 1:
         raise InputError(flag, "an uneven first or last stage is not costed with interleaving (--virtual-stages)")
     try:
+        if par.virtual_stages > 1:
+            return rank_layer_counts(model.architecture.layers, par.pp, par.virtual_stages)
         return stage_layer_counts(model.architecture.layers, par.pp, par.first_stage_layers, par.last_stage_layers)
     except ValueError as exc:
         raise InputError(flag, f"{model.name}'s {model.architecture.layers} layers: {exc}") from None
@@ -230,8 +232,9 @@ def _layout_memory(
         grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o, stage)],
         attention_scores=not p.o.compute.flash_attention and recompute != "selective",
         fp8_params=_fp8_params(p.o),
-        first_stage_layers=counts[0] if uneven and layout.pp > 1 else None,
-        last_stage_layers=counts[-1] if uneven and layout.pp > 1 else None,
+        # an uneven split as the first and last stages' layers; interleaved, stage_layers splits the virtual stages
+        first_stage_layers=counts[0] if uneven and layout.pp > 1 and par.virtual_stages == 1 else None,
+        last_stage_layers=counts[-1] if uneven and layout.pp > 1 and par.virtual_stages == 1 else None,
         all_forwards_first=par.pp_schedule == "gpipe",
     )
     try:

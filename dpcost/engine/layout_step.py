@@ -53,11 +53,13 @@ __all__ = [
     "moe_layers_per_stage",
     "pp_calls",
     "pp_overlapped",
+    "rank_layer_counts",
     "slowed_compute",
     "stage_kinds",
     "stage_layer_counts",
     "stage_tp_pairs",
     "tp_calls",
+    "virtual_stage_layer_counts",
 ]
 
 
@@ -105,6 +107,22 @@ def stage_layer_counts(
     if base == 0:
         raise ValueError(f"{pp} pipeline stages need at least one layer each")
     return [base + (1 if s < extra else 0) for s in range(pp)]
+
+
+def virtual_stage_layer_counts(layers: int, pp: int, virtual_stages: int) -> list[int]:
+    """Layers per virtual stage of an interleaved pipeline, PP x V of them, rank r holding stages r, r + PP, ...
+    (Megatron-Core's pipeline_model_parallel_layout: virtual stage i on rank i mod PP). Even where PP x V divides
+    the layers; else the layout that shortens the end stages, as stage_layer_counts does for PP alone (Llama 3 405B
+    at PP 16, V 2: 3 + 30 x 4 + 3, so ranks hold 7, 8, ..., 8, 7)."""
+    return stage_layer_counts(layers, pp * virtual_stages)
+
+
+def rank_layer_counts(layers: int, pp: int, virtual_stages: int = 1) -> list[int]:
+    """Layers each pipeline rank builds: stage_layer_counts, or with interleaving the sum of its virtual stages."""
+    if virtual_stages == 1:
+        return stage_layer_counts(layers, pp)
+    chunks = virtual_stage_layer_counts(layers, pp, virtual_stages)
+    return [sum(chunks[rank::pp]) for rank in range(pp)]
 
 
 def _given_stage_layer_counts(layers: int, pp: int, first: int | None, last: int | None) -> list[int]:
