@@ -277,3 +277,13 @@ def test_meta_s_interleaved_405b_layout_is_costed_from_the_command_line() -> Non
                "--global-batch", "2048", "--seq-len", "8192", "--sequence-parallel", "--recompute", "none")  # fmt: skip
     assert [s["layers"] for s in r["layout"]["stages"]] == [7] + [8] * 14 + [7]
     assert r["layout"]["virtual_stages"] == 2
+
+
+def test_the_breakdown_names_dp_beside_the_other_dimensions() -> None:
+    """The issue's 'DP's share beside the others': under a layout, DP's exposed collectives are named as DP's."""
+    r = report("estimate", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "128", "--global-batch", "2048",
+               "--seq-len", "8192", "--sequence-parallel")  # fmt: skip
+    terms = [t["term"] for t in r["time"]["breakdown"]]
+    assert "exposed TP calls" in terms and "exposed PP calls" in terms
+    assert any(t.startswith("exposed DP ") for t in terms)
+    assert not any(t in ("exposed all_gather", "exposed reduce_scatter", "exposed all_reduce") for t in terms)

@@ -497,7 +497,12 @@ def layout_step(
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
-    dp_terms = [t for t in dp_step.breakdown if t.term not in (COMPUTE, JITTER, SLOWEST_GPU)]
+    # DP's own collectives named as DP's, beside the other dimensions' exposed calls ("exposed DP all_gather")
+    dp_terms = [
+        Term(f"{EXPOSED}DP {t.term.removeprefix(EXPOSED)}", t.seconds) if t.term.startswith(EXPOSED) else t
+        for t in dp_step.breakdown
+        if t.term not in (COMPUTE, JITTER, SLOWEST_GPU)
+    ]
     dp_terms += [Term(f"{EXPOSED}{side.what}", side.exposed) for side in sides if side.exposed > 0]
     # Every GPU of the job meets at the pipeline's flush, once per step: the slowest of them sets it, drifted by
     # the step's compute (step.slowest_rank_wait; the waits inside the pipeline are absorbed by its slots).
