@@ -287,3 +287,12 @@ def test_the_breakdown_names_dp_beside_the_other_dimensions() -> None:
     assert "exposed TP calls" in terms and "exposed PP calls" in terms
     assert any(t.startswith("exposed DP ") for t in terms)
     assert not any(t in ("exposed all_gather", "exposed reduce_scatter", "exposed all_reduce") for t in terms)
+
+
+def test_a_layout_sweep_row_carries_its_gpus_and_bubble_and_its_columns_sum() -> None:
+    rows = report("sweep", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "32..64")
+    for row in rows:
+        assert row["gpus"] == 128 * row["dp"]
+        parts = row["compute_seconds"] + row["exposed_comm_seconds"] + row["losses_seconds"] + row["bubble_seconds"]
+        assert parts == pytest.approx(row["step_seconds"], rel=1e-9)
+    assert "gpus" not in report("sweep", "--model", "llama-8b", "--dp", "8..16")[0]

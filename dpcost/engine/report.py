@@ -555,6 +555,11 @@ class SweepRow(Contract):
     memory_bytes: int = Field(description="per GPU at the chosen stage")
     fits: bool = Field(description="the plan fits in HBM")
     bound: str = Field(description="compute or communication")
+    gpus: int | None = Field(default=None, description="with a layout: TP x CP x PP x DP; absent otherwise")
+    bubble_seconds: float | None = Field(
+        default=None,
+        description="with a layout: the pipeline's bubble per step (layout.bubble_seconds); absent otherwise",
+    )
 
     @classmethod
     def of(cls, r: EstimateReport) -> "SweepRow":
@@ -582,6 +587,8 @@ class SweepRow(Contract):
             memory_bytes=m.total_bytes,
             fits=m.fits,
             bound=t.bound,
+            gpus=None if r.layout is None else r.layout.gpus,
+            bubble_seconds=None if r.layout is None else r.layout.bubble_seconds,
         )
 
 

@@ -388,7 +388,7 @@ def compression_variant(
     model: ModelSpec, topology: TopologySpec, options: Options, kind: str
 ) -> tuple[VariantCost, VariantCost]:
     """(ZeRO-0 plain, ZeRO-0 with the compression): PowerSGD and 1-bit Adam are DDP-style all-reduce replacements."""
-    base_options, base = _base(model, topology, options, zero=0)
+    base_options, base = _base(model, topology, options, zero=0, shard_group=None)
     params, _, grad, weight, micro = _shape(base)
     dp = options.dp
     base_calls = stage_calls(params, 0, grad, weight, dp, micro)

@@ -46,6 +46,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
             "compute",
             "exposed comm",
             "lost at scale",
+            *(["bubble"] if first.layout is not None else []),
             "comm (serial)",
             "efficiency",
             "tokens/s",
@@ -53,7 +54,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
             "memory/GPU",
             "fits",
         ],
-        right=set(range(0, 13)) - {3} if first.layout is None else set(range(0, 14)) - {4},
+        right=set(range(0, 13)) - {3} if first.layout is None else set(range(0, 15)) - {4},
         drop=[
             "comm (serial)",
             "nodes",
@@ -80,6 +81,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
                 fmt_seconds(row.compute_seconds),
                 fmt_seconds(row.exposed_comm_seconds),
                 fmt_seconds(row.losses_seconds),
+                *([fmt_seconds(row.bubble_seconds or 0.0)] if first.layout is not None else []),
                 fmt_seconds(row.comm_seconds),
                 pct(row.scaling_efficiency),
                 f"{row.tokens_per_second:,.0f}",
@@ -88,7 +90,7 @@ def sweep_table(reports: Sequence[EstimateReport], fixed_global_batch: bool) -> 
                 "yes" if row.fits else "NO",
             ]
         )
-        t.data.append(row.model_dump())
+        t.data.append(row.model_dump(exclude_none=True))  # gpus and bubble_seconds: a layout's only
     batches = {r.setup.global_batch for r in reports}
     if not fixed_global_batch and len(batches) > 1:
         t.notes.append(
