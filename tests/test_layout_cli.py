@@ -296,3 +296,13 @@ def test_a_layout_sweep_row_carries_its_gpus_and_bubble_and_its_columns_sum() ->
         parts = row["compute_seconds"] + row["exposed_comm_seconds"] + row["losses_seconds"] + row["bubble_seconds"]
         assert parts == pytest.approx(row["step_seconds"], rel=1e-9)
     assert "gpus" not in report("sweep", "--model", "llama-8b", "--dp", "8..16")[0]
+
+
+def test_a_dense_layout_lists_no_expert_groups() -> None:
+    groups = {
+        g["group"] for g in report("estimate", "--model", "llama-70b", "--tp", "8", "--dp", "16")["layout"]["groups"]
+    }
+    assert groups == {"tp", "dp-cp"}
+    moe = report("estimate", "--model", "deepseek-v3", "--pp", "16", "--ep", "64", "--dp", "128", "--topology",
+                 "hgx-h800", "--global-batch", "15360")  # fmt: skip
+    assert {"ep", "edp"} <= {g["group"] for g in moe["layout"]["groups"]}

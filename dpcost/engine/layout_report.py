@@ -555,8 +555,9 @@ def _layout_communication(
 def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: LayoutMemory) -> LayoutReport:
     layout = r.layout
     groups = []
+    dense = all(s.expert_params == 0 for s in r.stages)
     for kind, g in r.groups.items():
-        if g.ranks == 1:
+        if g.ranks == 1 or (dense and kind in ("ep", "etp", "edp")):  # the experts' groups, where there are experts
             continue
         groups.append(
             GroupRow(group=kind, ranks=g.ranks, ranks_per_domain=g.ppn, domains=g.nodes, tiers=g.tiers_crossed)

@@ -283,7 +283,8 @@ def layout_tables(lay: LayoutReport) -> list[Table]:
     groups = _groups_table(head, lay.groups)
     groups.notes.append(
         f"rank order {lay.order} (fastest first, {_order_source(lay.order)}); pp: two neighbouring stages; dp-cp: "
-        "the dense gradients' group; ep, edp: the experts' groups"
+        "the dense gradients' group"
+        + ("; ep, etp, edp: the experts' groups" if any(g.group in ("ep", "etp", "edp") for g in lay.groups) else "")
     )
     calls = Table(
         f"Model-parallel calls per micro-batch ({lay.micro_batches} micro-batches per step)",
