@@ -306,3 +306,15 @@ def test_a_dense_layout_lists_no_expert_groups() -> None:
     moe = report("estimate", "--model", "deepseek-v3", "--pp", "16", "--ep", "64", "--dp", "128", "--topology",
                  "hgx-h800", "--global-batch", "15360")  # fmt: skip
     assert {"ep", "edp"} <= {g["group"] for g in moe["layout"]["groups"]}
+
+
+def test_the_memory_note_prints_megatrons_own_figure_for_the_layout() -> None:
+    """Megatron-LM prints report_theoretical_memory at start-up, in MB of 2**20 bytes; the report says what it
+    would print for the layout (layout_memory.LayoutMemory.total, held to the file's formulas in
+    tests/test_layout_memory.py), beside the stage dpcost costs."""
+    r = report("estimate", "--model", "llama-405b", "--tp", "8", "--pp", "16", "--dp", "128", "--global-batch", "2048",
+               "--seq-len", "8192", "--sequence-parallel")  # fmt: skip
+    layout = MemoryLayout(tp=8, pp=16, dp=128, zero=1, sequence_parallel=True, first_stage_layers=7,
+                          last_stage_layers=7, recompute=r["setup"]["recompute"])  # fmt: skip
+    megatron = layout_memory_for(load_model("llama-405b"), layout, 8192, 1, 16).total
+    assert f"report_theoretical_memory prints {megatron / 2**20:,.0f} MB" in r["memory"]["note"]

@@ -316,6 +316,16 @@ def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options)
     return recompute if rows[stage][0].fits else None
 
 
+def _megatron_total(held: LayoutMemory) -> str:
+    """What Megatron-LM's report_theoretical_memory prints at start-up for the layout (layout_memory.LayoutMemory.
+    total), beside the stage dpcost shows: users read both."""
+    return (
+        f"Megatron's report_theoretical_memory prints {held.total / 2**20:,.0f} MB (MiB: {held.total / 1e9:.1f} GB) "
+        "(the most loaded shard's weights and optimizer plus the first stage's activations, by its formula; no "
+        "allocator or CUDA context)"
+    )
+
+
 def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Memory:
     """`dpcost memory` with a layout: Megatron's accounting of the most loaded pipeline stage, at ZeRO 0, 1 and up to
     the plan's own (_layout_memory_rows)."""
@@ -328,7 +338,7 @@ def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -
         recipe=_layout_recipe(p.o),
         recompute=recompute,
         note=f"a TP {layout.tp} x CP {layout.cp} x PP {layout.pp} x DP {layout.dp} layout: the most loaded pipeline "
-        f"stage, {worst.stage} of {layout.pp}, per GPU",
+        f"stage, {worst.stage} of {layout.pp}, per GPU; " + _megatron_total(rows[1][1]),
         stages=[row for row, _ in rows.values()],
     )
 
@@ -419,7 +429,8 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         hbm_bytes=int(topology.gpu.hbm),
         recipe=_layout_recipe(o),
         recompute=recompute,
-        note=f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU",
+        note=f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU; "
+        + _megatron_total(chosen_rows[stage][1]),
         stages=[row for row, _ in chosen_rows.values()],
     )
     communication = _layout_communication(topology, r, dp_group, DTYPE_BYTES[_layout_grad_dtype(o, stage)])

@@ -81,7 +81,10 @@ def estimate_tables(report: Report) -> list[Table]:
             tables.append(_sharding_groups_table(report))
         tables.append(_communication_table(report))
         tables.extend(_tier_tables(report))
-        tables.append(stage_table(report.memory, s.zero_stage, report.variants or ()))
+        memory = stage_table(report.memory, s.zero_stage, report.variants or ())
+        if report.layout is not None:  # which stage the rows are, and Megatron's own figure for the layout
+            memory.notes.append(report.memory.note)
+        tables.append(memory)
         tables.append(_time_table(report))
         tables.append(_breakdown_table(report))
         if report.compute is not None:
