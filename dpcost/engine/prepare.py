@@ -36,7 +36,17 @@ from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Compute, Options, RecomputeModule
 from dpcost.specs import GPUSpec, ModelArchitecture, ModelSpec, TopologySpec
 
-__all__ = ["DTYPE_BYTES", "Prepared", "check_dp", "matmul_share", "prepare", "recipe_of", "stage_table", "units"]
+__all__ = [
+    "DTYPE_BYTES",
+    "Prepared",
+    "check_compute_dtype",
+    "check_dp",
+    "matmul_share",
+    "prepare",
+    "recipe_of",
+    "stage_table",
+    "units",
+]
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 DEFAULT_SEQ_LEN = 4096
@@ -290,6 +300,14 @@ def check_pipeline_only(options: Options) -> None:
             raise InputError(name, "the layers of a pipeline stage need pipeline stages: give --pp 2 or more")
 
 
+def check_compute_dtype(topology: TopologySpec, o: Options) -> None:
+    """The GPU has tensor cores for --compute-dtype (specs.GpuSpec.peak), else bad input naming the flag."""
+    try:
+        topology.gpu.peak(o.compute.compute_dtype)
+    except ValueError as exc:
+        raise InputError("compute_dtype", str(exc)) from None
+
+
 def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:
     """Resolve the options against the model and topology (checks that need both are made here)."""
     check_dp(topology, options.dp)
@@ -340,10 +358,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     unconverted_weight_bytes = weight_bytes
     if o.communication.gather_dtype is not None:
         weight_bytes = float(DTYPE_BYTES[o.communication.gather_dtype])
-    try:
-        topology.gpu.peak(o.compute.compute_dtype)
-    except ValueError as exc:
-        raise InputError("compute_dtype", str(exc)) from None
+    check_compute_dtype(topology, o)
     accumulation, micro_batch, notes = batching(o)
     given = o.communication
     # The generic plan buckets as PyTorch DDP does (frameworks.py)
