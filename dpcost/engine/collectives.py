@@ -515,14 +515,26 @@ def _prices(topology: TopologySpec) -> dict[tuple[object, ...], tuple[Collective
     return {}
 
 
+def _placement_key(p: Placement) -> tuple[object, ...]:
+    """What a price depends on of a group's placement: its ranks, domains and levels (a tier by its identity: the
+    cache entry holds the tiers, so no other tier takes their ids while it is kept)."""
+    return (p.ranks, p.nodes, tuple((id(lv.tier), lv.domain, lv.scale_up) for lv in p.levels))
+
+
+@per_object
+def _choices(topology: TopologySpec) -> dict[tuple[object, ...], tuple[CollectiveChoice, tuple[TierSpec, ...]]]:
+    """`collective`'s answers on one topology (memo.py): a report's rows, a sweep's and a search's plans ask for the
+    same (group, op, size) again."""
+    return {}
+
+
 def _price(
     topology: TopologySpec, p: Placement, op: str, size: float, algorithm: str, protocol: str | None = None
 ) -> CollectiveTime:
     """One algorithm's time with its fastest protocol, or with `protocol` where that one is forced (NCCL_PROTO);
     NVLS, NVLSTree, CollNet and PAT run Simple only. Priced once per topology (_prices)."""
     prices = _prices(topology)
-    key = (p.ranks, p.nodes, tuple((id(lv.tier), lv.domain, lv.scale_up) for lv in p.levels), op, size, algorithm,
-           protocol)  # fmt: skip
+    key = (*_placement_key(p), op, size, algorithm, protocol)
     found = prices.get(key)
     if found is None:
         if len(prices) >= _PRICES_PER_TOPOLOGY:
@@ -637,8 +649,24 @@ def collective(
 ) -> CollectiveChoice:
     """Every applicable algorithm's time; `best` is the call as `fastest` runs it: the fastest of NCCL's, the
     tuner plugin's pick, or the forced algorithm. A forced `protocol` (NCCL_PROTO; else the topology's) prices every
-    algorithm in it and leaves out those that cannot run it, as `fastest`."""
+    algorithm in it and leaves out those that cannot run it, as `fastest`. Answered once per topology (_choices)."""
     p = _placed(topology, group)
+    choices = _choices(topology)
+    key = (*_placement_key(p), op, size, algorithm, protocol)
+    found = choices.get(key)
+    if found is None:
+        if len(choices) >= _PRICES_PER_TOPOLOGY:
+            choices.clear()
+        found = choices[key] = (
+            _collective(topology, op, p, size, algorithm, protocol),
+            tuple(lv.tier for lv in p.levels),
+        )
+    return found[0]
+
+
+def _collective(
+    topology: TopologySpec, op: str, p: Placement, size: float, algorithm: str | None, protocol: str | None
+) -> CollectiveChoice:
     if p.ranks == 1 or size == 0:
         none = collective_time(topology, op, p, size, "ring")
         return CollectiveChoice(none, (none,))
