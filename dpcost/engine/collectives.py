@@ -37,9 +37,9 @@ per-step latency from the tier.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 from dpcost.engine import corrections
 from dpcost.engine import nccl_tables as nccl
@@ -515,10 +515,24 @@ def _prices(topology: TopologySpec) -> dict[tuple[object, ...], tuple[Collective
     return {}
 
 
-def _placement_key(p: Placement) -> tuple[object, ...]:
-    """What a price depends on of a group's placement: its ranks, domains and levels (a tier by its identity: the
-    cache entry holds the tiers, so no other tier takes their ids while it is kept)."""
-    return (p.ranks, p.nodes, tuple((id(lv.tier), lv.domain, lv.scale_up) for lv in p.levels))
+_Kept = TypeVar("_Kept")
+
+
+def _kept(
+    cache: dict[tuple[object, ...], tuple[_Kept, tuple[TierSpec, ...]]],
+    p: Placement,
+    call: tuple[object, ...],
+    compute: Callable[[], _Kept],
+) -> _Kept:
+    """`compute()` once per placement and `call` in a topology's cache (emptied at _PRICES_PER_TOPOLOGY entries).
+    A tier counts by its identity: the entry holds the tiers, so no other tier can take their ids while it is kept."""
+    key = (p.ranks, p.nodes, tuple((id(lv.tier), lv.domain, lv.scale_up) for lv in p.levels), *call)
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= _PRICES_PER_TOPOLOGY:
+            cache.clear()
+        found = cache[key] = (compute(), tuple(lv.tier for lv in p.levels))
+    return found[0]
 
 
 @per_object
@@ -533,18 +547,10 @@ def _price(
 ) -> CollectiveTime:
     """One algorithm's time with its fastest protocol, or with `protocol` where that one is forced (NCCL_PROTO);
     NVLS, NVLSTree, CollNet and PAT run Simple only. Priced once per topology (_prices)."""
-    prices = _prices(topology)
-    key = (*_placement_key(p), op, size, algorithm, protocol)
-    found = prices.get(key)
-    if found is None:
-        if len(prices) >= _PRICES_PER_TOPOLOGY:
-            prices.clear()
-        # the entry holds its tiers, so no other tier can take their ids while it is cached
-        found = prices[key] = (
-            _price_uncached(topology, p, op, size, algorithm, protocol),
-            tuple(lv.tier for lv in p.levels),
-        )
-    return found[0]
+    return _kept(
+        _prices(topology), p, (op, size, algorithm, protocol),
+        lambda: _price_uncached(topology, p, op, size, algorithm, protocol),
+    )  # fmt: skip
 
 
 def _price_uncached(
@@ -651,17 +657,10 @@ def collective(
     tuner plugin's pick, or the forced algorithm. A forced `protocol` (NCCL_PROTO; else the topology's) prices every
     algorithm in it and leaves out those that cannot run it, as `fastest`. Answered once per topology (_choices)."""
     p = _placed(topology, group)
-    choices = _choices(topology)
-    key = (*_placement_key(p), op, size, algorithm, protocol)
-    found = choices.get(key)
-    if found is None:
-        if len(choices) >= _PRICES_PER_TOPOLOGY:
-            choices.clear()
-        found = choices[key] = (
-            _collective(topology, op, p, size, algorithm, protocol),
-            tuple(lv.tier for lv in p.levels),
-        )
-    return found[0]
+    return _kept(
+        _choices(topology), p, (op, size, algorithm, protocol),
+        lambda: _collective(topology, op, p, size, algorithm, protocol),
+    )  # fmt: skip
 
 
 def _collective(
