@@ -24,6 +24,7 @@ from dpcost.engine.plan import (
     candidates,
     check_forced,
     choose,
+    dp_group_for,
     recompute_policies,
     sharding_groups,
     timeline,
@@ -256,7 +257,7 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
     per_tier: dict[str, float] = {}
     priced: dict[tuple[str, float], tuple[CollectiveChoice, WholeMessage]] = {}  # ZeRO-3's two gathers: one price
     for t in chosen.steps.traffic:
-        group = everyone if t.op == "all_reduce" else shard
+        group = dp_group_for(t.op, everyone, shard)
         if (t.op, t.message_bytes) not in priced:
             choice = collective(topology, t.op, group, t.message_bytes, o.communication.algorithm)
             priced[t.op, t.message_bytes] = choice, whole_message_of(choice)

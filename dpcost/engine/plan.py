@@ -32,6 +32,7 @@ __all__ = [
     "candidates",
     "check_forced",
     "choose",
+    "dp_group_for",
     "recompute_policies",
     "stage_ops",
     "timeline",
@@ -143,6 +144,12 @@ def sharding_groups(topology: TopologySpec, o: Options) -> tuple[Placement, Plac
     return place(topology, n), place_group(topology, list(range(0, o.dp, n)))
 
 
+def dp_group_for(op: str, everyone: Placement, shard: Placement) -> Placement:
+    """The group a data-parallel collective runs over: an all-reduce (ZeRO-0, nothing sharded) spans all of DP;
+    gathers and reduce-scatters stay in the shard group (all of DP without --shard-group; sharding_groups)."""
+    return everyone if op == "all_reduce" else shard
+
+
 def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call]:
     """One NCCL call on the DP group, as NCCL runs it (or forced), cached by (op, bytes). Under hybrid sharding a
     gradient reduce-scatter runs in the shard group and its shard (1/N of it) is then all-reduced across the
@@ -159,7 +166,7 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
     def call(op: str, size: float) -> Call:
         key = (op, size)
         if key not in cache:
-            best = one(op, everyone if op == "all_reduce" else shard, size)
+            best = one(op, dp_group_for(op, everyone, shard), size)
             if replicas is not None and op == "reduce_scatter":
                 across = one("all_reduce", replicas, size / shard.ranks)
                 label, slowdown = f"{best.algorithm} + {across.algorithm}", slowdown_of([(best, 1), (across, 1)])
