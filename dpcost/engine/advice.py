@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dpcost.engine.frameworks import FRAMEWORKS
+from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount
 from dpcost.engine.report import Advice, Setup, Time
@@ -229,7 +230,7 @@ def mtp_not_counted(counts: ParamCount) -> Advice:
     )
 
 
-def tp_across_domains(tp: int, domains: int, domain: int, default_order: str) -> Advice:
+def tp_across_domains(tp: int, domains: int, domain: int) -> Advice:
     """What puts a TP group across domains: TP larger than one, TP not dividing it, or an --order that does not
     vary TP fastest (its ranks then are not consecutive)."""
     if tp > domain:
@@ -237,7 +238,7 @@ def tp_across_domains(tp: int, domains: int, domain: int, default_order: str) ->
     elif domain % tp:
         action = f"give --tp a divisor of {domain}, so that no TP group straddles two domains"
     else:
-        action = f"put tp first in --order (Megatron-Core's default is {default_order}), so that its ranks sit together"
+        action = f"put tp first in --order (Megatron-Core's default is {DEFAULT_ORDER}), so that its ranks sit together"
     return _advice(
         "tp-across-domains",
         f"the {tp} ranks of a TP group span {domains} NVLink domains of {domain} GPUs: 4 collectives per layer "

@@ -14,7 +14,7 @@ from dpcost.engine.collectives import bus_factor, collective
 from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
 from dpcost.engine.estimate import model_info_of, setup_info, topology_info, whole_message_of
 from dpcost.engine.frameworks import FRAMEWORKS
-from dpcost.engine.layout import DEFAULT_ORDER, Layout
+from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
 from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts, stage_layer_counts
@@ -320,9 +320,9 @@ def _megatron_total(held: LayoutMemory) -> str:
     """What Megatron-LM's report_theoretical_memory prints at start-up for the layout (layout_memory.LayoutMemory.
     total), beside the stage dpcost shows: users read both."""
     return (
-        f"Megatron's report_theoretical_memory prints {held.total / 2**20:,.0f} MB (MiB: {held.total / 1e9:.1f} GB) "
-        "(the most loaded shard's weights and optimizer plus the first stage's activations, by its formula; no "
-        "allocator or CUDA context)"
+        f"Megatron's report_theoretical_memory prints {held.total / 2**20:,.0f} MB for it ({held.total / 1e9:.1f} GB; "
+        "its MB are MiB): the most loaded shard's weights and optimizer plus the first stage's activations, by its "
+        "formula, without allocator or CUDA context"
     )
 
 
@@ -487,7 +487,7 @@ def _layout_advice(r: LayoutStep, topology: TopologySpec, virtual: int) -> list[
     out = []
     tp = r.groups["tp"]
     if r.layout.tp > 1 and tp.nodes > 1:
-        out.append(advice.tp_across_domains(r.layout.tp, tp.nodes, topology.domain_size, DEFAULT_ORDER))
+        out.append(advice.tp_across_domains(r.layout.tp, tp.nodes, topology.domain_size))
     if r.bubble > 0.1 * r.step:
         out.append(advice.pipeline_bubble(r.bubble, r.step, r.layout.pp, r.micro_batches, virtual))
     return out
