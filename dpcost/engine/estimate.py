@@ -76,6 +76,7 @@ __all__ = [
     "compare_variants",
     "estimate",
     "estimate_many",
+    "group_row",
     "memory_by_stage",
     "model_info",
     "model_info_of",
@@ -295,11 +296,12 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
         collectives=rows,
         bytes_per_tier=[TierBytes(tier=k, bytes_per_gpu=int(v)) for k, v in per_tier.items()] if replicas else None,
         shard_group=shard.ranks if replicas is not None else None,
-        groups=None if replicas is None else [_group_row("shard", shard), _group_row("replica", replicas)],
+        groups=None if replicas is None else [group_row("shard", shard), group_row("replica", replicas)],
     )
 
 
-def _group_row(kind: str, group: Placement) -> GroupRow:
+def group_row(kind: str, group: Placement) -> GroupRow:
+    """A process group as the report's group tables show it (NCCL's view: ranks, ranks per node, nodes, tiers)."""
     return GroupRow(
         group=kind, ranks=group.ranks, ranks_per_domain=group.ppn, domains=group.nodes, tiers=group.tiers_crossed
     )

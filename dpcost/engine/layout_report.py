@@ -12,7 +12,7 @@ from dpcost.engine import advice
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import bus_factor, collective
 from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
-from dpcost.engine.estimate import model_info_of, setup_info, topology_info, whole_message_of
+from dpcost.engine.estimate import group_row, model_info_of, setup_info, topology_info, whole_message_of
 from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
@@ -29,7 +29,6 @@ from dpcost.engine.report import (
     CollectiveUse,
     Communication,
     EstimateReport,
-    GroupRow,
     LayoutCallRow,
     LayoutReport,
     Memory,
@@ -570,9 +569,7 @@ def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: L
     for kind, g in r.groups.items():
         if g.ranks == 1 or (dense and kind in ("ep", "etp", "edp")):  # the experts' groups, where there are experts
             continue
-        groups.append(
-            GroupRow(group=kind, ranks=g.ranks, ranks_per_domain=g.ppn, domains=g.nodes, tiers=g.tiers_crossed)
-        )
+        groups.append(group_row(kind, g))
     calls = [
         LayoutCallRow(
             dimension=c.dimension,
