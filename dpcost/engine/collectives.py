@@ -86,6 +86,10 @@ class TierTraffic:
     seconds: float
     nested: bool = False  # bytes that also crossed a lower network tier (a spine hop passes the NIC too)
 
+    def at_rate(self, share: float) -> TierTraffic:
+        """The same bytes at `share` of the rate they were timed at (a protocol's or a correction's)."""
+        return TierTraffic(self.tier, self.bytes_per_gpu, self.seconds / share, self.nested)
+
 
 @frozen
 class CollectiveTime:
@@ -208,7 +212,7 @@ def _with_protocol(
     """Scale Simple-protocol tier times to `proto` (and an extra bandwidth `factor`); LL also stays under its
     bus-bandwidth cap: time >= bus bytes / llMaxBw."""
     keep = nccl.protocol_bandwidth(family, proto, nodes) * factor
-    scaled = [replace(t, seconds=t.seconds / keep) for t in tiers]
+    scaled = [t.at_rate(keep) for t in tiers]
     seconds = max((t.seconds for t in scaled), default=0.0)
     if proto == "ll":
         seconds = max(seconds, bus_bytes / ll_cap)
@@ -368,7 +372,7 @@ def _tree(topology: TopologySpec, p: Placement, size: float, proto: Protocol, nv
     if nvls:
         if p.nodes > 1:
             keep = nccl.nvls_tree_correction(size, topology.gpu.arch, topology.host_cpu)
-            traffic = [replace(t, seconds=t.seconds / keep) for t in traffic]
+            traffic = [t.at_rate(keep) for t in traffic]
         bw_seconds = max(t.seconds for t in traffic)
         name = "nvls_tree" if p.nodes > 1 else "nvls"
         return CollectiveTime(
@@ -433,7 +437,7 @@ def _pat(topology: TopologySpec, p: Placement, op: str, size: float, proto: Prot
     """NCCL's PAT (one GPU per node, Simple): the ring's bytes at NCCL's 0.75 rate; latency
     base + log2(nodes) x interLat / 3.5 + 2.8 us per rank (tuning.cc:429-434, the per-rank part NCCL's own)."""
     ring = _ring(topology, p, op, p.ranks, size, p.levels, "simple")
-    tiers = tuple(replace(t, seconds=t.seconds / nccl.PAT) for t in ring.tiers)
+    tiers = tuple(t.at_rate(nccl.PAT) for t in ring.tiers)
     bw = max(t.seconds for t in tiers)
     network = next(lv for lv in p.levels if not lv.scale_up)
     inter = _step(topology, network, "tree", proto)
