@@ -631,6 +631,21 @@ def fastest(
     protocol = protocol or topology.protocol
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
+    return _kept(
+        _fastest(topology), p, (op, size, algorithm, protocol),
+        lambda: _fastest_uncached(topology, op, p, size, algorithm, protocol),
+    )  # fmt: skip
+
+
+@per_object
+def _fastest(topology: TopologySpec) -> dict[tuple[object, ...], tuple[CollectiveTime, tuple[TierSpec, ...]]]:
+    """`fastest`'s answers on one topology (memo.py): every plan of a batch or a search issues the same calls."""
+    return {}
+
+
+def _fastest_uncached(
+    topology: TopologySpec, op: str, p: Placement, size: float, algorithm: str | None, protocol: str | None
+) -> CollectiveTime:
     plugin = _plugin_pick(topology, op, p, size, algorithm, protocol)
     if plugin is not None:
         return _price(topology, p, op, size, *plugin)

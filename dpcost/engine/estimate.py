@@ -8,12 +8,14 @@ layout_report.py. Each number's formula lives there.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from dpcost.engine import advice, variants
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
+from dpcost.engine.cost import PlanCost
 from dpcost.engine.dp_schedule import frequency, primitives
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount, count_params
@@ -74,14 +76,17 @@ __all__ = [
     "Options",
     "check_dp",
     "compare_variants",
+    "cost_many",
     "estimate",
     "estimate_many",
     "group_row",
     "memory_by_stage",
     "model_info",
     "model_info_of",
+    "plan_cost",
     "setup_info",
     "topology_info",
+    "training_parts",
     "whole_message_of",
 ]
 
@@ -95,16 +100,40 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Esti
         report = estimate(model, topology, variants.plain(options))
         rows = variants.requested(model, environment(topology, None, None), options)
         return report.model_copy(update={"variants": [variant_row(r) for r in rows]})
-    topology = environment(topology, options.communication.nvls, options.communication.collnet)
-    p = prepare(model, topology, options)
+    topology, p = _prepared(model, topology, options)
     if p.o.plan.mode == "inference":
         return _inference(model, topology, p)
     check_forced(p, topology)
     if p.o.megatron_layout:
-        from dpcost.engine.layout_report import layout_training  # a layout's modules: not a pure-DP start's
+        from dpcost.engine.layout_report import layout_parts, layout_training  # a layout's: not a pure-DP start's
 
-        return layout_training(model, topology, p)
-    return _training(model, topology, p)
+        return layout_training(model, topology, p, layout_parts(model, topology, p))
+    return _training(model, topology, p, training_parts(model, topology, p))
+
+
+def plan_cost(model: ModelSpec, topology: TopologySpec, options: Options) -> PlanCost:
+    """What `estimate` would report for the plan as plain numbers (cost.py): the same step, memory and fit, from the
+    same parts, without building the report. A variant's plan costs as the plain plan it is listed beside."""
+    par = options.parallel
+    topology = job_view(topology, options.dp * par.tp * par.cp * par.pp)
+    if variants.wants_variant(options):
+        options = variants.plain(options)
+    topology, p = _prepared(model, topology, options)
+    if p.o.plan.mode == "inference":
+        s = _inference(model, topology, p).summary
+        return PlanCost(None, s.tokens_per_second or 0.0, None, s.memory_bytes, s.fits, 0, "none")
+    check_forced(p, topology)
+    if p.o.megatron_layout:
+        from dpcost.engine.layout_report import layout_parts
+
+        return layout_parts(model, topology, p).cost()
+    return training_parts(model, topology, p).cost()
+
+
+def _prepared(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[TopologySpec, Prepared]:
+    """The topology as the run's NCCL environment leaves it (--nvls, --collnet), and the plan's resolved inputs."""
+    topology = environment(topology, options.communication.nvls, options.communication.collnet)
+    return topology, prepare(model, topology, options)
 
 
 def variant_row(v: variants.VariantCost) -> VariantRow:
@@ -142,6 +171,11 @@ def estimate_many(model: ModelSpec, topology: TopologySpec, plans: Iterable[Opti
     """Cost many plans of one model on one topology: each as `estimate` does, sharing what a spec's frozen inputs
     give once (collective prices, parameter counts, placements: engine/memo.py) across them."""
     return [estimate(model, topology, options) for options in plans]
+
+
+def cost_many(model: ModelSpec, topology: TopologySpec, plans: Iterable[Options]) -> list[PlanCost]:
+    """`plan_cost` of many plans of one model on one topology, sharing what `estimate_many` shares."""
+    return [plan_cost(model, topology, options) for options in plans]
 
 
 def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) -> Memory:
@@ -307,7 +341,7 @@ def group_row(kind: str, group: Placement) -> GroupRow:
     )
 
 
-def _time(topology: TopologySpec, p: Prepared, chosen: Timed, tokens: int) -> Time:
+def _time(p: Prepared, chosen: Timed, tokens: int, mfu: float) -> Time:
     steps = chosen.steps
     compute_alone = p.accumulation * (chosen.forward + chosen.backward) + chosen.optimizer
     return Time(
@@ -322,11 +356,7 @@ def _time(topology: TopologySpec, p: Prepared, chosen: Timed, tokens: int) -> Ti
         losses_seconds=steps.losses,
         bound=bound(steps.compute, steps.exposed),
         tokens_per_second=tokens / steps.step,
-        mfu=model_flops_utilization(
-            model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, p.accumulation),
-            steps.step,
-            topology.gpu.peak(p.o.compute.compute_dtype),
-        ),
+        mfu=mfu,
         scaling_efficiency=compute_alone / steps.step,
         straggler_seconds=steps.compute - compute_alone,
         breakdown=[BreakdownTerm(term=t.term, seconds=t.seconds) for t in steps.breakdown],
@@ -392,27 +422,54 @@ def setup_info(topology: TopologySpec, p: Prepared, **plan: Any) -> Setup:
 # ------------------------------------------------------------------------------------------------ training
 
 
-def _training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
-    o, a = p.o, model.architecture
-    tables: dict[str, tuple[StageMemory, ...]] = {}
+@dataclass(frozen=True, slots=True)
+class TrainingParts:
+    """A pure data-parallel plan, costed: the (ZeRO stage, recomputation) chosen with its step, and the memory
+    tables by recomputation policy (filled as the choice read them; `tables(policy)` adds one)."""
 
-    def rows(recompute: str) -> tuple[StageMemory, ...]:
-        if recompute not in tables:
-            tables[recompute] = stage_table(model, topology, p, recompute)
-        return tables[recompute]
+    chosen: Timed
+    tables: Callable[[str], tuple[StageMemory, ...]]
+    global_batch: int
+    tokens: int
+    mfu: float
+
+    def cost(self) -> PlanCost:
+        """The plan's plain numbers: as the report's summary reads them (verdict.training_summary)."""
+        row = self.tables(self.chosen.recompute)[self.chosen.stage]
+        step = self.chosen.steps.step
+        return PlanCost(step, self.tokens / step, self.mfu, int(row.total), row.fits, self.chosen.stage,
+                        self.chosen.recompute)  # fmt: skip
+
+
+def training_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> TrainingParts:
+    """The fastest (stage, recomputation) that fits (plan.choose), timed, with the memory it was chosen by."""
+    o, a = p.o, model.architecture
+    known: dict[str, tuple[StageMemory, ...]] = {}
+
+    def tables(recompute: str) -> tuple[StageMemory, ...]:
+        if recompute not in known:
+            known[recompute] = stage_table(model, topology, p, recompute)
+        return known[recompute]
 
     call = call_time(topology, o)
     stages, recomputes = candidates(p, topology, a is not None)
     chosen = choose(
         stages,
         recomputes,
-        lambda st, rc: rows(rc)[st].fits,
+        lambda st, rc: tables(rc)[st].fits,
         lambda st, rc: timeline(model, topology, p, st, rc, call),
     )
-    stage, recompute = chosen.stage, chosen.recompute
     global_batch = p.micro_batch * p.accumulation * o.dp
-    tokens = global_batch * p.seq_len
-    time = _time(topology, p, chosen, tokens)
+    model_flops = model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, p.accumulation)
+    mfu = model_flops_utilization(model_flops, chosen.steps.step, topology.gpu.peak(o.compute.compute_dtype))
+    return TrainingParts(chosen, tables, global_batch, global_batch * p.seq_len, mfu)
+
+
+def _training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: TrainingParts) -> EstimateReport:
+    o, a = p.o, model.architecture
+    rows, chosen, global_batch, tokens = parts.tables, parts.chosen, parts.global_batch, parts.tokens
+    stage, recompute = chosen.stage, chosen.recompute
+    time = _time(p, chosen, tokens, parts.mfu)
     setup = setup_info(
         topology,
         p,

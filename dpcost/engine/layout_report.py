@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import bus_factor, collective
+from dpcost.engine.cost import PlanCost
 from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
 from dpcost.engine.estimate import group_row, model_info_of, setup_info, topology_info, whole_message_of
 from dpcost.engine.frameworks import FRAMEWORKS
@@ -42,7 +44,15 @@ from dpcost.errors import InputError
 from dpcost.options import Options, Parallel
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["LAYOUT_IGNORES", "LAYOUT_RUNS", "layout_memory_table", "layout_recompute", "layout_training"]
+__all__ = [
+    "LAYOUT_IGNORES",
+    "LAYOUT_RUNS",
+    "LayoutParts",
+    "layout_memory_table",
+    "layout_parts",
+    "layout_recompute",
+    "layout_training",
+]
 
 
 LAYOUT_RECIPE = "Megatron-LM theoretical_memory_usage: bf16 weights, fp32 gradients, Adam (over DP at stage 1)"
@@ -342,8 +352,30 @@ def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -
     )
 
 
-def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
-    """One layout, costed end to end (layout_estimate.py for the step, layout_memory.py for memory)."""
+@dataclass(frozen=True, slots=True)
+class LayoutParts:
+    """A layout, costed: its ZeRO stage and recomputation, the memory rows they were chosen by (stage -> the row
+    and Megatron's held memory), and the step (layout_estimate.LayoutStep)."""
+
+    layout: Layout
+    stage: int
+    recompute: str
+    rows: dict[int, tuple[StageRow, LayoutMemory]]
+    step: LayoutStep
+    global_batch: int
+    tokens: int
+    compute_model: str
+    mfu: float
+
+    def cost(self) -> PlanCost:
+        """The plan's plain numbers: as the report's summary reads them (verdict.training_summary)."""
+        row = self.rows[self.stage][0]
+        step = self.step.step
+        return PlanCost(step, self.tokens / step, self.step.mfu, row.total_bytes, row.fits, self.stage, self.recompute)
+
+
+def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> LayoutParts:
+    """One layout's memory (layout_memory.py) and step (layout_estimate.py)."""
     o, par = p.o, p.o.parallel
     _check_layout_plan(model, o, p.seq_len)
     layout = _layout(o, topology)
@@ -355,7 +387,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
     peak = topology.gpu.peak(o.compute.compute_dtype)
     compute_model = o.compute.chosen_model  # op by op: a layout's GEMMs at their TP shards (docs/layouts.md)
     mfu = matmul_share(topology.gpu, o.compute, compute_model)
-    r = layout_step(
+    step = layout_step(
         model,
         topology,
         layout,
@@ -389,6 +421,15 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Es
         mtp_layers=par.mtp_layers,
         fp8_params=_fp8_params(o),
     )
+    return LayoutParts(layout, stage, recompute, chosen_rows, step, global_batch, tokens, compute_model, mfu)
+
+
+def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: LayoutParts) -> EstimateReport:
+    """One layout, costed end to end (layout_parts), as the report shows it."""
+    o, par = p.o, p.o.parallel
+    layout, stage, recompute, chosen_rows, r = parts.layout, parts.stage, parts.recompute, parts.rows, parts.step
+    m, global_batch, tokens = p.accumulation, parts.global_batch, parts.tokens
+    compute_model, mfu = parts.compute_model, parts.mfu
     dp_group = r.groups["dp-cp"]
     setup = setup_info(
         topology,

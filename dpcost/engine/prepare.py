@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import cache
 from typing import get_args
 
 from dpcost.engine import advice
@@ -162,6 +163,7 @@ def seq_len_for(model: ModelSpec, options: Options) -> int:
     return seq_len
 
 
+@cache
 def recipe_for(name: str, grad_dtype: str) -> Recipe:
     """The recipe with its communicated gradient in `grad_dtype`. Megatron keeps its fp32 main grads when the
     gradients are reduced in bf16: they become an optimizer-side state, sharded with it (Megatron-LM docs,

@@ -40,7 +40,8 @@ from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token
-from dpcost.engine.estimate import estimate
+from dpcost.engine.cost import PlanCost
+from dpcost.engine.estimate import estimate, plan_cost
 from dpcost.engine.layout import DEFAULT_ORDER, Layout
 from dpcost.engine.layout_estimate import call_seconds, placements
 from dpcost.engine.layout_report import layout_recompute, least_weight_bytes, state_bytes_floor
@@ -398,17 +399,20 @@ def search(
         """Cost one plan and keep it among the best if it fits; a layout's `miss` key records it when it does not."""
         nonlocal best
         try:
-            report = estimate(model, topology, options)
+            cost = plan_cost(model, topology, options)
         except (InputError, ValueError) as exc:
             refused(exc)
             return
         found.priced += 1
-        if not report.summary.fits or report.summary.memory_bytes > limit:
+        if not cost.fits or cost.memory_bytes > limit:
             if miss is None:
                 found.over_memory += 1
             else:
                 missed(miss, options.batch.micro_batch)
             return
+        if len(best) >= top and _rank_of(cost) >= _rank(best[-1]):
+            return  # it would rank below the kept plans: no report to build
+        report = estimate(model, topology, options)
         if accept(report):
             best = _insert(best, Found(options, report), top)
 
@@ -476,9 +480,18 @@ def _step(found: Found) -> float:
     return float("inf") if step is None else step
 
 
-def _ranked(plans: list[Found]) -> list[Found]:
+def _rank(found: Found) -> tuple[float, int]:
     """Fastest first; of equal steps, the one with less memory."""
-    return sorted(plans, key=lambda f: (_step(f), f.report.summary.memory_bytes))
+    return _step(found), found.report.summary.memory_bytes
+
+
+def _rank_of(cost: PlanCost) -> tuple[float, int]:
+    """A costed plan's place in `_rank`'s order (its report's summary reads the same figures)."""
+    return float("inf") if cost.step_seconds is None else cost.step_seconds, cost.memory_bytes
+
+
+def _ranked(plans: list[Found]) -> list[Found]:
+    return sorted(plans, key=_rank)
 
 
 def _insert(best: list[Found], new: Found, top: int) -> list[Found]:
@@ -497,12 +510,14 @@ def _refine_buckets(
             comm = f.options.communication.model_copy(update={"bucket_bytes": bucket * scale})
             options = f.options.model_copy(update={"communication": comm})
             try:
-                report = estimate(model, topology, options)
+                cost = plan_cost(model, topology, options)
             except (InputError, ValueError):
                 continue
-            other = Found(options, report)
-            if report.summary.fits and report.summary.memory_bytes <= limit and accept(report):
-                chosen = min(chosen, other, key=_step)
+            if not cost.fits or cost.memory_bytes > limit or _rank_of(cost)[0] >= _step(chosen):
+                continue  # kept only where faster
+            report = estimate(model, topology, options)
+            if accept(report):
+                chosen = Found(options, report)
         out.append(chosen)
     return _ranked(out)
 
