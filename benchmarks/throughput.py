@@ -21,15 +21,23 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 
 # Each estimates/s workload runs these plans through estimate_many (or, on a checkout without it, estimate in a
-# loop) and prints plans per second.
+# loop) and prints plans per second; a costs/s workload runs them through cost_many, the cost core's plain numbers
+# without the report (on a checkout without it, as estimates).
 RATE = """
 from dpcost import Options, load_model, load_topology
 import dpcost, time
 m, t = load_model({model!r}), load_topology("dgx-h100")
 plans = {plans}
-many = getattr(dpcost, "estimate_many", None) or (lambda m, t, ps: [dpcost.estimate(m, t, p) for p in ps])
+many = (getattr(dpcost, {api!r}, None) or getattr(dpcost, "estimate_many", None)
+        or (lambda m, t, ps: [dpcost.estimate(m, t, p) for p in ps]))
 start = time.perf_counter(); many(m, t, plans); print(len(plans) / (time.perf_counter() - start))
 """
+FIXED = '[Options(dp=2 ** k, zero=3, recompute="full") for k in range(3, 13)] * 20'
+AUTO = "[Options(dp=2 ** k) for k in range(3, 13)] * 10"
+LAYOUT = (
+    "[Options(dp=d, tp=8, pp=16, micro_batch=b, global_batch=2048, seq_len=8192, "
+    "sequence_parallel=True) for d in (16, 32, 64, 128) for b in (1, 2)] * 4"
+)
 # Each plan workload runs one search and prints its seconds.
 SEARCH = """
 from dpcost import Options, load_model, load_topology
@@ -44,27 +52,35 @@ print(time.perf_counter() - start)
 WORKLOADS: dict[str, tuple[str, str]] = {
     "fixed": (
         "estimates/s, Llama 3 70B, a fixed plan (ZeRO-3, full recomputation) at 10 DP sizes 8..4096, x20",
-        RATE.format(
-            model="llama-70b", plans='[Options(dp=2 ** k, zero=3, recompute="full") for k in range(3, 13)] * 20'
-        ),
+        RATE.format(model="llama-70b", plans=FIXED, api="estimate_many"),
+    ),
+    "fixed-cost": (
+        "costs/s, the same plans as fixed through cost_many (plain numbers, no report)",
+        RATE.format(model="llama-70b", plans=FIXED, api="cost_many"),
     ),
     "auto": (
         "estimates/s, Llama 3 70B, ZeRO stage and recomputation chosen (auto) at 10 DP sizes 8..4096, x10",
-        RATE.format(model="llama-70b", plans="[Options(dp=2 ** k) for k in range(3, 13)] * 10"),
+        RATE.format(model="llama-70b", plans=AUTO, api="estimate_many"),
+    ),
+    "auto-cost": (
+        "costs/s, the same plans as auto through cost_many",
+        RATE.format(model="llama-70b", plans=AUTO, api="cost_many"),
     ),
     "zero1": (
         "estimates/s, Llama 3 70B at ZeRO-1 (one 25 MiB bucket at a time), DP 64..1024, x4",
         RATE.format(
-            model="llama-70b", plans='[Options(dp=2 ** k, zero=1, recompute="full") for k in range(6, 11)] * 4'
+            model="llama-70b",
+            plans='[Options(dp=2 ** k, zero=1, recompute="full") for k in range(6, 11)] * 4',
+            api="estimate_many",
         ),
     ),
     "layout": (
         "estimates/s, Llama 3 405B TP8 x PP16 at DP 16..128 and micro-batches 1, 2, x4",
-        RATE.format(
-            model="llama-405b",
-            plans="[Options(dp=d, tp=8, pp=16, micro_batch=b, global_batch=2048, seq_len=8192, "
-            "sequence_parallel=True) for d in (16, 32, 64, 128) for b in (1, 2)] * 4",
-        ),
+        RATE.format(model="llama-405b", plans=LAYOUT, api="estimate_many"),
+    ),
+    "layout-cost": (
+        "costs/s, the same plans as layout through cost_many",
+        RATE.format(model="llama-405b", plans=LAYOUT, api="cost_many"),
     ),
     "plan-70b-4096": (
         "seconds, dpcost plan: Llama 3 70B on 4,096 H100, global batch 2,048 x 8,192",
@@ -112,13 +128,14 @@ def main() -> int:
                     theirs.append(other)
         here = statistics.median(mine)
         there = statistics.median(theirs) if theirs else None
-        faster = None if there is None else (here / there if what.startswith("estimates/s") else there / here)
+        rate = what.startswith(("estimates/s", "costs/s"))
+        faster = None if there is None else (here / there if rate else there / here)
         rows.append((name, what, here, there, faster))
     if args.markdown:
         print("| workload | what | this checkout | the other | this / the other (speed) |")
         print("|---|---|---:|---:|---:|")
     for name, what, here, there, faster in rows:
-        unit = "/s" if what.startswith("estimates/s") else " s"
+        unit = "/s" if what.startswith(("estimates/s", "costs/s")) else " s"
         other = "-" if there is None else f"{there:,.2f}{unit}"
         ratio = "-" if faster is None else f"{faster:.2f}x"
         if args.markdown:
