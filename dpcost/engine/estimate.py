@@ -77,6 +77,7 @@ __all__ = [
     "check_dp",
     "compare_variants",
     "cost_many",
+    "costed",
     "estimate",
     "estimate_many",
     "group_row",
@@ -94,40 +95,40 @@ __all__ = [
 def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> EstimateReport:
     """Cost one plan: `options.dp` replicas of `model` on `topology`, as the run's NCCL environment leaves it. With a
     variant asked for (--zeropp, --compression, --sync-every), the plain plan with its `variants` beside it."""
-    par = options.parallel
-    topology = job_view(topology, options.dp * par.tp * par.cp * par.pp)
-    if variants.wants_variant(options):
-        report = estimate(model, topology, variants.plain(options))
-        rows = variants.requested(model, environment(topology, None, None), options)
-        return report.model_copy(update={"variants": [variant_row(r) for r in rows]})
-    topology, p = _prepared(model, topology, options)
-    if p.o.plan.mode == "inference":
-        return _inference(model, topology, p)
-    check_forced(p, topology)
-    if p.o.megatron_layout:
-        from dpcost.engine.layout_report import layout_parts, layout_training  # a layout's: not a pure-DP start's
-
-        return layout_training(model, topology, p, layout_parts(model, topology, p))
-    return _training(model, topology, p, training_parts(model, topology, p))
+    return costed(model, topology, options)[1]()
 
 
 def plan_cost(model: ModelSpec, topology: TopologySpec, options: Options) -> PlanCost:
     """What `estimate` would report for the plan as plain numbers (cost.py): the same step, memory and fit, from the
     same parts, without building the report. A variant's plan costs as the plain plan it is listed beside."""
+    return costed(model, topology, options)[0]
+
+
+def costed(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[PlanCost, Callable[[], EstimateReport]]:
+    """The plan's cost, and its report to build from the same parts (a search builds only the reports it keeps)."""
     par = options.parallel
     topology = job_view(topology, options.dp * par.tp * par.cp * par.pp)
     if variants.wants_variant(options):
-        options = variants.plain(options)
+        cost, plain = costed(model, topology, variants.plain(options))
+
+        def with_variants() -> EstimateReport:
+            rows = variants.requested(model, environment(topology, None, None), options)
+            return plain().model_copy(update={"variants": [variant_row(r) for r in rows]})
+
+        return cost, with_variants
     topology, p = _prepared(model, topology, options)
     if p.o.plan.mode == "inference":
-        s = _inference(model, topology, p).summary
-        return PlanCost(None, s.tokens_per_second or 0.0, None, s.memory_bytes, s.fits, 0, "none")
+        report = _inference(model, topology, p)
+        s = report.summary
+        return PlanCost(None, s.tokens_per_second or 0.0, None, s.memory_bytes, s.fits, 0, "none"), lambda: report
     check_forced(p, topology)
     if p.o.megatron_layout:
-        from dpcost.engine.layout_report import layout_parts
+        from dpcost.engine.layout_report import layout_parts, layout_training  # a layout's: not a pure-DP start's
 
-        return layout_parts(model, topology, p).cost()
-    return training_parts(model, topology, p).cost()
+        layout = layout_parts(model, topology, p)
+        return layout.cost(), lambda: layout_training(model, topology, p, layout)
+    parts = training_parts(model, topology, p)
+    return parts.cost(), lambda: _training(model, topology, p, parts)
 
 
 def _prepared(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[TopologySpec, Prepared]:

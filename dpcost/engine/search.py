@@ -41,7 +41,7 @@ from dpcost.engine.availability import environment
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.cost import PlanCost
-from dpcost.engine.estimate import estimate, plan_cost
+from dpcost.engine.estimate import costed
 from dpcost.engine.layout import DEFAULT_ORDER, Layout
 from dpcost.engine.layout_estimate import call_seconds, placements
 from dpcost.engine.layout_report import layout_recompute, least_weight_bytes, state_bytes_floor
@@ -399,7 +399,7 @@ def search(
         """Cost one plan and keep it among the best if it fits; a layout's `miss` key records it when it does not."""
         nonlocal best
         try:
-            cost = plan_cost(model, topology, options)
+            cost, report_of = costed(model, topology, options)
         except (InputError, ValueError) as exc:
             refused(exc)
             return
@@ -412,7 +412,7 @@ def search(
             return
         if len(best) >= top and _rank_of(cost) >= _rank(best[-1]):
             return  # it would rank below the kept plans: no report to build
-        report = estimate(model, topology, options)
+        report = report_of()
         if accept(report):
             best = _insert(best, Found(options, report), top)
 
@@ -510,12 +510,12 @@ def _refine_buckets(
             comm = f.options.communication.model_copy(update={"bucket_bytes": bucket * scale})
             options = f.options.model_copy(update={"communication": comm})
             try:
-                cost = plan_cost(model, topology, options)
+                cost, report_of = costed(model, topology, options)
             except (InputError, ValueError):
                 continue
             if not cost.fits or cost.memory_bytes > limit or _rank_of(cost)[0] >= _step(chosen):
                 continue  # kept only where faster
-            report = estimate(model, topology, options)
+            report = report_of()
             if accept(report):
                 chosen = Found(options, report)
         out.append(chosen)
