@@ -31,7 +31,7 @@ from dpcost.engine.plan import (
     sharding_groups,
     timeline,
 )
-from dpcost.engine.prepare import Prepared, check_dp, matmul_share, prepare, stage_table
+from dpcost.engine.prepare import Prepared, check_dp, matmul_share, prepare, stage_states, stage_table
 from dpcost.engine.report import (
     AlgorithmTime,
     BreakdownTerm,
@@ -191,8 +191,9 @@ def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) 
     if fixed is not None or model.architecture is None:
         recompute = fixed or "none"
         return _memory(model, topology, p, stage_table(model, topology, p, recompute), recompute)
+    held = stage_states(model, p)
     for recompute in recompute_policies(p):
-        rows = stage_table(model, topology, p, recompute)
+        rows = stage_table(model, topology, p, recompute, held)
         if any(r.fits for r in rows):
             break
     note = f"recompute={recompute} chosen (auto): the least recomputation with which a stage fits, as estimate chooses"
@@ -446,10 +447,11 @@ def training_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Tra
     """The fastest (stage, recomputation) that fits (plan.choose), timed, with the memory it was chosen by."""
     o, a = p.o, model.architecture
     known: dict[str, tuple[StageMemory, ...]] = {}
+    held = stage_states(model, p)  # every policy's table shares them
 
     def tables(recompute: str) -> tuple[StageMemory, ...]:
         if recompute not in known:
-            known[recompute] = stage_table(model, topology, p, recompute)
+            known[recompute] = stage_table(model, topology, p, recompute, held)
         return known[recompute]
 
     call = call_time(topology, o)

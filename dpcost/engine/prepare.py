@@ -18,6 +18,8 @@ from dpcost.engine.loss import LossMemory, loss_memory
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import (
     RECIPES,
+    Buffers,
+    ModelStates,
     Recipe,
     StageMemory,
     buffers,
@@ -452,10 +454,21 @@ def _activations_of(a: ModelArchitecture) -> dict[tuple[object, ...], tuple[Acti
     return {}
 
 
-def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute: str) -> tuple[StageMemory, ...]:
-    """Memory per GPU at every ZeRO stage with one recomputation choice (memory.py, activations.py)."""
-    o, counts, a = p.o, p.counts, model.architecture
-    if a is None and model.largest_layer_params is None:
+@frozen
+class StageStates:
+    """What one ZeRO stage holds whatever the recomputation: its model states and working buffers, and the bytes of
+    a transformer block's gradients (or their shard), in which most of the gradient comes."""
+
+    states: ModelStates
+    buffers: Buffers
+    grad_block: float
+
+
+def stage_states(model: ModelSpec, p: Prepared) -> tuple[StageStates, ...]:
+    """Each ZeRO stage's states and buffers (memory.model_states, memory.buffers): the part of `stage_table` that
+    every recomputation policy shares."""
+    o, counts = p.o, p.counts
+    if model.architecture is None and model.largest_layer_params is None:
         raise InputError(
             "largest_layer_params",
             "required with only a parameter count: ZeRO-3 gathers one block at a time, and without its size the "
@@ -470,6 +483,40 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
         biggest = max((u for u, _ in unit_runs(p.pieces(model))), key=lambda u: u.params)  # runs: equal blocks once
         gather_unit = biggest.params
         gather_bytes = p.weight_bytes if biggest.linear else p.unconverted_weight_bytes
+    out = []
+    for stage in range(4):
+        states = model_states(counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+        in_flight = 2 if p.overlap_grad_reduce(stage) else 1
+        buf = buffers(
+            stage,
+            p.schedule,
+            p.recipe,
+            p.grad_bytes,
+            counts.total,
+            p.bucket_bytes,
+            gather_unit,
+            largest_layer,
+            gather_bytes,
+            in_flight,
+        )
+        if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
+            buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
+        grad_block = counts.largest_block * p.grad_bytes / (p.shard_ranks if stage >= 2 else 1)
+        out.append(StageStates(states, buf, grad_block))
+    return tuple(out)
+
+
+def stage_table(
+    model: ModelSpec,
+    topology: TopologySpec,
+    p: Prepared,
+    recompute: str,
+    held: tuple[StageStates, ...] | None = None,
+) -> tuple[StageMemory, ...]:
+    """Memory per GPU at every ZeRO stage with one recomputation choice (memory.py, activations.py); `held`:
+    stage_states, where the caller has them."""
+    held = held or stage_states(model, p)
+    o, a = p.o, model.architecture
     if a is not None:
         s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
         plan = o.plan
@@ -489,32 +536,12 @@ def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute
         widest = act.largest_tensor
     else:
         kept = loss_forward = loss_backward = layer_backward = largest = widest = 0.0
-    bucket, keep_full = p.bucket_bytes, o.communication.keep_full_grads
     context = context_bytes(topology.gpu)
-    rows = []
-    for stage in range(4):
-        states = model_states(counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
-        in_flight = 2 if p.overlap_grad_reduce(stage) else 1
-        buf = buffers(
-            stage,
-            p.schedule,
-            p.recipe,
-            p.grad_bytes,
-            counts.total,
-            bucket,
-            gather_unit,
-            largest_layer,
-            gather_bytes,
-            in_flight,
+    return tuple(
+        stage_memory(
+            stage, h.states, phases(h.states, h.buffers, kept, loss_forward, loss_backward, layer_backward,
+                                    p.accumulation),
+            p.micro_batch, largest, context, topology.gpu.hbm, h.grad_block, widest,
         )
-        if keep_full and stage >= 2 and p.accumulation > 1:
-            buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
-        phase_list = phases(states, buf, kept, loss_forward, loss_backward, layer_backward, p.accumulation)
-        # A transformer block's gradients, or their shard: most of the gradient comes in blocks of this size
-        grad_block = counts.largest_block * p.grad_bytes / (p.shard_ranks if stage >= 2 else 1)
-        rows.append(
-            stage_memory(
-                stage, states, phase_list, p.micro_batch, largest, context, topology.gpu.hbm, grad_block, widest
-            )
-        )
-    return tuple(rows)
+        for stage, h in enumerate(held)
+    )  # fmt: skip
