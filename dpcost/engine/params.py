@@ -60,6 +60,11 @@ class ParamCount:
         return self.active - self.embedding - self.positions
 
     @cached_property
+    def moe_layers(self) -> tuple[bool, ...]:
+        """Whether each block's MLP is the mixture of experts, in layer order."""
+        return tuple(b.moe for b in self.blocks)
+
+    @cached_property
     def largest_block(self) -> float:
         """The biggest transformer block: the unit FSDP/ZeRO-3 gathers at once (per-block wrapping)."""
         return max((b.params for b in self.blocks), default=self.total)

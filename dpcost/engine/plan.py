@@ -151,31 +151,46 @@ def dp_group_for(op: str, everyone: Placement, shard: Placement) -> Placement:
 
 
 def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call]:
-    """One NCCL call on the DP group, as NCCL runs it (or forced), cached by (op, bytes). Under hybrid sharding a
-    gradient reduce-scatter runs in the shard group and its shard (1/N of it) is then all-reduced across the
-    replicas, on the same stream (FSDP's HYBRID_SHARD post-backward: reduce-scatter, then all-reduce); gathers stay
-    in the shard group; an all-reduce (ZeRO-0, nothing sharded) spans all of DP."""
-    cache: dict[tuple[str, float], Call] = {}
+    """One NCCL call on the DP group, as NCCL runs it (or forced), kept per topology by (op, bytes) and what else
+    its price reads (_dp_calls). Under hybrid sharding a gradient reduce-scatter runs in the shard group and its
+    shard (1/N of it) is then all-reduced across the replicas, on the same stream (FSDP's HYBRID_SHARD
+    post-backward: reduce-scatter, then all-reduce); gathers stay in the shard group; an all-reduce (ZeRO-0,
+    nothing sharded) spans all of DP."""
     shard, replicas = sharding_groups(topology, o)
     everyone = place(topology, o.dp)
     c = o.communication
+    known = _dp_calls(topology)
+    plan_key = (o.dp, o.plan.shard_group, o.compute.overlap_slowdown, c.algorithm, c.protocol)
 
     def one(op: str, group: Placement, size: float) -> Call:
         return priced_call(topology, group, op, size, o.compute.overlap_slowdown, c.algorithm, c.protocol)
 
     def call(op: str, size: float) -> Call:
-        key = (op, size)
-        if key not in cache:
+        key = (*plan_key, op, size)
+        found = known.get(key)
+        if found is None:
             best = one(op, dp_group_for(op, everyone, shard), size)
             if replicas is not None and op == "reduce_scatter":
                 across = one("all_reduce", replicas, size / shard.ranks)
                 label, slowdown = f"{best.algorithm} + {across.algorithm}", slowdown_of([(best, 1), (across, 1)])
-                cache[key] = Call(best.seconds + across.seconds, label, slowdown)
-            else:
-                cache[key] = best
-        return cache[key]
+                best = Call(best.seconds + across.seconds, label, slowdown)
+            if len(known) >= _DP_CALLS_PER_TOPOLOGY:
+                known.clear()
+            found = known[key] = best
+        return found
 
     return call
+
+
+_DP_CALLS_PER_TOPOLOGY = 1 << 16
+
+
+@per_object
+def _dp_calls(topology: TopologySpec) -> dict[tuple[object, ...], Call]:
+    """The DP calls priced on one topology, by the plan's groups (DP, --shard-group), --overlap-slowdown, a forced
+    algorithm or protocol, the op and the bytes (memo.py): the plans of a batch, a sweep or a search issue the
+    same calls."""
+    return {}
 
 
 def priced_call(
@@ -226,7 +241,7 @@ def timeline(
         backward = (flops.backward + flops.recompute) * tokens / rate
     else:
         gemm_bytes, cast = matmul_operands(gpu.arch, o.compute.compute_dtype)
-        moe_layers = tuple(b.moe for b in p.counts.blocks)
+        moe_layers = p.counts.moe_layers
         attention = p.framework.attention_kernel if p.framework else "flash2"
         modules = frozenset(o.plan.recompute_modules)
         share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
