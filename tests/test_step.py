@@ -410,3 +410,19 @@ def test_bucket_layouts_kept_per_setting_are_the_layouts_computed_afresh() -> No
         sizes = [b - a for a, b in itertools.pairwise([0.0, *edges])]
         for k, end in enumerate(ends):  # every bucket of a run has the size of the run's first
             assert all(abs(sizes[j] - sizes[k]) <= 1e-12 * sizes[k] * 2 for j in range(k, end))
+
+
+def test_a_phase_lasting_another_duration_keeps_every_other_field() -> None:
+    """Phase.lasting is dataclasses.replace(phase, duration=...), field for field (a field added to Phase and not
+    to lasting would be dropped to its default)."""
+    from dataclasses import fields, replace
+
+    from dpcost.engine.step import Phase
+
+    ph = Phase("backward", 1.0, 2.0, 3.0, 4, (("all_gather", 2.0),), False, 5, 0.25, 0.125)
+    assert ph.lasting(9.0) == replace(ph, duration=9.0)
+    assert all(getattr(ph.lasting(9.0), f.name) == getattr(ph, f.name) for f in fields(Phase) if f.name != "duration")
+    # the ten fields above are all of Phase's: a new one must be added to `lasting` and here
+    assert [f.name for f in fields(Phase)] == [
+        "name", "compute", "comm", "duration", "repeats", "comm_by_op", "overlapped", "waits", "slack", "slowdown"
+    ]  # fmt: skip

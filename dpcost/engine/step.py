@@ -42,7 +42,7 @@ import math
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import field, replace
+from dataclasses import field
 from statistics import NormalDist
 
 from dpcost.engine.dp_schedule import (
@@ -171,6 +171,12 @@ class Phase:
     @property
     def ideal(self) -> float:
         return max(self.compute, self.comm)
+
+    def lasting(self, duration: float) -> Phase:
+        """The phase with another duration (dataclasses.replace, without its per-call field lookup: a plan's step
+        rebuilds each phase once)."""
+        return Phase(self.name, self.compute, self.comm, duration, self.repeats, self.comm_by_op, self.overlapped,
+                     self.waits, self.slack, self.slowdown)  # fmt: skip
 
 
 COMPUTE = "compute"
@@ -654,7 +660,7 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
         lost = ph.slowdown * beside
         overlapped += beside * ph.repeats
         bound_by_comm = ph.comm >= ph.compute
-        ph = replace(ph, duration=max(ph.duration, ph.compute + lost) if bound_by_comm else ph.duration + lost)
+        ph = ph.lasting(max(ph.duration, ph.compute + lost) if bound_by_comm else ph.duration + lost)
         slowed.append(ph)
         slowdown += lost * ph.repeats
         # the slowest GPU's longer compute: all of it on the critical path where compute paces the phase, what no
