@@ -7,12 +7,12 @@ search builds the report only for the plans it keeps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dpcost.frozen import frozen
 
 __all__ = ["PlanCost"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PlanCost:
     """One plan: its step and throughput, and the memory per GPU of the ZeRO stage it is costed at (a report's
     `summary`: step_seconds, tokens_per_second, mfu, memory_bytes, fits; `setup`: zero_stage, recompute)."""

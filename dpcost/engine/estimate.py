@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, cast
 
 from dpcost.engine import advice, variants
@@ -68,6 +67,7 @@ from dpcost.engine.utilization import (
 )
 from dpcost.engine.verdict import bound, serving_summary, training_summary
 from dpcost.errors import InputError
+from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
 
@@ -424,7 +424,7 @@ def setup_info(topology: TopologySpec, p: Prepared, **plan: Any) -> Setup:
 # ------------------------------------------------------------------------------------------------ training
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TrainingParts:
     """A pure data-parallel plan, costed: the (ZeRO stage, recomputation) chosen with its step, and the memory
     tables by recomputation policy (filled as the choice read them; `tables(policy)` adds one)."""

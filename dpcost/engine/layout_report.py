@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
@@ -41,6 +40,7 @@ from dpcost.engine.report import (
 from dpcost.engine.step import BUBBLE, COMPUTE, EXPOSED, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU
 from dpcost.engine.verdict import bound, training_summary
 from dpcost.errors import InputError
+from dpcost.frozen import frozen
 from dpcost.options import Options, Parallel
 from dpcost.specs import ModelSpec, TopologySpec
 
@@ -352,7 +352,7 @@ def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -
     )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LayoutParts:
     """A layout, costed: its ZeRO stage and recomputation, the memory rows they were chosen by (stage -> the row
     and Megatron's held memory), and the step (layout_estimate.LayoutStep)."""
