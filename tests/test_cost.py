@@ -9,6 +9,7 @@ import dpcost
 from dpcost import Options, load_model, load_topology
 from dpcost.engine.cost import PlanCost
 from dpcost.engine.estimate import cost_many, estimate, estimate_many, plan_cost
+from dpcost.errors import InputError
 
 PLANS: dict[str, tuple[str, str, Options]] = {
     "ZeRO and recomputation chosen": ("llama-70b", "dgx-h100", Options(dp=512)),
@@ -70,3 +71,25 @@ def test_the_batch_apis_cost_plan_by_plan_in_order() -> None:
 
 def test_the_package_exports_the_cost_core() -> None:
     assert dpcost.plan_cost is plan_cost and dpcost.cost_many is cost_many and dpcost.PlanCost is PlanCost
+
+
+REFUSED: dict[str, tuple[str, Options]] = {
+    "a global batch DP does not divide": ("llama-8b", Options(dp=64, global_batch=100)),
+    "a shard group at ZeRO-0": ("llama-70b", Options(dp=64, zero=0, shard_group=8)),
+    "FSDP at ZeRO-1": ("llama-8b", Options(dp=64, framework="fsdp", zero=1)),
+    "a variant of a serving plan": ("llama-8b", Options(dp=64, mode="inference", zeropp="hpz")),
+    "a variant of a layout": ("llama-70b", Options(dp=8, tp=8, sequence_parallel=True, compression="powersgd")),
+    "ZeRO++ under DDP, which has no ZeRO-3": ("llama-8b", Options(dp=64, framework="ddp", zeropp="hpz")),
+    "two variants at once": ("llama-8b", Options(dp=64, zeropp="hpz", compression="powersgd")),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_a_plan_estimate_refuses_is_refused_by_its_cost_alike(name: str) -> None:
+    model, options = REFUSED[name]
+    m, t = load_model(model), load_topology("dgx-h100")
+    with pytest.raises(InputError) as refused:
+        estimate(m, t, options)
+    with pytest.raises(InputError) as also:
+        plan_cost(m, t, options)
+    assert str(also.value) == str(refused.value)

@@ -110,12 +110,8 @@ def costed(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[
     topology = job_view(topology, options.dp * par.tp * par.cp * par.pp)
     if variants.wants_variant(options):
         cost, plain = costed(model, topology, variants.plain(options))
-
-        def with_variants() -> EstimateReport:
-            rows = variants.requested(model, environment(topology, None, None), options)
-            return plain().model_copy(update={"variants": [variant_row(r) for r in rows]})
-
-        return cost, with_variants
+        rows = variants.requested(model, environment(topology, None, None), options)  # refuses what cannot be costed
+        return cost, lambda: plain().model_copy(update={"variants": [variant_row(r) for r in rows]})
     topology, p = _prepared(model, topology, options)
     if p.o.plan.mode == "inference":
         report = _inference(model, topology, p)
