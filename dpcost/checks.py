@@ -13,6 +13,7 @@ check compares one field of the estimate's report (engine/report.py) with a limi
 | min_tokens_per_s | --min-tokens-per-s | `time.tokens_per_second` (inference: `inference.tokens_per_second`) |
 | max_behind_best | --max-behind-best | `time.step_seconds` / the best step on its GPUs (`dpcost plan`'s or own) - 1 |
 
+A plan that does not fit fails max_behind_best: it is behind every plan that does (0% where no plan fits).
 With no limit at all, a scenario is checked for `require_fit`, as `estimate --check` does.
 """
 
@@ -119,7 +120,7 @@ class Limits(BaseModel):
         ge=0,
         le=100,
         description="the step at most this much slower than the best plan `dpcost plan` finds on the same GPUs, "
-        "model, global batch and sequence length: 0.1 or 10%",
+        "model, global batch and sequence length: 0.1 or 10% (a plan that does not fit fails it)",
         json_schema_extra={"metavar": FRACTION},
     )
 
@@ -359,9 +360,9 @@ class CheckReport(contract.Contract):
 
 def _value(report: "EstimateReport", check: str, best_step: float | None = None) -> float | bool:
     if check == "max_behind_best":
-        if best_step is None or report.time is None:
-            raise ValueError(f"{check}: needs a training plan and the best plan's step")
-        return report.time.step_seconds / best_step - 1
+        if report.time is None:
+            raise ValueError(f"{check}: a serving plan (--mode inference) has no training step to compare")
+        return 0.0 if best_step is None else report.time.step_seconds / best_step - 1  # None: no plan fits at all
     if check == "require_fit":
         return report.fits
     if check == "max_memory":
@@ -382,8 +383,8 @@ def _value(report: "EstimateReport", check: str, best_step: float | None = None)
 
 
 def evaluate(name: str, report: "EstimateReport", limits: Limits, best_step: float | None = None) -> ScenarioResult:
-    """Each limit of `limits` against the report (max_behind_best against `best_step`, the best plan's); a
-    ValueError names a limit that cannot apply to it."""
+    """Each limit of `limits` against the report (max_behind_best against `best_step`, the best plan's, None where
+    no plan fits; a plan that does not fit fails it); a ValueError names a limit that cannot apply to it."""
     results = []
     for check in limits.given():
         flag, unit, op = CHECKS[check]
@@ -391,6 +392,8 @@ def evaluate(name: str, report: "EstimateReport", limits: Limits, best_step: flo
         limit: float | bool = True if check == "require_fit" else float(getattr(limits, check))
         if op == "is":
             passed = bool(value)
+        elif check == "max_behind_best":  # only a plan that runs can be within reach of the best that does
+            passed = report.fits and float(value) <= float(limit)
         elif op == "<=":
             passed = float(value) <= float(limit)
         else:

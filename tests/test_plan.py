@@ -258,6 +258,22 @@ def test_check_holds_a_plan_within_x_of_the_best() -> None:
     assert "--max-behind-best" in behind.output
 
 
+def test_a_plan_that_does_not_fit_is_behind_every_plan_that_does() -> None:
+    """A plan that cannot run is within no distance of the best that can: --max-behind-best fails it (exit 1, "a
+    check failed"), though its step is as fast as the best's; and where no plan fits on its GPUs at all (Llama 3 405B
+    on 8 H100s: 857 GB per GPU at best) the check fails too, where it had refused the input (exit 2)."""
+    ddp = ["check", "-m", "llama-70b", "--dp", "512", "--zero", "0", "--recompute", "none", "--max-behind-best", "50%",
+           "--format", "json"]  # fmt: skip
+    result = CliRunner().invoke(app, ddp)
+    assert result.exit_code == 1, result.output
+    scenario = json.loads(result.stdout)["scenarios"][0]
+    assert not scenario["summary"]["fits"] and scenario["checks"][0]["value"] <= 0.5
+    assert scenario["checks"][0]["passed"] is False
+    nothing = CliRunner().invoke(app, ["check", "-m", "llama-405b", "--dp", "8", "--max-behind-best", "10%"])
+    assert nothing.exit_code == 1, nothing.output
+    assert "--max-behind-best: the plan does not fit" in nothing.output
+
+
 def test_a_plan_faster_than_every_plan_searched_is_the_best(monkeypatch: pytest.MonkeyPatch) -> None:
     """A scenario that fits is a plan on its GPUs: with options the search does not vary (a straggler, which a
     layout's costing ignores, or ZeRO++) it can beat every plan searched, and then it is the best, 0% behind, never a

@@ -42,11 +42,20 @@ def _limit(c: CheckResult) -> str:
     return "must fit" if op == "is" else f"{op} {shown(c.limit, c.unit)}"
 
 
+def _broken(s: ScenarioResult, c: CheckResult) -> str:
+    """A failed check in the verdict's list: its flag, the plan's value and the limit it breaks."""
+    if c.check == "max_behind_best" and not s.summary.fits:
+        return f"{c.flag}: the plan does not fit"
+    return f"{c.flag} {shown(c.value, c.unit)}, not {_limit(c)}"
+
+
 def message(s: ScenarioResult, c: CheckResult) -> str:
     """One failed (or passed) check in words."""
     what = WORDS[c.check]
     if c.check == "require_fit":
         return f"{s.name}: the plan {'fits' if c.passed else 'does not fit'} in GPU memory (ZeRO-{s.zero_stage})"
+    if c.check == "max_behind_best" and not s.summary.fits:
+        return f"{s.name}: the plan does not fit in GPU memory, so it is behind every plan that does ({c.flag})"
     verdict = "holds" if c.passed else "breaks"
     return f"{s.name}: {what} {shown(c.value, c.unit)} {verdict} the limit {_limit(c)} ({c.flag})"
 
@@ -65,7 +74,7 @@ def check_verdict(report: CheckReport) -> Table:
     )
     rows = []
     for s in report.scenarios:
-        broken = [f"{c.flag} {shown(c.value, c.unit)}, not {_limit(c)}" for c in s.checks if not c.passed]
+        broken = [_broken(s, c) for c in s.checks if not c.passed]
         result = "pass" if s.passed else "FAIL (" + "; ".join(broken) + ")"
         rows.append([s.name, f"{result}; {verdict_head(s.summary)}"])
     if len(report.scenarios) == 1:
