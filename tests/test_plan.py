@@ -13,12 +13,14 @@ from typer.testing import CliRunner
 from dpcost import Options, estimate, load_model, load_topology
 from dpcost.cli import app
 from dpcost.engine.layout_report import state_bytes_floor
+from dpcost.engine.placement import job_view
 from dpcost.engine.search import (
     BUCKET_SCALES,
     Shape,
     candidates,
     exposed_calls_seconds,
     fsdp_gather_seconds,
+    overlapped_calls_bound,
     search,
     states_lower_bound,
     step_lower_bound,
@@ -95,7 +97,15 @@ def test_megatron_fsdp_layouts_are_searched_where_the_distributed_optimizer_does
 
 
 @pytest.mark.parametrize(("name", "topology", "gpus", "global_batch", "seq_len"), SMALL)
-@pytest.mark.parametrize("dtypes", [{}, {"grad_dtype": "bf16", "gather_dtype": "fp8", "compute_dtype": "fp8"}])
+@pytest.mark.parametrize(
+    "dtypes",
+    [
+        {},
+        {"grad_dtype": "bf16", "gather_dtype": "fp8", "compute_dtype": "fp8"},
+        # overlapped TP and EP calls: the bound counts what they cannot hide (overlapped_calls_bound)
+        {"ep_comm_overlap": True, "tp_comm_overlap": True, "sequence_parallel": True},
+    ],
+)
 def test_pruning_bounds_are_lower_bounds(
     name: str, topology: str, gpus: int, global_batch: int, seq_len: int, dtypes: dict[str, str]
 ) -> None:
@@ -324,3 +334,18 @@ def test_a_model_given_by_its_count_is_planned_as_pure_data_parallelism() -> Non
 def test_a_global_batch_no_plan_can_split_is_refused() -> None:
     result = CliRunner().invoke(app, ["plan", "-m", "llama-8b", "-g", "3", "--global-batch", "8"])
     assert result.exit_code == 2 and "--global-batch" in result.output and "Traceback" not in result.output
+
+
+def test_overlapped_expert_calls_tighten_the_step_bound_and_stay_under_the_step() -> None:
+    """DeepSeek-V3's published layout (PP16 EP64 on 2,048 H800s) with its all-to-alls overlapped: none of its TP or
+    EP calls overlaps nothing, so the bound had only the matmuls; what the overlapped calls cannot hide behind a
+    micro-batch's compute now counts too, and the bound stays below the step `estimate` gives."""
+    model, topo = load_model("deepseek-v3"), job_view(load_topology("hgx-h800"), 2048)
+    o = Options(dp=128, pp=16, ep=64, global_batch=15360, seq_len=4096, first_stage_layers=4, last_stage_layers=1,
+                ep_comm_overlap=True)  # fmt: skip
+    report = estimate(model, topo, o)
+    recompute = report.setup.recompute
+    assert exposed_calls_seconds(model, topo, o, 4096, recompute) == 0.0
+    compute = 0.1  # seconds of a micro-batch's compute: the calls take more than they can hide behind it
+    assert overlapped_calls_bound(model, topo, o, 4096, recompute, compute) > compute
+    assert step_lower_bound(model, topo, o, 2048, 4096, recompute) <= (report.summary.step_seconds or 0.0)

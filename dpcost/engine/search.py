@@ -63,6 +63,7 @@ __all__ = [
     "PlanSearch",
     "ahead_of_next",
     "candidates",
+    "overlapped_calls_bound",
     "plan_result",
     "search",
     "states_lower_bound",
@@ -171,7 +172,8 @@ def step_lower_bound(
       matmul rate its compute model allows at most (every matmul at --mfu under `flops`; op by op at the
       sustained large-matmul share, which no shape exceeds), over m. Attention's FLOPs are left out: PaLM counts
       the whole score square, the flash kernel its causal half;
-    - plus the TP and EP calls that overlap no compute (exposed_calls_seconds), which layout_step adds whole.
+    - plus the TP and EP calls that overlap no compute (exposed_calls_seconds), which layout_step adds whole, and
+      what the overlapped ones cannot hide (overlapped_calls_bound).
     `places`: a cache of group placements, shared across one search."""
     global_batch = options.batch.global_batch or 1
     a = model.architecture
@@ -183,7 +185,11 @@ def step_lower_bound(
     par = options.parallel
     m = _micro_batches(options)
     slots = m + (par.pp - 1) / par.virtual_stages
-    return slots * (compute / m + exposed_calls_seconds(model, topology, options, seq_len, recompute, places))
+    per_micro_batch = compute / m
+    alone = exposed_calls_seconds(model, topology, options, seq_len, recompute, places)
+    return slots * (
+        alone + overlapped_calls_bound(model, topology, options, seq_len, recompute, per_micro_batch, places)
+    )
 
 
 def exposed_calls_seconds(
@@ -197,11 +203,48 @@ def exposed_calls_seconds(
     """Seconds per micro-batch of the layout's TP and EP calls that overlap nothing (layout_step.layout_calls,
     priced by layout_estimate.call_seconds on their groups as `estimate` prices them): a micro-batch's slot holds
     them whole (layout_step.exposed_per_micro_batch). 0 for a layout that is not valid (estimate refuses it)."""
+    return sum(total for total, _ in _tp_ep_calls(model, topology, options, seq_len, recompute, places, False))
+
+
+def overlapped_calls_bound(
+    model: ModelSpec,
+    topology: TopologySpec,
+    options: Options,
+    seq_len: int,
+    recompute: str,
+    compute: float,
+    places: dict[tuple[Layout, str], Placement] | None = None,
+) -> float:
+    """Least seconds of a micro-batch's slot, before the calls that overlap nothing, for a micro-batch computing at
+    least `compute` seconds: c + the sum of max(0, T - h c) over the overlapped TP and EP calls (T a call's seconds
+    per micro-batch, h the share of the compute it hides behind: layout_step.exposed_per_micro_batch) is at least c,
+    and at least T + (1 - h) c for each call and sum(T) + (1 - sum(h)) c for all, each of which grows with c where h
+    (or sum(h)) is at most 1: so each holds at c = `compute`."""
+    overlapped = _tp_ep_calls(model, topology, options, seq_len, recompute, places, True)
+    bounds = [compute] + [total + (1 - hides) * compute for total, hides in overlapped if hides <= 1]
+    shares = sum(hides for _, hides in overlapped)
+    if overlapped and shares <= 1:
+        bounds.append(sum(total for total, _ in overlapped) + (1 - shares) * compute)
+    return max(bounds)
+
+
+def _tp_ep_calls(
+    model: ModelSpec,
+    topology: TopologySpec,
+    options: Options,
+    seq_len: int,
+    recompute: str,
+    places: dict[tuple[Layout, str], Placement] | None,
+    overlapped: bool,
+) -> list[tuple[float, float]]:
+    """The layout's TP and EP calls that overlap compute (or that do not), each as (seconds per micro-batch, the
+    share of the micro-batch's compute it hides behind); none for a layout that is not valid (estimate refuses
+    it)."""
     a = model.architecture
     par = options.parallel
     layout = _layout_of(options)
     if a is None or (par.tp == 1 and par.ep == 1) or layout is None:
-        return 0.0
+        return []
     calls = layout_calls(
         a,
         layout,
@@ -217,12 +260,12 @@ def exposed_calls_seconds(
         ep_node_limit=par.ep_node_limit,
         ep_dispatcher=par.ep_dispatcher,
     )
-    alone = [c for c in calls if not c.overlapped and c.group in ("tp", "ep", "etp")]
-    if not alone:
-        return 0.0
+    chosen = [c for c in calls if c.overlapped == overlapped and c.group in ("tp", "ep", "etp")]
+    if not chosen:
+        return []
     env = environment(topology, options.communication.nvls, options.communication.collnet)
-    groups = {kind: _placed(env, layout, kind, places) for kind in {c.group for c in alone}}
-    return sum(c.per_micro_batch * call_seconds(env, groups, c) for c in alone)
+    groups = {kind: _placed(env, layout, kind, places) for kind in {c.group for c in chosen}}
+    return [(c.per_micro_batch * call_seconds(env, groups, c), c.hides_behind) for c in chosen]
 
 
 def fsdp_gather_seconds(
