@@ -349,3 +349,17 @@ def test_overlapped_expert_calls_tighten_the_step_bound_and_stay_under_the_step(
     compute = 0.1  # seconds of a micro-batch's compute: the calls take more than they can hide behind it
     assert overlapped_calls_bound(model, topo, o, 4096, recompute, compute) > compute
     assert step_lower_bound(model, topo, o, 2048, 4096, recompute) <= (report.summary.step_seconds or 0.0)
+
+
+def test_why_a_plan_beats_the_next_names_the_terms_that_make_most_of_the_difference() -> None:
+    """The terms named are the largest that make up 90% of the next plan's losses (and gains), at most three: the
+    audit found "spends 443 ms more on exposed TP calls" leaving out 308 ms more compute."""
+    from dpcost.engine.search import _main_changes
+
+    assert _main_changes([(443.0, "exposed TP calls"), (308.0, "compute"), (10.0, "jitter")]) == [
+        (443.0, "exposed TP calls"),
+        (308.0, "compute"),
+    ]
+    assert _main_changes([(10.0, "bubble"), (0.5, "jitter")]) == [(10.0, "bubble")]
+    assert len(_main_changes([(1.0, k) for k in "abcdef"])) == 3
+    assert _main_changes([]) == []

@@ -566,23 +566,35 @@ def _refine_buckets(
 
 
 def ahead_of_next(this: EstimateReport, after: EstimateReport) -> str:
-    """Why `this` beats `after`, from their step breakdowns: the term the next plan loses most on, and the one it
-    gains most on, if any."""
+    """Why `this` beats `after`, from their step breakdowns: the terms the next plan loses most on, and those it
+    gains most on, if any (_main_changes)."""
     assert this.time is not None and after.time is not None
     mine = {b.term: b.seconds for b in this.time.breakdown}
     theirs = {b.term: b.seconds for b in after.time.breakdown}
     changes = sorted(((theirs.get(k, 0.0) - mine.get(k, 0.0), k) for k in mine.keys() | theirs.keys()), reverse=True)
     gap = after.time.step_seconds - this.time.step_seconds
-    text = f"{fmt_seconds(gap)} faster than the next"
     if gap <= 0:
         return "as fast as the next, with less memory"
-    loses, term = changes[0]
-    if loses > 0:
-        text += f", which spends {fmt_seconds(loses)} more on {term}"
-    gains, term = changes[-1]
-    if gains < 0:
-        text += f", for {fmt_seconds(-gains)} less {term}"
+    text = f"{fmt_seconds(gap)} faster than the next"
+    if loses := _main_changes([(d, k) for d, k in changes if d > 0]):
+        text += ", which spends " + _and([f"{fmt_seconds(d)} more on {k}" for d, k in loses])
+    if gains := _main_changes([(-d, k) for d, k in reversed(changes) if d < 0]):
+        text += ", for " + _and([f"{fmt_seconds(d)} less {k}" for d, k in gains])
     return text
+
+
+def _main_changes(changes: list[tuple[float, str]]) -> list[tuple[float, str]]:
+    """The largest of `changes` (seconds, term; largest first) that make up 90% of their sum, at most three."""
+    total, out = sum(d for d, _ in changes), []
+    for d, k in changes[:3]:
+        out.append((d, k))
+        if sum(x for x, _ in out) >= 0.9 * total:
+            break
+    return out
+
+
+def _and(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def plan_result(
