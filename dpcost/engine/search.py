@@ -185,11 +185,9 @@ def step_lower_bound(
     par = options.parallel
     m = _micro_batches(options)
     slots = m + (par.pp - 1) / par.virtual_stages
-    per_micro_batch = compute / m
-    alone = exposed_calls_seconds(model, topology, options, seq_len, recompute, places)
-    return slots * (
-        alone + overlapped_calls_bound(model, topology, options, seq_len, recompute, per_micro_batch, places)
-    )
+    calls = _tp_ep_calls(model, topology, options, seq_len, recompute, places)
+    alone = sum(total for total, _, overlapped in calls if not overlapped)
+    return slots * (alone + _slot_bound([(t, h) for t, h, overlapped in calls if overlapped], compute / m))
 
 
 def exposed_calls_seconds(
@@ -203,7 +201,8 @@ def exposed_calls_seconds(
     """Seconds per micro-batch of the layout's TP and EP calls that overlap nothing (layout_step.layout_calls,
     priced by layout_estimate.call_seconds on their groups as `estimate` prices them): a micro-batch's slot holds
     them whole (layout_step.exposed_per_micro_batch). 0 for a layout that is not valid (estimate refuses it)."""
-    return sum(total for total, _ in _tp_ep_calls(model, topology, options, seq_len, recompute, places, False))
+    calls = _tp_ep_calls(model, topology, options, seq_len, recompute, places)
+    return sum(total for total, _, overlapped in calls if not overlapped)
 
 
 def overlapped_calls_bound(
@@ -220,7 +219,12 @@ def overlapped_calls_bound(
     per micro-batch, h the share of the compute it hides behind: layout_step.exposed_per_micro_batch) is at least c,
     and at least T + (1 - h) c for each call and sum(T) + (1 - sum(h)) c for all, each of which grows with c where h
     (or sum(h)) is at most 1: so each holds at c = `compute`."""
-    overlapped = _tp_ep_calls(model, topology, options, seq_len, recompute, places, True)
+    calls = _tp_ep_calls(model, topology, options, seq_len, recompute, places)
+    return _slot_bound([(total, hides) for total, hides, overlapped in calls if overlapped], compute)
+
+
+def _slot_bound(overlapped: list[tuple[float, float]], compute: float) -> float:
+    """overlapped_calls_bound of the calls (seconds per micro-batch, share of the compute they hide behind)."""
     bounds = [compute] + [total + (1 - hides) * compute for total, hides in overlapped if hides <= 1]
     shares = sum(hides for _, hides in overlapped)
     if overlapped and shares <= 1:
@@ -235,11 +239,9 @@ def _tp_ep_calls(
     seq_len: int,
     recompute: str,
     places: dict[tuple[Layout, str], Placement] | None,
-    overlapped: bool,
-) -> list[tuple[float, float]]:
-    """The layout's TP and EP calls that overlap compute (or that do not), each as (seconds per micro-batch, the
-    share of the micro-batch's compute it hides behind); none for a layout that is not valid (estimate refuses
-    it)."""
+) -> list[tuple[float, float, bool]]:
+    """The layout's TP and EP calls, each as (seconds per micro-batch, the share of the micro-batch's compute it
+    hides behind, whether it overlaps compute); none for a layout that is not valid (estimate refuses it)."""
     a = model.architecture
     par = options.parallel
     layout = _layout_of(options)
@@ -260,12 +262,12 @@ def _tp_ep_calls(
         ep_node_limit=par.ep_node_limit,
         ep_dispatcher=par.ep_dispatcher,
     )
-    chosen = [c for c in calls if c.overlapped == overlapped and c.group in ("tp", "ep", "etp")]
+    chosen = [c for c in calls if c.group in ("tp", "ep", "etp")]
     if not chosen:
         return []
     env = environment(topology, options.communication.nvls, options.communication.collnet)
     groups = {kind: _placed(env, layout, kind, places) for kind in {c.group for c in chosen}}
-    return [(c.per_micro_batch * call_seconds(env, groups, c), c.hides_behind) for c in chosen]
+    return [(c.per_micro_batch * call_seconds(env, groups, c), c.hides_behind, c.overlapped) for c in chosen]
 
 
 def fsdp_gather_seconds(
