@@ -194,6 +194,16 @@ _LLAMA_LIKE = {
     # n_routed_experts experts of moe_intermediate_size, n_shared_experts folded into one shared MLP, a router
     # without bias (MoEGate); every layer an MoE past the dense ones (moe_layer_freq 1; any other is refused)
     "deepseek": (None, None, False, "none"),
+    # Ling and Ring (inclusionAI's remote configuration_bailing_moe.py / modeling_bailing_moe.py, model_type
+    # bailing_moe; Ling 2.0's BailingMoeV2ForCausalLM under the same model_type, bailing_moe_v2 in Megatron-Bridge's):
+    # q, k and v fused in query_key_value (biases by use_qkv_bias), with use_qk_norm an RMSNorm over head_dim for q and
+    # one for k, dense (o) biased by use_bias, two RMSNorms a layer; a dense MLP of intermediate_size in the first
+    # first_k_dense_replace layers, then num_experts experts of moe_intermediate_size, num_shared_experts folded into
+    # one shared MLP (moe_shared_expert_intermediate_size wide each, else moe_intermediate_size), a router without bias
+    # and, with moe_router_enable_expert_bias, an expert_bias parameter; untied by default; the MTP layers of
+    # num_nextn_predict_layers are not counted (their shape is in no file dpcost reads)
+    "bailing_moe": (None, None, False, "none"),
+    "bailing_moe_v2": (None, None, False, "none"),
     # configuration_bitnet.py / modeling_bitnet.py (5.24.0: BitNet b1.58): Llama's attention with a norm over its
     # output before o_proj (attn_sub_norm: three norms a layer), 5 KV heads unless given, a gated relu2 MLP with a norm
     # over its intermediate before down_proj (ffn_sub_norm), no MLP biases; trained with full-precision latent weights
@@ -325,7 +335,7 @@ _LLAMA_LIKE = {
 # has no attention_bias (modeling_cwm.py, Baichuan's modeling_baichuan.py), or whose biases follow use_bias alone
 # (modeling_ernie4_5.py, _moe)
 _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "exaone4", "exaone_moe", "ernie4_5",
-             "ernie4_5_moe", "baichuan")  # fmt: skip
+             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2")  # fmt: skip
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
 _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
@@ -527,6 +537,8 @@ _ARCHITECTURES = {
     "InternLMForCausalLM": "internlm",
     "BitNetForCausalLM": "bitnet",
     "DeepseekForCausalLM": "deepseek",
+    "BailingMoeForCausalLM": "bailing_moe",
+    "BailingMoeV2ForCausalLM": "bailing_moe",
     "MiniCPMForCausalLM": "minicpm",
     "BaichuanForCausalLM": "baichuan",
     "BaiChuanForCausalLM": "baichuan",
@@ -799,6 +811,31 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             first=k.integer("first_k_dense_replace", default=0, field="moe.first_dense_layers"),
             by_types=False,
         )
+        return arch
+    if family in ("bailing_moe", "bailing_moe_v2"):
+        if k.flag("use_bias", False):  # the class defaults it true; every released file sets it false
+            said = "true (a bias on the attention's output, and in some ports on every expert) is not counted"
+            raise InputError(k.where, f"{k._key('use_bias')}: {said}; Ling's and Ring's released files set it false")
+        arch["qkv_bias"] = k.flag("use_qkv_bias", False)
+        if k.flag("use_qk_norm", False):
+            arch["qk_norm"] = "head"
+        arch["ffn"] = k.integer("intermediate_size", field="ffn")
+        expert_ffn = k.integer("moe_intermediate_size", field="moe.ffn")
+        arch["moe"] = dense_then_experts(
+            k,
+            layers,
+            experts=k.integer("num_experts", field="moe.experts"),
+            active=k.integer("num_experts_per_tok", field="moe.active"),
+            ffn=expert_ffn,
+            shared=0,  # its width is its own (below)
+            first=k.integer("first_k_dense_replace", default=0, field="moe.first_dense_layers"),
+            by_types=False,
+        )
+        shared = k.integer("num_shared_experts", default=0, field="moe.shared")
+        if shared and k.flag("moe_router_enable_shared_expert", True):
+            width = k.integer("moe_shared_expert_intermediate_size", default=expert_ffn, field="moe.shared_ffn")
+            arch["moe"].update(shared=1, shared_ffn=width * shared)
+        arch["moe"]["router_bias"] = k.flag("moe_router_enable_expert_bias", False)  # the gate's expert_bias
         return arch
     if family == "minicpm" and k.integer("num_experts", default=0) > 1:
         raise InputError(k.where, f"{k._key('num_experts')}: MiniCPM-MoE's experts are not counted by dpcost; a "

@@ -148,7 +148,7 @@ def test_every_family_within_half_a_percent() -> None:
         "apertus", "arcee", "glm4v_text", "glm4v_moe_text", "qwen3_5_text", "qwen3_5_moe_text", "glm_moe_dsa",
         "gemma4_text", "cohere2", "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo", "stablelm", "gpt_neo",
         "codegen", "mpt", "mistral4", "glm", "internlm3", "glm4_moe_lite",
-        "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4", "chatglm",
+        "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4", "chatglm", "bailing_moe",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -1061,3 +1061,21 @@ def test_internlm_7b_by_hand(tmp_path: Path) -> None:
         "tie_word_embeddings": False,
     }))  # fmt: skip
     assert count_params(load_model(str(path))).total == 7_321_948_160
+
+
+def test_bailing_moe_counts_ling_as_its_modeling_file_builds_it() -> None:
+    """inclusionAI's modeling_bailing_moe.py (@69823a6) and Ling 2.0's: q, k and v fused (the same weights as three),
+    a shared MLP of num_shared_experts x its width, the router's expert_bias with moe_router_enable_expert_bias, q/k
+    norms with use_qk_norm; use_bias (the class's default, false in every released file) is refused, not guessed."""
+    mini = json.loads((CONFIGS / "ling-mini-2.0.json").read_text())
+    c = count_params(load_model(str(CONFIGS / "ling-mini-2.0.json")))
+    h, d, experts, ffn, layers = 2048, 128, 256, 512, 20
+    attention = h * (16 + 2 * 4) * d + 16 * d * h + 2 * d  # query_key_value, dense, the q and k norms
+    moe_layer = attention + 2 * h + (experts + 1) * 3 * h * ffn + experts * h + experts  # + router and expert_bias
+    dense_layer = attention + 2 * h + 3 * h * 5120
+    assert c.total == (layers - 1) * moe_layer + dense_layer + 2 * 157184 * h + h
+    for spelled in ("bailing_moe_v2", None):  # Megatron-Bridge's model_type; or only the architectures entry
+        alias = {**mini, "model_type": spelled} if spelled else {k: v for k, v in mini.items() if k != "model_type"}
+        assert count_params(model_from_hf_config(alias, "alias.json")).total == c.total
+    with pytest.raises(InputError, match="use_bias"):
+        model_from_hf_config({**mini, "use_bias": True}, "biased.json")
