@@ -558,6 +558,13 @@ def _overlap_slowdown(dp_step: StepTime, slowed: float, beside: float) -> float:
 
 
 @per_object
+def _layer_kinds_of(a: ModelArchitecture) -> tuple[LayerKind, ...]:
+    """Each decoder layer's kind, in order: whether its MLP is the MoE one, its mixer, its local attention span and
+    whether it has an MLP (memo.py: every stage of every plan of a search reads them)."""
+    return tuple((a.moe_layer(i), a.mixer(i), a.local_span(i), a.has_mlp(i)) for i in range(a.layers))
+
+
+@per_object
 def _layer_seconds_of(model: ModelSpec) -> dict[tuple[object, ...], tuple[float, float, float]]:
     """One layer's (forward, backward, recomputation) seconds op by op, by everything they depend on (memo.py): a
     plan search times the same layer for many pipeline and data-parallel sizes."""
@@ -627,8 +634,7 @@ def _stage_by_ops(
     # attend in a window or chunk and (hybrids) their mixer and whether they have an MLP: time each kind once (for
     # every stage, given `layer_times` to keep them in).
     last = stage.index == stages - 1
-    kinds = [(a.moe_layer(i), a.mixer(i), a.local_span(i), a.has_mlp(i))
-             for i in range(first_layer, first_layer + stage.layers)]  # fmt: skip
+    kinds = list(_layer_kinds_of(a)[first_layer : first_layer + stage.layers])
     if last and mtp_layers:
         kinds += [(mtp_layer(a).moe, "attention", None, True)] * mtp_layers
     by_kind = {} if layer_times is None else layer_times
