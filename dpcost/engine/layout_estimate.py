@@ -182,6 +182,29 @@ def stage_loads(
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
+    layer_counts = stage_layer_counts(a.layers, layout.pp) if layer_counts is None else layer_counts
+    key = (layout.tp, layout.cp, layout.pp, layout.ep, layout.expert_tp, seq_len, tuple(layer_counts), mtp_layers)
+    known = _stage_loads_of(model)
+    if key not in known:
+        known[key] = tuple(_stage_loads(model, a, layout, seq_len, layer_counts, mtp_layers))
+    return list(known[key])
+
+
+@per_object
+def _stage_loads_of(model: ModelSpec) -> dict[tuple[object, ...], tuple[StageLoad, ...]]:
+    """stage_loads by everything they depend on (memo.py): the plans of a search that differ only in DP or the
+    micro-batch hold the same stages."""
+    return {}
+
+
+def _stage_loads(
+    model: ModelSpec,
+    a: ModelArchitecture,
+    layout: Layout,
+    seq_len: int,
+    layer_counts: Sequence[int],
+    mtp_layers: int,
+) -> list[StageLoad]:
     params = count_params(model)
     head = params.embedding if a.tied_embeddings else params.lm_head
     last_head = params.embedding if a.tied_embeddings and layout.pp > 1 else params.lm_head
@@ -192,7 +215,6 @@ def stage_loads(
     one_expert = routed_expert(a) if a.moe is not None else 0.0
     experts_per_layer = a.moe.experts * one_expert if a.moe is not None else 0.0
     mtp = mtp_layer(a) if mtp_layers else None
-    layer_counts = stage_layer_counts(a.layers, layout.pp) if layer_counts is None else layer_counts
     if len(layer_counts) != layout.pp or sum(layer_counts) != a.layers:
         raise ValueError(f"{list(layer_counts)} layers per stage are not {a.layers} layers on {layout.pp} stages")
     out, first = [], 0
