@@ -665,7 +665,7 @@ def _stage_by_ops(
     forward = sum(by_kind[kind][0] for kind in kinds)
     backward = sum(by_kind[kind][1] for kind in kinds)
     again = sum(by_kind[kind][2] for kind in kinds)
-    outside = model_ops(a, tokens, fw.kernels, fw.loss_impl)
+    outside = model_ops(a, tokens, fw.kernels, fw.loss_impl) if stage.index == 0 or last else []
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
             or (op.module != "embedding" and last)]  # fmt: skip
     if last and mtp_layers:
