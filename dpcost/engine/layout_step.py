@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dpcost.engine.layout import Layout
+from dpcost.engine.memo import per_object
 from dpcost.engine.params import mtp_layer
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
@@ -154,13 +155,23 @@ def stage_kinds(arch: ModelArchitecture, counts: Sequence[int], mtp_layers: int 
     """The layers each pipeline stage runs, in order, as MoE or dense; the MTP layers at the end of the last stage,
     where Megatron-Core builds them without a custom pipeline layout (multi_token_prediction.py
     mtp_on_this_rank), each of params.mtp_layer's kind."""
-    out, first = [], 0
-    for n in counts:
-        out.append(tuple(arch.moe_layer(i) for i in range(first, first + n)))
-        first += n
-    if mtp_layers:
-        out[-1] += (mtp_layer(arch).moe,) * mtp_layers
-    return tuple(out)
+    key = (tuple(counts), mtp_layers)
+    known = _stage_kinds_of(arch)
+    if key not in known:
+        out, first = [], 0
+        for n in counts:
+            out.append(tuple(arch.moe_layer(i) for i in range(first, first + n)))
+            first += n
+        if mtp_layers:
+            out[-1] += (mtp_layer(arch).moe,) * mtp_layers
+        known[key] = tuple(out)
+    return known[key]
+
+
+@per_object
+def _stage_kinds_of(arch: ModelArchitecture) -> dict[tuple[object, ...], StageKinds]:
+    """stage_kinds by stage split and MTP layers (memo.py): every plan of a search with the same pipeline asks."""
+    return {}
 
 
 def _kinds(arch: ModelArchitecture, pp: int, stages: StageKinds | None) -> StageKinds:
