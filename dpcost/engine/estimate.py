@@ -2,7 +2,8 @@
 
 This module only combines: the resolved inputs (prepare.py), the choice of stage and recomputation (plan.py),
 collectives (collectives.py), serving (serving.py) and advice (advice.py); a plan with TP, CP, PP or EP goes to
-layout_report.py. Each number's formula lives there.
+layout_report.py. Each number's formula lives there. `costed` costs a plan to its parts once: `plan_cost` reads its
+plain numbers from them (cost.py, what a search ranks by), `estimate` builds the report from them.
 """
 
 from __future__ import annotations
