@@ -31,7 +31,7 @@ from dpcost.engine.plan import (
     sharding_groups,
     timeline,
 )
-from dpcost.engine.prepare import Prepared, check_dp, matmul_share, prepare, stage_states, stage_table
+from dpcost.engine.prepare import Prepared, StageMemories, check_dp, matmul_share, prepare, stage_table
 from dpcost.engine.report import (
     AlgorithmTime,
     BreakdownTerm,
@@ -188,9 +188,9 @@ def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) 
     if fixed is not None or model.architecture is None:
         recompute = fixed or "none"
         return _memory(model, topology, p, stage_table(model, topology, p, recompute), recompute)
-    held = stage_states(model, p)
+    memories = StageMemories(model, topology, p)
     for recompute in recompute_policies(p):
-        rows = stage_table(model, topology, p, recompute, held)
+        rows = memories.table(recompute)
         if any(r.fits for r in rows):
             break
     note = f"recompute={recompute} chosen (auto): the least recomputation with which a stage fits, as estimate chooses"
@@ -423,18 +423,18 @@ def setup_info(topology: TopologySpec, p: Prepared, **plan: Any) -> Setup:
 
 @frozen
 class TrainingParts:
-    """A pure data-parallel plan, costed: the (ZeRO stage, recomputation) chosen with its step, and the memory
-    tables by recomputation policy (filled as the choice read them; `tables(policy)` adds one)."""
+    """A pure data-parallel plan, costed: the (ZeRO stage, recomputation) chosen with its step, and its memory by
+    stage and policy (the rows the choice read; `memories.table(policy)` computes the rest)."""
 
     chosen: Timed
-    tables: Callable[[str], tuple[StageMemory, ...]]
+    memories: StageMemories
     global_batch: int
     tokens: int
     mfu: float
 
     def cost(self) -> PlanCost:
         """The plan's plain numbers: as the report's summary reads them (verdict.training_summary)."""
-        row = self.tables(self.chosen.recompute)[self.chosen.stage]
+        row = self.memories.row(self.chosen.stage, self.chosen.recompute)
         step = self.chosen.steps.step
         return PlanCost(step, self.tokens / step, self.mfu, int(row.total), row.fits, self.chosen.stage,
                         self.chosen.recompute)  # fmt: skip
@@ -443,31 +443,24 @@ class TrainingParts:
 def training_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> TrainingParts:
     """The fastest (stage, recomputation) that fits (plan.choose), timed, with the memory it was chosen by."""
     o, a = p.o, model.architecture
-    known: dict[str, tuple[StageMemory, ...]] = {}
-    held = stage_states(model, p)  # every policy's table shares them
-
-    def tables(recompute: str) -> tuple[StageMemory, ...]:
-        if recompute not in known:
-            known[recompute] = stage_table(model, topology, p, recompute, held)
-        return known[recompute]
-
+    memories = StageMemories(model, topology, p)
     call = call_time(topology, o)
     stages, recomputes = candidates(p, topology, a is not None)
     chosen = choose(
         stages,
         recomputes,
-        lambda st, rc: tables(rc)[st].fits,
+        lambda st, rc: memories.row(st, rc).fits,
         lambda st, rc: timeline(model, topology, p, st, rc, call),
     )
     global_batch = p.micro_batch * p.accumulation * o.dp
     model_flops = model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, p.accumulation)
     mfu = model_flops_utilization(model_flops, chosen.steps.step, topology.gpu.peak(o.compute.compute_dtype))
-    return TrainingParts(chosen, tables, global_batch, global_batch * p.seq_len, mfu)
+    return TrainingParts(chosen, memories, global_batch, global_batch * p.seq_len, mfu)
 
 
 def _training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: TrainingParts) -> EstimateReport:
     o, a = p.o, model.architecture
-    rows, chosen, global_batch, tokens = parts.tables, parts.chosen, parts.global_batch, parts.tokens
+    memories, chosen, global_batch, tokens = parts.memories, parts.chosen, parts.global_batch, parts.tokens
     stage, recompute = chosen.stage, chosen.recompute
     time = _time(p, chosen, tokens, parts.mfu)
     setup = setup_info(
@@ -495,8 +488,8 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: Trai
         skew=o.compute.skew,
         keep_full_grads=o.communication.keep_full_grads,
     )
-    table = rows(recompute)
-    full = rows("full")[stage] if a is not None and recompute != "full" and not table[stage].fits else None
+    table = memories.table(recompute)
+    full = memories.row(stage, "full") if a is not None and recompute != "full" and not table[stage].fits else None
     notes = list(p.advice)
     if note := place(topology, o.dp).partial_note:
         notes.append(advice.partial_domains(note))

@@ -42,6 +42,7 @@ from dpcost.specs import GPUSpec, ModelArchitecture, ModelSpec, TopologySpec
 __all__ = [
     "DTYPE_BYTES",
     "Prepared",
+    "StageMemories",
     "check_compute_dtype",
     "check_dp",
     "matmul_share",
@@ -464,16 +465,62 @@ class StageStates:
     grad_block: float
 
 
-def stage_states(model: ModelSpec, p: Prepared) -> tuple[StageStates, ...]:
-    """Each ZeRO stage's states and buffers (memory.model_states, memory.buffers): the part of `stage_table` that
-    every recomputation policy shares."""
+class StageMemories:
+    """Memory per GPU by ZeRO stage and recomputation policy (memory.py, activations.py), each row computed when
+    first read: a fixed plan's cost reads one row, its report the whole table. A stage's states and buffers are
+    shared by every policy, a policy's activations by every stage."""
+
+    def __init__(self, model: ModelSpec, topology: TopologySpec, p: Prepared) -> None:
+        if model.architecture is None and model.largest_layer_params is None:
+            raise InputError(
+                "largest_layer_params",
+                "required with only a parameter count: ZeRO-3 gathers one block at a time, and without its size the "
+                "whole model would be gathered; give the largest transformer block (12 h^2 for a GPT layer of width "
+                "h)",
+            )
+        self.model, self.topology, self.p = model, topology, p
+        self._states: dict[int, StageStates] = {}
+        self._activations: dict[str, tuple[float, float, float, float, float, float]] = {}
+        self._rows: dict[tuple[int, str], StageMemory] = {}
+
+    def row(self, stage: int, recompute: str) -> StageMemory:
+        """One stage's memory with one recomputation policy (memory.stage_memory)."""
+        found = self._rows.get((stage, recompute))
+        if found is None:
+            p, gpu = self.p, self.topology.gpu
+            held = self.states(stage)
+            kept, loss_forward, loss_backward, layer_backward, largest, widest = self.activations(recompute)
+            held_phases = phases(held.states, held.buffers, kept, loss_forward, loss_backward, layer_backward,
+                                 p.accumulation)  # fmt: skip
+            found = self._rows[stage, recompute] = stage_memory(
+                stage, held.states, held_phases, p.micro_batch, largest, context_bytes(gpu), gpu.hbm, held.grad_block,
+                widest,
+            )  # fmt: skip
+        return found
+
+    def table(self, recompute: str) -> tuple[StageMemory, ...]:
+        """Every ZeRO stage's row, 0-3, with one recomputation policy."""
+        return tuple(self.row(stage, recompute) for stage in range(4))
+
+    def states(self, stage: int) -> StageStates:
+        """What the stage holds whatever the recomputation (memory.model_states, memory.buffers)."""
+        found = self._states.get(stage)
+        if found is None:
+            found = self._states[stage] = _stage_states(self.model, self.p, stage)
+        return found
+
+    def activations(self, recompute: str) -> tuple[float, float, float, float, float, float]:
+        """One micro-batch's activation terms under a policy (activations.py, loss.py): what stays for the backward,
+        the loss's forward and backward peaks above it, a layer's backward, the largest and the widest tensor."""
+        found = self._activations.get(recompute)
+        if found is None:
+            found = self._activations[recompute] = _activation_terms(self.model, self.p, recompute)
+        return found
+
+
+def _stage_states(model: ModelSpec, p: Prepared, stage: int) -> StageStates:
+    """One ZeRO stage's model states and working buffers, and its share of a transformer block's gradient."""
     o, counts = p.o, p.counts
-    if model.architecture is None and model.largest_layer_params is None:
-        raise InputError(
-            "largest_layer_params",
-            "required with only a parameter count: ZeRO-3 gathers one block at a time, and without its size the "
-            "whole model would be gathered; give the largest transformer block (12 h^2 for a GPT layer of width h)",
-        )
     largest_layer = model.largest_layer_params or counts.largest_module
     # One ZeRO-3 unit for buffers and timeline: the largest piece the timeline gathers (units(): embedding,
     # each block, output head), unless the user gave its size.
@@ -483,65 +530,49 @@ def stage_states(model: ModelSpec, p: Prepared) -> tuple[StageStates, ...]:
         biggest = max((u for u, _ in unit_runs(p.pieces(model))), key=lambda u: u.params)  # runs: equal blocks once
         gather_unit = biggest.params
         gather_bytes = p.weight_bytes if biggest.linear else p.unconverted_weight_bytes
-    out = []
-    for stage in range(4):
-        states = model_states(counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
-        in_flight = 2 if p.overlap_grad_reduce(stage) else 1
-        buf = buffers(
-            stage,
-            p.schedule,
-            p.recipe,
-            p.grad_bytes,
-            counts.total,
-            p.bucket_bytes,
-            gather_unit,
-            largest_layer,
-            gather_bytes,
-            in_flight,
-        )
-        if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
-            buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
-        grad_block = counts.largest_block * p.grad_bytes / (p.shard_ranks if stage >= 2 else 1)
-        out.append(StageStates(states, buf, grad_block))
-    return tuple(out)
+    states = model_states(counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+    in_flight = 2 if p.overlap_grad_reduce(stage) else 1
+    buf = buffers(
+        stage,
+        p.schedule,
+        p.recipe,
+        p.grad_bytes,
+        counts.total,
+        p.bucket_bytes,
+        gather_unit,
+        largest_layer,
+        gather_bytes,
+        in_flight,
+    )
+    if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
+        buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
+    grad_block = counts.largest_block * p.grad_bytes / (p.shard_ranks if stage >= 2 else 1)
+    return StageStates(states, buf, grad_block)
 
 
-def stage_table(
-    model: ModelSpec,
-    topology: TopologySpec,
-    p: Prepared,
-    recompute: str,
-    held: tuple[StageStates, ...] | None = None,
-) -> tuple[StageMemory, ...]:
-    """Memory per GPU at every ZeRO stage with one recomputation choice (memory.py, activations.py); `held`:
-    stage_states, where the caller has them."""
-    held = held or stage_states(model, p)
+def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[float, float, float, float, float, float]:
+    """StageMemories.activations, computed (all zero for a model given only as a parameter count)."""
     o, a = p.o, model.architecture
-    if a is not None:
-        s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
-        plan = o.plan
-        modules = frozenset(plan.recompute_modules)
-        key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl)
-        known = _activations_of(a)
-        if key not in known:
-            known[key] = (
-                activation_memory(a, s, 1, recompute, flash, kernels, plan.recompute_layers, modules),
-                loss_memory(a, s, 1, p.loss_impl, kernels),
-            )
-        act, loss = known[key]
-        kept = act.kept + loss.kept
-        loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
-        layer_backward = act.recompute + act.gradients
-        largest = max(act.largest_tensor, loss.largest_tensor)
-        widest = act.largest_tensor
-    else:
-        kept = loss_forward = loss_backward = layer_backward = largest = widest = 0.0
-    context = context_bytes(topology.gpu)
-    return tuple(
-        stage_memory(
-            stage, h.states, phases(h.states, h.buffers, kept, loss_forward, loss_backward, layer_backward,
-                                    p.accumulation),
-            p.micro_batch, largest, context, topology.gpu.hbm, h.grad_block, widest,
+    if a is None:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
+    plan = o.plan
+    modules = frozenset(plan.recompute_modules)
+    key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl)
+    known = _activations_of(a)
+    if key not in known:
+        known[key] = (
+            activation_memory(a, s, 1, recompute, flash, kernels, plan.recompute_layers, modules),
+            loss_memory(a, s, 1, p.loss_impl, kernels),
         )
-        for stage, h in enumerate(held)
-    )  # fmt: skip
+    act, loss = known[key]
+    kept = act.kept + loss.kept
+    loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
+    layer_backward = act.recompute + act.gradients
+    largest = max(act.largest_tensor, loss.largest_tensor)
+    return kept, loss_forward, loss_backward, layer_backward, largest, act.largest_tensor
+
+
+def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute: str) -> tuple[StageMemory, ...]:
+    """Memory per GPU at every ZeRO stage with one recomputation choice (StageMemories.table)."""
+    return StageMemories(model, topology, p).table(recompute)
