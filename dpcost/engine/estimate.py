@@ -21,12 +21,15 @@ from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount, count_params
 from dpcost.engine.placement import Placement, job_view, place
 from dpcost.engine.plan import (
+    MicroBatchTime,
     Timed,
     call_time,
     candidates,
     check_forced,
     choose,
     dp_group_for,
+    least_step,
+    micro_batch_time,
     recompute_policies,
     sharding_groups,
     timeline,
@@ -446,11 +449,19 @@ def training_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Tra
     memories = StageMemories(model, topology, p)
     call = call_time(topology, o)
     stages, recomputes = candidates(p, topology, a is not None)
+    micro: dict[str, MicroBatchTime] = {}  # each policy's micro-batch, shared by every stage
+
+    def micro_batch(recompute: str) -> MicroBatchTime:
+        if recompute not in micro:
+            micro[recompute] = micro_batch_time(model, topology, p, recompute)
+        return micro[recompute]
+
     chosen = choose(
         stages,
         recomputes,
-        lambda st, rc: memories.row(st, rc).fits,
-        lambda st, rc: timeline(model, topology, p, st, rc, call),
+        memories.fits,
+        lambda st, rc: timeline(model, topology, p, st, rc, call, micro_batch(rc)),
+        lambda st, rc: least_step(p, micro_batch(rc)),
     )
     global_batch = p.micro_batch * p.accumulation * o.dp
     model_flops = model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, p.accumulation)

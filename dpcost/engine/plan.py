@@ -27,12 +27,15 @@ from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = [
+    "MicroBatchTime",
     "Timed",
     "call_time",
     "candidates",
     "check_forced",
     "choose",
     "dp_group_for",
+    "least_step",
+    "micro_batch_time",
     "recompute_policies",
     "stage_ops",
     "timeline",
@@ -209,17 +212,19 @@ def priced_call(
     return Call(best.seconds, best.label, compute_slowdown(topology.gpu, ctas, slowdown))
 
 
-def timeline(
-    model: ModelSpec,
-    topology: TopologySpec,
-    p: Prepared,
-    stage: int,
-    recompute: str,
-    call: Callable[[str, float], Call],
-) -> Timed:
-    """The step of one plan: forward and backward of a micro-batch at the --mfu rate (compute.py), or op by op
-    with the optimizer step (--compute-model ops, ops.py), stragglers included, scheduled with the collectives the
-    stage issues (step.py)."""
+@frozen
+class MicroBatchTime:
+    """One micro-batch's forward and backward seconds under a recomputation policy, and what they come from."""
+
+    flops: FlopsPerToken
+    forward: float
+    backward: float
+    compute: MicroBatchCompute | None  # the per-op model's (None: every FLOP at the --mfu rate)
+
+
+def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute: str) -> MicroBatchTime:
+    """Forward and backward of a micro-batch at the --mfu rate (compute.py), or op by op (--compute-model ops,
+    ops.py)."""
     o = p.o
     flops = flops_per_token(
         p.counts,
@@ -234,29 +239,51 @@ def timeline(
     gpu = topology.gpu
     peak = gpu.peak(o.compute.compute_dtype)
     a = model.architecture
-    compute: MicroBatchCompute | None = None
     if a is None or o.compute.chosen_model == "flops":  # every FLOP at one efficiency
         rate = peak * (o.compute.mfu or DEFAULT_MFU)
-        forward = flops.forward * tokens / rate
-        backward = (flops.backward + flops.recompute) * tokens / rate
-    else:
-        gemm_bytes, cast = matmul_operands(gpu.arch, o.compute.compute_dtype)
-        moe_layers = p.counts.moe_layers
-        attention = p.framework.attention_kernel if p.framework else "flash2"
-        modules = frozenset(o.plan.recompute_modules)
-        share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
-        every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype
-        key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
-               share, gemm_bytes, flash, dtype, cast, o.compute.mfu)  # fmt: skip
-        known = _compute_of(a)
-        if key not in known:
-            known[key] = micro_batch_compute(
-                a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
-                gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
-                cast, o.compute.mfu,
-            )  # fmt: skip
-        compute = known[key]
-        forward, backward = compute.forward, compute.backward
+        return MicroBatchTime(
+            flops, flops.forward * tokens / rate, (flops.backward + flops.recompute) * tokens / rate, None
+        )
+    gemm_bytes, cast = matmul_operands(gpu.arch, o.compute.compute_dtype)
+    moe_layers = p.counts.moe_layers
+    attention = p.framework.attention_kernel if p.framework else "flash2"
+    modules = frozenset(o.plan.recompute_modules)
+    share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
+    every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype
+    key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
+           share, gemm_bytes, flash, dtype, cast, o.compute.mfu)  # fmt: skip
+    known = _compute_of(a)
+    if key not in known:
+        known[key] = micro_batch_compute(
+            a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
+            gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
+            cast, o.compute.mfu,
+        )  # fmt: skip
+    compute = known[key]
+    return MicroBatchTime(flops, compute.forward, compute.backward, compute)
+
+
+def least_step(p: Prepared, micro: MicroBatchTime) -> float:
+    """A lower bound on the step: its micro-batches' compute, at the --skew the timeline adds. Every other term of
+    the step's breakdown (exposed calls, slowdown, jitter, the slowest GPU) is at least 0 (step._breakdown)."""
+    return p.accumulation * (micro.forward + micro.backward) * (1.0 + p.o.compute.skew)
+
+
+def timeline(
+    model: ModelSpec,
+    topology: TopologySpec,
+    p: Prepared,
+    stage: int,
+    recompute: str,
+    call: Callable[[str, float], Call],
+    micro: MicroBatchTime | None = None,
+) -> Timed:
+    """The step of one plan: a micro-batch's forward and backward (micro_batch_time, or `micro` where the caller
+    has it) with the optimizer step, stragglers included, scheduled with the collectives the stage issues
+    (step.py)."""
+    o = p.o
+    micro = micro or micro_batch_time(model, topology, p, recompute)
+    flops, forward, backward, compute = micro.flops, micro.forward, micro.backward, micro.compute
     optimizer = optimizer_seconds(model, topology, p, stage) if compute is not None else 0.0
     plan = StepPlan(
         stage=stage,
@@ -309,11 +336,24 @@ def choose(
     recomputes: Sequence[str],
     fits: Callable[[int, str], bool],
     time: Callable[[int, str], Timed],
+    least: Callable[[int, str], float] | None = None,
 ) -> Timed:
     """The fastest (stage, recomputation) that fits, ties to the lower stage and the lighter recomputation. If
-    none fits: the last stage tried with the most recomputation, so that the report shows the nearest miss."""
-    fitting = [(st, rc) for st in stages for rc in recomputes if fits(st, rc)]
-    if not fitting:
-        return time(stages[-1], recomputes[-1])
-    timed = [time(st, rc) for st, rc in fitting]
-    return min(timed, key=lambda t: (t.steps.step, t.stage, RECOMPUTE.index(t.recompute)))
+    none fits: the last stage tried with the most recomputation, so that the report shows the nearest miss.
+
+    `least`: a lower bound on a candidate's step (least_step). Once a fitting candidate is timed, those whose bound
+    exceeds its step are neither checked for fit nor timed: they cannot be chosen."""
+    best: Timed | None = None
+    best_key: tuple[float, int, int] | None = None
+    for st in stages:
+        for rc in recomputes:
+            # 1e-9: the bound sums the same seconds in another order than the step does
+            if best_key is not None and least is not None and least(st, rc) * (1 - 1e-9) > best_key[0]:
+                continue
+            if not fits(st, rc):
+                continue
+            timed = time(st, rc)
+            key = (timed.steps.step, timed.stage, RECOMPUTE.index(timed.recompute))
+            if best_key is None or key < best_key:
+                best, best_key = timed, key
+    return best if best is not None else time(stages[-1], recomputes[-1])

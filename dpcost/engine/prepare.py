@@ -498,6 +498,16 @@ class StageMemories:
             )  # fmt: skip
         return found
 
+    def fits(self, stage: int, recompute: str) -> bool:
+        """row(stage, recompute).fits, without the row where the stage's model states alone leave no room."""
+        return self.least_total(stage) <= self.topology.gpu.hbm and self.row(stage, recompute).fits
+
+    def least_total(self, stage: int) -> float:
+        """A lower bound on the stage's device total under any policy: memory.phases' optimizer step holds every
+        model state (and buffers), so the peak holds at least them, and the total adds fragmentation (>= 0) and the
+        context. 1e-12: the row sums the same bytes in another order."""
+        return (self.states(stage).states.total + context_bytes(self.topology.gpu)) * (1 - 1e-12)
+
     def table(self, recompute: str) -> tuple[StageMemory, ...]:
         """Every ZeRO stage's row, 0-3, with one recomputation policy."""
         return tuple(self.row(stage, recompute) for stage in range(4))
