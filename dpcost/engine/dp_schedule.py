@@ -14,6 +14,8 @@ unless full gradients are kept (`keep_full_grads`, which costs a full unsharded 
 
 from __future__ import annotations
 
+from functools import cache
+
 from dpcost.frozen import frozen
 
 __all__ = [
@@ -73,6 +75,7 @@ class Stretch:
     overlapped: bool = True
 
 
+@cache  # a pure function of its switches: every plan of a search shares a handful
 def dp_schedule(
     stage: int,
     accumulation: int,

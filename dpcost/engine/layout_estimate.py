@@ -854,7 +854,8 @@ def _side_traffic(
     hides_reduce, hides_gather = (backward, forward) if overlapped else (0.0, 0.0)
 
     def listed_as(best: CollectiveTime, purpose: str, size: float, times: int) -> Traffic:
-        return Traffic(best.op, f"{noun} {purpose}", size, times, times, best.seconds * times, ((best.label, times),))
+        one = ((Call(best.seconds, best.label), 1),)  # one call per occurrence
+        return Traffic(best.op, f"{noun} {purpose}", size, times, times, best.seconds * times, one)
 
     m = micro_batches
     listed: tuple[Traffic, ...]

@@ -138,7 +138,22 @@ def job_view(topology: TopologySpec, gpus: int) -> TopologySpec:
 
 
 def place(topology: TopologySpec, ranks: int) -> Placement:
-    """The tiers a collective over `ranks` GPUs spans, lowest first, up to the one that holds them all."""
+    """The tiers a collective over `ranks` GPUs spans, lowest first, up to the one that holds them all (kept per
+    topology: every plan of a batch places its groups again)."""
+    placed = _placements_on(topology)
+    found = placed.get(ranks)
+    if found is None:
+        found = placed[ranks] = _place(topology, ranks)
+    return found
+
+
+@per_object
+def _placements_on(topology: TopologySpec) -> dict[int, Placement]:
+    """place() on one topology, by ranks (memo.py)."""
+    return {}
+
+
+def _place(topology: TopologySpec, ranks: int) -> Placement:
     check_ranks(topology, ranks)
     levels: list[Level] = []
     for i, tier in enumerate(topology.tiers):

@@ -59,6 +59,7 @@ from dpcost.engine.dp_schedule import (
     Stretch,
     dp_schedule,
 )
+from dpcost.engine.memo import cached_property
 from dpcost.frozen import frozen
 
 __all__ = [
@@ -150,7 +151,12 @@ class Traffic:
     occurrences: int  # per step
     calls: int  # NCCL calls per step (buckets or blocks)
     seconds: float  # per step, the sum of its calls
-    algorithms: tuple[tuple[str, int], ...] = ()  # (algorithm/protocol, calls per step), most calls first
+    priced: tuple[tuple[Call, int], ...] = ()  # one occurrence's calls, as (call, how many in a row)
+
+    @cached_property
+    def algorithms(self) -> tuple[tuple[str, int], ...]:
+        """(algorithm/protocol, calls per step), most calls first: read by the report only."""
+        return _counted_algorithms(self.priced, self.occurrences)
 
 
 @frozen
@@ -509,7 +515,7 @@ class _Schedule:
         out = []
         for (op, purpose), (message, count, seconds, runs) in self.issued.items():
             n = self.occurrences[op, purpose]
-            out.append(Traffic(op, purpose, message, n, count * n, seconds * n, _counted_algorithms(runs, n)))
+            out.append(Traffic(op, purpose, message, n, count * n, seconds * n, tuple(runs)))
         return tuple(out)
 
     def _issue(self, c: Collective, message: float, runs: Sequence[tuple[Call, int]], seconds: float) -> None:
