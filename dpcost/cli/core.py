@@ -43,7 +43,7 @@ ClickException: type[Exception] = UsageError.__mro__[1]
 
 def _flag(where: str) -> str:
     """Engine errors name option fields (`accumulation`); say them as the flag the user typed (`--accum`)."""
-    if not re.fullmatch(r"[a-z_]+", where):
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", where):
         return where
     from dpcost.cli.options import field_flag
 
