@@ -376,6 +376,29 @@ class Compute(Section):
         "bits, as Megatron-Core and torchtitan run them.",
         json_schema_extra=cli("--compute-dtype"),
     )
+    bf16_layers_at_start: Whole = Field(
+        0,
+        ge=0,
+        le=100_000,
+        description="Under --compute-dtype fp8 or nvfp4, the first N decoder layers' matmuls run in BF16 "
+        "(Megatron-Core's --first-last-layers-bf16 with --num-layers-at-start-in-bf16: "
+        "fp8_utils.is_first_last_bf16_layer); op by op only.",
+        json_schema_extra=cli("--bf16-layers-at-start", metavar="N"),
+    )
+    bf16_layers_at_end: Whole = Field(
+        0,
+        ge=0,
+        le=100_000,
+        description="Under --compute-dtype fp8 or nvfp4, the last N decoder layers' matmuls run in BF16 "
+        "(Megatron-Core's --num-layers-at-end-in-bf16); op by op only.",
+        json_schema_extra=cli("--bf16-layers-at-end", metavar="N"),
+    )
+
+    @property
+    def bf16_layers(self) -> tuple[int, int]:
+        """The decoder layers that run in BF16 under a low-precision recipe: (at the start, at the end)."""
+        return self.bf16_layers_at_start, self.bf16_layers_at_end
+
     overlap_slowdown: Annotated[float | None, BeforeValidator(_optional_fraction)] = Field(
         None,
         ge=0,

@@ -45,12 +45,14 @@ from dpcost.engine.ops import (
     Op,
     OpTimes,
     has_layer_ops,
+    in_sixteen_bits,
     layer_ops,
     matmul_operands,
     model_ops,
     mtp_ops,
     optimizer_seconds_on,
     recomputed_by_part,
+    sixteen_bit_layer,
     tensor_parallel,
     times,
 )
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
 
 # a layer as its compute differs: an MoE MLP or not, its mixer, its window or chunk, whether it has an MLP
 LayerKind = tuple[bool, str, LocalAttentionSpec | None, bool]
+TimedKind = tuple[bool, str, LocalAttentionSpec | None, bool, bool]  # a LayerKind, and in BF16 under FP8
 
 __all__ = [
     "LayoutStep",
@@ -406,6 +409,7 @@ def layout_step(
     fp8_params: bool = False,
     slowest_gpu: float | None = None,
     sixteen_bit_mfu: float | None = None,
+    bf16_layers: tuple[int, int] = (0, 0),
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -426,7 +430,8 @@ def layout_step(
     domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls). `slowest_gpu`: the share of
     its rate the job's slowest GPU loses (default, op by op: the GPU's measured spread, rates.slowest_gpu_loss).
     `sixteen_bit_mfu`: under FP8 or NVFP4, the BF16 peak's share for the matmuls that stay in 16 bits, the output
-    head and the router (--mfu; default the GPU's BF16 share: ops.Op.sixteen_bit)."""
+    head and the router (--mfu; default the GPU's BF16 share: ops.Op.sixteen_bit). `bf16_layers`: the first and last
+    decoder layers whose matmuls stay in BF16 under FP8 or NVFP4, op by op (ops.sixteen_bit_layer)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -453,11 +458,11 @@ def layout_step(
     forward = tokens * paced.forward_flops / rate
     backward = tokens * (2 * paced.forward_flops + recompute_flops) / rate
     if compute_model == "ops":
-        layer_times: dict[LayerKind, tuple[float, float, float]] = {}  # every stage's layers, by kind, once
+        layer_times: dict[TimedKind, tuple[float, float, float]] = {}  # every stage's layers, by kind, once
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
-                          sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu)
+                          sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu, bf16_layers)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -607,18 +612,20 @@ def _stage_by_ops(
     compute_dtype: str,
     stages: int,
     flash: bool = True,
-    layer_times: dict[LayerKind, tuple[float, float, float]] | None = None,
+    layer_times: dict[TimedKind, tuple[float, float, float]] | None = None,
     recompute_modules: frozenset[str] = DEFAULT_MODULES,
     first_layer: int = 0,
     mtp_layers: int = 0,
     sixteen_bit_efficiency: float | None = None,
+    bf16_layers: tuple[int, int] = (0, 0),
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
     CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention, the vocab-parallel loss); the
     recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part; selective: `recompute_modules`).
     `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage;
-    `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times)."""
+    `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
+    the first and last decoder layers, by global index, whose matmuls all do (ops.sixteen_bit_layer)."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -633,19 +640,21 @@ def _stage_by_ops(
             (gpu.arch, compute_dtype), sixteen_bit_efficiency,
         )  # fmt: skip
 
-    def layer_seconds(moe: bool, mixer: str, local: LocalAttentionSpec | None, mlp: bool) -> tuple[float, float, float]:
-        key = (gpu, moe, mixer, local, mlp, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
+    def layer_seconds(
+        moe: bool, mixer: str, local: LocalAttentionSpec | None, mlp: bool, sixteen: bool
+    ) -> tuple[float, float, float]:
+        key = (gpu, moe, mixer, local, mlp, sixteen, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
                sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
                sixteen_bit_efficiency)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
         view = a.attention_of(mixer)
-        ops = tensor_parallel(
-            layer_ops(view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp),
-            layout.tp,
-            sequence_parallel,
+        operands, operand_cast = matmul_operands(gpu.arch, "bf16") if sixteen else (gemm_bytes, cast)
+        built = layer_ops(
+            view, moe, tokens, seq_len, fw.kernels, operands, flash, layout.ep, operand_cast, local, mixer, mlp
         )
+        ops = tensor_parallel(in_sixteen_bits(built) if sixteen else built, layout.tp, sequence_parallel)
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = sum(recomputed_by_part(t.forward, ops, per_op, recompute, recompute_modules).values())
@@ -656,9 +665,12 @@ def _stage_by_ops(
     # attend in a window or chunk and (hybrids) their mixer and whether they have an MLP: time each kind once (for
     # every stage, given `layer_times` to keep them in).
     last = stage.index == stages - 1
-    kinds = list(_layer_kinds_of(a)[first_layer : first_layer + stage.layers])
-    if last and mtp_layers:
-        kinds += [(mtp_layer(a).moe, "attention", None, True)] * mtp_layers
+    kinds = [
+        (*kind, sixteen_bit_layer(first_layer + j, a.layers, bf16_layers))
+        for j, kind in enumerate(_layer_kinds_of(a)[first_layer : first_layer + stage.layers])
+    ]
+    if last and mtp_layers:  # MTP modules in the compute dtype: Megatron-Core's rule indexes the decoder's layers
+        kinds += [(mtp_layer(a).moe, "attention", None, True, False)] * mtp_layers
     by_kind = {} if layer_times is None else layer_times
     for kind in set(kinds) - set(by_kind):
         by_kind[kind] = layer_seconds(*kind)

@@ -416,6 +416,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         flash=o.compute.flash_attention,
         slowest_gpu=slowest_gpu_share(topology.gpu, o.compute, layout.gpus) if compute_model == "ops" else 0.0,
         sixteen_bit_mfu=o.compute.mfu,
+        bf16_layers=o.compute.bf16_layers,
         first_stage_layers=par.first_stage_layers,
         last_stage_layers=par.last_stage_layers,
         mtp_layers=par.mtp_layers,

@@ -52,6 +52,7 @@ __all__ = [
     "Passes",
     "fp8_cast",
     "has_layer_ops",
+    "in_sixteen_bits",
     "layer_ops",
     "matmul_operands",
     "micro_batch_compute",
@@ -61,6 +62,7 @@ __all__ = [
     "optimizer_seconds_on",
     "part_of",
     "recomputed_by_part",
+    "sixteen_bit_layer",
     "tensor_parallel",
     "times",
 ]
@@ -117,6 +119,20 @@ def _gemm(
         name, module, "gemm", flops, moved, 1, 2 * flops, 2 * moved, 2, repeats, (m, k, n), tp_split,
         sixteen_bit=sixteen_bit,
     )  # fmt: skip
+
+
+def sixteen_bit_layer(layer: int, layers: int, bf16_layers: tuple[int, int]) -> bool:
+    """Whether decoder layer `layer` (0-based, of `layers`) runs its matmuls in BF16 under an FP8 or NVFP4 recipe: one
+    of the first or last `bf16_layers` (Megatron-Core's --first-last-layers-bf16 builds them outside the FP8 context,
+    by their global index: fp8_utils.is_first_last_bf16_layer; docs/sources/low-precision-layers.md)."""
+    at_start, at_end = bf16_layers
+    return layer < at_start or layer >= layers - at_end
+
+
+def in_sixteen_bits(ops: list[Op]) -> list[Op]:
+    """A layer's ops with every matmul in 16 bits (Op.sixteen_bit): the layer built outside the FP8 context. Give
+    layer_ops BF16 operands and no cast for it."""
+    return [replace(op, sixteen_bit=True) if op.kind == "gemm" else op for op in ops]
 
 
 def _memory(name: str, module: str, fwd_bytes: float, kernels: int, bwd_factor: float = 2.0) -> Op:
@@ -781,9 +797,11 @@ def micro_batch_compute(
     shape_key: tuple[str, str] | None = None,
     cast: Cast | None = None,
     sixteen_bit_efficiency: float | None = None,
+    bf16_layers: tuple[int, int] = (0, 0),
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
-    head and the loss; the recomputation its checkpointing policy adds to the backward."""
+    head and the loss; the recomputation its checkpointing policy adds to the backward. `bf16_layers`: the first and
+    last layers whose matmuls stay in BF16 under an FP8 or NVFP4 recipe (sixteen_bit_layer)."""
 
     def timed(op_list: list[Op]) -> OpTimes:
         return times(
@@ -797,14 +815,20 @@ def micro_batch_compute(
     forward, backward, recomputed = zero(), zero(), zero()
     flops_forward, flops_backward, flops_recomputed = zero(), zero(), zero()
     checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
-    # layers of one kind (MoE or not, Gemma 4's global attention or not, a window or not) run the same ops
-    kinds = [(moe, a.mixer(i), a.local_span(i), a.has_mlp(i)) for i, moe in enumerate(moe_layers)]
-    for kind in sorted(set(kinds), key=lambda k: (k[0], k[1], k[2] is not None, k[3])):  # one spec: one local kind
-        count, (moe, mixer, local, mlp) = kinds.count(kind), kind
+    # layers of one kind (MoE or not, Gemma 4's global attention or not, a window or not, in BF16 or not) run the
+    # same ops
+    kinds = [
+        (moe, a.mixer(i), a.local_span(i), a.has_mlp(i), sixteen_bit_layer(i, a.layers, bf16_layers))
+        for i, moe in enumerate(moe_layers)
+    ]
+    for kind in sorted(set(kinds), key=lambda k: (k[0], k[1], k[2] is not None, k[3], k[4])):  # one local kind
+        count, (moe, mixer, local, mlp, sixteen) = kinds.count(kind), kind
         ops = layer_ops(
-            a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, cast=cast, local=local,
-            mixer=mixer, mlp=mlp,
+            a.attention_of(mixer), moe, tokens, seq_len, kernels, BF16 if sixteen else gemm_bytes, flash,
+            cast=None if sixteen else cast, local=local, mixer=mixer, mlp=mlp,
         )  # fmt: skip
+        if sixteen:
+            ops = in_sixteen_bits(ops)
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = recomputed_by_part(t.forward, ops, per_op, recompute, modules)

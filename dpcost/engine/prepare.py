@@ -313,6 +313,27 @@ def check_compute_dtype(topology: TopologySpec, o: Options) -> None:
         raise InputError("compute_dtype", str(exc)) from None
 
 
+def bf16_layer_notes(model: ModelSpec, o: Options) -> list[Advice]:
+    """--bf16-layers-at-start/-end: at most the model's decoder layers between them (bad input beyond), and a note
+    where they change nothing: a BF16 plan, or every FLOP at one --mfu (--compute-model flops)."""
+    start, end = o.compute.bf16_layers
+    if not start and not end:
+        return []
+    field = "bf16_layers_at_end" if end else "bf16_layers_at_start"
+    a = model.architecture
+    if a is None:
+        raise InputError(field, f"{model.name} is given as a parameter count: it has no decoder layers to keep in BF16")
+    if start + end > a.layers:
+        raise InputError(field, f"{start} + {end} layers in BF16 is more than {model.name}'s {a.layers} decoder layers")
+    flags = [flag for flag, n in (("--bf16-layers-at-start", start), ("--bf16-layers-at-end", end)) if n]
+    if o.compute.compute_dtype == "bf16":
+        return [advice.ignored_flags(flags, "keep layers in BF16 under --compute-dtype fp8 or nvfp4: all are already")]
+    if o.compute.chosen_model == "flops":
+        why = "are priced op by op: --compute-model flops runs every FLOP at one --mfu"
+        return [advice.ignored_flags(flags, why)]
+    return []
+
+
 def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepared:
     """Resolve the options against the model and topology (checks that need both are made here)."""
     check_dp(topology, options.dp)
@@ -377,6 +398,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
             f"mla_up_proj recomputes multi-latent attention's up-projections, which {model.name} does not have "
             f"(Megatron-Core refuses it likewise: transformer_config.py); choose among {others}",
         )
+    notes += bf16_layer_notes(model, o)
     if plan.recompute not in (None, "selective") and set(plan.recompute_modules) != DEFAULT_MODULES:
         why = f"apply to --recompute selective, not {plan.recompute}"
         notes.append(advice.ignored_flags(["--recompute-modules"], why))

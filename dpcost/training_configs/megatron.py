@@ -164,7 +164,10 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
 _PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--fp4-format",
-                   "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16")  # fmt: skip
+                   "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--first-last-layers-bf16",
+                   "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16")  # fmt: skip
+_BF16_LAYERS = (("--num-layers-at-start-in-bf16", "bf16_layers_at_start"),
+                ("--num-layers-at-end-in-bf16", "bf16_layers_at_end"))  # fmt: skip
 
 
 def _batch(r: Reading, args: dict[str, list[str]]) -> None:
@@ -282,6 +285,15 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--fp4-format", " ".join(args["--fp4-format"]), "compute_dtype", "nvfp4")
     if "--fp8-param-gather" in args:
         r.use("--fp8-param-gather", "", "gather_dtype", "fp8")
+    for name, option in _BF16_LAYERS:  # arguments.py: 1 layer at each end unless given; none without the switch
+        value = _int(r, args, name)
+        if "--first-last-layers-bf16" not in args:
+            if value is not None:
+                r.ignore(name, value, "applies with --first-last-layers-bf16 only")
+        elif value is not None:
+            r.use(name, value, option, str(value), "--first-last-layers-bf16")
+        else:
+            r.use(name, "(absent)", option, "1", "--first-last-layers-bf16 with Megatron's default, 1")
 
 
 def padded_vocab(vocab: int, divisible_by: int, tp: int) -> int:
