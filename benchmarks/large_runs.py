@@ -574,9 +574,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     peak = topology.gpu.peak(dtype) if dtype != "bf16" else None
     if peak is not None:
         flags.append(f"{row['precision']}: {PEAK_LABEL[dtype]}")
+    bf16_layers = (0, 0)
     if dtype == "nvfp4" and row["model"] == "Nemotron_3_Super":
         # Megatron-Bridge's bf16_with_nvfp4_mixed for Super and te_quant.cfg (tests/reference/large-runs/README.md)
-        flags.append("its last 14 layers, attention, latent projections and MTP run BF16 in the run: not modelled")
+        bf16_layers = (0, 14)
+        flags.append("its last 14 layers in BF16 (the recipe's num_layers_at_end_in_bf16); every layer's attention "
+                     "projections, the latent projections and MTP in BF16 too in the run: not modelled")  # fmt: skip
     a = model.architecture
     assert a is not None
     if virtual > 1 and a.layers % (pp * virtual):
@@ -840,6 +843,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             last_stage_layers=first_last[1],
             mtp_layers=mtp,
             fp8_params=fp8_params,
+            bf16_layers=bf16_layers,
         )
 
     if not recompute and bridge:
