@@ -16,7 +16,7 @@ DeepSpeed and Megatron each call ncclAllReduce / ncclReduceScatter / ncclAllGath
 
 from __future__ import annotations
 
-from dpcost.engine.memo import per_object
+from dpcost.engine.memo import per_object_and_key
 from dpcost.engine.placement import Placement
 from dpcost.specs import TopologySpec
 
@@ -60,22 +60,12 @@ def _sharp(p: Placement) -> bool:
 
 
 def nccl_candidates(op: str, p: Placement) -> tuple[str, ...]:
-    """The algorithms NCCL's tuner weighs for `op` on this placement, in NCCL's order (_candidates_by_op: once per
-    placement and op)."""
-    known = _candidates_by_op(p)
-    found = known.get(op)
-    if found is None:
-        found = known[op] = _nccl_candidates(op, p)
-    return found
+    """The algorithms NCCL's tuner weighs for `op` on this placement, in NCCL's order."""
+    return _candidates_on(p, op)
 
 
-@per_object
-def _candidates_by_op(p: Placement) -> dict[str, tuple[str, ...]]:
-    """A placement's candidates by op (memo.py): every call priced on it asks again."""
-    return {}
-
-
-def _nccl_candidates(op: str, p: Placement) -> tuple[str, ...]:
+@per_object_and_key  # every call priced on a placement asks again
+def _candidates_on(p: Placement, op: str) -> tuple[str, ...]:
     if op not in REDUCTIONS:
         return ("ring",)
     one_node = p.nodes == 1

@@ -10,9 +10,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, overload
 
-__all__ = ["cached_property", "per_object"]
+__all__ = ["cached_property", "per_object", "per_object_and_key"]
 
 T = TypeVar("T")
+K = TypeVar("K")
 R = TypeVar("R")
 
 
@@ -27,6 +28,24 @@ def per_object(fn: Callable[[T], R]) -> Callable[[T], R]:
             return kept[key]
         value = kept[key] = fn(obj)
         weakref.finalize(obj, kept.pop, key, None)
+        return value
+
+    return once
+
+
+def per_object_and_key(fn: Callable[[T, K], R]) -> Callable[[T, K], R]:
+    """`fn(obj, key)` computed once for each live `obj` (frozen, as per_object's) and hashable `key`."""
+    def values(obj: T) -> dict[K, R]:
+        return {}
+
+    by_key = per_object(values)
+
+    @functools.wraps(fn)
+    def once(obj: T, key: K) -> R:
+        known = by_key(obj)
+        if key in known:
+            return known[key]
+        value = known[key] = fn(obj, key)
         return value
 
     return once

@@ -16,7 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from dpcost.engine.memo import per_object
+from dpcost.engine.memo import per_object, per_object_and_key
 from dpcost.frozen import frozen
 from dpcost.specs import TierSpec, TopologySpec
 
@@ -137,23 +137,9 @@ def job_view(topology: TopologySpec, gpus: int) -> TopologySpec:
     return views[gpus]
 
 
+@per_object_and_key  # every plan of a batch places its groups again
 def place(topology: TopologySpec, ranks: int) -> Placement:
-    """The tiers a collective over `ranks` GPUs spans, lowest first, up to the one that holds them all (kept per
-    topology: every plan of a batch places its groups again)."""
-    placed = _placements_on(topology)
-    found = placed.get(ranks)
-    if found is None:
-        found = placed[ranks] = _place(topology, ranks)
-    return found
-
-
-@per_object
-def _placements_on(topology: TopologySpec) -> dict[int, Placement]:
-    """place() on one topology, by ranks (memo.py)."""
-    return {}
-
-
-def _place(topology: TopologySpec, ranks: int) -> Placement:
+    """The tiers a collective over `ranks` GPUs spans, lowest first, up to the one that holds them all."""
     check_ranks(topology, ranks)
     levels: list[Level] = []
     for i, tier in enumerate(topology.tiers):
