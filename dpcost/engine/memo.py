@@ -35,6 +35,7 @@ def per_object(fn: Callable[[T], R]) -> Callable[[T], R]:
 
 def per_object_and_key(fn: Callable[[T, K], R]) -> Callable[[T, K], R]:
     """`fn(obj, key)` computed once for each live `obj` (frozen, as per_object's) and hashable `key`."""
+
     def values(obj: T) -> dict[K, R]:
         return {}
 
