@@ -43,6 +43,23 @@ def test_hybrid_sharding_sends_fewer_bytes_across_nodes_than_fsdp() -> None:
     assert _network_bytes(hsdp) == pytest.approx(2 * 7 / 8 * gradients / 8, rel=1e-6)
 
 
+def test_the_replica_all_reduce_is_a_row_of_its_own_on_the_replica_group() -> None:
+    """FSDP's HYBRID_SHARD post-backward: each unit's gradients reduce-scattered in its 8-GPU shard group (NVLink),
+    then the 1/8 shard all-reduced across the 8 replicas, one GPU per node (the leaf tier): two rows, each priced on
+    its own group, that add up to what the step's schedule spends on them (one stream, one after the other)."""
+    c = report("--shard-group", "8")["communication"]
+    rows = {x["op"]: x for x in c["collectives"] if x["op"] in ("reduce_scatter", "all_reduce")}
+    scatter, across = rows["reduce_scatter"], rows["all_reduce"]
+    assert across["purpose"] == "gradients, shards across replicas"
+    assert across["bytes"] == pytest.approx(scatter["bytes"] / 8, abs=1)
+    assert scatter["bytes_sent_per_rank"] == pytest.approx(7 / 8 * scatter["bytes"], abs=1)
+    assert across["bytes_sent_per_rank"] == pytest.approx(2 * 7 / 8 * across["bytes"], abs=1)
+    assert [t["tier"] for t in scatter["whole_message"]["tiers"]] == ["nvlink"]
+    assert [t["tier"] for t in across["whole_message"]["tiers"]] == ["leaf"]
+    assert across["calls"] == scatter["calls"]
+    assert sum(x["seconds"] for x in c["collectives"]) == pytest.approx(c["seconds_per_step"], rel=1e-12)
+
+
 def test_hybrid_sharding_memory_lies_between_fsdp_and_ddp() -> None:
     """ZeRO-3 over 8 holds 8x the sharded states ZeRO-3 over 64 does, and far less than DDP's full copy."""
     fsdp = report()["memory"]["stages"][3]

@@ -59,6 +59,7 @@ from dpcost.engine.report import (
     WholeMessage,
 )
 from dpcost.engine.serving import replica
+from dpcost.engine.step import Traffic
 from dpcost.engine.utilization import (
     hardware_flops_per_step,
     hardware_flops_utilization,
@@ -286,43 +287,46 @@ def whole_message_of(c: CollectiveChoice) -> WholeMessage:
 def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Communication:
     """The step's collectives, each with its whole message priced on its group (plan.sharding_groups: under hybrid
     sharding the gathers and reduce-scatters stay in the shard group, and each reduced shard is all-reduced across
-    the replicas); with hybrid sharding also the bytes each GPU sends per step over each tier."""
+    the replicas, a row of its own); with hybrid sharding also the bytes each GPU sends per step over each tier."""
     o = p.o
     shard, replicas = sharding_groups(topology, o)
     everyone = place(topology, o.dp)
     rows: list[CollectiveUse] = []
     per_tier: dict[str, float] = {}
-    priced: dict[tuple[str, float], tuple[CollectiveChoice, WholeMessage]] = {}  # ZeRO-3's two gathers: one price
-    for t in chosen.steps.traffic:
-        group = dp_group_for(t.op, everyone, shard)
-        if (t.op, t.message_bytes) not in priced:
-            choice = collective(topology, t.op, group, t.message_bytes, o.communication.algorithm)
-            priced[t.op, t.message_bytes] = choice, whole_message_of(choice)
-        whole, message = priced[t.op, t.message_bytes]
-        sent = bus_factor(t.op, group.ranks) * t.message_bytes
-        parts = [whole.best]
-        if replicas is not None and t.op == "reduce_scatter":
-            across = collective(topology, "all_reduce", replicas, t.message_bytes / shard.ranks).best
-            sent += bus_factor("all_reduce", replicas.ranks) * t.message_bytes / shard.ranks
-            parts.append(across)
-        for part in parts:
-            for tier in part.tiers:
-                if not tier.nested:
-                    per_tier[tier.tier] = per_tier.get(tier.tier, 0.0) + tier.bytes_per_gpu * t.occurrences
+    priced: dict[tuple[str, Placement, float], tuple[CollectiveChoice, WholeMessage]] = {}  # ZeRO-3's 2 gathers: 1
+
+    def row(op: str, purpose: str, group: Placement, message: float, t: Traffic, seconds: float,
+            algorithms: tuple[tuple[str, int], ...]) -> None:  # fmt: skip
+        if (op, group, message) not in priced:
+            choice = collective(topology, op, group, message, o.communication.algorithm)
+            priced[op, group, message] = choice, whole_message_of(choice)
+        choice, whole = priced[op, group, message]
+        for tier in choice.best.tiers:
+            if not tier.nested:
+                per_tier[tier.tier] = per_tier.get(tier.tier, 0.0) + tier.bytes_per_gpu * t.occurrences
         rows.append(
             CollectiveUse(
-                op=t.op,
-                purpose=t.purpose,
-                bytes=int(t.message_bytes),
-                bytes_sent_per_rank=int(sent),
+                op=op,
+                purpose=purpose,
+                bytes=int(message),
+                bytes_sent_per_rank=int(bus_factor(op, group.ranks) * message),
                 occurrences=t.occurrences,
                 calls=t.calls,
-                algorithm=t.algorithms[0][0].split("/")[0] if t.algorithms else "none",
-                calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in t.algorithms],
-                seconds=t.seconds,
-                whole_message=message,
+                algorithm=algorithms[0][0].split("/")[0] if algorithms else "none",
+                calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in algorithms],
+                seconds=seconds,
+                whole_message=whole,
             )
         )
+
+    for t in chosen.steps.traffic:
+        group = dp_group_for(t.op, everyone, shard)
+        if replicas is not None and t.op == "reduce_scatter":  # its calls are each a reduce-scatter, then an all-reduce
+            row(t.op, t.purpose, group, t.message_bytes, t, *t.part(0))
+            row("all_reduce", f"{t.purpose}, shards across replicas", replicas, t.message_bytes / shard.ranks, t,
+                *t.part(1))  # fmt: skip
+        else:
+            row(t.op, t.purpose, group, t.message_bytes, t, t.seconds, t.algorithms)
     return Communication(
         primitives=primitives(chosen.steps.schedule),
         frequency=frequency(chosen.steps.schedule, p.accumulation),

@@ -176,7 +176,7 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
             if replicas is not None and op == "reduce_scatter":
                 across = one("all_reduce", replicas, size / shard.ranks)
                 label, slowdown = f"{best.algorithm} + {across.algorithm}", slowdown_of([(best, 1), (across, 1)])
-                best = Call(best.seconds + across.seconds, label, slowdown)
+                best = Call(best.seconds + across.seconds, label, slowdown, (best, across))
             if len(known) >= _DP_CALLS_PER_TOPOLOGY:
                 known.clear()
             found = known[key] = best

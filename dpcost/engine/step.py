@@ -96,6 +96,9 @@ class Call:
     seconds: float
     algorithm: str
     slowdown: float = 0.0
+    # the calls it is made of, in issue order, where it is several on one stream: under hybrid sharding a gradient
+    # reduce-scatter in the shard group, then its shard's all-reduce across the replicas (plan.call_time)
+    parts: tuple[Call, ...] = ()
 
 
 CallTime = Callable[[str, float], Call]  # (op, message bytes) -> one call
@@ -157,6 +160,12 @@ class Traffic:
     def algorithms(self) -> tuple[tuple[str, int], ...]:
         """(algorithm/protocol, calls per step), most calls first: read by the report only."""
         return _counted_algorithms(self.priced, self.occurrences)
+
+    def part(self, index: int) -> tuple[float, tuple[tuple[str, int], ...]]:
+        """One part of each of its calls (Call.parts: under hybrid sharding 0 the reduce-scatter, 1 the replica
+        all-reduce): its seconds per step, and its algorithms as `algorithms` counts them."""
+        parts = [(c.parts[index], n) for c, n in self.priced]
+        return sum(c.seconds * n for c, n in parts) * self.occurrences, _counted_algorithms(parts, self.occurrences)
 
 
 @frozen
