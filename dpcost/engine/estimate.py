@@ -293,14 +293,16 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
     everyone = place(topology, o.dp)
     rows: list[CollectiveUse] = []
     per_tier: dict[str, float] = {}
-    priced: dict[tuple[str, Placement, float], tuple[CollectiveChoice, WholeMessage]] = {}  # ZeRO-3's 2 gathers: 1
+    # by op, group (alive through the call: its id) and bytes; ZeRO-3's two gathers priced once
+    priced: dict[tuple[str, int, float], tuple[CollectiveChoice, WholeMessage]] = {}
 
     def row(op: str, purpose: str, group: Placement, message: float, t: Traffic, seconds: float,
             algorithms: tuple[tuple[str, int], ...]) -> None:  # fmt: skip
-        if (op, group, message) not in priced:
+        key = (op, id(group), message)
+        if key not in priced:
             choice = collective(topology, op, group, message, o.communication.algorithm)
-            priced[op, group, message] = choice, whole_message_of(choice)
-        choice, whole = priced[op, group, message]
+            priced[key] = choice, whole_message_of(choice)
+        choice, whole = priced[key]
         for tier in choice.best.tiers:
             if not tier.nested:
                 per_tier[tier.tier] = per_tier.get(tier.tier, 0.0) + tier.bytes_per_gpu * t.occurrences
