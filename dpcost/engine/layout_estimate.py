@@ -665,10 +665,11 @@ def _stage_by_ops(
     # attend in a window or chunk and (hybrids) their mixer and whether they have an MLP: time each kind once (for
     # every stage, given `layer_times` to keep them in).
     last = stage.index == stages - 1
-    kinds = [
-        (*kind, sixteen_bit_layer(first_layer + j, a.layers, bf16_layers))
-        for j, kind in enumerate(_layer_kinds_of(a)[first_layer : first_layer + stage.layers])
-    ]
+    here = _layer_kinds_of(a)[first_layer : first_layer + stage.layers]
+    if any(bf16_layers):
+        kinds = [(*kind, sixteen_bit_layer(first_layer + j, a.layers, bf16_layers)) for j, kind in enumerate(here)]
+    else:  # every plan of a search: no call per layer
+        kinds = [(*kind, False) for kind in here]
     if last and mtp_layers:  # MTP modules in the compute dtype: Megatron-Core's rule indexes the decoder's layers
         kinds += [(mtp_layer(a).moe, "attention", None, True, False)] * mtp_layers
     by_kind = {} if layer_times is None else layer_times
