@@ -52,7 +52,7 @@ from dpcost.engine.ops import (
     mtp_ops,
     optimizer_seconds_on,
     recomputed_by_part,
-    sixteen_bit_layer,
+    sixteen_bit_layers,
     tensor_parallel,
     times,
 )
@@ -666,10 +666,8 @@ def _stage_by_ops(
     # every stage, given `layer_times` to keep them in).
     last = stage.index == stages - 1
     here = _layer_kinds_of(a)[first_layer : first_layer + stage.layers]
-    if any(bf16_layers):
-        kinds = [(*kind, sixteen_bit_layer(first_layer + j, a.layers, bf16_layers)) for j, kind in enumerate(here)]
-    else:  # every plan of a search: no call per layer
-        kinds = [(*kind, False) for kind in here]
+    in_bf16 = sixteen_bit_layers(first_layer, stage.layers, a.layers, bf16_layers)
+    kinds = [(*kind, sixteen) for kind, sixteen in zip(here, in_bf16, strict=True)]
     if last and mtp_layers:  # MTP modules in the compute dtype: Megatron-Core's rule indexes the decoder's layers
         kinds += [(mtp_layer(a).moe, "attention", None, True, False)] * mtp_layers
     by_kind = {} if layer_times is None else layer_times

@@ -63,6 +63,7 @@ __all__ = [
     "part_of",
     "recomputed_by_part",
     "sixteen_bit_layer",
+    "sixteen_bit_layers",
     "tensor_parallel",
     "times",
 ]
@@ -127,6 +128,14 @@ def sixteen_bit_layer(layer: int, layers: int, bf16_layers: tuple[int, int]) -> 
     by their global index: fp8_utils.is_first_last_bf16_layer; docs/sources/low-precision-layers.md)."""
     at_start, at_end = bf16_layers
     return layer < at_start or layer >= layers - at_end
+
+
+def sixteen_bit_layers(first: int, count: int, layers: int, bf16_layers: tuple[int, int]) -> list[bool]:
+    """sixteen_bit_layer for the `count` decoder layers from `first`: all False, without asking each, where no
+    layer is kept in BF16 (every plan of a search)."""
+    if not any(bf16_layers):
+        return [False] * count
+    return [sixteen_bit_layer(i, layers, bf16_layers) for i in range(first, first + count)]
 
 
 def in_sixteen_bits(ops: list[Op]) -> list[Op]:
@@ -817,10 +826,8 @@ def micro_batch_compute(
     checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
     # layers of one kind (MoE or not, Gemma 4's global attention or not, a window or not, in BF16 or not) run the
     # same ops
-    kinds = [
-        (moe, a.mixer(i), a.local_span(i), a.has_mlp(i), sixteen_bit_layer(i, a.layers, bf16_layers))
-        for i, moe in enumerate(moe_layers)
-    ]
+    in_bf16 = sixteen_bit_layers(0, len(moe_layers), a.layers, bf16_layers)
+    kinds = [(moe, a.mixer(i), a.local_span(i), a.has_mlp(i), in_bf16[i]) for i, moe in enumerate(moe_layers)]
     for kind in sorted(set(kinds), key=lambda k: (k[0], k[1], k[2] is not None, k[3], k[4])):  # one local kind
         count, (moe, mixer, local, mlp, sixteen) = kinds.count(kind), kind
         ops = layer_ops(
