@@ -12,18 +12,26 @@ compare, hash and print as the dataclass's would: equal when of the same class w
 `dataclasses.fields`, `replace`, `asdict` and `field(...)` work on it; a @frozen class may extend another, whose
 fields come first. `frozen(cls, kw_only=True)` takes every field by keyword, as `dataclass(kw_only=True)`; a field
 whose metadata holds `convert` (a function) is set to `convert(value)` (dpcost.contract: a value as pydantic would
-have held it). `__init__` is compiled when it is first looked up. Not supported (none of dpcost's classes use them;
+have held it). `__init__` is made when it is first looked up. Not supported (none of dpcost's classes use them;
 `frozen` refuses them): `InitVar`, a field marked keyword-only on its own, slots. tests/test_frozen.py holds each
 behaviour to the dataclass's own.
+
+Compiling one `__init__` takes Python 3.11 about 75 us, and a command first uses about 60 classes. dpcost's own
+classes' `__init__`s are therefore also written out, by `python -m dpcost.frozen`, into `dpcost/_frozen_inits.py`,
+which Python compiles once into its `.pyc` like any module: a class takes its `__init__` from there while the source
+written there is the one it would compile, and compiles its own otherwise (a class changed since, or one outside
+dpcost). tests/test_frozen.py fails when that module is out of date.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, TypeVar, cast, dataclass_transform
 
 __all__ = ["frozen"]
 
@@ -110,9 +118,9 @@ def _own_fields(cls: type) -> list[dataclasses.Field[Any]]:
     return out
 
 
-def _init(cls: type, fields: list[dataclasses.Field[Any]], kw_only: bool) -> Callable[..., None]:
-    """`__init__` as dataclasses writes it for a frozen class (`kw_only`: every field by keyword, as
-    `dataclass(kw_only=True)`), compiled in one `exec`."""
+def _init_source(cls: type, fields: list[dataclasses.Field[Any]], kw_only: bool) -> tuple[str, dict[str, Any]]:
+    """The source of `__init__` as dataclasses writes it for a frozen class (`kw_only`: every field by keyword, as
+    `dataclass(kw_only=True)`), and the names it reads (defaults, factories, converters) with their values."""
     scope: dict[str, Any] = {"__set": object.__setattr__, "__FACTORY": _HAS_DEFAULT_FACTORY}
     params, body = ["self"], []
     for f in fields:
@@ -144,12 +152,44 @@ def _init(cls: type, fields: list[dataclasses.Field[Any]], kw_only: bool) -> Cal
         body.append("  self.__post_init__()")
     if kw_only and len(params) > 1:
         params.insert(1, "*")
-    source = f"def __init__({', '.join(params)}):\n" + ("\n".join(body) or "  pass")
-    exec(source, scope)
-    init: Callable[..., None] = scope["__init__"]
+    return f"def __init__({', '.join(params)}):\n" + ("\n".join(body) or "  pass"), scope
+
+
+_Prebuilt = dict[str, tuple[str, Callable[..., Callable[..., None]]]]
+_PREBUILT: _Prebuilt | None = None
+
+
+def _prebuilt() -> _Prebuilt:
+    """dpcost/_frozen_inits.py's entries: by class, the source written there and what makes that `__init__`. None
+    where the module has no bytecode and Python may not write it (PYTHONDONTWRITEBYTECODE): compiling all of it in
+    every process would cost more than the few classes a command uses."""
+    global _PREBUILT
+    if _PREBUILT is None:
+        INITS: dict[str, Any] = {}
+        here = os.path.dirname(__file__)
+        compiled = os.path.join(here, "__pycache__", f"_frozen_inits.{sys.implementation.cache_tag}.pyc")
+        if not sys.dont_write_bytecode or os.path.exists(compiled):
+            from dpcost._frozen_inits import INITS
+        _PREBUILT = cast(_Prebuilt, INITS)
+    return _PREBUILT
+
+
+def _init(cls: type, fields: list[dataclasses.Field[Any]], kw_only: bool) -> Callable[..., None]:
+    """The class's `__init__`: dpcost/_frozen_inits.py's while it was written from the same source, else compiled
+    in one `exec`."""
+    source, scope = _init_source(cls, fields, kw_only)
+    made = _prebuilt().get(f"{cls.__module__}.{cls.__qualname__}")
+    if made is not None and made[0] == source:
+        init = made[1](**scope)
+    else:
+        exec(source, scope)
+        init = scope["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {**{f.name: f.type for f in fields if f.init}, "return": None}
     return init
+
+
+_BUILT: list[_LazyInit] = []  # every class frozen has built, for the module below
 
 
 class _LazyInit:
@@ -158,6 +198,7 @@ class _LazyInit:
 
     def __init__(self, cls: type, fields: list[dataclasses.Field[Any]], kw_only: bool) -> None:
         self.cls, self.fields, self.kw_only = cls, fields, kw_only
+        _BUILT.append(self)
 
     def __get__(self, obj: object, owner: type | None = None) -> Any:
         init = _init(self.cls, self.fields, self.kw_only)
@@ -195,3 +236,58 @@ def frozen(cls: type[_T], kw_only: bool = False) -> type[_T]:
         if name not in cls.__dict__:
             setattr(cls, name, method)
     return cls
+
+
+# ------------------------------------------------------------------------------------------------ prebuilt inits
+
+_HEADER = """\
+# Generated by `python -m dpcost.frozen`: do not edit. Every @frozen class of dpcost's, its __init__ as
+# dpcost.frozen writes it, so that Python compiles them once, into this module's .pyc. A class takes its entry
+# only while the source below is the one it would compile (dpcost/frozen.py).
+# mypy: ignore-errors
+"""
+
+
+def prebuilt_inits_source() -> str:
+    """dpcost/_frozen_inits.py as the classes built so far in dpcost's modules would write it: for each, a function
+    that takes the names its `__init__` reads and returns that `__init__`, and the source it was written from."""
+    entries = sorted(
+        (f"{lazy.cls.__module__}.{lazy.cls.__qualname__}", *_init_source(lazy.cls, lazy.fields, lazy.kw_only))
+        for lazy in _BUILT
+        if lazy.cls.__module__.startswith("dpcost.") and "<locals>" not in lazy.cls.__qualname__
+    )
+
+    def name(key: str) -> str:
+        return "_" + key.replace(".", "_")
+
+    out = [_HEADER]
+    for key, source, scope in entries:
+        body = "\n".join("    " + line for line in source.splitlines())
+        out.append(f"\n\ndef {name(key)}({', '.join(scope)}):\n{body}\n    return __init__\n")
+    out.append("\n\nINITS = {\n")
+    out += [f"    {key!r}: ({source!r}, {name(key)}),\n" for key, source, _ in entries]
+    out.append("}\n")
+    return "".join(out)
+
+
+def import_every_module() -> None:
+    """Import each of dpcost's modules, so that every @frozen class in them is built."""
+    import importlib
+    import pkgutil
+
+    import dpcost
+
+    for info in pkgutil.walk_packages(dpcost.__path__, "dpcost."):
+        if info.name not in ("dpcost.__main__", "dpcost._frozen_inits"):
+            importlib.import_module(info.name)
+
+
+if __name__ == "__main__":  # run as a script this is not dpcost.frozen, whose classes the modules register with
+    from pathlib import Path
+
+    from dpcost import frozen as registry
+
+    registry.import_every_module()
+    written = Path(registry.__file__).with_name("_frozen_inits.py")
+    written.write_text(registry.prebuilt_inits_source())
+    print(f"wrote {written}")

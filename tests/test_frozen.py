@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import FrozenInstanceError, dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -155,3 +156,65 @@ def test_a_fields_convert_is_applied_to_what_init_is_given() -> None:
         type("C", (), {"__annotations__": {"x": "float"}, "x": field(default=0, metadata={"convert": float})})
     )
     assert type(ours(3).x) is float and ours(3).x == 3.0
+
+
+def test_the_prebuilt_inits_are_current() -> None:
+    """dpcost/_frozen_inits.py is what `python -m dpcost.frozen` writes from dpcost's classes now. Where it is not,
+    run that command: until then a changed class compiles its own `__init__`, correct but slower to start."""
+    import dpcost.frozen as registry
+
+    registry.import_every_module()
+    written = Path(registry.__file__).with_name("_frozen_inits.py")
+    assert written.read_text() == registry.prebuilt_inits_source(), "stale: run python -m dpcost.frozen"
+
+
+def test_each_prebuilt_init_sets_what_the_compiled_one_sets() -> None:
+    """Every shipped class's `__init__` from dpcost/_frozen_inits.py leaves an instance as the one compiled from the
+    same source does: given a distinct stand-in for each field it takes, or refused alike (a converter, a
+    __post_init__)."""
+    import inspect
+
+    import dpcost.frozen as registry
+    from dpcost._frozen_inits import INITS
+
+    registry.import_every_module()
+    checked = 0
+    for lazy in registry._BUILT:
+        key = f"{lazy.cls.__module__}.{lazy.cls.__qualname__}"
+        if key not in INITS:
+            continue
+        source, scope = registry._init_source(lazy.cls, lazy.fields, lazy.kw_only)
+        prebuilt = INITS[key][1](**scope)
+        exec(source, compiled := dict(scope))
+        params = list(inspect.signature(compiled["__init__"]).parameters.values())[1:]
+        given = {p.name: object() for p in params if p.default is inspect.Parameter.empty}
+        outcomes = []
+        for init in (prebuilt, compiled["__init__"]):
+            obj = object.__new__(lazy.cls)
+            try:
+                init(obj, **given)
+                outcomes.append(dict(vars(obj)))
+            except Exception as exc:  # a stand-in a converter refuses: refused alike
+                outcomes.append(type(exc))
+        assert outcomes[0] == outcomes[1], key
+        checked += 1
+    assert checked == len(INITS) > 100
+
+
+def test_a_class_whose_source_moved_on_compiles_its_own_init(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A class named as a shipped one but with other fields does not take the shipped one's `__init__`; the shipped
+    one does."""
+    import dpcost.frozen as registry
+    from dpcost._frozen_inits import INITS
+    from dpcost.engine.step import Phase
+
+    monkeypatch.setattr(registry, "_PREBUILT", INITS)
+    shipped = registry._init(Phase, list(dataclasses.fields(Phase)), False)
+    assert shipped.__code__.co_filename.endswith("_frozen_inits.py")
+    body = {"__annotations__": {"only": "int"}, "__module__": "dpcost.engine.step", "__qualname__": "Phase"}
+    moved = frozen(type("Phase", (), body))
+    try:
+        assert vars(moved(3)) == {"only": 3}
+        assert not moved.__init__.__code__.co_filename.endswith("_frozen_inits.py")
+    finally:  # out of the registry, which the tests above write the module from
+        registry._BUILT[:] = [lazy for lazy in registry._BUILT if lazy.cls is not moved]
