@@ -1292,12 +1292,13 @@ def _dpcost_engine_serving_Replica(__set, __FACTORY):
     return __init__
 
 
-def _dpcost_engine_step_Call(__set, __FACTORY, __dflt_slowdown, __dflt_parts):
-    def __init__(self, seconds, algorithm, slowdown=__dflt_slowdown, parts=__dflt_parts):
+def _dpcost_engine_step_Call(__set, __FACTORY, __dflt_slowdown, __dflt_parts, __dflt_op):
+    def __init__(self, seconds, algorithm, slowdown=__dflt_slowdown, parts=__dflt_parts, op=__dflt_op):
       __set(self, 'seconds', seconds)
       __set(self, 'algorithm', algorithm)
       __set(self, 'slowdown', slowdown)
       __set(self, 'parts', parts)
+      __set(self, 'op', op)
     return __init__
 
 
@@ -1609,7 +1610,7 @@ INITS = {
     'dpcost.engine.search.Found': ("def __init__(self, options, report):\n  __set(self, 'options', options)\n  __set(self, 'report', report)", _dpcost_engine_search_Found),
     'dpcost.engine.search.Shape': ("def __init__(self, tp=__dflt_tp, cp=__dflt_cp, pp=__dflt_pp, ep=__dflt_ep, dp=__dflt_dp, virtual_stages=__dflt_virtual_stages, order=__dflt_order):\n  __set(self, 'tp', tp)\n  __set(self, 'cp', cp)\n  __set(self, 'pp', pp)\n  __set(self, 'ep', ep)\n  __set(self, 'dp', dp)\n  __set(self, 'virtual_stages', virtual_stages)\n  __set(self, 'order', order)", _dpcost_engine_search_Shape),
     'dpcost.engine.serving.Replica': ("def __init__(self, weights, kv, gpus, per_gpu, tokens_per_second, bound):\n  __set(self, 'weights', weights)\n  __set(self, 'kv', kv)\n  __set(self, 'gpus', gpus)\n  __set(self, 'per_gpu', per_gpu)\n  __set(self, 'tokens_per_second', tokens_per_second)\n  __set(self, 'bound', bound)", _dpcost_engine_serving_Replica),
-    'dpcost.engine.step.Call': ("def __init__(self, seconds, algorithm, slowdown=__dflt_slowdown, parts=__dflt_parts):\n  __set(self, 'seconds', seconds)\n  __set(self, 'algorithm', algorithm)\n  __set(self, 'slowdown', slowdown)\n  __set(self, 'parts', parts)", _dpcost_engine_step_Call),
+    'dpcost.engine.step.Call': ("def __init__(self, seconds, algorithm, slowdown=__dflt_slowdown, parts=__dflt_parts, op=__dflt_op):\n  __set(self, 'seconds', seconds)\n  __set(self, 'algorithm', algorithm)\n  __set(self, 'slowdown', slowdown)\n  __set(self, 'parts', parts)\n  __set(self, 'op', op)", _dpcost_engine_step_Call),
     'dpcost.engine.step.Drain': ("def __init__(self, duration, comm, runs):\n  __set(self, 'duration', duration)\n  __set(self, 'comm', comm)\n  __set(self, 'runs', runs)", _dpcost_engine_step_Drain),
     'dpcost.engine.step.Phase': ("def __init__(self, name, compute, comm, duration, repeats, comm_by_op=__dflt_comm_by_op, overlapped=__dflt_overlapped, waits=__dflt_waits, slack=__dflt_slack, slowdown=__dflt_slowdown):\n  __set(self, 'name', name)\n  __set(self, 'compute', compute)\n  __set(self, 'comm', comm)\n  __set(self, 'duration', duration)\n  __set(self, 'repeats', repeats)\n  __set(self, 'comm_by_op', comm_by_op)\n  __set(self, 'overlapped', overlapped)\n  __set(self, 'waits', waits)\n  __set(self, 'slack', slack)\n  __set(self, 'slowdown', slowdown)", _dpcost_engine_step_Phase),
     'dpcost.engine.step.StepPlan': ("def __init__(self, stage, accumulation, forward, backward, units, grad_bytes, weight_bytes, bucket_bytes, keep_full_grads=__dflt_keep_full_grads, overlap_param_gather=__dflt_overlap_param_gather, first_bucket_bytes=__dflt_first_bucket_bytes, per_unit=__dflt_per_unit, gather_calls=__dflt_gather_calls, bucket_op=__dflt_bucket_op, bucket_rule=__dflt_bucket_rule, unconverted_weight_bytes=__dflt_unconverted_weight_bytes, stage3_reduce_bucket_bytes=__dflt_stage3_reduce_bucket_bytes, overlap_grad_reduce=__dflt_overlap_grad_reduce, ranks=__dflt_ranks, sync_jitter=__dflt_sync_jitter, optimizer=__dflt_optimizer, slowest_gpu=__dflt_slowest_gpu):\n  __set(self, 'stage', stage)\n  __set(self, 'accumulation', accumulation)\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'units', units)\n  __set(self, 'grad_bytes', grad_bytes)\n  __set(self, 'weight_bytes', weight_bytes)\n  __set(self, 'bucket_bytes', bucket_bytes)\n  __set(self, 'keep_full_grads', keep_full_grads)\n  __set(self, 'overlap_param_gather', overlap_param_gather)\n  __set(self, 'first_bucket_bytes', first_bucket_bytes)\n  __set(self, 'per_unit', per_unit)\n  __set(self, 'gather_calls', gather_calls)\n  __set(self, 'bucket_op', bucket_op)\n  __set(self, 'bucket_rule', bucket_rule)\n  __set(self, 'unconverted_weight_bytes', unconverted_weight_bytes)\n  __set(self, 'stage3_reduce_bucket_bytes', stage3_reduce_bucket_bytes)\n  __set(self, 'overlap_grad_reduce', overlap_grad_reduce)\n  __set(self, 'ranks', ranks)\n  __set(self, 'sync_jitter', sync_jitter)\n  __set(self, 'optimizer', optimizer)\n  __set(self, 'slowest_gpu', slowest_gpu)", _dpcost_engine_step_StepPlan),

@@ -114,3 +114,19 @@ def test_hybrid_sharding_needs_a_stage_that_shards(extra: list[str], said: str) 
 def test_with_the_stage_chosen_hybrid_sharding_leaves_zero0_out() -> None:
     stages = report("--zero", "auto", "--shard-group", "8")["setup"]["zero_stage"]
     assert stages >= 1
+
+
+def test_the_breakdown_names_the_replica_all_reduce_apart_from_the_reduce_scatter() -> None:
+    """The backward's waits are shared among its calls by their seconds (step._breakdown), and under hybrid sharding
+    each gradient call is a reduce-scatter then an all-reduce: the exposed all-reduce is its own term, in the ratio
+    of the two rows' seconds, and the exposed terms still add up to the exposed communication."""
+    r = report("--dp", "512", "--shard-group", "64")
+    terms = {t["term"]: t["seconds"] for t in r["time"]["breakdown"]}
+    rows = {x["op"]: x["seconds"] for x in r["communication"]["collectives"] if x["op"] != "all_gather"}
+    assert terms["exposed all_reduce"] > 0
+    assert terms["exposed all_reduce"] / terms["exposed reduce_scatter"] == pytest.approx(
+        rows["all_reduce"] / rows["reduce_scatter"], rel=1e-9
+    )
+    exposed = sum(s for term, s in terms.items() if term.startswith("exposed "))
+    assert exposed == pytest.approx(r["time"]["exposed_comm_seconds"], rel=1e-12)
+    assert "exposed all_reduce" not in {t["term"] for t in report("--dp", "512")["time"]["breakdown"]}

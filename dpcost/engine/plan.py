@@ -7,6 +7,7 @@ times one candidate (compute at the --mfu rate, collectives as NCCL runs them, t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from dpcost.engine.availability import forcible
 from dpcost.engine.checkpointing import RECOMPUTE
@@ -176,7 +177,8 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
             if replicas is not None and op == "reduce_scatter":
                 across = one("all_reduce", replicas, size / shard.ranks)
                 label, slowdown = f"{best.algorithm} + {across.algorithm}", slowdown_of([(best, 1), (across, 1)])
-                best = Call(best.seconds + across.seconds, label, slowdown, (best, across))
+                parts = (replace(best, op=op), replace(across, op="all_reduce"))
+                best = Call(best.seconds + across.seconds, label, slowdown, parts)
             if len(known) >= _DP_CALLS_PER_TOPOLOGY:
                 known.clear()
             found = known[key] = best

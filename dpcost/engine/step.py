@@ -99,6 +99,7 @@ class Call:
     # the calls it is made of, in issue order, where it is several on one stream: under hybrid sharding a gradient
     # reduce-scatter in the shard group, then its shard's all-reduce across the replicas (plan.call_time)
     parts: tuple[Call, ...] = ()
+    op: str = ""  # a part's own collective (empty: the op the call was asked for)
 
 
 CallTime = Callable[[str, float], Call]  # (op, message bytes) -> one call
@@ -408,6 +409,17 @@ def _counted_algorithms(runs: Iterable[tuple[Call, int]], times: int = 1) -> tup
     return tuple((alg, n * times) for alg, n in counts.most_common())
 
 
+def seconds_by_op(op: str, calls: Iterable[tuple[Call, int]]) -> tuple[tuple[str, float], ...]:
+    """The seconds of calls issued as `op` (given as (call, how many)), by the collective each ran: a call made of
+    parts (Call.parts) counts each part under its own op, so that the breakdown names what was exposed."""
+    seconds: dict[str, float] = {}
+    for c, n in calls:
+        for part in c.parts or (c,):
+            ran = part.op or op
+            seconds[ran] = seconds.get(ran, 0.0) + part.seconds * n
+    return tuple(seconds.items()) or ((op, 0.0),)
+
+
 def slowdown_of(calls: Iterable[tuple[Call, int]]) -> float:
     """How much slower a stretch of calls makes the compute beside them: their slowdowns weighted by their seconds
     (calls given as (call, how many))."""
@@ -568,7 +580,7 @@ class _Schedule:
                 d.comm,
                 duration,
                 stretch.repeats,
-                ((op, d.comm),),
+                seconds_by_op(op, d.runs),
                 overlapped,
                 waits,
                 slowdown=slowdown_of(d.runs),
@@ -596,15 +608,16 @@ class _Schedule:
         calls = [(c, n) for c, n in issued if c is not None]
         rs_total = sum(c.seconds * n for c, n in calls)
         self._issue(reduce, self.grad_total, calls, rs_total)
+        by_reduction = seconds_by_op(op, calls)
         if stretch.compute == NO_COMPUTE:
-            serial = ((op, rs_total),)
+            serial = by_reduction
             self.phases.append(Phase(stretch.name, 0.0, rs_total, rs_total, occurrences, serial, False, 1))
             return
         ag = [(c.seconds, n) for c, n in back] if back else [(0.0, n) for _, n in compute]
         reduces = [call.seconds if call else 0.0 for call, _ in issued]
         duration = gather_reduce_runs([(c, g, r, n) for (c, n), (g, _), r in zip(compute, ag, reduces, strict=True)])
         ag_total = sum(g * n for g, n in ag)
-        by_op: tuple[tuple[str, float], ...] = ((op, rs_total),) + ((("all_gather", ag_total),) if back else ())
+        by_op = by_reduction + ((("all_gather", ag_total),) if back else ())
         units = sum(n for _, n in compute)
         waits = (units if gathers else 0) + 1  # each unit's gather, and the last reduction
         slack = max(0.0, p.backward - ag_total) / units if gathers else 0.0
