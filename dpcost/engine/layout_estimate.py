@@ -45,7 +45,6 @@ from dpcost.engine.ops import (
     Op,
     OpTimes,
     has_layer_ops,
-    in_sixteen_bits,
     layer_ops,
     matmul_operands,
     model_ops,
@@ -650,11 +649,10 @@ def _stage_by_ops(
         if key in known:
             return known[key]
         view = a.attention_of(mixer)
-        operands, operand_cast = matmul_operands(gpu.arch, "bf16") if sixteen else (gemm_bytes, cast)
         built = layer_ops(
-            view, moe, tokens, seq_len, fw.kernels, operands, flash, layout.ep, operand_cast, local, mixer, mlp
+            view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp, sixteen
         )
-        ops = tensor_parallel(in_sixteen_bits(built) if sixteen else built, layout.tp, sequence_parallel)
+        ops = tensor_parallel(built, layout.tp, sequence_parallel)
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = sum(recomputed_by_part(t.forward, ops, per_op, recompute, recompute_modules).values())

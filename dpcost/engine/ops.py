@@ -272,6 +272,7 @@ def layer_ops(
     local: LocalAttentionSpec | None = None,
     mixer: str = "attention",
     mlp: bool = True,
+    sixteen_bit: bool = False,
 ) -> list[Op]:
     """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
     one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
@@ -289,7 +290,10 @@ def layer_ops(
     masks it (transformers' eager_attention_forward). A hybrid's layer (has_layer_ops): `mixer` "mamba" runs
     Megatron-Core's Mamba-2 mixer in place of attention (_mamba_mixer), "none" no mixer (Nemotron-H's MLP and MoE
     layers); `mlp` False, no MLP (its Mamba and attention layers), each half with its own norm and residual add
-    (megatron/core/ssm/mamba_layer.py, mlp_layer.py)."""
+    (megatron/core/ssm/mamba_layer.py, mlp_layer.py). `sixteen_bit`: a layer kept in BF16 under an FP8 or NVFP4
+    recipe (sixteen_bit_layer): its matmuls take 16-bit operands uncast, at the BF16 rate (in_sixteen_bits)."""
+    if sixteen_bit:
+        gemm_bytes, cast = BF16, None
     h, t = a.hidden, float(tokens)
     ops: list[Op] = []
     norm_b, norm_k = _NORM[kernels]
@@ -304,6 +308,8 @@ def layer_ops(
         ops += _attention_half(a, t, seq_len, kernels, gemm_bytes, flash, local, unfused)
     if mlp:
         ops += _mlp_half(a, moe_layer, t, kernels, gemm_bytes, ep, unfused)
+    if sixteen_bit:
+        return in_sixteen_bits(ops)
     if cast is None:
         return ops
     with_casts = []
@@ -831,11 +837,9 @@ def micro_batch_compute(
     for kind in sorted(set(kinds), key=lambda k: (k[0], k[1], k[2] is not None, k[3], k[4])):  # one local kind
         count, (moe, mixer, local, mlp, sixteen) = kinds.count(kind), kind
         ops = layer_ops(
-            a.attention_of(mixer), moe, tokens, seq_len, kernels, BF16 if sixteen else gemm_bytes, flash,
-            cast=None if sixteen else cast, local=local, mixer=mixer, mlp=mlp,
+            a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, cast=cast, local=local,
+            mixer=mixer, mlp=mlp, sixteen_bit=sixteen,
         )  # fmt: skip
-        if sixteen:
-            ops = in_sixteen_bits(ops)
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = recomputed_by_part(t.forward, ops, per_op, recompute, modules)
