@@ -161,8 +161,8 @@ _PREBUILT: _Prebuilt | None = None
 
 def _prebuilt() -> _Prebuilt:
     """dpcost/_frozen_inits.py's entries: by class, the source written there and what makes that `__init__`. None
-    where the module has no bytecode and Python may not write it (PYTHONDONTWRITEBYTECODE): compiling all of it in
-    every process would cost more than the few classes a command uses."""
+    are read where the module has no bytecode and Python may not write it (PYTHONDONTWRITEBYTECODE): compiling all of
+    it in every process would cost more than the few classes a command uses."""
     global _PREBUILT
     if _PREBUILT is None:
         INITS: dict[str, Any] = {}
@@ -193,8 +193,8 @@ _BUILT: list[_LazyInit] = []  # every class frozen has built, for the module bel
 
 
 class _LazyInit:
-    """A class's `__init__`, compiled the first time it is looked up: a run builds classes it never instantiates,
-    and compiling one `__init__` is most of what `frozen` costs a class."""
+    """A class's `__init__`, made (_init) the first time it is looked up: a run builds classes it never
+    instantiates, and compiling one `__init__` is most of what `frozen` costs a class."""
 
     def __init__(self, cls: type, fields: list[dataclasses.Field[Any]], kw_only: bool) -> None:
         self.cls, self.fields, self.kw_only = cls, fields, kw_only
