@@ -330,7 +330,7 @@ def _tree_network_traffic(topology: TopologySpec, p: Placement, size: float) -> 
     Two domains exchange S once each way; beyond two, every domain is interior in one of the two trees and
     moves 2S. Upper tiers carry the edges that leave their sub-domains, as a ring's hops would."""
     g = p.ppn
-    rail = p.rail_levels()
+    rail = p.rails
     traffic = _ring_traffic(topology, p, "all_reduce", p.nodes, size / g, rail)
     if p.nodes > 2:
         scale = p.nodes / (p.nodes - 1)  # the ring's 2(D-1)/D x S/g becomes 2S/g
@@ -345,7 +345,7 @@ def _tree_channels_busbw(topology: TopologySpec, p: Placement, proto: Protocol) 
     cap = nccl.tree_channel_cap(topology.gpu.arch, proto, p.nodes)
     if cap is None:
         return math.inf
-    nic_gbs = p.rail_levels()[0].tier.bandwidth / GB
+    nic_gbs = p.rails[0].tier.bandwidth / GB
     channels = math.floor(p.ppn) * nccl.channels_per_nic(topology.gpu.arch, nic_gbs)
     return channels * cap * GB
 
@@ -368,7 +368,7 @@ def _tree(topology: TopologySpec, p: Placement, size: float, proto: Protocol, nv
     if p.nodes > 1:
         traffic += _tree_network_traffic(topology, p, size)
         algorithm = "nvls_tree" if nvls else "tree"
-        latency += 2 * _tree_depth_latency(topology, p.nodes, p.rail_levels(), algorithm, "simple" if nvls else proto)
+        latency += 2 * _tree_depth_latency(topology, p.nodes, p.rails, algorithm, "simple" if nvls else proto)
     if nvls:
         if p.nodes > 1:
             keep = nccl.nvls_tree_correction(size, topology.gpu.arch, topology.host_cpu)
@@ -530,7 +530,7 @@ def _kept(
 ) -> _Kept:
     """`compute()` once per placement and `call` in a topology's cache (emptied at _PRICES_PER_TOPOLOGY entries).
     A tier counts by its identity: the entry holds the tiers, so no other tier can take their ids while it is kept."""
-    key = (p.ranks, p.nodes, tuple((id(lv.tier), lv.domain, lv.scale_up) for lv in p.levels), *call)
+    key = (*p.shape, *call)
     found = cache.get(key)
     if found is None:
         if len(cache) >= _PRICES_PER_TOPOLOGY:

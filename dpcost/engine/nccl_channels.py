@@ -104,7 +104,7 @@ def _search_channels(topology: TopologySpec, p: Placement) -> tuple[int, float]:
         row = SPEED_ARRAY_INTRA[_ARCH_ROW[arch]]
         return _searched(row, nvlink, lambda s: int(nvlink // s), nvlink)
     nics = max(1, math.floor(p.ppn))
-    nic = p.rail_levels()[0].tier.bandwidth / GB
+    nic = p.rails[0].tier.bandwidth / GB
     through = (nics - 1) / nics  # the share of channels a GPU passes on over NVLink (the rest leave by its NIC)
 
     def channels_at(speed: float) -> int:
@@ -160,7 +160,7 @@ def nvls_channels(topology: TopologySpec, p: Placement) -> int:
         return NVLS_CHANNELS_SM90
     if p.nodes <= 1:
         return NVLS_CHANNELS_SM100_NVL
-    nic = p.rail_levels()[0].tier.bandwidth / GB
+    nic = p.rails[0].tier.bandwidth / GB
     if p.nodes == 2 and nic >= 48.0:
         return NVLS_CHANNELS_SM100
     if nic >= 96.0:  # NCCL reads the fewest GPUs any node holds (minLocalRanks)
@@ -209,7 +209,7 @@ def peer_channels(topology: TopologySpec, p: Placement) -> int:
     if p.nodes <= 1:
         links = _nccl_nvlink_gbs(topology) / NVLINK_GBS[topology.gpu.arch]
         return min(_pow2_up(2 * max(1, int(links))), p2p_channels(topology, p))
-    nic = p.rail_levels()[0].tier.bandwidth / GB
+    nic = p.rails[0].tier.bandwidth / GB
     return min(_pow2_up(max(1, math.ceil(int(nic) / P2P_PER_CHANNEL_NET_GBS))), p2p_channels(topology, p))
 
 

@@ -16,7 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from dpcost.engine.memo import per_object, per_object_and_key
+from dpcost.engine.memo import cached_property, per_object, per_object_and_key
 from dpcost.frozen import frozen
 from dpcost.specs import TierSpec, TopologySpec
 
@@ -79,10 +79,17 @@ class Placement:
         """How many domains of levels[level] the ranks span (every one part-filled evenly)."""
         return spanned(self.ranks, self.levels[level].domain)
 
-    def rail_levels(self) -> list[Level]:
+    @cached_property
+    def rails(self) -> tuple[Level, ...]:
         """The tiers above the NVLink domain, seen by one rail: one rank per domain, domains counted in domains."""
         g = self.levels[0].domain
-        return [Level(lv.tier, lv.domain / g) for lv in self.levels[1:]]
+        return tuple(Level(lv.tier, lv.domain / g) for lv in self.levels[1:])
+
+    @cached_property
+    def shape(self) -> tuple[object, ...]:
+        """What a price depends on of the placement (collectives._kept): the ranks, the domains, and each level's
+        tier (by identity), domain and kind."""
+        return (self.ranks, self.nodes, tuple((id(lv.tier), lv.domain, lv.scale_up) for lv in self.levels))
 
 
 def spanned(ranks: float, domain: float) -> int:
