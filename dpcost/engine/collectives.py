@@ -250,14 +250,24 @@ def _ring(
     """Ring (pipelined chain for broadcast/reduce): NCCL's latency base + (nsteps - nInter) intra + nInter inter.
 
     `via`: a tier every hop also crosses (the NIC, for a phase that runs across scalable units)."""
+    return _rings(topology, p, op, ranks, size, levels, (proto,), via)[0]
+
+
+def _rings(
+    topology: TopologySpec,
+    p: Placement,
+    op: str,
+    ranks: int,
+    size: float,
+    levels: Sequence[Level],
+    protocols: Sequence[Protocol],
+    via: TierSpec | None = None,
+) -> list[CollectiveTime]:
+    """_ring with each of `protocols`: the steps and the bytes on each tier, which no protocol changes, found once."""
     per_rank = 2 if op == "all_reduce" else 1
     steps = steps_per_level(ranks, levels, per_rank)
     nodes = spanned(ranks, levels[0].domain) if levels[0].scale_up else ranks
-    latency = _base(topology, "ring", proto) - topology.call_overhead
-    latency += _ring_step_latency(topology, levels, steps, nodes, proto)
-    if op == "all_reduce" and proto == "simple" and nodes > 1 and size >= _plateau_bytes(topology, p, ranks):
-        latency *= nccl.RING_PLATEAU
-    latency += topology.call_overhead
+    plateau = op == "all_reduce" and nodes > 1 and size >= _plateau_bytes(topology, p, ranks)  # Simple's only
     traffic = _ring_traffic(topology, p, op, ranks, size, levels)
     if via is not None and via is not levels[0].tier:
         carried = sum(t.bytes_per_gpu for t in traffic if not t.nested)
@@ -265,10 +275,21 @@ def _ring(
         bw = via.effective_bandwidth * network_factor(topology, p.nodes) * crossing_factor(p)
         traffic.insert(0, TierTraffic(via.name, carried, carried / bw))
     bus_bytes = bus_factor(op, ranks) * size
-    bw_seconds, tiers = _with_protocol("ring", proto, traffic, bus_bytes, _ll_cap(topology, nodes))
-    if ranks == p.ranks:  # the group's own call, not a phase of the hierarchical what-if
-        bw_seconds *= _channel_cut(topology, p, "ring", proto, size)
-    return CollectiveTime(op, "ring", proto, ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(tiers))
+    ll_cap = _ll_cap(topology, nodes)
+    priced = []
+    for proto in protocols:
+        latency = _base(topology, "ring", proto) - topology.call_overhead
+        latency += _ring_step_latency(topology, levels, steps, nodes, proto)
+        if proto == "simple" and plateau:
+            latency *= nccl.RING_PLATEAU
+        latency += topology.call_overhead
+        bw_seconds, tiers = _with_protocol("ring", proto, traffic, bus_bytes, ll_cap)
+        if ranks == p.ranks:  # the group's own call, not a phase of the hierarchical what-if
+            bw_seconds *= _channel_cut(topology, p, "ring", proto, size)
+        priced.append(
+            CollectiveTime(op, "ring", proto, ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(tiers))
+        )
+    return priced
 
 
 def _ring_step_latency(
@@ -350,42 +371,54 @@ def _tree_channels_busbw(topology: TopologySpec, p: Placement, proto: Protocol) 
     return channels * cap * GB
 
 
-def _tree(topology: TopologySpec, p: Placement, size: float, proto: Protocol, nvls: bool) -> CollectiveTime:
-    """NCCL Tree (chain in the domain + double binary tree across) or NVLSTree (NVLS in the domain)."""
+def _nvls_tree(topology: TopologySpec, p: Placement, size: float) -> CollectiveTime:
+    """NVLSTree (NVLS in the domain, a double binary tree across), or NVLS alone in one domain: Simple only."""
+    g = p.ppn
+    first = p.levels[0].tier
+    reduction = first.in_network_reduction
+    assert reduction is not None  # availability offers NVLS only where the tier declares it
+    intra_bytes = (1 + 1 / g) * size
+    traffic = [TierTraffic(first.name, intra_bytes, intra_bytes / (first.bandwidth * reduction.efficiency))]
+    latency = topology.call_overhead + reduction.latency * topology.latency_scale
+    if p.nodes > 1:
+        traffic += _tree_network_traffic(topology, p, size)
+        latency += 2 * _tree_depth_latency(topology, p.nodes, p.rails, "nvls_tree", "simple")
+        keep = nccl.nvls_tree_correction(size, topology.gpu.arch, topology.host_cpu)
+        traffic = [t.at_rate(keep) for t in traffic]
+    bw_seconds = max(t.seconds for t in traffic)
+    name = "nvls_tree" if p.nodes > 1 else "nvls"
+    return CollectiveTime(
+        "all_reduce", name, "simple", p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
+    )
+
+
+def _trees(topology: TopologySpec, p: Placement, size: float, protocols: Sequence[Protocol]) -> list[CollectiveTime]:
+    """NCCL Tree (a chain in the domain, a double binary tree across) with each of `protocols`: the bytes on each
+    tier, which no protocol changes, found once."""
     g = p.ppn
     first = p.levels[0].tier
     traffic: list[TierTraffic] = []
-    if nvls:
-        reduction = first.in_network_reduction
-        assert reduction is not None  # availability offers NVLS only where the tier declares it
-        intra_bytes = (1 + 1 / g) * size
-        traffic.append(TierTraffic(first.name, intra_bytes, intra_bytes / (first.bandwidth * reduction.efficiency)))
-        latency = topology.call_overhead + reduction.latency * topology.latency_scale
-    else:
-        if g > 1:
-            traffic.append(TierTraffic(first.name, 2 * size, 2 * size / first.effective_bandwidth))
-        latency = _base(topology, "tree", proto) + 2 * (math.floor(g) - 1) * _step(topology, p.levels[0], "tree", proto)
+    if g > 1:
+        traffic.append(TierTraffic(first.name, 2 * size, 2 * size / first.effective_bandwidth))
     if p.nodes > 1:
         traffic += _tree_network_traffic(topology, p, size)
-        algorithm = "nvls_tree" if nvls else "tree"
-        latency += 2 * _tree_depth_latency(topology, p.nodes, p.rails, algorithm, "simple" if nvls else proto)
-    if nvls:
+    ll_cap = _ll_cap(topology, p.nodes)
+    priced = []
+    for proto in protocols:
+        latency = _base(topology, "tree", proto) + 2 * (math.floor(g) - 1) * _step(topology, p.levels[0], "tree", proto)
         if p.nodes > 1:
-            keep = nccl.nvls_tree_correction(size, topology.gpu.arch, topology.host_cpu)
-            traffic = [t.at_rate(keep) for t in traffic]
-        bw_seconds = max(t.seconds for t in traffic)
-        name = "nvls_tree" if p.nodes > 1 else "nvls"
-        return CollectiveTime(
-            "all_reduce", name, "simple", p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
+            latency += 2 * _tree_depth_latency(topology, p.nodes, p.rails, "tree", proto)
+        factor = nccl.TREE_ALLREDUCE * nccl.tree_correction(size, proto)
+        bw_seconds, tiers = _with_protocol("tree", proto, traffic, 2 * size, ll_cap, factor, p.nodes)
+        if p.nodes > 2:
+            bw_seconds = max(bw_seconds, 2 * size / _tree_channels_busbw(topology, p, proto))
+        bw_seconds *= _channel_cut(topology, p, "tree", proto, size)
+        priced.append(
+            CollectiveTime(
+                "all_reduce", "tree", proto, p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(tiers)
+            )
         )
-    factor = nccl.TREE_ALLREDUCE * nccl.tree_correction(size, proto)
-    bw_seconds, traffic = _with_protocol("tree", proto, traffic, 2 * size, _ll_cap(topology, p.nodes), factor, p.nodes)
-    if p.nodes > 2:
-        bw_seconds = max(bw_seconds, 2 * size / _tree_channels_busbw(topology, p, proto))
-    bw_seconds *= _channel_cut(topology, p, "tree", proto, size)
-    return CollectiveTime(
-        "all_reduce", "tree", proto, p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
-    )
+    return priced
 
 
 def _nvls_scatter_gather(topology: TopologySpec, p: Placement, op: str, size: float) -> CollectiveTime:
@@ -455,7 +488,7 @@ def _best_ring(
     levels: Sequence[Level],
     via: TierSpec | None = None,
 ) -> CollectiveTime:
-    return min((_ring(topology, p, op, ranks, size, levels, pr, via) for pr in PROTOCOLS), key=lambda c: c.seconds)
+    return min(_rings(topology, p, op, ranks, size, levels, PROTOCOLS, via), key=lambda c: c.seconds)
 
 
 def _hierarchical(
@@ -562,15 +595,15 @@ def _price_uncached(
 ) -> CollectiveTime:
     protocols = PROTOCOLS if protocol is None else tuple(pr for pr in PROTOCOLS if pr == protocol)
     if algorithm == "ring":
-        return min((_ring(topology, p, op, p.ranks, size, p.levels, pr) for pr in protocols), key=lambda c: c.seconds)
+        return min(_rings(topology, p, op, p.ranks, size, p.levels, protocols), key=lambda c: c.seconds)
     if algorithm == "hierarchical":
         return replace(_hierarchical(topology, p, op, p.ranks, size, p.levels), what_if=True)
     if algorithm == "tree":
-        return min((_tree(topology, p, size, pr, nvls=False) for pr in protocols), key=lambda c: c.seconds)
+        return min(_trees(topology, p, size, protocols), key=lambda c: c.seconds)
     if algorithm in ("nvls", "nvls_tree"):
         if op != "all_reduce":
             return _nvls_scatter_gather(topology, p, op, size)
-        return _tree(topology, p, size, "simple", nvls=True)
+        return _nvls_tree(topology, p, size)
     if algorithm == "pat":
         return _pat(topology, p, op, size, "simple")
     return _collnet(topology, p, op, size)
