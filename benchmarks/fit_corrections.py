@@ -36,7 +36,9 @@ HERE = Path(__file__).resolve().parent.parent / "tests" / "reference" / "nccl-te
 
 def score(factor: float, level_us: float) -> tuple[float, float]:
     corrections.NET_LL128_FACTOR, corrections.NVLS_TREE_NET_US = factor, level_us
-    topology = load_topology("dgx-h100")
+    corrections.hw_latency.cache_clear()
+    # a copy: prices are kept per topology object (engine/memo.py), and the catalog hands out one object per name
+    topology = load_topology("dgx-h100").model_copy()
     hi: list[float] = []
     lo: list[float] = []
     for name in RUNS:

@@ -10,6 +10,8 @@ scaled like every other latency by a topology's calibrated `latency_scale`.
 
 from __future__ import annotations
 
+from functools import cache
+
 from dpcost.engine import nccl_tables as nccl
 
 __all__ = ["NET_LL128_FACTOR", "NVLS_TREE_NET_US", "hw_latency"]
@@ -24,6 +26,7 @@ NET_LL128_FACTOR = 4.0
 NVLS_TREE_NET_US = 80.0
 
 
+@cache  # a handful of (link, algorithm, protocol), asked for at every step of every priced call
 def hw_latency(link: str, algorithm: str, protocol: str) -> float:
     """NCCL's hwLatencies (us), with the two network hops above replaced by what public runs show."""
     if link == "net" and algorithm == "nvls_tree":
