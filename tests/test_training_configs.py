@@ -381,3 +381,16 @@ def test_torchtitan_reads_its_pipeline_schedule(tmp_path: Path) -> None:
     assert rows["[parallelism] pipeline_parallel_schedule"]["became"] == "--pp-schedule gpipe"
     held = [r["memory"]["stages"][r["setup"]["zero_stage"]]["activations_bytes"] for r in (default, gpipe)]
     assert held[1] > held[0]
+
+
+def test_a_megatron_scripts_torchrun_world_fixes_dp_where_it_holds_the_layout() -> None:
+    """Megatron's world is TP x PP x CP x DP (megatron/core/parallel_state.py), and torchrun's is --nproc_per_node x
+    --nnodes: 2 x 8 GPUs at TP 2 give DP 8; a world too small for PP x EP (a launcher's default node count) fixes
+    nothing."""
+    from dpcost.training_configs.megatron import read
+
+    script = "torchrun --nproc_per_node 8 --nnodes $((1+1)) pretrain_gpt.py --tensor-model-parallel-size 2 --bf16"
+    assert read(script, "s.sh").dp == 8
+    small = "NNODES=${SLURM_NNODES:-1}\ntorchrun --nproc_per_node 8 --nnodes $NNODES pretrain_gpt.py "
+    assert read(small + "--pipeline-model-parallel-size 4 --expert-model-parallel-size 8", "s.sh").dp is None
+    assert read(small + "--pipeline-model-parallel-size 4", "s.sh").dp == 2

@@ -12,13 +12,13 @@ megatron/training/tokenizer).
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 from dpcost.engine.frameworks import MEGATRON_FSDP
 from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
+from dpcost.training_configs.shell import command_words
 
 __all__ = ["looks_like", "model_arguments", "read"]
 
@@ -53,49 +53,24 @@ def looks_like(text: str) -> bool:
 
 
 def arguments(text: str, where: str) -> dict[str, list[str]]:
-    """Every `--flag value...` of the script, with the script's own variables substituted: `TP=8`, a quoted
-    string (`GPT_ARGS="..."`) or an array (`ARGS=( ... )`, spliced where `${ARGS[@]}` is used); a value still
-    holding `$` is kept as written, for the reader to refuse where it matters."""
-    lines = [re.sub(r"(^|\s)#.*$", "", line) for line in text.splitlines()]  # comments, not `$#` or `a#b`
-    text = re.sub(r"\\\r?\n", " ", "\n".join(lines))
-    variables: dict[str, str] = {}
-
-    def keep(match: re.Match[str]) -> str:
-        variables[match.group(1)] = _substitute(match.group(2), variables)
-        return " "
-
-    text = re.sub(r"(?:export\s+)?([A-Za-z_]\w*)=\(([^)]*)\)", keep, text)  # arrays
-    text = re.sub(r"(?:export\s+)?([A-Za-z_]\w*)=\"([^\"]*)\"", keep, text)  # quoted strings, over lines
-    text = re.sub(r"(?:export\s+)?([A-Za-z_]\w*)='([^']*)'", keep, text)
-    text = re.sub(r"(?m)^\s*(?:export\s+)?([A-Za-z_]\w*)=(\S*)\s*$", keep, text)
-    try:
-        words = shlex.split(_substitute(text, variables))
-    except ValueError as exc:
-        raise InputError(where, f"cannot split the script into arguments ({exc})") from None
+    """Every `--flag value...` of the script's commands, as bash passes them (shell.py: its variables, arrays,
+    defaults and branches); a value still holding `$` is kept as written, for the reader to refuse where it
+    matters. A flag given twice keeps its last value, as argparse does."""
     args: dict[str, list[str]] = {}
-    i = 0
-    while i < len(words):
-        word = words[i]
-        i += 1
-        if not word.startswith("--") or len(word) < 3:
-            continue
-        name, _, inline = word.partition("=")
-        values = [inline] if inline else []
-        while i < len(words) and not words[i].startswith("--") and words[i] not in ("&&", "|", ";", "&"):
-            values.append(words[i])
+    for words in command_words(text, where):
+        i = 0
+        while i < len(words):
+            word = words[i]
             i += 1
-        args[name] = values
+            if not word.startswith("--") or len(word) < 3:
+                continue
+            name, _, inline = word.partition("=")
+            values = [inline] if inline else []
+            while i < len(words) and not words[i].startswith("--") and words[i] not in ("&&", "|", ";", "&", "||"):
+                values.append(words[i])
+                i += 1
+            args[name] = values
     return args
-
-
-def _substitute(text: str, variables: dict[str, str]) -> str:
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1) or match.group(2)
-        return variables.get(name, match.group(0))
-
-    for _ in range(4):  # variables of variables
-        text = re.sub(r"\$\{([A-Za-z_]\w*)(?:\[@\])?\}|\$([A-Za-z_]\w*)", value, text)
-    return text
 
 
 def _one(r: Reading, args: dict[str, list[str]], name: str) -> str | None:
@@ -147,11 +122,36 @@ def read(text: str, path: str) -> TrainingConfig:
     padding = None
     if spec is not None:
         padding = (_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128)
+    dp = _launched_dp(r, args)
     used = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
+    used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
             r.ignore(name, " ".join(values), NOT_PRICED)
-    return r.done(model_spec=spec, vocab_padding=padding)
+    return r.done(model_spec=spec, vocab_padding=padding, dp=dp)
+
+
+_LAUNCH_ARGS = ("--nproc_per_node", "--nproc-per-node", "--nnodes")
+
+
+def _launched_dp(r: Reading, args: dict[str, list[str]]) -> int | None:
+    """The DP size torchrun's world gives: --nproc-per-node x --nnodes GPUs (torchrun's default 1 node) over
+    TP x PP x CP (Megatron's world size is their product with DP; EP is carved out of DP x CP). None where the
+    launcher's sizes are not plain integers, or the world cannot hold the script's layout (Megatron-Core's rule:
+    TP x PP x CP and ETP x EP x PP each divide it)."""
+    per_node_flag = next((f for f in ("--nproc_per_node", "--nproc-per-node") if f in args), None)
+    per_node = (args[per_node_flag] or [""])[0] if per_node_flag else ""
+    nodes = (args.get("--nnodes") or ["1"])[0]
+    if not (per_node.isdigit() and nodes.isdigit()) or int(per_node) < 1 or int(nodes) < 1:
+        return None
+    gpus = int(per_node) * int(nodes)
+    degree = {option: int(r.options.get(option, "1")) for option in ("tp", "pp", "cp", "ep", "etp")}
+    split = degree["tp"] * degree["pp"] * degree["cp"]
+    if gpus % split or gpus % (degree["etp"] * degree["ep"] * degree["pp"]):  # a world too small for the layout:
+        return None  # a launcher default (NNODES=${SLURM_NNODES:-1}) the job overrides, not the job's size
+    r.note(f"{per_node_flag}, --nnodes", f"{per_node} x {nodes}", f"--dp {gpus // split}",
+           f"torchrun's {gpus} GPUs over TP x PP x CP = {split}")  # fmt: skip
+    return gpus // split
 
 
 _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--rampup-batch-size",
@@ -206,12 +206,17 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         # arguments.py: --data-parallel-sharding-strategy defaults to optim_grads_params (Megatron-LM d98e8a64dd)
         strategy = _one(r, args, "--data-parallel-sharding-strategy") or "optim_grads_params"
         by_name = {name: stage for stage, name in MEGATRON_FSDP.stages.items()}
-        if strategy not in by_name:
-            raise r.error("--data-parallel-sharding-strategy", f"{strategy!r} is not one of {', '.join(by_name)}")
         r.use("--use-megatron-fsdp", "", "framework", "megatron", "Megatron-FSDP (--zero 2-3 run it)")
         given = "--data-parallel-sharding-strategy" in args
-        r.use("--data-parallel-sharding-strategy", strategy if given else "(absent)", "zero", str(by_name[strategy]),
-              f"Megatron-FSDP's {strategy}" + ("" if given else ", its default"))  # fmt: skip
+        if "$" in strategy:
+            unset = f"{strategy} is a shell variable the script does not set: give --zero 2 or 3"
+            r.refuse("zero", "--data-parallel-sharding-strategy", unset)
+        elif strategy not in by_name:
+            raise r.error("--data-parallel-sharding-strategy", f"{strategy!r} is not one of {', '.join(by_name)}")
+        else:
+            why = f"Megatron-FSDP's {strategy}" + ("" if given else ", its default")
+            r.use("--data-parallel-sharding-strategy", strategy if given else "(absent)", "zero",
+                  str(by_name[strategy]), why)  # fmt: skip
         if "--use-distributed-optimizer" in args:
             r.ignore("--use-distributed-optimizer", "", "Megatron-FSDP shards the optimizer states itself")
     elif "--use-distributed-optimizer" in args:

@@ -1,0 +1,159 @@
+"""dpcost.training_configs.shell reads a launch script's commands as bash runs them: each case is run by bash itself,
+with the launcher printing the words it is given, and the words must be the same."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from dpcost.training_configs.megatron import arguments
+from dpcost.training_configs.shell import command_words
+
+CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "training-configs"
+
+# Megatron-LM's examples/llama/train_llama3_8b_h100_fp8.sh (779c5b74), abridged: arrays, `+=` of another array,
+# quoted two-word items spliced unquoted, positional defaults, and an if/else on them.
+LLAMA3_FP8 = """\
+TOKENIZER_ARG=${3:-"MOCK"} # Path to tokenizer model, or "MOCK"
+GPUS_PER_NODE=8
+NUM_NODES=1
+WORLD_SIZE=$(($GPUS_PER_NODE*$NUM_NODES))
+DTYPE="fp8"
+TRAINING_ARGS=(
+    --micro-batch-size 1
+    --bf16
+)
+DTYPE_ARGS=()
+if [[ "$DTYPE" == "fp8" ]]; then
+    DTYPE_ARGS+=(
+        "--fp8-format hybrid"
+        "--fp8-param-gather"
+    )
+fi
+DDP_ARGS=(
+    --use-distributed-optimizer
+    --overlap-grad-reduce
+)
+TRAINING_ARGS+=("${DDP_ARGS[@]}")
+DATA_ARGS_LIST=()
+if [[ "$TOKENIZER_ARG" == "MOCK" ]] || [[ -z "$TOKENIZER_ARG" ]]; then
+    DATA_ARGS_LIST+=(
+        "--tokenizer-type NullTokenizer"
+        "--vocab-size 128256"
+    )
+else
+    DATA_ARGS_LIST+=("--tokenizer-type HuggingFaceTokenizer")
+fi
+torchrun --nproc_per_node $GPUS_PER_NODE --world $WORLD_SIZE pretrain_gpt.py \\
+    ${TRAINING_ARGS[@]} \\
+    ${DTYPE_ARGS[@]} \\
+    ${DATA_ARGS_LIST[@]}
+"""
+
+# Megatron-LM's examples/megatron_fsdp/train_llama3_8b_fsdp_h100_fp8.sh (779c5b74), abridged: a default read from
+# an unset variable, and an array that names itself as it grows.
+FSDP = """\
+SHARDING_STRATEGY=${SHARDING_STRATEGY:-"optim_grads_params"}
+TRAINING_ARGS=(
+    --micro-batch-size 1
+    --bf16
+)
+TRAINING_ARGS=(
+    "${TRAINING_ARGS[@]}"
+    --use-megatron-fsdp
+    --data-parallel-sharding-strategy ${SHARDING_STRATEGY}
+)
+export NAME=llama
+torchrun pretrain_gpt.py "${TRAINING_ARGS[@]}" --name $NAME; echo done
+"""
+
+# Nested branches, elif, a test bash can answer that dpcost cannot (a file: absent here, so true), strings
+# appended with +=, and a default holding another expansion.
+BRANCHES = """\
+MODE=small
+EXTRA="--a 1"
+EXTRA+=" --b 2"
+if [[ "$MODE" == "large" ]]; then
+    SIZE=64
+elif [ "$MODE" = "small" ] && [[ -n "$EXTRA" ]]; then
+    SIZE=8
+    if [ ! -f /nonexistent/dpcost/file ]; then
+        EXTRA="$EXTRA --c 3"
+    fi
+else
+    SIZE=1
+fi
+LR=${LEARNING_RATE:-${DEFAULT_LR:-0.1}}
+torchrun --size $SIZE --lr $LR $EXTRA
+"""
+
+
+def bash_words(script: str) -> list[list[str]]:
+    """The words bash hands torchrun and echo, one list per call."""
+    printing = '{ printf "%s\\n" "$@"; printf "\\x1e\\n"; }'
+    prelude = f"torchrun() {printing}\necho() {printing}\n"
+    done = subprocess.run(["bash", "-c", prelude + script], capture_output=True, text=True, check=True)
+    calls = done.stdout.split("\x1e\n")
+    return [call.splitlines() for call in calls[:-1]]
+
+
+needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is the reference")
+
+
+@needs_bash
+@pytest.mark.parametrize("script", [LLAMA3_FP8, FSDP, BRANCHES], ids=["llama3-fp8", "fsdp", "branches"])
+def test_the_commands_words_are_those_bash_passes(script: str) -> None:
+    ours = [words for words in command_words(script, "script.sh") if words and words[0] in ("torchrun", "echo")]
+    assert [words[1:] for words in ours] == bash_words(script)
+
+
+@needs_bash
+def test_the_example_script_gives_the_arguments_bash_passes() -> None:
+    """examples/training-configs/megatron-gpt3-175b.sh, run by bash with its five positional parameters given (dpcost
+    leaves a parameter the script is not given as written, `$1`, where bash would drop the word)."""
+    script = (CONFIGS / "megatron-gpt3-175b.sh").read_text()
+    given = [f"P{n}" for n in range(1, 6)]
+    ours = next(words for words in command_words(script, "gpt3.sh") if words[0] == "torchrun")
+    ours = [given[int(w[1:]) - 1] if re.fullmatch(r"\$[1-5]", w) else w for w in ours]
+    prelude = 'torchrun() { printf "%s\\n" "$@"; }\n'
+    done = subprocess.run(["bash", "-c", prelude + script, "gpt3.sh", *given], capture_output=True, text=True)
+    assert ours[1:] == done.stdout.splitlines()
+
+
+def test_a_megatron_script_reads_its_appended_and_branch_arguments() -> None:
+    """What the abridged llama3 script gives Megatron: the distributed optimizer and overlap it appends, FP8's
+    format from a quoted two-word item, and the mock branch's tokenizer."""
+    args = arguments(LLAMA3_FP8, "script.sh")
+    assert args["--use-distributed-optimizer"] == [] and args["--overlap-grad-reduce"] == []
+    assert args["--fp8-format"] == ["hybrid"]
+    assert args["--tokenizer-type"] == ["NullTokenizer"] and args["--vocab-size"] == ["128256"]
+    assert args["--nproc_per_node"] == ["8"] and args["--world"] == ["8", "pretrain_gpt.py"]
+
+
+def test_an_unset_variable_is_left_as_written_and_a_power_is_not_computed() -> None:
+    started = time.perf_counter()
+    words = command_words("torchrun --tp $TP --n $((9**9**9**9)) --m $((2*(3+4)))", "s.sh")
+    assert words == [["torchrun", "--tp", "$TP", "--n", "$((9**9**9**9))", "--m", "14"]]
+    assert time.perf_counter() - started < 1.0
+
+
+def test_a_script_whose_quotes_do_not_close_is_refused_naming_the_file() -> None:
+    from dpcost.errors import InputError
+
+    with pytest.raises(InputError, match=r"s\.sh"):
+        command_words('torchrun --a "open', "s.sh")
+
+
+def test_a_variable_that_doubles_itself_is_refused_not_followed() -> None:
+    from dpcost.errors import InputError
+
+    script = "A=x\n" + 'A="$A $A"\n' * 40 + "torchrun $A"
+    started = time.perf_counter()
+    with pytest.raises(InputError, match="grows beyond"):
+        command_words(script, "s.sh")
+    assert time.perf_counter() - started < 2.0
