@@ -394,3 +394,25 @@ def test_a_megatron_scripts_torchrun_world_fixes_dp_where_it_holds_the_layout() 
     small = "NNODES=${SLURM_NNODES:-1}\ntorchrun --nproc_per_node 8 --nnodes $NNODES pretrain_gpt.py "
     assert read(small + "--pipeline-model-parallel-size 4 --expert-model-parallel-size 8", "s.sh").dp is None
     assert read(small + "--pipeline-model-parallel-size 4", "s.sh").dp == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ({"cpu_offload": True}, {"offload_optimizer": {"device": "cpu"}}),
+        ({"cpu_offload_param": True}, {"offload_param": {"device": "cpu"}}),
+        ({"cpu_offload_params": True}, {"offload_param": {"device": "cpu"}}),
+    ],
+)
+def test_deepspeeds_deprecated_offload_switches_are_the_offloads_they_name(
+    tmp_path: Path, old: dict, new: dict
+) -> None:  # type: ignore[type-arg]
+    """deepspeed/runtime/zero/config.py maps cpu_offload to offload_optimizer {device: cpu} and cpu_offload_param to
+    offload_param {device: cpu}; v0.3's ZeRO-3 configs spelt the latter cpu_offload_params."""
+    plans = []
+    for zero in (old, new):
+        path = tmp_path / "ds.json"
+        path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 3, **zero}}))
+        doc = report("estimate", "--from", str(path), "--model", "llama-8b", "--dp", "8")
+        plans.append((doc["setup"]["offload"], doc["summary"]["memory_bytes"], doc["time"]["step_seconds"]))
+    assert plans[0] == plans[1] and plans[0][0] != "none"

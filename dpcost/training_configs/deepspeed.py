@@ -31,6 +31,16 @@ COMPRESSED = {"onebitadam": "1bit-adam", "zerooneadam": "01-adam", "onebitlamb":
 ZEROPP = {"zero_hpz_partition_size": "hpz", "zero_quantized_weights": "qwz", "zero_quantized_gradients": "qgz"}
 
 
+# The offload switches DeepSpeed deprecated, as its config maps them (deepspeed/runtime/zero/config.py at 1b88ac36:
+# cpu_offload -> offload_optimizer {device: cpu}, cpu_offload_param -> offload_param {device: cpu}), and v0.3's
+# spelling of the latter (its ZeRO-3 release configs: cpu_offload_params).
+DEPRECATED_OFFLOAD = {
+    "cpu_offload": ("optimizer", "DeepSpeed's deprecated name for offload_optimizer to the CPU"),
+    "cpu_offload_param": ("params", "DeepSpeed's deprecated name for offload_param to the CPU"),
+    "cpu_offload_params": ("params", "DeepSpeed v0.3's name for offload_param to the CPU"),
+}
+
+
 def looks_like(doc: dict[str, Any]) -> bool:
     return any(key in doc for key in MARKERS)
 
@@ -158,6 +168,16 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
                 r.note(k + ".device", device, "", "covered by offload_param (params offload moves both)" + nvme)
                 continue
             r.use(k + ".device", device, "offload", what, nvme.removeprefix("; "))
+        elif name in DEPRECATED_OFFLOAD:
+            if not isinstance(value, bool):
+                raise r.error(k, f"must be true or false, got {value!r}")
+            what, spelt = DEPRECATED_OFFLOAD[name]
+            if not value:
+                r.ignore(k, value, "no offload")
+            elif what == "optimizer" and r.options.get("offload") == "params":
+                r.note(k, value, "", f"{spelt}; covered by the parameters' offload (it moves both)")
+            else:
+                r.use(k, value, "offload", what, spelt)
         elif name in ZEROPP:
             on = value > 1 if name == "zero_hpz_partition_size" and not isinstance(value, bool) else value is True
             if on:
