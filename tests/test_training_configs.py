@@ -416,3 +416,85 @@ def test_deepspeeds_deprecated_offload_switches_are_the_offloads_they_name(
         doc = report("estimate", "--from", str(path), "--model", "llama-8b", "--dp", "8")
         plans.append((doc["setup"]["offload"], doc["summary"]["memory_bytes"], doc["time"]["step_seconds"]))
     assert plans[0] == plans[1] and plans[0][0] != "none"
+
+
+# torchtitan's train_configs/llama3_405b.toml at 57387af0 (before v0.1), abridged: the degrees in [training] and
+# [experimental], and converters as one string (torchtitan's string_list then)
+TORCHTITAN_LEGACY = """\
+[model]
+name = "llama3"
+flavor = "405B"
+converters = "float8"
+[training]
+batch_size = 2
+seq_len = 8192
+data_parallel_replicate_degree = 1
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 8
+[experimental]
+context_parallel_degree = 1
+pipeline_parallel_degree = 1
+enable_async_tensor_parallel = true
+[activation_checkpoint]
+mode = 'full'
+[float8]
+enable_fsdp_float8_all_gather = true
+"""
+# the same job as torchtitan v0.1+ writes it
+TORCHTITAN_NOW = """\
+[model]
+name = "llama3"
+flavor = "405B"
+converters = ["float8"]
+[training]
+local_batch_size = 2
+seq_len = 8192
+[parallelism]
+data_parallel_replicate_degree = 1
+data_parallel_shard_degree = -1
+tensor_parallel_degree = 8
+context_parallel_degree = 1
+pipeline_parallel_degree = 1
+enable_async_tensor_parallel = true
+[activation_checkpoint]
+mode = 'full'
+[quantize.linear.float8]
+enable_fsdp_float8_all_gather = true
+"""
+
+
+def test_a_torchtitan_config_from_before_v01_gives_the_plan_its_v01_form_gives(tmp_path: Path) -> None:
+    plans = []
+    for name, text in (("legacy", TORCHTITAN_LEGACY), ("now", TORCHTITAN_NOW)):
+        path = tmp_path / f"{name}.toml"
+        path.write_text(text)
+        doc = report("estimate", "--from", str(path), "--dp", "16")
+        plans.append((doc["setup"], doc["layout"]["tp"], doc["summary"]["memory_bytes"], doc["time"]["step_seconds"]))
+    assert plans[0] == plans[1]
+    assert plans[0][0]["compute_dtype"] == "fp8" and plans[0][1] == 8
+    rows = {row["key"] for row in report("estimate", "--from", str(tmp_path / "legacy.toml"), "--dp", "16")[
+        "from_config"]["settings"]}  # fmt: skip
+    assert "[training] tensor_parallel_degree" in rows and "[experimental] enable_async_tensor_parallel" in rows
+
+
+def test_torchtitan_compiling_the_loss_alone_leaves_the_model_eager(tmp_path: Path) -> None:
+    """torchtitan's [compile] components (default model and loss): without "model" the model's ops run eager."""
+    base = '[model]\nname = "llama3"\nflavor = "8B"\n[compile]\nenable = true\n'
+    compiled = []
+    for components in ("", 'components = ["loss"]\n', 'components = ["model", "loss"]\n'):
+        path = tmp_path / "c.toml"
+        path.write_text(base + components)
+        compiled.append(report("estimate", "--from", str(path), "--dp", "8")["setup"]["compile"])
+    assert compiled == [True, False, True]
+
+
+@pytest.mark.parametrize("name", ["torchtitan-llama3-8b.toml"])
+def test_every_key_of_a_torchtitan_file_has_a_row(name: str) -> None:
+    import tomllib
+
+    doc = tomllib.loads((CONFIGS / name).read_text())
+    rows = " | ".join(row["key"] for row in report("estimate", "--from", str(CONFIGS / name), "--dp", "8")[
+        "from_config"]["settings"])  # fmt: skip
+    for section in ("model", "parallelism", "training", "compile", "activation_checkpoint"):
+        for key in doc.get(section, {}):
+            assert f"[{section}] {key}" in rows or (section == "model" and key in ("name", "flavor")), key

@@ -4,6 +4,9 @@ Keys and defaults as torchtitan/config/job_config.py (v0.1.0-v0.2.0) declares th
 before v0.1), global_batch_size -1 (local x DP: no accumulation), seq_len 2048, data_parallel_shard_degree -1
 (every GPU the other degrees leave), activation_checkpoint mode "selective" with selective_ac_option "2",
 mixed_precision_reduce "float32". torchtitan runs FSDP2 over dp_shard and replicates over dp_replicate (HSDP).
+Before v0.1 the degrees lived in [training] (data parallel and TP) and [experimental] (CP, PP and its schedule,
+async TP), and list options such as [model] converters could be one comma-separated string (string_list): both
+are read as they were (LEGACY).
 """
 
 from __future__ import annotations
@@ -26,6 +29,18 @@ CATALOG = {
 DEFAULTS = {"local_batch_size": 8, "global_batch_size": -1, "seq_len": 2048}  # job_config.py Training
 DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
 SCHEDULES = ("1f1b", "gpipe")  # one stage per rank; the interleaved and zero-bubble schedules are not read
+PARALLELISM = (
+    "data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree",
+    "pipeline_parallel_degree", "context_parallel_degree", "expert_parallel_degree", "expert_tensor_parallel_degree",
+    "fsdp_reshard_after_forward", "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
+    "enable_async_tensor_parallel",
+)  # fmt: skip  # the [parallelism] keys read; the rest are listed as not priced
+# Where torchtitan kept them before [parallelism] (train_configs/*.toml before v0.1, e.g. 57387af0)
+LEGACY = {
+    "training": ("data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree"),
+    "experimental": ("context_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule",
+                     "enable_async_tensor_parallel"),
+}  # fmt: skip
 
 
 def read(doc: dict[str, Any], path: str) -> TrainingConfig:
@@ -34,37 +49,28 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     quantize = doc.get("quantize", {})
     float8 = quantize.get("linear", {}).get("float8", {}) if isinstance(quantize, dict) else {}
     for section in doc:
-        if section not in (
-            "model",
-            "training",
-            "parallelism",
-            "activation_checkpoint",
-            "float8",
-            "compile",
-            "quantize",
-        ):
+        if section not in ("model", "training", "parallelism", "activation_checkpoint", "float8", "compile",
+                           "quantize", "experimental", "optimizer"):  # fmt: skip
             r.ignore(f"[{section}]", "...", NOT_PRICED)
     model = _model(r, _section(r, doc, "model"))
-    parallel = _section(r, doc, "parallelism")
-    degrees = _parallelism(r, parallel)
+    parallel, where = _parallel_keys(r, doc)
+    degrees = _parallelism(r, parallel, where)
     _training(r, _section(r, doc, "training"), degrees["pp"], parallel)
+    for key, value in _section(r, doc, "experimental").items():
+        if key not in LEGACY["experimental"]:
+            r.ignore(f"[experimental] {key}", value, NOT_PRICED)
     _checkpointing(r, _section(r, doc, "activation_checkpoint"))
     if not isinstance(float8, dict):
         raise r.error("[quantize.linear.float8]", "must be a table of keys")
     label = "[quantize.linear.float8]" if float8 else "[float8]"
+    if isinstance(quantize, dict):  # other quantizations ([quantize.grouped_mm.*]: MoE experts) are not priced
+        for kind, table in quantize.items():
+            for name, keys in table.items() if isinstance(table, dict) else ():
+                if (kind, name) != ("linear", "float8"):
+                    r.ignore(f"[quantize.{kind}.{name}]", keys, NOT_PRICED)
     _float8(r, float8 or _section(r, doc, "float8"), _section(r, doc, "model"), label)
     _optimizer(r, _section(r, doc, "optimizer"))
-    compile_section = _section(r, doc, "compile")
-    for key, value in compile_section.items():
-        if key != "enable":
-            r.ignore(f"[compile] {key}", value, NOT_PRICED)
-    if "enable" in compile_section:
-        r.use(
-            "[compile] enable",
-            compile_section["enable"],
-            "compile",
-            _bool(r, "[compile] enable", compile_section["enable"]),
-        )
+    _compile(r, _section(r, doc, "compile"))
     replicate, shard = degrees["replicate"], degrees["shard"]
     dp = replicate * shard if shard > 0 else None
     if shard > 0:
@@ -93,6 +99,9 @@ def _bool(r: Reading, key: str, value: Any) -> str:
 
 
 def _model(r: Reading, model: dict[str, Any]) -> str | None:
+    for key, value in model.items():
+        if key not in ("name", "flavor", "converters"):
+            r.ignore(f"[model] {key}", value, NOT_PRICED)
     name, flavor = model.get("name"), model.get("flavor")
     if name is None:
         return None
@@ -104,8 +113,22 @@ def _model(r: Reading, model: dict[str, Any]) -> str | None:
     return found
 
 
-def _parallelism(r: Reading, parallel: dict[str, Any]) -> dict[str, int]:
-    s = "[parallelism] "
+def _parallel_keys(r: Reading, doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The parallelism keys wherever the file keeps them ([parallelism], or LEGACY's sections), and the section
+    each came from."""
+    parallel = dict(_section(r, doc, "parallelism"))
+    where = dict.fromkeys(parallel, "[parallelism]")
+    for section, keys in LEGACY.items():
+        for key, value in _section(r, doc, section).items():
+            if key in keys and key not in parallel:
+                parallel[key], where[key] = value, f"[{section}]"
+    return parallel, where
+
+
+def _parallelism(r: Reading, parallel: dict[str, Any], where: dict[str, str]) -> dict[str, int]:
+    def label(key: str) -> str:
+        return f"{where.get(key, '[parallelism]')} {key}"
+
     degrees = {"replicate": 1, "shard": -1, "tp": 1, "pp": 1, "cp": 1, "ep": 1}
     names = {
         "data_parallel_replicate_degree": "replicate",
@@ -120,17 +143,17 @@ def _parallelism(r: Reading, parallel: dict[str, Any]) -> dict[str, int]:
             value = parallel[key]
             if name == "shard" and value == -1:
                 continue
-            degrees[name] = _int(r, s + key, value)
+            degrees[name] = _int(r, label(key), value)
     for name in ("tp", "pp", "cp", "ep"):
         key = next(k for k, n in names.items() if n == name)
         if key in parallel:
-            r.use(s + key, degrees[name], name, str(degrees[name]))
+            r.use(label(key), degrees[name], name, str(degrees[name]))
     if "expert_tensor_parallel_degree" in parallel and degrees["ep"] > 1:
-        etp = _int(r, s + "expert_tensor_parallel_degree", parallel["expert_tensor_parallel_degree"])
-        r.use(s + "expert_tensor_parallel_degree", etp, "etp", str(etp))
+        etp = _int(r, label("expert_tensor_parallel_degree"), parallel["expert_tensor_parallel_degree"])
+        r.use(label("expert_tensor_parallel_degree"), etp, "etp", str(etp))
     if degrees["tp"] > 1:
         r.use(
-            s + "tensor_parallel_degree",
+            label("tensor_parallel_degree"),
             degrees["tp"],
             "sequence_parallel",
             "true",
@@ -139,26 +162,35 @@ def _parallelism(r: Reading, parallel: dict[str, Any]) -> dict[str, int]:
     replicate, shard = degrees["replicate"], degrees["shard"]
     reshard = str(parallel.get("fsdp_reshard_after_forward", "default"))
     if shard == 1 and replicate > 1:
-        r.use(s + "data_parallel_shard_degree", 1, "zero", "0", "replicas only: torchtitan applies DDP")
+        r.use(label("data_parallel_shard_degree"), 1, "zero", "0", "replicas only: torchtitan applies DDP")
     elif reshard == "never":
-        r.use(s + "fsdp_reshard_after_forward", reshard, "zero", "2", "parameters kept to the backward (ZeRO-2)")
+        r.use(label("fsdp_reshard_after_forward"), reshard, "zero", "2", "parameters kept to the backward (ZeRO-2)")
     elif reshard in ("default", "always"):
-        r.use(s + "fsdp_reshard_after_forward", reshard, "zero", "3", "FSDP's FULL_SHARD")
+        r.use(label("fsdp_reshard_after_forward"), reshard, "zero", "3", "FSDP's FULL_SHARD")
     else:
-        raise r.error(s + "fsdp_reshard_after_forward", f"must be default, always or never, got {reshard!r}")
+        raise r.error(label("fsdp_reshard_after_forward"), f"must be default, always or never, got {reshard!r}")
     if replicate > 1 and shard > 1:
-        r.use(
-            s + "data_parallel_shard_degree", shard, "shard_group", str(shard), "HSDP: shard within, replicate across"
-        )
+        hsdp = "HSDP: shard within, replicate across"
+        r.use(label("data_parallel_shard_degree"), shard, "shard_group", str(shard), hsdp)
     schedule = str(parallel.get("pipeline_parallel_schedule", "1F1B"))
     if degrees["pp"] > 1 and schedule.lower() not in SCHEDULES:
-        r.refuse("virtual_stages", s + "pipeline_parallel_schedule", f"{schedule}: give the stages per rank")
+        r.refuse("virtual_stages", label("pipeline_parallel_schedule"), f"{schedule}: give the stages per rank")
     elif degrees["pp"] > 1:
         default = "" if "pipeline_parallel_schedule" in parallel else "torchtitan's default"
-        r.use(s + "pipeline_parallel_schedule", schedule, "pp_schedule", schedule.lower(), default)
+        r.use(label("pipeline_parallel_schedule"), schedule, "pp_schedule", schedule.lower(), default)
     if "enable_async_tensor_parallel" in parallel:
-        value = _bool(r, s + "enable_async_tensor_parallel", parallel["enable_async_tensor_parallel"])
-        r.use(s + "enable_async_tensor_parallel", value, "tp_comm_overlap", value)
+        value = _bool(r, label("enable_async_tensor_parallel"), parallel["enable_async_tensor_parallel"])
+        r.use(label("enable_async_tensor_parallel"), value, "tp_comm_overlap", value)
+    listed = {setting.key for setting in r.settings}
+    for key, value in parallel.items():
+        if label(key) in listed:
+            continue
+        if key in ("data_parallel_replicate_degree", "data_parallel_shard_degree"):
+            r.note(label(key), value, "", "the DP size: replicate x shard (-1: every GPU the other degrees leave)")
+        elif key in PARALLELISM:
+            r.ignore(label(key), value, "no effect at these degrees")
+        else:
+            r.ignore(label(key), value, NOT_PRICED)
     return degrees
 
 
@@ -200,14 +232,8 @@ def _training(r: Reading, training: dict[str, Any], pp: int, parallel: dict[str,
     if "compile" in training:
         r.use(t + "compile", training["compile"], "compile", _bool(r, t + "compile", training["compile"]))
     for key, value in training.items():
-        if key not in (
-            local_key,
-            "global_batch_size",
-            "seq_len",
-            "mixed_precision_reduce",
-            "mixed_precision_param",
-            "compile",
-        ):
+        if key not in (local_key, "global_batch_size", "seq_len", "mixed_precision_reduce", "mixed_precision_param",
+                       "compile", *LEGACY["training"]):  # fmt: skip
             r.ignore(t + key, value, NOT_PRICED)
 
 
@@ -227,6 +253,10 @@ def _checkpointing(r: Reading, ac: dict[str, Any]) -> None:
         r.use(a + "selective_ac_option", option, "recompute_layers", option)
     else:
         raise r.error(a + "mode", f"must be none, full or selective (option op or an integer), got {mode} {option}")
+    listed = {setting.key for setting in r.settings}
+    for key, value in ac.items():
+        if a + key not in listed:
+            r.note(a + key, value, "", "with selective_ac_option" if key == "mode" else NOT_PRICED)
 
 
 def _optimizer(r: Reading, optimizer: dict[str, Any]) -> None:
@@ -240,8 +270,34 @@ def _optimizer(r: Reading, optimizer: dict[str, Any]) -> None:
             r.ignore(f"[optimizer] {key}", value, NOT_PRICED)
 
 
+def _compile(r: Reading, section: dict[str, Any]) -> None:
+    """[compile] enable, for the parts `components` names (torchtitan's default: the model and the loss); a loss
+    compiled alone leaves the model's ops as eager PyTorch runs them."""
+    components = section.get("components", ["model", "loss"])
+    if isinstance(components, str):
+        components = [c.strip() for c in components.split(",") if c.strip()]
+    if not isinstance(components, list):
+        raise r.error("[compile] components", f"must be a list of names, got {components!r}")
+    for key, value in section.items():
+        if key not in ("enable", "components"):
+            r.ignore(f"[compile] {key}", value, NOT_PRICED)
+    if "enable" not in section:
+        if "components" in section:
+            r.ignore("[compile] components", components, "[compile] enable is off by default")
+        return
+    enabled = _bool(r, "[compile] enable", section["enable"])
+    if enabled == "true" and "model" not in components:
+        r.use("[compile] components", components, "compile", "false", "the loss compiled alone: the model runs eager")
+        return
+    r.use("[compile] enable", section["enable"], "compile", enabled)
+    if "components" in section:
+        r.note("[compile] components", components, "", "what is compiled" if enabled == "true" else "off")
+
+
 def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: str) -> None:
     converters = model.get("converters", [])
+    if isinstance(converters, str):  # before v0.1: a comma-separated string (string_list)
+        converters = [c.strip() for c in converters.split(",") if c.strip()]
     if not isinstance(converters, list):
         raise r.error("[model] converters", f"must be a list of names, got {converters!r}")
     if any("float8" in str(c) for c in converters):
