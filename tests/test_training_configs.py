@@ -498,3 +498,41 @@ def test_every_key_of_a_torchtitan_file_has_a_row(name: str) -> None:
     for section in ("model", "parallelism", "training", "compile", "activation_checkpoint"):
         for key in doc.get(section, {}):
             assert f"[{section}] {key}" in rows or (section == "model" and key in ("name", "flavor")), key
+
+
+ACCELERATE_FSDP2 = """\
+distributed_type: FSDP
+mixed_precision: bf16
+num_machines: 1
+num_processes: 8
+fsdp_config:
+  fsdp_version: 2
+  fsdp_reshard_after_forward: {reshard}
+"""
+
+
+@pytest.mark.parametrize(("reshard", "zero"), [("true", 3), ("false", 2), ("FULL_SHARD", 3), ("SHARD_GRAD_OP", 2)])
+def test_accelerates_reshard_after_forward_is_its_sharding(tmp_path: Path, reshard: str, zero: int) -> None:
+    """Accelerate's FullyShardedDataParallelPlugin: fsdp_reshard_after_forward names the strategy (FSDP1) or, under
+    FSDP2, says whether the parameters are resharded after the forward (FULL_SHARD) or kept for the backward
+    (SHARD_GRAD_OP)."""
+    path = tmp_path / "acc.yaml"
+    path.write_text(ACCELERATE_FSDP2.format(reshard=reshard))
+    doc = report("estimate", "--from", str(path), "--model", "llama-8b")
+    assert doc["setup"]["zero_stage"] == zero
+
+
+def test_accelerates_parallelism_config_is_the_layout(tmp_path: Path) -> None:
+    """ParallelismConfig: dp_replicate x dp_shard x tp x cp processes; replicas over shard groups are HSDP."""
+    path = tmp_path / "acc.yaml"
+    base = ACCELERATE_FSDP2.format(reshard="true")
+    sizes = "parallelism_config:\n  parallelism_config_dp_replicate_size: 2\n  parallelism_config_dp_shard_size: 4\n"
+    path.write_text(base + sizes)
+    doc = report("estimate", "--from", str(path), "--model", "llama-8b")
+    assert doc["setup"]["dp"] == 8 and doc["communication"]["shard_group"] == 4
+    path.write_text(base + sizes.replace("dp_shard_size: 4", "dp_shard_size: 2") + "  parallelism_config_tp_size: 2\n")
+    doc = report("estimate", "--from", str(path), "--model", "llama-8b")
+    assert (doc["layout"]["tp"], doc["layout"]["dp"]) == (2, 4) and doc["layout"]["sequence_parallel"]
+    path.write_text(base + sizes.replace("dp_shard_size: 4", "dp_shard_size: 3"))
+    code, _, err = run("estimate", "--from", str(path), "--model", "llama-8b")
+    assert code == 2 and "not num_processes 8" in err and err.count("\n") == 1

@@ -3,8 +3,12 @@ deepspeed_config (whose deepspeed_config_file is read as a DeepSpeed JSON).
 
 Keys as accelerate/commands/config/config_args.py writes them; FSDP's sharding strategies as
 accelerate/utils/constants.py names them (FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, HYBRID_SHARD_ZERO2, or
-their numbers 1-5); FSDP mixed precision as FullyShardedDataParallelPlugin.set_mixed_precision sets it
-(param_dtype = reduce_dtype = the mixed-precision dtype: gradients are reduced in bf16).
+their numbers 1-5), given as fsdp_sharding_strategy or, since Accelerate 1.6, fsdp_reshard_after_forward, which
+FSDP2 (fsdp_version 2) takes as a bool (true: FULL_SHARD, false: SHARD_GRAD_OP; FullyShardedDataParallelPlugin);
+FSDP mixed precision as FullyShardedDataParallelPlugin.set_mixed_precision sets it (param_dtype = reduce_dtype = the
+mixed-precision dtype: gradients are reduced in bf16). parallelism_config (Accelerate's ParallelismConfig:
+dp_replicate_size x dp_shard_size x tp_size x cp_size processes) gives the layout: TP and CP, DP as replicate x
+shard, sharding within dp_shard_size where there are replicas.
 """
 
 from __future__ import annotations
@@ -42,7 +46,11 @@ def read(doc: dict[str, Any], path: str, folder: Path) -> TrainingConfig:
     if precision not in ("no", "bf16", "fp16", "fp8"):
         raise r.error("mixed_precision", f"must be no, bf16, fp16 or fp8, got {precision!r}")
     dp: int | None = processes
-    r.note("num_processes", processes, f"--dp {processes}", "one replica per process")
+    layout = _parallelism(r, doc.get("parallelism_config"), processes) if "parallelism_config" in doc else None
+    if layout is None:
+        r.note("num_processes", processes, f"--dp {processes}", "one replica per process")
+    else:
+        dp = layout[0]
     extra: list[Setting] = []
     options: dict[str, str] = {}
     if kind == "MULTI_GPU":
@@ -50,7 +58,7 @@ def read(doc: dict[str, Any], path: str, folder: Path) -> TrainingConfig:
         _mixed(r, precision, "ddp")
     elif kind == "FSDP":
         r.use("distributed_type", kind, "framework", "fsdp")
-        _fsdp(r, doc.get("fsdp_config") or {}, processes, machines)
+        _fsdp(r, doc.get("fsdp_config") or {}, processes, machines, layout)
         _mixed(r, precision, "fsdp")
     elif kind == "DEEPSPEED":
         dp, extra, options = _deepspeed(r, doc.get("deepspeed_config") or {}, folder, processes)
@@ -60,7 +68,7 @@ def read(doc: dict[str, Any], path: str, folder: Path) -> TrainingConfig:
         raise r.error("distributed_type", f"must be MULTI_GPU, FSDP or DEEPSPEED, got {kind!r}")
     for key, value in doc.items():
         if key not in ("distributed_type", "num_processes", "num_machines", "mixed_precision", "fsdp_config",
-                       "deepspeed_config"):  # fmt: skip
+                       "deepspeed_config", "parallelism_config"):  # fmt: skip
             r.ignore(key, value, NOT_PRICED)
     config = r.done(dp=dp)
     return TrainingConfig(
@@ -85,27 +93,76 @@ def _mixed(r: Reading, precision: str, framework: str) -> None:
         r.use("mixed_precision", precision, "compute_dtype", "fp8")
 
 
-def _fsdp(r: Reading, fsdp: dict[str, Any], processes: int, machines: int) -> None:
-    f = "fsdp_config."
-    strategy = str(fsdp.get("fsdp_sharding_strategy", "FULL_SHARD"))
-    strategy = NUMBERED.get(strategy, strategy)
+def _parallelism(r: Reading, config: Any, processes: int) -> tuple[int, int, int]:
+    """parallelism_config: (DP, replicas, shard size), with TP and CP set as options."""
+    p = "parallelism_config."
+    if not isinstance(config, dict):
+        raise r.error("parallelism_config", "must be a mapping of sizes")
+    size = {}
+    for name in ("dp_replicate", "dp_shard", "tp", "cp"):
+        key = f"parallelism_config_{name}_size"
+        size[name] = _positive(r, p + key, config.get(key, 1))
+    for key, value in config.items():
+        if key not in {f"parallelism_config_{name}_size" for name in size}:
+            r.ignore(p + key, value, NOT_PRICED)
+    total = size["dp_replicate"] * size["dp_shard"] * size["tp"] * size["cp"]
+    if total != processes:
+        raise r.error(p + "*_size", f"replicate x shard x TP x CP = {total}, not num_processes {processes}")
+    for name, option in (("tp", "tp"), ("cp", "cp")):
+        key = p + f"parallelism_config_{name}_size"
+        r.use(key, size[name], option, str(size[name]))
+        if name == "tp" and size["tp"] > 1:
+            r.use(key, size[name], "sequence_parallel", "true", "Accelerate's TP is torch's, sequence-parallel")
+    dp = size["dp_replicate"] * size["dp_shard"]
+    r.note(p + "parallelism_config_dp_*_size", f"{size['dp_replicate']} x {size['dp_shard']}", f"--dp {dp}",
+           "replicate x shard")  # fmt: skip
+    return dp, size["dp_replicate"], size["dp_shard"]
+
+
+def _sharding(r: Reading, fsdp: dict[str, Any]) -> tuple[str, str]:
+    """The FSDP sharding strategy and the key that gave it: fsdp_sharding_strategy, else fsdp_reshard_after_forward
+    (a strategy's name, or FSDP2's bool), else Accelerate's default FULL_SHARD."""
+    key = "fsdp_reshard_after_forward"
+    if "fsdp_sharding_strategy" in fsdp or key not in fsdp:
+        key = "fsdp_sharding_strategy"
+    value = fsdp.get(key, "FULL_SHARD")
+    if isinstance(value, bool):  # FSDP2: reshard after the forward, or keep the parameters for the backward
+        return ("FULL_SHARD" if value else "SHARD_GRAD_OP"), key
+    strategy = NUMBERED.get(str(value), str(value))
     if strategy not in STRATEGIES:
-        raise r.error(f + "fsdp_sharding_strategy", f"must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+        raise r.error("fsdp_config." + key, f"must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    return strategy, key
+
+
+def _fsdp(r: Reading, fsdp: dict[str, Any], processes: int, machines: int, layout: tuple[int, int, int] | None) -> None:
+    """fsdp_config; `layout`: parallelism_config's (DP, replicas, shard size), whose replicas and shard groups stand
+    for the strategy's hybrid sharding."""
+    f = "fsdp_config."
+    strategy, key = _sharding(r, fsdp)
     stage, hybrid = STRATEGIES[strategy]
-    r.use(f + "fsdp_sharding_strategy", strategy, "zero", str(stage))
-    if hybrid:
+    replicas, shard = (layout[1], layout[2]) if layout is not None else (1, 0)
+    if replicas > 1 and shard == 1:
+        stage = 0  # replicas only: nothing left to shard (torch's DDP semantics)
+    r.use(f + key, fsdp.get(key, "(absent)"), "zero", str(stage),
+          strategy + ("" if key in fsdp else ", Accelerate's default"))  # fmt: skip
+    if replicas > 1 and shard > 1:
+        r.use("parallelism_config.parallelism_config_dp_shard_size", shard, "shard_group", str(shard),
+              "HSDP: shard within, replicate across")  # fmt: skip
+    elif hybrid and layout is None:
         if processes % machines:
             raise r.error("num_machines", f"{machines} does not divide num_processes {processes}")
-        r.use(f + "fsdp_sharding_strategy", strategy, "shard_group", str(processes // machines), "one machine")
-    for key, value in fsdp.items():
-        if key == "fsdp_sharding_strategy":
+        r.use(f + key, strategy, "shard_group", str(processes // machines), "one machine")
+    for name, value in fsdp.items():
+        if name == key:
             continue
-        if key == "fsdp_activation_checkpointing":
-            r.use(f + key, value, "recompute", "full" if value is True else "none")
-        elif key == "fsdp_offload_params" and value is True:
-            r.use(f + key, value, "offload", "params", "FSDP's CPUOffload: parameters, gradients and the step")
+        if name == "fsdp_activation_checkpointing":
+            r.use(f + name, value, "recompute", "full" if value is True else "none")
+        elif name == "fsdp_offload_params" and value is True:
+            r.use(f + name, value, "offload", "params", "FSDP's CPUOffload: parameters, gradients and the step")
+        elif name in ("fsdp_sharding_strategy", "fsdp_reshard_after_forward"):
+            r.ignore(f + name, value, f"{key} decides the sharding")
         else:
-            r.ignore(f + key, value, NOT_PRICED)
+            r.ignore(f + name, value, NOT_PRICED)
 
 
 def _deepspeed(
