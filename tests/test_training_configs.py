@@ -62,7 +62,7 @@ BY_HAND = [
         "deepspeed-zero3.json",  # 64 sequences in 1 accumulation step on DP 8: micro-batch 8; 1e7 fp16 elements
         ["--model", "llama-8b", "--dp", "8"],
         ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "3", "--micro-batch", "8",
-         "--global-batch", "64", "--bucket-size", "20MB"],
+         "--global-batch", "64", "--bucket-size", "20MB", "--grad-dtype", "fp16"],
     ),
     (
         "deepspeed-zero2-hf.json",  # the "auto" values are the HF Trainer's to fill

@@ -117,7 +117,10 @@ def _precision(r: Reading, doc: dict[str, Any]) -> int:
         grad = "fp32"
     else:
         grad = "bf16" if on["bf16"] else "fp16"
-        r.note("bf16.enabled" if on["bf16"] else "fp16.enabled", True, "", f"16-bit training: {grad} gradients")
+        if grad == "fp16" and not _given(comm):  # the recipe's own reduction is bf16's: say fp16's
+            r.use("fp16.enabled", True, "grad_dtype", "fp16", "16-bit training: fp16 gradients")
+        else:
+            r.note("bf16.enabled" if on["bf16"] else "fp16.enabled", True, "", f"16-bit training: {grad} gradients")
     if _given(comm):
         names = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "bfp16": "bf16"}
         if str(comm).lower() not in names:
