@@ -80,6 +80,19 @@ BY_HAND = [
         ["--model", "llama-8b"],
         ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "3"],
     ),
+    (
+        "megatron-llama3-8b-fp8.sh",  # DDP_ARGS appended, FP8 items spliced unquoted, DP torchrun's 8 x 1 (TP 1)
+        ["--model", "llama-8b"],
+        ["--model", "llama-8b", "--dp", "8", "--framework", "megatron", "--zero", "1", "--overlap-comm", "true",
+         "--micro-batch", "1", "--global-batch", "128", "--seq-len", "8192", "--recompute", "none", "--grad-dtype",
+         "bf16", "--compute-dtype", "fp8", "--gather-dtype", "fp8", "--tp", "1", "--cp", "1", "--sequence-parallel"],
+    ),
+    (
+        "accelerate-tp-hsdp.yaml",  # parallelism_config: 2 replicas x 2 shards x TP 2 = 8 processes, FSDP2 resharding
+        ["--model", "llama-8b"],  # (a layout is costed as Megatron runs it: ZeRO-3 as Megatron-FSDP), bf16 reduction
+        ["--model", "llama-8b", "--dp", "4", "--tp", "2", "--cp", "1", "--sequence-parallel", "--framework",
+         "megatron", "--zero", "3", "--recompute", "none", "--grad-dtype", "bf16"],
+    ),
 ]  # fmt: skip
 
 
