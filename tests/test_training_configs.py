@@ -65,10 +65,10 @@ BY_HAND = [
          "--global-batch", "64", "--bucket-size", "20MB", "--grad-dtype", "fp16"],
     ),
     (
-        "deepspeed-zero2-hf.json",  # the "auto" values are the HF Trainer's to fill
-        ["--model", "llama-8b", "--dp", "8"],
+        "deepspeed-zero2-hf.json",  # the "auto" values are the HF Trainer's to fill: reduce_bucket_size hidden^2
+        ["--model", "llama-8b", "--dp", "8"],  # elements (transformers' trainer_config_finalize), 4096^2 x 2 bytes
         ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "2", "--offload", "optimizer",
-         "--overlap-comm", "true"],
+         "--overlap-comm", "true", "--bucket-size", f"{4096**2 * 2}B"],
     ),
     (
         "accelerate-fsdp.yaml",  # FULL_SHARD, bf16 reduced in bf16 (Accelerate's MixedPrecision), 8 processes

@@ -51,6 +51,7 @@ class TrainingConfig:
     replicas: int | None = None  # hybrid sharding with a shard group left to fill the rest (torchtitan's -1)
     refusals: dict[str, tuple[str, str]] = field(default_factory=dict)  # field -> (key, why), unless a flag sets it
     micro_from_dp: tuple[str, int, int] | None = None  # (key, global batch, accumulation): micro-batch from DP
+    bucket_from_hidden: tuple[str, int] | None = None  # (key, bytes per element): a bucket of hidden^2 elements
 
 
 class Reading:
@@ -62,6 +63,7 @@ class Reading:
         self.settings: list[Setting] = []
         self.refusals: dict[str, tuple[str, str]] = {}
         self.micro_from_dp: tuple[str, int, int] | None = None
+        self.bucket_from_hidden: tuple[str, int] | None = None
 
     def use(self, key: str, value: Any, name: str, text: str, note: str = "") -> None:
         """The file's `key` sets option `name` to `text` (as its flag would be written)."""
@@ -99,6 +101,7 @@ class Reading:
             settings=tuple(self.settings),
             refusals=dict(self.refusals),
             micro_from_dp=self.micro_from_dp,
+            bucket_from_hidden=self.bucket_from_hidden,
             **fields,
         )
 
@@ -181,6 +184,25 @@ def _as_run(value: Any) -> Any:
     return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
+def _hidden_squared_bucket(config: TrainingConfig, model: str | None) -> dict[str, str]:
+    """The bucket the Hugging Face Trainer fills a DeepSpeed "auto" reduce_bucket_size with: hidden^2 elements
+    (transformers/integrations/deepspeed.py, trainer_config_finalize; a multimodal model's text hidden size), once
+    the model is known; nothing where it is not (DeepSpeed's default is then priced)."""
+    from dpcost.catalog import load_model
+
+    assert config.bucket_from_hidden is not None
+    spec = config.model_spec
+    if model is not None or config.model is not None:
+        try:
+            spec = load_model(str(model if model is not None else config.model))
+        except InputError:
+            return {}  # the model flag's own error is raised where the plan is built
+    if spec is None or spec.architecture is None:
+        return {}
+    _, per_element = config.bucket_from_hidden
+    return {"bucket_bytes": f"{spec.architecture.hidden**2 * per_element}B"}
+
+
 def _is_layout(values: dict[str, Any]) -> bool:
     """The plan has a model-parallel dimension."""
     return any(_whole_or(values.get(name, 1), 1) > 1 for name in ("tp", "cp", "pp", "ep"))
@@ -238,6 +260,8 @@ def apply(
                 config.path, f"{key}: {total} cannot be split into {accum} micro-batches on DP {replicas_dp}"
             )
         values["micro_batch"] = str(total // (accum * replicas_dp))
+    if config.bucket_from_hidden is not None and "bucket_bytes" not in typed:
+        values.update(_hidden_squared_bucket(config, model))
     if _is_layout(values):  # a layout runs Megatron's own settings: the file's for pure DP are left out, and said so
         from dpcost.engine.layout_report import LAYOUT_IGNORES, LAYOUT_RUNS
 

@@ -79,6 +79,7 @@ def read(doc: dict[str, Any], path: str, folder: Path) -> TrainingConfig:
         dp=dp,
         refusals=config.refusals,
         micro_from_dp=config.micro_from_dp,
+        bucket_from_hidden=config.bucket_from_hidden,
     )
 
 
@@ -181,6 +182,7 @@ def _deepspeed(
             raise r.error("num_processes", f"{processes}, but {file} fixes DP {inner.dp}")
         r.refusals.update(inner.refusals)
         r.micro_from_dp = inner.micro_from_dp
+        r.bucket_from_hidden = inner.bucket_from_hidden
         return processes, list(inner.settings), dict(inner.options)
     r.use("distributed_type", "DEEPSPEED", "framework", "deepspeed")
     stage = ds.get("zero_stage", 0)

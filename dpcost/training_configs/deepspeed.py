@@ -145,6 +145,11 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
     r.use(key + "stage", stage, "zero", str(stage), "" if "stage" in zero else "absent: DeepSpeed's default 0")
     for name, value in zero.items():
         k = key + name
+        if name == "reduce_bucket_size" and value == "auto":
+            r.bucket_from_hidden = (k, grad_bytes)
+            why = f"the Hugging Face Trainer fills it: hidden^2 elements x {grad_bytes} bytes"
+            r.note(k, value, "--bucket-size", why)
+            continue
         if name == "stage" or value == "auto":
             if value == "auto":
                 r.ignore(k, value, "the Hugging Face Trainer fills it in: DeepSpeed's default is priced")
