@@ -237,22 +237,6 @@ def _ring_traffic(
     ]
 
 
-def _ring(
-    topology: TopologySpec,
-    p: Placement,
-    op: str,
-    ranks: int,
-    size: float,
-    levels: Sequence[Level],
-    proto: Protocol,
-    via: TierSpec | None = None,
-) -> CollectiveTime:
-    """Ring (pipelined chain for broadcast/reduce): NCCL's latency base + (nsteps - nInter) intra + nInter inter.
-
-    `via`: a tier every hop also crosses (the NIC, for a phase that runs across scalable units)."""
-    return _rings(topology, p, op, ranks, size, levels, (proto,), via)[0]
-
-
 def _rings(
     topology: TopologySpec,
     p: Placement,
@@ -263,7 +247,10 @@ def _rings(
     protocols: Sequence[Protocol],
     via: TierSpec | None = None,
 ) -> list[CollectiveTime]:
-    """_ring with each of `protocols`: the steps and the bytes on each tier, which no protocol changes, found once."""
+    """Ring (pipelined chain for broadcast/reduce) with each of `protocols`: NCCL's latency base + (nsteps - nInter)
+    intra + nInter inter; the steps and the bytes on each tier, which no protocol changes, found once.
+
+    `via`: a tier every hop also crosses (the NIC, for a phase that runs across scalable units)."""
     per_rank = 2 if op == "all_reduce" else 1
     steps = steps_per_level(ranks, levels, per_rank)
     nodes = spanned(ranks, levels[0].domain) if levels[0].scale_up else ranks
@@ -469,7 +456,7 @@ def _collnet(topology: TopologySpec, p: Placement, op: str, size: float) -> Coll
 def _pat(topology: TopologySpec, p: Placement, op: str, size: float, proto: Protocol) -> CollectiveTime:
     """NCCL's PAT (one GPU per node, Simple): the ring's bytes at NCCL's 0.75 rate; latency
     base + log2(nodes) x interLat / 3.5 + 2.8 us per rank (tuning.cc:429-434, the per-rank part NCCL's own)."""
-    ring = _ring(topology, p, op, p.ranks, size, p.levels, "simple")
+    ring = _rings(topology, p, op, p.ranks, size, p.levels, ("simple",))[0]
     tiers = tuple(t.at_rate(nccl.PAT) for t in ring.tiers)
     bw = max(t.seconds for t in tiers)
     network = next(lv for lv in p.levels if not lv.scale_up)
