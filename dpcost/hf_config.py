@@ -1028,10 +1028,11 @@ def _gemma4(k: Keys) -> dict[str, Any]:
     per_layer_input = k.integer("hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"])
     if per_layer_input:
         raise InputError(k.where, f"{k._key('hidden_size_per_layer_input')}: {per_layer_input}: Gemma 4's per-layer "
-                         "embeddings (the E2B/E4B models) are not counted by dpcost; 0 (26B, 31B) is")  # fmt: skip
+                         "embeddings (the E2B/E4B models) are not counted by dpcost; allowed: 0, as the 26B and 31B "
+                         "give")  # fmt: skip
     if k.integer("num_kv_shared_layers", default=0):
         raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: layers sharing another's keys and values "
-                         "(Gemma 4 E2B/E4B) are not counted by dpcost; 0 is")  # fmt: skip
+                         "(Gemma 4 E2B/E4B) are not counted by dpcost; allowed: 0")  # fmt: skip
     if k.get("per_layer_config", default=None) is not None:
         raise InputError(k.where, f"{k._key('per_layer_config')}: not read; give global_head_dim and "
                          "num_global_key_value_heads instead")  # fmt: skip
