@@ -73,7 +73,8 @@ torchrun pretrain_gpt.py "${TRAINING_ARGS[@]}" --name $NAME; echo done
 """
 
 # Nested branches, elif, a test bash can answer that dpcost cannot (a file: absent here, so true), strings
-# appended with +=, and a default holding another expansion.
+# appended with +=, a default holding another expansion, assignments on one line, and a command whose environment
+# is set before it (its words expanded first: NAME is still "old" in them).
 BRANCHES = """\
 MODE=small
 EXTRA="--a 1"
@@ -90,6 +91,8 @@ else
 fi
 LR=${LEARNING_RATE:-${DEFAULT_LR:-0.1}}
 torchrun --size $SIZE --lr $LR $EXTRA
+A=1 B="two words" NAME=old
+	CUDA_DEVICE_MAX_CONNECTIONS=1 NAME=x torchrun --a $A --b "$B" --name $NAME
 """
 
 

@@ -28,6 +28,8 @@ from dpcost.errors import InputError
 __all__ = ["command_words"]
 
 _ASSIGNMENT = re.compile(r"(?:(?:export|local|readonly|declare(?:\s+-\w+)*)\s+)?([A-Za-z_]\w*)(\+?)=(.*)", re.DOTALL)
+_WORD_ASSIGNMENT = r"[A-Za-z_]\w*=(?:\"[^\"]*\"|'[^']*'|[^\s\"'(]\S*|)"  # NAME=word, the word maybe quoted
+_PREFIX = re.compile(rf"(?:{_WORD_ASSIGNMENT}\s+)+")  # assignments before a command: its environment only
 _BRACED = re.compile(r"\$\{([^{}]*)\}")  # innermost first: a default may hold another expansion
 _QUOTED_ARRAY = re.compile(r'"\$\{([A-Za-z_]\w*)\[@\]\}"')  # "${ARGS[@]}": one word per element
 _PLAIN = re.compile(r"\$([A-Za-z_]\w*)")
@@ -95,7 +97,7 @@ class _Shell:
         return all(taken for taken, _ in self.branches)
 
     def run(self, statement: str) -> None:
-        first, _, rest = statement.partition(" ")
+        first, rest = [*statement.split(None, 1), ""][:2]
         if first in ("if", "elif"):
             self.branch(first, rest)
         elif first == "else":
@@ -110,6 +112,14 @@ class _Shell:
                 self.run(rest.strip())
         elif first in ("done", "esac", "}") or not self.running():
             return
+        elif (prefix := _PREFIX.match(statement)) is not None:
+            command = statement[prefix.end() :]
+            if _ASSIGNMENT.fullmatch(command):  # `A=1 B=2`: every one an assignment
+                for word in re.finditer(_WORD_ASSIGNMENT, prefix.group(0)):
+                    self.run(word.group(0))
+                self.run(command)
+            else:  # `NCCL_DEBUG=INFO torchrun ...`: the command's environment, expanded after its words (bash)
+                self.commands.append(self.words(command))
         elif (assignment := _ASSIGNMENT.fullmatch(statement)) is not None:
             self.assign(*assignment.groups())
         else:
