@@ -22,6 +22,7 @@ from pathlib import Path
 
 from dpcost.accuracy import BANDS, SMALL_BAND, band_errors, disturbance, guess_topology, line_rate_points, predict
 from dpcost.catalog import list_topologies, load_runs, load_topology
+from dpcost.errors import InputError
 from dpcost.nccl_tests import Measurements
 
 HERE = Path(__file__).resolve().parent.parent
@@ -132,13 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--holdout", action="store_true", help="the held-out runs (tests/reference/nccl-tests-holdout/)")
     ap.add_argument("--all", action="store_true", help="both folders: every public run, in sample and out (pooled)")
     args = ap.parse_args(argv)
-    runs = (
-        runs_in([DEFAULT]) + holdout_runs()
-        if args.all
-        else holdout_runs()
-        if args.holdout
-        else runs_in(args.paths or [DEFAULT])
-    )
+    try:
+        runs = (
+            runs_in([DEFAULT]) + holdout_runs()
+            if args.all
+            else holdout_runs()
+            if args.holdout
+            else runs_in(args.paths or [DEFAULT])
+        )
+    except InputError as exc:  # a file the CLI would refuse too: its one line, as the CLI prints it
+        print(f"accuracy.py: {exc}", file=sys.stderr)
+        return 2
     if args.markdown:
         sys.stdout.write(markdown(runs, args.topology))
         return 0
@@ -146,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     print("{:52s} {:12s} {:>5s}  {:9s} {:>3s} {:>8s} {:>8s} {:>8s}".format(*header))
     for m in runs:
         name = args.topology or guess_topology(m) or "dgx-h100"
+        if m.ranks is None:
+            print(f"accuracy.py: {m.name}: the number of ranks is unknown: add a line '# ranks: N'", file=sys.stderr)
+            return 2
         points = predict(m, load_topology(name))
         forced = f" [{m.algorithm} forced]" if m.algorithm else ""
         for i, b in enumerate(band_errors(points, TABLE_BANDS)):

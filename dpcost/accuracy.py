@@ -186,11 +186,15 @@ def band_errors(points: Sequence[Point], bands: Sequence[tuple[str, float, float
     return out
 
 
-_GUESSES = (
+_GUESSES = (  # first match wins: the more specific name first
+    ("gb300", "gb300-nvl72"),
     ("gb200", "gb200-nvl72"),
+    ("b300", "dgx-b300"),
     ("b200", "dgx-b200"),
     ("h200", "hgx-h200"),
+    ("h800", "hgx-h800"),
     ("h100", "dgx-h100"),
+    (r"a100\S*40gb", "dgx-a100-40gb"),  # A100-SXM4-40GB, as nvidia-smi and nccl-tests name it
     ("a100", "dgx-a100"),
 )
 

@@ -34,6 +34,7 @@ def calibration_tables(fit: Fit) -> list[Table]:
         elif p.name in fit.undetermined:
             params.rows.append([p.name, "-", "kept", fit.undetermined[p.name]])
             params.data.append({"parameter": p.name, "base": None, "fitted": None, "determined": False})
+    params.notes.append(f"base: the {fit.topology.name} topology's values (--base, or guessed from the GPU name)")
     params.notes.append(f"{fit.points} measured points; loss: soft-L1 of log(predicted / measured), delta 5%")
     if "launch_per_gpu" in fit.fitted:
         params.notes.append(
