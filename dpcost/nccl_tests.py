@@ -42,7 +42,9 @@ Programs that print the same redop, root and count are told apart by what else n
   times it (read to the digits printed). At 2 ranks the two factors are equal, and such a table is refused.
 A table refused as ambiguous, or read as a program it is not, is named by a line `# op: all_reduce`, which wins
 over the table as every name does. A log cut without its `# Rank` lines states its ranks in a line
-`# ranks: 16, gpus per node: 8` (the second part optional).
+`# ranks: 16, gpus per node: 8` (the second part optional); so does one whose list was cut short (`...`), which its
+busbw / algbw tells (nccl-tests prints it for the true count: 2(n-1)/n for all_reduce, (n-1)/n for all_gather,
+reduce_scatter and alltoall), and which is refused, naming the count that ratio gives, until the line is added.
 
 The CSV form has the header
 `op,ranks,gpus_per_node,size_bytes,time_us[,algorithm][,column][,algbw_GBps,busbw_GBps]`; one CSV may hold
@@ -656,6 +658,39 @@ def _table_op(rows: list[_Row], ranks: int | None) -> str:
     )
 
 
+def _table_op_of(rows: list[_Row], listed: int | None, declared: int | None) -> str:
+    """_table_op at the ranks the '# Rank' lines list, else at a '# ranks:' line's (a list cut short)."""
+    try:
+        return _table_op(rows, listed if listed is not None else declared)
+    except ValueError:
+        if listed is None or declared is None or declared == listed:
+            raise
+        return _table_op(rows, declared)
+
+
+def _bus_ranks_fit(rows: list[_Row], op: str, ranks: int) -> bool:
+    """Whether every row's busbw / algbw is the one nccl-tests prints for `op` at `ranks` ranks, to the digits
+    printed (src/<op>.cu getBw): a rank list cut short (`...`) gives another count."""
+    program = PROGRAM_OF.get(op)
+    if program is None or ranks < 2:
+        return True
+    return all(any(_bus_factor_fits(r, _factor(f, ranks)) for f in _bus_factors(program, r)) for r in rows)
+
+
+def _ranks_from_bus(rows: list[_Row], op: str) -> int | None:
+    """The ranks a table's busbw / algbw implies (2(n-1)/n or (n-1)/n), read from its largest algbw, whose digits
+    say it best; None where the factor does not depend on the ranks, or no row prints one."""
+    kind = _BUS_FACTORS.get(PROGRAM_OF.get(op, ""), ("1",))[0]
+    printed = [(float(a), float(b)) for r in rows for a, b in r.bandwidths if _half_unit(a) and _half_unit(b)]
+    printed = [(a, b) for a, b in printed if math.isfinite(a) and math.isfinite(b) and a > 0]
+    if kind == "1" or not printed:
+        return None
+    algbw, busbw = max(printed)
+    whole = 2.0 if kind == "2(n-1)/n" else 1.0
+    gap = whole - busbw / algbw  # whole / n
+    return round(whole / gap) if gap > 0 else None
+
+
 def _parse_log(text: str, name: str) -> Measurements:
     hosts: list[str] = []
     device = None
@@ -693,12 +728,16 @@ def _parse_log(text: str, name: str) -> Measurements:
     if nodes and len(hosts) % nodes:
         raise ValueError(f"{len(hosts)} ranks over {nodes} hosts: dpcost needs the same number of GPUs on each")
     ranks, per_node = len(hosts) or None, len(hosts) // nodes if nodes else None
-    if declared is not None:
-        if ranks is not None and declared[0] != ranks:
-            raise ValueError(f"'# ranks: {declared[0]}' contradicts its {ranks} '# Rank' lines")
-        ranks, per_node = declared[0], declared[1] or per_node
     named = _which_op(text, name)
-    op, source = named or (_table_op(rows, ranks), "its table (redop, root, count)")
+    op, source = named or (
+        _table_op_of(rows, ranks, declared[0] if declared else None),
+        "its table (redop, root, count)",
+    )
+    listed = ranks
+    if declared is not None:
+        if ranks is not None and declared[0] != ranks and _bus_ranks_fit(rows, op, ranks):
+            raise ValueError(f"'# ranks: {declared[0]}' contradicts its {ranks} '# Rank' lines")
+        ranks, per_node = declared[0], declared[1] or per_node  # a list cut short gives way to the line
     seen: dict[tuple[int, str], _Row] = {}
     measured = []
     for row in rows:
@@ -719,6 +758,13 @@ def _parse_log(text: str, name: str) -> Measurements:
                     "keep one run per file"
                 )
             measured.append(Measurement(op, row.size, time_us, column))
+    if declared is None and listed is not None and not _bus_ranks_fit(rows, op, listed):
+        about = _ranks_from_bus(rows, op)
+        cut = f"about {about} ranks" if about else "another number of ranks"
+        raise ValueError(
+            f"its busbw / algbw is that of {cut}, not of the {listed} its '# Rank' lines list (a list cut short?): "
+            f"add a line '# ranks: {about or 'N'}, gpus per node: G'"
+        )
     return Measurements(
         name=name,
         ranks=ranks,

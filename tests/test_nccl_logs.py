@@ -166,7 +166,7 @@ def test_the_count_column_tells_all_gather_and_reduce_scatter(tmp_path: Path) ->
     """Rows alike but for the count: all_reduce's is the whole buffer's, reduce_scatter's one rank's share
     (size = 16 x count x 4 B); all_gather's is one rank's share, and a whole-buffer count is no nccl-tests row."""
     whole = nccl_table(16, "sum", -1, False, 2 * 15 / 16)
-    share = nccl_table(16, "sum", -1, False, 2 * 15 / 16, counts=1 / 16)
+    share = nccl_table(16, "sum", -1, False, 15 / 16, counts=1 / 16)  # reduce_scatter's busbw: (n-1)/n x algbw
     assert load_measurements(str(write(tmp_path, whole))).ops == ("all_reduce",)
     assert load_measurements(str(write(tmp_path, share))).ops == ("reduce_scatter",)
     raw = ALL_GATHER.read_text()[ALL_GATHER.read_text().index("# nThread") :]
@@ -449,3 +449,18 @@ def test_compare_will_not_guess_the_ranks_of_a_log_without_them(tmp_path: Path) 
     assert code == 2 and stderr.count("\n") == 1 and "--ranks" in stderr and "'# ranks: N'" in stderr
     code, stdout, _ = run("collective", "--compare", str(path), "--ranks", "16", "-f", "markdown")
     assert code == 0 and "16 GPUs (ranks)" in stdout
+
+
+def test_a_rank_list_cut_short_is_told_by_busbw_and_a_ranks_line_mends_it(tmp_path: Path) -> None:
+    """A log pasted with its '# Rank' lines cut to the first few ('...'): nccl-tests printed busbw = 2(n-1)/n x
+    algbw for all_reduce at its true n (src/all_reduce.cu AllReduceGetBw), which 5 ranks cannot give. Refused,
+    naming the ranks the ratio says; a '# ranks:' line then stands for the list."""
+    full = nccl_table(128, "sum", -1, False, 2 * 127 / 128)
+    lines = full.splitlines()
+    ranks = [i for i, line in enumerate(lines) if line.startswith("#  Rank")]
+    cut = "\n".join([*lines[: ranks[0] + 5], "#  ...", *lines[ranks[-1] + 1 :]]) + "\n"
+    path = write(tmp_path, "# op: all_reduce\n" + cut, "cut.log")
+    refused(path, "busbw / algbw is that of about", "not of the 5 its '# Rank' lines list", "'# ranks:")
+    mended = write(tmp_path, "# op: all_reduce\n# ranks: 128, gpus per node: 8\n" + cut, "mended.log")
+    m = load_measurements(str(mended))
+    assert (m.ranks, m.gpus_per_node) == (128, 8)
