@@ -4,7 +4,10 @@ Text output is what `all_reduce_perf -b 8 -e 16G -f 2 -g 8` prints (github.com/N
 its table header (`#  size  count  type  redop  root  time  algbw  busbw  #wrong  time ...`; the header says
 which columns a version prints). Rank lines give the ranks and hosts; each row gives the out-of-place and the
 in-place time. A launcher's label before each line (mpirun --tag-output's `[1,0]<stdout>:`, srun --label's `0: `, a
-host or a timestamp) is taken off first: whatever stands before the table header's `#`. The collective is the one
+host or a timestamp) is taken off first: whatever stands before the table header's `#`. Under NCCL_DEBUG=INFO,
+NCCL's own lines from another thread can cut a row (`... -1gcn151:1904979:1905073 [0] NCCL INFO ...`, the row's
+rest on a later line of numbers): the row is joined again, where the log's own NCCL lines name the host that tells
+where its last cell ends. The collective is the one
 nccl-tests' `# Collective test starting: all_reduce_perf` line names,
 else a `# op: all_reduce` line, else the `<op>_perf[_mpi]` command line echoed in the log, else the file name;
 the rows must read as that op (redop, root, count). A time outside 0.1 us .. 1 hour, or a size beyond 2**50 bytes,
@@ -691,12 +694,35 @@ def _ranks_from_bus(rows: list[_Row], op: str) -> int | None:
     return round(whole / gap) if gap > 0 else None
 
 
+_NCCL_LINE = re.compile(r"^(\S+):\d+:\d+ \[\d+\] NCCL ", re.MULTILINE)  # host:pid:tid [dev] NCCL INFO ...
+_GLUED = re.compile(r"(\S+):\d+:\d+ \[\d+\] NCCL ")
+
+
+def _unglued(line: str, hosts: set[str]) -> str:
+    """A line cut where one of NCCL's own log lines (NCCL_DEBUG=INFO, written by another thread) begins inside it:
+    nccl-tests' row up to there, its rest on a later line. The log line starts with a host the log's own NCCL lines
+    name, which tells where the row's last cell ends (`-1gcn151:...`: root -1, host gcn151)."""
+    found = _GLUED.search(line)
+    if found is None or not line[: found.start()].strip():
+        return line
+    token = found.group(1)
+    host = max((h for h in hosts if token.endswith(h) and len(h) < len(token)), key=len, default=None)
+    return line[: found.end(1) - len(host)] if host else line
+
+
+def _continues(cells: list[str]) -> bool:
+    """A line of numbers alone (times, bandwidths, #wrong, N/A): the rest of a row NCCL's log line cut."""
+    return bool(cells) and not cells[0].isdigit() and all(_NUMBER.fullmatch(c) or c == "N/A" for c in cells)
+
+
 def _parse_log(text: str, name: str) -> Measurements:
     hosts: list[str] = []
     device = None
     rows: list[_Row] = []
     header: list[str] | None = None
     header_line = 0
+    hosts_logging = set(_NCCL_LINE.findall(text))
+    split: tuple[int, list[str]] | None = None  # a row NCCL's log split: its line and the cells so far
     for number, line in enumerate(text.splitlines(), start=1):
         rank = _RANK.match(line.strip())
         if rank:
@@ -707,12 +733,26 @@ def _parse_log(text: str, name: str) -> Measurements:
         if columns is not None:
             header, header_line = columns, number
             continue
-        cells = line.split()
-        if header is None or not cells or not (cells[0].isascii() and cells[0].isdigit()):
+        unglued = _unglued(line, hosts_logging) if hosts_logging else line
+        cells = unglued.split()
+        if split is not None and _continues(cells):
+            number, cells = split[0], split[1] + cells
+            if header is not None and len(cells) < len(header):
+                split = (number, cells)
+                continue
+            split = None
+        elif header is None or not cells or not (cells[0].isascii() and cells[0].isdigit()):
             continue  # comments, NCCL's and MPI's own lines
+        elif unglued != line and len(cells) < len(header):
+            split = (number, cells)
+            continue
+        if header is None:
+            continue
         row = _table_row(cells, header, header_line, number)
         if row is not None:
             rows.append(row)
+    if split is not None:
+        raise ValueError(f"line {split[0]}: a row one of NCCL's log lines cut, whose rest does not follow")
     if header is None:
         started = re.search(r"^#\s*(nThread|Using devices)", text, re.MULTILINE) or hosts
         raise ValueError(

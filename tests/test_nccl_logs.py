@@ -464,3 +464,23 @@ def test_a_rank_list_cut_short_is_told_by_busbw_and_a_ranks_line_mends_it(tmp_pa
     mended = write(tmp_path, "# op: all_reduce\n# ranks: 128, gpus per node: 8\n" + cut, "mended.log")
     m = load_measurements(str(mended))
     assert (m.ranks, m.gpus_per_node) == (128, 8)
+
+
+def test_a_row_cut_by_nccls_own_log_lines_is_joined_again(tmp_path: Path) -> None:
+    """Under NCCL_DEBUG=INFO another thread's log lines ('host:pid:tid [dev] NCCL INFO ...') can land inside a row
+    nccl-tests is printing: the row's first cells, the log line glued to its last cell, more log lines, then the
+    row's rest on a line of numbers. The row reads as if it had been printed whole; a row whose rest never comes is
+    refused."""
+    whole = "# op: all_reduce\n" + nccl_table(16, "sum", -1, False, 2 * 15 / 16)
+    lines = whole.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("16777216"))
+    cells = lines[at].split()
+    log = "node-1:4242:4243 [0] NCCL INFO Channel 00/0 : 7[3] -> 0[0] [receive] via NET/IB/2/GDRDMA"
+    cut = [" ".join(cells[:5]) + log, log, log.replace("node-1", "node-0"), "   ".join(cells[5:9]), log,
+           "   ".join(cells[9:])]  # fmt: skip
+    split = "\n".join([*lines[:at], log, *cut, *lines[at + 1 :]]) + "\n"
+    assert (
+        load_measurements(str(write(tmp_path, split, "split.log"))).rows
+        == load_measurements(str(write(tmp_path, whole, "whole.log"))).rows
+    )
+    refused(write(tmp_path, "\n".join([*lines[:at], log, cut[0]]) + "\n", "cut.log"), "whose rest does not follow")
