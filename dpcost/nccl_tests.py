@@ -7,7 +7,9 @@ in-place time. A launcher's label before each line (mpirun --tag-output's `[1,0]
 host or a timestamp) is taken off first: whatever stands before the table header's `#`. Under NCCL_DEBUG=INFO,
 NCCL's own lines from another thread can cut a row (`... -1gcn151:1904979:1905073 [0] NCCL INFO ...`, the row's
 rest on a later line of numbers): the row is joined again, where the log's own NCCL lines name the host that tells
-where its last cell ends. The collective is the one
+where its last cell ends. A job that ran several programs (`all_reduce_perf; all_gather_perf; ...`) gives a run of
+each, cut at nccl-tests' `# Collective test starting` lines (else its `# nThread` lines); a program dpcost does not
+read (sendrecv) is left out beside ones it does. The collective is the one
 nccl-tests' `# Collective test starting: all_reduce_perf` line names,
 else a `# op: all_reduce` line, else the `<op>_perf[_mpi]` command line echoed in the log, else the file name;
 the rows must read as that op (redop, root, count). A time outside 0.1 us .. 1 hour, or a size beyond 2**50 bytes,
@@ -62,6 +64,7 @@ import csv
 import io
 import math
 import re
+from dataclasses import replace
 
 from dpcost.frozen import frozen
 
@@ -245,8 +248,47 @@ def parse_measurements(text: str, name: str = "") -> Measurements:
 
 
 def parse_runs(text: str, name: str = "") -> list[Measurements]:
-    """Every run in the text: a log is one run; a CSV is one run per (ranks, GPUs per node, algorithm)."""
-    return _parse_csv(text, name) if _is_csv(text) else [_parse_log(_without_line_labels(text), name)]
+    """Every run in the text: a log is one run per program it ran (_sections); a CSV is one run per (ranks, GPUs
+    per node, algorithm)."""
+    if _is_csv(text):
+        return _parse_csv(text, name)
+    sections = _sections(_without_line_labels(text))
+    if len(sections) == 1:
+        return [_parse_log(sections[0], name)]
+    runs, unread = [], []
+    for number, section in enumerate(sections, start=1):
+        try:
+            run = _parse_log(section, name)
+        except UnreadProgram as exc:  # a program dpcost does not read, beside ones it does: left out
+            unread.append(f"section {number}: {exc}")
+            continue
+        except ValueError as exc:
+            raise ValueError(f"section {number} of {len(sections)}: {exc}") from None
+        runs.append(replace(run, name=f"{name} [{run.ops[0]}]"))
+    if not runs:
+        raise ValueError(unread[0])
+    return runs
+
+
+# Where a program's output begins when one job runs several (`all_reduce_perf; all_gather_perf; ...`): nccl-tests'
+# own "# Collective test starting" line, else its "# nThread" line.
+_STARTS = (
+    re.compile(r"^\s*#\s*Collective test starting:", re.MULTILINE),
+    re.compile(r"^\s*#\s*nThread\b", re.MULTILINE),
+)
+
+
+def _sections(text: str) -> list[str]:
+    """The log cut into one part per program where it holds several tables, each part with the lines before the
+    first program (a '# dpcost-topology:' or '# ranks:' line, the job's environment) ahead of it."""
+    if sum(1 for line in text.splitlines() if _header(line) is not None) < 2:
+        return [text]
+    for start in _STARTS:
+        starts = [m.start() for m in start.finditer(text)]
+        if len(starts) >= 2:
+            preamble = text[: starts[0]]
+            return [preamble + text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
+    return [text]
 
 
 # The table header with whatever a launcher printed before it on the line: OpenMPI's --tag-output "[1,0]<stdout>:",
@@ -357,13 +399,17 @@ def _line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
+class UnreadProgram(ValueError):
+    """A log of an nccl-tests program dpcost does not read (sendrecv, scatter, ...)."""
+
+
 def _program_op(word: str, where: str) -> str | None:
     """The collective an nccl-tests program name measures; None for a name that is no nccl-tests program."""
     m = _PROGRAM.search(word)
     if m is None:
         return None
     if m.group(1) not in _OP_OF:
-        raise ValueError(f"{where}: a log of {m.group(0)}; dpcost reads {', '.join(OPS)}")
+        raise UnreadProgram(f"{where}: a log of {m.group(0)}; dpcost reads {', '.join(OPS)}")
     return _OP_OF[m.group(1)]
 
 

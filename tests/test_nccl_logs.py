@@ -484,3 +484,25 @@ def test_a_row_cut_by_nccls_own_log_lines_is_joined_again(tmp_path: Path) -> Non
         == load_measurements(str(write(tmp_path, whole, "whole.log"))).rows
     )
     refused(write(tmp_path, "\n".join([*lines[:at], log, cut[0]]) + "\n", "cut.log"), "whose rest does not follow")
+
+
+def test_a_job_that_ran_several_programs_gives_a_run_of_each(tmp_path: Path) -> None:
+    """One job running all_reduce_perf, all_gather_perf and sendrecv_perf in turn prints each program's header, rank
+    lines and table after its '# Collective test starting' line: a run of each program dpcost reads, named by its
+    collective; sendrecv, which dpcost does not read, is left out, and a log of it alone refused."""
+
+    def program(name: str, table: str) -> str:
+        return f"# Collective test starting: {name}\n{table}# Collective test concluded: {name}\n"
+
+    reduce = nccl_table(16, "sum", -1, False, 2 * 15 / 16)
+    gather = nccl_table(16, "none", -1, True, 15 / 16)
+    sendrecv = nccl_table(16, "sum", -1, False, 1.0)
+    text = "# dpcost-topology: dgx-h100\n" + program("all_reduce_perf", reduce) + program("all_gather_perf", gather)
+    path = write(tmp_path, text + program("sendrecv_perf", sendrecv), "job.log")
+    runs = load_runs(str(path), str(path))
+    assert [(r.name, r.ops, r.ranks, r.topology) for r in runs] == [
+        ("job.log [all_reduce]", ("all_reduce",), 16, "dgx-h100"),
+        ("job.log [all_gather]", ("all_gather",), 16, "dgx-h100"),
+    ]
+    alone = write(tmp_path, program("sendrecv_perf", sendrecv) + program("sendrecv_perf", sendrecv), "sr.log")
+    refused(alone, "a log of sendrecv_perf")
