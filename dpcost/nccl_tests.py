@@ -47,9 +47,11 @@ Programs that print the same redop, root and count are told apart by what else n
   times it (read to the digits printed). At 2 ranks the two factors are equal, and such a table is refused.
 A table refused as ambiguous, or read as a program it is not, is named by a line `# op: all_reduce`, which wins
 over the table as every name does. A log cut without its `# Rank` lines states its ranks in a line
-`# ranks: 16, gpus per node: 8` (the second part optional); so does one whose list was cut short (`...`), which its
-busbw / algbw tells (nccl-tests prints it for the true count: 2(n-1)/n for all_reduce, (n-1)/n for all_gather,
-reduce_scatter and alltoall), and which is refused, naming the count that ratio gives, until the line is added.
+`# ranks: 16, gpus per node: 8` (the second part optional), unless its count column gives them (all_gather,
+reduce_scatter and alltoall print size = ranks x count x the type's size); so does one whose list was cut short
+(`...`), which its busbw / algbw tells (nccl-tests prints it for the true count: 2(n-1)/n for all_reduce, (n-1)/n
+for all_gather, reduce_scatter and alltoall), and which is refused, naming the count that ratio gives, until the
+line is added.
 
 The CSV form has the header
 `op,ranks,gpus_per_node,size_bytes,time_us[,algorithm][,column][,algbw_GBps,busbw_GBps]`; one CSV may hold
@@ -477,10 +479,11 @@ class _Row:
 
 
 def _header(line: str) -> list[str] | None:
-    """The column names of an nccl-tests table header line (`#  size  count  type ...  time  algbw  busbw ...`)."""
-    if not line.lstrip().startswith("#"):
-        return None
+    """The column names of an nccl-tests table header line (`#  size  count  type ...  time  algbw  busbw ...`; the
+    `#` may be lost where a page rendered the log, as dstack's docs print it)."""
     cells = line.strip().lstrip("#").split()
+    if not cells:
+        return None
     if cells[:3] != ["size", "count", "type"] or "algbw" not in cells or "busbw" not in cells:
         return None
     if not any(c in ("time", "cputime") for c in cells):
@@ -707,6 +710,19 @@ def _table_op(rows: list[_Row], ranks: int | None) -> str:
     )
 
 
+def _ranks_from_counts(rows: list[_Row], op: str) -> int | None:
+    """The ranks a per-rank count gives where no line states them: all_gather, reduce_scatter and alltoall print
+    size = ranks x count x the type's size (src/<op>.cu GetCollByteCount); None for another op, or rows that
+    disagree."""
+    if PROGRAM_OF.get(op) not in _PER_RANK:
+        return None
+    ratios = {_count_ratio(row) for row in rows}
+    if len(ratios) != 1:
+        return None
+    ratio = ratios.pop()
+    return int(ratio) if ratio is not None and ratio >= 2 and ratio == int(ratio) else None
+
+
 def _table_op_of(rows: list[_Row], listed: int | None, declared: int | None) -> str:
     """_table_op at the ranks the '# Rank' lines list, else at a '# ranks:' line's (a list cut short)."""
     try:
@@ -820,6 +836,8 @@ def _parse_log(text: str, name: str) -> Measurements:
         "its table (redop, root, count)",
     )
     listed = ranks
+    if ranks is None and declared is None:
+        ranks = _ranks_from_counts(rows, op)
     if declared is not None:
         if ranks is not None and declared[0] != ranks and _bus_ranks_fit(rows, op, ranks):
             raise ValueError(f"'# ranks: {declared[0]}' contradicts its {ranks} '# Rank' lines")

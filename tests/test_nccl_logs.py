@@ -506,3 +506,17 @@ def test_a_job_that_ran_several_programs_gives_a_run_of_each(tmp_path: Path) -> 
     ]
     alone = write(tmp_path, program("sendrecv_perf", sendrecv) + program("sendrecv_perf", sendrecv), "sr.log")
     refused(alone, "a log of sendrecv_perf")
+
+
+def test_a_per_rank_count_gives_the_ranks_and_a_header_may_lose_its_hash(tmp_path: Path) -> None:
+    """all_gather prints size = ranks x count x 4 B for floats (src/all_gather.cu): without '# Rank' lines the count
+    column gives the ranks. A page that rendered the log may drop the header's '#' (dstack's docs): still the
+    table. all_reduce's whole-buffer count gives no ranks: refused, asking for them."""
+    gather = nccl_table(16, "none", -1, True, 15 / 16).replace("#       size", "        size")
+    gather = "\n".join(line for line in gather.splitlines() if not line.startswith("#  Rank")) + "\n"
+    m = load_measurements(str(write(tmp_path, "# op: all_gather\n" + gather, "gather.log")))
+    assert (m.ranks, m.ops) == (16, ("all_gather",))
+    reduce = nccl_table(None, "sum", -1, False, 2 * 15 / 16)
+    path = write(tmp_path, "# op: all_reduce\n# dpcost-topology: dgx-h100\n" + reduce, "reduce.log")
+    code = CliRunner().invoke(app, ["calibrate", str(path)])
+    assert code.exit_code == 2 and "# ranks: N" in code.output
