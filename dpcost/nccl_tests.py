@@ -756,8 +756,9 @@ def _ranks_from_bus(rows: list[_Row], op: str) -> int | None:
     return round(whole / gap) if gap > 0 else None
 
 
-_NCCL_LINE = re.compile(r"^(\S+):\d+:\d+ \[\d+\] NCCL ", re.MULTILINE)  # host:pid:tid [dev] NCCL INFO ...
-_GLUED = re.compile(r"(\S+):\d+:\d+ \[\d+\] NCCL ")
+_NCCL_TAG = r"(\S+):\d+:\d+ \[\d+\] NCCL "  # how NCCL begins its own lines: host:pid:tid [dev] NCCL INFO ...
+_NCCL_LINE = re.compile("^" + _NCCL_TAG, re.MULTILINE)  # one of them on a line of its own
+_GLUED = re.compile(_NCCL_TAG)  # one of them anywhere, maybe inside a row
 
 
 def _unglued(line: str, hosts: set[str]) -> str:

@@ -85,6 +85,10 @@ class Reading:
     def ignore(self, key: str, value: Any, why: str) -> None:
         self.settings.append(Setting(key, _shown(value), "", why))
 
+    def listed(self) -> set[str]:
+        """The keys that have a row so far."""
+        return {setting.key for setting in self.settings}
+
     def refuse(self, name: str, key: str, why: str) -> None:
         """The file sets option `name` in a way dpcost cannot price: an error unless a flag sets it."""
         self.refusals[name] = (key, why)

@@ -181,7 +181,7 @@ def _parallelism(r: Reading, parallel: dict[str, Any], where: dict[str, str]) ->
     if "enable_async_tensor_parallel" in parallel:
         value = _bool(r, label("enable_async_tensor_parallel"), parallel["enable_async_tensor_parallel"])
         r.use(label("enable_async_tensor_parallel"), value, "tp_comm_overlap", value)
-    listed = {setting.key for setting in r.settings}
+    listed = r.listed()
     for key, value in parallel.items():
         if label(key) in listed:
             continue
@@ -253,7 +253,7 @@ def _checkpointing(r: Reading, ac: dict[str, Any]) -> None:
         r.use(a + "selective_ac_option", option, "recompute_layers", option)
     else:
         raise r.error(a + "mode", f"must be none, full or selective (option op or an integer), got {mode} {option}")
-    listed = {setting.key for setting in r.settings}
+    listed = r.listed()
     for key, value in ac.items():
         if a + key not in listed:
             r.note(a + key, value, "", "with selective_ac_option" if key == "mode" else NOT_PRICED)
