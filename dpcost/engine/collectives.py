@@ -200,83 +200,151 @@ def _ll_cap(topology: TopologySpec, nodes: int) -> float:
     return nccl.ll_max_busbw(topology.gpu.arch, topology.host_cpu, nodes) * GB
 
 
-def _with_protocol(
-    family: str,
-    proto: Protocol,
-    tiers: list[TierTraffic],
-    bus_bytes: float,
-    ll_cap: float,
-    factor: float = 1.0,
-    nodes: int = 2,
-) -> tuple[float, list[TierTraffic]]:
-    """Scale Simple-protocol tier times to `proto` (and an extra bandwidth `factor`); LL also stays under its
-    bus-bandwidth cap: time >= bus bytes / llMaxBw."""
-    keep = nccl.protocol_bandwidth(family, proto, nodes) * factor
-    scaled = [t.at_rate(keep) for t in tiers]
-    seconds = max((t.seconds for t in scaled), default=0.0)
-    if proto == "ll":
-        seconds = max(seconds, bus_bytes / ll_cap)
-    return seconds, scaled
+@frozen
+class _ProtocolTerms:
+    """What one protocol adds to a Ring or Tree call of one group, which no size changes."""
+
+    protocol: Protocol
+    latency: float  # seconds: Tree's whole latency; Ring's without the call overhead (its plateau scales the rest)
+    keep: float  # the share of Simple's bus bandwidth the protocol keeps (nccl.protocol_bandwidth)
+    channel_bytes: float  # bytes per channel before NCCL keeps another (nccl_channels.bytes_per_channel); 0: no cut
+    channels_busbw: float = math.inf  # Tree beyond two domains: the most bus bandwidth its channels reach, bytes/s
+
+
+def _channel_cut_at(links: int, channel_bytes: float, size: float) -> float:
+    """How much longer a small call's bytes take on the channels NCCL leaves it: Ring and Tree drop channels while
+    the bytes are fewer than channels x threads x bytes per thread (enqueue.cc:2092-2096; `channel_bytes`,
+    nccl_channels.bytes_per_channel), so a call keeps about size / that many. Only a cut below the ring graph's
+    channels costs bandwidth, as those sit on `links` distinct links (_channel_links). Counted continuously (NCCL's
+    whole channels make a sawtooth in which a larger call can finish sooner): below the graph's channels the bytes
+    take as long as one channel's."""
+    used = max(1.0, size / channel_bytes)
+    return links / used if used < links else 1.0
+
+
+def _fastest_protocol(
+    terms: Sequence[_ProtocolTerms], priced: Sequence[tuple[float, float, float]]
+) -> tuple[_ProtocolTerms, float, float, float]:
+    """The protocol whose (latency, bandwidth seconds, kept share) is fastest, the first of equals (as min() of
+    NCCL's protocol order)."""
+    best = 0
+    for k in range(1, len(priced)):
+        if priced[k][0] + priced[k][1] < priced[best][0] + priced[best][1]:
+            best = k
+    return (terms[best], *priced[best])
 
 
 # ------------------------------------------------------------------------------------------------ algorithms
 
 
-def _ring_traffic(
-    topology: TopologySpec, p: Placement, op: str, ranks: int, size: float, levels: Sequence[Level]
-) -> list[TierTraffic]:
-    """Per-level bytes of a ring. Levels above the first network level nest inside it (their bytes crossed it)."""
-    hop_bytes = bus_factor(op, ranks) * size
-    first_network = 1 if levels[0].scale_up else 0
-    return [
-        TierTraffic(
-            lv.tier.name, share * hop_bytes, share * hop_bytes / level_bandwidth(topology, p, lv), k > first_network
+@frozen
+class _RingPrice:
+    """A ring's price for one group and op at any size: what no size changes, found once (_ring_price); `at` adds a
+    size's bytes."""
+
+    op: str
+    ranks: int
+    bus: float  # bus_factor(op, ranks): each hop's bytes per byte of the message
+    tiers: tuple[tuple[str, float, float, bool], ...]  # each level's name, share of the hops, bandwidth, nested
+    via: tuple[str, float] | None  # a tier every hop also crosses: its name and bandwidth
+    plateau_bytes: float  # where Simple's latency takes NCCL's plateau (inf: never)
+    ll_cap: float  # LL's bus-bandwidth ceiling, bytes/s
+    overhead: float  # the call overhead, added after the plateau
+    links: int  # the channels' distinct links (_channel_links); 0 for a phase of the hierarchical what-if
+    protocols: tuple[_ProtocolTerms, ...]
+
+    def at(self, size: float) -> CollectiveTime:
+        """The fastest protocol's time for `size` bytes: NCCL's latency base + (nsteps - nInter) intra + nInter
+        inter; each level carries its share of the ring's hop bytes, the slowest level sets the time."""
+        hop_bytes = self.bus * size
+        traffic = [(name, share * hop_bytes, share * hop_bytes / bw, nested) for name, share, bw, nested in self.tiers]
+        if self.via is not None:
+            carried = sum(b for _, b, _, nested in traffic if not nested)
+            traffic = [(name, b, seconds, True) for name, b, seconds, _ in traffic]
+            traffic.insert(0, (self.via[0], carried, carried / self.via[1], False))
+        priced = []
+        for terms in self.protocols:
+            latency = terms.latency
+            if terms.protocol == "simple" and size >= self.plateau_bytes:
+                latency *= nccl.RING_PLATEAU
+            latency += self.overhead
+            bw_seconds = max((seconds / terms.keep for _, _, seconds, _ in traffic), default=0.0)
+            if terms.protocol == "ll":
+                bw_seconds = max(bw_seconds, hop_bytes / self.ll_cap)
+            if self.links:
+                bw_seconds *= _channel_cut_at(self.links, terms.channel_bytes, size)
+            priced.append((latency, bw_seconds, terms.keep))
+        terms, latency, bw_seconds, keep = _fastest_protocol(self.protocols, priced)
+        tiers = tuple(TierTraffic(name, b, seconds / keep, nested) for name, b, seconds, nested in traffic)
+        return CollectiveTime(
+            self.op, "ring", terms.protocol, self.ranks, size, latency + bw_seconds, latency, bw_seconds, tiers
         )
+
+
+def _ring_levels(
+    topology: TopologySpec, p: Placement, ranks: int, levels: Sequence[Level]
+) -> tuple[tuple[str, float, float, bool], ...]:
+    """Each level a ring's hops use: its name, share of the hops, bandwidth, and whether its bytes also crossed a
+    lower network level (levels above the first network level nest inside it)."""
+    first_network = 1 if levels[0].scale_up else 0
+    return tuple(
+        (lv.tier.name, share, level_bandwidth(topology, p, lv), k > first_network)
         for k, (lv, share) in enumerate(zip(levels, hop_share(ranks, levels), strict=True))
         if share > 0
-    ]
+    )
 
 
-def _rings(
+def _ring_price(
     topology: TopologySpec,
     p: Placement,
     op: str,
     ranks: int,
-    size: float,
     levels: Sequence[Level],
     protocols: Sequence[Protocol],
     via: TierSpec | None = None,
-) -> list[CollectiveTime]:
-    """Ring (pipelined chain for broadcast/reduce) with each of `protocols`: NCCL's latency base + (nsteps - nInter)
-    intra + nInter inter; the steps and the bytes on each tier, which no protocol changes, found once.
+) -> _RingPrice:
+    """Ring (pipelined chain for broadcast/reduce) over `ranks` of `p` on `levels` with each of `protocols`: the
+    steps, the levels' shares and every latency, which no size changes.
 
     `via`: a tier every hop also crosses (the NIC, for a phase that runs across scalable units)."""
     per_rank = 2 if op == "all_reduce" else 1
     steps = steps_per_level(ranks, levels, per_rank)
     nodes = spanned(ranks, levels[0].domain) if levels[0].scale_up else ranks
-    plateau = op == "all_reduce" and nodes > 1 and size >= _plateau_bytes(topology, p, ranks)  # Simple's only
-    traffic = _ring_traffic(topology, p, op, ranks, size, levels)
-    if via is not None and via is not levels[0].tier:
-        carried = sum(t.bytes_per_gpu for t in traffic if not t.nested)
-        traffic = [replace(t, nested=True) for t in traffic]
-        bw = via.effective_bandwidth * network_factor(topology, p.nodes) * crossing_factor(p)
-        traffic.insert(0, TierTraffic(via.name, carried, carried / bw))
-    bus_bytes = bus_factor(op, ranks) * size
-    ll_cap = _ll_cap(topology, nodes)
-    priced = []
-    for proto in protocols:
-        latency = _base(topology, "ring", proto) - topology.call_overhead
-        latency += _ring_step_latency(topology, levels, steps, nodes, proto)
-        if proto == "simple" and plateau:
-            latency *= nccl.RING_PLATEAU
-        latency += topology.call_overhead
-        bw_seconds, tiers = _with_protocol("ring", proto, traffic, bus_bytes, ll_cap)
-        if ranks == p.ranks:  # the group's own call, not a phase of the hierarchical what-if
-            bw_seconds *= _channel_cut(topology, p, "ring", proto, size)
-        priced.append(
-            CollectiveTime(op, "ring", proto, ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(tiers))
+    own_call = ranks == p.ranks  # not a phase of the hierarchical what-if
+    terms = tuple(
+        _ProtocolTerms(
+            proto,
+            _base(topology, "ring", proto) - topology.call_overhead
+            + _ring_step_latency(topology, levels, steps, nodes, proto),
+            nccl.protocol_bandwidth("ring", proto),
+            bytes_per_channel(p, "ring", proto) if own_call else 0.0,
         )
-    return priced
+        for proto in protocols
+    )  # fmt: skip
+    crossed = None
+    if via is not None and via is not levels[0].tier:
+        crossed = via.name, via.effective_bandwidth * network_factor(topology, p.nodes) * crossing_factor(p)
+    return _RingPrice(
+        op,
+        ranks,
+        bus_factor(op, ranks),
+        _ring_levels(topology, p, ranks, levels),
+        crossed,
+        _plateau_bytes(topology, p, ranks) if op == "all_reduce" and nodes > 1 else math.inf,
+        _ll_cap(topology, nodes),
+        topology.call_overhead,
+        _channel_links(topology, p) if own_call else 0,
+        terms,
+    )
+
+
+def _ring(topology: TopologySpec, p: Placement, op: str, size: float, protocols: Sequence[Protocol]) -> CollectiveTime:
+    """The group's own ring call with the fastest of `protocols`, from its price found once per topology."""
+    price = _kept(
+        _ring_prices(topology), p, (op, tuple(protocols)),
+        lambda: _ring_price(topology, p, op, p.ranks, p.levels, protocols),
+    )  # fmt: skip
+    return price.at(size)
 
 
 def _ring_step_latency(
@@ -297,16 +365,10 @@ def _ring_step_latency(
     return total
 
 
-def _channel_cut(topology: TopologySpec, p: Placement, algorithm: str, proto: Protocol, size: float) -> float:
-    """How much longer a small call's bytes take on the channels NCCL leaves it: Ring and Tree drop channels
-    while the bytes are fewer than channels x threads x bytes per thread (enqueue.cc:2092-2096,
-    nccl_channels.bytes_per_channel), so a call keeps about size / that many. Only a cut below the ring graph's
-    channels costs bandwidth: ncclTopoPostset doubles them onto the same links (connect.cc:460), so half the
-    communicator's channels carry the links' rate. Counted continuously (NCCL's whole channels make a sawtooth in
-    which a larger call can finish sooner): below the graph's channels the bytes take as long as one channel's."""
-    links = max(1, ring_channels(topology, p) // 2)
-    used = max(1.0, size / bytes_per_channel(p, algorithm, proto))
-    return links / used if used < links else 1.0
+def _channel_links(topology: TopologySpec, p: Placement) -> int:
+    """The distinct links a Ring or Tree call's channels run on: half the communicator's channels, as
+    ncclTopoPostset doubles the ring graph's onto the same links (connect.cc:460); see _channel_cut_at."""
+    return max(1, ring_channels(topology, p) // 2)
 
 
 def _plateau_bytes(topology: TopologySpec, p: Placement, ranks: int) -> float:
@@ -332,17 +394,23 @@ def _tree_depth_latency(
     return total
 
 
-def _tree_network_traffic(topology: TopologySpec, p: Placement, size: float) -> list[TierTraffic]:
-    """Bytes a double binary tree across the NVLink domains puts on each network tier, per GPU (g rails).
+def _tree_network_bytes(
+    levels: Sequence[tuple[str, float, float, bool]], bus: float, nodes: int, rail_bytes: float
+) -> list[tuple[str, float, float, bool]]:
+    """Bytes a double binary tree across `nodes` NVLink domains puts on each network tier per GPU (each of the g
+    rails carries `rail_bytes`, S/g), with their seconds; `levels` as _ring_levels gives the rails', `bus` the
+    all-reduce bus factor over the domains.
 
     Two domains exchange S once each way; beyond two, every domain is interior in one of the two trees and
     moves 2S. Upper tiers carry the edges that leave their sub-domains, as a ring's hops would."""
-    g = p.ppn
-    rail = p.rails
-    traffic = _ring_traffic(topology, p, "all_reduce", p.nodes, size / g, rail)
-    if p.nodes > 2:
-        scale = p.nodes / (p.nodes - 1)  # the ring's 2(D-1)/D x S/g becomes 2S/g
-        traffic = [replace(t, bytes_per_gpu=t.bytes_per_gpu * scale, seconds=t.seconds * scale) for t in traffic]
+    hop_bytes = bus * rail_bytes
+    interior = nodes / (nodes - 1) if nodes > 2 else 1.0  # the ring's 2(D-1)/D x S/g becomes 2S/g
+    traffic = []
+    for name, share, bw, nested in levels:
+        moved, seconds = share * hop_bytes, share * hop_bytes / bw
+        if nodes > 2:
+            moved, seconds = moved * interior, seconds * interior
+        traffic.append((name, moved, seconds, nested))
     return traffic
 
 
@@ -358,54 +426,135 @@ def _tree_channels_busbw(topology: TopologySpec, p: Placement, proto: Protocol) 
     return channels * cap * GB
 
 
-def _nvls_tree(topology: TopologySpec, p: Placement, size: float) -> CollectiveTime:
-    """NVLSTree (NVLS in the domain, a double binary tree across), or NVLS alone in one domain: Simple only."""
+@frozen
+class _NvlsTreePrice:
+    """NVLSTree's price for one group at any size (NVLS in the domain, a double binary tree across), or NVLS alone
+    in one domain: Simple only. What no size changes, found once (_nvls_tree_price); `at` adds a size's bytes."""
+
+    ranks: int
+    nodes: int
+    domain: tuple[str, float]  # the NVLink tier's name and NVLS bandwidth (its rate x the reduction's efficiency)
+    domain_share: float  # 1 + 1/g: each GPU sends and receives (1 + 1/N) x S through the switch
+    network: tuple[tuple[str, float, float, bool], ...]  # the tree across domains (_ring_levels); () in one domain
+    network_bus: float
+    per_domain: float
+    latency: float
+    arch: str  # for nccl.nvls_tree_correction
+    host_cpu: str
+
+    def at(self, size: float) -> CollectiveTime:
+        intra_bytes = self.domain_share * size
+        traffic = [TierTraffic(self.domain[0], intra_bytes, intra_bytes / self.domain[1])]
+        if self.nodes > 1:
+            network = _tree_network_bytes(self.network, self.network_bus, self.nodes, size / self.per_domain)
+            traffic += [TierTraffic(*t) for t in network]
+            keep = nccl.nvls_tree_correction(size, self.arch, self.host_cpu)
+            traffic = [t.at_rate(keep) for t in traffic]
+        bw_seconds = max(t.seconds for t in traffic)
+        name = "nvls_tree" if self.nodes > 1 else "nvls"
+        return CollectiveTime(
+            "all_reduce", name, "simple", self.ranks, size, self.latency + bw_seconds, self.latency, bw_seconds,
+            tuple(traffic),
+        )  # fmt: skip
+
+
+def _nvls_tree_price(topology: TopologySpec, p: Placement) -> _NvlsTreePrice:
+    """NVLSTree (or NVLS) over `p`: the switch's rate, the tree's levels and the latency, which no size changes."""
     g = p.ppn
     first = p.levels[0].tier
     reduction = first.in_network_reduction
     assert reduction is not None  # availability offers NVLS only where the tier declares it
-    intra_bytes = (1 + 1 / g) * size
-    traffic = [TierTraffic(first.name, intra_bytes, intra_bytes / (first.bandwidth * reduction.efficiency))]
     latency = topology.call_overhead + reduction.latency * topology.latency_scale
     if p.nodes > 1:
-        traffic += _tree_network_traffic(topology, p, size)
         latency += 2 * _tree_depth_latency(topology, p.nodes, p.rails, "nvls_tree", "simple")
-        keep = nccl.nvls_tree_correction(size, topology.gpu.arch, topology.host_cpu)
-        traffic = [t.at_rate(keep) for t in traffic]
-    bw_seconds = max(t.seconds for t in traffic)
-    name = "nvls_tree" if p.nodes > 1 else "nvls"
-    return CollectiveTime(
-        "all_reduce", name, "simple", p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(traffic)
+    return _NvlsTreePrice(
+        p.ranks,
+        p.nodes,
+        (first.name, first.bandwidth * reduction.efficiency),
+        1 + 1 / g,
+        _ring_levels(topology, p, p.nodes, p.rails) if p.nodes > 1 else (),
+        bus_factor("all_reduce", p.nodes),
+        g,
+        latency,
+        topology.gpu.arch,
+        topology.host_cpu,
     )
 
 
-def _trees(topology: TopologySpec, p: Placement, size: float, protocols: Sequence[Protocol]) -> list[CollectiveTime]:
-    """NCCL Tree (a chain in the domain, a double binary tree across) with each of `protocols`: the bytes on each
-    tier, which no protocol changes, found once."""
+def _nvls_tree(topology: TopologySpec, p: Placement, size: float) -> CollectiveTime:
+    """NVLSTree or NVLS all-reduce of `size` bytes over the group, from its price found once per topology."""
+    return _kept(_nvls_tree_prices(topology), p, (), lambda: _nvls_tree_price(topology, p)).at(size)
+
+
+@frozen
+class _TreePrice:
+    """A Tree all-reduce's price for one group at any size: what no size changes, found once (_tree_price); `at`
+    adds a size's bytes and NCCL's treeCorrectionFactor for it."""
+
+    ranks: int
+    nodes: int
+    intra: tuple[str, float] | None  # the chain inside the domain: its tier's name and bandwidth (None: one GPU)
+    network: tuple[tuple[str, float, float, bool], ...]  # the tree across domains, as a ring's levels (_ring_levels)
+    network_bus: float  # bus_factor of an all-reduce over the domains
+    per_domain: float  # GPUs per domain (ppn): each rail carries S / per_domain
+    ll_cap: float
+    links: int
+    protocols: tuple[_ProtocolTerms, ...]
+
+    def at(self, size: float) -> CollectiveTime:
+        """The fastest protocol's time for `size` bytes: a chain in the domain (2S per GPU) pipelined with a double
+        binary tree across (_tree_network_bytes), at NCCL's Tree rate and correction for the size."""
+        traffic: list[tuple[str, float, float, bool]] = []
+        if self.intra is not None:
+            traffic.append((self.intra[0], 2 * size, 2 * size / self.intra[1], False))
+        if self.network:
+            traffic += _tree_network_bytes(self.network, self.network_bus, self.nodes, size / self.per_domain)
+        priced = []
+        for terms in self.protocols:
+            keep = terms.keep * (nccl.TREE_ALLREDUCE * nccl.tree_correction(size, terms.protocol))
+            bw_seconds = max((seconds / keep for _, _, seconds, _ in traffic), default=0.0)
+            if terms.protocol == "ll":
+                bw_seconds = max(bw_seconds, 2 * size / self.ll_cap)
+            if self.nodes > 2:
+                bw_seconds = max(bw_seconds, 2 * size / terms.channels_busbw)
+            bw_seconds *= _channel_cut_at(self.links, terms.channel_bytes, size)
+            priced.append((terms.latency, bw_seconds, keep))
+        terms, latency, bw_seconds, keep = _fastest_protocol(self.protocols, priced)
+        tiers = tuple(TierTraffic(name, b, seconds / keep, nested) for name, b, seconds, nested in traffic)
+        return CollectiveTime(
+            "all_reduce", "tree", terms.protocol, self.ranks, size, latency + bw_seconds, latency, bw_seconds, tiers
+        )
+
+
+def _tree_price(topology: TopologySpec, p: Placement, protocols: Sequence[Protocol]) -> _TreePrice:
+    """NCCL Tree over `p` with each of `protocols`: the levels' shares and every latency, which no size changes."""
     g = p.ppn
     first = p.levels[0].tier
-    traffic: list[TierTraffic] = []
-    if g > 1:
-        traffic.append(TierTraffic(first.name, 2 * size, 2 * size / first.effective_bandwidth))
-    if p.nodes > 1:
-        traffic += _tree_network_traffic(topology, p, size)
-    ll_cap = _ll_cap(topology, p.nodes)
-    priced = []
+    terms = []
     for proto in protocols:
         latency = _base(topology, "tree", proto) + 2 * (math.floor(g) - 1) * _step(topology, p.levels[0], "tree", proto)
         if p.nodes > 1:
             latency += 2 * _tree_depth_latency(topology, p.nodes, p.rails, "tree", proto)
-        factor = nccl.TREE_ALLREDUCE * nccl.tree_correction(size, proto)
-        bw_seconds, tiers = _with_protocol("tree", proto, traffic, 2 * size, ll_cap, factor, p.nodes)
-        if p.nodes > 2:
-            bw_seconds = max(bw_seconds, 2 * size / _tree_channels_busbw(topology, p, proto))
-        bw_seconds *= _channel_cut(topology, p, "tree", proto, size)
-        priced.append(
-            CollectiveTime(
-                "all_reduce", "tree", proto, p.ranks, size, latency + bw_seconds, latency, bw_seconds, tuple(tiers)
-            )
-        )
-    return priced
+        keep = nccl.protocol_bandwidth("tree", proto, p.nodes)
+        cap = _tree_channels_busbw(topology, p, proto) if p.nodes > 2 else math.inf
+        terms.append(_ProtocolTerms(proto, latency, keep, bytes_per_channel(p, "tree", proto), cap))
+    return _TreePrice(
+        p.ranks,
+        p.nodes,
+        (first.name, first.effective_bandwidth) if g > 1 else None,
+        _ring_levels(topology, p, p.nodes, p.rails) if p.nodes > 1 else (),
+        bus_factor("all_reduce", p.nodes),
+        g,
+        _ll_cap(topology, p.nodes),
+        _channel_links(topology, p),
+        tuple(terms),
+    )
+
+
+def _tree(topology: TopologySpec, p: Placement, size: float, protocols: Sequence[Protocol]) -> CollectiveTime:
+    """The group's Tree all-reduce with the fastest of `protocols`, from its price found once per topology."""
+    price = _kept(_tree_prices(topology), p, tuple(protocols), lambda: _tree_price(topology, p, protocols))
+    return price.at(size)
 
 
 def _nvls_scatter_gather(topology: TopologySpec, p: Placement, op: str, size: float) -> CollectiveTime:
@@ -456,7 +605,7 @@ def _collnet(topology: TopologySpec, p: Placement, op: str, size: float) -> Coll
 def _pat(topology: TopologySpec, p: Placement, op: str, size: float, proto: Protocol) -> CollectiveTime:
     """NCCL's PAT (one GPU per node, Simple): the ring's bytes at NCCL's 0.75 rate; latency
     base + log2(nodes) x interLat / 3.5 + 2.8 us per rank (tuning.cc:429-434, the per-rank part NCCL's own)."""
-    ring = _rings(topology, p, op, p.ranks, size, p.levels, ("simple",))[0]
+    ring = _ring(topology, p, op, size, ("simple",))
     tiers = tuple(t.at_rate(nccl.PAT) for t in ring.tiers)
     bw = max(t.seconds for t in tiers)
     network = next(lv for lv in p.levels if not lv.scale_up)
@@ -475,7 +624,7 @@ def _best_ring(
     levels: Sequence[Level],
     via: TierSpec | None = None,
 ) -> CollectiveTime:
-    return min(_rings(topology, p, op, ranks, size, levels, PROTOCOLS, via), key=lambda c: c.seconds)
+    return _ring_price(topology, p, op, ranks, levels, PROTOCOLS, via).at(size)
 
 
 def _hierarchical(
@@ -560,6 +709,24 @@ def _kept(
 
 
 @per_object
+def _ring_prices(topology: TopologySpec) -> dict[tuple[object, ...], tuple[_RingPrice, tuple[TierSpec, ...]]]:
+    """Each group's ring price (every size's) on one topology: an nccl-tests log or a search prices many sizes."""
+    return {}
+
+
+@per_object
+def _tree_prices(topology: TopologySpec) -> dict[tuple[object, ...], tuple[_TreePrice, tuple[TierSpec, ...]]]:
+    """Each group's Tree price (every size's) on one topology."""
+    return {}
+
+
+@per_object
+def _nvls_tree_prices(topology: TopologySpec) -> dict[tuple[object, ...], tuple[_NvlsTreePrice, tuple[TierSpec, ...]]]:
+    """Each group's NVLSTree price (every size's) on one topology."""
+    return {}
+
+
+@per_object
 def _choices(topology: TopologySpec) -> dict[tuple[object, ...], tuple[CollectiveChoice, tuple[TierSpec, ...]]]:
     """`collective`'s answers on one topology (memo.py): a report's rows, a sweep's and a search's plans ask for the
     same (group, op, size) again."""
@@ -582,11 +749,11 @@ def _price_uncached(
 ) -> CollectiveTime:
     protocols = PROTOCOLS if protocol is None else tuple(pr for pr in PROTOCOLS if pr == protocol)
     if algorithm == "ring":
-        return min(_rings(topology, p, op, p.ranks, size, p.levels, protocols), key=lambda c: c.seconds)
+        return _ring(topology, p, op, size, protocols)
     if algorithm == "hierarchical":
         return replace(_hierarchical(topology, p, op, p.ranks, size, p.levels), what_if=True)
     if algorithm == "tree":
-        return min(_trees(topology, p, size, protocols), key=lambda c: c.seconds)
+        return _tree(topology, p, size, protocols)
     if algorithm in ("nvls", "nvls_tree"):
         if op != "all_reduce":
             return _nvls_scatter_gather(topology, p, op, size)
