@@ -348,23 +348,42 @@ class StageMemory:
         """torch.cuda.max_memory_allocated: the largest phase."""
         return self.peak.allocated(self.micro_batch)
 
-    @cached_property
-    def fragmentation(self) -> float:
-        return fragmentation(self.micro_batch * self.largest_tensor_per_sample, self.cached_grads)
-
-    @cached_property
-    def cached_grads(self) -> float:
-        """Per-step gradients not alive at the peak, whose blocks stay cached from the last step and too small for
+    def cached_grads(self, phase: PhaseMemory, micro_batch: int) -> float:
+        """Per-step gradients not alive at `phase`, whose blocks stay cached from the last step and too small for
         the activations' requests: counted when a gradient block is smaller than a layer's widest activation, which
         could otherwise be carved out of it (fragmentation())."""
-        if self.grad_block >= self.micro_batch * self.widest_activation_per_sample:
+        if self.grad_block >= micro_batch * self.widest_activation_per_sample:
             return 0.0
-        return max(ph.grads for ph in self.phases) - self.peak.grads
+        return max(ph.grads for ph in self.phases) - phase.grads
+
+    def phase_reserved(self, phase: PhaseMemory, micro_batch: int) -> float:
+        """What the caching allocator holds at `phase`: its allocated bytes and what cannot be reused then."""
+        largest = micro_batch * self.largest_tensor_per_sample
+        return phase.allocated(micro_batch) + fragmentation(largest, self.cached_grads(phase, micro_batch))
 
     @cached_property
+    def _reserved_peak(self) -> tuple[float, float]:
+        """(max reserved, reserved beyond the allocated peak). The most over the phases: a phase below the
+        allocated peak can reserve more, where the last step's gradient blocks stay cached beside its activations
+        (at a small micro-batch the optimizer step's allocated peak holds those gradients, the backward's does
+        not)."""
+        most = self.allocated + (beyond := fragmentation(
+            self.micro_batch * self.largest_tensor_per_sample, self.cached_grads(self.peak, self.micro_batch)
+        ))  # fmt: skip
+        for ph in self.phases:
+            if (reserved := self.phase_reserved(ph, self.micro_batch)) > most:
+                most, beyond = reserved, reserved - self.allocated
+        return most, beyond
+
+    @property
+    def fragmentation(self) -> float:
+        """Reserved beyond allocated: max_memory_reserved - max_memory_allocated."""
+        return self._reserved_peak[1]
+
+    @property
     def reserved(self) -> float:
-        """torch.cuda.max_memory_reserved: the allocated peak and what the caching allocator cannot reuse."""
-        return self.allocated + self.fragmentation
+        """torch.cuda.max_memory_reserved: the most the caching allocator holds at any phase."""
+        return self._reserved_peak[0]
 
     @property
     def overhead(self) -> float:
@@ -384,18 +403,31 @@ class StageMemory:
         return self.peak.activations_per_sample
 
     def largest_micro_batch(self, micro_batch: int) -> int:
-        """The most sequences per micro-batch that still fit: every phase is linear in the micro-batch, and so is
-        the fragmentation that follows the largest tensor."""
+        """The most sequences per micro-batch that still fit. Every phase is linear in the micro-batch, and so is
+        the fragmentation that follows the largest tensor, bar the cached gradients, which count from the
+        micro-batch whose widest activation outgrows a gradient block: the linear bound without them, then the
+        largest micro-batch below it whose every phase fits with them (phase_reserved, a bisection)."""
         per_tensor = FRAGMENTED_TENSORS * self.largest_tensor_per_sample
-        most_grads = max(ph.grads for ph in self.phases) if self.cached_grads else 0.0  # at this micro-batch
-        best: float = math.inf
+        bound: float = math.inf
         for ph in self.phases:
             per_sample = ph.activations_per_sample + ph.transient_per_sample + per_tensor
             if per_sample <= 0:
                 continue
-            room = self.hbm - self.context - ph.allocated(0) - max(0.0, most_grads - ph.grads)
-            best = min(best, room // per_sample)
-        return 0 if best == math.inf else max(0, int(best))
+            bound = min(bound, (self.hbm - self.context - ph.allocated(0)) // per_sample)
+        if bound == math.inf:
+            return 0
+        room = self.hbm - self.context
+
+        def fits(b: int) -> bool:
+            return all(self.phase_reserved(ph, b) <= room for ph in self.phases)
+
+        low, high = 0, max(0, int(bound))  # fits(low); the answer is at most high
+        if fits(high):
+            return high
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle)
+        return low
 
 
 def with_held(memory: StageMemory, column: Group, held: float) -> StageMemory:

@@ -234,8 +234,13 @@ class StageRow(Contract):
     allocated_bytes: int = Field(
         description="the peak of torch.cuda.memory_allocated: the columns above at the peak phase"
     )
-    fragmentation_bytes: int = Field(description="reserved beyond allocated: the step's largest transient tensor")
-    reserved_bytes: int = Field(description="the peak of torch.cuda.memory_reserved: allocated + fragmentation")
+    fragmentation_bytes: int = Field(
+        description="reserved beyond allocated: the step's largest transient tensor, and the last step's gradient "
+        "blocks the activations cannot reuse"
+    )
+    reserved_bytes: int = Field(
+        description="the peak of torch.cuda.memory_reserved over the step's phases: allocated + fragmentation"
+    )
     context_bytes: int = Field(description="CUDA context and NCCL buffers, outside PyTorch's allocator")
     overhead_bytes: int = Field(description="fragmentation + context")
     total_bytes: int = Field(description="reserved + context: the device's memory in use, against hbm_bytes")

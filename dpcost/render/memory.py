@@ -82,7 +82,7 @@ def _row(label: str, m: StageRow, hbm_bytes: int) -> list[str]:
         gb(m.reserved_bytes),
         gb(m.total_bytes),
         ("yes" if m.fits else "NO") + f" / {gb(hbm_bytes)}",
-        str(m.max_micro_batch) if m.activations_bytes else "-",
+        str(m.max_micro_batch) if m.activations_bytes or m.max_micro_batch else "-",  # "-": activations not counted
         m.peak_phase,
     ]
 
