@@ -493,12 +493,26 @@ class Parallel(Section):
         description="Overlap TP's collectives with the layer's matmuls (Transformer Engine's userbuffers).",
         json_schema_extra=cli("--tp-comm-overlap"),
     )
+    tp_backward_async: bool = Field(
+        True,
+        description="TP's backward all-reduce of the input gradient runs beside the weight-gradient matmul, as "
+        "Megatron-LM has run it since 16c90445 (2021-09); off: the backward waits for it as the forward does, as "
+        "the runs of Narayanan et al. (SC'21) did.",
+        json_schema_extra=cli("--tp-backward-async"),
+    )
     pp_comm_overlap: bool | None = Field(
         None,
         description="Overlap the pipeline's send/recv with the next model chunk's compute (Megatron's "
         "overlap_p2p_comm) [default: on with --virtual-stages above 1, as Megatron-LM sets it; the non-interleaved "
         "1F1B cannot].",
         json_schema_extra=cli("--pp-comm-overlap", metavar="on|off"),
+    )
+    pp_scatter_gather: bool = Field(
+        False,
+        description="Split each pipeline send over TP and all-gather it over TP after the receive, where sequence "
+        "parallelism has not split it (Megatron-LM's scatter_gather_tensors_in_pipeline, SC'21 section 4.1: on by "
+        "default until the pipeline moved into Megatron-Core, 3c92fa93, 2023-03).",
+        json_schema_extra=cli("--pp-scatter-gather"),
     )
     ep_comm_overlap: bool = Field(
         False,

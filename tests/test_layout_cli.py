@@ -318,3 +318,21 @@ def test_the_memory_note_prints_megatrons_own_figure_for_the_layout() -> None:
                           last_stage_layers=7, recompute=r["setup"]["recompute"])  # fmt: skip
     megatron = layout_memory_for(load_model("llama-405b"), layout, 8192, 1, 16).total
     assert f"report_theoretical_memory prints {megatron / 2**20:,.0f} MB" in r["memory"]["note"]
+
+
+def test_older_megatron_lms_pipeline_and_tp_backward_are_flags() -> None:
+    """Megatron-LM before Megatron-Core split each pipeline send over TP and gathered it after the receive (SC'21
+    section 4.1: 1/t of the bytes cross the link, then an all-gather over TP's NVLink), and before 16c90445
+    (2021-09) waited for TP's backward all-reduce: the same plan sends 1/8 of the bytes, gathers them, and no longer
+    hides the backward all-reduce."""
+    base = ["estimate", "--model", "llama-70b", "--tp", "8", "--pp", "4", "--dp", "2", "--global-batch", "64",
+            "--seq-len", "4096"]  # fmt: skip
+    now = {(c["dimension"], c["op"], c["purpose"]): c for c in report(*base)["layout"]["calls"]}
+    old_report = report(*base, "--no-tp-backward-async", "--pp-scatter-gather")
+    old = {(c["dimension"], c["op"], c["purpose"]): c for c in old_report["layout"]["calls"]}
+    send = ("pp", "send_recv", "activations and their gradients")
+    assert old[send]["message_bytes"] * 8 == now[send]["message_bytes"]
+    gather = old[("pp", "all_gather", "received chunks gathered over TP")]
+    assert gather["group"] == "tp" and gather["message_bytes"] == now[send]["message_bytes"]
+    backward = ("tp", "all_reduce", "input gradients, backward")
+    assert now[backward]["overlapped"] and not old[backward]["overlapped"]
