@@ -245,3 +245,16 @@ def test_out_of_memory_hint_names_recomputation() -> None:
         load_model("llama-70b"), load_topology("dgx-h100"), Options(dp=64, zero=3, recompute="selective", seq_len=8192)
     )
     assert any("with --recompute full it needs" in w.message for w in r.warnings)
+
+
+def test_fsdp_gradient_shards_stay_reserved_beside_the_activations_at_micro_batch_2() -> None:
+    """torchtitan PR #1690 (Qwen3 32B, 2025-09-11 log line in its description): FSDP 8 on H100 96GB, local batch 2,
+    sequence 4,096, full AC, torch.compile of model and loss, printed `memory: 81.85GiB(86.17%)`, torchtitan's max
+    reserved. FSDP's sharded gradients are views of the reduce-scatter's output, allocated on the reduce-scatter
+    stream, whose freed blocks the compute stream's activations cannot take (CUDACachingAllocator get_free_block):
+    they stay in reserved beside the activations, however large each block is (prepare._reusable_grad_block)."""
+    model = load_model(str(REFERENCE / "hf-configs" / "qwen3-32b.json"))
+    plan = Options(dp=8, zero=3, framework="fsdp", micro_batch=2, seq_len=4096, recompute="full", compile=True,
+                   loss_impl="fused")  # fmt: skip
+    row = estimate(model, load_topology("grand-teton-h100-96gb"), plan).memory.stages[3]
+    assert row.reserved_bytes / 2**30 == pytest.approx(81.85, rel=0.05)  # 69.1 GiB with the gradient blocks reused

@@ -578,8 +578,20 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int) -> StageStates:
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
-    grad_block = counts.largest_block * p.grad_bytes / (p.shard_ranks if stage >= 2 else 1)
-    return StageStates(states, buf, grad_block)
+    return StageStates(states, buf, _reusable_grad_block(counts.largest_block * p.grad_bytes, p, stage))
+
+
+def _reusable_grad_block(block_grads: float, p: Prepared, stage: int) -> float:
+    """The largest block of last step's gradients that the activations' requests could be carved from (memory.py
+    StageMemory.cached_grads): a block's gradient, sharded from ZeRO-2. None under FSDP at stage 2-3: the sharded
+    gradients are views of the reduce-scatter's output, allocated on the reduce-scatter stream (FSDP2
+    _fsdp_collectives.py foreach_reduce: "the GPU sharded gradient is allocated in the RS stream"; FSDP1
+    _runtime_utils.py _reduce_grad on its post-backward stream), and the caching allocator gives a freed block only to
+    a request on the stream that allocated it (CUDACachingAllocator.cpp get_free_block: `(*it)->stream !=
+    p.stream()`): the compute stream's activations cannot reuse them, whatever their size."""
+    if stage >= 2 and p.schedule == "fsdp":
+        return 0.0
+    return block_grads / (p.shard_ranks if stage >= 2 else 1)
 
 
 def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[float, float, float, float, float, float]:
