@@ -155,7 +155,11 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
     if model.architecture is None:
         raise InputError("model", f"{model.name}: a TP/CP/PP/EP layout needs the model's architecture")
     if o.plan.framework not in LAYOUT_RUNS["framework"]:
-        raise InputError("framework", f"a TP/CP/PP/EP layout is costed as Megatron-LM runs it, not {o.plan.framework}")
+        raise InputError(
+            "framework",
+            f"a TP/CP/PP/EP layout is costed as Megatron-LM runs it, not {o.plan.framework}: leave --framework out "
+            "(--zero 3 for Megatron-FSDP, the nearest to a sharded data-parallel dimension)",
+        )
     if o.plan.zero not in LAYOUT_RUNS["zero"]:
         raise InputError(
             "zero",
