@@ -462,6 +462,17 @@ def _nemotron_h(k: Keys) -> dict[str, Any]:
     return arch
 
 
+# Keys of Kimi K3's text_config (a KimiLinearForCausalLM by its architectures) that change what it holds: routed
+# experts run in a narrower latent with projections around them, and further attention parts. Counted as Kimi
+# Linear, its 896 experts at the full width came to 5.49T parameters, about twice the 2.8T Moonshot publishes.
+_KIMI_UNREAD = {
+    "routed_expert_hidden_size": "routed experts in a latent of their own width (Kimi K3)",
+    "latent_moe_use_norm": "a norm in the routed experts' latent (Kimi K3)",
+    "mla_use_output_gate": "an output gate on the MLA layers (Kimi K3)",
+    "attn_res_block_size": "attention residual blocks (Kimi K3)",
+}
+
+
 def _kimi_linear(k: Keys) -> dict[str, Any]:
     """KimiLinearForCausalLM (modeling_kimi_linear.py, transformers 5.24.0): Kimi Delta Attention in most layers and MLA
     in the rest, by layer_types, else the released files' linear_attn_config (full_attn_layers and kda_layers,
@@ -471,6 +482,10 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
     buffer. KimiLinearConfig reads first_k_dense_replace where it builds mlp_layer_types, 1 by default; its
     attribute_map gives the released files' names for three keys; its model ties no weights."""
     d = _KIMI_LINEAR
+    for key, what in _KIMI_UNREAD.items():
+        if k.get(key, default=None) not in (None, False):
+            said = f"{what}, which transformers' KimiLinearForCausalLM does not build, so dpcost does not count it"
+            raise InputError(k.where, f"{k._key(key)}: {said}; allowed: absent")
     layers = _int(k, "num_hidden_layers", d, "layers")
     linear = k.get("linear_attn_config", default=None) or {}
     if not isinstance(linear, dict):

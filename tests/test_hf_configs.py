@@ -1079,3 +1079,18 @@ def test_bailing_moe_counts_ling_as_its_modeling_file_builds_it() -> None:
         assert count_params(model_from_hf_config(alias, "alias.json")).total == c.total
     with pytest.raises(InputError, match="use_bias"):
         model_from_hf_config({**mini, "use_bias": True}, "biased.json")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("routed_expert_hidden_size", 3584), ("latent_moe_use_norm", True), ("mla_use_output_gate", True),
+     ("attn_res_block_size", 12)],
+)  # fmt: skip
+def test_kimi_k3_text_config_is_refused_by_key_not_counted_as_kimi_linear(key: str, value: object) -> None:
+    """Kimi K3's text_config names KimiLinearForCausalLM but carries parts that class does not build (latent routed
+    experts with their projections and norm, an MLA output gate, attention residual blocks): counted as Kimi Linear
+    its experts came out at full width, 5.49T against Moonshot's 2.8T, so each such key is refused by name."""
+    cfg = {"model_type": "kimi_linear"}
+    assert count_params(model_from_hf_config(cfg, "config.json")).total > 0  # KimiLinearConfig's defaults count
+    with pytest.raises(InputError, match=f"{key}: .*allowed: absent"):
+        model_from_hf_config({**cfg, key: value}, "config.json")
