@@ -355,15 +355,26 @@ _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "internlm2": {"bias": True},
     "internlm": {"bias": True},
 }
-# LlamaConfig's defaults for the shapes (configuration_llama.py), for a llama text_config nested in a wrapper:
-# LLaVA-1.5's names only what differs from them (its vocabulary) and so is Llama 2 7B's shape. A top-level llama
-# config must name its shapes: one without them is more likely cut short than meant as a 7B.
-_LLAMA_SHAPE_DEFAULTS = {
-    "hidden_size": 4096,
-    "intermediate_size": 11008,
-    "num_hidden_layers": 32,
-    "num_attention_heads": 32,
-    "vocab_size": 32000,
+# The config class's defaults for the shapes, for a text_config nested in a wrapper, where transformers builds the
+# text model from the class with the file's keys over its defaults: LlamaConfig's (configuration_llama.py; LLaVA-1.5
+# names only what differs from them, its vocabulary, and so is Llama 2 7B's shape) and MistralConfig's
+# (configuration_mistral.py; Pixtral 12B's text_config leaves out num_attention_heads, 32 there). A top-level config
+# must name its shapes: one without them is more likely cut short than meant as the class's default model.
+_NESTED_SHAPE_DEFAULTS = {
+    "llama": {
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "vocab_size": 32000,
+    },
+    "mistral": {
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "vocab_size": 32000,
+    },
 }
 # Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
 # configuration_gemma2.py at 008e574, configuration_gemma3.py at 008f5c8; docs/sources/hf-defaults.md): a config.json
@@ -677,7 +688,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     bias_key = {"internlm2": "bias", "internlm": "bias", "stablelm": "use_qkv_bias", "internlm3": "qkv_bias"}.get(
         family, "attention_bias"
     )
-    shape: dict[str, int] = _LLAMA_SHAPE_DEFAULTS if family == "llama" and k.prefix else {}
+    shape: dict[str, int] = _NESTED_SHAPE_DEFAULTS.get(family, {}) if k.prefix else {}
     if family == "apertus1p5_text":
         shape = {"vocab_size": 266752}
     hidden = k.integer("hidden_size", default=shape.get("hidden_size", _MISSING), field="hidden")

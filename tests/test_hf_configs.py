@@ -1094,3 +1094,17 @@ def test_kimi_k3_text_config_is_refused_by_key_not_counted_as_kimi_linear(key: s
     assert count_params(model_from_hf_config(cfg, "config.json")).total > 0  # KimiLinearConfig's defaults count
     with pytest.raises(InputError, match=f"{key}: .*allowed: absent"):
         model_from_hf_config({**cfg, key: value}, "config.json")
+
+
+def test_a_nested_mistral_text_config_takes_mistral_configs_defaults() -> None:
+    """Pixtral 12B (mistral-community/pixtral-12b's config.json, a llava wrapper) leaves num_attention_heads out of
+    its mistral text_config; transformers builds the text model from MistralConfig, whose default is 32.
+    MistralForCausalLM built from it on the meta device (transformers 5.25.0) holds 12,247,782,400 parameters."""
+    text = {"hidden_size": 5120, "head_dim": 128, "intermediate_size": 14336, "is_composition": True,
+            "max_position_embeddings": 1024000, "model_type": "mistral", "num_hidden_layers": 40,
+            "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 1000000000.0, "sliding_window": None,
+            "vocab_size": 131072}  # fmt: skip
+    spec = model_from_hf_config({"model_type": "llava", "text_config": text}, "config.json")
+    assert count_params(spec).total == 12_247_782_400
+    with pytest.raises(InputError, match="num_attention_heads: required"):  # a top-level file must name its shape
+        model_from_hf_config({k: v for k, v in text.items() if k != "is_composition"}, "config.json")
