@@ -40,6 +40,9 @@ __all__ = [
 ]
 
 MAX_FILE_BYTES = 1 << 20  # specs are a few kB; refuse anything that could only be a mistake or an attack
+# A Hugging Face config.json can carry a quantization_config listing every layer's modules (nvidia's MiniMax-M3-NVFP4:
+# 3.1 MB), so its bound is wider; still one json.loads of a few MB.
+MAX_CONFIG_BYTES = 16 << 20
 Spec = TypeVar("Spec", bound=BaseModel)
 
 
@@ -93,14 +96,19 @@ def _strict_loader() -> type[yaml.SafeLoader]:
     return StrictLoader
 
 
-def _read_text(source: Path, where: str) -> str:
+def _read_text(source: Path, where: str, config_json: bool = False) -> str:
+    """The file's text, refused past MAX_FILE_BYTES (MAX_CONFIG_BYTES for a Hugging Face config.json)."""
+    limit = MAX_CONFIG_BYTES if config_json else MAX_FILE_BYTES
     try:
         with source.open("rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+            data = fh.read(limit + 1)
     except OSError as exc:
         raise InputError(where, f"cannot read the file ({exc.strerror or exc})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise InputError(where, f"file is larger than {MAX_FILE_BYTES // 1024} KiB; specs are small YAML files")
+    if len(data) > limit:
+        what = "specs are small YAML files"
+        if config_json:
+            what = "a config.json, quantization settings and all, is a few MB"
+        raise InputError(where, f"file is larger than {limit // 1024} KiB; {what}")
     try:
         return data.decode("utf-8-sig")  # a byte-order mark, as spreadsheets write, is not part of the text
     except UnicodeDecodeError:
@@ -249,7 +257,7 @@ def load_model(value: str, where: str = "--model") -> ModelSpec:
     """A catalog name, a YAML spec file or a Hugging Face config.json."""
     if _is_path(value):
         path = _check_path(value, where)
-        text = _read_text(path, str(path))
+        text = _read_text(path, str(path), config_json=path.suffix == ".json")
         if path.suffix == ".json":
             return model_from_hf_config(_parse_json(text, str(path)), str(path))
         return _validate(ModelSpec, _parse_yaml(text, str(path)), str(path))
@@ -438,7 +446,8 @@ def import_hf_config(path: str, name: str, output: str | None = None, force: boo
     source = _check_path(path, "CONFIG")
     if source.suffix != ".json":
         raise InputError("CONFIG", f"{path}: expected a Hugging Face config.json")
-    spec = model_from_hf_config(_parse_json(_read_text(source, str(source)), str(source)), str(source), name=name)
+    text = _read_text(source, str(source), config_json=True)
+    spec = model_from_hf_config(_parse_json(text, str(source)), str(source), name=name)
     import yaml
 
     doc = spec.model_dump(mode="json", exclude_defaults=True)

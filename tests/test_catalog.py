@@ -476,3 +476,19 @@ def test_hf_config_errors(tmp_path: Path) -> None:
         load_model(_write(tmp_path, json.dumps({"model_type": "llama"}), "config.json"))
     with pytest.raises(InputError, match="malformed JSON"):
         load_model(_write(tmp_path, "{", "config.json"))
+
+
+def test_a_config_json_may_carry_megabytes_of_quantization_settings(tmp_path: Path) -> None:
+    """nvidia's MiniMax-M3-NVFP4 config.json is 3.1 MB, almost all of it quantization_config's per-module lists: a
+    config.json is read up to MAX_CONFIG_BYTES (16 MiB), a YAML spec only up to 1 MiB."""
+    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "vocab_size": 32000,
+           "quantization_config": {"ignore": [f"model.layers.{i}.mlp.experts.{j}" for i in range(32)
+                                              for j in range(3000)]}}  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert (1 << 20) < path.stat().st_size < (16 << 20)
+    assert load_model(str(path)).architecture is not None
+    path.write_text(" " * (17 << 20))
+    with pytest.raises(InputError, match=r"larger than 16384 KiB; a config\.json"):
+        load_model(str(path))
