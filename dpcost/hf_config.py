@@ -679,7 +679,13 @@ def _family(cfg: dict[str, Any], where: str) -> str:
     said = f"model_type {model_type!r}"
     if architectures:
         said += f" (architectures {architectures!r})"
-    raise InputError(where, f"{said[:200]} is not a family dpcost can count; supported model_type values: {known}")
+    import difflib  # only for this message
+
+    nearest = difflib.get_close_matches(model_type, SUPPORTED_MODEL_TYPES, n=3, cutoff=0.6)
+    near = f" (the nearest it can: {', '.join(nearest)})" if nearest else ""
+    raise InputError(
+        where, f"{said[:200]} is not a family dpcost can count{near}; supported model_type values: {known}"
+    )
 
 
 def _llama_like(k: Keys, family: str) -> dict[str, Any]:

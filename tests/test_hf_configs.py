@@ -1108,3 +1108,12 @@ def test_a_nested_mistral_text_config_takes_mistral_configs_defaults() -> None:
     assert count_params(spec).total == 12_247_782_400
     with pytest.raises(InputError, match="num_attention_heads: required"):  # a top-level file must name its shape
         model_from_hf_config({k: v for k, v in text.items() if k != "is_composition"}, "config.json")
+
+
+def test_an_unknown_family_is_refused_with_the_nearest_ones_named() -> None:
+    """A model_type one step from a known family (MiniMax's text-only minimax_m3, where dpcost reads the released
+    minimax_m3_vl file) is refused by name, with the nearest families dpcost counts first."""
+    with pytest.raises(
+        InputError, match=r"'minimax_m3' is not a family dpcost can count \(the nearest it can: .*minimax_m3_vl"
+    ):
+        model_from_hf_config({"model_type": "minimax_m3", "hidden_size": 6144}, "config.json")
