@@ -307,7 +307,7 @@ class StageMemory:
     context: float  # CUDA context and NCCL buffers, outside PyTorch's allocator (context_bytes)
     cpu: float
     hbm: float
-    grad_block: float = 0.0  # the largest freed gradient block the activations could reuse (prepare._reusable_grad_block)
+    grad_block: float = 0.0  # the largest freed gradient block activations could reuse (prepare._reusable_grad_block)
     widest_activation_per_sample: float = 0.0  # the largest layer activation of one sequence
 
     @cached_property
