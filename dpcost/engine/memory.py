@@ -354,7 +354,11 @@ class StageMemory:
         could otherwise be carved out of it (fragmentation())."""
         if self.grad_block >= micro_batch * self.widest_activation_per_sample:
             return 0.0
-        return max(ph.grads for ph in self.phases) - phase.grads
+        return self._most_grads - phase.grads
+
+    @cached_property
+    def _most_grads(self) -> float:
+        return max(ph.grads for ph in self.phases)
 
     def phase_reserved(self, phase: PhaseMemory, micro_batch: int) -> float:
         """What the caching allocator holds at `phase`: its allocated bytes and what cannot be reused then."""
@@ -367,11 +371,13 @@ class StageMemory:
         allocated peak can reserve more, where the last step's gradient blocks stay cached beside its activations
         (at a small micro-batch the optimizer step's allocated peak holds those gradients, the backward's does
         not)."""
-        most = self.allocated + (beyond := fragmentation(
-            self.micro_batch * self.largest_tensor_per_sample, self.cached_grads(self.peak, self.micro_batch)
-        ))  # fmt: skip
+        batch, peak = self.micro_batch, self.peak
+        largest = batch * self.largest_tensor_per_sample
+        most = self.allocated + (beyond := fragmentation(largest, self.cached_grads(peak, batch)))
+        if self.grad_block >= batch * self.widest_activation_per_sample:
+            return most, beyond  # no cached gradients: every phase's fragmentation is the same, the peak's is most
         for ph in self.phases:
-            if (reserved := self.phase_reserved(ph, self.micro_batch)) > most:
+            if ph is not peak and (reserved := self.phase_reserved(ph, batch)) > most:
                 most, beyond = reserved, reserved - self.allocated
         return most, beyond
 
