@@ -11,6 +11,7 @@ from dpcost.engine.checkpointing import activation_memory
 from dpcost.engine.estimate import estimate
 from dpcost.engine.loss import loss_memory
 from dpcost.engine.memory import RECIPES, deepspeed_estimates, model_states
+from dpcost.engine.params import count_params
 from dpcost.options import Options
 
 ZERO = RECIPES["zero-paper"]
@@ -258,3 +259,15 @@ def test_fsdp_gradient_shards_stay_reserved_beside_the_activations_at_micro_batc
                    loss_impl="fused")  # fmt: skip
     row = estimate(model, load_topology("grand-teton-h100-96gb"), plan).memory.stages[3]
     assert row.reserved_bytes / 2**30 == pytest.approx(81.85, rel=0.05)  # 69.1 GiB with the gradient blocks reused
+
+
+def test_fsdp_holds_its_weights_as_shards_at_shard_grad_op_whatever_the_recipe() -> None:
+    """FSDP's SHARD_GRAD_OP (FSDP2 reshard_after_forward=False) keeps each parameter as its shard between steps and
+    the unsharded copy from the forward to the backward as a buffer: under --recipe bf16 (pure bf16, ZeRO's rule
+    replicating weights at stage 2) the stage-2 weights are 2 bytes x N / DP, as at FULL_SHARD, not N x 2 twice."""
+    model = load_model("llama-8b")
+    n = count_params(model).total
+    plan = Options(dp=8, framework="fsdp", recipe="bf16", micro_batch=1, seq_len=4096, recompute="none")
+    stages = estimate(model, load_topology("dgx-h100"), plan).memory.stages
+    assert stages[2].params_bytes == stages[3].params_bytes == int(2 * n / 8)
+    assert stages[2].buffers_bytes >= 2 * n  # the unsharded copy SHARD_GRAD_OP keeps

@@ -190,6 +190,17 @@ def recipe_for(name: str, grad_dtype: str) -> Recipe:
     return replace(base, components=components)
 
 
+def fsdp_sharded_weights(recipe: Recipe) -> Recipe:
+    """FSDP holds every parameter as its shard between steps at SHARD_GRAD_OP as at FULL_SHARD (FSDP1's sharded
+    FlatParameter, FSDP2's DTensor shards), in whatever dtype the recipe keeps it; the unsharded copy SHARD_GRAD_OP
+    keeps from the forward to the backward is a buffer (memory.buffers). A recipe written to ZeRO's rule, weights
+    replicated at stage 2 (--recipe bf16, zero-paper, deepspeed), would count that copy twice under FSDP."""
+    components = tuple(
+        replace(c, shard_from=min(c.shard_from, 2)) if c.group == "params" else c for c in recipe.components
+    )
+    return replace(recipe, components=components)
+
+
 def fp8_weights(recipe: Recipe, fp8_share: float) -> Recipe:
     """Megatron-LM's --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 ... and
     perform the param all-gather in fp8", Transformer Engine's fp8_model_init): the weights of Transformer Engine's
@@ -368,6 +379,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     own = RECIPES[recipe_name if recipe_name == "bf16" or fw is None else fw.name].grad_dtype
     grad_dtype = o.precision.grad_dtype or own
     recipe = recipe_for(recipe_name, grad_dtype)
+    if fw is not None and fw.name == "fsdp":
+        recipe = fsdp_sharded_weights(recipe)
     if recipe.name == "megatron" and o.communication.gather_dtype == "fp8" and model.architecture is not None:
         a = model.architecture
         layer_kinds = a.layer_kinds
