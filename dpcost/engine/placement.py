@@ -104,7 +104,11 @@ def check_ranks(topology: TopologySpec, ranks: int) -> None:
     if ranks > MAX_RANKS:
         raise ValueError(f"{ranks} GPUs is beyond {MAX_RANKS:,}, larger than any machine built")
     if topology.max_gpus is not None and ranks > topology.max_gpus:
-        raise ValueError(f"{ranks} GPUs exceed {topology.name}'s {topology.max_gpus}")
+        top = topology.tiers[-1].name
+        raise ValueError(
+            f"{ranks} GPUs exceed {topology.name}'s {topology.max_gpus} (its last tier, {top}, holds no more; a "
+            "topology file whose last tier is larger, or open, costs a larger job)"
+        )
 
 
 @per_object
