@@ -75,3 +75,13 @@ def test_a_piped_run_never_imports_rich() -> None:
     assert out.startswith("Verdict: fits") and not imported
     forced, forced_imported = cli_in_fresh_process(args, "rich", {"FORCE_COLOR": "1"})
     assert "\x1b[" in forced and forced_imported
+
+
+def test_a_table_too_wide_for_the_terminal_lists_each_value_with_its_column() -> None:
+    """Where no column can be left out and the rest still do not fit, a table is printed as a list: a key/value
+    table's value follows its key; a wider table's values each follow their column's name, so that none reads
+    as an unlabelled number (`--compare-variants` at 110 columns printed "94.0 MB over dci - 1.10 s 1.94 s")."""
+    wide = Table("Variants", ["variant", "bytes per step", "step"], [["plain DP", "94.0 MB", "1.94 s"]])
+    assert formats.fit(wide, 20).stacked
+    listed = " ".join((formats.to_text([wide], 20) or "").split())
+    assert "plain DP bytes per step: 94.0 MB; step: 1.94 s" in listed

@@ -354,10 +354,13 @@ def verdict_lines(t: Table, width: int) -> list[str]:
 
 
 def _stacked(t: Table, f: Fitted) -> list[str]:
-    """A key/value table as a list: the key, then its value indented and wrapped (a URL keeps its own line)."""
+    """A table too wide for the terminal as a list: each row's first cell, then the rest indented and wrapped (a URL
+    keeps its own line); past a key/value table's one value, each value after its column's name."""
     lines = [*f.title, ""]
     for row in t.rows:
         key, value = row[0], " ".join(row[1:])
+        if len(row) > 2:
+            value = "; ".join(f"{head}: {cell}" for head, cell in zip(t.columns[1:], row[1:], strict=True) if cell)
         if key:
             lines.append(f"  {key}")
         lines += [f"      {line}" for line in wrap(value, f.width - 6)]
