@@ -336,3 +336,12 @@ def test_older_megatron_lms_pipeline_and_tp_backward_are_flags() -> None:
     assert gather["group"] == "tp" and gather["message_bytes"] == now[send]["message_bytes"]
     backward = ("tp", "all_reduce", "input gradients, backward")
     assert now[backward]["overlapped"] and not old[backward]["overlapped"]
+
+
+def test_the_bubble_advice_counts_its_slots_and_asks_for_no_smaller_micro_batch_than_one() -> None:
+    """At micro-batch 1 and one micro-batch per step, PP 16's bubble is 15 idle slots beside the 1 that computes
+    (Narayanan et al. 2021 section 2.2: (p - 1) / v); only a larger global batch (or interleaving) shrinks it."""
+    r = report(*DEEPSEEK_V3[:-4])  # the default global batch: one micro-batch per pipeline
+    bubble = next(w for w in r["warnings"] if w["code"] == "pipeline-bubble")
+    assert "15 micro-batch slots idle beside the 1 that compute" in bubble["message"]
+    assert "smaller micro-batch" not in bubble["action"]

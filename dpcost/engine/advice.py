@@ -247,12 +247,13 @@ def tp_across_domains(tp: int, domains: int, domain: int) -> Advice:
     )
 
 
-def pipeline_bubble(bubble: float, step: float, pp: int, micro_batches: int, virtual: int) -> Advice:
+def pipeline_bubble(bubble: float, step: float, pp: int, micro_batches: int, virtual: int, micro_batch: int) -> Advice:
+    more = "a larger global batch or a smaller micro-batch" if micro_batch > 1 else "a larger global batch"
     return _advice(
         "pipeline-bubble",
-        f"the pipeline idles {bubble / step:.0%} of the step: (PP - 1) / V = {(pp - 1) / virtual:g} of "
-        f"{micro_batches} micro-batch slots",
-        "more micro-batches per step (a larger global batch or a smaller micro-batch) or --virtual-stages shrink it",
+        f"the pipeline idles {bubble / step:.0%} of the step: (PP - 1) / V = {(pp - 1) / virtual:g} micro-batch "
+        f"slots idle beside the {micro_batches} that compute",
+        f"more micro-batches per step ({more}) or --virtual-stages shrink it",
     )
 
 

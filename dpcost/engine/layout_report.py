@@ -481,7 +481,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         stages=[row for row, _ in chosen_rows.values()],
     )
     communication = _layout_communication(topology, r, dp_group, DTYPE_BYTES[_layout_grad_dtype(o, stage)])
-    notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages)
+    notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages, p.micro_batch)
     if ignored := _layout_ignores(o):
         notes.append(
             advice.ignored_flags(ignored, "do not apply to a TP/CP/PP/EP layout, costed as Megatron-LM runs it")
@@ -529,14 +529,14 @@ def _layout_ignores(o: Options) -> list[str]:
     return [flag for flag, given in LAYOUT_IGNORES.items() if given(o)]
 
 
-def _layout_advice(r: LayoutStep, topology: TopologySpec, virtual: int) -> list[Advice]:
+def _layout_advice(r: LayoutStep, topology: TopologySpec, virtual: int, micro_batch: int) -> list[Advice]:
     """Where the layout loses time it need not: TP across NVLink domains, a large bubble."""
     out = []
     tp = r.groups["tp"]
     if r.layout.tp > 1 and tp.nodes > 1:
         out.append(advice.tp_across_domains(r.layout.tp, tp.nodes, topology.domain_size))
     if r.bubble > 0.1 * r.step:
-        out.append(advice.pipeline_bubble(r.bubble, r.step, r.layout.pp, r.micro_batches, virtual))
+        out.append(advice.pipeline_bubble(r.bubble, r.step, r.layout.pp, r.micro_batches, virtual, micro_batch))
     return out
 
 

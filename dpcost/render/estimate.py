@@ -290,7 +290,8 @@ def layout_tables(lay: LayoutReport) -> list[Table]:
         + ("; ep, etp, edp: the experts' groups" if any(g.group in ("ep", "etp", "edp") for g in lay.groups) else "")
     )
     calls = Table(
-        f"Model-parallel calls per micro-batch ({lay.micro_batches} micro-batches per step)",
+        f"Model-parallel calls per micro-batch ({lay.micro_batches} micro-batch{'' if lay.micro_batches == 1 else 'es'}"
+        " per step)",
         ["dim", "carries", "op", "message", "calls", "each", "overlapped"],
         right={3, 4, 5},
     )
