@@ -330,7 +330,8 @@ class Compute(Section):
         le=1,
         description="--compute-model flops: the share of the dense peak every FLOP executed sustains [default: "
         "0.40]; ops: the share the matmuls sustain [default: the GPU's own, engine/rates.py], attention and "
-        "memory-bound ops keeping their own rates.",
+        "memory-bound ops keeping their own rates. A value given is read as measured in the job: the wait for "
+        "the slowest GPU's sustained rate is not added to it.",
         json_schema_extra=cli("--mfu", metavar=FRACTION),
     )
     compute_model: Annotated[Literal["flops", "ops"] | None, BeforeValidator(_auto)] = Field(
