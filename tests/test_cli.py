@@ -442,3 +442,16 @@ def test_collective_forces_nccls_protocol_and_says_so() -> None:
     assert {r["protocol"] for r in json.loads(out)} == {"ll128"}
     code, out, err = run(*args, "-f", "markdown")
     assert code == 0 and "- protocol: ll128 (--protocol)" in out.splitlines(), err
+
+
+@pytest.mark.parametrize(("model", "smaller"), [("llama-70b", False), ("llama-8b", True)])
+def test_a_replica_that_needs_model_parallelism_is_told_a_smaller_batch_only_where_its_weights_fit(
+    model: str, smaller: bool
+) -> None:
+    """Llama 3 70B's bf16 weights (141 GB) fill no 80GB GPU whatever the batch; Llama 3 8B's (16 GB) do, and a
+    smaller batch's KV cache may then fit beside them."""
+    batch = "8" if model == "llama-70b" else "4096"
+    doc = json.loads(ok("estimate", "--model", model, "--dp", "64", "--mode", "inference", "--batch", batch,
+                        "--format", "json"))  # fmt: skip
+    advice = next(w for w in doc["warnings"] if w["code"] == "replica-needs-model-parallel")
+    assert ("smaller batch" in advice["action"]) is smaller

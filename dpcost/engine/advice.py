@@ -272,13 +272,16 @@ def ignored_flags(flags: Sequence[str], why: str = "apply to training and are ig
     return _advice("ignored-flags", f"{', '.join(flags)} {why}", "drop them")
 
 
-def replica_needs_model_parallel(need: float, topology: TopologySpec, gpus: int, replicas: int, dp: int) -> Advice:
+def replica_needs_model_parallel(
+    weights: float, kv: float, topology: TopologySpec, gpus: int, replicas: int, dp: int
+) -> Advice:
+    smaller = ", or serve a smaller batch" if weights < topology.gpu.hbm else ""  # the weights alone fit one GPU
     return _advice(
         "replica-needs-model-parallel",
-        f"one replica needs {_gb(need)} of weights and KV cache, more than one {topology.gpu.name} holds "
+        f"one replica needs {_gb(weights + kv)} of weights and KV cache, more than one {topology.gpu.name} holds "
         f"({_gb(topology.gpu.hbm)}): {gpus} GPUs per replica"
         + (f", {replicas} replicas on {dp} GPUs" if replicas else f"; --dp {dp} cannot hold even one replica"),
-        "shard each replica with tensor or pipeline parallelism (not costed here), or serve a smaller batch",
+        f"shard each replica with tensor or pipeline parallelism (not costed here){smaller}",
     )
 
 

@@ -593,7 +593,7 @@ def _inference(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Estimat
     if ignored := [flag for flag, value in given if value is not None]:
         notes.append(advice.ignored_flags(ignored))
     if r.gpus > 1:
-        notes.append(advice.replica_needs_model_parallel(r.weights + r.kv, topology, r.gpus, replicas, o.dp))
+        notes.append(advice.replica_needs_model_parallel(r.weights, r.kv, topology, r.gpus, replicas, o.dp))
     return EstimateReport(
         model=model_info_of(model, p.counts),
         topology=topology_info(topology),
