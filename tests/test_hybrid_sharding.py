@@ -130,3 +130,11 @@ def test_the_breakdown_names_the_replica_all_reduce_apart_from_the_reduce_scatte
     exposed = sum(s for term, s in terms.items() if term.startswith("exposed "))
     assert exposed == pytest.approx(r["time"]["exposed_comm_seconds"], rel=1e-12)
     assert "exposed all_reduce" not in {t["term"] for t in report("--dp", "512")["time"]["breakdown"]}
+
+
+def test_a_shard_group_too_small_to_fit_is_told_to_shard_over_more_gpus() -> None:
+    """Llama 3 70B's states over 8 GPUs (16 bytes x 70.6B / 8 = 141 GB) fill no H100, whatever the micro-batch;
+    sharding over all 64 (ZeRO-3 without replicas) is the first remedy, before model parallelism."""
+    r = report("--shard-group", "8")
+    oom = next(w for w in r["warnings"] if w["code"] == "oom")
+    assert "a larger --shard-group, up to --dp 64" in oom["action"]

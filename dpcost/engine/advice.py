@@ -108,7 +108,11 @@ def needs_sharding(rows: Sequence[StageMemory], topology: TopologySpec, framewor
 
 
 def oom(
-    setup: Setup, rows: Sequence[StageMemory], topology: TopologySpec, full_recompute: StageMemory | None
+    setup: Setup,
+    rows: Sequence[StageMemory],
+    topology: TopologySpec,
+    full_recompute: StageMemory | None,
+    shard_group: int | None = None,
 ) -> Advice:
     chosen = rows[setup.zero_stage]
     first_fit = next((r.stage for r in rows if r.fits), None)
@@ -119,6 +123,11 @@ def oom(
         hint = f"micro-batch {largest} fits"
     elif first_fit is not None and first_fit > setup.zero_stage:
         hint = f"ZeRO-{first_fit} fits ({_run_stage(first_fit, setup.framework)})"
+    elif shard_group is not None and shard_group < setup.dp:
+        hint = (
+            f"no micro-batch fits: shard over more than {shard_group} GPUs (a larger --shard-group, up to --dp "
+            f"{setup.dp}), or shard the model further (TP/PP/EP)"
+        )
     else:
         hint = "no micro-batch fits: shard the model further (TP/PP/EP)"
     return _advice(
@@ -296,13 +305,14 @@ def training(
     skew: float,
     offload: str,
     full_recompute: StageMemory | None,
+    shard_group: int | None = None,
 ) -> list[Advice]:
     """Every piece of advice a training plan earns, in the order a reader should see them."""
     out: list[Advice] = []
     if not rows[0].fits:
         out.append(needs_sharding(rows, topology, setup.framework))
     if not rows[setup.zero_stage].fits:
-        out.append(oom(setup, rows, topology, full_recompute))
+        out.append(oom(setup, rows, topology, full_recompute, shard_group))
     a = model.architecture
     if a is not None and a.moe is not None:
         out.append(moe_replicated(model, counts))

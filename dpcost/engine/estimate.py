@@ -521,6 +521,7 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: Trai
         skew=o.compute.skew,
         offload=o.precision.offload,
         full_recompute=full,
+        shard_group=o.plan.shard_group,
     )
     memory = _memory(model, topology, p, table, recompute)
     return EstimateReport(
