@@ -201,12 +201,18 @@ def _validate(cls: type[Spec], doc: dict[str, Any], where: str, context: dict[st
     try:
         return cls.model_validate(doc, context=context)
     except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
+        errors = exc.errors(include_url=False)
+        # a key spelt wrong is both unknown and, where it stood for a required one, that one missing: name it first
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = tuple(err["loc"])
         field = ".".join(str(p) for p in loc)
         if err["type"] == "extra_forbidden":
-            allowed = ", ".join(_fields_at(cls, loc[:-1]))
-            message = f"unknown field (allowed here: {allowed})"
+            fields = _fields_at(cls, loc[:-1])
+            import difflib  # only for this message
+
+            near = difflib.get_close_matches(str(loc[-1]), fields, n=1) if loc else []
+            meant = f"did you mean {near[0]}? " if near else ""
+            message = f"unknown field ({meant}allowed here: {', '.join(fields)})"
         elif err["type"] == "string_pattern_mismatch" and "x00" in str(err.get("ctx", {}).get("pattern", "")):
             message = "control characters are not allowed"
         elif err["type"] in _BOUNDS:

@@ -492,3 +492,11 @@ def test_a_config_json_may_carry_megabytes_of_quantization_settings(tmp_path: Pa
     path.write_text(" " * (17 << 20))
     with pytest.raises(InputError, match=r"larger than 16384 KiB; a config\.json"):
         load_model(str(path))
+
+
+def test_a_misspelt_key_is_named_before_the_required_one_it_hid(tmp_path: Path) -> None:
+    """`kv_head` for `kv_heads` is an unknown key; `title` is missing too: the unknown key is the likelier mistake,
+    so it is the one named, with the nearest allowed name."""
+    text = "name: x\narchitecture:\n  hidden: 4096\n  layers: 32\n  heads: 32\n  kv_head: 8\n  vocab: 32000\n"
+    with pytest.raises(InputError, match=r"architecture\.kv_head: unknown field \(did you mean kv_heads\?"):
+        load_model(_write(tmp_path, text))
