@@ -17,6 +17,7 @@ from dpcost.engine.placement import job_view
 from dpcost.engine.search import (
     BUCKET_SCALES,
     Shape,
+    ahead_of_next,
     candidates,
     exposed_calls_seconds,
     fsdp_gather_seconds,
@@ -363,3 +364,20 @@ def test_why_a_plan_beats_the_next_names_the_terms_that_make_most_of_the_differe
     assert _main_changes([(10.0, "bubble"), (0.5, "jitter")]) == [(10.0, "bubble")]
     assert len(_main_changes([(1.0, k) for k in "abcdef"])) == 3
     assert _main_changes([]) == []
+
+
+def test_why_a_plan_beats_the_next_adds_up_to_the_gap() -> None:
+    """The terms `ahead_of_next` names, and the rest it sums as "the other terms, net", make up the step the next
+    plan loses (each printed to 3 significant figures): the reader can check the sum."""
+    import re
+
+    from dpcost.units import parse_seconds
+
+    found = search(load_model("llama-70b"), load_topology("dgx-h100"), 512, Options(dp=1), top=3)
+    for this, after in zip(found.best, found.best[1:], strict=False):
+        text = ahead_of_next(this.report, after.report)
+        gap = after.report.summary.step_seconds - this.report.summary.step_seconds
+        terms = re.findall(r"(\d[\d.,]*) (ns|us|ms|s) (more|less)", text)
+        named = sum(parse_seconds(value.replace(",", "") + unit) * (1 if way == "more" else -1)
+                    for value, unit, way in terms)  # fmt: skip
+        assert named == pytest.approx(gap, rel=0.02, abs=2e-6), text

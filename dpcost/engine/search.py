@@ -582,6 +582,10 @@ def ahead_of_next(this: EstimateReport, after: EstimateReport) -> str:
         text += ", which spends " + _and([f"{fmt_seconds(d)} more on {k}" for d, k in loses])
     if gains := _main_changes([(-d, k) for d, k in reversed(changes) if d < 0]):
         text += ", for " + _and([f"{fmt_seconds(d)} less {k}" for d, k in gains])
+    # the terms left unnamed, net, so that what is named and this add up to the gap
+    rest = gap - sum(d for d, _ in loses) + sum(d for d, _ in gains)
+    if abs(rest) >= 0.01 * gap:
+        text += f"; {fmt_seconds(abs(rest))} {'more' if rest > 0 else 'less'} on the other terms, net"
     return text
 
 
