@@ -348,13 +348,15 @@ class StageMemory:
         """torch.cuda.max_memory_allocated: the largest phase."""
         return self.peak.allocated(self.micro_batch)
 
+    def grads_reusable(self, micro_batch: int) -> bool:
+        """Whether the activations can take the last step's freed gradient blocks: each is at least a layer's widest
+        activation, which could be carved out of it (fragmentation())."""
+        return self.grad_block >= micro_batch * self.widest_activation_per_sample
+
     def cached_grads(self, phase: PhaseMemory, micro_batch: int) -> float:
-        """Per-step gradients not alive at `phase`, whose blocks stay cached from the last step and too small for
-        the activations' requests: counted when a gradient block is smaller than a layer's widest activation, which
-        could otherwise be carved out of it (fragmentation())."""
-        if self.grad_block >= micro_batch * self.widest_activation_per_sample:
-            return 0.0
-        return self._most_grads - phase.grads
+        """Per-step gradients not alive at `phase`, whose blocks stay cached from the last step where the
+        activations cannot take them (grads_reusable)."""
+        return 0.0 if self.grads_reusable(micro_batch) else self._most_grads - phase.grads
 
     @cached_property
     def _most_grads(self) -> float:
@@ -374,7 +376,7 @@ class StageMemory:
         batch, peak = self.micro_batch, self.peak
         largest = batch * self.largest_tensor_per_sample
         most = self.allocated + (beyond := fragmentation(largest, self.cached_grads(peak, batch)))
-        if self.grad_block >= batch * self.widest_activation_per_sample:
+        if self.grads_reusable(batch):
             return most, beyond  # no cached gradients: every phase's fragmentation is the same, the peak's is most
         for ph in self.phases:
             if ph is not peak and (reserved := self.phase_reserved(ph, batch)) > most:
