@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, Union, get_args, get_
 
 from pydantic import BaseModel, ValidationError
 
-from dpcost.errors import InputError, in_plain_words
+from dpcost.errors import InputError, in_plain_words, nearest
 from dpcost.specs import ModelSpec, TopologySpec
 
 if TYPE_CHECKING:
@@ -208,9 +208,7 @@ def _validate(cls: type[Spec], doc: dict[str, Any], where: str, context: dict[st
         field = ".".join(str(p) for p in loc)
         if err["type"] == "extra_forbidden":
             fields = _fields_at(cls, loc[:-1])
-            import difflib  # only for this message
-
-            near = difflib.get_close_matches(str(loc[-1]), fields, n=1) if loc else []
+            near = nearest(str(loc[-1]), fields) if loc else []
             meant = f"did you mean {near[0]}? " if near else ""
             message = f"unknown field ({meant}allowed here: {', '.join(fields)})"
         elif err["type"] == "string_pattern_mismatch" and "x00" in str(err.get("ctx", {}).get("pattern", "")):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["DpcostError", "InputError", "in_plain_words", "shown_value"]
+__all__ = ["DpcostError", "InputError", "in_plain_words", "nearest", "shown_value"]
 
 
 class DpcostError(Exception):
@@ -76,3 +76,10 @@ def in_plain_words(err: Mapping[str, Any]) -> str:
         whole = isinstance(given, dict | list | tuple)  # a mapping's own check: the message names the field
         return message if "got " in message or whole else f"{message}, got {shown}"
     return f"not allowed here: {shown}"
+
+
+def nearest(name: str, allowed: Sequence[str], n: int = 1) -> list[str]:
+    """The allowed names closest to a name given wrong, for "did you mean" (difflib's ratio of at least 0.6)."""
+    import difflib  # only for an error message
+
+    return difflib.get_close_matches(name, allowed, n=n)

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from dpcost.errors import InputError
+from dpcost.errors import InputError, nearest
 from dpcost.specs import MAX_LAYERS
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words", "per_layer"]
@@ -679,10 +679,8 @@ def _family(cfg: dict[str, Any], where: str) -> str:
     said = f"model_type {model_type!r}"
     if architectures:
         said += f" (architectures {architectures!r})"
-    import difflib  # only for this message
-
-    nearest = difflib.get_close_matches(model_type, SUPPORTED_MODEL_TYPES, n=3, cutoff=0.6)
-    near = f" (the nearest it can: {', '.join(nearest)})" if nearest else ""
+    closest = nearest(model_type, SUPPORTED_MODEL_TYPES, n=3)
+    near = f" (the nearest it can: {', '.join(closest)})" if closest else ""
     raise InputError(
         where, f"{said[:200]} is not a family dpcost can count{near}; supported model_type values: {known}"
     )
