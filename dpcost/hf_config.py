@@ -1021,11 +1021,11 @@ def _gemma(k: Keys, family: str) -> dict[str, Any]:
     }
 
 
-# Gemma4TextConfig's defaults (configuration_gemma4.py, transformers 5.24.0); global_head_dim is a keyword its
-# __post_init__ pops with 512 when absent
+# Gemma4TextConfig's defaults (configuration_gemma4.py, transformers 5.24.0 and 5.25.0); global_head_dim is a
+# keyword its __post_init__ pops with 512 when absent
 _GEMMA4 = {"vocab_size": 262144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
            "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "global_head_dim": 512,
-           "hidden_size_per_layer_input": 256}  # fmt: skip
+           "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262144}  # fmt: skip
 
 
 def _gemma4(k: Keys) -> dict[str, Any]:
@@ -1036,18 +1036,18 @@ def _gemma4(k: Keys) -> dict[str, Any]:
     every layer adds experts beside its dense MLP: the dense MLP counts as one shared expert of intermediate_size,
     the router's scale (hidden) and per_expert_scale (experts) as shared_gate and router_bias (the same
     parameters), and 3 more norms. The E-series' per-layer embeddings (hidden_size_per_layer_input, whose default
-    is 256) and KV-shared layers are not counted: such a file is refused."""
+    is 256; 0 in the 26B and 31B) are per_layer_input; the last num_kv_shared_layers layers are kv-shared (no k_proj,
+    v_proj or k_norm: transformers 5.5.2 on; 5.5.0 and 5.5.1 built them), with twice intermediate_size where
+    use_double_wide_mlp (E2B)."""
     d = _GEMMA4
     dims = dimensions(k, d)
     layers = dims["layers"]
-    per_layer_input = k.integer("hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"])
-    if per_layer_input:
-        raise InputError(k.where, f"{k._key('hidden_size_per_layer_input')}: {per_layer_input}: Gemma 4's per-layer "
-                         "embeddings (the E2B/E4B models) are not counted by dpcost; allowed: 0, as the 26B and 31B "
-                         "give")  # fmt: skip
-    if k.integer("num_kv_shared_layers", default=0):
-        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: layers sharing another's keys and values "
-                         "(Gemma 4 E2B/E4B) are not counted by dpcost; allowed: 0")  # fmt: skip
+    per_layer_width = k.integer("hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"])
+    shared = k.integer("num_kv_shared_layers", default=0)
+    if not 0 <= shared < layers:
+        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: from 0 to {layers - 1} "
+                         "(num_hidden_layers - 1); every layer sharing a cache is an assistant model that reads "
+                         "another model's, which dpcost does not cost")  # fmt: skip
     if k.get("per_layer_config", default=None) is not None:
         raise InputError(k.where, f"{k._key('per_layer_config')}: not read; give global_head_dim and "
                          "num_global_key_value_heads instead")  # fmt: skip
@@ -1055,6 +1055,11 @@ def _gemma4(k: Keys) -> dict[str, Any]:
     if types is None:
         types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)]
     types = [*types[:-1], "full_attention"]  # Gemma4TextConfig forces the last layer to full attention
+    if not set(types[layers - shared :]) <= set(types[: layers - shared]):
+        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: each kind of layer among the "
+                         f"last {shared} needs one before them whose keys and values it reuses")  # fmt: skip
+    own = ["global attention" if t == "full_attention" else "attention" for t in types]
+    mixers = [m if i < layers - shared else f"kv-shared {m}" for i, m in enumerate(own)]
     values_from_keys = k.flag("attention_k_eq_v", False)
     global_kv = k.integer("num_global_key_value_heads", default=None, field="global_attention.kv_heads")
     arch: dict[str, Any] = {
@@ -1066,7 +1071,7 @@ def _gemma4(k: Keys) -> dict[str, Any]:
         **({"out_bias": True} if k.flag("attention_bias", False) else {}),
         "layer_norms": 4,
         "qk_norm": "head",
-        "mixers": tuple("global attention" if t == "full_attention" else "attention" for t in types),
+        "mixers": tuple(mixers),
         "global_attention": {
             "head_dim": k.integer("global_head_dim", default=d["global_head_dim"], field="global_attention.head_dim"),
             # per_layer_config takes the global KV heads only with attention_k_eq_v (configuration_gemma4.py)
@@ -1074,6 +1079,14 @@ def _gemma4(k: Keys) -> dict[str, Any]:
             "values_from_keys": values_from_keys,
         },
     }
+    if per_layer_width:
+        arch["per_layer_input"] = {
+            "width": per_layer_width,
+            "vocab": k.integer("vocab_size_per_layer_input", default=d["vocab_size_per_layer_input"],
+                               field="per_layer_input.vocab"),
+        }  # fmt: skip
+    if shared and k.flag("use_double_wide_mlp", False):
+        arch["kv_shared_ffn"] = 2 * arch["ffn"]
     if k.flag("enable_moe_block", False):
         arch["layer_norms"] = 7  # pre_feedforward_layernorm_2, post_feedforward_layernorm_1 and _2
         arch["moe"] = {
@@ -1948,7 +1961,7 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
             if size <= 0:
                 raise InputError(k.where, f"{k._key('sliding_window_size')}: must be more than 0, got {size}")
             size += 1
-        local = [i for i, mixer in enumerate(mixers) if mixer == "attention"]
+        local = [i for i, mixer in enumerate(mixers) if mixer in ("attention", "kv-shared attention")]
     else:
         window: int | None
         if family in _EVERY_LAYER_SLIDES:

@@ -30,6 +30,7 @@ __all__ = [
     "ModelArchitecture",
     "ModelSpec",
     "NcclChannels",
+    "PerLayerInputSpec",
     "Published",
     "SSMSpec",
     "TierLatency",
@@ -267,10 +268,22 @@ class CompressedAttentionSpec(Spec):
     index_topk: PositiveInt = Field(description="index_topk: the compressed entries each CSA query reads")
 
 
+class PerLayerInputSpec(Spec):
+    """Gemma 4's per-layer embeddings (modeling_gemma4.py Gemma4TextModel and Gemma4TextDecoderLayer, transformers
+    5.25.0): a second lookup table of `vocab` rows of layers x `width`, and a projection of the embedded input to
+    the same layers x `width` (per_layer_model_projection, with a norm over `width`); each layer takes its slice,
+    gates it by its output (per_layer_input_gate, hidden -> width, GELU), projects it back (per_layer_projection,
+    width -> hidden), norms it and adds it to the residual."""
+
+    width: PositiveInt = Field(description="hidden_size_per_layer_input")
+    vocab: PositiveInt = Field(description="vocab_size_per_layer_input: the table's rows")
+
+
 CSA, HCA = "compressed sparse attention", "heavily compressed attention"
+KV_SHARED = "kv-shared "  # the prefix of a layer that attends with an earlier layer's keys and values
 Mixer = Literal[
     "attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none",
-    "compressed sparse attention", "heavily compressed attention",
+    "compressed sparse attention", "heavily compressed attention", "kv-shared attention", "kv-shared global attention",
 ]  # fmt: skip
 
 
@@ -383,6 +396,17 @@ class ModelArchitecture(Spec):
         description="DeepSeek-V4's attention: its query latent, grouped output projection and compressors",
         exclude_if=lambda v: v is None,
     )
+    per_layer_input: PerLayerInputSpec | None = Field(
+        None,
+        description="Gemma 4 E2B/E4B's per-layer embeddings (hidden_size_per_layer_input)",
+        exclude_if=lambda v: v is None,
+    )
+    kv_shared_ffn: PositiveInt | None = Field(
+        None,
+        description="the dense MLP's width in the kv-shared layers where it is not ffn (Gemma 4 E2B's "
+        "use_double_wide_mlp: twice intermediate_size)",
+        exclude_if=lambda v: v is None,
+    )
     residual_streams: PositiveInt = Field(
         1,
         description="the residual kept as this many streams, collapsed into each sub-layer's input and its output "
@@ -413,7 +437,7 @@ class ModelArchitecture(Spec):
         dsa = self.indexer is not None and self.indexer.form == "dsa"
         if dsa and (self.mla is None or self.mla.q_lora_rank is None):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
-        if "global attention" in self.mixers and self.global_attention is None:
+        if any(m.removeprefix(KV_SHARED) == "global attention" for m in self.mixers) and self.global_attention is None:
             raise ValueError("global attention layers need global_attention")
         g = self.global_attention
         if g is not None and self.heads % g.kv_heads:
@@ -431,6 +455,15 @@ class ModelArchitecture(Spec):
                              "values_from_keys), and no MLA")  # fmt: skip
         if c is not None and self.heads % c.o_groups:
             raise ValueError(f"compressed_attention.o_groups ({c.o_groups}) must divide heads ({self.heads})")
+        for i, mixer in enumerate(self.mixers):
+            own = mixer.removeprefix(KV_SHARED)
+            if mixer != own and not any(
+                m == own and self.local_span(j) == self.local_span(i) for j, m in enumerate(self.mixers[:i])
+            ):
+                raise ValueError(f"mixers: layer {i} ({mixer}) needs an earlier {own} layer of its span, whose keys "
+                                 "and values it attends with")  # fmt: skip
+        if self.kv_shared_ffn is not None and not any(m.startswith(KV_SHARED) for m in self.mixers):
+            raise ValueError("kv_shared_ffn: the width of the kv-shared layers' MLP, and no layer is kv-shared")
         dense = [i for i in range(self.layers) if self.has_mlp(i) and not self.moe_layer(i)]
         if self.ffn is None and dense:
             raise ValueError("ffn is required for dense MLP layers")
@@ -439,6 +472,18 @@ class ModelArchitecture(Spec):
     def mixer(self, i: int) -> Mixer:
         """Layer i's token mixer: attention unless `mixers` says otherwise."""
         return self.mixers[i] if self.mixers else "attention"
+
+    @staticmethod
+    def computes_kv(mixer: str) -> bool:
+        """Whether a layer of `mixer` projects keys and values of its own: a kv-shared one attends with those of the
+        last earlier layer of its kind (Gemma 4's num_kv_shared_layers, configuration_gemma4.py kv_sharing_modes)."""
+        return not mixer.startswith(KV_SHARED)
+
+    def dense_ffn(self, mixer: str) -> int:
+        """The dense MLP's width in a layer of `mixer`: kv_shared_ffn in a kv-shared layer where given, else ffn."""
+        width = self.kv_shared_ffn if self.kv_shared_ffn is not None and not self.computes_kv(mixer) else self.ffn
+        assert width is not None  # guaranteed by validation where a layer has a dense MLP
+        return width
 
     def local_span(self, i: int) -> LocalAttentionSpec | None:
         """Layer i's local attention (a window or a chunk), None where it attends to the whole context."""
@@ -493,7 +538,8 @@ class ModelArchitecture(Spec):
         DeepSeek-V4's compressed attention), or the residual is kept as several streams: what layouts and the
         per-op model do not cost yet."""
         plain = ("attention", "global attention")
-        return any(m not in plain for m in self.mixers) or bool(self.mlp_free_layers) or self.hyper_connected
+        unusual = bool(self.mlp_free_layers) or self.hyper_connected or self.per_layer_input is not None
+        return any(m not in plain for m in self.mixers) or unusual
 
     @property
     def hyper_connected(self) -> bool:
@@ -506,12 +552,15 @@ class ModelArchitecture(Spec):
         """What of a hybrid the per-op model does not time yet (ops.has_layer_ops), in words for its refusals."""
         if self.hyper_connected:
             return "compressed attention and hyper-connected residual streams"
+        if self.per_layer_input is not None or any(not self.computes_kv(m) for m in self.mixers):
+            return "per-layer embeddings and layers sharing keys and values"
         return "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions)"
 
     def attention_of(self, mixer: str) -> "ModelArchitecture":
         """The architecture a layer of `mixer` attends with: a "global attention" layer's own head_dim, KV heads
         and K = V (global_attention), else this one."""
-        return self._global_view if mixer == "global attention" and self.global_attention is not None else self
+        global_ = mixer.removeprefix(KV_SHARED) == "global attention"
+        return self._global_view if global_ and self.global_attention is not None else self
 
     @cached_property
     def _global_view(self) -> "ModelArchitecture":

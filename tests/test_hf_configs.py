@@ -768,15 +768,61 @@ def test_gemma_4_global_layers_attend_with_their_own_shape() -> None:
     assert b is not None and b.mixers == a.mixers
 
 
-def test_gemma_4_per_layer_embeddings_are_refused_not_miscounted() -> None:
-    """Gemma4TextConfig defaults hidden_size_per_layer_input to 256: a text_config without the key has the E-series'
-    per-layer embeddings (a vocab x layers x 256 table), which dpcost does not count, so it refuses the file."""
+def test_gemma_4_per_layer_embeddings_default_to_256_wide() -> None:
+    """Gemma4TextConfig defaults hidden_size_per_layer_input to 256 (configuration_gemma4.py, 5.25.0): a text_config
+    without the key has the E-series' per-layer embeddings, a vocab_size_per_layer_input x layers x 256 table."""
     from dpcost.catalog import model_from_hf_config
 
     cfg = _cfg("gemma-4-31b-it.json")
     del cfg["text_config"]["hidden_size_per_layer_input"]
-    with pytest.raises(InputError, match="hidden_size_per_layer_input"):
-        model_from_hf_config(cfg, "gemma-4.json")
+    a = model_from_hf_config(cfg, "gemma-4.json").architecture
+    assert a is not None and a.per_layer_input is not None
+    assert (a.per_layer_input.width, a.per_layer_input.vocab) == (256, 262144)
+
+
+def test_gemma_4_e2b_layers_as_modeling_gemma4_builds_them() -> None:
+    """modeling_gemma4.py (5.25.0), as a meta build of the file prints it: layer 14 (global, the last to compute
+    keys and values) has k_proj 512 x 1,536; layer 15 on attends with an earlier layer's keys and values and holds
+    q_proj, q_norm and o_proj only, beside a 12,288-wide MLP (use_double_wide_mlp); every layer holds
+    per_layer_input_gate (256 x 1,536), per_layer_projection (1,536 x 256) and post_per_layer_input_norm."""
+    from dpcost.engine.params import count_params
+
+    spec = load_model(str(CONFIGS / "gemma-4-e2b-it.json"))
+    a = spec.architecture
+    assert a is not None
+    assert a.mixers[14] == "global attention" and a.mixers[15] == "kv-shared attention"
+    assert a.mixers[34] == "kv-shared global attention"
+    assert [a.dense_ffn(m) for m in a.mixers[14:16]] == [6144, 12288]
+    blocks = count_params(spec).blocks
+    norms = 4 * 1536 + 1536  # input, post-attention, pre- and post-feedforward norms; post_per_layer_input_norm
+    per_layer = 256 * 1536 + 1536 * 256
+    # layer 14: q_proj 4,096 x 1,536, k_proj and v_proj 512 x 1,536, o_proj 1,536 x 4,096, q_norm and k_norm 512
+    attention_14 = 4096 * 1536 + 2 * 512 * 1536 + 1536 * 4096 + 2 * 512
+    assert blocks[14].params == attention_14 + 3 * 6144 * 1536 + norms + per_layer
+    # layer 15: q_proj 2,048 x 1,536, o_proj 1,536 x 2,048, q_norm 256
+    assert blocks[15].params == 2048 * 1536 + 1536 * 2048 + 256 + 3 * 12288 * 1536 + norms + per_layer
+
+
+def test_gemma_4_kv_shared_layers_hold_no_cache_and_need_a_producer() -> None:
+    """A kv-shared layer reads the cache of the last earlier layer of its type, holding none itself: E2B caches 15
+    layers (12 sliding at most 512 keys, 3 global at the whole context and twice the head width). Transformers
+    refuses a file whose shared layers have a type no earlier layer has (configuration_gemma4.py kv_sharing_modes),
+    and so does dpcost."""
+    from dpcost.catalog import model_from_hf_config
+    from dpcost.engine.activations import kv_cache_bytes
+
+    a = load_model(str(CONFIGS / "gemma-4-e2b-it.json")).architecture
+    assert a is not None
+    per_token = 2 * 256 * 2  # one KV head of K and V, 256 wide (512 in the global layers), in bf16
+    assert kv_cache_bytes(a, 8192, 1) == (12 * 512 + 3 * 8192 * 2) * per_token
+    cfg = _cfg("gemma-4-e2b-it.json")
+    cfg["text_config"]["num_kv_shared_layers"] = 35
+    with pytest.raises(InputError, match="num_kv_shared_layers: 35: from 0 to 34"):
+        model_from_hf_config(cfg, "e2b.json")
+    cfg["text_config"]["num_kv_shared_layers"] = 20
+    cfg["text_config"]["layer_types"] = ["sliding_attention"] * 15 + ["full_attention"] * 20
+    with pytest.raises(InputError, match="needs one before them"):
+        model_from_hf_config(cfg, "e2b.json")
 
 
 def test_a_global_layers_view_does_not_carry_the_models_cached_layer_kinds() -> None:
@@ -1117,3 +1163,46 @@ def test_an_unknown_family_is_refused_with_the_nearest_ones_named() -> None:
         InputError, match=r"'minimax_m3' is not a family dpcost can count \(the nearest it can: .*minimax_m3_vl"
     ):
         model_from_hf_config({"model_type": "minimax_m3", "hidden_size": 6144}, "config.json")
+
+
+def test_gemma_4_e2b_multiplies_googles_effective_parameters() -> None:
+    """Google's 2.3B "effective" parameters of E2B leave out the per-layer embedding table, a lookup: the weights a
+    token multiplies are the text model less its two tables, the tied embedding counted once more as the output
+    head (PaLM's 6N, compute.py): 4,628,569,344 - 2,348,810,240 = 2,279,759,104."""
+    from dpcost.engine.compute import attention_flops, flops_per_token
+    from dpcost.engine.params import count_params
+
+    spec = load_model(str(CONFIGS / "gemma-4-e2b-it.json"))
+    a, counts = spec.architecture, count_params(spec)
+    assert a is not None
+    assert counts.per_layer_embedding == 262144 * 35 * 256
+    flops = flops_per_token(counts, a, 4096)
+    assert flops.forward - attention_flops(a, 4096) == 2 * 2_279_759_104
+
+
+def test_a_kv_shared_layer_keeps_no_keys_or_values_of_its_own() -> None:
+    """Its attention reads the K and V an earlier layer keeps (modeling_gemma4.py: shared_kv_states), so its own
+    tensors are Q, its norm's input, the core's and the output's; with E2B's double-wide MLP its MLP keeps twice."""
+    from dpcost.engine.activations import layer_tensors
+
+    a = load_model(str(CONFIGS / "gemma-4-e2b-it.json")).architecture
+    assert a is not None
+    own = {t.name: t.bytes_per_token for t in layer_tensors(a, False, mixer="attention").tensors}
+    shared = {t.name: t.bytes_per_token for t in layer_tensors(a, False, mixer="kv-shared attention").tensors}
+    assert {"K", "V"} <= own.keys() and not {"K", "V"} & shared.keys()
+    assert shared["query and key norms input"] == 2 * 8 * 256  # the query norm's only
+    assert shared["MLP up output"] == 2 * own["MLP up output"] == 2 * 12288  # bf16, 12,288 wide
+    assert shared["per-layer gate output"] == 2 * 256
+
+
+def test_a_kv_shared_layer_needs_an_earlier_layer_of_its_kind() -> None:
+    from pydantic import ValidationError
+
+    from dpcost.specs import ModelArchitecture
+
+    shape = {"hidden": 64, "layers": 2, "heads": 4, "ffn": 128, "vocab": 100}
+    ModelArchitecture(**shape, mixers=("attention", "kv-shared attention"))
+    with pytest.raises(ValidationError, match="needs an earlier attention layer"):
+        ModelArchitecture(**shape, mixers=("kv-shared attention", "attention"))
+    with pytest.raises(ValidationError, match="no layer is kv-shared"):
+        ModelArchitecture(**shape, kv_shared_ffn=256)

@@ -104,9 +104,12 @@ def _post_norm(a: ModelArchitecture, kernels: Kernels, name: str) -> Tensor:
     return _norm_input(a, kernels, name, "attn_out", a.hidden)
 
 
-def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int) -> tuple[list[Tensor], int]:
+def _attention(
+    a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int, computes_kv: bool = True
+) -> tuple[list[Tensor], int]:
     """Q, K, V as attention reads them, its core (log-sum-exp under flash, else the s^2 softmax and dropout),
-    the context (the output projection's input) and its output; and the mm calls it makes."""
+    the context (the output projection's input) and its output; and the mm calls it makes. A kv-shared layer
+    (not `computes_kv`) reads the K and V an earlier layer keeps, and keeps none of its own."""
     e, h = ACT_BYTES, a.hidden
     out: list[Tensor] = []
     mm = first_mm
@@ -137,13 +140,14 @@ def _attention(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: in
         # are.
         expanded = kernels == "eager" and kv < q
         out.append(Tensor("Q", "qkv", e * q, matmul=mm))
-        out.append(Tensor("K", "qkv", e * kv, saved=not expanded, matmul=mm + 1))
-        out.append(Tensor("V", "qkv", e * a.n_kv_heads * a.d_value, saved=not expanded, matmul=mm + 2))
+        if computes_kv:
+            out.append(Tensor("K", "qkv", e * kv, saved=not expanded, matmul=mm + 1))
+            out.append(Tensor("V", "qkv", e * a.n_kv_heads * a.d_value, saved=not expanded, matmul=mm + 2))
         if expanded:
             out.append(Tensor("K and V copied to every query head", "qkv", 2 * e * q))
         if a.qk_norm != "none":  # the norms' inputs are the projections' outputs; their outputs are Q and K above
-            out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + kv))
-        mm += 3
+            out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + (kv if computes_kv else 0)))
+        mm += 3 if computes_kv else 1
         if a.indexer is not None:  # MiniMax M3's block indexer: its queries and key
             i = a.indexer
             out.append(Tensor("indexer q, k", "core_attn", e * (i.heads * i.head_dim + i.head_dim)))
@@ -328,6 +332,25 @@ def _lightning(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     return out, first_mm + 3
 
 
+def _per_layer_input(a: ModelArchitecture, kernels: Kernels, first_mm: int) -> list[Tensor]:
+    """Gemma 4's per-layer input after the MLP (PerLayerInputSpec; Gemma4TextDecoderLayer.forward, transformers
+    5.25.0): the layer's slice of the per-layer inputs and its share of their projection's norm input, the gate's
+    input (the residual after the MLP), its output, the GELU's output and its product with the slice (what
+    torch.compile recomputes), and the projection's output, which its norm keeps."""
+    p, e, h = a.per_layer_input, ACT_BYTES, a.hidden
+    assert p is not None
+    norm = 4 + 2 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES
+    out = [
+        Tensor("per-layer input (this layer's slice)", "input", e * p.width),
+        _norm_input(a, kernels, "per-layer projection norm (this layer's share)", "input", p.width),
+        Tensor("per-layer gate input", "input", e * h),
+        Tensor("per-layer gate output", "mlp", e * p.width, matmul=first_mm),
+    ]
+    if kernels != "compiled":
+        out += [Tensor(f"per-layer {name}", "mlp", e * p.width) for name in ("GELU output", "gated product")]
+    return [*out, Tensor("per-layer projection output (its norm's input)", "mlp", norm * h, matmul=first_mm + 1)]
+
+
 def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, module: Module, label: str) -> list[Tensor]:
     """One MLP's tensors: the matmul outputs, then the element-wise ones torch.compile recomputes."""
     e = ACT_BYTES
@@ -379,7 +402,7 @@ def layer_tensors(
         attention, mm = _compressed_attention(a, mixer, flash, mm)
         tensors += attention
     elif "attention" in mixer:
-        attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm)
+        attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm, a.computes_kv(mixer))
         tensors += attention
     if "mamba" in mixer:
         ssm, mm = _mamba(a, mm, kernels)
@@ -420,27 +443,34 @@ def layer_tensors(
         if moe.latent:  # the combined latent output, fc2_latent_proj's input
             tensors.append(Tensor("latent projection input", "moe", e * moe.latent))
     else:
-        assert a.ffn is not None
-        part = _mlp(a, a.ffn, kernels, mm, "mlp", "MLP")
+        part = _mlp(a, a.dense_ffn(mixer), kernels, mm, "mlp", "MLP")
         tensors += part
         mm += sum(1 for t in part if t.matmul)
     if a.layer_norms >= 4:
         tensors.append(_post_norm(a, kernels, "post-MLP norm"))
+    if a.per_layer_input is not None:
+        tensors += _per_layer_input(a, kernels, mm)
     if streams:  # the expansion's post weights take their gradient from the sub-layer's output
         tensors.append(Tensor("MLP output (its hyper-connection expands it)", "mlp", e * h))
     if a.dropout > 0:
         tensors.append(Tensor("MLP dropout mask", "mlp", 1.0 * h))
-    return LayerTensors(tuple(tensors), kernels, a.hidden * a.residual_streams)
+    # a block's inputs, which every policy keeps: its residual streams, and Gemma 4's per-layer input slice with its
+    # share of their norm's input
+    inputs = a.hidden * a.residual_streams + (2 * a.per_layer_input.width if a.per_layer_input is not None else 0)
+    return LayerTensors(tuple(tensors), kernels, inputs)
 
 
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:
     """Keys and values of every attention layer for `batch` sequences of `seq_len` tokens (MLA caches its latent;
     each layer its own KV heads and head_dim; a sliding-window or chunked layer at most its window or chunk:
-    cached_keys), and each recurrent layer's state, whatever the context (recurrent_state_bytes)."""
+    cached_keys; a kv-shared layer none, it reads an earlier layer's), and each recurrent layer's state, whatever the
+    context (recurrent_state_bytes)."""
     if a.compressed_attention is not None:
         return _compressed_cache_bytes(a, seq_len, batch, dtype_bytes)
     kv = 0.0
     for mixer, local, count in a.attention_kinds:
+        if not a.computes_kv(mixer):  # it reads an earlier layer's cache
+            continue
         if a.mla is not None:
             per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim
         else:

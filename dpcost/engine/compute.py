@@ -173,9 +173,9 @@ def mlp_recompute_flops(arch: ModelArchitecture, modules: frozenset[str]) -> flo
     h, fc = arch.hidden, 3 if arch.gated_mlp else 2  # matmuls of an MLP: gate, up and down; or up and down
     held = recomputed_modules(modules)  # "moe" holds the router and the shared experts
     total = 0.0
-    for _, mlp in arch.layer_kinds:
+    for mixer, mlp in arch.layer_kinds:
         if mlp == "dense" and "mlp" in held and arch.ffn is not None:
-            total += 2.0 * fc * h * arch.ffn
+            total += 2.0 * fc * h * arch.dense_ffn(mixer)
         elif mlp == "moe" and arch.moe is not None:
             e = arch.moe
             if "router" in held:
@@ -208,9 +208,7 @@ def flops_per_token(
     head = counts.lm_head
     if arch is not None and arch.tied_embeddings:
         head = counts.embedding  # the tied embedding is the output projection too
-    matmul_params = counts.active - counts.embedding - counts.lm_head + head
-    if arch is not None:
-        matmul_params -= arch.learned_positions * arch.hidden
+    matmul_params = counts.active - counts.lookups - counts.lm_head + head
     attention = attention_flops(arch, seq_len) if arch is not None else 0.0
     forward = 2.0 * matmul_params + attention + (recurrence_flops(arch) if arch is not None else 0.0)
     if recompute == "full":

@@ -52,12 +52,20 @@ class ParamCount:
     mtp: float  # DeepSeek's multi-token-prediction module, counted apart and not in `total`
     components: tuple[tuple[str, float], ...]  # for `dpcost show model`
     positions: float = 0.0  # a learned position table (GPT-2, OPT): a lookup too
+    per_layer_embedding: float = 0.0  # Gemma 4's per-layer embedding table: a lookup too
+    per_layer_projection: float = 0.0  # Gemma 4's projection of the embedding to every layer's input, and its norm
+
+    @property
+    def lookups(self) -> float:
+        """The input lookup tables (token embedding, learned positions, per-layer embeddings): read, never
+        multiplied."""
+        return self.embedding + self.positions + self.per_layer_embedding
 
     @property
     def active_excl_embedding(self) -> float:
-        """Active parameters without the input lookup tables (token embedding, learned positions): the
-        weights a token multiplies, OpenAI's and DeepSeek's convention (module docstring)."""
-        return self.active - self.embedding - self.positions
+        """Active parameters without the input lookup tables: the weights a token multiplies, OpenAI's and
+        DeepSeek's convention (module docstring)."""
+        return self.active - self.lookups
 
     @cached_property
     def moe_layers(self) -> tuple[bool, ...]:
@@ -203,6 +211,23 @@ def _norm(a: ModelArchitecture) -> float:
     return a.norm_weights * a.hidden
 
 
+def kv_projection_parameters(a: ModelArchitecture) -> float:
+    """The key and value projections of one attention sub-layer, their biases and the key norm: what a kv-shared
+    layer does not hold (modeling_gemma4.py Gemma4TextAttention, transformers 5.25.0: no k_proj, v_proj or k_norm
+    where is_kv_shared_layer; v_norm has no weight)."""
+    h, kv_out = a.hidden, a.n_kv_heads * a.d_head
+    v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value
+    norm = {"head": a.d_head, "full": kv_out}.get(a.qk_norm, 0) * a.norm_weights
+    return h * (kv_out + v_out) + (kv_out + v_out if a.qkv_bias else 0) + norm
+
+
+def per_layer_input_parameters(a: ModelArchitecture) -> float:
+    """What one layer holds of Gemma 4's per-layer embeddings (PerLayerInputSpec): per_layer_input_gate (hidden ->
+    width), per_layer_projection (width -> hidden), no biases, and post_per_layer_input_norm (hidden)."""
+    p = a.per_layer_input
+    return 0.0 if p is None else float(2 * a.hidden * p.width + _norm(a))
+
+
 def _attention_params(a: ModelArchitecture) -> float:
     """One attention sub-layer, with Qwen3-Next's output gate (its q_proj makes the gate too: 2 x q_out rows) and
     DeepSeek-V3.2's indexer."""
@@ -309,15 +334,22 @@ def short_conv_parameters(a: ModelArchitecture) -> float:
 
 
 def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
-    """One layer's token mixer: attention (a global layer's as global_attention shapes it), a Mamba mixer, a gated
-    DeltaNet, both side by side, or none."""
+    """One layer's token mixer: attention (attention_parameters), a Mamba mixer, a gated DeltaNet, both side by side,
+    or none."""
     return (
-        (_attention_params(a.attention_of(mixer)) if "attention" in mixer else 0.0)
+        (attention_parameters(a, mixer) if "attention" in mixer else 0.0)
         + compressor_parameters(a, mixer)
         + (ssm_parameters(a) if "mamba" in mixer else 0.0)
         + (deltanet_parameters(a) if mixer == "deltanet" else 0.0)
         + (short_conv_parameters(a) if mixer == "conv" else 0.0)
     )
+
+
+def attention_parameters(a: ModelArchitecture, mixer: str) -> float:
+    """One attention layer of `mixer`: a global layer's as global_attention shapes it, a kv-shared one's without its
+    key and value projections."""
+    view = a.attention_of(mixer)
+    return _attention_params(view) - (0.0 if a.computes_kv(mixer) else kv_projection_parameters(view))
 
 
 def _router(a: ModelArchitecture) -> float:
@@ -330,13 +362,13 @@ def _router(a: ModelArchitecture) -> float:
 
 def _block(a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "") -> BlockCount:
     """One layer: its mixer, its norms and its MLP (dense, MoE, or none for a hybrid's single-mixer layers)."""
-    attn = mixer_parameters(a, mixer)
+    attn = mixer_parameters(a, mixer) + per_layer_input_parameters(a)
     norms = a.layer_norms * _norm(a) + 2 * hyper_connection_parameters(a)  # with the norms: each sub-layer's input
     if mlp_kind == "none":
         return BlockCount(attn + norms, attn + norms, moe=False)
     if not moe_layer or a.moe is None:
-        assert a.ffn is not None  # guaranteed by ModelArchitecture validation
-        mlp = _mlp(a, a.ffn) + a.activation_scalars + (a.norm_weights * a.ffn if a.mlp_norm else 0)
+        width = a.dense_ffn(mixer)
+        mlp = _mlp(a, width) + a.activation_scalars + (a.norm_weights * width if a.mlp_norm else 0)
         return BlockCount(attn + norms + mlp, attn + norms + mlp, moe=False)
     e = a.moe
     expert = routed_expert(a)
@@ -400,7 +432,8 @@ def block_matrices(
     else:
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
         values = [] if a.values_from_keys else [h * a.n_kv_heads * a.d_value]
-        attention = [h * q_out * (2 if a.attention_gate else 1), h * kv_out, *values, a.heads * a.d_value * h]
+        keys_values = [h * kv_out, *values] if a.computes_kv(mixer) else []
+        attention = [h * q_out * (2 if a.attention_gate else 1), *keys_values, a.heads * a.d_value * h]
         if a.head_gate:
             attention.append(h * a.heads)
 
@@ -417,8 +450,9 @@ def block_matrices(
         ffn = [h * e.experts, *latent_in] + [t for _ in range(e.experts) for t in routed] + latent_out
         ffn += [t for _ in range(e.shared) for t in mlp(e.shared_width)]
     else:
-        assert a.ffn is not None
-        ffn = mlp(a.ffn)
+        ffn = mlp(a.dense_ffn(mixer))
+    if a.per_layer_input is not None:
+        ffn += [h * a.per_layer_input.width, a.per_layer_input.width * h]
     streams = [float((2 + a.residual_streams) * a.residual_streams**2 * h)] if a.hyper_connected else []
     mixing = [*streams, *attention, *_compressor_matrices(a, mixer), *_mixer_matrices(a, mixer), *streams, *ffn]
     return tuple(float(t) for t in mixing)
@@ -465,22 +499,29 @@ def count_params(spec: ModelSpec) -> ParamCount:
     lm_head = (0.0 if a.tied_embeddings else float(rows * h)) + (float(rows) if a.head_bias else 0.0)
     positions = float(a.learned_positions * h)
     final_norm = _norm(a) * (2 if a.embedding_norm else 1) + hyper_head_parameters(a)
-    outside = embedding + lm_head + positions + final_norm
+    per_layer = a.per_layer_input
+    # Gemma 4's embed_tokens_per_layer, and per_layer_model_projection with per_layer_projection_norm
+    per_layer_embedding = per_layer_projection = 0.0
+    if per_layer is not None:
+        per_layer_embedding = float(per_layer.vocab * a.layers * per_layer.width)
+        per_layer_projection = float(h * a.layers * per_layer.width + a.norm_weights * per_layer.width)
+    outside = embedding + lm_head + positions + final_norm + per_layer_embedding + per_layer_projection
     total = sum(b.params for b in blocks) + outside
     active = sum(b.active for b in blocks) + outside
 
     attn_matrix = max((_attention(a.attention_of(m))[1] for m, _ in set(kinds) if "attention" in m), default=0.0)
     mixer_matrices = [t for mixer in {m for m, _ in kinds} for t in _mixer_matrices(a, mixer)]
-    widths = [w for w in (a.ffn, a.moe.shared_ffn if a.moe else None) if w]
+    widths = [w for w in (a.ffn, a.kv_shared_ffn, a.moe.shared_ffn if a.moe else None) if w]
     expert_matrix = a.moe.expert_io(h) * a.moe.ffn if a.moe else 0
-    largest_module = max([embedding, lm_head, attn_matrix, *mixer_matrices, expert_matrix, *(h * w for w in widths)])
+    matrices = [embedding, lm_head, attn_matrix, *mixer_matrices, expert_matrix, *(h * w for w in widths)]
+    largest_module = max([*matrices, per_layer_embedding, per_layer_projection])
 
     mtp = a.mtp_layers * mtp_layer(a).params if a.mtp_layers else 0.0
 
     components: list[tuple[str, float]] = [("embedding", embedding)]
     if a.attention_layers:
         without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
-        attention = sum(_attention_params(a.attention_of(m)) for m, _ in kinds if "attention" in m)
+        attention = sum(attention_parameters(a, m) for m, _ in kinds if "attention" in m)
         components.append(("attention", attention - without))
     form = a.deltanet.form if a.deltanet is not None else "gated"
     delta = {"kda": "Kimi Delta Attention mixers", "lightning": "lightning attention mixers"}.get(
@@ -502,8 +543,10 @@ def count_params(spec: ModelSpec) -> ParamCount:
         streams = 2 * hyper_connection_parameters(a) * a.layers + hyper_head_parameters(a)
         components.append(("hyper-connections", streams))
     if dense_layers:
-        assert a.ffn is not None
-        components.append(("dense MLP", _mlp(a, a.ffn) * dense_layers))
+        components.append(("dense MLP", sum(_mlp(a, a.dense_ffn(m)) for m, mlp in kinds if mlp == "dense")))
+    if per_layer:
+        components.append(("per-layer embeddings", per_layer_embedding))
+        components.append(("per-layer inputs", per_layer_projection + per_layer_input_parameters(a) * a.layers))
     if a.moe:
         moe_layers = sum(1 for _, mlp in kinds if mlp == "moe")
         components.append(("routed experts", routed_expert(a) * a.moe.experts * moe_layers))
@@ -526,4 +569,6 @@ def count_params(spec: ModelSpec) -> ParamCount:
         mtp=mtp,
         components=tuple(components),
         positions=positions,
+        per_layer_embedding=per_layer_embedding,
+        per_layer_projection=per_layer_projection,
     )

@@ -465,16 +465,17 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     attention_per_layer = attention_flops(a, seq_len) / max(1, a.attention_layers)
     head_matmul = counts.embedding if a.tied_embeddings else counts.lm_head
     layer_kinds = a.layer_kinds
-    flops = [0.0]
+    flops = [2 * counts.per_layer_projection]  # Gemma 4's per-layer inputs, projected from the embedding
     for b, (mixer, _) in zip(counts.blocks, layer_kinds, strict=True):
         attention = attention_per_layer if "attention" in mixer else 0.0
         flops.append(2 * b.active + attention + mixer_recurrence_flops(a, mixer))
     flops.append(2 * head_matmul)
     positions = a.learned_positions * a.hidden
-    tensors = [tuple(t for t in (counts.embedding, float(positions)) if t > 0)]
+    inputs = (counts.embedding, float(positions), counts.per_layer_embedding, counts.per_layer_projection)
+    tensors = [tuple(t for t in inputs if t > 0)]
     kinds = {kind: block_tensors(a, kind[1] == "moe", *kind) for kind in set(layer_kinds)}  # each kind of layer
     tensors += [kinds[kind] for kind in layer_kinds]
-    head = counts.total - counts.embedding - positions - sum(b.params for b in counts.blocks)
+    head = counts.total - sum(inputs) - sum(b.params for b in counts.blocks)
     tensors += [tuple(t for t in (head - counts.lm_head, counts.lm_head) if t > 0)]  # final norm, output head
     total = sum(flops)
     last = len(tensors) - 1

@@ -36,7 +36,7 @@ def decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch: 
     token; the embedding is read whole only as a tied output head), and of each MoE layer's routed experts the
     expected number that `batch` tokens touch when routed uniformly, E (1 - (1 - k/E)^B)."""
     tied = a is not None and a.tied_embeddings
-    weights = 2.0 * (counts.total - counts.positions - (0.0 if tied else counts.embedding))
+    weights = 2.0 * (counts.total - counts.lookups + (counts.embedding if tied else 0.0))
     if a is None or a.moe is None:
         return weights
     routed = dict(counts.components)["routed experts"]

@@ -182,17 +182,23 @@ def zeropp_cross_node_volume(parts: frozenset[str], params: float = 1.0) -> floa
 
 def matrix_shapes(a: ModelArchitecture) -> list[tuple[int, int]]:
     """Every weight matrix of the model as (rows, columns) (what PowerSGD factors): the embedding and output head,
-    each layer's projections and experts."""
-    h = a.hidden
+    each layer's projections and experts, and Gemma 4's per-layer embedding table, its projection and each layer's
+    per-layer gate and projection."""
+    h, per_layer = a.hidden, a.per_layer_input
     shapes = [(a.vocab, h)] + ([] if a.tied_embeddings else [(h, a.output_vocab)])
+    if per_layer is not None:
+        shapes += [(per_layer.vocab, a.layers * per_layer.width), (h, a.layers * per_layer.width)]
     for mixer, mlp in a.layer_kinds:
         if "attention" in mixer and a.mla is None:
             v = a.attention_of(mixer)
             q, kv = v.heads * v.d_head, v.n_kv_heads * v.d_head
             values = [] if v.values_from_keys else [(h, v.n_kv_heads * v.d_value)]
-            shapes += [(h, q), (h, kv), *values, (v.heads * v.d_value, h)]
+            shapes += [(h, q), *([(h, kv), *values] if a.computes_kv(mixer) else []), (v.heads * v.d_value, h)]
         if mlp == "dense" and a.ffn:
-            shapes += [(h, a.ffn)] * (2 if a.gated_mlp else 1) + [(a.ffn, h)]
+            ffn = a.dense_ffn(mixer)
+            shapes += [(h, ffn)] * (2 if a.gated_mlp else 1) + [(ffn, h)]
+        if per_layer is not None:
+            shapes += [(h, per_layer.width), (per_layer.width, h)]
         if mlp == "moe" and a.moe is not None:
             io = a.moe.expert_io(h)
             per = [(io, a.moe.ffn)] * (2 if a.gated_mlp else 1) + [(a.moe.ffn, io)]
