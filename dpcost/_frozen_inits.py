@@ -233,8 +233,8 @@ def _dpcost_engine_collectives_CollectiveChoice(__set, __FACTORY, __dflt_note):
     return __init__
 
 
-def _dpcost_engine_collectives_CollectiveTime(__set, __FACTORY, __dflt_calls, __dflt_what_if):
-    def __init__(self, op, algorithm, protocol, ranks, size_bytes, seconds, latency_seconds, bandwidth_seconds, tiers, calls=__dflt_calls, what_if=__dflt_what_if):
+def _dpcost_engine_collectives_CollectiveTime(__set, __FACTORY, __dflt_calls, __dflt_what_if, __dflt_period_seconds):
+    def __init__(self, op, algorithm, protocol, ranks, size_bytes, seconds, latency_seconds, bandwidth_seconds, tiers, calls=__dflt_calls, what_if=__dflt_what_if, period_seconds=__dflt_period_seconds):
       __set(self, 'op', op)
       __set(self, 'algorithm', algorithm)
       __set(self, 'protocol', protocol)
@@ -246,6 +246,7 @@ def _dpcost_engine_collectives_CollectiveTime(__set, __FACTORY, __dflt_calls, __
       __set(self, 'tiers', tiers)
       __set(self, 'calls', calls)
       __set(self, 'what_if', what_if)
+      __set(self, 'period_seconds', period_seconds)
     return __init__
 
 
@@ -273,13 +274,14 @@ def _dpcost_engine_collectives__NvlsTreePrice(__set, __FACTORY):
     return __init__
 
 
-def _dpcost_engine_collectives__ProtocolTerms(__set, __FACTORY, __dflt_channels_busbw):
-    def __init__(self, protocol, latency, keep, channel_bytes, channels_busbw=__dflt_channels_busbw):
+def _dpcost_engine_collectives__ProtocolTerms(__set, __FACTORY, __dflt_channels_busbw, __dflt_chain):
+    def __init__(self, protocol, latency, keep, channel_bytes, channels_busbw=__dflt_channels_busbw, chain=__dflt_chain):
       __set(self, 'protocol', protocol)
       __set(self, 'latency', latency)
       __set(self, 'keep', keep)
       __set(self, 'channel_bytes', channel_bytes)
       __set(self, 'channels_busbw', channels_busbw)
+      __set(self, 'chain', chain)
     return __init__
 
 
@@ -1496,8 +1498,8 @@ def _dpcost_nccl_tests_Measurement(__set, __FACTORY):
     return __init__
 
 
-def _dpcost_nccl_tests_Measurements(__set, __FACTORY, __dflt_protocol, __dflt_nvls, __dflt_topology, __dflt_gpus_per_thread, __dflt_cuda_graphs, __dflt_coll_channels, __dflt_nvls_channels):
-    def __init__(self, name, ranks, gpus_per_node, algorithm, device, rows, protocol=__dflt_protocol, nvls=__dflt_nvls, topology=__dflt_topology, gpus_per_thread=__dflt_gpus_per_thread, cuda_graphs=__dflt_cuda_graphs, coll_channels=__dflt_coll_channels, nvls_channels=__dflt_nvls_channels):
+def _dpcost_nccl_tests_Measurements(__set, __FACTORY, __dflt_protocol, __dflt_nvls, __dflt_topology, __dflt_gpus_per_thread, __dflt_cuda_graphs, __dflt_iters, __dflt_coll_channels, __dflt_nvls_channels):
+    def __init__(self, name, ranks, gpus_per_node, algorithm, device, rows, protocol=__dflt_protocol, nvls=__dflt_nvls, topology=__dflt_topology, gpus_per_thread=__dflt_gpus_per_thread, cuda_graphs=__dflt_cuda_graphs, iters=__dflt_iters, coll_channels=__dflt_coll_channels, nvls_channels=__dflt_nvls_channels):
       __set(self, 'name', name)
       __set(self, 'ranks', ranks)
       __set(self, 'gpus_per_node', gpus_per_node)
@@ -1509,6 +1511,7 @@ def _dpcost_nccl_tests_Measurements(__set, __FACTORY, __dflt_protocol, __dflt_nv
       __set(self, 'topology', topology)
       __set(self, 'gpus_per_thread', gpus_per_thread)
       __set(self, 'cuda_graphs', cuda_graphs)
+      __set(self, 'iters', iters)
       __set(self, 'coll_channels', coll_channels)
       __set(self, 'nvls_channels', nvls_channels)
     return __init__
@@ -1588,10 +1591,10 @@ INITS = {
     'dpcost.engine.activations.Tensor': ("def __init__(self, name, module, bytes_per_token, saved=__dflt_saved, matmul=__dflt_matmul, quadratic=__dflt_quadratic):\n  __set(self, 'name', name)\n  __set(self, 'module', module)\n  __set(self, 'bytes_per_token', bytes_per_token)\n  __set(self, 'saved', saved)\n  __set(self, 'matmul', matmul)\n  __set(self, 'quadratic', quadratic)", _dpcost_engine_activations_Tensor),
     'dpcost.engine.checkpointing.Activations': ("def __init__(self, kept, recompute, gradients, largest_tensor):\n  __set(self, 'kept', kept)\n  __set(self, 'recompute', recompute)\n  __set(self, 'gradients', gradients)\n  __set(self, 'largest_tensor', largest_tensor)", _dpcost_engine_checkpointing_Activations),
     'dpcost.engine.collectives.CollectiveChoice': ("def __init__(self, best, candidates, note=__dflt_note):\n  __set(self, 'best', best)\n  __set(self, 'candidates', candidates)\n  __set(self, 'note', note)", _dpcost_engine_collectives_CollectiveChoice),
-    'dpcost.engine.collectives.CollectiveTime': ("def __init__(self, op, algorithm, protocol, ranks, size_bytes, seconds, latency_seconds, bandwidth_seconds, tiers, calls=__dflt_calls, what_if=__dflt_what_if):\n  __set(self, 'op', op)\n  __set(self, 'algorithm', algorithm)\n  __set(self, 'protocol', protocol)\n  __set(self, 'ranks', ranks)\n  __set(self, 'size_bytes', size_bytes)\n  __set(self, 'seconds', seconds)\n  __set(self, 'latency_seconds', latency_seconds)\n  __set(self, 'bandwidth_seconds', bandwidth_seconds)\n  __set(self, 'tiers', tiers)\n  __set(self, 'calls', calls)\n  __set(self, 'what_if', what_if)", _dpcost_engine_collectives_CollectiveTime),
+    'dpcost.engine.collectives.CollectiveTime': ("def __init__(self, op, algorithm, protocol, ranks, size_bytes, seconds, latency_seconds, bandwidth_seconds, tiers, calls=__dflt_calls, what_if=__dflt_what_if, period_seconds=__dflt_period_seconds):\n  __set(self, 'op', op)\n  __set(self, 'algorithm', algorithm)\n  __set(self, 'protocol', protocol)\n  __set(self, 'ranks', ranks)\n  __set(self, 'size_bytes', size_bytes)\n  __set(self, 'seconds', seconds)\n  __set(self, 'latency_seconds', latency_seconds)\n  __set(self, 'bandwidth_seconds', bandwidth_seconds)\n  __set(self, 'tiers', tiers)\n  __set(self, 'calls', calls)\n  __set(self, 'what_if', what_if)\n  __set(self, 'period_seconds', period_seconds)", _dpcost_engine_collectives_CollectiveTime),
     'dpcost.engine.collectives.TierTraffic': ("def __init__(self, tier, bytes_per_gpu, seconds, nested=__dflt_nested):\n  __set(self, 'tier', tier)\n  __set(self, 'bytes_per_gpu', bytes_per_gpu)\n  __set(self, 'seconds', seconds)\n  __set(self, 'nested', nested)", _dpcost_engine_collectives_TierTraffic),
     'dpcost.engine.collectives._NvlsTreePrice': ("def __init__(self, ranks, nodes, domain, domain_share, network, network_bus, per_domain, latency, arch, host_cpu):\n  __set(self, 'ranks', ranks)\n  __set(self, 'nodes', nodes)\n  __set(self, 'domain', domain)\n  __set(self, 'domain_share', domain_share)\n  __set(self, 'network', network)\n  __set(self, 'network_bus', network_bus)\n  __set(self, 'per_domain', per_domain)\n  __set(self, 'latency', latency)\n  __set(self, 'arch', arch)\n  __set(self, 'host_cpu', host_cpu)", _dpcost_engine_collectives__NvlsTreePrice),
-    'dpcost.engine.collectives._ProtocolTerms': ("def __init__(self, protocol, latency, keep, channel_bytes, channels_busbw=__dflt_channels_busbw):\n  __set(self, 'protocol', protocol)\n  __set(self, 'latency', latency)\n  __set(self, 'keep', keep)\n  __set(self, 'channel_bytes', channel_bytes)\n  __set(self, 'channels_busbw', channels_busbw)", _dpcost_engine_collectives__ProtocolTerms),
+    'dpcost.engine.collectives._ProtocolTerms': ("def __init__(self, protocol, latency, keep, channel_bytes, channels_busbw=__dflt_channels_busbw, chain=__dflt_chain):\n  __set(self, 'protocol', protocol)\n  __set(self, 'latency', latency)\n  __set(self, 'keep', keep)\n  __set(self, 'channel_bytes', channel_bytes)\n  __set(self, 'channels_busbw', channels_busbw)\n  __set(self, 'chain', chain)", _dpcost_engine_collectives__ProtocolTerms),
     'dpcost.engine.collectives._RingPrice': ("def __init__(self, op, ranks, bus, tiers, via, plateau_bytes, ll_cap, overhead, links, protocols):\n  __set(self, 'op', op)\n  __set(self, 'ranks', ranks)\n  __set(self, 'bus', bus)\n  __set(self, 'tiers', tiers)\n  __set(self, 'via', via)\n  __set(self, 'plateau_bytes', plateau_bytes)\n  __set(self, 'll_cap', ll_cap)\n  __set(self, 'overhead', overhead)\n  __set(self, 'links', links)\n  __set(self, 'protocols', protocols)", _dpcost_engine_collectives__RingPrice),
     'dpcost.engine.collectives._TreePrice': ("def __init__(self, ranks, nodes, intra, network, network_bus, per_domain, ll_cap, links, protocols):\n  __set(self, 'ranks', ranks)\n  __set(self, 'nodes', nodes)\n  __set(self, 'intra', intra)\n  __set(self, 'network', network)\n  __set(self, 'network_bus', network_bus)\n  __set(self, 'per_domain', per_domain)\n  __set(self, 'll_cap', ll_cap)\n  __set(self, 'links', links)\n  __set(self, 'protocols', protocols)", _dpcost_engine_collectives__TreePrice),
     'dpcost.engine.compute.FlopsPerToken': ("def __init__(self, forward, backward, recompute):\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'recompute', recompute)", _dpcost_engine_compute_FlopsPerToken),
@@ -1683,7 +1686,7 @@ INITS = {
     'dpcost.engine.variants.Priced': ("def __init__(self, seconds, blocking_seconds, tier_bytes):\n  __set(self, 'seconds', seconds)\n  __set(self, 'blocking_seconds', blocking_seconds)\n  __set(self, 'tier_bytes', tier_bytes)", _dpcost_engine_variants_Priced),
     'dpcost.engine.variants.VariantCost': ("def __init__(self, name, flags, comm_seconds, exposed_seconds, step_seconds, memory_bytes, added_memory_bytes, added_compute_seconds, efficiency, note, memory_for=__dflt_memory_for, held=__dflt_held, recompute=__dflt_recompute, tier_bytes=__FACTORY, top_tier=__dflt_top_tier, top_tier_bytes=__dflt_top_tier_bytes):\n  __set(self, 'name', name)\n  __set(self, 'flags', flags)\n  __set(self, 'comm_seconds', comm_seconds)\n  __set(self, 'exposed_seconds', exposed_seconds)\n  __set(self, 'step_seconds', step_seconds)\n  __set(self, 'memory_bytes', memory_bytes)\n  __set(self, 'added_memory_bytes', added_memory_bytes)\n  __set(self, 'added_compute_seconds', added_compute_seconds)\n  __set(self, 'efficiency', efficiency)\n  __set(self, 'note', note)\n  __set(self, 'memory_for', memory_for)\n  __set(self, 'held', held)\n  __set(self, 'recompute', recompute)\n  __set(self, 'tier_bytes', __factory_tier_bytes() if tier_bytes is __FACTORY else tier_bytes)\n  __set(self, 'top_tier', top_tier)\n  __set(self, 'top_tier_bytes', top_tier_bytes)", _dpcost_engine_variants_VariantCost),
     'dpcost.nccl_tests.Measurement': ("def __init__(self, op, size_bytes, time_us, column):\n  __set(self, 'op', op)\n  __set(self, 'size_bytes', size_bytes)\n  __set(self, 'time_us', time_us)\n  __set(self, 'column', column)", _dpcost_nccl_tests_Measurement),
-    'dpcost.nccl_tests.Measurements': ("def __init__(self, name, ranks, gpus_per_node, algorithm, device, rows, protocol=__dflt_protocol, nvls=__dflt_nvls, topology=__dflt_topology, gpus_per_thread=__dflt_gpus_per_thread, cuda_graphs=__dflt_cuda_graphs, coll_channels=__dflt_coll_channels, nvls_channels=__dflt_nvls_channels):\n  __set(self, 'name', name)\n  __set(self, 'ranks', ranks)\n  __set(self, 'gpus_per_node', gpus_per_node)\n  __set(self, 'algorithm', algorithm)\n  __set(self, 'device', device)\n  __set(self, 'rows', rows)\n  __set(self, 'protocol', protocol)\n  __set(self, 'nvls', nvls)\n  __set(self, 'topology', topology)\n  __set(self, 'gpus_per_thread', gpus_per_thread)\n  __set(self, 'cuda_graphs', cuda_graphs)\n  __set(self, 'coll_channels', coll_channels)\n  __set(self, 'nvls_channels', nvls_channels)", _dpcost_nccl_tests_Measurements),
+    'dpcost.nccl_tests.Measurements': ("def __init__(self, name, ranks, gpus_per_node, algorithm, device, rows, protocol=__dflt_protocol, nvls=__dflt_nvls, topology=__dflt_topology, gpus_per_thread=__dflt_gpus_per_thread, cuda_graphs=__dflt_cuda_graphs, iters=__dflt_iters, coll_channels=__dflt_coll_channels, nvls_channels=__dflt_nvls_channels):\n  __set(self, 'name', name)\n  __set(self, 'ranks', ranks)\n  __set(self, 'gpus_per_node', gpus_per_node)\n  __set(self, 'algorithm', algorithm)\n  __set(self, 'device', device)\n  __set(self, 'rows', rows)\n  __set(self, 'protocol', protocol)\n  __set(self, 'nvls', nvls)\n  __set(self, 'topology', topology)\n  __set(self, 'gpus_per_thread', gpus_per_thread)\n  __set(self, 'cuda_graphs', cuda_graphs)\n  __set(self, 'iters', iters)\n  __set(self, 'coll_channels', coll_channels)\n  __set(self, 'nvls_channels', nvls_channels)", _dpcost_nccl_tests_Measurements),
     'dpcost.nccl_tests._Row': ("def __init__(self, line, size, count, dtype, redop, root, times, bandwidths=__dflt_bandwidths, wrong=__dflt_wrong):\n  __set(self, 'line', line)\n  __set(self, 'size', size)\n  __set(self, 'count', count)\n  __set(self, 'dtype', dtype)\n  __set(self, 'redop', redop)\n  __set(self, 'root', root)\n  __set(self, 'times', times)\n  __set(self, 'bandwidths', bandwidths)\n  __set(self, 'wrong', wrong)", _dpcost_nccl_tests__Row),
     'dpcost.training_configs.Applied': ("def __init__(self, model, model_spec, dp, values, settings):\n  __set(self, 'model', model)\n  __set(self, 'model_spec', model_spec)\n  __set(self, 'dp', dp)\n  __set(self, 'values', values)\n  __set(self, 'settings', settings)", _dpcost_training_configs_Applied),
     'dpcost.training_configs.Setting': ("def __init__(self, key, value, became, note=__dflt_note, option=__dflt_option):\n  __set(self, 'key', key)\n  __set(self, 'value', value)\n  __set(self, 'became', became)\n  __set(self, 'note', note)\n  __set(self, 'option', option)", _dpcost_training_configs_Setting),

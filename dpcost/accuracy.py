@@ -4,8 +4,9 @@ The headline figure is the geometric mean of the relative error |predicted - mea
 measured points of a band (out-of-place and in-place columns each count as a point), as analytical collective
 simulators report it. Bands: 1 MiB <= size < 64 MiB, and size >= 64 MiB (SMALL_BAND, below 1 MiB, on request).
 
-A prediction is what nccl-tests would print for the call (`nccl_tests_seconds`): the call's time, or the host's
-launches when one thread drives several GPUs and those take longer.
+A prediction is what nccl-tests would print for the call (`nccl_tests_seconds`): the call's time, a chain's
+(broadcast, reduce) as back-to-back calls overlap along it, or the host's launches when one thread drives several GPUs
+and those take longer.
 """
 
 from __future__ import annotations
@@ -88,21 +89,32 @@ def as_run(topology: TopologySpec, m: Measurements) -> TopologySpec:
     return topology.model_copy(update={"tiers": tiers})
 
 
-def nccl_tests_seconds(call_seconds: float, m: Measurements, launch_per_gpu: float = LAUNCH_PER_GPU) -> float:
-    """What nccl-tests prints for one call of this run: the call, or the host's launches on the GPUs one thread
-    drives (LAUNCH_PER_GPU x nGpus) where those take longer. Iterations run back to back, so the host's launches
-    for the next call overlap the running one: the longer of the two sets the pace. Under CUDA graphs (-G) one
-    graph launch covers many calls, and the launches are left out."""
-    if not launches_bound(m):
-        return call_seconds
-    return max(call_seconds, m.gpus_per_thread * launch_per_gpu)
+def nccl_tests_seconds(
+    call: CollectiveTime, m: Measurements | None = None, launch_per_gpu: float = LAUNCH_PER_GPU
+) -> float:
+    """What nccl-tests prints for one call of run `m` (its defaults without one). Each rank issues its `iters`
+    calls back to back, with no barrier between them, and prints their mean time, averaged over the ranks
+    (src/common.cu BenchTime; -a 1 by default). A chain's calls (Ring broadcast and reduce) overlap along it: a
+    rank forwards one call while the ranks after it still take the one before, so after the first call's whole
+    latency each further call adds only its period (CollectiveTime.period_seconds). Then the host's launches on
+    the GPUs one thread drives (LAUNCH_PER_GPU x nGpus), where those take longer: the host launches the next call
+    while one runs, so the longer of the two sets the pace. Under CUDA graphs (-G) one graph launch covers many
+    calls, and the launches are left out."""
+    seconds = call.seconds
+    if call.period_seconds:
+        iters = m.iters if m is not None else 20
+        seconds = call.period_seconds + (call.seconds - call.period_seconds) / iters
+    if m is None or not launches_bound(m):
+        return seconds
+    return max(seconds, m.gpus_per_thread * launch_per_gpu)
 
 
-def as_timed_by(choice: CollectiveChoice, m: Measurements) -> CollectiveChoice:
-    """A call's prediction with every algorithm's time as nccl-tests would print it for run `m`."""
+def as_timed_by(choice: CollectiveChoice, m: Measurements | None = None) -> CollectiveChoice:
+    """A call's prediction with every algorithm's time as nccl-tests would print it for run `m` (its defaults
+    without one)."""
 
     def timed(c: CollectiveTime) -> CollectiveTime:
-        return replace(c, seconds=nccl_tests_seconds(c.seconds, m))
+        return replace(c, seconds=nccl_tests_seconds(c, m))
 
     return replace(choice, best=timed(choice.best), candidates=tuple(timed(c) for c in choice.candidates))
 
@@ -133,7 +145,7 @@ def predict(
             else:
                 best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol)
             cache[key] = (
-                nccl_tests_seconds(best.seconds, m, launch_per_gpu) * 1e6,
+                nccl_tests_seconds(best, m, launch_per_gpu) * 1e6,
                 f"{best.algorithm}/{best.protocol}",
             )
         us, alg = cache[key]

@@ -109,6 +109,7 @@ class Measurements:
     topology: str | None = None  # a `# dpcost-topology: NAME` comment: the catalog topology the file was run on
     gpus_per_thread: int = 1  # nccl-tests' -g: the GPUs one thread drives (`# nThread T nGpus G`)
     cuda_graphs: bool = False  # nccl-tests' -G: iterations launched as CUDA graphs (`graph: N`, N > 0)
+    iters: int = 20  # nccl-tests' -n: the calls timed back to back per size (`iters: N`; 20, its default)
     # what NCCL_DEBUG=INFO printed: "<n> coll channels, ..., <m> nvls channels" (the fewest, as every rank keeps)
     coll_channels: int | None = None
     nvls_channels: int | None = None
@@ -221,6 +222,7 @@ def _declared_ranks(text: str) -> tuple[int, int | None] | None:
 
 _THREADS = re.compile(r"#\s*nThread\s+\d+\s+nGpus\s+(\d+)")
 _GRAPHS = re.compile(r"#\s*nThread\b.*\bgraph:\s*(\d+)")
+_ITERS = re.compile(r"#\s*nThread\b.*?(?<!warmup )(?<!agg )\biters:\s*(\d+)")  # not "warmup iters", "agg iters"
 
 
 def _gpus_per_thread(text: str) -> int:
@@ -234,6 +236,15 @@ def _gpus_per_thread(text: str) -> int:
 def _cuda_graphs(text: str) -> bool:
     m = _GRAPHS.search(text)
     return bool(m and int(m.group(1)) > 0)
+
+
+def _iters(text: str) -> int:
+    """nccl-tests' -n as its `# nThread` line prints it (`iters: 20`), else its default, 20 (src/common.cu)."""
+    m = _ITERS.search(text)
+    iters = int(m.group(1)) if m else 20
+    if not 1 <= iters <= 10_000_000:
+        raise ValueError(f"iters {iters}: nccl-tests' -n is at least 1")
+    return iters
 
 
 def _is_csv(text: str) -> bool:
@@ -366,6 +377,7 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
                 _topology_hint(comments),
                 _gpus_per_thread(comments),
                 _cuda_graphs(comments),
+                _iters(comments),
             )
         )
     return runs
@@ -882,6 +894,7 @@ def _parse_log(text: str, name: str) -> Measurements:
         topology=_topology_hint(text),
         gpus_per_thread=_gpus_per_thread(text),
         cuda_graphs=_cuda_graphs(text),
+        iters=_iters(text),
         coll_channels=_printed_channels(text, "coll"),
         nvls_channels=_printed_channels(text, "nvls"),
     )

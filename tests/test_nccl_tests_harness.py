@@ -1,5 +1,6 @@
 """What nccl-tests adds to a call when one thread drives several GPUs (`-g`): its host launches, one per GPU, set a
-floor under every call (docs/sources/nccl-tuning.md, section h)."""
+floor under every call (docs/sources/nccl-tuning.md, section h); and how its back-to-back calls overlap along a chain
+(section i)."""
 
 from __future__ import annotations
 
@@ -146,3 +147,33 @@ def test_compare_runs_the_call_as_the_scored_comparison_does(name: str, topology
     assert shown.keys() == scored.keys()
     for key, us in scored.items():
         assert shown[key] == pytest.approx(us, rel=1e-9), key
+
+
+BROADCAST = REFERENCE / "nccl-tests-holdout" / "h100-4n-broadcast-voltagepark.log"  # 4 x 8 H100, iters: 20
+
+
+def test_back_to_back_broadcasts_overlap_along_the_chain() -> None:
+    """A 32-rank chain's one call takes its whole latency (NCCL's nsteps hops: tens of us), but nccl-tests' 20 calls
+    issued back to back overlap along it, each further call costing NCCL's base latency and one hop (tuning.cc's
+    Ring Broadcast on the same channels): the run prints 9-14 us at 8 B-1 KiB. Past the LL FIFO between two ranks
+    (256 KiB) calls no longer overlap, and the run's 512 KiB-1 MiB take the whole latency again."""
+    m = load_measurements(str(BROADCAST))
+    topology = load_topology("dgx-h100")
+    assert m.iters == 20 and m.ranks == 32
+    points = {(p.size_bytes, p.column): p for p in predict(m, topology)}
+    for (size, _), p in points.items():
+        one_call = fastest(topology, "broadcast", 32, size).seconds * 1e6
+        if size <= 1024:
+            assert 9.0 <= p.measured_us <= 14.0 and one_call > 3 * p.measured_us
+            assert p.predicted_us == pytest.approx(p.measured_us, rel=0.4)
+        if size >= 512 * 1024:
+            assert p.predicted_us == pytest.approx(one_call)
+
+
+def test_a_logs_iters_are_read_and_the_default_is_twenty() -> None:
+    header = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: {} agg iters: 1 graph: 0\n"
+    body = "#       size  count  type redop root  time algbw busbw #wrong time algbw busbw #wrong\n"
+    row = "           8      2 float  none    0  9.0  0.00  0.00  0  9.0  0.00  0.00  0\n"
+    ranks = "# ranks: 16, gpus per node: 8\n"
+    assert parse_measurements(ranks + header.format(50) + body + row, "x").iters == 50
+    assert parse_measurements(ranks + body + row, "x").iters == 20

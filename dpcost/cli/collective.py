@@ -130,7 +130,7 @@ def collective(
     from dpcost.accuracy import LAUNCH_PER_GPU, as_timed_by, launches_bound
     from dpcost.catalog import load_measurements, load_topology
     from dpcost.engine.availability import ALGORITHMS, environment
-    from dpcost.engine.collectives import PROTOCOLS
+    from dpcost.engine.collectives import CHAINS, PROTOCOLS
     from dpcost.engine.collectives import collective as run
     from dpcost.engine.p2p import all_to_all_choice
     from dpcost.engine.prepare import check_dp
@@ -190,7 +190,7 @@ def collective(
     ranks = 16 if ranks is None else ranks
     check_dp(topo, ranks, where=ranks_from)
     choices = []
-    harness = m if compare is not None and launches_bound(m) else None
+    run_by = m if compare is not None else None  # nccl-tests' defaults without a compared run
     for o in ops:
         wanted = (
             sorted(s for (mo, s) in measured if mo == o) if measured else _sizes(sizes, min_bytes, max_bytes, factor)
@@ -204,7 +204,7 @@ def collective(
                 )
             except ValueError as exc:
                 raise InputError(algorithm_from, str(exc)) from None
-            choices.append(choice if harness is None else as_timed_by(choice, harness))
+            choices.append(as_timed_by(choice, run_by))
     rows = collective_rows(choices, measured or None)
     table = collective_table(rows)
     table.title = (
@@ -237,11 +237,21 @@ def collective(
             + ("reduce-scatter, all-gather and all-to-all" if "all_to_all" in ops else "reduce-scatter and all-gather"),
             *(
                 [
-                    f"times as nccl-tests prints them: {compare.name} drives {harness.gpus_per_thread} GPUs from one "
-                    f"thread, whose launches take {harness.gpus_per_thread} x {LAUNCH_PER_GPU * 1e6:.2f} us a call at "
+                    f"times as nccl-tests prints them: {compare.name} drives {run_by.gpus_per_thread} GPUs from one "
+                    f"thread, whose launches take {run_by.gpus_per_thread} x {LAUNCH_PER_GPU * 1e6:.2f} us a call at "
                     "least (docs/sources/nccl-tuning.md h)"
                 ]
-                if harness is not None and compare is not None
+                if run_by is not None and compare is not None and launches_bound(run_by)
+                else []
+            ),
+            *(
+                [
+                    f"{' and '.join(o for o in ops if o in CHAINS)}: as nccl-tests times "
+                    f"{run_by.iters if run_by else 20} calls issued back to back, which overlap along the chain while "
+                    "one fits the LL FIFO between two ranks: each further call costs NCCL's base latency, one hop and "
+                    "its bytes (docs/sources/nccl-tuning.md i); one call alone takes the chain's whole latency"
+                ]
+                if any(o in CHAINS for o in ops)
                 else []
             ),
             *common(),

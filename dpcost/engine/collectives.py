@@ -72,6 +72,7 @@ __all__ = [
 Op = Literal["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
 Protocol = Literal["ll", "ll128", "simple"]
 OPS: tuple[Op, ...] = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
+CHAINS: tuple[Op, ...] = ("broadcast", "reduce")  # NCCL runs them as a pipelined chain along the ring
 PROTOCOLS: tuple[Protocol, ...] = ("ll", "ll128", "simple")
 US = 1e-6
 GB = 1e9
@@ -104,6 +105,10 @@ class CollectiveTime:
     tiers: tuple[TierTraffic, ...]
     calls: int = 1
     what_if: bool = False  # an algorithm NCCL does not run for this call, priced because it was forced
+    # a chain's (Ring broadcast, reduce): the time between calls issued back to back, which overlap along it, each
+    # rank forwarding one call while the ranks after it still take the one before: NCCL's base latency, its slowest
+    # hop and its bytes (nccl-tests' timing loop, accuracy.nccl_tests_seconds); 0 where calls do not overlap
+    period_seconds: float = 0.0
 
     @property
     def algbw(self) -> float:
@@ -209,6 +214,10 @@ class _ProtocolTerms:
     keep: float  # the share of Simple's bus bandwidth the protocol keeps (nccl.protocol_bandwidth)
     channel_bytes: float  # bytes per channel before NCCL keeps another (nccl_channels.bytes_per_channel); 0: no cut
     channels_busbw: float = math.inf  # Tree beyond two domains: the most bus bandwidth its channels reach, bytes/s
+    # a chain's (broadcast, reduce) latency between back-to-back calls: NCCL's base and its slowest hop, as NCCL's
+    # model writes a Ring Broadcast or Reduce whose channels are the same (tuning.cc:395-397); the call overhead
+    # (launch, completion) overlaps the call before (CollectiveTime.period_seconds); 0 for the other ops
+    chain: float = 0.0
 
 
 def _channel_cut_at(links: int, channel_bytes: float, size: float) -> float:
@@ -276,9 +285,14 @@ class _RingPrice:
             priced.append((latency, bw_seconds, terms.keep))
         terms, latency, bw_seconds, keep = _fastest_protocol(self.protocols, priced)
         tiers = tuple(TierTraffic(name, b, seconds / keep, nested) for name, b, seconds, nested in traffic)
+        # calls overlap along a chain while one fits the LL FIFO between two ranks: no rank then waits for the one
+        # after it; past it the public runs show the chain's whole latency again (docs/sources/nccl-tuning.md)
+        overlap = terms.chain and terms.protocol == "ll" and size <= nccl.LL_FIFO_DATA_BYTES
+        period = terms.chain + bw_seconds if overlap else 0.0
         return CollectiveTime(
-            self.op, "ring", terms.protocol, self.ranks, size, latency + bw_seconds, latency, bw_seconds, tiers
-        )
+            self.op, "ring", terms.protocol, self.ranks, size, latency + bw_seconds, latency, bw_seconds, tiers,
+            period_seconds=period,
+        )  # fmt: skip
 
 
 def _ring_levels(
@@ -311,16 +325,20 @@ def _ring_price(
     steps = steps_per_level(ranks, levels, per_rank)
     nodes = spanned(ranks, levels[0].domain) if levels[0].scale_up else ranks
     own_call = ranks == p.ranks  # not a phase of the hierarchical what-if
-    terms = tuple(
-        _ProtocolTerms(
-            proto,
-            _base(topology, "ring", proto) - topology.call_overhead
-            + _ring_step_latency(topology, levels, steps, nodes, proto),
-            nccl.protocol_bandwidth("ring", proto),
-            bytes_per_channel(p, "ring", proto) if own_call else 0.0,
+    chain = op in CHAINS
+    terms = []
+    for proto in protocols:
+        base = _base(topology, "ring", proto) - topology.call_overhead
+        hops = _ring_step_latencies(topology, levels, steps, nodes, proto)
+        terms.append(
+            _ProtocolTerms(
+                proto,
+                base + sum(n * lat for n, lat in hops),
+                nccl.protocol_bandwidth("ring", proto),
+                bytes_per_channel(p, "ring", proto) if own_call else 0.0,
+                chain=base + max((lat for n, lat in hops if n), default=0.0) if chain else 0.0,
+            )
         )
-        for proto in protocols
-    )  # fmt: skip
     crossed = None
     if via is not None and via is not levels[0].tier:
         crossed = via.name, via.effective_bandwidth * network_factor(topology, p.nodes) * crossing_factor(p)
@@ -334,7 +352,7 @@ def _ring_price(
         _ll_cap(topology, nodes),
         topology.call_overhead,
         _channel_links(topology, p) if own_call else 0,
-        terms,
+        tuple(terms),
     )
 
 
@@ -347,13 +365,13 @@ def _ring(topology: TopologySpec, p: Placement, op: str, size: float, protocols:
     return price.at(size)
 
 
-def _ring_step_latency(
+def _ring_step_latencies(
     topology: TopologySpec, levels: Sequence[Level], steps: Sequence[int], nodes: int, proto: str
-) -> float:
-    """NCCL's ring latency beyond the base: (nsteps - nInter) x max(intraLat, netOverhead) + nInter x interLat,
-    with every tier's steps at its own latency (tuning.cc:393-413). With one GPU per node the network steps take
-    Tree's latency, as NCCL does."""
-    total = 0.0
+) -> list[tuple[int, float]]:
+    """Each level's (steps, latency of one) in NCCL's ring latency beyond the base: (nsteps - nInter) x
+    max(intraLat, netOverhead) + nInter x interLat, with every tier's steps at its own latency (tuning.cc:393-413).
+    With one GPU per node the network steps take Tree's latency, as NCCL does."""
+    out = []
     for k, (n, lv) in enumerate(zip(steps, levels, strict=True)):
         if lv.scale_up:
             lat = _step(topology, lv, "ring", proto)
@@ -361,8 +379,8 @@ def _ring_step_latency(
                 lat = max(lat, nccl.net_overhead(topology.host_cpu, proto) * US * topology.latency_scale)
         else:
             lat = _step(topology, lv, "tree" if not levels[0].scale_up and k == 0 else "ring", proto)
-        total += n * lat
-    return total
+        out.append((n, lat))
+    return out
 
 
 def _channel_links(topology: TopologySpec, p: Placement) -> int:

@@ -76,6 +76,11 @@ PAT_LOG_DIVISOR = 3.5  # :432
 PAT_PER_RANK_US = 2.8  # :433
 COLLNET_ARITY_US = 0.4  # :419-421
 
+# The LL protocol's FIFO between two ranks of a channel, in data bytes (src/include/device.h:26,97-98 at v2.30.7-1):
+# NCCL_STEPS steps of NCCL_LL_LINES_PER_THREAD x NCCL_LL_MAX_NTHREADS lines, each line 8 bytes of data beside its
+# flags; a sender waits for its receiver only when NCCL_STEPS steps ahead (src/device/prims_ll.h:76)
+LL_FIFO_DATA_BYTES = 8 * 8 * 512 * 8
+
 
 def _a(algorithm: str) -> int:
     return ALGORITHM_ORDER.index(algorithm)
