@@ -171,7 +171,7 @@ def test_back_to_back_broadcasts_overlap_along_the_chain() -> None:
 
 
 def test_a_logs_iters_are_read_and_the_default_is_twenty() -> None:
-    header = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: {} agg iters: 1 graph: 0\n"
+    header = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: {} agg iters: 1\n"
     body = "#       size  count  type redop root  time algbw busbw #wrong time algbw busbw #wrong\n"
     row = "           8      2 float  none    0  9.0  0.00  0.00  0  9.0  0.00  0.00  0\n"
     ranks = "# ranks: 16, gpus per node: 8\n"
