@@ -571,6 +571,7 @@ _ARCHITECTURES = {
     "MiniMaxForCausalLM": "minimax",
     "MiniMaxM3SparseForConditionalGeneration": "minimax_m3_vl",
     "MiniMaxM3VLForCausalLM": "minimax_m3_vl_text",
+    "MiniMaxM3ForCausalLM": "minimax_m3_vl_text",  # MiniMaxAI/MiniMax-M3's own file: model_type minimax_m3, its keys
     "BambaForCausalLM": "bamba",
     "OlmoHybridForCausalLM": "olmo_hybrid",
     "Lfm3ForCausalLM": "lfm3",
