@@ -40,7 +40,9 @@ Two views, per GPU and in bytes:
 Departures from the file: CP, which the file ignores, splits the sequence (each rank's activations are of s / CP
 tokens; with selective recomputation every term is linear in s). Full recomputation, which the file does not
 price, keeps each layer's input [K] section 4 and holds one layer's activations while the backward re-runs it.
-16-bit gradients (Megatron-Core's grad_reduce_in_fp32 off) take 2 bytes a parameter, not the file's 4. Kept as
+16-bit gradients (Megatron-Core's grad_reduce_in_fp32 off) take 2 bytes a parameter, not the file's 4. Each
+stage's own view adds to the last stage the loss's fp32 copy of its logits (vocab_parallel_loss_bytes), which the file
+leaves out and Megatron's own tests measure. Kept as
 the file has it although Megatron-Core differs: the distributed optimizer shards over DP (args.data_parallel_size),
 not DP x CP; the first stage keeps p(1 + (p-1)/(pv)) micro-batches interleaved even when m v is fewer
 (schedules.py caps it; the per-stage view does); the last stage with MTP and an untied head holds two vocab x
@@ -535,6 +537,14 @@ def output_activation_bytes(seq: float, micro_batch: int, hidden: int, vocab: in
     return (sb * vocab / tp + sb * hidden) * 2
 
 
+def vocab_parallel_loss_bytes(seq: float, micro_batch: int, vocab: int, tp: int) -> float:
+    """The last stage's loss beyond [M]'s bf16 logits: Megatron's vocab_parallel_cross_entropy casts its share of
+    the logits to fp32 and keeps the exponentials for the backward (megatron/core/tensor_parallel/cross_entropy.py
+    at d98e8a64dd: .float(), save_for_backward(exp_logits, ...)), 4 bytes per logit of the rank's vocab / TP, which
+    the file does not count (the pure-DP path's loss.py vocab-parallel keeps the same)."""
+    return 4 * seq * micro_batch * vocab / tp
+
+
 def interleaved_memory_penalty(pp: int, virtual_stages: int) -> float:
     """1 + (p - 1)/(pv), interleaving's extra on stage 0 [M] (interleaved_schedule_memory_penalty), [K] 4.3."""
     return 1 + (pp - 1) / (pp * virtual_stages)
@@ -680,6 +690,8 @@ def stage_memory(
             layout, microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches), num_microbatches
         )
         acts = stage_activation_bytes(shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers)
+        if stage == layout.pp - 1:
+            acts += vocab_parallel_loss_bytes(seq_len / layout.cp, micro_batch, shape.vocab, layout.tp)
         weights, grads, optimizer = state_bytes(
             held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
         )
