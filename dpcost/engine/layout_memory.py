@@ -41,15 +41,17 @@ Departures from the file: CP, which the file ignores, splits the sequence (each 
 tokens; with selective recomputation every term is linear in s). Full recomputation, which the file does not
 price, keeps each layer's input [K] section 4 and holds one layer's activations while the backward re-runs it.
 16-bit gradients (Megatron-Core's grad_reduce_in_fp32 off) take 2 bytes a parameter, not the file's 4. Each
-stage's own view adds to the last stage the loss's fp32 copy of its logits (vocab_parallel_loss_bytes), which the file
-leaves out and Megatron's own tests measure. Kept as
+stage's own view adds to the last stage the loss's fp32 copy of its logits (vocab_parallel_loss_bytes) and keeps
+GQA's K and V at their own width (stage_activation_bytes' narrow_kv), which the file does not and Megatron's own
+tests measure. Kept as
 the file has it although Megatron-Core differs: the distributed optimizer shards over DP (args.data_parallel_size),
 not DP x CP; the first stage keeps p(1 + (p-1)/(pv)) micro-batches interleaved even when m v is fewer
 (schedules.py caps it; the per-stage view does); the last stage with MTP and an untied head holds two vocab x
 hidden matrices [G], the file counts one.
 Left out by the file and so here: linear biases (GPT-3's), learned position tables, query/key norms, the
 attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's top-k routed
-copies of the tokens (every layer is costed at the dense ffn_hidden_size), GQA's and MLA's narrower K and V,
+copies of the tokens (every layer is costed at the dense ffn_hidden_size), MLA's narrower K and V (GQA's in
+Megatron's view only),
 communication buffers, fragmentation and the CUDA context.
 """
 
@@ -208,6 +210,7 @@ class ModelShape:
     untied: bool  # untie_embeddings_and_output_weights
     mtp_layers: int = 0  # mtp_num_layers
     heads: int = 0  # num_attention_heads: only the stored attention scores read it
+    kv_width: int = 0  # num_query_groups x kv_channels, GQA's K and V each (stage_activation_bytes); 0: hidden
     # a hybrid's layers, which the file does not cover [H]: each layer's parameters and its (mixer, MLP) kind, and
     # the Mamba mixer's (inner width, heads, groups, state) its activations read
     hybrid_layers: tuple[ParamGroups, ...] = ()
@@ -590,12 +593,15 @@ def stage_activation_bytes(
     layers: float,
     in_flight: float,
     indices: Sequence[int] = (),
+    narrow_kv: bool = False,
 ) -> float:
     """A stage's layers (and embedding) x micro-batches in flight, output once on the last, x 1.05 without SP [M]; a
-    hybrid's layers (`indices`) each its own [H]."""
+    hybrid's layers (`indices`) each its own [H]. `narrow_kv` (each stage's own view, not the file's): a layer keeps
+    GQA's K and V at their own width, 2sb x kv_width / t each where [K] Table 2 has 2sbh / t."""
     s, b, h, tp = seq_len / layout.cp, micro_batch, shape.hidden, layout.tp  # each CP rank holds s / CP tokens
     sp = layout.sp_split
     scores = stored_scores_bytes(shape, layout, s, b)
+    narrower = 4 * s * b * (h - shape.kv_width) / tp if narrow_kv and 0 < shape.kv_width < h else 0.0
     if shape.hybrid_kinds:
         each = [hybrid_layer_bytes(shape, layout, s, b, i) for i in indices]
         if layout.recompute == "full":
@@ -606,9 +612,9 @@ def stage_activation_bytes(
         # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
         # formula under SP; under flash attention selective drops nothing else)
         total = full_recompute_layer_bytes(s, b, h, tp, sp) * layers * in_flight
-        total += layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores
+        total += layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores - narrower
     else:
-        total = (layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores) * layers * in_flight
+        total = (layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores - narrower) * layers * in_flight
     if stage == 0:
         total += embedding_activation_bytes(s, b, h, tp, sp) * in_flight
     if stage == layout.pp - 1:
@@ -689,7 +695,9 @@ def stage_memory(
         in_flight = _in_flight(
             layout, microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches), num_microbatches
         )
-        acts = stage_activation_bytes(shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers)
+        acts = stage_activation_bytes(
+            shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers, narrow_kv=True
+        )
         if stage == layout.pp - 1:
             acts += vocab_parallel_loss_bytes(seq_len / layout.cp, micro_batch, shape.vocab, layout.tp)
         weights, grads, optimizer = state_bytes(
@@ -790,6 +798,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         untied=not a.tied_embeddings,
         mtp_layers=mtp_layers,
         heads=a.heads,
+        kv_width=a.n_kv_heads * a.d_head if a.mla is None else 0,
         hybrid_layers=hybrid_layers,
         hybrid_kinds=a.layer_kinds if a.hybrid else (),
         mamba=(ssm.inner, ssm.heads or 0, ssm.groups, ssm.state) if ssm is not None else (0, 0, 0, 0),
