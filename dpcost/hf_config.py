@@ -2028,6 +2028,10 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         if not isinstance(text, dict):
             raise InputError(where, f"text_config: a {family} config keeps its text model's keys there")
         cfg, prefix, family = _text_config(cfg), "text_config.", _nested_family(family, text, where)
+    elif "hidden_size" not in cfg and isinstance(cfg.get("text_config"), dict) and "hidden_size" in cfg["text_config"]:
+        # a wrapper's file whose top-level model_type names its text model (mlc-llm's copy of Ministral-3-3B-2512:
+        # ministral3 over Mistral3ForConditionalGeneration's text_config): the text model's keys are there
+        cfg, prefix, multimodal = _text_config(cfg), "text_config.", True
     note = "text model only: the vision encoder is not counted" if multimodal else ""
     if wrapped:
         note = (

@@ -1207,3 +1207,15 @@ def test_a_kv_shared_layer_needs_an_earlier_layer_of_its_kind() -> None:
         ModelArchitecture(**shape, mixers=("kv-shared attention", "attention"))
     with pytest.raises(ValidationError, match="no layer is kv-shared"):
         ModelArchitecture(**shape, kv_shared_ffn=256)
+
+
+def test_a_wrapper_whose_model_type_names_its_text_model_is_read_from_text_config() -> None:
+    """mlc-llm's copy of Ministral-3-3B-2512 writes the text model_type at the top of a Mistral3ForConditionalGeneration
+    file whose keys stay under text_config: read there, it counts as the wrapper does."""
+    from dpcost.catalog import model_from_hf_config
+    from dpcost.engine.params import count_params
+
+    cfg = _cfg("mistral-small-3.1-24b-instruct-2503.json")
+    wrapped = count_params(model_from_hf_config(cfg, "wrapper.json")).total
+    cfg["model_type"] = cfg["text_config"]["model_type"]
+    assert count_params(model_from_hf_config(cfg, "renamed.json")).total == wrapped
