@@ -455,11 +455,12 @@ class ModelArchitecture(Spec):
                              "values_from_keys), and no MLA")  # fmt: skip
         if c is not None and self.heads % c.o_groups:
             raise ValueError(f"compressed_attention.o_groups ({c.o_groups}) must divide heads ({self.heads})")
+        producers: set[tuple[str, LocalAttentionSpec | None]] = set()  # the kinds of layer that computed K and V
         for i, mixer in enumerate(self.mixers):
             own = mixer.removeprefix(KV_SHARED)
-            if mixer != own and not any(
-                m == own and self.local_span(j) == self.local_span(i) for j, m in enumerate(self.mixers[:i])
-            ):
+            if mixer == own:
+                producers.add((own, self.local_span(i)))
+            elif (own, self.local_span(i)) not in producers:
                 raise ValueError(f"mixers: layer {i} ({mixer}) needs an earlier {own} layer of its span, whose keys "
                                  "and values it attends with")  # fmt: skip
         if self.kv_shared_ffn is not None and not any(m.startswith(KV_SHARED) for m in self.mixers):
@@ -535,8 +536,8 @@ class ModelArchitecture(Spec):
     @property
     def hybrid(self) -> bool:
         """Some layer is not plain attention followed by an MLP (a recurrent or convolutional mixer, none, or
-        DeepSeek-V4's compressed attention), or the residual is kept as several streams: what layouts and the
-        per-op model do not cost yet."""
+        DeepSeek-V4's compressed attention), the residual is kept as several streams, or the layers take Gemma 4's
+        per-layer inputs: what layouts and the per-op model do not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers) or self.hyper_connected or self.per_layer_input is not None
         return any(m not in plain for m in self.mixers) or unusual
