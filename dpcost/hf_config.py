@@ -1043,7 +1043,12 @@ def _gemma4(k: Keys) -> dict[str, Any]:
     d = _GEMMA4
     dims = dimensions(k, d)
     layers = dims["layers"]
-    per_layer_width = k.integer("hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"])
+    per_layer_width = k.integer(
+        "hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"], field="per_layer_input.width"
+    )
+    if per_layer_width < 0:
+        raise InputError(k.where, f"{k._key('hidden_size_per_layer_input')}: {per_layer_width}: 0 (no per-layer "
+                         "embeddings, as the 26B and 31B give) or more")  # fmt: skip
     shared = k.integer("num_kv_shared_layers", default=0)
     if not 0 <= shared < layers:
         raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: from 0 to {layers - 1} "

@@ -305,6 +305,20 @@ def test_gpt_family_keys() -> None:
         # a layer count past the spec's bound is refused before a per-layer list is built (fuzz: OverflowError)
         ({**_cfg("gpt-bigcode-santacoder.json"), "n_layer": 10**19}, "n_layer: a whole number of layers from 1 to"),
         ({**_cfg("qwen3-8b.json"), "num_hidden_layers": 0}, "num_hidden_layers: a whole number of layers from 1"),
+        (
+            {
+                **_cfg("gemma-4-e2b-it.json"),
+                "text_config": {**_cfg("gemma-4-e2b-it.json")["text_config"], "hidden_size_per_layer_input": -5},
+            },
+            r"text_config.hidden_size_per_layer_input: -5: 0 \(no per-layer embeddings",
+        ),
+        (
+            {
+                **_cfg("gemma-4-e2b-it.json"),
+                "text_config": {**_cfg("gemma-4-e2b-it.json")["text_config"], "hidden_size_per_layer_input": 10**12},
+            },
+            "text_config.hidden_size_per_layer_input: must be at most",
+        ),
     ],
 )
 def test_errors_name_the_users_key(config: dict, message: str) -> None:  # type: ignore[type-arg]
