@@ -225,12 +225,21 @@ _GRAPHS = re.compile(r"#\s*nThread\b.*\bgraph:\s*(\d+)")
 _ITERS = re.compile(r"#\s*nThread\b.*?(?<!warmup )(?<!agg )\biters:\s*(\d+)")  # not "warmup iters", "agg iters"
 
 
+def _header_count(pattern: re.Pattern[str], text: str, default: int, most: int, refusal: str) -> int:
+    """A count nccl-tests' `# nThread` line prints (the first group of `pattern`), else its default; one outside
+    1..`most` is refused with `refusal`, formatted with the count."""
+    m = pattern.search(text)
+    count = int(m.group(1)) if m else default
+    if not 1 <= count <= most:
+        raise ValueError(refusal.format(count))
+    return count
+
+
 def _gpus_per_thread(text: str) -> int:
-    m = _THREADS.search(text)
-    gpus = int(m.group(1)) if m else 1
-    if not 1 <= gpus <= 1024:
-        raise ValueError(f"nGpus {gpus} per thread: nccl-tests' -g is between 1 and the GPUs of one node")
-    return gpus
+    """nccl-tests' -g: the GPUs one thread drives (`nGpus G`), 1 where the line is missing."""
+    return _header_count(
+        _THREADS, text, 1, 1024, "nGpus {} per thread: nccl-tests' -g is between 1 and the GPUs of one node"
+    )
 
 
 def _cuda_graphs(text: str) -> bool:
@@ -240,11 +249,7 @@ def _cuda_graphs(text: str) -> bool:
 
 def _iters(text: str) -> int:
     """nccl-tests' -n as its `# nThread` line prints it (`iters: 20`), else its default, 20 (src/common.cu)."""
-    m = _ITERS.search(text)
-    iters = int(m.group(1)) if m else 20
-    if not 1 <= iters <= 10_000_000:
-        raise ValueError(f"iters {iters}: nccl-tests' -n is at least 1")
-    return iters
+    return _header_count(_ITERS, text, 20, 10_000_000, "iters {}: nccl-tests' -n is from 1 to 10,000,000")
 
 
 def _is_csv(text: str) -> bool:
