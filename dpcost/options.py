@@ -498,7 +498,7 @@ class Parallel(Section):
         True,
         description="TP's backward all-reduce of the input gradient runs beside the weight-gradient matmul, as "
         "Megatron-LM has run it since 16c90445 (2021-09); off: the backward waits for it as the forward does, as "
-        "the runs of Narayanan et al. (SC'21) did.",
+        "the runs of Narayanan et al. (SC'21) did and torchtitan's DTensor tensor parallelism does.",
         json_schema_extra=cli("--tp-backward-async"),
     )
     pp_comm_overlap: bool | None = Field(

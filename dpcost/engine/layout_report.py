@@ -158,7 +158,8 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
         raise InputError(
             "framework",
             f"a TP/CP/PP/EP layout is costed as Megatron-LM runs it, not {o.plan.framework}: leave --framework out "
-            "(--zero 3 for Megatron-FSDP, the nearest to a sharded data-parallel dimension)",
+            "(--zero 3 for Megatron-FSDP, the nearest to a sharded data-parallel dimension; for torchtitan's FSDP + "
+            "TP also --no-tp-backward-async: DTensor's tensor parallelism waits for its backward collectives)",
         )
     if o.plan.zero not in LAYOUT_RUNS["zero"]:
         raise InputError(
