@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpcost.catalog import load_model, load_topology
-from dpcost.engine.compute import flops_per_token
 from dpcost.engine.estimate import estimate
-from dpcost.engine.params import count_params
-from dpcost.options import DEFAULT_MFU, Options
+from dpcost.engine.utilization import naive_tokens_per_second
+from dpcost.options import Options
 
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
 HERE = REFERENCE / "dp-runs"
@@ -91,9 +90,7 @@ def predicted(r: Run) -> float:
 
 def naive(r: Run) -> float:
     """Every model FLOP (PaLM's 6N + 12LHQT) at 40% of the dense BF16 peak, nothing else."""
-    model = load_model(spec_for(r.model))
-    flops = flops_per_token(count_params(model), model.architecture, r.seq_len)
-    return DEFAULT_MFU * load_topology(r.topology).gpu.peak("bf16") / flops.model
+    return naive_tokens_per_second(load_model(spec_for(r.model)), load_topology(r.topology).gpu, r.seq_len)
 
 
 def _geomean(errors: list[float]) -> float:

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpcost.catalog import load_model, load_topology
-from dpcost.engine.compute import flops_per_token
 from dpcost.engine.estimate import estimate
-from dpcost.engine.params import count_params
-from dpcost.options import DEFAULT_MFU, Options
+from dpcost.engine.utilization import naive_tokens_per_second
+from dpcost.options import Options
 
 HERE = Path(__file__).resolve().parent.parent / "tests" / "reference" / "training-runs"
 STAGE = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2}
@@ -135,10 +134,9 @@ def spec_for(model: str) -> str:
 
 def naive_tokens_per_s(r: Run) -> float:
     """The naive figure: every model FLOP (PaLM's 6N + 12LHQT) at 40% of the dense peak, nothing else."""
-    model = load_model(spec_for(r.model))
-    assert model.architecture is not None
-    flops = flops_per_token(count_params(model), model.architecture, r.seq_len)
-    return DEFAULT_MFU * load_topology(r.topology).gpu.peak(r.compute_dtype) / flops.model
+    return naive_tokens_per_second(
+        load_model(spec_for(r.model)), load_topology(r.topology).gpu, r.seq_len, r.compute_dtype
+    )
 
 
 def predict(r: Run, mfu: float | None, compute_model: str = "flops") -> float:

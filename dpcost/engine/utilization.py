@@ -17,8 +17,11 @@ Every figure regroups what ops.py already priced for the plan costed (plan.Timed
 
 from __future__ import annotations
 
-from dpcost.engine.compute import FlopsPerToken
+from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.ops import PARTS, MicroBatchCompute, Passes
+from dpcost.engine.params import count_params
+from dpcost.options import DEFAULT_MFU
+from dpcost.specs import GPUSpec, ModelSpec
 
 __all__ = [
     "hardware_flops_per_step",
@@ -26,10 +29,18 @@ __all__ = [
     "mean_layer_seconds",
     "model_flops_per_step",
     "model_flops_utilization",
+    "naive_tokens_per_second",
     "single_gpu_step_seconds",
     "step_flops_by_part",
     "step_seconds_by_part",
 ]
+
+
+def naive_tokens_per_second(model: ModelSpec, gpu: GPUSpec, seq_len: int, dtype: str = "bf16") -> float:
+    """The naive figure the accuracy tables set beside dpcost's, per GPU: every model FLOP (PaLM's 6N + 12LHQT) at
+    DEFAULT_MFU of the dense peak, nothing else."""
+    flops = flops_per_token(count_params(model), model.architecture, seq_len)
+    return DEFAULT_MFU * gpu.peak(dtype) / flops.model
 
 
 def model_flops_per_step(flops: FlopsPerToken, micro_batch: int, seq_len: int, accumulation: int) -> float:
