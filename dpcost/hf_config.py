@@ -1092,6 +1092,10 @@ def _gemma4(k: Keys) -> dict[str, Any]:
                                field="per_layer_input.vocab"),
         }  # fmt: skip
     if shared and k.flag("use_double_wide_mlp", False):
+        if k.flag("enable_moe_block", False):  # the dense MLP beside the experts is double-wide there too
+            raise InputError(k.where, f"{k._key('use_double_wide_mlp')}: true with enable_moe_block and kv-shared "
+                             "layers (a dense MLP twice as wide beside their experts) is not counted by dpcost; "
+                             "allowed: false, as every released Gemma 4 gives with experts")  # fmt: skip
         arch["kv_shared_ffn"] = 2 * arch["ffn"]
     if k.flag("enable_moe_block", False):
         arch["layer_norms"] = 7  # pre_feedforward_layernorm_2, post_feedforward_layernorm_1 and _2

@@ -319,6 +319,19 @@ def test_gpt_family_keys() -> None:
             },
             "text_config.hidden_size_per_layer_input: must be at most",
         ),
+        (
+            {
+                **_cfg("gemma-4-e2b-it.json"),
+                "text_config": {
+                    **_cfg("gemma-4-e2b-it.json")["text_config"],
+                    "enable_moe_block": True,
+                    "num_experts": 8,
+                    "top_k_experts": 2,
+                    "moe_intermediate_size": 256,
+                },
+            },
+            "text_config.use_double_wide_mlp: true with enable_moe_block",
+        ),
     ],
 )
 def test_errors_name_the_users_key(config: dict, message: str) -> None:  # type: ignore[type-arg]
@@ -1233,3 +1246,15 @@ def test_a_wrapper_whose_model_type_names_its_text_model_is_read_from_text_confi
     wrapped = count_params(model_from_hf_config(cfg, "wrapper.json")).total
     cfg["model_type"] = cfg["text_config"]["model_type"]
     assert count_params(model_from_hf_config(cfg, "renamed.json")).total == wrapped
+
+
+def test_a_decode_step_reads_the_producers_cache_again_for_each_kv_shared_layer() -> None:
+    """modeling_gemma4.py: a kv-shared layer attends over shared_kv_states, its producer's whole cached K and V, so a
+    decode step reads the cache of all 35 E2B layers (28 sliding at most 512 keys, 7 global) though only 15 hold one."""
+    from dpcost.engine.activations import kv_cache_bytes, kv_read_bytes
+
+    a = load_model(str(CONFIGS / "gemma-4-e2b-it.json")).architecture
+    assert a is not None
+    per_token = 2 * 256 * 2  # one KV head of K and V, 256 wide (512 in the global layers), in bf16
+    assert kv_cache_bytes(a, 8192, 1) == (12 * 512 + 3 * 8192 * 2) * per_token
+    assert kv_read_bytes(a, 8192, 1) == (28 * 512 + 7 * 8192 * 2) * per_token

@@ -33,7 +33,16 @@ from dpcost.engine.attention_keys import cached_entries, cached_keys
 from dpcost.frozen import frozen
 from dpcost.specs import CSA, HCA, ModelArchitecture
 
-__all__ = ["ACT_BYTES", "Kernels", "LayerTensors", "Tensor", "kv_cache_bytes", "layer_tensors", "recurrent_state_bytes"]
+__all__ = [
+    "ACT_BYTES",
+    "Kernels",
+    "LayerTensors",
+    "Tensor",
+    "kv_cache_bytes",
+    "kv_read_bytes",
+    "layer_tensors",
+    "recurrent_state_bytes",
+]
 
 Kernels = Literal["eager", "fused", "compiled"]
 ACT_BYTES = 2  # bf16/fp16 activations
@@ -465,11 +474,21 @@ def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: 
     each layer its own KV heads and head_dim; a sliding-window or chunked layer at most its window or chunk:
     cached_keys; a kv-shared layer none, it reads an earlier layer's), and each recurrent layer's state, whatever the
     context (recurrent_state_bytes)."""
+    return _kv_bytes(a, seq_len, batch, dtype_bytes, shared=False)
+
+
+def kv_read_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:
+    """What one decode step reads of the cache: kv_cache_bytes, and again the part a kv-shared layer attends over,
+    its producer's whole cached keys and values (modeling_gemma4.py: shared_kv_states)."""
+    return _kv_bytes(a, seq_len, batch, dtype_bytes, shared=True)
+
+
+def _kv_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int, shared: bool) -> float:
     if a.compressed_attention is not None:
         return _compressed_cache_bytes(a, seq_len, batch, dtype_bytes)
     kv = 0.0
     for mixer, local, count in a.attention_kinds:
-        if not a.computes_kv(mixer):  # it reads an earlier layer's cache
+        if not shared and not a.computes_kv(mixer):  # it holds no cache: it reads an earlier layer's
             continue
         if a.mla is not None:
             per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim

@@ -2,13 +2,14 @@
 
 Memory per replica = bf16 weights + KV cache (seq_len x batch), split over the fewest GPUs (a power of two, as
 tensor/pipeline degrees are) on which each keeps the runtime allowance too. Decode throughput per replica =
-batch / max(compute time, time to read the weights it touches and the KV cache from HBM) per token step, with k
+batch / max(compute time, time to read the weights it touches and the KV cache from HBM, a kv-shared layer reading
+its producer's again: activations.kv_read_bytes) per token step, with k
 GPUs giving k times the bandwidth and FLOP/s (ideal model parallelism, outside this tool).
 """
 
 from __future__ import annotations
 
-from dpcost.engine.activations import kv_cache_bytes
+from dpcost.engine.activations import kv_cache_bytes, kv_read_bytes
 from dpcost.engine.compute import attention_flops, recurrence_flops
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import ParamCount
@@ -68,6 +69,7 @@ def replica(
         gpus *= 2
     per_gpu = (weights + kv) / gpus + context
     t_compute = decode_flops_per_token(counts, a, seq_len) * batch / (topology.gpu.bf16_dense * mfu * gpus)
-    t_memory = (decode_weight_bytes(counts, a, batch) + kv) / (topology.gpu.hbm_bandwidth * gpus)
+    read = kv_read_bytes(a, seq_len, batch) if a else 0.0  # a kv-shared layer reads its producer's cache again
+    t_memory = (decode_weight_bytes(counts, a, batch) + read) / (topology.gpu.hbm_bandwidth * gpus)
     bound = "memory bandwidth" if t_memory >= t_compute else "compute"
     return Replica(weights, kv, gpus, per_gpu, batch / max(t_compute, t_memory), bound)
