@@ -211,6 +211,7 @@ class ModelShape:
     mtp_layers: int = 0  # mtp_num_layers
     heads: int = 0  # num_attention_heads: only the stored attention scores read it
     kv_width: int = 0  # num_query_groups x kv_channels, GQA's K and V each (stage_activation_bytes); 0: hidden
+    kv_channels: int = 0  # one query group's width: a TP rank keeps at least one whole group
     # a hybrid's layers, which the file does not cover [H]: each layer's parameters and its (mixer, MLP) kind, and
     # the Mamba mixer's (inner width, heads, groups, state) its activations read
     hybrid_layers: tuple[ParamGroups, ...] = ()
@@ -540,12 +541,19 @@ def output_activation_bytes(seq: float, micro_batch: int, hidden: int, vocab: in
     return (sb * vocab / tp + sb * hidden) * 2
 
 
-def vocab_parallel_loss_bytes(seq: float, micro_batch: int, vocab: int, tp: int) -> float:
-    """The last stage's loss beyond [M]'s bf16 logits: Megatron's vocab_parallel_cross_entropy casts its share of
-    the logits to fp32 and keeps the exponentials for the backward (megatron/core/tensor_parallel/cross_entropy.py
-    at d98e8a64dd: .float(), save_for_backward(exp_logits, ...)), 4 bytes per logit of the rank's vocab / TP, which
-    the file does not count (the pure-DP path's loss.py vocab-parallel keeps the same)."""
-    return 4 * seq * micro_batch * vocab / tp
+LOSS_PEAK_BYTES = 6  # a logit at the vocab-parallel loss's peak: its bf16 value beside the fp32 copy being made
+
+
+def vocab_parallel_loss_bytes(
+    seq: float, micro_batch: int, vocab: int, tp: int, sp_split: bool, mtp_layers: int = 0
+) -> float:
+    """The last stage's losses beyond what [M] counts of their logits: Megatron's vocab_parallel_cross_entropy casts
+    the rank's vocab / TP share of the logits to fp32 and keeps the exponentials for the backward
+    (megatron/core/tensor_parallel/cross_entropy.py at d98e8a64dd: .float(), save_for_backward(exp_logits, ...)), 6
+    bytes a logit at its peak with the bf16 logits beside them, where [M]'s output term has 2 (2sbv/t) without SP
+    and 4 (4sbv/t) with it; and each MTP depth's own loss (multi_token_prediction.py), which [M] does not count."""
+    logits = seq * micro_batch * vocab / tp
+    return (LOSS_PEAK_BYTES - (4 if sp_split else 2) + LOSS_PEAK_BYTES * mtp_layers) * logits
 
 
 def interleaved_memory_penalty(pp: int, virtual_stages: int) -> float:
@@ -597,11 +605,16 @@ def stage_activation_bytes(
 ) -> float:
     """A stage's layers (and embedding) x micro-batches in flight, output once on the last, x 1.05 without SP [M]; a
     hybrid's layers (`indices`) each its own [H]. `narrow_kv` (each stage's own view, not the file's): a layer keeps
-    GQA's K and V at their own width, 2sb x kv_width / t each where [K] Table 2 has 2sbh / t."""
+    GQA's K and V at their own width, 2sb x kv_width / t each where [K] Table 2 has 2sbh / t, a rank at least one
+    whole query group (attention.py: with fewer groups than TP ranks each keeps one); not where unfused attention
+    keeps its scores, whose repeat_interleave copies K and V to every head (dot_product_attention.py)."""
     s, b, h, tp = seq_len / layout.cp, micro_batch, shape.hidden, layout.tp  # each CP rank holds s / CP tokens
     sp = layout.sp_split
     scores = stored_scores_bytes(shape, layout, s, b)
-    narrower = 4 * s * b * (h - shape.kv_width) / tp if narrow_kv and 0 < shape.kv_width < h else 0.0
+    kept_kv = max(shape.kv_width, tp * shape.kv_channels)
+    narrower = 0.0
+    if narrow_kv and not layout.attention_scores and 0 < kept_kv < h:
+        narrower = 4 * s * b * (h - kept_kv) / tp
     if shape.hybrid_kinds:
         each = [hybrid_layer_bytes(shape, layout, s, b, i) for i in indices]
         if layout.recompute == "full":
@@ -699,7 +712,8 @@ def stage_memory(
             shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers, narrow_kv=True
         )
         if stage == layout.pp - 1:
-            acts += vocab_parallel_loss_bytes(seq_len / layout.cp, micro_batch, shape.vocab, layout.tp)
+            s = seq_len / layout.cp
+            acts += vocab_parallel_loss_bytes(s, micro_batch, shape.vocab, layout.tp, layout.sp_split, shape.mtp_layers)
         weights, grads, optimizer = state_bytes(
             held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
         )
@@ -799,6 +813,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         mtp_layers=mtp_layers,
         heads=a.heads,
         kv_width=a.n_kv_heads * a.d_head if a.mla is None else 0,
+        kv_channels=a.d_head if a.mla is None else 0,
         hybrid_layers=hybrid_layers,
         hybrid_kinds=a.layer_kinds if a.hybrid else (),
         mamba=(ssm.inner, ssm.heads or 0, ssm.groups, ssm.state) if ssm is not None else (0, 0, 0, 0),
