@@ -95,15 +95,16 @@ def nccl_tests_seconds(
     """What nccl-tests prints for one call of run `m` (its defaults without one). Each rank issues its `iters`
     calls back to back, with no barrier between them, and prints their mean time, averaged over the ranks
     (src/common.cu BenchTime; -a 1 by default). A chain's calls (Ring broadcast and reduce) overlap along it: a
-    rank forwards one call while the ranks after it still take the one before, so after the first call's whole
-    latency each further call adds only its period (CollectiveTime.period_seconds). Then the host's launches on
+    rank forwards one call while the ranks after it still take the one before, so each further call adds only its
+    period (CollectiveTime.period_seconds), and the first call's latency beyond it, its ranks finishing one hop
+    after another, averages half the chain's. Then the host's launches on
     the GPUs one thread drives (LAUNCH_PER_GPU x nGpus), where those take longer: the host launches the next call
     while one runs, so the longer of the two sets the pace. Under CUDA graphs (-G) one graph launch covers many
     calls, and the launches are left out."""
     seconds = call.seconds
     if call.period_seconds:
         iters = m.iters if m is not None else 20
-        seconds = call.period_seconds + (call.seconds - call.period_seconds) / iters
+        seconds = call.period_seconds + (call.seconds - call.period_seconds) / (2 * iters)
     if m is None or not launches_bound(m):
         return seconds
     return max(seconds, m.gpus_per_thread * launch_per_gpu)

@@ -109,7 +109,7 @@ class Measurements:
     topology: str | None = None  # a `# dpcost-topology: NAME` comment: the catalog topology the file was run on
     gpus_per_thread: int = 1  # nccl-tests' -g: the GPUs one thread drives (`# nThread T nGpus G`)
     cuda_graphs: bool = False  # nccl-tests' -G: iterations launched as CUDA graphs (`graph: N`, N > 0)
-    iters: int = 20  # nccl-tests' -n: the calls timed back to back per size (`iters: N`; 20, its default)
+    iters: int = 20  # the calls nccl-tests times back to back per size: -n x -m (`iters: N`, `agg iters: M`)
     # what NCCL_DEBUG=INFO printed: "<n> coll channels, ..., <m> nvls channels" (the fewest, as every rank keeps)
     coll_channels: int | None = None
     nvls_channels: int | None = None
@@ -223,6 +223,7 @@ def _declared_ranks(text: str) -> tuple[int, int | None] | None:
 _THREADS = re.compile(r"#\s*nThread\s+\d+\s+nGpus\s+(\d+)")
 _GRAPHS = re.compile(r"#\s*nThread\b.*\bgraph:\s*(\d+)")
 _ITERS = re.compile(r"#\s*nThread\b.*?(?<!warmup )(?<!agg )\biters:\s*(\d+)")  # not "warmup iters", "agg iters"
+_AGG_ITERS = re.compile(r"#\s*nThread\b.*?\bagg iters:\s*(\d+)")
 
 
 def _header_count(pattern: re.Pattern[str], text: str, default: int, most: int, refusal: str) -> int:
@@ -248,8 +249,10 @@ def _cuda_graphs(text: str) -> bool:
 
 
 def _iters(text: str) -> int:
-    """nccl-tests' -n as its `# nThread` line prints it (`iters: 20`), else its default, 20 (src/common.cu)."""
-    return _header_count(_ITERS, text, 20, 10_000_000, "iters {}: nccl-tests' -n is from 1 to 10,000,000")
+    """The calls nccl-tests times per size: -n as its `# nThread` line prints it (`iters: 20`, else its default, 20)
+    times -m (`agg iters: 1`), which its BenchTime divides the elapsed time by (src/common.cu)."""
+    iters = _header_count(_ITERS, text, 20, 10_000_000, "iters {}: nccl-tests' -n is from 1 to 10,000,000")
+    return iters * _header_count(_AGG_ITERS, text, 1, 10_000, "agg iters {}: nccl-tests' -m is from 1 to 10,000")
 
 
 def _is_csv(text: str) -> bool:

@@ -286,7 +286,8 @@ class _RingPrice:
         terms, latency, bw_seconds, keep = _fastest_protocol(self.protocols, priced)
         tiers = tuple(TierTraffic(name, b, seconds / keep, nested) for name, b, seconds, nested in traffic)
         # calls overlap along a chain while one fits the LL FIFO between two ranks: no rank then waits for the one
-        # after it; past it the public runs show the chain's whole latency again (docs/sources/nccl-tuning.md)
+        # after it; past one channel's FIFO the public runs show the chain's whole latency again, so the overlap
+        # stops there, read from them (docs/sources/nccl-tuning.md i)
         overlap = terms.chain and terms.protocol == "ll" and size <= nccl.LL_FIFO_DATA_BYTES
         period = terms.chain + bw_seconds if overlap else 0.0
         return CollectiveTime(
