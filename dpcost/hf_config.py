@@ -1008,7 +1008,8 @@ def dimensions(k: Keys, d: dict[str, int]) -> dict[str, Any]:
 
 def _gemma(k: Keys, family: str) -> dict[str, Any]:
     """GemmaForCausalLM, Gemma2, Gemma3 text: a gated GELU MLP (GeGLU, gate/up/down), tied embeddings by default,
-    head_dim given; Gemma 2 and 3 wrap each sub-layer in two norms (4 per block), Gemma 3 adds q/k norms."""
+    head_dim given; Gemma 2 and 3 wrap each sub-layer in two norms (4 per block), Gemma 3 adds q/k norms. Their
+    RMSNorm multiplies its weight in fp32 before casting (modeling_gemma.py GemmaRMSNorm)."""
     d = _GEMMA[family]
     return {
         **dimensions(k, d),
@@ -1019,6 +1020,7 @@ def _gemma(k: Keys, family: str) -> dict[str, Any]:
         "out_bias": k.flag("attention_bias", False),  # GemmaAttention's o_proj takes attention_bias too
         "layer_norms": 2 if family in ("gemma", "vaultgemma") else 4,
         "qk_norm": "head" if family == "gemma3_text" else "none",
+        "norm_in_fp32": True,
     }
 
 
@@ -1077,6 +1079,7 @@ def _gemma4(k: Keys) -> dict[str, Any]:
         **({"out_bias": True} if k.flag("attention_bias", False) else {}),
         "layer_norms": 4,
         "qk_norm": "head",
+        "norm_in_fp32": True,  # Gemma4RMSNorm: normed_output * self.weight.float(), then cast
         "mixers": tuple(mixers),
         "global_attention": {
             "head_dim": k.integer("global_head_dim", default=d["global_head_dim"], field="global_attention.head_dim"),

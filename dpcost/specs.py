@@ -310,6 +310,12 @@ class ModelArchitecture(Spec):
     layer_norms: Annotated[int, Field(ge=0, le=8, strict=True)] = Field(
         2, description="hidden-sized norms per block: 2 (pre-norm), 1 (GPT-J, Falcon), 4 (Gemma 2/3)"
     )
+    norm_in_fp32: bool = Field(
+        False,
+        description="the norm multiplies its weight in fp32 and casts after (Gemma's RMSNorm, (x * w).to(dtype), where "
+        "Llama's is x.to(dtype) * w: transformers PR #29402), so eager it keeps an fp32 normed product",
+        exclude_if=_unset,
+    )
     qk_norm: Literal["none", "head", "full"] = Field(
         "none", description="norms on queries and keys: per head (Qwen3, Gemma 3) or over all heads (OLMo 2)"
     )

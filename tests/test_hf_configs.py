@@ -1258,3 +1258,20 @@ def test_a_decode_step_reads_the_producers_cache_again_for_each_kv_shared_layer(
     per_token = 2 * 256 * 2  # one KV head of K and V, 256 wide (512 in the global layers), in bf16
     assert kv_cache_bytes(a, 8192, 1) == (12 * 512 + 3 * 8192 * 2) * per_token
     assert kv_read_bytes(a, 8192, 1) == (28 * 512 + 7 * 8192 * 2) * per_token
+
+
+def test_gemmas_eager_norm_keeps_an_fp32_product() -> None:
+    """GemmaRMSNorm computes (x * (1 + w)) in fp32 and casts after, where LlamaRMSNorm casts before the weight
+    (transformers PR #29402; modeling_gemma.py): eager, a Gemma norm keeps its fp32 input and an fp32 normed
+    product, 8 bytes an element, a Llama one 4 + 2."""
+    from dpcost.engine.activations import layer_tensors
+
+    def norm_input(config: str) -> tuple[float, int]:
+        a = load_model(str(CONFIGS / config)).architecture
+        assert a is not None
+        tensors = {t.name: t.bytes_per_token for t in layer_tensors(a, False, kernels="eager").tensors}
+        return tensors["attention norm input"], a.hidden
+
+    gemma_bytes, gemma_hidden = norm_input("gemma-2-9b.json")
+    qwen_bytes, qwen_hidden = norm_input("qwen3-8b.json")  # Qwen3RMSNorm casts before the weight, as Llama's
+    assert gemma_bytes == 8 * gemma_hidden and qwen_bytes == 6 * qwen_hidden

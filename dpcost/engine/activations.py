@@ -89,11 +89,18 @@ class LayerTensors:
         return sum(t.bytes(seq_len, micro_batch) for t in self.tensors if t.saved)
 
 
+def _norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:
+    """Bytes a norm keeps per element of its input: the bf16 input (fused kernels, compiled), or an eager RMSNorm's
+    fp32 copy of it and the normalised product before the weight, cast to bf16 (4 + 2: Llama's
+    x.to(dtype) * w) or left in fp32 where the weight multiplies first (4 + 4: Gemma's (x * w).to(dtype))."""
+    if kernels == "eager" and a.norm == "rmsnorm":
+        return 4 + (4 if a.norm_in_fp32 else 2)
+    return ACT_BYTES
+
+
 def _norm_input(a: ModelArchitecture, kernels: Kernels, name: str, module: Module, width: int) -> Tensor:
-    """What a norm keeps of its input: the bf16 input (fused kernels, compiled), or an eager RMSNorm's fp32 copy of
-    it and the normalised product before the weight (4 + 2 bytes per element)."""
-    per_element = 4 + 2 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES
-    return Tensor(f"{name} input", module, per_element * width)
+    """What a norm keeps of its input (_norm_bytes)."""
+    return Tensor(f"{name} input", module, _norm_bytes(a, kernels) * width)
 
 
 def _norm(a: ModelArchitecture, kernels: Kernels, name: str, fused_into: Module | None = None) -> list[Tensor]:
@@ -348,7 +355,7 @@ def _per_layer_input(a: ModelArchitecture, kernels: Kernels, first_mm: int) -> l
     torch.compile recomputes), and the projection's output, which its norm keeps."""
     p, e, h = a.per_layer_input, ACT_BYTES, a.hidden
     assert p is not None
-    norm = 4 + 2 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES
+    norm = _norm_bytes(a, kernels)
     out = [
         Tensor("per-layer input (this layer's slice)", "input", e * p.width),
         _norm_input(a, kernels, "per-layer projection norm (this layer's share)", "input", p.width),
