@@ -41,17 +41,17 @@ Departures from the file: CP, which the file ignores, splits the sequence (each 
 tokens; with selective recomputation every term is linear in s). Full recomputation, which the file does not
 price, keeps each layer's input [K] section 4 and holds one layer's activations while the backward re-runs it.
 16-bit gradients (Megatron-Core's grad_reduce_in_fp32 off) take 2 bytes a parameter, not the file's 4. Each
-stage's own view adds to the last stage the loss's fp32 copy of its logits (vocab_parallel_loss_bytes) and keeps
-GQA's K and V at their own width (stage_activation_bytes' narrow_kv), which the file does not and Megatron's own
-tests measure. Kept as
+stage's own view counts the last stage's logits at the loss's peak, 6 bytes a logit, and each MTP depth's loss
+(vocab_parallel_loss_bytes), and keeps GQA's K and V at their own width where attention does not copy them to every
+head (stage_activation_bytes' narrow_kv), which the file does not and Megatron's own tests measure. Kept as
 the file has it although Megatron-Core differs: the distributed optimizer shards over DP (args.data_parallel_size),
 not DP x CP; the first stage keeps p(1 + (p-1)/(pv)) micro-batches interleaved even when m v is fewer
 (schedules.py caps it; the per-stage view does); the last stage with MTP and an untied head holds two vocab x
 hidden matrices [G], the file counts one.
 Left out by the file and so here: linear biases (GPT-3's), learned position tables, query/key norms, the
 attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's top-k routed
-copies of the tokens (every layer is costed at the dense ffn_hidden_size), MLA's narrower K and V (GQA's in
-Megatron's view only),
+copies of the tokens (every layer is costed at the dense ffn_hidden_size), MLA's narrower K and V (and GQA's, in
+Megatron's view),
 communication buffers, fragmentation and the CUDA context.
 """
 
