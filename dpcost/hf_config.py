@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dpcost.errors import InputError, nearest
-from dpcost.specs import MAX_LAYERS
+from dpcost.specs import KV_SHARED, MAX_LAYERS
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words", "per_layer"]
 
@@ -1067,7 +1067,7 @@ def _gemma4(k: Keys) -> dict[str, Any]:
         raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: each kind of layer among the "
                          f"last {shared} needs one before them whose keys and values it reuses")  # fmt: skip
     own = ["global attention" if t == "full_attention" else "attention" for t in types]
-    mixers = [m if i < layers - shared else f"kv-shared {m}" for i, m in enumerate(own)]
+    mixers = [m if i < layers - shared else KV_SHARED + m for i, m in enumerate(own)]
     values_from_keys = k.flag("attention_k_eq_v", False)
     global_kv = k.integer("num_global_key_value_heads", default=None, field="global_attention.kv_heads")
     arch: dict[str, Any] = {
@@ -1974,7 +1974,7 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
             if size <= 0:
                 raise InputError(k.where, f"{k._key('sliding_window_size')}: must be more than 0, got {size}")
             size += 1
-        local = [i for i, mixer in enumerate(mixers) if mixer in ("attention", "kv-shared attention")]
+        local = [i for i, mixer in enumerate(mixers) if mixer.removeprefix(KV_SHARED) == "attention"]
     else:
         window: int | None
         if family in _EVERY_LAYER_SLIDES:
