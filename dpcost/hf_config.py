@@ -470,6 +470,7 @@ _GPT_DEFAULTS: dict[str, dict[str, int]] = {
 }
 _ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
+    "DeciLMForCausalLM": "nemotron-nas",  # Llama-3.1-Nemotron-51B's model_type deci, the same blocks
     "MistralForCausalLM": "mistral",
     "MixtralForCausalLM": "mixtral",
     "Qwen2ForCausalLM": "qwen2",
@@ -654,7 +655,8 @@ _HYBRID = (
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
-         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm"}
+         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
+         "nemotron-nas"}
     )
 )  # fmt: skip
 
@@ -1505,6 +1507,94 @@ def _chatglm(k: Keys) -> dict[str, Any]:
     return arch
 
 
+# A Nemotron-NAS block's keys that change what it holds or computes, and the value under which a block is read as
+# Llama's (AttentionConfig and FFNConfig of block_config.py: null or false)
+_NAS_REFUSED = {
+    "attention": ("replace_with_linear", "sparsify", "window_length", "num_sink_tokens", "unshifted_sink",
+                  "use_prefill_window_in_sink_attention", "mamba", "llama4"),
+    "ffn": ("replace_with_linear", "sparsify", "moe", "gated"),
+}  # fmt: skip
+
+
+def _ffn_mult_width(ffn_mult: float, hidden: int) -> int:
+    """A Nemotron-NAS block's MLP width from its ffn_mult: int(2 x ffn_mult x hidden / 3) rounded up to a multiple of
+    256 (_ffn_mult_to_intermediate_size, the model's own modeling_decilm.py as NeMo Automodel and vLLM repeat it)."""
+    width = int(2 * ffn_mult * hidden / 3)
+    return width + (-width) % 256
+
+
+def _nemotron_nas(k: Keys) -> dict[str, Any]:
+    """Llama-3.1/3.3-Nemotron (model_type nemotron-nas, DeciLMForCausalLM): Llama's layers as a neural architecture
+    search left each one in block_configs (NVIDIA-NeMo/Automodel decilm/layers.py Block @973123ec, matching the Hub
+    checkpoints' keys): a block's attention is Llama's with num_attention_heads / n_heads_in_group KV heads and its
+    input norm, or is absent with its norm (no_op); its MLP is a SwiGLU of ffn_mult's width (_ffn_mult_width) with
+    its post-attention norm, or absent with its norm (no_op). Blocks that replace a sub-layer by a linear layer,
+    sparsify it, or attend within a window, and KV heads that differ between blocks, are refused by key."""
+    hidden = k.integer("hidden_size", field="hidden")
+    layers = k.integer("num_hidden_layers", field="layers")
+    heads = k.integer("num_attention_heads", field="heads")
+    blocks = k.get("block_configs")
+    if not isinstance(blocks, list) or len(blocks) != layers or not all(isinstance(b, dict) for b in blocks):
+        said = f"{k._key('block_configs')}: one block (attention and ffn) per layer ({layers}), got {blocks!r}"
+        raise InputError(k.where, said[:300])
+    mixers: list[str] = []
+    widths: list[int] = []
+    groups: set[int] = set()
+    for i, block in enumerate(blocks):
+        where = f"{k._key('block_configs')}[{i}]"
+        parts = {part: block.get(part) or {} for part in ("attention", "ffn")}
+        for part, config in parts.items():
+            if not isinstance(config, dict):
+                raise InputError(k.where, f"{where}.{part}: a mapping of its keys, got {config!r}"[:300])
+            for key in _NAS_REFUSED[part]:
+                if config.get(key) not in (None, False):
+                    said = f"{where}.{part}.{key}: {config[key]!r}: such blocks are not counted by dpcost; null is"
+                    raise InputError(k.where, said[:300])
+            if not isinstance(config.get("no_op", False), bool):
+                raise InputError(
+                    k.where, f"{where}.{part}.no_op: expected true or false, got {config['no_op']!r}"[:300]
+                )
+        attention, ffn = parts["attention"], parts["ffn"]
+        if attention.get("no_op"):
+            mixers.append("none")
+        else:
+            group = attention.get("n_heads_in_group")
+            if isinstance(group, bool) or not isinstance(group, int) or group < 1 or heads % group:
+                said = f"{where}.attention.n_heads_in_group: a divisor of num_attention_heads ({heads}), got {group!r}"
+                raise InputError(k.where, said[:300])
+            mixers.append("attention")
+            groups.add(group)
+        if ffn.get("no_op"):
+            widths.append(0)
+            continue
+        mult = ffn.get("ffn_mult")
+        if isinstance(mult, bool) or not isinstance(mult, int | float) or not 0 < mult < 1e6:
+            raise InputError(k.where, f"{where}.ffn.ffn_mult: a positive number, got {mult!r}"[:300])
+        widths.append(_ffn_mult_width(mult, hidden))
+    if len(groups) > 1:
+        said = f"n_heads_in_group of {sorted(groups)}: KV heads that differ between blocks are not counted by dpcost"
+        raise InputError(k.where, f"{k._key('block_configs')}: {said}")
+    if not groups:
+        raise InputError(k.where, f"{k._key('block_configs')}: every block's attention is no_op; dpcost counts a "
+                         "model with at least one attention layer")  # fmt: skip
+    linear_bias = k.flag("mlp_bias", False)
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": heads // groups.pop(),
+        "head_dim": k.integer("head_dim", default=hidden // heads, field="head_dim"),
+        "vocab": k.integer("vocab_size", field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": k.flag("attention_bias", False),
+        "linear_bias": linear_bias,
+        "mixers": tuple(mixers),
+        "mlp_free_layers": tuple(i for i, w in enumerate(widths) if w == 0),
+        "ffn_widths": tuple(widths),
+    }
+
+
 def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
     """Glm4MoeForCausalLM (GLM-4.5, GLM-4.5-Air, GLM-4.6), as transformers builds it: configuration_glm4_moe.py at
     c7ec229ad64cdcf0176f669969c66c9a652e7f38, modeling_glm4_moe.py at a0699c971daff96403489086fcfd07469d20b17f (the
@@ -2020,6 +2110,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "chatglm": _chatglm,
     "qwen": _qwen1,
     "dbrx": _dbrx,
+    "nemotron-nas": _nemotron_nas,
 }
 
 

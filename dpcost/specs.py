@@ -287,6 +287,10 @@ Mixer = Literal[
 ]  # fmt: skip
 
 
+MlpKind = Literal["dense", "moe", "none"]
+LayerKind = tuple[Mixer, MlpKind, int]  # a layer's mixer, its MLP, and the dense MLP's width (0 for MoE or none)
+
+
 class ModelArchitecture(Spec):
     hidden: PositiveInt
     layers: Layers
@@ -407,6 +411,12 @@ class ModelArchitecture(Spec):
         description="Gemma 4 E2B/E4B's per-layer embeddings (hidden_size_per_layer_input)",
         exclude_if=lambda v: v is None,
     )
+    ffn_widths: tuple[NonNegativeInt, ...] = Field(
+        (),
+        description="each layer's dense MLP width where the layers differ (Nemotron-NAS's block_configs ffn_mult), "
+        "0 for a layer without one; empty: ffn in every dense layer",
+        exclude_if=lambda v: not v,
+    )
     kv_shared_ffn: PositiveInt | None = Field(
         None,
         description="the dense MLP's width in the kv-shared layers where it is not ffn (Gemma 4 E2B's "
@@ -472,7 +482,14 @@ class ModelArchitecture(Spec):
         if self.kv_shared_ffn is not None and not any(m.startswith(KV_SHARED) for m in self.mixers):
             raise ValueError("kv_shared_ffn: the width of the kv-shared layers' MLP, and no layer is kv-shared")
         dense = [i for i in range(self.layers) if self.has_mlp(i) and not self.moe_layer(i)]
-        if self.ffn is None and dense:
+        if self.ffn_widths:
+            if self.ffn is not None or self.kv_shared_ffn is not None or len(self.ffn_widths) != self.layers:
+                raise ValueError(f"ffn_widths: one width for each of the {self.layers} layers, in place of ffn")
+            wrong = next((i for i, w in enumerate(self.ffn_widths) if (w > 0) != (i in dense)), None)
+            if wrong is not None:
+                raise ValueError(f"ffn_widths: layer {wrong}: a positive width where a layer has a dense MLP, "
+                                 "else 0")  # fmt: skip
+        elif self.ffn is None and dense:
             raise ValueError("ffn is required for dense MLP layers")
         return self
 
@@ -487,7 +504,8 @@ class ModelArchitecture(Spec):
         return not mixer.startswith(KV_SHARED)
 
     def dense_ffn(self, mixer: str) -> int:
-        """The dense MLP's width in a layer of `mixer`: kv_shared_ffn in a kv-shared layer where given, else ffn."""
+        """The dense MLP's width in a layer of `mixer` where every layer of a kind has one width: kv_shared_ffn in a
+        kv-shared layer where given, else ffn (per layer: layer_kind)."""
         width = self.kv_shared_ffn if self.kv_shared_ffn is not None and not self.computes_kv(mixer) else self.ffn
         assert width is not None  # guaranteed by validation where a layer has a dense MLP
         return width
@@ -502,22 +520,25 @@ class ModelArchitecture(Spec):
     def has_mlp(self, i: int) -> bool:
         return i not in self.mlp_free_layers
 
-    def layer_kind(self, i: int) -> tuple[Mixer, Literal["dense", "moe", "none"]]:
-        """Layer i as (its mixer, its MLP: dense, MoE or none): layers of one kind hold and keep the same."""
-        mlp: Literal["dense", "moe", "none"] = (
-            "none" if not self.has_mlp(i) else "moe" if self.moe_layer(i) else "dense"
-        )
-        return self.mixer(i), mlp
+    def layer_kind(self, i: int) -> LayerKind:
+        """Layer i as (its mixer, its MLP: dense, MoE or none, the dense MLP's width or 0): layers of one kind hold
+        and keep the same."""
+        mixer = self.mixer(i)
+        if not self.has_mlp(i):
+            return mixer, "none", 0
+        if self.moe_layer(i):
+            return mixer, "moe", 0
+        return mixer, "dense", self.ffn_widths[i] if self.ffn_widths else self.dense_ffn(mixer)
 
     @cached_property
-    def layer_kinds(self) -> tuple[tuple[Mixer, Literal["dense", "moe", "none"]], ...]:
+    def layer_kinds(self) -> tuple[LayerKind, ...]:
         """Every layer's kind (layer_kind), once per spec: the engine reads it for every plan it costs."""
         return tuple(self.layer_kind(i) for i in range(self.layers))
 
     @cached_property
     def attention_kinds(self) -> tuple[tuple[Mixer, LocalAttentionSpec | None, int], ...]:
         """The attention layers by kind, (mixer, local attention or None, how many), once per spec."""
-        counts = Counter((m, self.local_span(i)) for i, (m, _) in enumerate(self.layer_kinds) if "attention" in m)
+        counts = Counter((m, self.local_span(i)) for i, (m, *_) in enumerate(self.layer_kinds) if "attention" in m)
         return tuple((mixer, local, n) for (mixer, local), n in counts.items())
 
     @property
@@ -542,10 +563,11 @@ class ModelArchitecture(Spec):
     @property
     def hybrid(self) -> bool:
         """Some layer is not plain attention followed by an MLP (a recurrent or convolutional mixer, none, or
-        DeepSeek-V4's compressed attention), the residual is kept as several streams, or the layers take Gemma 4's
-        per-layer inputs: what layouts and the per-op model do not cost yet."""
+        DeepSeek-V4's compressed attention), the residual is kept as several streams, the layers take Gemma 4's
+        per-layer inputs, or their MLPs differ in width: what layouts and the per-op model do not cost yet."""
         plain = ("attention", "global attention")
-        unusual = bool(self.mlp_free_layers) or self.hyper_connected or self.per_layer_input is not None
+        unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected
+        unusual = unusual or self.per_layer_input is not None
         return any(m not in plain for m in self.mixers) or unusual
 
     @property
@@ -561,6 +583,8 @@ class ModelArchitecture(Spec):
             return "compressed attention and hyper-connected residual streams"
         if self.per_layer_input is not None or any(not self.computes_kv(m) for m in self.mixers):
             return "per-layer embeddings and layers sharing keys and values"
+        if self.ffn_widths:
+            return "MLP widths that differ from layer to layer"
         return "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions)"
 
     def attention_of(self, mixer: str) -> "ModelArchitecture":

@@ -400,10 +400,12 @@ def layer_tensors(
     kernels: Kernels = "fused",
     mixer: str = "attention",
     mlp: bool = True,
+    ffn: int = 0,
 ) -> LayerTensors:
     """The tensors of one layer's forward for one token (korthikanti et al. 2022 section 4, extended as the module
     docstring says), in forward order, with their Megatron module and matmul position. A hybrid's layer has its
-    own mixer (`mixer`: Mamba, gated DeltaNet, attention beside Mamba, or none) and may have no MLP."""
+    own mixer (`mixer`: Mamba, gated DeltaNet, attention beside Mamba, or none) and may have no MLP; a dense MLP is
+    `ffn` wide (ModelArchitecture.layer_kind), else as wide as its mixer's (dense_ffn)."""
     # Megatron-Core's Transformer Engine spec (gpt_layer_specs.py) fuses a norm into the matmul after it, where its
     # "layernorm" recompute (transformer_layer.py) finds IdentityOp and recomputes nothing: attention's into linear_qkv
     # but MLA's (a norm of its own), a dense MLP's into linear_fc1 but an MoE layer's (the router reads it).
@@ -459,7 +461,7 @@ def layer_tensors(
         if moe.latent:  # the combined latent output, fc2_latent_proj's input
             tensors.append(Tensor("latent projection input", "moe", e * moe.latent))
     else:
-        part = _mlp(a, a.dense_ffn(mixer), kernels, mm, "mlp", "MLP")
+        part = _mlp(a, ffn or a.dense_ffn(mixer), kernels, mm, "mlp", "MLP")
         tensors += part
         mm += sum(1 for t in part if t.matmul)
     if a.layer_norms >= 4:

@@ -118,7 +118,7 @@ def activation_memory(
         raise ValueError(f"recompute must be one of {RECOMPUTE}")
     s, b = seq_len, micro_batch
     kinds = {
-        kind: layer_tensors(a, kind[1] == "moe", flash, kernels, mixer=kind[0], mlp=kind[1] != "none")
+        kind: layer_tensors(a, kind[1] == "moe", flash, kernels, mixer=kind[0], mlp=kind[1] != "none", ffn=kind[2])
         for kind in set(a.layer_kinds)
     }
     # How many layers of each (kind, policy): the layers of one kind under one policy keep the same bytes.

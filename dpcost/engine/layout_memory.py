@@ -215,7 +215,7 @@ class ModelShape:
     # a hybrid's layers, which the file does not cover [H]: each layer's parameters and its (mixer, MLP) kind, and
     # the Mamba mixer's (inner width, heads, groups, state) its activations read
     hybrid_layers: tuple[ParamGroups, ...] = ()
-    hybrid_kinds: tuple[tuple[str, str], ...] = ()
+    hybrid_kinds: tuple[tuple[str, str, int], ...] = ()
     mamba: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     def __post_init__(self) -> None:
@@ -510,7 +510,7 @@ def mamba_layer_bytes(
 def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int, i: int) -> float:
     """Hybrid layer i's activations [H]: its mixer's (attention or Mamba) and its MLP's halves."""
     h, tp, sp = shape.hidden, layout.tp, layout.sp_split
-    mixer, mlp = shape.hybrid_kinds[i]
+    mixer, mlp, _ = shape.hybrid_kinds[i]
     total = 0.0
     if "attention" in mixer:
         total += attention_half_bytes(seq, micro_batch, h, tp, sp)
@@ -798,7 +798,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
                 attention if mixer in ("attention", "global attention") else mixer_parameters(a, mixer), norm
             )
 
-        hybrid_layers = tuple(mixer_half(mixer) + mlps[mlp] for mixer, mlp in a.layer_kinds)
+        hybrid_layers = tuple(mixer_half(mixer) + mlps[mlp] for mixer, mlp, _ in a.layer_kinds)
     ssm = a.ssm
     return ModelShape(
         hidden=h,

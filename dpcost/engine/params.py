@@ -360,14 +360,28 @@ def _router(a: ModelArchitecture) -> float:
     return a.hidden * scores + (scores if e.router_bias else 0) + (a.hidden if e.shared_gate else 0)
 
 
-def _block(a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "") -> BlockCount:
-    """One layer: its mixer, its norms and its MLP (dense, MoE, or none for a hybrid's single-mixer layers)."""
+def layer_norm_parameters(a: ModelArchitecture, mixer: str = "attention", mlp_kind: str = "") -> float:
+    """One layer's norm weights: layer_norms of them, but where each sub-layer has its own (two or more) a layer
+    without a mixer or without an MLP holds none for it (Nemotron-NAS's no_op blocks build neither the sub-layer nor
+    its norm: NVIDIA-NeMo/Automodel decilm/layers.py Block)."""
+    if a.layer_norms < 2:
+        return a.layer_norms * _norm(a)
+    present = (mixer != "none") + (mlp_kind != "none")
+    return a.layer_norms * present // 2 * _norm(a)
+
+
+def _block(
+    a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "", ffn: int = 0
+) -> BlockCount:
+    """One layer: its mixer, its norms and its MLP (dense of width `ffn`, else of its mixer's width
+    (ModelArchitecture.dense_ffn); MoE; or none for a hybrid's single-mixer layers)."""
     attn = mixer_parameters(a, mixer) + per_layer_input_parameters(a)
-    norms = a.layer_norms * _norm(a) + 2 * hyper_connection_parameters(a)  # with the norms: each sub-layer's input
+    # with the norms: each sub-layer's input
+    norms = layer_norm_parameters(a, mixer, mlp_kind) + 2 * hyper_connection_parameters(a)
     if mlp_kind == "none":
         return BlockCount(attn + norms, attn + norms, moe=False)
     if not moe_layer or a.moe is None:
-        width = a.dense_ffn(mixer)
+        width = ffn or a.dense_ffn(mixer)
         mlp = _mlp(a, width) + a.activation_scalars + (a.norm_weights * width if a.mlp_norm else 0)
         return BlockCount(attn + norms + mlp, attn + norms + mlp, moe=False)
     e = a.moe
@@ -380,13 +394,13 @@ def _block(a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_
 
 
 def block_tensors(
-    a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = ""
+    a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "", ffn: int = 0
 ) -> tuple[float, ...]:
     """One block's weight tensors, in forward order, as the HF implementations hold them (one nn.Linear per
     projection and per expert): what a framework's gradient buckets are filled with, whole. The norms' weights and
     the biases come last as one small tensor, so that the sizes sum to the block's count."""
-    matrices = block_matrices(a, moe_layer, mixer, mlp_kind)
-    rest = _block(a, moe_layer, mixer, mlp_kind).params - sum(matrices)
+    matrices = block_matrices(a, moe_layer, mixer, mlp_kind, ffn)
+    rest = _block(a, moe_layer, mixer, mlp_kind, ffn).params - sum(matrices)
     return (*matrices, rest) if rest > 0 else matrices
 
 
@@ -415,7 +429,7 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
 
 
 def block_matrices(
-    a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = ""
+    a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "", ffn: int = 0
 ) -> tuple[float, ...]:
     """One block's weight matrices (its linear layers' weights, the router's included), in forward order."""
     h, a = a.hidden, a.attention_of(mixer)
@@ -441,20 +455,21 @@ def block_matrices(
         return [h * width, h * width, width * h] if a.gated_mlp else [h * width, width * h]
 
     if mlp_kind == "none":
-        ffn: list[int] = []
+        mlp_matrices: list[int] = []
     elif moe_layer and a.moe is not None:
         e = a.moe
         io = e.expert_io(h)
         routed = [io * e.ffn] * (3 if a.gated_mlp else 2)
         latent_in, latent_out = ([h * e.latent], [e.latent * h]) if e.latent else ([], [])
-        ffn = [h * e.experts, *latent_in] + [t for _ in range(e.experts) for t in routed] + latent_out
-        ffn += [t for _ in range(e.shared) for t in mlp(e.shared_width)]
+        mlp_matrices = [h * e.experts, *latent_in] + [t for _ in range(e.experts) for t in routed] + latent_out
+        mlp_matrices += [t for _ in range(e.shared) for t in mlp(e.shared_width)]
     else:
-        ffn = mlp(a.dense_ffn(mixer))
+        mlp_matrices = mlp(ffn or a.dense_ffn(mixer))
     if a.per_layer_input is not None:
-        ffn += [h * a.per_layer_input.width, a.per_layer_input.width * h]
+        mlp_matrices += [h * a.per_layer_input.width, a.per_layer_input.width * h]
     streams = [float((2 + a.residual_streams) * a.residual_streams**2 * h)] if a.hyper_connected else []
-    mixing = [*streams, *attention, *_compressor_matrices(a, mixer), *_mixer_matrices(a, mixer), *streams, *ffn]
+    mixing = [*streams, *attention, *_compressor_matrices(a, mixer), *_mixer_matrices(a, mixer), *streams]
+    mixing += mlp_matrices
     return tuple(float(t) for t in mixing)
 
 
@@ -486,14 +501,14 @@ def count_params(spec: ModelSpec) -> ParamCount:
         )
     h = a.hidden
     kinds = a.layer_kinds
-    blocks = tuple(_block(a, mlp == "moe", mixer, mlp) for mixer, mlp in kinds)
+    blocks = tuple(_block(a, mlp == "moe", mixer, mlp, ffn) for mixer, mlp, ffn in kinds)
     if a.indexer is not None and a.indexer.layers:  # GLM-5.2: a layer reusing another's top-k holds no indexer
         spare = indexer_parameters(a)
         blocks = tuple(
             b if i in a.indexer.layers else BlockCount(b.params - spare, b.active - spare, b.moe)
             for i, b in enumerate(blocks)
         )
-    dense_layers = sum(1 for _, mlp in kinds if mlp == "dense")
+    dense_layers = sum(1 for _, mlp, _ in kinds if mlp == "dense")
     embedding = float(a.vocab * h)
     rows = a.output_vocab
     lm_head = (0.0 if a.tied_embeddings else float(rows * h)) + (float(rows) if a.head_bias else 0.0)
@@ -509,9 +524,10 @@ def count_params(spec: ModelSpec) -> ParamCount:
     total = sum(b.params for b in blocks) + outside
     active = sum(b.active for b in blocks) + outside
 
-    attn_matrix = max((_attention(a.attention_of(m))[1] for m, _ in set(kinds) if "attention" in m), default=0.0)
-    mixer_matrices = [t for mixer in {m for m, _ in kinds} for t in _mixer_matrices(a, mixer)]
-    widths = [w for w in (a.ffn, a.kv_shared_ffn, a.moe.shared_ffn if a.moe else None) if w]
+    mixers = {m for m, *_ in kinds}
+    attn_matrix = max((_attention(a.attention_of(m))[1] for m in mixers if "attention" in m), default=0.0)
+    mixer_matrices = [t for mixer in mixers for t in _mixer_matrices(a, mixer)]
+    widths = [w for w in (a.ffn, a.kv_shared_ffn, a.moe.shared_ffn if a.moe else None, *a.ffn_widths) if w]
     expert_matrix = a.moe.expert_io(h) * a.moe.ffn if a.moe else 0
     matrices = [embedding, lm_head, attn_matrix, *mixer_matrices, expert_matrix, *(h * w for w in widths)]
     largest_module = max([*matrices, per_layer_embedding, per_layer_projection])
@@ -521,7 +537,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     components: list[tuple[str, float]] = [("embedding", embedding)]
     if a.attention_layers:
         without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
-        attention = sum(attention_parameters(a, m) for m, _ in kinds if "attention" in m)
+        attention = sum(attention_parameters(a, m) for m, *_ in kinds if "attention" in m)
         components.append(("attention", attention - without))
     form = a.deltanet.form if a.deltanet is not None else "gated"
     delta = {"kda": "Kimi Delta Attention mixers", "lightning": "lightning attention mixers"}.get(
@@ -532,23 +548,24 @@ def count_params(spec: ModelSpec) -> ParamCount:
         (delta, "deltanet"),
         ("short convolutions", "conv"),
     ):
-        layers = sum(1 for mixer, _ in kinds if kind in mixer)
+        layers = sum(1 for mixer, *_ in kinds if kind in mixer)
         if layers:
             components.append((label, mixer_parameters(a, kind) * layers))
-    compressors = sum(compressor_parameters(a, mixer) for mixer, _ in kinds)
+    compressors = sum(compressor_parameters(a, mixer) for mixer, *_ in kinds)
     if compressors:
         components.append(("compressors and indexers", compressors))
-    components.append(("norms", a.layer_norms * _norm(a) * a.layers + _norm(a) * (2 if a.embedding_norm else 1)))
+    layer_norms = sum(layer_norm_parameters(a, mixer, mlp) for mixer, mlp, _ in kinds)
+    components.append(("norms", layer_norms + _norm(a) * (2 if a.embedding_norm else 1)))
     if a.hyper_connected:
         streams = 2 * hyper_connection_parameters(a) * a.layers + hyper_head_parameters(a)
         components.append(("hyper-connections", streams))
     if dense_layers:
-        components.append(("dense MLP", sum(_mlp(a, a.dense_ffn(m)) for m, mlp in kinds if mlp == "dense")))
+        components.append(("dense MLP", sum(_mlp(a, ffn) for _, mlp, ffn in kinds if mlp == "dense")))
     if per_layer:
         components.append(("per-layer embeddings", per_layer_embedding))
         components.append(("per-layer inputs", per_layer_projection + per_layer_input_parameters(a) * a.layers))
     if a.moe:
-        moe_layers = sum(1 for _, mlp in kinds if mlp == "moe")
+        moe_layers = sum(1 for _, mlp, _ in kinds if mlp == "moe")
         components.append(("routed experts", routed_expert(a) * a.moe.experts * moe_layers))
         if a.moe.latent:
             components.append(("latent projections", latent_projections(a) * moe_layers))

@@ -466,7 +466,7 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     head_matmul = counts.embedding if a.tied_embeddings else counts.lm_head
     layer_kinds = a.layer_kinds
     flops = [2 * counts.per_layer_projection]  # Gemma 4's per-layer inputs, projected from the embedding
-    for b, (mixer, _) in zip(counts.blocks, layer_kinds, strict=True):
+    for b, (mixer, *_) in zip(counts.blocks, layer_kinds, strict=True):
         attention = attention_per_layer if "attention" in mixer else 0.0
         flops.append(2 * b.active + attention + mixer_recurrence_flops(a, mixer))
     flops.append(2 * head_matmul)

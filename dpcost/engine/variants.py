@@ -188,14 +188,13 @@ def matrix_shapes(a: ModelArchitecture) -> list[tuple[int, int]]:
     shapes = [(a.vocab, h)] + ([] if a.tied_embeddings else [(h, a.output_vocab)])
     if per_layer is not None:
         shapes += [(per_layer.vocab, a.layers * per_layer.width), (h, a.layers * per_layer.width)]
-    for mixer, mlp in a.layer_kinds:
+    for mixer, mlp, ffn in a.layer_kinds:
         if "attention" in mixer and a.mla is None:
             v = a.attention_of(mixer)
             q, kv = v.heads * v.d_head, v.n_kv_heads * v.d_head
             values = [] if v.values_from_keys else [(h, v.n_kv_heads * v.d_value)]
             shapes += [(h, q), *([(h, kv), *values] if a.computes_kv(mixer) else []), (v.heads * v.d_value, h)]
-        if mlp == "dense" and a.ffn:
-            ffn = a.dense_ffn(mixer)
+        if mlp == "dense":
             shapes += [(h, ffn)] * (2 if a.gated_mlp else 1) + [(ffn, h)]
         if per_layer is not None:
             shapes += [(h, per_layer.width), (per_layer.width, h)]
