@@ -121,3 +121,16 @@ def test_a_spec_gives_one_width_per_layer(fields: dict, said: str) -> None:  # t
     base = {"hidden": 256, "layers": 2, "heads": 4, "vocab": 1000}
     with pytest.raises(ValidationError, match=said):
         ModelArchitecture(**base, **fields)
+
+
+def test_an_empty_block_holds_and_keeps_nothing() -> None:
+    """Llama-3.1-Nemotron-Ultra-253B-v1: 81 of its 162 blocks are no_op in both halves. Such a block builds no module
+    and returns its input, which is the next block's input: no weights, and nothing of its own kept even under full
+    recomputation."""
+    ultra = load_model(str(SUPER.with_name("llama-3.1-nemotron-ultra-253b.json")))
+    a, counts = ultra.architecture, count_params(ultra)
+    assert a is not None
+    empty = [i for i, kind in enumerate(a.layer_kinds) if kind == ("none", "none", 0)]
+    assert len(empty) == 81 and all(counts.blocks[i].params == 0 for i in empty)
+    layer = layer_tensors(a, False, mixer="none", mlp=False)
+    assert layer.hidden == 0 and layer.saved_bytes(4096, 1) == 0

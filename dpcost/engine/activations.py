@@ -82,7 +82,7 @@ class Tensor:
 class LayerTensors:
     tensors: tuple[Tensor, ...]
     kernels: Kernels  # how the layer runs, which decides what torch.compile's partitioner keeps
-    hidden: int  # the width of the block's input, which every checkpointing policy keeps
+    hidden: int  # the width of the block's input, which every checkpointing policy keeps (0: the block is empty)
 
     def saved_bytes(self, seq_len: int, micro_batch: int) -> float:
         """Everything autograd keeps: the layer without recomputation."""
@@ -432,7 +432,9 @@ def layer_tensors(
         delta, mm = _deltanet(a, mm)
         tensors += delta
     if not mlp:
-        return LayerTensors(tuple(tensors), kernels, a.hidden * a.residual_streams)
+        # a block with neither (Nemotron-NAS's no_op attention and MLP) returns its input, the next block's input
+        kept = 0 if mixer == "none" else a.hidden * a.residual_streams
+        return LayerTensors(tuple(tensors), kernels, kept)
     if a.layer_norms >= 4:
         tensors.append(_post_norm(a, kernels, "post-attention norm"))
     if streams:
