@@ -48,14 +48,18 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "qwen3_moe": {"num_experts": "num_local_experts"},
     "qwen3_vl_moe_text": {"num_experts": "num_local_experts"},
     "solar_open": {"num_local_experts": "n_routed_experts"},
+    # Sarvam-30B's and Param2's Glm4MoeConfig subclasses also read their original configs' names
+    **{family: {"num_local_experts": "n_routed_experts", "num_experts": "n_routed_experts",
+                "num_shared_experts": "n_shared_experts", "use_qkv_bias": "attention_bias",
+                "num_mtp_layers": "num_nextn_predict_layers"} for family in ("sarvam_moe", "param2moe")},
 }  # fmt: skip
 
 
 def _spellings(family: str, key: str) -> tuple[str, ...]:
-    """`key` and the spelling its family's attribute_map pairs with it."""
+    """`key` and the spellings its family's attribute_map pairs with it."""
     aliases = _ATTRIBUTE_MAPS.get(family, {})
-    other = aliases.get(key) or next((alias for alias, canonical in aliases.items() if canonical == key), None)
-    return (key, other) if other else (key,)
+    canonical = aliases.get(key, key)
+    return tuple(dict.fromkeys([key, canonical, *(alias for alias, c in aliases.items() if c == canonical)]))
 
 
 class Keys:
@@ -109,6 +113,7 @@ class Keys:
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
+        key = next((k for k in _spellings(self.family, key) if self.cfg.get(k) is not None), key)
         value = self.cfg.get(key, default)
         if value is None:
             return default
@@ -409,6 +414,18 @@ _GLM4_MOE = {
 }
 # Dots1Config's defaults (configuration_dots1.py, transformers 5.24.0); n_routed_experts, n_shared_experts and
 # num_experts_per_tok have none (a file gives them)
+# Glm4MoeConfig's subclasses that transformers builds as Glm4MoeForCausalLM, with their own defaults (and head_dim,
+# use_qk_norm and tie_word_embeddings fields): SarvamMoEConfig (configuration_sarvam_moe.py, 5.25.0: sarvam-30b) and
+# Param2MoeConfig (configuration_param2moe.py, 5.25.0: Param2-17B-A2.4B)
+_GLM4_MOE_SUBCLASSES = {
+    "sarvam_moe": {**_GLM4_MOE, "vocab_size": 262144, "intermediate_size": 8192, "num_hidden_layers": 19,
+                   "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 64, "moe_intermediate_size": 1024,
+                   "num_experts_per_tok": 6, "use_qk_norm": True, "tie_word_embeddings": False},
+    "param2moe": {**_GLM4_MOE, "vocab_size": 128000, "hidden_size": 2048, "intermediate_size": 9216,
+                  "num_hidden_layers": 21, "num_attention_heads": 32, "head_dim": 64, "tie_word_embeddings": True,
+                  "moe_intermediate_size": 2048, "num_experts_per_tok": 6, "n_shared_experts": 2,
+                  "n_routed_experts": 64, "use_qk_norm": True},
+}  # fmt: skip
 _DOTS1 = {"vocab_size": 152064, "hidden_size": 4608, "intermediate_size": 10944, "moe_intermediate_size": 1408,
           "num_hidden_layers": 62, "num_attention_heads": 32, "num_key_value_heads": 32,
           "first_k_dense_replace": 0}  # fmt: skip
@@ -543,6 +560,8 @@ _ARCHITECTURES = {
     "ExaoneMoEForCausalLM": "exaone_moe",
     "HYV3ForCausalLM": "hy_v3",
     "SolarOpenForCausalLM": "solar_open",
+    "SarvamMoEForCausalLM": "sarvam_moe",  # sarvamai/sarvam-30b's remote code
+    "Param2MoEForCausalLM": "param2moe",  # bharatgenai's remote code
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
     "ChatGLMModel": "chatglm",
@@ -631,7 +650,7 @@ _NESTED = {
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config)
 _TEXT_ALIASES = {"exaone4_5_text": "exaone4"}
-_GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", "minimax_m2")  # read by _glm4_moe and _minimax_m2
+_GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", *_GLM4_MOE_SUBCLASSES, "minimax_m2")  # _glm4_moe, _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = (
     "mamba",
@@ -1612,16 +1631,18 @@ def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
     ignores on load) is num_nextn_predict_layers, counted apart as DeepSeek's: one MoE block, eh_proj, enorm, hnorm
     and shared_head.norm. Approximated: nothing in the main model; in the MTP count, the layer's shared_head.head
     (vocab x hidden, 775,946,240 parameters for GLM-4.5, 620,756,992 for GLM-4.5-Air) is taken as the output head and
-    not counted again, as for DeepSeek-V3, though the checkpoints may store a copy."""
+    not counted again, as for DeepSeek-V3, though the checkpoints may store a copy. Sarvam-30B (sarvam_moe) and
+    Param2 (param2moe) are this model under their classes' defaults (_GLM4_MOE_SUBCLASSES) and key names."""
     vision, dots = family == "glm4v_moe_text", family == "dots1"
     # Glm4vMoeTextConfig (configuration_glm4v_moe.py, 5.24.0): GLM-4.5's defaults but vocab_size 151424 and
     # attention_bias true; its attention has no q_norm/k_norm, and no MTP layer (num_nextn_predict_layers: 0).
     # Dots1 (modeling_dots1.py, 5.24.0): q_norm/k_norm over head_dim always, attention_bias on q, k, v and o,
     # experts and shared ones as GLM-4.5's, no MTP layer; its class gives no default for the expert keys.
     d: dict[str, Any] = {**_GLM4_MOE, "vocab_size": 151424} if vision else _DOTS1 if dots else _GLM4_MOE
+    d = _GLM4_MOE_SUBCLASSES.get(family, d)
     dims = dimensions(k, d)
     hidden, heads = dims["hidden"], dims["heads"]
-    head_dim = k.integer("head_dim", default=None, field="head_dim")
+    head_dim = k.integer("head_dim", default=d.get("head_dim"), field="head_dim")
     shared = k.integer("n_shared_experts", default=d.get("n_shared_experts", _MISSING), field="moe.shared")
     moe_ffn = k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn")
     moe: dict[str, Any] = {
@@ -1641,9 +1662,9 @@ def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
         **dims,
         "head_dim": head_dim if head_dim is not None else hidden // heads if heads > 0 else None,
         "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
-        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "tied_embeddings": k.flag("tie_word_embeddings", d.get("tie_word_embeddings", False)),
         "qkv_bias": k.flag("attention_bias", vision),
-        "qk_norm": "head" if dots or (not vision and k.flag("use_qk_norm", False)) else "none",
+        "qk_norm": "head" if dots or (not vision and k.flag("use_qk_norm", d.get("use_qk_norm", False))) else "none",
         "moe": moe,
         "mtp_layers": 0 if dots else k.integer("num_nextn_predict_layers", default=0, field="mtp_layers"),
     }
@@ -2154,7 +2175,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         from dpcost.hf_deepseek_v4 import deepseek_v4_architecture
 
         arch = deepseek_v4_architecture(k)
-    elif family in ("glm4_moe", "glm4v_moe_text", "dots1"):
+    elif family in ("glm4_moe", "glm4v_moe_text", "dots1", *_GLM4_MOE_SUBCLASSES):
         arch = _glm4_moe(k, family)
     elif family in _FALCON:
         arch = _falcon(k, family)

@@ -1015,6 +1015,23 @@ def test_families_borrowing_another_ones_layers_count_what_transformers_builds(c
         assert [i for i in range(a.layers) if a.local_span(i) is not None] == sliding["layers"]
 
 
+GLM4_MOE_SUBCLASSES = json.loads((CONFIGS / "resolved" / "glm4-moe-subclasses.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "case", GLM4_MOE_SUBCLASSES["cases"], ids=lambda c: f"{c['config']['model_type']}-{c['parameters']}"
+)
+def test_sarvam_30b_and_param2_count_the_glm_4_5_model_transformers_builds(case: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """Sarvam-30B's and Param2's configuration classes subclass Glm4MoeConfig, and transformers 5.25.0 builds both as
+    Glm4MoeForCausalLM: their classes' defaults, and their released files' names (num_experts, num_shared_experts,
+    use_qkv_bias). dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
+    persistent buffer a checkpoint holds beside the weights (as for GLM-4.5: _glm4_moe)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(case["config"]))
+    assert GLM4_MOE_SUBCLASSES["transformers"] == "5.25.0" and case["class"] == "Glm4MoeForCausalLM"
+    assert count_params(load_model(str(path))).total == case["parameters"] + case["routing_biases"]
+
+
 def test_apertus_1_5_counts_its_text_model_and_its_pruned_head(tmp_path: Path) -> None:
     """Apertus 1.5's wrapper (model_type apertus1p5) counts its text_config alone, as the text model transformers
     builds for it (resolved/aliased-families.json), and its output head has output_vocab_size rows where the input

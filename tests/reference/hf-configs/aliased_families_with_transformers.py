@@ -3,8 +3,10 @@
 their configuration classes (and Llama's own biases, which they borrow). Writes resolved/aliased-families.json.
 
     python aliased_families_with_transformers.py > resolved/aliased-families.json
+    python aliased_families_with_transformers.py sarvam_moe param2moe > resolved/glm4-moe-subclasses.json
 
-Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU).
+Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
+families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -47,7 +49,9 @@ RELEASED_NAMES = {
     "exaone": {"num_hidden_layers": "num_layers"},
     "sarvam_mla": {"n_routed_experts": "num_experts", "n_shared_experts": "num_shared_experts"},
     "qwen3_moe": {"num_local_experts": "num_experts"},
-}
+    **{family: {"n_routed_experts": "num_experts", "n_shared_experts": "num_shared_experts",
+                "attention_bias": "use_qkv_bias"} for family in ("sarvam_moe", "param2moe")},
+}  # fmt: skip
 CASES: dict[str, list[dict[str, object]]] = {
     # Llama itself where mlp_bias and attention_bias differ: o_proj's bias is attention_bias's, the MLP's mlp_bias's
     "llama": [
@@ -254,6 +258,17 @@ CASES: dict[str, list[dict[str, object]]] = {
         {"num_hidden_layers": 4, "attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True,
          "num_key_value_heads": 4},
     ],
+    # Glm4MoeConfig's subclasses built as Glm4MoeForCausalLM: Sarvam-30B and Param2, under their released files' names
+    "sarvam_moe": [
+        {},
+        {"n_routed_experts": 32, "n_shared_experts": 2, "attention_bias": True, "num_hidden_layers": 5,
+         "first_k_dense_replace": 2, "use_qk_norm": False},
+    ],
+    "param2moe": [
+        {},
+        {"n_routed_experts": 16, "n_shared_experts": 1, "attention_bias": True, "num_hidden_layers": 4,
+         "tie_word_embeddings": False, "head_dim": 128},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
@@ -282,7 +297,8 @@ def main() -> None:
 
     warnings.filterwarnings("ignore")
     out = []
-    for family, changes in CASES.items():
+    chosen = sys.argv[1:] or list(CASES)
+    for family, changes in ((f, CASES[f]) for f in chosen):
         for change in changes:
             config = CONFIG_MAPPING[family](**change)
             with torch.device("meta"):
@@ -299,6 +315,10 @@ def main() -> None:
                 "config": kept,
                 "class": type(model).__name__,
                 "parameters": sum(p.numel() for p in model.parameters()),
+                # persistent buffers a checkpoint also holds: routers' e_score_correction_bias
+                "routing_biases": sum(
+                    b.numel() for name, b in model.named_buffers() if name.endswith("e_score_correction_bias")
+                ),
                 "unused": unused_parameters(model),
                 "sliding": {"size": window, "layers": sliding} if sliding else None,
             })  # fmt: skip
