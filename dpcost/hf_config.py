@@ -560,7 +560,9 @@ _ARCHITECTURES = {
     "ExaoneMoEForCausalLM": "exaone_moe",
     "HYV3ForCausalLM": "hy_v3",
     "SolarOpenForCausalLM": "solar_open",
-    "SarvamMoEForCausalLM": "sarvam_moe",  # sarvamai/sarvam-30b's remote code
+    "SarvamMoEForCausalLM": "sarvam_moe",
+    "MiniCPM5MoEForCausalLM": "minicpm5_moe",  # the spelling MiniCPM5MoeConfig renames
+    "MiniCPM5MoeForCausalLM": "minicpm5_moe",  # sarvamai/sarvam-30b's remote code
     "Param2MoEForCausalLM": "param2moe",  # bharatgenai's remote code
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
@@ -675,7 +677,7 @@ SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
-         "nemotron-nas"}
+         "nemotron-nas", "minicpm5_moe"}
     )
 )  # fmt: skip
 
@@ -1673,6 +1675,56 @@ def _glm4_moe(k: Keys, family: str = "glm4_moe") -> dict[str, Any]:
     return arch
 
 
+# MiniCPM5MoeConfig's defaults (configuration_minicpm5_moe.py, transformers 5.25.0: openbmb/MiniCPM5-15B-A2.5B), and
+# Glm4MoeConfig's for what it does not set (attention_bias false, one shared expert, tie_word_embeddings false)
+_MINICPM5_MOE = {"vocab_size": 130560, "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 28,
+                 "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128, "n_routed_experts": 160,
+                 "num_experts_per_tok": 16, "moe_intermediate_size": 512, "n_shared_experts": 1}  # fmt: skip
+
+
+def _minicpm5_moe(k: Keys) -> dict[str, Any]:
+    """MiniCPM5MoeForCausalLM (MiniCPM5-MoE), as transformers 5.25.0 builds it (modular_minicpm5_moe.py): Llama's
+    attention with a sigmoid gate per channel from the query projection (q_gate_proj: hidden -> 2 x heads x head_dim,
+    attention_gate), biased with k, v and o by attention_bias, no q/k norms; two norms a layer; dense MLPs of
+    intermediate_size where mlp_layer_types says (else the first first_k_dense_replace, 1), elsewhere DeepSeek-V3's
+    MoE: n_routed_experts of moe_intermediate_size, top num_experts_per_tok, one shared MLP of moe_intermediate_size
+    x n_shared_experts, a router with its e_score_correction_bias; no MTP. A null num_key_value_heads or head_dim
+    is the class's heads or hidden_size / heads; use_gated_attention false is refused, as the class refuses it."""
+    d = _MINICPM5_MOE
+    if k.get("use_gated_attention", default=True) is False:
+        raise InputError(k.where, f"{k._key('use_gated_attention')}: false is refused by MiniCPM5MoeConfig; true is")
+    dims = dimensions(k, d)
+    hidden, heads, layers = dims["hidden"], dims["heads"], dims["layers"]
+    if "num_key_value_heads" in k.cfg and k.cfg["num_key_value_heads"] is None:
+        dims["kv_heads"] = heads
+    if "head_dim" in k.cfg and k.cfg["head_dim"] is None:
+        dims["head_dim"] = hidden // heads if heads > 0 else None
+    moe_ffn = k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn")
+    shared = k.integer("n_shared_experts", default=d["n_shared_experts"], field="moe.shared")
+    if shared < 0:
+        raise InputError(k.where, f"{k._key('n_shared_experts')}: expected 0 or more, got {shared}")
+    moe = dense_then_experts(
+        k,
+        layers,
+        experts=k.integer("n_routed_experts", default=d["n_routed_experts"], field="moe.experts"),
+        active=k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+        ffn=moe_ffn,
+        shared=shared,
+        first=k.integer("first_k_dense_replace", default=1, field="moe.first_dense_layers"),
+    )
+    biased = k.flag("attention_bias", False)
+    return {
+        **dims,
+        "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": biased,
+        "out_bias": biased,
+        "attention_gate": True,
+        "attention_gate_bias": biased,
+        "moe": {**moe, "router_bias": True},
+    }
+
+
 def _minimax_m2(k: Keys) -> dict[str, Any]:
     """MiniMaxM2ForCausalLM (MiniMax-M2), as transformers builds it: configuration_minimax_m2.py and
     modeling_minimax_m2.py at ea9df1d3bd9784aa7e6abd8f4be29551dd58d6d8.
@@ -2132,6 +2184,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "qwen": _qwen1,
     "dbrx": _dbrx,
     "nemotron-nas": _nemotron_nas,
+    "minicpm5_moe": _minicpm5_moe,
 }
 
 

@@ -1015,21 +1015,31 @@ def test_families_borrowing_another_ones_layers_count_what_transformers_builds(c
         assert [i for i in range(a.layers) if a.local_span(i) is not None] == sliding["layers"]
 
 
-GLM4_MOE_SUBCLASSES = json.loads((CONFIGS / "resolved" / "glm4-moe-subclasses.json").read_text())
+TRANSFORMERS_5_25 = json.loads((CONFIGS / "resolved" / "transformers-5.25.json").read_text())
 
 
 @pytest.mark.parametrize(
-    "case", GLM4_MOE_SUBCLASSES["cases"], ids=lambda c: f"{c['config']['model_type']}-{c['parameters']}"
+    "case", TRANSFORMERS_5_25["cases"], ids=lambda c: f"{c['config']['model_type']}-{c['parameters']}"
 )
-def test_sarvam_30b_and_param2_count_the_glm_4_5_model_transformers_builds(case: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
     """Sarvam-30B's and Param2's configuration classes subclass Glm4MoeConfig, and transformers 5.25.0 builds both as
     Glm4MoeForCausalLM: their classes' defaults, and their released files' names (num_experts, num_shared_experts,
-    use_qkv_bias). dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
-    persistent buffer a checkpoint holds beside the weights (as for GLM-4.5: _glm4_moe)."""
+    use_qkv_bias). MiniCPM5-MoE (its defaults: openbmb/MiniCPM5-15B-A2.5B) gates its attention from the query
+    projection, biased under attention_bias, and places its dense layers by mlp_layer_types. dpcost counts what
+    transformers builds, and each MoE layer's e_score_correction_bias, the persistent buffer a checkpoint holds
+    beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(case["config"]))
-    assert GLM4_MOE_SUBCLASSES["transformers"] == "5.25.0" and case["class"] == "Glm4MoeForCausalLM"
+    assert TRANSFORMERS_5_25["transformers"] == "5.25.0"
     assert count_params(load_model(str(path))).total == case["parameters"] + case["routing_biases"]
+
+
+def test_minicpm5_moe_without_its_attention_gate_is_refused_as_its_class_refuses_it() -> None:
+    """MiniCPM5MoeConfig.validate_architecture raises on use_gated_attention false: dpcost names the key."""
+    from dpcost.catalog import model_from_hf_config
+
+    with pytest.raises(InputError, match="use_gated_attention: false is refused"):
+        model_from_hf_config({"model_type": "minicpm5_moe", "use_gated_attention": False}, "config.json")
 
 
 def test_apertus_1_5_counts_its_text_model_and_its_pruned_head(tmp_path: Path) -> None:

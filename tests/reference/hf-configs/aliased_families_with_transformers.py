@@ -3,10 +3,11 @@
 their configuration classes (and Llama's own biases, which they borrow). Writes resolved/aliased-families.json.
 
     python aliased_families_with_transformers.py > resolved/aliased-families.json
-    python aliased_families_with_transformers.py sarvam_moe param2moe > resolved/glm4-moe-subclasses.json
+    python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
-families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, with transformers 5.25.0).
+families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses and MiniCPM5-MoE, with
+transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -268,6 +269,13 @@ CASES: dict[str, list[dict[str, object]]] = {
         {},
         {"n_routed_experts": 16, "n_shared_experts": 1, "attention_bias": True, "num_hidden_layers": 4,
          "tie_word_embeddings": False, "head_dim": 128},
+    ],
+    # MiniCPM5-MoE: gated attention, dense layers by mlp_layer_types, DeepSeek-V3's MoE
+    "minicpm5_moe": [
+        {},
+        {"num_hidden_layers": 4, "mlp_layer_types": ["dense", "sparse", "dense", "sparse"], "attention_bias": True,
+         "n_shared_experts": 2, "n_routed_experts": 16, "tie_word_embeddings": True},
+        {"num_hidden_layers": 3, "num_key_value_heads": 8, "head_dim": 64, "n_shared_experts": 0},
     ],
     "cwm": [
         {},
