@@ -726,8 +726,8 @@ def _dpcost_engine_params_BlockCount(__set, __FACTORY):
     return __init__
 
 
-def _dpcost_engine_params_ParamCount(__set, __FACTORY, __dflt_positions, __dflt_per_layer_embedding, __dflt_per_layer_projection):
-    def __init__(self, total, active, embedding, lm_head, blocks, largest_module, mtp, components, positions=__dflt_positions, per_layer_embedding=__dflt_per_layer_embedding, per_layer_projection=__dflt_per_layer_projection):
+def _dpcost_engine_params_ParamCount(__set, __FACTORY, __dflt_positions, __dflt_per_layer_embedding, __dflt_per_layer_projection, __dflt_idle):
+    def __init__(self, total, active, embedding, lm_head, blocks, largest_module, mtp, components, positions=__dflt_positions, per_layer_embedding=__dflt_per_layer_embedding, per_layer_projection=__dflt_per_layer_projection, idle=__dflt_idle):
       __set(self, 'total', total)
       __set(self, 'active', active)
       __set(self, 'embedding', embedding)
@@ -739,6 +739,7 @@ def _dpcost_engine_params_ParamCount(__set, __FACTORY, __dflt_positions, __dflt_
       __set(self, 'positions', positions)
       __set(self, 'per_layer_embedding', per_layer_embedding)
       __set(self, 'per_layer_projection', per_layer_projection)
+      __set(self, 'idle', idle)
     return __init__
 
 
@@ -1631,7 +1632,7 @@ INITS = {
     'dpcost.engine.ops.OpTimes': ("def __init__(self, forward, backward, forward_flops, backward_flops):\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'forward_flops', forward_flops)\n  __set(self, 'backward_flops', backward_flops)", _dpcost_engine_ops_OpTimes),
     'dpcost.engine.ops.Passes': ("def __init__(self, forward, backward, recompute):\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'recompute', recompute)", _dpcost_engine_ops_Passes),
     'dpcost.engine.params.BlockCount': ("def __init__(self, params, active, moe):\n  __set(self, 'params', params)\n  __set(self, 'active', active)\n  __set(self, 'moe', moe)", _dpcost_engine_params_BlockCount),
-    'dpcost.engine.params.ParamCount': ("def __init__(self, total, active, embedding, lm_head, blocks, largest_module, mtp, components, positions=__dflt_positions, per_layer_embedding=__dflt_per_layer_embedding, per_layer_projection=__dflt_per_layer_projection):\n  __set(self, 'total', total)\n  __set(self, 'active', active)\n  __set(self, 'embedding', embedding)\n  __set(self, 'lm_head', lm_head)\n  __set(self, 'blocks', blocks)\n  __set(self, 'largest_module', largest_module)\n  __set(self, 'mtp', mtp)\n  __set(self, 'components', components)\n  __set(self, 'positions', positions)\n  __set(self, 'per_layer_embedding', per_layer_embedding)\n  __set(self, 'per_layer_projection', per_layer_projection)", _dpcost_engine_params_ParamCount),
+    'dpcost.engine.params.ParamCount': ("def __init__(self, total, active, embedding, lm_head, blocks, largest_module, mtp, components, positions=__dflt_positions, per_layer_embedding=__dflt_per_layer_embedding, per_layer_projection=__dflt_per_layer_projection, idle=__dflt_idle):\n  __set(self, 'total', total)\n  __set(self, 'active', active)\n  __set(self, 'embedding', embedding)\n  __set(self, 'lm_head', lm_head)\n  __set(self, 'blocks', blocks)\n  __set(self, 'largest_module', largest_module)\n  __set(self, 'mtp', mtp)\n  __set(self, 'components', components)\n  __set(self, 'positions', positions)\n  __set(self, 'per_layer_embedding', per_layer_embedding)\n  __set(self, 'per_layer_projection', per_layer_projection)\n  __set(self, 'idle', idle)", _dpcost_engine_params_ParamCount),
     'dpcost.engine.placement.Level': ("def __init__(self, tier, domain, scale_up=__dflt_scale_up):\n  __set(self, 'tier', tier)\n  __set(self, 'domain', domain)\n  __set(self, 'scale_up', scale_up)", _dpcost_engine_placement_Level),
     'dpcost.engine.placement.Placement': ("def __init__(self, ranks, nodes, levels):\n  __set(self, 'ranks', ranks)\n  __set(self, 'nodes', nodes)\n  __set(self, 'levels', levels)", _dpcost_engine_placement_Placement),
     'dpcost.engine.plan.MicroBatchTime': ("def __init__(self, flops, forward, backward, compute):\n  __set(self, 'flops', flops)\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'compute', compute)", _dpcost_engine_plan_MicroBatchTime),

@@ -677,7 +677,7 @@ SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
-         "nemotron-nas", "minicpm5_moe"}
+         "nemotron-nas", "minicpm5_moe", "mllama_text_model"}
     )
 )  # fmt: skip
 
@@ -1725,6 +1725,33 @@ def _minicpm5_moe(k: Keys) -> dict[str, Any]:
     }
 
 
+def _mllama_text(k: Keys) -> dict[str, Any]:
+    """Llama 3.2 Vision's text model (mllama_text_model: MllamaForCausalLM, modeling_mllama.py, transformers 5.25.0;
+    MllamaTextConfig's defaults are the 11B's): Llama's layers, but those cross_attention_layers names (default
+    every fifth from 3) are MllamaCrossAttentionDecoderLayers (mixer "cross": params.cross_attention_parameters,
+    with the layer's two norms and its MLP), which a text-only batch skips whole; embed_tokens has vocab_size + 8
+    rows, lm_head vocab_size. tie_word_embeddings true would tie tables of different sizes: refused."""
+    d = {"hidden_size": 4096, "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+         "vocab_size": 128256}  # fmt: skip
+    dims = dimensions(k, d)
+    layers, vocab = dims["layers"], dims["vocab"]
+    if k.flag("tie_word_embeddings", False):
+        said = f"{k._key('tie_word_embeddings')}: true would tie lm_head ({vocab} rows) to embed_tokens ({vocab + 8})"
+        raise InputError(k.where, f"{said}; false is what Llama 3.2 Vision ships")
+    given = k.get("cross_attention_layers", default=None)
+    cross = tuple(range(3, layers, 5)) if given is None else k.layers("cross_attention_layers")
+    if any(not 0 <= i < layers for i in cross):
+        said = f"{k._key('cross_attention_layers')}: layer indices from 0 to {layers - 1}, got {list(cross)!r}"
+        raise InputError(k.where, said[:300])
+    return {
+        **dims,
+        "vocab": vocab + 8,  # MllamaTextModel.embed_tokens: nn.Embedding(vocab_size + 8, hidden_size)
+        "head_vocab": vocab,
+        "ffn": k.integer("intermediate_size", default=14336, field="ffn"),
+        "mixers": tuple("cross" if i in cross else "attention" for i in range(layers)),
+    }
+
+
 def _minimax_m2(k: Keys) -> dict[str, Any]:
     """MiniMaxM2ForCausalLM (MiniMax-M2), as transformers builds it: configuration_minimax_m2.py and
     modeling_minimax_m2.py at ea9df1d3bd9784aa7e6abd8f4be29551dd58d6d8.
@@ -2185,6 +2212,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "dbrx": _dbrx,
     "nemotron-nas": _nemotron_nas,
     "minicpm5_moe": _minicpm5_moe,
+    "mllama_text_model": _mllama_text,
 }
 
 

@@ -281,9 +281,11 @@ class PerLayerInputSpec(Spec):
 
 CSA, HCA = "compressed sparse attention", "heavily compressed attention"
 KV_SHARED = "kv-shared "  # the prefix of a layer that attends with an earlier layer's keys and values
+# "cross": Mllama's cross-attention layer over the image states, which a text-only batch skips whole
 Mixer = Literal[
     "attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none",
     "compressed sparse attention", "heavily compressed attention", "kv-shared attention", "kv-shared global attention",
+    "cross",
 ]  # fmt: skip
 
 
@@ -593,6 +595,8 @@ class ModelArchitecture(Spec):
             return "per-layer embeddings and layers sharing keys and values"
         if self.ffn_widths:
             return "MLP widths that differ from layer to layer"
+        if "cross" in self.mixers:
+            return "cross-attention layers over image states"
         return "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions)"
 
     def attention_of(self, mixer: str) -> "ModelArchitecture":

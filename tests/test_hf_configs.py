@@ -48,7 +48,7 @@ def _rounding(text: str) -> float:
 def _family(row: dict[str, str]) -> str:
     cfg = json.loads((CONFIGS / row["file"]).read_text())
     wrappers = ("llama4", "gemma3", "mistral3", "qwen3_vl", "qwen3_vl_moe", "llava", "glm4v", "glm4v_moe", "qwen3_5",
-                "qwen3_5_moe", "gemma4")  # fmt: skip
+                "qwen3_5_moe", "gemma4", "mllama")  # fmt: skip
     if cfg["model_type"] in wrappers:
         cfg = cfg["text_config"]
     return str(cfg.get("model_type"))
@@ -150,6 +150,7 @@ def test_every_family_within_half_a_percent() -> None:
         "gemma4_text", "cohere2", "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo", "stablelm", "gpt_neo",
         "codegen", "mpt", "mistral4", "glm", "internlm3", "glm4_moe_lite",
         "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4", "chatglm", "bailing_moe", "minimax_m3", "nemotron-nas",
+        "mllama_text_model",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]

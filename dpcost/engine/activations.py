@@ -409,6 +409,8 @@ def layer_tensors(
     # Megatron-Core's Transformer Engine spec (gpt_layer_specs.py) fuses a norm into the matmul after it, where its
     # "layernorm" recompute (transformer_layer.py) finds IdentityOp and recomputes nothing: attention's into linear_qkv
     # but MLA's (a norm of its own), a dense MLP's into linear_fc1 but an MoE layer's (the router reads it).
+    if mixer == "cross":  # a text-only batch skips Mllama's cross-attention layer whole (MllamaTextModel.forward)
+        return LayerTensors((), kernels, 0)
     fused = kernels == "fused" and mixer == "attention"
     attention_norm: Module | None = "qkv" if fused and a.mla is None else None
     mlp_norm: Module | None = "mlp" if fused and not (moe_layer and a.moe is not None) else None

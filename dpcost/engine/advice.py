@@ -30,6 +30,8 @@ CODES = {
     "stragglers": "--skew: every collective waits for the slowest rank",
     "offload-untimed": "offloaded states live in host memory; their PCIe traffic is not timed",
     "mtp-not-counted": "DeepSeek's multi-token-prediction module is left out",
+    "text-only-batches": "the model's cross-attention layers over image states are costed as a text-only batch skips "
+    "them",
     "partial-domains": "the DP group fills NVLink domains part-way",
     "inference-no-gradients": "serving replicas exchange no gradients",
     "ignored-flags": "training flags given in inference mode",
@@ -239,6 +241,17 @@ def mtp_not_counted(counts: ParamCount) -> Advice:
     )
 
 
+def text_only_batches(model: ModelSpec, counts: ParamCount) -> Advice:
+    a = model.architecture
+    layers = sum(1 for m in a.mixers if m == "cross") if a is not None else 0
+    return Advice(
+        code="text-only-batches",
+        message=f"the {layers} cross-attention layers ({counts.idle / 1e9:.2f}B parameters) are held, trained and "
+        "reduced, but a batch without images skips them (MllamaTextModel.forward): their compute, the image states "
+        "and the vision encoder are not costed",
+    )
+
+
 def tp_across_domains(tp: int, domains: int, domain: int) -> Advice:
     """What puts a TP group across domains: TP larger than one, TP not dividing it, or an --order that does not
     vary TP fastest (its ranks then are not consecutive)."""
@@ -332,4 +345,6 @@ def training(
         out.append(offload_untimed(offload, rows[setup.zero_stage].cpu, setup.gpus_per_node))
     if counts.mtp:
         out.append(mtp_not_counted(counts))
+    if counts.idle:
+        out.append(text_only_batches(model, counts))
     return out

@@ -173,8 +173,8 @@ def mlp_recompute_flops(arch: ModelArchitecture, modules: frozenset[str]) -> flo
     h, fc = arch.hidden, 3 if arch.gated_mlp else 2  # matmuls of an MLP: gate, up and down; or up and down
     held = recomputed_modules(modules)  # "moe" holds the router and the shared experts
     total = 0.0
-    for _, mlp, ffn in arch.layer_kinds:
-        if mlp == "dense" and "mlp" in held:
+    for mixer, mlp, ffn in arch.layer_kinds:
+        if mlp == "dense" and "mlp" in held and mixer != "cross":  # a text-only batch skips a cross layer
             total += 2.0 * fc * h * ffn
         elif mlp == "moe" and arch.moe is not None:
             e = arch.moe

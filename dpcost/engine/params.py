@@ -54,6 +54,7 @@ class ParamCount:
     positions: float = 0.0  # a learned position table (GPT-2, OPT): a lookup too
     per_layer_embedding: float = 0.0  # Gemma 4's per-layer embedding table: a lookup too
     per_layer_projection: float = 0.0  # Gemma 4's projection of the embedding to every layer's input, and its norm
+    idle: float = 0.0  # Mllama's cross-attention layers: held and trained, skipped by a text-only batch
 
     @property
     def lookups(self) -> float:
@@ -342,7 +343,17 @@ def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
         + (ssm_parameters(a) if "mamba" in mixer else 0.0)
         + (deltanet_parameters(a) if mixer == "deltanet" else 0.0)
         + (short_conv_parameters(a) if mixer == "conv" else 0.0)
+        + (cross_attention_parameters(a) if mixer == "cross" else 0.0)
     )
+
+
+def cross_attention_parameters(a: ModelArchitecture) -> float:
+    """Mllama's cross-attention (MllamaTextCrossAttention, modeling_mllama.py, transformers 5.25.0): q_proj (hidden
+    -> heads x head_dim) over the text, k_proj and v_proj (hidden -> KV heads x head_dim) over the projected image
+    states, o_proj, no biases, q_norm and k_norm over head_dim; and the layer's two tanh gates, one number each
+    (cross_attn_attn_gate, cross_attn_mlp_gate)."""
+    q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
+    return float(2 * a.hidden * q + 2 * a.hidden * kv + 2 * a.d_head + 2)
 
 
 def attention_parameters(a: ModelArchitecture, mixer: str) -> float:
@@ -383,7 +394,8 @@ def _block(
     if not moe_layer or a.moe is None:
         width = ffn or a.dense_ffn(mixer)
         mlp = _mlp(a, width) + a.activation_scalars + (a.norm_weights * width if a.mlp_norm else 0)
-        return BlockCount(attn + norms + mlp, attn + norms + mlp, moe=False)
+        # a text-only batch skips a cross-attention layer whole (MllamaTextModel.forward): no token passes through
+        return BlockCount(attn + norms + mlp, 0.0 if mixer == "cross" else attn + norms + mlp, moe=False)
     e = a.moe
     expert = routed_expert(a)
     shared = e.shared * _mlp(a, e.shared_width)
@@ -417,6 +429,9 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
             out += [h * 2 * m.inner, m.inner * (m.dt_rank + 2 * m.state), m.dt_rank * m.inner, m.inner * h]
     if mixer == "conv" and a.short_conv is not None:
         out += [h * 3 * h, h * h]
+    if mixer == "cross":  # q, k, v, o
+        q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
+        out += [h * q, h * kv, h * kv, q * h]
     if mixer == "deltanet" and a.deltanet is not None and a.deltanet.form == "kda":
         return [float(t) for t in out] + _kda_matrices(a)
     if mixer == "deltanet" and a.deltanet is not None and a.deltanet.form == "lightning":
@@ -547,6 +562,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         ("Mamba mixers", "mamba"),
         (delta, "deltanet"),
         ("short convolutions", "conv"),
+        ("cross-attention (image states)", "cross"),
     ):
         layers = sum(1 for mixer, *_ in kinds if kind in mixer)
         if layers:
@@ -588,4 +604,5 @@ def count_params(spec: ModelSpec) -> ParamCount:
         positions=positions,
         per_layer_embedding=per_layer_embedding,
         per_layer_projection=per_layer_projection,
+        idle=sum(b.params for b, (mixer, *_) in zip(blocks, kinds, strict=True) if mixer == "cross"),
     )

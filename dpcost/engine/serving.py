@@ -34,10 +34,11 @@ def decode_flops_per_token(counts: ParamCount, a: ModelArchitecture | None, seq_
 
 def decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch: int) -> float:
     """bf16 weight bytes one decode step reads from HBM: every weight but the input lookup tables (a row per
-    token; the embedding is read whole only as a tied output head), and of each MoE layer's routed experts the
-    expected number that `batch` tokens touch when routed uniformly, E (1 - (1 - k/E)^B)."""
+    token; the embedding is read whole only as a tied output head) and the layers text skips (Mllama's
+    cross-attention), and of each MoE layer's routed experts the expected number that `batch` tokens touch when
+    routed uniformly, E (1 - (1 - k/E)^B)."""
     tied = a is not None and a.tied_embeddings
-    weights = 2.0 * (counts.total - counts.lookups + (counts.embedding if tied else 0.0))
+    weights = 2.0 * (counts.total - counts.lookups - counts.idle + (counts.embedding if tied else 0.0))
     if a is None or a.moe is None:
         return weights
     routed = dict(counts.components)["routed experts"]
