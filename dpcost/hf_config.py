@@ -629,6 +629,7 @@ _ARCHITECTURES = {
     "Gemma4ForConditionalGeneration": "gemma4",
     "Exaone4_5_ForConditionalGeneration": "exaone4_5",
     "Gemma4ForCausalLM": "gemma4_text",
+    "Gemma3nForCausalLM": "gemma3n_text",
     "Qwen3_5ForConditionalGeneration": "qwen3_5",
     "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
     "Qwen3_5ForCausalLM": "qwen3_5_text",
@@ -645,6 +646,7 @@ _NESTED = {
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "gemma4": "gemma4_text",
+    "gemma3n": "gemma3n_text",
     "exaone4_5": "exaone4",
     "apertus1p5": "apertus1p5_text",
     "minimax_m3_vl": "minimax_m3_vl_text",
@@ -677,7 +679,7 @@ SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
-         "nemotron-nas", "minicpm5_moe", "mllama_text_model"}
+         "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text"}
     )
 )  # fmt: skip
 
@@ -1134,6 +1136,75 @@ def _gemma4(k: Keys) -> dict[str, Any]:
             "shared_gate": True,
             "router_bias": True,
         }
+    return arch
+
+
+# Gemma3nTextConfig's defaults (configuration_gemma3n.py, transformers 5.25.0: google/gemma-3n-E4B's text model)
+_GEMMA3N = {"vocab_size": 262400, "hidden_size": 2048, "intermediate_size": 16384, "num_hidden_layers": 35,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256, "vocab_size_per_layer_input": 262144,
+            "hidden_size_per_layer_input": 256, "altup_num_inputs": 4, "num_kv_shared_layers": 15,
+            "laurel_rank": 64}  # fmt: skip
+
+
+def _gemma3n_layer_types(k: Keys, layers: int) -> list[str]:
+    """layer_types, else Gemma3nTextConfig's: every fifth layer full attention, the others sliding."""
+    types = per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
+    return types or ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(layers)]
+
+
+def _gemma3n(k: Keys) -> dict[str, Any]:
+    """Gemma3nTextModel (modeling_gemma3n.py, transformers 5.25.0; Gemma3nTextConfig's defaults are E4B's): Gemma 4
+    E-series' layers (GeGLU, 4 norms, q/k norms per head, a weightless v_norm, per-layer embeddings of
+    hidden_size_per_layer_input from a table of vocab_size_per_layer_input rows, the last num_kv_shared_layers
+    layers without k_proj, v_proj or k_norm) with sliding and full attention of one shape (layer_types, else every
+    fifth full), an MLP width per layer where intermediate_size is a list, and AltUp's altup_num_inputs copies of
+    the hidden state with a LAuReL residual of laurel_rank (AltUpSpec). activation_sparsity_pattern holds nothing:
+    its top-k masks the gate's output."""
+    d = _GEMMA3N
+    dims = dimensions(k, d)
+    layers = dims["layers"]
+    widths = k.get("intermediate_size", default=d["intermediate_size"], field="ffn")
+    if isinstance(widths, list):
+        if len(widths) != layers or not all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in widths):
+            said = f"{k._key('intermediate_size')}: a positive width, or one per layer ({layers}), got {widths!r}"
+            raise InputError(k.where, said[:300])
+        uniform = len(set(widths)) == 1
+    elif isinstance(widths, bool) or not isinstance(widths, int) or widths <= 0:
+        raise InputError(k.where, f"{k._key('intermediate_size')}: a positive width, got {widths!r}"[:300])
+    shared = k.integer("num_kv_shared_layers", default=d["num_kv_shared_layers"])
+    if not 0 <= shared < layers:
+        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: from 0 to {layers - 1} "
+                         "(num_hidden_layers - 1)")  # fmt: skip
+    types = _gemma3n_layer_types(k, layers)
+    if not set(types[layers - shared :]) <= set(types[: layers - shared]):
+        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: each kind of layer among the "
+                         f"last {shared} needs one before them whose keys and values it reuses")  # fmt: skip
+    inputs = k.integer("altup_num_inputs", default=d["altup_num_inputs"], field="altup.inputs")
+    rank = k.integer("laurel_rank", default=d["laurel_rank"], field="altup.laurel_rank")
+    per_layer_width = k.integer(
+        "hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"], field="per_layer_input.width"
+    )
+    arch: dict[str, Any] = {
+        **dims,
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "mlp": "geglu",
+        "qkv_bias": k.flag("attention_bias", False),
+        **({"out_bias": True} if k.flag("attention_bias", False) else {}),
+        "layer_norms": 4,
+        "qk_norm": "head",
+        "norm_in_fp32": True,  # Gemma3nRMSNorm: normed_output * self.weight.float(), then cast
+        "mixers": tuple("attention" if i < layers - shared else KV_SHARED + "attention" for i in range(layers)),
+        "altup": {"inputs": inputs, "laurel_rank": rank},
+        "per_layer_input": {
+            "width": per_layer_width,
+            "vocab": k.integer("vocab_size_per_layer_input", default=d["vocab_size_per_layer_input"],
+                               field="per_layer_input.vocab"),
+        },
+    }  # fmt: skip
+    if isinstance(widths, list) and not uniform:
+        arch["ffn_widths"] = tuple(widths)
+    else:
+        arch["ffn"] = widths[0] if isinstance(widths, list) else widths
     return arch
 
 
@@ -2155,6 +2226,9 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 
         size = k.integer("sliding_window", default=256, field="local_attention.size")
         local = [i for i, t in enumerate(lfm3_layer_types(k, layers)) if t == "sliding_attention"]
+    elif family == "gemma3n_text":
+        size = k.integer("sliding_window", default=512, field="local_attention.size")
+        local = [i for i, t in enumerate(_gemma3n_layer_types(k, layers)) if t == "sliding_attention"]
     elif family in ("gemma4_text", "mimo_v2_flash"):
         default = 512 if family == "gemma4_text" else 129
         size = k.integer("sliding_window", default=default, field="local_attention.size")
@@ -2203,6 +2277,7 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "llama4_text": _llama4,
     "gemma4_text": _gemma4,
+    "gemma3n_text": _gemma3n,
     "mimo_v2_flash": _mimo_v2_flash,
     "minimax_m2": _minimax_m2,
     "longcat_flash": _longcat_flash,

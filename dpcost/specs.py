@@ -280,6 +280,22 @@ class PerLayerInputSpec(Spec):
 
 
 CSA, HCA = "compressed sparse attention", "heavily compressed attention"
+
+
+class AltUpSpec(Spec):
+    """Gemma 3n's alternating updates (AltUp, arXiv 2301.13310) and learned augmented residual (LAuReL, arXiv
+    2411.07501), as Gemma3nTextAltUp and Gemma3nTextLaurelBlock build them (modeling_gemma3n.py, transformers 5.25.0):
+    the hidden state is kept as `inputs` copies, of which one runs the layer. Each layer predicts every copy
+    (modality_router: hidden -> inputs, with its router_norm; prediction_coefs: inputs -> inputs^2), corrects them
+    by what the layer did (correction_coefs: inputs -> inputs; correct_output_scale: hidden), and adds a residual of
+    rank `laurel_rank` beside its attention (linear_left, linear_right, post_laurel_norm); the model projects the
+    embedding to the other copies and them back before its norm (altup_projections, altup_unembed_projections:
+    inputs - 1 of hidden x hidden each)."""
+
+    inputs: PositiveInt = Field(description="altup_num_inputs: the hidden state's copies")
+    laurel_rank: PositiveInt = Field(description="laurel_rank")
+
+
 KV_SHARED = "kv-shared "  # the prefix of a layer that attends with an earlier layer's keys and values
 # "cross": Mllama's cross-attention layer over the image states, which a text-only batch skips whole
 Mixer = Literal[
@@ -424,6 +440,11 @@ class ModelArchitecture(Spec):
         description="each layer's dense MLP width where the layers differ (Nemotron-NAS's block_configs ffn_mult), "
         "0 for a layer without one; empty: ffn in every dense layer",
         exclude_if=lambda v: not v,
+    )
+    altup: AltUpSpec | None = Field(
+        None,
+        description="Gemma 3n's AltUp copies of the hidden state and its LAuReL residual",
+        exclude_if=lambda v: v is None,
     )
     kv_shared_ffn: PositiveInt | None = Field(
         None,
@@ -574,10 +595,11 @@ class ModelArchitecture(Spec):
     def hybrid(self) -> bool:
         """Some layer is not plain attention followed by an MLP (a recurrent or convolutional mixer, none, or
         DeepSeek-V4's compressed attention), the residual is kept as several streams, the layers take Gemma 4's
-        per-layer inputs, or their MLPs differ in width: what layouts and the per-op model do not cost yet."""
+        per-layer inputs or Gemma 3n's AltUp copies, or their MLPs differ in width: what layouts and the per-op model do
+        not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected
-        unusual = unusual or self.per_layer_input is not None
+        unusual = unusual or self.per_layer_input is not None or self.altup is not None
         return any(m not in plain for m in self.mixers) or unusual
 
     @property
@@ -591,6 +613,8 @@ class ModelArchitecture(Spec):
         """What of a hybrid the per-op model does not time yet (ops.has_layer_ops), in words for its refusals."""
         if self.hyper_connected:
             return "compressed attention and hyper-connected residual streams"
+        if self.altup is not None:
+            return "AltUp's copies of the hidden state, LAuReL, per-layer embeddings and layers sharing keys and values"
         if self.per_layer_input is not None or any(not self.computes_kv(m) for m in self.mixers):
             return "per-layer embeddings and layers sharing keys and values"
         if self.ffn_widths:

@@ -7,6 +7,7 @@ table is checked to be what dpcost derives today (`python tests/test_hf_configs.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -1026,13 +1027,63 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     """Sarvam-30B's and Param2's configuration classes subclass Glm4MoeConfig, and transformers 5.25.0 builds both as
     Glm4MoeForCausalLM: their classes' defaults, and their released files' names (num_experts, num_shared_experts,
     use_qkv_bias). MiniCPM5-MoE (its defaults: openbmb/MiniCPM5-15B-A2.5B) gates its attention from the query
-    projection, biased under attention_bias, and places its dense layers by mlp_layer_types. dpcost counts what
-    transformers builds, and each MoE layer's e_score_correction_bias, the persistent buffer a checkpoint holds
-    beside the weights (as for GLM-4.5)."""
+    projection, biased under attention_bias, and places its dense layers by mlp_layer_types. Gemma 3n's text model
+    (its class's defaults are E4B's; E2B's shapes; MLP widths by layer) adds AltUp's copies and LAuReL to Gemma 4
+    E-series' layers. dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
+    persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(case["config"]))
     assert TRANSFORMERS_5_25["transformers"] == "5.25.0"
-    assert count_params(load_model(str(path))).total == case["parameters"] + case["routing_biases"]
+    spec = load_model(str(path))
+    assert count_params(spec).total == case["parameters"] + case["routing_biases"]
+    a, sliding = spec.architecture, case["sliding"]
+    assert a is not None
+    if sliding is None:
+        assert a.local_attention is None
+    else:
+        assert a.local_attention is not None and a.local_attention.size == sliding["size"]
+        assert [i for i in range(a.layers) if a.local_span(i) is not None] == sliding["layers"]
+
+
+def _gemma3n_case(index: int) -> dict:  # type: ignore[type-arg]
+    """The index-th Gemma 3n case of resolved/transformers-5.25.json (0: the class's defaults, E4B's)."""
+    return dict([c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "gemma3n_text"][index]["config"])
+
+
+def test_gemma3n_wrapper_counts_its_text_model_and_keeps_every_altup_copy(tmp_path: Path) -> None:
+    """Gemma3nForConditionalGeneration's file keeps the text model under text_config: dpcost counts it alone (the
+    vision and audio towers are not counted), and each layer takes all altup_num_inputs copies of the hidden state
+    (4 x 2048 for E4B) with its slice of the per-layer inputs, which every checkpointing policy keeps."""
+    from dpcost.engine.activations import layer_tensors
+
+    text = _gemma3n_case(0)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3n", "text_config": text, "vision_config": {}}))
+    spec = load_model(str(path))
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"] == text)
+    assert count_params(spec).total == case["parameters"]
+    a = spec.architecture
+    assert a is not None and a.altup is not None and a.altup.inputs == 4
+    assert layer_tensors(a, False).hidden == 4 * 2048 + 2 * 256
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("intermediate_size", [8192, 8192], "intermediate_size: a positive width, or one per layer (35)"),
+        ("num_kv_shared_layers", 35, "num_kv_shared_layers: 35: from 0 to 34"),
+        (
+            "layer_types",
+            ["sliding_attention"] * 20 + ["full_attention"] * 15,
+            "num_kv_shared_layers: 15: each kind of layer",
+        ),
+    ],
+)
+def test_gemma3n_refuses_what_its_class_refuses_by_key(key: str, value: object, said: str) -> None:
+    from dpcost.catalog import model_from_hf_config
+
+    with pytest.raises(InputError, match=re.escape(said)):
+        model_from_hf_config({**_gemma3n_case(0), key: value}, "config.json")
 
 
 def test_minicpm5_moe_without_its_attention_gate_is_refused_as_its_class_refuses_it() -> None:

@@ -348,6 +348,26 @@ def _lightning(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     return out, first_mm + 3
 
 
+def _altup(a: ModelArchitecture, kernels: Kernels) -> list[Tensor]:
+    """What Gemma 3n's AltUp and LAuReL keep around one layer (Gemma3nTextDecoderLayer.forward, modeling_gemma3n.py,
+    transformers 5.25.0): predict's router input and the predicted copies (the attention norm keeps the active one
+    as its input, and with it the others' storage); LAuReL's rank-r projection and its norm's input; correct's router
+    norm input, router input and innovation (repeated per copy); and the scaled output's input. The router's n-wide
+    tensors and the copies' n x n coefficients are left out (n = 4 against a hidden of thousands)."""
+    u, e, h = a.altup, ACT_BYTES, a.hidden
+    assert u is not None
+    return [
+        Tensor("AltUp router input (predict)", "input", e * h),
+        Tensor("AltUp predicted copies but the active one", "input", e * (u.inputs - 1) * h),
+        Tensor("LAuReL projection (rank r)", "qkv", e * u.laurel_rank),
+        _norm_input(a, kernels, "LAuReL norm", "qkv", h),
+        _norm_input(a, kernels, "AltUp router norm (correct)", "mlp", h),
+        Tensor("AltUp router input (correct)", "mlp", e * h),
+        Tensor("AltUp innovation (one per copy)", "mlp", e * u.inputs * h),
+        Tensor("AltUp output scale's input", "mlp", e * h),
+    ]
+
+
 def _per_layer_input(a: ModelArchitecture, kernels: Kernels, first_mm: int) -> list[Tensor]:
     """Gemma 4's per-layer input after the MLP (PerLayerInputSpec; Gemma4TextDecoderLayer.forward, transformers
     5.25.0): the layer's slice of the per-layer inputs and its share of their projection's norm input, the gate's
@@ -470,6 +490,8 @@ def layer_tensors(
         mm += sum(1 for t in part if t.matmul)
     if a.layer_norms >= 4:
         tensors.append(_post_norm(a, kernels, "post-MLP norm"))
+    if a.altup is not None:
+        tensors += _altup(a, kernels)
     if a.per_layer_input is not None:
         tensors += _per_layer_input(a, kernels, mm)
     if streams:  # the expansion's post weights take their gradient from the sub-layer's output
@@ -478,7 +500,8 @@ def layer_tensors(
         tensors.append(Tensor("MLP dropout mask", "mlp", 1.0 * h))
     # a block's inputs, which every policy keeps: its residual streams, and Gemma 4's per-layer input slice with its
     # share of their norm's input
-    inputs = a.hidden * a.residual_streams + (2 * a.per_layer_input.width if a.per_layer_input is not None else 0)
+    copies = a.altup.inputs if a.altup is not None else a.residual_streams  # Gemma 3n's layer takes every AltUp copy
+    inputs = a.hidden * copies + (2 * a.per_layer_input.width if a.per_layer_input is not None else 0)
     return LayerTensors(tuple(tensors), kernels, inputs)
 
 

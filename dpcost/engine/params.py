@@ -222,6 +222,22 @@ def kv_projection_parameters(a: ModelArchitecture) -> float:
     return h * (kv_out + v_out) + (kv_out + v_out if a.qkv_bias else 0) + norm
 
 
+def altup_layer_parameters(a: ModelArchitecture) -> float:
+    """What one layer holds of Gemma 3n's AltUp and LAuReL (AltUpSpec): correct_output_scale and router_norm (hidden
+    each), correction_coefs (n x n), prediction_coefs (n x n^2), modality_router (hidden x n), no biases;
+    linear_left (hidden x rank), linear_right (rank x hidden) and post_laurel_norm (hidden)."""
+    u = a.altup
+    if u is None:
+        return 0.0
+    n, h = u.inputs, a.hidden
+    return float(2 * a.norm_weights * h + n * n + n**3 + h * n + 2 * h * u.laurel_rank + a.norm_weights * h)
+
+
+def altup_projection_parameters(a: ModelArchitecture) -> float:
+    """Gemma 3n's altup_projections and altup_unembed_projections: n - 1 hidden x hidden matrices each, no biases."""
+    return 0.0 if a.altup is None else float(2 * (a.altup.inputs - 1) * a.hidden * a.hidden)
+
+
 def per_layer_input_parameters(a: ModelArchitecture) -> float:
     """What one layer holds of Gemma 4's per-layer embeddings (PerLayerInputSpec): per_layer_input_gate (hidden ->
     width), per_layer_projection (width -> hidden), no biases, and post_per_layer_input_norm (hidden)."""
@@ -386,7 +402,7 @@ def _block(
 ) -> BlockCount:
     """One layer: its mixer, its norms and its MLP (dense of width `ffn`, else of its mixer's width
     (ModelArchitecture.dense_ffn); MoE; or none for a hybrid's single-mixer layers)."""
-    attn = mixer_parameters(a, mixer) + per_layer_input_parameters(a)
+    attn = mixer_parameters(a, mixer) + per_layer_input_parameters(a) + altup_layer_parameters(a)
     # with the norms: each sub-layer's input
     norms = layer_norm_parameters(a, mixer, mlp_kind) + 2 * hyper_connection_parameters(a)
     if mlp_kind == "none":
@@ -482,6 +498,9 @@ def block_matrices(
         mlp_matrices = mlp(ffn or a.dense_ffn(mixer))
     if a.per_layer_input is not None:
         mlp_matrices += [h * a.per_layer_input.width, a.per_layer_input.width * h]
+    if a.altup is not None:  # modality_router, prediction_coefs, linear_left, linear_right, correction_coefs
+        n, rank = a.altup.inputs, a.altup.laurel_rank
+        mlp_matrices += [h * n, n * n * n, h * rank, rank * h, n * n]
     streams = [float((2 + a.residual_streams) * a.residual_streams**2 * h)] if a.hyper_connected else []
     mixing = [*streams, *attention, *_compressor_matrices(a, mixer), *_mixer_matrices(a, mixer), *streams]
     mixing += mlp_matrices
@@ -536,6 +555,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         per_layer_embedding = float(per_layer.vocab * a.layers * per_layer.width)
         per_layer_projection = float(h * a.layers * per_layer.width + a.norm_weights * per_layer.width)
     outside = embedding + lm_head + positions + final_norm + per_layer_embedding + per_layer_projection
+    outside += altup_projection_parameters(a)
     total = sum(b.params for b in blocks) + outside
     active = sum(b.active for b in blocks) + outside
 
@@ -577,6 +597,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
         components.append(("hyper-connections", streams))
     if dense_layers:
         components.append(("dense MLP", sum(_mlp(a, ffn) for _, mlp, ffn in kinds if mlp == "dense")))
+    if a.altup is not None:
+        altup = altup_layer_parameters(a) * a.layers + altup_projection_parameters(a)
+        components.append(("AltUp and LAuReL", altup))
     if per_layer:
         components.append(("per-layer embeddings", per_layer_embedding))
         components.append(("per-layer inputs", per_layer_projection + per_layer_input_parameters(a) * a.layers))

@@ -3,11 +3,12 @@
 their configuration classes (and Llama's own biases, which they borrow). Writes resolved/aliased-families.json.
 
     python aliased_families_with_transformers.py > resolved/aliased-families.json
-    python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe > resolved/transformers-5.25.json
+    python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text \
+        > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
-families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses and MiniCPM5-MoE, with
-transformers 5.25.0).
+families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE and Gemma 3n,
+with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -269,6 +270,15 @@ CASES: dict[str, list[dict[str, object]]] = {
         {},
         {"n_routed_experts": 16, "n_shared_experts": 1, "attention_bias": True, "num_hidden_layers": 4,
          "tie_word_embeddings": False, "head_dim": 128},
+    ],
+    # Gemma 3n's text model: the class's defaults (E4B), E2B's shapes (as its config.json names them), and a list
+    # of MLP widths
+    "gemma3n_text": [
+        {},
+        {"num_hidden_layers": 30, "intermediate_size": [8192] * 30, "num_kv_shared_layers": 10},
+        {"num_hidden_layers": 6, "intermediate_size": [4096, 4096, 8192, 8192, 4096, 4096], "num_kv_shared_layers": 2,
+         "altup_num_inputs": 2, "laurel_rank": 32, "hidden_size_per_layer_input": 128, "tie_word_embeddings": False,
+         "layer_types": ["sliding_attention", "full_attention"] * 3},
     ],
     # MiniCPM5-MoE: gated attention, dense layers by mlp_layer_types, DeepSeek-V3's MoE
     "minicpm5_moe": [
