@@ -650,10 +650,15 @@ _NESTED = {
     "exaone4_5": "exaone4",
     "apertus1p5": "apertus1p5_text",
     "minimax_m3_vl": "minimax_m3_vl_text",
+    "granite_docling": "granite",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
-# Exaone4Config)
-_TEXT_ALIASES = {"exaone4_5_text": "exaone4"}
+# Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
+_TEXT_ALIASES = {"exaone4_5_text": "exaone4", "granite_docling_text": "granite"}
+# Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
+# (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
+# Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
+_READ_AS = {"paddleocr_vl": "ernie4_5"}
 _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", *_GLM4_MOE_SUBCLASSES, "minimax_m2")  # _glm4_moe, _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = (
@@ -679,7 +684,7 @@ SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
-         "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text"}
+         "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", *_READ_AS}
     )
 )  # fmt: skip
 
@@ -2296,9 +2301,13 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     wrapper = str(cfg.get("model_type"))
     family = wrapped or _family(cfg, where)
     prefix = ""
-    multimodal = wrapped is not None or family in _NESTED or family in ("qwen2_5_vl", "qwen2_vl")
+    multimodal = wrapped is not None or family in _NESTED or family in ("qwen2_5_vl", "qwen2_vl", *_READ_AS)
     if wrapped:
         cfg, prefix = _text_config(cfg), "text_config."
+    elif family in _READ_AS:
+        if isinstance(cfg.get("text_config"), dict):
+            cfg, prefix = cfg["text_config"], "text_config."
+        family = _READ_AS[family]
     elif family in ("qwen2_5_vl", "qwen2_vl"):
         # the released files keep the text model's keys top-level; transformers 5 writes them under text_config
         if isinstance(cfg.get("text_config"), dict):

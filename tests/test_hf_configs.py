@@ -1029,7 +1029,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     use_qkv_bias). MiniCPM5-MoE (its defaults: openbmb/MiniCPM5-15B-A2.5B) gates its attention from the query
     projection, biased under attention_bias, and places its dense layers by mlp_layer_types. Gemma 3n's text model
     (its class's defaults are E4B's; E2B's shapes; MLP widths by layer) adds AltUp's copies and LAuReL to Gemma 4
-    E-series' layers. dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
+    E-series' layers. PaddleOCR-VL's and Granite Docling's wrappers hold ERNIE-4.5's and Granite's text models.
+    dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(case["config"]))
@@ -1084,6 +1085,19 @@ def test_gemma3n_refuses_what_its_class_refuses_by_key(key: str, value: object, 
 
     with pytest.raises(InputError, match=re.escape(said)):
         model_from_hf_config({**_gemma3n_case(0), key: value}, "config.json")
+
+
+def test_paddleocr_vl_counts_its_text_model_from_the_released_files_top_level_keys(tmp_path: Path) -> None:
+    """PaddleOCR-VL's released config.json keeps its language model's keys top-level beside vision_config, where
+    transformers 5 writes them under text_config: both read as ERNIE-4.5-0.3B's layers, what transformers 5.25.0
+    builds of the text model."""
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "paddleocr_vl")
+    released = {k: v for k, v in case["config"].items() if k != "text_config"}
+    released.update(case["config"]["text_config"], model_type="paddleocr_vl")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(released))
+    spec = load_model(str(path))
+    assert count_params(spec).total == case["parameters"] and "text model only" in spec.source
 
 
 def test_minicpm5_moe_without_its_attention_gate_is_refused_as_its_class_refuses_it() -> None:

@@ -3,12 +3,12 @@
 their configuration classes (and Llama's own biases, which they borrow). Writes resolved/aliased-families.json.
 
     python aliased_families_with_transformers.py > resolved/aliased-families.json
-    python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text \
-        > resolved/transformers-5.25.json
+    python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text paddleocr_vl \
+        granite_docling > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
-families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE and Gemma 3n,
-with transformers 5.25.0).
+families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
+the text models of PaddleOCR-VL and Granite Docling, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -287,6 +287,9 @@ CASES: dict[str, list[dict[str, object]]] = {
          "n_shared_experts": 2, "n_routed_experts": 16, "tie_word_embeddings": True},
         {"num_hidden_layers": 3, "num_key_value_heads": 8, "head_dim": 64, "n_shared_experts": 0},
     ],
+    # PaddleOCR-VL's text model (ERNIE-4.5-0.3B's) and Granite Docling's (Granite's): their wrappers' defaults
+    "paddleocr_vl": [{}],
+    "granite_docling": [{}],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
@@ -308,9 +311,16 @@ def unused_parameters(model: object) -> int:
     return unused
 
 
+def text_parameters(model: object) -> int:
+    """A multimodal model's text model and output head: what dpcost counts of a wrapper's file."""
+    named = model.named_parameters()  # type: ignore[attr-defined]
+    text = ("language_model.", "text_model.", "lm_head.")
+    return sum(p.numel() for name, p in named if any(part in name for part in text))
+
+
 def main() -> None:
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     warnings.filterwarnings("ignore")
@@ -320,7 +330,10 @@ def main() -> None:
         for change in changes:
             config = CONFIG_MAPPING[family](**change)
             with torch.device("meta"):
-                model = AutoModelForCausalLM.from_config(config)
+                try:
+                    model = AutoModelForCausalLM.from_config(config)
+                except ValueError:  # a multimodal wrapper without a text-only class: its text model is counted
+                    model = AutoModelForImageTextToText.from_config(config)
             kept = {k: v for k, v in config.to_dict().items() if k not in DROPPED}
             for ours, theirs in RELEASED_NAMES.get(family, {}).items():  # as the released files name them
                 if ours in kept and (ours in change or theirs in change):
@@ -332,7 +345,9 @@ def main() -> None:
             out.append({
                 "config": kept,
                 "class": type(model).__name__,
-                "parameters": sum(p.numel() for p in model.parameters()),
+                "parameters": sum(p.numel() for p in model.parameters())
+                if "ForCausalLM" in type(model).__name__
+                else text_parameters(model),
                 # persistent buffers a checkpoint also holds: routers' e_score_correction_bias
                 "routing_biases": sum(
                     b.numel() for name, b in model.named_buffers() if name.endswith("e_score_correction_bias")
