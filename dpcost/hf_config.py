@@ -331,6 +331,9 @@ _LLAMA_LIKE = {
     # configuration_glm4v.py / modeling_glm4v.py (5.24.0): GLM-4's text layers (4 RMSNorms, fused gate_up), q/k/v
     # biases whatever attention_bias says, o_proj without, head_dim hidden / heads (a head_dim key is not read)
     "glm4v_text": (2, None, True, "none"),
+    # configuration_glm_ocr.py / modular_glm_ocr.py (5.25.0: zai-org/GLM-OCR): GLM-4V's text layers, but q/k/v
+    # without biases (GlmOcrTextAttention) and 8 KV heads by default
+    "glm_ocr_text": (8, None, False, "none"),
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
@@ -338,9 +341,9 @@ _LLAMA_LIKE = {
 # Whose attention projections take bias=False whatever attention_bias says (modeling_mistral.py, modeling_ministral.py,
 # modeling_ministral3.py, modeling_mixtral.py, modeling_phi3.py, modeling_exaone4.py, modeling_exaone_moe.py), that
 # has no attention_bias (modeling_cwm.py, Baichuan's modeling_baichuan.py), or whose biases follow use_bias alone
-# (modeling_ernie4_5.py, _moe)
+# (modeling_ernie4_5.py, _moe), or whose q/k/v are unbiased whatever it says (modular_glm_ocr.py)
 _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "exaone4", "exaone_moe", "ernie4_5",
-             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2")  # fmt: skip
+             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text")  # fmt: skip
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
 _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
@@ -740,7 +743,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "qkv_bias": qkv_bias or (family not in _UNBIASED and k.flag(bias_key, defaults.get(bias_key, False))),
         "qk_norm": qk_norm,
     }
-    if family in ("glm4v_text", "stablelm"):
+    if family in ("glm4v_text", "glm_ocr_text", "stablelm"):
         head_dim = None
     elif family.startswith("hunyuan") or family == "ministral":  # their attention fails without one
         head_dim = k.integer("head_dim", "attention_head_dim", field="head_dim")
@@ -793,7 +796,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["out_bias"] = True
     if family == "phimoe":
         arch.update(norm="layernorm", head_bias=k.flag("lm_head_bias", False))
-    if family in ("glm4", "glm4v_text"):
+    if family in ("glm4", "glm4v_text", "glm_ocr_text"):
         arch["layer_norms"] = 4
     if family in ("ernie4_5", "ernie4_5_moe") and k.flag("use_bias", False):
         arch.update(qkv_bias=True, linear_bias=True)

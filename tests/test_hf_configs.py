@@ -1029,7 +1029,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     use_qkv_bias). MiniCPM5-MoE (its defaults: openbmb/MiniCPM5-15B-A2.5B) gates its attention from the query
     projection, biased under attention_bias, and places its dense layers by mlp_layer_types. Gemma 3n's text model
     (its class's defaults are E4B's; E2B's shapes; MLP widths by layer) adds AltUp's copies and LAuReL to Gemma 4
-    E-series' layers. PaddleOCR-VL's and Granite Docling's wrappers hold ERNIE-4.5's and Granite's text models.
+    E-series' layers. PaddleOCR-VL's and Granite Docling's wrappers hold ERNIE-4.5's and Granite's text models,
+    GLM-OCR's GLM-4V's with unbiased q, k and v.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
