@@ -654,10 +654,18 @@ _NESTED = {
     "apertus1p5": "apertus1p5_text",
     "minimax_m3_vl": "minimax_m3_vl_text",
     "granite_docling": "granite",
+    "qwen2_5_omni_thinker": "qwen2",
+    "qwen3_omni_moe_thinker": "qwen3_vl_moe_text",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
-_TEXT_ALIASES = {"exaone4_5_text": "exaone4", "granite_docling_text": "granite"}
+_TEXT_ALIASES = {"exaone4_5_text": "exaone4", "granite_docling_text": "granite", "qwen2_5_omni_text": "qwen2",
+                 "qwen3_omni_moe_text": "qwen3_vl_moe_text"}  # fmt: skip
+# Omni models: the thinker (thinker_config) holds the text model (its text_config) that dpcost counts, beside the
+# talker, the audio and vision towers; the thinker's own tie_word_embeddings decides the head's tying, not its
+# text_config's (Qwen2_5OmniThinkerForConditionalGeneration and Qwen3OmniMoeThinkerForConditionalGeneration tie
+# lm_head by their config's, False by default: transformers 5.25.0)
+_OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_moe_thinker"}
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -2300,6 +2308,9 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
 
 
 def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Keys, str]:
+    outer = ""
+    if cfg.get("model_type") in _OMNI and isinstance(cfg.get("thinker_config"), dict):
+        cfg, outer = {"model_type": _OMNI[cfg["model_type"]], **cfg["thinker_config"]}, "thinker_config."
     wrapped = _wrapped_family(cfg)
     wrapper = str(cfg.get("model_type"))
     family = wrapped or _family(cfg, where)
@@ -2319,18 +2330,23 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         text = cfg.get("text_config")
         if not isinstance(text, dict):
             raise InputError(where, f"text_config: a {family} config keeps its text model's keys there")
+        thinker_tied = cfg.get("tie_word_embeddings") is True
         cfg, prefix, family = _text_config(cfg), "text_config.", _nested_family(family, text, where)
+        if wrapper in _OMNI.values():  # a thinker ties its head by its own config, not by its text model's
+            cfg = {**cfg, "tie_word_embeddings": thinker_tied}
     elif "hidden_size" not in cfg and isinstance(cfg.get("text_config"), dict) and "hidden_size" in cfg["text_config"]:
         # a wrapper's file whose top-level model_type names its text model (mlc-llm's copy of Ministral-3-3B-2512:
         # ministral3 over Mistral3ForConditionalGeneration's text_config): the text model's keys are there
         cfg, prefix, multimodal = _text_config(cfg), "text_config.", True
     note = "text model only: the vision encoder is not counted" if multimodal else ""
+    if outer:
+        note = "text model only (the thinker's text_config): the talker and the audio and vision towers are not counted"
     if wrapped:
         note = (
             f"text model only ({wrapper}'s text_config, a {wrapped} model): its vision or audio encoder and "
             "projector are not counted"
         )
-    k = Keys(cfg, where, family, prefix)
+    k = Keys(cfg, where, family, outer + prefix)
     if family in _LLAMA_LIKE:
         arch = _llama_like(k, family)
     elif family in _GEMMA:

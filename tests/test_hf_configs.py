@@ -1030,7 +1030,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     projection, biased under attention_bias, and places its dense layers by mlp_layer_types. Gemma 3n's text model
     (its class's defaults are E4B's; E2B's shapes; MLP widths by layer) adds AltUp's copies and LAuReL to Gemma 4
     E-series' layers. PaddleOCR-VL's and Granite Docling's wrappers hold ERNIE-4.5's and Granite's text models,
-    GLM-OCR's GLM-4V's with unbiased q, k and v.
+    GLM-OCR's GLM-4V's with unbiased q, k and v; the Omni thinkers' Qwen2's and Qwen3-VL-MoE's, their heads tied
+    by the thinker's config alone.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
@@ -1099,6 +1100,26 @@ def test_paddleocr_vl_counts_its_text_model_from_the_released_files_top_level_ke
     path.write_text(json.dumps(released))
     spec = load_model(str(path))
     assert count_params(spec).total == case["parameters"] and "text model only" in spec.source
+
+
+@pytest.mark.parametrize("thinker", ["qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"])
+def test_an_omni_models_file_counts_its_thinkers_text_model(thinker: str, tmp_path: Path) -> None:
+    """Qwen2.5-Omni's and Qwen3-Omni's files keep the thinker under thinker_config and its text model under that's
+    text_config, beside the talker and the audio and vision towers: dpcost counts the thinker's text model and
+    head, and names a key there by its whole path. Qwen2.5-Omni-7B's thinker is Qwen2.5-7B's shape: 7,615,616,512,
+    the count of Qwen2.5-7B's checkpoint (hf-configs/README.md)."""
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == thinker)
+    path = tmp_path / "config.json"
+    omni = {"model_type": thinker.removesuffix("_thinker"), "thinker_config": case["config"], "talker_config": {}}
+    path.write_text(json.dumps(omni))
+    spec = load_model(str(path))
+    assert count_params(spec).total == case["parameters"] and "the talker" in spec.source
+    if thinker == "qwen2_5_omni_thinker":
+        assert case["parameters"] == 7_615_616_512
+    del omni["thinker_config"]["text_config"]["hidden_size"]
+    path.write_text(json.dumps(omni))
+    with pytest.raises(InputError, match=r"thinker_config\.text_config\.hidden_size"):
+        load_model(str(path))
 
 
 def test_minicpm5_moe_without_its_attention_gate_is_refused_as_its_class_refuses_it() -> None:

@@ -4,11 +4,11 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
 
     python aliased_families_with_transformers.py > resolved/aliased-families.json
     python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text paddleocr_vl \
-        granite_docling glm_ocr > resolved/transformers-5.25.json
+        granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
-the text models of PaddleOCR-VL, Granite Docling and GLM-OCR, with transformers 5.25.0).
+the text models of PaddleOCR-VL, Granite Docling, GLM-OCR and the Omni thinkers, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -290,6 +290,14 @@ CASES: dict[str, list[dict[str, object]]] = {
     # PaddleOCR-VL's text model (ERNIE-4.5-0.3B's) and Granite Docling's (Granite's): their wrappers' defaults
     "paddleocr_vl": [{}],
     "granite_docling": [{}],
+    # Omni thinkers' text models: Qwen2.5-Omni's (Qwen2's layers; its text_config's tie_word_embeddings true, which
+    # the thinker does not follow) and Qwen3-Omni's (Qwen3-VL-MoE's layers) at Qwen3-Omni-30B-A3B's widths
+    "qwen2_5_omni_thinker": [{}],
+    "qwen3_omni_moe_thinker": [
+        {"text_config": {"hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 32,
+                         "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936, "moe_intermediate_size": 768,
+                         "num_experts": 128, "num_experts_per_tok": 8, "intermediate_size": 6144}},
+    ],
     # GLM-OCR: GLM-4V's text layers with unbiased q, k and v, whatever attention_bias says
     "glm_ocr": [{}, {"text_config": {"num_hidden_layers": 4, "attention_bias": True, "num_key_value_heads": 4}}],
     "cwm": [
