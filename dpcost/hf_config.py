@@ -48,6 +48,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "qwen3_moe": {"num_experts": "num_local_experts"},
     "qwen3_vl_moe_text": {"num_experts": "num_local_experts"},
     "solar_open": {"num_local_experts": "n_routed_experts"},
+    "molmo2_text": {"qkv_bias": "attention_bias"},
     # Sarvam-30B's and Param2's Glm4MoeConfig subclasses also read their original configs' names
     **{family: {"num_local_experts": "n_routed_experts", "num_experts": "n_routed_experts",
                 "num_shared_experts": "n_shared_experts", "use_qkv_bias": "attention_bias",
@@ -695,7 +696,7 @@ SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
-         "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", *_READ_AS}
+         "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", *_READ_AS}
     )
 )  # fmt: skip
 
@@ -1839,6 +1840,38 @@ def _mllama_text(k: Keys) -> dict[str, Any]:
     }
 
 
+# Molmo2TextConfig's defaults (configuration_molmo2.py, transformers 5.25.0: allenai/Molmo2-8B's text model)
+_MOLMO2_TEXT = {"hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "head_dim": 128, "vocab_size": 151936}  # fmt: skip
+
+
+def _molmo2_text(k: Keys) -> dict[str, Any]:
+    """Molmo 2's text model (molmo2_text: Molmo2TextModel, modular_molmo2.py, transformers 5.25.0): Llama's layers
+    with OLMo 2's attention, q/k/v biased by attention_bias (its files' qkv_bias), o_proj unbiased, q_norm and k_norm
+    per head (qk_norm_type qwen3) or over the whole projection (olmo), two norms a layer (before or, under
+    norm_after, after each sub-layer); embed_tokens has vocab_size + additional_vocab_size rows, lm_head vocab_size."""
+    d = _MOLMO2_TEXT
+    dims = dimensions(k, d)
+    norm = k.get("qk_norm_type", default="qwen3")
+    if norm not in ("qwen3", "olmo"):
+        raise InputError(
+            k.where, f"{k._key('qk_norm_type')}: qwen3 or olmo (as Molmo2TextConfig allows), got {norm!r}"[:200]
+        )
+    extra = k.integer("additional_vocab_size", default=128, field="vocab")
+    if extra < 0:
+        raise InputError(k.where, f"{k._key('additional_vocab_size')}: 0 or more, got {extra}")
+    return {
+        **dims,
+        "vocab": dims["vocab"] + extra,
+        "head_vocab": dims["vocab"],
+        "ffn": k.integer("intermediate_size", default=12288, field="ffn"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": False,
+        "qk_norm": "head" if norm == "qwen3" else "full",
+    }
+
+
 def _minimax_m2(k: Keys) -> dict[str, Any]:
     """MiniMaxM2ForCausalLM (MiniMax-M2), as transformers builds it: configuration_minimax_m2.py and
     modeling_minimax_m2.py at ea9df1d3bd9784aa7e6abd8f4be29551dd58d6d8.
@@ -2294,6 +2327,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "llama4_text": _llama4,
     "gemma4_text": _gemma4,
     "gemma3n_text": _gemma3n,
+    "molmo2_text": _molmo2_text,
     "mimo_v2_flash": _mimo_v2_flash,
     "minimax_m2": _minimax_m2,
     "longcat_flash": _longcat_flash,

@@ -1031,7 +1031,7 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     (its class's defaults are E4B's; E2B's shapes; MLP widths by layer) adds AltUp's copies and LAuReL to Gemma 4
     E-series' layers. PaddleOCR-VL's and Granite Docling's wrappers hold ERNIE-4.5's and Granite's text models,
     GLM-OCR's GLM-4V's with unbiased q, k and v; the Omni thinkers' Qwen2's and Qwen3-VL-MoE's, their heads tied
-    by the thinker's config alone.
+    by the thinker's config alone; Molmo 2's OLMo 2 attention with extra embedding rows.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
