@@ -479,7 +479,10 @@ _SARVAM_MLA = {"vocab_size": 262144, "hidden_size": 4096, "intermediate_size": 1
 _SARVAM_KEYS = {"n_routed_experts": ("num_experts",), "n_shared_experts": ("num_shared_experts",),
                 "num_nextn_predict_layers": ("num_mtp_layers",)}  # fmt: skip
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite",
-             "minicpm3", "youtu", "sarvam_mla")  # fmt: skip
+             "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text")  # fmt: skip
+# Multimodal files that keep their text model under language_config: DeepSeek-OCR's (deepseek_vl_v2, remote code:
+# DeepSeek-VL2's layout) holds a DeepseekV2 decoder there
+_LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt")
 # The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
@@ -696,7 +699,8 @@ SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
-         "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", *_READ_AS}
+         "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", *_READ_AS,
+         *_LANGUAGE_CONFIG}
     )
 )  # fmt: skip
 
@@ -1314,8 +1318,16 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     MiniCPM3 (minicpm3: configuration_minicpm3.py / modeling_minicpm3.py, 5.24.0) is DeepSeek-V2's MLA over a dense MLP
     in every layer under its own defaults (_MINICPM3): tied, v_head_dim hidden / heads unless given; Youtu (youtu) the
     same under _YOUTU; Sarvam's MLA models (sarvam_mla) DeepseekV3ForCausalLM's under _SARVAM_MLA, their files' own
-    names for three keys (_SARVAM_KEYS)."""
+    names for three keys (_SARVAM_KEYS).
+
+    Without MLA, where a file says use_mla false (DeepSeek-OCR's decoder: its remote modeling_deepseekv2.py builds an
+    "mha_" Llama attention) or is DeepSeek-OCR 2's text model (deepseek_ocr2_text: DeepseekOcr2TextAttention is
+    LlamaAttention, its class drops the MLA keys and first_k_dense_replace, and places dense layers by
+    mlp_layer_types alone; transformers 5.25.0), the attention has num_key_value_heads (else num_attention_heads)
+    KV heads of hidden / heads."""
     glm = family in ("glm_moe_dsa", "glm4_moe_lite")
+    ocr2 = family == "deepseek_ocr2_text"
+    mla = not ocr2 and k.get("use_mla", default=True) is not False
     defaults = {
         "glm_moe_dsa": _GLM_MOE_DSA,
         "mistral4": _MISTRAL4,
@@ -1360,11 +1372,22 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             # V3's e_score_correction_bias; Mistral 4's softmax router has none
             "router_bias": glm or (family != "mistral4" and k.text("topk_method", "") == "noaux_tc"),
         }
-        kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if glm else None
+        kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if glm or ocr2 else None
+        if kinds is None and ocr2:
+            said = (
+                f"{k._key('mlp_layer_types')}: dense or sparse per layer ({layers}); DeepseekOcr2TextConfig reads no "
+            )
+            raise InputError(k.where, said + "first_k_dense_replace and builds no model without it")
         if kinds is None and family == "glm4_moe_lite":  # its class reads no first_k_dense_replace: layer 0 dense
             kinds = ["dense"] + ["sparse"] * (layers - 1)
         if kinds is not None:
             arch["moe"].update(first_dense_layers=0, dense_layers=tuple(i for i, t in enumerate(kinds) if t == "dense"))
+    if not mla:
+        heads = arch["heads"]
+        kv_heads = integer("num_key_value_heads", "kv_heads", None)
+        arch.update(kv_heads=kv_heads if kv_heads is not None else heads, head_dim=arch["hidden"] // heads)
+        arch["mtp_layers"] = 0 if ocr2 else integer("num_nextn_predict_layers", "mtp_layers", 0)
+        return arch
     arch["mla"] = {
         # written as null: no query latent, whatever the class's default (DeepSeek-V2-Lite's; MiniCPM3's class has 768)
         "q_lora_rank": None
@@ -2349,9 +2372,13 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     wrapper = str(cfg.get("model_type"))
     family = wrapped or _family(cfg, where)
     prefix = ""
-    multimodal = wrapped is not None or family in _NESTED or family in ("qwen2_5_vl", "qwen2_vl", *_READ_AS)
+    multimodal = wrapped is not None or family in (*_NESTED, "qwen2_5_vl", "qwen2_vl", *_READ_AS, *_LANGUAGE_CONFIG)
     if wrapped:
         cfg, prefix = _text_config(cfg), "text_config."
+    elif family in _LANGUAGE_CONFIG:
+        if not isinstance(cfg.get("language_config"), dict):
+            raise InputError(where, f"language_config: a {family} config keeps its language model's keys there")
+        cfg, prefix, family = cfg["language_config"], "language_config.", _LANGUAGE_CONFIG[family]
     elif family in _READ_AS:
         if isinstance(cfg.get("text_config"), dict):
             cfg, prefix = cfg["text_config"], "text_config."

@@ -151,7 +151,7 @@ def test_every_family_within_half_a_percent() -> None:
         "gemma4_text", "cohere2", "hunyuan_v1_dense", "hunyuan", "dots1", "helium", "mimo", "stablelm", "gpt_neo",
         "codegen", "mpt", "mistral4", "glm", "internlm3", "glm4_moe_lite",
         "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4", "chatglm", "bailing_moe", "minimax_m3", "nemotron-nas",
-        "mllama_text_model",
+        "mllama_text_model", "deepseek_vl_v2",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -1031,7 +1031,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     (its class's defaults are E4B's; E2B's shapes; MLP widths by layer) adds AltUp's copies and LAuReL to Gemma 4
     E-series' layers. PaddleOCR-VL's and Granite Docling's wrappers hold ERNIE-4.5's and Granite's text models,
     GLM-OCR's GLM-4V's with unbiased q, k and v; the Omni thinkers' Qwen2's and Qwen3-VL-MoE's, their heads tied
-    by the thinker's config alone; Molmo 2's OLMo 2 attention with extra embedding rows.
+    by the thinker's config alone; Molmo 2's OLMo 2 attention with extra embedding rows; DeepSeek-OCR 2's DeepSeek-V2
+    MoE with Llama's attention.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
@@ -1120,6 +1121,19 @@ def test_an_omni_models_file_counts_its_thinkers_text_model(thinker: str, tmp_pa
     path.write_text(json.dumps(omni))
     with pytest.raises(InputError, match=r"thinker_config\.text_config\.hidden_size"):
         load_model(str(path))
+
+
+def test_deepseek_ocr_files_name_what_they_lack() -> None:
+    """DeepSeek-OCR's file keeps its decoder under language_config; DeepSeek-OCR 2's text model places its dense
+    layers by mlp_layer_types alone (its class builds no model without them)."""
+    from dpcost.catalog import model_from_hf_config
+
+    with pytest.raises(InputError, match="language_config: a deepseek_vl_v2 config keeps its language model's keys"):
+        model_from_hf_config({"model_type": "deepseek_vl_v2", "hidden_size": 1280}, "config.json")
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "deepseek_ocr2")
+    text = {k: v for k, v in case["config"]["text_config"].items() if k != "mlp_layer_types"}
+    with pytest.raises(InputError, match=r"text_config\.mlp_layer_types: dense or sparse per layer \(12\)"):
+        model_from_hf_config({**case["config"], "text_config": text}, "config.json")
 
 
 def test_minicpm5_moe_without_its_attention_gate_is_refused_as_its_class_refuses_it() -> None:
