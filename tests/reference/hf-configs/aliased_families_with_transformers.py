@@ -4,13 +4,13 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
 
     python aliased_families_with_transformers.py > resolved/aliased-families.json
     python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text paddleocr_vl \
-        granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 \
+        granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
-the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2 and DeepSeek-OCR 2, with
-transformers 5.25.0).
+the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2, DeepSeek-OCR 2 and
+HunyuanVL, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -314,6 +314,15 @@ CASES: dict[str, list[dict[str, object]]] = {
                          "num_key_value_heads": 10, "num_experts_per_tok": 6, "num_hidden_layers": 12,
                          "vocab_size": 129280, "topk_method": "greedy",
                          "mlp_layer_types": ["dense"] + ["sparse"] * 11}},
+    ],
+    # HunyuanVL's text model: Hunyuan dense's layers (its class gives no head_dim, which the attention needs)
+    "hunyuan_vl": [
+        {"text_config": {"head_dim": 128, "rope_parameters": {"rope_type": "dynamic", "alpha": 1000.0,
+                                                               "rope_theta": 10000.0, "factor": 1.0}}},
+        {"text_config": {"head_dim": 128, "num_hidden_layers": 3, "hidden_size": 1024, "num_attention_heads": 16,
+                         "num_key_value_heads": 8, "vocab_size": 120818,
+                         "rope_parameters": {"rope_type": "dynamic", "alpha": 1000.0, "rope_theta": 10000.0,
+                                             "factor": 1.0}}},
     ],
     # GLM-OCR: GLM-4V's text layers with unbiased q, k and v, whatever attention_bias says
     "glm_ocr": [{}, {"text_config": {"num_hidden_layers": 4, "attention_bias": True, "num_key_value_heads": 4}}],
