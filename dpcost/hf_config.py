@@ -659,13 +659,15 @@ _NESTED = {
     "minimax_m3_vl": "minimax_m3_vl_text",
     "granite_docling": "granite",
     "hunyuan_vl": "hunyuan_v1_dense",  # HunYuanVLTextConfig is HunYuanDenseV1Config's, tied by default
+    "granite4_vision": "granite",  # Granite4VisionTextConfig is GraniteConfig, its text model GraniteModel
     "qwen2_5_omni_thinker": "qwen2",
     "qwen3_omni_moe_thinker": "qwen3_vl_moe_text",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
 _TEXT_ALIASES = {"exaone4_5_text": "exaone4", "granite_docling_text": "granite", "qwen2_5_omni_text": "qwen2",
-                 "qwen3_omni_moe_text": "qwen3_vl_moe_text", "hunyuan_vl_text": "hunyuan_v1_dense"}  # fmt: skip
+                 "qwen3_omni_moe_text": "qwen3_vl_moe_text", "hunyuan_vl_text": "hunyuan_v1_dense",
+                 "granite4_vision_text": "granite"}  # fmt: skip
 # Omni models: the thinker (thinker_config) holds the text model (its text_config) that dpcost counts, beside the
 # talker, the audio and vision towers; the thinker's own tie_word_embeddings decides the head's tying, not its
 # text_config's (Qwen2_5OmniThinkerForConditionalGeneration and Qwen3OmniMoeThinkerForConditionalGeneration tie
