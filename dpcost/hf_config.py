@@ -335,6 +335,9 @@ _LLAMA_LIKE = {
     # configuration_glm_ocr.py / modular_glm_ocr.py (5.25.0: zai-org/GLM-OCR): GLM-4V's text layers, but q/k/v
     # without biases (GlmOcrTextAttention) and 8 KV heads by default
     "glm_ocr_text": (8, None, False, "none"),
+    # configuration_cosmos3_edge.py / modular_cosmos3_edge.py (5.25.0): Llama's attention with CLIP's MLP (fc1 and
+    # fc2 biased by mlp_bias, relu2: two matrices), 8 KV heads of 128 by default
+    "cosmos3_edge_text": (8, 128, False, "none"),
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
@@ -348,7 +351,7 @@ _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "ex
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
 _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
-                   "nemotron", "hyperclovax", "exaone", "iquestcoder", "internlm3")  # fmt: skip
+                   "nemotron", "hyperclovax", "exaone", "iquestcoder", "internlm3", "cosmos3_edge_text")  # fmt: skip
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
@@ -795,7 +798,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch.update(mlp="relu", norm="layernorm")
     if family == "nanochat":
         arch.update(mlp="relu", norm="layernorm_np")  # NanoChatRMSNorm (Llama 4's L2 norm) holds no weight
-    if family in ("arcee", "apertus", "apertus1p5_text"):
+    if family in ("arcee", "apertus", "apertus1p5_text", "cosmos3_edge_text"):
         arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
     if family in ("apertus", "apertus1p5_text"):
         arch["activation_scalars"] = 2
@@ -805,7 +808,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
                   "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek",
-                  "bitnet", "internlm")  # fmt: skip
+                  "bitnet", "internlm", "cosmos3_edge_text")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):

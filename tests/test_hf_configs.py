@@ -1032,7 +1032,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     E-series' layers. PaddleOCR-VL's and Granite Docling's wrappers hold ERNIE-4.5's and Granite's text models,
     GLM-OCR's GLM-4V's with unbiased q, k and v; the Omni thinkers' Qwen2's and Qwen3-VL-MoE's, their heads tied
     by the thinker's config alone; Molmo 2's OLMo 2 attention with extra embedding rows; DeepSeek-OCR 2's DeepSeek-V2
-    MoE with Llama's attention; HunyuanVL's Hunyuan dense layers; Granite 4 Vision's Granite layers.
+    MoE with Llama's attention; HunyuanVL's Hunyuan dense layers; Granite 4 Vision's Granite layers; Cosmos 3 Edge's
+    Llama attention with a two-matrix MLP.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"

@@ -5,13 +5,13 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
     python aliased_families_with_transformers.py > resolved/aliased-families.json
     python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text paddleocr_vl \
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
-        granite4_vision \
+        granite4_vision cosmos3_edge \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
 the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2, DeepSeek-OCR 2,
-HunyuanVL and Granite 4 Vision, with transformers 5.25.0).
+HunyuanVL, Granite 4 Vision and Cosmos 3 Edge, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -328,6 +328,11 @@ CASES: dict[str, list[dict[str, object]]] = {
     # Granite 4 Vision's text model: Granite's (its class builds nothing without a deepstack_layer_map and a
     # downsample_rate)
     "granite4_vision": [{"deepstack_layer_map": [[-1, 0]], "downsample_rate": "1/4"}],
+    # Cosmos 3 Edge's text model: Llama's attention with CLIP's two-matrix MLP
+    "cosmos3_edge": [
+        {},
+        {"text_config": {"num_hidden_layers": 3, "attention_bias": True, "mlp_bias": True, "num_key_value_heads": 4}},
+    ],
     # GLM-OCR: GLM-4V's text layers with unbiased q, k and v, whatever attention_bias says
     "glm_ocr": [{}, {"text_config": {"num_hidden_layers": 4, "attention_bias": True, "num_key_value_heads": 4}}],
     "cwm": [
