@@ -1353,6 +1353,22 @@ def test_a_kv_shared_layer_keeps_no_keys_or_values_of_its_own() -> None:
     assert shared["per-layer gate output"] == 2 * 256
 
 
+def test_full_recomputation_keeps_the_keys_and_values_kv_shared_layers_read() -> None:
+    """Gemma 4 E2B's last 20 layers attend with the keys and values of the last sliding and the last global layer
+    before them (kv_sharing_modes, shared_kv_states). Recomputed whole, those two layers keep only their input, but the
+    consumers' checkpoints hold the K/V they take until their backward: one KV head of 256 (sliding) and one of 512
+    (global, global_head_dim), keys and values, 2 bytes each."""
+    from dpcost.engine.checkpointing import activation_memory, shared_kv_per_token
+
+    a = load_model(str(CONFIGS / "gemma-4-e2b-it.json")).architecture
+    assert a is not None
+    s, inputs = 4096, 1536 + 2 * 256  # each layer's input: the hidden state and its per-layer input slice
+    full = activation_memory(a, s, 1, "full").kept
+    assert full == s * 2 * (35 * inputs + 1 * (256 + 256) + 1 * (512 + 512))
+    # the producers are the last sliding and the last global layer before the 20 kv-shared ones: layers 13 and 14
+    assert [shared_kv_per_token(a, {i}) for i in (12, 13, 14)] == [0, 2 * (256 + 256), 2 * (512 + 512)]
+
+
 def test_a_kv_shared_layer_needs_an_earlier_layer_of_its_kind() -> None:
     from pydantic import ValidationError
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from dpcost.engine.activations import ACT_BYTES, Kernels, LayerTensors, layer_tensors
 from dpcost.frozen import frozen
-from dpcost.specs import ModelArchitecture
+from dpcost.specs import KV_SHARED, ModelArchitecture
 
 __all__ = [
     "DEFAULT_MODULES",
@@ -103,6 +103,27 @@ def kept_per_token(
     raise ValueError(f"recompute must be one of {RECOMPUTE}")
 
 
+def shared_kv_per_token(a: ModelArchitecture, recomputed: set[int]) -> float:
+    """Bytes per token of the keys and values that kv-shared layers read from an earlier layer (Gemma 4's and Gemma
+    3n's num_kv_shared_layers: the last producer of each kind), where that producer is recomputed whole. Its
+    checkpoint drops what its attention kept, but the consumers' checkpoints hold the K/V tensors they take as inputs
+    (shared_kv_states, modeling_gemma4.py / modeling_gemma3n.py, transformers 5.25.0) until their backward; under
+    any other policy the producer's attention keeps them anyway."""
+    last: dict[tuple[str, Any], int] = {}
+    read: set[int] = set()
+    for i, mixer in enumerate(a.mixers):
+        kind = (mixer.removeprefix(KV_SHARED), a.local_span(i))
+        if a.computes_kv(mixer):
+            last[kind] = i
+        elif kind in last:
+            read.add(last[kind])
+    total = 0.0
+    for i in read & recomputed:
+        view = a.attention_of(a.mixers[i])
+        total += ACT_BYTES * view.n_kv_heads * (view.d_head + (0 if view.values_from_keys else view.d_value))
+    return total
+
+
 def activation_memory(
     a: ModelArchitecture,
     seq_len: int,
@@ -126,7 +147,8 @@ def activation_memory(
     for i, kind in enumerate(a.layer_kinds):
         key = (kind, recompute if (i + 1) % every == 0 else "none")
         counts[key] = counts.get(key, 0) + 1
-    kept = 0.0
+    full = {i for i in range(a.layers) if recompute == "full" and (i + 1) % every == 0}
+    kept = shared_kv_per_token(a, full) * s * b if full and a.mixers else 0.0
     recomputed = 0.0
     for (kind, policy), n in counts.items():
         layer = kinds[kind]
