@@ -49,6 +49,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "qwen3_vl_moe_text": {"num_experts": "num_local_experts"},
     "solar_open": {"num_local_experts": "n_routed_experts"},
     "molmo2_text": {"qkv_bias": "attention_bias"},
+    "minicpm5_moe": {"num_local_experts": "n_routed_experts"},
     # Sarvam-30B's and Param2's Glm4MoeConfig subclasses also read their original configs' names
     **{family: {"num_local_experts": "n_routed_experts", "num_experts": "n_routed_experts",
                 "num_shared_experts": "n_shared_experts", "use_qkv_bias": "attention_bias",
@@ -333,7 +334,7 @@ _LLAMA_LIKE = {
     # biases whatever attention_bias says, o_proj without, head_dim hidden / heads (a head_dim key is not read)
     "glm4v_text": (2, None, True, "none"),
     # configuration_glm_ocr.py / modular_glm_ocr.py (5.25.0: zai-org/GLM-OCR): GLM-4V's text layers, but q/k/v
-    # without biases (GlmOcrTextAttention) and 8 KV heads by default
+    # without biases (GlmOcrTextAttention), which reads head_dim (else hidden / heads), and 8 KV heads by default
     "glm_ocr_text": (8, None, False, "none"),
     # configuration_cosmos3_edge.py / modular_cosmos3_edge.py (5.25.0): Llama's attention with CLIP's MLP (fc1 and
     # fc2 biased by mlp_bias, relu2: two matrices), 8 KV heads of 128 by default
@@ -570,9 +571,9 @@ _ARCHITECTURES = {
     "ExaoneMoEForCausalLM": "exaone_moe",
     "HYV3ForCausalLM": "hy_v3",
     "SolarOpenForCausalLM": "solar_open",
-    "SarvamMoEForCausalLM": "sarvam_moe",
+    "SarvamMoEForCausalLM": "sarvam_moe",  # sarvamai/sarvam-30b's remote code
     "MiniCPM5MoEForCausalLM": "minicpm5_moe",  # the spelling MiniCPM5MoeConfig renames
-    "MiniCPM5MoeForCausalLM": "minicpm5_moe",  # sarvamai/sarvam-30b's remote code
+    "MiniCPM5MoeForCausalLM": "minicpm5_moe",
     "Param2MoEForCausalLM": "param2moe",  # bharatgenai's remote code
     "FlintForCausalLM": "flint",
     "GraniteSWAForCausalLM": "granite_swa",
@@ -663,6 +664,7 @@ _NESTED = {
     "granite_docling": "granite",
     "hunyuan_vl": "hunyuan_v1_dense",  # HunYuanVLTextConfig is HunYuanDenseV1Config's, tied by default
     "granite4_vision": "granite",  # Granite4VisionTextConfig is GraniteConfig, its text model GraniteModel
+    "glm_ocr": "glm_ocr_text",
     "qwen2_5_omni_thinker": "qwen2",
     "qwen3_omni_moe_thinker": "qwen3_vl_moe_text",
 }  # multimodal wrappers: the text model's keys
@@ -672,10 +674,13 @@ _TEXT_ALIASES = {"exaone4_5_text": "exaone4", "granite_docling_text": "granite",
                  "qwen3_omni_moe_text": "qwen3_vl_moe_text", "hunyuan_vl_text": "hunyuan_v1_dense",
                  "granite4_vision_text": "granite"}  # fmt: skip
 # Omni models: the thinker (thinker_config) holds the text model (its text_config) that dpcost counts, beside the
-# talker, the audio and vision towers; the thinker's own tie_word_embeddings decides the head's tying, not its
-# text_config's (Qwen2_5OmniThinkerForConditionalGeneration and Qwen3OmniMoeThinkerForConditionalGeneration tie
-# lm_head by their config's, False by default: transformers 5.25.0)
+# talker, the audio and vision towers
 _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_moe_thinker"}
+# Wrappers whose class ties the output head by its own tie_word_embeddings, not its text_config's, and that key's
+# default in the wrapper's class (transformers 5.25.0: the Omni thinkers', GraniteDoclingConfig's, PaddleOCRVLConfig's;
+# PreTrainedModel.get_expanded_tied_weights_keys reads the model's own config)
+_WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
+                 "paddleocr_vl": True}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -762,7 +767,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "qkv_bias": qkv_bias or (family not in _UNBIASED and k.flag(bias_key, defaults.get(bias_key, False))),
         "qk_norm": qk_norm,
     }
-    if family in ("glm4v_text", "glm_ocr_text", "stablelm"):
+    if family in ("glm4v_text", "stablelm"):
         head_dim = None
     elif family.startswith("hunyuan") or family == "ministral":  # their attention fails without one
         head_dim = k.integer("head_dim", "attention_head_dim", field="head_dim")
@@ -1650,7 +1655,7 @@ def _chatglm(k: Keys) -> dict[str, Any]:
 _NAS_REFUSED = {
     "attention": ("replace_with_linear", "sparsify", "window_length", "num_sink_tokens", "unshifted_sink",
                   "use_prefill_window_in_sink_attention", "mamba", "llama4"),
-    "ffn": ("replace_with_linear", "sparsify", "moe", "gated"),
+    "ffn": ("replace_with_linear", "sparsify", "moe"),
 }  # fmt: skip
 
 
@@ -1693,6 +1698,12 @@ def _nemotron_nas(k: Keys) -> dict[str, Any]:
                     k.where, f"{where}.{part}.no_op: expected true or false, got {config['no_op']!r}"[:300]
                 )
         attention, ffn = parts["attention"], parts["ffn"]
+        if ffn.get("gated", True) is not True:  # FFNConfig.gated: true (SwiGLU) by default
+            said = f"{where}.ffn.gated: {ffn['gated']!r}: an ungated MLP is not counted by dpcost; true is"
+            raise InputError(k.where, said[:300])
+        if block.get("parallel_blocks") not in (None, [], {}):
+            said = f"{where}.parallel_blocks: blocks of parallel branches are not counted by dpcost; null is"
+            raise InputError(k.where, said[:300])
         if attention.get("no_op"):
             mixers.append("none")
         else:
@@ -1842,12 +1853,16 @@ def _minicpm5_moe(k: Keys) -> dict[str, Any]:
     }
 
 
+_MLLAMA_CROSS = (3, 8, 13, 18, 23, 28, 33, 38)  # MllamaTextConfig.__post_init__'s cross_attention_layers
+
+
 def _mllama_text(k: Keys) -> dict[str, Any]:
     """Llama 3.2 Vision's text model (mllama_text_model: MllamaForCausalLM, modeling_mllama.py, transformers 5.25.0;
-    MllamaTextConfig's defaults are the 11B's): Llama's layers, but those cross_attention_layers names (default
-    every fifth from 3) are MllamaCrossAttentionDecoderLayers (mixer "cross": params.cross_attention_parameters,
-    with the layer's two norms and its MLP), which a text-only batch skips whole; embed_tokens has vocab_size + 8
-    rows, lm_head vocab_size. tie_word_embeddings true would tie tables of different sizes: refused."""
+    MllamaTextConfig's defaults are the 11B's): Llama's layers, but those cross_attention_layers names (default the
+    11B's eight, _MLLAMA_CROSS; an index past the last layer names none) are MllamaCrossAttentionDecoderLayers
+    (mixer "cross": params.cross_attention_parameters, with the layer's two norms and its MLP), which a text-only
+    batch skips whole; embed_tokens has vocab_size + 8 rows, lm_head vocab_size. tie_word_embeddings true would tie
+    tables of different sizes: refused."""
     d = {"hidden_size": 4096, "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
          "vocab_size": 128256}  # fmt: skip
     dims = dimensions(k, d)
@@ -1856,10 +1871,11 @@ def _mllama_text(k: Keys) -> dict[str, Any]:
         said = f"{k._key('tie_word_embeddings')}: true would tie lm_head ({vocab} rows) to embed_tokens ({vocab + 8})"
         raise InputError(k.where, f"{said}; false is what Llama 3.2 Vision ships")
     given = k.get("cross_attention_layers", default=None)
-    cross = tuple(range(3, layers, 5)) if given is None else k.layers("cross_attention_layers")
-    if any(not 0 <= i < layers for i in cross):
-        said = f"{k._key('cross_attention_layers')}: layer indices from 0 to {layers - 1}, got {list(cross)!r}"
+    listed = _MLLAMA_CROSS if given is None else k.layers("cross_attention_layers")
+    if any(i < 0 for i in listed):
+        said = f"{k._key('cross_attention_layers')}: layer indices from 0, got {list(listed)!r}"
         raise InputError(k.where, said[:300])
+    cross = {i for i in listed if i < layers}  # MllamaTextModel builds layer i as one where i is listed
     return {
         **dims,
         "vocab": vocab + 8,  # MllamaTextModel.embed_tokens: nn.Embedding(vocab_size + 8, hidden_size)
@@ -2376,6 +2392,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         cfg, outer = {"model_type": _OMNI[cfg["model_type"]], **cfg["thinker_config"]}, "thinker_config."
     wrapped = _wrapped_family(cfg)
     wrapper = str(cfg.get("model_type"))
+    outer_tie = cfg.get("tie_word_embeddings")
     family = wrapped or _family(cfg, where)
     prefix = ""
     multimodal = wrapped is not None or family in (*_NESTED, "qwen2_5_vl", "qwen2_vl", *_READ_AS, *_LANGUAGE_CONFIG)
@@ -2396,15 +2413,15 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     elif family in _NESTED:
         text = cfg.get("text_config")
         if not isinstance(text, dict):
-            raise InputError(where, f"text_config: a {family} config keeps its text model's keys there")
-        thinker_tied = cfg.get("tie_word_embeddings") is True
+            raise InputError(where, f"{outer}text_config: a {family} config keeps its text model's keys there")
         cfg, prefix, family = _text_config(cfg), "text_config.", _nested_family(family, text, where)
-        if wrapper in _OMNI.values():  # a thinker ties its head by its own config, not by its text model's
-            cfg = {**cfg, "tie_word_embeddings": thinker_tied}
     elif "hidden_size" not in cfg and isinstance(cfg.get("text_config"), dict) and "hidden_size" in cfg["text_config"]:
         # a wrapper's file whose top-level model_type names its text model (mlc-llm's copy of Ministral-3-3B-2512:
         # ministral3 over Mistral3ForConditionalGeneration's text_config): the text model's keys are there
         cfg, prefix, multimodal = _text_config(cfg), "text_config.", True
+    if wrapper in _WRAPPER_TIES:
+        tied = outer_tie if isinstance(outer_tie, bool) else _WRAPPER_TIES[wrapper]
+        cfg = {**cfg, "tie_word_embeddings": tied}
     note = "text model only: the vision encoder is not counted" if multimodal else ""
     if outer:
         note = "text model only (the thinker's text_config): the talker and the audio and vision towers are not counted"

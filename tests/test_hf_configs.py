@@ -1033,7 +1033,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     GLM-OCR's GLM-4V's with unbiased q, k and v; the Omni thinkers' Qwen2's and Qwen3-VL-MoE's, their heads tied
     by the thinker's config alone; Molmo 2's OLMo 2 attention with extra embedding rows; DeepSeek-OCR 2's DeepSeek-V2
     MoE with Llama's attention; HunyuanVL's Hunyuan dense layers; Granite 4 Vision's Granite layers; Cosmos 3 Edge's
-    Llama attention with a two-matrix MLP.
+    Llama attention with a two-matrix MLP. PaddleOCR-VL's and Granite Docling's wrappers tie the head by their own
+    tie_word_embeddings (true by default), whatever their text model says; GLM-OCR reads its head_dim.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
@@ -1122,6 +1123,30 @@ def test_an_omni_models_file_counts_its_thinkers_text_model(thinker: str, tmp_pa
     path.write_text(json.dumps(omni))
     with pytest.raises(InputError, match=r"thinker_config\.text_config\.hidden_size"):
         load_model(str(path))
+
+
+def test_minicpm5_moe_reads_num_local_experts_as_its_class_does() -> None:
+    """MiniCPM5MoeConfig's attribute_map: num_local_experts is n_routed_experts."""
+    from dpcost.catalog import model_from_hf_config
+
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "minicpm5_moe")
+    renamed = {k: v for k, v in case["config"].items() if k != "n_routed_experts"}
+    renamed["num_local_experts"] = case["config"]["n_routed_experts"]
+    counted = count_params(model_from_hf_config(renamed, "config.json")).total
+    assert counted == case["parameters"] + case["routing_biases"]
+
+
+def test_wrappers_read_without_a_text_model_type_and_name_keys_by_their_path() -> None:
+    """GLM-OCR's text_config may leave out its model_type (read as glm_ocr_text); an Omni file without its thinker's
+    text_config is refused naming thinker_config.text_config."""
+    from dpcost.catalog import model_from_hf_config
+
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "glm_ocr")
+    text = {k: v for k, v in case["config"]["text_config"].items() if k != "model_type"}
+    spec = model_from_hf_config({**case["config"], "text_config": text}, "config.json")
+    assert count_params(spec).total == case["parameters"]
+    with pytest.raises(InputError, match=r"thinker_config\.text_config: a qwen3_omni_moe_thinker config keeps"):
+        model_from_hf_config({"model_type": "qwen3_omni_moe", "thinker_config": {"hidden_size": 8}}, "config.json")
 
 
 def test_deepseek_ocr_files_name_what_they_lack() -> None:

@@ -89,7 +89,7 @@ def test_layouts_are_refused_by_what_they_lack() -> None:
     ("key", "value", "said"),
     [
         ("tie_word_embeddings", True, "text_config.tie_word_embeddings: true would tie lm_head (128256 rows)"),
-        ("cross_attention_layers", [3, 40], "text_config.cross_attention_layers: layer indices from 0 to 39"),
+        ("cross_attention_layers", [3, -1], "text_config.cross_attention_layers: layer indices from 0"),
         ("cross_attention_layers", "3", "text_config.cross_attention_layers: expected a list of layer indices"),
     ],
 )
@@ -100,3 +100,18 @@ def test_what_it_cannot_count_is_refused_by_key(tmp_path: Path, key: str, value:
     path.write_text(json.dumps(cfg))
     code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
     assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_cross_attention_layers_are_the_listed_indices_that_name_a_layer(tmp_path: Path) -> None:
+    """MllamaTextModel builds layer i as a cross-attention layer where i is listed: an index past the last layer names
+    none, and without the key MllamaTextConfig lists the 11B's eight, whatever the depth."""
+    cfg = json.loads(VISION.read_text())
+    cfg["text_config"]["cross_attention_layers"] = [3, 8, 13, 18, 23, 28, 33, 38, 40, 99]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert count_params(load_model(str(path))).total == 9_775_192_080
+    del cfg["text_config"]["cross_attention_layers"]
+    cfg["text_config"]["num_hidden_layers"] = 50
+    path.write_text(json.dumps(cfg))
+    a = load_model(str(path)).architecture
+    assert a is not None and [i for i, m in enumerate(a.mixers) if m == "cross"] == [3, 8, 13, 18, 23, 28, 33, 38]

@@ -89,6 +89,7 @@ def _with_block(tmp_path: Path, i: int, part: str, **keys: object) -> str:
         ("attention", {"n_heads_in_group": 7}, "block_configs[0].attention.n_heads_in_group: a divisor"),
         ("ffn", {"ffn_mult": -1}, "block_configs[0].ffn.ffn_mult: a positive number"),
         ("ffn", {"no_op": "yes"}, "block_configs[0].ffn.no_op: expected true or false"),
+        ("ffn", {"gated": False}, "block_configs[0].ffn.gated: False: an ungated MLP is not counted"),
     ],
 )
 def test_blocks_it_does_not_count_are_refused_by_key(tmp_path: Path, part: str, keys: dict, said: str) -> None:  # type: ignore[type-arg]
@@ -134,3 +135,17 @@ def test_an_empty_block_holds_and_keeps_nothing() -> None:
     assert len(empty) == 81 and all(counts.blocks[i].params == 0 for i in empty)
     layer = layer_tensors(a, False, mixer="none", mlp=False)
     assert layer.hidden == 0 and layer.saved_bytes(4096, 1) == 0
+
+
+def test_a_gated_mlp_is_read_and_parallel_blocks_are_refused(tmp_path: Path) -> None:
+    """NeMo's FFNConfig.gated is true (SwiGLU) by default: saying so changes nothing. A block of parallel branches
+    (BlockConfig.parallel_blocks) is refused by its key."""
+    code, out, _ = run_cli("estimate", "--model", _with_block(tmp_path, 0, "ffn", gated=True), "--dp", "8",
+                           "--format", "json")  # fmt: skip
+    assert code == 0 and json.loads(out)["model"]["params_total"] == 49_867_145_216
+    cfg = json.loads(SUPER.read_text())
+    cfg["block_configs"][2]["parallel_blocks"] = [{"attention": {"no_op": True}, "ffn": {"no_op": True}}]
+    path = tmp_path / "parallel.json"
+    path.write_text(json.dumps(cfg))
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
+    assert code == 2 and "block_configs[2].parallel_blocks" in err, err

@@ -291,8 +291,13 @@ CASES: dict[str, list[dict[str, object]]] = {
         {"num_hidden_layers": 3, "num_key_value_heads": 8, "head_dim": 64, "n_shared_experts": 0},
     ],
     # PaddleOCR-VL's text model (ERNIE-4.5-0.3B's) and Granite Docling's (Granite's): their wrappers' defaults
-    "paddleocr_vl": [{}],
-    "granite_docling": [{}],
+    # (their wrappers tie the head by their own tie_word_embeddings, true by default, not by the text model's)
+    "paddleocr_vl": [{}, {"text_config": {"tie_word_embeddings": False, "num_hidden_layers": 2}}],
+    "granite_docling": [
+        {},
+        {"text_config": {"tie_word_embeddings": False, "num_hidden_layers": 2}},
+        {"tie_word_embeddings": False, "text_config": {"tie_word_embeddings": True, "num_hidden_layers": 2}},
+    ],
     # Omni thinkers' text models: Qwen2.5-Omni's (Qwen2's layers; its text_config's tie_word_embeddings true, which
     # the thinker does not follow) and Qwen3-Omni's (Qwen3-VL-MoE's layers) at Qwen3-Omni-30B-A3B's widths
     "qwen2_5_omni_thinker": [{}],
@@ -334,7 +339,11 @@ CASES: dict[str, list[dict[str, object]]] = {
         {"text_config": {"num_hidden_layers": 3, "attention_bias": True, "mlp_bias": True, "num_key_value_heads": 4}},
     ],
     # GLM-OCR: GLM-4V's text layers with unbiased q, k and v, whatever attention_bias says
-    "glm_ocr": [{}, {"text_config": {"num_hidden_layers": 4, "attention_bias": True, "num_key_value_heads": 4}}],
+    "glm_ocr": [
+        {},
+        {"text_config": {"num_hidden_layers": 4, "attention_bias": True, "num_key_value_heads": 4}},
+        {"text_config": {"num_hidden_layers": 3, "hidden_size": 1536, "num_attention_heads": 16, "head_dim": 128}},
+    ],
     "cwm": [
         {},
         {"num_key_value_heads": 4, "sliding_window": 4096, "num_hidden_layers": 10,
