@@ -1073,6 +1073,22 @@ def test_gemma3n_wrapper_counts_its_text_model_and_keeps_every_altup_copy(tmp_pa
     assert layer_tensors(a, False).hidden == 4 * 2048 + 2 * 256
 
 
+def test_gemma3n_altup_keeps_what_its_predict_and_correct_save() -> None:
+    """Eager, Gemma3nRMSNorm keeps an fp32 copy of its input and its fp32 product (8 bytes an element) for predict's
+    and correct's router norms, and the attention norm's own fp32 cast leaves the predicted copies unheld; a fused
+    norm keeps its bf16 input, a view of the active copy that holds every copy's storage."""
+    from dpcost.catalog import model_from_hf_config
+    from dpcost.engine.activations import layer_tensors
+
+    a = model_from_hf_config(_gemma3n_case(0), "config.json").architecture
+    assert a is not None
+    eager = {t.name: t.bytes_per_token for t in layer_tensors(a, False, kernels="eager").tensors}
+    fused = {t.name: t.bytes_per_token for t in layer_tensors(a, False, kernels="fused").tensors}
+    assert eager["AltUp router norm (predict) input"] == eager["AltUp router norm (correct) input"] == 8 * 2048
+    assert "AltUp predicted copies but the active one" not in eager
+    assert fused["AltUp predicted copies but the active one"] == 2 * 3 * 2048
+
+
 @pytest.mark.parametrize(
     ("key", "value", "said"),
     [

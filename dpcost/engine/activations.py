@@ -349,16 +349,20 @@ def _lightning(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
 
 
 def _altup(a: ModelArchitecture, kernels: Kernels) -> list[Tensor]:
-    """What Gemma 3n's AltUp and LAuReL keep around one layer (Gemma3nTextDecoderLayer.forward, modeling_gemma3n.py,
-    transformers 5.25.0): predict's router input and the predicted copies (the attention norm keeps the active one
-    as its input, and with it the others' storage); LAuReL's rank-r projection and its norm's input; correct's router
+    """What Gemma 3n's AltUp and LAuReL keep around one layer (Gemma3nTextDecoderLayer.forward, Gemma3nTextAltUp,
+    modeling_gemma3n.py, transformers 5.25.0): predict's router norm input and router input; the predicted copies
+    but the active one, whose storage the attention norm's input (a view of the active copy) keeps alive unless an
+    eager norm keeps its own fp32 cast instead; LAuReL's rank-r projection and its norm's input; correct's router
     norm input, router input and innovation (repeated per copy); and the scaled output's input. The router's n-wide
     tensors and the copies' n x n coefficients are left out (n = 4 against a hidden of thousands)."""
     u, e, h = a.altup, ACT_BYTES, a.hidden
     assert u is not None
+    predicted = [] if kernels == "eager" else [Tensor("AltUp predicted copies but the active one", "input",
+                                                      e * (u.inputs - 1) * h)]  # fmt: skip
     return [
+        _norm_input(a, kernels, "AltUp router norm (predict)", "input", h),
         Tensor("AltUp router input (predict)", "input", e * h),
-        Tensor("AltUp predicted copies but the active one", "input", e * (u.inputs - 1) * h),
+        *predicted,
         Tensor("LAuReL projection (rank r)", "qkv", e * u.laurel_rank),
         _norm_input(a, kernels, "LAuReL norm", "qkv", h),
         _norm_input(a, kernels, "AltUp router norm (correct)", "mlp", h),
