@@ -2388,8 +2388,9 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
 
 def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Keys, str]:
     outer = ""
-    if cfg.get("model_type") in _OMNI and isinstance(cfg.get("thinker_config"), dict):
-        cfg, outer = {"model_type": _OMNI[cfg["model_type"]], **cfg["thinker_config"]}, "thinker_config."
+    omni = cfg.get("model_type")
+    if isinstance(omni, str) and omni in _OMNI and isinstance(cfg.get("thinker_config"), dict):
+        cfg, outer = {"model_type": _OMNI[omni], **cfg["thinker_config"]}, "thinker_config."
     wrapped = _wrapped_family(cfg)
     wrapper = str(cfg.get("model_type"))
     outer_tie = cfg.get("tie_word_embeddings")

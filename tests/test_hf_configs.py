@@ -1163,6 +1163,8 @@ def test_wrappers_read_without_a_text_model_type_and_name_keys_by_their_path() -
     assert count_params(spec).total == case["parameters"]
     with pytest.raises(InputError, match=r"thinker_config\.text_config: a qwen3_omni_moe_thinker config keeps"):
         model_from_hf_config({"model_type": "qwen3_omni_moe", "thinker_config": {"hidden_size": 8}}, "config.json")
+    with pytest.raises(InputError, match="model_type: expected a name"):  # not a name at all: refused, not raised
+        model_from_hf_config({"model_type": {"qwen3_omni_moe": 1}, "thinker_config": {}}, "config.json")
 
 
 def test_deepseek_ocr_files_name_what_they_lack() -> None:
