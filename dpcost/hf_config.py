@@ -640,6 +640,7 @@ _ARCHITECTURES = {
     "Gemma4ForConditionalGeneration": "gemma4",
     "Exaone4_5_ForConditionalGeneration": "exaone4_5",
     "Gemma4ForCausalLM": "gemma4_text",
+    "Gemma4UnifiedForCausalLM": "gemma4_unified_text",
     "Gemma3nForCausalLM": "gemma3n_text",
     "Qwen3_5ForConditionalGeneration": "qwen3_5",
     "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
@@ -658,6 +659,7 @@ _NESTED = {
     "qwen3_5_moe": "qwen3_5_moe_text",
     "gemma4": "gemma4_text",
     "gemma3n": "gemma3n_text",
+    "gemma4_unified": "gemma4_unified_text",
     "exaone4_5": "exaone4",
     "apertus1p5": "apertus1p5_text",
     "minimax_m3_vl": "minimax_m3_vl_text",
@@ -677,10 +679,11 @@ _TEXT_ALIASES = {"exaone4_5_text": "exaone4", "granite_docling_text": "granite",
 # talker, the audio and vision towers
 _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_moe_thinker"}
 # Wrappers whose class ties the output head by its own tie_word_embeddings, not its text_config's, and that key's
-# default in the wrapper's class (transformers 5.25.0: the Omni thinkers', GraniteDoclingConfig's, PaddleOCRVLConfig's;
+# default in the wrapper's class (transformers 5.25.0: the Omni thinkers', GraniteDoclingConfig's, PaddleOCRVLConfig's,
+# Gemma4UnifiedConfig's;
 # PreTrainedModel.get_expanded_tied_weights_keys reads the model's own config)
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
-                 "paddleocr_vl": True}  # fmt: skip
+                 "paddleocr_vl": True, "gemma4_unified": True}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -710,7 +713,8 @@ SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
-         "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", *_READ_AS,
+         "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
+         *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
 )  # fmt: skip
@@ -1088,6 +1092,42 @@ _GEMMA4 = {"vocab_size": 262144, "hidden_size": 2304, "intermediate_size": 9216,
            "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262144}  # fmt: skip
 
 
+def _gemma4_global_shape(k: Keys, types: list[str], head_dim: int, kv_heads: int) -> tuple[int, int] | None:
+    """The full-attention layers' head_dim and KV heads from per_layer_config, the sparse map of layer index to the
+    attributes that differ there (PretrainedConfig's HeterogeneousConfigMixin; Gemma4TextConfig writes it from
+    global_head_dim and num_global_key_value_heads since transformers 5.25.0, and Gemma4TextAttention reads each
+    layer's head_dim and num_key_value_heads from it). None without the key. dpcost counts one shape for every
+    full-attention layer: overrides of other keys, of sliding layers, or that differ between full layers are
+    refused by key."""
+    given = k.get("per_layer_config", default=None)
+    if given is None:
+        return None
+    key = k._key("per_layer_config")
+    if not isinstance(given, dict):
+        raise InputError(k.where, f"{key}: a mapping of layer index to the keys that differ there, got {given!r}"[:300])
+    shapes: dict[int, tuple[int, int]] = {}
+    for index, override in given.items():
+        i = int(index) if isinstance(index, int | str) and str(index).isdigit() else -1
+        if not 0 <= i < len(types) or not isinstance(override, dict):
+            said = f"{key}: {index!r}: a layer index from 0 to {len(types) - 1} mapped to the keys that differ there"
+            raise InputError(k.where, said[:300])
+        if set(override) - {"head_dim", "num_key_value_heads"} or types[i] != "full_attention":
+            said = (
+                f"{key}.{index}: {override!r}: dpcost counts head_dim and num_key_value_heads of full-attention layers"
+            )
+            raise InputError(k.where, said[:300])
+        h, kv = override.get("head_dim", head_dim), override.get("num_key_value_heads", kv_heads)
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (h, kv)):
+            raise InputError(k.where, f"{key}.{index}: {override!r}: positive whole numbers"[:300])
+        shapes[i] = (h, kv)
+    full = [i for i, t in enumerate(types) if t == "full_attention"]
+    found = {shapes.get(i, (head_dim, kv_heads)) for i in full}
+    if len(found) > 1:
+        said = f"{key}: full-attention layers of different shapes {sorted(found)} are not counted by dpcost"
+        raise InputError(k.where, said[:300])
+    return found.pop()
+
+
 def _gemma4(k: Keys) -> dict[str, Any]:
     """Gemma4TextModel (modeling_gemma4.py, transformers 5.24.0): Gemma 3's layers (GeGLU, 4 norms, per-head q/k
     norms; v_norm has no weight) with full-attention layers of their own shape among sliding ones. layer_types (else
@@ -1098,12 +1138,18 @@ def _gemma4(k: Keys) -> dict[str, Any]:
     parameters), and 3 more norms. The E-series' per-layer embeddings (hidden_size_per_layer_input, whose default
     is 256; 0 in the 26B and 31B) are per_layer_input; the last num_kv_shared_layers layers are kv-shared (no k_proj,
     v_proj or k_norm: transformers 5.5.2 on; 5.5.0 and 5.5.1 built them), with twice intermediate_size where
-    use_double_wide_mlp (E2B)."""
+    use_double_wide_mlp (E2B). Gemma 4 Unified's text model (gemma4_unified_text, transformers 5.25.0:
+    google/gemma-4-12B-it) is these layers without per-layer embeddings or experts (its class drops their keys)."""
     d = _GEMMA4
+    unified = k.family == "gemma4_unified_text"
     dims = dimensions(k, d)
     layers = dims["layers"]
-    per_layer_width = k.integer(
-        "hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"], field="per_layer_input.width"
+    per_layer_width = (
+        0
+        if unified
+        else k.integer(
+            "hidden_size_per_layer_input", default=d["hidden_size_per_layer_input"], field="per_layer_input.width"
+        )
     )
     if per_layer_width < 0:
         raise InputError(k.where, f"{k._key('hidden_size_per_layer_input')}: {per_layer_width}: 0 (no per-layer "
@@ -1113,9 +1159,6 @@ def _gemma4(k: Keys) -> dict[str, Any]:
         raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: from 0 to {layers - 1} "
                          "(num_hidden_layers - 1); every layer sharing a cache is an assistant model that reads "
                          "another model's, which dpcost does not cost")  # fmt: skip
-    if k.get("per_layer_config", default=None) is not None:
-        raise InputError(k.where, f"{k._key('per_layer_config')}: not read; give global_head_dim and "
-                         "num_global_key_value_heads instead")  # fmt: skip
     types = per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
     if types is None:
         types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)]
@@ -1127,6 +1170,12 @@ def _gemma4(k: Keys) -> dict[str, Any]:
     mixers = [m if i < layers - shared else KV_SHARED + m for i, m in enumerate(own)]
     values_from_keys = k.flag("attention_k_eq_v", False)
     global_kv = k.integer("num_global_key_value_heads", default=None, field="global_attention.kv_heads")
+    global_head_dim = k.integer("global_head_dim", default=d["global_head_dim"], field="global_attention.head_dim")
+    # per_layer_config takes the global KV heads only with attention_k_eq_v (configuration_gemma4.py)
+    global_kv = global_kv if values_from_keys and global_kv is not None else dims["kv_heads"]
+    shape = _gemma4_global_shape(k, types, dims["head_dim"], dims["kv_heads"])
+    if shape is not None:  # written since 5.25.0 in place of global_head_dim and num_global_key_value_heads
+        global_head_dim, global_kv = shape
     arch: dict[str, Any] = {
         **dims,
         "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
@@ -1138,12 +1187,7 @@ def _gemma4(k: Keys) -> dict[str, Any]:
         "qk_norm": "head",
         "norm_in_fp32": True,  # Gemma4RMSNorm: normed_output * self.weight.float(), then cast
         "mixers": tuple(mixers),
-        "global_attention": {
-            "head_dim": k.integer("global_head_dim", default=d["global_head_dim"], field="global_attention.head_dim"),
-            # per_layer_config takes the global KV heads only with attention_k_eq_v (configuration_gemma4.py)
-            "kv_heads": global_kv if values_from_keys and global_kv is not None else dims["kv_heads"],
-            "values_from_keys": values_from_keys,
-        },
+        "global_attention": {"head_dim": global_head_dim, "kv_heads": global_kv, "values_from_keys": values_from_keys},
     }
     if per_layer_width:
         arch["per_layer_input"] = {
@@ -1151,13 +1195,14 @@ def _gemma4(k: Keys) -> dict[str, Any]:
             "vocab": k.integer("vocab_size_per_layer_input", default=d["vocab_size_per_layer_input"],
                                field="per_layer_input.vocab"),
         }  # fmt: skip
+    moe = not unified and k.flag("enable_moe_block", False)
     if shared and k.flag("use_double_wide_mlp", False):
-        if k.flag("enable_moe_block", False):  # the dense MLP beside the experts is double-wide there too
+        if moe:  # the dense MLP beside the experts is double-wide there too
             raise InputError(k.where, f"{k._key('use_double_wide_mlp')}: true with enable_moe_block and kv-shared "
                              "layers (a dense MLP twice as wide beside their experts) is not counted by dpcost; "
                              "allowed: false, as every released Gemma 4 gives with experts")  # fmt: skip
         arch["kv_shared_ffn"] = 2 * arch["ffn"]
-    if k.flag("enable_moe_block", False):
+    if moe:
         arch["layer_norms"] = 7  # pre_feedforward_layernorm_2, post_feedforward_layernorm_1 and _2
         arch["moe"] = {
             "experts": k.integer("num_experts", field="moe.experts"),
@@ -2323,8 +2368,8 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
     elif family == "gemma3n_text":
         size = k.integer("sliding_window", default=512, field="local_attention.size")
         local = [i for i, t in enumerate(_gemma3n_layer_types(k, layers)) if t == "sliding_attention"]
-    elif family in ("gemma4_text", "mimo_v2_flash"):
-        default = 512 if family == "gemma4_text" else 129
+    elif family in ("gemma4_text", "gemma4_unified_text", "mimo_v2_flash"):
+        default = {"gemma4_text": 512, "gemma4_unified_text": 1024}.get(family, 129)
         size = k.integer("sliding_window", default=default, field="local_attention.size")
         if family == "mimo_v2_flash" and k.get("sliding_window_size", default=None) is not None:
             # "SGLang attends to sliding_window_size previous tokens plus the query" (configuration_mimo_v2_flash.py)
@@ -2371,6 +2416,7 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "llama4_text": _llama4,
     "gemma4_text": _gemma4,
+    "gemma4_unified_text": _gemma4,
     "gemma3n_text": _gemma3n,
     "molmo2_text": _molmo2_text,
     "mimo_v2_flash": _mimo_v2_flash,

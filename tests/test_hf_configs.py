@@ -1034,7 +1034,9 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     by the thinker's config alone; Molmo 2's OLMo 2 attention with extra embedding rows; DeepSeek-OCR 2's DeepSeek-V2
     MoE with Llama's attention; HunyuanVL's Hunyuan dense layers; Granite 4 Vision's Granite layers; Cosmos 3 Edge's
     Llama attention with a two-matrix MLP. PaddleOCR-VL's and Granite Docling's wrappers tie the head by their own
-    tie_word_embeddings (true by default), whatever their text model says; GLM-OCR reads its head_dim.
+    tie_word_embeddings (true by default), whatever their text model says; GLM-OCR reads its head_dim. Gemma 4 as
+    transformers 5.25.0 writes it gives its full-attention layers' shape in per_layer_config; Gemma 4 Unified's text
+    model is Gemma 4's without per-layer embeddings or experts.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
@@ -1139,6 +1141,24 @@ def test_an_omni_models_file_counts_its_thinkers_text_model(thinker: str, tmp_pa
     path.write_text(json.dumps(omni))
     with pytest.raises(InputError, match=r"thinker_config\.text_config\.hidden_size"):
         load_model(str(path))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        ({"5": {"head_dim": 512}, "11": {"head_dim": 256}}, "full-attention layers of different shapes"),
+        ({"0": {"head_dim": 512}}, "per_layer_config.0: {'head_dim': 512}: dpcost counts head_dim and"),
+        ({"5": {"sliding_window": 64}}, "per_layer_config.5: {'sliding_window': 64}: dpcost counts"),
+        ({"x": {}}, "per_layer_config: 'x': a layer index from 0 to 29"),
+    ],
+)
+def test_gemma4_per_layer_config_holds_one_full_attention_shape(overrides: dict, said: str) -> None:  # type: ignore[type-arg]
+    """per_layer_config maps a layer index to what differs there (HeterogeneousConfigMixin): dpcost counts one shape
+    for every full-attention layer (layers 5, 11, ... of 30 by default) and refuses the rest by key."""
+    from dpcost.catalog import model_from_hf_config
+
+    with pytest.raises(InputError, match=re.escape(said)):
+        model_from_hf_config({"model_type": "gemma4_text", "per_layer_config": overrides}, "config.json")
 
 
 def test_minicpm5_moe_reads_num_local_experts_as_its_class_does() -> None:

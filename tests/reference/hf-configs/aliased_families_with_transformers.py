@@ -5,13 +5,14 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
     python aliased_families_with_transformers.py > resolved/aliased-families.json
     python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text paddleocr_vl \
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
-        granite4_vision cosmos3_edge \
+        granite4_vision cosmos3_edge gemma4_text gemma4_unified \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
 the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2, DeepSeek-OCR 2,
-HunyuanVL, Granite 4 Vision and Cosmos 3 Edge, with transformers 5.25.0).
+HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, with transformers
+5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -283,6 +284,14 @@ CASES: dict[str, list[dict[str, object]]] = {
          "altup_num_inputs": 2, "laurel_rank": 32, "hidden_size_per_layer_input": 128, "tie_word_embeddings": False,
          "layer_types": ["sliding_attention", "full_attention"] * 3},
     ],
+    # Gemma 4 as transformers 5.25.0 writes it (per_layer_config in place of global_head_dim), and Gemma 4 Unified's
+    # text model (the 12B's: no per-layer embeddings, no experts)
+    "gemma4_text": [
+        {"num_hidden_layers": 6, "hidden_size_per_layer_input": 0},
+        {"num_hidden_layers": 7, "hidden_size_per_layer_input": 64, "attention_k_eq_v": True,
+         "num_global_key_value_heads": 1, "global_head_dim": 256},
+    ],
+    "gemma4_unified": [{}, {"text_config": {"num_hidden_layers": 6, "tie_word_embeddings": False}}],
     # MiniCPM5-MoE: gated attention, dense layers by mlp_layer_types, DeepSeek-V3's MoE
     "minicpm5_moe": [
         {},
@@ -392,10 +401,11 @@ def main() -> None:
             for ours, theirs in RELEASED_NAMES.get(family, {}).items():  # as the released files name them
                 if ours in kept and (ours in change or theirs in change):
                     kept[theirs] = kept.pop(ours)
-            types = getattr(config, "layer_types", None) or []
+            text = config.get_text_config(decoder=True)  # a wrapper's text model: its layers attend in windows
+            types = getattr(text, "layer_types", None) or []
             sliding = [i for i, t in enumerate(types) if t in ("sliding_attention", "chunked_attention")]
             chunked = "chunked_attention" in types
-            window = config.attention_chunk_size if chunked else getattr(config, "sliding_window", 0)
+            window = text.attention_chunk_size if chunked else getattr(text, "sliding_window", 0)
             out.append({
                 "config": kept,
                 "class": type(model).__name__,
