@@ -1441,7 +1441,8 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     if not mla:
         heads = arch["heads"]
         kv_heads = integer("num_key_value_heads", "kv_heads", None)
-        arch.update(kv_heads=kv_heads if kv_heads is not None else heads, head_dim=arch["hidden"] // heads)
+        # heads of 0 are left to the spec's validation, which names the key
+        arch.update(kv_heads=kv_heads if kv_heads is not None else heads, head_dim=arch["hidden"] // max(heads, 1))
         arch["mtp_layers"] = 0 if ocr2 else integer("num_nextn_predict_layers", "mtp_layers", 0)
         return arch
     arch["mla"] = {
@@ -1777,7 +1778,7 @@ def _nemotron_nas(k: Keys) -> dict[str, Any]:
         "layers": layers,
         "heads": heads,
         "kv_heads": heads // groups.pop(),
-        "head_dim": k.integer("head_dim", default=hidden // heads, field="head_dim"),
+        "head_dim": k.integer("head_dim", default=hidden // max(heads, 1), field="head_dim"),
         "vocab": k.integer("vocab_size", field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "qkv_bias": k.flag("attention_bias", False),

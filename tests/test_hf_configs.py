@@ -1161,6 +1161,20 @@ def test_gemma4_per_layer_config_holds_one_full_attention_shape(overrides: dict,
         model_from_hf_config({"model_type": "gemma4_text", "per_layer_config": overrides}, "config.json")
 
 
+@pytest.mark.parametrize(
+    ("name", "nested"),
+    [("deepseek-ocr.json", "language_config"), ("llama-3.3-nemotron-super-49b.json", None)],
+)
+def test_no_heads_is_refused_by_key_not_raised(name: str, nested: str | None) -> None:
+    """A hand fuzz of this session's readers found heads of 0 dividing the width before validation named the key."""
+    from dpcost.catalog import model_from_hf_config
+
+    cfg = _cfg(name)
+    (cfg[nested] if nested else cfg)["num_attention_heads"] = 0
+    with pytest.raises(InputError, match="num_attention_heads: must be more than 0"):
+        model_from_hf_config(cfg, name)
+
+
 def test_minicpm5_moe_reads_num_local_experts_as_its_class_does() -> None:
     """MiniCPM5MoeConfig's attribute_map: num_local_experts is n_routed_experts."""
     from dpcost.catalog import model_from_hf_config
