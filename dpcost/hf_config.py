@@ -1186,6 +1186,7 @@ def _gemma4(k: Keys) -> dict[str, Any]:
         "layer_norms": 4,
         "qk_norm": "head",
         "norm_in_fp32": True,  # Gemma4RMSNorm: normed_output * self.weight.float(), then cast
+        "stores_last_kv": True,  # Gemma4TextConfig.kv_sharing_modes: the last of each kind "store"s, read or not
         "mixers": tuple(mixers),
         "global_attention": {"head_dim": global_head_dim, "kv_heads": global_kv, "values_from_keys": values_from_keys},
     }

@@ -332,6 +332,12 @@ class ModelArchitecture(Spec):
     layer_norms: Annotated[int, Field(ge=0, le=8, strict=True)] = Field(
         2, description="hidden-sized norms per block: 2 (pre-norm), 1 (GPT-J, Falcon), 4 (Gemma 2/3)"
     )
+    stores_last_kv: bool = Field(
+        False,
+        description="the last layer of each attention kind before any kv-shared ones passes its keys and values on to "
+        "every later layer, read or not (Gemma 4's kv_sharing_modes 'store', kept for assistant models)",
+        exclude_if=_unset,
+    )
     norm_in_fp32: bool = Field(
         False,
         description="the norm multiplies its weight in fp32 and casts after (Gemma's RMSNorm, (x * w).to(dtype), where "

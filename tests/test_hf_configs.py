@@ -1446,6 +1446,20 @@ def test_full_recomputation_keeps_the_keys_and_values_kv_shared_layers_read() ->
     assert [shared_kv_per_token(a, {i}) for i in (12, 13, 14)] == [0, 2 * (256 + 256), 2 * (512 + 512)]
 
 
+def test_gemma4_passes_its_last_keys_and_values_on_even_with_no_layer_to_read_them() -> None:
+    """Gemma4TextConfig.kv_sharing_modes marks the last sliding and the last full layer "store" even when no layer is
+    kv-shared (for assistant models), and the dict holding them is every later layer's argument: Gemma 4 31B recomputed
+    whole keeps them, 16 KV heads of 256 and 4 global ones of 512, keys and values each their own tensor (V is
+    v_norm of the key projection where attention_k_eq_v), 2 bytes each."""
+    from dpcost.engine.checkpointing import shared_kv_per_token
+
+    a = load_model(str(CONFIGS / "gemma-4-31b-it.json")).architecture
+    assert a is not None and a.stores_last_kv and not any(m.startswith("kv-shared") for m in a.mixers)
+    assert shared_kv_per_token(a, set(range(a.layers))) == 2 * (16 * (256 + 256) + 4 * (512 + 512))
+    e2b = load_model(str(CONFIGS / "gemma-4-e2b-it.json")).architecture  # where they are read: the same two layers
+    assert e2b is not None and shared_kv_per_token(e2b, {12}) == 0
+
+
 def test_a_kv_shared_layer_needs_an_earlier_layer_of_its_kind() -> None:
     from pydantic import ValidationError
 

@@ -104,11 +104,13 @@ def kept_per_token(
 
 
 def shared_kv_per_token(a: ModelArchitecture, recomputed: set[int]) -> float:
-    """Bytes per token of the keys and values that kv-shared layers read from an earlier layer (Gemma 4's and Gemma
-    3n's num_kv_shared_layers: the last producer of each kind), where that producer is recomputed whole. Its
-    checkpoint drops what its attention kept, but the consumers' checkpoints hold the K/V tensors they take as inputs
-    (shared_kv_states, modeling_gemma4.py / modeling_gemma3n.py, transformers 5.25.0) until their backward; under
-    any other policy the producer's attention keeps them anyway."""
+    """Bytes per token of the keys and values a layer passes on to later ones (Gemma 3n's and Gemma 4's
+    shared_kv_states: the last layer of each kind before the kv-shared ones, where one reads them, and in Gemma 4
+    whether or not one does, stores_last_kv), where that layer is recomputed whole. Its checkpoint drops what its
+    attention kept, but the later layers' checkpoints hold the dict of K/V tensors they take as an argument until
+    their backward (modeling_gemma4.py / modeling_gemma3n.py, transformers 5.25.0); under any other policy the
+    layer's attention keeps them anyway. K and V are each their own tensor (K after its norm and rotation, V after
+    v_norm), also where the keys serve as values."""
     last: dict[tuple[str, Any], int] = {}
     read: set[int] = set()
     for i, mixer in enumerate(a.mixers):
@@ -117,10 +119,11 @@ def shared_kv_per_token(a: ModelArchitecture, recomputed: set[int]) -> float:
             last[kind] = i
         elif kind in last:
             read.add(last[kind])
+    passed = set(last.values()) if a.stores_last_kv else read
     total = 0.0
-    for i in read & recomputed:
+    for i in passed & recomputed:
         view = a.attention_of(a.mixers[i])
-        total += ACT_BYTES * view.n_kv_heads * (view.d_head + (0 if view.values_from_keys else view.d_value))
+        total += ACT_BYTES * view.n_kv_heads * (view.d_head + view.d_value)
     return total
 
 
