@@ -1560,7 +1560,11 @@ def per_layer(k: Keys, key: str, layers: int, allowed: set[str], listed: Any = N
     listed = k.get(key, default=None) if listed is None else listed
     if listed is None:
         return None
-    if not isinstance(listed, list) or len(listed) != layers or any(t not in allowed for t in listed):
+    if (
+        not isinstance(listed, list)
+        or len(listed) != layers
+        or any(not isinstance(t, str) or t not in allowed for t in listed)
+    ):
         said = f"{k._key(key)}: one of {', '.join(sorted(allowed))} per layer ({layers}), got {listed!r}"
         raise InputError(k.where, said[:300])
     return listed

@@ -1175,6 +1175,15 @@ def test_no_heads_is_refused_by_key_not_raised(name: str, nested: str | None) ->
         model_from_hf_config(cfg, name)
 
 
+def test_a_per_layer_list_of_mappings_is_refused_by_key() -> None:
+    """The fuzz found layer_types holding a mapping (not a name) raising instead of naming the key."""
+    from dpcost.catalog import model_from_hf_config
+
+    cfg = {"model_type": "qwen3_next", "num_hidden_layers": 2, "layer_types": [{"a": 1}, "full_attention"]}
+    with pytest.raises(InputError, match="layer_types: one of full_attention, linear_attention per layer"):
+        model_from_hf_config(cfg, "config.json")
+
+
 def test_minicpm5_moe_reads_num_local_experts_as_its_class_does() -> None:
     """MiniCPM5MoeConfig's attribute_map: num_local_experts is n_routed_experts."""
     from dpcost.catalog import model_from_hf_config
