@@ -368,8 +368,7 @@ def cross_attention_parameters(a: ModelArchitecture) -> float:
     -> heads x head_dim) over the text, k_proj and v_proj (hidden -> KV heads x head_dim) over the projected image
     states, o_proj, no biases, q_norm and k_norm over head_dim; and the layer's two tanh gates, one number each
     (cross_attn_attn_gate, cross_attn_mlp_gate)."""
-    q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
-    return float(2 * a.hidden * q + 2 * a.hidden * kv + 2 * a.d_head + 2)
+    return sum(_mixer_matrices(a, "cross")) + 2 * a.d_head + 2
 
 
 def attention_parameters(a: ModelArchitecture, mixer: str) -> float:
@@ -445,7 +444,7 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
             out += [h * 2 * m.inner, m.inner * (m.dt_rank + 2 * m.state), m.dt_rank * m.inner, m.inner * h]
     if mixer == "conv" and a.short_conv is not None:
         out += [h * 3 * h, h * h]
-    if mixer == "cross":  # q, k, v, o
+    if mixer == "cross":  # Mllama's cross-attention: q, k, v, o (cross_attention_parameters)
         q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
         out += [h * q, h * kv, h * kv, q * h]
     if mixer == "deltanet" and a.deltanet is not None and a.deltanet.form == "kda":
