@@ -1092,6 +1092,20 @@ _GEMMA4 = {"vocab_size": 262144, "hidden_size": 2304, "intermediate_size": 9216,
            "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262144}  # fmt: skip
 
 
+def _kv_shared_layers(k: Keys, types: list[str], default: int) -> int:
+    """num_kv_shared_layers of Gemma 4 and Gemma 3n, checked as their configs' kv_sharing_modes check it: fewer than
+    the layers, and each layer type among the last ones made earlier by a layer of its own."""
+    layers, shared = len(types), k.integer("num_kv_shared_layers", default=default)
+    if not 0 <= shared < layers:
+        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: from 0 to {layers - 1} "
+                         "(num_hidden_layers - 1); every layer sharing a cache is an assistant model that reads "
+                         "another model's, which dpcost does not cost")  # fmt: skip
+    if not set(types[layers - shared :]) <= set(types[: layers - shared]):
+        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: each kind of layer among the "
+                         f"last {shared} needs one before them whose keys and values it reuses")  # fmt: skip
+    return int(shared)
+
+
 def _gemma4_global_shape(k: Keys, types: list[str], head_dim: int, kv_heads: int) -> tuple[int, int] | None:
     """The full-attention layers' head_dim and KV heads from per_layer_config, the sparse map of layer index to the
     attributes that differ there (PretrainedConfig's HeterogeneousConfigMixin; Gemma4TextConfig writes it from
@@ -1154,18 +1168,11 @@ def _gemma4(k: Keys) -> dict[str, Any]:
     if per_layer_width < 0:
         raise InputError(k.where, f"{k._key('hidden_size_per_layer_input')}: {per_layer_width}: 0 (no per-layer "
                          "embeddings, as the 26B and 31B give) or more")  # fmt: skip
-    shared = k.integer("num_kv_shared_layers", default=0)
-    if not 0 <= shared < layers:
-        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: from 0 to {layers - 1} "
-                         "(num_hidden_layers - 1); every layer sharing a cache is an assistant model that reads "
-                         "another model's, which dpcost does not cost")  # fmt: skip
     types = per_layer(k, "layer_types", layers, {"sliding_attention", "full_attention"})
     if types is None:
         types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)]
     types = [*types[:-1], "full_attention"]  # Gemma4TextConfig forces the last layer to full attention
-    if not set(types[layers - shared :]) <= set(types[: layers - shared]):
-        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: each kind of layer among the "
-                         f"last {shared} needs one before them whose keys and values it reuses")  # fmt: skip
+    shared = _kv_shared_layers(k, types, default=0)
     own = ["global attention" if t == "full_attention" else "attention" for t in types]
     mixers = [m if i < layers - shared else KV_SHARED + m for i, m in enumerate(own)]
     values_from_keys = k.flag("attention_k_eq_v", False)
@@ -1249,14 +1256,8 @@ def _gemma3n(k: Keys) -> dict[str, Any]:
         uniform = len(set(widths)) == 1
     elif isinstance(widths, bool) or not isinstance(widths, int) or widths <= 0:
         raise InputError(k.where, f"{k._key('intermediate_size')}: a positive width, got {widths!r}"[:300])
-    shared = k.integer("num_kv_shared_layers", default=d["num_kv_shared_layers"])
-    if not 0 <= shared < layers:
-        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: from 0 to {layers - 1} "
-                         "(num_hidden_layers - 1)")  # fmt: skip
     types = _gemma3n_layer_types(k, layers)
-    if not set(types[layers - shared :]) <= set(types[: layers - shared]):
-        raise InputError(k.where, f"{k._key('num_kv_shared_layers')}: {shared}: each kind of layer among the "
-                         f"last {shared} needs one before them whose keys and values it reuses")  # fmt: skip
+    shared = _kv_shared_layers(k, types, default=d["num_kv_shared_layers"])
     inputs = k.integer("altup_num_inputs", default=d["altup_num_inputs"], field="altup.inputs")
     rank = k.integer("laurel_rank", default=d["laurel_rank"], field="altup.laurel_rank")
     per_layer_width = k.integer(
