@@ -488,14 +488,23 @@ _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_d
 # DeepSeek-VL2's layout) holds a DeepseekV2 decoder there
 _LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
-_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt")
+_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt",
+        "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon")  # fmt: skip
 # The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
-# configuration_mpt.py, transformers 5.24.0); the others' files must name their shapes
+# configuration_mpt.py, transformers 5.24.0; configuration_openai.py, configuration_xglm.py, configuration_biogpt.py,
+# configuration_ctrl.py, configuration_persimmon.py, 5.25.0); the others' files must name their shapes
 _GPT_DEFAULTS: dict[str, dict[str, int]] = {
     "gpt_neo": {"hidden": 2048, "layers": 24, "heads": 16, "vocab": 50257},
     "codegen": {"hidden": 4096, "layers": 28, "heads": 16, "vocab": 50400},
     "mpt": {"hidden": 2048, "layers": 24, "heads": 16, "vocab": 50368},
+    "openai-gpt": {"hidden": 768, "layers": 12, "heads": 12, "vocab": 40478},
+    "xglm": {"hidden": 1024, "layers": 24, "heads": 16, "vocab": 256008},
+    "biogpt": {"hidden": 1024, "layers": 24, "heads": 16, "vocab": 42384},
+    "ctrl": {"hidden": 1280, "layers": 48, "heads": 16, "vocab": 246534},
+    "persimmon": {"hidden": 4096, "layers": 36, "heads": 64, "vocab": 262144},
 }
+# XGLM names its heads attention_heads (XGLMConfig.attribute_map maps num_attention_heads to it)
+_HEADS_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "attention_heads")
 _ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
     "DeciLMForCausalLM": "nemotron-nas",  # Llama-3.1-Nemotron-51B's model_type deci, the same blocks
@@ -623,6 +632,11 @@ _ARCHITECTURES = {
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
+    "OpenAIGPTLMHeadModel": "openai-gpt",
+    "XGLMForCausalLM": "xglm",
+    "BioGptForCausalLM": "biogpt",
+    "CTRLLMHeadModel": "ctrl",
+    "PersimmonForCausalLM": "persimmon",
     "FalconForCausalLM": "falcon",
     "RWForCausalLM": "falcon",
     "QWenLMHeadModel": "qwen",
@@ -683,11 +697,13 @@ _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_m
 # Gemma4UnifiedConfig's;
 # PreTrainedModel.get_expanded_tied_weights_keys reads the model's own config)
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
-                 "paddleocr_vl": True, "gemma4_unified": True}  # fmt: skip
+                 "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
-_READ_AS = {"paddleocr_vl": "ernie4_5"}
+# Fuyu's language model is Persimmon's (FuyuConfig's text_config defaults; its vision_embed_tokens, a linear layer
+# from patches, is the vision encoder left out)
+_READ_AS = {"paddleocr_vl": "ernie4_5", "fuyu": "persimmon"}
 _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", *_GLM4_MOE_SUBCLASSES, "minimax_m2")  # _glm4_moe, _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = (
@@ -2009,9 +2025,7 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         "layers": k.integer(
             "num_hidden_layers", "n_layer", "num_layers", "n_layers", default=d.get("layers", _MISSING), field="layers"
         ),
-        "heads": k.integer(
-            "num_attention_heads", "n_head", "num_heads", "n_heads", default=d.get("heads", _MISSING), field="heads"
-        ),
+        "heads": k.integer(*_HEADS_KEYS, default=d.get("heads", _MISSING), field="heads"),
         "vocab": k.integer("vocab_size", default=d.get("vocab", _MISSING), field="vocab"),
         "norm": "layernorm",
         "mlp": "gelu",
@@ -2112,6 +2126,54 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             tied_embeddings=k.flag("tie_word_embeddings", True),
             qkv_bias=bias,
             linear_bias=bias,
+        )
+    elif family == "openai-gpt":
+        # configuration_openai.py / modeling_openai.py (5.25.0: GPT-1): GPT-2's Conv1D block (c_attn, c_proj, c_fc of
+        # 4 x n_embd, all biased) with its norms after each sub-layer (post-norm, ln_1 and ln_2) and no final norm,
+        # learned positions (n_positions), tied; afn names the MLP's activation
+        arch.update(
+            ffn=4 * hidden,
+            mlp="relu" if k.text("afn", "gelu") == "relu" else "gelu",
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+            learned_positions=k.integer(
+                "n_positions", "max_position_embeddings", default=512, field="learned_positions"
+            ),
+            final_norm=False,
+        )
+    elif family in ("xglm", "biogpt"):
+        # configuration_xglm.py / modeling_xglm.py, configuration_biogpt.py / modeling_biogpt.py (5.25.0): pre-norm
+        # blocks with biased q, k, v, out_proj and fc1/fc2, a final layer_norm, the embedding scaled by sqrt(hidden)
+        # (a multiplier, no weight), tied; XGLM's positions are sinusoidal (a buffer), BioGPT's a learned table with
+        # 2 rows more than max_position_embeddings (BioGptLearnedPositionalEmbedding's offset)
+        arch.update(
+            ffn=k.integer("ffn_dim", "intermediate_size", default=4096, field="ffn"),
+            mlp="relu"
+            if k.text("activation_function" if family == "xglm" else "hidden_act", "gelu") == "relu"
+            else "gelu",
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+        )
+        if family == "biogpt":
+            positions = k.integer("max_position_embeddings", default=1024, field="learned_positions")
+            arch["learned_positions"] = positions + 2
+    elif family == "ctrl":
+        # configuration_ctrl.py / modeling_ctrl.py (5.25.0: Salesforce's CTRL): pre-norm blocks of Wq, Wk, Wv and
+        # dense, a ReLU MLP of dff (every linear biased), a final layernorm, sinusoidal positions (a buffer); the
+        # lm_head's weight tied to the embedding, its bias its own
+        arch.update(
+            ffn=k.integer("dff", default=8192, field="ffn"),
+            mlp="relu",
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+            head_bias=True,
+        )
+    elif family == "persimmon":
+        # configuration_persimmon.py / modeling_persimmon.py (5.25.0: Adept's Persimmon, Fuyu's language model): a
+        # fused query_key_value and dense with biases, with qk_layernorm a LayerNorm over one head's dimension for q
+        # and one for k (weight and bias), a relu2 MLP of intermediate_size with biases, untied by default
+        arch.update(
+            ffn=k.integer("intermediate_size", default=16384, field="ffn"),
+            mlp="relu",
+            tied_embeddings=k.flag("tie_word_embeddings", False),
+            qk_norm="head" if k.flag("qk_layernorm", True) else "none",
         )
     else:  # bloom, configuration_bloom.py: 4h MLP, a LayerNorm after the embedding, ALiBi, tied
         arch.update(ffn=4 * hidden, tied_embeddings=k.flag("tie_word_embeddings", True), embedding_norm=True)

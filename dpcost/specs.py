@@ -348,6 +348,11 @@ class ModelArchitecture(Spec):
         "none", description="norms on queries and keys: per head (Qwen3, Gemma 3) or over all heads (OLMo 2)"
     )
     embedding_norm: bool = Field(False, description="a norm right after the embedding (BLOOM)")
+    final_norm: bool = Field(
+        True,
+        description="a norm after the last layer (all but GPT-1, whose post-norm blocks end in their own)",
+        exclude_if=lambda v: v,
+    )
     qkv_bias: bool = False
     # left out of a dump unless set, so that specs without them read as before
     out_bias: bool | None = Field(

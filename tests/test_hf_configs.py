@@ -1036,7 +1036,10 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     Llama attention with a two-matrix MLP. PaddleOCR-VL's and Granite Docling's wrappers tie the head by their own
     tie_word_embeddings (true by default), whatever their text model says; GLM-OCR reads its head_dim. Gemma 4 as
     transformers 5.25.0 writes it gives its full-attention layers' shape in per_layer_config; Gemma 4 Unified's text
-    model is Gemma 4's without per-layer embeddings or experts.
+    model is Gemma 4's without per-layer embeddings or experts. GPT-1 ends its post-norm blocks without a final norm;
+    XGLM names its heads attention_heads; BioGPT's position table keeps 2 rows more than max_position_embeddings;
+    CTRL's tied head has its own bias; Persimmon norms one head's dimension of q and of k with a LayerNorm; Fuyu's
+    language model is Persimmon's (its patch embedding, the vision input, left out).
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"

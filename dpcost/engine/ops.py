@@ -576,7 +576,7 @@ def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: st
     return [
         # the backward scatters into a dense fp32 (vocab x hidden) gradient, zeroed first
         Op("embedding", "embedding", "memory", 0.0, 2 * BF16 * h * t, 1, 0.0, 2 * 4.0 * h * t + 8.0 * a.vocab * h, 2),
-        _memory("final norm", "layernorm", norm_b * h * t, norm_k),
+        *([_memory("final norm", "layernorm", norm_b * h * t, norm_k)] if a.final_norm else []),
         _gemm("output head", "head", t, h, a.output_vocab, BF16, tp_split="n", sixteen_bit=True),
         Op(
             "loss",

@@ -212,6 +212,11 @@ def _norm(a: ModelArchitecture) -> float:
     return a.norm_weights * a.hidden
 
 
+def outside_norm_parameters(a: ModelArchitecture) -> float:
+    """The hidden-sized norms outside the layers: the final norm (none in GPT-1) and BLOOM's after the embedding."""
+    return _norm(a) * (int(a.final_norm) + int(a.embedding_norm))
+
+
 def kv_projection_parameters(a: ModelArchitecture) -> float:
     """The key and value projections of one attention sub-layer, their biases and the key norm: what a kv-shared
     layer does not hold (modeling_gemma4.py Gemma4TextAttention, transformers 5.25.0: no k_proj, v_proj or k_norm
@@ -546,7 +551,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     rows = a.output_vocab
     lm_head = (0.0 if a.tied_embeddings else float(rows * h)) + (float(rows) if a.head_bias else 0.0)
     positions = float(a.learned_positions * h)
-    final_norm = _norm(a) * (2 if a.embedding_norm else 1) + hyper_head_parameters(a)
+    final_norm = outside_norm_parameters(a) + hyper_head_parameters(a)
     per_layer = a.per_layer_input
     # Gemma 4's embed_tokens_per_layer, and per_layer_model_projection with per_layer_projection_norm
     per_layer_embedding = per_layer_projection = 0.0
@@ -590,7 +595,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if compressors:
         components.append(("compressors and indexers", compressors))
     layer_norms = sum(layer_norm_parameters(a, mixer, mlp) for mixer, mlp, _ in kinds)
-    components.append(("norms", layer_norms + _norm(a) * (2 if a.embedding_norm else 1)))
+    components.append(("norms", layer_norms + outside_norm_parameters(a)))
     if a.hyper_connected:
         streams = 2 * hyper_connection_parameters(a) * a.layers + hyper_head_parameters(a)
         components.append(("hyper-connections", streams))

@@ -5,14 +5,14 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
     python aliased_families_with_transformers.py > resolved/aliased-families.json
     python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text paddleocr_vl \
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
-        granite4_vision cosmos3_edge gemma4_text gemma4_unified \
+        granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
 the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2, DeepSeek-OCR 2,
-HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, with transformers
-5.25.0).
+HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, and GPT-1, XGLM,
+BioGPT, CTRL, Persimmon and Fuyu's Persimmon, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -359,7 +359,19 @@ CASES: dict[str, list[dict[str, object]]] = {
          "layer_types": ["full_attention", "sliding_attention"] * 5},
         {"mlp_bias": True, "head_dim": 96},
     ],
+    # GPT-era families under their own keys (5.25.0): GPT-1 (post-norm, no final norm), XGLM (attention_heads,
+    # sinusoidal positions), BioGPT (a learned table with 2 spare rows), CTRL (a biased head tied to the embedding),
+    # Persimmon (a LayerNorm over one head for q and for k) and Fuyu's Persimmon
+    "openai-gpt": [{}, {"afn": "relu", "n_layer": 2, "n_positions": 1024, "tie_word_embeddings": False}],
+    "xglm": [{}, {"num_layers": 2, "d_model": 512, "attention_heads": 8, "ffn_dim": 1536}],
+    "biogpt": [{}, {"num_hidden_layers": 2, "max_position_embeddings": 2048, "tie_word_embeddings": False}],
+    "ctrl": [{}, {"n_layer": 2, "dff": 4096, "tie_word_embeddings": False}],
+    "persimmon": [{}, {"qk_layernorm": False, "num_hidden_layers": 2, "tie_word_embeddings": True}],
+    "fuyu": [{}, {"text_config": {"num_hidden_layers": 2, "hidden_size": 2048, "num_attention_heads": 16}}],
 }  # fmt: skip
+# ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
+# layer from patches), which dpcost leaves out as a vision encoder
+IMAGE_INPUT_IN_CAUSAL_LM = {"fuyu"}
 
 
 def unused_parameters(model: object) -> int:
@@ -410,7 +422,7 @@ def main() -> None:
                 "config": kept,
                 "class": type(model).__name__,
                 "parameters": sum(p.numel() for p in model.parameters())
-                if "ForCausalLM" in type(model).__name__
+                if type(model).__name__.endswith(("ForCausalLM", "LMHeadModel")) and family not in IMAGE_INPUT_IN_CAUSAL_LM
                 else text_parameters(model),
                 # persistent buffers a checkpoint also holds: routers' e_score_correction_bias
                 "routing_biases": sum(
