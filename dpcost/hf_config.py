@@ -339,6 +339,13 @@ _LLAMA_LIKE = {
     # configuration_cosmos3_edge.py / modular_cosmos3_edge.py (5.25.0): Llama's attention with CLIP's MLP (fc1 and
     # fc2 biased by mlp_bias, relu2: two matrices), 8 KV heads of 128 by default
     "cosmos3_edge_text": (8, 128, False, "none"),
+    # configuration_aria.py / modeling_aria.py (5.25.0: Rhymes' Aria, under text_config): Llama's attention (biases on
+    # q, k, v and o by attention_bias) and in every layer moe_num_experts SiLU-gated experts of intermediate_size, top
+    # moe_topk, a router without bias, moe_num_shared_experts folded into one shared MLP; untied by default
+    "aria_text": (None, None, False, "none"),
+    # configuration_emu3.py / modeling_emu3.py (5.25.0: BAAI's Emu3, under text_config): Llama's layers (biases on q,
+    # k, v and o by attention_bias, on the MLP by mlp_bias), 8 KV heads unless given, untied by default
+    "emu3_text_model": (8, None, False, "none"),
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
@@ -352,7 +359,8 @@ _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "ex
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
 _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
-                   "nemotron", "hyperclovax", "exaone", "iquestcoder", "internlm3", "cosmos3_edge_text")  # fmt: skip
+                   "nemotron", "hyperclovax", "exaone", "iquestcoder", "internlm3", "cosmos3_edge_text",
+                   "emu3_text_model")  # fmt: skip
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
@@ -387,6 +395,20 @@ _NESTED_SHAPE_DEFAULTS = {
         "num_hidden_layers": 32,
         "num_attention_heads": 32,
         "vocab_size": 32000,
+    },
+    "aria_text": {  # AriaTextConfig's
+        "hidden_size": 4096,
+        "intermediate_size": 4096,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "vocab_size": 32000,
+    },
+    "emu3_text_model": {  # Emu3TextConfig's
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "vocab_size": 184622,
     },
 }
 # Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
@@ -632,6 +654,8 @@ _ARCHITECTURES = {
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
+    # BAAI's remote-code Emu3 files (model_type Emu3): the text model's keys top-level, transformers' Emu3ForCausalLM
+    "Emu3ForCausalLM": "emu3_text_model",
     "OpenAIGPTLMHeadModel": "openai-gpt",
     "XGLMForCausalLM": "xglm",
     "BioGptForCausalLM": "biogpt",
@@ -683,6 +707,8 @@ _NESTED = {
     "glm_ocr": "glm_ocr_text",
     "qwen2_5_omni_thinker": "qwen2",
     "qwen3_omni_moe_thinker": "qwen3_vl_moe_text",
+    "aria": "aria_text",
+    "emu3": "emu3_text_model",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
@@ -697,7 +723,7 @@ _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_m
 # Gemma4UnifiedConfig's;
 # PreTrainedModel.get_expanded_tied_weights_keys reads the model's own config)
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
-                 "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False}  # fmt: skip
+                 "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -833,7 +859,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
                   "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek",
-                  "bitnet", "internlm", "cosmos3_edge_text")  # fmt: skip
+                  "bitnet", "internlm", "cosmos3_edge_text", "aria_text", "emu3_text_model")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -859,6 +885,21 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["layer_norms"] = 1
         if k.flag("use_qk_norm", False):
             arch["qk_norm"] = "full"  # weights of (heads, head_dim) and (kv_heads, head_dim): every head its own
+    if family == "aria_text":  # AriaTextMoELayer in every layer; mlp_bias biases its shared MLP alone
+        if k.flag("mlp_bias", False):
+            raise InputError(k.where, f"{k._key('mlp_bias')}: Aria's shared MLP takes biases and its experts none, "
+                             "which dpcost does not count apart; false (as released) is counted")  # fmt: skip
+        ffn = k.integer("intermediate_size", default=4096, field="moe.ffn")
+        arch["ffn"] = ffn
+        arch["moe"] = {
+            "experts": k.integer("moe_num_experts", default=8, field="moe.experts"),
+            "active": k.integer("moe_topk", default=2, field="moe.active"),
+            "ffn": ffn,
+        }
+        shared = k.integer("moe_num_shared_experts", default=2, field="moe.shared")
+        if shared:
+            arch["moe"].update(shared=1, shared_ffn=ffn * shared)
+        return arch
     if family == "hunyuan_v1_moe":  # HunYuanMoEV1Moe in every layer: experts and one shared MLP of intermediate_size
         ffn = k.integer("intermediate_size", default=11008, field="moe.ffn")
         arch["ffn"] = ffn

@@ -1039,7 +1039,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     model is Gemma 4's without per-layer embeddings or experts. GPT-1 ends its post-norm blocks without a final norm;
     XGLM names its heads attention_heads; BioGPT's position table keeps 2 rows more than max_position_embeddings;
     CTRL's tied head has its own bias; Persimmon norms one head's dimension of q and of k with a LayerNorm; Fuyu's
-    language model is Persimmon's (its patch embedding, the vision input, left out).
+    language model is Persimmon's (its patch embedding, the vision input, left out). Aria's text model holds experts
+    and one shared MLP of moe_num_shared_experts x intermediate_size in every layer; Emu3's is Llama's layers.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"

@@ -6,13 +6,14 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
     python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text paddleocr_vl \
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
+        aria_text aria emu3_text_model emu3 \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
 the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2, DeepSeek-OCR 2,
 HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, and GPT-1, XGLM,
-BioGPT, CTRL, Persimmon and Fuyu's Persimmon, with transformers 5.25.0).
+BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -368,10 +369,20 @@ CASES: dict[str, list[dict[str, object]]] = {
     "ctrl": [{}, {"n_layer": 2, "dff": 4096, "tie_word_embeddings": False}],
     "persimmon": [{}, {"qk_layernorm": False, "num_hidden_layers": 2, "tie_word_embeddings": True}],
     "fuyu": [{}, {"text_config": {"num_hidden_layers": 2, "hidden_size": 2048, "num_attention_heads": 16}}],
+    # Aria's text model: Llama's attention with experts and a shared MLP of moe_num_shared_experts x intermediate_size
+    # in every layer; Emu3's: Llama's layers, 8 KV heads by default
+    "aria_text": [{}, {"num_hidden_layers": 2, "attention_bias": True, "moe_num_shared_experts": 0,
+                       "num_key_value_heads": 8, "tie_word_embeddings": True}],
+    "aria": [{"text_config": {"num_hidden_layers": 2, "moe_num_experts": 64, "moe_topk": 6, "intermediate_size": 1664,
+                              "hidden_size": 2560, "num_attention_heads": 20, "vocab_size": 100352}}],
+    "emu3_text_model": [{}, {"num_hidden_layers": 2, "attention_bias": True, "mlp_bias": True}],
+    "emu3": [{"text_config": {"num_hidden_layers": 2}}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
 IMAGE_INPUT_IN_CAUSAL_LM = {"fuyu"}
+# Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
+TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 
 
 def unused_parameters(model: object) -> int:
@@ -395,6 +406,7 @@ def text_parameters(model: object) -> int:
 
 def main() -> None:
     import torch
+    import transformers
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -405,10 +417,13 @@ def main() -> None:
         for change in changes:
             config = CONFIG_MAPPING[family](**change)
             with torch.device("meta"):
-                try:
-                    model = AutoModelForCausalLM.from_config(config)
-                except ValueError:  # a multimodal wrapper without a text-only class: its text model is counted
-                    model = AutoModelForImageTextToText.from_config(config)
+                if family in TEXT_CLASSES:
+                    model = getattr(transformers, TEXT_CLASSES[family])(config)
+                else:
+                    try:
+                        model = AutoModelForCausalLM.from_config(config)
+                    except ValueError:  # a multimodal wrapper without a text-only class: its text model is counted
+                        model = AutoModelForImageTextToText.from_config(config)
             kept = {k: v for k, v in config.to_dict().items() if k not in DROPPED}
             for ours, theirs in RELEASED_NAMES.get(family, {}).items():  # as the released files name them
                 if ours in kept and (ours in change or theirs in change):
