@@ -433,12 +433,12 @@ def main() -> None:
             sliding = [i for i, t in enumerate(types) if t in ("sliding_attention", "chunked_attention")]
             chunked = "chunked_attention" in types
             window = text.attention_chunk_size if chunked else getattr(text, "sliding_window", 0)
+            text_only = type(model).__name__.endswith(("ForCausalLM", "LMHeadModel"))
+            text_only = text_only and family not in IMAGE_INPUT_IN_CAUSAL_LM
             out.append({
                 "config": kept,
                 "class": type(model).__name__,
-                "parameters": sum(p.numel() for p in model.parameters())
-                if type(model).__name__.endswith(("ForCausalLM", "LMHeadModel")) and family not in IMAGE_INPUT_IN_CAUSAL_LM
-                else text_parameters(model),
+                "parameters": sum(p.numel() for p in model.parameters()) if text_only else text_parameters(model),
                 # persistent buffers a checkpoint also holds: routers' e_score_correction_bias
                 "routing_biases": sum(
                     b.numel() for name, b in model.named_buffers() if name.endswith("e_score_correction_bias")
