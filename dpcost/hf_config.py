@@ -288,7 +288,7 @@ _LLAMA_LIKE = {
     # configuration_stablelm.py / modeling_stablelm.py (5.24.0): LayerNorms with biases (one per layer under
     # use_parallel_residual, which runs attention and MLP side by side), q/k/v biases by use_qkv_bias, head_dim
     # hidden / heads (a head_dim key is not read), KV heads 32 unless given, with qk_layernorm a bias-free LayerNorm
-    # per head over q and k (counted here with a bias: +(heads + kv_heads) x head_dim per layer)
+    # per head over q and k (qk_norm_bias false)
     "stablelm": (32, None, False, "none"),
     # modeling_hunyuan_v1_dense.py / modeling_hunyuan_v1_moe.py (5.24.0): Llama's layers with q/k RMSNorms over
     # head_dim always built; head_dim must be given (the class has none; attention_head_dim in Tencent's remote
@@ -346,6 +346,12 @@ _LLAMA_LIKE = {
     # configuration_emu3.py / modeling_emu3.py (5.25.0: BAAI's Emu3, under text_config): Llama's layers (biases on q,
     # k, v and o by attention_bias, on the MLP by mlp_bias), 8 KV heads unless given, untied by default
     "emu3_text_model": (8, None, False, "none"),
+    # configuration_chameleon.py / modeling_chameleon.py (5.25.0: Meta's Chameleon): Llama's layers (biases on q, k, v
+    # and o by attention_bias, on the MLP by mlp_bias) with q and k normed by LayerNorms of weight and bias per head
+    # (ChameleonLayerNorm of (heads, head_dim) and (kv_heads, head_dim)) in RMSNorm layers, head_dim hidden / heads
+    # (a head_dim key is not read), untied; swin_norm moves the norms, not their weights; its VQ image tokenizer
+    # (vqmodel) is not counted
+    "chameleon": (None, None, False, "full"),
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
@@ -360,7 +366,7 @@ _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "ex
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
 _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
                    "nemotron", "hyperclovax", "exaone", "iquestcoder", "internlm3", "cosmos3_edge_text",
-                   "emu3_text_model")  # fmt: skip
+                   "emu3_text_model", "chameleon")  # fmt: skip
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
@@ -813,7 +819,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         "qkv_bias": qkv_bias or (family not in _UNBIASED and k.flag(bias_key, defaults.get(bias_key, False))),
         "qk_norm": qk_norm,
     }
-    if family in ("glm4v_text", "stablelm"):
+    if family in ("glm4v_text", "stablelm", "chameleon"):
         head_dim = None
     elif family.startswith("hunyuan") or family == "ministral":  # their attention fails without one
         head_dim = k.integer("head_dim", "attention_head_dim", field="head_dim")
@@ -859,7 +865,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
                   "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek",
-                  "bitnet", "internlm", "cosmos3_edge_text", "aria_text", "emu3_text_model")  # fmt: skip
+                  "bitnet", "internlm", "cosmos3_edge_text", "aria_text", "emu3_text_model",
+                  "chameleon")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
     if family == "seed_oss" and k.flag("attention_out_bias", False):
@@ -879,8 +886,10 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["layer_norms"] = 1
     if family == "stablelm":
         arch.update(norm="layernorm", layer_norms=1 if k.flag("use_parallel_residual", False) else 2)
-        if k.flag("qk_layernorm", False):
-            arch["qk_norm"] = "full"
+        if k.flag("qk_layernorm", False):  # StableLmLayerNormPerHead: a bias-free LayerNorm per head
+            arch.update(qk_norm="full", qk_norm_bias=False)
+    if family == "chameleon":
+        arch["qk_norm_bias"] = True
     if family == "cohere":
         arch["layer_norms"] = 1
         if k.flag("use_qk_norm", False):
@@ -2552,7 +2561,14 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     outer_tie = cfg.get("tie_word_embeddings")
     family = wrapped or _family(cfg, where)
     prefix = ""
-    multimodal = wrapped is not None or family in (*_NESTED, "qwen2_5_vl", "qwen2_vl", *_READ_AS, *_LANGUAGE_CONFIG)
+    multimodal = wrapped is not None or family in (
+        *_NESTED,
+        "qwen2_5_vl",
+        "qwen2_vl",
+        *_READ_AS,
+        *_LANGUAGE_CONFIG,
+        "chameleon",
+    )
     if wrapped:
         cfg, prefix = _text_config(cfg), "text_config."
     elif family in _LANGUAGE_CONFIG:

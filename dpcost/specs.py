@@ -347,6 +347,12 @@ class ModelArchitecture(Spec):
     qk_norm: Literal["none", "head", "full"] = Field(
         "none", description="norms on queries and keys: per head (Qwen3, Gemma 3) or over all heads (OLMo 2)"
     )
+    qk_norm_bias: bool | None = Field(
+        None,
+        description="the query/key norms' bias: true (Chameleon's LayerNorms in RMSNorm layers), false (StableLM's "
+        "bias-free LayerNorms in LayerNorm layers); unset: as norm says",
+        exclude_if=lambda v: v is None,
+    )
     embedding_norm: bool = Field(False, description="a norm right after the embedding (BLOOM)")
     final_norm: bool = Field(
         True,
@@ -680,6 +686,12 @@ class ModelArchitecture(Spec):
         """Weights per element of one norm: LayerNorm's scale and bias, RMSNorm's scale, none for OLMo's
         non-parametric LayerNorm (modeling_olmo.py OlmoLayerNorm)."""
         return {"layernorm": 2, "rmsnorm": 1, "layernorm_np": 0}[self.norm]
+
+    @property
+    def qk_norm_weights(self) -> int:
+        """Weights per element of a query or key norm: a scale and, where qk_norm_bias says, a bias; else as the
+        layers' norms (norm_weights)."""
+        return self.norm_weights if self.qk_norm_bias is None else 1 + int(self.qk_norm_bias)
 
     @property
     def gated_mlp(self) -> bool:

@@ -1041,6 +1041,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     CTRL's tied head has its own bias; Persimmon norms one head's dimension of q and of k with a LayerNorm; Fuyu's
     language model is Persimmon's (its patch embedding, the vision input, left out). Aria's text model holds experts
     and one shared MLP of moe_num_shared_experts x intermediate_size in every layer; Emu3's is Llama's layers.
+    Chameleon norms q and k per head with LayerNorms of weight and bias in RMSNorm layers (its VQ image tokenizer
+    left out); StableLM's per-head q/k LayerNorms are bias-free in LayerNorm layers.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"

@@ -107,7 +107,7 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         params += q_out + kv_out + v_out
     if a.out_bias or (a.out_bias is None and a.linear_bias):
         params += h  # output projection bias
-    per = a.norm_weights
+    per = a.qk_norm_weights
     if a.qk_norm == "head":
         params += 2 * per * a.d_head  # q_norm, k_norm over one head's dimension (Qwen3, Gemma 3)
     elif a.qk_norm == "full":
@@ -223,7 +223,7 @@ def kv_projection_parameters(a: ModelArchitecture) -> float:
     where is_kv_shared_layer; v_norm has no weight)."""
     h, kv_out = a.hidden, a.n_kv_heads * a.d_head
     v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value
-    norm = {"head": a.d_head, "full": kv_out}.get(a.qk_norm, 0) * a.norm_weights
+    norm = {"head": a.d_head, "full": kv_out}.get(a.qk_norm, 0) * a.qk_norm_weights
     return h * (kv_out + v_out) + (kv_out + v_out if a.qkv_bias else 0) + norm
 
 

@@ -6,14 +6,15 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
     python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text paddleocr_vl \
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
-        aria_text aria emu3_text_model emu3 \
+        aria_text aria emu3_text_model emu3 chameleon stablelm \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
 the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2, DeepSeek-OCR 2,
 HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, and GPT-1, XGLM,
-BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, with transformers 5.25.0).
+BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
+norms, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -377,10 +378,20 @@ CASES: dict[str, list[dict[str, object]]] = {
                               "hidden_size": 2560, "num_attention_heads": 20, "vocab_size": 100352}}],
     "emu3_text_model": [{}, {"num_hidden_layers": 2, "attention_bias": True, "mlp_bias": True}],
     "emu3": [{"text_config": {"num_hidden_layers": 2}}],
+    # Chameleon: LayerNorms of weight and bias per head on q and k in RMSNorm layers; StableLM's per-head q/k
+    # LayerNorms are bias-free in LayerNorm layers
+    # (its model reads vocabulary_map's image token)
+    "chameleon": [{"vocabulary_map": {"<image>": 8711}},
+                  {"num_hidden_layers": 2, "num_key_value_heads": 8, "attention_bias": True, "mlp_bias": True,
+                   "swin_norm": True, "head_dim": 64, "tie_word_embeddings": True,
+                   "vocabulary_map": {"<image>": 8711}}],
+    "stablelm": [{"qk_layernorm": True, "num_hidden_layers": 2, "num_key_value_heads": 8}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
 IMAGE_INPUT_IN_CAUSAL_LM = {"fuyu"}
+# Models that hold an image tokenizer beside their text layers: ChameleonModel's vqmodel (a VQ-VAE), left out too
+IMAGE_TOKENIZER = ".vqmodel."
 # Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
 TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 
@@ -401,6 +412,8 @@ def text_parameters(model: object) -> int:
     """A multimodal model's text model and output head: what dpcost counts of a wrapper's file."""
     named = model.named_parameters()  # type: ignore[attr-defined]
     text = ("language_model.", "text_model.", "lm_head.")
+    if any(IMAGE_TOKENIZER in name for name, _ in model.named_parameters()):  # type: ignore[attr-defined]
+        return sum(p.numel() for name, p in named if IMAGE_TOKENIZER not in name)
     return sum(p.numel() for name, p in named if any(part in name for part in text))
 
 
