@@ -660,6 +660,7 @@ _ARCHITECTURES = {
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
+    "RecurrentGemmaForCausalLM": "recurrent_gemma",
     # BAAI's remote-code Emu3 files (model_type Emu3): the text model's keys top-level, transformers' Emu3ForCausalLM
     "Emu3ForCausalLM": "emu3_text_model",
     "OpenAIGPTLMHeadModel": "openai-gpt",
@@ -756,6 +757,7 @@ _HYBRID = (
     "bamba",
     "olmo_hybrid",
     "lfm3",
+    "recurrent_gemma",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
@@ -2484,6 +2486,9 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 
         size = k.integer("sliding_window", default=256, field="local_attention.size")
         local = [i for i, t in enumerate(lfm3_layer_types(k, layers)) if t == "sliding_attention"]
+    elif family == "recurrent_gemma":  # every attention block attends in a window (RecurrentGemmaConfig)
+        size = k.integer("attention_window_size", "sliding_window", default=2048, field="local_attention.size")
+        local = [i for i, mixer in enumerate(mixers) if mixer == "attention"]
     elif family == "gemma3n_text":
         size = k.integer("sliding_window", default=512, field="local_attention.size")
         local = [i for i, t in enumerate(_gemma3n_layer_types(k, layers)) if t == "sliding_attention"]

@@ -755,6 +755,55 @@ def _lfm2(k: Keys, family: str) -> dict[str, Any]:
     return arch
 
 
+# RecurrentGemmaConfig's defaults (configuration_recurrent_gemma.py, transformers 5.25.0: RecurrentGemma-2B's shapes)
+_RECURRENT_GEMMA = {"vocab_size": 256000, "hidden_size": 2560, "intermediate_size": 3 * 2560, "num_hidden_layers": 26,
+                    "num_attention_heads": 10, "conv1d_width": 4}  # fmt: skip
+
+
+def _recurrent_gemma(k: Keys) -> dict[str, Any]:
+    """RecurrentGemmaForCausalLM (modeling_recurrent_gemma.py, transformers 5.25.0: Griffin, arXiv 2402.19427):
+    layers whose temporal block is a recurrent block (RGLRUSpec: lru_width, else hidden_size, its gates in
+    num_attention_heads blocks) or local attention (a window of attention_window_size; q, k, v biased by
+    attention_bias, o_proj always; heads of hidden / heads, num_key_value_heads else all), cycling through
+    block_types; in every layer a GeGLU MLP of intermediate_size / 2 with biases and two Gemma RMSNorms (1 + w, the
+    product in fp32); the embedding scaled by sqrt(hidden) (a buffer), tied."""
+    d = _RECURRENT_GEMMA
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    heads = _int(k, "num_attention_heads", d, "heads")
+    hidden = _int(k, "hidden_size", d, "hidden")
+    pattern = k.get("block_types", default=["recurrent", "recurrent", "attention"])
+    if (
+        not isinstance(pattern, list)
+        or not pattern
+        or any(not isinstance(t, str) or t not in ("recurrent", "attention") for t in pattern)
+    ):
+        said = f"{k._key('block_types')}: a list of recurrent or attention, got {pattern!r}"
+        raise InputError(k.where, said[:200])
+    types = [pattern[i % len(pattern)] for i in range(layers)]
+    width = k.integer("lru_width", default=None, field="rglru.width")
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": int(k.integer("num_key_value_heads", default=heads, field="kv_heads") or heads),
+        "head_dim": hidden // heads if heads > 0 else 1,  # the class sets hidden / heads, whatever the file says
+        "ffn": _int(k, "intermediate_size", d, "ffn") // 2,
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "mlp": "geglu",
+        "norm_in_fp32": True,
+        "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": True,
+        "linear_bias": True,
+        "mixers": tuple("rglru" if t == "recurrent" else "attention" for t in types),
+        "rglru": {
+            "width": hidden if width is None else width,
+            "heads": heads,
+            "conv_kernel": _int(k, "conv1d_width", d, "rglru.conv_kernel"),
+        },
+    }
+
+
 # Each single-reader family's reader (hybrid_architecture)
 _READERS = {
     "mamba": _mamba,
@@ -770,4 +819,5 @@ _READERS = {
     "olmo_hybrid": _olmo_hybrid,
     "lfm3": _lfm3,
     "qwen3_next": _qwen3_next,
+    "recurrent_gemma": _recurrent_gemma,
 }

@@ -191,6 +191,18 @@ class ShortConvSpec(Spec):
     bias: bool = Field(False, description="conv_bias: biases on in_proj, the convolution and out_proj")
 
 
+class RGLRUSpec(Spec):
+    """Griffin's recurrent block (De et al. 2024, arXiv 2402.19427 section 2.4; modeling_recurrent_gemma.py
+    RecurrentGemmaRecurrentBlock and RecurrentGemmaRglru, transformers 5.25.0): linear_y and linear_x (h -> width,
+    biased), a depthwise convolution of `conv_kernel` taps over linear_x's output (biased), the RG-LRU (its input and
+    recurrence gates block-diagonal over `heads` blocks, each with a bias, and a decay per channel), the product
+    with GELU(linear_y) and linear_out (width -> h, biased)."""
+
+    width: PositiveInt = Field(description="lru_width: the recurrence's channels")
+    heads: PositiveInt = Field(description="the gates' diagonal blocks (num_attention_heads), each width / heads wide")
+    conv_kernel: PositiveInt = Field(4, description="conv1d_width")
+
+
 class IndexerSpec(Spec):
     """DeepSeek-V3.2's lightning indexer (DeepSeek Sparse Attention): in every attention layer it scores all the
     context with `heads` small heads and attention then reads only the `topk` best keys
@@ -301,7 +313,7 @@ KV_SHARED = "kv-shared "  # the prefix of a layer that attends with an earlier l
 Mixer = Literal[
     "attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none",
     "compressed sparse attention", "heavily compressed attention", "kv-shared attention", "kv-shared global attention",
-    "cross",
+    "cross", "rglru",
 ]  # fmt: skip
 
 
@@ -424,6 +436,7 @@ class ModelArchitecture(Spec):
     ssm: SSMSpec | None = None
     deltanet: DeltaNetSpec | None = None
     short_conv: ShortConvSpec | None = Field(None, exclude_if=lambda v: v is None)
+    rglru: RGLRUSpec | None = Field(None, exclude_if=lambda v: v is None)
     indexer: IndexerSpec | None = None
     global_attention: GlobalAttentionSpec | None = Field(None, exclude_if=lambda v: v is None)
     local_attention: LocalAttentionSpec | None = Field(
@@ -496,6 +509,11 @@ class ModelArchitecture(Spec):
             raise ValueError("deltanet layers need deltanet")
         if "conv" in self.mixers and self.short_conv is None:
             raise ValueError("conv layers need short_conv")
+        if "rglru" in self.mixers and self.rglru is None:
+            raise ValueError("rglru layers need rglru")
+        if self.rglru is not None and self.rglru.width % self.rglru.heads:
+            raise ValueError(f"rglru.width ({self.rglru.width}) must be a multiple of heads ({self.rglru.heads}): "
+                             "the gates' blocks")  # fmt: skip
         dsa = self.indexer is not None and self.indexer.form == "dsa"
         if dsa and (self.mla is None or self.mla.q_lora_rank is None):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
@@ -638,7 +656,10 @@ class ModelArchitecture(Spec):
             return "MLP widths that differ from layer to layer"
         if "cross" in self.mixers:
             return "cross-attention layers over image states"
-        return "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions)"
+        return (
+            "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions, "
+            "RG-LRU recurrent blocks)"
+        )
 
     def attention_of(self, mixer: str) -> "ModelArchitecture":
         """The architecture a layer of `mixer` attends with: a "global attention" layer's own head_dim, KV heads

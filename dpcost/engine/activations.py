@@ -283,6 +283,29 @@ def _short_conv(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]
     return out, first_mm + 2
 
 
+def _rglru(a: ModelArchitecture, first_mm: int, kernels: Kernels) -> tuple[list[Tensor], int]:
+    """Griffin's recurrent block over w channels (RGLRUSpec; RecurrentGemmaRecurrentBlock) as its backward reads it:
+    linear_y's output (GELU's input) and, unfused, GELU's output; linear_x's output (the convolution's input); the
+    convolution's output (the gates' input); the input and recurrence gates' sigmoids; the recurrence's input and
+    its states (fp32, as the scan accumulates them); its output and the gated product, linear_out's input."""
+    assert a.rglru is not None
+    e, w = ACT_BYTES, a.rglru.width
+    out = [
+        Tensor("RG-LRU linear_y output", "qkv", e * w, matmul=first_mm),
+        Tensor("RG-LRU linear_x output", "qkv", e * w, matmul=first_mm + 1),
+        Tensor("RG-LRU convolution output", "core_attn", e * w),
+        Tensor("RG-LRU input and recurrence gates", "core_attn", 2 * e * w),
+        Tensor("RG-LRU recurrence input", "core_attn", e * w),
+        Tensor("RG-LRU recurrence states (fp32)", "core_attn", 4.0 * w),
+        Tensor("RG-LRU recurrence output", "core_attn", e * w),
+        Tensor("RG-LRU gated output", "core_attn", e * w),
+        Tensor("RG-LRU linear_out output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 2),
+    ]
+    if kernels != "compiled":
+        out.insert(1, Tensor("RG-LRU GELU output", "core_attn", e * w))
+    return out, first_mm + 3
+
+
 def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     """A gated DeltaNet mixer as transformers' Qwen3NextGatedDeltaNet runs it with fla's chunk_gated_delta_rule:
     the input projections' outputs (q, k, v and z: 2K + 2V; b and a: 2 per value head), the convolution's output
@@ -454,6 +477,9 @@ def layer_tensors(
     if mixer == "conv":
         conv, mm = _short_conv(a, mm)
         tensors += conv
+    if mixer == "rglru":
+        recurrent, mm = _rglru(a, mm, kernels)
+        tensors += recurrent
     if mixer == "deltanet":
         delta, mm = _deltanet(a, mm)
         tensors += delta
@@ -563,7 +589,8 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
     """One sequence's recurrent state over all layers, in the model's dtype as transformers' caches hold it: a
     Mamba layer's SSM state (inner x N) and convolution window (its conv channels x kernel: Mamba2Cache,
     MambaCache), a gated DeltaNet layer's state (value heads x d_k x d_v) and window (2K + V channels; lightning
-    attention has none), an LFM2 short convolution's window (h channels x its kernel)."""
+    attention has none), an LFM2 short convolution's window (h channels x its kernel), a Griffin recurrent block's
+    window (w channels x k - 1 steps: RecurrentGemmaRecurrentBlock's conv1d_state) and its fp32 recurrent state."""
     total = 0.0
     for i in range(a.layers):
         mixer, m, d = a.mixer(i), a.ssm, a.deltanet
@@ -575,4 +602,6 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
             total += d.value_heads * d.key_dim * d.value_dim + conv * d.conv_kernel
         if mixer == "conv" and a.short_conv is not None:  # the convolution's window of its h channels
             total += a.hidden * a.short_conv.kernel
+        if mixer == "rglru" and a.rglru is not None:  # the window's k - 1 steps, and the fp32 recurrent state
+            total += a.rglru.width * (a.rglru.conv_kernel - 1) + a.rglru.width * 4.0 / dtype_bytes
     return total * dtype_bytes

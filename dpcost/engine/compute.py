@@ -114,7 +114,9 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
     - lightning attention in blocks of C (Qin et al. 2024, arXiv 2401.04658; MiniMax-01, arXiv 2501.08313): per head,
       the block's Q K^T and its product with V (4 C d), reading the d x d state (the inter-block product) and
       updating it with the block's K^T V (4 d d);
-    - LFM2's short convolution: a depthwise kernel of k taps over h channels (2 k h) and its two gates (2 h).
+    - LFM2's short convolution: a depthwise kernel of k taps over h channels (2 k h) and its two gates (2 h);
+    - Griffin's recurrent block over w channels (arXiv 2402.19427 section 2.4): the depthwise kernel of k taps (2 k w),
+      the recurrence's multiply-add (2 w) and the gating of its input and output (2 w).
     Decoding one token runs the recurrent form: the chunk terms fall away."""
     chunked = 0.0 if decode else 1.0
     flops, m, d = 0.0, arch.ssm, arch.deltanet
@@ -130,6 +132,8 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
         flops += d.value_heads * (chunked * intra + 6.0 * d.key_dim * d.value_dim)
     if mixer == "conv" and arch.short_conv is not None:  # LFM2: the depthwise kernel over h channels, and its gates
         flops += 2.0 * arch.short_conv.kernel * arch.hidden + 2.0 * arch.hidden
+    if mixer == "rglru" and arch.rglru is not None:
+        flops += 2.0 * arch.rglru.conv_kernel * arch.rglru.width + 4.0 * arch.rglru.width
     return flops
 
 

@@ -355,6 +355,16 @@ def short_conv_parameters(a: ModelArchitecture) -> float:
     return float(4 * h * h + c.kernel * h + (5 * h if c.bias else 0))
 
 
+def rglru_parameters(a: ModelArchitecture) -> float:
+    """One Griffin recurrent block (RGLRUSpec) of width w over h: linear_y, linear_x (h x w + w each), linear_out
+    (w x h + h), the depthwise convolution (k x w + w), the decay (w), and the input and recurrence gates (each
+    block-diagonal, heads blocks of (w / heads)^2, and a bias of w)."""
+    r, h = a.rglru, a.hidden
+    assert r is not None
+    w = r.width
+    return float(2 * (h * w + w) + w * h + h + r.conv_kernel * w + w + w + 2 * (w * (w // r.heads) + w))
+
+
 def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
     """One layer's token mixer: attention (attention_parameters), a Mamba mixer, a gated DeltaNet, both side by side,
     or none."""
@@ -364,6 +374,7 @@ def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
         + (ssm_parameters(a) if "mamba" in mixer else 0.0)
         + (deltanet_parameters(a) if mixer == "deltanet" else 0.0)
         + (short_conv_parameters(a) if mixer == "conv" else 0.0)
+        + (rglru_parameters(a) if mixer == "rglru" else 0.0)
         + (cross_attention_parameters(a) if mixer == "cross" else 0.0)
     )
 
@@ -449,6 +460,9 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
             out += [h * 2 * m.inner, m.inner * (m.dt_rank + 2 * m.state), m.dt_rank * m.inner, m.inner * h]
     if mixer == "conv" and a.short_conv is not None:
         out += [h * 3 * h, h * h]
+    if mixer == "rglru" and a.rglru is not None:  # linear_y, linear_x, the two gates' blocks, linear_out
+        w = a.rglru.width
+        out += [h * w, h * w, w * (w // a.rglru.heads), w * (w // a.rglru.heads), w * h]
     if mixer == "cross":  # Mllama's cross-attention: q, k, v, o (cross_attention_parameters)
         q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
         out += [h * q, h * kv, h * kv, q * h]
@@ -587,6 +601,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         (delta, "deltanet"),
         ("short convolutions", "conv"),
         ("cross-attention (image states)", "cross"),
+        ("RG-LRU recurrent blocks", "rglru"),
     ):
         layers = sum(1 for mixer, *_ in kinds if kind in mixer)
         if layers:

@@ -1,0 +1,80 @@
+"""RecurrentGemma (model_type recurrent_gemma; Griffin, De et al. 2024, arXiv 2402.19427): layers whose temporal block
+is a recurrent block (two input projections, a depthwise convolution, the RG-LRU and an output projection) or local
+attention, cycling through block_types (modeling_recurrent_gemma.py, transformers 5.25.0). Its counts are held to
+what transformers builds (resolved/transformers-5.25.json, test_hf_configs.py); here what the modeling code says of
+its cache, its matmuls and its layers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from dpcost.catalog import load_model
+from dpcost.engine.activations import layer_tensors, recurrent_state_bytes
+from dpcost.specs import ModelArchitecture
+
+CASES = json.loads(
+    (Path(__file__).parent / "reference" / "hf-configs" / "resolved" / "transformers-5.25.json").read_text()
+)
+DEFAULT = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "recurrent_gemma")
+
+
+def _arch(tmp_path: Path, **changes: object) -> ModelArchitecture:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**DEFAULT, **changes}))
+    a = load_model(str(path)).architecture
+    assert a is not None
+    return a
+
+
+def test_block_types_cycle_over_the_layers(tmp_path: Path) -> None:
+    """RecurrentGemmaConfig.layers_block_type repeats block_types: the 2B's 26 layers are recurrent, recurrent,
+    attention, ... (attention at 2, 5, ..., 23), each attention layer in a window of attention_window_size."""
+    a = _arch(tmp_path)
+    attention = [i for i in range(a.layers) if a.mixer(i) == "attention"]
+    assert attention == list(range(2, 26, 3))
+    assert all(a.mixer(i) == "rglru" for i in range(a.layers) if i not in attention)
+    assert all(a.local_span(i) is not None and a.local_span(i).size == 2048 for i in attention)
+
+
+def test_a_sequence_caches_each_recurrent_block_s_window_and_fp32_state(tmp_path: Path) -> None:
+    """RecurrentGemmaRecurrentBlock keeps conv1d_state, linear_x's last conv1d_width - 1 steps of lru_width channels,
+    in the model's dtype, and RecurrentGemmaRglru its recurrent_states of lru_width in float32 ("recurrent_states
+    always computed in full precision"): per sequence, 18 recurrent layers x (2560 x 3 x 2 + 2560 x 4) bytes."""
+    a = _arch(tmp_path)
+    assert recurrent_state_bytes(a, 2) == 18 * (2560 * 3 * 2 + 2560 * 4)
+
+
+def test_the_recurrent_block_makes_three_matmuls(tmp_path: Path) -> None:
+    """linear_y, linear_x and linear_out are nn.Linear (aten.mm, which torchtitan's per-op policy counts); the RG-LRU's
+    gates run as torch.baddbmm over their blocks, not aten.mm."""
+    a = _arch(tmp_path)
+    tensors = layer_tensors(a, False, mixer="rglru").tensors
+    names = {t.matmul: t.name for t in tensors if t.matmul}
+    assert list(names) == [1, 2, 3, 4, 5, 6]  # the block's three, then the MLP's gate, up and down
+    assert [names[i] for i in (1, 2, 3)] == ["RG-LRU linear_y output", "RG-LRU linear_x output",
+                                               "RG-LRU linear_out output"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"block_types": ["recurrent", "mlp"]}, "block_types: a list of recurrent or attention"),
+        ({"lru_width": 2505}, "lru_width (2505) must be a multiple of num_attention_heads (10)"),
+    ],
+)
+def test_what_it_cannot_build_is_refused_by_key(tmp_path: Path, changes: dict, said: str) -> None:  # type: ignore[type-arg]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**DEFAULT, **changes}))
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_layouts_and_per_op_times_are_refused_by_what_they_lack(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(DEFAULT))
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", "--tp", "2")
+    assert code == 2 and "RG-LRU recurrent blocks" in err, err
