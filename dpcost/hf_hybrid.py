@@ -765,19 +765,20 @@ def _recurrent_gemma(k: Keys) -> dict[str, Any]:
     layers whose temporal block is a recurrent block (RGLRUSpec: lru_width, else hidden_size, its gates in
     num_attention_heads blocks) or local attention (a window of attention_window_size; q, k, v biased by
     attention_bias, o_proj always; heads of hidden / heads, num_key_value_heads else all), cycling through
-    block_types; in every layer a GeGLU MLP of intermediate_size / 2 with biases and two Gemma RMSNorms (1 + w, the
+    block_types (_block_types in the files transformers 4 saved: the attribute its config kept); in every layer a GeGLU MLP of intermediate_size / 2 with biases and two Gemma RMSNorms (1 + w, the
     product in fp32); the embedding scaled by sqrt(hidden) (a buffer), tied."""
     d = _RECURRENT_GEMMA
     layers = _int(k, "num_hidden_layers", d, "layers")
     heads = _int(k, "num_attention_heads", d, "heads")
     hidden = _int(k, "hidden_size", d, "hidden")
-    pattern = k.get("block_types", default=["recurrent", "recurrent", "attention"])
+    pattern = k.get("block_types", "_block_types", default=["recurrent", "recurrent", "attention"])
     if (
         not isinstance(pattern, list)
         or not pattern
         or any(not isinstance(t, str) or t not in ("recurrent", "attention") for t in pattern)
     ):
-        said = f"{k._key('block_types')}: a list of recurrent or attention, got {pattern!r}"
+        key = "_block_types" if k.cfg.get("block_types") is None and "_block_types" in k.cfg else "block_types"
+        said = f"{k._key(key)}: a list of recurrent or attention, got {pattern!r}"
         raise InputError(k.where, said[:200])
     types = [pattern[i % len(pattern)] for i in range(layers)]
     width = k.integer("lru_width", default=None, field="rglru.width")

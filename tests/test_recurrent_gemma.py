@@ -59,6 +59,17 @@ def test_the_recurrent_block_makes_three_matmuls(tmp_path: Path) -> None:
                                                "RG-LRU linear_out output"]  # fmt: skip
 
 
+def test_files_saved_by_transformers_4_name_the_pattern_block_types(tmp_path: Path) -> None:
+    """transformers 4's RecurrentGemmaConfig kept the pattern as _block_types, which its saved files carry (ports
+    that load google/recurrentgemma-2b read that key): it sets the layers as block_types does."""
+    cfg = {k: v for k, v in DEFAULT.items() if k != "block_types"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, "_block_types": ["recurrent", "attention"]}))
+    a = load_model(str(path)).architecture
+    assert a is not None
+    assert [a.mixer(i) for i in range(4)] == ["rglru", "attention", "rglru", "attention"]
+
+
 @pytest.mark.parametrize(
     ("changes", "said"),
     [
