@@ -765,8 +765,9 @@ def _recurrent_gemma(k: Keys) -> dict[str, Any]:
     layers whose temporal block is a recurrent block (RGLRUSpec: lru_width, else hidden_size, its gates in
     num_attention_heads blocks) or local attention (a window of attention_window_size; q, k, v biased by
     attention_bias, o_proj always; heads of hidden / heads, num_key_value_heads else all), cycling through
-    block_types (_block_types in the files transformers 4 saved: the attribute its config kept); in every layer a GeGLU MLP of intermediate_size / 2 with biases and two Gemma RMSNorms (1 + w, the
-    product in fp32); the embedding scaled by sqrt(hidden) (a buffer), tied."""
+    block_types (_block_types in the files transformers 4 saved: the attribute its config kept); in every layer a
+    GeGLU MLP of intermediate_size / 2 with biases and two Gemma RMSNorms (1 + w, the product in fp32); the
+    embedding scaled by sqrt(hidden) (a buffer), tied."""
     d = _RECURRENT_GEMMA
     layers = _int(k, "num_hidden_layers", d, "layers")
     heads = _int(k, "num_attention_heads", d, "heads")
