@@ -488,6 +488,11 @@ _MISTRAL4 = {"vocab_size": 131072, "hidden_size": 4096, "intermediate_size": 122
              "num_hidden_layers": 36, "num_attention_heads": 32, "n_shared_experts": 1, "n_routed_experts": 128,
              "kv_lora_rank": 256, "q_lora_rank": 1024, "qk_rope_head_dim": 64, "v_head_dim": 128,
              "qk_nope_head_dim": 64, "num_experts_per_tok": 4, "first_k_dense_replace": 0}  # fmt: skip
+# AXK1Config's defaults (configuration_axk1.py, 5.25.0: SK Telecom's A.X K1), DeepSeek-V3's keys
+_AXK1 = {"vocab_size": 163840, "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+         "num_hidden_layers": 61, "num_attention_heads": 64, "n_shared_experts": 1, "n_routed_experts": 192,
+         "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 128,
+         "qk_nope_head_dim": 128, "num_experts_per_tok": 8}  # fmt: skip
 # Glm4MoeLiteConfig's defaults (configuration_glm4_moe_lite.py, 5.24.0: GLM-4.7-Flash), DeepSeek-V3's keys
 _GLM4_MOE_LITE = {"vocab_size": 154880, "hidden_size": 2048, "intermediate_size": 10240, "moe_intermediate_size": 1536,
                   "num_hidden_layers": 47, "num_attention_heads": 20, "n_shared_experts": 1, "n_routed_experts": 64,
@@ -511,7 +516,7 @@ _SARVAM_MLA = {"vocab_size": 262144, "hidden_size": 4096, "intermediate_size": 1
 _SARVAM_KEYS = {"n_routed_experts": ("num_experts",), "n_shared_experts": ("num_shared_experts",),
                 "num_nextn_predict_layers": ("num_mtp_layers",)}  # fmt: skip
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite",
-             "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text")  # fmt: skip
+             "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text", "axk1")  # fmt: skip
 # Multimodal files that keep their text model under language_config: DeepSeek-OCR's (deepseek_vl_v2, remote code:
 # DeepSeek-VL2's layout) holds a DeepseekV2 decoder there
 _LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
@@ -660,6 +665,7 @@ _ARCHITECTURES = {
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
+    "AXK1ForCausalLM": "axk1",
     "RecurrentGemmaForCausalLM": "recurrent_gemma",
     # BAAI's remote-code Emu3 files (model_type Emu3): the text model's keys top-level, transformers' Emu3ForCausalLM
     "Emu3ForCausalLM": "emu3_text_model",
@@ -1441,20 +1447,24 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     mlp_layer_types (else first_k_dense_replace) for the dense layers; an e_score_correction_bias in every MoE layer
     (a buffer transformers keeps out of parameters(), stored in the checkpoint). Its MTP layer (model.layers.78,
     num_nextn_predict_layers) is ignored by transformers on load and counted apart here, with its own indexer.
-    MiniCPM3 (minicpm3: configuration_minicpm3.py / modeling_minicpm3.py, 5.24.0) is DeepSeek-V2's MLA over a dense MLP
-    in every layer under its own defaults (_MINICPM3): tied, v_head_dim hidden / heads unless given; Youtu (youtu) the
-    same under _YOUTU; Sarvam's MLA models (sarvam_mla) DeepseekV3ForCausalLM's under _SARVAM_MLA, their files' own
-    names for three keys (_SARVAM_KEYS).
+    A.X K1 (axk1: configuration_axk1.py / modular_axk1.py, 5.25.0) is DeepSeek-V3's layers under its own defaults
+    (_AXK1) with a norm over each MoE block's output (AXK1MoE.post_mlp_layernorm), dense layers by mlp_layer_types
+    (else below first_k_dense_replace, 1, or off moe_layer_freq's multiples) and no MTP layer (its class has no
+    num_mtp_layers). MiniCPM3 (minicpm3: configuration_minicpm3.py / modeling_minicpm3.py, 5.24.0) is DeepSeek-V2's MLA
+    over a dense MLP in every layer under its own defaults (_MINICPM3): tied, v_head_dim hidden / heads unless given;
+    Youtu (youtu) the same under _YOUTU; Sarvam's MLA models (sarvam_mla) DeepseekV3ForCausalLM's under _SARVAM_MLA,
+    their files' own names for three keys (_SARVAM_KEYS).
 
     Without MLA, where a file says use_mla false (DeepSeek-OCR's decoder: its remote modeling_deepseekv2.py builds an
     "mha_" Llama attention) or is DeepSeek-OCR 2's text model (deepseek_ocr2_text: DeepseekOcr2TextAttention is
-    LlamaAttention, its class drops the MLA keys and first_k_dense_replace, and places dense layers by
-    mlp_layer_types alone; transformers 5.25.0), the attention has num_key_value_heads (else num_attention_heads)
-    KV heads of hidden / heads."""
+    LlamaAttention, its class drops the MLA keys and first_k_dense_replace, and places dense layers by mlp_layer_types
+    alone; transformers 5.25.0), the attention has num_key_value_heads (else num_attention_heads) KV heads of hidden /
+    heads."""
     glm = family in ("glm_moe_dsa", "glm4_moe_lite")
     ocr2 = family == "deepseek_ocr2_text"
     mla = not ocr2 and k.get("use_mla", default=True) is not False
     defaults = {
+        "axk1": _AXK1,
         "glm_moe_dsa": _GLM_MOE_DSA,
         "mistral4": _MISTRAL4,
         "glm4_moe_lite": _GLM4_MOE_LITE,
@@ -1483,7 +1493,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         arch["linear_bias"] = True
     if k.get("n_routed_experts", *aliases.get("n_routed_experts", ()), default=d.get("n_routed_experts")) is not None:
         freq = k.integer("moe_layer_freq", default=1)
-        if freq != 1:
+        if freq != 1 and family != "axk1":
             raise InputError(
                 k.where,
                 f"{k._key('moe_layer_freq')}: only 1 (MoE in every layer after "
@@ -1496,7 +1506,9 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             "ffn": integer("moe_intermediate_size", "moe.ffn"),
             "first_dense_layers": integer("first_k_dense_replace", "moe.first_dense_layers", 0),
             # V3's e_score_correction_bias; Mistral 4's softmax router has none
-            "router_bias": glm or (family != "mistral4" and k.text("topk_method", "") == "noaux_tc"),
+            "router_bias": glm
+            or family == "axk1"
+            or (family != "mistral4" and k.text("topk_method", "") == "noaux_tc"),
         }
         kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if glm or ocr2 else None
         if kinds is None and ocr2:
@@ -1506,6 +1518,14 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             raise InputError(k.where, said + "first_k_dense_replace and builds no model without it")
         if kinds is None and family == "glm4_moe_lite":  # its class reads no first_k_dense_replace: layer 0 dense
             kinds = ["dense"] + ["sparse"] * (layers - 1)
+        if family == "axk1":
+            kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+            if kinds is None:  # AXK1Config.__post_init__'s rule
+                first = integer("first_k_dense_replace", "moe.first_dense_layers", 1)
+                if freq < 1:
+                    raise InputError(k.where, f"{k._key('moe_layer_freq')}: a whole number from 1, got {freq}")
+                kinds = ["sparse" if i >= first and i % freq == 0 else "dense" for i in range(layers)]
+            arch["moe"]["output_norm"] = True
         if kinds is not None:
             arch["moe"].update(first_dense_layers=0, dense_layers=tuple(i for i, t in enumerate(kinds) if t == "dense"))
     if not mla:
@@ -1527,7 +1547,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         if family == "minicpm3"
         else integer("v_head_dim", "mla.v_head_dim"),
     }
-    if family != "mistral4":  # Mistral4ForCausalLM builds no MTP layer
+    if family not in ("mistral4", "axk1"):  # Mistral4ForCausalLM and AXK1ForCausalLM build no MTP layer
         arch["mtp_layers"] = integer("num_nextn_predict_layers", "mtp_layers", 0)
     # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0) where GLM's give none
     if family in ("deepseek_v32", "glm_moe_dsa"):

@@ -84,6 +84,9 @@ class MoESpec(Spec):
     every: PositiveInt = Field(1, description="MoE in layers i with (i + 1) % every == 0 (Llama 4, Qwen2-MoE)")
     dense_layers: tuple[NonNegativeInt, ...] = Field((), description="further layers with a dense MLP (Qwen)")
     router_bias: bool = Field(False, description="a per-expert routing bias (DeepSeek-V3 e_score_correction)")
+    output_norm: bool = Field(
+        False, description="a norm over the MoE block's output (A.X K1's post_mlp_layernorm)", exclude_if=_unset
+    )
     router_outputs: PositiveInt | None = Field(
         None,
         description="the router's scores per token, if more than `experts` (LongCat-Flash's zero-computation experts, "

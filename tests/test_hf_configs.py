@@ -1043,7 +1043,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     language model is Persimmon's (its patch embedding, the vision input, left out). Aria's text model holds experts
     and one shared MLP of moe_num_shared_experts x intermediate_size in every layer; Emu3's is Llama's layers.
     Chameleon norms q and k per head with LayerNorms of weight and bias in RMSNorm layers (its VQ image tokenizer
-    left out); StableLM's per-head q/k LayerNorms are bias-free in LayerNorm layers.
+    left out); StableLM's per-head q/k LayerNorms are bias-free in LayerNorm layers. RecurrentGemma's layers are
+    Griffin's recurrent blocks and local attention; A.X K1's are DeepSeek-V3's with a norm over each MoE output.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
@@ -1058,6 +1059,21 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     else:
         assert a.local_attention is not None and a.local_attention.size == sliding["size"]
         assert [i for i in range(a.layers) if a.local_span(i) is not None] == sliding["layers"]
+
+
+def test_axk1_derives_its_dense_layers_as_its_class_does(tmp_path: Path) -> None:
+    """AXK1Config.__post_init__ (transformers 5.25.0), without mlp_layer_types: a layer is sparse from
+    first_k_dense_replace on where its index is a multiple of moe_layer_freq; the class writes the list it derived,
+    ['dense', 'dense', 'sparse', 'dense', 'sparse', 'dense'] for 6 layers, 2 and 2 (resolved/transformers-5.25.json)."""
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "axk1" and
+                c["config"]["num_hidden_layers"] == 6)  # fmt: skip
+    config = {k: v for k, v in case["config"].items() if k != "mlp_layer_types"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "first_k_dense_replace": 2, "moe_layer_freq": 2}))
+    spec = load_model(str(path))
+    assert spec.architecture is not None and spec.architecture.moe is not None
+    assert [spec.architecture.moe_layer(i) for i in range(6)] == [False, False, True, False, True, False]
+    assert count_params(spec).total == case["parameters"] + case["routing_biases"]
 
 
 def _gemma3n_case(index: int) -> dict:  # type: ignore[type-arg]

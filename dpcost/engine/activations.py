@@ -514,6 +514,8 @@ def layer_tensors(
             tensors.append(Tensor(label, "moe_act", moe.active * activation))
         if moe.latent:  # the combined latent output, fc2_latent_proj's input
             tensors.append(Tensor("latent projection input", "moe", e * moe.latent))
+        if moe.output_norm:  # its input, the experts' and shared experts' sum, which nothing else keeps
+            tensors.append(_post_norm(a, kernels, "MoE output norm"))
     else:
         part = _mlp(a, ffn or a.dense_ffn(mixer), kernels, mm, "mlp", "MLP")
         tensors += part

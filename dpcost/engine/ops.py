@@ -495,6 +495,8 @@ def _mlp_half(
             ops += _mlp("shared expert", "shared_experts", a, t, e.shared_width, gemm_bytes, e.shared)
             shared_act = act_b * e.shared_width * t * e.shared
             ops.append(_memory("shared expert activation", "shared_experts", shared_act, act_k))
+        if e.output_norm:
+            ops.append(_memory("MoE output norm", "layernorm", norm_b * h * t, norm_k))
     else:
         assert a.ffn is not None
         ops += _mlp("MLP", "mlp", a, t, a.ffn, gemm_bytes)

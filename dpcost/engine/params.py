@@ -430,7 +430,7 @@ def _block(
     e = a.moe
     expert = routed_expert(a)
     shared = e.shared * _mlp(a, e.shared_width)
-    always = attn + norms + _router(a) + shared + latent_projections(a)
+    always = attn + norms + _router(a) + shared + latent_projections(a) + (_norm(a) if e.output_norm else 0.0)
     total = always + e.experts * expert
     active = always + e.active * expert
     return BlockCount(total, active, moe=True)
