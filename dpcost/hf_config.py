@@ -352,16 +352,22 @@ _LLAMA_LIKE = {
     # (a head_dim key is not read), untied; swin_norm moves the norms, not their weights; its VQ image tokenizer
     # (vqmodel) is not counted
     "chameleon": (None, None, False, "full"),
+    # configuration_kolibri1.py / modular_kolibri1.py (5.25.0: Aleph Alpha's Kolibri-1): EXAONE 4's attention (q/k
+    # norms per head, no biases), 4 KV heads of 128 unless given, GLM-4's four norms a layer, and in every layer
+    # num_experts experts of moe_intermediate_size with one shared MLP of shared_expert_intermediate_size and a
+    # router whose e_score_correction_bias is a buffer; sliding windows of 513 by layer_types, else all but every
+    # fifth layer
+    "kolibri1": (4, 128, False, "head"),
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
 # configuration_glm4.py, InternLM2's configuration_internlm2.py (whose attention bias is named `bias`).
 # Whose attention projections take bias=False whatever attention_bias says (modeling_mistral.py, modeling_ministral.py,
 # modeling_ministral3.py, modeling_mixtral.py, modeling_phi3.py, modeling_exaone4.py, modeling_exaone_moe.py), that
-# has no attention_bias (modeling_cwm.py, Baichuan's modeling_baichuan.py), or whose biases follow use_bias alone
+# has no attention_bias (modeling_cwm.py, Baichuan's modeling_baichuan.py, modular_kolibri1.py), or whose biases follow use_bias alone
 # (modeling_ernie4_5.py, _moe), or whose q/k/v are unbiased whatever it says (modular_glm_ocr.py)
 _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "exaone4", "exaone_moe", "ernie4_5",
-             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text")  # fmt: skip
+             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text", "kolibri1")  # fmt: skip
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
 _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
@@ -665,6 +671,7 @@ _ARCHITECTURES = {
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
+    "Kolibri1ForCausalLM": "kolibri1",
     "AXK1ForCausalLM": "axk1",
     "RecurrentGemmaForCausalLM": "recurrent_gemma",
     # BAAI's remote-code Emu3 files (model_type Emu3): the text model's keys top-level, transformers' Emu3ForCausalLM
@@ -902,6 +909,17 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["layer_norms"] = 1
         if k.flag("use_qk_norm", False):
             arch["qk_norm"] = "full"  # weights of (heads, head_dim) and (kv_heads, head_dim): every head its own
+    if family == "kolibri1":  # Kolibri1SparseMoeBlock in every layer, under Glm4DecoderLayer's four norms
+        arch["layer_norms"] = 4
+        arch["moe"] = {
+            "experts": k.integer("num_experts", default=384, field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", default=6, field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", default=512, field="moe.ffn"),
+            "shared": 1,
+            "shared_ffn": k.integer("shared_expert_intermediate_size", default=512, field="moe.shared_ffn"),
+            "router_bias": True,
+        }
+        return arch
     if family == "aria_text":  # AriaTextMoELayer in every layer; mlp_bias biases its shared MLP alone
         if k.flag("mlp_bias", False):
             raise InputError(k.where, f"{k._key('mlp_bias')}: Aria's shared MLP takes biases and its experts none, "
@@ -2388,7 +2406,8 @@ def _gpt_oss_rope_mscale(k: Keys) -> float:
 # class reads sliding_window_pattern for the period).
 _PERIODIC = {"gemma2": (4096, 2, False), "vaultgemma": (4096, 2, False), "gpt_oss": (128, 2, False),
              "olmo3": (4096, 4, False), "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True),
-             "exaone4": (4096, 4, True), "exaone_moe": (4096, 4, True), "cohere2_moe": (4096, 4, True)}  # fmt: skip
+             "exaone4": (4096, 4, True), "exaone_moe": (4096, 4, True), "cohere2_moe": (4096, 4, True),
+             "kolibri1": (513, 5, False)}  # fmt: skip
 # Families whose layers from max_window_layers on slide where use_sliding_window: (default max_window_layers).
 _FROM_MAX_WINDOW_LAYERS = {"qwen2": 28, "qwen3": 28, "qwen2_5_vl": 80, "qwen2_vl": 80, "mimo": 28, "dots1": 62}
 # Families whose layer i slides unless i % period == 0 (the first layer global): (default window, period).

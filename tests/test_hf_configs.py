@@ -1044,7 +1044,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     and one shared MLP of moe_num_shared_experts x intermediate_size in every layer; Emu3's is Llama's layers.
     Chameleon norms q and k per head with LayerNorms of weight and bias in RMSNorm layers (its VQ image tokenizer
     left out); StableLM's per-head q/k LayerNorms are bias-free in LayerNorm layers. RecurrentGemma's layers are
-    Griffin's recurrent blocks and local attention; A.X K1's are DeepSeek-V3's with a norm over each MoE output.
+    Griffin's recurrent blocks and local attention; A.X K1's are DeepSeek-V3's with a norm over each MoE output;
+    Kolibri-1's EXAONE 4's attention under four norms, with experts and a shared MLP in every layer.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
