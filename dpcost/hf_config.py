@@ -364,8 +364,8 @@ _LLAMA_LIKE = {
 # configuration_glm4.py, InternLM2's configuration_internlm2.py (whose attention bias is named `bias`).
 # Whose attention projections take bias=False whatever attention_bias says (modeling_mistral.py, modeling_ministral.py,
 # modeling_ministral3.py, modeling_mixtral.py, modeling_phi3.py, modeling_exaone4.py, modeling_exaone_moe.py), that
-# has no attention_bias (modeling_cwm.py, Baichuan's modeling_baichuan.py, modular_kolibri1.py), or whose biases follow use_bias alone
-# (modeling_ernie4_5.py, _moe), or whose q/k/v are unbiased whatever it says (modular_glm_ocr.py)
+# has no attention_bias (modeling_cwm.py, Baichuan's modeling_baichuan.py, modular_kolibri1.py), or whose biases
+# follow use_bias alone (modeling_ernie4_5.py, _moe), or whose q/k/v are unbiased whatever it says (modular_glm_ocr.py)
 _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "exaone4", "exaone_moe", "ernie4_5",
              "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text", "kolibri1")  # fmt: skip
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are

@@ -400,8 +400,8 @@ CASES: dict[str, list[dict[str, object]]] = {
     # Kolibri-1: EXAONE 4's attention under GLM-4's four norms, experts and a shared MLP in every layer, windows but
     # in every fifth layer; its defaults, and other widths with listed layers
     "kolibri1": [{}, {"num_hidden_layers": 3, "num_key_value_heads": 8, "shared_expert_intermediate_size": 1024,
-                      "layer_types": ["sliding_attention", "full_attention", "sliding_attention"], "sliding_window": 1024,
-                      "tie_word_embeddings": True}],
+                      "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+                      "sliding_window": 1024, "tie_word_embeddings": True}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
