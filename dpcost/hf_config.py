@@ -358,6 +358,12 @@ _LLAMA_LIKE = {
     # router whose e_score_correction_bias is a buffer; sliding windows of 513 by layer_types, else all but every
     # fifth layer
     "kolibri1": (4, 128, False, "head"),
+    # configuration_beam.py / modular_beam.py (5.25.0): Qwen3-MoE's attention (q/k norms per head, biases on q, k, v
+    # and o by attention_bias) with a sigmoid gate per channel (gate_proj hidden -> heads x head_dim) and a gate bias
+    # per head, four norms a layer, dense MLPs by mlp_layer_types (else the first three) and then num_experts experts
+    # without a shared one, a router whose e_score_correction_bias is a buffer; 8 KV heads of 128 unless given;
+    # sliding windows of 512 by layer_types, else all but every sixth layer and the last
+    "beam": (8, 128, False, "head"),
 }
 # Where a family's configuration class defaults a key otherwise than Llama's (tie_word_embeddings and
 # attention_bias false): configuration_cohere.py, configuration_smollm3.py, configuration_ernie4_5.py,
@@ -671,6 +677,7 @@ _ARCHITECTURES = {
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
+    "BeamForCausalLM": "beam",
     "Kolibri1ForCausalLM": "kolibri1",
     "AXK1ForCausalLM": "axk1",
     "RecurrentGemmaForCausalLM": "recurrent_gemma",
@@ -880,7 +887,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
                   "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek",
-                  "bitnet", "internlm", "cosmos3_edge_text", "aria_text", "emu3_text_model",
+                  "bitnet", "internlm", "cosmos3_edge_text", "aria_text", "emu3_text_model", "beam",
                   "chameleon")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
@@ -1025,6 +1032,20 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             arch["head_gate"] = True
         else:
             arch["attention_gate"] = True  # a gate per channel: g_proj hidden -> heads x head_dim
+    if family == "beam":
+        arch.update(attention_gate=True, attention_gate_head_bias=True, layer_norms=4)
+        arch["ffn"] = k.integer("intermediate_size", default=20480, field="ffn")
+        arch["moe"] = dense_then_experts(  # mlp_layer_types, else BeamConfig.__post_init__'s first three dense
+            k,
+            layers,
+            experts=k.integer("num_experts", default=256, field="moe.experts"),
+            active=k.integer("num_experts_per_tok", default=8, field="moe.active"),
+            ffn=k.integer("moe_intermediate_size", default=2560, field="moe.ffn"),
+            shared=0,
+            first=3,
+        )
+        arch["moe"]["router_bias"] = True
+        return arch
     if family in ("mellum", "laguna"):
         laguna = family == "laguna"
         arch["ffn"] = k.integer("intermediate_size", default=8192 if laguna else 7168, field="ffn")
@@ -2407,7 +2428,7 @@ def _gpt_oss_rope_mscale(k: Keys) -> float:
 _PERIODIC = {"gemma2": (4096, 2, False), "vaultgemma": (4096, 2, False), "gpt_oss": (128, 2, False),
              "olmo3": (4096, 4, False), "gemma3_text": (4096, 6, True), "cohere2": (4096, 4, True),
              "exaone4": (4096, 4, True), "exaone_moe": (4096, 4, True), "cohere2_moe": (4096, 4, True),
-             "kolibri1": (513, 5, False)}  # fmt: skip
+             "kolibri1": (513, 5, False), "beam": (512, 6, False)}  # fmt: skip
 # Families whose layers from max_window_layers on slide where use_sliding_window: (default max_window_layers).
 _FROM_MAX_WINDOW_LAYERS = {"qwen2": 28, "qwen3": 28, "qwen2_5_vl": 80, "qwen2_vl": 80, "mimo": 28, "dots1": 62}
 # Families whose layer i slides unless i % period == 0 (the first layer global): (default window, period).
@@ -2488,7 +2509,8 @@ def _sliding_layers(k: Keys, family: str, layers: int) -> list[int]:
         period = _period(k, default) if reads_pattern else default
         if isinstance(period, str):
             return [i for i in range(layers) if period[i % len(period)] == "L"]
-        return [i for i in range(layers) if (i + 1) % period]
+        last = layers - 1 if family == "beam" else layers  # BeamConfig.__post_init__: the last layer attends in full
+        return [i for i in range(layers) if (i + 1) % period and i != last]
     if family in _PERIODIC_FROM_FIRST:
         return [i for i in range(layers) if i % _PERIODIC_FROM_FIRST[family][1]]
     if family == "flint":  # FlintConfig.__post_init__: global in the first two, every fourth from 1, and the last

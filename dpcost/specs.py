@@ -412,6 +412,11 @@ class ModelArchitecture(Spec):
         "(MiniCPM5-MoE's q_gate_proj under attention_bias)",
         exclude_if=_unset,
     )
+    attention_gate_head_bias: bool = Field(
+        False,
+        description="the gate takes one bias per head, broadcast over its channels (Beam's gate_bias)",
+        exclude_if=_unset,
+    )
     mlp_norm: bool = Field(
         False,
         description="an RMSNorm over a dense MLP's intermediate width before its down projection (BitNet's "
@@ -546,7 +551,7 @@ class ModelArchitecture(Spec):
             elif (own, self.local_span(i)) not in producers:
                 raise ValueError(f"mixers: layer {i} ({mixer}) needs an earlier {own} layer of its span, whose keys "
                                  "and values it attends with")  # fmt: skip
-        if self.attention_gate_bias and not self.attention_gate:
+        if (self.attention_gate_bias or self.attention_gate_head_bias) and not self.attention_gate:
             raise ValueError("attention_gate_bias: the bias of an attention gate, and attention_gate is false")
         if self.kv_shared_ffn is not None and not any(m.startswith(KV_SHARED) for m in self.mixers):
             raise ValueError("kv_shared_ffn: the width of the kv-shared layers' MLP, and no layer is kv-shared")

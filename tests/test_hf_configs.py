@@ -1045,7 +1045,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     Chameleon norms q and k per head with LayerNorms of weight and bias in RMSNorm layers (its VQ image tokenizer
     left out); StableLM's per-head q/k LayerNorms are bias-free in LayerNorm layers. RecurrentGemma's layers are
     Griffin's recurrent blocks and local attention; A.X K1's are DeepSeek-V3's with a norm over each MoE output;
-    Kolibri-1's EXAONE 4's attention under four norms, with experts and a shared MLP in every layer.
+    Kolibri-1's EXAONE 4's attention under four norms, with experts and a shared MLP in every layer; Beam's
+    attention gated per channel with a bias per head, under four norms.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
@@ -1074,6 +1075,22 @@ def test_axk1_derives_its_dense_layers_as_its_class_does(tmp_path: Path) -> None
     spec = load_model(str(path))
     assert spec.architecture is not None and spec.architecture.moe is not None
     assert [spec.architecture.moe_layer(i) for i in range(6)] == [False, False, True, False, True, False]
+    assert count_params(spec).total == case["parameters"] + case["routing_biases"]
+
+
+def test_beam_derives_its_windows_and_dense_layers_as_its_class_does(tmp_path: Path) -> None:
+    """BeamConfig.__post_init__ (transformers 5.25.0), without layer_types or mlp_layer_types: every sixth layer and
+    the last attend in full, the others in a window; the first three layers are dense. The class writes the lists it
+    derived for its defaults (resolved/transformers-5.25.json), which dpcost derives the same without them."""
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "beam")
+    config = {k: v for k, v in case["config"].items() if k not in ("layer_types", "mlp_layer_types")}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    spec = load_model(str(path))
+    a = spec.architecture
+    assert a is not None and a.moe is not None
+    assert [i for i in range(a.layers) if a.local_span(i) is not None] == case["sliding"]["layers"]
+    assert [i for i in range(a.layers) if not a.moe_layer(i)] == [0, 1, 2]
     assert count_params(spec).total == case["parameters"] + case["routing_biases"]
 
 

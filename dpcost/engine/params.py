@@ -252,9 +252,10 @@ def per_layer_input_parameters(a: ModelArchitecture) -> float:
 
 def _attention_params(a: ModelArchitecture) -> float:
     """One attention sub-layer, with Qwen3-Next's output gate (its q_proj makes the gate too: 2 x q_out rows, biased
-    where MiniCPM5-MoE's q_gate_proj is) and DeepSeek-V3.2's indexer."""
+    where MiniCPM5-MoE's q_gate_proj is, or a bias per head: Beam's gate_bias) and DeepSeek-V3.2's indexer."""
     params, _ = _attention(a)
     gate = (a.hidden + a.attention_gate_bias) * a.heads * a.d_head if a.attention_gate else 0
+    gate += a.heads if a.attention_gate_head_bias else 0
     return params + gate + (a.hidden * a.heads if a.head_gate else 0) + indexer_parameters(a)
 
 
