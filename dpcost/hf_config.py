@@ -677,6 +677,7 @@ _ARCHITECTURES = {
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
+    "LaraMiniForCausalLM": "lara_mini",
     "BeamForCausalLM": "beam",
     "Kolibri1ForCausalLM": "kolibri1",
     "AXK1ForCausalLM": "axk1",
@@ -778,6 +779,7 @@ _HYBRID = (
     "olmo_hybrid",
     "lfm3",
     "recurrent_gemma",
+    "lara_mini",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
@@ -2547,6 +2549,11 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 
         size = k.integer("sliding_window", default=256, field="local_attention.size")
         local = [i for i, t in enumerate(lfm3_layer_types(k, layers)) if t == "sliding_attention"]
+    elif family == "lara_mini":  # LaraMiniAttention: a window of sliding_window in the sliding_attention layers
+        from dpcost.hf_hybrid import lara_mini_layer_types
+
+        size = k.integer("sliding_window", default=512, field="local_attention.size")
+        local = [i for i, t in enumerate(lara_mini_layer_types(k, layers)) if t == "sliding_attention"]
     elif family == "recurrent_gemma":  # every attention block attends in a window (RecurrentGemmaConfig)
         size = k.integer("attention_window_size", "sliding_window", default=2048, field="local_attention.size")
         local = [i for i, mixer in enumerate(mixers) if mixer == "attention"]

@@ -45,6 +45,17 @@ _QWEN3_5 = {**_QWEN3_NEXT, "vocab_size": 248320, "hidden_size": 4096, "intermedi
             "num_hidden_layers": 32, "num_key_value_heads": 4}  # fmt: skip
 _QWEN3_5_MOE = {**_QWEN3_NEXT, "vocab_size": 248320, "num_hidden_layers": 40, "num_experts_per_tok": 8,
                 "num_experts": 256}  # fmt: skip
+# configuration_lara_mini.py (LaraMiniConfig, transformers 5.25.0: Lara 4 Mini): Qwen3-Next's keys, other defaults
+_LARA_MINI = {**_QWEN3_NEXT, "hidden_size": 1024, "num_hidden_layers": 34, "num_key_value_heads": 4, "head_dim": 128,
+              "linear_num_key_heads": 8, "linear_num_value_heads": 16, "num_experts_per_tok": 4, "num_experts": 128,
+              "sliding_window": 512}  # fmt: skip
+_LARA_MINI_PATTERN = (
+    "linear_attention",
+    "sliding_attention",
+    "linear_attention",
+    "full_attention",
+    "sliding_attention",
+)
 
 # configuration_jamba.py (JambaConfig)
 _JAMBA = {"vocab_size": 65536, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
@@ -88,8 +99,8 @@ _MINIMAX = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336
 
 def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
     """The architecture fields of a state-space or hybrid family's config.json, by its reader (_READERS, at the end
-    of this module); Qwen3-Next's reads Qwen3.5's text models too."""
-    if family in ("lfm2", "lfm2_moe", "qwen3_5_text", "qwen3_5_moe_text"):
+    of this module); Qwen3-Next's reads Qwen3.5's text models and Lara 4 Mini too."""
+    if family in ("lfm2", "lfm2_moe", "qwen3_5_text", "qwen3_5_moe_text", "lara_mini"):
         return _lfm2(k, family) if family.startswith("lfm2") else _qwen3_next(k, family)
     return _READERS[family](k)
 
@@ -554,6 +565,13 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
     return arch
 
 
+def lara_mini_layer_types(k: Keys, layers: int) -> list[str]:
+    """Lara 4 Mini's layer kinds: layer_types, else LaraMiniConfig's pattern (gated DeltaNet, sliding, DeltaNet, full,
+    sliding attention) repeated."""
+    types = per_layer(k, "layer_types", layers, {"linear_attention", "sliding_attention", "full_attention"})
+    return types if types is not None else [_LARA_MINI_PATTERN[i % len(_LARA_MINI_PATTERN)] for i in range(layers)]
+
+
 def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     """Qwen3NextForCausalLM: gated DeltaNet in three of every four layers (layer_types, else every
     full_attention_interval-th layer attends), gated attention with per-head q/k norms in the rest, and an MoE
@@ -564,11 +582,19 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     has a dense gated MLP of intermediate_size in every layer and no MoE; qwen3_5_moe_text an MoE in every layer
     (its class drops mlp_only_layers and decoder_sparse_step). Their MTP module (mtp_num_hidden_layers: one
     full-attention layer of the family's MLP, fc 2h -> h and three norms, as vLLM's qwen3_5_mtp.py builds it) is
-    counted apart as mtp_layers; transformers does not build it."""
+    counted apart as mtp_layers; transformers does not build it.
+
+    Lara 4 Mini (lara_mini: modular_lara_mini.py, 5.25.0) is Qwen3.5's DeltaNet with Qwen3's attention (no output
+    gate) in full or sliding layers (lara_mini_layer_types; a window of sliding_window), norms that multiply their
+    weight in fp32, and in every layer experts beside a shared MLP without a gate (Flint's block), tied."""
     qwen3_5 = family in ("qwen3_5_text", "qwen3_5_moe_text")
-    d = {"qwen3_5_text": _QWEN3_5, "qwen3_5_moe_text": _QWEN3_5_MOE}.get(family, _QWEN3_NEXT)
+    lara = family == "lara_mini"
+    d = {"qwen3_5_text": _QWEN3_5, "qwen3_5_moe_text": _QWEN3_5_MOE, "lara_mini": _LARA_MINI}.get(family, _QWEN3_NEXT)
     layers = _int(k, "num_hidden_layers", d, "layers")
-    types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
+    if lara:
+        types: list[str] | None = lara_mini_layer_types(k, layers)
+    else:
+        types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
     if types is None:
         interval = _int(k, "full_attention_interval", d)
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
@@ -579,10 +605,10 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
         "kv_heads": _int(k, "num_key_value_heads", d, "kv_heads"),
         "head_dim": _int(k, "head_dim", d, "head_dim"),
         "vocab": _int(k, "vocab_size", d, "vocab"),
-        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "tied_embeddings": k.flag("tie_word_embeddings", lara),
         "qk_norm": "head",
-        "attention_gate": True,
-        "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
+        "attention_gate": not lara,
+        "mixers": tuple("deltanet" if t == "linear_attention" else "attention" for t in types),
         "deltanet": {
             "key_heads": _int(k, "linear_num_key_heads", d),
             "value_heads": _int(k, "linear_num_value_heads", d),
@@ -596,16 +622,18 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     if family == "qwen3_5_text":
         arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
         return arch
-    dense = () if qwen3_5 else k.layers("mlp_only_layers")
+    if lara:
+        arch["norm_in_fp32"] = True
+    dense = () if qwen3_5 or lara else k.layers("mlp_only_layers")
     arch["moe"] = {
         "experts": _int(k, "num_experts", d, "moe.experts"),
         "active": _int(k, "num_experts_per_tok", d, "moe.active"),
         "ffn": _int(k, "moe_intermediate_size", d, "moe.ffn"),
-        "every": 1 if qwen3_5 else _int(k, "decoder_sparse_step", d, "moe.every"),
+        "every": 1 if qwen3_5 or lara else _int(k, "decoder_sparse_step", d, "moe.every"),
         "dense_layers": dense,
         "shared": 1,
         "shared_ffn": _int(k, "shared_expert_intermediate_size", d, "moe.shared_ffn"),
-        "shared_gate": True,
+        "shared_gate": not lara,
     }
     if dense or arch["moe"]["every"] != 1:
         arch["ffn"] = _int(k, "intermediate_size", d, "ffn")

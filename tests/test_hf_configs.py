@@ -1046,7 +1046,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     left out); StableLM's per-head q/k LayerNorms are bias-free in LayerNorm layers. RecurrentGemma's layers are
     Griffin's recurrent blocks and local attention; A.X K1's are DeepSeek-V3's with a norm over each MoE output;
     Kolibri-1's EXAONE 4's attention under four norms, with experts and a shared MLP in every layer; Beam's
-    attention gated per channel with a bias per head, under four norms.
+    attention gated per channel with a bias per head, under four norms; Lara 4 Mini's Qwen3.5 DeltaNet with Qwen3's
+    attention in full and sliding layers and an ungated shared MLP.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
@@ -1092,6 +1093,20 @@ def test_beam_derives_its_windows_and_dense_layers_as_its_class_does(tmp_path: P
     assert [i for i in range(a.layers) if a.local_span(i) is not None] == case["sliding"]["layers"]
     assert [i for i in range(a.layers) if not a.moe_layer(i)] == [0, 1, 2]
     assert count_params(spec).total == case["parameters"] + case["routing_biases"]
+
+
+def test_lara_mini_derives_its_layers_as_its_class_does(tmp_path: Path) -> None:
+    """LaraMiniConfig.__post_init__ (transformers 5.25.0), without layer_types: gated DeltaNet, sliding, DeltaNet,
+    full and sliding attention, repeated; the class writes the list it derived for its defaults."""
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "lara_mini")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in case["config"].items() if k != "layer_types"}))
+    spec = load_model(str(path))
+    a = spec.architecture
+    assert a is not None
+    assert [a.mixer(i) for i in range(5)] == ["deltanet", "attention", "deltanet", "attention", "attention"]
+    assert [i for i in range(a.layers) if a.local_span(i) is not None] == case["sliding"]["layers"]
+    assert count_params(spec).total == case["parameters"]
 
 
 def _gemma3n_case(index: int) -> dict:  # type: ignore[type-arg]

@@ -6,7 +6,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
     python aliased_families_with_transformers.py sarvam_moe param2moe minicpm5_moe gemma3n_text paddleocr_vl \
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
-        aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam \
+        aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -14,7 +14,7 @@ families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclass
 the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2, DeepSeek-OCR 2,
 HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, and GPT-1, XGLM,
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
-norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, with transformers 5.25.0).
+norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -406,6 +406,11 @@ CASES: dict[str, list[dict[str, object]]] = {
     # its defaults, and listed dense layers with biases
     "beam": [{}, {"num_hidden_layers": 4, "mlp_layer_types": ["dense", "sparse", "dense", "sparse"],
                   "attention_bias": True, "num_experts": 16, "tie_word_embeddings": True}],
+    # Lara 4 Mini: Qwen3.5's DeltaNet with Qwen3's attention in full and sliding layers, experts and an ungated shared
+    # MLP; its defaults, and listed layers, another window, untied
+    "lara_mini": [{}, {"num_hidden_layers": 4, "sliding_window": 256, "tie_word_embeddings": False,
+                       "layer_types": ["sliding_attention", "linear_attention", "full_attention", "linear_attention"],
+                       "shared_expert_intermediate_size": 1024}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
