@@ -285,6 +285,9 @@ _LLAMA_LIKE = {
     # configuration_cohere2.py / modeling_cohere2.py (5.24.0): Cohere's parallel layer under one weight-only norm;
     # head_dim hidden / heads unless given; no q/k norm (use_qk_norm is not read); tied by default
     "cohere2": (None, None, False, "none"),
+    # configuration_cohere_compass.py / modular_cohere_compass.py (5.25.0: Cohere's North vision models, under
+    # text_config): Cohere 2's layers, tied by default, every layer attending in full unless layer_types says
+    "cohere_compass_text": (None, None, False, "none"),
     # configuration_stablelm.py / modeling_stablelm.py (5.24.0): LayerNorms with biases (one per layer under
     # use_parallel_residual, which runs attention and MLP side by side), q/k/v biases by use_qkv_bias, head_dim
     # hidden / heads (a head_dim key is not read), KV heads 32 unless given, with qk_layernorm a bias-free LayerNorm
@@ -382,6 +385,7 @@ _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", 
 _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "cohere": {"tie_word_embeddings": True},
     "cohere2": {"tie_word_embeddings": True},
+    "cohere_compass_text": {"tie_word_embeddings": True},
     "cohere2_moe": {"tie_word_embeddings": True},
     "minicpm": {"tie_word_embeddings": True},
     "granite_swa": {"tie_word_embeddings": True},
@@ -737,6 +741,7 @@ _NESTED = {
     "qwen3_omni_moe_thinker": "qwen3_vl_moe_text",
     "aria": "aria_text",
     "emu3": "emu3_text_model",
+    "cohere_compass": "cohere_compass_text",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
@@ -751,7 +756,8 @@ _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_m
 # Gemma4UnifiedConfig's;
 # PreTrainedModel.get_expanded_tied_weights_keys reads the model's own config)
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
-                 "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False}  # fmt: skip
+                 "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False,
+                 "cohere_compass": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -884,7 +890,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family in ("apertus", "apertus1p5_text"):
         arch["activation_scalars"] = 2
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "apertus1p5_text",
-                  "cohere", "cohere2",
+                  "cohere", "cohere2", "cohere_compass_text",
                   "cohere2_moe", "hunyuan_v1_dense", "hunyuan_v1_moe", "internlm3", "exaone", "iquestcoder", "afmoe",
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
@@ -906,7 +912,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                          f"must be hidden_size ({hidden}), got {heads} x {arch['head_dim']}")  # fmt: skip
     if family == "mimo":
         arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
-    if family in ("cohere2", "cohere2_moe"):
+    if family in ("cohere2", "cohere2_moe", "cohere_compass_text"):
         arch["layer_norms"] = 1
     if family == "stablelm":
         arch.update(norm="layernorm", layer_norms=1 if k.flag("use_parallel_residual", False) else 2)
@@ -2438,7 +2444,7 @@ _PERIODIC_FROM_FIRST = {"cwm": (8192, 4), "granite_swa": (128, 4), "granitemoe_s
 # Families whose period is a key of their own: (default window, default period, its key).
 _PERIOD_KEY = {"afmoe": (1024, 4, "global_attn_every_n_layers")}
 # Families whose layers slide only where layer_types says (all full without it): their default window.
-_LISTED_ONLY = {"mellum": 1024, "laguna": 512}
+_LISTED_ONLY = {"mellum": 1024, "laguna": 512, "cohere_compass_text": 4096}
 _USES_FLAG = {"qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "qwen2_5_vl", "qwen2_vl", "mimo"}
 
 

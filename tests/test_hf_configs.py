@@ -1047,7 +1047,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     Griffin's recurrent blocks and local attention; A.X K1's are DeepSeek-V3's with a norm over each MoE output;
     Kolibri-1's EXAONE 4's attention under four norms, with experts and a shared MLP in every layer; Beam's
     attention gated per channel with a bias per head, under four norms; Lara 4 Mini's Qwen3.5 DeltaNet with Qwen3's
-    attention in full and sliding layers and an ungated shared MLP.
+    attention in full and sliding layers and an ungated shared MLP; Cohere North's text model Cohere 2's layers, all
+    attending in full unless layer_types says, its wrapper tying by its own config.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"

@@ -7,6 +7,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
+        cohere_compass_text cohere_compass \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -14,7 +15,8 @@ families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclass
 the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2, DeepSeek-OCR 2,
 HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, and GPT-1, XGLM,
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
-norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, with transformers 5.25.0).
+norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass), with
+transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -60,6 +62,11 @@ RELEASED_NAMES = {
     **{family: {"n_routed_experts": "num_experts", "n_shared_experts": "num_shared_experts",
                 "attention_bias": "use_qkv_bias"} for family in ("sarvam_moe", "param2moe")},
 }  # fmt: skip
+# Cohere's North text models build a rotary embedding per layer kind (CohereCompassRotaryEmbedding), so their
+# configs name one for each
+COMPASS_ROPE = {
+    kind: {"rope_type": "default", "rope_theta": 10000.0} for kind in ("full_attention", "sliding_attention")
+}
 CASES: dict[str, list[dict[str, object]]] = {
     # Llama itself where mlp_bias and attention_bias differ: o_proj's bias is attention_bias's, the MLP's mlp_bias's
     "llama": [
@@ -411,6 +418,15 @@ CASES: dict[str, list[dict[str, object]]] = {
     "lara_mini": [{}, {"num_hidden_layers": 4, "sliding_window": 256, "tie_word_embeddings": False,
                        "layer_types": ["sliding_attention", "linear_attention", "full_attention", "linear_attention"],
                        "shared_expert_intermediate_size": 1024}],
+    # Cohere's North vision models: Cohere 2's text layers, all attending in full unless layer_types says; the wrapper
+    # ties by its own config (false by default)
+    "cohere_compass_text": [{"rope_parameters": COMPASS_ROPE},
+                            {"num_hidden_layers": 4, "sliding_window": 2048, "tie_word_embeddings": False,
+                             "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+                                             "full_attention"], "rope_parameters": COMPASS_ROPE}],
+    "cohere_compass": [{"text_config": {"num_hidden_layers": 2, "rope_parameters": COMPASS_ROPE}},
+                       {"text_config": {"num_hidden_layers": 2, "rope_parameters": COMPASS_ROPE},
+                        "tie_word_embeddings": True}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
