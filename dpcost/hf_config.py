@@ -27,6 +27,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "deepseek_v32": {"num_local_experts": "n_routed_experts"},
     "dots1": {"num_local_experts": "n_routed_experts"},
     "ernie4_5_moe": {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k"},
+    "ernie4_5_vl_moe_text": {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k"},
     "flex_olmo": {"num_local_experts": "num_experts"},
     "glm4_moe": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
     "glm4_moe_lite": {"num_local_experts": "n_routed_experts"},
@@ -324,6 +325,12 @@ _LLAMA_LIKE = {
     # MoE from moe_layer_start_index to moe_layer_end_index every moe_layer_interval layers, moe_num_shared_experts
     # shared experts, an fp32 router and its e_score_correction_bias; its MTP block is not loaded (not counted)
     "ernie4_5_moe": (4, None, False, "none"),
+    # configuration_ernie4_5_vl_moe.py / modeling_ernie4_5_vl_moe.py (5.25.0: ERNIE-4.5-VL, under text_config):
+    # ERNIE 4.5's layers (biases by use_bias), dense MLPs by mlp_layer_types (else the first), and MoE blocks of
+    # modality-isolated experts: moe_num_experts text experts of moe_intermediate_size[0], top moe_k, one shared MLP
+    # of moe_num_shared_experts x that width, and as many vision experts of moe_intermediate_size[1] with their own
+    # router (MoESpec.vision_experts); each router's correction bias a parameter; tied by default
+    "ernie4_5_vl_moe_text": (4, None, False, "none"),
     # modeling_exaone4.py: RMSNorms after attention and after the MLP (none before), q_norm/k_norm over head_dim
     "exaone4": (None, None, False, "head"),
     # configuration_qwen2_5_vl.py / qwen2_vl: Qwen2's text model (its keys top-level, or under text_config)
@@ -376,7 +383,8 @@ _LLAMA_LIKE = {
 # has no attention_bias (modeling_cwm.py, Baichuan's modeling_baichuan.py, modular_kolibri1.py), or whose biases
 # follow use_bias alone (modeling_ernie4_5.py, _moe), or whose q/k/v are unbiased whatever it says (modular_glm_ocr.py)
 _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "exaone4", "exaone_moe", "ernie4_5",
-             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text", "kolibri1")  # fmt: skip
+             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text", "kolibri1",
+             "ernie4_5_vl_moe_text")  # fmt: skip
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
 _READS_MLP_BIAS = ("llama", "granite", "granite_swa", "helium", "arcee", "cwm", "jais2", "seed_oss", "smollm3",
@@ -393,6 +401,7 @@ _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "smollm3": {"tie_word_embeddings": True},
     "ernie4_5": {"tie_word_embeddings": True},
     "ernie4_5_moe": {"tie_word_embeddings": True},
+    "ernie4_5_vl_moe_text": {"tie_word_embeddings": True},
     "glm4": {"attention_bias": True},
     "glm": {"attention_bias": True},
     "internlm2": {"bias": True},
@@ -424,6 +433,13 @@ _NESTED_SHAPE_DEFAULTS = {
         "num_hidden_layers": 32,
         "num_attention_heads": 32,
         "vocab_size": 32000,
+    },
+    "ernie4_5_vl_moe_text": {  # Ernie4_5_VLMoeTextConfig's (ERNIE-4.5-VL-28B-A3B)
+        "hidden_size": 2560,
+        "intermediate_size": 12288,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 20,
+        "vocab_size": 103424,
     },
     "emu3_text_model": {  # Emu3TextConfig's
         "hidden_size": 4096,
@@ -742,6 +758,7 @@ _NESTED = {
     "aria": "aria_text",
     "emu3": "emu3_text_model",
     "cohere_compass": "cohere_compass_text",
+    "ernie4_5_vl_moe": "ernie4_5_vl_moe_text",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
@@ -757,7 +774,7 @@ _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_m
 # PreTrainedModel.get_expanded_tied_weights_keys reads the model's own config)
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
                  "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False,
-                 "cohere_compass": False}  # fmt: skip
+                 "cohere_compass": False, "ernie4_5_vl_moe": True}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -1141,6 +1158,26 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         }
         if shared:
             arch["moe"].update(shared=1, shared_ffn=shared, shared_gate=not flint)  # Flint adds it without a gate
+    if family == "ernie4_5_vl_moe_text":
+        if k.flag("use_bias", False):
+            raise InputError(k.where, f"{k._key('use_bias')}: true biases the attention, dense and shared MLPs but not "
+                             "the experts (modeling_ernie4_5_vl_moe.py), which dpcost does not count apart; false (as "
+                             "released) is counted")  # fmt: skip
+        widths = k.get("moe_intermediate_size", default=[1536, 512])
+        if not (isinstance(widths, list) and len(widths) == 2 and all(type(w) is int and w > 0 for w in widths)):
+            said = f"{k._key('moe_intermediate_size')}: the text and the vision experts' widths, two whole numbers"
+            raise InputError(k.where, f"{said}, got {widths!r}"[:200])
+        experts = k.integer("moe_num_experts", default=64, field="moe.experts")
+        arch["moe"] = dense_then_experts(  # mlp_layer_types, else Ernie4_5_VLMoeTextConfig's dense first layer
+            k,
+            layers,
+            experts=experts,
+            active=k.integer("moe_k", default=6, field="moe.active"),
+            ffn=widths[0],
+            shared=k.integer("moe_num_shared_experts", default=2, field="moe.shared"),
+            first=1,
+        )
+        arch["moe"].update(router_bias=True, vision_experts=experts, vision_ffn=widths[1])
     if family == "ernie4_5_moe" and k.get("moe_num_experts", default=64):
         start = k.integer("moe_layer_start_index", default=1, field="moe.first_dense_layers")
         end = k.integer("moe_layer_end_index", default=-1)

@@ -87,6 +87,15 @@ class MoESpec(Spec):
     output_norm: bool = Field(
         False, description="a norm over the MoE block's output (A.X K1's post_mlp_layernorm)", exclude_if=_unset
     )
+    vision_experts: NonNegativeInt = Field(
+        0,
+        description="modality-isolated experts beside the routed ones, with a router of their own, which only image "
+        "and video tokens reach (ERNIE-4.5-VL's vision_moe): held and trained, never run by text",
+        exclude_if=lambda v: not v,
+    )
+    vision_ffn: PositiveInt | None = Field(
+        None, description="intermediate size of one vision expert", exclude_if=lambda v: v is None
+    )
     router_outputs: PositiveInt | None = Field(
         None,
         description="the router's scores per token, if more than `experts` (LongCat-Flash's zero-computation experts, "
@@ -106,6 +115,8 @@ class MoESpec(Spec):
             raise ValueError(f"active ({self.active}) must not exceed experts ({self.experts})")
         if self.router_outputs is not None and self.router_outputs < self.experts:
             raise ValueError(f"router_outputs ({self.router_outputs}) must not be fewer than experts ({self.experts})")
+        if self.vision_experts and self.vision_ffn is None:
+            raise ValueError("vision_ffn: the vision experts' intermediate size is required with vision_experts")
         return self
 
     @property
@@ -638,12 +649,17 @@ class ModelArchitecture(Spec):
     def hybrid(self) -> bool:
         """Some layer is not plain attention followed by an MLP (a recurrent or convolutional mixer, none, or
         DeepSeek-V4's compressed attention), the residual is kept as several streams, the layers take Gemma 4's
-        per-layer inputs or Gemma 3n's AltUp copies, or their MLPs differ in width: what layouts and the per-op model do
-        not cost yet."""
+        per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, or their experts are split by modality:
+        what layouts and the per-op model do not cost yet."""
         plain = ("attention", "global attention")
-        unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected
+        unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
         return any(m not in plain for m in self.mixers) or unusual
+
+    @property
+    def vision_experts(self) -> bool:
+        """Whether the MoE layers hold modality-isolated vision experts (MoESpec.vision_experts)."""
+        return self.moe is not None and self.moe.vision_experts > 0
 
     @property
     def hyper_connected(self) -> bool:
@@ -662,6 +678,8 @@ class ModelArchitecture(Spec):
             return "per-layer embeddings and layers sharing keys and values"
         if self.ffn_widths:
             return "MLP widths that differ from layer to layer"
+        if self.vision_experts:
+            return "experts isolated by modality (vision experts beside the text ones)"
         if "cross" in self.mixers:
             return "cross-attention layers over image states"
         return (

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from dpcost.catalog import load_model, model_from_hf_config
 from dpcost.engine.compute import attention_flops
@@ -1048,7 +1049,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     Kolibri-1's EXAONE 4's attention under four norms, with experts and a shared MLP in every layer; Beam's
     attention gated per channel with a bias per head, under four norms; Lara 4 Mini's Qwen3.5 DeltaNet with Qwen3's
     attention in full and sliding layers and an ungated shared MLP; Cohere North's text model Cohere 2's layers, all
-    attending in full unless layer_types says, its wrapper tying by its own config.
+    attending in full unless layer_types says, its wrapper tying by its own config; ERNIE-4.5-VL's text model holds
+    vision experts beside the text ones in its MoE layers.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
@@ -1108,6 +1110,29 @@ def test_lara_mini_derives_its_layers_as_its_class_does(tmp_path: Path) -> None:
     assert [a.mixer(i) for i in range(5)] == ["deltanet", "attention", "deltanet", "attention", "attention"]
     assert [i for i in range(a.layers) if a.local_span(i) is not None] == case["sliding"]["layers"]
     assert count_params(spec).total == case["parameters"]
+
+
+def test_ernie_vl_text_tokens_never_reach_the_vision_experts(tmp_path: Path) -> None:
+    """Ernie4_5_VLMoeMoeBlock (transformers 5.25.0) holds text experts and as many vision experts, each set with its
+    router (hidden x experts) and statics (a correction bias per expert); text tokens run the text ones only. The 28B's
+    defaults: 27 MoE layers x (64 x 3 x 2560 x 512 + 2560 x 64 + 64) are held and trained, not active, and a text
+    token's FLOPs are those of the same model without them."""
+    from dpcost.engine.compute import flops_per_token
+
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "ernie4_5_vl_moe")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(case["config"]))
+    spec = load_model(str(path))
+    a = spec.architecture
+    assert a is not None and a.moe is not None
+    text_only = spec.model_copy(update={"architecture": a.model_copy(update={"moe": a.moe.model_copy(
+        update={"vision_experts": 0, "vision_ffn": None})})})  # fmt: skip
+    held, plain = count_params(spec), count_params(text_only)
+    assert held.total - plain.total == 27 * (64 * 3 * 2560 * 512 + 2560 * 64 + 64)
+    assert held.active == plain.active
+    assert flops_per_token(held, a, 4096) == flops_per_token(plain, text_only.architecture, 4096)
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "16", "--ep", "8")
+    assert code == 2 and "experts isolated by modality" in err, err
 
 
 def _gemma3n_case(index: int) -> dict:  # type: ignore[type-arg]

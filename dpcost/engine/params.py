@@ -395,6 +395,18 @@ def attention_parameters(a: ModelArchitecture, mixer: str) -> float:
     return _attention_params(view) - (0.0 if a.computes_kv(mixer) else kv_projection_parameters(view))
 
 
+def vision_expert_parameters(a: ModelArchitecture) -> float:
+    """One MoE layer's modality-isolated vision experts (MoESpec.vision_experts; ERNIE-4.5-VL's vision_moe,
+    modeling_ernie4_5_vl_moe.py, transformers 5.25.0): their router (hidden x experts) and its correction bias where
+    the text one has it, and the experts, MLPs of vision_ffn. Held and trained; no text token reaches them."""
+    e = a.moe
+    if e is None or not e.vision_experts:
+        return 0.0
+    assert e.vision_ffn is not None
+    router = a.hidden * e.vision_experts + (e.vision_experts if e.router_bias else 0)
+    return float(router + e.vision_experts * _mlp(a, e.vision_ffn))
+
+
 def _router(a: ModelArchitecture) -> float:
     """The routing matrix (hidden x experts), its bias, and Qwen2-MoE's shared-expert gate (hidden -> 1)."""
     e = a.moe
@@ -432,7 +444,7 @@ def _block(
     expert = routed_expert(a)
     shared = e.shared * _mlp(a, e.shared_width)
     always = attn + norms + _router(a) + shared + latent_projections(a) + (_norm(a) if e.output_norm else 0.0)
-    total = always + e.experts * expert
+    total = always + e.experts * expert + vision_expert_parameters(a)
     active = always + e.active * expert
     return BlockCount(total, active, moe=True)
 
@@ -513,6 +525,8 @@ def block_matrices(
         latent_in, latent_out = ([h * e.latent], [e.latent * h]) if e.latent else ([], [])
         mlp_matrices = [h * e.experts, *latent_in] + [t for _ in range(e.experts) for t in routed] + latent_out
         mlp_matrices += [t for _ in range(e.shared) for t in mlp(e.shared_width)]
+        if e.vision_experts and e.vision_ffn is not None:  # their router, then each vision expert
+            mlp_matrices += [h * e.vision_experts] + [t for _ in range(e.vision_experts) for t in mlp(e.vision_ffn)]
     else:
         mlp_matrices = mlp(ffn or a.dense_ffn(mixer))
     if a.per_layer_input is not None:

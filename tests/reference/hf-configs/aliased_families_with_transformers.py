@@ -7,7 +7,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
-        cohere_compass_text cohere_compass \
+        cohere_compass_text cohere_compass ernie4_5_vl_moe \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -15,8 +15,8 @@ families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclass
 the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Molmo 2, DeepSeek-OCR 2,
 HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, and GPT-1, XGLM,
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
-norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass), with
-transformers 5.25.0).
+norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
+ERNIE-4.5-VL's text model, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -427,6 +427,12 @@ CASES: dict[str, list[dict[str, object]]] = {
     "cohere_compass": [{"text_config": {"num_hidden_layers": 2, "rope_parameters": COMPASS_ROPE}},
                        {"text_config": {"num_hidden_layers": 2, "rope_parameters": COMPASS_ROPE},
                         "tie_word_embeddings": True}],
+    # ERNIE-4.5-VL's text model: modality-isolated text and vision experts in its MoE layers; its defaults (the
+    # 28B-A3B's), and listed dense layers, other widths, untied
+    "ernie4_5_vl_moe": [{}, {"tie_word_embeddings": False,
+                             "text_config": {"num_hidden_layers": 3, "mlp_layer_types": ["dense", "sparse", "dense"],
+                                             "moe_intermediate_size": [1024, 256], "moe_num_shared_experts": 1,
+                                             "moe_num_experts": 16, "moe_k": 4}}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
