@@ -28,6 +28,8 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "dots1": {"num_local_experts": "n_routed_experts"},
     "ernie4_5_moe": {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k"},
     "ernie4_5_vl_moe_text": {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k"},
+    "kolibri1": {"num_experts": "num_local_experts"},
+    "axk1": {"num_local_experts": "n_routed_experts"},
     "flex_olmo": {"num_local_experts": "num_experts"},
     "glm4_moe": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
     "glm4_moe_lite": {"num_local_experts": "n_routed_experts"},
@@ -358,10 +360,11 @@ _LLAMA_LIKE = {
     "emu3_text_model": (8, None, False, "none"),
     # configuration_chameleon.py / modeling_chameleon.py (5.25.0: Meta's Chameleon): Llama's layers (biases on q, k, v
     # and o by attention_bias, on the MLP by mlp_bias) with q and k normed by LayerNorms of weight and bias per head
-    # (ChameleonLayerNorm of (heads, head_dim) and (kv_heads, head_dim)) in RMSNorm layers, head_dim hidden / heads
+    # (ChameleonLayerNorm of (heads, head_dim) and (kv_heads, head_dim)) in RMSNorm layers, 32 KV heads unless given,
+    # head_dim hidden / heads
     # (a head_dim key is not read), untied; swin_norm moves the norms, not their weights; its VQ image tokenizer
     # (vqmodel) is not counted
-    "chameleon": (None, None, False, "full"),
+    "chameleon": (32, None, False, "full"),
     # configuration_kolibri1.py / modular_kolibri1.py (5.25.0: Aleph Alpha's Kolibri-1): EXAONE 4's attention (q/k
     # norms per head, no biases), 4 KV heads of 128 unless given, GLM-4's four norms a layer, and in every layer
     # num_experts experts of moe_intermediate_size with one shared MLP of shared_expert_intermediate_size and a
@@ -779,8 +782,9 @@ _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False,
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
 # Fuyu's language model is Persimmon's (FuyuConfig's text_config defaults; its vision_embed_tokens, a linear layer
-# from patches, is the vision encoder left out)
-_READ_AS = {"paddleocr_vl": "ernie4_5", "fuyu": "persimmon"}
+# from patches, is the vision encoder left out); Baidu's own ERNIE-4.5-VL files (model_type ernie4_5_moe_vl) keep the
+# text model's keys top-level, as convert_ernie4_5_vl_moe_to_hf.py reads them into text_config
+_READ_AS = {"paddleocr_vl": "ernie4_5", "fuyu": "persimmon", "ernie4_5_moe_vl": "ernie4_5_vl_moe_text"}
 _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", *_GLM4_MOE_SUBCLASSES, "minimax_m2")  # _glm4_moe, _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = (
@@ -964,6 +968,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             "ffn": ffn,
         }
         shared = k.integer("moe_num_shared_experts", default=2, field="moe.shared")
+        if shared < 0:
+            raise InputError(k.where, f"{k._key('moe_num_shared_experts')}: a whole number from 0, got {shared}")
         if shared:
             arch["moe"].update(shared=1, shared_ffn=ffn * shared)
         return arch
@@ -1167,16 +1173,20 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         if not (isinstance(widths, list) and len(widths) == 2 and all(type(w) is int and w > 0 for w in widths)):
             said = f"{k._key('moe_intermediate_size')}: the text and the vision experts' widths, two whole numbers"
             raise InputError(k.where, f"{said}, got {widths!r}"[:200])
-        experts = k.integer("moe_num_experts", default=64, field="moe.experts")
+        experts = _ernie_vl_first(k, "moe_num_experts", 64)
+        baidu = k.cfg.get("model_type") == "ernie4_5_moe_vl"  # Baidu's own file: its keys, converted as transformers'
         arch["moe"] = dense_then_experts(  # mlp_layer_types, else Ernie4_5_VLMoeTextConfig's dense first layer
             k,
             layers,
             experts=experts,
             active=k.integer("moe_k", default=6, field="moe.active"),
             ffn=widths[0],
-            shared=k.integer("moe_num_shared_experts", default=2, field="moe.shared"),
+            # Baidu's files may leave it out; the conversion writes null as 0, the class's default is 2
+            shared=k.integer("moe_num_shared_experts", default=0 if baidu else 2, field="moe.shared"),
             first=1,
         )
+        if baidu and k.get("mlp_layer_types", default=None) is None:
+            arch["moe"].update(first_dense_layers=0, dense_layers=_ernie_vl_legacy_dense_layers(k, layers))
         arch["moe"].update(router_bias=True, vision_experts=experts, vision_ffn=widths[1])
     if family == "ernie4_5_moe" and k.get("moe_num_experts", default=64):
         start = k.integer("moe_layer_start_index", default=1, field="moe.first_dense_layers")
@@ -1196,6 +1206,39 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         if shared_experts:
             arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared_experts)
     return arch
+
+
+def _ernie_vl_first(k: Keys, key: str, default: int) -> int:
+    """A key Baidu's ERNIE-4.5-VL files give per modality, [text, vision], as a whole number: its first (text) entry,
+    as convert_ernie4_5_vl_moe_to_hf.py takes it ("the same for both modalities"); a number stands for itself."""
+    value = k.get(key, default=default, field="moe.experts" if key == "moe_num_experts" else "")
+    if isinstance(value, list) and value:
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        said = f"{k._key(key)}: a whole number from 1, or one per modality ([text, vision]), got {k.cfg.get(key)!r}"
+        raise InputError(k.where, said[:200])
+    return value
+
+
+def _ernie_vl_legacy_dense_layers(k: Keys, layers: int) -> tuple[int, ...]:
+    """The dense layers of Baidu's own ERNIE-4.5-VL files (model_type ernie4_5_moe_vl), as
+    convert_ernie4_5_vl_moe_to_hf.py derives mlp_layer_types: a layer is sparse where (i + 1) % moe_layer_interval is
+    0 and i lies from the least moe_layer_start_index to the greatest moe_layer_end_index (per modality, or one
+    number; no end: the last layer, as ERNIE 4.5's -1)."""
+
+    def bound(key: str, default: int, pick: Any) -> int:
+        value = k.get(key, default=default)
+        values = value if isinstance(value, list) else [value]
+        if not values or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+            raise InputError(k.where, f"{k._key(key)}: a layer index, or one per modality, got {value!r}"[:200])
+        return int(pick(values))
+
+    start, end = bound("moe_layer_start_index", 1, min), bound("moe_layer_end_index", -1, max)
+    end = layers - 1 if end < 0 else end
+    interval = k.integer("moe_layer_interval", default=1, field="moe.every")
+    if interval < 1:
+        raise InputError(k.where, f"{k._key('moe_layer_interval')}: a whole number from 1, got {interval}")
+    return tuple(i for i in range(layers) if not ((i + 1) % interval == 0 and start <= i <= end))
 
 
 def _uniform(k: Keys, *keys: str, default: int, field: str) -> int:
@@ -2301,8 +2344,8 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         # blocks with biased q, k, v, out_proj and fc1/fc2, a final layer_norm, the embedding scaled by sqrt(hidden)
         # (a multiplier, no weight), tied; XGLM's positions are sinusoidal (a buffer), BioGPT's a learned table with
         # 2 rows more than max_position_embeddings (BioGptLearnedPositionalEmbedding's offset)
-        arch.update(
-            ffn=k.integer("ffn_dim", "intermediate_size", default=4096, field="ffn"),
+        arch.update(  # XGLMConfig names the MLP's width ffn_dim, BioGptConfig intermediate_size
+            ffn=k.integer("ffn_dim" if family == "xglm" else "intermediate_size", default=4096, field="ffn"),
             mlp="relu"
             if k.text("activation_function" if family == "xglm" else "hidden_act", "gelu") == "relu"
             else "gelu",

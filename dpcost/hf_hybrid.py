@@ -607,6 +607,11 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
         "vocab": _int(k, "vocab_size", d, "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", lara),
         "qk_norm": "head",
+        # attention_bias biases q (its gate's rows too), k, v and o (Qwen3NextAttention, Qwen3_5Attention,
+        # LaraMiniAttention)
+        "qkv_bias": k.flag("attention_bias", False),
+        "out_bias": k.flag("attention_bias", False),
+        "attention_gate_bias": not lara and k.flag("attention_bias", False),
         "attention_gate": not lara,
         "mixers": tuple("deltanet" if t == "linear_attention" else "attention" for t in types),
         "deltanet": {
@@ -793,7 +798,8 @@ def _recurrent_gemma(k: Keys) -> dict[str, Any]:
     layers whose temporal block is a recurrent block (RGLRUSpec: lru_width, else hidden_size, its gates in
     num_attention_heads blocks) or local attention (a window of attention_window_size; q, k, v biased by
     attention_bias, o_proj always; heads of hidden / heads, num_key_value_heads else all), cycling through
-    block_types (_block_types in the files transformers 4 saved: the attribute its config kept); in every layer a
+    block_types (_block_types in the files transformers 4 saved, the attribute its config kept and read; 5.25.0
+    ignores it, and the released files give the default pattern either way); in every layer a
     GeGLU MLP of intermediate_size / 2 with biases and two Gemma RMSNorms (1 + w, the product in fp32); the
     embedding scaled by sqrt(hidden) (a buffer), tied."""
     d = _RECURRENT_GEMMA
@@ -811,12 +817,16 @@ def _recurrent_gemma(k: Keys) -> dict[str, Any]:
         raise InputError(k.where, said[:200])
     types = [pattern[i % len(pattern)] for i in range(layers)]
     width = k.integer("lru_width", default=None, field="rglru.width")
+    if not 0 < heads <= hidden:  # RecurrentGemmaConfig sets head_dim to hidden // heads, whatever the file says
+        said = f"{k._key('num_attention_heads')}: from 1 to hidden_size ({hidden}), its heads hidden // heads wide"
+        raise InputError(k.where, f"{said}, got {heads}")
+    kv_heads = k.integer("num_key_value_heads", default=heads, field="kv_heads")
     return {
         "hidden": hidden,
         "layers": layers,
         "heads": heads,
-        "kv_heads": int(k.integer("num_key_value_heads", default=heads, field="kv_heads") or heads),
-        "head_dim": hidden // heads if heads > 0 else 1,  # the class sets hidden / heads, whatever the file says
+        "kv_heads": heads if kv_heads is None else kv_heads,
+        "head_dim": hidden // heads,
         "ffn": _int(k, "intermediate_size", d, "ffn") // 2,
         "vocab": _int(k, "vocab_size", d, "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", True),

@@ -153,7 +153,7 @@ def test_every_family_within_half_a_percent() -> None:
         "codegen", "mpt", "mistral4", "glm", "internlm3", "glm4_moe_lite",
         "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4", "chatglm", "bailing_moe", "minimax_m3", "nemotron-nas",
         "mllama_text_model", "deepseek_vl_v2", "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "fuyu", "aria",
-        "Emu3",
+        "Emu3", "ernie4_5_moe_vl",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -1133,6 +1133,46 @@ def test_ernie_vl_text_tokens_never_reach_the_vision_experts(tmp_path: Path) -> 
     assert flops_per_token(held, a, 4096) == flops_per_token(plain, text_only.architecture, 4096)
     code, _, err = run_cli("estimate", "--model", str(path), "--dp", "16", "--ep", "8")
     assert code == 2 and "experts isolated by modality" in err, err
+
+
+# Files as the families' classes read them, with what transformers 5.25.0 builds from each on the meta device:
+# AXK1Config maps num_local_experts to n_routed_experts; ChameleonConfig gives 32 KV heads where the file gives none;
+# XGLMConfig reads its MLP's width from ffn_dim alone (an intermediate_size key is not its); A.X K1's figure holds its
+# routers' e_score_correction_bias buffers, as the checkpoint does
+_SMALL = {"hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 1000}
+BUILT_5_25 = [
+    ({**_SMALL, "model_type": "axk1", "num_hidden_layers": 4, "num_attention_heads": 4, "num_local_experts": 8,
+      "num_experts_per_tok": 2, "moe_intermediate_size": 64, "intermediate_size": 512, "kv_lora_rank": 32,
+      "q_lora_rank": 64}, 3_257_752),
+    ({**_SMALL, "model_type": "chameleon", "num_attention_heads": 64, "intermediate_size": 512,
+      "vocabulary_map": {"<image>": 8}}, 1_694_464),  # its text model: the VQ image tokenizer left out
+    ({**_SMALL, "model_type": "xglm", "num_attention_heads": 4, "intermediate_size": 512}, 4_987_904),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("config", "built"), BUILT_5_25, ids=lambda v: v["model_type"] if isinstance(v, dict) else "")
+def test_keys_are_read_as_the_family_class_reads_them(config: dict, built: int, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert count_params(load_model(str(path))).total == built
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ({**_SMALL, "model_type": "aria_text", "num_attention_heads": 4, "intermediate_size": 512,
+          "moe_num_shared_experts": -1}, "moe_num_shared_experts: a whole number from 0, got -1"),
+        ({**_SMALL, "model_type": "recurrent_gemma", "num_attention_heads": 512},
+         "num_attention_heads: from 1 to hidden_size (256)"),
+        ({**_SMALL, "model_type": "recurrent_gemma", "num_attention_heads": 4, "num_key_value_heads": 0},
+         "num_key_value_heads"),
+    ],
+)  # fmt: skip
+def test_what_the_new_readers_cannot_build_is_refused_by_key(config: dict, said: str, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
 
 
 def _gemma3n_case(index: int) -> dict:  # type: ignore[type-arg]

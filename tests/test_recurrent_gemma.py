@@ -70,6 +70,20 @@ def test_files_saved_by_transformers_4_name_the_pattern_block_types(tmp_path: Pa
     assert [a.mixer(i) for i in range(4)] == ["rglru", "attention", "rglru", "attention"]
 
 
+def test_the_recurrent_block_keeps_what_autograd_saves(tmp_path: Path) -> None:
+    """resolved/recurrent-gemma-saved.json: saved-tensor hooks on transformers 5.25.0's bf16 recurrent block
+    (w = 384) keep 38.05 w bytes a token besides its input; the 0.05 is the convolution's padded steps. dpcost's
+    eager account of the block (layer_tensors, its rglru tensors) is 38 w."""
+    measured = json.loads((Path(__file__).parent / "reference" / "hf-configs" / "resolved" /
+                           "recurrent-gemma-saved.json").read_text())  # fmt: skip
+    a = _arch(tmp_path, lru_width=measured["lru_width"], hidden_size=measured["hidden"],
+              num_attention_heads=measured["heads"], num_key_value_heads=measured["heads"])  # fmt: skip
+    kept = sum(t.bytes_per_token for t in layer_tensors(a, False, kernels="eager", mixer="rglru").tensors
+               if t.saved and t.name.startswith("RG-LRU"))  # fmt: skip
+    assert kept / measured["lru_width"] == pytest.approx(measured["saved_bytes_per_token_without_input_per_width"],
+                                                         rel=0.005)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("changes", "said"),
     [

@@ -284,19 +284,22 @@ def _short_conv(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]
 
 
 def _rglru(a: ModelArchitecture, first_mm: int, kernels: Kernels) -> tuple[list[Tensor], int]:
-    """Griffin's recurrent block over w channels (RGLRUSpec; RecurrentGemmaRecurrentBlock) as its backward reads it:
-    linear_y's output (GELU's input) and, unfused, GELU's output; linear_x's output (the convolution's input); the
-    convolution's output (the gates' input); the input and recurrence gates' sigmoids; the recurrence's input and
-    its states (fp32, as the scan accumulates them); its output and the gated product, linear_out's input."""
+    """Griffin's recurrent block over w channels (RGLRUSpec) as transformers' RecurrentGemmaRecurrentBlock and
+    RecurrentGemmaRglru run it, what autograd keeps (saved-tensor hooks on a bf16 block: 38 w bytes a token):
+    linear_y's output (GELU's input) and, but compiled, GELU's output; linear_x's output (the convolution's input);
+    the convolution's output and its contiguous copy the gates' baddbmm keeps; the two gates' sigmoids, -8 times the
+    recurrence gate, a, a^2 and 1 - a^2; the gated input and its multiplier; the scan's fp32 gate and state of each
+    step (_rnn_scan's Python loop: 8 w); the recurrence's output and the gated product, linear_out's input."""
     assert a.rglru is not None
     e, w = ACT_BYTES, a.rglru.width
     out = [
         Tensor("RG-LRU linear_y output", "qkv", e * w, matmul=first_mm),
         Tensor("RG-LRU linear_x output", "qkv", e * w, matmul=first_mm + 1),
-        Tensor("RG-LRU convolution output", "core_attn", e * w),
+        Tensor("RG-LRU convolution output and the gates' copy of it", "core_attn", 2 * e * w),
         Tensor("RG-LRU input and recurrence gates", "core_attn", 2 * e * w),
-        Tensor("RG-LRU recurrence input", "core_attn", e * w),
-        Tensor("RG-LRU recurrence states (fp32)", "core_attn", 4.0 * w),
+        Tensor("RG-LRU decay: -8 x gate, a, a^2 and 1 - a^2", "core_attn", 4 * e * w),
+        Tensor("RG-LRU gated input and its multiplier", "core_attn", 2 * e * w),
+        Tensor("RG-LRU scan's gates and states (fp32)", "core_attn", 8.0 * w),
         Tensor("RG-LRU recurrence output", "core_attn", e * w),
         Tensor("RG-LRU gated output", "core_attn", e * w),
         Tensor("RG-LRU linear_out output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 2),

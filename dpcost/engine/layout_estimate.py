@@ -150,14 +150,14 @@ class StageLoad:
 def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
     """The parameters of one layer that every TP rank holds whole: its norms, the row-parallel layers' biases
     (attention output and MLP down projection: RowParallelLinear keeps its bias unsplit), per-head QK norms, and
-    an MoE layer's router (TopKRouter's weight is not split over TP) (megatron/core/tensor_parallel/layers.py,
-    transformer/moe/router.py)."""
+    an MoE layer's router (TopKRouter's weight is not split over TP) and norm over its output (A.X K1's)
+    (megatron/core/tensor_parallel/layers.py, transformer/moe/router.py)."""
     norm = a.norm_weights * a.hidden
     replicated = a.layer_norms * norm + (2 * a.hidden if a.linear_bias else 0)
     if a.qk_norm == "head":
-        replicated += 2 * a.norm_weights * a.d_head
+        replicated += 2 * a.qk_norm_weights * a.d_head
     if moe and a.moe is not None:
-        replicated += a.hidden * a.moe.experts
+        replicated += a.hidden * a.moe.experts + (norm if a.moe.output_norm else 0)
     return float(replicated)
 
 

@@ -7,7 +7,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
-        cohere_compass_text cohere_compass ernie4_5_vl_moe \
+        cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -16,7 +16,7 @@ the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Mo
 HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, and GPT-1, XGLM,
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
-ERNIE-4.5-VL's text model, with transformers 5.25.0).
+ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -408,7 +408,8 @@ CASES: dict[str, list[dict[str, object]]] = {
     # in every fifth layer; its defaults, and other widths with listed layers
     "kolibri1": [{}, {"num_hidden_layers": 3, "num_key_value_heads": 8, "shared_expert_intermediate_size": 1024,
                       "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
-                      "sliding_window": 1024, "tie_word_embeddings": True}],
+                      "sliding_window": 1024, "tie_word_embeddings": True},
+                 {"num_hidden_layers": 2, "num_experts": 8}],
     # Beam: gated attention (a gate per channel, a bias per head) under four norms, three dense layers then experts;
     # its defaults, and listed dense layers with biases
     "beam": [{}, {"num_hidden_layers": 4, "mlp_layer_types": ["dense", "sparse", "dense", "sparse"],
@@ -417,7 +418,10 @@ CASES: dict[str, list[dict[str, object]]] = {
     # MLP; its defaults, and listed layers, another window, untied
     "lara_mini": [{}, {"num_hidden_layers": 4, "sliding_window": 256, "tie_word_embeddings": False,
                        "layer_types": ["sliding_attention", "linear_attention", "full_attention", "linear_attention"],
-                       "shared_expert_intermediate_size": 1024}],
+                       "shared_expert_intermediate_size": 1024},
+                  {"num_hidden_layers": 5, "attention_bias": True}],
+    # Qwen3-Next's attention_bias biases q (with its gate's rows), k, v and o
+    "qwen3_next": [{"num_hidden_layers": 4, "attention_bias": True}],
     # Cohere's North vision models: Cohere 2's text layers, all attending in full unless layer_types says; the wrapper
     # ties by its own config (false by default)
     "cohere_compass_text": [{"rope_parameters": COMPASS_ROPE},
