@@ -783,8 +783,11 @@ _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False,
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
 # Fuyu's language model is Persimmon's (FuyuConfig's text_config defaults; its vision_embed_tokens, a linear layer
 # from patches, is the vision encoder left out); Baidu's own ERNIE-4.5-VL files (model_type ernie4_5_moe_vl) keep the
-# text model's keys top-level, as convert_ernie4_5_vl_moe_to_hf.py reads them into text_config
-_READ_AS = {"paddleocr_vl": "ernie4_5", "fuyu": "persimmon", "ernie4_5_moe_vl": "ernie4_5_vl_moe_text"}
+# text model's keys top-level, as convert_ernie4_5_vl_moe_to_hf.py reads them into text_config; Phi-4-multimodal's
+# language model is Phi-3's layers (Phi4MultimodalModel: qkv_proj, gate_up_proj; its embed_tokens_extend holds the
+# image and audio encoders, left out; configuration_phi4_multimodal.py and modeling_phi4_multimodal.py, 5.25.0)
+_READ_AS = {"paddleocr_vl": "ernie4_5", "fuyu": "persimmon", "ernie4_5_moe_vl": "ernie4_5_vl_moe_text",
+            "phi4_multimodal": "phi3"}  # fmt: skip
 _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", *_GLM4_MOE_SUBCLASSES, "minimax_m2")  # _glm4_moe, _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = (

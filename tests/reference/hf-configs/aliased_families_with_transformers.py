@@ -7,7 +7,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
-        cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next \
+        cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -16,7 +16,8 @@ the text models of PaddleOCR-VL, Granite Docling, GLM-OCR, the Omni thinkers, Mo
 HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemma 4 Unified, and GPT-1, XGLM,
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
-ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, with transformers 5.25.0).
+ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model, with
+transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -437,12 +438,15 @@ CASES: dict[str, list[dict[str, object]]] = {
                              "text_config": {"num_hidden_layers": 3, "mlp_layer_types": ["dense", "sparse", "dense"],
                                              "moe_intermediate_size": [1024, 256], "moe_num_shared_experts": 1,
                                              "moe_num_experts": 16, "moe_k": 4}}],
+    # Phi-4-multimodal's language model: Phi-3's layers (its image and audio encoders, embed_tokens_extend, left out)
+    "phi4_multimodal": [{}, {"num_hidden_layers": 3, "tie_word_embeddings": True, "num_key_value_heads": 4}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
-IMAGE_INPUT_IN_CAUSAL_LM = {"fuyu"}
-# Models that hold an image tokenizer beside their text layers: ChameleonModel's vqmodel (a VQ-VAE), left out too
-IMAGE_TOKENIZER = ".vqmodel."
+IMAGE_INPUT_IN_CAUSAL_LM = {"fuyu", "phi4_multimodal"}
+# Models that hold an image tokenizer or encoders beside their text layers: ChameleonModel's vqmodel (a VQ-VAE),
+# Phi4MultimodalModel's embed_tokens_extend (its image and audio encoders), left out too
+IMAGE_TOKENIZER = (".vqmodel.", ".embed_tokens_extend.")
 # Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
 TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 
@@ -463,8 +467,8 @@ def text_parameters(model: object) -> int:
     """A multimodal model's text model and output head: what dpcost counts of a wrapper's file."""
     named = model.named_parameters()  # type: ignore[attr-defined]
     text = ("language_model.", "text_model.", "lm_head.")
-    if any(IMAGE_TOKENIZER in name for name, _ in model.named_parameters()):  # type: ignore[attr-defined]
-        return sum(p.numel() for name, p in named if IMAGE_TOKENIZER not in name)
+    if any(part in name for name, _ in model.named_parameters() for part in IMAGE_TOKENIZER):  # type: ignore[attr-defined]
+        return sum(p.numel() for name, p in named if not any(part in name for part in IMAGE_TOKENIZER))
     return sum(p.numel() for name, p in named if any(part in name for part in text))
 
 
