@@ -700,6 +700,7 @@ _ARCHITECTURES = {
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
+    "JetMoeForCausalLM": "jetmoe",
     "LaraMiniForCausalLM": "lara_mini",
     "BeamForCausalLM": "beam",
     "Kolibri1ForCausalLM": "kolibri1",
@@ -816,6 +817,7 @@ SUPPORTED_MODEL_TYPES = tuple(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
+         "jetmoe",
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2694,7 +2696,43 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 
 
 # The readers of a single family each, by model_type
+# JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
+_JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
+           "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
+
+
+def _jetmoe(k: Keys) -> dict[str, Any]:
+    """JetMoeForCausalLM (modeling_jetmoe.py, transformers 5.25.0: JetMoE-8B): in every layer a mixture of attention
+    heads (JetMoeMoA: num_local_experts experts, each a query projection to num_key_value_heads x kv_channels and an
+    output projection back, top num_experts_per_tok of them per token, over one key-value projection; a router and an
+    output bias) and a mixture of SwiGLU experts of intermediate_size with its router and output bias; no other
+    biases, two norms a layer, tied by default. Its class sets num_attention_heads to KV heads x experts per token."""
+
+    def integer(key: str, field: str = "") -> int:
+        return int(k.integer(key, default=_JETMOE[key], field=field))
+
+    kv_heads, active = integer("num_key_value_heads", "kv_heads"), integer("num_experts_per_tok", "moe.active")
+    experts = integer("num_local_experts", "moe.experts")
+    return {
+        "hidden": integer("hidden_size", "hidden"),
+        "layers": integer("num_hidden_layers", "layers"),
+        "heads": kv_heads * active,
+        "kv_heads": kv_heads,
+        "head_dim": integer("kv_channels", "head_dim"),
+        "vocab": integer("vocab_size", "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "attention_experts": experts,
+        "moe": {
+            "experts": experts,
+            "active": active,
+            "ffn": integer("intermediate_size", "moe.ffn"),
+            "output_bias": True,
+        },
+    }
+
+
 _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
+    "jetmoe": _jetmoe,
     "llama4_text": _llama4,
     "gemma4_text": _gemma4,
     "gemma4_unified_text": _gemma4,

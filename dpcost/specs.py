@@ -87,6 +87,9 @@ class MoESpec(Spec):
     output_norm: bool = Field(
         False, description="a norm over the MoE block's output (A.X K1's post_mlp_layernorm)", exclude_if=_unset
     )
+    output_bias: bool = Field(
+        False, description="a bias added to the MoE block's output (JetMoE's JetMoeMoE.bias)", exclude_if=_unset
+    )
     vision_experts: NonNegativeInt = Field(
         0,
         description="modality-isolated experts beside the routed ones, with a router of their own, which only image "
@@ -403,6 +406,13 @@ class ModelArchitecture(Spec):
     mla: MLASpec | None = None
     mtp_layers: NonNegativeInt = Field(0, description="multi-token-prediction modules (DeepSeek-V3)")
     attention_sinks: bool = Field(False, description="a learned logit per attention head in every layer (gpt-oss)")
+    attention_experts: PositiveInt | None = Field(
+        None,
+        description="a mixture of attention heads (JetMoE's MoA): this many experts, each a query projection to "
+        "kv_heads x head_dim and an output projection back, moe.active of them per token (heads = kv_heads x "
+        "moe.active), over one shared key-value projection, with a router and an output bias",
+        exclude_if=lambda v: v is None,
+    )
     rope_mscale: Annotated[float, Field(gt=0)] = Field(
         1.0,
         description="YaRN's scale on the rotary cos and sin, 0.1 ln(factor) + 1 (gpt-oss: factor 32); Megatron-Core's "
@@ -653,6 +663,7 @@ class ModelArchitecture(Spec):
         what layouts and the per-op model do not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
+        unusual = unusual or self.attention_experts is not None
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
         return any(m not in plain for m in self.mixers) or unusual
 
@@ -678,6 +689,8 @@ class ModelArchitecture(Spec):
             return "per-layer embeddings and layers sharing keys and values"
         if self.ffn_widths:
             return "MLP widths that differ from layer to layer"
+        if self.attention_experts:
+            return "a mixture of attention heads (attention experts)"
         if self.vision_experts:
             return "experts isolated by modality (vision experts beside the text ones)"
         if "cross" in self.mixers:

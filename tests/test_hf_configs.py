@@ -1051,7 +1051,7 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     attention in full and sliding layers and an ungated shared MLP; Cohere North's text model Cohere 2's layers, all
     attending in full unless layer_types says, its wrapper tying by its own config; ERNIE-4.5-VL's text model holds
     vision experts beside the text ones in its MoE layers; Qwen3-Next biases q, k, v and o by attention_bias;
-    Phi-4-multimodal's language model is Phi-3's layers.
+    Phi-4-multimodal's language model is Phi-3's layers; JetMoE mixes attention heads and SwiGLU experts.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
@@ -1174,6 +1174,22 @@ def test_what_the_new_readers_cannot_build_is_refused_by_key(config: dict, said:
     path.write_text(json.dumps(config))
     code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
     assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_jetmoe_runs_the_top_experts_of_its_attention_and_its_mlp(tmp_path: Path) -> None:
+    """JetMoeMoA and JetMoeMoE (transformers 5.25.0): a token runs num_experts_per_tok of the 8 attention experts (a
+    query projection 2048 -> 16 x 128 and an output projection back each) and of the 8 SwiGLU experts (2048 ->
+    2 x 5632 -> 2048): its class's defaults hold 12 x (8 - 2) x (2 x 2048 x 2048 + 3 x 2048 x 5632) parameters no token
+    runs, and attend with 16 x 2 query heads over 16 KV heads. Layouts refuse the attention experts by name."""
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == "jetmoe")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(case["config"]))
+    spec = load_model(str(path))
+    counts = count_params(spec)
+    assert counts.total - counts.active == 12 * 6 * (2 * 2048 * 2048 + 3 * 2048 * 5632)
+    assert spec.architecture is not None and (spec.architecture.heads, spec.architecture.n_kv_heads) == (32, 16)
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", "--tp", "2", "--sequence-parallel")
+    assert code == 2 and "attention experts" in err, err
 
 
 def _gemma3n_case(index: int) -> dict:  # type: ignore[type-arg]

@@ -395,6 +395,18 @@ def attention_parameters(a: ModelArchitecture, mixer: str) -> float:
     return _attention_params(view) - (0.0 if a.computes_kv(mixer) else kv_projection_parameters(view))
 
 
+def attention_expert_parameters(a: ModelArchitecture) -> tuple[float, float]:
+    """A mixture of attention heads (ModelArchitecture.attention_experts; JetMoE's JetMoeMoA, modeling_jetmoe.py,
+    transformers 5.25.0) beyond the attention its active experts make (heads = kv_heads x moe.active, which
+    _attention counts): (the idle experts' query and output projections, held but not run by a token; the router,
+    hidden x experts, and the output bias, which every token runs)."""
+    experts = a.attention_experts
+    if experts is None or a.moe is None:
+        return 0.0, 0.0
+    width = a.n_kv_heads * a.d_head
+    return float((experts - a.moe.active) * 2 * a.hidden * width), float(a.hidden * experts + a.hidden)
+
+
 def vision_expert_parameters(a: ModelArchitecture) -> float:
     """One MoE layer's modality-isolated vision experts (MoESpec.vision_experts; ERNIE-4.5-VL's vision_moe,
     modeling_ernie4_5_vl_moe.py, transformers 5.25.0): their router (hidden x experts) and its correction bias where
@@ -430,21 +442,24 @@ def _block(
 ) -> BlockCount:
     """One layer: its mixer, its norms and its MLP (dense of width `ffn`, else of its mixer's width
     (ModelArchitecture.dense_ffn); MoE; or none for a hybrid's single-mixer layers)."""
-    attn = mixer_parameters(a, mixer) + per_layer_input_parameters(a) + altup_layer_parameters(a)
+    idle_attention, routed_attention = attention_expert_parameters(a)
+    attn = mixer_parameters(a, mixer) + per_layer_input_parameters(a) + altup_layer_parameters(a) + routed_attention
     # with the norms: each sub-layer's input
     norms = layer_norm_parameters(a, mixer, mlp_kind) + 2 * hyper_connection_parameters(a)
     if mlp_kind == "none":
-        return BlockCount(attn + norms, attn + norms, moe=False)
+        return BlockCount(attn + norms + idle_attention, attn + norms, moe=False)
     if not moe_layer or a.moe is None:
         width = ffn or a.dense_ffn(mixer)
         mlp = _mlp(a, width) + a.activation_scalars + (a.norm_weights * width if a.mlp_norm else 0)
         # a text-only batch skips a cross-attention layer whole (MllamaTextModel.forward): no token passes through
-        return BlockCount(attn + norms + mlp, 0.0 if mixer == "cross" else attn + norms + mlp, moe=False)
+        active = 0.0 if mixer == "cross" else attn + norms + mlp
+        return BlockCount(attn + norms + mlp + idle_attention, active, moe=False)
     e = a.moe
     expert = routed_expert(a)
     shared = e.shared * _mlp(a, e.shared_width)
     always = attn + norms + _router(a) + shared + latent_projections(a) + (_norm(a) if e.output_norm else 0.0)
-    total = always + e.experts * expert + vision_expert_parameters(a)
+    always += a.hidden if e.output_bias else 0.0
+    total = always + e.experts * expert + vision_expert_parameters(a) + idle_attention
     active = always + e.active * expert
     return BlockCount(total, active, moe=True)
 
@@ -512,6 +527,10 @@ def block_matrices(
         attention = [h * q_out * (2 if a.attention_gate else 1), *keys_values, a.heads * a.d_value * h]
         if a.head_gate:
             attention.append(h * a.heads)
+        if a.attention_experts is not None:  # JetMoE's MoA: its router, each expert's query, the keys and values,
+            width = a.n_kv_heads * a.d_head  # each expert's output projection
+            experts = a.attention_experts
+            attention = [h * experts, *[h * width] * experts, *keys_values, *[width * h] * experts]
 
     def mlp(width: int) -> list[int]:
         return [h * width, h * width, width * h] if a.gated_mlp else [h * width, width * h]
