@@ -557,7 +557,7 @@ _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_d
 _LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt",
-        "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon")  # fmt: skip
+        "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "kosmos_2_text_model")  # fmt: skip
 # The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
 # configuration_mpt.py, transformers 5.24.0; configuration_openai.py, configuration_xglm.py, configuration_biogpt.py,
 # configuration_ctrl.py, configuration_persimmon.py, 5.25.0); the others' files must name their shapes
@@ -570,6 +570,7 @@ _GPT_DEFAULTS: dict[str, dict[str, int]] = {
     "biogpt": {"hidden": 1024, "layers": 24, "heads": 16, "vocab": 42384},
     "ctrl": {"hidden": 1280, "layers": 48, "heads": 16, "vocab": 246534},
     "persimmon": {"hidden": 4096, "layers": 36, "heads": 64, "vocab": 262144},
+    "kosmos_2_text_model": {"hidden": 2048, "layers": 24, "heads": 32, "vocab": 65037},  # configuration_kosmos2.py
 }
 # XGLM names its heads attention_heads (XGLMConfig.attribute_map maps num_attention_heads to it)
 _HEADS_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "attention_heads")
@@ -763,6 +764,7 @@ _NESTED = {
     "emu3": "emu3_text_model",
     "cohere_compass": "cohere_compass_text",
     "ernie4_5_vl_moe": "ernie4_5_vl_moe_text",
+    "kosmos-2": "kosmos_2_text_model",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
@@ -2223,12 +2225,13 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
     """GPT-2, GPT-J, CodeGen, GPT-Neo, GPT-NeoX, OPT, BLOOM, MPT, Phi (1, 1.5, 2) and StarCoder2: LayerNorm with
     bias (MPT's without), plain 2-matrix MLPs, their own key names."""
     d = _GPT_DEFAULTS.get(family, {})
-    hidden = k.integer("hidden_size", "n_embd", "n_embed", "d_model", default=d.get("hidden", _MISSING), field="hidden")
+    kosmos = family == "kosmos_2_text_model"  # Kosmos2TextConfig names them embed_dim and layers
+    hidden_keys = ("embed_dim",) if kosmos else ("hidden_size", "n_embd", "n_embed", "d_model")
+    layer_keys = ("layers",) if kosmos else ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    hidden = k.integer(*hidden_keys, default=d.get("hidden", _MISSING), field="hidden")
     arch: dict[str, Any] = {
         "hidden": hidden,
-        "layers": k.integer(
-            "num_hidden_layers", "n_layer", "num_layers", "n_layers", default=d.get("layers", _MISSING), field="layers"
-        ),
+        "layers": k.integer(*layer_keys, default=d.get("layers", _MISSING), field="layers"),
         "heads": k.integer(*_HEADS_KEYS, default=d.get("heads", _MISSING), field="heads"),
         "vocab": k.integer("vocab_size", default=d.get("vocab", _MISSING), field="vocab"),
         "norm": "layernorm",
@@ -2343,6 +2346,23 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
                 "n_positions", "max_position_embeddings", default=512, field="learned_positions"
             ),
             final_norm=False,
+        )
+    elif kosmos:
+        # configuration_kosmos2.py / modeling_kosmos2.py (5.25.0: Kosmos-2's text model, under text_config): XGLM's
+        # blocks with a LayerNorm over the attention's output before out_proj (inner_attn_ln) and one over the MLP's
+        # intermediate before fc2 (ffn_layernorm), sinusoidal positions (a buffer), tied by its own config (its text
+        # model is a Kosmos2TextForCausalLM of its own)
+        if k.flag("add_cross_attention", False):
+            said = (
+                f"{k._key('add_cross_attention')}: true adds cross-attention to an encoder, which dpcost does not count"
+            )
+            raise InputError(k.where, said + "; false (as released) is counted")
+        arch.update(
+            ffn=k.integer("ffn_dim", default=8192, field="ffn"),
+            mlp="relu" if k.text("activation_function", "gelu") == "relu" else "gelu",
+            tied_embeddings=k.flag("tie_word_embeddings", True),
+            layer_norms=3,
+            mlp_norm=True,
         )
     elif family in ("xglm", "biogpt"):
         # configuration_xglm.py / modeling_xglm.py, configuration_biogpt.py / modeling_biogpt.py (5.25.0): pre-norm

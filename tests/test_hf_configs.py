@@ -1051,7 +1051,8 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     attention in full and sliding layers and an ungated shared MLP; Cohere North's text model Cohere 2's layers, all
     attending in full unless layer_types says, its wrapper tying by its own config; ERNIE-4.5-VL's text model holds
     vision experts beside the text ones in its MoE layers; Qwen3-Next biases q, k, v and o by attention_bias;
-    Phi-4-multimodal's language model is Phi-3's layers; JetMoE mixes attention heads and SwiGLU experts.
+    Phi-4-multimodal's language model is Phi-3's layers; JetMoE mixes attention heads and SwiGLU experts; Kosmos-2's
+    text model is XGLM's with LayerNorms inside its attention and MLP, tied by its own config.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
     persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
     path = tmp_path / "config.json"
