@@ -702,6 +702,7 @@ _ARCHITECTURES = {
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
     "JetMoeForCausalLM": "jetmoe",
+    "JetMoEForCausalLM": "jetmoe",
     "LaraMiniForCausalLM": "lara_mini",
     "BeamForCausalLM": "beam",
     "Kolibri1ForCausalLM": "kolibri1",
@@ -2719,6 +2720,9 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
+# jetmoe/jetmoe-8b's remote-code keys (its configuration_jetmoe.py), as its files write them
+_JETMOE_REMOTE = {"intermediate_size": ("ffn_hidden_size",), "num_local_experts": ("moe_num_experts",),
+                  "num_experts_per_tok": ("moe_top_k",), "num_hidden_layers": ("num_layers",)}  # fmt: skip
 
 
 def _jetmoe(k: Keys) -> dict[str, Any]:
@@ -2726,10 +2730,12 @@ def _jetmoe(k: Keys) -> dict[str, Any]:
     heads (JetMoeMoA: num_local_experts experts, each a query projection to num_key_value_heads x kv_channels and an
     output projection back, top num_experts_per_tok of them per token, over one key-value projection; a router and an
     output bias) and a mixture of SwiGLU experts of intermediate_size with its router and output bias; no other
-    biases, two norms a layer, tied by default. Its class sets num_attention_heads to KV heads x experts per token."""
+    biases, two norms a layer, tied by default. Its class sets num_attention_heads to KV heads x experts per token.
+    JetMoE's own remote-code files (JetMoEForCausalLM) name three keys otherwise (_JETMOE_REMOTE), read where the
+    transformers name is absent."""
 
     def integer(key: str, field: str = "") -> int:
-        return int(k.integer(key, default=_JETMOE[key], field=field))
+        return int(k.integer(key, *_JETMOE_REMOTE.get(key, ()), default=_JETMOE[key], field=field))
 
     kv_heads, active = integer("num_key_value_heads", "kv_heads"), integer("num_experts_per_tok", "moe.active")
     experts = integer("num_local_experts", "moe.experts")

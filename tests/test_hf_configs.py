@@ -153,7 +153,7 @@ def test_every_family_within_half_a_percent() -> None:
         "codegen", "mpt", "mistral4", "glm", "internlm3", "glm4_moe_lite",
         "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4", "chatglm", "bailing_moe", "minimax_m3", "nemotron-nas",
         "mllama_text_model", "deepseek_vl_v2", "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "fuyu", "aria",
-        "Emu3", "ernie4_5_moe_vl",
+        "Emu3", "ernie4_5_moe_vl", "jetmoe",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -1191,6 +1191,27 @@ def test_jetmoe_runs_the_top_experts_of_its_attention_and_its_mlp(tmp_path: Path
     assert spec.architecture is not None and (spec.architecture.heads, spec.architecture.n_kv_heads) == (32, 16)
     code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", "--tp", "2", "--sequence-parallel")
     assert code == 2 and "attention experts" in err, err
+
+
+# Classes whose defaults are their flagship's shapes, and the flagship's published counts: Aleph Alpha's Kolibri-1
+# (https://huggingface.co/aleph-alpha/Kolibri-1, model card: "78B (78,103,074,560)" total, "3.46B (3,457,573,120)"
+# active a token) and SK Telecom's A.X K1 (arXiv 2601.09200 and its model card: "519 billion total parameters, with
+# 33 billion active parameters")
+FLAGSHIP_DEFAULTS = [("kolibri1", "78,103,074,560", "3.46B", "without"), ("axk1", "519B", "33B", "with")]
+
+
+@pytest.mark.parametrize(("family", "total", "active", "counted"), FLAGSHIP_DEFAULTS, ids=lambda v: str(v))
+def test_class_defaults_count_their_flagships_published_figures(
+    family: str, total: str, active: str, counted: str, tmp_path: Path
+) -> None:
+    """Kolibri-1's total to the parameter, with its routers' correction biases (buffers the checkpoint holds); the
+    rounded figures within their rounding."""
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == family)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(case["config"]))
+    counts = count_params(load_model(str(path)))
+    assert counts.total == pytest.approx(_count(total), rel=_rounding(total) + 1e-12)
+    assert _active(counts, counted) == pytest.approx(_count(active), rel=_rounding(active) + 0.005)
 
 
 def _gemma3n_case(index: int) -> dict:  # type: ignore[type-arg]
