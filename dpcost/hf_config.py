@@ -159,6 +159,9 @@ _LLAMA_LIKE = {
     # getattr(config, "head_dim", hidden / heads)
     "qwen3_moe": (4, None, False, "head"),
     "phi3": (None, None, False, "none"),  # configuration_phi3.py (fused qkv_proj, gate_up_proj: same shapes)
+    # configuration_phi4_multimodal.py / modeling_phi4_multimodal.py (5.25.0): Phi-3's layers, 8 KV heads unless
+    # given, its keys top-level; its embed_tokens_extend (the image and audio encoders) is left out
+    "phi4_multimodal": (8, None, False, "none"),
     # configuration_exaone.py (5.24.0: EXAONE 3.0 and 3.5): LlamaForCausalLM's layers, 8 KV heads unless given; its
     # released files name the layers num_layers (the class's attribute_map)
     "exaone": (8, None, False, "none"),
@@ -385,7 +388,8 @@ _LLAMA_LIKE = {
 # modeling_ministral3.py, modeling_mixtral.py, modeling_phi3.py, modeling_exaone4.py, modeling_exaone_moe.py), that
 # has no attention_bias (modeling_cwm.py, Baichuan's modeling_baichuan.py, modular_kolibri1.py), or whose biases
 # follow use_bias alone (modeling_ernie4_5.py, _moe), or whose q/k/v are unbiased whatever it says (modular_glm_ocr.py)
-_UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "exaone4", "exaone_moe", "ernie4_5",
+_UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "phi4_multimodal", "exaone4",
+             "exaone_moe", "ernie4_5",
              "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text", "kolibri1",
              "ernie4_5_vl_moe_text")  # fmt: skip
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
@@ -787,11 +791,8 @@ _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False,
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
 # Fuyu's language model is Persimmon's (FuyuConfig's text_config defaults; its vision_embed_tokens, a linear layer
 # from patches, is the vision encoder left out); Baidu's own ERNIE-4.5-VL files (model_type ernie4_5_moe_vl) keep the
-# text model's keys top-level, as convert_ernie4_5_vl_moe_to_hf.py reads them into text_config; Phi-4-multimodal's
-# language model is Phi-3's layers (Phi4MultimodalModel: qkv_proj, gate_up_proj; its embed_tokens_extend holds the
-# image and audio encoders, left out; configuration_phi4_multimodal.py and modeling_phi4_multimodal.py, 5.25.0)
-_READ_AS = {"paddleocr_vl": "ernie4_5", "fuyu": "persimmon", "ernie4_5_moe_vl": "ernie4_5_vl_moe_text",
-            "phi4_multimodal": "phi3"}  # fmt: skip
+# text model's keys top-level, as convert_ernie4_5_vl_moe_to_hf.py reads them into text_config
+_READ_AS = {"paddleocr_vl": "ernie4_5", "fuyu": "persimmon", "ernie4_5_moe_vl": "ernie4_5_vl_moe_text"}
 _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", *_GLM4_MOE_SUBCLASSES, "minimax_m2")  # _glm4_moe, _minimax_m2
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = (
@@ -1183,14 +1184,16 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             raise InputError(k.where, f"{said}, got {widths!r}"[:200])
         experts = _ernie_vl_first(k, "moe_num_experts", 64)
         baidu = k.cfg.get("model_type") == "ernie4_5_moe_vl"  # Baidu's own file: its keys, converted as transformers'
+        shared = k.integer("moe_num_shared_experts", default=0 if baidu else 2, field="moe.shared")
+        if shared < 0:
+            raise InputError(k.where, f"{k._key('moe_num_shared_experts')}: a whole number from 0, got {shared}")
         arch["moe"] = dense_then_experts(  # mlp_layer_types, else Ernie4_5_VLMoeTextConfig's dense first layer
             k,
             layers,
             experts=experts,
             active=k.integer("moe_k", default=6, field="moe.active"),
             ffn=widths[0],
-            # Baidu's files may leave it out; the conversion writes null as 0, the class's default is 2
-            shared=k.integer("moe_num_shared_experts", default=0 if baidu else 2, field="moe.shared"),
+            shared=shared,  # Baidu's files may leave it out; the conversion writes null as 0, the class's default 2
             first=1,
         )
         if baidu and k.get("mlp_layer_types", default=None) is None:
@@ -1232,7 +1235,8 @@ def _ernie_vl_legacy_dense_layers(k: Keys, layers: int) -> tuple[int, ...]:
     """The dense layers of Baidu's own ERNIE-4.5-VL files (model_type ernie4_5_moe_vl), as
     convert_ernie4_5_vl_moe_to_hf.py derives mlp_layer_types: a layer is sparse where (i + 1) % moe_layer_interval is
     0 and i lies from the least moe_layer_start_index to the greatest moe_layer_end_index (per modality, or one
-    number; no end: the last layer, as ERNIE 4.5's -1)."""
+    number). No end, or -1, is the last layer, as ERNIE 4.5's own code reads it (the script's max() would make a
+    lone -1 end every MoE layer before the first, and it reads no file without the key)."""
 
     def bound(key: str, default: int, pick: Any) -> int:
         value = k.get(key, default=default)
@@ -2226,9 +2230,12 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
     """GPT-2, GPT-J, CodeGen, GPT-Neo, GPT-NeoX, OPT, BLOOM, MPT, Phi (1, 1.5, 2) and StarCoder2: LayerNorm with
     bias (MPT's without), plain 2-matrix MLPs, their own key names."""
     d = _GPT_DEFAULTS.get(family, {})
-    kosmos = family == "kosmos_2_text_model"  # Kosmos2TextConfig names them embed_dim and layers
-    hidden_keys = ("embed_dim",) if kosmos else ("hidden_size", "n_embd", "n_embed", "d_model")
-    layer_keys = ("layers",) if kosmos else ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    kosmos = family == "kosmos_2_text_model"  # Kosmos2TextConfig names them embed_dim and layers (its attribute_map
+    # takes hidden_size and num_hidden_layers too)
+    hidden_keys = ("embed_dim", "hidden_size") if kosmos else ("hidden_size", "n_embd", "n_embed", "d_model")
+    layer_keys = (
+        ("layers", "num_hidden_layers") if kosmos else ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    )
     hidden = k.integer(*hidden_keys, default=d.get("hidden", _MISSING), field="hidden")
     arch: dict[str, Any] = {
         "hidden": hidden,
@@ -2351,8 +2358,9 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
     elif kosmos:
         # configuration_kosmos2.py / modeling_kosmos2.py (5.25.0: Kosmos-2's text model, under text_config): XGLM's
         # blocks with a LayerNorm over the attention's output before out_proj (inner_attn_ln) and one over the MLP's
-        # intermediate before fc2 (ffn_layernorm), sinusoidal positions (a buffer), tied by its own config (its text
-        # model is a Kosmos2TextForCausalLM of its own)
+        # intermediate before fc2 (ffn_layernorm), sinusoidal positions (a buffer); tied unless both its text model's
+        # config and its wrapper's say not (Kosmos2ForConditionalGeneration ties by its own config, and its text model,
+        # a Kosmos2TextForCausalLM, by the text config)
         if k.flag("add_cross_attention", False):
             said = (
                 f"{k._key('add_cross_attention')}: true adds cross-attention to an encoder, which dpcost does not count"
@@ -2517,6 +2525,7 @@ def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
 # config.sliding_window to every layer, or the config class makes every layer_types entry sliding), and the window
 # transformers 5.24.0's config class defaults to.
 _EVERY_LAYER_SLIDES = {"mistral": 4096, "ministral": 4096, "ministral3": None, "mixtral": None, "phi3": None,
+                       "phi4_multimodal": None,
                        "phimoe": None, "starcoder2": None, "qwen3_moe": 4096}  # fmt: skip
 
 
@@ -2720,9 +2729,11 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
-# jetmoe/jetmoe-8b's remote-code keys (its configuration_jetmoe.py), as its files write them
+# Other names of JetMoE's keys: jetmoe/jetmoe-8b's remote code's (its configuration_jetmoe.py), as its files write
+# them, and head_dim (JetMoeConfig.attribute_map's name for kv_channels)
 _JETMOE_REMOTE = {"intermediate_size": ("ffn_hidden_size",), "num_local_experts": ("moe_num_experts",),
-                  "num_experts_per_tok": ("moe_top_k",), "num_hidden_layers": ("num_layers",)}  # fmt: skip
+                  "num_experts_per_tok": ("moe_top_k",), "num_hidden_layers": ("num_layers",),
+                  "kv_channels": ("head_dim",)}  # fmt: skip
 
 
 def _jetmoe(k: Keys) -> dict[str, Any]:
@@ -2737,8 +2748,13 @@ def _jetmoe(k: Keys) -> dict[str, Any]:
     def integer(key: str, field: str = "") -> int:
         return int(k.integer(key, *_JETMOE_REMOTE.get(key, ()), default=_JETMOE[key], field=field))
 
+    if k.flag("glu", True) is False:  # the remote code's non-gated experts: transformers builds gated ones
+        raise InputError(k.where, f"{k._key('glu')}: false (experts without a gate) is not counted; true is")
     kv_heads, active = integer("num_key_value_heads", "kv_heads"), integer("num_experts_per_tok", "moe.active")
     experts = integer("num_local_experts", "moe.experts")
+    for key, value in (("num_key_value_heads", kv_heads), ("num_experts_per_tok", active)):
+        if value < 1:
+            raise InputError(k.where, f"{k._key(key)}: a whole number from 1, got {value}")
     return {
         "hidden": integer("hidden_size", "hidden"),
         "layers": integer("num_hidden_layers", "layers"),
@@ -2785,6 +2801,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     wrapped = _wrapped_family(cfg)
     wrapper = str(cfg.get("model_type"))
     outer_tie = cfg.get("tie_word_embeddings")
+    original_text = cfg.get("text_config")
     family = wrapped or _family(cfg, where)
     prefix = ""
     multimodal = wrapped is not None or family in (
@@ -2794,6 +2811,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         *_READ_AS,
         *_LANGUAGE_CONFIG,
         "chameleon",
+        "phi4_multimodal",
     )
     if wrapped:
         cfg, prefix = _text_config(cfg), "text_config."
@@ -2818,6 +2836,11 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         # a wrapper's file whose top-level model_type names its text model (mlc-llm's copy of Ministral-3-3B-2512:
         # ministral3 over Mistral3ForConditionalGeneration's text_config): the text model's keys are there
         cfg, prefix, multimodal = _text_config(cfg), "text_config.", True
+    if outer_tie is not None and not isinstance(outer_tie, bool):
+        raise InputError(where, f"tie_word_embeddings: true or false, got {outer_tie!r}"[:200])
+    if wrapper == "kosmos-2":  # tied where either its wrapper or its text model ties, each true by default (_gpt_style)
+        own = original_text.get("tie_word_embeddings") if isinstance(original_text, dict) else None
+        cfg = {**cfg, "tie_word_embeddings": outer_tie is not False or own is not False}
     if wrapper in _WRAPPER_TIES:
         tied = outer_tie if isinstance(outer_tie, bool) else _WRAPPER_TIES[wrapper]
         cfg = {**cfg, "tie_word_embeddings": tied}

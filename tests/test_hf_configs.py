@@ -1168,6 +1168,10 @@ def test_keys_are_read_as_the_family_class_reads_them(config: dict, built: int, 
          "num_attention_heads: from 1 to hidden_size (256)"),
         ({**_SMALL, "model_type": "recurrent_gemma", "num_attention_heads": 4, "num_key_value_heads": 0},
          "num_key_value_heads"),
+        ({"model_type": "jetmoe", "num_key_value_heads": 0}, "num_key_value_heads: a whole number from 1, got 0"),
+        ({"model_type": "jetmoe", "glu": False}, "glu: false (experts without a gate) is not counted"),
+        ({"model_type": "aria", "tie_word_embeddings": "yes", "text_config": {}},
+         "tie_word_embeddings: true or false, got 'yes'"),
     ],
 )  # fmt: skip
 def test_what_the_new_readers_cannot_build_is_refused_by_key(config: dict, said: str, tmp_path: Path) -> None:  # type: ignore[type-arg]
@@ -1212,6 +1216,80 @@ def test_class_defaults_count_their_flagships_published_figures(
     counts = count_params(load_model(str(path)))
     assert counts.total == pytest.approx(_count(total), rel=_rounding(total) + 1e-12)
     assert _active(counts, counted) == pytest.approx(_count(active), rel=_rounding(active) + 0.005)
+
+
+@pytest.mark.parametrize(
+    "case", TRANSFORMERS_5_25["cases"], ids=lambda c: f"{c['config']['model_type']}-{c['parameters']}"
+)
+def test_the_breakdown_of_every_family_adds_up_to_its_total(case: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """`dpcost show model`'s components (ParamCount.components) sum to the count, whatever the family holds."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(case["config"]))
+    counts = count_params(load_model(str(path)))
+    assert sum(v for _, v in counts.components) == pytest.approx(counts.total, rel=1e-12)
+
+
+@pytest.mark.parametrize("family", ["ernie4_5_vl_moe", "jetmoe"])
+def test_one_sequence_decoding_reads_what_one_token_runs(family: str, tmp_path: Path) -> None:
+    """A decode step of one sequence reads the weights its token runs: ERNIE-4.5-VL's text experts and none of its
+    vision experts (Ernie4_5_VLMoeMoeBlock sends text to text_moe alone), JetMoE's top-k attention and MLP experts
+    (JetMoeMoA, JetMoeMoE): with their tied heads, twice the active count in bf16."""
+    from dpcost.engine.serving import decode_weight_bytes
+
+    case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == family)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(case["config"]))
+    spec = load_model(str(path))
+    counts = count_params(spec)
+    assert spec.architecture is not None and spec.architecture.tied_embeddings
+    assert decode_weight_bytes(counts, spec.architecture, 1) == pytest.approx(2 * counts.active, rel=1e-12)
+
+
+def test_layer_tensors_keep_the_norms_and_copies_the_source_saves(tmp_path: Path) -> None:
+    """What autograd keeps beyond a plain layer (saved-tensor hooks on transformers 5.25.0's bf16 layers, as an audit
+    measured them): Kosmos-2's inner_attn_ln and ffn_layernorm keep their inputs (2 h and 2 ffn bytes a token);
+    JetMoE's MoA keeps its K and V repeated to every query head whatever the kernel (key_states.repeat), each token's
+    input copied to its top-k experts, their queries as routed, the outputs gathered and weighted, and its router."""
+    from dpcost.engine.activations import layer_tensors
+
+    def arch(family: str):  # type: ignore[no-untyped-def]
+        case = next(c for c in TRANSFORMERS_5_25["cases"] if c["config"]["model_type"] == family)
+        path = tmp_path / f"{family}.json"
+        path.write_text(json.dumps(case["config"]))
+        a = load_model(str(path)).architecture
+        assert a is not None
+        return a
+
+    kosmos = {t.name: t.bytes_per_token for t in layer_tensors(arch("kosmos-2"), False).tensors}
+    assert kosmos["attention output norm input"] == 2 * 2048
+    assert kosmos["MLP intermediate norm input"] == 2 * 8192
+    jetmoe = {t.name: t.bytes_per_token for t in layer_tensors(arch("jetmoe"), True).tensors}
+    k, h, width = 2, 2048, 16 * 128
+    assert jetmoe["K and V copied to every query head"] == 2 * 2 * (k * width)
+    assert jetmoe["attention experts' routed inputs"] == 2 * k * h
+    assert jetmoe["attention experts' queries as routed"] == 2 * k * width
+    assert jetmoe["attention experts' outputs, gathered and weighted"] == 2 * 2 * k * width
+    assert jetmoe["attention router (fp32 logits and gates, top-k indices)"] == 4 * 8 + 12 * k
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "text", "tied"),
+    [(None, None, True), (False, None, True), (None, False, True), (False, False, False), (True, False, True)],
+)
+def test_kosmos_2_ties_its_head_where_either_config_says(wrapper: bool | None, text: bool | None, tied: bool,
+                                                        tmp_path: Path) -> None:  # fmt: skip
+    """Kosmos2ForConditionalGeneration ties by its own config and its text model, a Kosmos2TextForCausalLM, by the
+    text config, each true by default: transformers 5.25.0 leaves the head untied only where both say false."""
+    text_config: dict = {"layers": 2, "embed_dim": 64, "attention_heads": 4, "ffn_dim": 128, "vocab_size": 1000}  # type: ignore[type-arg]
+    if text is not None:
+        text_config["tie_word_embeddings"] = text
+    config: dict = {"model_type": "kosmos-2", "text_config": text_config}  # type: ignore[type-arg]
+    if wrapper is not None:
+        config["tie_word_embeddings"] = wrapper
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    a = load_model(str(path)).architecture
+    assert a is not None and a.tied_embeddings is tied
 
 
 def _gemma3n_case(index: int) -> dict:  # type: ignore[type-arg]

@@ -153,8 +153,8 @@ def _attention(
         q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
         # Eager PyTorch models copy K and V out to every query head before SDPA (torchtitan's repeat_kv, torchtune's
         # and litgpt's expand + reshape), and SDPA keeps the copies; fused and compiled attention read K, V as they
-        # are.
-        expanded = kernels == "eager" and kv < q
+        # are. JetMoE's attention repeats them itself, whatever the kernel (modeling_jetmoe.py key_states.repeat).
+        expanded = (kernels == "eager" or a.attention_experts is not None) and kv < q
         out.append(Tensor("Q", "qkv", e * q, matmul=mm))
         if computes_kv:
             out.append(Tensor("K", "qkv", e * kv, saved=not expanded, matmul=mm + 1))
@@ -180,6 +180,23 @@ def _attention(
     if a.dropout > 0:
         out.append(Tensor("dropout mask", "attn_out", 1.0 * h))
     return out, mm + 1
+
+
+def _attention_experts(a: ModelArchitecture) -> list[Tensor]:
+    """What JetMoE's mixture of attention heads keeps beyond its attention (JetMoeMoA map and reduce, saved-tensor
+    hooks on transformers 5.25.0's bf16 layer): each token's input copied to its top-k experts, their queries as
+    routed, the outputs gathered back and weighted by the gates, and the router's fp32 logits and gates with its
+    top-k indices."""
+    assert a.attention_experts is not None and a.moe is not None
+    e, k, width = ACT_BYTES, a.moe.active, a.n_kv_heads * a.d_head
+    return [
+        Tensor("attention experts' routed inputs", "qkv", e * k * a.hidden),
+        Tensor("attention experts' queries as routed", "qkv", e * k * width),
+        Tensor("attention experts' outputs, gathered and weighted", "attn_out", 2 * e * k * width),
+        Tensor(
+            "attention router (fp32 logits and gates, top-k indices)", "router", 4.0 * a.attention_experts + 12.0 * k
+        ),
+    ]
 
 
 def _compressed_attention(a: ModelArchitecture, mixer: str, flash: bool, first_mm: int) -> tuple[list[Tensor], int]:
@@ -439,6 +456,8 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
         if kernels != "compiled":
             out.append(Tensor(f"{label} activation output", act, e * width))
         down = first_mm + 1
+    if a.mlp_norm:  # a norm over the intermediate before the down projection keeps its input (Kosmos-2, BitNet)
+        out.append(_norm_input(a, kernels, f"{label} intermediate norm", act, width))
     out.append(Tensor(f"{label} down output", module, e * a.hidden, saved=False, matmul=down))
     return out
 
@@ -474,6 +493,10 @@ def layer_tensors(
     elif "attention" in mixer:
         attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm, a.computes_kv(mixer))
         tensors += attention
+        if a.layer_norms == 3:  # a norm over the attention's output before its projection keeps its input
+            tensors.append(_norm_input(a, kernels, "attention output norm", "attn_out", a.heads * a.d_value))
+        if a.attention_experts is not None and a.moe is not None:
+            tensors += _attention_experts(a)
     if "mamba" in mixer:
         ssm, mm = _mamba(a, mm, kernels)
         tensors += ssm

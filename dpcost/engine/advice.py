@@ -244,6 +244,13 @@ def mtp_not_counted(counts: ParamCount) -> Advice:
 def text_only_batches(model: ModelSpec, counts: ParamCount) -> Advice:
     a = model.architecture
     layers = sum(1 for m in a.mixers if m == "cross") if a is not None else 0
+    if not layers:  # ERNIE-4.5-VL's vision experts (MoESpec.vision_experts)
+        return Advice(
+            code="text-only-batches",
+            message=f"the vision experts ({counts.idle / 1e9:.2f}B parameters) are held, trained and reduced, but no "
+            "text token reaches them (Ernie4_5_VLMoeMoeBlock): the image and video tokens' compute and the vision "
+            "encoder are not costed",
+        )
     return Advice(
         code="text-only-batches",
         message=f"the {layers} cross-attention layers ({counts.idle / 1e9:.2f}B parameters) are held, trained and "

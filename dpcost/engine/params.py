@@ -54,7 +54,8 @@ class ParamCount:
     positions: float = 0.0  # a learned position table (GPT-2, OPT): a lookup too
     per_layer_embedding: float = 0.0  # Gemma 4's per-layer embedding table: a lookup too
     per_layer_projection: float = 0.0  # Gemma 4's projection of the embedding to every layer's input, and its norm
-    idle: float = 0.0  # Mllama's cross-attention layers: held and trained, skipped by a text-only batch
+    # held and trained, never run by a text token: Mllama's cross-attention layers, ERNIE-4.5-VL's vision experts
+    idle: float = 0.0
 
     @property
     def lookups(self) -> float:
@@ -403,8 +404,13 @@ def attention_expert_parameters(a: ModelArchitecture) -> tuple[float, float]:
     experts = a.attention_experts
     if experts is None or a.moe is None:
         return 0.0, 0.0
-    width = a.n_kv_heads * a.d_head
-    return float((experts - a.moe.active) * 2 * a.hidden * width), float(a.hidden * experts + a.hidden)
+    return float((experts - a.moe.active) * attention_expert(a)), float(a.hidden * experts + a.hidden)
+
+
+def attention_expert(a: ModelArchitecture) -> float:
+    """One attention expert of a mixture of attention heads: its query projection (hidden -> kv_heads x head_dim) and
+    its output projection back, no biases (JetMoeMoA's input_linear and output_linear)."""
+    return float(2 * a.hidden * a.n_kv_heads * a.d_head)
 
 
 def vision_expert_parameters(a: ModelArchitecture) -> float:
@@ -625,7 +631,13 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if a.attention_layers:
         without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
         attention = sum(attention_parameters(a, m) for m, *_ in kinds if "attention" in m)
+        if a.attention_experts is not None and a.moe is not None:  # the experts' projections have their own rows
+            without += a.attention_layers * a.moe.active * attention_expert(a)
         components.append(("attention", attention - without))
+        if a.attention_experts is not None and a.moe is not None:
+            components.append(("attention experts", a.attention_layers * a.attention_experts * attention_expert(a)))
+            routed = attention_expert_parameters(a)[1]
+            components.append(("attention routers and output biases", a.attention_layers * routed))
     form = a.deltanet.form if a.deltanet is not None else "gated"
     delta = {"kda": "Kimi Delta Attention mixers", "lightning": "lightning attention mixers"}.get(
         form, "gated DeltaNet mixers"
@@ -644,12 +656,15 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if compressors:
         components.append(("compressors and indexers", compressors))
     layer_norms = sum(layer_norm_parameters(a, mixer, mlp) for mixer, mlp, _ in kinds)
+    if a.mlp_norm:  # a norm over each dense MLP's intermediate (Kosmos-2, BitNet)
+        layer_norms += sum(a.norm_weights * ffn for _, mlp, ffn in kinds if mlp == "dense")
     components.append(("norms", layer_norms + outside_norm_parameters(a)))
     if a.hyper_connected:
         streams = 2 * hyper_connection_parameters(a) * a.layers + hyper_head_parameters(a)
         components.append(("hyper-connections", streams))
-    if dense_layers:
-        components.append(("dense MLP", sum(_mlp(a, ffn) for _, mlp, ffn in kinds if mlp == "dense")))
+    if dense_layers:  # with each MLP's activation scalars (Apertus's xIELU)
+        mlps = sum(_mlp(a, ffn) + a.activation_scalars for _, mlp, ffn in kinds if mlp == "dense")
+        components.append(("dense MLP", mlps))
     if a.altup is not None:
         altup = altup_layer_parameters(a) * a.layers + altup_projection_parameters(a)
         components.append(("AltUp and LAuReL", altup))
@@ -664,6 +679,12 @@ def count_params(spec: ModelSpec) -> ParamCount:
         if a.moe.shared:
             components.append(("shared experts", _mlp(a, a.moe.shared_width) * a.moe.shared * moe_layers))
         components.append(("routers", _router(a) * moe_layers))
+        if a.moe.output_bias:
+            components.append(("MoE output biases", a.hidden * moe_layers))
+        if a.moe.output_norm:
+            components.append(("MoE output norms", _norm(a) * moe_layers))
+        if a.moe.vision_experts:
+            components.append(("vision experts and their routers", vision_expert_parameters(a) * moe_layers))
     if positions:
         components.append(("position table", positions))
     if lm_head:
@@ -680,5 +701,6 @@ def count_params(spec: ModelSpec) -> ParamCount:
         positions=positions,
         per_layer_embedding=per_layer_embedding,
         per_layer_projection=per_layer_projection,
-        idle=sum(b.params for b, (mixer, *_) in zip(blocks, kinds, strict=True) if mixer == "cross"),
+        idle=sum(b.params for b, (mixer, *_) in zip(blocks, kinds, strict=True) if mixer == "cross")
+        + vision_expert_parameters(a) * sum(1 for _, mlp, _ in kinds if mlp == "moe"),
     )

@@ -34,16 +34,18 @@ def decode_flops_per_token(counts: ParamCount, a: ModelArchitecture | None, seq_
 
 def decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch: int) -> float:
     """bf16 weight bytes one decode step reads from HBM: every weight but the input lookup tables (a row per
-    token; the embedding is read whole only as a tied output head) and the layers text skips (Mllama's
-    cross-attention), and of each MoE layer's routed experts the expected number that `batch` tokens touch when
-    routed uniformly, E (1 - (1 - k/E)^B)."""
+    token; the embedding is read whole only as a tied output head) and what text never runs (Mllama's
+    cross-attention, ERNIE-4.5-VL's vision experts), and of each MoE layer's routed experts (and JetMoE's attention
+    experts) the expected number that `batch` tokens touch when routed uniformly, E (1 - (1 - k/E)^B)."""
     tied = a is not None and a.tied_embeddings
     weights = 2.0 * (counts.total - counts.lookups - counts.idle + (counts.embedding if tied else 0.0))
     if a is None or a.moe is None:
         return weights
-    routed = dict(counts.components)["routed experts"]
-    untouched = (1 - a.moe.active / a.moe.experts) ** batch
-    return weights - 2.0 * routed * untouched
+    parts = dict(counts.components)
+    weights -= 2.0 * parts["routed experts"] * (1 - a.moe.active / a.moe.experts) ** batch
+    if a.attention_experts is not None:
+        weights -= 2.0 * parts["attention experts"] * (1 - a.moe.active / a.attention_experts) ** batch
+    return weights
 
 
 @frozen
