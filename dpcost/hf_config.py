@@ -2837,7 +2837,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         # ministral3 over Mistral3ForConditionalGeneration's text_config): the text model's keys are there
         cfg, prefix, multimodal = _text_config(cfg), "text_config.", True
     if outer_tie is not None and not isinstance(outer_tie, bool):
-        raise InputError(where, f"tie_word_embeddings: true or false, got {outer_tie!r}"[:200])
+        raise InputError(where, f"tie_word_embeddings: expected true or false, got {outer_tie!r}"[:200])
     if wrapper == "kosmos-2":  # tied where either its wrapper or its text model ties, each true by default (_gpt_style)
         own = original_text.get("tie_word_embeddings") if isinstance(original_text, dict) else None
         cfg = {**cfg, "tie_word_embeddings": outer_tie is not False or own is not False}

@@ -1171,7 +1171,7 @@ def test_keys_are_read_as_the_family_class_reads_them(config: dict, built: int, 
         ({"model_type": "jetmoe", "num_key_value_heads": 0}, "num_key_value_heads: a whole number from 1, got 0"),
         ({"model_type": "jetmoe", "glu": False}, "glu: false (experts without a gate) is not counted"),
         ({"model_type": "aria", "tie_word_embeddings": "yes", "text_config": {}},
-         "tie_word_embeddings: true or false, got 'yes'"),
+         "tie_word_embeddings: expected true or false, got 'yes'"),
     ],
 )  # fmt: skip
 def test_what_the_new_readers_cannot_build_is_refused_by_key(config: dict, said: str, tmp_path: Path) -> None:  # type: ignore[type-arg]
