@@ -1182,7 +1182,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         if not (isinstance(widths, list) and len(widths) == 2 and all(type(w) is int and w > 0 for w in widths)):
             said = f"{k._key('moe_intermediate_size')}: the text and the vision experts' widths, two whole numbers"
             raise InputError(k.where, f"{said}, got {widths!r}"[:200])
-        experts = _ernie_vl_first(k, "moe_num_experts", 64)
+        experts = _ernie_vl_experts(k)
         baidu = k.cfg.get("model_type") == "ernie4_5_moe_vl"  # Baidu's own file: its keys, converted as transformers'
         shared = k.integer("moe_num_shared_experts", default=0 if baidu else 2, field="moe.shared")
         if shared < 0:
@@ -1219,14 +1219,15 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     return arch
 
 
-def _ernie_vl_first(k: Keys, key: str, default: int) -> int:
-    """A key Baidu's ERNIE-4.5-VL files give per modality, [text, vision], as a whole number: its first (text) entry,
-    as convert_ernie4_5_vl_moe_to_hf.py takes it ("the same for both modalities"); a number stands for itself."""
-    value = k.get(key, default=default, field="moe.experts" if key == "moe_num_experts" else "")
+def _ernie_vl_experts(k: Keys) -> int:
+    """ERNIE-4.5-VL's experts per modality: moe_num_experts, which Baidu's files give per modality, [text, vision]:
+    its first entry, as convert_ernie4_5_vl_moe_to_hf.py takes it ("the same for both modalities")."""
+    value = k.get("moe_num_experts", default=64, field="moe.experts")
     if isinstance(value, list) and value:
         value = value[0]
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        said = f"{k._key(key)}: a whole number from 1, or one per modality ([text, vision]), got {k.cfg.get(key)!r}"
+        got = k.cfg.get("moe_num_experts")
+        said = f"{k._key('moe_num_experts')}: a whole number from 1, or one per modality ([text, vision]), got {got!r}"
         raise InputError(k.where, said[:200])
     return value
 
