@@ -976,9 +976,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             "active": k.integer("moe_topk", default=2, field="moe.active"),
             "ffn": ffn,
         }
-        shared = k.integer("moe_num_shared_experts", default=2, field="moe.shared")
-        if shared < 0:
-            raise InputError(k.where, f"{k._key('moe_num_shared_experts')}: a whole number from 0, got {shared}")
+        shared = _shared_experts(k, 2)
         if shared:
             arch["moe"].update(shared=1, shared_ffn=ffn * shared)
         return arch
@@ -1184,9 +1182,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             raise InputError(k.where, f"{said}, got {widths!r}"[:200])
         experts = _ernie_vl_experts(k)
         baidu = k.cfg.get("model_type") == "ernie4_5_moe_vl"  # Baidu's own file: its keys, converted as transformers'
-        shared = k.integer("moe_num_shared_experts", default=0 if baidu else 2, field="moe.shared")
-        if shared < 0:
-            raise InputError(k.where, f"{k._key('moe_num_shared_experts')}: a whole number from 0, got {shared}")
+        shared = _shared_experts(k, 0 if baidu else 2)
         arch["moe"] = dense_then_experts(  # mlp_layer_types, else Ernie4_5_VLMoeTextConfig's dense first layer
             k,
             layers,
@@ -1217,6 +1213,14 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         if shared_experts:
             arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared_experts)
     return arch
+
+
+def _shared_experts(k: Keys, default: int) -> int:
+    """moe_num_shared_experts (Aria's, ERNIE-4.5-VL's): the expert widths their one shared MLP spans, 0 for none."""
+    shared = int(k.integer("moe_num_shared_experts", default=default, field="moe.shared"))
+    if shared < 0:
+        raise InputError(k.where, f"{k._key('moe_num_shared_experts')}: a whole number from 0, got {shared}")
+    return shared
 
 
 def _ernie_vl_experts(k: Keys) -> int:
