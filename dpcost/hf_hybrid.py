@@ -598,6 +598,9 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     if types is None:
         interval = _int(k, "full_attention_interval", d)
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
+    # attention_bias biases q (its gate's rows too), k, v and o (Qwen3NextAttention, Qwen3_5Attention,
+    # LaraMiniAttention)
+    bias = k.flag("attention_bias", False)
     arch: dict[str, Any] = {
         "hidden": _int(k, "hidden_size", d, "hidden"),
         "layers": layers,
@@ -607,11 +610,9 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
         "vocab": _int(k, "vocab_size", d, "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", lara),
         "qk_norm": "head",
-        # attention_bias biases q (its gate's rows too), k, v and o (Qwen3NextAttention, Qwen3_5Attention,
-        # LaraMiniAttention)
-        "qkv_bias": k.flag("attention_bias", False),
-        "out_bias": k.flag("attention_bias", False),
-        "attention_gate_bias": not lara and k.flag("attention_bias", False),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "attention_gate_bias": not lara and bias,
         "attention_gate": not lara,
         "mixers": tuple("deltanet" if t == "linear_attention" else "attention" for t in types),
         "deltanet": {

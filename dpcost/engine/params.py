@@ -671,8 +671,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if per_layer:
         components.append(("per-layer embeddings", per_layer_embedding))
         components.append(("per-layer inputs", per_layer_projection + per_layer_input_parameters(a) * a.layers))
+    moe_layers = sum(1 for _, mlp, _ in kinds if mlp == "moe")
+    vision = vision_expert_parameters(a) * moe_layers  # held and trained, never run by text
     if a.moe:
-        moe_layers = sum(1 for _, mlp, _ in kinds if mlp == "moe")
         components.append(("routed experts", routed_expert(a) * a.moe.experts * moe_layers))
         if a.moe.latent:
             components.append(("latent projections", latent_projections(a) * moe_layers))
@@ -683,8 +684,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
             components.append(("MoE output biases", a.hidden * moe_layers))
         if a.moe.output_norm:
             components.append(("MoE output norms", _norm(a) * moe_layers))
-        if a.moe.vision_experts:
-            components.append(("vision experts and their routers", vision_expert_parameters(a) * moe_layers))
+        if vision:
+            components.append(("vision experts and their routers", vision))
     if positions:
         components.append(("position table", positions))
     if lm_head:
@@ -701,6 +702,5 @@ def count_params(spec: ModelSpec) -> ParamCount:
         positions=positions,
         per_layer_embedding=per_layer_embedding,
         per_layer_projection=per_layer_projection,
-        idle=sum(b.params for b, (mixer, *_) in zip(blocks, kinds, strict=True) if mixer == "cross")
-        + vision_expert_parameters(a) * sum(1 for _, mlp, _ in kinds if mlp == "moe"),
+        idle=sum(b.params for b, (mixer, *_) in zip(blocks, kinds, strict=True) if mixer == "cross") + vision,
     )
