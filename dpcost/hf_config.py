@@ -712,6 +712,7 @@ _ARCHITECTURES = {
     "Kolibri1ForCausalLM": "kolibri1",
     "AXK1ForCausalLM": "axk1",
     "RecurrentGemmaForCausalLM": "recurrent_gemma",
+    "RwkvForCausalLM": "rwkv",
     # BAAI's remote-code Emu3 files (model_type Emu3): the text model's keys top-level, transformers' Emu3ForCausalLM
     "Emu3ForCausalLM": "emu3_text_model",
     "OpenAIGPTLMHeadModel": "openai-gpt",
@@ -815,6 +816,7 @@ _HYBRID = (
     "lfm3",
     "recurrent_gemma",
     "lara_mini",
+    "rwkv",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(

@@ -845,6 +845,41 @@ def _recurrent_gemma(k: Keys) -> dict[str, Any]:
     }
 
 
+# RwkvConfig's defaults (configuration_rwkv.py, transformers 5.25.0); attention_hidden_size and intermediate_size
+# default to hidden_size and 4 x hidden_size
+_RWKV = {"vocab_size": 50277, "hidden_size": 4096, "num_hidden_layers": 32}
+# Keys of RWKV-7's files, which some projects save as model_type rwkv; transformers' RwkvForCausalLM is RWKV-4
+_RWKV7_KEYS = ("decay_low_rank_dim", "a_low_rank_dim", "v_low_rank_dim", "gate_low_rank_dim")
+
+
+def _rwkv(k: Keys) -> dict[str, Any]:
+    """RwkvForCausalLM (modeling_rwkv.py, transformers 5.25.0: RWKV-4, arXiv 2305.13048): in every layer two
+    LayerNorms (ln1, ln2), time mixing over attention_hidden_size channels (RWKVSpec) and channel mixing, whose key
+    (hidden -> intermediate_size) and value (back) are a squared-ReLU MLP without biases and whose receptance gate
+    RWKVSpec holds; the first layer's pre_ln normalises the embedding (embedding_norm); ln_out; untied by default."""
+    for key in _RWKV7_KEYS:
+        if key in k.cfg:
+            said = f"{k._key(key)}: an RWKV-7 key; model_type rwkv is RWKV-4 (transformers' RwkvForCausalLM)"
+            raise InputError(k.where, f"{said}, which has no low-rank projections")
+    hidden = _int(k, "hidden_size", _RWKV, "hidden")
+    width = k.integer("attention_hidden_size", default=None, field="rwkv.width")
+    ffn = k.integer("intermediate_size", default=None, field="ffn")
+    layers = _int(k, "num_hidden_layers", _RWKV, "layers")
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": 1,  # a placeholder no formula reads: attention_layers is 0
+        "vocab": _int(k, "vocab_size", _RWKV, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "mixers": ("rwkv",) * layers,
+        "rwkv": {"width": hidden if width is None else width},
+        "ffn": 4 * hidden if ffn is None else ffn,
+        "mlp": "relu",
+        "norm": "layernorm",
+        "embedding_norm": True,
+    }
+
+
 # Each single-reader family's reader (hybrid_architecture)
 _READERS = {
     "mamba": _mamba,
@@ -861,4 +896,5 @@ _READERS = {
     "lfm3": _lfm3,
     "qwen3_next": _qwen3_next,
     "recurrent_gemma": _recurrent_gemma,
+    "rwkv": _rwkv,
 }

@@ -220,6 +220,17 @@ class RGLRUSpec(Spec):
     conv_kernel: PositiveInt = Field(4, description="conv1d_width")
 
 
+class RWKVSpec(Spec):
+    """RWKV-4's time mixing (Peng et al. 2023, arXiv 2305.13048 section 3; modeling_rwkv.py RwkvSelfAttention and
+    RwkvFeedForward, transformers 5.25.0): key, value and receptance (h -> width) of the hidden state interpolated
+    with the previous token's (time_mix_key/value/receptance), the WKV recurrence over width channels (time_decay,
+    time_first), sigmoid(receptance) times it, and output (width -> h); and its channel mixing's receptance gate
+    (h -> h, with time_mix_key and time_mix_receptance), whose key (h -> ffn) and value (ffn -> h) are the layer's
+    MLP. No biases."""
+
+    width: PositiveInt = Field(description="attention_hidden_size: the WKV recurrence's channels")
+
+
 class IndexerSpec(Spec):
     """DeepSeek-V3.2's lightning indexer (DeepSeek Sparse Attention): in every attention layer it scores all the
     context with `heads` small heads and attention then reads only the `topk` best keys
@@ -330,7 +341,7 @@ KV_SHARED = "kv-shared "  # the prefix of a layer that attends with an earlier l
 Mixer = Literal[
     "attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none",
     "compressed sparse attention", "heavily compressed attention", "kv-shared attention", "kv-shared global attention",
-    "cross", "rglru",
+    "cross", "rglru", "rwkv",
 ]  # fmt: skip
 
 
@@ -466,6 +477,7 @@ class ModelArchitecture(Spec):
     deltanet: DeltaNetSpec | None = None
     short_conv: ShortConvSpec | None = Field(None, exclude_if=lambda v: v is None)
     rglru: RGLRUSpec | None = Field(None, exclude_if=lambda v: v is None)
+    rwkv: RWKVSpec | None = Field(None, exclude_if=lambda v: v is None)
     indexer: IndexerSpec | None = None
     global_attention: GlobalAttentionSpec | None = Field(None, exclude_if=lambda v: v is None)
     local_attention: LocalAttentionSpec | None = Field(
@@ -540,6 +552,8 @@ class ModelArchitecture(Spec):
             raise ValueError("conv layers need short_conv")
         if "rglru" in self.mixers and self.rglru is None:
             raise ValueError("rglru layers need rglru")
+        if "rwkv" in self.mixers and self.rwkv is None:
+            raise ValueError("rwkv layers need rwkv")
         if self.rglru is not None and self.rglru.width % self.rglru.heads:
             raise ValueError(f"rglru.width ({self.rglru.width}) must be a multiple of heads ({self.rglru.heads}): "
                              "the gates' blocks")  # fmt: skip
@@ -697,7 +711,7 @@ class ModelArchitecture(Spec):
             return "cross-attention layers over image states"
         return (
             "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions, "
-            "RG-LRU recurrent blocks)"
+            "RG-LRU recurrent blocks, RWKV time mixing)"
         )
 
     def attention_of(self, mixer: str) -> "ModelArchitecture":

@@ -326,6 +326,40 @@ def _rglru(a: ModelArchitecture, first_mm: int, kernels: Kernels) -> tuple[list[
     return out, first_mm + 3
 
 
+def _rwkv_time_mix(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
+    """RWKV-4's time mixing over w channels (RWKVSpec) as transformers' RwkvSelfAttention runs it with the WKV CUDA
+    kernel (RwkvLinearAttention: save_for_backward keeps the key, the value and its output, in bf16 for a bf16 model):
+    the time-shifted input and the three interpolations the key, value and receptance matmuls read (4h), the key
+    and value, sigmoid's output, the WKV output and their product, the output matmul's input (5w). Saved-tensor
+    hooks on transformers 5.25.0's bf16 block agree (resolved/rwkv-saved.json)."""
+    assert a.rwkv is not None
+    e, h, w = ACT_BYTES, a.hidden, a.rwkv.width
+    out = [
+        Tensor("RWKV time-shifted input and the key, value and receptance interpolations", "qkv", e * 4 * h),
+        Tensor("RWKV key (the WKV kernel keeps it)", "qkv", e * w, matmul=first_mm),
+        Tensor("RWKV value (the WKV kernel keeps it)", "qkv", e * w, matmul=first_mm + 1),
+        Tensor("RWKV receptance (sigmoid's input)", "qkv", e * w, saved=False, matmul=first_mm + 2),
+        Tensor("RWKV sigmoid(receptance)", "core_attn", e * w),
+        Tensor("RWKV WKV output (the kernel keeps it)", "core_attn", e * w),
+        Tensor("RWKV gated WKV output (the output matmul's input)", "core_attn", e * w),
+        Tensor("RWKV output matmul output", "attn_out", e * h, saved=False, matmul=first_mm + 3),
+    ]
+    return out, first_mm + 4
+
+
+def _rwkv_channel_mix(a: ModelArchitecture, mm: int) -> list[Tensor]:
+    """What RWKV-4's channel mixing (RwkvFeedForward) keeps beyond a ReLU MLP's tensors (its key and value are the
+    layer's MLP): the time-shifted input and the key and receptance interpolations (3h), the receptance gate's
+    sigmoid output and the value's output, which the gate multiplies (2h)."""
+    e, h = ACT_BYTES, a.hidden
+    return [
+        Tensor("RWKV channel mixing's time-shifted input and key and receptance interpolations", "mlp", e * 3 * h),
+        Tensor("RWKV channel mixing's receptance (sigmoid's input)", "mlp", e * h, saved=False, matmul=mm),
+        Tensor("RWKV channel mixing's sigmoid(receptance)", "mlp", e * h),
+        Tensor("RWKV channel mixing's value output (the gate multiplies it)", "mlp", e * h),
+    ]
+
+
 def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     """A gated DeltaNet mixer as transformers' Qwen3NextGatedDeltaNet runs it with fla's chunk_gated_delta_rule:
     the input projections' outputs (q, k, v and z: 2K + 2V; b and a: 2 per value head), the convolution's output
@@ -506,6 +540,9 @@ def layer_tensors(
     if mixer == "rglru":
         recurrent, mm = _rglru(a, mm, kernels)
         tensors += recurrent
+    if mixer == "rwkv":
+        time_mix, mm = _rwkv_time_mix(a, mm)
+        tensors += time_mix
     if mixer == "deltanet":
         delta, mm = _deltanet(a, mm)
         tensors += delta
@@ -546,6 +583,9 @@ def layer_tensors(
         part = _mlp(a, ffn or a.dense_ffn(mixer), kernels, mm, "mlp", "MLP")
         tensors += part
         mm += sum(1 for t in part if t.matmul)
+        if mixer == "rwkv":
+            tensors += _rwkv_channel_mix(a, mm)
+            mm += 1
     if a.layer_norms >= 4:
         tensors.append(_post_norm(a, kernels, "post-MLP norm"))
     if a.altup is not None:
@@ -618,7 +658,9 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
     Mamba layer's SSM state (inner x N) and convolution window (its conv channels x kernel: Mamba2Cache,
     MambaCache), a gated DeltaNet layer's state (value heads x d_k x d_v) and window (2K + V channels; lightning
     attention has none), an LFM2 short convolution's window (h channels x its kernel), a Griffin recurrent block's
-    window (w channels x k - 1 steps: RecurrentGemmaRecurrentBlock's conv1d_state) and its fp32 recurrent state."""
+    window (w channels x k - 1 steps: RecurrentGemmaRecurrentBlock's conv1d_state) and its fp32 recurrent state, an
+    RWKV-4 layer's previous token for each of its two token shifts (h each) and its WKV state, numerator, denominator
+    and running maximum in fp32 (w each: RwkvModel's five state tensors)."""
     total = 0.0
     for i in range(a.layers):
         mixer, m, d = a.mixer(i), a.ssm, a.deltanet
@@ -632,4 +674,6 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
             total += a.hidden * a.short_conv.kernel
         if mixer == "rglru" and a.rglru is not None:  # the window's k - 1 steps, and the fp32 recurrent state
             total += a.rglru.width * (a.rglru.conv_kernel - 1) + a.rglru.width * 4.0 / dtype_bytes
+        if mixer == "rwkv" and a.rwkv is not None:  # the two shifts' last token, the WKV numerator, denominator, max
+            total += 2 * a.hidden + 3 * a.rwkv.width * 4.0 / dtype_bytes
     return total * dtype_bytes

@@ -116,7 +116,11 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
       updating it with the block's K^T V (4 d d);
     - LFM2's short convolution: a depthwise kernel of k taps over h channels (2 k h) and its two gates (2 h);
     - Griffin's recurrent block over w channels (arXiv 2402.19427 section 2.4): the depthwise kernel of k taps (2 k w),
-      the recurrence's multiply-add (2 w) and the gating of its input and output (2 w).
+      the recurrence's multiply-add (2 w) and the gating of its input and output (2 w);
+    - RWKV-4's WKV recurrence over w channels (modeling_rwkv.py rwkv_linear_attention_cpu, its kernel's reference
+      form): the output's numerator, denominator and ratio and the state's update, 17 additions, multiplications
+      and divisions a channel (its 4 exponentials and 2 maxima not counted), the receptance gate (w), the five
+      token-shift interpolations (3 h each) and the channel mixing's gate (h): 18 w + 16 h.
     Decoding one token runs the recurrent form: the chunk terms fall away."""
     chunked = 0.0 if decode else 1.0
     flops, m, d = 0.0, arch.ssm, arch.deltanet
@@ -134,6 +138,8 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
         flops += 2.0 * arch.short_conv.kernel * arch.hidden + 2.0 * arch.hidden
     if mixer == "rglru" and arch.rglru is not None:
         flops += 2.0 * arch.rglru.conv_kernel * arch.rglru.width + 4.0 * arch.rglru.width
+    if mixer == "rwkv" and arch.rwkv is not None:
+        flops += 18.0 * arch.rwkv.width + 16.0 * arch.hidden
     return flops
 
 

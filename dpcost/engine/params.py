@@ -367,6 +367,15 @@ def rglru_parameters(a: ModelArchitecture) -> float:
     return float(2 * (h * w + w) + w * h + h + r.conv_kernel * w + w + w + 2 * (w * (w // r.heads) + w))
 
 
+def rwkv_parameters(a: ModelArchitecture) -> float:
+    """One RWKV-4 layer's time mixing (RWKVSpec) of width w over h: key, value and receptance (h x w each), output
+    (w x h), time_decay and time_first (w each), time_mix_key/value/receptance (h each); and its channel mixing's
+    receptance (h x h) with time_mix_key and time_mix_receptance (h each). No biases."""
+    assert a.rwkv is not None
+    h, w = a.hidden, a.rwkv.width
+    return float(4 * h * w + 2 * w + 3 * h + h * h + 2 * h)
+
+
 def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
     """One layer's token mixer: attention (attention_parameters), a Mamba mixer, a gated DeltaNet, both side by side,
     or none."""
@@ -377,6 +386,7 @@ def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
         + (deltanet_parameters(a) if mixer == "deltanet" else 0.0)
         + (short_conv_parameters(a) if mixer == "conv" else 0.0)
         + (rglru_parameters(a) if mixer == "rglru" else 0.0)
+        + (rwkv_parameters(a) if mixer == "rwkv" else 0.0)
         + (cross_attention_parameters(a) if mixer == "cross" else 0.0)
     )
 
@@ -497,6 +507,9 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
     if mixer == "rglru" and a.rglru is not None:  # linear_y, linear_x, the two gates' blocks, linear_out
         w = a.rglru.width
         out += [h * w, h * w, w * (w // a.rglru.heads), w * (w // a.rglru.heads), w * h]
+    if mixer == "rwkv" and a.rwkv is not None:  # key, value, receptance, output; the channel mixing's receptance
+        w = a.rwkv.width
+        out += [h * w, h * w, h * w, w * h, h * h]
     if mixer == "cross":  # Mllama's cross-attention: q, k, v, o (cross_attention_parameters)
         q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
         out += [h * q, h * kv, h * kv, q * h]
@@ -648,6 +661,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         ("short convolutions", "conv"),
         ("cross-attention (image states)", "cross"),
         ("RG-LRU recurrent blocks", "rglru"),
+        ("RWKV time mixing and channel-mixing gates", "rwkv"),
     ):
         layers = sum(1 for mixer, *_ in kinds if kind in mixer)
         if layers:

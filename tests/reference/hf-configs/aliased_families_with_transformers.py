@@ -7,7 +7,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite_docling glm_ocr qwen2_5_omni_thinker qwen3_omni_moe_thinker molmo2 deepseek_ocr2 hunyuan_vl \
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
-        cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 \
+        cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -17,7 +17,7 @@ HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemm
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
-JetMoE, Kosmos-2's text model, with transformers 5.25.0).
+JetMoE, Kosmos-2's text model, RWKV-4, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -448,6 +448,12 @@ CASES: dict[str, list[dict[str, object]]] = {
     # another width, untied
     "kosmos-2": [{}, {"text_config": {"layers": 3, "embed_dim": 1024, "attention_heads": 16, "ffn_dim": 2048},
                       "tie_word_embeddings": False}],
+    # RWKV-4: time mixing and channel mixing in every layer, pre_ln in the first; its defaults, RWKV-4 169M's shapes
+    # (RWKV/rwkv-4-169m-pile), and a narrower recurrence with another MLP width, tied
+    "rwkv": [{}, {"hidden_size": 768, "num_hidden_layers": 12, "attention_hidden_size": 768,
+                  "intermediate_size": 3072, "context_length": 1024},
+             {"hidden_size": 1024, "num_hidden_layers": 3, "attention_hidden_size": 512, "intermediate_size": 3000,
+              "vocab_size": 1000, "tie_word_embeddings": True}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
