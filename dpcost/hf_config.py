@@ -713,6 +713,7 @@ _ARCHITECTURES = {
     "AXK1ForCausalLM": "axk1",
     "RecurrentGemmaForCausalLM": "recurrent_gemma",
     "RwkvForCausalLM": "rwkv",
+    "Zamba2ForCausalLM": "zamba2",
     # BAAI's remote-code Emu3 files (model_type Emu3): the text model's keys top-level, transformers' Emu3ForCausalLM
     "Emu3ForCausalLM": "emu3_text_model",
     "OpenAIGPTLMHeadModel": "openai-gpt",
@@ -817,6 +818,7 @@ _HYBRID = (
     "recurrent_gemma",
     "lara_mini",
     "rwkv",
+    "zamba2",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
@@ -2885,6 +2887,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     local = _local_attention(k, family, arch)
     if local is not None:
         arch["local_attention"] = local
+    if family == "zamba2":
+        note = "shared transformer blocks held once, run by each hybrid layer: active parameters count each run"
     return arch, k, note
 
 
@@ -2893,5 +2897,6 @@ def in_users_words(message: str, used: dict[str, str]) -> str:
     for field, key in sorted(used.items(), key=lambda kv: -len(kv[0])):
         message = message.replace(f"architecture.{field}:", f"{key}:")
         message = re.sub(rf"(?<![\w.]){re.escape(field)}(?![\w])", key, message)  # moe.first_dense_layers
-        message = re.sub(rf"(?<![\w.]){re.escape(field.split('.')[-1])}(?![\w])", key, message)
+        if field.split(".")[-1] not in used:  # a top-level field of that name is said by its own key
+            message = re.sub(rf"(?<![\w.]){re.escape(field.split('.')[-1])}(?![\w])", key, message)
     return re.sub(r"architecture[\w.]*: ", "", message)

@@ -9,6 +9,7 @@ from typing import Any
 
 from dpcost.errors import InputError
 from dpcost.hf_config import Keys, dense_then_experts, dimensions, per_layer
+from dpcost.specs import REUSED_BLOCK, SHARED_BLOCK
 
 __all__ = ["hybrid_architecture"]
 
@@ -880,6 +881,86 @@ def _rwkv(k: Keys) -> dict[str, Any]:
     }
 
 
+# Zamba2Config's defaults (configuration_zamba2.py, transformers 5.25.0: Zamba2-2.7B's shapes), its layers_block_type
+# the class's pattern: hybrid layers at 6, 12, ..., 42, 47 and 51 of 54
+_ZAMBA2 = {"vocab_size": 32000, "hidden_size": 2560, "mamba_d_state": 64, "mamba_d_conv": 4, "mamba_expand": 2,
+           "mamba_ngroups": 1, "n_mamba_heads": 8, "chunk_size": 256, "num_attention_heads": 32, "num_mem_blocks": 1,
+           "adapter_rank": 128}  # fmt: skip
+_ZAMBA2_TYPES = ["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + ["hybrid"] + ["mamba"] * 3 + ["hybrid"]
+_ZAMBA2_TYPES += ["mamba"] * 2
+
+
+def _zamba2(k: Keys) -> dict[str, Any]:
+    """Zamba2ForCausalLM (modeling_zamba2.py, transformers 5.25.0; arXiv 2411.15242): a Mamba-2 layer in every layer
+    (an RMSNorm, the mixer of mamba_expand x hidden in n_mamba_heads heads; its convolution always biased, its
+    projections by add_bias_linear); before the mixer of each hybrid layer of layers_block_type (mamba, or
+    linear_attention as 5.25.0 names it, or hybrid) a shared transformer block (SharedBlockSpec: num_mem_blocks of
+    them, taken in turn; heads of 2 hidden / num_attention_heads, whatever the file says), its output through the
+    layer's own linear layer; the MLP gated, of intermediate_size (4 x hidden by default), gelu unless hidden_act says
+    silu; tied."""
+    d = _ZAMBA2
+    types = k.get("layers_block_type", "layer_types", default=_ZAMBA2_TYPES)
+    kinds = {"mamba": "mamba", "linear_attention": "mamba", "hybrid": "hybrid"}
+    if not isinstance(types, list) or not types or any(not isinstance(t, str) or t not in kinds for t in types):
+        key = (
+            "layer_types" if k.cfg.get("layers_block_type") is None and "layer_types" in k.cfg else "layers_block_type"
+        )
+        said = f"{k._key(key)}: a list of mamba, linear_attention or hybrid, got {types!r}"
+        raise InputError(k.where, said[:200])
+    layers = len(types)  # Zamba2Model builds one layer per entry
+    given = k.integer("num_hidden_layers", default=layers, field="layers")
+    if given != layers:
+        said = f"{k._key('num_hidden_layers')} ({given}) must be the length of layers_block_type ({layers})"
+        raise InputError(k.where, f"{said}, one layer per entry as Zamba2Model builds them")
+    hidden = _int(k, "hidden_size", d, "hidden")
+    heads = _int(k, "num_attention_heads", d, "heads")
+    inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
+    mamba_heads = _int(k, "n_mamba_heads", d, "ssm.heads")
+    if 2 * hidden % heads or inner % mamba_heads:
+        said = f"{k._key('num_attention_heads')} ({heads}) must divide 2 x hidden_size and {k._key('n_mamba_heads')}"
+        raise InputError(k.where, f"{said} ({mamba_heads}) mamba_expand x hidden_size ({inner}), as Zamba2Config does")
+    kv_heads = k.integer("num_key_value_heads", default=heads, field="kv_heads")
+    ffn = k.integer("intermediate_size", default=None, field="ffn")
+    bias = k.flag("add_bias_linear", False)
+    count = _int(k, "num_mem_blocks", d, "shared_block.count")
+    hybrid = [i for i, t in enumerate(types) if kinds[t] == "hybrid"]
+    holders = set(hybrid[:count])  # the first to run each block holds it (Zamba2Model.get_layers ties the rest)
+    mixers = tuple(
+        "mamba" if i not in hybrid else SHARED_BLOCK if i in holders else REUSED_BLOCK for i in range(layers)
+    )
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": heads if kv_heads is None else kv_heads,
+        "head_dim": 2 * hidden // heads,
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "mixers": mixers,
+        "mlp_free_layers": tuple(range(layers)),
+        "layer_norms": 1,
+        "ffn": 4 * hidden if ffn is None else ffn,
+        "mlp": "swiglu" if k.text("hidden_act", "gelu") in ("silu", "swish") else "geglu",
+        "linear_bias": bias,
+        "ssm": {
+            "version": 2,
+            "inner": inner,
+            "heads": mamba_heads,
+            "state": _int(k, "mamba_d_state", d, "ssm.state"),
+            "groups": _int(k, "mamba_ngroups", d, "ssm.groups"),
+            "conv_kernel": _int(k, "mamba_d_conv", d, "ssm.conv_kernel"),
+            "chunk": _int(k, "chunk_size", d, "ssm.chunk"),
+            "conv_bias": True,  # Zamba2MambaMixer's conv1d: bias=True, whatever use_conv_bias says
+            "bias": bias,
+        },
+        "shared_block": {
+            "count": count,
+            "adapter_rank": _int(k, "adapter_rank", d, "shared_block.adapter_rank"),
+            "attention_adapters": k.flag("use_shared_attention_adapter", False),
+        },
+    }
+
+
 # Each single-reader family's reader (hybrid_architecture)
 _READERS = {
     "mamba": _mamba,
@@ -897,4 +978,5 @@ _READERS = {
     "qwen3_next": _qwen3_next,
     "recurrent_gemma": _recurrent_gemma,
     "rwkv": _rwkv,
+    "zamba2": _zamba2,
 }

@@ -33,6 +33,7 @@ __all__ = [
     "PerLayerInputSpec",
     "Published",
     "SSMSpec",
+    "SharedBlockSpec",
     "TierLatency",
     "TierSpec",
     "TopologySpec",
@@ -231,6 +232,20 @@ class RWKVSpec(Spec):
     width: PositiveInt = Field(description="attention_hidden_size: the WKV recurrence's channels")
 
 
+class SharedBlockSpec(Spec):
+    """Zamba2's shared transformer blocks (Glorioso et al. 2024, arXiv 2411.15242; modeling_zamba2.py
+    Zamba2AttentionDecoderLayer and Zamba2HybridLayer, transformers 5.25.0). `count` blocks, each an attention over
+    the hidden state concatenated with the embedding (2h wide: an RMSNorm of 2h, q, k and v from 2h, o back to h)
+    and a gated MLP of ffn under its own RMSNorm, run in turn by the hybrid layers before their Mamba-2 mixer, each
+    adding its output through a linear layer (h x h) of its own. Each hybrid layer also holds its own adapters of
+    `adapter_rank` (h -> rank -> 2 ffn beside the MLP's gate and up projection; with `attention_adapters`,
+    2h -> rank -> 2h beside q, k and v)."""
+
+    count: PositiveInt = Field(description="num_mem_blocks: the blocks the hybrid layers take in turn")
+    adapter_rank: PositiveInt = Field(description="adapter_rank")
+    attention_adapters: bool = Field(False, description="use_shared_attention_adapter: adapters beside q, k and v")
+
+
 class IndexerSpec(Spec):
     """DeepSeek-V3.2's lightning indexer (DeepSeek Sparse Attention): in every attention layer it scores all the
     context with `heads` small heads and attention then reads only the `topk` best keys
@@ -337,11 +352,14 @@ class AltUpSpec(Spec):
 
 
 KV_SHARED = "kv-shared "  # the prefix of a layer that attends with an earlier layer's keys and values
+# Zamba2's hybrid layers (SharedBlockSpec): a shared transformer block, then a Mamba-2 mixer; the first layer to run
+# each block holds its weights, the later ones reuse them
+SHARED_BLOCK, REUSED_BLOCK = "shared-block attention+mamba", "reused-block attention+mamba"
 # "cross": Mllama's cross-attention layer over the image states, which a text-only batch skips whole
 Mixer = Literal[
     "attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none",
     "compressed sparse attention", "heavily compressed attention", "kv-shared attention", "kv-shared global attention",
-    "cross", "rglru", "rwkv",
+    "cross", "rglru", "rwkv", "shared-block attention+mamba", "reused-block attention+mamba",
 ]  # fmt: skip
 
 
@@ -478,6 +496,7 @@ class ModelArchitecture(Spec):
     short_conv: ShortConvSpec | None = Field(None, exclude_if=lambda v: v is None)
     rglru: RGLRUSpec | None = Field(None, exclude_if=lambda v: v is None)
     rwkv: RWKVSpec | None = Field(None, exclude_if=lambda v: v is None)
+    shared_block: SharedBlockSpec | None = Field(None, exclude_if=lambda v: v is None)
     indexer: IndexerSpec | None = None
     global_attention: GlobalAttentionSpec | None = Field(None, exclude_if=lambda v: v is None)
     local_attention: LocalAttentionSpec | None = Field(
@@ -554,6 +573,10 @@ class ModelArchitecture(Spec):
             raise ValueError("rglru layers need rglru")
         if "rwkv" in self.mixers and self.rwkv is None:
             raise ValueError("rwkv layers need rwkv")
+        if (SHARED_BLOCK in self.mixers or REUSED_BLOCK in self.mixers) and (
+            self.shared_block is None or self.ffn is None
+        ):
+            raise ValueError("shared-block layers need shared_block and ffn")
         if self.rglru is not None and self.rglru.width % self.rglru.heads:
             raise ValueError(f"rglru.width ({self.rglru.width}) must be a multiple of heads ({self.rglru.heads}): "
                              "the gates' blocks")  # fmt: skip
@@ -695,6 +718,8 @@ class ModelArchitecture(Spec):
     @property
     def unmodelled(self) -> str:
         """What of a hybrid the per-op model does not time yet (ops.has_layer_ops), in words for its refusals."""
+        if self.shared_block is not None:
+            return "transformer blocks shared across layers"
         if self.hyper_connected:
             return "compressed attention and hyper-connected residual streams"
         if self.altup is not None:

@@ -31,7 +31,7 @@ from typing import Literal
 
 from dpcost.engine.attention_keys import cached_entries, cached_keys
 from dpcost.frozen import frozen
-from dpcost.specs import CSA, HCA, ModelArchitecture
+from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, ModelArchitecture
 
 __all__ = [
     "ACT_BYTES",
@@ -179,6 +179,31 @@ def _attention(
     out.append(Tensor("output projection output", "attn_out", e * h, saved=False, matmul=mm))
     if a.dropout > 0:
         out.append(Tensor("dropout mask", "attn_out", 1.0 * h))
+    return out, mm + 1
+
+
+def _shared_block(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int) -> tuple[list[Tensor], int]:
+    """Zamba2's shared transformer block as a hybrid layer runs it (SharedBlockSpec; Zamba2AttentionDecoderLayer and
+    Zamba2HybridLayer, modeling_zamba2.py, transformers 5.25.0): the hidden state concatenated with the embedding
+    (2h), which input_layernorm keeps, and its output, which q, k, v and their adapters read (2h); the adapters'
+    rank-wide intermediates (run as matmuls, not numbered here); attention as any layer's; pre_ff_layernorm's input
+    and output; the gated MLP; and the block's output, the layer's linear layer's input (h). Every run keeps its own,
+    whichever layer holds the weights."""
+    s = a.shared_block
+    assert s is not None and a.ffn is not None
+    e, h = ACT_BYTES, a.hidden
+    out = [
+        _norm_input(a, kernels, "shared block input norm (hidden state and embedding)", "input", 2 * h),
+        Tensor("shared block input norm output", "layernorm", e * 2 * h),
+        Tensor("shared block adapters' intermediates", "qkv", e * (4 if s.attention_adapters else 1) * s.adapter_rank),
+    ]
+    attention, mm = _attention(a, flash, kernels, first_mm)
+    out += attention + _norm(a, kernels, "shared block MLP norm")
+    mlp = _mlp(a, a.ffn, kernels, mm, "mlp", "shared block MLP")
+    mm += sum(1 for t in mlp if t.matmul)
+    out += mlp
+    out.append(Tensor("shared block output (the layer's linear layer's input)", "mlp", e * h))
+    out.append(Tensor("linear layer output", "mlp", e * h, saved=False, matmul=mm))
     return out, mm + 1
 
 
@@ -521,7 +546,10 @@ def layer_tensors(
     tensors = _hyper_connection(a, "input", "attention") if streams else []
     tensors += _norm(a, kernels, "attention norm", attention_norm) if mixer != "none" else []
     mm = 1
-    if "attention" in mixer and a.compressed_attention is not None:
+    if mixer in (SHARED_BLOCK, REUSED_BLOCK):
+        shared, mm = _shared_block(a, flash, kernels, mm)
+        tensors += shared
+    elif "attention" in mixer and a.compressed_attention is not None:
         attention, mm = _compressed_attention(a, mixer, flash, mm)
         tensors += attention
     elif "attention" in mixer:

@@ -332,7 +332,7 @@ def has_layer_ops(a: ModelArchitecture) -> bool:
     recurrent blocks, RWKV's time mixing, attention and Mamba side by side, nor DeepSeek-V4's compressed attention
     and residual streams, nor Gemma 4's per-layer embeddings and kv-shared layers, nor Gemma 3n's AltUp, nor MLPs
     that differ in width from layer to layer (Nemotron-NAS), nor experts isolated by modality (ERNIE-4.5-VL) or
-    attention experts (JetMoE)."""
+    attention experts (JetMoE), nor Zamba2's shared transformer blocks."""
     if a.hyper_connected or a.per_layer_input is not None or a.altup is not None or a.ffn_widths:
         return False
     if a.vision_experts or a.attention_experts:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dpcost.engine.memo import cached_property, per_object
 from dpcost.frozen import frozen
-from dpcost.specs import CSA, HCA, ModelArchitecture, ModelSpec
+from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, ModelArchitecture, ModelSpec
 
 __all__ = [
     "BlockCount",
@@ -376,6 +376,39 @@ def rwkv_parameters(a: ModelArchitecture) -> float:
     return float(4 * h * w + 2 * w + 3 * h + h * h + 2 * h)
 
 
+def shared_block_parameters(a: ModelArchitecture) -> float:
+    """One Zamba2 shared transformer block (SharedBlockSpec), held once however many layers run it: input_layernorm
+    (2h), q_proj (2h -> heads x head_dim), k_proj and v_proj (2h -> KV heads x head_dim) and o_proj (back to h), none
+    biased; pre_ff_layernorm (h) and the gated MLP (gate_up_proj, down_proj: biased by add_bias_linear)."""
+    assert a.ffn is not None
+    h, q, kv = a.hidden, a.heads * a.d_head, a.n_kv_heads * a.d_head
+    return float(2 * h + 2 * h * q + 2 * 2 * h * kv + q * h + h + _mlp(a, a.ffn))
+
+
+def shared_block_layer_parameters(a: ModelArchitecture) -> float:
+    """What each Zamba2 hybrid layer holds of its own beside its Mamba-2 layer (Zamba2HybridLayer, and its slot in
+    the block's adapter lists): the linear layer after the shared block (h x h), the adapter beside the MLP's gate and
+    up projection (h -> rank -> 2 ffn) and, with attention_adapters, those beside q, k and v (2h -> rank -> 2h each);
+    none biased."""
+    s = a.shared_block
+    assert s is not None and a.ffn is not None
+    h, r = a.hidden, s.adapter_rank
+    return float(h * h + r * (h + 2 * a.ffn) + (3 * r * (2 * h + 2 * h) if s.attention_adapters else 0))
+
+
+def _shared_block_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
+    """A Zamba2 hybrid layer's matrices beside its Mamba-2 mixer's, in forward order: the shared block's (q, k, v, o,
+    gate_up, down) where the layer holds it, its own adapters' and its linear layer."""
+    s = a.shared_block
+    assert s is not None and a.ffn is not None
+    h, r, f = a.hidden, s.adapter_rank, a.ffn
+    q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
+    attention = [2 * h * q, 2 * h * kv, 2 * h * kv] if mixer == SHARED_BLOCK else []
+    attention += [2 * h * r, r * 2 * h] * 3 if s.attention_adapters else []
+    mlp = [q * h, h * 2 * f, f * h] if mixer == SHARED_BLOCK else []
+    return [float(t) for t in [*attention, *mlp, h * r, r * 2 * f, h * h]]
+
+
 def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
     """One layer's token mixer: attention (attention_parameters), a Mamba mixer, a gated DeltaNet, both side by side,
     or none."""
@@ -458,6 +491,10 @@ def _block(
 ) -> BlockCount:
     """One layer: its mixer, its norms and its MLP (dense of width `ffn`, else of its mixer's width
     (ModelArchitecture.dense_ffn); MoE; or none for a hybrid's single-mixer layers)."""
+    if mixer in (SHARED_BLOCK, REUSED_BLOCK):  # Zamba2's hybrid layer: a token runs the shared block in each
+        own = ssm_parameters(a) + layer_norm_parameters(a, mixer, mlp_kind) + shared_block_layer_parameters(a)
+        shared = shared_block_parameters(a)
+        return BlockCount(own + (shared if mixer == SHARED_BLOCK else 0.0), own + shared, moe=False)
     idle_attention, routed_attention = attention_expert_parameters(a)
     attn = mixer_parameters(a, mixer) + per_layer_input_parameters(a) + altup_layer_parameters(a) + routed_attention
     # with the norms: each sub-layer's input
@@ -492,8 +529,9 @@ def block_tensors(
 
 
 def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
-    """A hybrid's mixer's weight matrices, in forward order: Mamba's projections, gated DeltaNet's."""
-    h, out = a.hidden, []
+    """A hybrid's mixer's weight matrices, in forward order: Zamba2's shared block's, Mamba's projections, gated
+    DeltaNet's."""
+    h, out = a.hidden, (_shared_block_matrices(a, mixer) if mixer in (SHARED_BLOCK, REUSED_BLOCK) else [])
     if "mamba" in mixer and a.ssm is not None:
         m = a.ssm
         if m.version == 2:
@@ -529,7 +567,7 @@ def block_matrices(
 ) -> tuple[float, ...]:
     """One block's weight matrices (its linear layers' weights, the router's included), in forward order."""
     h, a = a.hidden, a.attention_of(mixer)
-    if "attention" not in mixer:
+    if "attention" not in mixer or mixer in (SHARED_BLOCK, REUSED_BLOCK):  # Zamba2's: _mixer_matrices
         attention: list[int] = []
     elif a.compressed_attention is not None:
         attention = _compressed_attention_matrices(a)
@@ -631,7 +669,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
     active = sum(b.active for b in blocks) + outside
 
     mixers = {m for m, *_ in kinds}
-    attn_matrix = max((_attention(a.attention_of(m))[1] for m in mixers if "attention" in m), default=0.0)
+    own_attention = [m for m in mixers if "attention" in m and m not in (SHARED_BLOCK, REUSED_BLOCK)]
+    attn_matrix = max((_attention(a.attention_of(m))[1] for m in own_attention), default=0.0)
     mixer_matrices = [t for mixer in mixers for t in _mixer_matrices(a, mixer)]
     widths = [w for w in (a.ffn, a.kv_shared_ffn, a.moe.shared_ffn if a.moe else None, *a.ffn_widths) if w]
     expert_matrix = a.moe.expert_io(h) * a.moe.ffn if a.moe else 0
@@ -641,7 +680,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     mtp = a.mtp_layers * mtp_layer(a).params if a.mtp_layers else 0.0
 
     components: list[tuple[str, float]] = [("embedding", embedding)]
-    if a.attention_layers:
+    if own_attention:
         without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
         attention = sum(attention_parameters(a, m) for m, *_ in kinds if "attention" in m)
         if a.attention_experts is not None and a.moe is not None:  # the experts' projections have their own rows
@@ -666,6 +705,11 @@ def count_params(spec: ModelSpec) -> ParamCount:
         layers = sum(1 for mixer, *_ in kinds if kind in mixer)
         if layers:
             components.append((label, mixer_parameters(a, kind) * layers))
+    if a.shared_block is not None:
+        holders = sum(1 for mixer, *_ in kinds if mixer == SHARED_BLOCK)
+        hybrids = holders + sum(1 for mixer, *_ in kinds if mixer == REUSED_BLOCK)
+        components.append(("shared transformer blocks", shared_block_parameters(a) * holders))
+        components.append(("hybrid layers' linear layers and adapters", shared_block_layer_parameters(a) * hybrids))
     compressors = sum(compressor_parameters(a, mixer) for mixer, *_ in kinds)
     if compressors:
         components.append(("compressors and indexers", compressors))

@@ -8,7 +8,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
-        > resolved/transformers-5.25.json
+        zamba2 > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
@@ -17,7 +17,7 @@ HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemm
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
-JetMoE, Kosmos-2's text model, RWKV-4, with transformers 5.25.0).
+JetMoE, Kosmos-2's text model, RWKV-4, Zamba2, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -454,6 +454,17 @@ CASES: dict[str, list[dict[str, object]]] = {
                   "intermediate_size": 3072, "context_length": 1024},
              {"hidden_size": 1024, "num_hidden_layers": 3, "attention_hidden_size": 512, "intermediate_size": 3000,
               "vocab_size": 1000, "tie_word_embeddings": True}],
+    # Zamba2: a Mamba-2 layer in every layer and, in the hybrid ones, a shared transformer block (num_mem_blocks of
+    # them, in turn) with each layer's own adapters and linear layer; its defaults (Zamba2-2.7B's shapes, one block),
+    # two blocks with attention adapters, GQA, biases and another pattern, and more blocks than hybrid layers. Tied
+    # throughout: transformers 5.25.0 ties the layers' shared blocks by _tied_weights_keys only where it ties the
+    # embedding, so with tie_word_embeddings false it builds a copy of the block in every hybrid layer
+    "zamba2": [{}, {"hidden_size": 1024, "num_mem_blocks": 2, "use_shared_attention_adapter": True,
+                    "adapter_rank": 64, "num_key_value_heads": 8, "add_bias_linear": True, "intermediate_size": 3000,
+                    "n_mamba_heads": 16, "mamba_ngroups": 2, "vocab_size": 1000, "num_hidden_layers": 7,
+                    "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"]},
+               {"hidden_size": 512, "num_mem_blocks": 3, "num_attention_heads": 8, "vocab_size": 1000,
+                "num_hidden_layers": 3, "layers_block_type": ["hybrid", "mamba", "hybrid"]}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
