@@ -714,6 +714,7 @@ _ARCHITECTURES = {
     "RecurrentGemmaForCausalLM": "recurrent_gemma",
     "RwkvForCausalLM": "rwkv",
     "Zamba2ForCausalLM": "zamba2",
+    "ZambaForCausalLM": "zamba",
     # BAAI's remote-code Emu3 files (model_type Emu3): the text model's keys top-level, transformers' Emu3ForCausalLM
     "Emu3ForCausalLM": "emu3_text_model",
     "OpenAIGPTLMHeadModel": "openai-gpt",
@@ -819,6 +820,7 @@ _HYBRID = (
     "lara_mini",
     "rwkv",
     "zamba2",
+    "zamba",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
@@ -2887,7 +2889,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     local = _local_attention(k, family, arch)
     if local is not None:
         arch["local_attention"] = local
-    if family == "zamba2":
+    if family in ("zamba", "zamba2"):
         note = "shared transformer blocks held once, run by each hybrid layer: active parameters count each run"
     return arch, k, note
 

@@ -890,28 +890,52 @@ _ZAMBA2_TYPES = ["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + [
 _ZAMBA2_TYPES += ["mamba"] * 2
 
 
-def _zamba2(k: Keys) -> dict[str, Any]:
-    """Zamba2ForCausalLM (modeling_zamba2.py, transformers 5.25.0; arXiv 2411.15242): a Mamba-2 layer in every layer
-    (an RMSNorm, the mixer of mamba_expand x hidden in n_mamba_heads heads; its convolution always biased, its
-    projections by add_bias_linear); before the mixer of each hybrid layer of layers_block_type (mamba, or
-    linear_attention as 5.25.0 names it, or hybrid) a shared transformer block (SharedBlockSpec: num_mem_blocks of
-    them, taken in turn; heads of 2 hidden / num_attention_heads, whatever the file says), its output through the
-    layer's own linear layer; the MLP gated, of intermediate_size (4 x hidden by default), gelu unless hidden_act says
-    silu; tied."""
-    d = _ZAMBA2
-    types = k.get("layers_block_type", "layer_types", default=_ZAMBA2_TYPES)
-    kinds = {"mamba": "mamba", "linear_attention": "mamba", "hybrid": "hybrid"}
-    if not isinstance(types, list) or not types or any(not isinstance(t, str) or t not in kinds for t in types):
+def _shared_block_layers(k: Keys, default: list[str], count: int) -> tuple[Any, ...]:
+    """Zamba's and Zamba2's layers from layers_block_type (mamba, or linear_attention as transformers 5.25.0 names
+    it, or hybrid: one layer per entry, num_hidden_layers its length): a Mamba layer, or a hybrid layer that runs
+    a shared block first, held by the first hybrid layer to run it (the first `count`: the models' get_layers and
+    _tied_weights_keys tie the rest to them)."""
+    types = k.get("layers_block_type", "layer_types", default=default)
+    if not isinstance(types, list) or not types or any(t not in ("mamba", "linear_attention", "hybrid") for t in types):
         key = (
             "layer_types" if k.cfg.get("layers_block_type") is None and "layer_types" in k.cfg else "layers_block_type"
         )
         said = f"{k._key(key)}: a list of mamba, linear_attention or hybrid, got {types!r}"
         raise InputError(k.where, said[:200])
-    layers = len(types)  # Zamba2Model builds one layer per entry
-    given = k.integer("num_hidden_layers", default=layers, field="layers")
-    if given != layers:
-        said = f"{k._key('num_hidden_layers')} ({given}) must be the length of layers_block_type ({layers})"
-        raise InputError(k.where, f"{said}, one layer per entry as Zamba2Model builds them")
+    given = k.integer("num_hidden_layers", default=len(types), field="layers")
+    if given != len(types):
+        said = f"{k._key('num_hidden_layers')} ({given}) must be the length of layers_block_type ({len(types)})"
+        raise InputError(k.where, f"{said}, one layer per entry as the model builds them")
+    hybrid = [i for i, t in enumerate(types) if t == "hybrid"]
+    holders = set(hybrid[:count])
+    return tuple("mamba" if i not in hybrid else SHARED_BLOCK if i in holders else REUSED_BLOCK for i in range(given))
+
+
+def _shared_block_attention(k: Keys, hidden: int, heads: int, head_dim: int, ffn: int | None) -> dict[str, Any]:
+    """The fields of Zamba's and Zamba2's shared block's attention and MLP (SharedBlockSpec), and the layers' shape:
+    a norm per Mamba layer, no dense MLP of their own; the MLP gated, gelu unless hidden_act says silu; tied."""
+    kv_heads = k.integer("num_key_value_heads", default=heads, field="kv_heads")
+    return {
+        "heads": heads,
+        "kv_heads": heads if kv_heads is None else kv_heads,
+        "head_dim": head_dim,
+        "ffn": 4 * hidden if ffn is None else ffn,
+        "mlp": "swiglu" if k.text("hidden_act", "gelu") in ("silu", "swish") else "geglu",
+        "layer_norms": 1,
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+    }
+
+
+def _zamba2(k: Keys) -> dict[str, Any]:
+    """Zamba2ForCausalLM (modeling_zamba2.py, transformers 5.25.0; arXiv 2411.15242): a Mamba-2 layer in every layer
+    (an RMSNorm, the mixer of mamba_expand x hidden in n_mamba_heads heads; its convolution always biased, its
+    projections by add_bias_linear); before the mixer of each hybrid layer (_shared_block_layers) a shared
+    transformer block (SharedBlockSpec: num_mem_blocks of them, taken in turn; heads of 2 hidden /
+    num_attention_heads, whatever the file says), its output through the layer's own linear layer; the MLP of
+    intermediate_size (4 x hidden by default)."""
+    d = _ZAMBA2
+    count = _int(k, "num_mem_blocks", d, "shared_block.count")
+    mixers = _shared_block_layers(k, _ZAMBA2_TYPES, count)
     hidden = _int(k, "hidden_size", d, "hidden")
     heads = _int(k, "num_attention_heads", d, "heads")
     inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
@@ -919,28 +943,16 @@ def _zamba2(k: Keys) -> dict[str, Any]:
     if 2 * hidden % heads or inner % mamba_heads:
         said = f"{k._key('num_attention_heads')} ({heads}) must divide 2 x hidden_size and {k._key('n_mamba_heads')}"
         raise InputError(k.where, f"{said} ({mamba_heads}) mamba_expand x hidden_size ({inner}), as Zamba2Config does")
-    kv_heads = k.integer("num_key_value_heads", default=heads, field="kv_heads")
-    ffn = k.integer("intermediate_size", default=None, field="ffn")
     bias = k.flag("add_bias_linear", False)
-    count = _int(k, "num_mem_blocks", d, "shared_block.count")
-    hybrid = [i for i, t in enumerate(types) if kinds[t] == "hybrid"]
-    holders = set(hybrid[:count])  # the first to run each block holds it (Zamba2Model.get_layers ties the rest)
-    mixers = tuple(
-        "mamba" if i not in hybrid else SHARED_BLOCK if i in holders else REUSED_BLOCK for i in range(layers)
-    )
     return {
         "hidden": hidden,
-        "layers": layers,
-        "heads": heads,
-        "kv_heads": heads if kv_heads is None else kv_heads,
-        "head_dim": 2 * hidden // heads,
+        "layers": len(mixers),
         "vocab": _int(k, "vocab_size", d, "vocab"),
-        "tied_embeddings": k.flag("tie_word_embeddings", True),
         "mixers": mixers,
-        "mlp_free_layers": tuple(range(layers)),
-        "layer_norms": 1,
-        "ffn": 4 * hidden if ffn is None else ffn,
-        "mlp": "swiglu" if k.text("hidden_act", "gelu") in ("silu", "swish") else "geglu",
+        "mlp_free_layers": tuple(range(len(mixers))),
+        **_shared_block_attention(
+            k, hidden, heads, 2 * hidden // heads, k.integer("intermediate_size", default=None, field="ffn")
+        ),
         "linear_bias": bias,
         "ssm": {
             "version": 2,
@@ -958,6 +970,58 @@ def _zamba2(k: Keys) -> dict[str, Any]:
             "adapter_rank": _int(k, "adapter_rank", d, "shared_block.adapter_rank"),
             "attention_adapters": k.flag("use_shared_attention_adapter", False),
         },
+    }
+
+
+# ZambaConfig's defaults (configuration_zamba.py, transformers 5.25.0: Zamba-7B-v1's shapes)
+_ZAMBA = {"vocab_size": 32000, "hidden_size": 3712, "intermediate_size": 14848, "num_hidden_layers": 76,
+          "num_attention_heads": 16, "n_mamba_heads": 2, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+          "attn_layer_period": 6, "attn_layer_offset": 4}  # fmt: skip
+
+
+def _zamba(k: Keys) -> dict[str, Any]:
+    """ZambaForCausalLM (modeling_zamba.py, transformers 5.25.0; Zamba-7B, arXiv 2405.16712): a Mamba-1 layer in
+    every layer (an RMSNorm; its mixer of mamba_expand x hidden split in n_mamba_heads heads, whose per-head x and
+    dt projections hold as many weights as one Mamba-1 mixer's); before the mixer of each hybrid layer
+    (_shared_block_layers; by default two Mamba layers, a hybrid one, then a hybrid one wherever i %
+    attn_layer_period == attn_layer_offset of the rest) one shared transformer block (heads of attention_head_dim,
+    2 hidden / heads by default) and the layer's own linear layer, no adapters; the MLP of intermediate_size,
+    without biases."""
+    d = _ZAMBA
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    period, offset = _int(k, "attn_layer_period", d), _int(k, "attn_layer_offset", d)
+    rest = ["hybrid" if i % period == offset else "mamba" for i in range(max(0, layers - 3))]
+    mixers = _shared_block_layers(k, ["mamba", "mamba", "hybrid", *rest][:layers], 1)
+    hidden = _int(k, "hidden_size", d, "hidden")
+    heads = _int(k, "num_attention_heads", d, "heads")
+    inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
+    mamba_heads = _int(k, "n_mamba_heads", d)
+    if inner % mamba_heads:
+        said = f"{k._key('n_mamba_heads')} ({mamba_heads}) must divide mamba_expand x hidden_size ({inner})"
+        raise InputError(k.where, f"{said}: ZambaMambaMixer splits its channels between the heads")
+    rank = k.get("mamba_dt_rank", default="auto")
+    rank = math.ceil(hidden / 16) if rank == "auto" else rank
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise InputError(k.where, f"{k._key('mamba_dt_rank')}: expected a whole number or 'auto', got {rank!r}"[:200])
+    head_dim = k.integer("attention_head_dim", "head_dim", default=None, field="head_dim")
+    ffn = _int(k, "intermediate_size", d, "ffn")
+    return {
+        "hidden": hidden,
+        "layers": len(mixers),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "mixers": mixers,
+        "mlp_free_layers": tuple(range(len(mixers))),
+        **_shared_block_attention(k, hidden, heads, head_dim or 2 * hidden // heads, ffn),
+        "ssm": {
+            "version": 1,
+            "inner": inner,
+            "state": _int(k, "mamba_d_state", d, "ssm.state"),
+            "conv_kernel": _int(k, "mamba_d_conv", d, "ssm.conv_kernel"),
+            "dt_rank": rank,
+            "conv_bias": k.flag("mamba_conv_bias", True),
+            "bias": k.flag("mamba_proj_bias", False),
+        },
+        "shared_block": {"count": 1},
     }
 
 
@@ -979,4 +1043,5 @@ _READERS = {
     "recurrent_gemma": _recurrent_gemma,
     "rwkv": _rwkv,
     "zamba2": _zamba2,
+    "zamba": _zamba,
 }

@@ -233,16 +233,17 @@ class RWKVSpec(Spec):
 
 
 class SharedBlockSpec(Spec):
-    """Zamba2's shared transformer blocks (Glorioso et al. 2024, arXiv 2411.15242; modeling_zamba2.py
-    Zamba2AttentionDecoderLayer and Zamba2HybridLayer, transformers 5.25.0). `count` blocks, each an attention over
+    """Zamba's and Zamba2's shared transformer blocks (Glorioso et al. 2024, arXiv 2405.16712 and 2411.15242;
+    modeling_zamba.py ZambaHybridLayer, modeling_zamba2.py Zamba2AttentionDecoderLayer and Zamba2HybridLayer,
+    transformers 5.25.0). `count` blocks (Zamba's one), each an attention over
     the hidden state concatenated with the embedding (2h wide: an RMSNorm of 2h, q, k and v from 2h, o back to h)
     and a gated MLP of ffn under its own RMSNorm, run in turn by the hybrid layers before their Mamba-2 mixer, each
-    adding its output through a linear layer (h x h) of its own. Each hybrid layer also holds its own adapters of
-    `adapter_rank` (h -> rank -> 2 ffn beside the MLP's gate and up projection; with `attention_adapters`,
-    2h -> rank -> 2h beside q, k and v)."""
+    adding its output through a linear layer (h x h) of its own. In Zamba2 each hybrid layer also holds its own
+    adapters of `adapter_rank` (h -> rank -> 2 ffn beside the MLP's gate and up projection; with
+    `attention_adapters`, 2h -> rank -> 2h beside q, k and v)."""
 
     count: PositiveInt = Field(description="num_mem_blocks: the blocks the hybrid layers take in turn")
-    adapter_rank: PositiveInt = Field(description="adapter_rank")
+    adapter_rank: PositiveInt | None = Field(None, description="adapter_rank (Zamba2); none: no adapters (Zamba)")
     attention_adapters: bool = Field(False, description="use_shared_attention_adapter: adapters beside q, k and v")
 
 

@@ -1,7 +1,8 @@
 """Zamba2 (model_type zamba2; Glorioso et al. 2024, arXiv 2411.15242): a Mamba-2 layer in every layer and, in the hybrid
-ones, a shared transformer block run before the mixer (modeling_zamba2.py, transformers 5.25.0). Its counts are held
-to what transformers builds (resolved/transformers-5.25.json, test_hf_configs.py); here what the modeling code says
-of the sharing, the cache and the layers."""
+ones, a shared transformer block run before the mixer (modeling_zamba2.py, transformers 5.25.0); and Zamba (zamba,
+arXiv 2405.16712), Mamba-1 layers and one shared block without adapters (modeling_zamba.py). Their counts are held to
+what transformers builds (resolved/transformers-5.25.json, test_hf_configs.py: Zamba-7B-v1's shapes give
+7,232,490,496); here what the modeling code says of the sharing, the cache and the layers."""
 
 from __future__ import annotations
 
@@ -106,3 +107,17 @@ def test_layouts_and_per_op_times_are_refused_by_what_they_lack(tmp_path: Path, 
     path.write_text(json.dumps(DEFAULT))
     code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", *flag)
     assert code == 2 and "transformer blocks shared across layers" in err, err
+
+
+def test_zamba_s_default_layers_are_two_mamba_then_a_hybrid_one_every_sixth(tmp_path: Path) -> None:
+    """ZambaConfig's default layers_block_type: two Mamba layers, a hybrid one, then a hybrid one where i % 6 == 4 of
+    the 73 that follow (i counted from 0 after the first three): layers 2, 7, 13, ..., 73, all running the one
+    shared block that layer 2 holds."""
+    zamba = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "zamba")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in zamba.items() if k != "layers_block_type"}))
+    a = load_model(str(path)).architecture
+    assert a is not None and a.ssm is not None and a.ssm.version == 1
+    hybrid = [i for i in range(a.layers) if "attention" in a.mixer(i)]
+    assert hybrid == [2, *range(7, 76, 6)]
+    assert [a.mixer(i) for i in hybrid] == [SHARED_BLOCK] + [REUSED_BLOCK] * (len(hybrid) - 1)

@@ -195,8 +195,10 @@ def _shared_block(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm:
     out = [
         _norm_input(a, kernels, "shared block input norm (hidden state and embedding)", "input", 2 * h),
         Tensor("shared block input norm output", "layernorm", e * 2 * h),
-        Tensor("shared block adapters' intermediates", "qkv", e * (4 if s.attention_adapters else 1) * s.adapter_rank),
     ]
+    if s.adapter_rank:
+        adapters = 4 if s.attention_adapters else 1
+        out.append(Tensor("shared block adapters' intermediates", "qkv", e * adapters * s.adapter_rank))
     attention, mm = _attention(a, flash, kernels, first_mm)
     out += attention + _norm(a, kernels, "shared block MLP norm")
     mlp = _mlp(a, a.ffn, kernels, mm, "mlp", "shared block MLP")

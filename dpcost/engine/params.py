@@ -386,27 +386,29 @@ def shared_block_parameters(a: ModelArchitecture) -> float:
 
 
 def shared_block_layer_parameters(a: ModelArchitecture) -> float:
-    """What each Zamba2 hybrid layer holds of its own beside its Mamba-2 layer (Zamba2HybridLayer, and its slot in
-    the block's adapter lists): the linear layer after the shared block (h x h), the adapter beside the MLP's gate and
-    up projection (h -> rank -> 2 ffn) and, with attention_adapters, those beside q, k and v (2h -> rank -> 2h each);
-    none biased."""
+    """What each Zamba or Zamba2 hybrid layer holds of its own beside its Mamba layer (ZambaHybridLayer,
+    Zamba2HybridLayer and its slot in the block's adapter lists): the linear layer after the shared block (h x h) and
+    in Zamba2 the adapter beside the MLP's gate and up projection (h -> rank -> 2 ffn) and, with attention_adapters,
+    those beside q, k and v (2h -> rank -> 2h each); none biased."""
     s = a.shared_block
     assert s is not None and a.ffn is not None
-    h, r = a.hidden, s.adapter_rank
+    h, r = a.hidden, s.adapter_rank or 0
     return float(h * h + r * (h + 2 * a.ffn) + (3 * r * (2 * h + 2 * h) if s.attention_adapters else 0))
 
 
 def _shared_block_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
-    """A Zamba2 hybrid layer's matrices beside its Mamba-2 mixer's, in forward order: the shared block's (q, k, v, o,
-    gate_up, down) where the layer holds it, its own adapters' and its linear layer."""
+    """A Zamba or Zamba2 hybrid layer's matrices beside its Mamba mixer's, in forward order: the shared block's (q, k,
+    v, o, the MLP's gate and up, down) where the layer holds it, its own adapters' and its linear layer."""
     s = a.shared_block
     assert s is not None and a.ffn is not None
     h, r, f = a.hidden, s.adapter_rank, a.ffn
     q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
     attention = [2 * h * q, 2 * h * kv, 2 * h * kv] if mixer == SHARED_BLOCK else []
-    attention += [2 * h * r, r * 2 * h] * 3 if s.attention_adapters else []
-    mlp = [q * h, h * 2 * f, f * h] if mixer == SHARED_BLOCK else []
-    return [float(t) for t in [*attention, *mlp, h * r, r * 2 * f, h * h]]
+    attention += [2 * h * r, r * 2 * h] * 3 if r and s.attention_adapters else []
+    gate_up = [h * 2 * f] if r else [h * f, h * f]  # Zamba2's gate_up_proj is one matrix, Zamba's two
+    mlp = [q * h, *gate_up, f * h] if mixer == SHARED_BLOCK else []
+    adapter = [h * r, r * 2 * f] if r else []
+    return [float(t) for t in [*attention, *mlp, *adapter, h * h]]
 
 
 def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
