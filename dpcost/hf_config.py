@@ -715,6 +715,7 @@ _ARCHITECTURES = {
     "RwkvForCausalLM": "rwkv",
     "Zamba2ForCausalLM": "zamba2",
     "ZambaForCausalLM": "zamba",
+    "xLSTMForCausalLM": "xlstm",
     # BAAI's remote-code Emu3 files (model_type Emu3): the text model's keys top-level, transformers' Emu3ForCausalLM
     "Emu3ForCausalLM": "emu3_text_model",
     "OpenAIGPTLMHeadModel": "openai-gpt",
@@ -821,6 +822,7 @@ _HYBRID = (
     "rwkv",
     "zamba2",
     "zamba",
+    "xlstm",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(

@@ -1025,6 +1025,50 @@ def _zamba(k: Keys) -> dict[str, Any]:
     }
 
 
+# xLSTMConfig's defaults (configuration_xlstm.py, transformers 5.25.0: xLSTM-7B's shapes)
+_XLSTM = {"vocab_size": 50304, "hidden_size": 4096, "num_hidden_layers": 32, "num_heads": 8, "chunk_size": 64,
+          "ffn_round_up_to_multiple_of": 64}  # fmt: skip
+
+
+def _xlstm(k: Keys) -> dict[str, Any]:
+    """xLSTMForCausalLM (modeling_xlstm.py, transformers 5.25.0, its own classes; xLSTM 7B, arXiv 2503.13427):
+    num_blocks (else num_hidden_layers) layers of an RMSNorm, an mLSTM layer (MLSTMSpec: q and k of
+    int(hidden x qk_dim_factor), v of int(hidden x v_dim_factor)), an RMSNorm and a SwiGLU MLP of hidden x
+    ffn_proj_factor rounded up to a multiple of ffn_round_up_to_multiple_of, biased by use_bias; out_norm; an output
+    head of its own."""
+    d = _XLSTM
+    hidden = _int(k, "hidden_size", d, "hidden")
+    layers = k.integer("num_blocks", "num_hidden_layers", default=d["num_hidden_layers"], field="layers")
+    qk = int(hidden * k.positive("qk_dim_factor", 0.5))
+    v = int(hidden * k.positive("v_dim_factor", 1.0))
+    multiple = _int(k, "ffn_round_up_to_multiple_of", d)
+    # round_up_to_next_multiple_of (configuration_xlstm.py) on the float product, as xLSTMFeedForward calls it
+    ffn = int((hidden * k.positive("ffn_proj_factor", 2.667) + multiple - 1) // multiple * multiple)
+    bias = k.flag("use_bias", False)
+    if k.text("weight_mode", "single") not in ("single", "fused"):
+        raise InputError(k.where, f"{k._key('weight_mode')}: single or fused, got {k.cfg.get('weight_mode')!r}")
+    if qk < 1 or v < 1:
+        raise InputError(k.where, f"{k._key('qk_dim_factor')} and {k._key('v_dim_factor')}: at least 1 / hidden_size")
+    return {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": 1,  # a placeholder no formula reads: attention_layers is 0
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": False,  # xLSTMForCausalLM declares no tied weights: lm_head is its own, whatever the file
+        "mixers": ("mlstm",) * layers,
+        "ffn": ffn,
+        "mlp": "swiglu",
+        "linear_bias": bias,
+        "mlstm": {
+            "heads": _int(k, "num_heads", d, "mlstm.heads"),
+            "qk_dim": qk,
+            "v_dim": v,
+            "chunk": _int(k, "chunk_size", d, "mlstm.chunk"),
+            "bias": bias,
+        },
+    }
+
+
 # Each single-reader family's reader (hybrid_architecture)
 _READERS = {
     "mamba": _mamba,
@@ -1044,4 +1088,5 @@ _READERS = {
     "rwkv": _rwkv,
     "zamba2": _zamba2,
     "zamba": _zamba,
+    "xlstm": _xlstm,
 }

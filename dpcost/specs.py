@@ -232,6 +232,19 @@ class RWKVSpec(Spec):
     width: PositiveInt = Field(description="attention_hidden_size: the WKV recurrence's channels")
 
 
+class MLSTMSpec(Spec):
+    """xLSTM 7B's mLSTM layer (Beck et al. 2025, arXiv 2503.13427; modeling_xlstm.py xLSTMLayer, transformers 5.25.0):
+    q and k (h -> qk_dim), v and the output gate (h -> v_dim), the input and forget gates (h -> heads, biased),
+    the matrix memory over `heads` heads in chunks of `chunk`, a norm per head (v_dim) and out_proj (v_dim -> h);
+    with `bias`, biases on the projections and the norms (the layer's two RMSNorms' too)."""
+
+    heads: PositiveInt = Field(description="num_heads")
+    qk_dim: PositiveInt = Field(description="int(hidden_size x qk_dim_factor)")
+    v_dim: PositiveInt = Field(description="int(hidden_size x v_dim_factor)")
+    chunk: PositiveInt = Field(64, description="chunk_size: the chunkwise kernel's")
+    bias: bool = Field(False, description="use_bias")
+
+
 class SharedBlockSpec(Spec):
     """Zamba's and Zamba2's shared transformer blocks (Glorioso et al. 2024, arXiv 2405.16712 and 2411.15242;
     modeling_zamba.py ZambaHybridLayer, modeling_zamba2.py Zamba2AttentionDecoderLayer and Zamba2HybridLayer,
@@ -360,7 +373,7 @@ SHARED_BLOCK, REUSED_BLOCK = "shared-block attention+mamba", "reused-block atten
 Mixer = Literal[
     "attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none",
     "compressed sparse attention", "heavily compressed attention", "kv-shared attention", "kv-shared global attention",
-    "cross", "rglru", "rwkv", "shared-block attention+mamba", "reused-block attention+mamba",
+    "cross", "rglru", "rwkv", "mlstm", "shared-block attention+mamba", "reused-block attention+mamba",
 ]  # fmt: skip
 
 
@@ -498,6 +511,7 @@ class ModelArchitecture(Spec):
     rglru: RGLRUSpec | None = Field(None, exclude_if=lambda v: v is None)
     rwkv: RWKVSpec | None = Field(None, exclude_if=lambda v: v is None)
     shared_block: SharedBlockSpec | None = Field(None, exclude_if=lambda v: v is None)
+    mlstm: MLSTMSpec | None = Field(None, exclude_if=lambda v: v is None)
     indexer: IndexerSpec | None = None
     global_attention: GlobalAttentionSpec | None = Field(None, exclude_if=lambda v: v is None)
     local_attention: LocalAttentionSpec | None = Field(
@@ -574,6 +588,11 @@ class ModelArchitecture(Spec):
             raise ValueError("rglru layers need rglru")
         if "rwkv" in self.mixers and self.rwkv is None:
             raise ValueError("rwkv layers need rwkv")
+        if "mlstm" in self.mixers and self.mlstm is None:
+            raise ValueError("mlstm layers need mlstm")
+        if self.mlstm is not None and (self.mlstm.qk_dim % self.mlstm.heads or self.mlstm.v_dim % self.mlstm.heads):
+            raise ValueError(f"mlstm.qk_dim ({self.mlstm.qk_dim}) and mlstm.v_dim ({self.mlstm.v_dim}) must be "
+                             f"multiples of mlstm.heads ({self.mlstm.heads})")  # fmt: skip
         if (SHARED_BLOCK in self.mixers or REUSED_BLOCK in self.mixers) and (
             self.shared_block is None or self.ffn is None
         ):
@@ -737,7 +756,7 @@ class ModelArchitecture(Spec):
             return "cross-attention layers over image states"
         return (
             "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions, "
-            "RG-LRU recurrent blocks, RWKV time mixing)"
+            "RG-LRU recurrent blocks, RWKV time mixing, mLSTM layers)"
         )
 
     def attention_of(self, mixer: str) -> "ModelArchitecture":

@@ -387,6 +387,38 @@ def _rwkv_channel_mix(a: ModelArchitecture, mm: int) -> list[Tensor]:
     ]
 
 
+def _mlstm(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
+    """xLSTM's mLSTM layer (MLSTMSpec) as transformers' xLSTMLayer runs it in training through its native chunkwise
+    kernel (mlstm_chunkwise_native_autograd, the kernel it has without the xlstm package), by what saved-tensor hooks
+    on its bf16 layer find at twelve shapes (resolved/xlstm-saved.json; within 0.5% of each): q, k and v; the
+    kernel's further copies of them (5 q/k-sized, 3 v-sized); every chunk's starting memory, twice (H d_qk d_v / C
+    each); three C x C decay and score matrices per head; the gates and the per-chunk scalars (about 41 bytes a
+    head, the gates' pre-activations among them); the per-head norm's input and centred input in fp32, its output,
+    the output gate's sigmoid and their product, out_proj's input."""
+    m = a.mlstm
+    assert m is not None
+    e, qk, v, heads = ACT_BYTES, m.qk_dim, m.v_dim, m.heads
+    memory = heads * (qk // heads) * (v // heads) / m.chunk
+    out = [
+        Tensor("mLSTM q", "qkv", e * qk, matmul=first_mm),
+        Tensor("mLSTM k", "qkv", e * qk, matmul=first_mm + 1),
+        Tensor("mLSTM v", "qkv", e * v, matmul=first_mm + 2),
+        Tensor("mLSTM output gate pre-activation", "qkv", e * v, saved=False, matmul=first_mm + 3),
+        Tensor("mLSTM input gate pre-activation", "qkv", e * heads, matmul=first_mm + 4),
+        Tensor("mLSTM forget gate pre-activation", "qkv", e * heads, matmul=first_mm + 5),
+        Tensor("mLSTM chunkwise kernel's copies of q, k and v", "core_attn", e * (5 * qk + 3 * v)),
+        Tensor("mLSTM memory at each chunk's start, twice", "core_attn", e * 2 * memory),
+        Tensor("mLSTM decay and score matrices (C x C per head, three)", "core_attn", e * 3 * heads * m.chunk),
+        Tensor("mLSTM gates and per-chunk scalars", "core_attn", 37.0 * heads),
+        Tensor("mLSTM head norm input and centred input (fp32)", "core_attn", 8.0 * v),
+        Tensor("mLSTM head norm output", "core_attn", e * v),
+        Tensor("mLSTM output gate (sigmoid)", "core_attn", e * v),
+        Tensor("mLSTM gated output (out_proj's input)", "core_attn", e * v),
+        Tensor("mLSTM out_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 6),
+    ]
+    return out, first_mm + 7
+
+
 def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     """A gated DeltaNet mixer as transformers' Qwen3NextGatedDeltaNet runs it with fla's chunk_gated_delta_rule:
     the input projections' outputs (q, k, v and z: 2K + 2V; b and a: 2 per value head), the convolution's output
@@ -573,6 +605,9 @@ def layer_tensors(
     if mixer == "rwkv":
         time_mix, mm = _rwkv_time_mix(a, mm)
         tensors += time_mix
+    if mixer == "mlstm":
+        mlstm, mm = _mlstm(a, mm)
+        tensors += mlstm
     if mixer == "deltanet":
         delta, mm = _deltanet(a, mm)
         tensors += delta
@@ -690,7 +725,8 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
     attention has none), an LFM2 short convolution's window (h channels x its kernel), a Griffin recurrent block's
     window (w channels x k - 1 steps: RecurrentGemmaRecurrentBlock's conv1d_state) and its fp32 recurrent state, an
     RWKV-4 layer's previous token for each of its two token shifts (h each) and its WKV state, numerator, denominator
-    and running maximum in fp32 (w each: RwkvModel's five state tensors)."""
+    and running maximum in fp32 (w each: RwkvModel's five state tensors), an mLSTM layer's memory, normaliser and
+    stabiliser per head (xLSTMCache, in the embeddings' dtype)."""
     total = 0.0
     for i in range(a.layers):
         mixer, m, d = a.mixer(i), a.ssm, a.deltanet
@@ -706,4 +742,8 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
             total += a.rglru.width * (a.rglru.conv_kernel - 1) + a.rglru.width * 4.0 / dtype_bytes
         if mixer == "rwkv" and a.rwkv is not None:  # the two shifts' last token, the WKV numerator, denominator, max
             total += 2 * a.hidden + 3 * a.rwkv.width * 4.0 / dtype_bytes
+        if mixer == "mlstm" and a.mlstm is not None:  # per head its memory C, normaliser n and stabiliser m
+            cell = a.mlstm
+            d_qk, d_v = cell.qk_dim // cell.heads, cell.v_dim // cell.heads
+            total += cell.heads * (d_qk * d_v + d_qk + 1)
     return total * dtype_bytes

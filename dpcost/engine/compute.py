@@ -120,7 +120,10 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
     - RWKV-4's WKV recurrence over w channels (modeling_rwkv.py rwkv_linear_attention_cpu, its kernel's reference
       form): the output's numerator, denominator and ratio and the state's update, 17 additions, multiplications
       and divisions a channel (its 4 exponentials and 2 maxima not counted), the receptance gate (w), the five
-      token-shift interpolations (3 h each) and the channel mixing's gate (h): 18 w + 16 h.
+      token-shift interpolations (3 h each) and the channel mixing's gate (h): 18 w + 16 h;
+    - xLSTM's mLSTM in chunks of C (Beck et al. 2025, arXiv 2503.13427, its chunkwise form): per head, the chunk's
+      Q K^T and its product with V (2 C d_qk + 2 C d_v), reading the d_qk x d_v memory and updating it with the
+      chunk's K^T V (4 d_qk d_v).
     Decoding one token runs the recurrent form: the chunk terms fall away."""
     chunked = 0.0 if decode else 1.0
     flops, m, d = 0.0, arch.ssm, arch.deltanet
@@ -140,6 +143,10 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
         flops += 2.0 * arch.rglru.conv_kernel * arch.rglru.width + 4.0 * arch.rglru.width
     if mixer == "rwkv" and arch.rwkv is not None:
         flops += 18.0 * arch.rwkv.width + 16.0 * arch.hidden
+    if mixer == "mlstm" and arch.mlstm is not None:
+        cell = arch.mlstm
+        d_qk, d_v = cell.qk_dim / cell.heads, cell.v_dim / cell.heads
+        flops += cell.heads * (chunked * 2.0 * cell.chunk * (d_qk + d_v) + 4.0 * d_qk * d_v)
     return flops
 
 

@@ -376,6 +376,17 @@ def rwkv_parameters(a: ModelArchitecture) -> float:
     return float(4 * h * w + 2 * w + 3 * h + h * h + 2 * h)
 
 
+def mlstm_parameters(a: ModelArchitecture) -> float:
+    """One xLSTM layer's mLSTM (MLSTMSpec) over h: q and k (h x qk_dim), v and the output gate (h x v_dim), the
+    input and forget gates (h x heads, biased), the per-head norm's weight (v_dim) and out_proj (v_dim x h); with
+    use_bias the biases of q, k, v, the output gate, the norm and out_proj, and of the layer's two RMSNorms."""
+    m = a.mlstm
+    assert m is not None
+    h, q, v = a.hidden, m.qk_dim, m.v_dim
+    weights = 2 * h * q + 2 * h * v + 2 * (h * m.heads + m.heads) + v + v * h
+    return float(weights + (2 * q + 2 * v + v + h + 2 * h if m.bias else 0))
+
+
 def shared_block_parameters(a: ModelArchitecture) -> float:
     """One Zamba2 shared transformer block (SharedBlockSpec), held once however many layers run it: input_layernorm
     (2h), q_proj (2h -> heads x head_dim), k_proj and v_proj (2h -> KV heads x head_dim) and o_proj (back to h), none
@@ -422,6 +433,7 @@ def mixer_parameters(a: ModelArchitecture, mixer: str) -> float:
         + (short_conv_parameters(a) if mixer == "conv" else 0.0)
         + (rglru_parameters(a) if mixer == "rglru" else 0.0)
         + (rwkv_parameters(a) if mixer == "rwkv" else 0.0)
+        + (mlstm_parameters(a) if mixer == "mlstm" else 0.0)
         + (cross_attention_parameters(a) if mixer == "cross" else 0.0)
     )
 
@@ -550,6 +562,10 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
     if mixer == "rwkv" and a.rwkv is not None:  # key, value, receptance, output; the channel mixing's receptance
         w = a.rwkv.width
         out += [h * w, h * w, h * w, w * h, h * h]
+    if mixer == "mlstm" and a.mlstm is not None:  # q, k, v, the output, input and forget gates, out_proj
+        cell = a.mlstm
+        qk, v, heads = cell.qk_dim, cell.v_dim, cell.heads
+        out += [h * qk, h * qk, h * v, h * v, h * heads, h * heads, v * h]
     if mixer == "cross":  # Mllama's cross-attention: q, k, v, o (cross_attention_parameters)
         q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
         out += [h * q, h * kv, h * kv, q * h]
@@ -703,6 +719,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         ("cross-attention (image states)", "cross"),
         ("RG-LRU recurrent blocks", "rglru"),
         ("RWKV time mixing and channel-mixing gates", "rwkv"),
+        ("mLSTM layers", "mlstm"),
     ):
         layers = sum(1 for mixer, *_ in kinds if kind in mixer)
         if layers:

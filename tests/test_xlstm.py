@@ -1,0 +1,73 @@
+"""xLSTM (model_type xlstm; Beck et al. 2025, arXiv 2503.13427, xLSTM 7B): in every block an RMSNorm, an mLSTM layer, an
+RMSNorm and a SwiGLU MLP (modeling_xlstm.py, transformers 5.25.0, its own classes). Its counts are held to what
+transformers builds (resolved/transformers-5.25.json, test_hf_configs.py: xLSTM-7B's shapes give 6,865,424,896);
+here what the modeling code says of its head, its state and what its backward keeps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+
+from dpcost.catalog import load_model
+from dpcost.engine.activations import layer_tensors, recurrent_state_bytes
+from dpcost.engine.params import count_params
+from dpcost.specs import ModelArchitecture
+
+RESOLVED = Path(__file__).parent / "reference" / "hf-configs" / "resolved"
+CASES = json.loads((RESOLVED / "transformers-5.25.json").read_text())
+DEFAULT = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "xlstm")
+SAVED = json.loads((RESOLVED / "xlstm-saved.json").read_text())["layers"]
+
+
+def _arch(tmp_path: Path, **changes: object) -> ModelArchitecture:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**DEFAULT, **changes}))
+    a = load_model(str(path)).architecture
+    assert a is not None
+    return a
+
+
+def test_the_output_head_is_its_own_whatever_the_file_says(tmp_path: Path) -> None:
+    """xLSTMForCausalLM declares no _tied_weights_keys, so transformers builds lm_head apart even where
+    tie_word_embeddings is true (one of the harness's cases)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**DEFAULT, "tie_word_embeddings": True}))
+    counts = count_params(load_model(str(path)))
+    assert counts.lm_head == counts.embedding == 50304 * 4096
+
+
+def test_a_sequence_s_state_is_each_layer_s_memory_normaliser_and_stabiliser(tmp_path: Path) -> None:
+    """xLSTMCache holds per layer c (heads x qk_head_dim x v_head_dim), n (heads x qk_head_dim) and m (heads x 1), in
+    the embeddings' dtype: xLSTM-7B, 32 layers x 8 x (256 x 512 + 256 + 1) x 2 bytes per sequence."""
+    a = _arch(tmp_path)
+    assert recurrent_state_bytes(a, 2) == 32 * 8 * (256 * 512 + 256 + 1) * 2
+
+
+@pytest.mark.parametrize("shape", SAVED, ids=lambda s: f"h{s['hidden_size']}-H{s['num_heads']}-C{s['chunk_size']}")
+def test_what_the_layer_keeps_is_what_autograd_saves(tmp_path: Path, shape: dict[str, float]) -> None:
+    """resolved/xlstm-saved.json: saved-tensor hooks on transformers 5.25.0's bf16 xLSTMLayer in training (its native
+    chunkwise kernel) at twelve shapes; dpcost's account of the layer, with its input (the norm's output), is within
+    0.5% of each."""
+    keys = ("hidden_size", "num_heads", "chunk_size", "qk_dim_factor", "v_dim_factor")
+    a = _arch(tmp_path, **{k: shape[k] for k in keys})
+    tensors = layer_tensors(a, False, kernels="eager", mixer="mlstm").tensors
+    kept = sum(t.bytes_per_token for t in tensors if t.saved and t.name.startswith("mLSTM"))
+    assert kept + 2 * shape["hidden_size"] == pytest.approx(shape["saved_bytes_per_token"], rel=0.005)
+
+
+def test_an_unknown_weight_mode_is_refused_by_its_key(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**DEFAULT, "weight_mode": "split"}))
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
+    assert code == 2 and "weight_mode: single or fused" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("flag", [("--tp", "2"), ("--compute-model", "ops")])
+def test_layouts_and_per_op_times_are_refused_by_what_they_lack(tmp_path: Path, flag: tuple[str, str]) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(DEFAULT))
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", *flag)
+    assert code == 2 and "mLSTM layers" in err, err
