@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dpcost.errors import InputError, nearest
-from dpcost.specs import KV_SHARED, MAX_LAYERS
+from dpcost.specs import KV_SHARED, MAX_LAYERS, NOPE
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words", "per_layer"]
 
@@ -527,6 +527,13 @@ _MISTRAL4 = {"vocab_size": 131072, "hidden_size": 4096, "intermediate_size": 122
              "num_hidden_layers": 36, "num_attention_heads": 32, "n_shared_experts": 1, "n_routed_experts": 128,
              "kv_lora_rank": 256, "q_lora_rank": 1024, "qk_rope_head_dim": 64, "v_head_dim": 128,
              "qk_nope_head_dim": 64, "num_experts_per_tok": 4, "first_k_dense_replace": 0}  # fmt: skip
+# MistralLarge4TextConfig's defaults (configuration_mistral_large4.py, 5.25.0: Mistral-Large-4-1T-A52B's shapes):
+# DeepSeek-V3.2's MLA keys without a query latent, its indexer's, a dense first layer
+_MISTRAL_LARGE4 = {"vocab_size": 204800, "hidden_size": 6144, "intermediate_size": 24576, "moe_intermediate_size": 6144,
+                   "num_hidden_layers": 72, "num_attention_heads": 64, "n_shared_experts": 1, "n_routed_experts": 128,
+                   "kv_lora_rank": 512, "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 64,
+                   "num_experts_per_tok": 4, "first_k_dense_replace": 1, "index_topk": 2048, "index_head_dim": 128,
+                   "index_n_heads": 32}  # fmt: skip
 # AXK1Config's defaults (configuration_axk1.py, 5.25.0: SK Telecom's A.X K1), DeepSeek-V3's keys
 _AXK1 = {"vocab_size": 163840, "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
          "num_hidden_layers": 61, "num_attention_heads": 64, "n_shared_experts": 1, "n_routed_experts": 192,
@@ -555,7 +562,7 @@ _SARVAM_MLA = {"vocab_size": 262144, "hidden_size": 4096, "intermediate_size": 1
 _SARVAM_KEYS = {"n_routed_experts": ("num_experts",), "n_shared_experts": ("num_shared_experts",),
                 "num_nextn_predict_layers": ("num_mtp_layers",)}  # fmt: skip
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite",
-             "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text", "axk1")  # fmt: skip
+             "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text", "axk1", "mistral_large4_text")  # fmt: skip
 # Multimodal files that keep their text model under language_config: DeepSeek-OCR's (deepseek_vl_v2, remote code:
 # DeepSeek-VL2's layout) holds a DeepseekV2 decoder there
 _LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
@@ -620,6 +627,7 @@ _ARCHITECTURES = {
     "Qwen2_5_VLForConditionalGeneration": "qwen2_5_vl",
     "Qwen2VLForConditionalGeneration": "qwen2_vl",
     "Mistral3ForConditionalGeneration": "mistral3",
+    "MistralLarge4ForConditionalGeneration": "mistral_large4",
     "Qwen3VLForConditionalGeneration": "qwen3_vl",
     "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
     "Glm4vForConditionalGeneration": "glm4v",
@@ -774,6 +782,7 @@ _NESTED = {
     "cohere_compass": "cohere_compass_text",
     "ernie4_5_vl_moe": "ernie4_5_vl_moe_text",
     "kosmos-2": "kosmos_2_text_model",
+    "mistral_large4": "mistral_large4_text",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
@@ -789,7 +798,7 @@ _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_m
 # PreTrainedModel.get_expanded_tied_weights_keys reads the model's own config)
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
                  "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False,
-                 "cohere_compass": False, "ernie4_5_vl_moe": True}  # fmt: skip
+                 "cohere_compass": False, "ernie4_5_vl_moe": True, "mistral_large4": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -1612,12 +1621,13 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     LlamaAttention, its class drops the MLA keys and first_k_dense_replace, and places dense layers by mlp_layer_types
     alone; transformers 5.25.0), the attention has num_key_value_heads (else num_attention_heads) KV heads of hidden /
     heads."""
-    glm = family in ("glm_moe_dsa", "glm4_moe_lite")
+    glm = family in ("glm_moe_dsa", "glm4_moe_lite", "mistral_large4_text")
     ocr2 = family == "deepseek_ocr2_text"
     mla = not ocr2 and k.get("use_mla", default=True) is not False
     defaults = {
         "axk1": _AXK1,
         "glm_moe_dsa": _GLM_MOE_DSA,
+        "mistral_large4_text": _MISTRAL_LARGE4,
         "mistral4": _MISTRAL4,
         "glm4_moe_lite": _GLM4_MOE_LITE,
         "minicpm3": _MINICPM3,
@@ -1658,7 +1668,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             "ffn": integer("moe_intermediate_size", "moe.ffn"),
             "first_dense_layers": integer("first_k_dense_replace", "moe.first_dense_layers", 0),
             # V3's e_score_correction_bias; Mistral 4's softmax router has none
-            "router_bias": glm
+            "router_bias": (glm and family != "mistral_large4_text")
             or family == "axk1"
             or (family != "mistral4" and k.text("topk_method", "") == "noaux_tc"),
         }
@@ -1670,6 +1680,9 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             raise InputError(k.where, said + "first_k_dense_replace and builds no model without it")
         if kinds is None and family == "glm4_moe_lite":  # its class reads no first_k_dense_replace: layer 0 dense
             kinds = ["dense"] + ["sparse"] * (layers - 1)
+        if kinds is None and family == "mistral_large4_text":  # the first first_k_dense_replace layers dense
+            first = min(integer("first_k_dense_replace", "moe.first_dense_layers"), layers)
+            kinds = ["dense"] * first + ["sparse"] * (layers - first)
         if family == "axk1":
             kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
             if kinds is None:  # AXK1Config.__post_init__'s rule
@@ -1690,7 +1703,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     arch["mla"] = {
         # written as null: no query latent, whatever the class's default (DeepSeek-V2-Lite's; MiniCPM3's class has 768)
         "q_lora_rank": None
-        if "q_lora_rank" in k.cfg and k.cfg["q_lora_rank"] is None
+        if ("q_lora_rank" in k.cfg and k.cfg["q_lora_rank"] is None) or family == "mistral_large4_text"
         else integer("q_lora_rank", "mla.q_lora_rank", None),
         "kv_lora_rank": integer("kv_lora_rank", "mla.kv_lora_rank"),
         "qk_nope_head_dim": integer("qk_nope_head_dim", "mla.qk_nope_head_dim"),
@@ -1699,7 +1712,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         if family == "minicpm3"
         else integer("v_head_dim", "mla.v_head_dim"),
     }
-    if family not in ("mistral4", "axk1"):  # Mistral4ForCausalLM and AXK1ForCausalLM build no MTP layer
+    if family not in ("mistral4", "axk1", "mistral_large4_text"):  # their classes build no MTP layer
         arch["mtp_layers"] = integer("num_nextn_predict_layers", "mtp_layers", 0)
     # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0) where GLM's give none
     if family in ("deepseek_v32", "glm_moe_dsa"):
@@ -1710,7 +1723,47 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         }
     if family == "glm_moe_dsa":
         arch["indexer"]["layers"] = _glm_indexer_layers(k, layers)
+    if family == "mistral_large4_text":
+        arch.update(_mistral_large4_attention(k, layers))
+        arch["indexer"] = {
+            "form": "hidden",
+            "heads": integer("index_n_heads", "indexer.heads"),
+            "head_dim": integer("index_head_dim", "indexer.head_dim"),
+            "topk": integer("index_topk", "indexer.topk"),
+            "layers": _glm_indexer_layers(k, layers),
+        }
     return arch
+
+
+def _mistral_large4_attention(k: Keys, layers: int) -> dict[str, Any]:
+    """Mistral Large 4's attention layers (MistralLarge4TextConfig.__post_init__ and MistralLarge4TextAttention,
+    transformers 5.25.0): without RoPE where no_rope_layers says 0 (else every no_rope_layer_interval-th layer, 4 by
+    default: "nope attention"), sharing an earlier layer's latent where kv_source_layers names one (the layer holds
+    no kv_a_proj_with_mqa nor its norm: "kv-shared"); a learned softmax scale and bias per head in every layer and
+    a learned scale of the rotary frequencies."""
+    rope = k.get("no_rope_layers", default=None)
+    if rope is None:
+        interval = k.integer("no_rope_layer_interval", default=4)
+        if interval < 1:
+            raise InputError(k.where, f"{k._key('no_rope_layer_interval')}: a whole number from 1, got {interval}")
+        rope = [int((i + 1) % interval != 0) for i in range(layers)]
+    if not isinstance(rope, list) or len(rope) != layers or any(v not in (0, 1) or isinstance(v, float) for v in rope):
+        said = f"{k._key('no_rope_layers')}: 1 (RoPE) or 0 (none) per layer ({layers}), got {rope!r}"
+        raise InputError(k.where, said[:300])
+    sources = k.get("kv_source_layers", default=list(range(layers)))
+    if (
+        not isinstance(sources, list)
+        or len(sources) != layers
+        or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= i or sources[s] != s
+               for i, s in enumerate(sources))
+    ):  # fmt: skip
+        said = f"{k._key('kv_source_layers')}: per layer ({layers}), itself or an earlier layer that owns its cache"
+        raise InputError(k.where, f"{said}, got {sources!r}"[:300])
+    mixers = tuple(("" if sources[i] == i else KV_SHARED) + ("attention" if rope[i] else NOPE) for i in range(layers))
+    out: dict[str, Any] = {"softmax_scaling": True, "rope_alpha": True}
+    if set(mixers) != {"attention"}:  # every layer with RoPE and its own cache: DeepSeek-V3.2's layers
+        out["mixers"] = mixers
+    return out
 
 
 # LongcatFlashConfig's defaults (configuration_longcat_flash.py, transformers 5.24.0: LongCat-Flash-Chat's shapes)
@@ -2900,7 +2953,7 @@ def in_users_words(message: str, used: dict[str, str]) -> str:
     """A validation message about our fields, said with the config.json keys they came from."""
     for field, key in sorted(used.items(), key=lambda kv: -len(kv[0])):
         message = message.replace(f"architecture.{field}:", f"{key}:")
-        message = re.sub(rf"(?<![\w.]){re.escape(field)}(?![\w])", key, message)  # moe.first_dense_layers
+        message = re.sub(rf"(?<![\w.-]){re.escape(field)}(?![\w-])", key, message)  # moe.first_dense_layers
         if field.split(".")[-1] not in used:  # a top-level field of that name is said by its own key
-            message = re.sub(rf"(?<![\w.]){re.escape(field.split('.')[-1])}(?![\w])", key, message)
+            message = re.sub(rf"(?<![\w.-]){re.escape(field.split('.')[-1])}(?![\w-])", key, message)
     return re.sub(r"architecture[\w.]*: ", "", message)

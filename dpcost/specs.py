@@ -265,11 +265,13 @@ class IndexerSpec(Spec):
     context with `heads` small heads and attention then reads only the `topk` best keys
     (deepseek-ai/DeepSeek-V3.2-Exp inference/model.py Indexer)."""
 
-    form: Literal["dsa", "block"] = Field(
+    form: Literal["dsa", "block", "hidden"] = Field(
         "dsa",
         description="dsa: DeepSeek-V3.2's (wq_b from MLA's query latent, wk, k_norm, weights_proj; every attention "
         "layer reads its top k); block: MiniMax M3's (q_proj, k_proj and per-head q/k norms over the hidden state; "
-        "its keys chosen a block at a time, and the layers without one attend to every key)",
+        "its keys chosen a block at a time, and the layers without one attend to every key); hidden: Mistral Large "
+        "4's (DeepSeek's, its wq_b from the hidden state under a LayerNorm of its own, q_input_norm, with a learned "
+        "softmax scale and bias per head; its key cache in the model's dtype)",
         exclude_if=lambda v: v == "dsa",
     )
     heads: PositiveInt = Field(description="index_n_heads")
@@ -366,6 +368,7 @@ class AltUpSpec(Spec):
 
 
 KV_SHARED = "kv-shared "  # the prefix of a layer that attends with an earlier layer's keys and values
+NOPE = "nope attention"  # an MLA layer without RoPE (ModelArchitecture.attention_of)
 # Zamba2's hybrid layers (SharedBlockSpec): a shared transformer block, then a Mamba-2 mixer; the first layer to run
 # each block holds its weights, the later ones reuse them
 SHARED_BLOCK, REUSED_BLOCK = "shared-block attention+mamba", "reused-block attention+mamba"
@@ -373,7 +376,8 @@ SHARED_BLOCK, REUSED_BLOCK = "shared-block attention+mamba", "reused-block atten
 Mixer = Literal[
     "attention", "global attention", "mamba", "deltanet", "conv", "attention+mamba", "none",
     "compressed sparse attention", "heavily compressed attention", "kv-shared attention", "kv-shared global attention",
-    "cross", "rglru", "rwkv", "mlstm", "shared-block attention+mamba", "reused-block attention+mamba",
+    "cross", "rglru", "rwkv", "mlstm", "nope attention", "kv-shared nope attention",
+    "shared-block attention+mamba", "reused-block attention+mamba",
 ]  # fmt: skip
 
 
@@ -497,6 +501,18 @@ class ModelArchitecture(Spec):
         description="a sigmoid gate per attention head on its output, projected hidden -> heads (LFM3's g_proj)",
         exclude_if=lambda v: not v,
     )
+    softmax_scaling: bool = Field(
+        False,
+        description="a learned scale and bias per attention head on the queries by log position (Mistral Large 4's "
+        "softmax_scaling: 2 x heads numbers a layer)",
+        exclude_if=lambda v: not v,
+    )
+    rope_alpha: bool = Field(
+        False,
+        description="a learned tensor scaling the rotary frequencies, one number per frequency (Mistral Large 4's "
+        "rotary_emb.alpha: qk_rope_head_dim / 2 numbers, once)",
+        exclude_if=lambda v: not v,
+    )
     mixers: tuple[Mixer, ...] = Field(
         (),
         description="hybrids: each layer's token mixer (attention, mamba, deltanet, attention+mamba side by side, or "
@@ -605,6 +621,8 @@ class ModelArchitecture(Spec):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
         if any(m.removeprefix(KV_SHARED) == "global attention" for m in self.mixers) and self.global_attention is None:
             raise ValueError("global attention layers need global_attention")
+        if any(m.removeprefix(KV_SHARED) == NOPE for m in self.mixers) and self.mla is None:
+            raise ValueError("nope attention layers need mla: their latent keeps no rotary part")
         g = self.global_attention
         if g is not None and self.heads % g.kv_heads:
             raise ValueError(f"heads ({self.heads}) must be a multiple of global_attention.kv_heads ({g.kv_heads})")
@@ -740,6 +758,8 @@ class ModelArchitecture(Spec):
         """What of a hybrid the per-op model does not time yet (ops.has_layer_ops), in words for its refusals."""
         if self.shared_block is not None:
             return "transformer blocks shared across layers"
+        if any(m.removeprefix(KV_SHARED) == NOPE for m in self.mixers):
+            return "latent attention layers without RoPE"
         if self.hyper_connected:
             return "compressed attention and hyper-connected residual streams"
         if self.altup is not None:
@@ -761,18 +781,36 @@ class ModelArchitecture(Spec):
 
     def attention_of(self, mixer: str) -> "ModelArchitecture":
         """The architecture a layer of `mixer` attends with: a "global attention" layer's own head_dim, KV heads
-        and K = V (global_attention), else this one."""
-        global_ = mixer.removeprefix(KV_SHARED) == "global attention"
-        return self._global_view if global_ and self.global_attention is not None else self
+        and K = V (global_attention); a "nope attention" layer's MLA without a rotary part (_nope_view); else this
+        one."""
+        own = mixer.removeprefix(KV_SHARED)
+        if own == NOPE and self.mla is not None:
+            return self._nope_view
+        return self._global_view if own == "global attention" and self.global_attention is not None else self
+
+    @cached_property
+    def _nope_view(self) -> "ModelArchitecture":
+        """An MLA layer without RoPE (Mistral Large 4's no_rope_layers, modeling_mistral_large4.py
+        MistralLarge4TextAttention, transformers 5.25.0): kv_a_proj_with_mqa makes the latent alone, and the rotary
+        slice of each query and key head is a non-rotary one (qk_nope_head_dim + qk_rope_head_dim), so kv_b_proj
+        is that much wider and the cache keeps the latent alone."""
+        m = self.mla
+        assert m is not None
+        nope = m.model_copy(update={"qk_nope_head_dim": m.qk_nope_head_dim + m.qk_rope_head_dim, "qk_rope_head_dim": 0})
+        return self._view({"mla": nope, "mixers": ()})
 
     @cached_property
     def _global_view(self) -> "ModelArchitecture":
         g = self.global_attention
         assert g is not None
-        view = self.model_copy(
-            update={"head_dim": g.head_dim, "kv_heads": g.kv_heads, "values_from_keys": g.values_from_keys,
-                    "attention_sinks": g.sinks, "mixers": (), "global_attention": None}
+        return self._view(
+            {"head_dim": g.head_dim, "kv_heads": g.kv_heads, "values_from_keys": g.values_from_keys,
+             "attention_sinks": g.sinks, "mixers": (), "global_attention": None}
         )  # fmt: skip
+
+    def _view(self, update: dict[str, Any]) -> "ModelArchitecture":
+        """A copy of this architecture with `update`, as one kind of its layers attends."""
+        view = self.model_copy(update=update)
         for name, attribute in vars(type(self)).items():  # a copy carries this spec's cached values: not the view's
             if isinstance(attribute, cached_property):
                 view.__dict__.pop(name, None)

@@ -140,11 +140,13 @@ def _attention(
             out.append(Tensor("q_a output", "qkv", e * q_rank, matmul=mm))
             out.append(Tensor("q norm output", "mla_up_proj", e * q_rank))
             mm += 1
-        out.append(Tensor("kv_a output", "qkv", e * (m.kv_lora_rank + m.qk_rope_head_dim), matmul=mm))
-        out.append(Tensor("kv norm output", "mla_up_proj", e * m.kv_lora_rank))
-        out.append(Tensor("Q", "mla_up_proj", e * a.heads * d_qk, matmul=mm + 1 if q_rank else 0))
-        out.append(Tensor("K, V", "mla_up_proj", e * a.heads * (d_qk + d_v), matmul=mm + (2 if q_rank else 1)))
-        mm += 3 if q_rank else 2
+        if computes_kv:  # a kv-shared layer expands the earlier layer's latent (Mistral Large 4's)
+            out.append(Tensor("kv_a output", "qkv", e * (m.kv_lora_rank + m.qk_rope_head_dim), matmul=mm))
+            out.append(Tensor("kv norm output", "mla_up_proj", e * m.kv_lora_rank))
+        kv_a = 1 if computes_kv else 0
+        out.append(Tensor("Q", "mla_up_proj", e * a.heads * d_qk, matmul=mm + kv_a if q_rank else 0))
+        out.append(Tensor("K, V", "mla_up_proj", e * a.heads * (d_qk + d_v), matmul=mm + kv_a + (1 if q_rank else 0)))
+        mm += kv_a + (2 if q_rank else 1)
         if a.indexer is not None:  # DeepSeek-V3.2's indexer: its queries, key and head weights
             i = a.indexer
             out.append(Tensor("indexer q, k, weights", "core_attn", e * (i.heads * i.head_dim + i.head_dim + i.heads)))
@@ -689,10 +691,10 @@ def _kv_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int, 
     for mixer, local, count in a.attention_kinds:
         if not shared and not a.computes_kv(mixer):  # it holds no cache: it reads an earlier layer's
             continue
-        if a.mla is not None:
-            per_token = a.mla.kv_lora_rank + a.mla.qk_rope_head_dim
+        view = a.attention_of(mixer)
+        if view.mla is not None:  # the latent, and its rotary part where the layer has one
+            per_token = view.mla.kv_lora_rank + view.mla.qk_rope_head_dim
         else:
-            view = a.attention_of(mixer)
             per_token = view.n_kv_heads * (view.d_head + view.d_value)
         kv += count * per_token * dtype_bytes * cached_keys(seq_len, local) * batch
     if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache); M3's

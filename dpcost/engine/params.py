@@ -213,6 +213,14 @@ def _norm(a: ModelArchitecture) -> float:
     return a.norm_weights * a.hidden
 
 
+def rope_scale_parameters(a: ModelArchitecture) -> float:
+    """Mistral Large 4's learned scale of the rotary frequencies (MistralLarge4TextRotaryEmbedding.alpha, one number
+    per frequency of the rotary head_dim, qk_rope_head_dim: transformers 5.25.0), held once."""
+    if not a.rope_alpha:
+        return 0.0
+    return float((a.mla.qk_rope_head_dim if a.mla is not None else a.d_head) // 2)
+
+
 def outside_norm_parameters(a: ModelArchitecture) -> float:
     """The hidden-sized norms outside the layers: the final norm (none in GPT-1) and BLOOM's after the embedding."""
     return _norm(a) * (int(a.final_norm) + int(a.embedding_norm))
@@ -222,6 +230,10 @@ def kv_projection_parameters(a: ModelArchitecture) -> float:
     """The key and value projections of one attention sub-layer, their biases and the key norm: what a kv-shared
     layer does not hold (modeling_gemma4.py Gemma4TextAttention, transformers 5.25.0: no k_proj, v_proj or k_norm
     where is_kv_shared_layer; v_norm has no weight)."""
+    if a.mla is not None:  # MLA's kv_a_proj_with_mqa and kv_a_layernorm (Mistral Large 4's kv-shared layers); the
+        m = a.mla  # shared latent is still expanded by the layer's own kv_b_proj
+        latent = m.kv_lora_rank + m.qk_rope_head_dim
+        return float(a.hidden * latent + m.kv_lora_rank + (latent if a.qkv_bias else 0))
     h, kv_out = a.hidden, a.n_kv_heads * a.d_head
     v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value
     norm = {"head": a.d_head, "full": kv_out}.get(a.qk_norm, 0) * a.qk_norm_weights
@@ -257,6 +269,7 @@ def _attention_params(a: ModelArchitecture) -> float:
     params, _ = _attention(a)
     gate = (a.hidden + a.attention_gate_bias) * a.heads * a.d_head if a.attention_gate else 0
     gate += a.heads if a.attention_gate_head_bias else 0
+    gate += 2 * a.heads if a.softmax_scaling else 0  # Mistral Large 4's softmax_scaling: a scale and a bias per head
     return params + gate + (a.hidden * a.heads if a.head_gate else 0) + indexer_parameters(a)
 
 
@@ -268,6 +281,10 @@ def indexer_parameters(a: ModelArchitecture) -> float:
     i = a.indexer
     if i is not None and i.form == "block":  # MiniMax M3 (modeling_minimax_m3_vl.py MiniMaxM3VLIndexer, 5.24.0)
         return float(a.hidden * i.heads * i.head_dim + a.hidden * i.head_dim + 2 * i.head_dim)
+    if i is not None and i.form == "hidden":  # Mistral Large 4 (MistralLarge4TextIndexer, 5.25.0): wq_b from the
+        # hidden state, wk, k_norm and weights_proj as DeepSeek's, q_input_norm (a LayerNorm) and softmax_scaling
+        h = a.hidden
+        return float(h * i.heads * i.head_dim + h * i.head_dim + 2 * i.head_dim + h * i.heads + 2 * h + 2 * i.heads)
     if i is None or a.mla is None or a.mla.q_lora_rank is None:
         return 0.0
     return float(a.mla.q_lora_rank * i.heads * i.head_dim + a.hidden * i.head_dim + 2 * i.head_dim + a.hidden * i.heads)
@@ -593,7 +610,8 @@ def block_matrices(
         m = a.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         q = [h * a.heads * qk] if m.q_lora_rank is None else [h * m.q_lora_rank, m.q_lora_rank * a.heads * qk]
-        kv = [h * (m.kv_lora_rank + m.qk_rope_head_dim), m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim)]
+        kv_a = [h * (m.kv_lora_rank + m.qk_rope_head_dim)] if a.computes_kv(mixer) else []  # none where kv-shared
+        kv = [*kv_a, m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim)]
         attention = [*q, *kv, a.heads * m.v_head_dim * h]
     else:
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
@@ -682,7 +700,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         per_layer_embedding = float(per_layer.vocab * a.layers * per_layer.width)
         per_layer_projection = float(h * a.layers * per_layer.width + a.norm_weights * per_layer.width)
     outside = embedding + lm_head + positions + final_norm + per_layer_embedding + per_layer_projection
-    outside += altup_projection_parameters(a)
+    outside += altup_projection_parameters(a) + rope_scale_parameters(a)
     total = sum(b.params for b in blocks) + outside
     active = sum(b.active for b in blocks) + outside
 
@@ -763,6 +781,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
             components.append(("MoE output norms", _norm(a) * moe_layers))
         if vision:
             components.append(("vision experts and their routers", vision))
+    if a.rope_alpha:
+        components.append(("rotary frequency scale", rope_scale_parameters(a)))
     if positions:
         components.append(("position table", positions))
     if lm_head:

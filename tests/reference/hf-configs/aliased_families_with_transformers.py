@@ -8,7 +8,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
-        zamba2 zamba xlstm > resolved/transformers-5.25.json
+        zamba2 zamba xlstm mistral_large4 > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
@@ -17,7 +17,7 @@ HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemm
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
-JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, with transformers 5.25.0).
+JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's text model, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -477,6 +477,19 @@ CASES: dict[str, list[dict[str, object]]] = {
     "xlstm": [{}, {"hidden_size": 768, "num_hidden_layers": 3, "num_heads": 4, "use_bias": True, "qk_dim_factor": 0.25,
                    "v_dim_factor": 0.75, "ffn_proj_factor": 1.3, "ffn_round_up_to_multiple_of": 32,
                    "weight_mode": "fused", "tie_word_embeddings": True, "vocab_size": 1000}],
+    # Mistral Large 4's text model: DeepSeek-V3.2's MLA without a query latent, every fourth layer without RoPE, an
+    # indexer from the hidden state; its defaults (Mistral-Large-4-1T-A52B's shapes), and a small one with shared
+    # latents, listed NoPE and indexer layers, dense layers by mlp_layer_types and biases
+    "mistral_large4": [{}, {"text_config": {"hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
+                                            "num_key_value_heads": 8, "intermediate_size": 1024,
+                                            "moe_intermediate_size": 256, "n_routed_experts": 8, "vocab_size": 1000,
+                                            "kv_lora_rank": 64, "index_n_heads": 4, "index_head_dim": 32,
+                                            "no_rope_layers": [1, 1, 0, 0, 1, 1],
+                                            "kv_source_layers": [0, 0, 2, 2, 4, 4],
+                                            "indexer_types": ["full", "shared", "full", "full", "shared", "full"],
+                                            "mlp_layer_types": ["dense", "dense", "sparse", "sparse", "sparse",
+                                                                "sparse"],
+                                            "attention_bias": True}}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
