@@ -110,6 +110,14 @@ def _int(k: Keys, key: str, defaults: dict[str, int], field: str = "") -> int:
     return int(k.integer(key, default=defaults[key], field=field))
 
 
+def _count(k: Keys, key: str, defaults: dict[str, int], field: str = "") -> int:
+    """A whole number of at least 1 (a count the reader divides by or cycles through)."""
+    value = _int(k, key, defaults, field)
+    if value < 1:
+        raise InputError(k.where, f"{k._key(key)}: a whole number from 1, got {value}")
+    return value
+
+
 def _only_mixers(layers: int, mixer: str) -> dict[str, Any]:
     """A pure state-space model: every layer one norm and one mixer, no MLP, no attention (the heads fields are
     placeholders no formula reads: attention_layers is 0)."""
@@ -911,15 +919,23 @@ def _shared_block_layers(k: Keys, default: list[str], count: int) -> tuple[Any, 
     return tuple("mamba" if i not in hybrid else SHARED_BLOCK if i in holders else REUSED_BLOCK for i in range(given))
 
 
-def _shared_block_attention(k: Keys, hidden: int, heads: int, head_dim: int, ffn: int | None) -> dict[str, Any]:
+def _shared_block_attention(k: Keys, hidden: int, heads: int, kv_default: int, ffn: int) -> dict[str, Any]:
     """The fields of Zamba's and Zamba2's shared block's attention and MLP (SharedBlockSpec), and the layers' shape:
-    a norm per Mamba layer, no dense MLP of their own; the MLP gated, gelu unless hidden_act says silu; tied."""
-    kv_heads = k.integer("num_key_value_heads", default=heads, field="kv_heads")
+    heads of attention_head_dim (head_dim), else 2 hidden / heads; a norm per Mamba layer, no dense MLP of their
+    own; the MLP gated, gelu unless hidden_act says silu; tied. The block reads the hidden state and the embedding
+    concatenated, so an attention_hidden_size other than 2 hidden (which both classes take from the file) is
+    refused: such a block cannot run."""
+    width = k.integer("attention_hidden_size", default=None)
+    if width is not None and width != 2 * hidden:
+        said = f"{k._key('attention_hidden_size')} ({width}) must be 2 x hidden_size ({2 * hidden})"
+        raise InputError(k.where, f"{said}: the shared block reads the hidden state and the embedding side by side")
+    kv_heads = k.integer("num_key_value_heads", default=kv_default, field="kv_heads")
+    head_dim = k.integer("attention_head_dim", "head_dim", default=None, field="head_dim")
     return {
         "heads": heads,
-        "kv_heads": heads if kv_heads is None else kv_heads,
-        "head_dim": head_dim,
-        "ffn": 4 * hidden if ffn is None else ffn,
+        "kv_heads": kv_default if kv_heads is None else kv_heads,
+        "head_dim": 2 * hidden // heads if head_dim is None else head_dim,
+        "ffn": ffn,
         "mlp": "swiglu" if k.text("hidden_act", "gelu") in ("silu", "swish") else "geglu",
         "layer_norms": 1,
         "tied_embeddings": k.flag("tie_word_embeddings", True),
@@ -930,29 +946,27 @@ def _zamba2(k: Keys) -> dict[str, Any]:
     """Zamba2ForCausalLM (modeling_zamba2.py, transformers 5.25.0; arXiv 2411.15242): a Mamba-2 layer in every layer
     (an RMSNorm, the mixer of mamba_expand x hidden in n_mamba_heads heads; its convolution always biased, its
     projections by add_bias_linear); before the mixer of each hybrid layer (_shared_block_layers) a shared
-    transformer block (SharedBlockSpec: num_mem_blocks of them, taken in turn; heads of 2 hidden /
-    num_attention_heads, whatever the file says), its output through the layer's own linear layer; the MLP of
-    intermediate_size (4 x hidden by default)."""
+    transformer block (SharedBlockSpec: num_mem_blocks of them, taken in turn; _shared_block_attention), its output
+    through the layer's own linear layer; the MLP of intermediate_size (4 x hidden where it is 0 or absent)."""
     d = _ZAMBA2
-    count = _int(k, "num_mem_blocks", d, "shared_block.count")
+    count = _count(k, "num_mem_blocks", d, "shared_block.count")
     mixers = _shared_block_layers(k, _ZAMBA2_TYPES, count)
     hidden = _int(k, "hidden_size", d, "hidden")
-    heads = _int(k, "num_attention_heads", d, "heads")
+    heads = _count(k, "num_attention_heads", d, "heads")
     inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
-    mamba_heads = _int(k, "n_mamba_heads", d, "ssm.heads")
-    if 2 * hidden % heads or inner % mamba_heads:
-        said = f"{k._key('num_attention_heads')} ({heads}) must divide 2 x hidden_size and {k._key('n_mamba_heads')}"
-        raise InputError(k.where, f"{said} ({mamba_heads}) mamba_expand x hidden_size ({inner}), as Zamba2Config does")
+    mamba_heads = _count(k, "n_mamba_heads", d, "ssm.heads")
+    if inner % mamba_heads:
+        said = f"{k._key('n_mamba_heads')} ({mamba_heads}) must divide mamba_expand x hidden_size ({inner})"
+        raise InputError(k.where, f"{said}: Zamba2MambaMixer's heads split its channels")
     bias = k.flag("add_bias_linear", False)
+    ffn = k.integer("intermediate_size", default=None, field="ffn")
     return {
         "hidden": hidden,
         "layers": len(mixers),
         "vocab": _int(k, "vocab_size", d, "vocab"),
         "mixers": mixers,
         "mlp_free_layers": tuple(range(len(mixers))),
-        **_shared_block_attention(
-            k, hidden, heads, 2 * hidden // heads, k.integer("intermediate_size", default=None, field="ffn")
-        ),
+        **_shared_block_attention(k, hidden, heads, heads, ffn or 4 * hidden),  # Zamba2Config: ffn or 4 x hidden
         "linear_bias": bias,
         "ssm": {
             "version": 2,
@@ -975,8 +989,8 @@ def _zamba2(k: Keys) -> dict[str, Any]:
 
 # ZambaConfig's defaults (configuration_zamba.py, transformers 5.25.0: Zamba-7B-v1's shapes)
 _ZAMBA = {"vocab_size": 32000, "hidden_size": 3712, "intermediate_size": 14848, "num_hidden_layers": 76,
-          "num_attention_heads": 16, "n_mamba_heads": 2, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
-          "attn_layer_period": 6, "attn_layer_offset": 4}  # fmt: skip
+          "num_attention_heads": 16, "num_key_value_heads": 16, "n_mamba_heads": 2, "mamba_d_state": 16,
+          "mamba_d_conv": 4, "mamba_expand": 2, "attn_layer_period": 6, "attn_layer_offset": 4}  # fmt: skip
 
 
 def _zamba(k: Keys) -> dict[str, Any]:
@@ -989,13 +1003,13 @@ def _zamba(k: Keys) -> dict[str, Any]:
     without biases."""
     d = _ZAMBA
     layers = _int(k, "num_hidden_layers", d, "layers")
-    period, offset = _int(k, "attn_layer_period", d), _int(k, "attn_layer_offset", d)
+    period, offset = _count(k, "attn_layer_period", d), _int(k, "attn_layer_offset", d)
     rest = ["hybrid" if i % period == offset else "mamba" for i in range(max(0, layers - 3))]
     mixers = _shared_block_layers(k, ["mamba", "mamba", "hybrid", *rest][:layers], 1)
     hidden = _int(k, "hidden_size", d, "hidden")
-    heads = _int(k, "num_attention_heads", d, "heads")
+    heads = _count(k, "num_attention_heads", d, "heads")
     inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
-    mamba_heads = _int(k, "n_mamba_heads", d)
+    mamba_heads = _count(k, "n_mamba_heads", d)
     if inner % mamba_heads:
         said = f"{k._key('n_mamba_heads')} ({mamba_heads}) must divide mamba_expand x hidden_size ({inner})"
         raise InputError(k.where, f"{said}: ZambaMambaMixer splits its channels between the heads")
@@ -1003,7 +1017,6 @@ def _zamba(k: Keys) -> dict[str, Any]:
     rank = math.ceil(hidden / 16) if rank == "auto" else rank
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise InputError(k.where, f"{k._key('mamba_dt_rank')}: expected a whole number or 'auto', got {rank!r}"[:200])
-    head_dim = k.integer("attention_head_dim", "head_dim", default=None, field="head_dim")
     ffn = _int(k, "intermediate_size", d, "ffn")
     return {
         "hidden": hidden,
@@ -1011,7 +1024,7 @@ def _zamba(k: Keys) -> dict[str, Any]:
         "vocab": _int(k, "vocab_size", d, "vocab"),
         "mixers": mixers,
         "mlp_free_layers": tuple(range(len(mixers))),
-        **_shared_block_attention(k, hidden, heads, head_dim or 2 * hidden // heads, ffn),
+        **_shared_block_attention(k, hidden, heads, _ZAMBA["num_key_value_heads"], ffn),
         "ssm": {
             "version": 1,
             "inner": inner,
@@ -1038,17 +1051,23 @@ def _xlstm(k: Keys) -> dict[str, Any]:
     head of its own."""
     d = _XLSTM
     hidden = _int(k, "hidden_size", d, "hidden")
+    embedding = k.integer("embedding_dim", default=None)
+    if embedding is not None and embedding != hidden:  # xLSTMModel sizes its embedding by it, its blocks by hidden
+        said = f"{k._key('embedding_dim')} ({embedding}) must be hidden_size ({hidden})"
+        raise InputError(k.where, f"{said}: the embedding feeds blocks of hidden_size")
     layers = k.integer("num_blocks", "num_hidden_layers", default=d["num_hidden_layers"], field="layers")
     qk = int(hidden * k.positive("qk_dim_factor", 0.5))
     v = int(hidden * k.positive("v_dim_factor", 1.0))
-    multiple = _int(k, "ffn_round_up_to_multiple_of", d)
+    multiple = _count(k, "ffn_round_up_to_multiple_of", d)
     # round_up_to_next_multiple_of (configuration_xlstm.py) on the float product, as xLSTMFeedForward calls it
     ffn = int((hidden * k.positive("ffn_proj_factor", 2.667) + multiple - 1) // multiple * multiple)
     bias = k.flag("use_bias", False)
     if k.text("weight_mode", "single") not in ("single", "fused"):
         raise InputError(k.where, f"{k._key('weight_mode')}: single or fused, got {k.cfg.get('weight_mode')!r}")
-    if qk < 1 or v < 1:
-        raise InputError(k.where, f"{k._key('qk_dim_factor')} and {k._key('v_dim_factor')}: at least 1 / hidden_size")
+    heads = _count(k, "num_heads", d, "mlstm.heads")
+    if qk < 1 or v < 1 or qk % heads or v % heads:  # xLSTMLayer reshapes q, k and v into num_heads heads
+        said = f"int({k._key('qk_dim_factor')} x hidden_size) ({qk}) and int({k._key('v_dim_factor')} x hidden_size)"
+        raise InputError(k.where, f"{said} ({v}): whole multiples of {k._key('num_heads')} ({heads})")
     return {
         "hidden": hidden,
         "layers": layers,
@@ -1060,7 +1079,7 @@ def _xlstm(k: Keys) -> dict[str, Any]:
         "mlp": "swiglu",
         "linear_bias": bias,
         "mlstm": {
-            "heads": _int(k, "num_heads", d, "mlstm.heads"),
+            "heads": heads,
             "qk_dim": qk,
             "v_dim": v,
             "chunk": _int(k, "chunk_size", d, "mlstm.chunk"),

@@ -23,8 +23,11 @@ SAVED = json.loads((RESOLVED / "xlstm-saved.json").read_text())["layers"]
 
 
 def _arch(tmp_path: Path, **changes: object) -> ModelArchitecture:
+    """The default case with `changes`; without embedding_dim, which xLSTMConfig sets to hidden_size and to_dict
+    writes, where a change sets the width."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**DEFAULT, **changes}))
+    base = {k: v for k, v in DEFAULT.items() if k != "embedding_dim" or "hidden_size" not in changes}
+    path.write_text(json.dumps({**base, **changes}))
     a = load_model(str(path)).architecture
     assert a is not None
     return a
@@ -58,11 +61,21 @@ def test_what_the_layer_keeps_is_what_autograd_saves(tmp_path: Path, shape: dict
     assert kept + 2 * shape["hidden_size"] == pytest.approx(shape["saved_bytes_per_token"], rel=0.005)
 
 
-def test_an_unknown_weight_mode_is_refused_by_its_key(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"weight_mode": "split"}, "weight_mode: single or fused"),
+        ({"ffn_round_up_to_multiple_of": 0}, "ffn_round_up_to_multiple_of: a whole number from 1, got 0"),
+        # xLSTMModel sizes the embedding by embedding_dim and the blocks by hidden_size
+        ({"embedding_dim": 2048}, "embedding_dim (2048) must be hidden_size (4096)"),
+        ({"qk_dim_factor": 0.3}, "int(qk_dim_factor x hidden_size) (1228)"),
+    ],
+)
+def test_what_it_cannot_build_is_refused_by_key(tmp_path: Path, changes: dict, said: str) -> None:  # type: ignore[type-arg]
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**DEFAULT, "weight_mode": "split"}))
+    path.write_text(json.dumps({**DEFAULT, **changes}))
     code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
-    assert code == 2 and "weight_mode: single or fused" in err and len(err.strip().splitlines()) == 1, err
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.parametrize("flag", [("--tp", "2"), ("--compute-model", "ops")])

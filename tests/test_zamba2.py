@@ -23,9 +23,14 @@ DEFAULT = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] 
 HYBRID = [6, 12, 18, 24, 30, 36, 42, 47, 51]  # Zamba2Config's default layers_block_type
 
 
+# What Zamba2Config.__post_init__ derives from the shapes, which to_dict writes and a file's value overrides: left out
+# where a test changes the shapes
+DERIVED = ("attention_hidden_size", "attention_head_dim", "head_dim", "kv_channels", "mamba_headdim")
+
+
 def _spec(tmp_path: Path, **changes: object) -> ModelSpec:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**DEFAULT, **changes}))
+    path.write_text(json.dumps({**{k: v for k, v in DEFAULT.items() if k not in DERIVED}, **changes}))
     return load_model(str(path))
 
 
@@ -82,7 +87,10 @@ def test_what_a_run_of_the_block_keeps_is_what_autograd_saves(tmp_path: Path, ad
     [
         ({"num_hidden_layers": 53}, "num_hidden_layers (53) must be the length of layers_block_type (54)"),
         ({"layers_block_type": ["mamba", "attention"], "num_hidden_layers": 2}, "a list of mamba, linear_attention"),
-        ({"num_attention_heads": 3}, "num_attention_heads (3) must divide 2 x hidden_size"),
+        ({"num_mem_blocks": 0}, "num_mem_blocks: a whole number from 1, got 0"),
+        ({"n_mamba_heads": 0}, "n_mamba_heads: a whole number from 1, got 0"),
+        # both classes take it from the file, but the block reads the hidden state and the embedding side by side
+        ({"attention_hidden_size": 2048}, "attention_hidden_size (2048) must be 2 x hidden_size (5120)"),
         # said by the attention's own key, though n_mamba_heads is read as ssm.heads (hf_config.in_users_words)
         ({"num_attention_heads": 8}, "num_attention_heads (8) must be a multiple of num_key_value_heads (32)"),
     ],
@@ -121,3 +129,13 @@ def test_zamba_s_default_layers_are_two_mamba_then_a_hybrid_one_every_sixth(tmp_
     hybrid = [i for i in range(a.layers) if "attention" in a.mixer(i)]
     assert hybrid == [2, *range(7, 76, 6)]
     assert [a.mixer(i) for i in hybrid] == [SHARED_BLOCK] + [REUSED_BLOCK] * (len(hybrid) - 1)
+
+
+def test_zamba_s_class_gives_16_key_value_heads_whatever_the_heads(tmp_path: Path) -> None:
+    """ZambaConfig.num_key_value_heads defaults to 16 (configuration_zamba.py), not to num_attention_heads: 32 heads
+    make a grouped-query block (one of the harness's cases)."""
+    zamba = [c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "zamba"][-1]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in zamba.items() if k != "num_key_value_heads"}))
+    a = load_model(str(path)).architecture
+    assert a is not None and (a.heads, a.kv_heads) == (32, 16)

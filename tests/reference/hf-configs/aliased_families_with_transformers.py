@@ -456,7 +456,8 @@ CASES: dict[str, list[dict[str, object]]] = {
               "vocab_size": 1000, "tie_word_embeddings": True}],
     # Zamba2: a Mamba-2 layer in every layer and, in the hybrid ones, a shared transformer block (num_mem_blocks of
     # them, in turn) with each layer's own adapters and linear layer; its defaults (Zamba2-2.7B's shapes, one block),
-    # two blocks with attention adapters, GQA, biases and another pattern, and more blocks than hybrid layers. Tied
+    # two blocks with attention adapters, GQA, biases and another pattern, more blocks than hybrid layers, and heads
+    # of the file's attention_head_dim with intermediate_size 0 (4 x hidden, as Zamba2Config reads it). Tied
     # throughout: transformers 5.25.0 ties the layers' shared blocks by _tied_weights_keys only where it ties the
     # embedding, so with tie_word_embeddings false it builds a copy of the block in every hybrid layer
     "zamba2": [{}, {"hidden_size": 1024, "num_mem_blocks": 2, "use_shared_attention_adapter": True,
@@ -464,14 +465,18 @@ CASES: dict[str, list[dict[str, object]]] = {
                     "n_mamba_heads": 16, "mamba_ngroups": 2, "vocab_size": 1000, "num_hidden_layers": 7,
                     "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"]},
                {"hidden_size": 512, "num_mem_blocks": 3, "num_attention_heads": 8, "vocab_size": 1000,
-                "num_hidden_layers": 3, "layers_block_type": ["hybrid", "mamba", "hybrid"]}],
+                "num_hidden_layers": 3, "layers_block_type": ["hybrid", "mamba", "hybrid"]},
+               {"hidden_size": 256, "num_attention_heads": 8, "attention_head_dim": 32, "adapter_rank": 16,
+                "vocab_size": 1000, "num_hidden_layers": 6, "intermediate_size": 0,
+                "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "mamba", "hybrid"]}],
     # Zamba: a Mamba-1 layer in every layer and one shared transformer block in the hybrid ones, no adapters; its
-    # defaults (Zamba-7B-v1's shapes), and another pattern by attn_layer_period and attn_layer_offset, GQA, a head_dim
-    # of its own, four Mamba heads and biases switched
+    # defaults (Zamba-7B-v1's shapes), another pattern by attn_layer_period and attn_layer_offset, GQA, a head_dim
+    # of its own, four Mamba heads and biases switched, and 32 heads over the class's 16 KV heads
     "zamba": [{}, {"hidden_size": 512, "num_hidden_layers": 9, "num_attention_heads": 8, "num_key_value_heads": 4,
                    "attention_head_dim": 96, "intermediate_size": 1500, "n_mamba_heads": 4, "mamba_dt_rank": 20,
                    "mamba_conv_bias": False, "mamba_proj_bias": True, "attn_layer_period": 3, "attn_layer_offset": 1,
-                   "vocab_size": 1000}],
+                   "vocab_size": 1000},
+              {"hidden_size": 256, "num_hidden_layers": 9, "num_attention_heads": 32, "vocab_size": 1000}],
     # xLSTM: an mLSTM layer and a SwiGLU MLP in every block; its defaults (xLSTM-7B's shapes), and another width
     # with biases, other factors, the fused weights and a tied head
     "xlstm": [{}, {"hidden_size": 768, "num_hidden_layers": 3, "num_heads": 4, "use_bias": True, "qk_dim_factor": 0.25,
