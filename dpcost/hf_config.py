@@ -628,6 +628,8 @@ _ARCHITECTURES = {
     "Qwen2VLForConditionalGeneration": "qwen2_vl",
     "Mistral3ForConditionalGeneration": "mistral3",
     "MistralLarge4ForConditionalGeneration": "mistral_large4",
+    "MuseSparkForConditionalGeneration": "muse_spark",
+    "MuseGlimmerForConditionalGeneration": "muse_glimmer",
     "Qwen3VLForConditionalGeneration": "qwen3_vl",
     "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
     "Glm4vForConditionalGeneration": "glm4v",
@@ -783,6 +785,8 @@ _NESTED = {
     "ernie4_5_vl_moe": "ernie4_5_vl_moe_text",
     "kosmos-2": "kosmos_2_text_model",
     "mistral_large4": "mistral_large4_text",
+    "muse_spark": "muse_spark_text",
+    "muse_glimmer": "muse_glimmer_text",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
@@ -798,7 +802,8 @@ _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_m
 # PreTrainedModel.get_expanded_tied_weights_keys reads the model's own config)
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
                  "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False,
-                 "cohere_compass": False, "ernie4_5_vl_moe": True, "mistral_large4": False}  # fmt: skip
+                 "cohere_compass": False, "ernie4_5_vl_moe": True, "mistral_large4": False,
+                 "muse_glimmer": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -838,7 +843,7 @@ SUPPORTED_MODEL_TYPES = tuple(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
-         "jetmoe",
+         "jetmoe", "muse_spark_text", "muse_glimmer_text",
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2747,6 +2752,15 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
     elif family == "gemma3n_text":
         size = k.integer("sliding_window", default=512, field="local_attention.size")
         local = [i for i, t in enumerate(_gemma3n_layer_types(k, layers)) if t == "sliding_attention"]
+    elif family in ("muse_spark_text", "muse_glimmer_text"):  # full attention every fourth layer from the last
+        size = k.integer("sliding_window", default=2048, field="local_attention.size")
+        types = k.get("layer_types", default=None)
+        if types is None:
+            types = ["full_attention" if (layers - 1 - i) % 4 == 0 else "sliding_attention" for i in range(layers)]
+        listed = per_layer(k, "layer_types", layers, {"full_attention", "sliding_attention"}, types) or []
+        if size is None or "sliding_attention" not in listed:
+            return None
+        local = [i for i, t in enumerate(listed) if t == "sliding_attention"]
     elif family in ("gemma4_text", "gemma4_unified_text", "mimo_v2_flash"):
         default = {"gemma4_text": 512, "gemma4_unified_text": 1024}.get(family, 129)
         size = k.integer("sliding_window", default=default, field="local_attention.size")
@@ -2792,6 +2806,65 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 
 
 # The readers of a single family each, by model_type
+# MuseSparkTextConfig's defaults (configuration_muse_spark.py, transformers 5.25.0: Muse-Spark-Open-816B-A42B's shapes)
+_MUSE_SPARK = {"vocab_size": 202048, "hidden_size": 8192, "intermediate_size": 16384, "num_hidden_layers": 62,
+               "num_attention_heads": 128, "num_key_value_heads": 16, "head_dim": 64, "moe_intermediate_size": 4096,
+               "num_local_experts": 256, "num_experts_per_tok": 8, "moe_hidden_size": 4096}  # fmt: skip
+# MuseGlimmerTextConfig's defaults (configuration_muse_glimmer.py, 5.25.0: Muse-Glimmer-30B's shapes)
+_MUSE_GLIMMER = {"vocab_size": 202048, "hidden_size": 6656, "intermediate_size": 19968, "num_hidden_layers": 52,
+                 "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128}  # fmt: skip
+
+
+def _muse(k: Keys) -> dict[str, Any]:
+    """Meta's Muse text models (modeling_muse_spark.py, modeling_muse_glimmer.py, transformers 5.25.0): attention of
+    head_dim heads with q, k, v and o biased by attention_bias, an output gate of its own projection (gate_proj,
+    hidden -> heads x head_dim, as Qwen3-Next's gate: attention_gate) and weightless q/k and output norms; four norms a
+    layer; sliding windows by layer_types (_local_attention). Muse Glimmer (muse_glimmer_text): a SwiGLU MLP of
+    intermediate_size in every layer, tied by its wrapper's tie_word_embeddings. Muse Spark (muse_spark_text): the
+    post-attention norm without a weight and two residual gates a layer; an MoE in the layers mlp_layer_types calls
+    sparse (all by default), its num_local_experts experts working in moe_hidden_size (pre_expert_proj and
+    post_expert_proj, with a norm of that width before them and one after: LatentMoE, latent_norms 2) under a
+    router over the hidden state with a correction bias per expert, else the SwiGLU MLP; an output head of its own
+    (MuseSparkForConditionalGeneration ties nothing)."""
+    spark = k.family == "muse_spark_text"
+    d = _MUSE_SPARK if spark else _MUSE_GLIMMER
+
+    def integer(key: str, field: str = "") -> Any:
+        return k.integer(key, default=d[key], field=field)
+
+    layers = integer("num_hidden_layers", "layers")
+    bias = k.flag("attention_bias", False)
+    arch: dict[str, Any] = {
+        "hidden": integer("hidden_size", "hidden"),
+        "layers": layers,
+        "heads": integer("num_attention_heads", "heads"),
+        "kv_heads": integer("num_key_value_heads", "kv_heads"),
+        "head_dim": integer("head_dim", "head_dim"),
+        "ffn": integer("intermediate_size", "ffn"),
+        "vocab": integer("vocab_size", "vocab"),
+        "tied_embeddings": not spark and k.flag("tie_word_embeddings", False),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "attention_gate": True,
+        "layer_norms": 4,
+    }
+    if not spark:
+        return arch
+    arch.update(weightless_norms=1, residual_gates=2)
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) or ["sparse"] * layers
+    if "sparse" in kinds:
+        arch["moe"] = {
+            "experts": integer("num_local_experts", "moe.experts"),
+            "active": integer("num_experts_per_tok", "moe.active"),
+            "ffn": integer("moe_intermediate_size", "moe.ffn"),
+            "latent": integer("moe_hidden_size", "moe.latent"),
+            "latent_norms": 2,
+            "router_bias": True,  # MuseSparkTopkRouter's e_score_correction_bias, a buffer the checkpoint holds
+            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense"),
+        }
+    return arch
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -2856,6 +2929,8 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "nemotron-nas": _nemotron_nas,
     "minicpm5_moe": _minicpm5_moe,
     "mllama_text_model": _mllama_text,
+    "muse_spark_text": _muse,
+    "muse_glimmer_text": _muse,
 }
 
 

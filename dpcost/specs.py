@@ -112,6 +112,12 @@ class MoESpec(Spec):
         "projection before them, latent -> hidden after)",
         exclude_if=lambda v: v is None,
     )
+    latent_norms: NonNegativeInt = Field(
+        0,
+        description="norms of the latent width in each MoE layer (Muse Spark's pre_expert_norm and the experts' "
+        "post_expert_norm: 2)",
+        exclude_if=lambda v: not v,
+    )
 
     @model_validator(mode="after")
     def _active_le_experts(self) -> "MoESpec":
@@ -499,6 +505,17 @@ class ModelArchitecture(Spec):
     head_gate: bool = Field(
         False,
         description="a sigmoid gate per attention head on its output, projected hidden -> heads (LFM3's g_proj)",
+        exclude_if=lambda v: not v,
+    )
+    weightless_norms: NonNegativeInt = Field(
+        0,
+        description="of a layer's layer_norms, those that hold no weight (Muse Spark's post-attention norm)",
+        exclude_if=lambda v: not v,
+    )
+    residual_gates: NonNegativeInt = Field(
+        0,
+        description="learned hidden-wide gates mixing each sub-layer's output into the residual, per layer (Muse "
+        "Spark's post_attention_residual_gate and post_feedforward_residual_gate: 2)",
         exclude_if=lambda v: not v,
     )
     softmax_scaling: bool = Field(

@@ -418,6 +418,8 @@ def _attention_half(
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
         v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value  # Gemma 4's attention_k_eq_v: no v_proj
         ops.append(_gemm("query, key, value", "qkv", t, h, q_out + kv_out + v_out, gemm_bytes, tp_split="n"))
+        if a.attention_gate:  # an output gate per query channel (Muse's gate_proj, MiniCPM5-MoE's q_gate_proj)
+            ops.append(_gemm("output gate", "qkv", t, h, q_out, gemm_bytes, tp_split="n"))
         d_qk, d_v = a.d_head, a.d_value
         rotary_width = 0 if a.learned_positions else q_out + kv_out
         out_in = a.heads * d_v
@@ -455,6 +457,9 @@ def _attention_half(
         )
         if a.dropout > 0:
             ops.append(_memory("attention dropout", "core_attn", 5.0 * scores, 1, 1.0))
+    if a.attention_gate and a.mla is None:  # sigmoid(gate) x context, as a gated activation's product
+        gate_b, gate_k = _GATED_ACT[kernels]
+        ops.append(_memory("output gating", "core_attn", gate_b * out_in * t, gate_k))
     ops.append(_gemm("output projection", "attn_out", t, out_in, h, gemm_bytes, tp_split="k"))
     drop_b, drop_k = _DROPOUT[kernels]
     if a.dropout > 0:

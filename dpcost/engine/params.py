@@ -196,11 +196,13 @@ def _mlp(a: ModelArchitecture, width: int, io: int | None = None) -> float:
 
 def latent_projections(a: ModelArchitecture) -> float:
     """LatentMoE's two projections in one MoE layer, hidden -> latent before the routed experts and latent -> hidden
-    after, with biases by mlp_bias (transformers 5.24.0 modeling_nemotron_h.py NemotronHMoE fc1/fc2_latent_proj)."""
+    after, with biases by mlp_bias (transformers 5.24.0 modeling_nemotron_h.py NemotronHMoE fc1/fc2_latent_proj), and
+    the latent-wide norms around the experts (Muse Spark's, MoESpec.latent_norms)."""
     e = a.moe
     if e is None or e.latent is None:
         return 0.0
-    return 2 * a.hidden * e.latent + (e.latent + a.hidden if a.linear_bias else 0)
+    norms = e.latent_norms * a.norm_weights * e.latent
+    return 2 * a.hidden * e.latent + (e.latent + a.hidden if a.linear_bias else 0) + norms
 
 
 def routed_expert(a: ModelArchitecture) -> float:
@@ -514,7 +516,7 @@ def layer_norm_parameters(a: ModelArchitecture, mixer: str = "attention", mlp_ki
     if a.layer_norms < 2:
         return a.layer_norms * _norm(a)
     present = (mixer != "none") + (mlp_kind != "none")
-    return a.layer_norms * present // 2 * _norm(a)
+    return (a.layer_norms - a.weightless_norms) * present // 2 * _norm(a)
 
 
 def _block(
@@ -530,6 +532,7 @@ def _block(
     attn = mixer_parameters(a, mixer) + per_layer_input_parameters(a) + altup_layer_parameters(a) + routed_attention
     # with the norms: each sub-layer's input
     norms = layer_norm_parameters(a, mixer, mlp_kind) + 2 * hyper_connection_parameters(a)
+    norms += a.residual_gates * a.hidden  # Muse Spark's residual gates: a hidden-wide vector each
     if mlp_kind == "none":
         return BlockCount(attn + norms + idle_attention, attn + norms, moe=False)
     if not moe_layer or a.moe is None:
@@ -754,6 +757,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if a.mlp_norm:  # a norm over each dense MLP's intermediate (Kosmos-2, BitNet)
         layer_norms += sum(a.norm_weights * ffn for _, mlp, ffn in kinds if mlp == "dense")
     components.append(("norms", layer_norms + outside_norm_parameters(a)))
+    if a.residual_gates:
+        components.append(("residual gates", a.residual_gates * a.hidden * a.layers))
     if a.hyper_connected:
         streams = 2 * hyper_connection_parameters(a) * a.layers + hyper_head_parameters(a)
         components.append(("hyper-connections", streams))

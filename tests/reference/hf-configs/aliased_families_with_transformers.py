@@ -8,7 +8,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
-        zamba2 zamba xlstm mistral_large4 > resolved/transformers-5.25.json
+        zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
@@ -17,7 +17,8 @@ HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemm
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
-JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's text model, with transformers 5.25.0).
+JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's and Muse
+Glimmer's text models, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -495,6 +496,22 @@ CASES: dict[str, list[dict[str, object]]] = {
                                             "mlp_layer_types": ["dense", "dense", "sparse", "sparse", "sparse",
                                                                 "sparse"],
                                             "attention_bias": True}}],
+    # Muse Spark's text model: gated attention, four norms (one weightless) and two residual gates a layer, experts in
+    # a latent width with norms around them; its defaults (Muse-Spark-Open-816B-A42B's shapes), and a small one with
+    # dense layers listed, biases and its own windows
+    "muse_spark": [{}, {"text_config": {"hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+                                        "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 1024,
+                                        "moe_intermediate_size": 128, "num_local_experts": 8,
+                                        "num_experts_per_tok": 2, "moe_hidden_size": 256, "vocab_size": 1000,
+                                        "mlp_layer_types": ["dense", "sparse", "dense", "sparse"],
+                                        "attention_bias": True, "sliding_window": 128},
+                        "audio_config": {"out_hidden_size": 512}}],
+    # Muse Glimmer's text model: Muse Spark's attention and four norms over a SwiGLU MLP in every layer; its defaults
+    # (Muse-Glimmer-30B's shapes), and a small one with biases, its own windows, tied by its wrapper
+    "muse_glimmer": [{}, {"text_config": {"hidden_size": 512, "num_hidden_layers": 5, "num_attention_heads": 8,
+                                          "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 1024,
+                                          "vocab_size": 1000, "attention_bias": True, "sliding_window": 64},
+                          "tie_word_embeddings": True}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
