@@ -53,6 +53,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "solar_open": {"num_local_experts": "n_routed_experts"},
     "molmo2_text": {"qkv_bias": "attention_bias"},
     "minicpm5_moe": {"num_local_experts": "n_routed_experts"},
+    "mistral_large4_text": {"num_local_experts": "n_routed_experts"},
     # Sarvam-30B's and Param2's Glm4MoeConfig subclasses also read their original configs' names
     **{family: {"num_local_experts": "n_routed_experts", "num_experts": "n_routed_experts",
                 "num_shared_experts": "n_shared_experts", "use_qkv_bias": "attention_bias",
@@ -1660,14 +1661,18 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         arch["linear_bias"] = True
     if k.get("n_routed_experts", *aliases.get("n_routed_experts", ()), default=d.get("n_routed_experts")) is not None:
         freq = k.integer("moe_layer_freq", default=1)
-        if freq != 1 and family != "axk1":
+        if freq != 1 and family not in ("axk1", "mistral_large4_text"):  # MistralLarge4TextConfig reads no such key
             raise InputError(
                 k.where,
                 f"{k._key('moe_layer_freq')}: only 1 (MoE in every layer after "
                 f"first_k_dense_replace) is supported, got {freq}",
             )
+        # MistralLarge4TextConfig.__post_init__ re-routes num_experts over n_routed_experts
+        rerouted = family == "mistral_large4_text" and k.cfg.get("num_experts") is not None
         arch["moe"] = {
-            "experts": integer("n_routed_experts", "moe.experts"),
+            "experts": k.integer("num_experts", field="moe.experts")
+            if rerouted
+            else integer("n_routed_experts", "moe.experts"),
             "active": integer("num_experts_per_tok", "moe.active"),
             "shared": integer("n_shared_experts", "moe.shared", 0),
             "ffn": integer("moe_intermediate_size", "moe.ffn"),
@@ -1752,8 +1757,13 @@ def _mistral_large4_attention(k: Keys, layers: int) -> dict[str, Any]:
         if interval < 1:
             raise InputError(k.where, f"{k._key('no_rope_layer_interval')}: a whole number from 1, got {interval}")
         rope = [int((i + 1) % interval != 0) for i in range(layers)]
-    if not isinstance(rope, list) or len(rope) != layers or any(v not in (0, 1) or isinstance(v, float) for v in rope):
-        said = f"{k._key('no_rope_layers')}: 1 (RoPE) or 0 (none) per layer ({layers}), got {rope!r}"
+    # the attention reads no_rope_layers[layer_idx] as a truth value: a longer list's tail is never read
+    if (
+        not isinstance(rope, list)
+        or len(rope) < layers
+        or any(isinstance(v, bool) or not isinstance(v, int) for v in rope)
+    ):
+        said = f"{k._key('no_rope_layers')}: a whole number per layer ({layers}), 0 for no RoPE, got {rope!r}"
         raise InputError(k.where, said[:300])
     sources = k.get("kv_source_layers", default=list(range(layers)))
     if (
@@ -1764,6 +1774,13 @@ def _mistral_large4_attention(k: Keys, layers: int) -> dict[str, Any]:
     ):  # fmt: skip
         said = f"{k._key('kv_source_layers')}: per layer ({layers}), itself or an earlier layer that owns its cache"
         raise InputError(k.where, f"{said}, got {sources!r}"[:300])
+    for i, source in enumerate(sources):  # the attention reads shared_kv_states["rope"] or ["nope"], by its own kind
+        if bool(rope[source]) != bool(rope[i]):
+            kinds = ("without" if not rope[i] else "with", "with" if rope[source] else "without")
+            said = f"{k._key('kv_source_layers')}: layer {i} ({kinds[0]} RoPE) reads the latent of layer {source}"
+            raise InputError(
+                k.where, f"{said} ({kinds[1]} RoPE, {k._key('no_rope_layers')}); a layer shares its own kind's"
+            )
     mixers = tuple(("" if sources[i] == i else KV_SHARED) + ("attention" if rope[i] else NOPE) for i in range(layers))
     out: dict[str, Any] = {"softmax_scaling": True, "rope_alpha": True}
     if set(mixers) != {"attention"}:  # every layer with RoPE and its own cache: DeepSeek-V3.2's layers
@@ -1874,14 +1891,18 @@ def _glm_indexer_layers(k: Keys, layers: int) -> tuple[int, ...]:
     has (IndexerSpec.layers)."""
     kinds = {"full", "shared"}
     types = per_layer(k, "indexer_types", layers, kinds)
+    key = "indexer_types"
     pattern = k.get("index_topk_pattern", default=None)
     if types is None and pattern is not None:  # "FSSF...", or a list
         spelled = [{"F": "full", "S": "shared"}.get(c, c) for c in pattern] if isinstance(pattern, str) else pattern
-        types = per_layer(k, "index_topk_pattern", layers, kinds, spelled)
+        types, key = per_layer(k, "index_topk_pattern", layers, kinds, spelled), "index_topk_pattern"
     if types is None:
         freq = max(k.integer("index_topk_freq", default=1), 1)
         offset = k.integer("index_skip_topk_offset", default=2)
         types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+    if types[0] != "full":  # a shared layer reuses the top-k of the last full layer before it
+        said = f"{k._key(key)}: the first layer must be full, since a shared layer reuses an earlier full layer's"
+        raise InputError(k.where, f"{said} top-k, got {types[0]!r}")
     full = tuple(i for i, t in enumerate(types) if t == "full")
     return () if len(full) == layers else full
 

@@ -74,10 +74,33 @@ def test_the_learned_rotary_scale_is_held_once(tmp_path: Path) -> None:
     assert components["rotary frequency scale"] == 32
 
 
+def test_num_experts_is_rerouted_over_n_routed_experts(tmp_path: Path) -> None:
+    """MistralLarge4TextConfig.__post_init__ sets n_routed_experts from num_experts where a file gives it, and its
+    attribute_map reads num_local_experts as n_routed_experts (a file without n_routed_experts)."""
+    rerouted = _spec(tmp_path, SMALL, num_experts=4).architecture
+    text = {k: v for k, v in SMALL["text_config"].items() if k != "n_routed_experts"}
+    mapped = _spec(tmp_path, {**SMALL, "text_config": text}, num_local_experts=4).architecture
+    for a in (rerouted, mapped):
+        assert a is not None and a.moe is not None and a.moe.experts == 4
+
+
+def test_no_rope_layers_is_read_as_a_truth_value_per_layer(tmp_path: Path) -> None:
+    """MistralLarge4TextAttention reads no_rope_layers[layer_idx] as a truth value: 2 is RoPE, and a longer list's
+    tail is never read."""
+    a = _spec(tmp_path, SMALL, no_rope_layers=[2, 2, 0, 0, 1, 1, 0, 0]).architecture
+    b = _spec(tmp_path, SMALL).architecture
+    assert a is not None and b is not None and a.mixers == b.mixers
+
+
 @pytest.mark.parametrize(
     ("text", "said"),
     [
-        ({"no_rope_layers": [1, 1]}, "no_rope_layers: 1 (RoPE) or 0 (none) per layer (6)"),
+        ({"no_rope_layers": [1, 1]}, "no_rope_layers: a whole number per layer (6), 0 for no RoPE"),
+        ({"no_rope_layers": [True] * 6}, "no_rope_layers: a whole number per layer (6), 0 for no RoPE"),
+        # the attention reads shared_kv_states["rope"] or ["nope"] by its own kind (modeling_mistral_large4.py)
+        ({"kv_source_layers": [0, 0, 2, 2, 2, 5]}, "layer 4 (with RoPE) reads the latent of layer 2 (without RoPE"),
+        # a shared layer reuses the top-k of the last full layer before it; the first has none to reuse
+        ({"indexer_types": ["shared"] * 6}, "indexer_types: the first layer must be full"),
         ({"kv_source_layers": [0, 2, 2, 3, 4, 5]}, "kv_source_layers: per layer (6), itself or an earlier layer"),
         ({"kv_source_layers": [0, 0, 1, 3, 4, 5]}, "kv_source_layers: per layer (6), itself or an earlier layer"),
     ],
