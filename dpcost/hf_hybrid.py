@@ -898,7 +898,7 @@ _ZAMBA2_TYPES = ["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + [
 _ZAMBA2_TYPES += ["mamba"] * 2
 
 
-def _shared_block_layers(k: Keys, default: list[str], count: int) -> tuple[Any, ...]:
+def _shared_block_layers(k: Keys, default: list[str], count: int) -> dict[str, Any]:
     """Zamba's and Zamba2's layers from layers_block_type (mamba, or linear_attention as transformers 5.25.0 names
     it, or hybrid: one layer per entry, num_hidden_layers its length): a Mamba layer, or a hybrid layer that runs
     a shared block first, held by the first hybrid layer to run it (the first `count`: the models' get_layers and
@@ -916,7 +916,8 @@ def _shared_block_layers(k: Keys, default: list[str], count: int) -> tuple[Any, 
         raise InputError(k.where, f"{said}, one layer per entry as the model builds them")
     hybrid = [i for i, t in enumerate(types) if t == "hybrid"]
     holders = set(hybrid[:count])
-    return tuple("mamba" if i not in hybrid else SHARED_BLOCK if i in holders else REUSED_BLOCK for i in range(given))
+    mixers = tuple("mamba" if i not in hybrid else SHARED_BLOCK if i in holders else REUSED_BLOCK for i in range(given))
+    return {"layers": given, "mixers": mixers, "mlp_free_layers": tuple(range(given))}
 
 
 def _shared_block_attention(k: Keys, hidden: int, heads: int, kv_default: int, ffn: int) -> dict[str, Any]:
@@ -932,6 +933,7 @@ def _shared_block_attention(k: Keys, hidden: int, heads: int, kv_default: int, f
     kv_heads = k.integer("num_key_value_heads", default=kv_default, field="kv_heads")
     head_dim = k.integer("attention_head_dim", "head_dim", default=None, field="head_dim")
     return {
+        "hidden": hidden,
         "heads": heads,
         "kv_heads": kv_default if kv_heads is None else kv_heads,
         "head_dim": 2 * hidden // heads if head_dim is None else head_dim,
@@ -950,7 +952,7 @@ def _zamba2(k: Keys) -> dict[str, Any]:
     through the layer's own linear layer; the MLP of intermediate_size (4 x hidden where it is 0 or absent)."""
     d = _ZAMBA2
     count = _count(k, "num_mem_blocks", d, "shared_block.count")
-    mixers = _shared_block_layers(k, _ZAMBA2_TYPES, count)
+    layers = _shared_block_layers(k, _ZAMBA2_TYPES, count)
     hidden = _int(k, "hidden_size", d, "hidden")
     heads = _count(k, "num_attention_heads", d, "heads")
     inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
@@ -961,12 +963,9 @@ def _zamba2(k: Keys) -> dict[str, Any]:
     bias = k.flag("add_bias_linear", False)
     ffn = k.integer("intermediate_size", default=None, field="ffn")
     return {
-        "hidden": hidden,
-        "layers": len(mixers),
-        "vocab": _int(k, "vocab_size", d, "vocab"),
-        "mixers": mixers,
-        "mlp_free_layers": tuple(range(len(mixers))),
+        **layers,
         **_shared_block_attention(k, hidden, heads, heads, ffn or 4 * hidden),  # Zamba2Config: ffn or 4 x hidden
+        "vocab": _int(k, "vocab_size", d, "vocab"),
         "linear_bias": bias,
         "ssm": {
             "version": 2,
@@ -1005,7 +1004,7 @@ def _zamba(k: Keys) -> dict[str, Any]:
     layers = _int(k, "num_hidden_layers", d, "layers")
     period, offset = _count(k, "attn_layer_period", d), _int(k, "attn_layer_offset", d)
     rest = ["hybrid" if i % period == offset else "mamba" for i in range(max(0, layers - 3))]
-    mixers = _shared_block_layers(k, ["mamba", "mamba", "hybrid", *rest][:layers], 1)
+    pattern = _shared_block_layers(k, ["mamba", "mamba", "hybrid", *rest][:layers], 1)
     hidden = _int(k, "hidden_size", d, "hidden")
     heads = _count(k, "num_attention_heads", d, "heads")
     inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
@@ -1019,12 +1018,9 @@ def _zamba(k: Keys) -> dict[str, Any]:
         raise InputError(k.where, f"{k._key('mamba_dt_rank')}: expected a whole number or 'auto', got {rank!r}"[:200])
     ffn = _int(k, "intermediate_size", d, "ffn")
     return {
-        "hidden": hidden,
-        "layers": len(mixers),
-        "vocab": _int(k, "vocab_size", d, "vocab"),
-        "mixers": mixers,
-        "mlp_free_layers": tuple(range(len(mixers))),
+        **pattern,
         **_shared_block_attention(k, hidden, heads, _ZAMBA["num_key_value_heads"], ffn),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
         "ssm": {
             "version": 1,
             "inner": inner,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import functools
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +19,7 @@ from dpcost.specs import ModelSpec, TopologySpec
 
 REFERENCE = Path(__file__).parent / "reference"
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+HF_RESOLVED = REFERENCE / "hf-configs" / "resolved"
 
 
 def load_benchmark(name: str) -> ModuleType:
@@ -27,6 +30,24 @@ def load_benchmark(name: str) -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+@functools.cache
+def _transformers_cases() -> tuple[dict, ...]:  # type: ignore[type-arg]
+    return tuple(c["config"] for c in json.loads((HF_RESOLVED / "transformers-5.25.json").read_text())["cases"])
+
+
+def transformers_cases(model_type: str) -> list[dict]:  # type: ignore[type-arg]
+    """The configs resolved/transformers-5.25.json holds for `model_type`, in its order (each as the class writes it,
+    with the parameters transformers builds beside it there)."""
+    return [cfg for cfg in _transformers_cases() if cfg["model_type"] == model_type]
+
+
+def spec_from_config(tmp_path: Path, cfg: dict) -> ModelSpec:  # type: ignore[type-arg]
+    """`cfg` written as a config.json and read as dpcost reads a user's file."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return load_model(str(path))
 
 
 def read_reference_csv(name: str) -> list[dict[str, str]]:

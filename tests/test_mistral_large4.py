@@ -10,23 +10,17 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import run_cli, spec_from_config, transformers_cases
 
-from dpcost.catalog import load_model
 from dpcost.engine.activations import kv_cache_bytes
 from dpcost.engine.params import count_params
 from dpcost.specs import KV_SHARED, NOPE, ModelSpec
 
-RESOLVED = Path(__file__).parent / "reference" / "hf-configs" / "resolved"
-CASES = json.loads((RESOLVED / "transformers-5.25.json").read_text())
-DEFAULT = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "mistral_large4")
-SMALL = [c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "mistral_large4"][1]
+DEFAULT, SMALL = transformers_cases("mistral_large4")
 
 
 def _spec(tmp_path: Path, cfg: dict, **text: object) -> ModelSpec:  # type: ignore[type-arg]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**cfg, "text_config": {**cfg["text_config"], **text}}))
-    return load_model(str(path))
+    return spec_from_config(tmp_path, {**cfg, "text_config": {**cfg["text_config"], **text}})
 
 
 def test_every_fourth_layer_runs_without_rope_by_default(tmp_path: Path) -> None:

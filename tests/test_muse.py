@@ -6,24 +6,20 @@ code says of their layers."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from dpcost.catalog import load_model
+from conftest import spec_from_config, transformers_cases
+
 from dpcost.engine.ops import layer_ops
 from dpcost.engine.params import count_params
 from dpcost.specs import ModelSpec
 
-RESOLVED = Path(__file__).parent / "reference" / "hf-configs" / "resolved"
-CASES = json.loads((RESOLVED / "transformers-5.25.json").read_text())["cases"]
-SPARK = next(c["config"] for c in CASES if c["config"]["model_type"] == "muse_spark")
-GLIMMER = next(c["config"] for c in CASES if c["config"]["model_type"] == "muse_glimmer")
+SPARK = transformers_cases("muse_spark")[0]
+GLIMMER = transformers_cases("muse_glimmer")[0]
 
 
 def _spec(tmp_path: Path, cfg: dict, **outer: object) -> ModelSpec:  # type: ignore[type-arg]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**cfg, **outer}))
-    return load_model(str(path))
+    return spec_from_config(tmp_path, {**cfg, **outer})
 
 
 def test_spark_s_layers_hold_three_norm_weights_and_two_residual_gates(tmp_path: Path) -> None:

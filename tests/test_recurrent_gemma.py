@@ -10,22 +10,17 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import HF_RESOLVED, run_cli, spec_from_config, transformers_cases
 
 from dpcost.catalog import load_model
 from dpcost.engine.activations import layer_tensors, recurrent_state_bytes
 from dpcost.specs import ModelArchitecture
 
-CASES = json.loads(
-    (Path(__file__).parent / "reference" / "hf-configs" / "resolved" / "transformers-5.25.json").read_text()
-)
-DEFAULT = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "recurrent_gemma")
+DEFAULT = transformers_cases("recurrent_gemma")[0]
 
 
 def _arch(tmp_path: Path, **changes: object) -> ModelArchitecture:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**DEFAULT, **changes}))
-    a = load_model(str(path)).architecture
+    a = spec_from_config(tmp_path, {**DEFAULT, **changes}).architecture
     assert a is not None
     return a
 
@@ -74,8 +69,7 @@ def test_the_recurrent_block_keeps_what_autograd_saves(tmp_path: Path) -> None:
     """resolved/recurrent-gemma-saved.json: saved-tensor hooks on transformers 5.25.0's bf16 recurrent block
     (w = 384) keep 38.05 w bytes a token besides its input; the 0.05 is the convolution's padded steps. dpcost's
     eager account of the block (layer_tensors, its rglru tensors) is 38 w."""
-    measured = json.loads((Path(__file__).parent / "reference" / "hf-configs" / "resolved" /
-                           "recurrent-gemma-saved.json").read_text())  # fmt: skip
+    measured = json.loads((HF_RESOLVED / "recurrent-gemma-saved.json").read_text())  # fmt: skip
     a = _arch(tmp_path, lru_width=measured["lru_width"], hidden_size=measured["hidden"],
               num_attention_heads=measured["heads"], num_key_value_heads=measured["heads"])  # fmt: skip
     kept = sum(t.bytes_per_token for t in layer_tensors(a, False, kernels="eager", mixer="rglru").tensors

@@ -11,22 +11,17 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import HF_RESOLVED, run_cli, spec_from_config, transformers_cases
 
-from dpcost.catalog import load_model
 from dpcost.engine.activations import layer_tensors, recurrent_state_bytes
 from dpcost.engine.params import block_tensors
 from dpcost.specs import ModelArchitecture
 
-RESOLVED = Path(__file__).parent / "reference" / "hf-configs" / "resolved"
-CASES = json.loads((RESOLVED / "transformers-5.25.json").read_text())
-DEFAULT = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "rwkv")
+DEFAULT = transformers_cases("rwkv")[0]
 
 
 def _arch(tmp_path: Path, **changes: object) -> ModelArchitecture:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**DEFAULT, **changes}))
-    a = load_model(str(path)).architecture
+    a = spec_from_config(tmp_path, {**DEFAULT, **changes}).architecture
     assert a is not None
     return a
 
@@ -58,7 +53,7 @@ def test_what_the_backward_keeps_is_what_autograd_saves(tmp_path: Path) -> None:
     a layer past the first (26 h + 10 w + 4 f). dpcost's eager account of the layer is that. Not counted, as for every
     family: the LayerNorms' mean and rstd (8 bytes a token), and the first layer's pre_ln input (2 h bytes a token
     once per model, as BLOOM's embedding norm)."""
-    measured = json.loads((RESOLVED / "rwkv-saved.json").read_text())
+    measured = json.loads((HF_RESOLVED / "rwkv-saved.json").read_text())
     a = _arch(tmp_path, hidden_size=measured["hidden"], attention_hidden_size=measured["attention_hidden_size"],
               intermediate_size=measured["intermediate_size"])  # fmt: skip
     kept = sum(t.bytes_per_token for t in layer_tensors(a, False, kernels="eager", mixer="rwkv").tensors if t.saved)

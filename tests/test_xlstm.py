@@ -9,26 +9,21 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import HF_RESOLVED, run_cli, spec_from_config, transformers_cases
 
-from dpcost.catalog import load_model
 from dpcost.engine.activations import layer_tensors, recurrent_state_bytes
 from dpcost.engine.params import count_params
 from dpcost.specs import ModelArchitecture
 
-RESOLVED = Path(__file__).parent / "reference" / "hf-configs" / "resolved"
-CASES = json.loads((RESOLVED / "transformers-5.25.json").read_text())
-DEFAULT = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "xlstm")
-SAVED = json.loads((RESOLVED / "xlstm-saved.json").read_text())["layers"]
+DEFAULT = transformers_cases("xlstm")[0]
+SAVED = json.loads((HF_RESOLVED / "xlstm-saved.json").read_text())["layers"]
 
 
 def _arch(tmp_path: Path, **changes: object) -> ModelArchitecture:
     """The default case with `changes`; without embedding_dim, which xLSTMConfig sets to hidden_size and to_dict
     writes, where a change sets the width."""
-    path = tmp_path / "config.json"
     base = {k: v for k, v in DEFAULT.items() if k != "embedding_dim" or "hidden_size" not in changes}
-    path.write_text(json.dumps({**base, **changes}))
-    a = load_model(str(path)).architecture
+    a = spec_from_config(tmp_path, {**base, **changes}).architecture
     assert a is not None
     return a
 
@@ -36,9 +31,7 @@ def _arch(tmp_path: Path, **changes: object) -> ModelArchitecture:
 def test_the_output_head_is_its_own_whatever_the_file_says(tmp_path: Path) -> None:
     """xLSTMForCausalLM declares no _tied_weights_keys, so transformers builds lm_head apart even where
     tie_word_embeddings is true (one of the harness's cases)."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**DEFAULT, "tie_word_embeddings": True}))
-    counts = count_params(load_model(str(path)))
+    counts = count_params(spec_from_config(tmp_path, {**DEFAULT, "tie_word_embeddings": True}))
     assert counts.lm_head == counts.embedding == 50304 * 4096
 
 

@@ -10,18 +10,15 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import HF_RESOLVED, run_cli, spec_from_config, transformers_cases
 
 from dpcost.catalog import load_model
 from dpcost.engine.activations import kv_cache_bytes, layer_tensors, recurrent_state_bytes
 from dpcost.engine.params import count_params, shared_block_parameters
 from dpcost.specs import REUSED_BLOCK, SHARED_BLOCK, ModelSpec
 
-RESOLVED = Path(__file__).parent / "reference" / "hf-configs" / "resolved"
-CASES = json.loads((RESOLVED / "transformers-5.25.json").read_text())
-DEFAULT = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "zamba2")
+DEFAULT = transformers_cases("zamba2")[0]
 HYBRID = [6, 12, 18, 24, 30, 36, 42, 47, 51]  # Zamba2Config's default layers_block_type
-
 
 # What Zamba2Config.__post_init__ derives from the shapes, which to_dict writes and a file's value overrides: left out
 # where a test changes the shapes
@@ -29,9 +26,7 @@ DERIVED = ("attention_hidden_size", "attention_head_dim", "head_dim", "kv_channe
 
 
 def _spec(tmp_path: Path, **changes: object) -> ModelSpec:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**{k: v for k, v in DEFAULT.items() if k not in DERIVED}, **changes}))
-    return load_model(str(path))
+    return spec_from_config(tmp_path, {**{k: v for k, v in DEFAULT.items() if k not in DERIVED}, **changes})
 
 
 def test_the_first_layers_to_run_each_block_hold_it(tmp_path: Path) -> None:
@@ -69,7 +64,7 @@ def test_what_a_run_of_the_block_keeps_is_what_autograd_saves(tmp_path: Path, ad
     the layer's linear layer (h 256, 8 heads, ffn 640, rank 32), attention saving what flash attention keeps, hold
     15,968 bytes a token without the attention adapters and 16,160 with them, the RMSNorms' statistics apart.
     dpcost's eager account of the block (the hybrid layer's tensors but its Mamba-2 layer's) is that."""
-    measured = json.loads((RESOLVED / "zamba2-saved.json").read_text())
+    measured = json.loads((HF_RESOLVED / "zamba2-saved.json").read_text())
     shapes = {"hidden_size": measured["hidden"], "num_attention_heads": measured["heads"],
               "num_key_value_heads": measured["heads"], "intermediate_size": measured["intermediate_size"],
               "adapter_rank": measured["adapter_rank"], "n_mamba_heads": 8,
@@ -121,7 +116,7 @@ def test_zamba_s_default_layers_are_two_mamba_then_a_hybrid_one_every_sixth(tmp_
     """ZambaConfig's default layers_block_type: two Mamba layers, a hybrid one, then a hybrid one where i % 6 == 4 of
     the 73 that follow (i counted from 0 after the first three): layers 2, 7, 13, ..., 73, all running the one
     shared block that layer 2 holds."""
-    zamba = next(c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "zamba")
+    zamba = transformers_cases("zamba")[0]
     path = tmp_path / "config.json"
     path.write_text(json.dumps({k: v for k, v in zamba.items() if k != "layers_block_type"}))
     a = load_model(str(path)).architecture
@@ -134,7 +129,7 @@ def test_zamba_s_default_layers_are_two_mamba_then_a_hybrid_one_every_sixth(tmp_
 def test_zamba_s_class_gives_16_key_value_heads_whatever_the_heads(tmp_path: Path) -> None:
     """ZambaConfig.num_key_value_heads defaults to 16 (configuration_zamba.py), not to num_attention_heads: 32 heads
     make a grouped-query block (one of the harness's cases)."""
-    zamba = [c["config"] for c in CASES["cases"] if c["config"]["model_type"] == "zamba"][-1]
+    zamba = transformers_cases("zamba")[-1]
     path = tmp_path / "config.json"
     path.write_text(json.dumps({k: v for k, v in zamba.items() if k != "num_key_value_heads"}))
     a = load_model(str(path)).architecture
