@@ -185,12 +185,12 @@ def _attention(
 
 
 def _shared_block(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int) -> tuple[list[Tensor], int]:
-    """Zamba2's shared transformer block as a hybrid layer runs it (SharedBlockSpec; Zamba2AttentionDecoderLayer and
-    Zamba2HybridLayer, modeling_zamba2.py, transformers 5.25.0): the hidden state concatenated with the embedding
-    (2h), which input_layernorm keeps, and its output, which q, k, v and their adapters read (2h); the adapters'
-    rank-wide intermediates (run as matmuls, not numbered here); attention as any layer's; pre_ff_layernorm's input
-    and output; the gated MLP; and the block's output, the layer's linear layer's input (h). Every run keeps its own,
-    whichever layer holds the weights."""
+    """Zamba's and Zamba2's shared transformer block as a hybrid layer runs it (SharedBlockSpec;
+    Zamba2AttentionDecoderLayer and Zamba2HybridLayer, modeling_zamba2.py, transformers 5.25.0): the hidden state
+    concatenated with the embedding (2h), which input_layernorm keeps, and its output, which q, k, v and their
+    adapters read (2h); Zamba2's adapters' rank-wide intermediates (run as matmuls, not numbered here); attention
+    as any layer's; pre_ff_layernorm's input and output; the gated MLP; and the block's output, the layer's linear
+    layer's input (h). Every run keeps its own, whichever layer holds the weights."""
     s = a.shared_block
     assert s is not None and a.ffn is not None
     e, h = ACT_BYTES, a.hidden

@@ -407,9 +407,10 @@ def mlstm_parameters(a: ModelArchitecture) -> float:
 
 
 def shared_block_parameters(a: ModelArchitecture) -> float:
-    """One Zamba2 shared transformer block (SharedBlockSpec), held once however many layers run it: input_layernorm
-    (2h), q_proj (2h -> heads x head_dim), k_proj and v_proj (2h -> KV heads x head_dim) and o_proj (back to h), none
-    biased; pre_ff_layernorm (h) and the gated MLP (gate_up_proj, down_proj: biased by add_bias_linear)."""
+    """One Zamba or Zamba2 shared transformer block (SharedBlockSpec), held once however many layers run it:
+    input_layernorm (2h), q_proj (2h -> heads x head_dim), k_proj and v_proj (2h -> KV heads x head_dim) and o_proj
+    (back to h), none biased; pre_ff_layernorm (h) and the gated MLP (gate_up_proj, down_proj: biased by
+    add_bias_linear)."""
     assert a.ffn is not None
     h, q, kv = a.hidden, a.heads * a.d_head, a.n_kv_heads * a.d_head
     return float(2 * h + 2 * h * q + 2 * 2 * h * kv + q * h + h + _mlp(a, a.ffn))
@@ -524,7 +525,7 @@ def _block(
 ) -> BlockCount:
     """One layer: its mixer, its norms and its MLP (dense of width `ffn`, else of its mixer's width
     (ModelArchitecture.dense_ffn); MoE; or none for a hybrid's single-mixer layers)."""
-    if mixer in (SHARED_BLOCK, REUSED_BLOCK):  # Zamba2's hybrid layer: a token runs the shared block in each
+    if mixer in (SHARED_BLOCK, REUSED_BLOCK):  # Zamba's hybrid layer: a token runs the shared block in each
         own = ssm_parameters(a) + layer_norm_parameters(a, mixer, mlp_kind) + shared_block_layer_parameters(a)
         shared = shared_block_parameters(a)
         return BlockCount(own + (shared if mixer == SHARED_BLOCK else 0.0), own + shared, moe=False)
@@ -563,7 +564,7 @@ def block_tensors(
 
 
 def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
-    """A hybrid's mixer's weight matrices, in forward order: Zamba2's shared block's, Mamba's projections, gated
+    """A hybrid's mixer's weight matrices, in forward order: Zamba's shared block's, Mamba's projections, gated
     DeltaNet's."""
     h, out = a.hidden, (_shared_block_matrices(a, mixer) if mixer in (SHARED_BLOCK, REUSED_BLOCK) else [])
     if "mamba" in mixer and a.ssm is not None:
@@ -605,7 +606,7 @@ def block_matrices(
 ) -> tuple[float, ...]:
     """One block's weight matrices (its linear layers' weights, the router's included), in forward order."""
     h, a = a.hidden, a.attention_of(mixer)
-    if "attention" not in mixer or mixer in (SHARED_BLOCK, REUSED_BLOCK):  # Zamba2's: _mixer_matrices
+    if "attention" not in mixer or mixer in (SHARED_BLOCK, REUSED_BLOCK):  # Zamba's: _mixer_matrices
         attention: list[int] = []
     elif a.compressed_attention is not None:
         attention = _compressed_attention_matrices(a)
