@@ -50,6 +50,16 @@ def spec_from_config(tmp_path: Path, cfg: dict) -> ModelSpec:  # type: ignore[ty
     return load_model(str(path))
 
 
+def estimate_refusal(tmp_path: Path, cfg: dict, *flags: str) -> str:  # type: ignore[type-arg]
+    """`dpcost estimate --dp 8` on `cfg` written as a config.json, with `flags`: its one-line error, which it must
+    exit with code 2 (bad input)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", *flags)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    return err
+
+
 def read_reference_csv(name: str) -> list[dict[str, str]]:
     """A reference CSV without its '#' provenance lines."""
     lines = [ln for ln in (REFERENCE / name).read_text().splitlines() if ln.strip() and not ln.startswith("#")]

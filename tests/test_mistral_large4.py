@@ -6,11 +6,10 @@ hidden state (modeling_mistral_large4.py, transformers 5.25.0). Its counts are h
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, spec_from_config, transformers_cases
+from conftest import estimate_refusal, spec_from_config, transformers_cases
 
 from dpcost.engine.activations import kv_cache_bytes
 from dpcost.engine.params import count_params
@@ -100,14 +99,8 @@ def test_no_rope_layers_is_read_as_a_truth_value_per_layer(tmp_path: Path) -> No
     ],
 )
 def test_what_it_cannot_build_is_refused_by_key(tmp_path: Path, text: dict, said: str) -> None:  # type: ignore[type-arg]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**SMALL, "text_config": {**SMALL["text_config"], **text}}))
-    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
-    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert said in estimate_refusal(tmp_path, {**SMALL, "text_config": {**SMALL["text_config"], **text}})
 
 
 def test_layouts_are_refused_by_what_they_lack(tmp_path: Path) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(DEFAULT))
-    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", "--tp", "8")
-    assert code == 2 and "latent attention layers without RoPE" in err, err
+    assert "latent attention layers without RoPE" in estimate_refusal(tmp_path, DEFAULT, "--tp", "8")

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import HF_RESOLVED, run_cli, spec_from_config, transformers_cases
+from conftest import HF_RESOLVED, estimate_refusal, spec_from_config, transformers_cases
 
 from dpcost.catalog import load_model
 from dpcost.engine.activations import layer_tensors, recurrent_state_bytes
@@ -86,14 +86,8 @@ def test_the_recurrent_block_keeps_what_autograd_saves(tmp_path: Path) -> None:
     ],
 )
 def test_what_it_cannot_build_is_refused_by_key(tmp_path: Path, changes: dict, said: str) -> None:  # type: ignore[type-arg]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**DEFAULT, **changes}))
-    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
-    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert said in estimate_refusal(tmp_path, {**DEFAULT, **changes})
 
 
 def test_layouts_and_per_op_times_are_refused_by_what_they_lack(tmp_path: Path) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(DEFAULT))
-    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", "--tp", "2")
-    assert code == 2 and "RG-LRU recurrent blocks" in err, err
+    assert "RG-LRU recurrent blocks" in estimate_refusal(tmp_path, DEFAULT, "--tp", "2")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import HF_RESOLVED, run_cli, spec_from_config, transformers_cases
+from conftest import HF_RESOLVED, estimate_refusal, spec_from_config, transformers_cases
 
 from dpcost.engine.activations import layer_tensors, recurrent_state_bytes
 from dpcost.engine.params import block_tensors
@@ -71,15 +71,9 @@ def test_the_layer_makes_seven_matmuls_in_forward_order(tmp_path: Path) -> None:
 
 
 def test_an_rwkv_7_file_is_refused_by_its_key(tmp_path: Path) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**DEFAULT, "a_low_rank_dim": 64}))
-    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
-    assert code == 2 and "a_low_rank_dim: an RWKV-7 key" in err and len(err.strip().splitlines()) == 1, err
+    assert "a_low_rank_dim: an RWKV-7 key" in estimate_refusal(tmp_path, {**DEFAULT, "a_low_rank_dim": 64})
 
 
 @pytest.mark.parametrize("flag", [("--tp", "2"), ("--compute-model", "ops")])
 def test_layouts_and_per_op_times_are_refused_by_what_they_lack(tmp_path: Path, flag: tuple[str, str]) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(DEFAULT))
-    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", *flag)
-    assert code == 2 and "RWKV time mixing" in err, err
+    assert "RWKV time mixing" in estimate_refusal(tmp_path, DEFAULT, *flag)

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import HF_RESOLVED, run_cli, spec_from_config, transformers_cases
+from conftest import HF_RESOLVED, estimate_refusal, spec_from_config, transformers_cases
 
 from dpcost.catalog import load_model
 from dpcost.engine.activations import kv_cache_bytes, layer_tensors, recurrent_state_bytes
@@ -91,10 +91,7 @@ def test_what_a_run_of_the_block_keeps_is_what_autograd_saves(tmp_path: Path, ad
     ],
 )
 def test_what_it_cannot_build_is_refused_by_key(tmp_path: Path, changes: dict, said: str) -> None:  # type: ignore[type-arg]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**DEFAULT, **changes}))
-    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8")
-    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert said in estimate_refusal(tmp_path, {**DEFAULT, **changes})
 
 
 def test_the_files_legacy_layer_names_read_as_transformers_reads_them(tmp_path: Path) -> None:
@@ -106,10 +103,7 @@ def test_the_files_legacy_layer_names_read_as_transformers_reads_them(tmp_path: 
 
 @pytest.mark.parametrize("flag", [("--tp", "2"), ("--compute-model", "ops")])
 def test_layouts_and_per_op_times_are_refused_by_what_they_lack(tmp_path: Path, flag: tuple[str, str]) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(DEFAULT))
-    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", *flag)
-    assert code == 2 and "transformer blocks shared across layers" in err, err
+    assert "transformer blocks shared across layers" in estimate_refusal(tmp_path, DEFAULT, *flag)
 
 
 def test_zamba_s_default_layers_are_two_mamba_then_a_hybrid_one_every_sixth(tmp_path: Path) -> None:
