@@ -630,6 +630,8 @@ _ARCHITECTURES = {
     "Mistral3ForConditionalGeneration": "mistral3",
     "MistralLarge4ForConditionalGeneration": "mistral_large4",
     "MuseSparkForConditionalGeneration": "muse_spark",
+    "Step3p5ForCausalLM": "step3p5",
+    "Step3p7ForConditionalGeneration": "step3p7",
     "MuseGlimmerForConditionalGeneration": "muse_glimmer",
     "Qwen3VLForConditionalGeneration": "qwen3_vl",
     "Qwen3VLMoeForConditionalGeneration": "qwen3_vl_moe",
@@ -788,6 +790,7 @@ _NESTED = {
     "mistral_large4": "mistral_large4_text",
     "muse_spark": "muse_spark_text",
     "muse_glimmer": "muse_glimmer_text",
+    "step3p7": "step3p5",
 }  # multimodal wrappers: the text model's keys
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
@@ -804,7 +807,7 @@ _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_m
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
                  "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False,
                  "cohere_compass": False, "ernie4_5_vl_moe": True, "mistral_large4": False,
-                 "muse_glimmer": False}  # fmt: skip
+                 "muse_glimmer": False, "step3p7": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -844,7 +847,7 @@ SUPPORTED_MODEL_TYPES = tuple(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
-         "jetmoe", "muse_spark_text", "muse_glimmer_text",
+         "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5",
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2782,6 +2785,14 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
         if size is None or "sliding_attention" not in listed:
             return None
         local = [i for i, t in enumerate(listed) if t == "sliding_attention"]
+    elif family == "step3p5":  # Step3p7Attention: a window of sliding_window in the sliding_attention layers
+        size = k.integer("sliding_window", default=None, field="local_attention.size")
+        if size is not None and size <= 0:
+            raise InputError(k.where, f"{k._key('sliding_window')}: a window of 1 token or more, got {size}")
+        types = _step3p5_padded(k, "layer_types", layers, {"full_attention", "sliding_attention"}) or []
+        if size is None or "sliding_attention" not in types:
+            return None
+        local = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family in ("gemma4_text", "gemma4_unified_text", "mimo_v2_flash"):
         default = {"gemma4_text": 512, "gemma4_unified_text": 1024}.get(family, 129)
         size = k.integer("sliding_window", default=default, field="local_attention.size")
@@ -2886,6 +2897,142 @@ def _muse(k: Keys) -> dict[str, Any]:
     return arch
 
 
+# Step3p7TextConfig's defaults (configuration_step3p7.py, transformers 5.25.0: model_type step3p5, StepFun's
+# Step-3.5-Flash and Step-3.7-Flash text models)
+_STEP3P5 = {"vocab_size": 128815, "hidden_size": 4096, "intermediate_size": 11264, "num_hidden_layers": 45,
+            "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "num_experts_per_tok": 8,
+            "n_routed_experts": 288, "moe_intermediate_size": 1280, "share_expert_dim": 1280}  # fmt: skip
+
+
+def _step3p5_heads(k: Keys, types: list[str]) -> tuple[int, int]:
+    """The query heads of Step 3.5's full and sliding layers: num_attention_heads, and for the sliding ones
+    num_sliding_attention_heads, else the released files' attention_other_setting.num_attention_heads; a
+    per_layer_config the file holds (as transformers writes it) overrides layers one by one, before either."""
+    full = k.integer("num_attention_heads", default=_STEP3P5["num_attention_heads"], field="heads")
+    sliding = k.integer("num_sliding_attention_heads", default=None, field="heads")
+    other = k.get("attention_other_setting", default=None)
+    if sliding is None and other is not None:
+        if not isinstance(other, dict):
+            raise InputError(k.where, f"{k._key('attention_other_setting')}: a mapping, got {other!r}"[:200])
+        sliding = other.get("num_attention_heads", full)
+        if type(sliding) is not int:
+            said = f"{k._key('attention_other_setting')}.num_attention_heads: a whole number, got {sliding!r}"
+            raise InputError(k.where, said[:200])
+    heads = [full if t == "full_attention" else sliding or full for t in types]
+    overrides = k.get("per_layer_config", default={})
+    if not isinstance(overrides, dict):
+        raise InputError(
+            k.where, f"{k._key('per_layer_config')}: a mapping of layer to settings, got {overrides!r}"[:200]
+        )
+    for i in range(len(types)):
+        layer = overrides.get(str(i), overrides.get(i, {}))
+        if not isinstance(layer, dict) or set(layer) - {"num_attention_heads"}:
+            said = (
+                f"{k._key('per_layer_config')}.{i}: num_attention_heads alone (Step3p7TextConfig's own), got {layer!r}"
+            )
+            raise InputError(k.where, said[:200])
+        heads[i] = layer.get("num_attention_heads", heads[i])
+    by_kind = {kind: {h for h, t in zip(heads, types, strict=True) if t == kind} for kind in set(types)}
+    for kind, counts in by_kind.items():
+        if len(counts) > 1 or any(type(h) is not int or h <= 0 for h in counts):
+            said = f"one head count for every {kind} layer (layers of one kind at different widths are not counted), "
+            said += f"got {sorted(map(str, counts))}"
+            raise InputError(k.where, f"{k._key('per_layer_config')}: {said}"[:200])
+    return next(iter(by_kind.get("full_attention", {full}))), next(iter(by_kind.get("sliding_attention", {full})))
+
+
+def _step3p5_padded(k: Keys, key: str, layers: int, allowed: set[str]) -> list[str] | None:
+    """A per-layer list of Step 3.5's (layer_types, mlp_layer_types), with the entries the released files add for
+    their num_nextn_predict_layers MTP layers cut off, as Step3p7TextConfig.__post_init__ cuts them."""
+    listed = k.get(key, default=None)
+    nextn = k.integer("num_nextn_predict_layers", "num_mtp_layers", default=0)
+    if isinstance(listed, list) and nextn and len(listed) == layers + nextn:
+        listed = listed[:layers]
+    return per_layer(k, key, layers, allowed, listed)
+
+
+def _step3p5_dense_layers(k: Keys, layers: int) -> tuple[int, ...]:
+    """Step 3.5's dense-MLP layers: mlp_layer_types' dense ones, else those the released files' moe_layers_enum
+    (a comma-separated string or a list of layer indices) leaves out, else the first three
+    (Step3p7TextConfig.__post_init__)."""
+    kinds = _step3p5_padded(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    if kinds is not None:
+        return tuple(i for i, t in enumerate(kinds) if t == "dense")
+    listed = k.get("moe_layers_enum", default=None)
+    if listed is None:
+        return tuple(range(min(3, layers)))
+    items = listed.split(",") if isinstance(listed, str) else listed
+    try:
+        sparse = {int(i) for i in items if str(i).strip()} if isinstance(items, list) else None
+    except ValueError:
+        sparse = None
+    if sparse is None:
+        said = f"layer indices, as a list or comma-separated, got {listed!r}"
+        raise InputError(k.where, f"{k._key('moe_layers_enum')}: {said}"[:200])
+    return tuple(i for i in range(layers) if i not in sparse)
+
+
+def _step3p5(k: Keys) -> dict[str, Any]:
+    """StepFun's Step 3.5 text model (model_type step3p5: Step3p7TextConfig and Step3p7TextModel,
+    modeling_step3p7.py, transformers 5.25.0; Step-3.5-Flash and Step-3.7-Flash): attention with q/k norms per head
+    and a sigmoid gate per head (g_proj hidden -> heads), biased by attention_bias; full or sliding layers by
+    layer_types, the sliding ones with heads of their own (_step3p5_heads) and a window of sliding_window; a dense
+    MLP in the layers _step3p5_dense_layers gives, experts with one ungated shared MLP of share_expert_dim in the
+    rest, under a router whose correction bias the checkpoint holds; the released files' names (num_attention_groups,
+    moe_num_experts, moe_top_k, share_expert_dims) before transformers' own, as its attribute_map reads them, and
+    num_local_experts ignored, as the class ignores it. The MTP layers (num_nextn_predict_layers) are not built by
+    transformers, and not counted."""
+    d = _STEP3P5
+    layers = k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers")
+    gating = k.get("gating", default=True)
+    if gating is not True and gating != "per-head":
+        said = 'true or "per-head" (a gate per head); Step3p7Attention\'s forward cannot apply another'
+        raise InputError(k.where, f"{k._key('gating')}: {said}, got {gating!r}"[:200])
+    if k.flag("mlp_bias", False):
+        said = "true (biases on the dense and shared MLPs, not the experts, as modeling_step3p7.py builds them)"
+        raise InputError(k.where, f"{k._key('mlp_bias')}: {said} is not counted")
+    types = _step3p5_padded(k, "layer_types", layers, {"full_attention", "sliding_attention"})
+    types = types or ["full_attention"] * layers
+    full_heads, sliding_heads = _step3p5_heads(k, types)
+    kv_heads = k.integer("num_attention_groups", "num_key_value_heads", default=d["num_key_value_heads"],
+                         field="kv_heads")  # fmt: skip
+    head_dim = k.integer("head_dim", default=d["head_dim"], field="head_dim")
+    bias = k.flag("attention_bias", False)
+    both = "full_attention" in types and "sliding_attention" in types
+    arch: dict[str, Any] = {
+        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
+        "layers": layers,
+        "heads": sliding_heads if "sliding_attention" in types else full_heads,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qk_norm": "head",
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "head_gate": True,
+    }
+    if both and full_heads != sliding_heads:
+        arch["mixers"] = tuple("global attention" if t == "full_attention" else "attention" for t in types)
+        arch["global_attention"] = {"head_dim": head_dim, "kv_heads": kv_heads, "heads": full_heads}
+    dense = _step3p5_dense_layers(k, layers)
+    if len(dense) < layers:
+        arch["moe"] = {
+            "experts": k.integer("moe_num_experts", "n_routed_experts", default=d["n_routed_experts"],
+                                 field="moe.experts"),
+            "active": k.integer("moe_top_k", "num_experts_per_tok", default=d["num_experts_per_tok"],
+                                field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn"),
+            "shared": 1,
+            "shared_ffn": k.integer("share_expert_dims", "share_expert_dim", default=d["share_expert_dim"],
+                                    field="moe.shared_ffn"),
+            "router_bias": True,  # Step3p7SparseMoeBlock's e_score_correction_bias, a buffer the checkpoint holds
+            "dense_layers": dense,
+        }  # fmt: skip
+    return arch
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -2952,6 +3099,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "mllama_text_model": _mllama_text,
     "muse_spark_text": _muse,
     "muse_glimmer_text": _muse,
+    "step3p5": _step3p5,
 }
 
 

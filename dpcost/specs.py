@@ -311,11 +311,18 @@ class LocalAttentionSpec(Spec):
 
 class GlobalAttentionSpec(Spec):
     """Full-attention layers shaped otherwise than the sliding-window ones around them (Gemma 4: per_layer_config
-    from global_head_dim and num_global_key_value_heads, configuration_gemma4.py, transformers 5.24.0). Their
-    layers are the `mixers` entries "global attention"."""
+    from global_head_dim and num_global_key_value_heads, configuration_gemma4.py, transformers 5.24.0; Step 3.5:
+    fewer query heads than its sliding layers, configuration_step3p7.py, 5.25.0). Their layers are the `mixers`
+    entries "global attention"."""
 
     head_dim: PositiveInt = Field(description="global_head_dim")
     kv_heads: PositiveInt = Field(description="num_global_key_value_heads, else the sliding layers' KV heads")
+    heads: PositiveInt | None = Field(
+        None,
+        description="their query heads where they differ from the sliding layers' (Step 3.5's num_attention_heads "
+        "beside num_sliding_attention_heads)",
+        exclude_if=lambda v: v is None,
+    )
     values_from_keys: bool = Field(False, description="attention_k_eq_v: no v_proj, the keys serve as values")
     sinks: bool = Field(
         False,
@@ -641,8 +648,10 @@ class ModelArchitecture(Spec):
         if any(m.removeprefix(KV_SHARED) == NOPE for m in self.mixers) and self.mla is None:
             raise ValueError("nope attention layers need mla: their latent keeps no rotary part")
         g = self.global_attention
-        if g is not None and self.heads % g.kv_heads:
-            raise ValueError(f"heads ({self.heads}) must be a multiple of global_attention.kv_heads ({g.kv_heads})")
+        if g is not None and (g.heads or self.heads) % g.kv_heads:
+            raise ValueError(
+                f"heads ({g.heads or self.heads}) must be a multiple of global_attention.kv_heads ({g.kv_heads})"
+            )
         local = self.local_attention
         if local is not None and any(i >= self.layers or "attention" not in self.mixer(i) for i in local.layers):
             raise ValueError(f"local_attention.layers: indices of attention layers, from 0 to {self.layers - 1}")
@@ -797,9 +806,9 @@ class ModelArchitecture(Spec):
         )
 
     def attention_of(self, mixer: str) -> "ModelArchitecture":
-        """The architecture a layer of `mixer` attends with: a "global attention" layer's own head_dim, KV heads
-        and K = V (global_attention); a "nope attention" layer's MLA without a rotary part (_nope_view); else this
-        one."""
+        """The architecture a layer of `mixer` attends with: a "global attention" layer's own head_dim, KV heads,
+        query heads and K = V (global_attention); a "nope attention" layer's MLA without a rotary part (_nope_view);
+        else this one."""
         own = mixer.removeprefix(KV_SHARED)
         if own == NOPE and self.mla is not None:
             return self._nope_view
@@ -822,7 +831,7 @@ class ModelArchitecture(Spec):
         assert g is not None
         return self._view(
             {"head_dim": g.head_dim, "kv_heads": g.kv_heads, "values_from_keys": g.values_from_keys,
-             "attention_sinks": g.sinks, "mixers": (), "global_attention": None}
+             "attention_sinks": g.sinks, "mixers": (), "global_attention": None, "heads": g.heads or self.heads}
         )  # fmt: skip
 
     def _view(self, update: dict[str, Any]) -> "ModelArchitecture":

@@ -177,13 +177,19 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
             "recompute", f"a layout runs Megatron's none, selective or full recomputation, not {o.plan.recompute}"
         )
     a, tp = model.architecture, o.parallel.tp
-    attends = a.attention_layers > 0  # a Mamba-2 model without attention (Mamba-Codestral) splits no attention heads
-    if attends and a.heads % tp:
-        raise InputError("tp", f"{tp} does not divide {model.name}'s {a.heads} attention heads (Megatron splits them)")
-    if attends and a.mla is None and a.n_kv_heads % tp:
-        raise InputError(
-            "tp", f"{tp} does not divide {model.name}'s {a.n_kv_heads} KV heads (Megatron's num_query_groups % TP)"
-        )
+    # each kind of attention layer splits its own heads (Gemma 4's and Step 3.5's full layers have theirs); a Mamba-2
+    # model without attention (Mamba-Codestral) splits none
+    kinds = sorted({m for m in a.mixers or ("attention",) if "attention" in m})
+    for view in (a.attention_of(m) for m in kinds):
+        if view.heads % tp:
+            raise InputError(
+                "tp", f"{tp} does not divide {model.name}'s {view.heads} attention heads (Megatron splits them)"
+            )
+        if view.mla is None and view.n_kv_heads % tp:
+            raise InputError(
+                "tp",
+                f"{tp} does not divide {model.name}'s {view.n_kv_heads} KV heads (Megatron's num_query_groups % TP)",
+            )
     if o.parallel.ep > 1 and (model.architecture.moe is None):
         raise InputError("ep", f"{model.name} has no experts to split")
     experts = model.architecture.moe.experts if model.architecture.moe else 0

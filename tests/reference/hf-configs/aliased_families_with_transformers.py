@@ -8,7 +8,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
-        zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer > resolved/transformers-5.25.json
+        zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
@@ -17,8 +17,8 @@ HunyuanVL, Granite 4 Vision, Cosmos 3 Edge, Gemma 4 as 5.25.0 writes it and Gemm
 BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Chameleon and StableLM's q/k
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
-JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's and Muse
-Glimmer's text models, with transformers 5.25.0).
+JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
+Glimmer's and Step 3.5's text models, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -512,6 +512,26 @@ CASES: dict[str, list[dict[str, object]]] = {
                                           "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 1024,
                                           "vocab_size": 1000, "attention_bias": True, "sliding_window": 64},
                           "tie_word_embeddings": True}],
+    # Step 3.5's text model (Step-3.5-Flash and Step-3.7-Flash) under its wrapper: gated attention with more query heads
+    # in its sliding layers, experts beside an ungated shared MLP; its defaults, a small one with full and sliding
+    # layers and dense ones listed, tied by the wrapper, and one with biases, every layer sliding and the experts
+    # placed by the released files' moe_layers_enum
+    "step3p7": [{}, {"text_config": {"hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
+                                     "num_sliding_attention_heads": 12, "num_key_value_heads": 2, "head_dim": 64,
+                                     "intermediate_size": 1024, "n_routed_experts": 16, "num_experts_per_tok": 4,
+                                     "moe_intermediate_size": 128, "share_expert_dim": 256, "vocab_size": 1000,
+                                     "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                                                     "sliding_attention", "full_attention", "sliding_attention"],
+                                     "sliding_window": 128,
+                                     "mlp_layer_types": ["dense", "sparse", "sparse", "dense", "sparse", "sparse"]},
+                     "vision_config": {"width": 64, "layers": 1, "heads": 2}, "tie_word_embeddings": True},
+                    {"text_config": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+                                     "num_key_value_heads": 4, "head_dim": 32, "intermediate_size": 512,
+                                     "moe_num_experts": 8, "moe_top_k": 2, "moe_intermediate_size": 64,
+                                     "share_expert_dim": 96, "vocab_size": 500, "attention_bias": True,
+                                     "layer_types": ["sliding_attention"] * 4, "sliding_window": 64,
+                                     "moe_layers_enum": "1,3"},
+                     "vision_config": {"width": 64, "layers": 1, "heads": 2}}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
