@@ -694,6 +694,7 @@ _ARCHITECTURES = {
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
+    "Glm5NextForConditionalGeneration": "glm5_next",
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
     "MiniMaxForCausalLM": "minimax",
@@ -791,7 +792,11 @@ _NESTED = {
     "muse_spark": "muse_spark_text",
     "muse_glimmer": "muse_glimmer_text",
     "step3p7": "step3p5",
+    "glm5_next": "glm5_next_text",
 }  # multimodal wrappers: the text model's keys
+# Wrappers whose configuration class takes a file without text_config as its text model's keys (Glm5NextConfig:
+# "if self.text_config is None: self.text_config = kwargs", transformers 5.25.0)
+_FLAT_WRAPPERS = ("glm5_next",)
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
 _TEXT_ALIASES = {"exaone4_5_text": "exaone4", "granite_docling_text": "granite", "qwen2_5_omni_text": "qwen2",
@@ -807,7 +812,7 @@ _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_m
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
                  "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False,
                  "cohere_compass": False, "ernie4_5_vl_moe": True, "mistral_large4": False,
-                 "muse_glimmer": False, "step3p7": False}  # fmt: skip
+                 "muse_glimmer": False, "step3p7": False, "glm5_next": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -841,6 +846,7 @@ _HYBRID = (
     "zamba2",
     "zamba",
     "xlstm",
+    "glm5_next_text",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
@@ -3139,9 +3145,12 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
             cfg, prefix = cfg["text_config"], "text_config."
     elif family in _NESTED:
         text = cfg.get("text_config")
-        if not isinstance(text, dict):
+        if family in _FLAT_WRAPPERS and text is None:  # the text model's keys top-level
+            family = _NESTED[family]
+        elif not isinstance(text, dict):
             raise InputError(where, f"{outer}text_config: a {family} config keeps its text model's keys there")
-        cfg, prefix, family = _text_config(cfg), "text_config.", _nested_family(family, text, where)
+        else:
+            cfg, prefix, family = _text_config(cfg), "text_config.", _nested_family(family, text, where)
     elif "hidden_size" not in cfg and isinstance(cfg.get("text_config"), dict) and "hidden_size" in cfg["text_config"]:
         # a wrapper's file whose top-level model_type names its text model (mlc-llm's copy of Ministral-3-3B-2512:
         # ministral3 over Mistral3ForConditionalGeneration's text_config): the text model's keys are there

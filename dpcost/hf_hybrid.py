@@ -40,6 +40,13 @@ _KIMI_LINEAR = {"vocab_size": 163840, "hidden_size": 2304, "intermediate_size": 
                 "num_local_experts": 256, "linear_head_dim": 128, "linear_num_heads": 32, "linear_conv_kernel_dim": 4,
                 "first_k_dense_replace": 1}  # fmt: skip
 
+# Glm5NextTextConfig's defaults (configuration_glm5_next.py, transformers 5.25.0: GLM-5.3-Flash's text model)
+_GLM5_NEXT = {"vocab_size": 154880, "hidden_size": 4096, "intermediate_size": 12288, "moe_intermediate_size": 2048,
+              "num_hidden_layers": 45, "num_attention_heads": 64, "n_shared_experts": 1, "n_routed_experts": 288,
+              "num_experts_per_tok": 8, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 256,
+              "v_head_dim": 256, "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 32, "index_kpool": 16,
+              "linear_head_dim": 128, "linear_num_heads": 64, "linear_conv_kernel_dim": 4, "hc_mult": 4}  # fmt: skip
+
 # configuration_qwen3_5.py / configuration_qwen3_5_moe.py (Qwen3_5TextConfig, Qwen3_5MoeTextConfig, transformers
 # 5.24.0): Qwen3-Next's keys, other defaults
 _QWEN3_5 = {**_QWEN3_NEXT, "vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
@@ -574,6 +581,140 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
     return arch
 
 
+def _glm5_next_indexed(k: Keys, types: list[str]) -> tuple[int, ...]:
+    """The latent-attention layers of GLM-5.3 with an indexer of their own: those indexer_types calls full (else
+    the pattern of index_topk_pattern, "F" and "S" a layer, else every layer by index_topk_freq from
+    index_skip_topk_offset: Glm5NextTextConfig.__post_init__). A shared layer reuses the top-k the layer just before
+    it returned, which only a full latent-attention layer returns (Glm5NextTextModel.forward); transformers raises
+    on any other, so dpcost refuses it."""
+    layers = len(types)
+    kinds = k.get("indexer_types", default=None)
+    key = "indexer_types"
+    if kinds is None and k.get("index_topk_pattern", default=None) is not None:
+        key, pattern = "index_topk_pattern", k.get("index_topk_pattern")
+        kinds = [{"F": "full", "S": "shared"}.get(c, c) for c in pattern] if isinstance(pattern, str) else pattern
+    if kinds is None:
+        freq = max(k.integer("index_topk_freq", default=1), 1)
+        offset = k.integer("index_skip_topk_offset", default=2)
+        kinds = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+    kinds = per_layer(k, key, layers, {"full", "shared"}, kinds)
+    assert kinds is not None
+    for i, (mixer, kind) in enumerate(zip(types, kinds, strict=True)):
+        if (
+            mixer == "indexed_attention"
+            and kind == "shared"
+            and (i == 0 or types[i - 1] != mixer or kinds[i - 1] != "full")
+        ):
+            said = (f"layer {i} is shared, but the layer before it is not a full indexed_attention layer, whose top-k "
+                    "a shared one reuses (Glm5NextTextModel.forward raises)")  # fmt: skip
+            raise InputError(k.where, f"{k._key(key)}: {said}")
+    indexed = [i for i, t in enumerate(types) if t == "indexed_attention"]
+    full = tuple(i for i in indexed if kinds[i] == "full")
+    return () if len(full) == len(indexed) else full
+
+
+def _glm5_next(k: Keys) -> dict[str, Any]:
+    """GLM-5.3's text model (Glm5NextTextModel, modeling_glm5_next.py, transformers 5.25.0; GLM-5.3-Flash): Kimi
+    Delta Attention in the linear_attention layers of layer_types (else three of every four, indexed_attention in
+    every fourth from the fourth; full_attention is read as indexed_attention) and MLA without RoPE in the others,
+    each under GLM-5's indexer scoring pools of index_kpool keys where _glm5_next_indexed gives it one, its
+    attention reading index_topk keys and, with index_kpool_always_select_tail, the last pool's index_kpool - 1;
+    the KDA's sizes from linear_attn_config where it gives them; hc_mult residual streams with DeepSeek-V4's
+    hyper-connections in every layer, built whatever hc_mult is, collapsed at the end by a mean; a dense MLP in the
+    layers mlp_layer_types calls dense (the first three by default; first_k_dense_replace is ignored), experts and
+    n_shared_experts shared ones folded into one MLP in the rest, under a router whose correction bias the
+    checkpoint holds. The class has no MTP layer."""
+    d = _GLM5_NEXT
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    listed = k.get("layer_types", default=None)
+    if isinstance(listed, list):
+        listed = ["indexed_attention" if t == "full_attention" else t for t in listed]
+    types = per_layer(k, "layer_types", layers, {"linear_attention", "indexed_attention", "full_attention"}, listed)
+    if types is None:
+        types = ["indexed_attention" if i % 4 == 3 else "linear_attention" for i in range(layers)]
+    rope = k.integer("qk_rope_head_dim", default=0, field="mla.qk_rope_head_dim")
+    if rope != 0:
+        raise InputError(k.where, f"{k._key('qk_rope_head_dim')}: 0 (its latent attention has no RoPE), got {rope}")
+    heads = _count(k, "num_attention_heads", d, "heads")
+    kv_heads = k.integer("num_key_value_heads", default=heads, field="kv_heads")
+    if kv_heads != heads:
+        raise InputError(k.where, f"{k._key('num_key_value_heads')}: {heads}, as num_attention_heads "
+                         f"(Glm5NextTextConfig requires it), got {kv_heads}")  # fmt: skip
+    linear = k.get("linear_attn_config", default=None) or {}
+    if not isinstance(linear, dict):
+        raise InputError(k.where, f"{k._key('linear_attn_config')}: a mapping, got {linear!r}"[:200])
+
+    def kda_size(key: str, nested: str) -> int:
+        value = linear.get(nested, k.integer(key, default=d[key]))
+        if type(value) is not int or value <= 0:
+            said = f"{k._key('linear_attn_config')}.{nested} or {k._key(key)}: a whole number above 0, got {value!r}"
+            raise InputError(k.where, said[:200])
+        return value
+
+    linear_heads, linear_dim = kda_size("linear_num_heads", "num_heads"), kda_size("linear_head_dim", "head_dim")
+    pool = _count(k, "index_kpool", d, "indexer.pool")
+    topk = _count(k, "index_topk", d, "indexer.topk")
+    if topk % pool:
+        raise InputError(k.where, f"{k._key('index_topk')}: a multiple of index_kpool ({pool}), got {topk}")
+    tail = pool - 1 if k.flag("index_kpool_always_select_tail", True) else 0
+    moe_ffn = _int(k, "moe_intermediate_size", d, "moe.ffn")
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    kinds = kinds or ["dense"] * min(3, layers) + ["sparse"] * max(layers - 3, 0)
+    indexed = any(t == "indexed_attention" for t in types)
+    bias = k.flag("attention_bias", False)
+    arch: dict[str, Any] = {
+        "hidden": _int(k, "hidden_size", d, "hidden"),
+        "layers": layers,
+        "heads": heads,
+        "ffn": _int(k, "intermediate_size", d, "ffn"),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        # attention_bias biases q_a_proj, kv_a_proj_with_mqa and o_proj (Glm5NextTextAttention)
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "mixers": tuple("attention" if t == "indexed_attention" else "deltanet" for t in types),
+        "mla": {
+            "q_lora_rank": _int(k, "q_lora_rank", d, "mla.q_lora_rank"),
+            "kv_lora_rank": _int(k, "kv_lora_rank", d, "mla.kv_lora_rank"),
+            "qk_nope_head_dim": _int(k, "qk_nope_head_dim", d, "mla.qk_nope_head_dim"),
+            "qk_rope_head_dim": 0,
+            "v_head_dim": _int(k, "v_head_dim", d, "mla.v_head_dim"),
+        },
+        "deltanet": {
+            "form": "kda",
+            "key_heads": linear_heads,
+            "value_heads": linear_heads,
+            "key_dim": linear_dim,
+            "value_dim": linear_dim,
+            "conv_kernel": kda_size("linear_conv_kernel_dim", "short_conv_kernel_size"),
+        },
+        "residual_streams": _count(k, "hc_mult", d, "residual_streams"),
+        "hyper_head": "mean",
+    }
+    if indexed:
+        arch["indexer"] = {
+            "form": "pooled",
+            "heads": _count(k, "index_n_heads", d, "indexer.heads"),
+            "head_dim": _count(k, "index_head_dim", d, "indexer.head_dim"),
+            "topk": topk + tail,
+            "pool": pool,
+            "layers": _glm5_next_indexed(k, types),
+        }
+    if "sparse" in kinds:
+        arch["moe"] = {
+            "experts": k.integer("num_local_experts", "n_routed_experts", default=d["n_routed_experts"],
+                                 field="moe.experts"),
+            "active": _int(k, "num_experts_per_tok", d, "moe.active"),
+            "ffn": moe_ffn,
+            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense"),
+            "router_bias": True,  # Glm5NextTextTopkRouter's e_score_correction_bias, a buffer the checkpoint holds
+        }  # fmt: skip
+        shared = _int(k, "n_shared_experts", d, "moe.shared")
+        if shared:
+            arch["moe"].update(shared=1, shared_ffn=moe_ffn * shared)
+    return arch
+
+
 def lara_mini_layer_types(k: Keys, layers: int) -> list[str]:
     """Lara 4 Mini's layer kinds: layer_types, else LaraMiniConfig's pattern (gated DeltaNet, sliding, DeltaNet, full,
     sliding attention) repeated."""
@@ -1094,6 +1235,7 @@ _READERS = {
     "falcon_h1": _falcon_h1,
     "granitemoehybrid": _granite_hybrid,
     "kimi_linear": _kimi_linear,
+    "glm5_next_text": _glm5_next,
     "minimax": _minimax,
     "bamba": _bamba,
     "olmo_hybrid": _olmo_hybrid,

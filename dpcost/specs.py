@@ -145,7 +145,7 @@ class MLASpec(Spec):
     q_lora_rank: PositiveInt | None = None
     kv_lora_rank: PositiveInt
     qk_nope_head_dim: PositiveInt
-    qk_rope_head_dim: PositiveInt
+    qk_rope_head_dim: NonNegativeInt  # 0: no rotary part (GLM-5.3's NoPE latent attention)
     v_head_dim: PositiveInt
 
 
@@ -271,14 +271,19 @@ class IndexerSpec(Spec):
     context with `heads` small heads and attention then reads only the `topk` best keys
     (deepseek-ai/DeepSeek-V3.2-Exp inference/model.py Indexer)."""
 
-    form: Literal["dsa", "block", "hidden"] = Field(
+    form: Literal["dsa", "block", "hidden", "pooled"] = Field(
         "dsa",
         description="dsa: DeepSeek-V3.2's (wq_b from MLA's query latent, wk, k_norm, weights_proj; every attention "
         "layer reads its top k); block: MiniMax M3's (q_proj, k_proj and per-head q/k norms over the hidden state; "
         "its keys chosen a block at a time, and the layers without one attend to every key); hidden: Mistral Large "
         "4's (DeepSeek's, its wq_b from the hidden state under a LayerNorm of its own, q_input_norm, with a learned "
-        "softmax scale and bias per head; its key cache in the model's dtype)",
+        "softmax scale and bias per head; its key cache in the model's dtype); pooled: GLM-5.3's (DeepSeek's, "
+        "scoring pools of `pool` keys: a position table per pool slot and a gate from the hidden state; its cache "
+        "holds each key, its gate scores and a validity flag in the model's dtype)",
         exclude_if=lambda v: v == "dsa",
+    )
+    pool: NonNegativeInt = Field(
+        0, description="pooled: index_kpool, the keys each pool holds", exclude_if=lambda v: v == 0
     )
     heads: PositiveInt = Field(description="index_n_heads")
     head_dim: PositiveInt = Field(description="index_head_dim")
@@ -603,6 +608,13 @@ class ModelArchitecture(Spec):
         "expanded back (DeepSeek-V4's manifold-constrained hyper-connections, hc_mult); 1: one residual",
         exclude_if=lambda v: v == 1,
     )
+    hyper_head: Literal["learned", "mean"] = Field(
+        "learned",
+        description="how the streams collapse before the final norm: learned (DeepSeek-V4's DeepseekV4HyperHead) or "
+        "an unweighted mean holding no weights (GLM-5.3's Glm5NextTextHyperHead, whose layers build their "
+        "hyper-connections whatever hc_mult is)",
+        exclude_if=lambda v: v == "learned",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> "ModelArchitecture":
@@ -640,7 +652,9 @@ class ModelArchitecture(Spec):
         if self.rglru is not None and self.rglru.width % self.rglru.heads:
             raise ValueError(f"rglru.width ({self.rglru.width}) must be a multiple of heads ({self.rglru.heads}): "
                              "the gates' blocks")  # fmt: skip
-        dsa = self.indexer is not None and self.indexer.form == "dsa"
+        dsa = self.indexer is not None and self.indexer.form in ("dsa", "pooled")
+        if self.indexer is not None and (self.indexer.form == "pooled") != (self.indexer.pool > 0):
+            raise ValueError("indexer.pool: a pooled indexer's keys per pool (1 or more), and 0 for any other")
         if dsa and (self.mla is None or self.mla.q_lora_rank is None):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
         if any(m.removeprefix(KV_SHARED) == "global attention" for m in self.mixers) and self.global_attention is None:
@@ -775,9 +789,9 @@ class ModelArchitecture(Spec):
 
     @property
     def hyper_connected(self) -> bool:
-        """Hyper-connections around every sub-layer: several residual streams, or DeepSeek-V4's layer, which builds its
-        two hyper-connections and the final collapse whatever hc_mult is (modeling_deepseek_v4.py)."""
-        return self.residual_streams > 1 or self.compressed_attention is not None
+        """Hyper-connections around every sub-layer: several residual streams, or DeepSeek-V4's and GLM-5.3's layers,
+        which build their two hyper-connections whatever hc_mult is (modeling_deepseek_v4.py, modeling_glm5_next.py)."""
+        return self.residual_streams > 1 or self.compressed_attention is not None or self.hyper_head == "mean"
 
     @property
     def unmodelled(self) -> str:
@@ -787,7 +801,8 @@ class ModelArchitecture(Spec):
         if any(m.removeprefix(KV_SHARED) == NOPE for m in self.mixers):
             return "latent attention layers without RoPE"
         if self.hyper_connected:
-            return "compressed attention and hyper-connected residual streams"
+            compressed = "compressed attention and " if self.compressed_attention is not None else ""
+            return f"{compressed}hyper-connected residual streams"
         if self.altup is not None:
             return "AltUp's copies of the hidden state, LAuReL, per-layer embeddings and layers sharing keys and values"
         if self.per_layer_input is not None or any(not self.computes_kv(m) for m in self.mixers):

@@ -698,8 +698,11 @@ def _kv_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int, 
             per_token = view.n_kv_heads * (view.d_head + view.d_value)
         kv += count * per_token * dtype_bytes * cached_keys(seq_len, local) * batch
     if a.indexer is not None:  # its keys too, in fp8 (DeepSeek-V3.2-Exp inference/model.py Indexer.k_cache); M3's
-        # in the model's dtype (MiniMaxM3VLSparseCacheLayer.update_index)
-        kv += a.indexer.head_dim * a.indexer_layers * seq_len * batch * (1 if a.indexer.form == "dsa" else dtype_bytes)
+        # in the model's dtype (MiniMaxM3VLSparseCacheLayer.update_index); GLM-5.3's key, its pool-gate scores and a
+        # validity flag in the model's dtype (Glm5NextTextIndexer's packed_states)
+        i = a.indexer
+        entry = 2 * i.head_dim + 1 if i.form == "pooled" else i.head_dim
+        kv += entry * a.indexer_layers * seq_len * batch * (1 if i.form == "dsa" else dtype_bytes)
     return float(kv + recurrent_state_bytes(a, dtype_bytes) * batch)
 
 

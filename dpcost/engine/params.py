@@ -181,9 +181,9 @@ def hyper_connection_parameters(a: ModelArchitecture) -> float:
 
 def hyper_head_parameters(a: ModelArchitecture) -> float:
     """DeepSeek-V4's final collapse of the streams (DeepseekV4HyperHead): n x (n x hidden) weights, n biases and a
-    scale; none without hyper-connections."""
+    scale; none without hyper-connections, or where the collapse is a mean (GLM-5.3's Glm5NextTextHyperHead)."""
     n = a.residual_streams
-    return float(n * n * a.hidden + n + 1) if a.hyper_connected else 0.0
+    return float(n * n * a.hidden + n + 1) if a.hyper_connected and a.hyper_head == "learned" else 0.0
 
 
 def _mlp(a: ModelArchitecture, width: int, io: int | None = None) -> float:
@@ -289,7 +289,12 @@ def indexer_parameters(a: ModelArchitecture) -> float:
         return float(h * i.heads * i.head_dim + h * i.head_dim + 2 * i.head_dim + h * i.heads + 2 * h + 2 * i.heads)
     if i is None or a.mla is None or a.mla.q_lora_rank is None:
         return 0.0
-    return float(a.mla.q_lora_rank * i.heads * i.head_dim + a.hidden * i.head_dim + 2 * i.head_dim + a.hidden * i.heads)
+    # GLM-5.3's pooled indexer adds index_kpool_compress_ape (pool x head_dim) and _gate (head_dim x hidden)
+    # (modeling_glm5_next.py Glm5NextTextIndexer, transformers 5.25.0)
+    pooled = i.pool * i.head_dim + i.head_dim * a.hidden if i.form == "pooled" else 0
+    return float(
+        a.mla.q_lora_rank * i.heads * i.head_dim + a.hidden * i.head_dim + 2 * i.head_dim + a.hidden * i.heads + pooled
+    )
 
 
 def ssm_parameters(a: ModelArchitecture) -> float:
@@ -688,7 +693,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if a.indexer is not None and a.indexer.layers:  # GLM-5.2: a layer reusing another's top-k holds no indexer
         spare = indexer_parameters(a)
         blocks = tuple(
-            b if i in a.indexer.layers else BlockCount(b.params - spare, b.active - spare, b.moe)
+            b
+            if i in a.indexer.layers or "attention" not in kinds[i][0]  # GLM-5.3's KDA layers hold none to spare
+            else BlockCount(b.params - spare, b.active - spare, b.moe)
             for i, b in enumerate(blocks)
         )
     dense_layers = sum(1 for _, mlp, _ in kinds if mlp == "dense")

@@ -8,7 +8,8 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
-        zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 > resolved/transformers-5.25.json
+        zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next \
+        > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
@@ -18,7 +19,7 @@ BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Cha
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
-Glimmer's and Step 3.5's text models, with transformers 5.25.0).
+Glimmer's, Step 3.5's and GLM-5.3's text models, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -532,6 +533,43 @@ CASES: dict[str, list[dict[str, object]]] = {
                                      "layer_types": ["sliding_attention"] * 4, "sliding_window": 64,
                                      "moe_layers_enum": "1,3"},
                      "vision_config": {"width": 64, "layers": 1, "heads": 2}}],
+    # GLM-5.3's text model (GLM-5.3-Flash) under its wrapper: Kimi Delta Attention and NoPE latent attention with a
+    # pooled indexer, hyper-connections in every layer; its defaults, a small one, one with listed layer, indexer and
+    # MLP kinds, biases, a value width of its own, tied by the wrapper, and one of a single residual stream
+    "glm5_next": [{}, {"text_config": {"vocab_size": 32000, "pad_token_id": 0, "hidden_size": 1024,
+                                       "num_hidden_layers": 8,
+                                       "num_attention_heads": 8, "num_key_value_heads": 8, "n_routed_experts": 16,
+                                       "num_experts_per_tok": 4, "n_shared_experts": 2, "linear_num_heads": 8,
+                                       "linear_head_dim": 64, "hc_mult": 2, "moe_intermediate_size": 256,
+                                       "intermediate_size": 2048, "q_lora_rank": 256, "kv_lora_rank": 128,
+                                       "qk_nope_head_dim": 64, "v_head_dim": 64, "index_n_heads": 4,
+                                       "index_head_dim": 32, "index_topk": 64, "index_kpool": 8},
+                       "vision_config": {"depth": 1, "hidden_size": 64, "num_heads": 2, "intermediate_size": 128,
+                                         "out_hidden_size": 1024, "projection_intermediate_size": 256}},
+                  {"text_config": {"vocab_size": 1000, "pad_token_id": 0, "hidden_size": 256, "num_hidden_layers": 6,
+                                   "num_attention_heads": 4, "num_key_value_heads": 4, "n_routed_experts": 8,
+                                   "num_experts_per_tok": 2, "linear_attn_config": {"num_heads": 4, "head_dim": 32,
+                                                                                    "short_conv_kernel_size": 3},
+                                   "hc_mult": 3, "moe_intermediate_size": 64, "intermediate_size": 512,
+                                   "q_lora_rank": 64, "kv_lora_rank": 32, "qk_nope_head_dim": 32, "v_head_dim": 48,
+                                   "index_n_heads": 2, "index_head_dim": 16, "index_topk": 32, "index_kpool": 4,
+                                   "layer_types": ["linear_attention", "full_attention", "indexed_attention",
+                                                   "linear_attention", "indexed_attention", "indexed_attention"],
+                                   "indexer_types": ["full", "full", "shared", "full", "full", "shared"],
+                                   "mlp_layer_types": ["sparse", "dense", "sparse", "dense", "sparse", "sparse"],
+                                   "attention_bias": True},
+                   "vision_config": {"depth": 1, "hidden_size": 64, "num_heads": 2, "intermediate_size": 128,
+                                     "out_hidden_size": 256, "projection_intermediate_size": 128},
+                   "tie_word_embeddings": True},
+                  {"text_config": {"vocab_size": 1000, "pad_token_id": 0, "hidden_size": 256, "num_hidden_layers": 4,
+                                   "num_attention_heads": 4, "num_key_value_heads": 4, "n_routed_experts": 4,
+                                   "num_experts_per_tok": 1, "n_shared_experts": 0, "linear_num_heads": 4,
+                                   "linear_head_dim": 32, "hc_mult": 1, "moe_intermediate_size": 64,
+                                   "intermediate_size": 512, "q_lora_rank": 64, "kv_lora_rank": 32,
+                                   "qk_nope_head_dim": 32, "v_head_dim": 32, "index_n_heads": 2, "index_head_dim": 16,
+                                   "index_topk": 32, "index_kpool": 8, "index_kpool_always_select_tail": False},
+                   "vision_config": {"depth": 1, "hidden_size": 64, "num_heads": 2, "intermediate_size": 128,
+                                     "out_hidden_size": 256, "projection_intermediate_size": 128}}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
