@@ -38,6 +38,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "gpt_oss": {"num_experts": "num_local_experts"},
     "hunyuan_v1_moe": {"num_experts_per_tok": "moe_topk", "num_local_experts": "num_experts"},
     "hy_v3": {"num_local_experts": "num_experts"},
+    "hy_v4": {"num_local_experts": "n_routed_experts"},
     "jamba": {"num_local_experts": "num_experts"},
     "kimi_linear": {"num_local_experts": "num_experts", "num_experts_per_tok": "num_experts_per_token",
                     "n_shared_experts": "num_shared_experts"},
@@ -541,6 +542,12 @@ _AXK1 = {"vocab_size": 163840, "hidden_size": 7168, "intermediate_size": 18432, 
          "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 128,
          "qk_nope_head_dim": 128, "num_experts_per_tok": 8}  # fmt: skip
 # Glm4MoeLiteConfig's defaults (configuration_glm4_moe_lite.py, 5.24.0: GLM-4.7-Flash), DeepSeek-V3's keys
+# HYV4Config's defaults (configuration_hy_v4.py, transformers 5.25.0: Tencent's Hy4-preview)
+_HY_V4 = {"vocab_size": 120832, "hidden_size": 2816, "intermediate_size": 6912, "moe_intermediate_size": 768,
+          "num_hidden_layers": 34, "num_attention_heads": 32, "n_routed_experts": 256, "n_shared_experts": 1,
+          "num_experts_per_tok": 8, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 192,
+          "qk_rope_head_dim": 64, "v_head_dim": 256, "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 16,
+          "hc_mult": 4}  # fmt: skip
 _GLM4_MOE_LITE = {"vocab_size": 154880, "hidden_size": 2048, "intermediate_size": 10240, "moe_intermediate_size": 1536,
                   "num_hidden_layers": 47, "num_attention_heads": 20, "n_shared_experts": 1, "n_routed_experts": 64,
                   "kv_lora_rank": 512, "q_lora_rank": 768, "qk_rope_head_dim": 64, "v_head_dim": 256,
@@ -563,7 +570,8 @@ _SARVAM_MLA = {"vocab_size": 262144, "hidden_size": 4096, "intermediate_size": 1
 _SARVAM_KEYS = {"n_routed_experts": ("num_experts",), "n_shared_experts": ("num_shared_experts",),
                 "num_nextn_predict_layers": ("num_mtp_layers",)}  # fmt: skip
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite",
-             "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text", "axk1", "mistral_large4_text")  # fmt: skip
+             "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text", "axk1", "mistral_large4_text",
+             "hy_v4")  # fmt: skip
 # Multimodal files that keep their text model under language_config: DeepSeek-OCR's (deepseek_vl_v2, remote code:
 # DeepSeek-VL2's layout) holds a DeepseekV2 decoder there
 _LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
@@ -694,6 +702,7 @@ _ARCHITECTURES = {
     "Ministral3ForCausalLM": "ministral3",
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
+    "HYV4ForCausalLM": "hy_v4",
     "Glm5NextForConditionalGeneration": "glm5_next",
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
@@ -1631,17 +1640,24 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     Youtu (youtu) the same under _YOUTU; Sarvam's MLA models (sarvam_mla) DeepseekV3ForCausalLM's under _SARVAM_MLA,
     their files' own names for three keys (_SARVAM_KEYS).
 
+    Hy4 (hy_v4: configuration_hy_v4.py / modular_hy_v4.py, 5.25.0) is GLM-5's layer under its own defaults (_HY_V4)
+    with an output gate per channel (gate_proj, hidden -> heads x v_head_dim), a learned sink per head, and hc_mult
+    residual streams through Hy4's hyper-connections (hyper_form "independent") collapsed by DeepSeek-V4's head; an
+    indexer where indexer_types says full (else in layer 0 and every fourth from layer 1); a dense MLP where
+    mlp_layer_types says (else layer 0 alone); no MTP layer.
+
     Without MLA, where a file says use_mla false (DeepSeek-OCR's decoder: its remote modeling_deepseekv2.py builds an
     "mha_" Llama attention) or is DeepSeek-OCR 2's text model (deepseek_ocr2_text: DeepseekOcr2TextAttention is
     LlamaAttention, its class drops the MLA keys and first_k_dense_replace, and places dense layers by mlp_layer_types
     alone; transformers 5.25.0), the attention has num_key_value_heads (else num_attention_heads) KV heads of hidden /
     heads."""
-    glm = family in ("glm_moe_dsa", "glm4_moe_lite", "mistral_large4_text")
+    glm = family in ("glm_moe_dsa", "glm4_moe_lite", "mistral_large4_text", "hy_v4")
     ocr2 = family == "deepseek_ocr2_text"
     mla = not ocr2 and k.get("use_mla", default=True) is not False
     defaults = {
         "axk1": _AXK1,
         "glm_moe_dsa": _GLM_MOE_DSA,
+        "hy_v4": _HY_V4,
         "mistral_large4_text": _MISTRAL_LARGE4,
         "mistral4": _MISTRAL4,
         "glm4_moe_lite": _GLM4_MOE_LITE,
@@ -1697,8 +1713,8 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
                 f"{k._key('mlp_layer_types')}: dense or sparse per layer ({layers}); DeepseekOcr2TextConfig reads no "
             )
             raise InputError(k.where, said + "first_k_dense_replace and builds no model without it")
-        if kinds is None and family == "glm4_moe_lite":  # its class reads no first_k_dense_replace: layer 0 dense
-            kinds = ["dense"] + ["sparse"] * (layers - 1)
+        if kinds is None and family in ("glm4_moe_lite", "hy_v4"):  # their classes read no first_k_dense_replace:
+            kinds = ["dense"] + ["sparse"] * (layers - 1)  # layer 0 dense
         if kinds is None and family == "mistral_large4_text":  # the first first_k_dense_replace layers dense
             first = min(integer("first_k_dense_replace", "moe.first_dense_layers"), layers)
             kinds = ["dense"] * first + ["sparse"] * (layers - first)
@@ -1731,10 +1747,10 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         if family == "minicpm3"
         else integer("v_head_dim", "mla.v_head_dim"),
     }
-    if family not in ("mistral4", "axk1", "mistral_large4_text"):  # their classes build no MTP layer
+    if family not in ("mistral4", "axk1", "mistral_large4_text", "hy_v4"):  # their classes build no MTP layer
         arch["mtp_layers"] = integer("num_nextn_predict_layers", "mtp_layers", 0)
     # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0) where GLM's give none
-    if family in ("deepseek_v32", "glm_moe_dsa"):
+    if family in ("deepseek_v32", "glm_moe_dsa", "hy_v4"):
         arch["indexer"] = {
             "heads": integer("index_n_heads", "indexer.heads", 64),
             "head_dim": integer("index_head_dim", "indexer.head_dim", 128),
@@ -1742,6 +1758,13 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         }
     if family == "glm_moe_dsa":
         arch["indexer"]["layers"] = _glm_indexer_layers(k, layers)
+    if family == "hy_v4":  # HYV4Config.__post_init__'s indexers: layer 0 and every fourth from layer 1
+        own = ["full" if i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(layers)]
+        arch["indexer"]["layers"] = _glm_indexer_layers(k, layers, own)
+        streams = integer("hc_mult", "residual_streams")
+        if streams <= 0:
+            raise InputError(k.where, f"{k._key('hc_mult')}: a whole number of residual streams from 1, got {streams}")
+        arch.update(attention_gate=True, attention_sinks=True, residual_streams=streams, hyper_form="independent")
     if family == "mistral_large4_text":
         arch.update(_mistral_large4_attention(k, layers))
         arch["indexer"] = {
@@ -1895,20 +1918,32 @@ def per_layer(k: Keys, key: str, layers: int, allowed: set[str], listed: Any = N
     return listed
 
 
-def _glm_indexer_layers(k: Keys, layers: int) -> tuple[int, ...]:
-    """The layers with an indexer of their own, as GlmMoeDsaConfig.__post_init__ decides them; () when every one
-    has (IndexerSpec.layers)."""
+def indexer_kinds(k: Keys, layers: int, default: list[str] | None = None) -> tuple[list[str], str]:
+    """Each layer's indexer, full (its own) or shared (an earlier layer's top-k), and the key that said so:
+    indexer_types, else `default` (a class's own rule: Hy4's), else index_topk_pattern ("F" and "S" a layer, or a
+    list), else every index_topk_freq-th layer from index_skip_topk_offset (GlmMoeDsaConfig.__post_init__ and
+    Glm5NextTextConfig.__post_init__, transformers 5.25.0)."""
     kinds = {"full", "shared"}
     types = per_layer(k, "indexer_types", layers, kinds)
-    key = "indexer_types"
+    if types is not None:
+        return types, "indexer_types"
+    if default is not None:
+        return default, "indexer_types"
     pattern = k.get("index_topk_pattern", default=None)
-    if types is None and pattern is not None:  # "FSSF...", or a list
+    if pattern is not None:  # "FSSF...", or a list
         spelled = [{"F": "full", "S": "shared"}.get(c, c) for c in pattern] if isinstance(pattern, str) else pattern
-        types, key = per_layer(k, "index_topk_pattern", layers, kinds, spelled), "index_topk_pattern"
-    if types is None:
-        freq = max(k.integer("index_topk_freq", default=1), 1)
-        offset = k.integer("index_skip_topk_offset", default=2)
-        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
+        listed = per_layer(k, "index_topk_pattern", layers, kinds, spelled)
+        assert listed is not None
+        return listed, "index_topk_pattern"
+    freq = max(k.integer("index_topk_freq", default=1), 1)
+    offset = k.integer("index_skip_topk_offset", default=2)
+    return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)], "indexer_types"
+
+
+def _glm_indexer_layers(k: Keys, layers: int, default: list[str] | None = None) -> tuple[int, ...]:
+    """The layers with an indexer of their own (indexer_kinds), as GlmMoeDsaConfig.__post_init__ decides them (and
+    Hy4's class, by its `default`); () when every one has (IndexerSpec.layers)."""
+    types, key = indexer_kinds(k, layers, default)
     if types[0] != "full":  # a shared layer reuses the top-k of the last full layer before it
         said = f"{k._key(key)}: the first layer must be full, since a shared layer reuses an earlier full layer's"
         raise InputError(k.where, f"{said} top-k, got {types[0]!r}")

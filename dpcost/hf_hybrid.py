@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from dpcost.errors import InputError
-from dpcost.hf_config import Keys, dense_then_experts, dimensions, per_layer
+from dpcost.hf_config import Keys, dense_then_experts, dimensions, indexer_kinds, per_layer
 from dpcost.specs import REUSED_BLOCK, SHARED_BLOCK
 
 __all__ = ["hybrid_architecture"]
@@ -582,23 +582,11 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
 
 
 def _glm5_next_indexed(k: Keys, types: list[str]) -> tuple[int, ...]:
-    """The latent-attention layers of GLM-5.3 with an indexer of their own: those indexer_types calls full (else
-    the pattern of index_topk_pattern, "F" and "S" a layer, else every layer by index_topk_freq from
-    index_skip_topk_offset: Glm5NextTextConfig.__post_init__). A shared layer reuses the top-k the layer just before
+    """The latent-attention layers of GLM-5.3 with an indexer of their own: those hf_config.indexer_kinds calls full.
+    A shared layer reuses the top-k the layer just before
     it returned, which only a full latent-attention layer returns (Glm5NextTextModel.forward); transformers raises
     on any other, so dpcost refuses it."""
-    layers = len(types)
-    kinds = k.get("indexer_types", default=None)
-    key = "indexer_types"
-    if kinds is None and k.get("index_topk_pattern", default=None) is not None:
-        key, pattern = "index_topk_pattern", k.get("index_topk_pattern")
-        kinds = [{"F": "full", "S": "shared"}.get(c, c) for c in pattern] if isinstance(pattern, str) else pattern
-    if kinds is None:
-        freq = max(k.integer("index_topk_freq", default=1), 1)
-        offset = k.integer("index_skip_topk_offset", default=2)
-        kinds = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(layers)]
-    kinds = per_layer(k, key, layers, {"full", "shared"}, kinds)
-    assert kinds is not None
+    kinds, key = indexer_kinds(k, len(types))
     for i, (mixer, kind) in enumerate(zip(types, kinds, strict=True)):
         if (
             mixer == "indexed_attention"

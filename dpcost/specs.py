@@ -608,6 +608,13 @@ class ModelArchitecture(Spec):
         "expanded back (DeepSeek-V4's manifold-constrained hyper-connections, hc_mult); 1: one residual",
         exclude_if=lambda v: v == 1,
     )
+    hyper_form: Literal["manifold", "independent"] = Field(
+        "manifold",
+        description="each hyper-connection's weights: manifold (DeepSeek-V4's: n pre, n post and n x n mixing "
+        "weights from the streams, three scales) or independent (Hy4's HYV4HyperConnection: n pre and n post, no "
+        "mixing, two scales)",
+        exclude_if=lambda v: v == "manifold",
+    )
     hyper_head: Literal["learned", "mean"] = Field(
         "learned",
         description="how the streams collapse before the final norm: learned (DeepSeek-V4's DeepseekV4HyperHead) or "
@@ -791,7 +798,8 @@ class ModelArchitecture(Spec):
     def hyper_connected(self) -> bool:
         """Hyper-connections around every sub-layer: several residual streams, or DeepSeek-V4's and GLM-5.3's layers,
         which build their two hyper-connections whatever hc_mult is (modeling_deepseek_v4.py, modeling_glm5_next.py)."""
-        return self.residual_streams > 1 or self.compressed_attention is not None or self.hyper_head == "mean"
+        hy4 = self.hyper_form == "independent"  # HYV4DecoderLayer builds its two whatever hc_mult is, too
+        return self.residual_streams > 1 or self.compressed_attention is not None or self.hyper_head == "mean" or hy4
 
     @property
     def unmodelled(self) -> str:

@@ -100,7 +100,8 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
             kv += m.kv_lora_rank + m.qk_rope_head_dim
         if a.out_bias:
             o += h
-        return q + kv + o, max(o, m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim))
+        sinks = a.heads if a.attention_sinks else 0  # Hy4's HYV4Attention.sinks, one per head
+        return q + kv + o + sinks, max(o, m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim))
     q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
     v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value  # Gemma 4's attention_k_eq_v: no v_proj
     params = h * q_out + h * kv_out + h * v_out + a.heads * a.d_value * h
@@ -170,13 +171,20 @@ def _compressor_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
 
 def hyper_connection_parameters(a: ModelArchitecture) -> float:
     """One of DeepSeek-V4's hyper-connections (modeling_deepseek_v4.py DeepseekV4HyperConnection), two a layer: fn
-    mapping the n streams (n x hidden) to n pre, n post and n x n mixing weights, their base and three scales; none
-    without hyper-connections (ModelArchitecture.hyper_connected)."""
-    n = a.residual_streams
+    mapping the n streams (n x hidden) to n pre, n post and n x n mixing weights, their base and three scales; Hy4's
+    (modeling_hy_v4.py HYV4HyperConnection) to n pre and n post only, with two scales; none without
+    hyper-connections (ModelArchitecture.hyper_connected)."""
     if not a.hyper_connected:
         return 0.0
-    mixes = (2 + n) * n
-    return float(mixes * n * a.hidden + mixes + 3)
+    mixes = _hyper_mixes(a)
+    scales = 2 if a.hyper_form == "independent" else 3
+    return float(mixes * a.residual_streams * a.hidden + mixes + scales)
+
+
+def _hyper_mixes(a: ModelArchitecture) -> int:
+    """The weights one hyper-connection computes from the streams: n pre, n post and (manifold) n x n mixing."""
+    n = a.residual_streams
+    return 2 * n if a.hyper_form == "independent" else (2 + n) * n
 
 
 def hyper_head_parameters(a: ModelArchitecture) -> float:
@@ -269,7 +277,8 @@ def _attention_params(a: ModelArchitecture) -> float:
     """One attention sub-layer, with Qwen3-Next's output gate (its q_proj makes the gate too: 2 x q_out rows, biased
     where MiniCPM5-MoE's q_gate_proj is, or a bias per head: Beam's gate_bias) and DeepSeek-V3.2's indexer."""
     params, _ = _attention(a)
-    gate = (a.hidden + a.attention_gate_bias) * a.heads * a.d_head if a.attention_gate else 0
+    gated = a.heads * (a.mla.v_head_dim if a.mla is not None else a.d_head)  # Hy4's gate_proj gates MLA's values
+    gate = (a.hidden + a.attention_gate_bias) * gated if a.attention_gate else 0
     gate += a.heads if a.attention_gate_head_bias else 0
     gate += 2 * a.heads if a.softmax_scaling else 0  # Mistral Large 4's softmax_scaling: a scale and a bias per head
     return params + gate + (a.hidden * a.heads if a.head_gate else 0) + indexer_parameters(a)
@@ -655,7 +664,7 @@ def block_matrices(
     if a.altup is not None:  # modality_router, prediction_coefs, linear_left, linear_right, correction_coefs
         n, rank = a.altup.inputs, a.altup.laurel_rank
         mlp_matrices += [h * n, n * n * n, h * rank, rank * h, n * n]
-    streams = [float((2 + a.residual_streams) * a.residual_streams**2 * h)] if a.hyper_connected else []
+    streams = [float(_hyper_mixes(a) * a.residual_streams * h)] if a.hyper_connected else []
     mixing = [*streams, *attention, *_compressor_matrices(a, mixer), *_mixer_matrices(a, mixer), *streams]
     mixing += mlp_matrices
     return tuple(float(t) for t in mixing)

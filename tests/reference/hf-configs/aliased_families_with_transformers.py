@@ -8,7 +8,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
-        zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next \
+        zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -19,7 +19,7 @@ BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Cha
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
-Glimmer's, Step 3.5's and GLM-5.3's text models, with transformers 5.25.0).
+Glimmer's, Step 3.5's and GLM-5.3's text models, and Hy4, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -570,6 +570,21 @@ CASES: dict[str, list[dict[str, object]]] = {
                                    "index_topk": 32, "index_kpool": 8, "index_kpool_always_select_tail": False},
                    "vision_config": {"depth": 1, "hidden_size": 64, "num_heads": 2, "intermediate_size": 128,
                                      "out_hidden_size": 256, "projection_intermediate_size": 128}}],
+    # Hy4 (Tencent's Hy4-preview): GLM-5's layer with a gated output, sinks and Hy4's hyper-connections; its defaults,
+    # a small one with listed indexer and MLP kinds, biases, other widths, tied, and one of a single residual stream
+    "hy_v4": [{}, {"vocab_size": 1000, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "hidden_size": 256,
+                   "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": 64,
+                   "kv_lora_rank": 32, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 48,
+                   "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 2,
+                   "moe_intermediate_size": 64, "intermediate_size": 512, "index_n_heads": 2, "index_head_dim": 32,
+                   "index_topk": 32, "hc_mult": 2, "attention_bias": True, "tie_word_embeddings": True,
+                   "indexer_types": ["full", "shared", "full", "shared", "shared", "full"],
+                   "mlp_layer_types": ["dense", "dense", "sparse", "sparse", "dense", "sparse"]},
+              {"vocab_size": 1000, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "hidden_size": 256,
+               "num_hidden_layers": 5, "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": 64,
+               "kv_lora_rank": 32, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32,
+               "n_routed_experts": 4, "num_experts_per_tok": 1, "moe_intermediate_size": 64,
+               "intermediate_size": 512, "index_n_heads": 2, "index_head_dim": 32, "index_topk": 32, "hc_mult": 1}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
