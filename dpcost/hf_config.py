@@ -703,6 +703,7 @@ _ARCHITECTURES = {
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "HYV4ForCausalLM": "hy_v4",
+    "BailingHybridForCausalLM": "bailing_hybrid",
     "Glm5NextForConditionalGeneration": "glm5_next",
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
@@ -856,6 +857,7 @@ _HYBRID = (
     "zamba",
     "xlstm",
     "glm5_next_text",
+    "bailing_hybrid",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(

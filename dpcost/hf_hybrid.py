@@ -581,6 +581,77 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
     return arch
 
 
+# BailingHybridConfig's defaults (configuration_bailing_hybrid.py, transformers 5.25.0: inclusionAI's Ling 2.5 hybrid)
+_BAILING_HYBRID = {"vocab_size": 157184, "hidden_size": 2560, "intermediate_size": 6144, "moe_intermediate_size": 768,
+                   "num_hidden_layers": 42, "num_attention_heads": 32, "num_shared_experts": 1, "kv_lora_rank": 512,
+                   "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128, "num_experts_per_token": 8,
+                   "first_k_dense_replace": 2, "num_experts": 512, "head_dim": 128, "short_conv_kernel_size": 4,
+                   "layer_group_size": 6}  # fmt: skip
+
+
+def _bailing_hybrid(k: Keys) -> dict[str, Any]:
+    """inclusionAI's Ling hybrid (BailingHybridForCausalLM, modular_bailing_hybrid.py, transformers 5.25.0): Kimi Delta
+    Attention with full-rank forget and output gates (f_proj, g_proj) of num_attention_heads heads of head_dim in
+    the linear_attention layers of layer_types (else all but every layer_group_size-th), and MLA with a sigmoid gate
+    per head (g_proj hidden -> heads) in the rest; a dense MLP in the layers mlp_layer_types calls dense (else the
+    first first_k_dense_replace), experts and num_shared_experts shared ones folded into one MLP in the others, under
+    DeepSeek-V3's router, whose correction bias the checkpoint holds. The files' names (num_experts,
+    num_experts_per_token, num_shared_experts) win over the DeepSeek ones, as BailingHybridConfig reads them; the
+    head is never tied (empty _tied_weights_keys); the MTP layers (num_mtp_layers) are not built, and not counted."""
+    d = _BAILING_HYBRID
+    layers = _int(k, "num_hidden_layers", d, "layers")
+    types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
+    if types is None:
+        group = _count(k, "layer_group_size", d)
+        types = ["full_attention" if (i + 1) % group == 0 else "linear_attention" for i in range(layers)]
+    heads = _count(k, "num_attention_heads", d, "heads")
+    linear_dim = _count(k, "head_dim", d, "deltanet.key_dim")
+    bias = k.flag("attention_bias", False)
+    arch: dict[str, Any] = {
+        "hidden": _int(k, "hidden_size", d, "hidden"),
+        "layers": layers,
+        "heads": heads,
+        "ffn": _int(k, "intermediate_size", d, "ffn"),
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "tied_embeddings": False,
+        # attention_bias biases q_a_proj (or q_proj), kv_a_proj_with_mqa and o_proj (DeepseekV3Attention)
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "head_gate": True,
+        "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
+        "mla": {
+            "q_lora_rank": k.integer("q_lora_rank", default=None, field="mla.q_lora_rank"),
+            "kv_lora_rank": _int(k, "kv_lora_rank", d, "mla.kv_lora_rank"),
+            "qk_nope_head_dim": _int(k, "qk_nope_head_dim", d, "mla.qk_nope_head_dim"),
+            "qk_rope_head_dim": _int(k, "qk_rope_head_dim", d, "mla.qk_rope_head_dim"),
+            "v_head_dim": _int(k, "v_head_dim", d, "mla.v_head_dim"),
+        },
+        "deltanet": {
+            "form": "kda",
+            "key_heads": heads,
+            "value_heads": heads,
+            "key_dim": linear_dim,
+            "value_dim": linear_dim,
+            "conv_kernel": _count(k, "short_conv_kernel_size", d, "deltanet.conv_kernel"),
+            "full_rank_gates": True,
+        },
+    }
+    moe_ffn = _int(k, "moe_intermediate_size", d, "moe.ffn")
+    shared = k.integer("num_shared_experts", "n_shared_experts", default=d["num_shared_experts"], field="moe.shared")
+    arch["moe"] = dense_then_experts(
+        k,
+        layers,
+        experts=k.integer("num_experts", "num_local_experts", default=d["num_experts"], field="moe.experts"),
+        active=k.integer("num_experts_per_token", "num_experts_per_tok", default=d["num_experts_per_token"],
+                         field="moe.active"),
+        ffn=moe_ffn,
+        shared=shared,
+        first=_int(k, "first_k_dense_replace", d, "moe.first_dense_layers"),
+    )  # fmt: skip
+    arch["moe"]["router_bias"] = True  # BailingHybridTopkRouter.e_score_correction_bias, a buffer checkpoints hold
+    return arch
+
+
 def _glm5_next_indexed(k: Keys, types: list[str]) -> tuple[int, ...]:
     """The latent-attention layers of GLM-5.3 with an indexer of their own: those hf_config.indexer_kinds calls full.
     A shared layer reuses the top-k the layer just before
@@ -1224,6 +1295,7 @@ _READERS = {
     "granitemoehybrid": _granite_hybrid,
     "kimi_linear": _kimi_linear,
     "glm5_next_text": _glm5_next,
+    "bailing_hybrid": _bailing_hybrid,
     "minimax": _minimax,
     "bamba": _bamba,
     "olmo_hybrid": _olmo_hybrid,

@@ -194,6 +194,12 @@ class DeltaNetSpec(Spec):
     value_dim: PositiveInt = Field(description="per value head")
     conv_kernel: PositiveInt = 4
     chunk: PositiveInt = Field(64, description="the chunked recurrence's chunk length, which its FLOPs read")
+    full_rank_gates: bool = Field(
+        False,
+        description="kda: the forget and output gates projected straight from the hidden state (f_proj, g_proj: "
+        "hidden -> heads x head_dim; Ling's BailingHybridDeltaAttention) in place of KDA's low-rank pairs",
+        exclude_if=_unset,
+    )
 
     @model_validator(mode="after")
     def _lightning_heads(self) -> "DeltaNetSpec":

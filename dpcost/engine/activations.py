@@ -453,10 +453,11 @@ def _kda(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     d, e = a.deltanet, ACT_BYTES
     assert d is not None
     width, head = d.value_heads * d.value_dim, d.value_dim
+    low_rank = 0 if d.full_rank_gates else 2 * head  # Ling's gates have no low-rank inputs to keep
     out = [
         Tensor("KDA q, k, v projections", "qkv", e * 3 * width, matmul=first_mm),
         Tensor(
-            "KDA forget, beta and output gates", "qkv", e * (2 * head + 2 * width + d.value_heads), matmul=first_mm + 3
+            "KDA forget, beta and output gates", "qkv", e * (low_rank + 2 * width + d.value_heads), matmul=first_mm + 3
         ),
         Tensor("KDA convolution output (q, k, v)", "core_attn", e * 3 * width),
         Tensor("KDA decay (fp32)", "core_attn", 4.0 * width),

@@ -378,6 +378,8 @@ def _kda_matrices(a: ModelArchitecture) -> list[float]:
     d, h = a.deltanet, a.hidden
     assert d is not None
     width, head = d.value_heads * d.value_dim, d.value_dim
+    if d.full_rank_gates:  # Ling (modular_bailing_hybrid.py, 5.25.0): q, k, v, f_proj, b_proj, g_proj, o_proj
+        return [float(t) for t in (h * width, h * width, h * width, h * width, h * d.value_heads, h * width, width * h)]
     return [float(t) for t in (h * width, h * width, h * width, h * head, head * width, h * d.value_heads,
                                h * head, head * width, width * h)]  # fmt: skip
 

@@ -8,7 +8,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         granite4_vision cosmos3_edge gemma4_text gemma4_unified openai-gpt xglm biogpt ctrl persimmon fuyu \
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
-        zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 \
+        zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -19,7 +19,7 @@ BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Cha
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
-Glimmer's, Step 3.5's and GLM-5.3's text models, and Hy4, with transformers 5.25.0).
+Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4 and Ling's hybrid, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -585,6 +585,22 @@ CASES: dict[str, list[dict[str, object]]] = {
                "kv_lora_rank": 32, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32,
                "n_routed_experts": 4, "num_experts_per_tok": 1, "moe_intermediate_size": 64,
                "intermediate_size": 512, "index_n_heads": 2, "index_head_dim": 32, "index_topk": 32, "hc_mult": 1}],
+    # inclusionAI's Ling hybrid: KDA with full-rank gates and MLA with a gate per head; its defaults, a small one with
+    # the files' key names, a query latent and biases, and one with listed layer and MLP kinds
+    "bailing_hybrid": [{}, {"vocab_size": 1000, "pad_token_id": 0, "eos_token_id": 1, "hidden_size": 256,
+                            "num_hidden_layers": 6, "num_attention_heads": 4, "head_dim": 32, "intermediate_size": 512,
+                            "moe_intermediate_size": 64, "kv_lora_rank": 32, "q_lora_rank": 48,
+                            "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 24, "n_group": 1,
+                            "topk_group": 1, "num_experts": 8, "num_experts_per_token": 2, "num_shared_experts": 2,
+                            "layer_group_size": 3, "short_conv_kernel_size": 3, "attention_bias": True},
+                       {"vocab_size": 1000, "pad_token_id": 0, "eos_token_id": 1, "hidden_size": 256,
+                        "num_hidden_layers": 5, "num_attention_heads": 4, "head_dim": 48, "intermediate_size": 512,
+                        "moe_intermediate_size": 64, "kv_lora_rank": 32, "qk_nope_head_dim": 32,
+                        "qk_rope_head_dim": 16, "v_head_dim": 32, "n_group": 1, "topk_group": 1, "num_experts": 4,
+                        "layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention",
+                                        "full_attention"],
+                        "num_experts_per_token": 2, "mlp_layer_types": ["sparse", "dense", "sparse", "sparse", "dense"],
+                        "tie_word_embeddings": True}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
@@ -592,6 +608,10 @@ IMAGE_INPUT_IN_CAUSAL_LM = {"fuyu", "phi4_multimodal"}
 # Models that hold an image tokenizer or encoders beside their text layers: ChameleonModel's vqmodel (a VQ-VAE),
 # Phi4MultimodalModel's embed_tokens_extend (its image and audio encoders), left out too
 IMAGE_TOKENIZER = (".vqmodel.", ".embed_tokens_extend.")
+# Configuration classes whose written file builds another model: BailingHybridConfig.__post_init__ takes the KDA's
+# head width from head_dim and then sets head_dim to qk_rope_head_dim, which to_dict writes. Their cases keep the keys
+# as given, as a released file holds them
+WRITES_ANOTHER_MODEL = {"bailing_hybrid"}
 # Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
 TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 
@@ -638,6 +658,8 @@ def main() -> None:
                     except ValueError:  # a multimodal wrapper without a text-only class: its text model is counted
                         model = AutoModelForImageTextToText.from_config(config)
             kept = {k: v for k, v in config.to_dict().items() if k not in DROPPED}
+            if family in WRITES_ANOTHER_MODEL:
+                kept = {"model_type": family, **change}
             for ours, theirs in RELEASED_NAMES.get(family, {}).items():  # as the released files name them
                 if ours in kept and (ours in change or theirs in change):
                     kept[theirs] = kept.pop(ours)
