@@ -704,6 +704,8 @@ _ARCHITECTURES = {
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "HYV4ForCausalLM": "hy_v4",
     "BailingHybridForCausalLM": "bailing_hybrid",
+    "Qwen4ExpForCausalLM": "qwen4_exp_text",
+    "Qwen4ExpForConditionalGeneration": "qwen4_exp",
     "Glm5NextForConditionalGeneration": "glm5_next",
     "Glm4MoeForCausalLM": "glm4_moe",
     "MiniMaxM2ForCausalLM": "minimax_m2",
@@ -803,6 +805,7 @@ _NESTED = {
     "muse_glimmer": "muse_glimmer_text",
     "step3p7": "step3p5",
     "glm5_next": "glm5_next_text",
+    "qwen4_exp": "qwen4_exp_text",
 }  # multimodal wrappers: the text model's keys
 # Wrappers whose configuration class takes a file without text_config as its text model's keys (Glm5NextConfig:
 # "if self.text_config is None: self.text_config = kwargs", transformers 5.25.0)
@@ -858,6 +861,7 @@ _HYBRID = (
     "xlstm",
     "glm5_next_text",
     "bailing_hybrid",
+    "qwen4_exp_text",
 )
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(

@@ -47,6 +47,9 @@ _GLM5_NEXT = {"vocab_size": 154880, "hidden_size": 4096, "intermediate_size": 12
               "v_head_dim": 256, "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 32, "index_kpool": 16,
               "linear_head_dim": 128, "linear_num_heads": 64, "linear_conv_kernel_dim": 4, "hc_mult": 4}  # fmt: skip
 
+# Qwen4ExpTextConfig's defaults (configuration_qwen4_exp.py, transformers 5.25.0): Qwen3-Next's keys, other defaults
+_QWEN4_EXP = {**_QWEN3_NEXT, "vocab_size": 248320, "num_hidden_layers": 40, "hc_count": 4, "hc_lowrank": 320}
+
 # configuration_qwen3_5.py / configuration_qwen3_5_moe.py (Qwen3_5TextConfig, Qwen3_5MoeTextConfig, transformers
 # 5.24.0): Qwen3-Next's keys, other defaults
 _QWEN3_5 = {**_QWEN3_NEXT, "vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
@@ -796,14 +799,17 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     Lara 4 Mini (lara_mini: modular_lara_mini.py, 5.25.0) is Qwen3.5's DeltaNet with Qwen3's attention (no output
     gate) in full or sliding layers (lara_mini_layer_types; a window of sliding_window), norms that multiply their
     weight in fp32, and in every layer experts beside a shared MLP without a gate (Flint's block), tied."""
-    qwen3_5 = family in ("qwen3_5_text", "qwen3_5_moe_text")
+    qwen4 = family == "qwen4_exp_text"
+    qwen3_5 = family in ("qwen3_5_text", "qwen3_5_moe_text") or qwen4
     lara = family == "lara_mini"
-    d = {"qwen3_5_text": _QWEN3_5, "qwen3_5_moe_text": _QWEN3_5_MOE, "lara_mini": _LARA_MINI}.get(family, _QWEN3_NEXT)
+    d = {"qwen3_5_text": _QWEN3_5, "qwen3_5_moe_text": _QWEN3_5_MOE, "lara_mini": _LARA_MINI,
+         "qwen4_exp_text": _QWEN4_EXP}.get(family, _QWEN3_NEXT)  # fmt: skip
     layers = _int(k, "num_hidden_layers", d, "layers")
     if lara:
         types: list[str] | None = lara_mini_layer_types(k, layers)
-    else:
-        types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
+    else:  # Qwen4-Exp's indexed_attention is its full attention under an indexer (_qwen4_exp)
+        kinds = {"full_attention", "linear_attention", *(["indexed_attention"] if qwen4 else [])}
+        types = per_layer(k, "layer_types", layers, kinds)
     if types is None:
         interval = _int(k, "full_attention_interval", d)
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
@@ -832,7 +838,7 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
             "conv_kernel": _int(k, "linear_conv_kernel_dim", d),
         },
     }
-    if qwen3_5:
+    if qwen3_5 and not qwen4:  # Qwen4ExpTextConfig has no MTP key, and its class ignores mtp.* weights
         arch["mtp_layers"] = k.integer("mtp_num_hidden_layers", default=0, field="mtp_layers")
     if family == "qwen3_5_text":
         arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
@@ -853,6 +859,122 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
     if dense or arch["moe"]["every"] != 1:
         arch["ffn"] = _int(k, "intermediate_size", d, "ffn")
     return arch
+
+
+def _qwen4_exp(k: Keys) -> dict[str, Any]:
+    """Qwen4-Exp's text model (Qwen4ExpForCausalLM, modular_qwen4_exp.py, transformers 5.25.0): Qwen3.5-MoE's gated
+    DeltaNet and gated attention (_qwen3_next) with no norm before either sub-layer and none at the end: hc_count
+    residual streams instead, each sub-layer read through a low-rank gated residual (hc_norm, a gate of rank
+    hc_lowrank, block_inject: hyper_form "lowrank") and the streams mixed back into one by a last one without
+    injection before the head. Every indexed_attention layer (full_attention in the released files) reads the
+    indexer_budget keys a QSA indexer picks in blocks of indexer_compress_ratio, plus the last incomplete block;
+    the indexer's five keys have no defaults. The linear-attention layers ple_layer_ids names hold n-gram embeddings
+    (_qwen4_ngram_embedding)."""
+    arch = _qwen3_next(k, "qwen4_exp_text")
+    d = _QWEN4_EXP
+    streams = _int(k, "hc_count", d, "residual_streams")
+    if streams < 2:  # Qwen4ExpTextConfig.validate_architecture
+        raise InputError(k.where, f"{k._key('hc_count')}: 2 or more residual streams, got {streams}")
+    arch.update(layer_norms=0, final_norm=False, residual_streams=streams, hyper_form="lowrank",
+                hyper_rank=_count(k, "hc_lowrank", d, "hyper_rank"), hyper_head="lowrank")  # fmt: skip
+    if "attention" in arch["mixers"]:
+        ratio = k.integer("indexer_compress_ratio", field="indexer.pool")
+        budget = k.integer("indexer_budget", field="indexer.topk")
+        if k.integer("indexer_kv_heads") != 1:
+            raise InputError(k.where, f"{k._key('indexer_kv_heads')}: 1 (Qwen4-Exp's QSA has one key head)")
+        if ratio <= 0 or budget <= 0 or budget % ratio:
+            said = f"a positive multiple of indexer_compress_ratio ({ratio}), got {budget}"
+            raise InputError(k.where, f"{k._key('indexer_budget')}: {said}")
+        arch["indexer"] = {
+            "form": "qsa",
+            "heads": k.integer("indexer_n_heads", field="indexer.heads"),
+            "head_dim": k.integer("indexer_head_dim", field="indexer.head_dim"),
+            "topk": budget + ratio - 1,  # the picked blocks' keys and the incomplete tail's (_select_tokens)
+            "pool": ratio,
+        }
+    ngram = _qwen4_ngram_embedding(k, arch)
+    if ngram is not None:
+        arch["ngram_embedding"] = ngram
+    return arch
+
+
+def _qwen4_ngram_embedding(k: Keys, arch: dict[str, Any]) -> dict[str, Any] | None:
+    """Qwen4-Exp's n-gram embeddings in the linear-attention layers ple_layer_ids numbers from 1 (Qwen4ExpTextConfig
+    .__post_init__ and validate_architecture): the p-th holds (ngram_size - 1) x heads_per_ngram heads of
+    ple_embed_dim / heads each, head j's rows the (p x heads + j + 1)-th prime from ngram_vocab_size_base on, their
+    sum padded to a multiple of make_ngram_vocab_size_divisible_by (Qwen4ExpTextNGramEmbedding)."""
+    ids = k.get("ple_layer_ids", default=[])
+    if not ids:
+        return None
+    layers = arch["layers"]
+    if not isinstance(ids, list) or any(type(i) is not int or not 1 <= i <= layers for i in ids):
+        said = f"layer numbers from 1 to {layers}, got {ids!r}"
+        raise InputError(k.where, f"{k._key('ple_layer_ids')}: {said}"[:300])
+    chosen = sorted(set(ids))
+    if any(arch["mixers"][i - 1] != "deltanet" for i in chosen):
+        said = "linear_attention layers only (Qwen4ExpTextConfig.validate_architecture)"
+        raise InputError(k.where, f"{k._key('ple_layer_ids')}: {said}, got {ids!r}"[:300])
+    size = k.integer("ngram_size", default=3)
+    heads = (size - 1) * k.integer("heads_per_ngram", default=8)
+    width = k.integer("ple_embed_dim", default=arch["hidden"])
+    base = k.integer("ngram_vocab_size_base", default=20_000_000)
+    pad = k.integer("make_ngram_vocab_size_divisible_by", default=128)
+    if size < 2 or heads <= 0 or width <= 0 or width % heads:
+        said = f"a positive multiple of (ngram_size - 1) x heads_per_ngram ({heads}), got {width}"
+        raise InputError(k.where, f"{k._key('ple_embed_dim')}: {said}")
+    if not 0 < base <= 10**10 or not 0 < pad <= 10**6:
+        raise InputError(k.where, f"{k._key('ngram_vocab_size_base')} and make_ngram_vocab_size_divisible_by: "
+                         f"from 1 to 10^10 and to 10^6, got {base} and {pad}")  # fmt: skip
+    if heads * len(chosen) > 10_000:  # each head's table size is a prime to find
+        said = f"at most 10,000 n-gram heads over the layers, got {len(chosen)} layers of {heads}"
+        raise InputError(k.where, f"{k._key('heads_per_ngram')} and ple_layer_ids: {said}")
+    primes = _primes_from(base, heads * len(chosen))
+    rows = [sum(primes[p * heads : (p + 1) * heads]) for p in range(len(chosen))]
+    return {
+        "layers": tuple(i - 1 for i in chosen),
+        "rows": tuple(-(-r // pad) * pad for r in rows),
+        "width": width,
+        "heads": heads,
+        "conv_kernel": _count(k, "ple_conv_kernel_size", {"ple_conv_kernel_size": 4}),
+        "dilation": size,
+    }
+
+
+def _primes_from(start: int, count: int) -> list[int]:
+    """The first `count` primes at or above `start` (Qwen4-Exp's _find_nth_prime_after(start - 1, n) for n = 1 ..
+    count), by a Miller-Rabin test whose bases (the primes to 41) decide every number below 3.3 x 10^24 (the reader
+    holds ngram_vocab_size_base to 10^10 and the count to 10,000)."""
+    found: list[int] = []
+    n = max(start, 2)
+    while len(found) < count:
+        if _is_prime(n):
+            found.append(n)
+        n += 1
+    return found
+
+
+def _is_prime(n: int) -> bool:
+    """Miller-Rabin with the first thirteen primes as bases: exact for n < 3,317,044,064,679,887,385,961,981."""
+    bases = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41)
+    if n < 2:
+        return False
+    for p in bases:
+        if n % p == 0:
+            return n == p
+    d, s = n - 1, 0
+    while d % 2 == 0:
+        d, s = d // 2, s + 1
+    for a in bases:
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
 
 
 def _minimax(k: Keys) -> dict[str, Any]:
@@ -1295,6 +1417,7 @@ _READERS = {
     "granitemoehybrid": _granite_hybrid,
     "kimi_linear": _kimi_linear,
     "glm5_next_text": _glm5_next,
+    "qwen4_exp_text": _qwen4_exp,
     "bailing_hybrid": _bailing_hybrid,
     "minimax": _minimax,
     "bamba": _bamba,

@@ -277,7 +277,7 @@ class IndexerSpec(Spec):
     context with `heads` small heads and attention then reads only the `topk` best keys
     (deepseek-ai/DeepSeek-V3.2-Exp inference/model.py Indexer)."""
 
-    form: Literal["dsa", "block", "hidden", "pooled"] = Field(
+    form: Literal["dsa", "block", "hidden", "pooled", "qsa"] = Field(
         "dsa",
         description="dsa: DeepSeek-V3.2's (wq_b from MLA's query latent, wk, k_norm, weights_proj; every attention "
         "layer reads its top k); block: MiniMax M3's (q_proj, k_proj and per-head q/k norms over the hidden state; "
@@ -285,11 +285,15 @@ class IndexerSpec(Spec):
         "4's (DeepSeek's, its wq_b from the hidden state under a LayerNorm of its own, q_input_norm, with a learned "
         "softmax scale and bias per head; its key cache in the model's dtype); pooled: GLM-5.3's (DeepSeek's, "
         "scoring pools of `pool` keys: a position table per pool slot and a gate from the hidden state; its cache "
-        "holds each key, its gate scores and a validity flag in the model's dtype)",
+        "holds each key, its gate scores and a validity flag in the model's dtype); qsa: Qwen4-Exp's (one fused "
+        "projection of the hidden state to `heads` queries and one key, a q and a k norm; keys mean-pooled in blocks "
+        "of `pool`; its cache holds the raw keys in the model's dtype)",
         exclude_if=lambda v: v == "dsa",
     )
     pool: NonNegativeInt = Field(
-        0, description="pooled: index_kpool, the keys each pool holds", exclude_if=lambda v: v == 0
+        0,
+        description="pooled: index_kpool; qsa: indexer_compress_ratio; the keys each pool holds",
+        exclude_if=lambda v: v == 0,
     )
     heads: PositiveInt = Field(description="index_n_heads")
     head_dim: PositiveInt = Field(description="index_head_dim")
@@ -361,6 +365,22 @@ class CompressedAttentionSpec(Spec):
     index_heads: PositiveInt = Field(description="index_n_heads")
     index_head_dim: PositiveInt = Field(description="index_head_dim")
     index_topk: PositiveInt = Field(description="index_topk: the compressed entries each CSA query reads")
+
+
+class NgramEmbeddingSpec(Spec):
+    """Qwen4-Exp's per-layer n-gram embeddings (PLE: Qwen4ExpTextPLELayer, modeling_qwen4_exp.py, transformers
+    5.25.0) in some linear-attention layers: a table of hashed n-gram rows per layer (`heads` heads of width / heads
+    each, looked up per token), key_proj (width -> streams x hidden), value_proj (width -> hidden), three norms of
+    streams x hidden and a depthwise convolution over them of `conv_kernel` taps, `dilation` apart."""
+
+    layers: tuple[NonNegativeInt, ...] = Field(description="the layers holding one (ple_layer_ids, counted from 0)")
+    rows: tuple[Annotated[int, Field(gt=0, le=10**12, strict=True)], ...] = Field(
+        description="each of those layers' table rows (its heads' prime sizes)"
+    )
+    width: PositiveInt = Field(description="ple_embed_dim")
+    heads: PositiveInt = Field(description="(ngram_size - 1) x heads_per_ngram")
+    conv_kernel: PositiveInt = Field(description="ple_conv_kernel_size")
+    dilation: PositiveInt = Field(description="ngram_size")
 
 
 class PerLayerInputSpec(Spec):
@@ -586,6 +606,9 @@ class ModelArchitecture(Spec):
         description="DeepSeek-V4's attention: its query latent, grouped output projection and compressors",
         exclude_if=lambda v: v is None,
     )
+    ngram_embedding: NgramEmbeddingSpec | None = Field(
+        None, description="Qwen4-Exp's per-layer n-gram embeddings (ple_layer_ids)", exclude_if=lambda v: v is None
+    )
     per_layer_input: PerLayerInputSpec | None = Field(
         None,
         description="Gemma 4 E2B/E4B's per-layer embeddings (hidden_size_per_layer_input)",
@@ -614,18 +637,23 @@ class ModelArchitecture(Spec):
         "expanded back (DeepSeek-V4's manifold-constrained hyper-connections, hc_mult); 1: one residual",
         exclude_if=lambda v: v == 1,
     )
-    hyper_form: Literal["manifold", "independent"] = Field(
+    hyper_form: Literal["manifold", "independent", "lowrank"] = Field(
         "manifold",
         description="each hyper-connection's weights: manifold (DeepSeek-V4's: n pre, n post and n x n mixing "
-        "weights from the streams, three scales) or independent (Hy4's HYV4HyperConnection: n pre and n post, no "
-        "mixing, two scales)",
+        "weights from the streams, three scales), independent (Hy4's HYV4HyperConnection: n pre and n post, no "
+        "mixing, two scales) or lowrank (Qwen4-Exp's Qwen4ExpTextGatedResidual: a norm over the n streams, a gate "
+        "through hyper_rank back to n x hidden, and n injection weights)",
         exclude_if=lambda v: v == "manifold",
     )
-    hyper_head: Literal["learned", "mean"] = Field(
+    hyper_rank: PositiveInt | None = Field(
+        None, description="lowrank: hc_lowrank, the gate's rank", exclude_if=lambda v: v is None
+    )
+    hyper_head: Literal["learned", "mean", "lowrank"] = Field(
         "learned",
-        description="how the streams collapse before the final norm: learned (DeepSeek-V4's DeepseekV4HyperHead) or "
+        description="how the streams collapse before the final norm: learned (DeepSeek-V4's DeepseekV4HyperHead), "
         "an unweighted mean holding no weights (GLM-5.3's Glm5NextTextHyperHead, whose layers build their "
-        "hyper-connections whatever hc_mult is)",
+        "hyper-connections whatever hc_mult is), or lowrank (Qwen4-Exp's hyper_connection_mixer: a lowrank "
+        "hyper-connection without its injection weights)",
         exclude_if=lambda v: v == "learned",
     )
 
@@ -666,8 +694,17 @@ class ModelArchitecture(Spec):
             raise ValueError(f"rglru.width ({self.rglru.width}) must be a multiple of heads ({self.rglru.heads}): "
                              "the gates' blocks")  # fmt: skip
         dsa = self.indexer is not None and self.indexer.form in ("dsa", "pooled")
-        if self.indexer is not None and (self.indexer.form == "pooled") != (self.indexer.pool > 0):
-            raise ValueError("indexer.pool: a pooled indexer's keys per pool (1 or more), and 0 for any other")
+        if self.indexer is not None and (self.indexer.form in ("pooled", "qsa")) != (self.indexer.pool > 0):
+            raise ValueError("indexer.pool: a pooled or qsa indexer's keys per pool (1 or more), and 0 for any other")
+        ngram = self.ngram_embedding
+        if ngram is not None and (len(ngram.rows) != len(ngram.layers) or ngram.width % ngram.heads):
+            raise ValueError("ngram_embedding: one rows entry per layer, and width a multiple of heads")
+        if ngram is not None and any(i >= self.layers or self.mixer(i) != "deltanet" for i in ngram.layers):
+            raise ValueError(f"ngram_embedding.layers: linear-attention layers, from 0 to {self.layers - 1}")
+        if ngram is not None and self.residual_streams < 2:
+            raise ValueError("ngram_embedding: its keys are one per residual stream (residual_streams 2 or more)")
+        if (self.hyper_form == "lowrank") != (self.hyper_rank is not None):
+            raise ValueError("hyper_rank: the low-rank hyper-connections' rank (hc_lowrank), and only theirs")
         if dsa and (self.mla is None or self.mla.q_lora_rank is None):
             raise ValueError("indexer: DeepSeek's indexer reads MLA's compressed query (mla.q_lora_rank)")
         if any(m.removeprefix(KV_SHARED) == "global attention" for m in self.mixers) and self.global_attention is None:

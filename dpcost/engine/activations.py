@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Literal
 
 from dpcost.engine.attention_keys import cached_entries, cached_keys
+from dpcost.engine.params import hyper_mixes
 from dpcost.frozen import frozen
 from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, ModelArchitecture
 
@@ -267,11 +268,12 @@ def _compressed_attention(a: ModelArchitecture, mixer: str, flash: bool, first_m
 
 def _hyper_connection(a: ModelArchitecture, module: Module, name: str) -> list[Tensor]:
     """One of DeepSeek-V4's hyper-connections (DeepseekV4HyperConnection): the n input streams its mapping and its
-    collapse read, and the fp32 pre, post and mixing weights, (2 + n) n of them."""
+    collapse read, and the fp32 weights it computes from them (params.hyper_mixes: (2 + n) n pre, post and mixing
+    ones; Hy4's 2n; Qwen4-Exp's gate rank and n injections)."""
     n = a.residual_streams
     return [
         Tensor(f"{name} hyper-connection input streams", module, ACT_BYTES * n * a.hidden),
-        Tensor(f"{name} hyper-connection weights (fp32)", module, 4.0 * (2 + n) * n),
+        Tensor(f"{name} hyper-connection weights (fp32)", module, 4.0 * hyper_mixes(a)),
     ]
 
 
@@ -732,7 +734,8 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
     window (w channels x k - 1 steps: RecurrentGemmaRecurrentBlock's conv1d_state) and its fp32 recurrent state, an
     RWKV-4 layer's previous token for each of its two token shifts (h each) and its WKV state, numerator, denominator
     and running maximum in fp32 (w each: RwkvModel's five state tensors), an mLSTM layer's memory, normaliser and
-    stabiliser per head (xLSTMCache, in the embeddings' dtype)."""
+    stabiliser per head (xLSTMCache, in the embeddings' dtype); a Qwen4-Exp n-gram layer's convolution window (n x
+    hidden channels, (kernel - 1) x dilation steps) and its last n-gram context ids (ngram_size - 1 int64s)."""
     total = 0.0
     for i in range(a.layers):
         mixer, m, d = a.mixer(i), a.ssm, a.deltanet
@@ -752,4 +755,8 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
             cell = a.mlstm
             d_qk, d_v = cell.qk_dim // cell.heads, cell.v_dim // cell.heads
             total += cell.heads * (d_qk * d_v + d_qk + 1)
+    g = a.ngram_embedding
+    if g is not None:  # Qwen4ExpTextPLELayer's conv state (state 1) and n-gram ids (state 2: 8-byte integers)
+        window = a.residual_streams * a.hidden * (g.conv_kernel - 1) * g.dilation
+        total += len(g.layers) * (window + (g.dilation - 1) * 8.0 / dtype_bytes)
     return total * dtype_bytes

@@ -76,8 +76,8 @@ def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False)
     if arch.indexer is not None:
         # DeepSeek Sparse Attention (DeepSeek-V3.2): attention reads the indexer's top-k keys, and the indexer scores
         # the whole context, I(t, s) = sum_j w(t, j) ReLU(q(t, j) . k(s)) over its heads: 2 H_I d_I T; GLM-5.3's over
-        # its pools of `pool` keys (Glm5NextTextIndexer.get_pooled_states), T / pool of them
-        scored = seq_len / arch.indexer.pool if arch.indexer.form == "pooled" else seq_len
+        # its pools of `pool` keys (Glm5NextTextIndexer.get_pooled_states), T / pool of them, as Qwen4-Exp's blocks
+        scored = seq_len / arch.indexer.pool if arch.indexer.pool else seq_len
         flops += 2.0 * arch.indexer_layers * arch.indexer.heads * arch.indexer.head_dim * scored
     return flops
 

@@ -28,7 +28,9 @@ __all__ = [
     "count_params",
     "hyper_connection_parameters",
     "hyper_head_parameters",
+    "hyper_mixes",
     "mtp_layer",
+    "ngram_layer_parameters",
 ]
 
 
@@ -176,22 +178,42 @@ def hyper_connection_parameters(a: ModelArchitecture) -> float:
     hyper-connections (ModelArchitecture.hyper_connected)."""
     if not a.hyper_connected:
         return 0.0
-    mixes = _hyper_mixes(a)
+    if a.hyper_form == "lowrank":  # Qwen4-Exp (Qwen4ExpTextGatedResidual): hc_norm's weight and three matrices
+        return float(a.residual_streams * a.hidden + sum(_hyper_matrices(a)))
+    mixes = hyper_mixes(a)
     scales = 2 if a.hyper_form == "independent" else 3
     return float(mixes * a.residual_streams * a.hidden + mixes + scales)
 
 
-def _hyper_mixes(a: ModelArchitecture) -> int:
-    """The weights one hyper-connection computes from the streams: n pre, n post and (manifold) n x n mixing."""
+def hyper_mixes(a: ModelArchitecture) -> int:
+    """The weights one hyper-connection computes from the streams: n pre, n post and (manifold) n x n mixing; a
+    lowrank one's gate rank and n injection weights."""
     n = a.residual_streams
+    if a.hyper_form == "lowrank":
+        assert a.hyper_rank is not None
+        return a.hyper_rank + n
     return 2 * n if a.hyper_form == "independent" else (2 + n) * n
+
+
+def _hyper_matrices(a: ModelArchitecture) -> list[float]:
+    """One hyper-connection's weight matrices: fn (n x hidden -> its mixes), or a lowrank one's down (n x hidden ->
+    rank), up (rank -> n x hidden) and block_inject (n x hidden -> n)."""
+    wide = a.residual_streams * a.hidden
+    if a.hyper_form == "lowrank":
+        assert a.hyper_rank is not None
+        return [float(wide * a.hyper_rank), float(a.hyper_rank * wide), float(wide * a.residual_streams)]
+    return [float(hyper_mixes(a) * wide)]
 
 
 def hyper_head_parameters(a: ModelArchitecture) -> float:
     """DeepSeek-V4's final collapse of the streams (DeepseekV4HyperHead): n x (n x hidden) weights, n biases and a
     scale; none without hyper-connections, or where the collapse is a mean (GLM-5.3's Glm5NextTextHyperHead)."""
     n = a.residual_streams
-    return float(n * n * a.hidden + n + 1) if a.hyper_connected and a.hyper_head == "learned" else 0.0
+    if not a.hyper_connected or a.hyper_head == "mean":
+        return 0.0
+    if a.hyper_head == "lowrank":  # Qwen4-Exp's hyper_connection_mixer: hc_norm, down and up, no block_inject
+        return float(n * a.hidden + sum(_hyper_matrices(a)[:2]))
+    return float(n * n * a.hidden + n + 1)
 
 
 def _mlp(a: ModelArchitecture, width: int, io: int | None = None) -> float:
@@ -234,6 +256,17 @@ def rope_scale_parameters(a: ModelArchitecture) -> float:
 def outside_norm_parameters(a: ModelArchitecture) -> float:
     """The hidden-sized norms outside the layers: the final norm (none in GPT-1) and BLOOM's after the embedding."""
     return _norm(a) * (int(a.final_norm) + int(a.embedding_norm))
+
+
+def ngram_layer_parameters(a: ModelArchitecture) -> float:
+    """What one of Qwen4-Exp's n-gram layers holds beside its table (Qwen4ExpTextPLELayer, transformers 5.25.0):
+    key_proj (width -> n x hidden) and value_proj (width -> hidden), no biases, norm_key, norm_query and norm_conv
+    (n x hidden each) and the depthwise conv1d (n x hidden channels of conv_kernel taps, no bias)."""
+    g = a.ngram_embedding
+    if g is None:
+        return 0.0
+    wide = a.residual_streams * a.hidden
+    return float(g.width * wide + g.width * a.hidden + 3 * wide + wide * g.conv_kernel)
 
 
 def kv_projection_parameters(a: ModelArchitecture) -> float:
@@ -296,6 +329,9 @@ def indexer_parameters(a: ModelArchitecture) -> float:
         # hidden state, wk, k_norm and weights_proj as DeepSeek's, q_input_norm (a LayerNorm) and softmax_scaling
         h = a.hidden
         return float(h * i.heads * i.head_dim + h * i.head_dim + 2 * i.head_dim + h * i.heads + 2 * h + 2 * i.heads)
+    if i is not None and i.form == "qsa":  # Qwen4-Exp (Qwen4ExpTextIndexer, 5.25.0): index_qk_proj (hidden -> heads
+        # queries and one key of head_dim), q_layernorm and k_layernorm (head_dim each)
+        return float(a.hidden * (i.heads + 1) * i.head_dim + 2 * i.head_dim)
     if i is None or a.mla is None or a.mla.q_lora_rank is None:
         return 0.0
     # GLM-5.3's pooled indexer adds index_kpool_compress_ape (pool x head_dim) and _gate (head_dim x hidden)
@@ -666,7 +702,7 @@ def block_matrices(
     if a.altup is not None:  # modality_router, prediction_coefs, linear_left, linear_right, correction_coefs
         n, rank = a.altup.inputs, a.altup.laurel_rank
         mlp_matrices += [h * n, n * n * n, h * rank, rank * h, n * n]
-    streams = [float(_hyper_mixes(a) * a.residual_streams * h)] if a.hyper_connected else []
+    streams = _hyper_matrices(a) if a.hyper_connected else []
     mixing = [*streams, *attention, *_compressor_matrices(a, mixer), *_mixer_matrices(a, mixer), *streams]
     mixing += mlp_matrices
     return tuple(float(t) for t in mixing)
@@ -721,6 +757,10 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if per_layer is not None:
         per_layer_embedding = float(per_layer.vocab * a.layers * per_layer.width)
         per_layer_projection = float(h * a.layers * per_layer.width + a.norm_weights * per_layer.width)
+    ngram = a.ngram_embedding
+    if ngram is not None:  # Qwen4-Exp's tables are lookups; their projections, norms and convolutions run per token
+        per_layer_embedding = float(sum(ngram.rows) * (ngram.width // ngram.heads))
+        per_layer_projection = float(len(ngram.layers) * ngram_layer_parameters(a))
     outside = embedding + lm_head + positions + final_norm + per_layer_embedding + per_layer_projection
     outside += altup_projection_parameters(a) + rope_scale_parameters(a)
     total = sum(b.params for b in blocks) + outside
@@ -790,6 +830,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if per_layer:
         components.append(("per-layer embeddings", per_layer_embedding))
         components.append(("per-layer inputs", per_layer_projection + per_layer_input_parameters(a) * a.layers))
+    if ngram:
+        components.append(("n-gram embedding tables", per_layer_embedding))
+        components.append(("n-gram layers", per_layer_projection))
     moe_layers = sum(1 for _, mlp, _ in kinds if mlp == "moe")
     vision = vision_expert_parameters(a) * moe_layers  # held and trained, never run by text
     if a.moe:

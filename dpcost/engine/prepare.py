@@ -29,7 +29,7 @@ from dpcost.engine.memory import (
     stage_memory,
 )
 from dpcost.engine.ops import has_layer_ops
-from dpcost.engine.params import ParamCount, block_matrices, block_tensors, count_params
+from dpcost.engine.params import ParamCount, block_matrices, block_tensors, count_params, ngram_layer_parameters
 from dpcost.engine.placement import check_ranks
 from dpcost.engine.rates import matmul_efficiency, rates_for, slowest_gpu_loss
 from dpcost.engine.report import Advice
@@ -465,17 +465,30 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     attention_per_layer = attention_flops(a, seq_len) / max(1, a.attention_layers)
     head_matmul = counts.embedding if a.tied_embeddings else counts.lm_head
     layer_kinds = a.layer_kinds
-    flops = [2 * counts.per_layer_projection]  # Gemma 4's per-layer inputs, projected from the embedding
-    for b, (mixer, *_) in zip(counts.blocks, layer_kinds, strict=True):
+    # Qwen4-Exp's n-gram table and layer live in their decoder layer (Qwen4ExpTextDecoderLayer.ple): each layer's
+    # unit holds its own; Gemma 4's per-layer inputs are the embedding's
+    ngram = a.ngram_embedding
+    own: dict[int, tuple[float, float]] = {}
+    if ngram is not None:
+        width = ngram.width // ngram.heads
+        own = {
+            i: (float(rows * width), ngram_layer_parameters(a))
+            for i, rows in zip(ngram.layers, ngram.rows, strict=True)
+        }
+    projection = 0.0 if own else counts.per_layer_projection
+    flops = [2 * projection]  # Gemma 4's per-layer inputs, projected from the embedding
+    for i, (b, (mixer, *_)) in enumerate(zip(counts.blocks, layer_kinds, strict=True)):
         attention = attention_per_layer if "attention" in mixer else 0.0
-        flops.append(2 * b.active + attention + mixer_recurrence_flops(a, mixer))
+        ple = 2 * own[i][1] if i in own else 0.0
+        flops.append(2 * b.active + attention + mixer_recurrence_flops(a, mixer) + ple)
     flops.append(2 * head_matmul)
     positions = a.learned_positions * a.hidden
-    inputs = (counts.embedding, float(positions), counts.per_layer_embedding, counts.per_layer_projection)
+    lookups = 0.0 if own else counts.per_layer_embedding
+    inputs = (counts.embedding, float(positions), lookups, projection)
     tensors = [tuple(t for t in inputs if t > 0)]
     kinds = {kind: block_tensors(a, kind[1] == "moe", *kind) for kind in set(layer_kinds)}  # each kind of layer
-    tensors += [kinds[kind] for kind in layer_kinds]
-    head = counts.total - sum(inputs) - sum(b.params for b in counts.blocks)
+    tensors += [kinds[kind] + own.get(i, ()) for i, kind in enumerate(layer_kinds)]
+    head = counts.total - sum(inputs) - sum(b.params for b in counts.blocks) - sum(sum(t) for t in own.values())
     tensors += [tuple(t for t in (head - counts.lm_head, counts.lm_head) if t > 0)]  # final norm, output head
     total = sum(flops)
     last = len(tensors) - 1

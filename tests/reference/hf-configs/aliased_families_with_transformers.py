@@ -9,7 +9,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
-        > resolved/transformers-5.25.json
+        qwen4_exp_text qwen4_exp > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
@@ -19,7 +19,8 @@ BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Cha
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
-Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4 and Ling's hybrid, with transformers 5.25.0).
+Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid and Qwen4-Exp's text model, with
+transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -601,6 +602,39 @@ CASES: dict[str, list[dict[str, object]]] = {
                                         "full_attention"],
                         "num_experts_per_token": 2, "mlp_layer_types": ["sparse", "dense", "sparse", "sparse", "dense"],
                         "tie_word_embeddings": True}],
+    # Qwen4-Exp's text model: Qwen3.5-MoE's layers without norms, low-rank gated residual streams and a QSA indexer in
+    # its attention layers; its defaults with the indexer's keys (which have none), a small one with biases, another
+    # pattern and more streams, tied; and its wrapper, whose own tie_word_embeddings ties
+    "qwen4_exp_text": [{"indexer_n_heads": 16, "indexer_kv_heads": 1, "indexer_head_dim": 128, "indexer_budget": 2048,
+                        "indexer_compress_ratio": 64, "partial_rotary_factor": 0.25},
+                       {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 6, "num_attention_heads": 4,
+                        "num_key_value_heads": 2, "head_dim": 64, "linear_num_key_heads": 2,
+                        "linear_num_value_heads": 4, "linear_key_head_dim": 32, "linear_value_head_dim": 48,
+                        "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+                        "shared_expert_intermediate_size": 96, "hc_count": 3, "hc_lowrank": 16,
+                        "attention_bias": True, "tie_word_embeddings": True, "full_attention_interval": 3,
+                        "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 64, "indexer_budget": 64,
+                        "indexer_compress_ratio": 16},
+                       {"vocab_size": 1000, "eos_token_id": 1, "hidden_size": 256, "num_hidden_layers": 4,
+                        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "linear_num_key_heads": 2,
+                        "linear_num_value_heads": 4, "num_experts": 4, "num_experts_per_tok": 1,
+                        "moe_intermediate_size": 64, "shared_expert_intermediate_size": 64, "hc_lowrank": 8,
+                        "ple_layer_ids": [3, 1], "ngram_vocab_size_base": 1000, "ple_embed_dim": 128,
+                        "heads_per_ngram": 4, "ple_conv_kernel_size": 3, "make_ngram_vocab_size_divisible_by": 64,
+                        "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 64, "indexer_budget": 32,
+                        "indexer_compress_ratio": 8}],
+    "qwen4_exp": [{"text_config": {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 4,
+                                   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+                                   "linear_num_key_heads": 2, "linear_num_value_heads": 4, "num_experts": 4,
+                                   "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+                                   "shared_expert_intermediate_size": 64, "hc_lowrank": 8,
+                                   "layer_types": ["linear_attention", "full_attention", "linear_attention",
+                                                   "full_attention"],
+                                   "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 64,
+                                   "indexer_budget": 32, "indexer_compress_ratio": 8},
+                   "vision_config": {"depth": 1, "hidden_size": 64, "num_heads": 2, "intermediate_size": 128,
+                                     "out_hidden_size": 256},
+                   "tie_word_embeddings": True}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
