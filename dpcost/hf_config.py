@@ -62,11 +62,23 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
 }  # fmt: skip
 
 
+# The attribute_map names that lose to the canonical one when a file gives both (transformers 5.25.0, measured by
+# building each class from both spellings at once: an alias the class also declares as a field is set first and
+# then overwritten; every other alias is set after the fields, and wins)
+_ALIAS_LOSES = {("deepseek_v3", "num_mtp_layers"), ("glm4_moe", "num_mtp_layers"), ("sarvam_moe", "num_mtp_layers"),
+                ("param2moe", "num_mtp_layers"), ("kimi_linear", "num_local_experts"),
+                ("kimi_linear", "num_experts_per_tok"), ("kimi_linear", "n_shared_experts"),
+                ("qwen3_moe", "num_experts"), ("qwen3_vl_moe_text", "num_experts"),
+                ("kolibri1", "num_experts")}  # fmt: skip
+
+
 def _spellings(family: str, key: str) -> tuple[str, ...]:
-    """`key` and the spellings its family's attribute_map pairs with it."""
+    """`key` and the spellings its family's attribute_map pairs with it, in the order transformers lets them win."""
     aliases = _ATTRIBUTE_MAPS.get(family, {})
     canonical = aliases.get(key, key)
-    return tuple(dict.fromkeys([key, canonical, *(alias for alias, c in aliases.items() if c == canonical)]))
+    named = [alias for alias, c in aliases.items() if c == canonical]
+    winning = [alias for alias in named if (family, alias) not in _ALIAS_LOSES]
+    return tuple(dict.fromkeys([*winning, canonical, *named, key]))
 
 
 class Keys:
@@ -807,6 +819,9 @@ _NESTED = {
     "glm5_next": "glm5_next_text",
     "qwen4_exp": "qwen4_exp_text",
 }  # multimodal wrappers: the text model's keys
+# Wrappers whose configuration class builds its own text config whatever text_config's model_type says
+# (Step3p7Config.__post_init__ pops it; Glm5NextConfig builds Glm5NextTextConfig: transformers 5.25.0)
+_TEXT_CLASS_FIXED = ("step3p7", "glm5_next")
 # Wrappers whose configuration class takes a file without text_config as its text model's keys (Glm5NextConfig:
 # "if self.text_config is None: self.text_config = kwargs", transformers 5.25.0)
 _FLAT_WRAPPERS = ("glm5_next",)
@@ -1692,7 +1707,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         arch["linear_bias"] = True
     if k.get("n_routed_experts", *aliases.get("n_routed_experts", ()), default=d.get("n_routed_experts")) is not None:
         freq = k.integer("moe_layer_freq", default=1)
-        if freq != 1 and family not in ("axk1", "mistral_large4_text"):  # MistralLarge4TextConfig reads no such key
+        if freq != 1 and family not in ("axk1", "mistral_large4_text", "hy_v4"):  # the last two read no such key
             raise InputError(
                 k.where,
                 f"{k._key('moe_layer_freq')}: only 1 (MoE in every layer after "
@@ -2644,7 +2659,7 @@ def _nested_family(wrapper: str, text: dict[str, Any], where: str) -> str:
     mistral, ministral3 or mistral4), else the wrapper's usual one (_NESTED)."""
     inner = text.get("model_type")
     inner = _TEXT_ALIASES.get(inner, inner) if isinstance(inner, str) else inner
-    if inner is None:
+    if inner is None or wrapper in _TEXT_CLASS_FIXED:
         return _NESTED[wrapper]
     if isinstance(inner, str) and inner in SUPPORTED_MODEL_TYPES and inner not in _NESTED:
         return inner
@@ -2953,32 +2968,35 @@ _STEP3P5 = {"vocab_size": 128815, "hidden_size": 4096, "intermediate_size": 1126
 
 def _step3p5_heads(k: Keys, types: list[str]) -> tuple[int, int]:
     """The query heads of Step 3.5's full and sliding layers: num_attention_heads, and for the sliding ones
-    num_sliding_attention_heads, else the released files' attention_other_setting.num_attention_heads; a
-    per_layer_config the file holds (as transformers writes it) overrides layers one by one, before either."""
+    num_sliding_attention_heads, else the released files' attention_other_setting.num_attention_heads. A
+    per_layer_config the file holds (as transformers writes it) replaces both rules: the layers it names take its
+    heads, the others num_attention_heads (Step3p7TextConfig.__post_init__ sets it only where the file gives none;
+    its keys are layer numbers, zero-padded as to_dict writes them past layer 9)."""
     full = k.integer("num_attention_heads", default=_STEP3P5["num_attention_heads"], field="heads")
-    sliding = k.integer("num_sliding_attention_heads", default=None, field="heads")
-    other = k.get("attention_other_setting", default=None)
-    if sliding is None and other is not None:
-        if not isinstance(other, dict):
-            raise InputError(k.where, f"{k._key('attention_other_setting')}: a mapping, got {other!r}"[:200])
-        sliding = other.get("num_attention_heads", full)
-        if type(sliding) is not int:
-            said = f"{k._key('attention_other_setting')}.num_attention_heads: a whole number, got {sliding!r}"
-            raise InputError(k.where, said[:200])
-    heads = [full if t == "full_attention" else sliding or full for t in types]
-    overrides = k.get("per_layer_config", default={})
+    overrides = k.get("per_layer_config", default=None)
+    if overrides is None:
+        key, sliding = "num_sliding_attention_heads", k.get("num_sliding_attention_heads", default=None)
+        other = k.get("attention_other_setting", default=None)
+        if sliding is None and other is not None:
+            if not isinstance(other, dict):
+                raise InputError(k.where, f"{k._key('attention_other_setting')}: a mapping, got {other!r}"[:200])
+            key, sliding = "attention_other_setting.num_attention_heads", other.get("num_attention_heads", full)
+        if sliding is not None and (type(sliding) is not int or sliding <= 0):
+            raise InputError(k.where, f"{k._key(key)}: a whole number of heads from 1, got {sliding!r}"[:200])
+        return full, sliding or full
     if not isinstance(overrides, dict):
-        raise InputError(
-            k.where, f"{k._key('per_layer_config')}: a mapping of layer to settings, got {overrides!r}"[:200]
-        )
-    for i in range(len(types)):
-        layer = overrides.get(str(i), overrides.get(i, {}))
-        if not isinstance(layer, dict) or set(layer) - {"num_attention_heads"}:
-            said = (
-                f"{k._key('per_layer_config')}.{i}: num_attention_heads alone (Step3p7TextConfig's own), got {layer!r}"
-            )
+        said = f"{k._key('per_layer_config')}: a mapping of layer to settings, got {overrides!r}"
+        raise InputError(k.where, said[:200])
+    heads = [full] * len(types)
+    for name, layer in overrides.items():
+        number = int(name) if isinstance(name, str) and name.isdigit() else None
+        if number is None or number >= len(types):
+            said = f"{k._key('per_layer_config')}: layer numbers from 0 to {len(types) - 1}, got {name!r}"
             raise InputError(k.where, said[:200])
-        heads[i] = layer.get("num_attention_heads", heads[i])
+        if not isinstance(layer, dict) or set(layer) - {"num_attention_heads"}:
+            said = f"{k._key('per_layer_config')}.{name}: num_attention_heads alone (the key dpcost counts), got "
+            raise InputError(k.where, f"{said}{layer!r}"[:200])
+        heads[number] = layer.get("num_attention_heads", full)
     by_kind = {kind: {h for h, t in zip(heads, types, strict=True) if t == kind} for kind in set(types)}
     for kind, counts in by_kind.items():
         if len(counts) > 1 or any(type(h) is not int or h <= 0 for h in counts):
@@ -2992,7 +3010,7 @@ def _step3p5_padded(k: Keys, key: str, layers: int, allowed: set[str]) -> list[s
     """A per-layer list of Step 3.5's (layer_types, mlp_layer_types), with the entries the released files add for
     their num_nextn_predict_layers MTP layers cut off, as Step3p7TextConfig.__post_init__ cuts them."""
     listed = k.get(key, default=None)
-    nextn = k.integer("num_nextn_predict_layers", "num_mtp_layers", default=0)
+    nextn = k.integer("num_nextn_predict_layers", default=0)  # the key __post_init__ pops (not num_mtp_layers)
     if isinstance(listed, list) and nextn and len(listed) == layers + nextn:
         listed = listed[:layers]
     return per_layer(k, key, layers, allowed, listed)
@@ -3011,7 +3029,7 @@ def _step3p5_dense_layers(k: Keys, layers: int) -> tuple[int, ...]:
     items = listed.split(",") if isinstance(listed, str) else listed
     try:
         sparse = {int(i) for i in items if str(i).strip()} if isinstance(items, list) else None
-    except ValueError:
+    except (TypeError, ValueError):
         sparse = None
     if sparse is None:
         said = f"layer indices, as a list or comma-separated, got {listed!r}"

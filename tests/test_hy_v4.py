@@ -55,6 +55,12 @@ def test_only_mlp_layer_types_places_the_dense_layers(tmp_path: Path) -> None:
     assert count_params(spec_from_config(tmp_path, {**DEFAULTS, "first_k_dense_replace": 3})).total == base
 
 
+def test_num_local_experts_wins_over_n_routed_experts(tmp_path: Path) -> None:
+    """HYV4Config.attribute_map's num_local_experts is not a field: set after them, it overwrites n_routed_experts."""
+    both = count_params(spec_from_config(tmp_path, {**SMALL, "n_routed_experts": 4, "num_local_experts": 6})).total
+    assert both == count_params(spec_from_config(tmp_path, {**SMALL, "n_routed_experts": 6})).total
+
+
 def test_a_shared_first_indexer_is_refused(tmp_path: Path) -> None:
     """A shared layer reuses the previous layer's top-k; the first has none (HYV4Attention.forward raises)."""
     kinds = ["shared", *SMALL["indexer_types"][1:]]

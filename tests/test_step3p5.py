@@ -14,7 +14,7 @@ from conftest import estimate_refusal, spec_from_config, transformers_cases
 from dpcost.engine.params import attention_parameters, count_params
 from dpcost.specs import ModelSpec
 
-DEFAULTS, SMALL, SLIDING = transformers_cases("step3p7")
+DEFAULTS, SMALL, SLIDING, EMPTY_PER_LAYER = transformers_cases("step3p7")
 
 
 def _spec(tmp_path: Path, cfg: dict) -> ModelSpec:  # type: ignore[type-arg]
@@ -90,6 +90,22 @@ def test_a_written_per_layer_config_wins_over_the_sliding_heads_key(tmp_path: Pa
     assert count_params(_spec(tmp_path, changed)).total == count_params(_spec(tmp_path, SMALL)).total
 
 
+def test_per_layer_config_keys_are_layer_numbers_however_padded(tmp_path: Path) -> None:
+    """transformers reads per_layer_config's keys with int() (heterogeneity/configuration_utils.py), and to_dict
+    zero-pads them past layer 9: "01" is layer 1."""
+    overrides = {"1": {"num_attention_heads": 8}, "2": {"num_attention_heads": 8}}
+    padded = {"01": {"num_attention_heads": 8}, "02": {"num_attention_heads": 8}}
+    plain = count_params(_spec(tmp_path, _released(EMPTY_PER_LAYER, per_layer_config=overrides))).total
+    assert count_params(_spec(tmp_path, _released(EMPTY_PER_LAYER, per_layer_config=padded))).total == plain
+    assert plain > count_params(_spec(tmp_path, EMPTY_PER_LAYER)).total  # the empty mapping keeps 4 heads
+
+
+def test_the_wrapper_builds_step_s_text_model_whatever_text_config_names(tmp_path: Path) -> None:
+    """Step3p7Config.__post_init__ pops text_config's model_type and builds Step3p7TextConfig."""
+    renamed = _released(SMALL, model_type="llama")
+    assert count_params(_spec(tmp_path, renamed)).total == count_params(_spec(tmp_path, SMALL)).total
+
+
 def test_step_3_5_flash_s_shapes_give_its_published_size(tmp_path: Path) -> None:
     """Step-3.5-Flash is published as 196B parameters, 11B active: 45 layers of 4,096, full attention (64 heads)
     in every fourth from the first and 96 heads in the sliding rest, 288 experts of 1,280 (8 active) beside a shared
@@ -117,6 +133,8 @@ def test_step_3_5_flash_s_shapes_give_its_published_size(tmp_path: Path) -> None
         ("per_layer_config", {"1": {"num_attention_heads": 4}}, "per_layer_config: one head count for every sliding"),
         ("moe_layers_enum", "1,x", "moe_layers_enum: layer indices"),
         ("sliding_window", 0, "sliding_window: a window of 1 token or more"),
+        ("per_layer_config", {"9": {"num_attention_heads": 8}}, "per_layer_config: layer numbers from 0 to 5"),
+        ("moe_layers_enum", [None], "moe_layers_enum: layer indices"),
     ],
 )
 def test_what_transformers_cannot_run_or_dpcost_does_not_count_is_refused_by_key(
@@ -128,4 +146,20 @@ def test_what_transformers_cannot_run_or_dpcost_does_not_count_is_refused_by_key
     cfg = _released(SMALL, **{key: value})
     if key == "moe_layers_enum":
         cfg["text_config"].pop("mlp_layer_types")
+    assert f"text_config.{said}" in estimate_refusal(tmp_path, cfg)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ({"num_sliding_attention_heads": 0}, "num_sliding_attention_heads: a whole number of heads from 1"),
+        ({"num_mtp_layers": 1, "layer_types": ["full_attention"] * 5}, "layer_types: one of"),
+    ],
+)
+def test_what_the_configuration_class_rejects_is_refused(tmp_path: Path, text: dict, said: str) -> None:  # type: ignore[type-arg]
+    """Zero sliding heads divide by zero in Step3p7Attention; __post_init__ cuts the MTP layers' entries off the
+    per-layer lists for num_nextn_predict_layers alone, so a list padded for num_mtp_layers is one too long."""
+    cfg = copy.deepcopy(EMPTY_PER_LAYER)
+    cfg["text_config"].pop("per_layer_config")
+    cfg["text_config"].update(text)
     assert f"text_config.{said}" in estimate_refusal(tmp_path, cfg)

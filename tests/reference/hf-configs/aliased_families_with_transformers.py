@@ -516,8 +516,9 @@ CASES: dict[str, list[dict[str, object]]] = {
                           "tie_word_embeddings": True}],
     # Step 3.5's text model (Step-3.5-Flash and Step-3.7-Flash) under its wrapper: gated attention with more query heads
     # in its sliding layers, experts beside an ungated shared MLP; its defaults, a small one with full and sliding
-    # layers and dense ones listed, tied by the wrapper, and one with biases, every layer sliding and the experts
-    # placed by the released files' moe_layers_enum
+    # layers and dense ones listed, tied by the wrapper, one with biases, every layer sliding and the experts placed
+    # by the released files' moe_layers_enum, and one whose empty per_layer_config keeps num_attention_heads in every
+    # layer, over num_sliding_attention_heads
     "step3p7": [{}, {"text_config": {"hidden_size": 512, "num_hidden_layers": 6, "num_attention_heads": 8,
                                      "num_sliding_attention_heads": 12, "num_key_value_heads": 2, "head_dim": 64,
                                      "intermediate_size": 1024, "n_routed_experts": 16, "num_experts_per_tok": 4,
@@ -533,6 +534,15 @@ CASES: dict[str, list[dict[str, object]]] = {
                                      "share_expert_dim": 96, "vocab_size": 500, "attention_bias": True,
                                      "layer_types": ["sliding_attention"] * 4, "sliding_window": 64,
                                      "moe_layers_enum": "1,3"},
+                     "vision_config": {"width": 64, "layers": 1, "heads": 2}},
+                    {"text_config": {"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+                                     "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+                                     "moe_intermediate_size": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
+                                     "share_expert_dim": 32, "vocab_size": 300,
+                                     "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"],
+                                     "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                                                     "full_attention"],
+                                     "sliding_window": 8, "num_sliding_attention_heads": 8, "per_layer_config": {}},
                      "vision_config": {"width": 64, "layers": 1, "heads": 2}}],
     # GLM-5.3's text model (GLM-5.3-Flash) under its wrapper: Kimi Delta Attention and NoPE latent attention with a
     # pooled indexer, hyper-connections in every layer; its defaults, a small one, one with listed layer, indexer and
