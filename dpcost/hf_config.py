@@ -29,6 +29,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "ernie4_5_moe": {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k"},
     "ernie4_5_vl_moe_text": {"num_experts": "moe_num_experts", "num_experts_per_tok": "moe_k"},
     "kolibri1": {"num_experts": "num_local_experts"},
+    "kolibri1_1": {"num_experts": "num_local_experts"},
     "axk1": {"num_local_experts": "n_routed_experts"},
     "flex_olmo": {"num_local_experts": "num_experts"},
     "glm4_moe": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
@@ -69,7 +70,7 @@ _ALIAS_LOSES = {("deepseek_v3", "num_mtp_layers"), ("glm4_moe", "num_mtp_layers"
                 ("param2moe", "num_mtp_layers"), ("kimi_linear", "num_local_experts"),
                 ("kimi_linear", "num_experts_per_tok"), ("kimi_linear", "n_shared_experts"),
                 ("qwen3_moe", "num_experts"), ("qwen3_vl_moe_text", "num_experts"),
-                ("kolibri1", "num_experts")}  # fmt: skip
+                ("kolibri1", "num_experts"), ("kolibri1_1", "num_experts")}  # fmt: skip
 
 
 def _spellings(family: str, key: str) -> tuple[str, ...]:
@@ -388,6 +389,10 @@ _LLAMA_LIKE = {
     # router whose e_score_correction_bias is a buffer; sliding windows of 513 by layer_types, else all but every
     # fifth layer
     "kolibri1": (4, 128, False, "head"),
+    # configuration_kolibri1_1.py / modular_kolibri1_1.py (5.25.0: Aleph Alpha's Kolibri-1.1): Kolibri-1's layers with
+    # weightless indexers in its indexed_attention layers, which read another's keys and values where
+    # kv_source_layers says (_kolibri1_1_layers), and dense MLPs of mlp_only_intermediate_size in mlp_only_layers
+    "kolibri1_1": (4, 128, False, "head"),
     # configuration_beam.py / modular_beam.py (5.25.0): Qwen3-MoE's attention (q/k norms per head, biases on q, k, v
     # and o by attention_bias) with a sigmoid gate per channel (gate_proj hidden -> heads x head_dim) and a gate bias
     # per head, four norms a layer, dense MLPs by mlp_layer_types (else the first three) and then num_experts experts
@@ -404,7 +409,7 @@ _LLAMA_LIKE = {
 # follow use_bias alone (modeling_ernie4_5.py, _moe), or whose q/k/v are unbiased whatever it says (modular_glm_ocr.py)
 _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "phi4_multimodal", "exaone4",
              "exaone_moe", "ernie4_5",
-             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text", "kolibri1",
+             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text", "kolibri1", "kolibri1_1",
              "ernie4_5_vl_moe_text")  # fmt: skip
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
@@ -748,6 +753,7 @@ _ARCHITECTURES = {
     "LaraMiniForCausalLM": "lara_mini",
     "BeamForCausalLM": "beam",
     "Kolibri1ForCausalLM": "kolibri1",
+    "Kolibri1_1ForCausalLM": "kolibri1_1",
     "AXK1ForCausalLM": "axk1",
     "RecurrentGemmaForCausalLM": "recurrent_gemma",
     "RwkvForCausalLM": "rwkv",
@@ -1016,7 +1022,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["layer_norms"] = 1
         if k.flag("use_qk_norm", False):
             arch["qk_norm"] = "full"  # weights of (heads, head_dim) and (kv_heads, head_dim): every head its own
-    if family == "kolibri1":  # Kolibri1SparseMoeBlock in every layer, under Glm4DecoderLayer's four norms
+    if family in ("kolibri1", "kolibri1_1"):  # Kolibri1SparseMoeBlock in every layer, under Glm4DecoderLayer's 4 norms
         arch["layer_norms"] = 4
         arch["moe"] = {
             "experts": k.integer("num_experts", default=384, field="moe.experts"),
@@ -1026,6 +1032,18 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             "shared_ffn": k.integer("shared_expert_intermediate_size", default=512, field="moe.shared_ffn"),
             "router_bias": True,
         }
+        if family == "kolibri1_1":  # kv-shared indexed layers; a dense MLP of its own width in mlp_only_layers
+            _, mixers = _kolibri1_1_layers(k, layers)
+            if set(mixers) != {"attention"}:
+                arch["mixers"] = tuple(mixers)
+            listed = k.get("mlp_only_layers", default=None) is not None
+            dense = k.layers("mlp_only_layers") if listed else tuple(i for i in (0, 1) if i < layers)
+            if any(not 0 <= i < layers for i in dense):
+                said = f"layer indices from 0 to {layers - 1}, got {list(dense)!r}"
+                raise InputError(k.where, f"{k._key('mlp_only_layers')}: {said}"[:200])
+            arch["moe"]["dense_layers"] = dense
+            if dense:
+                arch["ffn"] = k.integer("mlp_only_intermediate_size", default=3584, field="ffn")
         return arch
     if family == "aria_text":  # AriaTextMoELayer in every layer; mlp_bias biases its shared MLP alone
         if k.flag("mlp_bias", False):
@@ -1798,6 +1816,47 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     return arch
 
 
+def kv_source_layers(k: Keys, layers: int, default: list[int]) -> list[int]:
+    """kv_source_layers (else `default`): per layer, itself or an earlier layer that owns its cache, whose keys and
+    values it reads (Mistral Large 4's and Kolibri 1.1's configuration classes check the same)."""
+    sources = k.get("kv_source_layers", default=default)
+    if (
+        not isinstance(sources, list)
+        or len(sources) != layers
+        or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= i or sources[s] != s
+               for i, s in enumerate(sources))
+    ):  # fmt: skip
+        said = f"{k._key('kv_source_layers')}: per layer ({layers}), itself or an earlier layer that owns its cache"
+        raise InputError(k.where, f"{said}, got {sources!r}"[:300])
+    return sources
+
+
+def _kolibri1_1_layers(k: Keys, layers: int) -> tuple[list[str], list[str]]:
+    """Kolibri 1.1's layer kinds and mixers (Kolibri1_1Config.__post_init__ and validate_architecture, transformers
+    5.25.0): layer_types' indexed_attention and sliding_attention (else indexed in every fifth layer); each indexed
+    layer reads the keys and values of the layer kv_source_layers names (else, of its first ten indexed layers, the
+    2nd, 3rd and 10th the 1st's and the 7th to 9th the 6th's), holding no k_proj, v_proj or k_norm where it is
+    another's (mixer "kv-shared attention"); the sliding layers own theirs."""
+    types = per_layer(k, "layer_types", layers, {"indexed_attention", "sliding_attention"})
+    if types is None:
+        types = ["indexed_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(layers)]
+    indexed = [i for i, t in enumerate(types) if t == "indexed_attention"]
+    default = list(range(layers))
+    defaults = (0, 0, 0, 3, 4, 5, 5, 5, 5, 0)
+    if len(indexed) > len(defaults) and k.get("kv_source_layers", default=None) is None:
+        said = f"required with more than {len(defaults)} indexed_attention layers (the class's own layout covers ten)"
+        raise InputError(k.where, f"{k._key('kv_source_layers')}: {said}, got {len(indexed)}")
+    for i, source in zip(indexed, defaults, strict=False):
+        default[i] = indexed[source]
+    sources = kv_source_layers(k, layers, default)
+    for i, source in enumerate(sources):
+        if types[source] != types[i]:
+            said = f"layer {i} ({types[i]}) reads the keys and values of layer {source} ({types[source]}); "
+            said += "a layer reads its own kind's"
+            raise InputError(k.where, f"{k._key('kv_source_layers')}: {said}")
+    return types, [("" if sources[i] == i else KV_SHARED) + "attention" for i in range(layers)]
+
+
 def _mistral_large4_attention(k: Keys, layers: int) -> dict[str, Any]:
     """Mistral Large 4's attention layers (MistralLarge4TextConfig.__post_init__ and MistralLarge4TextAttention,
     transformers 5.25.0): without RoPE where no_rope_layers says 0 (else every no_rope_layer_interval-th layer, 4 by
@@ -1818,15 +1877,7 @@ def _mistral_large4_attention(k: Keys, layers: int) -> dict[str, Any]:
     ):
         said = f"{k._key('no_rope_layers')}: a whole number per layer ({layers}), 0 for no RoPE, got {rope!r}"
         raise InputError(k.where, said[:300])
-    sources = k.get("kv_source_layers", default=list(range(layers)))
-    if (
-        not isinstance(sources, list)
-        or len(sources) != layers
-        or any(isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= i or sources[s] != s
-               for i, s in enumerate(sources))
-    ):  # fmt: skip
-        said = f"{k._key('kv_source_layers')}: per layer ({layers}), itself or an earlier layer that owns its cache"
-        raise InputError(k.where, f"{said}, got {sources!r}"[:300])
+    sources = kv_source_layers(k, layers, list(range(layers)))
     for i, source in enumerate(sources):  # the attention reads shared_kv_states["rope"] or ["nope"], by its own kind
         if bool(rope[source]) != bool(rope[i]):
             kinds = ("without" if not rope[i] else "with", "with" if rope[source] else "without")
@@ -2853,6 +2904,12 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
             raise InputError(k.where, f"{k._key('sliding_window')}: a window of 1 token or more, got {size}")
         types = _step3p5_padded(k, "layer_types", layers, {"full_attention", "sliding_attention"}) or []
         if size is None or "sliding_attention" not in types:
+            return None
+        local = [i for i, t in enumerate(types) if t == "sliding_attention"]
+    elif family == "kolibri1_1":  # Kolibri1_1Attention: a window of sliding_window in the sliding_attention layers
+        size = k.integer("sliding_window", default=513, field="local_attention.size")
+        types, _ = _kolibri1_1_layers(k, layers)
+        if size is None or size <= 0 or "sliding_attention" not in types:
             return None
         local = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family in ("gemma4_text", "gemma4_unified_text", "mimo_v2_flash"):

@@ -9,7 +9,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
-        qwen4_exp_text qwen4_exp > resolved/transformers-5.25.json
+        qwen4_exp_text qwen4_exp kolibri1_1 > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
@@ -19,8 +19,8 @@ BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Cha
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
-Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid and Qwen4-Exp's text model, with
-transformers 5.25.0).
+Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model and Kolibri-1.1,
+with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -633,6 +633,17 @@ CASES: dict[str, list[dict[str, object]]] = {
                         "heads_per_ngram": 4, "ple_conv_kernel_size": 3, "make_ngram_vocab_size_divisible_by": 64,
                         "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 64, "indexer_budget": 32,
                         "indexer_compress_ratio": 8}],
+    # Kolibri-1.1 (Aleph Alpha): Kolibri-1's layers with weightless indexers in every fifth layer, most of which read
+    # another's keys and values, and dense first layers of their own width; its defaults, and a small one with listed
+    # layer kinds, sharing, dense layers and a window
+    "kolibri1_1": [{}, {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 8, "num_attention_heads": 8,
+                        "num_key_value_heads": 2, "head_dim": 32, "num_experts": 8, "num_experts_per_tok": 2,
+                        "moe_intermediate_size": 64, "shared_expert_intermediate_size": 96, "index_num_heads": 2,
+                        "layer_types": ["sliding_attention", "indexed_attention", "indexed_attention",
+                                        "sliding_attention", "indexed_attention", "sliding_attention",
+                                        "indexed_attention", "indexed_attention"],
+                        "index_layers": [1, 4], "kv_source_layers": [0, 1, 1, 3, 4, 5, 1, 4],
+                        "mlp_only_layers": [0, 5], "mlp_only_intermediate_size": 320, "sliding_window": 64}],
     "qwen4_exp": [{"text_config": {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 4,
                                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
                                    "linear_num_key_heads": 2, "linear_num_value_heads": 4, "num_experts": 4,
