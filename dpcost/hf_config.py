@@ -31,6 +31,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "kolibri1": {"num_experts": "num_local_experts"},
     "kolibri1_1": {"num_experts": "num_local_experts"},
     "axk1": {"num_local_experts": "n_routed_experts"},
+    "axk2": {"num_local_experts": "n_routed_experts"},
     "flex_olmo": {"num_local_experts": "num_experts"},
     "glm4_moe": {"num_local_experts": "n_routed_experts", "num_mtp_layers": "num_nextn_predict_layers"},
     "glm4_moe_lite": {"num_local_experts": "n_routed_experts"},
@@ -559,6 +560,12 @@ _AXK1 = {"vocab_size": 163840, "hidden_size": 7168, "intermediate_size": 18432, 
          "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 128,
          "qk_nope_head_dim": 128, "num_experts_per_tok": 8}  # fmt: skip
 # Glm4MoeLiteConfig's defaults (configuration_glm4_moe_lite.py, 5.24.0: GLM-4.7-Flash), DeepSeek-V3's keys
+# AXK2Config's defaults (configuration_axk2.py, transformers 5.25.0: SK Telecom's A.X-K2-Light)
+_AXK2 = {"vocab_size": 163840, "hidden_size": 2048, "intermediate_size": 5120, "moe_intermediate_size": 512,
+         "num_hidden_layers": 48, "num_attention_heads": 32, "n_shared_experts": 1, "n_routed_experts": 128,
+         "kv_lora_rank": 128, "q_lora_rank": 384, "qk_rope_head_dim": 32, "v_head_dim": 64, "qk_nope_head_dim": 64,
+         "num_experts_per_tok": 8, "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 16,
+         "gated_norm_rank": 16}  # fmt: skip
 # HYV4Config's defaults (configuration_hy_v4.py, transformers 5.25.0: Tencent's Hy4-preview)
 _HY_V4 = {"vocab_size": 120832, "hidden_size": 2816, "intermediate_size": 6912, "moe_intermediate_size": 768,
           "num_hidden_layers": 34, "num_attention_heads": 32, "n_routed_experts": 256, "n_shared_experts": 1,
@@ -588,7 +595,7 @@ _SARVAM_KEYS = {"n_routed_experts": ("num_experts",), "n_shared_experts": ("num_
                 "num_nextn_predict_layers": ("num_mtp_layers",)}  # fmt: skip
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite",
              "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text", "axk1", "mistral_large4_text",
-             "hy_v4")  # fmt: skip
+             "hy_v4", "axk2")  # fmt: skip
 # Multimodal files that keep their text model under language_config: DeepSeek-OCR's (deepseek_vl_v2, remote code:
 # DeepSeek-VL2's layout) holds a DeepseekV2 decoder there
 _LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
@@ -720,6 +727,7 @@ _ARCHITECTURES = {
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "HYV4ForCausalLM": "hy_v4",
+    "AXK2ForCausalLM": "axk2",
     "BailingHybridForCausalLM": "bailing_hybrid",
     "Qwen4ExpForCausalLM": "qwen4_exp_text",
     "Qwen4ExpForConditionalGeneration": "qwen4_exp",
@@ -1695,6 +1703,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     mla = not ocr2 and k.get("use_mla", default=True) is not False
     defaults = {
         "axk1": _AXK1,
+        "axk2": _AXK2,
         "glm_moe_dsa": _GLM_MOE_DSA,
         "hy_v4": _HY_V4,
         "mistral_large4_text": _MISTRAL_LARGE4,
@@ -1725,7 +1734,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         arch["linear_bias"] = True
     if k.get("n_routed_experts", *aliases.get("n_routed_experts", ()), default=d.get("n_routed_experts")) is not None:
         freq = k.integer("moe_layer_freq", default=1)
-        if freq != 1 and family not in ("axk1", "mistral_large4_text", "hy_v4"):  # the last two read no such key
+        if freq != 1 and family not in ("axk1", "axk2", "mistral_large4_text", "hy_v4"):  # the last two read none
             raise InputError(
                 k.where,
                 f"{k._key('moe_layer_freq')}: only 1 (MoE in every layer after "
@@ -1743,7 +1752,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
             "first_dense_layers": integer("first_k_dense_replace", "moe.first_dense_layers", 0),
             # V3's e_score_correction_bias; Mistral 4's softmax router has none
             "router_bias": (glm and family != "mistral_large4_text")
-            or family == "axk1"
+            or family in ("axk1", "axk2")
             or (family != "mistral4" and k.text("topk_method", "") == "noaux_tc"),
         }
         kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"}) if glm or ocr2 else None
@@ -1757,14 +1766,14 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         if kinds is None and family == "mistral_large4_text":  # the first first_k_dense_replace layers dense
             first = min(integer("first_k_dense_replace", "moe.first_dense_layers"), layers)
             kinds = ["dense"] * first + ["sparse"] * (layers - first)
-        if family == "axk1":
+        if family in ("axk1", "axk2"):
             kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
-            if kinds is None:  # AXK1Config.__post_init__'s rule
+            if kinds is None:  # AXK1Config.__post_init__'s rule, and AXK2Config's
                 first = integer("first_k_dense_replace", "moe.first_dense_layers", 1)
                 if freq < 1:
                     raise InputError(k.where, f"{k._key('moe_layer_freq')}: a whole number from 1, got {freq}")
                 kinds = ["sparse" if i >= first and i % freq == 0 else "dense" for i in range(layers)]
-            arch["moe"]["output_norm"] = True
+            arch["moe"]["output_norm"] = family == "axk1"
         if kinds is not None:
             arch["moe"].update(first_dense_layers=0, dense_layers=tuple(i for i, t in enumerate(kinds) if t == "dense"))
     if not mla:
@@ -1786,10 +1795,16 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         if family == "minicpm3"
         else integer("v_head_dim", "mla.v_head_dim"),
     }
-    if family not in ("mistral4", "axk1", "mistral_large4_text", "hy_v4"):  # their classes build no MTP layer
+    if family not in ("mistral4", "axk1", "axk2", "mistral_large4_text", "hy_v4"):  # their classes build no MTP
         arch["mtp_layers"] = integer("num_nextn_predict_layers", "mtp_layers", 0)
     # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0) where GLM's give none
-    if family in ("deepseek_v32", "glm_moe_dsa", "hy_v4"):
+    if family == "axk2":  # AXK2Attention: q_gate_proj; AXK2GatedRMSNorm's gates
+        if arch["mla"]["q_lora_rank"] is None:
+            raise InputError(k.where, f"{k._key('q_lora_rank')}: a whole number from 1 (A.X K2's query gate and "
+                             "indexer read the query latent)")  # fmt: skip
+        arch["mla"]["query_gate"] = True
+        arch["norm_gate_rank"] = integer("gated_norm_rank", "norm_gate_rank")
+    if family in ("deepseek_v32", "glm_moe_dsa", "hy_v4", "axk2"):
         arch["indexer"] = {
             "heads": integer("index_n_heads", "indexer.heads", 64),
             "head_dim": integer("index_head_dim", "indexer.head_dim", 128),

@@ -147,6 +147,12 @@ class MLASpec(Spec):
     qk_nope_head_dim: PositiveInt
     qk_rope_head_dim: NonNegativeInt  # 0: no rotary part (GLM-5.3's NoPE latent attention)
     v_head_dim: PositiveInt
+    query_gate: bool = Field(
+        False,
+        description="A.X K2's q_gate_proj in place of q_b_proj: from the query latent and its normed copy (2 x "
+        "q_lora_rank) to every head's query and an output gate per value channel",
+        exclude_if=_unset,
+    )
 
 
 class SSMSpec(Spec):
@@ -539,6 +545,12 @@ class ModelArchitecture(Spec):
         0,
         description="learned scalars of a dense layer's MLP activation (Apertus's xIELU: alpha_p and alpha_n)",
         exclude_if=lambda v: v == 0,
+    )
+    norm_gate_rank: PositiveInt | None = Field(
+        None,
+        description="A.X K2's gated norms (AXK2GatedRMSNorm): a gate MLP hidden -> rank -> hidden after the input "
+        "norm of every layer and the post-attention norm of its MoE layers",
+        exclude_if=lambda v: v is None,
     )
     head_gate: bool = Field(
         False,

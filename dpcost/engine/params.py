@@ -92,6 +92,8 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         if m.q_lora_rank is None:
             q = h * a.heads * qk
+        elif m.query_gate:  # A.X K2: q_a, q_a_norm, q_gate_proj (2 x q_lora_rank -> heads x (qk + v))
+            q = h * m.q_lora_rank + m.q_lora_rank + 2 * m.q_lora_rank * a.heads * (qk + m.v_head_dim)
         else:
             q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a.heads * qk  # q_a, q_a_norm, q_b
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank  # kv_a_proj_with_mqa, kv_a_norm
@@ -572,6 +574,14 @@ def layer_norm_parameters(a: ModelArchitecture, mixer: str = "attention", mlp_ki
     return (a.layer_norms - a.weightless_norms) * present // 2 * _norm(a)
 
 
+def norm_gate_parameters(a: ModelArchitecture, moe_layer: bool) -> float:
+    """A.X K2's norm gates in one layer (AXK2GatedRMSNorm's AXK2GateMLP: fc1 hidden -> rank, fc2 rank -> hidden, no
+    biases; modular_axk2.py, transformers 5.25.0): after input_layernorm, and after post_attention_layernorm in an
+    MoE layer."""
+    rank = a.norm_gate_rank
+    return 0.0 if rank is None else float(2 * a.hidden * rank * (1 + moe_layer))
+
+
 def _block(
     a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "", ffn: int = 0
 ) -> BlockCount:
@@ -586,6 +596,7 @@ def _block(
     # with the norms: each sub-layer's input
     norms = layer_norm_parameters(a, mixer, mlp_kind) + 2 * hyper_connection_parameters(a)
     norms += a.residual_gates * a.hidden  # Muse Spark's residual gates: a hidden-wide vector each
+    norms += norm_gate_parameters(a, moe_layer and a.moe is not None and mlp_kind != "none")
     if mlp_kind == "none":
         return BlockCount(attn + norms + idle_attention, attn + norms, moe=False)
     if not moe_layer or a.moe is None:
@@ -818,6 +829,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
     components.append(("norms", layer_norms + outside_norm_parameters(a)))
     if a.residual_gates:
         components.append(("residual gates", a.residual_gates * a.hidden * a.layers))
+    if a.norm_gate_rank:
+        components.append(("norm gates", sum(norm_gate_parameters(a, mlp == "moe") for _, mlp, _ in kinds)))
     if a.hyper_connected:
         streams = 2 * hyper_connection_parameters(a) * a.layers + hyper_head_parameters(a)
         components.append(("hyper-connections", streams))
