@@ -41,6 +41,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "hunyuan_v1_moe": {"num_experts_per_tok": "moe_topk", "num_local_experts": "num_experts"},
     "hy_v3": {"num_local_experts": "num_experts"},
     "hy_v4": {"num_local_experts": "n_routed_experts"},
+    "hy_v4_vl_text": {"num_local_experts": "n_routed_experts"},
     "jamba": {"num_local_experts": "num_experts"},
     "kimi_linear": {"num_local_experts": "num_experts", "num_experts_per_tok": "num_experts_per_token",
                     "n_shared_experts": "num_shared_experts"},
@@ -572,6 +573,17 @@ _HY_V4 = {"vocab_size": 120832, "hidden_size": 2816, "intermediate_size": 6912, 
           "num_experts_per_tok": 8, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 192,
           "qk_rope_head_dim": 64, "v_head_dim": 256, "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 16,
           "hc_mult": 4}  # fmt: skip
+# HYV4VLTextConfig's defaults (configuration_hy_v4_vl.py, 5.25.0): Hy4's layers at the VL model's larger shapes
+_HY_V4_VL = {
+    **_HY_V4,
+    "hidden_size": 6144,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 78,
+    "num_attention_heads": 64,
+    "q_lora_rank": 2048,
+    "index_n_heads": 32,
+}
 _GLM4_MOE_LITE = {"vocab_size": 154880, "hidden_size": 2048, "intermediate_size": 10240, "moe_intermediate_size": 1536,
                   "num_hidden_layers": 47, "num_attention_heads": 20, "n_shared_experts": 1, "n_routed_experts": 64,
                   "kv_lora_rank": 512, "q_lora_rank": 768, "qk_rope_head_dim": 64, "v_head_dim": 256,
@@ -595,7 +607,7 @@ _SARVAM_KEYS = {"n_routed_experts": ("num_experts",), "n_shared_experts": ("num_
                 "num_nextn_predict_layers": ("num_mtp_layers",)}  # fmt: skip
 _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_dsa", "mistral4", "glm4_moe_lite",
              "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text", "axk1", "mistral_large4_text",
-             "hy_v4", "axk2")  # fmt: skip
+             "hy_v4", "hy_v4_vl_text", "axk2")  # fmt: skip
 # Multimodal files that keep their text model under language_config: DeepSeek-OCR's (deepseek_vl_v2, remote code:
 # DeepSeek-VL2's layout) holds a DeepseekV2 decoder there
 _LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
@@ -727,6 +739,7 @@ _ARCHITECTURES = {
     "Mistral4ForCausalLM": "mistral4",
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "HYV4ForCausalLM": "hy_v4",
+    "HYV4VLForConditionalGeneration": "hy_v4_vl",
     "AXK2ForCausalLM": "axk2",
     "BailingHybridForCausalLM": "bailing_hybrid",
     "Qwen4ExpForCausalLM": "qwen4_exp_text",
@@ -832,6 +845,7 @@ _NESTED = {
     "step3p7": "step3p5",
     "glm5_next": "glm5_next_text",
     "qwen4_exp": "qwen4_exp_text",
+    "hy_v4_vl": "hy_v4_vl_text",
 }  # multimodal wrappers: the text model's keys
 # Wrappers whose configuration class builds its own text config whatever text_config's model_type says
 # (Step3p7Config.__post_init__ pops it; Glm5NextConfig builds Glm5NextTextConfig: transformers 5.25.0)
@@ -854,7 +868,8 @@ _OMNI = {"qwen2_5_omni": "qwen2_5_omni_thinker", "qwen3_omni_moe": "qwen3_omni_m
 _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False, "granite_docling": True,
                  "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False,
                  "cohere_compass": False, "ernie4_5_vl_moe": True, "mistral_large4": False,
-                 "muse_glimmer": False, "step3p7": False, "glm5_next": False}  # fmt: skip
+                 "muse_glimmer": False, "step3p7": False, "glm5_next": False,
+                 "hy_v4_vl": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -1691,14 +1706,19 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
     with an output gate per channel (gate_proj, hidden -> heads x v_head_dim), a learned sink per head, and hc_mult
     residual streams through Hy4's hyper-connections (hyper_form "independent") collapsed by DeepSeek-V4's head; an
     indexer where indexer_types says full (else in layer 0 and every fourth from layer 1); a dense MLP where
-    mlp_layer_types says (else layer 0 alone); no MTP layer.
+    mlp_layer_types says (else layer 0 alone); no MTP layer. Hy4-VL's text model (hy_v4_vl_text, under the hy_v4_vl
+    wrapper, which ties the head by its own tie_word_embeddings) is the same under larger defaults (_HY_V4_VL).
+    A.X K2 (axk2: configuration_axk2.py / modular_axk2.py, 5.25.0) is DeepSeek-V3.2's layer under its own defaults
+    (_AXK2) with q_gate_proj for q_b_proj (MLASpec.query_gate) and gated norms (norm_gate_rank), dense layers as A.X
+    K1's, and no MTP layer.
 
     Without MLA, where a file says use_mla false (DeepSeek-OCR's decoder: its remote modeling_deepseekv2.py builds an
     "mha_" Llama attention) or is DeepSeek-OCR 2's text model (deepseek_ocr2_text: DeepseekOcr2TextAttention is
     LlamaAttention, its class drops the MLA keys and first_k_dense_replace, and places dense layers by mlp_layer_types
     alone; transformers 5.25.0), the attention has num_key_value_heads (else num_attention_heads) KV heads of hidden /
     heads."""
-    glm = family in ("glm_moe_dsa", "glm4_moe_lite", "mistral_large4_text", "hy_v4")
+    hy4 = family in ("hy_v4", "hy_v4_vl_text")
+    glm = family in ("glm_moe_dsa", "glm4_moe_lite", "mistral_large4_text") or hy4
     ocr2 = family == "deepseek_ocr2_text"
     mla = not ocr2 and k.get("use_mla", default=True) is not False
     defaults = {
@@ -1706,6 +1726,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         "axk2": _AXK2,
         "glm_moe_dsa": _GLM_MOE_DSA,
         "hy_v4": _HY_V4,
+        "hy_v4_vl_text": _HY_V4_VL,
         "mistral_large4_text": _MISTRAL_LARGE4,
         "mistral4": _MISTRAL4,
         "glm4_moe_lite": _GLM4_MOE_LITE,
@@ -1734,7 +1755,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         arch["linear_bias"] = True
     if k.get("n_routed_experts", *aliases.get("n_routed_experts", ()), default=d.get("n_routed_experts")) is not None:
         freq = k.integer("moe_layer_freq", default=1)
-        if freq != 1 and family not in ("axk1", "axk2", "mistral_large4_text", "hy_v4"):  # the last two read none
+        if freq != 1 and not hy4 and family not in ("axk1", "axk2", "mistral_large4_text"):  # Hy4's, Mistral's: none
             raise InputError(
                 k.where,
                 f"{k._key('moe_layer_freq')}: only 1 (MoE in every layer after "
@@ -1761,7 +1782,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
                 f"{k._key('mlp_layer_types')}: dense or sparse per layer ({layers}); DeepseekOcr2TextConfig reads no "
             )
             raise InputError(k.where, said + "first_k_dense_replace and builds no model without it")
-        if kinds is None and family in ("glm4_moe_lite", "hy_v4"):  # their classes read no first_k_dense_replace:
+        if kinds is None and (family == "glm4_moe_lite" or hy4):  # their classes read no first_k_dense_replace:
             kinds = ["dense"] + ["sparse"] * (layers - 1)  # layer 0 dense
         if kinds is None and family == "mistral_large4_text":  # the first first_k_dense_replace layers dense
             first = min(integer("first_k_dense_replace", "moe.first_dense_layers"), layers)
@@ -1795,7 +1816,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         if family == "minicpm3"
         else integer("v_head_dim", "mla.v_head_dim"),
     }
-    if family not in ("mistral4", "axk1", "axk2", "mistral_large4_text", "hy_v4"):  # their classes build no MTP
+    if not hy4 and family not in ("mistral4", "axk1", "axk2", "mistral_large4_text"):  # their classes build no MTP
         arch["mtp_layers"] = integer("num_nextn_predict_layers", "mtp_layers", 0)
     # DeepseekV32Config's defaults (configuration_deepseek_v32.py, v5.24.0) where GLM's give none
     if family == "axk2":  # AXK2Attention: q_gate_proj; AXK2GatedRMSNorm's gates
@@ -1804,7 +1825,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
                              "indexer read the query latent)")  # fmt: skip
         arch["mla"]["query_gate"] = True
         arch["norm_gate_rank"] = integer("gated_norm_rank", "norm_gate_rank")
-    if family in ("deepseek_v32", "glm_moe_dsa", "hy_v4", "axk2"):
+    if family in ("deepseek_v32", "glm_moe_dsa", "axk2") or hy4:
         arch["indexer"] = {
             "heads": integer("index_n_heads", "indexer.heads", 64),
             "head_dim": integer("index_head_dim", "indexer.head_dim", 128),
@@ -1812,7 +1833,7 @@ def _deepseek(k: Keys, family: str = "deepseek_v3") -> dict[str, Any]:
         }
     if family == "glm_moe_dsa":
         arch["indexer"]["layers"] = _glm_indexer_layers(k, layers)
-    if family == "hy_v4":  # HYV4Config.__post_init__'s indexers: layer 0 and every fourth from layer 1
+    if hy4:  # HYV4Config.__post_init__'s indexers (HYV4VLTextConfig's too): layer 0 and every fourth from layer 1
         own = ["full" if i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(layers)]
         arch["indexer"]["layers"] = _glm_indexer_layers(k, layers, own)
         streams = integer("hc_mult", "residual_streams")

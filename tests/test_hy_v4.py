@@ -61,6 +61,15 @@ def test_num_local_experts_wins_over_n_routed_experts(tmp_path: Path) -> None:
     assert both == count_params(spec_from_config(tmp_path, {**SMALL, "n_routed_experts": 6})).total
 
 
+def test_hy4_vl_s_text_model_is_hy4_s_layers_at_larger_shapes(tmp_path: Path) -> None:
+    """HYV4VLTextConfig keeps HYV4Config's keys and __post_init__ with larger defaults (6,144 wide, 78 layers, 64
+    heads): the same count as Hy4 given those shapes."""
+    larger = {"hidden_size": 6144, "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 78,
+              "num_attention_heads": 64, "q_lora_rank": 2048, "index_n_heads": 32}  # fmt: skip
+    vl = count_params(spec_from_config(tmp_path, {"model_type": "hy_v4_vl", "text_config": {}})).total
+    assert vl == count_params(spec_from_config(tmp_path, {"model_type": "hy_v4", **larger})).total
+
+
 def test_a_shared_first_indexer_is_refused(tmp_path: Path) -> None:
     """A shared layer reuses the previous layer's top-k; the first has none (HYV4Attention.forward raises)."""
     kinds = ["shared", *SMALL["indexer_types"][1:]]

@@ -9,7 +9,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
-        qwen4_exp_text qwen4_exp kolibri1_1 axk2 > resolved/transformers-5.25.json
+        qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
@@ -19,8 +19,8 @@ BioGPT, CTRL, Persimmon and Fuyu's Persimmon, Aria's and Emu3's text models, Cha
 norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (cohere_compass),
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
-Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1 and
-A.X K2, with transformers 5.25.0).
+Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
+A.X K2 and Hy4-VL's text model, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -653,6 +653,17 @@ CASES: dict[str, list[dict[str, object]]] = {
                   "index_head_dim": 32, "index_topk": 32, "gated_norm_rank": 8, "attention_bias": True,
                   "mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse"], "n_group": 2,
                   "topk_group": 1, "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": True}],
+    # Hy4-VL's text model: Hy4's layers under larger defaults; its defaults, and a small one under its wrapper, tied
+    "hy_v4_vl": [{}, {"text_config": {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 4,
+                                  "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": 64,
+                                  "kv_lora_rank": 32, "qk_nope_head_dim": 32, "qk_rope_head_dim": 64, "v_head_dim": 32,
+                                  "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64,
+                                  "intermediate_size": 512, "index_n_heads": 2, "index_head_dim": 32,
+                                  "index_topk": 32, "hc_mult": 2, "pad_token_id": 0, "bos_token_id": 1,
+                                  "eos_token_id": 2},
+                  "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2,
+                                    "num_hidden_layers": 1, "out_hidden_size": 256},
+                  "tie_word_embeddings": True}],
     "qwen4_exp": [{"text_config": {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 4,
                                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
                                    "linear_num_key_heads": 2, "linear_num_value_heads": 4, "num_experts": 4,
