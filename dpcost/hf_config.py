@@ -869,7 +869,7 @@ _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False,
                  "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False,
                  "cohere_compass": False, "ernie4_5_vl_moe": True, "mistral_large4": False,
                  "muse_glimmer": False, "step3p7": False, "glm5_next": False,
-                 "hy_v4_vl": False}  # fmt: skip
+                 "hy_v4_vl": False, "qwen4_exp": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)

@@ -594,13 +594,15 @@ _BAILING_HYBRID = {"vocab_size": 157184, "hidden_size": 2560, "intermediate_size
 
 def _bailing_hybrid(k: Keys) -> dict[str, Any]:
     """inclusionAI's Ling hybrid (BailingHybridForCausalLM, modular_bailing_hybrid.py, transformers 5.25.0): Kimi Delta
-    Attention with full-rank forget and output gates (f_proj, g_proj) of num_attention_heads heads of head_dim in
-    the linear_attention layers of layer_types (else all but every layer_group_size-th), and MLA with a sigmoid gate
-    per head (g_proj hidden -> heads) in the rest; a dense MLP in the layers mlp_layer_types calls dense (else the
-    first first_k_dense_replace), experts and num_shared_experts shared ones folded into one MLP in the others, under
-    DeepSeek-V3's router, whose correction bias the checkpoint holds. The files' names (num_experts,
-    num_experts_per_token, num_shared_experts) win over the DeepSeek ones, as BailingHybridConfig reads them; the
-    head is never tied (empty _tied_weights_keys); the MTP layers (num_mtp_layers) are not built, and not counted."""
+    Attention with full-rank forget and output gates (f_proj, g_proj) of num_attention_heads heads of head_dim (or
+    linear_num_heads of linear_head_dim, with a kernel of linear_conv_kernel_dim, where the file gives them, as
+    transformers writes them) in the linear_attention layers of layer_types (else all but every
+    layer_group_size-th), and MLA with a sigmoid gate per head (g_proj hidden -> heads) in the rest; a dense MLP in
+    the layers mlp_layer_types calls dense (else the first first_k_dense_replace), experts and num_shared_experts
+    shared ones folded into one MLP in the others, under DeepSeek-V3's router, whose correction bias the checkpoint
+    holds. The files' names (num_experts, num_experts_per_token, num_shared_experts) win over the DeepSeek ones, as
+    BailingHybridConfig reads them; the head is never tied (empty _tied_weights_keys); the MTP layers
+    (num_mtp_layers) are not built, and not counted."""
     d = _BAILING_HYBRID
     layers = _int(k, "num_hidden_layers", d, "layers")
     types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
@@ -608,7 +610,16 @@ def _bailing_hybrid(k: Keys) -> dict[str, Any]:
         group = _count(k, "layer_group_size", d)
         types = ["full_attention" if (i + 1) % group == 0 else "linear_attention" for i in range(layers)]
     heads = _count(k, "num_attention_heads", d, "heads")
-    linear_dim = _count(k, "head_dim", d, "deltanet.key_dim")
+
+    def kda_size(key: str, linear_key: str, field: str) -> int:
+        """A KDA size: its linear_* key where the file gives one (set after __post_init__ derives it, so it wins,
+        as transformers' own written files give it), else the key __post_init__ derives it from."""
+        if k.get(linear_key, default=None) is not None:
+            return int(_count(k, linear_key, {linear_key: 0}, field))
+        return int(_count(k, key, d, field))
+
+    linear_heads = kda_size("num_attention_heads", "linear_num_heads", "deltanet.key_heads")
+    linear_dim = kda_size("head_dim", "linear_head_dim", "deltanet.key_dim")
     bias = k.flag("attention_bias", False)
     arch: dict[str, Any] = {
         "hidden": _int(k, "hidden_size", d, "hidden"),
@@ -631,16 +642,18 @@ def _bailing_hybrid(k: Keys) -> dict[str, Any]:
         },
         "deltanet": {
             "form": "kda",
-            "key_heads": heads,
-            "value_heads": heads,
+            "key_heads": linear_heads,
+            "value_heads": linear_heads,
             "key_dim": linear_dim,
             "value_dim": linear_dim,
-            "conv_kernel": _count(k, "short_conv_kernel_size", d, "deltanet.conv_kernel"),
+            "conv_kernel": kda_size("short_conv_kernel_size", "linear_conv_kernel_dim", "deltanet.conv_kernel"),
             "full_rank_gates": True,
         },
     }
     moe_ffn = _int(k, "moe_intermediate_size", d, "moe.ffn")
     shared = k.integer("num_shared_experts", "n_shared_experts", default=d["num_shared_experts"], field="moe.shared")
+    if shared < 0:
+        raise InputError(k.where, f"{k._key('num_shared_experts')}: a whole number from 0, got {shared}")
     arch["moe"] = dense_then_experts(
         k,
         layers,
@@ -811,7 +824,7 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
         kinds = {"full_attention", "linear_attention", *(["indexed_attention"] if qwen4 else [])}
         types = per_layer(k, "layer_types", layers, kinds)
     if types is None:
-        interval = _int(k, "full_attention_interval", d)
+        interval = _count(k, "full_attention_interval", d)
         types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
     # attention_bias biases q (its gate's rows too), k, v and o (Qwen3NextAttention, Qwen3_5Attention,
     # LaraMiniAttention)
@@ -831,11 +844,11 @@ def _qwen3_next(k: Keys, family: str = "qwen3_next") -> dict[str, Any]:
         "attention_gate": not lara,
         "mixers": tuple("deltanet" if t == "linear_attention" else "attention" for t in types),
         "deltanet": {
-            "key_heads": _int(k, "linear_num_key_heads", d),
-            "value_heads": _int(k, "linear_num_value_heads", d),
-            "key_dim": _int(k, "linear_key_head_dim", d),
-            "value_dim": _int(k, "linear_value_head_dim", d),
-            "conv_kernel": _int(k, "linear_conv_kernel_dim", d),
+            "key_heads": _count(k, "linear_num_key_heads", d, "deltanet.key_heads"),
+            "value_heads": _count(k, "linear_num_value_heads", d, "deltanet.value_heads"),
+            "key_dim": _count(k, "linear_key_head_dim", d, "deltanet.key_dim"),
+            "value_dim": _count(k, "linear_value_head_dim", d, "deltanet.value_dim"),
+            "conv_kernel": _count(k, "linear_conv_kernel_dim", d, "deltanet.conv_kernel"),
         },
     }
     if qwen3_5 and not qwen4:  # Qwen4ExpTextConfig has no MTP key, and its class ignores mtp.* weights
@@ -882,7 +895,9 @@ def _qwen4_exp(k: Keys) -> dict[str, Any]:
         budget = k.integer("indexer_budget", field="indexer.topk")
         if k.integer("indexer_kv_heads") != 1:
             raise InputError(k.where, f"{k._key('indexer_kv_heads')}: 1 (Qwen4-Exp's QSA has one key head)")
-        if ratio <= 0 or budget <= 0 or budget % ratio:
+        if ratio <= 0:
+            raise InputError(k.where, f"{k._key('indexer_compress_ratio')}: a whole number from 1, got {ratio}")
+        if budget <= 0 or budget % ratio:
             said = f"a positive multiple of indexer_compress_ratio ({ratio}), got {budget}"
             raise InputError(k.where, f"{k._key('indexer_budget')}: {said}")
         arch["indexer"] = {
@@ -915,11 +930,15 @@ def _qwen4_ngram_embedding(k: Keys, arch: dict[str, Any]) -> dict[str, Any] | No
         said = "linear_attention layers only (Qwen4ExpTextConfig.validate_architecture)"
         raise InputError(k.where, f"{k._key('ple_layer_ids')}: {said}, got {ids!r}"[:300])
     size = k.integer("ngram_size", default=3)
-    heads = (size - 1) * k.integer("heads_per_ngram", default=8)
-    width = k.integer("ple_embed_dim", default=arch["hidden"])
+    per_ngram = k.integer("heads_per_ngram", default=8)
+    if size < 2 or per_ngram < 1:
+        raise InputError(k.where, f"{k._key('ngram_size')} and heads_per_ngram: from 2 and from 1, got {size} and "
+                         f"{per_ngram}")  # fmt: skip
+    heads = (size - 1) * per_ngram
+    width = k.integer("ple_embed_dim", default=arch["hidden"], field="ngram_embedding.width")
     base = k.integer("ngram_vocab_size_base", default=20_000_000)
     pad = k.integer("make_ngram_vocab_size_divisible_by", default=128)
-    if size < 2 or heads <= 0 or width <= 0 or width % heads:
+    if width <= 0 or width % heads:
         said = f"a positive multiple of (ngram_size - 1) x heads_per_ngram ({heads}), got {width}"
         raise InputError(k.where, f"{k._key('ple_embed_dim')}: {said}")
     if not 0 < base <= 10**10 or not 0 < pad <= 10**6:
@@ -930,12 +949,15 @@ def _qwen4_ngram_embedding(k: Keys, arch: dict[str, Any]) -> dict[str, Any] | No
         raise InputError(k.where, f"{k._key('heads_per_ngram')} and ple_layer_ids: {said}")
     primes = _primes_from(base, heads * len(chosen))
     rows = [sum(primes[p * heads : (p + 1) * heads]) for p in range(len(chosen))]
+    if max(rows) > 10**12:
+        said = f"tables of at most 10^12 rows, got {max(rows):,} from {heads} heads of about {base:,}"
+        raise InputError(k.where, f"{k._key('ngram_vocab_size_base')}: {said}")
     return {
         "layers": tuple(i - 1 for i in chosen),
         "rows": tuple(-(-r // pad) * pad for r in rows),
         "width": width,
         "heads": heads,
-        "conv_kernel": _count(k, "ple_conv_kernel_size", {"ple_conv_kernel_size": 4}),
+        "conv_kernel": _count(k, "ple_conv_kernel_size", {"ple_conv_kernel_size": 4}, "ngram_embedding.conv_kernel"),
         "dilation": size,
     }
 

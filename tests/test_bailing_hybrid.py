@@ -44,8 +44,11 @@ def test_the_files_names_win_and_the_head_is_never_tied(tmp_path: Path) -> None:
     assert base.lm_head == base.embedding
 
 
-def test_the_linear_head_width_is_head_dim(tmp_path: Path) -> None:
-    """__post_init__ sets linear_head_dim from head_dim (before it sets head_dim to qk_rope_head_dim): a
-    linear_head_dim key, as to_dict writes one, changes nothing."""
-    base = count_params(spec_from_config(tmp_path, SMALL)).total
-    assert count_params(spec_from_config(tmp_path, {**SMALL, "linear_head_dim": 64})).total == base
+def test_the_linear_keys_a_file_gives_win_over_those_they_derive_from(tmp_path: Path) -> None:
+    """__post_init__ sets linear_head_dim, linear_num_heads and linear_conv_kernel_dim from head_dim,
+    num_attention_heads and short_conv_kernel_size, and then sets head_dim to qk_rope_head_dim; keys the file gives
+    are set after it (PreTrainedConfig.__init__), so to_dict's linear_* keys rebuild the same model."""
+    base = {k: v for k, v in SMALL.items() if not k.startswith("linear_")}
+    derived = count_params(spec_from_config(tmp_path, {**base, "head_dim": 48, "short_conv_kernel_size": 2})).total
+    written = {**base, "head_dim": 16, "linear_head_dim": 48, "linear_conv_kernel_dim": 2}
+    assert count_params(spec_from_config(tmp_path, written)).total == derived

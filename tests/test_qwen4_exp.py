@@ -74,6 +74,17 @@ def test_the_released_files_full_attention_is_indexed_attention(tmp_path: Path) 
     assert released.total == count_params(spec_from_config(tmp_path, {**DEFAULTS, "layer_types": indexed})).total
 
 
+def test_the_wrapper_ties_by_its_own_flag(tmp_path: Path) -> None:
+    """Qwen4ExpForConditionalGeneration ties lm_head to the language model's embedding by the wrapper's
+    tie_word_embeddings (false by default), whatever text_config says."""
+    text = {**SMALL, "tie_word_embeddings": True}
+    untied = count_params(spec_from_config(tmp_path, {"model_type": "qwen4_exp", "text_config": text}))
+    assert untied.lm_head == untied.embedding
+    tied = count_params(spec_from_config(tmp_path, {"model_type": "qwen4_exp", "text_config": text,
+                                                    "tie_word_embeddings": True}))  # fmt: skip
+    assert tied.lm_head == 0
+
+
 @pytest.mark.parametrize(
     ("change", "said"),
     [
@@ -81,6 +92,7 @@ def test_the_released_files_full_attention_is_indexed_attention(tmp_path: Path) 
         ({"indexer_kv_heads": 2}, "indexer_kv_heads: 1"),
         ({"indexer_budget": 100}, "indexer_budget: a positive multiple of indexer_compress_ratio (16)"),
         ({"hc_count": 1}, "hc_count: 2 or more residual streams"),
+        ({"full_attention_interval": 0, "layer_types": None}, "full_attention_interval: a whole number from 1"),
         ({"indexer_head_dim": None}, "indexer_head_dim: required field is missing"),
         ({"ple_layer_ids": [1], "heads_per_ngram": 5001, "ple_embed_dim": 20004}, "heads_per_ngram and ple_layer_"),
     ],

@@ -683,10 +683,10 @@ IMAGE_INPUT_IN_CAUSAL_LM = {"fuyu", "phi4_multimodal"}
 # Models that hold an image tokenizer or encoders beside their text layers: ChameleonModel's vqmodel (a VQ-VAE),
 # Phi4MultimodalModel's embed_tokens_extend (its image and audio encoders), left out too
 IMAGE_TOKENIZER = (".vqmodel.", ".embed_tokens_extend.")
-# Configuration classes whose written file builds another model: BailingHybridConfig.__post_init__ takes the KDA's
-# head width from head_dim and then sets head_dim to qk_rope_head_dim, which to_dict writes. Their cases keep the keys
-# as given, as a released file holds them
-WRITES_ANOTHER_MODEL = {"bailing_hybrid"}
+# Wrappers that AutoModelForCausalLM also maps, to a text-only class reading the text config's tie flag, where the
+# released checkpoints are the image-text class, which ties by the wrapper's own (Qwen4-Exp: modeling_auto.py's
+# "VLM compatibility" entry): built as that class
+IMAGE_TEXT_FIRST = {"qwen4_exp"}
 # Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
 TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 
@@ -727,14 +727,14 @@ def main() -> None:
             with torch.device("meta"):
                 if family in TEXT_CLASSES:
                     model = getattr(transformers, TEXT_CLASSES[family])(config)
+                elif family in IMAGE_TEXT_FIRST:
+                    model = AutoModelForImageTextToText.from_config(config)
                 else:
                     try:
                         model = AutoModelForCausalLM.from_config(config)
                     except ValueError:  # a multimodal wrapper without a text-only class: its text model is counted
                         model = AutoModelForImageTextToText.from_config(config)
             kept = {k: v for k, v in config.to_dict().items() if k not in DROPPED}
-            if family in WRITES_ANOTHER_MODEL:
-                kept = {"model_type": family, **change}
             for ours, theirs in RELEASED_NAMES.get(family, {}).items():  # as the released files name them
                 if ours in kept and (ours in change or theirs in change):
                     kept[theirs] = kept.pop(ours)
