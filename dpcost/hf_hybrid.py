@@ -503,6 +503,18 @@ _KIMI_UNREAD = {
 }
 
 
+def _mla(k: Keys, d: dict[str, int]) -> dict[str, Any]:
+    """The MLA layers of a hybrid (Kimi Linear's KimiMLAAttention, Ling's BailingHybridAttention: DeepSeek-V3's),
+    under the family's defaults `d`; no query latent unless q_lora_rank gives one."""
+    return {
+        "q_lora_rank": k.integer("q_lora_rank", default=None, field="mla.q_lora_rank"),
+        "kv_lora_rank": _int(k, "kv_lora_rank", d, "mla.kv_lora_rank"),
+        "qk_nope_head_dim": _int(k, "qk_nope_head_dim", d, "mla.qk_nope_head_dim"),
+        "qk_rope_head_dim": _int(k, "qk_rope_head_dim", d, "mla.qk_rope_head_dim"),
+        "v_head_dim": _int(k, "v_head_dim", d, "mla.v_head_dim"),
+    }
+
+
 def _kimi_linear(k: Keys) -> dict[str, Any]:
     """KimiLinearForCausalLM (modeling_kimi_linear.py, transformers 5.24.0): Kimi Delta Attention in most layers and MLA
     in the rest, by layer_types, else the released files' linear_attn_config (full_attn_layers and kda_layers,
@@ -554,13 +566,7 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
         "qkv_bias": k.flag("attention_bias", False),
         "out_bias": k.flag("attention_bias", False),
         "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
-        "mla": {
-            "q_lora_rank": k.integer("q_lora_rank", default=None, field="mla.q_lora_rank"),
-            "kv_lora_rank": _int(k, "kv_lora_rank", d, "mla.kv_lora_rank"),
-            "qk_nope_head_dim": _int(k, "qk_nope_head_dim", d, "mla.qk_nope_head_dim"),
-            "qk_rope_head_dim": _int(k, "qk_rope_head_dim", d, "mla.qk_rope_head_dim"),
-            "v_head_dim": _int(k, "v_head_dim", d, "mla.v_head_dim"),
-        },
+        "mla": _mla(k, d),
         "deltanet": {
             "form": "kda",
             "key_heads": heads,
@@ -633,13 +639,7 @@ def _bailing_hybrid(k: Keys) -> dict[str, Any]:
         "out_bias": bias,
         "head_gate": True,
         "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
-        "mla": {
-            "q_lora_rank": k.integer("q_lora_rank", default=None, field="mla.q_lora_rank"),
-            "kv_lora_rank": _int(k, "kv_lora_rank", d, "mla.kv_lora_rank"),
-            "qk_nope_head_dim": _int(k, "qk_nope_head_dim", d, "mla.qk_nope_head_dim"),
-            "qk_rope_head_dim": _int(k, "qk_rope_head_dim", d, "mla.qk_rope_head_dim"),
-            "v_head_dim": _int(k, "v_head_dim", d, "mla.v_head_dim"),
-        },
+        "mla": _mla(k, d),
         "deltanet": {
             "form": "kda",
             "key_heads": linear_heads,
