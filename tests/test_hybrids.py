@@ -67,16 +67,17 @@ def test_only_attention_layers_attend() -> None:
 def test_serving_holds_kv_for_attention_layers_and_a_state_for_the_rest() -> None:
     """Nemotron-H-8B, 8 sequences of 4,096 tokens: K and V of 8 heads x 128 in 4 layers, 2 bytes each
     (4 x 2 x 8 x 128 x 2 x 4,096 x 8 = 536,870,912), and each Mamba layer's state, whatever the context: SSM
-    8,192 x 128 and the conv window 10,240 x 4, 2 bytes (24 x 1,089,536 x 2 x 8 = 418,381,824)."""
+    8,192 x 128 in fp32 and the conv window 10,240 x 4 in bf16, as transformers 5.25's cache holds what
+    NemotronHMamba2Mixer returns (24 x (4,194,304 + 81,920) x 8 = 821,035,008)."""
     a = arch("nemotron-h-8b-base-8k.json")
-    assert kv_cache_bytes(a, 4096, 8) == 536_870_912 + 418_381_824
+    assert kv_cache_bytes(a, 4096, 8) == 536_870_912 + 821_035_008
     result = CliRunner().invoke(
         app,
         ["estimate", "-m", str(CONFIGS / "nemotron-h-8b-base-8k.json"), "--dp", "8", "--mode", "inference",
          "--batch", "8", "--seq-len", "4096", "--format", "json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["inference"]["kv_cache_bytes"] == 955_252_736
+    assert json.loads(result.stdout)["inference"]["kv_cache_bytes"] == 536_870_912 + 821_035_008
 
 
 def test_a_mamba2_layer_keeps_what_mamba_ssms_fused_kernel_saves() -> None:
@@ -282,15 +283,41 @@ def test_minimax_reads_its_own_files_attention_kinds(tmp_path: Path) -> None:
     assert round((c.active_excl_embedding - 200_064 * 6_144) / 1e8) == 459
 
 
+STATE_DTYPES = json.loads((CONFIGS / "resolved" / "recurrent-state-dtypes.json").read_text())["families"]
+BYTES = {"float32": 4, "bfloat16": 2}
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "state", "window"),
+    [
+        ("mamba-2.8b-hf.json", "mamba", 64 * 5120 * 16, 64 * 5120 * 4),  # 64 layers: inner x N, inner x kernel
+        ("nemotron-h-8b-base-8k.json", "nemotron_h", 24 * 8192 * 128, 24 * 10240 * 4),
+        ("qwen3-next-80b-a3b-thinking.json", "qwen3_next", 36 * 32 * 128 * 128, 36 * (2 * 16 * 128 + 32 * 128) * 4),
+    ],
+)
+def test_the_decode_state_takes_the_dtypes_transformers_keeps_it_in(
+    name: str, family: str, state: int, window: int
+) -> None:
+    """A bf16 forward in transformers 5.25.0 (resolved/recurrent-state-dtypes.json) keeps Mamba's, Mamba-2's and
+    gated DeltaNet's recurrent state in fp32 and their convolution windows in bf16: Mamba 2.8B's 64 layers hold
+    5,120 x 16 of state and 5,120 x 4 of window each, Nemotron-H-8B's 24 Mamba layers 8,192 x 128 and 10,240 x 4,
+    Qwen3-Next-80B's 36 DeltaNet layers 32 x 128 x 128 and (2 x 16 x 128 + 32 x 128) x 4."""
+    dtypes = STATE_DTYPES[family]
+    (recurrent,), (conv,) = dtypes["recurrent_states"], dtypes["conv_states"]
+    assert recurrent_state_bytes(arch(name)) == state * BYTES[recurrent] + window * BYTES[conv]
+
+
 def test_lightning_attention_flops_and_state_by_hand(tmp_path: Path) -> None:
     """MiniMax-Text-01's 70 lightning layers of 64 heads, d = 128, in blocks of 256 (Qin et al. 2024, the blockwise
     form): per token and layer 64 x (4 x 256 x 128 + 4 x 128 x 128) = 12,582,912 FLOPs forward, 64 x 4 x 128 x 128
-    when decoding; and a state of 64 x 128 x 128 per layer, 2 bytes, with no convolution window."""
+    when decoding; and a state of 64 x 128 x 128 per layer, in the model's dtype as MiniMaxCache keeps it
+    (resolved/recurrent-state-dtypes.json), with no convolution window."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(_minimax_text_01()))
     a = load_model(str(path)).architecture
     assert a is not None
     assert recurrence_flops(a) == 70 * 12_582_912
     assert recurrence_flops(a, decode=True) == 70 * 64 * 4 * 128 * 128
+    assert STATE_DTYPES["minimax"]["linear_cache"] == ["bfloat16"]
     assert recurrent_state_bytes(a) == 70 * 64 * 128 * 128 * 2
     assert attention_flops(a, 4096) == 2 * 10 * 64 * 256 * 4096

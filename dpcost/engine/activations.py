@@ -727,24 +727,28 @@ def _compressed_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtyp
 
 
 def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
-    """One sequence's recurrent state over all layers, in the model's dtype as transformers' caches hold it: a
-    Mamba layer's SSM state (inner x N) and convolution window (its conv channels x kernel: Mamba2Cache,
-    MambaCache), a gated DeltaNet layer's state (value heads x d_k x d_v) and window (2K + V channels; lightning
-    attention has none), an LFM2 short convolution's window (h channels x its kernel), a Griffin recurrent block's
-    window (w channels x k - 1 steps: RecurrentGemmaRecurrentBlock's conv1d_state) and its fp32 recurrent state, an
-    RWKV-4 layer's previous token for each of its two token shifts (h each) and its WKV state, numerator, denominator
-    and running maximum in fp32 (w each: RwkvModel's five state tensors), an mLSTM layer's memory, normaliser and
-    stabiliser per head (xLSTMCache, in the embeddings' dtype); a Qwen4-Exp n-gram layer's convolution window (n x
-    hidden channels, (kernel - 1) x dilation steps) and its last n-gram context ids (ngram_size - 1 int64s)."""
+    """One sequence's recurrent state over all layers, as transformers 5.25's caches hold it: a Mamba layer's SSM state
+    (inner x N) in fp32 and convolution window (its conv channels x kernel) in the model's dtype, a gated DeltaNet
+    or KDA layer's state (value heads x d_k x d_v) in fp32 and window (2K + V channels) in the model's dtype
+    (measured: a bf16 forward of Mamba, Mamba-2, Jamba, Nemotron-H, Falcon-H1, Bamba, Granite 4 hybrid and
+    Qwen3-Next keeps every recurrent state in fp32 and every window in bf16), lightning attention's state in the
+    model's dtype and no window (MiniMaxCache), an LFM2 short convolution's window (h channels x its kernel), a
+    Griffin recurrent block's window (w channels x k - 1 steps: RecurrentGemmaRecurrentBlock's conv1d_state) and its
+    fp32 recurrent state, an RWKV-4 layer's previous token for each of its two token shifts (h each) and its WKV
+    state, numerator, denominator and running maximum in fp32 (w each: RwkvModel's five state tensors), an mLSTM
+    layer's memory, normaliser and stabiliser per head (xLSTMCache, in the embeddings' dtype); a Qwen4-Exp n-gram
+    layer's convolution window (n x hidden channels, (kernel - 1) x dilation steps) and its last n-gram context ids
+    (ngram_size - 1 int64s)."""
     total = 0.0
     for i in range(a.layers):
         mixer, m, d = a.mixer(i), a.ssm, a.deltanet
         if "mamba" in mixer and m is not None:
             conv = m.inner + (2 * m.groups * m.state if m.version == 2 else 0)
-            total += m.inner * m.state + conv * m.conv_kernel
+            total += m.inner * m.state * 4.0 / dtype_bytes + conv * m.conv_kernel
         if mixer == "deltanet" and d is not None:
             conv = 2 * d.key_heads * d.key_dim + d.value_heads * d.value_dim if d.convolves else 0
-            total += d.value_heads * d.key_dim * d.value_dim + conv * d.conv_kernel
+            state = d.value_heads * d.key_dim * d.value_dim * (4.0 / dtype_bytes if d.convolves else 1.0)
+            total += state + conv * d.conv_kernel
         if mixer == "conv" and a.short_conv is not None:  # the convolution's window of its h channels
             total += a.hidden * a.short_conv.kernel
         if mixer == "rglru" and a.rglru is not None:  # the window's k - 1 steps, and the fp32 recurrent state
