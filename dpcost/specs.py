@@ -836,13 +836,19 @@ class ModelArchitecture(Spec):
     def hybrid(self) -> bool:
         """Some layer is not plain attention followed by an MLP (a recurrent or convolutional mixer, none, or
         DeepSeek-V4's compressed attention), the residual is kept as several streams, the layers take Gemma 4's
-        per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, or their experts are split by modality:
-        what layouts and the per-op model do not cost yet."""
+        per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, their experts are split by modality, or
+        their norms are gated and their queries fused with a gate (A.X K2): what layouts and the per-op model do not
+        cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
-        unusual = unusual or self.attention_experts is not None
+        unusual = unusual or self.attention_experts is not None or self.gated_norms_and_query
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
         return any(m not in plain for m in self.mixers) or unusual
+
+    @property
+    def gated_norms_and_query(self) -> bool:
+        """A.X K2's gated norms (norm_gate_rank) or its query gate fused into q_gate_proj (MLASpec.query_gate)."""
+        return self.norm_gate_rank is not None or (self.mla is not None and self.mla.query_gate)
 
     @property
     def vision_experts(self) -> bool:
@@ -868,8 +874,12 @@ class ModelArchitecture(Spec):
             return f"{compressed}hyper-connected residual streams"
         if self.altup is not None:
             return "AltUp's copies of the hidden state, LAuReL, per-layer embeddings and layers sharing keys and values"
-        if self.per_layer_input is not None or any(not self.computes_kv(m) for m in self.mixers):
+        if self.per_layer_input is not None:
             return "per-layer embeddings and layers sharing keys and values"
+        if any(not self.computes_kv(m) for m in self.mixers):
+            return "layers sharing keys and values"
+        if self.gated_norms_and_query:
+            return "gated norms and a query gate fused into the query projection"
         if self.ffn_widths:
             return "MLP widths that differ from layer to layer"
         if self.attention_experts:

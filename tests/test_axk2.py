@@ -35,3 +35,11 @@ def test_norms_are_gated_after_the_input_and_before_the_experts(tmp_path: Path) 
 def test_a_query_without_a_latent_is_refused(tmp_path: Path) -> None:
     """AXK2Config.validate_architecture: "A.X-K2 requires a positive q_lora_rank"."""
     assert "q_lora_rank: a whole number from 1" in estimate_refusal(tmp_path, {**SMALL, "q_lora_rank": None})
+
+
+def test_layouts_and_per_op_times_refuse_it_by_name(tmp_path: Path) -> None:
+    """Neither Megatron's MLA nor the per-op model has A.X K2's gated norms or fused query gate: a layout or
+    --compute-model ops is refused, saying so; pure data parallelism with the flops model costs it."""
+    said = "gated norms and a query gate fused into the query projection"
+    assert said in estimate_refusal(tmp_path, SMALL, "--tp", "2", "--sequence-parallel")
+    assert said in estimate_refusal(tmp_path, SMALL, "--compute-model", "ops")

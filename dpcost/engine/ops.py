@@ -332,10 +332,10 @@ def has_layer_ops(a: ModelArchitecture) -> bool:
     recurrent blocks, RWKV's time mixing, attention and Mamba side by side, nor DeepSeek-V4's compressed attention
     and residual streams, nor Gemma 4's per-layer embeddings and kv-shared layers, nor Gemma 3n's AltUp, nor MLPs
     that differ in width from layer to layer (Nemotron-NAS), nor experts isolated by modality (ERNIE-4.5-VL) or
-    attention experts (JetMoE), nor Zamba2's shared transformer blocks."""
+    attention experts (JetMoE), nor Zamba2's shared transformer blocks, nor A.X K2's gated norms and query gate."""
     if a.hyper_connected or a.per_layer_input is not None or a.altup is not None or a.ffn_widths:
         return False
-    if a.vision_experts or a.attention_experts:
+    if a.vision_experts or a.attention_experts or a.gated_norms_and_query:
         return False
     mamba2 = a.ssm is not None and a.ssm.version == 2
     return all(m in ("attention", "global attention", "none") or (m == "mamba" and mamba2) for m in set(a.mixers))
