@@ -144,7 +144,8 @@ class Keys:
         return value
 
     def layers(self, key: str) -> tuple[int, ...]:
-        value = self.cfg.get(key) or []
+        value = self.cfg.get(key)
+        value = [] if value is None else value
         if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             raise InputError(self.where, f"{self._key(key)}: expected a list of layer indices, got {value!r}"[:200])
         return tuple(value)
@@ -2943,10 +2944,14 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
             return None
         local = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family == "kolibri1_1":  # Kolibri1_1Attention: a window of sliding_window in the sliding_attention layers
-        size = k.integer("sliding_window", default=513, field="local_attention.size")
         types, _ = _kolibri1_1_layers(k, layers)
-        if size is None or size <= 0 or "sliding_attention" not in types:
+        if "sliding_attention" not in types:
             return None
+        written = k.cfg.get("sliding_window", 513)
+        if type(written) is not int or written <= 0:  # Kolibri1_1Config rejects sliding layers without a window
+            said = f"a window of 1 token or more for the sliding_attention layers, got {written!r}"
+            raise InputError(k.where, f"{k._key('sliding_window')}: {said}"[:200])
+        size = k.integer("sliding_window", default=513, field="local_attention.size")
         local = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family in ("gemma4_text", "gemma4_unified_text", "mimo_v2_flash"):
         default = {"gemma4_text": 512, "gemma4_unified_text": 1024}.get(family, 129)

@@ -45,11 +45,14 @@ def test_the_first_two_layers_are_dense_of_their_own_width(tmp_path: Path) -> No
         ({"num_hidden_layers": 60}, "kv_source_layers: required with more than 10 indexed_attention layers"),
         ({"kv_source_layers": [0, 1, 1, 1, 4, 5, 1, 4]}, "kv_source_layers: layer 3 (sliding_attention) reads"),
         ({"mlp_only_layers": [0, 8]}, "mlp_only_layers: layer indices from 0 to 7"),
+        ({"mlp_only_layers": 0}, "mlp_only_layers: expected a list of layer indices"),
+        ({"sliding_window": None}, "sliding_window: a window of 1 token or more"),
+        ({"sliding_window": 0}, "sliding_window: a window of 1 token or more"),
     ],
 )
 def test_what_the_configuration_class_rejects_is_refused(tmp_path: Path, change: dict, said: str) -> None:  # type: ignore[type-arg]
     """Kolibri1_1Config: its default sharing covers ten indexed layers; a layer reads a layer of its own kind that owns
-    its cache; mlp_only_layers are layer indices."""
+    its cache; mlp_only_layers are layer indices; sliding layers need a window."""
     cfg = {**(DEFAULTS if "num_hidden_layers" in change else SMALL), **change}
     if "num_hidden_layers" in change:
         cfg.pop("kv_source_layers")
