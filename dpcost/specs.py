@@ -388,6 +388,11 @@ class NgramEmbeddingSpec(Spec):
     conv_kernel: PositiveInt = Field(description="ple_conv_kernel_size")
     dilation: PositiveInt = Field(description="ngram_size")
 
+    @property
+    def tables(self) -> tuple[int, ...]:
+        """Each layer's table: its rows, each width / heads wide (Qwen4ExpTextNGramEmbedding.ngram_embedding)."""
+        return tuple(rows * (self.width // self.heads) for rows in self.rows)
+
 
 class PerLayerInputSpec(Spec):
     """Gemma 4's per-layer embeddings (modeling_gemma4.py Gemma4TextModel and Gemma4TextDecoderLayer, transformers

@@ -770,7 +770,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         per_layer_projection = float(h * a.layers * per_layer.width + a.norm_weights * per_layer.width)
     ngram = a.ngram_embedding
     if ngram is not None:  # Qwen4-Exp's tables are lookups; their projections, norms and convolutions run per token
-        per_layer_embedding = float(sum(ngram.rows) * (ngram.width // ngram.heads))
+        per_layer_embedding = float(sum(ngram.tables))
         per_layer_projection = float(len(ngram.layers) * ngram_layer_parameters(a))
     outside = embedding + lm_head + positions + final_norm + per_layer_embedding + per_layer_projection
     outside += altup_projection_parameters(a) + rope_scale_parameters(a)

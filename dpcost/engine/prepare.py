@@ -470,10 +470,8 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     ngram = a.ngram_embedding
     own: dict[int, tuple[float, float]] = {}
     if ngram is not None:
-        width = ngram.width // ngram.heads
         own = {
-            i: (float(rows * width), ngram_layer_parameters(a))
-            for i, rows in zip(ngram.layers, ngram.rows, strict=True)
+            i: (float(table), ngram_layer_parameters(a)) for i, table in zip(ngram.layers, ngram.tables, strict=True)
         }
     projection = 0.0 if own else counts.per_layer_projection
     flops = [2 * projection]  # Gemma 4's per-layer inputs, projected from the embedding
