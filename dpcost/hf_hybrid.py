@@ -503,6 +503,24 @@ _KIMI_UNREAD = {
 }
 
 
+def _linear_attn_config(k: Keys) -> dict[str, Any]:
+    """The released files' linear_attn_config (Kimi Linear's, GLM-5.3's): a mapping, empty where absent."""
+    linear = k.get("linear_attn_config", default=None) or {}
+    if not isinstance(linear, dict):
+        raise InputError(k.where, f"{k._key('linear_attn_config')}: a mapping, got {linear!r}"[:200])
+    return linear
+
+
+def _linear_attn_size(k: Keys, linear: dict[str, Any], key: str, nested: str, d: dict[str, int]) -> int:
+    """A KDA size: linear_attn_config's `nested` where it gives one, else the flat `key` (else the family's default),
+    as KimiLinearConfig and Glm5NextTextConfig read them."""
+    value = linear.get(nested, k.integer(key, default=d[key]))
+    if type(value) is not int or value <= 0:
+        said = f"{k._key('linear_attn_config')}.{nested} or {k._key(key)}: a whole number above 0, got {value!r}"
+        raise InputError(k.where, said[:200])
+    return value
+
+
 def _mla(k: Keys, d: dict[str, int]) -> dict[str, Any]:
     """The MLA layers of a hybrid (Kimi Linear's KimiMLAAttention, Ling's BailingHybridAttention: DeepSeek-V3's),
     under the family's defaults `d`; no query latent unless q_lora_rank gives one."""
@@ -529,9 +547,7 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
             said = f"{what}, which transformers' KimiLinearForCausalLM does not build, so dpcost does not count it"
             raise InputError(k.where, f"{k._key(key)}: {said}; allowed: absent")
     layers = _int(k, "num_hidden_layers", d, "layers")
-    linear = k.get("linear_attn_config", default=None) or {}
-    if not isinstance(linear, dict):
-        raise InputError(k.where, f"{k._key('linear_attn_config')}: a mapping, got {linear!r}"[:200])
+    linear = _linear_attn_config(k)
     types = per_layer(k, "layer_types", layers, {"full_attention", "linear_attention"})
     if types is None and "full_attn_layers" in linear and "kda_layers" in linear:
         full, kda = linear["full_attn_layers"], linear["kda_layers"]
@@ -544,13 +560,10 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
     if types is None:
         types = ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(layers)]
 
-    def kda_size(key: str, nested: str) -> int:
-        value = linear.get(nested, k.integer(key, default=d[key]))
-        if type(value) is not int or value <= 0:
-            raise InputError(k.where, f"{k._key('linear_attn_config')}.{nested}: a whole number above 0, got {value!r}")
-        return value
-
-    heads, head_dim = kda_size("linear_num_heads", "num_heads"), kda_size("linear_head_dim", "head_dim")
+    heads, head_dim = (
+        _linear_attn_size(k, linear, "linear_num_heads", "num_heads", d),
+        _linear_attn_size(k, linear, "linear_head_dim", "head_dim", d),
+    )
     first = _int(k, "first_k_dense_replace", d, "moe.first_dense_layers")
     moe_ffn = _int(k, "moe_intermediate_size", d, "moe.ffn")
     # KimiLinearConfig.attribute_map: the released files' num_shared_experts, num_experts, num_experts_per_token
@@ -573,7 +586,7 @@ def _kimi_linear(k: Keys) -> dict[str, Any]:
             "value_heads": heads,
             "key_dim": head_dim,
             "value_dim": head_dim,
-            "conv_kernel": kda_size("linear_conv_kernel_dim", "short_conv_kernel_size"),
+            "conv_kernel": _linear_attn_size(k, linear, "linear_conv_kernel_dim", "short_conv_kernel_size", d),
         },
         "moe": dense_then_experts(
             k,
@@ -715,18 +728,12 @@ def _glm5_next(k: Keys) -> dict[str, Any]:
     if kv_heads != heads:
         raise InputError(k.where, f"{k._key('num_key_value_heads')}: {heads}, as num_attention_heads "
                          f"(Glm5NextTextConfig requires it), got {kv_heads}")  # fmt: skip
-    linear = k.get("linear_attn_config", default=None) or {}
-    if not isinstance(linear, dict):
-        raise InputError(k.where, f"{k._key('linear_attn_config')}: a mapping, got {linear!r}"[:200])
+    linear = _linear_attn_config(k)
 
-    def kda_size(key: str, nested: str) -> int:
-        value = linear.get(nested, k.integer(key, default=d[key]))
-        if type(value) is not int or value <= 0:
-            said = f"{k._key('linear_attn_config')}.{nested} or {k._key(key)}: a whole number above 0, got {value!r}"
-            raise InputError(k.where, said[:200])
-        return value
-
-    linear_heads, linear_dim = kda_size("linear_num_heads", "num_heads"), kda_size("linear_head_dim", "head_dim")
+    linear_heads, linear_dim = (
+        _linear_attn_size(k, linear, "linear_num_heads", "num_heads", d),
+        _linear_attn_size(k, linear, "linear_head_dim", "head_dim", d),
+    )
     pool = _count(k, "index_kpool", d, "indexer.pool")
     topk = _count(k, "index_topk", d, "indexer.topk")
     if topk % pool:
@@ -761,7 +768,7 @@ def _glm5_next(k: Keys) -> dict[str, Any]:
             "value_heads": linear_heads,
             "key_dim": linear_dim,
             "value_dim": linear_dim,
-            "conv_kernel": kda_size("linear_conv_kernel_dim", "short_conv_kernel_size"),
+            "conv_kernel": _linear_attn_size(k, linear, "linear_conv_kernel_dim", "short_conv_kernel_size", d),
         },
         "residual_streams": _count(k, "hc_mult", d, "residual_streams"),
         "hyper_head": "mean",
