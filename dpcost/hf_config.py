@@ -42,6 +42,8 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "hy_v3": {"num_local_experts": "num_experts"},
     "hy_v4": {"num_local_experts": "n_routed_experts"},
     "hy_v4_vl_text": {"num_local_experts": "n_routed_experts"},
+    "inkling_text": {"num_local_experts": "n_routed_experts", "sliding_window": "sliding_window_size",
+                     "sconv_kernel_size": "conv_kernel_size", "model_max_length": "max_position_embeddings"},
     "jamba": {"num_local_experts": "num_experts"},
     "kimi_linear": {"num_local_experts": "num_experts", "num_experts_per_tok": "num_experts_per_token",
                     "n_shared_experts": "num_shared_experts"},
@@ -741,6 +743,8 @@ _ARCHITECTURES = {
     "GlmMoeDsaForCausalLM": "glm_moe_dsa",
     "HYV4ForCausalLM": "hy_v4",
     "HYV4VLForConditionalGeneration": "hy_v4_vl",
+    "InklingForCausalLM": "inkling_text",
+    "InklingForConditionalGeneration": "inkling_mm_model",
     "AXK2ForCausalLM": "axk2",
     "BailingHybridForCausalLM": "bailing_hybrid",
     "Qwen4ExpForCausalLM": "qwen4_exp_text",
@@ -847,6 +851,7 @@ _NESTED = {
     "glm5_next": "glm5_next_text",
     "qwen4_exp": "qwen4_exp_text",
     "hy_v4_vl": "hy_v4_vl_text",
+    "inkling_mm_model": "inkling_text",
 }  # multimodal wrappers: the text model's keys
 # Wrappers whose configuration class builds its own text config whatever text_config's model_type says
 # (Step3p7Config.__post_init__ pops it; Glm5NextConfig builds Glm5NextTextConfig: transformers 5.25.0)
@@ -913,7 +918,7 @@ SUPPORTED_MODEL_TYPES = tuple(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
-         "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5",
+         "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text",
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2943,6 +2948,9 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
         if size is None or "sliding_attention" not in types:
             return None
         local = [i for i, t in enumerate(types) if t == "sliding_attention"]
+    elif family == "inkling_text":  # InklingAttention: a window of sliding_window_size in the hybrid_sliding layers
+        size = k.integer("sliding_window_size", default=_INKLING["sliding_window_size"], field="local_attention.size")
+        local = [i for i, t in enumerate(_inkling_layer_types(k, layers)) if t == "hybrid_sliding"]
     elif family == "kolibri1_1":  # Kolibri1_1Attention: a window of sliding_window in the sliding_attention layers
         types, _ = _kolibri1_1_layers(k, layers)
         if "sliding_attention" not in types:
@@ -3196,6 +3204,108 @@ def _step3p5(k: Keys) -> dict[str, Any]:
     return arch
 
 
+# InklingTextConfig's defaults (configuration_inkling.py, transformers 5.25.0: Thinking Machines' Inkling)
+_INKLING = {"vocab_size": 201024, "hidden_size": 6144, "num_hidden_layers": 66, "num_attention_heads": 64,
+            "num_key_value_heads": 8, "head_dim": 128, "swa_num_attention_heads": 64, "swa_num_key_value_heads": 16,
+            "swa_head_dim": 128, "sliding_window_size": 512, "d_rel": 16, "rel_extent": 1024, "conv_kernel_size": 4,
+            "intermediate_size": 24576, "moe_intermediate_size": 3072, "n_routed_experts": 256,
+            "num_experts_per_tok": 6, "n_shared_experts": 2}  # fmt: skip
+
+
+def _inkling_layer_types(k: Keys, layers: int) -> list[str]:
+    """Each of Inkling's layers, hybrid (full attention) or hybrid_sliding: layer_types, else sliding in the layers
+    local_layer_ids lists, else in all but every sixth (InklingTextConfig.__post_init__; ids past the last layer are
+    ignored, as there)."""
+    types = per_layer(k, "layer_types", layers, {"hybrid", "hybrid_sliding"})
+    if types is not None:
+        return types
+    ids = k.get("local_layer_ids", default=None)
+    if ids is None:
+        return ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(layers)]
+    if not isinstance(ids, list) or any(type(i) is not int for i in ids):
+        raise InputError(k.where, f"{k._key('local_layer_ids')}: a list of layer numbers, got {ids!r}"[:200])
+    return ["hybrid_sliding" if i in set(ids) else "hybrid" for i in range(layers)]
+
+
+def _inkling_widths(k: Keys) -> tuple[int, int]:
+    """Inkling's (dense MLP, expert) widths: intermediate_size and moe_intermediate_size, except in files that give
+    dense_intermediate_size, whose intermediate_size is the experts' (InklingTextConfig.__post_init__, #49416)."""
+    d = _INKLING
+    if k.get("dense_intermediate_size", default=None) is None:
+        dense = k.integer("intermediate_size", default=d["intermediate_size"], field="ffn")
+        return dense, k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn")
+    experts = k.integer("intermediate_size", default=d["intermediate_size"], field="moe.ffn")
+    return k.integer("dense_intermediate_size", field="ffn"), experts
+
+
+def _inkling(k: Keys) -> dict[str, Any]:
+    """Thinking Machines' Inkling text model (model_type inkling_text: InklingTextConfig and InklingTextModel,
+    modeling_inkling.py, transformers 5.25.0): an embedding followed by an RMSNorm; in every layer attention with
+    q/k norms per head, no biases, relative position logits (RelativeLogitsSpec: r_proj and a bank of rel_extent
+    distances, a sliding layer's window long) and short convolutions on its keys and values, full (hybrid) or
+    sliding (hybrid_sliding: _inkling_layer_types) with heads of their own (swa_num_attention_heads,
+    swa_num_key_value_heads, swa_head_dim) in a window of sliding_window_size; a short convolution on each
+    sub-layer's output; a dense SwiGLU MLP with a learned scale in the first dense_mlp_idx layers (or as
+    mlp_layer_types lists them), else n_routed_experts experts and n_shared_experts shared ones of
+    moe_intermediate_size, all weighed by one router (router_weighs_shared) with a learned scale and a correction bias
+    over the routed ones, which the checkpoint holds. The output head is never tied (InklingForCausalLM's
+    _tied_weights_keys is empty). The MTP layers are not built by transformers, and not counted."""
+    d = _INKLING
+    layers = k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers")
+    types = _inkling_layer_types(k, layers)
+    full = k.integer("num_attention_heads", default=d["num_attention_heads"], field="global_attention.heads")
+    full_kv = k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="global_attention.kv_heads")
+    full_dim = k.integer("head_dim", default=d["head_dim"], field="global_attention.head_dim")
+    sliding = (
+        k.integer("swa_num_attention_heads", default=d["swa_num_attention_heads"], field="heads"),
+        k.integer("swa_num_key_value_heads", default=d["swa_num_key_value_heads"], field="kv_heads"),
+        k.integer("swa_head_dim", default=d["swa_head_dim"], field="head_dim"),
+    )
+    heads, kv_heads, head_dim = sliding if "hybrid_sliding" in types else (full, full_kv, full_dim)
+    dense_ffn, expert_ffn = _inkling_widths(k)
+    arch: dict[str, Any] = {
+        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "ffn": dense_ffn,
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "tied_embeddings": False,
+        "qk_norm": "head",
+        "embedding_norm": True,
+        "activation_scalars": 1,  # InklingMLP's global_scale
+        "relative_logits": {"rank": k.integer("d_rel", default=d["d_rel"], field="relative_logits.rank"),
+                            "extent": k.integer("rel_extent", default=d["rel_extent"], field="relative_logits.extent")},
+        "sconv_kernel": k.integer("conv_kernel_size", default=d["conv_kernel_size"], field="sconv_kernel"),
+    }  # fmt: skip
+    if "hybrid" in types and "hybrid_sliding" in types:
+        arch["mixers"] = tuple("global attention" if t == "hybrid" else "attention" for t in types)
+        arch["global_attention"] = {"head_dim": full_dim, "kv_heads": full_kv, "heads": full}
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    if kinds is None:
+        first = k.integer("dense_mlp_idx", default=0)
+        kinds = ["dense" if i < first else "sparse" for i in range(layers)]
+    if "sparse" in kinds:
+        experts = k.integer("n_routed_experts", default=d["n_routed_experts"], field="moe.experts")
+        shared = k.integer("n_shared_experts", default=d["n_shared_experts"], field="moe.shared")
+        if shared < 1:
+            said = "1 or more: InklingTopkRouter cuts the shared experts' scores off the end of its own, and cannot"
+            raise InputError(k.where, f"{k._key('n_shared_experts')}: {said} route without them, got {shared}")
+        arch["moe"] = {
+            "experts": experts,
+            "active": k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+            "ffn": expert_ffn,
+            "shared": shared,
+            "shared_ffn": expert_ffn,
+            "router_weighs_shared": True,
+            "router_scale": True,
+            "router_bias": True,  # InklingTopkRouter's e_score_correction_bias, a buffer the checkpoint holds
+            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense"),
+        }
+    return arch
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -3263,6 +3373,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "muse_spark_text": _muse,
     "muse_glimmer_text": _muse,
     "step3p5": _step3p5,
+    "inkling_text": _inkling,
 }
 
 

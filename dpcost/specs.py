@@ -106,6 +106,17 @@ class MoESpec(Spec):
         "which return their input and hold no weights)",
         exclude_if=lambda v: v is None,
     )
+    router_scale: bool = Field(
+        False,
+        description="a learned scalar on the routing weights in each MoE layer (Inkling's gate.global_scale)",
+        exclude_if=_unset,
+    )
+    router_weighs_shared: bool = Field(
+        False,
+        description="the router scores the shared experts too, their weights its last `shared` outputs, which the "
+        "correction bias leaves out (Inkling's InklingTopkRouter)",
+        exclude_if=_unset,
+    )
     latent: PositiveInt | None = Field(
         None,
         description="the width the routed experts work in, if not hidden (Nemotron 3's LatentMoE: a hidden -> latent "
@@ -132,6 +143,11 @@ class MoESpec(Spec):
     @property
     def shared_width(self) -> int:
         return self.shared_ffn or self.ffn
+
+    def router_rows(self) -> int:
+        """The router's scores per token: one per expert (router_outputs where it has more), and Inkling's shared
+        experts' weights."""
+        return (self.router_outputs or self.experts) + (self.shared if self.router_weighs_shared else 0)
 
     def expert_io(self, hidden: int) -> int:
         """The width a routed expert takes in and gives out (and its dispatched tokens carry): the latent one under
@@ -350,6 +366,17 @@ class GlobalAttentionSpec(Spec):
         description="learned sinks in these layers (MiMo-V2-Flash has them in its sliding ones only)",
         exclude_if=_unset,
     )
+
+
+class RelativeLogitsSpec(Spec):
+    """Relative position logits conditioned on the hidden state (Inkling's InklingRelativeLogits, modeling_inkling.py,
+    transformers 5.25.0): each attention layer's r_proj (hidden -> heads x rank, no bias) mixes, for each token and
+    head, a learned bank of `rank` bias-by-distance profiles (rel_logits_proj.proj, rank x the distances it covers),
+    added to the scores of the keys that many tokens back. A full-attention layer's bank covers `extent` distances,
+    a sliding layer's its window."""
+
+    rank: PositiveInt = Field(description="d_rel")
+    extent: PositiveInt = Field(description="rel_extent: the distances a full-attention layer's bank covers")
 
 
 class CompressedAttentionSpec(Spec):
@@ -626,6 +653,18 @@ class ModelArchitecture(Spec):
     ngram_embedding: NgramEmbeddingSpec | None = Field(
         None, description="Qwen4-Exp's per-layer n-gram embeddings (ple_layer_ids)", exclude_if=lambda v: v is None
     )
+    relative_logits: RelativeLogitsSpec | None = Field(
+        None,
+        description="Inkling's relative position logits in every attention layer",
+        exclude_if=lambda v: v is None,
+    )
+    sconv_kernel: PositiveInt | None = Field(
+        None,
+        description="Inkling's short convolutions (InklingShortConvolution: depthwise, causal, no bias, in fp32, with "
+        "a residual around each) of this many taps, on the keys, the values, the attention's output and the MLP's "
+        "output of every layer (sconv_kernel_size, conv_kernel_size)",
+        exclude_if=lambda v: v is None,
+    )
     per_layer_input: PerLayerInputSpec | None = Field(
         None,
         description="Gemma 4 E2B/E4B's per-layer embeddings (hidden_size_per_layer_input)",
@@ -736,6 +775,14 @@ class ModelArchitecture(Spec):
         local = self.local_attention
         if local is not None and any(i >= self.layers or "attention" not in self.mixer(i) for i in local.layers):
             raise ValueError(f"local_attention.layers: indices of attention layers, from 0 to {self.layers - 1}")
+        if (
+            self.relative_logits is not None
+            and local is not None
+            and local.layers
+            and (set(local.layers) != {i for i in range(self.layers) if self.mixer(i) == "attention"})
+        ):
+            raise ValueError("relative_logits: where some layers slide, the full-attention ones are global attention "
+                             "mixers (their banks cover extent distances, the sliding ones' their window)")  # fmt: skip
         if self.indexer is not None and any(i >= self.layers for i in self.indexer.layers):
             raise ValueError(f"indexer.layers: layer indices run from 0 to {self.layers - 1}")
         c = self.compressed_attention
@@ -841,19 +888,25 @@ class ModelArchitecture(Spec):
     def hybrid(self) -> bool:
         """Some layer is not plain attention followed by an MLP (a recurrent or convolutional mixer, none, or
         DeepSeek-V4's compressed attention), the residual is kept as several streams, the layers take Gemma 4's
-        per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, their experts are split by modality, or
-        their norms are gated and their queries fused with a gate (A.X K2): what layouts and the per-op model do not
-        cost yet."""
+        per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, their experts are split by modality,
+        their norms are gated and their queries fused with a gate (A.X K2), or their attention takes relative logits
+        and short convolutions (Inkling): what layouts and the per-op model do not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
         unusual = unusual or self.attention_experts is not None or self.gated_norms_and_query
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
+        unusual = unusual or self.relative_or_convolved
         return any(m not in plain for m in self.mixers) or unusual
 
     @property
     def gated_norms_and_query(self) -> bool:
         """A.X K2's gated norms (norm_gate_rank) or its query gate fused into q_gate_proj (MLASpec.query_gate)."""
         return self.norm_gate_rank is not None or (self.mla is not None and self.mla.query_gate)
+
+    @property
+    def relative_or_convolved(self) -> bool:
+        """Inkling's relative position logits (relative_logits) or short convolutions (sconv_kernel)."""
+        return self.relative_logits is not None or self.sconv_kernel is not None
 
     @property
     def vision_experts(self) -> bool:
@@ -893,6 +946,8 @@ class ModelArchitecture(Spec):
             return "experts isolated by modality (vision experts beside the text ones)"
         if "cross" in self.mixers:
             return "cross-attention layers over image states"
+        if self.relative_or_convolved:
+            return "relative position logits and short convolutions on the keys, values and sub-layer outputs"
         return (
             "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions, "
             "RG-LRU recurrent blocks, RWKV time mixing, mLSTM layers)"

@@ -283,8 +283,22 @@ def test_minimax_reads_its_own_files_attention_kinds(tmp_path: Path) -> None:
     assert round((c.active_excl_embedding - 200_064 * 6_144) / 1e8) == 459
 
 
-STATE_DTYPES = json.loads((CONFIGS / "resolved" / "recurrent-state-dtypes.json").read_text())["families"]
+STATES = json.loads((CONFIGS / "resolved" / "recurrent-state-dtypes.json").read_text())
+STATE_DTYPES = STATES["families"]
 BYTES = {"float32": 4, "bfloat16": 2}
+
+
+@pytest.mark.parametrize("family", sorted(STATES["configs"]))
+def test_the_decode_state_is_what_transformers_cache_holds(tmp_path: Path, family: str) -> None:
+    """Every recurrent state and convolution window transformers 5.25.0's decode cache holds for one sequence of a
+    tiny bf16 model of each family (resolved/recurrent-state-dtypes.json: each cache tensor's elements, at its
+    dtype), byte for byte: dpcost's recurrent_state_bytes of the same config."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": family, **STATES["configs"][family]}))
+    a = load_model(str(path)).architecture
+    assert a is not None
+    held = sum(n * BYTES[STATE_DTYPES[family][name][0]] for name, n in STATES["elements"][family].items())
+    assert recurrent_state_bytes(a) == held
 
 
 @pytest.mark.parametrize(

@@ -167,6 +167,10 @@ def _attention(
         if a.qk_norm != "none":  # the norms' inputs are the projections' outputs; their outputs are Q and K above
             out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + (kv if computes_kv else 0)))
         mm += 3 if computes_kv else 1
+        if a.relative_logits is not None:  # Inkling's r_proj output, which the bank's matmul keeps
+            rank = a.relative_logits.rank
+            out.append(Tensor("relative logits' weights (r_proj output)", "qkv", e * a.heads * rank, matmul=mm))
+            mm += 1
         if a.indexer is not None:  # MiniMax M3's block indexer: its queries and key
             i = a.indexer
             out.append(Tensor("indexer q, k", "core_attn", e * (i.heads * i.head_dim + i.head_dim)))
@@ -183,6 +187,18 @@ def _attention(
     if a.dropout > 0:
         out.append(Tensor("dropout mask", "attn_out", 1.0 * h))
     return out, mm + 1
+
+
+def _attention_convolutions(a: ModelArchitecture, mixer: str) -> list[Tensor]:
+    """Inkling's k_sconv, v_sconv and attn_sconv (InklingShortConvolution, modeling_inkling.py, transformers 5.25.0):
+    each casts its input to fp32 and keeps it for the depthwise convolution's backward; the residual around it and
+    the cast back keep nothing."""
+    view = a.attention_of(mixer)
+    keys_values = view.n_kv_heads * (view.d_head + view.d_value)
+    return [
+        Tensor("key and value convolutions' inputs (fp32)", "qkv", 4.0 * keys_values),
+        Tensor("attention output convolution's input (fp32)", "attn_out", 4.0 * a.hidden),
+    ]
 
 
 def _shared_block(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int) -> tuple[list[Tensor], int]:
@@ -598,6 +614,8 @@ def layer_tensors(
             tensors.append(_norm_input(a, kernels, "attention output norm", "attn_out", a.heads * a.d_value))
         if a.attention_experts is not None and a.moe is not None:
             tensors += _attention_experts(a)
+        if a.sconv_kernel is not None:
+            tensors += _attention_convolutions(a, mixer)
     if "mamba" in mixer:
         ssm, mm = _mamba(a, mm, kernels)
         tensors += ssm
@@ -629,7 +647,7 @@ def layer_tensors(
     e, h = ACT_BYTES, a.hidden
     if moe_layer and a.moe is not None:
         moe = a.moe
-        tensors.append(Tensor("router logits (fp32)", "router", 4.0 * (moe.router_outputs or moe.experts), matmul=mm))
+        tensors.append(Tensor("router logits (fp32)", "router", 4.0 * moe.router_rows(), matmul=mm))
         mm += 1
         for i in range(moe.shared):  # an MLP of the MoE layer: "shared_experts" recomputes it, "mlp" does not
             part = _mlp(a, moe.shared_width, kernels, mm, "shared_experts", f"shared expert {i + 1}")
@@ -656,6 +674,9 @@ def layer_tensors(
         if mixer == "rwkv":
             tensors += _rwkv_channel_mix(a, mm)
             mm += 1
+    if a.sconv_kernel is not None:  # Inkling's mlp_sconv keeps its fp32 input, the MLP's output
+        module: Module = "moe" if moe_layer and a.moe is not None else "mlp"
+        tensors.append(Tensor("MLP output convolution's input (fp32)", module, 4.0 * h))
     if a.layer_norms >= 4:
         tensors.append(_post_norm(a, kernels, "post-MLP norm"))
     if a.altup is not None:
@@ -738,7 +759,8 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
     state, numerator, denominator and running maximum in fp32 (w each: RwkvModel's five state tensors), an mLSTM
     layer's memory, normaliser and stabiliser per head (xLSTMCache, in the embeddings' dtype); a Qwen4-Exp n-gram
     layer's convolution window (n x hidden channels, (kernel - 1) x dilation steps) and its last n-gram context ids
-    (ngram_size - 1 int64s)."""
+    (ngram_size - 1 int64s); Inkling's four short convolutions' windows in every layer (the keys', the values' and
+    twice the hidden state's channels x sconv_kernel steps, in fp32: measured, as above)."""
     total = 0.0
     for i in range(a.layers):
         mixer, m, d = a.mixer(i), a.ssm, a.deltanet
@@ -759,6 +781,11 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
             cell = a.mlstm
             d_qk, d_v = cell.qk_dim // cell.heads, cell.v_dim // cell.heads
             total += cell.heads * (d_qk * d_v + d_qk + 1)
+    if a.sconv_kernel is not None:  # k_sconv, v_sconv, attn_sconv, mlp_sconv: conv states 0-3 of every layer
+        for mixer, _, count in a.attention_kinds:
+            view = a.attention_of(mixer)
+            channels = view.n_kv_heads * (view.d_head + view.d_value) + 2 * a.hidden
+            total += count * channels * a.sconv_kernel * 4.0 / dtype_bytes
     g = a.ngram_embedding
     if g is not None:  # Qwen4ExpTextPLELayer's conv state (state 1) and n-gram ids (state 2: 8-byte integers)
         window = a.residual_streams * a.hidden * (g.conv_kernel - 1) * g.dilation

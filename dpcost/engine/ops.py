@@ -332,10 +332,11 @@ def has_layer_ops(a: ModelArchitecture) -> bool:
     recurrent blocks, RWKV's time mixing, attention and Mamba side by side, nor DeepSeek-V4's compressed attention
     and residual streams, nor Gemma 4's per-layer embeddings and kv-shared layers, nor Gemma 3n's AltUp, nor MLPs
     that differ in width from layer to layer (Nemotron-NAS), nor experts isolated by modality (ERNIE-4.5-VL) or
-    attention experts (JetMoE), nor Zamba2's shared transformer blocks, nor A.X K2's gated norms and query gate."""
+    attention experts (JetMoE), nor Zamba2's shared transformer blocks, nor A.X K2's gated norms and query gate, nor
+    Inkling's relative logits and short convolutions."""
     if a.hyper_connected or a.per_layer_input is not None or a.altup is not None or a.ffn_widths:
         return False
-    if a.vision_experts or a.attention_experts or a.gated_norms_and_query:
+    if a.vision_experts or a.attention_experts or a.gated_norms_and_query or a.relative_or_convolved:
         return False
     mamba2 = a.ssm is not None and a.ssm.version == 2
     return all(m in ("attention", "global attention", "none") or (m == "mamba" and mamba2) for m in set(a.mixers))
@@ -485,7 +486,7 @@ def _mlp_half(
         e = a.moe
         local_experts = max(1, e.experts // ep)
         routed = t * e.active / local_experts  # tokens per local expert: every rank's tokens routed to these experts
-        ops.append(_gemm("router", "router", t, h, e.router_outputs or e.experts, BF16, sixteen_bit=True))
+        ops.append(_gemm("router", "router", t, h, e.router_rows(), BF16, sixteen_bit=True))
         if e.latent:  # LatentMoE (params.latent_projections): replicated over TP, as Megatron-Core's "duplicated"
             ops.append(_gemm("latent projection in", "moe", t, h, e.latent, gemm_bytes))
         before, after = _token_permutation(

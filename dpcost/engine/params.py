@@ -522,9 +522,37 @@ def cross_attention_parameters(a: ModelArchitecture) -> float:
 
 def attention_parameters(a: ModelArchitecture, mixer: str) -> float:
     """One attention layer of `mixer`: a global layer's as global_attention shapes it, a kv-shared one's without its
-    key and value projections."""
+    key and value projections; Inkling's relative logits and key and value convolutions where it has them."""
     view = a.attention_of(mixer)
-    return _attention_params(view) - (0.0 if a.computes_kv(mixer) else kv_projection_parameters(view))
+    own = _attention_params(view) - (0.0 if a.computes_kv(mixer) else kv_projection_parameters(view))
+    return own + relative_logits_parameters(a, mixer) + key_value_convolution_parameters(a, mixer)
+
+
+def relative_logits_parameters(a: ModelArchitecture, mixer: str) -> float:
+    """Inkling's relative logits in one attention layer (RelativeLogitsSpec; InklingAttention's r_proj and
+    rel_logits_proj, modeling_inkling.py, transformers 5.25.0): r_proj (hidden x heads x rank, no bias) and the bank
+    (rank x the distances it covers: a sliding layer's window, a full layer's extent)."""
+    r = a.relative_logits
+    if r is None or "attention" not in mixer:
+        return 0.0
+    local = a.local_attention
+    distances = local.size if local is not None and mixer == "attention" else r.extent  # specs: _consistent
+    return float(a.hidden * a.attention_of(mixer).heads * r.rank + r.rank * distances)
+
+
+def key_value_convolution_parameters(a: ModelArchitecture, mixer: str) -> float:
+    """Inkling's k_sconv and v_sconv in one attention layer (InklingShortConvolution, modeling_inkling.py,
+    transformers 5.25.0): depthwise over the keys' and the values' channels, sconv_kernel taps each, no bias."""
+    if a.sconv_kernel is None or "attention" not in mixer:
+        return 0.0
+    view = a.attention_of(mixer)
+    return float(a.sconv_kernel * view.n_kv_heads * (view.d_head + view.d_value))
+
+
+def output_convolution_parameters(a: ModelArchitecture) -> float:
+    """Inkling's attn_sconv and mlp_sconv in one layer (InklingDecoderLayer, modeling_inkling.py, transformers
+    5.25.0): depthwise over the attention's and the MLP's hidden-wide outputs, sconv_kernel taps each, no bias."""
+    return 0.0 if a.sconv_kernel is None else float(2 * a.sconv_kernel * a.hidden)
 
 
 def attention_expert_parameters(a: ModelArchitecture) -> tuple[float, float]:
@@ -557,11 +585,13 @@ def vision_expert_parameters(a: ModelArchitecture) -> float:
 
 
 def _router(a: ModelArchitecture) -> float:
-    """The routing matrix (hidden x experts), its bias, and Qwen2-MoE's shared-expert gate (hidden -> 1)."""
+    """The routing matrix (hidden x experts, and Inkling's shared experts), its bias, Qwen2-MoE's shared-expert gate
+    (hidden -> 1) and Inkling's scale on the routing weights (one number)."""
     e = a.moe
     assert e is not None
-    scores = e.router_outputs or e.experts
-    return a.hidden * scores + (scores if e.router_bias else 0) + (a.hidden if e.shared_gate else 0)
+    biased = e.router_outputs or e.experts
+    gates = (a.hidden if e.shared_gate else 0) + (1 if e.router_scale else 0)
+    return a.hidden * e.router_rows() + (biased if e.router_bias else 0) + gates
 
 
 def layer_norm_parameters(a: ModelArchitecture, mixer: str = "attention", mlp_kind: str = "") -> float:
@@ -596,6 +626,7 @@ def _block(
     # with the norms: each sub-layer's input
     norms = layer_norm_parameters(a, mixer, mlp_kind) + 2 * hyper_connection_parameters(a)
     norms += a.residual_gates * a.hidden  # Muse Spark's residual gates: a hidden-wide vector each
+    norms += output_convolution_parameters(a)
     norms += norm_gate_parameters(a, moe_layer and a.moe is not None and mlp_kind != "none")
     if mlp_kind == "none":
         return BlockCount(attn + norms + idle_attention, attn + norms, moe=False)
@@ -684,7 +715,8 @@ def block_matrices(
         q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
         values = [] if a.values_from_keys else [h * a.n_kv_heads * a.d_value]
         keys_values = [h * kv_out, *values] if a.computes_kv(mixer) else []
-        attention = [h * q_out * (2 if a.attention_gate else 1), *keys_values, a.heads * a.d_value * h]
+        relative = [h * a.heads * a.relative_logits.rank] if a.relative_logits is not None else []  # Inkling's r_proj
+        attention = [h * q_out * (2 if a.attention_gate else 1), *keys_values, *relative, a.heads * a.d_value * h]
         if a.head_gate:
             attention.append(h * a.heads)
         if a.attention_experts is not None:  # JetMoE's MoA: its router, each expert's query, the keys and values,
@@ -702,7 +734,7 @@ def block_matrices(
         io = e.expert_io(h)
         routed = [io * e.ffn] * (3 if a.gated_mlp else 2)
         latent_in, latent_out = ([h * e.latent], [e.latent * h]) if e.latent else ([], [])
-        mlp_matrices = [h * e.experts, *latent_in] + [t for _ in range(e.experts) for t in routed] + latent_out
+        mlp_matrices = [h * e.router_rows(), *latent_in] + [t for _ in range(e.experts) for t in routed] + latent_out
         mlp_matrices += [t for _ in range(e.shared) for t in mlp(e.shared_width)]
         if e.vision_experts and e.vision_ffn is not None:  # their router, then each vision expert
             mlp_matrices += [h * e.vision_experts] + [t for _ in range(e.vision_experts) for t in mlp(e.vision_ffn)]
@@ -829,6 +861,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
     components.append(("norms", layer_norms + outside_norm_parameters(a)))
     if a.residual_gates:
         components.append(("residual gates", a.residual_gates * a.hidden * a.layers))
+    if a.sconv_kernel is not None:
+        components.append(("sub-layer output convolutions", output_convolution_parameters(a) * a.layers))
     if a.norm_gate_rank:
         components.append(("norm gates", sum(norm_gate_parameters(a, mlp == "moe") for _, mlp, _ in kinds)))
     if a.hyper_connected:

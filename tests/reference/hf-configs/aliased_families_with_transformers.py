@@ -9,7 +9,8 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
-        qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl > resolved/transformers-5.25.json
+        qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model \
+        > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
 families named on the command line, Sarvam's and Param2's Glm4MoeConfig subclasses, MiniCPM5-MoE, Gemma 3n and
@@ -20,7 +21,7 @@ norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (coh
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
-A.X K2 and Hy4-VL's text model, with transformers 5.25.0).
+A.X K2, Hy4-VL's text model and Inkling's, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -36,6 +37,12 @@ import json
 import sys
 import warnings
 
+# A small Inkling text model: two shapes of attention (full and sliding), experts and a shared one
+INKLING_SMALL = {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 6, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "head_dim": 64, "swa_num_attention_heads": 8, "swa_num_key_value_heads": 4,
+                 "swa_head_dim": 32, "sliding_window_size": 64, "d_rel": 8, "rel_extent": 128, "conv_kernel_size": 3,
+                 "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 64,
+                 "intermediate_size": 512}  # fmt: skip
 # what the class writes beside the keys, which no file needs: ids, rope tables, dtypes, transformers' bookkeeping
 DROPPED = {
     "rope_parameters",
@@ -676,6 +683,18 @@ CASES: dict[str, list[dict[str, object]]] = {
                    "vision_config": {"depth": 1, "hidden_size": 64, "num_heads": 2, "intermediate_size": 128,
                                      "out_hidden_size": 256},
                    "tie_word_embeddings": True}],
+    # Thinking Machines' Inkling: attention with relative logits and convolved keys and values, full or sliding with
+    # heads of their own, convolved sub-layer outputs, experts with shared ones weighed by one router; its defaults,
+    # small ones with listed sliding and dense layers, the files' dense_intermediate_size, full layers alone (and a
+    # tie flag its class ignores), sliding layers alone; and the multimodal wrapper's text model
+    "inkling_text": [{}, {**INKLING_SMALL, "local_layer_ids": [0, 2, 3],
+                          "mlp_layer_types": ["dense", "sparse", "sparse", "dense", "sparse", "sparse"]},
+                     {**INKLING_SMALL, "dense_intermediate_size": 320, "dense_mlp_idx": 2, "n_shared_experts": 2},
+                     {**INKLING_SMALL, "layer_types": ["hybrid"] * 6, "tie_word_embeddings": True},
+                     {**INKLING_SMALL, "layer_types": ["hybrid_sliding"] * 6, "dense_mlp_idx": 6}],
+    "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
+                          "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
+                          "tie_word_embeddings": True}],
 }  # fmt: skip
 # ForCausalLM classes that hold an image input beside the text model: FuyuForCausalLM's vision_embed_tokens (a linear
 # layer from patches), which dpcost leaves out as a vision encoder
@@ -740,7 +759,8 @@ def main() -> None:
                     kept[theirs] = kept.pop(ours)
             text = config.get_text_config(decoder=True)  # a wrapper's text model: its layers attend in windows
             types = getattr(text, "layer_types", None) or []
-            sliding = [i for i, t in enumerate(types) if t in ("sliding_attention", "chunked_attention")]
+            local_kinds = ("sliding_attention", "chunked_attention", "hybrid_sliding")  # Inkling's: hybrid_sliding
+            sliding = [i for i, t in enumerate(types) if t in local_kinds]
             chunked = "chunked_attention" in types
             window = text.attention_chunk_size if chunked else getattr(text, "sliding_window", 0)
             text_only = type(model).__name__.endswith(("ForCausalLM", "LMHeadModel"))

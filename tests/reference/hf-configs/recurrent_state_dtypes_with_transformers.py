@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The dtypes transformers' decode cache keeps a hybrid's recurrent state and convolution window in: one bf16
 forward (use_cache) of a tiny model of each family, the dtype of every cache layer's recurrent_states and
-conv_states, and of MiniMax's linear_cache. Writes resolved/recurrent-state-dtypes.json.
+conv_states, and of MiniMax's linear_cache, and how many elements each holds for the one sequence (Inkling's four
+short convolutions' windows in every layer among them), beside the configs they were built from. Writes
+resolved/recurrent-state-dtypes.json.
 
     python recurrent_state_dtypes_with_transformers.py > resolved/recurrent-state-dtypes.json
 
@@ -38,6 +40,10 @@ CASES: dict[str, dict[str, object]] = {
                    "layer_types": ["linear_attention", "full_attention"]},
     "minimax": {**SMALL, "num_local_experts": 2, "num_experts_per_tok": 1, "head_dim": 16,
                 "layer_types": ["linear_attention", "full_attention"]},
+    "inkling_text": {**SMALL, "head_dim": 16, "swa_num_attention_heads": 2, "swa_num_key_value_heads": 1,
+                     "swa_head_dim": 32, "sliding_window_size": 8, "d_rel": 4, "rel_extent": 16, "conv_kernel_size": 3,
+                     "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
+                     "moe_intermediate_size": 32, "local_layer_ids": [0]},
 }  # fmt: skip
 
 
@@ -48,11 +54,12 @@ def main() -> None:
 
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
-    out = {}
+    out, elements = {}, {}
     for family, keys in CASES.items():
         model = AutoModelForCausalLM.from_config(CONFIG_MAPPING[family](**keys), dtype=torch.bfloat16)
         cache = model(torch.randint(3, 100, (1, 6)), use_cache=True).past_key_values
         found: dict[str, set[str]] = {}
+        counts: dict[str, int] = {}
         for layer in [cache, *getattr(cache, "layers", [])]:
             for name in ("recurrent_states", "conv_states", "linear_cache"):
                 value = getattr(layer, name, None)
@@ -60,9 +67,11 @@ def main() -> None:
                 for t in tensors:
                     if isinstance(t, torch.Tensor):
                         found.setdefault(name, set()).add(str(t.dtype).removeprefix("torch."))
+                        counts[name] = counts.get(name, 0) + t.numel()
         out[family] = {name: sorted(dtypes) for name, dtypes in sorted(found.items())}
-    json.dump({"transformers": __import__("transformers").__version__, "model_dtype": "bfloat16", "families": out},
-              sys.stdout, indent=1)  # fmt: skip
+        elements[family] = dict(sorted(counts.items()))
+    json.dump({"transformers": __import__("transformers").__version__, "model_dtype": "bfloat16", "families": out,
+               "elements": elements, "configs": CASES}, sys.stdout, indent=1)  # fmt: skip
     sys.stdout.write("\n")
 
 
