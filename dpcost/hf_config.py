@@ -3072,8 +3072,9 @@ _STEP3P5 = {"vocab_size": 128815, "hidden_size": 4096, "intermediate_size": 1126
             "n_routed_experts": 288, "moe_intermediate_size": 1280, "share_expert_dim": 1280}  # fmt: skip
 
 
-def _step3p5_heads(k: Keys, types: list[str]) -> tuple[int, int]:
-    """The query heads of Step 3.5's full and sliding layers: num_attention_heads, and for the sliding ones
+def _step3p5_heads(k: Keys, types: list[str]) -> tuple[int, int, str]:
+    """The query heads of Step 3.5's full and sliding layers, and the key that gave the sliding ones':
+    num_attention_heads, and for the sliding ones
     num_sliding_attention_heads, else the released files' attention_other_setting.num_attention_heads. A
     per_layer_config the file holds (as transformers writes it) replaces both rules: the layers it names take its
     heads, the others num_attention_heads (Step3p7TextConfig.__post_init__ sets it only where the file gives none;
@@ -3089,7 +3090,7 @@ def _step3p5_heads(k: Keys, types: list[str]) -> tuple[int, int]:
             key, sliding = "attention_other_setting.num_attention_heads", other.get("num_attention_heads", full)
         if sliding is not None and (type(sliding) is not int or sliding <= 0):
             raise InputError(k.where, f"{k._key(key)}: a whole number of heads from 1, got {sliding!r}"[:200])
-        return full, sliding or full
+        return full, sliding or full, key if sliding else "num_attention_heads"
     if not isinstance(overrides, dict):
         said = f"{k._key('per_layer_config')}: a mapping of layer to settings, got {overrides!r}"
         raise InputError(k.where, said[:200])
@@ -3109,7 +3110,10 @@ def _step3p5_heads(k: Keys, types: list[str]) -> tuple[int, int]:
             said = f"one head count for every {kind} layer (layers of one kind at different widths are not counted), "
             said += f"got {sorted(map(str, counts))}"
             raise InputError(k.where, f"{k._key('per_layer_config')}: {said}"[:200])
-    return next(iter(by_kind.get("full_attention", {full}))), next(iter(by_kind.get("sliding_attention", {full})))
+    full_heads, sliding_heads = (
+        next(iter(by_kind.get(kind, {full}))) for kind in ("full_attention", "sliding_attention")
+    )
+    return full_heads, sliding_heads, "per_layer_config"
 
 
 def _step3p5_padded(k: Keys, key: str, layers: int, allowed: set[str]) -> list[str] | None:
@@ -3164,9 +3168,13 @@ def _step3p5(k: Keys) -> dict[str, Any]:
         raise InputError(k.where, f"{k._key('mlp_bias')}: {said} is not counted")
     types = _step3p5_padded(k, "layer_types", layers, {"full_attention", "sliding_attention"})
     types = types or ["full_attention"] * layers
-    full_heads, sliding_heads = _step3p5_heads(k, types)
+    full_heads, sliding_heads, sliding_key = _step3p5_heads(k, types)
     kv_heads = k.integer("num_attention_groups", "num_key_value_heads", default=d["num_key_value_heads"],
                          field="kv_heads")  # fmt: skip
+    if "sliding_attention" in types:  # the base attention's heads are the sliding layers': say their key
+        k.used["heads"] = k._key(sliding_key)
+    k.used["global_attention.heads"] = k._key("num_attention_heads")
+    k.used["global_attention.kv_heads"] = k.used["kv_heads"]
     head_dim = k.integer("head_dim", default=d["head_dim"], field="head_dim")
     bias = k.flag("attention_bias", False)
     both = "full_attention" in types and "sliding_attention" in types
@@ -3253,15 +3261,16 @@ def _inkling(k: Keys) -> dict[str, Any]:
     d = _INKLING
     layers = k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers")
     types = _inkling_layer_types(k, layers)
-    full = k.integer("num_attention_heads", default=d["num_attention_heads"], field="global_attention.heads")
-    full_kv = k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="global_attention.kv_heads")
-    full_dim = k.integer("head_dim", default=d["head_dim"], field="global_attention.head_dim")
-    sliding = (
-        k.integer("swa_num_attention_heads", default=d["swa_num_attention_heads"], field="heads"),
-        k.integer("swa_num_key_value_heads", default=d["swa_num_key_value_heads"], field="kv_heads"),
-        k.integer("swa_head_dim", default=d["swa_head_dim"], field="head_dim"),
-    )
-    heads, kv_heads, head_dim = sliding if "hybrid_sliding" in types else (full, full_kv, full_dim)
+    # the fields each kind's keys give, for messages: the sliding layers' are the base attention where there are any
+    full_prefix = "global_attention." if "hybrid_sliding" in types else ""
+    full = [k.integer(key, default=d[key], field=full_prefix + field)
+            for key, field in (("num_attention_heads", "heads"), ("num_key_value_heads", "kv_heads"),
+                               ("head_dim", "head_dim"))]  # fmt: skip
+    sliding = [k.integer(key, default=d[key], field=field if "hybrid_sliding" in types else "")
+               for key, field in (("swa_num_attention_heads", "heads"), ("swa_num_key_value_heads", "kv_heads"),
+                                  ("swa_head_dim", "head_dim"))]  # fmt: skip
+    heads, kv_heads, head_dim = sliding if "hybrid_sliding" in types else full
+    full_heads, full_kv, full_dim = full
     dense_ffn, expert_ffn = _inkling_widths(k)
     arch: dict[str, Any] = {
         "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
@@ -3281,7 +3290,7 @@ def _inkling(k: Keys) -> dict[str, Any]:
     }  # fmt: skip
     if "hybrid" in types and "hybrid_sliding" in types:
         arch["mixers"] = tuple("global attention" if t == "hybrid" else "attention" for t in types)
-        arch["global_attention"] = {"head_dim": full_dim, "kv_heads": full_kv, "heads": full}
+        arch["global_attention"] = {"head_dim": full_dim, "kv_heads": full_kv, "heads": full_heads}
     kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
     if kinds is None:
         first = k.integer("dense_mlp_idx", default=0)

@@ -769,8 +769,9 @@ class ModelArchitecture(Spec):
             raise ValueError("nope attention layers need mla: their latent keeps no rotary part")
         g = self.global_attention
         if g is not None and (g.heads or self.heads) % g.kv_heads:
+            heads = "global_attention.heads" if g.heads else "heads"
             raise ValueError(
-                f"heads ({g.heads or self.heads}) must be a multiple of global_attention.kv_heads ({g.kv_heads})"
+                f"{heads} ({g.heads or self.heads}) must be a multiple of global_attention.kv_heads ({g.kv_heads})"
             )
         local = self.local_attention
         if local is not None and any(i >= self.layers or "attention" not in self.mixer(i) for i in local.layers):

@@ -51,6 +51,14 @@ def test_the_released_files_names_resolve_as_transformers_resolves_them(tmp_path
     assert count_params(_spec(tmp_path, raw)).total == count_params(_spec(tmp_path, SMALL)).total
 
 
+def test_a_full_layers_heads_that_do_not_group_are_refused_by_their_keys(tmp_path: Path) -> None:
+    """The full layers' query heads (num_attention_heads) must be a multiple of the KV heads they share with the
+    sliding layers (num_key_value_heads): the one-line refusal names those two keys, not dpcost's fields."""
+    bad = _released(SMALL, num_attention_heads=9)
+    said = estimate_refusal(tmp_path, bad)
+    assert "text_config.num_attention_heads (9) must be a multiple of text_config.num_key_value_heads (2)" in said
+
+
 def test_step_3_5_flash_s_own_file_is_the_text_model_top_level(tmp_path: Path) -> None:
     """Step-3.5-Flash's config.json is the text model's keys alone (model_type step3p5, Step3p5ForCausalLM, untied
     by default): the same count as under Step-3.7-Flash's wrapper, which ties nothing unless it says so."""
