@@ -42,6 +42,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "hy_v3": {"num_local_experts": "num_experts"},
     "hy_v4": {"num_local_experts": "n_routed_experts"},
     "hy_v4_vl_text": {"num_local_experts": "n_routed_experts"},
+    "ergo": {"local_attention_window": "sliding_window"},
     "inkling_text": {"num_local_experts": "n_routed_experts", "sliding_window": "sliding_window_size",
                      "sconv_kernel_size": "conv_kernel_size", "model_max_length": "max_position_embeddings"},
     "jamba": {"num_local_experts": "num_experts"},
@@ -745,6 +746,7 @@ _ARCHITECTURES = {
     "HYV4VLForConditionalGeneration": "hy_v4_vl",
     "InklingForCausalLM": "inkling_text",
     "InklingForConditionalGeneration": "inkling_mm_model",
+    "ErgoForCausalLM": "ergo",
     "AXK2ForCausalLM": "axk2",
     "BailingHybridForCausalLM": "bailing_hybrid",
     "Qwen4ExpForCausalLM": "qwen4_exp_text",
@@ -918,7 +920,7 @@ SUPPORTED_MODEL_TYPES = tuple(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
-         "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text",
+         "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo",
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2948,6 +2950,9 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
         if size is None or "sliding_attention" not in types:
             return None
         local = [i for i, t in enumerate(types) if t == "sliding_attention"]
+    elif family == "ergo":  # ErgoAttention: a window of sliding_window in the sliding_attention layers
+        size = k.integer("sliding_window", default=_ERGO["sliding_window"], field="local_attention.size")
+        local = [i for i, t in enumerate(_ergo_layer_types(k, layers)) if t == "sliding_attention"]
     elif family == "inkling_text":  # InklingAttention: a window of sliding_window_size in the hybrid_sliding layers
         size = k.integer("sliding_window_size", default=_INKLING["sliding_window_size"], field="local_attention.size")
         local = [i for i, t in enumerate(_inkling_layer_types(k, layers)) if t == "hybrid_sliding"]
@@ -3315,6 +3320,73 @@ def _inkling(k: Keys) -> dict[str, Any]:
     return arch
 
 
+# ErgoConfig's defaults (configuration_ergo.py, transformers 5.25.0: Amazon's Ergo)
+_ERGO = {"vocab_size": 262144, "hidden_size": 8192, "num_hidden_layers": 64, "num_attention_heads": 64,
+         "num_key_value_heads": 8, "first_dense_intermediate_size": 32768, "num_dense_blocks": 1,
+         "moe_intermediate_size": 4096, "shared_intermediate_size": 8192, "num_experts": 256, "num_experts_per_tok": 8,
+         "sliding_window": 512, "global_attention_every_n_layers": 4}  # fmt: skip
+
+
+def _ergo_layer_types(k: Keys, layers: int) -> list[str]:
+    """Each of Ergo's layers, full_attention or sliding_attention: layer_types, else full in every
+    global_attention_every_n_layers-th (ErgoConfig.__post_init__)."""
+    every = k.integer("global_attention_every_n_layers", default=_ERGO["global_attention_every_n_layers"])
+    if every <= 0:
+        said = f"{k._key('global_attention_every_n_layers')}: a period of 1 layer or more, got {every}"
+        raise InputError(k.where, said)
+    types = per_layer(k, "layer_types", layers, {"full_attention", "sliding_attention"})
+    return types or ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
+
+
+def _ergo(k: Keys) -> dict[str, Any]:
+    """Amazon's Ergo (model_type ergo: ErgoConfig and ErgoForCausalLM, modeling_ergo.py, transformers 5.25.0): fused
+    q/k/v projections to heads of hidden / num_attention_heads (a head_dim key is not read) with q/k norms per head, no
+    biases; full or sliding layers by layer_types (else full every global_attention_every_n_layers-th) in a window
+    of sliding_window; four norms a layer and a learned gate (a hidden-wide vector) on each of its two residual adds;
+    squared-ReLU MLPs of two matrices, dense in the first num_dense_blocks layers (or as mlp_layer_types lists them)
+    at first_dense_intermediate_size, else num_experts experts and one shared expert, each with a norm over its output
+    (the routed ones' weights per expert: MoESpec.expert_norms), under a router whose correction bias the checkpoint
+    holds. The output head is never tied (ErgoForCausalLM names no tied weights)."""
+    d = _ERGO
+    layers = k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers")
+    heads = k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads")
+    hidden = k.integer("hidden_size", default=d["hidden_size"], field="hidden")
+    if not 1 <= heads <= hidden:  # ErgoAttention's head_dim, hidden_size // num_attention_heads, would be 0 or fail
+        said = f"{k._key('num_attention_heads')}: from 1 to hidden_size ({hidden}), got {heads}"
+        raise InputError(k.where, said)
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
+        "head_dim": hidden // heads,  # ErgoAttention: config.hidden_size // config.num_attention_heads
+        "ffn": k.integer("first_dense_intermediate_size", default=d["first_dense_intermediate_size"], field="ffn"),
+        "mlp": "relu",  # relu2: two matrices, as ReLU
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "tied_embeddings": False,
+        "qk_norm": "head",
+        "layer_norms": 4,
+        "residual_gates": 2,
+    }
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    if kinds is None:
+        first = k.integer("num_dense_blocks", default=d["num_dense_blocks"])
+        kinds = ["dense" if i < first else "sparse" for i in range(layers)]
+    if "sparse" in kinds:
+        arch["moe"] = {
+            "experts": k.integer("num_experts", default=d["num_experts"], field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn"),
+            "shared": 1,
+            "shared_ffn": k.integer("shared_intermediate_size", default=d["shared_intermediate_size"],
+                                    field="moe.shared_ffn"),
+            "expert_norms": True,
+            "router_bias": True,  # ErgoTopkRouter's e_score_correction_bias, a buffer the checkpoint holds
+            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense"),
+        }  # fmt: skip
+    return arch
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -3383,6 +3455,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "muse_glimmer_text": _muse,
     "step3p5": _step3p5,
     "inkling_text": _inkling,
+    "ergo": _ergo,
 }
 
 

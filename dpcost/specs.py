@@ -111,6 +111,12 @@ class MoESpec(Spec):
         description="a learned scalar on the routing weights in each MoE layer (Inkling's gate.global_scale)",
         exclude_if=_unset,
     )
+    expert_norms: bool = Field(
+        False,
+        description="a norm over each expert's output, each routed expert with its own weights and each shared "
+        "expert too (Ergo's post_expert_norm and shared_experts.norm)",
+        exclude_if=_unset,
+    )
     router_weighs_shared: bool = Field(
         False,
         description="the router scores the shared experts too, their weights its last `shared` outputs, which the "
@@ -891,12 +897,13 @@ class ModelArchitecture(Spec):
         DeepSeek-V4's compressed attention), the residual is kept as several streams, the layers take Gemma 4's
         per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, their experts are split by modality,
         their norms are gated and their queries fused with a gate (A.X K2), or their attention takes relative logits
-        and short convolutions (Inkling): what layouts and the per-op model do not cost yet."""
+        and short convolutions (Inkling), or each expert's output is normed (Ergo): what layouts and the per-op model
+        do not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
         unusual = unusual or self.attention_experts is not None or self.gated_norms_and_query
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
-        unusual = unusual or self.relative_or_convolved
+        unusual = unusual or self.relative_or_convolved or (self.moe is not None and self.moe.expert_norms)
         return any(m not in plain for m in self.mixers) or unusual
 
     @property
@@ -949,6 +956,8 @@ class ModelArchitecture(Spec):
             return "cross-attention layers over image states"
         if self.relative_or_convolved:
             return "relative position logits and short convolutions on the keys, values and sub-layer outputs"
+        if self.moe is not None and self.moe.expert_norms:
+            return "a norm over each expert's output, with weights of its own"
         return (
             "mixers that are not attention or Mamba-2 (Mamba-1, DeltaNet, lightning attention, short convolutions, "
             "RG-LRU recurrent blocks, RWKV time mixing, mLSTM layers)"

@@ -651,6 +651,8 @@ def layer_tensors(
         mm += 1
         for i in range(moe.shared):  # an MLP of the MoE layer: "shared_experts" recomputes it, "mlp" does not
             part = _mlp(a, moe.shared_width, kernels, mm, "shared_experts", f"shared expert {i + 1}")
+            if moe.expert_norms:  # Ergo's shared_experts.norm keeps the expert's output, its input
+                part.append(_norm_input(a, kernels, f"shared expert {i + 1} output norm", "shared_experts", h))
             tensors += part
             mm += sum(1 for t in part if t.matmul)
         # Routed experts run as grouped GEMMs (not aten.mm); per routed copy of a token: the dispatched input,
@@ -658,6 +660,8 @@ def layer_tensors(
         routed = _mlp(a, moe.ffn, kernels, 0, "moe", "routed expert")
         io = moe.expert_io(h)  # a dispatched copy is latent-wide under LatentMoE
         per_copy = e * io + sum(t.bytes_per_token for t in routed if t.saved and t.module == "moe") + e * io
+        if moe.expert_norms:  # Ergo's post_expert_norm over each routed copy's output keeps that output
+            per_copy += _norm_input(a, kernels, "routed expert output norm", "moe", io).bytes_per_token
         activation = sum(t.bytes_per_token for t in routed if t.saved and t.module == "moe_act")
         tensors.append(Tensor(f"routed experts (top-{moe.active})", "moe", moe.active * per_copy))
         if activation:

@@ -238,9 +238,16 @@ def latent_projections(a: ModelArchitecture) -> float:
 
 
 def routed_expert(a: ModelArchitecture) -> float:
-    """One routed expert's parameters: an MLP of moe.ffn over the width experts work in."""
+    """One routed expert's parameters: an MLP of moe.ffn over the width experts work in, and the norm over its
+    output where each expert has its own (MoESpec.expert_norms)."""
     assert a.moe is not None
-    return _mlp(a, a.moe.ffn, a.moe.expert_io(a.hidden))
+    return _mlp(a, a.moe.ffn, a.moe.expert_io(a.hidden)) + (_norm(a) if a.moe.expert_norms else 0.0)
+
+
+def shared_expert(a: ModelArchitecture) -> float:
+    """One shared expert's parameters: an MLP of its width, and the norm over its output (MoESpec.expert_norms)."""
+    assert a.moe is not None
+    return _mlp(a, a.moe.shared_width) + (_norm(a) if a.moe.expert_norms else 0.0)
 
 
 def _norm(a: ModelArchitecture) -> float:
@@ -638,7 +645,7 @@ def _block(
         return BlockCount(attn + norms + mlp + idle_attention, active, moe=False)
     e = a.moe
     expert = routed_expert(a)
-    shared = e.shared * _mlp(a, e.shared_width)
+    shared = e.shared * shared_expert(a)
     always = attn + norms + _router(a) + shared + latent_projections(a) + (_norm(a) if e.output_norm else 0.0)
     always += a.hidden if e.output_bias else 0.0
     total = always + e.experts * expert + vision_expert_parameters(a) + idle_attention
@@ -887,7 +894,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         if a.moe.latent:
             components.append(("latent projections", latent_projections(a) * moe_layers))
         if a.moe.shared:
-            components.append(("shared experts", _mlp(a, a.moe.shared_width) * a.moe.shared * moe_layers))
+            components.append(("shared experts", shared_expert(a) * a.moe.shared * moe_layers))
         components.append(("routers", _router(a) * moe_layers))
         if a.moe.output_bias:
             components.append(("MoE output biases", a.hidden * moe_layers))

@@ -9,7 +9,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
-        qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model \
+        qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -21,7 +21,7 @@ norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (coh
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
-A.X K2, Hy4-VL's text model and Inkling's, with transformers 5.25.0).
+A.X K2, Hy4-VL's text model and Inkling's, and Ergo, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -692,6 +692,22 @@ CASES: dict[str, list[dict[str, object]]] = {
                      {**INKLING_SMALL, "dense_intermediate_size": 320, "dense_mlp_idx": 2, "n_shared_experts": 2},
                      {**INKLING_SMALL, "layer_types": ["hybrid"] * 6, "tie_word_embeddings": True},
                      {**INKLING_SMALL, "layer_types": ["hybrid_sliding"] * 6, "dense_mlp_idx": 6}],
+    # Amazon's Ergo: four norms and two residual gates a layer, squared-ReLU MLPs, experts and a shared one each
+    # normed on their output; its defaults, small ones with two dense layers and a full layer every third, with
+    # listed kinds and a head width hidden / heads leaves over, and dense layers alone (and a tie flag it ignores)
+    "ergo": [{}, {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 6, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "first_dense_intermediate_size": 512, "num_dense_blocks": 2,
+                  "moe_intermediate_size": 64, "shared_intermediate_size": 96, "num_experts": 8,
+                  "num_experts_per_tok": 2, "sliding_window": 64, "global_attention_every_n_layers": 3},
+             {"vocab_size": 1000, "hidden_size": 250, "num_hidden_layers": 5, "num_attention_heads": 4,
+              "num_key_value_heads": 1, "first_dense_intermediate_size": 320, "moe_intermediate_size": 48,
+              "shared_intermediate_size": 64, "num_experts": 4, "num_experts_per_tok": 1,
+              "layer_types": ["sliding_attention", "full_attention", "full_attention", "sliding_attention",
+                              "sliding_attention"], "mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse"],
+              "local_attention_window": 32},
+             {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+              "num_key_value_heads": 4, "first_dense_intermediate_size": 512, "num_dense_blocks": 3,
+              "tie_word_embeddings": True}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
                           "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
                           "tie_word_embeddings": True}],
