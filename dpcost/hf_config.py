@@ -43,6 +43,9 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "hy_v4": {"num_local_experts": "n_routed_experts"},
     "hy_v4_vl_text": {"num_local_experts": "n_routed_experts"},
     "ergo": {"local_attention_window": "sliding_window"},
+    "inkling2_text": {"sliding_window": "sliding_window_size", "num_local_experts": "n_routed_experts",
+                      "sconv_kernel_size": "conv_kernel_size", "model_max_length": "max_position_embeddings",
+                      "intermediate_size": "moe_intermediate_size", "routed_scaling_factor": "route_scale"},
     "inkling_text": {"num_local_experts": "n_routed_experts", "sliding_window": "sliding_window_size",
                      "sconv_kernel_size": "conv_kernel_size", "model_max_length": "max_position_embeddings"},
     "jamba": {"num_local_experts": "num_experts"},
@@ -747,6 +750,8 @@ _ARCHITECTURES = {
     "InklingForCausalLM": "inkling_text",
     "InklingForConditionalGeneration": "inkling_mm_model",
     "ErgoForCausalLM": "ergo",
+    "Inkling2ForCausalLM": "inkling2_text",
+    "Inkling2ForConditionalGeneration": "inkling2",
     "AXK2ForCausalLM": "axk2",
     "BailingHybridForCausalLM": "bailing_hybrid",
     "Qwen4ExpForCausalLM": "qwen4_exp_text",
@@ -854,6 +859,7 @@ _NESTED = {
     "qwen4_exp": "qwen4_exp_text",
     "hy_v4_vl": "hy_v4_vl_text",
     "inkling_mm_model": "inkling_text",
+    "inkling2": "inkling2_text",
 }  # multimodal wrappers: the text model's keys
 # Wrappers whose configuration class builds its own text config whatever text_config's model_type says
 # (Step3p7Config.__post_init__ pops it; Glm5NextConfig builds Glm5NextTextConfig: transformers 5.25.0)
@@ -920,7 +926,7 @@ SUPPORTED_MODEL_TYPES = tuple(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
-         "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo",
+         "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text",
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2953,6 +2959,9 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
     elif family == "ergo":  # ErgoAttention: a window of sliding_window in the sliding_attention layers
         size = k.integer("sliding_window", default=_ERGO["sliding_window"], field="local_attention.size")
         local = [i for i, t in enumerate(_ergo_layer_types(k, layers)) if t == "sliding_attention"]
+    elif family == "inkling2_text":  # Inkling2SlidingAttention: a window of sliding_window_size, hybrid_sliding layers
+        size = k.integer("sliding_window_size", default=_INKLING2["sliding_window_size"], field="local_attention.size")
+        local = [i for i, mixer in enumerate(mixers) if mixer == "attention"]
     elif family == "inkling_text":  # InklingAttention: a window of sliding_window_size in the hybrid_sliding layers
         size = k.integer("sliding_window_size", default=_INKLING["sliding_window_size"], field="local_attention.size")
         local = [i for i, t in enumerate(_inkling_layer_types(k, layers)) if t == "hybrid_sliding"]
@@ -3387,6 +3396,73 @@ def _ergo(k: Keys) -> dict[str, Any]:
     return arch
 
 
+# Inkling2TextConfig's defaults (configuration_inkling2.py, transformers 5.25.0: Inkling-2-Small's shapes)
+_INKLING2 = {"vocab_size": 201024, "unpadded_vocab_size": 200058, "hidden_size": 4608, "num_hidden_layers": 48,
+             "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "swa_num_attention_heads": 48,
+             "swa_num_key_value_heads": 8, "swa_head_dim": 128, "sliding_window_size": 1024, "d_rel": 16,
+             "rel_extent": 1024, "conv_kernel_size": 4, "moe_intermediate_size": 2304, "n_routed_experts": 384,
+             "num_experts_per_tok": 8, "n_layers_per_attn_res_block": 6}  # fmt: skip
+
+
+def _inkling2(k: Keys) -> dict[str, Any]:
+    """Thinking Machines' Inkling 2 text model (model_type inkling2_text: Inkling2TextConfig and Inkling2TextModel,
+    modeling_inkling2.py, transformers 5.25.0): Inkling's embedding norm, relative logits (their mixing weights
+    scaled per head and channel) and convolutions on keys, values and sub-layer outputs, with full (hybrid) or sliding
+    (hybrid_sliding) layers by layer_types, else full every sixth; queries scaled per head and channel before they are
+    clipped, keys clipped and values normed without weights, an output gate per channel (gate_proj), a sink logit per
+    head from each token (sink_proj); the full layers' queries, keys and values each read their own attention
+    residual under its own norm, and their key and value convolutions take per-token taps too; every sub-layer's
+    input an attention residual over blocks of n_layers_per_attn_res_block layers; experts only, under a router
+    whose correction bias the checkpoint holds; an output head of unpadded_vocab_size rows, never tied."""
+    d = _INKLING2
+    layers = k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers")
+    types = per_layer(k, "layer_types", layers, {"hybrid", "hybrid_sliding"})
+    types = types or ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(layers)]
+    sliding = "hybrid_sliding" in types
+    full = [k.integer(key, default=d[key], field=("global_attention." if sliding else "") + field)
+            for key, field in (("num_attention_heads", "heads"), ("num_key_value_heads", "kv_heads"),
+                               ("head_dim", "head_dim"))]  # fmt: skip
+    swa = [k.integer(key, default=d[key], field=field if sliding else "")
+           for key, field in (("swa_num_attention_heads", "heads"), ("swa_num_key_value_heads", "kv_heads"),
+                              ("swa_head_dim", "head_dim"))]  # fmt: skip
+    heads, kv_heads, head_dim = swa if sliding else full
+    vocab = k.integer("vocab_size", default=d["vocab_size"], field="vocab")
+    rows = k.integer("unpadded_vocab_size", default=d["unpadded_vocab_size"], field="head_vocab")
+    experts = k.integer("n_routed_experts", default=d["n_routed_experts"], field="moe.experts")
+    arch: dict[str, Any] = {
+        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "vocab": vocab,
+        "head_vocab": rows,
+        "tied_embeddings": False,
+        "embedding_norm": True,
+        "attention_gate": True,  # o_proj.gate_proj: a sigmoid gate per channel from the layer's input
+        "sink_projection": True,
+        "query_scale": True,
+        "relative_logits": {"rank": k.integer("d_rel", default=d["d_rel"], field="relative_logits.rank"),
+                            "extent": k.integer("rel_extent", default=d["rel_extent"], field="relative_logits.extent"),
+                            "scaled": True},
+        "sconv_kernel": k.integer("conv_kernel_size", default=d["conv_kernel_size"], field="sconv_kernel"),
+        "attention_residual_block": k.integer("n_layers_per_attn_res_block", default=d["n_layers_per_attn_res_block"],
+                                              field="attention_residual_block"),
+        "mixers": tuple("global attention" if t == "hybrid" else "attention" for t in types),
+        "global_attention": {"heads": full[0], "kv_heads": full[1], "head_dim": full[2], "input_norms": 3,
+                             "dynamic_convs": True},
+        "moe": {
+            "experts": experts,
+            "active": k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn"),
+            "router_bias": True,  # Inkling2TopKRouter's e_score_correction_bias, a buffer the checkpoint holds
+        },
+    }  # fmt: skip
+    if "hybrid" not in types:  # no full layer: nothing holds global_attention's shapes
+        del arch["mixers"], arch["global_attention"]
+    return arch
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -3456,6 +3532,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "step3p5": _step3p5,
     "inkling_text": _inkling,
     "ergo": _ergo,
+    "inkling2_text": _inkling2,
 }
 
 

@@ -372,6 +372,18 @@ class GlobalAttentionSpec(Spec):
         description="learned sinks in these layers (MiMo-V2-Flash has them in its sliding ones only)",
         exclude_if=_unset,
     )
+    input_norms: Annotated[int, Field(ge=1, le=3, strict=True)] = Field(
+        1,
+        description="norms over the layer's input: 3 where the queries, keys and values each read their own "
+        "(Inkling 2's q_input_layernorm, k_input_layernorm, v_input_layernorm)",
+        exclude_if=lambda v: v == 1,
+    )
+    dynamic_convs: bool = Field(
+        False,
+        description="the key and value convolutions' taps also projected per token from the layer's input "
+        "(Inkling 2's Inkling2DynamicShortConvolution: weight_proj hidden -> kv_heads x sconv_kernel)",
+        exclude_if=_unset,
+    )
 
 
 class RelativeLogitsSpec(Spec):
@@ -383,6 +395,11 @@ class RelativeLogitsSpec(Spec):
 
     rank: PositiveInt = Field(description="d_rel")
     extent: PositiveInt = Field(description="rel_extent: the distances a full-attention layer's bank covers")
+    scaled: bool = Field(
+        False,
+        description="a learned scale per head and channel on the mixing weights (Inkling 2's Inkling2ScaledL2Clip)",
+        exclude_if=_unset,
+    )
 
 
 class CompressedAttentionSpec(Spec):
@@ -664,6 +681,25 @@ class ModelArchitecture(Spec):
         description="Inkling's relative position logits in every attention layer",
         exclude_if=lambda v: v is None,
     )
+    attention_residual_block: PositiveInt | None = Field(
+        None,
+        description="attention residuals (Inkling 2's Inkling2BlockAttentionResidual, n_layers_per_attn_res_block): "
+        "each sub-layer's input is a softmax mix of the earlier blocks' outputs and the running one, under a learned "
+        "query per input (three for a full layer's queries, keys and values, none before the first layer's "
+        "attention); one for the final norm's input",
+        exclude_if=lambda v: v is None,
+    )
+    sink_projection: bool = Field(
+        False,
+        description="a sink logit per head made from each token (Inkling 2's sink_proj, hidden -> heads, no bias)",
+        exclude_if=_unset,
+    )
+    query_scale: bool = Field(
+        False,
+        description="a learned scale per query head and channel before the queries are clipped to a norm (Inkling "
+        "2's q_proj.norm.scale, heads x head_dim)",
+        exclude_if=_unset,
+    )
     sconv_kernel: PositiveInt | None = Field(
         None,
         description="Inkling's short convolutions (InklingShortConvolution: depthwise, causal, no bias, in fp32, with "
@@ -897,13 +933,14 @@ class ModelArchitecture(Spec):
         DeepSeek-V4's compressed attention), the residual is kept as several streams, the layers take Gemma 4's
         per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, their experts are split by modality,
         their norms are gated and their queries fused with a gate (A.X K2), or their attention takes relative logits
-        and short convolutions (Inkling), or each expert's output is normed (Ergo): what layouts and the per-op model
-        do not cost yet."""
+        and short convolutions (Inkling), or each expert's output is normed (Ergo), or their inputs are attention
+        residuals (Inkling 2): what layouts and the per-op model do not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
         unusual = unusual or self.attention_experts is not None or self.gated_norms_and_query
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
         unusual = unusual or self.relative_or_convolved or (self.moe is not None and self.moe.expert_norms)
+        unusual = unusual or self.attention_residual_block is not None
         return any(m not in plain for m in self.mixers) or unusual
 
     @property
@@ -954,6 +991,8 @@ class ModelArchitecture(Spec):
             return "experts isolated by modality (vision experts beside the text ones)"
         if "cross" in self.mixers:
             return "cross-attention layers over image states"
+        if self.attention_residual_block is not None:
+            return "attention residuals over blocks of layers"
         if self.relative_or_convolved:
             return "relative position logits and short convolutions on the keys, values and sub-layer outputs"
         if self.moe is not None and self.moe.expert_norms:

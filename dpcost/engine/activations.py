@@ -171,6 +171,9 @@ def _attention(
             rank = a.relative_logits.rank
             out.append(Tensor("relative logits' weights (r_proj output)", "qkv", e * a.heads * rank, matmul=mm))
             mm += 1
+        if a.sink_projection:  # Inkling 2's sink_proj output: a sink logit per head, which the softmax reads
+            out.append(Tensor("sink logits (sink_proj output)", "core_attn", e * a.heads, matmul=mm))
+            mm += 1
         if a.indexer is not None:  # MiniMax M3's block indexer: its queries and key
             i = a.indexer
             out.append(Tensor("indexer q, k", "core_attn", e * (i.heads * i.head_dim + i.head_dim)))
@@ -192,13 +195,18 @@ def _attention(
 def _attention_convolutions(a: ModelArchitecture, mixer: str) -> list[Tensor]:
     """Inkling's k_sconv, v_sconv and attn_sconv (InklingShortConvolution, modeling_inkling.py, transformers 5.25.0):
     each casts its input to fp32 and keeps it for the depthwise convolution's backward; the residual around it and
-    the cast back keep nothing."""
+    the cast back keep nothing. Inkling 2's full layers also keep each token's projected taps (fp32)."""
     view = a.attention_of(mixer)
     keys_values = view.n_kv_heads * (view.d_head + view.d_value)
-    return [
+    out = [
         Tensor("key and value convolutions' inputs (fp32)", "qkv", 4.0 * keys_values),
         Tensor("attention output convolution's input (fp32)", "attn_out", 4.0 * a.hidden),
     ]
+    g = a.global_attention
+    if a.sconv_kernel is not None and g is not None and g.dynamic_convs and mixer == "global attention":
+        taps = 2 * view.n_kv_heads * a.sconv_kernel  # Inkling 2's per-token taps for the keys and the values
+        out.append(Tensor("key and value convolutions' per-token taps (fp32)", "qkv", 4.0 * taps))
+    return out
 
 
 def _shared_block(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int) -> tuple[list[Tensor], int]:
@@ -616,6 +624,11 @@ def layer_tensors(
             tensors += _attention_experts(a)
         if a.sconv_kernel is not None:
             tensors += _attention_convolutions(a, mixer)
+        g = a.global_attention
+        if g is not None and g.input_norms > 1 and mixer == "global attention":  # Inkling 2's k and v input norms
+            width = (g.input_norms - 1) * a.hidden  # their inputs, and their outputs: k_proj's and v_proj's inputs
+            tensors.append(_norm_input(a, kernels, "key and value input norms", "input", width))
+            tensors.append(Tensor("key and value input norms output", "layernorm", ACT_BYTES * width))
     if "mamba" in mixer:
         ssm, mm = _mamba(a, mm, kernels)
         tensors += ssm

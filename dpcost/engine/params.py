@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dpcost.engine.memo import cached_property, per_object
 from dpcost.frozen import frozen
-from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, ModelArchitecture, ModelSpec
+from dpcost.specs import CSA, HCA, KV_SHARED, REUSED_BLOCK, SHARED_BLOCK, ModelArchitecture, ModelSpec
 
 __all__ = [
     "BlockCount",
@@ -120,6 +120,10 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         params += per * (q_out + kv_out)  # q_norm, k_norm over all heads (OLMo 2)
     if a.attention_sinks:
         params += a.heads  # gpt-oss: GptOssAttention.sinks, one per attention head
+    if a.sink_projection:
+        params += h * a.heads  # Inkling 2's sink_proj: a sink logit per head from each token
+    if a.query_scale:
+        params += q_out  # Inkling 2's q_proj.norm.scale, one per query head and channel
     return params, h * q_out
 
 
@@ -538,22 +542,50 @@ def attention_parameters(a: ModelArchitecture, mixer: str) -> float:
 def relative_logits_parameters(a: ModelArchitecture, mixer: str) -> float:
     """Inkling's relative logits in one attention layer (RelativeLogitsSpec; InklingAttention's r_proj and
     rel_logits_proj, modeling_inkling.py, transformers 5.25.0): r_proj (hidden x heads x rank, no bias) and the bank
-    (rank x the distances it covers: a sliding layer's window, a full layer's extent)."""
+    (rank x the distances it covers: a sliding layer's window, a full layer's extent); Inkling 2's scale on the
+    mixing weights (heads x rank)."""
     r = a.relative_logits
     if r is None or "attention" not in mixer:
         return 0.0
     local = a.local_attention
     distances = local.size if local is not None and mixer == "attention" else r.extent  # specs: _consistent
-    return float(a.hidden * a.attention_of(mixer).heads * r.rank + r.rank * distances)
+    heads = a.attention_of(mixer).heads
+    return float(a.hidden * heads * r.rank + r.rank * distances + (heads * r.rank if r.scaled else 0))
 
 
 def key_value_convolution_parameters(a: ModelArchitecture, mixer: str) -> float:
     """Inkling's k_sconv and v_sconv in one attention layer (InklingShortConvolution, modeling_inkling.py,
-    transformers 5.25.0): depthwise over the keys' and the values' channels, sconv_kernel taps each, no bias."""
+    transformers 5.25.0): depthwise over the keys' and the values' channels, sconv_kernel taps each, no bias; in
+    Inkling 2's full layers also each one's weight_proj (hidden -> kv_heads x sconv_kernel, GlobalAttentionSpec
+    dynamic_convs)."""
     if a.sconv_kernel is None or "attention" not in mixer:
         return 0.0
     view = a.attention_of(mixer)
-    return float(a.sconv_kernel * view.n_kv_heads * (view.d_head + view.d_value))
+    taps = 2 * a.hidden * view.n_kv_heads * a.sconv_kernel if _dynamic_convs(a, mixer) else 0  # weight_proj, k and v
+    return float(a.sconv_kernel * view.n_kv_heads * (view.d_head + view.d_value) + taps)
+
+
+def _dynamic_convs(a: ModelArchitecture, mixer: str) -> bool:
+    """Whether a layer of `mixer` projects its key and value convolutions' taps per token (Inkling 2's full layers)."""
+    g = a.global_attention
+    return g is not None and g.dynamic_convs and mixer.removeprefix(KV_SHARED) == "global attention"
+
+
+def attention_residual_parameters(a: ModelArchitecture) -> float:
+    """Inkling 2's attention residuals' queries (Inkling2BlockAttentionResidual.query, hidden-wide,
+    modeling_inkling2.py, transformers 5.25.0): each layer's mlp_input, each layer's attention_input but the first's
+    (three queries in a full layer, whose queries, keys and values read their own), and the model's final_input.
+    Held with the outside parameters: the first layer has none for its attention."""
+    if a.attention_residual_block is None:
+        return 0.0
+    g = a.global_attention
+
+    def attention_input(mixer: str) -> int:  # a query per input its attention reads: the input norms'
+        return g.input_norms if g is not None and mixer.removeprefix(KV_SHARED) == "global attention" else 1
+
+    mixers = [mixer for mixer, *_ in a.layer_kinds]
+    queries = len(mixers) + sum(attention_input(m) for m in mixers[1:]) + 1  # mlp_input, attention_input, final
+    return float(queries * a.hidden)
 
 
 def output_convolution_parameters(a: ModelArchitecture) -> float:
@@ -604,11 +636,14 @@ def _router(a: ModelArchitecture) -> float:
 def layer_norm_parameters(a: ModelArchitecture, mixer: str = "attention", mlp_kind: str = "") -> float:
     """One layer's norm weights: layer_norms of them, but where each sub-layer has its own (two or more) a layer
     without a mixer or without an MLP holds none for it (Nemotron-NAS's no_op blocks build neither the sub-layer nor
-    its norm: NVIDIA-NeMo/Automodel decilm/layers.py Block)."""
+    its norm: NVIDIA-NeMo/Automodel decilm/layers.py Block); Inkling 2's full layers one more for the keys' input
+    and one for the values' (GlobalAttentionSpec.input_norms)."""
     if a.layer_norms < 2:
         return a.layer_norms * _norm(a)
     present = (mixer != "none") + (mlp_kind != "none")
-    return (a.layer_norms - a.weightless_norms) * present // 2 * _norm(a)
+    g = a.global_attention
+    inputs = g.input_norms - 1 if g is not None and mixer.removeprefix(KV_SHARED) == "global attention" else 0
+    return ((a.layer_norms - a.weightless_norms) * present // 2 + inputs) * _norm(a)
 
 
 def norm_gate_parameters(a: ModelArchitecture, moe_layer: bool) -> float:
@@ -723,6 +758,7 @@ def block_matrices(
         values = [] if a.values_from_keys else [h * a.n_kv_heads * a.d_value]
         keys_values = [h * kv_out, *values] if a.computes_kv(mixer) else []
         relative = [h * a.heads * a.relative_logits.rank] if a.relative_logits is not None else []  # Inkling's r_proj
+        relative += [h * a.heads] if a.sink_projection else []  # Inkling 2's sink_proj
         attention = [h * q_out * (2 if a.attention_gate else 1), *keys_values, *relative, a.heads * a.d_value * h]
         if a.head_gate:
             attention.append(h * a.heads)
@@ -800,7 +836,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     rows = a.output_vocab
     lm_head = (0.0 if a.tied_embeddings else float(rows * h)) + (float(rows) if a.head_bias else 0.0)
     positions = float(a.learned_positions * h)
-    final_norm = outside_norm_parameters(a) + hyper_head_parameters(a)
+    final_norm = outside_norm_parameters(a) + hyper_head_parameters(a) + attention_residual_parameters(a)
     per_layer = a.per_layer_input
     # Gemma 4's embed_tokens_per_layer, and per_layer_model_projection with per_layer_projection_norm
     per_layer_embedding = per_layer_projection = 0.0
@@ -870,6 +906,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         components.append(("residual gates", a.residual_gates * a.hidden * a.layers))
     if a.sconv_kernel is not None:
         components.append(("sub-layer output convolutions", output_convolution_parameters(a) * a.layers))
+    if a.attention_residual_block is not None:
+        components.append(("attention residual queries", attention_residual_parameters(a)))
     if a.norm_gate_rank:
         components.append(("norm gates", sum(norm_gate_parameters(a, mlp == "moe") for _, mlp, _ in kinds)))
     if a.hyper_connected:

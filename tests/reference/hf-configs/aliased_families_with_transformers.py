@@ -9,7 +9,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         aria_text aria emu3_text_model emu3 chameleon stablelm recurrent_gemma axk1 kolibri1 beam lara_mini \
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
-        qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo \
+        qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -21,7 +21,7 @@ norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (coh
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
-A.X K2, Hy4-VL's text model and Inkling's, and Ergo, with transformers 5.25.0).
+A.X K2, Hy4-VL's text model and Inkling's, Ergo, and Inkling 2's text model, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -37,12 +37,17 @@ import json
 import sys
 import warnings
 
-# A small Inkling text model: two shapes of attention (full and sliding), experts and a shared one
+# A small Inkling text model: two shapes of attention (full and sliding), experts and a shared one; and Inkling 2's
 INKLING_SMALL = {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 6, "num_attention_heads": 4,
                  "num_key_value_heads": 2, "head_dim": 64, "swa_num_attention_heads": 8, "swa_num_key_value_heads": 4,
                  "swa_head_dim": 32, "sliding_window_size": 64, "d_rel": 8, "rel_extent": 128, "conv_kernel_size": 3,
                  "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 64,
                  "intermediate_size": 512}  # fmt: skip
+INKLING2_SMALL = {"vocab_size": 1000, "unpadded_vocab_size": 990, "hidden_size": 256, "num_hidden_layers": 6,
+                  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "swa_num_attention_heads": 8,
+                  "swa_num_key_value_heads": 4, "swa_head_dim": 32, "sliding_window_size": 64, "d_rel": 8,
+                  "rel_extent": 128, "conv_kernel_size": 3, "n_routed_experts": 8, "num_experts_per_tok": 2,
+                  "moe_intermediate_size": 64, "n_layers_per_attn_res_block": 2, "eos_token_id": 1}  # fmt: skip
 # what the class writes beside the keys, which no file needs: ids, rope tables, dtypes, transformers' bookkeeping
 DROPPED = {
     "rope_parameters",
@@ -708,6 +713,19 @@ CASES: dict[str, list[dict[str, object]]] = {
              {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
               "num_key_value_heads": 4, "first_dense_intermediate_size": 512, "num_dense_blocks": 3,
               "tie_word_embeddings": True}],
+    # Inkling 2: Inkling's attention with scaled and clipped queries, gated outputs, sinks from each token, and
+    # attention residuals over blocks of layers; its defaults, small ones with a full layer every third and blocks of
+    # two, full layers alone (with the attribute_map's names and a tie flag it ignores), sliding ones alone; and the
+    # multimodal wrapper's text model
+    "inkling2_text": [{}, {**INKLING2_SMALL, "layer_types": ["hybrid_sliding", "hybrid_sliding", "hybrid"] * 2},
+                      {**INKLING2_SMALL, "layer_types": ["hybrid"] * 6, "n_layers_per_attn_res_block": 4,
+                       "tie_word_embeddings": True},
+                      {**INKLING2_SMALL, "num_hidden_layers": 5, "layer_types": ["hybrid_sliding"] * 5,
+                       "n_layers_per_attn_res_block": 1}],
+    "inkling2": [{"text_config": {**INKLING2_SMALL, "num_hidden_layers": 3,
+                                  "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding"]},
+                  "vision_config": {"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+                                    "projection_hidden_dim": 128, "text_hidden_size": 256}}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
                           "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
                           "tie_word_embeddings": True}],

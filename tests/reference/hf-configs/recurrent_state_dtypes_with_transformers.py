@@ -44,6 +44,11 @@ CASES: dict[str, dict[str, object]] = {
                      "swa_head_dim": 32, "sliding_window_size": 8, "d_rel": 4, "rel_extent": 16, "conv_kernel_size": 3,
                      "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
                      "moe_intermediate_size": 32, "local_layer_ids": [0]},
+    "inkling2_text": {**SMALL, "head_dim": 16, "swa_num_attention_heads": 2, "swa_num_key_value_heads": 1,
+                      "swa_head_dim": 32, "sliding_window_size": 8, "d_rel": 4, "rel_extent": 16,
+                      "conv_kernel_size": 3, "n_routed_experts": 4, "num_experts_per_tok": 2,
+                      "moe_intermediate_size": 32, "unpadded_vocab_size": 120,
+                      "layer_types": ["hybrid_sliding", "hybrid"], "n_layers_per_attn_res_block": 1},
 }  # fmt: skip
 
 
