@@ -121,7 +121,8 @@ class Keys:
         value = self.get(*keys, default=default, field=field)
         if value is None:
             return None
-        key = next((k for k in keys if k in self.cfg), keys[0])
+        spelled = (s for key in keys for s in _spellings(self.family, key))  # as get reads them: the alias too
+        key = next((k for k in spelled if self.cfg.get(k) is not None), keys[0])
         if isinstance(value, bool) or not isinstance(value, int):
             raise InputError(self.where, f"{self._key(key)}: expected a whole number, got {value!r}"[:200])
         if field == "layers" and not 0 < value <= MAX_LAYERS:
@@ -3630,10 +3631,15 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
 
 
 def in_users_words(message: str, used: dict[str, str]) -> str:
-    """A validation message about our fields, said with the config.json keys they came from."""
-    for field, key in sorted(used.items(), key=lambda kv: -len(kv[0])):
-        message = message.replace(f"architecture.{field}:", f"{key}:")
-        message = re.sub(rf"(?<![\w.-]){re.escape(field)}(?![\w-])", key, message)  # moe.first_dense_layers
+    """A validation message about our fields, said with the config.json keys they came from. Each field is said
+    once: a key put in is held as a placeholder until the end, so that a key spelled like another field (Inkling's
+    head_dim, which global_attention.head_dim came from, beside the field head_dim) is not renamed again."""
+    keys = sorted(used.items(), key=lambda kv: -len(kv[0]))
+    for n, (field, _) in enumerate(keys):
+        held = f"\x00{n}\x00"  # the key's place, which no field's pattern matches
+        message = message.replace(f"architecture.{field}:", f"{held}:")
+        message = re.sub(rf"(?<![\w.-]){re.escape(field)}(?![\w-])", held, message)
         if field.split(".")[-1] not in used:  # a top-level field of that name is said by its own key
-            message = re.sub(rf"(?<![\w.-]){re.escape(field.split('.')[-1])}(?![\w-])", key, message)
-    return re.sub(r"architecture[\w.]*: ", "", message)
+            message = re.sub(rf"(?<![\w.-]){re.escape(field.split('.')[-1])}(?![\w-])", held, message)
+    message = re.sub(r"architecture[\w.]*: ", "", message)
+    return re.sub("\x00(\\d+)\x00", lambda m: keys[int(m.group(1))][1], message)

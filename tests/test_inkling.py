@@ -96,6 +96,8 @@ def test_a_layer_keeps_its_convolutions_fp32_inputs_and_r_proj_output(tmp_path: 
         ({"local_layer_ids": "0,1"}, "local_layer_ids: a list of layer numbers"),
         ({"num_key_value_heads": 3}, "num_attention_heads (4) must be a multiple of num_key_value_heads (3)"),
         ({"swa_num_key_value_heads": 3}, "swa_num_attention_heads (8) must be a multiple of swa_num_key_value_heads"),
+        ({"head_dim": 0}, ": head_dim: must be more than 0, got 0"),  # not swa_head_dim, the field head_dim's key
+        ({"conv_kernel_size": None, "sconv_kernel_size": "abc"}, "sconv_kernel_size: expected a whole number"),
     ],
 )
 def test_what_transformers_cannot_build_or_run_is_refused_in_one_line(
@@ -106,7 +108,8 @@ def test_what_transformers_cannot_build_or_run_is_refused_in_one_line(
     """InklingTopkRouter cuts the shared experts' scores off the end of its own (scores[..., :-n_shared_experts]):
     with none it has nothing to route; layer_types takes hybrid or hybrid_sliding per layer; local_layer_ids is a list
     of ints (strict dataclass fields). A kind's query heads must be a multiple of its KV heads, and the message names
-    that kind's keys."""
+    that kind's keys: the full layers' head_dim is said as head_dim, though the sliding layers' field of that name
+    comes from swa_head_dim, and a key the file spells by its attribute_map name is said so."""
     cfg = {k: v for k, v in LISTED.items() if not (k == "layer_types" and "local_layer_ids" in change)}
     assert said in estimate_refusal(tmp_path, {**cfg, **change})
 
