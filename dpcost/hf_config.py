@@ -752,6 +752,7 @@ _ARCHITECTURES = {
     "InklingForConditionalGeneration": "inkling_mm_model",
     "ErgoForCausalLM": "ergo",
     "Inkling2ForCausalLM": "inkling2_text",
+    "ZayaForCausalLM": "zaya",
     "Inkling2ForConditionalGeneration": "inkling2",
     "AXK2ForCausalLM": "axk2",
     "BailingHybridForCausalLM": "bailing_hybrid",
@@ -927,7 +928,7 @@ SUPPORTED_MODEL_TYPES = tuple(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
-         "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text",
+         "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2960,6 +2961,12 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
     elif family == "ergo":  # ErgoAttention: a window of sliding_window in the sliding_attention layers
         size = k.integer("sliding_window", default=_ERGO["sliding_window"], field="local_attention.size")
         local = [i for i, t in enumerate(_ergo_layer_types(k, layers)) if t == "sliding_attention"]
+    elif family == "zaya":  # ZayaAttention: a window of sliding_window in the hybrid_sliding layers
+        types = _zaya_layer_types(k, layers)
+        if "hybrid_sliding" not in types:
+            return None
+        size = k.integer("sliding_window", field="local_attention.size")  # ZayaConfig requires it for such layers
+        local = [i for i, t in enumerate(types) if t == "hybrid_sliding"]
     elif family == "inkling2_text":  # Inkling2SlidingAttention: a window of sliding_window_size, hybrid_sliding layers
         size = k.integer("sliding_window_size", default=_INKLING2["sliding_window_size"], field="local_attention.size")
         local = [i for i, mixer in enumerate(mixers) if mixer == "attention"]
@@ -3464,6 +3471,57 @@ def _inkling2(k: Keys) -> dict[str, Any]:
     return arch
 
 
+# ZayaConfig's defaults (configuration_zaya.py, transformers 5.25.0: Zyphra's ZAYA1-8B)
+_ZAYA = {"vocab_size": 262272, "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 8,
+         "num_key_value_heads": 2, "head_dim": 128, "moe_intermediate_size": 2048, "num_experts": 16,
+         "router_hidden_size": 256, "cca_time0": 2, "cca_time1": 2}  # fmt: skip
+
+
+def _zaya_layer_types(k: Keys, layers: int) -> list[str]:
+    """Each of ZAYA's layers, hybrid (full attention) or hybrid_sliding: layer_types, else all hybrid."""
+    return per_layer(k, "layer_types", layers, {"hybrid", "hybrid_sliding"}) or ["hybrid"] * layers
+
+
+def _zaya(k: Keys) -> dict[str, Any]:
+    """Zyphra's ZAYA (model_type zaya: ZayaConfig and ZayaForCausalLM, modeling_zaya.py, transformers 5.25.0): in every
+    layer compressed convolutional attention (CCASpec: q, k and a value split between the current and the previous
+    token, biased by attention_bias, the queries and keys convolved and the keys scaled per KV head) and num_experts
+    experts of moe_intermediate_size, one of them per token (a skip expert beside them holds nothing), under an MLP
+    router (router_hidden_size) whose balancing biases, one per expert and the skip, the checkpoint holds; a learned
+    scale and bias on both terms of each residual add and on the embedding; two norms a layer; tied by default, the
+    head biased by lm_head_bias; full or sliding layers by layer_types."""
+    d = _ZAYA
+    active = k.integer("num_experts_per_tok", default=1, field="moe.active")
+    if active != 1:  # ZayaConfig.validate_architecture
+        said = f"{k._key('num_experts_per_tok')}: 1 (ZAYA routes each token to one expert), got {active}"
+        raise InputError(k.where, said)
+    bias = k.flag("attention_bias", False)
+    experts = k.integer("num_experts", default=d["num_experts"], field="moe.experts")
+    return {
+        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
+        "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
+        "heads": k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads"),
+        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
+        "head_dim": k.integer("head_dim", default=d["head_dim"], field="head_dim"),
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "head_bias": k.flag("lm_head_bias", False),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "cca": {"depthwise": k.integer("cca_time0", default=d["cca_time0"], field="cca.depthwise"),
+                "grouped": k.integer("cca_time1", default=d["cca_time1"], field="cca.grouped")},
+        "residual_scaling": True,
+        "moe": {
+            "experts": experts,
+            "active": 1,
+            "ffn": k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn"),
+            "router_outputs": experts + 1,  # the skip expert's score
+            "router_mlp": k.integer("router_hidden_size", default=d["router_hidden_size"], field="moe.router_mlp"),
+            "router_bias": True,  # ZayaRouter's balancing_biases, a buffer the checkpoint holds
+        },
+    }  # fmt: skip
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -3534,6 +3592,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "inkling_text": _inkling,
     "ergo": _ergo,
     "inkling2_text": _inkling2,
+    "zaya": _zaya,
 }
 
 

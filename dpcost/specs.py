@@ -117,6 +117,13 @@ class MoESpec(Spec):
         "expert too (Ergo's post_expert_norm and shared_experts.norm)",
         exclude_if=_unset,
     )
+    router_mlp: PositiveInt | None = Field(
+        None,
+        description="the router's hidden width where it is an MLP, not one matrix (ZAYA's ZayaRouter, "
+        "router_hidden_size: down_proj from hidden, a norm, two GELU layers, out_proj to the scores, biased but the "
+        "last; after the first layer, a scale on the state the previous layer's router passes on)",
+        exclude_if=lambda v: v is None,
+    )
     router_weighs_shared: bool = Field(
         False,
         description="the router scores the shared experts too, their weights its last `shared` outputs, which the "
@@ -384,6 +391,17 @@ class GlobalAttentionSpec(Spec):
         "(Inkling 2's Inkling2DynamicShortConvolution: weight_proj hidden -> kv_heads x sconv_kernel)",
         exclude_if=_unset,
     )
+
+
+class CCASpec(Spec):
+    """ZAYA's compressed convolutional attention projection (ZayaCCAProjection and ZayaQKNorm, modeling_zaya.py,
+    transformers 5.25.0; Figliolia et al. 2025, arXiv 2510.04476): the queries and keys, concatenated, pass a
+    depthwise causal convolution and then one grouped by head (each head's head_dim channels mixed), both biased,
+    with residual paths around them; half of each value head comes from the previous token; the keys are scaled
+    per KV head after an L2 norm. The projections hold what plain attention's do."""
+
+    depthwise: PositiveInt = Field(description="cca_time0: the depthwise convolution's taps")
+    grouped: PositiveInt = Field(description="cca_time1: the grouped convolution's taps")
 
 
 class RelativeLogitsSpec(Spec):
@@ -681,6 +699,15 @@ class ModelArchitecture(Spec):
         description="Inkling's relative position logits in every attention layer",
         exclude_if=lambda v: v is None,
     )
+    cca: CCASpec | None = Field(
+        None, description="ZAYA's compressed convolutional attention projection", exclude_if=lambda v: v is None
+    )
+    residual_scaling: bool = Field(
+        False,
+        description="a learned scale and bias on both terms of each residual add, and on the embedding "
+        "(ZayaResidualScaling: 4 x hidden each, two a layer; the model's input scale and bias)",
+        exclude_if=_unset,
+    )
     attention_residual_block: PositiveInt | None = Field(
         None,
         description="attention residuals (Inkling 2's Inkling2BlockAttentionResidual, n_layers_per_attn_res_block): "
@@ -934,19 +961,25 @@ class ModelArchitecture(Spec):
         per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, their experts are split by modality,
         their norms are gated and their queries fused with a gate (A.X K2), or their attention takes relative logits
         and short convolutions (Inkling), or each expert's output is normed (Ergo), or their inputs are attention
-        residuals (Inkling 2): what layouts and the per-op model do not cost yet."""
+        residuals (Inkling 2), or their attention is ZAYA's: what layouts and the per-op model do not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
         unusual = unusual or self.attention_experts is not None or self.gated_norms_and_query
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
         unusual = unusual or self.relative_or_convolved or (self.moe is not None and self.moe.expert_norms)
-        unusual = unusual or self.attention_residual_block is not None
+        unusual = unusual or self.attention_residual_block is not None or self.convolved_or_scaled
         return any(m not in plain for m in self.mixers) or unusual
 
     @property
     def gated_norms_and_query(self) -> bool:
         """A.X K2's gated norms (norm_gate_rank) or its query gate fused into q_gate_proj (MLASpec.query_gate)."""
         return self.norm_gate_rank is not None or (self.mla is not None and self.mla.query_gate)
+
+    @property
+    def convolved_or_scaled(self) -> bool:
+        """ZAYA's compressed convolutional attention (cca), residual scaling or MLP router (moe.router_mlp)."""
+        router_mlp = self.moe is not None and self.moe.router_mlp is not None
+        return self.cca is not None or self.residual_scaling or router_mlp
 
     @property
     def relative_or_convolved(self) -> bool:
@@ -993,6 +1026,8 @@ class ModelArchitecture(Spec):
             return "cross-attention layers over image states"
         if self.attention_residual_block is not None:
             return "attention residuals over blocks of layers"
+        if self.convolved_or_scaled:
+            return "compressed convolutional attention, scaled residuals and an MLP router"
         if self.relative_or_convolved:
             return "relative position logits and short convolutions on the keys, values and sub-layer outputs"
         if self.moe is not None and self.moe.expert_norms:

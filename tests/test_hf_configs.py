@@ -178,14 +178,14 @@ def test_refused_families_are_refused_by_name(row: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     "cfg",
     [
-        {"model_type": "zaya", "hidden_size": 2048, "num_hidden_layers": 40},
+        {"model_type": "diffllama", "hidden_size": 2048, "num_hidden_layers": 16},
         {"model_type": "gpt_neox_japanese", "hidden_size": 2560, "num_hidden_layers": 32},
     ],
     ids=lambda c: c["model_type"],
 )
 def test_a_family_without_a_key_map_is_refused_by_name(cfg: dict[str, object]) -> None:
-    """ZAYA and GPT-NeoX-Japanese share keys with counted families (hidden_size, num_hidden_layers): each is refused
-    by its model_type."""
+    """DiffLlama and GPT-NeoX-Japanese share keys with counted families (hidden_size, num_hidden_layers): each is
+    refused by its model_type."""
     with pytest.raises(InputError, match=f"model_type '{cfg['model_type']}' .*{REFUSAL}"):
         model_from_hf_config(cfg, "config.json")
 
@@ -729,7 +729,7 @@ def test_a_wrapper_without_a_map_counts_its_text_model_by_the_text_configs_famil
     assert a is not None and (a.hidden, a.layers, a.heads, a.ffn, a.vocab) == (4096, 32, 32, 11008, 32064)
     assert "llava's text_config, a llama model" in (spec.source or "")
     assert "vision or audio encoder and projector are not counted" in (spec.source or "")
-    bad = {**_cfg("llava-1.5-7b-hf.json"), "text_config": {"model_type": "zaya", "hidden_size": 2048}}
+    bad = {**_cfg("llava-1.5-7b-hf.json"), "text_config": {"model_type": "diffllama", "hidden_size": 2048}}
     with pytest.raises(InputError, match=f"model_type 'llava' .*{REFUSAL}"):
         model_from_hf_config(bad)
 

@@ -166,6 +166,9 @@ def _attention(
             out.append(Tensor("K and V copied to every query head", "qkv", 2 * e * q))
         if a.qk_norm != "none":  # the norms' inputs are the projections' outputs; their outputs are Q and K above
             out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + (kv if computes_kv else 0)))
+        if a.cca is not None:  # ZAYA's two convolutions keep their inputs, and its L2 norms theirs
+            out.append(Tensor("queries and keys into the depthwise and grouped convolutions", "qkv", 2 * e * (q + kv)))
+            out.append(Tensor("queries and keys before their L2 norms", "qkv", e * (q + kv)))
         mm += 3 if computes_kv else 1
         if a.relative_logits is not None:  # Inkling's r_proj output, which the bank's matmul keeps
             rank = a.relative_logits.rank
@@ -662,6 +665,8 @@ def layer_tensors(
         moe = a.moe
         tensors.append(Tensor("router logits (fp32)", "router", 4.0 * moe.router_rows(), matmul=mm))
         mm += 1
+        if moe.router_mlp is not None:  # ZAYA's router: down_proj's, the norm's, fc1's and fc2's outputs, GELUs'
+            tensors.append(Tensor("router MLP's intermediates", "router", 6 * e * moe.router_mlp))
         for i in range(moe.shared):  # an MLP of the MoE layer: "shared_experts" recomputes it, "mlp" does not
             part = _mlp(a, moe.shared_width, kernels, mm, "shared_experts", f"shared expert {i + 1}")
             if moe.expert_norms:  # Ergo's shared_experts.norm keeps the expert's output, its input
@@ -691,6 +696,9 @@ def layer_tensors(
         if mixer == "rwkv":
             tensors += _rwkv_channel_mix(a, mm)
             mm += 1
+    if a.residual_scaling:  # ZAYA: each scaling keeps its branch, and the mid-layer residual is fp32 (2 more bytes)
+        tensors.append(Tensor("attention and MLP outputs, their scales' inputs", "attn_out", 2 * e * h))
+        tensors.append(Tensor("mid-layer residual's fp32 half", "attn_out", e * h))
     if a.sconv_kernel is not None:  # Inkling's mlp_sconv keeps its fp32 input, the MLP's output
         module: Module = "moe" if moe_layer and a.moe is not None else "mlp"
         tensors.append(Tensor("MLP output convolution's input (fp32)", module, 4.0 * h))
@@ -707,6 +715,7 @@ def layer_tensors(
     # a block's inputs, which every policy keeps: its residual streams, and Gemma 4's per-layer input slice with its
     # share of their norm's input
     copies = a.altup.inputs if a.altup is not None else a.residual_streams  # Gemma 3n's layer takes every AltUp copy
+    copies += 1 if a.residual_scaling else 0  # ZAYA's residual stream is fp32: twice a 16-bit copy's bytes
     inputs = a.hidden * copies + (2 * a.per_layer_input.width if a.per_layer_input is not None else 0)
     return LayerTensors(tuple(tensors), kernels, inputs)
 
@@ -777,7 +786,9 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
     layer's memory, normaliser and stabiliser per head (xLSTMCache, in the embeddings' dtype); a Qwen4-Exp n-gram
     layer's convolution window (n x hidden channels, (kernel - 1) x dilation steps) and its last n-gram context ids
     (ngram_size - 1 int64s); Inkling's four short convolutions' windows in every layer (the keys', the values' and
-    twice the hidden state's channels x sconv_kernel steps, in fp32: measured, as above)."""
+    twice the hidden state's channels x sconv_kernel steps, in fp32: measured, as above); ZAYA's convolution window
+    over the queries and keys (cca_time0 - 1 + cca_time1 - 1 steps) and its last token's delayed value half, in the
+    model's dtype (measured)."""
     total = 0.0
     for i in range(a.layers):
         mixer, m, d = a.mixer(i), a.ssm, a.deltanet
@@ -798,6 +809,9 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
             cell = a.mlstm
             d_qk, d_v = cell.qk_dim // cell.heads, cell.v_dim // cell.heads
             total += cell.heads * (d_qk * d_v + d_qk + 1)
+    if a.cca is not None:  # ZAYA: the queries' and keys' window (t0 - 1 + t1 - 1 steps) and the delayed value half
+        channels = (a.heads + a.n_kv_heads) * a.d_head
+        total += a.attention_layers * (channels * (a.cca.depthwise + a.cca.grouped - 2) + a.n_kv_heads * a.d_value // 2)
     if a.sconv_kernel is not None:  # k_sconv, v_sconv, attn_sconv, mlp_sconv: conv states 0-3 of every layer
         for mixer, _, count in a.attention_kinds:
             view = a.attention_of(mixer)

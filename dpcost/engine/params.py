@@ -124,7 +124,19 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         params += h * a.heads  # Inkling 2's sink_proj: a sink logit per head from each token
     if a.query_scale:
         params += q_out  # Inkling 2's q_proj.norm.scale, one per query head and channel
-    return params, h * q_out
+    return params + cca_parameters(a), h * q_out
+
+
+def cca_parameters(a: ModelArchitecture) -> float:
+    """ZAYA's convolutions over the queries and keys (CCASpec; ZayaCCAProjection, modeling_zaya.py, transformers
+    5.25.0): conv_qk_depthwise (one weight per channel and tap, and a bias per channel) and conv_qk_grouped (each
+    channel's weights over its head's head_dim channels and taps, and a bias), over (heads + kv_heads) x head_dim
+    channels; and ZayaQKNorm's temp, a scale per KV head."""
+    c = a.cca
+    if c is None:
+        return 0.0
+    channels = (a.heads + a.n_kv_heads) * a.d_head
+    return float(channels * (c.depthwise + 1) + channels * (a.d_head * c.grouped + 1) + a.n_kv_heads)
 
 
 def _compressed_attention(a: ModelArchitecture) -> tuple[float, float]:
@@ -625,12 +637,30 @@ def vision_expert_parameters(a: ModelArchitecture) -> float:
 
 def _router(a: ModelArchitecture) -> float:
     """The routing matrix (hidden x experts, and Inkling's shared experts), its bias, Qwen2-MoE's shared-expert gate
-    (hidden -> 1) and Inkling's scale on the routing weights (one number)."""
+    (hidden -> 1) and Inkling's scale on the routing weights (one number); ZAYA's router MLP in its place."""
     e = a.moe
     assert e is not None
     biased = e.router_outputs or e.experts
     gates = (a.hidden if e.shared_gate else 0) + (1 if e.router_scale else 0)
+    r = e.router_mlp
+    if r is not None:  # ZAYA: down_proj and its bias, the norm, fc1 and fc2 with biases, out_proj
+        return a.hidden * r + r + r + 2 * (r * r + r) + r * e.router_rows() + (biased if e.router_bias else 0) + gates
     return a.hidden * e.router_rows() + (biased if e.router_bias else 0) + gates
+
+
+def router_state_scale_parameters(a: ModelArchitecture) -> float:
+    """ZAYA's router_states_scale (router_hidden_size each), in every MoE layer's router but the first layer's, which
+    has no earlier router state to scale (ZayaRouter.use_eda): held with the outside parameters."""
+    e = a.moe
+    if e is None or e.router_mlp is None:
+        return 0.0
+    return float(e.router_mlp * sum(1 for i in range(1, a.layers) if a.moe_layer(i)))
+
+
+def input_scale_parameters(a: ModelArchitecture) -> float:
+    """ZAYA's input_hidden_states_scale and _bias on the embedding (ModelArchitecture.residual_scaling; each layer's
+    two ZayaResidualScaling, a scale and a bias on the branch and on the residual, are the layer's)."""
+    return float(2 * a.hidden) if a.residual_scaling else 0.0
 
 
 def layer_norm_parameters(a: ModelArchitecture, mixer: str = "attention", mlp_kind: str = "") -> float:
@@ -668,7 +698,7 @@ def _block(
     # with the norms: each sub-layer's input
     norms = layer_norm_parameters(a, mixer, mlp_kind) + 2 * hyper_connection_parameters(a)
     norms += a.residual_gates * a.hidden  # Muse Spark's residual gates: a hidden-wide vector each
-    norms += output_convolution_parameters(a)
+    norms += output_convolution_parameters(a) + (8 * a.hidden if a.residual_scaling else 0)  # ZAYA's two scalings
     norms += norm_gate_parameters(a, moe_layer and a.moe is not None and mlp_kind != "none")
     if mlp_kind == "none":
         return BlockCount(attn + norms + idle_attention, attn + norms, moe=False)
@@ -777,7 +807,9 @@ def block_matrices(
         io = e.expert_io(h)
         routed = [io * e.ffn] * (3 if a.gated_mlp else 2)
         latent_in, latent_out = ([h * e.latent], [e.latent * h]) if e.latent else ([], [])
-        mlp_matrices = [h * e.router_rows(), *latent_in] + [t for _ in range(e.experts) for t in routed] + latent_out
+        r = e.router_mlp
+        router = [h * e.router_rows()] if r is None else [h * r, r * r, r * r, r * e.router_rows()]  # ZAYA's MLP
+        mlp_matrices = [*router, *latent_in] + [t for _ in range(e.experts) for t in routed] + latent_out
         mlp_matrices += [t for _ in range(e.shared) for t in mlp(e.shared_width)]
         if e.vision_experts and e.vision_ffn is not None:  # their router, then each vision expert
             mlp_matrices += [h * e.vision_experts] + [t for _ in range(e.vision_experts) for t in mlp(e.vision_ffn)]
@@ -837,6 +869,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     lm_head = (0.0 if a.tied_embeddings else float(rows * h)) + (float(rows) if a.head_bias else 0.0)
     positions = float(a.learned_positions * h)
     final_norm = outside_norm_parameters(a) + hyper_head_parameters(a) + attention_residual_parameters(a)
+    final_norm += input_scale_parameters(a) + router_state_scale_parameters(a)
     per_layer = a.per_layer_input
     # Gemma 4's embed_tokens_per_layer, and per_layer_model_projection with per_layer_projection_norm
     per_layer_embedding = per_layer_projection = 0.0
@@ -908,6 +941,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         components.append(("sub-layer output convolutions", output_convolution_parameters(a) * a.layers))
     if a.attention_residual_block is not None:
         components.append(("attention residual queries", attention_residual_parameters(a)))
+    if a.residual_scaling:
+        components.append(("residual scales", 8 * a.hidden * a.layers + input_scale_parameters(a)))
     if a.norm_gate_rank:
         components.append(("norm gates", sum(norm_gate_parameters(a, mlp == "moe") for _, mlp, _ in kinds)))
     if a.hyper_connected:
@@ -933,7 +968,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
             components.append(("latent projections", latent_projections(a) * moe_layers))
         if a.moe.shared:
             components.append(("shared experts", shared_expert(a) * a.moe.shared * moe_layers))
-        components.append(("routers", _router(a) * moe_layers))
+        components.append(("routers", _router(a) * moe_layers + router_state_scale_parameters(a)))
         if a.moe.output_bias:
             components.append(("MoE output biases", a.hidden * moe_layers))
         if a.moe.output_norm:

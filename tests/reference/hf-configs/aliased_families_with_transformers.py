@@ -10,6 +10,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
+        zaya \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -21,7 +22,7 @@ norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (coh
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
-A.X K2, Hy4-VL's text model and Inkling's, Ergo, and Inkling 2's text model, with transformers 5.25.0).
+A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model and ZAYA, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -726,6 +727,16 @@ CASES: dict[str, list[dict[str, object]]] = {
                                   "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding"]},
                   "vision_config": {"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
                                     "projection_hidden_dim": 128, "text_hidden_size": 256}}],
+    # Zyphra's ZAYA: compressed convolutional attention, scaled residuals, one expert a token under an MLP router;
+    # its defaults (ZAYA1-8B's), a small one with biases, other taps and sliding layers, and one untied
+    "zaya": [{}, {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
+                  "num_key_value_heads": 2, "head_dim": 32, "moe_intermediate_size": 64, "num_experts": 4,
+                  "router_hidden_size": 16, "cca_time0": 3, "cca_time1": 2, "attention_bias": True,
+                  "lm_head_bias": True, "sliding_window": 64,
+                  "layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"]},
+             {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+              "num_key_value_heads": 4, "head_dim": 64, "moe_intermediate_size": 96, "num_experts": 8,
+              "router_hidden_size": 32, "tie_word_embeddings": False}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
                           "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
                           "tie_word_embeddings": True}],
@@ -803,9 +814,10 @@ def main() -> None:
                 "config": kept,
                 "class": type(model).__name__,
                 "parameters": sum(p.numel() for p in model.parameters()) if text_only else text_parameters(model),
-                # persistent buffers a checkpoint also holds: routers' e_score_correction_bias
+                # persistent buffers a checkpoint also holds: routers' e_score_correction_bias (ZAYA's balancing_biases)
                 "routing_biases": sum(
-                    b.numel() for name, b in model.named_buffers() if name.endswith("e_score_correction_bias")
+                    b.numel() for name, b in model.named_buffers()
+                    if name.endswith(("e_score_correction_bias", "balancing_biases"))
                 ),
                 "unused": unused_parameters(model),
                 "sliding": {"size": window, "layers": sliding} if sliding else None,

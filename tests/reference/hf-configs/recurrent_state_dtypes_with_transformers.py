@@ -49,6 +49,8 @@ CASES: dict[str, dict[str, object]] = {
                       "conv_kernel_size": 3, "n_routed_experts": 4, "num_experts_per_tok": 2,
                       "moe_intermediate_size": 32, "unpadded_vocab_size": 120,
                       "layer_types": ["hybrid_sliding", "hybrid"], "n_layers_per_attn_res_block": 1},
+    "zaya": {**SMALL, "head_dim": 16, "num_experts": 4, "moe_intermediate_size": 32, "router_hidden_size": 8,
+             "cca_time0": 3, "cca_time1": 2},
 }  # fmt: skip
 
 

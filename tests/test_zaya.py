@@ -1,0 +1,55 @@
+"""Zyphra's ZAYA (model_type zaya; configuration_zaya.py and modeling_zaya.py, transformers 5.25.0). Its counts are
+held to what transformers builds (resolved/transformers-5.25.json, test_hf_configs.py: the class defaults, ZAYA1-8B's
+shapes, give 8,840,488,784 parameters and 680 router balancing biases); its decode state to what transformers' cache
+holds (test_hybrids.py); here what the modeling code says of its parts, and what dpcost refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import estimate_refusal, spec_from_config, transformers_cases
+
+from dpcost.engine.params import cca_parameters, count_params, router_state_scale_parameters
+
+DEFAULTS, SMALL, UNTIED = transformers_cases("zaya")
+
+
+def test_zaya1_8b_s_shapes_give_its_published_size(tmp_path: Path) -> None:
+    """Zyphra gives ZAYA1-base 8.3B parameters, 760M active (its announcement; 8.4B in the ZAYA1-8B release): without
+    the tied embedding (262,272 x 2,048) the class defaults' shapes give 8.30B, 754M of them active (one expert a
+    token; the skip expert holds nothing)."""
+    c = count_params(spec_from_config(tmp_path, DEFAULTS))
+    assert c.lm_head == 0 and c.embedding == 262_272 * 2048
+    assert round((c.total - c.embedding) / 1e8) == 83
+    assert round(c.active_excl_embedding / 1e6) == 754
+
+
+def test_the_convolutions_and_router_by_hand(tmp_path: Path) -> None:
+    """The class defaults: (8 + 2) x 128 = 1,280 query and key channels, conv_qk_depthwise 1,280 x 2 taps with a bias
+    each, conv_qk_grouped 1,280 x 128 x 2 with a bias each, and a key scale per KV head (2); router_states_scale
+    (256) in the 39 layers after the first."""
+    a = spec_from_config(tmp_path, DEFAULTS).architecture
+    assert a is not None
+    assert cca_parameters(a) == 1280 * 3 + 1280 * (128 * 2 + 1) + 2
+    assert router_state_scale_parameters(a) == 39 * 256
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"num_experts_per_tok": 2}, "num_experts_per_tok: 1 (ZAYA routes each token to one expert), got 2"),
+        ({"sliding_window": None}, "sliding_window: required field is missing"),
+        ({"layer_types": ["hybrid", "sliding_attention", "hybrid", "hybrid"]}, "layer_types: one of hybrid"),
+    ],
+)
+def test_what_transformers_refuses_is_refused_in_one_line(tmp_path: Path, change: dict, said: str) -> None:  # type: ignore[type-arg]
+    """ZayaConfig.validate_architecture: one expert a token, a window where layer_types has sliding layers; and the
+    layer kinds ZayaModel builds (hybrid, hybrid_sliding)."""
+    assert said in estimate_refusal(tmp_path, {**SMALL, **change})
+
+
+@pytest.mark.parametrize("flags", [("--tp", "2", "--sequence-parallel"), ("--compute-model", "ops")])
+def test_layouts_and_per_op_times_refuse_it_by_name(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """Megatron's layers have neither ZAYA's convolutions nor its scaled residuals nor its router MLP."""
+    assert "compressed convolutional attention" in estimate_refusal(tmp_path, UNTIED, *flags)
