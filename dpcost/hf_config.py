@@ -3347,12 +3347,14 @@ _ERGO = {"vocab_size": 262144, "hidden_size": 8192, "num_hidden_layers": 64, "nu
 def _ergo_layer_types(k: Keys, layers: int) -> list[str]:
     """Each of Ergo's layers, full_attention or sliding_attention: layer_types, else full in every
     global_attention_every_n_layers-th (ErgoConfig.__post_init__)."""
-    every = k.integer("global_attention_every_n_layers", default=_ERGO["global_attention_every_n_layers"])
-    if every <= 0:
-        said = f"{k._key('global_attention_every_n_layers')}: a period of 1 layer or more, got {every}"
-        raise InputError(k.where, said)
     types = per_layer(k, "layer_types", layers, {"full_attention", "sliding_attention"})
-    return types or ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
+    if types is not None:
+        return types
+    every = k.integer("global_attention_every_n_layers", default=_ERGO["global_attention_every_n_layers"])
+    if every == 0:  # __post_init__ takes (i + 1) % every, a negative period as Python's % does
+        said = f"{k._key('global_attention_every_n_layers')}: a period other than 0 (it divides), got 0"
+        raise InputError(k.where, said)
+    return ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(layers)]
 
 
 def _ergo(k: Keys) -> dict[str, Any]:
@@ -3368,6 +3370,8 @@ def _ergo(k: Keys) -> dict[str, Any]:
     layers = k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers")
     heads = k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads")
     hidden = k.integer("hidden_size", default=d["hidden_size"], field="hidden")
+    if hidden < 1:
+        raise InputError(k.where, f"{k._key('hidden_size')}: a width of 1 or more, got {hidden}")
     if not 1 <= heads <= hidden:  # ErgoAttention's head_dim, hidden_size // num_attention_heads, would be 0 or fail
         said = f"{k._key('num_attention_heads')}: from 1 to hidden_size ({hidden}), got {heads}"
         raise InputError(k.where, said)
@@ -3383,6 +3387,7 @@ def _ergo(k: Keys) -> dict[str, Any]:
         "tied_embeddings": False,
         "qk_norm": "head",
         "layer_norms": 4,
+        "norm_in_fp32": True,  # ErgoRMSNorm: F.rms_norm in fp32 with the fp32 weight, then cast
         "residual_gates": 2,
     }
     kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
@@ -3447,6 +3452,7 @@ def _inkling2(k: Keys) -> dict[str, Any]:
         "head_vocab": rows,
         "tied_embeddings": False,
         "embedding_norm": True,
+        "norm_in_fp32": True,  # Inkling2RMSNorm: (weight * x in fp32), then cast
         "attention_gate": True,  # o_proj.gate_proj: a sigmoid gate per channel from the layer's input
         "sink_projection": True,
         "query_scale": True,

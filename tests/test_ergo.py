@@ -59,7 +59,11 @@ def test_each_routed_copy_keeps_its_output_for_the_norm(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "said"),
     [
-        ({"global_attention_every_n_layers": 0}, "global_attention_every_n_layers: a period of 1 layer or more"),
+        (
+            {"global_attention_every_n_layers": 0, "layer_types": None},
+            "global_attention_every_n_layers: a period other",
+        ),
+        ({"hidden_size": 0}, "hidden_size: a width of 1 or more, got 0"),
         ({"num_attention_heads": 300}, "num_attention_heads: from 1 to hidden_size (256), got 300"),
         ({"num_attention_heads": 0}, "num_attention_heads: from 1 to hidden_size (256), got 0"),
         ({"mlp_layer_types": ["dense", "moe", "sparse", "sparse", "sparse", "sparse"]}, "mlp_layer_types:"),
@@ -70,7 +74,8 @@ def test_what_transformers_cannot_build_is_refused_in_one_line(
     change: dict,
     said: str,  # type: ignore[type-arg]
 ) -> None:
-    """ErgoConfig.__post_init__ takes (i + 1) % global_attention_every_n_layers (a period of 0 divides by zero);
+    """ErgoConfig.__post_init__ takes (i + 1) % global_attention_every_n_layers where layer_types is not given (a
+    period of 0 divides by zero there, and is not read beside layer_types, test below);
     ErgoAttention's head_dim is hidden_size // num_attention_heads (0 past hidden_size); mlp_layer_types takes dense
     or sparse per layer."""
     assert said in estimate_refusal(tmp_path, {**SMALL, **change})
@@ -80,3 +85,15 @@ def test_what_transformers_cannot_build_is_refused_in_one_line(
 def test_layouts_and_per_op_times_refuse_it_by_name(tmp_path: Path, flags: tuple[str, ...]) -> None:
     """Megatron's experts have no norm of their own over their output: layouts and the per-op model say so."""
     assert "a norm over each expert's output" in estimate_refusal(tmp_path, SMALL, *flags)
+
+
+def test_the_full_attention_period_is_read_only_without_layer_types(tmp_path: Path) -> None:
+    """ErgoConfig.__post_init__ builds layer_types from global_attention_every_n_layers only where the file lists
+    none: beside a list, a period of 0 is not read; a negative one is taken as Python's % takes it (-3 as 3)."""
+    listed = {**SMALL, "global_attention_every_n_layers": 0}
+    assert (
+        count_params(spec_from_config(tmp_path, listed)).total == count_params(spec_from_config(tmp_path, SMALL)).total
+    )
+    negative = {**{k: v for k, v in SMALL.items() if k != "layer_types"}, "global_attention_every_n_layers": -3}
+    a = spec_from_config(tmp_path, negative).architecture
+    assert a is not None and a.local_attention is not None and a.local_attention.layers == (0, 1, 3, 4)

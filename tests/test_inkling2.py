@@ -95,3 +95,16 @@ def test_bad_keys_are_refused_in_one_line(tmp_path: Path, change: dict, said: st
 def test_layouts_and_per_op_times_refuse_it_by_name(tmp_path: Path, flags: tuple[str, ...]) -> None:
     """Megatron's layers have no attention residuals: layouts and the per-op model say so."""
     assert "attention residuals over blocks of layers" in estimate_refusal(tmp_path, MIXED, *flags)
+
+
+def test_eager_keeps_the_dynamic_convolutions_windows_and_fp32_norms(tmp_path: Path) -> None:
+    """Eager, Inkling2DynamicShortConvolution keeps the unfolded windows of its fp32 input and the taps broadcast over
+    them, kernel x channels x 4 bytes each (a helper's saved-tensor hooks on a bf16 layer of 2 KV heads of 8 and
+    kernel 3 read 768 bytes a token for the keys and values: 2 x 2 x 3 x 16 x 4); and Inkling2RMSNorm multiplies its
+    weight in fp32 before the cast, so an eager norm keeps 8 bytes a channel."""
+    a = spec_from_config(tmp_path, DEFAULTS).architecture
+    assert a is not None and a.norm_in_fp32
+    layer = layer_tensors(a, True, kernels="eager", mixer="global attention")
+    eager = {t.name: t.bytes_per_token for t in layer.tensors}
+    assert eager["key and value convolutions' windows and broadcast taps (fp32)"] == 4 * 2 * 4 * (8 * 128 * 2)
+    assert eager["key and value input norms input"] == 8 * 2 * 4608

@@ -195,10 +195,12 @@ def _attention(
     return out, mm + 1
 
 
-def _attention_convolutions(a: ModelArchitecture, mixer: str) -> list[Tensor]:
+def _attention_convolutions(a: ModelArchitecture, mixer: str, kernels: Kernels) -> list[Tensor]:
     """Inkling's k_sconv, v_sconv and attn_sconv (InklingShortConvolution, modeling_inkling.py, transformers 5.25.0):
     each casts its input to fp32 and keeps it for the depthwise convolution's backward; the residual around it and
-    the cast back keep nothing. Inkling 2's full layers also keep each token's projected taps (fp32)."""
+    the cast back keep nothing. Inkling 2's full layers also keep each token's projected taps (fp32); eager, their
+    Inkling2DynamicShortConvolution keeps the unfolded windows and the taps broadcast over them instead (fp32, kernel
+    x channels each; measured by a helper's saved-tensor hooks)."""
     view = a.attention_of(mixer)
     keys_values = view.n_kv_heads * (view.d_head + view.d_value)
     out = [
@@ -207,8 +209,12 @@ def _attention_convolutions(a: ModelArchitecture, mixer: str) -> list[Tensor]:
     ]
     g = a.global_attention
     if a.sconv_kernel is not None and g is not None and g.dynamic_convs and mixer == "global attention":
-        taps = 2 * view.n_kv_heads * a.sconv_kernel  # Inkling 2's per-token taps for the keys and the values
-        out.append(Tensor("key and value convolutions' per-token taps (fp32)", "qkv", 4.0 * taps))
+        if kernels == "eager":  # the unfolded windows and the taps broadcast over them, fp32, kernel x channels each
+            windows = 2 * a.sconv_kernel * keys_values
+            out.append(Tensor("key and value convolutions' windows and broadcast taps (fp32)", "qkv", 4.0 * windows))
+        else:
+            taps = 2 * view.n_kv_heads * a.sconv_kernel  # Inkling 2's per-token taps for the keys and the values
+            out.append(Tensor("key and value convolutions' per-token taps (fp32)", "qkv", 4.0 * taps))
     return out
 
 
@@ -626,7 +632,7 @@ def layer_tensors(
         if a.attention_experts is not None and a.moe is not None:
             tensors += _attention_experts(a)
         if a.sconv_kernel is not None:
-            tensors += _attention_convolutions(a, mixer)
+            tensors += _attention_convolutions(a, mixer, kernels)
         g = a.global_attention
         if g is not None and g.input_norms > 1 and mixer == "global attention":  # Inkling 2's k and v input norms
             width = (g.input_norms - 1) * a.hidden  # their inputs, and their outputs: k_proj's and v_proj's inputs
@@ -678,8 +684,9 @@ def layer_tensors(
         routed = _mlp(a, moe.ffn, kernels, 0, "moe", "routed expert")
         io = moe.expert_io(h)  # a dispatched copy is latent-wide under LatentMoE
         per_copy = e * io + sum(t.bytes_per_token for t in routed if t.saved and t.module == "moe") + e * io
-        if moe.expert_norms:  # Ergo's post_expert_norm over each routed copy's output keeps that output
+        if moe.expert_norms:  # Ergo's post_expert_norm over each routed copy's output keeps that output; eager, also
             per_copy += _norm_input(a, kernels, "routed expert output norm", "moe", io).bytes_per_token
+            per_copy += 4.0 * io if kernels == "eager" else 0.0  # the copy's fp32 weight row it gathers (weight[ids])
         activation = sum(t.bytes_per_token for t in routed if t.saved and t.module == "moe_act")
         tensors.append(Tensor(f"routed experts (top-{moe.active})", "moe", moe.active * per_copy))
         if activation:
