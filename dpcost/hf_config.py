@@ -43,6 +43,7 @@ _ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
     "hy_v4": {"num_local_experts": "n_routed_experts"},
     "hy_v4_vl_text": {"num_local_experts": "n_routed_experts"},
     "ergo": {"local_attention_window": "sliding_window"},
+    "dots3_note_text": {"num_local_experts": "n_routed_experts"},
     "inkling2_text": {"sliding_window": "sliding_window_size", "num_local_experts": "n_routed_experts",
                       "sconv_kernel_size": "conv_kernel_size", "model_max_length": "max_position_embeddings",
                       "intermediate_size": "moe_intermediate_size", "routed_scaling_factor": "route_scale"},
@@ -753,6 +754,8 @@ _ARCHITECTURES = {
     "ErgoForCausalLM": "ergo",
     "Inkling2ForCausalLM": "inkling2_text",
     "ZayaForCausalLM": "zaya",
+    "Dots3NoteForCausalLM": "dots3_note_text",
+    "Dots3NoteForConditionalGeneration": "dots3_note",
     "Inkling2ForConditionalGeneration": "inkling2",
     "AXK2ForCausalLM": "axk2",
     "BailingHybridForCausalLM": "bailing_hybrid",
@@ -862,6 +865,7 @@ _NESTED = {
     "hy_v4_vl": "hy_v4_vl_text",
     "inkling_mm_model": "inkling_text",
     "inkling2": "inkling2_text",
+    "dots3_note": "dots3_note_text",
 }  # multimodal wrappers: the text model's keys
 # Wrappers whose configuration class builds its own text config whatever text_config's model_type says
 # (Step3p7Config.__post_init__ pops it; Glm5NextConfig builds Glm5NextTextConfig: transformers 5.25.0)
@@ -885,7 +889,7 @@ _WRAPPER_TIES = {"qwen2_5_omni_thinker": False, "qwen3_omni_moe_thinker": False,
                  "paddleocr_vl": True, "gemma4_unified": True, "fuyu": False, "aria": False, "emu3": False,
                  "cohere_compass": False, "ernie4_5_vl_moe": True, "mistral_large4": False,
                  "muse_glimmer": False, "step3p7": False, "glm5_next": False,
-                 "hy_v4_vl": False, "qwen4_exp": False}  # fmt: skip
+                 "hy_v4_vl": False, "qwen4_exp": False, "dots3_note": False}  # fmt: skip
 # Multimodal files whose text model is another family's, its keys top-level (the released files) or under text_config
 # (as transformers 5 writes them): PaddleOCR-VL's language model is ERNIE-4.5-0.3B's (PaddleOCRTextConfig keeps
 # Ernie4_5Config's keys and defaults, PaddleOCRTextModel its layers; transformers 5.25.0)
@@ -929,6 +933,7 @@ SUPPORTED_MODEL_TYPES = tuple(
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
          "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
+         "dots3_note_text",
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2961,6 +2966,12 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
     elif family == "ergo":  # ErgoAttention: a window of sliding_window in the sliding_attention layers
         size = k.integer("sliding_window", default=_ERGO["sliding_window"], field="local_attention.size")
         local = [i for i, t in enumerate(_ergo_layer_types(k, layers)) if t == "sliding_attention"]
+    elif family == "dots3_note_text":  # Dots3NoteTextAttention: a window of sliding_window, sliding_attention layers
+        types = _dots3_layer_types(k, layers)
+        if "sliding_attention" not in types:
+            return None
+        size = k.integer("sliding_window", "sliding_window_size", default=512, field="local_attention.size")
+        local = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family == "zaya":  # ZayaAttention: a window of sliding_window in the hybrid_sliding layers
         types = _zaya_layer_types(k, layers)
         if "hybrid_sliding" not in types:
@@ -3528,6 +3539,156 @@ def _zaya(k: Keys) -> dict[str, Any]:
     }  # fmt: skip
 
 
+# Dots3NoteTextConfig's defaults (configuration_dots3_note.py, transformers 5.25.0: rednote's dots3-note), and the
+# sliding layers' latent attention its __post_init__ fills in from the released files' swa_ keys
+_DOTS3 = {"vocab_size": 152064, "hidden_size": 5120, "intermediate_size": 13824, "moe_intermediate_size": 1536,
+          "num_hidden_layers": 46, "num_attention_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256,
+          "kv_lora_rank": 512, "q_lora_rank": 1024, "qk_rope_head_dim": 64, "v_head_dim": 128,
+          "qk_nope_head_dim": 128, "num_experts_per_tok": 8, "index_topk": 2048, "index_head_dim": 128,
+          "index_n_heads": 64, "shared_experts_intermediate_size": 1536}  # fmt: skip
+_DOTS3_SLIDING = {"num_attention_heads": 64, "q_lora_rank": 1024, "kv_lora_rank": 1024, "head_dim": 256,
+                  "qk_nope_head_dim": 192, "v_head_dim": 128}  # fmt: skip
+_DOTS3_SHAPE_KEYS = {"num_attention_heads", "num_key_value_heads", "q_lora_rank", "kv_lora_rank", "head_dim",
+                     "qk_nope_head_dim", "v_head_dim", "qk_rope_head_dim"}  # fmt: skip
+
+
+def _dots3_layer_types(k: Keys, layers: int) -> list[str]:
+    """Each of dots3's layers, as Dots3NoteTextConfig.__post_init__ resolves them: layer_types, else indexed in the
+    first two and every fourth from layer 1 and sliding in the rest (all full where use_sliding_window is false);
+    the released files' use_dsa renames full_attention to indexed_attention (the default where no per_layer_config
+    is given) or back."""
+    per_layer_given = k.get("per_layer_config", default=None) is not None
+    use_dsa = k.get("use_dsa", default=None if per_layer_given else True)
+    types = per_layer(k, "layer_types", layers, {"full_attention", "indexed_attention", "sliding_attention"})
+    if types is None:
+        full = "full_attention" if use_dsa is False else "indexed_attention"
+        slides = k.flag("use_sliding_window", True)
+        types = [full if not slides or i < 2 or i % 4 == 1 else "sliding_attention" for i in range(layers)]
+    if use_dsa is not None:
+        old, new = ("full_attention", "indexed_attention") if use_dsa else ("indexed_attention", "full_attention")
+        types = [new if t == old else t for t in types]
+    return types
+
+
+def _dots3_sliding_shape(k: Keys, types: list[str]) -> dict[str, int]:
+    """The sliding layers' attention keys: per_layer_config's entry for each of them where the file gives it (one
+    shape for all, and no entry for another layer), else the released files' swa_ keys over _DOTS3_SLIDING."""
+    given = k.get("per_layer_config", default=None)
+    if given is None:
+        shape = {key: k.integer(f"swa_{key}", default=v) for key, v in _DOTS3_SLIDING.items()}
+        shape["qk_rope_head_dim"] = k.integer(
+            "swa_qk_rope_head_dim", default=shape["head_dim"] - shape["qk_nope_head_dim"]
+        )
+        return shape
+    where = k._key("per_layer_config")
+    if not isinstance(given, dict):
+        raise InputError(k.where, f"{where}: a mapping of layer to settings, got {given!r}"[:200])
+    sliding = {i for i, t in enumerate(types) if t == "sliding_attention"}
+    shapes = []
+    for name, entry in given.items():
+        layer = int(name) if isinstance(name, int | str) and str(name).isdigit() else None
+        if layer not in sliding or not isinstance(entry, dict) or set(entry) - _DOTS3_SHAPE_KEYS:
+            said = f"an entry of attention shapes ({', '.join(sorted(_DOTS3_SHAPE_KEYS))}) for each sliding layer"
+            raise InputError(k.where, f"{where}: {said}, got {name!r}: {entry!r}"[:300])
+        shapes.append(entry)
+    if len(shapes) != len(sliding) or any(s != shapes[0] for s in shapes):
+        raise InputError(k.where, f"{where}: one attention shape for every sliding layer (layers of one kind at "
+                                  "different widths are not counted)")  # fmt: skip
+    return dict(shapes[0]) if shapes else {}
+
+
+def _dots3_mla(k: Keys, shape: dict[str, int], field: str) -> tuple[int, dict[str, int]]:
+    """(heads, MLA) of one kind of dots3's layers: `shape`'s keys over the top-level ones."""
+
+    def size(key: str) -> int:
+        if key in shape:
+            value = shape[key]
+            if type(value) is not int or value <= 0:
+                raise InputError(k.where, f"{k._key('per_layer_config')}: {key} a whole number above 0, got {value!r}")
+            return value
+        return int(k.integer(key, default=_DOTS3[key], field=f"{field}.{key}" if field else ""))
+
+    mla = {"q_lora_rank": size("q_lora_rank"), "kv_lora_rank": size("kv_lora_rank"),
+           "qk_nope_head_dim": size("qk_nope_head_dim"), "qk_rope_head_dim": size("qk_rope_head_dim"),
+           "v_head_dim": size("v_head_dim"), "rope_key_norm": True}  # fmt: skip
+    heads = size("num_attention_heads")
+    kv_heads = shape.get("num_key_value_heads", heads) if shape else k.integer("num_key_value_heads", default=heads)
+    if kv_heads != heads:  # Dots3NoteTextConfig.validate_architecture, each kind of layer
+        said = "num_key_value_heads must equal num_attention_heads in each kind of layer (validate_architecture)"
+        raise InputError(k.where, f"{k._key('num_key_value_heads')}: {said}, got {kv_heads} and {heads}")
+    return heads, mla
+
+
+def _dots3(k: Keys) -> dict[str, Any]:
+    """rednote's dots3 text model (model_type dots3_note_text: Dots3NoteTextConfig and Dots3NoteTextModel,
+    modeling_dots3_note.py, transformers 5.25.0): DeepSeek's latent attention (a query latent, q_lora_rank required)
+    with an RMSNorm over the shared rotary key and a sigmoid gate per head (g_proj), biased by attention_bias; layers
+    indexed (DeepSeek-V3.2's indexer), full or sliding by _dots3_layer_types, the sliding ones' latent attention
+    shaped by per_layer_config (else the released files' swa_ keys) in a window of sliding_window; a dense MLP in
+    the first first_k_dense_replace layers (or as mlp_layer_types or moe_layer_freq say), else experts and one shared
+    MLP of n_shared_experts x shared_experts_intermediate_size, under a router whose correction bias the checkpoint
+    holds; untied by default."""
+    d = _DOTS3
+    layers = k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers")
+    types = _dots3_layer_types(k, layers)
+    if "q_lora_rank" in k.cfg and k.cfg["q_lora_rank"] is None:  # validate_architecture: MLA queries need a latent
+        raise InputError(k.where, f"{k._key('q_lora_rank')}: a query latent's width (dots3 requires one), got null")
+    if k.integer("n_shared_experts", default=d["n_shared_experts"]) < 1:  # validate_architecture
+        raise InputError(k.where, f"{k._key('n_shared_experts')}: 1 or more (dots3 requires a shared expert)")
+    full_heads, full_mla = _dots3_mla(k, {}, "global_attention.mla" if "sliding_attention" in types else "mla")
+    bias = k.flag("attention_bias", False)
+    arch: dict[str, Any] = {
+        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
+        "layers": layers,
+        "heads": full_heads,
+        "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "qkv_bias": bias,
+        "out_bias": bias,
+        "head_gate": True,  # g_proj: hidden -> heads
+        "mla": full_mla,
+    }
+    if "sliding_attention" in types:
+        heads, mla = _dots3_mla(k, _dots3_sliding_shape(k, types), "")
+        arch.update(heads=heads, mla=mla)
+        if any(t != "sliding_attention" for t in types):
+            arch["mixers"] = tuple("attention" if t == "sliding_attention" else "global attention" for t in types)
+            arch["global_attention"] = {"heads": full_heads, "mla": full_mla, "head_dim": 1, "kv_heads": 1}
+    indexed = tuple(i for i, t in enumerate(types) if t == "indexed_attention")
+    if indexed:
+        arch["indexer"] = {
+            "heads": k.integer("index_n_heads", default=d["index_n_heads"], field="indexer.heads"),
+            "head_dim": k.integer("index_head_dim", default=d["index_head_dim"], field="indexer.head_dim"),
+            "topk": k.integer("index_topk", default=d["index_topk"], field="indexer.topk"),
+            "layers": indexed,
+        }
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    if kinds is None:
+        first = k.integer("first_k_dense_replace", default=1)
+        freq = k.get("moe_layer_freq", default=1)
+        if isinstance(freq, list) and len(freq) >= layers:
+            kinds = ["sparse" if i >= first and bool(freq[i]) else "dense" for i in range(layers)]
+        elif type(freq) is int and freq > 0:
+            kinds = ["sparse" if i >= first and i % freq == 0 else "dense" for i in range(layers)]
+        else:
+            said = f"{k._key('moe_layer_freq')}: a period above 0 or a flag per layer ({layers}), got {freq!r}"
+            raise InputError(k.where, said[:200])
+    if "sparse" in kinds:
+        shared = k.integer("n_shared_experts", default=d["n_shared_experts"], field="moe.shared")
+        width = k.integer("moe_shared_expert_intermediate_size", "shared_experts_intermediate_size",
+                          default=d["shared_experts_intermediate_size"], field="moe.shared_ffn")  # fmt: skip
+        arch["moe"] = {
+            "experts": k.integer("n_routed_experts", default=d["n_routed_experts"], field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", default=d["num_experts_per_tok"], field="moe.active"),
+            "ffn": k.integer("moe_intermediate_size", default=d["moe_intermediate_size"], field="moe.ffn"),
+            "router_bias": True,  # Dots3NoteTextTopkRouter's e_score_correction_bias, a buffer the checkpoint holds
+            "dense_layers": tuple(i for i, t in enumerate(kinds) if t == "dense"),
+            **({"shared": 1, "shared_ffn": shared * width} if width > 0 else {}),
+        }
+    return arch
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -3599,6 +3760,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "ergo": _ergo,
     "inkling2_text": _inkling2,
     "zaya": _zaya,
+    "dots3_note_text": _dots3,
 }
 
 

@@ -182,6 +182,11 @@ class MLASpec(Spec):
         "q_lora_rank) to every head's query and an output gate per value channel",
         exclude_if=_unset,
     )
+    rope_key_norm: bool = Field(
+        False,
+        description="an RMSNorm over the shared rotary key (dots3's k_rope_only_layernorm, qk_rope_head_dim wide)",
+        exclude_if=_unset,
+    )
 
 
 class SSMSpec(Spec):
@@ -378,6 +383,12 @@ class GlobalAttentionSpec(Spec):
         False,
         description="learned sinks in these layers (MiMo-V2-Flash has them in its sliding ones only)",
         exclude_if=_unset,
+    )
+    mla: MLASpec | None = Field(
+        None,
+        description="their latent attention's shapes where they differ from the sliding layers' (dots3's "
+        "per_layer_config)",
+        exclude_if=lambda v: v is None,
     )
     input_norms: Annotated[int, Field(ge=1, le=3, strict=True)] = Field(
         1,
@@ -961,19 +972,28 @@ class ModelArchitecture(Spec):
         per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, their experts are split by modality,
         their norms are gated and their queries fused with a gate (A.X K2), or their attention takes relative logits
         and short convolutions (Inkling), or each expert's output is normed (Ergo), or their inputs are attention
-        residuals (Inkling 2), or their attention is ZAYA's: what layouts and the per-op model do not cost yet."""
+        residuals (Inkling 2), or their attention is ZAYA's or dots3's: what layouts and the per-op model do not cost
+        yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
         unusual = unusual or self.attention_experts is not None or self.gated_norms_and_query
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
         unusual = unusual or self.relative_or_convolved or (self.moe is not None and self.moe.expert_norms)
         unusual = unusual or self.attention_residual_block is not None or self.convolved_or_scaled
+        unusual = unusual or self.latent_kinds
         return any(m not in plain for m in self.mixers) or unusual
 
     @property
     def gated_norms_and_query(self) -> bool:
         """A.X K2's gated norms (norm_gate_rank) or its query gate fused into q_gate_proj (MLASpec.query_gate)."""
         return self.norm_gate_rank is not None or (self.mla is not None and self.mla.query_gate)
+
+    @property
+    def latent_kinds(self) -> bool:
+        """dots3's latent attention shaped otherwise in its full layers (global_attention.mla) or with a norm over its
+        rotary key (mla.rope_key_norm)."""
+        g = self.global_attention
+        return (g is not None and g.mla is not None) or (self.mla is not None and self.mla.rope_key_norm)
 
     @property
     def convolved_or_scaled(self) -> bool:
@@ -1028,6 +1048,8 @@ class ModelArchitecture(Spec):
             return "attention residuals over blocks of layers"
         if self.convolved_or_scaled:
             return "compressed convolutional attention, scaled residuals and an MLP router"
+        if self.latent_kinds:
+            return "latent attention of other shapes in its sliding and full layers"
         if self.relative_or_convolved:
             return "relative position logits and short convolutions on the keys, values and sub-layer outputs"
         if self.moe is not None and self.moe.expert_norms:
@@ -1063,7 +1085,8 @@ class ModelArchitecture(Spec):
         assert g is not None
         return self._view(
             {"head_dim": g.head_dim, "kv_heads": g.kv_heads, "values_from_keys": g.values_from_keys,
-             "attention_sinks": g.sinks, "mixers": (), "global_attention": None, "heads": g.heads or self.heads}
+             "attention_sinks": g.sinks, "mixers": (), "global_attention": None, "heads": g.heads or self.heads,
+             "mla": g.mla or self.mla}
         )  # fmt: skip
 
     def _view(self, update: dict[str, Any]) -> "ModelArchitecture":

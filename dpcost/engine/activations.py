@@ -122,7 +122,7 @@ def _post_norm(a: ModelArchitecture, kernels: Kernels, name: str) -> Tensor:
 
 
 def _attention(
-    a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int, computes_kv: bool = True
+    a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int, computes_kv: bool = True, indexed: bool = True
 ) -> tuple[list[Tensor], int]:
     """Q, K, V as attention reads them, its core (log-sum-exp under flash, else the s^2 softmax and dropout),
     the context (the output projection's input) and its output; and the mm calls it makes. A kv-shared layer
@@ -148,7 +148,7 @@ def _attention(
         out.append(Tensor("Q", "mla_up_proj", e * a.heads * d_qk, matmul=mm + kv_a if q_rank else 0))
         out.append(Tensor("K, V", "mla_up_proj", e * a.heads * (d_qk + d_v), matmul=mm + kv_a + (1 if q_rank else 0)))
         mm += kv_a + (2 if q_rank else 1)
-        if a.indexer is not None:  # DeepSeek-V3.2's indexer: its queries, key and head weights
+        if a.indexer is not None and indexed:  # DeepSeek-V3.2's indexer: its queries, key and head weights
             i = a.indexer
             out.append(Tensor("indexer q, k, weights", "core_attn", e * (i.heads * i.head_dim + i.head_dim + i.heads)))
         context = a.heads * d_v
@@ -625,7 +625,9 @@ def layer_tensors(
         attention, mm = _compressed_attention(a, mixer, flash, mm)
         tensors += attention
     elif "attention" in mixer:
-        attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm, a.computes_kv(mixer))
+        indexer = a.indexer  # a kind of layer none of the indexer's layers is (dots3's sliding ones) runs none
+        indexed = indexer is None or not indexer.layers or any(a.mixer(layer) == mixer for layer in indexer.layers)
+        attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm, a.computes_kv(mixer), indexed)
         tensors += attention
         if a.layer_norms == 3:  # a norm over the attention's output before its projection keeps its input
             tensors.append(_norm_input(a, kernels, "attention output norm", "attn_out", a.heads * a.d_value))

@@ -105,6 +105,7 @@ def _attention(a: ModelArchitecture) -> tuple[float, float]:
         if a.out_bias:
             o += h
         sinks = a.heads if a.attention_sinks else 0  # Hy4's HYV4Attention.sinks, one per head
+        sinks += m.qk_rope_head_dim if m.rope_key_norm else 0  # dots3's k_rope_only_layernorm
         return q + kv + o + sinks, max(o, m.kv_lora_rank * a.heads * (m.qk_nope_head_dim + m.v_head_dim))
     q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
     v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value  # Gemma 4's attention_k_eq_v: no v_proj

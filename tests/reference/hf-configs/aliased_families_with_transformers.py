@@ -10,7 +10,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
-        zaya \
+        zaya dots3_note_text dots3_note \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -22,7 +22,8 @@ norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (coh
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
-A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model and ZAYA, with transformers 5.25.0).
+A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA and dots3's text model, with
+transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -44,6 +45,12 @@ INKLING_SMALL = {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 6,
                  "swa_head_dim": 32, "sliding_window_size": 64, "d_rel": 8, "rel_extent": 128, "conv_kernel_size": 3,
                  "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 64,
                  "intermediate_size": 512}  # fmt: skip
+DOTS3_SMALL = {"vocab_size": 1000, "hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 64,
+               "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 4, "n_routed_experts": 8,
+               "num_experts_per_tok": 2, "kv_lora_rank": 32, "q_lora_rank": 48, "qk_rope_head_dim": 16,
+               "v_head_dim": 32, "qk_nope_head_dim": 32, "index_topk": 32, "index_head_dim": 32, "index_n_heads": 2,
+               "shared_experts_intermediate_size": 96, "sliding_window": 64, "pad_token_id": 0, "bos_token_id": 1,
+               "eos_token_id": 2}  # fmt: skip
 INKLING2_SMALL = {"vocab_size": 1000, "unpadded_vocab_size": 990, "hidden_size": 256, "num_hidden_layers": 6,
                   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "swa_num_attention_heads": 8,
                   "swa_num_key_value_heads": 4, "swa_head_dim": 32, "sliding_window_size": 64, "d_rel": 8,
@@ -737,6 +744,18 @@ CASES: dict[str, list[dict[str, object]]] = {
              {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
               "num_key_value_heads": 4, "head_dim": 64, "moe_intermediate_size": 96, "num_experts": 8,
               "router_hidden_size": 32, "tie_word_embeddings": False}],
+    # rednote's dots3: DeepSeek-V3.2's latent attention and indexer with a rotary-key norm and a gate per head, sliding
+    # layers of their own latent shapes; its defaults, small ones from the released files' swa_ keys and moe_layer_freq,
+    # without the indexer (use_dsa false) and with biases, without sliding layers, and the multimodal wrapper
+    "dots3_note_text": [{}, {**DOTS3_SMALL, "swa_num_attention_heads": 2, "swa_num_key_value_heads": 2,
+                             "swa_kv_lora_rank": 48, "swa_head_dim": 40,
+                             "swa_qk_nope_head_dim": 24, "swa_v_head_dim": 16, "swa_q_lora_rank": 32,
+                             "first_k_dense_replace": 2, "moe_layer_freq": 1, "n_shared_experts": 2},
+                        {**DOTS3_SMALL, "use_dsa": False, "attention_bias": True, "tie_word_embeddings": True,
+                         "mlp_layer_types": ["dense", "sparse", "sparse", "dense", "sparse", "sparse"]},
+                        {**DOTS3_SMALL, "use_sliding_window": False, "shared_experts_intermediate_size": 64}],
+    "dots3_note": [{"text_config": {**DOTS3_SMALL, "num_hidden_layers": 4}, "vision_config": {"adapter_out_dim": 256},
+                    "audio_config": {"adapter_out_dim": 256}}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
                           "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
                           "tie_word_embeddings": True}],
