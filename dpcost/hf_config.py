@@ -622,7 +622,7 @@ _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_d
 _LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt",
-        "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "kosmos_2_text_model")  # fmt: skip
+        "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "kosmos_2_text_model", "gpt_neox_japanese")  # fmt: skip
 # The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
 # configuration_mpt.py, transformers 5.24.0; configuration_openai.py, configuration_xglm.py, configuration_biogpt.py,
 # configuration_ctrl.py, configuration_persimmon.py, 5.25.0); the others' files must name their shapes
@@ -635,6 +635,12 @@ _GPT_DEFAULTS: dict[str, dict[str, int]] = {
     "biogpt": {"hidden": 1024, "layers": 24, "heads": 16, "vocab": 42384},
     "ctrl": {"hidden": 1280, "layers": 48, "heads": 16, "vocab": 246534},
     "persimmon": {"hidden": 4096, "layers": 36, "heads": 64, "vocab": 262144},
+    "gpt_neox_japanese": {
+        "hidden": 2560,
+        "layers": 32,
+        "heads": 32,
+        "vocab": 32000,
+    },  # configuration_gpt_neox_japanese.py
     "kosmos_2_text_model": {"hidden": 2048, "layers": 24, "heads": 32, "vocab": 65037},  # configuration_kosmos2.py
 }
 # XGLM names its heads attention_heads (XGLMConfig.attribute_map maps num_attention_heads to it)
@@ -783,6 +789,7 @@ _ARCHITECTURES = {
     "MPTForCausalLM": "mpt",
     "StableLmForCausalLM": "stablelm",
     "GPTNeoXForCausalLM": "gpt_neox",
+    "GPTNeoXJapaneseForCausalLM": "gpt_neox_japanese",
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
@@ -2551,6 +2558,15 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             qkv_bias=False,
             linear_bias=False,
         )
+    elif family == "gpt_neox_japanese":  # modeling_gpt_neox_japanese.py (5.25.0): GPT-NeoX's blocks without biases
+        # but the LayerNorms' and the last layer's output projection's (dense_bias), an MLP of
+        # int(hidden_size x intermediate_multiple_size), tied by default
+        multiple = k.get("intermediate_multiple_size", default=4)
+        if isinstance(multiple, bool) or not isinstance(multiple, int | float) or not 0 < multiple < 1e6:
+            said = f"{k._key('intermediate_multiple_size')}: a positive multiple of hidden_size, got {multiple!r}"
+            raise InputError(k.where, said[:200])
+        arch.update(ffn=int(hidden * multiple), tied_embeddings=k.flag("tie_word_embeddings", True), qkv_bias=False,
+                    linear_bias=False, out_bias=False, last_out_bias=True)  # fmt: skip
     elif family == "gpt_neox":  # configuration_gpt_neox.py: tie_word_embeddings=False, attention_bias=True
         arch.update(
             ffn=k.integer("intermediate_size", field="ffn"),

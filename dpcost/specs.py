@@ -577,6 +577,11 @@ class ModelArchitecture(Spec):
         "linear_bias (GPT-J, CodeGen); unset: as linear_bias says",
         exclude_if=lambda v: v is None,
     )
+    last_out_bias: bool = Field(
+        False,
+        description="a bias on the last layer's attention output projection alone (GPT-NeoX-Japanese's dense_bias)",
+        exclude_if=_unset,
+    )
     head_bias: bool = Field(
         False, description="a bias on the output head (Phi-3.5-MoE's lm_head_bias)", exclude_if=_unset
     )

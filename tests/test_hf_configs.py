@@ -179,13 +179,13 @@ def test_refused_families_are_refused_by_name(row: dict[str, str]) -> None:
     "cfg",
     [
         {"model_type": "diffllama", "hidden_size": 2048, "num_hidden_layers": 16},
-        {"model_type": "gpt_neox_japanese", "hidden_size": 2560, "num_hidden_layers": 32},
+        {"model_type": "doge", "hidden_size": 2048, "num_hidden_layers": 24},
     ],
     ids=lambda c: c["model_type"],
 )
 def test_a_family_without_a_key_map_is_refused_by_name(cfg: dict[str, object]) -> None:
-    """DiffLlama and GPT-NeoX-Japanese share keys with counted families (hidden_size, num_hidden_layers): each is
-    refused by its model_type."""
+    """DiffLlama and Doge share keys with counted families (hidden_size, num_hidden_layers): each is refused by its
+    model_type."""
     with pytest.raises(InputError, match=f"model_type '{cfg['model_type']}' .*{REFUSAL}"):
         model_from_hf_config(cfg, "config.json")
 

@@ -871,6 +871,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     positions = float(a.learned_positions * h)
     final_norm = outside_norm_parameters(a) + hyper_head_parameters(a) + attention_residual_parameters(a)
     final_norm += input_scale_parameters(a) + router_state_scale_parameters(a)
+    final_norm += h if a.last_out_bias else 0  # GPT-NeoX-Japanese's last layer's dense_bias, held outside the blocks
     per_layer = a.per_layer_input
     # Gemma 4's embed_tokens_per_layer, and per_layer_model_projection with per_layer_projection_norm
     per_layer_embedding = per_layer_projection = 0.0
@@ -944,6 +945,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         components.append(("attention residual queries", attention_residual_parameters(a)))
     if a.residual_scaling:
         components.append(("residual scales", 8 * a.hidden * a.layers + input_scale_parameters(a)))
+    if a.last_out_bias:
+        components.append(("last layer's output projection bias", float(a.hidden)))
     if a.norm_gate_rank:
         components.append(("norm gates", sum(norm_gate_parameters(a, mlp == "moe") for _, mlp, _ in kinds)))
     if a.hyper_connected:

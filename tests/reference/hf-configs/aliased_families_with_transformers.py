@@ -10,7 +10,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
-        zaya dots3_note_text dots3_note \
+        zaya dots3_note_text dots3_note gpt_neox_japanese \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -22,8 +22,8 @@ norms, RecurrentGemma, A.X K1, Kolibri-1, Beam, Lara 4 Mini, Cohere's North (coh
 ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's language model,
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
-A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA and dots3's text model, with
-transformers 5.25.0).
+A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA, dots3's text model and
+GPT-NeoX-Japanese, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -756,6 +756,10 @@ CASES: dict[str, list[dict[str, object]]] = {
                         {**DOTS3_SMALL, "use_sliding_window": False, "shared_experts_intermediate_size": 64}],
     "dots3_note": [{"text_config": {**DOTS3_SMALL, "num_hidden_layers": 4}, "vision_config": {"adapter_out_dim": 256},
                     "audio_config": {"adapter_out_dim": 256}}],
+    # GPT-NeoX-Japanese: GPT-NeoX's blocks without biases but the norms' and the last layer's output projection's;
+    # its defaults (abeja's 2.7B shapes) and a small untied one of another MLP multiple
+    "gpt_neox_japanese": [{}, {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+                               "intermediate_multiple_size": 2, "tie_word_embeddings": False}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
                           "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
                           "tie_word_embeddings": True}],
