@@ -3530,12 +3530,17 @@ def _zaya(k: Keys) -> dict[str, Any]:
         raise InputError(k.where, said)
     bias = k.flag("attention_bias", False)
     experts = k.integer("num_experts", default=d["num_experts"], field="moe.experts")
+    kv_heads = k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads")
+    head_dim = k.integer("head_dim", default=d["head_dim"], field="head_dim")
+    if (kv_heads * head_dim) % 2:  # ZayaCCAProjection halves the value width between two projections
+        said = f"{k._key('num_key_value_heads')} x {k._key('head_dim')}: an even value width (ZAYA takes half of it "
+        raise InputError(k.where, f"{said}from the previous token), got {kv_heads} x {head_dim}")
     return {
         "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
         "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
         "heads": k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads"),
-        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
-        "head_dim": k.integer("head_dim", default=d["head_dim"], field="head_dim"),
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
         "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "head_bias": k.flag("lm_head_bias", False),

@@ -41,11 +41,13 @@ def test_the_convolutions_and_router_by_hand(tmp_path: Path) -> None:
         ({"num_experts_per_tok": 2}, "num_experts_per_tok: 1 (ZAYA routes each token to one expert), got 2"),
         ({"sliding_window": None}, "sliding_window: required field is missing"),
         ({"layer_types": ["hybrid", "sliding_attention", "hybrid", "hybrid"]}, "layer_types: one of hybrid"),
+        ({"num_key_value_heads": 1, "head_dim": 33}, "an even value width"),
     ],
 )
 def test_what_transformers_refuses_is_refused_in_one_line(tmp_path: Path, change: dict, said: str) -> None:  # type: ignore[type-arg]
-    """ZayaConfig.validate_architecture: one expert a token, a window where layer_types has sliding layers; and the
-    layer kinds ZayaModel builds (hybrid, hybrid_sliding)."""
+    """ZayaConfig.validate_architecture: one expert a token, a window where layer_types has sliding layers; the
+    layer kinds ZayaModel builds (hybrid, hybrid_sliding); and a value width ZayaCCAProjection can halve (it builds
+    v_proj_current and v_proj_delayed of kv_heads x head_dim // 2 each, and an odd width fails its forward)."""
     assert said in estimate_refusal(tmp_path, {**SMALL, **change})
 
 
@@ -53,3 +55,19 @@ def test_what_transformers_refuses_is_refused_in_one_line(tmp_path: Path, change
 def test_layouts_and_per_op_times_refuse_it_by_name(tmp_path: Path, flags: tuple[str, ...]) -> None:
     """Megatron's layers have neither ZAYA's convolutions nor its scaled residuals nor its router MLP."""
     assert "compressed convolutional attention" in estimate_refusal(tmp_path, UNTIED, *flags)
+
+
+def test_eager_keeps_the_fp32_residual_terms_and_the_router_mlp_s_inputs(tmp_path: Path) -> None:
+    """A helper's saved-tensor hooks on an eager bf16 ZayaDecoderLayer (hidden 64, router_hidden_size 32) read 512
+    bytes a token for the two residual scalings' fp32 (residual + residual_bias), 2 x 4 x hidden, and 580 for the
+    router MLP, 9 bf16 router-wide tensors and a scalar; fused kernels keep the branches and the fp32 mid-layer
+    residual's extra half instead, and six router-wide tensors."""
+    a = spec_from_config(tmp_path, DEFAULTS).architecture
+    assert a is not None
+    from dpcost.engine.activations import layer_tensors
+
+    eager = {t.name: t.bytes_per_token for t in layer_tensors(a, True, kernels="eager").tensors}
+    fused = {t.name: t.bytes_per_token for t in layer_tensors(a, True, kernels="fused").tensors}
+    assert eager["residuals plus their biases (fp32)"] == 2 * 4 * 2048
+    assert eager["router MLP's intermediates"] == 9 * 2 * 256
+    assert fused["mid-layer residual's fp32 half"] == 2 * 2048 and fused["router MLP's intermediates"] == 6 * 2 * 256

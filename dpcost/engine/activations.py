@@ -673,8 +673,10 @@ def layer_tensors(
         moe = a.moe
         tensors.append(Tensor("router logits (fp32)", "router", 4.0 * moe.router_rows(), matmul=mm))
         mm += 1
-        if moe.router_mlp is not None:  # ZAYA's router: down_proj's, the norm's, fc1's and fc2's outputs, GELUs'
-            tensors.append(Tensor("router MLP's intermediates", "router", 6 * e * moe.router_mlp))
+        if moe.router_mlp is not None:  # ZAYA's router: down_proj's, the norm's, fc1's and fc2's outputs, GELUs';
+            # eager, also the router state it scales, the norm's fp32 copy and normed product (a helper's hooks: 9)
+            widths = 9 if kernels == "eager" else 6
+            tensors.append(Tensor("router MLP's intermediates", "router", widths * e * moe.router_mlp))
         for i in range(moe.shared):  # an MLP of the MoE layer: "shared_experts" recomputes it, "mlp" does not
             part = _mlp(a, moe.shared_width, kernels, mm, "shared_experts", f"shared expert {i + 1}")
             if moe.expert_norms:  # Ergo's shared_experts.norm keeps the expert's output, its input
@@ -705,9 +707,13 @@ def layer_tensors(
         if mixer == "rwkv":
             tensors += _rwkv_channel_mix(a, mm)
             mm += 1
-    if a.residual_scaling:  # ZAYA: each scaling keeps its branch, and the mid-layer residual is fp32 (2 more bytes)
+    if a.residual_scaling:  # ZAYA: each scaling keeps its branch; eager, also its residual plus bias in fp32, where
+        # fused kernels keep that sum's input, the fp32 mid-layer residual (2 bytes beyond a 16-bit copy)
         tensors.append(Tensor("attention and MLP outputs, their scales' inputs", "attn_out", 2 * e * h))
-        tensors.append(Tensor("mid-layer residual's fp32 half", "attn_out", e * h))
+        if kernels == "eager":
+            tensors.append(Tensor("residuals plus their biases (fp32)", "attn_out", 2 * 4.0 * h))
+        else:
+            tensors.append(Tensor("mid-layer residual's fp32 half", "attn_out", e * h))
     if a.sconv_kernel is not None:  # Inkling's mlp_sconv keeps its fp32 input, the MLP's output
         module: Module = "moe" if moe_layer and a.moe is not None else "mlp"
         tensors.append(Tensor("MLP output convolution's input (fp32)", module, 4.0 * h))
