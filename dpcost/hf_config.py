@@ -790,6 +790,7 @@ _ARCHITECTURES = {
     "StableLmForCausalLM": "stablelm",
     "GPTNeoXForCausalLM": "gpt_neox",
     "GPTNeoXJapaneseForCausalLM": "gpt_neox_japanese",
+    "ModernBertDecoderForCausalLM": "modernbert-decoder",
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
@@ -940,7 +941,7 @@ SUPPORTED_MODEL_TYPES = tuple(
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
          "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
-         "dots3_note_text",
+         "dots3_note_text", "modernbert-decoder",
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2982,6 +2983,18 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
     elif family == "ergo":  # ErgoAttention: a window of sliding_window in the sliding_attention layers
         size = k.integer("sliding_window", default=_ERGO["sliding_window"], field="local_attention.size")
         local = [i for i, t in enumerate(_ergo_layer_types(k, layers)) if t == "sliding_attention"]
+    elif family == "modernbert-decoder":  # a window of local_attention // 2 in the sliding_attention layers
+        # null is the class's "no window" (local_attention: int | None), not its default
+        written = k.cfg.get("local_attention", _MODERNBERT_DECODER["local_attention"])
+        local_attention = None if written is None else k.integer("local_attention", default=written)
+        types = _modernbert_decoder_layer_types(k, layers)
+        if not local_attention or "sliding_attention" not in types:  # sliding_window -1: no window
+            return None
+        size = local_attention // 2
+        if size <= 0:
+            said = f"a window of local_attention // 2, 1 token or more, got {local_attention}"
+            raise InputError(k.where, f"{k._key('local_attention')}: {said}")
+        local = [i for i, t in enumerate(types) if t == "sliding_attention"]
     elif family == "dots3_note_text":  # Dots3NoteTextAttention: a window of sliding_window, sliding_attention layers
         types = _dots3_layer_types(k, layers)
         if "sliding_attention" not in types:
@@ -3710,6 +3723,57 @@ def _dots3(k: Keys) -> dict[str, Any]:
     return arch
 
 
+# ModernBertDecoderConfig's defaults (configuration_modernbert_decoder.py, transformers 5.25.0: the Ettin decoders'
+# 150M shapes)
+_MODERNBERT_DECODER = {"vocab_size": 50368, "hidden_size": 768, "intermediate_size": 1152, "num_hidden_layers": 22,
+                       "num_attention_heads": 12, "local_attention": 128}  # fmt: skip
+
+
+def _modernbert_decoder_layer_types(k: Keys, layers: int) -> list[str]:
+    """Each ModernBERT-decoder layer, full_attention or sliding_attention: layer_types, else full every
+    global_attn_every_n_layers-th from layer 0 (ModernBertDecoderConfig.__post_init__; the Hub's files still give
+    it)."""
+    types = per_layer(k, "layer_types", layers, {"full_attention", "sliding_attention"})
+    if types is not None:
+        return types
+    every = k.integer("global_attn_every_n_layers", default=3)
+    if every == 0:
+        raise InputError(k.where, f"{k._key('global_attn_every_n_layers')}: a period other than 0 (it divides), got 0")
+    return ["sliding_attention" if i % every else "full_attention" for i in range(layers)]
+
+
+def _modernbert_decoder(k: Keys) -> dict[str, Any]:
+    """ModernBERT-decoder (model_type modernbert-decoder: ModernBertDecoderForCausalLM, modeling_modernbert_decoder.py,
+    transformers 5.25.0; the Ettin decoders): LayerNorms (biased by norm_bias) after the embedding, before the
+    attention (none in layer 0, which reads the embedding's: that one is counted as layer 0's) and before the MLP, and
+    at the end; q, k, v and o of hidden x hidden, biased by attention_bias; a GeGLU MLP (Wi makes the
+    input and its gate) biased by mlp_bias; full layers every global_attn_every_n_layers-th, the others sliding in a
+    window of local_attention // 2; a prediction head (dense, biased by classifier_bias, and a norm) before the
+    output matrix, which is tied and biased by decoder_bias."""
+    d = _MODERNBERT_DECODER
+    hidden = k.integer("hidden_size", default=d["hidden_size"], field="hidden")
+    heads = k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads")
+    attention_bias, mlp_bias = k.flag("attention_bias", False), k.flag("mlp_bias", False)
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
+        "heads": heads,
+        "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
+        "mlp": "geglu",
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "norm": "layernorm" if k.flag("norm_bias", False) else "rmsnorm",  # a LayerNorm's weight, and its bias
+        # the embedding's norm is counted as layer 0's attention norm, which that layer does not hold (Identity)
+        "qkv_bias": attention_bias,
+        "out_bias": attention_bias,
+        "head_bias": k.flag("decoder_bias", True),
+        "head_transform": "dense_biased" if k.flag("classifier_bias", False) else "dense",
+    }
+    if mlp_bias:  # Wi and Wo: linear_bias where out_bias says o_proj's own
+        arch["linear_bias"] = True
+    return arch
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -3782,6 +3846,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "inkling2_text": _inkling2,
     "zaya": _zaya,
     "dots3_note_text": _dots3,
+    "modernbert-decoder": _modernbert_decoder,
 }
 
 

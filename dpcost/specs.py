@@ -577,6 +577,12 @@ class ModelArchitecture(Spec):
         "linear_bias (GPT-J, CodeGen); unset: as linear_bias says",
         exclude_if=lambda v: v is None,
     )
+    head_transform: Literal["none", "dense", "dense_biased"] = Field(
+        "none",
+        description="a dense layer (hidden x hidden, biased or not), its activation and a norm before the output head "
+        "(ModernBERT-decoder's prediction head)",
+        exclude_if=lambda v: v == "none",
+    )
     last_out_bias: bool = Field(
         False,
         description="a bias on the last layer's attention output projection alone (GPT-NeoX-Japanese's dense_bias)",

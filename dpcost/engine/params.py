@@ -658,6 +658,15 @@ def router_state_scale_parameters(a: ModelArchitecture) -> float:
     return float(e.router_mlp * sum(1 for i in range(1, a.layers) if a.moe_layer(i)))
 
 
+def head_transform_parameters(a: ModelArchitecture) -> float:
+    """ModernBERT-decoder's prediction head before its output matrix (ModernBertDecoderPredictionHead,
+    modeling_modernbert_decoder.py, transformers 5.25.0): dense (hidden x hidden, biased by classifier_bias) and a
+    norm."""
+    if a.head_transform == "none":
+        return 0.0
+    return float(a.hidden * a.hidden + (a.hidden if a.head_transform == "dense_biased" else 0) + _norm(a))
+
+
 def input_scale_parameters(a: ModelArchitecture) -> float:
     """ZAYA's input_hidden_states_scale and _bias on the embedding (ModelArchitecture.residual_scaling; each layer's
     two ZayaResidualScaling, a scale and a bias on the branch and on the residual, are the layer's)."""
@@ -872,6 +881,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     final_norm = outside_norm_parameters(a) + hyper_head_parameters(a) + attention_residual_parameters(a)
     final_norm += input_scale_parameters(a) + router_state_scale_parameters(a)
     final_norm += h if a.last_out_bias else 0  # GPT-NeoX-Japanese's last layer's dense_bias, held outside the blocks
+    final_norm += head_transform_parameters(a)
     per_layer = a.per_layer_input
     # Gemma 4's embed_tokens_per_layer, and per_layer_model_projection with per_layer_projection_norm
     per_layer_embedding = per_layer_projection = 0.0
@@ -947,6 +957,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         components.append(("residual scales", 8 * a.hidden * a.layers + input_scale_parameters(a)))
     if a.last_out_bias:
         components.append(("last layer's output projection bias", float(a.hidden)))
+    if a.head_transform != "none":
+        components.append(("output head's dense layer and norm", head_transform_parameters(a)))
     if a.norm_gate_rank:
         components.append(("norm gates", sum(norm_gate_parameters(a, mlp == "moe") for _, mlp, _ in kinds)))
     if a.hyper_connected:

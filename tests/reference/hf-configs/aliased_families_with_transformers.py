@@ -10,7 +10,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
-        zaya dots3_note_text dots3_note gpt_neox_japanese \
+        zaya dots3_note_text dots3_note gpt_neox_japanese modernbert-decoder \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -23,7 +23,7 @@ ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's lan
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
 A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA, dots3's text model and
-GPT-NeoX-Japanese, with transformers 5.25.0).
+GPT-NeoX-Japanese and ModernBERT-decoder, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -760,6 +760,18 @@ CASES: dict[str, list[dict[str, object]]] = {
     # its defaults (abeja's 2.7B shapes) and a small untied one of another MLP multiple
     "gpt_neox_japanese": [{}, {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
                                "intermediate_multiple_size": 2, "tie_word_embeddings": False}],
+    # ModernBERT-decoder (the Ettin decoders): LayerNorms without biases, GeGLU MLPs, sliding layers, a prediction head
+    # before a tied and biased output matrix; its defaults, one with every bias and a full layer every second, and one
+    # untied without a decoder bias
+    "modernbert-decoder": [{}, {"vocab_size": 1000, "hidden_size": 256, "intermediate_size": 384,
+                                "num_hidden_layers": 4, "num_attention_heads": 4, "norm_bias": True,
+                                "attention_bias": True, "mlp_bias": True, "classifier_bias": True,
+                                "global_attn_every_n_layers": 2, "local_attention": 64, "pad_token_id": 0,
+                                "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1, "sep_token_id": 2},
+                           {"vocab_size": 1000, "hidden_size": 256, "intermediate_size": 384, "num_hidden_layers": 3,
+                            "num_attention_heads": 4, "tie_word_embeddings": False, "decoder_bias": False,
+                            "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1,
+                            "sep_token_id": 2}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
                           "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
                           "tie_word_embeddings": True}],
