@@ -879,8 +879,9 @@ _NESTED = {
 # (Step3p7Config.__post_init__ pops it; Glm5NextConfig builds Glm5NextTextConfig: transformers 5.25.0)
 _TEXT_CLASS_FIXED = ("step3p7", "glm5_next")
 # Wrappers whose configuration class takes a file without text_config as its text model's keys (Glm5NextConfig:
-# "if self.text_config is None: self.text_config = kwargs", transformers 5.25.0)
-_FLAT_WRAPPERS = ("glm5_next",)
+# "if self.text_config is None: self.text_config = kwargs"; Dots3NoteConfig: "Published checkpoints store the text
+# configuration at the top level", transformers 5.25.0)
+_FLAT_WRAPPERS = ("glm5_next", "dots3_note")
 # A wrapper's text model_type that its configuration class renames (configuration_exaone4_5.py: exaone4_5_text is
 # Exaone4Config; transformers 5.25.0's GraniteDoclingTextConfig is GraniteConfig and its text model GraniteModel)
 _TEXT_ALIASES = {"exaone4_5_text": "exaone4", "granite_docling_text": "granite", "qwen2_5_omni_text": "qwen2",
@@ -3589,10 +3590,9 @@ _DOTS3_SHAPE_KEYS = {"num_attention_heads", "num_key_value_heads", "q_lora_rank"
 def _dots3_layer_types(k: Keys, layers: int) -> list[str]:
     """Each of dots3's layers, as Dots3NoteTextConfig.__post_init__ resolves them: layer_types, else indexed in the
     first two and every fourth from layer 1 and sliding in the rest (all full where use_sliding_window is false);
-    the released files' use_dsa renames full_attention to indexed_attention (the default where no per_layer_config
-    is given) or back."""
-    per_layer_given = k.get("per_layer_config", default=None) is not None
-    use_dsa = k.get("use_dsa", default=None if per_layer_given else True)
+    the released files' use_dsa renames full_attention to indexed_attention (the default where the file has no
+    per_layer_config key, even a null one) or back."""
+    use_dsa = k.get("use_dsa", default=None if "per_layer_config" in k.cfg else True)
     types = per_layer(k, "layer_types", layers, {"full_attention", "indexed_attention", "sliding_attention"})
     if types is None:
         full = "full_attention" if use_dsa is False else "indexed_attention"
@@ -3604,64 +3604,94 @@ def _dots3_layer_types(k: Keys, layers: int) -> list[str]:
     return types
 
 
-def _dots3_sliding_shape(k: Keys, types: list[str]) -> dict[str, int]:
-    """The sliding layers' attention keys: per_layer_config's entry for each of them where the file gives it (one
-    shape for all, and no entry for another layer), else the released files' swa_ keys over _DOTS3_SLIDING."""
-    given = k.get("per_layer_config", default=None)
-    if given is None:
-        shape = {key: k.integer(f"swa_{key}", default=v) for key, v in _DOTS3_SLIDING.items()}
-        shape["qk_rope_head_dim"] = k.integer(
-            "swa_qk_rope_head_dim", default=shape["head_dim"] - shape["qk_nope_head_dim"]
-        )
-        return shape
+Shape = dict[str, tuple[Any, str]]  # an attention key's value and the key (as the file spells it) that gave it
+
+
+def _dots3_layer_shapes(k: Keys, types: list[str]) -> list[Shape]:
+    """Each layer's attention keys where they are not the top level's, as Dots3NoteTextConfig resolves them: the
+    file's per_layer_config entries where it has the key (null or empty: none), else, for the sliding layers, the
+    released files' swa_ keys over _DOTS3_SLIDING (__post_init__)."""
+    if "per_layer_config" not in k.cfg:
+        swa = {key: (k.get(f"swa_{key}", default=v), k._key(f"swa_{key}")) for key, v in _DOTS3_SLIDING.items()}
+        head_dim, nope = swa["head_dim"][0], swa["qk_nope_head_dim"][0]
+        rope = k.get("swa_qk_rope_head_dim", default=None)
+        if rope is None:
+            rope = head_dim - nope if type(head_dim) is int and type(nope) is int else head_dim
+        swa["qk_rope_head_dim"] = (rope, k._key("swa_qk_rope_head_dim"))
+        swa["num_key_value_heads"] = (k.get("swa_num_key_value_heads", default=64), k._key("swa_num_key_value_heads"))
+        return [swa if t == "sliding_attention" else {} for t in types]
+    given = k.cfg["per_layer_config"] or {}
     where = k._key("per_layer_config")
     if not isinstance(given, dict):
         raise InputError(k.where, f"{where}: a mapping of layer to settings, got {given!r}"[:200])
-    sliding = {i for i, t in enumerate(types) if t == "sliding_attention"}
-    shapes = []
+    shapes: list[Shape] = [{} for _ in types]
     for name, entry in given.items():
         layer = int(name) if isinstance(name, int | str) and str(name).isdigit() else None
-        if layer not in sliding or not isinstance(entry, dict) or set(entry) - _DOTS3_SHAPE_KEYS:
-            said = f"an entry of attention shapes ({', '.join(sorted(_DOTS3_SHAPE_KEYS))}) for each sliding layer"
+        if layer is None or layer >= len(types) or not isinstance(entry, dict) or set(entry) - _DOTS3_SHAPE_KEYS:
+            said = f"layer numbers from 0 to {len(types) - 1}, each with attention shapes ("
+            said += f"{', '.join(sorted(_DOTS3_SHAPE_KEYS))}; dpcost counts no other key per layer)"
             raise InputError(k.where, f"{where}: {said}, got {name!r}: {entry!r}"[:300])
-        shapes.append(entry)
-    if len(shapes) != len(sliding) or any(s != shapes[0] for s in shapes):
-        raise InputError(k.where, f"{where}: one attention shape for every sliding layer (layers of one kind at "
-                                  "different widths are not counted)")  # fmt: skip
-    return dict(shapes[0]) if shapes else {}
+        shapes[layer] = {key: (value, f"{where}.{name}.{key}") for key, value in entry.items()}
+    return shapes
 
 
-def _dots3_mla(k: Keys, shape: dict[str, int], field: str) -> tuple[int, dict[str, int]]:
-    """(heads, MLA) of one kind of dots3's layers: `shape`'s keys over the top-level ones."""
+def _dots3_mla(k: Keys, shape: Shape, field: str) -> tuple[int, dict[str, Any]]:
+    """(heads, MLA) of one of dots3's layers: `shape`'s keys over the top-level ones, checked as
+    Dots3NoteTextConfig.validate_architecture checks each kind of layer (as many KV heads as query heads)."""
 
     def size(key: str) -> int:
-        if key in shape:
-            value = shape[key]
-            if type(value) is not int or value <= 0:
-                raise InputError(k.where, f"{k._key('per_layer_config')}: {key} a whole number above 0, got {value!r}")
-            return value
-        return int(k.integer(key, default=_DOTS3[key], field=f"{field}.{key}" if field else ""))
+        if key not in shape:
+            return int(k.integer(key, default=_DOTS3[key], field=f"{field}.{key}" if field else ""))
+        value, said = shape[key]
+        if type(value) is not int or not 0 < value <= 10_000_000:
+            raise InputError(k.where, f"{said}: a whole number from 1 to 10,000,000, got {value!r}"[:200])
+        return value
 
     mla = {"q_lora_rank": size("q_lora_rank"), "kv_lora_rank": size("kv_lora_rank"),
            "qk_nope_head_dim": size("qk_nope_head_dim"), "qk_rope_head_dim": size("qk_rope_head_dim"),
            "v_head_dim": size("v_head_dim"), "rope_key_norm": True}  # fmt: skip
     heads = size("num_attention_heads")
-    kv_heads = shape.get("num_key_value_heads", heads) if shape else k.integer("num_key_value_heads", default=heads)
-    if kv_heads != heads:  # Dots3NoteTextConfig.validate_architecture, each kind of layer
-        said = "num_key_value_heads must equal num_attention_heads in each kind of layer (validate_architecture)"
-        raise InputError(k.where, f"{k._key('num_key_value_heads')}: {said}, got {kv_heads} and {heads}")
+    kv_heads, said = shape.get("num_key_value_heads") or (
+        k.integer("num_key_value_heads", default=128),
+        k._key("num_key_value_heads"),
+    )
+    if kv_heads != heads:
+        raise InputError(k.where, f"{said}: as many KV heads as query heads in each kind of dots3 layer "
+                                  f"({heads}), got {kv_heads!r}"[:200])  # fmt: skip
     return heads, mla
+
+
+def _dots3_moe_layers(k: Keys, layers: int) -> list[str]:
+    """Each layer's MLP, dense or sparse: mlp_layer_types, else sparse from first_k_dense_replace on where
+    moe_layer_freq says (a flag per layer, or every moe_layer_freq-th by Python's %: __post_init__, which reads it
+    only there)."""
+    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
+    if kinds is not None:
+        return kinds
+    first = k.integer("first_k_dense_replace", default=1)
+    freq = k.get("moe_layer_freq", default=1)
+
+    def sparse(i: int) -> bool:
+        if i < first:
+            return False
+        if isinstance(freq, list) and i < len(freq):
+            return bool(freq[i])
+        if isinstance(freq, int | float) and not isinstance(freq, list) and freq != 0:
+            return i % freq == 0
+        said = f"{k._key('moe_layer_freq')}: a period other than 0 or a flag per layer ({layers}), got {freq!r}"
+        raise InputError(k.where, said[:200])
+
+    return ["sparse" if sparse(i) else "dense" for i in range(layers)]
 
 
 def _dots3(k: Keys) -> dict[str, Any]:
     """rednote's dots3 text model (model_type dots3_note_text: Dots3NoteTextConfig and Dots3NoteTextModel,
     modeling_dots3_note.py, transformers 5.25.0): DeepSeek's latent attention (a query latent, q_lora_rank required)
     with an RMSNorm over the shared rotary key and a sigmoid gate per head (g_proj), biased by attention_bias; layers
-    indexed (DeepSeek-V3.2's indexer), full or sliding by _dots3_layer_types, the sliding ones' latent attention
-    shaped by per_layer_config (else the released files' swa_ keys) in a window of sliding_window; a dense MLP in
-    the first first_k_dense_replace layers (or as mlp_layer_types or moe_layer_freq say), else experts and one shared
-    MLP of n_shared_experts x shared_experts_intermediate_size, under a router whose correction bias the checkpoint
-    holds; untied by default."""
+    indexed (DeepSeek-V3.2's indexer), full or sliding by _dots3_layer_types, each layer's latent attention shaped by
+    _dots3_layer_shapes (one shape for the sliding layers, another for the rest), a window of sliding_window; a dense
+    MLP where _dots3_moe_layers says, else experts and one shared MLP of n_shared_experts x
+    shared_experts_intermediate_size, under a router whose correction bias the checkpoint holds; untied by default."""
     d = _DOTS3
     layers = k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers")
     types = _dots3_layer_types(k, layers)
@@ -3669,7 +3699,25 @@ def _dots3(k: Keys) -> dict[str, Any]:
         raise InputError(k.where, f"{k._key('q_lora_rank')}: a query latent's width (dots3 requires one), got null")
     if k.integer("n_shared_experts", default=d["n_shared_experts"]) < 1:  # validate_architecture
         raise InputError(k.where, f"{k._key('n_shared_experts')}: 1 or more (dots3 requires a shared expert)")
-    full_heads, full_mla = _dots3_mla(k, {}, "global_attention.mla" if "sliding_attention" in types else "mla")
+    sliding = "sliding_attention" in types
+    shapes = _dots3_layer_shapes(k, types)
+    by_kind: dict[bool, set[tuple[int, tuple[tuple[str, Any], ...]]]] = {}
+    for t, shape in zip(types, shapes, strict=True):
+        field = "" if t == "sliding_attention" else "global_attention.mla" if sliding else "mla"
+        heads, mla = _dots3_mla(k, shape, field)
+        by_kind.setdefault(t == "sliding_attention", set()).add((heads, tuple(mla.items())))
+        head_dim = shape["head_dim"][0] if "head_dim" in shape else k.integer("head_dim", default=256)
+        if t == "sliding_attention" and head_dim != mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]:
+            said = "head_dim must equal qk_nope_head_dim + qk_rope_head_dim in the sliding layers"
+            raise InputError(k.where, f"{shape.get('head_dim', (0, k._key('head_dim')))[1]}: {said}, got {head_dim}")
+        index_dim = k.integer("index_head_dim", default=d["index_head_dim"])
+        if t == "indexed_attention" and mla["qk_rope_head_dim"] > index_dim:
+            said = f"at most index_head_dim ({index_dim}) in the indexed layers (validate_architecture)"
+            raise InputError(k.where, f"{k._key('qk_rope_head_dim')}: {said}, got {mla['qk_rope_head_dim']}")
+    if any(len(kinds) > 1 for kinds in by_kind.values()):
+        said = "one attention shape for the sliding layers and one for the others (layers of one kind at different "
+        raise InputError(k.where, f"{k._key('per_layer_config')}: {said}widths are not counted)")
+    (full_heads, full_mla), *_ = ((h, dict(m)) for h, m in by_kind.get(False, by_kind.get(True, set())))
     bias = k.flag("attention_bias", False)
     arch: dict[str, Any] = {
         "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
@@ -3683,10 +3731,10 @@ def _dots3(k: Keys) -> dict[str, Any]:
         "head_gate": True,  # g_proj: hidden -> heads
         "mla": full_mla,
     }
-    if "sliding_attention" in types:
-        heads, mla = _dots3_mla(k, _dots3_sliding_shape(k, types), "")
-        arch.update(heads=heads, mla=mla)
-        if any(t != "sliding_attention" for t in types):
+    if sliding:
+        ((heads, sliding_mla),) = by_kind[True]
+        arch.update(heads=heads, mla=dict(sliding_mla))
+        if False in by_kind:
             arch["mixers"] = tuple("attention" if t == "sliding_attention" else "global attention" for t in types)
             arch["global_attention"] = {"heads": full_heads, "mla": full_mla, "head_dim": 1, "kv_heads": 1}
     indexed = tuple(i for i, t in enumerate(types) if t == "indexed_attention")
@@ -3697,17 +3745,7 @@ def _dots3(k: Keys) -> dict[str, Any]:
             "topk": k.integer("index_topk", default=d["index_topk"], field="indexer.topk"),
             "layers": indexed,
         }
-    kinds = per_layer(k, "mlp_layer_types", layers, {"dense", "sparse"})
-    if kinds is None:
-        first = k.integer("first_k_dense_replace", default=1)
-        freq = k.get("moe_layer_freq", default=1)
-        if isinstance(freq, list) and len(freq) >= layers:
-            kinds = ["sparse" if i >= first and bool(freq[i]) else "dense" for i in range(layers)]
-        elif type(freq) is int and freq > 0:
-            kinds = ["sparse" if i >= first and i % freq == 0 else "dense" for i in range(layers)]
-        else:
-            said = f"{k._key('moe_layer_freq')}: a period above 0 or a flag per layer ({layers}), got {freq!r}"
-            raise InputError(k.where, said[:200])
+    kinds = _dots3_moe_layers(k, layers)
     if "sparse" in kinds:
         shared = k.integer("n_shared_experts", default=d["n_shared_experts"], field="moe.shared")
         width = k.integer("moe_shared_expert_intermediate_size", "shared_experts_intermediate_size",

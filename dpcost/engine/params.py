@@ -866,11 +866,11 @@ def count_params(spec: ModelSpec) -> ParamCount:
     kinds = a.layer_kinds
     blocks = tuple(_block(a, mlp == "moe", mixer, mlp, ffn) for mixer, mlp, ffn in kinds)
     if a.indexer is not None and a.indexer.layers:  # GLM-5.2: a layer reusing another's top-k holds no indexer
-        spare = indexer_parameters(a)
+        spares = {m: indexer_parameters(a.attention_of(m)) for m, *_ in kinds if "attention" in m}  # at its width
         blocks = tuple(
             b
             if i in a.indexer.layers or "attention" not in kinds[i][0]  # GLM-5.3's KDA layers hold none to spare
-            else BlockCount(b.params - spare, b.active - spare, b.moe)
+            else BlockCount(b.params - spares[kinds[i][0]], b.active - spares[kinds[i][0]], b.moe)
             for i, b in enumerate(blocks)
         )
     dense_layers = sum(1 for _, mlp, _ in kinds if mlp == "dense")
@@ -910,7 +910,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
 
     components: list[tuple[str, float]] = [("embedding", embedding)]
     if own_attention:
-        without = (a.attention_layers - a.indexer_layers) * indexer_parameters(a)
+        spared = [m for i, (m, *_) in enumerate(kinds) if "attention" in m and a.indexer and a.indexer.layers
+                  and i not in a.indexer.layers]  # fmt: skip
+        without = sum(indexer_parameters(a.attention_of(m)) for m in spared)  # each at its own width
         attention = sum(attention_parameters(a, m) for m, *_ in kinds if "attention" in m)
         if a.attention_experts is not None and a.moe is not None:  # the experts' projections have their own rows
             without += a.attention_layers * a.moe.active * attention_expert(a)

@@ -746,14 +746,19 @@ CASES: dict[str, list[dict[str, object]]] = {
               "router_hidden_size": 32, "tie_word_embeddings": False}],
     # rednote's dots3: DeepSeek-V3.2's latent attention and indexer with a rotary-key norm and a gate per head, sliding
     # layers of their own latent shapes; its defaults, small ones from the released files' swa_ keys and moe_layer_freq,
-    # without the indexer (use_dsa false) and with biases, without sliding layers, and the multimodal wrapper
+    # without the indexer (use_dsa false) and with biases, without sliding layers; a full layer without an indexer
+    # beside sliding ones of another query latent, every layer's latent set per layer; and the multimodal wrapper
     "dots3_note_text": [{}, {**DOTS3_SMALL, "swa_num_attention_heads": 2, "swa_num_key_value_heads": 2,
                              "swa_kv_lora_rank": 48, "swa_head_dim": 40,
                              "swa_qk_nope_head_dim": 24, "swa_v_head_dim": 16, "swa_q_lora_rank": 32,
                              "first_k_dense_replace": 2, "moe_layer_freq": 1, "n_shared_experts": 2},
                         {**DOTS3_SMALL, "use_dsa": False, "attention_bias": True, "tie_word_embeddings": True,
                          "mlp_layer_types": ["dense", "sparse", "sparse", "dense", "sparse", "sparse"]},
-                        {**DOTS3_SMALL, "use_sliding_window": False, "shared_experts_intermediate_size": 64}],
+                        {**DOTS3_SMALL, "use_sliding_window": False, "shared_experts_intermediate_size": 64},
+                        {**DOTS3_SMALL, "layer_types": ["indexed_attention", "sliding_attention", "full_attention"] * 2,
+                         "head_dim": 48, "per_layer_config": {i: {"q_lora_rank": 24} for i in (1, 4)}},
+                        {**DOTS3_SMALL, "use_sliding_window": False,
+                         "per_layer_config": {i: {"kv_lora_rank": 48} for i in range(6)}}],
     "dots3_note": [{"text_config": {**DOTS3_SMALL, "num_hidden_layers": 4}, "vision_config": {"adapter_out_dim": 256},
                     "audio_config": {"adapter_out_dim": 256}}],
     # GPT-NeoX-Japanese: GPT-NeoX's blocks without biases but the norms' and the last layer's output projection's;
