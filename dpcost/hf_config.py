@@ -3298,6 +3298,21 @@ def _inkling_layer_types(k: Keys, layers: int) -> list[str]:
     return ["hybrid_sliding" if i in set(ids) else "hybrid" for i in range(layers)]
 
 
+def _inkling_attention_shapes(k: Keys, types: list[str], d: dict[str, int]) -> tuple[list[int], list[int]]:
+    """Inkling's and Inkling 2's full (hybrid) and sliding (hybrid_sliding) layers' query heads, KV heads and
+    head_dim: num_attention_heads, num_key_value_heads and head_dim, and their swa_ keys. Each is read as the field
+    it gives, for messages: the sliding layers' are the base attention where any layer slides, the full ones'
+    global_attention's."""
+    sliding = "hybrid_sliding" in types
+    full = [k.integer(key, default=d[key], field=("global_attention." if sliding else "") + field)
+            for key, field in (("num_attention_heads", "heads"), ("num_key_value_heads", "kv_heads"),
+                               ("head_dim", "head_dim"))]  # fmt: skip
+    swa = [k.integer(key, default=d[key], field=field if sliding else "")
+           for key, field in (("swa_num_attention_heads", "heads"), ("swa_num_key_value_heads", "kv_heads"),
+                              ("swa_head_dim", "head_dim"))]  # fmt: skip
+    return full, swa
+
+
 def _inkling_widths(k: Keys) -> tuple[int, int]:
     """Inkling's (dense MLP, expert) widths: intermediate_size and moe_intermediate_size, except in files that give
     dense_intermediate_size, whose intermediate_size is the experts' (InklingTextConfig.__post_init__, #49416)."""
@@ -3324,14 +3339,7 @@ def _inkling(k: Keys) -> dict[str, Any]:
     d = _INKLING
     layers = k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers")
     types = _inkling_layer_types(k, layers)
-    # the fields each kind's keys give, for messages: the sliding layers' are the base attention where there are any
-    full_prefix = "global_attention." if "hybrid_sliding" in types else ""
-    full = [k.integer(key, default=d[key], field=full_prefix + field)
-            for key, field in (("num_attention_heads", "heads"), ("num_key_value_heads", "kv_heads"),
-                               ("head_dim", "head_dim"))]  # fmt: skip
-    sliding = [k.integer(key, default=d[key], field=field if "hybrid_sliding" in types else "")
-               for key, field in (("swa_num_attention_heads", "heads"), ("swa_num_key_value_heads", "kv_heads"),
-                                  ("swa_head_dim", "head_dim"))]  # fmt: skip
+    full, sliding = _inkling_attention_shapes(k, types, d)
     heads, kv_heads, head_dim = sliding if "hybrid_sliding" in types else full
     full_heads, full_kv, full_dim = full
     dense_ffn, expert_ffn = _inkling_widths(k)
@@ -3473,12 +3481,7 @@ def _inkling2(k: Keys) -> dict[str, Any]:
     types = per_layer(k, "layer_types", layers, {"hybrid", "hybrid_sliding"})
     types = types or ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(layers)]
     sliding = "hybrid_sliding" in types
-    full = [k.integer(key, default=d[key], field=("global_attention." if sliding else "") + field)
-            for key, field in (("num_attention_heads", "heads"), ("num_key_value_heads", "kv_heads"),
-                               ("head_dim", "head_dim"))]  # fmt: skip
-    swa = [k.integer(key, default=d[key], field=field if sliding else "")
-           for key, field in (("swa_num_attention_heads", "heads"), ("swa_num_key_value_heads", "kv_heads"),
-                              ("swa_head_dim", "head_dim"))]  # fmt: skip
+    full, swa = _inkling_attention_shapes(k, types, d)
     heads, kv_heads, head_dim = swa if sliding else full
     vocab = k.integer("vocab_size", default=d["vocab_size"], field="vocab")
     rows = k.integer("unpadded_vocab_size", default=d["unpadded_vocab_size"], field="head_vocab")
