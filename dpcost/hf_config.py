@@ -3607,10 +3607,10 @@ def _dots3_layer_types(k: Keys, layers: int) -> list[str]:
     return types
 
 
-Shape = dict[str, tuple[Any, str]]  # an attention key's value and the key (as the file spells it) that gave it
+_Dots3Shape = dict[str, tuple[Any, str]]  # an attention key's value, and the key (as the file spells it) that gave it
 
 
-def _dots3_layer_shapes(k: Keys, types: list[str]) -> list[Shape]:
+def _dots3_layer_shapes(k: Keys, types: list[str]) -> list[_Dots3Shape]:
     """Each layer's attention keys where they are not the top level's, as Dots3NoteTextConfig resolves them: the
     file's per_layer_config entries where it has the key (null or empty: none), else, for the sliding layers, the
     released files' swa_ keys over _DOTS3_SLIDING (__post_init__)."""
@@ -3627,7 +3627,7 @@ def _dots3_layer_shapes(k: Keys, types: list[str]) -> list[Shape]:
     where = k._key("per_layer_config")
     if not isinstance(given, dict):
         raise InputError(k.where, f"{where}: a mapping of layer to settings, got {given!r}"[:200])
-    shapes: list[Shape] = [{} for _ in types]
+    shapes: list[_Dots3Shape] = [{} for _ in types]
     for name, entry in given.items():
         layer = int(name) if isinstance(name, int | str) and str(name).isdigit() else None
         if layer is None or layer >= len(types) or not isinstance(entry, dict) or set(entry) - _DOTS3_SHAPE_KEYS:
@@ -3638,7 +3638,7 @@ def _dots3_layer_shapes(k: Keys, types: list[str]) -> list[Shape]:
     return shapes
 
 
-def _dots3_mla(k: Keys, shape: Shape, field: str) -> tuple[int, dict[str, Any]]:
+def _dots3_mla(k: Keys, shape: _Dots3Shape, field: str) -> tuple[int, dict[str, Any]]:
     """(heads, MLA) of one of dots3's layers: `shape`'s keys over the top-level ones, checked as
     Dots3NoteTextConfig.validate_architecture checks each kind of layer (as many KV heads as query heads)."""
 
@@ -3705,6 +3705,7 @@ def _dots3(k: Keys) -> dict[str, Any]:
     sliding = "sliding_attention" in types
     shapes = _dots3_layer_shapes(k, types)
     by_kind: dict[bool, set[tuple[int, tuple[tuple[str, Any], ...]]]] = {}
+    index_dim = k.integer("index_head_dim", default=d["index_head_dim"])
     for t, shape in zip(types, shapes, strict=True):
         field = "" if t == "sliding_attention" else "global_attention.mla" if sliding else "mla"
         heads, mla = _dots3_mla(k, shape, field)
@@ -3713,7 +3714,6 @@ def _dots3(k: Keys) -> dict[str, Any]:
         if t == "sliding_attention" and head_dim != mla["qk_nope_head_dim"] + mla["qk_rope_head_dim"]:
             said = "head_dim must equal qk_nope_head_dim + qk_rope_head_dim in the sliding layers"
             raise InputError(k.where, f"{shape.get('head_dim', (0, k._key('head_dim')))[1]}: {said}, got {head_dim}")
-        index_dim = k.integer("index_head_dim", default=d["index_head_dim"])
         if t == "indexed_attention" and mla["qk_rope_head_dim"] > index_dim:
             said = f"at most index_head_dim ({index_dim}) in the indexed layers (validate_architecture)"
             raise InputError(k.where, f"{k._key('qk_rope_head_dim')}: {said}, got {mla['qk_rope_head_dim']}")
