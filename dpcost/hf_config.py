@@ -3532,6 +3532,37 @@ def _zaya_layer_types(k: Keys, layers: int) -> list[str]:
     return per_layer(k, "layer_types", layers, {"hybrid", "hybrid_sliding"}) or ["hybrid"] * layers
 
 
+# Keys of Zyphra's legacy Megatron-style ZAYA files (ZAYA1-base, ZAYA1-8B-legacy), which transformers 5.25.0 does not
+# read: num_hidden_layers counts the attention and the MoE layers apart (2 per native layer), ffn_hidden_size is
+# twice moe_intermediate_size (gate and up), num_query_groups the KV heads, zaya_mlp_expansion the router's width,
+# cca_num_q_heads the query heads where given, kv_channels head_dim and moe_router_topk the experts per token
+# (sglang's ZAYA checkpoint-loading tests set the native and legacy schemas of one tiny model side by side)
+_ZAYA_LEGACY = ("ffn_hidden_size", "num_query_groups", "zaya_mlp_expansion", "cca", "moe_router_topk")
+
+
+def _zaya_legacy(k: Keys) -> dict[str, Any]:
+    """A legacy ZAYA file (_ZAYA_LEGACY) read as the native model it is: its keys in the native ones' place, then
+    _zaya."""
+    runs = k.integer("num_hidden_layers", default=2 * _ZAYA["num_hidden_layers"])
+    if runs <= 0 or runs % 2:
+        said = "an even number of layers (an attention and an MoE layer for each of ZAYA's layers)"
+        raise InputError(k.where, f"{k._key('num_hidden_layers')}: {said}, got {runs}")
+    ffn = k.integer("ffn_hidden_size", default=2 * _ZAYA["moe_intermediate_size"])
+    if ffn <= 0 or ffn % 2:
+        raise InputError(k.where, f"{k._key('ffn_hidden_size')}: the experts' gate and up widths, even, got {ffn}")
+    native = {key: value for key, value in k.cfg.items() if key not in ("num_hidden_layers", "num_key_value_heads")}
+    native.update(
+        num_hidden_layers=runs // 2,
+        moe_intermediate_size=ffn // 2,
+        num_key_value_heads=k.integer("num_query_groups", "num_key_value_heads", default=_ZAYA["num_key_value_heads"]),
+        num_attention_heads=k.integer("cca_num_q_heads", "num_attention_heads", default=_ZAYA["num_attention_heads"]),
+        head_dim=k.integer("head_dim", "kv_channels", default=_ZAYA["head_dim"]),
+        router_hidden_size=k.integer("zaya_mlp_expansion", default=_ZAYA["router_hidden_size"]),
+        num_experts_per_tok=k.integer("moe_router_topk", "num_experts_per_tok", default=1),
+    )
+    return _zaya(Keys(native, k.where, k.family, k.prefix))
+
+
 def _zaya(k: Keys) -> dict[str, Any]:
     """Zyphra's ZAYA (model_type zaya: ZayaConfig and ZayaForCausalLM, modeling_zaya.py, transformers 5.25.0): in every
     layer compressed convolutional attention (CCASpec: q, k and a value split between the current and the previous
@@ -3541,6 +3572,8 @@ def _zaya(k: Keys) -> dict[str, Any]:
     scale and bias on both terms of each residual add and on the embedding; two norms a layer; tied by default, the
     head biased by lm_head_bias; full or sliding layers by layer_types."""
     d = _ZAYA
+    if "moe_intermediate_size" not in k.cfg and any(key in k.cfg for key in _ZAYA_LEGACY):
+        return _zaya_legacy(k)
     active = k.integer("num_experts_per_tok", default=1, field="moe.active")
     if active != 1:  # ZayaConfig.validate_architecture
         said = f"{k._key('num_experts_per_tok')}: 1 (ZAYA routes each token to one expert), got {active}"

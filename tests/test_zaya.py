@@ -71,3 +71,40 @@ def test_eager_keeps_the_fp32_residual_terms_and_the_router_mlp_s_inputs(tmp_pat
     assert eager["residuals plus their biases (fp32)"] == 2 * 4 * 2048
     assert eager["router MLP's intermediates"] == 9 * 2 * 256
     assert fused["mid-layer residual's fp32 half"] == 2 * 2048 and fused["router MLP's intermediates"] == 6 * 2 * 256
+
+
+def test_the_legacy_megatron_style_files_count_as_the_native_model(tmp_path: Path) -> None:
+    """Zyphra's legacy ZAYA files (ZAYA1-base, ZAYA1-8B-legacy: transformers 5.25.0 does not read them) count an
+    attention and an MoE layer apart in num_hidden_layers and give ffn_hidden_size = 2 x moe_intermediate_size,
+    num_query_groups, zaya_mlp_expansion (the router's width) and moe_router_topk: the same tiny model written in
+    both schemas (as sglang's loading tests write it) counts the same, and ZAYA1-8B-legacy's keys give the native
+    model's 8.30B without the embedding, 754M active."""
+    native = {
+        "model_type": "zaya",
+        "vocab_size": 64,
+        "hidden_size": 16,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "moe_intermediate_size": 16,
+        "num_experts": 2,
+        "num_experts_per_tok": 1,
+        "router_hidden_size": 8,
+        "cca_time0": 2,
+        "cca_time1": 2,
+    }
+    legacy = {"model_type": "zaya", "vocab_size": 64, "hidden_size": 16, "ffn_hidden_size": 32,
+              "num_hidden_layers": 4, "num_experts": 2, "num_attention_heads": 4, "num_query_groups": 2,
+              "num_key_value_heads": 2, "head_dim": 8, "cca_time0": 2, "cca_time1": 2, "moe_router_topk": 1,
+              "zaya_mlp_expansion": 8}  # fmt: skip
+    tiny = count_params(spec_from_config(tmp_path, native)).total
+    assert count_params(spec_from_config(tmp_path, legacy)).total == tiny
+    eight_b = {"model_type": "zaya", "cca": True, "ffn_hidden_size": 4096, "hidden_size": 2048, "kv_channels": 128,
+               "moe_router_topk": 1, "num_attention_heads": 8, "num_experts": 16, "num_hidden_layers": 80,
+               "num_key_value_heads": 2, "num_query_groups": 2, "vocab_size": 262272}  # fmt: skip
+    c = count_params(spec_from_config(tmp_path, eight_b))
+    assert c == count_params(spec_from_config(tmp_path, DEFAULTS))
+    assert "num_hidden_layers: an even number of layers" in estimate_refusal(
+        tmp_path, {**eight_b, "num_hidden_layers": 79}
+    )
