@@ -593,6 +593,18 @@ class ModelArchitecture(Spec):
     )
     linear_bias: bool = Field(False, description="biases on every linear layer and norm (GPT-2/3 style)")
     learned_positions: NonNegativeInt = Field(0, description="rows of a learned position table; 0 = rotary")
+    token_types: NonNegativeInt = Field(
+        0,
+        description="rows of the segment tables added to the embedding (BERT's token_type_embeddings of "
+        "type_vocab_size, ERNIE's task_type_embeddings too)",
+        exclude_if=lambda v: v == 0,
+    )
+    bidirectional: bool = Field(
+        False,
+        description="an encoder: every query attends to every key, and nothing is decoded token by token (BERT and "
+        "RoBERTa as their files give them, is_decoder false)",
+        exclude_if=_unset,
+    )
     dropout: Annotated[float, Field(ge=0, lt=1)] = 0.0
     moe: MoESpec | None = None
     mla: MLASpec | None = None

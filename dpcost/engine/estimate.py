@@ -543,6 +543,12 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: Trai
 
 def _inference(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
     o = p.o
+    if model.architecture is not None and model.architecture.bidirectional:
+        raise InputError(
+            "mode",
+            f"{model.name} is an encoder (bidirectional attention, is_decoder false): it generates no tokens, so "
+            "there is no decoding to serve; inference is costed for decoders, train for both",
+        )
     batch = o.batch.serving_batch
     r = replica(p.counts, model.architecture, topology, p.seq_len, batch, o.compute.mfu or DEFAULT_MFU)
     replicas = o.dp // r.gpus

@@ -8,10 +8,11 @@ rates and their sources). The ops of a layer:
   gradients, 4MKN (Narayanan et al. 2021, section 5.1). Bytes: both operands and the output, once.
 - attention: flash attention computes the causal half of the scores, 2 x T x s x heads x (d_qk + d_v) / 2
   forward (FlashAttention-2's FLOP count, Dao 2023, section 4.1), a sliding-window or chunked layer only the keys
-  its queries see (attention_keys.causal_keys); its backward recomputes the scores, 2.5x the forward's FLOPs (five
-  matmuls against two). Its rate: the kernel's for the sequence, the head dim and, in a window, the query block's
-  rows it also computes (rates.py). Without it (eager), the whole square, its bytes (8 per score forward, 16
-  backward) at the share of the streaming rate such kernels reach (rates.EAGER_SCORES_HBM).
+  its queries see (attention_keys.causal_keys), an encoder (bidirectional) all of them; its backward recomputes
+  the scores, 2.5x the forward's FLOPs (five matmuls against two). Its rate: the kernel's for the sequence, the
+  head dim and, in a window, the query block's rows it also computes (rates.py). Without it (eager), the whole
+  square, its bytes (8 per score forward, 16 backward) at the share of the streaming rate such kernels reach
+  (rates.EAGER_SCORES_HBM).
 - memory-bound: norms, residual adds, rotary, the gated activation, an MoE layer's token permutations to its
   experts and back (_token_permutation), the embedding, the loss, the optimizer step, and a hybrid's Mamba-2
   convolution, chunked scan and gated norm (_mamba_mixer: the scan at the FLOPs per byte of bandwidth its kernels
@@ -437,11 +438,14 @@ def _attention_half(
         rotary_module = "mla_up_proj" if a.mla is not None else "qkv"
         ops.append(_memory("rotary", rotary_module, rot_b * rotary_width * t, rot_k, 1.0))
     if flash:
-        keys = causal_keys(seq_len, local)  # seq_len / 2 without a window or chunk: the causal half
+        # seq_len / 2 without a window or chunk: the causal half; an encoder's (bidirectional) queries see every key,
+        # a non-causal kernel over the sequence
+        keys = float(seq_len) if a.bidirectional else causal_keys(seq_len, local)
         attention = 2.0 * t * keys * a.heads * (d_qk + d_v)
         banded = local is not None and local.kind == "sliding" and seq_len > local.size
+        span = float(seq_len) if a.bidirectional else 2 * keys
         ops.append(Op("attention", "core_attn", "attention", attention, 0.0, 1, 2.5 * attention, 0.0, 3,
-                      span=2 * keys, head_dim=(d_qk + d_v) / 2, banded=banded))  # fmt: skip
+                      span=span, head_dim=(d_qk + d_v) / 2, banded=banded))  # fmt: skip
     else:
         scores = float(a.heads) * seq_len * t
         square = 2.0 * t * seq_len * a.heads * (d_qk + d_v)

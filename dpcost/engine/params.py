@@ -29,6 +29,7 @@ __all__ = [
     "hyper_connection_parameters",
     "hyper_head_parameters",
     "hyper_mixes",
+    "input_table_parameters",
     "mtp_layer",
     "ngram_layer_parameters",
 ]
@@ -53,7 +54,7 @@ class ParamCount:
     largest_module: float  # the biggest single weight (DeepSpeed's "largest layer")
     mtp: float  # DeepSeek's multi-token-prediction module, counted apart and not in `total`
     components: tuple[tuple[str, float], ...]  # for `dpcost show model`
-    positions: float = 0.0  # a learned position table (GPT-2, OPT): a lookup too
+    positions: float = 0.0  # a learned position table (GPT-2, OPT) and BERT's token-type tables: lookups too
     per_layer_embedding: float = 0.0  # Gemma 4's per-layer embedding table: a lookup too
     per_layer_projection: float = 0.0  # Gemma 4's projection of the embedding to every layer's input, and its norm
     # held and trained, never run by a text token: Mllama's cross-attention layers, ERNIE-4.5-VL's vision experts
@@ -61,8 +62,8 @@ class ParamCount:
 
     @property
     def lookups(self) -> float:
-        """The input lookup tables (token embedding, learned positions, per-layer embeddings): read, never
-        multiplied."""
+        """The input lookup tables (token embedding, learned positions and token types, per-layer embeddings): read,
+        never multiplied."""
         return self.embedding + self.positions + self.per_layer_embedding
 
     @property
@@ -277,6 +278,13 @@ def rope_scale_parameters(a: ModelArchitecture) -> float:
     if not a.rope_alpha:
         return 0.0
     return float((a.mla.qk_rope_head_dim if a.mla is not None else a.d_head) // 2)
+
+
+def input_table_parameters(a: ModelArchitecture) -> float:
+    """The lookup tables added to the token embedding: a learned position table and BERT's segment tables
+    (BertEmbeddings' position_embeddings and token_type_embeddings, modeling_bert.py, transformers 5.25.0), each
+    hidden wide."""
+    return float((a.learned_positions + a.token_types) * a.hidden)
 
 
 def outside_norm_parameters(a: ModelArchitecture) -> float:
@@ -659,9 +667,9 @@ def router_state_scale_parameters(a: ModelArchitecture) -> float:
 
 
 def head_transform_parameters(a: ModelArchitecture) -> float:
-    """ModernBERT-decoder's prediction head before its output matrix (ModernBertDecoderPredictionHead,
-    modeling_modernbert_decoder.py, transformers 5.25.0): dense (hidden x hidden, biased by classifier_bias) and a
-    norm."""
+    """The prediction head before the output matrix: dense (hidden x hidden, biased or not) and a norm
+    (ModernBertDecoderPredictionHead, modeling_modernbert_decoder.py; BertPredictionHeadTransform, modeling_bert.py,
+    and RobertaLMHead, modeling_roberta.py; transformers 5.25.0)."""
     if a.head_transform == "none":
         return 0.0
     return float(a.hidden * a.hidden + (a.hidden if a.head_transform == "dense_biased" else 0) + _norm(a))
@@ -877,7 +885,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     embedding = float(a.vocab * h)
     rows = a.output_vocab
     lm_head = (0.0 if a.tied_embeddings else float(rows * h)) + (float(rows) if a.head_bias else 0.0)
-    positions = float(a.learned_positions * h)
+    positions = input_table_parameters(a)
     final_norm = outside_norm_parameters(a) + hyper_head_parameters(a) + attention_residual_parameters(a)
     final_norm += input_scale_parameters(a) + router_state_scale_parameters(a)
     final_norm += h if a.last_out_bias else 0  # GPT-NeoX-Japanese's last layer's dense_bias, held outside the blocks
@@ -995,8 +1003,10 @@ def count_params(spec: ModelSpec) -> ParamCount:
             components.append(("vision experts and their routers", vision))
     if a.rope_alpha:
         components.append(("rotary frequency scale", rope_scale_parameters(a)))
-    if positions:
-        components.append(("position table", positions))
+    if a.learned_positions:
+        components.append(("position table", float(a.learned_positions * h)))
+    if a.token_types:
+        components.append(("token-type tables", float(a.token_types * h)))
     if lm_head:
         components.append(("output head", lm_head))
     return ParamCount(

@@ -29,7 +29,14 @@ from dpcost.engine.memory import (
     stage_memory,
 )
 from dpcost.engine.ops import has_layer_ops
-from dpcost.engine.params import ParamCount, block_matrices, block_tensors, count_params, ngram_layer_parameters
+from dpcost.engine.params import (
+    ParamCount,
+    block_matrices,
+    block_tensors,
+    count_params,
+    input_table_parameters,
+    ngram_layer_parameters,
+)
 from dpcost.engine.placement import check_ranks
 from dpcost.engine.rates import matmul_efficiency, rates_for, slowest_gpu_loss
 from dpcost.engine.report import Advice
@@ -480,7 +487,7 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
         ple = 2 * own[i][1] if i in own else 0.0
         flops.append(2 * b.active + attention + mixer_recurrence_flops(a, mixer) + ple)
     flops.append(2 * head_matmul)
-    positions = a.learned_positions * a.hidden
+    positions = input_table_parameters(a)
     lookups = 0.0 if own else counts.per_layer_embedding
     inputs = (counts.embedding, float(positions), lookups, projection)
     tensors = [tuple(t for t in inputs if t > 0)]
