@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from dpcost.errors import InputError, nearest
@@ -645,6 +646,26 @@ _GPT_DEFAULTS: dict[str, dict[str, int]] = {
 }
 # XGLM names its heads attention_heads (XGLMConfig.attribute_map maps num_attention_heads to it)
 _HEADS_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "attention_heads")
+# The BERT-style encoders (transformers 5.25.0, each family's configuration_*.py): their classes' shape defaults
+# (vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, max_position_embeddings,
+# type_vocab_size; BertGenerationConfig has no segment table)
+_BERT_DEFAULTS: dict[str, tuple[int, int, int, int, int, int, int]] = {
+    "bert": (30522, 768, 12, 12, 3072, 512, 2),
+    "roberta": (50265, 768, 12, 12, 3072, 512, 2),
+    "xlm-roberta": (30522, 768, 12, 12, 3072, 512, 2),
+    "camembert": (30522, 768, 12, 12, 3072, 512, 2),
+    "data2vec-text": (30522, 768, 12, 12, 3072, 512, 2),
+    "ernie": (30522, 768, 12, 12, 3072, 512, 2),
+    "roberta-prelayernorm": (50265, 768, 12, 12, 3072, 512, 2),
+    "xlm-roberta-xl": (250880, 2560, 36, 32, 10240, 514, 1),
+    "megatron-bert": (29056, 1024, 24, 16, 4096, 512, 2),
+    "bert-generation": (50358, 1024, 24, 16, 4096, 512, 0),
+}
+# Where each family keeps its LayerNorms besides the two in every layer: after the embedding (post-norm layers, and
+# RoBERTa-PreLayerNorm's), after the last layer (pre-norm layers)
+_BERT_PRE_NORM = ("roberta-prelayernorm", "xlm-roberta-xl", "megatron-bert")
+_BERT_NO_EMBEDDING_NORM = ("xlm-roberta-xl", "megatron-bert")
+
 _ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
     "DeciLMForCausalLM": "nemotron-nas",  # Llama-3.1-Nemotron-51B's model_type deci, the same blocks
@@ -791,6 +812,11 @@ _ARCHITECTURES = {
     "GPTNeoXForCausalLM": "gpt_neox",
     "GPTNeoXJapaneseForCausalLM": "gpt_neox_japanese",
     "ModernBertDecoderForCausalLM": "modernbert-decoder",
+    "BertForMaskedLM": "bert",
+    "BertLMHeadModel": "bert",
+    "RobertaForMaskedLM": "roberta",
+    "XLMRobertaForMaskedLM": "xlm-roberta",
+    "CamembertForMaskedLM": "camembert",
     "PhiForCausalLM": "phi",
     "OPTForCausalLM": "opt",
     "BloomForCausalLM": "bloom",
@@ -942,7 +968,7 @@ SUPPORTED_MODEL_TYPES = tuple(
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
          "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
-         "dots3_note_text", "modernbert-decoder",
+         "dots3_note_text", "modernbert-decoder", *_BERT_DEFAULTS,
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -3848,6 +3874,46 @@ def _modernbert_decoder(k: Keys) -> dict[str, Any]:
     return arch
 
 
+def _bert_style(k: Keys, family: str) -> dict[str, Any]:
+    """BERT and the encoders built like it, as their ForCausalLM class builds them (modeling_bert.py BertLMHeadModel,
+    modeling_roberta.py, modeling_xlm_roberta.py, modeling_camembert.py, modeling_data2vec_text.py, modeling_ernie.py,
+    modeling_roberta_prelayernorm.py, modeling_xlm_roberta_xl.py, modeling_megatron_bert.py, and
+    modeling_bert_generation.py BertGenerationDecoder; transformers 5.25.0): a token, a learned position
+    (max_position_embeddings rows) and a segment table (type_vocab_size rows; ERNIE's task-type table beside it with
+    use_task_id); every linear layer and LayerNorm biased; a 2-matrix MLP of intermediate_size; LayerNorms after each
+    sub-layer and the embedding (post-norm), or before them and after the last layer (_BERT_PRE_NORM); a prediction
+    head (dense, its activation and a LayerNorm; BertGeneration has none) before the output matrix, tied by default,
+    and its bias. Attention is bidirectional unless is_decoder (the released files do not set it: masked language
+    models)."""
+    vocab, hidden, layers, heads, ffn, positions, types = _BERT_DEFAULTS[family]
+    if k.flag("add_cross_attention", False):
+        said = f"{k._key('add_cross_attention')}: true adds cross-attention to an encoder, which dpcost does not count"
+        raise InputError(k.where, said + "; false (as released) is counted")
+    types = k.integer("type_vocab_size", default=types) if family != "bert-generation" else 0
+    if family == "ernie" and k.flag("use_task_id", False):
+        types += k.integer("task_type_vocab_size", default=3)
+    pre_norm = family in _BERT_PRE_NORM
+    return {
+        "hidden": k.integer("hidden_size", default=hidden, field="hidden"),
+        "layers": k.integer("num_hidden_layers", default=layers, field="layers"),
+        "heads": k.integer("num_attention_heads", default=heads, field="heads"),
+        "ffn": k.integer("intermediate_size", default=ffn, field="ffn"),
+        "vocab": k.integer("vocab_size", default=vocab, field="vocab"),
+        "mlp": "relu" if k.text("hidden_act", "gelu") == "relu" else "gelu",
+        "norm": "layernorm",
+        "qkv_bias": True,
+        "linear_bias": True,
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "learned_positions": k.integer("max_position_embeddings", default=positions, field="learned_positions"),
+        "token_types": types,
+        "embedding_norm": family not in _BERT_NO_EMBEDDING_NORM,
+        "final_norm": pre_norm,
+        "head_transform": "none" if family == "bert-generation" else "dense_biased",
+        "head_bias": True,
+        "bidirectional": not k.flag("is_decoder", False),
+    }
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -3922,6 +3988,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "dots3_note_text": _dots3,
     "modernbert-decoder": _modernbert_decoder,
 }
+_ONE_FAMILY_READERS.update({family: partial(_bert_style, family=family) for family in _BERT_DEFAULTS})
 
 
 def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Keys, str]:

@@ -1052,14 +1052,16 @@ def test_families_of_transformers_5_25_count_what_it_builds(case: dict, tmp_path
     attending in full unless layer_types says, its wrapper tying by its own config; ERNIE-4.5-VL's text model holds
     vision experts beside the text ones in its MoE layers; Qwen3-Next biases q, k, v and o by attention_bias;
     Phi-4-multimodal's language model is Phi-3's layers; JetMoE mixes attention heads and SwiGLU experts; Kosmos-2's
-    text model is XGLM's with LayerNorms inside its attention and MLP, tied by its own config.
+    text model is XGLM's with LayerNorms inside its attention and MLP, tied by its own config. The BERT-style
+    encoders (test_bert_encoders.py) hold position and segment tables and a prediction head.
     dpcost counts what transformers builds, and each MoE layer's e_score_correction_bias, the
-    persistent buffer a checkpoint holds beside the weights (as for GLM-4.5)."""
+    persistent buffer a checkpoint holds beside the weights (as for GLM-4.5), less what it builds and its forward
+    never reads ("unused": an untied BERT-style head's second bias)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(case["config"]))
     assert TRANSFORMERS_5_25["transformers"] == "5.25.0"
     spec = load_model(str(path))
-    assert count_params(spec).total == case["parameters"] + case["routing_biases"]
+    assert count_params(spec).total == case["parameters"] + case["routing_biases"] - case["unused"]
     a, sliding = spec.architecture, case["sliding"]
     assert a is not None
     if sliding is None:

@@ -10,7 +10,8 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         cohere_compass_text cohere_compass ernie4_5_vl_moe qwen3_next phi4_multimodal jetmoe kosmos-2 rwkv \
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
-        zaya dots3_note_text dots3_note gpt_neox_japanese modernbert-decoder \
+        zaya dots3_note_text dots3_note gpt_neox_japanese modernbert-decoder bert roberta xlm-roberta camembert \
+        data2vec-text ernie roberta-prelayernorm xlm-roberta-xl megatron-bert bert-generation \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -23,7 +24,7 @@ ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's lan
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
 A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA, dots3's text model and
-GPT-NeoX-Japanese and ModernBERT-decoder, with transformers 5.25.0).
+GPT-NeoX-Japanese and ModernBERT-decoder, and the BERT-style encoders' causal-LM classes, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -56,6 +57,8 @@ INKLING2_SMALL = {"vocab_size": 1000, "unpadded_vocab_size": 990, "hidden_size":
                   "swa_num_key_value_heads": 4, "swa_head_dim": 32, "sliding_window_size": 64, "d_rel": 8,
                   "rel_extent": 128, "conv_kernel_size": 3, "n_routed_experts": 8, "num_experts_per_tok": 2,
                   "moe_intermediate_size": 64, "n_layers_per_attn_res_block": 2, "eos_token_id": 1}  # fmt: skip
+BERT_SMALL = {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+              "intermediate_size": 512, "max_position_embeddings": 128}  # fmt: skip
 # what the class writes beside the keys, which no file needs: ids, rope tables, dtypes, transformers' bookkeeping
 DROPPED = {
     "rope_parameters",
@@ -777,6 +780,26 @@ CASES: dict[str, list[dict[str, object]]] = {
                             "num_attention_heads": 4, "tie_word_embeddings": False, "decoder_bias": False,
                             "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1,
                             "sep_token_id": 2}],
+    # The BERT-style encoders, as their ForCausalLM classes build them: each class's defaults, and the released
+    # shapes of bert-large-uncased, roberta-base, roberta-large, xlm-roberta-large and camembert-base (type_vocab_size
+    # 1 and 514 positions in the RoBERTa files), then the keys dpcost reads otherwise: untied, ReLU, a decoder's
+    # causal attention, ERNIE's task-type table
+    "bert": [{}, {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096},
+             {**BERT_SMALL, "tie_word_embeddings": False, "hidden_act": "relu", "is_decoder": True}],
+    "roberta": [{}, {"max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-05},
+                {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096,
+                 "max_position_embeddings": 514, "type_vocab_size": 1, "layer_norm_eps": 1e-05}],
+    "xlm-roberta": [{}, {"vocab_size": 250002, "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+                         "intermediate_size": 4096, "max_position_embeddings": 514, "type_vocab_size": 1,
+                         "layer_norm_eps": 1e-05}],
+    "camembert": [{}, {"vocab_size": 32005, "max_position_embeddings": 514, "type_vocab_size": 1,
+                       "layer_norm_eps": 1e-05}],
+    "data2vec-text": [{}, {**BERT_SMALL, "type_vocab_size": 1, "tie_word_embeddings": False}],
+    "ernie": [{}, {**BERT_SMALL, "use_task_id": True, "task_type_vocab_size": 5}],
+    "roberta-prelayernorm": [{}, {**BERT_SMALL, "type_vocab_size": 1, "tie_word_embeddings": False}],
+    "xlm-roberta-xl": [{}, {**BERT_SMALL, "type_vocab_size": 1, "max_position_embeddings": 514}],
+    "megatron-bert": [{}, {**BERT_SMALL, "tie_word_embeddings": False}],
+    "bert-generation": [{}, {**BERT_SMALL, "tie_word_embeddings": False}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
                           "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
                           "tie_word_embeddings": True}],
@@ -798,12 +821,18 @@ TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 def unused_parameters(model: object) -> int:
     """Parameters a class allocates and its forward never reads: LongcatFlashExperts' gate_up_proj has rows for
     the zero-computation experts too (total_experts), which forward sends through an identity; the checkpoints hold
-    only n_routed_experts' (modeling_longcat_flash.py, 5.24.0)."""
+    only n_routed_experts' (modeling_longcat_flash.py, 5.24.0). And a BERT-style head's own `bias` where
+    tie_word_embeddings is false: the class ties it to decoder.bias only when it ties the embedding
+    (_tied_weights_keys), and forward reads decoder.bias (BertLMPredictionHead, modeling_bert.py, 5.25.0)."""
     unused = 0
     for module in model.modules():  # type: ignore[attr-defined]
         if type(module).__name__ == "LongcatFlashExperts" and module.gate_up_proj is not None:
             _, rows, columns = module.gate_up_proj.shape
             unused += (module.total_experts - module.num_routed_experts) * rows * columns
+        decoder, bias = getattr(module, "decoder", None), getattr(module, "bias", None)
+        held = getattr(decoder, "bias", None) is not None and type(bias).__name__ == "Parameter"
+        if held and bias is not decoder.bias:
+            unused += bias.numel()
     return unused
 
 
@@ -848,7 +877,7 @@ def main() -> None:
             sliding = [i for i, t in enumerate(types) if t in local_kinds]
             chunked = "chunked_attention" in types
             window = text.attention_chunk_size if chunked else getattr(text, "sliding_window", 0)
-            text_only = type(model).__name__.endswith(("ForCausalLM", "LMHeadModel"))
+            text_only = type(model).__name__.endswith(("ForCausalLM", "LMHeadModel", "GenerationDecoder"))
             text_only = text_only and family not in IMAGE_INPUT_IN_CAUSAL_LM
             out.append({
                 "config": kept,

@@ -1,0 +1,88 @@
+"""BERT and the encoders built like it (bert, roberta, xlm-roberta, camembert, data2vec-text, ernie,
+roberta-prelayernorm, xlm-roberta-xl, megatron-bert, bert-generation; their modeling_*.py, transformers 5.25.0).
+Their counts are held to what each ForCausalLM class builds (resolved/transformers-5.25.json, test_hf_configs.py:
+each class's defaults and the released shapes of bert-large-uncased, roberta-base, roberta-large, xlm-roberta-large
+and camembert-base); here what their papers and classes say beyond the count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import estimate_refusal, spec_from_config, transformers_cases
+
+from dpcost.engine.ops import layer_ops
+from dpcost.engine.params import count_params
+
+BERT_BASE, _, BERT_DECODER = transformers_cases("bert")
+_, ROBERTA_BASE, ROBERTA_LARGE = transformers_cases("roberta")
+_, ERNIE_TASKS = transformers_cases("ernie")
+
+
+@pytest.mark.parametrize(
+    ("cfg", "millions"),
+    [(BERT_BASE, 110), (ROBERTA_BASE, 125), (ROBERTA_LARGE, 355)],
+)
+def test_the_papers_sizes(tmp_path: Path, cfg: dict, millions: int) -> None:  # type: ignore[type-arg]
+    """BERT-base 110M (Devlin et al. 2019, section 3); RoBERTa-base 125M and -large 355M (fairseq's RoBERTa
+    README). BERT-large's 340M and XLM-R large's 550M (Conneau et al. 2020, table 7) are rounder than their
+    classes' counts (335M, 560M), which the harness holds."""
+    assert round(count_params(spec_from_config(tmp_path, cfg)).total / 1e6) == millions
+
+
+def test_the_tables_beside_the_embedding_are_lookups(tmp_path: Path) -> None:
+    """BertEmbeddings adds a position table (512 x 768) and a segment table (2 x 768) to the token embedding: no
+    token multiplies them, so active parameters without the lookup tables leave all three out."""
+    c = count_params(spec_from_config(tmp_path, BERT_BASE))
+    parts = dict(c.components)
+    assert (parts["position table"], parts["token-type tables"]) == (512 * 768, 2 * 768)
+    assert c.active_excl_embedding == c.total - (30_522 + 512 + 2) * 768
+
+
+def test_ernie_s_task_type_table_joins_the_segment_tables(tmp_path: Path) -> None:
+    """ErnieEmbeddings holds task_type_embeddings (task_type_vocab_size x hidden) beside the token types only with
+    use_task_id (modeling_ernie.py)."""
+    assert ERNIE_TASKS["use_task_id"] and ERNIE_TASKS["task_type_vocab_size"] == 5
+    parts = dict(count_params(spec_from_config(tmp_path, ERNIE_TASKS)).components)
+    assert parts["token-type tables"] == (ERNIE_TASKS["type_vocab_size"] + 5) * ERNIE_TASKS["hidden_size"]
+
+
+def test_an_encoder_s_attention_sees_every_key(tmp_path: Path) -> None:
+    """Without is_decoder, BertSelfAttention runs under a bidirectional mask (create_bidirectional_mask): flash
+    attention computes the whole T x T square, 2 x T x T x heads x (d_qk + d_v) forward per sequence, twice the
+    causal half a decoder of the same shapes computes (FlashAttention-2's count, Dao 2023)."""
+    seq = 512
+    encoder = spec_from_config(tmp_path, BERT_BASE).architecture
+    decoder = spec_from_config(tmp_path, {**BERT_BASE, "is_decoder": True}).architecture
+    assert encoder is not None and decoder is not None and encoder.bidirectional and not decoder.bidirectional
+
+    def attention(a: object) -> float:
+        (op,) = [o for o in layer_ops(a, False, seq, seq, "fused") if o.kind == "attention"]  # type: ignore[arg-type]
+        return op.flops
+
+    assert attention(encoder) == 2.0 * seq * seq * 12 * (64 + 64)
+    assert attention(encoder) == 2 * attention(decoder)
+
+
+def test_an_encoder_is_not_served_token_by_token(tmp_path: Path) -> None:
+    """An encoder generates no tokens: inference (a decode step's cost) is refused for it, and costed for the same
+    shapes as a decoder (is_decoder true, BERT_DECODER)."""
+    said = estimate_refusal(tmp_path, BERT_BASE, "--mode", "inference")
+    assert "--mode" in said and "encoder" in said
+    assert BERT_DECODER["is_decoder"] and not spec_from_config(tmp_path, BERT_DECODER).architecture.bidirectional  # type: ignore[union-attr]
+
+
+def test_the_untied_head_holds_one_bias(tmp_path: Path) -> None:
+    """Untied, BertLMPredictionHead's own `bias` is no longer decoder.bias (_tied_weights_keys ties them only with
+    the embedding), and forward reads decoder.bias: transformers builds a bias more than the model uses, which the
+    harness records as unused. dpcost counts the one forward reads."""
+    assert not BERT_DECODER["tie_word_embeddings"]
+    c = count_params(spec_from_config(tmp_path, BERT_DECODER))
+    assert c.lm_head == BERT_DECODER["vocab_size"] * (BERT_DECODER["hidden_size"] + 1)
+
+
+def test_cross_attention_is_refused_in_one_line(tmp_path: Path) -> None:
+    """add_cross_attention builds a cross-attention block in every layer of a decoder (BertLayer), which dpcost does
+    not count."""
+    said = estimate_refusal(tmp_path, {**BERT_BASE, "add_cross_attention": True})
+    assert "add_cross_attention: true adds cross-attention" in said
