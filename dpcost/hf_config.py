@@ -660,7 +660,12 @@ _BERT_DEFAULTS: dict[str, tuple[int, int, int, int, int, int, int]] = {
     "xlm-roberta-xl": (250880, 2560, 36, 32, 10240, 514, 1),
     "megatron-bert": (29056, 1024, 24, 16, 4096, 512, 2),
     "bert-generation": (50358, 1024, 24, 16, 4096, 512, 0),
+    "distilbert": (30522, 768, 6, 12, 3072, 512, 0),
+    "mpnet": (30527, 768, 12, 12, 3072, 512, 0),
 }
+# DistilBertConfig's own names for the keys, which its files write (its attribute_map takes BERT's too)
+_DISTILBERT_KEYS = {"hidden_size": "dim", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
+                    "intermediate_size": "hidden_dim", "hidden_act": "activation"}  # fmt: skip
 # Where each family keeps its LayerNorms besides the two in every layer: after the embedding (post-norm layers, and
 # RoBERTa-PreLayerNorm's), after the last layer (pre-norm layers)
 _BERT_PRE_NORM = ("roberta-prelayernorm", "xlm-roberta-xl", "megatron-bert")
@@ -3884,22 +3889,30 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     sub-layer and the embedding (post-norm), or before them and after the last layer (_BERT_PRE_NORM); a prediction
     head (dense, its activation and a LayerNorm; BertGeneration has none) before the output matrix, tied by default,
     and its bias. Attention is bidirectional unless is_decoder (the released files do not set it: masked language
-    models)."""
+    models). DistilBERT (modeling_distilbert.py DistilBertForMaskedLM) is the same under its own key names and
+    without segment tables; MPNet (modeling_mpnet.py MPNetForMaskedLM) adds a bias per head for each of
+    relative_attention_num_buckets relative distances, held once by the encoder, and has no segment tables."""
     vocab, hidden, layers, heads, ffn, positions, types = _BERT_DEFAULTS[family]
+    names = _DISTILBERT_KEYS if family == "distilbert" else {}
+
+    def integer(key: str, default: int, field: str) -> int:
+        return int(k.integer(*((names[key],) if key in names else ()), key, default=default, field=field))
+
     if k.flag("add_cross_attention", False):
         said = f"{k._key('add_cross_attention')}: true adds cross-attention to an encoder, which dpcost does not count"
         raise InputError(k.where, said + "; false (as released) is counted")
-    types = k.integer("type_vocab_size", default=types) if family != "bert-generation" else 0
+    types = k.integer("type_vocab_size", default=types) if types else 0
     if family == "ernie" and k.flag("use_task_id", False):
         types += k.integer("task_type_vocab_size", default=3)
     pre_norm = family in _BERT_PRE_NORM
-    return {
-        "hidden": k.integer("hidden_size", default=hidden, field="hidden"),
-        "layers": k.integer("num_hidden_layers", default=layers, field="layers"),
-        "heads": k.integer("num_attention_heads", default=heads, field="heads"),
-        "ffn": k.integer("intermediate_size", default=ffn, field="ffn"),
+    activation = k.text(names.get("hidden_act", "hidden_act"), "gelu")
+    arch: dict[str, Any] = {
+        "hidden": integer("hidden_size", hidden, "hidden"),
+        "layers": integer("num_hidden_layers", layers, "layers"),
+        "heads": integer("num_attention_heads", heads, "heads"),
+        "ffn": integer("intermediate_size", ffn, "ffn"),
         "vocab": k.integer("vocab_size", default=vocab, field="vocab"),
-        "mlp": "relu" if k.text("hidden_act", "gelu") == "relu" else "gelu",
+        "mlp": "relu" if activation == "relu" else "gelu",
         "norm": "layernorm",
         "qkv_bias": True,
         "linear_bias": True,
@@ -3912,6 +3925,9 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
         "head_bias": True,
         "bidirectional": not k.flag("is_decoder", False),
     }
+    if family == "mpnet":
+        arch["relative_position_buckets"] = k.integer("relative_attention_num_buckets", default=32)
+    return arch
 
 
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)

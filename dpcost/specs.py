@@ -599,6 +599,12 @@ class ModelArchitecture(Spec):
         "type_vocab_size, ERNIE's task_type_embeddings too)",
         exclude_if=lambda v: v == 0,
     )
+    relative_position_buckets: NonNegativeInt = Field(
+        0,
+        description="a learned bias per head for each bucket of relative distance, added to every layer's scores and "
+        "held once (MPNet's relative_attention_bias)",
+        exclude_if=lambda v: v == 0,
+    )
     bidirectional: bool = Field(
         False,
         description="an encoder: every query attends to every key, and nothing is decoded token by token (BERT and "

@@ -86,3 +86,31 @@ def test_cross_attention_is_refused_in_one_line(tmp_path: Path) -> None:
     not count."""
     said = estimate_refusal(tmp_path, {**BERT_BASE, "add_cross_attention": True})
     assert "add_cross_attention: true adds cross-attention" in said
+
+
+DISTILBERT, DISTILBERT_SMALL = transformers_cases("distilbert")
+MPNET_DEFAULTS, MPNET_BASE, MPNET_SMALL = transformers_cases("mpnet")
+
+
+def test_distilbert_s_own_key_names_and_its_paper_s_size(tmp_path: Path) -> None:
+    """DistilBertConfig's files write dim, n_layers, n_heads, hidden_dim and activation. Its encoder, without the
+    masked-LM head (vocab_transform, vocab_layer_norm and vocab_projector's bias), holds the 66M of Sanh et al. 2019
+    (table 3)."""
+    assert {"dim", "n_layers", "n_heads", "hidden_dim", "activation"} <= set(DISTILBERT_SMALL)
+    a = spec_from_config(tmp_path, DISTILBERT_SMALL).architecture
+    assert a is not None
+    shapes = (a.hidden, a.layers, a.heads, a.ffn, a.mlp, a.token_types)
+    assert shapes == (256, 3, 4, 512, "relu", 0)
+    c = count_params(spec_from_config(tmp_path, DISTILBERT))
+    head = 768 * 768 + 768 + 2 * 768 + 30_522
+    assert round((c.total - head) / 1e6) == 66
+
+
+def test_mpnet_s_relative_biases_are_held_once(tmp_path: Path) -> None:
+    """MPNetEncoder holds one relative_attention_bias, relative_attention_num_buckets x heads (32 x 12), which every
+    layer's scores add (modeling_mpnet.py); mpnet-base's 110M."""
+    parts = dict(count_params(spec_from_config(tmp_path, MPNET_BASE)).components)
+    assert parts["relative position biases"] == 32 * 12
+    small = dict(count_params(spec_from_config(tmp_path, MPNET_SMALL)).components)
+    assert small["relative position biases"] == 16 * 4
+    assert round(count_params(spec_from_config(tmp_path, MPNET_BASE)).total / 1e6) == 110

@@ -889,7 +889,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     final_norm = outside_norm_parameters(a) + hyper_head_parameters(a) + attention_residual_parameters(a)
     final_norm += input_scale_parameters(a) + router_state_scale_parameters(a)
     final_norm += h if a.last_out_bias else 0  # GPT-NeoX-Japanese's last layer's dense_bias, held outside the blocks
-    final_norm += head_transform_parameters(a)
+    final_norm += head_transform_parameters(a) + a.relative_position_buckets * a.heads
     per_layer = a.per_layer_input
     # Gemma 4's embed_tokens_per_layer, and per_layer_model_projection with per_layer_projection_norm
     per_layer_embedding = per_layer_projection = 0.0
@@ -1007,6 +1007,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         components.append(("position table", float(a.learned_positions * h)))
     if a.token_types:
         components.append(("token-type tables", float(a.token_types * h)))
+    if a.relative_position_buckets:
+        components.append(("relative position biases", float(a.relative_position_buckets * a.heads)))
     if lm_head:
         components.append(("output head", lm_head))
     return ParamCount(

@@ -11,7 +11,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         zamba2 zamba xlstm mistral_large4 muse_spark muse_glimmer step3p7 glm5_next hy_v4 bailing_hybrid \
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
         zaya dots3_note_text dots3_note gpt_neox_japanese modernbert-decoder bert roberta xlm-roberta camembert \
-        data2vec-text ernie roberta-prelayernorm xlm-roberta-xl megatron-bert bert-generation \
+        data2vec-text ernie roberta-prelayernorm xlm-roberta-xl megatron-bert bert-generation distilbert mpnet \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -24,7 +24,8 @@ ERNIE-4.5-VL's text model, Qwen3-Next's attention biases, Phi-4-multimodal's lan
 JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4's, Muse Spark's, Muse
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
 A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA, dots3's text model and
-GPT-NeoX-Japanese and ModernBERT-decoder, and the BERT-style encoders' causal-LM classes, with transformers 5.25.0).
+GPT-NeoX-Japanese and ModernBERT-decoder, and the BERT-style encoders' causal-LM classes (DistilBERT's and
+MPNet's masked-LM classes), with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -800,6 +801,12 @@ CASES: dict[str, list[dict[str, object]]] = {
     "xlm-roberta-xl": [{}, {**BERT_SMALL, "type_vocab_size": 1, "max_position_embeddings": 514}],
     "megatron-bert": [{}, {**BERT_SMALL, "tie_word_embeddings": False}],
     "bert-generation": [{}, {**BERT_SMALL, "tie_word_embeddings": False}],
+    # DistilBERT and MPNet, which have no causal-LM class: their masked-LM classes; distilbert-base-uncased's shapes
+    # are the class's, all-mpnet-base-v2's and mpnet-base's 514 positions
+    "distilbert": [{}, {"vocab_size": 1000, "dim": 256, "n_layers": 3, "n_heads": 4, "hidden_dim": 512,
+                        "activation": "relu", "tie_word_embeddings": False, "sinusoidal_pos_embds": True}],
+    "mpnet": [{}, {"max_position_embeddings": 514, "layer_norm_eps": 1e-05},
+              {**BERT_SMALL, "relative_attention_num_buckets": 16, "tie_word_embeddings": False}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
                           "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
                           "tie_word_embeddings": True}],
@@ -814,6 +821,8 @@ IMAGE_TOKENIZER = (".vqmodel.", ".embed_tokens_extend.")
 # released checkpoints are the image-text class, which ties by the wrapper's own (Qwen4-Exp: modeling_auto.py's
 # "VLM compatibility" entry): built as that class
 IMAGE_TEXT_FIRST = {"qwen4_exp"}
+# Encoders without a causal-LM class: their masked-LM class
+MASKED_LM = {"distilbert", "mpnet"}
 # Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
 TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 
@@ -848,7 +857,7 @@ def text_parameters(model: object) -> int:
 def main() -> None:
     import torch
     import transformers
-    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoModelForMaskedLM
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     warnings.filterwarnings("ignore")
@@ -858,7 +867,9 @@ def main() -> None:
         for change in changes:
             config = CONFIG_MAPPING[family](**change)
             with torch.device("meta"):
-                if family in TEXT_CLASSES:
+                if family in MASKED_LM:
+                    model = AutoModelForMaskedLM.from_config(config)
+                elif family in TEXT_CLASSES:
                     model = getattr(transformers, TEXT_CLASSES[family])(config)
                 elif family in IMAGE_TEXT_FIRST:
                     model = AutoModelForImageTextToText.from_config(config)
@@ -877,7 +888,8 @@ def main() -> None:
             sliding = [i for i, t in enumerate(types) if t in local_kinds]
             chunked = "chunked_attention" in types
             window = text.attention_chunk_size if chunked else getattr(text, "sliding_window", 0)
-            text_only = type(model).__name__.endswith(("ForCausalLM", "LMHeadModel", "GenerationDecoder"))
+            heads = ("ForCausalLM", "LMHeadModel", "GenerationDecoder", "ForMaskedLM")
+            text_only = type(model).__name__.endswith(heads)
             text_only = text_only and family not in IMAGE_INPUT_IN_CAUSAL_LM
             out.append({
                 "config": kept,
