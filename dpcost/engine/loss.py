@@ -17,7 +17,9 @@ holds them (docs/sources/checkpointing.md, "The loss"). V is the vocabulary, per
 - vocab-parallel: Megatron-LM's vocab_parallel_cross_entropy on fp32 logits (fp16_lm_cross_entropy False): the
   softmax is computed in place in the fp32 copy and kept (4V); its gradient is written over it and cast to 16 bits
   (4V + 2V = 6V; megatron/core/tensor_parallel/cross_entropy.py).
-Outside the loss, the final norm keeps its input and its output (the output projection's input).
+Outside the loss, the final norm keeps its input (none in GPT-1 and the post-norm encoders), the output projection
+its input; a prediction head before it (BertPredictionHeadTransform: dense, activation, LayerNorm) its dense layer's
+input, the activation's input and the norm's; a norm after the embedding (BLOOM, BERT) its input.
 """
 
 from __future__ import annotations
@@ -74,12 +76,15 @@ class LossMemory:
 def loss_memory(
     a: ModelArchitecture, seq_len: int, micro_batch: int, impl: str = "upcast", kernels: Kernels = "fused"
 ) -> LossMemory:
-    """The final norm, the output projection's input, and the logits as `impl` holds them (module docstring)."""
+    """The embedding's norm, the final norm, the prediction head, the output projection's input, and the logits as
+    `impl` holds them (module docstring)."""
     if impl not in PATHS:
         raise ValueError(f"loss_impl must be one of {LOSS_IMPLS}")
     tokens = seq_len * micro_batch
-    norm_input = (6 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES) * a.hidden
-    outside = tokens * (norm_input + ACT_BYTES * a.hidden)
+    norm_input = (6 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES) * a.hidden if a.final_norm else 0
+    head_transform = 3 * ACT_BYTES * a.hidden if a.head_transform != "none" else 0
+    embedding_norm = ACT_BYTES * a.hidden if a.embedding_norm else 0
+    outside = tokens * (embedding_norm + norm_input + head_transform + ACT_BYTES * a.hidden)
     if a.dropout > 0:
         outside += tokens * a.hidden  # the embedding's dropout mask
     path, logits = PATHS[impl], tokens * a.output_vocab
