@@ -666,6 +666,10 @@ _BERT_DEFAULTS: dict[str, tuple[int, int, int, int, int, int, int]] = {
 # DistilBertConfig's own names for the keys, which its files write (its attribute_map takes BERT's too)
 _DISTILBERT_KEYS = {"hidden_size": "dim", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
                     "intermediate_size": "hidden_dim", "hidden_act": "activation"}  # fmt: skip
+# The families whose positions count from padding_idx + 1 (create_position_ids_from_input_ids: RoBERTa's and MPNet's
+# embeddings), whose classes default pad_token_id to 1; the others' default to 0
+_BERT_PADDING_OFFSET = ("roberta", "xlm-roberta", "camembert", "data2vec-text", "roberta-prelayernorm",
+                        "xlm-roberta-xl", "mpnet")  # fmt: skip
 # Where each family keeps its LayerNorms besides the two in every layer: after the embedding (post-norm layers, and
 # RoBERTa-PreLayerNorm's), after the last layer (pre-norm layers)
 _BERT_PRE_NORM = ("roberta-prelayernorm", "xlm-roberta-xl", "megatron-bert")
@@ -2621,6 +2625,7 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             tied_embeddings=k.flag("tie_word_embeddings", True),
             # OPTLearnedPositionalEmbedding keeps 2 rows more than max_position_embeddings (its offset, modeling_opt.py)
             learned_positions=k.integer("max_position_embeddings", default=2048, field="learned_positions") + 2,
+            position_offset=2,
             qkv_bias=bias,
             linear_bias=bias,
         )
@@ -2701,7 +2706,7 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         )
         if family == "biogpt":
             positions = k.integer("max_position_embeddings", default=1024, field="learned_positions")
-            arch["learned_positions"] = positions + 2
+            arch["learned_positions"], arch["position_offset"] = positions + 2, 2
     elif family == "ctrl":
         # configuration_ctrl.py / modeling_ctrl.py (5.25.0: Salesforce's CTRL): pre-norm blocks of Wq, Wk, Wv and
         # dense, a ReLU MLP of dff (every linear biased), a final layernorm, sinusoidal positions (a buffer); the
@@ -3891,7 +3896,10 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     and its bias. Attention is bidirectional unless is_decoder (the released files do not set it: masked language
     models). DistilBERT (modeling_distilbert.py DistilBertForMaskedLM) is the same under its own key names and
     without segment tables; MPNet (modeling_mpnet.py MPNetForMaskedLM) adds a bias per head for each of
-    relative_attention_num_buckets relative distances, held once by the encoder, and has no segment tables."""
+    relative_attention_num_buckets relative distances, held once by the encoder, and has no segment tables. The
+    RoBERTa-style families' positions start after padding_idx (_BERT_PADDING_OFFSET). Their training forward drops
+    out the hidden state before each residual add and the attention probabilities, at hidden_dropout_prob (0.1 in
+    every class and released file)."""
     vocab, hidden, layers, heads, ffn, positions, types = _BERT_DEFAULTS[family]
     names = _DISTILBERT_KEYS if family == "distilbert" else {}
 
@@ -3901,9 +3909,26 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     if k.flag("add_cross_attention", False):
         said = f"{k._key('add_cross_attention')}: true adds cross-attention to an encoder, which dpcost does not count"
         raise InputError(k.where, said + "; false (as released) is counted")
-    types = k.integer("type_vocab_size", default=types) if types else 0
+    tables = [("type_vocab_size", types)] if types else []
     if family == "ernie" and k.flag("use_task_id", False):
-        types += k.integer("task_type_vocab_size", default=3)
+        tables.append(("task_type_vocab_size", 3))
+    for key, default in tables:  # an index into each, 0 for every token unless given
+        if (rows := k.integer(key, default=default)) < 1:
+            raise InputError(k.where, f"{k._key(key)}: a table of 1 row or more (each token reads row 0), got {rows}")
+    types = sum(k.integer(key, default=default) for key, default in tables)
+    vocab = k.integer("vocab_size", default=vocab, field="vocab")
+    pad = k.integer("pad_token_id", default=1 if family in _BERT_PADDING_OFFSET else 0)
+    if vocab >= 1 and not 0 <= pad < vocab:  # nn.Embedding's padding_idx must be a row of the table
+        raise InputError(k.where, f"{k._key('pad_token_id')}: a row of the embedding, 0 to {vocab - 1}, got {pad}")
+    offset = pad + 1 if family in _BERT_PADDING_OFFSET else 0
+    rows = k.integer("max_position_embeddings", default=positions, field="learned_positions")
+    if rows < 1 or rows <= offset:
+        need = f"more than the {offset} rows before the first position (pad_token_id + 1)" if offset else "1 or more"
+        raise InputError(k.where, f"{k._key('max_position_embeddings')}: {need}, got {rows}")
+    dropout_key = "dropout" if family == "distilbert" else "hidden_dropout_prob"
+    dropout = k.get(dropout_key, default=0.1)
+    if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
+        raise InputError(k.where, f"{k._key(dropout_key)}: a probability from 0 to below 1, got {dropout!r}"[:200])
     pre_norm = family in _BERT_PRE_NORM
     activation = k.text(names.get("hidden_act", "hidden_act"), "gelu")
     arch: dict[str, Any] = {
@@ -3911,13 +3936,15 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
         "layers": integer("num_hidden_layers", layers, "layers"),
         "heads": integer("num_attention_heads", heads, "heads"),
         "ffn": integer("intermediate_size", ffn, "ffn"),
-        "vocab": k.integer("vocab_size", default=vocab, field="vocab"),
+        "vocab": vocab,
         "mlp": "relu" if activation == "relu" else "gelu",
         "norm": "layernorm",
         "qkv_bias": True,
         "linear_bias": True,
         "tied_embeddings": k.flag("tie_word_embeddings", True),
-        "learned_positions": k.integer("max_position_embeddings", default=positions, field="learned_positions"),
+        "learned_positions": rows,
+        "position_offset": offset,
+        "dropout": float(dropout),
         "token_types": types,
         "embedding_norm": family not in _BERT_NO_EMBEDDING_NORM,
         "final_norm": pre_norm,

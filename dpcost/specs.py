@@ -593,6 +593,12 @@ class ModelArchitecture(Spec):
     )
     linear_bias: bool = Field(False, description="biases on every linear layer and norm (GPT-2/3 style)")
     learned_positions: NonNegativeInt = Field(0, description="rows of a learned position table; 0 = rotary")
+    position_offset: NonNegativeInt = Field(
+        0,
+        description="rows of the position table before the first position, which no token reads: RoBERTa's "
+        "padding_idx + 1 (create_position_ids_from_input_ids), OPT's and BioGPT's 2",
+        exclude_if=lambda v: v == 0,
+    )
     token_types: NonNegativeInt = Field(
         0,
         description="rows of the segment tables added to the embedding (BERT's token_type_embeddings of "
@@ -830,6 +836,11 @@ class ModelArchitecture(Spec):
             raise ValueError(f"hidden ({self.hidden}) is not a multiple of heads ({self.heads}); give head_dim")
         if self.moe is not None and self.moe.first_dense_layers > self.layers:
             raise ValueError("moe.first_dense_layers exceeds layers")
+        if self.position_offset and self.position_offset >= self.learned_positions:
+            raise ValueError(
+                f"position_offset ({self.position_offset}) leaves none of the {self.learned_positions} "
+                "learned_positions rows for a token"
+            )
         if self.moe is not None and any(i >= self.layers for i in self.moe.dense_layers):
             raise ValueError(f"moe.dense_layers: layer indices run from 0 to {self.layers - 1}")
         if self.mixers and len(self.mixers) != self.layers:

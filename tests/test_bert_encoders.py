@@ -114,3 +114,64 @@ def test_mpnet_s_relative_biases_are_held_once(tmp_path: Path) -> None:
     small = dict(count_params(spec_from_config(tmp_path, MPNET_SMALL)).components)
     assert small["relative position biases"] == 16 * 4
     assert round(count_params(spec_from_config(tmp_path, MPNET_BASE)).total / 1e6) == 110
+
+
+@pytest.mark.parametrize(("cfg", "longest"), [(ROBERTA_BASE, 512), (BERT_BASE, 512), (MPNET_BASE, 512)])
+def test_the_longest_sequence_the_position_table_serves(tmp_path: Path, cfg: dict, longest: int) -> None:  # type: ignore[type-arg]
+    """RoBERTa's and MPNet's embeddings number positions from padding_idx + 1 (create_position_ids_from_input_ids,
+    pad_token_id 1): their 514 rows serve 512 tokens, as BERT's 512 rows do from 0. A longer --seq-len is refused."""
+    spec = spec_from_config(tmp_path, cfg)
+    a = spec.architecture
+    assert a is not None and a.learned_positions - a.position_offset == longest
+    assert "use <= 512" in estimate_refusal(tmp_path, cfg, "--seq-len", "513")
+
+
+def test_the_training_forward_s_dropout_is_the_file_s(tmp_path: Path) -> None:
+    """BERT-style layers drop out the hidden state before each residual add and the attention probabilities at
+    hidden_dropout_prob (BertSelfOutput, BertOutput, BertSelfAttention; 0.1 in the class and the released files);
+    each dropout keeps a 1-byte mask per element: 2h per token a layer; without flash attention also the
+    probabilities' mask and the dropped probabilities, which the product with V reads in its backward (the softmax's
+    own output stays kept for the softmax's backward): 3 bytes a score, heads x s per token."""
+    from dpcost.engine.checkpointing import activation_memory
+
+    base = spec_from_config(tmp_path, BERT_BASE).architecture
+    off = spec_from_config(tmp_path, {**BERT_BASE, "hidden_dropout_prob": 0.0}).architecture
+    assert base is not None and off is not None and (base.dropout, off.dropout) == (0.1, 0.0)
+    seq = 128
+    for flash, mask in ((True, 2 * 768), (False, 2 * 768 + 3 * 12 * seq)):
+        with_masks = activation_memory(base, seq, 1, flash=flash).kept
+        without = activation_memory(off, seq, 1, flash=flash).kept
+        assert with_masks - without == 12 * seq * mask  # 12 layers
+
+
+def test_what_the_head_and_the_embedding_norm_keep(tmp_path: Path) -> None:
+    """Outside the layers a post-norm encoder keeps the embedding LayerNorm's input and its dropout mask, no final
+    norm's input, and in its prediction head the dense layer's input, the activation's input, the LayerNorm's input
+    and the output projection's: 5 bf16 hidden-wide tensors and a 1-byte mask per token, beside the logits."""
+    from dpcost.engine.loss import PATHS, loss_memory
+
+    a = spec_from_config(tmp_path, BERT_BASE).architecture
+    assert a is not None
+    kept = loss_memory(a, 512, 1).kept
+    assert kept == 512 * (5 * 2 * 768 + 768) + PATHS["upcast"].kept * 512 * 30_522
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"pad_token_id": 30_522}, "pad_token_id: a row of the embedding, 0 to 30521, got 30522"),
+        ({"type_vocab_size": 0}, "type_vocab_size: a table of 1 row or more"),
+        ({"max_position_embeddings": 0}, "max_position_embeddings: 1 or more, got 0"),
+        ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob: a probability from 0 to below 1, got 1.5"),
+    ],
+)
+def test_what_transformers_cannot_run_is_refused_in_one_line(tmp_path: Path, change: dict, said: str) -> None:  # type: ignore[type-arg]
+    """nn.Embedding asserts padding_idx is one of its rows; an empty segment or position table builds but every
+    forward indexes row 0; a dropout probability must be below 1."""
+    assert said in estimate_refusal(tmp_path, {**BERT_BASE, **change})
+
+
+def test_roberta_s_table_must_reach_past_its_padding(tmp_path: Path) -> None:
+    """With pad_token_id 1 the first position is row 2: a table of 2 rows serves no token."""
+    said = estimate_refusal(tmp_path, {**ROBERTA_BASE, "max_position_embeddings": 2})
+    assert "max_position_embeddings: more than the 2 rows before the first position (pad_token_id + 1), got 2" in said

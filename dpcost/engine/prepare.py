@@ -164,9 +164,10 @@ def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
 
 
 def seq_len_for(model: ModelSpec, options: Options) -> int:
-    """--seq-len, or 4096, or the model's learned-position limit if smaller; never beyond that limit."""
+    """--seq-len, or 4096, or the model's learned-position limit if smaller (its table's rows after the offset);
+    never beyond that limit."""
     a = model.architecture
-    limit = a.learned_positions if a is not None else 0
+    limit = a.learned_positions - a.position_offset if a is not None and a.learned_positions else 0
     seq_len = options.batch.seq_len or (min(DEFAULT_SEQ_LEN, limit) if limit else DEFAULT_SEQ_LEN)
     if limit and seq_len > limit:
         raise InputError("seq_len", f"{model.name} has {limit} learned positions; use <= {limit}")
