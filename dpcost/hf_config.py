@@ -821,6 +821,7 @@ _ARCHITECTURES = {
     "GPTNeoXForCausalLM": "gpt_neox",
     "GPTNeoXJapaneseForCausalLM": "gpt_neox_japanese",
     "ModernBertDecoderForCausalLM": "modernbert-decoder",
+    "ModernBertForMaskedLM": "modernbert",
     "BertForMaskedLM": "bert",
     "BertLMHeadModel": "bert",
     "RobertaForMaskedLM": "roberta",
@@ -977,7 +978,7 @@ SUPPORTED_MODEL_TYPES = tuple(
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
          "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
-         "dots3_note_text", "modernbert-decoder", *_BERT_DEFAULTS,
+         "dots3_note_text", "modernbert-decoder", "modernbert", *_BERT_DEFAULTS,
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -3020,7 +3021,7 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
     elif family == "ergo":  # ErgoAttention: a window of sliding_window in the sliding_attention layers
         size = k.integer("sliding_window", default=_ERGO["sliding_window"], field="local_attention.size")
         local = [i for i, t in enumerate(_ergo_layer_types(k, layers)) if t == "sliding_attention"]
-    elif family == "modernbert-decoder":  # a window of local_attention // 2 in the sliding_attention layers
+    elif family in ("modernbert-decoder", "modernbert"):  # a window of local_attention // 2 in the sliding layers
         # null is the class's "no window" (local_attention: int | None), not its default
         written = k.cfg.get("local_attention", _MODERNBERT_DECODER["local_attention"])
         local_attention = None if written is None else k.integer("local_attention", default=written)
@@ -3957,6 +3958,14 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     return arch
 
 
+def _modernbert(k: Keys) -> dict[str, Any]:
+    """ModernBERT (model_type modernbert: ModernBertForMaskedLM, modeling_modernbert.py, transformers 5.25.0;
+    answerdotai's encoders): ModernBERT-decoder's layers, head and defaults (_modernbert_decoder), attending both ways,
+    its sliding layers to the keys within local_attention // 2 of each query on either side
+    (create_bidirectional_sliding_window_mask)."""
+    return {**_modernbert_decoder(k), "bidirectional": True}
+
+
 # JetMoeConfig's defaults (configuration_jetmoe.py, transformers 5.25.0; JetMoE-8B has 24 layers)
 _JETMOE = {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
            "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
@@ -4030,6 +4039,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "zaya": _zaya,
     "dots3_note_text": _dots3,
     "modernbert-decoder": _modernbert_decoder,
+    "modernbert": _modernbert,
 }
 _ONE_FAMILY_READERS.update({family: partial(_bert_style, family=family) for family in _BERT_DEFAULTS})
 

@@ -351,8 +351,10 @@ class IndexerSpec(Spec):
 class LocalAttentionSpec(Spec):
     """Attention layers whose queries see nearby keys only. `sliding`: each query the last `size` keys, its own
     included (transformers' create_sliding_window_causal_mask keeps key j for query i where j > i - size;
-    Megatron's window_size (size - 1, 0)); `chunked`: the sequence cut into chunks of `size` tokens, each query the
-    keys before it in its own chunk (Llama 4's attention_chunk_size, create_chunked_causal_mask)."""
+    Megatron's window_size (size - 1, 0)); in an encoder (bidirectional) the keys within `size` of it on either side
+    (sliding_window_bidirectional_overlay, |i - j| <= size); `chunked`: the sequence cut into chunks of `size`
+    tokens, each query the keys before it in its own chunk (Llama 4's attention_chunk_size,
+    create_chunked_causal_mask)."""
 
     kind: Literal["sliding", "chunked"] = Field("sliding", description="sliding (a window) or chunked")
     size: PositiveInt = Field(description="sliding_window, or attention_chunk_size: keys a query can see")
@@ -836,6 +838,8 @@ class ModelArchitecture(Spec):
             raise ValueError(f"hidden ({self.hidden}) is not a multiple of heads ({self.heads}); give head_dim")
         if self.moe is not None and self.moe.first_dense_layers > self.layers:
             raise ValueError("moe.first_dense_layers exceeds layers")
+        if self.bidirectional and self.local_attention is not None and self.local_attention.kind == "chunked":
+            raise ValueError("local_attention: an encoder's (bidirectional) window slides; chunked is for decoders")
         if self.position_offset and self.position_offset >= self.learned_positions:
             raise ValueError(
                 f"position_offset ({self.position_offset}) leaves none of the {self.learned_positions} "

@@ -175,3 +175,34 @@ def test_roberta_s_table_must_reach_past_its_padding(tmp_path: Path) -> None:
     """With pad_token_id 1 the first position is row 2: a table of 2 rows serves no token."""
     said = estimate_refusal(tmp_path, {**ROBERTA_BASE, "max_position_embeddings": 2})
     assert "max_position_embeddings: more than the 2 rows before the first position (pad_token_id + 1), got 2" in said
+
+
+MODERNBERT, MODERNBERT_SMALL = transformers_cases("modernbert")
+
+
+@pytest.mark.parametrize(("seq", "half"), [(1, 4), (5, 4), (9, 4), (100, 4), (513, 64), (4096, 64)])
+def test_an_encoder_s_window_keys_are_those_its_mask_keeps(seq: int, half: int) -> None:
+    """sliding_window_bidirectional_overlay keeps key j for query i where |i - j| <= w (masking_utils.py,
+    transformers 5.25.0): the average over queries of the keys it keeps, counted pair by pair."""
+    from dpcost.engine.attention_keys import bidirectional_keys
+    from dpcost.specs import LocalAttentionSpec
+
+    kept = sum(min(i, half) + min(seq - 1 - i, half) + 1 for i in range(seq))
+    assert bidirectional_keys(seq, LocalAttentionSpec(size=half)) == pytest.approx(kept / seq, rel=1e-12)
+    assert bidirectional_keys(seq, None) == seq
+
+
+def test_modernbert_is_its_decoder_s_layers_attending_both_ways(tmp_path: Path) -> None:
+    """ModernBertForMaskedLM holds what ModernBertDecoderForCausalLM holds for the same shapes (149,655,232 for
+    both classes' defaults, the base model's), and its sliding layers' flash attention computes the keys within
+    local_attention // 2 = 64 on either side: 129 a query away from the ends of an 8,192-token sequence."""
+    encoder = spec_from_config(tmp_path, MODERNBERT)
+    decoder = spec_from_config(tmp_path, {**MODERNBERT, "model_type": "modernbert-decoder"})
+    assert count_params(encoder).total == count_params(decoder).total == 149_655_232
+    a = encoder.architecture
+    assert a is not None and a.bidirectional and a.local_attention is not None and a.local_attention.size == 64
+    seq = 8192
+    (op,) = [o for o in layer_ops(a, False, seq, seq, "fused", local=a.local_attention) if o.kind == "attention"]
+    keys = 129 - 64 * 65 / seq  # the 64 queries at each end miss 64, 63, ..., 1 keys
+    assert op.flops == pytest.approx(2.0 * seq * keys * 12 * (64 + 64), rel=1e-12)
+    assert "encoder" in estimate_refusal(tmp_path, MODERNBERT, "--mode", "inference")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dpcost.specs import LocalAttentionSpec
 
-__all__ = ["cached_entries", "cached_keys", "causal_keys", "compressed_entries"]
+__all__ = ["bidirectional_keys", "cached_entries", "cached_keys", "causal_keys", "compressed_entries"]
 
 
 def causal_keys(seq_len: float, local: LocalAttentionSpec | None) -> float:
@@ -21,6 +21,18 @@ def causal_keys(seq_len: float, local: LocalAttentionSpec | None) -> float:
         return size - size * size / (2 * seq_len)
     chunks, rest = divmod(seq_len, size)
     return (chunks * size * size + rest * rest) / (2 * seq_len)
+
+
+def bidirectional_keys(seq_len: float, local: LocalAttentionSpec | None) -> float:
+    """The keys an encoder's query attends to, on average over a sequence of T = seq_len: all T; in a sliding window
+    of half-width w = size, those within w of it on either side, itself included (transformers'
+    sliding_window_bidirectional_overlay: |i - j| <= w; ModernBERT's local_attention // 2): 1 + 2 S / T keys, where
+    S, the sum over queries of min(i, w), is T (T - 1) / 2 for T <= w + 1, else w (w + 1) / 2 + (T - 1 - w) w."""
+    if local is None:
+        return seq_len
+    w = local.size
+    below = seq_len * (seq_len - 1) / 2 if seq_len <= w + 1 else w * (w + 1) / 2 + (seq_len - 1 - w) * w
+    return 1 + 2 * below / seq_len
 
 
 def cached_keys(seq_len: float, local: LocalAttentionSpec | None) -> float:

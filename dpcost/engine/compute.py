@@ -15,7 +15,13 @@ when recomputation runs or communication is exposed.
 
 from __future__ import annotations
 
-from dpcost.engine.attention_keys import cached_entries, cached_keys, causal_keys, compressed_entries
+from dpcost.engine.attention_keys import (
+    bidirectional_keys,
+    cached_entries,
+    cached_keys,
+    causal_keys,
+    compressed_entries,
+)
 from dpcost.engine.checkpointing import DEFAULT_MODULES, recomputed_modules
 from dpcost.engine.params import ParamCount, mtp_layer
 from dpcost.frozen import frozen
@@ -53,7 +59,8 @@ class FlopsPerToken:
 def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False) -> float:
     """Forward FLOPs per token of the score and value matmuls: 2 L H (Q_qk + Q_v) T (PaLM appendix B), each layer at
     its own head_dim (Gemma 4's global layers). PaLM's T is twice the keys a query attends to causally on average
-    (causal_keys): a sliding-window or chunked layer counts twice its own. Decoding one token (`decode`) it reads
+    (causal_keys): a sliding-window or chunked layer counts twice its own; an encoder's, those it sees
+    (bidirectional_keys). Decoding one token (`decode`) it reads
     the keys its cache holds (cached_keys). With DeepSeek-V3.2's indexer, attention over its top-k keys and the
     indexer's scores over all T; with MiniMax M3's block indexer, so in the layers that have one and over every key
     in the others. DeepSeek-V4's layers read their window's keys and their compressed entries, and its
@@ -64,6 +71,8 @@ def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False)
         view = arch.attention_of(mixer)
         width = mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim if mla else view.d_head + view.d_value
         dense = cached_keys(seq_len, local) if decode else 2 * causal_keys(seq_len, local)
+        if arch.bidirectional and not decode:  # an encoder's queries see every key (or their window's): no half
+            dense = bidirectional_keys(seq_len, local)
         sparse = 0 if arch.indexer is None else count
         if arch.indexer is not None and arch.indexer.form == "block":  # M3: only the layers with an indexer
             sparse = min(count, arch.indexer_layers)

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from dpcost.engine.activations import Kernels
-from dpcost.engine.attention_keys import causal_keys
+from dpcost.engine.attention_keys import bidirectional_keys, causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
 from dpcost.engine.compute import mixer_recurrence_flops
 from dpcost.engine.rates import (
@@ -439,11 +439,11 @@ def _attention_half(
         ops.append(_memory("rotary", rotary_module, rot_b * rotary_width * t, rot_k, 1.0))
     if flash:
         # seq_len / 2 without a window or chunk: the causal half; an encoder's (bidirectional) queries see every key,
-        # a non-causal kernel over the sequence
-        keys = float(seq_len) if a.bidirectional else causal_keys(seq_len, local)
+        # or those within its window on either side, a non-causal kernel over them
+        keys = bidirectional_keys(seq_len, local) if a.bidirectional else causal_keys(seq_len, local)
         attention = 2.0 * t * keys * a.heads * (d_qk + d_v)
         banded = local is not None and local.kind == "sliding" and seq_len > local.size
-        span = float(seq_len) if a.bidirectional else 2 * keys
+        span = keys if a.bidirectional else 2 * keys
         ops.append(Op("attention", "core_attn", "attention", attention, 0.0, 1, 2.5 * attention, 0.0, 3,
                       span=span, head_dim=(d_qk + d_v) / 2, banded=banded))  # fmt: skip
     else:

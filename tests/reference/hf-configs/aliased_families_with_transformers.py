@@ -12,6 +12,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
         zaya dots3_note_text dots3_note gpt_neox_japanese modernbert-decoder bert roberta xlm-roberta camembert \
         data2vec-text ernie roberta-prelayernorm xlm-roberta-xl megatron-bert bert-generation distilbert mpnet \
+        modernbert \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -25,7 +26,7 @@ JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4'
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
 A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA, dots3's text model and
 GPT-NeoX-Japanese and ModernBERT-decoder, and the BERT-style encoders' causal-LM classes (DistilBERT's and
-MPNet's masked-LM classes), with transformers 5.25.0).
+MPNet's masked-LM classes) and ModernBERT's, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -805,6 +806,13 @@ CASES: dict[str, list[dict[str, object]]] = {
     # are the class's, all-mpnet-base-v2's and mpnet-base's 514 positions
     "distilbert": [{}, {"vocab_size": 1000, "dim": 256, "n_layers": 3, "n_heads": 4, "hidden_dim": 512,
                         "activation": "relu", "tie_word_embeddings": False, "sinusoidal_pos_embds": True}],
+    # ModernBERT (answerdotai's encoders): ModernBERT-decoder's layers attending both ways; its defaults (the base
+    # model's shapes), and one with every bias and a full layer every second, untied
+    "modernbert": [{}, {"vocab_size": 1000, "hidden_size": 256, "intermediate_size": 384, "num_hidden_layers": 4,
+                        "num_attention_heads": 4, "norm_bias": True, "attention_bias": True, "mlp_bias": True,
+                        "classifier_bias": True, "global_attn_every_n_layers": 2, "local_attention": 64,
+                        "tie_word_embeddings": False, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+                        "cls_token_id": 1, "sep_token_id": 2}],
     "mpnet": [{}, {"max_position_embeddings": 514, "layer_norm_eps": 1e-05},
               {**BERT_SMALL, "relative_attention_num_buckets": 16, "tie_word_embeddings": False}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
@@ -822,7 +830,7 @@ IMAGE_TOKENIZER = (".vqmodel.", ".embed_tokens_extend.")
 # "VLM compatibility" entry): built as that class
 IMAGE_TEXT_FIRST = {"qwen4_exp"}
 # Encoders without a causal-LM class: their masked-LM class
-MASKED_LM = {"distilbert", "mpnet"}
+MASKED_LM = {"distilbert", "mpnet", "modernbert"}
 # Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
 TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 
