@@ -662,6 +662,7 @@ _BERT_DEFAULTS: dict[str, tuple[int, int, int, int, int, int, int]] = {
     "bert-generation": (50358, 1024, 24, 16, 4096, 512, 0),
     "distilbert": (30522, 768, 6, 12, 3072, 512, 0),
     "mpnet": (30527, 768, 12, 12, 3072, 512, 0),
+    "esm": (0, 768, 12, 12, 3072, 1026, 0),  # EsmConfig has no vocabulary of its own: a file must give it
 }
 # DistilBertConfig's own names for the keys, which its files write (its attribute_map takes BERT's too)
 _DISTILBERT_KEYS = {"hidden_size": "dim", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
@@ -669,11 +670,11 @@ _DISTILBERT_KEYS = {"hidden_size": "dim", "num_hidden_layers": "n_layers", "num_
 # The families whose positions count from padding_idx + 1 (create_position_ids_from_input_ids: RoBERTa's and MPNet's
 # embeddings), whose classes default pad_token_id to 1; the others' default to 0
 _BERT_PADDING_OFFSET = ("roberta", "xlm-roberta", "camembert", "data2vec-text", "roberta-prelayernorm",
-                        "xlm-roberta-xl", "mpnet")  # fmt: skip
+                        "xlm-roberta-xl", "mpnet", "esm")  # fmt: skip
 # Where each family keeps its LayerNorms besides the two in every layer: after the embedding (post-norm layers, and
 # RoBERTa-PreLayerNorm's), after the last layer (pre-norm layers)
-_BERT_PRE_NORM = ("roberta-prelayernorm", "xlm-roberta-xl", "megatron-bert")
-_BERT_NO_EMBEDDING_NORM = ("xlm-roberta-xl", "megatron-bert")
+_BERT_PRE_NORM = ("roberta-prelayernorm", "xlm-roberta-xl", "megatron-bert", "esm")
+_BERT_NO_EMBEDDING_NORM = ("xlm-roberta-xl", "megatron-bert")  # and ESM's but with emb_layer_norm_before
 
 _ARCHITECTURES = {
     "LlamaForCausalLM": "llama",
@@ -3898,7 +3899,10 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     models). DistilBERT (modeling_distilbert.py DistilBertForMaskedLM) is the same under its own key names and
     without segment tables; MPNet (modeling_mpnet.py MPNetForMaskedLM) adds a bias per head for each of
     relative_attention_num_buckets relative distances, held once by the encoder, and has no segment tables. The
-    RoBERTa-style families' positions start after padding_idx (_BERT_PADDING_OFFSET). Their training forward drops
+    RoBERTa-style families' positions start after padding_idx (_BERT_PADDING_OFFSET). ESM (modeling_esm.py
+    EsmForMaskedLM: ESM-1b, ESM-2) has pre-norm layers with a final norm (emb_layer_norm_after), an embedding norm
+    only with emb_layer_norm_before, rotary positions where position_embedding_type says so, no segment table, and a
+    contact prediction head its masked-LM training does not run. Their training forward drops
     out the hidden state before each residual add and the attention probabilities, at hidden_dropout_prob (0.1 in
     every class and released file)."""
     vocab, hidden, layers, heads, ffn, positions, types = _BERT_DEFAULTS[family]
@@ -3910,6 +3914,14 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     if k.flag("add_cross_attention", False):
         said = f"{k._key('add_cross_attention')}: true adds cross-attention to an encoder, which dpcost does not count"
         raise InputError(k.where, said + "; false (as released) is counted")
+    esm = family == "esm"
+    if esm and k.flag("is_folding_model", False):
+        said = f"{k._key('is_folding_model')}: true is ESMFold, whose folding trunk dpcost does not count"
+        raise InputError(k.where, said + "; an ESM language model's file (false) is counted")
+    position_kind = k.text("position_embedding_type", "absolute") if esm else "absolute"
+    if position_kind not in ("absolute", "rotary"):
+        said = f"{k._key('position_embedding_type')}: absolute or rotary (EsmEmbeddings), got {position_kind!r}"
+        raise InputError(k.where, said[:200])
     tables = [("type_vocab_size", types)] if types else []
     if family == "ernie" and k.flag("use_task_id", False):
         tables.append(("task_type_vocab_size", 3))
@@ -3917,13 +3929,15 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
         if (rows := k.integer(key, default=default)) < 1:
             raise InputError(k.where, f"{k._key(key)}: a table of 1 row or more (each token reads row 0), got {rows}")
     types = sum(k.integer(key, default=default) for key, default in tables)
-    vocab = k.integer("vocab_size", default=vocab, field="vocab")
+    vocab = k.integer("vocab_size", default=_MISSING if esm else vocab, field="vocab")
     pad = k.integer("pad_token_id", default=1 if family in _BERT_PADDING_OFFSET else 0)
     if vocab >= 1 and not 0 <= pad < vocab:  # nn.Embedding's padding_idx must be a row of the table
         raise InputError(k.where, f"{k._key('pad_token_id')}: a row of the embedding, 0 to {vocab - 1}, got {pad}")
     offset = pad + 1 if family in _BERT_PADDING_OFFSET else 0
     rows = k.integer("max_position_embeddings", default=positions, field="learned_positions")
-    if rows < 1 or rows <= offset:
+    if position_kind == "rotary":  # no table: the rotary embedding reads no row
+        rows = offset = 0
+    elif rows < 1 or rows <= offset:
         need = f"more than the {offset} rows before the first position (pad_token_id + 1)" if offset else "1 or more"
         raise InputError(k.where, f"{k._key('max_position_embeddings')}: {need}, got {rows}")
     dropout_key = "dropout" if family == "distilbert" else "hidden_dropout_prob"
@@ -3947,7 +3961,7 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
         "position_offset": offset,
         "dropout": float(dropout),
         "token_types": types,
-        "embedding_norm": family not in _BERT_NO_EMBEDDING_NORM,
+        "embedding_norm": k.flag("emb_layer_norm_before", False) if esm else family not in _BERT_NO_EMBEDDING_NORM,
         "final_norm": pre_norm,
         "head_transform": "none" if family == "bert-generation" else "dense_biased",
         "head_bias": True,
@@ -3955,6 +3969,8 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     }
     if family == "mpnet":
         arch["relative_position_buckets"] = k.integer("relative_attention_num_buckets", default=32)
+    if esm:
+        arch["contact_head"] = True
     return arch
 
 

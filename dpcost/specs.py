@@ -613,6 +613,12 @@ class ModelArchitecture(Spec):
         "held once (MPNet's relative_attention_bias)",
         exclude_if=lambda v: v == 0,
     )
+    contact_head: bool = Field(
+        False,
+        description="ESM's contact prediction head: a logistic regression over every layer's attention maps "
+        "(layers x heads weights and a bias), held, and run only when contacts are asked for",
+        exclude_if=_unset,
+    )
     bidirectional: bool = Field(
         False,
         description="an encoder: every query attends to every key, and nothing is decoded token by token (BERT and "

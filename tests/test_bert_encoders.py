@@ -206,3 +206,26 @@ def test_modernbert_is_its_decoder_s_layers_attending_both_ways(tmp_path: Path) 
     keys = 129 - 64 * 65 / seq  # the 64 queries at each end miss 64, 63, ..., 1 keys
     assert op.flops == pytest.approx(2.0 * seq * keys * 12 * (64 + 64), rel=1e-12)
     assert "encoder" in estimate_refusal(tmp_path, MODERNBERT, "--mode", "inference")
+
+
+ESM2_650M, ESM1B_650M, _ = transformers_cases("esm")
+
+
+def test_esm_s_two_generations(tmp_path: Path) -> None:
+    """ESM-2 650M (Lin et al. 2023: rotary positions, no embedding norm) holds 651,043,254 of its name's 650M;
+    ESM-1b (Rives et al. 2021: a learned table of 1,026 rows after the padding row, an embedding norm) 652,359,094.
+    The contact head, 33 layers x 20 heads and a bias, is held but not run by masked-LM training."""
+    esm2 = count_params(spec_from_config(tmp_path, ESM2_650M))
+    assert esm2.total == 651_043_254 and dict(esm2.components)["contact prediction head"] == 33 * 20 + 1
+    assert esm2.idle == 661 and esm2.active == esm2.total - 661
+    a = spec_from_config(tmp_path, ESM2_650M).architecture
+    assert a is not None and a.learned_positions == 0 and a.final_norm and not a.embedding_norm
+    b = spec_from_config(tmp_path, ESM1B_650M).architecture
+    assert b is not None and b.learned_positions - b.position_offset == 1024 and b.embedding_norm
+
+
+def test_esmfold_and_other_positions_are_refused(tmp_path: Path) -> None:
+    """is_folding_model builds ESMFold's trunk beside the language model; EsmEmbeddings knows absolute and rotary."""
+    assert "is_folding_model: true is ESMFold" in estimate_refusal(tmp_path, {**ESM2_650M, "is_folding_model": True})
+    said = estimate_refusal(tmp_path, {**ESM2_650M, "position_embedding_type": "relative_key"})
+    assert "position_embedding_type: absolute or rotary" in said

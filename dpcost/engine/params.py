@@ -280,6 +280,12 @@ def rope_scale_parameters(a: ModelArchitecture) -> float:
     return float((a.mla.qk_rope_head_dim if a.mla is not None else a.d_head) // 2)
 
 
+def contact_head_parameters(a: ModelArchitecture) -> float:
+    """ESM's EsmContactPredictionHead (modeling_esm.py, transformers 5.25.0): regression, a linear layer from every
+    layer's heads' attention maps (layers x heads) to one logit, biased. Masked-LM training does not run it."""
+    return float(a.layers * a.heads + 1) if a.contact_head else 0.0
+
+
 def input_table_parameters(a: ModelArchitecture) -> float:
     """The lookup tables added to the token embedding: a learned position table and BERT's segment tables
     (BertEmbeddings' position_embeddings and token_type_embeddings, modeling_bert.py, transformers 5.25.0), each
@@ -902,8 +908,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
         per_layer_projection = float(len(ngram.layers) * ngram_layer_parameters(a))
     outside = embedding + lm_head + positions + final_norm + per_layer_embedding + per_layer_projection
     outside += altup_projection_parameters(a) + rope_scale_parameters(a)
-    total = sum(b.params for b in blocks) + outside
     active = sum(b.active for b in blocks) + outside
+    contact_head = contact_head_parameters(a)  # held, not run by a token
+    total = sum(b.params for b in blocks) + outside + contact_head
 
     mixers = {m for m, *_ in kinds}
     own_attention = [m for m in mixers if "attention" in m and m not in (SHARED_BLOCK, REUSED_BLOCK)]
@@ -1009,6 +1016,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         components.append(("token-type tables", float(a.token_types * h)))
     if a.relative_position_buckets:
         components.append(("relative position biases", float(a.relative_position_buckets * a.heads)))
+    if contact_head:
+        components.append(("contact prediction head", contact_head))
     if lm_head:
         components.append(("output head", lm_head))
     return ParamCount(
@@ -1023,5 +1032,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         positions=positions,
         per_layer_embedding=per_layer_embedding,
         per_layer_projection=per_layer_projection,
-        idle=sum(b.params for b, (mixer, *_) in zip(blocks, kinds, strict=True) if mixer == "cross") + vision,
+        idle=sum(b.params for b, (mixer, *_) in zip(blocks, kinds, strict=True) if mixer == "cross")
+        + vision
+        + contact_head,
     )

@@ -12,7 +12,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
         zaya dots3_note_text dots3_note gpt_neox_japanese modernbert-decoder bert roberta xlm-roberta camembert \
         data2vec-text ernie roberta-prelayernorm xlm-roberta-xl megatron-bert bert-generation distilbert mpnet \
-        modernbert \
+        modernbert esm \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -26,7 +26,7 @@ JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4'
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
 A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA, dots3's text model and
 GPT-NeoX-Japanese and ModernBERT-decoder, and the BERT-style encoders' causal-LM classes (DistilBERT's and
-MPNet's masked-LM classes) and ModernBERT's, with transformers 5.25.0).
+MPNet's masked-LM classes), ModernBERT's and ESM's, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -59,6 +59,9 @@ INKLING2_SMALL = {"vocab_size": 1000, "unpadded_vocab_size": 990, "hidden_size":
                   "swa_num_key_value_heads": 4, "swa_head_dim": 32, "sliding_window_size": 64, "d_rel": 8,
                   "rel_extent": 128, "conv_kernel_size": 3, "n_routed_experts": 8, "num_experts_per_tok": 2,
                   "moe_intermediate_size": 64, "n_layers_per_attn_res_block": 2, "eos_token_id": 1}  # fmt: skip
+ESM_650M = {"vocab_size": 33, "hidden_size": 1280, "num_hidden_layers": 33, "num_attention_heads": 20,
+            "intermediate_size": 5120, "max_position_embeddings": 1026, "pad_token_id": 1, "mask_token_id": 32,
+            "token_dropout": True, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}  # fmt: skip
 BERT_SMALL = {"vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
               "intermediate_size": 512, "max_position_embeddings": 128}  # fmt: skip
 # what the class writes beside the keys, which no file needs: ids, rope tables, dtypes, transformers' bookkeeping
@@ -813,6 +816,14 @@ CASES: dict[str, list[dict[str, object]]] = {
                         "classifier_bias": True, "global_attn_every_n_layers": 2, "local_attention": 64,
                         "tie_word_embeddings": False, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
                         "cls_token_id": 1, "sep_token_id": 2}],
+    # ESM (protein language models; EsmConfig has no vocabulary of its own): esm2_t33_650M_UR50D's shapes (rotary, no
+    # embedding norm) and esm1b_t33_650M_UR50S's (absolute positions after the padding row, an embedding norm), and a
+    # small untied one
+    "esm": [{**ESM_650M, "position_embedding_type": "rotary", "emb_layer_norm_before": False},
+            {**ESM_650M, "position_embedding_type": "absolute", "emb_layer_norm_before": True},
+            {"vocab_size": 33, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+             "intermediate_size": 512, "pad_token_id": 1, "position_embedding_type": "rotary",
+             "tie_word_embeddings": False, "hidden_dropout_prob": 0.0}],
     "mpnet": [{}, {"max_position_embeddings": 514, "layer_norm_eps": 1e-05},
               {**BERT_SMALL, "relative_attention_num_buckets": 16, "tie_word_embeddings": False}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
@@ -830,7 +841,7 @@ IMAGE_TOKENIZER = (".vqmodel.", ".embed_tokens_extend.")
 # "VLM compatibility" entry): built as that class
 IMAGE_TEXT_FIRST = {"qwen4_exp"}
 # Encoders without a causal-LM class: their masked-LM class
-MASKED_LM = {"distilbert", "mpnet", "modernbert"}
+MASKED_LM = {"distilbert", "mpnet", "modernbert", "esm"}
 # Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
 TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 
