@@ -823,6 +823,7 @@ _ARCHITECTURES = {
     "GPTNeoXJapaneseForCausalLM": "gpt_neox_japanese",
     "ModernBertDecoderForCausalLM": "modernbert-decoder",
     "ModernBertForMaskedLM": "modernbert",
+    "AlbertForMaskedLM": "albert",
     "BertForMaskedLM": "bert",
     "BertLMHeadModel": "bert",
     "RobertaForMaskedLM": "roberta",
@@ -979,7 +980,7 @@ SUPPORTED_MODEL_TYPES = tuple(
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
          "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
-         "dots3_note_text", "modernbert-decoder", "modernbert", *_BERT_DEFAULTS,
+         "dots3_note_text", "modernbert-decoder", "modernbert", "albert", *_BERT_DEFAULTS,
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -3974,6 +3975,82 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     return arch
 
 
+# AlbertConfig's defaults (configuration_albert.py, transformers 5.25.0: albert-xxlarge-v2's shapes)
+_ALBERT = {"vocab_size": 30000, "embedding_size": 128, "hidden_size": 4096, "num_hidden_layers": 12,
+           "num_hidden_groups": 1, "num_attention_heads": 64, "intermediate_size": 16384, "inner_group_num": 1,
+           "max_position_embeddings": 512, "type_vocab_size": 2, "pad_token_id": 0}  # fmt: skip
+
+
+def _albert_layer_weights(layers: int, groups: int, inner: int) -> list[int]:
+    """Each run layer's holder: AlbertTransformer runs group int(i / (layers / groups)) for layer i, each group its
+    inner_group_num layers in turn; the first run of a group's layer holds its weights."""
+    holder: dict[int, int] = {}
+    out: list[int] = []
+    for i in range(layers):
+        group = int(i / (layers / groups))
+        for j in range(inner):
+            out.append(holder.setdefault(group * inner + j, len(out)))
+    return out
+
+
+def _albert(k: Keys) -> dict[str, Any]:
+    """ALBERT (model_type albert: AlbertForMaskedLM, modeling_albert.py, transformers 5.25.0; Lan et al. 2020): BERT's
+    post-norm layers, biased, in num_hidden_groups groups of inner_group_num layers that the num_hidden_layers
+    layers run in turn (layer_weights: a group's weights are held once); token, position and segment tables
+    embedding_size wide under their LayerNorm, mapped to hidden by a biased linear layer; a prediction head from
+    hidden to embedding_size (dense, activation, LayerNorm) before the tied output matrix and its bias."""
+
+    def integer(key: str, field: str = "") -> int:
+        return int(k.integer(key, default=_ALBERT[key], field=field))
+
+    layers, groups, inner = integer("num_hidden_layers"), integer("num_hidden_groups"), integer("inner_group_num")
+    for key, value in (("num_hidden_layers", layers), ("inner_group_num", inner)):
+        if not 1 <= value <= MAX_LAYERS:
+            raise InputError(k.where, f"{k._key(key)}: a whole number from 1 to {MAX_LAYERS:,}, got {value}"[:200])
+    if not 1 <= groups <= layers:  # more groups than layers: some group no layer runs
+        said = f"{k._key('num_hidden_groups')}: from 1 to num_hidden_layers ({layers}), each group run, got {groups}"
+        raise InputError(k.where, said)
+    if layers * inner > MAX_LAYERS:
+        said = f"{k._key('inner_group_num')}: {layers} x {inner} layers run, more than {MAX_LAYERS:,}"
+        raise InputError(k.where, said)
+    vocab, types = integer("vocab_size", "vocab"), integer("type_vocab_size")
+    rows = integer("max_position_embeddings", "learned_positions")
+    pad = integer("pad_token_id")
+    if types < 1 or rows < 1:
+        key = "type_vocab_size" if types < 1 else "max_position_embeddings"
+        said = f"{k._key(key)}: a table of 1 row or more (a token reads row 0), got {min(types, rows)}"
+        raise InputError(k.where, said)
+    if vocab >= 1 and not 0 <= pad < vocab:  # nn.Embedding's padding_idx must be a row of the table
+        raise InputError(k.where, f"{k._key('pad_token_id')}: a row of the embedding, 0 to {vocab - 1}, got {pad}")
+    dropout = k.get("hidden_dropout_prob", default=0.0)
+    if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
+        said = f"{k._key('hidden_dropout_prob')}: a probability from 0 to below 1, got {dropout!r}"
+        raise InputError(k.where, said[:200])
+    weights = _albert_layer_weights(layers, groups, inner)
+    return {
+        "hidden": integer("hidden_size", "hidden"),
+        "layers": len(weights),
+        "heads": integer("num_attention_heads", "heads"),
+        "ffn": integer("intermediate_size", "ffn"),
+        "vocab": vocab,
+        "mlp": "relu" if k.text("hidden_act", "gelu_new") == "relu" else "gelu",
+        "norm": "layernorm",
+        "qkv_bias": True,
+        "linear_bias": True,
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "learned_positions": rows,
+        "token_types": types,
+        "embedding_width": integer("embedding_size", "embedding_width"),
+        "embedding_norm": True,
+        "final_norm": False,
+        "head_transform": "dense_biased",
+        "head_bias": True,
+        "dropout": float(dropout),
+        "bidirectional": True,
+        "layer_weights": weights if any(w != i for i, w in enumerate(weights)) else [],
+    }
+
+
 def _modernbert(k: Keys) -> dict[str, Any]:
     """ModernBERT (model_type modernbert: ModernBertForMaskedLM, modeling_modernbert.py, transformers 5.25.0;
     answerdotai's encoders): ModernBERT-decoder's layers, head and defaults (_modernbert_decoder), attending both ways,
@@ -4056,6 +4133,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "dots3_note_text": _dots3,
     "modernbert-decoder": _modernbert_decoder,
     "modernbert": _modernbert,
+    "albert": _albert,
 }
 _ONE_FAMILY_READERS.update({family: partial(_bert_style, family=family) for family in _BERT_DEFAULTS})
 

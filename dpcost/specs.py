@@ -613,6 +613,19 @@ class ModelArchitecture(Spec):
         "held once (MPNet's relative_attention_bias)",
         exclude_if=lambda v: v == 0,
     )
+    embedding_width: PositiveInt | None = Field(
+        None,
+        description="the embedding's width where it differs from hidden (ALBERT's embedding_size): its tables, and "
+        "the tied output matrix, are that wide; a biased linear layer maps it to hidden, and the prediction head "
+        "maps hidden back to it",
+        exclude_if=lambda v: v is None,
+    )
+    layer_weights: tuple[NonNegativeInt, ...] = Field(
+        (),
+        description="for each layer, the layer whose weights it runs: its own, or an earlier layer's (ALBERT's "
+        "groups, which every layer runs in turn); empty: each its own",
+        exclude_if=lambda v: not v,
+    )
     contact_head: bool = Field(
         False,
         description="ESM's contact prediction head: a logistic regression over every layer's attention maps "
@@ -846,6 +859,16 @@ class ModelArchitecture(Spec):
             raise ValueError("moe.first_dense_layers exceeds layers")
         if self.bidirectional and self.local_attention is not None and self.local_attention.kind == "chunked":
             raise ValueError("local_attention: an encoder's (bidirectional) window slides; chunked is for decoders")
+        if self.layer_weights:
+            if len(self.layer_weights) != self.layers:
+                raise ValueError(f"layer_weights has {len(self.layer_weights)} entries for {self.layers} layers")
+            if any(j > i or self.layer_weights[j] != j for i, j in enumerate(self.layer_weights)):
+                raise ValueError("layer_weights: each layer runs its own weights or those an earlier layer holds")
+            other = self.mlp_free_layers or self.ffn_widths or self.hyper_connected or self.altup is not None
+            if self.mixers or self.moe is not None or other or self.per_layer_input is not None:
+                raise ValueError("layer_weights: shared weights are counted for attention and MLP layers only")
+        if self.embedding_width is not None and self.head_transform == "none":
+            raise ValueError("embedding_width: the output matrix is that wide, so a head_transform maps hidden to it")
         if self.position_offset and self.position_offset >= self.learned_positions:
             raise ValueError(
                 f"position_offset ({self.position_offset}) leaves none of the {self.learned_positions} "
@@ -1022,15 +1045,15 @@ class ModelArchitecture(Spec):
         per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, their experts are split by modality,
         their norms are gated and their queries fused with a gate (A.X K2), or their attention takes relative logits
         and short convolutions (Inkling), or each expert's output is normed (Ergo), or their inputs are attention
-        residuals (Inkling 2), or their attention is ZAYA's or dots3's: what layouts and the per-op model do not cost
-        yet."""
+        residuals (Inkling 2), or their attention is ZAYA's or dots3's, or they share weights or a narrower
+        embedding (ALBERT): what layouts and the per-op model do not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
         unusual = unusual or self.attention_experts is not None or self.gated_norms_and_query
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
         unusual = unusual or self.relative_or_convolved or (self.moe is not None and self.moe.expert_norms)
         unusual = unusual or self.attention_residual_block is not None or self.convolved_or_scaled
-        unusual = unusual or self.latent_kinds
+        unusual = unusual or self.latent_kinds or self.shared_or_narrow
         return any(m not in plain for m in self.mixers) or unusual
 
     @property
@@ -1068,9 +1091,20 @@ class ModelArchitecture(Spec):
         hy4 = self.hyper_form == "independent"  # HYV4DecoderLayer builds its two whatever hc_mult is, too
         return self.residual_streams > 1 or self.compressed_attention is not None or self.hyper_head == "mean" or hy4
 
+    def holds_weights(self, i: int) -> bool:
+        """Whether layer `i` holds the weights it runs (layer_weights), not an earlier layer's."""
+        return not self.layer_weights or self.layer_weights[i] == i
+
+    @property
+    def shared_or_narrow(self) -> bool:
+        """Layers that run an earlier layer's weights, or an embedding narrower than the hidden state (ALBERT)."""
+        return bool(self.layer_weights) or self.embedding_width is not None
+
     @property
     def unmodelled(self) -> str:
         """What of a hybrid the per-op model does not time yet (ops.has_layer_ops), in words for its refusals."""
+        if self.shared_or_narrow:
+            return "layers sharing their weights, or an embedding of another width than the hidden state"
         if self.shared_block is not None:
             return "transformer blocks shared across layers"
         if any(m.removeprefix(KV_SHARED) == NOPE for m in self.mixers):

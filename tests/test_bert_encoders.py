@@ -229,3 +229,35 @@ def test_esmfold_and_other_positions_are_refused(tmp_path: Path) -> None:
     assert "is_folding_model: true is ESMFold" in estimate_refusal(tmp_path, {**ESM2_650M, "is_folding_model": True})
     said = estimate_refusal(tmp_path, {**ESM2_650M, "position_embedding_type": "relative_key"})
     assert "position_embedding_type: absolute or rotary" in said
+
+
+ALBERT_XXLARGE, ALBERT_BASE, _, ALBERT_GROUPS = transformers_cases("albert")
+
+
+def test_albert_s_layers_run_their_group_s_weights(tmp_path: Path) -> None:
+    """AlbertTransformer runs group int(i / (num_hidden_layers / num_hidden_groups)) for layer i, its
+    inner_group_num layers in turn (modeling_albert.py): 5 layers over 2 groups of 2 run groups 0, 0, 0, 1, 1, so
+    the 10 layers run the weights first held by layers 0, 1, 0, 1, 0, 1, 6, 7, 6, 7."""
+    a = spec_from_config(tmp_path, ALBERT_GROUPS).architecture
+    assert a is not None and a.layer_weights == (0, 1, 0, 1, 0, 1, 6, 7, 6, 7)
+    base = spec_from_config(tmp_path, ALBERT_BASE).architecture
+    assert base is not None and base.layers == 12 and base.layer_weights == (0,) * 12
+
+
+def test_albert_holds_one_layer_and_runs_twelve(tmp_path: Path) -> None:
+    """ALBERT-base (Lan et al. 2020, table 1: BERT-base's 12 layers of 768 sharing one set of weights, a 128-wide
+    embedding): it holds one layer's 7,087,872 weights (four 768 x 768 projections and the 768 x 3072 MLP, biased,
+    and two LayerNorms) and a token runs it 12 times; the embedding's tables are 128 wide, projected to 768."""
+    layer = 4 * (768 * 768 + 768) + 2 * 768 * 3072 + 3072 + 768 + 2 * 2 * 768
+    assert layer == 7_087_872
+    c = count_params(spec_from_config(tmp_path, ALBERT_BASE))
+    parts = dict(c.components)
+    assert parts["attention"] + parts["dense MLP"] == layer - 4 * 768  # the layer's norms are with the others
+    assert parts["embedding"] == 30_000 * 128 and parts["embedding projection"] == 128 * 768 + 768
+    assert c.active - c.total == 11 * layer  # the other 11 runs of the layer
+
+
+def test_albert_is_costed_as_pure_data_parallelism(tmp_path: Path) -> None:
+    """Megatron-style layouts split layers across stages and shards, which shared weights do not fit: refused."""
+    said = estimate_refusal(tmp_path, ALBERT_BASE, "--tp", "2")
+    assert "layers sharing their weights" in said and "cost it as pure data parallelism" in said

@@ -19,7 +19,8 @@ holds them (docs/sources/checkpointing.md, "The loss"). V is the vocabulary, per
   (4V + 2V = 6V; megatron/core/tensor_parallel/cross_entropy.py).
 Outside the loss, the final norm keeps its input (none in GPT-1 and the post-norm encoders), the output projection
 its input; a prediction head before it (BertPredictionHeadTransform: dense, activation, LayerNorm) its dense layer's
-input, the activation's input and the norm's; a norm after the embedding (BLOOM, BERT) its input.
+input, the activation's input and the norm's; a norm after the embedding (BLOOM, BERT) its input. ALBERT's embedding
+and head are embedding_size wide past the head's dense layer.
 """
 
 from __future__ import annotations
@@ -81,10 +82,11 @@ def loss_memory(
     if impl not in PATHS:
         raise ValueError(f"loss_impl must be one of {LOSS_IMPLS}")
     tokens = seq_len * micro_batch
+    width = a.embedding_width or a.hidden  # ALBERT's embedding and head are narrower than the hidden state
     norm_input = (6 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES) * a.hidden if a.final_norm else 0
-    head_transform = 3 * ACT_BYTES * a.hidden if a.head_transform != "none" else 0
-    embedding_norm = ACT_BYTES * a.hidden if a.embedding_norm else 0
-    outside = tokens * (embedding_norm + norm_input + head_transform + ACT_BYTES * a.hidden)
+    head_transform = ACT_BYTES * (a.hidden + 2 * width) if a.head_transform != "none" else 0
+    embedding_norm = ACT_BYTES * width if a.embedding_norm else 0
+    outside = tokens * (embedding_norm + norm_input + head_transform + ACT_BYTES * width)
     if a.dropout > 0:
         outside += tokens * a.hidden  # the embedding's dropout mask
     path, logits = PATHS[impl], tokens * a.output_vocab

@@ -335,14 +335,15 @@ def has_layer_ops(a: ModelArchitecture) -> bool:
     that differ in width from layer to layer (Nemotron-NAS), nor experts isolated by modality (ERNIE-4.5-VL) or
     attention experts (JetMoE), nor Zamba2's shared transformer blocks, nor A.X K2's gated norms and query gate, nor
     Inkling's relative logits and short convolutions, nor Ergo's norms over each expert's output, nor Inkling 2's
-    attention residuals, nor ZAYA's compressed convolutional attention, nor dots3's latent attention kinds."""
+    attention residuals, nor ZAYA's compressed convolutional attention, nor dots3's latent attention kinds, nor
+    ALBERT's shared layers and narrow embedding."""
     if a.hyper_connected or a.per_layer_input is not None or a.altup is not None or a.ffn_widths:
         return False
     if a.vision_experts or a.attention_experts or a.gated_norms_and_query or a.relative_or_convolved:
         return False
     if (a.moe is not None and a.moe.expert_norms) or a.attention_residual_block is not None or a.convolved_or_scaled:
         return False
-    if a.latent_kinds:
+    if a.latent_kinds or a.shared_or_narrow:
         return False
     mamba2 = a.ssm is not None and a.ssm.version == 2
     return all(m in ("attention", "global attention", "none") or (m == "mamba" and mamba2) for m in set(a.mixers))

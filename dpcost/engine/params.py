@@ -289,13 +289,25 @@ def contact_head_parameters(a: ModelArchitecture) -> float:
 def input_table_parameters(a: ModelArchitecture) -> float:
     """The lookup tables added to the token embedding: a learned position table and BERT's segment tables
     (BertEmbeddings' position_embeddings and token_type_embeddings, modeling_bert.py, transformers 5.25.0), each
-    hidden wide."""
-    return float((a.learned_positions + a.token_types) * a.hidden)
+    as wide as the embedding."""
+    return float((a.learned_positions + a.token_types) * embedding_width(a))
+
+
+def embedding_width(a: ModelArchitecture) -> int:
+    """The width of the embedding's tables and of the tied output matrix: hidden, or ALBERT's embedding_size."""
+    return a.embedding_width or a.hidden
 
 
 def outside_norm_parameters(a: ModelArchitecture) -> float:
-    """The hidden-sized norms outside the layers: the final norm (none in GPT-1) and BLOOM's after the embedding."""
-    return _norm(a) * (int(a.final_norm) + int(a.embedding_norm))
+    """The norms outside the layers: the final norm (none in GPT-1), and BLOOM's after the embedding, as wide as the
+    embedding."""
+    return a.norm_weights * (a.hidden * int(a.final_norm) + embedding_width(a) * int(a.embedding_norm))
+
+
+def embedding_projection_parameters(a: ModelArchitecture) -> float:
+    """ALBERT's embedding_hidden_mapping_in (modeling_albert.py, transformers 5.25.0): a biased linear layer from the
+    embedding's width to hidden."""
+    return float(a.embedding_width * a.hidden + a.hidden) if a.embedding_width is not None else 0.0
 
 
 def ngram_layer_parameters(a: ModelArchitecture) -> float:
@@ -673,12 +685,14 @@ def router_state_scale_parameters(a: ModelArchitecture) -> float:
 
 
 def head_transform_parameters(a: ModelArchitecture) -> float:
-    """The prediction head before the output matrix: dense (hidden x hidden, biased or not) and a norm
-    (ModernBertDecoderPredictionHead, modeling_modernbert_decoder.py; BertPredictionHeadTransform, modeling_bert.py,
-    and RobertaLMHead, modeling_roberta.py; transformers 5.25.0)."""
+    """The prediction head before the output matrix: dense (biased or not) and a norm (ModernBertDecoderPredictionHead,
+    modeling_modernbert_decoder.py; BertPredictionHeadTransform, modeling_bert.py, and RobertaLMHead,
+    modeling_roberta.py; transformers 5.25.0), from hidden to the embedding's width (hidden, or ALBERT's
+    embedding_size: AlbertMLMHead), the norm that wide."""
     if a.head_transform == "none":
         return 0.0
-    return float(a.hidden * a.hidden + (a.hidden if a.head_transform == "dense_biased" else 0) + _norm(a))
+    width = embedding_width(a)
+    return float(a.hidden * width + (width if a.head_transform == "dense_biased" else 0) + a.norm_weights * width)
 
 
 def input_scale_parameters(a: ModelArchitecture) -> float:
@@ -879,6 +893,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
     h = a.hidden
     kinds = a.layer_kinds
     blocks = tuple(_block(a, mlp == "moe", mixer, mlp, ffn) for mixer, mlp, ffn in kinds)
+    if a.layer_weights:  # ALBERT: a layer running an earlier layer's weights holds none, and a token passes through
+        blocks = tuple(b if a.holds_weights(i) else BlockCount(0.0, b.active, b.moe) for i, b in enumerate(blocks))
     if a.indexer is not None and a.indexer.layers:  # GLM-5.2: a layer reusing another's top-k holds no indexer
         spares = {m: indexer_parameters(a.attention_of(m)) for m, *_ in kinds if "attention" in m}  # at its width
         blocks = tuple(
@@ -888,14 +904,16 @@ def count_params(spec: ModelSpec) -> ParamCount:
             for i, b in enumerate(blocks)
         )
     dense_layers = sum(1 for _, mlp, _ in kinds if mlp == "dense")
-    embedding = float(a.vocab * h)
+    width = embedding_width(a)
+    embedding = float(a.vocab * width)
     rows = a.output_vocab
-    lm_head = (0.0 if a.tied_embeddings else float(rows * h)) + (float(rows) if a.head_bias else 0.0)
+    lm_head = (0.0 if a.tied_embeddings else float(rows * width)) + (float(rows) if a.head_bias else 0.0)
     positions = input_table_parameters(a)
     final_norm = outside_norm_parameters(a) + hyper_head_parameters(a) + attention_residual_parameters(a)
     final_norm += input_scale_parameters(a) + router_state_scale_parameters(a)
     final_norm += h if a.last_out_bias else 0  # GPT-NeoX-Japanese's last layer's dense_bias, held outside the blocks
     final_norm += head_transform_parameters(a) + a.relative_position_buckets * a.heads
+    final_norm += embedding_projection_parameters(a)
     per_layer = a.per_layer_input
     # Gemma 4's embed_tokens_per_layer, and per_layer_model_projection with per_layer_projection_norm
     per_layer_embedding = per_layer_projection = 0.0
@@ -924,11 +942,14 @@ def count_params(spec: ModelSpec) -> ParamCount:
     mtp = a.mtp_layers * mtp_layer(a).params if a.mtp_layers else 0.0
 
     components: list[tuple[str, float]] = [("embedding", embedding)]
+    held = [kind for i, kind in enumerate(kinds) if a.holds_weights(i)]  # the layers holding the weights they run
+    if a.embedding_width is not None:
+        components.append(("embedding projection", embedding_projection_parameters(a)))
     if own_attention:
         spared = [m for i, (m, *_) in enumerate(kinds) if "attention" in m and a.indexer and a.indexer.layers
                   and i not in a.indexer.layers]  # fmt: skip
         without = sum(indexer_parameters(a.attention_of(m)) for m in spared)  # each at its own width
-        attention = sum(attention_parameters(a, m) for m, *_ in kinds if "attention" in m)
+        attention = sum(attention_parameters(a, m) for m, *_ in held if "attention" in m)
         if a.attention_experts is not None and a.moe is not None:  # the experts' projections have their own rows
             without += a.attention_layers * a.moe.active * attention_expert(a)
         components.append(("attention", attention - without))
@@ -960,7 +981,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     compressors = sum(compressor_parameters(a, mixer) for mixer, *_ in kinds)
     if compressors:
         components.append(("compressors and indexers", compressors))
-    layer_norms = sum(layer_norm_parameters(a, mixer, mlp) for mixer, mlp, _ in kinds)
+    layer_norms = sum(layer_norm_parameters(a, mixer, mlp) for mixer, mlp, _ in held)
     if a.mlp_norm:  # a norm over each dense MLP's intermediate (Kosmos-2, BitNet)
         layer_norms += sum(a.norm_weights * ffn for _, mlp, ffn in kinds if mlp == "dense")
     components.append(("norms", layer_norms + outside_norm_parameters(a)))
@@ -982,7 +1003,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
         streams = 2 * hyper_connection_parameters(a) * a.layers + hyper_head_parameters(a)
         components.append(("hyper-connections", streams))
     if dense_layers:  # with each MLP's activation scalars (Apertus's xIELU)
-        mlps = sum(_mlp(a, ffn) + a.activation_scalars for _, mlp, ffn in kinds if mlp == "dense")
+        mlps = sum(_mlp(a, ffn) + a.activation_scalars for _, mlp, ffn in held if mlp == "dense")
         components.append(("dense MLP", mlps))
     if a.altup is not None:
         altup = altup_layer_parameters(a) * a.layers + altup_projection_parameters(a)
@@ -1011,9 +1032,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if a.rope_alpha:
         components.append(("rotary frequency scale", rope_scale_parameters(a)))
     if a.learned_positions:
-        components.append(("position table", float(a.learned_positions * h)))
+        components.append(("position table", float(a.learned_positions * width)))
     if a.token_types:
-        components.append(("token-type tables", float(a.token_types * h)))
+        components.append(("token-type tables", float(a.token_types * width)))
     if a.relative_position_buckets:
         components.append(("relative position biases", float(a.relative_position_buckets * a.heads)))
     if contact_head:

@@ -493,7 +493,8 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     inputs = (counts.embedding, float(positions), lookups, projection)
     tensors = [tuple(t for t in inputs if t > 0)]
     kinds = {kind: block_tensors(a, kind[1] == "moe", *kind) for kind in set(layer_kinds)}  # each kind of layer
-    tensors += [kinds[kind] + own.get(i, ()) for i, kind in enumerate(layer_kinds)]
+    # a layer running an earlier layer's weights (ALBERT) holds none: its gradients join the holder's
+    tensors += [kinds[kind] + own.get(i, ()) if a.holds_weights(i) else () for i, kind in enumerate(layer_kinds)]
     head = counts.total - sum(inputs) - sum(b.params for b in counts.blocks) - sum(sum(t) for t in own.values())
     tensors += [tuple(t for t in (head - counts.lm_head, counts.lm_head) if t > 0)]  # final norm, output head
     total = sum(flops)

@@ -12,7 +12,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
         zaya dots3_note_text dots3_note gpt_neox_japanese modernbert-decoder bert roberta xlm-roberta camembert \
         data2vec-text ernie roberta-prelayernorm xlm-roberta-xl megatron-bert bert-generation distilbert mpnet \
-        modernbert esm \
+        modernbert esm albert \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -26,7 +26,7 @@ JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4'
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
 A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA, dots3's text model and
 GPT-NeoX-Japanese and ModernBERT-decoder, and the BERT-style encoders' causal-LM classes (DistilBERT's and
-MPNet's masked-LM classes), ModernBERT's and ESM's, with transformers 5.25.0).
+MPNet's masked-LM classes), ModernBERT's, ESM's and ALBERT's, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -824,6 +824,13 @@ CASES: dict[str, list[dict[str, object]]] = {
             {"vocab_size": 33, "hidden_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
              "intermediate_size": 512, "pad_token_id": 1, "position_embedding_type": "rotary",
              "tie_word_embeddings": False, "hidden_dropout_prob": 0.0}],
+    # ALBERT: its defaults (albert-xxlarge-v2's shapes), albert-base-v2's and albert-large-v2's, and a small one of two
+    # groups of two layers over five run layers, untied, ReLU
+    "albert": [{}, {"hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072, "hidden_act": "gelu_new"},
+               {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16, "intermediate_size": 4096},
+               {"vocab_size": 1000, "embedding_size": 64, "hidden_size": 256, "num_hidden_layers": 5,
+                "num_hidden_groups": 2, "inner_group_num": 2, "num_attention_heads": 4, "intermediate_size": 512,
+                "hidden_act": "relu", "tie_word_embeddings": False, "type_vocab_size": 3}],
     "mpnet": [{}, {"max_position_embeddings": 514, "layer_norm_eps": 1e-05},
               {**BERT_SMALL, "relative_attention_num_buckets": 16, "tie_word_embeddings": False}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
@@ -841,7 +848,7 @@ IMAGE_TOKENIZER = (".vqmodel.", ".embed_tokens_extend.")
 # "VLM compatibility" entry): built as that class
 IMAGE_TEXT_FIRST = {"qwen4_exp"}
 # Encoders without a causal-LM class: their masked-LM class
-MASKED_LM = {"distilbert", "mpnet", "modernbert", "esm"}
+MASKED_LM = {"distilbert", "mpnet", "modernbert", "esm", "albert"}
 # Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
 TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
 
