@@ -36,9 +36,12 @@ def decode_weight_bytes(counts: ParamCount, a: ModelArchitecture | None, batch: 
     """bf16 weight bytes one decode step reads from HBM: every weight but the input lookup tables (a row per
     token; the embedding is read whole only as a tied output head) and what text never runs (Mllama's
     cross-attention, ERNIE-4.5-VL's vision experts), and of each MoE layer's routed experts (and JetMoE's attention
-    experts) the expected number that `batch` tokens touch when routed uniformly, E (1 - (1 - k/E)^B)."""
+    experts) the expected number that `batch` tokens touch when routed uniformly, E (1 - (1 - k/E)^B). Weights a
+    token runs more than once a step (Dory's looped layers, Zamba's shared blocks) are read at each run: a model's
+    weights do not stay in the L2 cache between its layers."""
     tied = a is not None and a.tied_embeddings
-    weights = 2.0 * (counts.total - counts.lookups - counts.idle + (counts.embedding if tied else 0.0))
+    reruns = sum(b.active - b.params for b in counts.blocks if b.active > b.params)
+    weights = 2.0 * (counts.total - counts.lookups - counts.idle + reruns + (counts.embedding if tied else 0.0))
     if a is None or a.moe is None:
         return weights
     parts = dict(counts.components)
