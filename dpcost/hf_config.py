@@ -980,7 +980,7 @@ SUPPORTED_MODEL_TYPES = tuple(
          *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
          "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
-         "dots3_note_text", "modernbert-decoder", "modernbert", "albert", *_BERT_DEFAULTS,
+         "dots3_note_text", "modernbert-decoder", "modernbert", "albert", "dory", *_BERT_DEFAULTS,
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -4051,6 +4051,90 @@ def _albert(k: Keys) -> dict[str, Any]:
     }
 
 
+# DoryConfig's defaults (configuration_dory.py, transformers 5.25.0: NVIDIA-Nemotron-Labs-Dory1.0-4B's shapes)
+_DORY = {"vocab_size": 131072, "hidden_size": 2560, "intermediate_size": 7168, "num_hidden_layers": 36,
+         "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256, "sliding_window": 1024,
+         "n_input_layers": 8, "n_output_layers": 8, "n_recurrent_loops": 2}  # fmt: skip
+
+
+def _dory_runs(k: Keys) -> tuple[list[int], list[str]]:
+    """Dory's layers in the order a token runs them, as the held layer each is, and each held layer's kind, as
+    DoryConfig.__post_init__ resolves them: the released files list attention and MLP blocks apart (an "mlp" entry
+    after each layer's; every count then halves); n_recurrent_layers defaults to what the input and output layers
+    leave; layer_types to a full layer every fourth. DoryModel runs the input layers, the recurrent ones
+    n_recurrent_loops times, then the output layers."""
+
+    def integer(key: str) -> int:
+        return int(k.integer(key, default=_DORY.get(key), field="layers" if key == "num_hidden_layers" else ""))
+
+    layers, first, last, loops = (integer(key) for key in ("num_hidden_layers", "n_input_layers", "n_output_layers",
+                                                           "n_recurrent_loops"))  # fmt: skip
+    recurrent = k.integer("n_recurrent_layers", default=None)
+    types = k.get("layer_types", default=None)
+    if types is not None and (not isinstance(types, list) or not all(isinstance(t, str) for t in types)):
+        raise InputError(k.where, f"{k._key('layer_types')}: a list of layer kinds, got {types!r}"[:200])
+    if types is not None and "mlp" in types:  # attention and MLP blocks listed apart: each pair is one layer
+        types, layers, first, last = types[::2], layers // 2, first // 2, last // 2
+        recurrent = None if recurrent is None else recurrent // 2
+    types = types or ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(layers)]
+    recurrent = layers - first - last if recurrent is None else recurrent
+    if len(types) != layers or not set(types) <= {"full_attention", "sliding_attention"}:
+        said = f"{k._key('layer_types')}: full_attention or sliding_attention for each of {layers} layers"
+        raise InputError(k.where, f"{said}, got {types!r}"[:200])
+    if min(first, last, recurrent) < 0 or first + recurrent + last != layers:
+        said = f"{k._key('n_input_layers')} + n_recurrent_layers + n_output_layers must equal num_hidden_layers"
+        raise InputError(k.where, f"{said} ({layers}), got {first} + {recurrent} + {last}")
+    if not 1 <= loops <= MAX_LAYERS // max(recurrent, 1):
+        said = f"{k._key('n_recurrent_loops')}: passes through the recurrent layers, 1 or more, got {loops}"
+        raise InputError(k.where, said[:200])
+    looped = [first + j for _ in range(loops) for j in range(recurrent)]
+    return [*range(first), *looped, *range(first + recurrent, layers)], types
+
+
+def _dory(k: Keys) -> dict[str, Any]:
+    """Dory (model_type dory: DoryForCausalLM, modeling_dory.py, transformers 5.25.0; NVIDIA's looped nGPT): Gemma 2's
+    four norms a layer, all weightless L2 projections onto the unit sphere, as are the per-head q/k norms, the
+    norms inside the attention and MLP and the final one; gated attention (gate_proj per query channel) and a
+    SwiGLU MLP, biased by attention_bias and mlp_bias; nGPT's learned scales (ngpt_scales); the recurrent layers run
+    n_recurrent_loops times (layer_weights), each run keeping its own KV cache unless recurrent_kv_cache_mode is
+    last_loop; full or sliding layers by layer_types, a window of sliding_window; untied by default, with a logit
+    scale per vocabulary row."""
+    runs, types = _dory_runs(k)
+    holder: dict[int, int] = {}
+    weights = [holder.setdefault(held, i) for i, held in enumerate(runs)]
+    mode = k.text("recurrent_kv_cache_mode", "per_loop")
+    if mode not in ("per_loop", "last_loop"):
+        raise InputError(k.where, f"{k._key('recurrent_kv_cache_mode')}: per_loop or last_loop, got {mode!r}"[:200])
+    d = _DORY
+    attention_bias, mlp_bias = k.flag("attention_bias", False), k.flag("mlp_bias", False)
+    arch: dict[str, Any] = {
+        "hidden": k.integer("hidden_size", default=d["hidden_size"], field="hidden"),
+        "layers": len(runs),
+        "heads": k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads"),
+        "kv_heads": k.integer("num_key_value_heads", default=d["num_key_value_heads"], field="kv_heads"),
+        "head_dim": k.integer("head_dim", default=d["head_dim"], field="head_dim"),
+        "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
+        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", False),
+        "norm": "layernorm_np",
+        "layer_norms": 4,
+        "qk_norm": "head",
+        "attention_gate": True,
+        "qkv_bias": attention_bias,
+        "out_bias": attention_bias,
+        "ngpt_scales": True,
+        "reused_layers_read_cache": mode == "last_loop",
+        "layer_weights": weights if any(w != i for i, w in enumerate(weights)) else [],
+    }
+    if mlp_bias:
+        arch["linear_bias"] = True
+    sliding = [i for i, held in enumerate(runs) if types[held] == "sliding_attention"]
+    if sliding:
+        size = k.integer("sliding_window", default=d["sliding_window"], field="local_attention.size")
+        arch["local_attention"] = {"size": size, "layers": sliding}
+    return arch
+
+
 def _modernbert(k: Keys) -> dict[str, Any]:
     """ModernBERT (model_type modernbert: ModernBertForMaskedLM, modeling_modernbert.py, transformers 5.25.0;
     answerdotai's encoders): ModernBERT-decoder's layers, head and defaults (_modernbert_decoder), attending both ways,
@@ -4134,6 +4218,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "modernbert-decoder": _modernbert_decoder,
     "modernbert": _modernbert,
     "albert": _albert,
+    "dory": _dory,
 }
 _ONE_FAMILY_READERS.update({family: partial(_bert_style, family=family) for family in _BERT_DEFAULTS})
 

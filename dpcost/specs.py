@@ -626,6 +626,19 @@ class ModelArchitecture(Spec):
         "groups, which every layer runs in turn); empty: each its own",
         exclude_if=lambda v: not v,
     )
+    ngpt_scales: bool = Field(
+        False,
+        description="nGPT's learned scales (Loshchilov et al. 2024, arXiv 2410.01131; Dory's): in every layer the "
+        "residual rates (two hidden-wide), the query and gate scales (two query-wide) and the MLP's (two "
+        "ffn-wide); a logit scale per vocabulary row",
+        exclude_if=_unset,
+    )
+    reused_layers_read_cache: bool = Field(
+        False,
+        description="a layer running an earlier layer's weights keeps no KV cache of its own, it reads its holder's "
+        "(Dory's recurrent_kv_cache_mode last_loop); false: each run keeps its own (per_loop)",
+        exclude_if=_unset,
+    )
     contact_head: bool = Field(
         False,
         description="ESM's contact prediction head: a logistic regression over every layer's attention maps "

@@ -27,6 +27,7 @@ Which of these tensors a recomputation policy keeps is checkpointing.py's; the l
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Literal
 
 from dpcost.engine.attention_keys import cached_entries, cached_keys
@@ -738,7 +739,8 @@ def layer_tensors(
 def kv_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int = 2) -> float:
     """Keys and values of every attention layer for `batch` sequences of `seq_len` tokens (MLA caches its latent;
     each layer its own KV heads and head_dim; a sliding-window or chunked layer at most its window or chunk:
-    cached_keys; a kv-shared layer none, it reads an earlier layer's), and each recurrent layer's state, whatever the
+    cached_keys; a kv-shared layer none, it reads an earlier layer's, as a rerun layer reads its holder's under
+    reused_layers_read_cache), and each recurrent layer's state, whatever the
     context (recurrent_state_bytes)."""
     return _kv_bytes(a, seq_len, batch, dtype_bytes, shared=False)
 
@@ -753,7 +755,13 @@ def _kv_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int, 
     if a.compressed_attention is not None:
         return _compressed_cache_bytes(a, seq_len, batch, dtype_bytes)
     kv = 0.0
-    for mixer, local, count in a.attention_kinds:
+    kinds = a.attention_kinds
+    if a.reused_layers_read_cache:  # Dory's last_loop: a rerun layer writes no cache, it reads its holder's
+        held = Counter(
+            (m, a.local_span(i)) for i, (m, *_) in enumerate(a.layer_kinds) if "attention" in m and a.holds_weights(i)
+        )
+        kinds = tuple((m, local, n) for (m, local), n in held.items())
+    for mixer, local, count in kinds:
         if not shared and not a.computes_kv(mixer):  # it holds no cache: it reads an earlier layer's
             continue
         view = a.attention_of(mixer)

@@ -280,6 +280,18 @@ def rope_scale_parameters(a: ModelArchitecture) -> float:
     return float((a.mla.qk_rope_head_dim if a.mla is not None else a.d_head) // 2)
 
 
+def ngpt_layer_scale_parameters(
+    a: ModelArchitecture, mixer: str = "attention", mlp_kind: str = "", ffn: int = 0
+) -> float:
+    """nGPT's learned scales in one layer (modeling_dory.py, transformers 5.25.0): lambda_1 and lambda_2 (hidden
+    each), the attention's sqk and s_gate (heads x head_dim each), the MLP's suv_gate and suv_up (ffn each)."""
+    if not a.ngpt_scales:
+        return 0.0
+    attention = 2 * a.heads * a.d_head if "attention" in mixer else 0
+    mlp = 2 * (ffn or a.dense_ffn(mixer)) if mlp_kind != "none" else 0
+    return float(2 * a.hidden + attention + mlp)
+
+
 def contact_head_parameters(a: ModelArchitecture) -> float:
     """ESM's EsmContactPredictionHead (modeling_esm.py, transformers 5.25.0): regression, a linear layer from every
     layer's heads' attention maps (layers x heads) to one logit, biased. Masked-LM training does not run it."""
@@ -737,6 +749,7 @@ def _block(
     norms = layer_norm_parameters(a, mixer, mlp_kind) + 2 * hyper_connection_parameters(a)
     norms += a.residual_gates * a.hidden  # Muse Spark's residual gates: a hidden-wide vector each
     norms += output_convolution_parameters(a) + (8 * a.hidden if a.residual_scaling else 0)  # ZAYA's two scalings
+    norms += ngpt_layer_scale_parameters(a, mixer, mlp_kind, ffn)
     norms += norm_gate_parameters(a, moe_layer and a.moe is not None and mlp_kind != "none")
     if mlp_kind == "none":
         return BlockCount(attn + norms + idle_attention, attn + norms, moe=False)
@@ -913,7 +926,7 @@ def count_params(spec: ModelSpec) -> ParamCount:
     final_norm += input_scale_parameters(a) + router_state_scale_parameters(a)
     final_norm += h if a.last_out_bias else 0  # GPT-NeoX-Japanese's last layer's dense_bias, held outside the blocks
     final_norm += head_transform_parameters(a) + a.relative_position_buckets * a.heads
-    final_norm += embedding_projection_parameters(a)
+    final_norm += embedding_projection_parameters(a) + (rows if a.ngpt_scales else 0)  # Dory's logit_scale
     per_layer = a.per_layer_input
     # Gemma 4's embed_tokens_per_layer, and per_layer_model_projection with per_layer_projection_norm
     per_layer_embedding = per_layer_projection = 0.0
@@ -987,6 +1000,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
     components.append(("norms", layer_norms + outside_norm_parameters(a)))
     if a.residual_gates:
         components.append(("residual gates", a.residual_gates * a.hidden * a.layers))
+    if a.ngpt_scales:
+        scales = sum(ngpt_layer_scale_parameters(a, *kind) for kind in held) + rows
+        components.append(("nGPT scales", scales))
     if a.sconv_kernel is not None:
         components.append(("sub-layer output convolutions", output_convolution_parameters(a) * a.layers))
     if a.attention_residual_block is not None:

@@ -12,7 +12,7 @@ their configuration classes (and Llama's own biases, which they borrow). Writes 
         qwen4_exp_text qwen4_exp kolibri1_1 axk2 hy_v4_vl inkling_text inkling_mm_model ergo inkling2_text inkling2 \
         zaya dots3_note_text dots3_note gpt_neox_japanese modernbert-decoder bert roberta xlm-roberta camembert \
         data2vec-text ernie roberta-prelayernorm xlm-roberta-xl megatron-bert bert-generation distilbert mpnet \
-        modernbert esm albert \
+        modernbert esm albert dory \
         > resolved/transformers-5.25.json
 
 Needs torch and transformers (not dpcost's dependencies; written with transformers 5.24.0 and torch 2.14.1 CPU; the
@@ -26,7 +26,7 @@ JetMoE, Kosmos-2's text model, RWKV-4, Zamba2 and Zamba, xLSTM, Mistral Large 4'
 Glimmer's, Step 3.5's and GLM-5.3's text models, Hy4, Ling's hybrid, Qwen4-Exp's text model, Kolibri-1.1,
 A.X K2, Hy4-VL's text model and Inkling's, Ergo, Inkling 2's text model, ZAYA, dots3's text model and
 GPT-NeoX-Japanese and ModernBERT-decoder, and the BERT-style encoders' causal-LM classes (DistilBERT's and
-MPNet's masked-LM classes), ModernBERT's, ESM's and ALBERT's, with transformers 5.25.0).
+MPNet's masked-LM classes), ModernBERT's, ESM's and ALBERT's, and Dory, with transformers 5.25.0).
 For each family, configs that start from its configuration class's defaults (the flagship's shapes, as the classes'
 docstrings say: EXAONE-3.0-7.8B, openbmb/MiniCPM3-4B, facebook/cwm, IQuest-Coder, FlexOlmo, Youtu-LLM, Sarvam,
 Arcee's Trinity) and switch the keys dpcost reads otherwise than the family it borrows from: the released files'
@@ -831,6 +831,13 @@ CASES: dict[str, list[dict[str, object]]] = {
                {"vocab_size": 1000, "embedding_size": 64, "hidden_size": 256, "num_hidden_layers": 5,
                 "num_hidden_groups": 2, "inner_group_num": 2, "num_attention_heads": 4, "intermediate_size": 512,
                 "hidden_act": "relu", "tie_word_embeddings": False, "type_vocab_size": 3}],
+    # Dory (NVIDIA's looped nGPT): its defaults (Dory1.0-4B's shapes), and a small one looping its middle twice more,
+    # one cache for the loops, biases, tied; the class writes both as released files list them (attention and MLP
+    # blocks apart)
+    "dory": [{}, {"vocab_size": 1000, "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 6,
+                  "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "n_input_layers": 1,
+                  "n_output_layers": 2, "n_recurrent_loops": 3, "recurrent_kv_cache_mode": "last_loop",
+                  "attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True, "sliding_window": 64}],
     "mpnet": [{}, {"max_position_embeddings": 514, "layer_norm_eps": 1e-05},
               {**BERT_SMALL, "relative_attention_num_buckets": 16, "tie_word_embeddings": False}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
@@ -851,6 +858,18 @@ IMAGE_TEXT_FIRST = {"qwen4_exp"}
 MASKED_LM = {"distilbert", "mpnet", "modernbert", "esm", "albert"}
 # Text configs the auto classes do not map (auto_mappings.py maps Emu3ForCausalLM under "emu3"): their own class
 TEXT_CLASSES = {"emu3_text_model": "Emu3ForCausalLM"}
+
+
+def run_order(text: object) -> list[int]:
+    """The layers in the order a token runs them: each once, but Dory's recurrent layers n_recurrent_loops times
+    (DoryModel.forward, modeling_dory.py, 5.25.0)."""
+    layers = text.num_hidden_layers  # type: ignore[attr-defined]
+    loops = getattr(text, "n_recurrent_loops", None)
+    if loops is None:
+        return list(range(layers))
+    first, recurrent = text.n_input_layers, text.n_recurrent_layers  # type: ignore[attr-defined]
+    middle = [first + j for _ in range(loops) for j in range(recurrent)]
+    return [*range(first), *middle, *range(first + recurrent, layers)]
 
 
 def unused_parameters(model: object) -> int:
@@ -910,6 +929,7 @@ def main() -> None:
                     kept[theirs] = kept.pop(ours)
             text = config.get_text_config(decoder=True)  # a wrapper's text model: its layers attend in windows
             types = getattr(text, "layer_types", None) or []
+            types = [types[i] for i in run_order(text)] if types else types  # Dory's looped layers, as they run
             local_kinds = ("sliding_attention", "chunked_attention", "hybrid_sliding")  # Inkling's: hybrid_sliding
             sliding = [i for i, t in enumerate(types) if t in local_kinds]
             chunked = "chunked_attention" in types
