@@ -664,9 +664,11 @@ _BERT_DEFAULTS: dict[str, tuple[int, int, int, int, int, int, int]] = {
     "mpnet": (30527, 768, 12, 12, 3072, 512, 0),
     "esm": (0, 768, 12, 12, 3072, 1026, 0),  # EsmConfig has no vocabulary of its own: a file must give it
 }
-# DistilBertConfig's own names for the keys, which its files write (its attribute_map takes BERT's too)
-_DISTILBERT_KEYS = {"hidden_size": "dim", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
-                    "intermediate_size": "hidden_dim", "hidden_act": "activation"}  # fmt: skip
+# DistilBertConfig's names for the keys: its own, which its files write, and BERT's three that its attribute_map
+# takes (and prefers where a file gives both); intermediate_size and hidden_act it does not read
+_DISTILBERT_KEYS = {"hidden_size": ("hidden_size", "dim"), "num_hidden_layers": ("num_hidden_layers", "n_layers"),
+                    "num_attention_heads": ("num_attention_heads", "n_heads"), "intermediate_size": ("hidden_dim",),
+                    "hidden_act": ("activation",)}  # fmt: skip
 # The families whose positions count from padding_idx + 1 (create_position_ids_from_input_ids: RoBERTa's and MPNet's
 # embeddings), whose classes default pad_token_id to 1; the others' default to 0
 _BERT_PADDING_OFFSET = ("roberta", "xlm-roberta", "camembert", "data2vec-text", "roberta-prelayernorm",
@@ -824,6 +826,7 @@ _ARCHITECTURES = {
     "ModernBertDecoderForCausalLM": "modernbert-decoder",
     "ModernBertForMaskedLM": "modernbert",
     "AlbertForMaskedLM": "albert",
+    "DoryForCausalLM": "dory",
     "BertForMaskedLM": "bert",
     "BertLMHeadModel": "bert",
     "RobertaForMaskedLM": "roberta",
@@ -2588,13 +2591,13 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             qkv_bias=False,
         )
     elif family == "mpt":
-        # configuration_mpt.py / modeling_mpt.py (5.24.0): LayerNorms without bias (one weight per element, counted
-        # as RMSNorm's), Wqkv and out_proj unbiased (always multi-head), an MLP of 4 x d_model (expansion_ratio, no_bias
+        # configuration_mpt.py / modeling_mpt.py (5.24.0): LayerNorms without bias (one weight per element), Wqkv
+        # and out_proj unbiased (always multi-head), an MLP of 4 x d_model (expansion_ratio, no_bias
         # and learned_pos_emb are not read: ALiBi, no position table), tied by default
         arch.update(
             ffn=4 * hidden,
             tied_embeddings=k.flag("tie_word_embeddings", True),
-            norm="rmsnorm",
+            norm="layernorm_nb",
             qkv_bias=False,
             linear_bias=False,
         )
@@ -3867,15 +3870,19 @@ def _modernbert_decoder(k: Keys) -> dict[str, Any]:
     hidden = k.integer("hidden_size", default=d["hidden_size"], field="hidden")
     heads = k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads")
     attention_bias, mlp_bias = k.flag("attention_bias", False), k.flag("mlp_bias", False)
+    vocab = k.integer("vocab_size", default=d["vocab_size"], field="vocab")
+    pad = k.integer("pad_token_id", default=None)  # checked where a file gives it: the harness's files drop ids
+    if vocab >= 1 and pad is not None and not 0 <= pad < vocab:  # tok_embeddings' padding_idx must be one of its rows
+        raise InputError(k.where, f"{k._key('pad_token_id')}: a row of the embedding, 0 to {vocab - 1}, got {pad}")
     arch: dict[str, Any] = {
         "hidden": hidden,
         "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
         "heads": heads,
         "ffn": k.integer("intermediate_size", default=d["intermediate_size"], field="ffn"),
         "mlp": "geglu",
-        "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
+        "vocab": vocab,
         "tied_embeddings": k.flag("tie_word_embeddings", True),
-        "norm": "layernorm" if k.flag("norm_bias", False) else "rmsnorm",  # a LayerNorm's weight, and its bias
+        "norm": "layernorm" if k.flag("norm_bias", False) else "layernorm_nb",  # LayerNorms, biased by norm_bias
         # the embedding's norm is counted as layer 0's attention norm, which that layer does not hold (Identity)
         "qkv_bias": attention_bias,
         "out_bias": attention_bias,
@@ -3910,7 +3917,7 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     names = _DISTILBERT_KEYS if family == "distilbert" else {}
 
     def integer(key: str, default: int, field: str) -> int:
-        return int(k.integer(*((names[key],) if key in names else ()), key, default=default, field=field))
+        return int(k.integer(*names.get(key, (key,)), default=default, field=field))
 
     if k.flag("add_cross_attention", False):
         said = f"{k._key('add_cross_attention')}: true adds cross-attention to an encoder, which dpcost does not count"
@@ -3931,7 +3938,10 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
             raise InputError(k.where, f"{k._key(key)}: a table of 1 row or more (each token reads row 0), got {rows}")
     types = sum(k.integer(key, default=default) for key, default in tables)
     vocab = k.integer("vocab_size", default=_MISSING if esm else vocab, field="vocab")
-    pad = k.integer("pad_token_id", default=1 if family in _BERT_PADDING_OFFSET else 0)
+    # MPNetEmbeddings' padding row is 1 whatever pad_token_id says
+    pad = 1 if family == "mpnet" else k.integer("pad_token_id", default=1 if family in _BERT_PADDING_OFFSET else 0)
+    if family == "mpnet" and vocab == 1:
+        raise InputError(k.where, f"{k._key('vocab_size')}: 2 rows or more (MPNet's padding row is row 1), got 1")
     if vocab >= 1 and not 0 <= pad < vocab:  # nn.Embedding's padding_idx must be a row of the table
         raise InputError(k.where, f"{k._key('pad_token_id')}: a row of the embedding, 0 to {vocab - 1}, got {pad}")
     offset = pad + 1 if family in _BERT_PADDING_OFFSET else 0
@@ -3946,7 +3956,7 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
         raise InputError(k.where, f"{k._key(dropout_key)}: a probability from 0 to below 1, got {dropout!r}"[:200])
     pre_norm = family in _BERT_PRE_NORM
-    activation = k.text(names.get("hidden_act", "hidden_act"), "gelu")
+    activation = k.text(names.get("hidden_act", ("hidden_act",))[0], "gelu")
     arch: dict[str, Any] = {
         "hidden": integer("hidden_size", hidden, "hidden"),
         "layers": integer("num_hidden_layers", layers, "layers"),
@@ -3968,8 +3978,12 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
         "head_bias": True,
         "bidirectional": not k.flag("is_decoder", False),
     }
-    if family == "mpnet":
-        arch["relative_position_buckets"] = k.integer("relative_attention_num_buckets", default=32)
+    if family == "mpnet":  # its attention always buckets distances into 32, reading rows up to 31
+        buckets = k.integer("relative_attention_num_buckets", default=32)
+        if buckets < 32:
+            said = f"{k._key('relative_attention_num_buckets')}: 32 or more (MPNetAttention's 32 buckets)"
+            raise InputError(k.where, f"{said}, got {buckets}")
+        arch["relative_position_buckets"] = buckets
     if esm:
         arch["contact_head"] = True
     return arch
@@ -4076,7 +4090,8 @@ def _dory_runs(k: Keys) -> tuple[list[int], list[str]]:
     if types is not None and "mlp" in types:  # attention and MLP blocks listed apart: each pair is one layer
         types, layers, first, last = types[::2], layers // 2, first // 2, last // 2
         recurrent = None if recurrent is None else recurrent // 2
-    types = types or ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(layers)]
+    if types is None:
+        types = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(layers)]
     recurrent = layers - first - last if recurrent is None else recurrent
     if len(types) != layers or not set(types) <= {"full_attention", "sliding_attention"}:
         said = f"{k._key('layer_types')}: full_attention or sliding_attention for each of {layers} layers"
@@ -4084,9 +4099,9 @@ def _dory_runs(k: Keys) -> tuple[list[int], list[str]]:
     if min(first, last, recurrent) < 0 or first + recurrent + last != layers:
         said = f"{k._key('n_input_layers')} + n_recurrent_layers + n_output_layers must equal num_hidden_layers"
         raise InputError(k.where, f"{said} ({layers}), got {first} + {recurrent} + {last}")
-    if not 1 <= loops <= MAX_LAYERS // max(recurrent, 1):
-        said = f"{k._key('n_recurrent_loops')}: passes through the recurrent layers, 1 or more, got {loops}"
-        raise InputError(k.where, said[:200])
+    if loops < 1 or first + last + loops * recurrent > MAX_LAYERS:
+        said = f"{k._key('n_recurrent_loops')}: 1 or more passes, {MAX_LAYERS:,} layers run at most in all"
+        raise InputError(k.where, f"{said}, got {loops} passes of {recurrent} layers"[:200])
     looped = [first + j for _ in range(loops) for j in range(recurrent)]
     return [*range(first), *looped, *range(first + recurrent, layers)], types
 

@@ -538,8 +538,10 @@ class ModelArchitecture(Spec):
         exclude_if=lambda v: v is None,
     )
     tied_embeddings: bool = False
-    norm: Literal["rmsnorm", "layernorm", "layernorm_np"] = Field(
-        "rmsnorm", description="rmsnorm (a scale), layernorm (scale and bias), layernorm_np (neither: OLMo 1)"
+    norm: Literal["rmsnorm", "layernorm", "layernorm_nb", "layernorm_np"] = Field(
+        "rmsnorm",
+        description="rmsnorm (a scale), layernorm (scale and bias), layernorm_nb (a LayerNorm's scale without a bias: "
+        "MPT, ModernBERT), layernorm_np (neither: OLMo 1)",
     )
     layer_norms: Annotated[int, Field(ge=0, le=8, strict=True)] = Field(
         2, description="hidden-sized norms per block: 2 (pre-norm), 1 (GPT-J, Falcon), 4 (Gemma 2/3)"
@@ -1110,14 +1112,15 @@ class ModelArchitecture(Spec):
 
     @property
     def shared_or_narrow(self) -> bool:
-        """Layers that run an earlier layer's weights, or an embedding narrower than the hidden state (ALBERT)."""
-        return bool(self.layer_weights) or self.embedding_width is not None
+        """Layers that run an earlier layer's weights, or an embedding narrower than the hidden state (ALBERT), or
+        nGPT's scaled, normalised layers (Dory), whose element-wise ops the per-op model does not price."""
+        return bool(self.layer_weights) or self.embedding_width is not None or self.ngpt_scales
 
     @property
     def unmodelled(self) -> str:
         """What of a hybrid the per-op model does not time yet (ops.has_layer_ops), in words for its refusals."""
         if self.shared_or_narrow:
-            return "layers sharing their weights, or an embedding of another width than the hidden state"
+            return "layers sharing their weights, an embedding of another width than the hidden state, or nGPT's scales"
         if self.shared_block is not None:
             return "transformer blocks shared across layers"
         if any(m.removeprefix(KV_SHARED) == NOPE for m in self.mixers):
@@ -1220,7 +1223,7 @@ class ModelArchitecture(Spec):
     def norm_weights(self) -> int:
         """Weights per element of one norm: LayerNorm's scale and bias, RMSNorm's scale, none for OLMo's
         non-parametric LayerNorm (modeling_olmo.py OlmoLayerNorm)."""
-        return {"layernorm": 2, "rmsnorm": 1, "layernorm_np": 0}[self.norm]
+        return {"layernorm": 2, "rmsnorm": 1, "layernorm_nb": 1, "layernorm_np": 0}[self.norm]
 
     @property
     def qk_norm_weights(self) -> int:

@@ -108,11 +108,14 @@ def test_distilbert_s_own_key_names_and_its_paper_s_size(tmp_path: Path) -> None
 
 def test_mpnet_s_relative_biases_are_held_once(tmp_path: Path) -> None:
     """MPNetEncoder holds one relative_attention_bias, relative_attention_num_buckets x heads (32 x 12), which every
-    layer's scores add (modeling_mpnet.py); mpnet-base's 110M."""
+    layer's scores add (modeling_mpnet.py); mpnet-base's 110M. Its attention buckets distances into 32 whatever
+    the table holds (relative_position_bucket), so a smaller table is refused."""
     parts = dict(count_params(spec_from_config(tmp_path, MPNET_BASE)).components)
     assert parts["relative position biases"] == 32 * 12
     small = dict(count_params(spec_from_config(tmp_path, MPNET_SMALL)).components)
-    assert small["relative position biases"] == 16 * 4
+    assert small["relative position biases"] == 48 * 4  # rows past the 32 its attention reads are held too
+    said = estimate_refusal(tmp_path, {**MPNET_SMALL, "relative_attention_num_buckets": 16})
+    assert "relative_attention_num_buckets: 32 or more" in said
     assert round(count_params(spec_from_config(tmp_path, MPNET_BASE)).total / 1e6) == 110
 
 
@@ -261,3 +264,22 @@ def test_albert_is_costed_as_pure_data_parallelism(tmp_path: Path) -> None:
     """Megatron-style layouts split layers across stages and shards, which shared weights do not fit: refused."""
     said = estimate_refusal(tmp_path, ALBERT_BASE, "--tp", "2")
     assert "layers sharing their weights" in said and "cost it as pure data parallelism" in said
+
+
+def test_keys_their_classes_do_not_read(tmp_path: Path) -> None:
+    """MPNetEmbeddings' padding row is 1 whatever pad_token_id says (positions from row 2); DistilBertConfig reads
+    hidden_dim, not intermediate_size."""
+    mpnet = spec_from_config(tmp_path, {**MPNET_BASE, "pad_token_id": 600}).architecture
+    assert mpnet is not None and mpnet.learned_positions - mpnet.position_offset == 512
+    distil = spec_from_config(tmp_path, {**DISTILBERT_SMALL, "intermediate_size": 100}).architecture
+    assert distil is not None and distil.ffn == DISTILBERT_SMALL["hidden_dim"] == 512
+
+
+def test_modernbert_s_norms_are_layernorms_without_bias(tmp_path: Path) -> None:
+    """nn.LayerNorm(bias=norm_bias) (modeling_modernbert.py): a weight per element, and under eager kernels the bf16
+    input kept, with no fp32 copy as an eager RMSNorm keeps."""
+    from dpcost.engine.loss import loss_memory
+
+    a = spec_from_config(tmp_path, MODERNBERT).architecture
+    assert a is not None and (a.norm, a.norm_weights) == ("layernorm_nb", 1)
+    assert loss_memory(a, 512, 1, kernels="eager").kept == loss_memory(a, 512, 1, kernels="fused").kept

@@ -62,3 +62,21 @@ def test_sections_that_do_not_add_up_are_refused(tmp_path: Path) -> None:
     """validate_architecture: n_input_layers + n_recurrent_layers + n_output_layers == num_hidden_layers."""
     said = estimate_refusal(tmp_path, {**LOOPED, "n_recurrent_layers": 10})
     assert "must equal num_hidden_layers" in said
+
+
+def test_the_last_loop_s_cache_is_read_by_every_loop(tmp_path: Path) -> None:
+    """Under last_loop the earlier loops attend over the holder's cache and their own tokens (DoryPastReader:
+    torch.cat(past, new)), so a decode step reads what per_loop's copies hold, though the cache is kept once."""
+    from dpcost.engine.activations import kv_read_bytes
+
+    per_loop = spec_from_config(tmp_path, {**LOOPED, "recurrent_kv_cache_mode": "per_loop"}).architecture
+    last_loop = spec_from_config(tmp_path, LOOPED).architecture
+    assert per_loop is not None and last_loop is not None
+    assert kv_read_bytes(last_loop, 32, 1) == kv_read_bytes(per_loop, 32, 1)
+
+
+def test_an_empty_layer_list_is_refused(tmp_path: Path) -> None:
+    """DoryConfig fills layer_types only where it is null; an empty list fails its layer-type validation."""
+    assert "layer_types: full_attention or sliding_attention" in estimate_refusal(
+        tmp_path, {**LOOPED, "layer_types": []}
+    )

@@ -756,7 +756,8 @@ def _kv_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int, 
         return _compressed_cache_bytes(a, seq_len, batch, dtype_bytes)
     kv = 0.0
     kinds = a.attention_kinds
-    if a.reused_layers_read_cache:  # Dory's last_loop: a rerun layer writes no cache, it reads its holder's
+    if a.reused_layers_read_cache and not shared:  # Dory's last_loop: a rerun layer keeps no cache, but reads its
+        # holder's whole (DoryPastReader), so a decode step reads as much as under per_loop
         held = Counter(
             (m, a.local_span(i)) for i, (m, *_) in enumerate(a.layer_kinds) if "attention" in m and a.holds_weights(i)
         )

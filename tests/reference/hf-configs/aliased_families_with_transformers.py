@@ -839,7 +839,7 @@ CASES: dict[str, list[dict[str, object]]] = {
                   "n_output_layers": 2, "n_recurrent_loops": 3, "recurrent_kv_cache_mode": "last_loop",
                   "attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True, "sliding_window": 64}],
     "mpnet": [{}, {"max_position_embeddings": 514, "layer_norm_eps": 1e-05},
-              {**BERT_SMALL, "relative_attention_num_buckets": 16, "tie_word_embeddings": False}],
+              {**BERT_SMALL, "relative_attention_num_buckets": 48, "tie_word_embeddings": False}],
     "inkling_mm_model": [{"text_config": {**INKLING_SMALL, "num_hidden_layers": 3},
                           "vision_config": {"hidden_size": 64, "n_layers": 1, "num_attention_heads": 2},
                           "tie_word_embeddings": True}],
