@@ -3871,9 +3871,7 @@ def _modernbert_decoder(k: Keys) -> dict[str, Any]:
     heads = k.integer("num_attention_heads", default=d["num_attention_heads"], field="heads")
     attention_bias, mlp_bias = k.flag("attention_bias", False), k.flag("mlp_bias", False)
     vocab = k.integer("vocab_size", default=d["vocab_size"], field="vocab")
-    pad = k.integer("pad_token_id", default=None)  # checked where a file gives it: the harness's files drop ids
-    if vocab >= 1 and pad is not None and not 0 <= pad < vocab:  # tok_embeddings' padding_idx must be one of its rows
-        raise InputError(k.where, f"{k._key('pad_token_id')}: a row of the embedding, 0 to {vocab - 1}, got {pad}")
+    _check_padding_row(k, k.integer("pad_token_id", default=None), vocab)  # where a file gives one
     arch: dict[str, Any] = {
         "hidden": hidden,
         "layers": k.integer("num_hidden_layers", default=d["num_hidden_layers"], field="layers"),
@@ -3894,6 +3892,28 @@ def _modernbert_decoder(k: Keys) -> dict[str, Any]:
     return arch
 
 
+def _table_rows(k: Keys, key: str, default: int, field: str = "") -> int:
+    """Rows of a lookup table every token indexes (row 0 at least): 1 or more."""
+    rows = int(k.integer(key, default=default, field=field))
+    if rows < 1:
+        raise InputError(k.where, f"{k._key(key)}: a table of 1 row or more (each token reads row 0), got {rows}")
+    return rows
+
+
+def _check_padding_row(k: Keys, pad: int | None, vocab: int) -> None:
+    """pad_token_id, where there is one, must be a row of the embedding (nn.Embedding's padding_idx)."""
+    if pad is not None and vocab >= 1 and not 0 <= pad < vocab:
+        raise InputError(k.where, f"{k._key('pad_token_id')}: a row of the embedding, 0 to {vocab - 1}, got {pad}")
+
+
+def _dropout(k: Keys, key: str, default: float) -> float:
+    """A dropout probability from a file: from 0 to below 1, as nn.Dropout takes it in training."""
+    value = k.get(key, default=default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise InputError(k.where, f"{k._key(key)}: a probability from 0 to below 1, got {value!r}"[:200])
+    return float(value)
+
+
 def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     """BERT and the encoders built like it, as their ForCausalLM class builds them (modeling_bert.py BertLMHeadModel,
     modeling_roberta.py, modeling_xlm_roberta.py, modeling_camembert.py, modeling_data2vec_text.py, modeling_ernie.py,
@@ -3910,9 +3930,9 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     RoBERTa-style families' positions start after padding_idx (_BERT_PADDING_OFFSET). ESM (modeling_esm.py
     EsmForMaskedLM: ESM-1b, ESM-2) has pre-norm layers with a final norm (emb_layer_norm_after), an embedding norm
     only with emb_layer_norm_before, rotary positions where position_embedding_type says so, no segment table, and a
-    contact prediction head its masked-LM training does not run. Their training forward drops
-    out the hidden state before each residual add and the attention probabilities, at hidden_dropout_prob (0.1 in
-    every class and released file)."""
+    contact prediction head its masked-LM training does not run. Their training forward drops out the hidden state
+    before each residual add, and the attention probabilities, at hidden_dropout_prob (0.1 in the BERT and RoBERTa
+    classes and files)."""
     vocab, hidden, layers, heads, ffn, positions, types = _BERT_DEFAULTS[family]
     names = _DISTILBERT_KEYS if family == "distilbert" else {}
 
@@ -3930,20 +3950,15 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     if position_kind not in ("absolute", "rotary"):
         said = f"{k._key('position_embedding_type')}: absolute or rotary (EsmEmbeddings), got {position_kind!r}"
         raise InputError(k.where, said[:200])
-    tables = [("type_vocab_size", types)] if types else []
+    types = _table_rows(k, "type_vocab_size", types) if types else 0
     if family == "ernie" and k.flag("use_task_id", False):
-        tables.append(("task_type_vocab_size", 3))
-    for key, default in tables:  # an index into each, 0 for every token unless given
-        if (rows := k.integer(key, default=default)) < 1:
-            raise InputError(k.where, f"{k._key(key)}: a table of 1 row or more (each token reads row 0), got {rows}")
-    types = sum(k.integer(key, default=default) for key, default in tables)
+        types += _table_rows(k, "task_type_vocab_size", 3)
     vocab = k.integer("vocab_size", default=_MISSING if esm else vocab, field="vocab")
     # MPNetEmbeddings' padding row is 1 whatever pad_token_id says
     pad = 1 if family == "mpnet" else k.integer("pad_token_id", default=1 if family in _BERT_PADDING_OFFSET else 0)
     if family == "mpnet" and vocab == 1:
         raise InputError(k.where, f"{k._key('vocab_size')}: 2 rows or more (MPNet's padding row is row 1), got 1")
-    if vocab >= 1 and not 0 <= pad < vocab:  # nn.Embedding's padding_idx must be a row of the table
-        raise InputError(k.where, f"{k._key('pad_token_id')}: a row of the embedding, 0 to {vocab - 1}, got {pad}")
+    _check_padding_row(k, pad, vocab)
     offset = pad + 1 if family in _BERT_PADDING_OFFSET else 0
     rows = k.integer("max_position_embeddings", default=positions, field="learned_positions")
     if position_kind == "rotary":  # no table: the rotary embedding reads no row
@@ -3951,10 +3966,7 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     elif rows < 1 or rows <= offset:
         need = f"more than the {offset} rows before the first position (pad_token_id + 1)" if offset else "1 or more"
         raise InputError(k.where, f"{k._key('max_position_embeddings')}: {need}, got {rows}")
-    dropout_key = "dropout" if family == "distilbert" else "hidden_dropout_prob"
-    dropout = k.get(dropout_key, default=0.1)
-    if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
-        raise InputError(k.where, f"{k._key(dropout_key)}: a probability from 0 to below 1, got {dropout!r}"[:200])
+    dropout = _dropout(k, "dropout" if family == "distilbert" else "hidden_dropout_prob", 0.1)
     pre_norm = family in _BERT_PRE_NORM
     activation = k.text(names.get("hidden_act", ("hidden_act",))[0], "gelu")
     arch: dict[str, Any] = {
@@ -3970,7 +3982,7 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "learned_positions": rows,
         "position_offset": offset,
-        "dropout": float(dropout),
+        "dropout": dropout,
         "token_types": types,
         "embedding_norm": k.flag("emb_layer_norm_before", False) if esm else family not in _BERT_NO_EMBEDDING_NORM,
         "final_norm": pre_norm,
@@ -4027,19 +4039,10 @@ def _albert(k: Keys) -> dict[str, Any]:
     if layers * inner > MAX_LAYERS:
         said = f"{k._key('inner_group_num')}: {layers} x {inner} layers run, more than {MAX_LAYERS:,}"
         raise InputError(k.where, said)
-    vocab, types = integer("vocab_size", "vocab"), integer("type_vocab_size")
-    rows = integer("max_position_embeddings", "learned_positions")
-    pad = integer("pad_token_id")
-    if types < 1 or rows < 1:
-        key = "type_vocab_size" if types < 1 else "max_position_embeddings"
-        said = f"{k._key(key)}: a table of 1 row or more (a token reads row 0), got {min(types, rows)}"
-        raise InputError(k.where, said)
-    if vocab >= 1 and not 0 <= pad < vocab:  # nn.Embedding's padding_idx must be a row of the table
-        raise InputError(k.where, f"{k._key('pad_token_id')}: a row of the embedding, 0 to {vocab - 1}, got {pad}")
-    dropout = k.get("hidden_dropout_prob", default=0.0)
-    if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
-        said = f"{k._key('hidden_dropout_prob')}: a probability from 0 to below 1, got {dropout!r}"
-        raise InputError(k.where, said[:200])
+    vocab, types = integer("vocab_size", "vocab"), _table_rows(k, "type_vocab_size", _ALBERT["type_vocab_size"])
+    rows = _table_rows(k, "max_position_embeddings", _ALBERT["max_position_embeddings"], "learned_positions")
+    _check_padding_row(k, integer("pad_token_id"), vocab)
+    dropout = _dropout(k, "hidden_dropout_prob", 0.0)
     weights = _albert_layer_weights(layers, groups, inner)
     return {
         "hidden": integer("hidden_size", "hidden"),
@@ -4059,7 +4062,7 @@ def _albert(k: Keys) -> dict[str, Any]:
         "final_norm": False,
         "head_transform": "dense_biased",
         "head_bias": True,
-        "dropout": float(dropout),
+        "dropout": dropout,
         "bidirectional": True,
         "layer_weights": weights if any(w != i for i, w in enumerate(weights)) else [],
     }
