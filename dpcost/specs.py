@@ -1061,14 +1061,14 @@ class ModelArchitecture(Spec):
         their norms are gated and their queries fused with a gate (A.X K2), or their attention takes relative logits
         and short convolutions (Inkling), or each expert's output is normed (Ergo), or their inputs are attention
         residuals (Inkling 2), or their attention is ZAYA's or dots3's, or they share weights or a narrower
-        embedding (ALBERT): what layouts and the per-op model do not cost yet."""
+        embedding (ALBERT), or nGPT's scales (Dory): what layouts and the per-op model do not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
         unusual = unusual or self.attention_experts is not None or self.gated_norms_and_query
         unusual = unusual or self.per_layer_input is not None or self.altup is not None
         unusual = unusual or self.relative_or_convolved or (self.moe is not None and self.moe.expert_norms)
         unusual = unusual or self.attention_residual_block is not None or self.convolved_or_scaled
-        unusual = unusual or self.latent_kinds or self.shared_or_narrow
+        unusual = unusual or self.latent_kinds or self.shared_narrow_or_scaled
         return any(m not in plain for m in self.mixers) or unusual
 
     @property
@@ -1111,7 +1111,7 @@ class ModelArchitecture(Spec):
         return not self.layer_weights or self.layer_weights[i] == i
 
     @property
-    def shared_or_narrow(self) -> bool:
+    def shared_narrow_or_scaled(self) -> bool:
         """Layers that run an earlier layer's weights, or an embedding narrower than the hidden state (ALBERT), or
         nGPT's scaled, normalised layers (Dory), whose element-wise ops the per-op model does not price."""
         return bool(self.layer_weights) or self.embedding_width is not None or self.ngpt_scales
@@ -1119,7 +1119,7 @@ class ModelArchitecture(Spec):
     @property
     def unmodelled(self) -> str:
         """What of a hybrid the per-op model does not time yet (ops.has_layer_ops), in words for its refusals."""
-        if self.shared_or_narrow:
+        if self.shared_narrow_or_scaled:
             return "layers sharing their weights, an embedding of another width than the hidden state, or nGPT's scales"
         if self.shared_block is not None:
             return "transformer blocks shared across layers"

@@ -343,7 +343,7 @@ def has_layer_ops(a: ModelArchitecture) -> bool:
         return False
     if (a.moe is not None and a.moe.expert_norms) or a.attention_residual_block is not None or a.convolved_or_scaled:
         return False
-    if a.latent_kinds or a.shared_or_narrow:
+    if a.latent_kinds or a.shared_narrow_or_scaled:
         return False
     mamba2 = a.ssm is not None and a.ssm.version == 2
     return all(m in ("attention", "global attention", "none") or (m == "mamba" and mamba2) for m in set(a.mixers))
