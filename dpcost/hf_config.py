@@ -4007,16 +4007,18 @@ _ALBERT = {"vocab_size": 30000, "embedding_size": 128, "hidden_size": 4096, "num
            "max_position_embeddings": 512, "type_vocab_size": 2, "pad_token_id": 0}  # fmt: skip
 
 
-def _albert_layer_weights(layers: int, groups: int, inner: int) -> list[int]:
-    """Each run layer's holder: AlbertTransformer runs group int(i / (layers / groups)) for layer i, each group its
-    inner_group_num layers in turn; the first run of a group's layer holds its weights."""
+def _albert_runs(layers: int, groups: int, inner: int) -> list[int]:
+    """The held layer each run is: AlbertTransformer runs group int(i / (layers / groups)) for layer i, each group
+    its inner_group_num layers in turn."""
+    return [int(i / (layers / groups)) * inner + j for i in range(layers) for j in range(inner)]
+
+
+def _layer_weights(runs: list[int]) -> list[int]:
+    """ModelArchitecture.layer_weights from the held layer each run is: the first run of a held layer holds its
+    weights, and the later runs read them; empty where every layer runs once."""
     holder: dict[int, int] = {}
-    out: list[int] = []
-    for i in range(layers):
-        group = int(i / (layers / groups))
-        for j in range(inner):
-            out.append(holder.setdefault(group * inner + j, len(out)))
-    return out
+    weights = [holder.setdefault(held, i) for i, held in enumerate(runs)]
+    return weights if any(w != i for i, w in enumerate(weights)) else []
 
 
 def _albert(k: Keys) -> dict[str, Any]:
@@ -4043,10 +4045,10 @@ def _albert(k: Keys) -> dict[str, Any]:
     rows = _table_rows(k, "max_position_embeddings", _ALBERT["max_position_embeddings"], "learned_positions")
     _check_padding_row(k, integer("pad_token_id"), vocab)
     dropout = _dropout(k, "hidden_dropout_prob", 0.0)
-    weights = _albert_layer_weights(layers, groups, inner)
+    runs = _albert_runs(layers, groups, inner)
     return {
         "hidden": integer("hidden_size", "hidden"),
-        "layers": len(weights),
+        "layers": len(runs),
         "heads": integer("num_attention_heads", "heads"),
         "ffn": integer("intermediate_size", "ffn"),
         "vocab": vocab,
@@ -4064,7 +4066,7 @@ def _albert(k: Keys) -> dict[str, Any]:
         "head_bias": True,
         "dropout": dropout,
         "bidirectional": True,
-        "layer_weights": weights if any(w != i for i, w in enumerate(weights)) else [],
+        "layer_weights": _layer_weights(runs),
     }
 
 
@@ -4118,8 +4120,6 @@ def _dory(k: Keys) -> dict[str, Any]:
     last_loop; full or sliding layers by layer_types, a window of sliding_window; untied by default, with a logit
     scale per vocabulary row."""
     runs, types = _dory_runs(k)
-    holder: dict[int, int] = {}
-    weights = [holder.setdefault(held, i) for i, held in enumerate(runs)]
     mode = k.text("recurrent_kv_cache_mode", "per_loop")
     if mode not in ("per_loop", "last_loop"):
         raise InputError(k.where, f"{k._key('recurrent_kv_cache_mode')}: per_loop or last_loop, got {mode!r}"[:200])
@@ -4142,7 +4142,7 @@ def _dory(k: Keys) -> dict[str, Any]:
         "out_bias": attention_bias,
         "ngpt_scales": True,
         "reused_layers_read_cache": mode == "last_loop",
-        "layer_weights": weights if any(w != i for i, w in enumerate(weights)) else [],
+        "layer_weights": _layer_weights(runs),
     }
     if mlp_bias:
         arch["linear_bias"] = True

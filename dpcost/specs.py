@@ -8,6 +8,7 @@ FLOP/s) after validation. The engine takes these objects and never parses text.
 # class (engine/report.py imported in 28 ms without it, 45 ms with it: start-up, README's Speed).
 
 from collections import Counter
+from collections.abc import Iterable
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
@@ -1031,7 +1032,16 @@ class ModelArchitecture(Spec):
     @cached_property
     def attention_kinds(self) -> tuple[tuple[Mixer, LocalAttentionSpec | None, int], ...]:
         """The attention layers by kind, (mixer, local attention or None, how many), once per spec."""
-        counts = Counter((m, self.local_span(i)) for i, (m, *_) in enumerate(self.layer_kinds) if "attention" in m)
+        return self._attention_kinds_of(range(self.layers))
+
+    @cached_property
+    def held_attention_kinds(self) -> tuple[tuple[Mixer, LocalAttentionSpec | None, int], ...]:
+        """attention_kinds of the layers holding the weights they run (layer_weights)."""
+        return self._attention_kinds_of(i for i in range(self.layers) if self.holds_weights(i))
+
+    def _attention_kinds_of(self, layers: Iterable[int]) -> tuple[tuple[Mixer, LocalAttentionSpec | None, int], ...]:
+        kinds = self.layer_kinds
+        counts = Counter((kinds[i][0], self.local_span(i)) for i in layers if "attention" in kinds[i][0])
         return tuple((mixer, local, n) for (mixer, local), n in counts.items())
 
     @property

@@ -27,7 +27,6 @@ Which of these tensors a recomputation policy keeps is checkpointing.py's; the l
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Literal
 
 from dpcost.engine.attention_keys import cached_entries, cached_keys
@@ -755,13 +754,9 @@ def _kv_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtype_bytes: int, 
     if a.compressed_attention is not None:
         return _compressed_cache_bytes(a, seq_len, batch, dtype_bytes)
     kv = 0.0
-    kinds = a.attention_kinds
-    if a.reused_layers_read_cache and not shared:  # Dory's last_loop: a rerun layer keeps no cache, but reads its
-        # holder's whole (DoryPastReader), so a decode step reads as much as under per_loop
-        held = Counter(
-            (m, a.local_span(i)) for i, (m, *_) in enumerate(a.layer_kinds) if "attention" in m and a.holds_weights(i)
-        )
-        kinds = tuple((m, local, n) for (m, local), n in held.items())
+    # Dory's last_loop: a rerun layer keeps no cache, but reads its holder's whole (DoryPastReader), so a decode step
+    # reads as much as under per_loop
+    kinds = a.held_attention_kinds if a.reused_layers_read_cache and not shared else a.attention_kinds
     for mixer, local, count in kinds:
         if not shared and not a.computes_kv(mixer):  # it holds no cache: it reads an earlier layer's
             continue

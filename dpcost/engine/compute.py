@@ -70,9 +70,12 @@ def attention_flops(arch: ModelArchitecture, seq_len: int, decode: bool = False)
     for mixer, local, count in arch.attention_kinds:
         view = arch.attention_of(mixer)
         width = mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim if mla else view.d_head + view.d_value
-        dense = cached_keys(seq_len, local) if decode else 2 * causal_keys(seq_len, local)
-        if arch.bidirectional and not decode:  # an encoder's queries see every key (or their window's): no half
+        if decode:
+            dense = cached_keys(seq_len, local)
+        elif arch.bidirectional:  # an encoder's queries see every key (or their window's): no causal half
             dense = bidirectional_keys(seq_len, local)
+        else:
+            dense = 2 * causal_keys(seq_len, local)
         sparse = 0 if arch.indexer is None else count
         if arch.indexer is not None and arch.indexer.form == "block":  # M3: only the layers with an indexer
             sparse = min(count, arch.indexer_layers)

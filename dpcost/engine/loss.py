@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Literal
 
 from dpcost.engine.activations import ACT_BYTES, Kernels
+from dpcost.engine.params import embedding_width
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
 
@@ -82,7 +83,7 @@ def loss_memory(
     if impl not in PATHS:
         raise ValueError(f"loss_impl must be one of {LOSS_IMPLS}")
     tokens = seq_len * micro_batch
-    width = a.embedding_width or a.hidden  # ALBERT's embedding and head are narrower than the hidden state
+    width = embedding_width(a)  # ALBERT's embedding and head are narrower than the hidden state
     norm_input = (6 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES) * a.hidden if a.final_norm else 0
     head_transform = ACT_BYTES * (a.hidden + 2 * width) if a.head_transform != "none" else 0
     embedding_norm = ACT_BYTES * width if a.embedding_norm else 0

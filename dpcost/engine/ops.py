@@ -336,7 +336,7 @@ def has_layer_ops(a: ModelArchitecture) -> bool:
     attention experts (JetMoE), nor Zamba2's shared transformer blocks, nor A.X K2's gated norms and query gate, nor
     Inkling's relative logits and short convolutions, nor Ergo's norms over each expert's output, nor Inkling 2's
     attention residuals, nor ZAYA's compressed convolutional attention, nor dots3's latent attention kinds, nor
-    ALBERT's shared layers and narrow embedding."""
+    ALBERT's shared layers and narrow embedding, nor Dory's nGPT scales."""
     if a.hyper_connected or a.per_layer_input is not None or a.altup is not None or a.ffn_widths:
         return False
     if a.vision_experts or a.attention_experts or a.gated_norms_and_query or a.relative_or_convolved:

@@ -26,6 +26,7 @@ __all__ = [
     "block_tensors",
     "compressor_parameters",
     "count_params",
+    "embedding_width",
     "hyper_connection_parameters",
     "hyper_head_parameters",
     "hyper_mixes",
