@@ -8,10 +8,10 @@ import math
 import re
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, get_args
 
 from dpcost.errors import InputError, nearest
-from dpcost.specs import KV_SHARED, MAX_LAYERS, NOPE
+from dpcost.specs import KV_SHARED, MAX_LAYERS, NOPE, Activation
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words", "per_layer"]
 
@@ -2541,6 +2541,37 @@ def _minimax_m2(k: Keys) -> dict[str, Any]:
     }
 
 
+def _mlp_activation(k: Keys, key: str, default: str) -> dict[str, Any]:
+    """A 2-matrix MLP's activation as the file names it under `key` (else its class's default): `activation` where
+    transformers runs it by that name (ACT2FN; a name it does not know is left as a fused GELU), and the MLP's
+    kind."""
+    name = k.text(key, default)
+    return {"mlp": "relu" if name in ("relu", "relu2") else "gelu"} | (
+        {"activation": name} if name in get_args(Activation) else {}
+    )
+
+
+# Where each GPT-style family's MLP reads its activation's name (ACT2FN[config.<key>] in its modeling file), and its
+# config class's default (configuration_*.py, transformers 5.25.0)
+_GPT_ACTIVATIONS = {
+    "gpt2": ("activation_function", "gelu_new"),
+    "gptj": ("activation_function", "gelu_new"),
+    "codegen": ("activation_function", "gelu_new"),
+    "gpt_neo": ("activation_function", "gelu_new"),
+    "gpt_bigcode": ("activation_function", "gelu_pytorch_tanh"),
+    "opt": ("activation_function", "relu"),
+    "xglm": ("activation_function", "gelu"),
+    "kosmos_2_text_model": ("activation_function", "gelu"),
+    "gpt_neox": ("hidden_act", "gelu"),
+    "gpt_neox_japanese": ("hidden_act", "gelu"),
+    "phi": ("hidden_act", "gelu_new"),
+    "starcoder2": ("hidden_act", "gelu_pytorch_tanh"),
+    "biogpt": ("hidden_act", "gelu"),
+    "persimmon": ("hidden_act", "relu2"),
+    "openai-gpt": ("afn", "gelu"),
+}
+
+
 def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
     """GPT-2, GPT-J, CodeGen, GPT-Neo, GPT-NeoX, OPT, BLOOM, MPT, Phi (1, 1.5, 2) and StarCoder2: LayerNorm with
     bias (MPT's without), plain 2-matrix MLPs, their own key names."""
@@ -2627,7 +2658,6 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         bias = k.flag("enable_bias", True)
         arch.update(
             ffn=k.integer("ffn_dim", field="ffn"),
-            mlp="relu" if k.text("activation_function", "relu") == "relu" else "gelu",
             tied_embeddings=k.flag("tie_word_embeddings", True),
             # OPTLearnedPositionalEmbedding keeps 2 rows more than max_position_embeddings (its offset, modeling_opt.py)
             learned_positions=k.integer("max_position_embeddings", default=2048, field="learned_positions") + 2,
@@ -2673,7 +2703,6 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         # learned positions (n_positions), tied; afn names the MLP's activation
         arch.update(
             ffn=4 * hidden,
-            mlp="relu" if k.text("afn", "gelu") == "relu" else "gelu",
             tied_embeddings=k.flag("tie_word_embeddings", True),
             learned_positions=k.integer(
                 "n_positions", "max_position_embeddings", default=512, field="learned_positions"
@@ -2693,7 +2722,6 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             raise InputError(k.where, said + "; false (as released) is counted")
         arch.update(
             ffn=k.integer("ffn_dim", default=8192, field="ffn"),
-            mlp="relu" if k.text("activation_function", "gelu") == "relu" else "gelu",
             tied_embeddings=k.flag("tie_word_embeddings", True),
             layer_norms=3,
             mlp_norm=True,
@@ -2705,9 +2733,6 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         # 2 rows more than max_position_embeddings (BioGptLearnedPositionalEmbedding's offset)
         arch.update(  # XGLMConfig names the MLP's width ffn_dim, BioGptConfig intermediate_size
             ffn=k.integer("ffn_dim" if family == "xglm" else "intermediate_size", default=4096, field="ffn"),
-            mlp="relu"
-            if k.text("activation_function" if family == "xglm" else "hidden_act", "gelu") == "relu"
-            else "gelu",
             tied_embeddings=k.flag("tie_word_embeddings", True),
         )
         if family == "biogpt":
@@ -2720,6 +2745,7 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         arch.update(
             ffn=k.integer("dff", default=8192, field="ffn"),
             mlp="relu",
+            activation="relu",  # nn.ReLU
             tied_embeddings=k.flag("tie_word_embeddings", True),
             head_bias=True,
         )
@@ -2729,12 +2755,13 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         # and one for k (weight and bias), a relu2 MLP of intermediate_size with biases, untied by default
         arch.update(
             ffn=k.integer("intermediate_size", default=16384, field="ffn"),
-            mlp="relu",
             tied_embeddings=k.flag("tie_word_embeddings", False),
             qk_norm="head" if k.flag("qk_layernorm", True) else "none",
         )
     else:  # bloom, configuration_bloom.py: 4h MLP, a LayerNorm after the embedding, ALiBi, tied
         arch.update(ffn=4 * hidden, tied_embeddings=k.flag("tie_word_embeddings", True), embedding_norm=True)
+    if family in _GPT_ACTIVATIONS:
+        arch.update(_mlp_activation(k, *_GPT_ACTIVATIONS[family]))
     return arch
 
 
@@ -2762,7 +2789,7 @@ def _falcon(k: Keys, family: str) -> dict[str, Any]:
         "vocab": k.integer("vocab_size", default=65024, field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "norm": "layernorm",
-        "mlp": "gelu",
+        **_mlp_activation(k, "activation", "gelu"),  # FalconMLP: get_activation(config.activation)
         "qkv_bias": bias,
         "linear_bias": bias,
         "layer_norms": 2 if new or not parallel else 1,
@@ -3968,14 +3995,16 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
         raise InputError(k.where, f"{k._key('max_position_embeddings')}: {need}, got {rows}")
     dropout = _dropout(k, "dropout" if family == "distilbert" else "hidden_dropout_prob", 0.1)
     pre_norm = family in _BERT_PRE_NORM
-    activation = k.text(names.get("hidden_act", ("hidden_act",))[0], "gelu")
+    # EsmIntermediate runs ESM's own GELU, gelu_python's arithmetic, whatever hidden_act says (modeling_esm.py gelu)
+    activation = {"activation": "gelu_python"} if esm else {}
     arch: dict[str, Any] = {
         "hidden": integer("hidden_size", hidden, "hidden"),
         "layers": integer("num_hidden_layers", layers, "layers"),
         "heads": integer("num_attention_heads", heads, "heads"),
         "ffn": integer("intermediate_size", ffn, "ffn"),
         "vocab": vocab,
-        "mlp": "relu" if activation == "relu" else "gelu",
+        **_mlp_activation(k, names.get("hidden_act", ("hidden_act",))[0], "gelu"),
+        **activation,
         "norm": "layernorm",
         "qkv_bias": True,
         "linear_bias": True,
@@ -4052,7 +4081,7 @@ def _albert(k: Keys) -> dict[str, Any]:
         "heads": integer("num_attention_heads", "heads"),
         "ffn": integer("intermediate_size", "ffn"),
         "vocab": vocab,
-        "mlp": "relu" if k.text("hidden_act", "gelu_new") == "relu" else "gelu",
+        **_mlp_activation(k, "hidden_act", "gelu_new"),
         "norm": "layernorm",
         "qkv_bias": True,
         "linear_bias": True,

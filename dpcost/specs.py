@@ -19,6 +19,7 @@ from dpcost.units import parse_bandwidth, parse_bytes, parse_count, parse_flops,
 __all__ = [
     "CSA",
     "HCA",
+    "Activation",
     "Calibration",
     "CompressedAttentionSpec",
     "DeltaNetSpec",
@@ -519,6 +520,13 @@ Mixer = Literal[
 
 
 MlpKind = Literal["dense", "moe", "none"]
+# The MLP activations transformers runs by name (ACT2CLS in activations.py, 5.25.0; prelu, which holds a weight, left
+# out). What eager PyTorch keeps of each is engine/activations.py's.
+Activation = Literal[
+    "gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new", "gelu_python", "gelu_python_tanh",
+    "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear", "mish", "quick_gelu", "relu", "relu2",
+    "relu6", "sigmoid", "silu", "sqrtsoftplus", "swish", "tanh", "xielu",
+]  # fmt: skip
 LayerKind = tuple[Mixer, MlpKind, int]  # a layer's mixer, its MLP, and the dense MLP's width (0 for MoE or none)
 
 
@@ -531,6 +539,13 @@ class ModelArchitecture(Spec):
     ffn: PositiveInt | None = Field(None, description="dense MLP intermediate size")
     mlp: Literal["swiglu", "geglu", "gelu", "relu"] = Field(
         "swiglu", description="swiglu/geglu: gated, 3 matrices; gelu/relu: 2 matrices"
+    )
+    activation: Activation | None = Field(
+        None,
+        description="the MLP's activation by transformers' name for it (ACT2FN), where the model runs it by name: "
+        "eager PyTorch keeps what its ops save, more than a fused kernel for the GELUs written as arithmetic "
+        "(gelu_new, gelu_fast, quick_gelu); none: a fused kernel that keeps its input",
+        exclude_if=lambda v: v is None,
     )
     vocab: PositiveInt
     head_vocab: PositiveInt | None = Field(

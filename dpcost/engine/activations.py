@@ -8,7 +8,8 @@ shapes, one entry per tensor autograd keeps, so the sum is that formula for a GP
 - GQA/MQA (K and V are s*b*kv_heads*head_dim) and MLA (latent inputs plus expanded Q, K, V);
 - gated MLPs, SwiGLU and GeGLU (gate and up outputs and the product, 3 x sbf, as Megatron's fused bias-swiglu keeps
   them; eager PyTorch also keeps the activation's output, 4 x sbf), and GELU/ReLU MLPs (the first matmul's output and
-  the activation: 2 x sbf);
+  the activation: 2 x sbf); in eager PyTorch a model's named activation keeps what its ops save (EAGER_ACTIVATIONS:
+  transformers' gelu_new 3 x sbf more, ReLU only its output);
 - no dropout masks when dropout is 0 (modern LLMs);
 - FlashAttention: the s^2 score matrix is never stored, only its log-sum-exp (4 bytes per row and head);
 - MoE layers: the router's fp32 logits, and each token's activations through the experts it is routed to (top-k)
@@ -32,10 +33,11 @@ from typing import Literal
 from dpcost.engine.attention_keys import cached_entries, cached_keys
 from dpcost.engine.params import hyper_mixes
 from dpcost.frozen import frozen
-from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, ModelArchitecture
+from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, ModelArchitecture
 
 __all__ = [
     "ACT_BYTES",
+    "EAGER_ACTIVATIONS",
     "Kernels",
     "LayerTensors",
     "Tensor",
@@ -47,6 +49,19 @@ __all__ = [
 
 Kernels = Literal["eager", "fused", "compiled"]
 ACT_BYTES = 2  # bf16/fp16 activations
+# What eager PyTorch keeps of transformers' ACT2FN[name] (activations.py, 5.25.0) for the backward, per element of the
+# MLP's width: whether it keeps its input (the matmul output before it), and the bytes of its own intermediates
+# besides its input and output (the output the next matmul or product keeps). The nn.functional kernels keep their
+# input (GELU, SiLU) or only their output (ReLU, sigmoid, tanh); the GELUs written as arithmetic keep what each op
+# saves (gelu_new: tanh's output, 0.5x and 1 + tanh). Measured with saved-tensor hooks in bf16:
+# tests/reference/hf-configs/resolved/eager-activations.json.
+EAGER_ACTIVATIONS: dict[Activation, tuple[bool, float]] = {
+    "gelu": (True, 0), "gelu_10": (True, 2), "gelu_accurate": (True, 6), "gelu_fast": (True, 12),
+    "gelu_new": (True, 6), "gelu_python": (False, 6), "gelu_python_tanh": (True, 6), "gelu_pytorch_tanh": (True, 0),
+    "hardswish": (True, 0), "laplace": (False, 2), "leaky_relu": (True, 0), "linear": (False, 0), "mish": (True, 0),
+    "quick_gelu": (True, 2), "relu": (False, 0), "relu2": (False, 2), "relu6": (True, 0), "sigmoid": (False, 0),
+    "silu": (True, 0), "sqrtsoftplus": (True, 0), "swish": (True, 0), "tanh": (False, 0), "xielu": (True, 7),
+}  # fmt: skip
 # Megatron's module names (megatron/core/transformer/transformer_config.py, recompute_modules), used to tag each
 # tensor with the part of the layer it belongs to.
 Module = Literal[
@@ -571,9 +586,11 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
     # A routed expert's activation (and its product with the gate) is recompute_modules moe_act's: TEGroupedMLP runs
     # it under CheckpointWithoutOutput and drops its output, fc2's input (megatron/core/transformer/moe/experts.py).
     act: Module = "moe_act" if module == "moe" else module
+    # A fused kernel, and eager PyTorch's for the model's named activation: what it keeps of its input and beyond
+    keeps_input, own = EAGER_ACTIVATIONS[a.activation] if kernels == "eager" and a.activation else (True, 0)
     if a.gated_mlp:
         out = [
-            Tensor(f"{label} gate output", module, e * width, matmul=first_mm),
+            Tensor(f"{label} gate output", module, e * width, saved=keeps_input, matmul=first_mm),
             Tensor(f"{label} up output", module, e * width, matmul=first_mm + 1),
         ]
         if kernels == "eager":  # silu/gelu keeps its input, the product both factors (Megatron's fused bias-swiglu
@@ -583,10 +600,12 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
             out.append(Tensor(f"{label} gated product", act, e * width))
         down = first_mm + 2
     else:
-        out = [Tensor(f"{label} first matmul output", module, e * width, matmul=first_mm)]
+        out = [Tensor(f"{label} first matmul output", module, e * width, saved=keeps_input, matmul=first_mm)]
         if kernels != "compiled":
             out.append(Tensor(f"{label} activation output", act, e * width))
         down = first_mm + 1
+    if own:
+        out.append(Tensor(f"{label} {a.activation}'s intermediates (eager)", act, own * width))
     if a.mlp_norm:  # a norm over the intermediate before the down projection keeps its input (Kosmos-2, BitNet)
         out.append(_norm_input(a, kernels, f"{label} intermediate norm", act, width))
     out.append(Tensor(f"{label} down output", module, e * a.hidden, saved=False, matmul=down))

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""What autograd keeps of each of transformers' MLP activations in eager PyTorch: writes
+resolved/eager-activations.json.
+
+    python eager_activations_with_transformers.py > resolved/eager-activations.json
+
+Needs torch and transformers (not dpcost's dependencies; run with transformers 5.25.0 and torch 2.13.0 CPU). For
+every name in transformers.activations.ACT2CLS, runs ACT2FN[name] in training mode on a bf16 tensor x (itself the
+output of an op, as a matmul's output is) under torch.autograd.graph.saved_tensors_hooks and records, once per
+storage: whether x is kept, whether the output is kept, and the bytes per element of x of everything else kept.
+Then GPT-2's MLP whole (GPT2MLP, gelu_new, resid_pdrop 0) in bf16: the bytes per token it keeps less its input, in
+units of its width. tests/test_activations.py holds dpcost's eager account of an MLP to both.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+
+
+def main() -> None:
+    import torch
+    import transformers
+    from transformers import GPT2Config
+    from transformers.activations import ACT2CLS, ACT2FN
+    from transformers.models.gpt2.modeling_gpt2 import GPT2MLP
+
+    warnings.filterwarnings("ignore")
+    elements = 4096
+    activations = {}
+    for name in sorted(ACT2CLS):
+        x = torch.randn(elements, dtype=torch.bfloat16, requires_grad=True) * 1.0
+        saved: dict[int, int] = {}
+
+        def pack(t: torch.Tensor, saved: dict[int, int] = saved) -> torch.Tensor:
+            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        try:
+            activation = ACT2FN[name]
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                y = activation(x)
+        except RuntimeError as error:  # prelu's weight is fp32 and refuses a bf16 input
+            activations[name] = {"error": str(error).splitlines()[0]}
+            continue
+        ends = {x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr()}
+        other = sum(size for pointer, size in saved.items() if pointer not in ends)
+        activations[name] = {
+            "keeps_input": x.untyped_storage().data_ptr() in saved,
+            "keeps_output": y.untyped_storage().data_ptr() in saved,
+            # whole bytes per element; xIELU also keeps its two scalar parameters' products (a few bytes in all)
+            "other_bytes_per_element": round(other / elements, 2),
+        }
+
+    hidden, width, batch, seq = 256, 1024, 2, 64
+    mlp = GPT2MLP(width, GPT2Config(n_embd=hidden, resid_pdrop=0.0)).to(torch.bfloat16).train()
+    weights = {p.data_ptr() for p in mlp.parameters()}
+    x = torch.randn(batch, seq, hidden, dtype=torch.bfloat16, requires_grad=True) * 1.0
+    saved_mlp: dict[int, int] = {}
+
+    def pack_mlp(t: torch.Tensor) -> torch.Tensor:
+        if t.data_ptr() not in weights:
+            saved_mlp[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack_mlp, lambda t: t):
+        mlp(x)
+    per_token = sum(saved_mlp.values()) / (batch * seq)
+    out = {
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "activations": activations,
+        "gpt2_mlp": {
+            "activation": "gelu_new",
+            "hidden": hidden,
+            "width": width,
+            "saved_bytes_per_token_without_input_per_width": (per_token - 2 * hidden) / width,
+        },
+    }
+    json.dump(out, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()
