@@ -10,7 +10,8 @@ from typing import get_args
 import pytest
 
 from dpcost.catalog import load_model
-from dpcost.engine.activations import EAGER_ACTIVATIONS, layer_tensors
+from dpcost.engine.activations import EAGER_ACTIVATIONS, FUSED_ACTIVATION, EagerActivation, layer_tensors
+from dpcost.engine.ops import layer_ops
 from dpcost.specs import Activation
 
 HF = Path(__file__).parent / "reference" / "hf-configs"
@@ -25,9 +26,23 @@ def test_every_name_transformers_runs_is_accepted():
 
 
 @pytest.mark.parametrize("name", sorted(EAGER_ACTIVATIONS))
-def test_what_each_activation_keeps(name):
-    kept = MEASURED["activations"][name]
-    assert EAGER_ACTIVATIONS[name] == (kept["keeps_input"], kept["other_bytes_per_element"])
+def test_what_each_activation_keeps_and_moves(name):
+    measured = MEASURED["activations"][name]
+    assert EAGER_ACTIVATIONS[name] == EagerActivation(
+        measured["keeps_input"],
+        measured["other_bytes_per_element"],
+        measured["forward_bytes_per_element"],
+        measured["forward_kernels"],
+        measured["backward_bytes_per_element"],
+        measured["backward_kernels"],
+    )
+
+
+def test_a_fused_kernel_is_what_f_gelu_runs():
+    """One kernel each way: the forward reads x and writes y (4 bytes), gelu_backward reads x and the gradient and
+    writes the input's gradient (6)."""
+    assert EagerActivation(True, 0, 4, 1, 6, 1) == FUSED_ACTIVATION
+    assert EAGER_ACTIVATIONS["silu"] == EAGER_ACTIVATIONS["gelu_pytorch_tanh"] == FUSED_ACTIVATION
 
 
 def _mlp_bytes_per_width(model, kernels: str) -> float:
@@ -89,3 +104,20 @@ def test_activation_read_as_the_modeling_file_runs_it(tmp_path, config, activati
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     assert load_model(str(path)).architecture.activation == activation
+
+
+def test_gelu_new_runs_its_own_kernels_in_eager_pytorch():
+    """GPT-2's gelu_new under eager PyTorch: eight forward kernels moving 36 bytes an element and eleven backward
+    moving 56, where F.gelu runs one each way (4 and 6 bytes). The activation op counts the fused kernel; the rest
+    is its own op, and neither Megatron's fused kernels nor torch.compile run it."""
+    gpt2 = load_model(str(HF / "gpt2.json")).architecture
+    tokens = 1024
+    ops = {op.name: op for op in layer_ops(gpt2, False, tokens, tokens, "eager")}
+    own = ops["MLP gelu_new's own kernels (eager)"]
+    measured = MEASURED["activations"]
+    for field, kernels in (("forward", own.kernels), ("backward", own.backward_kernels)):
+        assert kernels == measured["gelu_new"][f"{field}_kernels"] - measured["gelu"][f"{field}_kernels"]
+    assert own.bytes == (36 - 4) * gpt2.ffn * tokens
+    assert own.backward_bytes == (56 - 6) * gpt2.ffn * tokens
+    for kernels in ("fused", "compiled"):
+        assert not [op for op in layer_ops(gpt2, False, tokens, tokens, kernels) if "own kernels" in op.name]

@@ -38,6 +38,8 @@ from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, Model
 __all__ = [
     "ACT_BYTES",
     "EAGER_ACTIVATIONS",
+    "FUSED_ACTIVATION",
+    "EagerActivation",
     "Kernels",
     "LayerTensors",
     "Tensor",
@@ -49,19 +51,51 @@ __all__ = [
 
 Kernels = Literal["eager", "fused", "compiled"]
 ACT_BYTES = 2  # bf16/fp16 activations
-# What eager PyTorch keeps of transformers' ACT2FN[name] (activations.py, 5.25.0) for the backward, per element of the
-# MLP's width: whether it keeps its input (the matmul output before it), and the bytes of its own intermediates
-# besides its input and output (the output the next matmul or product keeps). The nn.functional kernels keep their
-# input (GELU, SiLU) or only their output (ReLU, sigmoid, tanh); the GELUs written as arithmetic keep what each op
-# saves (gelu_new: tanh's output, 0.5x and 1 + tanh). Measured with saved-tensor hooks in bf16:
-# tests/reference/hf-configs/resolved/eager-activations.json.
-EAGER_ACTIVATIONS: dict[Activation, tuple[bool, float]] = {
-    "gelu": (True, 0), "gelu_10": (True, 2), "gelu_accurate": (True, 6), "gelu_fast": (True, 12),
-    "gelu_new": (True, 6), "gelu_python": (False, 6), "gelu_python_tanh": (True, 6), "gelu_pytorch_tanh": (True, 0),
-    "hardswish": (True, 0), "laplace": (False, 2), "leaky_relu": (True, 0), "linear": (False, 0), "mish": (True, 0),
-    "quick_gelu": (True, 2), "relu": (False, 0), "relu2": (False, 2), "relu6": (True, 0), "sigmoid": (False, 0),
-    "silu": (True, 0), "sqrtsoftplus": (True, 0), "swish": (True, 0), "tanh": (False, 0), "xielu": (True, 7),
+
+
+@frozen
+class EagerActivation:
+    """What eager PyTorch runs and keeps of one of transformers' named MLP activations (ACT2FN[name], activations.py,
+    5.25.0), per element of the MLP's width in bf16: the nn.functional kernels run once and keep their input (GELU,
+    SiLU) or only their output (ReLU, sigmoid, tanh); the GELUs written as arithmetic launch a kernel per op and keep
+    what each op saves (gelu_new: tanh's output, 0.5x and 1 + tanh). Measured with saved-tensor hooks and a
+    TorchDispatchMode: tests/reference/hf-configs/resolved/eager-activations.json."""
+
+    keeps_input: bool  # the matmul output before it
+    kept_bytes: float  # its own intermediates kept for the backward, besides its input and output
+    forward_bytes: float  # read and written by its forward's kernels
+    forward_kernels: int
+    backward_bytes: float
+    backward_kernels: int
+
+
+EAGER_ACTIVATIONS: dict[Activation, EagerActivation] = {
+    "gelu": EagerActivation(True, 0, 4, 1, 6, 1),
+    "gelu_10": EagerActivation(True, 2, 8, 2, 20, 5),
+    "gelu_accurate": EagerActivation(True, 6, 36, 8, 56, 11),
+    "gelu_fast": EagerActivation(True, 12, 42, 9, 72, 13),
+    "gelu_new": EagerActivation(True, 6, 36, 8, 56, 11),
+    "gelu_python": EagerActivation(False, 6, 22, 5, 48, 10),
+    "gelu_python_tanh": EagerActivation(True, 6, 36, 8, 56, 11),
+    "gelu_pytorch_tanh": EagerActivation(True, 0, 4, 1, 6, 1),
+    "hardswish": EagerActivation(True, 0, 4, 1, 6, 1),
+    "laplace": EagerActivation(False, 2, 20, 5, 30, 7),
+    "leaky_relu": EagerActivation(True, 0, 4, 1, 6, 1),
+    "linear": EagerActivation(False, 0, 0, 0, 10, 2),
+    "mish": EagerActivation(True, 0, 4, 1, 6, 1),
+    "quick_gelu": EagerActivation(True, 2, 14, 3, 28, 5),
+    "relu": EagerActivation(False, 0, 4, 1, 6, 1),
+    "relu2": EagerActivation(False, 2, 8, 2, 20, 4),
+    "relu6": EagerActivation(True, 0, 4, 1, 6, 1),
+    "sigmoid": EagerActivation(False, 0, 4, 1, 6, 1),
+    "silu": EagerActivation(True, 0, 4, 1, 6, 1),
+    "sqrtsoftplus": EagerActivation(True, 0, 8, 2, 16, 3),
+    "swish": EagerActivation(True, 0, 4, 1, 6, 1),
+    "tanh": EagerActivation(False, 0, 4, 1, 6, 1),
+    "xielu": EagerActivation(True, 7, 58, 12, 120, 25),
 }  # fmt: skip
+# One fused kernel (F.gelu; F.silu alike): what dpcost counts for an activation it knows no name for
+FUSED_ACTIVATION = EAGER_ACTIVATIONS["gelu"]
 # Megatron's module names (megatron/core/transformer/transformer_config.py, recompute_modules), used to tag each
 # tensor with the part of the layer it belongs to.
 Module = Literal[
@@ -587,7 +621,8 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
     # it under CheckpointWithoutOutput and drops its output, fc2's input (megatron/core/transformer/moe/experts.py).
     act: Module = "moe_act" if module == "moe" else module
     # A fused kernel, and eager PyTorch's for the model's named activation: what it keeps of its input and beyond
-    keeps_input, own = EAGER_ACTIVATIONS[a.activation] if kernels == "eager" and a.activation else (True, 0)
+    eager = EAGER_ACTIVATIONS[a.activation] if kernels == "eager" and a.activation else FUSED_ACTIVATION
+    keeps_input, own = eager.keeps_input, eager.kept_bytes
     if a.gated_mlp:
         out = [
             Tensor(f"{label} gate output", module, e * width, saved=keeps_input, matmul=first_mm),

@@ -13,7 +13,8 @@ rates and their sources). The ops of a layer:
   head dim and, in a window, the query block's rows it also computes (rates.py). Without it (eager), the whole
   square, its bytes (8 per score forward, 16 backward) at the share of the streaming rate such kernels reach
   (rates.EAGER_SCORES_HBM).
-- memory-bound: norms, residual adds, rotary, the gated activation, an MoE layer's token permutations to its
+- memory-bound: norms, residual adds, rotary, the activation (in eager PyTorch a named one's every kernel, as
+  measured: activations.EagerActivation), an MoE layer's token permutations to its
   experts and back (_token_permutation), the embedding, the loss, the optimizer step, and a hybrid's Mamba-2
   convolution, chunked scan and gated norm (_mamba_mixer: the scan at the FLOPs per byte of bandwidth its kernels
   are measured at, rates.SSD_FLOPS_PER_HBM_BYTE);
@@ -29,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from dpcost.engine.activations import Kernels
+from dpcost.engine.activations import EAGER_ACTIVATIONS, FUSED_ACTIVATION, Kernels
 from dpcost.engine.attention_keys import bidirectional_keys, causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
 from dpcost.engine.compute import mixer_recurrence_flops
@@ -482,6 +483,28 @@ def _attention_half(
     return ops
 
 
+def _named_activation(
+    a: ModelArchitecture, kernels: Kernels, label: str, module: str, elements: float, copies: int = 1
+) -> list[Op]:
+    """What eager PyTorch runs of the model's named activation beyond the one fused kernel the activation op counts
+    (activations.EagerActivation, measured): gelu_new's eight forward kernels and 36 bytes an element where F.gelu
+    runs one and moves 4."""
+    if kernels != "eager" or a.activation is None:
+        return []
+    named, fused = EAGER_ACTIVATIONS[a.activation], FUSED_ACTIVATION
+    forward = max(0.0, named.forward_bytes - fused.forward_bytes), max(0, named.forward_kernels - fused.forward_kernels)
+    backward = (
+        max(0.0, named.backward_bytes - fused.backward_bytes),
+        max(0, named.backward_kernels - fused.backward_kernels),
+    )
+    if not forward[1] and not backward[1]:
+        return []
+    return [
+        Op(f"{label} {a.activation}'s own kernels (eager)", module, "memory", 0.0, forward[0] * elements,
+           forward[1] * copies, 0.0, backward[0] * elements, backward[1] * copies)
+    ]  # fmt: skip
+
+
 def _mlp_half(
     a: ModelArchitecture, moe_layer: bool, t: float, kernels: Kernels, gemm_bytes: float, ep: int, unfused: bool
 ) -> list[Op]:
@@ -505,6 +528,7 @@ def _mlp_half(
         ops += before
         ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local_experts, e.expert_io(h))
         ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * local_experts))
+        ops += _named_activation(a, kernels, "expert", "moe_act", e.ffn * t * e.active, local_experts)
         if kernels == "fused":
             ops += _megatron_expert_extras(a, e, t, local_experts)
         ops += after
@@ -514,12 +538,14 @@ def _mlp_half(
             ops += _mlp("shared expert", "shared_experts", a, t, e.shared_width, gemm_bytes, e.shared)
             shared_act = act_b * e.shared_width * t * e.shared
             ops.append(_memory("shared expert activation", "shared_experts", shared_act, act_k))
+            ops += _named_activation(a, kernels, "shared expert", "shared_experts", e.shared_width * t * e.shared)
         if e.output_norm:
             ops.append(_memory("MoE output norm", "layernorm", norm_b * h * t, norm_k))
     else:
         assert a.ffn is not None
         ops += _mlp("MLP", "mlp", a, t, a.ffn, gemm_bytes)
         ops.append(_memory("MLP activation", "mlp", act_b * a.ffn * t, act_k))
+        ops += _named_activation(a, kernels, "MLP", "mlp", a.ffn * t)
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
     if unfused:  # a dense MLP hands its output bias to the add; an MoE layer's experts add their own (bias None)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What autograd keeps of each of transformers' MLP activations in eager PyTorch: writes
+"""What autograd keeps of each of transformers' MLP activations in eager PyTorch, and what each runs: writes
 resolved/eager-activations.json.
 
     python eager_activations_with_transformers.py > resolved/eager-activations.json
@@ -7,9 +7,12 @@ resolved/eager-activations.json.
 Needs torch and transformers (not dpcost's dependencies; run with transformers 5.25.0 and torch 2.13.0 CPU). For
 every name in transformers.activations.ACT2CLS, runs ACT2FN[name] in training mode on a bf16 tensor x (itself the
 output of an op, as a matmul's output is) under torch.autograd.graph.saved_tensors_hooks and records, once per
-storage: whether x is kept, whether the output is kept, and the bytes per element of x of everything else kept.
-Then GPT-2's MLP whole (GPT2MLP, gelu_new, resid_pdrop 0) in bf16: the bytes per token it keeps less its input, in
-units of its width. tests/test_activations.py holds dpcost's eager account of an MLP to both.
+storage: whether x is kept, whether the output is kept, and the bytes per element of x of everything else kept. Then
+what it runs, forward and backward (the backward of a gradient of y), under a TorchDispatchMode: the aten kernels
+that move data (views such as detach left out) and the bytes they read and write, per element (each input read
+once, each output written once; scalars left out). Then GPT-2's MLP whole (GPT2MLP, gelu_new, resid_pdrop 0) in
+bf16: the bytes per token it keeps less its input, in units of its width. tests/test_eager_activations.py holds
+dpcost/engine/activations.py's EAGER_ACTIVATIONS, and its eager account of an MLP, to both.
 """
 
 from __future__ import annotations
@@ -17,6 +20,67 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from typing import Any
+
+VIEWS = {"detach", "view", "alias", "_unsafe_view", "expand", "t", "transpose"}  # no data moved
+
+
+def traffic(run: Any, elements: int) -> tuple[float, int]:
+    """Bytes per element the aten kernels `run()` dispatches read and write, and how many it launches."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    def size(value: Any) -> int:
+        tensors = value if isinstance(value, list | tuple) else [value]
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor) and t.numel() > 1)
+
+    moved = [0, 0]
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            if func.__name__.split(".")[0] not in VIEWS:
+                bytes_ = size(list(args)) + size(list((kwargs or {}).values())) + size(out)
+                if bytes_:
+                    moved[0] += bytes_
+                    moved[1] += 1
+            return out
+
+    with Count():
+        run()
+    return moved[0] / elements, moved[1]
+
+
+def measure(activation: Any, elements: int) -> dict[str, Any]:
+    """What autograd keeps of `activation` on a bf16 tensor, and what its forward and backward run."""
+    import torch
+
+    x = torch.randn(elements, dtype=torch.bfloat16, requires_grad=True) * 1.0
+    saved: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = activation(x)
+    ends = {x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr()}
+    other = sum(size for pointer, size in saved.items() if pointer not in ends)
+    leaf = torch.randn(elements, dtype=torch.bfloat16, requires_grad=True)
+    out: list[torch.Tensor] = []
+    forward = traffic(lambda: out.append(activation(leaf)), elements)
+    gradient = torch.ones_like(out[0])
+    backward = traffic(lambda: out[0].backward(gradient), elements)
+    return {
+        "keeps_input": x.untyped_storage().data_ptr() in saved,
+        "keeps_output": y.untyped_storage().data_ptr() in saved,
+        # whole bytes per element; xIELU also keeps its two scalar parameters' products (a few bytes in all)
+        "other_bytes_per_element": round(other / elements, 2),
+        "forward_bytes_per_element": round(forward[0], 2),
+        "forward_kernels": forward[1],
+        "backward_bytes_per_element": round(backward[0], 2),
+        "backward_kernels": backward[1],
+    }
 
 
 def main() -> None:
@@ -30,28 +94,10 @@ def main() -> None:
     elements = 4096
     activations = {}
     for name in sorted(ACT2CLS):
-        x = torch.randn(elements, dtype=torch.bfloat16, requires_grad=True) * 1.0
-        saved: dict[int, int] = {}
-
-        def pack(t: torch.Tensor, saved: dict[int, int] = saved) -> torch.Tensor:
-            saved[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-            return t
-
         try:
-            activation = ACT2FN[name]
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                y = activation(x)
+            activations[name] = measure(ACT2FN[name], elements)
         except RuntimeError as error:  # prelu's weight is fp32 and refuses a bf16 input
             activations[name] = {"error": str(error).splitlines()[0]}
-            continue
-        ends = {x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr()}
-        other = sum(size for pointer, size in saved.items() if pointer not in ends)
-        activations[name] = {
-            "keeps_input": x.untyped_storage().data_ptr() in saved,
-            "keeps_output": y.untyped_storage().data_ptr() in saved,
-            # whole bytes per element; xIELU also keeps its two scalar parameters' products (a few bytes in all)
-            "other_bytes_per_element": round(other / elements, 2),
-        }
 
     hidden, width, batch, seq = 256, 1024, 2, 64
     mlp = GPT2MLP(width, GPT2Config(n_embd=hidden, resid_pdrop=0.0)).to(torch.bfloat16).train()
