@@ -1074,11 +1074,11 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family == "olmo":
         arch["norm"] = "layernorm_np"
     if family in ("nemotron", "jais2"):
-        arch.update(mlp="relu", norm="layernorm")
+        arch["norm"] = "layernorm"
     if family == "nanochat":
-        arch.update(mlp="relu", norm="layernorm_np")  # NanoChatRMSNorm (Llama 4's L2 norm) holds no weight
-    if family in ("arcee", "apertus", "apertus1p5_text", "cosmos3_edge_text"):
-        arch["mlp"] = "relu"  # relu2 and xIELU: two matrices, as ReLU's
+        arch["norm"] = "layernorm_np"  # NanoChatRMSNorm (Llama 4's L2 norm) holds no weight
+    if family in _TWO_MATRIX_ACTIVATIONS:  # relu2 and xIELU: two matrices, as ReLU's
+        arch.update(mlp_activation(k, "hidden_act", _TWO_MATRIX_ACTIVATIONS[family]), mlp="relu")
     if family in ("apertus", "apertus1p5_text"):
         arch["activation_scalars"] = 2
     biased_out = ("llama", "qwen3", "olmo2", "olmo3", "nemotron", "phimoe", "arcee", "apertus", "apertus1p5_text",
@@ -2541,14 +2541,30 @@ def _minimax_m2(k: Keys) -> dict[str, Any]:
     }
 
 
-def _mlp_activation(k: Keys, key: str, default: str) -> dict[str, Any]:
-    """A 2-matrix MLP's activation as the file names it under `key` (else its class's default): `activation` where
-    transformers runs it by that name (ACT2FN; a name it does not know is left as a fused GELU), and the MLP's
-    kind."""
+def mlp_activation(k: Keys, key: str, default: str, runs: dict[str, str] | None = None) -> dict[str, Any]:
+    """A 2-matrix MLP's activation as the file names it under `key` (else its class's default), and as the modeling
+    file runs that name (`runs`; ACT2FN's own name by default): `activation` where it is one dpcost knows (a name it
+    does not know is left as a fused GELU), and the MLP's kind."""
     name = k.text(key, default)
+    name = (runs or {}).get(name, name)
     return {"mlp": "relu" if name in ("relu", "relu2") else "gelu"} | (
         {"activation": name} if name in get_args(Activation) else {}
     )
+
+
+# The Llama-like families with a 2-matrix MLP (up, down) of ACT2FN[config.hidden_act], and its class's default
+# (configuration_*.py, transformers 5.25.0); Apertus's ApertusMLP runs xIELU, the others relu2
+_TWO_MATRIX_ACTIVATIONS = {
+    "nemotron": "relu2",
+    "jais2": "relu2",
+    "nanochat": "relu2",
+    "arcee": "relu2",
+    "cosmos3_edge_text": "relu2",
+    "apertus": "xielu",
+    "apertus1p5_text": "xielu",
+}
+# OpenAIGPTMLP runs ACT_FNS[config.afn] (modeling_openai.py, 5.25.0), whose "gelu" is gelu_new
+_OPENAI_GPT_ACT_FNS = {"relu": "relu", "silu": "silu", "gelu": "gelu_new", "swish": "silu"}
 
 
 # Where each GPT-style family's MLP reads its activation's name (ACT2FN[config.<key>] in its modeling file), and its
@@ -2758,10 +2774,12 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             tied_embeddings=k.flag("tie_word_embeddings", False),
             qk_norm="head" if k.flag("qk_layernorm", True) else "none",
         )
-    else:  # bloom, configuration_bloom.py: 4h MLP, a LayerNorm after the embedding, ALiBi, tied
-        arch.update(ffn=4 * hidden, tied_embeddings=k.flag("tie_word_embeddings", True), embedding_norm=True)
+    else:  # bloom, configuration_bloom.py: 4h MLP, a LayerNorm after the embedding, ALiBi, tied; its own GELU
+        arch.update(ffn=4 * hidden, tied_embeddings=k.flag("tie_word_embeddings", True), embedding_norm=True,
+                    activation="bloom_gelu")  # fmt: skip
     if family in _GPT_ACTIVATIONS:
-        arch.update(_mlp_activation(k, *_GPT_ACTIVATIONS[family]))
+        runs = _OPENAI_GPT_ACT_FNS if family == "openai-gpt" else None
+        arch.update(mlp_activation(k, *_GPT_ACTIVATIONS[family], runs=runs))
     return arch
 
 
@@ -2789,7 +2807,7 @@ def _falcon(k: Keys, family: str) -> dict[str, Any]:
         "vocab": k.integer("vocab_size", default=65024, field="vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", True),
         "norm": "layernorm",
-        **_mlp_activation(k, "activation", "gelu"),  # FalconMLP: get_activation(config.activation)
+        **mlp_activation(k, "activation", "gelu"),  # FalconMLP: get_activation(config.activation)
         "qkv_bias": bias,
         "linear_bias": bias,
         "layer_norms": 2 if new or not parallel else 1,
@@ -3501,6 +3519,7 @@ def _ergo(k: Keys) -> dict[str, Any]:
         "head_dim": hidden // heads,  # ErgoAttention: config.hidden_size // config.num_attention_heads
         "ffn": k.integer("first_dense_intermediate_size", default=d["first_dense_intermediate_size"], field="ffn"),
         "mlp": "relu",  # relu2: two matrices, as ReLU
+        "activation": "relu2",  # ErgoMLP: ACT2FN["relu2"]
         "vocab": k.integer("vocab_size", default=d["vocab_size"], field="vocab"),
         "tied_embeddings": False,
         "qk_norm": "head",
@@ -3996,14 +4015,14 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     dropout = _dropout(k, "dropout" if family == "distilbert" else "hidden_dropout_prob", 0.1)
     pre_norm = family in _BERT_PRE_NORM
     # EsmIntermediate runs ESM's own GELU, gelu_python's arithmetic, whatever hidden_act says (modeling_esm.py gelu)
-    activation = {"activation": "gelu_python"} if esm else {}
+    activation = {"activation": "gelu_python", "mlp": "gelu"} if esm else {}
     arch: dict[str, Any] = {
         "hidden": integer("hidden_size", hidden, "hidden"),
         "layers": integer("num_hidden_layers", layers, "layers"),
         "heads": integer("num_attention_heads", heads, "heads"),
         "ffn": integer("intermediate_size", ffn, "ffn"),
         "vocab": vocab,
-        **_mlp_activation(k, names.get("hidden_act", ("hidden_act",))[0], "gelu"),
+        **mlp_activation(k, names.get("hidden_act", ("hidden_act",))[0], "gelu"),
         **activation,
         "norm": "layernorm",
         "qkv_bias": True,
@@ -4081,7 +4100,7 @@ def _albert(k: Keys) -> dict[str, Any]:
         "heads": integer("num_attention_heads", "heads"),
         "ffn": integer("intermediate_size", "ffn"),
         "vocab": vocab,
-        **_mlp_activation(k, "hidden_act", "gelu_new"),
+        **mlp_activation(k, "hidden_act", "gelu_new"),
         "norm": "layernorm",
         "qkv_bias": True,
         "linear_bias": True,

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from dpcost.errors import InputError
-from dpcost.hf_config import Keys, dense_then_experts, dimensions, indexer_kinds, per_layer
+from dpcost.hf_config import Keys, dense_then_experts, dimensions, indexer_kinds, mlp_activation, per_layer
 from dpcost.specs import REUSED_BLOCK, SHARED_BLOCK
 
 __all__ = ["hybrid_architecture"]
@@ -461,6 +461,7 @@ def _nemotron_h(k: Keys) -> dict[str, Any]:
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "qkv_bias": k.flag("attention_bias", False),
         "linear_bias": k.flag("mlp_bias", False),
+        **mlp_activation(k, "mlp_hidden_act", "relu2"),  # NemotronHMLP and its experts: ACT2FN[mlp_hidden_act]
         "mlp": "relu",  # relu2: two matrices, as ReLU
         "layer_norms": 1,
         "mixers": tuple(kinds[c] for c in pattern),

@@ -521,11 +521,12 @@ Mixer = Literal[
 
 MlpKind = Literal["dense", "moe", "none"]
 # The MLP activations transformers runs by name (ACT2CLS in activations.py, 5.25.0; prelu, which holds a weight, left
-# out). What eager PyTorch keeps of each is engine/activations.py's.
+# out), and BLOOM's own (modeling_bloom.py BloomGelu). What eager PyTorch keeps and runs of each is
+# engine/activations.py's.
 Activation = Literal[
     "gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new", "gelu_python", "gelu_python_tanh",
     "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear", "mish", "quick_gelu", "relu", "relu2",
-    "relu6", "sigmoid", "silu", "sqrtsoftplus", "swish", "tanh", "xielu",
+    "relu6", "sigmoid", "silu", "sqrtsoftplus", "swish", "tanh", "xielu", "bloom_gelu",
 ]  # fmt: skip
 LayerKind = tuple[Mixer, MlpKind, int]  # a layer's mixer, its MLP, and the dense MLP's width (0 for MoE or none)
 

@@ -10,7 +10,7 @@ from typing import get_args
 import pytest
 
 from dpcost.catalog import load_model
-from dpcost.engine.activations import EAGER_ACTIVATIONS, FUSED_ACTIVATION, EagerActivation, layer_tensors
+from dpcost.engine.activations import EAGER_ACTIVATIONS, EagerActivation, layer_tensors
 from dpcost.engine.ops import layer_ops
 from dpcost.specs import Activation
 
@@ -19,7 +19,8 @@ MEASURED = json.loads((HF / "resolved" / "eager-activations.json").read_text())
 
 
 def test_every_name_transformers_runs_is_accepted():
-    """ACT2CLS's names, but prelu (a module with a weight, which refuses a bf16 input in the measurement)."""
+    """ACT2CLS's names, but prelu (a module with a weight, which refuses a bf16 input in the measurement), and BLOOM's
+    own GELU."""
     runnable = {name for name, kept in MEASURED["activations"].items() if "error" not in kept}
     assert set(get_args(Activation)) == runnable
     assert set(EAGER_ACTIVATIONS) == runnable
@@ -36,13 +37,6 @@ def test_what_each_activation_keeps_and_moves(name):
         measured["backward_bytes_per_element"],
         measured["backward_kernels"],
     )
-
-
-def test_a_fused_kernel_is_what_f_gelu_runs():
-    """One kernel each way: the forward reads x and writes y (4 bytes), gelu_backward reads x and the gradient and
-    writes the input's gradient (6)."""
-    assert EagerActivation(True, 0, 4, 1, 6, 1) == FUSED_ACTIVATION
-    assert EAGER_ACTIVATIONS["silu"] == EAGER_ACTIVATIONS["gelu_pytorch_tanh"] == FUSED_ACTIVATION
 
 
 def _mlp_bytes_per_width(model, kernels: str) -> float:
@@ -93,31 +87,52 @@ def test_relu_keeps_only_its_output():
         ({"model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
           "vocab_size": 100}, "gelu"),
         ({"model_type": "albert", "vocab_size": 100}, "gelu_new"),
+        ({"model_type": "openai-gpt", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100}, "gelu_new"),
+        ({"model_type": "openai-gpt", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100, "afn": "swish"},
+         "silu"),
+        ({"model_type": "bloom", "n_embed": 64, "n_layer": 2, "num_attention_heads": 4, "vocab_size": 100},
+         "bloom_gelu"),
+        ({"model_type": "apertus", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "intermediate_size": 128, "vocab_size": 100}, "xielu"),
+        ({"model_type": "nemotron", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "intermediate_size": 128, "vocab_size": 100}, "relu2"),
         ({"model_type": "esm", "vocab_size": 33, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
           "intermediate_size": 128, "hidden_act": "gelu", "pad_token_id": 1}, "gelu_python"),
     ],
 )  # fmt: skip
 def test_activation_read_as_the_modeling_file_runs_it(tmp_path, config, activation):
     """The name under the key each MLP reads (ACT2FN[config.activation_function], [config.hidden_act], ...), the
-    class's default when absent; ESM's own erf GELU whatever hidden_act says; a name transformers does not know,
-    none (a fused GELU)."""
+    class's default when absent, as its modeling file runs it: OpenAIGPTMLP's ACT_FNS runs "gelu" as gelu_new and
+    "swish" as silu; ESM's own erf GELU whatever hidden_act says; BLOOM's BloomGelu; a name transformers does not
+    know, none (a fused GELU)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     assert load_model(str(path)).architecture.activation == activation
 
 
-def test_gelu_new_runs_its_own_kernels_in_eager_pytorch():
-    """GPT-2's gelu_new under eager PyTorch: eight forward kernels moving 36 bytes an element and eleven backward
-    moving 56, where F.gelu runs one each way (4 and 6 bytes). The activation op counts the fused kernel; the rest
-    is its own op, and neither Megatron's fused kernels nor torch.compile run it."""
-    gpt2 = load_model(str(HF / "gpt2.json")).architecture
+@pytest.mark.parametrize("config", ["gpt2.json", "bloom.json"])
+def test_an_eager_activation_runs_what_was_measured(config):
+    """The MLP's activation ops under eager PyTorch together move the bytes and launch the kernels measured for its
+    activation, forward and backward (GPT-2's gelu_new: 8 kernels and 36 bytes an element forward, 11 and 56 backward;
+    BLOOM's own GELU 9 and 42, 18 and 88). Neither Megatron's fused kernels nor torch.compile run its own ops."""
+    arch = load_model(str(HF / config)).architecture
+    measured = MEASURED["activations"][arch.activation]
     tokens = 1024
-    ops = {op.name: op for op in layer_ops(gpt2, False, tokens, tokens, "eager")}
-    own = ops["MLP gelu_new's own kernels (eager)"]
-    measured = MEASURED["activations"]
-    for field, kernels in (("forward", own.kernels), ("backward", own.backward_kernels)):
-        assert kernels == measured["gelu_new"][f"{field}_kernels"] - measured["gelu"][f"{field}_kernels"]
-    assert own.bytes == (36 - 4) * gpt2.ffn * tokens
-    assert own.backward_bytes == (56 - 6) * gpt2.ffn * tokens
+    ops = [op for op in layer_ops(arch, False, tokens, tokens, "eager") if op.name.startswith("MLP ") and (
+        "activation" in op.name or "own kernels" in op.name)]  # fmt: skip
+    assert len(ops) == 2
+    elements = arch.ffn * tokens
+    assert sum(op.bytes for op in ops) == measured["forward_bytes_per_element"] * elements
+    assert sum(op.kernels for op in ops) == measured["forward_kernels"]
+    assert sum(op.backward_bytes for op in ops) == measured["backward_bytes_per_element"] * elements
+    assert sum(op.backward_kernels for op in ops) == measured["backward_kernels"]
     for kernels in ("fused", "compiled"):
-        assert not [op for op in layer_ops(gpt2, False, tokens, tokens, kernels) if "own kernels" in op.name]
+        assert not [op for op in layer_ops(arch, False, tokens, tokens, kernels) if "own kernels" in op.name]
+
+
+def test_an_activations_intermediates_are_tensors_of_the_mlp_width():
+    """gelu_new's three kept intermediates are three tensors as wide as the MLP, not one three times as wide: the
+    largest tensor (the allocator's fragmentation follows it) is the MLP's width."""
+    gpt2 = load_model(str(HF / "gpt2.json")).architecture
+    own = [t for t in layer_tensors(gpt2, False, kernels="eager").tensors if "intermediate" in t.name]
+    assert [t.bytes_per_token for t in own] == [2 * gpt2.ffn] * 3

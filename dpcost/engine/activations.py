@@ -28,6 +28,7 @@ Which of these tensors a recomputation policy keeps is checkpointing.py's; the l
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from dpcost.engine.attention_keys import cached_entries, cached_keys
@@ -56,10 +57,10 @@ ACT_BYTES = 2  # bf16/fp16 activations
 @frozen
 class EagerActivation:
     """What eager PyTorch runs and keeps of one of transformers' named MLP activations (ACT2FN[name], activations.py,
-    5.25.0), per element of the MLP's width in bf16: the nn.functional kernels run once and keep their input (GELU,
-    SiLU) or only their output (ReLU, sigmoid, tanh); the GELUs written as arithmetic launch a kernel per op and keep
-    what each op saves (gelu_new: tanh's output, 0.5x and 1 + tanh). Measured with saved-tensor hooks and a
-    TorchDispatchMode: tests/reference/hf-configs/resolved/eager-activations.json."""
+    5.25.0; BLOOM's own, BloomGelu), per element of the MLP's width in bf16: the nn.functional kernels run once and keep
+    their input (GELU, SiLU) or only their output (ReLU, sigmoid, tanh); the GELUs written as arithmetic launch a kernel
+    per op and keep what each op saves (gelu_new: tanh's output, 0.5x and 1 + tanh). Measured with saved-tensor hooks
+    and a TorchDispatchMode: tests/reference/hf-configs/resolved/eager-activations.json."""
 
     keeps_input: bool  # the matmul output before it
     kept_bytes: float  # its own intermediates kept for the backward, besides its input and output
@@ -71,7 +72,7 @@ class EagerActivation:
 
 EAGER_ACTIVATIONS: dict[Activation, EagerActivation] = {
     "gelu": EagerActivation(True, 0, 4, 1, 6, 1),
-    "gelu_10": EagerActivation(True, 2, 8, 2, 20, 5),
+    "gelu_10": EagerActivation(True, 2, 8, 2, 20, 6),
     "gelu_accurate": EagerActivation(True, 6, 36, 8, 56, 11),
     "gelu_fast": EagerActivation(True, 12, 42, 9, 72, 13),
     "gelu_new": EagerActivation(True, 6, 36, 8, 56, 11),
@@ -81,7 +82,7 @@ EAGER_ACTIVATIONS: dict[Activation, EagerActivation] = {
     "hardswish": EagerActivation(True, 0, 4, 1, 6, 1),
     "laplace": EagerActivation(False, 2, 20, 5, 30, 7),
     "leaky_relu": EagerActivation(True, 0, 4, 1, 6, 1),
-    "linear": EagerActivation(False, 0, 0, 0, 10, 2),
+    "linear": EagerActivation(False, 0, 0, 0, 0, 0),
     "mish": EagerActivation(True, 0, 4, 1, 6, 1),
     "quick_gelu": EagerActivation(True, 2, 14, 3, 28, 5),
     "relu": EagerActivation(False, 0, 4, 1, 6, 1),
@@ -92,7 +93,8 @@ EAGER_ACTIVATIONS: dict[Activation, EagerActivation] = {
     "sqrtsoftplus": EagerActivation(True, 0, 8, 2, 16, 3),
     "swish": EagerActivation(True, 0, 4, 1, 6, 1),
     "tanh": EagerActivation(False, 0, 4, 1, 6, 1),
-    "xielu": EagerActivation(True, 7, 58, 12, 120, 25),
+    "xielu": EagerActivation(True, 7, 58, 15, 104, 23),
+    "bloom_gelu": EagerActivation(True, 0, 42, 9, 88, 18),
 }  # fmt: skip
 # One fused kernel (F.gelu; F.silu alike): what dpcost counts for an activation it knows no name for
 FUSED_ACTIVATION = EAGER_ACTIVATIONS["gelu"]
@@ -639,8 +641,8 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
         if kernels != "compiled":
             out.append(Tensor(f"{label} activation output", act, e * width))
         down = first_mm + 1
-    if own:
-        out.append(Tensor(f"{label} {a.activation}'s intermediates (eager)", act, own * width))
+    for i in range(math.ceil(own / e)):  # each of its own tensors as wide as the MLP (a bool mask narrower)
+        out.append(Tensor(f"{label} {a.activation}'s intermediate {i + 1} (eager)", act, min(e, own - e * i) * width))
     if a.mlp_norm:  # a norm over the intermediate before the down projection keeps its input (Kosmos-2, BitNet)
         out.append(_norm_input(a, kernels, f"{label} intermediate norm", act, width))
     out.append(Tensor(f"{label} down output", module, e * a.hidden, saved=False, matmul=down))

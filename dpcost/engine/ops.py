@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from dpcost.engine.activations import EAGER_ACTIVATIONS, FUSED_ACTIVATION, Kernels
+from dpcost.engine.activations import EAGER_ACTIVATIONS, Kernels
 from dpcost.engine.attention_keys import bidirectional_keys, causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
 from dpcost.engine.compute import mixer_recurrence_flops
@@ -486,16 +486,16 @@ def _attention_half(
 def _named_activation(
     a: ModelArchitecture, kernels: Kernels, label: str, module: str, elements: float, copies: int = 1
 ) -> list[Op]:
-    """What eager PyTorch runs of the model's named activation beyond the one fused kernel the activation op counts
-    (activations.EagerActivation, measured): gelu_new's eight forward kernels and 36 bytes an element where F.gelu
-    runs one and moves 4."""
+    """What eager PyTorch runs of the model's named activation beyond what the activation op counts for it (_ACT's one
+    kernel each way, the backward moving twice the forward's bytes), as measured (activations.EagerActivation):
+    gelu_new's eight forward kernels and 36 bytes an element where the op counts one and 4."""
     if kernels != "eager" or a.activation is None:
         return []
-    named, fused = EAGER_ACTIVATIONS[a.activation], FUSED_ACTIVATION
-    forward = max(0.0, named.forward_bytes - fused.forward_bytes), max(0, named.forward_kernels - fused.forward_kernels)
+    named, (counted_bytes, counted_kernels) = EAGER_ACTIVATIONS[a.activation], _ACT["eager"]
+    forward = max(0.0, named.forward_bytes - counted_bytes), max(0, named.forward_kernels - counted_kernels)
     backward = (
-        max(0.0, named.backward_bytes - fused.backward_bytes),
-        max(0, named.backward_kernels - fused.backward_kernels),
+        max(0.0, named.backward_bytes - 2 * counted_bytes),
+        max(0, named.backward_kernels - 2 * counted_kernels),
     )
     if not forward[1] and not backward[1]:
         return []

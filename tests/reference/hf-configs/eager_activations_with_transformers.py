@@ -4,15 +4,17 @@ resolved/eager-activations.json.
 
     python eager_activations_with_transformers.py > resolved/eager-activations.json
 
-Needs torch and transformers (not dpcost's dependencies; run with transformers 5.25.0 and torch 2.13.0 CPU). For
-every name in transformers.activations.ACT2CLS, runs ACT2FN[name] in training mode on a bf16 tensor x (itself the
-output of an op, as a matmul's output is) under torch.autograd.graph.saved_tensors_hooks and records, once per
-storage: whether x is kept, whether the output is kept, and the bytes per element of x of everything else kept. Then
-what it runs, forward and backward (the backward of a gradient of y), under a TorchDispatchMode: the aten kernels
-that move data (views such as detach left out) and the bytes they read and write, per element (each input read
-once, each output written once; scalars left out). Then GPT-2's MLP whole (GPT2MLP, gelu_new, resid_pdrop 0) in
-bf16: the bytes per token it keeps less its input, in units of its width. tests/test_eager_activations.py holds
-dpcost/engine/activations.py's EAGER_ACTIVATIONS, and its eager account of an MLP, to both.
+Needs torch and transformers (not dpcost's dependencies; run with transformers 5.25.0 and torch 2.13.0 CPU). For every
+name in transformers.activations.ACT2CLS, runs ACT2FN[name] in training mode on a bf16 tensor x (itself the output of an
+op, as a matmul's output is) under torch.autograd.graph.saved_tensors_hooks and records, once per storage: whether x is
+kept, whether the output is kept, and the bytes per element of x of everything else kept. Then what it runs, forward and
+backward (the backward of a gradient of y), under a TorchDispatchMode: the aten kernels that move data (views such as
+detach left out) and the bytes they read and write, per element (each input read once, each output written once;
+one-element tensors launch a kernel but their bytes are left out; the backward through torch.autograd.grad, so no
+gradient is accumulated into a leaf). BLOOM's own GELU (BloomGelu, a torch.autograd.Function) is measured beside them as
+bloom_gelu. Then GPT-2's MLP whole (GPT2MLP, gelu_new, resid_pdrop 0) in bf16: the bytes per token it keeps less its
+input, in units of its width. tests/test_eager_activations.py holds dpcost/engine/activations.py's EAGER_ACTIVATIONS,
+and its eager account of an MLP, to both.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import sys
 import warnings
 from typing import Any
 
-VIEWS = {"detach", "view", "alias", "_unsafe_view", "expand", "t", "transpose"}  # no data moved
+# no kernel: views (torch's own tag where the op has one) and allocations
+NO_KERNEL = {"detach", "view", "alias", "_unsafe_view", "expand", "t", "transpose", "empty", "empty_like"}
 
 
 def traffic(run: Any, elements: int) -> tuple[float, int]:
@@ -39,11 +42,9 @@ def traffic(run: Any, elements: int) -> tuple[float, int]:
     class Count(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
             out = func(*args, **(kwargs or {}))
-            if func.__name__.split(".")[0] not in VIEWS:
-                bytes_ = size(list(args)) + size(list((kwargs or {}).values())) + size(out)
-                if bytes_:
-                    moved[0] += bytes_
-                    moved[1] += 1
+            if not getattr(func, "is_view", False) and func.__name__.split(".")[0] not in NO_KERNEL:
+                moved[0] += size(list(args)) + size(list((kwargs or {}).values())) + size(out)
+                moved[1] += 1
             return out
 
     with Count():
@@ -66,11 +67,11 @@ def measure(activation: Any, elements: int) -> dict[str, Any]:
         y = activation(x)
     ends = {x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr()}
     other = sum(size for pointer, size in saved.items() if pointer not in ends)
-    leaf = torch.randn(elements, dtype=torch.bfloat16, requires_grad=True)
+    inputs = torch.randn(elements, dtype=torch.bfloat16, requires_grad=True) * 1.0
     out: list[torch.Tensor] = []
-    forward = traffic(lambda: out.append(activation(leaf)), elements)
-    gradient = torch.ones_like(out[0])
-    backward = traffic(lambda: out[0].backward(gradient), elements)
+    forward = traffic(lambda: out.append(activation(inputs)), elements)
+    gradient = torch.randn_like(out[0])
+    backward = traffic(lambda: torch.autograd.grad(out[0], inputs, gradient), elements)
     return {
         "keeps_input": x.untyped_storage().data_ptr() in saved,
         "keeps_output": y.untyped_storage().data_ptr() in saved,
@@ -88,6 +89,7 @@ def main() -> None:
     import transformers
     from transformers import GPT2Config
     from transformers.activations import ACT2CLS, ACT2FN
+    from transformers.models.bloom.modeling_bloom import BloomGelu
     from transformers.models.gpt2.modeling_gpt2 import GPT2MLP
 
     warnings.filterwarnings("ignore")
@@ -98,6 +100,7 @@ def main() -> None:
             activations[name] = measure(ACT2FN[name], elements)
         except RuntimeError as error:  # prelu's weight is fp32 and refuses a bf16 input
             activations[name] = {"error": str(error).splitlines()[0]}
+    activations["bloom_gelu"] = measure(BloomGelu().train(), elements)
 
     hidden, width, batch, seq = 256, 1024, 2, 64
     mlp = GPT2MLP(width, GPT2Config(n_embd=hidden, resid_pdrop=0.0)).to(torch.bfloat16).train()
