@@ -4377,9 +4377,36 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     local = _local_attention(k, family, arch)
     if local is not None:
         arch["local_attention"] = local
+    scores = _eager_score_bytes(k, family)
+    if scores is not None:
+        arch["eager_score_bytes"] = scores
     if family in ("zamba", "zamba2"):
         note = "shared transformer blocks held once, run by each hybrid layer: active parameters count each run"
     return arch, k, note
+
+
+# What transformers' eager attention keeps a score (a query, a key and a head) without dropout, where it is not Llama's
+# eager_attention_forward's 6 bytes (engine/activations.py EAGER_SCORE_BYTES), as measured for each family's class
+# defaults (tests/reference/hf-configs/resolved/eager-attention.json)
+_EAGER_SCORE_BYTES = {
+    # the softmax left in 16 bits, its output the matmul with V keeps (BertSelfAttention, GPT-2's, GPT-1's, CTRL's,
+    # BioGPT's, gpt-oss's and Llama 4's eager paths)
+    **dict.fromkeys(("bert", "bert-generation", "camembert", "data2vec-text", "ernie", "megatron-bert", "roberta",
+                     "roberta-prelayernorm", "xlm-roberta", "xlm-roberta-xl", "gpt2", "openai-gpt", "ctrl", "biogpt",
+                     "gpt_neox_japanese", "gpt_oss", "llama4", "llama4_text"), 2.0),
+    "xglm": 4.0,  # XGLMAttention also keeps the 16-bit scores for torch.max against the dtype's minimum
+    # Granite's sinks (modeling_granite_swa.py): logsumexp keeps the 16-bit scores beside the fp32 softmax and its copy
+    "granite_swa": 8.0,
+    "granitemoe_swa": 8.0,
+}  # fmt: skip
+
+
+def _eager_score_bytes(k: Keys, family: str) -> float | None:
+    """The family's bytes a score under eager attention, where not Llama's (_EAGER_SCORE_BYTES); Gemma 2's logit
+    soft-capping (attn_logit_softcapping, 50.0 when absent, none when null) keeps tanh's 16-bit output too."""
+    if family in ("gemma2", "vaultgemma"):
+        return 8.0 if k.cfg.get("attn_logit_softcapping", 50.0) is not None else None
+    return _EAGER_SCORE_BYTES.get(family)
 
 
 def in_users_words(message: str, used: dict[str, str]) -> str:

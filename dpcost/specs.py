@@ -541,6 +541,13 @@ class ModelArchitecture(Spec):
     mlp: Literal["swiglu", "geglu", "gelu", "relu"] = Field(
         "swiglu", description="swiglu/geglu: gated, 3 matrices; gelu/relu: 2 matrices"
     )
+    eager_score_bytes: Annotated[float, Field(gt=0, le=100)] | None = Field(
+        None,
+        description="bytes a token pair and head the model's eager attention keeps for its backward without dropout, "
+        "where it is not Llama's (transformers' eager_attention_forward: an fp32 softmax and its 16-bit copy, 6): 2 "
+        "where the softmax stays in 16 bits (GPT-2, BERT), 8 under Gemma 2's logit soft-capping (tanh's output too)",
+        exclude_if=lambda v: v is None,
+    )
     activation: Activation | None = Field(
         None,
         description="the MLP's activation by transformers' name for it (ACT2FN), where the model runs it by name: "

@@ -39,6 +39,7 @@ from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, Model
 __all__ = [
     "ACT_BYTES",
     "EAGER_ACTIVATIONS",
+    "EAGER_SCORE_BYTES",
     "FUSED_ACTIVATION",
     "EagerActivation",
     "Kernels",
@@ -52,6 +53,12 @@ __all__ = [
 
 Kernels = Literal["eager", "fused", "compiled"]
 ACT_BYTES = 2  # bf16/fp16 activations
+# Bytes a token pair and head eager attention keeps without flash (per query, key and head), as Llama's
+# eager_attention_forward runs it (modeling_llama.py, transformers 5.25.0): softmax(dtype=torch.float32) keeps its fp32
+# output and .to(query.dtype) a 16-bit copy the matmul with V keeps. Measured for each family with saved-tensor hooks:
+# tests/reference/hf-configs/resolved/eager-attention.json; a family that keeps otherwise says so
+# (ModelArchitecture.eager_score_bytes). Fused kernels keep the 16-bit softmax alone (Korthikanti et al.).
+EAGER_SCORE_BYTES = 6.0
 
 
 @frozen
@@ -235,7 +242,11 @@ def _attention(
     if flash:
         out.append(Tensor("log-sum-exp (fp32)", "core_attn", 4.0 * a.heads))
     else:
-        out.append(Tensor("softmax", "core_attn", e * a.heads, quadratic=True))
+        if kernels == "eager":  # transformers' eager attention, the eager path that keeps the square
+            scores = a.eager_score_bytes or EAGER_SCORE_BYTES
+            out.append(Tensor("scores as eager attention keeps them", "core_attn", scores * a.heads, quadratic=True))
+        else:
+            out.append(Tensor("softmax", "core_attn", e * a.heads, quadratic=True))
         if a.dropout > 0:
             out.append(Tensor("attention dropout mask", "core_attn", 1.0 * a.heads, quadratic=True))
             out.append(Tensor("attention dropout output", "core_attn", e * a.heads, quadratic=True))
