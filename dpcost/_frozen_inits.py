@@ -630,8 +630,8 @@ def _dpcost_engine_memory_PhaseMemory(__set, __FACTORY):
     return __init__
 
 
-def _dpcost_engine_memory_Recipe(__set, __FACTORY, __dflt_optimizer_states, __dflt_states_in_weight_dtype):
-    def __init__(self, name, title, source, grad_dtype, components, optimizer_states=__dflt_optimizer_states, states_in_weight_dtype=__dflt_states_in_weight_dtype):
+def _dpcost_engine_memory_Recipe(__set, __FACTORY, __dflt_optimizer_states, __dflt_states_in_weight_dtype, __dflt_autocast):
+    def __init__(self, name, title, source, grad_dtype, components, optimizer_states=__dflt_optimizer_states, states_in_weight_dtype=__dflt_states_in_weight_dtype, autocast=__dflt_autocast):
       __set(self, 'name', name)
       __set(self, 'title', title)
       __set(self, 'source', source)
@@ -639,6 +639,7 @@ def _dpcost_engine_memory_Recipe(__set, __FACTORY, __dflt_optimizer_states, __df
       __set(self, 'components', components)
       __set(self, 'optimizer_states', optimizer_states)
       __set(self, 'states_in_weight_dtype', states_in_weight_dtype)
+      __set(self, 'autocast', autocast)
     return __init__
 
 
@@ -1635,7 +1636,7 @@ INITS = {
     'dpcost.engine.memory.DeepSpeedEstimate': ("def __init__(self, stage, offload, zero_init, gpu_bytes, cpu_bytes):\n  __set(self, 'stage', stage)\n  __set(self, 'offload', offload)\n  __set(self, 'zero_init', zero_init)\n  __set(self, 'gpu_bytes', gpu_bytes)\n  __set(self, 'cpu_bytes', cpu_bytes)", _dpcost_engine_memory_DeepSpeedEstimate),
     'dpcost.engine.memory.ModelStates': ("def __init__(self, params, grads, optimizer, cpu, backward_grads=__dflt_backward_grads, step_only=__dflt_step_only):\n  __set(self, 'params', params)\n  __set(self, 'grads', grads)\n  __set(self, 'optimizer', optimizer)\n  __set(self, 'cpu', cpu)\n  __set(self, 'backward_grads', backward_grads)\n  __set(self, 'step_only', step_only)", _dpcost_engine_memory_ModelStates),
     'dpcost.engine.memory.PhaseMemory': ("def __init__(self, phase, params, grads, optimizer, buffers, activations_per_sample, transient_per_sample):\n  __set(self, 'phase', phase)\n  __set(self, 'params', params)\n  __set(self, 'grads', grads)\n  __set(self, 'optimizer', optimizer)\n  __set(self, 'buffers', buffers)\n  __set(self, 'activations_per_sample', activations_per_sample)\n  __set(self, 'transient_per_sample', transient_per_sample)", _dpcost_engine_memory_PhaseMemory),
-    'dpcost.engine.memory.Recipe': ("def __init__(self, name, title, source, grad_dtype, components, optimizer_states=__dflt_optimizer_states, states_in_weight_dtype=__dflt_states_in_weight_dtype):\n  __set(self, 'name', name)\n  __set(self, 'title', title)\n  __set(self, 'source', source)\n  __set(self, 'grad_dtype', grad_dtype)\n  __set(self, 'components', components)\n  __set(self, 'optimizer_states', optimizer_states)\n  __set(self, 'states_in_weight_dtype', states_in_weight_dtype)", _dpcost_engine_memory_Recipe),
+    'dpcost.engine.memory.Recipe': ("def __init__(self, name, title, source, grad_dtype, components, optimizer_states=__dflt_optimizer_states, states_in_weight_dtype=__dflt_states_in_weight_dtype, autocast=__dflt_autocast):\n  __set(self, 'name', name)\n  __set(self, 'title', title)\n  __set(self, 'source', source)\n  __set(self, 'grad_dtype', grad_dtype)\n  __set(self, 'components', components)\n  __set(self, 'optimizer_states', optimizer_states)\n  __set(self, 'states_in_weight_dtype', states_in_weight_dtype)\n  __set(self, 'autocast', autocast)", _dpcost_engine_memory_Recipe),
     'dpcost.engine.memory.StageMemory': ("def __init__(self, stage, phases, micro_batch, largest_tensor_per_sample, context, cpu, hbm, grad_block=__dflt_grad_block, widest_activation_per_sample=__dflt_widest_activation_per_sample):\n  __set(self, 'stage', stage)\n  __set(self, 'phases', phases)\n  __set(self, 'micro_batch', micro_batch)\n  __set(self, 'largest_tensor_per_sample', largest_tensor_per_sample)\n  __set(self, 'context', context)\n  __set(self, 'cpu', cpu)\n  __set(self, 'hbm', hbm)\n  __set(self, 'grad_block', grad_block)\n  __set(self, 'widest_activation_per_sample', widest_activation_per_sample)", _dpcost_engine_memory_StageMemory),
     'dpcost.engine.memory.StateComponent': ("def __init__(self, label, group, bytes_per_param, shard_from, offload, gone_from=__dflt_gone_from, communicated=__dflt_communicated, lifetime=__dflt_lifetime):\n  __set(self, 'label', label)\n  __set(self, 'group', group)\n  __set(self, 'bytes_per_param', bytes_per_param)\n  __set(self, 'shard_from', shard_from)\n  __set(self, 'offload', offload)\n  __set(self, 'gone_from', gone_from)\n  __set(self, 'communicated', communicated)\n  __set(self, 'lifetime', lifetime)", _dpcost_engine_memory_StateComponent),
     'dpcost.engine.ops.Cast': ("def __init__(self, label, bytes, kernels, amax_fusable):\n  __set(self, 'label', label)\n  __set(self, 'bytes', bytes)\n  __set(self, 'kernels', kernels)\n  __set(self, 'amax_fusable', amax_fusable)", _dpcost_engine_ops_Cast),

@@ -4377,36 +4377,37 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     local = _local_attention(k, family, arch)
     if local is not None:
         arch["local_attention"] = local
-    scores = _eager_score_bytes(k, family)
-    if scores is not None:
-        arch["eager_score_bytes"] = scores
+    arch.update(_eager_attention(k, family))
     if family in ("zamba", "zamba2"):
         note = "shared transformer blocks held once, run by each hybrid layer: active parameters count each run"
     return arch, k, note
 
 
-# What transformers' eager attention keeps a score (a query, a key and a head) without dropout, where it is not Llama's
-# eager_attention_forward's 6 bytes (engine/activations.py EAGER_SCORE_BYTES), as measured for each family's class
-# defaults (tests/reference/hf-configs/resolved/eager-attention.json)
-_EAGER_SCORE_BYTES = {
-    # the softmax left in 16 bits, its output the matmul with V keeps (BertSelfAttention, GPT-2's, GPT-1's, CTRL's,
-    # BioGPT's, gpt-oss's and Llama 4's eager paths)
-    **dict.fromkeys(("bert", "bert-generation", "camembert", "data2vec-text", "ernie", "megatron-bert", "roberta",
-                     "roberta-prelayernorm", "xlm-roberta", "xlm-roberta-xl", "gpt2", "openai-gpt", "ctrl", "biogpt",
-                     "gpt_neox_japanese", "gpt_oss", "llama4", "llama4_text"), 2.0),
-    "xglm": 4.0,  # XGLMAttention also keeps the 16-bit scores for torch.max against the dtype's minimum
-    # Granite's sinks (modeling_granite_swa.py): logsumexp keeps the 16-bit scores beside the fp32 softmax and its copy
-    "granite_swa": 8.0,
-    "granitemoe_swa": 8.0,
-}  # fmt: skip
+# The families whose eager attention takes its softmax in the scores' 16 bits, where Llama's eager_attention_forward
+# takes it in fp32 (activations._eager_scores), as measured for each family's class defaults
+# (tests/reference/hf-configs/resolved/eager-attention.json) or, where those do not build small, as their modeling files
+# write it: BertSelfAttention's, GPT-2's, GPT-1's, CTRL's, BioGPT's, gpt-oss's, Llama 4's; ALBERT's, DistilBERT's,
+# MPNet's, ESM's, Kosmos-2's and MiMo-V2-Flash's (softmax(attn_weights, dim=-1) on bf16 scores)
+_EAGER_16BIT_SOFTMAX = frozenset((
+    "bert", "bert-generation", "camembert", "data2vec-text", "ernie", "megatron-bert", "roberta",
+    "roberta-prelayernorm", "xlm-roberta", "xlm-roberta-xl", "gpt2", "openai-gpt", "ctrl", "biogpt",
+    "gpt_neox_japanese", "gpt_oss", "llama4", "llama4_text", "xglm", "albert", "distilbert", "mpnet", "esm",
+    "kosmos_2_text_model", "mimo_v2_flash",
+))  # fmt: skip
+# 16-bit copies of the score square a family's eager attention keeps besides its softmax, as measured: Granite's sinks
+# (modeling_granite_swa.py: logsumexp keeps its input), XGLM's clamp (torch.max against the dtype's minimum keeps it)
+_EAGER_SCORE_COPIES = {"granite_swa": 1, "granitemoe_swa": 1, "xglm": 1}
 
 
-def _eager_score_bytes(k: Keys, family: str) -> float | None:
-    """The family's bytes a score under eager attention, where not Llama's (_EAGER_SCORE_BYTES); Gemma 2's logit
-    soft-capping (attn_logit_softcapping, 50.0 when absent, none when null) keeps tanh's 16-bit output too."""
-    if family in ("gemma2", "vaultgemma"):
-        return 8.0 if k.cfg.get("attn_logit_softcapping", 50.0) is not None else None
-    return _EAGER_SCORE_BYTES.get(family)
+def _eager_attention(k: Keys, family: str) -> dict[str, Any]:
+    """How the family's eager attention keeps the score square (_EAGER_16BIT_SOFTMAX, _EAGER_SCORE_COPIES); Gemma 2's
+    logit soft-capping (attn_logit_softcapping, 50.0 when absent, none when null) keeps tanh's 16-bit output too."""
+    copies = _EAGER_SCORE_COPIES.get(family, 0)
+    if family in ("gemma2", "vaultgemma") and k.cfg.get("attn_logit_softcapping", 50.0) is not None:
+        copies += 1
+    return ({"eager_softmax_16bit": True} if family in _EAGER_16BIT_SOFTMAX else {}) | (
+        {"eager_score_copies": copies} if copies else {}
+    )
 
 
 def in_users_words(message: str, used: dict[str, str]) -> str:

@@ -541,12 +541,17 @@ class ModelArchitecture(Spec):
     mlp: Literal["swiglu", "geglu", "gelu", "relu"] = Field(
         "swiglu", description="swiglu/geglu: gated, 3 matrices; gelu/relu: 2 matrices"
     )
-    eager_score_bytes: Annotated[float, Field(gt=0, le=100)] | None = Field(
-        None,
-        description="bytes a token pair and head the model's eager attention keeps for its backward without dropout, "
-        "where it is not Llama's (transformers' eager_attention_forward: an fp32 softmax and its 16-bit copy, 6): 2 "
-        "where the softmax stays in 16 bits (GPT-2, BERT), 8 under Gemma 2's logit soft-capping (tanh's output too)",
-        exclude_if=lambda v: v is None,
+    eager_softmax_16bit: bool = Field(
+        False,
+        description="the model's eager attention takes its softmax in the scores' 16 bits (GPT-2's, BERT's), where "
+        "Llama's eager_attention_forward takes it in fp32 and keeps a 16-bit copy for the matmul with V",
+        exclude_if=_unset,
+    )
+    eager_score_copies: Annotated[int, Field(ge=0, le=8, strict=True)] = Field(
+        0,
+        description="16-bit copies of the score square the model's eager attention keeps besides its softmax: "
+        "Gemma 2's logit soft-capping (tanh's output), Granite's sinks (logsumexp's input), XGLM's clamp (torch.max's)",
+        exclude_if=lambda v: v == 0,
     )
     activation: Activation | None = Field(
         None,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dpcost.catalog import load_model
-from dpcost.engine.activations import EAGER_SCORE_BYTES, layer_tensors
+from dpcost.engine.activations import layer_tensors
 from dpcost.errors import InputError
 
 HF = Path(__file__).parent / "reference" / "hf-configs"
@@ -62,22 +62,58 @@ def test_eager_attention_keeps_what_transformers_keeps(tmp_path):
     assert not wrong
 
 
+def _scores(arch, kernels: str = "eager", autocast: bool = False, dropout: float = 0.0) -> float:
+    """Bytes a score (a query, a key and a head) a layer keeps without flash."""
+    arch = arch.model_copy(update={"dropout": dropout})
+    tensors = layer_tensors(arch, False, False, kernels, autocast=autocast).tensors
+    return sum(t.bytes_per_token for t in tensors if t.quadratic and t.saved) / arch.heads
+
+
+def _measured(tmp_path: Path, family: str):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MEASURED[family]["config"]))
+    return load_model(str(path)).architecture
+
+
 @pytest.mark.parametrize(
     ("family", "score_bytes"), [("llama", 6), ("gpt2", 2), ("bert", 2), ("gemma2", 8), ("gemma2:no-softcap", 6)]
 )
 def test_bytes_a_score(tmp_path, family, score_bytes):
-    """The common cases by name: per query, key and head."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(MEASURED[family]["config"]))
-    arch = load_model(str(path)).architecture
+    """The common cases by name: Llama's fp32 softmax and its 16-bit copy, GPT-2's and BERT's 16-bit softmax, Gemma 2's
+    soft-capping (tanh's output too) unless attn_logit_softcapping is null."""
     assert MEASURED[family]["bytes_per_score"] == score_bytes
-    assert (arch.eager_score_bytes or EAGER_SCORE_BYTES) == score_bytes
+    assert _scores(_measured(tmp_path, family)) == score_bytes
 
 
-def test_fused_kernels_keep_the_16_bit_softmax():
-    """Korthikanti et al.'s count (Megatron's fused softmax): 2 bytes a score whatever the family's eager path."""
-    gemma2 = MEASURED["gemma2"]["config"]
-    assert gemma2["attn_logit_softcapping"] is not None
-    arch = load_model(str(HF / "gpt2.json")).architecture
-    fused = layer_tensors(arch.model_copy(update={"dropout": 0.0}), False, False, "fused").tensors
-    assert sum(t.bytes_per_token for t in fused if t.quadratic) == 2 * arch.heads
+def test_fused_kernels_keep_the_16_bit_softmax(tmp_path):
+    """Korthikanti et al.'s count (Megatron's fused softmax): 2 bytes a score, whatever the family's eager path keeps
+    (Gemma 2's 8)."""
+    gemma2 = _measured(tmp_path, "gemma2")
+    assert _scores(gemma2, "eager") == 8
+    assert _scores(gemma2, "fused") == _scores(gemma2, "compiled") == 2
+
+
+def test_autocast_runs_the_softmax_in_fp32(tmp_path):
+    """torch.autocast lists softmax among the ops it runs in fp32 whatever its input (torch.amp's autocast op
+    reference), and the matmul with V casts it back: under DDP's autocast recipe GPT-2 keeps the fp32 softmax and its
+    16-bit copy, 6 bytes a score, as Llama does either way."""
+    gpt2, llama = _measured(tmp_path, "gpt2"), _measured(tmp_path, "llama")
+    assert _scores(gpt2, autocast=True) == 6 and _scores(gpt2) == 2
+    assert _scores(llama, autocast=True) == _scores(llama) == 6
+
+
+def test_dropout_takes_the_place_of_the_16_bit_copy(tmp_path):
+    """With attention dropout, nn.functional.dropout keeps its bool mask (1 byte a score on CUDA) and the matmul with
+    V keeps dropout's output in place of the 16-bit copy: Llama's path 4 + 1 + 2, GPT-2's 2 + 1 + 2."""
+    gpt2, llama = _measured(tmp_path, "gpt2"), _measured(tmp_path, "llama")
+    assert _scores(llama, dropout=0.1) == 7
+    assert _scores(gpt2, dropout=0.1) == 5
+
+
+def test_the_scores_are_tensors_of_their_own(tmp_path):
+    """The fp32 softmax and its 16-bit copy are two tensors (4 and 2 bytes a score), not one of 6: the largest tensor,
+    which the allocator's fragmentation follows, is the fp32 one."""
+    llama = _measured(tmp_path, "llama")
+    tensors = layer_tensors(llama, False, False, "eager").tensors
+    square = [t.bytes_per_token / llama.heads for t in tensors if t.quadratic]
+    assert sorted(square) == [2, 4]

@@ -39,7 +39,6 @@ from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, Model
 __all__ = [
     "ACT_BYTES",
     "EAGER_ACTIVATIONS",
-    "EAGER_SCORE_BYTES",
     "FUSED_ACTIVATION",
     "EagerActivation",
     "Kernels",
@@ -53,12 +52,6 @@ __all__ = [
 
 Kernels = Literal["eager", "fused", "compiled"]
 ACT_BYTES = 2  # bf16/fp16 activations
-# Bytes a token pair and head eager attention keeps without flash (per query, key and head), as Llama's
-# eager_attention_forward runs it (modeling_llama.py, transformers 5.25.0): softmax(dtype=torch.float32) keeps its fp32
-# output and .to(query.dtype) a 16-bit copy the matmul with V keeps. Measured for each family with saved-tensor hooks:
-# tests/reference/hf-configs/resolved/eager-attention.json; a family that keeps otherwise says so
-# (ModelArchitecture.eager_score_bytes). Fused kernels keep the 16-bit softmax alone (Korthikanti et al.).
-EAGER_SCORE_BYTES = 6.0
 
 
 @frozen
@@ -180,7 +173,13 @@ def _post_norm(a: ModelArchitecture, kernels: Kernels, name: str) -> Tensor:
 
 
 def _attention(
-    a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int, computes_kv: bool = True, indexed: bool = True
+    a: ModelArchitecture,
+    flash: bool,
+    kernels: Kernels,
+    first_mm: int,
+    computes_kv: bool = True,
+    indexed: bool = True,
+    autocast: bool = False,
 ) -> tuple[list[Tensor], int]:
     """Q, K, V as attention reads them, its core (log-sum-exp under flash, else the s^2 softmax and dropout),
     the context (the output projection's input) and its output; and the mm calls it makes. A kv-shared layer
@@ -242,9 +241,8 @@ def _attention(
     if flash:
         out.append(Tensor("log-sum-exp (fp32)", "core_attn", 4.0 * a.heads))
     else:
-        if kernels == "eager":  # transformers' eager attention, the eager path that keeps the square
-            scores = a.eager_score_bytes or EAGER_SCORE_BYTES
-            out.append(Tensor("scores as eager attention keeps them", "core_attn", scores * a.heads, quadratic=True))
+        if kernels == "eager":
+            out += _eager_scores(a, autocast)
         else:
             out.append(Tensor("softmax", "core_attn", e * a.heads, quadratic=True))
         if a.dropout > 0:
@@ -255,6 +253,28 @@ def _attention(
     if a.dropout > 0:
         out.append(Tensor("dropout mask", "attn_out", 1.0 * h))
     return out, mm + 1
+
+
+def _eager_scores(a: ModelArchitecture, autocast: bool) -> list[Tensor]:
+    """The score square as transformers' eager attention keeps it, per token pair (modeling_llama.py
+    eager_attention_forward, transformers 5.25.0): softmax(dtype=torch.float32) keeps its fp32 output, and the
+    .to(query.dtype) copy the matmul with V reads, unless dropout's output takes its place. A family whose softmax
+    stays in 16 bits (eager_softmax_16bit: GPT-2's, BERT's) keeps that alone, but under torch.autocast, which runs
+    softmax in fp32 whatever its input (torch.amp's fp32 op list) and casts back for the matmul. Some families keep
+    16-bit copies of the scores besides (eager_score_copies). Measured for each family with saved-tensor hooks, without
+    dropout or autocast: tests/reference/hf-configs/resolved/eager-attention.json."""
+    e, heads = ACT_BYTES, a.heads
+    fp32 = autocast or not a.eager_softmax_16bit
+    out = [Tensor(f"softmax output ({'fp32' if fp32 else '16-bit'})", "core_attn", (4.0 if fp32 else e) * heads,
+                  quadratic=True)]  # fmt: skip
+    if fp32 and a.dropout == 0:
+        out.append(Tensor("softmax cast to 16 bits (the matmul with V reads it)", "core_attn", e * heads,
+                          quadratic=True))  # fmt: skip
+    out += [
+        Tensor(f"scores kept in 16 bits ({i + 1})", "core_attn", e * heads, quadratic=True)
+        for i in range(a.eager_score_copies)
+    ]
+    return out
 
 
 def _attention_convolutions(a: ModelArchitecture, mixer: str, kernels: Kernels) -> list[Tensor]:
@@ -280,7 +300,9 @@ def _attention_convolutions(a: ModelArchitecture, mixer: str, kernels: Kernels) 
     return out
 
 
-def _shared_block(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int) -> tuple[list[Tensor], int]:
+def _shared_block(
+    a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int, autocast: bool = False
+) -> tuple[list[Tensor], int]:
     """Zamba's and Zamba2's shared transformer block as a hybrid layer runs it (SharedBlockSpec;
     Zamba2AttentionDecoderLayer and Zamba2HybridLayer, modeling_zamba2.py, transformers 5.25.0): the hidden state
     concatenated with the embedding (2h), which input_layernorm keeps, and its output, which q, k, v and their
@@ -297,7 +319,7 @@ def _shared_block(a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm:
     if s.adapter_rank:
         adapters = 4 if s.attention_adapters else 1
         out.append(Tensor("shared block adapters' intermediates", "qkv", e * adapters * s.adapter_rank))
-    attention, mm = _attention(a, flash, kernels, first_mm)
+    attention, mm = _attention(a, flash, kernels, first_mm, autocast=autocast)
     out += attention + _norm(a, kernels, "shared block MLP norm")
     mlp = _mlp(a, a.ffn, kernels, mm, "mlp", "shared block MLP")
     mm += sum(1 for t in mlp if t.matmul)
@@ -668,11 +690,13 @@ def layer_tensors(
     mixer: str = "attention",
     mlp: bool = True,
     ffn: int = 0,
+    autocast: bool = False,
 ) -> LayerTensors:
     """The tensors of one layer's forward for one token (korthikanti et al. 2022 section 4, extended as the module
     docstring says), in forward order, with their Megatron module and matmul position. A hybrid's layer has its
     own mixer (`mixer`: Mamba, gated DeltaNet, attention beside Mamba, or none) and may have no MLP; a dense MLP is
-    `ffn` wide (ModelArchitecture.layer_kind), else as wide as its mixer's (dense_ffn)."""
+    `ffn` wide (ModelArchitecture.layer_kind), else as wide as its mixer's (dense_ffn). `autocast`: the forward runs
+    under torch.autocast (eager attention's softmax then in fp32)."""
     # Megatron-Core's Transformer Engine spec (gpt_layer_specs.py) fuses a norm into the matmul after it, where its
     # "layernorm" recompute (transformer_layer.py) finds IdentityOp and recomputes nothing: attention's into linear_qkv
     # but MLA's (a norm of its own), a dense MLP's into linear_fc1 but an MoE layer's (the router reads it).
@@ -686,7 +710,7 @@ def layer_tensors(
     tensors += _norm(a, kernels, "attention norm", attention_norm) if mixer != "none" else []
     mm = 1
     if mixer in (SHARED_BLOCK, REUSED_BLOCK):
-        shared, mm = _shared_block(a, flash, kernels, mm)
+        shared, mm = _shared_block(a, flash, kernels, mm, autocast)
         tensors += shared
     elif "attention" in mixer and a.compressed_attention is not None:
         attention, mm = _compressed_attention(a, mixer, flash, mm)
@@ -694,7 +718,7 @@ def layer_tensors(
     elif "attention" in mixer:
         indexer = a.indexer  # a kind of layer none of the indexer's layers is (dots3's sliding ones) runs none
         indexed = indexer is None or not indexer.layers or any(a.mixer(layer) == mixer for layer in indexer.layers)
-        attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm, a.computes_kv(mixer), indexed)
+        attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm, a.computes_kv(mixer), indexed, autocast)
         tensors += attention
         if a.layer_norms == 3:  # a norm over the attention's output before its projection keeps its input
             tensors.append(_norm_input(a, kernels, "attention output norm", "attn_out", a.heads * a.d_value))

@@ -136,13 +136,15 @@ def activation_memory(
     kernels: Kernels = "fused",
     every: int = 1,
     modules: frozenset[str] = DEFAULT_MODULES,
+    autocast: bool = False,
 ) -> Activations:
-    """Kept and re-created activations of one micro-batch, layer by layer (no tensor or sequence parallelism)."""
+    """Kept and re-created activations of one micro-batch, layer by layer (no tensor or sequence parallelism);
+    `autocast`: the forward runs under torch.autocast (activations.layer_tensors)."""
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {RECOMPUTE}")
     s, b = seq_len, micro_batch
     kinds = {
-        kind: layer_tensors(a, kind[1] == "moe", flash, kernels, mixer=kind[0], mlp=kind[1] != "none", ffn=kind[2])
+        kind: layer_tensors(a, kind[1] == "moe", flash, kernels, kind[0], kind[1] != "none", kind[2], autocast)
         for kind in set(a.layer_kinds)
     }
     # How many layers of each (kind, policy): the layers of one kind under one policy keep the same bytes.

@@ -92,6 +92,7 @@ class Recipe:
     components: tuple[StateComponent, ...]
     optimizer_states: bool = True  # whether `components` leaves the optimizer's own states to the optimizer choice
     states_in_weight_dtype: bool = False  # AdamW's/SGD's fp32 states are kept in the 16-bit weights' dtype instead
+    autocast: bool = False  # the forward runs under torch.autocast on fp32 weights (its ops' dtypes are autocast's)
 
     def states(self, optimizer: str) -> tuple[StateComponent, ...]:
         extra = OPTIMIZER_STATE_BYTES[optimizer]
@@ -135,6 +136,7 @@ RECIPES = {
             StateComponent("fp32 weights", "params", 4, 3, "params"),
             StateComponent("fp32 grads", "grads", 4, 2, "optimizer", communicated=True, lifetime="backward"),
         ),
+        autocast=True,
     ),
     "fsdp": Recipe(
         "fsdp",

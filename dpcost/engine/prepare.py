@@ -636,11 +636,12 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
     plan = o.plan
     modules = frozenset(plan.recompute_modules)
-    key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl)
+    autocast = p.recipe.autocast
+    key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl, autocast)
     known = _activations_of(a)
     if key not in known:
         known[key] = (
-            activation_memory(a, s, 1, recompute, flash, kernels, plan.recompute_layers, modules),
+            activation_memory(a, s, 1, recompute, flash, kernels, plan.recompute_layers, modules, autocast),
             loss_memory(a, s, 1, p.loss_impl, kernels),
         )
     act, loss = known[key]

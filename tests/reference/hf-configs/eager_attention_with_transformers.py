@@ -8,12 +8,14 @@ resolved/eager-attention.json.
 
 (the family list from dpcost's venv). Needs torch and transformers (not dpcost's dependencies; run with transformers
 5.25.0 and torch 2.13.0 CPU). For each model_type, builds its class's default config (AutoConfig.for_model) made
-small (hidden 64, 2 layers, 4 heads of 16, vocab 128) with every attention dropout 0, as AutoModelForCausalLM with
+small (hidden 64, 2 layers, 4 heads of 16, vocab 128) with every attention dropout 0, as AutoModelForCausalLM (the
+encoders without a causal-LM class as AutoModelForMaskedLM) with
 attn_implementation "eager" in bf16, runs a training forward at 32, 64, 128 and 256 tokens under
 torch.autograd.graph.saved_tensors_hooks, recording the storage of every non-parameter tensor saved while a module
 whose class name ends in "Attention" runs (once per storage), and solves bytes = c + a x tokens + b x tokens^2 through
 the first three and the last three: b over the attention modules that ran is the bytes a token pair (a query and a
-key) over a layer's heads, and over the config's query heads the bytes per score; the two solutions agree where the
+key) over a layer's heads (a module's run: a shared layer counts at each run), and over the config's query heads
+the bytes per score; the two solutions agree where the
 growth is quadratic. Per-layer lists of the class's default (layer_types, ...) are cut to the two layers.
 `gemma2:no-softcap` is Gemma 2 with attn_logit_softcapping null. A family whose default config does not build this
 way is recorded with its error. Each entry keeps the config it measured, which tests/test_eager_attention.py reads
@@ -31,17 +33,19 @@ SMALL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "n
          "head_dim": 16, "intermediate_size": 128, "vocab_size": 128}  # fmt: skip
 DROPOUTS = ("attention_dropout", "attn_pdrop", "attention_probs_dropout_prob", "attn_dropout")
 VARIANTS = {"no-softcap": {"attn_logit_softcapping": None}}
+MASKED_LM = {"distilbert", "mpnet", "modernbert", "esm", "albert"}  # no causal-LM class: built as masked LMs
 
 
 def saved_by_attention(model: Any, tokens: int) -> tuple[int, int]:
-    """Bytes of the non-parameter tensors saved while an attention module runs, once per storage, and how many of
-    the innermost attention modules (one a layer; BERT's BertSelfAttention inside BertAttention) ran."""
+    """Bytes of the non-parameter tensors saved while an attention module runs, once per storage, and how many
+    times the innermost attention modules (BERT's BertSelfAttention inside BertAttention) ran: ALBERT's and Dory's
+    shared layers run one module more than once."""
     import torch
 
     weights = {p.data_ptr() for p in model.parameters()}
     saved: dict[int, int] = {}
     depth = [0]
-    ran: set[int] = set()
+    ran = [0]
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         if depth[0] and t.data_ptr() not in weights:
@@ -56,8 +60,7 @@ def saved_by_attention(model: Any, tokens: int) -> tuple[int, int]:
 
     def enter(m: Any, *_: Any) -> None:
         depth[0] += 1
-        if id(m) in innermost:
-            ran.add(id(m))
+        ran[0] += id(m) in innermost
 
     def leave(m: Any, *_: Any) -> None:
         depth[0] -= 1
@@ -68,7 +71,7 @@ def saved_by_attention(model: Any, tokens: int) -> tuple[int, int]:
         model(input_ids=torch.randint(1, 100, (1, tokens)), use_cache=False)
     for hook in hooks:
         hook.remove()
-    return sum(saved.values()), len(ran)
+    return sum(saved.values()), ran[0]
 
 
 def quadratic(points: list[tuple[int, int]]) -> float:
@@ -79,7 +82,7 @@ def quadratic(points: list[tuple[int, int]]) -> float:
 
 def measure(family: str) -> dict[str, Any]:
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
 
     model_type, _, variant = family.partition(":")
     config = AutoConfig.for_model(model_type)
@@ -94,16 +97,19 @@ def measure(family: str) -> dict[str, Any]:
     for key in DROPOUTS:
         if isinstance(getattr(text, key, None), float):
             setattr(text, key, 0.0)
+    if model_type in MASKED_LM and getattr(text, "pad_token_id", 0) is None:  # ESM's embeddings mask by it
+        text.pad_token_id = 1
     for key in ("pad_token_id", "bos_token_id", "eos_token_id"):
         if isinstance(getattr(text, key, None), int) and getattr(text, key) >= SMALL["vocab_size"]:
             setattr(text, key, 0)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").to(torch.bfloat16).train()
+    auto = AutoModelForMaskedLM if model_type in MASKED_LM else AutoModelForCausalLM
+    model = auto.from_config(config, attn_implementation="eager").to(torch.bfloat16).train()
     runs = [(n, *saved_by_attention(model, n)) for n in (32, 64, 128, 256)]
     layers_run = runs[-1][2]
     points = [(n, size) for n, size, _ in runs]
     return {
         "config": config.to_dict(),
-        "attention_layers": layers_run,
+        "attention_runs": layers_run,
         # bytes a token pair, in one attention layer, over all its heads; and over the config's query heads
         "bytes_per_token_pair": round(quadratic(points[1:]) / layers_run, 3),
         "check": round(quadratic(points[:3]) / layers_run, 3),
