@@ -4385,9 +4385,9 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
 
 # The families whose eager attention takes its softmax in the scores' 16 bits, where Llama's eager_attention_forward
 # takes it in fp32 (activations._eager_scores), as measured for each family's class defaults
-# (tests/reference/hf-configs/resolved/eager-attention.json) or, where those do not build small, as their modeling files
-# write it: BertSelfAttention's, GPT-2's, GPT-1's, CTRL's, BioGPT's, gpt-oss's, Llama 4's; ALBERT's, DistilBERT's,
-# MPNet's, ESM's, Kosmos-2's and MiMo-V2-Flash's (softmax(attn_weights, dim=-1) on bf16 scores)
+# (tests/reference/hf-configs/resolved/eager-attention.json: BertSelfAttention's, GPT-2's, GPT-1's, CTRL's, BioGPT's,
+# GPT-NeoX-Japanese's, gpt-oss's, Llama 4's, XGLM's, ALBERT's, DistilBERT's, MPNet's, ESM's) or, where those do not
+# build small, as their modeling files write it (Kosmos-2's and MiMo-V2-Flash's softmax(attn_weights, dim=-1) on bf16)
 _EAGER_16BIT_SOFTMAX = frozenset((
     "bert", "bert-generation", "camembert", "data2vec-text", "ernie", "megatron-bert", "roberta",
     "roberta-prelayernorm", "xlm-roberta", "xlm-roberta-xl", "gpt2", "openai-gpt", "ctrl", "biogpt",

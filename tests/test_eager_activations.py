@@ -110,24 +110,28 @@ def test_activation_read_as_the_modeling_file_runs_it(tmp_path, config, activati
     assert load_model(str(path)).architecture.activation == activation
 
 
-@pytest.mark.parametrize("config", ["gpt2.json", "bloom.json"])
+@pytest.mark.parametrize("config", ["gpt2.json", "bloom.json", "opt-30b.json", "falcon-7b.json"])
 def test_an_eager_activation_runs_what_was_measured(config):
-    """The MLP's activation ops under eager PyTorch together move the bytes and launch the kernels measured for its
-    activation, forward and backward (GPT-2's gelu_new: 8 kernels and 36 bytes an element forward, 11 and 56 backward;
-    BLOOM's own GELU 9 and 42, 18 and 88). Neither Megatron's fused kernels nor torch.compile run its own ops."""
+    """The MLP's activation op under eager PyTorch moves the bytes and launches the kernels measured for its activation,
+    forward and backward (GPT-2's gelu_new: 8 kernels and 36 bytes an element forward, 11 and 56 backward; BLOOM's own
+    GELU 9 and 42, 18 and 88; OPT's ReLU and Falcon's F.gelu one kernel each way, 4 and 6 bytes)."""
     arch = load_model(str(HF / config)).architecture
     measured = MEASURED["activations"][arch.activation]
     tokens = 1024
-    ops = [op for op in layer_ops(arch, False, tokens, tokens, "eager") if op.name.startswith("MLP ") and (
-        "activation" in op.name or "own kernels" in op.name)]  # fmt: skip
-    assert len(ops) == 2
+    (op,) = [op for op in layer_ops(arch, False, tokens, tokens, "eager") if op.name == "MLP activation"]
     elements = arch.ffn * tokens
-    assert sum(op.bytes for op in ops) == measured["forward_bytes_per_element"] * elements
-    assert sum(op.kernels for op in ops) == measured["forward_kernels"]
-    assert sum(op.backward_bytes for op in ops) == measured["backward_bytes_per_element"] * elements
-    assert sum(op.backward_kernels for op in ops) == measured["backward_kernels"]
+    assert (op.bytes, op.kernels) == (measured["forward_bytes_per_element"] * elements, measured["forward_kernels"])
+    backward = (measured["backward_bytes_per_element"] * elements, measured["backward_kernels"])
+    assert (op.backward_bytes, op.backward_kernels) == backward
+
+
+def test_fused_and_compiled_kernels_run_one_activation_kernel():
+    """Megatron's fused bias-GELU and torch.compile's fused kernel run GPT-2's gelu_new as one kernel each way (_ACT),
+    not the eager ops transformers writes."""
+    gpt2 = load_model(str(HF / "gpt2.json")).architecture
     for kernels in ("fused", "compiled"):
-        assert not [op for op in layer_ops(arch, False, tokens, tokens, kernels) if "own kernels" in op.name]
+        (op,) = [op for op in layer_ops(gpt2, False, 1024, 1024, kernels) if op.name == "MLP activation"]
+        assert (op.kernels, op.backward_kernels) == (1, 2)
 
 
 def test_an_activations_intermediates_are_tensors_of_the_mlp_width():

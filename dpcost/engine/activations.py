@@ -39,7 +39,6 @@ from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, Model
 __all__ = [
     "ACT_BYTES",
     "EAGER_ACTIVATIONS",
-    "FUSED_ACTIVATION",
     "EagerActivation",
     "Kernels",
     "LayerTensors",
@@ -96,7 +95,8 @@ EAGER_ACTIVATIONS: dict[Activation, EagerActivation] = {
     "xielu": EagerActivation(True, 7, 58, 15, 104, 23),
     "bloom_gelu": EagerActivation(True, 0, 42, 9, 88, 18),
 }  # fmt: skip
-# One fused kernel (F.gelu; F.silu alike): what dpcost counts for an activation it knows no name for
+# One fused kernel (F.gelu; F.silu alike), which keeps its input and nothing more: what an MLP keeps of an activation
+# dpcost knows no name for, or one that runs fused (Megatron's kernels, torch.compile)
 FUSED_ACTIVATION = EAGER_ACTIVATIONS["gelu"]
 # Megatron's module names (megatron/core/transformer/transformer_config.py, recompute_modules), used to tag each
 # tensor with the part of the layer it belongs to.

@@ -92,7 +92,9 @@ class Recipe:
     components: tuple[StateComponent, ...]
     optimizer_states: bool = True  # whether `components` leaves the optimizer's own states to the optimizer choice
     states_in_weight_dtype: bool = False  # AdamW's/SGD's fp32 states are kept in the 16-bit weights' dtype instead
-    autocast: bool = False  # the forward runs under torch.autocast on fp32 weights (its ops' dtypes are autocast's)
+    # the forward runs under torch.autocast on fp32 weights: eager attention's softmax in fp32 (activations.py); the
+    # MLP activations' own ops are counted as measured without it (EAGER_ACTIVATIONS)
+    autocast: bool = False
 
     def states(self, optimizer: str) -> tuple[StateComponent, ...]:
         extra = OPTIMIZER_STATE_BYTES[optimizer]

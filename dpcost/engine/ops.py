@@ -483,26 +483,24 @@ def _attention_half(
     return ops
 
 
-def _named_activation(
+def _activation(
     a: ModelArchitecture, kernels: Kernels, label: str, module: str, elements: float, copies: int = 1
 ) -> list[Op]:
-    """What eager PyTorch runs of the model's named activation beyond what the activation op counts for it (_ACT's one
-    kernel each way, the backward moving twice the forward's bytes), as measured (activations.EagerActivation):
-    gelu_new's eight forward kernels and 36 bytes an element where the op counts one and 4."""
+    """The MLP's activation, with a gated MLP's product: _ACT's or _GATED_ACT's bytes and kernels for how the layer
+    runs; in eager PyTorch a named activation as measured (activations.EagerActivation: gelu_new's eight forward
+    kernels and 36 bytes an element, where F.gelu runs one and moves 4), a gated MLP's product beside it."""
+    act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
     if kernels != "eager" or a.activation is None:
-        return []
-    named, (counted_bytes, counted_kernels) = EAGER_ACTIVATIONS[a.activation], _ACT["eager"]
-    forward = max(0.0, named.forward_bytes - counted_bytes), max(0, named.forward_kernels - counted_kernels)
-    backward = (
-        max(0.0, named.backward_bytes - 2 * counted_bytes),
-        max(0, named.backward_kernels - 2 * counted_kernels),
-    )
-    if not forward[1] and not backward[1]:
-        return []
-    return [
-        Op(f"{label} {a.activation}'s own kernels (eager)", module, "memory", 0.0, forward[0] * elements,
-           forward[1] * copies, 0.0, backward[0] * elements, backward[1] * copies)
+        return [_memory(f"{label} activation", module, act_b * elements, act_k * copies)]
+    named = EAGER_ACTIVATIONS[a.activation]
+    ops = [
+        Op(f"{label} activation", module, "memory", 0.0, named.forward_bytes * elements, named.forward_kernels * copies,
+           0.0, named.backward_bytes * elements, named.backward_kernels * copies)
     ]  # fmt: skip
+    if a.gated_mlp:  # the product with the up projection's output: what _GATED_ACT counts beyond _ACT
+        product_b, product_k = act_b - _ACT[kernels][0], act_k - _ACT[kernels][1]
+        ops.append(_memory(f"{label} gated product", module, product_b * elements, product_k * copies))
+    return ops
 
 
 def _mlp_half(
@@ -514,7 +512,6 @@ def _mlp_half(
     res_b, res_k = _RESIDUAL[kernels]
     drop_b, drop_k = _DROPOUT[kernels]
     ops = [_memory("post-attention norm", "layernorm", norm_b * h * t, norm_k)]
-    act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
     if moe_layer and a.moe is not None:
         e = a.moe
         local_experts = max(1, e.experts // ep)
@@ -527,8 +524,7 @@ def _mlp_half(
         )
         ops += before
         ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local_experts, e.expert_io(h))
-        ops.append(_memory("expert activation", "moe_act", act_b * e.ffn * t * e.active, act_k * local_experts))
-        ops += _named_activation(a, kernels, "expert", "moe_act", e.ffn * t * e.active, local_experts)
+        ops += _activation(a, kernels, "expert", "moe_act", e.ffn * t * e.active, local_experts)
         if kernels == "fused":
             ops += _megatron_expert_extras(a, e, t, local_experts)
         ops += after
@@ -536,16 +532,13 @@ def _mlp_half(
             ops.append(_gemm("latent projection out", "moe", t, e.latent, h, gemm_bytes))
         if e.shared:  # moe_layer.py shared_experts_compute: checkpointed under "shared_experts" (or the whole "moe")
             ops += _mlp("shared expert", "shared_experts", a, t, e.shared_width, gemm_bytes, e.shared)
-            shared_act = act_b * e.shared_width * t * e.shared
-            ops.append(_memory("shared expert activation", "shared_experts", shared_act, act_k))
-            ops += _named_activation(a, kernels, "shared expert", "shared_experts", e.shared_width * t * e.shared)
+            ops += _activation(a, kernels, "shared expert", "shared_experts", e.shared_width * t * e.shared)
         if e.output_norm:
             ops.append(_memory("MoE output norm", "layernorm", norm_b * h * t, norm_k))
     else:
         assert a.ffn is not None
         ops += _mlp("MLP", "mlp", a, t, a.ffn, gemm_bytes)
-        ops.append(_memory("MLP activation", "mlp", act_b * a.ffn * t, act_k))
-        ops += _named_activation(a, kernels, "MLP", "mlp", a.ffn * t)
+        ops += _activation(a, kernels, "MLP", "mlp", a.ffn * t)
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
     if unfused:  # a dense MLP hands its output bias to the add; an MoE layer's experts add their own (bias None)
