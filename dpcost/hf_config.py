@@ -2563,6 +2563,18 @@ _TWO_MATRIX_ACTIVATIONS = {
     "apertus": "xielu",
     "apertus1p5_text": "xielu",
 }
+# The GPT-style families whose training forward drops out the embedding, each sub-layer's output and the attention
+# probabilities at one rate by default (0.1: configuration_gpt2.py resid_pdrop, embd_pdrop and attn_pdrop; GPTBigCode's
+# and GPT-1's alike; XGLM's and Kosmos-2's dropout and attention_dropout; BioGPT's hidden_dropout_prob and
+# attention_probs_dropout_prob): the file's sub-layer rate, read as dpcost's one dropout
+_GPT_DROPOUT = {
+    "gpt2": "resid_pdrop",
+    "gpt_bigcode": "resid_pdrop",
+    "openai-gpt": "resid_pdrop",
+    "xglm": "dropout",
+    "kosmos_2_text_model": "dropout",
+    "biogpt": "hidden_dropout_prob",
+}
 # OpenAIGPTMLP runs ACT_FNS[config.afn] (modeling_openai.py, 5.25.0), whose "gelu" is gelu_new
 _OPENAI_GPT_ACT_FNS = {"relu": "relu", "silu": "silu", "gelu": "gelu_new", "swish": "silu"}
 
@@ -2780,6 +2792,8 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
     if family in _GPT_ACTIVATIONS:
         runs = _OPENAI_GPT_ACT_FNS if family == "openai-gpt" else None
         arch.update(mlp_activation(k, *_GPT_ACTIVATIONS[family], runs=runs))
+    if family in _GPT_DROPOUT:
+        arch["dropout"] = _dropout(k, _GPT_DROPOUT[family], 0.1)
     return arch
 
 

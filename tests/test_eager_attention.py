@@ -117,3 +117,25 @@ def test_the_scores_are_tensors_of_their_own(tmp_path):
     tensors = layer_tensors(llama, False, False, "eager").tensors
     square = [t.bytes_per_token / llama.heads for t in tensors if t.quadratic]
     assert sorted(square) == [2, 4]
+
+
+@pytest.mark.parametrize(
+    ("config", "dropout"),
+    [
+        ({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100, "n_positions": 32}, 0.1),
+        ({"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100, "n_positions": 32,
+          "resid_pdrop": 0.0}, 0.0),
+        ({"model_type": "xglm", "d_model": 64, "num_layers": 2, "attention_heads": 4, "vocab_size": 100,
+          "dropout": 0.2}, 0.2),
+        ({"model_type": "biogpt", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "intermediate_size": 128, "vocab_size": 100}, 0.1),
+        ({"model_type": "gptj", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100}, 0.0),
+    ],
+)  # fmt: skip
+def test_gpt_style_dropout_is_read(tmp_path, config, dropout):
+    """GPT-2's, GPTBigCode's, GPT-1's, XGLM's, Kosmos-2's and BioGPT's classes drop out the embedding, each sub-layer's
+    output and the attention probabilities at 0.1 by default (resid_pdrop, dropout, hidden_dropout_prob): their
+    training forward keeps the masks, and without flash the probabilities' dropout output. GPT-J's defaults are 0."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert load_model(str(path)).architecture.dropout == dropout
