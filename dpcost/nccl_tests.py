@@ -654,9 +654,12 @@ def _reads_as(row: _Row, ranks: int | None) -> frozenset[str]:
 def _half_unit(text: str) -> float | None:
     """Half the last printed digit of a number: how far the printed value may be from the one nccl-tests had."""
     m = _NUMBER.fullmatch(text)
-    if m is None:
+    if m is None or len(m.group(3) or "") > 5:
         return None
-    return 0.5 * 10.0 ** (int(m.group(3) or 0) - len(m.group(2) or ""))
+    exponent = int(m.group(3) or 0) - len(m.group(2) or "")
+    if abs(exponent) > 300:  # beyond a float's range (1e999 GB/s): no run prints it, and it bounds nothing
+        return None
+    return 0.5 * 10.0**exponent
 
 
 def _bus_factor_fits(row: _Row, factor: float) -> bool:

@@ -520,3 +520,18 @@ def test_a_per_rank_count_gives_the_ranks_and_a_header_may_lose_its_hash(tmp_pat
     path = write(tmp_path, "# op: all_reduce\n# dpcost-topology: dgx-h100\n" + reduce, "reduce.log")
     code = CliRunner().invoke(app, ["calibrate", str(path)])
     assert code.exit_code == 2 and "# ranks: N" in code.output
+
+
+def test_a_bandwidth_beyond_a_floats_range_is_no_traceback(tmp_path: Path) -> None:
+    """A busbw printed as 1e999 (a hand-edited or corrupted log) bounds nothing when the log's program is worked out
+    from busbw / algbw: the log reads as the all_gather it is, and `collective --compare` runs, where 10**999 as
+    a printed digit's half-unit overflowed a float."""
+    log = (REFERENCE / "nccl-tests" / "b200-2n-all_gather-gcpa4-dranet.log").read_text()
+    line = "524288          8192     float    none      -1    549.9    0.95    0.89"
+    assert log.count(line) == 1
+    path = tmp_path / "edited.log"
+    path.write_text(log.replace(line, line[: -len("0.89")] + "1e999"))
+    assert {row.op for row in load_measurements(str(path)).rows} == {"all_gather"}
+    result = CliRunner().invoke(app, ["collective", "--compare", str(path)])
+    assert result.exit_code in (0, 2), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
