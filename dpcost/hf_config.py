@@ -4029,14 +4029,14 @@ def _bert_style(k: Keys, family: str) -> dict[str, Any]:
     dropout = _dropout(k, "dropout" if family == "distilbert" else "hidden_dropout_prob", 0.1)
     pre_norm = family in _BERT_PRE_NORM
     # EsmIntermediate runs ESM's own GELU, gelu_python's arithmetic, whatever hidden_act says (modeling_esm.py gelu)
-    activation = {"activation": "gelu_python", "mlp": "gelu"} if esm else {}
+    hidden_act = names.get("hidden_act", ("hidden_act",))[0]
+    activation = {"activation": "gelu_python", "mlp": "gelu"} if esm else mlp_activation(k, hidden_act, "gelu")
     arch: dict[str, Any] = {
         "hidden": integer("hidden_size", hidden, "hidden"),
         "layers": integer("num_hidden_layers", layers, "layers"),
         "heads": integer("num_attention_heads", heads, "heads"),
         "ffn": integer("intermediate_size", ffn, "ffn"),
         "vocab": vocab,
-        **mlp_activation(k, names.get("hidden_act", ("hidden_act",))[0], "gelu"),
         **activation,
         "norm": "layernorm",
         "qkv_bias": True,

@@ -28,11 +28,12 @@ def _clean(entry: dict) -> bool:
     return "error" not in entry and abs(entry["bytes_per_token_pair"] - entry["check"]) < 0.05
 
 
-def _pair_bytes(arch) -> float:
-    """dpcost's bytes a token pair of one attention layer keeps under eager PyTorch without flash or dropout."""
-    arch = arch.model_copy(update={"dropout": 0.0})
+def _pair_bytes(arch, kernels: str = "eager", autocast: bool = False, dropout: float = 0.0) -> float:
+    """dpcost's bytes a token pair (a query and a key, over the heads) its first attention layer keeps without
+    flash: under eager PyTorch without dropout unless said."""
+    arch = arch.model_copy(update={"dropout": dropout})
     mixer, mlp, width = next(kind for kind in arch.layer_kinds if "attention" in kind[0])
-    layer = layer_tensors(arch, mlp == "moe", False, "eager", mixer, mlp != "none", width)
+    layer = layer_tensors(arch, mlp == "moe", False, kernels, mixer, mlp != "none", width, autocast)
     return sum(t.bytes_per_token for t in layer.tensors if t.quadratic and t.saved)
 
 
@@ -64,9 +65,7 @@ def test_eager_attention_keeps_what_transformers_keeps(tmp_path):
 
 def _scores(arch, kernels: str = "eager", autocast: bool = False, dropout: float = 0.0) -> float:
     """Bytes a score (a query, a key and a head) a layer keeps without flash."""
-    arch = arch.model_copy(update={"dropout": dropout})
-    tensors = layer_tensors(arch, False, False, kernels, autocast=autocast).tensors
-    return sum(t.bytes_per_token for t in tensors if t.quadratic and t.saved) / arch.heads
+    return _pair_bytes(arch, kernels, autocast, dropout) / arch.heads
 
 
 def _measured(tmp_path: Path, family: str):
