@@ -208,6 +208,17 @@ def _dpcost_engine_activations_EagerActivation(__set, __FACTORY):
     return __init__
 
 
+def _dpcost_engine_activations_EagerGateClamp(__set, __FACTORY):
+    def __init__(self, routed_only, kept_bytes, forward_bytes, forward_kernels, backward_bytes, backward_kernels):
+      __set(self, 'routed_only', routed_only)
+      __set(self, 'kept_bytes', kept_bytes)
+      __set(self, 'forward_bytes', forward_bytes)
+      __set(self, 'forward_kernels', forward_kernels)
+      __set(self, 'backward_bytes', backward_bytes)
+      __set(self, 'backward_kernels', backward_kernels)
+    return __init__
+
+
 def _dpcost_engine_activations_LayerTensors(__set, __FACTORY):
     def __init__(self, tensors, kernels, hidden):
       __set(self, 'tensors', tensors)
@@ -1603,6 +1614,7 @@ INITS = {
     'dpcost.checks.ScenarioResult': ("def __init__(self, *, name, model, topology, dp, mode, zero_stage, passed, checks, summary, layout=__dflt_layout):\n  __set(self, 'name', name)\n  __set(self, 'model', model)\n  __set(self, 'topology', topology)\n  __set(self, 'dp', dp)\n  __set(self, 'mode', mode)\n  __set(self, 'zero_stage', zero_stage)\n  __set(self, 'passed', passed)\n  __set(self, 'checks', checks)\n  __set(self, 'summary', summary)\n  __set(self, 'layout', layout)", _dpcost_checks_ScenarioResult),
     'dpcost.cli.options.PlanInput': ("def __init__(self, spec, dp, values, from_config=__dflt_from_config, model_arg=__dflt_model_arg):\n  __set(self, 'spec', spec)\n  __set(self, 'dp', dp)\n  __set(self, 'values', values)\n  __set(self, 'from_config', from_config)\n  __set(self, 'model_arg', model_arg)", _dpcost_cli_options_PlanInput),
     'dpcost.engine.activations.EagerActivation': ("def __init__(self, keeps_input, kept_bytes, forward_bytes, forward_kernels, backward_bytes, backward_kernels):\n  __set(self, 'keeps_input', keeps_input)\n  __set(self, 'kept_bytes', kept_bytes)\n  __set(self, 'forward_bytes', forward_bytes)\n  __set(self, 'forward_kernels', forward_kernels)\n  __set(self, 'backward_bytes', backward_bytes)\n  __set(self, 'backward_kernels', backward_kernels)", _dpcost_engine_activations_EagerActivation),
+    'dpcost.engine.activations.EagerGateClamp': ("def __init__(self, routed_only, kept_bytes, forward_bytes, forward_kernels, backward_bytes, backward_kernels):\n  __set(self, 'routed_only', routed_only)\n  __set(self, 'kept_bytes', kept_bytes)\n  __set(self, 'forward_bytes', forward_bytes)\n  __set(self, 'forward_kernels', forward_kernels)\n  __set(self, 'backward_bytes', backward_bytes)\n  __set(self, 'backward_kernels', backward_kernels)", _dpcost_engine_activations_EagerGateClamp),
     'dpcost.engine.activations.LayerTensors': ("def __init__(self, tensors, kernels, hidden):\n  __set(self, 'tensors', tensors)\n  __set(self, 'kernels', kernels)\n  __set(self, 'hidden', hidden)", _dpcost_engine_activations_LayerTensors),
     'dpcost.engine.activations.Tensor': ("def __init__(self, name, module, bytes_per_token, saved=__dflt_saved, matmul=__dflt_matmul, quadratic=__dflt_quadratic):\n  __set(self, 'name', name)\n  __set(self, 'module', module)\n  __set(self, 'bytes_per_token', bytes_per_token)\n  __set(self, 'saved', saved)\n  __set(self, 'matmul', matmul)\n  __set(self, 'quadratic', quadratic)", _dpcost_engine_activations_Tensor),
     'dpcost.engine.checkpointing.Activations': ("def __init__(self, kept, recompute, gradients, largest_tensor):\n  __set(self, 'kept', kept)\n  __set(self, 'recompute', recompute)\n  __set(self, 'gradients', gradients)\n  __set(self, 'largest_tensor', largest_tensor)", _dpcost_engine_checkpointing_Activations),

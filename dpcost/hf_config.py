@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any, get_args
 
 from dpcost.errors import InputError, nearest
-from dpcost.specs import KV_SHARED, MAX_LAYERS, NOPE, Activation
+from dpcost.specs import KV_SHARED, MAX_LAYERS, NOPE, Activation, GateClamp
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "Keys", "architecture_of", "in_users_words", "per_layer"]
 
@@ -4392,10 +4392,24 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     if local is not None:
         arch["local_attention"] = local
     arch.update(_eager_attention(k, family))
+    if family in _GATE_CLAMPS:
+        arch["gate_clamp"] = _GATE_CLAMPS[family]
     if family in ("zamba", "zamba2"):
         note = "shared transformer blocks held once, run by each hybrid layer: active parameters count each run"
     return arch, k, note
 
+
+# The families whose gated MLPs clamp their halves, by whose code clamps them (specs.GateClamp): each clamps whatever
+# its swiglu_limit, its config class's default where the key is absent (7.0, 10.0). Step-3.7's and Ling's per-layer
+# limits are not read.
+_GATE_CLAMPS: dict[str, GateClamp] = {
+    "gpt_oss": "gpt_oss",
+    "minimax_m3_vl_text": "minimax_m3_vl",
+    "deepseek_v4": "deepseek_v4",
+    "glm5_next_text": "deepseek_v4",  # Glm5NextTextMLP and Glm5NextTextExperts: DeepseekV4's clamps
+    "hy_v4": "hy_v4",
+    "hy_v4_vl_text": "hy_v4",
+}
 
 # The families whose eager attention takes its softmax in the scores' 16 bits, where Llama's eager_attention_forward
 # takes it in fp32 (activations._eager_scores), as measured for each family's class defaults

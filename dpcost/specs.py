@@ -528,6 +528,11 @@ Activation = Literal[
     "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear", "mish", "quick_gelu", "relu", "relu2",
     "relu6", "sigmoid", "silu", "sqrtsoftplus", "swish", "tanh", "xielu", "bloom_gelu",
 ]  # fmt: skip
+# The gated MLPs whose two halves transformers clamps (swiglu_limit), by the model_type whose code clamps them:
+# gpt-oss's experts ((up + 1) x gate sigmoid(alpha gate) of interleaved halves), MiniMax-M3's (the same of concatenated
+# halves), DeepSeek-V4's (act(gate) x up of the clamped halves; GLM-5 Next's alike) and HY V4's (DeepSeek-V4's, on its
+# routed experts alone). What eager PyTorch keeps and runs of each is engine/activations.py's.
+GateClamp = Literal["gpt_oss", "minimax_m3_vl", "deepseek_v4", "hy_v4"]
 LayerKind = tuple[Mixer, MlpKind, int]  # a layer's mixer, its MLP, and the dense MLP's width (0 for MoE or none)
 
 
@@ -558,6 +563,12 @@ class ModelArchitecture(Spec):
         description="the MLP's activation by transformers' name for it (ACT2FN), where the model runs it by name: "
         "eager PyTorch keeps what its ops save, more than a fused kernel for the GELUs written as arithmetic "
         "(gelu_new, gelu_fast, quick_gelu); none: a fused kernel that keeps its input",
+        exclude_if=lambda v: v is None,
+    )
+    gate_clamp: GateClamp | None = Field(
+        None,
+        description="the gated MLP's halves clamped as this model_type's transformers code clamps them (swiglu_limit): "
+        "eager PyTorch keeps the clamped copies and what the clamped activation's arithmetic saves",
         exclude_if=lambda v: v is None,
     )
     vocab: PositiveInt

@@ -9,7 +9,7 @@ from typing import get_args
 
 import pytest
 
-from dpcost.catalog import load_model
+from dpcost.catalog import load_model, model_from_hf_config
 from dpcost.engine.activations import EAGER_ACTIVATIONS, EagerActivation, layer_tensors
 from dpcost.engine.ops import layer_ops
 from dpcost.specs import Activation
@@ -140,3 +140,71 @@ def test_an_activations_intermediates_are_tensors_of_the_mlp_width():
     gpt2 = load_model(str(HF / "gpt2.json")).architecture
     own = [t for t in layer_tensors(gpt2, False, kernels="eager").tensors if "intermediate" in t.name]
     assert [t.bytes_per_token for t in own] == [2 * gpt2.ffn] * 3
+
+
+CLAMPED = [("gpt-oss-20b.json", "gpt_oss"), ("minimax-m3.json", "minimax_m3_vl"),
+           ("deepseek-v4-flash.json", "deepseek_v4"), ({"model_type": "glm5_next"}, "glm5_next"),
+           ({"model_type": "hy_v4"}, "hy_v4")]  # fmt: skip
+
+
+def _clamped(config):
+    return (load_model(str(HF / config)) if isinstance(config, str) else model_from_hf_config(config)).architecture
+
+
+@pytest.mark.parametrize(("config", "measured_as"), CLAMPED)
+def test_a_clamped_expert_keeps_what_transformers_keeps(config, measured_as):
+    """A routed expert whose halves transformers clamps keeps, per element of its width, gate_up (4 bytes), what its
+    _apply_gate saves besides (gpt-oss's and MiniMax-M3's 8: the clamped gate, the sigmoid's output, up + 1 and the
+    gate's product; DeepSeek-V4's, GLM-5 Next's and HY V4's 6: the clamped halves and silu's output) and the product
+    the down projection reads (2): 14 and 12 bytes, where an unclamped SwiGLU keeps 8."""
+    a = _clamped(config)
+    measured = MEASURED["clamped_gates"][measured_as]
+    moe = a.moe
+    tensors = layer_tensors(a, moe_layer=True, kernels="eager").tensors
+    routed = sum(t.bytes_per_token for t in tensors if t.name.startswith("routed experts")) / moe.active
+    dispatched_and_weighted = 2 * 2 * moe.expert_io(a.hidden)
+    assert measured["keeps_input"] and not measured["keeps_output"]
+    expected = 4 + measured["other_bytes_per_element"] + 2
+    assert (routed - dispatched_and_weighted) / moe.ffn == expected == (14 if measured_as in GPT_OSS_LIKE else 12)
+    unclamped = MEASURED["clamped_gates"]["swiglu"]
+    assert 4 + unclamped["other_bytes_per_element"] + 2 == 8
+    for kernels in ("fused", "compiled"):  # Megatron's and torch.compile's kernels keep no clamped copy
+        assert not [t for t in layer_tensors(a, True, kernels=kernels).tensors if "clamped" in t.name]
+
+
+GPT_OSS_LIKE = ("gpt_oss", "minimax_m3_vl")
+
+
+@pytest.mark.parametrize(("config", "measured_as"), CLAMPED)
+def test_a_clamped_expert_runs_what_was_measured(config, measured_as):
+    """The routed experts' activation ops under eager PyTorch move what the clamped _apply_gate was measured to move
+    forward (gpt-oss's 7 kernels and 32 bytes an element of the width, DeepSeek-V4's 4 and 18), and backward its
+    kernels and bytes beyond an unclamped SwiGLU's (gpt-oss's interleaved halves 14 kernels and 64 bytes more)."""
+    a = _clamped(config)
+    measured, unclamped = MEASURED["clamped_gates"][measured_as], MEASURED["clamped_gates"]["swiglu"]
+    tokens, moe = 1024, a.moe
+    ops = {op.name: op for op in layer_ops(a, True, tokens, tokens, "eager") if op.name.startswith("expert ")}
+    activation, clamp = ops["expert activation"], ops["expert gate clamp"]
+    elements, experts = moe.ffn * tokens * moe.active, moe.experts  # one expert's kernels after another's, EP 1
+    assert activation.bytes + clamp.bytes == measured["forward_bytes_per_element"] * elements
+    assert activation.kernels + clamp.kernels == measured["forward_kernels"] * experts
+    backward = measured["backward_bytes_per_element"] - unclamped["backward_bytes_per_element"]
+    assert clamp.backward_bytes == backward * elements
+    assert clamp.backward_kernels == (measured["backward_kernels"] - unclamped["backward_kernels"]) * experts
+
+
+@pytest.mark.parametrize(("config", "measured_as"), CLAMPED)
+def test_shared_experts_clamp_where_their_mlp_does(config, measured_as):
+    """DeepSeek-V4's, GLM-5 Next's and MiniMax-M3's shared experts (DeepseekV4MLP, Glm5NextTextMLP,
+    MiniMaxM3VLDenseMLP) clamp as their routed experts do; HY V4's HYV4MLP does not; gpt-oss has none."""
+    a = _clamped(config)
+    shared = [t for t in layer_tensors(a, True, kernels="eager").tensors if t.name.startswith("shared expert")]
+    clamped = [t for t in shared if "clamped" in t.name]
+    if measured_as == "gpt_oss":
+        assert not shared
+    elif measured_as == "hy_v4":
+        assert shared and not clamped
+    else:
+        kept = MEASURED["clamped_gates"][measured_as]["other_bytes_per_element"]
+        beyond = kept - MEASURED["clamped_gates"]["swiglu"]["other_bytes_per_element"]
+        assert sum(t.bytes_per_token for t in clamped) == beyond * a.moe.shared_width

@@ -34,15 +34,18 @@ from typing import Literal
 from dpcost.engine.attention_keys import cached_entries, cached_keys
 from dpcost.engine.params import hyper_mixes
 from dpcost.frozen import frozen
-from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, ModelArchitecture
+from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, GateClamp, ModelArchitecture
 
 __all__ = [
     "ACT_BYTES",
     "EAGER_ACTIVATIONS",
+    "EAGER_GATE_CLAMPS",
     "EagerActivation",
+    "EagerGateClamp",
     "Kernels",
     "LayerTensors",
     "Tensor",
+    "eager_gate_clamp",
     "kv_cache_bytes",
     "kv_read_bytes",
     "layer_tensors",
@@ -94,6 +97,31 @@ EAGER_ACTIVATIONS: dict[Activation, EagerActivation] = {
     "tanh": EagerActivation(False, 0, 4, 1, 6, 1),
     "xielu": EagerActivation(True, 7, 58, 15, 104, 23),
     "bloom_gelu": EagerActivation(True, 0, 42, 9, 88, 18),
+}  # fmt: skip
+
+
+@frozen
+class EagerGateClamp:
+    """What eager PyTorch keeps and runs of a clamped gated MLP (specs.GateClamp: its experts' _apply_gate,
+    transformers 5.25.0) beyond an unclamped SwiGLU's F.silu(gate) * up, per element of the MLP's width in bf16. Both
+    keep the gate and up halves and the product; the clamps keep clamped copies besides (DeepSeek-V4's: the clamped
+    gate, silu's input, and the clamped up), and gpt-oss's arithmetic what each of its ops saves (the clamped gate,
+    the sigmoid's output, up + 1 and the gate's product with it). Measured with saved-tensor hooks and a
+    TorchDispatchMode: tests/reference/hf-configs/resolved/eager-activations.json, clamped_gates."""
+
+    routed_only: bool  # the routed experts clamp, the dense and shared MLPs not (HY V4's HYV4MLP)
+    kept_bytes: float
+    forward_bytes: float
+    forward_kernels: int
+    backward_bytes: float  # gpt-oss's halves are interleaved (gate_up[..., ::2]): each slice's backward fills a zero
+    backward_kernels: int  # gradient as wide as both
+
+
+EAGER_GATE_CLAMPS: dict[GateClamp, EagerGateClamp] = {
+    "gpt_oss": EagerGateClamp(True, 6, 22, 5, 64, 14),
+    "minimax_m3_vl": EagerGateClamp(False, 6, 22, 5, 44, 12),
+    "deepseek_v4": EagerGateClamp(False, 4, 8, 2, 22, 8),
+    "hy_v4": EagerGateClamp(True, 4, 8, 2, 22, 8),
 }  # fmt: skip
 # One fused kernel (F.gelu; F.silu alike), which keeps its input and nothing more: what an MLP keeps of an activation
 # dpcost knows no name for, or one that runs fused (Megatron's kernels, torch.compile)
@@ -649,6 +677,12 @@ def _per_layer_input(a: ModelArchitecture, kernels: Kernels, first_mm: int) -> l
     return [*out, Tensor("per-layer projection output (its norm's input)", "mlp", norm * h, matmul=first_mm + 1)]
 
 
+def eager_gate_clamp(a: ModelArchitecture, kernels: Kernels, routed: bool) -> EagerGateClamp | None:
+    """The clamp a gated MLP runs in eager PyTorch (a routed expert's, or a dense or shared MLP's), if any."""
+    clamp = EAGER_GATE_CLAMPS[a.gate_clamp] if kernels == "eager" and a.gate_clamp and a.gated_mlp else None
+    return clamp if clamp is not None and (routed or not clamp.routed_only) else None
+
+
 def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, module: Module, label: str) -> list[Tensor]:
     """One MLP's tensors: the matmul outputs, then the element-wise ones torch.compile recomputes."""
     e = ACT_BYTES
@@ -658,6 +692,9 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
     # A fused kernel, and eager PyTorch's for the model's named activation: what it keeps of its input and beyond
     eager = EAGER_ACTIVATIONS[a.activation] if kernels == "eager" and a.activation else FUSED_ACTIVATION
     keeps_input, own = eager.keeps_input, eager.kept_bytes
+    clamp = eager_gate_clamp(a, kernels, routed=module == "moe")
+    if clamp is not None:  # the gate's clamp keeps the gate's output, whatever the activation after it keeps
+        keeps_input, own = True, own + clamp.kept_bytes
     if a.gated_mlp:
         out = [
             Tensor(f"{label} gate output", module, e * width, saved=keeps_input, matmul=first_mm),
@@ -674,8 +711,9 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
         if kernels != "compiled":
             out.append(Tensor(f"{label} activation output", act, e * width))
         down = first_mm + 1
+    kept_by = "clamped gate" if clamp is not None else a.activation
     for i in range(math.ceil(own / e)):  # each of its own tensors as wide as the MLP (a bool mask narrower)
-        out.append(Tensor(f"{label} {a.activation}'s intermediate {i + 1} (eager)", act, min(e, own - e * i) * width))
+        out.append(Tensor(f"{label} {kept_by}'s intermediate {i + 1} (eager)", act, min(e, own - e * i) * width))
     if a.mlp_norm:  # a norm over the intermediate before the down projection keeps its input (Kosmos-2, BitNet)
         out.append(_norm_input(a, kernels, f"{label} intermediate norm", act, width))
     out.append(Tensor(f"{label} down output", module, e * a.hidden, saved=False, matmul=down))

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from dpcost.engine.activations import EAGER_ACTIVATIONS, Kernels
+from dpcost.engine.activations import EAGER_ACTIVATIONS, Kernels, eager_gate_clamp
 from dpcost.engine.attention_keys import bidirectional_keys, causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
 from dpcost.engine.compute import mixer_recurrence_flops
@@ -488,18 +488,26 @@ def _activation(
 ) -> list[Op]:
     """The MLP's activation, with a gated MLP's product: _ACT's or _GATED_ACT's bytes and kernels for how the layer
     runs; in eager PyTorch a named activation as measured (activations.EagerActivation: gelu_new's eight forward
-    kernels and 36 bytes an element, where F.gelu runs one and moves 4), a gated MLP's product beside it."""
+    kernels and 36 bytes an element, where F.gelu runs one and moves 4), a gated MLP's product beside it, and the
+    clamps of a clamped one (activations.EagerGateClamp: gpt-oss's five kernels more forward)."""
     act_b, act_k = (_GATED_ACT if a.gated_mlp else _ACT)[kernels]
     if kernels != "eager" or a.activation is None:
-        return [_memory(f"{label} activation", module, act_b * elements, act_k * copies)]
-    named = EAGER_ACTIVATIONS[a.activation]
-    ops = [
-        Op(f"{label} activation", module, "memory", 0.0, named.forward_bytes * elements, named.forward_kernels * copies,
-           0.0, named.backward_bytes * elements, named.backward_kernels * copies)
-    ]  # fmt: skip
-    if a.gated_mlp:  # the product with the up projection's output: what _GATED_ACT counts beyond _ACT
-        product_b, product_k = act_b - _ACT[kernels][0], act_k - _ACT[kernels][1]
-        ops.append(_memory(f"{label} gated product", module, product_b * elements, product_k * copies))
+        ops = [_memory(f"{label} activation", module, act_b * elements, act_k * copies)]
+    else:
+        named = EAGER_ACTIVATIONS[a.activation]
+        ops = [
+            Op(f"{label} activation", module, "memory", 0.0, named.forward_bytes * elements,
+               named.forward_kernels * copies, 0.0, named.backward_bytes * elements, named.backward_kernels * copies)
+        ]  # fmt: skip
+        if a.gated_mlp:  # the product with the up projection's output: what _GATED_ACT counts beyond _ACT
+            product_b, product_k = act_b - _ACT[kernels][0], act_k - _ACT[kernels][1]
+            ops.append(_memory(f"{label} gated product", module, product_b * elements, product_k * copies))
+    clamp = eager_gate_clamp(a, kernels, routed=module == "moe_act")
+    if clamp is not None:
+        ops.append(
+            Op(f"{label} gate clamp", module, "memory", 0.0, clamp.forward_bytes * elements,
+               clamp.forward_kernels * copies, 0.0, clamp.backward_bytes * elements, clamp.backward_kernels * copies)
+        )  # fmt: skip
     return ops
 
 

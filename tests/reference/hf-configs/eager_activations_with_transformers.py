@@ -13,8 +13,12 @@ detach left out) and the bytes they read and write, per element (each input read
 one-element tensors launch a kernel but their bytes are left out; the backward through torch.autograd.grad, so no
 gradient is accumulated into a leaf). BLOOM's own GELU (BloomGelu, a torch.autograd.Function) is measured beside them as
 bloom_gelu. Then GPT-2's MLP whole (GPT2MLP, gelu_new, resid_pdrop 0) in bf16: the bytes per token it keeps less its
-input, in units of its width. tests/test_eager_activations.py holds dpcost/engine/activations.py's EAGER_ACTIVATIONS,
-and its eager account of an MLP, to both.
+input, in units of its width. Then the gated MLPs whose halves transformers clamps (swiglu_limit): each experts class's
+_apply_gate on a bf16 gate_up tensor (the grouped matmul's output, both halves, 2 x width), beside an unclamped
+SwiGLU's F.silu(gate) * up on the same chunked halves, per element of the width: whether gate_up is kept, what else is
+kept besides the output (which the down projection keeps), and what the forward and backward run.
+tests/test_eager_activations.py holds dpcost/engine/activations.py's EAGER_ACTIVATIONS and EAGER_GATE_CLAMPS, and its
+eager account of an MLP, to these.
 """
 
 from __future__ import annotations
@@ -52,11 +56,13 @@ def traffic(run: Any, elements: int) -> tuple[float, int]:
     return moved[0] / elements, moved[1]
 
 
-def measure(activation: Any, elements: int) -> dict[str, Any]:
-    """What autograd keeps of `activation` on a bf16 tensor, and what its forward and backward run."""
+def measure(activation: Any, elements: int, halves: int = 1) -> dict[str, Any]:
+    """What autograd keeps of `activation` on a bf16 tensor, and what its forward and backward run, per element of its
+    output: `elements` of them, `halves` x as many in (a gated MLP's gate and up)."""
     import torch
 
-    x = torch.randn(elements, dtype=torch.bfloat16, requires_grad=True) * 1.0
+    shape = (elements // 64, 64 * halves) if halves > 1 else (elements,)
+    x = torch.randn(shape, dtype=torch.bfloat16, requires_grad=True) * 1.0
     saved: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
@@ -67,7 +73,7 @@ def measure(activation: Any, elements: int) -> dict[str, Any]:
         y = activation(x)
     ends = {x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr()}
     other = sum(size for pointer, size in saved.items() if pointer not in ends)
-    inputs = torch.randn(elements, dtype=torch.bfloat16, requires_grad=True) * 1.0
+    inputs = torch.randn(shape, dtype=torch.bfloat16, requires_grad=True) * 1.0
     out: list[torch.Tensor] = []
     forward = traffic(lambda: out.append(activation(inputs)), elements)
     gradient = torch.randn_like(out[0])
@@ -81,6 +87,38 @@ def measure(activation: Any, elements: int) -> dict[str, Any]:
         "forward_kernels": forward[1],
         "backward_bytes_per_element": round(backward[0], 2),
         "backward_kernels": backward[1],
+    }
+
+
+def clamped_gates() -> dict[str, Any]:
+    """Each experts class's _apply_gate (a small instance of it, default limits), by the model_type that defines it,
+    and an unclamped SwiGLU as the baseline."""
+    import importlib
+
+    import torch.nn.functional as F
+
+    def experts(model_type: str, cls: str, config: str, **sizes: int) -> Any:
+        modeling = importlib.import_module(f"transformers.models.{model_type}.modeling_{model_type}")
+        configuration = importlib.import_module(f"transformers.models.{model_type}.configuration_{model_type}")
+        return getattr(modeling, cls)(getattr(configuration, config)(hidden_size=64, **sizes))._apply_gate
+
+    def swiglu(gate_up: Any) -> Any:
+        gate, up = gate_up.chunk(2, dim=-1)
+        return F.silu(gate) * up
+
+    return {
+        "swiglu": swiglu,
+        "gpt_oss": experts("gpt_oss", "GptOssExperts", "GptOssConfig", intermediate_size=64, num_local_experts=2),
+        "minimax_m3_vl": experts(
+            "minimax_m3_vl", "MiniMaxM3VLExperts", "MiniMaxM3VLTextConfig", intermediate_size=64, num_local_experts=2
+        ),
+        "deepseek_v4": experts(
+            "deepseek_v4", "DeepseekV4Experts", "DeepseekV4Config", moe_intermediate_size=64, n_routed_experts=2
+        ),
+        "glm5_next": experts(
+            "glm5_next", "Glm5NextTextExperts", "Glm5NextTextConfig", moe_intermediate_size=64, n_routed_experts=2
+        ),
+        "hy_v4": experts("hy_v4", "HYV4Experts", "HYV4Config", moe_intermediate_size=64),
     }
 
 
@@ -101,6 +139,7 @@ def main() -> None:
         except RuntimeError as error:  # prelu's weight is fp32 and refuses a bf16 input
             activations[name] = {"error": str(error).splitlines()[0]}
     activations["bloom_gelu"] = measure(BloomGelu().train(), elements)
+    clamped = {name: measure(gate, elements, halves=2) for name, gate in clamped_gates().items()}
 
     hidden, width, batch, seq = 256, 1024, 2, 64
     mlp = GPT2MLP(width, GPT2Config(n_embd=hidden, resid_pdrop=0.0)).to(torch.bfloat16).train()
@@ -126,6 +165,7 @@ def main() -> None:
             "width": width,
             "saved_bytes_per_token_without_input_per_width": (per_token - 2 * hidden) / width,
         },
+        "clamped_gates": clamped,
     }
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
