@@ -144,7 +144,8 @@ def test_an_activations_intermediates_are_tensors_of_the_mlp_width():
 
 CLAMPED = [("gpt-oss-20b.json", "gpt_oss"), ("minimax-m3.json", "minimax_m3_vl"),
            ("deepseek-v4-flash.json", "deepseek_v4"), ({"model_type": "glm5_next"}, "glm5_next"),
-           ({"model_type": "hy_v4"}, "hy_v4")]  # fmt: skip
+           ({"model_type": "hy_v4"}, "hy_v4"),
+           ({"model_type": "hy_v4_vl", "text_config": {"model_type": "hy_v4_vl_text"}}, "hy_v4")]  # fmt: skip
 
 
 def _clamped(config):
@@ -185,12 +186,13 @@ def test_a_clamped_expert_runs_what_was_measured(config, measured_as):
     tokens, moe = 1024, a.moe
     ops = {op.name: op for op in layer_ops(a, True, tokens, tokens, "eager") if op.name.startswith("expert ")}
     activation, clamp = ops["expert activation"], ops["expert gate clamp"]
-    elements, experts = moe.ffn * tokens * moe.active, moe.experts  # one expert's kernels after another's, EP 1
+    elements = moe.ffn * tokens * moe.active
+    # once over every routed row: grouped_mm_experts_forward, transformers' default, calls _apply_gate once a layer
     assert activation.bytes + clamp.bytes == measured["forward_bytes_per_element"] * elements
-    assert activation.kernels + clamp.kernels == measured["forward_kernels"] * experts
+    assert activation.kernels + clamp.kernels == measured["forward_kernels"]
     backward = measured["backward_bytes_per_element"] - unclamped["backward_bytes_per_element"]
     assert clamp.backward_bytes == backward * elements
-    assert clamp.backward_kernels == (measured["backward_kernels"] - unclamped["backward_kernels"]) * experts
+    assert clamp.backward_kernels == measured["backward_kernels"] - unclamped["backward_kernels"]
 
 
 @pytest.mark.parametrize(("config", "measured_as"), CLAMPED)
@@ -208,3 +210,29 @@ def test_shared_experts_clamp_where_their_mlp_does(config, measured_as):
         kept = MEASURED["clamped_gates"][measured_as]["other_bytes_per_element"]
         beyond = kept - MEASURED["clamped_gates"]["swiglu"]["other_bytes_per_element"]
         assert sum(t.bytes_per_token for t in clamped) == beyond * a.moe.shared_width
+
+
+@pytest.mark.parametrize(
+    ("config", "measured_as"), [("minimax-m3.json", "minimax_m3_vl"), ({"model_type": "hy_v4"}, "hy_v4")]
+)
+def test_a_dense_mlp_clamps_where_its_class_does(config, measured_as):
+    """A dense layer's MLP clamps as the routed experts do where its class clamps (MiniMaxM3VLDenseMLP), and runs the
+    clamp's kernels; HY V4's dense HYV4MLP runs an unclamped SwiGLU."""
+    a = _clamped(config)
+    tensors = layer_tensors(a, moe_layer=False, kernels="eager").tensors
+    clamped = sum(t.bytes_per_token for t in tensors if t.name.startswith("MLP clamped"))
+    ops = [op for op in layer_ops(a, False, 1024, 1024, "eager") if op.name == "MLP gate clamp"]
+    if measured_as == "hy_v4":
+        assert clamped == 0 and not ops
+    else:
+        beyond = (MEASURED["clamped_gates"][measured_as]["other_bytes_per_element"]
+                  - MEASURED["clamped_gates"]["swiglu"]["other_bytes_per_element"])  # fmt: skip
+        assert clamped == beyond * a.ffn
+        assert [op.kernels for op in ops] == [
+            MEASURED["clamped_gates"][measured_as]["forward_kernels"]
+            - MEASURED["clamped_gates"]["swiglu"]["forward_kernels"]
+        ]
+
+
+def test_the_catalogs_deepseek_v4_flash_clamps_as_its_config_does():
+    assert load_model("deepseek-v4-flash").architecture.gate_clamp == _clamped("deepseek-v4-flash.json").gate_clamp

@@ -105,9 +105,9 @@ class EagerGateClamp:
     """What eager PyTorch keeps and runs of a clamped gated MLP (specs.GateClamp: its experts' _apply_gate,
     transformers 5.25.0) beyond an unclamped SwiGLU's F.silu(gate) * up, per element of the MLP's width in bf16. Both
     keep the gate and up halves and the product; the clamps keep clamped copies besides (DeepSeek-V4's: the clamped
-    gate, silu's input, and the clamped up), and gpt-oss's arithmetic what each of its ops saves (the clamped gate,
-    the sigmoid's output, up + 1 and the gate's product with it). Measured with saved-tensor hooks and a
-    TorchDispatchMode: tests/reference/hf-configs/resolved/eager-activations.json, clamped_gates."""
+    gate, which silu keeps as its input, and the clamped up), and gpt-oss's arithmetic what each of its ops saves
+    (the clamped gate, the sigmoid's output, up + 1 and the gate's product with it). Measured with saved-tensor hooks
+    and a TorchDispatchMode: tests/reference/hf-configs/resolved/eager-activations.json, clamped_gates."""
 
     routed_only: bool  # the routed experts clamp, the dense and shared MLPs not (HY V4's HYV4MLP)
     kept_bytes: float

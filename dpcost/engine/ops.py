@@ -532,7 +532,10 @@ def _mlp_half(
         )
         ops += before
         ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local_experts, e.expert_io(h))
-        ops += _activation(a, kernels, "expert", "moe_act", e.ffn * t * e.active, local_experts)
+        # transformers' default experts forward (grouped_mm_experts_forward, integrations/moe.py, 5.25.0) gates every
+        # local expert's rows in one call; Megatron-Core's kernels are counted once an expert
+        gates = 1 if kernels == "eager" else local_experts
+        ops += _activation(a, kernels, "expert", "moe_act", e.ffn * t * e.active, gates)
         if kernels == "fused":
             ops += _megatron_expert_extras(a, e, t, local_experts)
         ops += after
