@@ -1732,6 +1732,7 @@ def _llama4(k: Keys) -> dict[str, Any]:
         "shared": 1,
         "ffn": k.integer("intermediate_size", default=8192, field="moe.ffn"),
         "every": k.integer("interleave_moe_layer_step", default=1, field="moe.every"),
+        "every_expert": True,  # Llama4TextMoe: hidden_states.repeat(num_experts, 1) times the scores, through all
     }
     listed = k.layers("moe_layers")
     if listed:

@@ -144,6 +144,13 @@ class MoESpec(Spec):
         "post_expert_norm: 2)",
         exclude_if=lambda v: not v,
     )
+    every_expert: bool = Field(
+        False,
+        description="transformers' own MoE runs every expert on every token, each copy weighted by its router score, "
+        "zero where the token is not routed (Llama4TextMoe): run as Hugging Face's code (eager kernels), the experts "
+        "compute and keep `experts` copies of a token, not `active`",
+        exclude_if=_unset,
+    )
 
     @model_validator(mode="after")
     def _active_le_experts(self) -> "MoESpec":

@@ -236,3 +236,34 @@ def test_a_dense_mlp_clamps_where_its_class_does(config, measured_as):
 
 def test_the_catalogs_deepseek_v4_flash_clamps_as_its_config_does():
     assert load_model("deepseek-v4-flash").architecture.gate_clamp == _clamped("deepseek-v4-flash.json").gate_clamp
+
+
+def test_llama4s_moe_keeps_every_experts_copy_of_a_token_under_eager():
+    """Llama4TextMoe repeats each token once per expert, weighs the copies by the router's scores (zero where not
+    routed) and runs every expert on them: its routed experts keep experts x (4 hidden + 8 ffn) bytes a token, the
+    weighted input twice and the SwiGLU's four tensors, where top-1 routing keeps one copy. Megatron's and
+    torch.compile's kernels route top-k."""
+    measured = MEASURED["llama4_moe"]
+    config = {"model_type": "llama4_text", "hidden_size": measured["hidden"], "intermediate_size": measured["ffn"],
+              "intermediate_size_mlp": 2 * measured["ffn"], "num_local_experts": measured["experts"],
+              "num_experts_per_tok": measured["top_k"], "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100}  # fmt: skip
+    a = model_from_hf_config(config).architecture
+    assert a.moe is not None and a.moe.every_expert
+
+    top_k = a.model_copy(update={"moe": a.moe.model_copy(update={"every_expert": False})})
+
+    def routed(arch, kernels):
+        tensors = layer_tensors(arch, moe_layer=True, kernels=kernels).tensors
+        return sum(t.bytes_per_token for t in tensors if t.name.startswith("routed experts"))
+
+    assert routed(a, "eager") == measured["routed_bytes_per_token"]
+    assert routed(top_k, "eager") * measured["experts"] == measured["routed_bytes_per_token"] * measured["top_k"]
+    assert routed(a, "fused") == routed(top_k, "fused")
+
+    def up_flops(arch, kernels):
+        (op,) = [op for op in layer_ops(arch, True, 1024, 1024, kernels) if op.name == "expert up"]
+        return op.flops * op.repeats
+
+    assert up_flops(a, "eager") == measured["experts"] * up_flops(top_k, "eager")
+    assert up_flops(a, "fused") == up_flops(top_k, "fused")

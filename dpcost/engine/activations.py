@@ -34,7 +34,7 @@ from typing import Literal
 from dpcost.engine.attention_keys import cached_entries, cached_keys
 from dpcost.engine.params import hyper_mixes
 from dpcost.frozen import frozen
-from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, GateClamp, ModelArchitecture
+from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, GateClamp, ModelArchitecture, MoESpec
 
 __all__ = [
     "ACT_BYTES",
@@ -50,6 +50,7 @@ __all__ = [
     "kv_read_bytes",
     "layer_tensors",
     "recurrent_state_bytes",
+    "routed_copies",
 ]
 
 Kernels = Literal["eager", "fused", "compiled"]
@@ -677,6 +678,12 @@ def _per_layer_input(a: ModelArchitecture, kernels: Kernels, first_mm: int) -> l
     return [*out, Tensor("per-layer projection output (its norm's input)", "mlp", norm * h, matmul=first_mm + 1)]
 
 
+def routed_copies(moe: MoESpec, kernels: Kernels) -> int:
+    """The copies of a token the routed experts compute and keep: its top-k, or under eager kernels (Hugging Face's
+    code) every expert where transformers' MoE runs them all (MoESpec.every_expert: Llama4TextMoe)."""
+    return moe.experts if moe.every_expert and kernels == "eager" else moe.active
+
+
 def eager_gate_clamp(a: ModelArchitecture, kernels: Kernels, routed: bool) -> EagerGateClamp | None:
     """The clamp a gated MLP runs in eager PyTorch (a routed expert's, or a dense or shared MLP's), if any."""
     clamp = EAGER_GATE_CLAMPS[a.gate_clamp] if kernels == "eager" and a.gate_clamp and a.gated_mlp else None
@@ -821,10 +828,11 @@ def layer_tensors(
             per_copy += _norm_input(a, kernels, "routed expert output norm", "moe", io).bytes_per_token
             per_copy += 4.0 * io if kernels == "eager" else 0.0  # the copy's fp32 weight row it gathers (weight[ids])
         activation = sum(t.bytes_per_token for t in routed if t.saved and t.module == "moe_act")
-        tensors.append(Tensor(f"routed experts (top-{moe.active})", "moe", moe.active * per_copy))
+        copies = routed_copies(moe, kernels)
+        which = f"top-{moe.active}" if copies == moe.active else f"all {copies}"
+        tensors.append(Tensor(f"routed experts ({which})", "moe", copies * per_copy))
         if activation:
-            label = f"routed experts' activations (top-{moe.active})"
-            tensors.append(Tensor(label, "moe_act", moe.active * activation))
+            tensors.append(Tensor(f"routed experts' activations ({which})", "moe_act", copies * activation))
         if moe.latent:  # the combined latent output, fc2_latent_proj's input
             tensors.append(Tensor("latent projection input", "moe", e * moe.latent))
         if moe.output_norm:  # its input, the experts' and shared experts' sum, which nothing else keeps

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from dpcost.engine.activations import EAGER_ACTIVATIONS, Kernels, eager_gate_clamp
+from dpcost.engine.activations import EAGER_ACTIVATIONS, Kernels, eager_gate_clamp, routed_copies
 from dpcost.engine.attention_keys import bidirectional_keys, causal_keys
 from dpcost.engine.checkpointing import recomputed_modules
 from dpcost.engine.compute import mixer_recurrence_flops
@@ -523,19 +523,18 @@ def _mlp_half(
     if moe_layer and a.moe is not None:
         e = a.moe
         local_experts = max(1, e.experts // ep)
-        routed = t * e.active / local_experts  # tokens per local expert: every rank's tokens routed to these experts
+        copies = routed_copies(e, kernels)
+        routed = t * copies / local_experts  # tokens per local expert: every rank's tokens routed to these experts
         ops.append(_gemm("router", "router", t, h, e.router_rows(), BF16, sixteen_bit=True))
         if e.latent:  # LatentMoE (params.latent_projections): replicated over TP, as Megatron-Core's "duplicated"
             ops.append(_gemm("latent projection in", "moe", t, h, e.latent, gemm_bytes))
-        before, after = _token_permutation(
-            e.expert_io(h), t, e.active, sort_by_local_expert=ep > 1 and local_experts > 1
-        )
+        before, after = _token_permutation(e.expert_io(h), t, copies, sort_by_local_expert=ep > 1 and local_experts > 1)
         ops += before
         ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local_experts, e.expert_io(h))
         # transformers' default experts forward (grouped_mm_experts_forward, integrations/moe.py, 5.25.0) gates every
         # local expert's rows in one call; Megatron-Core's kernels are counted once an expert
         gates = 1 if kernels == "eager" else local_experts
-        ops += _activation(a, kernels, "expert", "moe_act", e.ffn * t * e.active, gates)
+        ops += _activation(a, kernels, "expert", "moe_act", e.ffn * t * copies, gates)
         if kernels == "fused":
             ops += _megatron_expert_extras(a, e, t, local_experts)
         ops += after

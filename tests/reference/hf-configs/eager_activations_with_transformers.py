@@ -16,7 +16,9 @@ bloom_gelu. Then GPT-2's MLP whole (GPT2MLP, gelu_new, resid_pdrop 0) in bf16: t
 input, in units of its width. Then the gated MLPs whose halves transformers clamps (swiglu_limit): each experts class's
 _apply_gate on a bf16 gate_up tensor (the grouped matmul's output, both halves, 2 x width), beside an unclamped
 SwiGLU's F.silu(gate) * up on the same chunked halves, per element of the width: whether gate_up is kept, what else is
-kept besides the output (which the down projection keeps), and what the forward and backward run.
+kept besides the output (which the down projection keeps), and what the forward and backward run. Then Llama 4's MoE
+block (Llama4TextMoe, which runs every expert on every token) in bf16: the bytes per token its routed experts keep (the
+saved tensors with a row per expert and token), and all it keeps, its input's 2 x hidden included.
 tests/test_eager_activations.py holds dpcost/engine/activations.py's EAGER_ACTIVATIONS and EAGER_GATE_CLAMPS, and its
 eager account of an MLP, to these.
 """
@@ -122,6 +124,40 @@ def clamped_gates() -> dict[str, Any]:
     }
 
 
+def llama4_moe() -> dict[str, Any]:
+    """What Llama4TextMoe keeps per token: its routed experts' tensors (a row per expert and token, but the router
+    scores' one column) and all."""
+    import torch
+    from transformers.models.llama4.configuration_llama4 import Llama4TextConfig
+    from transformers.models.llama4.modeling_llama4 import Llama4TextMoe
+
+    hidden, ffn, experts, tokens = 64, 128, 8, 256
+    config = Llama4TextConfig(
+        hidden_size=hidden, intermediate_size=ffn, num_local_experts=experts, num_experts_per_tok=1
+    )
+    moe = Llama4TextMoe(config).to(torch.bfloat16).train()
+    weights = {p.untyped_storage().data_ptr() for p in moe.parameters()}
+    saved: dict[int, tuple[int, int]] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        if t.untyped_storage().data_ptr() not in weights:
+            saved[t.untyped_storage().data_ptr()] = (t.untyped_storage().nbytes(), t.shape[0])
+        return t
+
+    x = torch.randn(1, tokens, hidden, dtype=torch.bfloat16, requires_grad=True) * 1.0
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        moe(x)
+    routed = sum(size for size, rows in saved.values() if rows in (experts, experts * tokens) and size > tokens * 32)
+    return {
+        "hidden": hidden,
+        "ffn": ffn,
+        "experts": experts,
+        "top_k": 1,
+        "routed_bytes_per_token": routed / tokens,
+        "saved_bytes_per_token": sum(size for size, _ in saved.values()) / tokens,
+    }
+
+
 def main() -> None:
     import torch
     import transformers
@@ -166,6 +202,7 @@ def main() -> None:
             "saved_bytes_per_token_without_input_per_width": (per_token - 2 * hidden) / width,
         },
         "clamped_gates": clamped,
+        "llama4_moe": llama4_moe(),
     }
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
