@@ -2853,6 +2853,7 @@ def _dbrx(k: Keys) -> dict[str, Any]:
             "experts": ffn.integer("moe_num_experts", default=4, field="moe.experts"),
             "active": ffn.integer("moe_top_k", default=1, field="moe.active"),
             "ffn": ffn.integer("ffn_hidden_size", default=3584, field="moe.ffn"),
+            "expert_loop": True,  # DbrxExperts.forward runs DbrxExpertGLU once for each expert hit
         },
     }
     k.used.update(attn.used | ffn.used)

@@ -144,6 +144,12 @@ class MoESpec(Spec):
         "post_expert_norm: 2)",
         exclude_if=lambda v: not v,
     )
+    expert_loop: bool = Field(
+        False,
+        description="transformers' own experts forward loops over the experts hit, each running its activation on its "
+        "rows (DbrxExperts), where the default grouped_mm forward gates every routed row at once",
+        exclude_if=_unset,
+    )
     every_expert: bool = Field(
         False,
         description="transformers' own MoE runs every expert on every token, each copy weighted by its router score, "

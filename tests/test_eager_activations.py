@@ -267,3 +267,39 @@ def test_llama4s_moe_keeps_every_experts_copy_of_a_token_under_eager():
 
     assert up_flops(a, "eager") == measured["experts"] * up_flops(top_k, "eager")
     assert up_flops(a, "fused") == up_flops(top_k, "fused")
+
+
+def test_dbrx_gates_one_expert_at_a_time():
+    """DbrxExperts loops over the experts it hits, each running DbrxExpertGLU (silu, then the product) on its rows: an
+    unclamped SwiGLU's kernels once an expert, where transformers' grouped_mm forward runs them once a layer."""
+    a = load_model(str(HF / "dbrx-instruct.json")).architecture
+    assert a.moe is not None and a.moe.expert_loop
+    (op,) = [op for op in layer_ops(a, True, 1024, 1024, "eager") if op.name == "expert activation"]
+    assert op.kernels == MEASURED["clamped_gates"]["swiglu"]["forward_kernels"] * a.moe.experts
+    qwen = load_model(str(HF / "qwen3-30b-a3b.json")).architecture
+    (op,) = [op for op in layer_ops(qwen, True, 1024, 1024, "eager") if op.name == "expert activation"]
+    assert op.kernels == MEASURED["clamped_gates"]["swiglu"]["forward_kernels"]
+
+
+def test_llama4s_moe_blocks_take_their_share_of_every_experts_compute():
+    """FSDP's schedule splits a pass's compute over the blocks by their FLOPs: under eager kernels a Maverick MoE block
+    runs all 128 experts, so its share against a dense block's follows the two layers' ops (within their attention
+    counts' difference), and without every_expert the top-1 share."""
+    from dpcost.engine.params import count_params
+    from dpcost.engine.prepare import units
+
+    model = load_model(str(HF / "llama-4-maverick.json"))
+    a, seq = model.architecture, 4096
+    dense = next(i for i, kind in enumerate(a.layer_kinds) if kind[1] != "moe")
+    moe = next(i for i, kind in enumerate(a.layer_kinds) if kind[1] == "moe")
+
+    def ops_ratio(kernels):
+        def flops(moe_layer):
+            return sum(op.flops * op.repeats for op in layer_ops(a, moe_layer, seq, seq, kernels))
+
+        return flops(True) / flops(False)
+
+    for every_expert, kernels in ((True, "eager"), (False, "fused")):
+        blocks = units(count_params(model), model, seq, every_expert)[1:]
+        ratio = blocks[moe].compute_share / blocks[dense].compute_share
+        assert ratio == pytest.approx(ops_ratio(kernels), rel=0.1)

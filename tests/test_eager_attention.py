@@ -138,3 +138,37 @@ def test_gpt_style_dropout_is_read(tmp_path, config, dropout):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     assert load_model(str(path)).architecture.dropout == dropout
+
+
+TRAFFIC = json.loads((HF / "resolved" / "eager-attention-traffic.json").read_text())
+
+
+@pytest.mark.parametrize(
+    ("config", "measured_as", "autocast"),
+    [("llama-3.1-8b.json", "llama", False), ("gpt2.json", "gpt2", False), ("gemma-2-9b.json", "gemma2_softcap", False),
+     ("gpt2.json", "llama", True)],
+)  # fmt: skip
+def test_eager_attention_moves_what_its_ops_move(config, measured_as, autocast):
+    """Without flash attention, eager PyTorch's attention moves per score what transformers' eager attention's aten
+    ops move (eager_attention_traffic_with_transformers.py): Llama's fp32 softmax, cast up and back, 32 bytes forward
+    and 36 backward; GPT-2's 16-bit one 16 and 18, or Llama's under autocast; Gemma 2's soft-capping 12 and 14 more.
+    The causal mask's read is 2 bytes over the heads (4 measured). Megatron's fused softmax moves 8 and 16."""
+    from dpcost.engine.ops import layer_ops
+
+    arch = load_model(str(HF / config)).architecture
+    measured = TRAFFIC[measured_as]
+    seq = 1024
+
+    def attention(kernels):
+        (op,) = [o for o in layer_ops(arch, False, seq, seq, kernels, flash=False, autocast=autocast)
+                 if o.name == "attention (eager)"]  # fmt: skip
+        return op
+
+    scores = arch.heads * seq * seq
+    eager = attention("eager")
+    mask = 2 / arch.heads - 2 / TRAFFIC["heads"]
+    assert eager.bytes / scores == pytest.approx(measured["forward_bytes_per_score"] + mask)
+    assert eager.backward_bytes / scores == pytest.approx(measured["backward_bytes_per_score"])
+    assert (eager.kernels, eager.backward_kernels) == (measured["forward_kernels"], measured["backward_kernels"])
+    fused = attention("fused")
+    assert (fused.bytes / scores, fused.backward_bytes / scores) == (8, 16)

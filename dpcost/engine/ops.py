@@ -10,9 +10,9 @@ rates and their sources). The ops of a layer:
   forward (FlashAttention-2's FLOP count, Dao 2023, section 4.1), a sliding-window or chunked layer only the keys
   its queries see (attention_keys.causal_keys), an encoder (bidirectional) all of them; its backward recomputes
   the scores, 2.5x the forward's FLOPs (five matmuls against two). Its rate: the kernel's for the sequence, the
-  head dim and, in a window, the query block's rows it also computes (rates.py). Without it (eager), the whole
-  square, its bytes (8 per score forward, 16 backward) at the share of the streaming rate such kernels reach
-  (rates.EAGER_SCORES_HBM).
+  head dim and, in a window, the query block's rows it also computes (rates.py). Without it, the whole
+  square, its bytes (Megatron's fused softmax: 8 per score forward, 16 backward; eager PyTorch's ops more,
+  _score_square_traffic) at the share of the streaming rate such kernels reach (rates.EAGER_SCORES_HBM).
 - memory-bound: norms, residual adds, rotary, the activation (in eager PyTorch a named one's every kernel, as
   measured: activations.EagerActivation), an MoE layer's token permutations to its
   experts and back (_token_permutation), the embedding, the loss, the optimizer step, and a hybrid's Mamba-2
@@ -275,6 +275,7 @@ def layer_ops(
     mixer: str = "attention",
     mlp: bool = True,
     sixteen_bit: bool = False,
+    autocast: bool = False,
 ) -> list[Op]:
     """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
     one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
@@ -307,7 +308,7 @@ def layer_ops(
         ops += _mamba_mixer(a, t, gemm_bytes)
         ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
     elif mixer != "none":
-        ops += _attention_half(a, t, seq_len, kernels, gemm_bytes, flash, local, unfused)
+        ops += _attention_half(a, t, seq_len, kernels, gemm_bytes, flash, local, unfused, autocast)
     if mlp:
         ops += _mlp_half(a, moe_layer, t, kernels, gemm_bytes, ep, unfused)
     if sixteen_bit:
@@ -404,8 +405,10 @@ def _attention_half(
     flash: bool,
     local: LocalAttentionSpec | None,
     unfused: bool,
+    autocast: bool = False,
 ) -> list[Op]:
-    """The attention half of a layer after its input norm, through its residual add (layer_ops)."""
+    """The attention half of a layer after its input norm, through its residual add (layer_ops); `autocast`: the
+    forward runs under torch.autocast (eager attention's softmax then in fp32)."""
     h = a.hidden
     ops: list[Op] = []
     res_b, res_k = _RESIDUAL[kernels]
@@ -451,17 +454,18 @@ def _attention_half(
     else:
         scores = float(a.heads) * seq_len * t
         square = 2.0 * t * seq_len * a.heads * (d_qk + d_v)
+        fwd_b, fwd_k, bwd_b, bwd_k = _score_square_traffic(a, kernels, autocast)
         ops.append(
             Op(
                 "attention (eager)",
                 "core_attn",
                 "gemm",
                 square,
-                8 * scores,
-                5,
+                fwd_b * scores,
+                fwd_k,
                 2 * square,
-                16 * scores,
-                8,
+                bwd_b * scores,
+                bwd_k,
                 tp_split="heads",
                 hbm_share=EAGER_SCORES_HBM,
                 sixteen_bit=True,  # torch's batched matmuls on the 16-bit scores, outside any FP8 recipe
@@ -532,8 +536,9 @@ def _mlp_half(
         ops += before
         ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local_experts, e.expert_io(h))
         # transformers' default experts forward (grouped_mm_experts_forward, integrations/moe.py, 5.25.0) gates every
-        # local expert's rows in one call; Megatron-Core's kernels are counted once an expert
-        gates = 1 if kernels == "eager" else local_experts
+        # local expert's rows in one call, where DBRX's own loop gates each expert's; Megatron-Core's kernels are
+        # counted once an expert
+        gates = 1 if kernels == "eager" and not e.expert_loop else local_experts
         ops += _activation(a, kernels, "expert", "moe_act", e.ffn * t * copies, gates)
         if kernels == "fused":
             ops += _megatron_expert_extras(a, e, t, local_experts)
@@ -563,6 +568,35 @@ def _megatron_unfused_bias_dropout_add(a: ModelArchitecture) -> bool:
     grouped: TEGroupedMLP asserts that bias_dropout_fusion is off with add_bias_linear (experts.py:782-784 at
     0d8e0714, the commit Megatron-Bridge v0.2.0 pins), a setting of the whole model (gpt-oss)."""
     return a.linear_bias and a.moe is not None
+
+
+# Attention over the whole score square without flash attention: bytes per score (batch x heads x s x s) and kernels,
+# forward then backward. Megatron's unfused path writes the scores, its fused scale-mask-softmax reads and writes
+# them, and the matmul with V reads them (8 bytes; the backward twice that); torch.compile's fused softmax alike.
+_FUSED_SCORES = (8.0, 5, 16.0, 8)
+# transformers' eager_attention_forward (5.25.0), each op a kernel of its own, measured at the aten level
+# (tests/reference/hf-configs/resolved/eager-attention-traffic.json): the scores written, scaled, masked, the softmax,
+# the matmul with V reading them. Llama's softmax in fp32 is a cast up, the softmax and a cast down (ATen's softmax
+# fuses the upcast only for fp16: SoftMax.cpp), 32 bytes a score forward and 36 backward; GPT-2's in the scores'
+# 16 bits, 16 and 18. The mask's read is 2 bytes a score over the heads (one (batch, 1, s, s) mask for them all).
+_EAGER_SCORES = {True: (32.0, 8, 36.0, 8), False: (16.0, 5, 18.0, 6)}
+# Each further 16-bit copy of the square (specs.eager_score_copies) priced as Gemma 2's soft-capping runs it:
+# divided, tanh, multiplied
+_EAGER_SCORE_COPY = (12.0, 3, 14.0, 3)
+
+
+def _score_square_traffic(a: ModelArchitecture, kernels: Kernels, autocast: bool) -> tuple[float, int, float, int]:
+    """Bytes per score and kernels, forward and backward, of attention over the whole score square: Megatron's
+    fused softmax (_FUSED_SCORES), or eager PyTorch's ops as the model's eager attention runs them (_EAGER_SCORES, its
+    softmax in fp32 unless the family takes it in 16 bits outside autocast, and _EAGER_SCORE_COPY for each copy)."""
+    if kernels != "eager":
+        return _FUSED_SCORES
+    fwd_b, fwd_k, bwd_b, bwd_k = _EAGER_SCORES[autocast or not a.eager_softmax_16bit]
+    copies = a.eager_score_copies
+    copy_fb, copy_fk, copy_bb, copy_bk = _EAGER_SCORE_COPY
+    mask = BF16 / a.heads
+    return (fwd_b + mask + copies * copy_fb, fwd_k + copies * copy_fk, bwd_b + copies * copy_bb,
+            bwd_k + copies * copy_bk)  # fmt: skip
 
 
 def _unfused_bias_dropout_add(elements: float, bias: bool) -> Op:
@@ -865,6 +899,7 @@ def micro_batch_compute(
     cast: Cast | None = None,
     sixteen_bit_efficiency: float | None = None,
     bf16_layers: tuple[int, int] = (0, 0),
+    autocast: bool = False,
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
     head and the loss; the recomputation its checkpointing policy adds to the backward. `bf16_layers`: the first and
@@ -890,7 +925,7 @@ def micro_batch_compute(
         count, (moe, mixer, local, mlp, sixteen) = kinds.count(kind), kind
         ops = layer_ops(
             a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, cast=cast, local=local,
-            mixer=mixer, mlp=mlp, sixteen_bit=sixteen,
+            mixer=mixer, mlp=mlp, sixteen_bit=sixteen, autocast=autocast,
         )  # fmt: skip
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)

@@ -252,15 +252,15 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
     modules = frozenset(o.plan.recompute_modules)
     share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
     every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype
-    bf16_layers = o.compute.bf16_layers
+    bf16_layers, autocast = o.compute.bf16_layers, p.recipe.autocast
     key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
-           share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers)  # fmt: skip
+           share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers, autocast)  # fmt: skip
     known = _compute_of(a)
     if key not in known:
         known[key] = micro_batch_compute(
             a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
             gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
-            cast, o.compute.mfu, bf16_layers,
+            cast, o.compute.mfu, bf16_layers, autocast,
         )  # fmt: skip
     compute = known[key]
     return MicroBatchTime(flops, compute.forward, compute.backward, compute)

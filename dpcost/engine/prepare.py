@@ -87,10 +87,12 @@ class Prepared:
     def pieces(self, model: ModelSpec) -> tuple[Unit, ...]:
         """units() of the model at this plan's sequence length, built once per model and sequence length (a MoE
         block lists every expert's tensors; the stage tables, the timeline and every plan of a batch ask)."""
-        known = _pieces_of(model)
-        if self.seq_len not in known:
-            known[self.seq_len] = units(count_params(model), model, self.seq_len)
-        return known[self.seq_len]
+        a = model.architecture
+        every_expert = bool(a is not None and a.moe is not None and a.moe.every_expert and self.kernels == "eager")
+        known, key = _pieces_of(model), (self.seq_len, every_expert)
+        if key not in known:
+            known[key] = units(count_params(model), model, self.seq_len, every_expert)
+        return known[key]
 
     @property
     def shard_ranks(self) -> int:
@@ -457,15 +459,16 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
 
 
 @per_object
-def _pieces_of(model: ModelSpec) -> dict[int, tuple[Unit, ...]]:
-    """units() of one model by sequence length (memo.py)."""
+def _pieces_of(model: ModelSpec) -> dict[tuple[int, bool], tuple[Unit, ...]]:
+    """units() of one model by sequence length and whether its MoE blocks run every expert (memo.py)."""
     return {}
 
 
-def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]:
+def units(counts: ParamCount, spec: ModelSpec, seq_len: int, every_expert: bool = False) -> tuple[Unit, ...]:
     """The pieces the step timeline schedules, in forward order, each with its share of a pass's FLOPs:
     embedding, transformer blocks and output head; a model given only as a parameter count is cut into
-    blocks of its largest layer (one block if that is not given)."""
+    blocks of its largest layer (one block if that is not given). `every_expert`: each MoE block runs every expert
+    on every token (MoESpec.every_expert under eager kernels), 2 FLOPs a parameter of all of it."""
     a = spec.architecture
     if a is None or not counts.blocks:
         n = math.ceil(counts.total / spec.largest_layer_params) if spec.largest_layer_params else 1
@@ -486,7 +489,8 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int) -> tuple[Unit, ...]
     for i, (b, (mixer, *_)) in enumerate(zip(counts.blocks, layer_kinds, strict=True)):
         attention = attention_per_layer if "attention" in mixer else 0.0
         ple = 2 * own[i][1] if i in own else 0.0
-        flops.append(2 * b.active + attention + mixer_recurrence_flops(a, mixer) + ple)
+        run = b.params if every_expert and layer_kinds[i][1] == "moe" else b.active
+        flops.append(2 * run + attention + mixer_recurrence_flops(a, mixer) + ple)
     flops.append(2 * head_matmul)
     positions = input_table_parameters(a)
     lookups = 0.0 if own else counts.per_layer_embedding
