@@ -303,3 +303,18 @@ def test_llama4s_moe_blocks_take_their_share_of_every_experts_compute():
         blocks = units(count_params(model), model, seq, every_expert)[1:]
         ratio = blocks[moe].compute_share / blocks[dense].compute_share
         assert ratio == pytest.approx(ops_ratio(kernels), rel=0.1)
+
+
+@pytest.mark.parametrize("kernels", ["eager", "fused"])
+def test_routed_experts_keep_one_tensor_of_each_kind(kernels):
+    """A MoE layer's routed copies run as grouped matmuls over every copy of the rank's tokens (transformers'
+    grouped_mm_experts_forward, Megatron-Core's TEGroupedMLP): the dispatched inputs are one tensor of top-k x hidden
+    a token, the first grouped matmul's output (gate and up) one of top-k x 2 ffn, not the copy's tensors summed into
+    one. The largest tensor, which the backward's gradient buffers and the allocator's blocks follow, is theirs."""
+    a = load_model(str(HF / "deepseek-v3.json")).architecture
+    moe = a.moe
+    routed = [t for t in layer_tensors(a, moe_layer=True, kernels=kernels).tensors if t.name.startswith("routed")]
+    by_name = {t.name.split(" (")[0]: t.bytes_per_token for t in routed}
+    assert by_name["routed experts' dispatched inputs"] == moe.active * 2 * a.hidden
+    assert by_name["routed experts' first matmul outputs"] == moe.active * 2 * 2 * moe.ffn
+    assert max(t.bytes_per_token for t in routed) == moe.active * 2 * max(a.hidden, 2 * moe.ffn)

@@ -819,20 +819,25 @@ def layer_tensors(
                 part.append(_norm_input(a, kernels, f"shared expert {i + 1} output norm", "shared_experts", h))
             tensors += part
             mm += sum(1 for t in part if t.matmul)
-        # Routed experts run as grouped GEMMs (not aten.mm); per routed copy of a token: the dispatched input,
-        # the expert's MLP and its weighted output.
-        routed = _mlp(a, moe.ffn, kernels, 0, "moe", "routed expert")
+        # Routed experts run as grouped GEMMs (not aten.mm); per routed copy of a token: the dispatched input, the
+        # expert's MLP and its weighted output, each one tensor over every copy of the rank's tokens (grouped_mm's and
+        # TEGroupedMLP's rows; the first grouped matmul's output holds the gate and up halves together)
+        routed_mlp = _mlp(a, moe.ffn, kernels, 0, "moe", "routed expert")
+        fc1 = ("routed expert gate output", "routed expert up output", "routed expert first matmul output")
         io = moe.expert_io(h)  # a dispatched copy is latent-wide under LatentMoE
-        per_copy = e * io + sum(t.bytes_per_token for t in routed if t.saved and t.module == "moe") + e * io
+        per_copy: list[tuple[str, Module, float]] = [("dispatched inputs", "moe", e * io)]
+        first = sum(t.bytes_per_token for t in routed_mlp if t.saved and t.name in fc1)
+        per_copy.append(("first matmul outputs", "moe", first))
+        per_copy += [(t.name.removeprefix("routed expert "), t.module, t.bytes_per_token)
+                     for t in routed_mlp if t.saved and t.name not in fc1]  # fmt: skip
         if moe.expert_norms:  # Ergo's post_expert_norm over each routed copy's output keeps that output; eager, also
-            per_copy += _norm_input(a, kernels, "routed expert output norm", "moe", io).bytes_per_token
-            per_copy += 4.0 * io if kernels == "eager" else 0.0  # the copy's fp32 weight row it gathers (weight[ids])
-        activation = sum(t.bytes_per_token for t in routed if t.saved and t.module == "moe_act")
+            per_copy.append(("output norms' inputs", "moe", _norm_input(a, kernels, "", "moe", io).bytes_per_token))
+            if kernels == "eager":  # the copy's fp32 weight row it gathers (weight[ids])
+                per_copy.append(("output norms' fp32 weights", "moe", 4.0 * io))
+        per_copy.append(("weighted outputs", "moe", e * io))
         copies = routed_copies(moe, kernels)
         which = f"top-{moe.active}" if copies == moe.active else f"all {copies}"
-        tensors.append(Tensor(f"routed experts ({which})", "moe", copies * per_copy))
-        if activation:
-            tensors.append(Tensor(f"routed experts' activations ({which})", "moe_act", copies * activation))
+        tensors += [Tensor(f"routed experts' {name} ({which})", part, copies * size) for name, part, size in per_copy]
         if moe.latent:  # the combined latent output, fc2_latent_proj's input
             tensors.append(Tensor("latent projection input", "moe", e * moe.latent))
         if moe.output_norm:  # its input, the experts' and shared experts' sum, which nothing else keeps
