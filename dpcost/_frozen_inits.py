@@ -599,12 +599,13 @@ def _dpcost_engine_loss__Path(__set, __FACTORY):
     return __init__
 
 
-def _dpcost_engine_memory_Buffers(__set, __FACTORY, __dflt_kept_grads):
-    def __init__(self, buckets, gathered, ddp_copy, kept_grads=__dflt_kept_grads):
+def _dpcost_engine_memory_Buffers(__set, __FACTORY, __dflt_kept_grads, __dflt_cast_weights):
+    def __init__(self, buckets, gathered, ddp_copy, kept_grads=__dflt_kept_grads, cast_weights=__dflt_cast_weights):
       __set(self, 'buckets', buckets)
       __set(self, 'gathered', gathered)
       __set(self, 'ddp_copy', ddp_copy)
       __set(self, 'kept_grads', kept_grads)
+      __set(self, 'cast_weights', cast_weights)
     return __init__
 
 
@@ -1644,7 +1645,7 @@ INITS = {
     'dpcost.engine.layout_step.LayoutCall': ("def __init__(self, dimension, purpose, op, message_bytes, group, per_micro_batch, overlapped=__dflt_overlapped, hides_behind=__dflt_hides_behind, network_share=__dflt_network_share, routed=__dflt_routed, kernel_sms=__dflt_kernel_sms):\n  __set(self, 'dimension', dimension)\n  __set(self, 'purpose', purpose)\n  __set(self, 'op', op)\n  __set(self, 'message_bytes', message_bytes)\n  __set(self, 'group', group)\n  __set(self, 'per_micro_batch', per_micro_batch)\n  __set(self, 'overlapped', overlapped)\n  __set(self, 'hides_behind', hides_behind)\n  __set(self, 'network_share', network_share)\n  __set(self, 'routed', routed)\n  __set(self, 'kernel_sms', kernel_sms)", _dpcost_engine_layout_step_LayoutCall),
     'dpcost.engine.loss.LossMemory': ("def __init__(self, kept, forward_peak, backward_peak, largest_tensor, impl):\n  __set(self, 'kept', kept)\n  __set(self, 'forward_peak', forward_peak)\n  __set(self, 'backward_peak', backward_peak)\n  __set(self, 'largest_tensor', largest_tensor)\n  __set(self, 'impl', impl)", _dpcost_engine_loss_LossMemory),
     'dpcost.engine.loss._Path': ("def __init__(self, kept, forward, backward, largest):\n  __set(self, 'kept', kept)\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'largest', largest)", _dpcost_engine_loss__Path),
-    'dpcost.engine.memory.Buffers': ("def __init__(self, buckets, gathered, ddp_copy, kept_grads=__dflt_kept_grads):\n  __set(self, 'buckets', buckets)\n  __set(self, 'gathered', gathered)\n  __set(self, 'ddp_copy', ddp_copy)\n  __set(self, 'kept_grads', kept_grads)", _dpcost_engine_memory_Buffers),
+    'dpcost.engine.memory.Buffers': ("def __init__(self, buckets, gathered, ddp_copy, kept_grads=__dflt_kept_grads, cast_weights=__dflt_cast_weights):\n  __set(self, 'buckets', buckets)\n  __set(self, 'gathered', gathered)\n  __set(self, 'ddp_copy', ddp_copy)\n  __set(self, 'kept_grads', kept_grads)\n  __set(self, 'cast_weights', cast_weights)", _dpcost_engine_memory_Buffers),
     'dpcost.engine.memory.DeepSpeedEstimate': ("def __init__(self, stage, offload, zero_init, gpu_bytes, cpu_bytes):\n  __set(self, 'stage', stage)\n  __set(self, 'offload', offload)\n  __set(self, 'zero_init', zero_init)\n  __set(self, 'gpu_bytes', gpu_bytes)\n  __set(self, 'cpu_bytes', cpu_bytes)", _dpcost_engine_memory_DeepSpeedEstimate),
     'dpcost.engine.memory.ModelStates': ("def __init__(self, params, grads, optimizer, cpu, backward_grads=__dflt_backward_grads, step_only=__dflt_step_only):\n  __set(self, 'params', params)\n  __set(self, 'grads', grads)\n  __set(self, 'optimizer', optimizer)\n  __set(self, 'cpu', cpu)\n  __set(self, 'backward_grads', backward_grads)\n  __set(self, 'step_only', step_only)", _dpcost_engine_memory_ModelStates),
     'dpcost.engine.memory.PhaseMemory': ("def __init__(self, phase, params, grads, optimizer, buffers, activations_per_sample, transient_per_sample):\n  __set(self, 'phase', phase)\n  __set(self, 'params', params)\n  __set(self, 'grads', grads)\n  __set(self, 'optimizer', optimizer)\n  __set(self, 'buffers', buffers)\n  __set(self, 'activations_per_sample', activations_per_sample)\n  __set(self, 'transient_per_sample', transient_per_sample)", _dpcost_engine_memory_PhaseMemory),

@@ -271,3 +271,31 @@ def test_fsdp_holds_its_weights_as_shards_at_shard_grad_op_whatever_the_recipe()
     stages = estimate(model, load_topology("dgx-h100"), plan).memory.stages
     assert stages[2].params_bytes == stages[3].params_bytes == int(2 * n / 8)
     assert stages[2].buffers_bytes >= 2 * n  # the unsharded copy SHARD_GRAD_OP keeps
+
+
+def test_autocast_keeps_a_16bit_copy_of_every_matmul_weight_until_its_backward(tmp_path):
+    """Under torch.autocast on fp32 weights (--framework ddp), each linear layer saves autocast's cached bf16 copy of
+    its weight for its backward: measured on a Llama decoder layer, exactly its linear weights in bf16 beyond its
+    activations (tests/reference/hf-configs/resolved/autocast-weights.json). dpcost holds 2 bytes a matmul parameter
+    (the layers' linears and the output head; the input embedding is looked up, not cast) from the forward to the
+    backward's start, beside DDP's bucket copy of the gradients, and none at the optimizer step."""
+    import json as json_module
+
+    from dpcost import Options
+
+    measured = json_module.loads((REFERENCE / "hf-configs" / "resolved" / "autocast-weights.json").read_text())
+    h, f, layers, vocab = 256, 688, 2, 100
+    config = {"model_type": "llama", "hidden_size": h, "intermediate_size": f, "num_attention_heads": 4,
+              "num_key_value_heads": 4, "num_hidden_layers": layers, "vocab_size": vocab,
+              "tie_word_embeddings": False}  # fmt: skip
+    path = tmp_path / "config.json"
+    path.write_text(json_module.dumps(config))
+    report = estimate(load_model(str(path)), load_topology("dgx-h100"), Options(dp=8, framework="ddp", seq_len=128))
+    stage = report.memory.stages[0]
+    assert stage.peak_phase == "backward"
+    ddp_copy = 4 * report.model.params_total
+    linear_weights = 2 * (4 * h * h + 3 * h * f)
+    expected = measured["autocast_fp32_weights"]["constant_per_bf16_linear_weights"] * linear_weights * layers
+    expected += 2 * vocab * h  # the output head's copy
+    assert stage.buffers_bytes - ddp_copy == pytest.approx(expected, rel=2e-3)  # the norms' weights, 0.1%
+    assert measured["bf16"]["constant_per_bf16_linear_weights"] == 0

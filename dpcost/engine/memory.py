@@ -233,10 +233,11 @@ class Buffers:
     gathered: float
     ddp_copy: float  # DDP's bucket copy of the gradients (gradient_as_bucket_view=False, PyTorch's default)
     kept_grads: float = 0.0  # stages 2-3 accumulating unsharded gradients (keep_full_grads)
+    cast_weights: float = 0.0  # autocast's 16-bit copies of the weights, the forward to the backward (cast_weights)
 
     @property
     def total(self) -> float:
-        return self.buckets + self.gathered + self.ddp_copy + self.kept_grads
+        return self.buckets + self.gathered + self.ddp_copy + self.kept_grads + self.cast_weights
 
 
 def buffers(
@@ -250,6 +251,7 @@ def buffers(
     largest_layer_params: float,
     gather_bytes: float | None = None,
     buckets_in_flight: int = 2,
+    cast_params: float = 0.0,
 ) -> Buffers:
     """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
 
@@ -261,7 +263,8 @@ def buffers(
     gathered unit in use and the next one prefetched, plus the full gradient of the unit in the backward pass
     (FSDP per-block wrapping); DeepSpeed's estimator (the deepspeed recipe) counts 4 bytes x its largest layer
     instead. FSDP's SHARD_GRAD_OP keeps every unit gathered from its forward to its backward: the whole model in
-    the gathered dtype (`gather_bytes`, default the recipe's weight bytes)."""
+    the gathered dtype (`gather_bytes`, default the recipe's weight bytes). Under autocast, the 16-bit copies of the
+    `cast_params` its matmuls read (cast_weights)."""
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     gathered_bytes = gather_bytes or weight_bytes
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
@@ -275,7 +278,17 @@ def buffers(
             gathered = gather_unit_params * (2 * gathered_bytes + grad_bytes)
     elif stage == 2 and schedule == "fsdp":
         gathered = n_params * gathered_bytes + gather_unit_params * grad_bytes
-    return Buffers(buckets, gathered, ddp_copy)
+    return Buffers(buckets, gathered, ddp_copy, cast_weights=cast_weights(recipe, stage, cast_params))
+
+
+def cast_weights(recipe: Recipe, stage: int, cast_params: float) -> float:
+    """Bytes of autocast's 16-bit copies of the fp32 weights the matmuls read: torch.autocast casts each weight once
+    per forward and caches the copy for the region (torch/amp/autocast_mode.py, cache_enabled; aten's
+    cached_cast), and each matmul saves it for its backward, so every copy lives from the forward to its layer's
+    backward: 2 bytes a matmul parameter at the backward's start (measured: a Llama decoder layer under autocast
+    keeps exactly its linear weights in bf16 beyond its activations, tests/reference/hf-configs/resolved/
+    autocast-weights.json). Not under ZeRO-3, whose gathered weights are no leaves of the region."""
+    return 2.0 * cast_params if recipe.autocast and stage < 3 else 0.0
 
 
 Phase = Literal["forward", "backward", "optimizer step"]
@@ -486,14 +499,15 @@ def phases(
     optimizer = states.optimizer - states.step_only
     gathered = buf.gathered + buf.ddp_copy + buf.kept_grads
     forward = PhaseMemory(
-        "forward", states.params, carried, optimizer, gathered, kept_per_sample, loss_forward_per_sample
-    )
+        "forward", states.params, carried, optimizer, gathered + buf.cast_weights, kept_per_sample,
+        loss_forward_per_sample
+    )  # fmt: skip
     backward = PhaseMemory(
         "backward",
         states.params,
         carried,
         optimizer,
-        gathered + buf.buckets,
+        gathered + buf.buckets + buf.cast_weights,
         kept_per_sample,
         max(loss_backward_per_sample, layer_backward_per_sample),
     )

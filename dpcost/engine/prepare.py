@@ -602,6 +602,9 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int) -> StageStates:
         gather_bytes = p.weight_bytes if biggest.linear else p.unconverted_weight_bytes
     states = model_states(counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
     in_flight = 2 if p.overlap_grad_reduce(stage) else 1
+    a = model.architecture
+    head = counts.embedding if a is not None and a.tied_embeddings else counts.lm_head
+    matmul_params = counts.total - counts.lookups - counts.lm_head + head  # compute.py's, every expert's included
     buf = buffers(
         stage,
         p.schedule,
@@ -613,6 +616,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int) -> StageStates:
         largest_layer,
         gather_bytes,
         in_flight,
+        matmul_params,
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
