@@ -146,12 +146,13 @@ TRAFFIC = json.loads((HF / "resolved" / "eager-attention-traffic.json").read_tex
 @pytest.mark.parametrize(
     ("config", "measured_as", "autocast"),
     [("llama-3.1-8b.json", "llama", False), ("gpt2.json", "gpt2", False), ("gemma-2-9b.json", "gemma2_softcap", False),
-     ("gpt2.json", "llama", True)],
+     ("gpt2.json", "llama", True), ("gpt-oss-20b.json", "gpt_oss_sinks", False)],
 )  # fmt: skip
 def test_eager_attention_moves_what_its_ops_move(config, measured_as, autocast):
     """Without flash attention, eager PyTorch's attention moves per score what transformers' eager attention's aten
     ops move (eager_attention_traffic_with_transformers.py): Llama's fp32 softmax, cast up and back, 32 bytes forward
-    and 36 backward; GPT-2's 16-bit one 16 and 18, or Llama's under autocast; Gemma 2's soft-capping 12 and 14 more.
+    and 36 backward; GPT-2's 16-bit one 16 and 18, or Llama's under autocast; Gemma 2's soft-capping 12 and 14 more;
+    gpt-oss's sinks (concatenated, the max subtracted, sliced off) 8 and 22 more.
     The causal mask's read is 2 bytes over the heads (4 measured). Megatron's fused softmax moves 8 and 16."""
     from dpcost.engine.ops import layer_ops
     from dpcost.engine.rates import EAGER_SCORES_HBM
@@ -161,7 +162,7 @@ def test_eager_attention_moves_what_its_ops_move(config, measured_as, autocast):
     seq = 1024
 
     def attention(kernels):
-        ops = layer_ops(arch, False, seq, seq, kernels, flash=False, autocast=autocast)
+        ops = layer_ops(arch, arch.ffn is None, seq, seq, kernels, flash=False, autocast=autocast)  # gpt-oss: MoE
         return [o for o in ops if o.name in ("attention (eager)", "attention's element-wise ops (eager)")]
 
     scores = arch.heads * seq * seq

@@ -592,20 +592,25 @@ _STANDARD_SCORES = (12.0, 14.0)
 # Each further 16-bit copy of the square (specs.eager_score_copies) priced as Gemma 2's soft-capping runs it:
 # divided, tanh, multiplied
 _EAGER_SCORE_COPY = (12.0, 3, 14.0, 3)
+# gpt-oss's sinks beyond GPT-2's 16-bit path (and MiMo-V2-Flash's, the same ops): a sink logit per head concatenated to
+# the scores, the row's max subtracted, the sink's column sliced off, and their backwards
+_EAGER_SINKS = (8.0, 4, 22.0, 6)
 
 
 def _score_square_traffic(a: ModelArchitecture, kernels: Kernels, autocast: bool) -> tuple[float, int, float, int]:
     """Bytes per score and kernels, forward and backward, of attention over the whole score square: Megatron's
     fused softmax (_FUSED_SCORES), or eager PyTorch's ops as the model's eager attention runs them (_EAGER_SCORES, its
-    softmax in fp32 unless the family takes it in 16 bits outside autocast, and _EAGER_SCORE_COPY for each copy)."""
+    softmax in fp32 unless the family takes it in 16 bits outside autocast, _EAGER_SCORE_COPY for each copy, and
+    _EAGER_SINKS for gpt-oss's concatenated sinks)."""
     if kernels != "eager":
         return _FUSED_SCORES
     fwd_b, fwd_k, bwd_b, bwd_k = _EAGER_SCORES[autocast or not a.eager_softmax_16bit]
     copies = a.eager_score_copies
     copy_fb, copy_fk, copy_bb, copy_bk = _EAGER_SCORE_COPY
+    sink_fb, sink_fk, sink_bb, sink_bk = _EAGER_SINKS if a.attention_sinks and a.eager_softmax_16bit else (0, 0, 0, 0)
     mask = BF16 / a.heads
-    return (fwd_b + mask + copies * copy_fb, fwd_k + copies * copy_fk, bwd_b + copies * copy_bb,
-            bwd_k + copies * copy_bk)  # fmt: skip
+    return (fwd_b + mask + copies * copy_fb + sink_fb, fwd_k + copies * copy_fk + sink_fk,
+            bwd_b + copies * copy_bb + sink_bb, bwd_k + copies * copy_bk + sink_bk)  # fmt: skip
 
 
 def _unfused_bias_dropout_add(elements: float, bias: bool) -> Op:

@@ -6,13 +6,15 @@ resolved/eager-attention-traffic.json.
 
 Needs torch and transformers (not dpcost's dependencies; run with transformers 5.25.0 and torch 2.13.0 CPU). Runs, in
 training mode on bf16 queries, keys and values with a causal (batch, 1, s, s) mask, the eager attention functions of
-three families: Llama's eager_attention_forward (its softmax in fp32, cast back), GPT-2's (its softmax in the scores' 16
-bits) and Gemma 2's (Llama's, with the logits soft-capped at 50: divided, tanh, multiplied). For each, the aten kernels
-of the forward and of the backward (the gradient of the output, through torch.autograd.grad) and the bytes they read and
-write, counted as eager_activations_with_transformers.traffic counts them, at two sequence lengths: the part that grows
-as s^2 is the score square's, given per score (batch x heads x s x s; the mask's read is 2 bytes over the heads). A
-bf16 softmax in fp32 runs as a cast, the softmax and a cast back on CUDA too (aten softmax fuses the upcast only for
-fp16). tests/test_eager_attention.py holds dpcost/engine/ops.py's eager attention op to it.
+four families: Llama's eager_attention_forward (its softmax in fp32, cast back), GPT-2's (its softmax in the scores' 16
+bits), Gemma 2's (Llama's, with the logits soft-capped at 50: divided, tanh, multiplied) and gpt-oss's (GPT-2's, with a
+sink logit per head concatenated to the scores, the row's max subtracted, and the sink's column sliced off). For each,
+the aten kernels of the forward and of the backward (the gradient of the output, through torch.autograd.grad) and the
+bytes they read and write, counted as eager_activations_with_transformers.traffic counts them, at two sequence lengths:
+the part that grows as s^2 is the score square's, given per score (batch x heads x s x s; the mask's read is 2 bytes
+over the heads). A bf16 softmax in fp32 runs as a cast, the softmax and a cast back on CUDA too (aten softmax fuses the
+upcast only for fp16).
+tests/test_eager_attention.py holds dpcost/engine/ops.py's eager attention op to it.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def per_score(attention: Any) -> dict[str, float | int]:
         out: list[Any] = []
         forward = traffic(lambda: out.append(attention(q, k, v, mask)), 1)  # noqa: B023
         gradient = torch.randn_like(out[0])
-        backward = traffic(lambda: torch.autograd.grad(out[0], (q, k, v), gradient), 1)  # noqa: B023
+        backward = traffic(lambda: torch.autograd.grad(out[0], (q, k, v), gradient, allow_unused=True), 1)  # noqa: B023
         moved.append((forward, backward))
     (f1, b1), (f2, b2) = moved
 
@@ -61,6 +63,7 @@ def main() -> None:
     import transformers
     from transformers.models.gemma2.modeling_gemma2 import eager_attention_forward as gemma2
     from transformers.models.gpt2.modeling_gpt2 import eager_attention_forward as gpt2
+    from transformers.models.gpt_oss.modeling_gpt_oss import eager_attention_forward as gpt_oss
     from transformers.models.llama.modeling_llama import eager_attention_forward as llama
 
     warnings.filterwarnings("ignore")
@@ -69,6 +72,8 @@ def main() -> None:
         num_key_value_groups = 1
 
     module = Module().train()
+    sinks = Module().train()
+    sinks.sinks = torch.nn.Parameter(torch.zeros(HEADS, dtype=torch.bfloat16))
     scaling = HEAD_DIM**-0.5
     out = {
         "transformers": transformers.__version__,
@@ -76,6 +81,7 @@ def main() -> None:
         "heads": HEADS,
         "llama": per_score(lambda q, k, v, mask: llama(module, q, k, v, mask, scaling)[0]),
         "gpt2": per_score(lambda q, k, v, mask: gpt2(module, q, k, v, mask, scaling)[0]),
+        "gpt_oss_sinks": per_score(lambda q, k, v, mask: gpt_oss(sinks, q, k, v, mask, scaling)[0]),
         "gemma2_softcap": per_score(
             lambda q, k, v, mask: gemma2(module, q, k, v, mask, scaling=scaling, softcap=50.0)[0]
         ),
