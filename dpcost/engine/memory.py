@@ -287,7 +287,7 @@ def cast_weights(recipe: Recipe, stage: int, cast_params: float) -> float:
     cached_cast), and each matmul saves it for its backward, so every copy lives from the forward to its layer's
     backward: 2 bytes a matmul parameter at the backward's start (measured: a Llama decoder layer under autocast
     keeps exactly its linear weights in bf16 beyond its activations, tests/reference/hf-configs/resolved/
-    autocast-weights.json). Not under ZeRO-3, whose gathered weights are no leaves of the region."""
+    autocast-weights.json). Left out at ZeRO-3, whose gathered weights this measurement does not cover."""
     return 2.0 * cast_params if recipe.autocast and stage < 3 else 0.0
 
 

@@ -9,7 +9,7 @@ from functools import cache
 from typing import get_args
 
 from dpcost.engine import advice
-from dpcost.engine.activations import Kernels
+from dpcost.engine.activations import Kernels, routed_copies
 from dpcost.engine.checkpointing import DEFAULT_MODULES, Activations, activation_memory
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework
@@ -87,8 +87,8 @@ class Prepared:
     def pieces(self, model: ModelSpec) -> tuple[Unit, ...]:
         """units() of the model at this plan's sequence length, built once per model and sequence length (a MoE
         block lists every expert's tensors; the stage tables, the timeline and every plan of a batch ask)."""
-        a = model.architecture
-        every_expert = bool(a is not None and a.moe is not None and a.moe.every_expert and self.kernels == "eager")
+        moe = model.architecture.moe if model.architecture is not None else None
+        every_expert = moe is not None and routed_copies(moe, self.kernels) != moe.active
         known, key = _pieces_of(model), (self.seq_len, every_expert)
         if key not in known:
             known[key] = units(count_params(model), model, self.seq_len, every_expert)
