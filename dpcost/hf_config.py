@@ -4396,6 +4396,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     arch.update(_eager_attention(k, family))
     if family in _GATE_CLAMPS:
         arch["gate_clamp"] = _GATE_CLAMPS[family]
+    arch.update({"fused_qkv": True} if family in _FUSED_QKV else {})
+    arch.update({"fused_gate_up": True} if family in _FUSED_GATE_UP else {})
     if family in ("zamba", "zamba2"):
         note = "shared transformer blocks held once, run by each hybrid layer: active parameters count each run"
     return arch, k, note
@@ -4412,6 +4414,18 @@ _GATE_CLAMPS: dict[str, GateClamp] = {
     "hy_v4": "hy_v4",
     "hy_v4_vl_text": "hy_v4",
 }
+
+# The families that project Q, K and V with one linear layer, and a dense gated MLP's gate and up with one (specs:
+# fused_qkv, fused_gate_up), as the linear layers reading each norm's output show on transformers 5.25.0
+# (tests/reference/hf-configs/resolved/autocast-activations.json, readers); the remote-code families as the modeling
+# files this module's readers cite build them (THUDM's query_key_value and dense_h_to_4h, Qwen's c_attn,
+# InternLM2's wqkv, Baichuan's W_pack).
+_FUSED_QKV = frozenset((
+    "gpt2", "openai-gpt", "gpt_bigcode", "gpt_neox", "gpt_neox_japanese", "bloom", *_FALCON, "phi3", "codegen",
+    "mpt", "dbrx", "persimmon", "ergo", "phi4_multimodal", "modernbert-decoder", "chatglm", "qwen", "internlm2",
+    "baichuan",
+))  # fmt: skip
+_FUSED_GATE_UP = frozenset(("phi3", "phi4_multimodal", "glm", "glm4", "modernbert-decoder", "chatglm"))
 
 # The families whose eager attention takes its softmax in the scores' 16 bits, where Llama's eager_attention_forward
 # takes it in fp32 (activations._eager_scores), as measured for each family's class defaults

@@ -565,6 +565,19 @@ class ModelArchitecture(Spec):
         "Llama's eager_attention_forward takes it in fp32 and keeps a 16-bit copy for the matmul with V",
         exclude_if=_unset,
     )
+    fused_qkv: bool = Field(
+        False,
+        description="one linear layer projects Q, K and V (GPT-2's c_attn, GPT-NeoX's query_key_value, Phi-3's "
+        "qkv_proj): under torch.autocast it keeps one 16-bit cast of the attention norm's output, where separate "
+        "projections keep one each",
+        exclude_if=_unset,
+    )
+    fused_gate_up: bool = Field(
+        False,
+        description="one linear layer projects a gated MLP's gate and up halves (Phi-3's and GLM-4's gate_up_proj): "
+        "under torch.autocast it keeps one 16-bit cast of the MLP norm's output, where separate ones keep two",
+        exclude_if=_unset,
+    )
     eager_score_copies: Annotated[int, Field(ge=0, le=8, strict=True)] = Field(
         0,
         description="16-bit copies of the score square the model's eager attention keeps besides its softmax: "

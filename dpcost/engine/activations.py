@@ -184,15 +184,49 @@ def _norm_input(a: ModelArchitecture, kernels: Kernels, name: str, module: Modul
     return Tensor(f"{name} input", module, _norm_bytes(a, kernels) * width)
 
 
-def _norm(a: ModelArchitecture, kernels: Kernels, name: str, fused_into: Module | None = None) -> list[Tensor]:
+def _norm(
+    a: ModelArchitecture, kernels: Kernels, name: str, fused_into: Module | None = None, casts: int = 0
+) -> list[Tensor]:
     """A pre-norm: its input as it keeps it, and its output, the next matmul's input. `fused_into`: the module whose
     matmul runs the norm in one kernel and keeps its output (Megatron's TELayerNormColumnParallelLinear), which
-    recomputes it, not "layernorm"."""
+    recomputes it, not "layernorm". `casts`: under torch.autocast, eager, the linear layers reading its output
+    (_attention_readers, _mlp_readers; 0 otherwise). Its input is then the fp32 residual stream, which it keeps, an
+    RMSNorm with its fp32 normalised product (x.to(input_dtype) is fp32), and its output is fp32, which each reader
+    casts to 16 bits and keeps (autocast caches only the weights' casts): 4 (LayerNorm) or 8 (RMSNorm) + 2 x readers
+    bytes an element, where 16 bits keep _norm_bytes + 2. Measured: resolved/autocast-activations.json."""
     module: Module = "input" if name == "attention norm" else "attn_out"
+    if casts:
+        return [
+            Tensor(f"{name} input (the fp32 residual)", module, (8.0 if a.norm == "rmsnorm" else 4.0) * a.hidden),
+            Tensor(f"{name} output, cast to 16 bits by each of {casts} linear layers", fused_into or "layernorm",
+                   ACT_BYTES * casts * a.hidden),
+        ]  # fmt: skip
     return [
         _norm_input(a, kernels, name, module, a.hidden),
         Tensor(f"{name} output", fused_into or "layernorm", ACT_BYTES * a.hidden),
     ]
+
+
+def _attention_readers(a: ModelArchitecture, mixer: str) -> int:
+    """The linear layers that read the attention norm's output: Q's, K's and V's (one where fused_qkv; Q's alone
+    in a kv-shared layer), MLA's query and key-value down-projections and DeepSeek-V3.2's indexer's key and head
+    weights (wk, weights_proj), any other mixer's input projection."""
+    if "attention" not in mixer or a.compressed_attention is not None:
+        return 1
+    kv = a.computes_kv(mixer)
+    if a.mla is not None:
+        return (2 if kv else 1) + (2 if a.indexer is not None else 0)
+    return 1 if a.fused_qkv or not kv else 3
+
+
+def _mlp_readers(a: ModelArchitecture, moe_layer: bool) -> int:
+    """The linear layers that read the MLP norm's output: a gated MLP's gate and up (one where fused_gate_up), a
+    GELU MLP's first; an MoE layer's router, its shared experts' and their gate (Qwen2-MoE's shared_expert_gate;
+    its routed experts read their dispatched copies)."""
+    dense = 1 if a.fused_gate_up or not a.gated_mlp else 2
+    if moe_layer and a.moe is not None:
+        return 1 + a.moe.shared * dense + int(a.moe.shared_gate)
+    return dense
 
 
 def _post_norm(a: ModelArchitecture, kernels: Kernels, name: str) -> Tensor:
@@ -741,7 +775,8 @@ def layer_tensors(
     docstring says), in forward order, with their Megatron module and matmul position. A hybrid's layer has its
     own mixer (`mixer`: Mamba, gated DeltaNet, attention beside Mamba, or none) and may have no MLP; a dense MLP is
     `ffn` wide (ModelArchitecture.layer_kind), else as wide as its mixer's (dense_ffn). `autocast`: the forward runs
-    under torch.autocast (eager attention's softmax then in fp32)."""
+    under torch.autocast on fp32 weights: the residual stream is fp32 (the embedding's output, and fp32 + 16-bit
+    sums), which the pre-norms and the block's checkpoint keep (_norm), and eager attention's softmax is fp32."""
     # Megatron-Core's Transformer Engine spec (gpt_layer_specs.py) fuses a norm into the matmul after it, where its
     # "layernorm" recompute (transformer_layer.py) finds IdentityOp and recomputes nothing: attention's into linear_qkv
     # but MLA's (a norm of its own), a dense MLP's into linear_fc1 but an MoE layer's (the router reads it).
@@ -752,7 +787,9 @@ def layer_tensors(
     mlp_norm: Module | None = "mlp" if fused and not (moe_layer and a.moe is not None) else None
     streams = a.hyper_connected
     tensors = _hyper_connection(a, "input", "attention") if streams else []
-    tensors += _norm(a, kernels, "attention norm", attention_norm) if mixer != "none" else []
+    cast = autocast and kernels == "eager"
+    readers = _attention_readers(a, mixer) + (_mlp_readers(a, moe_layer) if mlp and a.layer_norms < 2 else 0)
+    tensors += _norm(a, kernels, "attention norm", attention_norm, readers if cast else 0) if mixer != "none" else []
     mm = 1
     if mixer in (SHARED_BLOCK, REUSED_BLOCK):
         shared, mm = _shared_block(a, flash, kernels, mm, autocast)
@@ -803,7 +840,7 @@ def layer_tensors(
     if streams:
         tensors += _hyper_connection(a, "attn_out", "MLP")
     if a.layer_norms >= 2 or mixer == "none":  # one norm per block (GPT-J, Falcon): attention and MLP share it
-        tensors += _norm(a, kernels, "MLP norm", mlp_norm)
+        tensors += _norm(a, kernels, "MLP norm", mlp_norm, _mlp_readers(a, moe_layer) if cast else 0)
     e, h = ACT_BYTES, a.hidden
     if moe_layer and a.moe is not None:
         moe = a.moe
@@ -872,7 +909,10 @@ def layer_tensors(
     # a block's inputs, which every policy keeps: its residual streams, and Gemma 4's per-layer input slice with its
     # share of their norm's input
     copies = a.altup.inputs if a.altup is not None else a.residual_streams  # Gemma 3n's layer takes every AltUp copy
-    copies += 1 if a.residual_scaling else 0  # ZAYA's residual stream is fp32: twice a 16-bit copy's bytes
+    if autocast:  # the residual stream is fp32 under torch.autocast, whatever the kernels: twice a 16-bit copy's bytes
+        copies *= 2
+    elif a.residual_scaling:  # so is ZAYA's
+        copies += 1
     inputs = a.hidden * copies + (2 * a.per_layer_input.width if a.per_layer_input is not None else 0)
     return LayerTensors(tuple(tensors), kernels, inputs)
 

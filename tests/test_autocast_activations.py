@@ -1,0 +1,136 @@
+"""What a decoder layer keeps under torch.autocast on fp32 weights (--framework ddp), against plain bf16: dpcost's
+count held to saved-tensor hooks on transformers 5.25.0, and the linear layers it says read each norm to those that
+do (tests/reference/hf-configs/resolved/autocast-activations.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import spec_from_config, transformers_cases
+
+from dpcost.engine.activations import _attention_readers, _mlp_readers, layer_tensors
+from dpcost.engine.checkpointing import kept_per_token
+from dpcost.errors import InputError
+
+HF = Path(__file__).parent / "reference" / "hf-configs"
+MEASURED = json.loads((HF / "resolved" / "autocast-activations.json").read_text())
+LAYERS = MEASURED["layers_bytes_per_token_per_hidden"]
+READERS = MEASURED["readers"]
+# Where a layer grows under autocast by other than dpcost's count, what dpcost counts and why (bytes a token per unit
+# of hidden): GPT-NeoX's attention and MLP norms read one input in parallel, which autograd keeps once and dpcost
+# once per norm (in bf16 too), so dpcost grows it twice; OLMo 2's norms follow its sub-layers, so their inputs stay
+# 16-bit and its projections cast the fp32 residual itself, where dpcost reads them as pre-norms. GPT-J keeps 2 bytes
+# more than counted, Falcon 1.5 and GLM-4 1, not traced (each rotates with code of its own, a likely source). Each
+# within 4 bytes, where a layer keeps 30 to 300.
+COUNTED_OTHERWISE = {"gpt_neox": 4.0, "falcon": 4.0, "olmo2": 10.0, "gptj": 8.0, "glm4": 8.0}
+
+
+# Where the linear layers measured reading a norm are not dpcost's count, and why
+_LINEAR_ATTENTION = "linear attention's own input projections (q, k, v and gates: 2 to 6 of them), counted as one"
+_ATTENTION_GATE = "a projection of its own for the attention output's gate (gate_proj), not counted"
+_INSIDE = "its norms sit inside its attention and MLP modules, where the probe hooks only the layer's own children"
+_OTHER_KIND = "the probe's one-layer model starts with another kind of layer than the config (MoE, attention)"
+READ_OTHERWISE = {
+    "bailing_hybrid": _LINEAR_ATTENTION,
+    "lara_mini": _LINEAR_ATTENTION,
+    "qwen3_5_text": _LINEAR_ATTENTION,
+    "qwen3_5_moe_text": _LINEAR_ATTENTION,
+    "qwen3_next": _LINEAR_ATTENTION,
+    "beam": _ATTENTION_GATE,
+    "hy_v4": _ATTENTION_GATE,
+    "dory": _ATTENTION_GATE + "; its looped layer runs twice, each run casting anew",
+    "megatron-bert": _INSIDE,
+    "roberta-prelayernorm": _INSIDE,
+    "xlm-roberta-xl": _INSIDE,
+    "llama4_text": _OTHER_KIND,
+    "lfm2": _OTHER_KIND,
+    "deepseek_v4": "its compressed attention (q_a_proj, kv_proj and its compressor's two), costed as fused kernels",
+    "ergo": "it casts each norm's output to its branch dtype itself, once (.to(branch_dtype)), which its MoE reads",
+    "inkling_text": "its relative logits' r_proj reads the norm too; its MLP's convolution reads the MLP norm's output",
+    "jetmoe": "its mixture of attention heads routes the norm's output (its router and kv_proj read it)",
+    "kolibri1": "its router reads a norm of its own (post_self_attn_layernorm)",
+    "modernbert-decoder": "its first layer has no attention norm (an identity)",
+    "zaya": "its attention's current and delayed value projections both read the norm",
+}
+
+
+def _kept(arch, autocast: bool) -> float:
+    """dpcost's bytes a token per unit of hidden that one eager layer (the first) keeps without recomputation."""
+    mixer, mlp, width = arch.layer_kinds[0]
+    layer = layer_tensors(arch, mlp == "moe", True, "eager", mixer, mlp != "none", width, autocast)
+    return layer.saved_bytes(1, 1) / arch.hidden
+
+
+@pytest.mark.parametrize("family", sorted(LAYERS))
+def test_a_layer_grows_under_autocast_as_measured(tmp_path, family):
+    """The fp32 residual each pre-norm keeps, an RMSNorm's fp32 product, and a 16-bit cast for each linear layer
+    reading a norm (2 bytes each, where 16 bits share one output): Llama's 10 bytes, GPT-2's fused c_attn 4."""
+    arch = spec_from_config(tmp_path, LAYERS[family]["config"]).architecture
+    grown = _kept(arch, True) - _kept(arch, False)
+    measured = LAYERS[family]["autocast"] - LAYERS[family]["bf16"]
+    if family in COUNTED_OTHERWISE:
+        assert grown == COUNTED_OTHERWISE[family] and abs(grown - measured) <= 4.0
+    else:
+        assert grown == pytest.approx(measured, abs=0.05)
+
+
+@pytest.mark.parametrize("family", ["llama", "mistral", "qwen2", "gemma", "gpt2", "starcoder2"])
+def test_a_layer_keeps_what_autocast_keeps(tmp_path, family):
+    """Where dpcost's bf16 count is transformers' (these families), its autocast count is too, within 0.1 byte (the
+    norms' per-token statistics, which dpcost leaves out)."""
+    arch = spec_from_config(tmp_path, LAYERS[family]["config"]).architecture
+    for autocast, key in ((False, "bf16"), (True, "autocast")):
+        assert _kept(arch, autocast) == pytest.approx(LAYERS[family][key], abs=0.1)
+
+
+def test_the_checkpoint_under_autocast_is_the_fp32_residual(tmp_path):
+    """Full recomputation keeps each layer's input, the residual stream, which autocast leaves in fp32: 4 bytes an
+    element (torch.utils.checkpoint saves its inputs as they are)."""
+    arch = spec_from_config(tmp_path, LAYERS["llama"]["config"]).architecture
+    for autocast, width in ((False, 2), (True, 4)):
+        layer = layer_tensors(arch, False, True, "eager", autocast=autocast)
+        assert kept_per_token(layer, "full", 1, 1) == width * arch.hidden
+
+
+def _configs() -> dict[str, dict]:
+    """A config.json for each model type: transformers' class defaults where resolved/transformers-5.25.json holds
+    them, else a real config of that type (its own or its text model's) from tests/reference/hf-configs/."""
+    real: dict[str, dict] = {}
+    for path in sorted(HF.glob("*.json")):
+        cfg = json.loads(path.read_text())
+        for model_type in (cfg.get("model_type"), (cfg.get("text_config") or {}).get("model_type")):
+            real.setdefault(model_type, cfg)
+    return {family: (transformers_cases(family) or [real.get(family)])[0] for family in READERS}
+
+
+def _readers_compared(tmp_path: Path) -> dict[str, tuple[list[int], list[int]]]:
+    """For each measured family dpcost reads: the linear layers it says read the first layer's norms (the attention
+    norm's, then the MLP norm's), and those measured, in the order the norms ran."""
+    compared = {}
+    for family, cfg in _configs().items():
+        found = READERS[family]
+        if cfg is None or not isinstance(found, dict) or not found:
+            continue
+        try:
+            arch = spec_from_config(tmp_path, cfg).architecture
+        except InputError:
+            continue
+        mixer, mlp, _ = arch.layer_kinds[0]
+        moe, runs_mlp = mlp == "moe", mlp != "none"
+        ours = [_attention_readers(arch, mixer) + (_mlp_readers(arch, moe) if runs_mlp and arch.layer_norms < 2 else 0)]
+        if runs_mlp and arch.layer_norms >= 2:
+            ours.append(_mlp_readers(arch, moe))
+        compared[family] = (ours, [len(names) for names in found.values()])
+    return compared
+
+
+def test_the_linear_layers_reading_each_norm_are_those_transformers_runs(tmp_path):
+    """Q, K and V one linear layer or three (fused_qkv), gate and up one or two (fused_gate_up), MLA's two
+    down-projections, an MoE layer's router and shared experts: as counted on each family's first layer."""
+    compared = _readers_compared(tmp_path)
+    assert len(compared) >= 80
+    differ = {family for family, (ours, measured) in compared.items() if ours != measured}
+    unexplained = {family: compared.get(family) for family in differ ^ set(READ_OTHERWISE)}
+    assert not unexplained
