@@ -4422,10 +4422,15 @@ _GATE_CLAMPS: dict[str, GateClamp] = {
 # InternLM2's wqkv, Baichuan's W_pack).
 _FUSED_QKV = frozenset((
     "gpt2", "openai-gpt", "gpt_bigcode", "gpt_neox", "gpt_neox_japanese", "bloom", *_FALCON, "phi3", "codegen",
-    "mpt", "dbrx", "persimmon", "ergo", "phi4_multimodal", "modernbert-decoder", "chatglm", "qwen", "internlm2",
-    "baichuan",
+    "mpt", "dbrx", "persimmon", "ergo", "phi4_multimodal", "modernbert", "modernbert-decoder", "chatglm", "qwen",
+    "internlm2", "baichuan",
 ))  # fmt: skip
-_FUSED_GATE_UP = frozenset(("phi3", "phi4_multimodal", "glm", "glm4", "modernbert-decoder", "chatglm"))
+# (Granite's MoE families: their shared MLP's input_linear; MiniMax-M3's: its dense and shared MLPs' gate_up_proj)
+_FUSED_GATE_UP = frozenset((
+    "phi3", "phi4_multimodal", "glm", "glm4", "glm4v", "glm4v_text", "glm_ocr", "glm_ocr_text", "minimax_m3_vl",
+    "minimax_m3_vl_text", "granitemoeshared", "granitemoehybrid", "granitemoe_swa", "modernbert",
+    "modernbert-decoder", "chatglm",
+))  # fmt: skip
 
 # The families whose eager attention takes its softmax in the scores' 16 bits, where Llama's eager_attention_forward
 # takes it in fp32 (activations._eager_scores), as measured for each family's class defaults

@@ -208,14 +208,14 @@ def _norm(
 
 
 def _attention_readers(a: ModelArchitecture, mixer: str) -> int:
-    """The linear layers that read the attention norm's output: Q's, K's and V's (one where fused_qkv; Q's alone
-    in a kv-shared layer), MLA's query and key-value down-projections and DeepSeek-V3.2's indexer's key and head
-    weights (wk, weights_proj), any other mixer's input projection."""
+    """The linear layers that read the attention norm's output and keep their cast: Q's, K's and V's (one where
+    fused_qkv; Q's alone in a kv-shared layer), MLA's query and key-value down-projections (DeepSeek-V3.2's indexer
+    reads it too, under torch.no_grad in transformers, keeping nothing), any other mixer's input projection."""
     if "attention" not in mixer or a.compressed_attention is not None:
         return 1
     kv = a.computes_kv(mixer)
     if a.mla is not None:
-        return (2 if kv else 1) + (2 if a.indexer is not None else 0)
+        return 2 if kv else 1
     return 1 if a.fused_qkv or not kv else 3
 
 
@@ -776,7 +776,8 @@ def layer_tensors(
     own mixer (`mixer`: Mamba, gated DeltaNet, attention beside Mamba, or none) and may have no MLP; a dense MLP is
     `ffn` wide (ModelArchitecture.layer_kind), else as wide as its mixer's (dense_ffn). `autocast`: the forward runs
     under torch.autocast on fp32 weights: the residual stream is fp32 (the embedding's output, and fp32 + 16-bit
-    sums), which the pre-norms and the block's checkpoint keep (_norm), and eager attention's softmax is fp32."""
+    sums), which the block's checkpoint keeps and, eager, the pre-norms (_norm; compiled, what the partitioner keeps
+    of them is not measured), and eager attention's softmax is fp32."""
     # Megatron-Core's Transformer Engine spec (gpt_layer_specs.py) fuses a norm into the matmul after it, where its
     # "layernorm" recompute (transformer_layer.py) finds IdentityOp and recomputes nothing: attention's into linear_qkv
     # but MLA's (a norm of its own), a dense MLP's into linear_fc1 but an MoE layer's (the router reads it).

@@ -12,8 +12,11 @@ Needs torch and transformers (not dpcost's dependencies; run with transformers 5
   torch.autocast("cpu", dtype=torch.bfloat16) on fp32 weights and again in plain bf16, with saved-tensor hooks (each
   storage once, the parameters left out). The second layer's bytes per token, per unit of hidden: what one layer
   keeps, without the embedding, the final norm, the head or tables computed once per model (rotary's). CPU autocast
-  casts the ops these layers run to the same dtypes as CUDA's (linear, matmul and SDPA to bf16; layer_norm on an
-  fp32 input stays fp32 on both lists).
+  casts linear, matmul and SDPA to bf16 as CUDA's does. CUDA's fp32 list has layer_norm, rms_norm, pow and softmax,
+  CPU's none of them, which leaves the pre-norms alone (their inputs are fp32 already); what CUDA runs in fp32
+  besides, those ops on 16-bit tensors (gelu_new's pow, a LayerNorm over bf16 queries), these CPU runs do not show.
+- "llama_checkpointed_layer_bytes_per_token_per_hidden": the same for Llama with transformers' gradient
+  checkpointing of every layer: what a checkpointed layer keeps, its input.
 - "readers": for every family with a causal-LM class whose defaults build small, the linear layers (F.linear,
   addmm) of its first layer whose input is the output of one of that layer's norms, by norm, in bf16 (each family in
   its own process). Under autocast each of them keeps its own 16-bit cast of that (fp32) output. A family whose
@@ -72,12 +75,15 @@ def build(family: str, layers: int) -> Any:
         return AutoModelForCausalLM.from_config(config, attn_implementation="eager")
 
 
-def saved_bytes(family: str, layers: int, tokens: int, autocast: bool) -> int:
-    """Bytes autograd keeps of the model's forward over `tokens` tokens, its parameters left out."""
+def saved_bytes(family: str, layers: int, tokens: int, autocast: bool, checkpointed: bool = False) -> int:
+    """Bytes autograd keeps of the model's forward over `tokens` tokens, its parameters left out; `checkpointed`:
+    under transformers' gradient checkpointing of every layer."""
     import torch
 
     torch.manual_seed(0)
     model = build(family, layers).to(torch.float32 if autocast else torch.bfloat16).train()
+    if checkpointed:
+        model.gradient_checkpointing_enable()
     weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
     saved: dict[int, int] = {}
 
@@ -93,9 +99,9 @@ def saved_bytes(family: str, layers: int, tokens: int, autocast: bool) -> int:
     return sum(saved.values())
 
 
-def layer_bytes(family: str, autocast: bool) -> float:
+def layer_bytes(family: str, autocast: bool, checkpointed: bool = False) -> float:
     """One layer's kept bytes per token per unit of hidden: the second layer's, between two sequence lengths."""
-    v = {(n, t): saved_bytes(family, n, t, autocast) for n in (1, 2) for t in (SHORT, LONG)}
+    v = {(n, t): saved_bytes(family, n, t, autocast, checkpointed) for n in (1, 2) for t in (SHORT, LONG)}
     return ((v[2, LONG] - v[2, SHORT]) - (v[1, LONG] - v[1, SHORT])) / (LONG - SHORT) / HIDDEN
 
 
@@ -173,6 +179,10 @@ def main() -> None:
     if sys.argv[1:2] == ["--readers"]:  # one family, in this process
         json.dump(readers(sys.argv[2]), sys.stdout)
         return
+    checkpointed = {"bf16": layer_bytes("llama", False, True), "autocast": layer_bytes("llama", True, True)}
+    if sys.argv[1:2] == ["--checkpointed"]:  # that part alone
+        json.dump(checkpointed, sys.stdout)
+        return
     layers = {}
     for family in BYTES:
         layers[family] = {
@@ -188,6 +198,7 @@ def main() -> None:
         "transformers": transformers.__version__,
         "torch": torch.__version__,
         "layers_bytes_per_token_per_hidden": layers,
+        "llama_checkpointed_layer_bytes_per_token_per_hidden": checkpointed,
         "readers": found,
     }
     json.dump(out, sys.stdout, indent=1)
