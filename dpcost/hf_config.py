@@ -4418,8 +4418,8 @@ _GATE_CLAMPS: dict[str, GateClamp] = {
 # The families that project Q, K and V with one linear layer, and a dense gated MLP's gate and up with one (specs:
 # fused_qkv, fused_gate_up), as the linear layers reading each norm's output show on transformers 5.25.0
 # (tests/reference/hf-configs/resolved/autocast-activations.json, readers); the remote-code families as the modeling
-# files this module's readers cite build them (THUDM's query_key_value and dense_h_to_4h, Qwen's c_attn,
-# InternLM2's wqkv, Baichuan's W_pack).
+# files their entries above cite build them (THUDM's query_key_value and dense_h_to_4h, _chatglm; Qwen's c_attn,
+# _qwen1; InternLM2's wqkv and Baichuan's W_pack, their _LLAMA_LIKE comments).
 _FUSED_QKV = frozenset((
     "gpt2", "openai-gpt", "gpt_bigcode", "gpt_neox", "gpt_neox_japanese", "bloom", *_FALCON, "phi3", "codegen",
     "mpt", "dbrx", "persimmon", "ergo", "phi4_multimodal", "modernbert", "modernbert-decoder", "chatglm", "qwen",

@@ -789,6 +789,7 @@ def layer_tensors(
     streams = a.hyper_connected
     tensors = _hyper_connection(a, "input", "attention") if streams else []
     cast = autocast and kernels == "eager"
+    # one norm per block (GPT-J, Falcon): the MLP's readers read the attention norm's output too
     readers = _attention_readers(a, mixer) + (_mlp_readers(a, moe_layer) if mlp and a.layer_norms < 2 else 0)
     tensors += _norm(a, kernels, "attention norm", attention_norm, readers if cast else 0) if mixer != "none" else []
     mm = 1
