@@ -1102,6 +1102,10 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     if family == "helium" and heads * arch["head_dim"] != hidden:
         raise InputError(k.where, f"{k._key('head_dim')}: Helium's o_proj is hidden x hidden, so heads x head_dim "
                          f"must be hidden_size ({hidden}), got {heads} x {arch['head_dim']}")  # fmt: skip
+    if family == "baichuan" and hidden != 4096:
+        # Baichuan 13B and Baichuan 2 13B run ALiBi, the 7Bs RoPE: their modeling files differ, not their keys, and
+        # vLLM tells them apart by width (model_executor/models/baichuan.py, BaichuanForCausalLM)
+        arch["alibi"] = True
     if family == "mimo":
         arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
     if family in ("cohere2", "cohere2_moe", "cohere_compass_text"):
@@ -2660,6 +2664,7 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             norm="layernorm_nb",
             qkv_bias=False,
             linear_bias=False,
+            alibi=True,  # MptModel builds its ALiBi biases whatever attn_config says
         )
     elif family == "gpt_neox_japanese":  # modeling_gpt_neox_japanese.py (5.25.0): GPT-NeoX's blocks without biases
         # but the LayerNorms' and the last layer's output projection's (dense_bias), an MLP of
@@ -2675,6 +2680,7 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             ffn=k.integer("intermediate_size", field="ffn"),
             tied_embeddings=k.flag("tie_word_embeddings", False),
             qkv_bias=k.flag("attention_bias", True),
+            parallel_residual=k.flag("use_parallel_residual", True),  # GPTNeoXLayer: x + attn(ln1(x)) + mlp(ln2(x))
         )
     elif family == "opt":  # configuration_opt.py: ffn_dim, ReLU, learned positions, tied by default
         proj = k.integer("word_embed_proj_dim", default=hidden)
@@ -2789,7 +2795,7 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
         )
     else:  # bloom, configuration_bloom.py: 4h MLP, a LayerNorm after the embedding, ALiBi, tied; its own GELU
         arch.update(ffn=4 * hidden, tied_embeddings=k.flag("tie_word_embeddings", True), embedding_norm=True,
-                    activation="bloom_gelu")  # fmt: skip
+                    activation="bloom_gelu", alibi=True)  # fmt: skip
     if family in _GPT_ACTIVATIONS:
         runs = _OPENAI_GPT_ACT_FNS if family == "openai-gpt" else None
         arch.update(mlp_activation(k, *_GPT_ACTIVATIONS[family], runs=runs))
@@ -2812,6 +2818,9 @@ def _falcon(k: Keys, family: str) -> dict[str, Any]:
     else:
         kv = heads
     parallel = k.flag("parallel_attn", True)
+    # FalconDecoderLayer: side by side, the new decoder's ln_attn and ln_mlp both read the layer's input
+    # (num_ln_in_parallel_attn, 2 when null), else one input_layernorm serves both
+    two_side_by_side = parallel and new and k.integer("num_ln_in_parallel_attn", default=None) in (None, 2)
     bias = k.flag("bias", False)
     return {
         "hidden": hidden,
@@ -2825,7 +2834,9 @@ def _falcon(k: Keys, family: str) -> dict[str, Any]:
         **mlp_activation(k, "activation", "gelu"),  # FalconMLP: get_activation(config.activation)
         "qkv_bias": bias,
         "linear_bias": bias,
-        "layer_norms": 2 if new or not parallel else 1,
+        "layer_norms": 2 if two_side_by_side or not parallel else 1,
+        "parallel_residual": two_side_by_side,
+        "alibi": k.flag("alibi", False),  # Falcon-RW's; the rest rotate Q and K
     }
 
 
@@ -4398,6 +4409,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         arch["gate_clamp"] = _GATE_CLAMPS[family]
     arch.update({"fused_qkv": True} if family in _FUSED_QKV else {})
     arch.update({"fused_gate_up": True} if family in _FUSED_GATE_UP else {})
+    arch.update({"context_copied": True} if family in _CONTEXT_COPIED else {})
     if family in ("zamba", "zamba2"):
         note = "shared transformer blocks held once, run by each hybrid layer: active parameters count each run"
     return arch, k, note
@@ -4422,7 +4434,7 @@ _GATE_CLAMPS: dict[str, GateClamp] = {
 # _qwen1; InternLM2's wqkv and Baichuan's W_pack, their _LLAMA_LIKE comments).
 _FUSED_QKV = frozenset((
     "gpt2", "openai-gpt", "gpt_bigcode", "gpt_neox", "gpt_neox_japanese", "bloom", *_FALCON, "phi3", "codegen",
-    "mpt", "dbrx", "persimmon", "ergo", "phi4_multimodal", "modernbert", "modernbert-decoder", "chatglm", "qwen",
+    "mpt", "dbrx", "persimmon", "ergo", "phi4_multimodal", "modernbert", "chatglm", "qwen",
     "internlm2", "baichuan",
 ))  # fmt: skip
 # (Granite's MoE families: their shared MLP's input_linear; MiniMax-M3's: its dense and shared MLPs' gate_up_proj)
@@ -4430,6 +4442,15 @@ _FUSED_GATE_UP = frozenset((
     "phi3", "phi4_multimodal", "glm", "glm4", "glm4v", "glm4v_text", "glm_ocr", "glm_ocr_text", "minimax_m3_vl",
     "minimax_m3_vl_text", "granitemoeshared", "granitemoehybrid", "granitemoe_swa", "modernbert",
     "modernbert-decoder", "chatglm",
+))  # fmt: skip
+
+# The families whose queries reach SDPA laid out per head, so that the output projection reads a copy of its output
+# (specs: context_copied), as measured on transformers 5.25.0 (tests/reference/hf-configs/resolved/
+# attention-layout.json, context_copied): those whose rotary ends in torch.cat (the partial-rotary path: Phi's,
+# GPT-NeoX's, Phi-3's, GLM's), or whose queries are so concatenated (GLM-4.7-Flash's MLA, ZAYA's)
+_CONTEXT_COPIED = frozenset((
+    "glm", "glm4", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "gpt_neox", "minimax_m2", "minimax_m3_vl_text",
+    "nemotron", "param2moe", "persimmon", "phi", "phi3", "phi4_multimodal", "sarvam_moe", "stablelm", "zaya",
 ))  # fmt: skip
 
 # The families whose eager attention takes its softmax in the scores' 16 bits, where Llama's eager_attention_forward

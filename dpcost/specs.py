@@ -572,6 +572,12 @@ class ModelArchitecture(Spec):
         "projections keep one each",
         exclude_if=_unset,
     )
+    context_copied: bool = Field(
+        False,
+        description="the model's queries reach attention laid out per head (transformers' partial-rotary torch.cat), "
+        "so SDPA's output is too, and the output projection reads a copy of it: eager kernels keep both",
+        exclude_if=_unset,
+    )
     fused_gate_up: bool = Field(
         False,
         description="one linear layer projects a gated MLP's gate and up halves (Phi-3's and GLM-4's gate_up_proj): "
@@ -611,6 +617,12 @@ class ModelArchitecture(Spec):
     )
     layer_norms: Annotated[int, Field(ge=0, le=8, strict=True)] = Field(
         2, description="hidden-sized norms per block: 2 (pre-norm), 1 (GPT-J, Falcon), 4 (Gemma 2/3)"
+    )
+    parallel_residual: bool = Field(
+        False,
+        description="attention and the MLP both read the layer's input, each through a norm of its own (GPT-NeoX's "
+        "use_parallel_residual, Falcon's new decoder): that input is one tensor, kept once",
+        exclude_if=_unset,
     )
     stores_last_kv: bool = Field(
         False,
@@ -662,7 +674,15 @@ class ModelArchitecture(Spec):
         False, description="a bias on the output head (Phi-3.5-MoE's lm_head_bias)", exclude_if=_unset
     )
     linear_bias: bool = Field(False, description="biases on every linear layer and norm (GPT-2/3 style)")
-    learned_positions: NonNegativeInt = Field(0, description="rows of a learned position table; 0 = rotary")
+    learned_positions: NonNegativeInt = Field(
+        0, description="rows of a learned position table; 0 = rotary, unless alibi"
+    )
+    alibi: bool = Field(
+        False,
+        description="ALiBi: positions enter as a bias on the scores, with no table and no rotary (BLOOM, MPT, "
+        "Baichuan 13B, Falcon-RW)",
+        exclude_if=_unset,
+    )
     position_offset: NonNegativeInt = Field(
         0,
         description="rows of the position table before the first position, which no token reads: RoBERTa's "
@@ -955,6 +975,11 @@ class ModelArchitecture(Spec):
                 f"position_offset ({self.position_offset}) leaves none of the {self.learned_positions} "
                 "learned_positions rows for a token"
             )
+        if self.parallel_residual and self.layer_norms != 2:
+            raise ValueError("parallel_residual: attention's and the MLP's norms read the layer's input side by side, "
+                             f"so layer_norms is 2, got {self.layer_norms}")  # fmt: skip
+        if self.alibi and self.learned_positions:
+            raise ValueError("alibi: ALiBi's biases replace the learned_positions table; set one of the two")
         if self.moe is not None and any(i >= self.layers for i in self.moe.dense_layers):
             raise ValueError(f"moe.dense_layers: layer indices run from 0 to {self.layers - 1}")
         if self.mixers and len(self.mixers) != self.layers:
@@ -1108,6 +1133,11 @@ class ModelArchitecture(Spec):
         kinds = self.layer_kinds
         counts = Counter((kinds[i][0], self.local_span(i)) for i in layers if "attention" in kinds[i][0])
         return tuple((mixer, local, n) for (mixer, local), n in counts.items())
+
+    @property
+    def rotary(self) -> bool:
+        """Q and K are rotated by position (RoPE): no learned position table and no ALiBi."""
+        return not self.learned_positions and not self.alibi
 
     @property
     def indexer_layers(self) -> int:

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
@@ -41,6 +42,18 @@ def transformers_cases(model_type: str) -> list[dict]:  # type: ignore[type-arg]
     """The configs resolved/transformers-5.25.json holds for `model_type`, in its order (each as the class writes it,
     with the parameters transformers builds beside it there)."""
     return [cfg for cfg in _transformers_cases() if cfg["model_type"] == model_type]
+
+
+def family_configs(families: Iterable[str]) -> dict[str, dict | None]:  # type: ignore[type-arg]
+    """A config.json for each model type: transformers' class defaults where resolved/transformers-5.25.json holds
+    them, else a real config of that type (its own or its text model's) from tests/reference/hf-configs/, else
+    None."""
+    real: dict[str | None, dict] = {}  # type: ignore[type-arg]
+    for path in sorted((REFERENCE / "hf-configs").glob("*.json")):
+        cfg = json.loads(path.read_text())
+        for model_type in (cfg.get("model_type"), (cfg.get("text_config") or {}).get("model_type")):
+            real.setdefault(model_type, cfg)
+    return {family: (transformers_cases(family) or [real.get(family)])[0] for family in families}
 
 
 def spec_from_config(tmp_path: Path, cfg: dict) -> ModelSpec:  # type: ignore[type-arg]

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import spec_from_config, transformers_cases
+from conftest import family_configs, spec_from_config
 
 from dpcost.engine.activations import _attention_readers, _mlp_readers, layer_tensors
 from dpcost.engine.checkpointing import kept_per_token
@@ -19,12 +19,11 @@ MEASURED = json.loads((HF / "resolved" / "autocast-activations.json").read_text(
 LAYERS = MEASURED["layers_bytes_per_token_per_hidden"]
 READERS = MEASURED["readers"]
 # Where a layer grows under autocast by other than dpcost's count: what transformers keeps beyond it (bytes a token per
-# unit of hidden). GPT-NeoX's attention and MLP norms read one input in parallel, which autograd keeps once and dpcost
-# once per norm (in bf16 too), so dpcost grows it twice; OLMo 2's norms follow its sub-layers, so their inputs stay
+# unit of hidden). OLMo 2's norms follow its sub-layers, so their inputs stay
 # 16-bit and its projections cast the fp32 residual itself, where dpcost reads them as pre-norms. GPT-J's and GLM-4's
 # rotary tables, which each layer makes and keeps (four and two, rotary_dim wide), turn fp32: a tenth of a byte at
 # real widths. Falcon's 1.5, not traced.
-KEPT_BEYOND = {"gpt_neox": -2.0, "olmo2": -4.0, "gptj": 2.0, "glm4": 1.0, "falcon": 1.5}
+KEPT_BEYOND = {"olmo2": -4.0, "gptj": 2.0, "glm4": 1.0, "falcon": 1.5}
 
 
 # Where the linear layers measured reading a norm are not dpcost's count, and why
@@ -77,10 +76,14 @@ def test_a_layer_grows_under_autocast_as_measured(tmp_path, family):
     assert measured - grown == pytest.approx(KEPT_BEYOND.get(family, 0.0), abs=0.05)
 
 
-@pytest.mark.parametrize("family", ["llama", "mistral", "qwen2", "gemma", "gpt2", "starcoder2"])
+@pytest.mark.parametrize(
+    "family", ["llama", "mistral", "qwen2", "gemma", "gpt2", "starcoder2", "stablelm", "phi", "phi3", "gpt_neox"]
+)
 def test_a_layer_keeps_what_autocast_keeps(tmp_path, family):
     """Where dpcost's bf16 count is transformers' (these families), its autocast count is too, within 0.1 byte (the
-    norms' per-token statistics, which dpcost leaves out)."""
+    norms' per-token statistics, which dpcost leaves out). StableLM, Phi and Phi-3 keep a copy of attention's output
+    (context_copied), Phi-3 and GPT-NeoX their fused projection's Q and K in V's storage, and GPT-NeoX's two norms
+    read one input, kept once (parallel_residual): tests/test_attention_layout.py."""
     arch = spec_from_config(tmp_path, LAYERS[family]["config"]).architecture
     for autocast, key in ((False, "bf16"), (True, "autocast")):
         assert _kept(arch, autocast) == pytest.approx(LAYERS[family][key], abs=0.1)
@@ -96,22 +99,11 @@ def test_a_checkpointed_layer_keeps_its_fp32_input(tmp_path):
         assert kept_per_token(layer, "full", 1, 1) / arch.hidden == measured[key]
 
 
-def _configs() -> dict[str, dict]:
-    """A config.json for each model type: transformers' class defaults where resolved/transformers-5.25.json holds
-    them, else a real config of that type (its own or its text model's) from tests/reference/hf-configs/."""
-    real: dict[str, dict] = {}
-    for path in sorted(HF.glob("*.json")):
-        cfg = json.loads(path.read_text())
-        for model_type in (cfg.get("model_type"), (cfg.get("text_config") or {}).get("model_type")):
-            real.setdefault(model_type, cfg)
-    return {family: (transformers_cases(family) or [real.get(family)])[0] for family in READERS}
-
-
 def _readers_compared(tmp_path: Path) -> dict[str, tuple[list[int], list[int]]]:
     """For each measured family dpcost reads: the linear layers it says read the first layer's norms (the attention
     norm's, then the MLP norm's), and those measured, in the order the norms ran."""
     compared = {}
-    for family, cfg in _configs().items():
+    for family, cfg in family_configs(READERS).items():
         found = READERS[family]
         if cfg is None or not isinstance(found, dict) or not found:
             continue

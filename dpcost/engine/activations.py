@@ -267,6 +267,9 @@ def _attention(
         kv_a = 1 if computes_kv else 0
         out.append(Tensor("Q", "mla_up_proj", e * a.heads * d_qk, matmul=mm + kv_a if q_rank else 0))
         out.append(Tensor("K, V", "mla_up_proj", e * a.heads * (d_qk + d_v), matmul=mm + kv_a + (1 if q_rank else 0)))
+        if kernels == "eager" and computes_kv:  # V is a view of kv_b_proj's output, which attention keeps whole
+            kept = e * a.heads * m.qk_nope_head_dim
+            out.append(Tensor("keys' latent part, kept in V's storage", "mla_up_proj", kept))
         mm += kv_a + (2 if q_rank else 1)
         if a.indexer is not None and indexed:  # DeepSeek-V3.2's indexer: its queries, key and head weights
             i = a.indexer
@@ -284,6 +287,10 @@ def _attention(
             out.append(Tensor("V", "qkv", e * a.n_kv_heads * a.d_value, saved=not expanded, matmul=mm + 2))
         if expanded:
             out.append(Tensor("K and V copied to every query head", "qkv", 2 * e * q))
+        elif kernels == "eager" and a.fused_qkv and a.rotary and computes_kv:
+            # Q and K are rotated into new tensors, and V stays a view of the fused projection's output, which
+            # attention keeps whole
+            out.append(Tensor("fused projection's Q and K, kept in V's storage", "qkv", e * (q + kv)))
         if a.qk_norm != "none":  # the norms' inputs are the projections' outputs; their outputs are Q and K above
             out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + (kv if computes_kv else 0)))
         if a.cca is not None:  # ZAYA's two convolutions keep their inputs, and its L2 norms theirs
@@ -311,6 +318,8 @@ def _attention(
         if a.dropout > 0:
             out.append(Tensor("attention dropout mask", "core_attn", 1.0 * a.heads, quadratic=True))
             out.append(Tensor("attention dropout output", "core_attn", e * a.heads, quadratic=True))
+    if flash and kernels == "eager" and a.context_copied:
+        out.append(Tensor("attention output, laid out per head", "core_attn", e * context))
     out.append(Tensor("context (output projection input)", "core_attn", e * context))
     out.append(Tensor("output projection output", "attn_out", e * h, saved=False, matmul=mm))
     if a.dropout > 0:
@@ -842,7 +851,9 @@ def layer_tensors(
     if streams:
         tensors += _hyper_connection(a, "attn_out", "MLP")
     if a.layer_norms >= 2 or mixer == "none":  # one norm per block (GPT-J, Falcon): attention and MLP share it
-        tensors += _norm(a, kernels, "MLP norm", mlp_norm, _mlp_readers(a, moe_layer) if cast else 0)
+        norm = _norm(a, kernels, "MLP norm", mlp_norm, _mlp_readers(a, moe_layer) if cast else 0)
+        # side by side, its input is the layer's, which the attention norm keeps
+        tensors += norm[1:] if a.parallel_residual and mixer != "none" else norm
     e, h = ACT_BYTES, a.hidden
     if moe_layer and a.moe is not None:
         moe = a.moe

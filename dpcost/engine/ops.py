@@ -433,7 +433,7 @@ def _attention_half(
         if a.attention_gate:  # an output gate per query channel (Muse's gate_proj, MiniCPM5-MoE's q_gate_proj)
             ops.append(_gemm("output gate", "qkv", t, h, q_out, gemm_bytes, tp_split="n"))
         d_qk, d_v = a.d_head, a.d_value
-        rotary_width = 0 if a.learned_positions else q_out + kv_out
+        rotary_width = q_out + kv_out if a.rotary else 0
         out_in = a.heads * d_v
     if rotary_width:
         # Megatron-Core's fused RoPE takes no YaRN scale: with one, rope_utils.py runs its unfused PyTorch path
