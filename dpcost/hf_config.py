@@ -4447,10 +4447,16 @@ _FUSED_GATE_UP = frozenset((
 # The families whose queries reach SDPA laid out per head, so that the output projection reads a copy of its output
 # (specs: context_copied), as measured on transformers 5.25.0 (tests/reference/hf-configs/resolved/
 # attention-layout.json, context_copied): those whose rotary ends in torch.cat (the partial-rotary path: Phi's,
-# GPT-NeoX's, Phi-3's, GLM's), or whose queries are so concatenated (GLM-4.7-Flash's MLA, ZAYA's)
+# GPT-NeoX's, Phi-3's, GLM's), or whose queries are so concatenated (GLM-4.7-Flash's MLA, ZAYA's); then those
+# the sweep could not see, measured one by one with the same hooks (Laguna, whose gate multiplies the copy; Qwen3-Next
+# with a full-attention first layer), and those whose modeling files run GLM-4's or Qwen3-Next's rotary or an MLA
+# with equal head dims (Mistral Large 3 and 4: flash applies), read, not measured
 _CONTEXT_COPIED = frozenset((
     "glm", "glm4", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "gpt_neox", "minimax_m2", "minimax_m3_vl_text",
     "nemotron", "param2moe", "persimmon", "phi", "phi3", "phi4_multimodal", "sarvam_moe", "stablelm", "zaya",
+    "laguna", "qwen3_next",
+    "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "qwen3_5_text", "qwen3_5_moe_text", "bamba", "recurrent_gemma",
+    "mistral4", "mistral_large4_text",
 ))  # fmt: skip
 
 # The families whose eager attention takes its softmax in the scores' 16 bits, where Llama's eager_attention_forward

@@ -21,8 +21,9 @@ LAYERS = json.loads((HF / "resolved" / "autocast-activations.json").read_text())
 # Where dpcost's account differs from what was measured, and why
 COPIED_OTHERWISE: dict[str, str] = {}
 KEPT_OTHERWISE = {
-    "falcon": "multi-query: dpcost copies K and V out to every query head (repeat_kv) and keeps the copies, where "
-    "transformers' SDPA on CPU broadcast them and kept the fused output V is a view of (2.5)",
+    "falcon": "multi-query: dpcost copies K and V out to every query head and keeps the copies (torchtitan's "
+    "repeat_kv), where transformers' SDPA without a mask takes them unexpanded (enable_gqa) and keeps the fused "
+    "output V is a view of (2.5)",
 }
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
 
@@ -105,8 +106,8 @@ def test_only_eager_kernels_keep_the_copies(tmp_path):
 @pytest.mark.parametrize(
     ("config", "alibi"),
     [("bloom.json", True), ("mpt-7b.json", True), ("falcon-7b.json", False),
-     ({"model_type": "falcon", "alibi": True, "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
-       "vocab_size": 100}, True),
+     ({"model_type": "falcon", "alibi": True, "multi_query": False, "hidden_size": 64, "num_attention_heads": 4,
+       "num_hidden_layers": 2, "vocab_size": 100}, True),
      ({"model_type": "baichuan", "hidden_size": 5120, "intermediate_size": 13696, "num_attention_heads": 40,
        "num_hidden_layers": 40, "vocab_size": 125696}, True),
      ({"model_type": "baichuan", "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
@@ -123,6 +124,16 @@ def test_alibi_models_rotate_nothing(tmp_path, config, alibi):
     names = [op.name for op in layer_ops(arch, False, 1024, 1024, "eager")]
     assert ("rotary" in names) == (not alibi)
     assert not alibi or not [t for t in _eager_layer(arch) if "V's storage" in t.name]
+
+
+def test_a_multi_head_falcon_keeps_its_fused_output_with_rotary_not_alibi(tmp_path):
+    """The same fused query_key_value: with rotary, Q and K are new tensors and V's view keeps the whole output (Q's
+    and K's widths beyond: 4 bytes a token per unit of hidden); with ALiBi, Q, K and V are all views of it."""
+    falcon = {"model_type": "falcon", "multi_query": False, "hidden_size": 64, "num_attention_heads": 4,
+              "num_hidden_layers": 2, "vocab_size": 100}  # fmt: skip
+    for alibi, kept in ((False, 4.0), (True, 0.0)):
+        arch = spec_from_config(tmp_path, falcon | {"alibi": alibi}).architecture
+        assert sum(t.bytes_per_token for t in _eager_layer(arch) if "V's storage" in t.name) / arch.hidden == kept
 
 
 def test_alibi_and_a_position_table_are_refused_together(tmp_path):

@@ -19,7 +19,10 @@ shapes, one entry per tensor autograd keeps, so the sum is that formula for a GP
 - how the layer runs (`Kernels`): "fused" counts what Megatron's fused kernels keep (Korthikanti's count);
   "eager" counts what PyTorch ops keep: an RMSNorm written in them (Hugging Face's LlamaRMSNorm, torchtitan's
   RMSNorm) keeps an fp32 copy of its input and the normalised bf16 product before the weight (6 bytes per element
-  where a fused norm keeps its 2-byte input), and GQA's K and V are kept as copies for every query head;
+  where a fused norm keeps its 2-byte input), GQA's K and V are kept as copies for every query head (torchtitan's
+  repeat_kv; transformers' SDPA without a mask takes them unexpanded, not modelled), and transformers' attention
+  keeps what its layouts leave (resolved/attention-layout.json): a copy of SDPA's output where the query is
+  heads-first (context_copied), and the whole fused QKV or MLA kv_b_proj output that V is a view of;
   "compiled" drops the element-wise intermediates torch.compile's partitioner recomputes rather than saves
   (torch/_functorch/partitioners.py, min_cut_rematerialization_partition: pointwise ops are recomputed): the
   norms keep only their input, a gated MLP only its two matmul outputs, a GELU MLP only its first matmul's output.
@@ -267,7 +270,7 @@ def _attention(
         kv_a = 1 if computes_kv else 0
         out.append(Tensor("Q", "mla_up_proj", e * a.heads * d_qk, matmul=mm + kv_a if q_rank else 0))
         out.append(Tensor("K, V", "mla_up_proj", e * a.heads * (d_qk + d_v), matmul=mm + kv_a + (1 if q_rank else 0)))
-        if kernels == "eager" and computes_kv:  # V is a view of kv_b_proj's output, which attention keeps whole
+        if kernels == "eager":  # V is a view of kv_b_proj's output (a kv-shared layer's too), kept whole
             kept = e * a.heads * m.qk_nope_head_dim
             out.append(Tensor("keys' latent part, kept in V's storage", "mla_up_proj", kept))
         mm += kv_a + (2 if q_rank else 1)
