@@ -4410,6 +4410,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     arch.update({"fused_qkv": True} if family in _FUSED_QKV else {})
     arch.update({"fused_gate_up": True} if family in _FUSED_GATE_UP else {})
     arch.update({"context_copied": True} if family in _CONTEXT_COPIED else {})
+    arch.update({"norm_in_fp32": True} if family in _NORM_WEIGHT_IN_FP32 else {})
     if family in ("zamba", "zamba2"):
         note = "shared transformer blocks held once, run by each hybrid layer: active parameters count each run"
     return arch, k, note
@@ -4457,6 +4458,13 @@ _CONTEXT_COPIED = frozenset((
     "laguna", "qwen3_next",
     "glm4v_text", "glm4v_moe_text", "glm_ocr_text", "qwen3_5_text", "qwen3_5_moe_text", "bamba", "recurrent_gemma",
     "mistral4", "mistral_large4_text",
+))  # fmt: skip
+
+# The families whose RMSNorm multiplies its weight in fp32 and casts after, as Gemma's does ((w * x).to(dtype), or
+# x * (1 + w.float())), keeping an fp32 product (specs: norm_in_fp32), as measured on transformers 5.25.0
+# (tests/reference/hf-configs/resolved/norm-bytes.json: 8 bytes an element, where Llama's keeps 6)
+_NORM_WEIGHT_IN_FP32 = frozenset((
+    "beam", "deepseek_v4", "gpt_oss", "nemotron_h", "olmo2", "olmo3", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next",
 ))  # fmt: skip
 
 # The families whose eager attention takes its softmax in the scores' 16 bits, where Llama's eager_attention_forward

@@ -19,11 +19,9 @@ MEASURED = json.loads((HF / "resolved" / "autocast-activations.json").read_text(
 LAYERS = MEASURED["layers_bytes_per_token_per_hidden"]
 READERS = MEASURED["readers"]
 # Where a layer grows under autocast by other than dpcost's count: what transformers keeps beyond it (bytes a token per
-# unit of hidden). OLMo 2's norms follow its sub-layers, so their inputs stay
-# 16-bit and its projections cast the fp32 residual itself, where dpcost reads them as pre-norms. GPT-J's and GLM-4's
-# rotary tables, which each layer makes and keeps (four and two, rotary_dim wide), turn fp32: a tenth of a byte at
-# real widths. Falcon's 1.5, not traced.
-KEPT_BEYOND = {"olmo2": -4.0, "gptj": 2.0, "glm4": 1.0, "falcon": 1.5}
+# unit of hidden). GPT-J's and GLM-4's rotary tables, which each layer makes and keeps (four and two, rotary_dim wide),
+# turn fp32: a tenth of a byte at real widths. Falcon's 1.5, not traced.
+KEPT_BEYOND = {"gptj": 2.0, "glm4": 1.0, "falcon": 1.5}
 
 
 # Where the linear layers measured reading a norm are not dpcost's count, and why
@@ -77,13 +75,15 @@ def test_a_layer_grows_under_autocast_as_measured(tmp_path, family):
 
 
 @pytest.mark.parametrize(
-    "family", ["llama", "mistral", "qwen2", "gemma", "gpt2", "starcoder2", "stablelm", "phi", "phi3", "gpt_neox"]
+    "family",
+    ["llama", "mistral", "qwen2", "gemma", "gpt2", "starcoder2", "stablelm", "phi", "phi3", "gpt_neox", "olmo2"],
 )
 def test_a_layer_keeps_what_autocast_keeps(tmp_path, family):
     """Where dpcost's bf16 count is transformers' (these families), its autocast count is too, within 0.1 byte (the
     norms' per-token statistics, which dpcost leaves out). StableLM, Phi and Phi-3 keep a copy of attention's output
     (context_copied), Phi-3 and GPT-NeoX their fused projection's Q and K in V's storage, and GPT-NeoX's two norms
-    read one input, kept once (parallel_residual): tests/test_attention_layout.py."""
+    read one input, kept once (parallel_residual): tests/test_attention_layout.py. OLMo 2's RMSNorms, its q/k norms
+    and post-norms, keep an fp32 product, as Gemma's do (norm_in_fp32: tests/test_norm_bytes.py)."""
     arch = spec_from_config(tmp_path, LAYERS[family]["config"]).architecture
     for autocast, key in ((False, "bf16"), (True, "autocast")):
         assert _kept(arch, autocast) == pytest.approx(LAYERS[family][key], abs=0.1)

@@ -52,6 +52,7 @@ __all__ = [
     "kv_cache_bytes",
     "kv_read_bytes",
     "layer_tensors",
+    "norm_bytes",
     "recurrent_state_bytes",
     "routed_copies",
 ]
@@ -173,7 +174,7 @@ class LayerTensors:
         return sum(t.bytes(seq_len, micro_batch) for t in self.tensors if t.saved)
 
 
-def _norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:
+def norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:
     """Bytes a norm keeps per element of its input: the bf16 input (fused kernels, compiled), or an eager RMSNorm's
     fp32 copy of it and the normalised product before the weight, cast to bf16 (4 + 2: Llama's
     x.to(dtype) * w) or left in fp32 where the weight multiplies first (4 + 4: Gemma's (x * w).to(dtype))."""
@@ -183,8 +184,8 @@ def _norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:
 
 
 def _norm_input(a: ModelArchitecture, kernels: Kernels, name: str, module: Module, width: int) -> Tensor:
-    """What a norm keeps of its input (_norm_bytes)."""
-    return Tensor(f"{name} input", module, _norm_bytes(a, kernels) * width)
+    """What a norm keeps of its input (norm_bytes)."""
+    return Tensor(f"{name} input", module, norm_bytes(a, kernels) * width)
 
 
 def _norm(
@@ -196,7 +197,7 @@ def _norm(
     (_attention_readers, _mlp_readers; 0 otherwise). Its input is then the fp32 residual stream, which it keeps, an
     RMSNorm with its fp32 normalised product (x.to(input_dtype) is fp32), and its output is fp32, which each reader
     casts to 16 bits and keeps (autocast caches only the weights' casts): 4 (LayerNorm) or 8 (RMSNorm) + 2 x readers
-    bytes an element, where 16 bits keep _norm_bytes + 2. Measured: resolved/autocast-activations.json."""
+    bytes an element, where 16 bits keep norm_bytes + 2. Measured: resolved/autocast-activations.json."""
     module: Module = "input" if name == "attention norm" else "attn_out"
     if casts:
         return [
@@ -712,7 +713,7 @@ def _per_layer_input(a: ModelArchitecture, kernels: Kernels, first_mm: int) -> l
     torch.compile recomputes), and the projection's output, which its norm keeps."""
     p, e, h = a.per_layer_input, ACT_BYTES, a.hidden
     assert p is not None
-    norm = _norm_bytes(a, kernels)
+    norm = norm_bytes(a, kernels)
     out = [
         Tensor("per-layer input (this layer's slice)", "input", e * p.width),
         _norm_input(a, kernels, "per-layer projection norm (this layer's share)", "input", p.width),

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from dpcost.engine.activations import ACT_BYTES, Kernels
+from dpcost.engine.activations import ACT_BYTES, Kernels, norm_bytes
 from dpcost.engine.params import embedding_width
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
@@ -84,7 +84,7 @@ def loss_memory(
         raise ValueError(f"loss_impl must be one of {LOSS_IMPLS}")
     tokens = seq_len * micro_batch
     width = embedding_width(a)  # ALBERT's embedding and head are narrower than the hidden state
-    norm_input = (6 if kernels == "eager" and a.norm == "rmsnorm" else ACT_BYTES) * a.hidden if a.final_norm else 0
+    norm_input = norm_bytes(a, kernels) * a.hidden if a.final_norm else 0
     head_transform = ACT_BYTES * (a.hidden + 2 * width) if a.head_transform != "none" else 0
     embedding_norm = ACT_BYTES * width if a.embedding_norm else 0
     outside = tokens * (embedding_norm + norm_input + head_transform + ACT_BYTES * width)
