@@ -1108,6 +1108,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         arch["alibi"] = True
     if family == "mimo":
         arch["mtp_layers"] = k.integer("num_nextn_predict_layers", default=0, field="mtp_layers")
+    if family in _COHERE_LAYER_NORM:  # CohereLayerNorm: a LayerNorm's mean and variance, a weight and no bias
+        arch["norm"] = "layernorm_nb"
     if family in ("cohere2", "cohere2_moe", "cohere_compass_text"):
         arch["layer_norms"] = 1
     if family == "stablelm":
@@ -4462,9 +4464,12 @@ _CONTEXT_COPIED = frozenset((
 
 # The families whose RMSNorm multiplies its weight in fp32 and casts after, as Gemma's does ((w * x).to(dtype), or
 # x * (1 + w.float())), keeping an fp32 product (specs: norm_in_fp32), as measured on transformers 5.25.0
-# (tests/reference/hf-configs/resolved/norm-bytes.json: 8 bytes an element, where Llama's keeps 6)
+# (tests/reference/hf-configs/resolved/norm-bytes.json: 8 bytes an element, where Llama's keeps 6); and Cohere's
+# LayerNorm, written in fp32 ops, which ends so too (12)
+_COHERE_LAYER_NORM = ("cohere", "cohere2", "cohere2_moe", "cohere_compass_text")
 _NORM_WEIGHT_IN_FP32 = frozenset((
     "beam", "deepseek_v4", "gpt_oss", "nemotron_h", "olmo2", "olmo3", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next",
+    *_COHERE_LAYER_NORM,
 ))  # fmt: skip
 
 # The families whose eager attention takes its softmax in the scores' 16 bits, where Llama's eager_attention_forward

@@ -633,7 +633,8 @@ class ModelArchitecture(Spec):
     norm_in_fp32: bool = Field(
         False,
         description="the norm multiplies its weight in fp32 and casts after (Gemma's RMSNorm, (x * w).to(dtype), where "
-        "Llama's is x.to(dtype) * w: transformers PR #29402), so eager it keeps an fp32 normed product",
+        "Llama's is x.to(dtype) * w: transformers PR #29402), so eager it keeps an fp32 normed product; a LayerNorm "
+        "so written (Cohere's) runs in fp32 ops throughout",
         exclude_if=_unset,
     )
     qk_norm: Literal["none", "head", "full"] = Field(

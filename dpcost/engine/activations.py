@@ -177,10 +177,22 @@ class LayerTensors:
 def norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:
     """Bytes a norm keeps per element of its input: the bf16 input (fused kernels, compiled), or an eager RMSNorm's
     fp32 copy of it and the normalised product before the weight, cast to bf16 (4 + 2: Llama's
-    x.to(dtype) * w) or left in fp32 where the weight multiplies first (4 + 4: Gemma's (x * w).to(dtype))."""
-    if kernels == "eager" and a.norm == "rmsnorm":
+    x.to(dtype) * w) or left in fp32 where the weight multiplies first (4 + 4: Gemma's (x * w).to(dtype)); a
+    LayerNorm written in fp32 ops (Cohere's) keeps x - mean twice, for pow and for the product, and the fp32
+    normalised product (4 + 4 + 4). Measured: resolved/norm-bytes.json."""
+    if kernels != "eager":
+        return ACT_BYTES
+    if a.norm == "rmsnorm":
         return 4 + (4 if a.norm_in_fp32 else 2)
-    return ACT_BYTES
+    return 12.0 if a.norm_in_fp32 else ACT_BYTES
+
+
+def _fp32_norm_bytes(a: ModelArchitecture) -> float:
+    """What an eager norm keeps an element of an fp32 input (autocast's residual): an RMSNorm its input and its fp32
+    normalised product (4 + 4), a LayerNorm its input (4), or one written in fp32 ops its 12 bytes (norm_bytes)."""
+    if a.norm == "rmsnorm":
+        return 8.0
+    return 12.0 if a.norm_in_fp32 else 4.0
 
 
 def _norm_input(a: ModelArchitecture, kernels: Kernels, name: str, module: Module, width: int) -> Tensor:
@@ -201,7 +213,7 @@ def _norm(
     module: Module = "input" if name == "attention norm" else "attn_out"
     if casts:
         return [
-            Tensor(f"{name} input (the fp32 residual)", module, (8.0 if a.norm == "rmsnorm" else 4.0) * a.hidden),
+            Tensor(f"{name} input (the fp32 residual)", module, _fp32_norm_bytes(a) * a.hidden),
             Tensor(f"{name} output, cast to 16 bits by each of {casts} linear layers", fused_into or "layernorm",
                    ACT_BYTES * casts * a.hidden),
         ]  # fmt: skip
