@@ -4464,11 +4464,14 @@ _CONTEXT_COPIED = frozenset((
 
 # The families whose RMSNorm multiplies its weight in fp32 and casts after, as Gemma's does ((w * x).to(dtype), or
 # x * (1 + w.float())), keeping an fp32 product (specs: norm_in_fp32), as measured on transformers 5.25.0
-# (tests/reference/hf-configs/resolved/norm-bytes.json: 8 bytes an element, where Llama's keeps 6); and Cohere's
-# LayerNorm, written in fp32 ops, which ends so too (12)
+# (tests/reference/hf-configs/resolved/norm-bytes.json: 8 bytes an element, where Llama's keeps 6; Helium's and
+# Step 3.5's and 3.7's, which the sweep did not build, measured one by one); and Cohere's LayerNorm, written in fp32
+# ops, which ends so too (12)
 _COHERE_LAYER_NORM = ("cohere", "cohere2", "cohere2_moe", "cohere_compass_text")
 _NORM_WEIGHT_IN_FP32 = frozenset((
-    "beam", "deepseek_v4", "gpt_oss", "nemotron_h", "olmo2", "olmo3", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next",
+    "afmoe", "beam", "deepseek_v4", "flex_olmo", "flint", "gpt_oss", "minimax_m3_vl_text", "nemotron_h", "olmo2",
+    "olmo3", "olmo_hybrid", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next",
+    "helium", "step3p5", "step3p7",
     *_COHERE_LAYER_NORM,
 ))  # fmt: skip
 

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from conftest import family_configs, spec_from_config
 
-from dpcost.engine.activations import norm_bytes
+from dpcost.engine.activations import ACT_BYTES, norm_bytes
+from dpcost.engine.loss import loss_memory
 from dpcost.errors import InputError
+from dpcost.hf_config import _NORM_WEIGHT_IN_FP32, SUPPORTED_MODEL_TYPES
 
 HF = Path(__file__).parent / "reference" / "hf-configs"
 MEASURED = json.loads((HF / "resolved" / "norm-bytes.json").read_text())["families"]
@@ -44,3 +46,23 @@ def test_an_eager_norm_keeps_what_transformers_keeps(tmp_path):
     differ = {family for family, (ours, measured, _) in compared.items() if ours != measured}
     assert {family: compared.get(family) for family in differ ^ set(NORMED_OTHERWISE)} == {}
     assert {measured for _, measured, _ in compared.values()} >= {2.0, 6.0, 8.0, 12.0}
+
+
+def test_every_family_measured_keeping_an_fp32_product_is_counted_so():
+    """Those the comparison above cannot read (no config among the references) are held by name: every family dpcost
+    reads that was measured keeping 8 bytes is flagged, or reads its flag from its own config reader (Gemma's)."""
+    eight = {family for family, found in MEASURED.items() if found.get("bytes_per_element") == 8.0}
+    by_reader = {"gemma", "gemma2", "gemma3_text", "gemma4_text", "gemma4_unified_text", "vaultgemma", "ergo",
+                 "lara_mini"}  # fmt: skip
+    assert (eight & set(SUPPORTED_MODEL_TYPES)) - by_reader <= _NORM_WEIGHT_IN_FP32
+
+
+def test_the_final_norm_keeps_what_the_layers_norms_keep(tmp_path):
+    """OLMo 2's final norm is its layers' Olmo2RMSNorm (modeling_olmo2.py): 8 bytes an element eager, not Llama's 6,
+    and a fused one keeps its 16-bit input."""
+    olmo2 = spec_from_config(tmp_path, family_configs(["olmo2"])["olmo2"]).architecture
+    llama_like = olmo2.model_copy(update={"norm_in_fp32": False})
+    for kernels, more in (("eager", 2.0), ("fused", 0.0)):
+        grown = loss_memory(olmo2, 1, 1, kernels=kernels).kept - loss_memory(llama_like, 1, 1, kernels=kernels).kept
+        assert grown == more * olmo2.hidden
+    assert norm_bytes(olmo2, "fused") == ACT_BYTES
