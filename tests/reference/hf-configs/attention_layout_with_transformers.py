@@ -25,16 +25,12 @@ tests/test_attention_layout.py holds dpcost's eager account (activations._attent
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from autocast_activations_with_transformers import HIDDEN, SMALL, build, small_config
+from autocast_activations_with_transformers import HIDDEN, SMALL, build, family_sweep, small_config
 
 TOKENS = 64
 
@@ -86,37 +82,5 @@ def layout(family: str) -> dict[str, Any]:
     return found | ({"config": small_config(family, 1).to_dict()} if seen["beyond"] else {})
 
 
-def probed(family: str) -> dict[str, Any]:
-    """layout(family) run in its own process, or the error it ended with."""
-    try:
-        done = subprocess.run([sys.executable, __file__, family], capture_output=True, text=True, timeout=180)
-    except subprocess.TimeoutExpired:
-        return {"error": "did not build and run within 180 s"}
-    if done.returncode == 0:
-        found: dict[str, Any] = json.loads(done.stdout)
-        print(family, found, file=sys.stderr, flush=True)
-        return found
-    last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]  # a crash leaves none
-    return {"error": last[:160]}
-
-
-def main() -> None:
-    import torch
-    import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
-    warnings.filterwarnings("ignore")
-    transformers.logging.set_verbosity_error()
-    if sys.argv[1:]:  # one family, in this process
-        json.dump(layout(sys.argv[1]), sys.stdout)
-        return
-    families = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
-    with ThreadPoolExecutor(2) as pool:  # two processes at a time
-        found = dict(zip(families, pool.map(probed, families), strict=True))
-    out = {"transformers": transformers.__version__, "torch": torch.__version__, "families": found}
-    json.dump(out, sys.stdout, indent=1)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    family_sweep(__file__, layout)

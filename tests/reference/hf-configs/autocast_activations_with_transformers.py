@@ -32,6 +32,7 @@ import json
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -167,6 +168,44 @@ def probed(family: str) -> dict[str, list[str]] | str:
         return found
     last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]  # a crash leaves none
     return f"error: {last[:160]}"
+
+
+def each_family(script: str) -> dict[str, Any]:
+    """`python script FAMILY` for every family with a causal-LM class, each in its own process, two at a time: the
+    JSON each printed, or {"error": its last line}."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    def one(family: str) -> dict[str, Any]:
+        try:
+            done = subprocess.run([sys.executable, script, family], capture_output=True, text=True, timeout=180)
+        except subprocess.TimeoutExpired:
+            return {"error": "did not build and run within 180 s"}
+        if done.returncode == 0:
+            found: dict[str, Any] = json.loads(done.stdout)
+            print(family, found, file=sys.stderr, flush=True)
+            return found
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]  # a crash leaves none
+        return {"error": last[:160]}
+
+    families = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(families, pool.map(one, families), strict=True))
+
+
+def family_sweep(script: str, measure: Callable[[str], dict[str, Any]]) -> None:
+    """A per-family harness's main: given a family, `measure` it in this process and print its JSON; given none, run
+    every family in its own process (each_family) and print them all, with the versions measured on."""
+    import torch
+    import transformers
+
+    warnings.filterwarnings("ignore")
+    transformers.logging.set_verbosity_error()
+    if sys.argv[1:]:
+        json.dump(measure(sys.argv[1]), sys.stdout)
+        return
+    out = {"transformers": transformers.__version__, "torch": torch.__version__, "families": each_family(script)}
+    json.dump(out, sys.stdout, indent=1)
+    sys.stdout.write("\n")
 
 
 def main() -> None:

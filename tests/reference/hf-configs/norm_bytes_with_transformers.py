@@ -19,16 +19,12 @@ tests/test_norm_bytes.py holds dpcost/engine/activations.py's norm_bytes (specs.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from autocast_activations_with_transformers import SMALL, build
+from autocast_activations_with_transformers import SMALL, build, family_sweep
 
 TOKENS = 64
 
@@ -73,37 +69,5 @@ def norm_bytes(family: str) -> dict[str, Any]:
     return {"class": type(norm).__name__, "bytes_per_element": sum(kept.values()) / state["elements"]}
 
 
-def probed(family: str) -> dict[str, Any]:
-    """norm_bytes(family) run in its own process, or the error it ended with."""
-    try:
-        done = subprocess.run([sys.executable, __file__, family], capture_output=True, text=True, timeout=180)
-    except subprocess.TimeoutExpired:
-        return {"error": "did not build and run within 180 s"}
-    if done.returncode == 0:
-        found: dict[str, Any] = json.loads(done.stdout)
-        print(family, found, file=sys.stderr, flush=True)
-        return found
-    last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]  # a crash leaves none
-    return {"error": last[:160]}
-
-
-def main() -> None:
-    import torch
-    import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
-    warnings.filterwarnings("ignore")
-    transformers.logging.set_verbosity_error()
-    if sys.argv[1:]:  # one family, in this process
-        json.dump(norm_bytes(sys.argv[1]), sys.stdout)
-        return
-    families = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
-    with ThreadPoolExecutor(2) as pool:  # two processes at a time
-        found = dict(zip(families, pool.map(probed, families), strict=True))
-    out = {"transformers": transformers.__version__, "torch": torch.__version__, "families": found}
-    json.dump(out, sys.stdout, indent=1)
-    sys.stdout.write("\n")
-
-
 if __name__ == "__main__":
-    main()
+    family_sweep(__file__, norm_bytes)
