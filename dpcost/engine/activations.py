@@ -189,10 +189,10 @@ def norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:
 
 def _fp32_norm_bytes(a: ModelArchitecture) -> float:
     """What an eager norm keeps an element of an fp32 input (autocast's residual): an RMSNorm its input and its fp32
-    normalised product (4 + 4), a LayerNorm its input (4), or one written in fp32 ops its 12 bytes (norm_bytes)."""
+    normalised product (4 + 4), a LayerNorm its input (4), or what one written in fp32 ops keeps anyway (norm_bytes)."""
     if a.norm == "rmsnorm":
         return 8.0
-    return 12.0 if a.norm_in_fp32 else 4.0
+    return max(4.0, norm_bytes(a, "eager"))
 
 
 def _norm_input(a: ModelArchitecture, kernels: Kernels, name: str, module: Module, width: int) -> Tensor:
