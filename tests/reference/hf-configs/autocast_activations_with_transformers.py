@@ -155,29 +155,15 @@ def readers(family: str) -> dict[str, list[str]]:
     return found
 
 
-def probed(family: str) -> dict[str, list[str]] | str:
-    """readers(family) run in its own process, or the error it ended with."""
-    try:
-        done = subprocess.run([sys.executable, __file__, "--readers", family], capture_output=True, text=True,
-                              timeout=180)  # fmt: skip
-    except subprocess.TimeoutExpired:
-        return "error: did not build and run within 180 s"
-    if done.returncode == 0:
-        found: dict[str, list[str]] = json.loads(done.stdout)
-        print(family, found, file=sys.stderr, flush=True)
-        return found
-    last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]  # a crash leaves none
-    return f"error: {last[:160]}"
-
-
-def each_family(script: str) -> dict[str, Any]:
-    """`python script FAMILY` for every family with a causal-LM class, each in its own process, two at a time: the
-    JSON each printed, or {"error": its last line}."""
+def each_family(script: str, *flags: str) -> dict[str, Any]:
+    """`python script *flags FAMILY` for every family with a causal-LM class, each in its own process, two at a
+    time: the JSON each printed, or {"error": its last line}."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     def one(family: str) -> dict[str, Any]:
         try:
-            done = subprocess.run([sys.executable, script, family], capture_output=True, text=True, timeout=180)
+            run = [sys.executable, script, *flags, family]
+            done = subprocess.run(run, capture_output=True, text=True, timeout=180)
         except subprocess.TimeoutExpired:
             return {"error": "did not build and run within 180 s"}
         if done.returncode == 0:
@@ -211,7 +197,6 @@ def family_sweep(script: str, measure: Callable[[str], dict[str, Any]]) -> None:
 def main() -> None:
     import torch
     import transformers
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     warnings.filterwarnings("ignore")
     transformers.logging.set_verbosity_error()
@@ -230,9 +215,11 @@ def main() -> None:
             "autocast": layer_bytes(family, True),
         }
         print(family, layers[family]["bf16"], layers[family]["autocast"], file=sys.stderr, flush=True)
-    families = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
-    with ThreadPoolExecutor(2) as pool:  # two processes at a time
-        found = dict(zip(families, pool.map(probed, families), strict=True))
+    # readers(family) in its own process; an error kept as the "error: ..." string resolved/ has always held
+    found = {
+        family: f"error: {got['error']}" if isinstance(got.get("error"), str) else got
+        for family, got in each_family(__file__, "--readers").items()
+    }
     out = {
         "transformers": transformers.__version__,
         "torch": torch.__version__,
