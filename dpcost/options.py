@@ -357,6 +357,14 @@ class Compute(Section):
         description="torch.compile: element-wise intermediates are recomputed, not stored (off: eager PyTorch).",
         json_schema_extra=cli("--compile"),
     )
+    repeat_kv: bool = Field(
+        True,
+        description="Eager attention copies grouped-query K and V out to every query head and keeps the copies "
+        "(torchtitan's and torchtune's repeat_kv; transformers' with a padding mask) [off: the flash kernel reads "
+        "them grouped, as transformers' SDPA does without a mask (use_gqa_in_sdpa: enable_gqa), where K's and V's "
+        "head dims are equal and at most 256 and no window or chunk as long as the sequence keeps a mask].",
+        json_schema_extra=cli("--repeat-kv"),
+    )
     loss_impl: Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel"] | None = Field(
         None,
         description="How the loss holds the logits: upcast (fp32 copy), bf16, chunked (torchtune), fused "

@@ -20,11 +20,7 @@ LAYERS = json.loads((HF / "resolved" / "autocast-activations.json").read_text())
 
 # Where dpcost's account differs from what was measured, and why
 COPIED_OTHERWISE: dict[str, str] = {}
-KEPT_OTHERWISE = {
-    "falcon": "multi-query: dpcost copies K and V out to every query head and keeps the copies (torchtitan's "
-    "repeat_kv), where transformers' SDPA without a mask takes them unexpanded (enable_gqa) and keeps the fused "
-    "output V is a view of (2.5)",
-}
+KEPT_OTHERWISE: dict[str, str] = {}
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
 
 

@@ -20,7 +20,8 @@ shapes, one entry per tensor autograd keeps, so the sum is that formula for a GP
   "eager" counts what PyTorch ops keep: an RMSNorm written in them (Hugging Face's LlamaRMSNorm, torchtitan's
   RMSNorm) keeps an fp32 copy of its input and the normalised bf16 product before the weight (6 bytes per element
   where a fused norm keeps its 2-byte input), GQA's K and V are kept as copies for every query head (torchtitan's
-  repeat_kv; transformers' SDPA without a mask takes them unexpanded, not modelled), and transformers' attention
+  repeat_kv; one key/value head's is a view, no copy; `repeat_kv` off: the flash kernel reads them grouped, as
+  transformers' SDPA does without a mask, reads_grouped_kv), and transformers' attention
   keeps what its layouts leave (resolved/attention-layout.json): a copy of SDPA's output where the query is
   heads-first (context_copied), and the whole fused QKV or MLA kv_b_proj output that V is a view of;
   "compiled" drops the element-wise intermediates torch.compile's partitioner recomputes rather than saves
@@ -53,6 +54,7 @@ __all__ = [
     "kv_read_bytes",
     "layer_tensors",
     "norm_bytes",
+    "reads_grouped_kv",
     "recurrent_state_bytes",
     "routed_copies",
 ]
@@ -251,6 +253,18 @@ def _post_norm(a: ModelArchitecture, kernels: Kernels, name: str) -> Tensor:
     return _norm_input(a, kernels, name, "attn_out", a.hidden)
 
 
+# The widest head transformers' SDPA path passes K and V grouped for (integrations/sdpa_attention.py use_gqa_in_sdpa,
+# transformers 5.25.0: "no mask and supported head dims to avoid falling back to the math kernel")
+GROUPED_KV_MAX_HEAD_DIM = 256
+
+
+def reads_grouped_kv(a: ModelArchitecture, flash: bool) -> bool:
+    """Whether the attention kernel can read grouped K and V as they are, with no copy per query head: a flash
+    kernel, K's and V's head dims equal and at most 256 (transformers' use_gqa_in_sdpa: SDPA's enable_gqa; without
+    flash, transformers' eager attention copies them, repeat_kv)."""
+    return flash and a.d_head == a.d_value <= GROUPED_KV_MAX_HEAD_DIM
+
+
 def _attention(
     a: ModelArchitecture,
     flash: bool,
@@ -259,10 +273,12 @@ def _attention(
     computes_kv: bool = True,
     indexed: bool = True,
     autocast: bool = False,
+    repeat_kv: bool = True,
 ) -> tuple[list[Tensor], int]:
     """Q, K, V as attention reads them, its core (log-sum-exp under flash, else the s^2 softmax and dropout),
     the context (the output projection's input) and its output; and the mm calls it makes. A kv-shared layer
-    (not `computes_kv`) reads the K and V an earlier layer keeps, and keeps none of its own."""
+    (not `computes_kv`) reads the K and V an earlier layer keeps, and keeps none of its own. `repeat_kv`: eager
+    attention copies grouped K and V out to every query head (else the kernel reads them grouped, where it can)."""
     e, h = ACT_BYTES, a.hidden
     out: list[Tensor] = []
     mm = first_mm
@@ -295,8 +311,11 @@ def _attention(
         q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
         # Eager PyTorch models copy K and V out to every query head before SDPA (torchtitan's repeat_kv, torchtune's
         # and litgpt's expand + reshape), and SDPA keeps the copies; fused and compiled attention read K, V as they
-        # are. JetMoE's attention repeats them itself, whatever the kernel (modeling_jetmoe.py key_states.repeat).
-        expanded = (kernels == "eager" or a.attention_experts is not None) and kv < q
+        # are. A single key/value head's expand + reshape is a view (its size-1 head dim merges with the stride-0
+        # one), so multi-query attention copies nothing. JetMoE's attention repeats them itself, whatever the kernel
+        # (modeling_jetmoe.py key_states.repeat).
+        copied = kernels == "eager" and (repeat_kv or not reads_grouped_kv(a, flash)) and a.n_kv_heads > 1
+        expanded = (copied or a.attention_experts is not None) and kv < q
         out.append(Tensor("Q", "qkv", e * q, matmul=mm))
         if computes_kv:
             out.append(Tensor("K", "qkv", e * kv, saved=not expanded, matmul=mm + 1))
@@ -389,7 +408,7 @@ def _attention_convolutions(a: ModelArchitecture, mixer: str, kernels: Kernels) 
 
 
 def _shared_block(
-    a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int, autocast: bool = False
+    a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int, autocast: bool = False, repeat_kv: bool = True
 ) -> tuple[list[Tensor], int]:
     """Zamba's and Zamba2's shared transformer block as a hybrid layer runs it (SharedBlockSpec;
     Zamba2AttentionDecoderLayer and Zamba2HybridLayer, modeling_zamba2.py, transformers 5.25.0): the hidden state
@@ -407,7 +426,7 @@ def _shared_block(
     if s.adapter_rank:
         adapters = 4 if s.attention_adapters else 1
         out.append(Tensor("shared block adapters' intermediates", "qkv", e * adapters * s.adapter_rank))
-    attention, mm = _attention(a, flash, kernels, first_mm, autocast=autocast)
+    attention, mm = _attention(a, flash, kernels, first_mm, autocast=autocast, repeat_kv=repeat_kv)
     out += attention + _norm(a, kernels, "shared block MLP norm")
     mlp = _mlp(a, a.ffn, kernels, mm, "mlp", "shared block MLP")
     mm += sum(1 for t in mlp if t.matmul)
@@ -795,6 +814,7 @@ def layer_tensors(
     mlp: bool = True,
     ffn: int = 0,
     autocast: bool = False,
+    repeat_kv: bool = True,
 ) -> LayerTensors:
     """The tensors of one layer's forward for one token (korthikanti et al. 2022 section 4, extended as the module
     docstring says), in forward order, with their Megatron module and matmul position. A hybrid's layer has its
@@ -802,7 +822,8 @@ def layer_tensors(
     `ffn` wide (ModelArchitecture.layer_kind), else as wide as its mixer's (dense_ffn). `autocast`: the forward runs
     under torch.autocast on fp32 weights: the residual stream is fp32 (the embedding's output, and fp32 + 16-bit
     sums), which the block's checkpoint keeps and, eager, the pre-norms (_norm; compiled, what the partitioner keeps
-    of them is not measured), and eager attention's softmax is fp32."""
+    of them is not measured), and eager attention's softmax is fp32. `repeat_kv`: eager attention copies grouped K
+    and V out to every query head (off: reads_grouped_kv says where the kernel reads them as they are)."""
     # Megatron-Core's Transformer Engine spec (gpt_layer_specs.py) fuses a norm into the matmul after it, where its
     # "layernorm" recompute (transformer_layer.py) finds IdentityOp and recomputes nothing: attention's into linear_qkv
     # but MLA's (a norm of its own), a dense MLP's into linear_fc1 but an MoE layer's (the router reads it).
@@ -819,7 +840,7 @@ def layer_tensors(
     tensors += _norm(a, kernels, "attention norm", attention_norm, readers if cast else 0) if mixer != "none" else []
     mm = 1
     if mixer in (SHARED_BLOCK, REUSED_BLOCK):
-        shared, mm = _shared_block(a, flash, kernels, mm, autocast)
+        shared, mm = _shared_block(a, flash, kernels, mm, autocast, repeat_kv)
         tensors += shared
     elif "attention" in mixer and a.compressed_attention is not None:
         attention, mm = _compressed_attention(a, mixer, flash, mm)
@@ -827,7 +848,8 @@ def layer_tensors(
     elif "attention" in mixer:
         indexer = a.indexer  # a kind of layer none of the indexer's layers is (dots3's sliding ones) runs none
         indexed = indexer is None or not indexer.layers or any(a.mixer(layer) == mixer for layer in indexer.layers)
-        attention, mm = _attention(a.attention_of(mixer), flash, kernels, mm, a.computes_kv(mixer), indexed, autocast)
+        view = a.attention_of(mixer)
+        attention, mm = _attention(view, flash, kernels, mm, a.computes_kv(mixer), indexed, autocast, repeat_kv)
         tensors += attention
         if a.layer_norms == 3:  # a norm over the attention's output before its projection keeps its input
             tensors.append(_norm_input(a, kernels, "attention output norm", "attn_out", a.heads * a.d_value))

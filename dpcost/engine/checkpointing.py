@@ -34,6 +34,7 @@ __all__ = [
     "Activations",
     "Recompute",
     "activation_memory",
+    "keeps_local_mask",
     "kept_per_token",
     "recomputed_modules",
 ]
@@ -127,6 +128,14 @@ def shared_kv_per_token(a: ModelArchitecture, recomputed: set[int]) -> float:
     return total
 
 
+def keeps_local_mask(a: ModelArchitecture, layer: int, seq_len: int) -> bool:
+    """Whether transformers keeps a layer's attention mask with no position padded: its window or chunk is no longer
+    than the sequence (masking_utils._ignore_causal_mask_sdpa: kv_length >= local_attention_size). With a mask,
+    sdpa_attention_forward copies grouped K and V to every query head (repeat_kv)."""
+    span = a.local_span(layer)
+    return span is not None and span.size <= seq_len
+
+
 def activation_memory(
     a: ModelArchitecture,
     seq_len: int,
@@ -137,21 +146,25 @@ def activation_memory(
     every: int = 1,
     modules: frozenset[str] = DEFAULT_MODULES,
     autocast: bool = False,
+    repeat_kv: bool = True,
 ) -> Activations:
     """Kept and re-created activations of one micro-batch, layer by layer (no tensor or sequence parallelism);
-    `autocast`: the forward runs under torch.autocast (activations.layer_tensors)."""
+    `autocast`: the forward runs under torch.autocast; `repeat_kv`: eager attention copies grouped K and V to every
+    query head, else only a layer whose mask stays (keeps_local_mask)."""
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {RECOMPUTE}")
     s, b = seq_len, micro_batch
-    kinds = {
-        kind: layer_tensors(a, kind[1] == "moe", flash, kernels, kind[0], kind[1] != "none", kind[2], autocast)
-        for kind in set(a.layer_kinds)
-    }
+    # A layer's kind, and whether it copies K and V (kinds below: the tensors each keeps)
+    layer_keys = [(kind, repeat_kv or keeps_local_mask(a, i, s)) for i, kind in enumerate(a.layer_kinds)]
+    kinds = {}
+    for key in set(layer_keys):
+        (mixer, mlp, width), copied = key
+        kinds[key] = layer_tensors(a, mlp == "moe", flash, kernels, mixer, mlp != "none", width, autocast, copied)
     # How many layers of each (kind, policy): the layers of one kind under one policy keep the same bytes.
     counts: dict[tuple[Any, str], int] = {}
-    for i, kind in enumerate(a.layer_kinds):
-        key = (kind, recompute if (i + 1) % every == 0 else "none")
-        counts[key] = counts.get(key, 0) + 1
+    for i, key in enumerate(layer_keys):
+        counted = (key, recompute if (i + 1) % every == 0 else "none")
+        counts[counted] = counts.get(counted, 0) + 1
     full = {i for i in range(a.layers) if recompute == "full" and (i + 1) % every == 0}
     kept = shared_kv_per_token(a, full) * s * b if full and a.mixers else 0.0
     recomputed = 0.0

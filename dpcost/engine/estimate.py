@@ -36,6 +36,7 @@ from dpcost.engine.plan import (
 )
 from dpcost.engine.prepare import Prepared, StageMemories, check_dp, matmul_share, prepare, stage_table
 from dpcost.engine.report import (
+    GROUPED_KV_NOTE,
     AlgorithmTime,
     BreakdownTerm,
     CallsByAlgorithm,
@@ -253,6 +254,8 @@ def _memory(
 ) -> Memory:
     if not note and model.architecture is None:
         note = "no architecture given: activations not counted"
+    if model.architecture is not None and p.kernels == "eager" and not p.o.compute.repeat_kv:
+        note = f"{note}; {GROUPED_KV_NOTE}" if note else GROUPED_KV_NOTE
     return Memory(
         hbm_bytes=int(topology.gpu.hbm),
         recipe=p.recipe.title,

@@ -526,6 +526,7 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
     "--protocol": lambda o: o.communication.protocol is not None,
     "--keep-full-grads": lambda o: o.communication.keep_full_grads,
     "--compile": lambda o: o.compute.compile,
+    "--no-repeat-kv": lambda o: not o.compute.repeat_kv,
     "--loss-impl": lambda o: o.compute.loss_impl is not None,
     "--shard-group": lambda o: o.plan.shard_group is not None,
 }

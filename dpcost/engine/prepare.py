@@ -644,12 +644,13 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
     plan = o.plan
     modules = frozenset(plan.recompute_modules)
-    autocast = p.recipe.autocast
-    key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl, autocast)
+    autocast, repeat_kv = p.recipe.autocast, o.compute.repeat_kv
+    key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl, autocast, repeat_kv)
     known = _activations_of(a)
     if key not in known:
+        every = plan.recompute_layers
         known[key] = (
-            activation_memory(a, s, 1, recompute, flash, kernels, plan.recompute_layers, modules, autocast),
+            activation_memory(a, s, 1, recompute, flash, kernels, every, modules, autocast, repeat_kv),
             loss_memory(a, s, 1, p.loss_impl, kernels),
         )
     act, loss = known[key]

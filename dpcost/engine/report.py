@@ -13,6 +13,9 @@ from typing import Literal
 
 from dpcost.contract import Contract, Field
 
+# Memory.note's words for --no-repeat-kv, which the table renders beside the checkpointing policy
+GROUPED_KV_NOTE = "K and V read grouped by the flash kernel where it can (--no-repeat-kv), not copied per query head"
+
 __all__ = [
     "SCHEMA_VERSION",
     "Advice",

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from dpcost.engine.advice import CODES
 from dpcost.engine.report import (
+    GROUPED_KV_NOTE,
     CallsByAlgorithm,
     ComputeBreakdown,
     EstimateReport,
@@ -95,11 +96,13 @@ def estimate_tables(report: Report) -> list[Table]:
     return tables
 
 
-def _recompute(s: Setup, chosen: str) -> str:
-    """The checkpointing policy and what the activations' count rests on: attention kernel, compile, loss path."""
+def _recompute(s: Setup, chosen: str, note: str) -> str:
+    """The checkpointing policy and what the activations' count rests on: attention kernel, K and V grouped,
+    compile, loss path."""
     every = f" on 1 block in {s.recompute_layers}" if s.recompute_layers > 1 else ""
     parts = [f"{s.recompute}{every}{chosen}"]
     parts += ["flash attention"] if s.flash_attention else []
+    parts += ["K and V read grouped"] if GROUPED_KV_NOTE in note else []
     parts += ["torch.compile"] if s.compile else []
     return ", ".join([*parts, f"{s.loss_impl} loss"])
 
@@ -137,7 +140,7 @@ def _setup_table(r: Report) -> Table:
                 f"{s.recipe}, {s.optimizer}, gradients in {s.grad_dtype}"
                 + (f", offload {s.offload}" if s.offload != "none" else ""),
             ],
-            ["activation recompute", _recompute(s, rc)],
+            ["activation recompute", _recompute(s, rc, r.memory.note)],
             [
                 "global batch B = b x a x D",
                 f"{s.micro_batch} x {s.accumulation} x {s.dp} = {s.global_batch:,} sequence"
