@@ -2842,18 +2842,20 @@ def _falcon(k: Keys, family: str) -> dict[str, Any]:
     }
 
 
+def _section(k: Keys, name: str) -> Keys:
+    """The keys of a nested section (DBRX's and MPT's attn_config), absent or null read as empty."""
+    section = k.cfg.get(name) or {}
+    if not isinstance(section, dict):
+        raise InputError(k.where, f"{k._key(name)}: expected an object of {name} keys, got {section!r}"[:200])
+    return Keys(section, k.where, k.family, f"{k.prefix}{name}.")
+
+
 def _dbrx(k: Keys) -> dict[str, Any]:
     """DBRX (configuration_dbrx.py, modeling_dbrx.py): d_model, n_heads, n_layers; attn_config.kv_n_heads K/V heads;
     ffn_config's moe_num_experts gated experts of ffn_hidden_size, moe_top_k per token, a router without bias; fused
     Wqkv and out_proj without bias; LayerNorms without bias (one weight per element, as counted for RMSNorm);
     never tied (DbrxConfig refuses it)."""
-    sections = {}
-    for name in ("attn_config", "ffn_config"):
-        section = k.cfg.get(name) or {}
-        if not isinstance(section, dict):
-            raise InputError(k.where, f"{k._key(name)}: expected an object of {name} keys, got {section!r}"[:200])
-        sections[name] = Keys(section, k.where, k.family, f"{k.prefix}{name}.")
-    attn, ffn = sections["attn_config"], sections["ffn_config"]
+    attn, ffn = _section(k, "attn_config"), _section(k, "ffn_config")
     heads = k.integer("n_heads", field="heads")
     arch = {
         "hidden": k.integer("d_model", field="hidden"),
@@ -4412,6 +4414,7 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     arch.update({"fused_qkv": True} if family in _FUSED_QKV else {})
     arch.update({"fused_gate_up": True} if family in _FUSED_GATE_UP else {})
     arch.update({"context_copied": True} if family in _CONTEXT_COPIED else {})
+    arch.update({"clip_qkv": True} if _clips_qkv(k, family) else {})
     arch.update({"norm_in_fp32": True} if family in _NORM_WEIGHT_IN_FP32 else {})
     if family in ("zamba", "zamba2"):
         note = "shared transformer blocks held once, run by each hybrid layer: active parameters count each run"
@@ -4446,6 +4449,25 @@ _FUSED_GATE_UP = frozenset((
     "minimax_m3_vl_text", "granitemoeshared", "granitemoehybrid", "granitemoe_swa", "modernbert",
     "modernbert-decoder", "chatglm",
 ))  # fmt: skip
+
+# The families whose attention clamps its projections' output where clip_qkv is set, and the section it sits in
+# (transformers 5.25.0: modeling_dbrx.py and modeling_mpt.py clamp the fused Wqkv output; modeling_olmo.py and
+# modeling_olmoe.py each projection's, in place)
+_CLIP_QKV_SECTION = {"dbrx": "attn_config", "mpt": "attn_config", "olmo": None, "olmoe": None}
+
+
+def _clips_qkv(k: Keys, family: str) -> bool:
+    """Whether the config sets clip_qkv (a positive number; null: no clamp) for a family whose attention reads it."""
+    if family not in _CLIP_QKV_SECTION:
+        return False
+    name = _CLIP_QKV_SECTION[family]
+    keys = k if name is None else _section(k, name)
+    clip = keys.get("clip_qkv", default=None, field="clip_qkv")
+    k.used.update(keys.used)
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, int | float) or not 0 < clip < 1e30):
+        raise InputError(k.where, f"{keys._key('clip_qkv')}: expected a positive number or null, got {clip!r}"[:200])
+    return clip is not None
+
 
 # The families whose queries reach SDPA laid out per head, so that the output projection reads a copy of its output
 # (specs: context_copied), as measured on transformers 5.25.0 (tests/reference/hf-configs/resolved/

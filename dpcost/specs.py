@@ -572,6 +572,12 @@ class ModelArchitecture(Spec):
         "projections keep one each",
         exclude_if=_unset,
     )
+    clip_qkv: bool = Field(
+        False,
+        description="the Q, K and V projections' output is clamped (clip_qkv: DBRX's and MPT's fused output out of "
+        "place, OLMo's and OLMoE's each in place): eager kernels keep it as it was before the clamp",
+        exclude_if=_unset,
+    )
     context_copied: bool = Field(
         False,
         description="the model's queries reach attention laid out per head (transformers' partial-rotary torch.cat), "

@@ -326,6 +326,9 @@ def _attention(
             # Q and K are rotated into new tensors, and V stays a view of the fused projection's output, which
             # attention keeps whole
             out.append(Tensor("fused projection's Q and K, kept in V's storage", "qkv", e * (q + kv)))
+        if kernels == "eager" and a.clip_qkv:  # clamp keeps its input (DBRX, MPT); clamp_ a copy of it (OLMo)
+            clamped = q + (kv + a.n_kv_heads * a.d_value if computes_kv else 0)
+            out.append(Tensor("Q, K and V before their clamp (clip_qkv)", "qkv", e * clamped))
         if a.qk_norm != "none":  # the norms' inputs are the projections' outputs; their outputs are Q and K above
             out.append(_norm_input(a, kernels, "query and key norms", "qkv", q + (kv if computes_kv else 0)))
         if a.cca is not None:  # ZAYA's two convolutions keep their inputs, and its L2 norms theirs

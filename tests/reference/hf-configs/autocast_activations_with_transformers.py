@@ -32,7 +32,7 @@ import json
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -66,23 +66,26 @@ def small_config(family: str, layers: int) -> Any:
     return config
 
 
-def build(family: str, layers: int) -> Any:
+def build(family: str, layers: int, config: Any = None) -> Any:
+    """The family's causal LM on its small config (or on `config`), with SDPA where it has it."""
     from transformers import AutoModelForCausalLM
 
-    config = small_config(family, layers)
+    config = config or small_config(family, layers)
     try:
         return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
     except ValueError:  # a family without SDPA (BLOOM)
         return AutoModelForCausalLM.from_config(config, attn_implementation="eager")
 
 
-def saved_bytes(family: str, layers: int, tokens: int, autocast: bool, checkpointed: bool = False) -> int:
+def saved_bytes(
+    family: str, layers: int, tokens: int, autocast: bool, checkpointed: bool = False, config: Any = None
+) -> int:
     """Bytes autograd keeps of the model's forward over `tokens` tokens, its parameters left out; `checkpointed`:
-    under transformers' gradient checkpointing of every layer."""
+    under transformers' gradient checkpointing of every layer; `config`: built on it, not the small one."""
     import torch
 
     torch.manual_seed(0)
-    model = build(family, layers).to(torch.float32 if autocast else torch.bfloat16).train()
+    model = build(family, layers, config).to(torch.float32 if autocast else torch.bfloat16).train()
     if checkpointed:
         model.gradient_checkpointing_enable()
     weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -155,9 +158,9 @@ def readers(family: str) -> dict[str, list[str]]:
     return found
 
 
-def each_family(script: str, *flags: str) -> dict[str, Any]:
-    """`python script *flags FAMILY` for every family with a causal-LM class, each in its own process, two at a
-    time: the JSON each printed, or {"error": its last line}."""
+def each_family(script: str, *flags: str, families: Sequence[str] = ()) -> dict[str, Any]:
+    """`python script *flags FAMILY` for every family with a causal-LM class (or each of `families`), each in its
+    own process, two at a time: the JSON each printed, or {"error": its last line}."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     def one(family: str) -> dict[str, Any]:
@@ -173,14 +176,15 @@ def each_family(script: str, *flags: str) -> dict[str, Any]:
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]  # a crash leaves none
         return {"error": last[:160]}
 
-    families = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+    families = families or sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     with ThreadPoolExecutor(2) as pool:
         return dict(zip(families, pool.map(one, families), strict=True))
 
 
-def family_sweep(script: str, measure: Callable[[str], dict[str, Any]]) -> None:
+def family_sweep(script: str, measure: Callable[[str], dict[str, Any]], families: Sequence[str] = ()) -> None:
     """A per-family harness's main: given a family, `measure` it in this process and print its JSON; given none, run
-    every family in its own process (each_family) and print them all, with the versions measured on."""
+    every family (or each of `families`) in its own process (each_family) and print them all, with the versions
+    measured on."""
     import torch
     import transformers
 
@@ -189,7 +193,8 @@ def family_sweep(script: str, measure: Callable[[str], dict[str, Any]]) -> None:
     if sys.argv[1:]:
         json.dump(measure(sys.argv[1]), sys.stdout)
         return
-    out = {"transformers": transformers.__version__, "torch": torch.__version__, "families": each_family(script)}
+    found = each_family(script, families=families)
+    out = {"transformers": transformers.__version__, "torch": torch.__version__, "families": found}
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
