@@ -110,6 +110,24 @@ def test_one_key_value_head_is_never_copied(compared):
     assert all(c == ((False, False), (False, False)) for c in single.values())
 
 
+def test_without_flash_a_single_head_is_copied_too(tmp_path):
+    """Eager attention's scores are a batched matmul, which copies a stride-0 head dim it cannot merge with the
+    micro-batch's (measured on Falcon at micro-batch 2): counted without flash, whatever the flag."""
+    arch = spec_from_config(tmp_path, MEASURED["falcon"]["config"]).architecture
+    assert arch.n_kv_heads == 1
+    assert not _copies(arch, repeat_kv=True, flash=True)
+    assert _copies(arch, repeat_kv=True, flash=False) and _copies(arch, repeat_kv=False, flash=False)
+
+
+def test_the_copies_are_as_wide_as_k_and_v_at_every_query_head():
+    """MiMo-V2-Flash's sliding layers: 64 query heads, keys 192 wide and values 128 (mimo-v2-flash.json): the copies
+    keep 64 x (192 + 128) elements a token, 2 bytes each."""
+    arch = load_model(str(HF / "mimo-v2-flash.json")).architecture
+    mixer, mlp, width = arch.layer_kinds[0]
+    tensors = layer_tensors(arch, mlp == "moe", True, "eager", mixer, mlp != "none", width).tensors
+    assert [t.bytes_per_token for t in tensors if t.name == COPIES] == [2 * 64 * (192 + 128)]
+
+
 def _activations(model: str, **compute) -> float:
     plan = {"dp": 8, "zero": 3, "recompute": "none", "framework": "fsdp", "seq_len": 8192, "micro_batch": 1}
     rows = memory_by_stage(load_model(model), load_topology("dgx-h100"), Options(**plan, **compute)).stages
@@ -156,6 +174,11 @@ def test_the_kernel_reads_them_grouped_only_where_transformers_would(tmp_path, h
 def test_the_report_says_the_kernel_reads_them_grouped():
     doc = cli_report("estimate", "--model", "llama-8b", "--dp", "8", "--framework", "fsdp", "--no-repeat-kv")
     assert doc["memory"]["note"].startswith("K and V read grouped by the flash kernel")
+    no_flash = ("--no-repeat-kv", "--no-flash-attention")  # eager attention copies them: nothing to say
+    assert (
+        cli_report("estimate", "--model", "llama-8b", "--dp", "8", "--framework", "fsdp", *no_flash)["memory"]["note"]
+        == ""
+    )
     assert cli_report("estimate", "--model", "llama-8b", "--dp", "8", "--framework", "fsdp")["memory"]["note"] == ""
     code, out, _ = run_cli("estimate", "--model", "llama-8b", "--dp", "8", "--framework", "fsdp", "--no-repeat-kv")
     assert code == 0

@@ -312,16 +312,18 @@ def _attention(
         # Eager PyTorch models copy K and V out to every query head before SDPA (torchtitan's repeat_kv, torchtune's
         # and litgpt's expand + reshape), and SDPA keeps the copies; fused and compiled attention read K, V as they
         # are. A single key/value head's expand + reshape is a view (its size-1 head dim merges with the stride-0
-        # one), so multi-query attention copies nothing. JetMoE's attention repeats them itself, whatever the kernel
-        # (modeling_jetmoe.py key_states.repeat).
-        copied = kernels == "eager" and (repeat_kv or not reads_grouped_kv(a, flash)) and a.n_kv_heads > 1
+        # one), which SDPA's kernels read as it is: multi-query attention under flash copies nothing (without flash,
+        # the scores' batched matmul copies the view where the micro-batch is over 1: counted). JetMoE's attention
+        # repeats them itself, whatever the kernel (modeling_jetmoe.py key_states.repeat).
+        single_head_view = flash and a.n_kv_heads == 1
+        copied = kernels == "eager" and (repeat_kv or not reads_grouped_kv(a, flash)) and not single_head_view
         expanded = (copied or a.attention_experts is not None) and kv < q
         out.append(Tensor("Q", "qkv", e * q, matmul=mm))
         if computes_kv:
             out.append(Tensor("K", "qkv", e * kv, saved=not expanded, matmul=mm + 1))
             out.append(Tensor("V", "qkv", e * a.n_kv_heads * a.d_value, saved=not expanded, matmul=mm + 2))
         if expanded:
-            out.append(Tensor("K and V copied to every query head", "qkv", 2 * e * q))
+            out.append(Tensor("K and V copied to every query head", "qkv", e * a.heads * (a.d_head + a.d_value)))
         elif kernels == "eager" and a.fused_qkv and a.rotary and computes_kv:
             # Q and K are rotated into new tensors, and V stays a view of the fused projection's output, which
             # attention keeps whole

@@ -254,7 +254,8 @@ def _memory(
 ) -> Memory:
     if not note and model.architecture is None:
         note = "no architecture given: activations not counted"
-    if model.architecture is not None and p.kernels == "eager" and not p.o.compute.repeat_kv:
+    grouped = not p.o.compute.repeat_kv and p.o.compute.flash_attention  # without flash, eager attention copies
+    if model.architecture is not None and p.kernels == "eager" and grouped:
         note = f"{note}; {GROUPED_KV_NOTE}" if note else GROUPED_KV_NOTE
     return Memory(
         hbm_bytes=int(topology.gpu.hbm),
