@@ -2844,7 +2844,8 @@ def _falcon(k: Keys, family: str) -> dict[str, Any]:
 
 def _section(k: Keys, name: str) -> Keys:
     """The keys of a nested section (DBRX's and MPT's attn_config), absent or null read as empty."""
-    section = k.cfg.get(name) or {}
+    section = k.cfg.get(name)
+    section = {} if section is None else section
     if not isinstance(section, dict):
         raise InputError(k.where, f"{k._key(name)}: expected an object of {name} keys, got {section!r}"[:200])
     return Keys(section, k.where, k.family, f"{k.prefix}{name}.")
@@ -4457,16 +4458,20 @@ _CLIP_QKV_SECTION = {"dbrx": "attn_config", "mpt": "attn_config", "olmo": None, 
 
 
 def _clips_qkv(k: Keys, family: str) -> bool:
-    """Whether the config sets clip_qkv (a positive number; null: no clamp) for a family whose attention reads it."""
+    """Whether the config sets clip_qkv (a positive number; null, or MPT's 0, its `if self.clip_qkv:`: no clamp)
+    for a family whose attention reads it."""
     if family not in _CLIP_QKV_SECTION:
         return False
     name = _CLIP_QKV_SECTION[family]
     keys = k if name is None else _section(k, name)
     clip = keys.get("clip_qkv", default=None, field="clip_qkv")
     k.used.update(keys.used)
-    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, int | float) or not 0 < clip < 1e30):
-        raise InputError(k.where, f"{keys._key('clip_qkv')}: expected a positive number or null, got {clip!r}"[:200])
-    return clip is not None
+    if clip is None or (family == "mpt" and clip == 0 and not isinstance(clip, bool)):
+        return False
+    if isinstance(clip, bool) or not isinstance(clip, int | float) or not 0 < clip <= 1e30:
+        allowed = "a positive number up to 1e30 or null" + (" (0: no clamp)" if family == "mpt" else "")
+        raise InputError(k.where, f"{keys._key('clip_qkv')}: expected {allowed}, got {clip!r}"[:200])
+    return True
 
 
 # The families whose queries reach SDPA laid out per head, so that the output projection reads a copy of its output

@@ -35,7 +35,7 @@ def _first_layer(arch, kernels: str = "eager"):
 def test_the_clamp_keeps_q_k_and_v_as_they_were(tmp_path, family):
     """What the Clamp nodes keep, and (where the family builds without clip_qkv) all the forward keeps beyond it, a
     token per unit of hidden: the fused projection's output (DBRX: 4 heads of 64 and one key/value head, 3 bytes;
-    MPT: 6) or OLMo's three projections' outputs (6)."""
+    MPT's 4 heads: 6) or OLMo's and OLMoE's three projections' outputs (4 query heads, 2 key/value heads: 4)."""
     found = MEASURED[family]
     clipped = spec_from_config(tmp_path, found["config"]).architecture
     unclipped = spec_from_config(tmp_path, _unclipped(found["config"])).architecture
@@ -66,16 +66,26 @@ def test_dbrx_instruct_keeps_its_fused_projection_output_in_every_layer():
     assert kept[0] - kept[1] == pytest.approx(40 * 2048 * 2 * (6144 + 2 * 1024), abs=1)
 
 
-def test_a_null_clip_clamps_nothing():
+def test_a_null_clip_clamps_nothing(tmp_path):
+    """mpt-7b.json sets null; MPT's `if self.clip_qkv:` reads 0 as no clamp too."""
     assert not load_model(str(HF / "mpt-7b.json")).architecture.clip_qkv
+    cfg = {"model_type": "mpt", "d_model": 256, "n_heads": 4, "n_layers": 2, "vocab_size": 1000}
+    assert not spec_from_config(tmp_path, cfg | {"attn_config": {"clip_qkv": 0}}).architecture.clip_qkv
+    assert spec_from_config(tmp_path, cfg | {"attn_config": {"clip_qkv": 6}}).architecture.clip_qkv
 
 
 @pytest.mark.parametrize(
     ("cfg", "key"),
     [({"model_type": "olmo", "clip_qkv": "eight"}, "clip_qkv"),
      ({"model_type": "olmo", "clip_qkv": -1}, "clip_qkv"),
+     ({"model_type": "olmo", "clip_qkv": 0}, "clip_qkv"),
+     ({"model_type": "olmo", "clip_qkv": 1e31}, "clip_qkv"),
+     ({"model_type": "olmo", "clip_qkv": float("nan")}, "clip_qkv"),
+     ({"model_type": "olmo", "clip_qkv": float("inf")}, "clip_qkv"),
      ({"model_type": "mpt", "attn_config": {"clip_qkv": True}}, "attn_config.clip_qkv"),
-     ({"model_type": "mpt", "attn_config": [8]}, "attn_config")],
+     ({"model_type": "mpt", "attn_config": [8]}, "attn_config"),
+     ({"model_type": "mpt", "attn_config": []}, "attn_config"),
+     ({"model_type": "dbrx", "attn_config": False}, "attn_config")],
 )  # fmt: skip
 def test_a_malformed_clip_is_refused_naming_its_key(tmp_path, cfg, key):
     shapes = {"hidden_size": 256, "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 512,

@@ -19,6 +19,7 @@ from dpcost.errors import InputError
 HF = Path(__file__).parent / "reference" / "hf-configs"
 MEASURED = json.loads((HF / "resolved" / "grouped-kv.json").read_text())["families"]
 COPIES = "K and V copied to every query head"
+WINDOW, WIDE_HEAD = 32, 512  # the harness's window or chunk, and its wide heads, each measured without a mask
 
 # Families whose own attention code never copies K and V, dpcost's default copying them all the same (transformers
 # 5.25.0), and why
@@ -73,21 +74,24 @@ def test_with_a_padding_mask_transformers_copies_them_as_dpcost_does_by_default(
     assert set(differ) == set(NEVER_COPIED)
 
 
-def _windowed(tmp_path: Path) -> dict[str, tuple[bool, bool]]:
-    """For each family measured with its window or chunk (32 tokens) shorter than the sequence (64), no mask:
-    whether dpcost's --no-repeat-kv keeps K and V copied (its activations equal its default's), and whether they
-    were."""
+def _measured_without_mask(tmp_path: Path, setting: str) -> dict[str, tuple[bool, bool]]:
+    """For each family measured without a mask under `setting` (its window or chunk at 32 tokens, or heads 512
+    wide) on 64 tokens: whether dpcost's --no-repeat-kv keeps K and V copied there (its activations at 64 tokens
+    equal its default's), and whether they were."""
     out = {}
     for family, found in MEASURED.items():
-        key = found.get("window_key")
-        mode = found.get(f"without mask, {key} 32") if key else None
+        key = found.get("window_key") if setting == "window" else "head_dim"
+        value = WINDOW if setting == "window" else WIDE_HEAD
+        mode = found.get(f"without mask, {key} {value}") if key else None
         if mode is None or "error" in mode:
             continue
         try:
-            arch = spec_from_config(tmp_path, found["config"] | {key: 32}).architecture
+            arch = spec_from_config(tmp_path, found["config"] | {key: value}).architecture
         except InputError:
             continue
-        if arch is None or arch.mla is not None or arch.n_kv_heads >= arch.heads or arch.local_span(0) is None:
+        if arch is None or arch.mla is not None or arch.n_kv_heads >= arch.heads:
+            continue
+        if setting == "window" and arch.local_span(0) is None:
             continue
         kept = [activation_memory(arch, 64, 1, kernels="eager", repeat_kv=r).kept for r in (True, False)]
         out[family] = (kept[0] == kept[1], mode["key_heads"] == mode["query_heads"])
@@ -97,9 +101,18 @@ def _windowed(tmp_path: Path) -> dict[str, tuple[bool, bool]]:
 def test_a_window_no_longer_than_the_sequence_keeps_the_mask_and_the_copies(tmp_path):
     """transformers keeps a sliding or chunked layer's mask where its window is no longer than the sequence
     (_ignore_causal_mask_sdpa), and copies K and V for it: --no-repeat-kv copies them there too (keeps_local_mask)."""
-    windowed = _windowed(tmp_path)
+    windowed = _measured_without_mask(tmp_path, "window")
     assert {"mistral", "gemma3_text", "llama4_text"} <= set(windowed)
     assert {f: c for f, c in windowed.items() if c[0] != c[1]} == {}
+
+
+def test_heads_wider_than_256_are_copied_without_a_mask_too(tmp_path):
+    """use_gqa_in_sdpa passes K and V grouped only up to head dim 256: at 512 transformers copies them, as
+    --no-repeat-kv counts (reads_grouped_kv)."""
+    wide = _measured_without_mask(tmp_path, "wide")
+    assert {"llama", "qwen3", "mistral"} <= set(wide)
+    assert all(measured for _, measured in wide.values())
+    assert {f: c for f, c in wide.items() if c[0] != c[1]} == {}
 
 
 def test_one_key_value_head_is_never_copied(compared):

@@ -7,11 +7,12 @@ does it: writes resolved/clip-qkv.json.
 Needs torch and transformers (not dpcost's dependencies; run with transformers 5.25.0 and torch 2.13.0 CPU).
 
 For DBRX, MPT, OLMo and OLMoE (the modeling files that read clip_qkv), one bf16 forward in training mode over 64
-tokens of a one-layer model on autocast_activations_with_transformers' small config (hidden 256, 4 heads) with
-clip_qkv 8, each family in its own process: the bytes of the distinct storages the clamps' backward nodes keep
-(`_saved_self` of every Clamp node in the autograd graph) per token per unit of hidden, and, where the family also
-builds without clip_qkv, the bytes the whole forward keeps beyond that run's (saved_bytes): both must agree, or
-the clamp changed what else is kept; and the config measured. DBRX and MPT clamp the fused projection's output out
+tokens of a one-layer model on autocast_activations_with_transformers' small config (hidden 256, 4 heads; 2
+key/value heads where the config has num_key_value_heads, DBRX's attn_config keeping its one) with clip_qkv 8, each
+family in its own process: the bytes of the distinct storages the clamps' backward nodes keep (`_saved_self` of
+every Clamp node in the autograd graph) per token per unit of hidden, and, where the family also builds without
+clip_qkv, the bytes the whole forward keeps beyond that run's (saved_bytes): both must agree, or the clamp changed
+what else is kept; and the config measured. DBRX and MPT clamp the fused projection's output out
 of place, and the clamp keeps its input; OLMo and OLMoE clamp each projection's output in place (clamp_), and
 autograd keeps a copy of each as it was (the in-place op's original self). DBRX's default sections do not follow
 the small config: its attn_config has no rope_theta, which its attention reads (set to dbrx-instruct's 500,000),
@@ -38,6 +39,8 @@ FAMILIES = ("dbrx", "mpt", "olmo", "olmoe")
 def clipped_config(family: str, clip: float | None) -> Any:
     """The family's small one-layer config with clip_qkv set (on attn_config where it has one)."""
     config = small_config(family, 1)
+    if family != "dbrx" and getattr(config, "num_key_value_heads", None) is not None:  # DBRX's: attn_config's
+        config.num_key_value_heads = 2
     section = getattr(config, "attn_config", None) or config
     section.clip_qkv = clip
     if family == "dbrx":
