@@ -21,10 +21,6 @@ MEASURED = json.loads((HF / "resolved" / "grouped-kv.json").read_text())["famili
 COPIES = "K and V copied to every query head"
 WINDOW, WIDE_HEAD = 32, 512  # the harness's window or chunk, and its wide heads, each measured without a mask
 
-# Families whose own attention code never copies K and V, dpcost's default copying them all the same (transformers
-# 5.25.0), and why
-NEVER_COPIED: dict[str, str] = {}
-
 
 def _copies(arch, repeat_kv: bool, flash: bool = True) -> bool:
     """Whether dpcost's eager first layer keeps K and V copied to every query head."""
@@ -71,7 +67,7 @@ def test_with_a_padding_mask_transformers_copies_them_as_dpcost_does_by_default(
     """With a mask, SDPA's GQA would fall back to the math kernel: transformers copies K and V out (repeat_kv), as
     dpcost's default (torchtitan's repeat_kv) counts."""
     differ = {f: (ours[1], measured[1]) for f, (ours, measured) in compared.items() if ours[1] != measured[1]}
-    assert set(differ) == set(NEVER_COPIED)
+    assert differ == {}
 
 
 def _measured_without_mask(tmp_path: Path, setting: str) -> dict[str, tuple[bool, bool]]:
