@@ -426,3 +426,24 @@ def test_a_phase_lasting_another_duration_keeps_every_other_field() -> None:
     assert [f.name for f in fields(Phase)] == [
         "name", "compute", "comm", "duration", "repeats", "comm_by_op", "overlapped", "waits", "slack", "slowdown"
     ]  # fmt: skip
+
+
+def test_slowest_rank_wait_after_accumulated_micro_batches_is_one_drift_over_them() -> None:
+    """Micro-batches accumulated without a call (no_sync) let the ranks drift apart; the first wait after them
+    meets that whole drift once, jitter x sqrt(T) x E[max] for T the compute since the ranks last met, and
+    re-aligns them. It was charged once per slack^2 + segment of that drift: 0.81 s where 0.07 s is due for a 1B
+    model's 32 micro-batches on 8 GPUs (tests/reference/ultrascale-playbook)."""
+    from dpcost.engine.step import Phase, expected_max_deviate, slowest_rank_wait
+
+    j, n = 0.026, 8
+    m = expected_max_deviate(n)
+    no_sync = Phase("forward + backward (no_sync)", 0.075, 0.0, 0.075, 31, (), False, 0)
+    last = Phase("backward + all_reduce", 0.05, 0.06, 0.065, 1, (), True, 1, slack=0.0)
+    assert slowest_rank_wait([no_sync, last], j, n) == pytest.approx(j * m * math.sqrt(31 * 0.075 + 0.05))
+    # the same compute in 8 micro-batches instead of 32 waits the same
+    fewer = replace(no_sync, compute=0.075 * 31 / 7, repeats=7)
+    assert slowest_rank_wait([fewer, last], j, n) == pytest.approx(slowest_rank_wait([no_sync, last], j, n))
+    # many waits with little slack after the drift: the first meets it, the rest start from aligned ranks
+    gathers = Phase("forward + all_gather", 0.025, 0.02, 0.026, 1, (), True, 18, slack=0.001)
+    got = slowest_rank_wait([no_sync, gathers], j, n)
+    assert j * m * math.sqrt(31 * 0.075) < got < j * m * (math.sqrt(31 * 0.075 + 0.025) + 18 * math.sqrt(0.025 / 18))

@@ -733,12 +733,18 @@ def _waits_beyond_slack(drift: float, segment: float, waits: int, slack: float) 
     slack in the same units as sqrt(seconds). Returns the summed sqrt(drift) - slack of the waits that cost, and
     the drift left. A wait costs once the drift passes slack^2, which it has passed by at most one segment: each
     costly wait is charged at slack^2 + segment (exact without slack), and they come one per slack^2 + segment of
-    drift, counted continuously so that the step time moves smoothly with every input."""
+    drift, counted continuously so that the step time moves smoothly with every input. A drift already past
+    slack^2 when the waits begin (micro-batches accumulated without a call) is met once, by the first wait, which
+    re-aligns the ranks for the rest."""
     total = drift + waits * segment
     if total <= slack**2:
         return 0.0, total
     if segment <= 0:  # calls back to back: the first meets the drift, the rest find the ranks together
         return math.sqrt(drift) - slack, 0.0
+    if drift > slack**2:
+        first = math.sqrt(drift + segment) - slack
+        rest, left = _waits_beyond_slack(0.0, segment, waits - 1, slack) if waits > 1 else (0.0, 0.0)
+        return first + rest, left
     period = slack**2 + segment
     costly = (total - slack**2) / period
     return costly * (math.sqrt(period) - slack), max(0.0, total - costly * period)
