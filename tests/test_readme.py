@@ -64,6 +64,14 @@ def test_the_training_scaling_table_is_current() -> None:
     assert text[start : start + len(fresh)] == fresh
 
 
+def test_the_ultrascale_playbook_tables_are_current() -> None:
+    """The README's Ultra-Scale Playbook tables are what `python benchmarks/ultrascale_runs.py` prints today."""
+    fresh = load_benchmark("ultrascale_runs").report().splitlines()
+    text = _lines()
+    start = text.index(fresh[0])
+    assert text[start : start + len(fresh)] == fresh
+
+
 def test_every_tour_command_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The tour's commands, from a checkout's top directory (the files they write land in a scratch copy)."""
     import shlex

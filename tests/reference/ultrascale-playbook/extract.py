@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Rebuild runs.csv from the Ultra-Scale Playbook's benchmark figure (the provenance of every row; see README.md).
+
+    python tests/reference/ultrascale-playbook/extract.py benchmarks_interactive.html > runs.csv
+
+The figure (assets/data/benchmarks/benchmarks_interactive.html of the Hugging Face Space nanotron/ultrascale-playbook,
+git blob 0e7e20b45fea66e3f0d946e63b1c669f583beab6) is one Plotly call. Each configuration is a point whose hover text
+prints its layout and its measurement; the figure draws each point twice (a marker trace and an overlay trace with the
+same text), so the two copies are one row. The model is the subplot's column title (x axis 'x' 1B, 'x2' 3B, 'x3' 8B,
+'x4' 80B). Nothing is converted: the values are the hover text's, 'nan' (a run that crashed or ran out of memory, the
+figure's grey 'crashed/oom' markers) left empty with status 'failed'.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+
+MODEL_OF_AXIS = {"x": "1B", "x2": "3B", "x3": "8B", "x4": "80B"}
+FIELDS = ("Nodes", "MBS", "GradAcc", "GBS", "DP", "PP", "TP", "ZeRO", "MFU", "tok/s/gpu", "GPU memory")
+COLUMNS = ("model", "nodes", "dp", "tp", "pp", "micro_batch", "grad_accum", "global_batch", "zero", "status",
+           "mfu_pct", "tokens_per_s_per_gpu", "gpu_memory_gb")  # fmt: skip
+
+
+def points(html: str) -> list[tuple[str, str]]:
+    """(model, hover text) of every point, one copy each, in the figure's order."""
+    start = html.index("[", html.index("Plotly.newPlot("))
+    traces, _ = json.JSONDecoder().raw_decode(html, start)
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for trace in traces:
+        for text in trace.get("text") or []:
+            key = (MODEL_OF_AXIS[trace["xaxis"]], text)
+            if isinstance(text, str) and "Nodes:" in text and key not in seen:
+                seen.add(key)
+                out.append(key)
+    return out
+
+
+def row(model: str, text: str) -> dict[str, str]:
+    text = text.replace("\t", " ")
+    found = {k: v.strip() for k, v in re.findall(r"(" + "|".join(map(re.escape, FIELDS)) + r"):\s*([^<]*)", text)}
+    value = {k: found[k].replace(",", "").removesuffix("%").removesuffix(" GB").strip() for k in FIELDS}
+    failed = value["tok/s/gpu"] == "nan"
+    return {
+        "model": model,
+        "nodes": value["Nodes"],
+        "dp": value["DP"],
+        "tp": value["TP"],
+        "pp": value["PP"],
+        "micro_batch": value["MBS"],
+        "grad_accum": value["GradAcc"],
+        "global_batch": value["GBS"],
+        "zero": value["ZeRO"],
+        "status": "failed" if failed else "ran",
+        "mfu_pct": "" if failed else value["MFU"],
+        "tokens_per_s_per_gpu": "" if failed else value["tok/s/gpu"],
+        "gpu_memory_gb": "" if failed else value["GPU memory"],
+    }
+
+
+def main() -> int:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        html = f.read()
+    out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
+    out.writeheader()
+    for model, text in points(html):
+        out.writerow(row(model, text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
