@@ -137,6 +137,23 @@ def test_the_distributed_optimizer_gathers_bucket_by_bucket(llama70b: ModelSpec)
     assert by_op["all_gather"].calls == by_op["reduce_scatter"].calls == buckets
 
 
+def test_a_layout_reads_bucket_size_as_megatrons_ddp_bucket_size(llama70b: ModelSpec) -> None:
+    """Megatron's --ddp-bucket-size (distributed_data_parallel_config.py bucket_size, in parameters) replaces its
+    max(40M, 1M x DP): --bucket-size is that many parameters' gradients in bytes, so 10M fp32 gradients a bucket
+    is 40 MB, and the distributed optimizer reduces and gathers in ceil(shard / 10M) buckets; `--from` a Megatron
+    script with --ddp-bucket-size gives it (docs/from.md)."""
+    h100 = load_topology("dgx-h100")
+    r = layout_step(llama70b, h100, Layout(tp=8, dp=32), micro_batch=1, global_batch=256, seq_len=8192, mfu=0.5,
+                    zero=1, sequence_parallel=True, bucket_bytes=10e6 * 4)  # fmt: skip
+    by_op = {t.op: t for t in r.dp_traffic}
+    (stage,) = r.stages
+    assert by_op["all_gather"].calls == by_op["reduce_scatter"].calls == math.ceil(stage.dense_params / 10e6)
+    given = json.loads(run("estimate", "--model", "llama-70b", "--tp", "8", "--dp", "32", "--global-batch", "256",
+                           "--sequence-parallel", "--bucket-size", "40MB", "--format", "json")[1])  # fmt: skip
+    assert given["setup"]["bucket_bytes"] == 40_000_000
+    assert "--bucket-size" not in json.dumps(given["warnings"])
+
+
 def test_megatron_at_zero_3_without_a_layout_is_megatron_fsdp() -> None:
     """Megatron runs ZeRO 2-3 only as Megatron-FSDP (--use-megatron-fsdp), also at TP = PP = 1 (Megatron-Bridge's
     Llama 3 70B FSDP presets): `--framework megatron --zero 3` is costed with its per-layer schedule; DDP still

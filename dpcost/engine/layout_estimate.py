@@ -409,6 +409,7 @@ def layout_step(
     slowest_gpu: float | None = None,
     sixteen_bit_mfu: float | None = None,
     bf16_layers: tuple[int, int] = (0, 0),
+    bucket_bytes: float | None = None,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -430,7 +431,9 @@ def layout_step(
     its rate the job's slowest GPU loses (default, op by op: the GPU's measured spread, rates.slowest_gpu_loss).
     `sixteen_bit_mfu`: under FP8 or NVFP4, the BF16 peak's share for the matmuls that stay in 16 bits, the output
     head and the router (--mfu; default the GPU's BF16 share: ops.Op.sixteen_bit). `bf16_layers`: the first and last
-    decoder layers whose matmuls stay in BF16 under FP8 or NVFP4, op by op (ops.sixteen_bit_layer)."""
+    decoder layers whose matmuls stay in BF16 under FP8 or NVFP4, op by op (ops.sixteen_bit_layer). `bucket_bytes`:
+    the DP gradient bucket in bytes of gradient, Megatron's --ddp-bucket-size in parameters times the gradient's
+    bytes (default its max(40M, 1M x DP) parameters: frameworks.FRAMEWORKS["megatron"])."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -519,6 +522,7 @@ def layout_step(
         last_stage=layout.pp - 1,
         fp8_params=fp8_params,
         sync_jitter=sync_jitter,
+        bucket_bytes=bucket_bytes,
     )
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
@@ -771,6 +775,7 @@ def _data_parallel(
     last_stage: int = 0,
     fp8_params: bool = False,
     sync_jitter: float = 0.0,
+    bucket_bytes: float | None = None,
 ) -> tuple[StepTime, tuple[SideTraffic, ...]]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py), gradients of `grad_bytes` each, and the
     calls beside it (SideTraffic). ZeRO 0-1, as Megatron's DDP and distributed optimizer run it: its buckets over
@@ -783,7 +788,8 @@ def _data_parallel(
     reduced every micro-batch, and at ZeRO 3 gathered for every forward and backward. Not `overlapped` (ZeRO 0-1):
     every reduction after the last backward and every gather after the optimizer step, on the compute stream.
     `fp8_params` (--fp8-param-gather): the layers' TP-split and expert weights gathered a byte each, the rest in
-    16 bits; the dense gathers at the bytes per parameter of what they move (gathered_bytes)."""
+    16 bits; the dense gathers at the bytes per parameter of what they move (gathered_bytes). `bucket_bytes`: ZeRO
+    0-1's bucket (Megatron's --ddp-bucket-size), else Megatron's default for the DP size."""
     fsdp = zero >= 2
     fw = MEGATRON_FSDP if fsdp else FRAMEWORKS["megatron"]
     overlapped = overlapped or fsdp
@@ -796,7 +802,8 @@ def _data_parallel(
     gathered = sum(u.params for u in units) + (0.0 if fsdp else outside)
     dense_gather_bytes = gathered_bytes(weight_bytes, fp8, gathered)
     expert_gather_bytes = 1.0 if fp8_params else weight_bytes
-    bucket = 0.0 if fsdp else fw.bucket(dp_size, grad_bytes)  # Megatron sizes buckets on DP without CP
+    # Megatron sizes buckets on DP without CP, unless --ddp-bucket-size sets them
+    bucket = 0.0 if fsdp else bucket_bytes if bucket_bytes else fw.bucket(dp_size, grad_bytes)
     if not fsdp:  # Megatron's buffer holds them all: the embedding's before the first layer, the head's after the last
         units = bucket_units(_with_ends(units, outside, held.index == 0, held.index == last_stage), bucket / grad_bytes)
         outside = 0.0

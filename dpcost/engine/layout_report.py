@@ -434,6 +434,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         last_stage_layers=par.last_stage_layers,
         mtp_layers=par.mtp_layers,
         fp8_params=_fp8_params(o),
+        bucket_bytes=o.communication.bucket_bytes,
     )
     return LayoutParts(layout, stage, recompute, chosen_rows, step, global_batch, tokens, compute_model, mfu)
 
@@ -466,7 +467,13 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         recipe="megatron",
         optimizer=o.precision.optimizer,
         offload=o.precision.offload,
-        bucket_bytes=0 if stage >= 2 else int(FRAMEWORKS["megatron"].bucket(dp_group.ranks, 4.0)),
+        # the bucket the step ran (layout_estimate._data_parallel): Megatron's on DP without CP, in the reduced dtype
+        bucket_bytes=0
+        if stage >= 2
+        else int(
+            o.communication.bucket_bytes
+            or FRAMEWORKS["megatron"].bucket(layout.dp, DTYPE_BYTES[_layout_grad_dtype(o, stage)])
+        ),
         skew=o.compute.skew,
         keep_full_grads=False,
     )
@@ -520,7 +527,6 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
     "--grad-block": lambda o: o.precision.grad_block is not None,
     "--recipe": lambda o: o.precision.recipe is not None,
     "--optimizer": lambda o: o.precision.optimizer != "adamw",
-    "--bucket-size": lambda o: o.communication.bucket_bytes is not None,
     "--first-bucket-size": lambda o: o.communication.first_bucket_bytes is not None,
     "--algorithm": lambda o: o.communication.algorithm is not None,
     "--protocol": lambda o: o.communication.protocol is not None,
