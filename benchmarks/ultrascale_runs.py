@@ -7,18 +7,23 @@ whether the run fits.
 
 Data: tests/reference/ultrascale-playbook/ (runs.csv, read off the playbook's figure by extract.py; the models
 nanotron built, models/*.yaml; README.md says what the figure does not). Gathered after dpcost's models were built and
-nothing set from it. Each run that ran is costed as a user would ask for it:
+nothing set from it. Each run is costed as it was configured:
 
     dpcost estimate --model MODEL --topology aws-p5 --dp D --tp T --pp P --micro-batch B --global-batch G
-        --seq-len 4096 --zero Z --framework megatron --recompute none [--sequence-parallel]
+        --seq-len 4096 --zero Z --framework ddp|megatron --recompute none --bucket-size 50MiB [--sequence-parallel]
 
-nanotron's layout is Megatron's (its TP is Megatron's column and row split, sequence parallel in its REDUCE_SCATTER
-mode, which the benchmark ran; its PP runs one-forward-one-backward; its ZeRO-1 shards the optimizer states), with
-no recomputation (the benchmark's recompute_layer was off) and gradients accumulated in fp32 (its
-accumulate_grad_in_fp32). The GPU's H100 topology with EFA is `aws-p5`. Beside each, the naive figure: every model
-FLOP (PaLM's 6N + 12LHQT) at 40% of the dense BF16 peak. Errors are predicted / measured - 1; summaries are the
-geometric mean of |error| and the median signed error. A run whose printed GBS is not DP x MBS x GradAcc is left out,
-and so is a failure of a configuration that also ran (a retry).
+nanotron's data parallelism is PyTorch DDP (trainer.py init_model: DistributedDataParallel with the config's
+bucket_cap_mb, 25 in the benchmark's) whose comm hook reduces the fp32 gradients it accumulates
+(accumulate_grad_in_fp32; helpers.py registers gradient_accumulator.py's get_fp32_accum_hook, an all-reduce at
+ZeRO 0 and a reduce-scatter at ZeRO 1; huggingface/nanotron @0e0a27ea): 25 MiB of bf16 gradients is 50 MiB of fp32
+ones a bucket. A run of data parallelism alone at ZeRO 0 is `--framework ddp`;
+the rest are layouts, which dpcost costs as Megatron runs them (nanotron's TP is Megatron's column and row split,
+sequence parallel in its REDUCE_SCATTER mode, which the benchmark ran; its PP runs one-forward-one-backward; its
+ZeRO-1 reduce-scatters the gradients and gathers the updated parameters, as Megatron's distributed optimizer does).
+No recomputation (the benchmark's recompute_layer was off). The GPU's H100 topology with EFA is `aws-p5`. Beside
+each, the naive figure: every model FLOP (PaLM's 6N + 12LHQT) at 40% of the dense BF16 peak. Errors are predicted /
+measured - 1; summaries are the geometric mean of |error| and the median signed error. A run whose printed GBS is not
+DP x MBS x GradAcc is left out, and so is a failure of a configuration that also ran (a retry).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ HERE = Path(__file__).resolve().parent.parent / "tests" / "reference" / "ultrasc
 SEQ_LEN = 4096  # the playbook: "a sequence length of 4,096 and a global batch size of 1M tokens"
 TOPOLOGY = "aws-p5"
 MODELS = {"1B": "nanotron-1b", "3B": "nanotron-3b", "8B": "nanotron-8b", "80B": "nanotron-80b"}
+BUCKET_BYTES = 50 * 2**20  # DDP's bucket_cap_mb 25 over bf16 gradients, reduced as fp32 (module docstring)
 
 
 @dataclass(frozen=True)
@@ -134,9 +140,10 @@ def options(r: Run) -> Options:
         global_batch=r.global_batch,
         seq_len=SEQ_LEN,
         zero=r.zero,
-        framework="megatron",
+        framework="ddp" if r.tp == r.pp == 1 and r.zero == 0 else "megatron",
         recompute="none",
         sequence_parallel=r.tp > 1,
+        bucket_bytes=BUCKET_BYTES,
     )
 
 
