@@ -443,7 +443,26 @@ def test_slowest_rank_wait_after_accumulated_micro_batches_is_one_drift_over_the
     # the same compute in 8 micro-batches instead of 32 waits the same
     fewer = replace(no_sync, compute=0.075 * 31 / 7, repeats=7)
     assert slowest_rank_wait([fewer, last], j, n) == pytest.approx(slowest_rank_wait([no_sync, last], j, n))
-    # many waits with little slack after the drift: the first meets it, the rest start from aligned ranks
-    gathers = Phase("forward + all_gather", 0.025, 0.02, 0.026, 1, (), True, 18, slack=0.001)
-    got = slowest_rank_wait([no_sync, gathers], j, n)
-    assert j * m * math.sqrt(31 * 0.075) < got < j * m * (math.sqrt(31 * 0.075 + 0.025) + 18 * math.sqrt(0.025 / 18))
+    # many waits with little slack after the drift: the first meets all of it, sqrt(drift + t) where a drift of
+    # s^2 would have paid sqrt(s^2 + t), and the waits go on as from s^2: one costly wait per s^2 + t of drift
+    t, w = 0.025 / 18, 18
+    gathers = Phase("forward + all_gather", 0.025, 0.02, 0.026, 1, (), True, w, slack=0.001)
+    s = 0.001 / (j * m)  # the slack in units of the slowest rank's deviation
+    period = s**2 + t
+    costly = w * t / period
+    left = s**2 + w * t - costly * period  # the drift the optimizer's end of step meets
+    expected = math.sqrt(31 * 0.075 + t) - math.sqrt(period) + costly * (math.sqrt(period) - s) + math.sqrt(left)
+    assert slowest_rank_wait([no_sync, gathers], j, n) == pytest.approx(j * m * expected)
+
+
+def test_slowest_rank_wait_moves_smoothly_as_the_drift_passes_the_slack() -> None:
+    """A little more compute before the waits costs a little more, on either side of the drift reaching slack^2
+    (it had jumped down there: 0.0719 s of compute before four gathers cost 10.1 ms, 0.0719 s and a hair 4.9 ms)."""
+    from dpcost.engine.step import Phase, expected_max_deviate, slowest_rank_wait
+
+    j, n = 0.026, 8
+    threshold = (0.01 / (j * expected_max_deviate(n))) ** 2  # the slack^2 of a 10 ms slack, in seconds of drift
+    gathers = Phase("forward + all_gather", 0.004, 0.002, 0.004, 1, (), True, 4, slack=0.01)
+    before, after = (Phase("no_sync", threshold + e, 0.0, threshold + e, 1, (), False, 0) for e in (-1e-7, 1e-7))
+    below, above = slowest_rank_wait([before, gathers], j, n), slowest_rank_wait([after, gathers], j, n)
+    assert below <= above == pytest.approx(below, rel=1e-4)

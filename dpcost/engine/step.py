@@ -734,17 +734,17 @@ def _waits_beyond_slack(drift: float, segment: float, waits: int, slack: float) 
     the drift left. A wait costs once the drift passes slack^2, which it has passed by at most one segment: each
     costly wait is charged at slack^2 + segment (exact without slack), and they come one per slack^2 + segment of
     drift, counted continuously so that the step time moves smoothly with every input. A drift already past
-    slack^2 when the waits begin (micro-batches accumulated without a call) is met once, by the first wait, which
-    re-aligns the ranks for the rest."""
+    slack^2 when the waits begin (micro-batches accumulated without a call) is met once, by the first wait: it
+    costs sqrt(drift + segment) where a drift of slack^2 would have cost sqrt(slack^2 + segment), and the waits
+    go on as from slack^2 (exact without slack: the first pays sqrt(drift + segment), the rest sqrt(segment))."""
+    if segment > 0 and drift > slack**2:
+        cost, left = _waits_beyond_slack(slack**2, segment, waits, slack)
+        return cost + math.sqrt(drift + segment) - math.sqrt(slack**2 + segment), left
     total = drift + waits * segment
     if total <= slack**2:
         return 0.0, total
     if segment <= 0:  # calls back to back: the first meets the drift, the rest find the ranks together
         return math.sqrt(drift) - slack, 0.0
-    if drift > slack**2:
-        first = math.sqrt(drift + segment) - slack
-        rest, left = _waits_beyond_slack(0.0, segment, waits - 1, slack) if waits > 1 else (0.0, 0.0)
-        return first + rest, left
     period = slack**2 + segment
     costly = (total - slack**2) / period
     return costly * (math.sqrt(period) - slack), max(0.0, total - costly * period)
