@@ -6,7 +6,8 @@ whether the run fits.
     python benchmarks/ultrascale_runs.py [--markdown] [--worst N]
 
 Data: tests/reference/ultrascale-playbook/ (runs.csv, read off the playbook's figure by extract.py; the models
-nanotron built, models/*.yaml; README.md says what the figure does not). Gathered after dpcost's models were built and
+nanotron built, models/*.yaml; README.md gives the runs' settings, nanotron's scripts/scaling_benchmarks.py on its
+base config, and says what the figure does not). Gathered after dpcost's models were built and
 nothing set from it. Each run is costed as it was configured:
 
     dpcost estimate --model MODEL --topology aws-p5 --dp D --tp T --pp P --micro-batch B --global-batch G

@@ -159,9 +159,11 @@ def test_a_megatron_scripts_gradient_dtype_is_megatrons(tmp_path: Path) -> None:
     }
     for name, (lines, dtype) in variants.items():
         path = tmp_path / f"{name}.sh"
-        path.write_text(script.replace("    --fp16\n", lines))
+        path.write_text(script.replace("    --fp16\n", lines + "    --ddp-bucket-size 10000000\n"))
         read = report("estimate", "--from", str(path), "--dp", "8")
         assert read["setup"]["grad_dtype"] == dtype, name
+        # --ddp-bucket-size counts parameters (distributed_data_parallel_config.py bucket_size): 10M of that dtype
+        assert read["setup"]["bucket_bytes"] == 10_000_000 * {"fp32": 4, "bf16": 2, "fp16": 2}[dtype], name
 
 
 def test_a_megatron_scripts_fsdp_strategy_is_its_zero_stage(tmp_path: Path) -> None:

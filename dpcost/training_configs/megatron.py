@@ -230,7 +230,7 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         r.ignore("--overlap-param-gather", "", "dpcost's Megatron preset gathers during the next forward already")
     bucket = _int(r, args, "--ddp-bucket-size")
     if bucket is not None:
-        grad = 2 if "--fp16" in args else 4  # bf16 and fp32 training reduce fp32 gradients
+        grad = _reduced_gradient_bytes(args)
         r.use("--ddp-bucket-size", bucket, "bucket_bytes", f"{bucket * grad}B", f"{bucket:,} elements x {grad} bytes")
     optimizer = _one(r, args, "--optimizer")
     if optimizer is not None:
@@ -269,6 +269,14 @@ def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
     if "--recompute-modules" in args:
         modules = args["--recompute-modules"]
         r.use("--recompute-modules", " ".join(modules), "recompute_modules", ",".join(modules))
+
+
+def _reduced_gradient_bytes(args: dict[str, list[str]]) -> int:
+    """Bytes of each gradient Megatron reduces, as _precision reads the script: 2 with --fp16 (unless
+    --accumulate-allreduce-grads-in-fp32) and with --bf16 --grad-reduce-in-bf16, else 4."""
+    if "--fp16" in args:
+        return 4 if "--accumulate-allreduce-grads-in-fp32" in args else 2
+    return 2 if "--bf16" in args and "--grad-reduce-in-bf16" in args else 4
 
 
 def _precision(r: Reading, args: dict[str, list[str]]) -> None:
