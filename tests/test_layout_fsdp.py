@@ -154,6 +154,18 @@ def test_a_layout_reads_bucket_size_as_megatrons_ddp_bucket_size(llama70b: Model
     assert "--bucket-size" not in json.dumps(given["warnings"])
 
 
+def test_a_layout_that_does_not_overlap_its_reduction_reduces_in_one_bucket(llama70b: ModelSpec) -> None:
+    """Without --overlap-grad-reduce Megatron turns bucketing off (distributed_data_parallel.py: bucket_size None),
+    as Megatron-LM's DistributedDataParallel before Megatron-Core reduced each contiguous buffer in one call: one
+    reduce-scatter and one gather of the whole shard, whatever the bucket."""
+    h100 = load_topology("dgx-h100")
+    for bucket in (None, 10e6 * 4):
+        r = layout_step(llama70b, h100, Layout(tp=8, dp=32), micro_batch=1, global_batch=256, seq_len=8192,
+                        mfu=0.5, zero=1, sequence_parallel=True, dp_overlap=False, bucket_bytes=bucket)  # fmt: skip
+        by_op = {t.op: t for t in r.dp_traffic}
+        assert by_op["all_gather"].calls == by_op["reduce_scatter"].calls == 1
+
+
 def test_megatron_at_zero_3_without_a_layout_is_megatron_fsdp() -> None:
     """Megatron runs ZeRO 2-3 only as Megatron-FSDP (--use-megatron-fsdp), also at TP = PP = 1 (Megatron-Bridge's
     Llama 3 70B FSDP presets): `--framework megatron --zero 3` is costed with its per-layer schedule; DDP still

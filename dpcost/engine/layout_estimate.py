@@ -802,8 +802,12 @@ def _data_parallel(
     gathered = sum(u.params for u in units) + (0.0 if fsdp else outside)
     dense_gather_bytes = gathered_bytes(weight_bytes, fp8, gathered)
     expert_gather_bytes = 1.0 if fp8_params else weight_bytes
-    # Megatron sizes buckets on DP without CP, unless --ddp-bucket-size sets them
+    # Megatron sizes buckets on DP without CP, unless --ddp-bucket-size sets them; without --overlap-grad-reduce it
+    # turns bucketing off, one bucket of the whole buffer (Megatron-Core distributed_data_parallel.py, as Megatron-LM's
+    # DistributedDataParallel before it reduced each dtype's contiguous buffer in one call)
     bucket = 0.0 if fsdp else bucket_bytes if bucket_bytes else fw.bucket(dp_size, grad_bytes)
+    if not fsdp and not overlapped:
+        bucket = (sum(u.params for u in units) + outside) * grad_bytes
     if not fsdp:  # Megatron's buffer holds them all: the embedding's before the first layer, the head's after the last
         units = bucket_units(_with_ends(units, outside, held.index == 0, held.index == last_stage), bucket / grad_bytes)
         outside = 0.0
