@@ -284,6 +284,31 @@ def markdown(costed: list[Costed], failed: list[tuple[Run, bool]], left: dict[st
     return "\n".join(out)
 
 
+def collectives_table() -> list[str]:
+    """The cluster's own collectives (collectives.csv: the playbook's median and 5th-95th percentile bandwidth of a
+    256MB call on 1-64 nodes) beside dpcost's bus bandwidth for the same call on `aws-p5` (`dpcost collective`)."""
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    out = [
+        "| op | nodes | measured median (GB/s) | 5th-95th percentile | dpcost busbw on aws-p5 | dpcost / median |",
+        "|---|---:|---:|---|---:|---:|",
+    ]
+    with (HERE / "collectives.csv").open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            args = ["collective", "--op", r["op"], "-t", TOPOLOGY, "-n", r["ranks"], "--sizes", "256M", "-f", "csv"]
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 0, result.output
+            busbw = float(list(csv.DictReader(result.stdout.splitlines()))[-1]["busbw_GBps"])
+            median = float(r["median_GBps"])
+            out.append(
+                f"| {r['op']} | {r['nodes']} | {median:,.1f} | {float(r['p5_GBps']):,.1f}-{float(r['p95_GBps']):,.1f} "
+                f"| {busbw:,.1f} | {busbw / median:.2f} |"
+            )
+    return out
+
+
 def report(worst: int = 5) -> str:
     """The benchmark's tables (the README's)."""
     runs, left = usable(read_runs())
@@ -297,7 +322,12 @@ def report(worst: int = 5) -> str:
         except InputError as exc:  # dpcost refuses the layout (pipeline stages the layers do not fill)
             why = f"dpcost refuses the layout ({exc.where})"
             left[why] = left.get(why, 0) + 1
-    return markdown(costed, failed, left, worst)
+    text = markdown(costed, failed, left, worst)
+    return (
+        text
+        + "\n\nThe cluster's collectives, as the playbook measured them, beside dpcost's:\n\n"
+        + "\n".join(collectives_table())
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

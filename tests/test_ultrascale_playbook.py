@@ -73,3 +73,19 @@ def test_the_mfu_column_and_the_tokens_column_agree_through_the_models_nanotron_
     assert statistics.median(ratios) == pytest.approx(1.0, abs=0.003)
     # the MFU column is printed to 0.1 points: a run at 10% reads within 1%
     assert max(abs(x - 1) for x in ratios) < 0.015
+
+
+def test_a_one_node_all_reduce_reads_as_the_playbooks_cluster_measured_it() -> None:
+    """collectives.csv: a 256MB all-reduce on one node of 8 H100 (NVLink, no network) measured a median bus
+    bandwidth of 436 GB/s, 422-462 from the 5th to the 95th percentile; dpcost's aws-p5 prices it inside that band."""
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    with (HERE / "collectives.csv").open(encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f) if r["op"] == "all_reduce" and r["nodes"] == "1")
+    result = CliRunner().invoke(app, ["collective", "-t", "aws-p5", "-n", "8", "--sizes", "256M", "-f", "csv"])
+    assert result.exit_code == 0
+    busbw = float(list(csv.DictReader(result.stdout.splitlines()))[-1]["busbw_GBps"])
+    assert float(row["p5_GBps"]) <= busbw <= float(row["p95_GBps"])
+    assert busbw == pytest.approx(float(row["median_GBps"]), rel=0.05)
