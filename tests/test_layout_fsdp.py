@@ -164,6 +164,12 @@ def test_a_layout_that_does_not_overlap_its_reduction_reduces_in_one_bucket(llam
                         mfu=0.5, zero=1, sequence_parallel=True, dp_overlap=False, bucket_bytes=bucket)  # fmt: skip
         by_op = {t.op: t for t in r.dp_traffic}
         assert by_op["all_gather"].calls == by_op["reduce_scatter"].calls == 1
+    # the report gives the bucket the step ran: the whole shard of the stage with the most dense parameters
+    report = json.loads(run("estimate", "--model", "llama-70b", "--tp", "8", "--dp", "32", "--zero", "1",
+                            "--global-batch", "256", "--sequence-parallel", "--overlap-comm", "false",
+                            "--format", "json")[1])  # fmt: skip
+    shard = max(s.dense_params for s in r.stages)
+    assert report["setup"]["bucket_bytes"] == pytest.approx(shard * 4, abs=1)
 
 
 def test_megatron_at_zero_3_without_a_layout_is_megatron_fsdp() -> None:

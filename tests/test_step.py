@@ -466,3 +466,7 @@ def test_slowest_rank_wait_moves_smoothly_as_the_drift_passes_the_slack() -> Non
     before, after = (Phase("no_sync", threshold + e, 0.0, threshold + e, 1, (), False, 0) for e in (-1e-7, 1e-7))
     below, above = slowest_rank_wait([before, gathers], j, n), slowest_rank_wait([after, gathers], j, n)
     assert below <= above == pytest.approx(below, rel=1e-4)
+    # and as the compute between the waits shrinks to nothing (calls back to back)
+    back_to_back = [Phase("no_sync", 0.5, 0.0, 0.5, 1, (), False, 0), replace(gathers, compute=0.0)]
+    almost = [back_to_back[0], replace(gathers, compute=1e-9)]
+    assert slowest_rank_wait(back_to_back, j, n) == pytest.approx(slowest_rank_wait(almost, j, n), rel=1e-4)

@@ -277,6 +277,18 @@ def _with_ends(units: tuple[Unit, ...], outside: float, first: bool, last: bool)
     return tuple(ends)
 
 
+def megatron_bucket_bytes(
+    shard_params: float, dp: int, grad_bytes: float, given: float | None, overlapped: bool
+) -> float:
+    """Bytes of gradient in each of Megatron's DP buckets over a stage's shard: --ddp-bucket-size (`given`, in bytes
+    here), else max(40M, 1M x DP) parameters, DP without CP (frameworks.FRAMEWORKS["megatron"]); without
+    --overlap-grad-reduce one bucket of the whole shard (Megatron-Core distributed_data_parallel.py sets bucket_size
+    to None then, as Megatron-LM's DistributedDataParallel before it reduced each contiguous buffer in one call)."""
+    if not overlapped:
+        return shard_params * grad_bytes
+    return given or FRAMEWORKS["megatron"].bucket(dp, grad_bytes)
+
+
 def bucket_units(units: tuple[Unit, ...], bucket_params: float) -> tuple[Unit, ...]:
     """`units` (forward order) regrouped into Megatron's buckets of `bucket_params`, cut from the end of the
     forward, where its buffer starts (param_and_grad_buffer.py fills buckets in backward order), each with the
@@ -802,14 +814,11 @@ def _data_parallel(
     gathered = sum(u.params for u in units) + (0.0 if fsdp else outside)
     dense_gather_bytes = gathered_bytes(weight_bytes, fp8, gathered)
     expert_gather_bytes = 1.0 if fp8_params else weight_bytes
-    # Megatron sizes buckets on DP without CP, unless --ddp-bucket-size sets them; without --overlap-grad-reduce it
-    # turns bucketing off, one bucket of the whole buffer (Megatron-Core distributed_data_parallel.py, as Megatron-LM's
-    # DistributedDataParallel before it reduced each dtype's contiguous buffer in one call)
-    bucket = 0.0 if fsdp else bucket_bytes if bucket_bytes else fw.bucket(dp_size, grad_bytes)
-    if not fsdp and not overlapped:
-        bucket = (sum(u.params for u in units) + outside) * grad_bytes
+    bucket = 0.0 if fsdp else megatron_bucket_bytes(held.dense_params, dp_size, grad_bytes, bucket_bytes, overlapped)
     if not fsdp:  # Megatron's buffer holds them all: the embedding's before the first layer, the head's after the last
-        units = bucket_units(_with_ends(units, outside, held.index == 0, held.index == last_stage), bucket / grad_bytes)
+        # one bucket of the whole buffer: bucket_units' 0, exact where a sum of floats could split off a sliver
+        per_bucket = bucket / grad_bytes if overlapped else 0.0
+        units = bucket_units(_with_ends(units, outside, held.index == 0, held.index == last_stage), per_bucket)
         outside = 0.0
     plan = StepPlan(
         stage=zero,

@@ -14,9 +14,8 @@ from dpcost.engine.collectives import bus_factor, collective
 from dpcost.engine.cost import PlanCost
 from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
 from dpcost.engine.estimate import group_row, model_info_of, setup_info, topology_info, whole_message_of
-from dpcost.engine.frameworks import FRAMEWORKS
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step
+from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step, megatron_bucket_bytes
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
 from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts, stage_layer_counts
 from dpcost.engine.memory import context_bytes
@@ -467,13 +466,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         recipe="megatron",
         optimizer=o.precision.optimizer,
         offload=o.precision.offload,
-        # the bucket the step ran (layout_estimate._data_parallel): Megatron's on DP without CP, in the reduced dtype
-        bucket_bytes=0
-        if stage >= 2
-        else int(
-            o.communication.bucket_bytes
-            or FRAMEWORKS["megatron"].bucket(layout.dp, DTYPE_BYTES[_layout_grad_dtype(o, stage)])
-        ),
+        bucket_bytes=0 if stage >= 2 else int(_bucket_ran(o, stage, layout, r)),
         skew=o.compute.skew,
         keep_full_grads=False,
     )
@@ -517,6 +510,14 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         warnings=notes,
         summary=training_summary(setup, memory, time, notes),
     )
+
+
+def _bucket_ran(o: Options, stage: int, layout: Layout, r: LayoutStep) -> float:
+    """The DP bucket the step ran (layout_estimate._data_parallel), on the stage with the most dense parameters."""
+    shard = max(st.dense_params for st in r.stages)
+    grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, stage)]
+    overlapped = o.communication.overlap_comm is not False
+    return megatron_bucket_bytes(shard, layout.dp, grad_bytes, o.communication.bucket_bytes, overlapped)
 
 
 # The flags a layout's costing does not read (it runs Megatron's own settings), each with whether it was given.

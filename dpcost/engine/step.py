@@ -744,7 +744,7 @@ def _waits_beyond_slack(drift: float, segment: float, waits: int, slack: float) 
     if total <= slack**2:
         return 0.0, total
     if segment <= 0:  # calls back to back: the first meets the drift, the rest find the ranks together
-        return math.sqrt(drift) - slack, 0.0
+        return math.sqrt(drift) - slack, slack**2  # the drift left as a costly wait leaves it above
     period = slack**2 + segment
     costly = (total - slack**2) / period
     return costly * (math.sqrt(period) - slack), max(0.0, total - costly * period)
