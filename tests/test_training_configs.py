@@ -159,10 +159,12 @@ def test_a_megatron_scripts_gradient_dtype_is_megatrons(tmp_path: Path) -> None:
     }
     for name, (lines, dtype) in variants.items():
         path = tmp_path / f"{name}.sh"
-        path.write_text(script.replace("    --fp16\n", lines + "    --ddp-bucket-size 10000000\n"))
+        bucketed = lines + "    --ddp-bucket-size 10000000\n    --overlap-grad-reduce\n"
+        path.write_text(script.replace("    --fp16\n", bucketed))
         read = report("estimate", "--from", str(path), "--dp", "8")
         assert read["setup"]["grad_dtype"] == dtype, name
-        # --ddp-bucket-size counts parameters (distributed_data_parallel_config.py bucket_size): 10M of that dtype
+        # --ddp-bucket-size counts parameters (distributed_data_parallel_config.py bucket_size): 10M of that dtype;
+        # Megatron reads it only with --overlap-grad-reduce (without, one bucket: test_layout_fsdp.py)
         assert read["setup"]["bucket_bytes"] == 10_000_000 * {"fp32": 4, "bf16": 2, "fp16": 2}[dtype], name
 
 
