@@ -170,6 +170,12 @@ def test_a_layout_that_does_not_overlap_its_reduction_reduces_in_one_bucket(llam
                             "--format", "json")[1])  # fmt: skip
     shard = max(s.dense_params for s in r.stages)
     assert report["setup"]["bucket_bytes"] == pytest.approx(shard * 4, abs=1)
+    # data parallelism alone, as Megatron runs it: one reduce-scatter, and one gather after the optimizer step, since
+    # --overlap-param-gather needs --overlap-grad-reduce (arguments.py)
+    dp = json.loads(run("estimate", "--model", "llama-8b", "--dp", "64", "--framework", "megatron", "--zero", "1",
+                        "--overlap-comm", "false", "--format", "json")[1])  # fmt: skip
+    calls = {c["op"]: c["calls"] for c in dp["communication"]["collectives"]}
+    assert calls == {"reduce_scatter": 1, "all_gather": 1}
 
 
 def test_megatron_at_zero_3_without_a_layout_is_megatron_fsdp() -> None:

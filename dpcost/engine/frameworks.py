@@ -89,12 +89,20 @@ class Framework:
     recompute: tuple[str, ...] = ("none", "full")  # the checkpointing policies it runs (checkpointing.py)
     bucket_op: str = "reduce_scatter"  # stages 1-2: the collective each gradient bucket runs
     bucket_rule: str = "after"  # how its buckets take whole tensors (step.bucket_edges)
+    one_bucket_unoverlapped: bool = False  # without overlap it reduces the whole gradient in one bucket (Megatron)
 
     def bucket(self, dp: int, grad_bytes: float) -> float:
         """Bytes per gradient bucket at this DP size and gradient dtype (0: it reduces per unit, no buckets)."""
         if self.bucket_elements is not None:
             return max(self.bucket_elements, self.bucket_elements_per_rank * dp) * grad_bytes
         return self.bucket_bytes or 0.0
+
+    def bucket_ran(self, dp: int, grad_bytes: float, given: float | None, overlapped: bool, whole: float) -> float:
+        """Bytes per gradient bucket a step runs: the `whole` gradient (bytes) in one where the framework turns
+        bucketing off without overlap, else `given` (--bucket-size), else its own (bucket)."""
+        if self.one_bucket_unoverlapped and not overlapped:
+            return whole
+        return given or self.bucket(dp, grad_bytes)
 
 
 FRAMEWORKS = {
@@ -166,11 +174,13 @@ FRAMEWORKS = {
         overlap_grad_reduce=(0, 1),
         overlap_param_gather=True,
         source="megatron/core/distributed/distributed_data_parallel_config.py@core_r0.9.0: bucket_size "
-        "max(40000000, 1000000 x dp); --overlap-grad-reduce, --overlap-param-gather",
+        "max(40000000, 1000000 x dp); --overlap-grad-reduce, --overlap-param-gather; distributed_data_parallel.py: "
+        "bucket_size None (one bucket) without overlap_grad_reduce",
         loss_impl="vocab-parallel",
         kernels="fused",
         attention_kernel="cudnn",
         recompute=("none", "selective", "full"),
+        one_bucket_unoverlapped=True,
     ),
 }
 

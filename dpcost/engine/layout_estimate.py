@@ -280,13 +280,10 @@ def _with_ends(units: tuple[Unit, ...], outside: float, first: bool, last: bool)
 def megatron_bucket_bytes(
     shard_params: float, dp: int, grad_bytes: float, given: float | None, overlapped: bool
 ) -> float:
-    """Bytes of gradient in each of Megatron's DP buckets over a stage's shard: --ddp-bucket-size (`given`, in bytes
-    here), else max(40M, 1M x DP) parameters, DP without CP (frameworks.FRAMEWORKS["megatron"]); without
-    --overlap-grad-reduce one bucket of the whole shard (Megatron-Core distributed_data_parallel.py sets bucket_size
-    to None then, as Megatron-LM's DistributedDataParallel before it reduced each contiguous buffer in one call)."""
-    if not overlapped:
-        return shard_params * grad_bytes
-    return given or FRAMEWORKS["megatron"].bucket(dp, grad_bytes)
+    """Bytes of gradient in each of Megatron's DP buckets over a stage's shard (Framework.bucket_ran): DP without CP,
+    as Megatron sizes them; one bucket of the whole shard without --overlap-grad-reduce, as Megatron-LM's
+    DistributedDataParallel before Megatron-Core reduced each contiguous buffer in one call too."""
+    return FRAMEWORKS["megatron"].bucket_ran(dp, grad_bytes, given, overlapped, shard_params * grad_bytes)
 
 
 def bucket_units(units: tuple[Unit, ...], bucket_params: float) -> tuple[Unit, ...]:

@@ -110,8 +110,11 @@ class Prepared:
 
     @property
     def overlap_param_gather(self) -> bool:
-        """Only the framework sets the schedule; --recipe is memory accounting alone."""
-        return self.framework.overlap_param_gather if self.framework else False
+        """Only the framework sets the schedule (--recipe is memory accounting alone), and only with its gradient
+        reduction overlapped: Megatron's --overlap-param-gather requires --overlap-grad-reduce (arguments.py), as a
+        layout's _data_parallel has it."""
+        fw = self.framework
+        return fw is not None and fw.overlap_param_gather and self.o.communication.overlap_comm is not False
 
     @property
     def per_unit(self) -> bool:
@@ -137,9 +140,14 @@ class Prepared:
 
     @property
     def gather_calls(self) -> int:
-        """Stages 1-2: the calls that gather the updated parameters (DeepSpeed: one per parameter group; 0: per
-        unit)."""
-        return self.framework.gather_calls if self.framework else 0
+        """Stages 1-2: the calls that gather the updated parameters (DeepSpeed: one per parameter group; Megatron
+        without overlap: its one bucket, Framework.bucket_ran; 0: per unit)."""
+        fw = self.framework
+        if fw is None:
+            return 0
+        if fw.one_bucket_unoverlapped and self.o.communication.overlap_comm is False:
+            return 1
+        return fw.gather_calls
 
     @property
     def bucket_op(self) -> str:
@@ -410,8 +418,11 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     check_compute_dtype(topology, o)
     accumulation, micro_batch, notes = batching(o)
     given = o.communication
-    # The generic plan buckets as PyTorch DDP does (frameworks.py)
-    bucket = given.bucket_bytes or (fw or FRAMEWORKS["ddp"]).bucket(o.dp, grad_bytes)
+    # The generic plan buckets as PyTorch DDP does (frameworks.py); Megatron in one bucket without overlap
+    overlapped = given.overlap_comm is not False
+    bucket = (fw or FRAMEWORKS["ddp"]).bucket_ran(
+        o.dp, grad_bytes, given.bucket_bytes, overlapped, counts.total * grad_bytes
+    )
     first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
     plan = o.plan
     if "mla_up_proj" in plan.recompute_modules and (model.architecture is None or model.architecture.mla is None):
