@@ -104,6 +104,11 @@ class Framework:
             return whole
         return given or self.bucket(dp, grad_bytes)
 
+    def gather_calls_ran(self, overlapped: bool) -> int:
+        """Stages 1-2: the calls that gather the updated parameters: its one bucket where it turns bucketing off
+        without overlap (bucket_ran), else gather_calls."""
+        return 1 if self.one_bucket_unoverlapped and not overlapped else self.gather_calls
+
 
 FRAMEWORKS = {
     "ddp": Framework(

@@ -109,12 +109,17 @@ class Prepared:
         return stage in self.framework.overlap_grad_reduce if self.framework else True
 
     @property
+    def overlapped(self) -> bool:
+        """Whether the step may overlap its collectives: all but --overlap-comm false (the framework's default)."""
+        return self.o.communication.overlap_comm is not False
+
+    @property
     def overlap_param_gather(self) -> bool:
         """Only the framework sets the schedule (--recipe is memory accounting alone), and only with its gradient
         reduction overlapped: Megatron's --overlap-param-gather requires --overlap-grad-reduce (arguments.py), as a
         layout's _data_parallel has it."""
         fw = self.framework
-        return fw is not None and fw.overlap_param_gather and self.o.communication.overlap_comm is not False
+        return fw is not None and fw.overlap_param_gather and self.overlapped
 
     @property
     def per_unit(self) -> bool:
@@ -142,12 +147,7 @@ class Prepared:
     def gather_calls(self) -> int:
         """Stages 1-2: the calls that gather the updated parameters (DeepSpeed: one per parameter group; Megatron
         without overlap: its one bucket, Framework.bucket_ran; 0: per unit)."""
-        fw = self.framework
-        if fw is None:
-            return 0
-        if fw.one_bucket_unoverlapped and self.o.communication.overlap_comm is False:
-            return 1
-        return fw.gather_calls
+        return self.framework.gather_calls_ran(self.overlapped) if self.framework else 0
 
     @property
     def bucket_op(self) -> str:
@@ -419,7 +419,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     accumulation, micro_batch, notes = batching(o)
     given = o.communication
     # The generic plan buckets as PyTorch DDP does (frameworks.py); Megatron in one bucket without overlap
-    overlapped = given.overlap_comm is not False
+    overlapped = given.overlap_comm is not False  # Prepared.overlapped, before there is a Prepared
     bucket = (fw or FRAMEWORKS["ddp"]).bucket_ran(
         o.dp, grad_bytes, given.bucket_bytes, overlapped, counts.total * grad_bytes
     )
