@@ -553,3 +553,37 @@ def test_accelerates_parallelism_config_is_the_layout(tmp_path: Path) -> None:
     path.write_text(base + sizes.replace("dp_shard_size: 4", "dp_shard_size: 3"))
     code, _, err = run("estimate", "--from", str(path), "--model", "llama-8b")
     assert code == 2 and "not num_processes 8" in err and err.count("\n") == 1
+
+
+def _functional_test_script(tmp_path: Path, case: str, golden: str) -> tuple[Path, float]:
+    """A Megatron-LM functional test's launch as a script (its MODEL_ARGS under torchrun at the CI recipe's world
+    size) and the peak its golden file records on the last rank: tests/reference/memory-peaks/
+    megatron-functional-peaks.csv."""
+    import csv
+
+    from conftest import REFERENCE
+
+    with open(REFERENCE / "memory-peaks" / "megatron-functional-peaks.csv", encoding="utf-8") as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        row = next(r for r in rows if r["case"] == case and r["golden_file"] == golden)
+    script = tmp_path / "run.sh"
+    launch = f"torchrun --nnodes {row['nodes']} --nproc-per-node {row['gpus_per_node']} pretrain_gpt.py"
+    script.write_text(f"{launch} {row['model_args']}\n")
+    return script, float(row["mem_max_allocated_bytes_median"])
+
+
+@pytest.mark.parametrize(
+    ("case", "flag"),
+    [("gpt/gpt3_mcore_te_tp1_pp4_vp1", "--attention-backend"), ("gpt/gpt3_mcore_tp1_pp4", "--transformer-impl")],
+)
+def test_a_megatron_scripts_unfused_attention_keeps_its_scores(tmp_path: Path, case: str, flag: str) -> None:
+    """--attention-backend unfused turns Transformer Engine's flash and fused kernels off (language_module.py's
+    NVTE_* switches), and --transformer-impl local builds Megatron-Core's own DotProductAttention
+    (models/backends.py): both keep each layer's s x s scores. Megatron-LM's functional tests of 12 layers of 512 on
+    PP4 x DP2, micro-batch 4 of 1,024 tokens, one with each (@d98e8a64dd, H100), record 4.16 and 2.75 GB on their
+    last rank; read as flash attention, dpcost gave 38% and 23% less."""
+    script, measured = _functional_test_script(tmp_path, case, "golden_values_dev_dgx_h100.json")
+    got = report("estimate", "--from", str(script), "--topology", "dgx-h100")
+    assert got["setup"]["flash_attention"] is False
+    assert [s["became"] for s in got["from_config"]["settings"] if s["key"] == flag] == ["--no-flash-attention"]
+    assert got["layout"]["stages"][-1]["memory_bytes"] == pytest.approx(measured, rel=0.05)

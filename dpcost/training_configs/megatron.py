@@ -117,6 +117,7 @@ def read(text: str, path: str) -> TrainingConfig:
             r.use(name, "", option, "false")
     _batch(r, args)
     _recompute(r, args)
+    _attention(r, args)
     _precision(r, args)
     spec = _model(r, args, tp, Path(path).stem)
     padding = None
@@ -124,6 +125,7 @@ def read(text: str, path: str) -> TrainingConfig:
         padding = (_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128)
     dp = _launched_dp(r, args)
     used = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
+    used |= {*_ATTENTION_ARGS}
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
@@ -269,6 +271,27 @@ def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
     if "--recompute-modules" in args:
         modules = args["--recompute-modules"]
         r.use("--recompute-modules", " ".join(modules), "recompute_modules", ",".join(modules))
+
+
+_ATTENTION_ARGS = ("--transformer-impl", "--attention-backend")
+UNFUSED_BACKENDS = ("unfused", "local")  # AttnBackend's members that run no flash or fused kernel
+
+
+def _attention(r: Reading, args: dict[str, list[str]]) -> None:
+    """Whether attention keeps its s x s scores for the backward. Megatron-Core's own DotProductAttention does: it is
+    what --transformer-impl local builds (models/backends.py, LocalSpecProvider.core_attention), and what
+    --attention-backend unfused or local leaves Transformer Engine (language_module.py sets NVTE_FLASH_ATTN and
+    NVTE_FUSED_ATTN to 0). The defaults, transformer_engine and auto, run flash or cuDNN's fused attention."""
+    impl = _one(r, args, "--transformer-impl")
+    backend = _one(r, args, "--attention-backend")
+    if impl == "local":
+        r.use("--transformer-impl", impl, "flash_attention", "false", "Megatron-Core's DotProductAttention, unfused")
+    elif impl is not None:
+        r.ignore("--transformer-impl", impl, NOT_PRICED)
+    if backend in UNFUSED_BACKENDS and impl != "local":
+        r.use("--attention-backend", backend, "flash_attention", "false", "no flash or fused kernel: scores kept")
+    elif backend is not None:
+        r.ignore("--attention-backend", backend, NOT_PRICED if impl != "local" else "the local implementation's own")
 
 
 def _reduced_gradient_bytes(args: dict[str, list[str]]) -> int:
