@@ -1,0 +1,62 @@
+"""benchmarks/megatron_test_peaks.py: the README's table of Megatron-LM's functional-test peaks is today's output,
+and the instrument reads the reference as its README describes it (which rank, which golden files, which runs)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from conftest import load_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+Compared = tuple[list[Any], Counter[str]]  # the benchmark's (points scored, left out by reason)
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    return load_benchmark("megatron_test_peaks")
+
+
+@pytest.fixture(scope="module")
+def compared(bench: ModuleType) -> Compared:
+    result: Compared = bench.compare()
+    return result
+
+
+def test_the_table_is_current(bench: ModuleType, compared: Compared) -> None:
+    """The README's table is what `python benchmarks/megatron_test_peaks.py --markdown` prints today."""
+    if not README.is_file():
+        pytest.skip("README.md is not beside the tests")
+    fresh = bench.markdown(*compared).splitlines()
+    text = README.read_text().splitlines()
+    start = text.index(fresh[0])
+    assert text[start : start + len(fresh)] == fresh
+
+
+def test_every_golden_file_is_scored_or_says_why(bench: ModuleType, compared: Compared) -> None:
+    """715 golden files (the CSV's header); a resumed second run restarts its peak in a new process that loads a
+    checkpoint, so only first runs are scored."""
+    points, why = compared
+    assert len(points) + sum(why.values()) == len(bench.rows()) == 715
+    assert not any(p.golden.endswith("_2nd.json") for p in points)
+    assert why["the resumed second run of a checkpoint test"] == sum(
+        r["golden_file"].endswith("_2nd.json") for r in bench.rows()
+    )
+
+
+def test_the_naive_figure_is_the_zero_papers(bench: ModuleType, tmp_path: Path) -> None:
+    """16 bytes a parameter (Rajbhandari et al. 2020, Figure 1), 4 + 12/DP under the distributed optimizer."""
+    row = next(
+        r
+        for r in bench.rows()
+        if r["case"] == "gpt/gpt3_mcore_te_tp1_pp1_resume_torch_dist_dist_optimizer"
+        and r["golden_file"] == "golden_values_dev_dgx_h100.json"
+    )
+    _, naive = bench.predict(row, tmp_path)
+    # 12 layers of 512 (12 h^2 + 13 h), GPT-2's 50,257 tokens padded to 50,304 and 1,024 positions, tied; 2 norms
+    params = 12 * (12 * 512**2 + 13 * 512) + 50304 * 512 + 1024 * 512 + 2 * 512
+    assert naive == pytest.approx((4 + 12 / 8) * params, rel=1e-9)
