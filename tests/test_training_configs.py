@@ -587,3 +587,73 @@ def test_a_megatron_scripts_unfused_attention_keeps_its_scores(tmp_path: Path, c
     assert got["setup"]["flash_attention"] is False
     assert [s["became"] for s in got["from_config"]["settings"] if s["key"] == flag] == ["--no-flash-attention"]
     assert got["layout"]["stages"][-1]["memory_bytes"] == pytest.approx(measured, rel=0.05)
+
+
+# DeepSeek-V2-Lite as Megatron-LM builds it: the model arguments of examples/post_training/modelopt/conf/
+# deepseek-ai/DeepSeek-V2-Lite.sh (NVIDIA/Megatron-LM d98e8a64dd), with its config.json's vocabulary, 102,400
+DEEPSEEK_V2_LITE = (
+    "--disable-bias-linear --untie-embeddings-and-output-weights --position-embedding-type rope "
+    "--normalization RMSNorm --swiglu --num-layers 27 --hidden-size 2048 --ffn-hidden-size 10944 "
+    "--num-attention-heads 16 --kv-channels 16 --multi-latent-attention --kv-lora-rank 512 --v-head-dim 128 "
+    "--qk-head-dim 128 --qk-layernorm --qk-pos-emb-head-dim 64 --num-experts 64 --moe-layer-freq '([0]+[1]*26)' "
+    "--moe-ffn-hidden-size 1408 --moe-router-topk 6 --moe-shared-expert-intermediate-size 2816 --seq-length 1024 "
+    "--max-position-embeddings 1024 --tokenizer-type HuggingFaceTokenizer --make-vocab-size-divisible-by 3200 "
+    "--vocab-size 102400 --micro-batch-size 1 --bf16"
+)
+
+
+def test_a_megatron_scripts_latent_attention_and_moe_layers_build_deepseeks_model() -> None:
+    """--multi-latent-attention with its ranks and head widths (MLASelfAttention; arguments.py defaults for those
+    not given) and --moe-layer-freq's list (its first layer dense): DeepSeek-V2-Lite's Megatron arguments build the
+    model its config.json describes, 15,706,484,224 parameters (15.7B published), 2.66B of them per token."""
+    from dpcost.engine.params import count_params
+    from dpcost.training_configs.megatron import read
+
+    config = read(f"torchrun --nproc-per-node 8 pretrain_gpt.py {DEEPSEEK_V2_LITE}\n", "v2-lite.sh")
+    spec = config.model_spec
+    a = spec.architecture
+    assert a.mla is not None and (a.mla.q_lora_rank, a.mla.kv_lora_rank, a.mla.qk_rope_head_dim) == (None, 512, 64)
+    assert a.moe is not None and a.moe.first_dense_layers == 1 and a.moe.dense_layers == ()
+    reference = load_model(str(Path(__file__).parent / "reference" / "hf-configs" / "deepseek-v2-lite.json"))
+    assert count_params(spec).total == count_params(reference).total == 15_706_484_224
+
+
+@pytest.mark.parametrize(
+    ("given", "moe_layers"),
+    [
+        ("2", (0, 2, 4, 6)),  # a whole N: layers i with i % N == 0 (gpt_layer_specs.py)
+        ("1", tuple(range(8))),
+        ("'([1]*3+[0]*1)*2'", (0, 1, 2, 4, 5, 6)),  # moe_freq_type's docstring example, 8 layers long
+        ("[0]*2+[1]*6", tuple(range(2, 8))),
+    ],
+)
+def test_a_megatron_scripts_moe_layer_frequency_is_megatrons(given: str, moe_layers: tuple[int, ...]) -> None:
+    from dpcost.training_configs.megatron import read
+
+    script = (
+        "torchrun pretrain_gpt.py --num-layers 8 --hidden-size 256 --num-attention-heads 4 --vocab-size 1000 "
+        f"--seq-length 512 --num-experts 4 --moe-layer-freq {given}\n"
+    )
+    a = read(script, "m.sh").model_spec.architecture
+    assert tuple(i for i in range(8) if a.moe_layer(i)) == moe_layers
+
+
+@pytest.mark.parametrize("given", ["'[1]*7'", "'__import__(\"os\")'", "0", "'[1,2]*4'", "'[1]*100000*100000'"])
+def test_a_megatron_scripts_moe_layer_frequency_that_megatron_refuses_is_refused(given: str) -> None:
+    """A pattern of the wrong length, anything but a list expression of 0s and 1s (Megatron's _eval_pattern allows
+    only digits, commas, brackets, + and *; it is never evaluated here), or N of 0: one line naming the flag."""
+    from dpcost.errors import InputError
+    from dpcost.training_configs.megatron import read
+
+    script = (
+        "torchrun pretrain_gpt.py --num-layers 8 --hidden-size 256 --num-attention-heads 4 --vocab-size 1000 "
+        f"--seq-length 512 --num-experts 4 --moe-layer-freq {given}\n"
+    )
+    config = read(script, "m.sh")
+    assert config.model_spec is None
+    key, why = config.refusals["model"]
+    assert key == "--moe-layer-freq" and "a whole number N above 0 or a list of 8 0s and 1s" in why
+    with pytest.raises(InputError):
+        from dpcost.training_configs import apply
+
+        apply(config, {}, None, None)

@@ -6,7 +6,8 @@ fp32; DDP unless --use-distributed-optimizer; no overlap unless --overlap-grad-r
 int(4h x 2/3 / 64) x 64 with --swiglu; --kv-channels to h / heads; LayerNorm, learned absolute positions, biases
 on every linear layer (add_bias_linear) and on QKV, tied embeddings, hidden dropout 0.1, no window (--window-size);
 the vocabulary padded to a multiple of --make-vocab-size-divisible-by (128) x TP (_vocab_size_with_padding in
-megatron/training/tokenizer).
+megatron/training/tokenizer). MoE layers as --moe-layer-freq places them and latent attention as
+--multi-latent-attention shapes it (gpt_layer_specs.py, MLASelfAttention; defaults as arguments.py at d98e8a64dd).
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ SWITCHES = {  # a flag present -> the option on
     "--tp-comm-overlap": "tp_comm_overlap",
 }
 SWITCHES_OFF = {"--no-overlap-p2p-communication": "pp_comm_overlap"}  # a flag present -> the option off
+# MLA's shape (arguments.py at d98e8a64dd: --q-lora-rank None, --kv-lora-rank 32, --qk-head-dim 128,
+# --qk-pos-emb-head-dim 64, --v-head-dim 128) -> dpcost's MLASpec fields
+MLA_ARGS = ("--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
+            "--v-head-dim")  # fmt: skip
+MLA_DEFAULTS = {"--kv-lora-rank": 32, "--qk-head-dim": 128, "--qk-pos-emb-head-dim": 64, "--v-head-dim": 128}
 MODEL_ARGS = (
     "--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidden-size", "--kv-channels",
     "--group-query-attention", "--num-query-groups", "--swiglu", "--untie-embeddings-and-output-weights",
@@ -44,7 +50,7 @@ MODEL_ARGS = (
     "--use-rotary-position-embeddings", "--max-position-embeddings", "--vocab-size", "--tokenizer-type",
     "--vocab-file", "--merge-file", "--make-vocab-size-divisible-by", "--num-experts", "--moe-router-topk",
     "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--hidden-dropout", "--qk-layernorm",
-    "--moe-layer-freq", "--tokenizer-model", "--window-size", "--window-attn-skip-freq",
+    "--moe-layer-freq", "--tokenizer-model", "--window-size", "--window-attn-skip-freq", *MLA_ARGS,
 )  # fmt: skip
 
 
@@ -348,7 +354,7 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
     for name, value in (("--num-layers", layers), ("--hidden-size", hidden), ("--num-attention-heads", heads)):
         if value is None:
             raise r.error(name, "required to build the model (or give --model)")
-    assert hidden is not None and heads is not None
+    assert layers is not None and hidden is not None and heads is not None
     swiglu = "--swiglu" in args
     ffn = _int(r, args, "--ffn-hidden-size", int(4 * hidden * 2 / 3 / 64) * 64 if swiglu else 4 * hidden)
     bias = "--disable-bias-linear" not in args
@@ -380,24 +386,100 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
         arch["kv_heads"] = _int(r, args, "--num-query-groups", 1)
     if position == "learned_absolute":
         arch["learned_positions"] = _int(r, args, "--max-position-embeddings") or _int(r, args, "--seq-length")
-    if "--qk-layernorm" in args:
+    if "--multi-latent-attention" in args:
+        arch["mla"] = _latent_attention(r, args)
+    elif "--qk-layernorm" in args:
         arch["qk_norm"] = "head"
     window = _window(r, args, layers)
     if window is not None:
         arch["local_attention"] = window
     experts = _int(r, args, "--num-experts")
     if experts is not None:
-        if "--moe-layer-freq" in args:
-            raise r.error("--moe-layer-freq", "not read yet: give the model as --model")
         arch["moe"] = {
             "experts": experts,
             "active": _int(r, args, "--moe-router-topk", 2),
             "ffn": _int(r, args, "--moe-ffn-hidden-size", ffn),
+            **_moe_layers(r, args, layers),
         }
         shared = _int(r, args, "--moe-shared-expert-intermediate-size")
         if shared is not None:
             arch["moe"].update(shared=1, shared_ffn=shared)
     return arch
+
+
+def _latent_attention(r: Reading, args: dict[str, list[str]]) -> dict[str, Any]:
+    """--multi-latent-attention's shape (MLASelfAttention): the query through a latent of --q-lora-rank (none: one
+    projection), keys and values through one of --kv-lora-rank, each head's query and key --qk-head-dim wide plus a
+    rotary --qk-pos-emb-head-dim, its value --v-head-dim."""
+    shape = {name: _int(r, args, name, default) for name, default in MLA_DEFAULTS.items()}
+    mla = {
+        "kv_lora_rank": shape["--kv-lora-rank"],
+        "qk_nope_head_dim": shape["--qk-head-dim"],
+        "qk_rope_head_dim": shape["--qk-pos-emb-head-dim"],
+        "v_head_dim": shape["--v-head-dim"],
+    }
+    q_rank = _int(r, args, "--q-lora-rank")
+    if q_rank is not None:
+        mla["q_lora_rank"] = q_rank
+    return mla
+
+
+def _moe_layers(r: Reading, args: dict[str, list[str]], layers: int) -> dict[str, Any]:
+    """Which layers --moe-layer-freq gives the MoE MLP (gpt_layer_specs.py get_gpt_decoder_block_spec): a whole N,
+    layers i with i % N == 0; a list expression (arguments.py moe_freq_type: "([0]*3+[1]*58)"), 1 for MoE, one
+    entry a layer. As the spec's leading dense layers and the dense layers after them."""
+    given = _one(r, args, "--moe-layer-freq")
+    if given is None:
+        return {}
+    if given.isdigit() and int(given) > 0:
+        pattern = [i % int(given) == 0 for i in range(layers)]
+    else:
+        flags = _layer_pattern(given)
+        if flags is None or len(flags) != layers or any(f not in (0, 1) for f in flags):
+            raise r.error(
+                "--moe-layer-freq",
+                f"a whole number N above 0 or a list of {layers} 0s and 1s such as ([0]*1+[1]*{layers - 1}), "
+                f"got {given!r}",
+            )
+        pattern = [f == 1 for f in flags]
+    lead = next((i for i, moe in enumerate(pattern) if moe), layers)
+    later = tuple(i for i in range(lead, layers) if not pattern[i])
+    return {"first_dense_layers": lead, **({"dense_layers": later} if later else {})}
+
+
+PATTERN_LIMIT = 100_000  # entries a --moe-layer-freq list may expand to: far beyond any model's layers
+
+
+def _layer_pattern(text: str) -> list[int] | None:
+    """A list expression of whole numbers, lists, + and * (Megatron's _eval_pattern allows no other characters),
+    evaluated without eval; None when it is anything else."""
+    import ast
+
+    if re.search(r"[^,\d\[\]()+* ]", text):
+        return None
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+
+    def value(node: ast.expr) -> list[int] | int | None:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.List):
+            items = [value(e) for e in node.elts]
+            return [v for v in items if isinstance(v, int)] if all(isinstance(v, int) for v in items) else None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+            left, right = value(node.left), value(node.right)
+            if isinstance(node.op, ast.Add) and isinstance(left, list) and isinstance(right, list):
+                return left + right
+            if isinstance(node.op, ast.Mult) and isinstance(left, int) and isinstance(right, list):
+                left, right = right, left
+            if isinstance(node.op, ast.Mult) and isinstance(left, list) and isinstance(right, int):
+                return left * right if len(left) * right <= PATTERN_LIMIT else None
+        return None
+
+    result = value(tree)
+    return result if isinstance(result, list) else None
 
 
 def _window(r: Reading, args: dict[str, list[str]], layers: int | None) -> dict[str, Any] | None:
