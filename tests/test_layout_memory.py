@@ -32,6 +32,7 @@ from dpcost.engine.layout_memory import (
     stage_activation_bytes,
     stage_layers,
     stage_memory,
+    stored_scores_bytes,
 )
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -799,3 +800,19 @@ def test_a_layer_keeps_gqas_k_and_v_at_their_own_width() -> None:
     report = estimate(model, load_topology("dgx-h100"), plan)
     assert report.layout is not None
     assert report.layout.stages[-1].memory_bytes == pytest.approx(57_143_791_616, rel=0.03)
+
+
+def test_stored_scores_keep_the_dropouts_tensors_only_where_attention_drops_out() -> None:
+    """Korthikanti et al.'s Table 2 stores 5as^2b per layer where attention keeps its scores: the softmax's output
+    (2), its dropout's mask (1) and output (2). At a dropout of 0 torch's dropout returns its input (ATen's
+    _dropout_impl: p == 0), so the matmul with V keeps the softmax's output alone: 2as^2b. GPT-3 as Megatron trains
+    it (dropout 0.1) keeps 5; the same model without dropout, 2."""
+    gpt3 = load_model("gpt3-175b").architecture
+    assert gpt3 is not None and gpt3.dropout > 0
+    layout = MemoryLayout(tp=8, attention_scores=True)
+    seq, b = 2048, 1
+    kept = stored_scores_bytes(model_shape(gpt3, 8), layout, seq, b)
+    assert kept == 5 * 96 * seq * seq * b / 8
+    dry = model_shape(gpt3.model_copy(update={"dropout": 0.0}), 8)
+    assert stored_scores_bytes(dry, layout, seq, b) == 2 * 96 * seq * seq * b / 8
+    assert stored_scores_bytes(dry, MemoryLayout(tp=8), seq, b) == 0.0

@@ -134,7 +134,8 @@ class MemoryLayout(Layout):
     first_stage_layers: int | None = None  # --decoder-first-pipeline-num-layers
     last_stage_layers: int | None = None  # --decoder-last-pipeline-num-layers
     # The s^2 attention scores are stored (no flash attention, no selective recomputation): Korthikanti et al.'s
-    # 5as/(ht) per layer (Table 2), which Megatron's formula leaves out; under full recomputation, one layer's.
+    # 5as/(ht) per layer (Table 2), 2as/(ht) without attention dropout (stored_scores_bytes), which Megatron's
+    # formula leaves out; under full recomputation, one layer's.
     attention_scores: bool = False
     fp8_params: bool = False  # --fp8-param-gather: the layers' linear weights stored (and gathered) in fp8 [P]
     # GPipe: every micro-batch's forward before any backward, so each stage holds all m micro-batches' activations
@@ -210,6 +211,7 @@ class ModelShape:
     untied: bool  # untie_embeddings_and_output_weights
     mtp_layers: int = 0  # mtp_num_layers
     heads: int = 0  # num_attention_heads: only the stored attention scores read it
+    score_dropout: bool = True  # attention_dropout > 0: the scores' dropout keeps its mask and output (stored scores)
     kv_width: int = 0  # num_query_groups x kv_channels, GQA's K and V each (stage_activation_bytes); 0: hidden
     kv_channels: int = 0  # one query group's width: a TP rank keeps at least one whole group
     # a hybrid's layers, which the file does not cover [H]: each layer's parameters and its (mixer, MLP) kind, and
@@ -476,8 +478,12 @@ def layer_activation_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, 
 
 
 def stored_scores_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int) -> float:
-    """One attention layer's stored s x s scores where nothing drops them [K] Table 2: sbh x 5as/(ht); else none."""
-    return 5 * shape.heads * seq * seq * micro_batch / layout.tp if layout.attention_scores else 0.0
+    """One attention layer's stored s x s scores where nothing drops them [K] Table 2: sbh x 5as/(ht), the softmax's
+    output (2), its dropout's mask (1) and output (2); without attention dropout the softmax's output alone, which
+    the matmul with V keeps (torch's dropout returns its input at p = 0): sbh x 2as/(ht). Else none."""
+    if not layout.attention_scores:
+        return 0.0
+    return (5 if shape.score_dropout else 2) * shape.heads * seq * seq * micro_batch / layout.tp
 
 
 def attention_half_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_split: bool) -> float:
@@ -812,6 +818,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         untied=not a.tied_embeddings,
         mtp_layers=mtp_layers,
         heads=a.heads,
+        score_dropout=a.dropout > 0,  # the engine's convention: the spec's dropout is the attention's too (ops.py)
         kv_width=a.n_kv_heads * a.d_head if a.mla is None else 0,
         kv_channels=a.d_head if a.mla is None else 0,
         hybrid_layers=hybrid_layers,
