@@ -657,3 +657,52 @@ def test_a_megatron_scripts_moe_layer_frequency_that_megatron_refuses_is_refused
         from dpcost.training_configs import apply
 
         apply(config, {}, None, None)
+
+
+SMALL_GPT = "--num-layers 4 --hidden-size 512 --num-attention-heads 8 --vocab-size 1000 --seq-length 1024"
+
+
+def test_a_megatron_script_in_fp32_runs_unfused_attention() -> None:
+    """Without --bf16 or --fp16 Transformer Engine has no flash or fused kernel to run (they take 16-bit inputs:
+    attention/dot_product_attention/utils.py), so the scores are kept."""
+    from dpcost.training_configs.megatron import read
+
+    assert read(f"torchrun pretrain_gpt.py {SMALL_GPT}\n", "a.sh").options["flash_attention"] == "false"
+    assert "flash_attention" not in read(f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16\n", "a.sh").options
+
+
+@pytest.mark.parametrize("unfused", ["--transformer-impl local", "--attention-backend unfused"])
+def test_unfused_attention_under_context_parallelism_is_refused_as_megatron_does(unfused: str) -> None:
+    """Megatron-Core's DotProductAttention asserts CP 1 and Transformer Engine drops its unfused backend under
+    context parallelism: no such run starts."""
+    from dpcost.errors import InputError
+    from dpcost.training_configs.megatron import read
+
+    with pytest.raises(InputError, match="context parallelism"):
+        read(f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --context-parallel-size 2 {unfused}\n", "a.sh")
+
+
+def test_a_megatron_moe_script_without_a_dispatcher_runs_megatrons_allgather() -> None:
+    """moe_token_dispatcher_type defaults to allgather (transformer_config.py), which dpcost does not price: refused
+    as the flag given would be, where tokens leave the GPU (EP or TP over 1); over one GPU nothing is sent."""
+    from dpcost.training_configs.megatron import read
+
+    moe = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --num-experts 4"
+    refused = read(f"{moe} --expert-model-parallel-size 2\n", "m.sh")
+    assert refused.refusals["ep_dispatcher"][0] == "--moe-token-dispatcher-type"
+    assert "allgather" in refused.refusals["ep_dispatcher"][1]
+    assert "ep_dispatcher" not in read(f"{moe}\n", "m.sh").refusals
+    assert read(f"{moe} --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall\n", "m.sh").refusals == {}
+
+
+def test_selective_recomputation_keeps_the_scores_unless_it_reruns_core_attention() -> None:
+    """Megatron checkpoints core attention only with "core_attn" among --recompute-modules (attention.py
+    checkpoint_core_attention): recomputing the MLP alone leaves unfused attention's scores stored."""
+    plan = ["--model", "gpt3-175b", "--tp", "8", "--pp", "8", "--dp", "1", "--no-flash-attention", "--seq-len", "2048"]
+    plan += ["--recompute", "selective", "--global-batch", "64"]
+    mlp = report("estimate", *plan, "--recompute-modules", "mlp")["layout"]["stages"][0]["memory_bytes"]
+    core = report("estimate", *plan, "--recompute-modules", "core_attn")["layout"]["stages"][0]["memory_bytes"]
+    # GPT-3's 96 heads over TP 8 keep 5 bytes a score (dropout 0.1; Korthikanti et al. Table 2): 12 layers a
+    # stage, 2,048^2 scores each, for at least the 8 micro-batches the first of 8 stages holds in flight under 1F1B
+    per_micro_batch = 12 * 5 * 96 / 8 * 2048**2
+    assert 8 * per_micro_batch <= mlp - core < 9 * per_micro_batch

@@ -249,7 +249,10 @@ def _layout_memory(
         recompute=recompute,
         zero=stage,
         grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o, stage)],
-        attention_scores=not p.o.compute.flash_attention and recompute != "selective",
+        # kept unless flash attention never stores them or selective recomputation reruns core_attn (attention.py
+        # checkpoint_core_attention: "core_attn" in recompute_modules)
+        attention_scores=not p.o.compute.flash_attention
+        and not (recompute == "selective" and "core_attn" in p.o.plan.recompute_modules),
         fp8_params=_fp8_params(p.o),
         # an uneven split as the first and last stages' layers; interleaved, stage_layers splits the virtual stages
         first_stage_layers=counts[0] if uneven and layout.pp > 1 and par.virtual_stages == 1 else None,

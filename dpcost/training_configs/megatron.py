@@ -247,6 +247,11 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--optimizer", optimizer, "optimizer", "adamw" if optimizer == "adam" else "sgd")
     _choice(r, args, "--cp-comm-type", "cp_impl", ("p2p", "all_gather"))
     _choice(r, args, "--moe-token-dispatcher-type", "ep_dispatcher", ("alltoall", "flex"))
+    spread = int(r.options.get("ep", "1")) * int(r.options.get("tp", "1")) > 1
+    if "--num-experts" in args and "--moe-token-dispatcher-type" not in args and spread:
+        # transformer_config.py moe_token_dispatcher_type = "allgather"; over one GPU it sends nothing either way
+        r.refuse("ep_dispatcher", "--moe-token-dispatcher-type", "(absent): Megatron's default, allgather; dpcost "
+                 "prices alltoall and flex")  # fmt: skip
 
 
 def _choice(r: Reading, args: dict[str, list[str]], name: str, option: str, priced: tuple[str, str]) -> None:
@@ -287,15 +292,28 @@ def _attention(r: Reading, args: dict[str, list[str]]) -> None:
     """Whether attention keeps its s x s scores for the backward. Megatron-Core's own DotProductAttention does: it is
     what --transformer-impl local builds (models/backends.py, LocalSpecProvider.core_attention), and what
     --attention-backend unfused or local leaves Transformer Engine (language_module.py sets NVTE_FLASH_ATTN and
-    NVTE_FUSED_ATTN to 0). The defaults, transformer_engine and auto, run flash or cuDNN's fused attention."""
+    NVTE_FUSED_ATTN to 0), and what Transformer Engine falls back to in fp32 training, its flash and fused kernels
+    taking 16-bit inputs only (attention/dot_product_attention/utils.py get_attention_backend). The defaults,
+    transformer_engine and auto, run flash or cuDNN's fused attention. Neither unfused path runs under context
+    parallelism (DotProductAttention asserts CP 1; TE drops its unfused backend there): refused, as Megatron does."""
     impl = _one(r, args, "--transformer-impl")
     backend = _one(r, args, "--attention-backend")
+    cp = _int(r, args, "--context-parallel-size", 1) or 1
     if impl == "local":
+        if cp > 1:
+            raise r.error("--transformer-impl", "local: Megatron-Core's own attention runs without context "
+                          f"parallelism (dot_product_attention.py asserts it), and CP is {cp}")  # fmt: skip
         r.use("--transformer-impl", impl, "flash_attention", "false", "Megatron-Core's DotProductAttention, unfused")
     elif impl is not None:
         r.ignore("--transformer-impl", impl, NOT_PRICED)
     if backend in UNFUSED_BACKENDS and impl != "local":
+        if cp > 1:
+            raise r.error("--attention-backend", f"{backend}: Transformer Engine runs no unfused attention under "
+                          f"context parallelism, and CP is {cp}")  # fmt: skip
         r.use("--attention-backend", backend, "flash_attention", "false", "no flash or fused kernel: scores kept")
+    elif impl != "local" and "--bf16" not in args and "--fp16" not in args:
+        why = "fp32 training: Transformer Engine's flash and fused kernels take 16-bit inputs; it runs unfused"
+        r.use("--attention-backend", backend or "(absent)", "flash_attention", "false", why)
     elif backend is not None:
         r.ignore("--attention-backend", backend, NOT_PRICED if impl != "local" else "the local implementation's own")
 
