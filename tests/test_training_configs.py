@@ -706,3 +706,18 @@ def test_selective_recomputation_keeps_the_scores_unless_it_reruns_core_attentio
     # stage, 2,048^2 scores each, for at least the 8 micro-batches the first of 8 stages holds in flight under 1F1B
     per_micro_batch = 12 * 5 * 96 / 8 * 2048**2
     assert 8 * per_micro_batch <= mlp - core < 9 * per_micro_batch
+
+
+def test_a_megatron_launch_kept_in_a_string_is_refused_not_read_as_defaults(tmp_path: Path) -> None:
+    """Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh builds its arguments in an array, then runs
+    them from a string inside an sbatch heredoc: no command the script runs takes them. Read as srun's flags, it had
+    been costed as fp32 DDP without overlap; it is refused, in one line that says why."""
+    script = tmp_path / "sbatch.sh"
+    script.write_text(
+        "ARGS=(\n    --num-layers 4\n    --hidden-size 512\n    --tensor-model-parallel-size 2\n    --bf16\n)\n"
+        'TRAINING_CMD="python pretrain_gpt.py ${ARGS[@]}"\n'
+        'sbatch <<EOF\nsrun --container-image=img bash -c "${TRAINING_CMD}"\nEOF\n'
+    )
+    code, out, err = run("estimate", "--from", str(script), "--model", "llama-8b", "--dp", "8")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "no command the script runs takes Megatron-LM's arguments" in err

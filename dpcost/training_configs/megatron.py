@@ -102,6 +102,13 @@ def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None 
 def read(text: str, path: str) -> TrainingConfig:
     r = Reading(path, KIND)
     args = arguments(text, path)
+    read_here = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
+    if not read_here & args.keys():  # the file names Megatron's arguments (looks_like), but no command it runs does
+        raise r.error(
+            "pretrain_gpt.py",
+            "no command the script runs takes Megatron-LM's arguments (one kept in a quoted string or a heredoc is "
+            "not read): write the launch as a command, or give the plan as flags without --from",
+        )
     r.use("(a Megatron-LM script)", "megatron", "framework", "megatron", "Megatron-LM's schedule and memory")
     tp = 1
     for name, option in PARALLEL.items():
@@ -130,8 +137,7 @@ def read(text: str, path: str) -> TrainingConfig:
     if spec is not None:
         padding = (_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128)
     dp = _launched_dp(r, args)
-    used = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
-    used |= {*_ATTENTION_ARGS}
+    used = read_here | {*_ATTENTION_ARGS}
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
