@@ -103,7 +103,7 @@ def cli(flag: str, short: str | None = None, auto: bool = False, metavar: str | 
 
 # Megatron-LM's --recompute-modules choices that dpcost prices (transformer_config.py recompute_modules)
 RecomputeModule = Literal["core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj", "shared_experts"]
-EpDispatcher = Literal["alltoall", "flex"]  # Megatron-Core's --moe-token-dispatcher-type values dpcost prices
+EpDispatcher = Literal["alltoall", "flex", "allgather"]  # Megatron-Core's --moe-token-dispatcher-type values
 
 
 class Section(BaseModel):
@@ -540,7 +540,8 @@ class Parallel(Section):
         "alltoall",
         description="Megatron-Core's MoE token dispatcher: alltoall sends every top-k copy of a token to its expert's "
         "GPU; flex (DeepEP or HybridEP) sends a token once over the network to each NVLink domain that holds one of "
-        "its experts, and forwards it there over NVLink.",
+        "its experts, and forwards it there over NVLink; allgather (Megatron's default) gathers every token of the "
+        "expert TP x EP group on every GPU of it and reduce-scatters the experts' outputs back.",
         json_schema_extra=cli("--ep-dispatcher"),
     )
     cp_impl: Literal["p2p", "all_gather"] = Field(

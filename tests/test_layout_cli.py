@@ -345,3 +345,17 @@ def test_the_bubble_advice_counts_its_slots_and_asks_for_no_smaller_micro_batch_
     bubble = next(w for w in r["warnings"] if w["code"] == "pipeline-bubble")
     assert "15 micro-batch slots idle beside the 1 that compute" in bubble["message"]
     assert "smaller micro-batch" not in bubble["action"]
+
+
+def test_the_allgather_dispatcher_runs_its_calls_on_the_expert_tp_x_ep_group() -> None:
+    """--ep-dispatcher allgather (Megatron's default dispatcher) gathers and reduce-scatters over expert TP x EP,
+    a group the report lists only where a call runs on it; at EP 1 it still gathers over expert TP."""
+    plan = ("estimate", "--model", "mixtral-8x7b", "--tp", "2", "--ep", "4", "--dp", "4", "--sequence-parallel")
+    gathered = report(*plan, "--ep-dispatcher", "allgather")["layout"]
+    ops = {(c["op"], c["group"]) for c in gathered["calls"] if c["dimension"] == "ep"}
+    assert ops == {("all_gather", "etp-ep"), ("reduce_scatter", "etp-ep")}
+    assert "etp-ep" in {g["group"] for g in gathered["groups"]}
+    assert "etp-ep" not in {g["group"] for g in report(*plan)["layout"]["groups"]}
+    tp_only = report("estimate", "--model", "mixtral-8x7b", "--tp", "2", "--dp", "4", "--sequence-parallel",
+                     "--ep-dispatcher", "allgather")["layout"]  # fmt: skip
+    assert {c["group"] for c in tp_only["calls"] if c["dimension"] == "ep"} == {"etp-ep"}

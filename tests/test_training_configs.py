@@ -361,11 +361,12 @@ def test_a_megatron_scripts_token_dispatcher_is_read() -> None:
 
     assert dispatched("flex").options["ep_dispatcher"] == "flex"
     assert dispatched("alltoall").options["ep_dispatcher"] == "alltoall"
-    refused = dispatched("allgather")
+    assert dispatched("allgather").options["ep_dispatcher"] == "allgather"
+    refused = dispatched("deepep")
     assert "ep_dispatcher" not in refused.options
     assert refused.refusals["ep_dispatcher"] == (
         "--moe-token-dispatcher-type",
-        "allgather: dpcost prices alltoall and flex",
+        "deepep: dpcost prices alltoall, flex and allgather",
     )
 
 
@@ -683,16 +684,13 @@ def test_unfused_attention_under_context_parallelism_is_refused_as_megatron_does
 
 
 def test_a_megatron_moe_script_without_a_dispatcher_runs_megatrons_allgather() -> None:
-    """moe_token_dispatcher_type defaults to allgather (transformer_config.py), which dpcost does not price: refused
-    as the flag given would be, where tokens leave the GPU (EP or TP over 1); over one GPU nothing is sent."""
+    """moe_token_dispatcher_type defaults to allgather (transformer_config.py); a dense model has no dispatcher."""
     from dpcost.training_configs.megatron import read
 
-    moe = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --num-experts 4"
-    refused = read(f"{moe} --expert-model-parallel-size 2\n", "m.sh")
-    assert refused.refusals["ep_dispatcher"][0] == "--moe-token-dispatcher-type"
-    assert "allgather" in refused.refusals["ep_dispatcher"][1]
-    assert "ep_dispatcher" not in read(f"{moe}\n", "m.sh").refusals
-    assert read(f"{moe} --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall\n", "m.sh").refusals == {}
+    moe = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --num-experts 4 --expert-model-parallel-size 2"
+    assert read(f"{moe}\n", "m.sh").options["ep_dispatcher"] == "allgather"
+    assert read(f"{moe} --moe-token-dispatcher-type alltoall\n", "m.sh").options["ep_dispatcher"] == "alltoall"
+    assert "ep_dispatcher" not in read(f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16\n", "m.sh").options
 
 
 def test_selective_recomputation_keeps_the_scores_unless_it_reruns_core_attention() -> None:

@@ -107,14 +107,15 @@ class Layout:
 
 
 def group_kinds() -> tuple[str, ...]:
-    """The groups a layout makes: dense TP, CP, PP, DP and DP x CP; the experts' ETP, EP and expert-DP."""
-    return ("tp", "cp", "pp", "dp", "dp-cp", "etp", "ep", "edp")
+    """The groups a layout makes: dense TP, CP, PP, DP and DP x CP; the experts' ETP, EP, expert-DP, and ETP x EP
+    (parallel_state.py's expert tensor-and-model-parallel group, the allgather dispatcher's tp_ep_group)."""
+    return ("tp", "cp", "pp", "dp", "dp-cp", "etp", "ep", "edp", "etp-ep")
 
 
 def _grid(layout: Layout, kind: str) -> tuple[dict[str, int], dict[str, int], list[str], list[str]]:
     """(sizes, strides, the dimensions that vary inside a group of `kind`, those that pick the group)."""
-    experts = kind in ("etp", "ep", "edp")
-    varying = {"etp": ("tp",), "edp": ("dp",)}.get(kind, tuple(kind.split("-")))
+    experts = kind in ("etp", "ep", "edp", "etp-ep")
+    varying = {"etp": ("tp",), "edp": ("dp",), "etp-ep": ("tp", "ep")}.get(kind, tuple(kind.split("-")))
     if any(d not in DIMENSIONS for d in varying):
         raise ValueError(f"unknown group {kind!r}; known: {', '.join(group_kinds())}")
     sizes = layout.sizes(experts)

@@ -366,7 +366,7 @@ def _place_groups(topology: TopologySpec, layout: Layout) -> dict[str, Placement
             )
         return known[key]
 
-    out = {kind: placed(kind) for kind in ("tp", "cp", "dp-cp", "ep", "etp", "edp")}
+    out = {kind: placed(kind) for kind in ("tp", "cp", "dp-cp", "ep", "etp", "edp", "etp-ep")}
     out["pp"] = placed("pp", neighbours=True)
     out["cp-ring"] = placed("cp", neighbours=True, ring=True)
     return out

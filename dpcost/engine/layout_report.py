@@ -635,6 +635,8 @@ def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: L
     for kind, g in r.groups.items():
         if g.ranks == 1 or (dense and kind in ("ep", "etp", "edp")):  # the experts' groups, where there are experts
             continue
+        if kind == "etp-ep" and not any(c.group == kind for c in r.calls):  # the allgather dispatcher's alone
+            continue
         groups.append(group_row(kind, g))
     calls = [
         LayoutCallRow(

@@ -425,14 +425,25 @@ def ep_calls(
     section 3.2.1). `node_limit` M: each token goes to at most M nodes, once over the network to each, and is
     forwarded over NVLink to its experts there (DeepSeek-V3's node-limited routing, M = 4, with DeepEP: sections
     2.1.2 and 3.2.2), so at most M of its top-k copies cross the network. `dispatcher` "flex" (DeepEP, HybridEP)
-    without a limit: once to each NVLink domain its experts are in (p2p.all_to_all `routed`)."""
+    without a limit: once to each NVLink domain its experts are in (p2p.all_to_all `routed`). "allgather"
+    (MoEAllGatherTokenDispatcher, Megatron's default): each GPU's tokens, once each, gathered over the expert TP x
+    EP group (tp_ep_group) before the experts and the outputs reduce-scattered back after them; backward, each
+    call's gradient is the other call (gather_from_sequence_parallel_region's backward is the reduce-scatter)."""
     if (layout.ep == 1 and layout.expert_tp == 1) or arch.moe is None:
         return []
     tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
-    message = tokens * arch.moe.active * arch.moe.expert_io(arch.hidden) * act_bytes  # latent-wide under LatentMoE
     layers = moe_layers_per_stage(arch, layout.pp, stages)
     hides = 1.0 if overlap else 0.0
     passes = 3 if recomputed else 2  # forward, backward, and the forward again
+    if dispatcher == "allgather":
+        gathered = tokens * arch.moe.expert_io(arch.hidden) * act_bytes * layout.expert_tp * layout.ep
+        return [
+            LayoutCall("ep", "tokens gathered over expert TP x EP", "all_gather", gathered, "etp-ep", passes * layers,
+                       overlap, hides),
+            LayoutCall("ep", "expert outputs reduce-scattered over expert TP x EP", "reduce_scatter", gathered,
+                       "etp-ep", passes * layers, overlap, hides),
+        ]  # fmt: skip
+    message = tokens * arch.moe.active * arch.moe.expert_io(arch.hidden) * act_bytes  # latent-wide under LatentMoE
     calls = []
     if layout.ep > 1:
         share = min(1.0, node_limit / arch.moe.active) if node_limit else 1.0

@@ -374,8 +374,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     check_hybrid(model, options)
     if options.parallel.ep_node_limit is not None and options.parallel.ep == 1:
         raise InputError("ep_node_limit", "limits where the expert all-to-all sends a token: it needs --ep above 1")
-    if options.parallel.ep_dispatcher != "alltoall" and options.parallel.ep == 1:
-        raise InputError("ep_dispatcher", "dispatches tokens to expert-parallel ranks: it needs --ep above 1")
+    if options.parallel.ep_dispatcher == "flex" and options.parallel.ep == 1:  # allgather gathers over TP alone too
+        raise InputError("ep_dispatcher", "flex dispatches tokens to expert-parallel ranks: it needs --ep above 1")
     if options.parallel.pp_schedule is not None and options.parallel.pp == 1:
         raise InputError("pp_schedule", "schedules pipeline stages: give --pp 2 or more")
     check_pipeline_only(options)

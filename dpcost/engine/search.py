@@ -262,7 +262,7 @@ def _tp_ep_calls(
         ep_node_limit=par.ep_node_limit,
         ep_dispatcher=par.ep_dispatcher,
     )
-    chosen = [c for c in calls if c.group in ("tp", "ep", "etp")]
+    chosen = [c for c in calls if c.group in ("tp", "ep", "etp", "etp-ep")]
     if not chosen:
         return []
     env = environment(topology, options.communication.nvls, options.communication.collnet)

@@ -252,15 +252,13 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
             raise r.error("--optimizer", f"must be adam or sgd, got {optimizer!r}")
         r.use("--optimizer", optimizer, "optimizer", "adamw" if optimizer == "adam" else "sgd")
     _choice(r, args, "--cp-comm-type", "cp_impl", ("p2p", "all_gather"))
-    _choice(r, args, "--moe-token-dispatcher-type", "ep_dispatcher", ("alltoall", "flex"))
-    spread = int(r.options.get("ep", "1")) * int(r.options.get("tp", "1")) > 1
-    if "--num-experts" in args and "--moe-token-dispatcher-type" not in args and spread:
-        # transformer_config.py moe_token_dispatcher_type = "allgather"; over one GPU it sends nothing either way
-        r.refuse("ep_dispatcher", "--moe-token-dispatcher-type", "(absent): Megatron's default, allgather; dpcost "
-                 "prices alltoall and flex")  # fmt: skip
+    _choice(r, args, "--moe-token-dispatcher-type", "ep_dispatcher", ("alltoall", "flex", "allgather"))
+    if "--num-experts" in args and "--moe-token-dispatcher-type" not in args:
+        r.use("--moe-token-dispatcher-type", "(absent)", "ep_dispatcher", "allgather",
+              "absent: Megatron's default (transformer_config.py moe_token_dispatcher_type)")  # fmt: skip
 
 
-def _choice(r: Reading, args: dict[str, list[str]], name: str, option: str, priced: tuple[str, str]) -> None:
+def _choice(r: Reading, args: dict[str, list[str]], name: str, option: str, priced: tuple[str, ...]) -> None:
     """A Megatron flag whose values dpcost's `option` takes as they are spelt: those it prices, the rest refused."""
     value = _one(r, args, name)
     if value is None:
@@ -268,7 +266,7 @@ def _choice(r: Reading, args: dict[str, list[str]], name: str, option: str, pric
     if value in priced:
         r.use(name, value, option, value)
     else:
-        r.refuse(option, name, f"{value}: dpcost prices {priced[0]} and {priced[1]}")
+        r.refuse(option, name, f"{value}: dpcost prices {', '.join(priced[:-1])} and {priced[-1]}")
 
 
 def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
