@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dpcost import estimate, load_topology
+from dpcost.accuracy import ERROR_FLOOR
 from dpcost.errors import InputError
 from dpcost.options import WRITTEN, Options
 from dpcost.training_configs import apply, read_training_config
@@ -38,7 +39,6 @@ from dpcost.training_configs import apply, read_training_config
 CSV = Path(__file__).resolve().parent.parent / "tests" / "reference" / "memory-peaks" / "megatron-functional-peaks.csv"
 TOPOLOGIES = {"A100": "dgx-a100", "H100": "dgx-h100", "GB200": "gb200-nvl72"}
 LIVE = "the recipe runs this environment and platform"  # the extraction's note on a golden file CI still checks
-ERROR_FLOOR = 1e-4  # as dpcost/accuracy.py: an exact hit counts as 0.01%
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,7 @@ def compare(path: Path = CSV) -> tuple[list[Point], Counter[str]]:
 
 
 def geomean(errors: list[float]) -> float:
+    """The geometric mean of |errors|, an exact hit counted as ERROR_FLOOR (dpcost/accuracy.py)."""
     return math.exp(sum(math.log(max(abs(e), ERROR_FLOOR)) for e in errors) / len(errors))
 
 

@@ -64,6 +64,15 @@ def test_the_training_scaling_table_is_current() -> None:
     assert text[start : start + len(fresh)] == fresh
 
 
+def test_the_megatron_functional_test_peaks_table_is_current() -> None:
+    """The README's table of Megatron-LM's functional-test peaks is `python benchmarks/megatron_test_peaks.py`'s."""
+    bench = load_benchmark("megatron_test_peaks")
+    fresh = bench.markdown(*bench.compare()).splitlines()
+    text = _lines()
+    start = text.index(fresh[0])
+    assert text[start : start + len(fresh)] == fresh
+
+
 def test_the_ultrascale_playbook_tables_are_current() -> None:
     """The README's Ultra-Scale Playbook tables are what `python benchmarks/ultrascale_runs.py` prints today."""
     fresh = load_benchmark("ultrascale_runs").report().splitlines()
