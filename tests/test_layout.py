@@ -213,13 +213,18 @@ def test_an_order_not_ending_in_pp_needs_expert_dp_equal_to_dp() -> None:
 def test_the_allgather_dispatcher_gathers_each_token_once_over_expert_tp_x_ep() -> None:
     """Megatron's default MoE dispatcher (token_dispatcher.py MoEAllGatherTokenDispatcher): [(S/TP)B, H] gathered
     over the tp_ep group to [(S/TP)B x TP x EP, H] before the experts, the outputs reduce-scattered back after them;
-    backward each call's gradient is the other. Mixtral 8x7B at TP 2 (SP) x EP 4, one micro-batch of 4,096 tokens:
-    2,048 tokens a GPU, 2,048 x 4,096 x 2 bytes x 8 = 128 MiB a call, two of each per MoE layer (32 layers)."""
+    backward each call's gradient is the other. The routing map (a bool per expert) and the probabilities are
+    gathered beside them forward, the probabilities' gradients reduce-scattered backward. Mixtral 8x7B at TP 2
+    (SP) x EP 4, one micro-batch of 4,096 tokens: 2,048 tokens a GPU, 2,048 x 4,096 x 2 bytes x 8 = 128 MiB a call,
+    two of each per MoE layer (32 layers); the routing map 2,048 x 8 x 8 experts = 128 KiB, once a layer."""
     a = load_model("mixtral-8x7b").architecture
     assert a is not None
     layout = Layout(tp=2, ep=4, dp=4)
-    gather, scatter = ep_calls(a, layout, 1, 4096, 2.0, True, dispatcher="allgather")
+    gather, scatter, routing, probs, probs_grad = ep_calls(a, layout, 1, 4096, 2.0, True, dispatcher="allgather")
     assert (gather.op, scatter.op, gather.group, scatter.group) == ("all_gather", "reduce_scatter", "etp-ep", "etp-ep")
     assert gather.message_bytes == scatter.message_bytes == 2048 * 4096 * 2 * 8 == 128 * 2**20
     assert gather.per_micro_batch == scatter.per_micro_batch == 2 * 32
+    assert (routing.op, probs.op, probs_grad.op) == ("all_gather", "all_gather", "reduce_scatter")
+    assert routing.message_bytes == 2048 * 8 * 8 == 128 * 2**10 and probs.message_bytes == 2 * routing.message_bytes
+    assert routing.per_micro_batch == probs.per_micro_batch == probs_grad.per_micro_batch == 32
     assert group_of_rank_zero(layout, "etp-ep") == list(range(8))  # tp-cp-ep-dp-pp: expert TP and EP the fastest

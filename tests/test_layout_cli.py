@@ -359,3 +359,6 @@ def test_the_allgather_dispatcher_runs_its_calls_on_the_expert_tp_x_ep_group() -
     tp_only = report("estimate", "--model", "mixtral-8x7b", "--tp", "2", "--dp", "4", "--sequence-parallel",
                      "--ep-dispatcher", "allgather")["layout"]  # fmt: skip
     assert {c["group"] for c in tp_only["calls"] if c["dimension"] == "ep"} == {"etp-ep"}
+    # transformer_config.py: overlap_moe_expert_parallel_comm "is supported with alltoall/flex token dispatcher"
+    code, out, err = run(*plan, "--ep-dispatcher", "allgather", "--ep-comm-overlap")
+    assert code == 2 and out == "" and err.startswith("dpcost: error: --ep-comm-overlap: ")

@@ -427,8 +427,11 @@ def ep_calls(
     2.1.2 and 3.2.2), so at most M of its top-k copies cross the network. `dispatcher` "flex" (DeepEP, HybridEP)
     without a limit: once to each NVLink domain its experts are in (p2p.all_to_all `routed`). "allgather"
     (MoEAllGatherTokenDispatcher, Megatron's default): each GPU's tokens, once each, gathered over the expert TP x
-    EP group (tp_ep_group) before the experts and the outputs reduce-scattered back after them; backward, each
-    call's gradient is the other call (gather_from_sequence_parallel_region's backward is the reduce-scatter)."""
+    EP group (tp_ep_group) before the experts and the outputs reduce-scattered back after them, with the routing
+    map (a byte per expert a token) and the probabilities gathered beside them in each forward; backward, each
+    call's gradient is the other call (gather_from_sequence_parallel_region's backward is the reduce-scatter), the
+    routing map's none. The probabilities and the combine at the activations' bytes: Megatron's default router
+    dtype (--moe-router-dtype fp32 would make both 4 bytes)."""
     if (layout.ep == 1 and layout.expert_tp == 1) or arch.moe is None:
         return []
     tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
@@ -436,12 +439,21 @@ def ep_calls(
     hides = 1.0 if overlap else 0.0
     passes = 3 if recomputed else 2  # forward, backward, and the forward again
     if dispatcher == "allgather":
-        gathered = tokens * arch.moe.expert_io(arch.hidden) * act_bytes * layout.expert_tp * layout.ep
+        group_tokens = tokens * layout.expert_tp * layout.ep
+        gathered = group_tokens * arch.moe.expert_io(arch.hidden) * act_bytes
+        routing = group_tokens * arch.moe.experts  # the routing map, a bool per expert
+        forwards = passes - 1
         return [
             LayoutCall("ep", "tokens gathered over expert TP x EP", "all_gather", gathered, "etp-ep", passes * layers,
                        overlap, hides),
             LayoutCall("ep", "expert outputs reduce-scattered over expert TP x EP", "reduce_scatter", gathered,
                        "etp-ep", passes * layers, overlap, hides),
+            LayoutCall("ep", "routing map gathered", "all_gather", routing, "etp-ep", forwards * layers, overlap,
+                       hides),
+            LayoutCall("ep", "routing probabilities gathered (reduce-scattered backward)", "all_gather",
+                       routing * act_bytes, "etp-ep", forwards * layers, overlap, hides),
+            LayoutCall("ep", "routing probabilities' gradients reduce-scattered", "reduce_scatter", routing * act_bytes,
+                       "etp-ep", layers, overlap, hides),
         ]  # fmt: skip
     message = tokens * arch.moe.active * arch.moe.expert_io(arch.hidden) * act_bytes  # latent-wide under LatentMoE
     calls = []

@@ -376,6 +376,9 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         raise InputError("ep_node_limit", "limits where the expert all-to-all sends a token: it needs --ep above 1")
     if options.parallel.ep_dispatcher == "flex" and options.parallel.ep == 1:  # allgather gathers over TP alone too
         raise InputError("ep_dispatcher", "flex dispatches tokens to expert-parallel ranks: it needs --ep above 1")
+    if options.parallel.ep_comm_overlap and options.parallel.ep_dispatcher == "allgather":
+        # transformer_config.py: overlap_moe_expert_parallel_comm "is supported with alltoall/flex token dispatcher"
+        raise InputError("ep_comm_overlap", "overlaps the alltoall or flex dispatcher's calls; allgather's it cannot")
     if options.parallel.pp_schedule is not None and options.parallel.pp == 1:
         raise InputError("pp_schedule", "schedules pipeline stages: give --pp 2 or more")
     check_pipeline_only(options)

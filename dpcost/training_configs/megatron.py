@@ -408,8 +408,9 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
         arch["kv_heads"] = _int(r, args, "--num-query-groups", 1)
     if position == "learned_absolute":
         arch["learned_positions"] = _int(r, args, "--max-position-embeddings") or _int(r, args, "--seq-length")
-    if "--multi-latent-attention" in args:
+    if "--multi-latent-attention" in args:  # its projections take no bias, its output projection the linear one's
         arch["mla"] = _latent_attention(r, args)
+        arch.update(qkv_bias=False, out_bias=bias)
     elif "--qk-layernorm" in args:
         arch["qk_norm"] = "head"
     window = _window(r, args, layers)
@@ -432,7 +433,9 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
 def _latent_attention(r: Reading, args: dict[str, list[str]]) -> dict[str, Any]:
     """--multi-latent-attention's shape (MLASelfAttention): the query through a latent of --q-lora-rank (none: one
     projection), keys and values through one of --kv-lora-rank, each head's query and key --qk-head-dim wide plus a
-    rotary --qk-pos-emb-head-dim, its value --v-head-dim."""
+    rotary --qk-pos-emb-head-dim, its value --v-head-dim. Megatron builds the latents' norms only with
+    --qk-layernorm (mla_qk_norm_config.py; without a query latent then a hidden-wide one in the query projection);
+    dpcost counts DeepSeek's two either way, at most hidden + the two ranks of parameters a layer apart."""
     shape = {name: _int(r, args, name, default) for name, default in MLA_DEFAULTS.items()}
     mla = {
         "kv_lora_rank": shape["--kv-lora-rank"],
@@ -477,7 +480,7 @@ def _layer_pattern(text: str) -> list[int] | None:
     evaluated without eval; None when it is anything else."""
     import ast
 
-    if re.search(r"[^,\d\[\]()+* ]", text):
+    if re.search(r"[^,\d\[\]()+*]", text):
         return None
     try:
         tree = ast.parse(text, mode="eval").body
