@@ -816,3 +816,13 @@ def test_stored_scores_keep_the_dropouts_tensors_only_where_attention_drops_out(
     dry = model_shape(gpt3.model_copy(update={"dropout": 0.0}), 8)
     assert stored_scores_bytes(dry, layout, seq, b) == 2 * 96 * seq * seq * b / 8
     assert stored_scores_bytes(dry, MemoryLayout(tp=8), seq, b) == 0.0
+
+
+def test_overlapped_moe_all_to_alls_hold_one_more_forward_in_the_interleaved_warm_up() -> None:
+    """schedules.py get_pp_rank_microbatches: with overlap_moe_expert_parallel_comm the interleaved warm-up runs one
+    more forward, (p - r - 1) x 2 + (v - 1) x p + 1 of them, plus the one 1F1B holds. Without interleaving there is
+    no such step (Megatron asks for a virtual pipeline to overlap them on PP above 1)."""
+    assert microbatches_in_flight(8, 0, 3, extra_warmup=1) == (2 * 7 + 2 * 8 + 1 + 1) / 3
+    assert microbatches_in_flight(8, 7, 3, extra_warmup=1) == (2 * 8 + 1 + 1) / 3
+    assert microbatches_in_flight(8, 0, 1, extra_warmup=1) == microbatches_in_flight(8, 0, 1) == 8
+    assert microbatches_in_flight(8, 0, 3, num_microbatches=8, extra_warmup=1) == 8  # never beyond all m x v

@@ -141,6 +141,9 @@ class MemoryLayout(Layout):
     # GPipe: every micro-batch's forward before any backward, so each stage holds all m micro-batches' activations
     # (Huang et al. 2019, section 2.3; torch.distributed.pipelining ScheduleGPipe), where 1F1B holds at most p
     all_forwards_first: bool = False
+    # --overlap-moe-expert-parallel-comm: the interleaved warm-up runs one more forward, so that every 1F1B step's
+    # forward and backward are independent (schedules.py get_pp_rank_microbatches)
+    ep_overlap_warmup: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -577,15 +580,16 @@ def first_stage_microbatches(pp: int, virtual_stages: int = 1, num_microbatches:
 
 
 def microbatches_in_flight(
-    pp: int, stage: int = 0, virtual_stages: int = 1, num_microbatches: int | None = None
+    pp: int, stage: int = 0, virtual_stages: int = 1, num_microbatches: int | None = None, extra_warmup: int = 0
 ) -> float:
-    """Micro-batches of its layers a stage keeps: warm-up + 1 forwards, at most all [S] (get_pp_rank_microbatches)."""
+    """Micro-batches of its layers a stage keeps: warm-up + 1 forwards, at most all [S] (get_pp_rank_microbatches;
+    interleaved, `extra_warmup` more forwards: one with the MoE all-to-alls overlapped)."""
     if pp == 1:
         return 1.0
     if virtual_stages == 1:
         in_flight = pp - stage
         return float(in_flight if num_microbatches is None else min(in_flight, num_microbatches))
-    chunks = 2 * (pp - stage - 1) + (virtual_stages - 1) * pp + 1
+    chunks = 2 * (pp - stage - 1) + (virtual_stages - 1) * pp + 1 + extra_warmup
     if num_microbatches is not None:
         chunks = min(chunks, num_microbatches * virtual_stages)
     return chunks / virtual_stages
@@ -711,9 +715,9 @@ def stage_memory(
     out = []
     for stage, layers in enumerate(_stage_layer_indices(shape, layout)):
         held = parameters_on_stage(shape, layout, stage, layers)
-        in_flight = _in_flight(
-            layout, microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches), num_microbatches
-        )
+        warmup = 1 if layout.ep_overlap_warmup else 0
+        one_f_one_b = microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches, warmup)
+        in_flight = _in_flight(layout, one_f_one_b, num_microbatches)
         acts = stage_activation_bytes(
             shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers, narrow_kv=True
         )

@@ -258,6 +258,7 @@ def _layout_memory(
         first_stage_layers=counts[0] if uneven and layout.pp > 1 and par.virtual_stages == 1 else None,
         last_stage_layers=counts[-1] if uneven and layout.pp > 1 and par.virtual_stages == 1 else None,
         all_forwards_first=par.pp_schedule == "gpipe",
+        ep_overlap_warmup=par.ep_comm_overlap and layout.ep > 1,
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)
