@@ -460,6 +460,15 @@ class Parallel(Section):
         description="Model chunks per pipeline rank (interleaved 1F1B): the bubble is (PP - 1) / V micro-batch slots.",
         json_schema_extra=cli("--virtual-stages", metavar="V"),
     )
+    microbatch_group: Whole | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="Micro-batches an interleaved pipeline runs in a row on each virtual stage (Megatron's "
+        "--microbatch-group-size-per-virtual-pipeline-stage, PP to the micro-batches per step): the warm-up holds "
+        "(V - 1) x it chunks [default: PP].",
+        json_schema_extra=cli("--microbatch-group", metavar="N"),
+    )
     pp_schedule: Literal["1f1b", "interleaved", "gpipe"] | None = Field(
         None,
         description="Pipeline schedule: 1F1B, interleaved 1F1B (with --virtual-stages), or GPipe (every forward "

@@ -362,3 +362,14 @@ def test_the_allgather_dispatcher_runs_its_calls_on_the_expert_tp_x_ep_group() -
     # transformer_config.py: overlap_moe_expert_parallel_comm "is supported with alltoall/flex token dispatcher"
     code, out, err = run(*plan, "--ep-dispatcher", "allgather", "--ep-comm-overlap")
     assert code == 2 and out == "" and err.startswith("dpcost: error: --ep-comm-overlap: ")
+
+
+def test_a_microbatch_group_outside_pp_to_m_is_refused_as_megatron_refuses_it() -> None:
+    """schedules.py: "The number of contiguous micro-batches in a virtual pipeline stage should range in [PP, M]",
+    and only an interleaved pipeline groups them."""
+    plan = ("estimate", "--model", "llama-8b", "--dp", "2", "--pp", "4", "--global-batch", "64")
+    assert run(*plan, "--virtual-stages", "2", "--microbatch-group", "8")[0] == 0
+    for extra in (("--microbatch-group", "8"), ("--virtual-stages", "2", "--microbatch-group", "2"),
+                  ("--virtual-stages", "2", "--microbatch-group", "33")):  # fmt: skip
+        code, out, err = run(*plan, *extra)
+        assert code == 2 and out == "" and err.startswith("dpcost: error: --microbatch-group: ")

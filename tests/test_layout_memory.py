@@ -826,3 +826,11 @@ def test_overlapped_moe_all_to_alls_hold_one_more_forward_in_the_interleaved_war
     assert microbatches_in_flight(8, 7, 3, extra_warmup=1) == (2 * 8 + 1 + 1) / 3
     assert microbatches_in_flight(8, 0, 1, extra_warmup=1) == microbatches_in_flight(8, 0, 1) == 8
     assert microbatches_in_flight(8, 0, 3, num_microbatches=8, extra_warmup=1) == 8  # never beyond all m x v
+
+
+def test_a_larger_microbatch_group_holds_more_of_the_interleaved_warm_up() -> None:
+    """schedules.py: the interleaved warm-up runs (p - r - 1) x 2 + (v - 1) x N forwards, N the micro-batches each
+    virtual stage runs in a row (--microbatch-group-size-per-virtual-pipeline-stage, PP unless given)."""
+    assert microbatches_in_flight(8, 0, 3, group=8) == microbatches_in_flight(8, 0, 3)
+    assert microbatches_in_flight(8, 0, 3, group=16) == (2 * 7 + 2 * 16 + 1) / 3
+    assert microbatches_in_flight(4, 3, 2, group=5, extra_warmup=1) == (0 + 5 + 1 + 1) / 2

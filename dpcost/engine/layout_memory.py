@@ -144,6 +144,7 @@ class MemoryLayout(Layout):
     # --overlap-moe-expert-parallel-comm: the interleaved warm-up runs one more forward, so that every 1F1B step's
     # forward and backward are independent (schedules.py get_pp_rank_microbatches)
     ep_overlap_warmup: bool = False
+    microbatch_group: int | None = None  # --microbatch-group-size-per-virtual-pipeline-stage; None: PP (schedules.py)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -580,16 +581,22 @@ def first_stage_microbatches(pp: int, virtual_stages: int = 1, num_microbatches:
 
 
 def microbatches_in_flight(
-    pp: int, stage: int = 0, virtual_stages: int = 1, num_microbatches: int | None = None, extra_warmup: int = 0
+    pp: int,
+    stage: int = 0,
+    virtual_stages: int = 1,
+    num_microbatches: int | None = None,
+    extra_warmup: int = 0,
+    group: int | None = None,
 ) -> float:
     """Micro-batches of its layers a stage keeps: warm-up + 1 forwards, at most all [S] (get_pp_rank_microbatches;
-    interleaved, `extra_warmup` more forwards: one with the MoE all-to-alls overlapped)."""
+    interleaved, (p - r - 1) x 2 + (v - 1) x `group` (PP unless given) + `extra_warmup` forwards in the warm-up:
+    one more with the MoE all-to-alls overlapped)."""
     if pp == 1:
         return 1.0
     if virtual_stages == 1:
         in_flight = pp - stage
         return float(in_flight if num_microbatches is None else min(in_flight, num_microbatches))
-    chunks = 2 * (pp - stage - 1) + (virtual_stages - 1) * pp + 1 + extra_warmup
+    chunks = 2 * (pp - stage - 1) + (virtual_stages - 1) * (group or pp) + 1 + extra_warmup
     if num_microbatches is not None:
         chunks = min(chunks, num_microbatches * virtual_stages)
     return chunks / virtual_stages
@@ -716,7 +723,9 @@ def stage_memory(
     for stage, layers in enumerate(_stage_layer_indices(shape, layout)):
         held = parameters_on_stage(shape, layout, stage, layers)
         warmup = 1 if layout.ep_overlap_warmup else 0
-        one_f_one_b = microbatches_in_flight(layout.pp, stage, layout.virtual_stages, num_microbatches, warmup)
+        one_f_one_b = microbatches_in_flight(
+            layout.pp, stage, layout.virtual_stages, num_microbatches, warmup, layout.microbatch_group
+        )
         in_flight = _in_flight(layout, one_f_one_b, num_microbatches)
         acts = stage_activation_bytes(
             shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers, narrow_kv=True

@@ -75,6 +75,10 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
         raise InputError("pp_schedule", "interleaved needs model chunks per rank: give --virtual-stages 2 or more")
     if par.pp_schedule in ("1f1b", "gpipe") and par.virtual_stages > 1:
         raise InputError("pp_schedule", f"{par.pp_schedule} runs one model chunk per rank: drop --virtual-stages")
+    if par.microbatch_group is not None and (par.virtual_stages == 1 or par.microbatch_group < par.pp):
+        # schedules.py: "The number of contiguous micro-batches in a virtual pipeline stage should range in [PP, M]"
+        raise InputError("microbatch_group", f"groups an interleaved pipeline's micro-batches: --virtual-stages 2 or "
+                         f"more, and at least PP ({par.pp})")  # fmt: skip
     try:
         pp_overlapped(par.virtual_stages, par.pp_comm_overlap)
     except ValueError as exc:
@@ -235,6 +239,9 @@ def _layout_memory(
     optimizer), and the activations its micro-batches in flight hold; plus the CUDA context (memory.py)."""
     par = p.o.parallel
     assert model.architecture is not None  # _check_layout_plan
+    if par.microbatch_group is not None and m is not None and par.microbatch_group > m:
+        raise InputError("microbatch_group", f"{par.microbatch_group} is more than the {m} micro-batches each "
+                         "pipeline runs a step (schedules.py asks for PP to M)")  # fmt: skip
     counts = _stage_layer_counts(model, p.o)
     uneven = len(set(counts)) > 1
     spec = MemoryLayout(
@@ -259,6 +266,7 @@ def _layout_memory(
         last_stage_layers=counts[-1] if uneven and layout.pp > 1 and par.virtual_stages == 1 else None,
         all_forwards_first=par.pp_schedule == "gpipe",
         ep_overlap_warmup=par.ep_comm_overlap and layout.ep > 1,
+        microbatch_group=par.microbatch_group,
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)

@@ -332,6 +332,8 @@ def check_pipeline_only(options: Options) -> None:
     for name in ("first_stage_layers", "last_stage_layers"):
         if getattr(par, name) is not None:
             raise InputError(name, "the layers of a pipeline stage need pipeline stages: give --pp 2 or more")
+    if par.microbatch_group is not None:
+        raise InputError("microbatch_group", "groups an interleaved pipeline's micro-batches: give --pp 2 or more")
 
 
 def check_compute_dtype(topology: TopologySpec, o: Options) -> None:

@@ -171,7 +171,7 @@ def _launched_dp(r: Reading, args: dict[str, list[str]]) -> int | None:
 _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--rampup-batch-size",
                "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
                "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--mtp-num-layers",
-               "--pipeline-model-parallel-layout",
+               "--pipeline-model-parallel-layout", "--microbatch-group-size-per-virtual-pipeline-stage",
                "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
                "--overlap-grad-reduce", "--overlap-param-gather",
                "--ddp-bucket-size", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type")  # fmt: skip
@@ -206,7 +206,8 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--num-virtual-stages-per-pipeline-rank", stages, "virtual_stages", str(stages))
     for name, option in (("--decoder-first-pipeline-num-layers", "first_stage_layers"),
                          ("--decoder-last-pipeline-num-layers", "last_stage_layers"),
-                         ("--mtp-num-layers", "mtp_layers")):  # fmt: skip
+                         ("--mtp-num-layers", "mtp_layers"),
+                         ("--microbatch-group-size-per-virtual-pipeline-stage", "microbatch_group")):  # fmt: skip
         value = _int(r, args, name)
         if value is not None:
             r.use(name, value, option, str(value))
