@@ -642,7 +642,17 @@ def test_a_megatron_scripts_moe_layer_frequency_is_megatrons(given: str, moe_lay
 
 
 @pytest.mark.parametrize(
-    "given", ["'[1]*7'", "'__import__(\"os\")'", "0", "'[1,2]*4'", "'[1]*100000*100000'", "'[1, 0]*4'"]
+    "given",
+    [
+        "'[1]*7'",
+        "'__import__(\"os\")'",
+        "0",
+        "'[1,2]*4'",
+        "'[1]*100000*100000'",
+        "'[1, 0]*4'",
+        "'" + "[0]+" * 5000 + "[1]'",  # deeper than the parser's recursion: refused, not a traceback
+        "'" + "(" * 300 + "[1]" + ")" * 300 + "'",
+    ],
 )
 def test_a_megatron_scripts_moe_layer_frequency_that_megatron_refuses_is_refused(given: str) -> None:
     """A pattern of the wrong length, anything but a list expression of 0s and 1s (Megatron's _eval_pattern allows

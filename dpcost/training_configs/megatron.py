@@ -38,8 +38,7 @@ SWITCHES = {  # a flag present -> the option on
     "--tp-comm-overlap": "tp_comm_overlap",
 }
 SWITCHES_OFF = {"--no-overlap-p2p-communication": "pp_comm_overlap"}  # a flag present -> the option off
-# MLA's shape (arguments.py at d98e8a64dd: --q-lora-rank None, --kv-lora-rank 32, --qk-head-dim 128,
-# --qk-pos-emb-head-dim 64, --v-head-dim 128) -> dpcost's MLASpec fields
+# MLA's shape flags, and the defaults arguments.py at d98e8a64dd gives those with one (--q-lora-rank's is None)
 MLA_ARGS = ("--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
             "--v-head-dim")  # fmt: skip
 MLA_DEFAULTS = {"--kv-lora-rank": 32, "--qk-head-dim": 128, "--qk-pos-emb-head-dim": 64, "--v-head-dim": 128}
@@ -481,11 +480,11 @@ def _layer_pattern(text: str) -> list[int] | None:
     evaluated without eval; None when it is anything else."""
     import ast
 
-    if re.search(r"[^,\d\[\]()+*]", text):
+    if len(text) > PATTERN_LIMIT or re.search(r"[^,\d\[\]()+*]", text):
         return None
     try:
         tree = ast.parse(text, mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError):
         return None
 
     def value(node: ast.expr) -> list[int] | int | None:
@@ -504,7 +503,10 @@ def _layer_pattern(text: str) -> list[int] | None:
                 return left * right if len(left) * right <= PATTERN_LIMIT else None
         return None
 
-    result = value(tree)
+    try:
+        result = value(tree)
+    except RecursionError:  # a chain of thousands of + or *: no model's pattern
+        return None
     return result if isinstance(result, list) else None
 
 
