@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import statistics
 import sys
 import tempfile
 from collections import Counter
@@ -143,15 +144,6 @@ def geomean(errors: list[float]) -> float:
     return math.exp(sum(math.log(max(abs(e), ERROR_FLOOR)) for e in errors) / len(errors))
 
 
-def _median(errors: list[float]) -> float:
-    ordered = sorted(errors)
-    return (
-        ordered[len(ordered) // 2]
-        if len(ordered) % 2
-        else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
-    )
-
-
 def _line(name: str, points: list[Point]) -> str:
     errors = [p.error for p in points]
     worst = max(points, key=lambda p: abs(p.error))
@@ -159,8 +151,8 @@ def _line(name: str, points: list[Point]) -> str:
     naive = [p.naive_error for p in points]
     tests = len({p.case for p in points})
     return (
-        f"| {name} | {len(points)} | {tests} | {geomean(errors):.1%} | {_median(errors):+.1%} | {within} | "
-        f"{worst.error:+.1%} | {geomean(naive):.1%} | {_median(naive):+.1%} |"
+        f"| {name} | {len(points)} | {tests} | {geomean(errors):.1%} | {statistics.median(errors):+.1%} | {within} | "
+        f"{worst.error:+.1%} | {geomean(naive):.1%} | {statistics.median(naive):+.1%} |"
     )
 
 
