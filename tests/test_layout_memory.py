@@ -9,6 +9,7 @@ and configs, and the module gets them through its adapter from the catalog's mod
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 
 import pytest
@@ -17,15 +18,19 @@ from dpcost.catalog import load_model
 from dpcost.engine.layout_memory import (
     MemoryLayout,
     ModelShape,
+    ParamGroups,
     activation_bytes,
     bytes_per_parameter,
     expert_data_parallel_size,
     first_stage_microbatches,
     korthikanti_layer_activation_bytes,
     layer_activation_bytes,
+    layout_memory,
     layout_memory_for,
     microbatches_in_flight,
+    mlp_half_bytes,
     model_shape,
+    moe_mlp_half_bytes,
     padded_vocab_size,
     parameters_on_most_loaded_shard,
     parameters_on_stage,
@@ -720,7 +725,64 @@ def test_most_loaded_stage() -> None:
         mtp_layers=1,
     )
     assert deepseek.most_loaded.stage == 1
-    assert deepseek.total > max(s.total for s in deepseek.stages)
+    # Each stage's own view costs an MoE layer's 8 routed copies of a token as Megatron-Core keeps them, where the
+    # file costs one dense MLP of ffn_hidden_size 18,432: per token (TP 1, so no SP), the router's fp32 scores 4 x
+    # 256, the shared expert 4 x 2,048, and 8 x (the grouped fc1's input 2 x 7,168 + fc1's output, the activation
+    # and its product with the probability 6 x 2,048), against 4 x 18,432: 148,480 bytes more, on stage 1's 4 MoE
+    # layers x 15 micro-batches in flight, with the file's 5% without SP
+    layout = MemoryLayout(pp=16, ep=64, dp=128, zero=1, first_stage_layers=3, last_stage_layers=2)
+    shape = model_shape(load_model("deepseek-v3").architecture, 1, mtp_layers=1)
+    dense = layout_memory(dataclasses.replace(shape, moe_topk=0), layout, 4096, 1, 120)
+    assert deepseek.stages[1].activations - dense.stages[1].activations == pytest.approx(
+        1.05 * 15 * 4 * 4096 * 148_480, rel=1e-12
+    )
+    assert dense.stages[0].activations == deepseek.stages[0].activations  # its three dense layers
+    assert deepseek.total == dense.total  # Megatron's own view, the file's formula, costs them as dense
+    # --recompute-modules moe: each MoE layer keeps its norm's input and output and the mask, 73,728 bytes a token
+    # fewer than the file's dense MLP, and the one layer whose backward re-runs the MoE forward holds all of it
+    moe = dataclasses.replace(layout, recompute="selective", moe_recompute="moe")
+    rerun = layout_memory(shape, moe, 4096, 1, 120).stages[1].activations
+    formula = layout_memory(dataclasses.replace(shape, moe_topk=0), moe, 4096, 1, 120).stages[1].activations
+    assert rerun - formula == pytest.approx(1.05 * 4096 * (15 * 4 * -73_728 + 148_480 + 73_728), rel=1e-12)
+
+
+def test_moe_layer_as_megatron_core_keeps_it() -> None:
+    """Megatron-LM's functional test gpt3_mcore_te_tp2_pp1_te_8experts2parallel_* (d98e8a64dd): 8 experts of 2,048
+    over hidden 512, top-1, TP 2 with SP, ETP 2 (EP 2), 4 x 1,024 tokens. Each rank holds 2,048 tokens; its ETP group
+    of 2 routes 4,096 copies to the experts it computes (top-1), and TEGroupedMLP keeps per copy the grouped fc1's
+    512-wide input (1,024 bytes) and, 1,024 wide each, fc1's output, the GELU's output and its product with the
+    probability that fc2 keeps (6,144 bytes); per token held, the norm's input and output (1,024 each), the dropout
+    mask (512) and the router's fp32 scores over 8 experts (32)."""
+    shape = ModelShape(
+        hidden=512,
+        layers=12,
+        ffn=2048,
+        vocab=50432,
+        dense_layer=ParamGroups(),
+        moe_layer=ParamGroups(),
+        moe_pattern=(True,) * 12,
+        final_layernorm=1024.0,
+        untied=False,
+        moe_experts=8,
+        moe_topk=1,
+        moe_ffn=2048,
+    )
+    assert moe_mlp_half_bytes(1024, 4, shape, 2, 2, True) == 4096 * (1024 + 6144) + 2048 * (1024 + 1024 + 512 + 32)
+    # --recompute-modules moe_act: of the three 1,024-wide tensors a copy keeps fc1's output alone (the GELU runs
+    # under CheckpointWithoutOutput, its output discarded after fc2); a gated expert's fc1 output is twice as wide
+    assert moe_mlp_half_bytes(1024, 4, shape, 2, 2, True, "moe_act") == 4096 * (1024 + 2048) + 2048 * 2592
+    gated = dataclasses.replace(shape, moe_gated=True)
+    assert moe_mlp_half_bytes(1024, 4, gated, 2, 2, True, "moe_act") == 4096 * (1024 + 4096) + 2048 * 2592
+    # --recompute-modules moe: the MoE forward checkpointed on the norm's output; the norm's input, its output and
+    # the dropout mask stay
+    assert moe_mlp_half_bytes(1024, 4, shape, 2, 2, True, "moe") == 2048 * (1024 + 1024 + 512)
+    # the file's dense MLP of ffn_hidden_size 2,048 for the same layer: sbh(5 + 4f/h)/t
+    assert mlp_half_bytes(1024, 4, 512, 2048, 2, True) == 4096 * 512 * 21 / 2
+    # top-4 of 32 with a 1,024-wide shared expert, ETP 1 at TP 2 (the DeepSeek-like memory_speed test): each held
+    # token's 4 copies, and the shared expert's fc1 output and activation over TP
+    proxy = dataclasses.replace(shape, hidden=1024, moe_experts=32, moe_topk=4, moe_ffn=1024, moe_shared_ffn=1024)
+    held = 4096 * 4 / 2
+    assert moe_mlp_half_bytes(4096, 4, proxy, 2, 1, True) == held * (4 * (2048 + 6144) + 5 * 1024 + 4 * 32 + 4 * 1024)
 
 
 def test_adapter_reads_the_spec() -> None:

@@ -20,6 +20,10 @@ Sources, cited per function by their letter:
 - [H] docs/sources/mamba-hybrid-layouts.md (Megatron-Core's Mamba layers, which the file does not cover: it prints
   "not yet supported for hybrid Mamba-Transformer models"): a hybrid's layer is a Mamba-2 mixer, attention or an MLP
   alone, each with its norm; the Mamba mixer's weights all split over TP; what its fused path keeps (section 3).
+- [E] megatron/core/transformer/moe/ (same commit), which the file does not cover: the MoE layer's router
+  (router.py), token dispatchers (token_dispatcher.py: each rank computes the routed copies of the tokens its expert
+  tensor-parallel group holds) and TEGroupedMLP (experts.py: the grouped fc1's input and output, and the
+  activation times the routing probability, which linear_fc2 keeps); moe_mlp_half_bytes.
 - [P] --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 (do not use any other
   intermediate dtype) and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init), which the file
   does not cover: the decoder layers' TP-split and expert weights, Transformer Engine's linear layers, are stored in
@@ -48,10 +52,11 @@ the file has it although Megatron-Core differs: the distributed optimizer shards
 not DP x CP; the first stage keeps p(1 + (p-1)/(pv)) micro-batches interleaved even when m v is fewer
 (schedules.py caps it; the per-stage view does); the last stage with MTP and an untied head holds two vocab x
 hidden matrices [G], the file counts one.
+Each stage's own view also costs an MoE layer's MLP as Megatron-Core keeps it [E] (moe_mlp_half_bytes): its
+top-k routed copies of the tokens, which the file costs as one dense MLP of ffn_hidden_size.
 Left out by the file and so here: linear biases (GPT-3's), learned position tables, query/key norms, the
-attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's top-k routed
-copies of the tokens (every layer is costed at the dense ffn_hidden_size), MLA's narrower K and V (and GQA's, in
-Megatron's view),
+attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's routed
+copies in Megatron's view, MLA's narrower K and V (and GQA's, in Megatron's view),
 communication buffers, fragmentation and the CUDA context.
 """
 
@@ -145,6 +150,9 @@ class MemoryLayout(Layout):
     # forward and backward are independent (schedules.py get_pp_rank_microbatches)
     ep_overlap_warmup: bool = False
     microbatch_group: int | None = None  # --microbatch-group-size-per-virtual-pipeline-stage; None: PP (schedules.py)
+    # selective recomputation's MoE module, which each stage's own view prices [E] (moe_mlp_half_bytes): "moe" (the
+    # whole MoE forward), "moe_act" (the experts' activation) or "" (neither)
+    moe_recompute: str = ""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -156,6 +164,8 @@ class MemoryLayout(Layout):
             raise ValueError(f"zero must be 0, 1, 2 or 3, got {self.zero}")
         if self.recompute not in ("none", "selective", "full"):
             raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
+        if self.moe_recompute not in ("", "moe", "moe_act"):
+            raise ValueError(f"moe_recompute must be moe, moe_act or empty, got {self.moe_recompute!r}")
 
     @property
     def distributed_optimizer(self) -> bool:
@@ -223,6 +233,15 @@ class ModelShape:
     hybrid_layers: tuple[ParamGroups, ...] = ()
     hybrid_kinds: tuple[tuple[str, str, int], ...] = ()
     mamba: tuple[int, int, int, int] = (0, 0, 0, 0)
+    # an MoE layer's MLP as Megatron-Core keeps it [E] (moe_mlp_half_bytes): num_moe_experts, moe_router_topk,
+    # moe_ffn_hidden_size, the shared experts' width (moe_shared_expert_intermediate_size) and a routed copy's
+    # width (hidden, or LatentMoE's latent); no MoE at moe_topk 0
+    moe_experts: int = 0
+    moe_topk: int = 0
+    moe_ffn: int = 0
+    moe_shared_ffn: int = 0
+    moe_io: int = 0
+    moe_gated: bool = False  # a gated expert: fc1 is 2 x moe_ffn wide (what recompute "moe_act" keeps)
 
     def __post_init__(self) -> None:
         if len(self.moe_pattern) != self.layers:
@@ -504,6 +523,29 @@ def mlp_half_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, tp: int,
     return sbh * (5 + 4 * ffn / hidden) / tp if sp_split else sbh * (5 + 4 * ffn / (hidden * tp))
 
 
+def moe_mlp_half_bytes(
+    seq: float, micro_batch: int, shape: ModelShape, tp: int, expert_tp: int, sp_split: bool, recomputed: str = ""
+) -> float:
+    """An MoE layer's MLP with its norm as Megatron-Core keeps it [E], where the file costs a dense MLP
+    (mlp_half_bytes). Per token the rank holds (sb/t with SP, else sb): the norm's input and output, 2h each (the
+    router, the shared experts and the dispatcher read the one output), the dropout mask h and the router's fp32
+    scores 4E; a shared expert over TP as the file costs an MLP, 4f_s per token over t; and per routed copy, k x
+    ETP of them per token held, the grouped fc1's input (2 x its width) and, f/ETP wide each, fc1's output, the
+    activation and its product with the routing probability, which fc2 keeps (6f/ETP; a fused SwiGLU keeps its
+    2f/ETP-wide input and the product: the same bytes). `recomputed`, the selective recomputation's MoE module:
+    "moe_act" keeps fc1's output alone of those three (experts.py: the activation under CheckpointWithoutOutput,
+    its output discarded once fc2 has run); "moe" keeps the norm's input and output and the mask alone
+    (transformer_layer.py checkpoints the whole MoE forward on the norm's output)."""
+    sb = seq * micro_batch
+    held = sb / tp if sp_split else sb
+    h, io = shape.hidden, shape.moe_io or shape.hidden
+    if recomputed == "moe":
+        return held * 5 * h
+    fc1 = (4 if shape.moe_gated else 2) * shape.moe_ffn if recomputed == "moe_act" else 6 * shape.moe_ffn
+    routed = held * shape.moe_topk * (2 * io * expert_tp + fc1)
+    return held * (5 * h + 4 * shape.moe_experts) + sb * 4 * shape.moe_shared_ffn / tp + routed
+
+
 def mamba_layer_bytes(
     seq: float, micro_batch: int, hidden: int, mamba: tuple[int, int, int, int], tp: int, sp_split: bool
 ) -> float:
@@ -527,7 +569,9 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
         total += stored_scores_bytes(shape, layout, seq, micro_batch)
     if mixer == "mamba":
         total += mamba_layer_bytes(seq, micro_batch, h, shape.mamba, tp, sp)
-    if mlp != "none":
+    if mlp == "moe" and shape.moe_topk:
+        total += moe_mlp_half_bytes(seq, micro_batch, shape, tp, layout.expert_tp, sp, layout.moe_recompute)
+    elif mlp != "none":
         total += mlp_half_bytes(seq, micro_batch, h, shape.ffn, tp, sp)
     return total
 
@@ -638,13 +682,24 @@ def stage_activation_bytes(
             total = full_recompute_layer_bytes(s, b, h, tp, sp) * len(each) * in_flight + max(each, default=0.0)
         else:
             total = sum(each) * in_flight
-    elif layout.recompute == "full":
-        # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
-        # formula under SP; under flash attention selective drops nothing else)
-        total = full_recompute_layer_bytes(s, b, h, tp, sp) * layers * in_flight
-        total += layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores - narrower
     else:
-        total = (layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores - narrower) * layers * in_flight
+        layer = layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores - narrower
+        # each stage's own view (its layer indices given): an MoE layer's MLP as Megatron-Core keeps it [E], beyond
+        # the file's dense MLP, and what the one MoE layer whose backward re-runs its forward re-creates
+        moe = sum(1 for i in indices if shape.moe_pattern[i]) if shape.moe_topk else 0
+        kept = rerun = 0.0
+        if moe:
+            dense_mlp = mlp_half_bytes(s, b, h, shape.ffn, tp, sp)
+            whole = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp)
+            kept = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute) - dense_mlp
+            rerun = whole - dense_mlp - kept
+        if layout.recompute == "full":
+            # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
+            # formula under SP; under flash attention selective drops nothing else)
+            total = full_recompute_layer_bytes(s, b, h, tp, sp) * layers * in_flight
+            total += layer + (max(kept, 0.0) if moe else 0.0)
+        else:
+            total = (layer * layers + kept * moe) * in_flight + rerun
     if stage == 0:
         total += embedding_activation_bytes(s, b, h, tp, sp) * in_flight
     if stage == layout.pp - 1:
@@ -837,6 +892,12 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         hybrid_layers=hybrid_layers,
         hybrid_kinds=a.layer_kinds if a.hybrid else (),
         mamba=(ssm.inner, ssm.heads or 0, ssm.groups, ssm.state) if ssm is not None else (0, 0, 0, 0),
+        moe_experts=a.moe.experts if a.moe is not None else 0,
+        moe_topk=a.moe.active if a.moe is not None else 0,
+        moe_ffn=a.moe.ffn if a.moe is not None else 0,
+        moe_shared_ffn=a.moe.shared * a.moe.shared_width if a.moe is not None and a.moe.shared else 0,
+        moe_io=a.moe.expert_io(h) if a.moe is not None else 0,
+        moe_gated=a.gated_mlp,
     )
 
 

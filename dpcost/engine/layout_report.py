@@ -6,7 +6,7 @@ model-parallel dimension here; a pure data-parallel start never imports it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
@@ -115,6 +115,14 @@ LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
 def _layout_zero(o: Options) -> int:
     """The layout's ZeRO stage: --zero's, else Megatron's distributed optimizer (1)."""
     return 1 if o.plan.zero is None else o.plan.zero
+
+
+def _moe_recompute(recompute: str, modules: Sequence[str]) -> str:
+    """The MoE module selective recomputation re-runs, which the layout's memory prices (layout_memory [E]): "moe"
+    (it holds "moe_act"), else "moe_act", else none."""
+    if recompute != "selective":
+        return ""
+    return next((m for m in ("moe", "moe_act") if m in modules), "")
 
 
 def _fp8_params(o: Options) -> bool:
@@ -267,6 +275,7 @@ def _layout_memory(
         all_forwards_first=par.pp_schedule == "gpipe",
         ep_overlap_warmup=par.ep_comm_overlap and layout.ep > 1,
         microbatch_group=par.microbatch_group,
+        moe_recompute=_moe_recompute(recompute, p.o.plan.recompute_modules),
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)
