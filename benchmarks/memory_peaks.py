@@ -69,10 +69,12 @@ MODELS = {
 MEGATRON_GPT2_345M = {"n_layer": 24, "n_embd": 1024, "n_head": 16, "vocab_size": 50304, "n_positions": 1024}
 MEGATRON_DROPOUT = 0.1
 
-# The GPU as the CSV names it -> the catalog topology. The memory prediction does not read the topology (the GPU's
-# capacity only decides whether it fits; tests/test_memory_peaks.py checks that every prediction is the same under
-# dgx-h100), so a GPU without its own topology takes the nearest in capacity: MI300X (192 GB) -> dgx-b200 (180 GB),
-# A800 (an A100 80GB with NVLink capped) -> dgx-a100, torchtitan's 96 GB Grand Teton H100 -> dgx-h100 (80 GB).
+# The GPU as the CSV names it -> the catalog topology. The memory prediction reads of the topology only the GPU's
+# generation, for the GEMM libraries' workspaces (engine/workspaces.py; the capacity decides whether it fits;
+# tests/test_memory_peaks.py checks that every prediction under dgx-h100 differs by those alone), so a GPU without its
+# own topology takes one of its generation, nearest in capacity: A800 (an A100 80GB with NVLink capped) -> dgx-a100,
+# torchtitan's 96 GB Grand Teton H100 -> dgx-h100 (80 GB); and MI300X (192 GB) -> dgx-b200 (180 GB), whose 8 MiB
+# cuBLAS workspaces stand for ROCm's 128 MiB hipBLAS ones (PyTorch's default on gfx94x), which dpcost does not price.
 TOPOLOGIES = (("mi300x", "dgx-b200"), ("b200", "dgx-b200"), ("h200", "hgx-h200"), ("h100", "dgx-h100"))
 TOPOLOGIES += (("a800", "dgx-a100"), ("a100", "dgx-a100"), ("h800", "dgx-h100"))
 # Consumer and workstation cards, and GPUs a source does not name: the prediction compared is allocated or reserved

@@ -97,7 +97,8 @@ def test_one_zero3_unit_for_buffers_and_timeline() -> None:
     r = estimate(model, H100, Options(dp=512, zero=3, recompute="full"))
     states = r.memory.stages[3]
     buckets = 2 * 25 * 2**20
-    assert states.buffers_bytes - buckets == pytest.approx(largest_unit * (2 * 2 + 2))
+    cublas = 2 * 32 * 2**20  # PyTorch's two cuBLAS workspaces on Hopper (engine/workspaces.py)
+    assert states.buffers_bytes - buckets - cublas == pytest.approx(largest_unit * (2 * 2 + 2))
 
 
 @pytest.mark.parametrize("spec", MODELS, ids=lambda s: s.name)

@@ -184,7 +184,8 @@ def test_ddp_counts_its_bucket_copy() -> None:
     m = memory_by_stage(LLAMA8, H100, Options(dp=8, framework="ddp", recompute="full"))
     p = count_params(LLAMA8).total
     assert m.stages[0].model_states_bytes == pytest.approx(16 * p, rel=1e-9)
-    assert m.stages[0].buffers_bytes == pytest.approx(4 * p, rel=1e-6)  # gradient_as_bucket_view=False
+    cublas = 2 * 32 * 2**20  # PyTorch's two cuBLAS workspaces on Hopper (engine/workspaces.py)
+    assert m.stages[0].buffers_bytes - cublas == pytest.approx(4 * p, rel=1e-6)  # gradient_as_bucket_view=False
 
 
 # ------------------------------------------------------------------------------------------------ losses at scale

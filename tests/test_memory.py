@@ -297,5 +297,6 @@ def test_autocast_keeps_a_16bit_copy_of_every_matmul_weight_until_its_backward(t
     linear_weights = 2 * (4 * h * h + 3 * h * f)
     expected = measured["autocast_fp32_weights"]["constant_per_bf16_linear_weights"] * linear_weights * layers
     expected += 2 * vocab * h  # the output head's copy
-    assert stage.buffers_bytes - ddp_copy == pytest.approx(expected, rel=2e-3)  # the norms' weights, 0.1%
+    cublas = 2 * 32 * 2**20  # PyTorch's two cuBLAS workspaces on Hopper (engine/workspaces.py)
+    assert stage.buffers_bytes - ddp_copy - cublas == pytest.approx(expected, rel=2e-3)  # the norms' weights, 0.1%
     assert measured["bf16"]["constant_per_bf16_linear_weights"] == 0

@@ -153,6 +153,7 @@ class MemoryLayout(Layout):
     # selective recomputation's MoE module, which each stage's own view prices [E] (moe_mlp_half_bytes): "moe" (the
     # whole MoE forward), "moe_act" (the experts' activation) or "" (neither)
     moe_recompute: str = ""
+    workspaces: float = 0.0  # the GEMM libraries' workspaces (workspaces.py), held by every stage all step
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -736,7 +737,7 @@ class StageMemory:
     parameters: float
     weight_and_optimizer: float
     activations: float
-    # Megatron-FSDP's unsharded buffers at ZeRO 2-3 (fsdp_buffer_bytes) [F]
+    # Megatron-FSDP's unsharded buffers at ZeRO 2-3 (fsdp_buffer_bytes) [F], and the GEMM libraries' workspaces
     buffers: float = 0.0
     weights: float = 0.0  # of weight_and_optimizer: the weights' bytes, and the gradients'
     grads: float = 0.0
@@ -791,7 +792,7 @@ def stage_memory(
         weights, grads, optimizer = state_bytes(
             held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
         )
-        buffers = fsdp_buffer_bytes(shape, layout, stage, layers)
+        buffers = fsdp_buffer_bytes(shape, layout, stage, layers) + layout.workspaces
         out.append(
             StageMemory(stage, len(layers), held.total, weights + grads + optimizer, acts, buffers, weights, grads)
         )

@@ -38,6 +38,7 @@ from dpcost.engine.report import (
 )
 from dpcost.engine.step import BUBBLE, COMPUTE, EXPOSED, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU
 from dpcost.engine.verdict import bound, training_summary
+from dpcost.engine.workspaces import training_workspace_bytes
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 from dpcost.options import Options, Parallel
@@ -276,6 +277,8 @@ def _layout_memory(
         ep_overlap_warmup=par.ep_comm_overlap and layout.ep > 1,
         microbatch_group=par.microbatch_group,
         moe_recompute=_moe_recompute(recompute, p.o.plan.recompute_modules),
+        # Megatron-LM's layers run in Transformer Engine; with --tp-comm-overlap, through Userbuffers
+        workspaces=training_workspace_bytes(topology.gpu.arch, True, userbuffers=par.tp_comm_overlap),
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)

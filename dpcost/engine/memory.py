@@ -227,17 +227,18 @@ def model_states(
 
 @frozen
 class Buffers:
-    """Working buffers: communication buckets and ZeRO-3's gathered layers."""
+    """Working buffers: communication buckets, ZeRO-3's gathered layers, the GEMM libraries' workspaces."""
 
     buckets: float
     gathered: float
     ddp_copy: float  # DDP's bucket copy of the gradients (gradient_as_bucket_view=False, PyTorch's default)
     kept_grads: float = 0.0  # stages 2-3 accumulating unsharded gradients (keep_full_grads)
     cast_weights: float = 0.0  # autocast's 16-bit copies of the weights, the forward to the backward (cast_weights)
+    workspaces: float = 0.0  # the GEMM libraries' workspaces, held all step (workspaces.py)
 
     @property
     def total(self) -> float:
-        return self.buckets + self.gathered + self.ddp_copy + self.kept_grads + self.cast_weights
+        return self.buckets + self.gathered + self.ddp_copy + self.kept_grads + self.cast_weights + self.workspaces
 
 
 def buffers(
@@ -252,6 +253,7 @@ def buffers(
     gather_bytes: float | None = None,
     buckets_in_flight: int = 2,
     cast_params: float = 0.0,
+    workspaces: float = 0.0,
 ) -> Buffers:
     """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
 
@@ -264,7 +266,7 @@ def buffers(
     (FSDP per-block wrapping); DeepSpeed's estimator (the deepspeed recipe) counts 4 bytes x its largest layer
     instead. FSDP's SHARD_GRAD_OP keeps every unit gathered from its forward to its backward: the whole model in
     the gathered dtype (`gather_bytes`, default the recipe's weight bytes). Under autocast, the 16-bit copies of the
-    `cast_params` its matmuls read (cast_weights)."""
+    `cast_params` its matmuls read (cast_weights). And the GEMM libraries' `workspaces` (workspaces.py)."""
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     gathered_bytes = gather_bytes or weight_bytes
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
@@ -278,7 +280,9 @@ def buffers(
             gathered = gather_unit_params * (2 * gathered_bytes + grad_bytes)
     elif stage == 2 and schedule == "fsdp":
         gathered = n_params * gathered_bytes + gather_unit_params * grad_bytes
-    return Buffers(buckets, gathered, ddp_copy, cast_weights=cast_weights(recipe, stage, cast_params))
+    return Buffers(
+        buckets, gathered, ddp_copy, cast_weights=cast_weights(recipe, stage, cast_params), workspaces=workspaces
+    )
 
 
 def cast_weights(recipe: Recipe, stage: int, cast_params: float) -> float:
@@ -497,7 +501,7 @@ def phases(
     - optimizer step: model states and every gradient; no activations."""
     carried = states.grads if accumulation > 1 else states.grads - states.backward_grads
     optimizer = states.optimizer - states.step_only
-    gathered = buf.gathered + buf.ddp_copy + buf.kept_grads
+    gathered = buf.gathered + buf.ddp_copy + buf.kept_grads + buf.workspaces
     forward = PhaseMemory(
         "forward", states.params, carried, optimizer, gathered + buf.cast_weights, kept_per_sample,
         loss_forward_per_sample

@@ -41,6 +41,7 @@ from dpcost.engine.placement import check_ranks
 from dpcost.engine.rates import matmul_efficiency, rates_for, slowest_gpu_loss
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit, unit_runs
+from dpcost.engine.workspaces import Arch, training_workspace_bytes
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Compute, Options, RecomputeModule
@@ -592,7 +593,7 @@ class StageMemories:
         """What the stage holds whatever the recomputation (memory.model_states, memory.buffers)."""
         found = self._states.get(stage)
         if found is None:
-            found = self._states[stage] = _stage_states(self.model, self.p, stage)
+            found = self._states[stage] = _stage_states(self.model, self.p, stage, self.topology.gpu.arch)
         return found
 
     def activations(self, recompute: str) -> tuple[float, float, float, float, float, float]:
@@ -604,8 +605,9 @@ class StageMemories:
         return found
 
 
-def _stage_states(model: ModelSpec, p: Prepared, stage: int) -> StageStates:
-    """One ZeRO stage's model states and working buffers, and its share of a transformer block's gradient."""
+def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: Arch) -> StageStates:
+    """One ZeRO stage's model states and working buffers (the GEMM libraries' workspaces among them: Transformer
+    Engine's under Megatron-LM), and its share of a transformer block's gradient."""
     o, counts = p.o, p.counts
     largest_layer = model.largest_layer_params or counts.largest_module
     # One ZeRO-3 unit for buffers and timeline: the largest piece the timeline gathers (units(): embedding,
@@ -633,6 +635,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int) -> StageStates:
         gather_bytes,
         in_flight,
         matmul_params,
+        training_workspace_bytes(arch, transformer_engine=p.schedule == "megatron"),
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))

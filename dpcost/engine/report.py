@@ -233,7 +233,10 @@ class StageRow(Contract):
     transient_bytes: int = Field(
         description="what the peak phase adds: the loss's working tensors, or a layer's recomputation and gradients"
     )
-    buffers_bytes: int = Field(description="buckets in flight, DDP's bucket copy (stage 0), ZeRO-3's gathered units")
+    buffers_bytes: int = Field(
+        description="buckets in flight, DDP's bucket copy (stage 0), ZeRO-3's gathered units, the GEMM libraries' "
+        "workspaces"
+    )
     allocated_bytes: int = Field(
         description="the peak of torch.cuda.memory_allocated: the columns above at the peak phase"
     )

@@ -59,7 +59,8 @@ def stage_table(memory: Memory, chosen: int | None, variants: Sequence[VariantRo
     t.notes.append(
         "each row at the phase where its memory peaks (peak: forward, backward or optimizer step); activations: kept "
         "for the backward, the loss's included; transient: what that phase adds (the loss's working tensors, a "
-        "layer's recomputation); buffers: buckets in flight, DDP's bucket copy, ZeRO-3's gathered blocks; "
+        "layer's recomputation); buffers: buckets in flight, DDP's bucket copy, ZeRO-3's gathered blocks, the GEMM "
+        "libraries' workspaces; "
         "allocated = torch.cuda.max_memory_allocated; reserved adds the caching allocator's fragmentation; device "
         f"adds the CUDA context and NCCL buffers ({gb(context)}): what nvidia-smi shows and what must fit"
     )

@@ -1,0 +1,46 @@
+"""The GEMM libraries' workspaces: buffers a training process allocates once through PyTorch's caching allocator and
+keeps, so that torch.cuda.max_memory_allocated counts them beside the tensors (docs/sources/gpu-memory.md, "The GEMM
+libraries' workspaces").
+
+Sources:
+- [T] PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp (pytorch/pytorch at 26a39059ec): a cuBLAS workspace per
+  (handle, stream), from the caching allocator (getNewWorkspace); CUBLAS_WORKSPACE_CONFIG's size, unset 32 MiB on
+  sm90 and 4096 KiB x 2 + 16 KiB x 8 elsewhere (parseChosenWorkspaceSize). A handle serves one thread
+  (DeviceThreadHandlePool), and training runs cuBLAS from two: the forward's, and the autograd engine's device
+  thread, which runs the backward.
+- [E] Transformer Engine transformer_engine/pytorch/cpp_extensions/gemm.py (NVIDIA/TransformerEngine at d0067d0da):
+  get_cublas_workspace, cached per kind: one of get_cublas_workspace_size_bytes() (32 MiB + 1 KiB from compute
+  capability 9, 4 MiB before) for its GEMMs, and 3 more (_NUM_MAX_UB_STREAMS) for Userbuffers' overlapped ones.
+Left out: TE's 4 grouped-GEMM workspaces (tex.get_num_cublas_streams(); an MoE's TEGroupedMLP under
+--moe-grouped-gemm, which dpcost is not told), cuBLASLt's 1 MiB ones, CUBLAS_WORKSPACE_CONFIG set by the user
+(Megatron's --deterministic-mode sets :4096:8, 32 MiB) and ROCm's hipBLAS sizes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["te_workspace_bytes", "torch_cublas_workspace_bytes", "training_workspace_bytes"]
+
+MIB = 2**20
+Arch = Literal["ampere", "hopper", "blackwell"]
+# threads that call cuBLAS in a training step: the forward's and the autograd engine's backward's [T]
+CUBLAS_THREADS = 2
+USERBUFFERS_WORKSPACES = 3  # TE's _NUM_MAX_UB_STREAMS [E]
+
+
+def torch_cublas_workspace_bytes(arch: Arch) -> int:
+    """One cuBLAS workspace of PyTorch's [T]: 32 MiB on Hopper (sm90), else ":4096:2:16:8"."""
+    return 32 * MIB if arch == "hopper" else 4096 * 1024 * 2 + 16 * 1024 * 8
+
+
+def te_workspace_bytes(arch: Arch) -> int:
+    """One cuBLAS workspace of Transformer Engine's [E]: 32 MiB + 1 KiB from compute capability 9, else 4 MiB."""
+    return 32 * MIB + 1024 if arch in ("hopper", "blackwell") else 4 * MIB
+
+
+def training_workspace_bytes(arch: Arch, transformer_engine: bool, userbuffers: bool = False) -> int:
+    """What a training process's GEMM libraries keep allocated: PyTorch's cuBLAS workspace on each of its two
+    threads [T], and where Transformer Engine runs the layers (Megatron-LM) its own, with Userbuffers' 3 more [E]."""
+    te = te_workspace_bytes(arch) * (1 + (USERBUFFERS_WORKSPACES if userbuffers else 0)) if transformer_engine else 0
+    return CUBLAS_THREADS * torch_cublas_workspace_bytes(arch) + te

@@ -1,0 +1,41 @@
+"""The GEMM libraries' workspaces (dpcost/engine/workspaces.py, docs/sources/gpu-memory.md): sizes as PyTorch's
+CublasHandlePool.cpp and Transformer Engine's gemm.py set them, and where an estimate counts them."""
+
+from __future__ import annotations
+
+from dpcost import Options, estimate, load_model, load_topology
+from dpcost.engine.workspaces import te_workspace_bytes, torch_cublas_workspace_bytes, training_workspace_bytes
+
+
+def test_sizes_as_the_libraries_set_them() -> None:
+    """PyTorch: 32 MiB on sm90, else ":4096:2:16:8" = 4096 KiB x 2 + 16 KiB x 8; TE: 32 MiB + 1 KiB from compute
+    capability 9, else 4 MiB."""
+    assert torch_cublas_workspace_bytes("hopper") == 33_554_432
+    assert torch_cublas_workspace_bytes("ampere") == torch_cublas_workspace_bytes("blackwell") == 8_519_680
+    assert te_workspace_bytes("hopper") == te_workspace_bytes("blackwell") == 33_555_456
+    assert te_workspace_bytes("ampere") == 4_194_304
+
+
+def test_training_holds_two_cublas_workspaces_and_te_its_own() -> None:
+    """The forward's thread and autograd's backward thread each reserve a cuBLAS handle; Megatron-LM's layers run
+    in TE, whose Userbuffers take 3 workspaces more."""
+    assert training_workspace_bytes("hopper", transformer_engine=False) == 2 * 33_554_432
+    assert training_workspace_bytes("hopper", transformer_engine=True) == 2 * 33_554_432 + 33_555_456
+    assert training_workspace_bytes("ampere", True, userbuffers=True) == 2 * 8_519_680 + 4 * 4_194_304
+
+
+def _buffers(framework: str, topology: str, **layout: int) -> int:
+    report = estimate(
+        load_model("llama-8b"),
+        load_topology(topology),
+        Options(dp=8, framework=framework, zero=0 if framework == "fsdp" else 1, recompute="full", **layout),
+    )
+    return next(s.buffers_bytes for s in report.memory.stages if s.stage == report.setup.zero_stage)
+
+
+def test_an_estimate_counts_them_in_its_buffers() -> None:
+    """FSDP's NO_SHARD reduces per unit in place (no buckets): its buffers are the two cuBLAS workspaces alone;
+    Megatron's buckets are views of its gradient buffer: TE's workspace beside them; a Megatron layout the same."""
+    assert _buffers("fsdp", "dgx-h100") == 2 * 33_554_432
+    assert _buffers("megatron", "dgx-h100") == 2 * 33_554_432 + 33_555_456
+    assert _buffers("megatron", "dgx-a100", tp=2) == 2 * 8_519_680 + 4_194_304
