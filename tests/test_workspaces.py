@@ -8,10 +8,10 @@ from dpcost.engine.workspaces import te_workspace_bytes, torch_cublas_workspace_
 
 
 def test_sizes_as_the_libraries_set_them() -> None:
-    """PyTorch: 32 MiB on sm90, else ":4096:2:16:8" = 4096 KiB x 2 + 16 KiB x 8; TE: 32 MiB + 1 KiB from compute
-    capability 9, else 4 MiB."""
-    assert torch_cublas_workspace_bytes("hopper") == 33_554_432
-    assert torch_cublas_workspace_bytes("ampere") == torch_cublas_workspace_bytes("blackwell") == 8_519_680
+    """PyTorch: 32 MiB on Hopper and (since pull request 175344) Blackwell, else ":4096:2:16:8" = 4096 KiB x 2 +
+    16 KiB x 8; TE: 32 MiB + 1 KiB from compute capability 9, else 4 MiB."""
+    assert torch_cublas_workspace_bytes("hopper") == torch_cublas_workspace_bytes("blackwell") == 33_554_432
+    assert torch_cublas_workspace_bytes("ampere") == 8_519_680
     assert te_workspace_bytes("hopper") == te_workspace_bytes("blackwell") == 33_555_456
     assert te_workspace_bytes("ampere") == 4_194_304
 

@@ -5,7 +5,8 @@ libraries' workspaces").
 Sources:
 - [T] PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp (pytorch/pytorch at 26a39059ec): a cuBLAS workspace per
   (handle, stream), from the caching allocator (getNewWorkspace); CUBLAS_WORKSPACE_CONFIG's size, unset 32 MiB on
-  sm90 and 4096 KiB x 2 + 16 KiB x 8 elsewhere (parseChosenWorkspaceSize). A handle serves one thread
+  sm90 and 4096 KiB x 2 + 16 KiB x 8 elsewhere (parseChosenWorkspaceSize), and 32 MiB on Blackwell too (compute
+  capability 10 and 12) since pytorch/pytorch pull request 175344 (2026-02-19). A handle serves one thread
   (DeviceThreadHandlePool), and training runs cuBLAS from two: the forward's, and the autograd engine's device
   thread, which runs the backward.
 - [E] Transformer Engine transformer_engine/pytorch/cpp_extensions/gemm.py (NVIDIA/TransformerEngine at d0067d0da):
@@ -30,8 +31,8 @@ USERBUFFERS_WORKSPACES = 3  # TE's _NUM_MAX_UB_STREAMS [E]
 
 
 def torch_cublas_workspace_bytes(arch: Arch) -> int:
-    """One cuBLAS workspace of PyTorch's [T]: 32 MiB on Hopper (sm90), else ":4096:2:16:8"."""
-    return 32 * MIB if arch == "hopper" else 4096 * 1024 * 2 + 16 * 1024 * 8
+    """One cuBLAS workspace of PyTorch's [T]: 32 MiB on Hopper and Blackwell, else ":4096:2:16:8"."""
+    return 32 * MIB if arch in ("hopper", "blackwell") else 4096 * 1024 * 2 + 16 * 1024 * 8
 
 
 def te_workspace_bytes(arch: Arch) -> int:
