@@ -30,8 +30,9 @@ def _stage0(model: ModelSpec, zero: int, grad_bytes: float = 2.0, **sizes: int):
 def test_optim_grads_params_shards_weights_grads_and_optimizer_over_dp_times_cp(llama70b: ModelSpec) -> None:
     """optim_grads_params shards parameters, gradients and optimizer states over the DP x CP group
     (param_and_grad_buffer.py _init_each_parameter_group_buffers; mcore_fsdp_adapter.py _init_dist_index uses
-    get_data_parallel_group(with_context_parallel=True)); Megatron's distributed optimizer, as its memory file
-    counts it, over DP alone."""
+    get_data_parallel_group(with_context_parallel=True)); so does Megatron's distributed optimizer its states
+    (optimizer/__init__.py intra_dp_cp_group), where its memory file divides by DP alone
+    (test_layout_memory.py::test_the_distributed_optimizer_shards_over_dp_and_cp)."""
     sizes = dict(tp=8, cp=2, dp=8)
     whole, fsdp = _stage0(llama70b, 0, **sizes), _stage0(llama70b, 3, **sizes)
     assert fsdp.weights == pytest.approx(whole.weights / 16, rel=1e-12)
@@ -40,7 +41,7 @@ def test_optim_grads_params_shards_weights_grads_and_optimizer_over_dp_times_cp(
     assert optimizer == pytest.approx(12 * fsdp.parameters / 16, rel=1e-12)  # fp32 main weights and two moments
     distributed = _stage0(llama70b, 1, **sizes)
     assert distributed.weight_and_optimizer - distributed.weights - distributed.grads == pytest.approx(
-        12 * distributed.parameters / 8, rel=1e-12
+        12 * distributed.parameters / 16, rel=1e-12
     )
 
 

@@ -37,7 +37,9 @@ from dpcost.engine.layout_memory import (
     stage_activation_bytes,
     stage_layers,
     stage_memory,
+    state_bytes,
     stored_scores_bytes,
+    weight_and_optimizer_bytes,
 )
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -744,6 +746,17 @@ def test_most_loaded_stage() -> None:
     rerun = layout_memory(shape, moe, 4096, 1, 120).stages[1].activations
     formula = layout_memory(dataclasses.replace(shape, moe_topk=0), moe, 4096, 1, 120).stages[1].activations
     assert rerun - formula == pytest.approx(1.05 * 4096 * (15 * 4 * -73_728 + 148_480 + 73_728), rel=1e-12)
+
+
+def test_the_distributed_optimizer_shards_over_dp_and_cp() -> None:
+    """Megatron-Core's distributed optimizer shards the fp32 main weights and Adam's moments over the DP x CP group
+    (megatron/core/optimizer/__init__.py: intra_dp_cp_group): at DP 4 x CP 2, 12 bytes a dense parameter over 8 ranks,
+    where Megatron's formula (weight_and_optimizer_bytes) divides by DP's 4; the experts' over expert-DP."""
+    layout = MemoryLayout(cp=2, dp=4, zero=1)
+    held = ParamGroups(tp_sharded=1e9)
+    weights, grads, optimizer = state_bytes(held, layout)
+    assert (weights, grads, optimizer) == (2e9, 4e9, 12e9 / 8)
+    assert weight_and_optimizer_bytes(held, layout) == 2e9 + 4e9 + 12e9 / 4
 
 
 def test_moe_layer_as_megatron_core_keeps_it() -> None:

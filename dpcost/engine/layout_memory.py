@@ -47,10 +47,11 @@ price, keeps each layer's input [K] section 4 and holds one layer's activations 
 16-bit gradients (Megatron-Core's grad_reduce_in_fp32 off) take 2 bytes a parameter, not the file's 4. Each
 stage's own view counts the last stage's logits at the loss's peak, 6 bytes a logit, and each MTP depth's loss
 (vocab_parallel_loss_bytes), and keeps GQA's K and V at their own width where attention does not copy them to every
-head (stage_activation_bytes' narrow_kv), which the file does not and Megatron's own tests measure. Kept as
-the file has it although Megatron-Core differs: the distributed optimizer shards over DP (args.data_parallel_size),
-not DP x CP; the first stage keeps p(1 + (p-1)/(pv)) micro-batches interleaved even when m v is fewer
-(schedules.py caps it; the per-stage view does); the last stage with MTP and an untied head holds two vocab x
+head (stage_activation_bytes' narrow_kv), which the file does not and Megatron's own tests measure. Kept in
+Megatron's view as the file has it, where Megatron-Core differs and each stage's own view follows it: the distributed
+optimizer shards over DP (args.data_parallel_size), not DP x CP (Megatron-Core's intra_dp_cp_group,
+megatron/core/optimizer/__init__.py; state_bytes); the first stage keeps p(1 + (p-1)/(pv)) micro-batches interleaved
+even when m v is fewer (schedules.py caps it); the last stage with MTP and an untied head holds two vocab x
 hidden matrices [G], the file counts one.
 Each stage's own view also costs an MoE layer's MLP as Megatron-Core keeps it [E] (moe_mlp_half_bytes): its
 top-k routed copies of the tokens, which the file costs as one dense MLP of ffn_hidden_size.
@@ -433,9 +434,10 @@ def fp8_layer_parameters(
 
 
 def state_bytes(held: ParamGroups, layout: MemoryLayout, fp8: ParamGroups | None = None) -> tuple[float, float, float]:
-    """A rank's weights, gradients and optimizer states, bytes each; the experts' sharded over expert-DP [M]
-    (weight_and_optimizer_memory), at ZeRO 2-3 the dense parameters' over DP x CP [F]; `fp8` of the weights
-    (fp8_layer_parameters) a byte each instead of two [P]."""
+    """A rank's weights, gradients and optimizer states, bytes each, as Megatron-Core shards them: the dense
+    parameters' over DP x CP (the distributed optimizer's intra_dp_cp_group, megatron/core/optimizer/__init__.py,
+    where the file [M] divides by DP; Megatron-FSDP's at ZeRO 2-3 [F]), the experts' over expert-DP [M]; `fp8` of
+    the weights (fp8_layer_parameters) a byte each instead of two [P]."""
     fp8 = fp8 or ParamGroups()
     dense, experts = held.tp_sharded + held.replicated, held.expert_sharded
     if layout.zero >= 2:
@@ -444,7 +446,9 @@ def state_bytes(held: ParamGroups, layout: MemoryLayout, fp8: ParamGroups | None
         fp8_dense, fp8_experts = fp8.tp_sharded + fp8.replicated, fp8.expert_sharded
         weights = (dense - fp8_dense / 2) * d[0] + (experts - fp8_experts / 2) * e[0]
         return weights, dense * d[1] + experts * e[1], dense * d[2] + experts * e[2]
-    total = weight_and_optimizer_bytes(held, layout)
+    d = bytes_per_parameter(layout.distributed_optimizer, layout.dp * layout.cp, layout.grad_bytes)
+    e = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout), layout.grad_bytes)
+    total = dense * d + experts * e
     weights, grads = 2 * held.total, layout.grad_bytes * held.total
     return weights - fp8.total, grads, total - weights - grads
 
