@@ -729,14 +729,15 @@ def test_most_loaded_stage() -> None:
     assert deepseek.most_loaded.stage == 1
     # Each stage's own view costs an MoE layer's 8 routed copies of a token as Megatron-Core keeps them, where the
     # file costs one dense MLP of ffn_hidden_size 18,432: per token (TP 1, so no SP), the router's fp32 scores 4 x
-    # 256, the shared expert 4 x 2,048, and 8 x (the grouped fc1's input 2 x 7,168 + fc1's output, the activation
-    # and its product with the probability 6 x 2,048), against 4 x 18,432: 148,480 bytes more, on stage 1's 4 MoE
-    # layers x 15 micro-batches in flight, with the file's 5% without SP
+    # 256, the shared expert's fused SwiGLU its 4,096-wide input and its output (6 x 2,048), and 8 x (the grouped
+    # fc1's input 2 x 7,168 + fc1's output and its SwiGLU's product with the probability, 6 x 2,048), against
+    # 4 x 18,432: 152,576 bytes more, on stage 1's 4 MoE layers x 15 micro-batches in flight, with the file's 5%
+    # without SP
     layout = MemoryLayout(pp=16, ep=64, dp=128, zero=1, first_stage_layers=3, last_stage_layers=2)
     shape = model_shape(load_model("deepseek-v3").architecture, 1, mtp_layers=1)
     dense = layout_memory(dataclasses.replace(shape, moe_topk=0), layout, 4096, 1, 120)
     assert deepseek.stages[1].activations - dense.stages[1].activations == pytest.approx(
-        1.05 * 15 * 4 * 4096 * 148_480, rel=1e-12
+        1.05 * 15 * 4 * 4096 * 152_576, rel=1e-12
     )
     assert dense.stages[0].activations == deepseek.stages[0].activations  # its three dense layers
     assert deepseek.total == dense.total  # Megatron's own view, the file's formula, costs them as dense
@@ -745,7 +746,7 @@ def test_most_loaded_stage() -> None:
     moe = dataclasses.replace(layout, recompute="selective", moe_recompute="moe")
     rerun = layout_memory(shape, moe, 4096, 1, 120).stages[1].activations
     formula = layout_memory(dataclasses.replace(shape, moe_topk=0), moe, 4096, 1, 120).stages[1].activations
-    assert rerun - formula == pytest.approx(1.05 * 4096 * (15 * 4 * -73_728 + 148_480 + 73_728), rel=1e-12)
+    assert rerun - formula == pytest.approx(1.05 * 4096 * (15 * 4 * -73_728 + 152_576 + 73_728), rel=1e-12)
 
 
 def test_the_distributed_optimizer_shards_over_dp_and_cp() -> None:
@@ -791,11 +792,13 @@ def test_moe_layer_as_megatron_core_keeps_it() -> None:
     assert moe_mlp_half_bytes(1024, 4, shape, 2, 2, True, "moe") == 2048 * (1024 + 1024 + 512)
     # the file's dense MLP of ffn_hidden_size 2,048 for the same layer: sbh(5 + 4f/h)/t
     assert mlp_half_bytes(1024, 4, 512, 2048, 2, True) == 4096 * 512 * 21 / 2
-    # top-4 of 32 with a 1,024-wide shared expert, ETP 1 at TP 2 (the DeepSeek-like memory_speed test): each held
-    # token's 4 copies, and the shared expert's fc1 output and activation over TP
-    proxy = dataclasses.replace(shape, hidden=1024, moe_experts=32, moe_topk=4, moe_ffn=1024, moe_shared_ffn=1024)
+    # top-4 of 32 with a 1,024-wide shared expert, SwiGLU, ETP 1 at TP 2 (the DeepSeek-like memory_speed test):
+    # each held token's 4 copies, and the shared expert's fused SwiGLU input (2,048 wide) and output over TP
+    proxy = dataclasses.replace(
+        shape, hidden=1024, moe_experts=32, moe_topk=4, moe_ffn=1024, moe_shared_ffn=1024, moe_gated=True
+    )
     held = 4096 * 4 / 2
-    assert moe_mlp_half_bytes(4096, 4, proxy, 2, 1, True) == held * (4 * (2048 + 6144) + 5 * 1024 + 4 * 32 + 4 * 1024)
+    assert moe_mlp_half_bytes(4096, 4, proxy, 2, 1, True) == held * (4 * (2048 + 6144) + 5 * 1024 + 4 * 32 + 6 * 1024)
 
 
 def test_adapter_reads_the_spec() -> None:

@@ -48,3 +48,24 @@ def test_the_naive_figure_is_the_zero_papers(bench: ModuleType, tmp_path: Path) 
     # 12 layers of 512 (12 h^2 + 13 h), GPT-2's 50,257 tokens padded to 50,304 and 1,024 positions, tied; 2 norms
     params = 12 * (12 * 512**2 + 13 * 512) + 50304 * 512 + 1024 * 512 + 2 * 512
     assert naive == pytest.approx((4 + 12 / 8) * params, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("case", "golden", "measured"),
+    [
+        # 12 layers of 512, 8 experts top-1, TP 2 x EP 2 with SP, the allgather dispatcher, micro-batch 4 x 1,024
+        ("moe/gpt3_mcore_te_tp2_pp1_te_8experts2parallel_ddp_average_in_collective", "golden_values_dev_dgx_h100.json",
+         3_300_247_552),
+        # the same at ETP 1 x EP 4 through the all-to-all dispatcher
+        ("moe/gpt3_mcore_te_tp2_pp1_te_8experts_etp1_ep4", "golden_values_dev_dgx_h100.json", 4_013_319_680),
+    ],
+)  # fmt: skip
+def test_moe_tests_read_their_measured_peaks(compared: Compared, case: str, golden: str, measured: int) -> None:
+    """Megatron-LM's own measurement (mem-max-allocated-bytes, the median over its steps) of two MoE tests: within
+    7% now that an MoE layer's routed copies and the GEMM workspaces are counted, where dpcost read them 14.0% and
+    17.5% low (the allgather dispatcher's gathered tokens, and TE's grouped-GEMM workspaces under
+    --moe-grouped-gemm, are still left out)."""
+    points, _ = compared
+    point = next(p for p in points if p.case == case and p.golden == golden)
+    assert point.measured == measured
+    assert abs(point.error) < 0.07, point.error

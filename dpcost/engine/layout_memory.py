@@ -446,9 +446,9 @@ def state_bytes(held: ParamGroups, layout: MemoryLayout, fp8: ParamGroups | None
         fp8_dense, fp8_experts = fp8.tp_sharded + fp8.replicated, fp8.expert_sharded
         weights = (dense - fp8_dense / 2) * d[0] + (experts - fp8_experts / 2) * e[0]
         return weights, dense * d[1] + experts * e[1], dense * d[2] + experts * e[2]
-    d = bytes_per_parameter(layout.distributed_optimizer, layout.dp * layout.cp, layout.grad_bytes)
-    e = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout), layout.grad_bytes)
-    total = dense * d + experts * e
+    per_dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp * layout.cp, layout.grad_bytes)
+    per_expert = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout), layout.grad_bytes)
+    total = dense * per_dense + experts * per_expert
     weights, grads = 2 * held.total, layout.grad_bytes * held.total
     return weights - fp8.total, grads, total - weights - grads
 
@@ -534,13 +534,14 @@ def moe_mlp_half_bytes(
     """An MoE layer's MLP with its norm as Megatron-Core keeps it [E], where the file costs a dense MLP
     (mlp_half_bytes). Per token the rank holds (sb/t with SP, else sb): the norm's input and output, 2h each (the
     router, the shared experts and the dispatcher read the one output), the dropout mask h and the router's fp32
-    scores 4E; a shared expert over TP as the file costs an MLP, 4f_s per token over t; and per routed copy, k x
+    scores 4E; a shared expert over TP, fc1's output and the activation's (4f_s per token over t; a fused SwiGLU's
+    2f_s-wide input and its output, 6f_s); and per routed copy, k x
     ETP of them per token held, the grouped fc1's input (2 x its width) and, f/ETP wide each, fc1's output, the
     activation and its product with the routing probability, which fc2 keeps (6f/ETP; a fused SwiGLU keeps its
     2f/ETP-wide input and the product: the same bytes). `recomputed`, the selective recomputation's MoE module:
     "moe_act" keeps fc1's output alone of those three (experts.py: the activation under CheckpointWithoutOutput,
     its output discarded once fc2 has run); "moe" keeps the norm's input and output and the mask alone
-    (transformer_layer.py checkpoints the whole MoE forward on the norm's output)."""
+    (moe_layer.py checkpoints the whole MoE forward on the norm's output)."""
     sb = seq * micro_batch
     held = sb / tp if sp_split else sb
     h, io = shape.hidden, shape.moe_io or shape.hidden
@@ -548,7 +549,8 @@ def moe_mlp_half_bytes(
         return held * 5 * h
     fc1 = (4 if shape.moe_gated else 2) * shape.moe_ffn if recomputed == "moe_act" else 6 * shape.moe_ffn
     routed = held * shape.moe_topk * (2 * io * expert_tp + fc1)
-    return held * (5 * h + 4 * shape.moe_experts) + sb * 4 * shape.moe_shared_ffn / tp + routed
+    shared = (6 if shape.moe_gated else 4) * shape.moe_shared_ffn
+    return held * (5 * h + 4 * shape.moe_experts) + sb * shared / tp + routed
 
 
 def mamba_layer_bytes(
@@ -687,6 +689,10 @@ def stage_activation_bytes(
             total = full_recompute_layer_bytes(s, b, h, tp, sp) * len(each) * in_flight + max(each, default=0.0)
         else:
             total = sum(each) * in_flight
+            if layout.moe_recompute and any(shape.hybrid_kinds[i][1] == "moe" for i in indices):
+                # the one MoE layer whose backward re-runs what the selective recomputation dropped [E]
+                whole = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp)
+                total += whole - moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute)
     else:
         layer = layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores - narrower
         # each stage's own view (its layer indices given): an MoE layer's MLP as Megatron-Core keeps it [E], beyond
