@@ -23,6 +23,7 @@ __all__ = [
     "Calibration",
     "CompressedAttentionSpec",
     "DeltaNetSpec",
+    "GPUArch",
     "GPUSpec",
     "InNetworkReduction",
     "IndexerSpec",
@@ -1424,9 +1425,12 @@ class ComputeRatesSpec(Spec):
     )
 
 
+GPUArch = Literal["ampere", "hopper", "blackwell"]  # a GPU's generation, which its defaults follow
+
+
 class GPUSpec(Spec):
     name: Text
-    arch: Literal["ampere", "hopper", "blackwell"]
+    arch: GPUArch
     hbm: Bytes
     hbm_bandwidth: Bandwidth
     bf16_dense: Flops

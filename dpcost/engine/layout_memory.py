@@ -535,10 +535,10 @@ def moe_mlp_half_bytes(
     (mlp_half_bytes). Per token the rank holds (sb/t with SP, else sb): the norm's input and output, 2h each (the
     router, the shared experts and the dispatcher read the one output), the dropout mask h and the router's fp32
     scores 4E; a shared expert over TP, fc1's output and the activation's (4f_s per token over t; a fused SwiGLU's
-    2f_s-wide input and its output, 6f_s); and per routed copy, k x
-    ETP of them per token held, the grouped fc1's input (2 x its width) and, f/ETP wide each, fc1's output, the
-    activation and its product with the routing probability, which fc2 keeps (6f/ETP; a fused SwiGLU keeps its
-    2f/ETP-wide input and the product: the same bytes). `recomputed`, the selective recomputation's MoE module:
+    2f_s-wide input and its output, 6f_s); and per routed copy, k x ETP of them per token held, the grouped fc1's
+    input (2 x its width) and, f/ETP wide each, fc1's output, the activation and its product with the routing
+    probability, which fc2 keeps (6f/ETP; a fused SwiGLU keeps its 2f/ETP-wide input and the product: the same
+    bytes). `recomputed`, the selective recomputation's MoE module:
     "moe_act" keeps fc1's output alone of those three (experts.py: the activation under CheckpointWithoutOutput,
     its output discarded once fc2 has run); "moe" keeps the norm's input and output and the mask alone
     (moe_layer.py checkpoints the whole MoE forward on the norm's output)."""

@@ -41,11 +41,11 @@ from dpcost.engine.placement import check_ranks
 from dpcost.engine.rates import matmul_efficiency, rates_for, slowest_gpu_loss
 from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit, unit_runs
-from dpcost.engine.workspaces import Arch, training_workspace_bytes
+from dpcost.engine.workspaces import training_workspace_bytes
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Compute, Options, RecomputeModule
-from dpcost.specs import GPUSpec, ModelArchitecture, ModelSpec, TopologySpec
+from dpcost.specs import GPUArch, GPUSpec, ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = [
     "DTYPE_BYTES",
@@ -605,7 +605,7 @@ class StageMemories:
         return found
 
 
-def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: Arch) -> StageStates:
+def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> StageStates:
     """One ZeRO stage's model states and working buffers (the GEMM libraries' workspaces among them: Transformer
     Engine's under Megatron-LM), and its share of a transformer block's gradient."""
     o, counts = p.o, p.counts

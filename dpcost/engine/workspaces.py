@@ -19,28 +19,27 @@ Left out: TE's 4 grouped-GEMM workspaces (tex.get_num_cublas_streams(); an MoE's
 
 from __future__ import annotations
 
-from typing import Literal
+from dpcost.specs import GPUArch
 
 __all__ = ["te_workspace_bytes", "torch_cublas_workspace_bytes", "training_workspace_bytes"]
 
 MIB = 2**20
-Arch = Literal["ampere", "hopper", "blackwell"]
 # threads that call cuBLAS in a training step: the forward's and the autograd engine's backward's [T]
 CUBLAS_THREADS = 2
 USERBUFFERS_WORKSPACES = 3  # TE's _NUM_MAX_UB_STREAMS [E]
 
 
-def torch_cublas_workspace_bytes(arch: Arch) -> int:
+def torch_cublas_workspace_bytes(arch: GPUArch) -> int:
     """One cuBLAS workspace of PyTorch's [T]: 32 MiB on Hopper and Blackwell, else ":4096:2:16:8"."""
     return 32 * MIB if arch in ("hopper", "blackwell") else 4096 * 1024 * 2 + 16 * 1024 * 8
 
 
-def te_workspace_bytes(arch: Arch) -> int:
+def te_workspace_bytes(arch: GPUArch) -> int:
     """One cuBLAS workspace of Transformer Engine's [E]: 32 MiB + 1 KiB from compute capability 9, else 4 MiB."""
     return 32 * MIB + 1024 if arch in ("hopper", "blackwell") else 4 * MIB
 
 
-def training_workspace_bytes(arch: Arch, transformer_engine: bool, userbuffers: bool = False) -> int:
+def training_workspace_bytes(arch: GPUArch, transformer_engine: bool, userbuffers: bool = False) -> int:
     """What a training process's GEMM libraries keep allocated: PyTorch's cuBLAS workspace on each of its two
     threads [T], and where Transformer Engine runs the layers (Megatron-LM) its own, with Userbuffers' 3 more [E]."""
     te = te_workspace_bytes(arch) * (1 + (USERBUFFERS_WORKSPACES if userbuffers else 0)) if transformer_engine else 0
