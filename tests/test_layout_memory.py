@@ -20,6 +20,7 @@ from dpcost.engine.layout_memory import (
     ModelShape,
     ParamGroups,
     activation_bytes,
+    attention_width_bytes,
     bytes_per_parameter,
     expert_data_parallel_size,
     first_stage_microbatches,
@@ -912,3 +913,35 @@ def test_a_larger_microbatch_group_holds_more_of_the_interleaved_warm_up() -> No
     assert microbatches_in_flight(8, 0, 3, group=8) == microbatches_in_flight(8, 0, 3)
     assert microbatches_in_flight(8, 0, 3, group=16) == (2 * 7 + 2 * 16 + 1) / 3
     assert microbatches_in_flight(4, 3, 2, group=5, extra_warmup=1) == (0 + 5 + 1 + 1) / 2
+
+
+def test_mla_keeps_its_wider_heads_and_its_latents() -> None:
+    """Megatron-Core's MLA (multi_latent_attention.py @d98e8a64dd) hands the core attention Q and K of 128 heads x
+    (128 + 64) and V of 128 x 128, and its context is 128 x 128: 2 x (2 x 24,576 + 2 x 16,384) = 163,840 bytes a
+    token where Table 2 counts four tensors of 7,168, 57,344. Its latents are kept besides, per token: q_a's output
+    (1,536) and its norm's (1,536), kv_a's (512 + 64) and its norm's (512), 8,320 bytes. DeepSeek-V3's stage 1 (4
+    layers, 15 micro-batches in flight, no SP: the file's 5%) holds 114,816 bytes a token a layer more.
+    --recompute-modules mla_up_proj drops Q, K, V (131,072 bytes) and the two norms' outputs (4,096), and the one
+    layer whose backward re-makes them holds them again."""
+    layout = MemoryLayout(pp=16, ep=64, dp=128, zero=1, first_stage_layers=3, last_stage_layers=2)
+    shape = model_shape(load_model("deepseek-v3").architecture, 1, mtp_layers=1)
+    h_wide = dataclasses.replace(
+        shape, query_width=0, key_width=0, value_width=0, context_width=0, latent_bytes=0.0, latent_recomputed_bytes=0.0
+    )
+    for recompute, per_layer, remade in (("none", 114_816, 0), ("selective", 114_816 - 135_168, 135_168)):
+        held = dataclasses.replace(layout, recompute=recompute, mla_recompute=recompute == "selective")
+        own = layout_memory(shape, held, 4096, 1, 120).stages[1].activations
+        file = layout_memory(h_wide, held, 4096, 1, 120).stages[1].activations
+        assert own - file == pytest.approx(1.05 * 4096 * (15 * 4 * per_layer + remade), rel=1e-12)
+
+
+def test_grouped_kv_is_copied_to_every_head_where_unfused_attention_keeps_its_scores() -> None:
+    """dot_product_attention.py repeats K and V to every query head before its batched matmuls: with stored scores
+    Llama 3 70B's layer keeps them 8,192 wide (8 groups of 128 copied to 64 heads), as Table 2 has them; with a fused
+    kernel at 1,024. A TP rank keeps at least one group: at TP 16, 8 groups leave each rank one 128-wide group, not
+    1,024 / 16."""
+    shape = model_shape(load_model("llama-70b").architecture, 8)
+    sb = 4096.0
+    assert attention_width_bytes(shape, MemoryLayout(tp=8, attention_scores=True), 4096, 1) == 0.0
+    assert attention_width_bytes(shape, MemoryLayout(tp=8), 4096, 1) == sb * 2 * 2 * (1024 - 8192) / 8
+    assert attention_width_bytes(shape, MemoryLayout(tp=16), 4096, 1) == sb * 2 * 2 * (128 - 8192 / 16)

@@ -38,7 +38,17 @@ from typing import Literal
 from dpcost.engine.attention_keys import cached_entries, cached_keys
 from dpcost.engine.params import hyper_mixes
 from dpcost.frozen import frozen
-from dpcost.specs import CSA, HCA, REUSED_BLOCK, SHARED_BLOCK, Activation, GateClamp, ModelArchitecture, MoESpec
+from dpcost.specs import (
+    CSA,
+    HCA,
+    REUSED_BLOCK,
+    SHARED_BLOCK,
+    Activation,
+    GateClamp,
+    MLASpec,
+    ModelArchitecture,
+    MoESpec,
+)
 
 __all__ = [
     "ACT_BYTES",
@@ -53,6 +63,7 @@ __all__ = [
     "kv_cache_bytes",
     "kv_read_bytes",
     "layer_tensors",
+    "mla_latent_tensors",
     "norm_bytes",
     "reads_grouped_kv",
     "recurrent_state_bytes",
@@ -265,6 +276,24 @@ def reads_grouped_kv(a: ModelArchitecture, flash: bool) -> bool:
     return flash and a.d_head == a.d_value <= GROUPED_KV_MAX_HEAD_DIM
 
 
+def mla_latent_tensors(m: MLASpec, computes_kv: bool = True, first_mm: int = 0) -> list[Tensor]:
+    """What Megatron-Core's MLA keeps of its latents per token (multi_latent_attention.py get_query_key_value_tensors,
+    at d98e8a64dd): each down-projection's output, which its norm keeps as input, and the norm's output, which the
+    up-projection keeps. The norms are fused into the up-projections (TELayerNormColumnParallelLinear), which
+    qkv_up_proj_and_rope_apply runs and recompute_modules "mla_up_proj" checkpoints: their outputs are that module's.
+    `first_mm`: the query down-projection's position among the layer's mm calls."""
+    e, q_rank, mm = ACT_BYTES, m.q_lora_rank or 0, first_mm
+    out: list[Tensor] = []
+    if q_rank:
+        out.append(Tensor("q_a output", "qkv", e * q_rank, matmul=mm))
+        out.append(Tensor("q norm output", "mla_up_proj", e * q_rank))
+        mm += 1
+    if computes_kv:  # a kv-shared layer expands the earlier layer's latent (Mistral Large 4's)
+        out.append(Tensor("kv_a output", "qkv", e * (m.kv_lora_rank + m.qk_rope_head_dim), matmul=mm))
+        out.append(Tensor("kv norm output", "mla_up_proj", e * m.kv_lora_rank))
+    return out
+
+
 def _attention(
     a: ModelArchitecture,
     flash: bool,
@@ -286,16 +315,10 @@ def _attention(
         m = a.mla
         d_qk, d_v = m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim
         q_rank = m.q_lora_rank or 0
-        # Megatron-Core's MLA runs the latents' norms, the up-projections and RoPE as one function
-        # (multi_latent_attention.py qkv_up_proj_and_rope_apply; the norms are fused into the up-projections'
-        # TELayerNormColumnParallelLinear), which recompute_modules "mla_up_proj" checkpoints: its outputs go.
-        if q_rank:
-            out.append(Tensor("q_a output", "qkv", e * q_rank, matmul=mm))
-            out.append(Tensor("q norm output", "mla_up_proj", e * q_rank))
-            mm += 1
-        if computes_kv:  # a kv-shared layer expands the earlier layer's latent (Mistral Large 4's)
-            out.append(Tensor("kv_a output", "qkv", e * (m.kv_lora_rank + m.qk_rope_head_dim), matmul=mm))
-            out.append(Tensor("kv norm output", "mla_up_proj", e * m.kv_lora_rank))
+        # the up-projections and RoPE run as one function, which recompute_modules "mla_up_proj" checkpoints: its
+        # outputs, Q, K and V, go with the latents' norm outputs (mla_latent_tensors)
+        out += mla_latent_tensors(m, computes_kv, mm)
+        mm += 1 if q_rank else 0
         kv_a = 1 if computes_kv else 0
         out.append(Tensor("Q", "mla_up_proj", e * a.heads * d_qk, matmul=mm + kv_a if q_rank else 0))
         out.append(Tensor("K, V", "mla_up_proj", e * a.heads * (d_qk + d_v), matmul=mm + kv_a + (1 if q_rank else 0)))

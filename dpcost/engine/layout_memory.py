@@ -24,6 +24,10 @@ Sources, cited per function by their letter:
   (router.py), token dispatchers (token_dispatcher.py: each rank computes the routed copies of the tokens its expert
   tensor-parallel group holds) and TEGroupedMLP (experts.py: the grouped fc1's input and output, and the
   activation times the routing probability, which linear_fc2 keeps); moe_mlp_half_bytes.
+- [A] megatron/core/transformer/attention.py, dot_product_attention.py and multi_latent_attention.py (same commit),
+  which the file does not cover: Q, K, V and the core attention's output at their own widths (each head's, MLA's
+  wider ones), K and V grouped (GQA) unless unfused attention copies them to every head, and MLA's latents
+  (activations.mla_latent_tensors); attention_width_bytes.
 - [P] --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 (do not use any other
   intermediate dtype) and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init), which the file
   does not cover: the decoder layers' TP-split and expert weights, Transformer Engine's linear layers, are stored in
@@ -47,7 +51,9 @@ price, keeps each layer's input [K] section 4 and holds one layer's activations 
 16-bit gradients (Megatron-Core's grad_reduce_in_fp32 off) take 2 bytes a parameter, not the file's 4. Each
 stage's own view counts the last stage's logits at the loss's peak, 6 bytes a logit, and each MTP depth's loss
 (vocab_parallel_loss_bytes), and keeps GQA's K and V at their own width where attention does not copy them to every
-head (stage_activation_bytes' narrow_kv), which the file does not and Megatron's own tests measure. Kept in
+head, and attention's tensors at their own widths [A] (stage_activation_bytes' own_widths): Q and the context
+heads x head dim wide, GQA's K and V narrower, MLA's wider and its latents, where the file has four h-wide tensors;
+which the file does not and Megatron's own tests measure. Kept in
 Megatron's view as the file has it, where Megatron-Core differs and each stage's own view follows it: the distributed
 optimizer shards over DP (args.data_parallel_size), not DP x CP (Megatron-Core's intra_dp_cp_group,
 megatron/core/optimizer/__init__.py; state_bytes); the first stage keeps p(1 + (p-1)/(pv)) micro-batches interleaved
@@ -57,7 +63,7 @@ Each stage's own view also costs an MoE layer's MLP as Megatron-Core keeps it [E
 top-k routed copies of the tokens, which the file costs as one dense MLP of ffn_hidden_size.
 Left out by the file and so here: linear biases (GPT-3's), learned position tables, query/key norms, the
 attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's routed
-copies in Megatron's view, MLA's narrower K and V (and GQA's, in Megatron's view),
+copies and attention's own widths (GQA's, MLA's) in Megatron's view,
 communication buffers, fragmentation and the CUDA context.
 """
 
@@ -67,6 +73,7 @@ import functools
 import math
 from collections.abc import Sequence
 
+from dpcost.engine.activations import mla_latent_tensors
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import stage_layer_counts, virtual_stage_layer_counts
@@ -75,6 +82,7 @@ from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 __all__ = [
+    "AttentionWidths",
     "LayoutMemory",
     "MemoryLayout",
     "ModelShape",
@@ -82,6 +90,8 @@ __all__ = [
     "StageMemory",
     "activation_bytes",
     "attention_parameters",
+    "attention_width_bytes",
+    "attention_widths",
     "bytes_per_parameter",
     "embedding_activation_bytes",
     "embedding_parameters",
@@ -154,6 +164,8 @@ class MemoryLayout(Layout):
     # selective recomputation's MoE module, which each stage's own view prices [E] (moe_mlp_half_bytes): "moe" (the
     # whole MoE forward), "moe_act" (the experts' activation) or "" (neither)
     moe_recompute: str = ""
+    # selective recomputation's "mla_up_proj": Q, K, V and MLA's latents' norm outputs re-made in the backward [A]
+    mla_recompute: bool = False
     workspaces: float = 0.0  # the GEMM libraries' workspaces (workspaces.py), held by every stage all step
 
     def __post_init__(self) -> None:
@@ -228,8 +240,16 @@ class ModelShape:
     mtp_layers: int = 0  # mtp_num_layers
     heads: int = 0  # num_attention_heads: only the stored attention scores read it
     score_dropout: bool = True  # attention_dropout > 0: the scores' dropout keeps its mask and output (stored scores)
-    kv_width: int = 0  # num_query_groups x kv_channels, GQA's K and V each (stage_activation_bytes); 0: hidden
-    kv_channels: int = 0  # one query group's width: a TP rank keeps at least one whole group
+    # attention's tensors per token at their own widths [A] (attention_width_bytes); 0: hidden. Q: heads x its head
+    # dim (MLA: qk_head_dim + qk_pos_emb_head_dim); K and V: num_query_groups x kv_channels (MLA: every head's);
+    # the context: heads x V's head dim
+    query_width: int = 0
+    key_width: int = 0
+    value_width: int = 0
+    context_width: int = 0
+    kv_groups: int = 0  # num_query_groups (MLA: heads): a TP rank keeps at least one group's K and V
+    latent_bytes: float = 0.0  # MLA's latents per token (activations.mla_latent_tensors), held per sequence shard
+    latent_recomputed_bytes: float = 0.0  # those of them recompute_modules "mla_up_proj" drops
     # a hybrid's layers, which the file does not cover [H]: each layer's parameters and its (mixer, MLP) kind, and
     # the Mamba mixer's (inner width, heads, groups, state) its activations read
     hybrid_layers: tuple[ParamGroups, ...] = ()
@@ -514,6 +534,29 @@ def stored_scores_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, mic
     return (5 if shape.score_dropout else 2) * shape.heads * seq * seq * micro_batch / layout.tp
 
 
+def attention_width_bytes(
+    shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int, recomputed: bool = False
+) -> float:
+    """One attention layer's Q, K, V and context at their own widths, and MLA's latents, beyond [K] Table 2's four
+    h-wide tensors (8sbh/t), which the file and attention_half_bytes count [A]: 2sb(q + k + v + c)/t, a TP rank
+    keeping at least one query group's K and V (attention.py: with fewer groups than ranks each keeps one), both
+    copied to every head where unfused attention keeps its scores (dot_product_attention.py repeat_interleave); MLA's
+    latents per sequence shard (its down-projections are duplicated over TP: split only with SP). `recomputed`
+    (recompute_modules "mla_up_proj"): Q, K, V and the latents' norm outputs go, re-made in the backward."""
+    sb, h, tp = seq * micro_batch, shape.hidden, layout.tp
+    groups = shape.kv_groups or shape.heads or 1
+    copies = shape.heads / groups if layout.attention_scores and shape.heads > groups else 1.0
+    kv_ranks = min(tp, groups) if copies == 1.0 else tp
+    query, context = float(shape.query_width or h), float(shape.context_width or h)
+    key_value = ((shape.key_width or h) + (shape.value_width or h)) * copies / kv_ranks
+    latent = shape.latent_bytes
+    if recomputed and latent:  # plain attention runs no up-projection: the module is MLA's alone
+        query = key_value = 0.0
+        latent -= shape.latent_recomputed_bytes
+    heads = 2 * (query / tp + key_value + context / tp) - 8 * h / tp
+    return sb * (heads + latent / (tp if layout.sp_split else 1))
+
+
 def attention_half_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_split: bool) -> float:
     """A hybrid's attention layer with its norm [K] Table 2: 13sbh/t with SP (attention 11, its norm's input 2), else
     sbh(5 + 8/t) (the norm's and the QKV input, the dropout mask whole; QK^T, V and the projection's input split)."""
@@ -572,7 +615,9 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
     mixer, mlp, _ = shape.hybrid_kinds[i]
     total = 0.0
     if "attention" in mixer:
-        total += attention_half_bytes(seq, micro_batch, h, tp, sp)
+        total += attention_half_bytes(seq, micro_batch, h, tp, sp) + attention_width_bytes(
+            shape, layout, seq, micro_batch
+        )
         total += stored_scores_bytes(shape, layout, seq, micro_batch)
     if mixer == "mamba":
         total += mamba_layer_bytes(seq, micro_batch, h, shape.mamba, tp, sp)
@@ -669,20 +714,19 @@ def stage_activation_bytes(
     layers: float,
     in_flight: float,
     indices: Sequence[int] = (),
-    narrow_kv: bool = False,
+    own_widths: bool = False,
 ) -> float:
     """A stage's layers (and embedding) x micro-batches in flight, output once on the last, x 1.05 without SP [M]; a
-    hybrid's layers (`indices`) each its own [H]. `narrow_kv` (each stage's own view, not the file's): a layer keeps
-    GQA's K and V at their own width, 2sb x kv_width / t each where [K] Table 2 has 2sbh / t, a rank at least one
-    whole query group (attention.py: with fewer groups than TP ranks each keeps one); not where unfused attention
-    keeps its scores, whose repeat_interleave copies K and V to every head (dot_product_attention.py)."""
+    hybrid's layers (`indices`) each its own [H]. `own_widths` (each stage's own view, not the file's): a layer keeps
+    attention's tensors at their own widths [A] (attention_width_bytes), and under recompute_modules "mla_up_proj"
+    the one layer whose backward re-makes Q, K and V holds them."""
     s, b, h, tp = seq_len / layout.cp, micro_batch, shape.hidden, layout.tp  # each CP rank holds s / CP tokens
     sp = layout.sp_split
     scores = stored_scores_bytes(shape, layout, s, b)
-    kept_kv = max(shape.kv_width, tp * shape.kv_channels)
-    narrower = 0.0
-    if narrow_kv and not layout.attention_scores and 0 < kept_kv < h:
-        narrower = 4 * s * b * (h - kept_kv) / tp
+    widths = remade = 0.0
+    if own_widths:
+        widths = attention_width_bytes(shape, layout, s, b, layout.mla_recompute)
+        remade = attention_width_bytes(shape, layout, s, b) - widths
     if shape.hybrid_kinds:
         each = [hybrid_layer_bytes(shape, layout, s, b, i) for i in indices]
         if layout.recompute == "full":
@@ -694,7 +738,7 @@ def stage_activation_bytes(
                 whole = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp)
                 total += whole - moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute)
     else:
-        layer = layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores - narrower
+        layer = layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores + widths
         # each stage's own view (its layer indices given): an MoE layer's MLP as Megatron-Core keeps it [E], beyond
         # the file's dense MLP, and what the one MoE layer whose backward re-runs its forward re-creates
         moe = sum(1 for i in indices if shape.moe_pattern[i]) if shape.moe_topk else 0
@@ -710,7 +754,7 @@ def stage_activation_bytes(
             total = full_recompute_layer_bytes(s, b, h, tp, sp) * layers * in_flight
             total += layer + (max(kept, 0.0) if moe else 0.0)
         else:
-            total = (layer * layers + kept * moe) * in_flight + rerun
+            total = (layer * layers + kept * moe) * in_flight + rerun + (remade if layers else 0.0)
     if stage == 0:
         total += embedding_activation_bytes(s, b, h, tp, sp) * in_flight
     if stage == layout.pp - 1:
@@ -794,7 +838,7 @@ def stage_memory(
         )
         in_flight = _in_flight(layout, one_f_one_b, num_microbatches)
         acts = stage_activation_bytes(
-            shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers, narrow_kv=True
+            shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers, own_widths=True
         )
         if stage == layout.pp - 1:
             s = seq_len / layout.cp
@@ -884,7 +928,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
             )
 
         hybrid_layers = tuple(mixer_half(mixer) + mlps[mlp] for mixer, mlp, _ in a.layer_kinds)
-    ssm = a.ssm
+    ssm, widths = a.ssm, attention_widths(a)
     return ModelShape(
         hidden=h,
         layers=a.layers,
@@ -898,8 +942,13 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         mtp_layers=mtp_layers,
         heads=a.heads,
         score_dropout=a.dropout > 0,  # the engine's convention: the spec's dropout is the attention's too (ops.py)
-        kv_width=a.n_kv_heads * a.d_head if a.mla is None else 0,
-        kv_channels=a.d_head if a.mla is None else 0,
+        query_width=widths.query,
+        key_width=widths.key,
+        value_width=widths.value,
+        context_width=widths.context,
+        kv_groups=widths.groups,
+        latent_bytes=widths.latent_bytes,
+        latent_recomputed_bytes=widths.latent_recomputed_bytes,
         hybrid_layers=hybrid_layers,
         hybrid_kinds=a.layer_kinds if a.hybrid else (),
         mamba=(ssm.inner, ssm.heads or 0, ssm.groups, ssm.state) if ssm is not None else (0, 0, 0, 0),
@@ -909,6 +958,40 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         moe_shared_ffn=a.moe.shared * a.moe.shared_width if a.moe is not None and a.moe.shared else 0,
         moe_io=a.moe.expert_io(h) if a.moe is not None else 0,
         moe_gated=a.gated_mlp,
+    )
+
+
+@frozen
+class AttentionWidths:
+    """ModelShape's attention widths [A], per token."""
+
+    query: int
+    key: int
+    value: int
+    context: int
+    groups: int
+    latent_bytes: float = 0.0
+    latent_recomputed_bytes: float = 0.0
+
+
+def attention_widths(a: ModelArchitecture) -> AttentionWidths:
+    """Attention's widths [A]: GQA's from heads, query groups and head dims; MLA's every head's Q and K
+    (qk_head_dim + qk_pos_emb_head_dim) and V, and its latents (activations.mla_latent_tensors)."""
+    if a.mla is None:
+        return AttentionWidths(
+            a.heads * a.d_head, a.n_kv_heads * a.d_head, a.n_kv_heads * a.d_value, a.heads * a.d_value, a.n_kv_heads
+        )
+    m = a.mla
+    d_qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+    latents = mla_latent_tensors(m)
+    return AttentionWidths(
+        a.heads * d_qk,
+        a.heads * d_qk,
+        a.heads * m.v_head_dim,
+        a.heads * m.v_head_dim,
+        a.heads,
+        latent_bytes=sum(t.bytes_per_token for t in latents),
+        latent_recomputed_bytes=sum(t.bytes_per_token for t in latents if t.module == "mla_up_proj"),
     )
 
 

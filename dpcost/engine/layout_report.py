@@ -277,6 +277,7 @@ def _layout_memory(
         ep_overlap_warmup=par.ep_comm_overlap and layout.ep > 1,
         microbatch_group=par.microbatch_group,
         moe_recompute=_moe_recompute(recompute, p.o.plan.recompute_modules),
+        mla_recompute=recompute == "selective" and "mla_up_proj" in p.o.plan.recompute_modules,
         # Megatron-LM's layers run in Transformer Engine; with --tp-comm-overlap, through Userbuffers
         workspaces=training_workspace_bytes(topology.gpu.arch, True, userbuffers=par.tp_comm_overlap),
     )
