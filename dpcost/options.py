@@ -365,10 +365,11 @@ class Compute(Section):
         "head dims are equal and at most 256 and no window or chunk as long as the sequence keeps a mask].",
         json_schema_extra=cli("--repeat-kv"),
     )
-    loss_impl: Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel"] | None = Field(
+    loss_impl: Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel", "vocab-parallel-fused"] | None = Field(
         None,
         description="How the loss holds the logits: upcast (fp32 copy), bf16, chunked (torchtune), fused "
-        "(compiled or Liger), vocab-parallel (Megatron) [default: the framework's, else upcast].",
+        "(compiled or Liger), vocab-parallel (Megatron), vocab-parallel-fused (Megatron's "
+        "--cross-entropy-loss-fusion, compiled: one fp32 copy more) [default: the framework's, else upcast].",
         json_schema_extra=cli("--loss-impl"),
     )
     skew: Fraction = Field(

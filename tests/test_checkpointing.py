@@ -117,6 +117,9 @@ def test_recompute_layers_applies_the_policy_to_every_kth_block() -> None:
         ("chunked", 4, 2 + 4 + 4 / 8, 4 + 8 / 8),  # torchtune: 8 bf16 chunks, each upcast in turn
         ("fused", 2, 2, 2 + 2),  # compiled or fused: bf16 logits kept, bf16 gradient written
         ("vocab-parallel", 4, 2 + 4, 4 + 2),  # Megatron: fp32 softmax in place, gradient over it, cast to 16 bits
+        # --cross-entropy-loss-fusion: the same steps compiled, each in-place update of the fp32 copy made out of
+        # place and copied back (AOTAutograd's functionalization of input mutations): one fp32 copy more
+        ("vocab-parallel-fused", 4, 2 + 4 + 4, 4 + 4 + 2),
     ],
 )
 def test_loss_paths(impl: str, kept: float, forward: float, backward: float) -> None:

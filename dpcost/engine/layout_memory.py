@@ -77,6 +77,7 @@ from dpcost.engine.activations import mla_latent_tensors
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import stage_layer_counts, virtual_stage_layer_counts
+from dpcost.engine.loss import logit_peak_bytes
 from dpcost.engine.params import latent_projections, mixer_parameters
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
@@ -166,6 +167,7 @@ class MemoryLayout(Layout):
     moe_recompute: str = ""
     # selective recomputation's "mla_up_proj": Q, K, V and MLA's latents' norm outputs re-made in the backward [A]
     mla_recompute: bool = False
+    loss_impl: str = "vocab-parallel"  # the last stage's loss (loss.py): vocab-parallel, or -fused (compiled)
     workspaces: float = 0.0  # the GEMM libraries' workspaces (workspaces.py), held by every stage all step
 
     def __post_init__(self) -> None:
@@ -178,6 +180,8 @@ class MemoryLayout(Layout):
             raise ValueError(f"zero must be 0, 1, 2 or 3, got {self.zero}")
         if self.recompute not in ("none", "selective", "full"):
             raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
+        if self.loss_impl not in ("vocab-parallel", "vocab-parallel-fused"):
+            raise ValueError(f"loss_impl must be vocab-parallel or vocab-parallel-fused, got {self.loss_impl!r}")
         if self.moe_recompute not in ("", "moe", "moe_act"):
             raise ValueError(f"moe_recompute must be moe, moe_act or empty, got {self.moe_recompute!r}")
 
@@ -647,19 +651,23 @@ def output_activation_bytes(seq: float, micro_batch: int, hidden: int, vocab: in
     return (sb * vocab / tp + sb * hidden) * 2
 
 
-LOSS_PEAK_BYTES = 6  # a logit at the vocab-parallel loss's peak: its bf16 value beside the fp32 copy being made
-
-
 def vocab_parallel_loss_bytes(
-    seq: float, micro_batch: int, vocab: int, tp: int, sp_split: bool, mtp_layers: int = 0
+    seq: float,
+    micro_batch: int,
+    vocab: int,
+    tp: int,
+    sp_split: bool,
+    mtp_layers: int = 0,
+    impl: str = "vocab-parallel",
 ) -> float:
     """The last stage's losses beyond what [M] counts of their logits: Megatron's vocab_parallel_cross_entropy casts
     the rank's vocab / TP share of the logits to fp32 and keeps the exponentials for the backward
     (megatron/core/tensor_parallel/cross_entropy.py at d98e8a64dd: .float(), save_for_backward(exp_logits, ...)), 6
     bytes a logit at its peak with the bf16 logits beside them, where [M]'s output term has 2 (2sbv/t) without SP
-    and 4 (4sbv/t) with it; and each MTP depth's own loss (multi_token_prediction.py), which [M] does not count."""
-    logits = seq * micro_batch * vocab / tp
-    return (LOSS_PEAK_BYTES - (4 if sp_split else 2) + LOSS_PEAK_BYTES * mtp_layers) * logits
+    and 4 (4sbv/t) with it; and each MTP depth's own loss (multi_token_prediction.py), which [M] does not count.
+    `impl` vocab-parallel-fused (--cross-entropy-loss-fusion) holds 10 (loss.logit_peak_bytes)."""
+    logits, peak = seq * micro_batch * vocab / tp, logit_peak_bytes(impl)
+    return (peak - (4 if sp_split else 2) + peak * mtp_layers) * logits
 
 
 def interleaved_memory_penalty(pp: int, virtual_stages: int) -> float:
@@ -842,7 +850,9 @@ def stage_memory(
         )
         if stage == layout.pp - 1:
             s = seq_len / layout.cp
-            acts += vocab_parallel_loss_bytes(s, micro_batch, shape.vocab, layout.tp, layout.sp_split, shape.mtp_layers)
+            acts += vocab_parallel_loss_bytes(
+                s, micro_batch, shape.vocab, layout.tp, layout.sp_split, shape.mtp_layers, layout.loss_impl
+            )
         weights, grads, optimizer = state_bytes(
             held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
         )

@@ -110,6 +110,7 @@ LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
     "zero": (None, 0, 1, 2, 3),
     "recompute": (None, "none", "selective", "full"),
     "grad_dtype": (None, "fp32", "bf16", "fp16"),
+    "loss_impl": (None, "vocab-parallel", "vocab-parallel-fused"),  # Megatron's cross-entropy, compiled or not
 }
 
 
@@ -124,6 +125,12 @@ def _moe_recompute(recompute: str, modules: Sequence[str]) -> str:
     if recompute != "selective":
         return ""
     return next((m for m in ("moe", "moe_act") if m in modules), "")
+
+
+def _layout_loss(loss_impl: str) -> str:
+    """The layout's loss, Megatron's vocab-parallel cross-entropy: compiled where --loss-impl says so
+    (--cross-entropy-loss-fusion), else as cross_entropy.py runs it (loss.py)."""
+    return loss_impl if loss_impl == "vocab-parallel-fused" else "vocab-parallel"
 
 
 def _fp8_params(o: Options) -> bool:
@@ -278,6 +285,7 @@ def _layout_memory(
         microbatch_group=par.microbatch_group,
         moe_recompute=_moe_recompute(recompute, p.o.plan.recompute_modules),
         mla_recompute=recompute == "selective" and "mla_up_proj" in p.o.plan.recompute_modules,
+        loss_impl=_layout_loss(p.loss_impl),
         # Megatron-LM's layers run in Transformer Engine; with --tp-comm-overlap, through Userbuffers
         workspaces=training_workspace_bytes(topology.gpu.arch, True, userbuffers=par.tp_comm_overlap),
     )
@@ -486,7 +494,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         recompute_chosen=o.plan.recompute is None,
         recompute_layers=o.plan.recompute_layers,
         compile=o.compute.compile,
-        loss_impl="vocab-parallel",
+        loss_impl=_layout_loss(p.loss_impl),
         framework="megatron-fsdp" if stage >= 2 else "megatron",
         recipe="megatron",
         optimizer=o.precision.optimizer,
@@ -559,7 +567,7 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
     "--keep-full-grads": lambda o: o.communication.keep_full_grads,
     "--compile": lambda o: o.compute.compile,
     "--no-repeat-kv": lambda o: not o.compute.repeat_kv,
-    "--loss-impl": lambda o: o.compute.loss_impl is not None,
+    "--loss-impl": lambda o: o.compute.loss_impl not in LAYOUT_RUNS["loss_impl"],
     "--shard-group": lambda o: o.plan.shard_group is not None,
 }
 

@@ -17,6 +17,13 @@ holds them (docs/sources/checkpointing.md, "The loss"). V is the vocabulary, per
 - vocab-parallel: Megatron-LM's vocab_parallel_cross_entropy on fp32 logits (fp16_lm_cross_entropy False): the
   softmax is computed in place in the fp32 copy and kept (4V); its gradient is written over it and cast to 16 bits
   (4V + 2V = 6V; megatron/core/tensor_parallel/cross_entropy.py).
+- vocab-parallel-fused: the same under --cross-entropy-loss-fusion's native implementation
+  (megatron/core/fusions/fused_cross_entropy.py at d98e8a64dd): cross_entropy.py's steps each run under
+  torch.compile (megatron/core/jit.py: jit_fuser), which compiles their in-place updates of the fp32 copy (the
+  subtraction and exp, the division; the gradient's) out of place into a new buffer and copies it back (AOTAutograd's
+  functionalization of input mutations): one fp32 copy more at both peaks (10V). Megatron-LM's functional tests
+  measure it: +0.41 GB on TP 2 x PP 2 (gpt3_mcore_te_tp2_pp2_cross_entropy_loss_fusion), one such copy of the last
+  stage's 4 x 1,024 x 25,216 logits.
 Outside the loss, the final norm keeps its input (none in GPT-1 and the post-norm encoders), the output projection
 its input; a prediction head before it (BertPredictionHeadTransform: dense, activation, LayerNorm) its dense layer's
 input, the activation's input and the norm's; a norm after the embedding (BLOOM, BERT) its input. ALBERT's embedding
@@ -25,17 +32,17 @@ and head are embedding_size wide past the head's dense layer.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from dpcost.engine.activations import ACT_BYTES, Kernels, norm_bytes
 from dpcost.engine.params import embedding_width
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
 
-__all__ = ["LOSS_IMPLS", "LossImpl", "LossMemory", "loss_memory"]
+__all__ = ["LOSS_IMPLS", "LossImpl", "LossMemory", "logit_peak_bytes", "loss_memory"]
 
-LossImpl = Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel"]
-LOSS_IMPLS: tuple[LossImpl, ...] = ("upcast", "bf16", "chunked", "fused", "vocab-parallel")
+LossImpl = Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel", "vocab-parallel-fused"]
+LOSS_IMPLS: tuple[LossImpl, ...] = get_args(LossImpl)
 TORCHTUNE_CHUNKS = 8  # torchtune/modules/loss/ce_chunked_output_loss.py: num_output_chunks=8
 
 
@@ -60,7 +67,14 @@ PATHS = {
     ),
     "fused": _Path(kept=2, forward=2, backward=4, largest=2),
     "vocab-parallel": _Path(kept=4, forward=6, backward=6, largest=4),
+    "vocab-parallel-fused": _Path(kept=4, forward=10, backward=10, largest=4),
 }
+
+
+def logit_peak_bytes(impl: str) -> float:
+    """Bytes a logit takes at the loss's higher peak, forward or backward (module docstring)."""
+    path = PATHS[impl]
+    return max(path.forward, path.backward)
 
 
 @frozen

@@ -185,8 +185,10 @@ _ACT = {"eager": (4.0, 1), "fused": (4.0, 1), "compiled": (4.0, 1)}
 # bias-dropout-add (or torch.compile's add) it writes only the mask beside the add.
 _DROPOUT = {"eager": (5.0, 1), "fused": (1.0, 0), "compiled": (1.0, 0)}
 # The loss, bytes per logit forward and backward: an fp32 copy of the logits (upcast, and its chunks), bf16
-# throughout, a fused kernel that writes the gradient in place (Liger, compiled), Megatron's fp32 vocab-parallel.
-LOSS_BYTES = {"upcast": 14.0, "chunked": 14.0, "bf16": 6.0, "fused": 4.0, "vocab-parallel": 12.0}
+# throughout, a fused kernel that writes the gradient in place (Liger, compiled), Megatron's fp32 vocab-parallel;
+# its compiled form (--cross-entropy-loss-fusion) taken as the same traffic: its fused passes against the copies back.
+LOSS_BYTES = {"upcast": 14.0, "chunked": 14.0, "bf16": 6.0, "fused": 4.0, "vocab-parallel": 12.0,
+              "vocab-parallel-fused": 12.0}  # fmt: skip
 
 
 @frozen

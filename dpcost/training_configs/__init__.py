@@ -274,7 +274,9 @@ def apply(
             return runs is not None and _as_run(values[name]) not in runs
 
         unread = {
-            name for name in config.options if name not in typed and (field_flag(name) in LAYOUT_IGNORES or unrun(name))
+            name
+            for name in config.options
+            if name not in typed and ((field_flag(name) in LAYOUT_IGNORES and name not in LAYOUT_RUNS) or unrun(name))
         }
         for name in unread:
             values.pop(name, None)

@@ -130,13 +130,14 @@ def read(text: str, path: str) -> TrainingConfig:
     _batch(r, args)
     _recompute(r, args)
     _attention(r, args)
+    _loss(r, args)
     _precision(r, args)
     spec = _model(r, args, tp, Path(path).stem)
     padding = None
     if spec is not None:
         padding = (_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128)
     dp = _launched_dp(r, args)
-    used = read_here | {*_ATTENTION_ARGS}
+    used = read_here | {*_ATTENTION_ARGS, *_LOSS_ARGS}
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
@@ -320,6 +321,30 @@ def _attention(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--attention-backend", backend or "(absent)", "flash_attention", "false", why)
     elif backend is not None:
         r.ignore("--attention-backend", backend, NOT_PRICED if impl != "local" else "the local implementation's own")
+
+
+_LOSS_ARGS = ("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl")
+
+
+def _loss(r: Reading, args: dict[str, list[str]]) -> None:
+    """--cross-entropy-loss-fusion runs fused_vocab_parallel_cross_entropy under --cross-entropy-fusion-impl native
+    (arguments.py's default): cross_entropy.py's steps compiled (megatron/core/fusions/fused_cross_entropy.py), one
+    fp32 copy of the logits more at the loss's peaks (loss.py vocab-parallel-fused). te runs Transformer Engine's
+    parallel_cross_entropy, which keeps an fp32 gradient beside the 16-bit logits (transformer_engine/pytorch/triton/
+    cross_entropy.py cross_entropy_forward): the unfused loss's 6 bytes a logit."""
+    impl = _one(r, args, "--cross-entropy-fusion-impl")
+    if impl not in (None, "native", "te"):
+        raise r.error("--cross-entropy-fusion-impl", f"must be native or te, got {impl!r}")
+    if "--cross-entropy-loss-fusion" not in args:
+        if impl is not None:
+            r.ignore("--cross-entropy-fusion-impl", impl, "without --cross-entropy-loss-fusion the loss runs unfused")
+        return
+    if impl == "te":
+        r.use("--cross-entropy-fusion-impl", impl, "loss_impl", "vocab-parallel",
+              "Transformer Engine's parallel cross-entropy: an fp32 gradient beside the 16-bit logits")  # fmt: skip
+    else:
+        r.use("--cross-entropy-loss-fusion", impl or "native", "loss_impl", "vocab-parallel-fused",
+              "compiled: one more fp32 copy of the logits at the loss's peaks")  # fmt: skip
 
 
 def _reduced_gradient_bytes(args: dict[str, list[str]]) -> int:
