@@ -554,6 +554,13 @@ class Parallel(Section):
         "expert TP x EP group on every GPU of it and reduce-scatters the experts' outputs back.",
         json_schema_extra=cli("--ep-dispatcher"),
     )
+    grouped_gemm: bool = Field(
+        True,
+        description="An MoE layer's local experts run as Transformer Engine's grouped GEMMs (Megatron-Core's "
+        "TEGroupedMLP, --moe-grouped-gemm), which keep 4 cuBLAS workspaces more; off: SequentialMLP, one GEMM per "
+        "expert (Megatron-LM's default).",
+        json_schema_extra=cli("--grouped-gemm"),
+    )
     cp_impl: Literal["p2p", "all_gather"] = Field(
         "p2p",
         description="Context parallelism as ring attention's send/recv (Megatron-Core) or Llama 3's all-gather of K "

@@ -709,6 +709,17 @@ def test_a_megatron_moe_script_without_a_dispatcher_runs_megatrons_allgather() -
     assert "ep_dispatcher" not in read(f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16\n", "m.sh").options
 
 
+def test_a_megatron_moe_script_runs_grouped_gemms_only_when_told() -> None:
+    """moe_grouped_gemm defaults to False (arguments.py): Megatron-Core builds SequentialMLP, one GEMM per expert,
+    and Transformer Engine's grouped-GEMM workspaces are never allocated; --moe-grouped-gemm builds TEGroupedMLP."""
+    from dpcost.training_configs.megatron import read
+
+    moe = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --num-experts 4 --expert-model-parallel-size 2"
+    assert read(f"{moe}\n", "m.sh").options["grouped_gemm"] == "false"
+    assert read(f"{moe} --moe-grouped-gemm\n", "m.sh").options["grouped_gemm"] == "true"
+    assert "grouped_gemm" not in read(f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16\n", "m.sh").options
+
+
 def test_selective_recomputation_keeps_the_scores_unless_it_reruns_core_attention() -> None:
     """Megatron checkpoints core attention only with "core_attn" among --recompute-modules (attention.py
     checkpoint_core_attention): recomputing the MLP alone leaves unfused attention's scores stored."""

@@ -133,6 +133,11 @@ def _layout_loss(loss_impl: str) -> str:
     return loss_impl if loss_impl == "vocab-parallel-fused" else "vocab-parallel"
 
 
+def _grouped_gemm(model: ModelSpec, par: Parallel) -> bool:
+    """Whether the layout's experts run as grouped GEMMs (--grouped-gemm), with their workspaces: an MoE model's."""
+    return par.grouped_gemm and model.architecture is not None and model.architecture.moe is not None
+
+
 def _fp8_params(o: Options) -> bool:
     """--gather-dtype fp8 in a layout: Megatron's --fp8-param-gather, which also stores the layers' linear weights
     in fp8 (layout_memory [P])."""
@@ -287,7 +292,9 @@ def _layout_memory(
         mla_recompute=recompute == "selective" and "mla_up_proj" in p.o.plan.recompute_modules,
         loss_impl=_layout_loss(p.loss_impl),
         # Megatron-LM's layers run in Transformer Engine; with --tp-comm-overlap, through Userbuffers
-        workspaces=training_workspace_bytes(topology.gpu.arch, True, userbuffers=par.tp_comm_overlap),
+        workspaces=training_workspace_bytes(
+            topology.gpu.arch, True, userbuffers=par.tp_comm_overlap, grouped_gemm=_grouped_gemm(model, par)
+        ),
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)

@@ -11,9 +11,10 @@ Sources:
   thread, which runs the backward.
 - [E] Transformer Engine transformer_engine/pytorch/cpp_extensions/gemm.py (NVIDIA/TransformerEngine at d0067d0da):
   get_cublas_workspace, cached per kind: one of get_cublas_workspace_size_bytes() (32 MiB + 1 KiB from compute
-  capability 9, 4 MiB before) for its GEMMs, and 3 more (_NUM_MAX_UB_STREAMS) for Userbuffers' overlapped ones.
-Left out: TE's 4 grouped-GEMM workspaces (tex.get_num_cublas_streams(); an MoE's TEGroupedMLP under
---moe-grouped-gemm, which dpcost is not told), cuBLASLt's 1 MiB ones, CUBLAS_WORKSPACE_CONFIG set by the user
+  capability 9, 4 MiB before) for its GEMMs, and 3 more (_NUM_MAX_UB_STREAMS) for Userbuffers' overlapped ones;
+  for grouped GEMMs (an MoE's experts as TEGroupedMLP, Megatron's --moe-grouped-gemm) one on each of its compute
+  streams, tex.get_num_cublas_streams(): 4 (transformer_engine/common/util/multi_stream.cpp num_compute_streams).
+Left out: cuBLASLt's 1 MiB ones, CUBLAS_WORKSPACE_CONFIG set by the user
 (Megatron's --deterministic-mode sets :4096:8, 32 MiB) and ROCm's hipBLAS sizes.
 """
 
@@ -27,6 +28,7 @@ MIB = 2**20
 # threads that call cuBLAS in a training step: the forward's and the autograd engine's backward's [T]
 CUBLAS_THREADS = 2
 USERBUFFERS_WORKSPACES = 3  # TE's _NUM_MAX_UB_STREAMS [E]
+GROUPED_GEMM_WORKSPACES = 4  # TE's compute streams for grouped GEMMs, tex.get_num_cublas_streams() [E]
 
 
 def torch_cublas_workspace_bytes(arch: GPUArch) -> int:
@@ -39,8 +41,12 @@ def te_workspace_bytes(arch: GPUArch) -> int:
     return 32 * MIB + 1024 if arch in ("hopper", "blackwell") else 4 * MIB
 
 
-def training_workspace_bytes(arch: GPUArch, transformer_engine: bool, userbuffers: bool = False) -> int:
+def training_workspace_bytes(
+    arch: GPUArch, transformer_engine: bool, userbuffers: bool = False, grouped_gemm: bool = False
+) -> int:
     """What a training process's GEMM libraries keep allocated: PyTorch's cuBLAS workspace on each of its two
-    threads [T], and where Transformer Engine runs the layers (Megatron-LM) its own, with Userbuffers' 3 more [E]."""
-    te = te_workspace_bytes(arch) * (1 + (USERBUFFERS_WORKSPACES if userbuffers else 0)) if transformer_engine else 0
+    threads [T], and where Transformer Engine runs the layers (Megatron-LM) its own, with Userbuffers' 3 more and
+    the grouped GEMMs' 4 where the experts run as grouped GEMMs [E]."""
+    extra = (USERBUFFERS_WORKSPACES if userbuffers else 0) + (GROUPED_GEMM_WORKSPACES if grouped_gemm else 0)
+    te = te_workspace_bytes(arch) * (1 + extra) if transformer_engine else 0
     return CUBLAS_THREADS * torch_cublas_workspace_bytes(arch) + te

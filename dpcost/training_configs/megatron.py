@@ -36,6 +36,7 @@ PARALLEL = {
 SWITCHES = {  # a flag present -> the option on
     "--sequence-parallel": "sequence_parallel",
     "--tp-comm-overlap": "tp_comm_overlap",
+    "--moe-grouped-gemm": "grouped_gemm",
 }
 SWITCHES_OFF = {"--no-overlap-p2p-communication": "pp_comm_overlap"}  # a flag present -> the option off
 # MLA's shape flags, and the defaults arguments.py at d98e8a64dd gives those with one (--q-lora-rank's is None)
@@ -254,6 +255,9 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--optimizer", optimizer, "optimizer", "adamw" if optimizer == "adam" else "sgd")
     _choice(r, args, "--cp-comm-type", "cp_impl", ("p2p", "all_gather"))
     _choice(r, args, "--moe-token-dispatcher-type", "ep_dispatcher", ("alltoall", "flex", "allgather"))
+    if "--num-experts" in args and "--moe-grouped-gemm" not in args:
+        why = "absent: SequentialMLP, one GEMM per expert (Megatron's default), without the grouped GEMMs' workspaces"
+        r.use("--moe-grouped-gemm", "(absent)", "grouped_gemm", "false", why)
     if "--num-experts" in args and "--moe-token-dispatcher-type" not in args:
         r.use("--moe-token-dispatcher-type", "(absent)", "ep_dispatcher", "allgather",
               "absent: Megatron's default (transformer_config.py moe_token_dispatcher_type)")  # fmt: skip
