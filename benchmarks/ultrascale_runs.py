@@ -21,7 +21,9 @@ ones a bucket. A run of data parallelism alone at ZeRO 0 is `--framework ddp`;
 the rest are layouts, which dpcost costs as Megatron runs them (nanotron's TP is Megatron's column and row split,
 sequence parallel in its REDUCE_SCATTER mode, which the benchmark ran; its PP runs one-forward-one-backward; its
 ZeRO-1 reduce-scatters the gradients and gathers the updated parameters, as Megatron's distributed optimizer does).
-No recomputation (the benchmark's recompute_layer was off). The GPU's H100 topology with EFA is `aws-p5`. Beside
+No recomputation (the benchmark's recompute_layer was off). nanotron's linear layers are its own, not Transformer
+Engine's: none of TE's placeholder weight gradients (`--no-grad-accumulation-fusion`). The GPU's H100 topology with
+EFA is `aws-p5`. Beside
 each, the naive figure: every model FLOP (PaLM's 6N + 12LHQT) at 40% of the dense BF16 peak. Errors are predicted /
 measured - 1; summaries are the geometric mean of |error| and the median signed error. A run whose printed GBS is not
 DP x MBS x GradAcc is left out, and so is a failure of a configuration that also ran (a retry).
@@ -145,6 +147,7 @@ def options(r: Run) -> Options:
         recompute="none",
         sequence_parallel=r.tp > 1,
         bucket_bytes=BUCKET_BYTES,
+        grad_accumulation_fusion=False,  # nanotron's linear layers are its own: no Transformer Engine placeholders
     )
 
 

@@ -357,6 +357,13 @@ class Compute(Section):
         description="torch.compile: element-wise intermediates are recomputed, not stored (off: eager PyTorch).",
         json_schema_extra=cli("--compile"),
     )
+    grad_accumulation_fusion: bool = Field(
+        True,
+        description="Megatron's fused gradient accumulation (its default; off: --no-gradient-accumulation-fusion): "
+        "Transformer Engine's linear layers add weight gradients into the fp32 main gradients inside the GEMM and "
+        "keep one 16-bit placeholder per distinct weight shape for the run.",
+        json_schema_extra=cli("--grad-accumulation-fusion"),
+    )
     repeat_kv: bool = Field(
         True,
         description="Eager attention copies grouped-query K and V out to every query head and keeps the copies "

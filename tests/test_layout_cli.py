@@ -40,6 +40,7 @@ def test_memory_per_gpu_is_megatrons_for_the_most_loaded_stage() -> None:
         tp=8, pp=16, dp=128, sequence_parallel=True, recompute="selective", zero=1,
         first_stage_layers=7, last_stage_layers=7,
         workspaces=2 * 32 * 2**20 + 32 * 2**20 + 1024,  # PyTorch's two cuBLAS workspaces and TE's, on Hopper
+        dummy_wgrads=True,  # TE's placeholder weight gradients under Megatron's gradient-accumulation fusion
     )  # fmt: skip
     megatron = layout_memory_for(load_model("llama-405b"), spec, 8192, 1, 16).most_loaded
     row = r["memory"]["stages"][1]

@@ -22,6 +22,7 @@ from dpcost.engine.layout_memory import (
     activation_bytes,
     attention_width_bytes,
     bytes_per_parameter,
+    dummy_wgrad_bytes,
     expert_data_parallel_size,
     first_stage_microbatches,
     korthikanti_layer_activation_bytes,
@@ -945,3 +946,22 @@ def test_grouped_kv_is_copied_to_every_head_where_unfused_attention_keeps_its_sc
     assert attention_width_bytes(shape, MemoryLayout(tp=8, attention_scores=True), 4096, 1) == 0.0
     assert attention_width_bytes(shape, MemoryLayout(tp=8), 4096, 1) == sb * 2 * 2 * (1024 - 8192) / 8
     assert attention_width_bytes(shape, MemoryLayout(tp=16), 4096, 1) == sb * 2 * 2 * (128 - 8192 / 16)
+
+
+def test_transformer_engine_keeps_one_placeholder_weight_gradient_per_distinct_shape() -> None:
+    """TE's get_dummy_wgrad (module/base.py @d0067d0da) caches one 16-bit tensor per distinct (shape, dtype) under
+    gradient-accumulation fusion. Llama 3 405B at TP 8: QKV (16,384 + 2 x 1,024) / 8 x 16,384, the output projection
+    16,384 x 2,048, fc1 2 x 53,248 / 8 x 16,384 and fc2 16,384 x 6,656: 398,458,880 elements, 797 MB, whatever the
+    number of layers. DeepSeek-V3's shared expert (2,048 wide, over TP 1) has a routed expert's shape at ETP 1: one
+    tensor for both. Off (--no-gradient-accumulation-fusion), none."""
+    llama = model_shape(load_model("llama-405b").architecture, 8)
+    on = MemoryLayout(tp=8, dummy_wgrads=True)
+    elements = 18_432 // 8 * 16_384 + 16_384 * 2_048 + 106_496 // 8 * 16_384 + 16_384 * 6_656
+    assert dummy_wgrad_bytes(llama, on, range(8)) == dummy_wgrad_bytes(llama, on, range(1)) == 2 * elements
+    assert dummy_wgrad_bytes(llama, MemoryLayout(tp=8), range(8)) == 0.0
+    deepseek = model_shape(load_model("deepseek-v3").architecture, 1)
+    moe_layer = dummy_wgrad_bytes(deepseek, MemoryLayout(dummy_wgrads=True), [5])
+    # MLA: q_down 1,536 x 7,168, q_up 24,576 x 1,536, kv_down 576 x 7,168, kv_up 32,768 x 512, output 7,168 x
+    # 16,384; the experts' fc1 4,096 x 7,168 and fc2 7,168 x 2,048, once for the shared and the routed
+    mla = 1_536 * 7_168 + 24_576 * 1_536 + 576 * 7_168 + 32_768 * 512 + 7_168 * 16_384
+    assert moe_layer == 2 * (mla + 4_096 * 7_168 + 7_168 * 2_048)

@@ -28,6 +28,12 @@ Sources, cited per function by their letter:
   which the file does not cover: Q, K, V and the core attention's output at their own widths (each head's, MLA's
   wider ones), K and V grouped (GQA) unless unfused attention copies them to every head, and MLA's latents
   (activations.mla_latent_tensors); attention_width_bytes.
+- [W] Transformer Engine transformer_engine/pytorch/module/base.py get_dummy_wgrad (NVIDIA/TransformerEngine at
+  d0067d0da), which the file does not cover: under gradient-accumulation fusion (Megatron's default,
+  --no-gradient-accumulation-fusion turns it off; TE's fuse_wgrad_accumulation) a TE linear layer's backward adds its
+  weight gradient into main_grad within the GEMM and hands autograd a placeholder, one 16-bit tensor per distinct
+  (shape, dtype), cached for the run (_dummy_wgrads); Megatron's DDP and Megatron-FSDP mark every parameter
+  (grad_added_to_main_grad) so that each TE linear layer takes that path (dummy_wgrad_bytes).
 - [P] --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 (do not use any other
   intermediate dtype) and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init), which the file
   does not cover: the decoder layers' TP-split and expert weights, Transformer Engine's linear layers, are stored in
@@ -169,6 +175,7 @@ class MemoryLayout(Layout):
     mla_recompute: bool = False
     loss_impl: str = "vocab-parallel"  # the last stage's loss (loss.py): vocab-parallel, or -fused (compiled)
     workspaces: float = 0.0  # the GEMM libraries' workspaces (workspaces.py), held by every stage all step
+    dummy_wgrads: bool = False  # TE's placeholder weight gradients under gradient-accumulation fusion [W]
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -268,6 +275,9 @@ class ModelShape:
     moe_shared_ffn: int = 0
     moe_io: int = 0
     moe_gated: bool = False  # a gated expert: fc1 is 2 x moe_ffn wide (what recompute "moe_act" keeps)
+    # Transformer Engine's linear layers by part of a layer [W], each weight (out_features, in_features, split):
+    # "column" splits out over TP, "row" in over TP, "expert_column" and "expert_row" over expert TP, "whole" none
+    linears: tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.moe_pattern) != self.layers:
@@ -632,6 +642,32 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
     return total
 
 
+def dummy_wgrad_bytes(shape: ModelShape, layout: MemoryLayout, layers: Sequence[int], mtp: bool = False) -> float:
+    """Transformer Engine's placeholder weight gradients on a stage [W]: one 16-bit tensor per distinct shape of its
+    linear layers' TP-split weights, held for the run (get_dummy_wgrad's cache); the last stage's MTP layers (a
+    decoder layer of the last layer's kind and eh_proj) among them."""
+    if not layout.dummy_wgrads or not shape.linears:
+        return 0.0
+    parts: set[str] = set()
+    for i in layers:
+        if shape.hybrid_kinds:
+            mixer, mlp, _ = shape.hybrid_kinds[i]
+            parts |= {"attention" if "attention" in mixer else mixer, mlp}
+        else:
+            parts |= {"attention", "moe" if shape.moe_pattern[i] else "mlp"}
+    if mtp and shape.mtp_layers:
+        parts |= {"attention", "mtp", "moe" if shape.moe_pattern[-1] else "mlp"}
+    by_part = dict(shape.linears)
+    divisors = {"column": (layout.tp, 1), "row": (1, layout.tp), "whole": (1, 1),
+                "expert_column": (layout.expert_tp, 1), "expert_row": (1, layout.expert_tp)}  # fmt: skip
+    distinct = {
+        (rows / divisors[split][0], cols / divisors[split][1])
+        for part in parts
+        for rows, cols, split in by_part.get(part, ())
+    }
+    return 2.0 * sum(rows * cols for rows, cols in distinct)
+
+
 def full_recompute_layer_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sequence_parallel: bool) -> float:
     """One layer under full recomputation [K] section 4: its 16-bit input, 2sbh (2sbh/t with SP), "2sbhL" in all."""
     return 2 * seq * micro_batch * hidden / (tp if sequence_parallel else 1)
@@ -857,6 +893,7 @@ def stage_memory(
             held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
         )
         buffers = fsdp_buffer_bytes(shape, layout, stage, layers) + layout.workspaces
+        buffers += dummy_wgrad_bytes(shape, layout, layers, mtp=stage == layout.pp - 1)
         out.append(
             StageMemory(stage, len(layers), held.total, weights + grads + optimizer, acts, buffers, weights, grads)
         )
@@ -939,6 +976,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
 
         hybrid_layers = tuple(mixer_half(mixer) + mlps[mlp] for mixer, mlp, _ in a.layer_kinds)
     ssm, widths = a.ssm, attention_widths(a)
+    linears = te_linears(a, dense_ffn)
     return ModelShape(
         hidden=h,
         layers=a.layers,
@@ -968,7 +1006,50 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
         moe_shared_ffn=a.moe.shared * a.moe.shared_width if a.moe is not None and a.moe.shared else 0,
         moe_io=a.moe.expert_io(h) if a.moe is not None else 0,
         moe_gated=a.gated_mlp,
+        linears=linears,
     )
+
+
+def te_linears(a: ModelArchitecture, dense_ffn: int) -> tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...]:
+    """Each part's Transformer Engine linear layers as Megatron-Core builds them [W], (out, in, split): attention's
+    fused QKV (column) and output projection (row), MLA's duplicated down-projections (multi_latent_attention.py:
+    TELinear, parallel_mode "duplicated"), its up-projections and output projection; a dense MLP's fc1 (2 f gated)
+    and fc2; an MoE layer's shared experts over TP and one routed expert's over expert TP (TEGroupedLinear: every
+    expert's weights one shape); Mamba's in_proj (z, x, B, C and dt) and out_proj; MTP's eh_proj (2h -> h)."""
+    h, gate = a.hidden, 2 if a.gated_mlp else 1
+    if a.mla is not None:
+        m = a.mla
+        d_qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        query = (
+            ((m.q_lora_rank, h, "whole"), (a.heads * d_qk, m.q_lora_rank, "column"))
+            if m.q_lora_rank
+            else ((a.heads * d_qk, h, "column"),)
+        )
+        attention = (
+            *query,
+            (m.kv_lora_rank + m.qk_rope_head_dim, h, "whole"),
+            (a.heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank, "column"),
+            (h, a.heads * m.v_head_dim, "row"),
+        )
+    else:
+        qkv = a.heads * a.d_head + a.n_kv_heads * (a.d_head + a.d_value)
+        attention = ((qkv, h, "column"), (h, a.heads * a.d_value, "row"))
+    parts: list[tuple[str, tuple[tuple[int, int, str], ...]]] = [
+        ("attention", attention),
+        ("mlp", ((gate * dense_ffn, h, "column"), (h, dense_ffn, "row")) if dense_ffn else ()),
+        ("mtp", ((h, 2 * h, "column"),)),
+    ]
+    if a.moe is not None:
+        e, io = a.moe, a.moe.expert_io(h)
+        shared = e.shared * e.shared_width if e.shared else 0
+        shared_linears = ((gate * shared, h, "column"), (h, shared, "row")) if shared else ()
+        routed = ((gate * e.ffn, io, "expert_column"), (io, e.ffn, "expert_row"))
+        parts.append(("moe", shared_linears + routed))
+    if a.ssm is not None:
+        s = a.ssm
+        in_proj = 2 * s.inner + 2 * s.groups * s.state + (s.heads or 0)
+        parts.append(("mamba", ((in_proj, h, "column"), (h, s.inner, "row"))))
+    return tuple(parts)
 
 
 @frozen

@@ -291,6 +291,7 @@ def _layout_memory(
         moe_recompute=_moe_recompute(recompute, p.o.plan.recompute_modules),
         mla_recompute=recompute == "selective" and "mla_up_proj" in p.o.plan.recompute_modules,
         loss_impl=_layout_loss(p.loss_impl),
+        dummy_wgrads=p.o.compute.grad_accumulation_fusion,
         # Megatron-LM's layers run in Transformer Engine; with --tp-comm-overlap, through Userbuffers
         workspaces=training_workspace_bytes(
             topology.gpu.arch, True, userbuffers=par.tp_comm_overlap, grouped_gemm=_grouped_gemm(model, par)

@@ -623,6 +623,11 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> S
     a = model.architecture
     head = counts.embedding if a is not None and a.tied_embeddings else counts.lm_head
     matmul_params = counts.total - counts.lookups - counts.lm_head + head  # compute.py's, every expert's included
+    te = p.schedule == "megatron"  # Megatron-LM's layers run in Transformer Engine
+    grouped = te and a is not None and a.moe is not None and o.parallel.grouped_gemm
+    kept_by_te: float = training_workspace_bytes(arch, transformer_engine=te, grouped_gemm=grouped)
+    if te and a is not None and o.compute.grad_accumulation_fusion:
+        kept_by_te += _dummy_wgrads(a)
     buf = buffers(
         stage,
         p.schedule,
@@ -635,11 +640,19 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> S
         gather_bytes,
         in_flight,
         matmul_params,
-        training_workspace_bytes(arch, transformer_engine=p.schedule == "megatron"),
+        kept_by_te,
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
     return StageStates(states, buf, _reusable_grad_block(counts.largest_block * p.grad_bytes, p, stage))
+
+
+def _dummy_wgrads(a: ModelArchitecture) -> float:
+    """Transformer Engine's placeholder weight gradients of the whole model, unsplit (layout_memory.dummy_wgrad_bytes):
+    Megatron-LM without a layout runs TE's layers under gradient-accumulation fusion by default."""
+    from dpcost.engine.layout_memory import MemoryLayout, dummy_wgrad_bytes, model_shape
+
+    return dummy_wgrad_bytes(model_shape(a, 1), MemoryLayout(dummy_wgrads=True), range(a.layers))
 
 
 def _reusable_grad_block(block_grads: float, p: Prepared, stage: int) -> float:
