@@ -952,12 +952,15 @@ def test_transformer_engine_keeps_one_placeholder_weight_gradient_per_distinct_s
     """TE's get_dummy_wgrad (module/base.py @d0067d0da) caches one 16-bit tensor per distinct (shape, dtype) under
     gradient-accumulation fusion. Llama 3 405B at TP 8: QKV (16,384 + 2 x 1,024) / 8 x 16,384, the output projection
     16,384 x 2,048, fc1 2 x 53,248 / 8 x 16,384 and fc2 16,384 x 6,656: 398,458,880 elements, 797 MB, whatever the
-    number of layers. DeepSeek-V3's shared expert (2,048 wide, over TP 1) has a routed expert's shape at ETP 1: one
-    tensor for both. Off (--no-gradient-accumulation-fusion), none."""
+    number of layers; the last stage's output layer (Megatron's ColumnParallelLinear, tensor_parallel/layers.py,
+    takes one from the same cache) adds the vocabulary's, padded to 129,024 (128 x TP), / 8 x 16,384. DeepSeek-V3's
+    shared expert (2,048 wide, over TP 1) has a routed expert's shape at ETP 1: one tensor for both. Off
+    (--no-gradient-accumulation-fusion), none."""
     llama = model_shape(load_model("llama-405b").architecture, 8)
     on = MemoryLayout(tp=8, dummy_wgrads=True)
     elements = 18_432 // 8 * 16_384 + 16_384 * 2_048 + 106_496 // 8 * 16_384 + 16_384 * 6_656
     assert dummy_wgrad_bytes(llama, on, range(8)) == dummy_wgrad_bytes(llama, on, range(1)) == 2 * elements
+    assert dummy_wgrad_bytes(llama, on, range(8), last=True) == 2 * (elements + 129_024 // 8 * 16_384)
     assert dummy_wgrad_bytes(llama, MemoryLayout(tp=8), range(8)) == 0.0
     deepseek = model_shape(load_model("deepseek-v3").architecture, 1)
     moe_layer = dummy_wgrad_bytes(deepseek, MemoryLayout(dummy_wgrads=True), [5])

@@ -46,7 +46,8 @@ def test_an_estimate_counts_them_in_its_buffers() -> None:
     """FSDP's NO_SHARD reduces per unit in place (no buckets): its buffers are the two cuBLAS workspaces alone;
     Megatron's buckets are views of its gradient buffer: TE's workspace beside them, and TE's placeholder weight
     gradients (layout_memory.dummy_wgrad_bytes: Llama 3 8B's QKV 6,144 x 4,096, output projection 4,096^2, fc1 28,672
-    x 4,096 and fc2 4,096 x 14,336, 2 bytes each, 436,207,616 unsplit, half at TP 2); a Megatron layout the same."""
+    x 4,096 and fc2 4,096 x 14,336, and the output layer's 128,256 x 4,096, 2 bytes each, 1,486,880,768 unsplit,
+    half at TP 2); a Megatron layout the same."""
     assert _buffers("fsdp", "dgx-h100") == 2 * 33_554_432
-    assert _buffers("megatron", "dgx-h100") == 2 * 33_554_432 + 33_555_456 + 436_207_616
-    assert _buffers("megatron", "dgx-a100", tp=2) == 2 * 8_519_680 + 4_194_304 + 436_207_616 // 2
+    assert _buffers("megatron", "dgx-h100") == 2 * 33_554_432 + 33_555_456 + 1_486_880_768
+    assert _buffers("megatron", "dgx-a100", tp=2) == 2 * 8_519_680 + 4_194_304 + 1_486_880_768 // 2

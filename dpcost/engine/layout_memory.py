@@ -175,6 +175,7 @@ class MemoryLayout(Layout):
     mla_recompute: bool = False
     loss_impl: str = "vocab-parallel"  # the last stage's loss (loss.py): vocab-parallel, or -fused (compiled)
     workspaces: float = 0.0  # the GEMM libraries' workspaces (workspaces.py), held by every stage all step
+    grouped_workspaces: float = 0.0  # TE's grouped-GEMM workspaces (workspaces.py), on a stage holding MoE layers
     dummy_wgrads: bool = False  # TE's placeholder weight gradients under gradient-accumulation fusion [W]
 
     def __post_init__(self) -> None:
@@ -642,10 +643,20 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
     return total
 
 
-def dummy_wgrad_bytes(shape: ModelShape, layout: MemoryLayout, layers: Sequence[int], mtp: bool = False) -> float:
+def _holds_moe(shape: ModelShape, layers: Sequence[int], last: bool) -> bool:
+    """Whether a stage runs an MoE layer: one of its own, or on the last stage an MTP layer of the last one's kind."""
+    if not shape.moe_topk:
+        return False
+    if shape.hybrid_kinds:
+        return any(shape.hybrid_kinds[i][1] == "moe" for i in layers)
+    return any(shape.moe_pattern[i] for i in layers) or (last and shape.mtp_layers > 0 and shape.moe_pattern[-1])
+
+
+def dummy_wgrad_bytes(shape: ModelShape, layout: MemoryLayout, layers: Sequence[int], last: bool = False) -> float:
     """Transformer Engine's placeholder weight gradients on a stage [W]: one 16-bit tensor per distinct shape of its
-    linear layers' TP-split weights, held for the run (get_dummy_wgrad's cache); the last stage's MTP layers (a
-    decoder layer of the last layer's kind and eh_proj) among them."""
+    linear layers' TP-split weights, held for the run (get_dummy_wgrad's cache); on the last stage the output layer's
+    (Megatron's own ColumnParallelLinear takes it from the same cache: tensor_parallel/layers.py) and the MTP
+    layers' (a decoder layer of the last layer's kind and eh_proj)."""
     if not layout.dummy_wgrads or not shape.linears:
         return 0.0
     parts: set[str] = set()
@@ -655,7 +666,9 @@ def dummy_wgrad_bytes(shape: ModelShape, layout: MemoryLayout, layers: Sequence[
             parts |= {"attention" if "attention" in mixer else mixer, mlp}
         else:
             parts |= {"attention", "moe" if shape.moe_pattern[i] else "mlp"}
-    if mtp and shape.mtp_layers:
+    if last:
+        parts.add("output")
+    if last and shape.mtp_layers:
         parts |= {"attention", "mtp", "moe" if shape.moe_pattern[-1] else "mlp"}
     by_part = dict(shape.linears)
     divisors = {"column": (layout.tp, 1), "row": (1, layout.tp), "whole": (1, 1),
@@ -892,8 +905,11 @@ def stage_memory(
         weights, grads, optimizer = state_bytes(
             held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
         )
+        last = stage == layout.pp - 1
         buffers = fsdp_buffer_bytes(shape, layout, stage, layers) + layout.workspaces
-        buffers += dummy_wgrad_bytes(shape, layout, layers, mtp=stage == layout.pp - 1)
+        buffers += dummy_wgrad_bytes(shape, layout, layers, last)
+        if _holds_moe(shape, layers, last):  # TE allocates them at the first grouped GEMM the stage runs
+            buffers += layout.grouped_workspaces
         out.append(
             StageMemory(stage, len(layers), held.total, weights + grads + optimizer, acts, buffers, weights, grads)
         )
@@ -976,7 +992,7 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
 
         hybrid_layers = tuple(mixer_half(mixer) + mlps[mlp] for mixer, mlp, _ in a.layer_kinds)
     ssm, widths = a.ssm, attention_widths(a)
-    linears = te_linears(a, dense_ffn)
+    linears = te_linears(a, dense_ffn, padded_vocab_size(a.vocab, tp, vocab_divisible_by))
     return ModelShape(
         hidden=h,
         layers=a.layers,
@@ -1010,12 +1026,15 @@ def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisi
     )
 
 
-def te_linears(a: ModelArchitecture, dense_ffn: int) -> tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...]:
+def te_linears(
+    a: ModelArchitecture, dense_ffn: int, vocab: int
+) -> tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...]:
     """Each part's Transformer Engine linear layers as Megatron-Core builds them [W], (out, in, split): attention's
     fused QKV (column) and output projection (row), MLA's duplicated down-projections (multi_latent_attention.py:
     TELinear, parallel_mode "duplicated"), its up-projections and output projection; a dense MLP's fc1 (2 f gated)
     and fc2; an MoE layer's shared experts over TP and one routed expert's over expert TP (TEGroupedLinear: every
-    expert's weights one shape); Mamba's in_proj (z, x, B, C and dt) and out_proj; MTP's eh_proj (2h -> h)."""
+    expert's weights one shape); Mamba's in_proj (z, x, B, C and dt) and out_proj; MTP's eh_proj (2h -> h); and the
+    output layer over the padded `vocab` (Megatron's ColumnParallelLinear, which takes TE's placeholder too)."""
     h, gate = a.hidden, 2 if a.gated_mlp else 1
     if a.mla is not None:
         m = a.mla
@@ -1038,6 +1057,7 @@ def te_linears(a: ModelArchitecture, dense_ffn: int) -> tuple[tuple[str, tuple[t
         ("attention", attention),
         ("mlp", ((gate * dense_ffn, h, "column"), (h, dense_ffn, "row")) if dense_ffn else ()),
         ("mtp", ((h, 2 * h, "column"),)),
+        ("output", ((vocab, h, "column"),)),
     ]
     if a.moe is not None:
         e, io = a.moe, a.moe.expert_io(h)

@@ -38,7 +38,7 @@ from dpcost.engine.report import (
 )
 from dpcost.engine.step import BUBBLE, COMPUTE, EXPOSED, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU
 from dpcost.engine.verdict import bound, training_summary
-from dpcost.engine.workspaces import training_workspace_bytes
+from dpcost.engine.workspaces import grouped_gemm_workspace_bytes, training_workspace_bytes
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 from dpcost.options import Options, Parallel
@@ -293,9 +293,8 @@ def _layout_memory(
         loss_impl=_layout_loss(p.loss_impl),
         dummy_wgrads=p.o.compute.grad_accumulation_fusion,
         # Megatron-LM's layers run in Transformer Engine; with --tp-comm-overlap, through Userbuffers
-        workspaces=training_workspace_bytes(
-            topology.gpu.arch, True, userbuffers=par.tp_comm_overlap, grouped_gemm=_grouped_gemm(model, par)
-        ),
+        workspaces=training_workspace_bytes(topology.gpu.arch, True, userbuffers=par.tp_comm_overlap),
+        grouped_workspaces=grouped_gemm_workspace_bytes(topology.gpu.arch) if _grouped_gemm(model, par) else 0.0,
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)

@@ -649,10 +649,11 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> S
 
 def _dummy_wgrads(a: ModelArchitecture) -> float:
     """Transformer Engine's placeholder weight gradients of the whole model, unsplit (layout_memory.dummy_wgrad_bytes):
-    Megatron-LM without a layout runs TE's layers under gradient-accumulation fusion by default."""
+    Megatron-LM without a layout runs TE's layers under gradient-accumulation fusion by default, and its output
+    layer takes one too."""
     from dpcost.engine.layout_memory import MemoryLayout, dummy_wgrad_bytes, model_shape
 
-    return dummy_wgrad_bytes(model_shape(a, 1), MemoryLayout(dummy_wgrads=True), range(a.layers))
+    return dummy_wgrad_bytes(model_shape(a, 1), MemoryLayout(dummy_wgrads=True), range(a.layers), last=True)
 
 
 def _reusable_grad_block(block_grads: float, p: Prepared, stage: int) -> float:

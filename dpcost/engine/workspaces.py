@@ -22,7 +22,12 @@ from __future__ import annotations
 
 from dpcost.specs import GPUArch
 
-__all__ = ["te_workspace_bytes", "torch_cublas_workspace_bytes", "training_workspace_bytes"]
+__all__ = [
+    "grouped_gemm_workspace_bytes",
+    "te_workspace_bytes",
+    "torch_cublas_workspace_bytes",
+    "training_workspace_bytes",
+]
 
 MIB = 2**20
 # threads that call cuBLAS in a training step: the forward's and the autograd engine's backward's [T]
@@ -41,12 +46,20 @@ def te_workspace_bytes(arch: GPUArch) -> int:
     return 32 * MIB + 1024 if arch in ("hopper", "blackwell") else 4 * MIB
 
 
+def grouped_gemm_workspace_bytes(arch: GPUArch) -> int:
+    """Transformer Engine's workspaces for grouped GEMMs [E], allocated at the first one (functools.lru_cache): one
+    on each of its 4 compute streams."""
+    return GROUPED_GEMM_WORKSPACES * te_workspace_bytes(arch)
+
+
 def training_workspace_bytes(
     arch: GPUArch, transformer_engine: bool, userbuffers: bool = False, grouped_gemm: bool = False
 ) -> int:
     """What a training process's GEMM libraries keep allocated: PyTorch's cuBLAS workspace on each of its two
     threads [T], and where Transformer Engine runs the layers (Megatron-LM) its own, with Userbuffers' 3 more and
     the grouped GEMMs' 4 where the experts run as grouped GEMMs [E]."""
-    extra = (USERBUFFERS_WORKSPACES if userbuffers else 0) + (GROUPED_GEMM_WORKSPACES if grouped_gemm else 0)
-    te = te_workspace_bytes(arch) * (1 + extra) if transformer_engine else 0
-    return CUBLAS_THREADS * torch_cublas_workspace_bytes(arch) + te
+    if not transformer_engine:
+        return CUBLAS_THREADS * torch_cublas_workspace_bytes(arch)
+    te = te_workspace_bytes(arch) * (1 + (USERBUFFERS_WORKSPACES if userbuffers else 0))
+    grouped = grouped_gemm_workspace_bytes(arch) if grouped_gemm else 0
+    return CUBLAS_THREADS * torch_cublas_workspace_bytes(arch) + te + grouped

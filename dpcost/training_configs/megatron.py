@@ -38,7 +38,10 @@ SWITCHES = {  # a flag present -> the option on
     "--tp-comm-overlap": "tp_comm_overlap",
     "--moe-grouped-gemm": "grouped_gemm",
 }
-SWITCHES_OFF = {"--no-overlap-p2p-communication": "pp_comm_overlap"}  # a flag present -> the option off
+SWITCHES_OFF = {  # a flag present -> the option off
+    "--no-overlap-p2p-communication": "pp_comm_overlap",
+    "--no-gradient-accumulation-fusion": "grad_accumulation_fusion",
+}
 # MLA's shape flags, and the defaults arguments.py at d98e8a64dd gives those with one (--q-lora-rank's is None)
 MLA_ARGS = ("--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
             "--v-head-dim")  # fmt: skip
@@ -332,10 +335,9 @@ _LOSS_ARGS = ("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl")
 
 def _loss(r: Reading, args: dict[str, list[str]]) -> None:
     """--cross-entropy-loss-fusion runs fused_vocab_parallel_cross_entropy under --cross-entropy-fusion-impl native
-    (arguments.py's default): cross_entropy.py's steps compiled (megatron/core/fusions/fused_cross_entropy.py), one
-    fp32 copy of the logits more at the loss's peaks (loss.py vocab-parallel-fused). te runs Transformer Engine's
-    parallel_cross_entropy, which keeps an fp32 gradient beside the 16-bit logits (transformer_engine/pytorch/triton/
-    cross_entropy.py cross_entropy_forward): the unfused loss's 6 bytes a logit."""
+    (model_parallel_config.py's default): cross_entropy.py's steps compiled (megatron/core/fusions/
+    fused_cross_entropy.py), one fp32 copy of the logits more at the loss's peaks (loss.py vocab-parallel-fused).
+    With te Megatron refuses to start (arguments.py: "disabled due to stability issues"), and so does dpcost."""
     impl = _one(r, args, "--cross-entropy-fusion-impl")
     if impl not in (None, "native", "te"):
         raise r.error("--cross-entropy-fusion-impl", f"must be native or te, got {impl!r}")
@@ -344,11 +346,10 @@ def _loss(r: Reading, args: dict[str, list[str]]) -> None:
             r.ignore("--cross-entropy-fusion-impl", impl, "without --cross-entropy-loss-fusion the loss runs unfused")
         return
     if impl == "te":
-        r.use("--cross-entropy-fusion-impl", impl, "loss_impl", "vocab-parallel",
-              "Transformer Engine's parallel cross-entropy: an fp32 gradient beside the 16-bit logits")  # fmt: skip
-    else:
-        r.use("--cross-entropy-loss-fusion", impl or "native", "loss_impl", "vocab-parallel-fused",
-              "compiled: one more fp32 copy of the logits at the loss's peaks")  # fmt: skip
+        why = "te with --cross-entropy-loss-fusion: Megatron-LM refuses it (arguments.py, stability issues)"
+        raise r.error("--cross-entropy-fusion-impl", f"{why}; use native, or leave --cross-entropy-loss-fusion out")
+    r.use("--cross-entropy-loss-fusion", impl or "native", "loss_impl", "vocab-parallel-fused",
+          "compiled: one more fp32 copy of the logits at the loss's peaks")  # fmt: skip
 
 
 def _reduced_gradient_bytes(args: dict[str, list[str]]) -> int:
