@@ -561,6 +561,14 @@ class Parallel(Section):
         "expert TP x EP group on every GPU of it and reduce-scatters the experts' outputs back.",
         json_schema_extra=cli("--ep-dispatcher"),
     )
+    dist_opt_instances: int = Field(
+        1,
+        ge=1,
+        description="Megatron's --num-distributed-optimizer-instances N (layouts, ZeRO 1): the optimizer states "
+        "sharded within N instances of DP x CP / N ranks; gradients reduce-scattered within an instance and the "
+        "shard all-reduced across the instances, parameters gathered within it (param_and_grad_buffer.py).",
+        json_schema_extra=cli("--dist-opt-instances"),
+    )
     grouped_gemm: bool = Field(
         True,
         description="An MoE layer's local experts run as Transformer Engine's grouped GEMMs (Megatron-Core's "

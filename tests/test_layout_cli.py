@@ -375,3 +375,30 @@ def test_a_microbatch_group_outside_pp_to_m_is_refused_as_megatron_refuses_it() 
                   ("--virtual-stages", "2", "--microbatch-group", "33")):  # fmt: skip
         code, out, err = run(*plan, *extra)
         assert code == 2 and out == "" and err.startswith("dpcost: error: --microbatch-group: ")
+
+
+def test_distributed_optimizer_instances_shard_within_and_all_reduce_across() -> None:
+    """Megatron's --num-distributed-optimizer-instances N (param_and_grad_buffer.py, parallel_state.py): the
+    optimizer states shard over DP x CP / N ranks, the gradients reduce-scatter within an instance of consecutive
+    DP x CP ranks and each shard all-reduces across the N instances, the parameters gather within an instance. Llama
+    3 70B at TP 8 x DP 32 with 4 instances: 12 bytes a parameter of Adam over 8 ranks where 32 held it, the
+    reduce-scatter on 8 ranks, its 1/8 shard all-reduced across 4."""
+    plan = ("--model", "llama-70b", "--tp", "8", "--dp", "32", "--global-batch", "256", "--seq-len", "8192",
+            "--sequence-parallel", "--recompute", "none")  # fmt: skip
+    one, four = report("estimate", *plan), report("estimate", *plan, "--dist-opt-instances", "4")
+    held = one["memory"]["stages"][1]["params_bytes"] / 2  # the rank's 16-bit weights
+    optimizer = [r["memory"]["stages"][1]["optimizer_bytes"] for r in (one, four)]
+    assert optimizer[1] - optimizer[0] == pytest.approx(12 * held * (1 / 8 - 1 / 32), rel=1e-6)
+    calls = {c["op"]: c for c in four["communication"]["collectives"] if "embedding" not in c["purpose"]}
+    scatter, across = calls["reduce_scatter"], calls["all_reduce"]
+    assert scatter["bytes_sent_per_rank"] == pytest.approx(7 / 8 * scatter["bytes"], rel=1e-6)
+    assert across["bytes"] == pytest.approx(scatter["bytes"] / 8, rel=1e-6)
+    assert across["bytes_sent_per_rank"] == pytest.approx(2 * 3 / 4 * across["bytes"], rel=1e-6)
+
+
+def test_distributed_optimizer_instances_need_a_layout_at_zero_1_and_whole_dp_ranks() -> None:
+    """Instances shard the distributed optimizer (ZeRO 1) of a Megatron layout, each of whole DP ranks."""
+    base = ("estimate", "--model", "llama-8b", "--global-batch", "96")
+    for extra in (("--dp", "8"), ("--dp", "8", "--tp", "2", "--zero", "0"), ("--dp", "6", "--tp", "2")):
+        code, out, err = run(*base, *extra, "--dist-opt-instances", "4")
+        assert code == 2 and out == "" and err.startswith("dpcost: error: --dist-opt-instances: "), err

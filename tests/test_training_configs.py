@@ -709,6 +709,15 @@ def test_a_megatron_moe_script_without_a_dispatcher_runs_megatrons_allgather() -
     assert "ep_dispatcher" not in read(f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16\n", "m.sh").options
 
 
+def test_a_megatron_script_gives_its_distributed_optimizer_instances() -> None:
+    """--num-distributed-optimizer-instances (distributed_data_parallel_config.py): the layout's instances."""
+    from dpcost.training_configs.megatron import read
+
+    script = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --use-distributed-optimizer"
+    assert read(f"{script} --num-distributed-optimizer-instances 2\n", "m.sh").options["dist_opt_instances"] == "2"
+    assert "dist_opt_instances" not in read(f"{script}\n", "m.sh").options
+
+
 def test_a_megatron_moe_script_runs_grouped_gemms_only_when_told() -> None:
     """moe_grouped_gemm defaults to False (arguments.py): Megatron-Core builds SequentialMLP, one GEMM per expert,
     and Transformer Engine's grouped-GEMM workspaces are never allocated; --moe-grouped-gemm builds TEGroupedMLP."""

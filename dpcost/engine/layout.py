@@ -32,6 +32,7 @@ __all__ = [
     "group_kinds",
     "group_members",
     "group_of_rank_zero",
+    "instance_members",
     "translates_place_alike",
 ]
 
@@ -128,6 +129,18 @@ def group_shape(layout: Layout, kind: str) -> tuple[tuple[int, int], ...]:
     """(stride, size) of each dimension that varies inside a group of `kind`: all that sets its members' ranks."""
     sizes, strides, inside, _ = _grid(layout, kind)
     return tuple((strides[d], sizes[d]) for d in inside)
+
+
+def instance_members(layout: Layout, kind: str, instances: int) -> tuple[list[int], list[int]]:
+    """Rank 0's distributed-optimizer instance in its group of `kind` ("dp-cp" or "edp"), and its group across the
+    instances: the group's ranks in Megatron's order (the order's first dimension fastest), cut into `instances`
+    consecutive parts, and one rank of each part (parallel_state.py intra_partial_dp_ranks_with_cp,
+    intra_partial_expert_data_parallel)."""
+    listing = [0]
+    for step, size in group_shape(layout, kind):
+        listing = [m + i * step for i in range(size) for m in listing]
+    part = len(listing) // instances
+    return listing[:part], listing[::part]
 
 
 def group_of_rank_zero(layout: Layout, kind: str) -> list[int]:

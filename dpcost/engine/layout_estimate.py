@@ -25,7 +25,14 @@ from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.compute import attention_flops, flops_per_token, layer_mixer_flops, mtp_forward_flops
 from dpcost.engine.dp_schedule import Stretch
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP
-from dpcost.engine.layout import Layout, group_bases, group_of_rank_zero, group_shape, translates_place_alike
+from dpcost.engine.layout import (
+    Layout,
+    group_bases,
+    group_of_rank_zero,
+    group_shape,
+    instance_members,
+    translates_place_alike,
+)
 from dpcost.engine.layout_step import (
     LayoutCall,
     bubble_seconds,
@@ -58,7 +65,7 @@ from dpcost.engine.ops import (
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params, mtp_layer, routed_expert
 from dpcost.engine.placement import Placement, place_group
-from dpcost.engine.plan import priced_call
+from dpcost.engine.plan import priced_call, then_across
 from dpcost.engine.prepare import DTYPE_BYTES
 from dpcost.engine.rates import rates_for, slowest_gpu_loss
 from dpcost.engine.step import (
@@ -126,6 +133,7 @@ class LayoutStep:
     optimizer: float = 0.0  # seconds of the optimizer step on the stage's shard, once per step (op by op only)
     slowed: float = 0.0  # seconds per step of compute slowed beside overlapped model-parallel calls
     overlap_slowdown: float = 0.0  # of the compute any call overlapped, DP's and the model-parallel calls'
+    instances: InstanceGroups | None = None  # the distributed optimizer's instances, where more than one
 
 
 @frozen
@@ -419,6 +427,7 @@ def layout_step(
     sixteen_bit_mfu: float | None = None,
     bf16_layers: tuple[int, int] = (0, 0),
     bucket_bytes: float | None = None,
+    optimizer_instances: int = 1,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -442,7 +451,8 @@ def layout_step(
     head and the router (--mfu; default the GPU's BF16 share: ops.Op.sixteen_bit). `bf16_layers`: the first and last
     decoder layers whose matmuls stay in BF16 under FP8 or NVFP4, op by op (ops.sixteen_bit_layer). `bucket_bytes`:
     the DP gradient bucket in bytes of gradient, Megatron's --ddp-bucket-size in parameters times the gradient's
-    bytes (default its max(40M, 1M x DP) parameters: frameworks.FRAMEWORKS["megatron"])."""
+    bytes (default its max(40M, 1M x DP) parameters: frameworks.FRAMEWORKS["megatron"]). `optimizer_instances`:
+    Megatron's --num-distributed-optimizer-instances (instance_groups)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -510,10 +520,11 @@ def layout_step(
     slot = forward + backward + sum(per_mb.values()) + slowed
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
     optimizer = (
-        optimizer_step_seconds(topology, layout, stages, zero >= 1, DTYPE_BYTES[grad_dtype])
+        optimizer_step_seconds(topology, layout, stages, zero >= 1, DTYPE_BYTES[grad_dtype], optimizer_instances)
         if compute_model == "ops"
         else 0.0
     )
+    instanced = instance_groups(topology, layout, optimizer_instances)
     dp_step, sides = _data_parallel(
         topology,
         groups,
@@ -532,6 +543,7 @@ def layout_step(
         fp8_params=fp8_params,
         sync_jitter=sync_jitter,
         bucket_bytes=bucket_bytes,
+        instances=instanced,
     )
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
@@ -585,6 +597,7 @@ def layout_step(
         optimizer=optimizer,
         slowed=slowed * m,
         overlap_slowdown=_overlap_slowdown(dp_step, slowed * m, beside * m),
+        instances=instanced,
     )
 
 
@@ -729,15 +742,49 @@ def call_seconds(topology: TopologySpec, groups: dict[str, Placement], c: Layout
 
 
 def optimizer_step_seconds(
-    topology: TopologySpec, layout: Layout, stages: Sequence[StageLoad], distributed: bool, grad_bytes: float
+    topology: TopologySpec,
+    layout: Layout,
+    stages: Sequence[StageLoad],
+    distributed: bool,
+    grad_bytes: float,
+    instances: int = 1,
 ) -> float:
     """Megatron's optimizer step on one GPU of the stage that holds the most: Adam over fp32 main parameters
     (OPTIMIZER_STATE_BYTES["adamw"]), with the distributed optimizer over the dense parameters' 1 / (DP x CP) shard
     and the experts' 1 / expert-DP (megatron/core/optimizer/distrib_optimizer.py), without it over all of them;
-    bound by HBM bandwidth as plan.optimizer_seconds prices the pure-DP step (ops.optimizer_seconds_on)."""
-    dense_ranks, expert_ranks = (layout.dp * layout.cp, layout.expert_dp) if distributed else (1, 1)
+    bound by HBM bandwidth as plan.optimizer_seconds prices the pure-DP step (ops.optimizer_seconds_on); with
+    `instances`, over one instance's ranks."""
+    dense_ranks, expert_ranks = (layout.dp * layout.cp // instances, layout.expert_dp // instances)
+    if not distributed:
+        dense_ranks = expert_ranks = 1
     params = max(st.dense_params / dense_ranks + st.expert_params / expert_ranks for st in stages)
     return optimizer_seconds_on(topology.gpu, params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
+
+
+@frozen
+class InstanceGroups:
+    """Megatron's distributed-optimizer instances (--num-distributed-optimizer-instances, param_and_grad_buffer.py):
+    the gradients reduce-scattered within an instance's DP x CP ranks, the shard then all-reduced across the
+    instances on the same stream, the parameters gathered within an instance; the experts' likewise over expert-DP."""
+
+    dense: Placement
+    dense_across: Placement
+    experts: Placement
+    experts_across: Placement
+
+
+def instance_groups(topology: TopologySpec, layout: Layout, instances: int) -> InstanceGroups | None:
+    """Rank 0's instance groups (layout.instance_members), placed; None for one instance."""
+    if instances <= 1:
+        return None
+    dense, dense_across = instance_members(layout, "dp-cp", instances)
+    experts, experts_across = instance_members(layout, "edp", instances)
+    return InstanceGroups(
+        place_group(topology, dense),
+        place_group(topology, dense_across),
+        place_group(topology, experts),
+        place_group(topology, experts_across),
+    )
 
 
 @frozen
@@ -750,6 +797,7 @@ class SideTraffic:
     exposed: float
     group: str = ""  # the kind of group it runs over (groups' key): "edp" or "dp-cp"
     traffic: tuple[Traffic, ...] = ()  # its calls per step, as the DP schedule's are listed
+    placements: tuple[Placement, ...] = ()  # each call's group where not the kind's (optimizer instances)
 
 
 def per_wait_jitter(zero: int, last_stage: int) -> bool:
@@ -785,6 +833,7 @@ def _data_parallel(
     fp8_params: bool = False,
     sync_jitter: float = 0.0,
     bucket_bytes: float | None = None,
+    instances: InstanceGroups | None = None,
 ) -> tuple[StepTime, tuple[SideTraffic, ...]]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py), gradients of `grad_bytes` each, and the
     calls beside it (SideTraffic). ZeRO 0-1, as Megatron's DDP and distributed optimizer run it: its buckets over
@@ -798,7 +847,8 @@ def _data_parallel(
     every reduction after the last backward and every gather after the optimizer step, on the compute stream.
     `fp8_params` (--fp8-param-gather): the layers' TP-split and expert weights gathered a byte each, the rest in
     16 bits; the dense gathers at the bytes per parameter of what they move (gathered_bytes). `bucket_bytes`: ZeRO
-    0-1's bucket (Megatron's --ddp-bucket-size), else Megatron's default for the DP size."""
+    0-1's bucket (Megatron's --ddp-bucket-size), else Megatron's default for the DP size. `instances`: the
+    distributed optimizer's instances (InstanceGroups), ZeRO 1 only."""
     fsdp = zero >= 2
     fw = MEGATRON_FSDP if fsdp else FRAMEWORKS["megatron"]
     overlapped = overlapped or fsdp
@@ -840,17 +890,27 @@ def _data_parallel(
     def call(op: str, size: float) -> Call:
         key = (op, size)
         if key not in priced:
-            priced[key] = priced_call(topology, dp, op, size, overlap_slowdown)
+            if instances is None or op not in ("reduce_scatter", "all_gather"):
+                priced[key] = priced_call(topology, dp, op, size, overlap_slowdown)
+            else:  # within the instance, and a reduce-scatter's shard all-reduced across the instances
+                best = priced_call(topology, instances.dense, op, size, overlap_slowdown)
+                if op == "reduce_scatter":
+                    shard = size / instances.dense.ranks
+                    across = priced_call(topology, instances.dense_across, "all_reduce", shard, overlap_slowdown)
+                    best = then_across(best, across, op)
+                priced[key] = best
         return priced[key]
 
     timed = step_time(plan, call)
     sides = (
-        _side_traffic(topology, groups["edp"], "expert-DP gradients and parameters", experts, zero, micro_batches,
-                      forward, backward, overlapped, grad_bytes, expert_gather_bytes, kept=False, noun="expert",
-                      kind="edp"),
-        _side_traffic(topology, dp, "embedding and output layer gradients and parameters", outside, zero,
-                      micro_batches, forward, backward, overlapped, grad_bytes, weight_bytes, kept=True,
-                      noun="embedding and output layer", kind="dp-cp"),
+        _side_traffic(topology, groups["edp"] if instances is None else instances.experts,
+                      "expert-DP gradients and parameters", experts, zero, micro_batches, forward, backward,
+                      overlapped, grad_bytes, expert_gather_bytes, kept=False, noun="expert", kind="edp",
+                      across=None if instances is None else instances.experts_across),
+        _side_traffic(topology, dp if instances is None else instances.dense,
+                      "embedding and output layer gradients and parameters", outside, zero, micro_batches, forward,
+                      backward, overlapped, grad_bytes, weight_bytes, kept=True, noun="embedding and output layer",
+                      kind="dp-cp", across=None if instances is None else instances.dense_across),
     )  # fmt: skip
     return timed, tuple(side for side in sides if side.seconds > 0)
 
@@ -870,11 +930,13 @@ def _side_traffic(
     kept: bool,
     noun: str = "",
     kind: str = "",
+    across: Placement | None = None,
 ) -> SideTraffic:
     """`params` reduced and gathered over `group` (_data_parallel), hidden behind the micro-batch's backward and
     forward where `overlapped`. `kept`: at ZeRO 3, gathered once per step and kept (Megatron-FSDP's modules outside
-    any unit), not for every pass. `noun` names what it moves in its calls' purposes; `kind` its group."""
-    if params <= 0 or group.ranks == 1:
+    any unit), not for every pass. `noun` names what it moves in its calls' purposes; `kind` its group. `across`:
+    the distributed optimizer's instances (ZeRO 1), each reduce-scattered shard then all-reduced across them."""
+    if params <= 0 or (group.ranks == 1 and (across is None or across.ranks == 1)):
         return SideTraffic(what, 0.0, 0.0)
     grads, weights = params * grad_bytes, params * weight_bytes
     hides_reduce, hides_gather = (backward, forward) if overlapped else (0.0, 0.0)
@@ -897,8 +959,15 @@ def _side_traffic(
     reduce, gather = scatter.seconds, gathered.seconds
     if zero == 1:  # once per step
         listed = (listed_as(scatter, "gradients", grads, 1), listed_as(gathered, "parameters", weights, 1))
+        placed: tuple[Placement, ...] = ()
+        if across is not None and across.ranks > 1:
+            shard = grads / group.ranks
+            replicated = fastest(topology, "all_reduce", across, shard)
+            reduce += replicated.seconds
+            listed += (listed_as(replicated, "gradients across optimizer instances", shard, 1),)
+            placed = (group, group, across)
         exposed = max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
-        return SideTraffic(what, reduce + gather, exposed, kind, listed)
+        return SideTraffic(what, reduce + gather, exposed, kind, listed, placed)
     if zero == 2 or kept:  # reduced every micro-batch, gathered once per step
         exposed = m * max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
         listed = (listed_as(scatter, "gradients", grads, m), listed_as(gathered, "parameters", weights, 1))

@@ -175,6 +175,9 @@ class MemoryLayout(Layout):
     mla_recompute: bool = False
     loss_impl: str = "vocab-parallel"  # the last stage's loss (loss.py): vocab-parallel, or -fused (compiled)
     workspaces: float = 0.0  # the GEMM libraries' workspaces (workspaces.py), held by every stage all step
+    # --num-distributed-optimizer-instances: the distributed optimizer's states sharded within an instance of
+    # DP x CP / N ranks (and expert-DP / N), N copies of them (state_bytes)
+    optimizer_instances: int = 1
     grouped_workspaces: float = 0.0  # TE's grouped-GEMM workspaces (workspaces.py), on a stage holding MoE layers
     dummy_wgrads: bool = False  # TE's placeholder weight gradients under gradient-accumulation fusion [W]
 
@@ -471,8 +474,9 @@ def fp8_layer_parameters(
 def state_bytes(held: ParamGroups, layout: MemoryLayout, fp8: ParamGroups | None = None) -> tuple[float, float, float]:
     """A rank's weights, gradients and optimizer states, bytes each, as Megatron-Core shards them: the dense
     parameters' over DP x CP (the distributed optimizer's intra_dp_cp_group, megatron/core/optimizer/__init__.py,
-    where the file [M] divides by DP; Megatron-FSDP's at ZeRO 2-3 [F]), the experts' over expert-DP [M]; `fp8` of
-    the weights (fp8_layer_parameters) a byte each instead of two [P]."""
+    where the file [M] divides by DP; Megatron-FSDP's at ZeRO 2-3 [F]), the experts' over expert-DP [M], each
+    within one of `optimizer_instances` (parallel_state.py intra_partial_dp_ranks_with_cp); `fp8` of the weights
+    (fp8_layer_parameters) a byte each instead of two [P]."""
     fp8 = fp8 or ParamGroups()
     dense, experts = held.tp_sharded + held.replicated, held.expert_sharded
     if layout.zero >= 2:
@@ -481,8 +485,11 @@ def state_bytes(held: ParamGroups, layout: MemoryLayout, fp8: ParamGroups | None
         fp8_dense, fp8_experts = fp8.tp_sharded + fp8.replicated, fp8.expert_sharded
         weights = (dense - fp8_dense / 2) * d[0] + (experts - fp8_experts / 2) * e[0]
         return weights, dense * d[1] + experts * e[1], dense * d[2] + experts * e[2]
-    per_dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp * layout.cp, layout.grad_bytes)
-    per_expert = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout), layout.grad_bytes)
+    n = layout.optimizer_instances
+    per_dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp * layout.cp // n, layout.grad_bytes)
+    per_expert = bytes_per_parameter(
+        layout.distributed_optimizer, expert_data_parallel_size(layout) // n, layout.grad_bytes
+    )
     total = dense * per_dense + experts * per_expert
     weights, grads = 2 * held.total, layout.grad_bytes * held.total
     return weights - fp8.total, grads, total - weights - grads

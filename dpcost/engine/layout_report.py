@@ -36,7 +36,7 @@ from dpcost.engine.report import (
     StageRow,
     Time,
 )
-from dpcost.engine.step import BUBBLE, COMPUTE, EXPOSED, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU
+from dpcost.engine.step import BUBBLE, COMPUTE, EXPOSED, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU, Traffic
 from dpcost.engine.verdict import bound, training_summary
 from dpcost.engine.workspaces import grouped_gemm_workspace_bytes, training_workspace_bytes
 from dpcost.errors import InputError
@@ -190,6 +190,20 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
             "zero",
             f"a layout runs Megatron's DDP (0), distributed optimizer (1) or Megatron-FSDP (2, 3), not {o.plan.zero}",
         )
+    instances = o.parallel.dist_opt_instances
+    if instances > 1 and o.plan.zero not in (None, 1):
+        raise InputError(
+            "dist_opt_instances", f"instances of the distributed optimizer run at ZeRO 1, not {o.plan.zero}"
+        )
+    if instances > 1 and o.dp % instances:
+        raise InputError(
+            "dist_opt_instances", f"{instances} does not divide DP {o.dp}: each instance holds whole DP ranks"
+        )
+    expert_dp = o.dp * o.parallel.tp * o.parallel.cp // ((o.parallel.etp or o.parallel.tp) * o.parallel.ep)
+    if instances > 1 and expert_dp % instances:
+        raise InputError(
+            "dist_opt_instances", f"{instances} does not divide expert-DP {expert_dp} (Megatron-Core asserts it)"
+        )
     if o.precision.grad_dtype not in LAYOUT_RUNS["grad_dtype"]:
         raise InputError(
             "grad_dtype",
@@ -291,6 +305,7 @@ def _layout_memory(
         moe_recompute=_moe_recompute(recompute, p.o.plan.recompute_modules),
         mla_recompute=recompute == "selective" and "mla_up_proj" in p.o.plan.recompute_modules,
         loss_impl=_layout_loss(p.loss_impl),
+        optimizer_instances=par.dist_opt_instances,
         dummy_wgrads=p.o.compute.grad_accumulation_fusion,
         # Megatron-LM's layers run in Transformer Engine; with --tp-comm-overlap, through Userbuffers
         workspaces=training_workspace_bytes(topology.gpu.arch, True, userbuffers=par.tp_comm_overlap),
@@ -474,6 +489,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         mtp_layers=par.mtp_layers,
         fp8_params=_fp8_params(o),
         bucket_bytes=o.communication.bucket_bytes,
+        optimizer_instances=par.dist_opt_instances,
     )
     return LayoutParts(layout, stage, recompute, chosen_rows, step, global_batch, tokens, compute_model, mfu)
 
@@ -635,23 +651,39 @@ def _layout_communication(
 ) -> Communication:
     """Data parallelism's collectives, each with its whole message priced on its group: the stage's DP schedule on
     the DP x CP group, then the calls beside it (the experts' over expert-DP, the embedding's and head's)."""
-    listed = [(t, dp_group) for t in r.dp_traffic]
-    listed += [(t, r.groups[side.group]) for side in r.side_traffic for t in side.traffic]
-    rows = [
-        CollectiveUse(
-            op=t.op,
-            purpose=t.purpose,
-            bytes=int(t.message_bytes),
-            bytes_sent_per_rank=int(bus_factor(t.op, group.ranks) * t.message_bytes),
+
+    def row(op: str, purpose: str, group: Placement, message: float, t: Traffic, seconds: float,
+            algorithms: tuple[tuple[str, int], ...]) -> CollectiveUse:  # fmt: skip
+        return CollectiveUse(
+            op=op,
+            purpose=purpose,
+            bytes=int(message),
+            bytes_sent_per_rank=int(bus_factor(op, group.ranks) * message),
             occurrences=t.occurrences,
             calls=t.calls,
-            algorithm=t.algorithms[0][0].split("/")[0] if t.algorithms else "none",
-            calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in t.algorithms],
-            seconds=t.seconds,
-            whole_message=whole_message_of(collective(topology, t.op, group, t.message_bytes)),
+            algorithm=algorithms[0][0].split("/")[0] if algorithms else "none",
+            calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in algorithms],
+            seconds=seconds,
+            whole_message=whole_message_of(collective(topology, op, group, message)),
         )
-        for t, group in listed
-    ]
+
+    instances = r.instances
+    rows: list[CollectiveUse] = []
+    for t in r.dp_traffic:  # with optimizer instances: each reduce-scatter's shard then all-reduced across them
+        group = dp_group if instances is None or t.op not in ("reduce_scatter", "all_gather") else instances.dense
+        if instances is not None and t.op == "reduce_scatter":
+            rows.append(row(t.op, t.purpose, group, t.message_bytes, t, *t.part(0)))
+            shard = t.message_bytes / group.ranks
+            across = f"{t.purpose}, shards across optimizer instances"
+            rows.append(row("all_reduce", across, instances.dense_across, shard, t, *t.part(1)))
+        else:
+            rows.append(row(t.op, t.purpose, group, t.message_bytes, t, t.seconds, t.algorithms))
+    for side in r.side_traffic:
+        groups = side.placements or (r.groups[side.group],) * len(side.traffic)
+        rows += [
+            row(t.op, t.purpose, group, t.message_bytes, t, t.seconds, t.algorithms)
+            for t, group in zip(side.traffic, groups, strict=True)
+        ]
     held = r.stages[r.held_stage]
     per_unit = any(c.when == AFTER_UNIT for stretch in r.dp_schedule for c in stretch.calls)
     by_layer = ", layer by layer (Megatron-FSDP)" if per_unit else ""
@@ -660,7 +692,8 @@ def _layout_communication(
         frequency=frequency(r.dp_schedule, r.micro_batches) + by_layer + ", on the DP x CP group",
         gradient_bytes=int(held.dense_params * grad_bytes),
         bytes_sent_per_rank=sum(row.bytes_sent_per_rank * row.occurrences for row in rows),
-        seconds_per_step=sum(t.seconds for t, _ in listed),
+        seconds_per_step=sum(t.seconds for t in r.dp_traffic)
+        + sum(t.seconds for s in r.side_traffic for t in s.traffic),
         collectives=rows,
     )
 

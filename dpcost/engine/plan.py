@@ -39,6 +39,7 @@ __all__ = [
     "micro_batch_time",
     "recompute_policies",
     "stage_ops",
+    "then_across",
     "timeline",
 ]
 
@@ -175,10 +176,7 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
         if found is None:
             best = one(op, dp_group_for(op, everyone, shard), size)
             if replicas is not None and op == "reduce_scatter":
-                across = one("all_reduce", replicas, size / shard.ranks)
-                label, slowdown = f"{best.algorithm} + {across.algorithm}", slowdown_of([(best, 1), (across, 1)])
-                parts = (replace(best, op=op), replace(across, op="all_reduce"))
-                best = Call(best.seconds + across.seconds, label, slowdown, parts)
+                best = then_across(best, one("all_reduce", replicas, size / shard.ranks), op)
             if len(known) >= _DP_CALLS_PER_TOPOLOGY:
                 known.clear()
             found = known[key] = best
@@ -188,6 +186,14 @@ def call_time(topology: TopologySpec, o: Options) -> Callable[[str, float], Call
 
 
 _DP_CALLS_PER_TOPOLOGY = 1 << 16
+
+
+def then_across(within: Call, across: Call, op: str) -> Call:
+    """Two calls one after the other on one stream, as one: a reduce-scatter within a group, then its shard's
+    all-reduce across the groups (hybrid sharding; Megatron's distributed-optimizer instances)."""
+    label, slowdown = f"{within.algorithm} + {across.algorithm}", slowdown_of([(within, 1), (across, 1)])
+    parts = (replace(within, op=op), replace(across, op="all_reduce"))
+    return Call(within.seconds + across.seconds, label, slowdown, parts)
 
 
 @per_object

@@ -330,6 +330,12 @@ def check_pipeline_only(options: Options) -> None:
         raise InputError(
             "mtp_layers", "MTP modules train in a Megatron layout: give --pp (or --tp, --cp, --ep) above 1"
         )
+    if par.dist_opt_instances > 1:
+        raise InputError(
+            "dist_opt_instances",
+            "a Megatron layout option: give --tp, --cp, --pp or --ep above 1; without them, --shard-group "
+            "DP / N shards ZeRO over N-rank groups and all-reduces across them, as N instances do",
+        )
     for name in ("first_stage_layers", "last_stage_layers"):
         if getattr(par, name) is not None:
             raise InputError(name, "the layers of a pipeline stage need pipeline stages: give --pp 2 or more")

@@ -178,7 +178,8 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--pipeline-model-parallel-layout", "--microbatch-group-size-per-virtual-pipeline-stage",
                "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
                "--overlap-grad-reduce", "--overlap-param-gather",
-               "--ddp-bucket-size", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type")  # fmt: skip
+               "--ddp-bucket-size", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type",
+               "--num-distributed-optimizer-instances")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
 _PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--fp4-format",
@@ -247,6 +248,9 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
           "" if overlap else "absent: Megatron reduces after the backward")  # fmt: skip
     if "--overlap-param-gather" in args:
         r.ignore("--overlap-param-gather", "", "dpcost's Megatron preset gathers during the next forward already")
+    instances = _int(r, args, "--num-distributed-optimizer-instances")
+    if instances is not None:
+        r.use("--num-distributed-optimizer-instances", instances, "dist_opt_instances", str(instances))
     bucket = _int(r, args, "--ddp-bucket-size")
     if bucket is not None:
         grad = _reduced_gradient_bytes(args)
