@@ -84,6 +84,10 @@ TOPOLOGIES += (("4090", "dgx-a100"), ("a6000", "dgx-a100"), ("", "dgx-a100"))
 # Sources whose runs store the s^2 attention scores: Megatron-LM's 2023 legacy GPT model with its fused masked
 # softmax and attention dropout, no flash attention (the log's argument dump; notes of the allocated/reserved rows).
 NO_FLASH_ATTENTION = frozenset({"meg-llmaction"})
+# Sources whose Megatron-LM predates Transformer Engine's placeholder weight-gradient cache (TE ba5dc5dde, 2025-04-08,
+# "Enable reuse of dummy wgrad tensor"; Megatron's output layer took from it from e7c55de99e, 2025-08-01): costed
+# with --no-grad-accumulation-fusion, which leaves the placeholders out.
+BEFORE_TE_PLACEHOLDERS = frozenset({"meg-llmaction"})
 
 KINDS = {"max_reserved": "reserved", "max_allocated": "allocated", "max_active": "active", "nvidia_smi": "nvidia-smi"}
 KINDS["unknown"] = "unknown"
@@ -114,6 +118,7 @@ class Peak:
     gather_dtype: str | None
     grad_dtype: str | None
     flash_attention: bool
+    placeholders: bool  # Transformer Engine keeps placeholder weight gradients (layout_memory.dummy_wgrad_bytes)
     measured_bytes: float
     kind: str
     left_out: str  # why dpcost cannot cost it today ("" when it can)
@@ -243,6 +248,7 @@ def peaks(path: Path = CSV) -> list[Peak]:
                 gather_dtype="fp8" if "float8 all-gather" in precision else None,
                 grad_dtype=grad_dtype,
                 flash_attention=row["source_id"] not in NO_FLASH_ATTENTION,
+                placeholders=row["source_id"] not in BEFORE_TE_PLACEHOLDERS,
                 measured_bytes=_measured_bytes(row),
                 kind=KINDS[row["measured_kind"]],
                 left_out=left_out(row),
@@ -314,6 +320,7 @@ def predict(p: Peak, topology: str | None = None) -> float:
             accumulation=p.accumulation,
             seq_len=p.seq_len,
             flash_attention=p.flash_attention,
+            grad_accumulation_fusion=p.placeholders,
         )
         name = topology or _topology(p.gpu)
         assert name is not None
@@ -336,6 +343,7 @@ def predict(p: Peak, topology: str | None = None) -> float:
         gather_dtype=p.gather_dtype,
         grad_dtype=p.grad_dtype,
         flash_attention=p.flash_attention,
+        grad_accumulation_fusion=p.placeholders,
     )
     name = topology or _topology(p.gpu)
     assert name is not None

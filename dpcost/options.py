@@ -361,7 +361,8 @@ class Compute(Section):
         True,
         description="Megatron's fused gradient accumulation (its default; off: --no-gradient-accumulation-fusion): "
         "Transformer Engine's linear layers add weight gradients into the fp32 main gradients inside the GEMM and "
-        "keep one 16-bit placeholder per distinct weight shape for the run.",
+        "keep one 16-bit placeholder per distinct weight shape for the run (TE since 2025-04; turn it off for "
+        "older stacks).",
         json_schema_extra=cli("--grad-accumulation-fusion"),
     )
     repeat_kv: bool = Field(

@@ -33,7 +33,8 @@ Sources, cited per function by their letter:
   --no-gradient-accumulation-fusion turns it off; TE's fuse_wgrad_accumulation) a TE linear layer's backward adds its
   weight gradient into main_grad within the GEMM and hands autograd a placeholder, one 16-bit tensor per distinct
   (shape, dtype), cached for the run (_dummy_wgrads); Megatron's DDP and Megatron-FSDP mark every parameter
-  (grad_added_to_main_grad) so that each TE linear layer takes that path (dummy_wgrad_bytes).
+  (grad_added_to_main_grad) so that each TE linear layer takes that path (dummy_wgrad_bytes). The cache came with
+  TE ba5dc5dde (2025-04-08); Megatron's own output layer takes from it since e7c55de99e (2025-08-01).
 - [P] --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 (do not use any other
   intermediate dtype) and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init), which the file
   does not cover: the decoder layers' TP-split and expert weights, Transformer Engine's linear layers, are stored in
