@@ -397,8 +397,10 @@ def test_distributed_optimizer_instances_shard_within_and_all_reduce_across() ->
 
 
 def test_distributed_optimizer_instances_need_a_layout_at_zero_1_and_whole_dp_ranks() -> None:
-    """Instances shard the distributed optimizer (ZeRO 1) of a Megatron layout, each of whole DP ranks."""
+    """Instances shard the distributed optimizer (ZeRO 1) of a Megatron layout: N divides DP x CP (parallel_state.py
+    asserts it), so DP 3 x CP 2 takes 2 instances and DP 6 x TP 2 not 4."""
     base = ("estimate", "--model", "llama-8b", "--global-batch", "96")
     for extra in (("--dp", "8"), ("--dp", "8", "--tp", "2", "--zero", "0"), ("--dp", "6", "--tp", "2")):
         code, out, err = run(*base, *extra, "--dist-opt-instances", "4")
         assert code == 2 and out == "" and err.startswith("dpcost: error: --dist-opt-instances: "), err
+    assert run(*base, "--dp", "3", "--cp", "2", "--dist-opt-instances", "2")[0] == 0

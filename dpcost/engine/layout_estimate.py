@@ -750,10 +750,10 @@ def optimizer_step_seconds(
     instances: int = 1,
 ) -> float:
     """Megatron's optimizer step on one GPU of the stage that holds the most: Adam over fp32 main parameters
-    (OPTIMIZER_STATE_BYTES["adamw"]), with the distributed optimizer over the dense parameters' 1 / (DP x CP) shard
-    and the experts' 1 / expert-DP (megatron/core/optimizer/distrib_optimizer.py), without it over all of them;
-    bound by HBM bandwidth as plan.optimizer_seconds prices the pure-DP step (ops.optimizer_seconds_on); with
-    `instances`, over one instance's ranks."""
+    (OPTIMIZER_STATE_BYTES["adamw"]), with the distributed optimizer over the dense parameters' 1 / (DP x CP / N)
+    shard and the experts' 1 / (expert-DP / N), N its `instances` (megatron/core/optimizer/distrib_optimizer.py),
+    without it over all of them; bound by HBM bandwidth as plan.optimizer_seconds prices the pure-DP step
+    (ops.optimizer_seconds_on)."""
     dense_ranks, expert_ranks = (layout.dp * layout.cp // instances, layout.expert_dp // instances)
     if not distributed:
         dense_ranks = expert_ranks = 1

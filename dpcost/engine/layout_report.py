@@ -195,9 +195,10 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
         raise InputError(
             "dist_opt_instances", f"instances of the distributed optimizer run at ZeRO 1, not {o.plan.zero}"
         )
-    if instances > 1 and o.dp % instances:
+    if instances > 1 and (o.dp * o.parallel.cp) % instances:
         raise InputError(
-            "dist_opt_instances", f"{instances} does not divide DP {o.dp}: each instance holds whole DP ranks"
+            "dist_opt_instances",
+            f"{instances} does not divide DP x CP = {o.dp * o.parallel.cp} (Megatron-Core asserts it)",
         )
     expert_dp = o.dp * o.parallel.tp * o.parallel.cp // ((o.parallel.etp or o.parallel.tp) * o.parallel.ep)
     if instances > 1 and expert_dp % instances:
