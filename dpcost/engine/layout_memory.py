@@ -668,19 +668,26 @@ def dummy_wgrad_bytes(shape: ModelShape, layout: MemoryLayout, layers: Sequence[
     if not layout.dummy_wgrads or not shape.linears:
         return 0.0
     parts: set[str] = set()
-    for i in layers:
-        if shape.hybrid_kinds:
-            mixer, mlp, _ = shape.hybrid_kinds[i]
+    if shape.hybrid_kinds:
+        for mixer, mlp, _ in (shape.hybrid_kinds[i] for i in layers):
             parts |= {"attention" if "attention" in mixer else mixer, mlp}
-        else:
-            parts |= {"attention", "moe" if shape.moe_pattern[i] else "mlp"}
+    elif layers:
+        parts |= {"attention", *("moe" if kind else "mlp" for kind in {shape.moe_pattern[i] for i in layers})}
     if last:
         parts.add("output")
     if last and shape.mtp_layers:
         parts |= {"attention", "mtp", "moe" if shape.moe_pattern[-1] else "mlp"}
-    by_part = dict(shape.linears)
-    divisors = {"column": (layout.tp, 1), "row": (1, layout.tp), "whole": (1, 1),
-                "expert_column": (layout.expert_tp, 1), "expert_row": (1, layout.expert_tp)}  # fmt: skip
+    return _placeholder_bytes(shape.linears, frozenset(parts), layout.tp, layout.expert_tp)
+
+
+@functools.lru_cache(maxsize=4096)  # a plan search asks for the same stage kinds at each TP many times
+def _placeholder_bytes(
+    linears: tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...], parts: frozenset[str], tp: int, expert_tp: int
+) -> float:
+    """2 bytes for each distinct TP-split weight shape of `parts`' linear layers [W]."""
+    by_part = dict(linears)
+    divisors = {"column": (tp, 1), "row": (1, tp), "whole": (1, 1),
+                "expert_column": (expert_tp, 1), "expert_row": (1, expert_tp)}  # fmt: skip
     distinct = {
         (rows / divisors[split][0], cols / divisors[split][1])
         for part in parts
