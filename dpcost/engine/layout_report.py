@@ -70,6 +70,10 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
         check_ranks(topology, layout.gpus)
     except ValueError as exc:
         raise InputError("dp", f"TP x CP x PP x DP = {layout.gpus} GPUs: {exc}") from None
+    n = par.dist_opt_instances  # parallel_state.py asserts that N divides DP x CP and expert-DP
+    for name, size in (("DP x CP", layout.dp * layout.cp), ("expert-DP", layout.expert_dp)):
+        if n > 1 and size % n:
+            raise InputError("dist_opt_instances", f"{n} does not divide {name} = {size} (Megatron-Core asserts it)")
     if par.virtual_stages > 1 and par.pp == 1:
         raise InputError("virtual_stages", "interleaving needs pipeline stages: give --pp 2 or more")
     if par.pp_schedule == "interleaved" and par.virtual_stages == 1:
@@ -194,16 +198,6 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
     if instances > 1 and o.plan.zero not in (None, 1):
         raise InputError(
             "dist_opt_instances", f"instances of the distributed optimizer run at ZeRO 1, not {o.plan.zero}"
-        )
-    if instances > 1 and (o.dp * o.parallel.cp) % instances:
-        raise InputError(
-            "dist_opt_instances",
-            f"{instances} does not divide DP x CP = {o.dp * o.parallel.cp} (Megatron-Core asserts it)",
-        )
-    expert_dp = o.dp * o.parallel.tp * o.parallel.cp // ((o.parallel.etp or o.parallel.tp) * o.parallel.ep)
-    if instances > 1 and expert_dp % instances:
-        raise InputError(
-            "dist_opt_instances", f"{instances} does not divide expert-DP {expert_dp} (Megatron-Core asserts it)"
         )
     if o.precision.grad_dtype not in LAYOUT_RUNS["grad_dtype"]:
         raise InputError(
