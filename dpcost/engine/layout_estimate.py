@@ -65,7 +65,7 @@ from dpcost.engine.ops import (
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params, mtp_layer, routed_expert
 from dpcost.engine.placement import Placement, place_group
-from dpcost.engine.plan import priced_call, then_across
+from dpcost.engine.plan import dp_group_for, priced_call, then_across
 from dpcost.engine.prepare import DTYPE_BYTES
 from dpcost.engine.rates import rates_for, slowest_gpu_loss
 from dpcost.engine.step import (
@@ -890,15 +890,13 @@ def _data_parallel(
     def call(op: str, size: float) -> Call:
         key = (op, size)
         if key not in priced:
-            if instances is None or op not in ("reduce_scatter", "all_gather"):
-                priced[key] = priced_call(topology, dp, op, size, overlap_slowdown)
-            else:  # within the instance, and a reduce-scatter's shard all-reduced across the instances
-                best = priced_call(topology, instances.dense, op, size, overlap_slowdown)
-                if op == "reduce_scatter":
-                    shard = size / instances.dense.ranks
-                    across = priced_call(topology, instances.dense_across, "all_reduce", shard, overlap_slowdown)
-                    best = then_across(best, across, op)
-                priced[key] = best
+            group = dp if instances is None else dp_group_for(op, dp, instances.dense)
+            best = priced_call(topology, group, op, size, overlap_slowdown)
+            if instances is not None and op == "reduce_scatter":  # its shard then all-reduced across the instances
+                shard = size / instances.dense.ranks
+                across = priced_call(topology, instances.dense_across, "all_reduce", shard, overlap_slowdown)
+                best = then_across(best, across, op)
+            priced[key] = best
         return priced[key]
 
     timed = step_time(plan, call)

@@ -21,6 +21,7 @@ from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts, stage_la
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
 from dpcost.engine.placement import Placement, check_ranks, job_view
+from dpcost.engine.plan import dp_group_for
 from dpcost.engine.prepare import DTYPE_BYTES, Prepared, matmul_share, prepare, slowest_gpu_share
 from dpcost.engine.report import (
     Advice,
@@ -665,7 +666,7 @@ def _layout_communication(
     instances = r.instances
     rows: list[CollectiveUse] = []
     for t in r.dp_traffic:  # with optimizer instances: each reduce-scatter's shard then all-reduced across them
-        group = dp_group if instances is None or t.op not in ("reduce_scatter", "all_gather") else instances.dense
+        group = dp_group if instances is None else dp_group_for(t.op, dp_group, instances.dense)
         if instances is not None and t.op == "reduce_scatter":
             rows.append(row(t.op, t.purpose, group, t.message_bytes, t, *t.part(0)))
             shard = t.message_bytes / group.ranks
