@@ -529,6 +529,7 @@ _UNIT_FIELDS = {
     "fp8_dense": lambda v: f"{v / 1e12:.6g}TFLOPS",
     "call_overhead": lambda v: f"{v * 1e6:.6g}us",
     "hop_latency": lambda v: f"{v * 1e6:.6g}us",
+    "reported_latency": lambda v: f"{v * 1e6:.6g}us",
     "latency": lambda v: f"{v * 1e6:.6g}us",
     "ll": lambda v: f"{v * 1e6:.6g}us",
     "ll128": lambda v: f"{v * 1e6:.6g}us",

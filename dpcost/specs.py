@@ -1494,7 +1494,8 @@ class TierSpec(Spec):
     """One level of the fabric. `size` is the number of GPUs in one domain of this tier (e.g. 8 for a node's
     NVLink, 256 for a scalable unit under one set of leaf switches); the last tier may leave it open.
     `bandwidth` is per GPU and one direction. Step latencies are NCCL's hwLatencies for the tier's `link`
-    (dpcost/engine/nccl_tables.py), plus `hop_latency` for a network tier's own switches and NIC."""
+    (dpcost/engine/nccl_tables.py), plus `hop_latency` for a network tier's own switches and NIC; NCCL's tuner picks
+    with `reported_latency` in its place where the NIC's plugin reports another (engine/collectives.py)."""
 
     name: Text
     size: Annotated[int, Field(gt=0, le=1_000_000_000, strict=True)] | None = None
@@ -1506,6 +1507,11 @@ class TierSpec(Spec):
     oversubscription: Annotated[float, Field(ge=1, le=1000)] = 1.0
     hop_latency: Seconds = Field(
         0.0, description="added to NCCL's network hop latency (twice for Simple), as NCCL adds a NIC's latency"
+    )
+    reported_latency: Seconds | None = Field(
+        None,
+        description="the latency the NIC's plugin reports to NCCL (props->latency), which NCCL's tuner adds in "
+        "hop_latency's place when it picks an algorithm and protocol; unset: hop_latency",
     )
     latency: LatencyTable = Field(None, description="replaces NCCL's Ring hop latency on this tier")
     tree_latency: LatencyTable = Field(None, description="replaces NCCL's Tree hop latency on this tier")

@@ -4,15 +4,17 @@ specs state, the CLI takes them, and the public nccl-tests runs taken on those i
 from __future__ import annotations
 
 import re
+import statistics
 from pathlib import Path
 
 import pytest
 from conftest import REFERENCE
 from typer.testing import CliRunner
 
-from dpcost.accuracy import guess_topology
+from dpcost.accuracy import guess_topology, predict
 from dpcost.catalog import catalog_dir, list_topologies, load_measurements, load_topology
 from dpcost.cli import app
+from dpcost.nccl_tests import parse_measurements
 
 GBPS = 1e9 / 8  # bytes/s in one Gb/s
 
@@ -85,21 +87,81 @@ REPORTED_NIC_LATENCY = {
 }
 
 
+# What a network step takes beyond NCCL's own hop latency: on AWS the EFA plugin's own cost model of the platform
+# (aws-ofi-nccl v1.16.3 src/tuner/nccl_ofi_model.cpp `.net_lat`: 20.0 for P5/P5e, 18.0 for P5en; none for P4 or P6,
+# where p4de keeps the reported figure and p6 takes P5en's, with which it shares its reported one).
+NETWORK_STEP_LATENCY = {**REPORTED_NIC_LATENCY, "aws-p5": 20e-6, "aws-p5en": 18e-6, "aws-p6-b200": 18e-6}
+
+
 @pytest.mark.parametrize("name", sorted(REPORTED_NIC_LATENCY))
-def test_network_hop_latency_is_what_the_nic_reports_to_nccl(name: str) -> None:
-    assert load_topology(name).tiers[1].hop_latency == pytest.approx(REPORTED_NIC_LATENCY[name], abs=1e-12)
+def test_nccl_is_told_what_the_nic_reports(name: str) -> None:
+    net = load_topology(name).tiers[1]
+    told = net.hop_latency if net.reported_latency is None else net.reported_latency
+    assert told == pytest.approx(REPORTED_NIC_LATENCY[name], abs=1e-12)
 
 
-def test_the_reported_latency_reaches_each_network_step() -> None:
-    """NCCL adds the NIC's latency to a network step's, twice for Simple (its flush): 2-node Tree/LL pays it once
-    per direction (2 x log2(2) steps), so a 4 B all-reduce on aws-p5 costs 2 x 75 us more than with none."""
+@pytest.mark.parametrize("name", sorted(NETWORK_STEP_LATENCY))
+def test_a_network_step_takes_the_plugins_modelled_latency(name: str) -> None:
+    assert load_topology(name).tiers[1].hop_latency == pytest.approx(NETWORK_STEP_LATENCY[name], abs=1e-12)
+
+
+def test_a_network_step_is_priced_at_the_tiers_own_latency() -> None:
+    """A network step costs NCCL's hop latency plus the tier's own, twice for Simple: 2-node Tree/LL pays it once
+    per direction (2 x log2(2) steps), so a 4 B all-reduce on aws-p5 costs 2 x 20 us more than with none, not the
+    2 x 75 us the plugin tells NCCL."""
     from dpcost.engine.collectives import collective
 
     p5 = load_topology("aws-p5")
-    bare = p5.model_copy(update={"tiers": [p5.tiers[0], p5.tiers[1].model_copy(update={"hop_latency": 0.0})]})
+    net = p5.tiers[1]
+    bare = p5.model_copy(update={"tiers": [p5.tiers[0], net.model_copy(update={"hop_latency": 0.0})]})
     with_it = collective(p5, "all_reduce", 16, 4, algorithm="tree", protocol="ll")
     without = collective(bare, "all_reduce", 16, 4, algorithm="tree", protocol="ll")
-    assert with_it.best.seconds - without.best.seconds == pytest.approx(2 * 75e-6, rel=1e-9)
+    assert with_it.best.seconds - without.best.seconds == pytest.approx(2 * 20e-6, rel=1e-9)
+
+
+def test_nccl_picks_with_the_reported_latency() -> None:
+    """Where NCCL's own tuner picks (up to two nodes, and every all-gather on P5: the plugin has no regions for it),
+    it adds the 75 us the plugin reports to each network step, twice for Simple, so Ring/LL128 holds longer against
+    Ring/Simple: on 2 x p5 a 512 MiB all-gather runs LL128, where steps of 20 us would have it run Simple. Each pick
+    is priced at the tier's own latency."""
+    from dpcost.engine.collectives import collective, fastest
+
+    p5 = load_topology("aws-p5")
+    net = p5.tiers[1]
+    as_told = p5.model_copy(update={"tiers": [p5.tiers[0], net.model_copy(update={"hop_latency": 75e-6})]})
+    as_priced = p5.model_copy(update={"tiers": [p5.tiers[0], net.model_copy(update={"reported_latency": None})]})
+    own_picks = set()
+    for op in ("all_reduce", "all_gather"):
+        for size in (2**k for k in range(2, 35)):
+            got = fastest(p5, op, 16, size)
+            told = fastest(as_told, op, 16, size)
+            assert (got.algorithm, got.protocol) == (told.algorithm, told.protocol)
+            assert got.seconds == fastest(as_priced, op, 16, size, got.algorithm, got.protocol).seconds
+            own = fastest(as_priced, op, 16, size)
+            own_picks.add((own.algorithm, own.protocol) != (got.algorithm, got.protocol))
+    assert own_picks == {False, True}  # steps of 20 us alone would move some picks
+    assert fastest(p5, "all_gather", 16, 2**29).protocol == "ll128"
+    listed = collective(p5, "all_gather", 16, 2**29)  # the report's rows: NCCL's pick first, each at its own price
+    assert listed.best == listed.candidates[0] == fastest(p5, "all_gather", 16, 2**29)
+    assert fastest(as_priced, "all_gather", 16, 2**29).protocol == "simple"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "nccl-tests/h100-2n-all_reduce-awsp5.csv",  # AWS's reference output (in sample)
+        "nccl-tests-holdout/h100-2n-all_reduce-tfeksblueprints2024jun.log",  # EKS blueprints (held out)
+        "nccl-tests-holdout/h200-2n-all_reduce-tfeksblueprints2024oct.log",
+    ],
+)
+def test_smallest_2_node_p5_all_reduces_within_15_percent(path: str) -> None:
+    """The three public 2 x p5 runs take 65-82 us for an all-reduce of 4 B to 1 KiB: two Tree/LL network steps of
+    about 20 us, where the 75 us the plugin reports would give about 180."""
+    m = parse_measurements((REFERENCE / path).read_text(), path)
+    small = [p for p in predict(m, load_topology("aws-p5")) if p.size_bytes <= 1024 and p.column == "out-of-place"]
+    assert len(small) >= 8
+    median = statistics.median(p.measured_us for p in small)
+    assert all(p.predicted_us == pytest.approx(median, rel=0.15) for p in small)
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

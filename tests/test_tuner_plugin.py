@@ -125,15 +125,18 @@ def test_nvlstree_is_passed_over_where_nccl_cannot_run_it() -> None:
 def test_the_collective_runs_the_plugins_pick_on_aws_p5() -> None:
     p5 = load_topology("aws-p5")
     assert p5.tuner_plugin == "aws-ofi-nccl-p5"
-    # 128 MiB at 64 ranks lies right of Tree/LL128's boundary, which passes (112 MiB, 64): Ring/LL128's region
-    call = fastest(p5, "all_reduce", 64, 128 * MiB)
+    # 128 MiB and 1 GiB at 64 ranks lie right of Tree/LL128's boundary, which passes (112 MiB, 64), and below
+    # Ring/LL128's top (2 GiB at 64-128 ranks): Ring/LL128's region
+    assert fastest(p5, "all_reduce", 64, 128 * MiB).label == "ring/ll128"
+    call = fastest(p5, "all_reduce", 64, GiB)
     assert call.label == "ring/ll128"
-    choice = collective(p5, "all_reduce", 64, 128 * MiB)
+    choice = collective(p5, "all_reduce", 64, GiB)
     assert choice.best == call
-    # dpcost's own fastest would be Tree/LL128: the plugin's pick is slower, and is what the run gets
+    # dpcost's own fastest would be NVLSTree/Simple: the plugin's pick is slower, and is what the run gets
     assert min(c.seconds for c in choice.candidates) < call.seconds
     without = p5.model_copy(update={"tuner_plugin": None})
-    assert fastest(without, "all_reduce", 64, 128 * MiB).seconds < call.seconds
+    assert fastest(without, "all_reduce", 64, GiB).label == "nvls_tree/simple"
+    assert fastest(without, "all_reduce", 64, GiB).seconds < call.seconds
 
 
 def test_a_forced_protocol_leaves_only_its_regions() -> None:

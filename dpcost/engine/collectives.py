@@ -3,7 +3,9 @@
 The model follows NCCL's own tuner (src/graph/tuning.cc; docs/sources/nccl-tuning.md; its constants in
 nccl_tables.py): per algorithm and protocol, time = call overhead + base latency + per-step latencies + bytes
 over bandwidth, and the fastest of the algorithms NCCL would weigh (availability.py) is the call's time, unless
-the topology's tuner plugin picks the algorithm and protocol (tuner_plugin.py: aws-ofi-nccl on AWS). What
+the topology's tuner plugin picks the algorithm and protocol (tuner_plugin.py: aws-ofi-nccl on AWS). Where a NIC
+reports NCCL another latency than its network steps take (a tier's `reported_latency`: AWS's EFA plugin), NCCL
+picks with the reported one and the call is priced with the tier's own (_as_nccl_sees). What
 dpcost adds is the topology: every tier has its own per-GPU bandwidth (after efficiency and oversubscription)
 and its own step latency, and each algorithm puts a known number of bytes on each tier.
 
@@ -856,7 +858,33 @@ def _fastest_uncached(
     if plugin is not None:
         return _price(topology, p, op, size, *plugin)
     names = _running(protocol, (algorithm,) if algorithm is not None else nccl_candidates(op, p))
-    return min((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
+    seen = _as_nccl_sees(topology)
+    if seen is None:
+        return min((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
+    sp = _seen_placement(p)
+    pick = min((_price(seen, sp, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
+    return _price(topology, p, op, size, pick.algorithm, pick.protocol)
+
+
+@per_object
+def _as_nccl_sees(topology: TopologySpec) -> TopologySpec | None:
+    """The topology as NCCL's tuner weighs it: each network step at the latency the NIC's plugin reports
+    (`reported_latency`, NCCL's graph latencyInter, added per network step: tuning.cc:384-391) in place of the tier's
+    own `hop_latency`. None where no tier reports another (every InfiniBand topology): NCCL picks from the prices."""
+    if all(t.reported_latency is None or t.reported_latency == t.hop_latency for t in topology.tiers):
+        return None
+    return topology.model_copy(update={"tiers": [_tier_as_nccl_sees(t) for t in topology.tiers]})
+
+
+@per_object
+def _tier_as_nccl_sees(tier: TierSpec) -> TierSpec:
+    """One tier with its steps at the latency its NIC reports, once per tier (a price is kept by its tiers' ids)."""
+    return tier if tier.reported_latency is None else tier.model_copy(update={"hop_latency": tier.reported_latency})
+
+
+def _seen_placement(p: Placement) -> Placement:
+    """`p` on the tiers NCCL's tuner sees (_tier_as_nccl_sees of each of its own)."""
+    return Placement(p.ranks, p.nodes, tuple(replace(lv, tier=_tier_as_nccl_sees(lv.tier)) for lv in p.levels))
 
 
 def _plugin_pick(
@@ -899,6 +927,11 @@ def _collective(
         require(op, p, algorithm, topology.name)
     names = _running(protocol, nccl_candidates(op, p))
     nccl_times = sorted((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
+    seen = _as_nccl_sees(topology)
+    if seen is not None:  # each algorithm at the protocol NCCL picks for it, NCCL's pick first
+        sp = _seen_placement(p)
+        picks = sorted((_price(seen, sp, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
+        nccl_times = [_price(topology, p, op, size, c.algorithm, c.protocol) for c in picks]
     extra = [a for a in forcible(op, p) if a not in nccl_candidates(op, p)] if len(p.levels) > 1 else []
     what_ifs = [_price(topology, p, op, size, a) for a in extra]
     candidates = (*nccl_times, *what_ifs)

@@ -188,6 +188,15 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
         for x in topo.tiers
         if x.crossing_loss
     ]
+    t.rows += [
+        [
+            "reported latency",
+            f"{x.name}'s NIC reports {fmt_seconds(x.reported_latency)} to NCCL, which picks with it; its steps are "
+            f"priced with {fmt_seconds(x.hop_latency)}",
+        ]
+        for x in topo.tiers
+        if x.reported_latency is not None and x.reported_latency != x.hop_latency
+    ]
     if topo.tuner_plugin is not None:
         t.rows.append(
             ["tuner plugin", f"{topo.tuner_plugin}: picks the algorithm and protocol where its tables cover a call"]
