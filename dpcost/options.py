@@ -570,6 +570,16 @@ class Parallel(Section):
         "shard all-reduced across the instances, parameters gathered within it (param_and_grad_buffer.py).",
         json_schema_extra=cli("--dist-opt-instances"),
     )
+    defer_embedding_wgrad: Whole | None = Field(
+        None,
+        ge=0,
+        le=1_000_000,
+        description="Megatron's --defer-embedding-wgrad-compute with --wgrad-deferral-limit N (layouts with PP, "
+        "gradient-accumulation fusion): the output layer's weight-gradient GEMMs of the step's first N calls run "
+        "after the pipeline flush, and the last stage keeps each one's input and 16-bit logit gradient until then "
+        "(0: every call; the step is timed as without it) [default: each in its backward].",
+        json_schema_extra=cli("--defer-embedding-wgrad", metavar="N"),
+    )
     grouped_gemm: bool = Field(
         True,
         description="An MoE layer's local experts run as Transformer Engine's grouped GEMMs (Megatron-Core's "

@@ -404,3 +404,17 @@ def test_distributed_optimizer_instances_need_a_layout_at_zero_1_and_whole_dp_ra
         code, out, err = run(*base, *extra, "--dist-opt-instances", "4")
         assert code == 2 and out == "" and err.startswith("dpcost: error: --dist-opt-instances: "), err
     assert run(*base, "--dp", "3", "--cp", "2", "--dist-opt-instances", "2")[0] == 0
+
+
+def test_deferred_embedding_wgrads_need_a_pipeline_and_fused_accumulation() -> None:
+    """Megatron refuses --defer-embedding-wgrad-compute without pipeline stages or without gradient-accumulation
+    fusion (model_parallel_config.py); with both, the last stage holds more, the first the same."""
+    base = ("estimate", "--model", "llama-8b", "--global-batch", "64", "--format", "json")
+    unfused = ("--dp", "4", "--pp", "2", "--no-grad-accumulation-fusion")
+    for extra in (("--dp", "8"), ("--dp", "4", "--tp", "2"), unfused):
+        code, out, err = run(*base, *extra, "--defer-embedding-wgrad", "2")
+        assert code == 2 and out == "" and err.startswith("dpcost: error: --defer-embedding-wgrad: "), err
+    plain = report(*base, "--dp", "4", "--pp", "2")["layout"]["stages"]
+    deferred = report(*base, "--dp", "4", "--pp", "2", "--defer-embedding-wgrad", "2")["layout"]["stages"]
+    assert deferred[0]["memory_bytes"] == plain[0]["memory_bytes"]
+    assert deferred[-1]["memory_bytes"] > plain[-1]["memory_bytes"]

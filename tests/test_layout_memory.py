@@ -22,6 +22,7 @@ from dpcost.engine.layout_memory import (
     activation_bytes,
     attention_width_bytes,
     bytes_per_parameter,
+    deferred_output_wgrad_bytes,
     dummy_wgrad_bytes,
     expert_data_parallel_size,
     first_stage_microbatches,
@@ -968,3 +969,44 @@ def test_transformer_engine_keeps_one_placeholder_weight_gradient_per_distinct_s
     # 16,384; the experts' fc1 4,096 x 7,168 and fc2 7,168 x 2,048, once for the shared and the routed
     mla = 1_536 * 7_168 + 24_576 * 1_536 + 576 * 7_168 + 32_768 * 512 + 7_168 * 16_384
     assert moe_layer == 2 * (mla + 4_096 * 7_168 + 7_168 * 2_048)
+
+
+def test_deferred_output_weight_gradients_keep_inputs_and_logit_gradients_until_the_flush() -> None:
+    """--defer-embedding-wgrad-compute (tensor_parallel/layers.py @d98e8a64dd): the last stage's output layer keeps
+    its input (forward) and its logits' gradient cast to 16 bits (backward) in place of each weight-gradient GEMM,
+    for the step's first N calls (--wgrad-deferral-limit; 0: all), and runs the GEMMs after the pipeline flush.
+    Megatron's functional test gpt3_mcore_te_tp2_pp2_*defer_embedding_wgrad_compute: hidden 512, GPT-2's vocabulary
+    padded to 50,432 at TP 2 (25,216 a rank), 4 x 1,024 tokens a micro-batch, 4 micro-batches, limit 2. At the last
+    micro-batch's peak 2 earlier calls' buffers are held: 2 x 4,096 x (25,216 + 512) 16-bit values; with no limit,
+    the 3 earlier micro-batches'; none on the first stage."""
+    shape = ModelShape(
+        hidden=512,
+        layers=12,
+        ffn=2048,
+        vocab=50432,
+        dense_layer=ParamGroups(),
+        moe_layer=ParamGroups(),
+        moe_pattern=(False,) * 12,
+        final_layernorm=1024.0,
+        untied=False,
+    )
+    limited = MemoryLayout(tp=2, pp=2, wgrad_deferral=2)
+    assert deferred_output_wgrad_bytes(shape, limited, 1024, 4, 4) == 2 * 2 * 4096 * (25_216 + 512)
+    every = MemoryLayout(tp=2, pp=2, wgrad_deferral=0)
+    assert deferred_output_wgrad_bytes(shape, every, 1024, 4, 4) == 3 * 2 * 4096 * (25_216 + 512)
+    assert deferred_output_wgrad_bytes(shape, MemoryLayout(tp=2, pp=2, wgrad_deferral=8), 1024, 4, 4) == (
+        deferred_output_wgrad_bytes(shape, every, 1024, 4, 4)
+    )
+    # under SP the layer takes the sequence's TP shard as its input
+    sp = MemoryLayout(tp=2, pp=2, sequence_parallel=True, wgrad_deferral=2)
+    assert deferred_output_wgrad_bytes(shape, sp, 1024, 4, 4) == 2 * 2 * 4096 * (25_216 + 256)
+    # each MTP depth calls the output layer once more a micro-batch: the limit counts calls
+    mtp = dataclasses.replace(shape, mtp_layers=1)
+    assert deferred_output_wgrad_bytes(mtp, every, 1024, 4, 4) == 6 * 2 * 4096 * (25_216 + 512)
+    assert deferred_output_wgrad_bytes(shape, MemoryLayout(tp=2, pp=2), 1024, 4, 4) == 0.0
+    first, last = stage_memory(shape, limited, 1024, 4, 4)
+    plain_first, plain_last = stage_memory(shape, MemoryLayout(tp=2, pp=2), 1024, 4, 4)
+    assert first == plain_first
+    assert last.activations - plain_last.activations == 2 * 2 * 4096 * (25_216 + 512)
+    with pytest.raises(ValueError, match="pipeline"):
+        MemoryLayout(tp=2, wgrad_deferral=2)

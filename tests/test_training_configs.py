@@ -805,3 +805,14 @@ def test_a_megatron_scripts_cross_entropy_fusion_impl() -> None:
     assert "loss_impl" not in read(f"{base} --cross-entropy-fusion-impl te\n", "a.sh").options
     with pytest.raises(InputError, match="must be native or te"):
         read(f"{base} --cross-entropy-loss-fusion --cross-entropy-fusion-impl triton\n", "a.sh")
+
+
+def test_a_megatron_script_defers_the_output_layers_weight_gradients() -> None:
+    """--defer-embedding-wgrad-compute with --wgrad-deferral-limit N (arguments.py: 0, every call, when absent)."""
+    from dpcost.training_configs.megatron import read
+
+    script = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --pipeline-model-parallel-size 2"
+    flags = "--defer-embedding-wgrad-compute --wgrad-deferral-limit 2"
+    assert read(f"{script} {flags}\n", "m.sh").options["defer_embedding_wgrad"] == "2"
+    assert read(f"{script} --defer-embedding-wgrad-compute\n", "m.sh").options["defer_embedding_wgrad"] == "0"
+    assert "defer_embedding_wgrad" not in read(f"{script} --wgrad-deferral-limit 2\n", "m.sh").options

@@ -35,6 +35,12 @@ Sources, cited per function by their letter:
   (shape, dtype), cached for the run (_dummy_wgrads); Megatron's DDP and Megatron-FSDP mark every parameter
   (grad_added_to_main_grad) so that each TE linear layer takes that path (dummy_wgrad_bytes). The cache came with
   TE ba5dc5dde (2025-04-08); Megatron's own output layer takes from it since e7c55de99e (2025-08-01).
+- [D] --defer-embedding-wgrad-compute with --wgrad-deferral-limit N (megatron/core/tensor_parallel/layers.py and
+  pipeline_parallel/schedules.py at d98e8a64dd), which the file does not cover: on the last stage the output layer
+  (ColumnParallelLinear) appends its input to embedding_activation_buffer in the forward, and its backward appends
+  the logits' gradient, cast to the input's 16-bit dtype, to grad_output_buffer in place of the weight-gradient
+  GEMM, for the step's first N calls (0: all); finish_embedding_wgrad_compute runs their GEMMs after the pipeline
+  flush (deferred_output_wgrad_bytes).
 - [P] --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 (do not use any other
   intermediate dtype) and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init), which the file
   does not cover: the decoder layers' TP-split and expert weights, Transformer Engine's linear layers, are stored in
@@ -101,6 +107,7 @@ __all__ = [
     "attention_width_bytes",
     "attention_widths",
     "bytes_per_parameter",
+    "deferred_output_wgrad_bytes",
     "embedding_activation_bytes",
     "embedding_parameters",
     "expert_data_parallel_size",
@@ -181,6 +188,9 @@ class MemoryLayout(Layout):
     optimizer_instances: int = 1
     grouped_workspaces: float = 0.0  # TE's grouped-GEMM workspaces (workspaces.py), on a stage holding MoE layers
     dummy_wgrads: bool = False  # TE's placeholder weight gradients under gradient-accumulation fusion [W]
+    # the output layer's weight-gradient GEMMs deferred to the pipeline flush for the step's first N calls (0: all):
+    # --defer-embedding-wgrad-compute --wgrad-deferral-limit N [D]; None: computed in each backward
+    wgrad_deferral: int | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -196,6 +206,8 @@ class MemoryLayout(Layout):
             raise ValueError(f"loss_impl must be vocab-parallel or vocab-parallel-fused, got {self.loss_impl!r}")
         if self.moe_recompute not in ("", "moe", "moe_act"):
             raise ValueError(f"moe_recompute must be moe, moe_act or empty, got {self.moe_recompute!r}")
+        if self.wgrad_deferral is not None and (self.wgrad_deferral < 0 or self.pp == 1):
+            raise ValueError("wgrad_deferral needs pipeline parallelism and a limit of 0 (all) or more")
 
     @property
     def distributed_optimizer(self) -> bool:
@@ -734,6 +746,21 @@ def vocab_parallel_loss_bytes(
     return (peak - (4 if sp_split else 2) + peak * mtp_layers) * logits
 
 
+def deferred_output_wgrad_bytes(
+    shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int, num_microbatches: int | None
+) -> float:
+    """What the last stage keeps for the output layer's deferred weight gradients [D] at its peak: each deferred
+    call's input (split over TP under SP, as the layer takes it) and its logits' gradient in 16 bits (vocab / TP a
+    token), for the calls before the last micro-batch's, the first `wgrad_deferral` of the step (0: all). A
+    micro-batch calls the layer once, and once more for each MTP depth."""
+    if layout.wgrad_deferral is None:
+        return 0.0
+    earlier = ((num_microbatches or 1) - 1) * (1 + shape.mtp_layers)
+    held = min(layout.wgrad_deferral, earlier) if layout.wgrad_deferral else earlier
+    tokens = seq * micro_batch
+    return held * 2 * tokens * (shape.vocab / layout.tp + shape.hidden / (layout.tp if layout.sp_split else 1))
+
+
 def interleaved_memory_penalty(pp: int, virtual_stages: int) -> float:
     """1 + (p - 1)/(pv), interleaving's extra on stage 0 [M] (interleaved_schedule_memory_penalty), [K] 4.3."""
     return 1 + (pp - 1) / (pp * virtual_stages)
@@ -917,6 +944,7 @@ def stage_memory(
             acts += vocab_parallel_loss_bytes(
                 s, micro_batch, shape.vocab, layout.tp, layout.sp_split, shape.mtp_layers, layout.loss_impl
             )
+            acts += deferred_output_wgrad_bytes(shape, layout, s, micro_batch, num_microbatches)
         weights, grads, optimizer = state_bytes(
             held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
         )

@@ -77,6 +77,10 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
             raise InputError("dist_opt_instances", f"{n} does not divide {name} = {size} (Megatron-Core asserts it)")
     if par.virtual_stages > 1 and par.pp == 1:
         raise InputError("virtual_stages", "interleaving needs pipeline stages: give --pp 2 or more")
+    if par.defer_embedding_wgrad is not None and par.pp == 1:  # model_parallel_config.py refuses both
+        raise InputError("defer_embedding_wgrad", "deferring to the pipeline flush needs pipeline stages: --pp 2 or up")
+    if par.defer_embedding_wgrad is not None and not o.compute.grad_accumulation_fusion:
+        raise InputError("defer_embedding_wgrad", "Megatron defers it only under gradient-accumulation fusion")
     if par.pp_schedule == "interleaved" and par.virtual_stages == 1:
         raise InputError("pp_schedule", "interleaved needs model chunks per rank: give --virtual-stages 2 or more")
     if par.pp_schedule in ("1f1b", "gpipe") and par.virtual_stages > 1:
@@ -303,6 +307,7 @@ def _layout_memory(
         loss_impl=_layout_loss(p.loss_impl),
         optimizer_instances=par.dist_opt_instances,
         dummy_wgrads=p.o.compute.grad_accumulation_fusion,
+        wgrad_deferral=par.defer_embedding_wgrad,
         # Megatron-LM's layers run in Transformer Engine; with --tp-comm-overlap, through Userbuffers
         workspaces=training_workspace_bytes(topology.gpu.arch, True, userbuffers=par.tp_comm_overlap),
         grouped_workspaces=grouped_gemm_workspace_bytes(topology.gpu.arch) if _grouped_gemm(model, par) else 0.0,

@@ -330,6 +330,8 @@ def check_pipeline_only(options: Options) -> None:
         raise InputError(
             "mtp_layers", "MTP modules train in a Megatron layout: give --pp (or --tp, --cp, --ep) above 1"
         )
+    if par.defer_embedding_wgrad is not None:
+        raise InputError("defer_embedding_wgrad", "a pipeline option: give --pp 2 or more (Megatron refuses it alone)")
     if par.dist_opt_instances > 1:
         raise InputError(
             "dist_opt_instances",

@@ -338,6 +338,8 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
                     "virtual_stages": shape.virtual_stages,
                     "order": shape.order,
                     "sequence_parallel": shape.tp > 1,
+                    # a pipeline option (Megatron refuses it without one): layouts without PP compute in the backward
+                    "defer_embedding_wgrad": base.parallel.defer_embedding_wgrad if shape.pp > 1 else None,
                 }
             )
             if shape.trivial and base.parallel.mtp_layers:

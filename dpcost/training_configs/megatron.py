@@ -179,7 +179,8 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
                "--overlap-grad-reduce", "--overlap-param-gather",
                "--ddp-bucket-size", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type",
-               "--num-distributed-optimizer-instances")  # fmt: skip
+               "--num-distributed-optimizer-instances", "--defer-embedding-wgrad-compute",
+               "--wgrad-deferral-limit")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
 _PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--fp4-format",
@@ -251,6 +252,12 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     instances = _int(r, args, "--num-distributed-optimizer-instances")
     if instances is not None:
         r.use("--num-distributed-optimizer-instances", instances, "dist_opt_instances", str(instances))
+    limit = _int(r, args, "--wgrad-deferral-limit")  # arguments.py: 0 (every call) when absent
+    if "--defer-embedding-wgrad-compute" in args:
+        shown = f"--wgrad-deferral-limit {limit}" if limit is not None else "(no limit: every call)"
+        r.use("--defer-embedding-wgrad-compute", shown, "defer_embedding_wgrad", str(limit or 0))
+    elif limit is not None:
+        r.ignore("--wgrad-deferral-limit", str(limit), "without --defer-embedding-wgrad-compute it defers nothing")
     bucket = _int(r, args, "--ddp-bucket-size")
     if bucket is not None:
         grad = _reduced_gradient_bytes(args)
