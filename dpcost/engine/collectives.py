@@ -138,7 +138,7 @@ class CollectiveChoice:
     """The call as NCCL runs it (collective()), with every applicable algorithm's time beside it."""
 
     best: CollectiveTime
-    candidates: tuple[CollectiveTime, ...]  # NCCL's candidates fastest first, then the what-ifs
+    candidates: tuple[CollectiveTime, ...]  # NCCL's candidates in the order it weighs them, then the what-ifs
     note: str = ""  # how the ranks were placed, when they leave NVLink domains part-filled
 
 
@@ -809,7 +809,7 @@ def collective_time(topology: TopologySpec, op: str, group: Group, size: float, 
     if p.ranks == 1 or size == 0:
         return CollectiveTime(op, "none", "-", p.ranks, size, 0.0, 0.0, 0.0, ())
     require(op, p, algorithm, topology.name)
-    return _price(topology, p, op, size, algorithm)
+    return _in_nccls_order(topology, op, p, size, (algorithm,), None)[0]
 
 
 def _running(protocol: str | None, names: Sequence[str]) -> tuple[str, ...]:
@@ -858,12 +858,24 @@ def _fastest_uncached(
     if plugin is not None:
         return _price(topology, p, op, size, *plugin)
     names = _running(protocol, (algorithm,) if algorithm is not None else nccl_candidates(op, p))
-    seen = _as_nccl_sees(topology)
+    return _in_nccls_order(topology, op, p, size, names, protocol)[0]
+
+
+def _in_nccls_order(
+    topology: TopologySpec, op: str, p: Placement, size: float, names: Sequence[str], protocol: str | None
+) -> list[CollectiveTime]:
+    """Each of `names` at the protocol NCCL picks for it, priced, NCCL's pick first. NCCL weighs them with the
+    latency a tier's NIC reports where it reports another (_as_nccl_sees), except for Ring broadcast and reduce,
+    whose steps it prices without it (tuning.cc:393-401); elsewhere, and for the hierarchical what-if, by price."""
+    seen = _as_nccl_sees(topology) if op not in CHAINS else None
     if seen is None:
-        return min((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
+        return sorted((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
     sp = _seen_placement(p)
-    pick = min((_price(seen, sp, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
-    return _price(topology, p, op, size, pick.algorithm, pick.protocol)
+    weighed = sorted((_price(seen, sp, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
+    return [
+        _price(topology, p, op, size, c.algorithm, c.protocol if c.algorithm != "hierarchical" else protocol)
+        for c in weighed
+    ]
 
 
 @per_object
@@ -925,13 +937,7 @@ def _collective(
     protocol = protocol or topology.protocol
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
-    names = _running(protocol, nccl_candidates(op, p))
-    nccl_times = sorted((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
-    seen = _as_nccl_sees(topology)
-    if seen is not None:  # each algorithm at the protocol NCCL picks for it, NCCL's pick first
-        sp = _seen_placement(p)
-        picks = sorted((_price(seen, sp, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
-        nccl_times = [_price(topology, p, op, size, c.algorithm, c.protocol) for c in picks]
+    nccl_times = _in_nccls_order(topology, op, p, size, _running(protocol, nccl_candidates(op, p)), protocol)
     extra = [a for a in forcible(op, p) if a not in nccl_candidates(op, p)] if len(p.levels) > 1 else []
     what_ifs = [_price(topology, p, op, size, a) for a in extra]
     candidates = (*nccl_times, *what_ifs)

@@ -145,7 +145,7 @@ class AlgorithmTime(Contract):
 class WholeMessage(Contract):
     """The whole message as one NCCL call: its algorithm, where its time goes, and the alternatives."""
 
-    algorithm: str = Field(description="the fastest of NCCL's candidates (or the forced one)")
+    algorithm: str = Field(description="NCCL's pick of its candidates (or the tuner plugin's, or the forced one)")
     protocol: str = Field(description="its protocol")
     seconds: float = Field(description="latency_seconds + bandwidth_seconds")
     latency_seconds: float = Field(description="call overhead, base and per-step latencies")
@@ -611,7 +611,7 @@ class CollectiveRow(Contract):
     time_us: float = Field(description="predicted time of one call")
     algbw_GBps: float = Field(description="size / time, GB/s")
     busbw_GBps: float = Field(description="algbw x nccl-tests' bus factor, GB/s")
-    algorithm: str = Field(description="the fastest of NCCL's candidates (or the forced one)")
+    algorithm: str = Field(description="NCCL's pick of its candidates (or the tuner plugin's, or the forced one)")
     protocol: str = Field(description="its protocol")
     alternatives_us: dict[str, float] = Field(description="every applicable algorithm's time, what-ifs included")
     measured_us: dict[str, float] = Field(

@@ -192,7 +192,7 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
         [
             "reported latency",
             f"{x.name}'s NIC reports {fmt_seconds(x.reported_latency)} to NCCL, which picks with it; its steps are "
-            f"priced with {fmt_seconds(x.hop_latency)}",
+            f"priced with {fmt_seconds(x.hop_latency)} (the hop latency) in its place",
         ]
         for x in topo.tiers
         if x.reported_latency is not None and x.reported_latency != x.hop_latency
