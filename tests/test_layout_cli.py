@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import REFERENCE
 from conftest import cli_report as report
 from conftest import run_cli as run
 
@@ -418,3 +419,22 @@ def test_deferred_embedding_wgrads_need_a_pipeline_and_fused_accumulation() -> N
     deferred = report(*base, "--dp", "4", "--pp", "2", "--defer-embedding-wgrad", "2")["layout"]["stages"]
     assert deferred[0]["memory_bytes"] == plain[0]["memory_bytes"]
     assert deferred[-1]["memory_bytes"] > plain[-1]["memory_bytes"]
+    # dpcost's GPipe is not a Megatron schedule; a search without fusion would refuse it in every layout
+    gpipe = ("--dp", "4", "--pp", "2", "--pp-schedule", "gpipe", "--defer-embedding-wgrad", "2")
+    assert run(*base, *gpipe)[0] == 2
+    code, _, err = run("plan", "--model", "llama-8b", "--gpus", "16", "--no-grad-accumulation-fusion",
+                       "--defer-embedding-wgrad", "2")  # fmt: skip
+    assert code == 2 and err.startswith("dpcost: error: --defer-embedding-wgrad: "), err
+    # `memory`, which does not know the step's micro-batches, holds a limit's calls (16 of 2.2 GB put the last
+    # stage above the first, which the table shows), and refuses "every call"
+    table = ("memory", "--model", "llama-8b", "--dp", "4", "--pp", "2")
+    plain_rows = report(*table)["stages"]
+    deferred_rows = report(*table, "--defer-embedding-wgrad", "16")["stages"]
+    assert [r["stage"] for r in plain_rows] == [r["stage"] for r in deferred_rows]
+    assert all(d["activations_bytes"] > p["activations_bytes"] for d, p in zip(deferred_rows, plain_rows, strict=True))
+    code, _, err = run(*table, "--defer-embedding-wgrad", "0")
+    assert code == 2 and err.startswith("dpcost: error: --defer-embedding-wgrad: 0 keeps every call"), err
+    # Megatron's hybrid (Mamba) models build their output layer without the buffers (hybrid_model.py)
+    hybrid = str(REFERENCE / "hf-configs" / "nemotron-h-8b-base-8k.json")
+    code, _, err = run("estimate", "--model", hybrid, "--dp", "4", "--pp", "2", "--defer-embedding-wgrad", "2")
+    assert code == 2 and "hybrid" in err, err

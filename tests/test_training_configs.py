@@ -809,6 +809,7 @@ def test_a_megatron_scripts_cross_entropy_fusion_impl() -> None:
 
 def test_a_megatron_script_defers_the_output_layers_weight_gradients() -> None:
     """--defer-embedding-wgrad-compute with --wgrad-deferral-limit N (arguments.py: 0, every call, when absent)."""
+    from dpcost.errors import InputError
     from dpcost.training_configs.megatron import read
 
     script = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --pipeline-model-parallel-size 2"
@@ -816,3 +817,8 @@ def test_a_megatron_script_defers_the_output_layers_weight_gradients() -> None:
     assert read(f"{script} {flags}\n", "m.sh").options["defer_embedding_wgrad"] == "2"
     assert read(f"{script} --defer-embedding-wgrad-compute\n", "m.sh").options["defer_embedding_wgrad"] == "0"
     assert "defer_embedding_wgrad" not in read(f"{script} --wgrad-deferral-limit 2\n", "m.sh").options
+    # 0 is Megatron's own default (every call); a negative limit Megatron refuses only when it defers
+    assert read(f"{script} {flags[:-1]}0\n", "m.sh").options["defer_embedding_wgrad"] == "0"
+    assert "defer_embedding_wgrad" not in read(f"{script} --wgrad-deferral-limit -1\n", "m.sh").options
+    with pytest.raises(InputError, match="--wgrad-deferral-limit"):
+        read(f"{script} {flags[:-1]}-1\n", "m.sh")

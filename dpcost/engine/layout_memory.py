@@ -752,11 +752,18 @@ def deferred_output_wgrad_bytes(
     """What the last stage keeps for the output layer's deferred weight gradients [D] at its peak: each deferred
     call's input (split over TP under SP, as the layer takes it) and its logits' gradient in 16 bits (vocab / TP a
     token), for the calls before the last micro-batch's, the first `wgrad_deferral` of the step (0: all). A
-    micro-batch calls the layer once, and once more for each MTP depth."""
-    if layout.wgrad_deferral is None:
+    micro-batch calls the layer once, and once more for each MTP depth. With the step's micro-batches unknown, the
+    limit's calls (the buffer full)."""
+    limit = layout.wgrad_deferral
+    if limit is None:
         return 0.0
-    earlier = ((num_microbatches or 1) - 1) * (1 + shape.mtp_layers)
-    held = min(layout.wgrad_deferral, earlier) if layout.wgrad_deferral else earlier
+    if num_microbatches is None:
+        if not limit:
+            raise ValueError("deferring every call of the step needs its micro-batches")
+        held = limit
+    else:
+        earlier = (num_microbatches - 1) * (1 + shape.mtp_layers)
+        held = min(limit, earlier) if limit else earlier
     tokens = seq * micro_batch
     return held * 2 * tokens * (shape.vocab / layout.tp + shape.hidden / (layout.tp if layout.sp_split else 1))
 

@@ -49,6 +49,7 @@ __all__ = [
     "LAYOUT_IGNORES",
     "LAYOUT_RUNS",
     "LayoutParts",
+    "check_wgrad_deferral",
     "layout_memory_table",
     "layout_parts",
     "layout_recompute",
@@ -77,10 +78,9 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
             raise InputError("dist_opt_instances", f"{n} does not divide {name} = {size} (Megatron-Core asserts it)")
     if par.virtual_stages > 1 and par.pp == 1:
         raise InputError("virtual_stages", "interleaving needs pipeline stages: give --pp 2 or more")
-    if par.defer_embedding_wgrad is not None and par.pp == 1:  # model_parallel_config.py refuses both
+    if par.defer_embedding_wgrad is not None and par.pp == 1:  # model_parallel_config.py refuses it
         raise InputError("defer_embedding_wgrad", "deferring to the pipeline flush needs pipeline stages: --pp 2 or up")
-    if par.defer_embedding_wgrad is not None and not o.compute.grad_accumulation_fusion:
-        raise InputError("defer_embedding_wgrad", "Megatron defers it only under gradient-accumulation fusion")
+    check_wgrad_deferral(o)
     if par.pp_schedule == "interleaved" and par.virtual_stages == 1:
         raise InputError("pp_schedule", "interleaved needs model chunks per rank: give --virtual-stages 2 or more")
     if par.pp_schedule in ("1f1b", "gpipe") and par.virtual_stages > 1:
@@ -181,12 +181,27 @@ def _layout_grad_dtype(o: Options, zero: int) -> str:
     return o.precision.grad_dtype or ("bf16" if zero >= 2 else "fp32")
 
 
+def check_wgrad_deferral(o: Options) -> None:
+    """What Megatron refuses of --defer-embedding-wgrad-compute in any layout: no gradient-accumulation fusion
+    (model_parallel_config.py); and dpcost's GPipe, which is not one of Megatron's schedules."""
+    if o.parallel.defer_embedding_wgrad is None:
+        return
+    if not o.compute.grad_accumulation_fusion:
+        raise InputError("defer_embedding_wgrad", "Megatron defers it only under gradient-accumulation fusion")
+    if o.parallel.pp_schedule == "gpipe":
+        raise InputError("defer_embedding_wgrad", "Megatron defers it in its own schedules (1F1B, interleaved)")
+
+
 def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
     """What a layout is costed with (LAYOUT_RUNS: none, selective or full recomputation, ZeRO 0 or 1), and what
     Megatron-Core itself refuses (heads or KV heads TP does not divide; MoE with TP above 1 but no sequence
     parallelism)."""
     if model.architecture is None:
         raise InputError("model", f"{model.name}: a TP/CP/PP/EP layout needs the model's architecture")
+    if o.parallel.defer_embedding_wgrad is not None and model.architecture.hybrid:
+        raise InputError(  # hybrid_model.py builds the output layer without the buffers ColumnParallelLinear fills
+            "defer_embedding_wgrad", f"{model.name}: Megatron's hybrid models do not defer it (hybrid_model.py)"
+        )
     if o.plan.framework not in LAYOUT_RUNS["framework"]:
         raise InputError(
             "framework",
@@ -406,6 +421,12 @@ def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -
     the plan's own (_layout_memory_rows)."""
     _check_layout_plan(model, p.o, p.seq_len)
     layout = _layout(p.o, topology)
+    if p.o.parallel.defer_embedding_wgrad == 0:  # the table is read with the step's micro-batches unknown
+        raise InputError(
+            "defer_embedding_wgrad",
+            "0 keeps every call of the step, whose micro-batches `memory` does not know: give a limit, or use "
+            "estimate with --global-batch",
+        )
     recompute, rows = _layout_memory_rows(model, topology, p, layout, None)
     worst = rows[1][1].most_loaded
     return Memory(

@@ -44,7 +44,7 @@ from dpcost.engine.cost import PlanCost
 from dpcost.engine.estimate import costed
 from dpcost.engine.layout import DEFAULT_ORDER, Layout
 from dpcost.engine.layout_estimate import call_seconds, placements
-from dpcost.engine.layout_report import layout_recompute, least_weight_bytes, state_bytes_floor
+from dpcost.engine.layout_report import check_wgrad_deferral, layout_recompute, least_weight_bytes, state_bytes_floor
 from dpcost.engine.layout_step import layout_calls, mamba_layout_refusal
 from dpcost.engine.ops import has_layer_ops
 from dpcost.engine.params import count_params, routed_expert
@@ -409,6 +409,7 @@ def search(
     start = clock.perf_counter()
     topology = job_view(topology, gpus)
     check_compute_dtype(topology, base)  # the search's bounds read the peak before any plan is prepared
+    check_wgrad_deferral(base)  # refused in every layout the search would try
     limit = memory_limit or topology.gpu.hbm
     if limit < topology.gpu.hbm:  # a plan "fits" in the limit: every automatic choice (ZeRO, recompute) holds it
         topology = topology.model_copy(update={"gpu": topology.gpu.model_copy(update={"hbm": limit})})

@@ -252,12 +252,14 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     instances = _int(r, args, "--num-distributed-optimizer-instances")
     if instances is not None:
         r.use("--num-distributed-optimizer-instances", instances, "dist_opt_instances", str(instances))
-    limit = _int(r, args, "--wgrad-deferral-limit")  # arguments.py: 0 (every call) when absent
+    limit = _one(r, args, "--wgrad-deferral-limit")  # arguments.py: 0 (every call) when absent
     if "--defer-embedding-wgrad-compute" in args:
+        if limit is not None and not re.fullmatch(r"\d+", limit):  # model_parallel_config.py refuses a negative one
+            raise r.error("--wgrad-deferral-limit", f"must be 0 (every call) or a positive integer, got {limit!r}")
         shown = f"--wgrad-deferral-limit {limit}" if limit is not None else "(no limit: every call)"
-        r.use("--defer-embedding-wgrad-compute", shown, "defer_embedding_wgrad", str(limit or 0))
+        r.use("--defer-embedding-wgrad-compute", shown, "defer_embedding_wgrad", str(int(limit or 0)))
     elif limit is not None:
-        r.ignore("--wgrad-deferral-limit", str(limit), "without --defer-embedding-wgrad-compute it defers nothing")
+        r.ignore("--wgrad-deferral-limit", limit, "without --defer-embedding-wgrad-compute it defers nothing")
     bucket = _int(r, args, "--ddp-bucket-size")
     if bucket is not None:
         grad = _reduced_gradient_bytes(args)
