@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -763,13 +764,9 @@ def test_the_distributed_optimizer_shards_over_dp_and_cp() -> None:
     assert weight_and_optimizer_bytes(held, layout) == 2e9 + 4e9 + 12e9 / 4
 
 
-def test_moe_layer_as_megatron_core_keeps_it() -> None:
-    """Megatron-LM's functional test gpt3_mcore_te_tp2_pp1_te_8experts2parallel_* (d98e8a64dd): 8 experts of 2,048
-    over hidden 512, top-1, TP 2 with SP, ETP 2 (EP 2), 4 x 1,024 tokens. Each rank holds 2,048 tokens; its ETP group
-    of 2 routes 4,096 copies to the experts it computes (top-1), and TEGroupedMLP keeps per copy the grouped fc1's
-    512-wide input (1,024 bytes) and, 1,024 wide each, fc1's output, the GELU's output and its product with the
-    probability that fc2 keeps (6,144 bytes); per token held, the norm's input and output (1,024 each), the dropout
-    mask (512) and the router's fp32 scores over 8 experts (32)."""
+def functional_test_shape(**changes: Any) -> ModelShape:
+    """The GPT of Megatron-LM's functional tests (d98e8a64dd): 12 layers of hidden 512 and FFN 2,048, GPT-2's
+    vocabulary padded to 50,432 (128 x TP 2), untied; parameters not needed here."""
     shape = ModelShape(
         hidden=512,
         layers=12,
@@ -777,13 +774,21 @@ def test_moe_layer_as_megatron_core_keeps_it() -> None:
         vocab=50432,
         dense_layer=ParamGroups(),
         moe_layer=ParamGroups(),
-        moe_pattern=(True,) * 12,
+        moe_pattern=(False,) * 12,
         final_layernorm=1024.0,
         untied=False,
-        moe_experts=8,
-        moe_topk=1,
-        moe_ffn=2048,
     )
+    return dataclasses.replace(shape, **changes)
+
+
+def test_moe_layer_as_megatron_core_keeps_it() -> None:
+    """Megatron-LM's functional test gpt3_mcore_te_tp2_pp1_te_8experts2parallel_* (d98e8a64dd): 8 experts of 2,048
+    over hidden 512, top-1, TP 2 with SP, ETP 2 (EP 2), 4 x 1,024 tokens. Each rank holds 2,048 tokens; its ETP group
+    of 2 routes 4,096 copies to the experts it computes (top-1), and TEGroupedMLP keeps per copy the grouped fc1's
+    512-wide input (1,024 bytes) and, 1,024 wide each, fc1's output, the GELU's output and its product with the
+    probability that fc2 keeps (6,144 bytes); per token held, the norm's input and output (1,024 each), the dropout
+    mask (512) and the router's fp32 scores over 8 experts (32)."""
+    shape = functional_test_shape(moe_pattern=(True,) * 12, moe_experts=8, moe_topk=1, moe_ffn=2048)
     assert moe_mlp_half_bytes(1024, 4, shape, 2, 2, True) == 4096 * (1024 + 6144) + 2048 * (1024 + 1024 + 512 + 32)
     # --recompute-modules moe_act: of the three 1,024-wide tensors a copy keeps fc1's output alone (the GELU runs
     # under CheckpointWithoutOutput, its output discarded after fc2); a gated expert's fc1 output is twice as wide
@@ -979,17 +984,7 @@ def test_deferred_output_weight_gradients_keep_inputs_and_logit_gradients_until_
     padded to 50,432 at TP 2 (25,216 a rank), 4 x 1,024 tokens a micro-batch, 4 micro-batches, limit 2. At the last
     micro-batch's peak 2 earlier calls' buffers are held: 2 x 4,096 x (25,216 + 512) 16-bit values; with no limit,
     the 3 earlier micro-batches'; none on the first stage."""
-    shape = ModelShape(
-        hidden=512,
-        layers=12,
-        ffn=2048,
-        vocab=50432,
-        dense_layer=ParamGroups(),
-        moe_layer=ParamGroups(),
-        moe_pattern=(False,) * 12,
-        final_layernorm=1024.0,
-        untied=False,
-    )
+    shape = functional_test_shape()
     limited = MemoryLayout(tp=2, pp=2, wgrad_deferral=2)
     assert deferred_output_wgrad_bytes(shape, limited, 1024, 4, 4) == 2 * 2 * 4096 * (25_216 + 512)
     every = MemoryLayout(tp=2, pp=2, wgrad_deferral=0)
