@@ -948,6 +948,15 @@ TRACEBACK = "Traceback (most recent call last)"
 PYDANTIC_WORDING = re.compile(r"Input should be|unable to parse string as|validation error|type=\w+_\w+")
 
 
+def _is_file(name: str) -> bool:
+    """Whether `name` is a file; a name the OS refuses (too long: a run that exited before writing it, e.g. --help)
+    is not."""
+    try:
+        return Path(name).is_file()
+    except OSError:
+        return False
+
+
 def judge(case: Case, res: Result, timeout: float = TIMEOUT) -> list[Failure]:
     """The line's failures."""
     fails: list[Failure] = []
@@ -1003,7 +1012,7 @@ def judge(case: Case, res: Result, timeout: float = TIMEOUT) -> list[Failure]:
     elif code == 0 and asked and failed_check is True:
         fails.append(Failure("exit 0 with a failed check", label, "the JSON says a check failed"))
     junit = _option(case.argv, "--junit")
-    if junit not in (None, "-") and code in (0, 1) and Path(junit).is_file():
+    if junit not in (None, "-") and code in (0, 1) and _is_file(junit):
         import xml.etree.ElementTree as ET
 
         try:
