@@ -438,3 +438,5 @@ def test_deferred_embedding_wgrads_need_a_pipeline_and_fused_accumulation() -> N
     hybrid = str(REFERENCE / "hf-configs" / "nemotron-h-8b-base-8k.json")
     code, _, err = run("estimate", "--model", hybrid, "--dp", "4", "--pp", "2", "--defer-embedding-wgrad", "2")
     assert code == 2 and "hybrid" in err, err
+    code, _, err = run("plan", "--model", hybrid, "--gpus", "16", "--defer-embedding-wgrad", "2")  # before searching
+    assert code == 2 and "hybrid" in err, err

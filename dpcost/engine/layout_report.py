@@ -80,7 +80,6 @@ def _layout(o: Options, topology: TopologySpec) -> Layout:
         raise InputError("virtual_stages", "interleaving needs pipeline stages: give --pp 2 or more")
     if par.defer_embedding_wgrad is not None and par.pp == 1:  # model_parallel_config.py refuses it
         raise InputError("defer_embedding_wgrad", "deferring to the pipeline flush needs pipeline stages: --pp 2 or up")
-    check_wgrad_deferral(o)
     if par.pp_schedule == "interleaved" and par.virtual_stages == 1:
         raise InputError("pp_schedule", "interleaved needs model chunks per rank: give --virtual-stages 2 or more")
     if par.pp_schedule in ("1f1b", "gpipe") and par.virtual_stages > 1:
@@ -181,11 +180,14 @@ def _layout_grad_dtype(o: Options, zero: int) -> str:
     return o.precision.grad_dtype or ("bf16" if zero >= 2 else "fp32")
 
 
-def check_wgrad_deferral(o: Options) -> None:
+def check_wgrad_deferral(model: ModelSpec, o: Options) -> None:
     """What Megatron refuses of --defer-embedding-wgrad-compute in any layout: no gradient-accumulation fusion
-    (model_parallel_config.py); and dpcost's GPipe, which is not one of Megatron's schedules."""
+    (model_parallel_config.py), a hybrid model (hybrid_model.py builds the output layer without the buffers
+    ColumnParallelLinear fills); and dpcost's GPipe, which is not one of Megatron's schedules."""
     if o.parallel.defer_embedding_wgrad is None:
         return
+    if model.architecture is not None and model.architecture.hybrid:
+        raise InputError("defer_embedding_wgrad", f"{model.name}: Megatron's hybrid models do not defer it")
     if not o.compute.grad_accumulation_fusion:
         raise InputError("defer_embedding_wgrad", "Megatron defers it only under gradient-accumulation fusion")
     if o.parallel.pp_schedule == "gpipe":
@@ -198,10 +200,7 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
     parallelism)."""
     if model.architecture is None:
         raise InputError("model", f"{model.name}: a TP/CP/PP/EP layout needs the model's architecture")
-    if o.parallel.defer_embedding_wgrad is not None and model.architecture.hybrid:
-        raise InputError(  # hybrid_model.py builds the output layer without the buffers ColumnParallelLinear fills
-            "defer_embedding_wgrad", f"{model.name}: Megatron's hybrid models do not defer it (hybrid_model.py)"
-        )
+    check_wgrad_deferral(model, o)
     if o.plan.framework not in LAYOUT_RUNS["framework"]:
         raise InputError(
             "framework",

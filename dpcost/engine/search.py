@@ -409,7 +409,7 @@ def search(
     start = clock.perf_counter()
     topology = job_view(topology, gpus)
     check_compute_dtype(topology, base)  # the search's bounds read the peak before any plan is prepared
-    check_wgrad_deferral(base)  # refused in every layout the search would try
+    check_wgrad_deferral(model, base)  # refused in every layout the search would try
     limit = memory_limit or topology.gpu.hbm
     if limit < topology.gpu.hbm:  # a plan "fits" in the limit: every automatic choice (ZeRO, recompute) holds it
         topology = topology.model_copy(update={"gpu": topology.gpu.model_copy(update={"hbm": limit})})
