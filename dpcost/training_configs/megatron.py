@@ -91,14 +91,15 @@ def _one(r: Reading, args: dict[str, list[str]], name: str) -> str | None:
     return values[0]
 
 
-def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None = None) -> int | None:
+def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None = None, least: int = 1) -> int | None:
     text = _one(r, args, name)
     if text is None:
         return default
     if "$" in text:
         raise r.error(name, f"{text} is a shell variable the script does not set: set it in the script")
-    if not re.fullmatch(r"\d+", text) or int(text) < 1:
-        raise r.error(name, f"must be a positive integer, got {text!r}")
+    if not re.fullmatch(r"\d+", text) or int(text) < least:
+        allowed = "a positive integer" if least == 1 else f"an integer of {least} or more"
+        raise r.error(name, f"must be {allowed}, got {text!r}")
     return int(text)
 
 
@@ -252,14 +253,13 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     instances = _int(r, args, "--num-distributed-optimizer-instances")
     if instances is not None:
         r.use("--num-distributed-optimizer-instances", instances, "dist_opt_instances", str(instances))
-    limit = _one(r, args, "--wgrad-deferral-limit")  # arguments.py: 0 (every call) when absent
-    if "--defer-embedding-wgrad-compute" in args:
-        if limit is not None and not re.fullmatch(r"\d+", limit):  # model_parallel_config.py refuses a negative one
-            raise r.error("--wgrad-deferral-limit", f"must be 0 (every call) or a positive integer, got {limit!r}")
+    if "--defer-embedding-wgrad-compute" in args:  # model_parallel_config.py refuses a negative limit
+        limit = _int(r, args, "--wgrad-deferral-limit", least=0)  # arguments.py: 0 (every call) when absent
         shown = f"--wgrad-deferral-limit {limit}" if limit is not None else "(no limit: every call)"
-        r.use("--defer-embedding-wgrad-compute", shown, "defer_embedding_wgrad", str(int(limit or 0)))
-    elif limit is not None:
-        r.ignore("--wgrad-deferral-limit", limit, "without --defer-embedding-wgrad-compute it defers nothing")
+        r.use("--defer-embedding-wgrad-compute", shown, "defer_embedding_wgrad", str(limit or 0))
+    elif "--wgrad-deferral-limit" in args:
+        shown = " ".join(args["--wgrad-deferral-limit"])
+        r.ignore("--wgrad-deferral-limit", shown, "without --defer-embedding-wgrad-compute it defers nothing")
     bucket = _int(r, args, "--ddp-bucket-size")
     if bucket is not None:
         grad = _reduced_gradient_bytes(args)
