@@ -365,6 +365,15 @@ class Compute(Section):
         "older stacks).",
         json_schema_extra=cli("--grad-accumulation-fusion"),
     )
+    unfused_softmax_fp32: bool = Field(
+        False,
+        description="Attention without flash keeps its softmax's fp32 output for the backward: Megatron's unfused "
+        "softmax under --attention-softmax-in-fp32 (or --apply-query-key-layer-scaling), where its fused kernel "
+        "does not run (--no-masked-softmax-fusion, or over 4,096 keys); 2 bytes a score more than the fused "
+        "kernel's 16-bit output, 4 without attention dropout (the matmul with V keeps a 16-bit copy) "
+        "(megatron/core/fusions/fused_softmax.py forward_torch_softmax). Memory only: the step is timed as fused.",
+        json_schema_extra=cli("--unfused-softmax-fp32"),
+    )
     repeat_kv: bool = Field(
         True,
         description="Eager attention copies grouped-query K and V out to every query head and keeps the copies "

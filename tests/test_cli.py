@@ -455,3 +455,23 @@ def test_a_replica_that_needs_model_parallelism_is_told_a_smaller_batch_only_whe
                         "--format", "json"))  # fmt: skip
     advice = next(w for w in doc["warnings"] if w["code"] == "replica-needs-model-parallel")
     assert ("smaller batch" in advice["action"]) is smaller
+
+
+def test_the_unfused_softmax_flag_asks_for_attention_that_keeps_scores() -> None:
+    """--unfused-softmax-fp32 is what Megatron's unfused softmax keeps: flash attention keeps no scores, and eager
+    PyTorch's softmax dtype is the model family's. Each gets one line naming the flag, with exit code 2."""
+    base = ["estimate", "--model", "gpt3-175b", "--dp", "8", "--tp", "8", "--pp", "8", "--unfused-softmax-fp32"]
+    result = CliRunner().invoke(app, base)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("dpcost: error: --unfused-softmax-fp32: flash attention keeps no scores")
+    result = CliRunner().invoke(app, ["estimate", "--model", "llama-8b", "--dp", "8", "--framework", "ddp",
+                                      "--no-flash-attention", "--unfused-softmax-fp32"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "eager attention keeps the scores as its own kernels do" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    plan = ["--no-flash-attention", "--micro-batch", "1", "--global-batch", "64", "--recompute", "none"]
+    fp32 = json.loads(ok(*base, *plan, "--format", "json"))["layout"]["stages"][-1]["memory_bytes"]
+    fused = json.loads(ok(*base[:-1], *plan, "--format", "json"))["layout"]["stages"][-1]["memory_bytes"]
+    # 1F1B's last stage holds one micro-batch: 12 layers of 12 heads (96 over TP 8) x 2,048^2 scores, 2 bytes each
+    # more; what the GPU holds adds the allocator's fragmentation to it
+    assert 1.0 <= (fp32 - fused) / (2 * 12 * 12 * 2048**2) < 1.1

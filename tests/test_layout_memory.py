@@ -902,6 +902,11 @@ def test_stored_scores_keep_the_dropouts_tensors_only_where_attention_drops_out(
     dry = model_shape(gpt3.model_copy(update={"dropout": 0.0}), 8)
     assert stored_scores_bytes(dry, layout, seq, b) == 2 * 96 * seq * seq * b / 8
     assert stored_scores_bytes(dry, MemoryLayout(tp=8), seq, b) == 0.0
+    # Megatron's unfused fp32 softmax (fused_softmax.py forward_torch_softmax): its fp32 output (4) in place of the
+    # 16-bit one (2); without dropout the matmul with V keeps the 16-bit cast (2) besides
+    fp32 = MemoryLayout(tp=8, attention_scores=True, scores_fp32=True)
+    assert stored_scores_bytes(model_shape(gpt3, 8), fp32, seq, b) == 7 * 96 * seq * seq * b / 8
+    assert stored_scores_bytes(dry, fp32, seq, b) == 6 * 96 * seq * seq * b / 8
 
 
 def test_overlapped_moe_all_to_alls_hold_one_more_forward_in_the_interleaved_warm_up() -> None:

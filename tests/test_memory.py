@@ -109,6 +109,22 @@ def test_activations_match_korthikanti() -> None:
     assert loss_memory(a, s, b, "upcast").kept == 4 * sbh + 4 * s * b * 50257 + sbh
 
 
+def test_megatrons_unfused_fp32_softmax_keeps_its_fp32_output() -> None:
+    """Megatron's forward_torch_softmax (fusions/fused_softmax.py, d98e8a64dd) under --attention-softmax-in-fp32:
+    the scores cast to fp32, scaled by a number and masked in place keep nothing; torch's Softmax keeps its fp32
+    output (4 bytes a score, where the fused kernel keeps its 16-bit one, 2); the cast back is what dropout reads
+    (its mask 1, its output 2, as fused). Without attention dropout the matmul with V keeps the 16-bit cast too."""
+    a = load_model("gpt3-175b").architecture
+    assert a is not None and a.dropout > 0
+    s, b, h, heads = 2048, 1, 12288, 96
+    unfused = layer_tensors(a, moe_layer=False, flash=False, kernels="fused", softmax_fp32=True)
+    assert unfused.saved_bytes(s, b) == s * b * h * (34 + 7 * heads * s / h)
+    dry = a.model_copy(update={"dropout": 0.0})
+    fused = layer_tensors(dry, moe_layer=False, flash=False, kernels="fused").saved_bytes(s, b)
+    unfused_dry = layer_tensors(dry, moe_layer=False, flash=False, kernels="fused", softmax_fp32=True)
+    assert unfused_dry.saved_bytes(s, b) - fused == (4 + 2 - 2) * heads * s * s * b
+
+
 def test_activations_scale_with_micro_batch_and_flash() -> None:
     a = load_model("llama-70b").architecture
     assert a is not None

@@ -822,3 +822,30 @@ def test_a_megatron_script_defers_the_output_layers_weight_gradients() -> None:
     assert "defer_embedding_wgrad" not in read(f"{script} --wgrad-deferral-limit -1\n", "m.sh").options
     with pytest.raises(InputError, match="--wgrad-deferral-limit"):
         read(f"{script} {flags[:-1]}-1\n", "m.sh")
+
+
+def test_a_megatron_script_keeps_the_unfused_softmax_in_fp32() -> None:
+    """Megatron-Core's own attention (--transformer-impl local) runs the fused softmax kernel with
+    --masked-softmax-fusion over 17 to 4,096 keys (fused_softmax.py is_kernel_available), else PyTorch's softmax,
+    in fp32 under --attention-softmax-in-fp32 or --apply-query-key-layer-scaling, which forces it
+    (transformer_config.py): only then is its fp32 output kept."""
+    from dpcost.training_configs.megatron import read
+
+    local = f"torchrun pretrain_gpt.py {SMALL_GPT} --fp16 --transformer-impl local"
+    unfused = read(f"{local} --no-masked-softmax-fusion --apply-query-key-layer-scaling\n", "m.sh")
+    assert unfused.options["unfused_softmax_fp32"] == "true"
+    assert (
+        read(f"{local} --no-masked-softmax-fusion --attention-softmax-in-fp32\n", "m.sh").options[
+            "unfused_softmax_fp32"
+        ]
+        == "true"
+    )
+    # the fused kernel runs at 1,024 keys, and the unfused softmax without the fp32 flags stays in 16 bits
+    assert "unfused_softmax_fp32" not in read(f"{local} --attention-softmax-in-fp32\n", "m.sh").options
+    assert "unfused_softmax_fp32" not in read(f"{local} --no-masked-softmax-fusion\n", "m.sh").options
+    # over 4,096 keys the fused kernel does not run, fusion or not
+    long = local.replace("--seq-length 1024", "--seq-length 8192")
+    assert read(f"{long} --attention-softmax-in-fp32\n", "m.sh").options["unfused_softmax_fp32"] == "true"
+    # Transformer Engine's attention is not read here
+    te = f"torchrun pretrain_gpt.py {SMALL_GPT} --fp16 --no-masked-softmax-fusion --attention-softmax-in-fp32\n"
+    assert "unfused_softmax_fp32" not in read(te, "m.sh").options

@@ -303,11 +303,13 @@ def _attention(
     indexed: bool = True,
     autocast: bool = False,
     repeat_kv: bool = True,
+    softmax_fp32: bool = False,
 ) -> tuple[list[Tensor], int]:
     """Q, K, V as attention reads them, its core (log-sum-exp under flash, else the s^2 softmax and dropout),
     the context (the output projection's input) and its output; and the mm calls it makes. A kv-shared layer
     (not `computes_kv`) reads the K and V an earlier layer keeps, and keeps none of its own. `repeat_kv`: eager
-    attention copies grouped K and V out to every query head (else the kernel reads them grouped, where it can)."""
+    attention copies grouped K and V out to every query head (else the kernel reads them grouped, where it can).
+    `softmax_fp32`: the fused kernels' softmax runs unfused in fp32 (_unfused_fp32_scores)."""
     e, h = ACT_BYTES, a.hidden
     out: list[Tensor] = []
     mm = first_mm
@@ -376,6 +378,8 @@ def _attention(
     else:
         if kernels == "eager":
             out += _eager_scores(a, autocast)
+        elif softmax_fp32:
+            out += _unfused_fp32_scores(a)
         else:
             out.append(Tensor("softmax", "core_attn", e * a.heads, quadratic=True))
         if a.dropout > 0:
@@ -412,6 +416,18 @@ def _eager_scores(a: ModelArchitecture, autocast: bool) -> list[Tensor]:
     return out
 
 
+def _unfused_fp32_scores(a: ModelArchitecture) -> list[Tensor]:
+    """The score square as Megatron's unfused softmax keeps it in fp32 (megatron/core/fusions/fused_softmax.py
+    forward_torch_softmax, Megatron-LM d98e8a64dd): the 16-bit scores cast up, scaled by a number and masked in
+    place keep nothing; the softmax keeps its fp32 output; the cast back to 16 bits is what dropout reads, or, without
+    attention dropout, what the matmul with V keeps."""
+    out = [Tensor("softmax output (fp32, unfused)", "core_attn", 4.0 * a.heads, quadratic=True)]
+    if a.dropout == 0:
+        out.append(Tensor("softmax cast to 16 bits (the matmul with V reads it)", "core_attn", ACT_BYTES * a.heads,
+                          quadratic=True))  # fmt: skip
+    return out
+
+
 def _attention_convolutions(a: ModelArchitecture, mixer: str, kernels: Kernels) -> list[Tensor]:
     """Inkling's k_sconv, v_sconv and attn_sconv (InklingShortConvolution, modeling_inkling.py, transformers 5.25.0):
     each casts its input to fp32 and keeps it for the depthwise convolution's backward; the residual around it and
@@ -436,7 +452,13 @@ def _attention_convolutions(a: ModelArchitecture, mixer: str, kernels: Kernels) 
 
 
 def _shared_block(
-    a: ModelArchitecture, flash: bool, kernels: Kernels, first_mm: int, autocast: bool = False, repeat_kv: bool = True
+    a: ModelArchitecture,
+    flash: bool,
+    kernels: Kernels,
+    first_mm: int,
+    autocast: bool = False,
+    repeat_kv: bool = True,
+    softmax_fp32: bool = False,
 ) -> tuple[list[Tensor], int]:
     """Zamba's and Zamba2's shared transformer block as a hybrid layer runs it (SharedBlockSpec;
     Zamba2AttentionDecoderLayer and Zamba2HybridLayer, modeling_zamba2.py, transformers 5.25.0): the hidden state
@@ -454,7 +476,8 @@ def _shared_block(
     if s.adapter_rank:
         adapters = 4 if s.attention_adapters else 1
         out.append(Tensor("shared block adapters' intermediates", "qkv", e * adapters * s.adapter_rank))
-    attention, mm = _attention(a, flash, kernels, first_mm, autocast=autocast, repeat_kv=repeat_kv)
+    attention, mm = _attention(a, flash, kernels, first_mm, autocast=autocast, repeat_kv=repeat_kv,
+                               softmax_fp32=softmax_fp32)  # fmt: skip
     out += attention + _norm(a, kernels, "shared block MLP norm")
     mlp = _mlp(a, a.ffn, kernels, mm, "mlp", "shared block MLP")
     mm += sum(1 for t in mlp if t.matmul)
@@ -843,6 +866,7 @@ def layer_tensors(
     ffn: int = 0,
     autocast: bool = False,
     repeat_kv: bool = True,
+    softmax_fp32: bool = False,
 ) -> LayerTensors:
     """The tensors of one layer's forward for one token (korthikanti et al. 2022 section 4, extended as the module
     docstring says), in forward order, with their Megatron module and matmul position. A hybrid's layer has its
@@ -851,7 +875,8 @@ def layer_tensors(
     under torch.autocast on fp32 weights: the residual stream is fp32 (the embedding's output, and fp32 + 16-bit
     sums), which the block's checkpoint keeps and, eager, the pre-norms (_norm; compiled, what the partitioner keeps
     of them is not measured), and eager attention's softmax is fp32. `repeat_kv`: eager attention copies grouped K
-    and V out to every query head (off: reads_grouped_kv says where the kernel reads them as they are)."""
+    and V out to every query head (off: reads_grouped_kv says where the kernel reads them as they are).
+    `softmax_fp32`: without flash, the fused kernels' softmax runs unfused in fp32 (_unfused_fp32_scores)."""
     # Megatron-Core's Transformer Engine spec (gpt_layer_specs.py) fuses a norm into the matmul after it, where its
     # "layernorm" recompute (transformer_layer.py) finds IdentityOp and recomputes nothing: attention's into linear_qkv
     # but MLA's (a norm of its own), a dense MLP's into linear_fc1 but an MoE layer's (the router reads it).
@@ -868,7 +893,7 @@ def layer_tensors(
     tensors += _norm(a, kernels, "attention norm", attention_norm, readers if cast else 0) if mixer != "none" else []
     mm = 1
     if mixer in (SHARED_BLOCK, REUSED_BLOCK):
-        shared, mm = _shared_block(a, flash, kernels, mm, autocast, repeat_kv)
+        shared, mm = _shared_block(a, flash, kernels, mm, autocast, repeat_kv, softmax_fp32)
         tensors += shared
     elif "attention" in mixer and a.compressed_attention is not None:
         attention, mm = _compressed_attention(a, mixer, flash, mm)
@@ -877,7 +902,9 @@ def layer_tensors(
         indexer = a.indexer  # a kind of layer none of the indexer's layers is (dots3's sliding ones) runs none
         indexed = indexer is None or not indexer.layers or any(a.mixer(layer) == mixer for layer in indexer.layers)
         view = a.attention_of(mixer)
-        attention, mm = _attention(view, flash, kernels, mm, a.computes_kv(mixer), indexed, autocast, repeat_kv)
+        attention, mm = _attention(
+            view, flash, kernels, mm, a.computes_kv(mixer), indexed, autocast, repeat_kv, softmax_fp32
+        )
         tensors += attention
         if a.layer_norms == 3:  # a norm over the attention's output before its projection keeps its input
             tensors.append(_norm_input(a, kernels, "attention output norm", "attn_out", a.heads * a.d_value))

@@ -147,10 +147,12 @@ def activation_memory(
     modules: frozenset[str] = DEFAULT_MODULES,
     autocast: bool = False,
     repeat_kv: bool = True,
+    softmax_fp32: bool = False,
 ) -> Activations:
     """Kept and re-created activations of one micro-batch, layer by layer (no tensor or sequence parallelism);
     `autocast`: the forward runs under torch.autocast; `repeat_kv`: eager attention copies grouped K and V to every
-    query head, else only a layer whose mask stays (keeps_local_mask)."""
+    query head, else only a layer whose mask stays (keeps_local_mask); `softmax_fp32`: the fused kernels' softmax
+    runs unfused in fp32 (activations.layer_tensors)."""
     if recompute not in RECOMPUTE:
         raise ValueError(f"recompute must be one of {RECOMPUTE}")
     s, b = seq_len, micro_batch
@@ -159,7 +161,9 @@ def activation_memory(
     kinds = {}
     for key in set(layer_keys):
         (mixer, mlp, width), copied = key
-        kinds[key] = layer_tensors(a, mlp == "moe", flash, kernels, mixer, mlp != "none", width, autocast, copied)
+        kinds[key] = layer_tensors(
+            a, mlp == "moe", flash, kernels, mixer, mlp != "none", width, autocast, copied, softmax_fp32
+        )
     # How many layers of each (kind, policy): the layers of one kind under one policy keep the same bytes.
     counts: dict[tuple[Any, str], int] = {}
     for i, key in enumerate(layer_keys):

@@ -27,7 +27,8 @@ Sources, cited per function by their letter:
 - [A] megatron/core/transformer/attention.py, dot_product_attention.py and multi_latent_attention.py (same commit),
   which the file does not cover: Q, K, V and the core attention's output at their own widths (each head's, MLA's
   wider ones), K and V grouped (GQA) unless unfused attention copies them to every head, and MLA's latents
-  (activations.mla_latent_tensors); attention_width_bytes.
+  (activations.mla_latent_tensors); attention_width_bytes. With --unfused-softmax-fp32, fusions/fused_softmax.py
+  forward_torch_softmax: the softmax's fp32 output kept in the scores' place (stored_scores_bytes).
 - [W] Transformer Engine transformer_engine/pytorch/module/base.py get_dummy_wgrad (NVIDIA/TransformerEngine at
   d0067d0da), which the file does not cover: under gradient-accumulation fusion (Megatron's default,
   --no-gradient-accumulation-fusion turns it off; TE's fuse_wgrad_accumulation) a TE linear layer's backward adds its
@@ -168,6 +169,7 @@ class MemoryLayout(Layout):
     # 5as/(ht) per layer (Table 2), 2as/(ht) without attention dropout (stored_scores_bytes), which Megatron's
     # formula leaves out; under full recomputation, one layer's.
     attention_scores: bool = False
+    scores_fp32: bool = False  # the stored scores' softmax ran unfused in fp32 [A] (--unfused-softmax-fp32)
     fp8_params: bool = False  # --fp8-param-gather: the layers' linear weights stored (and gathered) in fp8 [P]
     # GPipe: every micro-batch's forward before any backward, so each stage holds all m micro-batches' activations
     # (Huang et al. 2019, section 2.3; torch.distributed.pipelining ScheduleGPipe), where 1F1B holds at most p
@@ -563,10 +565,13 @@ def layer_activation_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, 
 def stored_scores_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int) -> float:
     """One attention layer's stored s x s scores where nothing drops them [K] Table 2: sbh x 5as/(ht), the softmax's
     output (2), its dropout's mask (1) and output (2); without attention dropout the softmax's output alone, which
-    the matmul with V keeps (torch's dropout returns its input at p = 0): sbh x 2as/(ht). Else none."""
+    the matmul with V keeps (torch's dropout returns its input at p = 0): sbh x 2as/(ht). Else none. An unfused
+    fp32 softmax [A] keeps its fp32 output (4) in place of the 16-bit one, and without dropout the matmul with V
+    keeps the 16-bit cast (2) besides: 7 and 6."""
     if not layout.attention_scores:
         return 0.0
-    return (5 if shape.score_dropout else 2) * shape.heads * seq * seq * micro_batch / layout.tp
+    per_score = (5 if shape.score_dropout else 2) + (0 if not layout.scores_fp32 else 2 if shape.score_dropout else 4)
+    return per_score * shape.heads * seq * seq * micro_batch / layout.tp
 
 
 def attention_width_bytes(

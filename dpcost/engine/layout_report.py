@@ -309,6 +309,7 @@ def _layout_memory(
         # checkpoint_core_attention: "core_attn" in recompute_modules)
         attention_scores=not p.o.compute.flash_attention
         and not (recompute == "selective" and "core_attn" in p.o.plan.recompute_modules),
+        scores_fp32=p.o.compute.unfused_softmax_fp32,
         fp8_params=_fp8_params(p.o),
         # an uneven split as the first and last stages' layers; interleaved, stage_layers splits the virtual stages
         first_stage_layers=counts[0] if uneven and layout.pp > 1 and par.virtual_stages == 1 else None,

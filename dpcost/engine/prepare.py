@@ -465,7 +465,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
             f"{bucket:.3g}-byte buckets cut the {counts.total * grad_bytes / 1e9:,.1f} GB gradient into more than "
             f"{MAX_BUCKETS:,} calls per pass; use at least {counts.total * grad_bytes / MAX_BUCKETS:,.0f} bytes",
         )
-    return Prepared(
+    prepared = Prepared(
         o,
         seq_len,
         counts,
@@ -481,6 +481,23 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         bucket,
         first,
     )
+    check_unfused_softmax(prepared)
+    return prepared
+
+
+def check_unfused_softmax(p: Prepared) -> None:
+    """--unfused-softmax-fp32 is what Megatron's fused-kernel attention keeps without flash: flash attention keeps no
+    scores, and eager attention's softmax dtype is the model family's (activations._eager_scores)."""
+    if not p.o.compute.unfused_softmax_fp32:
+        return
+    if p.o.compute.flash_attention:
+        raise InputError("unfused_softmax_fp32", "flash attention keeps no scores: give --flash-attention false")
+    if p.kernels != "fused":
+        raise InputError(
+            "unfused_softmax_fp32",
+            f"Megatron's unfused softmax: {p.kernels} attention keeps the scores as its own kernels do; give "
+            "--framework megatron (or none) without --compile",
+        )
 
 
 @per_object
@@ -685,13 +702,13 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
     plan = o.plan
     modules = frozenset(plan.recompute_modules)
-    autocast, repeat_kv = p.recipe.autocast, o.compute.repeat_kv
-    key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl, autocast, repeat_kv)
+    autocast, repeat_kv, softmax_fp32 = p.recipe.autocast, o.compute.repeat_kv, o.compute.unfused_softmax_fp32
+    key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl, autocast, repeat_kv, softmax_fp32)
     known = _activations_of(a)
     if key not in known:
         every = plan.recompute_layers
         known[key] = (
-            activation_memory(a, s, 1, recompute, flash, kernels, every, modules, autocast, repeat_kv),
+            activation_memory(a, s, 1, recompute, flash, kernels, every, modules, autocast, repeat_kv, softmax_fp32),
             loss_memory(a, s, 1, p.loss_impl, kernels),
         )
     act, loss = known[key]

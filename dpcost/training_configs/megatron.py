@@ -135,6 +135,7 @@ def read(text: str, path: str) -> TrainingConfig:
     _batch(r, args)
     _recompute(r, args)
     _attention(r, args)
+    _softmax(r, args)
     _loss(r, args)
     _precision(r, args)
     spec = _model(r, args, tp, Path(path).stem)
@@ -142,7 +143,7 @@ def read(text: str, path: str) -> TrainingConfig:
     if spec is not None:
         padding = (_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128)
     dp = _launched_dp(r, args)
-    used = read_here | {*_ATTENTION_ARGS, *_LOSS_ARGS}
+    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS}
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
@@ -341,6 +342,45 @@ def _attention(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--attention-backend", backend or "(absent)", "flash_attention", "false", why)
     elif backend is not None:
         r.ignore("--attention-backend", backend, NOT_PRICED if impl != "local" else "the local implementation's own")
+
+
+_SOFTMAX_ARGS = ("--attention-softmax-in-fp32", "--apply-query-key-layer-scaling", "--no-masked-softmax-fusion")
+FUSED_SOFTMAX_KEYS = (16, 4096)  # fused_softmax.py is_kernel_available: 16 < sk <= 4096
+
+
+def _softmax(r: Reading, args: dict[str, list[str]]) -> None:
+    """Whether Megatron-Core's own attention (--transformer-impl local) keeps its softmax's fp32 output
+    (fusions/fused_softmax.py, d98e8a64dd): its FusedScaleMaskSoftmax runs the fused kernel with
+    --masked-softmax-fusion (the default) over 16-bit inputs of 17 to 4,096 keys (is_kernel_available; the shape's
+    divisibility by 4 is not read), else forward_torch_softmax, which computes in fp32 under
+    --attention-softmax-in-fp32, forced by --apply-query-key-layer-scaling (transformer_config.py __post_init__),
+    and keeps that output. Transformer Engine's attention is not read here."""
+    given = [name for name in _SOFTMAX_ARGS if name in args]
+    if _one(r, args, "--transformer-impl") != "local" or ("--bf16" not in args and "--fp16" not in args):
+        for name in given:
+            r.ignore(name, "", NOT_PRICED)
+        return
+    fp32 = next((name for name in _SOFTMAX_ARGS[:2] if name in args), None)
+    seq = _int(r, args, "--seq-length")
+    low, high = FUSED_SOFTMAX_KEYS
+    if "--no-masked-softmax-fusion" in args:
+        unfused: str | None = "--no-masked-softmax-fusion"
+    elif seq is not None and not low < seq <= high:
+        unfused = f"{seq:,} keys: the fused kernel takes {low + 1} to {high:,}"
+    else:
+        unfused = None
+    if fp32 is not None and unfused is not None:
+        r.use(fp32, "", "unfused_softmax_fp32", "true", f"the unfused softmax ({unfused}) keeps its fp32 output")
+    for name in given:
+        if name == fp32 and unfused is not None:
+            continue
+        if unfused is None:
+            why = "the fused kernel runs: its output is 16-bit, as counted"
+        elif fp32 is None:
+            why = "the unfused softmax runs in 16 bits: its output is 16-bit, as the fused kernel's"
+        else:
+            why = f"read with {fp32}"
+        r.ignore(name, "", why)
 
 
 _LOSS_ARGS = ("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl")
