@@ -11,16 +11,21 @@ base config, and says what the figure does not). Gathered after dpcost's models 
 nothing set from it. Each run is costed as it was configured:
 
     dpcost estimate --model MODEL --topology aws-p5 --dp D --tp T --pp P --micro-batch B --global-batch G
-        --seq-len 4096 --zero Z --framework ddp|megatron --recompute none --bucket-size 50MiB [--sequence-parallel]
+        --seq-len 4096 --zero Z --framework megatron --recompute none --bucket-size 50MiB [--sequence-parallel]
+        [ZeRO 1 with DP above 1: --overlap-comm false --grad-reduce all-reduce]
 
-nanotron's data parallelism is PyTorch DDP (trainer.py init_model: DistributedDataParallel with the config's
-bucket_cap_mb, 25 in the benchmark's) whose comm hook reduces the fp32 gradients it accumulates
-(accumulate_grad_in_fp32; helpers.py registers gradient_accumulator.py's get_fp32_accum_hook, an all-reduce at
-ZeRO 0 and a reduce-scatter at ZeRO 1; huggingface/nanotron @0e0a27ea): 25 MiB of bf16 gradients is 50 MiB of fp32
-ones a bucket. A run of data parallelism alone at ZeRO 0 is `--framework ddp`;
-the rest are layouts, which dpcost costs as Megatron runs them (nanotron's TP is Megatron's column and row split,
-sequence parallel in its REDUCE_SCATTER mode, which the benchmark ran; its PP runs one-forward-one-backward; its
-ZeRO-1 reduce-scatters the gradients and gathers the updated parameters, as Megatron's distributed optimizer does).
+Every run is costed as Megatron runs it, whose kernels are nanotron's kind (huggingface/nanotron @0e0a27ea,
+models/llama.py: bf16 weights without autocast, TritonRMSNorm, flash-attn's rotary and varlen attention, a
+vocab-parallel cross-entropy; its TP is Megatron's column and row split, sequence parallel in its REDUCE_SCATTER
+mode, which the benchmark ran; its PP runs one-forward-one-backward). Its data parallelism, with the benchmark's
+accumulate_grad_in_fp32 (trainer.py and helpers.py at that commit):
+- ZeRO 0: PyTorch DDP with the config's bucket_cap_mb, 25, whose comm hook (gradient_accumulator.py
+  get_fp32_accum_hook) all-reduces the fp32 gradients it accumulates during the last backward: 25 MiB of bf16
+  gradients is 50 MiB of fp32 ones a bucket, Megatron's DDP at --bucket-size 50MiB.
+- ZeRO 1: no DDP (init_model's make_ddp is false with fp32 accumulation and a ZeRO stage): after the last backward
+  the trainer all-reduces the whole fp32 gradient buffer (sync_gradients_across_dp with reduce_scatter=False), and
+  after the optimizer step ZeroDistributedOptimizer all-gathers the updated bf16 parameters, neither overlapped:
+  `--overlap-comm false` (Megatron's one bucket) with `--grad-reduce all-reduce`.
 No recomputation (the benchmark's recompute_layer was off). nanotron's linear layers are its own, not Transformer
 Engine's: none of TE's placeholder weight gradients (`--no-grad-accumulation-fusion`). The GPU's H100 topology with
 EFA is `aws-p5`. Beside
@@ -135,6 +140,7 @@ def model_spec(name: str) -> ModelSpec:
 
 
 def options(r: Run) -> Options:
+    sharded = r.zero == 1 and r.dp > 1  # nanotron's ZeRO-1 all-reduces after the backward, unoverlapped (docstring)
     return Options(
         dp=r.dp,
         tp=r.tp,
@@ -143,11 +149,13 @@ def options(r: Run) -> Options:
         global_batch=r.global_batch,
         seq_len=SEQ_LEN,
         zero=r.zero,
-        framework="ddp" if r.tp == r.pp == 1 and r.zero == 0 else "megatron",
+        framework="megatron",
         recompute="none",
         sequence_parallel=r.tp > 1,
         bucket_bytes=BUCKET_BYTES,
         grad_accumulation_fusion=False,  # nanotron's linear layers are its own: no Transformer Engine placeholders
+        overlap_comm=False if sharded else None,
+        grad_reduce="all-reduce" if sharded else None,
     )
 
 

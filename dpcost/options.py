@@ -279,6 +279,15 @@ class Communication(Section):
         description="CollNet/SHARP allowed (NCCL_COLLNET_ENABLE) [default: the topology's].",
         json_schema_extra=cli("--collnet", metavar="on|off"),
     )
+    grad_reduce: Literal["reduce-scatter", "all-reduce"] | None = Field(
+        None,
+        description="ZeRO 1-2: the collective that reduces each gradient bucket. all-reduce: every rank receives "
+        "the whole reduced gradient and updates its own shard, as nanotron's ZeRO-1 (its trainer all-reduces the "
+        "fp32 gradient buffer) and PyTorch's ZeroRedundancyOptimizer under DDP run it [default: the framework's: "
+        "all-reduce for DeepSpeed's stages 1-2 (stage_1_and_2.py allreduce_bucket), reduce-scatter for Megatron "
+        "and the generic plan].",
+        json_schema_extra=cli("--grad-reduce"),
+    )
     keep_full_grads: bool = Field(
         False,
         description="Stages 2-3: accumulate unsharded gradients, reduce once per step.",

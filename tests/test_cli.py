@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REFERENCE, cli_in_fresh_process
@@ -475,3 +476,42 @@ def test_the_unfused_softmax_flag_asks_for_attention_that_keeps_scores() -> None
     # 1F1B's last stage holds one micro-batch: 12 layers of 12 heads (96 over TP 8) x 2,048^2 scores, 2 bytes each
     # more; what the GPU holds adds the allocator's fragmentation to it
     assert 1.0 <= (fp32 - fused) / (2 * 12 * 12 * 2048**2) < 1.1
+
+
+def test_grad_reduce_all_reduce_sends_the_whole_gradient_back() -> None:
+    """--grad-reduce all-reduce at ZeRO 1 (nanotron's trainer, PyTorch's ZeroRedundancyOptimizer under DDP): a ring
+    all-reduce sends 2(n-1)/n of the gradient per rank where a reduce-scatter sends (n-1)/n (Patarasuk and Yuan;
+    NCCL's ring), and the updated parameters are gathered as before. Megatron without overlap runs the whole
+    gradient as one call. ZeRO 0 and 3, and the frameworks that reduce per wrapped unit, are refused."""
+    base = ["estimate", "--model", "llama-8b", "--dp", "64", "--zero", "1", "--framework", "megatron",
+            "--overlap-comm", "false", "--format", "json"]  # fmt: skip
+
+    def calls(*extra: str) -> dict[str, dict[str, Any]]:
+        doc = json.loads(ok(*base, *extra))["communication"]
+        return {c["op"]: c for c in doc["collectives"]}
+
+    scattered, reduced = calls(), calls("--grad-reduce", "all-reduce")
+    grads = reduced["all_reduce"]["bytes"]
+    assert grads == scattered["reduce_scatter"]["bytes"] and reduced["all_reduce"]["calls"] == 1
+    assert reduced["all_reduce"]["bytes_sent_per_rank"] == pytest.approx(2 * 63 / 64 * grads, rel=1e-9)
+    assert scattered["reduce_scatter"]["bytes_sent_per_rank"] == pytest.approx(63 / 64 * grads, rel=1e-9)
+    assert reduced["all_gather"] == scattered["all_gather"]
+    for refused in (["--zero", "3"], ["--zero", "2", "--framework", "fsdp"], ["--zero", "0"]):
+        result = CliRunner().invoke(app, ["estimate", "--model", "llama-8b", "--dp", "64", *refused,
+                                          "--grad-reduce", "all-reduce"])  # fmt: skip
+        assert result.exit_code == 2, refused
+        assert result.stderr.startswith("dpcost: error: --grad-reduce: "), result.stderr
+
+
+def test_grad_reduce_reaches_a_layouts_data_parallel_buckets() -> None:
+    """In a TP 2 layout the stage's gradient shard is all-reduced over DP 16 where --grad-reduce all-reduce says
+    so: 2 x 15/16 of it sent per rank, twice the reduce-scatter's 15/16."""
+    base = ["estimate", "--model", "llama-8b", "--dp", "16", "--tp", "2", "--zero", "1", "--overlap-comm", "false",
+            "--global-batch", "64", "--format", "json"]  # fmt: skip
+    scattered = json.loads(ok(*base))["communication"]["collectives"]
+    reduced = json.loads(ok(*base, "--grad-reduce", "all-reduce"))["communication"]["collectives"]
+    (rs,) = [c for c in scattered if c["op"] == "reduce_scatter"]
+    (ar,) = [c for c in reduced if c["op"] == "all_reduce"]
+    assert ar["bytes"] == rs["bytes"]
+    assert ar["bytes_sent_per_rank"] == pytest.approx(2 * rs["bytes_sent_per_rank"], rel=1e-9)
+    assert rs["bytes_sent_per_rank"] == pytest.approx(15 / 16 * rs["bytes"], rel=1e-9)

@@ -428,6 +428,7 @@ def layout_step(
     bf16_layers: tuple[int, int] = (0, 0),
     bucket_bytes: float | None = None,
     optimizer_instances: int = 1,
+    grad_reduce: str | None = None,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -443,6 +444,7 @@ def layout_step(
     Megatron's --decoder-first/last-pipeline-num-layers (layout_step.stage_layer_counts); `mtp_layers`:
     --mtp-num-layers, trained on the last stage (stage_loads). `pp_scatter_gather`: the pipeline's tensors split over TP
     and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls).
+    `grad_reduce`: ZeRO-1's bucket collective where it is not Megatron's reduce-scatter (--grad-reduce).
     `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded over NVLink there
     (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls); `ep_dispatcher` flex: once to each NVLink
     domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls). `slowest_gpu`: the share of
@@ -544,6 +546,7 @@ def layout_step(
         sync_jitter=sync_jitter,
         bucket_bytes=bucket_bytes,
         instances=instanced,
+        grad_reduce=grad_reduce,
     )
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
@@ -834,6 +837,7 @@ def _data_parallel(
     sync_jitter: float = 0.0,
     bucket_bytes: float | None = None,
     instances: InstanceGroups | None = None,
+    grad_reduce: str | None = None,
 ) -> tuple[StepTime, tuple[SideTraffic, ...]]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py), gradients of `grad_bytes` each, and the
     calls beside it (SideTraffic). ZeRO 0-1, as Megatron's DDP and distributed optimizer run it: its buckets over
@@ -879,7 +883,7 @@ def _data_parallel(
         overlap_param_gather=fw.overlap_param_gather and overlapped,
         overlap_grad_reduce=overlapped,
         per_unit=fsdp,
-        bucket_op=fw.bucket_op,
+        bucket_op=grad_reduce or fw.bucket_op,
         ranks=dp.ranks,
         sync_jitter=sync_jitter if per_wait_jitter(zero, last_stage) else 0.0,
         optimizer=optimizer,

@@ -22,7 +22,14 @@ from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
 from dpcost.engine.placement import Placement, check_ranks, job_view
 from dpcost.engine.plan import dp_group_for
-from dpcost.engine.prepare import DTYPE_BYTES, Prepared, matmul_share, prepare, slowest_gpu_share
+from dpcost.engine.prepare import (
+    DTYPE_BYTES,
+    Prepared,
+    grad_reduce_op,
+    matmul_share,
+    prepare,
+    slowest_gpu_share,
+)
 from dpcost.engine.report import (
     Advice,
     BreakdownTerm,
@@ -498,6 +505,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         virtual_stages=par.virtual_stages,
         zero=stage,
         dp_overlap=o.communication.overlap_comm is not False,
+        grad_reduce=grad_reduce_op(o),
         overlap_slowdown=o.compute.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
         compute_model=compute_model,

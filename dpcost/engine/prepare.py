@@ -152,8 +152,9 @@ class Prepared:
 
     @property
     def bucket_op(self) -> str:
-        """Stages 1-2: the collective each gradient bucket runs (DeepSpeed: all-reduce)."""
-        return self.framework.bucket_op if self.framework else "reduce_scatter"
+        """Stages 1-2: the collective each gradient bucket runs: --grad-reduce, else the framework's (DeepSpeed:
+        all-reduce)."""
+        return grad_reduce_op(self.o) or (self.framework.bucket_op if self.framework else "reduce_scatter")
 
     @property
     def bucket_rule(self) -> str:
@@ -398,6 +399,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})
     counts = count_params(model)
     fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
+    check_grad_reduce(o, fw)
     # Megatron runs ZeRO 2-3 as Megatron-FSDP, which the layout engine costs (Options.megatron_layout)
     stages = {**MEGATRON_FSDP.stages, **fw.stages} if fw is FRAMEWORKS["megatron"] else fw.stages if fw else {}
     if fw is not None and o.plan.zero is not None and o.plan.zero not in stages:
@@ -483,6 +485,24 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     )
     check_unfused_softmax(prepared)
     return prepared
+
+
+def grad_reduce_op(o: Options) -> str | None:
+    """--grad-reduce as the collective's name (collectives.py), None where it is not given."""
+    given = o.communication.grad_reduce
+    return given.replace("-", "_") if given else None
+
+
+def check_grad_reduce(o: Options, fw: Framework | None) -> None:
+    """--grad-reduce chooses ZeRO 1-2's bucket collective: ZeRO-0 all-reduces, and ZeRO-3 and the frameworks that
+    reduce per wrapped unit (FSDP; Megatron's ZeRO 2-3, Megatron-FSDP) reduce-scatter."""
+    if o.communication.grad_reduce is None:
+        return
+    zero = o.plan.zero
+    if zero in (0, 3):
+        raise InputError("grad_reduce", f"chooses ZeRO 1-2's gradient collective; ZeRO-{zero} runs its own")
+    if fw is not None and (fw.per_unit or (zero == 2 and fw.name == "megatron")):
+        raise InputError("grad_reduce", f"{fw.title} reduce-scatters each wrapped unit's gradients at ZeRO 2")
 
 
 def check_unfused_softmax(p: Prepared) -> None:
