@@ -515,3 +515,13 @@ def test_grad_reduce_reaches_a_layouts_data_parallel_buckets() -> None:
     assert ar["bytes"] == rs["bytes"]
     assert ar["bytes_sent_per_rank"] == pytest.approx(2 * rs["bytes_sent_per_rank"], rel=1e-9)
     assert rs["bytes_sent_per_rank"] == pytest.approx(15 / 16 * rs["bytes"], rel=1e-9)
+
+
+def test_plan_refuses_the_unfused_softmax_with_flash_attention_before_searching() -> None:
+    """Every plan the search would try keeps no scores under flash attention: one line and exit 2, not an empty
+    table of 417 refused plans."""
+    result = CliRunner().invoke(app, ["plan", "--model", "llama-8b", "--gpus", "64", "--unfused-softmax-fp32"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "dpcost: error: --unfused-softmax-fp32: flash attention keeps no scores: give --flash-attention false"
+    )

@@ -483,7 +483,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         bucket,
         first,
     )
-    check_unfused_softmax(prepared)
+    check_unfused_softmax(o, prepared.kernels)
     return prepared
 
 
@@ -505,17 +505,18 @@ def check_grad_reduce(o: Options, fw: Framework | None) -> None:
         raise InputError("grad_reduce", f"{fw.title} reduce-scatters each wrapped unit's gradients at ZeRO 2")
 
 
-def check_unfused_softmax(p: Prepared) -> None:
+def check_unfused_softmax(o: Options, kernels: Kernels | None = None) -> None:
     """--unfused-softmax-fp32 is what Megatron's fused-kernel attention keeps without flash: flash attention keeps no
-    scores, and eager attention's softmax dtype is the model family's (activations._eager_scores)."""
-    if not p.o.compute.unfused_softmax_fp32:
+    scores, and eager attention's softmax dtype is the model family's (activations._eager_scores). `kernels`: the
+    plan's, where it is known (a search checks the options alone)."""
+    if not o.compute.unfused_softmax_fp32:
         return
-    if p.o.compute.flash_attention:
+    if o.compute.flash_attention:
         raise InputError("unfused_softmax_fp32", "flash attention keeps no scores: give --flash-attention false")
-    if p.kernels != "fused":
+    if kernels is not None and kernels != "fused":
         raise InputError(
             "unfused_softmax_fp32",
-            f"Megatron's unfused softmax: {p.kernels} attention keeps the scores as its own kernels do; give "
+            f"Megatron's unfused softmax: {kernels} attention keeps the scores as its own kernels do; give "
             "--framework megatron (or none) without --compile",
         )
 

@@ -49,7 +49,13 @@ from dpcost.engine.layout_step import layout_calls, mamba_layout_refusal
 from dpcost.engine.ops import has_layer_ops
 from dpcost.engine.params import count_params, routed_expert
 from dpcost.engine.placement import Placement, job_view
-from dpcost.engine.prepare import check_compute_dtype, compute_model_for, matmul_share, seq_len_for
+from dpcost.engine.prepare import (
+    check_compute_dtype,
+    check_unfused_softmax,
+    compute_model_for,
+    matmul_share,
+    seq_len_for,
+)
 from dpcost.engine.report import EstimateReport, PlanResult, PlanRow, SearchCounts
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
@@ -410,6 +416,7 @@ def search(
     topology = job_view(topology, gpus)
     check_compute_dtype(topology, base)  # the search's bounds read the peak before any plan is prepared
     check_wgrad_deferral(model, base)  # refused in every layout the search would try
+    check_unfused_softmax(base)  # with flash attention, likewise
     limit = memory_limit or topology.gpu.hbm
     if limit < topology.gpu.hbm:  # a plan "fits" in the limit: every automatic choice (ZeRO, recompute) holds it
         topology = topology.model_copy(update={"gpu": topology.gpu.model_copy(update={"hbm": limit})})
