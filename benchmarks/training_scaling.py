@@ -59,6 +59,7 @@ class Run:
     source: str  # the file the run comes from
     shard_group: int | None = None  # hybrid sharding: the GPUs one shard group holds (--shard-group)
     framework: str = "fsdp"  # dpcost's --framework for the run's data parallelism
+    compile: bool = False  # the run used torch.compile (the file's `compile` column): dpcost's --compile
 
 
 # A run's activation checkpointing -> dpcost's --recompute under --framework fsdp: torchtitan's per-op SAC is 'op';
@@ -120,6 +121,7 @@ def runs(pattern: str = "*.csv") -> list[Run]:
                     path.name,
                     _shard_group(row),
                     "megatron" if megatron or megatron_fsdp else "fsdp",
+                    row.get("compile") == "true",
                 )
             )
     return out
@@ -154,6 +156,7 @@ def predict(r: Run, mfu: float | None, compute_model: str = "flops") -> float:
         grad_dtype=r.grad_dtype,
         gather_dtype=r.gather_dtype,
         shard_group=r.shard_group,
+        compile=r.compile,
         **OVERRIDES,
     )
     report = estimate(load_model(spec_for(r.model)), load_topology(r.topology), options)
