@@ -523,5 +523,21 @@ def test_plan_refuses_the_unfused_softmax_with_flash_attention_before_searching(
     result = CliRunner().invoke(app, ["plan", "--model", "llama-8b", "--gpus", "64", "--unfused-softmax-fp32"])
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "dpcost: error: --unfused-softmax-fp32: flash attention keeps no scores: give --flash-attention false"
+        "dpcost: error: --unfused-softmax-fp32: flash attention keeps no scores: give --no-flash-attention, or "
+        "--no-unfused-softmax-fp32"
+    )
+
+
+def test_grad_reduce_reaches_the_experts_and_asks_for_its_stage() -> None:
+    """The experts' gradients over expert-DP take the same collective at ZeRO 1 (Mixtral, EP 8 x expert-DP 2), and
+    --zero left to the automatic choice is refused: the choice could land on ZeRO 0 or 3, where it cannot apply."""
+    base = ["estimate", "--model", "mixtral-8x7b", "--dp", "16", "--ep", "8", "--zero", "1", "--global-batch", "64",
+            "--format", "json"]  # fmt: skip
+    ops = {(c["purpose"], c["op"]) for c in json.loads(ok(*base, "--grad-reduce", "all-reduce"))["communication"]
+           ["collectives"]}  # fmt: skip
+    assert {("gradients", "all_reduce"), ("expert gradients", "all_reduce")} <= ops
+    result = CliRunner().invoke(app, ["estimate", "--model", "llama-8b", "--dp", "16", "--grad-reduce", "all-reduce"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "dpcost: error: --grad-reduce: chooses ZeRO 1-2's gradient collective: give --zero 1 or 2"
     )

@@ -908,11 +908,12 @@ def _data_parallel(
         _side_traffic(topology, groups["edp"] if instances is None else instances.experts,
                       "expert-DP gradients and parameters", experts, zero, micro_batches, forward, backward,
                       overlapped, grad_bytes, expert_gather_bytes, kept=False, noun="expert", kind="edp",
-                      across=None if instances is None else instances.experts_across),
+                      across=None if instances is None else instances.experts_across, grad_reduce=grad_reduce),
         _side_traffic(topology, dp if instances is None else instances.dense,
                       "embedding and output layer gradients and parameters", outside, zero, micro_batches, forward,
                       backward, overlapped, grad_bytes, weight_bytes, kept=True, noun="embedding and output layer",
-                      kind="dp-cp", across=None if instances is None else instances.dense_across),
+                      kind="dp-cp", across=None if instances is None else instances.dense_across,
+                      grad_reduce=grad_reduce),
     )  # fmt: skip
     return timed, tuple(side for side in sides if side.seconds > 0)
 
@@ -933,11 +934,13 @@ def _side_traffic(
     noun: str = "",
     kind: str = "",
     across: Placement | None = None,
+    grad_reduce: str | None = None,
 ) -> SideTraffic:
     """`params` reduced and gathered over `group` (_data_parallel), hidden behind the micro-batch's backward and
     forward where `overlapped`. `kept`: at ZeRO 3, gathered once per step and kept (Megatron-FSDP's modules outside
     any unit), not for every pass. `noun` names what it moves in its calls' purposes; `kind` its group. `across`:
-    the distributed optimizer's instances (ZeRO 1), each reduce-scattered shard then all-reduced across them."""
+    the distributed optimizer's instances (ZeRO 1), each reduce-scattered shard then all-reduced across them.
+    `grad_reduce`: ZeRO-1's gradient collective where it is not the reduce-scatter (--grad-reduce)."""
     if params <= 0 or (group.ranks == 1 and (across is None or across.ranks == 1)):
         return SideTraffic(what, 0.0, 0.0)
     grads, weights = params * grad_bytes, params * weight_bytes
@@ -955,7 +958,7 @@ def _side_traffic(
         listed = (listed_as(everything, "gradients", grads, 1),)
         return SideTraffic(what, reduce, max(0.0, reduce - hides_reduce), kind, listed)
     scatter, gathered = (
-        fastest(topology, "reduce_scatter", group, grads),
+        fastest(topology, grad_reduce if zero == 1 and grad_reduce else "reduce_scatter", group, grads),
         fastest(topology, "all_gather", group, weights),
     )
     reduce, gather = scatter.seconds, gathered.seconds

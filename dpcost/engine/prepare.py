@@ -495,10 +495,13 @@ def grad_reduce_op(o: Options) -> str | None:
 
 def check_grad_reduce(o: Options, fw: Framework | None) -> None:
     """--grad-reduce chooses ZeRO 1-2's bucket collective: ZeRO-0 all-reduces, and ZeRO-3 and the frameworks that
-    reduce per wrapped unit (FSDP; Megatron's ZeRO 2-3, Megatron-FSDP) reduce-scatter."""
+    reduce per wrapped unit (FSDP; Megatron's ZeRO 2-3, Megatron-FSDP) reduce-scatter. The stage is given, not
+    chosen: the choice could land on a stage it does not apply to."""
     if o.communication.grad_reduce is None:
         return
     zero = o.plan.zero
+    if zero is None:
+        raise InputError("grad_reduce", "chooses ZeRO 1-2's gradient collective: give --zero 1 or 2")
     if zero in (0, 3):
         raise InputError("grad_reduce", f"chooses ZeRO 1-2's gradient collective; ZeRO-{zero} runs its own")
     if fw is not None and (fw.per_unit or (zero == 2 and fw.name == "megatron")):
@@ -512,12 +515,15 @@ def check_unfused_softmax(o: Options, kernels: Kernels | None = None) -> None:
     if not o.compute.unfused_softmax_fp32:
         return
     if o.compute.flash_attention:
-        raise InputError("unfused_softmax_fp32", "flash attention keeps no scores: give --flash-attention false")
+        raise InputError(
+            "unfused_softmax_fp32",
+            "flash attention keeps no scores: give --no-flash-attention, or --no-unfused-softmax-fp32",
+        )
     if kernels is not None and kernels != "fused":
         raise InputError(
             "unfused_softmax_fp32",
             f"Megatron's unfused softmax: {kernels} attention keeps the scores as its own kernels do; give "
-            "--framework megatron (or none) without --compile",
+            "--framework megatron (or none) without --compile, or --no-unfused-softmax-fp32",
         )
 
 
