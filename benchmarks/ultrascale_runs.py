@@ -11,14 +11,16 @@ base config, and says what the figure does not). Gathered after dpcost's models 
 nothing set from it. Each run is costed as it was configured:
 
     dpcost estimate --model MODEL --topology aws-p5 --dp D --tp T --pp P --micro-batch B --global-batch G
-        --seq-len 4096 --zero Z --framework megatron --recompute none --bucket-size 50MiB [--sequence-parallel]
-        [ZeRO 1 with DP above 1: --overlap-comm false --grad-reduce all-reduce]
+        --seq-len 4096 --zero Z --framework megatron --attention-kernel flash2 --recompute none --bucket-size 50MiB
+        [--sequence-parallel] [ZeRO 1 with DP above 1: --overlap-comm false --grad-reduce all-reduce]
 
 Every run is costed as Megatron runs it, whose kernels are nanotron's kind (huggingface/nanotron @0e0a27ea,
-models/llama.py: bf16 weights without autocast, TritonRMSNorm, flash-attn's rotary and varlen attention, a
-vocab-parallel cross-entropy; its TP is Megatron's column and row split, sequence parallel in its REDUCE_SCATTER
-mode, which the benchmark ran; its PP runs one-forward-one-backward). Its data parallelism, with the benchmark's
-accumulate_grad_in_fp32 (trainer.py and helpers.py at that commit):
+models/llama.py: bf16 weights without autocast, TritonRMSNorm, flash-attn's rotary, a vocab-parallel
+cross-entropy; its TP is Megatron's column and row split, sequence parallel in its REDUCE_SCATTER mode, which the
+benchmark ran; its PP runs one-forward-one-backward), but for attention: flash-attn's varlen kernel, FlashAttention-2
+(its pyproject pins flash-attn >=2.5,<2.7), not Transformer Engine's cuDNN. Not modelled: its SwiGLU runs eager
+(GLUActivation keeps the SiLU's output besides), which the fits verdicts leave out. Its data parallelism, with the
+benchmark's accumulate_grad_in_fp32 (trainer.py and helpers.py at that commit):
 - ZeRO 0: PyTorch DDP with the config's bucket_cap_mb, 25, whose comm hook (gradient_accumulator.py
   get_fp32_accum_hook) all-reduces the fp32 gradients it accumulates during the last backward: 25 MiB of bf16
   gradients is 50 MiB of fp32 ones a bucket, Megatron's DDP at --bucket-size 50MiB.
@@ -28,10 +30,10 @@ accumulate_grad_in_fp32 (trainer.py and helpers.py at that commit):
   `--overlap-comm false` (Megatron's one bucket) with `--grad-reduce all-reduce`.
 No recomputation (the benchmark's recompute_layer was off). nanotron's linear layers are its own, not Transformer
 Engine's: none of TE's placeholder weight gradients (`--no-grad-accumulation-fusion`). The GPU's H100 topology with
-EFA is `aws-p5`. Beside
-each, the naive figure: every model FLOP (PaLM's 6N + 12LHQT) at 40% of the dense BF16 peak. Errors are predicted /
-measured - 1; summaries are the geometric mean of |error| and the median signed error. A run whose printed GBS is not
-DP x MBS x GradAcc is left out, and so is a failure of a configuration that also ran (a retry).
+EFA is `aws-p5`. Beside each, the naive figure: every model FLOP (PaLM's 6N + 12LHQT) at 40% of the dense BF16
+peak. Errors are predicted / measured - 1; summaries are the geometric mean of |error| and the median signed error.
+A run whose printed GBS is not DP x MBS x GradAcc is left out, and so is a failure of a configuration that also ran
+(a retry).
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ def options(r: Run) -> Options:
         seq_len=SEQ_LEN,
         zero=r.zero,
         framework="megatron",
+        attention_kernel="flash2",  # flash-attn's varlen kernel (docstring)
         recompute="none",
         sequence_parallel=r.tp > 1,
         bucket_bytes=BUCKET_BYTES,

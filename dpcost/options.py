@@ -374,6 +374,14 @@ class Compute(Section):
         "older stacks).",
         json_schema_extra=cli("--grad-accumulation-fusion"),
     )
+    attention_kernel: Literal["flash2", "cudnn"] | None = Field(
+        None,
+        description="The kernel flash attention runs, at its measured rate (engine/rates.py): flash2, "
+        "FlashAttention-2 (PyTorch's SDPA, the flash-attn package: nanotron, most eager stacks), or cudnn, cuDNN's "
+        "fused attention (Transformer Engine's, which Megatron runs) [default: the framework's: cudnn for Megatron, "
+        "flash2 otherwise].",
+        json_schema_extra=cli("--attention-kernel"),
+    )
     unfused_softmax_fp32: bool = Field(
         False,
         description="Attention without flash keeps its softmax's fp32 output for the backward: Megatron's unfused "

@@ -541,3 +541,25 @@ def test_grad_reduce_reaches_the_experts_and_asks_for_its_stage() -> None:
     assert result.stderr.strip() == (
         "dpcost: error: --grad-reduce: chooses ZeRO 1-2's gradient collective: give --zero 1 or 2"
     )
+
+
+def test_attention_kernel_prices_attention_at_that_kernels_rate() -> None:
+    """--attention-kernel flash2 under --framework megatron (cuDNN's by default) prices attention at
+    FlashAttention-2's measured rate: on Hopper 0.343 of the saturated rate against cuDNN's 0.55
+    (tests/reference/compute-rates/attention.csv, engine/rates.py), so attention takes 0.55 / 0.343 as long; the
+    matmuls do not move. The generic plan (FlashAttention-2 already) is unchanged by it."""
+    base = ["estimate", "--model", "llama-8b", "--dp", "8", "--framework", "megatron", "--zero", "1",
+            "--format", "json"]  # fmt: skip
+
+    def parts(*extra: str) -> dict[str, float]:
+        doc = json.loads(ok(*base, *extra))["compute"]["parts"]
+        return {p["part"]: p["layer_forward_seconds"] for p in doc}
+
+    cudnn, flash2 = parts(), parts("--attention-kernel", "flash2")
+    assert flash2["attention"] / cudnn["attention"] == pytest.approx(0.55 / 0.343, rel=1e-9)
+    assert flash2["matmuls"] == cudnn["matmuls"]
+    assert parts("--attention-kernel", "cudnn") == cudnn
+    # a layout's stages too (their ops, layout_estimate._stage_by_ops): slower attention, a slower step
+    layout = ["estimate", "--model", "llama-8b", "--dp", "4", "--tp", "2", "--global-batch", "16", "--format", "json"]
+    step = {k: json.loads(ok(*layout, "--attention-kernel", k))["time"]["step_seconds"] for k in ("cudnn", "flash2")}
+    assert step["flash2"] > step["cudnn"]

@@ -57,8 +57,7 @@ def test_markdown_lists_the_assumptions() -> None:
         "- plan: --zero auto: 3, --recompute auto: op, --recompute-layers 1, --recompute-modules core_attn, --mode "
         "train",
         "- compute: --mfu default: 0.6519, --compute-model ops, --flash-attention on, --compile off, "
-        "--grad-accumulation-fusion on, --unfused-softmax-fp32 off, --repeat-kv on, --loss-impl default: upcast, "
-        "--skew 0.0",
+        "--grad-accumulation-fusion on, --repeat-kv on, --loss-impl default: upcast, --skew 0.0",
         "- units: 1 GB = 1e9 bytes and GB/s = 1e9 bytes/s; GiB and MiB are labelled as such",
     ):
         assert line in tail, line

@@ -429,6 +429,7 @@ def layout_step(
     bucket_bytes: float | None = None,
     optimizer_instances: int = 1,
     grad_reduce: str | None = None,
+    attention_kernel: str | None = None,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -444,7 +445,8 @@ def layout_step(
     Megatron's --decoder-first/last-pipeline-num-layers (layout_step.stage_layer_counts); `mtp_layers`:
     --mtp-num-layers, trained on the last stage (stage_loads). `pp_scatter_gather`: the pipeline's tensors split over TP
     and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls).
-    `grad_reduce`: ZeRO-1's bucket collective where it is not Megatron's reduce-scatter (--grad-reduce).
+    `grad_reduce`: ZeRO-1's bucket collective where it is not Megatron's reduce-scatter (--grad-reduce);
+    `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel).
     `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded over NVLink there
     (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls); `ep_dispatcher` flex: once to each NVLink
     domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls). `slowest_gpu`: the share of
@@ -485,7 +487,7 @@ def layout_step(
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
-                          sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu, bf16_layers)
+                          sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -646,10 +648,12 @@ def _stage_by_ops(
     mtp_layers: int = 0,
     sixteen_bit_efficiency: float | None = None,
     bf16_layers: tuple[int, int] = (0, 0),
+    attention_kernel: str | None = None,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
-    CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention, the vocab-parallel loss); the
+    CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention unless `attention_kernel` says
+    another, the vocab-parallel loss); the
     recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part; selective: `recompute_modules`).
     `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage;
     `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
@@ -661,10 +665,11 @@ def _stage_by_ops(
     rates = rates_for(gpu)
     tokens = micro_batch * seq_len // layout.cp
     gemm_bytes, cast = matmul_operands(gpu.arch, compute_dtype)
+    attention = attention_kernel or fw.attention_kernel
 
     def timed(ops: list[Op]) -> OpTimes:
         return times(
-            ops, rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, fw.attention_kernel, gemm_efficiency,
+            ops, rates, peak, gpu.bf16_dense, gpu.hbm_bandwidth, seq_len, attention, gemm_efficiency,
             (gpu.arch, compute_dtype), sixteen_bit_efficiency,
         )  # fmt: skip
 
@@ -673,7 +678,7 @@ def _stage_by_ops(
     ) -> tuple[float, float, float]:
         key = (gpu, moe, mixer, local, mlp, sixteen, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
                sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
-               sixteen_bit_efficiency)  # fmt: skip
+               sixteen_bit_efficiency, attention)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]

@@ -506,6 +506,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         zero=stage,
         dp_overlap=o.communication.overlap_comm is not False,
         grad_reduce=grad_reduce_op(o),
+        attention_kernel=o.compute.attention_kernel,
         overlap_slowdown=o.compute.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
         compute_model=compute_model,

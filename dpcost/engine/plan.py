@@ -254,7 +254,7 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
         )
     gemm_bytes, cast = matmul_operands(gpu.arch, o.compute.compute_dtype)
     moe_layers = p.counts.moe_layers
-    attention = p.framework.attention_kernel if p.framework else "flash2"
+    attention = p.attention_kernel
     modules = frozenset(o.plan.recompute_modules)
     share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
     every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype

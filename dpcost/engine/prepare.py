@@ -151,6 +151,11 @@ class Prepared:
         return self.framework.gather_calls_ran(self.overlapped) if self.framework else 0
 
     @property
+    def attention_kernel(self) -> str:
+        """The flash-attention kernel whose rate attention runs at: --attention-kernel, else the framework's."""
+        return self.o.compute.attention_kernel or (self.framework.attention_kernel if self.framework else "flash2")
+
+    @property
     def bucket_op(self) -> str:
         """Stages 1-2: the collective each gradient bucket runs: --grad-reduce, else the framework's (DeepSpeed:
         all-reduce)."""

@@ -53,8 +53,11 @@ def _shown(name: str, value: Any, costed: Any, auto: bool) -> str:
 # Options added after the reports' format was fixed, stated only when given, so that a plan without them reads as
 # it always did.
 UNSTATED_WHEN_UNSET = frozenset(
-    {"shard_group", "zeropp", "compression", "powersgd_rank", "sync_every", "streaming", "grad_block"}
-)
+    {
+        "shard_group", "zeropp", "compression", "powersgd_rank", "sync_every", "streaming", "grad_block",
+        "unfused_softmax_fp32", "grad_reduce", "attention_kernel",
+    }
+)  # fmt: skip
 
 
 def plan_assumptions(options: Options, report: EstimateReport | None = None, dp: str | None = None) -> list[str]:
