@@ -7,7 +7,7 @@ import pytest
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_estimate import call_slowdown, layout_step, stage_loads
+from dpcost.engine.layout_estimate import SideTraffic, call_slowdown, layout_step, stage_loads
 from dpcost.engine.layout_step import (
     LayoutCall,
     bubble_seconds,
@@ -382,3 +382,31 @@ def test_the_optimizer_steps_the_shard_the_distributed_optimizer_leaves(llama405
     sharded, whole = step(True), step(False)
     assert whole.optimizer == pytest.approx(16 * sharded.optimizer, rel=1e-12)  # type: ignore[attr-defined]
     assert sharded.optimizer > 0 and step(True, "flops").optimizer == 0  # type: ignore[attr-defined]
+
+
+def test_tied_embeddings_all_reduce_their_gradient_between_the_first_and_last_stage() -> None:
+    """Megatron-Core's finalize_model_grads (_allreduce_word_embedding_grads, d98e8a64dd) all-reduces the shared word
+    embedding's gradient over each pipeline's first and last rank (parallel_state.default_embedding_ranks) after the
+    data-parallel reduction: GPT-3's 50,257 x 12,288 embedding over TP 8 in fp32 main gradients, 308,779,008
+    bytes, on every PP layout of a tied model, unhidden. An untied model (Llama) and PP 1 run none."""
+    from dpcost.engine.collectives import fastest
+    from dpcost.engine.layout import group_of_rank_zero
+    from dpcost.engine.placement import place_group
+
+    topology = load_topology("dgx-h100")
+    gpt3, llama = load_model("gpt3-175b"), load_model("llama-70b")
+    assert gpt3.architecture is not None and gpt3.architecture.tied_embeddings
+    layout = Layout(tp=8, pp=8, dp=8)
+
+    def syncs(model: ModelSpec, shape: Layout) -> list[SideTraffic]:
+        r = layout_step(model, topology, shape, global_batch=64, seq_len=2048, micro_batch=1, mfu=0.4)
+        return [s for s in r.side_traffic if "word-embedding" in s.what]
+
+    (sync,) = syncs(gpt3, layout)
+    (call,) = sync.traffic
+    assert call.op == "all_reduce" and call.message_bytes == 50257 * 12288 / 8 * 4
+    pipeline = group_of_rank_zero(layout, "pp")
+    ends = place_group(topology, [pipeline[0], pipeline[-1]])
+    assert ends.ranks == 2 and ends.nodes == 2  # stage 0 and stage 7 of one pipeline: 448 ranks apart
+    assert sync.exposed == sync.seconds == fastest(topology, "all_reduce", ends, call.message_bytes).seconds
+    assert syncs(gpt3, Layout(tp=8, dp=64)) == [] and syncs(llama, layout) == []

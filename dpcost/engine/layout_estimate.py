@@ -104,6 +104,7 @@ __all__ = [
     "layout_step",
     "placements",
     "stage_loads",
+    "word_embedding_sync",
 ]
 
 
@@ -550,6 +551,8 @@ def layout_step(
         instances=instanced,
         grad_reduce=grad_reduce,
     )
+    if layout.pp > 1 and (a.tied_embeddings or mtp_layers):
+        sides += (word_embedding_sync(topology, layout, counts.embedding / layout.tp, DTYPE_BYTES[grad_dtype]),)
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
@@ -806,6 +809,21 @@ class SideTraffic:
     group: str = ""  # the kind of group it runs over (groups' key): "edp" or "dp-cp"
     traffic: tuple[Traffic, ...] = ()  # its calls per step, as the DP schedule's are listed
     placements: tuple[Placement, ...] = ()  # each call's group where not the kind's (optimizer instances)
+
+
+def word_embedding_sync(topology: TopologySpec, layout: Layout, params: float, grad_bytes: float) -> SideTraffic:
+    """The word embedding's gradient all-reduced between the first and last pipeline stages, where both hold it
+    (tied to the output layer, or read by MTP on the last stage): Megatron-Core's finalize_model_grads
+    (distributed/finalize_model_grads.py _allreduce_word_embedding_grads, d98e8a64dd) runs it over each pipeline's
+    first and last rank (parallel_state.default_embedding_ranks), `params` of one TP rank's vocabulary shard in the
+    main gradients' dtype, after the data-parallel reduction and before the optimizer step: nothing hides it."""
+    pipeline = group_of_rank_zero(layout, "pp")
+    ends = place_group(topology, [pipeline[0], pipeline[-1]])
+    size = params * grad_bytes
+    best = fastest(topology, "all_reduce", ends, size)
+    purpose = "word-embedding gradients, first and last stage"
+    traffic = Traffic(best.op, purpose, size, 1, 1, best.seconds, ((Call(best.seconds, best.label), 1),))
+    return SideTraffic(purpose, best.seconds, best.seconds, "pp", (traffic,), (ends,))
 
 
 def per_wait_jitter(zero: int, last_stage: int) -> bool:
