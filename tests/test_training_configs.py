@@ -849,3 +849,13 @@ def test_a_megatron_script_keeps_the_unfused_softmax_in_fp32() -> None:
     # Transformer Engine's attention is not read here
     te = f"torchrun pretrain_gpt.py {SMALL_GPT} --fp16 --no-masked-softmax-fusion --attention-softmax-in-fp32\n"
     assert "unfused_softmax_fp32" not in read(te, "m.sh").options
+    # micro-batch x heads per TP rank not a multiple of 4: 1 x 6 over TP 1 (is_kernel_available's attn_batches)
+    six = local.replace("--hidden-size 512 --num-attention-heads 8", "--hidden-size 768 --num-attention-heads 6")
+    assert read(f"{six} --attention-softmax-in-fp32\n", "m.sh").options["unfused_softmax_fp32"] == "true"
+    doubled = read(f"{six} --micro-batch-size 2 --attention-softmax-in-fp32\n", "m.sh")
+    assert "unfused_softmax_fp32" not in doubled.options
+    # Transformer Engine's unfused attention: fp32 whatever the flags say, its fused kernel over 17 to 16,383 keys
+    te = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --attention-backend unfused"
+    assert "unfused_softmax_fp32" not in read(f"{te}\n", "m.sh").options
+    te_long = te.replace("--seq-length 1024", "--seq-length 16384")
+    assert read(f"{te_long}\n", "m.sh").options["unfused_softmax_fp32"] == "true"

@@ -351,22 +351,36 @@ FUSED_SOFTMAX_KEYS = (16, 4096)  # fused_softmax.py is_kernel_available: 16 < sk
 def _softmax(r: Reading, args: dict[str, list[str]]) -> None:
     """Whether Megatron-Core's own attention (--transformer-impl local) keeps its softmax's fp32 output
     (fusions/fused_softmax.py, d98e8a64dd): its FusedScaleMaskSoftmax runs the fused kernel with
-    --masked-softmax-fusion (the default) over 16-bit inputs of 17 to 4,096 keys (is_kernel_available; the shape's
-    divisibility by 4 is not read), else forward_torch_softmax, which computes in fp32 under
+    --masked-softmax-fusion (the default) over 16-bit inputs of 17 to 4,096 keys, queries and keys a multiple of 4,
+    and micro-batch x heads per TP rank a multiple of 4 (is_kernel_available; the batch-per-block test besides is
+    the same over 128 keys, not read below), else forward_torch_softmax, which computes in fp32 under
     --attention-softmax-in-fp32, forced by --apply-query-key-layer-scaling (transformer_config.py __post_init__),
-    and keeps that output. Transformer Engine's attention is not read here."""
+    and keeps that output. Transformer Engine's unfused attention (--attention-backend unfused or local):
+    _te_softmax."""
     given = [name for name in _SOFTMAX_ARGS if name in args]
-    if _one(r, args, "--transformer-impl") != "local" or ("--bf16" not in args and "--fp16" not in args):
+    impl, backend = _one(r, args, "--transformer-impl"), _one(r, args, "--attention-backend")
+    te_unfused = impl != "local" and backend in UNFUSED_BACKENDS
+    if (impl != "local" and not te_unfused) or ("--bf16" not in args and "--fp16" not in args):
         for name in given:
             r.ignore(name, "", NOT_PRICED)
         return
-    fp32 = next((name for name in _SOFTMAX_ARGS[:2] if name in args), None)
     seq = _int(r, args, "--seq-length")
+    if te_unfused:
+        _te_softmax(r, given, backend or "", seq)
+        return
+    fp32 = next((name for name in _SOFTMAX_ARGS[:2] if name in args), None)
+    heads = _int(r, args, "--num-attention-heads")
+    per_rank = (heads or 0) // (_int(r, args, "--tensor-model-parallel-size", 1) or 1)
+    attn_batches = (_int(r, args, "--micro-batch-size", 1) or 1) * per_rank if heads else None
     low, high = FUSED_SOFTMAX_KEYS
     if "--no-masked-softmax-fusion" in args:
         unfused: str | None = "--no-masked-softmax-fusion"
     elif seq is not None and not low < seq <= high:
         unfused = f"{seq:,} keys: the fused kernel takes {low + 1} to {high:,}"
+    elif seq is not None and seq % 4:
+        unfused = f"{seq:,} keys: the fused kernel takes a multiple of 4"
+    elif attn_batches is not None and attn_batches % 4:
+        unfused = f"micro-batch x heads per TP rank = {attn_batches}: the fused kernel takes a multiple of 4"
     else:
         unfused = None
     if fp32 is not None and unfused is not None:
@@ -381,6 +395,23 @@ def _softmax(r: Reading, args: dict[str, list[str]]) -> None:
         else:
             why = f"read with {fp32}"
         r.ignore(name, "", why)
+
+
+TE_FUSED_SOFTMAX_KEYS = (16, 16384)  # TE softmax.py is_kernel_available: 16 < sk < 16384, sk a multiple of 8
+
+
+def _te_softmax(r: Reading, given: list[str], backend: str, seq: int | None) -> None:
+    """Transformer Engine's unfused attention (attention/dot_product_attention/backends.py, TE d0067d0da) builds its
+    FusedScaleMaskSoftmax with softmax_in_fp32 True whatever Megatron's flags say (softmax.py), and runs the fused
+    kernel over 17 to 16,383 keys, a multiple of 8 (is_kernel_available; its tests of the queries and the batch are
+    not read), else forward_torch_softmax, which keeps the fp32 output as Megatron's does."""
+    for name in given:
+        r.ignore(name, "", "Transformer Engine's unfused softmax computes in fp32 whatever it says")
+    low, high = TE_FUSED_SOFTMAX_KEYS
+    if seq is not None and not (low < seq < high and seq % 8 == 0):
+        why = f"Transformer Engine's unfused softmax over {seq:,} keys (its fused kernel takes {low + 1} to "
+        r.use("--attention-backend", backend, "unfused_softmax_fp32", "true",
+              why + f"{high - 1:,}, a multiple of 8) keeps its fp32 output")  # fmt: skip
 
 
 _LOSS_ARGS = ("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl")
