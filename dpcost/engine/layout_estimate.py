@@ -656,8 +656,8 @@ def _stage_by_ops(
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
     CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention unless `attention_kernel` says
-    another, the vocab-parallel loss); the
-    recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part; selective: `recompute_modules`).
+    another, the vocab-parallel loss); the recomputation re-runs what Megatron's policy drops
+    (ops.recomputed_by_part; selective: `recompute_modules`).
     `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage;
     `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
     the first and last decoder layers, by global index, whose matmuls all do (ops.sixteen_bit_layer)."""
