@@ -285,7 +285,7 @@ class Communication(Section):
         "the whole reduced gradient and updates its own shard, as nanotron's ZeRO-1 (its trainer all-reduces the "
         "fp32 gradient buffer) and PyTorch's ZeroRedundancyOptimizer under DDP run it [default: the framework's: "
         "all-reduce for DeepSpeed's stages 1-2 (stage_1_and_2.py allreduce_bucket), reduce-scatter for Megatron "
-        "and the generic plan].",
+        "and the generic plan]. Give --zero 1 or 2 with it.",
         json_schema_extra=cli("--grad-reduce"),
     )
     keep_full_grads: bool = Field(
@@ -386,7 +386,8 @@ class Compute(Section):
         False,
         description="Attention without flash keeps its softmax's fp32 output for the backward: Megatron's unfused "
         "softmax under --attention-softmax-in-fp32 (or --apply-query-key-layer-scaling), where its fused kernel "
-        "does not run (--no-masked-softmax-fusion, or over 4,096 keys); 2 bytes a score more than the fused "
+        "does not run (--no-masked-softmax-fusion, or over 4,096 keys), or Transformer Engine's unfused attention "
+        "over 16,383 keys; 2 bytes a score more than the fused "
         "kernel's 16-bit output, 4 without attention dropout (the matmul with V keeps a 16-bit copy) "
         "(megatron/core/fusions/fused_softmax.py forward_torch_softmax). Memory only: the step is timed as fused.",
         json_schema_extra=cli("--unfused-softmax-fp32"),
