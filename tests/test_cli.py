@@ -563,3 +563,17 @@ def test_attention_kernel_prices_attention_at_that_kernels_rate() -> None:
     layout = ["estimate", "--model", "llama-8b", "--dp", "4", "--tp", "2", "--global-batch", "16", "--format", "json"]
     step = {k: json.loads(ok(*layout, "--attention-kernel", k))["time"]["step_seconds"] for k in ("cudnn", "flash2")}
     assert step["flash2"] > step["cudnn"]
+
+
+def test_a_megatron_scripts_bad_dropout_is_an_input_error(tmp_path: Path) -> None:
+    """`--hidden-dropout abc` in a script read with --from: one line naming the file and the flag, exit 2 (it had
+    been an internal error, exit 3)."""
+    script = tmp_path / "train.sh"
+    script.write_text(
+        "torchrun pretrain_gpt.py --num-layers 4 --hidden-size 512 --num-attention-heads 8 --vocab-size 1000 "
+        "--seq-length 1024 --micro-batch-size 1 --global-batch-size 8 --bf16 --hidden-dropout abc\n"
+    )
+    result = CliRunner().invoke(app, ["estimate", "--from", str(script), "--dp", "8"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"dpcost: error: {script}: --hidden-dropout: must be a number from 0 to below 1")
+    assert len(result.stderr.strip().splitlines()) == 1

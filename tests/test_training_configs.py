@@ -859,3 +859,22 @@ def test_a_megatron_script_keeps_the_unfused_softmax_in_fp32() -> None:
     assert "unfused_softmax_fp32" not in read(f"{te}\n", "m.sh").options
     te_long = te.replace("--seq-length 1024", "--seq-length 16384")
     assert read(f"{te_long}\n", "m.sh").options["unfused_softmax_fp32"] == "true"
+
+
+def test_a_megatron_scripts_dropouts_are_probabilities_and_the_attentions_is_said() -> None:
+    """--hidden-dropout is the model's one dropout (arguments.py default 0.1); a value argparse's float would refuse
+    refuses the script's model with a line naming the flag (an input error unless --model is given), not a crash
+    (it had been exit 3). --attention-dropout (dot_product_attention.py drops the scores out by it) is said beside
+    it: the same, or costed as the hidden one's."""
+    from dpcost.training_configs.megatron import read
+
+    base = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16"
+    for bad in ("abc", "1.5", "$DROP"):
+        refused = read(f"{base} --hidden-dropout {bad}\n", "m.sh")
+        assert refused.model_spec is None and refused.refusals["model"][0] == "--hidden-dropout", bad
+    config = read(f"{base} --hidden-dropout 0.1 --attention-dropout 0.0\n", "m.sh")
+    assert config.model_spec is not None and config.model_spec.architecture.dropout == 0.1
+    (row,) = [s for s in config.settings if s.key == "--attention-dropout"]
+    assert row.became == "" and row.note == "costed as --hidden-dropout's 0.1: one dropout"
+    same = read(f"{base} --hidden-dropout 0.0 --attention-dropout 0.0\n", "m.sh")
+    assert [s.note for s in same.settings if s.key == "--attention-dropout"] == ["the same as --hidden-dropout's"]

@@ -52,8 +52,8 @@ MODEL_ARGS = (
     "--normalization", "--disable-bias-linear", "--add-qkv-bias", "--position-embedding-type",
     "--use-rotary-position-embeddings", "--max-position-embeddings", "--vocab-size", "--tokenizer-type",
     "--vocab-file", "--merge-file", "--make-vocab-size-divisible-by", "--num-experts", "--moe-router-topk",
-    "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--hidden-dropout", "--qk-layernorm",
-    "--moe-layer-freq", "--tokenizer-model", "--window-size", "--window-attn-skip-freq", *MLA_ARGS,
+    "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--hidden-dropout", "--attention-dropout",
+    "--qk-layernorm", "--moe-layer-freq", "--tokenizer-model", "--window-size", "--window-attn-skip-freq", *MLA_ARGS,
 )  # fmt: skip
 
 
@@ -101,6 +101,34 @@ def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None 
         allowed = "a positive integer" if least == 1 else f"an integer of {least} or more"
         raise r.error(name, f"must be {allowed}, got {text!r}")
     return int(text)
+
+
+def _probability(r: Reading, args: dict[str, list[str]], name: str, default: float) -> float:
+    """A dropout probability as argparse's float takes it, in [0, 1)."""
+    text = _one(r, args, name)
+    if text is None:
+        return default
+    if "$" in text:
+        raise r.error(name, f"{text} is a shell variable the script does not set: set it in the script")
+    try:
+        value = float(text)
+    except ValueError:
+        raise r.error(name, f"must be a number from 0 to below 1, got {text!r}") from None
+    if not 0 <= value < 1:
+        raise r.error(name, f"must be a number from 0 to below 1, got {text!r}")
+    return value
+
+
+def _dropout(r: Reading, args: dict[str, list[str]]) -> float:
+    """--hidden-dropout (arguments.py: 0.1), the model's one dropout. --attention-dropout (0.1) drops the scores out
+    (dot_product_attention.py); dpcost's model has no second dropout, so a different one is said, not costed."""
+    hidden = _probability(r, args, "--hidden-dropout", 0.1)
+    attention = _probability(r, args, "--attention-dropout", 0.1)
+    if "--attention-dropout" in args:
+        same = attention == hidden
+        why = "the same as --hidden-dropout's" if same else f"costed as --hidden-dropout's {hidden:g}: one dropout"
+        r.ignore("--attention-dropout", f"{attention:g}", why)
+    return hidden
 
 
 def read(text: str, path: str) -> TrainingConfig:
@@ -513,7 +541,7 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
         "linear_bias": bias,
         "qkv_bias": bias or "--add-qkv-bias" in args,
         "vocab": _vocab(r, args, tp),
-        "dropout": float(_one(r, args, "--hidden-dropout") or 0.1),
+        "dropout": _dropout(r, args),
     }
     kv_channels = _int(r, args, "--kv-channels")
     if kv_channels is not None and kv_channels != hidden // heads:
