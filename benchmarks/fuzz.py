@@ -58,6 +58,8 @@ DPCOST = Path(importlib.util.find_spec("dpcost").origin or REPO / "dpcost" / "__
 SIGNED = {
     # `collective --compare`: predicted / measured - 1, by column; the model under-predicting is negative.
     "error": "collective --compare: predicted / measured - 1",
+    # a scenario that does not fit may step faster than the best plan that does; its check fails (checks.py)
+    "max_behind_best": "check --max-behind-best: step / the best fitting plan's - 1",
 }
 
 HOSTILE_SHARE = 0.25  # lines with one or more hostile values or a malformed command line
@@ -179,7 +181,9 @@ class Pools:
         )
     )
     steps: list[str] = field(default_factory=lambda: _files("examples/training-steps-*.csv"))
-    bad: dict[str, list[str]] = field(default_factory=dict)  # made by make_files: model, topology, plan, nccl, hf, junk
+    training: list[str] = field(default_factory=lambda: _files("examples/training-configs/*.*"))
+    # made by make_files: model, topology, plan, nccl, hf, training, junk
+    bad: dict[str, list[str]] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------------------------ hostile files
@@ -270,6 +274,9 @@ def make_files(work: Path, seed: int, per_kind: int = 8) -> dict[str, list[str]]
         "topology": (_files("topologies/*.yaml"), ".yaml"),
         "plan": (_files("examples/*.yaml"), ".yaml"),
         "hf": (_files("tests/reference/hf-configs/*.json"), ".json"),
+        # --from's DeepSpeed JSON and Accelerate YAML (json.dumps writes NaN and Infinity as Python's json reads them)
+        "training": (_files("examples/training-configs/*.json"), ".json"),
+        "accelerate": (_files("examples/training-configs/*.yaml"), ".yaml"),
     }
     for kind, (paths, suffix) in sources.items():
         for k in range(per_kind):
@@ -372,7 +379,7 @@ def _kind(words: tuple[str, ...], p: Any, choices: list[str]) -> str:
         "--junit": "junit", "--save-topology": "save", "--save-plan": "save", "--plot": "plot",
         "--compare": "nccl_file", "--steps": "steps_file",
         "--params": "count", "--largest-layer-params": "count", "--name": "name", "--format": "format",
-        "--min-tokens-per-s": "count",
+        "--min-tokens-per-s": "count", "--from": "training_config",
     }  # fmt: skip
     if flag == "--dp":
         return "dp_list" if "int" not in ann else "dp"
@@ -501,6 +508,9 @@ class Generator:
             return rng.choice(p.nccl) if rng.random() < 0.8 else rng.choice(bad.get("nccl", []) or p.nccl)
         if kind == "hf_config":
             return rng.choice(p.hf_configs) if rng.random() < 0.85 else rng.choice(bad.get("hf", []) or p.hf_configs)
+        if kind == "training_config":
+            bad_ones = bad.get("training", []) + bad.get("accelerate", []) + bad.get("junk", [])
+            return rng.choice(p.training) if rng.random() < 0.7 else rng.choice(bad_ones or p.training)
         if kind == "steps_file":
             return rng.choice(p.steps) if rng.random() < 0.8 else rng.choice(bad.get("junk", []) or p.steps)
         raise KeyError(kind)
@@ -521,7 +531,7 @@ class Generator:
         if p.opts and p.opts[0] in VALID_BY_FLAG:
             return [rng.choice(VALID_BY_FLAG[p.opts[0]])]
         k = p.kind
-        if k in ("model", "topology", "plan_file", "hf_config", "steps_file"):
+        if k in ("model", "topology", "plan_file", "hf_config", "steps_file", "training_config"):
             return [self._file_for(rng, k)]
         if k == "nccl_file":
             n = 1 if p.nargs == 1 else rng.choice([1, 1, 1, 2, 3])
@@ -782,8 +792,9 @@ def _numbers(doc: Any, path: str = "", keys: tuple[str, ...] = ()) -> Iterator[t
     if isinstance(doc, int | float):
         yield path, keys, doc
     elif isinstance(doc, dict):
+        named = (doc["check"],) if isinstance(doc.get("check"), str) else ()  # a check result: its value is its kind's
         for k, v in doc.items():
-            yield from _numbers(v, f"{path}.{k}" if path else str(k), (*keys, str(k)))
+            yield from _numbers(v, f"{path}.{k}" if path else str(k), (*keys, *named, str(k)))
     elif isinstance(doc, list):
         for v in doc:
             yield from _numbers(v, f"{path}[]", keys)

@@ -878,3 +878,18 @@ def test_a_megatron_scripts_dropouts_are_probabilities_and_the_attentions_is_sai
     assert row.became == "" and row.note == "costed as --hidden-dropout's 0.1: one dropout"
     same = read(f"{base} --hidden-dropout 0.0 --attention-dropout 0.0\n", "m.sh")
     assert [s.note for s in same.settings if s.key == "--attention-dropout"] == ["the same as --hidden-dropout's"]
+
+
+def test_a_deepspeed_configs_nan_and_infinity_are_input_errors() -> None:
+    """Python's json reads NaN and Infinity (a real config.json holds Infinity: nemotron-3-super-120b-a12b.json), so
+    the DeepSpeed reader meets them where it wants a whole number: one line naming the key, not int()'s crash (it
+    had been an internal error, exit 3)."""
+    import json
+
+    from dpcost.errors import InputError
+    from dpcost.training_configs.deepspeed import read
+
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        doc = json.loads(f'{{"train_micro_batch_size_per_gpu": {constant}}}')
+        with pytest.raises(InputError, match="train_micro_batch_size_per_gpu: must be a positive integer"):
+            read(doc, "ds.json")

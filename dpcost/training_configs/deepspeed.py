@@ -7,6 +7,7 @@ parallelism); reduce_bucket_size counts elements (5e8); "auto" is a value the Hu
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
@@ -50,7 +51,9 @@ def _given(value: Any) -> bool:
 
 
 def _whole(r: Reading, key: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 1:
+    # Python's json reads NaN and Infinity: the finite test comes before int() meets them
+    number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not number or value != int(value) or value < 1:
         raise r.error(key, f"must be a positive integer, got {value!r}")
     return int(value)
 
