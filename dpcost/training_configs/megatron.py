@@ -104,7 +104,8 @@ def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None 
 
 
 def _probability(r: Reading, args: dict[str, list[str]], name: str, default: float) -> float:
-    """A dropout probability as argparse's float takes it, in [0, 1)."""
+    """A dropout probability: a float (argparse's type for it), in [0, 1) (torch's Dropout takes 1 too, which
+    trains nothing)."""
     text = _one(r, args, name)
     if text is None:
         return default
