@@ -12,6 +12,7 @@ megatron/training/tokenizer). MoE layers as --moe-layer-freq places them and lat
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -91,12 +92,23 @@ def _one(r: Reading, args: dict[str, list[str]], name: str) -> str | None:
     return values[0]
 
 
-def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None = None, least: int = 1) -> int | None:
+def _set_value(r: Reading, args: dict[str, list[str]], name: str) -> str | None:
+    """A flag's value, None where the flag is absent; refused where it still names a shell variable."""
     text = _one(r, args, name)
+    if text is not None and "$" in text:
+        raise r.error(name, f"{text} is a shell variable the script does not set: set it in the script")
+    return text
+
+
+def _sixteen_bit(args: dict[str, list[str]]) -> bool:
+    """--bf16 or --fp16: without either, Megatron trains in fp32."""
+    return "--bf16" in args or "--fp16" in args
+
+
+def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None = None, least: int = 1) -> int | None:
+    text = _set_value(r, args, name)
     if text is None:
         return default
-    if "$" in text:
-        raise r.error(name, f"{text} is a shell variable the script does not set: set it in the script")
     if not re.fullmatch(r"\d+", text) or int(text) < least:
         allowed = "a positive integer" if least == 1 else f"an integer of {least} or more"
         raise r.error(name, f"must be {allowed}, got {text!r}")
@@ -106,15 +118,13 @@ def _int(r: Reading, args: dict[str, list[str]], name: str, default: int | None 
 def _probability(r: Reading, args: dict[str, list[str]], name: str, default: float) -> float:
     """A dropout probability: a float (argparse's type for it), in [0, 1) (torch's Dropout takes 1 too, which
     trains nothing)."""
-    text = _one(r, args, name)
+    text = _set_value(r, args, name)
     if text is None:
         return default
-    if "$" in text:
-        raise r.error(name, f"{text} is a shell variable the script does not set: set it in the script")
     try:
         value = float(text)
     except ValueError:
-        raise r.error(name, f"must be a number from 0 to below 1, got {text!r}") from None
+        value = math.nan  # refused below, as an out-of-range number is
     if not 0 <= value < 1:
         raise r.error(name, f"must be a number from 0 to below 1, got {text!r}")
     return value
@@ -366,7 +376,7 @@ def _attention(r: Reading, args: dict[str, list[str]]) -> None:
             raise r.error("--attention-backend", f"{backend}: Transformer Engine runs no unfused attention under "
                           f"context parallelism, and CP is {cp}")  # fmt: skip
         r.use("--attention-backend", backend, "flash_attention", "false", "no flash or fused kernel: scores kept")
-    elif impl != "local" and "--bf16" not in args and "--fp16" not in args:
+    elif impl != "local" and not _sixteen_bit(args):
         why = "fp32 training: Transformer Engine's flash and fused kernels take 16-bit inputs; it runs unfused"
         r.use("--attention-backend", backend or "(absent)", "flash_attention", "false", why)
     elif backend is not None:
@@ -389,7 +399,7 @@ def _softmax(r: Reading, args: dict[str, list[str]]) -> None:
     given = [name for name in _SOFTMAX_ARGS if name in args]
     impl, backend = _one(r, args, "--transformer-impl"), _one(r, args, "--attention-backend")
     te_unfused = impl != "local" and backend in UNFUSED_BACKENDS
-    if (impl != "local" and not te_unfused) or ("--bf16" not in args and "--fp16" not in args):
+    if (impl != "local" and not te_unfused) or not _sixteen_bit(args):
         for name in given:
             r.ignore(name, "", NOT_PRICED)
         return
