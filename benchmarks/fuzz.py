@@ -13,7 +13,7 @@ are made from `Random(f"{seed}-{i}")`, so line i is the same whatever --n and --
 
 The rules each result is held to (issue 15):
 - exit 0: a JSON or YAML output parses, and every number in it is finite and non-negative (but the few signed
-  keys of SIGNED); a `check` exit 0 has passed=true, an `estimate --check` exit 0 fits;
+  keys of SIGNED and paths of SIGNED_PATHS); a `check` exit 0 has passed=true, an `estimate --check` exit 0 fits;
 - exit 1: only when a check failed: `check` with passed=false, or `estimate --check` with a plan that does not fit
   (read from the JSON; a line in another format is run again with --format json to read it);
 - exit 2: exactly one line on stderr, starting `dpcost: error:`, in dpcost's words (never pydantic's);
@@ -60,6 +60,14 @@ SIGNED = {
     "error": "collective --compare: predicted / measured - 1",
     # a scenario that does not fit may step faster than the best plan that does; its check fails (checks.py)
     "max_behind_best": "check --max-behind-best: step / the best fitting plan's - 1",
+}
+# Paths (as failures name them) under which a number may be negative, where the key alone also names an unsigned
+# number elsewhere: `calibrate --steps` gives each row's predicted / measured - 1, and the geometric means of
+# their absolute values under the same keys at the top.
+SIGNED_PATHS = {
+    "rows[].error_defaults": "calibrate --steps: a row's predicted / measured - 1, before the fit",
+    "rows[].error_fitted": "calibrate --steps: a row's predicted / measured - 1, after it",
+    "rows[].error_held_out": "calibrate --steps: the held-out row's predicted / measured - 1",
 }
 
 HOSTILE_SHARE = 0.25  # lines with one or more hostile values or a malformed command line
@@ -801,12 +809,12 @@ def _numbers(doc: Any, path: str = "", keys: tuple[str, ...] = ()) -> Iterator[t
 
 
 def check_document(doc: Any, label: str) -> list[Failure]:
-    """Every number finite; non-negative unless it sits under a SIGNED key."""
+    """Every number finite; non-negative unless it sits under a SIGNED key or at a SIGNED_PATHS path."""
     out = []
     for path, keys, value in _numbers(doc):
         if isinstance(value, float) and not math.isfinite(value):
             out.append(Failure("non-finite number", f"{label}: {path}", f"{path} = {value}"))
-        elif value < 0 and not SIGNED.keys() & set(keys):
+        elif value < 0 and not SIGNED.keys() & set(keys) and path not in SIGNED_PATHS:
             out.append(Failure("negative number", f"{label}: {path}", f"{path} = {value}"))
     return out
 

@@ -23,7 +23,8 @@ def gen(tmp_path_factory: pytest.TempPathFactory) -> object:
 
 
 def _case(*argv: str) -> object:
-    words = tuple(a for a in argv[:2] if not a.startswith("-") and a in ("estimate", "check", "collective", "sweep"))
+    commands = ("estimate", "check", "collective", "sweep", "calibrate")
+    words = tuple(a for a in argv[:2] if not a.startswith("-") and a in commands)
     return fuzz.Case(0, words, [[a] for a in argv[len(words) :]], {"COLUMNS": "100"}, False)
 
 
@@ -70,6 +71,10 @@ def test_non_finite_and_negative_numbers_are_failures_but_signed_keys() -> None:
     compare = _case("collective", "--compare", "x.log", "--format", "json")
     assert _rules(compare, 0, '[{"time_us": 3.0, "error": {"in-place": -0.2}}]') == []
     assert _rules(_case("estimate", "--format", "table"), 0, "step time   nan s\n") == ["non-finite number"]
+    # calibrate --steps: a row's error is signed; the top-level geometric means of |error| under the same key are not
+    steps = _case("calibrate", "--steps", "x.csv", "--format", "json")
+    assert _rules(steps, 0, '{"rows": [{"error_defaults": -0.9, "error_held_out": -0.8}]}') == []
+    assert _rules(steps, 0, '{"error_defaults": -0.9}') == ["negative number"]
 
 
 def test_exit_1_only_when_a_check_failed() -> None:
