@@ -647,14 +647,17 @@ def _dpcost_engine_loss__Path(__set, __FACTORY):
     return __init__
 
 
-def _dpcost_engine_memory_Buffers(__set, __FACTORY, __dflt_kept_grads, __dflt_cast_weights, __dflt_workspaces):
-    def __init__(self, buckets, gathered, ddp_copy, kept_grads=__dflt_kept_grads, cast_weights=__dflt_cast_weights, workspaces=__dflt_workspaces):
+def _dpcost_engine_memory_Buffers(__set, __FACTORY, __dflt_kept_grads, __dflt_cast_weights, __dflt_workspaces, __dflt_held_buckets, __dflt_step_buckets, __dflt_step_grad_copies):
+    def __init__(self, buckets, gathered, ddp_copy, kept_grads=__dflt_kept_grads, cast_weights=__dflt_cast_weights, workspaces=__dflt_workspaces, held_buckets=__dflt_held_buckets, step_buckets=__dflt_step_buckets, step_grad_copies=__dflt_step_grad_copies):
       __set(self, 'buckets', buckets)
       __set(self, 'gathered', gathered)
       __set(self, 'ddp_copy', ddp_copy)
       __set(self, 'kept_grads', kept_grads)
       __set(self, 'cast_weights', cast_weights)
       __set(self, 'workspaces', workspaces)
+      __set(self, 'held_buckets', held_buckets)
+      __set(self, 'step_buckets', step_buckets)
+      __set(self, 'step_grad_copies', step_grad_copies)
     return __init__
 
 
@@ -718,14 +721,15 @@ def _dpcost_engine_memory_StageMemory(__set, __FACTORY, __dflt_grad_block, __dfl
     return __init__
 
 
-def _dpcost_engine_memory_StateComponent(__set, __FACTORY, __dflt_gone_from, __dflt_communicated, __dflt_lifetime):
-    def __init__(self, label, group, bytes_per_param, shard_from, offload, gone_from=__dflt_gone_from, communicated=__dflt_communicated, lifetime=__dflt_lifetime):
+def _dpcost_engine_memory_StateComponent(__set, __FACTORY, __dflt_gone_from, __dflt_kept_from, __dflt_communicated, __dflt_lifetime):
+    def __init__(self, label, group, bytes_per_param, shard_from, offload, gone_from=__dflt_gone_from, kept_from=__dflt_kept_from, communicated=__dflt_communicated, lifetime=__dflt_lifetime):
       __set(self, 'label', label)
       __set(self, 'group', group)
       __set(self, 'bytes_per_param', bytes_per_param)
       __set(self, 'shard_from', shard_from)
       __set(self, 'offload', offload)
       __set(self, 'gone_from', gone_from)
+      __set(self, 'kept_from', kept_from)
       __set(self, 'communicated', communicated)
       __set(self, 'lifetime', lifetime)
     return __init__
@@ -1696,13 +1700,13 @@ INITS = {
     'dpcost.engine.layout_step.LayoutCall': ("def __init__(self, dimension, purpose, op, message_bytes, group, per_micro_batch, overlapped=__dflt_overlapped, hides_behind=__dflt_hides_behind, network_share=__dflt_network_share, routed=__dflt_routed, kernel_sms=__dflt_kernel_sms):\n  __set(self, 'dimension', dimension)\n  __set(self, 'purpose', purpose)\n  __set(self, 'op', op)\n  __set(self, 'message_bytes', message_bytes)\n  __set(self, 'group', group)\n  __set(self, 'per_micro_batch', per_micro_batch)\n  __set(self, 'overlapped', overlapped)\n  __set(self, 'hides_behind', hides_behind)\n  __set(self, 'network_share', network_share)\n  __set(self, 'routed', routed)\n  __set(self, 'kernel_sms', kernel_sms)", _dpcost_engine_layout_step_LayoutCall),
     'dpcost.engine.loss.LossMemory': ("def __init__(self, kept, forward_peak, backward_peak, largest_tensor, impl):\n  __set(self, 'kept', kept)\n  __set(self, 'forward_peak', forward_peak)\n  __set(self, 'backward_peak', backward_peak)\n  __set(self, 'largest_tensor', largest_tensor)\n  __set(self, 'impl', impl)", _dpcost_engine_loss_LossMemory),
     'dpcost.engine.loss._Path': ("def __init__(self, kept, forward, backward, largest):\n  __set(self, 'kept', kept)\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'largest', largest)", _dpcost_engine_loss__Path),
-    'dpcost.engine.memory.Buffers': ("def __init__(self, buckets, gathered, ddp_copy, kept_grads=__dflt_kept_grads, cast_weights=__dflt_cast_weights, workspaces=__dflt_workspaces):\n  __set(self, 'buckets', buckets)\n  __set(self, 'gathered', gathered)\n  __set(self, 'ddp_copy', ddp_copy)\n  __set(self, 'kept_grads', kept_grads)\n  __set(self, 'cast_weights', cast_weights)\n  __set(self, 'workspaces', workspaces)", _dpcost_engine_memory_Buffers),
+    'dpcost.engine.memory.Buffers': ("def __init__(self, buckets, gathered, ddp_copy, kept_grads=__dflt_kept_grads, cast_weights=__dflt_cast_weights, workspaces=__dflt_workspaces, held_buckets=__dflt_held_buckets, step_buckets=__dflt_step_buckets, step_grad_copies=__dflt_step_grad_copies):\n  __set(self, 'buckets', buckets)\n  __set(self, 'gathered', gathered)\n  __set(self, 'ddp_copy', ddp_copy)\n  __set(self, 'kept_grads', kept_grads)\n  __set(self, 'cast_weights', cast_weights)\n  __set(self, 'workspaces', workspaces)\n  __set(self, 'held_buckets', held_buckets)\n  __set(self, 'step_buckets', step_buckets)\n  __set(self, 'step_grad_copies', step_grad_copies)", _dpcost_engine_memory_Buffers),
     'dpcost.engine.memory.DeepSpeedEstimate': ("def __init__(self, stage, offload, zero_init, gpu_bytes, cpu_bytes):\n  __set(self, 'stage', stage)\n  __set(self, 'offload', offload)\n  __set(self, 'zero_init', zero_init)\n  __set(self, 'gpu_bytes', gpu_bytes)\n  __set(self, 'cpu_bytes', cpu_bytes)", _dpcost_engine_memory_DeepSpeedEstimate),
     'dpcost.engine.memory.ModelStates': ("def __init__(self, params, grads, optimizer, cpu, backward_grads=__dflt_backward_grads, step_only=__dflt_step_only):\n  __set(self, 'params', params)\n  __set(self, 'grads', grads)\n  __set(self, 'optimizer', optimizer)\n  __set(self, 'cpu', cpu)\n  __set(self, 'backward_grads', backward_grads)\n  __set(self, 'step_only', step_only)", _dpcost_engine_memory_ModelStates),
     'dpcost.engine.memory.PhaseMemory': ("def __init__(self, phase, params, grads, optimizer, buffers, activations_per_sample, transient_per_sample):\n  __set(self, 'phase', phase)\n  __set(self, 'params', params)\n  __set(self, 'grads', grads)\n  __set(self, 'optimizer', optimizer)\n  __set(self, 'buffers', buffers)\n  __set(self, 'activations_per_sample', activations_per_sample)\n  __set(self, 'transient_per_sample', transient_per_sample)", _dpcost_engine_memory_PhaseMemory),
     'dpcost.engine.memory.Recipe': ("def __init__(self, name, title, source, grad_dtype, components, optimizer_states=__dflt_optimizer_states, states_in_weight_dtype=__dflt_states_in_weight_dtype, autocast=__dflt_autocast):\n  __set(self, 'name', name)\n  __set(self, 'title', title)\n  __set(self, 'source', source)\n  __set(self, 'grad_dtype', grad_dtype)\n  __set(self, 'components', components)\n  __set(self, 'optimizer_states', optimizer_states)\n  __set(self, 'states_in_weight_dtype', states_in_weight_dtype)\n  __set(self, 'autocast', autocast)", _dpcost_engine_memory_Recipe),
     'dpcost.engine.memory.StageMemory': ("def __init__(self, stage, phases, micro_batch, largest_tensor_per_sample, context, cpu, hbm, grad_block=__dflt_grad_block, widest_activation_per_sample=__dflt_widest_activation_per_sample):\n  __set(self, 'stage', stage)\n  __set(self, 'phases', phases)\n  __set(self, 'micro_batch', micro_batch)\n  __set(self, 'largest_tensor_per_sample', largest_tensor_per_sample)\n  __set(self, 'context', context)\n  __set(self, 'cpu', cpu)\n  __set(self, 'hbm', hbm)\n  __set(self, 'grad_block', grad_block)\n  __set(self, 'widest_activation_per_sample', widest_activation_per_sample)", _dpcost_engine_memory_StageMemory),
-    'dpcost.engine.memory.StateComponent': ("def __init__(self, label, group, bytes_per_param, shard_from, offload, gone_from=__dflt_gone_from, communicated=__dflt_communicated, lifetime=__dflt_lifetime):\n  __set(self, 'label', label)\n  __set(self, 'group', group)\n  __set(self, 'bytes_per_param', bytes_per_param)\n  __set(self, 'shard_from', shard_from)\n  __set(self, 'offload', offload)\n  __set(self, 'gone_from', gone_from)\n  __set(self, 'communicated', communicated)\n  __set(self, 'lifetime', lifetime)", _dpcost_engine_memory_StateComponent),
+    'dpcost.engine.memory.StateComponent': ("def __init__(self, label, group, bytes_per_param, shard_from, offload, gone_from=__dflt_gone_from, kept_from=__dflt_kept_from, communicated=__dflt_communicated, lifetime=__dflt_lifetime):\n  __set(self, 'label', label)\n  __set(self, 'group', group)\n  __set(self, 'bytes_per_param', bytes_per_param)\n  __set(self, 'shard_from', shard_from)\n  __set(self, 'offload', offload)\n  __set(self, 'gone_from', gone_from)\n  __set(self, 'kept_from', kept_from)\n  __set(self, 'communicated', communicated)\n  __set(self, 'lifetime', lifetime)", _dpcost_engine_memory_StateComponent),
     'dpcost.engine.ops.Cast': ("def __init__(self, label, bytes, kernels, amax_fusable):\n  __set(self, 'label', label)\n  __set(self, 'bytes', bytes)\n  __set(self, 'kernels', kernels)\n  __set(self, 'amax_fusable', amax_fusable)", _dpcost_engine_ops_Cast),
     'dpcost.engine.ops.MicroBatchCompute': ("def __init__(self, forward, backward, recompute, seconds, layer_seconds, flops):\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'recompute', recompute)\n  __set(self, 'seconds', seconds)\n  __set(self, 'layer_seconds', layer_seconds)\n  __set(self, 'flops', flops)", _dpcost_engine_ops_MicroBatchCompute),
     'dpcost.engine.ops.Op': ("def __init__(self, name, module, kind, flops, bytes, kernels, backward_flops, backward_bytes, backward_kernels, repeats=__dflt_repeats, shape=__dflt_shape, tp_split=__dflt_tp_split, hbm_share=__dflt_hbm_share, span=__dflt_span, head_dim=__dflt_head_dim, banded=__dflt_banded, flops_per_hbm_byte=__dflt_flops_per_hbm_byte, sixteen_bit=__dflt_sixteen_bit):\n  __set(self, 'name', name)\n  __set(self, 'module', module)\n  __set(self, 'kind', kind)\n  __set(self, 'flops', flops)\n  __set(self, 'bytes', bytes)\n  __set(self, 'kernels', kernels)\n  __set(self, 'backward_flops', backward_flops)\n  __set(self, 'backward_bytes', backward_bytes)\n  __set(self, 'backward_kernels', backward_kernels)\n  __set(self, 'repeats', repeats)\n  __set(self, 'shape', shape)\n  __set(self, 'tp_split', tp_split)\n  __set(self, 'hbm_share', hbm_share)\n  __set(self, 'span', span)\n  __set(self, 'head_dim', head_dim)\n  __set(self, 'banded', banded)\n  __set(self, 'flops_per_hbm_byte', flops_per_hbm_byte)\n  __set(self, 'sixteen_bit', sixteen_bit)", _dpcost_engine_ops_Op),

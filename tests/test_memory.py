@@ -253,8 +253,63 @@ def test_megatron_stage_0_has_no_ddp_copy() -> None:
     assert ddp.ddp_copy == 16e9 and ddp.buckets == 0  # the copy is DDP's buckets
     generic = buffers(0, "generic", RECIPES["megatron"], 4.0, 8e9, 25 * 2**20, 1e9, 1e9)
     assert generic.ddp_copy == 32e9
-    deepspeed = buffers(1, "deepspeed", RECIPES["deepspeed"], 2.0, 8e9, 25 * 2**20, 1e9, 1e9)
-    assert deepspeed.buckets == 2 * 25 * 2**20  # one bucket filling, one being reduced
+
+
+P, N, MB = 8e9, 8, 2**20
+
+
+def test_deepspeed_states_are_what_its_zero_optimizers_allocate() -> None:
+    """deepspeed v0.19.5 (docs/sources/deepspeed-memory.md): 16-bit weights replicated below stage 3
+    (stage_1_and_2.py:439); 16-bit gradients in param.grad from the backward to the step at stages 0-1, as the rank's
+    partition at stage 2 (stage_1_and_2.py:1651), in a flat partition kept from init at stage 3 (stage3.py:711); the
+    fp32 master partition (stage_1_and_2.py:489) and Adam's two states beside it. No fp32 gradients outside the step."""
+    ds = RECIPES["deepspeed"]
+    s0, s1, s2, s3 = (model_states(P, N, stage, ds) for stage in range(4))
+    assert (s0.params, s0.grads, s0.backward_grads, s0.optimizer) == (2 * P, 2 * P, 2 * P, 12 * P)
+    assert (s1.params, s1.grads, s1.backward_grads, s1.optimizer) == (2 * P, 2 * P, 2 * P, 12 * P / N)
+    assert (s2.params, s2.grads, s2.backward_grads) == (2 * P, 2 * P / N, 2 * P / N)
+    assert (s3.params, s3.grads, s3.backward_grads, s3.optimizer) == (2 * P / N, 2 * P / N, 0, 12 * P / N)
+    assert s3.step_only == 0  # the fp32 gradients are the step's copies, not a state
+
+
+def test_deepspeed_step_copies_follow_its_optimizer_steps() -> None:
+    """What the optimizer step allocates beyond the 16-bit gradients it starts with: FP16_Optimizer's per-tensor fp32
+    copies and their concatenation (fp16/fused_optimizer.py:290), the partition flattened and cast to fp32 after the
+    other gradients are freed (stage_1_and_2.py:2320-2335), per sub-group of 1e9 elements at stage 3
+    (stage3.py:2371)."""
+    from dpcost.engine.memory import step_gradient_copies
+
+    assert step_gradient_copies(0, P, N) == 8 * P
+    assert step_gradient_copies(1, P, N) == 0  # 8P/N of flattening fits where 2P of gradients were freed
+    assert step_gradient_copies(1, P, 2) == 2 * P  # 2P/2 partition + 6P/2 of copies, against 2P freed
+    assert step_gradient_copies(2, P, N) == 6 * P / N
+    assert step_gradient_copies(3, 70e9, 8) == 6e9  # one sub-group of 1e9 elements at a time
+    assert step_gradient_copies(3, P, 64) == 6 * P / 64
+    assert step_gradient_copies(2, P, N, "optimizer") == 0  # the fp32 gradients are the CPU optimizer's
+
+
+def test_deepspeed_buckets_per_stage_and_phase() -> None:
+    """Stages 1-2 allocate reduce_bucket_size buffers at the first gradient hook (two with overlap_comm) and free them
+    at the backward's end (stage_1_and_2.py setup_buckets, _release_ipg_buffers), flattening each bucket they
+    all-reduce; stage 3 keeps one from init (stage3.py:700) and concatenates each bucket it reduce-scatters; stage 0
+    flattens 5e8 elements at a time at the backward's end (engine.py allreduce_no_retain)."""
+    from dpcost.engine.memory import buffers, deepspeed_buckets, phases
+
+    bucket = 500 * MB
+    assert deepspeed_buckets(0, bucket, 2.0, P, 1) == (1e9, 0.0)
+    assert deepspeed_buckets(0, bucket, 2.0, 1e8, 1) == (2e8, 0.0)  # a model smaller than a piece
+    assert deepspeed_buckets(2, bucket, 2.0, P, 1) == (2 * bucket, 0.0)
+    assert deepspeed_buckets(2, bucket, 2.0, P, 2) == (3 * bucket, 0.0)
+    assert deepspeed_buckets(3, bucket, 2.0, P, 2) == (bucket, bucket)
+    ds = RECIPES["deepspeed"]
+    buf = buffers(3, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, buckets_in_flight=2, shard_ranks=N)
+    forward, backward, step = phases(model_states(P, N, 3, ds), buf, 0, 0, 0, 0, 1)
+    assert forward.buffers - buf.gathered == bucket
+    assert backward.buffers - buf.gathered == 2 * bucket
+    assert step.buffers - buf.gathered == bucket + 6 * P / N
+    buf = buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, buckets_in_flight=1, shard_ranks=N)
+    forward, backward, step = phases(model_states(P, N, 2, ds), buf, 0, 0, 0, 0, 1)
+    assert (forward.buffers, backward.buffers, step.buffers) == (0, 2 * bucket, 6 * P / N)
 
 
 def test_out_of_memory_hint_names_recomputation() -> None:

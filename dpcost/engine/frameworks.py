@@ -22,11 +22,11 @@ accounting only.
   reduce_bucket_size buckets of 5e8 elements (stage 3 too, cut at unit boundaries), each bucket of stages 1-2 by an
   all-reduce (stage_1_and_2.py allreduce_bucket, with the defaults reduce_scatter=True and
   use_multi_rank_bucket_allreduce=True), the updated parameters of stages 1-2 gathered once per parameter group
-  (runtime/utils.py all_gather_into_tensor_dp_groups); one reduce bucket held, two with overlap_comm, which is
-  False by default for stages 1-2
+  (runtime/utils.py all_gather_into_tensor_dp_groups); overlap_comm False by default for stages 1-2
   (gradient reduction runs on the compute stream: nothing hides) and True for stage 3 (stage3 overrides it); stage-3
   parameters prefetched one unit ahead (stage3_prefetch_bucket_size 5e7 elements). Gradients reduced in the model's
-  bf16. Memory: DeepSpeed's own estimators (memory.py, recipe deepspeed).
+  bf16. Memory: what its ZeRO optimizers and reduce buckets allocate at v0.19.5 (memory.py: recipe deepspeed,
+  deepspeed_buckets, step_gradient_copies; docs/sources/deepspeed-memory.md).
 - megatron: Megatron-LM's distributed optimizer (megatron/core/distributed/distributed_data_parallel_config.py
   @core_r0.9.0). ZeRO-0 (DDP) or ZeRO-1 (--use-distributed-optimizer); ZeRO 2-3 is Megatron-FSDP (below). Buckets of
   max(40M, 1M x DP) elements; --overlap-grad-reduce and --overlap-param-gather as its pretraining scripts set them

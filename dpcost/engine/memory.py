@@ -5,9 +5,11 @@ states; 2 also gradients; 3 also parameters (FSDP FULL_SHARD). A recipe lists th
 state and the stage from which it is sharded over the N data-parallel ranks:
 - zero-paper: 2 (fp16 weights) + 2 (fp16 grads) + K = 12 (fp32 master, momentum, variance): the paper's
   16 Psi baseline and Table 1 (tests/reference/zero-paper-table1.csv).
-- deepspeed: what DeepSpeed's estimators compute today (docs/sources/deepspeed-estimators.md): 2 (bf16
-  weights) and 18 more: 2 (bf16 grads) + 4 (fp32 grads) + 4 (fp32 master) + 8 (Adam). Under ZeRO-3 the bf16
-  gradients exist only for the layer in flight, counted with its gathered weights as 4 x largest layer.
+- deepspeed: what DeepSpeed's ZeRO optimizers hold (deepspeed v0.19.5, docs/sources/deepspeed-memory.md): bf16
+  weights 2, fp32 master 4 and Adam 8; bf16 gradients 2 from the backward to the optimizer step (param.grad at
+  stages 0-1, the rank's contiguous partition at stage 2), or, at stage 3, a flat partition of them kept the whole
+  run; the fp32 gradients exist only at the optimizer step (step_gradient_copies). Its estimators, which count
+  those fp32 gradients all run (18 bytes beyond the weights), are deepspeed_estimates.
 - megatron: Megatron-LM's distributed optimizer (docs: "distributed optimizer"): bf16 weights 2, fp32 main
   grads 4, fp32 master + Adam 12: 18 bytes replicated, 6 + 12/d with the optimizer sharded (stage 1).
 - ddp: PyTorch DDP under torch.autocast: fp32 weights 4 (they are the master copy), fp32 grads 4, Adam 8:
@@ -75,6 +77,7 @@ class StateComponent:
     shard_from: int  # the first ZeRO stage that shards it
     offload: Literal["optimizer", "params"]  # the --offload choice that moves it to CPU
     gone_from: int = 4  # the first stage from which it is no longer kept (DeepSpeed ZeRO-3's bf16 grads)
+    kept_from: int = 0  # the first stage at which it is kept (DeepSpeed ZeRO-3's flat gradient partition)
     communicated: bool = False  # the gradient the collectives move; --grad-dtype sets its bytes
     # When it exists: the whole run (a buffer: Megatron's main_grad, DeepSpeed's partitions, the ZeRO paper's count);
     # from the backward to the optimizer step (PyTorch's .grad under zero_grad(set_to_none=True), its default since
@@ -119,13 +122,16 @@ RECIPES = {
     ),
     "deepspeed": Recipe(
         "deepspeed",
-        "DeepSpeed estimators (bf16 + fp32 grads, Adam)",
-        "deepspeed/runtime/zero/stage_1_and_2.py and stage3.py, estimate_zero*_model_states_mem_needs",
+        "DeepSpeed ZeRO (bf16 weights and grads, fp32 master, Adam)",
+        "deepspeed v0.19.5: runtime/fp16/fused_optimizer.py (stage 0), runtime/zero/stage_1_and_2.py, stage3.py",
         "bf16",
         (
             StateComponent("bf16 weights", "params", 2, 3, "params"),
-            StateComponent("bf16 grads", "grads", 2, 2, "optimizer", gone_from=3, communicated=True),
-            StateComponent("fp32 grads", "grads", 4, 1, "optimizer"),
+            StateComponent(
+                "bf16 grads", "grads", 2, 2, "optimizer", gone_from=3, communicated=True, lifetime="backward"
+            ),
+            # stage3.py:711: grad_partitions_flat_buffer, the rank's partition of every gradient, allocated at init
+            StateComponent("bf16 grad partition", "grads", 2, 3, "optimizer", kept_from=3, communicated=True),
             StateComponent("fp32 master weights", "optimizer", 4, 1, "optimizer"),
         ),
     ),
@@ -213,7 +219,7 @@ def model_states(
     totals: dict[str, float] = {"params": 0.0, "grads": 0.0, "optimizer": 0.0}
     cpu = backward = step = 0.0
     for c in recipe.states(optimizer):
-        if stage >= c.gone_from:
+        if stage >= c.gone_from or stage < c.kept_from:
             continue
         nbytes = c.bytes_per_param * n_params / (dp if stage >= c.shard_from else 1)
         if _offloaded(c, offload, stage):
@@ -235,10 +241,22 @@ class Buffers:
     kept_grads: float = 0.0  # stages 2-3 accumulating unsharded gradients (keep_full_grads)
     cast_weights: float = 0.0  # autocast's 16-bit copies of the weights, the forward to the backward (cast_weights)
     workspaces: float = 0.0  # the GEMM libraries' workspaces, held all step (workspaces.py)
+    held_buckets: float = 0.0  # reduce buckets held the whole step, forward included (DeepSpeed ZeRO-3's ipg buffer)
+    step_buckets: float | None = None  # of `buckets`, what the optimizer step still holds (None: all of them)
+    step_grad_copies: float = 0.0  # the optimizer step's gradient copies (step_gradient_copies)
 
     @property
     def total(self) -> float:
-        return self.buckets + self.gathered + self.ddp_copy + self.kept_grads + self.cast_weights + self.workspaces
+        return (
+            self.buckets + self.held_buckets + self.gathered + self.ddp_copy + self.kept_grads + self.cast_weights
+            + self.workspaces
+        )  # fmt: skip
+
+    @property
+    def at_step(self) -> float:
+        """What the optimizer step holds beyond the gathered units and the other whole-step buffers."""
+        buckets = self.buckets if self.step_buckets is None else self.step_buckets
+        return buckets + self.held_buckets + self.step_grad_copies
 
 
 def buffers(
@@ -254,6 +272,8 @@ def buffers(
     buckets_in_flight: int = 2,
     cast_params: float = 0.0,
     workspaces: float = 0.0,
+    shard_ranks: int = 1,
+    offload: str = "none",
 ) -> Buffers:
     """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
 
@@ -266,23 +286,80 @@ def buffers(
     (FSDP per-block wrapping); DeepSpeed's estimator (the deepspeed recipe) counts 4 bytes x its largest layer
     instead. FSDP's SHARD_GRAD_OP keeps every unit gathered from its forward to its backward: the whole model in
     the gathered dtype (`gather_bytes`, default the recipe's weight bytes). Under autocast, the 16-bit copies of the
-    `cast_params` its matmuls read (cast_weights). And the GEMM libraries' `workspaces` (workspaces.py)."""
+    `cast_params` its matmuls read (cast_weights). And the GEMM libraries' `workspaces` (workspaces.py). DeepSpeed's
+    own buckets and step copies: deepspeed_buckets, step_gradient_copies (`shard_ranks`, `offload`: its partition)."""
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     gathered_bytes = gather_bytes or weight_bytes
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
     in_place = ddp_copy > 0 or schedule in ("megatron", "fsdp")
     buckets = 0.0 if in_place else buckets_in_flight * bucket_bytes
+    held, step_buckets = 0.0, None
+    if schedule == "deepspeed":
+        buckets, held = deepspeed_buckets(stage, bucket_bytes, grad_bytes, n_params, buckets_in_flight)
+        step_buckets = 0.0
+    copies = step_gradient_copies(stage, n_params, shard_ranks, offload) if recipe.name == "deepspeed" else 0.0
     gathered = 0.0
     if stage == 3:
-        if recipe.name == "deepspeed":
+        if recipe.name == "deepspeed":  # the module computing, gathered, and its whole gradient until bucketed
             gathered = 4 * largest_layer_params
         else:
             gathered = gather_unit_params * (2 * gathered_bytes + grad_bytes)
     elif stage == 2 and schedule == "fsdp":
         gathered = n_params * gathered_bytes + gather_unit_params * grad_bytes
     return Buffers(
-        buckets, gathered, ddp_copy, cast_weights=cast_weights(recipe, stage, cast_params), workspaces=workspaces
+        buckets,
+        gathered,
+        ddp_copy,
+        cast_weights=cast_weights(recipe, stage, cast_params),
+        workspaces=workspaces,
+        held_buckets=held,
+        step_buckets=step_buckets,
+        step_grad_copies=copies,
     )
+
+
+# deepspeed v0.19.5, runtime/engine.py:157: stage 0 all-reduces its gradients flattened in 5e8-element pieces
+DEEPSPEED_STAGE0_BUCKET_ELEMENTS = 5e8
+# runtime/zero/config.py:175: stage 3 steps its optimizer over sub-groups of >= 1e9 partitioned elements
+DEEPSPEED_SUB_GROUP_ELEMENTS = 1e9
+
+
+def deepspeed_buckets(
+    stage: int, bucket_bytes: float, grad_bytes: float, n_params: float, ipg_buffers: int
+) -> tuple[float, float]:
+    """DeepSpeed's reduce buffers (v0.19.5), as (held during the backward only, held the whole step): stage 0 flattens
+    its gradients at the backward's end 5e8 elements at a time, whatever reduce_bucket_size says (engine.py
+    allreduce_no_retain, MEMORY_OPT_ALLREDUCE_SIZE); stages 1-2 allocate
+    `ipg_buffers` buckets of reduce_bucket_size at the first gradient hook (two with overlap_comm), free them at the
+    backward's end (stage_1_and_2.py setup_buckets, _release_ipg_buffers), and flatten each bucket they all-reduce
+    (allreduce_bucket); stage 3 allocates one at init and keeps it (stage3.py:700), and concatenates each bucket it
+    reduce-scatters (comm/coalesced_collectives.py reduce_scatter_coalesced). No flattened piece exceeds the whole
+    gradient, `n_params` x `grad_bytes`."""
+    grads = grad_bytes * n_params
+    piece = min(bucket_bytes, grads)
+    if stage == 0:
+        return min(DEEPSPEED_STAGE0_BUCKET_ELEMENTS * grad_bytes, grads), 0.0
+    if stage < 3:
+        return ipg_buffers * bucket_bytes + piece, 0.0
+    return piece, bucket_bytes
+
+
+def step_gradient_copies(stage: int, n_params: float, shard_ranks: int, offload: str = "none") -> float:
+    """Bytes DeepSpeed's optimizer step allocates beyond the 16-bit gradients it starts with (v0.19.5): stage 0
+    casts every gradient to fp32 and concatenates the copies (fp16/fused_optimizer.py:290, 8 bytes a parameter);
+    stages 1-2 free the gradients outside the rank's partition, then flatten the partition and cast it to fp32
+    (zero/stage_1_and_2.py:2320-2335, 2 + 4 bytes a partitioned parameter beside its 2); stage 3 does so a
+    sub-group at a time (zero/stage3.py _prepare_fp32_grad_for_sub_group). None when the optimizer runs on the CPU."""
+    if offload_applies(offload, stage):
+        return 0.0
+    partition = n_params / shard_ranks
+    if stage == 0:
+        return 8.0 * n_params
+    if stage == 1:  # what the flattening adds to the partition, against the full gradients just freed
+        return max(0.0, 8.0 * partition - 2.0 * n_params)
+    if stage == 2:
+        return 6.0 * partition
+    return 6.0 * min(partition, DEEPSPEED_SUB_GROUP_ELEMENTS)
 
 
 def cast_weights(recipe: Recipe, stage: int, cast_params: float) -> float:
@@ -503,7 +580,7 @@ def phases(
     optimizer = states.optimizer - states.step_only
     gathered = buf.gathered + buf.ddp_copy + buf.kept_grads + buf.workspaces
     forward = PhaseMemory(
-        "forward", states.params, carried, optimizer, gathered + buf.cast_weights, kept_per_sample,
+        "forward", states.params, carried, optimizer, gathered + buf.held_buckets + buf.cast_weights, kept_per_sample,
         loss_forward_per_sample
     )  # fmt: skip
     backward = PhaseMemory(
@@ -511,11 +588,11 @@ def phases(
         states.params,
         carried,
         optimizer,
-        gathered + buf.buckets + buf.cast_weights,
+        gathered + buf.buckets + buf.held_buckets + buf.cast_weights,
         kept_per_sample,
         max(loss_backward_per_sample, layer_backward_per_sample),
     )
-    step = PhaseMemory("optimizer step", states.params, states.grads, states.optimizer, gathered + buf.buckets, 0, 0)
+    step = PhaseMemory("optimizer step", states.params, states.grads, states.optimizer, gathered + buf.at_step, 0, 0)
     return forward, backward, step
 
 
@@ -556,18 +633,18 @@ def deepspeed_estimates(
     params: float, largest_layer: float, gpus_per_node: int, nodes: int
 ) -> tuple[DeepSpeedEstimate, ...]:
     """DeepSpeed's estimate_zero2/zero3_model_states_mem_needs_all_cold, per GPU and per CPU (node), with its
-    1.5 buffer factor and its CPU terms as the code has them (docs/sources/deepspeed-estimators.md).
-    GPU figures come from the deepspeed recipe above; CPU figures are DeepSpeed's own formulas."""
-    recipe = RECIPES["deepspeed"]
+    1.5 buffer factor, as the code has them (docs/sources/deepspeed-estimators.md): 2 bytes of 16-bit weights a
+    parameter, and 18 sharded (16-bit and fp32 gradients, fp32 master weights, Adam), all counted the whole run; what
+    the optimizers hold over the step is the deepspeed recipe's."""
     n = gpus_per_node * nodes
     f = 1.5
     out: list[DeepSpeedEstimate] = []
     for offload in ("optimizer", "none"):
-        gpu = model_states(params, n, 2, recipe, "adamw", offload).total  # 2P + 18P/N, or 2P offloaded
+        gpu = 2 * params + (int(18 * params / n) if offload == "none" else 0)
         cpu = params * max(4 * n, 16) * f if offload == "optimizer" else params * 4 * gpus_per_node * f
         out.append(DeepSpeedEstimate(2, offload, None, gpu, cpu))
     for offload in ("params", "optimizer", "none"):
-        gpu = 4 * largest_layer + model_states(params, n, 3, recipe, "adamw", offload).total
+        gpu = 4 * largest_layer + {"params": 0, "optimizer": int(2 * params / n), "none": int(18 * params / n)}[offload]
         for zero_init in (True, False):
             if offload == "params":
                 cpu = params * 18 * f / nodes if zero_init else params * max(4 * gpus_per_node, 18 / nodes) * f

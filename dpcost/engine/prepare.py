@@ -698,6 +698,8 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> S
         in_flight,
         matmul_params,
         kept_by_te,
+        p.shard_ranks,
+        o.precision.offload,
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
