@@ -30,6 +30,7 @@ from dpcost import Options, estimate, load_model, load_topology
 from dpcost.catalog import model_from_hf_config
 from dpcost.engine.params import count_params
 from dpcost.specs import ModelSpec
+from dpcost.training_configs import hf_auto_bucket_elements
 
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
 CSV = REFERENCE / "memory-peaks" / "measured-peaks.csv"
@@ -59,6 +60,8 @@ MODELS = {
     "qwen3-8b": str(HF_CONFIGS / "qwen3-8b.json"),
     "gpt-j-6b": str(HF_CONFIGS / "gpt-j-6b.json"),
     "tiny-llama-1.1b": str(PEAK_CONFIGS / "tiny-llama-1.1b.json"),
+    "gpt2-xl": str(PEAK_CONFIGS / "gpt2-xl.json"),
+    "Qwen2.5-14B": str(PEAK_CONFIGS / "qwen2.5-14b.json"),
     "llama-2-7b": str(PEAK_CONFIGS / "llama-2-7b.json"),
     "llama-2-70b": "llama2-70b",
 }
@@ -84,6 +87,10 @@ TOPOLOGIES += (("4090", "dgx-a100"), ("a6000", "dgx-a100"), ("", "dgx-a100"))
 # Sources whose runs store the s^2 attention scores: Megatron-LM's 2023 legacy GPT model with its fused masked
 # softmax and attention dropout, no flash attention (the log's argument dump; notes of the allocated/reserved rows).
 NO_FLASH_ATTENTION = frozenset({"meg-llmaction"})
+# PyTorch Lightning's DeepSpeedStrategy passes its own ZeRO defaults, reduce_bucket_size=200_000_000 elements
+# (lightning/pytorch/strategies/deepspeed.py, DeepSpeedStrategy.__init__; pytorch_lightning's before it): the
+# 16-bit buckets of its rows are 2e8 x 2 bytes, not DeepSpeed's 5e8.
+LIGHTNING_REDUCE_BUCKET_ELEMENTS = 200_000_000
 # Sources whose Megatron-LM predates Transformer Engine's placeholder weight-gradient cache (TE ba5dc5dde, 2025-04-08,
 # "Enable reuse of dummy wgrad tensor"; Megatron's output layer took from it from e7c55de99e, 2025-08-01): costed
 # with --no-grad-accumulation-fusion, which leaves the placeholders out.
@@ -124,6 +131,7 @@ class Peak:
     left_out: str  # why dpcost cannot cost it today ("" when it can)
     tp: int = 1
     pp: int = 1
+    bucket_bytes: float | None = None  # the run's gradient bucket, where its framework sets one of its own
 
 
 def _int(text: str, default: int = 0) -> int:
@@ -225,13 +233,18 @@ def peaks(path: Path = CSV) -> list[Peak]:
         grad_dtype = "bf16" if "reduce/buffer bf16" in precision else None
         if framework == "megatron" and "accumulate_allreduce_grads_in_fp32 False" in notes:
             grad_dtype = "fp16" if precision.startswith("fp16") else "bf16"  # the contiguous 16-bit grad buffer
+        model_name, bucket = row["model"].split(" (")[0], None
+        if framework == "deepspeed" and "DeepSpeedStrategy" in row["framework"]:
+            bucket = LIGHTNING_REDUCE_BUCKET_ELEMENTS * 2.0
+        elif framework == "deepspeed" and "'auto' (HF: h^2" in row["sharding"] and model_name in MODELS:
+            bucket = hf_auto_bucket_elements(model_spec(model_name)) * 2.0  # the Trainer's "auto"
         out.append(
             Peak(
                 number=number,
                 sample="out of sample" if path == HOLDOUT else "in sample",
                 version=_version(row),
                 source=row["source_id"],
-                model=row["model"].split(" (")[0],
+                model=model_name,
                 gpus=gpus,
                 gpu=row["gpu"],
                 framework=framework,
@@ -254,6 +267,7 @@ def peaks(path: Path = CSV) -> list[Peak]:
                 left_out=left_out(row),
                 tp=tp,
                 pp=pp,
+                bucket_bytes=bucket,
             )
         )
     return out
@@ -266,7 +280,7 @@ def loss_impl(row: dict[str, str]) -> str:
         return "chunked"
     if ("compile" in text and "not compiled" not in text) or "loss is torch.compile'd" in row["notes"]:
         return "fused"
-    if "bf16 logits" in text or "chunked_cross_entropy" in text:
+    if "bf16 logits" in text or "fp16 logits" in text or "chunked_cross_entropy" in text:
         return "bf16"
     if "vocab-parallel" in text:
         return "vocab-parallel"
@@ -344,6 +358,7 @@ def predict(p: Peak, topology: str | None = None) -> float:
         grad_dtype=p.grad_dtype,
         flash_attention=p.flash_attention,
         grad_accumulation_fusion=p.placeholders,
+        bucket_bytes=p.bucket_bytes,
     )
     name = topology or _topology(p.gpu)
     assert name is not None

@@ -14,10 +14,13 @@ it was left out. `apply` lays the flags a user typed over the file and says whic
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpcost.errors import InputError, shown_value
 from dpcost.frozen import frozen
+
+if TYPE_CHECKING:
+    from dpcost.specs import ModelSpec
 
 __all__ = ["NOT_PRICED", "Applied", "Reading", "Setting", "TrainingConfig", "apply", "read_training_config"]
 
@@ -188,10 +191,16 @@ def _as_run(value: Any) -> Any:
     return int(value) if isinstance(value, str) and value.isdigit() else value
 
 
+def hf_auto_bucket_elements(spec: ModelSpec) -> int:
+    """The elements the Hugging Face Trainer fills a DeepSpeed "auto" reduce_bucket_size with: hidden^2
+    (transformers/integrations/deepspeed.py, trainer_config_finalize; a multimodal model's text hidden size)."""
+    assert spec.architecture is not None
+    return spec.architecture.hidden**2
+
+
 def _hidden_squared_bucket(config: TrainingConfig, model: str | None) -> dict[str, str]:
-    """The bucket the Hugging Face Trainer fills a DeepSpeed "auto" reduce_bucket_size with: hidden^2 elements
-    (transformers/integrations/deepspeed.py, trainer_config_finalize; a multimodal model's text hidden size), once
-    the model is known; nothing where it is not (DeepSpeed's default is then priced)."""
+    """The bucket of a DeepSpeed "auto" reduce_bucket_size (hf_auto_bucket_elements), once the model is known;
+    nothing where it is not (DeepSpeed's default is then priced)."""
     from dpcost.catalog import load_model
 
     assert config.bucket_from_hidden is not None
@@ -204,7 +213,7 @@ def _hidden_squared_bucket(config: TrainingConfig, model: str | None) -> dict[st
     if spec is None or spec.architecture is None:
         return {}
     _, per_element = config.bucket_from_hidden
-    return {"bucket_bytes": f"{spec.architecture.hidden**2 * per_element}B"}
+    return {"bucket_bytes": f"{hf_auto_bucket_elements(spec) * per_element}B"}
 
 
 def _is_layout(values: dict[str, Any]) -> bool:
