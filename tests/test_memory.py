@@ -361,7 +361,9 @@ def test_autocast_keeps_a_16bit_copy_of_every_matmul_weight_until_its_backward(t
               "tie_word_embeddings": False}  # fmt: skip
     path = tmp_path / "config.json"
     path.write_text(json_module.dumps(config))
-    report = estimate(load_model(str(path)), load_topology("dgx-h100"), Options(dp=8, framework="ddp", seq_len=128))
+    # fused: foreach's intermediates would make the optimizer step the peak (test_ddp_steps_as_torch_optim_does)
+    plan = Options(dp=8, framework="ddp", seq_len=128, optimizer_impl="fused")
+    report = estimate(load_model(str(path)), load_topology("dgx-h100"), plan)
     stage = report.memory.stages[0]
     assert stage.peak_phase == "backward"
     ddp_copy = 4 * report.model.params_total
@@ -371,3 +373,28 @@ def test_autocast_keeps_a_16bit_copy_of_every_matmul_weight_until_its_backward(t
     cublas = 2 * 32 * 2**20  # PyTorch's two cuBLAS workspaces on Hopper (engine/workspaces.py)
     assert stage.buffers_bytes - ddp_copy - cublas == pytest.approx(expected, rel=2e-3)  # the norms' weights, 0.1%
     assert measured["bf16"]["constant_per_bf16_linear_weights"] == 0
+
+
+def test_foreach_adamw_holds_one_state_of_intermediates_at_the_step() -> None:
+    """torch/optim/adam.py _multi_tensor_adam: `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`, a new
+    tensor per parameter the size of its second moment; PyTorch's docs: foreach "uses ~ sizeof(params) more peak
+    memory than the for-loop version". The fused kernel updates in place."""
+    from dpcost.engine.memory import optimizer_intermediates
+
+    assert optimizer_intermediates("adamw", "foreach", RECIPES["ddp"], P) == 4 * P  # fp32 states
+    assert optimizer_intermediates("adamw", "foreach", RECIPES["bf16"], P) == 2 * P  # states in bf16
+    assert optimizer_intermediates("adamw", "fused", RECIPES["ddp"], P) == 0
+    assert optimizer_intermediates("adamw", "for-loop", RECIPES["ddp"], P) == 0
+    assert optimizer_intermediates("sgd", "foreach", RECIPES["ddp"], P) == 0
+
+
+def test_ddp_steps_as_torch_optim_does_by_default() -> None:
+    """--framework ddp: torch.optim's default on CUDA since PyTorch 2.0 (pytorch/pytorch#92306) is foreach, whose
+    intermediates count at the optimizer step, where a DDP run with full recomputation peaks; fused takes them away."""
+    model, topo = load_model("llama-8b"), load_topology("dgx-h100")
+    plan = {"dp": 8, "framework": "ddp", "recompute": "full", "micro_batch": 1, "seq_len": 2048}
+    foreach = estimate(model, topo, Options(**plan)).memory.stages[0]
+    fused = estimate(model, topo, Options(**plan, optimizer_impl="fused")).memory.stages[0]
+    params = count_params(model).total
+    assert foreach.peak_phase == "optimizer step"
+    assert foreach.allocated_bytes - fused.allocated_bytes == pytest.approx(4 * params, rel=1e-9)

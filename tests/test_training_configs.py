@@ -402,6 +402,21 @@ def test_torchtitan_reads_its_pipeline_schedule(tmp_path: Path) -> None:
     assert held[1] > held[0]
 
 
+def test_torchtitan_reads_its_optimizer_implementation(tmp_path: Path) -> None:
+    """[optimizer] implementation (torchtitan's config, default fused) becomes --optimizer-impl: foreach holds one
+    state's worth of intermediates at the step (memory.optimizer_intermediates); a value torchtitan refuses is an
+    input error naming the key."""
+    toml = tmp_path / "opt.toml"
+    head = '[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 1\n[optimizer]\n'
+    toml.write_text(head + 'implementation = "foreach"\n')
+    foreach = report("estimate", "--from", str(toml), "--dp", "8", "--zero", "3")
+    rows = {row["key"]: row for row in foreach["from_config"]["settings"]}
+    assert rows["[optimizer] implementation"]["became"] == "--optimizer-impl foreach"
+    toml.write_text(head + 'implementation = "fast"\n')
+    code, _, err = run("estimate", "--from", str(toml), "--dp", "8")
+    assert code == 2 and "[optimizer] implementation" in err and "fast" in err
+
+
 def test_a_megatron_scripts_torchrun_world_fixes_dp_where_it_holds_the_layout() -> None:
     """Megatron's world is TP x PP x CP x DP (megatron/core/parallel_state.py), and torchrun's is --nproc_per_node x
     --nnodes: 2 x 8 GPUs at TP 2 give DP 8; a world too small for PP x EP (a launcher's default node count) fixes

@@ -9,7 +9,8 @@ accounting only.
   that communication starts early; a bucket takes whole tensors and closes once it reaches its cap, so a tensor
   larger than the cap goes alone (reducer.cpp compute_bucket_assignment_by_size); buckets overlap the backward
   pass. Under torch.autocast the parameters and gradients are fp32: 4 + 4 + 8 (Adam) bytes per parameter, and DDP's
-  bucket copy of the gradients (gradient_as_bucket_view=False, the default).
+  bucket copy of the gradients (gradient_as_bucket_view=False, the default). torch.optim's AdamW as PyTorch runs it
+  by default on CUDA since 2.0: foreach (torch/optim/optimizer.py _default_to_fused_or_foreach).
 - fsdp: PyTorch FSDP (torch/distributed/fsdp/fully_sharded_data_parallel.py@v2.5.0; FSDP2 runs the same schedule).
   NO_SHARD (ZeRO-0), SHARD_GRAD_OP (ZeRO-2) and FULL_SHARD (ZeRO-3) over wrapped units (one per transformer block).
   Every unit's parameters are all-gathered before its forward; FULL_SHARD frees them after the forward and gathers
@@ -90,6 +91,7 @@ class Framework:
     bucket_op: str = "reduce_scatter"  # stages 1-2: the collective each gradient bucket runs
     bucket_rule: str = "after"  # how its buckets take whole tensors (step.bucket_edges)
     one_bucket_unoverlapped: bool = False  # without overlap it reduces the whole gradient in one bucket (Megatron)
+    optimizer_impl: str = "fused"  # how its AdamW steps (memory.optimizer_intermediates)
 
     def bucket(self, dp: int, grad_bytes: float) -> float:
         """Bytes per gradient bucket at this DP size and gradient dtype (0: it reduces per unit, no buckets)."""
@@ -126,6 +128,7 @@ FRAMEWORKS = {
         overlap_grad_reduce=(0,),
         overlap_param_gather=False,
         source="torch/nn/parallel/distributed.py@v2.5.0: bucket_cap_mb=25, _DEFAULT_FIRST_BUCKET_BYTES=1 MiB",
+        optimizer_impl="foreach",
     ),
     "fsdp": Framework(
         name="fsdp",

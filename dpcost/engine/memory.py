@@ -243,7 +243,8 @@ class Buffers:
     workspaces: float = 0.0  # the GEMM libraries' workspaces, held all step (workspaces.py)
     held_buckets: float = 0.0  # reduce buckets held the whole step, forward included (DeepSpeed ZeRO-3's ipg buffer)
     step_buckets: float | None = None  # of `buckets`, what the optimizer step still holds (None: all of them)
-    step_grad_copies: float = 0.0  # the optimizer step's gradient copies (step_gradient_copies)
+    step_transient: float = 0.0  # what the optimizer step allocates for itself (step_gradient_copies and
+    # optimizer_intermediates)
 
     @property
     def total(self) -> float:
@@ -256,7 +257,7 @@ class Buffers:
     def at_step(self) -> float:
         """What the optimizer step holds beyond the gathered units and the other whole-step buffers."""
         buckets = self.buckets if self.step_buckets is None else self.step_buckets
-        return buckets + self.held_buckets + self.step_grad_copies
+        return buckets + self.held_buckets + self.step_transient
 
 
 def buffers(
@@ -274,6 +275,8 @@ def buffers(
     workspaces: float = 0.0,
     shard_ranks: int = 1,
     offload: str = "none",
+    optimizer: str = "adamw",
+    optimizer_impl: str = "fused",
 ) -> Buffers:
     """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
 
@@ -287,7 +290,8 @@ def buffers(
     instead. FSDP's SHARD_GRAD_OP keeps every unit gathered from its forward to its backward: the whole model in
     the gathered dtype (`gather_bytes`, default the recipe's weight bytes). Under autocast, the 16-bit copies of the
     `cast_params` its matmuls read (cast_weights). And the GEMM libraries' `workspaces` (workspaces.py). DeepSpeed's
-    own buckets and step copies: deepspeed_buckets, step_gradient_copies (`shard_ranks`, `offload`: its partition)."""
+    own buckets and step copies: deepspeed_buckets, step_gradient_copies (`shard_ranks`, `offload`: its partition);
+    torch.optim's at the step: optimizer_intermediates."""
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     gathered_bytes = gather_bytes or weight_bytes
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
@@ -298,6 +302,9 @@ def buffers(
         buckets, held = deepspeed_buckets(stage, bucket_bytes, grad_bytes, n_params, buckets_in_flight)
         step_buckets = 0.0
     copies = step_gradient_copies(stage, n_params, shard_ranks, offload) if recipe.name == "deepspeed" else 0.0
+    if not offload_applies(offload, stage):
+        on_rank = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's share, as its states'
+        copies += optimizer_intermediates(optimizer, optimizer_impl, recipe, on_rank)
     gathered = 0.0
     if stage == 3:
         if recipe.name == "deepspeed":  # the module computing, gathered, and its whole gradient until bucketed
@@ -314,8 +321,21 @@ def buffers(
         workspaces=workspaces,
         held_buckets=held,
         step_buckets=step_buckets,
-        step_grad_copies=copies,
+        step_transient=copies,
     )
+
+
+def optimizer_intermediates(optimizer: str, impl: str, recipe: Recipe, params_on_rank: float) -> float:
+    """Bytes torch.optim's AdamW allocates at the step beyond its states: foreach computes the second moments'
+    square roots into a new tensor list before the update (torch/optim/adam.py _multi_tensor_adam,
+    `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`; PyTorch's docs: "the foreach implementation uses
+    ~ sizeof(params) more peak memory than the for-loop version"), one state's bytes a parameter; the fused kernel
+    updates in place, and the for-loop holds one parameter's worth at a time (not counted). Other optimizers: none
+    counted (SGD's foreach momentum update is in place)."""
+    if optimizer != "adamw" or impl != "foreach":
+        return 0.0
+    per_state = OPTIMIZER_STATE_BYTES["adamw"] / 2 / (2 if recipe.states_in_weight_dtype else 1)
+    return per_state * params_on_rank
 
 
 # deepspeed v0.19.5, runtime/engine.py:157: stage 0 all-reduces its gradients flattened in 5e8-element pieces

@@ -132,6 +132,11 @@ class Prepared:
         return self.o.compute.loss_impl or (self.framework.loss_impl if self.framework else "upcast")
 
     @property
+    def optimizer_impl(self) -> str:
+        """--optimizer-impl, else the framework's, else fused (memory.optimizer_intermediates)."""
+        return self.o.precision.optimizer_impl or (self.framework.optimizer_impl if self.framework else "fused")
+
+    @property
     def kernels(self) -> Kernels:
         """How the layers run (activations.py): compiled with --compile, else the framework's; the generic plan
         counts Korthikanti's fused-kernel tensors."""
@@ -700,6 +705,8 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> S
         kept_by_te,
         p.shard_ranks,
         o.precision.offload,
+        o.precision.optimizer,
+        p.optimizer_impl,
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))

@@ -266,7 +266,11 @@ def _optimizer(r: Reading, optimizer: dict[str, Any]) -> None:
     else:
         r.refuse("optimizer", "[optimizer] name", f"{name!r} is not one dpcost prices (AdamW, Adam)")
     for key, value in optimizer.items():
-        if key != "name":
+        if key == "implementation":  # torchtitan's default is fused, as --framework fsdp's
+            if value not in ("fused", "foreach", "for-loop"):
+                raise r.error(f"[optimizer] {key}", f"must be fused, foreach or for-loop, got {value!r}")
+            r.use(f"[optimizer] {key}", value, "optimizer_impl", value)
+        elif key != "name":
             r.ignore(f"[optimizer] {key}", value, NOT_PRICED)
 
 
