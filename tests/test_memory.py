@@ -310,6 +310,12 @@ def test_deepspeed_buckets_per_stage_and_phase() -> None:
     buf = buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, buckets_in_flight=1, shard_ranks=N)
     forward, backward, step = phases(model_states(P, N, 2, ds), buf, 0, 0, 0, 0, 1)
     assert (forward.buffers, backward.buffers, step.buffers) == (0, 2 * bucket, 6 * P / N)
+    # accumulating, stage 2 keeps the partition summed so far while a later backward fills a new one
+    # (stage_1_and_2.py:1651, :914-923); on the CPU when the optimizer is offloaded
+    kw = {"buckets_in_flight": 1, "shard_ranks": N, "accumulation": 4}
+    assert buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw).buckets == 2 * bucket + 2 * P / N
+    assert buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, offload="optimizer").buckets == 2 * bucket
+    assert buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw).buckets == 2 * bucket  # stage 1: param.grad
 
 
 def test_out_of_memory_hint_names_recomputation() -> None:

@@ -277,6 +277,7 @@ def buffers(
     offload: str = "none",
     optimizer: str = "adamw",
     optimizer_impl: str = "fused",
+    accumulation: int = 1,
 ) -> Buffers:
     """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
 
@@ -301,6 +302,10 @@ def buffers(
     if schedule == "deepspeed":
         buckets, held = deepspeed_buckets(stage, bucket_bytes, grad_bytes, n_params, buckets_in_flight)
         step_buckets = 0.0
+        if stage == 2 and accumulation > 1 and not offload_applies(offload, stage):
+            # the partition accumulated so far is kept while each later backward fills a new one, which the
+            # epilogue adds in (stage_1_and_2.py:1651, independent_gradient_partition_epilogue :914-923)
+            buckets += grad_bytes * n_params / shard_ranks
     copies = step_gradient_copies(stage, n_params, shard_ranks, offload) if recipe.name == "deepspeed" else 0.0
     if not offload_applies(offload, stage):
         on_rank = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's share, as its states'
