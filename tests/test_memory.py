@@ -315,7 +315,37 @@ def test_deepspeed_buckets_per_stage_and_phase() -> None:
     kw = {"buckets_in_flight": 1, "shard_ranks": N, "accumulation": 4}
     assert buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw).buckets == 2 * bucket + 2 * P / N
     assert buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, offload="optimizer").buckets == 2 * bucket
-    assert buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw).buckets == 2 * bucket  # stage 1: param.grad
+    # stage 1 accumulating: its bucket is freed only at the boundary's epilogue (stage_1_and_2.py:939), so it stays
+    # through the later forwards; the gradients stay whole in param.grad, no partition is filled
+    stage1 = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw)
+    assert (stage1.buckets, stage1.held_buckets) == (bucket, bucket)
+
+
+def test_deepspeed_stage_1_peaks_at_its_boundary_reduction() -> None:
+    """Stage 1 reduces at the accumulation boundary, every gradient whole (2 bytes a parameter) beside the bucket and
+    its flattened copy; by the step they sit in the 16-bit partition and param.grad is freed (stage_1_and_2.py:945),
+    and the step adds the flattened partition and its fp32 cast (:2334-2335): 8 bytes a partitioned parameter. The
+    optimizer-step phase holds the larger moment."""
+    from dpcost.engine.memory import buffers, phases
+
+    ds, bucket = RECIPES["deepspeed"], 500 * MB
+    buf = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, buckets_in_flight=1, shard_ranks=N)
+    step = phases(model_states(P, N, 1, ds), buf, 0, 0, 0, 0, 1)[2]
+    assert (step.grads, step.buffers) == (2 * P, 2 * bucket)  # the boundary: 2P beside 8P/N = P
+    buf = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, buckets_in_flight=1, shard_ranks=2)
+    step = phases(model_states(P, 2, 1, ds), buf, 0, 0, 0, 0, 1)[2]
+    assert step.grads + step.buffers == pytest.approx(8 * P / 2)  # two ranks: the step's 4P exceeds it
+
+
+def test_deepspeed_stage_3_steps_foreach_a_sub_group_at_a_time() -> None:
+    """A torch optimizer under ZeRO-3 steps one sub-group of about 1e9 partitioned elements at a time
+    (stage3.py:1154, _create_fp16_sub_groups): foreach's intermediates are one sub-group's, not the rank's share."""
+    from dpcost.engine.memory import buffers
+
+    ds, bucket = RECIPES["deepspeed"], 500 * MB
+    fused = buffers(3, "deepspeed", ds, 2.0, 70e9, bucket, 1e9, 1e9, shard_ranks=8)
+    foreach = buffers(3, "deepspeed", ds, 2.0, 70e9, bucket, 1e9, 1e9, shard_ranks=8, optimizer_impl="foreach")
+    assert foreach.step_transient - fused.step_transient == 4 * 1e9
 
 
 def test_out_of_memory_hint_names_recomputation() -> None:

@@ -59,10 +59,10 @@ BY_HAND = [
          "--micro-batch", "1", "--seq-len", "8192", "--grad-dtype", "fp32", "--recompute", "op"],
     ),
     (
-        "deepspeed-zero3.json",  # 64 sequences in 1 accumulation step on DP 8: micro-batch 8; 1e7 fp16 elements
-        ["--model", "llama-8b", "--dp", "8"],
+        "deepspeed-zero3.json",  # 64 sequences in 1 accumulation step on DP 8: micro-batch 8; 1e7 fp16 elements;
+        ["--model", "llama-8b", "--dp", "8"],  # no optimizer block: the script's own, torch.optim's foreach AdamW
         ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "3", "--micro-batch", "8",
-         "--global-batch", "64", "--bucket-size", "20MB", "--grad-dtype", "fp16"],
+         "--global-batch", "64", "--bucket-size", "20MB", "--grad-dtype", "fp16", "--optimizer-impl", "foreach"],
     ),
     (
         "deepspeed-zero2-hf.json",  # the "auto" values are the HF Trainer's to fill: reduce_bucket_size hidden^2

@@ -300,8 +300,9 @@ def buffers(
     buckets = 0.0 if in_place else buckets_in_flight * bucket_bytes
     held, step_buckets = 0.0, None
     if schedule == "deepspeed":
-        buckets, held = deepspeed_buckets(stage, bucket_bytes, grad_bytes, n_params, buckets_in_flight)
-        step_buckets = 0.0
+        buckets, held = deepspeed_buckets(stage, bucket_bytes, grad_bytes, n_params, buckets_in_flight, accumulation)
+        # stage 1's step phase is its boundary reduction's moment too: the whole gradients beside the buckets
+        step_buckets = buckets if stage == 1 else 0.0
         if stage == 2 and accumulation > 1 and not offload_applies(offload, stage):
             # the partition accumulated so far is kept while each later backward fills a new one, which the
             # epilogue adds in (stage_1_and_2.py:1651, independent_gradient_partition_epilogue :914-923)
@@ -309,7 +310,11 @@ def buffers(
     copies = step_gradient_copies(stage, n_params, shard_ranks, offload) if recipe.name == "deepspeed" else 0.0
     if not offload_applies(offload, stage):
         on_rank = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's share, as its states'
+        if schedule == "deepspeed" and stage == 3:  # it steps one sub-group at a time (stage3.py:1154)
+            on_rank = min(on_rank, DEEPSPEED_SUB_GROUP_ELEMENTS)
         copies += optimizer_intermediates(optimizer, optimizer_impl, recipe, on_rank)
+    if schedule == "deepspeed" and stage == 1:  # the step's own bytes, where they exceed the boundary's buckets
+        copies = max(0.0, copies - (buckets + held))
     gathered = 0.0
     if stage == 3:
         if recipe.name == "deepspeed":  # the module computing, gathered, and its whole gradient until bucketed
@@ -350,7 +355,7 @@ DEEPSPEED_SUB_GROUP_ELEMENTS = 1e9
 
 
 def deepspeed_buckets(
-    stage: int, bucket_bytes: float, grad_bytes: float, n_params: float, ipg_buffers: int
+    stage: int, bucket_bytes: float, grad_bytes: float, n_params: float, ipg_buffers: int, accumulation: int = 1
 ) -> tuple[float, float]:
     """DeepSpeed's reduce buffers (v0.19.5), as (held during the backward only, held the whole step): stage 0 flattens
     its gradients at the backward's end 5e8 elements at a time, whatever reduce_bucket_size says (engine.py
@@ -358,29 +363,35 @@ def deepspeed_buckets(
     `ipg_buffers` buckets of reduce_bucket_size at the first gradient hook (two with overlap_comm), free them at the
     backward's end (stage_1_and_2.py setup_buckets, _release_ipg_buffers), and flatten each bucket they all-reduce
     (allreduce_bucket); stage 3 allocates one at init and keeps it (stage3.py:700), and concatenates each bucket it
-    reduce-scatters (comm/coalesced_collectives.py reduce_scatter_coalesced). No flattened piece exceeds the whole
-    gradient, `n_params` x `grad_bytes`."""
+    reduce-scatters (comm/coalesced_collectives.py reduce_scatter_coalesced). Stage 1 under accumulation frees its
+    buckets only at the boundary's epilogue (:939), so they stay through the later micro-batches' forwards. No
+    flattened piece exceeds the whole gradient, `n_params` x `grad_bytes`."""
     grads = grad_bytes * n_params
     piece = min(bucket_bytes, grads)
     if stage == 0:
         return min(DEEPSPEED_STAGE0_BUCKET_ELEMENTS * grad_bytes, grads), 0.0
+    if stage == 1 and accumulation > 1:
+        return piece, ipg_buffers * bucket_bytes
     if stage < 3:
         return ipg_buffers * bucket_bytes + piece, 0.0
     return piece, bucket_bytes
 
 
 def step_gradient_copies(stage: int, n_params: float, shard_ranks: int, offload: str = "none") -> float:
-    """Bytes DeepSpeed's optimizer step allocates beyond the 16-bit gradients it starts with (v0.19.5): stage 0
-    casts every gradient to fp32 and concatenates the copies (fp16/fused_optimizer.py:290, 8 bytes a parameter);
-    stages 1-2 free the gradients outside the rank's partition, then flatten the partition and cast it to fp32
-    (zero/stage_1_and_2.py:2320-2335, 2 + 4 bytes a partitioned parameter beside its 2); stage 3 does so a
-    sub-group at a time (zero/stage3.py _prepare_fp32_grad_for_sub_group). None when the optimizer runs on the CPU."""
+    """Bytes DeepSpeed's optimizer step allocates beyond the 16-bit gradients the step phase counts (v0.19.5): stage 0
+    casts every gradient to fp32 and concatenates the copies (fp16/fused_optimizer.py:288, 8 bytes a parameter;
+    with a torch optimizer FP16_UnfusedOptimizer casts them one by one, 4, and foreach AdamW's intermediates add
+    4); stages 1-2 flatten the rank's partition and cast it to fp32 (zero/stage_1_and_2.py:2334-2335, 2 + 4 bytes a
+    partitioned parameter beside its 2); stage 3 does so a sub-group at a time (zero/stage3.py
+    _prepare_fp32_grad_for_sub_group). Stage 1's step phase stands for the boundary's reduction, where every
+    gradient is whole (2 bytes a parameter) beside the buckets: by the step itself they are in the partition and
+    param.grad is freed (:945), so the step adds only what exceeds them. None when the optimizer runs on the CPU."""
     if offload_applies(offload, stage):
         return 0.0
     partition = n_params / shard_ranks
     if stage == 0:
         return 8.0 * n_params
-    if stage == 1:  # what the flattening adds to the partition, against the full gradients just freed
+    if stage == 1:  # the partition and its copies, against the whole gradients of the boundary's reduction
         return max(0.0, 8.0 * partition - 2.0 * n_params)
     if stage == 2:
         return 6.0 * partition

@@ -211,7 +211,9 @@ def _elements(r: Reading, key: str, value: Any) -> int:
 
 
 def _optimizer(r: Reading, optimizer: Any) -> None:
-    if optimizer is None:
+    if optimizer is None:  # DeepSpeed then steps the script's own (runtime/engine.py _configure_optimizer)
+        why = "absent: the script's own optimizer, priced as torch.optim's AdamW steps by default on CUDA"
+        r.use("optimizer", None, "optimizer_impl", "foreach", why)
         return
     kind = optimizer.get("type") if isinstance(optimizer, dict) else None
     if not isinstance(kind, str):
