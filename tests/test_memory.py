@@ -270,6 +270,10 @@ def test_deepspeed_states_are_what_its_zero_optimizers_allocate() -> None:
     assert (s2.params, s2.grads, s2.backward_grads) == (2 * P, 2 * P / N, 2 * P / N)
     assert (s3.params, s3.grads, s3.backward_grads, s3.optimizer) == (2 * P / N, 2 * P / N, 0, 12 * P / N)
     assert s3.step_only == 0  # the fp32 gradients are the step's copies, not a state
+    # offloading the optimizer: stage 1's whole gradients stay on the GPU until the boundary; stage 2's partition is
+    # accumulated on the CPU (stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu), stage 3's flat one too (:711)
+    o1, o2, o3 = (model_states(P, N, stage, ds, offload="optimizer") for stage in (1, 2, 3))
+    assert (o1.grads, o2.grads, o3.grads) == (2 * P, 0, 0)
 
 
 def test_deepspeed_step_copies_follow_its_optimizer_steps() -> None:

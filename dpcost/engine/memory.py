@@ -127,8 +127,20 @@ RECIPES = {
         "bf16",
         (
             StateComponent("bf16 weights", "params", 2, 3, "params"),
+            # param.grad at stages 0-1, on the GPU whatever is offloaded (stage 1 reduces them at the boundary); the
+            # rank's partition at stage 2, accumulated on the CPU with the optimizer there (stage_1_and_2.py
+            # async_accumulate_grad_in_cpu_via_gpu)
+            StateComponent("bf16 grads", "grads", 2, 2, "params", gone_from=2, communicated=True, lifetime="backward"),
             StateComponent(
-                "bf16 grads", "grads", 2, 2, "optimizer", gone_from=3, communicated=True, lifetime="backward"
+                "bf16 grad partition",
+                "grads",
+                2,
+                2,
+                "optimizer",
+                kept_from=2,
+                gone_from=3,
+                communicated=True,
+                lifetime="backward",
             ),
             # stage3.py:711: grad_partitions_flat_buffer, the rank's partition of every gradient, allocated at init
             StateComponent("bf16 grad partition", "grads", 2, 3, "optimizer", kept_from=3, communicated=True),
