@@ -76,9 +76,9 @@ BY_HAND = [
         ["--model", "llama-8b", "--dp", "8", "--framework", "fsdp", "--zero", "3", "--grad-dtype", "bf16"],
     ),
     (
-        "accelerate-zero3.yaml",
+        "accelerate-zero3.yaml",  # the plugin's DeepSpeed config has no optimizer block: the script's own, foreach
         ["--model", "llama-8b"],
-        ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "3"],
+        ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "3", "--optimizer-impl", "foreach"],
     ),
     (
         "megatron-llama3-8b-fp8.sh",  # DDP_ARGS appended, FP8 items spliced unquoted, DP torchrun's 8 x 1 (TP 1)
