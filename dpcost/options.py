@@ -232,8 +232,8 @@ class Precision(Section):
     optimizer_impl: Literal["foreach", "fused", "for-loop"] | None = Field(
         None,
         description="How torch.optim's AdamW steps: foreach holds one state's worth of intermediates at the step "
-        "(PyTorch's default on CUDA since 2.0); fused and for-loop, none to speak of [default: the framework's: "
-        "ddp foreach; fsdp fused, as torchtitan; DeepSpeed's and Megatron's own fused Adam; else fused].",
+        "(PyTorch's default on CUDA since 2.0); fused and for-loop, none to speak of [default: the framework's "
+        "(docs/frameworks.md), else fused].",
         json_schema_extra=cli("--optimizer-impl"),
     )
 
