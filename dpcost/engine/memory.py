@@ -310,23 +310,22 @@ def buffers(
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
     in_place = ddp_copy > 0 or schedule in ("megatron", "fsdp")
     buckets = 0.0 if in_place else buckets_in_flight * bucket_bytes
+    share = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's parameters, as its states'
+    if schedule == "deepspeed" and stage == 3:  # it steps one sub-group at a time (stage3.py:1154)
+        share = min(share, DEEPSPEED_SUB_GROUP_ELEMENTS)
+    own = 0.0 if offload_applies(offload, stage) else optimizer_intermediates(optimizer, optimizer_impl, recipe, share)
+    if recipe.name == "deepspeed":
+        own += step_gradient_copies(stage, n_params, shard_ranks, offload)
     held, step_buckets = 0.0, None
     if schedule == "deepspeed":
         buckets, held = deepspeed_buckets(stage, bucket_bytes, grad_bytes, n_params, buckets_in_flight, accumulation)
-        # stage 1's step phase is its boundary reduction's moment too: the whole gradients beside the buckets
-        step_buckets = buckets if stage == 1 else 0.0
         if stage == 2 and accumulation > 1 and not offload_applies(offload, stage):
             # the partition accumulated so far is kept while each later backward fills a new one, which the
             # epilogue adds in (stage_1_and_2.py:1651, independent_gradient_partition_epilogue :914-923)
             buckets += grad_bytes * n_params / shard_ranks
-    copies = step_gradient_copies(stage, n_params, shard_ranks, offload) if recipe.name == "deepspeed" else 0.0
-    if not offload_applies(offload, stage):
-        on_rank = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's share, as its states'
-        if schedule == "deepspeed" and stage == 3:  # it steps one sub-group at a time (stage3.py:1154)
-            on_rank = min(on_rank, DEEPSPEED_SUB_GROUP_ELEMENTS)
-        copies += optimizer_intermediates(optimizer, optimizer_impl, recipe, on_rank)
-    if schedule == "deepspeed" and stage == 1:  # the step's own bytes, where they exceed the boundary's buckets
-        copies = max(0.0, copies - (buckets + held))
+        step_buckets = 0.0
+        if stage == 1:  # the step phase stands for the boundary's reduction too: whole gradients beside the buckets
+            step_buckets, own = buckets, max(0.0, own - (buckets + held))
     gathered = 0.0
     if stage == 3:
         if recipe.name == "deepspeed":  # the module computing, gathered, and its whole gradient until bucketed
@@ -343,7 +342,7 @@ def buffers(
         workspaces=workspaces,
         held_buckets=held,
         step_buckets=step_buckets,
-        step_transient=copies,
+        step_transient=own,
     )
 
 
