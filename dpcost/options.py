@@ -104,6 +104,7 @@ def cli(flag: str, short: str | None = None, auto: bool = False, metavar: str | 
 # Megatron-LM's --recompute-modules choices that dpcost prices (transformer_config.py recompute_modules)
 RecomputeModule = Literal["core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj", "shared_experts"]
 EpDispatcher = Literal["alltoall", "flex", "allgather"]  # Megatron-Core's --moe-token-dispatcher-type values
+OptimizerImpl = Literal["foreach", "fused", "for-loop"]  # torch.optim's implementations (torchtitan's spelling)
 
 
 class Section(BaseModel):
@@ -229,7 +230,7 @@ class Precision(Section):
         description="Offload to CPU memory: the optimizer, or params (params and optimizer).",
         json_schema_extra=cli("--offload"),
     )
-    optimizer_impl: Literal["foreach", "fused", "for-loop"] | None = Field(
+    optimizer_impl: OptimizerImpl | None = Field(
         None,
         description="How torch.optim's AdamW steps: foreach holds one state's worth of intermediates at the step "
         "(PyTorch's default on CUDA since 2.0); fused and for-loop, none to speak of [default: the framework's "

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["NOT_PRICED", "Applied", "Reading", "Setting", "TrainingConfig", "apply", "read_training_config"]
 
 NOT_PRICED = "does not change what dpcost prices"  # a key left out because nothing dpcost costs reads it
+# DeepSpeed without an optimizer in its config steps the script's own (runtime/engine.py _configure_optimizer)
+SCRIPTS_OPTIMIZER = "the script's own optimizer, priced as torch.optim's AdamW steps by default on CUDA"
 KINDS = "a DeepSpeed JSON, a torchtitan TOML, a Megatron-LM launch script or an Accelerate config YAML"
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dpcost.training_configs import NOT_PRICED, Reading, Setting, TrainingConfig
+from dpcost.training_configs import NOT_PRICED, SCRIPTS_OPTIMIZER, Reading, Setting, TrainingConfig
 
 __all__ = ["read"]
 
@@ -185,9 +185,8 @@ def _deepspeed(
         r.bucket_from_hidden = inner.bucket_from_hidden
         return processes, list(inner.settings), dict(inner.options)
     r.use("distributed_type", "DEEPSPEED", "framework", "deepspeed")
-    # the plugin writes DeepSpeed a config without an optimizer block: the script's own optimizer is stepped
-    why = "the script's own optimizer, priced as torch.optim's AdamW steps by default on CUDA"
-    r.use("distributed_type", "DEEPSPEED", "optimizer_impl", "foreach", why)
+    # the plugin writes DeepSpeed a config without an optimizer block
+    r.use("distributed_type", "DEEPSPEED", "optimizer_impl", "foreach", SCRIPTS_OPTIMIZER)
     stage = ds.get("zero_stage", 0)
     if stage not in (0, 1, 2, 3) or isinstance(stage, bool):
         raise r.error(d + "zero_stage", f"must be 0, 1, 2 or 3, got {stage!r}")

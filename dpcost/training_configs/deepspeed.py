@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
+from dpcost.training_configs import NOT_PRICED, SCRIPTS_OPTIMIZER, Reading, TrainingConfig
 
 __all__ = ["looks_like", "read"]
 
@@ -211,9 +211,8 @@ def _elements(r: Reading, key: str, value: Any) -> int:
 
 
 def _optimizer(r: Reading, optimizer: Any) -> None:
-    if optimizer is None:  # DeepSpeed then steps the script's own (runtime/engine.py _configure_optimizer)
-        why = "absent: the script's own optimizer, priced as torch.optim's AdamW steps by default on CUDA"
-        r.use("optimizer", None, "optimizer_impl", "foreach", why)
+    if optimizer is None:
+        r.use("optimizer", None, "optimizer_impl", "foreach", "absent: " + SCRIPTS_OPTIMIZER)
         return
     kind = optimizer.get("type") if isinstance(optimizer, dict) else None
     if not isinstance(kind, str):

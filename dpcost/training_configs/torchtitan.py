@@ -11,8 +11,9 @@ are read as they were (LEGACY).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
+from dpcost.options import OptimizerImpl
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 
 __all__ = ["CATALOG", "read"]
@@ -267,8 +268,8 @@ def _optimizer(r: Reading, optimizer: dict[str, Any]) -> None:
         r.refuse("optimizer", "[optimizer] name", f"{name!r} is not one dpcost prices (AdamW, Adam)")
     for key, value in optimizer.items():
         if key == "implementation":  # torchtitan's default is fused, as --framework fsdp's
-            if value not in ("fused", "foreach", "for-loop"):
-                raise r.error(f"[optimizer] {key}", f"must be fused, foreach or for-loop, got {value!r}")
+            if value not in get_args(OptimizerImpl):
+                raise r.error(f"[optimizer] {key}", f"must be {', '.join(get_args(OptimizerImpl))}, got {value!r}")
             r.use(f"[optimizer] {key}", value, "optimizer_impl", value)
         elif key != "name":
             r.ignore(f"[optimizer] {key}", value, NOT_PRICED)
