@@ -91,9 +91,11 @@ NO_FLASH_ATTENTION = frozenset({"meg-llmaction"})
 # (lightning/pytorch/strategies/deepspeed.py, DeepSpeedStrategy.__init__; pytorch_lightning's before it): the
 # 16-bit buckets of its rows are 2e8 x 2 bytes, not DeepSpeed's 5e8.
 LIGHTNING_REDUCE_BUCKET_ELEMENTS = 200_000_000
-# Runs from before PyTorch 2.0 made foreach torch.optim's default on CUDA (pytorch/pytorch#92306, in 2.0, March
-# 2023): their Adam stepped parameter by parameter (clpl-gpt2xl's script is of August 2022; its torch is not stated).
-BEFORE_FOREACH_DEFAULT = {"clpl-gpt2xl": "for-loop"}
+# Runs from before PyTorch 2.0 (March 2023; clpl-gpt2xl's script is of August 2022, its torch not stated): torch.optim
+# stepped parameter by parameter (foreach became the default in 2.0, pytorch/pytorch#92306), and zero_grad() zeroed
+# the gradients in place rather than freeing them (set_to_none's default became True in 2.0, pytorch/pytorch#92731;
+# Lightning's optimizer_zero_grad calls zero_grad() with it). DeepSpeed's runs manage their gradients themselves.
+BEFORE_TORCH_2 = frozenset({"clpl-gpt2xl"})
 # Sources whose Megatron-LM predates Transformer Engine's placeholder weight-gradient cache (TE ba5dc5dde, 2025-04-08,
 # "Enable reuse of dummy wgrad tensor"; Megatron's output layer took from it from e7c55de99e, 2025-08-01): costed
 # with --no-grad-accumulation-fusion, which leaves the placeholders out.
@@ -136,6 +138,7 @@ class Peak:
     pp: int = 1
     bucket_bytes: float | None = None  # the run's gradient bucket, where its framework sets one of its own
     optimizer_impl: str | None = None  # how its torch.optim steps, where the framework's default is not what ran
+    grads_between_steps: str = "freed"  # PyTorch's .grad between steps (zero_grad's set_to_none)
 
 
 def _int(text: str, default: int = 0) -> int:
@@ -272,7 +275,10 @@ def peaks(path: Path = CSV) -> list[Peak]:
                 tp=tp,
                 pp=pp,
                 bucket_bytes=bucket,
-                optimizer_impl=BEFORE_FOREACH_DEFAULT.get(row["source_id"]),
+                optimizer_impl="for-loop" if row["source_id"] in BEFORE_TORCH_2 else None,
+                grads_between_steps="kept"
+                if row["source_id"] in BEFORE_TORCH_2 and framework != "deepspeed"
+                else "freed",
             )
         )
     return out
@@ -365,6 +371,7 @@ def predict(p: Peak, topology: str | None = None) -> float:
         grad_accumulation_fusion=p.placeholders,
         bucket_bytes=p.bucket_bytes,
         optimizer_impl=p.optimizer_impl,
+        grads_between_steps=p.grads_between_steps,
     )
     name = topology or _topology(p.gpu)
     assert name is not None

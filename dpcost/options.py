@@ -230,6 +230,12 @@ class Precision(Section):
         description="Offload to CPU memory: the optimizer, or params (params and optimizer).",
         json_schema_extra=cli("--offload"),
     )
+    grads_between_steps: Literal["freed", "kept"] = Field(
+        "freed",
+        description="PyTorch's .grad between optimizer steps: freed (zero_grad(set_to_none=True), PyTorch's default "
+        "since 2.0) or kept as zeros (set_to_none=False, the default before 2.0), held through the next forward.",
+        json_schema_extra=cli("--grads-between-steps"),
+    )
     optimizer_impl: OptimizerImpl | None = Field(
         None,
         description="How torch.optim's AdamW steps: foreach holds one state's worth of intermediates at the step "

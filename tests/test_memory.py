@@ -438,3 +438,19 @@ def test_ddp_steps_as_torch_optim_does_by_default() -> None:
     params = count_params(model).total
     assert foreach.peak_phase == "optimizer step"
     assert foreach.allocated_bytes - fused.allocated_bytes == pytest.approx(4 * params, rel=1e-9)
+
+
+def test_gradients_kept_between_steps_are_held_through_the_forward() -> None:
+    """Before PyTorch 2.0, zero_grad() zeroed .grad in place (set_to_none=False; pytorch/pytorch#92731 made True the
+    default): the gradients' memory is held from one step into the next forward, where a DDP run's backward starts with
+    them. DeepSpeed and Megatron-LM manage their gradient buffers themselves: refused there."""
+    from dpcost.errors import InputError
+
+    model, topo = load_model("llama-8b"), load_topology("dgx-h100")
+    plan = {"dp": 8, "framework": "ddp", "micro_batch": 4, "seq_len": 4096, "optimizer_impl": "fused"}
+    freed = estimate(model, topo, Options(**plan)).memory.stages[0]
+    kept = estimate(model, topo, Options(**plan, grads_between_steps="kept")).memory.stages[0]
+    assert freed.peak_phase == kept.peak_phase == "backward"
+    assert kept.allocated_bytes - freed.allocated_bytes == pytest.approx(4 * count_params(model).total, rel=1e-9)
+    with pytest.raises(InputError, match="grads_between_steps"):
+        estimate(model, topo, Options(dp=8, framework="deepspeed", zero=1, grads_between_steps="kept"))

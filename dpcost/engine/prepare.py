@@ -410,6 +410,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     counts = count_params(model)
     fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
     check_grad_reduce(o, fw)
+    check_grads_between_steps(o, fw)
     # Megatron runs ZeRO 2-3 as Megatron-FSDP, which the layout engine costs (Options.megatron_layout)
     stages = {**MEGATRON_FSDP.stages, **fw.stages} if fw is FRAMEWORKS["megatron"] else fw.stages if fw else {}
     if fw is not None and o.plan.zero is not None and o.plan.zero not in stages:
@@ -516,6 +517,13 @@ def check_grad_reduce(o: Options, fw: Framework | None) -> None:
         raise InputError("grad_reduce", f"chooses ZeRO 1-2's gradient collective; ZeRO-{zero} runs its own")
     if fw is not None and (fw.per_unit or (zero == 2 and fw.name == "megatron")):
         raise InputError("grad_reduce", f"{fw.title} reduce-scatters each wrapped unit's gradients at ZeRO 2")
+
+
+def check_grads_between_steps(o: Options, fw: Framework | None) -> None:
+    """--grads-between-steps kept is PyTorch's .grad under zero_grad(set_to_none=False) (pytorch/pytorch#92731 made
+    True the default in 2.0); DeepSpeed and Megatron-LM free and keep their gradient buffers themselves."""
+    if o.precision.grads_between_steps == "kept" and fw is not None and fw.name in ("deepspeed", "megatron"):
+        raise InputError("grads_between_steps", f"{fw.title} frees and keeps its gradients itself: give it without")
 
 
 def check_unfused_softmax(o: Options, kernels: Kernels | None = None) -> None:
@@ -681,6 +689,8 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> S
         gather_unit = biggest.params
         gather_bytes = p.weight_bytes if biggest.linear else p.unconverted_weight_bytes
     states = model_states(counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+    if o.precision.grads_between_steps == "kept":  # zeroed in place, not freed: held through the next forward
+        states = replace(states, backward_grads=0.0)
     in_flight = 2 if p.overlap_grad_reduce(stage) else 1
     a = model.architecture
     head = counts.embedding if a is not None and a.tied_embeddings else counts.lm_head

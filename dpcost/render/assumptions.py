@@ -55,7 +55,7 @@ def _shown(name: str, value: Any, costed: Any, auto: bool) -> str:
 UNSTATED_WHEN_UNSET = frozenset(
     {
         "shard_group", "zeropp", "compression", "powersgd_rank", "sync_every", "streaming", "grad_block",
-        "unfused_softmax_fp32", "grad_reduce", "attention_kernel", "optimizer_impl",
+        "unfused_softmax_fp32", "grad_reduce", "attention_kernel", "optimizer_impl", "grads_between_steps",
     }
 )  # fmt: skip
 
