@@ -259,13 +259,6 @@ class Buffers:
     # optimizer_intermediates)
 
     @property
-    def total(self) -> float:
-        return (
-            self.buckets + self.held_buckets + self.gathered + self.ddp_copy + self.kept_grads + self.cast_weights
-            + self.workspaces
-        )  # fmt: skip
-
-    @property
     def at_step(self) -> float:
         """What the optimizer step holds beyond the gathered units and the other whole-step buffers."""
         buckets = self.buckets if self.step_buckets is None else self.step_buckets
