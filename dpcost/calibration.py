@@ -1,7 +1,8 @@
 """Fit a topology to a cluster's own nccl-tests runs: what `dpcost calibrate` does.
 
 dpcost's collective model (engine/collectives.py) has a handful of numbers that describe one cluster rather than
-NCCL: how much of its NVLink, NVLS and network line rate it reaches, its per-call overhead, how its step latencies
+NCCL: how much of its NVLink, NVLS and network line rate it reaches (and NVLS's loss as a rack-scale domain's
+ranks grow), its per-call overhead, how its step latencies
 compare with NCCL's tables, how much network bandwidth it loses as nodes are added, and how much more once calls
 leave a leaf switch for the spine (a step the per-doubling loss cannot take). Given measured runs, this
 module finds the values that make the model's predictions closest to them, in the same sense the accuracy report
@@ -78,6 +79,9 @@ PARAMETERS = (
     ),
     Parameter("nvlink_efficiency", "share of NVLink line rate a ring reaches inside a domain", 0.2, 1.0, False),
     Parameter("nvls_efficiency", "share of NVLink line rate NVLink SHARP reaches", 0.2, 1.0, False),
+    Parameter(
+        "nvls_loss_per_doubling", "NVLS efficiency lost per doubling of a domain's ranks beyond 8", 0.0, 0.3, False
+    ),
     # nccl-tests' host launches per GPU of a thread driving several (-g; accuracy.nccl_tests_seconds): fitted only
     # when a run does, kept out of the topology (a training job's process drives one GPU), and ahead of
     # call_overhead so that a -g 8 run's floor is not read as every call's overhead.
@@ -100,6 +104,9 @@ def _read(t: TopologySpec, name: str) -> float | None:
     if name == "nvls_efficiency":
         r = t.tiers[0].in_network_reduction
         return r.efficiency if r is not None and r.kind == "nvls" else None
+    if name == "nvls_loss_per_doubling":  # only a domain of more than 8 GPUs has ranks it applies to
+        r = t.tiers[0].in_network_reduction
+        return r.loss_per_doubling if r is not None and r.kind == "nvls" and t.domain_size > 8 else None
     if name == "crossing_loss":
         return t.tiers[2].crossing_loss if len(t.tiers) > 2 else None
     if name == "launch_per_gpu":
@@ -149,8 +156,9 @@ def with_values(base: TopologySpec, values: dict[str, float]) -> TopologySpec:
             tier["efficiency"] = min(1.0, max(0.01, tier["efficiency"] * ratio))
     if "nvlink_efficiency" in values:
         doc["tiers"][0]["efficiency"] = values["nvlink_efficiency"]
-    if "nvls_efficiency" in values and doc["tiers"][0]["in_network_reduction"] is not None:
-        doc["tiers"][0]["in_network_reduction"]["efficiency"] = values["nvls_efficiency"]
+    for name, key in (("nvls_efficiency", "efficiency"), ("nvls_loss_per_doubling", "loss_per_doubling")):
+        if name in values and doc["tiers"][0]["in_network_reduction"] is not None:
+            doc["tiers"][0]["in_network_reduction"][key] = values[name]
     if "crossing_loss" in values and len(base.tiers) > 2:
         doc["tiers"][2]["crossing_loss"] = values["crossing_loss"]
     for name in ("call_overhead", "latency_scale", "scaling_loss"):

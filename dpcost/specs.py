@@ -7,6 +7,7 @@ FLOP/s) after validation. The engine takes these objects and never parses text.
 # No `from __future__ import annotations` here: pydantic would evaluate each string annotation as it builds the
 # class (engine/report.py imported in 28 ms without it, 45 ms with it: start-up, README's Speed).
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from functools import cached_property
@@ -1480,9 +1481,20 @@ class InNetworkReduction(Spec):
     """Reduction done by the switches: NVLink SHARP (NVLS) in an NVSwitch domain, or SHARP on a fabric."""
 
     kind: Literal["nvls", "sharp"]
-    efficiency: Fraction = Field(description="of line rate, with each GPU moving (1 + 1/N) x S (NVLS) or S/g (SHARP)")
+    efficiency: Fraction = Field(
+        description="of line rate, with each GPU moving (1 + 1/N) x S (NVLS, at up to 8 ranks) or S/g (SHARP)"
+    )
+    loss_per_doubling: Annotated[float, Field(ge=0, le=0.5)] = Field(
+        0.0, description="NVLS: the share of its efficiency lost per doubling of the ranks beyond 8 in one domain"
+    )
     latency: Seconds = Field(description="per call: the switch's reduce-and-multicast round trip")
     note: Text = ""
+
+    def efficiency_over(self, ranks: float) -> float:
+        """The efficiency kept over `ranks` GPUs of one domain: `efficiency` up to 8 ranks (an HGX board's NVLS
+        group, where every NVLink generation's figure is measured), (1 - loss_per_doubling) less per doubling
+        beyond, as a rack-scale domain shows (topologies/gb200-nvl72.yaml)."""
+        return float(self.efficiency * (1 - self.loss_per_doubling) ** max(0.0, math.log2(ranks / 8)))
 
 
 LatencyTable = Annotated[

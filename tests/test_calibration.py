@@ -47,6 +47,20 @@ def five_counts_fit() -> Fit:
     return calibrate(base, runs)
 
 
+def test_nvls_loss_per_doubling_is_fitted_back_from_two_domain_sizes() -> None:
+    """In a rack-scale NVLink domain, NVLS runs over 8 ranks and over 64 tell NVLS's efficiency (quoted at 8 ranks)
+    from its loss per doubling beyond; on an 8-GPU board the loss is no part of the topology."""
+    base = load_topology("gb200-nvl72")
+    truth = {"nvls_efficiency": 0.62, "nvls_loss_per_doubling": 0.08}
+    fit = calibrate(base, parse_runs(synthetic_csv(with_values(base, truth), (8, 64)), "synthetic.csv"))
+    for name, value in truth.items():
+        assert fit.fitted[name] == pytest.approx(value, rel=0.03), name
+    one_size = calibrate(base, parse_runs(synthetic_csv(with_values(base, truth), (64,)), "synthetic.csv"))
+    assert "nvls_loss_per_doubling" not in one_size.fitted
+    board = calibrate(load_topology("dgx-h100"), parse_runs(synthetic_csv(load_topology("dgx-h100"), (8,)), "x.csv"))
+    assert "nvls_loss_per_doubling" not in board.fitted and "nvls_loss_per_doubling" not in board.undetermined
+
+
 def test_a_synthetic_run_is_fitted_back_to_its_parameters(five_counts_fit: Fit) -> None:
     fit = five_counts_fit
     assert fit.undetermined == {}

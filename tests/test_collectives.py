@@ -8,8 +8,9 @@ import json
 import math
 
 import pytest
+from conftest import REFERENCE
 
-from dpcost.catalog import list_topologies, load_topology
+from dpcost.catalog import list_topologies, load_runs, load_topology
 from dpcost.engine import corrections
 from dpcost.engine import nccl_tables as nccl
 from dpcost.engine.availability import forcible, nccl_candidates
@@ -85,6 +86,39 @@ def test_nvls_closed_form(h100: TopologySpec) -> None:
     assert got.seconds == pytest.approx(expected, rel=1e-12)
     # about the 480 GB/s busbw nccl-tests' maintainers measure with NVLS on 8 x H100
     assert got.busbw == pytest.approx(480e9, rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("run", "within"),
+    [
+        # fixed the NVLS efficiency (8 ranks) and its loss per doubling (72 ranks): topologies/gb200-nvl72.yaml
+        ("nccl-tests/gb200-2n-all_reduce-ocigb200.csv", 0.02),
+        ("nccl-tests/gb200-18n-all_reduce-coreweave.csv", 0.03),
+        # held out: Google Cloud A4X at 8, 16, 32, 64 and 72 ranks of one rack (NCCL 2.30.4, faster than both)
+        *((f"nccl-tests-holdout/gb200-{hosts}n-all_reduce-gkea4x.csv", 0.06) for hosts in (2, 4, 8, 16, 18)),
+    ],
+)
+def test_nvls_in_one_nvl72_rack_as_measured_from_8_to_72_ranks(run: str, within: float) -> None:
+    """NVLS in one GB200 NVL72 rack keeps 453-481 GB/s algbw from 8 ranks to 72 in these runs (>= 1 GiB), where
+    each GPU moving (1 + 1/N) x S at one efficiency would run 1.11x slower at 8 ranks than at 72."""
+    gb = load_topology("gb200-nvl72")
+    for m in load_runs(str(REFERENCE / run), run):
+        assert m.ranks is not None
+        for row in (r for r in m.rows if r.size_bytes >= 2**30):
+            call = fastest(gb, "all_reduce", m.ranks, row.size_bytes)
+            assert call.algorithm == "nvls", (run, row.size_bytes)
+            assert call.seconds * 1e6 / row.time_us - 1 == pytest.approx(0, abs=within), (run, row.size_bytes)
+
+
+def test_nvls_efficiency_is_quoted_at_8_ranks() -> None:
+    """The NVLS efficiency holds up to 8 ranks and loses loss_per_doubling per doubling beyond: at 32 ranks
+    (1 - loss)^2 of it; a domain of 8 never sees the loss."""
+    reduction = load_topology("gb200-nvl72").tiers[0].in_network_reduction
+    assert reduction is not None and reduction.loss_per_doubling > 0
+    assert reduction.efficiency_over(4) == reduction.efficiency_over(8) == reduction.efficiency
+    assert reduction.efficiency_over(32) == pytest.approx(reduction.efficiency * (1 - reduction.loss_per_doubling) ** 2)
+    h100 = load_topology("dgx-h100").tiers[0].in_network_reduction
+    assert h100 is not None and h100.efficiency_over(8) == h100.efficiency
 
 
 def test_tree_closed_form_beyond_two_nodes(h100: TopologySpec) -> None:

@@ -20,7 +20,8 @@ Bandwidth terms (N ranks on D NVLink domains of g GPUs, S bytes; Patarasuk & Yua
   NVLSTree by NVLink bandwidth up to 2 nodes and halves NVLSTree's network bandwidth above). Beyond 2 nodes the
   bus bandwidth stays under NCCL's per-channel cap, search channels x perChMaxTreeBw (tuning.cc:330-335).
 - nvls: NVLink SHARP inside one NVSwitch domain: each GPU sends and receives (1 + 1/N) x S (all-reduce) or
-  (N-1)/N x S (reduce-scatter, all-gather).
+  (N-1)/N x S (reduce-scatter, all-gather), at the tier's NVLS efficiency over N ranks
+  (InNetworkReduction.efficiency_over: less per doubling beyond 8 in a rack-scale domain).
 - nvls_tree: NVLS inside the domains pipelined with the tree across them (NCCL's NVLSTree).
 - collnet: SHARP on the fabric: each rail sends S/g once and gets the reduced S/g back, pipelined with a
   reduce-scatter/all-gather inside the domain (NCCL's CollNet).
@@ -491,7 +492,7 @@ def _nvls_tree_price(topology: TopologySpec, p: Placement) -> _NvlsTreePrice:
     return _NvlsTreePrice(
         p.ranks,
         p.nodes,
-        (first.name, first.bandwidth * reduction.efficiency),
+        (first.name, first.bandwidth * reduction.efficiency_over(g)),
         1 + 1 / g,
         _ring_levels(topology, p, p.nodes, p.rails) if p.nodes > 1 else (),
         bus_factor("all_reduce", p.nodes),
@@ -585,7 +586,7 @@ def _nvls_scatter_gather(topology: TopologySpec, p: Placement, op: str, size: fl
     reduction = first.in_network_reduction
     assert reduction is not None
     moved = (p.ranks - 1) / p.ranks * size
-    traffic = (TierTraffic(first.name, moved, moved / (first.bandwidth * reduction.efficiency)),)
+    traffic = (TierTraffic(first.name, moved, moved / (first.bandwidth * reduction.efficiency_over(p.ranks))),)
     latency = topology.call_overhead + reduction.latency
     bw = traffic[0].seconds
     return CollectiveTime(op, "nvls", "simple", p.ranks, size, latency + bw, latency, bw, traffic)
