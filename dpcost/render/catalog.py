@@ -10,7 +10,7 @@ from dpcost.engine.nccl_tables import NCCL_VERSION
 from dpcost.engine.params import count_params
 from dpcost.engine.rates import matmul_in_step, rates_for, slowest_gpu_loss
 from dpcost.render.table import Table
-from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.specs import InNetworkReduction, ModelSpec, TopologySpec
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
 
 __all__ = ["model_tables", "models_table", "topologies_table", "topology_tables"]
@@ -228,7 +228,14 @@ def topology_tables(topo: TopologySpec) -> list[Table]:
                 f"1:{x.oversubscription:g}",
                 fmt_bandwidth(x.effective_bandwidth),
                 " / ".join(fmt_seconds(hop_latency(topo, x, i == 0, "ring", p)) for p in ("ll", "ll128", "simple")),
-                f"{inr.kind} (x{inr.efficiency:.2f}, {fmt_seconds(inr.latency)})" if inr else "-",
+                _reduction(inr) if inr else "-",
             ]
         )
     return [t, tiers]
+
+
+def _reduction(inr: InNetworkReduction) -> str:
+    """A tier's in-network reduction: its kind, efficiency (and, where NVLS loses some per doubling of the ranks
+    beyond 8, that share) and latency."""
+    loss = f" -{inr.loss_per_doubling:.1%}/doubling beyond 8" if inr.loss_per_doubling else ""
+    return f"{inr.kind} (x{inr.efficiency:.2f}{loss}, {fmt_seconds(inr.latency)})"
