@@ -58,6 +58,8 @@ MODELS = {
     "llama-3.1-405b": "llama-405b",
     "llama-3.2-3b": str(HF_CONFIGS / "llama-3.2-3b.json"),
     "qwen3-8b": str(HF_CONFIGS / "qwen3-8b.json"),
+    "qwen3-32b": str(HF_CONFIGS / "qwen3-32b.json"),  # torchtitan's qwen3 '32B' flavor has its shapes
+    "deepseek-v3-16b": str(HF_CONFIGS / "deepseek-v2-lite.json"),  # torchtitan's deepseek_v3 '16B' flavor: its shapes
     "gpt-j-6b": str(HF_CONFIGS / "gpt-j-6b.json"),
     "tiny-llama-1.1b": str(PEAK_CONFIGS / "tiny-llama-1.1b.json"),
     "gpt2-xl": str(PEAK_CONFIGS / "gpt2-xl.json"),
@@ -155,6 +157,8 @@ def _words(notes: str) -> set[str]:
 def _framework(row: dict[str, str]) -> tuple[str, int]:
     """dpcost's --framework and ZeRO stage for the row's framework and sharding."""
     sharding, framework = row["sharding"].lower(), row["framework"].lower()
+    if "reshard_after_forward_policy 'never'" in sharding:  # as dpcost's torchtitan reader maps it (docs/from.md)
+        return "fsdp", 2
     if sharding.startswith(("fsdp2-full", "fsdp1-full", "thunder-zero3")):
         return "fsdp", 3
     if sharding.startswith("zero"):

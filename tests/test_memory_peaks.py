@@ -40,10 +40,10 @@ def test_every_point_is_costed_or_says_why(bench: ModuleType, compared: Compared
     rows, left = compared
     measured = len(read_reference_csv("memory-peaks/measured-peaks.csv"))
     held_out = len(read_reference_csv("memory-peaks/holdout-peaks.csv"))
-    assert len(rows) + len(left) == measured + held_out == 81 + 58
+    assert len(rows) + len(left) == measured + held_out == 81 + 93
     in_sample = [r for r in rows if r.peak.sample == "in sample"]
     # 38 in sample: the 32 data-parallel points, and meg-llmaction's 6 TP/PP points costed as layouts (issue 19)
-    assert (len(in_sample), len(rows) - len(in_sample)) == (38, 17)
+    assert (len(in_sample), len(rows) - len(in_sample)) == (38, 44)
     assert sum(1 for r in rows if r.peak.tp * r.peak.pp > 1) == 6
     assert all(p.left_out for p in left)
     # Only litgpt's config hub lacks model specs (its Llama 3.2 1B, Phi, Gemma, StableLM rows, most suspect anyway).
@@ -118,3 +118,15 @@ def test_megatron_gpt2_345m_is_built_from_its_arguments(bench: ModuleType) -> No
     a = spec.architecture
     assert (a.layers, a.hidden, a.heads, a.vocab, a.learned_positions, a.dropout) == (24, 1024, 16, 50304, 1024, 0.1)
     assert count_params(spec).total == pytest.approx(0.355e9, rel=0.005)  # the CSV's nominal params_b
+
+
+def test_a_run_that_never_reshards_after_forward_is_costed_as_zero_2(bench: ModuleType) -> None:
+    """torchtitan's `reshard_after_forward_policy 'never'` keeps the gathered weights to the backward: FSDP's
+    SHARD_GRAD_OP, ZeRO-2, as dpcost's torchtitan reader maps `fsdp_reshard_after_forward = "never"` (docs/from.md);
+    'default' and 'always' reshard, ZeRO-3."""
+    row = {"framework": "torchtitan", "optimizer": "adamw"}
+    never = "fsdp2-full (reshard_after_forward_policy 'never': parameters stay unsharded from forward to backward)"
+    assert bench._framework({**row, "sharding": never}) == ("fsdp", 2)
+    for policy in ("default", "always"):
+        sharding = f"fsdp2-full (reshard_after_forward_policy '{policy}')"
+        assert bench._framework({**row, "sharding": sharding}) == ("fsdp", 3)
