@@ -32,7 +32,7 @@ HELD_OUT = (
     ),
     (
         "GB200 NVL72 racks on OCI",
-        ("gb200-2n-all_reduce-ocigb200.csv", "gb200-32n-all_reduce-ocigb200.csv"),
+        ("gb200-16n-all_reduce-ocigb200.csv", "gb200-32n-all_reduce-ocigb200.csv"),
         "gb200-48n-all_reduce-ocigb200.csv",
     ),
     (
