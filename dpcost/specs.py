@@ -1490,6 +1490,12 @@ class InNetworkReduction(Spec):
     latency: Seconds = Field(description="per call: the switch's reduce-and-multicast round trip")
     note: Text = ""
 
+    @model_validator(mode="after")
+    def _loss_is_nvls_only(self) -> "InNetworkReduction":
+        if self.kind != "nvls" and self.loss_per_doubling:
+            raise ValueError("loss_per_doubling applies to nvls only: SHARP on a fabric keeps one efficiency")
+        return self
+
     def efficiency_over(self, ranks: float) -> float:
         """The efficiency kept over `ranks` GPUs of one domain: `efficiency` up to 8 ranks (an HGX board's NVLS
         group, where every NVLink generation's figure is measured), (1 - loss_per_doubling) less per doubling

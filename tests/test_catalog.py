@@ -372,6 +372,15 @@ def test_bad_topology_units_and_tiers(tmp_path: Path) -> None:
     bad["tiers"][1]["in_network_reduction"] = {"kind": "nvls", "efficiency": 0.5, "latency": "25us"}
     with pytest.raises(InputError, match="nvls belongs to the first"):
         load_topology(_write(tmp_path, yaml.safe_dump(bad)))
+    bad = json.loads(json.dumps(base))
+    bad["tiers"][1]["in_network_reduction"] = {
+        "kind": "sharp",
+        "efficiency": 0.9,
+        "latency": "25us",
+        "loss_per_doubling": 0.05,
+    }
+    with pytest.raises(InputError, match="loss_per_doubling applies to nvls only"):
+        load_topology(_write(tmp_path, yaml.safe_dump(bad)))
 
 
 def test_topology_roundtrip_through_yaml(tmp_path: Path) -> None:
