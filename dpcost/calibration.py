@@ -2,9 +2,9 @@
 
 dpcost's collective model (engine/collectives.py) has a handful of numbers that describe one cluster rather than
 NCCL: how much of its NVLink, NVLS and network line rate it reaches (and NVLS's loss as a rack-scale domain's
-ranks grow), its per-call overhead, how its step latencies
-compare with NCCL's tables, how much network bandwidth it loses as nodes are added, and how much more once calls
-leave a leaf switch for the spine (a step the per-doubling loss cannot take). Given measured runs, this
+ranks grow), its per-call overhead, how its step latencies compare with NCCL's tables, how much network bandwidth
+it loses as nodes are added, and how much more once calls leave a leaf switch for the spine (a step the per-doubling
+loss cannot take). Given measured runs, this
 module finds the values that make the model's predictions closest to them, in the same sense the accuracy report
 scores them: the log of predicted over measured time, each run's each size band counting alike (a run's many
 sub-MiB rows would otherwise outvote its few large ones), with a soft-L1 loss (Huber-like, delta 5%) so that a few

@@ -586,7 +586,7 @@ def _nvls_scatter_gather(topology: TopologySpec, p: Placement, op: str, size: fl
     reduction = first.in_network_reduction
     assert reduction is not None
     moved = (p.ranks - 1) / p.ranks * size
-    traffic = (TierTraffic(first.name, moved, moved / (first.bandwidth * reduction.efficiency_over(p.ranks))),)
+    traffic = (TierTraffic(first.name, moved, moved / (first.bandwidth * reduction.efficiency_over(p.ppn))),)
     latency = topology.call_overhead + reduction.latency
     bw = traffic[0].seconds
     return CollectiveTime(op, "nvls", "simple", p.ranks, size, latency + bw, latency, bw, traffic)
