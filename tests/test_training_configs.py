@@ -572,6 +572,23 @@ def test_accelerates_parallelism_config_is_the_layout(tmp_path: Path) -> None:
     assert code == 2 and "not num_processes 8" in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize(("kind", "section"), [("FSDP", "fsdp_config"), ("DEEPSPEED", "deepspeed_config")])
+def test_an_accelerate_section_that_is_not_a_mapping_is_refused(tmp_path: Path, kind: str, section: str) -> None:
+    """A hostile Accelerate config (fuzz seed 113: fsdp_config: 1e308) gets one line naming the key, exit 2."""
+    path = tmp_path / "acc.yaml"
+    path.write_text(f"distributed_type: {kind}\nnum_processes: 8\n{section}: 1.0e+308\n")
+    code, _, err = run("estimate", "--from", str(path), "--model", "llama-8b")
+    assert code == 2 and f"{section}: must be a mapping" in err and err.count("\n") == 1
+
+
+def test_a_torchtitan_quantize_linear_that_is_not_a_table_is_refused(tmp_path: Path) -> None:
+    """[quantize] linear = 1 (not a table of quantizations) gets one line naming the key, exit 2, not a traceback."""
+    path = tmp_path / "job.toml"
+    path.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[quantize]\nlinear = 1\n')
+    code, _, err = run("estimate", "--from", str(path), "--model", "llama-8b")
+    assert code == 2 and "[quantize.linear]: must be a table" in err and err.count("\n") == 1
+
+
 def _functional_test_script(tmp_path: Path, case: str, golden: str) -> tuple[Path, float]:
     """A Megatron-LM functional test's launch as a script (its MODEL_ARGS under torchrun at the CI recipe's world
     size) and the peak its golden file records on the last rank: tests/reference/memory-peaks/

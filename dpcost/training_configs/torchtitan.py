@@ -48,7 +48,10 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     r = Reading(path, KIND)
     r.use("(a torchtitan config)", "torchtitan", "framework", "fsdp", "torchtitan runs FSDP2")
     quantize = doc.get("quantize", {})
-    float8 = quantize.get("linear", {}).get("float8", {}) if isinstance(quantize, dict) else {}
+    linear = quantize.get("linear", {}) if isinstance(quantize, dict) else {}
+    if not isinstance(linear, dict):
+        raise r.error("[quantize.linear]", "must be a table of quantization tables")
+    float8 = linear.get("float8", {})
     for section in doc:
         if section not in ("model", "training", "parallelism", "activation_checkpoint", "float8", "compile",
                            "quantize", "experimental", "optimizer"):  # fmt: skip
