@@ -1031,7 +1031,8 @@ def judge(case: Case, res: Result, timeout: float = TIMEOUT) -> list[Failure]:
     elif code == 0 and asked and failed_check is True:
         fails.append(Failure("exit 0 with a failed check", label, "the JSON says a check failed"))
     junit = _option(case.argv, "--junit")
-    if junit not in (None, "-") and code in (0, 1) and _is_file(junit):
+    wrote = not (_has(case.argv, "--help") or _has(case.argv, "--version"))  # --help prints and writes nothing
+    if junit not in (None, "-") and code in (0, 1) and wrote and _is_file(junit):
         import xml.etree.ElementTree as ET
 
         try:
