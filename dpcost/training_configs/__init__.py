@@ -102,6 +102,15 @@ class Reading:
     def error(self, key: str, message: str) -> InputError:
         return InputError(self.path, f"{key}: {message}")
 
+    def section(self, doc: dict[str, Any], key: str, label: str, what: str) -> dict[str, Any]:
+        """`doc[key]`, which must be a mapping (absent or empty: none); else one error naming `label`."""
+        value = doc.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.error(label, f"must be {what}, got {type(value).__name__}")
+        return value
+
     def done(self, **fields: Any) -> TrainingConfig:
         return TrainingConfig(
             path=self.path,

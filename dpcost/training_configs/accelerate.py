@@ -58,12 +58,12 @@ def read(doc: dict[str, Any], path: str, folder: Path) -> TrainingConfig:
         _mixed(r, precision, "ddp")
     elif kind == "FSDP":
         r.use("distributed_type", kind, "framework", "fsdp")
-        _fsdp(r, _mapping(r, doc, "fsdp_config", "FSDP settings"), processes, machines, layout)
+        fsdp = r.section(doc, "fsdp_config", "fsdp_config", "a mapping of FSDP settings")
+        _fsdp(r, fsdp, processes, machines, layout)
         _mixed(r, precision, "fsdp")
     elif kind == "DEEPSPEED":
-        dp, extra, options = _deepspeed(
-            r, _mapping(r, doc, "deepspeed_config", "DeepSpeed settings"), folder, processes
-        )
+        deepspeed = r.section(doc, "deepspeed_config", "deepspeed_config", "a mapping of DeepSpeed settings")
+        dp, extra, options = _deepspeed(r, deepspeed, folder, processes)
         if precision == "fp16" and "grad_dtype" not in options:
             r.use("mixed_precision", precision, "grad_dtype", "fp16")
     else:
@@ -120,14 +120,6 @@ def _parallelism(r: Reading, config: Any, processes: int) -> tuple[int, int, int
     r.note(p + "parallelism_config_dp_*_size", f"{size['dp_replicate']} x {size['dp_shard']}", f"--dp {dp}",
            "replicate x shard")  # fmt: skip
     return dp, size["dp_replicate"], size["dp_shard"]
-
-
-def _mapping(r: Reading, doc: dict[str, Any], key: str, what: str) -> dict[str, Any]:
-    """A section that must be a mapping (absent or empty: none)."""
-    section = doc.get(key) or {}
-    if not isinstance(section, dict):
-        raise r.error(key, f"must be a mapping of {what}, got {type(section).__name__}")
-    return section
 
 
 def _sharding(r: Reading, fsdp: dict[str, Any]) -> tuple[str, str]:

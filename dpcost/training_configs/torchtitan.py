@@ -48,9 +48,9 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     r = Reading(path, KIND)
     r.use("(a torchtitan config)", "torchtitan", "framework", "fsdp", "torchtitan runs FSDP2")
     quantize = doc.get("quantize", {})
-    linear = quantize.get("linear", {}) if isinstance(quantize, dict) else {}
-    if not isinstance(linear, dict):
-        raise r.error("[quantize.linear]", "must be a table of quantization tables")
+    linear = (
+        r.section(quantize, "linear", "[quantize.linear]", "a table of tables") if isinstance(quantize, dict) else {}
+    )
     float8 = linear.get("float8", {})
     for section in doc:
         if section not in ("model", "training", "parallelism", "activation_checkpoint", "float8", "compile",
@@ -83,10 +83,7 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
 
 
 def _section(r: Reading, doc: dict[str, Any], name: str) -> dict[str, Any]:
-    value = doc.get(name, {})
-    if not isinstance(value, dict):
-        raise r.error(f"[{name}]", "must be a table of keys")
-    return value
+    return r.section(doc, name, f"[{name}]", "a table of keys")
 
 
 def _int(r: Reading, key: str, value: Any, least: int = 1) -> int:
