@@ -51,7 +51,7 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     linear = (
         r.section(quantize, "linear", "[quantize.linear]", "a table of tables") if isinstance(quantize, dict) else {}
     )
-    float8 = linear.get("float8", {})
+    float8 = r.section(linear, "float8", "[quantize.linear.float8]", "a table of keys")
     for section in doc:
         if section not in ("model", "training", "parallelism", "activation_checkpoint", "float8", "compile",
                            "quantize", "experimental", "optimizer"):  # fmt: skip
@@ -64,8 +64,6 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
         if key not in LEGACY["experimental"]:
             r.ignore(f"[experimental] {key}", value, NOT_PRICED)
     _checkpointing(r, _section(r, doc, "activation_checkpoint"))
-    if not isinstance(float8, dict):
-        raise r.error("[quantize.linear.float8]", "must be a table of keys")
     label = "[quantize.linear.float8]" if float8 else "[float8]"
     if isinstance(quantize, dict):  # other quantizations ([quantize.grouped_mm.*]: MoE experts) are not priced
         for kind, table in quantize.items():
