@@ -22,6 +22,7 @@ from dpcost.engine.collectives import (
     collective_time,
     fastest,
     network_factor,
+    tree_domain_load,
 )
 from dpcost.engine.placement import place
 from dpcost.specs import TopologySpec
@@ -144,14 +145,53 @@ def test_tree_closed_form_beyond_two_nodes(h100: TopologySpec) -> None:
 
 @pytest.mark.parametrize("alg", ["tree", "nvls_tree"])
 def test_double_binary_tree_moves_s_at_two_nodes_and_2s_beyond(h100: TopologySpec, alg: str) -> None:
-    """NCCL/nccl#946: "2 nodes is a special case". Per GPU rail: S/8 at 2 nodes, 2S/8 at 4 and more."""
+    """NCCL/nccl#946: "2 nodes is a special case". Per GPU rail: S/8 at 2 nodes, 1.5S/8 at 3 (ncclGetDtree's two
+    trees are chains there), 2S/8 at 4 and more."""
     topo = _flat(h100)
     s = 4.0 * GIB
-    for n, volume in ((16, s / 8), (32, 2 * s / 8), (64, 2 * s / 8), (512, 2 * s / 8)):
+    for n, volume in ((16, s / 8), (24, 1.5 * s / 8), (32, 2 * s / 8), (64, 2 * s / 8), (512, 2 * s / 8)):
         got = collective_time(topo, "all_reduce", n, s, alg)
         leaf = next(t for t in got.tiers if t.tier == "leaf")
         assert leaf.bytes_per_gpu == pytest.approx(volume, rel=1e-12), n
         assert not leaf.nested
+
+
+def _nccl_btree(nranks: int, rank: int) -> tuple[int, int, int]:
+    """NCCL's ncclGetBtree (src/graph/trees.cc, unchanged v2.18-v2.30): (parent, child 0, child 1), -1 for none."""
+    bit = 1
+    while bit < nranks and not bit & rank:
+        bit <<= 1
+    if rank == 0:
+        return -1, -1, (bit >> 1) if nranks > 1 else -1
+    up = (rank ^ bit) | (bit << 1)
+    if up >= nranks:
+        up = rank ^ bit
+    lowbit = bit >> 1
+    down0 = -1 if lowbit == 0 else rank - lowbit
+    down1 = -1 if lowbit == 0 else rank + lowbit
+    while down1 >= nranks:
+        down1 = -1 if lowbit == 0 else rank + lowbit
+        lowbit >>= 1
+    return up, down0, down1
+
+
+def _nccl_dtree(nranks: int, rank: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """NCCL's ncclGetDtree (trees.cc): the btree, and a second tree shifted by one rank (odd) or mirrored (even)."""
+    if nranks % 2:
+        other = tuple(-1 if r == -1 else (r + 1) % nranks for r in _nccl_btree(nranks, (rank - 1) % nranks))
+    else:
+        other = tuple(-1 if r == -1 else nranks - 1 - r for r in _nccl_btree(nranks, nranks - 1 - rank))
+    return _nccl_btree(nranks, rank), other  # type: ignore[return-value]
+
+
+def test_tree_domain_load_is_the_busiest_domain_of_ncclS_double_binary_tree() -> None:
+    """Each tree carries S/2 once down and once up each edge, so a domain sends (children + parent) x S/2 per tree,
+    and both trees share its NICs (connect.cc's connectTrees: channels c and c + nChannels)."""
+    for nodes in range(2, 600):
+        busiest = max(
+            sum((sum(r != -1 for r in tree)) * 0.5 for tree in _nccl_dtree(nodes, node)) for node in range(nodes)
+        )
+        assert tree_domain_load(nodes) == busiest, nodes
 
 
 def test_nvls_tree_network_bandwidth_halves_beyond_two_nodes(h100: TopologySpec) -> None:

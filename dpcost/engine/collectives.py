@@ -15,9 +15,9 @@ Bandwidth terms (N ranks on D NVLink domains of g GPUs, S bytes; Patarasuk & Yua
   (one ring per rail), so tier k carries hops_k / N x V per GPU; the tiers work as one pipeline and the
   slowest sets the time.
 - tree (all-reduce): a chain inside each NVLink domain (2S per GPU) pipelined with a double binary tree across
-  domains. In a double binary tree every domain is interior in one of the two trees and so sends and receives
-  about 2S through its g rails; two domains are the exception, moving S (NCCL's tuner likewise rates Tree and
-  NVLSTree by NVLink bandwidth up to 2 nodes and halves NVLSTree's network bandwidth above). Beyond 2 nodes the
+  domains. The busiest domain sends and receives S through its g rails at two domains, 1.5S at three and 2S
+  beyond (tree_domain_load, from NCCL's ncclGetDtree; NCCL's tuner likewise rates Tree and NVLSTree by NVLink
+  bandwidth up to 2 nodes and halves NVLSTree's network bandwidth above). Beyond 2 nodes the
   bus bandwidth stays under NCCL's per-channel cap, search channels x perChMaxTreeBw (tuning.cc:330-335).
 - nvls: NVLink SHARP inside one NVSwitch domain: each GPU sends and receives (1 + 1/N) x S (all-reduce) or
   (N-1)/N x S (reduce-scatter, all-gather), at the tier's NVLS efficiency over N ranks
@@ -70,6 +70,7 @@ __all__ = [
     "fastest",
     "hop_latency",
     "level_bandwidth",
+    "tree_domain_load",
 ]
 
 Op = Literal["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
@@ -416,24 +417,23 @@ def _tree_depth_latency(
     return total
 
 
+def tree_domain_load(nodes: int) -> float:
+    """What the busiest domain sends (and receives) in NCCL's double binary tree all-reduce over `nodes` domains, in
+    units of S: each tree carries S/2, once up and once down every edge, and both trees run on each search channel's
+    NIC (connect.cc, connectTrees: channels c and c + nChannels), so a domain's two trees add. ncclGetDtree
+    (trees.cc) gives 1 at two domains, 1.5 at three (both trees chains) and 2 beyond (a domain with two children
+    in one tree)."""
+    return 1.0 if nodes <= 2 else 1.5 if nodes == 3 else 2.0
+
+
 def _tree_network_bytes(
-    levels: Sequence[tuple[str, float, float, bool]], bus: float, nodes: int, rail_bytes: float
+    levels: Sequence[tuple[str, float, float, bool]], nodes: int, rail_bytes: float
 ) -> list[tuple[str, float, float, bool]]:
     """Bytes a double binary tree across `nodes` NVLink domains puts on each network tier per GPU (each of the g
-    rails carries `rail_bytes`, S/g), with their seconds; `levels` as _ring_levels gives the rails', `bus` the
-    all-reduce bus factor over the domains.
-
-    Two domains exchange S once each way; beyond two, every domain is interior in one of the two trees and
-    moves 2S. Upper tiers carry the edges that leave their sub-domains, as a ring's hops would."""
-    hop_bytes = bus * rail_bytes
-    interior = nodes / (nodes - 1) if nodes > 2 else 1.0  # the ring's 2(D-1)/D x S/g becomes 2S/g
-    traffic = []
-    for name, share, bw, nested in levels:
-        moved, seconds = share * hop_bytes, share * hop_bytes / bw
-        if nodes > 2:
-            moved, seconds = moved * interior, seconds * interior
-        traffic.append((name, moved, seconds, nested))
-    return traffic
+    rails carries `rail_bytes`, S/g, times tree_domain_load), with their seconds; `levels` as _ring_levels gives
+    the rails'. Upper tiers carry the edges that leave their sub-domains, as a ring's hops would."""
+    hop_bytes = tree_domain_load(nodes) * rail_bytes
+    return [(name, share * hop_bytes, share * hop_bytes / bw, nested) for name, share, bw, nested in levels]
 
 
 def _tree_channels_busbw(topology: TopologySpec, p: Placement, proto: Protocol) -> float:
@@ -458,7 +458,6 @@ class _NvlsTreePrice:
     domain: tuple[str, float]  # the NVLink tier's name and NVLS bandwidth (its rate x the reduction's efficiency)
     domain_share: float  # 1 + 1/g: each GPU sends and receives (1 + 1/N) x S through the switch
     network: tuple[tuple[str, float, float, bool], ...]  # the tree across domains (_ring_levels); () in one domain
-    network_bus: float
     per_domain: float
     latency: float
     arch: str  # for nccl.nvls_tree_correction
@@ -468,7 +467,7 @@ class _NvlsTreePrice:
         intra_bytes = self.domain_share * size
         traffic = [TierTraffic(self.domain[0], intra_bytes, intra_bytes / self.domain[1])]
         if self.nodes > 1:
-            network = _tree_network_bytes(self.network, self.network_bus, self.nodes, size / self.per_domain)
+            network = _tree_network_bytes(self.network, self.nodes, size / self.per_domain)
             traffic += [TierTraffic(*t) for t in network]
             keep = nccl.nvls_tree_correction(size, self.arch, self.host_cpu)
             traffic = [t.at_rate(keep) for t in traffic]
@@ -495,7 +494,6 @@ def _nvls_tree_price(topology: TopologySpec, p: Placement) -> _NvlsTreePrice:
         (first.name, first.bandwidth * reduction.efficiency_over(g)),
         1 + 1 / g,
         _ring_levels(topology, p, p.nodes, p.rails) if p.nodes > 1 else (),
-        bus_factor("all_reduce", p.nodes),
         g,
         latency,
         topology.gpu.arch,
@@ -517,7 +515,6 @@ class _TreePrice:
     nodes: int
     intra: tuple[str, float] | None  # the chain inside the domain: its tier's name and bandwidth (None: one GPU)
     network: tuple[tuple[str, float, float, bool], ...]  # the tree across domains, as a ring's levels (_ring_levels)
-    network_bus: float  # bus_factor of an all-reduce over the domains
     per_domain: float  # GPUs per domain (ppn): each rail carries S / per_domain
     ll_cap: float
     links: int
@@ -530,7 +527,7 @@ class _TreePrice:
         if self.intra is not None:
             traffic.append((self.intra[0], 2 * size, 2 * size / self.intra[1], False))
         if self.network:
-            traffic += _tree_network_bytes(self.network, self.network_bus, self.nodes, size / self.per_domain)
+            traffic += _tree_network_bytes(self.network, self.nodes, size / self.per_domain)
         priced = []
         for terms in self.protocols:
             keep = terms.keep * (nccl.TREE_ALLREDUCE * nccl.tree_correction(size, terms.protocol))
@@ -565,7 +562,6 @@ def _tree_price(topology: TopologySpec, p: Placement, protocols: Sequence[Protoc
         p.nodes,
         (first.name, first.effective_bandwidth) if g > 1 else None,
         _ring_levels(topology, p, p.nodes, p.rails) if p.nodes > 1 else (),
-        bus_factor("all_reduce", p.nodes),
         g,
         _ll_cap(topology, p.nodes),
         _channel_links(topology, p),
