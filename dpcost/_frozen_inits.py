@@ -282,12 +282,13 @@ def _dpcost_engine_collectives_TierTraffic(__set, __FACTORY, __dflt_nested):
 
 
 def _dpcost_engine_collectives__NvlsTreePrice(__set, __FACTORY):
-    def __init__(self, ranks, nodes, domain, domain_share, network, per_domain, latency, arch, host_cpu):
+    def __init__(self, ranks, nodes, domain, domain_share, network, load, per_domain, latency, arch, host_cpu):
       __set(self, 'ranks', ranks)
       __set(self, 'nodes', nodes)
       __set(self, 'domain', domain)
       __set(self, 'domain_share', domain_share)
       __set(self, 'network', network)
+      __set(self, 'load', load)
       __set(self, 'per_domain', per_domain)
       __set(self, 'latency', latency)
       __set(self, 'arch', arch)
@@ -322,11 +323,12 @@ def _dpcost_engine_collectives__RingPrice(__set, __FACTORY):
 
 
 def _dpcost_engine_collectives__TreePrice(__set, __FACTORY):
-    def __init__(self, ranks, nodes, intra, network, per_domain, ll_cap, links, protocols):
+    def __init__(self, ranks, nodes, intra, network, load, per_domain, ll_cap, links, protocols):
       __set(self, 'ranks', ranks)
       __set(self, 'nodes', nodes)
       __set(self, 'intra', intra)
       __set(self, 'network', network)
+      __set(self, 'load', load)
       __set(self, 'per_domain', per_domain)
       __set(self, 'll_cap', ll_cap)
       __set(self, 'links', links)
@@ -1674,10 +1676,10 @@ INITS = {
     'dpcost.engine.collectives.CollectiveChoice': ("def __init__(self, best, candidates, note=__dflt_note):\n  __set(self, 'best', best)\n  __set(self, 'candidates', candidates)\n  __set(self, 'note', note)", _dpcost_engine_collectives_CollectiveChoice),
     'dpcost.engine.collectives.CollectiveTime': ("def __init__(self, op, algorithm, protocol, ranks, size_bytes, seconds, latency_seconds, bandwidth_seconds, tiers, calls=__dflt_calls, what_if=__dflt_what_if, period_seconds=__dflt_period_seconds):\n  __set(self, 'op', op)\n  __set(self, 'algorithm', algorithm)\n  __set(self, 'protocol', protocol)\n  __set(self, 'ranks', ranks)\n  __set(self, 'size_bytes', size_bytes)\n  __set(self, 'seconds', seconds)\n  __set(self, 'latency_seconds', latency_seconds)\n  __set(self, 'bandwidth_seconds', bandwidth_seconds)\n  __set(self, 'tiers', tiers)\n  __set(self, 'calls', calls)\n  __set(self, 'what_if', what_if)\n  __set(self, 'period_seconds', period_seconds)", _dpcost_engine_collectives_CollectiveTime),
     'dpcost.engine.collectives.TierTraffic': ("def __init__(self, tier, bytes_per_gpu, seconds, nested=__dflt_nested):\n  __set(self, 'tier', tier)\n  __set(self, 'bytes_per_gpu', bytes_per_gpu)\n  __set(self, 'seconds', seconds)\n  __set(self, 'nested', nested)", _dpcost_engine_collectives_TierTraffic),
-    'dpcost.engine.collectives._NvlsTreePrice': ("def __init__(self, ranks, nodes, domain, domain_share, network, per_domain, latency, arch, host_cpu):\n  __set(self, 'ranks', ranks)\n  __set(self, 'nodes', nodes)\n  __set(self, 'domain', domain)\n  __set(self, 'domain_share', domain_share)\n  __set(self, 'network', network)\n  __set(self, 'per_domain', per_domain)\n  __set(self, 'latency', latency)\n  __set(self, 'arch', arch)\n  __set(self, 'host_cpu', host_cpu)", _dpcost_engine_collectives__NvlsTreePrice),
+    'dpcost.engine.collectives._NvlsTreePrice': ("def __init__(self, ranks, nodes, domain, domain_share, network, load, per_domain, latency, arch, host_cpu):\n  __set(self, 'ranks', ranks)\n  __set(self, 'nodes', nodes)\n  __set(self, 'domain', domain)\n  __set(self, 'domain_share', domain_share)\n  __set(self, 'network', network)\n  __set(self, 'load', load)\n  __set(self, 'per_domain', per_domain)\n  __set(self, 'latency', latency)\n  __set(self, 'arch', arch)\n  __set(self, 'host_cpu', host_cpu)", _dpcost_engine_collectives__NvlsTreePrice),
     'dpcost.engine.collectives._ProtocolTerms': ("def __init__(self, protocol, latency, keep, channel_bytes, channels_busbw=__dflt_channels_busbw, chain=__dflt_chain):\n  __set(self, 'protocol', protocol)\n  __set(self, 'latency', latency)\n  __set(self, 'keep', keep)\n  __set(self, 'channel_bytes', channel_bytes)\n  __set(self, 'channels_busbw', channels_busbw)\n  __set(self, 'chain', chain)", _dpcost_engine_collectives__ProtocolTerms),
     'dpcost.engine.collectives._RingPrice': ("def __init__(self, op, ranks, bus, tiers, via, plateau_bytes, ll_cap, overhead, links, protocols):\n  __set(self, 'op', op)\n  __set(self, 'ranks', ranks)\n  __set(self, 'bus', bus)\n  __set(self, 'tiers', tiers)\n  __set(self, 'via', via)\n  __set(self, 'plateau_bytes', plateau_bytes)\n  __set(self, 'll_cap', ll_cap)\n  __set(self, 'overhead', overhead)\n  __set(self, 'links', links)\n  __set(self, 'protocols', protocols)", _dpcost_engine_collectives__RingPrice),
-    'dpcost.engine.collectives._TreePrice': ("def __init__(self, ranks, nodes, intra, network, per_domain, ll_cap, links, protocols):\n  __set(self, 'ranks', ranks)\n  __set(self, 'nodes', nodes)\n  __set(self, 'intra', intra)\n  __set(self, 'network', network)\n  __set(self, 'per_domain', per_domain)\n  __set(self, 'll_cap', ll_cap)\n  __set(self, 'links', links)\n  __set(self, 'protocols', protocols)", _dpcost_engine_collectives__TreePrice),
+    'dpcost.engine.collectives._TreePrice': ("def __init__(self, ranks, nodes, intra, network, load, per_domain, ll_cap, links, protocols):\n  __set(self, 'ranks', ranks)\n  __set(self, 'nodes', nodes)\n  __set(self, 'intra', intra)\n  __set(self, 'network', network)\n  __set(self, 'load', load)\n  __set(self, 'per_domain', per_domain)\n  __set(self, 'll_cap', ll_cap)\n  __set(self, 'links', links)\n  __set(self, 'protocols', protocols)", _dpcost_engine_collectives__TreePrice),
     'dpcost.engine.compute.FlopsPerToken': ("def __init__(self, forward, backward, recompute):\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'recompute', recompute)", _dpcost_engine_compute_FlopsPerToken),
     'dpcost.engine.cost.PlanCost': ("def __init__(self, step_seconds, tokens_per_second, mfu, memory_bytes, fits, zero_stage, recompute):\n  __set(self, 'step_seconds', step_seconds)\n  __set(self, 'tokens_per_second', tokens_per_second)\n  __set(self, 'mfu', mfu)\n  __set(self, 'memory_bytes', memory_bytes)\n  __set(self, 'fits', fits)\n  __set(self, 'zero_stage', zero_stage)\n  __set(self, 'recompute', recompute)", _dpcost_engine_cost_PlanCost),
     'dpcost.engine.dp_schedule.Collective': ("def __init__(self, op, purpose, when):\n  __set(self, 'op', op)\n  __set(self, 'purpose', purpose)\n  __set(self, 'when', when)", _dpcost_engine_dp_schedule_Collective),

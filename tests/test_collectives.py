@@ -194,6 +194,17 @@ def test_tree_domain_load_is_the_busiest_domain_of_ncclS_double_binary_tree() ->
         assert tree_domain_load(nodes) == busiest, nodes
 
 
+def test_at_three_nodes_nccl_picks_as_its_tuner_weighs_a_tree_at_four(h100: TopologySpec) -> None:
+    """NCCL's tuner rates trees beyond two nodes by bwInter (tuning.cc: NVLSTree's network rate doubled only at
+    nNodes <= 2), so at three nodes it ranks NVLSTree against Ring as at four: Ring at 1 GiB on H100 nodes, where
+    NVLSTree, forced, would move 1.5S per node and finish first."""
+    s = 1.0 * GIB
+    for n in (24, 32):
+        assert fastest(h100, "all_reduce", n, s).algorithm == "ring"
+    forced = collective_time(h100, "all_reduce", 24, s, "nvls_tree")
+    assert forced.seconds < collective_time(h100, "all_reduce", 24, s, "ring").seconds
+
+
 def test_nvls_tree_network_bandwidth_halves_beyond_two_nodes(h100: TopologySpec) -> None:
     """NCCL's tuner: NVLSTree's inter-node bandwidth is 2 x bwInter up to 2 nodes and bwInter beyond."""
     topo = _flat(h100)

@@ -417,22 +417,28 @@ def _tree_depth_latency(
     return total
 
 
-def tree_domain_load(nodes: int) -> float:
+def tree_domain_load(nodes: int, as_tuner_weighs: bool = False) -> float:
     """What the busiest domain sends (and receives) in NCCL's double binary tree all-reduce over `nodes` domains, in
     units of S: each tree carries S/2, once up and once down every edge, and both trees run on each search channel's
     NIC (connect.cc, connectTrees: channels c and c + nChannels), so a domain's two trees add. ncclGetDtree
     (trees.cc) gives 1 at two domains, 1.5 at three (both trees chains) and 2 beyond (a domain with two children
-    in one tree)."""
-    return 1.0 if nodes <= 2 else 1.5 if nodes == 3 else 2.0
+    in one tree).
+
+    `as_tuner_weighs`: NCCL's tuner rates every tree beyond two nodes by bwInter (tuning.cc: Tree's algbw half its
+    busbw, NVLSTree's network rate halved), 2S at three nodes too, and so picks there as it does at four."""
+    if nodes <= 2:
+        return 1.0
+    return 1.5 if nodes == 3 and not as_tuner_weighs else 2.0
 
 
 def _tree_network_bytes(
-    levels: Sequence[tuple[str, float, float, bool]], nodes: int, rail_bytes: float
+    levels: Sequence[tuple[str, float, float, bool]], load: float, rail_bytes: float
 ) -> list[tuple[str, float, float, bool]]:
-    """Bytes a double binary tree across `nodes` NVLink domains puts on each network tier per GPU (each of the g
-    rails carries `rail_bytes`, S/g, times tree_domain_load), with their seconds; `levels` as _ring_levels gives
-    the rails'. Upper tiers carry the edges that leave their sub-domains, as a ring's hops would."""
-    hop_bytes = tree_domain_load(nodes) * rail_bytes
+    """Bytes a double binary tree across NVLink domains puts on each network tier per GPU (each of the g rails
+    carries `rail_bytes`, S/g, times the busiest domain's `load`: tree_domain_load), with their seconds; `levels`
+    as _ring_levels gives the rails'. Upper tiers carry the edges that leave their sub-domains, as a ring's hops
+    would."""
+    hop_bytes = load * rail_bytes
     return [(name, share * hop_bytes, share * hop_bytes / bw, nested) for name, share, bw, nested in levels]
 
 
@@ -458,6 +464,7 @@ class _NvlsTreePrice:
     domain: tuple[str, float]  # the NVLink tier's name and NVLS bandwidth (its rate x the reduction's efficiency)
     domain_share: float  # 1 + 1/g: each GPU sends and receives (1 + 1/N) x S through the switch
     network: tuple[tuple[str, float, float, bool], ...]  # the tree across domains (_ring_levels); () in one domain
+    load: float  # tree_domain_load: the busiest domain's network bytes, in units of S
     per_domain: float
     latency: float
     arch: str  # for nccl.nvls_tree_correction
@@ -467,7 +474,7 @@ class _NvlsTreePrice:
         intra_bytes = self.domain_share * size
         traffic = [TierTraffic(self.domain[0], intra_bytes, intra_bytes / self.domain[1])]
         if self.nodes > 1:
-            network = _tree_network_bytes(self.network, self.nodes, size / self.per_domain)
+            network = _tree_network_bytes(self.network, self.load, size / self.per_domain)
             traffic += [TierTraffic(*t) for t in network]
             keep = nccl.nvls_tree_correction(size, self.arch, self.host_cpu)
             traffic = [t.at_rate(keep) for t in traffic]
@@ -479,8 +486,9 @@ class _NvlsTreePrice:
         )  # fmt: skip
 
 
-def _nvls_tree_price(topology: TopologySpec, p: Placement) -> _NvlsTreePrice:
-    """NVLSTree (or NVLS) over `p`: the switch's rate, the tree's levels and the latency, which no size changes."""
+def _nvls_tree_price(topology: TopologySpec, p: Placement, as_tuner_weighs: bool) -> _NvlsTreePrice:
+    """NVLSTree (or NVLS) over `p`: the switch's rate, the tree's levels and the latency, which no size changes
+    (`as_tuner_weighs`: tree_domain_load's)."""
     g = p.ppn
     first = p.levels[0].tier
     reduction = first.in_network_reduction
@@ -494,6 +502,7 @@ def _nvls_tree_price(topology: TopologySpec, p: Placement) -> _NvlsTreePrice:
         (first.name, first.bandwidth * reduction.efficiency_over(g)),
         1 + 1 / g,
         _ring_levels(topology, p, p.nodes, p.rails) if p.nodes > 1 else (),
+        tree_domain_load(p.nodes, as_tuner_weighs),
         g,
         latency,
         topology.gpu.arch,
@@ -501,9 +510,12 @@ def _nvls_tree_price(topology: TopologySpec, p: Placement) -> _NvlsTreePrice:
     )
 
 
-def _nvls_tree(topology: TopologySpec, p: Placement, size: float) -> CollectiveTime:
+def _nvls_tree(topology: TopologySpec, p: Placement, size: float, as_tuner_weighs: bool) -> CollectiveTime:
     """NVLSTree or NVLS all-reduce of `size` bytes over the group, from its price found once per topology."""
-    return _kept(_nvls_tree_prices(topology), p, (), lambda: _nvls_tree_price(topology, p)).at(size)
+    price = _kept(
+        _nvls_tree_prices(topology), p, (as_tuner_weighs,), lambda: _nvls_tree_price(topology, p, as_tuner_weighs)
+    )
+    return price.at(size)
 
 
 @frozen
@@ -515,6 +527,7 @@ class _TreePrice:
     nodes: int
     intra: tuple[str, float] | None  # the chain inside the domain: its tier's name and bandwidth (None: one GPU)
     network: tuple[tuple[str, float, float, bool], ...]  # the tree across domains, as a ring's levels (_ring_levels)
+    load: float  # tree_domain_load: the busiest domain's network bytes, in units of S
     per_domain: float  # GPUs per domain (ppn): each rail carries S / per_domain
     ll_cap: float
     links: int
@@ -527,7 +540,7 @@ class _TreePrice:
         if self.intra is not None:
             traffic.append((self.intra[0], 2 * size, 2 * size / self.intra[1], False))
         if self.network:
-            traffic += _tree_network_bytes(self.network, self.nodes, size / self.per_domain)
+            traffic += _tree_network_bytes(self.network, self.load, size / self.per_domain)
         priced = []
         for terms in self.protocols:
             keep = terms.keep * (nccl.TREE_ALLREDUCE * nccl.tree_correction(size, terms.protocol))
@@ -545,8 +558,11 @@ class _TreePrice:
         )
 
 
-def _tree_price(topology: TopologySpec, p: Placement, protocols: Sequence[Protocol]) -> _TreePrice:
-    """NCCL Tree over `p` with each of `protocols`: the levels' shares and every latency, which no size changes."""
+def _tree_price(
+    topology: TopologySpec, p: Placement, protocols: Sequence[Protocol], as_tuner_weighs: bool
+) -> _TreePrice:
+    """NCCL Tree over `p` with each of `protocols`: the levels' shares and every latency, which no size changes
+    (`as_tuner_weighs`: tree_domain_load's)."""
     g = p.ppn
     first = p.levels[0].tier
     terms = []
@@ -562,6 +578,7 @@ def _tree_price(topology: TopologySpec, p: Placement, protocols: Sequence[Protoc
         p.nodes,
         (first.name, first.effective_bandwidth) if g > 1 else None,
         _ring_levels(topology, p, p.nodes, p.rails) if p.nodes > 1 else (),
+        tree_domain_load(p.nodes, as_tuner_weighs),
         g,
         _ll_cap(topology, p.nodes),
         _channel_links(topology, p),
@@ -569,9 +586,14 @@ def _tree_price(topology: TopologySpec, p: Placement, protocols: Sequence[Protoc
     )
 
 
-def _tree(topology: TopologySpec, p: Placement, size: float, protocols: Sequence[Protocol]) -> CollectiveTime:
+def _tree(
+    topology: TopologySpec, p: Placement, size: float, protocols: Sequence[Protocol], as_tuner_weighs: bool
+) -> CollectiveTime:
     """The group's Tree all-reduce with the fastest of `protocols`, from its price found once per topology."""
-    price = _kept(_tree_prices(topology), p, tuple(protocols), lambda: _tree_price(topology, p, protocols))
+    price = _kept(
+        _tree_prices(topology), p, (*protocols, as_tuner_weighs),
+        lambda: _tree_price(topology, p, protocols, as_tuner_weighs),
+    )  # fmt: skip
     return price.at(size)
 
 
@@ -752,18 +774,31 @@ def _choices(topology: TopologySpec) -> dict[tuple[object, ...], tuple[Collectiv
 
 
 def _price(
-    topology: TopologySpec, p: Placement, op: str, size: float, algorithm: str, protocol: str | None = None
+    topology: TopologySpec,
+    p: Placement,
+    op: str,
+    size: float,
+    algorithm: str,
+    protocol: str | None = None,
+    as_tuner_weighs: bool = False,
 ) -> CollectiveTime:
     """One algorithm's time with its fastest protocol, or with `protocol` where that one is forced (NCCL_PROTO);
-    NVLS, NVLSTree, CollNet and PAT run Simple only. Priced once per topology (_prices)."""
+    NVLS, NVLSTree, CollNet and PAT run Simple only. Priced once per topology (_prices). `as_tuner_weighs`: a
+    tree's bytes as NCCL's tuner rates them (tree_domain_load), to pick by."""
     return _kept(
-        _prices(topology), p, (op, size, algorithm, protocol),
-        lambda: _price_uncached(topology, p, op, size, algorithm, protocol),
+        _prices(topology), p, (op, size, algorithm, protocol, as_tuner_weighs),
+        lambda: _price_uncached(topology, p, op, size, algorithm, protocol, as_tuner_weighs),
     )  # fmt: skip
 
 
 def _price_uncached(
-    topology: TopologySpec, p: Placement, op: str, size: float, algorithm: str, protocol: str | None
+    topology: TopologySpec,
+    p: Placement,
+    op: str,
+    size: float,
+    algorithm: str,
+    protocol: str | None,
+    as_tuner_weighs: bool,
 ) -> CollectiveTime:
     protocols = PROTOCOLS if protocol is None else tuple(pr for pr in PROTOCOLS if pr == protocol)
     if algorithm == "ring":
@@ -771,11 +806,11 @@ def _price_uncached(
     if algorithm == "hierarchical":
         return replace(_hierarchical(topology, p, op, p.ranks, size, p.levels), what_if=True)
     if algorithm == "tree":
-        return _tree(topology, p, size, protocols)
+        return _tree(topology, p, size, protocols, as_tuner_weighs)
     if algorithm in ("nvls", "nvls_tree"):
         if op != "all_reduce":
             return _nvls_scatter_gather(topology, p, op, size)
-        return _nvls_tree(topology, p, size)
+        return _nvls_tree(topology, p, size, as_tuner_weighs)
     if algorithm == "pat":
         return _pat(topology, p, op, size, "simple")
     return _collnet(topology, p, op, size)
@@ -863,12 +898,14 @@ def _in_nccls_order(
 ) -> list[CollectiveTime]:
     """Each of `names` at the protocol NCCL picks for it, priced, NCCL's pick first. NCCL weighs them with the
     latency a tier's NIC reports where it reports another (_as_nccl_sees), except for Ring broadcast and reduce,
-    whose steps it prices without it (tuning.cc:393-401); elsewhere, and for the hierarchical what-if, by price."""
+    whose steps it prices without it (tuning.cc:393-401), and a tree across three nodes as across four
+    (tree_domain_load); elsewhere, and for the hierarchical what-if, by price."""
     seen = _as_nccl_sees(topology) if op not in CHAINS else None
-    if seen is None:
+    three = p.nodes == 3 and op == "all_reduce"  # the trees' bytes NCCL's tuner does not see
+    if seen is None and not three:
         return sorted((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
-    sp = _seen_placement(p)
-    weighed = sorted((_price(seen, sp, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
+    by, sp = (seen, _seen_placement(p)) if seen is not None else (topology, p)
+    weighed = sorted((_price(by, sp, op, size, a, protocol, three) for a in names), key=lambda c: c.seconds)
     return [
         _price(topology, p, op, size, c.algorithm, c.protocol if c.algorithm != "hierarchical" else protocol)
         for c in weighed
