@@ -365,8 +365,9 @@ def _fitted(
     start = _start(base, runs)
     undetermined = {name: "the held-out node count predicts no better with it fitted" for name in dropped}
     if sum(1 for n in nodes if n > 2) < 2:
-        # Up to two nodes NCCL's trees move half the network bytes they move beyond four (engine/collectives.py,
-        # tree_domain_load): a loss per doubling read between 2 and 4 nodes would absorb that change of regime.
+        # NCCL's trees move S per node up to two nodes, 1.5S at three, 2S beyond (engine/collectives.py,
+        # tree_domain_load): a loss per doubling read between two nodes and more would absorb the step from S, so
+        # it needs two counts beyond two (three and four differ by 1.5S and 2S, which the model prices).
         undetermined["scaling_loss"] = "needs runs at two node counts beyond two nodes"
     free = [p for p in PARAMETERS if p.name in start and p.name not in undetermined]
     free = [p for p in free if _sensitive(base, runs, start, p) >= 2]

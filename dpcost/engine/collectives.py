@@ -424,8 +424,9 @@ def tree_domain_load(nodes: int, as_tuner_weighs: bool = False) -> float:
     (trees.cc) gives 1 at two domains, 1.5 at three (both trees chains) and 2 beyond (a domain with two children
     in one tree).
 
-    `as_tuner_weighs`: NCCL's tuner rates every tree beyond two nodes by bwInter (tuning.cc: Tree's algbw half its
-    busbw, NVLSTree's network rate halved), 2S at three nodes too, and so picks there as it does at four."""
+    `as_tuner_weighs`: NCCL's tuner rates every tree's bandwidth beyond two nodes by bwInter (tuning.cc: Tree's
+    algbw half its busbw, NVLSTree's network rate doubled only at nNodes <= 2), 2S at three nodes too: it weighs
+    the bandwidth there as at four (its latency terms take log2i(3) = 1, as dpcost's do)."""
     if nodes <= 2:
         return 1.0
     return 1.5 if nodes == 3 and not as_tuner_weighs else 2.0
@@ -898,7 +899,7 @@ def _in_nccls_order(
 ) -> list[CollectiveTime]:
     """Each of `names` at the protocol NCCL picks for it, priced, NCCL's pick first. NCCL weighs them with the
     latency a tier's NIC reports where it reports another (_as_nccl_sees), except for Ring broadcast and reduce,
-    whose steps it prices without it (tuning.cc:393-401), and a tree across three nodes as across four
+    whose steps it prices without it (tuning.cc:393-401), and a tree's bandwidth across three nodes as across four
     (tree_domain_load); elsewhere, and for the hierarchical what-if, by price."""
     seen = _as_nccl_sees(topology) if op not in CHAINS else None
     three = p.nodes == 3 and op == "all_reduce"  # the trees' bytes NCCL's tuner does not see
