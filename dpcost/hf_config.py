@@ -92,6 +92,11 @@ def _spellings(family: str, key: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([*winning, canonical, *named, key]))
 
 
+# The largest number a config's field is read as: 2^53, beyond which a float holds no whole number exactly. No
+# config's size comes near it, and a bound at reading keeps the readers' arithmetic (a ratio x a width) finite.
+LARGEST_READ = 2**53
+
+
 class Keys:
     """One config.json mapping read in its own vocabulary: every error names the key as the file spells it
     (`text_config.hidden_size` when nested) and says what dpcost accepts."""
@@ -132,15 +137,22 @@ class Keys:
             raise InputError(
                 self.where, f"{self._key(key)}: a whole number of layers from 1 to {MAX_LAYERS:,}, got {value}"[:200]
             )
+        if abs(value) > LARGEST_READ:
+            said = f"{self._key(key)}: expected a whole number of at most {LARGEST_READ:,}, got {value}"
+            raise InputError(self.where, said[:200])
         return value
 
-    def positive(self, key: str, default: float) -> float:
-        """A positive real number (a ratio such as Mamba's expand), else `default` when absent or null."""
+    def positive(self, key: str, default: float, field: str = "") -> float:
+        """A positive real number (a ratio such as Mamba's expand), else `default` when absent or null; `field`, the
+        architecture field a width computed from it sets (named in that width's errors)."""
         value = self.cfg.get(key)
+        if field:
+            self.used.setdefault(field, self._key(key))
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
-            raise InputError(self.where, f"{self._key(key)}: expected a positive number, got {value!r}"[:200])
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= LARGEST_READ:
+            said = f"{self._key(key)}: expected a positive number of at most {LARGEST_READ:,}, got {value!r}"
+            raise InputError(self.where, said[:200])
         return float(value)
 
     def flag(self, key: str, default: bool) -> bool:
@@ -1441,7 +1453,7 @@ def _ernie_vl_legacy_dense_layers(k: Keys, layers: int) -> tuple[int, ...]:
 def _uniform(k: Keys, *keys: str, default: int, field: str) -> int:
     """A whole number a config may also give per layer, as a list (Hunyuan's moe_topk): all its entries equal."""
     value = k.get(*keys, default=default, field=field)
-    if isinstance(value, list) and value and len(set(value)) == 1:
+    if isinstance(value, list) and value and all(v == value[0] for v in value):
         value = value[0]
     if isinstance(value, bool) or not isinstance(value, int):
         key = next((key for key in keys if key in k.cfg), keys[0])

@@ -169,7 +169,7 @@ def _mamba2(k: Keys) -> dict[str, Any]:
     (Mamba2Config's defaults)."""
     hidden = _int(k, "hidden_size", _MAMBA2, "hidden")
     layers = _int(k, "num_hidden_layers", _MAMBA2, "layers")
-    inner = int(k.positive("expand", _MAMBA2["expand"]) * hidden)
+    inner = int(k.positive("expand", _MAMBA2["expand"], "ssm.inner") * hidden)
     heads = _int(k, "num_heads", _MAMBA2, "ssm.heads")
     head_dim = _int(k, "head_dim", _MAMBA2)
     if heads * head_dim != inner:
@@ -223,8 +223,8 @@ def _jamba(k: Keys) -> dict[str, Any]:
     d = _JAMBA
     hidden = _int(k, "hidden_size", d, "hidden")
     layers = _int(k, "num_hidden_layers", d, "layers")
-    attn_period, attn_offset = _int(k, "attn_layer_period", d), _int(k, "attn_layer_offset", d)
-    moe_period, moe_offset = _int(k, "expert_layer_period", d), _int(k, "expert_layer_offset", d)
+    attn_period, attn_offset = _count(k, "attn_layer_period", d), _int(k, "attn_layer_offset", d)
+    moe_period, moe_offset = _count(k, "expert_layer_period", d), _int(k, "expert_layer_offset", d)
     rank = k.get("mamba_dt_rank", default="auto")
     rank = math.ceil(hidden / 16) if rank == "auto" else rank
     if isinstance(rank, bool) or not isinstance(rank, int):
@@ -307,13 +307,10 @@ def _granite_hybrid(k: Keys) -> dict[str, Any]:
     d = _GRANITE_HYBRID
     hidden = _int(k, "hidden_size", d, "hidden")
     layers = _int(k, "num_hidden_layers", d, "layers")
-    kinds = k.get("layer_types", default=["mamba"] * layers)
     names = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention", "full_attention": "attention"}
-    if not isinstance(kinds, list) or len(kinds) != layers or not all(t in names for t in kinds):
-        said = f"{k._key('layer_types')}: one of 'mamba' or 'attention' per layer ({layers}), got {kinds!r}"
-        raise InputError(k.where, said[:300])
+    kinds = per_layer(k, "layer_types", layers, set(names)) or ["mamba"] * layers
     heads = _int(k, "num_attention_heads", d, "heads")
-    inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
+    inner = int(k.positive("mamba_expand", d["mamba_expand"], "ssm.inner") * hidden)
     ssm_heads = _int(k, "mamba_n_heads", d, "ssm.heads")
     bias = k.flag("attention_bias", False)
     shared = _int(k, "shared_intermediate_size", d, "moe.shared_ffn")
@@ -402,7 +399,7 @@ def _bamba(k: Keys) -> dict[str, Any]:
     if kinds is None:
         kinds = ["attention" if i in listed else "mamba" for i in range(layers)]
     bias = k.flag("attention_bias", False)
-    inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
+    inner = int(k.positive("mamba_expand", d["mamba_expand"], "ssm.inner") * hidden)
     ssm_heads = _int(k, "mamba_n_heads", d, "ssm.heads")
     head = k.get("mamba_d_head", default="auto")
     if head != "auto" and (isinstance(head, bool) or not isinstance(head, int) or head * ssm_heads != inner):
@@ -439,7 +436,11 @@ def _nemotron_h(k: Keys) -> dict[str, Any]:
     if listed is not None:
         letters = {"mamba": "M", "linear_attention": "M", "attention": "*", "full_attention": "*", "mlp": "-",
                    "moe": "E"}  # fmt: skip
-        if not isinstance(listed, list) or not listed or any(t not in letters for t in listed):
+        if (
+            not isinstance(listed, list)
+            or not listed
+            or any(not isinstance(t, str) or t not in letters for t in listed)
+        ):
             said = f"{k._key('layers_block_type')}: a list of {', '.join(letters)} per layer, got {listed!r}"
             raise InputError(k.where, said[:300])
         pattern = "".join(letters[t] for t in listed)
@@ -1307,7 +1308,7 @@ def _zamba2(k: Keys) -> dict[str, Any]:
     layers = _shared_block_layers(k, _ZAMBA2_TYPES, count)
     hidden = _int(k, "hidden_size", d, "hidden")
     heads = _count(k, "num_attention_heads", d, "heads")
-    inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
+    inner = int(k.positive("mamba_expand", d["mamba_expand"], "ssm.inner") * hidden)
     mamba_heads = _count(k, "n_mamba_heads", d, "ssm.heads")
     if inner % mamba_heads:
         said = f"{k._key('n_mamba_heads')} ({mamba_heads}) must divide mamba_expand x hidden_size ({inner})"
@@ -1359,7 +1360,7 @@ def _zamba(k: Keys) -> dict[str, Any]:
     pattern = _shared_block_layers(k, ["mamba", "mamba", "hybrid", *rest][:layers], 1)
     hidden = _int(k, "hidden_size", d, "hidden")
     heads = _count(k, "num_attention_heads", d, "heads")
-    inner = int(k.positive("mamba_expand", d["mamba_expand"]) * hidden)
+    inner = int(k.positive("mamba_expand", d["mamba_expand"], "ssm.inner") * hidden)
     mamba_heads = _count(k, "n_mamba_heads", d)
     if inner % mamba_heads:
         said = f"{k._key('n_mamba_heads')} ({mamba_heads}) must divide mamba_expand x hidden_size ({inner})"

@@ -644,6 +644,37 @@ def test_a_mamba_expand_that_is_not_a_positive_number_is_refused_by_key(expand: 
             model_from_hf_config({**_cfg(name), "expand": expand})
 
 
+@pytest.mark.parametrize(
+    ("name", "key", "value", "said"),
+    [
+        (
+            "granite-4.0-h-small.json",
+            "mamba_expand",
+            1e308,
+            "mamba_expand: expected a positive number of at most 9,007,",
+        ),
+        ("granite-4.0-h-small.json", "hidden_size", 10**400, "hidden_size: expected a whole number of at most 9,007,"),
+        ("llama-3.1-8b.json", "num_attention_heads", -(10**400), "num_attention_heads: expected a whole number of at"),
+        ("granite-4.0-h-small.json", "mamba_expand", 1e5, "mamba_expand: must be at most"),
+        ("jamba-1.5-mini.json", "attn_layer_period", 0, "attn_layer_period: a whole number from 1, got 0"),
+        ("jamba-1.5-mini.json", "expert_layer_period", 0, "expert_layer_period: a whole number from 1, got 0"),
+        ("granite-4.0-h-tiny.json", "layer_types", [[1, 2]] * 40, "layer_types: one of attention, full_attention"),
+        ("nemotron-3-ultra-550b-a55b.json", "layers_block_type", [{"a": 1}], "layers_block_type: a list of mamba,"),
+        ("hunyuan-a13b-instruct.json", "moe_topk", [[1, 2]] * 32, "moe_topk: expected a whole number, or one repeated"),
+    ],
+)
+def test_a_huge_ratio_or_size_and_a_zero_period_are_refused_by_key(
+    name: str, key: str, value: object, said: str
+) -> None:
+    """Replacing every key of the shipped configs with hostile values found these raising (exit 3): Mamba's expand
+    of 1e308 times hidden_size is no integer, a 400-digit size is no float for the readers' arithmetic, and
+    Jamba's layer periods are divided by; a per-layer list holding a list or a mapping was looked up in a set.
+    Numbers are read up to 2^53, a width from a ratio names its key, a period is a count from 1, and a per-layer
+    entry that is no name is refused as any other."""
+    with pytest.raises(InputError, match=re.escape(said)):
+        model_from_hf_config({**_cfg(name), key: value})
+
+
 def test_dbrx_reads_its_nested_sections_and_names_them() -> None:
     """DbrxConfig keeps the K/V heads under attn_config and the experts under ffn_config; an error names the nested
     key, and a section that is not an object is refused."""
@@ -746,7 +777,9 @@ def test_granite_hybrid_layers_by_their_types_and_experts() -> None:
     assert experts == 40 * 64 * (3 * 1536 * 512 + 1536)  # 64 gated experts of 512 and the router, in 40 layers
     all_mamba = model_from_hf_config({k: v for k, v in tiny.items() if k != "layer_types"}).architecture
     assert all_mamba is not None and set(all_mamba.mixers) == {"mamba"}
-    with pytest.raises(InputError, match="layer_types: one of 'mamba' or 'attention' per layer"):
+    with pytest.raises(
+        InputError, match="layer_types: one of attention, full_attention, linear_attention, mamba per layer"
+    ):
         model_from_hf_config({**tiny, "layer_types": ["mamba"] * 39})
 
 
