@@ -120,6 +120,12 @@ def _int(k: Keys, key: str, defaults: dict[str, int], field: str = "") -> int:
     return int(k.integer(key, default=defaults[key], field=field))
 
 
+def _mamba_inner(k: Keys, key: str, default: float, hidden: int) -> int:
+    """A Mamba mixer's inner width, int(expand x hidden_size) as the config classes compute it (Mamba2Config,
+    GraniteMoeHybridConfig, BambaConfig, ZambaConfig, Zamba2Config); its size errors name the expand key."""
+    return int(k.positive(key, default, "ssm.inner") * hidden)
+
+
 def _count(k: Keys, key: str, defaults: dict[str, int], field: str = "") -> int:
     """A whole number of at least 1 (a count the reader divides by or cycles through)."""
     value = _int(k, key, defaults, field)
@@ -169,7 +175,7 @@ def _mamba2(k: Keys) -> dict[str, Any]:
     (Mamba2Config's defaults)."""
     hidden = _int(k, "hidden_size", _MAMBA2, "hidden")
     layers = _int(k, "num_hidden_layers", _MAMBA2, "layers")
-    inner = int(k.positive("expand", _MAMBA2["expand"], "ssm.inner") * hidden)
+    inner = _mamba_inner(k, "expand", _MAMBA2["expand"], hidden)
     heads = _int(k, "num_heads", _MAMBA2, "ssm.heads")
     head_dim = _int(k, "head_dim", _MAMBA2)
     if heads * head_dim != inner:
@@ -310,7 +316,7 @@ def _granite_hybrid(k: Keys) -> dict[str, Any]:
     names = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention", "full_attention": "attention"}
     kinds = per_layer(k, "layer_types", layers, set(names)) or ["mamba"] * layers
     heads = _int(k, "num_attention_heads", d, "heads")
-    inner = int(k.positive("mamba_expand", d["mamba_expand"], "ssm.inner") * hidden)
+    inner = _mamba_inner(k, "mamba_expand", d["mamba_expand"], hidden)
     ssm_heads = _int(k, "mamba_n_heads", d, "ssm.heads")
     bias = k.flag("attention_bias", False)
     shared = _int(k, "shared_intermediate_size", d, "moe.shared_ffn")
@@ -399,7 +405,7 @@ def _bamba(k: Keys) -> dict[str, Any]:
     if kinds is None:
         kinds = ["attention" if i in listed else "mamba" for i in range(layers)]
     bias = k.flag("attention_bias", False)
-    inner = int(k.positive("mamba_expand", d["mamba_expand"], "ssm.inner") * hidden)
+    inner = _mamba_inner(k, "mamba_expand", d["mamba_expand"], hidden)
     ssm_heads = _int(k, "mamba_n_heads", d, "ssm.heads")
     head = k.get("mamba_d_head", default="auto")
     if head != "auto" and (isinstance(head, bool) or not isinstance(head, int) or head * ssm_heads != inner):
@@ -1308,7 +1314,7 @@ def _zamba2(k: Keys) -> dict[str, Any]:
     layers = _shared_block_layers(k, _ZAMBA2_TYPES, count)
     hidden = _int(k, "hidden_size", d, "hidden")
     heads = _count(k, "num_attention_heads", d, "heads")
-    inner = int(k.positive("mamba_expand", d["mamba_expand"], "ssm.inner") * hidden)
+    inner = _mamba_inner(k, "mamba_expand", d["mamba_expand"], hidden)
     mamba_heads = _count(k, "n_mamba_heads", d, "ssm.heads")
     if inner % mamba_heads:
         said = f"{k._key('n_mamba_heads')} ({mamba_heads}) must divide mamba_expand x hidden_size ({inner})"
@@ -1360,7 +1366,7 @@ def _zamba(k: Keys) -> dict[str, Any]:
     pattern = _shared_block_layers(k, ["mamba", "mamba", "hybrid", *rest][:layers], 1)
     hidden = _int(k, "hidden_size", d, "hidden")
     heads = _count(k, "num_attention_heads", d, "heads")
-    inner = int(k.positive("mamba_expand", d["mamba_expand"], "ssm.inner") * hidden)
+    inner = _mamba_inner(k, "mamba_expand", d["mamba_expand"], hidden)
     mamba_heads = _count(k, "n_mamba_heads", d)
     if inner % mamba_heads:
         said = f"{k._key('n_mamba_heads')} ({mamba_heads}) must divide mamba_expand x hidden_size ({inner})"
