@@ -906,7 +906,10 @@ def _in_nccls_order(
     if seen is None and not three:
         return sorted((_price(topology, p, op, size, a, protocol) for a in names), key=lambda c: c.seconds)
     by, sp = (seen, _seen_placement(p)) if seen is not None else (topology, p)
-    weighed = sorted((_price(by, sp, op, size, a, protocol, three) for a in names), key=lambda c: c.seconds)
+    weighed = sorted(
+        (_price(by, sp, op, size, a, protocol, three and a in ("tree", "nvls_tree")) for a in names),
+        key=lambda c: c.seconds,
+    )  # a non-tree's weighed price is its price, kept once
     return [
         _price(topology, p, op, size, c.algorithm, c.protocol if c.algorithm != "hierarchical" else protocol)
         for c in weighed
