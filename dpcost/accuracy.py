@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, bus_factor, fastest
-from dpcost.engine.p2p import all_to_all_choice
+from dpcost.engine.nccl_channels import peer_channels
+from dpcost.engine.p2p import SENDRECV_MAX_PEERS, SENDRECV_TESTS_RELEASE, all_to_all_choice, ring_send_recv
+from dpcost.engine.placement import place
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
 from dpcost.specs import TopologySpec
@@ -143,6 +145,8 @@ def predict(
         if key not in cache:
             if row.op == "all_to_all":  # grouped send/recv: NCCL_ALGO does not apply
                 best = all_to_all_choice(topology, m.ranks, row.size_bytes).best
+            elif row.op == "send_recv":
+                best = ring_send_recv(topology, m.ranks, row.size_bytes, sendrecv_per_peer(m, topology))
             else:
                 best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol)
             cache[key] = (
@@ -152,6 +156,23 @@ def predict(
         us, alg = cache[key]
         out.append(Point(row.op, row.size_bytes, row.column, row.time_us, us, alg))
     return out
+
+
+def sendrecv_per_peer(m: Measurements, topology: TopologySpec) -> int | None:
+    """The channels per peer run `m`'s sendrecv ran on: as its NCCL_DEBUG=INFO log prints them; else by the NCCL
+    release it names (nccl_channels.peer_channels: two per network peer before 2.29; the ranks' rounds of 8 peers in
+    2.29, and in later releases unless nccl-tests 2.18.3 or later, built against them, set maxP2pPeers to 2); None
+    for a run that names neither (NCCL 2.30's, with nccl-tests' maxP2pPeers of 2: p2p.ring_send_recv)."""
+    if m.p2p_per_peer is not None:
+        return m.p2p_per_peer
+    if m.nccl_release is None or m.ranks is None:
+        return None
+    comm = place(topology, m.ranks)
+    headers = m.headers_release or m.nccl_release
+    two_peers = m.tests_release is not None and m.tests_release >= SENDRECV_TESTS_RELEASE and headers >= (2, 30)
+    if m.nccl_release >= (2, 30) and two_peers:
+        return peer_channels(topology, comm, max_peers=SENDRECV_MAX_PEERS)
+    return peer_channels(topology, comm, release=m.nccl_release)
 
 
 def disturbance(m: Measurements) -> str:
@@ -169,20 +190,20 @@ def disturbance(m: Measurements) -> str:
 def line_rate_points(m: Measurements, topology: TopologySpec) -> list[Point]:
     """The naive figure: nccl-tests' bus bytes at the line rate, no latency. Inside one NVLink domain the rate is
     NVLink's per GPU; across domains, every GPU's NIC at its line rate carries the ring (one ring per rail), up to
-    NVLink's; an all-to-all's bytes leave through each GPU's own NIC, so its rate there is one NIC's. busbw = line
-    rate, the number a cluster is sold on."""
+    NVLink's; an all-to-all's and a send/recv's bytes leave through each GPU's own NIC, so their rate there is one
+    NIC's. busbw = line rate, the number a cluster is sold on."""
     if m.ranks is None:
         raise ValueError(f"{m.name}: the number of ranks is unknown")
     nvlink = topology.tiers[0]
     ppn = min(m.ranks, nvlink.size or m.ranks)
     across = m.ranks > ppn and len(topology.tiers) > 1
-    rates = {"ring": nvlink.bandwidth, "all_to_all": nvlink.bandwidth}
+    rates = {"ring": nvlink.bandwidth, "p2p": nvlink.bandwidth}
     if across:
         nic = topology.tiers[1].bandwidth
-        rates = {"ring": min(nvlink.bandwidth, ppn * nic), "all_to_all": nic}
+        rates = {"ring": min(nvlink.bandwidth, ppn * nic), "p2p": nic}
     out = []
     for row in m.rows:
-        rate = rates["all_to_all" if row.op == "all_to_all" else "ring"]
+        rate = rates["p2p" if row.op in ("all_to_all", "send_recv") else "ring"]
         seconds = bus_factor(row.op, m.ranks) * row.size_bytes / rate
         out.append(Point(row.op, row.size_bytes, row.column, row.time_us, max(seconds * 1e6, 1e-3), "line rate"))
     return out

@@ -459,16 +459,17 @@ def _hold_out(base: TopologySpec, runs: Sequence[Measurements]) -> tuple[frozens
 
 
 def fitted_rows(m: Measurements) -> Measurements:
-    """The rows of a run the fit takes: every collective's, not an all-to-all's. dpcost's all-to-all leaves out
-    NCCL's per-peer costs of a grouped send/recv (engine/p2p.py), and its one latency step would take them up as a
-    hop-latency scale that every collective then pays; its rows are predicted with the fit, not fitted."""
-    return replace(m, rows=tuple(r for r in m.rows if r.op != "all_to_all"))
+    """The rows of a run the fit takes: every collective's, not an all-to-all's or a send/recv's. dpcost's
+    point-to-point calls leave out NCCL's per-peer costs of a grouped send/recv and its proxy's (engine/p2p.py), and
+    their one latency step would take them up as a hop-latency scale that every collective then pays; their rows are
+    predicted with the fit, not fitted."""
+    return replace(m, rows=tuple(r for r in m.rows if r.op not in ("all_to_all", "send_recv")))
 
 
 def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
     """The base topology fitted to the runs' collectives (fitted_rows; see the module docstring). With three or
     more node counts the terms are chosen on a held-out prediction of the largest (_hold_out), then fitted to every
-    run; every run, all-to-alls included, is then predicted before and after."""
+    run; every run, all-to-alls and send/recvs included, is then predicted before and after."""
     if not runs:
         raise ValueError("no measurements to calibrate on")
     base = with_printed_channels(base, runs)
@@ -476,8 +477,9 @@ def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
     runs = [f for f in map(fitted_rows, runs) if f.rows]
     if not runs:
         raise ValueError(
-            "all-to-all rows only: calibrate fits the collectives (all_reduce, reduce_scatter, all_gather, broadcast, "
-            "reduce), and predicts all-to-alls with the fit; give it a collective's run too"
+            "all-to-all and send/recv rows only: calibrate fits the collectives (all_reduce, reduce_scatter, "
+            "all_gather, broadcast, reduce), and predicts point-to-point calls with the fit; give it a collective's "
+            "run too"
         )
     dropped, held_out = _hold_out(base, runs)
     values, free, undetermined = _fitted(base, runs, dropped)

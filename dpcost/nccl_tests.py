@@ -9,7 +9,7 @@ NCCL's own lines from another thread can cut a row (`... -1gcn151:1904979:190507
 rest on a later line of numbers): the row is joined again, where the log's own NCCL lines name the host that tells
 where its last cell ends. A job that ran several programs (`all_reduce_perf; all_gather_perf; ...`) gives a run of
 each, cut at nccl-tests' `# Collective test starting` lines (else its `# nThread` lines); a program dpcost does not
-read (sendrecv) is left out beside ones it does. The collective is the one
+read (scatter) is left out beside ones it does. The collective is the one
 nccl-tests' `# Collective test starting: all_reduce_perf` line names,
 else a `# op: all_reduce` line, else the `<op>_perf[_mpi]` command line echoed in the log, else the file name;
 the rows must read as that op (redop, root, count). A time outside 0.1 us .. 1 hour, or a size beyond 2**50 bytes,
@@ -25,7 +25,7 @@ type's size):
     all_gather       none      -1     n x count x w   (n-1)/n
     broadcast        none      >= 0   count x w       1
     reduce           sum ..    >= 0   count x w       1
-    sendrecv         sum ..    -1     count x w       1
+    sendrecv         sum ..    -1     count x w       1               N/A (no in-place check)
     alltoall         none      -1     n x count x w   (n-1)/n         N/A (no in-place check)
     alltoallv        none      -1     (any)           (n-1)/n         N/A (its size is the largest rank's)
     scatter, gather  none      >= 0   n x count x w   (n-1)/n
@@ -36,15 +36,18 @@ August 2022 each program printed only its own columns (a redop column for all_re
 alltoall, a root column for broadcast, reduce and scatter); until September 2022 the non-reducing ones printed an
 empty redop cell, as hypercube still does; before June 2020 all_gather and reduce_scatter printed busbw = algbw.
 
-The redop, root and count columns tell most of the six collectives dpcost reads apart (alltoall is read as
-dpcost's all_to_all; the count needs the ranks: without `# Rank` lines a table whose size is count x w is refused).
+The redop, root and count columns tell most of the seven collectives dpcost reads apart (alltoall is read as
+dpcost's all_to_all, sendrecv as send_recv; the count needs the ranks: without `# Rank` lines a table whose size is
+count x w is refused).
 Programs that print the same redop, root and count are told apart by what else nccl-tests prints, never guessed:
 - alltoall prints all_gather's; nccl-tests does not check its in-place result (alltoall.cu: "We don't support
   in-place alltoall"), so its in-place #wrong is N/A where the out-of-place one is a number. A run without
   validation (`-c 0`: N/A in both) prints the two alike, and is refused unless named. alltoallv, which dpcost does
   not read, prints alltoall's where its count is not 0.
-- sendrecv, which dpcost does not read, prints all_reduce's; its busbw is its algbw, where all_reduce's is 2(n-1)/n
-  times it (read to the digits printed). At 2 ranks the two factors are equal, and such a table is refused.
+- sendrecv prints all_reduce's; nccl-tests does not check its in-place result (sendrecv.cu: "We don't support
+  in-place sendrecv"; N/A since a0a1491, 2022-09, as alltoall's), and its busbw is its algbw, where all_reduce's is
+  2(n-1)/n times it (read to the digits printed). At 2 ranks without validation the two print alike, and such a
+  table is refused.
 A table refused as ambiguous, or read as a program it is not, is named by a line `# op: all_reduce`, which wins
 over the table as every name does. A log cut without its `# Rank` lines states its ranks in a line
 `# ranks: 16, gpus per node: 8` (the second part optional), unless its count column gives them (all_gather,
@@ -72,9 +75,9 @@ from dpcost.frozen import frozen
 
 __all__ = ["NCCL_ALGO_NAMES", "Measurement", "Measurements", "parse_measurements", "parse_runs"]
 
-OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all")
-# nccl-tests' program for each op dpcost reads (src/<program>.cu): the names agree but for alltoall.
-PROGRAM_OF = {**{op: op for op in OPS[:-1]}, "all_to_all": "alltoall"}
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "send_recv")
+# nccl-tests' program for each op dpcost reads (src/<program>.cu): the names agree but for alltoall and sendrecv.
+PROGRAM_OF = {**{op: op for op in OPS[:-2]}, "all_to_all": "alltoall", "send_recv": "sendrecv"}
 _OP_OF = {program: op for op, program in PROGRAM_OF.items()}
 NCCL_ALGO_NAMES = {
     "ring": "ring",
@@ -110,9 +113,16 @@ class Measurements:
     gpus_per_thread: int = 1  # nccl-tests' -g: the GPUs one thread drives (`# nThread T nGpus G`)
     cuda_graphs: bool = False  # nccl-tests' -G: iterations launched as CUDA graphs (`graph: N`, N > 0)
     iters: int = 20  # the calls nccl-tests times back to back per size: -n x -m (`iters: N`, `agg iters: M`)
-    # what NCCL_DEBUG=INFO printed: "<n> coll channels, ..., <m> nvls channels" (the fewest, as every rank keeps)
+    # what NCCL_DEBUG=INFO printed: "<n> coll channels, ..., <m> nvls channels, ..., <k> p2p channels per peer" (the
+    # fewest, as every rank keeps)
     coll_channels: int | None = None
     nvls_channels: int | None = None
+    p2p_per_peer: int | None = None
+    # (major, minor) of the NCCL library the run used ("NCCL version 2.29.7", nccl-tests' "nccl-library=22907"), and
+    # of nccl-tests itself and the NCCL headers it was built with ("# nccl-tests version 2.18.5 nccl-headers=23007")
+    nccl_release: tuple[int, int] | None = None
+    tests_release: tuple[int, int, int] | None = None
+    headers_release: tuple[int, int] | None = None
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -187,6 +197,35 @@ def _printed_channels(text: str, what: str) -> int | None:
     printed, as every rank keeps the minimum over all ranks (init.cc:1435-1446); none where it says none."""
     counts = [n for n in map(int, re.findall(rf"\b(\d{{1,2}}) {what} channels\b", text)) if 0 < n <= 64]  # MAXCHANNELS
     return min(counts) if counts else None
+
+
+def _printed_per_peer(text: str) -> int | None:
+    """The p2p channels per peer NCCL_DEBUG=INFO says the communicator has ("4 p2p channels per peer"): the fewest."""
+    counts = [n for n in map(int, re.findall(r"\b(\d{1,2}) p2p channels per peer\b", text)) if 0 < n <= 64]
+    return min(counts) if counts else None
+
+
+_NCCL_VERSION = re.compile(r"\bNCCL version (\d{1,2})\.(\d{1,3})\.\d{1,3}\b")
+_LIBRARY_CODE = re.compile(r"\bnccl-library=(\d{5,6})\b")
+_HEADERS_CODE = re.compile(r"\bnccl-headers=(\d{5,6})\b")
+_TESTS_VERSION = re.compile(r"#\s*nccl-tests version (\d{1,2})\.(\d{1,3})\.(\d{1,3})\b")
+
+
+def _release_of_code(m: re.Match[str] | None) -> tuple[int, int] | None:
+    """(major, minor) of an NCCL_VERSION_CODE: major x 10000 + minor x 100 + patch (nccl.h, 2.9 and later)."""
+    return divmod(int(m.group(1)) // 100, 100) if m else None
+
+
+def _nccl_release(text: str) -> tuple[int, int] | None:
+    """The NCCL library's (major, minor): NCCL's own "NCCL version 2.29.7+cuda12.9" line, else nccl-tests'
+    "nccl-library=22907"."""
+    m = _NCCL_VERSION.search(text)
+    return (int(m.group(1)), int(m.group(2))) if m else _release_of_code(_LIBRARY_CODE.search(text))
+
+
+def _tests_release(text: str) -> tuple[int, int, int] | None:
+    m = _TESTS_VERSION.search(text)
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
 
 
 def _nvls_enabled(text: str) -> bool:
@@ -386,6 +425,10 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
                 _gpus_per_thread(comments),
                 _cuda_graphs(comments),
                 _iters(comments),
+                p2p_per_peer=_printed_per_peer(comments),
+                nccl_release=_nccl_release(comments),
+                tests_release=_tests_release(comments),
+                headers_release=_release_of_code(_HEADERS_CODE.search(comments)),
             )
         )
     return runs
@@ -406,6 +449,7 @@ _NAME_OPS = {
     "reducescatter": "reduce_scatter",
     "allgather": "all_gather",
     "alltoall": "all_to_all",
+    "sendrecv": "send_recv",
 }
 _NO_OP = "cannot tell which collective this log measured"
 _NUMBER = re.compile(r"[-+]?(\d+(?:\.(\d*))?|\.\d+)(?:[eE]([-+]?\d+))?")
@@ -479,7 +523,7 @@ def _which_op(text: str, name: str) -> tuple[str, str] | None:
         program, line = next(iter(echoed.items()))
         return str(_program_op(program, f"line {line}")), f"its command line (line {line})"
     squashed = re.sub(r"[^a-z0-9]", "", name.lower())
-    words = re.findall("allreduce|reducescatter|allgather|alltoall|broadcast|reduce", squashed)
+    words = re.findall("allreduce|reducescatter|allgather|alltoall|sendrecv|broadcast|reduce", squashed)
     named = {_NAME_OPS.get(w, w): 0 for w in words}
     op = _one(named, "the file name")
     return (op, "the file name") if op is not None else None
@@ -551,7 +595,8 @@ def _table_row(cells: list[str], header: list[str], header_line: int, line: int)
 def _misread(row: _Row, op: str, ranks: int | None) -> str | None:
     """Why the row cannot be an `op` row as nccl-tests prints one (redop, root, count), or None."""
     reduces = row.redop not in (None, "none", "")
-    if reduces != (op not in ("all_gather", "broadcast", "all_to_all")):
+    before_redops = op == "send_recv" and row.redop is None  # sendrecv printed no redop column before 2022-08
+    if reduces != (op not in ("all_gather", "broadcast", "all_to_all")) and not before_redops:
         shown = "no redop column" if row.redop is None else f"redop {row.redop}" if row.redop else "an empty redop"
         ops = "all_reduce, reduce_scatter and reduce" if reduces else "all_gather, broadcast and alltoall"
         return f"{shown}, as nccl-tests prints for {ops}"
@@ -584,7 +629,8 @@ _REDOP = {  # by the redop cell: an op's name, `none`, empty (2022-08..09; hyper
     "": frozenset({"all_gather", "broadcast", "alltoall", "scatter", "gather", "hypercube"}),
     None: frozenset({"all_gather", "broadcast", "sendrecv", "hypercube", "scatter", "gather"}),
 }
-_NO_INPLACE_CHECK = frozenset({"alltoall", "alltoallv"})  # in-place #wrong N/A where out-of-place is a number
+# in-place #wrong N/A where out-of-place is a number (since a0a1491, 2022-09)
+_NO_INPLACE_CHECK = frozenset({"alltoall", "alltoallv", "sendrecv"})
 _BUS_FACTORS = {  # busbw / algbw at n ranks
     "all_reduce": ("2(n-1)/n",),
     **dict.fromkeys(("reduce_scatter", "all_gather"), ("(n-1)/n",)),  # 1 before June 2020, without a root column
@@ -908,4 +954,8 @@ def _parse_log(text: str, name: str) -> Measurements:
         iters=_iters(text),
         coll_channels=_printed_channels(text, "coll"),
         nvls_channels=_printed_channels(text, "nvls"),
+        p2p_per_peer=_printed_per_peer(text),
+        nccl_release=_nccl_release(text),
+        tests_release=_tests_release(text),
+        headers_release=_release_of_code(_HEADERS_CODE.search(text)),
     )

@@ -90,4 +90,8 @@ def test_calibrate_predicts_all_to_alls_but_fits_the_collectives() -> None:
 
 def test_calibrate_refuses_all_to_alls_alone() -> None:
     result = CliRunner().invoke(app, ["calibrate", str(ALLTOALL_10N)])
-    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "all-to-all rows only" in result.stderr
+    assert (
+        result.exit_code == 2
+        and result.stderr.count("\n") == 1
+        and "all-to-all and send/recv rows only" in result.stderr
+    )

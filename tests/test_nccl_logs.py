@@ -100,12 +100,13 @@ def test_the_raw_output_of_every_shipped_log_reads_as_its_name_says(tmp_path: Pa
     text = source.read_text()
     raw = text[text.index("# nThread") :]
     assert not re.search(r"_perf|# op:|Collective test starting", raw)
-    named = re.search("all_reduce|reduce_scatter|all_gather|broadcast|reduce", source.name)
+    named = re.search("all_reduce|reduce_scatter|all_gather|broadcast|reduce|sendrecv", source.name)
     assert named is not None
     path = tmp_path / "out.txt"
     path.write_text(raw)
     m, original = load_measurements(str(path)), load_measurements(str(source))
-    assert m.ops == (named.group(0),) and m.rows == original.rows and m.ranks == original.ranks
+    op = {"sendrecv": "send_recv"}.get(named.group(0), named.group(0))
+    assert m.ops == (op,) and m.rows == original.rows and m.ranks == original.ranks
 
 
 def nccl_table(
@@ -216,13 +217,27 @@ def test_a_table_that_reads_as_two_programs_is_refused_with_how_to_name_it(
 @pytest.mark.parametrize(
     ("table", "program"),
     [
-        (nccl_table(16, "sum", -1, False, 1), "sendrecv"),  # busbw = algbw: not all_reduce
         (nccl_table(16, "none", 5, True, 15 / 16), "gather or scatter"),  # a root and a per-rank count
         (nccl_table(16, "none", -1, True, 1).replace("    none", "        "), "hypercube"),  # an empty redop cell
     ],
 )
 def test_a_table_of_a_program_dpcost_does_not_model_is_refused(tmp_path: Path, table: str, program: str) -> None:
     refused(write(tmp_path, table), f"reads as a log of {program} (", "dpcost reads all_reduce", "'# op: <op>'")
+
+
+def test_a_sendrecv_table_reads_as_send_recv(tmp_path: Path) -> None:
+    """sendrecv prints all_reduce's redop, root and count; nccl-tests does not check it in place (src/sendrecv.cu,
+    N/A since a0a1491, 2022-09) and prints busbw = algbw, where all_reduce's is 2(n-1)/n x algbw. So either tells it
+    at 16 ranks; at 2 ranks, where both factors are 1, the in-place N/A still does, and without validation (-c 0)
+    nothing does."""
+    checked = nccl_table(16, "sum", -1, False, 1, ("0", "N/A"))
+    assert load_measurements(str(write(tmp_path, checked))).ops == ("send_recv",)
+    unchecked = nccl_table(16, "sum", -1, False, 1, ("N/A", "N/A"))
+    assert load_measurements(str(write(tmp_path, unchecked))).ops == ("send_recv",)
+    assert load_measurements(str(write(tmp_path, nccl_table(2, "sum", -1, False, 1, ("0", "N/A"))))).ops == (
+        "send_recv",
+    )
+    refused(write(tmp_path, nccl_table(2, "sum", -1, False, 1, ("N/A", "N/A"))), "cannot tell", "busbw = algbw")
 
 
 def test_an_op_line_overrides_the_table(tmp_path: Path) -> None:
@@ -487,25 +502,27 @@ def test_a_row_cut_by_nccls_own_log_lines_is_joined_again(tmp_path: Path) -> Non
 
 
 def test_a_job_that_ran_several_programs_gives_a_run_of_each(tmp_path: Path) -> None:
-    """One job running all_reduce_perf, all_gather_perf and sendrecv_perf in turn prints each program's header, rank
-    lines and table after its '# Collective test starting' line: a run of each program dpcost reads, named by its
-    collective; sendrecv, which dpcost does not read, is left out, and a log of it alone refused."""
+    """One job running all_reduce_perf, all_gather_perf, sendrecv_perf and scatter_perf in turn prints each
+    program's header, rank lines and table after its '# Collective test starting' line: a run of each program dpcost
+    reads, named by its collective; scatter, which dpcost does not read, is left out, and a log of it alone refused."""
 
     def program(name: str, table: str) -> str:
         return f"# Collective test starting: {name}\n{table}# Collective test concluded: {name}\n"
 
     reduce = nccl_table(16, "sum", -1, False, 2 * 15 / 16)
     gather = nccl_table(16, "none", -1, True, 15 / 16)
-    sendrecv = nccl_table(16, "sum", -1, False, 1.0)
+    sendrecv = nccl_table(16, "sum", -1, False, 1.0, ("0", "N/A"))
+    scatter = nccl_table(16, "none", 0, True, 15 / 16)
     text = "# dpcost-topology: dgx-h100\n" + program("all_reduce_perf", reduce) + program("all_gather_perf", gather)
-    path = write(tmp_path, text + program("sendrecv_perf", sendrecv), "job.log")
+    path = write(tmp_path, text + program("sendrecv_perf", sendrecv) + program("scatter_perf", scatter), "job.log")
     runs = load_runs(str(path), str(path))
     assert [(r.name, r.ops, r.ranks, r.topology) for r in runs] == [
         ("job.log [all_reduce]", ("all_reduce",), 16, "dgx-h100"),
         ("job.log [all_gather]", ("all_gather",), 16, "dgx-h100"),
+        ("job.log [send_recv]", ("send_recv",), 16, "dgx-h100"),
     ]
-    alone = write(tmp_path, program("sendrecv_perf", sendrecv) + program("sendrecv_perf", sendrecv), "sr.log")
-    refused(alone, "a log of sendrecv_perf")
+    alone = write(tmp_path, program("scatter_perf", scatter) + program("scatter_perf", scatter), "sc.log")
+    refused(alone, "a log of scatter_perf")
 
 
 def test_a_per_rank_count_gives_the_ranks_and_a_header_may_lose_its_hash(tmp_path: Path) -> None:

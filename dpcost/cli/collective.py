@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dpcost.cli.core import Format, FormatOpt, OutputOpt, app, emit
 from dpcost.cli.options import TopologyOpt, number, whole
 from dpcost.errors import InputError
+
+if TYPE_CHECKING:
+    from dpcost.nccl_tests import Measurements
+    from dpcost.specs import TopologySpec
 
 FACTOR = "a number above 1, such as 2"
 
@@ -23,6 +27,29 @@ def _switch(flag: str, value: str | None) -> bool | None:
     if value.strip().lower() not in words:
         raise InputError(flag, f"must be on or off, got {value!r}")
     return words[value.strip().lower()]
+
+
+def _sendrecv_line(topo: TopologySpec, ranks: int, per_peer: int | None, m: Measurements | None) -> str:
+    """What a send_recv prediction assumed: nccl-tests' ring of sends, and the channels each one runs on."""
+    from dpcost.engine.nccl_channels import peer_channels
+    from dpcost.engine.p2p import SENDRECV_MAX_PEERS
+    from dpcost.engine.placement import place
+
+    ring = "send_recv: nccl-tests' sendrecv_perf, each rank sending to the next and receiving from the one before"
+    comm = place(topo, ranks)
+    if comm.nodes <= 1:
+        return ring + " over NVLink"
+    if m is not None and m.p2p_per_peer is not None:
+        why = f"as {m.name}'s NCCL log prints them"
+    elif per_peer is not None and m is not None and m.nccl_release is not None:
+        why = f"NCCL {m.nccl_release[0]}.{m.nccl_release[1]}'s, the release {m.name} names"
+    else:
+        per_peer = peer_channels(topo, comm, max_peers=SENDRECV_MAX_PEERS)
+        why = "NCCL 2.30's, with nccl-tests' maxP2pPeers of 2"
+    return (
+        f"{ring}; across nodes the pair from the last rank to the first sets the time, on {per_peer} "
+        f"channel{'' if per_peer == 1 else 's'} per peer ({why}) of at most 14 GB/s each (NCCL_P2P_PER_CHANNEL_NET_BW)"
+    )
 
 
 def _sizes(sizes: str | None, min_bytes: str, max_bytes: str, factor: float) -> list[int]:
@@ -59,7 +86,7 @@ def collective(
         str | None,
         typer.Option(
             "--op",
-            metavar="all_reduce|reduce_scatter|all_gather|broadcast|reduce|all_to_all",
+            metavar="all_reduce|reduce_scatter|all_gather|broadcast|reduce|all_to_all|send_recv",
             help="The collective [default: all_reduce, or the compared run's].",
         ),
     ] = None,
@@ -127,12 +154,12 @@ def collective(
     output: OutputOpt = None,
 ) -> None:
     """Predicted collective time in nccl-tests' vocabulary (size, time, algbw, busbw), optionally beside a real run."""
-    from dpcost.accuracy import LAUNCH_PER_GPU, as_timed_by, launches_bound
+    from dpcost.accuracy import LAUNCH_PER_GPU, as_timed_by, launches_bound, sendrecv_per_peer
     from dpcost.catalog import load_measurements, load_topology
     from dpcost.engine.availability import ALGORITHMS, environment
     from dpcost.engine.collectives import CHAINS, PROTOCOLS
     from dpcost.engine.collectives import collective as run
-    from dpcost.engine.p2p import all_to_all_choice
+    from dpcost.engine.p2p import all_to_all_choice, send_recv_choice
     from dpcost.engine.prepare import check_dp
     from dpcost.nccl_tests import OPS
     from dpcost.render.collectives import collective_rows, collective_table
@@ -182,13 +209,20 @@ def collective(
         run_as.append(f"protocol: {topo.protocol} ({topo.name}'s protocol, its NCCL_PROTO)")
     if any(o not in OPS for o in ops):  # the ops an nccl-tests file may hold, all_to_all among them
         raise InputError("op", f"must be one of {', '.join(OPS)}, got {op!r}")
-    if "all_to_all" in ops and algorithm is not None:
-        raise InputError(
-            algorithm_from,
-            f"all_to_all runs as NCCL's grouped send/recv, which has no algorithm to force ({algorithm})",
-        )
+    for grouped in ("all_to_all", "send_recv"):
+        if grouped in ops and algorithm is not None:
+            raise InputError(
+                algorithm_from,
+                f"{grouped} runs as NCCL's grouped send/recv, which has no algorithm to force ({algorithm})",
+            )
     ranks = 16 if ranks is None else ranks
     check_dp(topo, ranks, where=ranks_from)
+    if "send_recv" in ops and ranks < 2:
+        raise InputError(ranks_from, f"send_recv sends from each rank to the next: give 2 ranks or more, got {ranks}")
+    per_peer = sendrecv_per_peer(m, topo) if compare is not None and "send_recv" in ops else None
+    sendrecv_line = (
+        [_sendrecv_line(topo, ranks, per_peer, m if compare is not None else None)] if "send_recv" in ops else []
+    )
     choices = []
     run_by = m if compare is not None else None  # nccl-tests' defaults without a compared run
     for o in ops:
@@ -197,11 +231,12 @@ def collective(
         )
         for size in wanted:
             try:
-                choice = (
-                    all_to_all_choice(topo, ranks, size)
-                    if o == "all_to_all"
-                    else run(topo, o, ranks, size, algorithm, protocol)
-                )
+                if o == "all_to_all":
+                    choice = all_to_all_choice(topo, ranks, size)
+                elif o == "send_recv":
+                    choice = send_recv_choice(topo, ranks, size, per_peer)
+                else:
+                    choice = run(topo, o, ranks, size, algorithm, protocol)
             except ValueError as exc:
                 raise InputError(algorithm_from, str(exc)) from None
             choices.append(as_timed_by(choice, run_by))
@@ -233,6 +268,7 @@ def collective(
             f"topology: {topo.name}, {topo.gpu.name}; {ranks} GPUs ({ranks_from})",
             f"algorithm: {how}",
             *run_as,
+            *sendrecv_line,
             "busbw: nccl-tests' definition (doc/PERFORMANCE.md): algbw x 2(n-1)/n for all-reduce, x (n-1)/n for "
             + ("reduce-scatter, all-gather and all-to-all" if "all_to_all" in ops else "reduce-scatter and all-gather"),
             *(

@@ -10,7 +10,10 @@ docs/sources/nccl-channels.md:
   speed (transport/nvls.cc:155-157, 164-219);
 - a call's channels (enqueue.cc topoGetAlgoInfo, 2070-2096): NVLS and NVLSTree take the NVLS channels (an NVLS call
   across nodes at most the ring's), and Ring, Tree and PAT drop one while the bytes are fewer than
-  channels x threads x the protocol's bytes per thread.
+  channels x threads x the protocol's bytes per thread;
+- a send's or receive's (graph/paths.cc ncclTopoGetNchannels and ncclTopoComputeP2pChannels, enqueue.cc
+  addP2pToPlan): the channels per peer, across nodes sized by NCCL's own figure for one channel on the network
+  (NCCL_P2P_PER_CHANNEL_NET_BW, 14 GB/s) since 2.29, and as many of them as the bytes fill half-chunks and chunks.
 
 Not modelled: NCCL_MIN/MAX_NCHANNELS and NCCL_MIN/MAX_CTAS, the doubling for unpack network devices
 (GPUDirect-TCPX, connect.cc:485-490), and CollNet's own channel tuning (CollNet calls are counted as the ring's).
@@ -32,8 +35,10 @@ __all__ = [
     "compute_slowdown",
     "nvls_channels",
     "p2p_channels",
+    "p2p_chunk",
     "peer_channels",
     "ring_channels",
+    "send_channels",
 ]
 
 GB = 1e9
@@ -65,6 +70,14 @@ THREAD_THRESHOLD = {"ll": 8, "ll128": 8, "simple": 64}
 _ARCH_ROW = {"ampere": 0, "hopper": 1, "blackwell": 2}
 ASSUMED_SMS = 132  # an H100's, for a GPU whose topology does not give its SM count
 P2P_PER_CHANNEL_NET_GBS = 14  # graph/paths.cc:918 NCCL_P2P_PER_CHANNEL_NET_BW
+P2P_PEERS_PER_ROUND = 8  # include/device.h NCCL_MAX_DEV_WORK_P2P_PER_BATCH
+# init.cc:818-820: the chunk one send moves per step: NCCL_P2P_NET_CHUNKSIZE across nodes (doubled on Arm hosts with
+# Blackwell GPUs, init.cc:831-834), NCCL_P2P_NVL_CHUNKSIZE inside an NVLink domain
+P2P_NET_CHUNK = 128 * 1024
+P2P_NVL_CHUNK = 512 * 1024
+# The first release whose per-peer channels follow the NIC's bandwidth (release notes 2.29.2: "Improves the default
+# number of channels per net peer for all-to-all, send, and recv"); before it, two per network peer
+PER_NIC_BANDWIDTH_RELEASE = (2, 29)
 
 
 def _nccl_nvlink_gbs(topology: TopologySpec) -> float:
@@ -200,17 +213,61 @@ def p2p_channels(topology: TopologySpec, p: Placement) -> int:
     return _pow2_up(ring_channels(topology, p))
 
 
-def peer_channels(topology: TopologySpec, p: Placement) -> int:
-    """comm->p2pnChannelsPerPeer, the channels a send and receive to one peer run on (graph/paths.cc:920-1003): across
-    nodes one per NIC or one per 14 GB/s of it (NCCL_P2P_PER_CHANNEL_NET_BW), 4 for a 400 Gb/s NIC; the fewest over
-    all peers, so a group that spans nodes takes that; inside one node two per NVLink, up to the p2p channels."""
+def peer_channels(
+    topology: TopologySpec, p: Placement, max_peers: int | None = None, release: tuple[int, int] | None = None
+) -> int:
+    """comm->p2pnChannelsPerPeer, the channels a send and receive to one peer run on (graph/paths.cc:920-1003 at
+    2.30.7): inside one node two per NVLink, up to the p2p channels; across nodes one per NIC or one per 14 GB/s of
+    it (NCCL_P2P_PER_CHANNEL_NET_BW), 4 for a 400 Gb/s NIC, the fewest over all peers, then halved while they times
+    ceil(max_peers / 8) exceed the p2p channels, so that every peer's transfers fit one round. `max_peers`: the
+    communicator's ranks, unless its config sets fewer (ncclConfig_t.maxP2pPeers, 2.30 and later: nccl-tests'
+    sendrecv sets 2 from v2.18.3). `release` (major, minor) before 2.29 (paths.cc:836-850 at 2.28.9): across nodes
+    two, halved while twice the ranks exceed four times the ring's channels."""
     if p.ranks <= 1:
         return 0
+    p2p = p2p_channels(topology, p)
     if p.nodes <= 1:
         links = _nccl_nvlink_gbs(topology) / NVLINK_GBS[topology.gpu.arch]
-        return min(_pow2_up(2 * max(1, int(links))), p2p_channels(topology, p))
+        return min(_pow2_up(2 * max(1, int(links))), p2p)
+    if release is not None and release < PER_NIC_BANDWIDTH_RELEASE:
+        legacy = 2  # comm->p2pnChannels is still the ring's there, not yet a power of two
+        while legacy * p.ranks > 4 * ring_channels(topology, p) and legacy > 1:
+            legacy //= 2
+        return min(legacy, p2p)
     nic = p.rails[0].tier.bandwidth / GB
-    return min(_pow2_up(max(1, math.ceil(int(nic) / P2P_PER_CHANNEL_NET_GBS))), p2p_channels(topology, p))
+    per_peer = _pow2_up(max(1, math.ceil(int(nic) / P2P_PER_CHANNEL_NET_GBS)))
+    rounds = math.ceil((p.ranks if max_peers is None else max_peers) / P2P_PEERS_PER_ROUND)
+    while per_peer * rounds > p2p and per_peer > 1:
+        per_peer //= 2
+    return per_peer
+
+
+def p2p_chunk(topology: TopologySpec, p: Placement) -> int:
+    """comm->p2pChunkSize (init.cc:829-839): 128 KiB across nodes (256 KiB on Arm hosts with Blackwell GPUs, whose
+    nodes hold 4 GPUs), 512 KiB inside an NVLink domain."""
+    if p.nodes <= 1:
+        return P2P_NVL_CHUNK
+    return P2P_NET_CHUNK * (2 if topology.host_cpu == "arm" and topology.gpu.arch == "blackwell" else 1)
+
+
+def send_channels(topology: TopologySpec, p: Placement, size: float, per_peer: int) -> int:
+    """The channels one send of `size` bytes on communicator `p` runs on (enqueue.cc:902-927 and 1143-1146 at
+    2.30.7): at most the per-peer channels halved until the ranks fit the p2p channels, and no more than the bytes
+    fill half-chunks (eighth-chunks inside an NVLink domain); then doubled, up to `per_peer`, while a channel's part
+    is over a chunk (32 chunks inside an NVLink domain)."""
+    if size <= 0:
+        return 1
+    fewest = per_peer
+    while fewest * p.ranks > p2p_channels(topology, p) and fewest > 1:
+        fewest //= 2
+    chunk = p2p_chunk(topology, p)
+    least, most = (chunk // 2, chunk) if p.nodes > 1 else (chunk // 8, 32 * chunk)
+    channels = min(fewest, math.ceil(size / least))
+    part = max(least, math.ceil(size / channels))
+    while part > most and channels <= per_peer // 2:
+        channels *= 2
+        part = math.ceil(size / channels)
+    return channels
 
 
 def _pow2_up(n: int) -> int:

@@ -12,22 +12,35 @@ src/alltoall.cu). So with S bytes per rank (nccl-tests' size: S / N to each of t
 - the latency is one exchange: the call overhead and one Simple step of the widest tier crossed (NCCL's
   hwLatencies, as for a ring's step; the peers' transfers overlap, so no per-peer term is charged).
 nccl-tests reports busbw = algbw x (N - 1) / N for alltoall. A send/recv between two ranks moves its S bytes over
-the tier that separates them, with the same step latency.
+the tier that separates them, with the same step latency; across nodes on the channels NCCL gives one send
+(nccl_channels.send_channels), each at most NCCL's own figure for a channel on the network,
+NCCL_P2P_PER_CHANNEL_NET_BW = 14 GB/s (graph/paths.cc), which it sizes them by. nccl-tests' sendrecv_perf
+(src/sendrecv.cu) has every rank send S to the next and receive S from the one before in one group, so the pair
+that crosses the widest tier sets its time (busbw = algbw).
 
 Not modelled: the per-peer cost of many small transfers (NCCL splits each peer's bytes over a few channels, and
-thousands of peers queue on them), and PXN's rerouting of off-rail traffic through the NVLink peer on the
-destination's rail, which moves the same bytes over the same tiers.
+thousands of peers queue on them), PXN's rerouting of off-rail traffic through the NVLink peer on the
+destination's rail, which moves the same bytes over the same tiers, and a channel's own limit over NVLink (NCCL gives
+an NVLink peer two channels per link and no figure per channel; an A100's reach about 14 GB/s each at mid sizes,
+tests/reference/nccl-tests/a100-1n-sendrecv-liplus.log).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, TierTraffic, hop_latency, level_bandwidth
-from dpcost.engine.placement import Placement, place
+from dpcost.engine.nccl_channels import P2P_PER_CHANNEL_NET_GBS, peer_channels, send_channels
+from dpcost.engine.placement import Placement, place, place_group
 from dpcost.specs import TopologySpec
 
-__all__ = ["all_to_all", "all_to_all_choice", "domains_per_token", "send_recv"]
+__all__ = ["all_to_all", "all_to_all_choice", "domains_per_token", "ring_send_recv", "send_recv", "send_recv_choice"]
+
+# ncclConfig_t.maxP2pPeers that nccl-tests' sendrecv sets (src/sendrecv.cu, 5dc0670, from v2.18.3, when built against
+# NCCL 2.30 or later): "Ring sendrecv uses two distinct peers per rank"
+SENDRECV_MAX_PEERS = 2
+SENDRECV_TESTS_RELEASE = (2, 18, 3)
 
 
 def _latency(topology: TopologySpec, p: Placement) -> float:
@@ -93,16 +106,47 @@ def all_to_all_choice(topology: TopologySpec, ranks: int, size: float) -> Collec
     return CollectiveChoice(call, (call,))
 
 
-def send_recv(topology: TopologySpec, p: Placement, size: float) -> CollectiveTime:
-    """One send/recv of `size` bytes between the two ranks of `p`: over NVLink inside a domain, else through the
-    NIC and every network tier up to the one that holds both, the slowest setting the time."""
+def send_recv(
+    topology: TopologySpec, p: Placement, size: float, comm: Placement | None = None, per_peer: int | None = None
+) -> CollectiveTime:
+    """One send/recv of `size` bytes between the two ranks of `p`, in communicator `comm` (default: those two):
+    over NVLink inside a domain, else through the NIC and every network tier up to the one that holds both, the
+    slowest setting the time, and through the NIC on at most `per_peer` channels (default: the communicator's,
+    nccl_channels.peer_channels) of 14 GB/s each (module docstring)."""
     if p.ranks != 2:
         raise ValueError(f"a send/recv pairs two ranks, got {p.ranks}")
     crossed = p.levels[:1] if p.nodes == 1 else p.levels[1:]
+    seconds_at = [size / level_bandwidth(topology, p, lv) for lv in crossed]
+    if p.nodes > 1:
+        comm = p if comm is None else comm
+        per_peer = peer_channels(topology, comm) if per_peer is None else per_peer
+        channels = send_channels(topology, comm, size, per_peer)
+        seconds_at[0] = max(seconds_at[0], size / (channels * P2P_PER_CHANNEL_NET_GBS * 1e9))
     traffic = tuple(
-        TierTraffic(lv.tier.name, size, size / level_bandwidth(topology, p, lv), nested=k > 0)
-        for k, lv in enumerate(crossed)
+        TierTraffic(lv.tier.name, size, s, nested=k > 0)
+        for k, (lv, s) in enumerate(zip(crossed, seconds_at, strict=True))
     )
-    seconds = max(t.seconds for t in traffic)
+    seconds = max(seconds_at)
     latency = _latency(topology, p)
     return CollectiveTime("send_recv", "p2p", "simple", 2, size, latency + seconds, latency, seconds, traffic)
+
+
+def ring_send_recv(topology: TopologySpec, ranks: int, size: float, per_peer: int | None = None) -> CollectiveTime:
+    """nccl-tests' sendrecv_perf on `ranks` contiguous ranks: every rank sends `size` bytes to the next and receives
+    as many from the one before, the pair from the last rank to the first, across the widest tier the ranks span,
+    setting the time (module docstring). `per_peer`: the run's channels per peer (default: NCCL 2.30's with
+    nccl-tests' maxP2pPeers of 2)."""
+    if ranks < 2:
+        raise ValueError(f"a send/recv ring needs two ranks or more, got {ranks}")
+    comm = place(topology, ranks)
+    pair = place_group(topology, [0, ranks - 1])
+    if per_peer is None:
+        per_peer = peer_channels(topology, comm, max_peers=SENDRECV_MAX_PEERS)
+    call = send_recv(topology, pair, size, comm, per_peer)
+    return replace(call, ranks=ranks)
+
+
+def send_recv_choice(topology: TopologySpec, ranks: int, size: float, per_peer: int | None = None) -> CollectiveChoice:
+    """nccl-tests' sendrecv_perf on `ranks` contiguous ranks: the send/recv ring (no other algorithm to weigh)."""
+    call = ring_send_recv(topology, ranks, size, per_peer)
+    return CollectiveChoice(call, (call,))
