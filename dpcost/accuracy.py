@@ -146,7 +146,12 @@ def predict(
             if row.op == "all_to_all":  # grouped send/recv: NCCL_ALGO does not apply
                 best = all_to_all_choice(topology, m.ranks, row.size_bytes).best
             elif row.op == "send_recv":
-                best = ring_send_recv(topology, m.ranks, row.size_bytes, sendrecv_per_peer(m, topology))
+                if m.ranks < 2:
+                    raise ValueError(
+                        f"{m.name}: sendrecv_perf on 1 rank sends to itself; dpcost prices 2 ranks or more"
+                    )
+                per_peer = sendrecv_per_peer(m, topology, m.ranks)
+                best = ring_send_recv(topology, m.ranks, row.size_bytes, per_peer, m.nccl_release)
             else:
                 best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol)
             cache[key] = (
@@ -158,16 +163,17 @@ def predict(
     return out
 
 
-def sendrecv_per_peer(m: Measurements, topology: TopologySpec) -> int | None:
-    """The channels per peer run `m`'s sendrecv ran on: as its NCCL_DEBUG=INFO log prints them; else by the NCCL
-    release it names (nccl_channels.peer_channels: two per network peer before 2.29; the ranks' rounds of 8 peers in
-    2.29, and in later releases unless nccl-tests 2.18.3 or later, built against them, set maxP2pPeers to 2); None
-    for a run that names neither (NCCL 2.30's, with nccl-tests' maxP2pPeers of 2: p2p.ring_send_recv)."""
+def sendrecv_per_peer(m: Measurements, topology: TopologySpec, ranks: int) -> int | None:
+    """The channels per peer run `m`'s sendrecv ran on over `ranks` ranks: as its NCCL_DEBUG=INFO log prints them;
+    else by the NCCL release it names (nccl_channels.peer_channels: two per network peer before 2.29; the ranks'
+    rounds of 8 peers in 2.29, and in later releases unless nccl-tests 2.18.3 or later, built against them, set
+    maxP2pPeers to 2); None for a run that names neither (NCCL 2.30's, with nccl-tests' maxP2pPeers of 2:
+    p2p.ring_send_recv)."""
     if m.p2p_per_peer is not None:
         return m.p2p_per_peer
-    if m.nccl_release is None or m.ranks is None:
+    if m.nccl_release is None:
         return None
-    comm = place(topology, m.ranks)
+    comm = place(topology, ranks)
     headers = m.headers_release or m.nccl_release
     two_peers = m.tests_release is not None and m.tests_release >= SENDRECV_TESTS_RELEASE and headers >= (2, 30)
     if m.nccl_release >= (2, 30) and two_peers:

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from dpcost.accuracy import predict, sendrecv_per_peer
 from dpcost.catalog import load_measurements, load_topology
 from dpcost.cli import app
-from dpcost.engine.nccl_channels import peer_channels, send_channels
+from dpcost.engine.nccl_channels import p2p_chunk, peer_channels, send_channels
 from dpcost.engine.p2p import ring_send_recv, send_recv
 from dpcost.engine.placement import place, place_group
 
@@ -41,7 +41,7 @@ def test_before_2_29_a_network_peer_had_two_channels() -> None:
 
 
 def test_a_send_takes_more_channels_as_its_bytes_fill_their_chunks() -> None:
-    """enqueue.cc:902-927 at 2.30.7. Across nodes (128 KiB chunks): at 16 ranks one channel serves every rank in a
+    """enqueue.cc:909-929 at 2.30.7. Across nodes (128 KiB chunks): at 16 ranks one channel serves every rank in a
     round (4 x 16 > 16), then one more per 64 KiB, doubled while a part is over 128 KiB, up to 4: so 4 from 512 KiB.
     Inside one A100 node (512 KiB chunks; 32 per peer, 4 for 8 ranks in a round) the parts may reach 16 MiB: 8
     channels at 128 MiB, 16 at 256 MiB, where li-plus's A100 run steps from 111 to 189 GB/s."""
@@ -57,6 +57,27 @@ def test_a_send_takes_more_channels_as_its_bytes_fill_their_chunks() -> None:
     one_node = place(a100, 8)
     sizes = (64 * MIB, 128 * MIB, 256 * MIB, 1024 * MIB)
     assert [send_channels(a100, one_node, s, 32) for s in sizes] == [4, 8, 16, 32]
+
+
+def test_a_pairs_small_sends_run_on_fewer_channels() -> None:
+    """A pipeline's send across nodes on its own 2-rank communicator (an H100 pair: 4 p2p channels, 4 per peer):
+    2 channels serve both ranks in one round (enqueue.cc:1143-1146), so a 256 KiB send runs on 2 (28 GB/s), below
+    the NIC; from 512 KiB on all 4, where the NIC binds as before the channels were priced."""
+    h100 = load_topology("dgx-h100")
+    pair = place_group(h100, [0, 8])
+    assert send_channels(h100, pair, 256 * 1024, 4) == 2 and send_channels(h100, pair, 512 * 1024, 4) == 4
+    assert send_recv(h100, pair, 256 * 1024).bandwidth_seconds == pytest.approx(256 * 1024 / 28e9)
+    nic = h100.tiers[1].effective_bandwidth
+    assert send_recv(h100, pair, 64 * MIB).bandwidth_seconds == pytest.approx(64 * MIB / nic)
+
+
+def test_the_doubled_chunk_on_arm_blackwell_hosts_came_with_2_29() -> None:
+    """init.cc:830-834 at 2.30.7 (not in 2.28.9): 256 KiB across GB200 racks, 128 KiB on older releases; 512 KiB
+    inside a rack."""
+    gb200 = load_topology("gb200-nvl72")
+    two_racks = place(gb200, 144)
+    assert p2p_chunk(gb200, two_racks) == 256 * 1024 and p2p_chunk(gb200, two_racks, (2, 28)) == 128 * 1024
+    assert p2p_chunk(gb200, place(gb200, 72)) == 512 * 1024
 
 
 def test_across_nodes_a_send_moves_at_most_14_gbs_a_channel() -> None:
@@ -76,7 +97,7 @@ def test_together_b200_runs_at_256_mib(nodes: int, per_peer: int, busbw: float) 
     m = load_measurements(str(TOGETHER[nodes]))
     b200 = load_topology("dgx-b200")
     assert m.nccl_release == (2, 29) and m.ops == ("send_recv",)
-    assert sendrecv_per_peer(m, b200) == per_peer
+    assert sendrecv_per_peer(m, b200, m.ranks or 0) == per_peer
     predicted = ring_send_recv(b200, m.ranks or 0, 256 * MIB, per_peer).seconds
     assert predicted == pytest.approx(256 * MIB / (busbw * 1e9), rel=0.10)
     measured = {p.size_bytes: p for p in predict(m, b200) if p.column == "out-of-place"}[256 * MIB]
@@ -96,11 +117,11 @@ def test_the_log_s_printed_channels_win_over_its_release(tmp_path: Path) -> None
     table = nccl_table(16, "sum", -1, False, 1, ("0", "N/A"))
     m = load_measurements(str(write(tmp_path, text + table)))
     assert (m.p2p_per_peer, m.nccl_release) == (2, (2, 29))
-    assert sendrecv_per_peer(m, load_topology("dgx-h100")) == 2
+    assert sendrecv_per_peer(m, load_topology("dgx-h100"), 16) == 2
     newer = "# nccl-tests version 2.19.6 nccl-headers=23007 nccl-library=23007\n"
     m = load_measurements(str(write(tmp_path, newer + nccl_table(256, "sum", -1, False, 1, ("0", "N/A")))))
     assert (m.nccl_release, m.tests_release, m.headers_release) == ((2, 30), (2, 19, 6), (2, 30))
-    assert sendrecv_per_peer(m, load_topology("dgx-h100")) == 4  # maxP2pPeers 2: no halving at 256 ranks
+    assert sendrecv_per_peer(m, load_topology("dgx-h100"), 256) == 4  # maxP2pPeers 2: no halving at 256 ranks
 
 
 @pytest.mark.parametrize(
@@ -113,6 +134,26 @@ def test_the_log_s_printed_channels_win_over_its_release(tmp_path: Path) -> None
 def test_collective_refuses_what_a_send_ring_cannot_be(args: list[str], needle: str) -> None:
     result = CliRunner().invoke(app, ["collective", *args])
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and needle in result.stderr, result.stderr
+
+
+def test_a_log_cut_without_its_rank_lines_keeps_its_release(tmp_path: Path) -> None:
+    """With its ranks given by --ranks, the 16-node run is priced on NCCL 2.29.7's one channel per peer, as with
+    its '# Rank' lines."""
+    text = "".join(ln for ln in TOGETHER[16].read_text().splitlines(True) if "#  Rank" not in ln)
+    cut = write(tmp_path, text, "cut.log")
+    result = CliRunner().invoke(
+        app, ["collective", "--compare", str(cut), "--ranks", "128", "-t", "dgx-b200", "-f", "markdown"]
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "on 1 channel per peer (NCCL 2.29's" in result.stdout
+
+
+def test_a_one_rank_run_is_refused_by_name_in_calibrate(tmp_path: Path) -> None:
+    one = write(tmp_path, nccl_table(1, "sum", -1, False, 1, ("0", "N/A")), "one.log")
+    result = CliRunner().invoke(
+        app, ["calibrate", str(one), str(REFERENCE / "nccl-tests" / "h100-2n-all_reduce-nccltests309.log")]
+    )
+    assert result.exit_code == 2 and "one.log: sendrecv_perf on 1 rank" in result.stderr, result.stderr
 
 
 def test_collective_compares_a_sendrecv_run() -> None:

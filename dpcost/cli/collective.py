@@ -219,7 +219,8 @@ def collective(
     check_dp(topo, ranks, where=ranks_from)
     if "send_recv" in ops and ranks < 2:
         raise InputError(ranks_from, f"send_recv sends from each rank to the next: give 2 ranks or more, got {ranks}")
-    per_peer = sendrecv_per_peer(m, topo) if compare is not None and "send_recv" in ops else None
+    per_peer = sendrecv_per_peer(m, topo, ranks) if compare is not None and "send_recv" in ops else None
+    release = m.nccl_release if compare is not None else None
     sendrecv_line = (
         [_sendrecv_line(topo, ranks, per_peer, m if compare is not None else None)] if "send_recv" in ops else []
     )
@@ -234,7 +235,7 @@ def collective(
                 if o == "all_to_all":
                     choice = all_to_all_choice(topo, ranks, size)
                 elif o == "send_recv":
-                    choice = send_recv_choice(topo, ranks, size, per_peer)
+                    choice = send_recv_choice(topo, ranks, size, per_peer, release)
                 else:
                     choice = run(topo, o, ranks, size, algorithm, protocol)
             except ValueError as exc:

@@ -70,14 +70,15 @@ THREAD_THRESHOLD = {"ll": 8, "ll128": 8, "simple": 64}
 _ARCH_ROW = {"ampere": 0, "hopper": 1, "blackwell": 2}
 ASSUMED_SMS = 132  # an H100's, for a GPU whose topology does not give its SM count
 P2P_PER_CHANNEL_NET_GBS = 14  # graph/paths.cc:918 NCCL_P2P_PER_CHANNEL_NET_BW
-P2P_PEERS_PER_ROUND = 8  # include/device.h NCCL_MAX_DEV_WORK_P2P_PER_BATCH
+P2P_PEERS_PER_ROUND = 8  # include/device.h:391 NCCL_MAX_DEV_WORK_P2P_PER_BATCH
 # init.cc:818-820: the chunk one send moves per step: NCCL_P2P_NET_CHUNKSIZE across nodes (doubled on Arm hosts with
-# Blackwell GPUs, init.cc:831-834), NCCL_P2P_NVL_CHUNKSIZE inside an NVLink domain
+# Blackwell GPUs since 2.29, init.cc:830-834), NCCL_P2P_NVL_CHUNKSIZE inside an NVLink domain
 P2P_NET_CHUNK = 128 * 1024
 P2P_NVL_CHUNK = 512 * 1024
-# The first release whose per-peer channels follow the NIC's bandwidth (release notes 2.29.2: "Improves the default
-# number of channels per net peer for all-to-all, send, and recv"); before it, two per network peer
-PER_NIC_BANDWIDTH_RELEASE = (2, 29)
+# The release that reworked point-to-point: per-peer channels by the NIC's bandwidth (release notes 2.29.2: "Improves
+# the default number of channels per net peer for all-to-all, send, and recv"; before it, two per network peer), and
+# the doubled chunk on Arm hosts with Blackwell GPUs
+P2P_REWORK_RELEASE = (2, 29)
 
 
 def _nccl_nvlink_gbs(topology: TopologySpec) -> float:
@@ -216,20 +217,21 @@ def p2p_channels(topology: TopologySpec, p: Placement) -> int:
 def peer_channels(
     topology: TopologySpec, p: Placement, max_peers: int | None = None, release: tuple[int, int] | None = None
 ) -> int:
-    """comm->p2pnChannelsPerPeer, the channels a send and receive to one peer run on (graph/paths.cc:920-1003 at
+    """comm->p2pnChannelsPerPeer, the channels a send and receive to one peer run on (graph/paths.cc:920-1004 at
     2.30.7): inside one node two per NVLink, up to the p2p channels; across nodes one per NIC or one per 14 GB/s of
     it (NCCL_P2P_PER_CHANNEL_NET_BW), 4 for a 400 Gb/s NIC, the fewest over all peers, then halved while they times
-    ceil(max_peers / 8) exceed the p2p channels, so that every peer's transfers fit one round. `max_peers`: the
-    communicator's ranks, unless its config sets fewer (ncclConfig_t.maxP2pPeers, 2.30 and later: nccl-tests'
-    sendrecv sets 2 from v2.18.3). `release` (major, minor) before 2.29 (paths.cc:836-850 at 2.28.9): across nodes
-    two, halved while twice the ranks exceed four times the ring's channels."""
+    ceil(max_peers / 8) exceed the p2p channels (998-1000), so that every peer's transfers fit one round.
+    `max_peers`: the communicator's ranks, unless its config sets fewer (ncclConfig_t.maxP2pPeers, 2.30 and later:
+    nccl-tests' sendrecv sets 2 from v2.18.3). `release` (major, minor) before 2.29 (paths.cc:836-851 at 2.28.9):
+    across nodes two, halved while twice the ranks exceed four times the ring's channels (and at least one per NIC the
+    GPU needs, one here)."""
     if p.ranks <= 1:
         return 0
     p2p = p2p_channels(topology, p)
     if p.nodes <= 1:
         links = _nccl_nvlink_gbs(topology) / NVLINK_GBS[topology.gpu.arch]
         return min(_pow2_up(2 * max(1, int(links))), p2p)
-    if release is not None and release < PER_NIC_BANDWIDTH_RELEASE:
+    if release is not None and release < P2P_REWORK_RELEASE:
         legacy = 2  # comm->p2pnChannels is still the ring's there, not yet a power of two
         while legacy * p.ranks > 4 * ring_channels(topology, p) and legacy > 1:
             legacy //= 2
@@ -242,25 +244,29 @@ def peer_channels(
     return per_peer
 
 
-def p2p_chunk(topology: TopologySpec, p: Placement) -> int:
-    """comm->p2pChunkSize (init.cc:829-839): 128 KiB across nodes (256 KiB on Arm hosts with Blackwell GPUs, whose
-    nodes hold 4 GPUs), 512 KiB inside an NVLink domain."""
+def p2p_chunk(topology: TopologySpec, p: Placement, release: tuple[int, int] | None = None) -> int:
+    """comm->p2pChunkSize (init.cc:829-839 at 2.30.7): 128 KiB across NVLink domains, 512 KiB inside one; from 2.29
+    (`release` (major, minor) where a run names one) doubled across domains on Arm hosts with Blackwell GPUs (GB200
+    and GB300: "GBx platforms only have 4 GPUs per host, which reduces the aggregation factor")."""
     if p.nodes <= 1:
         return P2P_NVL_CHUNK
-    return P2P_NET_CHUNK * (2 if topology.host_cpu == "arm" and topology.gpu.arch == "blackwell" else 1)
+    doubled = topology.host_cpu == "arm" and topology.gpu.arch == "blackwell"
+    return P2P_NET_CHUNK * (2 if doubled and (release is None or release >= P2P_REWORK_RELEASE) else 1)
 
 
-def send_channels(topology: TopologySpec, p: Placement, size: float, per_peer: int) -> int:
-    """The channels one send of `size` bytes on communicator `p` runs on (enqueue.cc:902-927 and 1143-1146 at
-    2.30.7): at most the per-peer channels halved until the ranks fit the p2p channels, and no more than the bytes
-    fill half-chunks (eighth-chunks inside an NVLink domain); then doubled, up to `per_peer`, while a channel's part
-    is over a chunk (32 chunks inside an NVLink domain)."""
+def send_channels(
+    topology: TopologySpec, p: Placement, size: float, per_peer: int, release: tuple[int, int] | None = None
+) -> int:
+    """The channels one send of `size` bytes on communicator `p` runs on (enqueue.cc:909-929 and 1143-1146 at
+    2.30.7, the same in 2.28.9): at most the per-peer channels halved until the ranks fit the p2p channels, and no
+    more than the bytes fill half-chunks (eighth-chunks inside an NVLink domain; p2p_chunk, of `release`); then
+    doubled, up to `per_peer`, while a channel's part is over a chunk (32 chunks inside an NVLink domain)."""
     if size <= 0:
         return 1
     fewest = per_peer
     while fewest * p.ranks > p2p_channels(topology, p) and fewest > 1:
         fewest //= 2
-    chunk = p2p_chunk(topology, p)
+    chunk = p2p_chunk(topology, p, release)
     least, most = (chunk // 2, chunk) if p.nodes > 1 else (chunk // 8, 32 * chunk)
     channels = min(fewest, math.ceil(size / least))
     part = max(least, math.ceil(size / channels))

@@ -107,12 +107,18 @@ def all_to_all_choice(topology: TopologySpec, ranks: int, size: float) -> Collec
 
 
 def send_recv(
-    topology: TopologySpec, p: Placement, size: float, comm: Placement | None = None, per_peer: int | None = None
+    topology: TopologySpec,
+    p: Placement,
+    size: float,
+    comm: Placement | None = None,
+    per_peer: int | None = None,
+    release: tuple[int, int] | None = None,
 ) -> CollectiveTime:
     """One send/recv of `size` bytes between the two ranks of `p`, in communicator `comm` (default: those two):
     over NVLink inside a domain, else through the NIC and every network tier up to the one that holds both, the
     slowest setting the time, and through the NIC on at most `per_peer` channels (default: the communicator's,
-    nccl_channels.peer_channels) of 14 GB/s each (module docstring)."""
+    nccl_channels.peer_channels) of 14 GB/s each (module docstring); `release`: the NCCL release the channels follow
+    (default 2.30's)."""
     if p.ranks != 2:
         raise ValueError(f"a send/recv pairs two ranks, got {p.ranks}")
     crossed = p.levels[:1] if p.nodes == 1 else p.levels[1:]
@@ -120,7 +126,7 @@ def send_recv(
     if p.nodes > 1:
         comm = p if comm is None else comm
         per_peer = peer_channels(topology, comm) if per_peer is None else per_peer
-        channels = send_channels(topology, comm, size, per_peer)
+        channels = send_channels(topology, comm, size, per_peer, release)
         seconds_at[0] = max(seconds_at[0], size / (channels * P2P_PER_CHANNEL_NET_GBS * 1e9))
     traffic = tuple(
         TierTraffic(lv.tier.name, size, s, nested=k > 0)
@@ -131,22 +137,34 @@ def send_recv(
     return CollectiveTime("send_recv", "p2p", "simple", 2, size, latency + seconds, latency, seconds, traffic)
 
 
-def ring_send_recv(topology: TopologySpec, ranks: int, size: float, per_peer: int | None = None) -> CollectiveTime:
+def ring_send_recv(
+    topology: TopologySpec,
+    ranks: int,
+    size: float,
+    per_peer: int | None = None,
+    release: tuple[int, int] | None = None,
+) -> CollectiveTime:
     """nccl-tests' sendrecv_perf on `ranks` contiguous ranks: every rank sends `size` bytes to the next and receives
     as many from the one before, the pair from the last rank to the first, across the widest tier the ranks span,
     setting the time (module docstring). `per_peer`: the run's channels per peer (default: NCCL 2.30's with
-    nccl-tests' maxP2pPeers of 2)."""
+    nccl-tests' maxP2pPeers of 2); `release`: the run's NCCL release, for its chunk size."""
     if ranks < 2:
         raise ValueError(f"a send/recv ring needs two ranks or more, got {ranks}")
     comm = place(topology, ranks)
     pair = place_group(topology, [0, ranks - 1])
     if per_peer is None:
         per_peer = peer_channels(topology, comm, max_peers=SENDRECV_MAX_PEERS)
-    call = send_recv(topology, pair, size, comm, per_peer)
+    call = send_recv(topology, pair, size, comm, per_peer, release)
     return replace(call, ranks=ranks)
 
 
-def send_recv_choice(topology: TopologySpec, ranks: int, size: float, per_peer: int | None = None) -> CollectiveChoice:
+def send_recv_choice(
+    topology: TopologySpec,
+    ranks: int,
+    size: float,
+    per_peer: int | None = None,
+    release: tuple[int, int] | None = None,
+) -> CollectiveChoice:
     """nccl-tests' sendrecv_perf on `ranks` contiguous ranks: the send/recv ring (no other algorithm to weigh)."""
-    call = ring_send_recv(topology, ranks, size, per_peer)
+    call = ring_send_recv(topology, ranks, size, per_peer, release)
     return CollectiveChoice(call, (call,))
