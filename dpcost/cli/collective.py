@@ -31,8 +31,7 @@ def _switch(flag: str, value: str | None) -> bool | None:
 
 def _sendrecv_line(topo: TopologySpec, ranks: int, per_peer: int | None, m: Measurements | None) -> str:
     """What a send_recv prediction assumed: nccl-tests' ring of sends, and the channels each one runs on."""
-    from dpcost.engine.nccl_channels import peer_channels
-    from dpcost.engine.p2p import SENDRECV_MAX_PEERS
+    from dpcost.engine.p2p import sendrecv_channels
     from dpcost.engine.placement import place
 
     ring = "send_recv: nccl-tests' sendrecv_perf, each rank sending to the next and receiving from the one before"
@@ -44,7 +43,7 @@ def _sendrecv_line(topo: TopologySpec, ranks: int, per_peer: int | None, m: Meas
     elif per_peer is not None and m is not None and m.nccl_release is not None:
         why = f"NCCL {m.nccl_release[0]}.{m.nccl_release[1]}'s, the release {m.name} names"
     else:
-        per_peer = peer_channels(topo, comm, max_peers=SENDRECV_MAX_PEERS)
+        per_peer = sendrecv_channels(topo, comm)
         why = "NCCL 2.30's, with nccl-tests' maxP2pPeers of 2"
     return (
         f"{ring}; across nodes the pair from the last rank to the first sets the time, on {per_peer} "

@@ -35,7 +35,15 @@ from dpcost.engine.nccl_channels import P2P_PER_CHANNEL_NET_GBS, peer_channels, 
 from dpcost.engine.placement import Placement, place, place_group
 from dpcost.specs import TopologySpec
 
-__all__ = ["all_to_all", "all_to_all_choice", "domains_per_token", "ring_send_recv", "send_recv", "send_recv_choice"]
+__all__ = [
+    "all_to_all",
+    "all_to_all_choice",
+    "domains_per_token",
+    "ring_send_recv",
+    "send_recv",
+    "send_recv_choice",
+    "sendrecv_channels",
+]
 
 # ncclConfig_t.maxP2pPeers that nccl-tests' sendrecv sets (src/sendrecv.cu, 5dc0670, from v2.18.3, when built against
 # NCCL 2.30 or later): "Ring sendrecv uses two distinct peers per rank"
@@ -137,6 +145,12 @@ def send_recv(
     return CollectiveTime("send_recv", "p2p", "simple", 2, size, latency + seconds, latency, seconds, traffic)
 
 
+def sendrecv_channels(topology: TopologySpec, comm: Placement) -> int:
+    """The channels per peer of nccl-tests' sendrecv on NCCL 2.30 or later: the communicator's, with the maxP2pPeers
+    of 2 nccl-tests sets (nccl_channels.peer_channels)."""
+    return peer_channels(topology, comm, max_peers=SENDRECV_MAX_PEERS)
+
+
 def ring_send_recv(
     topology: TopologySpec,
     ranks: int,
@@ -152,8 +166,7 @@ def ring_send_recv(
         raise ValueError(f"a send/recv ring needs two ranks or more, got {ranks}")
     comm = place(topology, ranks)
     pair = place_group(topology, [0, ranks - 1])
-    if per_peer is None:
-        per_peer = peer_channels(topology, comm, max_peers=SENDRECV_MAX_PEERS)
+    per_peer = sendrecv_channels(topology, comm) if per_peer is None else per_peer
     call = send_recv(topology, pair, size, comm, per_peer, release)
     return replace(call, ranks=ranks)
 
