@@ -19,7 +19,13 @@ from dataclasses import replace
 
 from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, bus_factor, fastest
 from dpcost.engine.nccl_channels import peer_channels
-from dpcost.engine.p2p import SENDRECV_TESTS_RELEASE, all_to_all_choice, ring_send_recv, sendrecv_channels
+from dpcost.engine.p2p import (
+    MAX_P2P_PEERS_RELEASE,
+    SENDRECV_TESTS_RELEASE,
+    all_to_all_choice,
+    ring_send_recv,
+    sendrecv_channels,
+)
 from dpcost.engine.placement import place
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
@@ -175,8 +181,8 @@ def sendrecv_per_peer(m: Measurements, topology: TopologySpec, ranks: int) -> in
         return None
     comm = place(topology, ranks)
     headers = m.headers_release or m.nccl_release
-    two_peers = m.tests_release is not None and m.tests_release >= SENDRECV_TESTS_RELEASE and headers >= (2, 30)
-    if m.nccl_release >= (2, 30) and two_peers:
+    tests = m.tests_release is not None and m.tests_release >= SENDRECV_TESTS_RELEASE
+    if tests and min(headers, m.nccl_release) >= MAX_P2P_PEERS_RELEASE:
         return sendrecv_channels(topology, comm)
     return peer_channels(topology, comm, release=m.nccl_release)
 

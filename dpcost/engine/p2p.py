@@ -22,7 +22,7 @@ Not modelled: the per-peer cost of many small transfers (NCCL splits each peer's
 thousands of peers queue on them), PXN's rerouting of off-rail traffic through the NVLink peer on the
 destination's rail, which moves the same bytes over the same tiers, and a channel's own limit over NVLink (NCCL gives
 an NVLink peer two channels per link and no figure per channel; an A100's reach about 14 GB/s each at mid sizes,
-tests/reference/nccl-tests/a100-1n-sendrecv-liplus.log).
+tests/reference/nccl-tests/a100-1n-sendrecv-liplus.csv).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ __all__ = [
 # NCCL 2.30 or later): "Ring sendrecv uses two distinct peers per rank"
 SENDRECV_MAX_PEERS = 2
 SENDRECV_TESTS_RELEASE = (2, 18, 3)
+MAX_P2P_PEERS_RELEASE = (2, 30)  # the NCCL release whose ncclConfig_t has maxP2pPeers
 
 
 def _latency(topology: TopologySpec, p: Placement) -> float:
@@ -133,7 +134,7 @@ def send_recv(
     seconds_at = [size / level_bandwidth(topology, p, lv) for lv in crossed]
     if p.nodes > 1:
         comm = p if comm is None else comm
-        per_peer = peer_channels(topology, comm) if per_peer is None else per_peer
+        per_peer = peer_channels(topology, comm, release=release) if per_peer is None else per_peer
         channels = send_channels(topology, comm, size, per_peer, release)
         seconds_at[0] = max(seconds_at[0], size / (channels * P2P_PER_CHANNEL_NET_GBS * 1e9))
     traffic = tuple(
