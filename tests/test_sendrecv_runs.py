@@ -167,3 +167,17 @@ def test_collective_compares_a_sendrecv_run() -> None:
     priced = ring_send_recv(load_topology("dgx-b200"), 128, 256 * MIB, 1)
     assert largest["time_us"] == pytest.approx(priced.seconds * 1e6)
     assert "on 1 channel per peer (NCCL 2.29's" in CliRunner().invoke(app, [*compare, "-f", "markdown"]).stdout
+
+
+@pytest.mark.parametrize("op", ["send_recv", "all_to_all"])
+def test_a_forced_protocol_is_said_not_to_apply_to_grouped_send_recv(op: str) -> None:
+    """NCCL_PROTO picks no protocol dpcost prices a grouped send/recv on (p2p.py prices Simple): the assumptions say so
+    beside the protocol line, and the times are those without it."""
+    args = ["collective", "--op", op, "-n", "16", "--sizes", "1M", "-f", "markdown"]
+    forced = CliRunner().invoke(app, [*args, "--protocol", "ll"]).stdout
+    assert f"- {op}: NCCL's grouped send/recv, priced on Simple whatever the protocol" in forced
+    free = CliRunner().invoke(app, args).stdout
+    assert "whatever the protocol" not in free
+    assert [ln for ln in forced.splitlines() if ln.startswith("| 1.00 MiB")] == [
+        ln for ln in free.splitlines() if ln.startswith("| 1.00 MiB")
+    ]

@@ -214,6 +214,9 @@ def collective(
                 algorithm_from,
                 f"{grouped} runs as NCCL's grouped send/recv, which has no algorithm to force ({algorithm})",
             )
+    grouped_ops = [o for o in ops if o in ("all_to_all", "send_recv")]
+    if grouped_ops and any(line.startswith("protocol:") for line in run_as):
+        run_as.append(f"{' and '.join(grouped_ops)}: NCCL's grouped send/recv, priced on Simple whatever the protocol")
     ranks = 16 if ranks is None else ranks
     check_dp(topo, ranks, where=ranks_from)
     if "send_recv" in ops and ranks < 2:
