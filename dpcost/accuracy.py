@@ -21,6 +21,7 @@ from dpcost.engine.collectives import CollectiveChoice, CollectiveTime, bus_fact
 from dpcost.engine.nccl_channels import peer_channels
 from dpcost.engine.p2p import (
     MAX_P2P_PEERS_RELEASE,
+    POINT_TO_POINT,
     SENDRECV_TESTS_RELEASE,
     all_to_all_choice,
     ring_send_recv,
@@ -215,7 +216,7 @@ def line_rate_points(m: Measurements, topology: TopologySpec) -> list[Point]:
         rates = {"ring": min(nvlink.bandwidth, ppn * nic), "p2p": nic}
     out = []
     for row in m.rows:
-        rate = rates["p2p" if row.op in ("all_to_all", "send_recv") else "ring"]
+        rate = rates["p2p" if row.op in POINT_TO_POINT else "ring"]
         seconds = bus_factor(row.op, m.ranks) * row.size_bytes / rate
         out.append(Point(row.op, row.size_bytes, row.column, row.time_us, max(seconds * 1e6, 1e-3), "line rate"))
     return out

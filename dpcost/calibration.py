@@ -35,6 +35,7 @@ from dpcost.accuracy import (
     launches_bound,
     predict,
 )
+from dpcost.engine.p2p import POINT_TO_POINT
 from dpcost.engine.placement import place
 from dpcost.frozen import frozen
 from dpcost.nccl_tests import Measurements
@@ -463,7 +464,7 @@ def fitted_rows(m: Measurements) -> Measurements:
     point-to-point calls leave out NCCL's per-peer costs of a grouped send/recv and its proxy's (engine/p2p.py), and
     their one latency step would take them up as a hop-latency scale that every collective then pays; their rows are
     predicted with the fit, not fitted."""
-    return replace(m, rows=tuple(r for r in m.rows if r.op not in ("all_to_all", "send_recv")))
+    return replace(m, rows=tuple(r for r in m.rows if r.op not in POINT_TO_POINT))
 
 
 def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:

@@ -158,7 +158,7 @@ def collective(
     from dpcost.engine.availability import ALGORITHMS, environment
     from dpcost.engine.collectives import CHAINS, PROTOCOLS
     from dpcost.engine.collectives import collective as run
-    from dpcost.engine.p2p import all_to_all_choice, send_recv_choice
+    from dpcost.engine.p2p import POINT_TO_POINT, all_to_all_choice, send_recv_choice
     from dpcost.engine.prepare import check_dp
     from dpcost.nccl_tests import OPS
     from dpcost.render.collectives import collective_rows, collective_table
@@ -208,26 +208,23 @@ def collective(
         run_as.append(f"protocol: {topo.protocol} ({topo.name}'s protocol, its NCCL_PROTO)")
     if any(o not in OPS for o in ops):  # the ops an nccl-tests file may hold, all_to_all among them
         raise InputError("op", f"must be one of {', '.join(OPS)}, got {op!r}")
-    for grouped in ("all_to_all", "send_recv"):
-        if grouped in ops and algorithm is not None:
-            raise InputError(
-                algorithm_from,
-                f"{grouped} runs as NCCL's grouped send/recv, which has no algorithm to force ({algorithm})",
-            )
-    grouped_ops = [o for o in ops if o in ("all_to_all", "send_recv")]
+    grouped_ops = [o for o in POINT_TO_POINT if o in ops]
+    if grouped_ops and algorithm is not None:
+        raise InputError(
+            algorithm_from,
+            f"{grouped_ops[0]} runs as NCCL's grouped send/recv, which has no algorithm to force ({algorithm})",
+        )
     if grouped_ops and any(line.startswith("protocol:") for line in run_as):
         run_as.append(f"{' and '.join(grouped_ops)}: NCCL's grouped send/recv, priced on Simple whatever the protocol")
     ranks = 16 if ranks is None else ranks
     check_dp(topo, ranks, where=ranks_from)
     if "send_recv" in ops and ranks < 2:
         raise InputError(ranks_from, f"send_recv sends from each rank to the next: give 2 ranks or more, got {ranks}")
-    per_peer = sendrecv_per_peer(m, topo, ranks) if compare is not None and "send_recv" in ops else None
-    release = m.nccl_release if compare is not None else None
-    sendrecv_line = (
-        [_sendrecv_line(topo, ranks, per_peer, m if compare is not None else None)] if "send_recv" in ops else []
-    )
-    choices = []
     run_by = m if compare is not None else None  # nccl-tests' defaults without a compared run
+    per_peer = sendrecv_per_peer(run_by, topo, ranks) if run_by is not None and "send_recv" in ops else None
+    release = run_by.nccl_release if run_by is not None else None
+    sendrecv_line = [_sendrecv_line(topo, ranks, per_peer, run_by)] if "send_recv" in ops else []
+    choices = []
     for o in ops:
         wanted = (
             sorted(s for (mo, s) in measured if mo == o) if measured else _sizes(sizes, min_bytes, max_bytes, factor)

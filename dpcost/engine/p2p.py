@@ -36,6 +36,7 @@ from dpcost.engine.placement import Placement, place, place_group
 from dpcost.specs import TopologySpec
 
 __all__ = [
+    "POINT_TO_POINT",
     "all_to_all",
     "all_to_all_choice",
     "domains_per_token",
@@ -45,6 +46,8 @@ __all__ = [
     "sendrecv_channels",
 ]
 
+# The ops NCCL runs as grouped send/recv, priced here: no algorithm to pick or force, Simple whatever the protocol
+POINT_TO_POINT = ("all_to_all", "send_recv")
 # ncclConfig_t.maxP2pPeers that nccl-tests' sendrecv sets (src/sendrecv.cu, 5dc0670, from v2.18.3, when built against
 # NCCL 2.30 or later): "Ring sendrecv uses two distinct peers per rank"
 SENDRECV_MAX_PEERS = 2
