@@ -677,6 +677,14 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     pp_scatter_gather = old_megatron
     if old_megatron and pp > 1 and tp > 1 and row["sequence_parallel"] != "yes":
         flags.append("PP tensors split over TP and gathered (Megatron-LM's scatter/gather, SC'21 section 4.1)")
+    # Megatron batches the pipeline sends it waits for, which PyTorch runs on the PP group's communicator from 1.12
+    # (2022-06-28; layout_step.pp_send_communicator). SC'21's and Korthikanti et al.'s papers (2021-04, 2022-05)
+    # precede that release; BLOOM's pipeline is DeepSpeed's, which sends with a lone dist.send (a 2-rank
+    # communicator); DeepSeek's DualPipe runs in its own framework, whose communicator is not printed.
+    pre_batched = source in ("narayanan2021", "korthikanti2022", "bloom-tr11") or source.startswith("deepseek")
+    pp_send_comm = "pair" if pre_batched else None
+    if pre_batched and pp > 8 and not (virtual > 1 and pp_overlap is None):
+        flags.append("PP sends on 2-rank communicators (PyTorch before 1.12, or not Megatron's batched sends)")
     # Megatron-LM reduced gradients after the last backward and gathered the updated parameters after the optimizer
     # step until --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11):
     # megatron/training.py train_step at a8d172b3 (2021-04, allreduce_gradients) and 285068c8 (2023-01,
@@ -831,6 +839,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             ep_overlap=ep_overlap,
             pp_overlap=pp_overlap,
             pp_scatter_gather=pp_scatter_gather,
+            pp_send_comm=pp_send_comm,
             ep_node_limit=node_limit,
             ep_dispatcher="flex" if bridge_flex else "alltoall",
             cp_impl=cp_impl,

@@ -104,6 +104,7 @@ def cli(flag: str, short: str | None = None, auto: bool = False, metavar: str | 
 # Megatron-LM's --recompute-modules choices that dpcost prices (transformer_config.py recompute_modules)
 RecomputeModule = Literal["core_attn", "layernorm", "mlp", "moe_act", "moe", "mla_up_proj", "shared_experts"]
 EpDispatcher = Literal["alltoall", "flex", "allgather"]  # Megatron-Core's --moe-token-dispatcher-type values
+PpSendComm = Literal["group", "pair"]  # the communicator of the pipeline's send/recv (layout_step.pp_send_communicator)
 OptimizerImpl = Literal["foreach", "fused", "for-loop"]  # torch.optim's implementations (torchtitan's spelling)
 
 
@@ -581,6 +582,14 @@ class Parallel(Section):
         "parallelism has not split it (Megatron-LM's scatter_gather_tensors_in_pipeline, SC'21 section 4.1: on by "
         "default until the pipeline moved into Megatron-Core, 3c92fa93, 2023-03).",
         json_schema_extra=cli("--pp-scatter-gather"),
+    )
+    pp_send_comm: PpSendComm | None = Field(
+        None,
+        description="The communicator the pipeline's send/recv run on: group, the whole PP group's, as PyTorch 1.12 "
+        "and later runs Megatron's batched sends (batch_isend_irecv); pair, a 2-rank one per neighbouring pair, as a "
+        "lone (overlapped) isend/irecv gets, and batched sends did before PyTorch 1.12. NCCL gives each peer of a "
+        "group above 8 ranks fewer channels [default: group where the sends are waited for, pair where overlapped].",
+        json_schema_extra=cli("--pp-send-comm", metavar="group|pair"),
     )
     ep_comm_overlap: bool = Field(
         False,

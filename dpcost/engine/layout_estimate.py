@@ -343,7 +343,8 @@ def _placements_on(topology: TopologySpec) -> dict[Layout, dict[str, Placement]]
 def placements(topology: TopologySpec, layout: Layout) -> dict[str, Placement]:
     """Each group's placement (_place_groups: Megatron's groups of one kind are translates of one another), and for
     the point-to-point dimensions the pair of neighbours whose hop is slowest: the pipeline's stage boundary ("pp")
-    and ring attention's hop ("cp-ring"), each the first neighbouring pair that leaves an NVLink domain."""
+    and ring attention's hop ("cp-ring"), each the first neighbouring pair that leaves an NVLink domain; and the
+    whole PP group ("pp-group"), whose communicator batched pipeline sends run on."""
     known = _placements_on(topology)
     if layout not in known:
         known[layout] = _place_groups(topology, layout)
@@ -377,6 +378,7 @@ def _place_groups(topology: TopologySpec, layout: Layout) -> dict[str, Placement
 
     out = {kind: placed(kind) for kind in ("tp", "cp", "dp-cp", "ep", "etp", "edp", "etp-ep")}
     out["pp"] = placed("pp", neighbours=True)
+    out["pp-group"] = placed("pp")
     out["cp-ring"] = placed("cp", neighbours=True, ring=True)
     return out
 
@@ -408,6 +410,7 @@ def layout_step(
     ep_overlap: bool = False,
     pp_overlap: bool | None = None,
     pp_scatter_gather: bool = False,
+    pp_send_comm: str | None = None,
     ep_node_limit: int | None = None,
     ep_dispatcher: EpDispatcher = "alltoall",
     cp_impl: str = "p2p",
@@ -445,7 +448,8 @@ def layout_step(
     train_step: reduce_model_grads, the optimizer step, gather_model_params). `first_stage_layers`, `last_stage_layers`:
     Megatron's --decoder-first/last-pipeline-num-layers (layout_step.stage_layer_counts); `mtp_layers`:
     --mtp-num-layers, trained on the last stage (stage_loads). `pp_scatter_gather`: the pipeline's tensors split over TP
-    and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls).
+    and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls);
+    `pp_send_comm` the communicator its sends run on ("group" or "pair"; default layout_step.pp_send_communicator's).
     `grad_reduce`: ZeRO-1's bucket collective where it is not Megatron's reduce-scatter (--grad-reduce);
     `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel).
     `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded over NVLink there
@@ -509,6 +513,7 @@ def layout_step(
         pp_overlap=pp_overlapped(virtual_stages, pp_overlap),
         tp_backward_async=tp_backward_async,
         pp_scatter_gather=pp_scatter_gather,
+        pp_send_comm=pp_send_comm,
         ep_node_limit=ep_node_limit,
         ep_dispatcher=ep_dispatcher,
         cp_impl=cp_impl,
@@ -733,7 +738,7 @@ def call_slowdown(
     if c.kernel_sms:
         ctas: float = c.kernel_sms
     elif c.op == "send_recv":
-        ctas = peer_channels(topology, group)
+        ctas = peer_channels(topology, groups[c.comm_group or c.group])
     elif c.op == "all_to_all":
         ctas = p2p_channels(topology, group)
     else:
@@ -746,7 +751,7 @@ def call_seconds(topology: TopologySpec, groups: dict[str, Placement], c: Layout
     """One call's time on its group: a collective as NCCL runs it, or point-to-point (p2p.py)."""
     group = groups[c.group]
     if c.op == "send_recv":
-        return send_recv(topology, group, c.message_bytes).seconds
+        return send_recv(topology, group, c.message_bytes, groups[c.comm_group] if c.comm_group else None).seconds
     if c.op == "all_to_all":
         return all_to_all(topology, group, c.message_bytes, c.network_share, c.routed).seconds
     return fastest(topology, c.op, group, c.message_bytes).seconds

@@ -501,6 +501,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         ep_dispatcher=par.ep_dispatcher,
         pp_overlap=par.pp_comm_overlap,
         pp_scatter_gather=par.pp_scatter_gather,
+        pp_send_comm=par.pp_send_comm,
         cp_impl=par.cp_impl,
         virtual_stages=par.virtual_stages,
         zero=stage,
@@ -738,6 +739,8 @@ def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: L
             continue
         if kind == "etp-ep" and not any(c.group == kind for c in r.calls):  # the allgather dispatcher's alone
             continue
+        if kind == "pp-group":  # a communicator the sends may run on; the "pp" row is their slowest pair
+            continue
         groups.append(group_row(kind, g))
     calls = [
         LayoutCallRow(
@@ -779,6 +782,7 @@ def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: L
         sequence_parallel=par.sequence_parallel,
         tp_comm_overlap=par.tp_comm_overlap,
         pp_comm_overlap=pp_overlapped(par.virtual_stages, par.pp_comm_overlap),
+        pp_send_comm="group" if any(c.comm_group == "pp-group" for c in r.calls) else "pair",
         cp_impl=par.cp_impl,
         bubble_seconds=r.bubble,
         paced_stage=r.paced_stage,

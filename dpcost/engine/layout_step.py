@@ -19,7 +19,8 @@ stage (L / PP layers); with CP each rank holds s / CP tokens:
 - PP (Narayanan et al. 2021 section 4.1): one send/recv of the stage's b x s/CP x h output forward and of its
   gradient backward per micro-batch and stage boundary, each TP rank sending 1 / TP of it (the scatter/gather
   optimisation; sequence parallelism already splits it so). The interleaved schedule overlaps them with the next
-  model chunk's compute (pp_overlapped); the non-interleaved 1F1B waits for each.
+  model chunk's compute (pp_overlapped); the non-interleaved 1F1B waits for each. Waited-for sends are batched,
+  and run on the whole PP group's communicator (pp_send_communicator).
 - EP (Megatron-Core's all-to-all token dispatcher; Lepikhin et al. 2020): each MoE layer dispatches its tokens' top-k
   copies (b x s/CP x top-k x h) and combines them back, forward and again backward: 4 all-to-alls per MoE layer.
 - The bubble: a 1F1B pipeline of p stages and m micro-batches idles (p - 1) micro-batch slots, (p - 1) / v with
@@ -54,6 +55,7 @@ __all__ = [
     "moe_layers_per_stage",
     "pp_calls",
     "pp_overlapped",
+    "pp_send_communicator",
     "rank_layer_counts",
     "slowed_compute",
     "stage_kinds",
@@ -83,6 +85,7 @@ class LayoutCall:
     network_share: float = 1.0  # an all-to-all's bytes that cross the network (p2p.all_to_all)
     routed: tuple[int, int] | None = None  # (top-k, experts): sent once per NVLink domain reached (p2p.all_to_all)
     kernel_sms: float = 0.0  # SMs its communication kernel holds when not NCCL's (TE userbuffers); 0: NCCL's channels
+    comm_group: str = ""  # a send/recv's communicator where not its pair's own: the group kind (pp_send_communicator)
 
 
 def stage_layer_counts(
@@ -365,6 +368,15 @@ def pp_overlapped(virtual_stages: int, given: bool | None = None) -> bool:
     return virtual_stages > 1 if given is None else given
 
 
+def pp_send_communicator(overlap: bool, given: str | None = None) -> str:
+    """The communicator the pipeline's send/recv run on: "group", the whole PP group's, or "pair", a 2-rank one per
+    neighbouring pair. Megatron batches the sends it waits for (batch_p2p_comm = not overlap_p2p_comm,
+    megatron/training/arguments.py) through torch.distributed.batch_isend_irecv, which PyTorch runs on the process
+    group's own communicator since 1.12 (PR #74701); an overlapped send is a lone isend/irecv, which gets a 2-rank
+    communicator (ProcessGroupNCCL's "low:high" key; docs/sources/pipeline-p2p.md)."""
+    return given if given is not None else ("pair" if overlap else "group")
+
+
 def pp_calls(
     arch: ModelArchitecture,
     layout: Layout,
@@ -375,6 +387,7 @@ def pp_calls(
     virtual_stages: int = 1,
     overlap: bool = False,
     scatter_gather: bool = False,
+    send_comm: str = "pair",
 ) -> list[LayoutCall]:
     """The stage boundary's activation forward and gradient backward per micro-batch: s / CP x b x h, split over
     TP only with sequence parallelism (megatron/core/pipeline_parallel/schedules.py get_tensor_shapes); with v
@@ -385,16 +398,22 @@ def pp_calls(
     `scatter_gather`: Megatron-LM before its pipeline moved into Megatron-Core (3c92fa93, 2023-03) split a tensor
     that sequence parallelism had not split into TP equal chunks, sent each rank's chunk, and all-gathered them
     over TP after the receive, on by default (megatron/p2p_communication.py _communicate at a8d172b3 and 285068c8:
-    split_tensor_into_1d_equal_chunks, gather_split_1d_tensor; Narayanan et al. 2021 section 4.1)."""
+    split_tensor_into_1d_equal_chunks, gather_split_1d_tensor; Narayanan et al. 2021 section 4.1).
+
+    `send_comm` "group": the sends run on the whole PP group's communicator (pp_send_communicator)."""
     if layout.pp == 1:
         return []
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
     hides = 1.0 if overlap else 0.0
     split = sequence_parallel or scatter_gather  # each TP rank sends only its 1/TP of the tensor
     sent = tensor / layout.tp if split else tensor
+    comm = "pp-group" if send_comm == "group" else ""
     calls = [
-        LayoutCall("pp", "activations and their gradients", "send_recv", sent, "pp", 2 * virtual_stages, overlap, hides)
-    ]
+        LayoutCall(
+            "pp", "activations and their gradients", "send_recv", sent, "pp", 2 * virtual_stages, overlap, hides,
+            comm_group=comm,
+        )
+    ]  # fmt: skip
     if scatter_gather and not sequence_parallel and layout.tp > 1:  # the chunks gathered back over TP
         calls.append(
             LayoutCall("pp", "received chunks gathered over TP", "all_gather", tensor, "tp", 2 * virtual_stages)
@@ -510,6 +529,7 @@ def layout_calls(
     virtual_stages: int = 1,
     tp_backward_async: bool = True,
     pp_scatter_gather: bool = False,
+    pp_send_comm: str | None = None,
     stages: StageKinds | None = None,
     ep_node_limit: int | None = None,
     moe_recomputed: bool = False,
@@ -523,8 +543,9 @@ def layout_calls(
     with the most layers (stage_tp_pairs, from the same split as `stages`; default the even split's)."""
     stages = _kinds(arch, layout.pp, stages)
     pipeline = pp_calls(
-        arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap, pp_scatter_gather
-    )
+        arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap, pp_scatter_gather,
+        pp_send_communicator(pp_overlap, pp_send_comm),
+    )  # fmt: skip
     recomputed = recompute_full or moe_recomputed  # the MoE layers' forward runs again, dispatcher included
     experts = ep_calls(
         arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages, ep_node_limit, recomputed,

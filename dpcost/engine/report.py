@@ -447,6 +447,9 @@ class LayoutReport(Contract):
     sequence_parallel: bool = Field(description="Megatron's sequence parallelism")
     tp_comm_overlap: bool = Field(description="TP's collectives overlapped with the matmuls")
     pp_comm_overlap: bool = Field(description="the pipeline's send/recv overlapped with the next chunk's compute")
+    pp_send_comm: str = Field(
+        "pair", description="the communicator the pipeline's send/recv run on: group (the PP group's) or pair"
+    )
     cp_impl: str = Field(description="p2p (ring attention) or all_gather")
     bubble_seconds: float = Field(description="the pipeline's idle time per step: (PP - 1) / V micro-batch slots")
     paced_stage: int = Field(description="the stage with the most compute, which sets the pipeline's pace")

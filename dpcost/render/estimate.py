@@ -317,6 +317,7 @@ def layout_tables(lay: LayoutReport) -> list[Table]:
         + ("; sequence parallel" if lay.sequence_parallel else "")
         + ("; TP overlapped with the matmuls" if lay.tp_comm_overlap else "")
         + ("; PP's send/recv overlapped with the next chunk" if lay.pp > 1 and lay.pp_comm_overlap else "")
+        + ("; PP's send/recv on the PP group's communicator" if lay.pp > 1 and lay.pp_send_comm == "group" else "")
     )
     tables = [groups, calls]
     if lay.pp > 1:
