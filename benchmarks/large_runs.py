@@ -109,6 +109,55 @@ def bridge_release(source: str) -> str:
     return release if release >= "26" else "25"
 
 
+# The first Megatron-Bridge release (the tables': 26.02 = v0.3.0, 26.02.01 = v0.3.1, 26.04 = v0.4.0, 26.04.01 =
+# v0.4.2, 26.06 = v0.5.0, 26.06.01 = v0.5.1, 26.08 = v0.6.0; "25" for v0.2.0) whose presets dispatch a model's tokens
+# with the flex dispatcher (DeepEP or HybridEP) on a GPU, and the last where they do ("" for every later one): read
+# in every release's presets and the code that applies them (v0.2.0-v0.3.0 qwen3_moe.py
+# apply_flex_dispatcher_backend; v0.3.1 the per-GPU perf functions; v0.4.0-v0.5.1 overrides.py, a preset's
+# moe_flex_dispatcher_backend or else alltoall; v0.6.0 perf_recipes/), e.g. Qwen3-30B-A3B's H100 presets DeepEP at EP 8
+# in v0.3.0 (qwen3_workload_base_configs.py:417) and HybridEP at EP 16 from v0.3.1 (qwen3_llm_pretrain.py:315),
+# Nemotron 3 Super's HybridEP from v0.4.0 (nemotron_3_workload_base_configs.py:101). Elsewhere the providers' alltoall
+# stands (qwen_provider.py, gpt_oss_provider.py). Where the EP group stays in one NVLink domain the two send the same.
+# Every preset's, with its file and line: tests/reference/large-runs/mbridge-moe-dispatchers.csv.
+BRIDGE_FLEX: dict[tuple[str, str], tuple[str, str]] = {
+    ("Qwen3 30B", "H100"): ("26.02", ""),
+    ("Qwen3 30B", "B200"): ("26.02.01", ""),
+    ("Qwen3 30B", "B300"): ("26.02", ""),
+    ("Qwen3 30B", "GB200"): ("25", ""),
+    ("Qwen3 30B", "GB300"): ("25", ""),
+    ("Qwen3 235B", "B300"): ("26.04.01", ""),
+    ("Qwen3 235B", "GB200"): ("25", ""),
+    ("Qwen3 235B", "GB300"): ("25", ""),
+    ("GPT OSS 120B", "B200"): ("26.04", "26.04"),  # V2 only, reverted in v0.4.2
+    ("GPT OSS 120B", "B300"): ("26.04", ""),  # V2 from v0.4.0
+    ("Nemotron_3_Nano", ""): ("26.02.01", ""),
+    ("Nemotron_3_Super", ""): ("26.04", ""),
+    ("Nemotron_3_Ultra", ""): ("26.08", ""),
+}
+
+
+def bridge_flex_dispatch(source: str, model: str, gpu: str, precision: str, global_batch: str) -> bool:
+    """Whether a Megatron-Bridge preset dispatches this model's tokens with the flex dispatcher (BRIDGE_FLEX; every
+    DeepSeek-V3 preset does: DeepEP or HybridEP, docs/sources/moe-dispatch.md; 25.09's others, v0.1.0rc4, alltoall).
+    GPT-OSS 120B's V2 presets (global batch 1,280) on GB200 in v0.4.0-v0.4.1 and in MXFP8 on GB200 and GB300 from
+    v0.5.0, and Qwen3-235B-A22B's B200 MXFP8 V2 preset from v0.5.1, are the exceptions a GPU and release alone do
+    not say."""
+    if model.startswith("DeepSeek-V3"):
+        return True
+    if source == "mbridge-25.09":
+        return False
+    release = bridge_release(source)
+    if model.startswith("GPT OSS 120B") and gpu in ("GB200", "GB300"):
+        v2 = global_batch == "1280"
+        return v2 and ((gpu == "GB200" and release == "26.04") or (precision == "mxfp8" and release >= "26.06"))
+    if model.startswith("Qwen3 235B") and gpu == "B200":
+        return precision == "mxfp8" and global_batch == "8192" and release >= "26.06.01"
+    for (prefix, on), (first, last) in BRIDGE_FLEX.items():
+        if model.startswith(prefix) and on in ("", gpu):
+            return release >= first and (not last or release <= last)
+    return False
+
+
 def deepseek_preset_modules(source: str, gpu: str) -> frozenset[str]:
     """DeepSeek-V3's recompute_modules in the presets of `source`'s release (DEEPSEEK_PRESET_MODULES)."""
     if gpu == "H100":
@@ -746,7 +795,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # HybridEP on every GPU from v0.3.0 (deepseek_workload_base_configs.py; v0.4.0's recipe sets it too): a token
     # crosses the network once per node its experts are on (docs/sources/moe-dispatch.md).
     # v0.2.0's B200 preset leaves it to alltoall, at EP 8 inside one node, where the two send the same bytes.
-    bridge_flex = bridge and row["model"].startswith("DeepSeek-V3")
+    bridge_flex = bridge and bridge_flex_dispatch(
+        source, row["model"], row["gpu"], row["precision"], row["global_batch"]
+    )
     if source.startswith("deepseek") and recompute == "selective":
         # arXiv 2412.19437 section 3.2.3: "we recompute all RMSNorm operations and MLA up-projections during
         # back-propagation": Megatron-Core's recompute_modules layernorm and mla_up_proj
@@ -777,7 +828,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if bridge_ep:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's Qwen3 presets)")
     if bridge_flex and layout.ep > topology.tiers[0].size:
-        flags.append("flex dispatcher: each token sent once per node (Megatron-Bridge's DeepSeek-V3 presets)")
+        flags.append("flex dispatcher: each token sent once per node (Megatron-Bridge's presets)")
     if bridge_b200_v2:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's DeepSeek-V3 B200 MXFP8 preset, a8b6cb3d6)")
     if bridge_oss:

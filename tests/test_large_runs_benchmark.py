@@ -321,3 +321,40 @@ def test_the_in_step_matmul_share_is_what_the_in_sample_runs_fit() -> None:
     assert len(errors) == 16 and IN_STEP_MATMUL in errors
     assert errors[IN_STEP_MATMUL] <= min(errors.values()) + 0.005
     assert errors[IN_STEP_MATMUL] < errors[1.0]
+
+
+# The tables' releases and the Megatron-Bridge tags their presets are (tests/reference/large-runs/README.md)
+TABLE_TAGS = {"mbridge-25.09": "v0.1.0rc4", "mbridge-25.11": "v0.2.0", "mbridge-26.02": "v0.3.0",
+              "mbridge-26.02.01": "v0.3.1", "mbridge-26.04": "v0.4.0", "mbridge-26.04.01": "v0.4.2",
+              "mbridge-26.06": "v0.5.0", "mbridge-26.06.01": "v0.5.1", "mbridge-26.08": "v0.6.0"}  # fmt: skip
+PRESET_PRECISION = {"bf16": "BF16", "fp8": "FP8_CS", "mxfp8": "FP8_MX", "nvfp4": "NVFP4"}
+PRESET_MODEL = {"Qwen3 30B": "qwen3_30b_a3b", "Qwen3 235B": "qwen3_235b_a22b", "GPT OSS 120B": "gpt_oss_120b",
+                "Nemotron_3_Nano": "nemotron_3_nano", "Nemotron_3_Super": "nemotron_3_super",
+                "Nemotron_3_Ultra": "nemotron_3_ultra"}  # fmt: skip
+
+
+def test_the_flex_dispatch_of_every_moe_row_is_its_presets(bench: ModuleType) -> None:
+    """Each Megatron-Bridge MoE row is costed with the dispatcher its release's preset for that GPU, precision and
+    global batch sets (large-runs/mbridge-moe-dispatchers.csv, read in the presets at each tag): flex (DeepEP or
+    HybridEP) or alltoall. Rows whose preset the file does not hold (another global batch) are not judged."""
+    presets: dict[tuple[str, str, str, str, str], set[str]] = {}
+    for p in read_reference_csv("large-runs/mbridge-moe-dispatchers.csv"):
+        batch = p["preset"].partition("gbs=")[2].partition(",")[0].rstrip(")")
+        key = (p["model"], p["release_tag"], p["gpu"], p["precision"], batch)
+        presets.setdefault(key, set()).add(p["dispatcher"])
+    judged = 0
+    for name in ("large-runs/runs.csv", "large-runs/holdout-runs.csv"):
+        for row in read_reference_csv(name):
+            model = next((v for k, v in PRESET_MODEL.items() if row["model"].startswith(k)), None)
+            if model is None or row["source"] not in TABLE_TAGS:
+                continue
+            key = (model, TABLE_TAGS[row["source"]], row["gpu"], PRESET_PRECISION.get(row["precision"], "BF16"),
+                   row["global_batch"])  # fmt: skip
+            if key not in presets or len(presets[key]) != 1:
+                continue
+            flex = bench.bridge_flex_dispatch(
+                row["source"], row["model"], row["gpu"], row["precision"], row["global_batch"]
+            )
+            assert flex == (presets[key] == {"flex"}), (key, presets[key])
+            judged += 1
+    assert judged >= 200, judged
