@@ -45,6 +45,22 @@ def test_a_dense_layers_matmuls_are_twice_its_weights_per_token_and_flash_attent
     assert act.bytes == pytest.approx(6 * 14336 * t)
 
 
+def test_qwen3s_query_and_key_norms_read_and_write_the_queries_and_keys() -> None:
+    """Qwen3's QK-norm, as Megatron-Core's q_layernorm and k_layernorm run it (attention.py
+    get_query_key_value_tensors, before RoPE): Qwen3 8B's 32 query heads and 8 key heads of 128, one fused RMSNorm
+    kernel each, read and write every 16-bit element once forward (4 bytes) and twice that backward; a model
+    without QK-norm (Llama 3.1 8B) has none."""
+    a = load_model("tests/reference/hf-configs/qwen3-8b.json").architecture
+    assert a is not None and a.qk_norm == "head"
+    t = 4096
+    norms = [op for op in layer_ops(a, False, t, 4096, "fused") if op.name == "query and key norms"]
+    assert len(norms) == 1 and norms[0].module == "qkv" and norms[0].kernels == 2
+    assert norms[0].bytes == 4 * (32 + 8) * 128 * t and norms[0].backward_bytes == 2 * norms[0].bytes
+    llama = load_model("llama-8b").architecture
+    assert llama is not None
+    assert not [op for op in layer_ops(llama, False, t, 4096, "fused") if "norms" in op.name]
+
+
 def test_an_moe_layer_permutes_its_tokens_to_the_experts_and_back() -> None:
     """Megatron-Core's token dispatchers (moe/token_dispatcher.py, moe_utils.permute / unpermute /
     sort_chunks_by_idxs with Transformer Engine's fused kernels), Qwen3-30B-A3B (hidden 2048, top-8 of 128 experts),

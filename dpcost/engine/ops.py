@@ -414,6 +414,7 @@ def _attention_half(
     h = a.hidden
     ops: list[Op] = []
     res_b, res_k = _RESIDUAL[kernels]
+    norm_b, norm_k = _NORM[kernels]
     if a.mla is not None:
         m = a.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -435,6 +436,11 @@ def _attention_half(
         if a.attention_gate:  # an output gate per query channel (Muse's gate_proj, MiniCPM5-MoE's q_gate_proj)
             ops.append(_gemm("output gate", "qkv", t, h, q_out, gemm_bytes, tp_split="n"))
         d_qk, d_v = a.d_head, a.d_value
+        if a.qk_norm != "none":
+            # Megatron-Core's q_layernorm and k_layernorm (attention.py get_query_key_value_tensors, before RoPE; the
+            # modeling code's q_norm and k_norm likewise): one norm over the queries, one over the keys, outside the
+            # core_attn checkpoint and not among the "layernorm" module's (the layer's input and pre-MLP norms)
+            ops.append(_memory("query and key norms", "qkv", norm_b * (q_out + kv_out) * t, 2 * norm_k))
         rotary_width = q_out + kv_out if a.rotary else 0
         out_in = a.heads * d_v
     if rotary_width:
