@@ -75,6 +75,8 @@ from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, layout_step
 from dpcost.engine.layout_report import layout_recompute
+from dpcost.engine.layout_step import pp_overlapped
+from dpcost.engine.nccl_channels import P2P_PEERS_PER_ROUND
 from dpcost.engine.params import count_params
 from dpcost.engine.placement import job_view
 from dpcost.engine.rates import matmul_efficiency
@@ -732,7 +734,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # communicator); DeepSeek's DualPipe runs in its own framework, whose communicator is not printed.
     pre_batched = source in ("narayanan2021", "korthikanti2022", "bloom-tr11") or source.startswith("deepseek")
     pp_send_comm = "pair" if pre_batched else None
-    if pre_batched and pp > 8 and not (virtual > 1 and pp_overlap is None):
+    if pre_batched and pp > P2P_PEERS_PER_ROUND and not pp_overlapped(virtual, pp_overlap):  # where a group's differs
         flags.append("PP sends on 2-rank communicators (PyTorch before 1.12, or not Megatron's batched sends)")
     # Megatron-LM reduced gradients after the last backward and gathered the updated parameters after the optimizer
     # step until --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11):
