@@ -160,6 +160,25 @@ def bridge_flex_dispatch(source: str, model: str, gpu: str, precision: str, glob
     return False
 
 
+def cross_entropy_impl(source: str, model: str) -> str:
+    """The cross-entropy a source's runs ran (ops.LOSS_TRAFFIC; docs/sources/cross-entropy.md): Megatron-Core's
+    default, unfused (cross_entropy_loss_fusion False in every release), for the configs that leave it and the
+    papers' runs (for those not on Megatron-LM, whose loss is not published, that default too); the native fused
+    kernel where NeMo 2.0 turns fusion on (its GPTConfig; nemo-25.02, nemo-25.04) and where dgxc's and NeMo 1.0's
+    launcher configs set it (dgxc-25.03 but its GPT 175B; nemo-24.07's Llama 3 and Nemotron 8B and 22B); Transformer
+    Engine's kernel where every performance script also sets cross_entropy_fusion_impl "te" (NeMo v2.4.0's
+    helpers.py:311, nemo-25.07; every Megatron-Bridge release), but v0.6.0's DeepSeek-V4 Flash and Nemotron 3 Ultra
+    presets, which keep native."""
+    if source.startswith("mbridge-") or source == "nemo-25.07":
+        native = source == "mbridge-26.08" and model.startswith(("DeepSeekV4", "Nemotron_3_Ultra"))
+        return "vocab-parallel-fused" if native else "vocab-parallel-te"
+    if source in ("nemo-25.02", "nemo-25.04") or (source == "dgxc-25.03" and not model.startswith("GPT")):
+        return "vocab-parallel-fused"
+    if source == "nemo-24.07" and model.startswith(("Llama 3", "Nemotron-8B", "Nemotron-22B")):
+        return "vocab-parallel-fused"
+    return "vocab-parallel"
+
+
 def deepseek_preset_modules(source: str, gpu: str) -> frozenset[str]:
     """DeepSeek-V3's recompute_modules in the presets of `source`'s release (DEEPSEEK_PRESET_MODULES)."""
     if gpu == "H100":
@@ -906,6 +925,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             mtp_layers=mtp,
             fp8_params=fp8_params,
             bf16_layers=bf16_layers,
+            loss_impl=cross_entropy_impl(source, row["model"]),
         )
 
     if not recompute and bridge:

@@ -746,6 +746,15 @@ def _dpcost_engine_ops_Cast(__set, __FACTORY):
     return __init__
 
 
+def _dpcost_engine_ops_LossTraffic(__set, __FACTORY):
+    def __init__(self, forward_bytes, forward_kernels, backward_bytes, backward_kernels):
+      __set(self, 'forward_bytes', forward_bytes)
+      __set(self, 'forward_kernels', forward_kernels)
+      __set(self, 'backward_bytes', backward_bytes)
+      __set(self, 'backward_kernels', backward_kernels)
+    return __init__
+
+
 def _dpcost_engine_ops_MicroBatchCompute(__set, __FACTORY):
     def __init__(self, forward, backward, recompute, seconds, layer_seconds, flops):
       __set(self, 'forward', forward)
@@ -1715,6 +1724,7 @@ INITS = {
     'dpcost.engine.memory.StageMemory': ("def __init__(self, stage, phases, micro_batch, largest_tensor_per_sample, context, cpu, hbm, grad_block=__dflt_grad_block, widest_activation_per_sample=__dflt_widest_activation_per_sample):\n  __set(self, 'stage', stage)\n  __set(self, 'phases', phases)\n  __set(self, 'micro_batch', micro_batch)\n  __set(self, 'largest_tensor_per_sample', largest_tensor_per_sample)\n  __set(self, 'context', context)\n  __set(self, 'cpu', cpu)\n  __set(self, 'hbm', hbm)\n  __set(self, 'grad_block', grad_block)\n  __set(self, 'widest_activation_per_sample', widest_activation_per_sample)", _dpcost_engine_memory_StageMemory),
     'dpcost.engine.memory.StateComponent': ("def __init__(self, label, group, bytes_per_param, shard_from, offload, gone_from=__dflt_gone_from, kept_from=__dflt_kept_from, communicated=__dflt_communicated, lifetime=__dflt_lifetime):\n  __set(self, 'label', label)\n  __set(self, 'group', group)\n  __set(self, 'bytes_per_param', bytes_per_param)\n  __set(self, 'shard_from', shard_from)\n  __set(self, 'offload', offload)\n  __set(self, 'gone_from', gone_from)\n  __set(self, 'kept_from', kept_from)\n  __set(self, 'communicated', communicated)\n  __set(self, 'lifetime', lifetime)", _dpcost_engine_memory_StateComponent),
     'dpcost.engine.ops.Cast': ("def __init__(self, label, bytes, kernels, amax_fusable):\n  __set(self, 'label', label)\n  __set(self, 'bytes', bytes)\n  __set(self, 'kernels', kernels)\n  __set(self, 'amax_fusable', amax_fusable)", _dpcost_engine_ops_Cast),
+    'dpcost.engine.ops.LossTraffic': ("def __init__(self, forward_bytes, forward_kernels, backward_bytes, backward_kernels):\n  __set(self, 'forward_bytes', forward_bytes)\n  __set(self, 'forward_kernels', forward_kernels)\n  __set(self, 'backward_bytes', backward_bytes)\n  __set(self, 'backward_kernels', backward_kernels)", _dpcost_engine_ops_LossTraffic),
     'dpcost.engine.ops.MicroBatchCompute': ("def __init__(self, forward, backward, recompute, seconds, layer_seconds, flops):\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'recompute', recompute)\n  __set(self, 'seconds', seconds)\n  __set(self, 'layer_seconds', layer_seconds)\n  __set(self, 'flops', flops)", _dpcost_engine_ops_MicroBatchCompute),
     'dpcost.engine.ops.Op': ("def __init__(self, name, module, kind, flops, bytes, kernels, backward_flops, backward_bytes, backward_kernels, repeats=__dflt_repeats, shape=__dflt_shape, tp_split=__dflt_tp_split, hbm_share=__dflt_hbm_share, span=__dflt_span, head_dim=__dflt_head_dim, banded=__dflt_banded, flops_per_hbm_byte=__dflt_flops_per_hbm_byte, sixteen_bit=__dflt_sixteen_bit):\n  __set(self, 'name', name)\n  __set(self, 'module', module)\n  __set(self, 'kind', kind)\n  __set(self, 'flops', flops)\n  __set(self, 'bytes', bytes)\n  __set(self, 'kernels', kernels)\n  __set(self, 'backward_flops', backward_flops)\n  __set(self, 'backward_bytes', backward_bytes)\n  __set(self, 'backward_kernels', backward_kernels)\n  __set(self, 'repeats', repeats)\n  __set(self, 'shape', shape)\n  __set(self, 'tp_split', tp_split)\n  __set(self, 'hbm_share', hbm_share)\n  __set(self, 'span', span)\n  __set(self, 'head_dim', head_dim)\n  __set(self, 'banded', banded)\n  __set(self, 'flops_per_hbm_byte', flops_per_hbm_byte)\n  __set(self, 'sixteen_bit', sixteen_bit)", _dpcost_engine_ops_Op),
     'dpcost.engine.ops.OpTimes': ("def __init__(self, forward, backward, forward_flops, backward_flops):\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'forward_flops', forward_flops)\n  __set(self, 'backward_flops', backward_flops)", _dpcost_engine_ops_OpTimes),

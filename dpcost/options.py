@@ -386,7 +386,8 @@ class Compute(Section):
         description="Megatron's fused gradient accumulation (its default; off: --no-gradient-accumulation-fusion): "
         "Transformer Engine's linear layers add weight gradients into the fp32 main gradients inside the GEMM and "
         "keep one 16-bit placeholder per distinct weight shape for the run (TE since 2025-04; turn it off for "
-        "older stacks).",
+        "older stacks). Off, each micro-batch's backward adds every weight gradient into its main gradient in a "
+        "pass of its own (Megatron's hook; nanotron's fp32 accumulator).",
         json_schema_extra=cli("--grad-accumulation-fusion"),
     )
     attention_kernel: Literal["flash2", "cudnn"] | None = Field(
@@ -415,11 +416,16 @@ class Compute(Section):
         "head dims are equal and at most 256 and no window or chunk as long as the sequence keeps a mask].",
         json_schema_extra=cli("--repeat-kv"),
     )
-    loss_impl: Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel", "vocab-parallel-fused"] | None = Field(
+    loss_impl: (
+        Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"]
+        | None
+    ) = Field(
         None,
-        description="How the loss holds the logits: upcast (fp32 copy), bf16, chunked (torchtune), fused "
-        "(compiled or Liger), vocab-parallel (Megatron), vocab-parallel-fused (Megatron's "
-        "--cross-entropy-loss-fusion, compiled: one fp32 copy more) [default: the framework's, else upcast].",
+        description="How the loss holds and passes over the logits: upcast (fp32 copy), bf16, chunked (torchtune), "
+        "fused (compiled or Liger), vocab-parallel (Megatron), vocab-parallel-fused (Megatron's "
+        "--cross-entropy-loss-fusion, compiled: one fp32 copy more), vocab-parallel-te (with "
+        "--cross-entropy-fusion-impl te: Transformer Engine's kernel, in place in the bf16 logits) [default: the "
+        "framework's, else upcast].",
         json_schema_extra=cli("--loss-impl"),
     )
     skew: Fraction = Field(

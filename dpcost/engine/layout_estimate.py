@@ -53,6 +53,7 @@ from dpcost.engine.ops import (
     OpTimes,
     has_layer_ops,
     layer_ops,
+    main_grad_accumulation,
     matmul_operands,
     model_ops,
     mtp_ops,
@@ -434,6 +435,8 @@ def layout_step(
     optimizer_instances: int = 1,
     grad_reduce: str | None = None,
     attention_kernel: str | None = None,
+    loss_impl: str = "vocab-parallel",
+    grad_accumulation_fusion: bool = True,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -451,7 +454,10 @@ def layout_step(
     and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls);
     `pp_send_comm` the communicator its sends run on ("group" or "pair"; default layout_step.pp_send_communicator's).
     `grad_reduce`: ZeRO-1's bucket collective where it is not Megatron's reduce-scatter (--grad-reduce);
-    `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel).
+    `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel); `loss_impl`
+    the last stage's cross-entropy (ops.LOSS_TRAFFIC: vocab-parallel, -fused or -te; --loss-impl);
+    `grad_accumulation_fusion` False: each micro-batch's backward adds every weight gradient into its main gradient
+    in `grad_dtype` (ops.main_grad_accumulation; --no-gradient-accumulation-fusion).
     `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded over NVLink there
     (DeepSeek-V3's node-limited routing with DeepEP: layout_step.ep_calls); `ep_dispatcher` flex: once to each NVLink
     domain its experts are in, however many (DeepEP, HybridEP: layout_step.ep_calls). `slowest_gpu`: the share of
@@ -492,7 +498,8 @@ def layout_step(
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
-                          sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel)
+                          sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
+                          loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype])
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -657,11 +664,15 @@ def _stage_by_ops(
     sixteen_bit_efficiency: float | None = None,
     bf16_layers: tuple[int, int] = (0, 0),
     attention_kernel: str | None = None,
+    loss_impl: str = "vocab-parallel",
+    main_grad_bytes: float | None = None,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
     CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention unless `attention_kernel` says
-    another, the vocab-parallel loss); the recomputation re-runs what Megatron's policy drops
+    another, the vocab-parallel loss `loss_impl`), with `main_grad_bytes` the add of the stage's weight gradients
+    into main gradients of that many bytes (ops.main_grad_accumulation); the recomputation re-runs what Megatron's
+    policy drops
     (ops.recomputed_by_part; selective: `recompute_modules`).
     `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage;
     `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
@@ -716,11 +727,13 @@ def _stage_by_ops(
     forward = sum(by_kind[kind][0] for kind in kinds)
     backward = sum(by_kind[kind][1] for kind in kinds)
     again = sum(by_kind[kind][2] for kind in kinds)
-    outside = model_ops(a, tokens, fw.kernels, fw.loss_impl) if stage.index == 0 or last else []
+    outside = model_ops(a, tokens, fw.kernels, loss_impl) if stage.index == 0 or last else []
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
             or (op.module != "embedding" and last)]  # fmt: skip
     if last and mtp_layers:
-        ends += mtp_ops(a, tokens, fw.kernels, fw.loss_impl) * mtp_layers
+        ends += mtp_ops(a, tokens, fw.kernels, loss_impl) * mtp_layers
+    if main_grad_bytes is not None:  # the stage's weights on this GPU, after TP's split
+        ends.append(main_grad_accumulation(stage.dense_params + stage.expert_params, main_grad_bytes))
     if ends:
         t = timed(tensor_parallel(ends, layout.tp, sequence_parallel))
         forward += t.forward_seconds

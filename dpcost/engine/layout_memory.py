@@ -183,7 +183,7 @@ class MemoryLayout(Layout):
     moe_recompute: str = ""
     # selective recomputation's "mla_up_proj": Q, K, V and MLA's latents' norm outputs re-made in the backward [A]
     mla_recompute: bool = False
-    loss_impl: str = "vocab-parallel"  # the last stage's loss (loss.py): vocab-parallel, or -fused (compiled)
+    loss_impl: str = "vocab-parallel"  # the last stage's loss (loss.py): vocab-parallel, -fused (compiled) or -te
     workspaces: float = 0.0  # the GEMM libraries' workspaces (workspaces.py), held by every stage all step
     # --num-distributed-optimizer-instances: the distributed optimizer's states sharded within an instance of
     # DP x CP / N ranks (and expert-DP / N), N copies of them (state_bytes)
@@ -204,8 +204,10 @@ class MemoryLayout(Layout):
             raise ValueError(f"zero must be 0, 1, 2 or 3, got {self.zero}")
         if self.recompute not in ("none", "selective", "full"):
             raise ValueError(f"recompute must be none, selective or full, got {self.recompute!r}")
-        if self.loss_impl not in ("vocab-parallel", "vocab-parallel-fused"):
-            raise ValueError(f"loss_impl must be vocab-parallel or vocab-parallel-fused, got {self.loss_impl!r}")
+        if self.loss_impl not in ("vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"):
+            raise ValueError(
+                f"loss_impl must be vocab-parallel, vocab-parallel-fused or vocab-parallel-te, got {self.loss_impl!r}"
+            )
         if self.moe_recompute not in ("", "moe", "moe_act"):
             raise ValueError(f"moe_recompute must be moe, moe_act or empty, got {self.moe_recompute!r}")
         if self.wgrad_deferral is not None and (self.wgrad_deferral < 0 or self.pp == 1):
@@ -746,7 +748,8 @@ def vocab_parallel_loss_bytes(
     (megatron/core/tensor_parallel/cross_entropy.py at d98e8a64dd: .float(), save_for_backward(exp_logits, ...)), 6
     bytes a logit at its peak with the bf16 logits beside them, where [M]'s output term has 2 (2sbv/t) without SP
     and 4 (4sbv/t) with it; and each MTP depth's own loss (multi_token_prediction.py), which [M] does not count.
-    `impl` vocab-parallel-fused (--cross-entropy-loss-fusion) holds 10 (loss.logit_peak_bytes)."""
+    `impl` vocab-parallel-fused (--cross-entropy-loss-fusion) holds 10, vocab-parallel-te (Transformer Engine's
+    kernel, in place) the bf16 logits alone (loss.logit_peak_bytes)."""
     logits, peak = seq * micro_batch * vocab / tp, logit_peak_bytes(impl)
     return (peak - (4 if sp_split else 2) + peak * mtp_layers) * logits
 

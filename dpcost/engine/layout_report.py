@@ -125,7 +125,8 @@ LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
     "zero": (None, 0, 1, 2, 3),
     "recompute": (None, "none", "selective", "full"),
     "grad_dtype": (None, "fp32", "bf16", "fp16"),
-    "loss_impl": (None, "vocab-parallel", "vocab-parallel-fused"),  # Megatron's cross-entropy, compiled or not
+    # Megatron's cross-entropy: as cross_entropy.py runs it, compiled, or Transformer Engine's kernel
+    "loss_impl": (None, "vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"),
 }
 
 
@@ -143,9 +144,10 @@ def _moe_recompute(recompute: str, modules: Sequence[str]) -> str:
 
 
 def _layout_loss(loss_impl: str) -> str:
-    """The layout's loss, Megatron's vocab-parallel cross-entropy: compiled where --loss-impl says so
-    (--cross-entropy-loss-fusion), else as cross_entropy.py runs it (loss.py)."""
-    return loss_impl if loss_impl == "vocab-parallel-fused" else "vocab-parallel"
+    """The layout's loss, Megatron's vocab-parallel cross-entropy: compiled or Transformer Engine's where --loss-impl
+    says so (--cross-entropy-loss-fusion, --cross-entropy-fusion-impl te), else as cross_entropy.py runs it
+    (loss.py)."""
+    return loss_impl if loss_impl in ("vocab-parallel-fused", "vocab-parallel-te") else "vocab-parallel"
 
 
 def _grouped_gemm(model: ModelSpec, par: Parallel) -> bool:
@@ -522,6 +524,8 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         fp8_params=_fp8_params(o),
         bucket_bytes=o.communication.bucket_bytes,
         optimizer_instances=par.dist_opt_instances,
+        loss_impl=_layout_loss(p.loss_impl),
+        grad_accumulation_fusion=o.compute.grad_accumulation_fusion,
     )
     return LayoutParts(layout, stage, recompute, chosen_rows, step, global_batch, tokens, compute_model, mfu)
 

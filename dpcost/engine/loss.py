@@ -24,6 +24,9 @@ holds them (docs/sources/checkpointing.md, "The loss"). V is the vocabulary, per
   x 25,216 logits. Its steps run under torch.compile (megatron/core/jit.py: jit_fuser) and update their fp32 input
   in place (the subtraction and exp, the division; the gradient's), which AOTAutograd's functionalization of input
   mutations computes into a new buffer and copies back: the likely cause, not read in Inductor's output.
+- vocab-parallel-te: the same under --cross-entropy-fusion-impl te, Transformer Engine's parallel_cross_entropy
+  (transformer_engine/pytorch/triton/cross_entropy.py at v2.8): its kernels write the gradient over the bf16 logits
+  in place and keep them for the backward (2V at both peaks), with no fp32 copy.
 Outside the loss, the final norm keeps its input (none in GPT-1 and the post-norm encoders), the output projection
 its input; a prediction head before it (BertPredictionHeadTransform: dense, activation, LayerNorm) its dense layer's
 input, the activation's input and the norm's; a norm after the embedding (BLOOM, BERT) its input. ALBERT's embedding
@@ -41,7 +44,7 @@ from dpcost.specs import ModelArchitecture
 
 __all__ = ["LOSS_IMPLS", "LossImpl", "LossMemory", "logit_peak_bytes", "loss_memory"]
 
-LossImpl = Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel", "vocab-parallel-fused"]
+LossImpl = Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"]
 LOSS_IMPLS: tuple[LossImpl, ...] = get_args(LossImpl)
 TORCHTUNE_CHUNKS = 8  # torchtune/modules/loss/ce_chunked_output_loss.py: num_output_chunks=8
 
@@ -68,6 +71,7 @@ PATHS = {
     "fused": _Path(kept=2, forward=2, backward=4, largest=2),
     "vocab-parallel": _Path(kept=4, forward=6, backward=6, largest=4),
     "vocab-parallel-fused": _Path(kept=4, forward=10, backward=10, largest=4),
+    "vocab-parallel-te": _Path(kept=2, forward=2, backward=2, largest=2),
 }
 
 

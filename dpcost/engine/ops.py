@@ -56,6 +56,7 @@ __all__ = [
     "has_layer_ops",
     "in_sixteen_bits",
     "layer_ops",
+    "main_grad_accumulation",
     "matmul_operands",
     "micro_batch_compute",
     "model_ops",
@@ -184,11 +185,44 @@ _ACT = {"eager": (4.0, 1), "fused": (4.0, 1), "compiled": (4.0, 1)}
 # and writes the gradient: the same): eager nn.Dropout reads bf16, writes bf16 and a bool mask; fused into Megatron's
 # bias-dropout-add (or torch.compile's add) it writes only the mask beside the add.
 _DROPOUT = {"eager": (5.0, 1), "fused": (1.0, 0), "compiled": (1.0, 0)}
-# The loss, bytes per logit forward and backward: an fp32 copy of the logits (upcast, and its chunks), bf16
-# throughout, a fused kernel that writes the gradient in place (Liger, compiled), Megatron's fp32 vocab-parallel;
-# its compiled form (--cross-entropy-loss-fusion) taken as the same traffic: its fused passes against the copies back.
-LOSS_BYTES = {"upcast": 14.0, "chunked": 14.0, "bf16": 6.0, "fused": 4.0, "vocab-parallel": 12.0,
-              "vocab-parallel-fused": 12.0}  # fmt: skip
+
+
+@frozen
+class LossTraffic:
+    """The loss's HBM traffic in bytes per logit, and its kernels, forward and backward."""
+
+    forward_bytes: float
+    forward_kernels: int
+    backward_bytes: float
+    backward_kernels: int
+
+
+# The loss as each implementation runs it over the logits (bytes per logit):
+# - upcast (an fp32 copy of the logits, and its chunks), bf16 throughout, fused (a kernel that writes the gradient in
+#   place: Liger, compiled): 14, 6 and 4 bytes in all, split evenly between the passes.
+# - vocab-parallel, Megatron-Core's vocab_parallel_cross_entropy (tensor_parallel/cross_entropy.py at core_r0.9.0:
+#   27-29, 43, 63-64, 77, 109-112; nanotron's sharded cross-entropy runs the same passes, nn/functional.py:31-115 at
+#   0e0a27ea), one full pass each: forward the fp32 cast (2 read + 4 written), max (4), the in-place subtraction (8),
+#   exp (8), sum (4) and division (8): 38; backward the in-place multiply by the loss's gradient (8) and autograd's
+#   cast of the fp32 gradient to the logits' bf16 (6): 14.
+# - vocab-parallel-fused, the same under --cross-entropy-loss-fusion's native implementation (fusions/
+#   fused_cross_entropy.py at core_r0.9.0): four compiled functions, each reading its inputs and writing its outputs
+#   once: the cast with the max (2 + 4), the subtraction, exp and sum (4 + 4), the division (4 + 4); backward the
+#   gradient from the softmax, written in bf16 (4 + 2). Not counted: the copies back of the inputs they update in
+#   place, if AOTAutograd makes them (loss.py: the fp32 copy this path is measured to hold more).
+# - vocab-parallel-te, Transformer Engine's parallel_cross_entropy (--cross-entropy-fusion-impl te; transformer_engine/
+#   pytorch/triton/cross_entropy.py at v2.8: online_softmax_kernel, cross_entropy_kernel, element_mul_kernel): the
+#   bf16 logits read for the online softmax (2), read again and overwritten in place by their gradient (2 + 2);
+#   backward that gradient scaled in place by the loss's (2 + 2).
+LOSS_TRAFFIC = {
+    "upcast": LossTraffic(7.0, 3, 7.0, 2),
+    "chunked": LossTraffic(7.0, 3, 7.0, 2),
+    "bf16": LossTraffic(3.0, 3, 3.0, 2),
+    "fused": LossTraffic(2.0, 3, 2.0, 2),
+    "vocab-parallel": LossTraffic(38.0, 6, 14.0, 2),
+    "vocab-parallel-fused": LossTraffic(22.0, 3, 6.0, 1),
+    "vocab-parallel-te": LossTraffic(6.0, 2, 4.0, 1),
+}
 
 
 @frozen
@@ -678,7 +712,7 @@ def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: st
     """What runs outside the layers: the embedding, the final norm, the output head and the loss."""
     h, t = a.hidden, float(tokens)
     norm_b, norm_k = _NORM[kernels]
-    logits = a.output_vocab * t
+    logits, loss = a.output_vocab * t, LOSS_TRAFFIC[loss_impl]
     return [
         # the backward scatters into a dense fp32 (vocab x hidden) gradient, zeroed first
         Op("embedding", "embedding", "memory", 0.0, 2 * BF16 * h * t, 1, 0.0, 2 * 4.0 * h * t + 8.0 * a.vocab * h, 2),
@@ -689,11 +723,11 @@ def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: st
             "loss",
             "memory",
             0.0,
-            logits * LOSS_BYTES[loss_impl] / 2,
-            3,
+            logits * loss.forward_bytes,
+            loss.forward_kernels,
             0.0,
-            logits * LOSS_BYTES[loss_impl] / 2,
-            2,
+            logits * loss.backward_bytes,
+            loss.backward_kernels,
         ),
     ]
 
@@ -712,6 +746,16 @@ def mtp_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: str)
         _gemm("MTP eh_proj", "mtp", t, 2 * h, h, BF16, tp_split="n"),
         *head_and_loss,
     ]
+
+
+def main_grad_accumulation(params: float, main_grad_bytes: float) -> Op:
+    """The backward's add of each weight's 16-bit gradient into its main gradient where the GEMM did not accumulate
+    it (Megatron-Core without gradient-accumulation fusion: distributed_data_parallel.py:355-358 at core_r0.9.0,
+    main_grad.add_(grad) in the parameter's hook; nanotron's fp32 accumulator, gradient_accumulator.py:204-223 at
+    0e0a27ea), once a micro-batch over `params` (this GPU's): the gradient read, the main gradient read and written.
+    Its launches, one a weight, are far shorter than its bytes."""
+    return Op("main-gradient accumulation", "grad", "memory", 0.0, 0.0, 0, 0.0, params * (BF16 + 2 * main_grad_bytes),
+              0, tp_split="replicated")  # fmt: skip
 
 
 def optimizer_bytes(params: float, grad_bytes: float, master: bool, state_bytes: float) -> float:
@@ -922,10 +966,12 @@ def micro_batch_compute(
     sixteen_bit_efficiency: float | None = None,
     bf16_layers: tuple[int, int] = (0, 0),
     autocast: bool = False,
+    grad_accumulation: Op | None = None,
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
     head and the loss; the recomputation its checkpointing policy adds to the backward. `bf16_layers`: the first and
-    last layers whose matmuls stay in BF16 under an FP8 or NVFP4 recipe (sixteen_bit_layer)."""
+    last layers whose matmuls stay in BF16 under an FP8 or NVFP4 recipe (sixteen_bit_layer); `grad_accumulation` the
+    add of the weight gradients into the main gradients, where the GEMMs do not (main_grad_accumulation)."""
 
     def timed(op_list: list[Op]) -> OpTimes:
         return times(
@@ -962,7 +1008,7 @@ def micro_batch_compute(
             flops_backward[part] += count * t.backward_flops[part]
             flops_recomputed[part] += count * checkpointed * again_flops[part]
     layers = Passes(dict(forward), dict(backward), recomputed)
-    rest = timed(model_ops(a, tokens, kernels, loss_impl))
+    rest = timed(model_ops(a, tokens, kernels, loss_impl) + ([grad_accumulation] if grad_accumulation else []))
     for part in forward:
         forward[part] += rest.forward[part]
         backward[part] += rest.backward[part]

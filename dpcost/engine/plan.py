@@ -17,7 +17,14 @@ from dpcost.engine.dp_schedule import collective_ops, dp_schedule
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
 from dpcost.engine.nccl_channels import call_channels, compute_slowdown
-from dpcost.engine.ops import MicroBatchCompute, matmul_operands, micro_batch_compute, optimizer_seconds_on
+from dpcost.engine.ops import (
+    MicroBatchCompute,
+    Op,
+    main_grad_accumulation,
+    matmul_operands,
+    micro_batch_compute,
+    optimizer_seconds_on,
+)
 from dpcost.engine.placement import Placement, place, place_group
 from dpcost.engine.prepare import Prepared, slowest_gpu_share
 from dpcost.engine.rates import matmul_efficiency, rates_for
@@ -230,6 +237,15 @@ class MicroBatchTime:
     compute: MicroBatchCompute | None  # the per-op model's (None: every FLOP at the --mfu rate)
 
 
+def unfused_grad_accumulation(p: Prepared) -> Op | None:
+    """Megatron without gradient-accumulation fusion (--no-gradient-accumulation-fusion) adds every weight's gradient
+    into its main gradient once a micro-batch (ops.main_grad_accumulation); the other frameworks' gradients are
+    costed in their GEMMs' outputs."""
+    if p.o.compute.grad_accumulation_fusion or p.framework is None or p.framework.name != "megatron":
+        return None
+    return main_grad_accumulation(p.counts.total, p.grad_bytes)
+
+
 def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute: str) -> MicroBatchTime:
     """Forward and backward of a micro-batch at the --mfu rate (compute.py), or op by op (--compute-model ops,
     ops.py)."""
@@ -258,15 +274,15 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
     modules = frozenset(o.plan.recompute_modules)
     share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
     every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype
-    bf16_layers, autocast = o.compute.bf16_layers, p.recipe.autocast
+    bf16_layers, autocast, added = o.compute.bf16_layers, p.recipe.autocast, unfused_grad_accumulation(p)
     key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
-           share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers, autocast)  # fmt: skip
+           share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers, autocast, added)  # fmt: skip
     known = _compute_of(a)
     if key not in known:
         known[key] = micro_batch_compute(
             a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
             gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
-            cast, o.compute.mfu, bf16_layers, autocast,
+            cast, o.compute.mfu, bf16_layers, autocast, added,
         )  # fmt: skip
     compute = known[key]
     return MicroBatchTime(flops, compute.forward, compute.backward, compute)

@@ -459,8 +459,10 @@ _LOSS_ARGS = ("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl")
 def _loss(r: Reading, args: dict[str, list[str]]) -> None:
     """--cross-entropy-loss-fusion runs fused_vocab_parallel_cross_entropy under --cross-entropy-fusion-impl native
     (model_parallel_config.py's default): cross_entropy.py's steps compiled (megatron/core/fusions/
-    fused_cross_entropy.py), one fp32 copy of the logits more at the loss's peaks (loss.py vocab-parallel-fused).
-    With te Megatron refuses to start (arguments.py: "disabled due to stability issues"), and so does dpcost."""
+    fused_cross_entropy.py), one fp32 copy of the logits more at the loss's peaks (loss.py vocab-parallel-fused);
+    under te Transformer Engine's kernel, in place in the bf16 logits (vocab-parallel-te), which Megatron-LM runs from
+    core_v0.12.0 and refuses from core_v0.19.0 (arguments.py: "disabled due to stability issues";
+    docs/sources/cross-entropy.md): a script that asks for it ran a release that took it."""
     impl = _one(r, args, "--cross-entropy-fusion-impl")
     if impl not in (None, "native", "te"):
         raise r.error("--cross-entropy-fusion-impl", f"must be native or te, got {impl!r}")
@@ -469,8 +471,9 @@ def _loss(r: Reading, args: dict[str, list[str]]) -> None:
             r.ignore("--cross-entropy-fusion-impl", impl, "without --cross-entropy-loss-fusion the loss runs unfused")
         return
     if impl == "te":
-        why = "te with --cross-entropy-loss-fusion: Megatron-LM refuses it (arguments.py, stability issues)"
-        raise r.error("--cross-entropy-fusion-impl", f"{why}; use native, or leave --cross-entropy-loss-fusion out")
+        r.use("--cross-entropy-fusion-impl", impl, "loss_impl", "vocab-parallel-te",
+              "Transformer Engine's kernel, in place in the bf16 logits (core_v0.12.0 to core_v0.18)")  # fmt: skip
+        return
     r.use("--cross-entropy-loss-fusion", impl or "native", "loss_impl", "vocab-parallel-fused",
           "compiled: one more fp32 copy of the logits at the loss's peaks")  # fmt: skip
 
