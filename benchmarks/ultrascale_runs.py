@@ -17,10 +17,13 @@ nothing set from it. Each run is costed as it was configured:
 Every run is costed as Megatron runs it, whose kernels are nanotron's kind (huggingface/nanotron @0e0a27ea,
 models/llama.py: bf16 weights without autocast, TritonRMSNorm, flash-attn's rotary, a vocab-parallel
 cross-entropy; its TP is Megatron's column and row split, sequence parallel in its REDUCE_SCATTER mode, which the
-benchmark ran; its PP runs one-forward-one-backward), but for attention: flash-attn's varlen kernel, FlashAttention-2
-(its pyproject pins flash-attn >=2.5,<2.7), not Transformer Engine's cuDNN. Not modelled: its SwiGLU runs eager
-(GLUActivation keeps the SiLU's output besides), which the fits verdicts leave out. Its data parallelism, with the
-benchmark's accumulate_grad_in_fp32 (trainer.py and helpers.py at that commit):
+benchmark ran; its PP runs one-forward-one-backward, on the stages nanotron balances by cost where dpcost can write
+them: nanotron_stage_layers), but for attention: flash-attn's varlen kernel, FlashAttention-2 (its pyproject pins
+flash-attn >=2.5,<2.7), not Transformer Engine's cuDNN. Not modelled: its SwiGLU runs eager (GLUActivation keeps the
+SiLU's output besides, which the fits verdicts leave out; three kernels forward, four back), its copies of q, k and v
+around rotary and attention, its residual adds outside the norm, and the host's time issuing each layer's calls,
+which sets its tensor-parallel steps (docs/sources/host-overhead.md). Its data parallelism, with the benchmark's
+accumulate_grad_in_fp32 (trainer.py and helpers.py at that commit):
 - ZeRO 0: PyTorch DDP with the config's bucket_cap_mb, 25, whose comm hook (gradient_accumulator.py
   get_fp32_accum_hook) all-reduces the fp32 gradients it accumulates during the last backward: 25 MiB of bf16
   gradients is 50 MiB of fp32 ones a bucket, Megatron's DDP at --bucket-size 50MiB.
@@ -29,7 +32,9 @@ benchmark's accumulate_grad_in_fp32 (trainer.py and helpers.py at that commit):
   after the optimizer step ZeroDistributedOptimizer all-gathers the updated bf16 parameters, neither overlapped:
   `--overlap-comm false` (Megatron's one bucket) with `--grad-reduce all-reduce`.
 No recomputation (the benchmark's recompute_layer was off). nanotron's linear layers are its own, not Transformer
-Engine's: none of TE's placeholder weight gradients (`--no-grad-accumulation-fusion`). The GPU's H100 topology with
+Engine's: none of TE's placeholder weight gradients, and after every micro-batch its fp32 accumulator adds each bf16
+weight gradient into the fp32 buffer (gradient_accumulator.py:204-223), as Megatron's hook does without fusion
+(`--no-grad-accumulation-fusion`; ops.main_grad_accumulation). The GPU's H100 topology with
 EFA is `aws-p5`. Beside each, the naive figure: every model FLOP (PaLM's 6N + 12LHQT) at 40% of the dense BF16
 peak. Errors are predicted / measured - 1; summaries are the geometric mean of |error| and the median signed error.
 A run whose printed GBS is not DP x MBS x GradAcc is left out, and so is a failure of a configuration that also ran
@@ -141,8 +146,47 @@ def model_spec(name: str) -> ModelSpec:
     return load_model(str(HERE / "models" / f"{MODELS[name]}.yaml"))
 
 
+def nanotron_stage_layers(model: ModelSpec, pp: int) -> list[int]:
+    """The decoder layers nanotron puts on each pipeline stage (models/base.py:216-233 at 0e0a27ea): its blocks in
+    order (embedding, layers, final norm, output head), each costed by get_block_compute_costs (models/llama.py:913-925:
+    a layer 4 x heads x head_dim x hidden + 3 x ffn x hidden, the head vocab x hidden, the rest 0); a block goes to the
+    current stage, which moves on once the blocks' cumulative cost passes (stage + 1) / PP of the total."""
+    a = model.architecture
+    assert a is not None
+    layer = 4 * a.hidden * a.hidden + 3 * a.ffn * a.hidden  # heads x head_dim = hidden
+    costs = [0] + [layer] * a.layers + [0, a.vocab * a.hidden]
+    total, cumulative, stage, layers = sum(costs), 0, 0, [0] * pp
+    for i, cost in enumerate(costs):
+        cumulative += cost
+        layers[stage] += 1 <= i <= a.layers
+        if cumulative > total * (stage + 1) / pp:
+            stage += 1
+    return layers
+
+
+def stage_ends(model: ModelSpec, pp: int) -> tuple[int | None, int | None]:
+    """nanotron's split as dpcost's --first-stage-layers and --last-stage-layers, where it can be written so (every
+    stage holds a layer, the middle ones alike); else (None, None): the even split, which differs from nanotron's."""
+    layers = nanotron_stage_layers(model, pp)
+    middle = layers[1:-1]
+    if pp == 1 or min(layers) < 1 or len(set(middle)) > 1:
+        return None, None
+    return layers[0], layers[-1]
+
+
+def split_note(costed: list[Costed]) -> str:
+    """How many pipelined runs that ran are costed with nanotron's stage split, and how many with the even one."""
+    piped = [c.run for c in costed if c.run.pp > 1]
+    own = sum(stage_ends(model_spec(r.model), r.pp) != (None, None) for r in piped)
+    return (
+        f"Pipelined runs that ran, costed with nanotron's own stage split: {own}; with dpcost's even split, where "
+        f"nanotron's leaves a stage without a layer or its middle stages unlike: {len(piped) - own}."
+    )
+
+
 def options(r: Run) -> Options:
     sharded = r.zero == 1 and r.dp > 1  # nanotron's ZeRO-1 all-reduces after the backward, unoverlapped (docstring)
+    first, last = stage_ends(model_spec(r.model), r.pp)
     return Options(
         dp=r.dp,
         tp=r.tp,
@@ -159,6 +203,8 @@ def options(r: Run) -> Options:
         grad_accumulation_fusion=False,  # nanotron's linear layers are its own: no Transformer Engine placeholders
         overlap_comm=False if sharded else None,
         grad_reduce="all-reduce" if sharded else None,
+        first_stage_layers=first,  # nanotron's split where dpcost can write it (stage_ends)
+        last_stage_layers=last,
     )
 
 
@@ -282,6 +328,8 @@ def markdown(costed: list[Costed], failed: list[tuple[Run, bool]], left: dict[st
         f"| failed | {len(failed)} | {failed_fits} | {len(failed) - failed_fits} |",
         "",
         "Left out: " + "; ".join(f"{why} ({n})" for why, n in left.items()) + ".",
+        "",
+        split_note(costed),
         "",
         f"Worst {worst} by the factor they are off (|log(predicted / measured)|):",
         "",
