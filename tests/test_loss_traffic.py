@@ -103,3 +103,14 @@ def test_the_loss_impl_flag_takes_transformer_engines_and_refuses_others() -> No
     assert bad.exit_code == 2
     assert "--loss-impl" in bad.output and "vocab-parallel-te" in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_every_loss_the_options_take_has_its_memory_and_its_traffic() -> None:
+    from typing import get_args
+
+    from dpcost.engine.loss import LOSS_IMPLS, PATHS
+    from dpcost.engine.ops import LOSS_TRAFFIC
+    from dpcost.options import Compute
+
+    allowed = {v for arg in get_args(Compute.model_fields["loss_impl"].annotation) for v in get_args(arg)}
+    assert allowed == set(LOSS_IMPLS) == set(PATHS) == set(LOSS_TRAFFIC)
