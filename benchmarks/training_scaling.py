@@ -60,6 +60,7 @@ class Run:
     shard_group: int | None = None  # hybrid sharding: the GPUs one shard group holds (--shard-group)
     framework: str = "fsdp"  # dpcost's --framework for the run's data parallelism
     compile: bool = False  # the run used torch.compile (the file's `compile` column): dpcost's --compile
+    loss_impl: str | None = None  # dpcost's --loss-impl where the run's loss is not its framework's (loss_impl_of)
 
 
 # A run's activation checkpointing -> dpcost's --recompute under --framework fsdp: torchtitan's per-op SAC is 'op';
@@ -74,6 +75,21 @@ def _grad_dtype(row: dict[str, str]) -> str:
     if given:
         return given
     return "bf16" if "PURE" in (row.get("precision") or "") else "fp32"
+
+
+def loss_impl_of(source: str) -> str | None:
+    """The cross-entropy a file's runs ran where it is not their framework's default (ops.LOSS_TRAFFIC;
+    docs/sources/cross-entropy.md): llm-foundry's MPT runs flash-attn's fused kernel (ComposerMPTCausalLM's loss_fn
+    default "fused_crossentropy", llmfoundry/models/mpt/modeling_mpt.py at 0085285a); dgxc-benchmarking's NeMo recipes
+    at 1b9bb6b3, which Together ran too, Megatron's native fused one (cross_entropy_loss_fusion: true), but GPT-3
+    175B's, which leaves it; Megatron-Bridge's performance scripts Transformer Engine's."""
+    if source.startswith("llm-foundry"):
+        return "fused"
+    if source.startswith("together-mbridge"):
+        return "vocab-parallel-te"
+    if source.startswith(("dgxc-nemo", "together-nemo")) and "gpt3" not in source:
+        return "vocab-parallel-fused"
+    return None
 
 
 def _out_of_scope(row: dict[str, str]) -> str:
@@ -122,6 +138,7 @@ def runs(pattern: str = "*.csv") -> list[Run]:
                     _shard_group(row),
                     "megatron" if megatron or megatron_fsdp else "fsdp",
                     row.get("compile") == "true",
+                    loss_impl_of(path.name),
                 )
             )
     return out
@@ -157,6 +174,7 @@ def predict(r: Run, mfu: float | None, compute_model: str = "flops") -> float:
         gather_dtype=r.gather_dtype,
         shard_group=r.shard_group,
         compile=r.compile,
+        loss_impl=r.loss_impl,
         **OVERRIDES,
     )
     report = estimate(load_model(spec_for(r.model)), load_topology(r.topology), options)

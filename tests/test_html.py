@@ -213,8 +213,8 @@ def test_when_no_stage_fits_the_axis_reaches_the_smallest() -> None:
 def test_the_step_chart_writes_its_values_where_they_fit() -> None:
     r = report("--model", "llama-70b", "--dp", "512")
     svg = timeline_svg(r)
-    assert ">4.29 s</text>" in svg  # the step, after its bar
-    for text in ("compute 3.52 s", "exposed communication 37.7 ms", "lost at scale 735 ms"):  # in the legend
+    assert ">4.30 s</text>" in svg  # the step, after its bar
+    for text in ("compute 3.52 s", "exposed communication 37.7 ms", "lost at scale 734 ms"):  # in the legend
         assert f">{text}</text>" in svg
     assert layout_problems(svg) == []
 

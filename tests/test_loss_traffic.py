@@ -114,3 +114,23 @@ def test_every_loss_the_options_take_has_its_memory_and_its_traffic() -> None:
 
     allowed = {v for arg in get_args(Compute.model_fields["loss_impl"].annotation) for v in get_args(arg)}
     assert allowed == set(LOSS_IMPLS) == set(PATHS) == set(LOSS_TRAFFIC)
+
+
+def test_the_benchmarks_run_each_sources_own_loss() -> None:
+    """llm-foundry's ComposerMPTCausalLM defaults to flash-attn's fused cross-entropy (modeling_mpt.py at 0085285a);
+    dgxc-benchmarking's NeMo recipes set Megatron's native fusion (GPT-3 175B's leaves it off); Megatron-Bridge's
+    performance scripts pick Transformer Engine's (v0.2.0 helpers.py:108); torchtitan runs PyTorch's on upcast
+    logits, its framework's default."""
+    from conftest import load_benchmark
+
+    scaling = load_benchmark("training_scaling")
+    assert scaling.loss_impl_of("llm-foundry-h100.csv") == "fused"
+    assert scaling.loss_impl_of("dgxc-nemo-llama3.1-70b-h100.csv") == "vocab-parallel-fused"
+    assert scaling.loss_impl_of("dgxc-nemo-gpt3-175b-h100.csv") is None
+    assert scaling.loss_impl_of("together-mbridge-llama3-70b-b200.csv") == "vocab-parallel-te"
+    assert scaling.loss_impl_of("torchtitan-llama3.1-8b-h100.csv") is None
+    runs = load_benchmark("large_runs")
+    assert runs.cross_entropy_impl("mbridge-26.04", "Llama 3 70B") == "vocab-parallel-te"
+    assert runs.cross_entropy_impl("mbridge-26.08", "Nemotron_3_Ultra") == "vocab-parallel-fused"
+    assert runs.cross_entropy_impl("nemo-25.02", "Llama 3 70B") == "vocab-parallel-fused"
+    assert runs.cross_entropy_impl("narayanan2021", "GPT 175B") == "vocab-parallel"

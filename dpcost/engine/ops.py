@@ -197,9 +197,15 @@ class LossTraffic:
     backward_kernels: int
 
 
-# The loss as each implementation runs it over the logits (bytes per logit):
-# - upcast (an fp32 copy of the logits, and its chunks), bf16 throughout, fused (a kernel that writes the gradient in
-#   place: Liger, compiled): 14, 6 and 4 bytes in all, split evenly between the passes.
+# The loss as each implementation runs it over the logits (bytes per logit; docs/sources/cross-entropy.md):
+# - upcast, PyTorch's F.cross_entropy on logits.float() (torchtitan, Hugging Face; torchtune's chunks, each alike):
+#   log_softmax then nll_loss (LossNLL.cpp), every pass through HBM: the cast (2 + 4), cunn_SoftMaxForward's max, sum
+#   of exp and write (4 + 4 + 4 + 4; SoftMax.cu, the kernel for rows above 12,256 fp32 entries); backward
+#   nll_loss_backward's zero-filled dense gradient (4), cunn_SoftMaxBackward's sum and write (4 + 4 + 4 + 4) and
+#   the cast back (4 + 2): 22 and 26. Its re-reads of a row stay in L2 only where the rows in flight fit (32k
+#   vocabularies on an H100 perhaps): not counted.
+# - bf16, the same kernels on the bf16 logits: 8 and 10.
+# - fused (a kernel that writes the gradient in place: Liger, compiled): 4 in all, split evenly.
 # - vocab-parallel, Megatron-Core's vocab_parallel_cross_entropy (tensor_parallel/cross_entropy.py at core_r0.9.0:
 #   27-29, 43, 63-64, 77, 109-112; nanotron's sharded cross-entropy runs the same passes, nn/functional.py:31-115 at
 #   0e0a27ea), one full pass each: forward the fp32 cast (2 read + 4 written), max (4), the in-place subtraction (8),
@@ -215,9 +221,9 @@ class LossTraffic:
 #   bf16 logits read for the online softmax (2), read again and overwritten in place by their gradient (2 + 2);
 #   backward that gradient scaled in place by the loss's (2 + 2).
 LOSS_TRAFFIC = {
-    "upcast": LossTraffic(7.0, 3, 7.0, 2),
-    "chunked": LossTraffic(7.0, 3, 7.0, 2),
-    "bf16": LossTraffic(3.0, 3, 3.0, 2),
+    "upcast": LossTraffic(22.0, 3, 26.0, 4),
+    "chunked": LossTraffic(22.0, 3, 26.0, 4),
+    "bf16": LossTraffic(8.0, 2, 10.0, 3),
     "fused": LossTraffic(2.0, 3, 2.0, 2),
     "vocab-parallel": LossTraffic(38.0, 6, 14.0, 2),
     "vocab-parallel-fused": LossTraffic(22.0, 3, 6.0, 1),
