@@ -422,7 +422,7 @@ class Compute(Section):
     ) = Field(
         None,
         description="How the loss holds and passes over the logits: upcast (fp32 copy), bf16, chunked (torchtune), "
-        "fused (compiled or Liger), vocab-parallel (Megatron), vocab-parallel-fused (Megatron's "
+        "fused (compiled, Liger's or flash-attn's), vocab-parallel (Megatron), vocab-parallel-fused (Megatron's "
         "--cross-entropy-loss-fusion, compiled: one fp32 copy more), vocab-parallel-te (with "
         "--cross-entropy-fusion-impl te: Transformer Engine's kernel, in place in the bf16 logits) [default: the "
         "framework's, else upcast].",

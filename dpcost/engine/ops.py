@@ -205,7 +205,8 @@ class LossTraffic:
 #   the cast back (4 + 2): 22 and 26. Its re-reads of a row stay in L2 only where the rows in flight fit (32k
 #   vocabularies on an H100 perhaps): not counted.
 # - bf16, the same kernels on the bf16 logits: 8 and 10.
-# - fused (a kernel that writes the gradient in place: Liger, compiled): 4 in all, split evenly.
+# - fused (a kernel that writes the gradient as it reads the logits: Liger's, flash-attn's, compiled): 4 in all, split
+#   evenly.
 # - vocab-parallel, Megatron-Core's vocab_parallel_cross_entropy (tensor_parallel/cross_entropy.py at core_r0.9.0:
 #   27-29, 43, 63-64, 77, 109-112; nanotron's sharded cross-entropy runs the same passes, nn/functional.py:31-115 at
 #   0e0a27ea), one full pass each: forward the fp32 cast (2 read + 4 written), max (4), the in-place subtraction (8),

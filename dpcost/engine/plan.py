@@ -239,8 +239,8 @@ class MicroBatchTime:
 
 def unfused_grad_accumulation(p: Prepared) -> Op | None:
     """Megatron without gradient-accumulation fusion (--no-gradient-accumulation-fusion) adds every weight's gradient
-    into its main gradient once a micro-batch (ops.main_grad_accumulation); the other frameworks' gradients are
-    costed in their GEMMs' outputs."""
+    into its main gradient once a micro-batch (ops.main_grad_accumulation); the other frameworks' adds under
+    accumulation (AccumulateGrad's) are not priced (docs/frameworks.md)."""
     if p.o.compute.grad_accumulation_fusion or p.framework is None or p.framework.name != "megatron":
         return None
     return main_grad_accumulation(p.counts.total, p.grad_bytes)
