@@ -2,20 +2,23 @@
 """Published large training runs (TP x CP x PP x DP (x EP) layouts) against dpcost's layout step, nothing fitted per
 run.
 
-    python benchmarks/large_runs.py [--holdout | --fit-matmul]
+    python benchmarks/large_runs.py [--holdout | --mlperf | --fit-matmul]
 
 With --fit-matmul, the one constant these runs fix: the in-step matmul share (engine/rates.py IN_STEP_MATMUL), the
 value of FIT_GRID whose in-sample geomean error (runs.csv only) is least, each costed in a process of its own.
 
 With --holdout, the held-out rows instead of runs.csv: holdout-runs.csv (NVIDIA's performance tables, gathered after
 the model was built) and dgxc-benchmarking v25.03's NeMo layout series (tests/reference/training-runs/dgxc-nemo-*.csv,
-read by dgxc_rows). For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can
-build and whose GPU has a catalog topology, dpcost costs one step with `layout_estimate.layout_step` on that
-topology: the row's layout, micro-batch, global batch, sequence length, recomputation, sequence parallelism and
-interleaving, with dpcost's default compute model for a layout (op by op, each GEMM at its TP shard, at the GPU's
-sustained rates from kernel benchmarks: engine/rates.py), and beside it at one efficiency for every FLOP
-(--compute-model flops, --mfu 0.40). The published number is turned into the same quantity, a step time in
-seconds, with the source's own definition:
+read by dgxc_rows). With --mlperf, MLPerf Training v5.0 and v5.1's Llama 3.1 405B and 8B results, every submitter
+(tests/reference/mlperf/llama31-training.csv, read by mlperf_rows), held out too: each system's measured step time
+and the switches its launch config sets (TP overlap, FP8 parameter gathers, the cross-entropy).
+
+For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can build and whose GPU has a
+catalog topology, dpcost costs one step with `layout_estimate.layout_step` on that topology: the row's layout,
+micro-batch, global batch, sequence length, recomputation, sequence parallelism and interleaving, with dpcost's
+default compute model for a layout (op by op, each GEMM at its TP shard, at the GPU's sustained rates from kernel
+benchmarks: engine/rates.py), and beside it at one efficiency for every FLOP (--compute-model flops, --mfu 0.40).
+The published number is turned into the same quantity, a step time in seconds, with the source's own definition:
 
 - step_time_s: as printed;
 - tokens_per_s_per_gpu: global batch x sequence / (GPUs x tokens/s/GPU), no FLOP count needed;
@@ -207,6 +210,9 @@ A100_PEAK = 312e12  # the 16-bit dense peak Narayanan et al., Korthikanti et al.
 # The model of each `model` cell: a catalog name, a YAML spec of ../tests/reference, or a Hugging Face config.json.
 # dgxc's Llama 3.1 405B recipe trains on mock data with the GPT-2 tokenizer (build_model pads its vocabulary)
 LLAMA_405B_GPT2_VOCAB = "Llama 3.1 405B (GPT-2 vocabulary)"
+# MLPerf Training's llama31_405b: Llama 3.1 405B with the Mixtral 8x22B tokenizer's 32,768 tokens (the NVIDIA
+# implementation's README: "we replace the paper's TikTokenizer with the Mixtral 8x22b tokenizer")
+LLAMA_405B_MIXTRAL_VOCAB = "Llama 3.1 405B (Mixtral vocabulary)"
 MODEL_SPECS: dict[str, str] = {
     **{
         f"GPT {size}B": f"large-runs/models/gpt-{size}b.yaml"
@@ -245,6 +251,7 @@ MODEL_SPECS: dict[str, str] = {
     "Nemotron_3_Ultra": "hf-configs/nemotron-3-ultra-550b-a55b.json",
     "Nemotron-4 340B": "training-runs/nemotron/nemotron4-340b.yaml",
     LLAMA_405B_GPT2_VOCAB: "llama-405b",  # build_model: vocab 51,200
+    LLAMA_405B_MIXTRAL_VOCAB: "llama-405b",  # build_model: vocab 32,768
     "Nemotron-8B": "large-runs/models/nemotron3-8b.yaml",
     "Nemotron-22B": "large-runs/models/nemotron3-22b.yaml",
     "Llama 2 7B": "large-runs/models/llama2-7b.yaml",
@@ -268,6 +275,7 @@ TOPOLOGIES = {
     "GB300": "gb300-nvl72",
     "B300": "dgx-b300",
     "H100-96GB-HBM2e-500W": "grand-teton-h100-96gb",
+    "H200": "hgx-h200",
 }
 NO_TOPOLOGY: dict[str, str] = {}
 # precisions whose matmuls run below 16 bits: the run is costed on that dtype's dense peak (NVFP4: FP4's)
@@ -455,6 +463,53 @@ def dgxc_rows() -> list[Row]:
     return rows
 
 
+# MLPerf Training v5.0 and v5.1's llama31_405b and llama31_8b results (tests/reference/mlperf/llama31-training.csv:
+# each system's median optimizer-step time and the launch config it ran), held out.
+MLPERF_FILE = REFERENCE / "mlperf" / "llama31-training.csv"
+MLPERF_MODELS = {"llama31_405b": LLAMA_405B_MIXTRAL_VOCAB, "llama31_8b": "Llama 3.1 8B"}
+# The implementations' cross_entropy_fusion_impl (conf/custom.yaml: CE_FUSION_IMPL, fused unless
+# CROSS_ENTROPY_LOSS_FUSION is off) as ops.LOSS_TRAFFIC names it
+MLPERF_LOSS = {"native": "vocab-parallel-fused", "te": "vocab-parallel-te", "unfused": "vocab-parallel"}
+# Columns of the MLPerf file cost() reads beside runs.csv's
+MLPERF_SETTINGS = ("tp_overlap", "fp8_param_gather", "fp8_recipe", "fp8_attention", "cuda_graph", "cross_entropy")
+
+
+def mlperf_rows() -> list[Row]:
+    """MLPerf's llama31 results (MLPERF_FILE) as held-out rows, step times as measured; a results directory whose
+    files repeat an earlier round's (the file's notes: 'duplicate of') is one measurement and is read once."""
+    rows = []
+    for f in read_rows(MLPERF_FILE):
+        if f["notes"].startswith("duplicate of"):
+            continue
+        fields = {
+            "source": f"mlperf-{f['round']}",
+            "table": f"{f['submitter']} {f['system']}",
+            "model": MLPERF_MODELS[f["benchmark"]],
+            "params_b": "",
+            "gpus": f["gpus"],
+            "gpu": f["gpu"],
+            "tp": f["tp"],
+            "pp": f["pp"],
+            "cp": f["cp"],
+            "ep": "",
+            "dp": f["dp"],
+            "virtual_stages": f["vp"],
+            "micro_batch": f["micro_batch"],
+            "global_batch": f["global_batch"],
+            "seq_len": f["seq_len"],
+            "sequence_parallel": f["sequence_parallel"],
+            "recompute": f["recompute"],
+            "precision": f["precision"],
+            "published_metric": "step_time_s",
+            "published_value": f["step_time_s"],
+            "unit": "s",
+            "notes": f"mlperf/{MLPERF_FILE.name}; {f['notes']}",
+            **{k: f[k] for k in MLPERF_SETTINGS},
+        }
+        rows.append(Row(fields))
+    return rows
+
+
 def holdout_rows() -> list[Row]:
     """Every held-out row: NVIDIA's performance tables (holdout-runs.csv) and dgxc-benchmarking's NeMo layouts."""
     return [*read_rows(HOLDOUT), *dgxc_rows()]
@@ -506,11 +561,11 @@ def configurations(rows: Iterable[Row]) -> list[Configuration]:
 
 def build_model(name: str) -> ModelSpec:
     spec = MODEL_SPECS[name]
-    if name == LLAMA_405B_GPT2_VOCAB:
+    if name in (LLAMA_405B_GPT2_VOCAB, LLAMA_405B_MIXTRAL_VOCAB):
         # GPT-2's 50,257 tokens padded to a multiple of make_vocab_size_divisible_by (128) x TP (8), as Megatron pads
-        # them (_vocab_size_with_padding): 51,200
+        # them (_vocab_size_with_padding): 51,200; Mixtral's 32,768 are a multiple of 128 x 8 already
         doc = load_model(spec).model_dump(exclude_unset=True)
-        doc["architecture"]["vocab"] = 51200
+        doc["architecture"]["vocab"] = 51200 if name == LLAMA_405B_GPT2_VOCAB else 32768
         return ModelSpec.model_validate(doc)
     if spec.endswith(".json"):
         path = REFERENCE / spec
@@ -723,7 +778,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # dgxc-benchmarking v25.03's NeMo recipes (the training-runs/dgxc-nemo-*.csv headers: llama3.1/*.yaml and
     # nemotron/configure.sh at 1b9bb6b3) overlap TP with userbuffers wherever TP is above 1 (ub_tp_comm_overlap)
     dgxc = source == DGXC_SOURCE
-    tp_overlap = megascale_tp or bridge_tp or nemo or (dgxc and tp > 1)
+    # MLPerf's NVIDIA implementations (NeMo 25.01-25.09, mlperf_rows): the config's own switches
+    mlperf = source.startswith("mlperf-")
+    mlperf_tp = mlperf and row["tp_overlap"] == "yes" and tp > 1
+    tp_overlap = megascale_tp or bridge_tp or nemo or (dgxc and tp > 1) or mlperf_tp
     ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
@@ -844,6 +902,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("sequence parallel, TP overlapped (NeMo's Nemotron-4 15B recipe)")
     if dgxc and tp > 1:
         flags.append("TP overlapped (the recipe's ub_tp_comm_overlap)")
+    if mlperf_tp:
+        flags.append("TP overlapped (the config's TP_COMM_OVERLAP)")
+    if mlperf and row["cuda_graph"] != "none":
+        flags.append(f"CUDA graphs ({row['cuda_graph']}): no host time is priced either way")
+    if mlperf and row["fp8_attention"] == "yes":
+        flags.append("FP8 attention (FP8_DPA) costed as BF16 attention")
     if dgxc and row["model"] == "Nemotron-4 340B":
         flags.append("attention by flash-attn's kernel (NVTE_FUSED_ATTN=0 in its configure.sh), costed as cuDNN's")
     if bridge_ep:
@@ -873,8 +937,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # Megatron-Bridge's presets set grad_reduce_in_fp32 = False; SC'21's script runs --fp16 without
     # --accumulate-allreduce-grads-in-fp32, so its gradient buffers are fp16 (megatron/model/distributed.py @d4169684).
     # dgxc's distributed_fused_adam recipes set grad_sync_dtype bf16; its Nemotron-4 15B (mcore_distributed_optim) none.
+    # MLPerf's pretrain.py builds its DDP config with grad_reduce_in_fp32=False.
     dgxc_bf16 = dgxc and "grad_reduce_dtype bf16" in row["notes"]
-    grad_dtype = "bf16" if bridge or dgxc_bf16 else "fp16" if "--fp16" in row["notes"] else "fp32"
+    grad_dtype = "bf16" if bridge or dgxc_bf16 or mlperf else "fp16" if "--fp16" in row["notes"] else "fp32"
     # Megatron-Bridge's performance scripts run "fp8" rows as fp8_cs and "mxfp8" as fp8_mx (utils/precision.py
     # get_precision_config), whose mixed-precision presets set fp8_param_gather = True (training/mixed_precision.py
     # bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed, at v0.2.0 through v0.5.0); the Llama configs and
@@ -890,6 +955,11 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         fp8_params = True
         flags.append("FP8 parameter gathers (the recipe's fp8_params)")
         flags.append("FP8 delayed scaling: its casts costed as current scaling's (one read more)")
+    if mlperf and row["fp8_param_gather"] == "yes" and row["precision"] == "fp8":
+        fp8_params = True
+        flags.append("FP8 parameter gathers (the config's FP8_PARAM_GATHER)")
+    if mlperf and row["fp8_recipe"] == "delayed":
+        flags.append("FP8 delayed scaling (conf/custom.yaml's default): its casts costed as current scaling's")
 
     def run(virtual_stages: int) -> LayoutStep:
         return layout_step(
@@ -925,7 +995,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             mtp_layers=mtp,
             fp8_params=fp8_params,
             bf16_layers=bf16_layers,
-            loss_impl=cross_entropy_impl(source, row["model"]),
+            loss_impl=MLPERF_LOSS[row["cross_entropy"]] if mlperf else cross_entropy_impl(source, row["model"]),
         )
 
     if not recompute and bridge:
@@ -1204,7 +1274,7 @@ def main() -> int:
         fit_matmul()
         return 0
     holdout = "--holdout" in sys.argv[1:]
-    rows = holdout_rows() if holdout else None
+    rows = mlperf_rows() if "--mlperf" in sys.argv[1:] else holdout_rows() if holdout else None
     costed, left = compare(rows)
     print(markdown(costed, left, rows))
     return 0

@@ -358,3 +358,34 @@ def test_the_flex_dispatch_of_every_moe_row_is_its_presets(bench: ModuleType) ->
             assert flex == (presets[key] == {"flex"}), (key, presets[key])
             judged += 1
     assert judged >= 200, judged
+
+
+def test_mlperf_rows_are_costed_as_their_configs_run_them(bench: ModuleType) -> None:
+    """MLPerf Training's Llama 3.1 results (mlperf/llama31-training.csv), held out. NVIDIA's v5.1 GB200 405B run on
+    512 GPUs ran config_GB200_128x4x144xtp4pp8cp2_cg_fp4.sh (its README names it): TP 4, PP 8, 8 virtual stages,
+    CP 2, so DP 8 and a global batch of 144 x 8 = 1,152, in NVFP4, whose config_common_fp4.sh turns TP overlap off
+    ("TP overlap not supported yet"); its v5.0 H100 run on 512 GPUs (config_DGXH100_64x8x288xtp8pp8cp2.sh) keeps
+    config_common.sh's TP_COMM_OVERLAP=True. The 405B model is Llama 3.1 405B on the Mixtral 8x22B tokenizer's
+    32,768 tokens. Nebius's v5.1 H200 directories repeat its v5.0 files byte for byte and are read once."""
+    rows = bench.mlperf_rows()
+    by = {(r["source"], r["table"], r["model"]): r for r in rows}
+    gb200 = by["mlperf-v5.1", "NVIDIA tyche_ngpu512_ngc25.09_nemo", bench.LLAMA_405B_MIXTRAL_VOCAB]
+    assert [gb200[k] for k in ("tp", "pp", "virtual_stages", "cp", "dp", "global_batch", "precision")] == [
+        "4", "8", "8", "2", "8", "1152", "nvfp4"
+    ]  # fmt: skip
+    assert bench.build_model(bench.LLAMA_405B_MIXTRAL_VOCAB).architecture.vocab == 32768
+    assert not any(r["source"] == "mlperf-v5.1" and r["gpu"] == "H200" and "405B" in r["model"] for r in rows)
+    assert len([r for r in rows if r["source"] == "mlperf-v5.0" and r["gpu"] == "H200"]) == 2
+    h100 = by["mlperf-v5.0", "NVIDIA eos-dfw_n64_ngc25.01_nemo", bench.LLAMA_405B_MIXTRAL_VOCAB]
+    costed = {name: bench.cost(bench.Configuration([row])) for name, row in (("gb200", gb200), ("h100", h100))}
+    assert "TP overlapped (the config's TP_COMM_OVERLAP)" in costed["h100"].flags
+    assert not any("TP overlapped" in f for f in costed["gb200"].flags)
+    assert costed["h100"].published_step == float(h100["published_value"])
+
+
+def test_mlperf_reads_closer_than_the_naive_figure(bench: ModuleType) -> None:
+    """Over every MLPerf system it can cost, dpcost's step is closer to the measured one than 6N x tokens at 40% of
+    the peak is (the README's MLPerf table prints both)."""
+    costed, left = bench.compare(bench.mlperf_rows())
+    assert len(costed) >= 50 and all("MI35" in lo.gpu for lo in left)
+    assert bench.geomean(c.error for c in costed) < bench.geomean(c.naive_error for c in costed)
