@@ -8,10 +8,11 @@ With --fit-matmul, the one constant these runs fix: the in-step matmul share (en
 value of FIT_GRID whose in-sample geomean error (runs.csv only) is least, each costed in a process of its own.
 
 With --holdout, the held-out rows instead of runs.csv: holdout-runs.csv (NVIDIA's performance tables, gathered after
-the model was built) and dgxc-benchmarking v25.03's NeMo layout series (tests/reference/training-runs/dgxc-nemo-*.csv,
-read by dgxc_rows). With --mlperf, MLPerf Training v5.0 and v5.1's Llama 3.1 405B and 8B results, every submitter
-(tests/reference/mlperf/llama31-training.csv, read by mlperf_rows), held out too: each system's measured step time
-and the switches its launch config sets (TP overlap, FP8 parameter gathers, the cross-entropy).
+the model was built) and dgxc-benchmarking v25.03's NeMo layout series
+(tests/reference/training-runs/dgxc-nemo-*.csv, read by dgxc_rows). With --mlperf, MLPerf Training v5.0 and v5.1's
+Llama 3.1 405B and 8B results and v3.0-v4.1's GPT-3 175B ones, every submitter (tests/reference/mlperf/, read by
+mlperf_rows), held out too: each system's measured step time and the switches its launch config sets (TP overlap,
+FP8 parameter gathers, the cross-entropy).
 
 For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can build and whose GPU has a
 catalog topology, dpcost costs one step with `layout_estimate.layout_step` on that topology: the row's layout,
@@ -213,6 +214,9 @@ LLAMA_405B_GPT2_VOCAB = "Llama 3.1 405B (GPT-2 vocabulary)"
 # MLPerf Training's llama31_405b: Llama 3.1 405B with the Mixtral 8x22B tokenizer's 32,768 tokens (the NVIDIA
 # implementation's README: "we replace the paper's TikTokenizer with the Mixtral 8x22b tokenizer")
 LLAMA_405B_MIXTRAL_VOCAB = "Llama 3.1 405B (Mixtral vocabulary)"
+# MLPerf Training's gpt3: GPT-3 175B's shape (96 x 12288, 96 heads), no dropout (the implementations' conf/custom.yaml
+# hidden_dropout and attention_dropout 0.0), the reference's 50,257 tokens padded to 128 x TP 4: 50,688
+GPT3_MLPERF = "GPT-3 175B (MLPerf)"
 MODEL_SPECS: dict[str, str] = {
     **{
         f"GPT {size}B": f"large-runs/models/gpt-{size}b.yaml"
@@ -252,6 +256,7 @@ MODEL_SPECS: dict[str, str] = {
     "Nemotron-4 340B": "training-runs/nemotron/nemotron4-340b.yaml",
     LLAMA_405B_GPT2_VOCAB: "llama-405b",  # build_model: vocab 51,200
     LLAMA_405B_MIXTRAL_VOCAB: "llama-405b",  # build_model: vocab 32,768
+    GPT3_MLPERF: "large-runs/models/gpt-174.6b.yaml",  # build_model: vocab 50,688, no dropout
     "Nemotron-8B": "large-runs/models/nemotron3-8b.yaml",
     "Nemotron-22B": "large-runs/models/nemotron3-22b.yaml",
     "Llama 2 7B": "large-runs/models/llama2-7b.yaml",
@@ -463,10 +468,10 @@ def dgxc_rows() -> list[Row]:
     return rows
 
 
-# MLPerf Training v5.0 and v5.1's llama31_405b and llama31_8b results (tests/reference/mlperf/llama31-training.csv:
-# each system's median optimizer-step time and the launch config it ran), held out.
-MLPERF_FILE = REFERENCE / "mlperf" / "llama31-training.csv"
-MLPERF_MODELS = {"llama31_405b": LLAMA_405B_MIXTRAL_VOCAB, "llama31_8b": "Llama 3.1 8B"}
+# MLPerf Training's results (tests/reference/mlperf/: each system's median optimizer-step time and the launch config
+# it ran), held out: v3.0 to v4.1's gpt3, v5.0 and v5.1's llama31_405b and llama31_8b.
+MLPERF_FILES = tuple(REFERENCE / "mlperf" / f"{b}-training.csv" for b in ("gpt3", "llama31"))
+MLPERF_MODELS = {"llama31_405b": LLAMA_405B_MIXTRAL_VOCAB, "llama31_8b": "Llama 3.1 8B", "gpt3": GPT3_MLPERF}
 # The implementations' cross_entropy_fusion_impl (conf/custom.yaml: CE_FUSION_IMPL, fused unless
 # CROSS_ENTROPY_LOSS_FUSION is off) as ops.LOSS_TRAFFIC names it
 MLPERF_LOSS = {"native": "vocab-parallel-fused", "te": "vocab-parallel-te", "unfused": "vocab-parallel"}
@@ -474,11 +479,18 @@ MLPERF_LOSS = {"native": "vocab-parallel-fused", "te": "vocab-parallel-te", "unf
 MLPERF_SETTINGS = ("tp_overlap", "fp8_param_gather", "fp8_recipe", "fp8_attention", "cuda_graph", "cross_entropy")
 
 
+def mlperf_recompute(settings: str) -> str:
+    """The recomputation a config's activation-checkpointing settings ask for (the file's recompute column: 'none',
+    or its ACT_CKPT_* assignments; conf/custom.yaml's activations_checkpoint_granularity, null by default)."""
+    found = re.search(r"ACT_CKPT_GRANULARITY=(\w+)", settings)
+    return found.group(1) if found and found.group(1) in ("selective", "full") else "none"
+
+
 def mlperf_rows() -> list[Row]:
-    """MLPerf's llama31 results (MLPERF_FILE) as held-out rows, step times as measured; a results directory whose
-    files repeat an earlier round's (the file's notes: 'duplicate of') is one measurement and is read once."""
+    """MLPerf's results (MLPERF_FILES) as held-out rows, step times as measured; a results directory whose files
+    repeat an earlier round's (the file's notes: 'duplicate of') is one measurement and is read once."""
     rows = []
-    for f in read_rows(MLPERF_FILE):
+    for path, f in ((p, f) for p in MLPERF_FILES for f in read_rows(p)):
         if f["notes"].startswith("duplicate of"):
             continue
         fields = {
@@ -498,12 +510,12 @@ def mlperf_rows() -> list[Row]:
             "global_batch": f["global_batch"],
             "seq_len": f["seq_len"],
             "sequence_parallel": f["sequence_parallel"],
-            "recompute": f["recompute"],
+            "recompute": mlperf_recompute(f["recompute"]),
             "precision": f["precision"],
             "published_metric": "step_time_s",
             "published_value": f["step_time_s"],
             "unit": "s",
-            "notes": f"mlperf/{MLPERF_FILE.name}; {f['notes']}",
+            "notes": f"mlperf/{path.name}; {f['notes']}",
             **{k: f[k] for k in MLPERF_SETTINGS},
         }
         rows.append(Row(fields))
@@ -566,6 +578,10 @@ def build_model(name: str) -> ModelSpec:
         # them (_vocab_size_with_padding): 51,200; Mixtral's 32,768 are a multiple of 128 x 8 already
         doc = load_model(spec).model_dump(exclude_unset=True)
         doc["architecture"]["vocab"] = 51200 if name == LLAMA_405B_GPT2_VOCAB else 32768
+        return ModelSpec.model_validate(doc)
+    if name == GPT3_MLPERF:
+        doc = load_model(str(REFERENCE / spec)).model_dump(exclude_unset=True)
+        doc["architecture"].update(vocab=50688, dropout=0.0)
         return ModelSpec.model_validate(doc)
     if spec.endswith(".json"):
         path = REFERENCE / spec

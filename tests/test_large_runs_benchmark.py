@@ -389,3 +389,22 @@ def test_mlperf_reads_closer_than_the_naive_figure(bench: ModuleType) -> None:
     costed, left = bench.compare(bench.mlperf_rows())
     assert len(costed) >= 50 and all("MI35" in lo.gpu for lo in left)
     assert bench.geomean(c.error for c in costed) < bench.geomean(c.naive_error for c in costed)
+
+
+def test_mlperf_gpt3_rows_are_the_benchmarks_model(bench: ModuleType) -> None:
+    """MLPerf's gpt3 (mlperf/gpt3-training.csv): GPT-3 175B's 96 x 12288 shape without dropout (the implementations'
+    conf/custom.yaml: hidden_dropout and attention_dropout 0.0) and the reference tokenizer's 50,257 tokens padded to
+    128 x TP 4 = 50,688. v4.1's eos-dfw_n1452 directory repeats v4.0's logs and smc-ac-power and smc-dc-power repeat
+    smc's: each is read once. NVIDIA's v3.1 run on 1,344 nodes (10,752 H100) is TP 4 x PP 8 x 12 virtual stages,
+    DP 336, a global batch of 2,688 at sequence 2,048."""
+    model = bench.build_model(bench.GPT3_MLPERF)
+    assert (model.architecture.vocab, model.architecture.dropout) == (50688, 0.0)
+    assert (model.architecture.layers, model.architecture.hidden) == (96, 12288)
+    rows = [r for r in bench.mlperf_rows() if r["model"] == bench.GPT3_MLPERF]
+    tables = [r["table"] for r in rows]
+    assert tables.count("NVIDIA eos-dfw_n1452_ngc24.04_nemo") == 1
+    assert not any(t.startswith(("smc-ac-power", "smc-dc-power")) for t in tables)
+    eos = next(r for r in rows if r["source"] == "mlperf-v3.1" and r["table"] == "NVIDIA eos-dfw_n1344_ngc23.09_nemo")
+    assert [eos[k] for k in ("gpus", "tp", "pp", "virtual_stages", "dp", "global_batch", "seq_len")] == [
+        "10752", "4", "8", "12", "336", "2688", "2048"
+    ]  # fmt: skip
