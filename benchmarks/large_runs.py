@@ -78,6 +78,7 @@ from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, layout_step
+from dpcost.engine.layout_memory import padded_vocab_size
 from dpcost.engine.layout_report import layout_recompute
 from dpcost.engine.layout_step import pp_overlapped
 from dpcost.engine.nccl_channels import P2P_PEERS_PER_ROUND
@@ -211,11 +212,12 @@ A100_PEAK = 312e12  # the 16-bit dense peak Narayanan et al., Korthikanti et al.
 # The model of each `model` cell: a catalog name, a YAML spec of ../tests/reference, or a Hugging Face config.json.
 # dgxc's Llama 3.1 405B recipe trains on mock data with the GPT-2 tokenizer (build_model pads its vocabulary)
 LLAMA_405B_GPT2_VOCAB = "Llama 3.1 405B (GPT-2 vocabulary)"
-# MLPerf Training's llama31_405b: Llama 3.1 405B with the Mixtral 8x22B tokenizer's 32,768 tokens (the NVIDIA
-# implementation's README: "we replace the paper's TikTokenizer with the Mixtral 8x22b tokenizer")
+# MLPerf Training's llama31_405b: Llama 3.1 405B with the Mixtral 8x22B tokenizer (the NVIDIA implementation's README:
+# "we replace the paper's TikTokenizer with the Mixtral 8x22b tokenizer"), 32,000 tokens (MLCommons' reference README,
+# "Vocab size | 32,000"; hf-configs/mixtral-8x22b.json); mlperf_rows pads it as the run's TP does
 LLAMA_405B_MIXTRAL_VOCAB = "Llama 3.1 405B (Mixtral vocabulary)"
 # MLPerf Training's gpt3: GPT-3 175B's shape (96 x 12288, 96 heads), no dropout (the implementations' conf/custom.yaml
-# hidden_dropout and attention_dropout 0.0), the reference's 50,257 tokens padded to 128 x TP 4: 50,688
+# hidden_dropout and attention_dropout 0.0), the reference's 50,257 tokens (padded by mlperf_rows)
 GPT3_MLPERF = "GPT-3 175B (MLPerf)"
 MODEL_SPECS: dict[str, str] = {
     **{
@@ -255,8 +257,8 @@ MODEL_SPECS: dict[str, str] = {
     "Nemotron_3_Ultra": "hf-configs/nemotron-3-ultra-550b-a55b.json",
     "Nemotron-4 340B": "training-runs/nemotron/nemotron4-340b.yaml",
     LLAMA_405B_GPT2_VOCAB: "llama-405b",  # build_model: vocab 51,200
-    LLAMA_405B_MIXTRAL_VOCAB: "llama-405b",  # build_model: vocab 32,768
-    GPT3_MLPERF: "large-runs/models/gpt-174.6b.yaml",  # build_model: vocab 50,688, no dropout
+    LLAMA_405B_MIXTRAL_VOCAB: "llama-405b",  # build_model: vocab 32,000
+    GPT3_MLPERF: "large-runs/models/gpt-174.6b.yaml",  # build_model: vocab 50,257, no dropout
     "Nemotron-8B": "large-runs/models/nemotron3-8b.yaml",
     "Nemotron-22B": "large-runs/models/nemotron3-22b.yaml",
     "Llama 2 7B": "large-runs/models/llama2-7b.yaml",
@@ -476,7 +478,17 @@ MLPERF_MODELS = {"llama31_405b": LLAMA_405B_MIXTRAL_VOCAB, "llama31_8b": "Llama 
 # CROSS_ENTROPY_LOSS_FUSION is off) as ops.LOSS_TRAFFIC names it
 MLPERF_LOSS = {"native": "vocab-parallel-fused", "te": "vocab-parallel-te", "unfused": "vocab-parallel"}
 # Columns of the MLPerf file cost() reads beside runs.csv's
-MLPERF_SETTINGS = ("tp_overlap", "fp8_param_gather", "fp8_recipe", "fp8_attention", "cuda_graph", "cross_entropy")
+MLPERF_SETTINGS = (
+    "tp_overlap", "fp8_param_gather", "fp8_recipe", "fp8_attention", "cuda_graph", "cross_entropy", "asym_pp_embed",
+    "asym_pp_loss",
+)  # fmt: skip
+
+
+def tokenizer_vocab(model: str) -> int:
+    """The vocabulary `model`'s spec here gives, unpadded."""
+    a = build_model(model).architecture
+    assert a is not None
+    return a.vocab
 
 
 def mlperf_recompute(settings: str) -> str:
@@ -516,6 +528,9 @@ def mlperf_rows() -> list[Row]:
             "published_value": f["step_time_s"],
             "unit": "s",
             "notes": f"mlperf/{path.name}; {f['notes']}",
+            # the output layer as the implementation builds it: NeMo pads the tokenizer's vocabulary to a multiple of
+            # 128 x TP (nemo/lightning/base.py get_vocab_size at v2.2.0; megatron_base_model.py for GPT-3)
+            "vocab": str(padded_vocab_size(tokenizer_vocab(MLPERF_MODELS[f["benchmark"]]), int(f["tp"] or 1))),
             **{k: f[k] for k in MLPERF_SETTINGS},
         }
         rows.append(Row(fields))
@@ -575,13 +590,13 @@ def build_model(name: str) -> ModelSpec:
     spec = MODEL_SPECS[name]
     if name in (LLAMA_405B_GPT2_VOCAB, LLAMA_405B_MIXTRAL_VOCAB):
         # GPT-2's 50,257 tokens padded to a multiple of make_vocab_size_divisible_by (128) x TP (8), as Megatron pads
-        # them (_vocab_size_with_padding): 51,200; Mixtral's 32,768 are a multiple of 128 x 8 already
+        # them (_vocab_size_with_padding): 51,200; Mixtral's 32,000 as the tokenizer has them
         doc = load_model(spec).model_dump(exclude_unset=True)
-        doc["architecture"]["vocab"] = 51200 if name == LLAMA_405B_GPT2_VOCAB else 32768
+        doc["architecture"]["vocab"] = 51200 if name == LLAMA_405B_GPT2_VOCAB else 32000
         return ModelSpec.model_validate(doc)
     if name == GPT3_MLPERF:
         doc = load_model(str(REFERENCE / spec)).model_dump(exclude_unset=True)
-        doc["architecture"].update(vocab=50688, dropout=0.0)
+        doc["architecture"].update(vocab=50257, dropout=0.0)
         return ModelSpec.model_validate(doc)
     if spec.endswith(".json"):
         path = REFERENCE / spec
@@ -687,6 +702,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     row = config.preferred()
     assert row is not None
     model = build_model(row["model"])
+    if "vocab" in row.fields:  # the padded vocabulary a row's run built (mlperf_rows)
+        doc = model.model_dump(exclude_unset=True)
+        doc["architecture"]["vocab"] = int(row["vocab"])
+        model = ModelSpec.model_validate(doc)
     gpus = int(row["gpus"])
     topology, flags = topology_for(row["gpu"], gpus)
     source = row["source"]
@@ -724,7 +743,13 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     a = model.architecture
     assert a is not None
     if virtual > 1 and a.layers % (pp * virtual):
-        flags.append(f"{a.layers} layers do not split over PP x VP = {pp * virtual}")
+        if row.fields.get("asym_pp_embed") == row.fields.get("asym_pp_loss") == "yes":
+            flags.append(
+                f"{a.layers} layers over PP x VP = {pp * virtual}, the embedding and the loss each counted as a layer "
+                "(MLPerf's ASYM_PP_EMBED, ASYM_PP_LOSS): one layer on the first and last virtual stages"
+            )
+        else:
+            flags.append(f"{a.layers} layers do not split over PP x VP = {pp * virtual}")
     # What the sources say about their own schedules (README / notes), mapped onto the engine's switches.
     cp_impl = "all_gather" if source == "llama3-2024" else "p2p"  # Llama 3 section 3.3.2
     ep_overlap = row["model"].startswith("DeepSeek-V3") and source.startswith("deepseek")  # DualPipe
@@ -973,7 +998,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("FP8 delayed scaling: its casts costed as current scaling's (one read more)")
     if mlperf and row["fp8_param_gather"] == "yes" and row["precision"] == "fp8":
         fp8_params = True
-        flags.append("FP8 parameter gathers (the config's FP8_PARAM_GATHER)")
+        flags.append("FP8 parameter gathers (the config's FP8_PARAM_GATHER or FP8_PARAMS)")
     if mlperf and row["fp8_recipe"] == "delayed":
         flags.append("FP8 delayed scaling (conf/custom.yaml's default): its casts costed as current scaling's")
 

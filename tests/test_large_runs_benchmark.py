@@ -16,6 +16,7 @@ import pytest
 from conftest import BENCHMARKS, REFERENCE, load_benchmark, read_reference_csv
 
 from dpcost.catalog import load_model
+from dpcost.engine.layout_step import virtual_stage_layer_counts
 from dpcost.engine.params import count_params
 from dpcost.options import DEFAULT_MFU
 
@@ -366,14 +367,18 @@ def test_mlperf_rows_are_costed_as_their_configs_run_them(bench: ModuleType) -> 
     CP 2, so DP 8 and a global batch of 144 x 8 = 1,152, in NVFP4, whose config_common_fp4.sh turns TP overlap off
     ("TP overlap not supported yet"); its v5.0 H100 run on 512 GPUs (config_DGXH100_64x8x288xtp8pp8cp2.sh) keeps
     config_common.sh's TP_COMM_OVERLAP=True. The 405B model is Llama 3.1 405B on the Mixtral 8x22B tokenizer's
-    32,768 tokens. Nebius's v5.1 H200 directories repeat its v5.0 files byte for byte and are read once."""
+    32,000 tokens (MLCommons' reference README), which NeMo pads to a multiple of 128 x TP: 32,768 at TP 8, 32,256 at
+    TP 4. Both runs split 126 layers over PP 8 x VP 8 with the embedding and the loss counted as layers (ASYM_PP_EMBED,
+    ASYM_PP_LOSS): one layer on the first and last virtual stages, two on the rest. Nebius's v5.1 H200 directories
+    repeat its v5.0 files byte for byte and are read once."""
     rows = bench.mlperf_rows()
     by = {(r["source"], r["table"], r["model"]): r for r in rows}
     gb200 = by["mlperf-v5.1", "NVIDIA tyche_ngpu512_ngc25.09_nemo", bench.LLAMA_405B_MIXTRAL_VOCAB]
     assert [gb200[k] for k in ("tp", "pp", "virtual_stages", "cp", "dp", "global_batch", "precision")] == [
         "4", "8", "8", "2", "8", "1152", "nvfp4"
     ]  # fmt: skip
-    assert bench.build_model(bench.LLAMA_405B_MIXTRAL_VOCAB).architecture.vocab == 32768
+    assert bench.build_model(bench.LLAMA_405B_MIXTRAL_VOCAB).architecture.vocab == 32000
+    assert gb200["vocab"] == "32256"
     assert not any(r["source"] == "mlperf-v5.1" and r["gpu"] == "H200" and "405B" in r["model"] for r in rows)
     assert len([r for r in rows if r["source"] == "mlperf-v5.0" and r["gpu"] == "H200"]) == 2
     h100 = by["mlperf-v5.0", "NVIDIA eos-dfw_n64_ngc25.01_nemo", bench.LLAMA_405B_MIXTRAL_VOCAB]
@@ -381,6 +386,9 @@ def test_mlperf_rows_are_costed_as_their_configs_run_them(bench: ModuleType) -> 
     assert "TP overlapped (the config's TP_COMM_OVERLAP)" in costed["h100"].flags
     assert not any("TP overlapped" in f for f in costed["gb200"].flags)
     assert costed["h100"].published_step == float(h100["published_value"])
+    assert h100["vocab"] == "32768"
+    assert any("one layer on the first and last virtual stages" in f for f in costed["h100"].flags)
+    assert virtual_stage_layer_counts(126, 8, 8) == [1, *[2] * 62, 1]
 
 
 def test_mlperf_reads_closer_than_the_naive_figure(bench: ModuleType) -> None:
@@ -394,17 +402,17 @@ def test_mlperf_reads_closer_than_the_naive_figure(bench: ModuleType) -> None:
 def test_mlperf_gpt3_rows_are_the_benchmarks_model(bench: ModuleType) -> None:
     """MLPerf's gpt3 (mlperf/gpt3-training.csv): GPT-3 175B's 96 x 12288 shape without dropout (the implementations'
     conf/custom.yaml: hidden_dropout and attention_dropout 0.0) and the reference tokenizer's 50,257 tokens padded to
-    128 x TP 4 = 50,688. v4.1's eos-dfw_n1452 directory repeats v4.0's logs and smc-ac-power and smc-dc-power repeat
-    smc's: each is read once. NVIDIA's v3.1 run on 1,344 nodes (10,752 H100) is TP 4 x PP 8 x 12 virtual stages,
-    DP 336, a global batch of 2,688 at sequence 2,048."""
+    128 x TP 4 = 50,688 (NeMo's padding). v4.1's eos-dfw_n1452 directory repeats v4.0's logs and smc-ac-power and
+    smc-dc-power repeat smc's: each is read once. NVIDIA's v3.1 run on 1,344 nodes (10,752 H100) is TP 4 x PP 8 x 12
+    virtual stages, DP 336, a global batch of 2,688 at sequence 2,048."""
     model = bench.build_model(bench.GPT3_MLPERF)
-    assert (model.architecture.vocab, model.architecture.dropout) == (50688, 0.0)
+    assert (model.architecture.vocab, model.architecture.dropout) == (50257, 0.0)
     assert (model.architecture.layers, model.architecture.hidden) == (96, 12288)
     rows = [r for r in bench.mlperf_rows() if r["model"] == bench.GPT3_MLPERF]
     tables = [r["table"] for r in rows]
     assert tables.count("NVIDIA eos-dfw_n1452_ngc24.04_nemo") == 1
     assert not any(t.startswith(("smc-ac-power", "smc-dc-power")) for t in tables)
     eos = next(r for r in rows if r["source"] == "mlperf-v3.1" and r["table"] == "NVIDIA eos-dfw_n1344_ngc23.09_nemo")
-    assert [eos[k] for k in ("gpus", "tp", "pp", "virtual_stages", "dp", "global_batch", "seq_len")] == [
-        "10752", "4", "8", "12", "336", "2688", "2048"
+    assert [eos[k] for k in ("gpus", "tp", "pp", "virtual_stages", "dp", "global_batch", "seq_len", "vocab")] == [
+        "10752", "4", "8", "12", "336", "2688", "2048", "50688"
     ]  # fmt: skip
