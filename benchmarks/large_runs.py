@@ -84,6 +84,7 @@ from dpcost.engine.layout_step import pp_overlapped
 from dpcost.engine.nccl_channels import P2P_PEERS_PER_ROUND
 from dpcost.engine.params import count_params
 from dpcost.engine.placement import job_view
+from dpcost.engine.prepare import DTYPE_BYTES
 from dpcost.engine.rates import matmul_efficiency
 from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, Options
@@ -480,8 +481,13 @@ MLPERF_LOSS = {"native": "vocab-parallel-fused", "te": "vocab-parallel-te", "unf
 # Columns of the MLPerf file cost() reads beside runs.csv's
 MLPERF_SETTINGS = (
     "tp_overlap", "fp8_param_gather", "fp8_recipe", "fp8_attention", "cuda_graph", "cross_entropy", "asym_pp_embed",
-    "asym_pp_loss",
+    "asym_pp_loss", "bucket_size",
 )  # fmt: skip
+# Megatron-Core closes a DDP bucket once it holds bucket_size parameters, never splitting one
+# (param_and_grad_buffer.py), so a bucket_size below a layer's smallest weight makes a bucket of every weight: v5.0's
+# 200 and Cisco's 64, which layout_step's even buckets cannot stand for. Buckets of at least this many parameters
+# (v5.1's 134,217,728 and the 8B configs' 768,000,000) are costed as set.
+MLPERF_EVEN_BUCKETS = 1_000_000
 
 
 def tokenizer_vocab(model: str) -> int:
@@ -999,6 +1005,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if mlperf and row["fp8_param_gather"] == "yes" and row["precision"] == "fp8":
         fp8_params = True
         flags.append("FP8 parameter gathers (the config's FP8_PARAM_GATHER or FP8_PARAMS)")
+    bucket_bytes = None
+    if mlperf and row["bucket_size"] and int(row["bucket_size"]) >= MLPERF_EVEN_BUCKETS:
+        bucket_bytes = int(row["bucket_size"]) * DTYPE_BYTES[grad_dtype]
+        flags.append(f"DP buckets of {int(row['bucket_size']):,} parameters (the config's BUCKET_SIZE)")
+    elif mlperf and row["bucket_size"]:
+        flags.append(f"BUCKET_SIZE {row['bucket_size']}: a bucket per weight in the run, Megatron's default costed")
     if mlperf and row["fp8_recipe"] == "delayed":
         flags.append("FP8 delayed scaling (conf/custom.yaml's default): its casts costed as current scaling's")
 
@@ -1037,6 +1049,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             fp8_params=fp8_params,
             bf16_layers=bf16_layers,
             loss_impl=MLPERF_LOSS[row["cross_entropy"]] if mlperf else cross_entropy_impl(source, row["model"]),
+            bucket_bytes=bucket_bytes,
         )
 
     if not recompute and bridge:

@@ -416,3 +416,20 @@ def test_mlperf_gpt3_rows_are_the_benchmarks_model(bench: ModuleType) -> None:
     assert [eos[k] for k in ("gpus", "tp", "pp", "virtual_stages", "dp", "global_batch", "seq_len", "vocab")] == [
         "10752", "4", "8", "12", "336", "2688", "2048", "50688"
     ]  # fmt: skip
+
+
+def test_mlperf_buckets_are_the_configs(bench: ModuleType) -> None:
+    """The 8B configs set BUCKET_SIZE=768000000 (config_common_8b.sh), Megatron-Core's DDP bucket_size in parameters:
+    costed as buckets of 1.536 GB of bf16 gradients. v5.0's conf/custom.yaml default of 200 parameters closes a bucket
+    after every weight, which even buckets cannot stand for: Megatron's default is costed there, and said."""
+    rows = {(r["source"], r["table"], r["model"]): r for r in bench.mlperf_rows()}
+    eight = rows["mlperf-v5.1", "NVIDIA theia_ngpu512_ngc25.09_nemo", "Llama 3.1 8B"]
+    h100 = rows["mlperf-v5.0", "NVIDIA eos-dfw_n64_ngc25.01_nemo", bench.LLAMA_405B_MIXTRAL_VOCAB]
+    assert (eight["bucket_size"], h100["bucket_size"]) == ("768000000", "200")
+    assert (
+        "DP buckets of 768,000,000 parameters (the config's BUCKET_SIZE)"
+        in bench.cost(bench.Configuration([eight])).flags
+    )
+    assert any(
+        f.startswith("BUCKET_SIZE 200: a bucket per weight") for f in bench.cost(bench.Configuration([h100])).flags
+    )

@@ -38,7 +38,9 @@ gpu/nodes/gpus_per_node: <submitter>/systems/<system>.json; global_batch/seq_len
   the mirror, how the config was chosen (log ':::DLPAL' DGXSYSTEM, README-<system>.md, names), and disagreements
   with the log.
   sequence_parallel and cross_entropy: SEQ_PARALLEL, CROSS_ENTROPY_LOSS_FUSION and CE_FUSION_IMPL, unset taking
-  conf/custom.yaml's defaults (True, True, 'native'); cross_entropy 'unfused' where the fusion is off. A results
+  conf/custom.yaml's defaults (True, True, 'native'); cross_entropy 'unfused' where the fusion is off. bucket_size:
+  BUCKET_SIZE, else conf/custom.yaml's default: Megatron-Core's DDP bucket_size, parameters per gradient bucket
+  (pretrain.py passes it to DistributedDataParallelConfig). A results
   directory whose files are byte for byte another's (a later round resubmitting them) says 'duplicate of' in its
   notes: one measurement.
 Regenerate: python3 extract.py llama31 <v5.0 git dir> <v5.1 git dir>"""
@@ -78,7 +80,8 @@ Config columns as in llama31-training.csv: gpu/nodes/gpus_per_node from <submitt
   vocab-parallel cross-entropy; v4.1 conf/custom.yaml, default True); 'unfused' where the fusion is off or the
   implementation has no such switch (v3.0-v4.0 code, so also v4.1's eos-dfw_n1452 resubmission and Oracle's, whose
   model-config dump has no cross_entropy_loss_fusion: NeMo's unfused vocab-parallel cross-entropy). Oracle submitted
-  no conf/: its unset values come from its logs' model-config dump (notes say '(log)').
+  no conf/: its unset values come from its logs' model-config dump (notes say '(log)'). bucket_size: empty (these
+  runs' Apex distributed_fused_adam buckets by bucket_cap_mb, not Megatron-Core's DDP bucket_size).
 num_layers,hidden,heads,ffn_hidden: NUM_LAYERS, HIDDEN_SIZE, NUM_ATTENTION_HEADS, FFN_HIDDEN_SIZE of the effective
   env, else their conf/custom.yaml defaults (96, 12288, 96, 4 x hidden); v3.0 sets them in config_common.sh (its
   conf/megatron_gpt_config.yaml says the same). vocab: the padded vocabulary the embedding and output layer are built
@@ -122,6 +125,7 @@ COLS = [
     "dist_optimizer",
     "sequence_parallel",
     "cross_entropy",
+    "bucket_size",
     "step_time_s",
     "step_time_min_s",
     "step_time_max_s",
@@ -407,6 +411,17 @@ def block_step_times(blocks, meta):
     return [(ms / 1000 / (n // per_step), n // per_step) for ms, n in blocks]
 
 
+def custom_default(repo, cfg, name, sourced=()):
+    """The default conf/custom.yaml gives env var `name` (`oc.env:NAME,default`), else '': the one beside the config,
+    else beside the shared files it sources (a submitter's configs that source another folder's)."""
+    dirs = [os.path.dirname(cfg), *(os.path.dirname(s) for s in sourced if not s.startswith("MISSING:"))]
+    for y in dict.fromkeys(f"{d}/conf/custom.yaml" for d in dirs):
+        found = re.search(rf"oc\.env:{name},(\w+)", repo.show(y)) if y in repo.file_set else None
+        if found:
+            return found.group(1)
+    return ""
+
+
 def llama31_columns(repo, cfg, e, sysj, ev, row, notes):
     """Precision, overlap, CUDA-graph, recompute and fusion columns of a llama31 row (NeMo 25.x env names)."""
     if truthy(e.get("FP4")):
@@ -448,6 +463,7 @@ def llama31_columns(repo, cfg, e, sysj, ev, row, notes):
         cross_entropy=e.get("CE_FUSION_IMPL", "native")
         if truthy(e.get("CROSS_ENTROPY_LOSS_FUSION", "True"))
         else "unfused",
+        bucket_size=e.get("BUCKET_SIZE") or custom_default(repo, cfg, "BUCKET_SIZE", e["_sourced"]),
     )
     chk = []
     if "fp4" in ev and (ev["fp4"] not in ("None", "False")) != (prec == "nvfp4"):
