@@ -74,6 +74,7 @@ from pathlib import Path
 from dpcost.accuracy import ERROR_FLOOR
 from dpcost.catalog import load_model, load_topology, model_from_hf_config
 from dpcost.engine import rates
+from dpcost.engine.availability import environment
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.estimate import estimate
 from dpcost.engine.layout import Layout
@@ -481,7 +482,7 @@ MLPERF_LOSS = {"native": "vocab-parallel-fused", "te": "vocab-parallel-te", "unf
 # Columns of the MLPerf file cost() reads beside runs.csv's
 MLPERF_SETTINGS = (
     "tp_overlap", "fp8_param_gather", "fp8_recipe", "fp8_attention", "cuda_graph", "cross_entropy", "asym_pp_embed",
-    "asym_pp_loss", "bucket_size",
+    "asym_pp_loss", "bucket_size", "nvls",
 )  # fmt: skip
 # Megatron-Core closes a DDP bucket once it holds bucket_size parameters, never splitting one
 # (param_and_grad_buffer.py), so a bucket_size below a layer's smallest weight makes a bucket of every weight: v5.0's
@@ -715,6 +716,11 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     gpus = int(row["gpus"])
     topology, flags = topology_for(row["gpu"], gpus)
     source = row["source"]
+    # MLPerf's NVIDIA implementations (NeMo, Megatron-Core underneath; mlperf_rows): the config's own switches
+    mlperf = source.startswith("mlperf-")
+    if mlperf and row["nvls"] == "off" and environment(topology, nvls=False) is not topology:
+        topology = environment(topology, nvls=False)
+        flags.append("NVLS off (the config's NCCL_NVLS_ENABLE=0)")
     micro = row.int_or("micro_batch", None)
     if micro is None:
         micro = 1
@@ -825,8 +831,6 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # dgxc-benchmarking v25.03's NeMo recipes (the training-runs/dgxc-nemo-*.csv headers: llama3.1/*.yaml and
     # nemotron/configure.sh at 1b9bb6b3) overlap TP with userbuffers wherever TP is above 1 (ub_tp_comm_overlap)
     dgxc = source == DGXC_SOURCE
-    # MLPerf's NVIDIA implementations (NeMo 25.01-25.09, mlperf_rows): the config's own switches
-    mlperf = source.startswith("mlperf-")
     mlperf_tp = mlperf and row["tp_overlap"] == "yes" and tp > 1
     tp_overlap = megascale_tp or bridge_tp or nemo or (dgxc and tp > 1) or mlperf_tp
     ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration

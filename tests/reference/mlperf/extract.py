@@ -40,7 +40,8 @@ gpu/nodes/gpus_per_node: <submitter>/systems/<system>.json; global_batch/seq_len
   sequence_parallel and cross_entropy: SEQ_PARALLEL, CROSS_ENTROPY_LOSS_FUSION and CE_FUSION_IMPL, unset taking
   conf/custom.yaml's defaults (True, True, 'native'); cross_entropy 'unfused' where the fusion is off. bucket_size:
   BUCKET_SIZE, else conf/custom.yaml's default: Megatron-Core's DDP bucket_size, parameters per gradient bucket
-  (pretrain.py passes it to DistributedDataParallelConfig). A results
+  (pretrain.py passes it to DistributedDataParallelConfig). nvls: 'off' where NCCL_NVLS_ENABLE=0, else 'on'. A
+  results
   directory whose files are byte for byte another's (a later round resubmitting them) says 'duplicate of' in its
   notes: one measurement.
 Regenerate: python3 extract.py llama31 <v5.0 git dir> <v5.1 git dir>"""
@@ -81,7 +82,8 @@ Config columns as in llama31-training.csv: gpu/nodes/gpus_per_node from <submitt
   implementation has no such switch (v3.0-v4.0 code, so also v4.1's eos-dfw_n1452 resubmission and Oracle's, whose
   model-config dump has no cross_entropy_loss_fusion: NeMo's unfused vocab-parallel cross-entropy). Oracle submitted
   no conf/: its unset values come from its logs' model-config dump (notes say '(log)'). bucket_size: empty (these
-  runs' Apex distributed_fused_adam buckets by bucket_cap_mb, not Megatron-Core's DDP bucket_size).
+  runs' Apex distributed_fused_adam buckets by bucket_cap_mb, not Megatron-Core's DDP bucket_size). nvls: 'off' where
+  NCCL_NVLS_ENABLE=0, else 'on'.
 num_layers,hidden,heads,ffn_hidden: NUM_LAYERS, HIDDEN_SIZE, NUM_ATTENTION_HEADS, FFN_HIDDEN_SIZE of the effective
   env, else their conf/custom.yaml defaults (96, 12288, 96, 4 x hidden); v3.0 sets them in config_common.sh (its
   conf/megatron_gpt_config.yaml says the same). vocab: the padded vocabulary the embedding and output layer are built
@@ -126,6 +128,7 @@ COLS = [
     "sequence_parallel",
     "cross_entropy",
     "bucket_size",
+    "nvls",
     "step_time_s",
     "step_time_min_s",
     "step_time_max_s",
@@ -411,6 +414,11 @@ def block_step_times(blocks, meta):
     return [(ms / 1000 / (n // per_step), n // per_step) for ms, n in blocks]
 
 
+def nvls_setting(e):
+    """'off' where the config sets NCCL_NVLS_ENABLE=0, else 'on' (NCCL's default where the system has it)."""
+    return "off" if e.get("NCCL_NVLS_ENABLE", "").strip() == "0" else "on"
+
+
 def custom_default(repo, cfg, name, sourced=()):
     """The default conf/custom.yaml gives env var `name` (`oc.env:NAME,default`), else '': the one beside the config,
     else beside the shared files it sources (a submitter's configs that source another folder's)."""
@@ -464,6 +472,7 @@ def llama31_columns(repo, cfg, e, sysj, ev, row, notes):
         if truthy(e.get("CROSS_ENTROPY_LOSS_FUSION", "True"))
         else "unfused",
         bucket_size=e.get("BUCKET_SIZE") or custom_default(repo, cfg, "BUCKET_SIZE", e["_sourced"]),
+        nvls=nvls_setting(e),
     )
     chk = []
     if "fp4" in ev and (ev["fp4"] not in ("None", "False")) != (prec == "nvfp4"):
@@ -574,6 +583,7 @@ def gpt3_columns(repo, cfg, e, ev, row, notes):
         dist_optimizer=yn(get("USE_DIST_OPTIMIZER", "True")),
         sequence_parallel=yn(get("SEQ_PARALLEL", "True")),
         cross_entropy=ce,
+        nvls=nvls_setting(e),
         num_layers=layers,
         hidden=hidden,
         heads=heads,
