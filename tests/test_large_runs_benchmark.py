@@ -433,3 +433,4 @@ def test_mlperf_buckets_are_the_configs(bench: ModuleType) -> None:
     assert any(
         f.startswith("BUCKET_SIZE 200: a bucket per weight") for f in bench.cost(bench.Configuration([h100])).flags
     )
+    assert (eight["nvls"], h100["nvls"]) == ("off", "off")  # config_common.sh: NCCL_NVLS_ENABLE=0
