@@ -1016,7 +1016,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     elif mlperf and row["bucket_size"]:
         flags.append(f"BUCKET_SIZE {row['bucket_size']}: a bucket per weight in the run, Megatron's default costed")
     if mlperf and row["fp8_recipe"] == "delayed":
-        flags.append("FP8 delayed scaling (conf/custom.yaml's default): its casts costed as current scaling's")
+        flags.append("FP8 delayed scaling: its casts costed as current scaling's (one read more)")
 
     def run(virtual_stages: int) -> LayoutStep:
         return layout_step(
