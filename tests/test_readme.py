@@ -98,9 +98,10 @@ def test_every_tour_command_runs_as_written(tmp_path: Path, monkeypatch: pytest.
         assert result.exit_code == 0, (args, result.output)
 
 
-def _large_runs_summary_is_in_the_readme(holdout: bool, mlperf: bool = False) -> None:
+def _large_runs_summary_is_in_the_readme(rows_of: str | None) -> None:
+    """`rows_of`: the benchmark's function that reads the rows (holdout_rows, mlperf_rows), None for runs.csv."""
     bench = load_benchmark("large_runs")
-    rows = bench.mlperf_rows() if mlperf else bench.holdout_rows() if holdout else None
+    rows = getattr(bench, rows_of)() if rows_of else None
     fresh = bench.summary(bench.compare(rows)[0], bench.compare(rows, compute_model="flops")[0]).splitlines()
     text = _lines()
     at = [i for i, line in enumerate(text) if line == fresh[2]]  # the first source's row: the two tables share a header
@@ -122,17 +123,17 @@ def test_the_large_runs_per_run_table_is_current() -> None:
 
 def test_the_held_out_large_runs_table_is_current() -> None:
     """The README's held-out summary is what `python benchmarks/large_runs.py --holdout` prints today."""
-    _large_runs_summary_is_in_the_readme(holdout=True)
+    _large_runs_summary_is_in_the_readme("holdout_rows")
 
 
 def test_the_mlperf_table_is_current() -> None:
     """The README's MLPerf Training summary is what `python benchmarks/large_runs.py --mlperf` prints today."""
-    _large_runs_summary_is_in_the_readme(holdout=True, mlperf=True)
+    _large_runs_summary_is_in_the_readme("mlperf_rows")
 
 
 def test_the_large_runs_table_is_current() -> None:
     """The README's published-large-runs summary is what `python benchmarks/large_runs.py` prints today."""
-    _large_runs_summary_is_in_the_readme(holdout=False)
+    _large_runs_summary_is_in_the_readme(None)
 
 
 @pytest.fixture(scope="module")
