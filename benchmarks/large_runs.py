@@ -61,6 +61,7 @@ where the run computes in it). Errors are predicted / published - 1; the summary
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import multiprocessing
@@ -491,8 +492,9 @@ MLPERF_SETTINGS = (
 MLPERF_EVEN_BUCKETS = 1_000_000
 
 
+@functools.cache
 def tokenizer_vocab(model: str) -> int:
-    """The vocabulary `model`'s spec here gives, unpadded."""
+    """The vocabulary `model`'s spec here gives, unpadded (once per model, not once per row)."""
     a = build_model(model).architecture
     assert a is not None
     return a.vocab
