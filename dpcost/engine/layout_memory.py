@@ -320,7 +320,10 @@ class ModelShape:
 # ----------------------------------------------------------------------------------------------- parameters
 
 
-def padded_vocab_size(vocab: int, tp: int, divisible_by: int = 128) -> int:
+VOCAB_DIVISIBLE_BY = 128  # Megatron's --make-vocab-size-divisible-by default (megatron/training/arguments.py)
+
+
+def padded_vocab_size(vocab: int, tp: int, divisible_by: int = VOCAB_DIVISIBLE_BY) -> int:
     """The vocabulary padded to a multiple of divisible_by x TP [V] (_calculate_padded_vocab_size_cached)."""
     multiple = divisible_by * tp
     return math.ceil(vocab / multiple) * multiple
@@ -996,7 +999,9 @@ def layout_memory(
 
 
 @functools.lru_cache(maxsize=256)  # frozen specs: one shape per (architecture, TP, ...)
-def model_shape(a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisible_by: int = 128) -> ModelShape:
+def model_shape(
+    a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisible_by: int = VOCAB_DIVISIBLE_BY
+) -> ModelShape:
     """A spec as Megatron's arguments [M]: kv_heads as num_query_groups, head_dim as kv_channels, padded vocab [V],
     `mtp_layers` as mtp_num_layers."""
     h = a.hidden
@@ -1171,7 +1176,7 @@ def layout_memory_for(
     micro_batch: int = 1,
     num_microbatches: int | None = None,
     mtp_layers: int = 0,
-    vocab_divisible_by: int = 128,
+    vocab_divisible_by: int = VOCAB_DIVISIBLE_BY,
 ) -> LayoutMemory:
     """Memory per GPU of a dpcost model spec under `layout`, as Megatron accounts it [M]."""
     if spec.architecture is None:

@@ -304,9 +304,10 @@ def apply(
         settings = [Setting(s.key, s.value, "", why, s.option) if s.option in unread else s for s in settings]
     spec = None if model is not None else config.model_spec
     if spec is not None and config.vocab_padding is not None and "tp" in typed:
+        from dpcost.engine.layout_memory import padded_vocab_size
+
         vocab, multiple = config.vocab_padding
-        tp = _whole_or(typed["tp"], 1)
-        padded = -(-vocab // (multiple * tp)) * multiple * tp  # Megatron's _vocab_size_with_padding at this TP
+        padded = padded_vocab_size(vocab, _whole_or(typed["tp"], 1), multiple)  # at the TP the plan gives
         spec = spec.model_copy(update={"architecture": spec.architecture.model_copy(update={"vocab": padded})})
     return Applied(
         model=model if model is not None else config.model,

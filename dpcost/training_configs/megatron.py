@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dpcost.engine.frameworks import MEGATRON_FSDP
+from dpcost.engine.layout_memory import VOCAB_DIVISIBLE_BY, padded_vocab_size
 from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 from dpcost.training_configs.shell import command_words
@@ -180,7 +181,7 @@ def read(text: str, path: str) -> TrainingConfig:
     spec = _model(r, args, tp, Path(path).stem)
     padding = None
     if spec is not None:
-        padding = (_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128)
+        padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
     dp = _launched_dp(r, args)
     used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS}
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
@@ -516,12 +517,6 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
             r.use(name, "(absent)", option, "1", "--first-last-layers-bf16 with Megatron's default, 1")
 
 
-def padded_vocab(vocab: int, divisible_by: int, tp: int) -> int:
-    """Megatron's _vocab_size_with_padding: the vocabulary rounded up to a multiple of divisible_by x TP."""
-    multiple = divisible_by * tp
-    return -(-vocab // multiple) * multiple
-
-
 def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str, Any] | None:
     """The GPT model Megatron builds from the arguments, as dpcost's architecture fields; None without a model."""
     layers = _int(r, args, "--num-layers")
@@ -698,7 +693,14 @@ def _window(r: Reading, args: dict[str, list[str]], layers: int | None) -> dict[
 
 def _vocab(r: Reading, args: dict[str, list[str]], tp: int) -> int:
     """The padded vocabulary at this TP."""
-    return padded_vocab(_vocab_size(r, args), _int(r, args, "--make-vocab-size-divisible-by", 128) or 128, tp)
+    return padded_vocab_size(_vocab_size(r, args), tp, _vocab_divisible_by(r, args))
+
+
+def _vocab_divisible_by(r: Reading, args: dict[str, list[str]]) -> int:
+    """--make-vocab-size-divisible-by: the vocabulary is padded to a multiple of it x TP."""
+    divisible_by = _int(r, args, "--make-vocab-size-divisible-by", VOCAB_DIVISIBLE_BY)
+    assert divisible_by is not None
+    return divisible_by
 
 
 def _vocab_size(r: Reading, args: dict[str, list[str]]) -> int:
