@@ -210,6 +210,23 @@ def gpt_oss_preset_modules(source: str, gpu: str, precision: str, global_batch: 
     return frozenset({"layernorm", "moe_act"})
 
 
+# Megatron-Bridge's Nemotron 3 recompute_modules by (model, GPU, the table's precision), where its presets name any:
+# scripts/performance/configs/nemotronh/ nemotron_3_nano_workload_base_configs.py in v0.3.1 (the 26.02.01 tables)
+# and nemotron_3_workload_base_configs.py in v0.4.0-v0.5.1 (26.04-26.06.01): Nano's H100_FP8_CS_V1, Super's
+# B300_NVFP4_V1 (= B300_BF16_V1) and B200_FP8_MX_V1 (= BASE_NEMOTRON_3_SUPER_CONFIG_B200), unchanged over those
+# releases; v0.6.0's perf_recipes/nemotronh/{gb200,gb300}/nemotronh.py (26.08) for Ultra. utils/overrides.py
+# _set_recompute_overrides runs them as recompute_granularity "selective"; every other preset names none, and the
+# recipes recompute nothing (recipes/nemotronh/nemotron_3_nano.py recompute_granularity = None; nemotron_3_super.py
+# sets none).
+NEMOTRON3_PRESET_MODULES: dict[tuple[str, str, str], frozenset[str]] = {
+    ("Nemotron_3_Nano", "H100", "fp8"): frozenset({"moe", "layernorm", "core_attn", "moe_act"}),
+    ("Nemotron_3_Super", "B300", "nvfp4"): frozenset({"moe_act", "layernorm"}),
+    ("Nemotron_3_Super", "B200", "mxfp8"): frozenset({"moe_act", "layernorm"}),
+    ("Nemotron_3_Ultra", "GB300", "mxfp8"): frozenset({"moe_act"}),
+    ("Nemotron_3_Ultra", "GB200", "mxfp8"): frozenset({"moe_act"}),
+}
+
+
 A100_PEAK = 312e12  # the 16-bit dense peak Narayanan et al., Korthikanti et al. and MegaScale divide by
 
 # The model of each `model` cell: a catalog name, a YAML spec of ../tests/reference, or a Hugging Face config.json.
@@ -1063,13 +1080,15 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         # (Megatron-Core's default recompute_granularity None; GPT-OSS's recompute_modules are set without
         # "selective", so they do nothing until v0.3.0: gpt_oss_preset_modules), selective for DeepSeek-V3
         # (deepseek_llm_pretrain.py) of the modules configs/deepseek/workload_base_configs.py gives per GPU: moe_act on
-        # GB300, mla_up_proj and mlp on H100, mla_up_proj elsewhere
-        recompute = "selective" if row["model"].startswith(("DeepSeek", "GPT OSS")) else "none"
+        # GB300, mla_up_proj and mlp on H100, mla_up_proj elsewhere; Nemotron 3's as NEMOTRON3_PRESET_MODULES
+        recompute = "selective" if row["model"].startswith(("DeepSeek", "GPT OSS", "Nemotron_3_")) else "none"
         if recompute == "selective":
             if row["model"].startswith("DeepSeek"):
                 modules = deepseek_preset_modules(source, row["gpu"])
-            else:
+            elif row["model"].startswith("GPT OSS"):
                 modules = gpt_oss_preset_modules(source, row["gpu"], row["precision"], row["global_batch"])
+            else:
+                modules = NEMOTRON3_PRESET_MODULES.get((row["model"], row["gpu"], row["precision"]), frozenset())
             recompute = "selective" if modules else "none"  # recompute_modules = []: nothing recomputed
         flags.append(f"recompute not printed: {recompute}, as Megatron-Bridge's presets set it")
     elif not recompute and source == "llama3-2024":

@@ -248,6 +248,21 @@ def test_gpt_oss_recomputes_as_megatron_bridges_presets_run_it(bench: ModuleType
     assert modules("mbridge-26.06", "GB200", "bf16", "1280") == both
 
 
+def test_nemotron3_recomputes_as_megatron_bridges_presets_run_it(bench: ModuleType) -> None:
+    """Megatron-Bridge's Nemotron 3 Nano H100 FP8 preset (NEMOTRON_3_NANO_PRETRAIN_CONFIG_H100_FP8_CS_V1, v0.3.1 to
+    v0.5.1) names moe, layernorm, core_attn and moe_act, which utils/overrides.py runs as selective recomputation; the
+    GB300 preset names none, and the recipe recomputes nothing."""
+    nano = ("mbridge-26.04", "Nemotron_3_Nano")
+    rows = [r for r in bench.read_rows(bench.HOLDOUT) if (r["source"], r["model"]) == nano]
+    by_gpu = {c.first["gpu"]: c for c in bench.configurations(rows)}
+    h100, gb300 = bench.cost(by_gpu["H100"]), bench.cost(by_gpu["GB300"])
+    assert "recompute not printed: selective, as Megatron-Bridge's presets set it" in h100.flags
+    assert "recompute not printed: none, as Megatron-Bridge's presets set it" in gb300.flags
+    nano_h100 = bench.NEMOTRON3_PRESET_MODULES[("Nemotron_3_Nano", "H100", "fp8")]
+    assert nano_h100 == {"moe", "layernorm", "core_attn", "moe_act"}
+    assert ("Nemotron_3_Nano", "GB300", "mxfp8") not in bench.NEMOTRON3_PRESET_MODULES
+
+
 def test_nvfp4_llama_rows_wait_for_tp_as_megatron_bridges_presets_run_them(bench: ModuleType) -> None:
     """Megatron-Bridge's Llama presets overlap TP with userbuffers except in NVFP4 (v0.2.0-v0.5.0 configs/llama*/
     `tp_comm_overlap = False if precision == "nvfp4"`; v0.6.0 perf_recipes set it False): the same TP 2 layout's
