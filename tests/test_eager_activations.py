@@ -261,8 +261,10 @@ def test_llama4s_moe_keeps_every_experts_copy_of_a_token_under_eager():
     assert routed(top_k, "eager") * measured["experts"] == measured["routed_bytes_per_token"] * measured["top_k"]
     assert routed(a, "fused") == routed(top_k, "fused")
 
-    def up_flops(arch, kernels):
-        (op,) = [op for op in layer_ops(arch, True, 1024, 1024, kernels) if op.name == "expert up"]
+    def up_flops(arch, kernels):  # the up projection's matmul, or Megatron's fc1 of gate and up
+        (op,) = [
+            op for op in layer_ops(arch, True, 1024, 1024, kernels) if op.name in ("expert up", "expert gate and up")
+        ]
         return op.flops * op.repeats
 
     assert up_flops(a, "eager") == measured["experts"] * up_flops(top_k, "eager")

@@ -163,6 +163,27 @@ def test_ep_dispatches_and_combines_top_k_copies_of_every_token() -> None:
     )
 
 
+def test_overlapped_all_to_alls_of_the_first_forward_and_the_last_backward_are_exposed() -> None:
+    """Megatron-Core's combined 1F1B without pipelining (combined_1f1b.py, core_r0.15.0) runs the first micro-batch's
+    forward alone and the last one's backward alone, every other forward beside a backward: where the pairs hide
+    their all-to-alls, a step still waits for one micro-batch's, whatever the number of micro-batches; with a
+    pipeline, nothing is added here."""
+    mixtral, b200 = load_model("mixtral-8x7b"), load_topology("dgx-b200")
+    layout = Layout(dp=8, ep=8)
+
+    def exposed_ep(batch: int, overlap: bool, pp_layout: Layout = layout) -> float:
+        r = layout_step(
+            mixtral, b200, pp_layout, micro_batch=1, global_batch=batch, seq_len=4096, mfu=0.4, ep_overlap=overlap
+        )
+        return r.exposed["ep"]
+
+    one_micro_batch = exposed_ep(8, False)  # nothing overlapped: every call waited for, m = 1
+    assert exposed_ep(16, False) == pytest.approx(2 * one_micro_batch)
+    assert exposed_ep(8, True) == pytest.approx(one_micro_batch) == exposed_ep(64, True)
+    piped = Layout(dp=4, pp=2, ep=4)
+    assert exposed_ep(64, True, piped) == 0.0 < exposed_ep(64, False, piped)
+
+
 def test_only_the_time_beyond_what_a_call_hides_behind_is_exposed(llama405b: ModelSpec) -> None:
     calls = layout_calls(
         _arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, tp_overlap=True, attention_share=0.2

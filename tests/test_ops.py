@@ -67,7 +67,8 @@ def test_an_moe_layer_permutes_its_tokens_to_the_experts_and_back() -> None:
     T tokens: the permutation reads each token once and writes its 8 copies, (1 + 8) x 2048 x 2 bytes per token; the
     unpermutation reads the 8 copies and writes one; with the all-to-all over EP 8 (16 local experts) the received
     copies are also sorted by local expert and unsorted, each 2 x 8 x 2048 x 2 bytes; the backward moves the same
-    bytes. Without EP (one rank holds every expert) nothing is sorted."""
+    bytes. Without EP (one rank holds every expert) nothing is sorted, nor by the all-gather and flex dispatchers,
+    which permute by expert what they receive (or receive it so, HybridEP) and call no sort_chunks_by_idxs."""
     import json
     from pathlib import Path
 
@@ -78,7 +79,7 @@ def test_an_moe_layer_permutes_its_tokens_to_the_experts_and_back() -> None:
     assert a is not None and a.moe is not None and (a.hidden, a.moe.active, a.moe.experts) == (2048, 8, 128)
     t = 4096
     names = [op.name for op in layer_ops(a, True, t, 4096, "fused", ep=8)]
-    i, j = names.index("expert gate"), names.index("expert down")
+    i, j = names.index("expert gate and up"), names.index("expert down")
     assert names[i - 2 : i] == ["token permutation", "tokens sorted by local expert"]
     assert names[j + 2 : j + 4] == ["tokens unsorted", "token unpermutation"]
     by_name = {op.name: op for op in layer_ops(a, True, t, 4096, "fused", ep=8)}
@@ -87,6 +88,9 @@ def test_an_moe_layer_permutes_its_tokens_to_the_experts_and_back() -> None:
     assert all(by_name[n].backward_bytes == by_name[n].bytes for n in ("token permutation", "tokens unsorted"))
     alone = [op.name for op in layer_ops(a, True, t, 4096, "fused")]
     assert "token permutation" in alone and "tokens sorted by local expert" not in alone
+    for dispatcher in ("flex", "allgather"):
+        names = [op.name for op in layer_ops(a, True, t, 4096, "fused", ep=8, dispatcher=dispatcher)]
+        assert "token permutation" in names and not {"tokens sorted by local expert", "tokens unsorted"} & {*names}
 
 
 def test_megatron_runs_gpt_oss_clamp_and_expert_biases_outside_its_fused_kernels() -> None:
@@ -203,6 +207,50 @@ def test_an_fp8_matmul_casts_its_input_and_its_output_gradient_each_time() -> No
     split = tensor_parallel(casts, 8, False)
     assert sum(op.bytes for op in split) == t * (4 * 4096 + 6 * 4096 / 8 + 4 * 4096 + 4 * 14336 / 8)
     assert sum(op.backward_bytes for op in split) == 6 * t * ((6144 + 14336 + 14336) / 8 + 4096 + 4096)
+
+
+def test_megatron_projects_a_gated_mlps_gate_and_up_in_one_matmul() -> None:
+    """Megatron-Core's MLP doubles linear_fc1's output width for a gated linear unit (transformer/mlp.py at
+    core_r0.15.0: "If this is a gated linear unit we double the output width"), its grouped experts' fc1 alike
+    (moe/experts.py): Llama-8B's T x 4096 by 4096 x 28672 and Qwen3-30B-A3B's experts' 4096 x 1536, where eager
+    PyTorch runs transformers' Llama gate_proj and up_proj as two matmuls of 14336, and Phi-3's gate_up_proj as one.
+    The FLOPs are the same either way."""
+    import json
+    from pathlib import Path
+
+    from dpcost.catalog import model_from_hf_config
+
+    def config(name: str) -> ModelArchitecture:
+        path = Path(__file__).parent / "reference" / "hf-configs" / name
+        a = model_from_hf_config(json.loads(path.read_text()), str(path)).architecture
+        assert a is not None
+        return a
+
+    def fc1(a: ModelArchitecture, moe: bool, kernels: str) -> list[tuple[float, float, float]]:
+        ops = layer_ops(a, moe, 4096, 4096, kernels)
+        return [op.shape for op in ops if op.kind == "gemm" and (" gate" in op.name or op.name.endswith(" up"))]
+
+    llama, qwen3, phi3 = load_model("llama-8b").architecture, config("qwen3-30b-a3b.json"), config("phi-3-medium.json")
+    assert llama is not None
+    assert fc1(llama, False, "fused") == [(4096, 4096, 28672)]
+    assert fc1(llama, False, "eager") == [(4096, 4096, 14336)] * 2
+    assert fc1(qwen3, True, "fused") == [(4096 * 8 / 128, 2048, 1536)]
+    assert fc1(phi3, False, "eager") == [(4096, phi3.hidden, 2 * (phi3.ffn or 0))]
+    flops = [sum(op.flops for op in layer_ops(llama, False, 4096, 4096, k)) for k in ("fused", "eager")]
+    assert flops[0] == pytest.approx(flops[1])
+
+
+def test_latent_attentions_up_projections_cast_their_own_inputs_under_fp8() -> None:
+    """DeepSeek-V3's query and key-value up-projections read the normed query and key-value latents, not a gate's
+    input: each casts its own (Transformer Engine's LayerNormColumnParallelLinear computes the amax in the norm), as
+    the query's down-projection and every other matmul does but the router and an unfused up-projection after its
+    gate."""
+    a = load_model("deepseek-v3").architecture
+    assert a is not None and a.mla is not None
+    ops = layer_ops(a, False, 4096, 4096, "fused", 1.0, cast=fp8_cast("hopper"))
+    names = [op.name for op in ops]
+    for up in ("query up", "key-value up"):
+        assert names[names.index(up) + 1] == f"{up}, FP8 cast"
 
 
 def test_an_nvfp4_matmul_casts_as_transformer_engines_nvfp4_quantizer() -> None:

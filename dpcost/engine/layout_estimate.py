@@ -44,6 +44,7 @@ from dpcost.engine.layout_step import (
     stage_kinds,
     stage_layer_counts,
     stage_tp_pairs,
+    unpaired_ep_seconds,
 )
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, RECIPES
@@ -499,7 +500,7 @@ def layout_step(
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
                           sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
-                          loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype])
+                          loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -568,6 +569,9 @@ def layout_step(
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
+    unpaired = unpaired_ep_seconds(calls, priced.__getitem__, forward + backward, layout.pp)
+    if unpaired:
+        exposed["ep"] += unpaired
     # DP's own collectives named as DP's, beside the other dimensions' exposed calls ("exposed DP all_gather")
     dp_terms = [
         Term(f"{EXPOSED}DP {t.term.removeprefix(EXPOSED)}", t.seconds) if t.term.startswith(EXPOSED) else t
@@ -587,7 +591,7 @@ def layout_step(
         slowest_gpu = slowest_gpu_loss(rates_for(topology.gpu), layout.gpus) if compute_model == "ops" else 0.0
     slots = m + ((layout.pp - 1) / virtual_stages if layout.pp > 1 else 0.0)
     slowest = slowest_gpu / (1.0 - slowest_gpu) * slots * (forward + backward)
-    step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + bubble + jitter + slowest
+    step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + unpaired + bubble + jitter + slowest
     mtp_flops = 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers if mtp_layers else 0.0
     model_flops = (fpt.model + mtp_flops) * micro_batch * seq_len * m
     model_flops /= layout.tp * layout.cp * layout.pp
@@ -666,6 +670,7 @@ def _stage_by_ops(
     attention_kernel: str | None = None,
     loss_impl: str = "vocab-parallel",
     main_grad_bytes: float | None = None,
+    ep_dispatcher: str = "alltoall",
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -676,7 +681,8 @@ def _stage_by_ops(
     (ops.recomputed_by_part; selective: `recompute_modules`).
     `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage;
     `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
-    the first and last decoder layers, by global index, whose matmuls all do (ops.sixteen_bit_layer)."""
+    the first and last decoder layers, by global index, whose matmuls all do (ops.sixteen_bit_layer);
+    `ep_dispatcher` the MoE token dispatcher, whose local shuffles ops.layer_ops prices."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -697,14 +703,15 @@ def _stage_by_ops(
     ) -> tuple[float, float, float]:
         key = (gpu, moe, mixer, local, mlp, sixteen, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
                sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
-               sixteen_bit_efficiency, attention)  # fmt: skip
+               sixteen_bit_efficiency, attention, ep_dispatcher)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
         view = a.attention_of(mixer)
         built = layer_ops(
-            view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp, sixteen
-        )
+            view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp, sixteen,
+            dispatcher=ep_dispatcher,
+        )  # fmt: skip
         ops = tensor_parallel(built, layout.tp, sequence_parallel)
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)

@@ -441,8 +441,9 @@ def ep_calls(
     runs its forward again in the backward (full recomputation, or recompute_modules "moe", which checkpoints
     moe_layer.py's whole route-dispatch-compute-combine), and its forward calls with it. Overlapped, they hide
     behind another micro-batch's whole forward and backward (DeepSeek-V3's DualPipe, arXiv 2412.19437
-    section 3.2.1). `node_limit` M: each token goes to at most M nodes, once over the network to each, and is
-    forwarded over NVLink to its experts there (DeepSeek-V3's node-limited routing, M = 4, with DeepEP: sections
+    section 3.2.1; Megatron-Core's combined 1F1B, whose unpaired first forward and last backward
+    unpaired_ep_seconds prices). `node_limit` M: each token goes to at most M nodes, once over the network to each,
+    and is forwarded over NVLink to its experts there (DeepSeek-V3's node-limited routing, M = 4, with DeepEP: sections
     2.1.2 and 3.2.2), so at most M of its top-k copies cross the network. `dispatcher` "flex" (DeepEP, HybridEP)
     without a limit: once to each NVLink domain its experts are in (p2p.all_to_all `routed`). "allgather"
     (MoEAllGatherTokenDispatcher, Megatron's default): each GPU's tokens, once each, gathered over the expert TP x
@@ -582,6 +583,20 @@ def exposed_per_micro_batch(
         exposed = max(0.0, total - c.hides_behind * compute) if c.overlapped else total
         out[c.dimension] = out.get(c.dimension, 0.0) + exposed
     return out
+
+
+def unpaired_ep_seconds(
+    calls: Sequence[LayoutCall], seconds: Callable[[LayoutCall], float], compute: float, pp: int
+) -> float:
+    """Seconds per step of the overlapped EP calls no other micro-batch hides: without pipelining Megatron-Core's
+    combined 1F1B runs the first micro-batch's forward alone and the last one's backward alone, each other forward
+    beside a backward (combined_1f1b.py combined_1f1b_schedule_for_no_pipelining, core_r0.15.0), so what one
+    micro-batch's compute hides of its calls (exposed_per_micro_batch) is exposed once a step. With a pipeline the
+    warm-up and cool-down run in its bubble's slots: not priced here."""
+    if pp > 1:
+        return 0.0
+    overlapped = [c for c in calls if c.dimension == "ep" and c.overlapped]
+    return sum(min(c.per_micro_batch * seconds(c), c.hides_behind * compute) for c in overlapped)
 
 
 def slowed_compute(

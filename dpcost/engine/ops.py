@@ -157,7 +157,10 @@ def _token_permutation(width: int, tokens: float, top_k: int, sort_by_local_expe
     permutation copies each token once per expert it is routed to (reads T x width, writes top-k x T x width) and
     the unpermutation weighs and sums the copies back (reads top-k x T x width, writes T x width); with the
     all-to-all dispatcher over EP ranks holding several experts, the received tokens are also sorted by local
-    expert and unsorted after (sort_chunks_by_idxs: top-k x T x width read and written, each way). The backward
+    expert and unsorted after (sort_chunks_by_idxs: top-k x T x width read and written, each way), which the
+    all-gather and flex dispatchers do not run (MoEAllGatherTokenDispatcher and MoEFlexTokenDispatcher permute
+    what they receive by expert, or with HybridEP receive it so: token_dispatcher.py at core_r0.15.0 and
+    core_r0.16.0 _HybridEPManager.get_permuted_hidden_states_by_experts). The backward
     moves the same bytes in reverse. Returned as the ops before the experts and those after; 16-bit tokens, on each
     rank's own tokens (split over TP only with sequence parallelism)."""
     copies = BF16 * width * tokens * top_k
@@ -319,10 +322,12 @@ def layer_ops(
     mlp: bool = True,
     sixteen_bit: bool = False,
     autocast: bool = False,
+    dispatcher: str = "alltoall",
 ) -> list[Op]:
     """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
     one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
-    moe_layer.py: num_local_experts = experts // ep; balanced routing). Without flash attention
+    moe_layer.py: num_local_experts = experts // ep; balanced routing), dispatched by `dispatcher` (--moe-token-
+    dispatcher-type: _token_permutation). Without flash attention
     the scores are two matmuls over the whole (s x s) square and a softmax that writes, reads and writes the
     scores, and reads them back for the values: 8 bytes per score forward, twice that backward. With dropout
     (a.dropout > 0; GPT-3-style models as Megatron-LM trained them): the attention probabilities' dropout, a kernel
@@ -353,16 +358,17 @@ def layer_ops(
     elif mixer != "none":
         ops += _attention_half(a, t, seq_len, kernels, gemm_bytes, flash, local, unfused, autocast)
     if mlp:
-        ops += _mlp_half(a, moe_layer, t, kernels, gemm_bytes, ep, unfused)
+        ops += _mlp_half(a, moe_layer, t, kernels, gemm_bytes, ep, unfused, dispatcher)
     if sixteen_bit:
         return in_sixteen_bits(ops)
     if cast is None:
         return ops
     with_casts = []
-    for op in ops:
+    for before, op in zip([None, *ops], ops, strict=False):
         with_casts.append(op)
         if op.kind == "gemm" and op.module not in ("router", "core_attn"):
-            shared = a.gated_mlp and op.name.endswith(" up")  # the gate's cast serves it: one fused fc1 in Megatron
+            # an unfused up projection reads its gate's input: the gate's cast serves it
+            shared = before is not None and before.name == op.name.removesuffix(" up") + " gate"
             # a norm or an activation computes the amax of every matmul input but the attention output's and the
             # routed experts' dispatched tokens
             dispatched = op.name.startswith("expert ") and not op.name.endswith(" down")
@@ -571,13 +577,21 @@ def _activation(
 
 
 def _mlp_half(
-    a: ModelArchitecture, moe_layer: bool, t: float, kernels: Kernels, gemm_bytes: float, ep: int, unfused: bool
+    a: ModelArchitecture,
+    moe_layer: bool,
+    t: float,
+    kernels: Kernels,
+    gemm_bytes: float,
+    ep: int,
+    unfused: bool,
+    dispatcher: str = "alltoall",
 ) -> list[Op]:
     """The MLP half of a layer, its norm through its residual add (layer_ops)."""
     h = a.hidden
     norm_b, norm_k = _NORM[kernels]
     res_b, res_k = _RESIDUAL[kernels]
     drop_b, drop_k = _DROPOUT[kernels]
+    fused_fc1 = kernels == "fused" or a.fused_gate_up  # Megatron's, or the model's own gate_up_proj (_mlp)
     ops = [_memory("post-attention norm", "layernorm", norm_b * h * t, norm_k)]
     if moe_layer and a.moe is not None:
         e = a.moe
@@ -587,9 +601,10 @@ def _mlp_half(
         ops.append(_gemm("router", "router", t, h, e.router_rows(), BF16, sixteen_bit=True))
         if e.latent:  # LatentMoE (params.latent_projections): replicated over TP, as Megatron-Core's "duplicated"
             ops.append(_gemm("latent projection in", "moe", t, h, e.latent, gemm_bytes))
-        before, after = _token_permutation(e.expert_io(h), t, copies, sort_by_local_expert=ep > 1 and local_experts > 1)
+        sort = dispatcher == "alltoall" and ep > 1 and local_experts > 1
+        before, after = _token_permutation(e.expert_io(h), t, copies, sort_by_local_expert=sort)
         ops += before
-        ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local_experts, e.expert_io(h))
+        ops += _mlp("expert", "moe", a, routed, e.ffn, gemm_bytes, local_experts, e.expert_io(h), kernels == "fused")
         # transformers' default experts forward (grouped_mm_experts_forward, integrations/moe.py, 5.25.0) gates every
         # local expert's rows in one call, where DBRX's own loop gates each expert's; Megatron-Core's kernels are
         # counted once an expert
@@ -601,13 +616,13 @@ def _mlp_half(
         if e.latent:
             ops.append(_gemm("latent projection out", "moe", t, e.latent, h, gemm_bytes))
         if e.shared:  # moe_layer.py shared_experts_compute: checkpointed under "shared_experts" (or the whole "moe")
-            ops += _mlp("shared expert", "shared_experts", a, t, e.shared_width, gemm_bytes, e.shared)
+            ops += _mlp("shared expert", "shared_experts", a, t, e.shared_width, gemm_bytes, e.shared, None, fused_fc1)
             ops += _activation(a, kernels, "shared expert", "shared_experts", e.shared_width * t * e.shared)
         if e.output_norm:
             ops.append(_memory("MoE output norm", "layernorm", norm_b * h * t, norm_k))
     else:
         assert a.ffn is not None
-        ops += _mlp("MLP", "mlp", a, t, a.ffn, gemm_bytes)
+        ops += _mlp("MLP", "mlp", a, t, a.ffn, gemm_bytes, fused_fc1=fused_fc1)
         ops += _activation(a, kernels, "MLP", "mlp", a.ffn * t)
     if a.dropout > 0:
         ops.append(_memory("dropout", "residual", drop_b * h * t, drop_k, 1.0))
@@ -708,10 +723,17 @@ def _mlp(
     gemm_bytes: float,
     repeats: int = 1,
     io: int | None = None,
+    fused_fc1: bool = False,
 ) -> list[Op]:
+    """An MLP's matmuls: a gated one's gate and up projections as one matmul of twice the width where `fused_fc1`
+    (Megatron-Core's linear_fc1 doubles its width for a gated linear unit: transformer/mlp.py, and the grouped
+    experts' fc1 alike, moe/experts.py, at core_r0.15.0; a model's own gate_up_proj), else as two; then down."""
     h = io or a.hidden
-    up = [_gemm(f"{name} gate", module, tokens, h, width, gemm_bytes, repeats, "n")] if a.gated_mlp else []
-    up.append(_gemm(f"{name} up", module, tokens, h, width, gemm_bytes, repeats, "n"))
+    if a.gated_mlp and fused_fc1:
+        up = [_gemm(f"{name} gate and up", module, tokens, h, 2 * width, gemm_bytes, repeats, "n")]
+    else:
+        up = [_gemm(f"{name} gate", module, tokens, h, width, gemm_bytes, repeats, "n")] if a.gated_mlp else []
+        up.append(_gemm(f"{name} up", module, tokens, h, width, gemm_bytes, repeats, "n"))
     return [*up, _gemm(f"{name} down", module, tokens, width, h, gemm_bytes, repeats, "k")]
 
 
