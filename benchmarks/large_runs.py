@@ -853,6 +853,14 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     mlperf_tp = mlperf and row["tp_overlap"] == "yes" and tp > 1
     tp_overlap = megascale_tp or bridge_tp or nemo or (dgxc and tp > 1) or mlperf_tp
     ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
+    # The same MXFP8 presets from v0.5.0 run the experts through Transformer Engine's CuTe-DSL grouped MLP
+    # (cutedsl_fused_grouped_mlp=True: v0.5.0 deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_
+    # {GB300,GB200}_FP8_MX_V1 and the V2 presets built on them, qwen3_workload_base_configs.py QWEN3_235B_A22B_..._
+    # {GB300,GB200}_FP8_MX_V2 and QWEN3_30B_A3B_..._{GB300,GB200,B300}_FP8_MX_V1, gpt_oss_workload_base_configs.py
+    # GPT_OSS_120B_..._{GB300,GB200}_FP8_MX_V2; utils/overrides.py turns on the op fuser, perf_plugins.py
+    # NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; v0.6.0's perf_recipes the same)
+    oss_fused = oss_v2 and row["gpu"] in ("GB200", "GB300") and row["precision"] == "mxfp8" and release >= "26.06"
+    fused_mlp = full_iteration or oss_fused
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
     # (megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
@@ -990,6 +998,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's GPT-OSS V2 presets)")
     if full_iteration:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's MXFP8 full-iteration presets from v0.5.0)")
+    if fused_mlp:
+        flags.append("experts through TE's fused grouped MLP (the presets' cutedsl_fused_grouped_mlp from v0.5.0)")
     # Runs from before FlashAttention (arXiv 2205.14135, May 2022) reached Megatron: attention as two matmuls over the
     # score square and a (fused) softmax, which Korthikanti et al.'s selective recomputation re-runs.
     flash = source not in PRE_FLASH
@@ -1073,6 +1083,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             bf16_layers=bf16_layers,
             loss_impl=MLPERF_LOSS[row["cross_entropy"]] if mlperf else cross_entropy_impl(source, row["model"]),
             bucket_bytes=bucket_bytes,
+            fused_grouped_mlp=fused_mlp,
         )
 
     if not recompute and bridge:

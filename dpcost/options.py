@@ -390,6 +390,16 @@ class Compute(Section):
         "pass of its own (Megatron's hook; nanotron's fp32 accumulator).",
         json_schema_extra=cli("--grad-accumulation-fusion"),
     )
+    fused_grouped_mlp: bool = Field(
+        False,
+        description="Megatron-Core's routed experts through Transformer Engine's CuTe-DSL grouped MLP (Megatron's "
+        "--use-transformer-engine-op-fuser with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; Megatron-Bridge's "
+        "cutedsl_fused_grouped_mlp): fc1's kernel applies the gated activation (SwiGLU, or GPT-OSS's clamped "
+        "QGeGLU), the routing probabilities and the MXFP8 cast of its output, and fc2's gradient kernel the "
+        "activation's backward and its cast (TE 2.16 ops/fused/forward_grouped_mlp.py, backward_grouped_mlp.py), so "
+        "those passes leave HBM. MXFP8 on Blackwell only: --compute-dtype fp8 on an SM 10.x GPU.",
+        json_schema_extra=cli("--fused-grouped-mlp"),
+    )
     attention_kernel: Literal["flash2", "cudnn"] | None = Field(
         None,
         description="The kernel flash attention runs, at its measured rate (engine/rates.py): flash2, "

@@ -115,6 +115,31 @@ def test_tp_3_on_8_gpu_nodes_crosses_the_network_and_warns() -> None:
             "--tp-comm-overlap",
             "needs --sequence-parallel",
         ),
+        (
+            ["--model", "mixtral-8x7b", "--ep", "8", "--dp", "8", "--fused-grouped-mlp"],
+            "--fused-grouped-mlp",
+            "runs MXFP8 matmuls on Blackwell",
+        ),
+        (
+            ["--model", "llama-70b", "--pp", "8", "--dp", "1", "--topology", "dgx-b200", "--fused-grouped-mlp"],
+            "--fused-grouped-mlp",
+            "no gated routed experts",
+        ),
+        (
+            [
+                "--model",
+                "mixtral-8x7b",
+                "--dp",
+                "8",
+                "--topology",
+                "dgx-b200",
+                "--compute-dtype",
+                "fp8",
+                "--fused-grouped-mlp",
+            ],
+            "--fused-grouped-mlp",
+            "give a layout or --framework megatron",
+        ),
     ],
 )
 def test_layouts_megatron_refuses_are_refused_by_their_flag(args: list[str], flag: str, says: str) -> None:

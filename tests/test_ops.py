@@ -240,6 +240,33 @@ def test_megatron_projects_a_gated_mlps_gate_and_up_in_one_matmul() -> None:
     assert flops[0] == pytest.approx(flops[1])
 
 
+def test_transformer_engines_fused_grouped_mlp_leaves_the_activation_and_two_casts_in_its_kernels() -> None:
+    """Transformer Engine 2.16's CuTe-DSL grouped MLP (ops/fused/forward_grouped_mlp.py, backward_grouped_mlp.py):
+    forward, fc1's input is cast to MXFP8 and one kernel runs fc1 with the SwiGLU, the probabilities and fc2's input
+    cast in its epilogue; backward, fc2's output gradient is cast and fc2's gradient kernel applies the SwiGLU's
+    backward and casts fc1's output gradient. Qwen3-30B-A3B's experts on Blackwell lose their activation and those
+    two casts and keep the other two; GPT-OSS's clamp goes with its activation, its experts' output bias stays."""
+    import json
+    from pathlib import Path
+
+    from dpcost.catalog import model_from_hf_config
+
+    def names(config: str, fused: bool) -> set[str]:
+        path = Path(__file__).parent / "reference" / "hf-configs" / config
+        a = model_from_hf_config(json.loads(path.read_text()), str(path)).architecture
+        assert a is not None
+        ops = layer_ops(a, True, 4096, 4096, "fused", 1.0, ep=8, cast=fp8_cast("blackwell"), fused_grouped_mlp=fused)
+        return {op.name for op in ops if op.name.startswith("expert ")}
+
+    unfused, fused = names("qwen3-30b-a3b.json", False), names("qwen3-30b-a3b.json", True)
+    assert unfused - fused == {
+        "expert activation", "expert down, FP8 cast", "expert gate and up, gradient FP8 cast"
+    }  # fmt: skip
+    assert {"expert gate and up, FP8 cast", "expert down, gradient FP8 cast"} <= fused and not fused - unfused
+    oss_unfused, oss_fused = names("gpt-oss-120b.json", False), names("gpt-oss-120b.json", True)
+    assert "expert activation clamp" in oss_unfused - oss_fused and "expert output bias" in oss_fused
+
+
 def test_latent_attentions_up_projections_cast_their_own_inputs_under_fp8() -> None:
     """DeepSeek-V3's query and key-value up-projections read the normed query and key-value latents, not a gate's
     input: each casts its own (Transformer Engine's LayerNormColumnParallelLinear computes the amax in the norm), as

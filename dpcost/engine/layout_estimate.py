@@ -438,6 +438,7 @@ def layout_step(
     attention_kernel: str | None = None,
     loss_impl: str = "vocab-parallel",
     grad_accumulation_fusion: bool = True,
+    fused_grouped_mlp: bool = False,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -468,7 +469,8 @@ def layout_step(
     decoder layers whose matmuls stay in BF16 under FP8 or NVFP4, op by op (ops.sixteen_bit_layer). `bucket_bytes`:
     the DP gradient bucket in bytes of gradient, Megatron's --ddp-bucket-size in parameters times the gradient's
     bytes (default its max(40M, 1M x DP) parameters: frameworks.FRAMEWORKS["megatron"]). `optimizer_instances`:
-    Megatron's --num-distributed-optimizer-instances (instance_groups)."""
+    Megatron's --num-distributed-optimizer-instances (instance_groups). `fused_grouped_mlp`: the routed experts
+    through Transformer Engine's CuTe-DSL grouped MLP (ops.layer_ops)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -500,7 +502,8 @@ def layout_step(
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
                           sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
-                          loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher)
+                          loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher,
+                          fused_grouped_mlp)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -671,6 +674,7 @@ def _stage_by_ops(
     loss_impl: str = "vocab-parallel",
     main_grad_bytes: float | None = None,
     ep_dispatcher: str = "alltoall",
+    fused_grouped_mlp: bool = False,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -682,7 +686,8 @@ def _stage_by_ops(
     `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage;
     `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
     the first and last decoder layers, by global index, whose matmuls all do (ops.sixteen_bit_layer);
-    `ep_dispatcher` the MoE token dispatcher, whose local shuffles ops.layer_ops prices."""
+    `ep_dispatcher` the MoE token dispatcher, whose local shuffles ops.layer_ops prices; `fused_grouped_mlp` the
+    routed experts through Transformer Engine's fused grouped MLP (ops.layer_ops)."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -703,14 +708,14 @@ def _stage_by_ops(
     ) -> tuple[float, float, float]:
         key = (gpu, moe, mixer, local, mlp, sixteen, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
                sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
-               sixteen_bit_efficiency, attention, ep_dispatcher)  # fmt: skip
+               sixteen_bit_efficiency, attention, ep_dispatcher, fused_grouped_mlp)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
         view = a.attention_of(mixer)
         built = layer_ops(
             view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp, sixteen,
-            dispatcher=ep_dispatcher,
+            dispatcher=ep_dispatcher, fused_grouped_mlp=fused_grouped_mlp,
         )  # fmt: skip
         ops = tensor_parallel(built, layout.tp, sequence_parallel)
         t = timed(ops)

@@ -286,10 +286,13 @@ def matmul_operands(arch: str, compute_dtype: str) -> tuple[float, Cast | None]:
     return BF16, None
 
 
-def _casts(gemm: Op, cast: Cast, cast_input: bool = True, fused_amax: bool = False) -> list[Op]:
+def _casts(
+    gemm: Op, cast: Cast, cast_input: bool = True, fused_amax: bool = False, cast_gradient: bool = True
+) -> list[Op]:
     """The casts an FP8 or NVFP4 matmul adds: its (m x k) input before the forward (unless another matmul's cast of
-    the same input serves it: Megatron's fused gate-and-up fc1; without the amax read where a norm or an activation
-    computed it, `fused_amax`, and the cast allows it), its (m x n) output's gradient before the backward. Split over
+    the same input serves it, an unfused gate's for its up projection, or a kernel before writes it cast; without the
+    amax read where a norm or an activation computed it, `fused_amax`, and the cast allows it), its (m x n) output's
+    gradient before the backward (unless the kernel producing that gradient writes it cast). Split over
     TP as the tensors are: a column-parallel matmul's input is the whole hidden state (split only by sequence
     parallelism, where the FP8 all-gather casts the shard) and its output split; a row-parallel one the other way
     round; a replicated one (MLA's down-projections) neither."""
@@ -302,8 +305,9 @@ def _casts(gemm: Op, cast: Cast, cast_input: bool = True, fused_amax: bool = Fal
         in_kernels = cast.kernels - 1 if spared else cast.kernels
         out.append(Op(f"{gemm.name}, {cast.label} cast", gemm.module, "memory", 0.0, in_bytes * m * k, in_kernels,
                       0.0, 0.0, 0, gemm.repeats, tp_split=split_in))  # fmt: skip
-    out.append(Op(f"{gemm.name}, gradient {cast.label} cast", gemm.module, "memory", 0.0, 0.0, 0, 0.0,
-                  cast.bytes * m * n, cast.kernels, gemm.repeats, tp_split=split_out))  # fmt: skip
+    if cast_gradient:
+        out.append(Op(f"{gemm.name}, gradient {cast.label} cast", gemm.module, "memory", 0.0, 0.0, 0, 0.0,
+                      cast.bytes * m * n, cast.kernels, gemm.repeats, tp_split=split_out))  # fmt: skip
     return out
 
 
@@ -323,6 +327,7 @@ def layer_ops(
     sixteen_bit: bool = False,
     autocast: bool = False,
     dispatcher: str = "alltoall",
+    fused_grouped_mlp: bool = False,
 ) -> list[Op]:
     """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
     one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
@@ -342,7 +347,11 @@ def layer_ops(
     Megatron-Core's Mamba-2 mixer in place of attention (_mamba_mixer), "none" no mixer (Nemotron-H's MLP and MoE
     layers); `mlp` False, no MLP (its Mamba and attention layers), each half with its own norm and residual add
     (megatron/core/ssm/mamba_layer.py, mlp_layer.py). `sixteen_bit`: a layer kept in BF16 under an FP8 or NVFP4
-    recipe (sixteen_bit_layer): its matmuls take 16-bit operands uncast, at the BF16 rate (in_sixteen_bits)."""
+    recipe (sixteen_bit_layer): its matmuls take 16-bit operands uncast, at the BF16 rate (in_sixteen_bits).
+    `fused_grouped_mlp` (MXFP8 on Blackwell): the routed experts run Transformer Engine's CuTe-DSL grouped MLP, fc1's
+    kernel applying the activation (its clamp too), the probabilities and fc2's input cast, fc2's gradient kernel
+    the activation's backward and fc1's output-gradient cast (TE 2.16 ops/fused/forward_grouped_mlp.py,
+    backward_grouped_mlp.py): no activation op, and neither cast."""
     if sixteen_bit:
         gemm_bytes, cast = BF16, None
     h, t = a.hidden, float(tokens)
@@ -358,7 +367,7 @@ def layer_ops(
     elif mixer != "none":
         ops += _attention_half(a, t, seq_len, kernels, gemm_bytes, flash, local, unfused, autocast)
     if mlp:
-        ops += _mlp_half(a, moe_layer, t, kernels, gemm_bytes, ep, unfused, dispatcher)
+        ops += _mlp_half(a, moe_layer, t, kernels, gemm_bytes, ep, unfused, dispatcher, fused_grouped_mlp)
     if sixteen_bit:
         return in_sixteen_bits(ops)
     if cast is None:
@@ -374,7 +383,16 @@ def layer_ops(
             dispatched = op.name.startswith("expert ") and not op.name.endswith(" down")
             # nor the Mamba output projection's: mamba_ssm's gated norm before it computes none
             unfused_amax = op.module == "attn_out" or op.name == "out projection"
-            with_casts += _casts(op, cast, cast_input=not shared, fused_amax=not unfused_amax and not dispatched)
+            # the fused grouped MLP's fc1 writes fc2's input cast, and fc2's gradient kernel fc1's output gradient
+            in_epilogue = fused_grouped_mlp and op.name == "expert down"
+            gradient_in_epilogue = fused_grouped_mlp and op.name == "expert gate and up"
+            with_casts += _casts(
+                op,
+                cast,
+                cast_input=not shared and not in_epilogue,
+                fused_amax=not unfused_amax and not dispatched,
+                cast_gradient=not gradient_in_epilogue,
+            )
     return with_casts
 
 
@@ -585,6 +603,7 @@ def _mlp_half(
     ep: int,
     unfused: bool,
     dispatcher: str = "alltoall",
+    fused_grouped_mlp: bool = False,
 ) -> list[Op]:
     """The MLP half of a layer, its norm through its residual add (layer_ops)."""
     h = a.hidden
@@ -609,9 +628,10 @@ def _mlp_half(
         # local expert's rows in one call, where DBRX's own loop gates each expert's; Megatron-Core's kernels are
         # counted once an expert
         gates = 1 if kernels == "eager" and not e.expert_loop else local_experts
-        ops += _activation(a, kernels, "expert", "moe_act", e.ffn * t * copies, gates)
+        if not fused_grouped_mlp:  # else in fc1's kernel, its clamp with it
+            ops += _activation(a, kernels, "expert", "moe_act", e.ffn * t * copies, gates)
         if kernels == "fused":
-            ops += _megatron_expert_extras(a, e, t, local_experts)
+            ops += _megatron_expert_extras(a, e, t, local_experts, clamp=not fused_grouped_mlp)
         ops += after
         if e.latent:
             ops.append(_gemm("latent projection out", "moe", t, e.latent, h, gemm_bytes))
@@ -688,7 +708,9 @@ def _unfused_bias_dropout_add(elements: float, bias: bool) -> Op:
     return Op("residual add (unfused)", "residual", "memory", 0.0, 3 * width, 1, 0.0, 0.0, 0)
 
 
-def _megatron_expert_extras(a: ModelArchitecture, e: MoESpec, tokens: float, local_experts: int) -> list[Op]:
+def _megatron_expert_extras(
+    a: ModelArchitecture, e: MoESpec, tokens: float, local_experts: int, clamp: bool = True
+) -> list[Op]:
     """What Megatron-Core's grouped experts run besides their fused activation (megatron/core at 0d8e0714 and
     d7288711, the commits Megatron-Bridge v0.2.0 and v0.4.0 pin), on the rank's tokens x top-k expert rows, 16-bit.
     With a clamp (gpt-oss's swiglu_limit), fused_bias_geglu.py weighted_bias_quick_geglu_impl clamps the gate and
@@ -702,7 +724,7 @@ def _megatron_expert_extras(a: ModelArchitecture, e: MoESpec, tokens: float, loc
     the cat."""
     rows = tokens * e.active
     ops: list[Op] = []
-    if a.activation_clamp is not None:
+    if a.activation_clamp is not None and clamp:
         width = BF16 * e.ffn * rows
         ops.append(Op("expert activation clamp", "moe_act", "memory", 0.0, 8 * width, 3, 0.0, 10 * width, 3))
     if a.linear_bias:
@@ -996,11 +1018,13 @@ def micro_batch_compute(
     bf16_layers: tuple[int, int] = (0, 0),
     autocast: bool = False,
     grad_accumulation: Op | None = None,
+    fused_grouped_mlp: bool = False,
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
     head and the loss; the recomputation its checkpointing policy adds to the backward. `bf16_layers`: the first and
     last layers whose matmuls stay in BF16 under an FP8 or NVFP4 recipe (sixteen_bit_layer); `grad_accumulation` the
-    add of the weight gradients into the main gradients, where the GEMMs do not (main_grad_accumulation)."""
+    add of the weight gradients into the main gradients, where the GEMMs do not (main_grad_accumulation);
+    `fused_grouped_mlp` the routed experts as Transformer Engine's fused grouped MLP runs them (layer_ops)."""
 
     def timed(op_list: list[Op]) -> OpTimes:
         return times(
@@ -1022,7 +1046,7 @@ def micro_batch_compute(
         count, (moe, mixer, local, mlp, sixteen) = kinds.count(kind), kind
         ops = layer_ops(
             a.attention_of(mixer), moe, tokens, seq_len, kernels, gemm_bytes, flash, cast=cast, local=local,
-            mixer=mixer, mlp=mlp, sixteen_bit=sixteen, autocast=autocast,
+            mixer=mixer, mlp=mlp, sixteen_bit=sixteen, autocast=autocast, fused_grouped_mlp=fused_grouped_mlp,
         )  # fmt: skip
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)

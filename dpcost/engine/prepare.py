@@ -356,6 +356,23 @@ def check_pipeline_only(options: Options) -> None:
         raise InputError("microbatch_group", "groups an interleaved pipeline's micro-batches: give --pp 2 or more")
 
 
+def check_fused_grouped_mlp(model: ModelSpec, topology: TopologySpec, o: Options) -> None:
+    """--fused-grouped-mlp: Megatron-Core's routed experts (a layout, or --framework megatron) of a gated MLP in MXFP8
+    on Blackwell, which Transformer Engine's CuTe-DSL grouped MLP alone runs (TE 2.16 forward_grouped_mlp.py: SM 10.x,
+    MXFP8 block scaling, SwiGLU), else bad input naming the flag."""
+    if not o.compute.fused_grouped_mlp:
+        return
+    a = model.architecture
+    if a is None or a.moe is None or not a.gated_mlp:
+        raise InputError("fused_grouped_mlp", f"{model.name} has no gated routed experts to fuse")
+    if not o.megatron_layout and o.plan.framework != "megatron":
+        raise InputError("fused_grouped_mlp", "Megatron-Core's experts run it: give a layout or --framework megatron")
+    if o.compute.compute_dtype != "fp8" or topology.gpu.arch != "blackwell":
+        raise InputError(
+            "fused_grouped_mlp", "runs MXFP8 matmuls on Blackwell: give --compute-dtype fp8 on a Blackwell GPU"
+        )
+
+
 def check_compute_dtype(topology: TopologySpec, o: Options) -> None:
     """The GPU has tensor cores for --compute-dtype (specs.GpuSpec.peak), else bad input naming the flag."""
     try:
@@ -404,6 +421,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     if options.parallel.pp_schedule is not None and options.parallel.pp == 1:
         raise InputError("pp_schedule", "schedules pipeline stages: give --pp 2 or more")
     check_pipeline_only(options)
+    check_fused_grouped_mlp(model, topology, options)
     seq_len = seq_len_for(model, options)
     compute = options.compute.model_copy(update={"compute_model": compute_model_for(model, options.compute)})
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})
