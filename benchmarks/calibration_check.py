@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from dpcost.accuracy import band_errors, guess_topology, predict
-from dpcost.calibration import calibrate
+from dpcost.calibration import calibrate, fitted_rows
 from dpcost.catalog import load_runs, load_topology
 from dpcost.nccl_tests import Measurements
 
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in sorted(HERE.iterdir()):
         for m in load_runs(str(path), path.name):
             base = guess_topology(m) or "dgx-h100"
-            if sum(1 for _ in m.rows) < 4:
+            if sum(1 for _ in m.rows) < 4 or not fitted_rows(m).rows:  # calibrate fits no send/recv-only run
                 continue
             fit = calibrate(load_topology(base), [m])
             print(f"| {m.name} | {base} | {_cells(_bands(m, base))} | {_cells(_bands(m, fit.topology))} |")

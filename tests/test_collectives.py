@@ -24,6 +24,7 @@ from dpcost.engine.collectives import (
     network_factor,
     tree_domain_load,
 )
+from dpcost.engine.nccl_channels import search_channels
 from dpcost.engine.placement import place
 from dpcost.specs import TopologySpec
 
@@ -529,5 +530,18 @@ def test_b200_tree_beyond_two_nodes_is_held_to_ncclS_per_channel_cap(nodes: int)
     busbw = bus_factor("all_reduce", ranks) * GIB / tree.seconds / 1e9
     assert 170 <= busbw <= 196
     assert ring.seconds < tree.seconds
-    assert nccl.channels_per_nic("blackwell", 50.0) == 1
-    assert nccl.channels_per_nic("hopper", 100.0) == 2  # sm90's fastest is 48 GB/s: an 800G NIC holds two
+    assert search_channels(b200, place(b200, ranks))[0] == 8
+
+
+def test_a_tree_across_nvl72_racks_runs_on_the_channels_nvlink_carries_through_a_rack() -> None:
+    """Under MNNVL NCCL counts a 72-GPU rack as one node (topo.cc fuses the clique): its ring search finds as many
+    channels as NVLink can carry through 71 GPUs at a NIC's speed (16 at 45 GB/s, where 72 NICs would hold 72), and
+    the tree graph takes that count (init.cc), each channel on one NIC; so Tree's cap across racks is 16 x 24 GB/s
+    (tuning.cc:330-331, Blackwell beyond two nodes), not the rails'. CoreWeave's 20-rack all-reduce with NVLS off
+    (coreweave/nccl-tests bee97e7) reached 406 GB/s bus bandwidth at 16 GiB."""
+    gb200 = load_topology("gb200-nvl72")
+    p = place(gb200, 1440)
+    assert (p.nodes, p.ppn, search_channels(gb200, p)[0]) == (20, 72, 16)
+    tree = collective_time(gb200, "all_reduce", 1440, 16 * GIB, "tree")
+    busbw = bus_factor("all_reduce", 1440) * 16 * GIB / tree.seconds / 1e9
+    assert 16 * 24 * 0.9 <= busbw <= 16 * 24

@@ -48,7 +48,7 @@ from dpcost.engine import corrections
 from dpcost.engine import nccl_tables as nccl
 from dpcost.engine.availability import ALGORITHMS, forcible, nccl_candidates, require
 from dpcost.engine.memo import per_object
-from dpcost.engine.nccl_channels import bytes_per_channel, ring_channels
+from dpcost.engine.nccl_channels import bytes_per_channel, ring_channels, search_channels
 from dpcost.engine.placement import Level, Placement, hop_share, place, spanned, steps_per_level
 from dpcost.engine.tuner_plugin import plugin_choice
 from dpcost.frozen import frozen
@@ -444,14 +444,15 @@ def _tree_network_bytes(
 
 
 def _tree_channels_busbw(topology: TopologySpec, p: Placement, proto: Protocol) -> float:
-    """The most bus bandwidth NCCL's Tree reaches across nodes (bytes/s): its search channels (one per NIC at the
-    speed the NIC carries, one NIC per GPU) times perChMaxTreeBw for the GPU generation and node count
-    (tuning.cc:330-335). On B200 beyond two nodes that is 8 x 24 GB/s, half of what the rails carry."""
+    """The most bus bandwidth NCCL's Tree reaches across nodes (bytes/s): the tree graph's channels, as many as the
+    ring search finds (init.cc: the tree graph takes the ring graph's nChannels; nccl_channels.search_channels: one
+    per NIC at the speed the NIC carries, fewer where NVLink cannot carry them through a node of many GPUs, as a
+    72-GPU NVL72 rack, which NCCL counts as one node, holds 16), times perChMaxTreeBw for the GPU generation and node
+    count (tuning.cc:330-335). On B200 beyond two nodes that is 8 x 24 GB/s, half of what the rails carry."""
     cap = nccl.tree_channel_cap(topology.gpu.arch, proto, p.nodes)
     if cap is None:
         return math.inf
-    nic_gbs = p.rails[0].tier.bandwidth / GB
-    channels = math.floor(p.ppn) * nccl.channels_per_nic(topology.gpu.arch, nic_gbs)
+    channels, _ = search_channels(topology, p)
     return channels * cap * GB
 
 

@@ -107,7 +107,7 @@ def _searched(
     return best if best[0] else (1, speeds[-1])
 
 
-def _search_channels(topology: TopologySpec, p: Placement) -> tuple[int, float]:
+def search_channels(topology: TopologySpec, p: Placement) -> tuple[int, float]:
     """The ring graph's search channels and their speed (GB/s). Inside a node each channel passes through every
     GPU at its speed, so NVLink holds floor(NVLink / speed) of them (H100: 6 at 60 GB/s; H800: 4 at 40; A100: 6 at
     40; B200: 8 at 90). Across nodes each enters and leaves through a NIC, one per GPU, which holds floor(NIC / speed)
@@ -152,7 +152,7 @@ def _ring_channels_of(topology: TopologySpec) -> dict[tuple[int, float], int]:
 
 
 def _ring_channels(topology: TopologySpec, p: Placement) -> int:
-    n, speed = _search_channels(topology, p)
+    n, speed = search_channels(topology, p)
     later_than_ampere = topology.gpu.arch != "ampere"
     if speed >= 25.0 and not (later_than_ampere and speed < 50.0 and n > 4):
         doubled = min(2 * n, MAX_SEARCH_CHANNELS)

@@ -136,14 +136,6 @@ def nvls_tree_correction(size: float, arch: str, cpu: str) -> float:
     return TREE_CORRECTION_FACTOR[_p("simple")][index] if 0 <= index < 24 else 1.0
 
 
-def channels_per_nic(arch: str, nic_gbs: float) -> int:
-    """Search channels one NIC carries across nodes: the graph search gives each channel the fastest speed of
-    speedArrayInter a NIC can carry (search.cc ncclTopoCompute), so a NIC holds floor(NIC / that speed) of them."""
-    row = SPEED_ARRAY_INTER[0 if ARCH_ORDER.index(arch) < 2 else 1 if arch == "hopper" else 2]
-    speed = next((s for s in row if s <= nic_gbs), row[-1])
-    return max(1, int(nic_gbs // speed))
-
-
 def tree_channel_cap(arch: str, protocol: str, nodes: int) -> float | None:
     """perChMaxTreeBws / perChMaxTreeLL128Bws: the bus bandwidth one Tree channel reaches (GB/s), by GPU generation
     and node count (tuning.cc:330-335, `busBw = min(busBw * .92, nChannels * perChMaxTreeBw)`); LL has llMaxBw."""
