@@ -81,6 +81,23 @@ def test_a_mamba_layer_runs_megatrons_mixer_and_no_mlp() -> None:
     assert by_name["chunked scan"].flops == pytest.approx(6.55e6 * t, rel=1e-3)
 
 
+def test_megatrons_mixer_copies_its_sequence_first_tensors_around_the_scan_for_more_than_one_sequence() -> None:
+    """mamba_mixer.py _ssm_training (d7288711): rearrange(zxBCdt, "l b d -> b l d").contiguous() before the scan and
+    rearrange(y, "b l d -> l b d").contiguous() after it, each read and written once in 16 bits, their gradients
+    copied back in the backward; with one sequence a micro-batch the transposes are views. transformers' mixer works
+    batch-first and copies nothing."""
+    a = arch("nemotron-h-8b-base-8k.json")
+
+    def copies(tokens: int, kernels: str) -> list[tuple[float, float]]:
+        ops = layer_ops(a, False, tokens, 4096, kernels, mixer="mamba", mlp=False)
+        return [(op.bytes, op.backward_bytes) for op in ops if op.name == "layout copies"]
+
+    t = 2 * 4096
+    projected, inner = 2 * 8192 + 2 * 8 * 128 + 128, 8192
+    assert copies(t, "fused") == [(2 * 2 * (projected + inner) * t,) * 2]
+    assert copies(4096, "fused") == [] == copies(t, "eager")
+
+
 def test_mlp_and_attention_only_layers() -> None:
     """The '-' layer: a norm, the MLP and its residual add, no mixer; the '*' layer: attention without an MLP."""
     a = arch("nemotron-h-8b-base-8k.json")
@@ -133,12 +150,12 @@ def test_a_nemotron_3_layout_is_timed_and_mamba_cp_refused() -> None:
     m = model("nemotron-3-nano-30b-a3b.json")
     topology = load_topology("dgx-b200")
     batch = {"micro_batch": 2, "global_batch": 512, "seq_len": 8192, "mfu": 0.4, "compute_model": "ops"}
-    step = layout_step(m, topology, Layout(ep=8, dp=8), **batch)  # type: ignore[arg-type]
+    step = layout_step(m, topology, Layout(ep=8, dp=8), **batch)
     assert step.step > 0 and step.micro_batches == 32
     with pytest.raises(ValueError, match="context-parallel all-to-alls"):
-        layout_step(m, topology, Layout(cp=2, ep=8, dp=4), **batch)  # type: ignore[arg-type]
+        layout_step(m, topology, Layout(cp=2, ep=8, dp=4), **batch)
     with pytest.raises(ValueError, match="not costed yet"):
-        layout_step(model("jamba-1.5-mini.json"), topology, Layout(tp=2, dp=4), **batch)  # type: ignore[arg-type]
+        layout_step(model("jamba-1.5-mini.json"), topology, Layout(tp=2, dp=4), **batch)
 
 
 def test_which_hybrids_have_layer_ops() -> None:

@@ -362,7 +362,8 @@ def layer_ops(
     if mixer != "none":
         ops.append(_memory("input norm", "layernorm", norm_b * h * t, norm_k))
     if mixer == "mamba":
-        ops += _mamba_mixer(a, t, gemm_bytes)
+        # Megatron's sequence-first layout is transposed around the scan; transformers' batch-first one is not
+        ops += _mamba_mixer(a, t, gemm_bytes, batched=kernels == "fused" and tokens > seq_len)
         ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
     elif mixer != "none":
         ops += _attention_half(a, t, seq_len, kernels, gemm_bytes, flash, local, unfused, autocast)
@@ -434,7 +435,7 @@ def ssd_backward_flops(inner: int, groups: int, state: int, chunk: int) -> float
     return 10.0 * inner * state + 6.0 * chunk * groups * state + 6.0 * chunk * inner
 
 
-def _mamba_mixer(a: ModelArchitecture, t: float, gemm_bytes: float) -> list[Op]:
+def _mamba_mixer(a: ModelArchitecture, t: float, gemm_bytes: float, batched: bool = False) -> list[Op]:
     """Megatron-Core's Mamba-2 mixer after its fused input norm (megatron/core/ssm/mamba_mixer.py, the fused
     mamba_split_conv1d_scan_combined path; docs/sources/mamba-hybrid-layouts.md sections 1-4), every op split over TP
     by heads: the input projection to z, x, B, C and dt (column-parallel); the causal depthwise convolution over x,
@@ -443,7 +444,10 @@ def _mamba_mixer(a: ModelArchitecture, t: float, gemm_bytes: float) -> list[Op]:
     (compute.mixer_recurrence_flops forward, ssd_backward_flops), run at the rate its kernels are measured at
     (rates.SSD_FLOPS_PER_HBM_BYTE), and no faster than its bytes (ssd_forward_bytes, the backward's in proportion
     to its FLOPs); the gated RMSNorm (mamba_ssm layernorm_gated.py: reads and writes the inner width,
-    its backward reads it and the gradient); the output projection (row-parallel). Module "mamba": no
+    its backward reads it and the gradient); the output projection (row-parallel). `batched` (a micro-batch of more
+    than one sequence): _ssm_training turns the projection's (l, b, d) output into the scan's (b, l, d) and the scan's
+    output back with rearrange(...).contiguous(), each a copy (a view where b is 1), and the backward copies their
+    gradients back (mamba_mixer.py at d7288711, the commit Megatron-Bridge v0.4.0 pins). Module "mamba": no
     recompute_modules entry re-runs it."""
     m = a.ssm
     assert m is not None and m.heads is not None
@@ -454,8 +458,12 @@ def _mamba_mixer(a: ModelArchitecture, t: float, gemm_bytes: float) -> list[Op]:
     moved = ssd_forward_bytes(inner, heads, m.groups, m.state, q) * t
     scan = Op("chunked scan", "mamba", "memory", forward_flops, moved, 5, backward_flops,
               moved * backward_flops / forward_flops, 14, flops_per_hbm_byte=SSD_FLOPS_PER_HBM_BYTE)  # fmt: skip
+    projected = 2 * inner + 2 * gn + heads  # z, x, B, C and dt
+    copied = 2 * BF16 * (projected + inner) * t  # read and written: the projection's output and the scan's
+    copies = [Op("layout copies", "mamba", "memory", 0.0, copied, 2, 0.0, copied, 2)] if batched else []
     return [
-        _gemm("in projection", "mamba", t, a.hidden, 2 * inner + 2 * gn + heads, gemm_bytes, tp_split="n"),
+        _gemm("in projection", "mamba", t, a.hidden, projected, gemm_bytes, tp_split="n"),
+        *copies,
         _memory("causal convolution", "mamba", 4.0 * channels * t, 1, 2.5),
         scan,
         _memory("gated norm", "mamba", 4.0 * inner * t, 1, 1.5),
