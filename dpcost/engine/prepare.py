@@ -359,7 +359,7 @@ def check_pipeline_only(options: Options) -> None:
 def check_fused_grouped_mlp(model: ModelSpec, topology: TopologySpec, o: Options) -> None:
     """--fused-grouped-mlp: Megatron-Core's routed experts (a layout, or --framework megatron) of a gated MLP in MXFP8
     on Blackwell, which Transformer Engine's CuTe-DSL grouped MLP alone runs (TE 2.16 forward_grouped_mlp.py: SM 10.x,
-    MXFP8 block scaling, SwiGLU), else bad input naming the flag."""
+    MXFP8 block scaling, SwiGLU or the clamped QGeGLU), else bad input naming the flag."""
     if not o.compute.fused_grouped_mlp:
         return
     a = model.architecture
