@@ -154,9 +154,9 @@ def test_nvfp4_keeps_about_fp8s_sustained_share_as_the_burst_benchmark_says() ->
     assert blackwell.gemm * ratios[1] == pytest.approx(blackwell.gemm_fp8, rel=0.02)
 
 
-def test_gb200_keeps_blackwells_sustained_shares_scaled_by_its_burst_share_over_b200s() -> None:
+def test_gb200_keeps_blackwells_sustained_bf16_share_scaled_by_its_burst_share_over_b200s() -> None:
     """ml-engineering's MAMF table (one table, gemm.csv @744d01e) reads a GB200 at a smaller share of its peak than a
-    B200; gb200-nvl72 takes Blackwell's sustained shares (B200's MSMF) times that ratio, BF16 and FP8 alike."""
+    B200; gb200-nvl72 takes Blackwell's sustained BF16 share (B200's MSMF) times that ratio."""
     from dpcost.catalog import load_topology
 
     rows = [r for r in _rows() if "744d01e18b79512572f64a6bbd8b5f4a725203a7" in r["source"]]
@@ -169,8 +169,23 @@ def test_gb200_keeps_blackwells_sustained_shares_scaled_by_its_burst_share_over_
     assert rates is not None
     blackwell = ARCH_RATES["blackwell"]
     assert rates.gemm == pytest.approx(blackwell.gemm * burst("GB200", "bf16") / burst("B200-SXM", "bf16"), abs=1e-4)
+
+
+def test_gb200s_fp8_share_is_azures_sustained_run_which_reads_hopper_at_its_msmf() -> None:
+    """Azure's sustained cuBLASLt runs (10,000 warm-up iterations, 8192^3 FP8; gemm.csv) read H100 and H200 within 1%
+    of the power-saturated MSMF dpcost takes for every Hopper, and a GB200 at 2876.6 of 5000: gb200-nvl72's FP8
+    share."""
+    from dpcost.catalog import load_topology
+
+    azure = {r["gpu"]: r for r in _rows() if r["source"].startswith("Azure/AI-benchmarking-guide")}
+    assert sorted(azure) == ["GB200", "H100-SXM", "H200-SXM"]
+    hopper_msmf = 1288.7 / 1979
+    for gpu in ("H100-SXM", "H200-SXM"):
+        assert float(azure[gpu]["tflops"]) / float(azure[gpu]["peak_tflops"]) == pytest.approx(hopper_msmf, rel=0.01)
+    rates = load_topology("gb200-nvl72").gpu.rates
+    assert rates is not None
     assert rates.gemm_fp8 == pytest.approx(
-        blackwell.gemm_fp8 * burst("GB200", "fp8_e4m3") / burst("B200-SXM", "fp8_e4m3"), abs=1e-4
+        float(azure["GB200"]["tflops"]) / float(azure["GB200"]["peak_tflops"]), abs=1e-4
     )
 
 
