@@ -500,3 +500,33 @@ def test_the_output_head_and_the_router_stay_in_16_bits_under_fp8() -> None:
         assert op.sixteen_bit and seconds(op, "fp8") == pytest.approx(seconds(op, "bf16")), op.name
     proj = next(op for op in layer_ops(llama, False, 4096, 4096, "fused") if op.module == "qkv")
     assert not proj.sixteen_bit and seconds(proj, "fp8") < 0.6 * seconds(proj, "bf16")
+
+
+def test_context_parallel_attention_runs_at_the_rate_of_its_blocks() -> None:
+    """Transformer Engine's ring attention (AttnFuncWithCPAndKVP2P) computes a rank's queries against the sequence
+    in blocks of seq_len / CP: with CP 2 a rank's 4,096 tokens of an 8,192-token sequence do the same attention
+    FLOPs, at the rate of a causal kernel over 4,096 (rates: attention x T / (T + attention_seq)), where without CP
+    the same FLOPs would run at 8,192's rate. A sliding window shorter than the block keeps its own span."""
+    from dpcost.specs import LocalAttentionSpec
+
+    a = load_model("llama-8b").architecture
+    assert a is not None
+
+    def attention(ops: list[Op]) -> Op:
+        return next(op for op in ops if op.kind == "attention")
+
+    whole, split = (attention(layer_ops(a, False, 4096, 8192, "fused", cp=cp)) for cp in (1, 2))
+    assert split.flops == whole.flops and split.backward_flops == whole.backward_flops
+    assert (whole.span, split.span) == (8192, 4096)
+    h100 = load_topology("dgx-h100").gpu
+    rates = rates_for(h100)
+
+    def seconds(op: Op) -> float:
+        t = times([op], rates, h100.bf16_dense, h100.bf16_dense, h100.hbm_bandwidth, 8192, "cudnn")
+        return t.forward_seconds + t.backward_seconds
+
+    at = rates.attention_seq
+    assert seconds(split) / seconds(whole) == pytest.approx((8192 / (8192 + at)) / (4096 / (4096 + at)))
+    window = LocalAttentionSpec(kind="sliding", size=1024)
+    local = [attention(layer_ops(a, False, 4096, 8192, "fused", local=window, cp=cp)) for cp in (1, 2)]
+    assert local[0].span == local[1].span < 4096

@@ -707,7 +707,7 @@ def _stage_by_ops(
         moe: bool, mixer: str, local: LocalAttentionSpec | None, mlp: bool, sixteen: bool
     ) -> tuple[float, float, float]:
         key = (gpu, moe, mixer, local, mlp, sixteen, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
-               sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
+               layout.cp, sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
                sixteen_bit_efficiency, attention, ep_dispatcher, fused_grouped_mlp)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
@@ -715,7 +715,7 @@ def _stage_by_ops(
         view = a.attention_of(mixer)
         built = layer_ops(
             view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp, sixteen,
-            dispatcher=ep_dispatcher, fused_grouped_mlp=fused_grouped_mlp,
+            dispatcher=ep_dispatcher, fused_grouped_mlp=fused_grouped_mlp, cp=layout.cp,
         )  # fmt: skip
         ops = tensor_parallel(built, layout.tp, sequence_parallel)
         t = timed(ops)

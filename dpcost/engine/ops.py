@@ -328,6 +328,7 @@ def layer_ops(
     autocast: bool = False,
     dispatcher: str = "alltoall",
     fused_grouped_mlp: bool = False,
+    cp: int = 1,
 ) -> list[Op]:
     """One layer's ops for `tokens` tokens in sequences of `seq_len`, in forward order; with expert parallelism EP,
     one rank's experts/EP local experts, each taking its tokens' share from all EP ranks (Megatron-Core's
@@ -351,7 +352,8 @@ def layer_ops(
     `fused_grouped_mlp` (MXFP8 on Blackwell): the routed experts run Transformer Engine's CuTe-DSL grouped MLP, fc1's
     kernel applying the activation (its clamp too), the probabilities and fc2's input cast, fc2's gradient kernel
     the activation's backward and fc1's output-gradient cast (TE 2.16 ops/fused/forward_grouped_mlp.py,
-    backward_grouped_mlp.py): no activation op, and neither cast."""
+    backward_grouped_mlp.py): no activation op, and neither cast. With context parallelism `cp` (`tokens` one rank's
+    share), flash attention runs as kernels over blocks of the sequence (_attention_half)."""
     if sixteen_bit:
         gemm_bytes, cast = BF16, None
     h, t = a.hidden, float(tokens)
@@ -366,7 +368,7 @@ def layer_ops(
         ops += _mamba_mixer(a, t, gemm_bytes, batched=kernels == "fused" and tokens > seq_len)
         ops.append(_memory("residual add", "residual", res_b * h * t, res_k, 1.0))
     elif mixer != "none":
-        ops += _attention_half(a, t, seq_len, kernels, gemm_bytes, flash, local, unfused, autocast)
+        ops += _attention_half(a, t, seq_len, kernels, gemm_bytes, flash, local, unfused, autocast, cp)
     if mlp:
         ops += _mlp_half(a, moe_layer, t, kernels, gemm_bytes, ep, unfused, dispatcher, fused_grouped_mlp)
     if sixteen_bit:
@@ -481,9 +483,14 @@ def _attention_half(
     local: LocalAttentionSpec | None,
     unfused: bool,
     autocast: bool = False,
+    cp: int = 1,
 ) -> list[Op]:
     """The attention half of a layer after its input norm, through its residual add (layer_ops); `autocast`: the
-    forward runs under torch.autocast (eager attention's softmax then in fp32)."""
+    forward runs under torch.autocast (eager attention's softmax then in fp32). Under context parallelism `cp` a rank
+    computes its queries against the sequence in blocks of seq_len / cp (Transformer Engine's
+    AttnFuncWithCPAndKVP2P: one causal kernel over its own chunks, then one non-causal kernel per peer's keys and
+    values, each over half its queries or half the keys; AttnFuncWithCPAndKVAllGather: one kernel per chunk), so its
+    kernels run at the rate of a causal span no longer than seq_len / cp."""
     h = a.hidden
     ops: list[Op] = []
     res_b, res_k = _RESIDUAL[kernels]
@@ -529,7 +536,7 @@ def _attention_half(
         keys = bidirectional_keys(seq_len, local) if a.bidirectional else causal_keys(seq_len, local)
         attention = 2.0 * t * keys * a.heads * (d_qk + d_v)
         banded = local is not None and local.kind == "sliding" and seq_len > local.size
-        span = keys if a.bidirectional else 2 * keys
+        span = min(keys if a.bidirectional else 2 * keys, seq_len / cp)
         ops.append(Op("attention", "core_attn", "attention", attention, 0.0, 1, 2.5 * attention, 0.0, 3,
                       span=span, head_dim=(d_qk + d_v) / 2, banded=banded))  # fmt: skip
     else:
