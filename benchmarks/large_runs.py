@@ -270,6 +270,7 @@ MODEL_SPECS: dict[str, str] = {
     "Mixtral 8x22B": "hf-configs/mixtral-8x22b.json",
     "Qwen3 30B-A3B": "hf-configs/qwen3-30b-a3b.json",
     "GPT OSS 120B": "hf-configs/gpt-oss-120b.json",
+    "GPT OSS 20B": "hf-configs/gpt-oss-20b.json",
     "Kimi_K2": "hf-configs/kimi-k2.json",
     "LLAMA4-Scout-LLM": "hf-configs/llama-4-scout.json",
     "Nemotron_3_Nano": "hf-configs/nemotron-3-nano-30b-a3b.json",
@@ -493,7 +494,21 @@ def dgxc_rows() -> list[Row]:
 # MLPerf Training's results (tests/reference/mlperf/: each system's median optimizer-step time and the launch config
 # it ran), held out: v3.0 to v4.1's gpt3, v5.0 and v5.1's llama31_405b and llama31_8b.
 MLPERF_FILES = tuple(REFERENCE / "mlperf" / f"{b}-training.csv" for b in ("gpt3", "llama31"))
-MLPERF_MODELS = {"llama31_405b": LLAMA_405B_MIXTRAL_VOCAB, "llama31_8b": "Llama 3.1 8B", "gpt3": GPT3_MLPERF}
+# v6.0's four LLM benchmarks, read through a fork's pages (its README): more columns (experts, MTP), fewer settings
+MLPERF_V60 = REFERENCE / "mlperf" / "v6.0" / "rows.csv"
+MLPERF_MODELS = {
+    "llama31_405b": LLAMA_405B_MIXTRAL_VOCAB,
+    "llama31_8b": "Llama 3.1 8B",
+    "gpt3": GPT3_MLPERF,
+    "deepseekv3_671b": "DeepSeek-V3 (w/ MTP)",  # conf/model/671b.yaml: the HF config's shape, mtp_num_layers 1
+    "gpt_oss_20b": "GPT OSS 20B",
+}
+# What v6.0's file leaves out, as its implementations default it (conf/custom.yaml in v5.0-v5.1's, the MLPerf README):
+# sequence parallelism on, Megatron's native fused cross-entropy, Megatron's DDP bucket, no asymmetric pipeline ends
+# but for the 405B configs (ASYM_PP_EMBED=True, ASYM_PP_LOSS=True where the config is in the index)
+MLPERF_V60_DEFAULTS = {"sequence_parallel": "yes", "cross_entropy": "native", "bucket_size": ""}
+# v6.0's columns for its MoE benchmarks, which cost() reads beside MLPERF_SETTINGS
+MLPERF_V60_MOE = ("etp", "moe_dispatcher", "moe_a2a_overlap", "fused_grouped_mlp", "recompute_modules")
 # The implementations' cross_entropy_fusion_impl (conf/custom.yaml: CE_FUSION_IMPL, fused unless
 # CROSS_ENTROPY_LOSS_FUSION is off) as ops.LOSS_TRAFFIC names it
 MLPERF_LOSS = {"native": "vocab-parallel-fused", "te": "vocab-parallel-te", "unfused": "vocab-parallel"}
@@ -525,12 +540,14 @@ def mlperf_recompute(settings: str) -> str:
 
 
 def mlperf_rows() -> list[Row]:
-    """MLPerf's results (MLPERF_FILES) as held-out rows, step times as measured; a results directory whose files
-    repeat an earlier round's (the file's notes: 'duplicate of') is one measurement and is read once."""
+    """MLPerf's results (MLPERF_FILES, MLPERF_V60) as held-out rows, step times as measured; a results directory
+    whose files repeat an earlier round's (the file's notes: 'duplicate of') is one measurement and is read once."""
     rows = []
-    for path, f in ((p, f) for p in MLPERF_FILES for f in read_rows(p)):
+    for path, f in ((p, f) for p in (*MLPERF_FILES, MLPERF_V60) for f in read_rows(p)):
         if f["notes"].startswith("duplicate of"):
             continue
+        if path == MLPERF_V60:
+            f = v60_settings(f)
         fields = {
             "source": f"mlperf-{f['round']}",
             "table": f"{f['submitter']} {f['system']}",
@@ -541,7 +558,7 @@ def mlperf_rows() -> list[Row]:
             "tp": f["tp"],
             "pp": f["pp"],
             "cp": f["cp"],
-            "ep": "",
+            "ep": f.fields.get("ep", ""),
             "dp": f["dp"],
             "virtual_stages": f["vp"],
             "micro_batch": f["micro_batch"],
@@ -558,9 +575,24 @@ def mlperf_rows() -> list[Row]:
             # 128 x TP (nemo/lightning/base.py get_vocab_size at v2.2.0; megatron_base_model.py for GPT-3)
             "vocab": str(padded_vocab_size(tokenizer_vocab(MLPERF_MODELS[f["benchmark"]]), int(f["tp"] or 1))),
             **{k: f[k] for k in MLPERF_SETTINGS},
+            **{k: f.fields.get(k, "") for k in MLPERF_V60_MOE},
         }
         rows.append(Row(fields))
     return rows
+
+
+def v60_settings(f: Row) -> Row:
+    """A v6.0 row in the v5.x files' terms: the settings it has no column for as the implementations default them
+    (MLPERF_V60_DEFAULTS), its recompute column (the modules RECOMPUTE_MODULES lists, or none) as Megatron's
+    selective recomputation of those modules."""
+    fields = {**MLPERF_V60_DEFAULTS, **f.fields}
+    modules = f["recompute"] if f["recompute"] not in ("none", "unknown", "") else ""
+    fields["recompute"] = "ACT_CKPT_GRANULARITY=selective" if modules else "none"
+    fields["recompute_modules"] = modules
+    asym = "yes" if f["benchmark"] == "llama31_405b" else "no"
+    fields.setdefault("asym_pp_embed", asym)
+    fields.setdefault("asym_pp_loss", asym)
+    return Row(fields)
 
 
 def holdout_rows() -> list[Row]:
@@ -757,7 +789,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     cp = row.int_or("cp", 1) or 1
     pp, dp = int(row["pp"]), int(row["dp"])
     etp = None
-    if ep > 1 and gpus % (tp * ep * pp):
+    if ep > 1 and mlperf and row["etp"]:  # v6.0's configs: EXPERT_TENSOR_PARALLEL, its yaml's default 1
+        etp = int(row["etp"])
+    elif ep > 1 and gpus % (tp * ep * pp):
         etp = 1
         flags.append("ETP 1 (not printed; ETP = TP would not divide the GPUs)")
     layout = Layout(tp=tp, cp=cp, pp=pp, dp=dp, ep=ep, etp=etp)
@@ -860,7 +894,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # GPT_OSS_120B_..._{GB300,GB200}_FP8_MX_V2; utils/overrides.py turns on the op fuser, perf_plugins.py
     # NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; v0.6.0's perf_recipes the same)
     oss_fused = oss_v2 and row["gpu"] in ("GB200", "GB300") and row["precision"] == "mxfp8" and release >= "26.06"
-    fused_mlp = full_iteration or oss_fused
+    # MLPerf v6.0's MoE configs: OVERLAP_MOE_EXPERT_PARALLEL_COMM, MOE_TOKEN_DISPATCHER_TYPE=flex with HybridEP, and
+    # USE_TE_OPS with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (v6.0/configs; every deepseekv3_671b config sets all three)
+    mlperf_moe = mlperf and ep > 1
+    mlperf_ep_overlap = mlperf_moe and row["moe_a2a_overlap"] == "yes"
+    ep_overlap = ep_overlap or mlperf_ep_overlap
+    fused_mlp = full_iteration or oss_fused or (mlperf_moe and row["fused_grouped_mlp"] == "yes")
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
     # (megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
@@ -934,6 +973,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             flags.append("MTP trained; layers 4 + 14 x 4 + 1 + MTP (Megatron-Bridge's DeepSeek-V3 layout_map)")
         else:
             flags.append("MTP trained on the last stage")
+        if mlperf and virtual > 1:  # v6.0's PIPELINE_LAYOUT="Et*4|(t*4|)*14tmL": not read, as virtual stages go
+            flags.append("the config's pipeline layout (4, 14 x 4, then 1 layer and MTP) costed as an even split")
     # Megatron-Bridge's Nemotron 3 Super and Ultra recipes (recipes/nemotronh/nemotron_3_super.py at v0.5.0,
     # recipes/nemotronh/h100/nemotron_3_{super,ultra}.py at v0.6.0) set mtp_num_layers = 2 with
     # mtp_use_repeated_layer: the one MTP block (attention, then LatentMoE) runs twice per micro-batch, each pass with
@@ -955,6 +996,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     bridge_flex = bridge and bridge_flex_dispatch(
         source, row["model"], row["gpu"], row["precision"], row["global_batch"]
     )
+    mlperf_flex = mlperf_moe and row["moe_dispatcher"].startswith("flex")
+    if mlperf and row["recompute_modules"]:  # v6.0's RECOMPUTE_MODULES
+        modules = frozenset(row["recompute_modules"].split(","))
+        flags.append(f"selective recompute of {row['recompute_modules']} (the config's RECOMPUTE_MODULES)")
     if source.startswith("deepseek") and recompute == "selective":
         # arXiv 2412.19437 section 3.2.3: "we recompute all RMSNorm operations and MLA up-projections during
         # back-propagation": Megatron-Core's recompute_modules layernorm and mla_up_proj
@@ -980,6 +1025,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("sequence parallel, TP overlapped (NeMo's Nemotron-4 15B recipe)")
     if dgxc and tp > 1:
         flags.append("TP overlapped (the recipe's ub_tp_comm_overlap)")
+    settings = ("tp_overlap", "nvls", "fp8_attention", "fused_grouped_mlp")
+    unknown = [k for k in settings if row.fields.get(k) == "unknown"]
+    if unknown:  # v6.0: the file that sets them is not in the index (v6.0/README.md)
+        flags.append(f"{', '.join(unknown)} not known (its config is not in the index): the implementation's default")
     if mlperf_tp:
         flags.append("TP overlapped (the config's TP_COMM_OVERLAP)")
     if mlperf and row["cuda_graph"] != "none":
@@ -990,6 +1039,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("attention by flash-attn's kernel (NVTE_FUSED_ATTN=0 in its configure.sh), costed as cuDNN's")
     if bridge_ep:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's Qwen3 presets)")
+    if mlperf_flex and layout.ep > topology.tiers[0].size:
+        flags.append("flex dispatcher (HybridEP): each token sent once per domain (the config's MOE_TOKEN_DISPATCHER)")
+    if mlperf_ep_overlap:
+        flags.append("EP all-to-alls overlapped (the config's OVERLAP_MOE_EXPERT_PARALLEL_COMM)")
+    if mlperf_moe and fused_mlp:
+        flags.append("experts through TE's fused grouped MLP (the config's NVTE_CUTEDSL_FUSED_GROUPED_MLP)")
     if bridge_flex and layout.ep > topology.tiers[0].size:
         flags.append("flex dispatcher: each token sent once per node (Megatron-Bridge's presets)")
     if bridge_b200_v2:
@@ -998,7 +1053,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's GPT-OSS V2 presets)")
     if full_iteration:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's MXFP8 full-iteration presets from v0.5.0)")
-    if fused_mlp:
+    if full_iteration or oss_fused:
         flags.append("experts through TE's fused grouped MLP (the presets' cutedsl_fused_grouped_mlp from v0.5.0)")
     # Runs from before FlashAttention (arXiv 2205.14135, May 2022) reached Megatron: attention as two matmuls over the
     # score square and a (fused) softmax, which Korthikanti et al.'s selective recomputation re-runs.
@@ -1035,7 +1090,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         fp8_params = True
         flags.append("FP8 parameter gathers (the recipe's fp8_params)")
         flags.append("FP8 delayed scaling: its casts costed as current scaling's (one read more)")
-    if mlperf and row["fp8_param_gather"] == "yes" and row["precision"] == "fp8":
+    if mlperf and row["fp8_param_gather"] == "yes" and row["precision"] in ("fp8", "mxfp8"):
         fp8_params = True
         flags.append("FP8 parameter gathers (the config's FP8_PARAM_GATHER or FP8_PARAMS)")
     bucket_bytes = None
@@ -1069,7 +1124,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             pp_scatter_gather=pp_scatter_gather,
             pp_send_comm=pp_send_comm,
             ep_node_limit=node_limit,
-            ep_dispatcher="flex" if bridge_flex else "alltoall",
+            ep_dispatcher="flex" if bridge_flex or mlperf_flex else "alltoall",
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
             zero=zero,

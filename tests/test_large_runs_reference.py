@@ -220,3 +220,27 @@ def test_jean_zay_topology_reads_the_all_reduce_measured_on_it() -> None:
     ranks, size = int(row["ranks"]), float(row["size_bytes"])
     predicted = fastest(topology, "all_reduce", place(topology, ranks), size).seconds
     assert predicted == pytest.approx(float(row["time_us"]) * 1e-6, rel=0.01)
+
+
+def test_mlperf_v60_step_times_are_the_median_of_their_logged_steps() -> None:
+    """mlperf/v6.0/rows.csv: each system's step time is the median over its result files of each file's median
+    per-step train_step_time, the first two logged values dropped where the file's start was read (v6.0/README.md);
+    steps/ holds the values read, so every step time, with its min and max, is reproduced from them."""
+    import csv
+    import statistics
+
+    folder = REFERENCE / "mlperf" / "v6.0"
+    lines = [ln for ln in (folder / "rows.csv").read_text().splitlines() if ln and not ln.startswith("#")]
+    rows = list(csv.DictReader(lines))
+    assert len(rows) == 30
+    for r in rows:
+        medians = []
+        for path in sorted((folder / "steps" / r["submitter"] / r["system"] / r["benchmark"]).glob("*.steps.txt")):
+            text = path.read_text()
+            values = [float(v) for ln in text.splitlines() if not ln.startswith("#") for v in ln.split()]
+            medians.append(statistics.median(values if "START-NOT-READ" in text else values[2:]))
+        assert len(medians) == len(r["result_files"].split(";")), r["system"]
+        assert statistics.median(medians) == pytest.approx(float(r["step_time_s"]), rel=1e-4), r["system"]
+        assert (min(medians), max(medians)) == pytest.approx(
+            (float(r["step_time_min_s"]), float(r["step_time_max_s"])), rel=1e-4
+        ), r["system"]
