@@ -508,7 +508,9 @@ MLPERF_MODELS = {
 # but for the 405B configs (ASYM_PP_EMBED=True, ASYM_PP_LOSS=True where the config is in the index)
 MLPERF_V60_DEFAULTS = {"sequence_parallel": "yes", "cross_entropy": "native", "bucket_size": ""}
 # v6.0's columns for its MoE benchmarks, which cost() reads beside MLPERF_SETTINGS
-MLPERF_V60_MOE = ("etp", "moe_dispatcher", "moe_a2a_overlap", "fused_grouped_mlp", "recompute_modules")
+MLPERF_V60_MOE = (
+    "etp", "moe_dispatcher", "moe_a2a_overlap", "fused_grouped_mlp", "recompute_modules", "fp8_output_proj",
+)  # fmt: skip
 # The implementations' cross_entropy_fusion_impl (conf/custom.yaml: CE_FUSION_IMPL, fused unless
 # CROSS_ENTROPY_LOSS_FUSION is off) as ops.LOSS_TRAFFIC names it
 MLPERF_LOSS = {"native": "vocab-parallel-fused", "te": "vocab-parallel-te", "unfused": "vocab-parallel"}
@@ -900,6 +902,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     mlperf_ep_overlap = mlperf_moe and row["moe_a2a_overlap"] == "yes"
     ep_overlap = ep_overlap or mlperf_ep_overlap
     fused_mlp = full_iteration or oss_fused or (mlperf_moe and row["fused_grouped_mlp"] == "yes")
+    fp8_head = mlperf and row.fields.get("fp8_output_proj") == "yes"  # v6.0's FP8_OUTPUT_PROJ
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
     # (megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
@@ -1043,6 +1046,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("flex dispatcher (HybridEP): each token sent once per domain (the config's MOE_TOKEN_DISPATCHER)")
     if mlperf_ep_overlap:
         flags.append("EP all-to-alls overlapped (the config's OVERLAP_MOE_EXPERT_PARALLEL_COMM)")
+    if fp8_head:
+        flags.append("output layers in MXFP8 (the config's FP8_OUTPUT_PROJ)")
     if mlperf_moe and fused_mlp:
         flags.append("experts through TE's fused grouped MLP (the config's NVTE_CUTEDSL_FUSED_GROUPED_MLP)")
     if bridge_flex and layout.ep > topology.tiers[0].size:
@@ -1139,6 +1144,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             loss_impl=MLPERF_LOSS[row["cross_entropy"]] if mlperf else cross_entropy_impl(source, row["model"]),
             bucket_bytes=bucket_bytes,
             fused_grouped_mlp=fused_mlp,
+            fp8_output_proj=fp8_head,
         )
 
     if not recompute and bridge:

@@ -400,6 +400,14 @@ class Compute(Section):
         "those passes leave HBM. MXFP8 on Blackwell only: --compute-dtype fp8 on an SM 10.x GPU.",
         json_schema_extra=cli("--fused-grouped-mlp"),
     )
+    fp8_output_proj: bool = Field(
+        False,
+        description="Megatron-Core's output layer (and MTP's) in MXFP8 rather than BF16 (TransformerConfig "
+        "fp8_output_proj, #4825: a Transformer Engine TELMHeadColumnParallelLinear under the MXFP8 autocast, "
+        "gpt_model.py), with the casts of its input and its output's gradient. MXFP8 only: --compute-dtype fp8 on an "
+        "SM 10.x GPU, in a layout or --framework megatron.",
+        json_schema_extra=cli("--fp8-output-proj"),
+    )
     attention_kernel: Literal["flash2", "cudnn"] | None = Field(
         None,
         description="The kernel flash attention runs, at its measured rate (engine/rates.py): flash2, "

@@ -140,6 +140,31 @@ def test_tp_3_on_8_gpu_nodes_crosses_the_network_and_warns() -> None:
             "--fused-grouped-mlp",
             "give a layout or --framework megatron",
         ),
+        (
+            ["--model", "llama-70b", "--tp", "8", "--dp", "2", "--compute-dtype", "fp8", "--fp8-output-proj"],
+            "--fp8-output-proj",
+            "needs MXFP8: give --compute-dtype fp8 on a Blackwell GPU",
+        ),
+        (
+            ["--model", "llama-70b", "--tp", "8", "--dp", "2", "--topology", "dgx-b200", "--fp8-output-proj"],
+            "--fp8-output-proj",
+            "needs MXFP8",
+        ),
+        (
+            [
+                "--model",
+                "llama-8b",
+                "--dp",
+                "8",
+                "--topology",
+                "dgx-b200",
+                "--compute-dtype",
+                "fp8",
+                "--fp8-output-proj",
+            ],
+            "--fp8-output-proj",
+            "give a layout or --framework megatron",
+        ),
     ],
 )
 def test_layouts_megatron_refuses_are_refused_by_their_flag(args: list[str], flag: str, says: str) -> None:

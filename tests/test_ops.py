@@ -530,3 +530,27 @@ def test_context_parallel_attention_runs_at_the_rate_of_its_blocks() -> None:
     window = LocalAttentionSpec(kind="sliding", size=1024)
     local = [attention(layer_ops(a, False, 4096, 8192, "fused", local=window, cp=cp)) for cp in (1, 2)]
     assert local[0].span == local[1].span < 4096
+
+
+def test_an_mxfp8_output_layer_takes_the_recipes_operands_and_casts() -> None:
+    """Megatron-Core's output layer is a 16-bit ColumnParallelLinear unless fp8_output_proj (#4825, gpt_model.py):
+    then Transformer Engine's TELMHeadColumnParallelLinear under the MXFP8 autocast, at the FP8 rate, its
+    (tokens x hidden) input and (tokens x vocab) output gradient cast like any MXFP8 matmul's. MTP's head likewise."""
+    from dpcost.engine.ops import mtp_ops
+
+    a = load_model("deepseek-v3").architecture
+    assert a is not None
+    operands = matmul_operands("blackwell", "fp8")
+    gemm_bytes, cast = operands
+    assert cast is not None
+
+    def head(ops: list[Op]) -> list[Op]:
+        return [op for op in ops if op.name.startswith("output head")]
+
+    (plain,) = head(model_ops(a, 4096, "fused", "vocab-parallel"))
+    low, cast_in, cast_grad = head(model_ops(a, 4096, "fused", "vocab-parallel", operands))
+    assert plain.sixteen_bit and not low.sixteen_bit and low.flops == plain.flops
+    assert low.bytes == gemm_bytes * (4096 * a.hidden + a.hidden * a.output_vocab) + 2 * 4096 * a.output_vocab
+    assert cast_in.bytes == cast.bytes * 4096 * a.hidden and cast_in.backward_bytes == 0
+    assert cast_grad.backward_bytes == cast.bytes * 4096 * a.output_vocab and cast_grad.bytes == 0
+    assert len(head(mtp_ops(a, 4096, "fused", "vocab-parallel", operands))) == 3

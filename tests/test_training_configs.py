@@ -761,6 +761,16 @@ def test_a_megatron_moe_script_runs_grouped_gemms_only_when_told() -> None:
     assert "grouped_gemm" not in read(f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16\n", "m.sh").options
 
 
+def test_a_megatron_script_runs_its_output_layer_in_mxfp8_when_told() -> None:
+    """TransformerConfig.fp8_output_proj (Megatron-Core #4825), a flag of its own through ArgumentGroupFactory:
+    --fp8-output-proj turns it on; absent, the output layer stays a 16-bit ColumnParallelLinear."""
+    from dpcost.training_configs.megatron import read
+
+    base = f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --fp8-format e4m3 --fp8-recipe mxfp8"
+    assert read(f"{base} --fp8-output-proj\n", "m.sh").options["fp8_output_proj"] == "true"
+    assert "fp8_output_proj" not in read(f"{base}\n", "m.sh").options
+
+
 def test_selective_recomputation_keeps_the_scores_unless_it_reruns_core_attention() -> None:
     """Megatron checkpoints core attention only with "core_attn" among --recompute-modules (attention.py
     checkpoint_core_attention): recomputing the MLP alone leaves unfused attention's scores stored."""

@@ -439,6 +439,7 @@ def layout_step(
     loss_impl: str = "vocab-parallel",
     grad_accumulation_fusion: bool = True,
     fused_grouped_mlp: bool = False,
+    fp8_output_proj: bool = False,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -470,7 +471,8 @@ def layout_step(
     the DP gradient bucket in bytes of gradient, Megatron's --ddp-bucket-size in parameters times the gradient's
     bytes (default its max(40M, 1M x DP) parameters: frameworks.FRAMEWORKS["megatron"]). `optimizer_instances`:
     Megatron's --num-distributed-optimizer-instances (instance_groups). `fused_grouped_mlp`: the routed experts
-    through Transformer Engine's CuTe-DSL grouped MLP (ops.layer_ops)."""
+    through Transformer Engine's CuTe-DSL grouped MLP (ops.layer_ops); `fp8_output_proj` the output layers in MXFP8
+    (ops.model_ops)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -503,7 +505,7 @@ def layout_step(
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
                           sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
                           loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher,
-                          fused_grouped_mlp)
+                          fused_grouped_mlp, fp8_output_proj)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -675,6 +677,7 @@ def _stage_by_ops(
     main_grad_bytes: float | None = None,
     ep_dispatcher: str = "alltoall",
     fused_grouped_mlp: bool = False,
+    fp8_output_proj: bool = False,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -687,7 +690,8 @@ def _stage_by_ops(
     `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
     the first and last decoder layers, by global index, whose matmuls all do (ops.sixteen_bit_layer);
     `ep_dispatcher` the MoE token dispatcher, whose local shuffles ops.layer_ops prices; `fused_grouped_mlp` the
-    routed experts through Transformer Engine's fused grouped MLP (ops.layer_ops)."""
+    routed experts through Transformer Engine's fused grouped MLP (ops.layer_ops); `fp8_output_proj` the output heads
+    in the compute dtype (ops.model_ops)."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -739,11 +743,12 @@ def _stage_by_ops(
     forward = sum(by_kind[kind][0] for kind in kinds)
     backward = sum(by_kind[kind][1] for kind in kinds)
     again = sum(by_kind[kind][2] for kind in kinds)
-    outside = model_ops(a, tokens, fw.kernels, loss_impl) if stage.index == 0 or last else []
+    head = (gemm_bytes, cast) if fp8_output_proj and cast is not None else None
+    outside = model_ops(a, tokens, fw.kernels, loss_impl, head) if stage.index == 0 or last else []
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
             or (op.module != "embedding" and last)]  # fmt: skip
     if last and mtp_layers:
-        ends += mtp_ops(a, tokens, fw.kernels, loss_impl) * mtp_layers
+        ends += mtp_ops(a, tokens, fw.kernels, loss_impl, head) * mtp_layers
     if main_grad_bytes is not None:  # the stage's weights on this GPU, after TP's split
         ends.append(main_grad_accumulation(stage.dense_params + stage.expert_params, main_grad_bytes))
     if ends:

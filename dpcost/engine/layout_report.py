@@ -527,6 +527,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         loss_impl=_layout_loss(p.loss_impl),
         grad_accumulation_fusion=o.compute.grad_accumulation_fusion,
         fused_grouped_mlp=o.compute.fused_grouped_mlp,
+        fp8_output_proj=o.compute.fp8_output_proj,
     )
     return LayoutParts(layout, stage, recompute, chosen_rows, step, global_batch, tokens, compute_model, mfu)
 

@@ -774,16 +774,31 @@ def _mlp(
     return [*up, _gemm(f"{name} down", module, tokens, width, h, gemm_bytes, repeats, "k")]
 
 
-def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: str) -> list[Op]:
-    """What runs outside the layers: the embedding, the final norm, the output head and the loss."""
+def model_ops(
+    a: ModelArchitecture,
+    tokens: int,
+    kernels: Kernels,
+    loss_impl: str,
+    head_operands: tuple[float, Cast] | None = None,
+) -> list[Op]:
+    """What runs outside the layers: the embedding, the final norm, the output head and the loss. The head stays in
+    16 bits (Op.sixteen_bit) but with `head_operands` (Megatron-Core's fp8_output_proj: MXFP8; matmul_operands'
+    bytes per element and cast), where it takes those operands and its input and output-gradient casts (_casts; the
+    final norm, a module of its own, computes no amax for it)."""
     h, t = a.hidden, float(tokens)
     norm_b, norm_k = _NORM[kernels]
     logits, loss = a.output_vocab * t, LOSS_TRAFFIC[loss_impl]
+    if head_operands is None:
+        head = [_gemm("output head", "head", t, h, a.output_vocab, BF16, tp_split="n", sixteen_bit=True)]
+    else:
+        operand_bytes, cast = head_operands
+        low = _gemm("output head", "head", t, h, a.output_vocab, operand_bytes, tp_split="n")
+        head = [low, *_casts(low, cast)]
     return [
         # the backward scatters into a dense fp32 (vocab x hidden) gradient, zeroed first
         Op("embedding", "embedding", "memory", 0.0, 2 * BF16 * h * t, 1, 0.0, 2 * 4.0 * h * t + 8.0 * a.vocab * h, 2),
         *([_memory("final norm", "layernorm", norm_b * h * t, norm_k)] if a.final_norm else []),
-        _gemm("output head", "head", t, h, a.output_vocab, BF16, tp_split="n", sixteen_bit=True),
+        *head,
         Op(
             "loss",
             "loss",
@@ -798,13 +813,20 @@ def model_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: st
     ]
 
 
-def mtp_ops(a: ModelArchitecture, tokens: int, kernels: Kernels, loss_impl: str) -> list[Op]:
+def mtp_ops(
+    a: ModelArchitecture,
+    tokens: int,
+    kernels: Kernels,
+    loss_impl: str,
+    head_operands: tuple[float, Cast] | None = None,
+) -> list[Op]:
     """One multi-token-prediction module's ops beside its transformer layer (Megatron-Core's
     MultiTokenPredictionLayer, multi_token_prediction.py): the shifted tokens' embedding, enorm and hnorm, eh_proj
-    (2h -> h, column-parallel), and the final norm, output head and loss again."""
+    (2h -> h, column-parallel), and the final norm, output head (the model's output layer: `head_operands` as
+    model_ops) and loss again."""
     h, t = a.hidden, float(tokens)
     norm_b, norm_k = _NORM[kernels]
-    embedding, *head_and_loss = model_ops(a, tokens, kernels, loss_impl)
+    embedding, *head_and_loss = model_ops(a, tokens, kernels, loss_impl, head_operands)
     return [
         embedding,
         _memory("MTP enorm", "layernorm", norm_b * h * t, norm_k),
@@ -1034,12 +1056,14 @@ def micro_batch_compute(
     autocast: bool = False,
     grad_accumulation: Op | None = None,
     fused_grouped_mlp: bool = False,
+    fp8_output_proj: bool = False,
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
     head and the loss; the recomputation its checkpointing policy adds to the backward. `bf16_layers`: the first and
     last layers whose matmuls stay in BF16 under an FP8 or NVFP4 recipe (sixteen_bit_layer); `grad_accumulation` the
     add of the weight gradients into the main gradients, where the GEMMs do not (main_grad_accumulation);
-    `fused_grouped_mlp` the routed experts as Transformer Engine's fused grouped MLP runs them (layer_ops)."""
+    `fused_grouped_mlp` the routed experts as Transformer Engine's fused grouped MLP runs them (layer_ops);
+    `fp8_output_proj` the output head in the compute dtype (model_ops)."""
 
     def timed(op_list: list[Op]) -> OpTimes:
         return times(
@@ -1076,7 +1100,8 @@ def micro_batch_compute(
             flops_backward[part] += count * t.backward_flops[part]
             flops_recomputed[part] += count * checkpointed * again_flops[part]
     layers = Passes(dict(forward), dict(backward), recomputed)
-    rest = timed(model_ops(a, tokens, kernels, loss_impl) + ([grad_accumulation] if grad_accumulation else []))
+    head = (gemm_bytes, cast) if fp8_output_proj and cast is not None else None
+    rest = timed(model_ops(a, tokens, kernels, loss_impl, head) + ([grad_accumulation] if grad_accumulation else []))
     for part in forward:
         forward[part] += rest.forward[part]
         backward[part] += rest.backward[part]

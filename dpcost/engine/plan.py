@@ -275,15 +275,16 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
     share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
     every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype
     bf16_layers, autocast, added = o.compute.bf16_layers, p.recipe.autocast, unfused_grad_accumulation(p)
-    fused_mlp = o.compute.fused_grouped_mlp
+    fused_mlp, fp8_head = o.compute.fused_grouped_mlp, o.compute.fp8_output_proj
     key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
-           share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp)  # fmt: skip
+           share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp,
+           fp8_head)  # fmt: skip
     known = _compute_of(a)
     if key not in known:
         known[key] = micro_batch_compute(
             a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
             gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
-            cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp,
+            cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp, fp8_head,
         )  # fmt: skip
     compute = known[key]
     return MicroBatchTime(flops, compute.forward, compute.backward, compute)

@@ -373,6 +373,18 @@ def check_fused_grouped_mlp(model: ModelSpec, topology: TopologySpec, o: Options
         )
 
 
+def check_fp8_output_proj(topology: TopologySpec, o: Options) -> None:
+    """--fp8-output-proj: Megatron-Core's output layer under the MXFP8 recipe, which alone runs it
+    (transformer_config.py __post_init__: fp8_output_proj needs fp8 with fp8_recipe mxfp8, a Blackwell recipe), else
+    bad input naming the flag."""
+    if not o.compute.fp8_output_proj:
+        return
+    if not o.megatron_layout and o.plan.framework != "megatron":
+        raise InputError("fp8_output_proj", "Megatron-Core's output layer: give a layout or --framework megatron")
+    if o.compute.compute_dtype != "fp8" or topology.gpu.arch != "blackwell":
+        raise InputError("fp8_output_proj", "needs MXFP8: give --compute-dtype fp8 on a Blackwell GPU")
+
+
 def check_compute_dtype(topology: TopologySpec, o: Options) -> None:
     """The GPU has tensor cores for --compute-dtype (specs.GpuSpec.peak), else bad input naming the flag."""
     try:
@@ -422,6 +434,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         raise InputError("pp_schedule", "schedules pipeline stages: give --pp 2 or more")
     check_pipeline_only(options)
     check_fused_grouped_mlp(model, topology, options)
+    check_fp8_output_proj(topology, options)
     seq_len = seq_len_for(model, options)
     compute = options.compute.model_copy(update={"compute_model": compute_model_for(model, options.compute)})
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})

@@ -39,6 +39,7 @@ SWITCHES = {  # a flag present -> the option on
     "--sequence-parallel": "sequence_parallel",
     "--tp-comm-overlap": "tp_comm_overlap",
     "--moe-grouped-gemm": "grouped_gemm",
+    "--fp8-output-proj": "fp8_output_proj",  # TransformerConfig.fp8_output_proj (ArgumentGroupFactory's flag)
 }
 SWITCHES_OFF = {  # a flag present -> the option off
     "--no-overlap-p2p-communication": "pp_comm_overlap",
