@@ -59,6 +59,7 @@ from dpcost.engine.ops import (
     model_ops,
     mtp_ops,
     optimizer_seconds_on,
+    output_head_operands,
     recomputed_by_part,
     sixteen_bit_layers,
     tensor_parallel,
@@ -743,7 +744,7 @@ def _stage_by_ops(
     forward = sum(by_kind[kind][0] for kind in kinds)
     backward = sum(by_kind[kind][1] for kind in kinds)
     again = sum(by_kind[kind][2] for kind in kinds)
-    head = (gemm_bytes, cast) if fp8_output_proj and cast is not None else None
+    head = output_head_operands(fp8_output_proj, gemm_bytes, cast)
     outside = model_ops(a, tokens, fw.kernels, loss_impl, head) if stage.index == 0 or last else []
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
             or (op.module != "embedding" and last)]  # fmt: skip

@@ -63,6 +63,7 @@ __all__ = [
     "mtp_ops",
     "optimizer_bytes",
     "optimizer_seconds_on",
+    "output_head_operands",
     "part_of",
     "recomputed_by_part",
     "sixteen_bit_layer",
@@ -100,7 +101,8 @@ class Op:
     flops_per_hbm_byte: float = 0.0
     # a matmul that stays in 16 bits whatever the compute dtype: the output head (Megatron-Core's output layer is its
     # own ColumnParallelLinear, outside Transformer Engine's FP8, gpt_model.py; MXFP8 only under the opt-in
-    # fp8_output_proj, 3f6a2ed8, 2026-05; torchtitan's float8 configs filter "output", its MX converter by default)
+    # fp8_output_proj, 3f6a2ed8, 2026-05: output_head_operands; torchtitan's float8 configs filter "output", its MX
+    # converter by default)
     # and the MoE router (router.py router_gating_linear, in the input's dtype or fp32): at the BF16 peak (times)
     sixteen_bit: bool = False
 
@@ -774,6 +776,12 @@ def _mlp(
     return [*up, _gemm(f"{name} down", module, tokens, width, h, gemm_bytes, repeats, "k")]
 
 
+def output_head_operands(fp8_output_proj: bool, gemm_bytes: float, cast: Cast | None) -> tuple[float, Cast] | None:
+    """The output head's operands for model_ops: the recipe's (matmul_operands' bytes and cast) under Megatron-Core's
+    fp8_output_proj (--fp8-output-proj), else None, the 16-bit head."""
+    return (gemm_bytes, cast) if fp8_output_proj and cast is not None else None
+
+
 def model_ops(
     a: ModelArchitecture,
     tokens: int,
@@ -1100,7 +1108,7 @@ def micro_batch_compute(
             flops_backward[part] += count * t.backward_flops[part]
             flops_recomputed[part] += count * checkpointed * again_flops[part]
     layers = Passes(dict(forward), dict(backward), recomputed)
-    head = (gemm_bytes, cast) if fp8_output_proj and cast is not None else None
+    head = output_head_operands(fp8_output_proj, gemm_bytes, cast)
     rest = timed(model_ops(a, tokens, kernels, loss_impl, head) + ([grad_accumulation] if grad_accumulation else []))
     for part in forward:
         forward[part] += rest.forward[part]
