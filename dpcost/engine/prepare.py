@@ -658,6 +658,8 @@ class StageMemories:
             )
         self.model, self.topology, self.p = model, topology, p
         self._states: dict[int, StageStates] = {}
+        self._model_states: dict[int, ModelStates] = {}
+        self._room: dict[int, bool] = {}  # by stage: least_total fits the device
         self._activations: dict[str, tuple[float, float, float, float, float, float]] = {}
         self._rows: dict[tuple[int, str], StageMemory] = {}
 
@@ -678,13 +680,16 @@ class StageMemories:
 
     def fits(self, stage: int, recompute: str) -> bool:
         """row(stage, recompute).fits, without the row where the stage's model states alone leave no room."""
-        return self.least_total(stage) <= self.topology.gpu.hbm and self.row(stage, recompute).fits
+        room = self._room.get(stage)
+        if room is None:
+            room = self._room[stage] = self.least_total(stage) <= self.topology.gpu.hbm
+        return room and self.row(stage, recompute).fits
 
     def least_total(self, stage: int) -> float:
         """A lower bound on the stage's device total under any policy: memory.phases' optimizer step holds every
         model state (and buffers), so the peak holds at least them, and the total adds fragmentation (>= 0) and the
         context. 1e-12: the row sums the same bytes in another order."""
-        return (self.states(stage).states.total + context_bytes(self.topology.gpu)) * (1 - 1e-12)
+        return (self.states_without_buffers(stage).total + context_bytes(self.topology.gpu)) * (1 - 1e-12)
 
     def table(self, recompute: str) -> tuple[StageMemory, ...]:
         """Every ZeRO stage's row, 0-3, with one recomputation policy."""
@@ -694,7 +699,17 @@ class StageMemories:
         """What the stage holds whatever the recomputation (memory.model_states, memory.buffers)."""
         found = self._states.get(stage)
         if found is None:
-            found = self._states[stage] = _stage_states(self.model, self.p, stage, self.topology.gpu.arch)
+            found = self._states[stage] = _stage_states(
+                self.model, self.p, stage, self.topology.gpu.arch, self.states_without_buffers(stage)
+            )
+        return found
+
+    def states_without_buffers(self, stage: int) -> ModelStates:
+        """The stage's weights, gradients and optimizer states alone (_model_states): all that least_total reads,
+        without the buffers, for the stages it rules out."""
+        found = self._model_states.get(stage)
+        if found is None:
+            found = self._model_states[stage] = _model_states(self.p, stage)
         return found
 
     def activations(self, recompute: str) -> tuple[float, float, float, float, float, float]:
@@ -706,9 +721,9 @@ class StageMemories:
         return found
 
 
-def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> StageStates:
+def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, states: ModelStates) -> StageStates:
     """One ZeRO stage's model states and working buffers (the GEMM libraries' workspaces among them: Transformer
-    Engine's under Megatron-LM), and its share of a transformer block's gradient."""
+    Engine's under Megatron-LM), and its share of a transformer block's gradient; `states`: _model_states'."""
     o, counts = p.o, p.counts
     largest_layer = model.largest_layer_params or counts.largest_module
     # One ZeRO-3 unit for buffers and timeline: the largest piece the timeline gathers (units(): embedding,
@@ -719,9 +734,6 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> S
         biggest = max((u for u, _ in unit_runs(p.pieces(model))), key=lambda u: u.params)  # runs: equal blocks once
         gather_unit = biggest.params
         gather_bytes = p.weight_bytes if biggest.linear else p.unconverted_weight_bytes
-    states = model_states(counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
-    if o.precision.grads_between_steps == "kept":  # zeroed in place, not freed: held through the next forward
-        states = replace(states, backward_grads=0.0)
     in_flight = 2 if p.overlap_grad_reduce(stage) else 1
     a = model.architecture
     head = counts.embedding if a is not None and a.tied_embeddings else counts.lm_head
@@ -753,6 +765,16 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch) -> S
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
     return StageStates(states, buf, _reusable_grad_block(counts.largest_block * p.grad_bytes, p, stage))
+
+
+def _model_states(p: Prepared, stage: int) -> ModelStates:
+    """One ZeRO stage's model states (memory.model_states); gradients kept between steps are held through the next
+    forward."""
+    o = p.o
+    states = model_states(p.counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+    if o.precision.grads_between_steps == "kept":  # zeroed in place, not freed: held through the next forward
+        states = replace(states, backward_grads=0.0)
+    return states
 
 
 def _dummy_wgrads(a: ModelArchitecture) -> float:
