@@ -567,6 +567,15 @@ class Parallel(Section):
         description="Decoder layers on the last pipeline stage (Megatron's --decoder-last-pipeline-num-layers).",
         json_schema_extra=cli("--last-stage-layers", metavar="N"),
     )
+    pipeline_layout: str | None = Field(
+        None,
+        max_length=4096,
+        description="Every virtual stage's layers, as Megatron-Core's --pipeline-model-parallel-layout writes them: "
+        "PP x V stages split by |, E the embedding, t a decoder layer, m an MTP module, L the loss, (...)*n and x*n "
+        "repeating; virtual stage i on rank i mod PP (e.g. 'Et*4|(t*4|)*14tmL': DeepSeek-V3 on PP 4 x V 4) "
+        "[default: the even split].",
+        json_schema_extra=cli("--pipeline-layout", metavar="LAYOUT"),
+    )
     mtp_layers: Whole = Field(
         0,
         ge=0,

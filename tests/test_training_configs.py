@@ -301,8 +301,7 @@ def test_a_flag_may_stand_for_a_setting_the_file_cannot_give(tmp_path: Path) -> 
 
 def test_a_megatron_scripts_end_stages_and_mtp_layers_are_read(tmp_path: Path) -> None:
     """--decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers and --mtp-num-layers
-    (megatron/training/arguments.py) become --first-stage-layers, --last-stage-layers and --mtp-layers; a custom
-    --pipeline-model-parallel-layout is refused unless the end stages are given as flags."""
+    (megatron/training/arguments.py) become --first-stage-layers, --last-stage-layers and --mtp-layers."""
     script = (CONFIGS / "megatron-gpt3-175b.sh").read_text()
     extra = "    --eval-iters 10\n    --decoder-first-pipeline-num-layers 13\n"
     extra += "    --decoder-last-pipeline-num-layers 13\n"
@@ -312,11 +311,46 @@ def test_a_megatron_scripts_end_stages_and_mtp_layers_are_read(tmp_path: Path) -
     layers = [s["layers"] for s in read["layout"]["stages"]]
     assert layers == [13] + [5] * 14 + [13]  # the other 14 stages split the remaining 70
     assert read["layout"]["mtp_layers"] == 1
-    custom = tmp_path / "custom.sh"
-    layout = "    --eval-iters 10\n    --pipeline-model-parallel-layout Et*12|t*12L\n"
-    custom.write_text(script.replace("    --eval-iters 10\n", layout))
-    code, _, err = run("estimate", "--from", str(custom), "--dp", "8")
-    assert code == 2 and "--pipeline-model-parallel-layout" in err
+
+
+def test_a_megatron_scripts_pipeline_layout_sets_its_stages_and_virtual_stages(tmp_path: Path) -> None:
+    """--pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py): virtual stage i on rank i mod PP, the
+    virtual stages per rank its stage count over PP (arguments.py validate_args), and refused beside
+    --num-virtual-stages-per-pipeline-rank or where its stages do not split over PP."""
+    script = (CONFIGS / "megatron-gpt3-175b.sh").read_text()  # 96 layers on PP 16
+
+    def with_args(name: str, extra: str) -> Path:
+        path = tmp_path / name
+        path.write_text(script.replace("    --eval-iters 10\n", f"    --eval-iters 10\n{extra}"))
+        return path
+
+    # 32 stages: the embedding and 4 layers, 30 x 3, then 2 layers and the loss
+    v2 = with_args("v2.sh", "    --pipeline-model-parallel-layout 'Et*4|(t*3|)*30t*2L'\n")
+    read = report("estimate", "--from", str(v2), "--dp", "8")
+    assert [s["layers"] for s in read["layout"]["stages"]] == [4 + 3] + [3 + 3] * 14 + [3 + 2]
+    assert read["layout"]["virtual_stages"] == 2
+    both = with_args(
+        "both.sh", "    --pipeline-model-parallel-layout Et*12|t*12L\n    --num-virtual-stages-per-pipeline-rank 2\n"
+    )
+    code, _, err = run("estimate", "--from", str(both), "--dp", "8")
+    assert code == 2 and "--pipeline-model-parallel-layout" in err and "virtual" in err
+    short = with_args("short.sh", "    --pipeline-model-parallel-layout Et*48|t*48L\n")
+    code, _, err = run("estimate", "--from", str(short), "--dp", "8")
+    assert code == 2 and "2 stages do not split over PP 16" in err
+
+
+def test_activation_offloading_is_said_not_costed_not_passed_over(tmp_path: Path) -> None:
+    """--fine-grained-activation-offloading (transformer_config.py) and --cpu-offloading (model_parallel_config.py)
+    move activations to the host: dpcost keeps them on the GPU, and its reading says so rather than calling them
+    inert."""
+    from dpcost.training_configs.megatron import OFFLOADING, read
+
+    script = (CONFIGS / "megatron-gpt-345m.sh").read_text()
+    extra = "    --fine-grained-activation-offloading\n    --offload-modules core_attn\n    --eval-iters 10\n"
+    reading = read(script.replace("    --eval-iters 10\n", extra), "run.sh")
+    notes = {s.key: s.note for s in reading.settings}
+    assert notes["--fine-grained-activation-offloading"] == notes["--offload-modules"] == OFFLOADING
+    assert "not costed" in OFFLOADING
 
 
 def test_a_megatron_scripts_window_is_its_models(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ SEARCHED = (
 # The variants of data parallelism (engine/variants.py): `estimate` prices them beside one plan.
 VARIANTS = ("zeropp", "compression", "powersgd_rank", "sync_every", "streaming")
 # One layout's uneven pipeline split: the search splits each PP as stage_layer_counts does.
-PIPELINE_SPLIT = ("first_stage_layers", "last_stage_layers")
+PIPELINE_SPLIT = ("first_stage_layers", "last_stage_layers", "pipeline_layout")
 
 
 @app.command()

@@ -67,6 +67,7 @@ from dpcost.engine.ops import (
 )
 from dpcost.engine.p2p import all_to_all, send_recv
 from dpcost.engine.params import count_params, mtp_layer, routed_expert
+from dpcost.engine.pipeline_layout import checked_layout
 from dpcost.engine.placement import Placement, place_group
 from dpcost.engine.plan import dp_group_for, priced_call, then_across
 from dpcost.engine.prepare import DTYPE_BYTES
@@ -429,6 +430,7 @@ def layout_step(
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
     mtp_layers: int = 0,
+    pipeline_layout: str | None = None,
     fp8_params: bool = False,
     slowest_gpu: float | None = None,
     sixteen_bit_mfu: float | None = None,
@@ -453,13 +455,14 @@ def layout_step(
     after the last backward and the parameter gather after the optimizer step, as Megatron-LM ran them before
     --overlap-grad-reduce (2d5220a4, 2023-08) and --overlap-param-gather (f048bf8c, 2023-11) (megatron/training.py
     train_step: reduce_model_grads, the optimizer step, gather_model_params). `first_stage_layers`, `last_stage_layers`:
-    Megatron's --decoder-first/last-pipeline-num-layers (layout_step.stage_layer_counts); `mtp_layers`:
-    --mtp-num-layers, trained on the last stage (stage_loads). `pp_scatter_gather`: the pipeline's tensors split over TP
-    and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls);
+    Megatron's --decoder-first/last-pipeline-num-layers (layout_step.stage_layer_counts); `pipeline_layout` its
+    --pipeline-model-parallel-layout instead, each rank's layers those of its virtual stages (pipeline_layout.py);
+    `mtp_layers`: --mtp-num-layers, trained on the last stage (stage_loads). `pp_scatter_gather`: the pipeline's tensors
+    split over TP and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls);
     `pp_send_comm` the communicator its sends run on ("group" or "pair"; default layout_step.pp_send_communicator's).
     `grad_reduce`: ZeRO-1's bucket collective where it is not Megatron's reduce-scatter (--grad-reduce);
-    `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel); `loss_impl`
-    the last stage's cross-entropy (ops.LOSS_TRAFFIC: vocab-parallel, -fused or -te; --loss-impl);
+    `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel); `loss_impl` the
+    last stage's cross-entropy (ops.LOSS_TRAFFIC: vocab-parallel, -fused or -te; --loss-impl);
     `grad_accumulation_fusion` False: each micro-batch's backward adds every weight gradient into its main gradient
     in `grad_dtype` (ops.main_grad_accumulation; --no-gradient-accumulation-fusion).
     `ep_node_limit`: each token sent to at most that many nodes, once each, and forwarded over NVLink there
@@ -489,7 +492,13 @@ def layout_step(
     peak = topology.gpu.bf16_dense if peak is None else peak
     rate = peak * mfu
     fpt = flops_per_token(counts, a, seq_len, recompute, flash, modules=recompute_modules)
-    layer_counts = stage_layer_counts(a.layers, layout.pp, first_stage_layers, last_stage_layers)
+    if pipeline_layout is None:
+        layer_counts = stage_layer_counts(a.layers, layout.pp, first_stage_layers, last_stage_layers)
+    elif first_stage_layers is not None or last_stage_layers is not None:
+        raise ValueError("a pipeline layout gives every stage's layers: not beside the first or last stage's")
+    else:
+        chunks = checked_layout(pipeline_layout, layout.pp, virtual_stages, a.layers, mtp_layers)
+        layer_counts = chunks.rank_layers(layout.pp)
     stages = stage_loads(model, layout, seq_len, layer_counts, mtp_layers)
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
     held = max(stages, key=lambda st: st.dense_params)  # the most dense parameters: DP's largest reduction

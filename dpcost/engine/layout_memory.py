@@ -93,6 +93,7 @@ from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import stage_layer_counts, virtual_stage_layer_counts
 from dpcost.engine.loss import logit_peak_bytes
 from dpcost.engine.params import latent_projections, mixer_parameters
+from dpcost.engine.pipeline_layout import parse_pipeline_layout
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -165,6 +166,7 @@ class MemoryLayout(Layout):
     grad_bytes: float = 4.0
     first_stage_layers: int | None = None  # --decoder-first-pipeline-num-layers
     last_stage_layers: int | None = None  # --decoder-last-pipeline-num-layers
+    pipeline_layout: str | None = None  # --pipeline-model-parallel-layout (pipeline_layout.py), checked by the caller
     # The s^2 attention scores are stored (no flash attention, no selective recomputation): Korthikanti et al.'s
     # 5as/(ht) per layer (Table 2), 2as/(ht) without attention dropout (stored_scores_bytes), which Megatron's
     # formula leaves out; under full recomputation, one layer's.
@@ -415,10 +417,14 @@ def stage_layers(
     virtual_stages: int = 1,
     first_stage_layers: int | None = None,
     last_stage_layers: int | None = None,
+    pipeline_layout: str | None = None,
 ) -> tuple[tuple[int, ...], ...]:
     """The layer indices each pipeline rank builds [B] (get_num_layers_to_build); interleaved, its virtual stages
-    r, r + p, ... of layout_step.virtual_stage_layer_counts (Megatron-Core's pipeline_model_parallel_layout)."""
+    r, r + p, ... of layout_step.virtual_stage_layer_counts (Megatron-Core's pipeline_model_parallel_layout), or of
+    the layout given (--pipeline-layout: pipeline_layout.py)."""
     counts: list[int]
+    if pipeline_layout is not None:
+        return parse_pipeline_layout(pipeline_layout).rank_layer_indices(pp)
     if virtual_stages > 1:
         if first_stage_layers is not None or last_stage_layers is not None:
             raise ValueError("an uneven first or last stage is not modelled with interleaving")
@@ -892,7 +898,12 @@ def activation_bytes(
 
 def _stage_layer_indices(shape: ModelShape, layout: MemoryLayout) -> tuple[tuple[int, ...], ...]:
     return stage_layers(
-        shape.layers, layout.pp, layout.virtual_stages, layout.first_stage_layers, layout.last_stage_layers
+        shape.layers,
+        layout.pp,
+        layout.virtual_stages,
+        layout.first_stage_layers,
+        layout.last_stage_layers,
+        layout.pipeline_layout,
     )
 
 

@@ -20,6 +20,7 @@ from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memor
 from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts, stage_layer_counts
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
+from dpcost.engine.pipeline_layout import checked_layout
 from dpcost.engine.placement import Placement, check_ranks, job_view
 from dpcost.engine.plan import dp_group_for
 from dpcost.engine.prepare import (
@@ -107,6 +108,8 @@ def _stage_layer_counts(model: ModelSpec, o: Options) -> list[int]:
     options give them, refused in the words of the flag that breaks the split."""
     par = o.parallel
     assert model.architecture is not None  # _check_layout_plan
+    if par.pipeline_layout is not None:
+        return _layout_rank_layers(model, o)
     given = par.first_stage_layers is not None or par.last_stage_layers is not None
     flag = ("first_stage_layers" if par.first_stage_layers is not None else "last_stage_layers") if given else "pp"
     if given and par.virtual_stages > 1:
@@ -117,6 +120,22 @@ def _stage_layer_counts(model: ModelSpec, o: Options) -> list[int]:
         return stage_layer_counts(model.architecture.layers, par.pp, par.first_stage_layers, par.last_stage_layers)
     except ValueError as exc:
         raise InputError(flag, f"{model.name}'s {model.architecture.layers} layers: {exc}") from None
+
+
+def _layout_rank_layers(model: ModelSpec, o: Options) -> list[int]:
+    """Decoder layers per pipeline rank of --pipeline-layout (pipeline_layout.checked_layout), refused in its words;
+    alone, as Megatron-LM takes it (arguments.py: not beside --decoder-first/last-pipeline-num-layers)."""
+    par = o.parallel
+    assert model.architecture is not None and par.pipeline_layout is not None
+    for name in ("first_stage_layers", "last_stage_layers"):
+        if getattr(par, name) is not None:
+            raise InputError(name, "--pipeline-layout gives every stage's layers: give one or the other")
+    try:
+        layout = checked_layout(par.pipeline_layout, par.pp, par.virtual_stages, model.architecture.layers,
+                                par.mtp_layers)  # fmt: skip
+    except ValueError as exc:
+        raise InputError("pipeline_layout", f"{model.name}: {exc}") from None
+    return layout.rank_layers(par.pp)
 
 
 # What a layout is costed with (Megatron-LM's schedule and memory accounting): each plan option's values it runs.
@@ -301,7 +320,7 @@ def _layout_memory(
         raise InputError("microbatch_group", f"{par.microbatch_group} is more than the {m} micro-batches each "
                          "pipeline runs a step (schedules.py asks for PP to M)")  # fmt: skip
     counts = _stage_layer_counts(model, p.o)
-    uneven = len(set(counts)) > 1
+    split_ends = len(set(counts)) > 1 and layout.pp > 1 and par.virtual_stages == 1 and par.pipeline_layout is None
     spec = MemoryLayout(
         tp=layout.tp,
         cp=layout.cp,
@@ -320,9 +339,10 @@ def _layout_memory(
         and not (recompute == "selective" and "core_attn" in p.o.plan.recompute_modules),
         scores_fp32=p.o.compute.unfused_softmax_fp32,
         fp8_params=_fp8_params(p.o),
-        # an uneven split as the first and last stages' layers; interleaved, stage_layers splits the virtual stages
-        first_stage_layers=counts[0] if uneven and layout.pp > 1 and par.virtual_stages == 1 else None,
-        last_stage_layers=counts[-1] if uneven and layout.pp > 1 and par.virtual_stages == 1 else None,
+        # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
+        first_stage_layers=counts[0] if split_ends else None,
+        last_stage_layers=counts[-1] if split_ends else None,
+        pipeline_layout=par.pipeline_layout,
         all_forwards_first=par.pp_schedule == "gpipe",
         ep_overlap_warmup=par.ep_comm_overlap and layout.ep > 1,
         microbatch_group=par.microbatch_group,
@@ -521,6 +541,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         first_stage_layers=par.first_stage_layers,
         last_stage_layers=par.last_stage_layers,
         mtp_layers=par.mtp_layers,
+        pipeline_layout=par.pipeline_layout,
         fp8_params=_fp8_params(o),
         bucket_bytes=o.communication.bucket_bytes,
         optimizer_instances=par.dist_opt_instances,

@@ -349,7 +349,7 @@ def check_pipeline_only(options: Options) -> None:
             "a Megatron layout option: give --tp, --cp, --pp or --ep above 1; without them, --shard-group "
             "DP / N shards ZeRO over N-rank groups and all-reduces across them, as N instances do",
         )
-    for name in ("first_stage_layers", "last_stage_layers"):
+    for name in ("first_stage_layers", "last_stage_layers", "pipeline_layout"):
         if getattr(par, name) is not None:
             raise InputError(name, "the layers of a pipeline stage need pipeline stages: give --pp 2 or more")
     if par.microbatch_group is not None:

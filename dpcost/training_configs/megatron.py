@@ -19,6 +19,7 @@ from typing import Any
 
 from dpcost.engine.frameworks import MEGATRON_FSDP
 from dpcost.engine.layout_memory import VOCAB_DIVISIBLE_BY, padded_vocab_size
+from dpcost.engine.pipeline_layout import parse_pipeline_layout
 from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 from dpcost.training_configs.shell import command_words
@@ -35,12 +36,37 @@ PARALLEL = {
     "--expert-model-parallel-size": "ep",
     "--expert-tensor-parallel-size": "etp",
 }
+
+
+def _use_pipeline_layout(r: Reading, layout: str, virtual_given: bool, pp: int) -> None:
+    """--pipeline-model-parallel-layout, and the virtual stages per rank it sets: its stages over PP (Megatron-LM
+    arguments.py validate_args, which refuses it beside another virtual-stage flag)."""
+    flag = "--pipeline-model-parallel-layout"
+    if virtual_given:
+        raise r.error(flag, "sets the virtual stages itself: not beside --num-virtual-stages-per-pipeline-rank or "
+                      "--num-layers-per-virtual-pipeline-stage (Megatron-LM's validate_args)")  # fmt: skip
+    try:
+        count = len(parse_pipeline_layout(layout).stages)
+    except ValueError as exc:
+        raise r.error(flag, str(exc)) from None
+    if count % pp:
+        raise r.error(flag, f"its {count} stages do not split over PP {pp}")
+    r.use(flag, layout, "pipeline_layout", layout)
+    if count // pp > 1:
+        r.use(flag, layout, "virtual_stages", str(count // pp))
+
+
 SWITCHES = {  # a flag present -> the option on
     "--sequence-parallel": "sequence_parallel",
     "--tp-comm-overlap": "tp_comm_overlap",
     "--moe-grouped-gemm": "grouped_gemm",
     "--fp8-output-proj": "fp8_output_proj",  # TransformerConfig.fp8_output_proj (ArgumentGroupFactory's flag)
 }
+# Activations moved to host memory (transformer_config.py fine_grained_activation_offloading with its
+# offload_modules, model_parallel_config.py cpu_offloading): not costed, so said, not passed over as inert
+OFFLOADING_ARGS = ("--fine-grained-activation-offloading", "--offload-modules", "--cpu-offloading",
+                   "--cpu-offloading-num-layers")  # fmt: skip
+OFFLOADING = "activation offloading is not costed: dpcost keeps those activations on the GPU and prices no copies"
 SWITCHES_OFF = {  # a flag present -> the option off
     "--no-overlap-p2p-communication": "pp_comm_overlap",
     "--no-gradient-accumulation-fusion": "grad_accumulation_fusion",
@@ -188,7 +214,7 @@ def read(text: str, path: str) -> TrainingConfig:
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
-            r.ignore(name, " ".join(values), NOT_PRICED)
+            r.ignore(name, " ".join(values), OFFLOADING if name in OFFLOADING_ARGS else NOT_PRICED)
     return r.done(model_spec=spec, vocab_padding=padding, dp=dp)
 
 
@@ -260,12 +286,9 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         value = _int(r, args, name)
         if value is not None:
             r.use(name, value, option, str(value))
-    if "--pipeline-model-parallel-layout" in args:
-        r.refuse(
-            "first_stage_layers",
-            "--pipeline-model-parallel-layout",
-            "a custom layout is not costed: give the end stages' layers (--first-stage-layers, --last-stage-layers)",
-        )
+    layout = _one(r, args, "--pipeline-model-parallel-layout")
+    if layout is not None:
+        _use_pipeline_layout(r, layout, per_stage is not None or stages is not None, pp)
     if "--use-megatron-fsdp" in args:
         # arguments.py: --data-parallel-sharding-strategy defaults to optim_grads_params (Megatron-LM d98e8a64dd)
         strategy = _one(r, args, "--data-parallel-sharding-strategy") or "optim_grads_params"

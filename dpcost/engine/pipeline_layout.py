@@ -1,0 +1,113 @@
+"""Megatron-Core's custom pipeline layout (--pipeline-model-parallel-layout): which layers each virtual stage builds.
+
+A layout string lists the model's PP x V virtual stages in order, separated by "|", each as its layers: "E" the
+embedding, "t" a decoder layer, "m" a multi-token-prediction module, "L" the output head and loss. "(...)*n" and
+"x*n" repeat, commas are cosmetic: "Et*4|(t*4|)*14tmL" is 16 stages, the embedding and 4 layers, 14 x 4 layers, then
+1 layer, MTP and the loss. Virtual stage i runs on pipeline rank i mod PP, so rank r builds stages r, r + PP, ...
+(megatron/core/transformer/pipeline_parallel_layer_layout.py at d98e8a64: parse_str_to_list, __init__,
+validate_layer_layout). Megatron-LM sets the virtual stages per rank to the stage count over PP
+(megatron/training/arguments.py validate_args), and refuses the layout beside --decoder-first/last-pipeline-num-layers
+or another virtual-stage flag.
+"""
+
+from __future__ import annotations
+
+import re
+
+from dpcost.frozen import frozen
+
+# parse_str_to_list's characters: the embedding, a decoder ("transformer") layer, an MTP module, the loss
+KINDS = {"E": "embedding", "t": "decoder", "m": "mtp", "L": "loss"}
+# parse_str_to_list's unrolling, in its order: "(...)*n" first, then "x*n"
+_REPEATS = (re.compile(r"\(([^)]+)\)\*(\d+)"), re.compile(r"(.)\*(\d+)"))
+# a layout longer than this after unrolling is refused: no model has that many stages' layers
+MAX_UNROLLED = 1_000_000
+
+
+@frozen
+class PipelineLayout:
+    """A parsed layout: each virtual stage's layers as their characters, in layer order."""
+
+    stages: tuple[str, ...]
+
+    def decoder_layers(self) -> list[int]:
+        """Decoder layers per virtual stage (get_num_layers_to_build)."""
+        return [stage.count("t") for stage in self.stages]
+
+    def rank_layers(self, pp: int) -> list[int]:
+        """Decoder layers each pipeline rank builds: the sum over its virtual stages r, r + PP, ..."""
+        per_stage = self.decoder_layers()
+        return [sum(per_stage[rank::pp]) for rank in range(pp)]
+
+    def rank_layer_indices(self, pp: int) -> tuple[tuple[int, ...], ...]:
+        """The decoder layers' indices each rank builds, in layer order (get_layer_id_list)."""
+        per_stage = self.decoder_layers()
+        starts = [sum(per_stage[:k]) for k in range(len(per_stage))]
+        return tuple(
+            tuple(i for k in range(rank, len(per_stage), pp) for i in range(starts[k], starts[k] + per_stage[k]))
+            for rank in range(pp)
+        )
+
+
+def parse_pipeline_layout(text: str) -> PipelineLayout:
+    """parse_str_to_list: commas dropped, repeats unrolled, one stage per "|"; ValueError naming a character that
+    is not E, t, m or L."""
+    unrolled = text.replace(",", "").replace(" ", "")
+    for pattern in _REPEATS:
+        unrolled = _unrolled(pattern, unrolled)
+    stages = tuple(unrolled.split("|"))
+    for stage in stages:
+        for char in stage:
+            if char not in KINDS:
+                raise ValueError(f"{char!r} is not a layer: write E (embedding), t (decoder layer), m (MTP), L (loss)")
+    return PipelineLayout(stages)
+
+
+def _unrolled(pattern: re.Pattern[str], text: str) -> str:
+    """re.sub(pattern, group 1 x group 2, text), refused before it grows beyond MAX_UNROLLED characters."""
+    pieces, end, length = [], 0, len(text)
+    for found in pattern.finditer(text):
+        part, times = found.group(1), int(found.group(2))
+        length += len(part) * times - len(found.group(0))
+        if length > MAX_UNROLLED:
+            raise ValueError(f"{part!r} repeated {times} times unrolls beyond {MAX_UNROLLED:,} characters")
+        pieces += [text[end : found.start()], part * times]
+        end = found.end()
+    return "".join(pieces) + text[end:]
+
+
+def layout_refusal(layout: PipelineLayout, pp: int, virtual_stages: int, layers: int, mtp_layers: int) -> str | None:
+    """Why Megatron-Core (validate_layer_layout, arguments.py) or dpcost does not run the layout on PP ranks of V
+    virtual stages with this many decoder layers and MTP modules; None where it runs. dpcost builds the MTP modules
+    on the last rank (layout_step.stage_kinds), so a layout that puts them elsewhere (Megatron's standalone MTP) is
+    refused here."""
+    count = len(layout.stages)
+    if count % pp:
+        return f"its {count} stages do not split over PP {pp}"
+    if count // pp != virtual_stages:
+        return f"its {count} stages are {count // pp} per rank at PP {pp}: give --virtual-stages {count // pp}"
+    flat = "".join(layout.stages)
+    if not flat.startswith("E") or flat.count("E") != 1:
+        return "the embedding (E) must come once, first"
+    if not flat.endswith("L") or flat.count("L") != 1:
+        return "the loss (L) must come once, last"
+    if "E" not in layout.stages[0] or "L" not in layout.stages[-1]:
+        return "dpcost builds the embedding (E) on the first stage and the loss (L) on the last"
+    if flat.count("t") != layers:
+        return f"it builds {flat.count('t')} decoder layers (t), the model has {layers}"
+    if flat.count("m") != mtp_layers:
+        return f"it builds {flat.count('m')} MTP modules (m), --mtp-layers gives {mtp_layers}"
+    if "m" in flat and "t" in flat[flat.index("m") :]:
+        return "decoder layers (t) must come before the MTP modules (m)"
+    if "m" in flat and "m" not in layout.stages[-1]:
+        return "dpcost builds MTP (m) on the last stage, with the loss"
+    return None
+
+
+def checked_layout(text: str, pp: int, virtual_stages: int, layers: int, mtp_layers: int) -> PipelineLayout:
+    """The layout parsed and checked (layout_refusal); ValueError saying why where it does not run."""
+    layout = parse_pipeline_layout(text)
+    refused = layout_refusal(layout, pp, virtual_stages, layers, mtp_layers)
+    if refused:
+        raise ValueError(refused)
+    return layout
