@@ -112,6 +112,29 @@ DEEPSEEK_PRESET_MODULES: tuple[tuple[str, dict[str, frozenset[str]]], ...] = (
 )
 
 
+# Megatron-Bridge's DeepSeek-V3 recipe trains one MTP module (recipes/deepseek/deepseek_v3.py: mtp_num_layers 1 in
+# v0.2.0 (7af9601c, the 25.11 tables) to v0.6.0 (h100/deepseek_v3.py), which the performance scripts leave), and its
+# presets split the pipeline by a layout string (configs/deepseek/deepseek_workload_base_configs.py pp_layout) or the
+# recipe's layout_map for (PP, VP), one layout per PP x VP stage count: 16 for PP 16, PP 8 x 2, PP 4 x 4 and PP 2 x 8
+# (the embedding and 4 layers, 14 x 4, then 1 layer, MTP and the loss), 8 for PP 8 (layout_map[(8, 1)]) and 32 for
+# H100's PP 8 x 4. The 26.02-26.08 tables name the model "DeepSeekV3" alone; their model TFLOP/s per token are those
+# of 25.11's "DeepSeek-V3 (w/ MTP)" row, not of its "w/o MTP" rows (test_large_runs).
+BRIDGE_DSV3_LAYOUTS = {16: "Et*4|(t*4|)*14tmL", 8: "Et*8|(t*8|)*6t*5mL", 32: "Et|(tt|)*30mL"}
+
+
+def deepseek_mtp_layout(row: Row, pp: int, virtual: int) -> tuple[int, str | None]:
+    """DeepSeek-V3's MTP modules and pipeline layout as the row's run set them: MLPerf v6.0's config
+    (MLPERF_V60_DSV3_LAYOUT), Megatron-Bridge's presets (BRIDGE_DSV3_LAYOUTS) for the tables that say "w/ MTP" and
+    those from 26.02 on; none elsewhere."""
+    source = row["source"]
+    if source.startswith("mlperf-") and "w/ MTP" in row["model"]:
+        return 1, MLPERF_V60_DSV3_LAYOUT
+    bridge = source.startswith("mbridge-") and (
+        "w/ MTP" in row["model"] or (row["model"] == "DeepSeek-V3" and bridge_release(source) >= "26")
+    )
+    return (1, BRIDGE_DSV3_LAYOUTS.get(pp * virtual)) if bridge else (0, None)
+
+
 def bridge_release(source: str) -> str:
     """A Megatron-Bridge table's release ("26.04.01"), which orders as its presets' versions do; "25" for NeMo's
     tables and the 25.x releases, which ran v0.2.0's presets or older."""
@@ -507,6 +530,9 @@ MLPERF_MODELS = {
 # sequence parallelism on, Megatron's native fused cross-entropy, Megatron's DDP bucket, no asymmetric pipeline ends
 # but for the 405B configs (ASYM_PP_EMBED=True, ASYM_PP_LOSS=True where the config is in the index)
 MLPERF_V60_DEFAULTS = {"sequence_parallel": "yes", "cross_entropy": "native", "bucket_size": ""}
+# Every v6.0 deepseekv3_671b config exports PIPELINE_LAYOUT="Et*4|(t*4|)*14tmL" with PP 4 and INTERLEAVED_PIPELINE=4
+# (conf/model/671b.yaml pipeline_layout): the embedding and 4 layers, 14 x 4, then 1 layer, the MTP module and the loss
+MLPERF_V60_DSV3_LAYOUT = "Et*4|(t*4|)*14tmL"
 # v6.0's columns for its MoE benchmarks, which cost() reads beside MLPERF_SETTINGS
 MLPERF_V60_MOE = (
     "etp", "moe_dispatcher", "moe_a2a_overlap", "fused_grouped_mlp", "recompute_modules", "fp8_output_proj",
@@ -809,7 +835,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
                      "projections, the latent projections and MTP in BF16 too in the run: not modelled")  # fmt: skip
     a = model.architecture
     assert a is not None
-    if virtual > 1 and a.layers % (pp * virtual):
+    mtp, pipeline_layout = deepseek_mtp_layout(row, pp, virtual)
+    if virtual > 1 and a.layers % (pp * virtual) and pipeline_layout is None:
         if row.fields.get("asym_pp_embed") == row.fields.get("asym_pp_loss") == "yes":
             flags.append(
                 f"{a.layers} layers over PP x VP = {pp * virtual}, the embedding and the loss each counted as a layer "
@@ -963,21 +990,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     zero = 3 if megatron_fsdp else 1 if distributed else 0
     if "no overlap of the gradient all-reduce" in row["notes"]:
         flags.append("gradient all-reduce not overlapped in the run (the engine overlaps it)")
-    # Megatron-Bridge's DeepSeek-V3 recipe at 7af9601c (recipes/deepseek/deepseek_v3.py) trains one MTP module
-    # (mtp_num_layers = 1) and, at PP 16 without interleaving, splits the pipeline by its layout_map: the embedding
-    # and 4 layers, 14 x 4, then 1 layer, the MTP module and the loss (Megatron-Core builds MTP where the layout puts
-    # it; multi_token_prediction.py mtp_on_this_rank). The 25.11 B200 preset passes layout=None, so the map applies.
-    first_last: tuple[int | None, int | None] = (None, None)
-    mtp = 0
-    if "w/ MTP" in row["model"]:
-        mtp = 1
-        if (pp, virtual) == (16, 1):
-            first_last = (4, 1)
-            flags.append("MTP trained; layers 4 + 14 x 4 + 1 + MTP (Megatron-Bridge's DeepSeek-V3 layout_map)")
-        else:
-            flags.append("MTP trained on the last stage")
-        if mlperf and virtual > 1:  # v6.0's PIPELINE_LAYOUT="Et*4|(t*4|)*14tmL": not read, as virtual stages go
-            flags.append("the config's pipeline layout (4, 14 x 4, then 1 layer and MTP) costed as an even split")
+    if mtp:
+        whose = "the config's" if mlperf else "Megatron-Bridge's DeepSeek-V3"
+        flags.append(f"MTP trained; {whose} pipeline layout {pipeline_layout}" if pipeline_layout else
+                     "MTP trained on the last stage")  # fmt: skip
     # Megatron-Bridge's Nemotron 3 Super and Ultra recipes (recipes/nemotronh/nemotron_3_super.py at v0.5.0,
     # recipes/nemotronh/h100/nemotron_3_{super,ultra}.py at v0.6.0) set mtp_num_layers = 2 with
     # mtp_use_repeated_layer: the one MTP block (attention, then LatentMoE) runs twice per micro-batch, each pass with
@@ -1136,9 +1152,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             dp_overlap=dp_overlap,
             flash=flash,
             grad_dtype=grad_dtype,
-            first_stage_layers=first_last[0],
-            last_stage_layers=first_last[1],
             mtp_layers=mtp,
+            pipeline_layout=pipeline_layout,
             fp8_params=fp8_params,
             bf16_layers=bf16_layers,
             loss_impl=MLPERF_LOSS[row["cross_entropy"]] if mlperf else cross_entropy_impl(source, row["model"]),

@@ -420,7 +420,8 @@ def test_mlperf_v60_deepseek_v3_rows_are_costed_as_their_configs_run_them(bench:
     (config_GB200_128x4x240xtp2pp4ep32cp1_mxfp8_full_cg.sh with config_common_mxfp8.sh): TP 2, PP 4 x VP 4, EP 32, ETP
     1 (conf/model/671b.yaml's default), DP 64, a global batch of 240 x 64 = 15,360 sequences of 4,096 in MXFP8;
     RECOMPUTE_MODULES "mlp"; the flex dispatcher with HybridEP; OVERLAP_MOE_EXPERT_PARALLEL_COMM; USE_TE_OPS with
-    NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; FP8_PARAM_GATHER; one MTP layer (mtp_num_layers' default 1)."""
+    NVTE_CUTEDSL_FUSED_GROUPED_MLP=1; FP8_PARAM_GATHER; one MTP layer (mtp_num_layers' default 1) with
+    PIPELINE_LAYOUT="Et*4|(t*4|)*14tmL", which every stored DeepSeek-V3 config exports."""
     rows = {(r["source"], r["table"], r["model"]): r for r in bench.mlperf_rows()}
     row = rows["mlperf-v6.0", "NVIDIA tyche-hsg_ngpu512_ngc26.04_nemo", "DeepSeek-V3 (w/ MTP)"]
     assert [row[k] for k in ("tp", "pp", "virtual_stages", "ep", "etp", "dp", "global_batch", "seq_len")] == [
@@ -429,7 +430,7 @@ def test_mlperf_v60_deepseek_v3_rows_are_costed_as_their_configs_run_them(bench:
     costed = bench.cost(bench.Configuration([row]))
     assert costed.layout == "2x1x4x64x32 v4"
     for flag in (
-        "MTP trained on the last stage",
+        "MTP trained; the config's pipeline layout Et*4|(t*4|)*14tmL",
         "selective recompute of mlp (the config's RECOMPUTE_MODULES)",
         "EP all-to-alls overlapped (the config's OVERLAP_MOE_EXPERT_PARALLEL_COMM)",
         "experts through TE's fused grouped MLP (the config's NVTE_CUTEDSL_FUSED_GROUPED_MLP)",
@@ -437,6 +438,41 @@ def test_mlperf_v60_deepseek_v3_rows_are_costed_as_their_configs_run_them(bench:
     ):
         assert flag in costed.flags
     assert costed.published_step == float(row["published_value"]) == 32.93765
+    configs = sorted((REFERENCE / "mlperf" / "v6.0" / "configs").glob("*/deepseekv3_671b/*/config_GB*.sh"))
+    assert len(configs) == 11
+    for config in configs:
+        assert f'export PIPELINE_LAYOUT="{bench.MLPERF_V60_DSV3_LAYOUT}"' in config.read_text(), config
+
+
+def test_bridge_deepseek_rows_from_26_02_train_mtp_by_their_model_flops(bench: ModuleType) -> None:
+    """Megatron-Bridge's tables name DeepSeek-V3 "w/ MTP" or "w/o MTP" in 25.11 and "DeepSeekV3" alone from 26.02 on;
+    a row's model TFLOP/s over its tokens/s is the model FLOPs per token the table counts. From 26.02 on it is the
+    25.11 "w/ MTP" row's, 4% above the "w/o MTP" rows': their recipe trains one MTP module (deepseek_v3.py
+    mtp_num_layers 1 in v0.3.0-v0.6.0), and the benchmark costs it so, with the presets' layouts."""
+    per_token: dict[tuple[str, str, str, str, str, str], dict[str, float]] = {}
+    for path in ("holdout-runs.csv", "runs.csv"):
+        for r in read_reference_csv(REFERENCE / "large-runs" / path):
+            if r["model"].startswith("DeepSeek-V3") and r["source"].startswith("mbridge-"):
+                key = (r["source"], r["table"], r["model"], r["gpu"], r["pp"], r["global_batch"] + r["precision"])
+                per_token.setdefault(key, {})[r["published_metric"]] = float(r["published_value"])
+    ratio = {k: v["model_tflops_per_gpu"] / v["tokens_per_s_per_gpu"] for k, v in per_token.items() if len(v) == 2}
+    with_mtp = [v for k, v in ratio.items() if k[2] == "DeepSeek-V3 (w/ MTP)"]
+    without = [v for k, v in ratio.items() if k[2] == "DeepSeek-V3 (w/o MTP)"]
+    later = [v for k, v in ratio.items() if k[2] == "DeepSeek-V3" and k[0] >= "mbridge-26"]
+    assert with_mtp and without and len(later) >= 20
+    assert max(without) < 0.97 * min(with_mtp)
+    assert all(abs(v / with_mtp[0] - 1) < 0.01 for v in later)
+    configs = {}
+    for config in bench.configurations(bench.holdout_rows()):
+        row = config.preferred()
+        if row is not None and row["model"] == "DeepSeek-V3":
+            configs[row["source"], row["gpu"], row["pp"], row["virtual_stages"]] = config
+    for key, layout in (
+        (("mbridge-26.02", "GB300", "2", "8"), "Et*4|(t*4|)*14tmL"),
+        (("mbridge-26.06", "B300", "8", ""), "Et*8|(t*8|)*6t*5mL"),
+    ):
+        costed = bench.cost(configs[key])
+        assert f"MTP trained; Megatron-Bridge's DeepSeek-V3 pipeline layout {layout}" in costed.flags
 
 
 def test_mlperf_gpt3_rows_are_the_benchmarks_model(bench: ModuleType) -> None:
