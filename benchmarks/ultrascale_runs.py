@@ -15,14 +15,14 @@ nothing set from it. Each run is costed as it was configured:
         [--sequence-parallel] [ZeRO 1 with DP above 1: --overlap-comm false --grad-reduce all-reduce]
 
 Every run is costed as Megatron runs it, whose kernels are nanotron's kind (huggingface/nanotron @0e0a27ea,
-models/llama.py: bf16 weights without autocast, TritonRMSNorm, flash-attn's rotary, a vocab-parallel
-cross-entropy; its TP is Megatron's column and row split, sequence parallel in its REDUCE_SCATTER mode, which the
-benchmark ran; its PP runs one-forward-one-backward, on the stages nanotron balances by cost where dpcost can write
-them: nanotron_stage_layers), but for attention: flash-attn's varlen kernel, FlashAttention-2 (its pyproject pins
+models/llama.py: bf16 weights without autocast, TritonRMSNorm, flash-attn's rotary, a vocab-parallel cross-entropy; its
+TP is Megatron's column and row split, sequence parallel in its REDUCE_SCATTER mode, which the benchmark ran; its PP
+runs one-forward-one-backward, on the stages nanotron balances by cost, as a --pipeline-layout where its head is on the
+last stage: nanotron_layout), but for attention: flash-attn's varlen kernel, FlashAttention-2 (its pyproject pins
 flash-attn >=2.5,<2.7), not Transformer Engine's cuDNN. Not modelled: its SwiGLU runs eager (GLUActivation keeps the
 SiLU's output besides, which the fits verdicts leave out; three kernels forward, four back), its copies of q, k and v
-around rotary and attention, its residual adds outside the norm, and the host's time issuing each layer's calls,
-which sets its tensor-parallel steps (docs/sources/host-overhead.md). Its data parallelism, with the benchmark's
+around rotary and attention, its residual adds outside the norm, and the host's time issuing each layer's calls, which
+sets its tensor-parallel steps (docs/sources/host-overhead.md). Its data parallelism, with the benchmark's
 accumulate_grad_in_fp32 (trainer.py and helpers.py at that commit):
 - ZeRO 0: PyTorch DDP with the config's bucket_cap_mb, 25, whose comm hook (gradient_accumulator.py
   get_fp32_accum_hook) all-reduces the fp32 gradients it accumulates during the last backward: 25 MiB of bf16
@@ -146,47 +146,54 @@ def model_spec(name: str) -> ModelSpec:
     return load_model(str(HERE / "models" / f"{MODELS[name]}.yaml"))
 
 
-def nanotron_stage_layers(model: ModelSpec, pp: int) -> list[int]:
-    """The decoder layers nanotron puts on each pipeline stage (models/base.py:216-233 at 0e0a27ea): its blocks in
-    order (embedding, layers, final norm, output head), each costed by get_block_compute_costs (models/llama.py:913-925:
-    a layer 4 x heads x head_dim x hidden + 3 x ffn x hidden, the head vocab x hidden, the rest 0); a block goes to the
+def nanotron_block_stages(model: ModelSpec, pp: int) -> list[int]:
+    """The pipeline stage of each of nanotron's blocks (models/base.py:216-233 at 0e0a27ea): its blocks in order
+    (embedding, layers, final norm, output head), each costed by get_block_compute_costs (models/llama.py:913-925: a
+    layer 4 x heads x head_dim x hidden + 3 x ffn x hidden, the head vocab x hidden, the rest 0); a block goes to the
     current stage, which moves on once the blocks' cumulative cost passes (stage + 1) / PP of the total."""
     a = model.architecture
     assert a is not None
     layer = 4 * a.hidden * a.hidden + 3 * a.ffn * a.hidden  # heads x head_dim = hidden
     costs = [0] + [layer] * a.layers + [0, a.vocab * a.hidden]
-    total, cumulative, stage, layers = sum(costs), 0, 0, [0] * pp
-    for i, cost in enumerate(costs):
+    total, cumulative, stage, stages = sum(costs), 0, 0, []
+    for cost in costs:
         cumulative += cost
-        layers[stage] += 1 <= i <= a.layers
+        stages.append(stage)
         if cumulative > total * (stage + 1) / pp:
             stage += 1
+    return stages
+
+
+def nanotron_stage_layers(model: ModelSpec, pp: int) -> list[int]:
+    """The decoder layers nanotron puts on each pipeline stage (nanotron_block_stages)."""
+    layers = [0] * pp
+    for stage in nanotron_block_stages(model, pp)[1:-2]:
+        layers[stage] += 1
     return layers
 
 
-def stage_ends(model: ModelSpec, pp: int) -> tuple[int | None, int | None]:
-    """nanotron's split as dpcost's --first-stage-layers and --last-stage-layers, where it can be written so (every
-    stage holds a layer, the middle ones alike); else (None, None): the even split, which differs from nanotron's."""
-    layers = nanotron_stage_layers(model, pp)
-    middle = layers[1:-1]
-    if pp == 1 or min(layers) < 1 or len(set(middle)) > 1:
-        return None, None
-    return layers[0], layers[-1]
+def nanotron_layout(model: ModelSpec, pp: int) -> str | None:
+    """nanotron's split as a --pipeline-layout (E and its layers on stage 0, ..., L on the last), where it can be
+    written so: its output head on the last stage; else None, the even split, which differs from nanotron's (its
+    last stages left without a block)."""
+    if pp == 1 or nanotron_block_stages(model, pp)[-1] != pp - 1:
+        return None
+    stages = [f"t*{n}" if n else "" for n in nanotron_stage_layers(model, pp)]
+    return "|".join(["E" + stages[0], *stages[1:-1], stages[-1] + "L"])
 
 
 def split_note(costed: list[Costed]) -> str:
     """How many pipelined runs that ran are costed with nanotron's stage split, and how many with the even one."""
     piped = [c.run for c in costed if c.run.pp > 1]
-    own = sum(stage_ends(model_spec(r.model), r.pp) != (None, None) for r in piped)
+    own = sum(nanotron_layout(model_spec(r.model), r.pp) is not None for r in piped)
     return (
         f"Pipelined runs that ran, costed with nanotron's own stage split: {own}; with dpcost's even split, where "
-        f"nanotron's leaves a stage without a layer or its middle stages unlike: {len(piped) - own}."
+        f"nanotron's leaves its last stages without a block: {len(piped) - own}."
     )
 
 
 def options(r: Run) -> Options:
     sharded = r.zero == 1 and r.dp > 1  # nanotron's ZeRO-1 all-reduces after the backward, unoverlapped (docstring)
-    first, last = stage_ends(model_spec(r.model), r.pp)
     return Options(
         dp=r.dp,
         tp=r.tp,
@@ -203,8 +210,7 @@ def options(r: Run) -> Options:
         grad_accumulation_fusion=False,  # nanotron's linear layers are its own: no Transformer Engine placeholders
         overlap_comm=False if sharded else None,
         grad_reduce="all-reduce" if sharded else None,
-        first_stage_layers=first,  # nanotron's split where dpcost can write it (stage_ends)
-        last_stage_layers=last,
+        pipeline_layout=nanotron_layout(model_spec(r.model), r.pp),  # nanotron's split where it can be written
     )
 
 

@@ -95,14 +95,17 @@ def test_the_stages_hold_the_layers_nanotron_gives_them() -> None:
     """nanotron's split (models/base.py:216-233 at 0e0a27ea) of the 1B model: a layer costs 4 x 2048^2 + 3 x 8192
     x 2048 = 2^26, the head 131,072 x 2048 = 4 layers; 20 layers' cost in all. At PP 2 a stage moves on once the
     cumulative cost passes 10 layers' (strictly): the 11th layer is the first past it and stays on stage 0. At PP 4
-    the thresholds are 5, 10 and 15 layers': 6, 5 and 5 layers, and the head alone on the last stage, which dpcost's
-    stages cannot hold (they are costed with the even split)."""
+    the thresholds are 5, 10 and 15 layers': 6, 5 and 5 layers, and the head alone on the last stage. At PP 8 (2.5
+    layers' cost a stage) the head lands on stage 6 and stage 7 holds nothing, which a pipeline layout cannot write
+    (costed with the even split)."""
     from conftest import load_benchmark
 
     bench = load_benchmark("ultrascale_runs")
     one_b = bench.model_spec("1B")
     assert bench.nanotron_stage_layers(one_b, 2) == [11, 5]
-    assert bench.stage_ends(one_b, 2) == (11, 5)
+    assert bench.nanotron_layout(one_b, 2) == "Et*11|t*5L"
     assert bench.nanotron_stage_layers(one_b, 4) == [6, 5, 5, 0]
-    assert bench.stage_ends(one_b, 4) == (None, None)
-    assert bench.stage_ends(bench.model_spec("80B"), 8) == (11, 9)  # 10 in each middle stage
+    assert bench.nanotron_layout(one_b, 4) == "Et*6|t*5|t*5|L"
+    assert bench.nanotron_stage_layers(one_b, 8) == [3, 3, 2, 3, 2, 3, 0, 0]
+    assert bench.nanotron_block_stages(one_b, 8)[-1] == 6 and bench.nanotron_layout(one_b, 8) is None
+    assert bench.nanotron_layout(bench.model_spec("80B"), 8) == "Et*11|" + "t*10|" * 6 + "t*9L"
