@@ -120,19 +120,26 @@ DEEPSEEK_PRESET_MODULES: tuple[tuple[str, dict[str, frozenset[str]]], ...] = (
 # H100's PP 8 x 4. The 26.02-26.08 tables name the model "DeepSeekV3" alone; their model TFLOP/s per token are those
 # of 25.11's "DeepSeek-V3 (w/ MTP)" row, not of its "w/o MTP" rows (test_large_runs).
 BRIDGE_DSV3_LAYOUTS = {16: "Et*4|(t*4|)*14tmL", 8: "Et*8|(t*8|)*6t*5mL", 32: "Et|(tt|)*30mL"}
+# Kimi K2's (61 layers, no MTP): recipes/kimi/kimi_k2.py _get_kimi_k2_pipeline_layout at v0.3.1-v0.5.0, which
+# configs/kimi/kimi_llm_pretrain.py applies by the preset's PP and VP (no preset there sets pp_layout): the same
+# splits without MTP, one per stage count (PP 4 alone: 16, 16, 16, 13)
+BRIDGE_KIMI_LAYOUTS = {16: "Et*4|(t*4|)*14tL", 8: "Et*8|(t*8|)*6t*5L", 4: "Et*16|t*16|t*16|t*13L"}
 
 
-def deepseek_mtp_layout(row: Row, pp: int, virtual: int) -> tuple[int, str | None]:
-    """DeepSeek-V3's MTP modules and pipeline layout as the row's run set them: MLPerf v6.0's config
-    (MLPERF_V60_DSV3_LAYOUT), Megatron-Bridge's presets (BRIDGE_DSV3_LAYOUTS) for the tables that say "w/ MTP" and
-    those from 26.02 on; none elsewhere."""
-    source = row["source"]
-    if source.startswith("mlperf-") and "w/ MTP" in row["model"]:
+def preset_mtp_layout(row: Row, pp: int, virtual: int) -> tuple[int, str | None]:
+    """The MTP modules and pipeline layout the row's run set: MLPerf v6.0's DeepSeek-V3 config
+    (MLPERF_V60_DSV3_LAYOUT); Megatron-Bridge's DeepSeek-V3 presets (BRIDGE_DSV3_LAYOUTS) for the tables that say
+    "w/ MTP" and those from 26.02 on, and its Kimi K2 presets (BRIDGE_KIMI_LAYOUTS); none elsewhere."""
+    source, model = row["source"], row["model"]
+    if source.startswith("mlperf-") and "w/ MTP" in model:
         return 1, MLPERF_V60_DSV3_LAYOUT
-    bridge = source.startswith("mbridge-") and (
-        "w/ MTP" in row["model"] or (row["model"] == "DeepSeek-V3" and bridge_release(source) >= "26")
-    )
-    return (1, BRIDGE_DSV3_LAYOUTS.get(pp * virtual)) if bridge else (0, None)
+    if not source.startswith("mbridge-"):
+        return 0, None
+    if "w/ MTP" in model or (model == "DeepSeek-V3" and bridge_release(source) >= "26"):
+        return 1, BRIDGE_DSV3_LAYOUTS.get(pp * virtual)
+    if model == "Kimi_K2":
+        return 0, BRIDGE_KIMI_LAYOUTS.get(pp * virtual)
+    return 0, None
 
 
 def bridge_release(source: str) -> str:
@@ -835,7 +842,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
                      "projections, the latent projections and MTP in BF16 too in the run: not modelled")  # fmt: skip
     a = model.architecture
     assert a is not None
-    mtp, pipeline_layout = deepseek_mtp_layout(row, pp, virtual)
+    mtp, pipeline_layout = preset_mtp_layout(row, pp, virtual)
     if virtual > 1 and a.layers % (pp * virtual) and pipeline_layout is None:
         if row.fields.get("asym_pp_embed") == row.fields.get("asym_pp_loss") == "yes":
             flags.append(
@@ -994,6 +1001,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         whose = "the config's" if mlperf else "Megatron-Bridge's DeepSeek-V3"
         flags.append(f"MTP trained; {whose} pipeline layout {pipeline_layout}" if pipeline_layout else
                      "MTP trained on the last stage")  # fmt: skip
+    elif pipeline_layout:
+        flags.append(f"Megatron-Bridge's pipeline layout {pipeline_layout}")
     # Megatron-Bridge's Nemotron 3 Super and Ultra recipes (recipes/nemotronh/nemotron_3_super.py at v0.5.0,
     # recipes/nemotronh/h100/nemotron_3_{super,ultra}.py at v0.6.0) set mtp_num_layers = 2 with
     # mtp_use_repeated_layer: the one MTP block (attention, then LatentMoE) runs twice per micro-batch, each pass with

@@ -473,6 +473,11 @@ def test_bridge_deepseek_rows_from_26_02_train_mtp_by_their_model_flops(bench: M
     ):
         costed = bench.cost(configs[key])
         assert f"MTP trained; Megatron-Bridge's DeepSeek-V3 pipeline layout {layout}" in costed.flags
+    # Kimi K2 (kimi_k2.py _get_kimi_k2_pipeline_layout (4, 4)): the same split, no MTP
+    kimi = next(
+        c for c in bench.configurations(bench.holdout_rows()) if (c.preferred() or {"model": ""})["model"] == "Kimi_K2"
+    )
+    assert "Megatron-Bridge's pipeline layout Et*4|(t*4|)*14tL" in bench.cost(kimi).flags
 
 
 def test_mlperf_gpt3_rows_are_the_benchmarks_model(bench: ModuleType) -> None:
