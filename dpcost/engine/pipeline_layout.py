@@ -76,16 +76,26 @@ def _unrolled(pattern: re.Pattern[str], text: str) -> str:
     return "".join(pieces) + text[end:]
 
 
+def virtual_stages_of(layout: PipelineLayout, pp: int) -> int:
+    """The virtual stages per rank Megatron-LM runs the layout with: its stages over PP (arguments.py
+    validate_args); ValueError where PP does not divide them."""
+    count = len(layout.stages)
+    if count % pp:
+        raise ValueError(f"its {count} stage{'s do' if count != 1 else ' does'} not split over PP {pp}")
+    return count // pp
+
+
 def layout_refusal(layout: PipelineLayout, pp: int, virtual_stages: int, layers: int, mtp_layers: int) -> str | None:
     """Why Megatron-Core (validate_layer_layout, arguments.py) or dpcost does not run the layout on PP ranks of V
     virtual stages with this many decoder layers and MTP modules; None where it runs. dpcost builds the MTP modules
     on the last rank (layout_step.stage_kinds), so a layout that puts them elsewhere (Megatron's standalone MTP) is
     refused here."""
-    count = len(layout.stages)
-    if count % pp:
-        return f"its {count} stages do not split over PP {pp}"
-    if count // pp != virtual_stages:
-        return f"its {count} stages are {count // pp} per rank at PP {pp}: give --virtual-stages {count // pp}"
+    try:
+        per_rank = virtual_stages_of(layout, pp)
+    except ValueError as exc:
+        return str(exc)
+    if per_rank != virtual_stages:
+        return f"its {len(layout.stages)} stages are {per_rank} per rank at PP {pp}: give --virtual-stages {per_rank}"
     flat = "".join(layout.stages)
     if not flat.startswith("E") or flat.count("E") != 1:
         return "the embedding (E) must come once, first"

@@ -19,7 +19,7 @@ from typing import Any
 
 from dpcost.engine.frameworks import MEGATRON_FSDP
 from dpcost.engine.layout_memory import VOCAB_DIVISIBLE_BY, padded_vocab_size
-from dpcost.engine.pipeline_layout import parse_pipeline_layout
+from dpcost.engine.pipeline_layout import parse_pipeline_layout, virtual_stages_of
 from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 from dpcost.training_configs.shell import command_words
@@ -46,14 +46,12 @@ def _use_pipeline_layout(r: Reading, layout: str, virtual_given: bool, pp: int) 
         raise r.error(flag, "sets the virtual stages itself: not beside --num-virtual-stages-per-pipeline-rank or "
                       "--num-layers-per-virtual-pipeline-stage (Megatron-LM's validate_args)")  # fmt: skip
     try:
-        count = len(parse_pipeline_layout(layout).stages)
+        per_rank = virtual_stages_of(parse_pipeline_layout(layout), pp)
     except ValueError as exc:
         raise r.error(flag, str(exc)) from None
-    if count % pp:
-        raise r.error(flag, f"its {count} stages do not split over PP {pp}")
     r.use(flag, layout, "pipeline_layout", layout)
-    if count // pp > 1:
-        r.use(flag, layout, "virtual_stages", str(count // pp))
+    if per_rank > 1:
+        r.use(flag, layout, "virtual_stages", str(per_rank))
 
 
 SWITCHES = {  # a flag present -> the option on
