@@ -85,6 +85,7 @@ from dpcost.engine.layout_report import layout_recompute
 from dpcost.engine.layout_step import pp_overlapped
 from dpcost.engine.nccl_channels import P2P_PEERS_PER_ROUND
 from dpcost.engine.params import count_params
+from dpcost.engine.pipeline_layout import accounted_layout
 from dpcost.engine.placement import job_view
 from dpcost.engine.prepare import DTYPE_BYTES
 from dpcost.engine.rates import matmul_efficiency
@@ -126,20 +127,35 @@ BRIDGE_DSV3_LAYOUTS = {16: "Et*4|(t*4|)*14tmL", 8: "Et*8|(t*8|)*6t*5mL", 32: "Et
 BRIDGE_KIMI_LAYOUTS = {16: "Et*4|(t*4|)*14tL", 8: "Et*8|(t*8|)*6t*5L", 4: "Et*16|t*16|t*16|t*13L"}
 
 
-def preset_mtp_layout(row: Row, pp: int, virtual: int) -> tuple[int, str | None]:
+def preset_mtp_layout(row: Row, layers: int, pp: int, virtual: int) -> tuple[int, str | None, str]:
     """The MTP modules and pipeline layout the row's run set: MLPerf v6.0's DeepSeek-V3 config
-    (MLPERF_V60_DSV3_LAYOUT); Megatron-Bridge's DeepSeek-V3 presets (BRIDGE_DSV3_LAYOUTS) for the tables that say
-    "w/ MTP" and those from 26.02 on, and its Kimi K2 presets (BRIDGE_KIMI_LAYOUTS); none elsewhere."""
+    (MLPERF_V60_DSV3_LAYOUT), and MLPerf's ASYM_PP_EMBED / ASYM_PP_LOSS (Megatron's account-for-embedding/loss split,
+    pipeline_layout.accounted_layout); Megatron-Bridge's DeepSeek-V3 presets (BRIDGE_DSV3_LAYOUTS) for the tables that
+    say "w/ MTP" and those from 26.02 on, its Kimi K2 presets (BRIDGE_KIMI_LAYOUTS), and its Llama 3.1 405B recipe,
+    which counts the embedding and the loss as a layer each (recipes/llama/llama3.py llama31_405b_pretrain_config,
+    account_for_embedding/loss_in_pipeline_split True from v0.2.0 on); none elsewhere. With the flag that says so."""
     source, model = row["source"], row["model"]
     if source.startswith("mlperf-") and "w/ MTP" in model:
-        return 1, MLPERF_V60_DSV3_LAYOUT
-    if not source.startswith("mbridge-"):
-        return 0, None
-    if "w/ MTP" in model or (model == "DeepSeek-V3" and bridge_release(source) >= "26"):
-        return 1, BRIDGE_DSV3_LAYOUTS.get(pp * virtual)
-    if model == "Kimi_K2":
-        return 0, BRIDGE_KIMI_LAYOUTS.get(pp * virtual)
-    return 0, None
+        return 1, MLPERF_V60_DSV3_LAYOUT, f"MTP trained; the config's pipeline layout {MLPERF_V60_DSV3_LAYOUT}"
+    embedding, loss = (row.fields.get(f"asym_pp_{end}") == "yes" for end in ("embed", "loss"))
+    if source.startswith("mbridge-") and model == "Llama 3.1 405B":
+        embedding = loss = True
+    if (embedding or loss) and pp > 1:
+        try:
+            layout = accounted_layout(layers, pp, virtual, embedding, loss)
+        except ValueError as exc:  # a run Megatron could not have split so: its config cannot have asked for it
+            return 0, None, f"the embedding and the loss not counted as layers in the split ({exc})"
+        return 0, layout, f"the embedding and the loss counted as a layer each in the pipeline's split: {layout}"
+    if source.startswith("mbridge-") and (
+        "w/ MTP" in model or (model == "DeepSeek-V3" and bridge_release(source) >= "26")
+    ):
+        layout = BRIDGE_DSV3_LAYOUTS.get(pp * virtual)
+        return 1, layout, (f"MTP trained; Megatron-Bridge's DeepSeek-V3 pipeline layout {layout}" if layout
+                           else "MTP trained on the last stage")  # fmt: skip
+    if source.startswith("mbridge-") and model == "Kimi_K2" and pp * virtual in BRIDGE_KIMI_LAYOUTS:
+        layout = BRIDGE_KIMI_LAYOUTS[pp * virtual]
+        return 0, layout, f"Megatron-Bridge's pipeline layout {layout}"
+    return 0, None, ""
 
 
 def bridge_release(source: str) -> str:
@@ -842,15 +858,11 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
                      "projections, the latent projections and MTP in BF16 too in the run: not modelled")  # fmt: skip
     a = model.architecture
     assert a is not None
-    mtp, pipeline_layout = preset_mtp_layout(row, pp, virtual)
-    if virtual > 1 and a.layers % (pp * virtual) and pipeline_layout is None:
-        if row.fields.get("asym_pp_embed") == row.fields.get("asym_pp_loss") == "yes":
-            flags.append(
-                f"{a.layers} layers over PP x VP = {pp * virtual}, the embedding and the loss each counted as a layer "
-                "(MLPerf's ASYM_PP_EMBED, ASYM_PP_LOSS): one layer on the first and last virtual stages"
-            )
-        else:
-            flags.append(f"{a.layers} layers do not split over PP x VP = {pp * virtual}")
+    mtp, pipeline_layout, split = preset_mtp_layout(row, a.layers, pp, virtual)
+    if split:
+        flags.append(split)
+    elif virtual > 1 and a.layers % (pp * virtual):
+        flags.append(f"{a.layers} layers do not split over PP x VP = {pp * virtual}")
     # What the sources say about their own schedules (README / notes), mapped onto the engine's switches.
     cp_impl = "all_gather" if source == "llama3-2024" else "p2p"  # Llama 3 section 3.3.2
     ep_overlap = row["model"].startswith("DeepSeek-V3") and source.startswith("deepseek")  # DualPipe
@@ -997,12 +1009,6 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     zero = 3 if megatron_fsdp else 1 if distributed else 0
     if "no overlap of the gradient all-reduce" in row["notes"]:
         flags.append("gradient all-reduce not overlapped in the run (the engine overlaps it)")
-    if mtp:
-        whose = "the config's" if mlperf else "Megatron-Bridge's DeepSeek-V3"
-        flags.append(f"MTP trained; {whose} pipeline layout {pipeline_layout}" if pipeline_layout else
-                     "MTP trained on the last stage")  # fmt: skip
-    elif pipeline_layout:
-        flags.append(f"Megatron-Bridge's pipeline layout {pipeline_layout}")
     # Megatron-Bridge's Nemotron 3 Super and Ultra recipes (recipes/nemotronh/nemotron_3_super.py at v0.5.0,
     # recipes/nemotronh/h100/nemotron_3_{super,ultra}.py at v0.6.0) set mtp_num_layers = 2 with
     # mtp_use_repeated_layer: the one MTP block (attention, then LatentMoE) runs twice per micro-batch, each pass with

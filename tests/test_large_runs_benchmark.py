@@ -402,7 +402,10 @@ def test_mlperf_rows_are_costed_as_their_configs_run_them(bench: ModuleType) -> 
     assert not any("TP overlapped" in f for f in costed["gb200"].flags)
     assert costed["h100"].published_step == float(h100["published_value"])
     assert h100["vocab"] == "32768"
-    assert any("one layer on the first and last virtual stages" in f for f in costed["h100"].flags)
+    split = "Et|" + "t*2|" * 62 + "tL"  # one layer on the first and last virtual stages, two on the rest
+    assert (
+        f"the embedding and the loss counted as a layer each in the pipeline's split: {split}" in costed["h100"].flags
+    )
     assert virtual_stage_layer_counts(126, 8, 8) == [1, *[2] * 62, 1]
 
 

@@ -13,7 +13,7 @@ from dpcost.cli import app
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import layout_step
 from dpcost.engine.layout_memory import stage_layers
-from dpcost.engine.pipeline_layout import layout_refusal, parse_pipeline_layout
+from dpcost.engine.pipeline_layout import accounted_layout, layout_refusal, parse_pipeline_layout
 
 runner = CliRunner()
 
@@ -36,9 +36,9 @@ def test_rank_r_builds_virtual_stages_r_r_plus_pp() -> None:
     """PipelineParallelLayerLayout.__init__: layout[pp_rank][vpp_rank] = stages[vpp_rank * PP + pp_rank], so at PP 4
     x VP 4 rank 3 holds stages 3, 7, 11 and 15: 4 + 4 + 4 + 1 decoder layers; the others 16."""
     layout = parse_pipeline_layout(DSV3)
-    assert layout.rank_layers(4) == [16, 16, 16, 13]
-    assert layout.rank_layers(16) == [4] * 15 + [1]
-    assert layout.rank_layers(2) == [32, 29]  # GB300's PP 2 x VP 8 preset
+    assert [len(built) for built in layout.rank_layer_indices(4)] == [16, 16, 16, 13]
+    assert [len(built) for built in layout.rank_layer_indices(16)] == [4] * 15 + [1]
+    assert [len(built) for built in layout.rank_layer_indices(2)] == [32, 29]  # GB300's PP 2 x VP 8 preset
     indices = layout.rank_layer_indices(4)
     assert indices[0] == (0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51)  # get_layer_id_list
     assert indices[3][-1] == 60 and sorted(i for rank in indices for i in rank) == list(range(61))
@@ -56,7 +56,9 @@ def test_rank_r_builds_virtual_stages_r_r_plus_pp() -> None:
         ("Et*4|(t*4|)*14tLm", 4, 4, 1, "loss (L) must come once, last"),
         ("Et*4|(t*4|)*13t*3|tmtL", 4, 4, 1, "decoder layers (t) must come before"),
         # Megatron-Bridge's standalone MTP (_build_standalone_mtp_layout): MTP alone on the next-to-last stage
-        ("Et*5|(t*5|)*4(t*4|)*9m|L", 4, 4, 1, "MTP (m) on the last stage"),
+        ("Et*5|(t*5|)*4(t*4|)*9m|L", 4, 4, 1, "MTP module (m) on the last stage"),
+        # two MTP modules in two stages: Megatron keeps them in one (validate_layer_layout)
+        ("Et*4|(t*4|)*13t*5m|mL", 4, 4, 2, "every MTP module (m) on the last stage"),
     ],
 )  # fmt: skip
 def test_refused_where_megatron_or_dpcost_does_not_run_it(text: str, pp: int, virtual: int, mtp: int, why: str) -> None:
@@ -99,3 +101,31 @@ def test_estimate_reads_the_layout_and_refuses_it_in_its_words() -> None:
         assert len(result.output.strip().splitlines()) == 1
     alone = runner.invoke(app, ["estimate", "-m", "llama-8b", "-d", "8", "--pipeline-layout", "Et*32L"])
     assert alone.exit_code == 2 and alone.output.startswith("dpcost: error: --pipeline-layout:")
+
+
+def test_the_accounted_split_is_get_num_layers_to_build() -> None:
+    """--account-for-embedding/loss-in-pipeline-split (transformer_block.py get_num_layers_to_build): the layers plus
+    one for each counted end over PP x V stages, the first stage one fewer for the embedding, the last one fewer for
+    the loss. Megatron-LM's functional test (6 layers, PP 4 x VP 2): a stage of the embedding alone, six of a layer,
+    one of the loss alone. Llama 3 405B's 126 layers on 16 stages: 7 + 14 x 8 + 7 (arXiv 2407.21783 section
+    3.3.2)."""
+    assert accounted_layout(6, 4, 2, True, True) == "E|t|t|t|t|t|t|L"
+    assert [
+        len(built) for built in parse_pipeline_layout(accounted_layout(126, 16, 1, True, True)).rank_layer_indices(16)
+    ] == [7] + [8] * 14 + [7]
+    assert accounted_layout(7, 2, 1, True, False) == "Et*3|t*4L"
+    with pytest.raises(ValueError, match="do not split over PP x V = 16 stages"):
+        accounted_layout(61, 4, 4, True, True)
+
+
+def test_megatron_refuses_what_dpcost_refuses_too() -> None:
+    """Megatron's parser takes no spaces; a hybrid Mamba model's stages come from --hybrid-layer-pattern
+    (arguments.py refuses a layout beside it); too many stages are refused before they are built."""
+    with pytest.raises(ValueError, match="' ' is not a layer"):
+        parse_pipeline_layout("E t|L")
+    layout = parse_pipeline_layout("Et*26|t*26L")
+    assert "hybrid-layer-pattern" in (layout_refusal(layout, 2, 1, 52, 0, mamba=True) or "")
+    with pytest.raises(ValueError, match="beyond 65,536"):
+        parse_pipeline_layout("E" + "|" * 70_000 + "L")
+    with pytest.raises(ValueError, match="unrolls beyond"):
+        parse_pipeline_layout("t*" + "9" * 5000)

@@ -339,6 +339,25 @@ def test_a_megatron_scripts_pipeline_layout_sets_its_stages_and_virtual_stages(t
     assert code == 2 and "2 stages do not split over PP 16" in err
 
 
+def test_a_megatron_scripts_accounted_split_is_the_layout_it_builds(tmp_path: Path) -> None:
+    """--account-for-embedding/loss-in-pipeline-split count the embedding and the loss as a layer each
+    (transformer_block.py get_num_layers_to_build): GPT-2 345M's 24 layers at PP 2 split as 26 over 2, 12 and 12;
+    beside a pipeline layout they are refused, as transformer_config.py refuses them."""
+    script = (CONFIGS / "megatron-gpt-345m.sh").read_text()
+    extra = "    --pipeline-model-parallel-size 2\n    --account-for-embedding-in-pipeline-split\n"
+    extra += "    --account-for-loss-in-pipeline-split\n    --eval-iters 10\n"
+    path = tmp_path / "accounted.sh"
+    path.write_text(script.replace("    --eval-iters 10\n", extra))
+    read = report("estimate", "--from", str(path), "--dp", "4")
+    assert [s["layers"] for s in read["layout"]["stages"]] == [12, 12]
+    both = tmp_path / "both.sh"
+    both.write_text(
+        path.read_text().replace("    --eval-iters 10\n", "    --pipeline-model-parallel-layout Et*12|t*12L\n")
+    )
+    code, _, err = run("estimate", "--from", str(both), "--dp", "4")
+    assert code == 2 and "--account-for-embedding-in-pipeline-split" in err
+
+
 def test_activation_offloading_is_said_not_costed_not_passed_over(tmp_path: Path) -> None:
     """--fine-grained-activation-offloading (transformer_config.py) and --cpu-offloading (model_parallel_config.py)
     move activations to the host: dpcost keeps them on the GPU, and its reading says so rather than calling them

@@ -35,14 +35,15 @@ from dpcost.engine.layout import (
 )
 from dpcost.engine.layout_step import (
     LayoutCall,
+    StageLayers,
     bubble_seconds,
     exposed_per_micro_batch,
     layout_calls,
     mamba_layout_refusal,
     pp_overlapped,
+    rank_layers,
     slowed_compute,
     stage_kinds,
-    stage_layer_counts,
     stage_tp_pairs,
     unpaired_ep_seconds,
 )
@@ -158,6 +159,7 @@ class StageLoad:
     # one TP rank's TP-split weights of its decoder (and MTP) layers: what --fp8-param-gather stores and gathers in
     # fp8 (layout_memory.fp8_layer_parameters); the norms, routers, embedding and head stay 16-bit
     layer_split_params: float = 0.0
+    layer_indices: tuple[int, ...] = ()  # its decoder layers, as Megatron-Core numbers them (rank_layers)
 
 
 def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
@@ -184,24 +186,24 @@ def uncosted_layout(a: ModelArchitecture, layout: Layout) -> str:
 
 
 def stage_loads(
-    model: ModelSpec, layout: Layout, seq_len: int, layer_counts: Sequence[int] | None = None, mtp_layers: int = 0
+    model: ModelSpec, layout: Layout, seq_len: int, stage_layers: StageLayers | None = None, mtp_layers: int = 0
 ) -> list[StageLoad]:
     """Every pipeline stage's load on one GPU (StageLoad), as Megatron's GPTModel places the parameters
     (megatron/core/models/gpt/gpt_model.py): the word embedding split over TP and the learned positions whole on
     the first stage (pre_process); the final norm whole and the output layer split over TP on the last
     (post_process), which with tied embeddings and PP > 1 holds its own copy of the word embedding
     (LanguageModule.setup_embeddings_and_output_layer); in every layer the norms, row-parallel biases and routers
-    whole (replicated_per_layer). `layer_counts`: decoder layers per stage (default stage_layer_counts); `mtp_layers`
+    whole (replicated_per_layer). `stage_layers`: each stage's decoder layers (default rank_layers'); `mtp_layers`
     MTP modules on the last stage (params.mtp_layer), each running a layer and the output head again, with their
     own embedding there when it is untied (GPTModel builds one where mtp_process)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
-    layer_counts = stage_layer_counts(a.layers, layout.pp) if layer_counts is None else layer_counts
-    key = (layout.tp, layout.cp, layout.pp, layout.ep, layout.expert_tp, seq_len, tuple(layer_counts), mtp_layers)
+    stage_layers = rank_layers(a.layers, layout.pp) if stage_layers is None else stage_layers
+    key = (layout.tp, layout.cp, layout.pp, layout.ep, layout.expert_tp, seq_len, stage_layers, mtp_layers)
     known = _stage_loads_of(model)
     if key not in known:
-        known[key] = tuple(_stage_loads(model, a, layout, seq_len, layer_counts, mtp_layers))
+        known[key] = tuple(_stage_loads(model, a, layout, seq_len, stage_layers, mtp_layers))
     return list(known[key])
 
 
@@ -217,7 +219,7 @@ def _stage_loads(
     a: ModelArchitecture,
     layout: Layout,
     seq_len: int,
-    layer_counts: Sequence[int],
+    stage_layers: StageLayers,
     mtp_layers: int,
 ) -> list[StageLoad]:
     params = count_params(model)
@@ -230,14 +232,14 @@ def _stage_loads(
     one_expert = routed_expert(a) if a.moe is not None else 0.0
     experts_per_layer = a.moe.experts * one_expert if a.moe is not None else 0.0
     mtp = mtp_layer(a) if mtp_layers else None
-    if len(layer_counts) != layout.pp or sum(layer_counts) != a.layers:
-        raise ValueError(f"{list(layer_counts)} layers per stage are not {a.layers} layers on {layout.pp} stages")
-    out, first = [], 0
+    if len(stage_layers) != layout.pp or sorted(i for built in stage_layers for i in built) != list(range(a.layers)):
+        counts = [len(built) for built in stage_layers]
+        raise ValueError(f"{counts} layers per stage are not {a.layers} layers on {layout.pp} stages")
+    out = []
     mtp_mixer = attention_flops(a, seq_len) / a.layers  # an MTP module's layer attends (compute.mtp_forward_flops)
-    for s, n in enumerate(layer_counts):
-        blocks = list(params.blocks[first : first + n])
-        mixers = list(mixer_flops[first : first + n])
-        first += n
+    for s, built in enumerate(stage_layers):
+        blocks = [params.blocks[i] for i in built]
+        mixers = [mixer_flops[i] for i in built]
         last = s == layout.pp - 1
         if last and mtp is not None:
             blocks += [mtp] * mtp_layers
@@ -264,7 +266,7 @@ def _stage_loads(
         out.append(
             StageLoad(
                 s,
-                n,
+                len(built),
                 split / layout.tp + whole,
                 experts / (layout.expert_tp * layout.ep),
                 flops / shards,
@@ -272,6 +274,7 @@ def _stage_loads(
                 tuple(each),
                 tuple(f / shards for f in each_flops),
                 layer_split,
+                built,
             )
         )
     return out
@@ -492,14 +495,14 @@ def layout_step(
     peak = topology.gpu.bf16_dense if peak is None else peak
     rate = peak * mfu
     fpt = flops_per_token(counts, a, seq_len, recompute, flash, modules=recompute_modules)
-    if pipeline_layout is None:
-        layer_counts = stage_layer_counts(a.layers, layout.pp, first_stage_layers, last_stage_layers)
-    elif first_stage_layers is not None or last_stage_layers is not None:
-        raise ValueError("a pipeline layout gives every stage's layers: not beside the first or last stage's")
-    else:
-        chunks = checked_layout(pipeline_layout, layout.pp, virtual_stages, a.layers, mtp_layers)
-        layer_counts = chunks.rank_layers(layout.pp)
-    stages = stage_loads(model, layout, seq_len, layer_counts, mtp_layers)
+    if pipeline_layout is not None:
+        if first_stage_layers is not None or last_stage_layers is not None:
+            raise ValueError("a pipeline layout gives every stage's layers: not beside the first or last stage's")
+        checked_layout(pipeline_layout, layout.pp, virtual_stages, a.layers, mtp_layers, "mamba" in a.mixers)
+    stage_layers = rank_layers(
+        a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout
+    )
+    stages = stage_loads(model, layout, seq_len, stage_layers, mtp_layers)
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
     held = max(stages, key=lambda st: st.dense_params)  # the most dense parameters: DP's largest reduction
     experts_held = max(stages, key=lambda st: st.expert_params)  # the most experts: expert-DP's
@@ -513,7 +516,7 @@ def layout_step(
         timed = [
             _stage_by_ops(model, topology, layout, st, micro_batch, seq_len, recompute, sequence_parallel, mfu, peak,
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
-                          sum(layer_counts[: st.index]), mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
+                          mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
                           loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher,
                           fused_grouped_mlp, fp8_output_proj)
             for st in stages
@@ -542,8 +545,8 @@ def layout_step(
         cp_impl=cp_impl,
         attention_share=attention_share,
         virtual_stages=virtual_stages,
-        stages=stage_kinds(a, layer_counts, mtp_layers),
-        tp_pairs=stage_tp_pairs(a, layer_counts, mtp_layers),
+        stages=stage_kinds(a, stage_layers, mtp_layers),
+        tp_pairs=stage_tp_pairs(a, stage_layers, mtp_layers),
     )
     priced = {c: call_seconds(topology, groups, c) for c in calls}
     per_mb = exposed_per_micro_batch(calls, priced.__getitem__, forward + backward)
@@ -678,7 +681,6 @@ def _stage_by_ops(
     flash: bool = True,
     layer_times: dict[TimedKind, tuple[float, float, float]] | None = None,
     recompute_modules: frozenset[str] = DEFAULT_MODULES,
-    first_layer: int = 0,
     mtp_layers: int = 0,
     sixteen_bit_efficiency: float | None = None,
     bf16_layers: tuple[int, int] = (0, 0),
@@ -696,7 +698,7 @@ def _stage_by_ops(
     into main gradients of that many bytes (ops.main_grad_accumulation); the recomputation re-runs what Megatron's
     policy drops
     (ops.recomputed_by_part; selective: `recompute_modules`).
-    `first_layer`: the index of the stage's first decoder layer; `mtp_layers` MTP modules on the last stage;
+    `mtp_layers`: MTP modules on the last stage;
     `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
     the first and last decoder layers, by global index, whose matmuls all do (ops.sixteen_bit_layer);
     `ep_dispatcher` the MoE token dispatcher, whose local shuffles ops.layer_ops prices; `fused_grouped_mlp` the
@@ -742,8 +744,9 @@ def _stage_by_ops(
     # attend in a window or chunk and (hybrids) their mixer and whether they have an MLP: time each kind once (for
     # every stage, given `layer_times` to keep them in).
     last = stage.index == stages - 1
-    here = _layer_kinds_of(a)[first_layer : first_layer + stage.layers]
-    in_bf16 = sixteen_bit_layers(first_layer, stage.layers, a.layers, bf16_layers)
+    every = _layer_kinds_of(a)
+    here = [every[i] for i in stage.layer_indices]
+    in_bf16 = sixteen_bit_layers(stage.layer_indices, a.layers, bf16_layers)
     kinds = [(*kind, sixteen) for kind, sixteen in zip(here, in_bf16, strict=True)]
     if last and mtp_layers:  # MTP modules in the compute dtype: Megatron-Core's rule indexes the decoder's layers
         kinds += [(mtp_layer(a).moe, "attention", None, True, False)] * mtp_layers

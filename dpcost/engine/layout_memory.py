@@ -90,10 +90,9 @@ from collections.abc import Sequence
 from dpcost.engine.activations import mla_latent_tensors
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_step import stage_layer_counts, virtual_stage_layer_counts
+from dpcost.engine.layout_step import rank_layers
 from dpcost.engine.loss import logit_peak_bytes
 from dpcost.engine.params import latent_projections, mixer_parameters
-from dpcost.engine.pipeline_layout import parse_pipeline_layout
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -419,32 +418,15 @@ def stage_layers(
     last_stage_layers: int | None = None,
     pipeline_layout: str | None = None,
 ) -> tuple[tuple[int, ...], ...]:
-    """The layer indices each pipeline rank builds [B] (get_num_layers_to_build); interleaved, its virtual stages
-    r, r + p, ... of layout_step.virtual_stage_layer_counts (Megatron-Core's pipeline_model_parallel_layout), or of
-    the layout given (--pipeline-layout: pipeline_layout.py)."""
-    counts: list[int]
-    if pipeline_layout is not None:
-        return parse_pipeline_layout(pipeline_layout).rank_layer_indices(pp)
-    if virtual_stages > 1:
-        if first_stage_layers is not None or last_stage_layers is not None:
-            raise ValueError("an uneven first or last stage is not modelled with interleaving")
-        chunks = virtual_stage_layer_counts(layers, pp, virtual_stages)
-        starts = [sum(chunks[:k]) for k in range(len(chunks))]
-        return tuple(
-            tuple(i for k in range(r, len(chunks), pp) for i in range(starts[k], starts[k] + chunks[k]))
-            for r in range(pp)
+    """The layer indices each pipeline rank builds [B] (layout_step.rank_layers: get_layer_id_list), where
+    Megatron's formula takes PP to divide the layers unless the end stages' are given."""
+    even = virtual_stages == 1 and first_stage_layers is None and last_stage_layers is None
+    if even and pipeline_layout is None and layers % pp:
+        raise ValueError(
+            f"{layers} layers do not split over {pp} pipeline stages; give the first and last stages' layers "
+            "(Megatron's --decoder-first/last-pipeline-num-layers)"
         )
-    if first_stage_layers is None and last_stage_layers is None:
-        if layers % pp:
-            raise ValueError(
-                f"{layers} layers do not split over {pp} pipeline stages; give the first and last stages' layers "
-                "(Megatron's --decoder-first/last-pipeline-num-layers)"
-            )
-        counts = [layers // pp] * pp
-    else:
-        counts = stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers)
-    starts = [sum(counts[:r]) for r in range(pp)]
-    return tuple(tuple(range(starts[r], starts[r] + counts[r])) for r in range(pp))
+    return rank_layers(layers, pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout)
 
 
 def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:

@@ -131,11 +131,12 @@ def _layout_rank_layers(model: ModelSpec, o: Options) -> list[int]:
         if getattr(par, name) is not None:
             raise InputError(name, "--pipeline-layout gives every stage's layers: give one or the other")
     try:
-        layout = checked_layout(par.pipeline_layout, par.pp, par.virtual_stages, model.architecture.layers,
-                                par.mtp_layers)  # fmt: skip
+        a = model.architecture
+        layout = checked_layout(par.pipeline_layout, par.pp, par.virtual_stages, a.layers, par.mtp_layers,
+                                "mamba" in a.mixers)  # fmt: skip
     except ValueError as exc:
         raise InputError("pipeline_layout", f"{model.name}: {exc}") from None
-    return layout.rank_layers(par.pp)
+    return [len(built) for built in layout.rank_layer_indices(par.pp)]
 
 
 # What a layout is costed with (Megatron-LM's schedule and memory accounting): each plan option's values it runs.

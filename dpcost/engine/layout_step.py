@@ -30,6 +30,7 @@ stage (L / PP layers); with CP each rank holds s / CP tokens:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING
 from dpcost.engine.layout import Layout
 from dpcost.engine.memo import per_object
 from dpcost.engine.params import mtp_layer
+from dpcost.engine.pipeline_layout import parse_pipeline_layout
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
 
@@ -47,6 +49,7 @@ __all__ = [
     "LayoutCall",
     "StageKinds",
     "bubble_seconds",
+    "contiguous_layers",
     "cp_calls",
     "ep_calls",
     "exposed_per_micro_batch",
@@ -57,6 +60,7 @@ __all__ = [
     "pp_overlapped",
     "pp_send_communicator",
     "rank_layer_counts",
+    "rank_layers",
     "slowed_compute",
     "stage_kinds",
     "stage_layer_counts",
@@ -121,12 +125,39 @@ def virtual_stage_layer_counts(layers: int, pp: int, virtual_stages: int) -> lis
     return stage_layer_counts(layers, pp * virtual_stages)
 
 
-def rank_layer_counts(layers: int, pp: int, virtual_stages: int = 1) -> list[int]:
-    """Layers each pipeline rank builds: stage_layer_counts, or with interleaving the sum of its virtual stages."""
+StageLayers = tuple[tuple[int, ...], ...]  # per pipeline rank, the indices of the decoder layers it builds
+
+
+def contiguous_layers(counts: Sequence[int]) -> StageLayers:
+    """Per stage, the next `counts[s]` decoder layers in order."""
+    starts = list(itertools.accumulate(counts, initial=0))
+    return tuple(tuple(range(starts[s], starts[s] + n)) for s, n in enumerate(counts))
+
+
+def rank_layers(
+    layers: int,
+    pp: int,
+    virtual_stages: int = 1,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
+    pipeline_layout: str | None = None,
+) -> StageLayers:
+    """The decoder layers each pipeline rank builds, as Megatron-Core numbers them (get_layer_id_list): those of
+    the given layout's virtual stages (pipeline_layout.py); interleaved, of its virtual stages r, r + PP, ...
+    (virtual_stage_layer_counts); else stage_layer_counts' split, in order."""
+    if pipeline_layout is not None:
+        return parse_pipeline_layout(pipeline_layout).rank_layer_indices(pp)
     if virtual_stages == 1:
-        return stage_layer_counts(layers, pp)
-    chunks = virtual_stage_layer_counts(layers, pp, virtual_stages)
-    return [sum(chunks[rank::pp]) for rank in range(pp)]
+        return contiguous_layers(stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers))
+    if first_stage_layers is not None or last_stage_layers is not None:
+        raise ValueError("an uneven first or last stage is not modelled with interleaving")
+    chunks = contiguous_layers(virtual_stage_layer_counts(layers, pp, virtual_stages))
+    return tuple(tuple(i for chunk in chunks[rank::pp] for i in chunk) for rank in range(pp))
+
+
+def rank_layer_counts(layers: int, pp: int, virtual_stages: int = 1) -> list[int]:
+    """Layers each pipeline rank builds (rank_layers)."""
+    return [len(built) for built in rank_layers(layers, pp, virtual_stages)]
 
 
 def _given_stage_layer_counts(layers: int, pp: int, first: int | None, last: int | None) -> list[int]:
@@ -154,17 +185,14 @@ def _given_stage_layer_counts(layers: int, pp: int, first: int | None, last: int
 StageKinds = tuple[tuple[bool, ...], ...]  # per pipeline stage, whether each layer it runs has the MoE MLP
 
 
-def stage_kinds(arch: ModelArchitecture, counts: Sequence[int], mtp_layers: int = 0) -> StageKinds:
-    """The layers each pipeline stage runs, in order, as MoE or dense; the MTP layers at the end of the last stage,
-    where Megatron-Core builds them without a custom pipeline layout (multi_token_prediction.py
-    mtp_on_this_rank), each of params.mtp_layer's kind."""
-    key = (tuple(counts), mtp_layers)
+def stage_kinds(arch: ModelArchitecture, stage_layers: StageLayers, mtp_layers: int = 0) -> StageKinds:
+    """The layers each pipeline stage runs (rank_layers), in order, as MoE or dense; the MTP layers at the end of
+    the last stage, where Megatron-Core builds them (multi_token_prediction.py mtp_on_this_rank; a layout that puts
+    them elsewhere is refused), each of params.mtp_layer's kind."""
+    key = (stage_layers, mtp_layers)
     known = _stage_kinds_of(arch)
     if key not in known:
-        out, first = [], 0
-        for n in counts:
-            out.append(tuple(arch.moe_layer(i) for i in range(first, first + n)))
-            first += n
+        out = [tuple(arch.moe_layer(i) for i in built) for built in stage_layers]
         if mtp_layers:
             out[-1] += (mtp_layer(arch).moe,) * mtp_layers
         known[key] = tuple(out)
@@ -178,7 +206,7 @@ def _stage_kinds_of(arch: ModelArchitecture) -> dict[tuple[object, ...], StageKi
 
 
 def _kinds(arch: ModelArchitecture, pp: int, stages: StageKinds | None) -> StageKinds:
-    return stages if stages is not None else stage_kinds(arch, stage_layer_counts(arch.layers, pp))
+    return stages if stages is not None else stage_kinds(arch, rank_layers(arch.layers, pp))
 
 
 def moe_layers_per_stage(arch: ModelArchitecture, pp: int, stages: StageKinds | None = None) -> int:
@@ -212,14 +240,14 @@ def layer_tp_pairs(arch: ModelArchitecture, i: int) -> int:
     return (arch.mixer(i) != "none") + (arch.has_mlp(i) and not arch.moe_layer(i))
 
 
-def stage_tp_pairs(arch: ModelArchitecture, counts: Sequence[int], mtp_layers: int = 0) -> int:
-    """layer_tp_pairs summed over the first of the stages with the most layers (stage_kinds' order; MTP modules'
-    layers, attention and an MLP, at the end of the last), the stage tp_calls prices."""
-    starts = [sum(counts[:s]) for s in range(len(counts))]
-    sizes = [n + (mtp_layers if s == len(counts) - 1 else 0) for s, n in enumerate(counts)]
+def stage_tp_pairs(arch: ModelArchitecture, stage_layers: StageLayers, mtp_layers: int = 0) -> int:
+    """layer_tp_pairs summed over the first of the stages with the most layers (rank_layers; MTP modules' layers,
+    attention and an MLP, at the end of the last), the stage tp_calls prices."""
+    last = len(stage_layers) - 1
+    sizes = [len(built) + (mtp_layers if s == last else 0) for s, built in enumerate(stage_layers)]
     s = sizes.index(max(sizes))
-    pairs = sum(layer_tp_pairs(arch, i) for i in range(starts[s], starts[s] + counts[s]))
-    if s == len(counts) - 1 and mtp_layers:
+    pairs = sum(layer_tp_pairs(arch, i) for i in stage_layers[s])
+    if s == last and mtp_layers:
         pairs += mtp_layers * (1 + (not mtp_layer(arch).moe))
     return pairs
 
@@ -253,7 +281,7 @@ def tp_calls(
     (stage_tp_pairs; default the even split's)."""
     if layout.tp == 1:
         return []
-    halves = stage_tp_pairs(arch, stage_layer_counts(arch.layers, layout.pp)) if pairs is None else pairs
+    halves = stage_tp_pairs(arch, rank_layers(arch.layers, layout.pp)) if pairs is None else pairs
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
     again = 1 if recompute_full else 0
     share = 1.0 - attention_share if overlap else 0.0

@@ -27,7 +27,7 @@ The model FLOPs (and MFU) stay PaLM's 6N + 12LHQT (compute.py); the ops count wh
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from dpcost.engine.activations import EAGER_ACTIVATIONS, Kernels, eager_gate_clamp, routed_copies
@@ -135,12 +135,12 @@ def sixteen_bit_layer(layer: int, layers: int, bf16_layers: tuple[int, int]) -> 
     return layer < at_start or layer >= layers - at_end
 
 
-def sixteen_bit_layers(first: int, count: int, layers: int, bf16_layers: tuple[int, int]) -> list[bool]:
-    """sixteen_bit_layer for the `count` decoder layers from `first`: all False, without asking each, where no
-    layer is kept in BF16 (every plan of a search)."""
+def sixteen_bit_layers(indices: Sequence[int], layers: int, bf16_layers: tuple[int, int]) -> list[bool]:
+    """sixteen_bit_layer for the decoder layers `indices`: all False, without asking each, where no layer is kept
+    in BF16 (every plan of a search)."""
     if not any(bf16_layers):
-        return [False] * count
-    return [sixteen_bit_layer(i, layers, bf16_layers) for i in range(first, first + count)]
+        return [False] * len(indices)
+    return [sixteen_bit_layer(i, layers, bf16_layers) for i in indices]
 
 
 def in_sixteen_bits(ops: list[Op]) -> list[Op]:
@@ -1087,7 +1087,7 @@ def micro_batch_compute(
     checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
     # layers of one kind (MoE or not, Gemma 4's global attention or not, a window or not, in BF16 or not) run the
     # same ops
-    in_bf16 = sixteen_bit_layers(0, len(moe_layers), a.layers, bf16_layers)
+    in_bf16 = sixteen_bit_layers(range(len(moe_layers)), a.layers, bf16_layers)
     kinds = [(moe, a.mixer(i), a.local_span(i), a.has_mlp(i), in_bf16[i]) for i, moe in enumerate(moe_layers)]
     for kind in sorted(set(kinds), key=lambda k: (k[0], k[1], k[2] is not None, k[3], k[4])):  # one local kind
         count, (moe, mixer, local, mlp, sixteen) = kinds.count(kind), kind

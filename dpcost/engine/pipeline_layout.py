@@ -12,6 +12,7 @@ or another virtual-stage flag.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from dpcost.frozen import frozen
@@ -20,8 +21,9 @@ from dpcost.frozen import frozen
 KINDS = {"E": "embedding", "t": "decoder", "m": "mtp", "L": "loss"}
 # parse_str_to_list's unrolling, in its order: "(...)*n" first, then "x*n"
 _REPEATS = (re.compile(r"\(([^)]+)\)\*(\d+)"), re.compile(r"(.)\*(\d+)"))
-# a layout longer than this after unrolling is refused: no model has that many stages' layers
+# a layout longer than this after unrolling, or of more stages, is refused: no run has that many
 MAX_UNROLLED = 1_000_000
+MAX_STAGES = 65_536
 
 
 @frozen
@@ -34,15 +36,11 @@ class PipelineLayout:
         """Decoder layers per virtual stage (get_num_layers_to_build)."""
         return [stage.count("t") for stage in self.stages]
 
-    def rank_layers(self, pp: int) -> list[int]:
-        """Decoder layers each pipeline rank builds: the sum over its virtual stages r, r + PP, ..."""
-        per_stage = self.decoder_layers()
-        return [sum(per_stage[rank::pp]) for rank in range(pp)]
-
     def rank_layer_indices(self, pp: int) -> tuple[tuple[int, ...], ...]:
-        """The decoder layers' indices each rank builds, in layer order (get_layer_id_list)."""
+        """The decoder layers' indices each rank builds, those of its virtual stages r, r + PP, ..., in layer order
+        (get_layer_id_list)."""
         per_stage = self.decoder_layers()
-        starts = [sum(per_stage[:k]) for k in range(len(per_stage))]
+        starts = list(itertools.accumulate(per_stage, initial=0))
         return tuple(
             tuple(i for k in range(rank, len(per_stage), pp) for i in range(starts[k], starts[k] + per_stage[k]))
             for rank in range(pp)
@@ -51,11 +49,13 @@ class PipelineLayout:
 
 def parse_pipeline_layout(text: str) -> PipelineLayout:
     """parse_str_to_list: commas dropped, repeats unrolled, one stage per "|"; ValueError naming a character that
-    is not E, t, m or L."""
-    unrolled = text.replace(",", "").replace(" ", "")
+    is not E, t, m or L (a space too, as there), or beyond MAX_STAGES stages."""
+    unrolled = text.replace(",", "")
     for pattern in _REPEATS:
         unrolled = _unrolled(pattern, unrolled)
     stages = tuple(unrolled.split("|"))
+    if len(stages) > MAX_STAGES:
+        raise ValueError(f"{len(stages):,} stages are beyond {MAX_STAGES:,}; check the layout")
     for stage in stages:
         for char in stage:
             if char not in KINDS:
@@ -67,10 +67,11 @@ def _unrolled(pattern: re.Pattern[str], text: str) -> str:
     """re.sub(pattern, group 1 x group 2, text), refused before it grows beyond MAX_UNROLLED characters."""
     pieces, end, length = [], 0, len(text)
     for found in pattern.finditer(text):
-        part, times = found.group(1), int(found.group(2))
+        part, digits = found.group(1), found.group(2)
+        times = int(digits) if len(digits) <= len(str(MAX_UNROLLED)) else MAX_UNROLLED + 1
         length += len(part) * times - len(found.group(0))
         if length > MAX_UNROLLED:
-            raise ValueError(f"{part!r} repeated {times} times unrolls beyond {MAX_UNROLLED:,} characters")
+            raise ValueError(f"{part!r} repeated {digits} times unrolls beyond {MAX_UNROLLED:,} characters")
         pieces += [text[end : found.start()], part * times]
         end = found.end()
     return "".join(pieces) + text[end:]
@@ -85,11 +86,15 @@ def virtual_stages_of(layout: PipelineLayout, pp: int) -> int:
     return count // pp
 
 
-def layout_refusal(layout: PipelineLayout, pp: int, virtual_stages: int, layers: int, mtp_layers: int) -> str | None:
+def layout_refusal(
+    layout: PipelineLayout, pp: int, virtual_stages: int, layers: int, mtp_layers: int, mamba: bool = False
+) -> str | None:
     """Why Megatron-Core (validate_layer_layout, arguments.py) or dpcost does not run the layout on PP ranks of V
-    virtual stages with this many decoder layers and MTP modules; None where it runs. dpcost builds the MTP modules
-    on the last rank (layout_step.stage_kinds), so a layout that puts them elsewhere (Megatron's standalone MTP) is
-    refused here."""
+    virtual stages with this many decoder layers and MTP modules, of a model with Mamba layers or not; None where it
+    runs. dpcost builds the MTP modules on the last rank (layout_step.stage_kinds), so a layout that puts them
+    elsewhere (Megatron's standalone MTP) is refused here."""
+    if mamba:
+        return "a hybrid Mamba model's stages come from its --hybrid-layer-pattern, not a layout (arguments.py)"
     try:
         per_rank = virtual_stages_of(layout, pp)
     except ValueError as exc:
@@ -109,15 +114,43 @@ def layout_refusal(layout: PipelineLayout, pp: int, virtual_stages: int, layers:
         return f"it builds {flat.count('m')} MTP modules (m), --mtp-layers gives {mtp_layers}"
     if "m" in flat and "t" in flat[flat.index("m") :]:
         return "decoder layers (t) must come before the MTP modules (m)"
-    if "m" in flat and "m" not in layout.stages[-1]:
-        return "dpcost builds MTP (m) on the last stage, with the loss"
+    if "m" in flat and layout.stages[-1].count("m") != mtp_layers:
+        return "dpcost builds every MTP module (m) on the last stage, with the loss"
     return None
 
 
-def checked_layout(text: str, pp: int, virtual_stages: int, layers: int, mtp_layers: int) -> PipelineLayout:
+def checked_layout(
+    text: str, pp: int, virtual_stages: int, layers: int, mtp_layers: int, mamba: bool = False
+) -> PipelineLayout:
     """The layout parsed and checked (layout_refusal); ValueError saying why where it does not run."""
     layout = parse_pipeline_layout(text)
-    refused = layout_refusal(layout, pp, virtual_stages, layers, mtp_layers)
+    refused = layout_refusal(layout, pp, virtual_stages, layers, mtp_layers, mamba)
     if refused:
         raise ValueError(refused)
     return layout
+
+
+def accounted_layout(
+    layers: int, pp: int, virtual_stages: int, embedding: bool, loss: bool, mtp_layers: int = 0
+) -> str:
+    """Megatron-Core's split with the embedding and/or the loss counted as a layer (--account-for-embedding-in-
+    pipeline-split, --account-for-loss-in-pipeline-split; transformer_block.py get_num_layers_to_build): the layers
+    and those counted over PP x V virtual stages evenly, the first stage one decoder layer fewer for the embedding,
+    the last one fewer for the loss, the MTP modules with the loss; written as a layout. ValueError where they do not
+    split evenly, as Megatron asserts."""
+    counted = layers + embedding + loss
+    stages = pp * virtual_stages
+    if counted % stages:
+        raise ValueError(f"{layers} layers{' and the embedding' if embedding else ''}{' and the loss' if loss else ''} "
+                         f"do not split over PP x V = {stages} stages")  # fmt: skip
+    per = counted // stages
+    built = [per] * stages
+    built[0] -= embedding
+    built[-1] -= loss
+    if min(built) < 0:
+        raise ValueError(
+            f"{stages} stages of {per} layer{'s' if per != 1 else ''} leave none for the embedding or loss"
+        )
+    parts = [f"t*{n}" if n > 1 else "t" * n for n in built]
+    end = "m" * mtp_layers + "L"
+    return "|".join(["E" + parts[0], *parts[1:-1], parts[-1] + end] if stages > 1 else ["E" + parts[0] + end])

@@ -19,7 +19,7 @@ from typing import Any
 
 from dpcost.engine.frameworks import MEGATRON_FSDP
 from dpcost.engine.layout_memory import VOCAB_DIVISIBLE_BY, padded_vocab_size
-from dpcost.engine.pipeline_layout import parse_pipeline_layout, virtual_stages_of
+from dpcost.engine.pipeline_layout import accounted_layout, parse_pipeline_layout, virtual_stages_of
 from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 from dpcost.training_configs.shell import command_words
@@ -52,6 +52,25 @@ def _use_pipeline_layout(r: Reading, layout: str, virtual_given: bool, pp: int) 
     r.use(flag, layout, "pipeline_layout", layout)
     if per_rank > 1:
         r.use(flag, layout, "virtual_stages", str(per_rank))
+
+
+# Megatron-Core's embedding and loss counted as a layer each in the pipeline's split (transformer_config.py)
+ACCOUNTED_ARGS = ("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split")
+
+
+def _use_accounted_split(r: Reading, accounted: list[str], layers: int, pp: int) -> None:
+    """--account-for-embedding/loss-in-pipeline-split as the layout it builds (pipeline_layout.accounted_layout);
+    refused beside the end stages' layer counts, as get_num_layers_to_build asserts."""
+    for name in ("first_stage_layers", "last_stage_layers"):
+        if name in r.options:
+            raise r.error(accounted[0], "not beside --decoder-first/last-pipeline-num-layers (Megatron asserts)")
+    virtual = int(r.options.get("virtual_stages", "1"))
+    embedding, loss = ACCOUNTED_ARGS[0] in accounted, ACCOUNTED_ARGS[1] in accounted
+    try:
+        layout = accounted_layout(layers, pp, virtual, embedding, loss, int(r.options.get("mtp_layers", "0")))
+    except ValueError as exc:
+        raise r.error(accounted[0], str(exc)) from None
+    r.use(", ".join(accounted), "", "pipeline_layout", layout, "the split with those counted as a layer each")
 
 
 SWITCHES = {  # a flag present -> the option on
@@ -242,8 +261,9 @@ def _launched_dp(r: Reading, args: dict[str, list[str]]) -> int | None:
 _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--rampup-batch-size",
                "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
                "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers", "--mtp-num-layers",
-               "--pipeline-model-parallel-layout", "--microbatch-group-size-per-virtual-pipeline-stage",
-               "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+               "--pipeline-model-parallel-layout", *ACCOUNTED_ARGS,
+               "--microbatch-group-size-per-virtual-pipeline-stage", "--use-distributed-optimizer",
+               "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
                "--overlap-grad-reduce", "--overlap-param-gather",
                "--ddp-bucket-size", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type",
                "--num-distributed-optimizer-instances", "--defer-embedding-wgrad-compute",
@@ -268,12 +288,14 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     layers = _int(r, args, "--num-layers")
     per_stage = _int(r, args, "--num-layers-per-virtual-pipeline-stage")
     pp = int(r.options.get("pp", "1"))
+    accounted = [name for name in ACCOUNTED_ARGS if name in args]
     if per_stage is not None and layers is not None:
-        if layers % (pp * per_stage):
+        counted = layers + len(accounted)  # arguments.py counts the embedding and loss before it splits
+        if counted % (pp * per_stage):
             raise r.error(
-                "--num-layers-per-virtual-pipeline-stage", f"{per_stage} x PP {pp} does not divide {layers} layers"
+                "--num-layers-per-virtual-pipeline-stage", f"{per_stage} x PP {pp} does not divide {counted} layers"
             )
-        r.use("--num-layers-per-virtual-pipeline-stage", per_stage, "virtual_stages", str(layers // (pp * per_stage)))
+        r.use("--num-layers-per-virtual-pipeline-stage", per_stage, "virtual_stages", str(counted // (pp * per_stage)))
     stages = _int(r, args, "--num-virtual-stages-per-pipeline-rank")
     if stages is not None:
         r.use("--num-virtual-stages-per-pipeline-rank", stages, "virtual_stages", str(stages))
@@ -286,7 +308,13 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
             r.use(name, value, option, str(value))
     layout = _one(r, args, "--pipeline-model-parallel-layout")
     if layout is not None:
+        if accounted:
+            raise r.error(
+                accounted[0], "not beside --pipeline-model-parallel-layout (transformer_config.py refuses it)"
+            )
         _use_pipeline_layout(r, layout, per_stage is not None or stages is not None, pp)
+    elif accounted and pp > 1 and layers is not None:
+        _use_accounted_split(r, accounted, layers, pp)
     if "--use-megatron-fsdp" in args:
         # arguments.py: --data-parallel-sharding-strategy defaults to optim_grads_params (Megatron-LM d98e8a64dd)
         strategy = _one(r, args, "--data-parallel-sharding-strategy") or "optim_grads_params"
