@@ -30,7 +30,6 @@ stage (L / PP layers); with CP each rank holds s / CP tokens:
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -38,7 +37,7 @@ from typing import TYPE_CHECKING
 from dpcost.engine.layout import Layout
 from dpcost.engine.memo import per_object
 from dpcost.engine.params import mtp_layer
-from dpcost.engine.pipeline_layout import parse_pipeline_layout
+from dpcost.engine.pipeline_layout import parse_pipeline_layout, ranks_of_stages
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture
 
@@ -130,8 +129,7 @@ StageLayers = tuple[tuple[int, ...], ...]  # per pipeline rank, the indices of t
 
 def contiguous_layers(counts: Sequence[int]) -> StageLayers:
     """Per stage, the next `counts[s]` decoder layers in order."""
-    starts = list(itertools.accumulate(counts, initial=0))
-    return tuple(tuple(range(starts[s], starts[s] + n)) for s, n in enumerate(counts))
+    return ranks_of_stages(counts, len(counts))
 
 
 def rank_layers(
@@ -151,8 +149,7 @@ def rank_layers(
         return contiguous_layers(stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers))
     if first_stage_layers is not None or last_stage_layers is not None:
         raise ValueError("an uneven first or last stage is not modelled with interleaving")
-    chunks = contiguous_layers(virtual_stage_layer_counts(layers, pp, virtual_stages))
-    return tuple(tuple(i for chunk in chunks[rank::pp] for i in chunk) for rank in range(pp))
+    return ranks_of_stages(virtual_stage_layer_counts(layers, pp, virtual_stages), pp)
 
 
 def rank_layer_counts(layers: int, pp: int, virtual_stages: int = 1) -> list[int]:

@@ -12,8 +12,10 @@ or another virtual-stage flag.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
+from collections.abc import Sequence
 
 from dpcost.frozen import frozen
 
@@ -37,16 +39,22 @@ class PipelineLayout:
         return [stage.count("t") for stage in self.stages]
 
     def rank_layer_indices(self, pp: int) -> tuple[tuple[int, ...], ...]:
-        """The decoder layers' indices each rank builds, those of its virtual stages r, r + PP, ..., in layer order
-        (get_layer_id_list)."""
-        per_stage = self.decoder_layers()
-        starts = list(itertools.accumulate(per_stage, initial=0))
-        return tuple(
-            tuple(i for k in range(rank, len(per_stage), pp) for i in range(starts[k], starts[k] + per_stage[k]))
-            for rank in range(pp)
-        )
+        """The decoder layers' indices each rank builds (ranks_of_stages)."""
+        return ranks_of_stages(self.decoder_layers(), pp)
 
 
+def ranks_of_stages(per_stage: Sequence[int], pp: int) -> tuple[tuple[int, ...], ...]:
+    """The decoder layers' indices each pipeline rank builds when virtual stage k holds per_stage[k] layers, numbered
+    in stage order, and virtual stage k runs on rank k mod PP: rank r those of stages r, r + PP, ..., in layer order
+    (get_layer_id_list). With as many stages as ranks, each rank's run of layers in order."""
+    starts = list(itertools.accumulate(per_stage, initial=0))
+    return tuple(
+        tuple(i for k in range(rank, len(per_stage), pp) for i in range(starts[k], starts[k] + per_stage[k]))
+        for rank in range(pp)
+    )
+
+
+@functools.lru_cache(maxsize=256)
 def parse_pipeline_layout(text: str) -> PipelineLayout:
     """parse_str_to_list: commas dropped, repeats unrolled, one stage per "|"; ValueError naming a character that
     is not E, t, m or L (a space too, as there), or beyond MAX_STAGES stages."""
