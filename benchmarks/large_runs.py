@@ -127,7 +127,7 @@ BRIDGE_DSV3_LAYOUTS = {16: "Et*4|(t*4|)*14tmL", 8: "Et*8|(t*8|)*6t*5mL", 32: "Et
 BRIDGE_KIMI_LAYOUTS = {16: "Et*4|(t*4|)*14tL", 8: "Et*8|(t*8|)*6t*5L", 4: "Et*16|t*16|t*16|t*13L"}
 
 
-def preset_mtp_layout(row: Row, layers: int, pp: int, virtual: int) -> tuple[int, str | None, str]:
+def preset_pipeline_split(row: Row, layers: int, pp: int, virtual: int) -> tuple[int, str | None, str]:
     """The MTP modules and pipeline layout the row's run set: MLPerf v6.0's DeepSeek-V3 config
     (MLPERF_V60_DSV3_LAYOUT), and MLPerf's ASYM_PP_EMBED / ASYM_PP_LOSS (Megatron's account-for-embedding/loss split,
     pipeline_layout.accounted_layout); Megatron-Bridge's DeepSeek-V3 presets (BRIDGE_DSV3_LAYOUTS) for the tables that
@@ -858,7 +858,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
                      "projections, the latent projections and MTP in BF16 too in the run: not modelled")  # fmt: skip
     a = model.architecture
     assert a is not None
-    mtp, pipeline_layout, split = preset_mtp_layout(row, a.layers, pp, virtual)
+    mtp, pipeline_layout, split = preset_pipeline_split(row, a.layers, pp, virtual)
     if split:
         flags.append(split)
     elif virtual > 1 and a.layers % (pp * virtual):
