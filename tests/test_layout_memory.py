@@ -23,6 +23,7 @@ from dpcost.engine.layout_memory import (
     activation_bytes,
     attention_width_bytes,
     bytes_per_parameter,
+    chunk_forwards,
     deferred_output_wgrad_bytes,
     dummy_wgrad_bytes,
     expert_data_parallel_size,
@@ -649,6 +650,18 @@ def test_micro_batches_in_flight() -> None:
     assert microbatches_in_flight(8, 7, 3) == (2 * 8 + 1) / 3
     assert microbatches_in_flight(35, 0, 3) == pytest.approx(35 * (1 + 34 / 105))  # Korthikanti's 530B: 1.324
     assert microbatches_in_flight(8, 0, 3, num_microbatches=8) == 8  # all 8 x 3 chunks in warm-up
+
+
+def test_unlike_chunks_keep_the_micro_batches_their_forwards_ran() -> None:
+    """Megatron-Core's interleaved schedule table (schedules.py get_schedule_table) runs each group of PP
+    micro-batches through chunk 0, then chunk 1, ...: with 6 layers on PP 4 x VP 2 and the embedding and loss counted
+    as layers (E|t|t|t|t|t|t|L), the last rank's 4 + 1 warm-up forwards are 4 through its one-layer chunk (virtual
+    stage 3) and 1 through its loss chunk (stage 7, no layer): its layer keeps 4 micro-batches, not 5 / 2. Like chunks
+    keep the forwards over V."""
+    assert chunk_forwards(4, 2, 4, 5) == [0, 0, 0, 0, 1]
+    assert chunk_forwards(6, 2, 4, 12) == [0] * 4 + [1] * 4 + [0] * 2 + [1] * 2  # the last group what is left
+    assert microbatches_in_flight(4, 3, 2, 4, chunk_layers=[1, 0]) == 4
+    assert microbatches_in_flight(4, 3, 2, 4, chunk_layers=[1, 1]) == microbatches_in_flight(4, 3, 2, 4) == 2.5
 
 
 def test_context_parallel_splits_the_sequence() -> None:

@@ -90,9 +90,10 @@ from collections.abc import Sequence
 from dpcost.engine.activations import mla_latent_tensors
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_step import rank_layers
+from dpcost.engine.layout_step import rank_layers, virtual_stage_layer_counts
 from dpcost.engine.loss import logit_peak_bytes
 from dpcost.engine.params import latent_projections, mixer_parameters
+from dpcost.engine.pipeline_layout import parse_pipeline_layout
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -788,10 +789,13 @@ def microbatches_in_flight(
     num_microbatches: int | None = None,
     extra_warmup: int = 0,
     group: int | None = None,
+    chunk_layers: Sequence[int] = (),
 ) -> float:
     """Micro-batches of its layers a stage keeps: warm-up + 1 forwards, at most all [S] (get_pp_rank_microbatches;
     interleaved, (p - r - 1) x 2 + (v - 1) x `group` (PP unless given) + `extra_warmup` forwards in the warm-up:
-    one more with the MoE all-to-alls overlapped)."""
+    one more with the MoE all-to-alls overlapped). Interleaved, those forwards go to its chunks in the schedule
+    table's order (chunk_forwards); where its chunks hold unlike numbers of layers (`chunk_layers`, chunk by chunk),
+    the count is each chunk's forwards weighted by its layers, else the forwards over V."""
     if pp == 1:
         return 1.0
     if virtual_stages == 1:
@@ -800,7 +804,26 @@ def microbatches_in_flight(
     chunks = 2 * (pp - stage - 1) + (virtual_stages - 1) * (group or pp) + 1 + extra_warmup
     if num_microbatches is not None:
         chunks = min(chunks, num_microbatches * virtual_stages)
-    return chunks / virtual_stages
+    if len(set(chunk_layers)) <= 1:
+        return chunks / virtual_stages
+    kept = chunk_forwards(num_microbatches, virtual_stages, group or pp, chunks)
+    return sum(n * kept.count(c) for c, n in enumerate(chunk_layers)) / sum(chunk_layers)
+
+
+def chunk_forwards(num_microbatches: int | None, virtual_stages: int, group: int, count: int) -> list[int]:
+    """The model chunk of each of a rank's first `count` forwards, in Megatron-Core's interleaved schedule table
+    (schedules.py get_schedule_table): each `group` of micro-batches (the last one what is left) through chunk 0,
+    then chunk 1, ...; without a micro-batch count, groups of `group` throughout."""
+    out: list[int] = []
+    start = 0
+    while len(out) < count:
+        size = group if num_microbatches is None else min(group, num_microbatches - start)
+        if size <= 0:
+            break
+        for chunk in range(virtual_stages):
+            out += [chunk] * size
+        start += size
+    return out[:count]
 
 
 def _in_flight(layout: MemoryLayout, one_f_one_b: float, num_microbatches: int | None) -> float:
@@ -878,6 +901,18 @@ def activation_bytes(
     return stage_activation_bytes(shape, layout, seq_len, micro_batch, 0, shape.layers / layout.pp, in_flight, first)
 
 
+def _chunk_layers(shape: ModelShape, layout: MemoryLayout, stage: int) -> list[int]:
+    """The decoder layers of each of a pipeline rank's model chunks, chunk by chunk (its virtual stages r, r + PP,
+    ...: the given layout's, or the interleaved split's); none without interleaving."""
+    if layout.virtual_stages == 1:
+        return []
+    if layout.pipeline_layout is not None:
+        per_stage = parse_pipeline_layout(layout.pipeline_layout).decoder_layers()
+    else:
+        per_stage = virtual_stage_layer_counts(shape.layers, layout.pp, layout.virtual_stages)
+    return per_stage[stage :: layout.pp]
+
+
 def _stage_layer_indices(shape: ModelShape, layout: MemoryLayout) -> tuple[tuple[int, ...], ...]:
     return stage_layers(
         shape.layers,
@@ -944,8 +979,9 @@ def stage_memory(
         held = parameters_on_stage(shape, layout, stage, layers)
         warmup = 1 if layout.ep_overlap_warmup else 0
         one_f_one_b = microbatches_in_flight(
-            layout.pp, stage, layout.virtual_stages, num_microbatches, warmup, layout.microbatch_group
-        )
+            layout.pp, stage, layout.virtual_stages, num_microbatches, warmup, layout.microbatch_group,
+            _chunk_layers(shape, layout, stage),
+        )  # fmt: skip
         in_flight = _in_flight(layout, one_f_one_b, num_microbatches)
         acts = stage_activation_bytes(
             shape, layout, seq_len, micro_batch, stage, len(layers), in_flight, layers, own_widths=True
