@@ -13,6 +13,7 @@ from dpcost.cli import app
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import layout_step
 from dpcost.engine.layout_memory import stage_layers
+from dpcost.engine.layout_step import rank_layers
 from dpcost.engine.pipeline_layout import accounted_layout, layout_refusal, parse_pipeline_layout
 
 runner = CliRunner()
@@ -101,6 +102,18 @@ def test_estimate_reads_the_layout_and_refuses_it_in_its_words() -> None:
         assert len(result.output.strip().splitlines()) == 1
     alone = runner.invoke(app, ["estimate", "-m", "llama-8b", "-d", "8", "--pipeline-layout", "Et*32L"])
     assert alone.exit_code == 2 and alone.output.startswith("dpcost: error: --pipeline-layout:")
+
+
+def test_given_end_stages_split_into_each_ranks_chunks() -> None:
+    """--decoder-first/last-pipeline-num-layers with interleaving (transformer_block.py get_num_layers_to_build): a
+    rank's layers, the given end stages' or the middle's even share, split evenly over its V chunks, chunk k of all
+    ranks numbered before chunk k + 1. 126 layers on PP 16 x V 2 with 6 first and 8 last: rank 0 builds layers 0-2
+    and, after the first chunks' 3 + 14 x 4 + 4, 63-65; a rank's layers that do not split over V are refused."""
+    ranks = rank_layers(126, 16, 2, 6, 8)
+    assert [len(built) for built in ranks] == [6] + [8] * 14 + [8]
+    assert ranks[0] == (0, 1, 2, 63, 64, 65)
+    with pytest.raises(ValueError, match="do not split into 2 chunks"):
+        rank_layers(61, 16, 2, None, 1)
 
 
 def test_the_accounted_split_is_get_num_layers_to_build() -> None:

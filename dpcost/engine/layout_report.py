@@ -17,7 +17,7 @@ from dpcost.engine.estimate import group_row, model_info_of, setup_info, topolog
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step, megatron_bucket_bytes
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
-from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts, stage_layer_counts
+from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
 from dpcost.engine.pipeline_layout import checked_layout
@@ -112,12 +112,9 @@ def _stage_layer_counts(model: ModelSpec, o: Options) -> list[int]:
         return _layout_rank_layers(model, o)
     given = par.first_stage_layers is not None or par.last_stage_layers is not None
     flag = ("first_stage_layers" if par.first_stage_layers is not None else "last_stage_layers") if given else "pp"
-    if given and par.virtual_stages > 1:
-        raise InputError(flag, "an uneven first or last stage is not costed with interleaving (--virtual-stages)")
     try:
-        if par.virtual_stages > 1:
-            return rank_layer_counts(model.architecture.layers, par.pp, par.virtual_stages)
-        return stage_layer_counts(model.architecture.layers, par.pp, par.first_stage_layers, par.last_stage_layers)
+        return rank_layer_counts(model.architecture.layers, par.pp, par.virtual_stages, par.first_stage_layers,
+                                 par.last_stage_layers)  # fmt: skip
     except ValueError as exc:
         raise InputError(flag, f"{model.name}'s {model.architecture.layers} layers: {exc}") from None
 
@@ -341,8 +338,8 @@ def _layout_memory(
         scores_fp32=p.o.compute.unfused_softmax_fp32,
         fp8_params=_fp8_params(p.o),
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
-        first_stage_layers=counts[0] if split_ends else None,
-        last_stage_layers=counts[-1] if split_ends else None,
+        first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
+        last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,
         pipeline_layout=par.pipeline_layout,
         all_forwards_first=par.pp_schedule == "gpipe",
         ep_overlap_warmup=par.ep_comm_overlap and layout.ep > 1,

@@ -142,19 +142,30 @@ def rank_layers(
 ) -> StageLayers:
     """The decoder layers each pipeline rank builds, as Megatron-Core numbers them (get_layer_id_list): those of
     the given layout's virtual stages (pipeline_layout.py); interleaved, of its virtual stages r, r + PP, ...
-    (virtual_stage_layer_counts); else stage_layer_counts' split, in order."""
+    (virtual_stage_layer_counts; with the first or last stage's given, each rank's share split evenly over its V
+    chunks, as get_num_layers_to_build divides it); else stage_layer_counts' split, in order."""
     if pipeline_layout is not None:
         return parse_pipeline_layout(pipeline_layout).rank_layer_indices(pp)
     if virtual_stages == 1:
         return contiguous_layers(stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers))
-    if first_stage_layers is not None or last_stage_layers is not None:
-        raise ValueError("an uneven first or last stage is not modelled with interleaving")
-    return ranks_of_stages(virtual_stage_layer_counts(layers, pp, virtual_stages), pp)
+    if first_stage_layers is None and last_stage_layers is None:
+        return ranks_of_stages(virtual_stage_layer_counts(layers, pp, virtual_stages), pp)
+    per_rank = _given_stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers)
+    if any(n % virtual_stages for n in per_rank):
+        raise ValueError(f"the ranks' {per_rank} layers do not split into {virtual_stages} chunks each, as Megatron "
+                         "asserts (get_num_layers_to_build)")  # fmt: skip
+    return ranks_of_stages([per_rank[k % pp] // virtual_stages for k in range(pp * virtual_stages)], pp)
 
 
-def rank_layer_counts(layers: int, pp: int, virtual_stages: int = 1) -> list[int]:
+def rank_layer_counts(
+    layers: int,
+    pp: int,
+    virtual_stages: int = 1,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
+) -> list[int]:
     """Layers each pipeline rank builds (rank_layers)."""
-    return [len(built) for built in rank_layers(layers, pp, virtual_stages)]
+    return [len(built) for built in rank_layers(layers, pp, virtual_stages, first_stage_layers, last_stage_layers)]
 
 
 def _given_stage_layer_counts(layers: int, pp: int, first: int | None, last: int | None) -> list[int]:
