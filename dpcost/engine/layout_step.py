@@ -30,6 +30,7 @@ stage (L / PP layers); with CP each rank holds s / CP tokens:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -132,6 +133,7 @@ def contiguous_layers(counts: Sequence[int]) -> StageLayers:
     return ranks_of_stages(counts, len(counts))
 
 
+@functools.lru_cache(maxsize=1024)
 def rank_layers(
     layers: int,
     pp: int,
