@@ -16,9 +16,10 @@ from dpcost.cli import app
 from dpcost.engine.compute import mixer_recurrence_flops
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import layout_step, stage_loads
-from dpcost.engine.layout_step import contiguous_layers, layer_tp_pairs, stage_tp_pairs
+from dpcost.engine.layout_step import layer_tp_pairs, stage_tp_pairs
 from dpcost.engine.ops import has_layer_ops, layer_ops, ssd_backward_flops, ssd_forward_bytes, tensor_parallel
 from dpcost.engine.params import count_params
+from dpcost.engine.pipeline_layout import ranks_of_stages
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 CONFIGS = Path(__file__).parent / "reference" / "hf-configs"
@@ -127,10 +128,10 @@ def test_tp_pairs_follow_the_pattern() -> None:
                       "E" if a.moe_layer(i) else "-" for i in range(a.layers))  # fmt: skip
     assert pattern == NANO_PATTERN
     assert [layer_tp_pairs(a, i) for i in range(a.layers)] == [0 if c == "E" else 1 for c in pattern]
-    assert stage_tp_pairs(a, contiguous_layers([a.layers])) == pattern.count("M") + pattern.count("*") == 29
-    assert stage_tp_pairs(a, contiguous_layers([26, 26])) == NANO_PATTERN[:26].count("M") + NANO_PATTERN[:26].count("*")
+    assert stage_tp_pairs(a, ranks_of_stages([a.layers])) == pattern.count("M") + pattern.count("*") == 29
+    assert stage_tp_pairs(a, ranks_of_stages([26, 26])) == NANO_PATTERN[:26].count("M") + NANO_PATTERN[:26].count("*")
     llama = load_model("llama-70b").architecture
-    assert llama is not None and stage_tp_pairs(llama, contiguous_layers([40, 40])) == 80
+    assert llama is not None and stage_tp_pairs(llama, ranks_of_stages([40, 40])) == 80
 
 
 def test_stage_flops_put_attention_on_attention_layers_and_the_scan_on_mamba_layers() -> None:

@@ -13,7 +13,7 @@ from dpcost.cli import app
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import layout_step
 from dpcost.engine.layout_memory import stage_layers
-from dpcost.engine.layout_step import rank_layers
+from dpcost.engine.layout_step import rank_layers, virtual_stage_layers
 from dpcost.engine.pipeline_layout import accounted_layout, layout_refusal, parse_pipeline_layout
 
 runner = CliRunner()
@@ -111,6 +111,7 @@ def test_given_end_stages_split_into_each_ranks_chunks() -> None:
     and, after the first chunks' 3 + 14 x 4 + 4, 63-65; a rank's layers that do not split over V are refused."""
     ranks = rank_layers(126, 16, 2, 6, 8)
     assert [len(built) for built in ranks] == [6] + [8] * 14 + [8]
+    assert virtual_stage_layers(126, 16, 2, 6, 8)[0::16] == (3, 3)  # rank 0's two chunks, as memory counts them
     assert ranks[0] == (0, 1, 2, 63, 64, 65)
     with pytest.raises(ValueError, match="do not split into 2 chunks"):
         rank_layers(61, 16, 2, None, 1)

@@ -13,8 +13,9 @@ from dpcost.catalog import load_model, load_topology
 from dpcost.cli import app
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import layout_step, stage_loads
-from dpcost.engine.layout_step import contiguous_layers, ep_calls, stage_kinds, stage_layer_counts
+from dpcost.engine.layout_step import ep_calls, stage_kinds, stage_layer_counts
 from dpcost.engine.ops import mtp_ops
+from dpcost.engine.pipeline_layout import ranks_of_stages
 
 runner = CliRunner()
 
@@ -43,15 +44,15 @@ def test_mtp_module_is_a_last_layer_and_the_head_again_on_the_last_stage() -> No
     the MTP's own embedding (DeepSeek-V3 does not tie it), and the output head run once more per token."""
     model = load_model("deepseek-v3")
     layout = Layout(pp=16, ep=8, dp=16)
-    plain = stage_loads(model, layout, 4096, contiguous_layers([3] + [4] * 14 + [2]))[-1]
-    mtp = stage_loads(model, layout, 4096, contiguous_layers([4] * 15 + [1]), mtp_layers=1)[-1]
+    plain = stage_loads(model, layout, 4096, ranks_of_stages([3] + [4] * 14 + [2]))[-1]
+    mtp = stage_loads(model, layout, 4096, ranks_of_stages([4] * 15 + [1]), mtp_layers=1)[-1]
     assert mtp.layers == 1
     assert mtp.expert_params == plain.expert_params == 2 * 256 * EXPERT / 8
     assert mtp.dense_params - plain.dense_params == pytest.approx(2 * H * H + 3 * H + VOCAB * H)
     assert mtp.forward_flops - plain.forward_flops == pytest.approx(2 * (2 * H * H + 3 * H) + 2 * VOCAB * H)
-    assert stage_kinds(load_model("deepseek-v3").architecture, contiguous_layers([4] * 15 + [1]), 1)[-1] == (True, True)  # type: ignore[arg-type]
+    assert stage_kinds(load_model("deepseek-v3").architecture, ranks_of_stages([4] * 15 + [1]), 1)[-1] == (True, True)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="61 layers"):
-        stage_loads(model, layout, 4096, contiguous_layers([4] * 15 + [2]))
+        stage_loads(model, layout, 4096, ranks_of_stages([4] * 15 + [2]))
 
 
 def test_mtp_layers_dispatch_their_tokens_too() -> None:
@@ -59,7 +60,7 @@ def test_mtp_layers_dispatch_their_tokens_too() -> None:
     a = load_model("deepseek-v3").architecture
     assert a is not None
     layout = Layout(pp=16, ep=8, dp=16)
-    calls = ep_calls(a, layout, 1, 4096, 2.0, False, stages=stage_kinds(a, contiguous_layers([1] + [4] * 15), 3))
+    calls = ep_calls(a, layout, 1, 4096, 2.0, False, stages=stage_kinds(a, ranks_of_stages([1] + [4] * 15), 3))
     assert calls[0].per_micro_batch == 4 * 7  # 4 MoE layers and 3 MTP modules on the last stage
 
 

@@ -90,10 +90,9 @@ from collections.abc import Sequence
 from dpcost.engine.activations import mla_latent_tensors
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_step import rank_layers, virtual_stage_layer_counts
+from dpcost.engine.layout_step import rank_layers, virtual_stage_layers
 from dpcost.engine.loss import logit_peak_bytes
 from dpcost.engine.params import latent_projections, mixer_parameters
-from dpcost.engine.pipeline_layout import parse_pipeline_layout
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -901,15 +900,15 @@ def activation_bytes(
     return stage_activation_bytes(shape, layout, seq_len, micro_batch, 0, shape.layers / layout.pp, in_flight, first)
 
 
-def _chunk_layers(shape: ModelShape, layout: MemoryLayout, stage: int) -> list[int]:
+def _chunk_layers(shape: ModelShape, layout: MemoryLayout, stage: int) -> tuple[int, ...]:
     """The decoder layers of each of a pipeline rank's model chunks, chunk by chunk (its virtual stages r, r + PP,
-    ...: the given layout's, or the interleaved split's); none without interleaving."""
+    ...: layout_step.virtual_stage_layers); none without interleaving."""
     if layout.virtual_stages == 1:
-        return []
-    if layout.pipeline_layout is not None:
-        per_stage = parse_pipeline_layout(layout.pipeline_layout).decoder_layers()
-    else:
-        per_stage = virtual_stage_layer_counts(shape.layers, layout.pp, layout.virtual_stages)
+        return ()
+    per_stage = virtual_stage_layers(
+        shape.layers, layout.pp, layout.virtual_stages, layout.first_stage_layers, layout.last_stage_layers,
+        layout.pipeline_layout,
+    )  # fmt: skip
     return per_stage[stage :: layout.pp]
 
 

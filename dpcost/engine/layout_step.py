@@ -49,7 +49,6 @@ __all__ = [
     "LayoutCall",
     "StageKinds",
     "bubble_seconds",
-    "contiguous_layers",
     "cp_calls",
     "ep_calls",
     "exposed_per_micro_batch",
@@ -67,6 +66,7 @@ __all__ = [
     "stage_tp_pairs",
     "tp_calls",
     "virtual_stage_layer_counts",
+    "virtual_stage_layers",
 ]
 
 
@@ -128,9 +128,28 @@ def virtual_stage_layer_counts(layers: int, pp: int, virtual_stages: int) -> lis
 StageLayers = tuple[tuple[int, ...], ...]  # per pipeline rank, the indices of the decoder layers it builds
 
 
-def contiguous_layers(counts: Sequence[int]) -> StageLayers:
-    """Per stage, the next `counts[s]` decoder layers in order."""
-    return ranks_of_stages(counts, len(counts))
+@functools.lru_cache(maxsize=1024)
+def virtual_stage_layers(
+    layers: int,
+    pp: int,
+    virtual_stages: int = 1,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
+    pipeline_layout: str | None = None,
+) -> tuple[int, ...]:
+    """Decoder layers per virtual stage, PP x V of them (virtual stage k on rank k mod PP), as Megatron-Core builds
+    them (get_num_layers_to_build): the given layout's (pipeline_layout.py); with the first or last stage's given,
+    each rank's share split evenly over its V chunks, refused where it does not split; else
+    virtual_stage_layer_counts (stage_layer_counts without interleaving)."""
+    if pipeline_layout is not None:
+        return tuple(parse_pipeline_layout(pipeline_layout).decoder_layers())
+    if first_stage_layers is None and last_stage_layers is None:
+        return tuple(virtual_stage_layer_counts(layers, pp, virtual_stages))
+    per_rank = _given_stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers)
+    if any(n % virtual_stages for n in per_rank):
+        raise ValueError(f"the ranks' {per_rank} layers do not split into {virtual_stages} chunks each, as Megatron "
+                         "asserts (get_num_layers_to_build)")  # fmt: skip
+    return tuple(per_rank[k % pp] // virtual_stages for k in range(pp * virtual_stages))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -142,21 +161,10 @@ def rank_layers(
     last_stage_layers: int | None = None,
     pipeline_layout: str | None = None,
 ) -> StageLayers:
-    """The decoder layers each pipeline rank builds, as Megatron-Core numbers them (get_layer_id_list): those of
-    the given layout's virtual stages (pipeline_layout.py); interleaved, of its virtual stages r, r + PP, ...
-    (virtual_stage_layer_counts; with the first or last stage's given, each rank's share split evenly over its V
-    chunks, as get_num_layers_to_build divides it); else stage_layer_counts' split, in order."""
-    if pipeline_layout is not None:
-        return parse_pipeline_layout(pipeline_layout).rank_layer_indices(pp)
-    if virtual_stages == 1:
-        return contiguous_layers(stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers))
-    if first_stage_layers is None and last_stage_layers is None:
-        return ranks_of_stages(virtual_stage_layer_counts(layers, pp, virtual_stages), pp)
-    per_rank = _given_stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers)
-    if any(n % virtual_stages for n in per_rank):
-        raise ValueError(f"the ranks' {per_rank} layers do not split into {virtual_stages} chunks each, as Megatron "
-                         "asserts (get_num_layers_to_build)")  # fmt: skip
-    return ranks_of_stages([per_rank[k % pp] // virtual_stages for k in range(pp * virtual_stages)], pp)
+    """The decoder layers each pipeline rank builds, as Megatron-Core numbers them (get_layer_id_list): those of its
+    virtual stages r, r + PP, ... (virtual_stage_layers), in layer order."""
+    per_stage = virtual_stage_layers(layers, pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout)
+    return ranks_of_stages(per_stage, pp)
 
 
 def rank_layer_counts(

@@ -43,10 +43,11 @@ class PipelineLayout:
         return ranks_of_stages(self.decoder_layers(), pp)
 
 
-def ranks_of_stages(per_stage: Sequence[int], pp: int) -> tuple[tuple[int, ...], ...]:
+def ranks_of_stages(per_stage: Sequence[int], pp: int | None = None) -> tuple[tuple[int, ...], ...]:
     """The decoder layers' indices each pipeline rank builds when virtual stage k holds per_stage[k] layers, numbered
     in stage order, and virtual stage k runs on rank k mod PP: rank r those of stages r, r + PP, ..., in layer order
-    (get_layer_id_list). With as many stages as ranks, each rank's run of layers in order."""
+    (get_layer_id_list). With as many stages as ranks (PP's default), each rank's run of layers in order."""
+    pp = len(per_stage) if pp is None else pp
     starts = list(itertools.accumulate(per_stage, initial=0))
     return tuple(
         tuple(i for k in range(rank, len(per_stage), pp) for i in range(starts[k], starts[k] + per_stage[k]))
