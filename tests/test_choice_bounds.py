@@ -1,4 +1,5 @@
-"""The automatic (ZeRO stage, recomputation) choice skips candidates by two lower bounds (plan.choose). Each bound
+"""The automatic (ZeRO stage, recomputation) choice skips candidates by lower bounds: on the step (plan.choose) and
+on the device total (StageMemories.fits). Each bound
 holds by the mechanism it names, and the choice is the one an exhaustive loop of `estimate` calls finds."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ PLANS: list[tuple[str, str, dict[str, object]]] = [
     ("llama-8b", "dgx-h100", {"dp": 16, "framework": "deepspeed"}),
     ("llama-8b", "dgx-h100", {"dp": 16, "framework": "fsdp", "shard_group": 8}),
     ("llama-8b", "dgx-h100", {"dp": 16, "framework": "megatron"}),
+    ("llama-8b", "dgx-h100", {"dp": 16, "grads_between_steps": "kept", "global_batch": 256}),
     ("llama-70b", "dgx-h100", {"dp": 64, "framework": "deepspeed", "offload": "optimizer"}),
     ("mixtral-8x7b", "dgx-h100", {"dp": 64}),
     ("gpt3-175b", "dgx-a100", {"dp": 1024, "compute_model": "flops"}),
@@ -33,15 +35,19 @@ IDS = [f"{m}-{'-'.join(f'{k}={v}' for k, v in o.items())}" for m, _, o in PLANS]
 
 @pytest.mark.parametrize(("name", "topology", "given"), PLANS, ids=IDS)
 def test_the_bounds_hold_at_every_stage_and_policy(name: str, topology: str, given: dict[str, object]) -> None:
-    """least_total never exceeds a row's device total (memory.phases' optimizer step holds every model state), and
-    least_step never exceeds a timed step (every term of the step's breakdown beyond compute is >= 0)."""
+    """least_total never exceeds a row's device total (memory.phases' optimizer step holds every model state), nor
+    does least_forward_total (its forward holds the states it carries and the kept activations, with buffers and the
+    loss's peak >= 0 above them); least_step never exceeds a timed step (every term of the step's breakdown beyond
+    compute is >= 0)."""
     model, topo = load_model(name), load_topology(topology)
     p = prepare(model, topo, Options(**given))  # type: ignore[arg-type]
     memories, call = StageMemories(model, topo, p), call_time(topo, p.o)
     checked = 0
     for stage in p.stages():
         for recompute in recompute_policies(p):
-            assert memories.least_total(stage) <= memories.row(stage, recompute).total
+            total = memories.row(stage, recompute).total
+            assert memories.least_total(stage) <= total
+            assert memories.least_forward_total(stage, recompute) <= total
             micro = micro_batch_time(model, topo, p, recompute)
             try:
                 timed = timeline(model, topo, p, stage, recompute, call, micro)

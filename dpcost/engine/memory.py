@@ -616,8 +616,7 @@ def phases(
     - backward, at its start: the same with the larger of the loss's backward peak and the last layer's
       recomputation plus its activation gradients, and the gradient buckets in flight;
     - optimizer step: model states and every gradient; no activations."""
-    carried = states.grads if accumulation > 1 else states.grads - states.backward_grads
-    optimizer = states.optimizer - states.step_only
+    _, carried, optimizer = forward_states(states, accumulation)
     gathered = buf.gathered + buf.ddp_copy + buf.kept_grads + buf.workspaces
     forward = PhaseMemory(
         "forward", states.params, carried, optimizer, gathered + buf.held_buckets + buf.cast_weights, kept_per_sample,
@@ -634,6 +633,14 @@ def phases(
     )
     step = PhaseMemory("optimizer step", states.params, states.grads, states.optimizer, gathered + buf.at_step, 0, 0)
     return forward, backward, step
+
+
+def forward_states(states: ModelStates, accumulation: int) -> tuple[float, float, float]:
+    """The weights, gradients and optimizer states the forward and backward phases hold (phases): gradients that
+    persist between steps, or all of them under accumulation; the optimizer's states bar what only its step
+    allocates."""
+    carried = states.grads if accumulation > 1 else states.grads - states.backward_grads
+    return states.params, carried, states.optimizer - states.step_only
 
 
 def stage_memory(

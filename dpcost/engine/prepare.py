@@ -24,6 +24,7 @@ from dpcost.engine.memory import (
     StageMemory,
     buffers,
     context_bytes,
+    forward_states,
     model_states,
     phases,
     stage_memory,
@@ -679,17 +680,27 @@ class StageMemories:
         return found
 
     def fits(self, stage: int, recompute: str) -> bool:
-        """row(stage, recompute).fits, without the row where the stage's model states alone leave no room."""
+        """row(stage, recompute).fits, without the row where a lower bound on its total leaves no room: the
+        stage's model states alone (least_total), or what its forward holds (least_forward_total)."""
         room = self._room.get(stage)
+        hbm = self.topology.gpu.hbm
         if room is None:
-            room = self._room[stage] = self.least_total(stage) <= self.topology.gpu.hbm
-        return room and self.row(stage, recompute).fits
+            room = self._room[stage] = self.least_total(stage) <= hbm
+        return room and self.least_forward_total(stage, recompute) <= hbm and self.row(stage, recompute).fits
 
     def least_total(self, stage: int) -> float:
         """A lower bound on the stage's device total under any policy: memory.phases' optimizer step holds every
         model state (and buffers), so the peak holds at least them, and the total adds fragmentation (>= 0) and the
         context. 1e-12: the row sums the same bytes in another order."""
         return (self.states_without_buffers(stage).total + context_bytes(self.topology.gpu)) * (1 - 1e-12)
+
+    def least_forward_total(self, stage: int, recompute: str) -> float:
+        """A lower bound on the row's device total: memory.phases' forward holds the model states it carries
+        (forward_states) and the micro-batch's kept activations, with buffers and the loss's forward peak (>= 0)
+        above them; the total adds fragmentation (>= 0) and the context. 1e-12: as least_total's."""
+        held = sum(forward_states(self.states_without_buffers(stage), self.p.accumulation))
+        kept = self.p.micro_batch * self.activations(recompute)[0]
+        return (held + kept + context_bytes(self.topology.gpu)) * (1 - 1e-12)
 
     def table(self, recompute: str) -> tuple[StageMemory, ...]:
         """Every ZeRO stage's row, 0-3, with one recomputation policy."""

@@ -43,6 +43,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import field
+from functools import lru_cache
 from statistics import NormalDist
 
 from dpcost.engine.dp_schedule import (
@@ -270,6 +271,7 @@ class Drain:
         return sum(n for _, n in self.runs)
 
 
+@lru_cache(maxsize=1024)  # asked once per timed step, for the same few group sizes
 def expected_max_deviate(n: int) -> float:
     """The expected largest of n standard normal deviates (Blom 1958: Phi^-1((n - 0.375) / (n + 0.25)))."""
     return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
