@@ -1167,7 +1167,7 @@ class ModelArchitecture(Spec):
         """The logits' width: the output head's rows."""
         return self.head_vocab or self.vocab
 
-    @property
+    @cached_property
     def hybrid(self) -> bool:
         """Some layer is not plain attention followed by an MLP (a recurrent or convolutional mixer, none, or
         DeepSeek-V4's compressed attention), the residual is kept as several streams, the layers take Gemma 4's

@@ -100,12 +100,21 @@ class Recipe:
     autocast: bool = False
 
     def states(self, optimizer: str) -> tuple[StateComponent, ...]:
-        extra = OPTIMIZER_STATE_BYTES[optimizer]
-        if self.states_in_weight_dtype and optimizer in ("adamw", "sgd"):
-            extra /= 2
-        if not self.optimizer_states or extra == 0:
-            return self.components
-        return (*self.components, StateComponent(f"{optimizer} states", "optimizer", extra, 1, "optimizer"))
+        """The components with `optimizer`'s own states (OPTIMIZER_STATE_BYTES), where the recipe leaves them to it."""
+        return self._states_by_optimizer[optimizer]
+
+    @cached_property
+    def _states_by_optimizer(self) -> dict[str, tuple[StateComponent, ...]]:
+        """states() for every optimizer, built once per recipe: each plan's memory reads it per ZeRO stage."""
+        by_optimizer = {}
+        for optimizer, extra in OPTIMIZER_STATE_BYTES.items():
+            if self.states_in_weight_dtype and optimizer in ("adamw", "sgd"):
+                extra /= 2
+            own = StateComponent(f"{optimizer} states", "optimizer", extra, 1, "optimizer")
+            by_optimizer[optimizer] = (
+                self.components if not self.optimizer_states or extra == 0 else (*self.components, own)
+            )
+        return by_optimizer
 
 
 RECIPES = {

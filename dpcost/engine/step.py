@@ -510,12 +510,12 @@ class _Schedule:
     def run(self, stretch: Stretch) -> None:
         """Price one stretch of the schedule: its phases, and its calls' traffic."""
         p, calls = self.plan, stretch.calls
-        seconds = {FORWARD: p.forward, BACKWARD: p.backward, FORWARD_BACKWARD: p.forward + p.backward}
         if not calls:
             if stretch.compute == OPTIMIZER:
                 if p.optimizer > 0:
                     self.compute_only(stretch.name, p.optimizer, stretch.repeats)
             else:
+                seconds = {FORWARD: p.forward, BACKWARD: p.backward, FORWARD_BACKWARD: p.forward + p.backward}
                 self.compute_only(stretch.name, seconds[stretch.compute], stretch.repeats)
             return
         for c in calls:
