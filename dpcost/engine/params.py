@@ -15,6 +15,8 @@ DeepSeek-V2-Lite and 36.7B for DeepSeek-V3). The second is the N of 6N training 
 
 from __future__ import annotations
 
+from functools import cache
+
 from dpcost.engine.memo import cached_property, per_object
 from dpcost.frozen import frozen
 from dpcost.specs import CSA, HCA, KV_SHARED, REUSED_BLOCK, SHARED_BLOCK, ModelArchitecture, ModelSpec
@@ -906,7 +908,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         )
     h = a.hidden
     kinds = a.layer_kinds
-    blocks = tuple(_block(a, mlp == "moe", mixer, mlp, ffn) for mixer, mlp, ffn in kinds)
+    block_of = cache(lambda mixer, mlp, ffn: _block(a, mlp == "moe", mixer, mlp, ffn))  # a model's layers: few kinds
+    blocks = tuple(block_of(*kind) for kind in kinds)
     if a.layer_weights:  # ALBERT: a layer running an earlier layer's weights holds none, and a token passes through
         blocks = tuple(b if a.holds_weights(i) else BlockCount(0.0, b.active, b.moe) for i, b in enumerate(blocks))
     if a.indexer is not None and a.indexer.layers:  # GLM-5.2: a layer reusing another's top-k holds no indexer
@@ -963,7 +966,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
         spared = [m for i, (m, *_) in enumerate(kinds) if "attention" in m and a.indexer and a.indexer.layers
                   and i not in a.indexer.layers]  # fmt: skip
         without = sum(indexer_parameters(a.attention_of(m)) for m in spared)  # each at its own width
-        attention = sum(attention_parameters(a, m) for m, *_ in held if "attention" in m)
+        attention_of = cache(lambda mixer: attention_parameters(a, mixer))
+        attention = sum(attention_of(m) for m, *_ in held if "attention" in m)
         if a.attention_experts is not None and a.moe is not None:  # the experts' projections have their own rows
             without += a.attention_layers * a.moe.active * attention_expert(a)
         components.append(("attention", attention - without))
@@ -992,10 +996,12 @@ def count_params(spec: ModelSpec) -> ParamCount:
         hybrids = holders + sum(1 for mixer, *_ in kinds if mixer == REUSED_BLOCK)
         components.append(("shared transformer blocks", shared_block_parameters(a) * holders))
         components.append(("hybrid layers' linear layers and adapters", shared_block_layer_parameters(a) * hybrids))
-    compressors = sum(compressor_parameters(a, mixer) for mixer, *_ in kinds)
+    compressors_of = cache(lambda mixer: compressor_parameters(a, mixer))
+    compressors = sum(compressors_of(mixer) for mixer, *_ in kinds)
     if compressors:
         components.append(("compressors and indexers", compressors))
-    layer_norms = sum(layer_norm_parameters(a, mixer, mlp) for mixer, mlp, _ in held)
+    norms_of = cache(lambda mixer, mlp: layer_norm_parameters(a, mixer, mlp))
+    layer_norms = sum(norms_of(mixer, mlp) for mixer, mlp, _ in held)
     if a.mlp_norm:  # a norm over each dense MLP's intermediate (Kosmos-2, BitNet)
         layer_norms += sum(a.norm_weights * ffn for _, mlp, ffn in kinds if mlp == "dense")
     components.append(("norms", layer_norms + outside_norm_parameters(a)))
