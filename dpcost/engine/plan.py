@@ -250,20 +250,18 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
     """Forward and backward of a micro-batch at the --mfu rate (compute.py), or op by op (--compute-model ops,
     ops.py)."""
     o = p.o
-    flops = flops_per_token(
-        p.counts,
-        model.architecture,
-        p.seq_len,
-        recompute,
-        o.compute.flash_attention,
-        o.plan.recompute_layers,
-        frozenset(o.plan.recompute_modules),
-    )
+
+    def flops_of() -> FlopsPerToken:
+        modules = frozenset(o.plan.recompute_modules)
+        return flops_per_token(p.counts, model.architecture, p.seq_len, recompute, o.compute.flash_attention,
+                               o.plan.recompute_layers, modules)  # fmt: skip
+
     tokens = p.micro_batch * p.seq_len
     gpu = topology.gpu
     peak = gpu.peak(o.compute.compute_dtype)
     a = model.architecture
     if a is None or o.compute.chosen_model == "flops":  # every FLOP at one efficiency
+        flops = flops_of()
         rate = peak * (o.compute.mfu or DEFAULT_MFU)
         return MicroBatchTime(
             flops, flops.forward * tokens / rate, (flops.backward + flops.recompute) * tokens / rate, None
@@ -280,14 +278,15 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
            share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp,
            fp8_head)  # fmt: skip
     known = _compute_of(a)
-    if key not in known:
-        known[key] = micro_batch_compute(
+    found = known.get(key)
+    if found is None:  # the key holds every input of flops_per_token but the architecture's counts
+        compute = micro_batch_compute(
             a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
             gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
             cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp, fp8_head,
         )  # fmt: skip
-    compute = known[key]
-    return MicroBatchTime(flops, compute.forward, compute.backward, compute)
+        found = known[key] = MicroBatchTime(flops_of(), compute.forward, compute.backward, compute)
+    return found
 
 
 def least_step(p: Prepared, micro: MicroBatchTime) -> float:
@@ -340,9 +339,9 @@ def timeline(
 
 
 @per_object
-def _compute_of(a: ModelArchitecture) -> dict[tuple[object, ...], MicroBatchCompute]:
-    """One micro-batch's compute op by op, by everything it depends on (memo.py): the plans of a batch, a sweep or a
-    search that differ only in DP time the same micro-batch again."""
+def _compute_of(a: ModelArchitecture) -> dict[tuple[object, ...], MicroBatchTime]:
+    """One micro-batch's time op by op and its FLOPs per token, by everything they depend on (memo.py): the plans of
+    a batch, a sweep or a search that differ only in DP time the same micro-batch again."""
     return {}
 
 

@@ -500,6 +500,7 @@ class _Schedule:
         self.bwd_runs = [(plan.backward * u.compute_share, n) for u, n in reversed(self.runs)]
         self.grad_total = sum(u.params * n for u, n in self.runs) * plan.grad_bytes
         self.weight_total = sum(u.params * n * self.gathered_bytes(u) for u, n in self.runs)
+        self.units = sum(n for _, n in self.runs)
         self.phases: list[Phase] = []
         # per (op, purpose), in the order first issued: one occurrence's (message, calls, seconds, priced runs), and
         # the occurrences per step
@@ -541,8 +542,14 @@ class _Schedule:
             out.append(Traffic(op, purpose, message, n, count * n, seconds * n, tuple(runs)))
         return tuple(out)
 
-    def _issue(self, c: Collective, message: float, runs: Sequence[tuple[Call, int]], seconds: float) -> None:
+    def _issue(
+        self, c: Collective, message: float, runs: Sequence[tuple[Call, int]], seconds: float | None = None
+    ) -> None:
+        """Record the first occurrence of `c`'s calls: their bytes, count and seconds (summed over `runs` unless
+        given)."""
         if (c.op, c.purpose) not in self.issued:
+            if seconds is None:
+                seconds = sum(call.seconds * n for call, n in runs)
             self.issued[c.op, c.purpose] = (message, sum(n for _, n in runs), seconds, runs)
 
     def compute_only(self, name: str, seconds: float, repeats: int) -> None:
@@ -560,7 +567,7 @@ class _Schedule:
         if self._gathers is None:
             call, bytes_of = self.call, self.gathered_bytes
             self._gathers = [(call("all_gather", u.params * bytes_of(u)), n) for u, n in self.runs]
-        self._issue(c, self.weight_total, self._gathers, sum(g.seconds * n for g, n in self._gathers))
+        self._issue(c, self.weight_total, self._gathers)
         return self._gathers
 
     def bucketed(self, stretch: Stretch, c: Collective) -> None:
@@ -620,7 +627,7 @@ class _Schedule:
         duration = gather_reduce_runs([(c, g, r, n) for (c, n), (g, _), r in zip(compute, ag, reduces, strict=True)])
         ag_total = sum(g * n for g, n in ag)
         by_op = by_reduction + ((("all_gather", ag_total),) if back else ())
-        units = sum(n for _, n in compute)
+        units = self.units
         waits = (units if gathers else 0) + 1  # each unit's gather, and the last reduction
         slack = max(0.0, p.backward - ag_total) / units if gathers else 0.0
         slowdown = slowdown_of([*calls, *(gathers or ())])
@@ -637,7 +644,7 @@ class _Schedule:
         pairs = zip(compute, calls, strict=True)
         duration = gather_reduce_runs([(c, call.seconds, 0.0, n) for (c, n), (call, _) in pairs])
         ag = sum(c.seconds * n for c, n in calls)
-        units = sum(n for _, n in calls)
+        units = self.units  # one gather a unit
         by_op = (("all_gather", ag),)
         total = sum(c * n for c, n in compute)
         slack = max(0.0, total - ag) / units if units else 0.0
