@@ -471,7 +471,7 @@ def training_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Tra
         recomputes,
         memories.fits,
         lambda st, rc: timeline(model, topology, p, st, rc, call, micro_batch(rc)),
-        lambda st, rc: least_step(p, micro_batch(rc)),
+        lambda st, rc: least_step(topology, p, micro_batch(rc)),
     )
     global_batch = p.micro_batch * p.accumulation * o.dp
     model_flops = model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, p.accumulation)

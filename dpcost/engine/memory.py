@@ -239,11 +239,12 @@ def model_states(
         raise ValueError("offload must be none, optimizer or params")
     totals: dict[str, float] = {"params": 0.0, "grads": 0.0, "optimizer": 0.0}
     cpu = backward = step = 0.0
+    offloading = offload_applies(offload, stage)
     for c in recipe.states(optimizer):
         if stage >= c.gone_from or stage < c.kept_from:
             continue
         nbytes = c.bytes_per_param * n_params / (dp if stage >= c.shard_from else 1)
-        if _offloaded(c, offload, stage):
+        if offloading and _offloaded(c, offload, stage):
             cpu += nbytes
         else:
             totals[c.group] += nbytes

@@ -289,10 +289,20 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
     return found
 
 
-def least_step(p: Prepared, micro: MicroBatchTime) -> float:
-    """A lower bound on the step: its micro-batches' compute, at the --skew the timeline adds. Every other term of
-    the step's breakdown (exposed calls, slowdown, jitter, the slowest GPU) is at least 0 (step._breakdown)."""
-    return p.accumulation * (micro.forward + micro.backward) * (1.0 + p.o.compute.skew)
+def least_step(topology: TopologySpec, p: Prepared, micro: MicroBatchTime) -> float:
+    """A lower bound on the step: its micro-batches' compute, at the --skew the timeline adds, run at the slowest
+    GPU's rate. step._breakdown charges every phase at least its compute x s / (1 - s) beyond it, s the rate the
+    slowest GPU loses (slowest_gpu_loss): all of it where compute paces the phase, and where the calls do, what no
+    longer fits under them after the phase's exposed wait. Its other terms (exposed calls, slowdown, jitter) are at
+    least 0."""
+    compute = p.accumulation * (micro.forward + micro.backward) * (1.0 + p.o.compute.skew)
+    return compute / (1.0 - slowest_gpu_loss(topology, p, micro))
+
+
+def slowest_gpu_loss(topology: TopologySpec, p: Prepared, micro: MicroBatchTime) -> float:
+    """The share of its rate the slowest of the plan's GPUs loses (prepare.slowest_gpu_share), where compute is
+    priced op by op; 0 at one --mfu rate."""
+    return slowest_gpu_share(topology.gpu, p.o.compute, p.o.dp) if micro.compute is not None else 0.0
 
 
 def timeline(
@@ -333,7 +343,7 @@ def timeline(
         ranks=o.dp,
         sync_jitter=o.compute.sync_jitter,
         optimizer=optimizer,
-        slowest_gpu=slowest_gpu_share(topology.gpu, o.compute, o.dp) if compute is not None else 0.0,
+        slowest_gpu=slowest_gpu_loss(topology, p, micro),
     )
     return Timed(stage, recompute, step_time(plan, call), forward, backward, flops, compute, optimizer)
 
