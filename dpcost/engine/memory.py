@@ -222,9 +222,9 @@ def offload_applies(offload: str, stage: int) -> bool:
     return (offload == "optimizer" and stage >= 1) or (offload == "params" and stage == 3)
 
 
-def _offloaded(component: StateComponent, offload: str, stage: int) -> bool:
-    if not offload_applies(offload, stage):
-        return False
+def _moved_by(component: StateComponent, offload: str) -> bool:
+    """Whether `offload`, where it applies (offload_applies), moves the component: params offload moves every
+    state, optimizer offload the optimizer's."""
     return offload == "params" or component.offload == "optimizer"
 
 
@@ -244,7 +244,7 @@ def model_states(
         if stage >= c.gone_from or stage < c.kept_from:
             continue
         nbytes = c.bytes_per_param * n_params / (dp if stage >= c.shard_from else 1)
-        if offloading and _offloaded(c, offload, stage):
+        if offloading and _moved_by(c, offload):
             cpu += nbytes
         else:
             totals[c.group] += nbytes
