@@ -11,14 +11,37 @@ are read as they were (LEGACY).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, get_args
 
 from dpcost.options import OptimizerImpl
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 
-__all__ = ["CATALOG", "read"]
+__all__ = [
+    "CATALOG",
+    "Label",
+    "checkpointing",
+    "compiled",
+    "data_parallel",
+    "model_name",
+    "optimizer",
+    "parallelism",
+    "precision",
+    "read",
+    "switch",
+    "training",
+    "whole",
+]
 
 KIND = "torchtitan TOML"
+
+Label = Callable[[str, str], str]  # (section, key) -> how the report names the key
+
+
+def toml_label(section: str, key: str) -> str:
+    """A TOML key as the report names it: `[training] seq_len`."""
+    return f"[{section}] {key}"
+
 
 # [model] name and flavor -> dpcost's catalog (torchtitan/models/*/__init__.py flavors)
 CATALOG = {
@@ -58,12 +81,12 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
             r.ignore(f"[{section}]", "...", NOT_PRICED)
     model = _model(r, _section(r, doc, "model"))
     parallel, where = _parallel_keys(r, doc)
-    degrees = _parallelism(r, parallel, where)
-    _training(r, _section(r, doc, "training"), degrees["pp"], parallel)
+    degrees = parallelism(r, parallel, toml_label, where)
+    training(r, _section(r, doc, "training"), degrees["pp"], parallel, toml_label, where)
     for key, value in _section(r, doc, "experimental").items():
         if key not in LEGACY["experimental"]:
             r.ignore(f"[experimental] {key}", value, NOT_PRICED)
-    _checkpointing(r, _section(r, doc, "activation_checkpoint"))
+    checkpointing(r, _section(r, doc, "activation_checkpoint"), toml_label)
     label = "[quantize.linear.float8]" if float8 else "[float8]"
     if isinstance(quantize, dict):  # other quantizations ([quantize.grouped_mm.*]: MoE experts) are not priced
         for kind, table in quantize.items():
@@ -71,30 +94,48 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
                 if (kind, name) != ("linear", "float8"):
                     r.ignore(f"[quantize.{kind}.{name}]", keys, NOT_PRICED)
     _float8(r, float8 or _section(r, doc, "float8"), _section(r, doc, "model"), label)
-    _optimizer(r, _section(r, doc, "optimizer"))
-    _compile(r, _section(r, doc, "compile"))
+    optimizer(r, _section(r, doc, "optimizer"), toml_label)
+    compiled(r, _section(r, doc, "compile"), toml_label)
+    return r.done(**data_parallel(r, degrees, model, toml_label("parallelism", "data_parallel_*_degree")))
+
+
+def data_parallel(r: Reading, degrees: dict[str, int], model: str | None, key: str) -> dict[str, Any]:
+    """The DP size the degrees fix (replicate x shard; shard -1 leaves it to --dp), with the model, as the reading's
+    last fields."""
     replicate, shard = degrees["replicate"], degrees["shard"]
     dp = replicate * shard if shard > 0 else None
     if shard > 0:
-        r.note("[parallelism] data_parallel_*_degree", f"{replicate} x {shard}", f"--dp {dp}", "replicate x shard")
-    return r.done(dp=dp, model=model, replicas=replicate if replicate > 1 and shard < 0 else None)
+        r.note(key, f"{replicate} x {shard}", f"--dp {dp}", "replicate x shard")
+    return {"dp": dp, "model": model, "replicas": replicate if replicate > 1 and shard < 0 else None}
 
 
 def _section(r: Reading, doc: dict[str, Any], name: str) -> dict[str, Any]:
     return r.section(doc, name, f"[{name}]", "a table of keys")
 
 
-def _int(r: Reading, key: str, value: Any, least: int = 1) -> int:
+def whole(r: Reading, key: str, value: Any, least: int = 1) -> int:
+    """`value` as a whole number of at least `least`, else one error naming `key`."""
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         allowed = "a positive integer" if least == 1 else f"an integer of at least {least}"
         raise r.error(key, f"must be {allowed}, got {value!r}")
     return value
 
 
-def _bool(r: Reading, key: str, value: Any) -> str:
+def switch(r: Reading, key: str, value: Any) -> str:
+    """`value` as a flag's true or false, else one error naming `key`."""
     if not isinstance(value, bool):
         raise r.error(key, f"must be true or false, got {value!r}")
     return "true" if value else "false"
+
+
+def model_name(r: Reading, key: str, name: Any, flavor: Any) -> str | None:
+    """The catalog model of torchtitan's model `name` and `flavor` (CATALOG), else None, and the row saying so."""
+    found = CATALOG.get((str(name).lower(), str(flavor).lower()))
+    if found is None:
+        r.ignore(key, f"{name} {flavor}", "not in dpcost's catalog: give --model")
+        return None
+    r.note(key, f"{name} {flavor}", f"--model {found}")
+    return found
 
 
 def _model(r: Reading, model: dict[str, Any]) -> str | None:
@@ -104,29 +145,36 @@ def _model(r: Reading, model: dict[str, Any]) -> str | None:
     name, flavor = model.get("name"), model.get("flavor")
     if name is None:
         return None
-    found = CATALOG.get((str(name).lower(), str(flavor).lower()))
-    if found is None:
-        r.ignore("[model] name, flavor", f"{name} {flavor}", "not in dpcost's catalog: give --model")
-        return None
-    r.note("[model] name, flavor", f"{name} {flavor}", f"--model {found}")
-    return found
+    return model_name(r, "[model] name, flavor", name, flavor)
 
 
 def _parallel_keys(r: Reading, doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """The parallelism keys wherever the file keeps them ([parallelism], or LEGACY's sections), and the section
     each came from."""
     parallel = dict(_section(r, doc, "parallelism"))
-    where = dict.fromkeys(parallel, "[parallelism]")
+    where = dict.fromkeys(parallel, "parallelism")
     for section, keys in LEGACY.items():
         for key, value in _section(r, doc, section).items():
             if key in keys and key not in parallel:
-                parallel[key], where[key] = value, f"[{section}]"
+                parallel[key], where[key] = value, section
     return parallel, where
 
 
-def _parallelism(r: Reading, parallel: dict[str, Any], where: dict[str, str]) -> dict[str, int]:
-    def label(key: str) -> str:
-        return f"{where.get(key, '[parallelism]')} {key}"
+def parallelism(
+    r: Reading,
+    parallel: dict[str, Any],
+    label: Label,
+    where: dict[str, str] | None = None,
+    sequence_parallel: bool = True,
+    known: tuple[str, ...] = PARALLELISM,
+) -> dict[str, int]:
+    """The degrees, the ZeRO stage FSDP2 runs at and the pipeline schedule from torchtitan's parallelism keys
+    (`where`: the section each key came from, [parallelism] by default); `sequence_parallel`: TP's activations
+    split over the sequence (torchtitan's TP is, unless enable_sequence_parallel is off); `known`: the keys that do
+    nothing at the degrees given (the rest are not priced)."""
+
+    def key_label(key: str) -> str:
+        return label((where or {}).get(key, "parallelism"), key)
 
     degrees = {"replicate": 1, "shard": -1, "tp": 1, "pp": 1, "cp": 1, "ep": 1}
     names = {
@@ -142,17 +190,17 @@ def _parallelism(r: Reading, parallel: dict[str, Any], where: dict[str, str]) ->
             value = parallel[key]
             if name == "shard" and value == -1:
                 continue
-            degrees[name] = _int(r, label(key), value)
+            degrees[name] = whole(r, key_label(key), value)
     for name in ("tp", "pp", "cp", "ep"):
         key = next(k for k, n in names.items() if n == name)
         if key in parallel:
-            r.use(label(key), degrees[name], name, str(degrees[name]))
+            r.use(key_label(key), degrees[name], name, str(degrees[name]))
     if "expert_tensor_parallel_degree" in parallel and degrees["ep"] > 1:
-        etp = _int(r, label("expert_tensor_parallel_degree"), parallel["expert_tensor_parallel_degree"])
-        r.use(label("expert_tensor_parallel_degree"), etp, "etp", str(etp))
-    if degrees["tp"] > 1:
+        etp = whole(r, key_label("expert_tensor_parallel_degree"), parallel["expert_tensor_parallel_degree"])
+        r.use(key_label("expert_tensor_parallel_degree"), etp, "etp", str(etp))
+    if degrees["tp"] > 1 and sequence_parallel:
         r.use(
-            label("tensor_parallel_degree"),
+            key_label("tensor_parallel_degree"),
             degrees["tp"],
             "sequence_parallel",
             "true",
@@ -161,140 +209,167 @@ def _parallelism(r: Reading, parallel: dict[str, Any], where: dict[str, str]) ->
     replicate, shard = degrees["replicate"], degrees["shard"]
     reshard = str(parallel.get("fsdp_reshard_after_forward", "default"))
     if shard == 1 and replicate > 1:
-        r.use(label("data_parallel_shard_degree"), 1, "zero", "0", "replicas only: torchtitan applies DDP")
+        r.use(key_label("data_parallel_shard_degree"), 1, "zero", "0", "replicas only: torchtitan applies DDP")
     elif reshard == "never":
-        r.use(label("fsdp_reshard_after_forward"), reshard, "zero", "2", "parameters kept to the backward (ZeRO-2)")
+        r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "2", "parameters kept to the backward (ZeRO-2)")
     elif reshard in ("default", "always"):
-        r.use(label("fsdp_reshard_after_forward"), reshard, "zero", "3", "FSDP's FULL_SHARD")
+        r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "3", "FSDP's FULL_SHARD")
     else:
-        raise r.error(label("fsdp_reshard_after_forward"), f"must be default, always or never, got {reshard!r}")
+        raise r.error(key_label("fsdp_reshard_after_forward"), f"must be default, always or never, got {reshard!r}")
     if replicate > 1 and shard > 1:
         hsdp = "HSDP: shard within, replicate across"
-        r.use(label("data_parallel_shard_degree"), shard, "shard_group", str(shard), hsdp)
+        r.use(key_label("data_parallel_shard_degree"), shard, "shard_group", str(shard), hsdp)
     schedule = str(parallel.get("pipeline_parallel_schedule", "1F1B"))
     if degrees["pp"] > 1 and schedule.lower() not in SCHEDULES:
-        r.refuse("virtual_stages", label("pipeline_parallel_schedule"), f"{schedule}: give the stages per rank")
+        r.refuse("virtual_stages", key_label("pipeline_parallel_schedule"), f"{schedule}: give the stages per rank")
     elif degrees["pp"] > 1:
         default = "" if "pipeline_parallel_schedule" in parallel else "torchtitan's default"
-        r.use(label("pipeline_parallel_schedule"), schedule, "pp_schedule", schedule.lower(), default)
+        r.use(key_label("pipeline_parallel_schedule"), schedule, "pp_schedule", schedule.lower(), default)
     if "enable_async_tensor_parallel" in parallel:
-        value = _bool(r, label("enable_async_tensor_parallel"), parallel["enable_async_tensor_parallel"])
-        r.use(label("enable_async_tensor_parallel"), value, "tp_comm_overlap", value)
+        value = switch(r, key_label("enable_async_tensor_parallel"), parallel["enable_async_tensor_parallel"])
+        r.use(key_label("enable_async_tensor_parallel"), value, "tp_comm_overlap", value)
     listed = r.listed()
     for key, value in parallel.items():
-        if label(key) in listed:
+        if key_label(key) in listed:
             continue
         if key in ("data_parallel_replicate_degree", "data_parallel_shard_degree"):
-            r.note(label(key), value, "", "the DP size: replicate x shard (-1: every GPU the other degrees leave)")
-        elif key in PARALLELISM:
-            r.ignore(label(key), value, "no effect at these degrees")
+            r.note(key_label(key), value, "", "the DP size: replicate x shard (-1: every GPU the other degrees leave)")
+        elif key in known:
+            r.ignore(key_label(key), value, "no effect at these degrees")
         else:
-            r.ignore(label(key), value, NOT_PRICED)
+            r.ignore(key_label(key), value, NOT_PRICED)
     return degrees
 
 
-def _training(r: Reading, training: dict[str, Any], pp: int, parallel: dict[str, Any]) -> None:
-    t = "[training] "
-    local_key = "local_batch_size" if "local_batch_size" in training else "batch_size"
-    local = _int(r, t + local_key, training.get(local_key, DEFAULTS["local_batch_size"]))
-    default = "" if local_key in training else "torchtitan's default"
-    global_batch = training.get("global_batch_size", -1)
+def training(
+    r: Reading,
+    section: dict[str, Any],
+    pp: int,
+    parallel: dict[str, Any],
+    label: Label,
+    where: dict[str, str] | None = None,
+) -> None:
+    """[training] local_batch_size (batch_size before v0.1), global_batch_size, seq_len and the mixed precision,
+    with PP's pipeline_parallel_microbatch_size."""
+
+    def t(key: str) -> str:
+        return label("training", key)
+
+    local_key = "local_batch_size" if "local_batch_size" in section else "batch_size"
+    local = whole(r, t(local_key), section.get(local_key, DEFAULTS["local_batch_size"]))
+    default = "" if local_key in section else "torchtitan's default"
+    global_batch = section.get("global_batch_size", -1)
     if global_batch != -1:
-        global_batch = _int(r, t + "global_batch_size", global_batch)
+        global_batch = whole(r, t("global_batch_size"), global_batch)
     if pp > 1:
-        key = "[parallelism] pipeline_parallel_microbatch_size"
-        micro = _int(r, key, parallel.get("pipeline_parallel_microbatch_size", 1))
+        name = "pipeline_parallel_microbatch_size"
+        key = label((where or {}).get(name, "parallelism"), name)
+        micro = whole(r, key, parallel.get(name, 1))
         if local % micro:
-            raise r.error(t + local_key, f"{local} is not a multiple of {key.split()[1]} {micro}")
-        r.use(key, micro, "micro_batch", str(micro), "" if key.split()[1] in parallel else "torchtitan's default")
+            raise r.error(t(local_key), f"{local} is not a multiple of {name} {micro}")
+        r.use(key, micro, "micro_batch", str(micro), "" if name in parallel else "torchtitan's default")
         if global_batch == -1:
-            r.use(t + local_key, local, "accumulation", str(local // micro), f"{local} / {micro} micro-batches")
+            r.use(t(local_key), local, "accumulation", str(local // micro), f"{local} / {micro} micro-batches")
     else:
-        r.use(t + local_key, local, "micro_batch", str(local), default)
+        r.use(t(local_key), local, "micro_batch", str(local), default)
     if global_batch != -1:
-        r.use(t + "global_batch_size", global_batch, "global_batch", str(global_batch))
-    seq = _int(r, t + "seq_len", training.get("seq_len", DEFAULTS["seq_len"]))
-    r.use(t + "seq_len", seq, "seq_len", str(seq), "" if "seq_len" in training else "torchtitan's default")
-    reduce = str(training.get("mixed_precision_reduce", "float32"))
-    if reduce not in DTYPES:
-        raise r.error(t + "mixed_precision_reduce", f"must be float32 or bfloat16, got {reduce!r}")
-    r.use(
-        t + "mixed_precision_reduce",
-        reduce,
-        "grad_dtype",
-        DTYPES[reduce],
-        "" if "mixed_precision_reduce" in training else "torchtitan's default",
-    )
-    param = str(training.get("mixed_precision_param", "bfloat16"))
-    if param != "bfloat16":
-        r.refuse("recipe", t + "mixed_precision_param", f"{param}: dpcost's fsdp recipe computes in bf16")
-    if "compile" in training:
-        r.use(t + "compile", training["compile"], "compile", _bool(r, t + "compile", training["compile"]))
-    for key, value in training.items():
+        r.use(t("global_batch_size"), global_batch, "global_batch", str(global_batch))
+    seq = whole(r, t("seq_len"), section.get("seq_len", DEFAULTS["seq_len"]))
+    r.use(t("seq_len"), seq, "seq_len", str(seq), "" if "seq_len" in section else "torchtitan's default")
+    precision(r, section, label)
+    if "compile" in section:
+        r.use(t("compile"), section["compile"], "compile", switch(r, t("compile"), section["compile"]))
+    for key, value in section.items():
         if key not in (local_key, "global_batch_size", "seq_len", "mixed_precision_reduce", "mixed_precision_param",
                        "compile", *LEGACY["training"]):  # fmt: skip
-            r.ignore(t + key, value, NOT_PRICED)
+            r.ignore(t(key), value, NOT_PRICED)
 
 
-def _checkpointing(r: Reading, ac: dict[str, Any]) -> None:
-    a = "[activation_checkpoint] "
+def precision(r: Reading, section: dict[str, Any], label: Label) -> None:
+    """[training] mixed_precision_reduce (--grad-dtype, float32 by default) and mixed_precision_param (bf16)."""
+    key = label("training", "mixed_precision_reduce")
+    reduce = str(section.get("mixed_precision_reduce", "float32"))
+    if reduce not in DTYPES:
+        raise r.error(key, f"must be float32 or bfloat16, got {reduce!r}")
+    default = "" if "mixed_precision_reduce" in section else "torchtitan's default"
+    r.use(key, reduce, "grad_dtype", DTYPES[reduce], default)
+    param = str(section.get("mixed_precision_param", "bfloat16"))
+    if param != "bfloat16":
+        r.refuse(
+            "recipe", label("training", "mixed_precision_param"), f"{param}: dpcost's fsdp recipe computes in bf16"
+        )
+
+
+def checkpointing(r: Reading, ac: dict[str, Any], label: Label) -> None:
+    """[activation_checkpoint] mode and selective_ac_option (selective 2 by default)."""
+
+    def a(key: str) -> str:
+        return label("activation_checkpoint", key)
+
     mode = str(ac.get("mode", "selective"))
     option = str(ac.get("selective_ac_option", "2"))
     default = "" if "mode" in ac else "torchtitan's default"
     if mode in ("none", "full"):
-        r.use(a + "mode", mode, "recompute", mode, default)
+        r.use(a("mode"), mode, "recompute", mode, default)
     elif mode == "selective" and option == "op":
-        r.use(a + "selective_ac_option", option, "recompute", "op", "per-op SAC")
+        r.use(a("selective_ac_option"), option, "recompute", "op", "per-op SAC")
     elif mode == "selective" and option.isdigit() and int(option) >= 1:
         r.use(
-            a + "mode", mode, "recompute", "full", f"{default + ': ' if default else ''}every {option}th block in full"
+            a("mode"), mode, "recompute", "full", f"{default + ': ' if default else ''}every {option}th block in full"
         )
-        r.use(a + "selective_ac_option", option, "recompute_layers", option)
+        r.use(a("selective_ac_option"), option, "recompute_layers", option)
     else:
-        raise r.error(a + "mode", f"must be none, full or selective (option op or an integer), got {mode} {option}")
+        raise r.error(a("mode"), f"must be none, full or selective (option op or an integer), got {mode} {option}")
     listed = r.listed()
     for key, value in ac.items():
-        if a + key not in listed:
-            r.note(a + key, value, "", "with selective_ac_option" if key == "mode" else NOT_PRICED)
+        if a(key) not in listed:
+            r.note(a(key), value, "", "with selective_ac_option" if key == "mode" else NOT_PRICED)
 
 
-def _optimizer(r: Reading, optimizer: dict[str, Any]) -> None:
-    name = optimizer.get("name", "AdamW")
+def optimizer(r: Reading, section: dict[str, Any], label: Label) -> None:
+    """[optimizer] name (AdamW by default) and implementation."""
+    name = section.get("name", "AdamW")
     if str(name) in ("AdamW", "Adam"):
-        r.use("[optimizer] name", name, "optimizer", "adamw", "" if "name" in optimizer else "torchtitan's default")
+        r.use(
+            label("optimizer", "name"), name, "optimizer", "adamw", "" if "name" in section else "torchtitan's default"
+        )
     else:
-        r.refuse("optimizer", "[optimizer] name", f"{name!r} is not one dpcost prices (AdamW, Adam)")
-    for key, value in optimizer.items():
+        r.refuse("optimizer", label("optimizer", "name"), f"{name!r} is not one dpcost prices (AdamW, Adam)")
+    for key, value in section.items():
         if key == "implementation":  # torchtitan's default is fused, as --framework fsdp's
             if value not in get_args(OptimizerImpl):
-                raise r.error(f"[optimizer] {key}", f"must be {', '.join(get_args(OptimizerImpl))}, got {value!r}")
-            r.use(f"[optimizer] {key}", value, "optimizer_impl", value)
+                raise r.error(label("optimizer", key), f"must be {', '.join(get_args(OptimizerImpl))}, got {value!r}")
+            r.use(label("optimizer", key), value, "optimizer_impl", value)
         elif key != "name":
-            r.ignore(f"[optimizer] {key}", value, NOT_PRICED)
+            r.ignore(label("optimizer", key), value, NOT_PRICED)
 
 
-def _compile(r: Reading, section: dict[str, Any]) -> None:
+def compiled(r: Reading, section: dict[str, Any], label: Label) -> None:
     """[compile] enable, for the parts `components` names (torchtitan's default: the model and the loss); a loss
     compiled alone leaves the model's ops as eager PyTorch runs them."""
+
+    def c(key: str) -> str:
+        return label("compile", key)
+
     components = section.get("components", ["model", "loss"])
     if isinstance(components, str):
-        components = [c.strip() for c in components.split(",") if c.strip()]
+        components = [part.strip() for part in components.split(",") if part.strip()]
     if not isinstance(components, list):
-        raise r.error("[compile] components", f"must be a list of names, got {components!r}")
+        raise r.error(c("components"), f"must be a list of names, got {components!r}")
     for key, value in section.items():
         if key not in ("enable", "components"):
-            r.ignore(f"[compile] {key}", value, NOT_PRICED)
+            r.ignore(c(key), value, NOT_PRICED)
     if "enable" not in section:
         if "components" in section:
-            r.ignore("[compile] components", components, "[compile] enable is off by default")
+            r.ignore(c("components"), components, f"{c('enable')} is off by default")
         return
-    enabled = _bool(r, "[compile] enable", section["enable"])
+    enabled = switch(r, c("enable"), section["enable"])
     if enabled == "true" and "model" not in components:
-        r.use("[compile] components", components, "compile", "false", "the loss compiled alone: the model runs eager")
+        r.use(c("components"), components, "compile", "false", "the loss compiled alone: the model runs eager")
         return
-    r.use("[compile] enable", section["enable"], "compile", enabled)
+    r.use(c("enable"), section["enable"], "compile", enabled)
     if "components" in section:
-        r.note("[compile] components", components, "", "what is compiled" if enabled == "true" else "off")
+        r.note(c("components"), components, "", "what is compiled" if enabled == "true" else "off")
 
 
 def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: str) -> None:
