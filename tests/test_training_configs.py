@@ -455,6 +455,19 @@ def test_torchtitan_reads_its_pipeline_schedule(tmp_path: Path) -> None:
     assert held[1] > held[0]
 
 
+def test_torchtitan_pipeline_microbatch_size_has_one_row_under_pp(tmp_path: Path) -> None:
+    """Under PP, [parallelism] pipeline_parallel_microbatch_size is the micro-batch (torchtitan's
+    job_config.py): one row says so, none that it has no effect; selective AC's option reads as an ordinal."""
+    toml = tmp_path / "pp.toml"
+    toml.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 8\n[parallelism]\n'
+                    "pipeline_parallel_degree = 2\npipeline_parallel_microbatch_size = 2\n")  # fmt: skip
+    settings = report("estimate", "--from", str(toml), "--dp", "8")["from_config"]["settings"]
+    rows = [row for row in settings if row["key"] == "[parallelism] pipeline_parallel_microbatch_size"]
+    assert [row["became"] for row in rows] == ["--micro-batch 2"]
+    mode = next(row for row in settings if row["key"] == "[activation_checkpoint] mode")
+    assert mode["note"] == "torchtitan's default: every 2nd block in full"
+
+
 def test_torchtitan_reads_its_optimizer_implementation(tmp_path: Path) -> None:
     """[optimizer] implementation (torchtitan's config, default fused) becomes --optimizer-impl: foreach holds one
     state's worth of intermediates at the step (memory.optimizer_intermediates); a value torchtitan refuses is an

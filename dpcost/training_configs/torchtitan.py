@@ -167,11 +167,13 @@ def parallelism(
     where: dict[str, str] | None = None,
     sequence_parallel: bool = True,
     known: tuple[str, ...] = PARALLELISM,
+    pipelined: tuple[str, ...] = ("pipeline_parallel_microbatch_size",),
 ) -> dict[str, int]:
     """The degrees, the ZeRO stage FSDP2 runs at and the pipeline schedule from torchtitan's parallelism keys
     (`where`: the section each key came from, [parallelism] by default); `sequence_parallel`: TP's activations
     split over the sequence (torchtitan's TP is, unless enable_sequence_parallel is off); `known`: the keys that do
-    nothing at the degrees given (the rest are not priced)."""
+    nothing at the degrees given (the rest are not priced); `pipelined`: the keys the batch's reader lists under
+    PP."""
 
     def key_label(key: str) -> str:
         return label((where or {}).get(key, "parallelism"), key)
@@ -230,7 +232,7 @@ def parallelism(
         r.use(key_label("enable_async_tensor_parallel"), value, "tp_comm_overlap", value)
     listed = r.listed()
     for key, value in parallel.items():
-        if key_label(key) in listed:
+        if key_label(key) in listed or (key in pipelined and degrees["pp"] > 1):
             continue
         if key in ("data_parallel_replicate_degree", "data_parallel_shard_degree"):
             r.note(key_label(key), value, "", "the DP size: replicate x shard (-1: every GPU the other degrees leave)")
@@ -314,9 +316,8 @@ def checkpointing(r: Reading, ac: dict[str, Any], label: Label) -> None:
     elif mode == "selective" and option == "op":
         r.use(a("selective_ac_option"), option, "recompute", "op", "per-op SAC")
     elif mode == "selective" and option.isdigit() and int(option) >= 1:
-        r.use(
-            a("mode"), mode, "recompute", "full", f"{default + ': ' if default else ''}every {option}th block in full"
-        )
+        every = f"every {_ordinal(int(option))} block in full"
+        r.use(a("mode"), mode, "recompute", "full", f"{default}: {every}" if default else every)
         r.use(a("selective_ac_option"), option, "recompute_layers", option)
     else:
         raise r.error(a("mode"), f"must be none, full or selective (option op or an integer), got {mode} {option}")
@@ -324,6 +325,12 @@ def checkpointing(r: Reading, ac: dict[str, Any], label: Label) -> None:
     for key, value in ac.items():
         if a(key) not in listed:
             r.note(a(key), value, "", "with selective_ac_option" if key == "mode" else NOT_PRICED)
+
+
+def _ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 22nd."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def optimizer(r: Reading, section: dict[str, Any], label: Label) -> None:
