@@ -59,6 +59,13 @@ BY_HAND = [
          "--micro-batch", "1", "--seq-len", "8192", "--grad-dtype", "fp32", "--recompute", "op"],
     ),
     (
+        "torchtitan/models/llama3/config_registry.py:llama3_8b",  # the same job as torchtitan's Python config
+        ["--dp", "64", "-t", "dgx-a100"],  # (1 x 8,192 tokens a micro-batch; SelectiveAC; default_adamw)
+        ["--model", "llama-8b", "--dp", "64", "-t", "dgx-a100", "--framework", "fsdp", "--zero", "3",
+         "--micro-batch", "1", "--seq-len", "8192", "--grad-dtype", "fp32", "--recompute", "op", "--optimizer",
+         "adamw"],
+    ),
+    (
         "deepspeed-zero3.json",  # 64 sequences in 1 accumulation step on DP 8: micro-batch 8; 1e7 fp16 elements;
         ["--model", "llama-8b", "--dp", "8"],  # no optimizer block: the script's own, torch.optim's foreach AdamW
         ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "3", "--micro-batch", "8",

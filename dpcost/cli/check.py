@@ -257,7 +257,7 @@ def _from_scenario(plan: Path, s: Any, where: str) -> tuple[Any, Any]:
     from dpcost.catalog import load_model
     from dpcost.training_configs import apply, read_training_config
 
-    config = read_training_config(_beside(plan, str(s.from_)), where=f"{where}: from")
+    config = read_training_config(_config_beside(plan, str(s.from_)), where=f"{where}: from")
     applied = apply(config, dict(s.options), s.dp, s.model)
     if applied.dp is None:
         raise InputError(where, f"dp: required: {s.from_} does not fix the data-parallel size")
@@ -293,6 +293,14 @@ def _best_step(spec: Any, topo: Any, options: Any, report: Any, limits: Limits) 
     own = report.time.step_seconds if report.fits else None
     steps = [step for step in (searched, own) if step is not None]
     return min(steps) if steps else None
+
+
+def _config_beside(plan: Path, given: str) -> str:
+    """A training config a plan names, beside the plan (_beside), with the function a Python config names."""
+    from dpcost.training_configs.torchtitan_python import split_function
+
+    file, function = split_function(given)
+    return _beside(plan, file) + (f":{function}" if function else "")
 
 
 def _beside(plan: Path, name: str) -> str:

@@ -208,8 +208,9 @@ FromOpt = Annotated[
     typer.Option(
         "--from",
         metavar="FILE",
-        help="Read the plan from a training config: a DeepSpeed JSON, a torchtitan TOML, a Megatron-LM launch "
-        "script or an Accelerate YAML (docs/from.md). Flags given here override the file's settings.",
+        help="Read the plan from a training config: a DeepSpeed JSON, a torchtitan TOML or Python config "
+        "(FILE.py:FUNCTION), a Megatron-LM launch script or an Accelerate YAML (docs/from.md). Flags given here "
+        "override the file's settings.",
     ),
 ]
 

@@ -27,7 +27,10 @@ __all__ = ["NOT_PRICED", "Applied", "Reading", "Setting", "TrainingConfig", "app
 NOT_PRICED = "does not change what dpcost prices"  # a key left out because nothing dpcost costs reads it
 # DeepSpeed without an optimizer in its config steps the script's own (runtime/engine.py _configure_optimizer)
 SCRIPTS_OPTIMIZER = "the script's own optimizer, priced as torch.optim's AdamW steps by default on CUDA"
-KINDS = "a DeepSpeed JSON, a torchtitan TOML, a Megatron-LM launch script or an Accelerate config YAML"
+KINDS = (
+    "a DeepSpeed JSON, a torchtitan TOML or Python config (FILE.py:FUNCTION), a Megatron-LM launch script or an "
+    "Accelerate config YAML"
+)
 
 
 @frozen
@@ -143,10 +146,18 @@ def _shown(value: Any) -> str:
 def read_training_config(path: str, where: str = "--from") -> TrainingConfig:
     """Read a training config; its kind from its suffix and its keys. Errors name the file and the key."""
     from dpcost.catalog import _check_path, _parse_json, _parse_yaml, _read_text
+    from dpcost.training_configs import torchtitan_python
 
+    path, function = torchtitan_python.split_function(path)
     file = _check_path(path, where)
     text = _read_text(file, path)
     suffix = file.suffix.lower()
+    if suffix == ".py":
+        if not torchtitan_python.looks_like(text):
+            raise InputError(path, f"a Python file, but no torchtitan config (no Trainer.Config); --from reads {KINDS}")
+        return torchtitan_python.read(file, path, function)
+    if function is not None:
+        raise InputError(path, f":{function} names a config function, which only a torchtitan Python config has")
     if suffix == ".toml":
         from dpcost.training_configs import torchtitan
 
@@ -172,8 +183,8 @@ def read_training_config(path: str, where: str = "--from") -> TrainingConfig:
 
     if megatron.looks_like(text):
         return megatron.read(text, path)
-    raise InputError(path, f"cannot tell what this file is; --from reads {KINDS} (by suffix: .json, .toml, .yaml, "
-                     "or a shell script of pretrain_gpt.py arguments)")  # fmt: skip
+    raise InputError(path, f"cannot tell what this file is; --from reads {KINDS} (by suffix: .json, .toml, .py, "
+                     ".yaml, or a shell script of pretrain_gpt.py arguments)")  # fmt: skip
 
 
 def _parse_toml(text: str, where: str) -> dict[str, Any]:
