@@ -435,11 +435,22 @@ class Compute(Section):
         json_schema_extra=cli("--repeat-kv"),
     )
     loss_impl: (
-        Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"]
+        Literal[
+            "upcast",
+            "bf16",
+            "chunked",
+            "chunked-head",
+            "fused",
+            "vocab-parallel",
+            "vocab-parallel-fused",
+            "vocab-parallel-te",
+        ]
         | None
     ) = Field(
         None,
         description="How the loss holds and passes over the logits: upcast (fp32 copy), bf16, chunked (torchtune), "
+        "chunked-head (torchtitan's ChunkedLossWrapper: the output projection, the loss and their backward a chunk "
+        "at a time, no logits kept), "
         "fused (compiled, Liger's or flash-attn's), vocab-parallel (Megatron), vocab-parallel-fused (Megatron's "
         "--cross-entropy-loss-fusion, compiled: one fp32 copy more), vocab-parallel-te (with "
         "--cross-entropy-fusion-impl te: Transformer Engine's kernel, in place in the bf16 logits) [default: the "

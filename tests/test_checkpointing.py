@@ -131,6 +131,21 @@ def test_loss_paths(impl: str, kept: float, forward: float, backward: float) -> 
     assert loss.backward_peak == pytest.approx(outside + backward * VOCAB * TOKENS)
 
 
+def test_torchtitans_chunked_loss_keeps_no_logit_past_its_chunk() -> None:
+    """ChunkedLossWrapper (torchtitan/components/loss.py at b5bcd76c6): each of 8 chunks projected, its upcast
+    cross-entropy taken and run backward before the next, so no logit is kept to the decoder's backward; a chunk
+    peaks as upcast's peaks over the whole (its bf16 logits, fp32 copy and log-softmax; in its backward the
+    log-softmax, two fp32 gradients and its bf16 logits still referenced), and GradAccumulator holds the hidden
+    states' gradient in fp32 at both peaks."""
+    loss = loss_memory(LLAMA, S, B, "chunked-head", "fused")
+    outside = (2 * H + 2 * H) * TOKENS
+    accumulator = 4 * H * TOKENS
+    assert loss.kept == pytest.approx(outside)
+    assert loss.forward_peak == pytest.approx(outside + (2 + 4 + 4) / 8 * VOCAB * TOKENS + accumulator)
+    assert loss.backward_peak == pytest.approx(outside + (4 + 4 + 4 + 2) / 8 * VOCAB * TOKENS + accumulator)
+    assert loss.largest_tensor == pytest.approx(4 / 8 * VOCAB * TOKENS)
+
+
 def test_pure_bf16_is_eight_bytes_per_parameter_with_adamw() -> None:
     """torchtune dtype bf16 / litgpt bf16-true: bf16 weights, gradients and AdamW's two states (torch keeps them
     in the parameters' dtype)."""

@@ -60,10 +60,11 @@ BY_HAND = [
     ),
     (
         "torchtitan/models/llama3/config_registry.py:llama3_8b",  # the same job as torchtitan's Python config
-        ["--dp", "64", "-t", "dgx-a100"],  # (1 x 8,192 tokens a micro-batch; SelectiveAC; default_adamw)
+        ["--dp", "64", "-t", "dgx-a100"],  # (1 x 8,192 tokens a micro-batch; SelectiveAC; default_adamw), but
+        # its loss a chunk at a time (ChunkedLossWrapper)
         ["--model", "llama-8b", "--dp", "64", "-t", "dgx-a100", "--framework", "fsdp", "--zero", "3",
          "--micro-batch", "1", "--seq-len", "8192", "--grad-dtype", "fp32", "--recompute", "op", "--optimizer",
-         "adamw"],
+         "adamw", "--loss-impl", "chunked-head"],
     ),
     (
         "deepspeed-zero3.json",  # 64 sequences in 1 accumulation step on DP 8: micro-batch 8; 1e7 fp16 elements;

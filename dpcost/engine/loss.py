@@ -11,6 +11,13 @@ holds them (docs/sources/checkpointing.md, "The loss"). V is the vocabulary, per
   model returns its 8 bf16 output chunks and the loss upcasts one at a time; the fp32 log-softmax of every chunk is
   kept (4V), the forward peaks with all bf16 chunks, the fp32 log-softmaxes and one chunk's fp32 copy
   (2V + 4V + 4V/8 = 6.5V), and the backward works one chunk at a time (4V + 8V/8 = 5V).
+- chunked-head: torchtitan's ChunkedLossWrapper (num_chunks 8; torchtitan/components/loss.py at b5bcd76c6), which
+  the model's forward leaves the output projection to: a chunk of the hidden states at a time it projects, takes
+  the upcast cross-entropy of and runs the backward of, before the next chunk and before the decoder's backward.
+  No logit outlives its chunk (kept 0); a chunk's forward peaks as upcast's does (2 + 4 + 4 over 8 chunks), and
+  its backward holds the fp32 log-softmax, its incoming and outgoing gradients and the chunk's bf16 logits, still
+  referenced (2 + 4 + 4 + 4 over 8). Its GradAccumulator sums the chunks' gradients of the hidden states in fp32
+  (4 bytes a hidden unit, both peaks), the decoder's backward's incoming gradient.
 - fused: a compiled cross-entropy (torch.compile'd loss, as torchtitan and torchtune compile theirs): the bf16
   logits and a per-row log-sum-exp are kept (2V), the backward writes the bf16 logit gradients (4V); no fp32 copy
   is ever materialised.
@@ -44,9 +51,12 @@ from dpcost.specs import ModelArchitecture
 
 __all__ = ["LOSS_IMPLS", "LossImpl", "LossMemory", "logit_peak_bytes", "loss_memory"]
 
-LossImpl = Literal["upcast", "bf16", "chunked", "fused", "vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"]
+LossImpl = Literal[
+    "upcast", "bf16", "chunked", "chunked-head", "fused", "vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"
+]
 LOSS_IMPLS: tuple[LossImpl, ...] = get_args(LossImpl)
 TORCHTUNE_CHUNKS = 8  # torchtune/modules/loss/ce_chunked_output_loss.py: num_output_chunks=8
+TORCHTITAN_CHUNKS = 8  # torchtitan/components/loss.py ChunkedLossWrapper.Config.num_chunks at b5bcd76c6
 
 
 @frozen
@@ -67,6 +77,12 @@ PATHS = {
         forward=2 + 4 + 4 / TORCHTUNE_CHUNKS,
         backward=4 + 8 / TORCHTUNE_CHUNKS,
         largest=4 / TORCHTUNE_CHUNKS,
+    ),
+    "chunked-head": _Path(
+        kept=0,
+        forward=(2 + 4 + 4) / TORCHTITAN_CHUNKS,
+        backward=(2 + 4 + 4 + 4) / TORCHTITAN_CHUNKS,
+        largest=4 / TORCHTITAN_CHUNKS,
     ),
     "fused": _Path(kept=2, forward=2, backward=4, largest=2),
     "vocab-parallel": _Path(kept=4, forward=6, backward=6, largest=4),
@@ -109,10 +125,11 @@ def loss_memory(
     if a.dropout > 0:
         outside += tokens * a.hidden  # the embedding's dropout mask
     path, logits = PATHS[impl], tokens * a.output_vocab
+    accumulated = 4 * a.hidden * tokens if impl == "chunked-head" else 0  # ChunkedLossWrapper's fp32 GradAccumulator
     return LossMemory(
         kept=outside + path.kept * logits,
-        forward_peak=outside + path.forward * logits,
-        backward_peak=outside + path.backward * logits,
+        forward_peak=outside + path.forward * logits + accumulated,
+        backward_peak=outside + path.backward * logits + accumulated,
         largest_tensor=path.largest * logits,
         impl=impl,
     )

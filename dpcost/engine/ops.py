@@ -229,6 +229,7 @@ class LossTraffic:
 LOSS_TRAFFIC = {
     "upcast": LossTraffic(22.0, 3, 26.0, 4),
     "chunked": LossTraffic(22.0, 3, 26.0, 4),
+    "chunked-head": LossTraffic(22.0, 3 * 8, 26.0, 4 * 8),  # upcast's, each chunk's own kernels (loss.py)
     "bf16": LossTraffic(8.0, 2, 10.0, 3),
     "fused": LossTraffic(2.0, 3, 2.0, 2),
     "vocab-parallel": LossTraffic(38.0, 6, 14.0, 2),

@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, get_args
 
+from dpcost.engine.loss import TORCHTITAN_CHUNKS
 from dpcost.errors import InputError
 from dpcost.options import OptimizerImpl
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
@@ -371,9 +372,26 @@ def _optimizer(r: Reading, section: Any) -> None:
 
 
 def _loss(r: Reading, loss: Any) -> None:
-    if loss is not None:
-        name = loss.name if isinstance(loss, Built) else _shown(loss)
-        r.ignore("loss", name, "costed as the framework's own cross-entropy")
+    """ChunkedLossWrapper.Config (torchtitan/components/loss.py at b5bcd76c6): the output projection and the loss a
+    chunk at a time, --loss-impl chunked-head at its 8 chunks; CrossEntropyLoss.Config alone: PyTorch's
+    cross-entropy on upcast logits, the framework's own."""
+    if loss is None:
+        return
+    name = loss.name if isinstance(loss, Built) else _shown(loss)
+    if name.startswith("ChunkedLossWrapper") and isinstance(loss, Built):
+        chunks = loss.kwargs.get("num_chunks", TORCHTITAN_CHUNKS)
+        if chunks != TORCHTITAN_CHUNKS:
+            r.refuse("loss_impl", "loss", f"ChunkedLossWrapper over {_shown(chunks)} chunks: dpcost prices its 8")
+            return
+        inner = loss.kwargs.get("loss_fn")
+        if inner is not None and not (isinstance(inner, Built) and inner.name.startswith("CrossEntropyLoss")):
+            r.refuse("loss_impl", "loss", f"a ChunkedLossWrapper over {_shown(inner)}: dpcost prices cross-entropy")
+            return
+        r.use("loss", name, "loss_impl", "chunked-head", "the output projection and the loss 8 chunks at a time")
+    elif name.startswith("CrossEntropyLoss"):
+        r.note("loss", name, "", "PyTorch's cross-entropy on upcast logits: the framework's own")
+    else:
+        r.refuse("loss_impl", "loss", f"{name} is not a loss dpcost prices: give --loss-impl")
 
 
 def _shown(value: Any) -> str:
