@@ -13,6 +13,10 @@ from dpcost.engine.rates import rates_for
 from dpcost.errors import InputError
 
 MODELS = {
+    "qwen3-8b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
     "llama-70b",
     "qwen-72b",
     "deepseek-v3",
@@ -434,6 +438,18 @@ def test_hf_config_counts_like_the_catalog(tmp_path: Path, config: dict, catalog
     ours, theirs = count_params(spec), count_params(load_model(catalog))
     assert ours.total == theirs.total
     assert ours.active == theirs.active
+
+
+@pytest.mark.parametrize("name", ["qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b"])
+def test_a_catalog_qwen3_is_its_published_config(name: str) -> None:
+    """Each catalog Qwen3 is the model its published config.json builds (tests/reference/hf-configs), shape for
+    shape, and so counts what its checkpoint holds (the Hub's safetensors totals, that README's exact counts)."""
+    config = Path(__file__).parent / "reference" / "hf-configs" / f"{name}.json"
+    ours, theirs = load_model(name), load_model(str(config))
+    assert ours.architecture == theirs.architecture
+    checkpoint = {"qwen3-8b": 8_190_735_360, "qwen3-32b": 32_762_123_264, "qwen3-30b-a3b": 30_532_122_624,
+                  "qwen3-235b-a22b": 235_093_634_560}  # fmt: skip
+    assert count_params(ours).total == checkpoint[name]
 
 
 def test_hf_qwen1_config_halves_its_fused_mlp_width(tmp_path: Path) -> None:

@@ -49,6 +49,10 @@ CATALOG = {
     ("llama3", "70b"): "llama-70b",
     ("llama3", "405b"): "llama-405b",
     ("deepseek_v3", "671b"): "deepseek-v3",
+    ("qwen3", "8b"): "qwen3-8b",
+    ("qwen3", "32b"): "qwen3-32b",
+    ("qwen3", "30b-a3b"): "qwen3-30b-a3b",
+    ("qwen3", "235b-a22b"): "qwen3-235b-a22b",
 }
 DEFAULTS = {"local_batch_size": 8, "global_batch_size": -1, "seq_len": 2048}  # job_config.py Training
 DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
