@@ -231,3 +231,14 @@ def test_an_absent_policy_is_the_default_of_the_configs_era(tmp_path: Path) -> N
         chosen[era] = (setup["recompute"], setup.get("recompute_layers"))
     assert chosen["older"] == ("full", 2)
     assert chosen["newer"][0] == chosen["untold"][0] == "op"
+
+
+def test_a_flavor_the_catalog_lacks_asks_for_the_model_by_name(tmp_path: Path) -> None:
+    """The error names the file's model (qwen3 0.6B) and what --model takes; --model then costs it."""
+    path = module(tmp_path, HEAD.replace("llama3", "qwen3") + (
+        "def run() -> Trainer.Config:\n"
+        "    return Trainer.Config(model_spec=model_registry('0.6B'))\n"
+    ))  # fmt: skip
+    code, _, err = run("estimate", "--from", path, "--dp", "8")
+    assert code == 2 and "its model_spec qwen3 0.6B is not in dpcost's catalog" in err and "config.json" in err
+    assert report("estimate", "--from", path, "--dp", "8", "--model", "qwen3-8b")["model"]["name"] == "qwen3-8b"

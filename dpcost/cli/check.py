@@ -255,7 +255,7 @@ def _from_scenario(plan: Path, s: Any, where: str) -> tuple[Any, Any]:
     """A scenario with `from`: its training config (found beside the plan) with the scenario's own model, dp and
     options over it, as --from lays typed flags over a file."""
     from dpcost.catalog import load_model
-    from dpcost.training_configs import apply, read_training_config
+    from dpcost.training_configs import apply, model_required, read_training_config
 
     config = read_training_config(_config_beside(plan, str(s.from_)), where=f"{where}: from")
     applied = apply(config, dict(s.options), s.dp, s.model)
@@ -266,7 +266,7 @@ def _from_scenario(plan: Path, s: Any, where: str) -> tuple[Any, Any]:
     elif applied.model is not None:
         spec = load_model(_beside(plan, applied.model), where=f"{where}: model")
     else:
-        raise InputError(where, f"model: required: {s.from_} does not name a model dpcost knows")
+        raise InputError(where, f"model: {model_required(config, str(s.from_))}")
     one = PlanInput(spec, applied.dp, applied.values, None)
     try:
         return spec, options_of(one, applied.dp)

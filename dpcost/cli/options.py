@@ -261,7 +261,7 @@ def plan_input(
             raise InputError("--model", "required: a catalog name, a YAML spec or a config.json (or --from FILE)")
         return PlanInput(load_model(model), dp, flat, model_arg=model)
     from dpcost.engine.report import ConfigSettingRow, TrainingConfigReport
-    from dpcost.training_configs import apply, read_training_config
+    from dpcost.training_configs import apply, model_required, read_training_config
 
     config = config if config is not None else read_training_config(str(source))
     given = typed_options(ctx, values)
@@ -271,7 +271,7 @@ def plan_input(
     elif applied.model is not None:
         spec = load_model(applied.model, where=f"{source}: model" if model is None else "--model")
     else:
-        raise InputError("--model", f"required: {source} does not name a model dpcost knows")
+        raise InputError("--model", model_required(config, str(source)))
     report = TrainingConfigReport(
         file=str(source),
         kind=config.kind,

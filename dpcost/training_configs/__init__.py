@@ -22,7 +22,16 @@ from dpcost.frozen import frozen
 if TYPE_CHECKING:
     from dpcost.specs import ModelSpec
 
-__all__ = ["NOT_PRICED", "Applied", "Reading", "Setting", "TrainingConfig", "apply", "read_training_config"]
+__all__ = [
+    "NOT_PRICED",
+    "Applied",
+    "Reading",
+    "Setting",
+    "TrainingConfig",
+    "apply",
+    "model_required",
+    "read_training_config",
+]
 
 NOT_PRICED = "does not change what dpcost prices"  # a key left out because nothing dpcost costs reads it
 # DeepSpeed without an optimizer in its config steps the script's own (runtime/engine.py _configure_optimizer)
@@ -141,6 +150,13 @@ def _shown(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_shown(v) for v in value)[:60] + "]"
     return shown_value(value)
+
+
+def model_required(config: TrainingConfig, source: str) -> str:
+    """What to say when a file names no model dpcost has: the model it names, where it names one."""
+    named = next((s for s in config.settings if s.note.startswith("not in dpcost's catalog")), None)
+    said = f"its {named.key} {named.value} is not in dpcost's catalog" if named else "it names no model dpcost knows"
+    return f"required: {source}: {said}; give a catalog name, a YAML spec or the model's config.json"
 
 
 def read_training_config(path: str, where: str = "--from") -> TrainingConfig:
