@@ -50,7 +50,7 @@ def test_a_function_derived_from_another_reads_its_assignments(tmp_path: Path) -
     the base left to its default created as the default would be."""
     path = module(tmp_path, HEAD + (
         "def base() -> Trainer.Config:\n"
-        "    return Trainer.Config(model_spec=model_registry('8B'),\n"
+        "    return Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw(),\n"
         "        training=TrainingConfig(local_batch_size=4, seq_len=4096))\n\n"
         "def derived() -> Trainer.Config:\n"
         "    config = base()\n"
@@ -93,7 +93,7 @@ def test_the_keys_before_the_token_budget_read_as_the_tomls(tmp_path: Path) -> N
     OptimizersContainer.Config(name): the TOML's keys."""
     path = module(tmp_path, HEAD + (
         "def run() -> Trainer.Config:\n"
-        "    return Trainer.Config(model_spec=model_registry('8B'),\n"
+        "    return Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw(),\n"
         "        model_converters=ModelConvertersContainer.Config(converters=[\n"
         "            Float8LinearConverter.Config(enable_fsdp_float8_all_gather=True)]),\n"
         "        optimizer=OptimizersContainer.Config(name='AdamW', lr=3e-4),\n"
@@ -112,10 +112,12 @@ def test_the_keys_before_the_token_budget_read_as_the_tomls(tmp_path: Path) -> N
 
 def test_the_token_budget_under_pp(tmp_path: Path) -> None:
     """From 73aed7f6c: num_pp_microbatches micro-batches per DP rank under PP (no accumulation beyond them with
-    num_tokens_per_train_step -1); num_tokens_per_train_step fixes the global batch instead."""
+    num_tokens_per_train_step -1). With num_tokens_per_train_step the trainer runs one pipeline schedule per
+    accumulation step, each with its own bubble (trainer.py), where dpcost prices one a step: refused unless
+    --global-batch gives one schedule's."""
     body = (
         "def run() -> Trainer.Config:\n"
-        "    return Trainer.Config(model_spec=model_registry('8B'),\n"
+        "    return Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw(),\n"
         "        training=TrainingConfig(num_tokens_per_microbatch_per_dp_rank=2 * 4096, max_context_length=4096{}),\n"
         "        parallelism=ParallelismConfig(pipeline_parallel_degree=2, num_pp_microbatches=8))\n"
     )
@@ -123,8 +125,10 @@ def test_the_token_budget_under_pp(tmp_path: Path) -> None:
     assert (doc["setup"]["micro_batch"], doc["setup"]["accumulation"]) == (2, 8)
     assert rows(doc)["parallelism.num_pp_microbatches"][0] == "--accum 8"
     stepped = module(tmp_path, HEAD + body.format(", num_tokens_per_train_step=512 * 4096"), "stepped.py")
-    doc = report("estimate", "--from", stepped, "--dp", "4")
-    assert doc["setup"]["global_batch"] == 512 and doc["setup"]["accumulation"] == 512 // (2 * 4)
+    code, _, err = run("estimate", "--from", stepped, "--dp", "4")
+    assert code == 2 and "pipeline schedule per accumulation step" in err and "--global-batch" in err
+    doc = report("estimate", "--from", stepped, "--dp", "4", "--global-batch", "64")
+    assert (doc["setup"]["global_batch"], doc["setup"]["accumulation"]) == (64, 8)
 
 
 def test_tokens_that_are_not_whole_sequences_need_the_micro_batch(tmp_path: Path) -> None:
@@ -132,7 +136,7 @@ def test_tokens_that_are_not_whole_sequences_need_the_micro_batch(tmp_path: Path
     --micro-batch gives it."""
     path = module(tmp_path, HEAD + (
         "def run() -> Trainer.Config:\n"
-        "    return Trainer.Config(model_spec=model_registry('8B'),\n"
+        "    return Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw(),\n"
         "        training=TrainingConfig(num_tokens_per_microbatch_per_dp_rank=5000, max_context_length=4096))\n"
     ))  # fmt: skip
     code, _, err = run("estimate", "--from", path, "--dp", "8")
@@ -148,8 +152,8 @@ def test_bad_configs_are_one_line_with_exit_2(tmp_path: Path) -> None:
         "a function that is not there": (HEAD + "def a():\n    return 1\n", ":nope", "no function 'nope'"),
         "not a Trainer.Config": (HEAD + "def a():\n    return 1\n", ":a", "does not return a Trainer.Config"),
         "a priced key from a parameter": (HEAD + (
-            "def a(n: int = 2) -> Trainer.Config:\n"
-            "    return Trainer.Config(training=TrainingConfig(local_batch_size=n))\n"
+            "def a(n: int) -> Trainer.Config:\n"
+            "    return Trainer.Config(optimizer=default_adamw(), training=TrainingConfig(local_batch_size=n))\n"
             "def b() -> Trainer.Config:\n    return a()\n"), ":a", "training.local_batch_size"),
         "not Python": (HEAD + "def a(:\n", ":a", "not valid Python"),
         "calls itself": (HEAD + "def a() -> Trainer.Config:\n    return a()\n", ":a", "deep"),
@@ -168,7 +172,7 @@ def test_a_hostile_expression_in_a_key_not_priced_is_listed_not_computed(tmp_pat
     """10**10**10 would not finish: powers are not evaluated, and a key dpcost does not price shows its source."""
     path = module(tmp_path, HEAD + (
         "def run() -> Trainer.Config:\n"
-        "    return Trainer.Config(model_spec=model_registry('8B'),\n"
+        "    return Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw(),\n"
         "        training=TrainingConfig(steps=10 ** 10 ** 10, max_norm=10 ** 30 * 10 ** 30))\n"
     ))  # fmt: skip
     start = time.perf_counter()
@@ -191,7 +195,7 @@ def test_the_reader_runs_nothing(tmp_path: Path) -> None:
         f"open({str(marker)!r}, 'w').write('x')\n"
         "def run() -> Trainer.Config:\n"
         f"    open({str(marker)!r}, 'w').write('x')\n"
-        "    return Trainer.Config(model_spec=model_registry('8B'))\n"
+        "    return Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw())\n"
     ))  # fmt: skip
     config = read_training_config(path)
     assert config.model == "llama-8b" and not marker.exists()
@@ -201,7 +205,7 @@ def test_a_plan_file_names_a_python_config_beside_it(tmp_path: Path) -> None:
     """A scenario's `from: FILE.py:FUNCTION` is found beside the plan file, as its other files are."""
     module(tmp_path, HEAD + (
         "def run() -> Trainer.Config:\n"
-        "    return Trainer.Config(model_spec=model_registry('8B'),\n"
+        "    return Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw(),\n"
         "        training=TrainingConfig(local_batch_size=2, seq_len=4096))\n"
     ))  # fmt: skip
     plan = tmp_path / "plan.yaml"
@@ -215,30 +219,160 @@ def test_a_plan_file_names_a_python_config_beside_it(tmp_path: Path) -> None:
     assert "micro-batch 2 x accum 1" in doc["scenarios"][0]["summary"]["plan"]
 
 
-def test_an_absent_policy_is_the_default_of_the_configs_era(tmp_path: Path) -> None:
-    """Without activation_checkpoint: ActivationCheckpointConfig's selective 2 (every 2nd block in full) where the
-    config is from before c5d93d109 (an optimizer named in OptimizersContainer.Config), SelectiveAC's per-op SAC
-    from then (default_adamw, from 632f67f12) and where nothing tells."""
-    older = "optimizer=OptimizersContainer.Config(name='AdamW')"
-    newer = "optimizer=default_adamw(lr=3e-4)"
-    chosen = {}
-    for era, optimizer in (("older", older), ("newer", newer), ("untold", "")):
+def test_the_recomputation_as_each_form_means_it(tmp_path: Path) -> None:
+    """activation_checkpoint absent: per-op SAC, torchtitan's default since 114151ad4; None: no checkpointing;
+    ActivationCheckpointConfig(mode='selective') without selective_ac_option: per-op (its only selective mode from
+    114151ad4); with option '2': every 2nd block in full, and '0' every block (activation_checkpoint.py at
+    9810191bb: `not ac_freq`)."""
+    forms = {
+        "absent": ("", ("op", 1)),
+        "none": ("activation_checkpoint=None, ", ("none", 1)),
+        "selective": ("activation_checkpoint=ActivationCheckpointConfig(mode='selective'), ", ("op", 1)),
+        "every 2nd": ("activation_checkpoint=ActivationCheckpointConfig(selective_ac_option='2'), ", ("full", 2)),
+        "every": ("activation_checkpoint=ActivationCheckpointConfig(selective_ac_option='0'), ", ("full", 1)),
+        "full": ("activation_checkpoint=FullAC.Config(), ", ("full", 1)),
+    }
+    for what, (given, expected) in forms.items():
         path = module(tmp_path, HEAD + (
             "def run() -> Trainer.Config:\n"
-            f"    return Trainer.Config(model_spec=model_registry('8B'), {optimizer})\n"
-        ), f"{era}.py")  # fmt: skip
+            f"    return Trainer.Config({given}model_spec=model_registry('8B'), optimizer=default_adamw())\n"
+        ), "run.py")  # fmt: skip
         setup = report("estimate", "--from", path, "--dp", "8")["setup"]
-        chosen[era] = (setup["recompute"], setup.get("recompute_layers"))
-    assert chosen["older"] == ("full", 2)
-    assert chosen["newer"][0] == chosen["untold"][0] == "op"
+        assert (setup["recompute"], setup.get("recompute_layers")) == expected, what
+
+
+def test_an_absent_optimizer_is_refused_where_torchtitans_default_has_none(tmp_path: Path) -> None:
+    """From 632f67f12 OptimizersContainer.Config() holds no parameter groups, which torchtitan refuses: --optimizer
+    must say; a config of the forms before it (an optimizer name) is AdamW."""
+    path = module(
+        tmp_path, HEAD + "def run() -> Trainer.Config:\n    return Trainer.Config(model_spec=model_registry('8B'))\n"
+    )
+    code, _, err = run("estimate", "--from", path, "--dp", "8")
+    assert code == 2 and "optimizer: absent" in err and "--optimizer" in err
+    assert report("estimate", "--from", path, "--dp", "8", "--optimizer", "adamw")["setup"]["optimizer"] == "adamw"
 
 
 def test_a_flavor_the_catalog_lacks_asks_for_the_model_by_name(tmp_path: Path) -> None:
     """The error names the file's model (qwen3 0.6B) and what --model takes; --model then costs it."""
     path = module(tmp_path, HEAD.replace("llama3", "qwen3") + (
         "def run() -> Trainer.Config:\n"
-        "    return Trainer.Config(model_spec=model_registry('0.6B'))\n"
+        "    return Trainer.Config(model_spec=model_registry('0.6B'), optimizer=default_adamw())\n"
     ))  # fmt: skip
     code, _, err = run("estimate", "--from", path, "--dp", "8")
     assert code == 2 and "its model_spec qwen3 0.6B is not in dpcost's catalog" in err and "config.json" in err
     assert report("estimate", "--from", path, "--dp", "8", "--model", "qwen3-8b")["model"]["name"] == "qwen3-8b"
+
+
+def test_a_helper_handed_the_config_changes_it(tmp_path: Path) -> None:
+    """A function of the file called for its effect, with the config and keywords (torchtitan_recipes/tests'
+    _use_spmd_types sets activation_checkpoint None when type checking), is followed: its `if` on a parameter
+    read, its assignments applied. A call not followed that is handed the config is listed as not read."""
+    path = module(tmp_path, HEAD + (
+        "def _typed(config: Trainer.Config, *, typechecking: bool) -> None:\n"
+        "    config.parallelism.spmd_backend = 'spmd_types'\n"
+        "    if typechecking:\n"
+        "        config.activation_checkpoint = None\n\n"
+        "def base() -> Trainer.Config:\n"
+        "    return Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw())\n\n"
+        "def run() -> Trainer.Config:\n"
+        "    config = base()\n"
+        "    _typed(config, typechecking=True)\n"
+        "    unknown_helper(config)\n"
+        "    return config\n"
+    ))  # fmt: skip
+    doc = report("estimate", "--from", f"{path}:run", "--dp", "8")
+    assert doc["setup"]["recompute"] == "none"
+    not_read = [note for key, (_, note) in rows(doc).items() if key == "(not read)"]
+    assert not_read, rows(doc)
+
+
+def test_the_converters_as_each_form_gives_them(tmp_path: Path) -> None:
+    """model_registry's quantization= (6348d93d1) and converters= (74181b1e8); emulate=True keeps BF16 matmuls;
+    `from torchtitan.models import llama3` then llama3.model_registry names the model too; LoRA is refused."""
+    cases = {
+        "quantization=[Float8LinearConverter.Config()]": "fp8",
+        "converters=[MXFP8LinearConverter.Config()]": "fp8",
+        "converters=[NVFP4LinearConverter.Config()]": "nvfp4",
+        "converters=[Float8LinearConverter.Config(emulate=True)]": "bf16",
+    }
+    for given, dtype in cases.items():
+        path = module(tmp_path, (
+            "from torchtitan.models import llama3\n"
+            "def run() -> Trainer.Config:\n"
+            f"    return Trainer.Config(model_spec=llama3.model_registry('8B', {given}), optimizer=default_adamw())\n"
+        ), "conv.py")  # fmt: skip
+        doc = report("estimate", "--from", path, "--dp", "8", "--topology", "dgx-b200")  # FP4 tensor cores
+        assert (doc["model"]["name"], doc["setup"]["compute_dtype"]) == ("llama-8b", dtype), given
+    lora = module(tmp_path, HEAD + (
+        "def run() -> Trainer.Config:\n"
+        "    return Trainer.Config(model_spec=model_registry('8B', converters=[LoRAConverter.Config()]))\n"
+    ), "lora.py")  # fmt: skip
+    code, _, err = run("estimate", "--from", lora, "--dp", "8")
+    assert code == 2 and "LoRA" in err
+
+
+def test_fields_assigned_onto_default_adamw_are_read(tmp_path: Path) -> None:
+    """`config.optimizer.implementation = ...` over default_adamw(...) (tests/features.py): foreach is read; bf16
+    optimizer states (fused_opt_states_bf16) are not priced, so refused unless --optimizer-impl is given."""
+    for implementation, code in (("foreach", 0), ("fused_opt_states_bf16", 2)):
+        path = module(tmp_path, HEAD + (
+            "def run() -> Trainer.Config:\n"
+            "    config = Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw(lr=1e-4))\n"
+            f"    config.optimizer.implementation = {implementation!r}\n"
+            "    return config\n"
+        ), "opt.py")  # fmt: skip
+        got, out, err = run("estimate", "--from", path, "--dp", "8", "--format", "json")
+        assert got == code, err
+        if code == 0:
+            assert '"became": "--optimizer-impl foreach"' in out
+
+
+def test_async_tp_needs_compile(tmp_path: Path) -> None:
+    """CompileConfig refuses enable_async_tensor_parallel without enable (configs.py at 737594746)."""
+    path = module(tmp_path, HEAD + (
+        "def run() -> Trainer.Config:\n"
+        "    return Trainer.Config(model_spec=model_registry('8B'), optimizer=default_adamw(),\n"
+        "        parallelism=ParallelismConfig(tensor_parallel_degree=2),\n"
+        "        compile=CompileConfig(enable_async_tensor_parallel=True))\n"
+    ))  # fmt: skip
+    code, _, err = run("estimate", "--from", path, "--dp", "4")
+    assert code == 2 and "compile.enable" in err
+
+
+def test_fsdp_keeps_parameters_to_the_backward_under_pp_by_default(tmp_path: Path) -> None:
+    """fsdp_reshard_after_forward "default" under PP does not reshard (distributed/fsdp.py: "For PP, by default do
+    not reshard after forward"): ZeRO-2, in a TOML as in a Python config."""
+    toml = tmp_path / "pp.toml"
+    toml.write_text('[model]\nname = "llama3"\nflavor = "8B"\n[parallelism]\npipeline_parallel_degree = 2\n')
+    rows_of = rows(report("estimate", "--from", str(toml), "--dp", "8"))
+    assert rows_of["[parallelism] fsdp_reshard_after_forward"][0] == "--zero 2"
+
+
+def test_hostile_sources_end_in_one_line_quickly(tmp_path: Path) -> None:
+    """Values and calls that grow without end (a list nested 20,000 deep, one doubled 64 times, a call tree of
+    2^26 calls, module constants doubling) stop at the reading's WORK budget or depth: exit 2, within seconds."""
+    sources = {
+        "nested": "x = []\n" + "x = [x]\n" * 20_000,
+        "doubled": "x = [1]\n" + "x = [x, x]\n" * 64,
+        "constants": "".join(f"C{i} = [C{i + 1}, C{i + 1}]\n" for i in range(30)) + "C30 = 1\n",
+    }
+    for what, body in sources.items():
+        text = HEAD + "def run() -> Trainer.Config:\n    " + body.replace("\n", "\n    ").rstrip() + "\n"
+        if what == "constants":
+            text = (
+                HEAD
+                + body
+                + "def run() -> Trainer.Config:\n    return Trainer.Config(training=TrainingConfig(steps=C0))\n"
+            )
+        else:
+            text += "    return Trainer.Config(training=TrainingConfig(local_batch_size=x))\n"
+        path = module(tmp_path, text, f"{what}.py")
+        start = time.perf_counter()
+        code, out, err = run("estimate", "--from", f"{path}:run", "--dp", "8")
+        assert time.perf_counter() - start < 10, what
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err + out, (what, err)
+    calls = HEAD + "".join(f"def f{i}():\n    f{i + 1}()\n    return f{i + 1}()\n" for i in range(26))
+    path = module(tmp_path, calls + "def f26() -> Trainer.Config:\n    return Trainer.Config()\n", "calls.py")
+    start = time.perf_counter()
+    code, _, err = run("estimate", "--from", f"{path}:f0", "--dp", "8")
+    assert time.perf_counter() - start < 10 and code == 2, err

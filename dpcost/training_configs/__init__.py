@@ -142,13 +142,16 @@ def _is_bool(name: str) -> bool:
     return any(model.model_fields[name].annotation is bool for model in SECTIONS.values() if name in model.model_fields)
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, depth: int = 0) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return value if len(value) <= 60 else value[:57] + "..."
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_shown(v) for v in value)[:60] + "]"
+    if isinstance(value, list | tuple):  # a few items, a few levels: a hostile file's lists can nest without end
+        if depth >= 3:
+            return "[...]"
+        items = [_shown(v, depth + 1) for v in value[:6]] + (["..."] if len(value) > 6 else [])
+        return "[" + ", ".join(items)[:60] + "]"
     return shown_value(value)
 
 

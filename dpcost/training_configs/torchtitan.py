@@ -218,6 +218,9 @@ def parallelism(
         r.use(key_label("data_parallel_shard_degree"), 1, "zero", "0", "replicas only: torchtitan applies DDP")
     elif reshard == "never":
         r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "2", "parameters kept to the backward (ZeRO-2)")
+    elif reshard == "default" and degrees["pp"] > 1:  # distributed/fsdp.py: "For PP, by default do not reshard"
+        why = "under PP torchtitan keeps the parameters to the backward (ZeRO-2)"
+        r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "2", why)
     elif reshard in ("default", "always"):
         r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "3", "FSDP's FULL_SHARD")
     else:
@@ -317,6 +320,8 @@ def checkpointing(r: Reading, ac: dict[str, Any], label: Label) -> None:
     default = "" if "mode" in ac else "torchtitan's default"
     if mode in ("none", "full"):
         r.use(a("mode"), mode, "recompute", mode, default)
+    elif mode == "selective" and option == "0":  # activation_checkpoint.py: `not ac_freq` checkpoints every block
+        r.use(a("selective_ac_option"), option, "recompute", "full", "0: every block in full")
     elif mode == "selective" and option == "op":
         r.use(a("selective_ac_option"), option, "recompute", "op", "per-op SAC")
     elif mode == "selective" and option.isdigit() and int(option) >= 1:

@@ -5,19 +5,21 @@ Since #2386 (9810191bb, 2026-02-23) torchtitan describes a run by a Python funct
 TOML files had (torchtitan.py). python_source.py reads the function's value; this module maps its sections, each
 key named as torchtitan's CLI names it (training.seq_len), through torchtitan.py's readers where the key means
 what the TOML's did. Keys and defaults as torchtitan/config/configs.py, trainer.py and the components declare them,
-each form where torchtitan introduced it:
-- from 9810191bb: TrainingConfig(local_batch_size 8, seq_len 2048, global_batch_size -1), PP's
-  pipeline_parallel_microbatch_size, ActivationCheckpointConfig(mode, selective_ac_option: selective 2 by
-  default), OptimizersContainer.Config(name AdamW), float8 in model_converters;
+each form where torchtitan introduced it (docs/from.md has the table):
+- 9810191bb: TrainingConfig(local_batch_size 8, seq_len 2048, global_batch_size -1), PP's
+  pipeline_parallel_microbatch_size, ActivationCheckpointConfig(mode, selective_ac_option), OptimizersContainer.
+  Config(name AdamW), float8 in model_converters;
+- 114151ad4 (2026-03-23): selective activation checkpointing only per-op (selective_ac_option gone), the default;
 - aa68af18e (2026-03-29): ParallelismConfig.enable_sequence_parallel (on);
-- 6348d93d1 (2026-04-27): converters in model_registry(flavor, converters=[...]);
-- 632f67f12 (2026-06-04): default_adamw, and param_groups' optimizer_name;
-- c5d93d109 (2026-06-15): FullAC.Config, SelectiveAC.Config (per-op SAC, the default), MemoryBudgetAC.Config;
+- 6348d93d1 (2026-04-27): converters in model_registry(flavor, quantization=[...]), named converters from
+  74181b1e8 (2026-05-08), which adds LoRA;
+- 632f67f12 (2026-06-04): default_adamw and param_groups' optimizer_name; the default has no groups;
+- c5d93d109 (2026-06-15): FullAC.Config, SelectiveAC.Config (per-op SAC), MemoryBudgetAC.Config, None;
 - 737594746 (2026-08-12): async TP in CompileConfig;
 - 73aed7f6c (2026-08-20): num_tokens_per_microbatch_per_dp_rank 16,384 and max_context_length 2,048 (a micro-batch
   of their quotient in sequences), num_tokens_per_train_step -1 (no accumulation), PP's num_pp_microbatches per
   DP rank (1).
-A default that changed (the recomputation; PP's micro-batches) is the one of the config's era (_recent).
+A default that changed with the forms (PP's micro-batches; the optimizer) is the one of the config's era (_recent).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ PARALLELISM = (*toml.PARALLELISM, "num_pp_microbatches", "enable_sequence_parall
 # Trainer.Config's sections read; the rest are listed as not priced
 SECTIONS = ("model_spec", "model_converters", "training", "parallelism", "activation_checkpoint", "compile",
             "optimizer", "loss")  # fmt: skip
-CONVERTERS = {"Float8": "fp8", "MXFP8": "fp8", "NVFP4": "nvfp4"}  # a linear converter's class -> --compute-dtype
+# a linear converter's class -> --compute-dtype (MXLinearConverter: components/quantization/mx.py to 6348d93d1)
+CONVERTERS = {"Float8Linear": "fp8", "MXFP8Linear": "fp8", "MXLinear": "fp8", "NVFP4Linear": "nvfp4"}
 BATCH_KEYS = ("local_batch_size", "batch_size", "seq_len", "global_batch_size")  # TrainingConfig's before 73aed7f6c
 AC_POLICIES = ("FullAC", "SelectiveAC", "MemoryBudgetAC")  # activation_checkpoint.py's classes from c5d93d109
 # The keys a section's reader prices: one the source gives as an expression dpcost cannot evaluate is an error
@@ -138,9 +141,9 @@ def read(file: Path, path: str, function: str | None) -> TrainingConfig:
     else:
         toml.training(r, {k: v for k, v in training.items() if k not in own}, degrees["pp"], parallel, label)
     _storage(r, training)
-    _checkpointing(r, sections.get("activation_checkpoint"), recent)
+    _checkpointing(r, sections)
     _compile(r, sections.get("compile"))
-    _optimizer(r, sections.get("optimizer"))
+    _optimizer(r, sections.get("optimizer"), recent)
     _loss(r, sections.get("loss"))
     for line in skipped:
         r.ignore("(not read)", line, "a statement dpcost does not evaluate; the config's value may differ")
@@ -148,10 +151,10 @@ def read(file: Path, path: str, function: str | None) -> TrainingConfig:
 
 
 def _recent(sections: dict[str, Any], training: dict[str, Any], parallel: dict[str, Any]) -> bool:
-    """Whether the config is torchtitan's since its policy classes (c5d93d109, 2026-06-15), whose defaults differ
-    from the first Python configs' (SelectiveAC per-op, where ActivationCheckpointConfig was selective 2): a form
-    only the one has (FullAC/SelectiveAC, default_adamw and param_groups, the token budget, async TP in
-    CompileConfig), else a form only the other has (ActivationCheckpointConfig, an optimizer name,
+    """Whether the config is torchtitan's from 632f67f12 (2026-06-04) on, whose defaults differ from the first
+    Python configs' (an optimizer without parameter groups, refused; after 73aed7f6c, PP's micro-batches): a form
+    only the later ones have (default_adamw and param_groups, FullAC/SelectiveAC, the token budget, async TP in
+    CompileConfig), else a form only the earlier ones have (an optimizer name, ActivationCheckpointConfig,
     model_converters, local_batch_size); neither: torchtitan as it is now."""
     ac, optimizer, compile_ = (sections.get(k) for k in ("activation_checkpoint", "optimizer", "compile"))
     newer = (
@@ -205,33 +208,51 @@ def _model(r: Reading, spec: Any) -> str | None:
 
 
 def _converters(r: Reading, sections: dict[str, Any]) -> None:
-    """The linear converters, in model_registry's converters (from 6348d93d1) or model_converters (before):
-    Float8 and MXFP8 matmuls as --compute-dtype fp8, NVFP4 as nvfp4; FSDP's float8 all-gather as --gather-dtype."""
+    """The model's converters: in model_converters=ModelConvertersContainer.Config(converters=[...]) until 6348d93d1,
+    then in model_registry(flavor, quantization=[...]), named converters from 74181b1e8 (2026-05-08). A linear
+    converter sets every matmul's dtype (CONVERTERS; emulate=True keeps them in BF16); FSDP's float8 all-gather is
+    Float8LinearConverter's enable_fsdp_float8_all_gather with tensorwise scaling (no recipe_name), until
+    6348d93d1 removed it (components/quantization/float8.py); LoRA (components/lora.py, 74181b1e8) is refused."""
     spec, container = sections.get("model_spec"), sections.get("model_converters")
-    found: list[tuple[str, Any]] = []
-    if isinstance(spec, Built) and "converters" in spec.kwargs:
-        found.append(("model_spec.converters", spec.kwargs["converters"]))
+    found: list[tuple[str, Any, bool]] = []  # (key, converters, whether FSDP's float8 gather is a field there)
+    if isinstance(spec, Built):
+        for name in ("quantization", "converters"):
+            if name in spec.kwargs:
+                found.append((f"model_spec.{name}", spec.kwargs[name], False))
     if isinstance(container, Built):
         for key, value in container.kwargs.items():
             if key == "converters":
-                found.append(("model_converters.converters", value))
+                found.append(("model_converters.converters", value, True))
             else:
                 r.ignore(f"model_converters.{key}", _shown(value), NOT_PRICED)
-    for key, converters in found:
+    for key, converters, gathers in found:
         if not isinstance(converters, list):
             raise r.error(key, f"is {_shown(converters)}, which dpcost cannot evaluate without running it")
         for converter in converters:
             name = converter.name if isinstance(converter, Built) else _shown(converter)
-            dtype = next((d for prefix, d in CONVERTERS.items() if prefix in name and "Linear" in name), None)
+            fields = converter.kwargs if isinstance(converter, Built) else {}
+            if "LoRA" in name:
+                raise r.error(key, f"{name}: LoRA trains adapters on frozen weights; dpcost prices full training")
+            dtype = next((d for prefix, d in CONVERTERS.items() if name.startswith(prefix)), None)
+            if dtype is not None and "fp4" in str(fields.get("recipe_name", "")).lower():
+                dtype = "nvfp4"
             if dtype is None:
-                r.ignore(key, name, NOT_PRICED)
+                grouped = "the MoE experts' grouped GEMMs alone: --compute-dtype sets every matmul"
+                r.ignore(key, name, grouped if "Grouped" in name else NOT_PRICED)
+                continue
+            if fields.get("emulate") is True:
+                r.ignore(key, name, "emulated: the matmuls run in BF16")
                 continue
             r.use(key, name, "compute_dtype", dtype, f"{name.split('.')[0]} matmuls")
-            gather = converter.kwargs.get("enable_fsdp_float8_all_gather") if isinstance(converter, Built) else None
-            if gather is True:
-                r.use(
-                    f"{key}.enable_fsdp_float8_all_gather", True, "gather_dtype", "fp8", "FSDP gathers float8 weights"
-                )
+            if "enable_fsdp_float8_all_gather" in fields:
+                gather = f"{key}.enable_fsdp_float8_all_gather"
+                value = fields["enable_fsdp_float8_all_gather"]
+                if not gathers:
+                    r.ignore(gather, value, "not a converter field from 6348d93d1, which removed it")
+                elif value is True and "recipe_name" not in fields:
+                    r.use(gather, value, "gather_dtype", "fp8", "FSDP gathers the float8 weights (tensorwise)")
+                else:
+                    r.ignore(gather, value, "off, or a scaling recipe it does not apply to (tensorwise only)")
 
 
 def _token_budget(r: Reading, training: dict[str, Any], pp: int, parallel: dict[str, Any]) -> None:
@@ -271,7 +292,11 @@ def _token_budget(r: Reading, training: dict[str, Any], pp: int, parallel: dict[
     elif "num_pp_microbatches" in parallel:
         r.ignore(label("parallelism", "num_pp_microbatches"), parallel["num_pp_microbatches"], "no effect without PP")
     step = given["num_tokens_per_train_step"]
-    if step != -1:
+    if step != -1 and pp > 1:  # trainer.py: one pipeline schedule of num_pp_microbatches per accumulation step
+        r.refuse("global_batch", label(t, "num_tokens_per_train_step"), f"{step}: under PP torchtitan runs a "
+                 "pipeline schedule per accumulation step, each with its bubble, where dpcost prices one a step: give "
+                 "--global-batch, one schedule's sequences")  # fmt: skip
+    elif step != -1:
         step = toml.whole(r, label(t, "num_tokens_per_train_step"), step)
         if step % length:
             raise r.error(label(t, "num_tokens_per_train_step"), f"{step:,} is not whole sequences of {length:,}")
@@ -302,21 +327,32 @@ def _storage(r: Reading, training: dict[str, Any]) -> None:
         r.ignore(key, training["enable_cpu_offload"], "off")
 
 
-def _checkpointing(r: Reading, ac: Any, recent: bool) -> None:
-    """ActivationCheckpointConfig(mode, selective_ac_option) as the TOML's; from c5d93d109 one class per policy:
-    FullAC (--recompute full), SelectiveAC (per-op SAC, every second matmul recomputed: --recompute op, the
-    default), MemoryBudgetAC (compile's partitioner, not priced)."""
+def _checkpointing(r: Reading, sections: dict[str, Any]) -> None:
+    """activation_checkpoint: FullAC.Config (--recompute full), SelectiveAC.Config (per-op SAC, every second matmul
+    recomputed: --recompute op), MemoryBudgetAC.Config (compile's partitioner, not priced), None (no checkpointing;
+    trainer.py at c5d93d109); before, ActivationCheckpointConfig(mode, selective_ac_option), whose selective mode
+    is per-op from 114151ad4 (2026-03-23), which dropped the option. Absent: per-op, torchtitan's default since
+    114151ad4 (the month before, its option defaulted to every 2nd block in full)."""
     key = "activation_checkpoint"
+    if key not in sections:
+        r.use(key, "(default)", "recompute", "op", "torchtitan's default since 114151ad4: per-op SAC")
+        return
+    ac = sections[key]
     if ac is None:
-        if recent:
-            r.use(key, "SelectiveAC.Config()", "recompute", "op", "torchtitan's default (from c5d93d109): per-op SAC")
-        else:
-            toml.checkpointing(r, {}, label)
+        r.use(key, "None", "recompute", "none", "no activation checkpointing")
         return
     if not isinstance(ac, Built):
         raise r.error(key, f"is {_shown(ac)}, which dpcost cannot evaluate without running it")
     if ac.name.endswith("ActivationCheckpointConfig"):
-        toml.checkpointing(r, _keys(r, ac, key), label)
+        keys = _keys(r, ac, key)
+        if keys.get("mode", "selective") == "selective" and "selective_ac_option" not in keys:
+            r.use(label(key, "mode"), keys.get("mode", "selective"), "recompute", "op",
+                  "per-op SAC: selective mode's only form from 114151ad4")  # fmt: skip
+            for name, value in keys.items():
+                if name != "mode":
+                    r.ignore(label(key, name), _shown(value), NOT_PRICED)
+            return
+        toml.checkpointing(r, keys, label)
         return
     policy = ac.name.split(".")[0]
     if policy == "FullAC":
@@ -332,43 +368,55 @@ def _checkpointing(r: Reading, ac: Any, recent: bool) -> None:
 
 def _compile(r: Reading, section: Any) -> None:
     """CompileConfig(enable, components) as the TOML's [compile]; its enable_async_tensor_parallel (from
-    737594746) is --tp-comm-overlap."""
+    737594746) is --tp-comm-overlap, which torchtitan refuses without compile.enable (configs.py)."""
     keys = dict(_keys(r, section, "compile"))
     if "enable_async_tensor_parallel" in keys:
         key = label("compile", "enable_async_tensor_parallel")
         value = toml.switch(r, key, keys.pop("enable_async_tensor_parallel"))
+        if value == "true" and keys.get("enable") is not True:
+            raise r.error(key, "async TP needs compile.enable (torchtitan's CompileConfig refuses it alone)")
         r.use(key, value, "tp_comm_overlap", value)
     toml.compiled(r, keys, label)
 
 
-def _optimizer(r: Reading, section: Any) -> None:
-    """OptimizersContainer.Config(name, implementation) as the TOML's [optimizer]; default_adamw(...) and
-    param_groups whose optimizer_name is AdamW or Adam (from 632f67f12) price AdamW."""
+def _optimizer(r: Reading, section: Any, recent: bool) -> None:
+    """OptimizersContainer.Config(name, implementation) as the TOML's [optimizer]; from 632f67f12 default_adamw(...)
+    or param_groups whose optimizer_name is AdamW or Adam, with implementation (optimizer/optimizer.py). Absent:
+    AdamW before 632f67f12; from it the default has no parameter groups, which torchtitan refuses."""
     if section is None:
-        r.use("optimizer", "(default)", "optimizer", "adamw", "torchtitan's default: AdamW")
-        return
-    if isinstance(section, Built) and section.name.endswith("default_adamw"):
-        r.use("optimizer", f"{section.name}(...)", "optimizer", "adamw", "AdamW over every parameter")
+        if recent:
+            r.refuse("optimizer", "optimizer", "absent: torchtitan's default has no parameter groups, which it refuses")
+        else:
+            r.use("optimizer", "(default)", "optimizer", "adamw", "torchtitan's default: AdamW")
         return
     keys = dict(_keys(r, section, "optimizer"))
-    groups = keys.pop("param_groups", None)
-    if groups is not None:
+    if isinstance(section, Built) and section.name.endswith("default_adamw"):
+        r.use("optimizer", f"{section.name}(...)", "optimizer", "adamw", "AdamW over every parameter")
+        groups = None
+        for name in [k for k in keys if k != "implementation"]:  # its own arguments, Adam's
+            r.ignore(label("optimizer", name), _shown(keys.pop(name)), NOT_PRICED)
+    else:
+        groups = keys.pop("param_groups", None)
+        if groups is None:
+            toml.optimizer(r, keys, label)
+            return
         names = {g.kwargs.get("optimizer_name") for g in groups} if isinstance(groups, list) and all(
             isinstance(g, Built) for g in groups) else {None}  # fmt: skip
         if names <= {"AdamW", "Adam"} and names:
             r.use("optimizer.param_groups", ", ".join(sorted(str(n) for n in names)), "optimizer", "adamw")
         else:
             r.refuse("optimizer", "optimizer.param_groups", f"{_shown(groups)} is not AdamW or Adam throughout")
-        implementation = keys.pop("implementation", None)
-        if implementation is not None:
-            key = label("optimizer", "implementation")
-            if implementation not in get_args(OptimizerImpl):
-                raise r.error(key, f"must be {', '.join(get_args(OptimizerImpl))}, got {implementation!r}")
+    implementation = keys.pop("implementation", None)
+    if implementation is not None:
+        key = label("optimizer", "implementation")
+        if implementation == "fused_opt_states_bf16":  # Adam's moments in bf16 (optimizer.py): not an option here
+            r.refuse("optimizer_impl", key, "fused_opt_states_bf16 (Adam's states in bf16) is not priced")
+        elif implementation not in get_args(OptimizerImpl):
+            raise r.error(key, f"must be {', '.join(get_args(OptimizerImpl))}, got {implementation!r}")
+        else:
             r.use(key, implementation, "optimizer_impl", implementation)
-        for name, value in keys.items():
-            r.ignore(label("optimizer", name), _shown(value), NOT_PRICED)
-        return
-    toml.optimizer(r, keys, label)
+    for name, value in keys.items():
+        r.ignore(label("optimizer", name), _shown(value), NOT_PRICED)
 
 
 def _loss(r: Reading, loss: Any) -> None:
@@ -394,11 +442,15 @@ def _loss(r: Reading, loss: Any) -> None:
         r.refuse("loss_impl", "loss", f"{name} is not a loss dpcost prices: give --loss-impl")
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, depth: int = 0) -> str:
+    """A value as its row shows it: a few items, a few levels (a hostile file's lists can nest without end)."""
     if isinstance(value, Built):
         return f"{value.name or '(default)'}(...)"
     if isinstance(value, Unread):
         return value.text[:60]
     if isinstance(value, list):
-        return "[" + ", ".join(_shown(v) for v in value)[:60] + "]"
+        if depth >= 3:
+            return "[...]"
+        items = [_shown(v, depth + 1) for v in value[:6]] + (["..."] if len(value) > 6 else [])
+        return ("[" + ", ".join(items))[:60] + "]"
     return str(value)[:60]
