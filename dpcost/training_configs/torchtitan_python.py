@@ -144,7 +144,7 @@ def read(file: Path, path: str, function: str | None) -> TrainingConfig:
     _checkpointing(r, sections)
     _compile(r, sections.get("compile"))
     _optimizer(r, sections.get("optimizer"), recent)
-    _loss(r, sections.get("loss"))
+    _loss(r, sections)
     for line in skipped:
         r.ignore("(not read)", line, "a statement dpcost does not evaluate; the config's value may differ")
     return r.done(**toml.data_parallel(r, degrees, model, label("parallelism", "data_parallel_*_degree")))
@@ -419,13 +419,20 @@ def _optimizer(r: Reading, section: Any, recent: bool) -> None:
         r.ignore(label("optimizer", name), _shown(value), NOT_PRICED)
 
 
-def _loss(r: Reading, loss: Any) -> None:
+def _loss(r: Reading, sections: dict[str, Any]) -> None:
     """ChunkedLossWrapper.Config (torchtitan/components/loss.py at b5bcd76c6): the output projection and the loss a
     chunk at a time, --loss-impl chunked-head at its 8 chunks; CrossEntropyLoss.Config alone: PyTorch's
     cross-entropy on upcast logits, the framework's own."""
+    loss = sections.get("loss")
     if loss is None:
         return
     name = loss.name if isinstance(loss, Built) else _shown(loss)
+    compile_ = sections.get("compile")
+    compiled = (
+        isinstance(compile_, Built)
+        and compile_.kwargs.get("enable") is True
+        and "loss" in (compile_.kwargs.get("components") or ["model", "loss"])
+    )  # CompileConfig's default components: the model and the loss
     if name.startswith("ChunkedLossWrapper") and isinstance(loss, Built):
         chunks = loss.kwargs.get("num_chunks", TORCHTITAN_CHUNKS)
         if chunks != TORCHTITAN_CHUNKS:
@@ -435,7 +442,10 @@ def _loss(r: Reading, loss: Any) -> None:
         if inner is not None and not (isinstance(inner, Built) and inner.name.startswith("CrossEntropyLoss")):
             r.refuse("loss_impl", "loss", f"a ChunkedLossWrapper over {_shown(inner)}: dpcost prices cross-entropy")
             return
-        r.use("loss", name, "loss_impl", "chunked-head", "the output projection and the loss 8 chunks at a time")
+        why = "the output projection and the loss 8 chunks at a time"
+        if compiled:  # loss.py: a compiled chunk holds no fp32 copy; chunked-head prices the eager one
+            why += "; its chunks compiled here, priced eager (upcast, about twice a compiled chunk's memory)"
+        r.use("loss", name, "loss_impl", "chunked-head", why)
     elif name.startswith("CrossEntropyLoss"):
         r.note("loss", name, "", "PyTorch's cross-entropy on upcast logits: the framework's own")
     else:
