@@ -44,8 +44,9 @@ _NOT_FOLLOWED = object()  # Reader.follow: the call names no function this readi
 @dataclass
 class Built:
     """A call not followed: a config object as its constructor was given (`name` as written: ParallelismConfig,
-    FullAC.Config), `origin` the module its first name was imported from ("" where not imported). `name` empty:
-    an object the reader created for an attribute assigned on a default (the field's default class)."""
+    FullAC.Config), `origin` the module its callee comes from ("" where not imported; `llama3.model_registry` after
+    `from torchtitan.models import llama3`: torchtitan.models.llama3). `name` empty: an object the reader created
+    for an attribute assigned on a default (the field's default class)."""
 
     name: str
     args: list[Any] = field(default_factory=list)
@@ -65,7 +66,6 @@ class Unread:
 class _Module:
     path: Path
     name: str  # its dotted module path, as far as its directories give one
-    tree: ast.Module
     functions: dict[str, ast.FunctionDef]
     imports: dict[str, tuple[str, str]]  # local name -> (module, attribute; "" for `import module`)
     constants: dict[str, ast.expr]
@@ -106,7 +106,7 @@ class _Reader:
             raise self.error(f"{path.name} line {exc.lineno}: not valid Python ({exc.msg})") from None
         except (RecursionError, MemoryError, ValueError):
             raise self.error(f"{path.name}: nested too deeply to read") from None
-        module = _Module(path, _dotted_name(path), tree, {}, {}, {})
+        module = _Module(path, _dotted_name(path), {}, {}, {})
         for node in tree.body:
             if isinstance(node, ast.FunctionDef):
                 module.functions[node.name] = node
