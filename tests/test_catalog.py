@@ -13,6 +13,8 @@ from dpcost.engine.rates import rates_for
 from dpcost.errors import InputError
 
 MODELS = {
+    "gpt-oss-20b",
+    "gpt-oss-120b",
     "qwen3-8b",
     "qwen3-32b",
     "qwen3-30b-a3b",
@@ -440,15 +442,19 @@ def test_hf_config_counts_like_the_catalog(tmp_path: Path, config: dict, catalog
     assert ours.active == theirs.active
 
 
-@pytest.mark.parametrize("name", ["qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b"])
-def test_a_catalog_qwen3_is_its_published_config(name: str) -> None:
-    """Each catalog Qwen3 is the model its published config.json builds (tests/reference/hf-configs), shape for
-    shape, and so counts what its checkpoint holds (the Hub's safetensors totals, that README's exact counts)."""
+@pytest.mark.parametrize(
+    "name", ["qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b"]
+)
+def test_a_catalog_model_is_its_published_config(name: str) -> None:
+    """Each catalog Qwen3 and gpt-oss is the model its published config.json builds (tests/reference/hf-configs),
+    shape for shape, and so counts what its checkpoint holds (the Hub's safetensors totals, that README's exact
+    counts)."""
     config = Path(__file__).parent / "reference" / "hf-configs" / f"{name}.json"
     ours, theirs = load_model(name), load_model(str(config))
     assert ours.architecture == theirs.architecture
     checkpoint = {"qwen3-8b": 8_190_735_360, "qwen3-32b": 32_762_123_264, "qwen3-30b-a3b": 30_532_122_624,
-                  "qwen3-235b-a22b": 235_093_634_560}  # fmt: skip
+                  "qwen3-235b-a22b": 235_093_634_560, "gpt-oss-20b": 20_914_757_184,
+                  "gpt-oss-120b": 116_829_156_672}  # fmt: skip
     assert count_params(ours).total == checkpoint[name]
 
 

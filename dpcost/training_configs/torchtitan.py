@@ -53,6 +53,8 @@ CATALOG = {
     ("qwen3", "32b"): "qwen3-32b",
     ("qwen3", "30b-a3b"): "qwen3-30b-a3b",
     ("qwen3", "235b-a22b"): "qwen3-235b-a22b",
+    ("gpt_oss", "20b"): "gpt-oss-20b",
+    ("gpt_oss", "120b"): "gpt-oss-120b",
 }
 DEFAULTS = {"local_batch_size": 8, "global_batch_size": -1, "seq_len": 2048}  # job_config.py Training
 DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
