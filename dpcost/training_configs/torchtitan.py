@@ -48,6 +48,7 @@ CATALOG = {
     ("llama3", "8b"): "llama-8b",
     ("llama3", "70b"): "llama-70b",
     ("llama3", "405b"): "llama-405b",
+    ("deepseek_v3", "16b"): "deepseek-v2-lite",
     ("deepseek_v3", "671b"): "deepseek-v3",
     ("qwen3", "8b"): "qwen3-8b",
     ("qwen3", "32b"): "qwen3-32b",
