@@ -13,6 +13,7 @@ it was left out. `apply` lays the flags a user typed over the file and says whic
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "Setting",
     "TrainingConfig",
     "apply",
+    "list_items",
     "model_required",
     "read_training_config",
 ]
@@ -147,12 +149,17 @@ def _shown(value: Any, depth: int = 0) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         return value if len(value) <= 60 else value[:57] + "..."
-    if isinstance(value, list | tuple):  # a few items, a few levels: a hostile file's lists can nest without end
-        if depth >= 3:
-            return "[...]"
-        items = [_shown(v, depth + 1) for v in value[:6]] + (["..."] if len(value) > 6 else [])
-        return "[" + ", ".join(items)[:60] + "]"
+    if isinstance(value, list | tuple):
+        return "[" + list_items(value, _shown, depth)[:60] + "]"
     return shown_value(value)
+
+
+def list_items(value: list[Any] | tuple[Any, ...], show: Callable[[Any, int], str], depth: int) -> str:
+    """A list's items as `show` shows each one level down, comma-joined: a few items (six, then ...), a few levels
+    (three, then ...): a hostile file's lists can nest without end."""
+    if depth >= 3:
+        return "..."
+    return ", ".join([show(v, depth + 1) for v in value[:6]] + (["..."] if len(value) > 6 else []))
 
 
 def model_required(config: TrainingConfig, source: str) -> str:

@@ -23,6 +23,7 @@ __all__ = [
     "checkpointing",
     "compiled",
     "data_parallel",
+    "implementation",
     "model_name",
     "optimizer",
     "parallelism",
@@ -355,12 +356,18 @@ def optimizer(r: Reading, section: dict[str, Any], label: Label) -> None:
     else:
         r.refuse("optimizer", label("optimizer", "name"), f"{name!r} is not one dpcost prices (AdamW, Adam)")
     for key, value in section.items():
-        if key == "implementation":  # torchtitan's default is fused, as --framework fsdp's
-            if value not in get_args(OptimizerImpl):
-                raise r.error(label("optimizer", key), f"must be {', '.join(get_args(OptimizerImpl))}, got {value!r}")
-            r.use(label("optimizer", key), value, "optimizer_impl", value)
+        if key == "implementation":
+            implementation(r, label("optimizer", key), value)
         elif key != "name":
             r.ignore(label("optimizer", key), value, NOT_PRICED)
+
+
+def implementation(r: Reading, key: str, value: Any) -> None:
+    """The optimizer's implementation, --optimizer-impl: torch.optim's (torchtitan's default fused, as --framework
+    fsdp's)."""
+    if value not in get_args(OptimizerImpl):
+        raise r.error(key, f"must be {', '.join(get_args(OptimizerImpl))}, got {value!r}")
+    r.use(key, value, "optimizer_impl", value)
 
 
 def compiled(r: Reading, section: dict[str, Any], label: Label) -> None:
