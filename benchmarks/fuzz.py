@@ -862,7 +862,9 @@ def _document(case: Case, res: Result) -> tuple[Any, str | None]:
     return _parse(res.stdout, fmt)
 
 
-NON_FINITE = re.compile(r"(?<![\w.])-?(nan|inf|NaN|Infinity)(?![\w.])")
+# A quoted one is a string the input gave (a source, a title: the fuzzer writes "nan" into text fields), echoed as
+# given; a number dpcost formats is never quoted.
+NON_FINITE = re.compile(r"(?<![\w.\"'])-?(nan|inf|NaN|Infinity)(?![\w.\"'])")
 
 
 def _text_format(case: Case) -> str | None:
