@@ -14,15 +14,18 @@ from dpcost.engine.layout_step import (
     cp_calls,
     ep_calls,
     exposed_per_micro_batch,
+    layer_tp_pairs,
     layout_calls,
     moe_layers_per_stage,
     pp_calls,
     pp_overlapped,
     slowed_compute,
     stage_layer_counts,
+    stage_tp_pairs,
     tp_calls,
 )
 from dpcost.engine.ops import Op, layer_ops, tensor_parallel
+from dpcost.engine.pipeline_layout import ranks_of_stages
 from dpcost.engine.placement import place
 from dpcost.specs import ModelArchitecture, ModelSpec
 
@@ -64,6 +67,19 @@ def test_sequence_parallel_trades_each_all_reduce_for_a_gather_and_a_reduce_scat
         ("reduce_scatter", 16, 8192 * 16384 * 2, True),
     ]
     assert tp_calls(_arch(llama405b), Layout(dp=8), 1, 8192, 2.0, True, False, False, 0.0) == []
+
+
+def test_an_moe_layer_pairs_its_attention_and_its_shared_experts_on_tp() -> None:
+    """Megatron-Core's SharedExpertMLP is an MLP on the TP group (moe/shared_experts.py: tp_group=pg_collection.tp),
+    with a dense MLP's column- then row-parallel pair; routed experts leave TP to the dispatcher. DeepSeek-V3 (3
+    dense layers, then MoE layers with one shared expert) issues 2 pairs a layer, its MTP module 2 more; Mixtral
+    (MoE, no shared expert) 1 a layer."""
+    deepseek, mixtral = _arch(load_model("deepseek-v3")), _arch(load_model("mixtral-8x7b"))
+    assert [layer_tp_pairs(deepseek, i) for i in (0, 2, 3, 60)] == [2, 2, 2, 2]
+    assert stage_tp_pairs(deepseek, ranks_of_stages([61]), mtp_layers=1) == 61 * 2 + 2
+    assert [layer_tp_pairs(mixtral, i) for i in (0, 31)] == [1, 1]
+    calls = tp_calls(mixtral, Layout(tp=2, dp=4), 1, 4096, 2.0, True, False, False, 0.0)
+    assert calls[0].per_micro_batch == 32  # one gather a layer forward: attention's, the routed experts' none
 
 
 def test_cp_ring_passes_k_and_v_chunks_cp_minus_one_times(llama405b: ModelSpec) -> None:

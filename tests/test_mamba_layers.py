@@ -121,15 +121,16 @@ def test_the_mixer_splits_over_tp_by_heads() -> None:
 
 
 def test_tp_pairs_follow_the_pattern() -> None:
-    """One column- and row-parallel pair for each M, * and - layer, none for E (its experts go to the dispatcher;
-    section 2), two for a GPT layer."""
+    """One column- and row-parallel pair for each M, * and - layer, and for each E with a shared expert (Nano's
+    one: an MLP on the TP group, its routed experts going to the dispatcher; section 2), two for a GPT layer."""
     a = arch("nemotron-3-nano-30b-a3b.json")
     pattern = "".join("M" if a.mixer(i) == "mamba" else "*" if a.mixer(i) == "attention" else
                       "E" if a.moe_layer(i) else "-" for i in range(a.layers))  # fmt: skip
     assert pattern == NANO_PATTERN
-    assert [layer_tp_pairs(a, i) for i in range(a.layers)] == [0 if c == "E" else 1 for c in pattern]
-    assert stage_tp_pairs(a, ranks_of_stages([a.layers])) == pattern.count("M") + pattern.count("*") == 29
-    assert stage_tp_pairs(a, ranks_of_stages([26, 26])) == NANO_PATTERN[:26].count("M") + NANO_PATTERN[:26].count("*")
+    assert a.moe is not None and a.moe.shared == 1
+    assert [layer_tp_pairs(a, i) for i in range(a.layers)] == [1] * len(pattern)
+    assert stage_tp_pairs(a, ranks_of_stages([a.layers])) == a.layers == 52
+    assert stage_tp_pairs(a, ranks_of_stages([26, 26])) == 26
     llama = load_model("llama-70b").architecture
     assert llama is not None and stage_tp_pairs(llama, ranks_of_stages([40, 40])) == 80
 

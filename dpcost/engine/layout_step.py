@@ -252,10 +252,18 @@ def mamba_layout_refusal(arch: ModelArchitecture, tp: int, cp: int) -> tuple[str
 
 def layer_tp_pairs(arch: ModelArchitecture, i: int) -> int:
     """Column- then row-parallel pairs layer i (from 0) runs on the TP group: its mixer's (attention's QKV and
-    output projections, a Mamba mixer's in and out projections, none without a mixer) and its dense MLP's; an MoE
-    MLP leaves TP to the token dispatcher (ep_calls). Megatron-Core's Mamba, attention and MLP layers each issue
-    one pair (docs/sources/mamba-hybrid-layouts.md section 2)."""
-    return (arch.mixer(i) != "none") + (arch.has_mlp(i) and not arch.moe_layer(i))
+    output projections, a Mamba mixer's in and out projections, none without a mixer) and its MLP's
+    (mlp_tp_pair). Megatron-Core's Mamba, attention and MLP layers each issue one pair
+    (docs/sources/mamba-hybrid-layouts.md section 2)."""
+    return (arch.mixer(i) != "none") + (arch.has_mlp(i) and mlp_tp_pair(arch, arch.moe_layer(i)))
+
+
+def mlp_tp_pair(arch: ModelArchitecture, moe: bool) -> bool:
+    """Whether a layer's MLP issues a column- then row-parallel pair on the TP group: a dense MLP does, and so do an
+    MoE MLP's shared experts (Megatron-Core's SharedExpertMLP is an MLP on the TP group, moe/shared_experts.py at
+    d98e8a64dd: its own gather and reduce-scatter under sequence parallelism, which --moe-shared-expert-overlap only
+    moves beside the dispatcher's); the routed experts leave TP to the token dispatcher (ep_calls)."""
+    return not moe or (arch.moe is not None and arch.moe.shared > 0)
 
 
 def stage_tp_pairs(arch: ModelArchitecture, stage_layers: StageLayers, mtp_layers: int = 0) -> int:
@@ -266,7 +274,7 @@ def stage_tp_pairs(arch: ModelArchitecture, stage_layers: StageLayers, mtp_layer
     s = sizes.index(max(sizes))
     pairs = sum(layer_tp_pairs(arch, i) for i in stage_layers[s])
     if s == last and mtp_layers:
-        pairs += mtp_layers * (1 + (not mtp_layer(arch).moe))
+        pairs += mtp_layers * (1 + mlp_tp_pair(arch, mtp_layer(arch).moe))
     return pairs
 
 
@@ -294,7 +302,8 @@ def tp_calls(
     matmuls (layers.py, async_op=True); the forward's sit on the critical path unless overlapped (--tp-comm-overlap).
     `backward_async` False: the backward's wait too, as in Megatron-LM before its asynchronous all-reduce
     (16c90445, 2021-09: --no-async-tensor-model-parallel-allreduce).
-    A MoE layer's MLP leaves TP to the token dispatcher (ep_calls): only its attention's half counts. Full
+    A MoE layer's routed experts leave TP to the token dispatcher (ep_calls): its attention's pair counts, and its
+    shared experts' (mlp_tp_pair). Full
     recomputation runs the forward's calls again. `pairs`: the stage's column- and row-parallel pairs
     (stage_tp_pairs; default the even split's)."""
     if layout.tp == 1:
