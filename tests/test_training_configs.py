@@ -156,6 +156,22 @@ def test_a_megatron_script_that_turns_pp_overlap_off_is_costed_with_it_off(tmp_p
     assert exposed["pp"] > 0 and "pp" not in {r["term"] for r in overlapped["layout"]["exposed"] if r["seconds"]}
 
 
+def test_a_megatron_script_that_delays_weight_gradients_waits_for_tp_backward(tmp_path: Path) -> None:
+    """--delay-wgrad-compute: Transformer Engine's linear stores its weight-gradient GEMM and waits for the input
+    gradient's reduce-scatter at once (module/linear.py at 2.20.0.dev0), so TP's backward calls are not hidden
+    behind the weight gradients: the plan reads --no-tp-backward-async, and more of TP is exposed."""
+    script = (CONFIGS / "megatron-gpt3-175b.sh").read_text()
+    delayed = tmp_path / "delayed.sh"
+    delayed.write_text(script.replace("    --eval-iters 10", "    --eval-iters 10\n    --delay-wgrad-compute"))
+    plain = report("estimate", "--from", str(CONFIGS / "megatron-gpt3-175b.sh"), "--dp", "8")
+    waited = report("estimate", "--from", str(delayed), "--dp", "8")
+    became = {s["key"]: s["became"] for s in waited["from_config"]["settings"]}
+    assert became["--delay-wgrad-compute"] == "--no-tp-backward-async"
+    assert plain["layout"]["tp"] == 8
+    tp = [{r["term"]: r["seconds"] for r in run["layout"]["exposed"]}["tp"] for run in (plain, waited)]
+    assert tp[1] > tp[0] > 0
+
+
 def test_a_megatron_scripts_gradient_dtype_is_megatrons(tmp_path: Path) -> None:
     """megatron/training/arguments.py: --bf16 accumulates and reduces gradients in fp32 unless --grad-reduce-in-bf16;
     --fp16 in fp16 unless --accumulate-allreduce-grads-in-fp32."""

@@ -87,6 +87,9 @@ OFFLOADING = "activation offloading is not costed: dpcost keeps those activation
 SWITCHES_OFF = {  # a flag present -> the option off
     "--no-overlap-p2p-communication": "pp_comm_overlap",
     "--no-gradient-accumulation-fusion": "grad_accumulation_fusion",
+    # Transformer Engine stores each linear's weight-gradient GEMM for later and waits at once for its input
+    # gradient's reduce-scatter (module/linear.py at 2.20.0.dev0, d0067d0da): TP's backward calls wait
+    "--delay-wgrad-compute": "tp_backward_async",
 }
 # MLA's shape flags, and the defaults arguments.py at d98e8a64dd gives those with one (--q-lora-rank's is None)
 MLA_ARGS = ("--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
