@@ -608,9 +608,10 @@ class Parallel(Section):
     )
     tp_backward_async: bool = Field(
         True,
-        description="TP's backward all-reduce of the input gradient runs beside the weight-gradient matmul, as "
-        "Megatron-LM has run it since 16c90445 (2021-09); off: the backward waits for it as the forward does, as "
-        "the runs of Narayanan et al. (SC'21) did and torchtitan's DTensor tensor parallelism does.",
+        description="TP's backward all-reduce (or reduce-scatter) of the input gradient runs beside the "
+        "weight-gradient matmul, as Megatron-LM has run it since 16c90445 (2021-09); off: the backward waits for it "
+        "as the forward does, as the runs of Narayanan et al. (SC'21) did, Megatron's --delay-wgrad-compute does and "
+        "torchtitan's DTensor tensor parallelism does.",
         json_schema_extra=cli("--tp-backward-async"),
     )
     pp_comm_overlap: bool | None = Field(

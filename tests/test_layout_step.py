@@ -58,14 +58,23 @@ def test_tp_all_reduces_four_outputs_per_layer(llama405b: ModelSpec) -> None:
 def test_sequence_parallel_trades_each_all_reduce_for_a_gather_and_a_reduce_scatter(llama405b: ModelSpec) -> None:
     """Korthikanti et al. 2022 section 4.2.2: the same tensor, all-gathered and reduce-scattered; per layer 2 + 2
     forward, the mirror 2 + 2 backward, and the column-parallel inputs gathered again for the weight gradients
-    (megatron/core/tensor_parallel/layers.py): 6 gathers and 4 reduce-scatters, 48 and 32 for 8 layers."""
-    calls = tp_calls(_arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, True, False, False, 0.0)
+    (megatron/core/tensor_parallel/layers.py): 6 gathers and 4 reduce-scatters, 48 and 32 for 8 layers. Backward,
+    per pair (TransformerEngine at d0067d0da): the row-parallel layer's output gradient gathered and waited for before
+    its data-gradient GEMM (base.py grad_output_preprocess), the column-parallel input gathered again behind its
+    data-gradient GEMM (linear.py: issued before it, waited after it), the input gradient reduce-scattered behind
+    the weight-gradient GEMM (async_op=True); a third of the matmuls' work each."""
+    tensor = 8192 * 16384 * 2
+    calls = tp_calls(_arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, True, False, False, 0.25)
     assert [(c.op, c.per_micro_batch, c.message_bytes, c.overlapped) for c in calls] == [
-        ("all_gather", 16, 8192 * 16384 * 2, False),
-        ("reduce_scatter", 16, 8192 * 16384 * 2, False),
-        ("all_gather", 32, 8192 * 16384 * 2, True),
-        ("reduce_scatter", 16, 8192 * 16384 * 2, True),
+        ("all_gather", 16, tensor, False),
+        ("reduce_scatter", 16, tensor, False),
+        ("all_gather", 16, tensor, False),
+        ("all_gather", 16, tensor, True),
+        ("reduce_scatter", 16, tensor, True),
     ]
+    assert calls[3].hides_behind == calls[4].hides_behind == pytest.approx((1 - 0.25) / 3)
+    delayed = tp_calls(_arch(llama405b), Layout(tp=8, pp=16, dp=128), 1, 8192, 2.0, True, False, False, 0.25, False)
+    assert [c.overlapped for c in delayed] == [False, False, False, True, False]  # the reduction waits
     assert tp_calls(_arch(llama405b), Layout(dp=8), 1, 8192, 2.0, True, False, False, 0.0) == []
 
 
@@ -268,8 +277,9 @@ def test_overlapped_tp_calls_slow_the_compute_they_run_beside(llama405b: ModelSp
     free = layout_step(llama405b, h100, layout, tp_overlap=True, overlap_slowdown=0.0, **args)
     slowed = layout_step(llama405b, h100, layout, tp_overlap=True, overlap_slowdown=0.2, **args)
     waited = layout_step(
-        llama405b, h100, layout, tp_overlap=False, tp_backward_async=False, overlap_slowdown=0.2, **args
-    )
+        llama405b, h100, layout, tp_overlap=False, tp_backward_async=False, overlap_slowdown=0.2,
+        **{**args, "sequence_parallel": False},
+    )  # fmt: skip
     assert free.slowed == 0.0 and waited.slowed == 0.0
     assert 0.0 < slowed.slowed <= 0.2 * slowed.micro_batches * (slowed.forward + slowed.backward)
     assert slowed.step > free.step
@@ -278,18 +288,18 @@ def test_overlapped_tp_calls_slow_the_compute_they_run_beside(llama405b: ModelSp
 def test_userbuffers_calls_hold_te_s_own_sms_and_nccl_calls_its_channels(llama405b: ModelSpec) -> None:
     """docs/sources/te-userbuffers.md (TransformerEngine base.py:333-347 @v2.9): under --tp-comm-overlap the forward
     gathers run ring_exchange on 1 SM, the forward reductions pipeline and the backward reductions bulk on 16, the
-    backward gathers half bulk (16) and half ring_exchange (1). Without it NCCL runs them, on its channels: TP 8 in one
-    H100 node, 24 (docs/sources/nccl-channels.md)."""
+    backward gathers the output gradient's ring_exchange (1) and the input's bulk (16). Without it NCCL runs them, on
+    its channels: TP 8 in one H100 node, 24 (docs/sources/nccl-channels.md)."""
     a = _arch(llama405b)
     layout = Layout(tp=8, pp=16, dp=128)
     te = tp_calls(a, layout, 1, 8192, 2.0, True, False, True, 0.0)
-    assert [c.kernel_sms for c in te] == [1, 16, 8.5, 16]
+    assert [c.kernel_sms for c in te] == [1, 16, 1, 16, 16]
     nccl = tp_calls(a, layout, 1, 8192, 2.0, True, False, False, 0.0)
     assert all(c.kernel_sms == 0 for c in nccl)
     h100 = load_topology("dgx-h100")
     groups = {"tp": place(h100, 8)}
     assert call_slowdown(h100, groups, te[1]) == pytest.approx(16 / (132 - 16))
-    assert call_slowdown(h100, groups, nccl[3]) == pytest.approx(24 / (132 - 24))  # a 256 MiB reduce-scatter, Ring
+    assert call_slowdown(h100, groups, nccl[4]) == pytest.approx(24 / (132 - 24))  # a 256 MiB reduce-scatter, Ring
 
 
 def test_the_step_is_the_sum_of_its_parts(llama405b: ModelSpec) -> None:

@@ -298,10 +298,15 @@ def tp_calls(
     all-reduces of b x s x h forward (after attention, after the MLP) and 2 backward (the column-parallel inputs'
     gradients); with it, forward 2 all-gathers and 2 reduce-scatters, backward the mirror 2 + 2 and the
     column-parallel inputs gathered again for the weight gradients (layers.py: all_gather_buffer in the
-    backward): 6 gathers and 4 reduce-scatters. The backward's run asynchronously behind the weight-gradient
-    matmuls (layers.py, async_op=True); the forward's sit on the critical path unless overlapped (--tp-comm-overlap).
-    `backward_async` False: the backward's wait too, as in Megatron-LM before its asynchronous all-reduce
-    (16c90445, 2021-09: --no-async-tensor-model-parallel-allreduce).
+    backward): 6 gathers and 4 reduce-scatters. Backward, per pair (Transformer Engine at 2.20.0.dev0, d0067d0da):
+    the row-parallel layer's output gradient is gathered before its data-gradient GEMM and waited for
+    (base.py grad_output_preprocess; Megatron's own mappings.py _gather_along_first_dim alike); the
+    column-parallel layer's input is gathered again behind its data-gradient GEMM (linear.py: issued before it,
+    waited after it); the input gradient's reduction runs behind the weight-gradient GEMM (async_op=True). The
+    forward's sit on the critical path; under --tp-comm-overlap userbuffers overlap every one with the matmuls.
+    `backward_async` False: the input gradient's reduction waits, as in Megatron-LM before its asynchronous
+    all-reduce (16c90445, 2021-09: --no-async-tensor-model-parallel-allreduce) and under Megatron's
+    --delay-wgrad-compute, whose weight-gradient GEMMs run later (linear.py: wgrad_store.put, then the wait).
     A MoE layer's routed experts leave TP to the token dispatcher (ep_calls): its attention's pair counts, and its
     shared experts' (mlp_tp_pair). Full
     recomputation runs the forward's calls again. `pairs`: the stage's column- and row-parallel pairs
@@ -312,23 +317,26 @@ def tp_calls(
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
     again = 1 if recompute_full else 0
     share = 1.0 - attention_share if overlap else 0.0
-    # The backward's calls run asynchronously behind the weight-gradient matmuls (layers.py: async_op=True), a
-    # third of the matmuls' forward-and-backward work: two thirds of the micro-batch's matmul time is backward.
-    behind = max(share, 2 / 3 * (1.0 - attention_share) / 2) if backward_async else share
+    # A backward call run asynchronously hides behind one GEMM of each linear layer's backward (the weight
+    # gradient's, or the data gradient's): a third of the matmuls' forward-and-backward work.
+    beside_gemm = max(share, (1.0 - attention_share) / 3)
+    behind = beside_gemm if backward_async else share
     waits = not backward_async and not overlap
     if sequence_parallel:
         # Under --tp-comm-overlap TransformerEngine's userbuffers run them, each method's kernel on its own SMs:
         # forward gathers ring_exchange, forward reductions pipeline, backward half bulk and half ring_exchange
         # (the output gradient's gather for proj and fc2's dgrad), backward reductions bulk
-        sms = (TE_RING_EXCHANGE_SMS, TE_KERNEL_SMS, (TE_KERNEL_SMS + TE_RING_EXCHANGE_SMS) / 2, TE_KERNEL_SMS)
-        ag_fwd, rs_fwd, ag_bwd, rs_bwd = sms if overlap else (0.0, 0.0, 0.0, 0.0)
+        sms = (TE_RING_EXCHANGE_SMS, TE_KERNEL_SMS, TE_RING_EXCHANGE_SMS, TE_KERNEL_SMS, TE_KERNEL_SMS)
+        ag_fwd, rs_fwd, ag_grad, ag_input, rs_bwd = sms if overlap else (0.0, 0.0, 0.0, 0.0, 0.0)
         return [
             LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", tensor, "tp", halves * (1 + again),
                        overlap, share, kernel_sms=ag_fwd),
             LayoutCall("tp", "sequence-parallel reductions, forward", "reduce_scatter", tensor, "tp",
                        halves * (1 + again), overlap, share, kernel_sms=rs_fwd),
-            LayoutCall("tp", "gathers, backward", "all_gather", tensor, "tp", halves * 2, not waits, behind,
-                       kernel_sms=ag_bwd),
+            LayoutCall("tp", "output gradients gathered, backward", "all_gather", tensor, "tp", halves, overlap, share,
+                       kernel_sms=ag_grad),
+            LayoutCall("tp", "inputs gathered again for the weight gradients, backward", "all_gather", tensor, "tp",
+                       halves, True, beside_gemm, kernel_sms=ag_input),
             LayoutCall("tp", "reductions, backward", "reduce_scatter", tensor, "tp", halves, not waits, behind,
                        kernel_sms=rs_bwd),
         ]  # fmt: skip
