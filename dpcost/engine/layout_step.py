@@ -261,8 +261,9 @@ def layer_tp_pairs(arch: ModelArchitecture, i: int) -> int:
 def mlp_tp_pair(arch: ModelArchitecture, moe: bool) -> bool:
     """Whether a layer's MLP issues a column- then row-parallel pair on the TP group: a dense MLP does, and so do an
     MoE MLP's shared experts (Megatron-Core's SharedExpertMLP is an MLP on the TP group, moe/shared_experts.py at
-    d98e8a64dd: its own gather and reduce-scatter under sequence parallelism, which --moe-shared-expert-overlap only
-    moves beside the dispatcher's); the routed experts leave TP to the token dispatcher (ep_calls)."""
+    d98e8a64dd: its own gather and reduce-scatter under sequence parallelism; --moe-shared-expert-overlap, not
+    priced, issues them itself on a side stream beside the dispatcher's, keeping the gathered input for the
+    backward: one gather fewer); the routed experts leave TP to the token dispatcher (ep_calls)."""
     return not moe or (arch.moe is not None and arch.moe.shared > 0)
 
 
