@@ -991,8 +991,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("TP backward all-reduces waited for (Megatron-LM before 2021-09)")
     # Megatron's delay_wgrad_compute (which Megatron-Core allows only with overlap_moe_expert_parallel_comm,
     # transformer_config.py at d98e8a64dd) has Transformer Engine store each linear's weight-gradient GEMM for later
-    # and wait at once for its input gradient's reduce-scatter (module/linear.py at 2.20.0.dev0, d0067d0da), so TP's
-    # backward calls wait as the forward's do. Megatron-Bridge's performance scripts set it wherever they overlap the
+    # and wait at once for its input gradient's reduce-scatter (module/linear.py at 2.20.0.dev0, d0067d0da), so that
+    # reduction waits as the forward's calls do. Megatron-Bridge's performance scripts set it wherever they overlap the
     # all-to-alls (v0.2.0 utils/helpers.py set_moe_a2a_overlap_overrides, v0.3.0-v0.5.1 utils/overrides.py
     # _set_moe_a2a_overlap_overrides; v0.6.0's perf_recipes per recipe, Qwen3-235B-A22B's H100 TP 2 among them), and
     # every MLPerf v6.0 deepseekv3_671b config exports DELAY_WGRAD_COMPUTE=True (its gpt_oss_20b configs do not).
@@ -1000,7 +1000,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     mlperf_delayed = source == "mlperf-v6.0" and row["model"].startswith("DeepSeek-V3")
     if (bridge_overlap or mlperf_delayed) and tp > 1:
         tp_backward_async = False
-        flags.append("TP backward calls waited for (delay_wgrad_compute: the weight gradients run later)")
+        flags.append("TP backward reduce-scatters waited for (delay_wgrad_compute: the weight gradients run later)")
     # SC'21's Table 1 script runs its PP-1 models under torch DDP, which overlaps the all-reduce with the backward.
     dp_overlap = not (old_megatron or source == "bloom-tr11") or "--DDP-impl torch" in row["notes"]
     if not dp_overlap and "ZeRO-3" not in row["notes"]:  # DeepSpeed's ZeRO-3 runs are costed by its own schedule

@@ -325,8 +325,8 @@ def tp_calls(
     waits = not backward_async and not overlap
     if sequence_parallel:
         # Under --tp-comm-overlap TransformerEngine's userbuffers run them, each method's kernel on its own SMs:
-        # forward gathers ring_exchange, forward reductions pipeline, backward half bulk and half ring_exchange
-        # (the output gradient's gather for proj and fc2's dgrad), backward reductions bulk
+        # forward gathers ring_exchange, forward reductions pipeline; backward, the output gradient's gather (proj's
+        # and fc2's dgrad) ring_exchange, the input's gather and the reductions bulk
         sms = (TE_RING_EXCHANGE_SMS, TE_KERNEL_SMS, TE_RING_EXCHANGE_SMS, TE_KERNEL_SMS, TE_KERNEL_SMS)
         ag_fwd, rs_fwd, ag_grad, ag_input, rs_bwd = sms if overlap else (0.0, 0.0, 0.0, 0.0, 0.0)
         return [

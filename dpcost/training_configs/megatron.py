@@ -88,7 +88,7 @@ SWITCHES_OFF = {  # a flag present -> the option off
     "--no-overlap-p2p-communication": "pp_comm_overlap",
     "--no-gradient-accumulation-fusion": "grad_accumulation_fusion",
     # Transformer Engine stores each linear's weight-gradient GEMM for later and waits at once for its input
-    # gradient's reduce-scatter (module/linear.py at 2.20.0.dev0, d0067d0da): TP's backward calls wait
+    # gradient's reduce-scatter (module/linear.py at 2.20.0.dev0, d0067d0da): that reduction waits
     "--delay-wgrad-compute": "tp_backward_async",
 }
 # MLA's shape flags, and the defaults arguments.py at d98e8a64dd gives those with one (--q-lora-rank's is None)
