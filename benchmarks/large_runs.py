@@ -92,6 +92,7 @@ from dpcost.engine.rates import matmul_efficiency
 from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.training_configs.megatron import fp8_weights_gathered_in_fp8
 
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
 HERE = REFERENCE / "large-runs"
@@ -1141,6 +1142,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if mlperf and row["fp8_param_gather"] == "yes" and row["precision"] in ("fp8", "mxfp8"):
         fp8_params = True
         flags.append("FP8 parameter gathers (the config's FP8_PARAM_GATHER or FP8_PARAMS)")
+    if fp8_params and not fp8_weights_gathered_in_fp8(row["precision"], zero >= 2):
+        fp8_params = False
+        flags.append("MXFP8 weights: gathered in bf16 through the gradient buffer, costed as bf16's")
     bucket_bytes = None
     if mlperf and row["bucket_size"] and int(row["bucket_size"]) >= MLPERF_EVEN_BUCKETS:
         bucket_bytes = int(row["bucket_size"]) * DTYPE_BYTES[grad_dtype]

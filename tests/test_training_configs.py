@@ -861,6 +861,42 @@ def test_a_megatron_script_runs_its_output_layer_in_mxfp8_when_told() -> None:
     assert "fp8_output_proj" not in read(f"{base}\n", "m.sh").options
 
 
+def test_mxfp8_weights_are_gathered_in_bf16_by_the_distributed_optimizer(tmp_path: Path) -> None:
+    """Megatron-Core since 0.13 (d559555a54; param_and_grad_buffer.py at d98e8a64dd): with MXFP8 weights the
+    distributed optimizer's parameter buffer is a bf16 view of the gradient buffer, so --fp8-param-gather under
+    --fp8-recipe mxfp8 gathers 2 bytes a weight, as without the flag; under the default recipe (delayed) and in
+    Megatron-FSDP it gathers fp8."""
+    from dpcost.training_configs.megatron import read
+
+    layout = "--tensor-model-parallel-size 2 --micro-batch-size 1 --global-batch-size 64 --use-distributed-optimizer"
+    base = f"torchrun --nproc_per_node 8 pretrain_gpt.py {SMALL_GPT} {layout} --bf16 --fp8-format hybrid"
+    assert "gather_dtype" not in read(f"{base} --fp8-recipe mxfp8 --fp8-param-gather\n", "m.sh").options
+    assert read(f"{base} --fp8-param-gather\n", "m.sh").options["gather_dtype"] == "fp8"
+    assert read(f"{base} --fp8-recipe tensorwise --fp8-param-gather\n", "m.sh").options["gather_dtype"] == "fp8"
+    fsdp = f"{base} --fp8-recipe mxfp8 --fp8-param-gather --use-megatron-fsdp"
+    assert read(f"{fsdp}\n", "m.sh").options["gather_dtype"] == "fp8"
+
+    def dp_gathered_bytes(extra: str) -> float:
+        script = tmp_path / "m.sh"
+        script.write_text(f"{base} {extra}\n")
+        got = report("estimate", "--from", str(script), "--topology", "dgx-b200")
+        return sum(c["bytes"] for c in got["communication"]["collectives"] if c["op"] == "all_gather")
+
+    bf16 = dp_gathered_bytes("--fp8-recipe mxfp8")
+    assert bf16 > 0
+    assert dp_gathered_bytes("--fp8-recipe mxfp8 --fp8-param-gather") == bf16
+    assert dp_gathered_bytes("--fp8-param-gather") < 0.75 * bf16  # the layers' linear weights a byte each
+
+
+def test_an_unknown_fp8_recipe_is_refused_in_one_line(tmp_path: Path) -> None:
+    """TransformerConfig.fp8_recipe takes delayed, tensorwise, mxfp8, blockwise or custom."""
+    script = tmp_path / "m.sh"
+    script.write_text(f"torchrun pretrain_gpt.py {SMALL_GPT} --bf16 --fp8-format hybrid --fp8-recipe nvfp8\n")
+    code, out, err = run("estimate", "--from", str(script), "--model", "llama-8b", "--dp", "8")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--fp8-recipe" in err and "mxfp8" in err and "'nvfp8'" in err
+
+
 def test_selective_recomputation_keeps_the_scores_unless_it_reruns_core_attention() -> None:
     """Megatron checkpoints core attention only with "core_attn" among --recompute-modules (attention.py
     checkpoint_core_attention): recomputing the MLP alone leaves unfused attention's scores stored."""

@@ -24,7 +24,7 @@ from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 from dpcost.training_configs.shell import command_words
 
-__all__ = ["looks_like", "model_arguments", "read"]
+__all__ = ["fp8_weights_gathered_in_fp8", "looks_like", "model_arguments", "read"]
 
 KIND = "Megatron-LM arguments"
 GPT2_VOCAB = 50257  # GPT2BPETokenizer: the entries of GPT-2's encoder.json
@@ -273,9 +273,11 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--wgrad-deferral-limit")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
-_PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-param-gather", "--fp4-format",
+_PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp4-format",
                    "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--first-last-layers-bf16",
                    "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16")  # fmt: skip
+# TransformerConfig.fp8_recipe's choices, "delayed" by default (megatron/core/transformer/transformer_config.py)
+FP8_RECIPES = ("delayed", "tensorwise", "mxfp8", "blockwise", "custom")
 _BF16_LAYERS = (("--num-layers-at-start-in-bf16", "bf16_layers_at_start"),
                 ("--num-layers-at-end-in-bf16", "bf16_layers_at_end"))  # fmt: skip
 
@@ -557,8 +559,15 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--fp8-format", " ".join(args["--fp8-format"]), "compute_dtype", "fp8")
     if "--fp4-format" in args:  # e2m1, the NVFP4 recipe (Megatron-LM's arguments.py: --fp4-recipe nvfp4 only)
         r.use("--fp4-format", " ".join(args["--fp4-format"]), "compute_dtype", "nvfp4")
+    recipe = _one(r, args, "--fp8-recipe")
+    if recipe is not None and recipe not in FP8_RECIPES:
+        raise r.error("--fp8-recipe", f"must be one of {', '.join(FP8_RECIPES)}, got {recipe!r}")
+    if recipe is not None and "--fp8-format" not in args:
+        r.ignore("--fp8-recipe", recipe, "applies with --fp8-format only")
+    elif recipe is not None:
+        r.note("--fp8-recipe", recipe, "", "every FP8 recipe costed alike: FP8 matmuls, current scaling's casts")
     if "--fp8-param-gather" in args:
-        r.use("--fp8-param-gather", "", "gather_dtype", "fp8")
+        _fp8_params(r, recipe, "--use-megatron-fsdp" in args)
     for name, option in _BF16_LAYERS:  # arguments.py: 1 layer at each end unless given; none without the switch
         value = _int(r, args, name)
         if "--first-last-layers-bf16" not in args:
@@ -568,6 +577,24 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
             r.use(name, value, option, str(value), "--first-last-layers-bf16")
         else:
             r.use(name, "(absent)", option, "1", "--first-last-layers-bf16 with Megatron's default, 1")
+
+
+def fp8_weights_gathered_in_fp8(recipe: str | None, megatron_fsdp: bool) -> bool:
+    """Whether --fp8-param-gather stores and gathers the weights in fp8 (gather_dtype fp8): yes but for MXFP8
+    outside Megatron-FSDP. There the distributed optimizer gathers the updated weights in bf16, through a bf16 view
+    of the gradient buffer, and quantizes them after (param_and_grad_buffer.py since Megatron-Core 0.13,
+    d559555a54, as at d98e8a64dd); each MXFP8 weight keeps its row- and column-wise bytes (Transformer Engine's
+    weight quantizer, both usages while training: module/base.py at 2.20.0.dev0), about bf16's two. So they cost
+    as bf16 weights."""
+    return recipe != "mxfp8" or megatron_fsdp
+
+
+def _fp8_params(r: Reading, recipe: str | None, megatron_fsdp: bool) -> None:
+    if fp8_weights_gathered_in_fp8(recipe, megatron_fsdp):
+        r.use("--fp8-param-gather", "", "gather_dtype", "fp8")
+        return
+    r.note("--fp8-param-gather", "", "", "MXFP8 weights: gathered in bf16 through the gradient buffer and stored "
+           "row- and column-wise (about 2 bytes each), costed as bf16 weights")  # fmt: skip
 
 
 def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str, Any] | None:
