@@ -1145,6 +1145,16 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if fp8_params and not fp8_weights_gathered_in_fp8(row["precision"], zero >= 2):
         fp8_params = False
         flags.append("MXFP8 weights: gathered in bf16 through the gradient buffer, costed as bf16's")
+    quantized_weights = "fp8" if fp8_params else None
+    # From v0.5.0 (the 26.06 tables) bf16_with_nvfp4_mixed sets fp4_param_gather = True (training/mixed_precision.py);
+    # the DeepSeek, GPT-OSS and Nemotron 3 configs turn it off, the Llama configs at none of v0.5.0-v0.6.0
+    nvfp4_params = bridge and row["model"].startswith("Llama") and row["precision"] == "nvfp4"
+    if nvfp4_params and bridge_release(source) >= "26.06":
+        if zero >= 2:
+            flags.append("NVFP4 parameter gathers under Megatron-FSDP: not modelled, costed in bf16")
+        else:
+            quantized_weights = "nvfp4"
+            flags.append("NVFP4 parameter gathers (Megatron-Bridge's fp4_param_gather, from v0.5.0)")
     bucket_bytes = None
     if mlperf and row["bucket_size"] and int(row["bucket_size"]) >= MLPERF_EVEN_BUCKETS:
         bucket_bytes = int(row["bucket_size"]) * DTYPE_BYTES[grad_dtype]
@@ -1185,7 +1195,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             grad_dtype=grad_dtype,
             mtp_layers=mtp,
             pipeline_layout=pipeline_layout,
-            fp8_params=fp8_params,
+            quantized_weights=quantized_weights,
             bf16_layers=bf16_layers,
             loss_impl=MLPERF_LOSS[row["cross_entropy"]] if mlperf else cross_entropy_impl(source, row["model"]),
             bucket_bytes=bucket_bytes,

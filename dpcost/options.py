@@ -261,10 +261,11 @@ class Communication(Section):
         description="The first gradient bucket's size [default: the framework's: DDP's 1MiB, else as the others].",
         json_schema_extra=cli("--first-bucket-size", metavar="SIZE"),
     )
-    gather_dtype: Literal["bf16", "fp8"] | None = Field(
+    gather_dtype: Literal["bf16", "fp8", "nvfp4"] | None = Field(
         None,
         description="What sharded parameters are all-gathered in [default: the recipe's weights; fp8 as "
-        "torchtitan's float8 all-gather does; with Megatron, --fp8-param-gather, which also stores them in fp8].",
+        "torchtitan's float8 all-gather does; with Megatron, --fp8-param-gather, which also stores them in fp8; "
+        "nvfp4, Megatron's --fp4-param-gather under --compute-dtype nvfp4].",
         json_schema_extra=cli("--gather-dtype"),
     )
     overlap_comm: bool | None = Field(

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 import pytest
-from conftest import cli_report
+from conftest import cli_report, run_cli
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.collectives import fastest
@@ -45,6 +45,44 @@ def test_distributed_optimizer_stores_and_gathers_the_layers_linear_weights_in_f
     assert "--gather-dtype" not in json.dumps(fp8["warnings"])  # a layout reads it now
 
 
+def test_nvfp4_weights_are_stored_row_and_column_wise_and_gathered_packed() -> None:
+    """--gather-dtype nvfp4 is Megatron's --fp4-param-gather: Transformer Engine keeps each linear weight row-wise and
+    column-wise, half a byte a value and an E4M3 scale per 16 each (2 x 0.5625 = 1.125 bytes, 0.875 fewer than
+    bf16's two), and the distributed optimizer's parameter buffer, which it all-gathers, holds the packed row-wise
+    values alone (param_and_grad_buffer.py nvfp4_packed_numel: half a byte, 1.5 fewer)."""
+
+    def estimate(*flags: str) -> dict[str, Any]:
+        plan = ["-m", "llama-70b", "--dp", "64", "--tp", str(TP), "--topology", "dgx-b200", "--zero", "1"]
+        return cli_report("estimate", *plan, "--compute-dtype", "nvfp4", *flags)
+
+    bf16, nvfp4 = estimate(), estimate("--gather-dtype", "nvfp4")
+    linear = LAYERS * LAYER / TP
+    stage = nvfp4["memory"]["stages"][1]
+    assert bf16["memory"]["stages"][1]["params_bytes"] - stage["params_bytes"] == pytest.approx(0.875 * linear, abs=2)
+    assert stage["grads_bytes"] == bf16["memory"]["stages"][1]["grads_bytes"]
+    saved = _gathers(bf16)["updated parameters"] - _gathers(nvfp4)["updated parameters"]
+    assert saved == pytest.approx(1.5 * linear, abs=2)
+    assert _gathers(nvfp4)["gradients"] == _gathers(bf16)["gradients"]
+    assert "NVFP4 linear weights" in nvfp4["memory"]["recipe"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--compute-dtype", "fp8"], "give --compute-dtype nvfp4 too"),
+        (["--compute-dtype", "nvfp4", "--zero", "3"], "at ZeRO 0-1"),
+        (["--compute-dtype", "nvfp4", "--tp", "1", "--framework", "fsdp"], "give --framework megatron"),
+    ],
+)
+def test_nvfp4_gathers_are_refused_where_megatron_does_not_run_them(flags: list[str], says: str) -> None:
+    """arguments.py refuses --fp4-param-gather without --fp4-format; its packed gathers are the distributed
+    optimizer's, not Megatron-FSDP's or another framework's."""
+    plan = ["estimate", "-m", "llama-70b", "--dp", "64", "--tp", "8", "--topology", "dgx-b200"]
+    code, out, err = run_cli(*plan, "--gather-dtype", "nvfp4", *flags)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--gather-dtype" in err and says in err
+
+
 def test_megatron_fsdp_gathers_each_layer_at_a_byte_per_linear_weight() -> None:
     """optim_grads_params gathers every layer forward and backward: its TP-split weights in fp8, its norms in bf16."""
     fp8 = _gathers(_estimate("--zero", "3", "--gather-dtype", "fp8"))
@@ -73,7 +111,7 @@ def test_the_experts_are_gathered_a_byte_each(zero: int) -> None:
     def step(fp8: bool) -> Any:
         return layout_step(
             model, topology, layout, micro_batch=1, global_batch=16, seq_len=4096, mfu=0.4, zero=zero,
-            sequence_parallel=True, fp8_params=fp8,
+            sequence_parallel=True, quantized_weights="fp8" if fp8 else None,
         )  # fmt: skip
 
     bf16, fp8 = step(False), step(True)

@@ -888,6 +888,23 @@ def test_mxfp8_weights_are_gathered_in_bf16_by_the_distributed_optimizer(tmp_pat
     assert dp_gathered_bytes("--fp8-param-gather") < 0.75 * bf16  # the layers' linear weights a byte each
 
 
+def test_a_megatron_script_gathers_nvfp4_weights_under_fp4_param_gather(tmp_path: Path) -> None:
+    """--fp4-param-gather ("keep the compute param in fp4 ... and perform the param all-gather in fp4",
+    arguments.py) is --gather-dtype nvfp4; Megatron refuses it without --fp4-format, and Megatron-FSDP's NVFP4
+    gathers are not modelled."""
+    from dpcost.training_configs.megatron import read
+
+    base = f"torchrun --nproc_per_node 8 pretrain_gpt.py {SMALL_GPT} --bf16 --use-distributed-optimizer"
+    assert read(f"{base} --fp4-format e2m1 --fp4-param-gather\n", "m.sh").options["gather_dtype"] == "nvfp4"
+    fsdp = read(f"{base} --fp4-format e2m1 --fp4-param-gather --use-megatron-fsdp\n", "m.sh")
+    assert "gather_dtype" not in fsdp.options
+    script = tmp_path / "m.sh"
+    script.write_text(f"{base} --fp4-param-gather\n")
+    code, out, err = run("estimate", "--from", str(script), "--model", "llama-8b", "--topology", "dgx-b200")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--fp4-param-gather" in err and "--fp4-format" in err
+
+
 def test_an_unknown_fp8_recipe_is_refused_in_one_line(tmp_path: Path) -> None:
     """TransformerConfig.fp8_recipe takes delayed, tensorwise, mxfp8, blockwise or custom."""
     script = tmp_path / "m.sh"

@@ -33,6 +33,7 @@ from dpcost.engine.layout import (
     instance_members,
     translates_place_alike,
 )
+from dpcost.engine.layout_memory import QUANTIZED_WEIGHTS
 from dpcost.engine.layout_step import (
     LayoutCall,
     StageLayers,
@@ -157,7 +158,8 @@ class StageLoad:
     layer_params: tuple[float, ...] = ()
     layer_forward_flops: tuple[float, ...] = ()
     # one TP rank's TP-split weights of its decoder (and MTP) layers: what --fp8-param-gather stores and gathers in
-    # fp8 (layout_memory.fp8_layer_parameters); the norms, routers, embedding and head stay 16-bit
+    # fp8, and --fp4-param-gather in NVFP4 (layout_memory.quantized_layer_parameters); the norms, routers,
+    # embedding and head stay 16-bit
     layer_split_params: float = 0.0
     layer_indices: tuple[int, ...] = ()  # its decoder layers, as Megatron-Core numbers them (rank_layers)
 
@@ -434,7 +436,7 @@ def layout_step(
     last_stage_layers: int | None = None,
     mtp_layers: int = 0,
     pipeline_layout: str | None = None,
-    fp8_params: bool = False,
+    quantized_weights: str | None = None,
     slowest_gpu: float | None = None,
     sixteen_bit_mfu: float | None = None,
     bf16_layers: tuple[int, int] = (0, 0),
@@ -576,7 +578,7 @@ def layout_step(
         DTYPE_BYTES[grad_dtype],
         optimizer,
         last_stage=layout.pp - 1,
-        fp8_params=fp8_params,
+        quantized_weights=quantized_weights,
         sync_jitter=sync_jitter,
         bucket_bytes=bucket_bytes,
         instances=instanced,
@@ -881,12 +883,13 @@ def per_wait_jitter(zero: int, last_stage: int) -> bool:
     return zero >= 2 and last_stage == 0
 
 
-def gathered_bytes(weight_bytes: float, fp8_params: float, params: float) -> float:
-    """Bytes per parameter of a gather of `params` of which `fp8_params` are fp8 (--fp8-param-gather: 1 byte) and
-    the rest `weight_bytes` (Megatron-LM arguments.py, "perform the param all-gather in fp8")."""
-    if params <= 0 or fp8_params <= 0:
+def gathered_bytes(weight_bytes: float, quantized_bytes: float, quantized_params: float, params: float) -> float:
+    """Bytes per parameter of a gather of `params` of which `quantized_params` move `quantized_bytes` each
+    (--fp8-param-gather, --fp4-param-gather: layout_memory.QUANTIZED_WEIGHTS) and the rest `weight_bytes`
+    (Megatron-LM arguments.py, "perform the param all-gather in fp8 (fp4)")."""
+    if params <= 0 or quantized_params <= 0:
         return weight_bytes
-    return weight_bytes - (weight_bytes - 1.0) * min(1.0, fp8_params / params)
+    return weight_bytes - (weight_bytes - quantized_bytes) * min(1.0, quantized_params / params)
 
 
 def _data_parallel(
@@ -904,7 +907,7 @@ def _data_parallel(
     grad_bytes: float,
     optimizer: float = 0.0,
     last_stage: int = 0,
-    fp8_params: bool = False,
+    quantized_weights: str | None = None,
     sync_jitter: float = 0.0,
     bucket_bytes: float | None = None,
     instances: InstanceGroups | None = None,
@@ -920,9 +923,10 @@ def _data_parallel(
     sharded optimizer states, all-reduce without, after the last backward and before the next forward; at ZeRO 2-3
     reduced every micro-batch, and at ZeRO 3 gathered for every forward and backward. Not `overlapped` (ZeRO 0-1):
     every reduction after the last backward and every gather after the optimizer step, on the compute stream.
-    `fp8_params` (--fp8-param-gather): the layers' TP-split and expert weights gathered a byte each, the rest in
-    16 bits; the dense gathers at the bytes per parameter of what they move (gathered_bytes). `bucket_bytes`: ZeRO
-    0-1's bucket (Megatron's --ddp-bucket-size), else Megatron's default for the DP size. `instances`: the
+    `quantized_weights` (--fp8-param-gather, --fp4-param-gather): the layers' TP-split and expert weights gathered
+    in that format (layout_memory.QUANTIZED_WEIGHTS), the rest in 16 bits; the dense gathers at the bytes per
+    parameter of what they move (gathered_bytes). `bucket_bytes`: ZeRO 0-1's bucket (Megatron's --ddp-bucket-size),
+    else Megatron's default for the DP size. `instances`: the
     distributed optimizer's instances (InstanceGroups), ZeRO 1 only."""
     fsdp = zero >= 2
     fw = MEGATRON_FSDP if fsdp else FRAMEWORKS["megatron"]
@@ -931,11 +935,12 @@ def _data_parallel(
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     dp = groups["dp-cp"]
     units, outside = fsdp_units(held)
-    fp8 = held.layer_split_params if fp8_params else 0.0
+    quantized = QUANTIZED_WEIGHTS[quantized_weights].gathered if quantized_weights else weight_bytes
+    quantized_params = held.layer_split_params if quantized_weights else 0.0
     # Megatron-FSDP's units are the layers; the distributed optimizer's buckets also hold the embedding and head
     gathered = sum(u.params for u in units) + (0.0 if fsdp else outside)
-    dense_gather_bytes = gathered_bytes(weight_bytes, fp8, gathered)
-    expert_gather_bytes = 1.0 if fp8_params else weight_bytes
+    dense_gather_bytes = gathered_bytes(weight_bytes, quantized, quantized_params, gathered)
+    expert_gather_bytes = quantized
     bucket = 0.0 if fsdp else megatron_bucket_bytes(held.dense_params, dp_size, grad_bytes, bucket_bytes, overlapped)
     if not fsdp:  # Megatron's buffer holds them all: the embedding's before the first layer, the head's after the last
         # one bucket of the whole buffer: bucket_units' 0, exact where a sum of floats could split off a sliver

@@ -42,10 +42,11 @@ Sources, cited per function by their letter:
   the logits' gradient, cast to the input's 16-bit dtype, to grad_output_buffer in place of the weight-gradient
   GEMM, for the step's first N calls (0: all); finish_embedding_wgrad_compute runs their GEMMs after the pipeline
   flush (deferred_output_wgrad_bytes).
-- [P] --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 (do not use any other
-  intermediate dtype) and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init), which the file
-  does not cover: the decoder layers' TP-split and expert weights, Transformer Engine's linear layers, are stored in
-  fp8, 1 byte each; norms, routers, the embedding and the head stay 16-bit (fp8_layer_parameters).
+- [P] --fp8-param-gather and --fp4-param-gather (megatron/training/arguments.py: "keep the compute param in fp8
+  (fp4) (do not use any other intermediate dtype) and perform the param all-gather in fp8 (fp4)"; Transformer
+  Engine's fp8_model_init), which the file does not cover: the decoder layers' TP-split and expert weights,
+  Transformer Engine's linear layers, are stored in the low-precision format (QUANTIZED_WEIGHTS); norms, routers,
+  the embedding and the head stay 16-bit (quantized_layer_parameters).
 
 Two views, per GPU and in bytes:
 - Megatron's (`parameters_on_most_loaded_shard`, `weight_and_optimizer_bytes`, `activation_bytes`, and
@@ -92,16 +93,19 @@ from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import rank_layers, virtual_stage_layers
 from dpcost.engine.loss import logit_peak_bytes
+from dpcost.engine.ops import NVFP4_BYTES
 from dpcost.engine.params import latent_projections, mixer_parameters
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 __all__ = [
+    "QUANTIZED_WEIGHTS",
     "AttentionWidths",
     "LayoutMemory",
     "MemoryLayout",
     "ModelShape",
     "ParamGroups",
+    "QuantizedWeights",
     "StageMemory",
     "activation_bytes",
     "attention_parameters",
@@ -113,7 +117,6 @@ __all__ = [
     "embedding_parameters",
     "expert_data_parallel_size",
     "first_stage_microbatches",
-    "fp8_layer_parameters",
     "fsdp_buffer_bytes",
     "fsdp_bytes_per_parameter",
     "full_recompute_layer_bytes",
@@ -133,6 +136,7 @@ __all__ = [
     "parameters_on_most_loaded_shard",
     "parameters_on_other_shards",
     "parameters_on_stage",
+    "quantized_layer_parameters",
     "routed_expert_parameters",
     "router_parameters",
     "stage_activation_bytes",
@@ -146,6 +150,24 @@ __all__ = [
 
 # Megatron's compute_activation_memory_without_sp: "buffer for optimizer and miscellaneous temporaries (5% overhead)".
 WITHOUT_SP_OVERHEAD = 1.05
+
+
+@frozen
+class QuantizedWeights:
+    """A linear layer's weight as Megatron keeps it in a low-precision format [P]: the bytes it is stored in, and the
+    bytes of it the distributed optimizer's all-gather moves."""
+
+    stored: float
+    gathered: float
+
+
+# --gather-dtype fp8 (--fp8-param-gather) and nvfp4 (--fp4-param-gather) [P]. FP8: a byte, stored and gathered.
+# NVFP4: Transformer Engine keeps the weight row-wise and column-wise (its weight quantizer takes both usages while
+# training: module/base.py at 2.20.0.dev0), each half a byte a value and an E4M3 scale per 16 (ops.NVFP4_BYTES). The
+# distributed optimizer's parameter buffer holds the packed row-wise values alone, half a byte (param_and_grad_buffer.py
+# nvfp4_packed_numel, Megatron-Core at d98e8a64dd): that is what it gathers, every rank then setting the scales from an
+# amax all-reduced across DP (quantize_master_weights, tensor/utils.py), a call of 4 bytes per 16 x 16 tile not priced.
+QUANTIZED_WEIGHTS = {"fp8": QuantizedWeights(1.0, 1.0), "nvfp4": QuantizedWeights(2 * NVFP4_BYTES, 0.5)}
 
 
 @frozen
@@ -171,7 +193,9 @@ class MemoryLayout(Layout):
     # formula leaves out; under full recomputation, one layer's.
     attention_scores: bool = False
     scores_fp32: bool = False  # the stored scores' softmax ran unfused in fp32 [A] (--unfused-softmax-fp32)
-    fp8_params: bool = False  # --fp8-param-gather: the layers' linear weights stored (and gathered) in fp8 [P]
+    # --gather-dtype fp8 or nvfp4 (--fp8-param-gather, --fp4-param-gather): the layers' linear weights stored (and
+    # gathered) in that format (QUANTIZED_WEIGHTS) [P]; None: in bf16
+    quantized_weights: str | None = None
     # GPipe: every micro-batch's forward before any backward, so each stage holds all m micro-batches' activations
     # (Huang et al. 2019, section 2.3; torch.distributed.pipelining ScheduleGPipe), where 1F1B holds at most p
     all_forwards_first: bool = False
@@ -213,11 +237,18 @@ class MemoryLayout(Layout):
             raise ValueError(f"moe_recompute must be moe, moe_act or empty, got {self.moe_recompute!r}")
         if self.wgrad_deferral is not None and (self.wgrad_deferral < 0 or self.pp == 1):
             raise ValueError("wgrad_deferral needs pipeline parallelism and a limit of 0 (all) or more")
+        if self.quantized_weights is not None and self.quantized_weights not in QUANTIZED_WEIGHTS:
+            raise ValueError(f"quantized_weights must be fp8 or nvfp4, got {self.quantized_weights!r}")
 
     @property
     def distributed_optimizer(self) -> bool:
         """Optimizer states sharded over DP: the distributed optimizer, or Megatron-FSDP [M], [F]."""
         return self.zero >= 1
+
+    @property
+    def quantized_weight_saving(self) -> float:
+        """Bytes a quantized linear weight saves against bf16's two [P]; 0 without --gather-dtype fp8 or nvfp4."""
+        return 0.0 if self.quantized_weights is None else 2.0 - QUANTIZED_WEIGHTS[self.quantized_weights].stored
 
     @property
     def sp_split(self) -> bool:
@@ -466,12 +497,12 @@ def fsdp_bytes_per_parameter(zero: int, shards: int, grad_bytes: float) -> tuple
     return (2 / shards if zero == 3 else 2.0), grad_bytes / shards, 12 / shards
 
 
-def fp8_layer_parameters(
+def quantized_layer_parameters(
     shape: ModelShape, layout: MemoryLayout, layers: tuple[int, ...], mtp: bool = False
 ) -> ParamGroups:
-    """Per GPU: the parameters stored in fp8 under --fp8-param-gather [P], the TP-split and expert weights of
-    `layers` (and of the MTP layers with `mtp`); none without it."""
-    if not layout.fp8_params:
+    """Per GPU: the parameters stored in a low-precision format under --fp8-param-gather or --fp4-param-gather [P],
+    the TP-split and expert weights of `layers` (and of the MTP layers with `mtp`); none without them."""
+    if layout.quantized_weights is None:
         return ParamGroups()
     blocks = shape.layers_parameters(layers)
     if mtp:
@@ -479,19 +510,22 @@ def fp8_layer_parameters(
     return ParamGroups(blocks.tp_sharded, 0.0, blocks.expert_sharded).per_gpu(layout)
 
 
-def state_bytes(held: ParamGroups, layout: MemoryLayout, fp8: ParamGroups | None = None) -> tuple[float, float, float]:
+def state_bytes(
+    held: ParamGroups, layout: MemoryLayout, quantized: ParamGroups | None = None
+) -> tuple[float, float, float]:
     """A rank's weights, gradients and optimizer states, bytes each, as Megatron-Core shards them: the dense
     parameters' over DP x CP (the distributed optimizer's intra_dp_cp_group, megatron/core/optimizer/__init__.py,
     where the file [M] divides by DP; Megatron-FSDP's at ZeRO 2-3 [F]), the experts' over expert-DP [M], each
-    within one of `optimizer_instances` (parallel_state.py intra_partial_dp_ranks_with_cp); `fp8` of the weights
-    (fp8_layer_parameters) a byte each instead of two [P]."""
-    fp8 = fp8 or ParamGroups()
+    within one of `optimizer_instances` (parallel_state.py intra_partial_dp_ranks_with_cp); `quantized` of the
+    weights (quantized_layer_parameters) in their low-precision format instead of bf16's two bytes [P]."""
+    quantized = quantized or ParamGroups()
+    saving = layout.quantized_weight_saving
     dense, experts = held.tp_sharded + held.replicated, held.expert_sharded
     if layout.zero >= 2:
         d = fsdp_bytes_per_parameter(layout.zero, layout.dp * layout.cp, layout.grad_bytes)
         e = fsdp_bytes_per_parameter(layout.zero, expert_data_parallel_size(layout), layout.grad_bytes)
-        fp8_dense, fp8_experts = fp8.tp_sharded + fp8.replicated, fp8.expert_sharded
-        weights = (dense - fp8_dense / 2) * d[0] + (experts - fp8_experts / 2) * e[0]
+        q_dense, q_experts = quantized.tp_sharded + quantized.replicated, quantized.expert_sharded
+        weights = (dense - q_dense * saving / 2) * d[0] + (experts - q_experts * saving / 2) * e[0]
         return weights, dense * d[1] + experts * e[1], dense * d[2] + experts * e[2]
     n = layout.optimizer_instances
     per_dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp * layout.cp // n, layout.grad_bytes)
@@ -500,7 +534,7 @@ def state_bytes(held: ParamGroups, layout: MemoryLayout, fp8: ParamGroups | None
     )
     total = dense * per_dense + experts * per_expert
     weights, grads = 2 * held.total, layout.grad_bytes * held.total
-    return weights - fp8.total, grads, total - weights - grads
+    return weights - saving * quantized.total, grads, total - weights - grads
 
 
 def weight_and_optimizer_bytes(held: ParamGroups, layout: MemoryLayout) -> float:
@@ -531,7 +565,9 @@ def fsdp_buffer_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layer
     prefetch = max(MEGATRON_FSDP_PREFETCH_FLOOR, mean)  # max(1e9, 2 x mean) // 2 elements
     gathered = min(len(units), 1 + math.ceil(prefetch / mean)) if mean > 0 else 0
     biggest = max(layers, key=lambda i: shape.layer(i).per_gpu(layout).total)
-    unit_bytes = 2 * largest - fp8_layer_parameters(shape, layout, (biggest,)).total  # [P]
+    unit_bytes = (
+        2 * largest - layout.quantized_weight_saving * quantized_layer_parameters(shape, layout, (biggest,)).total
+    )
     return unsharded_grad + 2 * outside + gathered * unit_bytes
 
 
@@ -992,7 +1028,7 @@ def stage_memory(
             )
             acts += deferred_output_wgrad_bytes(shape, layout, s, micro_batch, num_microbatches)
         weights, grads, optimizer = state_bytes(
-            held, layout, fp8_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
+            held, layout, quantized_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
         )
         last = stage == layout.pp - 1
         buffers = fsdp_buffer_bytes(shape, layout, stage, layers) + layout.workspaces

@@ -16,7 +16,7 @@ from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
 from dpcost.engine.estimate import group_row, model_info_of, setup_info, topology_info, whole_message_of
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step, megatron_bucket_bytes
-from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
+from dpcost.engine.layout_memory import QUANTIZED_WEIGHTS, LayoutMemory, MemoryLayout, layout_memory_for
 from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
@@ -172,16 +172,25 @@ def _grouped_gemm(model: ModelSpec, par: Parallel) -> bool:
     return par.grouped_gemm and model.architecture is not None and model.architecture.moe is not None
 
 
-def _fp8_params(o: Options) -> bool:
-    """--gather-dtype fp8 in a layout: Megatron's --fp8-param-gather, which also stores the layers' linear weights
-    in fp8 (layout_memory [P])."""
-    return o.communication.gather_dtype == "fp8"
+def _quantized_weights(o: Options) -> str | None:
+    """--gather-dtype fp8 or nvfp4 in a layout: Megatron's --fp8-param-gather or --fp4-param-gather, which also store
+    the layers' linear weights in that format (layout_memory [P], QUANTIZED_WEIGHTS); None: bf16."""
+    given = o.communication.gather_dtype
+    return given if given in QUANTIZED_WEIGHTS else None
 
 
 def least_weight_bytes(o: Options) -> float:
-    """The fewest bytes any of a layout's weights takes: a byte under --fp8-param-gather (whose norms and embedding
-    keep two), bf16's two without."""
-    return 1.0 if _fp8_params(o) else 2.0
+    """The fewest bytes any of a layout's weights takes: its quantized linear weights' under --fp8-param-gather or
+    --fp4-param-gather (whose norms and embedding keep two), bf16's two without."""
+    quantized = _quantized_weights(o)
+    return 2.0 if quantized is None else min(2.0, QUANTIZED_WEIGHTS[quantized].stored)
+
+
+def least_gathered_bytes(o: Options) -> float:
+    """The fewest bytes a layout's gathers move per weight: its quantized linear weights' under --fp8-param-gather or
+    --fp4-param-gather, bf16's two without."""
+    quantized = _quantized_weights(o)
+    return 2.0 if quantized is None else QUANTIZED_WEIGHTS[quantized].gathered
 
 
 def state_bytes_floor(o: Options) -> float:
@@ -192,10 +201,14 @@ def state_bytes_floor(o: Options) -> float:
 
 
 def _layout_recipe(o: Options) -> str:
-    """The memory table's recipe line: Megatron's, with the fp8 weights --fp8-param-gather stores."""
-    if not _fp8_params(o):
+    """The memory table's recipe line: Megatron's, with the fp8 or NVFP4 weights --fp8-param-gather or
+    --fp4-param-gather stores."""
+    quantized = _quantized_weights(o)
+    if quantized is None:
         return LAYOUT_RECIPE
-    return LAYOUT_RECIPE.replace("bf16 weights", "fp8 linear weights, other weights bf16 (--fp8-param-gather)")
+    flag = "--fp8-param-gather" if quantized == "fp8" else "--fp4-param-gather"
+    title = "fp8" if quantized == "fp8" else "NVFP4"
+    return LAYOUT_RECIPE.replace("bf16 weights", f"{title} linear weights, other weights bf16 ({flag})")
 
 
 def _layout_grad_dtype(o: Options, zero: int) -> str:
@@ -336,7 +349,7 @@ def _layout_memory(
         attention_scores=not p.o.compute.flash_attention
         and not (recompute == "selective" and "core_attn" in p.o.plan.recompute_modules),
         scores_fp32=p.o.compute.unfused_softmax_fp32,
-        fp8_params=_fp8_params(p.o),
+        quantized_weights=_quantized_weights(p.o),
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
         first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
         last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,
@@ -540,7 +553,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         last_stage_layers=par.last_stage_layers,
         mtp_layers=par.mtp_layers,
         pipeline_layout=par.pipeline_layout,
-        fp8_params=_fp8_params(o),
+        quantized_weights=_quantized_weights(o),
         bucket_bytes=o.communication.bucket_bytes,
         optimizer_instances=par.dist_opt_instances,
         loss_impl=_layout_loss(p.loss_impl),

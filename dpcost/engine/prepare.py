@@ -13,6 +13,7 @@ from dpcost.engine.activations import Kernels, routed_copies
 from dpcost.engine.checkpointing import DEFAULT_MODULES, Activations, activation_memory
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework
+from dpcost.engine.layout_memory import QUANTIZED_WEIGHTS
 from dpcost.engine.layout_step import mamba_layout_refusal
 from dpcost.engine.loss import LossMemory, loss_memory
 from dpcost.engine.memo import per_object
@@ -232,20 +233,47 @@ def fsdp_sharded_weights(recipe: Recipe) -> Recipe:
     return replace(recipe, components=components)
 
 
-def fp8_weights(recipe: Recipe, fp8_share: float) -> Recipe:
-    """Megatron-LM's --fp8-param-gather (megatron/training/arguments.py: "keep the compute param in fp8 ... and
-    perform the param all-gather in fp8", Transformer Engine's fp8_model_init): the weights of Transformer Engine's
-    linear layers, `fp8_share` of the parameters, are stored in fp8, 1 byte each; the embedding, the output layer
-    and the norms stay 16-bit; the distributed optimizer keeps its fp32 main copy."""
+def quantized_weights(recipe: Recipe, quantized_share: float, fmt: str) -> Recipe:
+    """Megatron-LM's --fp8-param-gather or --fp4-param-gather (megatron/training/arguments.py: "keep the compute param
+    in fp8 (fp4) ... and perform the param all-gather in fp8 (fp4)", Transformer Engine's fp8_model_init): the weights
+    of Transformer Engine's linear layers, `quantized_share` of the parameters, are stored in format `fmt`
+    (layout_memory.QUANTIZED_WEIGHTS); the embedding, the output layer and the norms stay 16-bit; the distributed
+    optimizer keeps its fp32 main copy."""
     weight = next(c.bytes_per_param for c in recipe.components if c.group == "params")
-    average = fp8_share * 1.0 + (1 - fp8_share) * weight
+    average = quantized_share * QUANTIZED_WEIGHTS[fmt].stored + (1 - quantized_share) * weight
+    title, flag = ("fp8", "--fp8-param-gather") if fmt == "fp8" else ("NVFP4", "--fp4-param-gather")
     components = tuple(
-        replace(c, bytes_per_param=average, label="fp8 linear weights (--fp8-param-gather)")
-        if c.group == "params"
-        else c
+        replace(c, bytes_per_param=average, label=f"{title} linear weights ({flag})") if c.group == "params" else c
         for c in recipe.components
     )
-    return replace(recipe, components=components, title=f"{recipe.title}, fp8 weights")
+    return replace(recipe, components=components, title=f"{recipe.title}, {title} weights")
+
+
+def gathered_weight_bytes(gather_dtype: str) -> float:
+    """Bytes per weight a --gather-dtype gather moves: the dtype's, or a quantized format's gathered bytes
+    (layout_memory.QUANTIZED_WEIGHTS: NVFP4's packed half byte)."""
+    quantized = QUANTIZED_WEIGHTS.get(gather_dtype)
+    return quantized.gathered if quantized is not None else float(DTYPE_BYTES[gather_dtype])
+
+
+def check_gather_dtype(o: Options) -> None:
+    """--gather-dtype nvfp4 is Megatron-LM's --fp4-param-gather, which arguments.py refuses without --fp4-format
+    (NVFP4 compute), and whose packed NVFP4 gathers are the distributed optimizer's (param_and_grad_buffer.py):
+    Megatron at ZeRO 0-1, pure DP or a layout."""
+    if o.communication.gather_dtype != "nvfp4":
+        return
+    if o.compute.compute_dtype != "nvfp4":
+        raise InputError(
+            "gather_dtype",
+            "nvfp4 gathers NVFP4 weights (Megatron's --fp4-param-gather): give --compute-dtype nvfp4 too",
+        )
+    megatron = o.megatron_layout or o.plan.framework == "megatron"
+    if not megatron or (o.plan.zero or 0) >= 2:
+        raise InputError(
+            "gather_dtype",
+            "nvfp4 is Megatron-LM's --fp4-param-gather, which its DDP and distributed optimizer run: give "
+            "--framework megatron (or a layout) at ZeRO 0-1",
+        )
 
 
 def batching(o: Options) -> tuple[int, int, list[Advice]]:
@@ -458,12 +486,13 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     recipe = recipe_for(recipe_name, grad_dtype)
     if fw is not None and fw.name == "fsdp":
         recipe = fsdp_sharded_weights(recipe)
-    if recipe.name == "megatron" and o.communication.gather_dtype == "fp8" and model.architecture is not None:
+    gather_dtype = o.communication.gather_dtype
+    if recipe.name == "megatron" and gather_dtype in QUANTIZED_WEIGHTS and model.architecture is not None:
         a = model.architecture
         layer_kinds = a.layer_kinds
         per_kind = {kind: sum(block_matrices(a, kind[1] == "moe", *kind)) for kind in set(layer_kinds)}
         matrices = sum(per_kind[kind] for kind in layer_kinds)
-        recipe = fp8_weights(recipe, matrices / counts.total)
+        recipe = quantized_weights(recipe, matrices / counts.total, gather_dtype)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
     block = o.precision.grad_block
     if block is not None and grad_dtype in ("fp8", "int8"):
@@ -472,9 +501,10 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         c.bytes_per_param for c in recipe.components if c.group == "params"
     )
     unconverted_weight_bytes = weight_bytes
-    if o.communication.gather_dtype is not None:
-        weight_bytes = float(DTYPE_BYTES[o.communication.gather_dtype])
+    if gather_dtype is not None:
+        weight_bytes = gathered_weight_bytes(gather_dtype)
     check_compute_dtype(topology, o)
+    check_gather_dtype(o)
     accumulation, micro_batch, notes = batching(o)
     given = o.communication
     # The generic plan buckets as PyTorch DDP does (frameworks.py); Megatron in one bucket without overlap

@@ -44,7 +44,12 @@ from dpcost.engine.cost import PlanCost
 from dpcost.engine.estimate import costed
 from dpcost.engine.layout import DEFAULT_ORDER, Layout
 from dpcost.engine.layout_estimate import call_seconds, placements
-from dpcost.engine.layout_report import check_wgrad_deferral, layout_recompute, least_weight_bytes, state_bytes_floor
+from dpcost.engine.layout_report import (
+    check_wgrad_deferral,
+    layout_recompute,
+    least_gathered_bytes,
+    state_bytes_floor,
+)
 from dpcost.engine.layout_step import layout_calls, mamba_layout_refusal
 from dpcost.engine.ops import has_layer_ops
 from dpcost.engine.params import count_params, routed_expert
@@ -284,8 +289,8 @@ def fsdp_gather_seconds(
 ) -> float:
     """Seconds no Megatron-FSDP (ZeRO-3) plan of this layout can beat on its all-gather stream: every micro-batch
     gathers each layer's parameters for its forward and again for its backward (layout_estimate._data_parallel),
-    here a stage's share of the dense weights (the mean of the stages: the most loaded holds at least as much) at a
-    byte each under --fp8-param-gather (the least any weight takes) and two without, as one call over the DP x CP
+    here a stage's share of the dense weights (the mean of the stages: the most loaded holds at least as much) at
+    the fewest bytes any weight's gather moves (least_gathered_bytes), as one call over the DP x CP
     group, whose time is no more than that of the per-layer calls it stands for."""
     layout = _layout_of(options)
     if layout is None or layout.dp * layout.cp == 1:
@@ -293,7 +298,7 @@ def fsdp_gather_seconds(
     dense = (count_params(model).total - _expert_params(model)) / (layout.tp * layout.pp)
     env = environment(topology, options.communication.nvls, options.communication.collnet)
     group = _placed(env, layout, "dp-cp", places)
-    gather = fastest(env, "all_gather", group, dense * least_weight_bytes(options)).seconds
+    gather = fastest(env, "all_gather", group, dense * least_gathered_bytes(options)).seconds
     return 2 * _micro_batches(options) * gather
 
 

@@ -274,6 +274,7 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
 _PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp4-format",
+                   "--fp4-param-gather",
                    "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--first-last-layers-bf16",
                    "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16")  # fmt: skip
 # TransformerConfig.fp8_recipe's choices, "delayed" by default (megatron/core/transformer/transformer_config.py)
@@ -568,6 +569,14 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
         r.note("--fp8-recipe", recipe, "", "every FP8 recipe costed alike: FP8 matmuls, current scaling's casts")
     if "--fp8-param-gather" in args:
         _fp8_params(r, recipe, "--use-megatron-fsdp" in args)
+    if "--fp4-param-gather" in args:
+        if "--fp4-format" not in args:  # arguments.py: "--fp4-param-gather must be used together with --fp4-format."
+            raise r.error("--fp4-param-gather", "needs --fp4-format (Megatron refuses it without)")
+        if "--use-megatron-fsdp" in args:
+            r.ignore("--fp4-param-gather", "", "Megatron-FSDP's NVFP4 gathers are not modelled: costed in bf16")
+        else:
+            r.use("--fp4-param-gather", "", "gather_dtype", "nvfp4",
+                  "NVFP4 weights: the packed half byte gathered, row- and column-wise stored")  # fmt: skip
     for name, option in _BF16_LAYERS:  # arguments.py: 1 layer at each end unless given; none without the switch
         value = _int(r, args, name)
         if "--first-last-layers-bf16" not in args:
