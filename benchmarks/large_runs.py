@@ -866,6 +866,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append(f"{a.layers} layers do not split over PP x VP = {pp * virtual}")
     # What the sources say about their own schedules (README / notes), mapped onto the engine's switches.
     cp_impl = "all_gather" if source == "llama3-2024" else "p2p"  # Llama 3 section 3.3.2
+    # MLPerf v6.0's GPT-OSS 20B (NVIDIA's nemo/conf/gpt_oss.yaml): cp_comm_type ${CP_COMM_TYPE,'a2a'}, which no
+    # config sets
+    if mlperf and row["model"].startswith("GPT OSS"):
+        cp_impl = "a2a"
     ep_overlap = row["model"].startswith("DeepSeek-V3") and source.startswith("deepseek")  # DualPipe
     megascale_tp = "overlaps TP/PP/DP communication" in row["notes"]  # MegaScale's own runs
     # Megatron-Bridge 25.11's performance runs (NVIDIA-NeMo/Megatron-Bridge v0.2.0 @7af9601c, the large-runs README):
@@ -1113,6 +1117,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("selective recompute: no FLOPs charged (flash attention)")
     if cp_impl == "all_gather" and cp > 1:
         flags.append("CP as all-gather (Llama 3 section 3.3.2)")
+    if cp_impl == "a2a" and cp > 1:
+        flags.append("CP by all-to-all (gpt_oss.yaml's cp_comm_type a2a)")
     if source == "llama3-2024":
         flags.append("FLOP count not printed: PaLM's, full attention matrix")
     if source == "bloom-tr11":

@@ -683,10 +683,11 @@ class Parallel(Section):
         "expert (Megatron-LM's default).",
         json_schema_extra=cli("--grouped-gemm"),
     )
-    cp_impl: Literal["p2p", "all_gather"] = Field(
+    cp_impl: Literal["p2p", "all_gather", "a2a"] = Field(
         "p2p",
-        description="Context parallelism as ring attention's send/recv (Megatron-Core) or Llama 3's all-gather of K "
-        "and V.",
+        description="Context parallelism as ring attention's send/recv (Megatron-Core), Llama 3's all-gather of K "
+        "and V, or DeepSpeed-Ulysses' all-to-alls of Q, K, V and the output, which need the heads of a TP rank "
+        "divisible by CP (Megatron's --cp-comm-type a2a).",
         json_schema_extra=cli("--cp-impl"),
     )
 

@@ -4,6 +4,7 @@ whole layout (layout_estimate.py) built from them."""
 from __future__ import annotations
 
 import pytest
+from conftest import run_cli
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.layout import Layout
@@ -101,6 +102,37 @@ def test_cp_ring_passes_k_and_v_chunks_cp_minus_one_times(llama405b: ModelSpec) 
     assert (bwd.message_bytes, bwd.per_micro_batch, bwd.hides_behind) == (2 * chunk, 15 * 8, 0.25)
     gather, scatter = cp_calls(_arch(llama405b), layout, 1, 131072, 2.0, "all_gather", 0.25)
     assert (gather.op, gather.message_bytes, scatter.op) == ("all_gather", 16 * chunk, "reduce_scatter")
+
+
+def test_cp_a2a_moves_each_heads_tensor_by_all_to_all_none_hidden(llama405b: ModelSpec) -> None:
+    """--cp-impl a2a (Transformer Engine's AttnFuncWithCPAndQKVOA2A): per layer, Q, K, V and the output all-to-all'd
+    forward, their gradients backward, each the rank's whole tensor. Llama 3 405B at TP 4 x CP 4 and 32,768 tokens:
+    8,192 tokens a rank, 128 / 4 = 32 query heads and 8 / 4 = 2 KV heads of 128 each, in bf16; 126 layers over PP 9,
+    14 a stage; full recomputation runs the forward's again."""
+    layout = Layout(tp=4, cp=4, pp=9, dp=2)
+    calls = cp_calls(_arch(llama405b), layout, 1, 32768, 2.0, "a2a", 0.25, recompute_full=True)
+    q, kv = 8192 * 32 * 128 * 2, 8192 * 2 * 128 * 2
+    got = {c.purpose: (c.op, c.message_bytes, c.per_micro_batch, c.overlapped, c.group) for c in calls}
+    assert got == {
+        "Q and output all-to-alls, forward": ("all_to_all", q, 2 * 2 * 14, False, "cp"),
+        "K and V all-to-alls, forward": ("all_to_all", kv, 2 * 2 * 14, False, "cp"),
+        "output gradient and Q gradient all-to-alls, backward": ("all_to_all", q, 2 * 14, False, "cp"),
+        "K gradient and V gradient all-to-alls, backward": ("all_to_all", kv, 2 * 14, False, "cp"),
+    }
+
+
+def test_cp_a2a_needs_the_heads_of_a_tp_rank_divisible_by_cp() -> None:
+    """Transformer Engine asserts num_heads % cp_size == 0 for Q, K and V under a2a; Llama 3 70B at TP 8 keeps one
+    KV head a rank. The learned attention sinks of gpt-oss, refused under p2p (no backend takes them there), run."""
+    base = ["estimate", "-m", "llama-70b", "--dp", "2", "--cp", "4", "--global-batch", "8", "--seq-len", "32768"]
+    code, out, err = run_cli(*base, "--tp", "8", "--cp-impl", "a2a")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--cp: 4 does not divide the 8 query and 1 KV heads of a TP rank" in err
+    assert run_cli(*base, "--tp", "2", "--cp-impl", "a2a")[0] == 0
+    sinks = ["estimate", "-m", "gpt-oss-20b", "--dp", "2", "--cp", "2", "--global-batch", "8", "--seq-len", "8192"]
+    assert run_cli(*sinks, "--cp-impl", "a2a")[0] == 0
+    code, _, err = run_cli(*sinks)
+    assert code == 2 and "attention sinks" in err
 
 
 def test_full_recomputation_runs_the_forward_exchange_again(llama405b: ModelSpec) -> None:

@@ -105,6 +105,7 @@ __all__ = [
     "SideTraffic",
     "StageLoad",
     "call_seconds",
+    "cp_attention_blocks",
     "fsdp_units",
     "gathered_bytes",
     "layout_step",
@@ -520,7 +521,7 @@ def layout_step(
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
                           mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
                           loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher,
-                          fused_grouped_mlp, fp8_output_proj)
+                          fused_grouped_mlp, fp8_output_proj, cp_attention_blocks(layout.cp, cp_impl))
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -660,6 +661,13 @@ def _layer_kinds_of(a: ModelArchitecture) -> tuple[LayerKind, ...]:
     return tuple((a.moe_layer(i), a.mixer(i), a.local_span(i), a.has_mlp(i)) for i in range(a.layers))
 
 
+def cp_attention_blocks(cp: int, cp_impl: str) -> int:
+    """The blocks of the sequence a rank's flash attention runs over under context parallelism (ops._attention_half):
+    CP with ring attention or the all-gather, one with the a2a exchange, whose kernel sees the whole sequence for
+    1 / CP of the heads (Transformer Engine's AttnFuncWithCPAndQKVOA2A: layout_step.cp_all_to_alls)."""
+    return 1 if cp_impl == "a2a" else cp
+
+
 @per_object
 def _layer_seconds_of(model: ModelSpec) -> dict[tuple[object, ...], tuple[float, float, float]]:
     """One layer's (forward, backward, recomputation) seconds op by op, by everything they depend on (memo.py): a
@@ -692,6 +700,7 @@ def _stage_by_ops(
     ep_dispatcher: str = "alltoall",
     fused_grouped_mlp: bool = False,
     fp8_output_proj: bool = False,
+    attention_blocks: int = 1,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -705,7 +714,8 @@ def _stage_by_ops(
     the first and last decoder layers, by global index, whose matmuls all do (ops.sixteen_bit_layer);
     `ep_dispatcher` the MoE token dispatcher, whose local shuffles ops.layer_ops prices; `fused_grouped_mlp` the
     routed experts through Transformer Engine's fused grouped MLP (ops.layer_ops); `fp8_output_proj` the output heads
-    in the compute dtype (ops.model_ops)."""
+    in the compute dtype (ops.model_ops); `attention_blocks` the blocks of the sequence flash attention runs over
+    (cp_attention_blocks)."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -726,14 +736,14 @@ def _stage_by_ops(
     ) -> tuple[float, float, float]:
         key = (gpu, moe, mixer, local, mlp, sixteen, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
                layout.cp, sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
-               sixteen_bit_efficiency, attention, ep_dispatcher, fused_grouped_mlp)  # fmt: skip
+               sixteen_bit_efficiency, attention, ep_dispatcher, fused_grouped_mlp, attention_blocks)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
         view = a.attention_of(mixer)
         built = layer_ops(
             view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp, sixteen,
-            dispatcher=ep_dispatcher, fused_grouped_mlp=fused_grouped_mlp, cp=layout.cp,
+            dispatcher=ep_dispatcher, fused_grouped_mlp=fused_grouped_mlp, cp=attention_blocks,
         )  # fmt: skip
         ops = tensor_parallel(built, layout.tp, sequence_parallel)
         t = timed(ops)

@@ -307,14 +307,26 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
             "sequence_parallel",
             "Megatron-Core trains MoE layers with TP above 1 only with sequence parallelism (moe_layer.py): add it",
         )
-    if o.parallel.cp > 1 and a.attention_sinks:
+    if cp > 1 and o.parallel.cp_impl == "a2a":
+        # Transformer Engine's AttnFuncWithCPAndQKVOA2A asserts num_heads % cp_size == 0 for Q, K and V, the heads
+        # of one TP rank (context_parallel.py at d0067d0da)
+        for view in (a.attention_of(m) for m in kinds):
+            kv = view.heads if view.mla is not None else view.n_kv_heads
+            heads, kv_heads = view.heads // tp, max(1, kv // tp)
+            if heads % cp or kv_heads % cp:
+                raise InputError(
+                    "cp",
+                    f"{cp} does not divide the {heads} query and {kv_heads} KV heads of a TP rank of {model.name}, "
+                    "which the a2a exchange splits over CP (Transformer Engine's AttnFuncWithCPAndQKVOA2A)",
+                )
+    if cp > 1 and a.attention_sinks and o.parallel.cp_impl != "a2a":
         # Transformer Engine's get_attention_backend (dot_product_attention/utils.py at d0067d0, its softmax-type
         # table): FlashAttention takes no sinks, FusedAttention takes them under context parallelism only with the
         # a2a exchange, and the unfused path runs no context parallelism
         raise InputError(
             "cp",
             f"{model.name}'s attention sinks have no attention backend under context parallelism's p2p or all-gather "
-            "exchange (Transformer Engine's get_attention_backend): give --cp 1",
+            "exchange (Transformer Engine's get_attention_backend): give --cp 1, or --cp-impl a2a",
         )
     _stage_layer_counts(model, o)
 

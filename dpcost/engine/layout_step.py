@@ -49,6 +49,7 @@ __all__ = [
     "LayoutCall",
     "StageKinds",
     "bubble_seconds",
+    "cp_all_to_alls",
     "cp_calls",
     "ep_calls",
     "exposed_per_micro_batch",
@@ -361,11 +362,14 @@ def cp_calls(
     """Context parallelism's K/V exchange per micro-batch on the most loaded stage (module docstring), hidden
     behind the attention it feeds. K and V as attention holds them per TP rank: its KV heads' keys and values, or
     with MLA every head's key (nope + rope) and value (TransformerEngine's context_parallel.py concatenates them).
-    Full recomputation runs each layer's forward again in the backward, its attention's exchange with it."""
+    Full recomputation runs each layer's forward again in the backward, its attention's exchange with it. `impl`
+    a2a: the heads' all-to-alls instead (cp_all_to_alls)."""
     if layout.cp == 1:
         return []
     forwards = 2 if recompute_full else 1
     layers = max(len(kinds) for kinds in _kinds(arch, layout.pp, stages))
+    if impl == "a2a":
+        return cp_all_to_alls(arch, layout, micro_batch, seq_len, act_bytes, forwards * layers, layers)
     if arch.mla is not None:
         m = arch.mla
         per_token = arch.heads / layout.tp * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
@@ -634,6 +638,48 @@ def layout_calls(
         *pipeline,
         *experts,
     ]
+
+
+def cp_all_to_alls(
+    arch: ModelArchitecture,
+    layout: Layout,
+    micro_batch: int,
+    seq_len: int,
+    act_bytes: float,
+    forwards: int,
+    backwards: int,
+) -> list[LayoutCall]:
+    """DeepSpeed-Ulysses' context parallelism (Jacobs et al. 2023), as Transformer Engine runs it for Megatron's
+    --cp-comm-type a2a (AttnFuncWithCPAndQKVOA2A, attention/dot_product_attention/context_parallel.py at d0067d0da):
+    before attention Q, K and V each go through an all-to-all over the CP group, from the rank's s / CP tokens of
+    every head (of its TP rank) to all s tokens of 1 / CP of the heads, and the output goes back after it
+    (flash_attn_a2a_communicate); the backward runs the mirror, the output gradient's before and the Q, K and V
+    gradients' after. Each is waited for before the attention or the op after it can run: none hides. One call's
+    bytes, as nccl-tests sizes an all-to-all, are the rank's tensor: b x s / CP tokens x its heads x head dim; K and V
+    take the KV heads (with MLA every head's nope + rope key, and its value). `forwards` and `backwards`: the layers'
+    forward passes per micro-batch (twice under full recomputation) and backward passes."""
+    tokens = micro_batch * seq_len / layout.cp * act_bytes
+    heads = arch.heads / layout.tp
+    if arch.mla is not None:
+        m = arch.mla
+        q = k = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        v = out = heads * m.v_head_dim
+    else:
+        kv_heads = arch.n_kv_heads / min(layout.tp, arch.n_kv_heads)
+        q, k, v, out = heads * arch.d_head, kv_heads * arch.d_head, kv_heads * arch.d_value, heads * arch.d_value
+    calls: list[LayoutCall] = []
+    for direction, tensors, passes in (
+        ("forward", (("Q", q), ("K", k), ("V", v), ("output", out)), forwards),
+        ("backward", (("output gradient", out), ("Q gradient", q), ("K gradient", k), ("V gradient", v)), backwards),
+    ):
+        by_size: dict[float, list[str]] = {}
+        for name, width in tensors:
+            by_size.setdefault(width, []).append(name)
+        for width, names in by_size.items():
+            listed = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
+            purpose = f"{listed} all-to-all{'s' if len(names) > 1 else ''}, {direction}"
+            calls.append(LayoutCall("cp", purpose, "all_to_all", tokens * width, "cp", passes * len(names)))
+    return calls
 
 
 def exposed_per_micro_batch(

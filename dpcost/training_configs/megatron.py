@@ -366,7 +366,7 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         if optimizer not in ("adam", "sgd"):
             raise r.error("--optimizer", f"must be adam or sgd, got {optimizer!r}")
         r.use("--optimizer", optimizer, "optimizer", "adamw" if optimizer == "adam" else "sgd")
-    _choice(r, args, "--cp-comm-type", "cp_impl", ("p2p", "all_gather"))
+    _choice(r, args, "--cp-comm-type", "cp_impl", ("p2p", "all_gather", "a2a"))
     _choice(r, args, "--moe-token-dispatcher-type", "ep_dispatcher", ("alltoall", "flex", "allgather"))
     if "--num-experts" in args and "--moe-grouped-gemm" not in args:
         why = "absent: SequentialMLP, one GEMM per expert (Megatron's default), without the grouped GEMMs' workspaces"
