@@ -1153,7 +1153,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("MXFP8 weights: gathered in bf16 through the gradient buffer, costed as bf16's")
     quantized_weights = "fp8" if fp8_params else None
     # From v0.5.0 (the 26.06 tables) bf16_with_nvfp4_mixed sets fp4_param_gather = True (training/mixed_precision.py);
-    # the DeepSeek, GPT-OSS and Nemotron 3 configs turn it off, the Llama configs at none of v0.5.0-v0.6.0
+    # DeepSeek-V3's B200, GPT-OSS 20B's and Nemotron 3 Super's NVFP4 configs turn it off, the Llama configs at none
+    # of v0.5.0-v0.6.0 (only those rows are given it here)
     nvfp4_params = bridge and row["model"].startswith("Llama") and row["precision"] == "nvfp4"
     if nvfp4_params and bridge_release(source) >= "26.06":
         if zero >= 2:

@@ -64,6 +64,12 @@ def test_nvfp4_weights_are_stored_row_and_column_wise_and_gathered_packed() -> N
     assert saved == pytest.approx(1.5 * linear, abs=2)
     assert _gathers(nvfp4)["gradients"] == _gathers(bf16)["gradients"]
     assert "NVFP4 linear weights" in nvfp4["memory"]["recipe"]
+    # the optimizer step all-reduces an fp32 amax per 16 x 16 tile of every whole weight over DP before the cast
+    # (TE's _cast_master_weights_to_nvfp4_2d), waited for
+    amaxes = _gathers(nvfp4)["NVFP4 tile amaxes of the dense weights, optimizer step"]
+    assert amaxes == pytest.approx(linear / 256 * 4, abs=2)
+    terms = {t["term"]: t["seconds"] for t in nvfp4["time"]["breakdown"]}
+    assert terms["exposed NVFP4 tile amaxes of the dense weights, optimizer step"] > 0
 
 
 @pytest.mark.parametrize(

@@ -862,15 +862,25 @@ def test_a_megatron_script_runs_its_output_layer_in_mxfp8_when_told() -> None:
 
 
 def test_mxfp8_weights_are_gathered_in_bf16_by_the_distributed_optimizer(tmp_path: Path) -> None:
-    """Megatron-Core since 0.13 (d559555a54; param_and_grad_buffer.py at d98e8a64dd): with MXFP8 weights the
-    distributed optimizer's parameter buffer is a bf16 view of the gradient buffer, so --fp8-param-gather under
-    --fp8-recipe mxfp8 gathers 2 bytes a weight, as without the flag; under the default recipe (delayed) and in
-    Megatron-FSDP it gathers fp8."""
+    """Megatron-Core since 0.13 (d559555a54; param_and_grad_buffer.py at d98e8a64dd): with MXFP8 weights and
+    --reuse-grad-buf-for-mxfp8-param-ag the distributed optimizer's parameter buffer is a bf16 view of the gradient
+    buffer, so --fp8-param-gather under --fp8-recipe mxfp8 gathers 2 bytes a weight, as without the flag; without
+    the reuse the run fails (TE's replace_raw_data has no MXFP8 path), and dpcost refuses it. Under the default
+    recipe (delayed) and in Megatron-FSDP it gathers fp8; fp8 weights without --fp8-format Megatron refuses."""
     from dpcost.training_configs.megatron import read
 
     layout = "--tensor-model-parallel-size 2 --micro-batch-size 1 --global-batch-size 64 --use-distributed-optimizer"
     base = f"torchrun --nproc_per_node 8 pretrain_gpt.py {SMALL_GPT} {layout} --bf16 --fp8-format hybrid"
-    assert "gather_dtype" not in read(f"{base} --fp8-recipe mxfp8 --fp8-param-gather\n", "m.sh").options
+    mxfp8 = "--fp8-recipe mxfp8 --fp8-param-gather --reuse-grad-buf-for-mxfp8-param-ag"
+    assert "gather_dtype" not in read(f"{base} {mxfp8}\n", "m.sh").options
+    for refused, says in (
+        (f"{base} --fp8-recipe mxfp8 --fp8-param-gather", "needs --reuse-grad-buf-for-mxfp8-param-ag"),
+        (f"{base.removesuffix(' --fp8-format hybrid')} --fp8-param-gather", "needs --fp8-format"),
+    ):
+        script = tmp_path / "refused.sh"
+        script.write_text(f"{refused}\n")
+        code, out, err = run("estimate", "--from", str(script), "--topology", "dgx-b200")
+        assert code == 2 and out == "" and err.count("\n") == 1 and says in err
     assert read(f"{base} --fp8-param-gather\n", "m.sh").options["gather_dtype"] == "fp8"
     assert read(f"{base} --fp8-recipe tensorwise --fp8-param-gather\n", "m.sh").options["gather_dtype"] == "fp8"
     fsdp = f"{base} --fp8-recipe mxfp8 --fp8-param-gather --use-megatron-fsdp"
@@ -884,25 +894,27 @@ def test_mxfp8_weights_are_gathered_in_bf16_by_the_distributed_optimizer(tmp_pat
 
     bf16 = dp_gathered_bytes("--fp8-recipe mxfp8")
     assert bf16 > 0
-    assert dp_gathered_bytes("--fp8-recipe mxfp8 --fp8-param-gather") == bf16
+    assert dp_gathered_bytes(mxfp8) == bf16
     assert dp_gathered_bytes("--fp8-param-gather") < 0.75 * bf16  # the layers' linear weights a byte each
 
 
 def test_a_megatron_script_gathers_nvfp4_weights_under_fp4_param_gather(tmp_path: Path) -> None:
     """--fp4-param-gather ("keep the compute param in fp4 ... and perform the param all-gather in fp4",
-    arguments.py) is --gather-dtype nvfp4; Megatron refuses it without --fp4-format, and Megatron-FSDP's NVFP4
-    gathers are not modelled."""
+    arguments.py) is --gather-dtype nvfp4; Megatron refuses it without --fp4-format, and Megatron-FSDP has no NVFP4
+    parameter path (mcore_fsdp_adapter.py: "MFSDP v2 does not currently support FP8 or FP4")."""
     from dpcost.training_configs.megatron import read
 
     base = f"torchrun --nproc_per_node 8 pretrain_gpt.py {SMALL_GPT} --bf16 --use-distributed-optimizer"
     assert read(f"{base} --fp4-format e2m1 --fp4-param-gather\n", "m.sh").options["gather_dtype"] == "nvfp4"
-    fsdp = read(f"{base} --fp4-format e2m1 --fp4-param-gather --use-megatron-fsdp\n", "m.sh")
-    assert "gather_dtype" not in fsdp.options
-    script = tmp_path / "m.sh"
-    script.write_text(f"{base} --fp4-param-gather\n")
-    code, out, err = run("estimate", "--from", str(script), "--model", "llama-8b", "--topology", "dgx-b200")
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and "--fp4-param-gather" in err and "--fp4-format" in err
+    for refused, says in (
+        (f"{base} --fp4-param-gather", "--fp4-format"),
+        (f"{base} --fp4-format e2m1 --fp4-param-gather --use-megatron-fsdp", "no NVFP4 parameter path"),
+    ):
+        script = tmp_path / "m.sh"
+        script.write_text(f"{refused}\n")
+        code, out, err = run("estimate", "--from", str(script), "--model", "llama-8b", "--topology", "dgx-b200")
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and "--fp4-param-gather" in err and says in err
 
 
 def test_a_megatron_scripts_cp_comm_type_chooses_the_exchange(tmp_path: Path) -> None:

@@ -101,6 +101,7 @@ LayerKind = tuple[bool, str, LocalAttentionSpec | None, bool]
 TimedKind = tuple[bool, str, LocalAttentionSpec | None, bool, bool]  # a LayerKind, and in BF16 under FP8
 
 __all__ = [
+    "NVFP4_TILE",
     "LayoutStep",
     "SideTraffic",
     "StageLoad",
@@ -109,6 +110,7 @@ __all__ = [
     "fsdp_units",
     "gathered_bytes",
     "layout_step",
+    "nvfp4_amax_syncs",
     "placements",
     "stage_loads",
     "word_embedding_sync",
@@ -587,6 +589,10 @@ def layout_step(
     )
     if layout.pp > 1 and (a.tied_embeddings or mtp_layers):
         sides += (word_embedding_sync(topology, layout, counts.embedding / layout.tp, DTYPE_BYTES[grad_dtype]),)
+    if quantized_weights == "nvfp4" and zero == 1:
+        dense = groups["dp-cp"] if instanced is None else instanced.dense
+        experts = groups["edp"] if instanced is None else instanced.experts
+        sides += nvfp4_amax_syncs(topology, dense, held.layer_split_params, experts, experts_held.expert_params)
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
@@ -869,6 +875,32 @@ class SideTraffic:
     group: str = ""  # the kind of group it runs over (groups' key): "edp" or "dp-cp"
     traffic: tuple[Traffic, ...] = ()  # its calls per step, as the DP schedule's are listed
     placements: tuple[Placement, ...] = ()  # each call's group where not the kind's (optimizer instances)
+
+
+# NVFP4's 2D weight scaling: one amax per 16 x 16 tile (Transformer Engine's NVFP4BlockScaling, recipe/__init__.py)
+NVFP4_TILE = 16 * 16
+
+
+def nvfp4_amax_syncs(
+    topology: TopologySpec, dense: Placement, dense_params: float, experts: Placement, expert_params: float
+) -> tuple[SideTraffic, ...]:
+    """--fp4-param-gather's amax all-reduces in the optimizer step: before the distributed optimizer casts its fp32
+    shards into the NVFP4 weights it then gathers, Transformer Engine all-reduces (MAX) an fp32 amax per 16 x 16 tile
+    of every whole weight across the optimizer's data-parallel group, so that every rank sets every tile's scale
+    (distrib_optimizer.py quantize_nvfp4_param_shard at d98e8a64dd; TE's tensor/utils.py
+    _cast_master_weights_to_nvfp4_2d at d0067d0da): 4 bytes per 256 of the rank's linear weights, dense over DP x CP
+    and the experts over expert-DP, waited for. Each weight's global amax, reduced in a call of its own beside them
+    (a few bytes a weight), is not priced."""
+    out = []
+    for kind, group, params in (("dp-cp", dense, dense_params), ("edp", experts, expert_params)):
+        if params <= 0 or group.ranks == 1:
+            continue
+        size = params / NVFP4_TILE * 4
+        best = fastest(topology, "all_reduce", group, size)
+        purpose = f"NVFP4 tile amaxes of the {'dense' if kind == 'dp-cp' else 'expert'} weights, optimizer step"
+        traffic = Traffic(best.op, purpose, size, 1, 1, best.seconds, ((Call(best.seconds, best.label), 1),))
+        out.append(SideTraffic(purpose, best.seconds, best.seconds, kind, (traffic,), (group,)))
+    return tuple(out)
 
 
 def word_embedding_sync(topology: TopologySpec, layout: Layout, params: float, grad_bytes: float) -> SideTraffic:

@@ -274,7 +274,7 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules")  # fmt: skip
 _PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp4-format",
-                   "--fp4-param-gather",
+                   "--fp4-param-gather", "--reuse-grad-buf-for-mxfp8-param-ag",
                    "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--first-last-layers-bf16",
                    "--num-layers-at-start-in-bf16", "--num-layers-at-end-in-bf16")  # fmt: skip
 # TransformerConfig.fp8_recipe's choices, "delayed" by default (megatron/core/transformer/transformer_config.py)
@@ -567,16 +567,16 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
         r.ignore("--fp8-recipe", recipe, "applies with --fp8-format only")
     elif recipe is not None:
         r.note("--fp8-recipe", recipe, "", "every FP8 recipe costed alike: FP8 matmuls, current scaling's casts")
-    if "--fp8-param-gather" in args:
-        _fp8_params(r, recipe, "--use-megatron-fsdp" in args)
+    _fp8_params(r, args, recipe)
     if "--fp4-param-gather" in args:
         if "--fp4-format" not in args:  # arguments.py: "--fp4-param-gather must be used together with --fp4-format."
             raise r.error("--fp4-param-gather", "needs --fp4-format (Megatron refuses it without)")
         if "--use-megatron-fsdp" in args:
-            r.ignore("--fp4-param-gather", "", "Megatron-FSDP's NVFP4 gathers are not modelled: costed in bf16")
-        else:
-            r.use("--fp4-param-gather", "", "gather_dtype", "nvfp4",
-                  "NVFP4 weights: the packed half byte gathered, row- and column-wise stored")  # fmt: skip
+            # mcore_fsdp_adapter.py: "MFSDP v2 does not currently support FP8 or FP4"; v1 sizes quantized weights
+            # by their elements, which NVFP4's packed bytes are not (fsdp param_and_grad_buffer.py)
+            raise r.error("--fp4-param-gather", "Megatron-FSDP has no NVFP4 parameter path: drop one of the two")
+        r.use("--fp4-param-gather", "", "gather_dtype", "nvfp4",
+              "NVFP4 weights: the packed half byte gathered, row- and column-wise stored")  # fmt: skip
     for name, option in _BF16_LAYERS:  # arguments.py: 1 layer at each end unless given; none without the switch
         value = _int(r, args, name)
         if "--first-last-layers-bf16" not in args:
@@ -590,20 +590,48 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
 
 def fp8_weights_gathered_in_fp8(recipe: str | None, megatron_fsdp: bool) -> bool:
     """Whether --fp8-param-gather stores and gathers the weights in fp8 (gather_dtype fp8): yes but for MXFP8
-    outside Megatron-FSDP. There the distributed optimizer gathers the updated weights in bf16, through a bf16 view
-    of the gradient buffer, and quantizes them after (param_and_grad_buffer.py since Megatron-Core 0.13,
-    d559555a54, as at d98e8a64dd); each MXFP8 weight keeps its row- and column-wise bytes (Transformer Engine's
-    weight quantizer, both usages while training: module/base.py at 2.20.0.dev0), about bf16's two. So they cost
-    as bf16 weights."""
+    outside Megatron-FSDP. There the distributed optimizer, under --reuse-grad-buf-for-mxfp8-param-ag (which it
+    needs: _fp8_params), gathers the updated weights in bf16, through a bf16 view of the gradient buffer, and
+    quantizes them after (param_and_grad_buffer.py since Megatron-Core 0.13, d559555a54, as at d98e8a64dd); each
+    MXFP8 weight keeps its row- and column-wise bytes (Transformer Engine's weight quantizer, both usages while
+    training: module/base.py at 2.20.0.dev0), about bf16's two. So they cost as bf16 weights."""
     return recipe != "mxfp8" or megatron_fsdp
 
 
-def _fp8_params(r: Reading, recipe: str | None, megatron_fsdp: bool) -> None:
-    if fp8_weights_gathered_in_fp8(recipe, megatron_fsdp):
-        r.use("--fp8-param-gather", "", "gather_dtype", "fp8")
+def _fp8_params(r: Reading, args: dict[str, list[str]], recipe: str | None) -> None:
+    """--fp8-param-gather and --reuse-grad-buf-for-mxfp8-param-ag as Megatron takes them: fp8 weights need FP8
+    (transformer_config.py: "fp8_param must be used together with fp8 mode"), and MXFP8 weights under the
+    distributed optimizer need the gradient buffer's reuse, without which Transformer Engine cannot map them into
+    the parameter buffer and the run fails (its replace_raw_data: "not supported yet" for MXFP8Tensor)."""
+    reuse, fsdp = "--reuse-grad-buf-for-mxfp8-param-ag", "--use-megatron-fsdp" in args
+    if "--fp8-param-gather" not in args:
+        if reuse in args:  # distributed_data_parallel_config.py __post_init__ asserts fp8_param_gather
+            raise r.error(reuse, "needs --fp8-param-gather (Megatron asserts it)")
         return
+    if "--fp8-format" not in args:
+        raise r.error("--fp8-param-gather", "needs --fp8-format (Megatron refuses fp8 weights without FP8)")
+    if fp8_weights_gathered_in_fp8(recipe, fsdp):
+        # Megatron-FSDP gathers MXFP8 row-wise for the forward and from a transpose for the backward
+        # (fsdp/src/megatron_fsdp/param_and_grad_buffer.py): a byte a pass, but both kept, about 2 bytes
+        held = (
+            "a byte a gather; kept row-wise and as a transpose (about 2 bytes), costed at 1"
+            if recipe == "mxfp8"
+            else ""
+        )
+        r.use("--fp8-param-gather", "", "gather_dtype", "fp8", held)
+        if reuse in args:
+            r.ignore(reuse, "", "applies to MXFP8 weights under the distributed optimizer")
+        return
+    if "--use-distributed-optimizer" in args and reuse not in args:
+        raise r.error(
+            "--fp8-param-gather",
+            f"with --fp8-recipe mxfp8 and the distributed optimizer Megatron needs {reuse}: Transformer Engine cannot "
+            "map MXFP8 weights into the parameter buffer otherwise",
+        )
     r.note("--fp8-param-gather", "", "", "MXFP8 weights: gathered in bf16 through the gradient buffer and stored "
            "row- and column-wise (about 2 bytes each), costed as bf16 weights")  # fmt: skip
+    if reuse in args:
+        r.note(reuse, "", "", "the gradient buffer's bf16 view carries the MXFP8 weights' gathers")
 
 
 def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str, Any] | None:
