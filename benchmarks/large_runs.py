@@ -866,8 +866,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append(f"{a.layers} layers do not split over PP x VP = {pp * virtual}")
     # What the sources say about their own schedules (README / notes), mapped onto the engine's switches.
     cp_impl = "all_gather" if source == "llama3-2024" else "p2p"  # Llama 3 section 3.3.2
-    # MLPerf v6.0's GPT-OSS 20B (NVIDIA's nemo/conf/gpt_oss.yaml): cp_comm_type ${CP_COMM_TYPE,'a2a'}, which no
-    # config sets
+    # MLPerf v6.0's GPT-OSS 20B (NVIDIA's nemo/conf/gpt_oss.yaml): cp_comm_type ${CP_COMM_TYPE,'a2a'}, which none of
+    # the configs in the copy sets; and its learned sinks run under CP with a2a alone (TE's attn_forward_func_with_cp)
     if mlperf and row["model"].startswith("GPT OSS"):
         cp_impl = "a2a"
     ep_overlap = row["model"].startswith("DeepSeek-V3") and source.startswith("deepseek")  # DualPipe

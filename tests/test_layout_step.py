@@ -3,8 +3,10 @@ whole layout (layout_estimate.py) built from them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from conftest import run_cli
+from conftest import cli_report, run_cli
 
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.layout import Layout
@@ -110,7 +112,7 @@ def test_cp_a2a_moves_each_heads_tensor_by_all_to_all_none_hidden(llama405b: Mod
     8,192 tokens a rank, 128 / 4 = 32 query heads and 8 / 4 = 2 KV heads of 128 each, in bf16; 126 layers over PP 9,
     14 a stage; full recomputation runs the forward's again."""
     layout = Layout(tp=4, cp=4, pp=9, dp=2)
-    calls = cp_calls(_arch(llama405b), layout, 1, 32768, 2.0, "a2a", 0.25, recompute_full=True)
+    calls = cp_calls(_arch(llama405b), layout, 1, 32768, 2.0, "a2a", 0.25, attention_recomputed=True)
     q, kv = 8192 * 32 * 128 * 2, 8192 * 2 * 128 * 2
     got = {c.purpose: (c.op, c.message_bytes, c.per_micro_batch, c.overlapped, c.group) for c in calls}
     assert got == {
@@ -123,7 +125,9 @@ def test_cp_a2a_moves_each_heads_tensor_by_all_to_all_none_hidden(llama405b: Mod
 
 def test_cp_a2a_needs_the_heads_of_a_tp_rank_divisible_by_cp() -> None:
     """Transformer Engine asserts num_heads % cp_size == 0 for Q, K and V under a2a; Llama 3 70B at TP 8 keeps one
-    KV head a rank. The learned attention sinks of gpt-oss, refused under p2p (no backend takes them there), run."""
+    KV head a rank. gpt-oss runs under a2a alone: its learned attention sinks have no backend under ring attention
+    or the all-gather (get_attention_backend); Gemma 2's sliding-window layers run under a2a or the all-gather, not
+    ring attention (attn_forward_func_with_cp asserts it)."""
     base = ["estimate", "-m", "llama-70b", "--dp", "2", "--cp", "4", "--global-batch", "8", "--seq-len", "32768"]
     code, out, err = run_cli(*base, "--tp", "8", "--cp-impl", "a2a")
     assert code == 2 and out == "" and err.count("\n") == 1
@@ -131,17 +135,55 @@ def test_cp_a2a_needs_the_heads_of_a_tp_rank_divisible_by_cp() -> None:
     assert run_cli(*base, "--tp", "2", "--cp-impl", "a2a")[0] == 0
     sinks = ["estimate", "-m", "gpt-oss-20b", "--dp", "2", "--cp", "2", "--global-batch", "8", "--seq-len", "8192"]
     assert run_cli(*sinks, "--cp-impl", "a2a")[0] == 0
-    code, _, err = run_cli(*sinks)
-    assert code == 2 and "attention sinks" in err
+    for impl in ("p2p", "all_gather"):
+        code, _, err = run_cli(*sinks, "--cp-impl", impl)
+        assert code == 2 and "attention sinks" in err
+    gemma = str(Path(__file__).parent / "reference" / "hf-configs" / "gemma-2-9b.json")
+    windows = ["estimate", "-m", gemma, "--dp", "2", "--cp", "2", "--global-batch", "8", "--seq-len", "8192"]
+    code, _, err = run_cli(*windows)
+    assert code == 2 and "sliding-window layers run under context parallelism only with the a2a or all-gather" in err
+    assert run_cli(*windows, "--cp-impl", "all_gather")[0] == 0
+
+
+def test_selective_recomputation_of_core_attention_reruns_the_exchange_and_sinks_gather_their_gradients() -> None:
+    """Megatron's selective recomputation with core_attn (its default module) reruns Transformer Engine's attention
+    in the backward (attention.py checkpoint_core_attention), CP's calls with it; gpt-oss's learned sinks add one
+    synchronous all-gather of their gradients per layer backward under a2a (flash_attn_a2a_communicate_softmax_offset):
+    64 heads / TP 2 floats, 24 layers."""
+    base = [
+        "estimate",
+        "-m",
+        "gpt-oss-20b",
+        "--dp",
+        "2",
+        "--tp",
+        "2",
+        "--cp",
+        "2",
+        "--cp-impl",
+        "a2a",
+        "--sequence-parallel",
+    ]
+    base += ["--global-batch", "8", "--seq-len", "8192"]
+
+    def cp(*flags: str) -> dict[str, tuple[float, int]]:
+        calls = cli_report(*base, *flags)["layout"]["calls"]
+        return {c["purpose"]: (c["message_bytes"], c["calls_per_micro_batch"]) for c in calls if c["dimension"] == "cp"}
+
+    none, selective = cp("--recompute", "none"), cp("--recompute", "selective")
+    assert none["Q and output all-to-alls, forward"][1] == 2 * 24
+    assert selective["Q and output all-to-alls, forward"][1] == 2 * 2 * 24
+    assert selective["output gradient and Q gradient all-to-alls, backward"][1] == 2 * 24
+    assert none["attention sinks' gradients gathered, backward"] == (32 * 4, 24)
 
 
 def test_full_recomputation_runs_the_forward_exchange_again(llama405b: ModelSpec) -> None:
     """Full recomputation reruns each layer's forward in the backward (Megatron's CheckpointFunction), its
     attention's K/V exchange with it: the ring's forward passes and the all-gather double; the backward's do not."""
     layout = Layout(tp=8, cp=16, pp=16, dp=8)
-    fwd, bwd = cp_calls(_arch(llama405b), layout, 1, 131072, 2.0, "p2p", 0.25, recompute_full=True)
+    fwd, bwd = cp_calls(_arch(llama405b), layout, 1, 131072, 2.0, "p2p", 0.25, attention_recomputed=True)
     assert (fwd.per_micro_batch, bwd.per_micro_batch) == (2 * 15 * 8, 15 * 8)
-    gather, scatter = cp_calls(_arch(llama405b), layout, 1, 131072, 2.0, "all_gather", 0.25, recompute_full=True)
+    gather, scatter = cp_calls(_arch(llama405b), layout, 1, 131072, 2.0, "all_gather", 0.25, attention_recomputed=True)
     assert (gather.per_micro_batch, scatter.per_micro_batch) == (2 * 8, 8)
 
 

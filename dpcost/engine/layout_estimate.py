@@ -539,6 +539,7 @@ def layout_step(
         sequence_parallel=sequence_parallel,
         recompute_full=recompute == "full",
         moe_recomputed=recompute == "selective" and "moe" in recompute_modules,
+        attention_recomputed=recompute == "full" or (recompute == "selective" and "core_attn" in recompute_modules),
         tp_overlap=tp_overlap,
         ep_overlap=ep_overlap,
         pp_overlap=pp_overlapped(virtual_stages, pp_overlap),

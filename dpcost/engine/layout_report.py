@@ -328,6 +328,16 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
             f"{model.name}'s attention sinks have no attention backend under context parallelism's p2p or all-gather "
             "exchange (Transformer Engine's get_attention_backend): give --cp 1, or --cp-impl a2a",
         )
+    local = a.local_attention
+    if cp > 1 and o.parallel.cp_impl == "p2p" and local is not None and local.kind == "sliding":
+        # Transformer Engine's attn_forward_func_with_cp (context_parallel.py at d0067d0da) asserts "Context
+        # parallelism does not support sliding window attention" but with the a2a or all-gather exchange
+        raise InputError(
+            "cp_impl",
+            f"{model.name}'s sliding-window layers run under context parallelism only with the a2a or all-gather "
+            "exchange, not ring attention (Transformer Engine's attn_forward_func_with_cp): give --cp-impl a2a or "
+            "all_gather",
+        )
     _stage_layer_counts(model, o)
 
 

@@ -357,16 +357,18 @@ def cp_calls(
     impl: str,
     attention_share: float,
     stages: StageKinds | None = None,
-    recompute_full: bool = False,
+    attention_recomputed: bool = False,
 ) -> list[LayoutCall]:
     """Context parallelism's K/V exchange per micro-batch on the most loaded stage (module docstring), hidden
     behind the attention it feeds. K and V as attention holds them per TP rank: its KV heads' keys and values, or
     with MLA every head's key (nope + rope) and value (TransformerEngine's context_parallel.py concatenates them).
-    Full recomputation runs each layer's forward again in the backward, its attention's exchange with it. `impl`
-    a2a: the heads' all-to-alls instead (cp_all_to_alls)."""
+    `attention_recomputed`: each layer's core attention runs its forward again in the backward, its exchange with it
+    (full recomputation, or selective with core_attn: Megatron-Core's attention.py checkpoint_core_attention reruns
+    Transformer Engine's attention, CP's calls included). `impl` a2a: the heads' all-to-alls instead
+    (cp_all_to_alls)."""
     if layout.cp == 1:
         return []
-    forwards = 2 if recompute_full else 1
+    forwards = 2 if attention_recomputed else 1
     layers = max(len(kinds) for kinds in _kinds(arch, layout.pp, stages))
     if impl == "a2a":
         return cp_all_to_alls(arch, layout, micro_batch, seq_len, act_bytes, forwards * layers, layers)
@@ -604,6 +606,7 @@ def layout_calls(
     moe_recomputed: bool = False,
     ep_dispatcher: EpDispatcher = "alltoall",
     tp_pairs: int | None = None,
+    attention_recomputed: bool = False,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -634,7 +637,9 @@ def layout_calls(
             tp_backward_async,
             tp_pairs,
         ),
-        *cp_calls(arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages, recompute_full),
+        *cp_calls(
+            arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages, attention_recomputed
+        ),
         *pipeline,
         *experts,
     ]
@@ -656,8 +661,12 @@ def cp_all_to_alls(
     (flash_attn_a2a_communicate); the backward runs the mirror, the output gradient's before and the Q, K and V
     gradients' after. Each is waited for before the attention or the op after it can run: none hides. One call's
     bytes, as nccl-tests sizes an all-to-all, are the rank's tensor: b x s / CP tokens x its heads x head dim; K and V
-    take the KV heads (with MLA every head's nope + rope key, and its value). `forwards` and `backwards`: the layers'
-    forward passes per micro-batch (twice under full recomputation) and backward passes."""
+    take the KV heads (with MLA every head's nope + rope key, and its value). With learned attention sinks the
+    backward also all-gathers the sinks' gradients over CP, synchronously (flash_attn_a2a_communicate_softmax_offset):
+    a float a head of the TP rank. `forwards` and `backwards`: the layers' forward passes per micro-batch (twice when
+    attention is recomputed) and backward passes. Not priced: the copies that reorder each tensor's sequence chunks
+    around its call (reorder_seq_chunks_for_a2a_before_attn and after), memory-bound passes of a few tens of
+    microseconds a layer."""
     tokens = micro_batch * seq_len / layout.cp * act_bytes
     heads = arch.heads / layout.tp
     if arch.mla is not None:
@@ -679,6 +688,9 @@ def cp_all_to_alls(
             listed = f"{', '.join(names[:-1])} and {names[-1]}" if len(names) > 1 else names[0]
             purpose = f"{listed} all-to-all{'s' if len(names) > 1 else ''}, {direction}"
             calls.append(LayoutCall("cp", purpose, "all_to_all", tokens * width, "cp", passes * len(names)))
+    if arch.attention_sinks:
+        calls.append(LayoutCall("cp", "attention sinks' gradients gathered, backward", "all_gather", heads * 4, "cp",
+                                backwards))  # fmt: skip
     return calls
 
 

@@ -366,6 +366,8 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         if optimizer not in ("adam", "sgd"):
             raise r.error("--optimizer", f"must be adam or sgd, got {optimizer!r}")
         r.use("--optimizer", optimizer, "optimizer", "adamw" if optimizer == "adam" else "sgd")
+    if len(args.get("--cp-comm-type", ())) > 1:  # arguments.py: nargs="+", one type per layer
+        raise r.error("--cp-comm-type", "one type per layer is not priced: give one for every layer")
     _choice(r, args, "--cp-comm-type", "cp_impl", ("p2p", "all_gather", "a2a"))
     _choice(r, args, "--moe-token-dispatcher-type", "ep_dispatcher", ("alltoall", "flex", "allgather"))
     if "--num-experts" in args and "--moe-grouped-gemm" not in args:
