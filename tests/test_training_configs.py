@@ -919,17 +919,18 @@ def test_a_megatron_script_gathers_nvfp4_weights_under_fp4_param_gather(tmp_path
 
 def test_a_megatron_scripts_cp_comm_type_chooses_the_exchange(tmp_path: Path) -> None:
     """--cp-comm-type (transformer_config.py: p2p, all_gather, a2a, a2a+p2p) is --cp-impl; the hierarchical
-    a2a+p2p is refused, in one line that names the flag."""
+    a2a+p2p is refused, in one line that names the flag, and so is a type per layer (arguments.py: nargs="+")."""
     from dpcost.training_configs.megatron import read
 
     base = f"torchrun --nproc_per_node 8 pretrain_gpt.py {SMALL_GPT} --bf16 --context-parallel-size 2"
     for impl in ("p2p", "all_gather", "a2a"):
         assert read(f"{base} --cp-comm-type {impl}\n", "m.sh").options["cp_impl"] == impl
-    script = tmp_path / "m.sh"
-    script.write_text(f"{base} --cp-comm-type a2a+p2p\n")
-    code, out, err = run("estimate", "--from", str(script))
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and "--cp-comm-type" in err and "a2a+p2p" in err
+    for refused, says in (("a2a+p2p", "a2a+p2p"), ("a2a p2p", "one type per layer")):
+        script = tmp_path / "m.sh"
+        script.write_text(f"{base} --cp-comm-type {refused}\n")
+        code, out, err = run("estimate", "--from", str(script))
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1 and "--cp-comm-type" in err and says in err
 
 
 def test_an_unknown_fp8_recipe_is_refused_in_one_line(tmp_path: Path) -> None:

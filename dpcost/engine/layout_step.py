@@ -612,7 +612,8 @@ def layout_calls(
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
     exchange hides behind; overlapped TP calls hide behind the rest. `stages`: the layers each stage runs
     (stage_kinds; default the even split of stage_layer_counts, without MTP); `tp_pairs` the TP pairs of the stage
-    with the most layers (stage_tp_pairs, from the same split as `stages`; default the even split's)."""
+    with the most layers (stage_tp_pairs, from the same split as `stages`; default the even split's).
+    `attention_recomputed`: core attention reruns in the backward, CP's exchange with it (cp_calls)."""
     stages = _kinds(arch, layout.pp, stages)
     pipeline = pp_calls(
         arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap, pp_scatter_gather,
