@@ -969,8 +969,8 @@ def _data_parallel(
     `quantized_weights` (--fp8-param-gather, --fp4-param-gather): the layers' TP-split and expert weights gathered
     in that format (layout_memory.QUANTIZED_WEIGHTS), the rest in 16 bits; the dense gathers at the bytes per
     parameter of what they move (gathered_bytes). `bucket_bytes`: ZeRO 0-1's bucket (Megatron's --ddp-bucket-size),
-    else Megatron's default for the DP size. `instances`: the
-    distributed optimizer's instances (InstanceGroups), ZeRO 1 only."""
+    else Megatron's default for the DP size. `instances`: the distributed optimizer's instances (InstanceGroups),
+    ZeRO 1 only."""
     fsdp = zero >= 2
     fw = MEGATRON_FSDP if fsdp else FRAMEWORKS["megatron"]
     overlapped = overlapped or fsdp
@@ -978,12 +978,12 @@ def _data_parallel(
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     dp = groups["dp-cp"]
     units, outside = fsdp_units(held)
-    quantized = QUANTIZED_WEIGHTS[quantized_weights].gathered if quantized_weights else weight_bytes
+    linear_gather_bytes = QUANTIZED_WEIGHTS[quantized_weights].gathered if quantized_weights else weight_bytes
     quantized_params = held.layer_split_params if quantized_weights else 0.0
     # Megatron-FSDP's units are the layers; the distributed optimizer's buckets also hold the embedding and head
     gathered = sum(u.params for u in units) + (0.0 if fsdp else outside)
-    dense_gather_bytes = gathered_bytes(weight_bytes, quantized, quantized_params, gathered)
-    expert_gather_bytes = quantized
+    dense_gather_bytes = gathered_bytes(weight_bytes, linear_gather_bytes, quantized_params, gathered)
+    expert_gather_bytes = linear_gather_bytes
     bucket = 0.0 if fsdp else megatron_bucket_bytes(held.dense_params, dp_size, grad_bytes, bucket_bytes, overlapped)
     if not fsdp:  # Megatron's buffer holds them all: the embedding's before the first layer, the head's after the last
         # one bucket of the whole buffer: bucket_units' 0, exact where a sum of floats could split off a sliver

@@ -154,20 +154,25 @@ WITHOUT_SP_OVERHEAD = 1.05
 
 @frozen
 class QuantizedWeights:
-    """A linear layer's weight as Megatron keeps it in a low-precision format [P]: the bytes it is stored in, and the
-    bytes of it the distributed optimizer's all-gather moves."""
+    """A linear layer's weight as Megatron keeps it in a low-precision format [P]: the bytes it is stored in, the
+    bytes of it the distributed optimizer's all-gather moves, the format's name and Megatron's flag for it."""
 
     stored: float
     gathered: float
+    title: str
+    flag: str
 
 
 # --gather-dtype fp8 (--fp8-param-gather) and nvfp4 (--fp4-param-gather) [P]. FP8: a byte, stored and gathered.
 # NVFP4: Transformer Engine keeps the weight row-wise and column-wise (its weight quantizer takes both usages while
 # training: module/base.py at 2.20.0.dev0), each half a byte a value and an E4M3 scale per 16 (ops.NVFP4_BYTES). The
 # distributed optimizer's parameter buffer holds the packed row-wise values alone, half a byte (param_and_grad_buffer.py
-# nvfp4_packed_numel, Megatron-Core at d98e8a64dd): that is what it gathers, every rank then setting the scales from an
-# amax all-reduced across DP (quantize_master_weights, tensor/utils.py), a call of 4 bytes per 16 x 16 tile not priced.
-QUANTIZED_WEIGHTS = {"fp8": QuantizedWeights(1.0, 1.0), "nvfp4": QuantizedWeights(2 * NVFP4_BYTES, 0.5)}
+# nvfp4_packed_numel, Megatron-Core at d98e8a64dd): that is what it gathers, every rank setting the scales from an
+# amax all-reduced across DP first (layout_estimate.nvfp4_amax_syncs).
+QUANTIZED_WEIGHTS = {
+    "fp8": QuantizedWeights(1.0, 1.0, "fp8", "--fp8-param-gather"),
+    "nvfp4": QuantizedWeights(2 * NVFP4_BYTES, 0.5, "NVFP4", "--fp4-param-gather"),
+}
 
 
 @frozen

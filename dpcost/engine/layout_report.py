@@ -206,9 +206,8 @@ def _layout_recipe(o: Options) -> str:
     quantized = _quantized_weights(o)
     if quantized is None:
         return LAYOUT_RECIPE
-    flag = "--fp8-param-gather" if quantized == "fp8" else "--fp4-param-gather"
-    title = "fp8" if quantized == "fp8" else "NVFP4"
-    return LAYOUT_RECIPE.replace("bf16 weights", f"{title} linear weights, other weights bf16 ({flag})")
+    q = QUANTIZED_WEIGHTS[quantized]
+    return LAYOUT_RECIPE.replace("bf16 weights", f"{q.title} linear weights, other weights bf16 ({q.flag})")
 
 
 def _layout_grad_dtype(o: Options, zero: int) -> str:

@@ -240,13 +240,13 @@ def quantized_weights(recipe: Recipe, quantized_share: float, fmt: str) -> Recip
     (layout_memory.QUANTIZED_WEIGHTS); the embedding, the output layer and the norms stay 16-bit; the distributed
     optimizer keeps its fp32 main copy."""
     weight = next(c.bytes_per_param for c in recipe.components if c.group == "params")
-    average = quantized_share * QUANTIZED_WEIGHTS[fmt].stored + (1 - quantized_share) * weight
-    title, flag = ("fp8", "--fp8-param-gather") if fmt == "fp8" else ("NVFP4", "--fp4-param-gather")
+    q = QUANTIZED_WEIGHTS[fmt]
+    average = quantized_share * q.stored + (1 - quantized_share) * weight
     components = tuple(
-        replace(c, bytes_per_param=average, label=f"{title} linear weights ({flag})") if c.group == "params" else c
+        replace(c, bytes_per_param=average, label=f"{q.title} linear weights ({q.flag})") if c.group == "params" else c
         for c in recipe.components
     )
-    return replace(recipe, components=components, title=f"{recipe.title}, {title} weights")
+    return replace(recipe, components=components, title=f"{recipe.title}, {q.title} weights")
 
 
 def gathered_weight_bytes(gather_dtype: str) -> float:

@@ -615,12 +615,8 @@ def _fp8_params(r: Reading, args: dict[str, list[str]], recipe: str | None) -> N
     if fp8_weights_gathered_in_fp8(recipe, fsdp):
         # Megatron-FSDP gathers MXFP8 row-wise for the forward and from a transpose for the backward
         # (fsdp/src/megatron_fsdp/param_and_grad_buffer.py): a byte a pass, but both kept, about 2 bytes
-        held = (
-            "a byte a gather; kept row-wise and as a transpose (about 2 bytes), costed at 1"
-            if recipe == "mxfp8"
-            else ""
-        )
-        r.use("--fp8-param-gather", "", "gather_dtype", "fp8", held)
+        transposed = "a byte a gather; kept row-wise and as a transpose (about 2 bytes), costed at 1"
+        r.use("--fp8-param-gather", "", "gather_dtype", "fp8", transposed if recipe == "mxfp8" else "")
         if reuse in args:
             r.ignore(reuse, "", "applies to MXFP8 weights under the distributed optimizer")
         return
@@ -630,8 +626,9 @@ def _fp8_params(r: Reading, args: dict[str, list[str]], recipe: str | None) -> N
             f"with --fp8-recipe mxfp8 and the distributed optimizer Megatron needs {reuse}: Transformer Engine cannot "
             "map MXFP8 weights into the parameter buffer otherwise",
         )
-    r.note("--fp8-param-gather", "", "", "MXFP8 weights: gathered in bf16 through the gradient buffer and stored "
-           "row- and column-wise (about 2 bytes each), costed as bf16 weights")  # fmt: skip
+    gathered = "gathered in bf16 through the gradient buffer" if "--use-distributed-optimizer" in args else "no gathers"
+    r.note("--fp8-param-gather", "", "", f"MXFP8 weights: {gathered}; stored row- and column-wise (about 2 bytes "
+           "each), costed as bf16 weights")  # fmt: skip
     if reuse in args:
         r.note(reuse, "", "", "the gradient buffer's bf16 view carries the MXFP8 weights' gathers")
 
