@@ -92,7 +92,6 @@ from dpcost.engine.rates import matmul_efficiency
 from dpcost.errors import InputError
 from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
-from dpcost.training_configs.megatron import fp8_weights_gathered_in_fp8
 
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
 HERE = REFERENCE / "large-runs"
@@ -1148,9 +1147,11 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if mlperf and row["fp8_param_gather"] == "yes" and row["precision"] in ("fp8", "mxfp8"):
         fp8_params = True
         flags.append("FP8 parameter gathers (the config's FP8_PARAM_GATHER or FP8_PARAMS)")
-    if fp8_params and not fp8_weights_gathered_in_fp8(row["precision"], zero >= 2):
-        fp8_params = False
-        flags.append("MXFP8 weights: gathered in bf16 through the gradient buffer, costed as bf16's")
+    # MXFP8 (Blackwell's FP8 in these tables): each weight held row- and column-wise, and under the distributed
+    # optimizer gathered in bf16 (engine/low_precision_weights.py)
+    fp8_recipe = "mxfp8" if row["precision"] == "mxfp8" else "tensorwise"
+    if fp8_params and fp8_recipe == "mxfp8" and zero < 2:
+        flags.append("MXFP8 weights: gathered in bf16 through the gradient buffer")
     quantized_weights = "fp8" if fp8_params else None
     # From v0.5.0 (the 26.06 tables) bf16_with_nvfp4_mixed sets fp4_param_gather = True (training/mixed_precision.py);
     # DeepSeek-V3's B200, GPT-OSS 20B's and Nemotron 3 Super's NVFP4 configs turn it off, the Llama configs at none
@@ -1203,6 +1204,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             mtp_layers=mtp,
             pipeline_layout=pipeline_layout,
             quantized_weights=quantized_weights,
+            fp8_recipe=fp8_recipe,
             bf16_layers=bf16_layers,
             loss_impl=MLPERF_LOSS[row["cross_entropy"]] if mlperf else cross_entropy_impl(source, row["model"]),
             bucket_bytes=bucket_bytes,
@@ -1234,8 +1236,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     elif not recompute:
         try:
             recompute = fitting_recompute(
-                model, topology, row, layout, micro, virtual, dtype, zero, flash, zero3, sequence_parallel
-            )
+                model, topology, row, layout, micro, virtual, dtype, zero, flash, zero3, sequence_parallel,
+                quantized_weights, fp8_recipe,
+            )  # fmt: skip
             flags.append(f"recompute not printed: {recompute}, the least that fits")
         except InputError as exc:  # a row estimate refuses as printed (MoE with TP but no SP printed)
             recompute = "none"
@@ -1282,9 +1285,11 @@ def fitting_recompute(
     flash: bool,
     zero3: bool,
     sequence_parallel: bool,
+    quantized_weights: str | None = None,
+    fp8_recipe: str = "tensorwise",
 ) -> str:
     """The recomputation `dpcost estimate` chooses for the run (the least that fits; the last, full, when none
-    does), from its memory alone."""
+    does), from its memory alone: its weights as `quantized_weights` stores them, held as `fp8_recipe` has them."""
     common = dict(micro_batch=micro, global_batch=int(row["global_batch"]), seq_len=int(row["seq_len"]))
     if zero3:
         options = Options(dp=layout.dp, zero=3, framework="deepspeed", flash_attention=flash, **common)
@@ -1301,6 +1306,8 @@ def fitting_recompute(
         framework="megatron",
         zero=zero,
         compute_dtype=dtype,
+        gather_dtype=quantized_weights,
+        fp8_recipe=fp8_recipe if "fp8" in (dtype, quantized_weights) else None,
         flash_attention=flash,
         **common,
     )

@@ -1,7 +1,8 @@
 """--gather-dtype fp8 in a layout is Megatron-LM's --fp8-param-gather (megatron/training/arguments.py: "keep the
 compute param in fp8 ... and perform the param all-gather in fp8"; Transformer Engine's fp8_model_init): the
-decoder layers' TP-split and expert weights are stored and all-gathered a byte each; the norms, routers, embedding
-and head stay in bf16; the gradients are unchanged. Closed forms from Llama 3 70B's config.json."""
+decoder layers' TP-split and expert weights are all-gathered a byte each, and stored in one where FP8 matmuls take
+any layout (Blackwell; Hopper keeps a transpose beside each: engine/low_precision_weights.py); the norms, routers,
+embedding and head stay in bf16; the gradients are unchanged. Closed forms from Llama 3 70B's config.json."""
 
 from __future__ import annotations
 
@@ -33,11 +34,16 @@ def _gathers(report: dict[str, Any]) -> dict[str, int]:
     return {c["purpose"]: c["bytes"] for c in report["communication"]["collectives"]}
 
 
-def test_distributed_optimizer_stores_and_gathers_the_layers_linear_weights_in_fp8() -> None:
-    bf16, fp8 = _estimate("--zero", "1"), _estimate("--zero", "1", "--gather-dtype", "fp8")
+@pytest.mark.parametrize(("topology", "stored"), [("dgx-b200", 1), ("dgx-h100", 2)])
+def test_distributed_optimizer_stores_and_gathers_the_layers_linear_weights_in_fp8(topology: str, stored: int) -> None:
+    """A byte a weight gathered on either GPU; stored in one on Blackwell, in two on Hopper (the byte and its
+    transpose). The bf16 run's matmuls in FP8 keep TE's cached copy of the same bytes instead (weight_cache_bytes)."""
+    bf16 = _estimate("--zero", "1", "--topology", topology)
+    fp8 = _estimate("--zero", "1", "--gather-dtype", "fp8", "--topology", topology)
     fp8_weights = LAYERS * LAYER // TP  # one byte each instead of two
     stage = fp8["memory"]["stages"][1]
-    assert bf16["memory"]["stages"][1]["params_bytes"] - stage["params_bytes"] == fp8_weights
+    assert bf16["memory"]["stages"][1]["params_bytes"] - stage["params_bytes"] == (2 - stored) * fp8_weights
+    assert bf16["memory"]["stages"][1]["buffers_bytes"] - stage["buffers_bytes"] == stored * fp8_weights
     assert stage["grads_bytes"] == bf16["memory"]["stages"][1]["grads_bytes"]
     assert _gathers(bf16)["updated parameters"] - _gathers(fp8)["updated parameters"] == fp8_weights
     assert _gathers(fp8)["gradients"] == _gathers(bf16)["gradients"]
@@ -99,12 +105,14 @@ def test_megatron_fsdp_gathers_each_layer_at_a_byte_per_linear_weight() -> None:
 
 def test_megatron_fsdp_buffers_hold_the_prefetched_layers_in_fp8() -> None:
     """At ZeRO 3 the computing layer and those prefetched behind it (1 + ceil(floor / layer) of them,
-    suggested_communication_unit_size) are held gathered: a byte less for each of their fp8 weights."""
+    suggested_communication_unit_size) are held gathered: a byte less for each of their fp8 weights, whose
+    transposes Megatron-FSDP drops after use (fp8_discard_transpose_cache). The bf16 weights' run keeps TE's cached
+    FP8 copy of every linear weight, byte and transpose on Hopper, which nothing in Megatron-FSDP releases."""
     bf16 = _estimate("--zero", "3")["memory"]["stages"][3]
     fp8 = _estimate("--zero", "3", "--gather-dtype", "fp8")["memory"]["stages"][3]
     layers_held = 1 + math.ceil(MEGATRON_FSDP_PREFETCH_FLOOR / (LAYER / TP + NORMS))
     assert layers_held == 6
-    assert bf16["buffers_bytes"] - fp8["buffers_bytes"] == layers_held * LAYER // TP
+    assert bf16["buffers_bytes"] - fp8["buffers_bytes"] == layers_held * LAYER // TP + 2 * LAYERS * LAYER // TP
 
 
 @pytest.mark.parametrize("zero", [1, 3])

@@ -864,15 +864,17 @@ def test_a_megatron_script_runs_its_output_layer_in_mxfp8_when_told() -> None:
 def test_mxfp8_weights_are_gathered_in_bf16_by_the_distributed_optimizer(tmp_path: Path) -> None:
     """Megatron-Core since 0.13 (d559555a54; param_and_grad_buffer.py at d98e8a64dd): with MXFP8 weights and
     --reuse-grad-buf-for-mxfp8-param-ag the distributed optimizer's parameter buffer is a bf16 view of the gradient
-    buffer, so --fp8-param-gather under --fp8-recipe mxfp8 gathers 2 bytes a weight, as without the flag; without
-    the reuse the run fails (TE's replace_raw_data has no MXFP8 path), and dpcost refuses it. Under the default
-    recipe (delayed) and in Megatron-FSDP it gathers fp8; fp8 weights without --fp8-format Megatron refuses."""
+    buffer, so --fp8-param-gather under --fp8-recipe mxfp8 gathers 2 bytes a weight, as without the flag, and keeps
+    the weights in MXFP8; without the reuse the run fails (TE's replace_raw_data has no MXFP8 path), and dpcost
+    refuses it. Under the default recipe (delayed) and in Megatron-FSDP it gathers fp8; fp8 weights without
+    --fp8-format Megatron refuses."""
     from dpcost.training_configs.megatron import read
 
     layout = "--tensor-model-parallel-size 2 --micro-batch-size 1 --global-batch-size 64 --use-distributed-optimizer"
     base = f"torchrun --nproc_per_node 8 pretrain_gpt.py {SMALL_GPT} {layout} --bf16 --fp8-format hybrid"
     mxfp8 = "--fp8-recipe mxfp8 --fp8-param-gather --reuse-grad-buf-for-mxfp8-param-ag"
-    assert "gather_dtype" not in read(f"{base} {mxfp8}\n", "m.sh").options
+    read_mxfp8 = read(f"{base} {mxfp8}\n", "m.sh").options
+    assert read_mxfp8["gather_dtype"] == "fp8" and read_mxfp8["fp8_recipe"] == "mxfp8"
     for refused, says in (
         (f"{base} --fp8-recipe mxfp8 --fp8-param-gather", "needs --reuse-grad-buf-for-mxfp8-param-ag"),
         (f"{base.removesuffix(' --fp8-format hybrid')} --fp8-param-gather", "needs --fp8-format"),

@@ -33,7 +33,6 @@ from dpcost.engine.layout import (
     instance_members,
     translates_place_alike,
 )
-from dpcost.engine.layout_memory import QUANTIZED_WEIGHTS
 from dpcost.engine.layout_step import (
     LayoutCall,
     StageLayers,
@@ -48,6 +47,7 @@ from dpcost.engine.layout_step import (
     stage_tp_pairs,
     unpaired_ep_seconds,
 )
+from dpcost.engine.low_precision_weights import gathered_weight_bytes
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, RECIPES
 from dpcost.engine.nccl_channels import call_channels, compute_slowdown, p2p_channels, peer_channels
@@ -165,6 +165,21 @@ class StageLoad:
     # embedding and head stay 16-bit
     layer_split_params: float = 0.0
     layer_indices: tuple[int, ...] = ()  # its decoder layers, as Megatron-Core numbers them (rank_layers)
+    # each decoder (and MTP) layer's TP-split weights on one TP rank, and its routed experts' over ETP x EP
+    layer_split_each: tuple[float, ...] = ()
+    layer_experts_each: tuple[float, ...] = ()
+
+    def low_precision_params(self, layers: int, bf16_layers: tuple[int, int]) -> tuple[float, float]:
+        """The TP-split weights and the experts of the stage's layers that run in low precision (of `layers` in the
+        model): all but those --first-last-layers-bf16 keeps in BF16 (ops.sixteen_bit_layer); the MTP layers' too,
+        built under the FP8 context whatever their index (multi_token_prediction.py)."""
+        if not any(bf16_layers):
+            return self.layer_split_params, self.expert_params
+        kept = sixteen_bit_layers(self.layer_indices, layers, bf16_layers)
+        kept += [False] * (len(self.layer_split_each) - len(kept))
+        split = sum(p for p, bf16 in zip(self.layer_split_each, kept, strict=True) if not bf16)
+        experts = sum(p for p, bf16 in zip(self.layer_experts_each, kept, strict=True) if not bf16)
+        return split, experts
 
 
 def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
@@ -254,6 +269,8 @@ def _stage_loads(
         whole = sum(whole_of)
         split = sum(b.params for b in blocks) - experts - whole
         layer_split = split / layout.tp
+        split_each = [(b.params - (experts_per_layer if b.moe else 0.0) - w) / layout.tp
+                      for b, w in zip(blocks, whole_of, strict=True)]  # fmt: skip
         each = [
             (b.params - (experts_per_layer if b.moe else 0.0) - w) / layout.tp + w
             for b, w in zip(blocks, whole_of, strict=True)
@@ -280,6 +297,8 @@ def _stage_loads(
                 tuple(f / shards for f in each_flops),
                 layer_split,
                 built,
+                tuple(split_each),
+                tuple((experts_per_layer if b.moe else 0.0) / (layout.expert_tp * layout.ep) for b in blocks),
             )
         )
     return out
@@ -440,6 +459,7 @@ def layout_step(
     mtp_layers: int = 0,
     pipeline_layout: str | None = None,
     quantized_weights: str | None = None,
+    fp8_recipe: str = "tensorwise",
     slowest_gpu: float | None = None,
     sixteen_bit_mfu: float | None = None,
     bf16_layers: tuple[int, int] = (0, 0),
@@ -479,7 +499,8 @@ def layout_step(
     its rate the job's slowest GPU loses (default, op by op: the GPU's measured spread, rates.slowest_gpu_loss).
     `sixteen_bit_mfu`: under FP8 or NVFP4, the BF16 peak's share for the matmuls that stay in 16 bits, the output
     head and the router (--mfu; default the GPU's BF16 share: ops.Op.sixteen_bit). `bf16_layers`: the first and last
-    decoder layers whose matmuls stay in BF16 under FP8 or NVFP4, op by op (ops.sixteen_bit_layer). `bucket_bytes`:
+    decoder layers whose matmuls stay in BF16 under FP8 or NVFP4, op by op (ops.sixteen_bit_layer), and whose weights
+    stay BF16 under `quantized_weights` (_data_parallel), gathered as `fp8_recipe` has them. `bucket_bytes`:
     the DP gradient bucket in bytes of gradient, Megatron's --ddp-bucket-size in parameters times the gradient's
     bytes (default its max(40M, 1M x DP) parameters: frameworks.FRAMEWORKS["megatron"]). `optimizer_instances`:
     Megatron's --num-distributed-optimizer-instances (instance_groups). `fused_grouped_mlp`: the routed experts
@@ -567,6 +588,8 @@ def layout_step(
         else 0.0
     )
     instanced = instance_groups(topology, layout, optimizer_instances)
+    low_split = held.low_precision_params(a.layers, bf16_layers)[0]
+    low_experts = experts_held.low_precision_params(a.layers, bf16_layers)[1]
     dp_step, sides = _data_parallel(
         topology,
         groups,
@@ -583,6 +606,8 @@ def layout_step(
         optimizer,
         last_stage=layout.pp - 1,
         quantized_weights=quantized_weights,
+        fp8_recipe=fp8_recipe,
+        low_precision=(low_split, low_experts),
         sync_jitter=sync_jitter,
         bucket_bytes=bucket_bytes,
         instances=instanced,
@@ -593,7 +618,7 @@ def layout_step(
     if quantized_weights == "nvfp4" and zero == 1:
         dense = groups["dp-cp"] if instanced is None else instanced.dense
         experts = groups["edp"] if instanced is None else instanced.experts
-        sides += nvfp4_amax_syncs(topology, dense, held.layer_split_params, experts, experts_held.expert_params)
+        sides += nvfp4_amax_syncs(topology, dense, low_split, experts, low_experts)
     side_seconds = sum(side.seconds for side in sides)
     side_exposed = sum(side.exposed for side in sides)
     exposed = {dim: seconds * m for dim, seconds in per_mb.items()}
@@ -928,7 +953,7 @@ def per_wait_jitter(zero: int, last_stage: int) -> bool:
 
 def gathered_bytes(weight_bytes: float, quantized_bytes: float, quantized_params: float, params: float) -> float:
     """Bytes per parameter of a gather of `params` of which `quantized_params` move `quantized_bytes` each
-    (--fp8-param-gather, --fp4-param-gather: layout_memory.QUANTIZED_WEIGHTS) and the rest `weight_bytes`
+    (--fp8-param-gather, --fp4-param-gather: low_precision_weights.gathered_weight_bytes) and the rest `weight_bytes`
     (Megatron-LM arguments.py, "perform the param all-gather in fp8 (fp4)")."""
     if params <= 0 or quantized_params <= 0:
         return weight_bytes
@@ -951,6 +976,8 @@ def _data_parallel(
     optimizer: float = 0.0,
     last_stage: int = 0,
     quantized_weights: str | None = None,
+    fp8_recipe: str = "tensorwise",
+    low_precision: tuple[float, float] | None = None,
     sync_jitter: float = 0.0,
     bucket_bytes: float | None = None,
     instances: InstanceGroups | None = None,
@@ -966,11 +993,12 @@ def _data_parallel(
     sharded optimizer states, all-reduce without, after the last backward and before the next forward; at ZeRO 2-3
     reduced every micro-batch, and at ZeRO 3 gathered for every forward and backward. Not `overlapped` (ZeRO 0-1):
     every reduction after the last backward and every gather after the optimizer step, on the compute stream.
-    `quantized_weights` (--fp8-param-gather, --fp4-param-gather): the layers' TP-split and expert weights gathered
-    in that format (layout_memory.QUANTIZED_WEIGHTS), the rest in 16 bits; the dense gathers at the bytes per
-    parameter of what they move (gathered_bytes). `bucket_bytes`: ZeRO 0-1's bucket (Megatron's --ddp-bucket-size),
-    else Megatron's default for the DP size. `instances`: the distributed optimizer's instances (InstanceGroups),
-    ZeRO 1 only."""
+    `quantized_weights` (--fp8-param-gather, --fp4-param-gather): the TP-split and expert weights of the layers that
+    run in low precision, `low_precision` (StageLoad.low_precision_params; default all), gathered in that format as
+    `fp8_recipe` has them (low_precision_weights.gathered_weight_bytes), the rest in 16 bits; each gather at the
+    bytes per parameter of what it moves (gathered_bytes). `bucket_bytes`: ZeRO 0-1's bucket (Megatron's
+    --ddp-bucket-size), else Megatron's default for the DP size. `instances`: the distributed optimizer's instances
+    (InstanceGroups), ZeRO 1 only."""
     fsdp = zero >= 2
     fw = MEGATRON_FSDP if fsdp else FRAMEWORKS["megatron"]
     overlapped = overlapped or fsdp
@@ -978,12 +1006,17 @@ def _data_parallel(
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     dp = groups["dp-cp"]
     units, outside = fsdp_units(held)
-    linear_gather_bytes = QUANTIZED_WEIGHTS[quantized_weights].gathered if quantized_weights else weight_bytes
-    quantized_params = held.layer_split_params if quantized_weights else 0.0
+    linear_gather_bytes = (
+        gathered_weight_bytes(quantized_weights, fp8_recipe, distributed_optimizer=not fsdp)
+        if quantized_weights
+        else weight_bytes
+    )
+    split, low_experts = low_precision or (held.layer_split_params, experts)
+    quantized_params = split if quantized_weights else 0.0
     # Megatron-FSDP's units are the layers; the distributed optimizer's buckets also hold the embedding and head
     gathered = sum(u.params for u in units) + (0.0 if fsdp else outside)
     dense_gather_bytes = gathered_bytes(weight_bytes, linear_gather_bytes, quantized_params, gathered)
-    expert_gather_bytes = linear_gather_bytes
+    expert_gather_bytes = gathered_bytes(weight_bytes, linear_gather_bytes, low_experts, experts)
     bucket = 0.0 if fsdp else megatron_bucket_bytes(held.dense_params, dp_size, grad_bytes, bucket_bytes, overlapped)
     if not fsdp:  # Megatron's buffer holds them all: the embedding's before the first layer, the head's after the last
         # one bucket of the whole buffer: bucket_units' 0, exact where a sum of floats could split off a sliver

@@ -45,8 +45,10 @@ Sources, cited per function by their letter:
 - [P] --fp8-param-gather and --fp4-param-gather (megatron/training/arguments.py: "keep the compute param in fp8
   (fp4) (do not use any other intermediate dtype) and perform the param all-gather in fp8 (fp4)"; Transformer
   Engine's fp8_model_init), which the file does not cover: the decoder layers' TP-split and expert weights,
-  Transformer Engine's linear layers, are stored in the low-precision format (QUANTIZED_WEIGHTS); norms, routers,
-  the embedding and the head stay 16-bit (quantized_layer_parameters).
+  Transformer Engine's linear layers, are stored in the low-precision format (low_precision_weights); norms,
+  routers, the embedding and the head stay 16-bit, and so do the layers --first-last-layers-bf16 keeps in BF16
+  (quantized_layer_parameters). With bf16 weights and FP8 or NVFP4 matmuls, Transformer Engine caches each such
+  weight quantized beside it for the run (weight_cache_bytes), which the file does not count either.
 
 Two views, per GPU and in bytes:
 - Megatron's (`parameters_on_most_loaded_shard`, `weight_and_optimizer_bytes`, `activation_bytes`, and
@@ -93,19 +95,18 @@ from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import rank_layers, virtual_stage_layers
 from dpcost.engine.loss import logit_peak_bytes
-from dpcost.engine.ops import NVFP4_BYTES
+from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS
+from dpcost.engine.ops import sixteen_bit_layer
 from dpcost.engine.params import latent_projections, mixer_parameters
 from dpcost.frozen import frozen
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 __all__ = [
-    "QUANTIZED_WEIGHTS",
     "AttentionWidths",
     "LayoutMemory",
     "MemoryLayout",
     "ModelShape",
     "ParamGroups",
-    "QuantizedWeights",
     "StageMemory",
     "activation_bytes",
     "attention_parameters",
@@ -146,33 +147,11 @@ __all__ = [
     "stored_scores_bytes",
     "transformer_block_parameters",
     "weight_and_optimizer_bytes",
+    "weight_cache_bytes",
 ]
 
 # Megatron's compute_activation_memory_without_sp: "buffer for optimizer and miscellaneous temporaries (5% overhead)".
 WITHOUT_SP_OVERHEAD = 1.05
-
-
-@frozen
-class QuantizedWeights:
-    """A linear layer's weight as Megatron keeps it in a low-precision format [P]: the bytes it is stored in, the
-    bytes of it the distributed optimizer's all-gather moves, the format's name and Megatron's flag for it."""
-
-    stored: float
-    gathered: float
-    title: str
-    flag: str
-
-
-# --gather-dtype fp8 (--fp8-param-gather) and nvfp4 (--fp4-param-gather) [P]. FP8: a byte, stored and gathered.
-# NVFP4: Transformer Engine keeps the weight row-wise and column-wise (its weight quantizer takes both usages while
-# training: module/base.py at 2.20.0.dev0), each half a byte a value and an E4M3 scale per 16 (ops.NVFP4_BYTES). The
-# distributed optimizer's parameter buffer holds the packed row-wise values alone, half a byte (param_and_grad_buffer.py
-# nvfp4_packed_numel, Megatron-Core at d98e8a64dd): that is what it gathers, every rank setting the scales from an
-# amax all-reduced across DP first (layout_estimate.nvfp4_amax_syncs).
-QUANTIZED_WEIGHTS = {
-    "fp8": QuantizedWeights(1.0, 1.0, "fp8", "--fp8-param-gather"),
-    "nvfp4": QuantizedWeights(2 * NVFP4_BYTES, 0.5, "NVFP4", "--fp4-param-gather"),
-}
 
 
 @frozen
@@ -199,8 +178,12 @@ class MemoryLayout(Layout):
     attention_scores: bool = False
     scores_fp32: bool = False  # the stored scores' softmax ran unfused in fp32 [A] (--unfused-softmax-fp32)
     # --gather-dtype fp8 or nvfp4 (--fp8-param-gather, --fp4-param-gather): the layers' linear weights stored (and
-    # gathered) in that format (QUANTIZED_WEIGHTS) [P]; None: in bf16
+    # gathered) in that format [P]; None: in bf16
     quantized_weights: str | None = None
+    # the bytes Transformer Engine holds a low-precision layer's linear weight in (low_precision_weights
+    # .held_weight_bytes): as the weight under quantized_weights, else as its cached copy; 0: BF16 matmuls
+    quantized_weight_bytes: float = 0.0
+    bf16_layers: tuple[int, int] = (0, 0)  # the first and last decoder layers kept in BF16 (--first-last-layers-bf16)
     # GPipe: every micro-batch's forward before any backward, so each stage holds all m micro-batches' activations
     # (Huang et al. 2019, section 2.3; torch.distributed.pipelining ScheduleGPipe), where 1F1B holds at most p
     all_forwards_first: bool = False
@@ -244,6 +227,8 @@ class MemoryLayout(Layout):
             raise ValueError("wgrad_deferral needs pipeline parallelism and a limit of 0 (all) or more")
         if self.quantized_weights is not None and self.quantized_weights not in QUANTIZED_WEIGHTS:
             raise ValueError(f"quantized_weights must be fp8 or nvfp4, got {self.quantized_weights!r}")
+        if self.quantized_weights is not None and self.quantized_weight_bytes <= 0:
+            raise ValueError("quantized_weights needs the bytes a quantized weight is held in (quantized_weight_bytes)")
 
     @property
     def distributed_optimizer(self) -> bool:
@@ -252,8 +237,9 @@ class MemoryLayout(Layout):
 
     @property
     def quantized_weight_saving(self) -> float:
-        """Bytes a quantized linear weight saves against bf16's two [P]; 0 without --gather-dtype fp8 or nvfp4."""
-        return 0.0 if self.quantized_weights is None else 2.0 - QUANTIZED_WEIGHTS[self.quantized_weights].stored
+        """Bytes a quantized linear weight saves against bf16's two [P] (negative where its two usages hold more:
+        MXFP8's scales); 0 without --gather-dtype fp8 or nvfp4."""
+        return 0.0 if self.quantized_weights is None else 2.0 - self.quantized_weight_bytes
 
     @property
     def sp_split(self) -> bool:
@@ -505,14 +491,29 @@ def fsdp_bytes_per_parameter(zero: int, shards: int, grad_bytes: float) -> tuple
 def quantized_layer_parameters(
     shape: ModelShape, layout: MemoryLayout, layers: tuple[int, ...], mtp: bool = False
 ) -> ParamGroups:
-    """Per GPU: the parameters stored in a low-precision format under --fp8-param-gather or --fp4-param-gather [P],
-    the TP-split and expert weights of `layers` (and of the MTP layers with `mtp`); none without them."""
-    if layout.quantized_weights is None:
+    """Per GPU: the parameters Transformer Engine holds in a low-precision format [P], stored so under
+    --fp8-param-gather or --fp4-param-gather or cached beside bf16 weights (weight_cache_bytes): the TP-split and
+    expert weights of `layers` but those kept in BF16 (ops.sixteen_bit_layer), and of the MTP layers with `mtp`
+    (built under the FP8 context whatever their index: multi_token_prediction.py); none with BF16 matmuls."""
+    if layout.quantized_weight_bytes <= 0:
         return ParamGroups()
+    if any(layout.bf16_layers):
+        layers = tuple(i for i in layers if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers))
     blocks = shape.layers_parameters(layers)
     if mtp:
         blocks += mtp_block_parameters(shape)
     return ParamGroups(blocks.tp_sharded, 0.0, blocks.expert_sharded).per_gpu(layout)
+
+
+def weight_cache_bytes(layout: MemoryLayout, low_precision: ParamGroups) -> float:
+    """Transformer Engine's cached quantized copies of a stage's bf16 linear weights under FP8 or NVFP4 matmuls,
+    held for the run (module/linear.py `_fp8_workspaces`, refreshed at each step's first micro-batch: Megatron-Core
+    passes is_first_microbatch): `low_precision` (quantized_layer_parameters) at the bytes a weight is held in
+    (layout.quantized_weight_bytes); none where the weights are stored quantized (--fp8-param-gather: the matmuls
+    read them) or the matmuls run in BF16."""
+    if layout.quantized_weights is not None:
+        return 0.0
+    return layout.quantized_weight_bytes * low_precision.total
 
 
 def state_bytes(
@@ -976,7 +977,8 @@ class StageMemory:
     parameters: float
     weight_and_optimizer: float
     activations: float
-    # Megatron-FSDP's unsharded buffers at ZeRO 2-3 (fsdp_buffer_bytes) [F], and the GEMM libraries' workspaces
+    # Megatron-FSDP's unsharded buffers at ZeRO 2-3 (fsdp_buffer_bytes) [F], the GEMM libraries' workspaces and
+    # Transformer Engine's own held tensors (dummy_wgrad_bytes, weight_cache_bytes)
     buffers: float = 0.0
     weights: float = 0.0  # of weight_and_optimizer: the weights' bytes, and the gradients'
     grads: float = 0.0
@@ -1032,11 +1034,11 @@ def stage_memory(
                 s, micro_batch, shape.vocab, layout.tp, layout.sp_split, shape.mtp_layers, layout.loss_impl
             )
             acts += deferred_output_wgrad_bytes(shape, layout, s, micro_batch, num_microbatches)
-        weights, grads, optimizer = state_bytes(
-            held, layout, quantized_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
-        )
+        low_precision = quantized_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
+        weights, grads, optimizer = state_bytes(held, layout, low_precision)
         last = stage == layout.pp - 1
         buffers = fsdp_buffer_bytes(shape, layout, stage, layers) + layout.workspaces
+        buffers += weight_cache_bytes(layout, low_precision)
         buffers += dummy_wgrad_bytes(shape, layout, layers, last)
         if _holds_moe(shape, layers, last):  # TE allocates them at the first grouped GEMM the stage runs
             buffers += layout.grouped_workspaces

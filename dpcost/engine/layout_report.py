@@ -16,8 +16,9 @@ from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
 from dpcost.engine.estimate import group_row, model_info_of, setup_info, topology_info, whole_message_of
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step, megatron_bucket_bytes
-from dpcost.engine.layout_memory import QUANTIZED_WEIGHTS, LayoutMemory, MemoryLayout, layout_memory_for
+from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
 from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts
+from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, held_weight_bytes
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
 from dpcost.engine.pipeline_layout import checked_layout
@@ -26,7 +27,9 @@ from dpcost.engine.plan import dp_group_for
 from dpcost.engine.prepare import (
     DTYPE_BYTES,
     Prepared,
+    fp8_recipe_of,
     grad_reduce_op,
+    low_precision_format,
     matmul_share,
     prepare,
     slowest_gpu_share,
@@ -179,11 +182,22 @@ def _quantized_weights(o: Options) -> str | None:
     return given if given in QUANTIZED_WEIGHTS else None
 
 
+def _held_weight_bytes(topology: TopologySpec, o: Options, zero: int) -> float:
+    """The bytes Transformer Engine holds a low-precision layer's linear weight in (MemoryLayout.
+    quantized_weight_bytes): stored so under --fp8-param-gather or --fp4-param-gather, in Megatron-FSDP's buffers at
+    ZeRO 2-3, else cached beside the bf16 weight; 0 with BF16 matmuls and weights."""
+    fmt = low_precision_format(o)
+    if fmt is None:
+        return 0.0
+    in_fsdp_buffers = zero >= 2 and _quantized_weights(o) is not None
+    return held_weight_bytes(fmt, fp8_recipe_of(o), topology.gpu.arch, megatron_fsdp=in_fsdp_buffers)
+
+
 def least_weight_bytes(o: Options) -> float:
     """The fewest bytes any of a layout's weights takes: its quantized linear weights' under --fp8-param-gather or
-    --fp4-param-gather (whose norms and embedding keep two), bf16's two without."""
+    --fp4-param-gather (whose norms and embedding keep two; QuantizedWeights.least_held), bf16's two without."""
     quantized = _quantized_weights(o)
-    return 2.0 if quantized is None else min(2.0, QUANTIZED_WEIGHTS[quantized].stored)
+    return 2.0 if quantized is None else min(2.0, QUANTIZED_WEIGHTS[quantized].least_held)
 
 
 def least_gathered_bytes(o: Options) -> float:
@@ -371,6 +385,8 @@ def _layout_memory(
         and not (recompute == "selective" and "core_attn" in p.o.plan.recompute_modules),
         scores_fp32=p.o.compute.unfused_softmax_fp32,
         quantized_weights=_quantized_weights(p.o),
+        quantized_weight_bytes=_held_weight_bytes(topology, p.o, stage),
+        bf16_layers=p.o.compute.bf16_layers,
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
         first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
         last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,
@@ -575,6 +591,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         mtp_layers=par.mtp_layers,
         pipeline_layout=par.pipeline_layout,
         quantized_weights=_quantized_weights(o),
+        fp8_recipe=fp8_recipe_of(o),
         bucket_bytes=o.communication.bucket_bytes,
         optimizer_instances=par.dist_opt_instances,
         loss_impl=_layout_loss(p.loss_impl),

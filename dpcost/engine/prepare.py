@@ -13,9 +13,9 @@ from dpcost.engine.activations import Kernels, routed_copies
 from dpcost.engine.checkpointing import DEFAULT_MODULES, Activations, activation_memory
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework
-from dpcost.engine.layout_memory import QUANTIZED_WEIGHTS
 from dpcost.engine.layout_step import mamba_layout_refusal
 from dpcost.engine.loss import LossMemory, loss_memory
+from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, gathered_weight_bytes, held_weight_bytes
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import (
     RECIPES,
@@ -30,7 +30,7 @@ from dpcost.engine.memory import (
     phases,
     stage_memory,
 )
-from dpcost.engine.ops import has_layer_ops
+from dpcost.engine.ops import has_layer_ops, sixteen_bit_layer
 from dpcost.engine.params import (
     ParamCount,
     block_matrices,
@@ -233,15 +233,15 @@ def fsdp_sharded_weights(recipe: Recipe) -> Recipe:
     return replace(recipe, components=components)
 
 
-def quantized_weights(recipe: Recipe, quantized_share: float, fmt: str) -> Recipe:
+def quantized_weights(recipe: Recipe, quantized_share: float, fmt: str, held_bytes: float) -> Recipe:
     """Megatron-LM's --fp8-param-gather or --fp4-param-gather (megatron/training/arguments.py: "keep the compute param
     in fp8 (fp4) ... and perform the param all-gather in fp8 (fp4)", Transformer Engine's fp8_model_init): the weights
-    of Transformer Engine's linear layers, `quantized_share` of the parameters, are stored in format `fmt`
-    (layout_memory.QUANTIZED_WEIGHTS); the embedding, the output layer and the norms stay 16-bit; the distributed
-    optimizer keeps its fp32 main copy."""
+    of Transformer Engine's linear layers, `quantized_share` of the parameters, are held in format `fmt` at
+    `held_bytes` each (low_precision_weights.held_weight_bytes); the embedding, the output layer and the norms stay
+    16-bit; the distributed optimizer keeps its fp32 main copy."""
     weight = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     q = QUANTIZED_WEIGHTS[fmt]
-    average = quantized_share * q.stored + (1 - quantized_share) * weight
+    average = quantized_share * held_bytes + (1 - quantized_share) * weight
     components = tuple(
         replace(c, bytes_per_param=average, label=f"{q.title} linear weights ({q.flag})") if c.group == "params" else c
         for c in recipe.components
@@ -249,11 +249,56 @@ def quantized_weights(recipe: Recipe, quantized_share: float, fmt: str) -> Recip
     return replace(recipe, components=components, title=f"{recipe.title}, {q.title} weights")
 
 
-def gathered_weight_bytes(gather_dtype: str) -> float:
-    """Bytes per weight a --gather-dtype gather moves: the dtype's, or a quantized format's gathered bytes
-    (layout_memory.QUANTIZED_WEIGHTS: NVFP4's packed half byte)."""
-    quantized = QUANTIZED_WEIGHTS.get(gather_dtype)
-    return quantized.gathered if quantized is not None else float(DTYPE_BYTES[gather_dtype])
+def gather_bytes(gather_dtype: str, fp8_recipe: str, megatron: bool) -> float:
+    """Bytes per weight a --gather-dtype gather moves: the dtype's, or a quantized format's
+    (low_precision_weights.gathered_weight_bytes: NVFP4's packed half byte; MXFP8's bf16 under `megatron`'s
+    distributed optimizer)."""
+    if gather_dtype in QUANTIZED_WEIGHTS:
+        return gathered_weight_bytes(gather_dtype, fp8_recipe, distributed_optimizer=megatron)
+    return float(DTYPE_BYTES[gather_dtype])
+
+
+def low_precision_linear_params(a: ModelArchitecture, bf16_layers: tuple[int, int]) -> float:
+    """The weights of the decoder layers' linear layers, every expert's, that run in low precision: all but the
+    layers --first-last-layers-bf16 keeps in BF16 (ops.sixteen_bit_layer)."""
+    kinds = a.layer_kinds
+    per_kind = {kind: sum(block_matrices(a, kind[1] == "moe", *kind)) for kind in set(kinds)}
+    return sum(per_kind[kind] for i, kind in enumerate(kinds) if not sixteen_bit_layer(i, a.layers, bf16_layers))
+
+
+def fp8_recipe_of(o: Options) -> str:
+    """The FP8 recipe (--fp8-recipe): the one given, else MXFP8 where a flag runs it (--fused-grouped-mlp,
+    --fp8-output-proj), else per-tensor current scaling, the one ops.FP8_CASTS costs."""
+    c = o.compute
+    if c.fp8_recipe is not None:
+        return c.fp8_recipe
+    return "mxfp8" if c.fused_grouped_mlp or c.fp8_output_proj else "tensorwise"
+
+
+def low_precision_format(o: Options) -> str | None:
+    """The format Transformer Engine holds the linear weights in (low_precision_weights): the one they are stored
+    and gathered in (--gather-dtype fp8 or nvfp4), else the matmuls' (--compute-dtype fp8 or nvfp4); None in BF16."""
+    given = o.communication.gather_dtype
+    if given in QUANTIZED_WEIGHTS:
+        return given
+    dtype = o.compute.compute_dtype
+    return dtype if dtype in QUANTIZED_WEIGHTS else None
+
+
+def check_fp8_recipe(topology: TopologySpec, o: Options) -> None:
+    """--fp8-recipe applies to FP8 matmuls or weights; MXFP8 needs compute capability 10.x (Transformer Engine's
+    quantization.py _compute_mxfp8_support: Blackwell), and the flags that run MXFP8 no other recipe; else bad input
+    naming the flag."""
+    recipe, c = o.compute.fp8_recipe, o.compute
+    if recipe is None:
+        return
+    if c.compute_dtype != "fp8" and o.communication.gather_dtype != "fp8":
+        raise InputError("fp8_recipe", "applies to FP8 matmuls or weights: give --compute-dtype fp8 too")
+    if recipe == "mxfp8" and topology.gpu.arch != "blackwell":
+        raise InputError("fp8_recipe", f"mxfp8 runs on Blackwell (compute capability 10.x), not {topology.gpu.name}")
+    if recipe != "mxfp8" and (c.fused_grouped_mlp or c.fp8_output_proj):
+        given = "--fused-grouped-mlp" if c.fused_grouped_mlp else "--fp8-output-proj"
+        raise InputError("fp8_recipe", f"{given} runs MXFP8 matmuls: give --fp8-recipe mxfp8, or drop {given}")
 
 
 def check_gather_dtype(o: Options) -> None:
@@ -487,12 +532,13 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     if fw is not None and fw.name == "fsdp":
         recipe = fsdp_sharded_weights(recipe)
     gather_dtype = o.communication.gather_dtype
+    check_compute_dtype(topology, o)
+    check_gather_dtype(o)
+    check_fp8_recipe(topology, o)
     if recipe.name == "megatron" and gather_dtype in QUANTIZED_WEIGHTS and model.architecture is not None:
-        a = model.architecture
-        layer_kinds = a.layer_kinds
-        per_kind = {kind: sum(block_matrices(a, kind[1] == "moe", *kind)) for kind in set(layer_kinds)}
-        matrices = sum(per_kind[kind] for kind in layer_kinds)
-        recipe = quantized_weights(recipe, matrices / counts.total, gather_dtype)
+        held = held_weight_bytes(gather_dtype, fp8_recipe_of(o), topology.gpu.arch)
+        matrices = low_precision_linear_params(model.architecture, o.compute.bf16_layers)
+        recipe = quantized_weights(recipe, matrices / counts.total, gather_dtype, held)
     grad_bytes = float(DTYPE_BYTES[grad_dtype])
     block = o.precision.grad_block
     if block is not None and grad_dtype in ("fp8", "int8"):
@@ -502,9 +548,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     )
     unconverted_weight_bytes = weight_bytes
     if gather_dtype is not None:
-        weight_bytes = gathered_weight_bytes(gather_dtype)
-    check_compute_dtype(topology, o)
-    check_gather_dtype(o)
+        weight_bytes = gather_bytes(gather_dtype, fp8_recipe_of(o), recipe.name == "megatron")
     accumulation, micro_batch, notes = batching(o)
     given = o.communication
     # The generic plan buckets as PyTorch DDP does (frameworks.py); Megatron in one bucket without overlap
@@ -784,6 +828,8 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
     kept_by_te: float = training_workspace_bytes(arch, transformer_engine=te, grouped_gemm=grouped)
     if te and a is not None and o.compute.grad_accumulation_fusion:
         kept_by_te += _dummy_wgrads(a)
+    if te and a is not None and o.communication.gather_dtype not in QUANTIZED_WEIGHTS:
+        kept_by_te += _weight_cache(a, o, arch)
     buf = buffers(
         stage,
         p.schedule,
@@ -825,6 +871,15 @@ def _dummy_wgrads(a: ModelArchitecture) -> float:
     from dpcost.engine.layout_memory import MemoryLayout, dummy_wgrad_bytes, model_shape
 
     return dummy_wgrad_bytes(model_shape(a, 1), MemoryLayout(dummy_wgrads=True), range(a.layers), last=True)
+
+
+def _weight_cache(a: ModelArchitecture, o: Options, arch: GPUArch) -> float:
+    """Transformer Engine's cached quantized copies of the bf16 linear weights under FP8 or NVFP4 matmuls
+    (layout_memory.weight_cache_bytes), Megatron-LM without a layout: every low-precision layer's whole."""
+    fmt = o.compute.compute_dtype
+    if fmt not in QUANTIZED_WEIGHTS:
+        return 0.0
+    return held_weight_bytes(fmt, fp8_recipe_of(o), arch) * low_precision_linear_params(a, o.compute.bf16_layers)
 
 
 def _reusable_grad_block(block_grads: float, p: Prepared, stage: int) -> float:

@@ -24,7 +24,7 @@ from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
 from dpcost.training_configs.shell import command_words
 
-__all__ = ["fp8_weights_gathered_in_fp8", "looks_like", "model_arguments", "read"]
+__all__ = ["looks_like", "model_arguments", "read"]
 
 KIND = "Megatron-LM arguments"
 GPT2_VOCAB = 50257  # GPT2BPETokenizer: the entries of GPT-2's encoder.json
@@ -567,8 +567,11 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
         raise r.error("--fp8-recipe", f"must be one of {', '.join(FP8_RECIPES)}, got {recipe!r}")
     if recipe is not None and "--fp8-format" not in args:
         r.ignore("--fp8-recipe", recipe, "applies with --fp8-format only")
+    elif recipe == "custom":
+        r.note("--fp8-recipe", recipe, "", "a quantizer factory's: its weights costed as per-tensor scaling holds them")
     elif recipe is not None:
-        r.note("--fp8-recipe", recipe, "", "every FP8 recipe costed alike: FP8 matmuls, current scaling's casts")
+        r.use("--fp8-recipe", recipe, "fp8_recipe", recipe,
+              "the bytes Transformer Engine holds an FP8 weight in; every recipe's matmuls costed alike")  # fmt: skip
     _fp8_params(r, args, recipe)
     if "--fp4-param-gather" in args:
         if "--fp4-format" not in args:  # arguments.py: "--fp4-param-gather must be used together with --fp4-format."
@@ -590,16 +593,6 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
             r.use(name, "(absent)", option, "1", "--first-last-layers-bf16 with Megatron's default, 1")
 
 
-def fp8_weights_gathered_in_fp8(recipe: str | None, megatron_fsdp: bool) -> bool:
-    """Whether --fp8-param-gather stores and gathers the weights in fp8 (gather_dtype fp8): yes but for MXFP8
-    outside Megatron-FSDP. There the distributed optimizer, under --reuse-grad-buf-for-mxfp8-param-ag (which it
-    needs: _fp8_params), gathers the updated weights in bf16, through a bf16 view of the gradient buffer, and
-    quantizes them after (param_and_grad_buffer.py since Megatron-Core 0.13, d559555a54, as at d98e8a64dd); each
-    MXFP8 weight keeps its row- and column-wise bytes (Transformer Engine's weight quantizer, both usages while
-    training: module/base.py at 2.20.0.dev0), about bf16's two. So they cost as bf16 weights."""
-    return recipe != "mxfp8" or megatron_fsdp
-
-
 def _fp8_params(r: Reading, args: dict[str, list[str]], recipe: str | None) -> None:
     """--fp8-param-gather and --reuse-grad-buf-for-mxfp8-param-ag as Megatron takes them: fp8 weights need FP8
     (transformer_config.py: "fp8_param must be used together with fp8 mode"), and MXFP8 weights under the
@@ -612,11 +605,11 @@ def _fp8_params(r: Reading, args: dict[str, list[str]], recipe: str | None) -> N
         return
     if "--fp8-format" not in args:
         raise r.error("--fp8-param-gather", "needs --fp8-format (Megatron refuses fp8 weights without FP8)")
-    if fp8_weights_gathered_in_fp8(recipe, fsdp):
-        # Megatron-FSDP gathers MXFP8 row-wise for the forward and from a transpose for the backward
-        # (fsdp/src/megatron_fsdp/param_and_grad_buffer.py): a byte a pass, but both kept, about 2 bytes
-        transposed = "a byte a gather; kept row-wise and as a transpose (about 2 bytes), costed at 1"
-        r.use("--fp8-param-gather", "", "gather_dtype", "fp8", transposed if recipe == "mxfp8" else "")
+    if recipe != "mxfp8" or fsdp:
+        # Megatron-FSDP gathers MXFP8 row-wise for the forward and from its transpose buffer for the backward
+        # (fsdp/src/megatron_fsdp/param_and_grad_buffer.py): a byte a pass, both kept
+        r.use("--fp8-param-gather", "", "gather_dtype", "fp8", "" if recipe != "mxfp8" else "MXFP8 weights: a byte "
+              "a gather; kept row- and column-wise")  # fmt: skip
         if reuse in args:
             r.ignore(reuse, "", "applies to MXFP8 weights under the distributed optimizer")
         return
@@ -626,9 +619,10 @@ def _fp8_params(r: Reading, args: dict[str, list[str]], recipe: str | None) -> N
             f"with --fp8-recipe mxfp8 and the distributed optimizer Megatron needs {reuse}: Transformer Engine cannot "
             "map MXFP8 weights into the parameter buffer otherwise",
         )
+    # engine/low_precision_weights.py: the distributed optimizer gathers MXFP8 weights in bf16, through a bf16 view of
+    # the gradient buffer (param_and_grad_buffer.py since Megatron-Core 0.13), and quantizes them after
     gathered = "gathered in bf16 through the gradient buffer" if "--use-distributed-optimizer" in args else "no gathers"
-    r.note("--fp8-param-gather", "", "", f"MXFP8 weights: {gathered}; stored row- and column-wise (about 2 bytes "
-           "each), costed as bf16 weights")  # fmt: skip
+    r.use("--fp8-param-gather", "", "gather_dtype", "fp8", f"MXFP8 weights: {gathered}; kept row- and column-wise")
     if reuse in args:
         r.note(reuse, "", "", "the gradient buffer's bf16 view carries the MXFP8 weights' gathers")
 

@@ -1,0 +1,170 @@
+"""The bytes Transformer Engine holds a low-precision layer's linear weight in (engine/low_precision_weights.py): both
+of training's usages, row-wise for the forward and column-wise for the backward's data gradient, as the parameter
+under --fp8-param-gather or as the copy each module caches beside a bf16 weight. Against the formats' layouts, closed
+forms from Llama 3 70B's config.json, and Megatron-LM's functional tests (tests/reference/memory-peaks/
+te-low-precision-weights.csv)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import cli_report, read_reference_csv, run_cli
+
+from dpcost.engine.low_precision_weights import gathered_weight_bytes, held_weight_bytes
+
+# Llama 3 70B: hidden 8192, FFN 28672, 8 KV heads of 128: Q, O, K, V and the gated MLP, TP-split
+HIDDEN, FFN, KV = 8192, 28672, 8 * 128
+LAYER = 2 * HIDDEN * HIDDEN + 2 * HIDDEN * KV + 3 * HIDDEN * FFN
+TP, PP = 8, 4
+STAGE = 80 // PP * LAYER // TP  # one stage's fp8 weights on one GPU
+
+
+@pytest.mark.parametrize(
+    ("fmt", "recipe", "arch", "fsdp", "held"),
+    [
+        ("fp8", "tensorwise", "hopper", False, 2.0),  # the byte and its transpose: Hopper's FP8 GEMMs are TN only
+        ("fp8", "delayed", "hopper", False, 2.0),
+        ("fp8", "tensorwise", "blackwell", False, 1.0),  # non-TN FP8 GEMMs: the one copy serves both
+        ("fp8", "tensorwise", "hopper", True, 1.0),  # Megatron-FSDP drops the transpose after use
+        ("fp8", "mxfp8", "blackwell", False, 2 * (1 + 1 / 32)),  # row- and column-wise, an E8M0 scale per 32
+        ("fp8", "mxfp8", "blackwell", True, 2 * (1 + 1 / 32)),  # Megatron-FSDP's transpose buffer
+        ("fp8", "blockwise", "hopper", False, 2 * (1 + 4 / 128**2)),  # an fp32 scale per 128 x 128 block, twice
+        ("fp8", "blockwise", "blackwell", False, 2 * (1 + 4 / 128**2)),
+        ("nvfp4", "tensorwise", "blackwell", False, 2 * (0.5 + 1 / 16)),  # E2M1 and an E4M3 scale per 16, twice
+    ],
+)
+def test_a_weight_is_held_in_both_usages(fmt: str, recipe: str, arch: str, fsdp: bool, held: float) -> None:
+    assert held_weight_bytes(fmt, recipe, arch, megatron_fsdp=fsdp) == pytest.approx(held, rel=1e-12)
+
+
+def test_the_distributed_optimizer_gathers_mxfp8_in_bf16() -> None:
+    """Its parameter buffer is a bf16 view of the gradient buffer for MXFP8 (param_and_grad_buffer.py since
+    Megatron-Core 0.13); Megatron-FSDP gathers a byte a pass; NVFP4 the packed half byte."""
+    assert gathered_weight_bytes("fp8", "mxfp8", distributed_optimizer=True) == 2.0
+    assert gathered_weight_bytes("fp8", "mxfp8", distributed_optimizer=False) == 1.0
+    assert gathered_weight_bytes("fp8", "tensorwise", distributed_optimizer=True) == 1.0
+    assert gathered_weight_bytes("nvfp4", "tensorwise", distributed_optimizer=True) == 0.5
+
+
+def _stages(topology: str, *flags: str) -> list[int]:
+    plan = ["-m", "llama-70b", "--topology", topology, "--tp", str(TP), "--pp", str(PP), "--dp", "8"]
+    report: dict[str, Any] = cli_report(
+        "estimate", *plan, "--global-batch", "256", "--seq-len", "8192", "--sequence-parallel", *flags
+    )
+    return [s["memory_bytes"] for s in report["layout"]["stages"]]
+
+
+@pytest.mark.parametrize(
+    ("topology", "flags", "held"),
+    [
+        ("dgx-h100", (), 2.0),  # per-tensor current scaling, the default: the byte and its transpose
+        ("dgx-h100", ("--fp8-recipe", "delayed"), 2.0),
+        ("dgx-b200", (), 1.0),
+        ("dgx-b200", ("--fp8-recipe", "mxfp8"), 2 * (1 + 1 / 32)),
+        ("dgx-b200", ("--fp8-recipe", "blockwise"), 2 * (1 + 4 / 128**2)),
+    ],
+)
+def test_fp8_matmuls_over_bf16_weights_keep_te_s_cached_copies(
+    topology: str, flags: tuple[str, ...], held: float
+) -> None:
+    """Megatron-Core's TE layers pass is_first_microbatch, so each caches its quantized weight for the run
+    (module/linear.py _fp8_workspaces): every stage holds its 20 layers' linear weights once more in FP8."""
+    bf16 = _stages(topology)
+    fp8 = _stages(topology, "--compute-dtype", "fp8", *flags)
+    for before, after in zip(bf16, fp8, strict=True):
+        assert after - before == pytest.approx(held * STAGE, abs=4)
+
+
+def test_the_layers_kept_in_bf16_hold_no_fp8_weights() -> None:
+    """--first-last-layers-bf16 builds those layers outside the FP8 context (fp8_utils.is_first_last_bf16_layer): no
+    cached copy, and under --fp8-param-gather bf16 weights gathered in bf16."""
+    bf16 = _stages("dgx-b200")
+    keep = ("--compute-dtype", "fp8", "--bf16-layers-at-start", "20", "--bf16-layers-at-end", "10")
+    fp8 = _stages("dgx-b200", *keep)
+    assert [after - before for before, after in zip(bf16, fp8, strict=True)] == pytest.approx(
+        [0, STAGE, STAGE, STAGE // 2], abs=4
+    )
+
+    def gathers(*flags: str) -> float:
+        plan = ["-m", "llama-70b", "--topology", "dgx-b200", "--tp", str(TP), "--pp", str(PP), "--dp", "8"]
+        got = cli_report("estimate", *plan, "--global-batch", "256", "--seq-len", "8192", "--zero", "1", *flags)
+        return sum(c["bytes"] for c in got["communication"]["collectives"] if c["purpose"] == "updated parameters")
+
+    bf16_gathers = gathers("--compute-dtype", "fp8")
+    assert gathers("--compute-dtype", "fp8", "--gather-dtype", "fp8") < 0.6 * bf16_gathers
+    every_layer = ("--compute-dtype", "fp8", "--bf16-layers-at-start", "80", "--gather-dtype", "fp8")
+    assert gathers(*every_layer) == bf16_gathers
+
+
+def test_mxfp8_weights_are_gathered_in_bf16_and_held_in_both_usages() -> None:
+    """--gather-dtype fp8 --fp8-recipe mxfp8 (Megatron's --fp8-param-gather under MXFP8): the distributed optimizer
+    gathers what bf16 weights gather; each weight is held in 2 x (1 + 1/32) bytes, 1/16 more than bf16's."""
+    plan = ["-m", "llama-70b", "--topology", "dgx-b200", "--tp", str(TP), "--pp", str(PP), "--dp", "8", "--zero", "1"]
+    common = (*plan, "--global-batch", "256", "--seq-len", "8192", "--compute-dtype", "fp8", "--fp8-recipe", "mxfp8")
+    bf16 = cli_report("estimate", *common)
+    mxfp8 = cli_report("estimate", *common, "--gather-dtype", "fp8")
+
+    def updated(report: dict[str, Any]) -> int:
+        return sum(c["bytes"] for c in report["communication"]["collectives"] if c["purpose"] == "updated parameters")
+
+    assert updated(mxfp8) == updated(bf16) > 0
+    stage = mxfp8["memory"]["stages"][1]
+    assert stage["params_bytes"] - bf16["memory"]["stages"][1]["params_bytes"] == pytest.approx(STAGE / 16, abs=4)
+    # the bf16 run's cached copy (2.0625 bytes) is gone: the weights are what the matmuls read
+    assert bf16["memory"]["stages"][1]["buffers_bytes"] - stage["buffers_bytes"] == pytest.approx(
+        2 * (1 + 1 / 32) * STAGE, abs=4
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (("--compute-dtype", "fp8", "--fp8-recipe", "mxfp8"), "mxfp8 runs on Blackwell"),
+        (("--fp8-recipe", "tensorwise"), "give --compute-dtype fp8"),
+        (("--compute-dtype", "nvfp4", "--topology", "dgx-b200", "--fp8-recipe", "mxfp8"), "give --compute-dtype fp8"),
+    ],
+)
+def test_a_recipe_is_refused_where_transformer_engine_cannot_run_it(flags: tuple[str, ...], says: str) -> None:
+    """MXFP8 needs compute capability 10.x (TE quantization.py _compute_mxfp8_support); a recipe needs FP8."""
+    code, out, err = run_cli("estimate", "-m", "llama-70b", "--dp", "8", "--tp", "8", *flags)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "--fp8-recipe" in err and says in err
+
+
+def test_the_flags_that_run_mxfp8_refuse_another_recipe() -> None:
+    plan = ["estimate", "-m", "llama-70b", "--dp", "8", "--tp", "8", "--topology", "dgx-b200", "--compute-dtype", "fp8"]
+    code, out, err = run_cli(*plan, "--fp8-output-proj", "--fp8-recipe", "tensorwise")
+    assert code == 2 and out == "" and "--fp8-output-proj runs MXFP8 matmuls" in err
+
+
+def _measured(pair: str) -> dict[str, int]:
+    rows = read_reference_csv("memory-peaks/te-low-precision-weights.csv")
+    return {r["gpu"] + " " + r["variant"]: int(r["mem_allocated_bytes"]) for r in rows if r["pair"] == pair}
+
+
+@pytest.mark.parametrize(
+    ("pair", "within"), [("hopper-blackwell-tp4-cp2", 2048), ("hopper-blackwell-tp2-pp2", 1.1 * 2**20)]
+)
+def test_hopper_holds_each_fp8_weight_s_transpose(pair: str, within: float, tmp_path: Any) -> None:
+    """The same fp8-param-gather run on H100 and GB200 holds, after each step, 1 byte more a weight on Hopper: the
+    last rank's 9,437,184 FP8 weights' transposes. Measured 9,438,208 bytes apart at TP4 x CP2; at TP2 x PP2 a MiB
+    more, 10,485,760, where an earlier run of the same case measured 9,437,184."""
+    from conftest import load_benchmark
+
+    bench = load_benchmark("megatron_test_peaks")
+    measured = _measured(pair)
+    rows = {
+        r["hardware"]: r
+        for r in bench.rows()
+        if r["case"] in pair_cases(pair) and r["golden_file"].endswith(("dgx_h100.json", "dgx_gb200.json"))
+    }
+    h100, _ = bench.predict(rows["H100"], tmp_path)
+    gb200, _ = bench.predict(rows["GB200"], tmp_path)
+    apart = measured["H100 fp8-param-gather"] - measured["GB200 fp8-param-gather"]
+    assert h100 - gb200 == pytest.approx(9_437_184, abs=1)
+    assert abs((h100 - gb200) - apart) <= within
+
+
+def pair_cases(pair: str) -> set[str]:
+    return {r["case"] for r in read_reference_csv("memory-peaks/te-low-precision-weights.csv") if r["pair"] == pair}
