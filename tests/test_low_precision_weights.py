@@ -168,3 +168,47 @@ def test_hopper_holds_each_fp8_weight_s_transpose(pair: str, within: float, tmp_
 
 def pair_cases(pair: str) -> set[str]:
     return {r["case"] for r in read_reference_csv("memory-peaks/te-low-precision-weights.csv") if r["pair"] == pair}
+
+
+def test_a_bf16_fp8_twin_differs_by_te_s_cached_copies(tmp_path: Any) -> None:
+    """Two H100 runs of one DeepSeek-like MoE (MLA, 32 experts, MTP; TP2 x PP2 x VPP4 x EP4) that differ only in
+    --fp8-format hybrid --fp8-recipe tensorwise stay 684,063,744 bytes apart after every step: the fp8 run's cached
+    FP8 copies, the byte and its transpose, of the last rank's 341 million linear weights, MLA's down-projections
+    whole on each TP rank and MTP's eh_proj among them. dpcost's peaks differ by the same copies (its activations
+    are bf16 in both)."""
+    from conftest import load_benchmark
+
+    bench = load_benchmark("megatron_test_peaks")
+    measured = _measured("bf16-fp8-twin")
+    cases = pair_cases("bf16-fp8-twin")
+    rows = {
+        r["case"]: r
+        for r in bench.rows()
+        if r["case"] in cases and r["golden_file"] == "golden_values_dev_dgx_h100.json"
+    }
+    bf16, _ = bench.predict(rows["moe/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"], tmp_path)
+    fp8, _ = bench.predict(rows["moe/gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8"], tmp_path)
+    apart = measured["H100 fp8"] - measured["H100 bf16"]
+    assert apart == 684_063_744
+    assert fp8 - bf16 == pytest.approx(apart, rel=0.005)
+
+
+def test_mla_s_down_projections_are_whole_on_every_tp_rank() -> None:
+    """Megatron-Core builds linear_q_down_proj and linear_kv_down_proj as TELinear "duplicated"
+    (multi_latent_attention.py), where Megatron's formula splits them over TP: DeepSeek-V3's config.json, hidden
+    7168 x (q_lora_rank 1536 + kv_lora_rank 512 + qk_rope_head_dim 64), move from the split to the whole group."""
+    from dpcost.engine.layout_memory import model_shape
+
+    a = load_model_architecture("deepseek-v3")
+    shape = model_shape(a, 8)
+    held, file = shape.held_layers_parameters((0, 5)), shape.layers_parameters((0, 5))
+    down = 7168 * (1536 + 512 + 64)
+    assert held.replicated - file.replicated == 2 * down
+    assert file.tp_sharded - held.tp_sharded == 2 * down
+    assert held.total == file.total
+
+
+def load_model_architecture(name: str) -> Any:
+    from dpcost.catalog import load_model
+
+    return load_model(name).architecture

@@ -33,6 +33,7 @@ from dpcost.engine.layout import (
     instance_members,
     translates_place_alike,
 )
+from dpcost.engine.layout_memory import model_shape
 from dpcost.engine.layout_step import (
     LayoutCall,
     StageLayers,
@@ -184,16 +185,20 @@ class StageLoad:
 
 def replicated_per_layer(a: ModelArchitecture, moe: bool) -> float:
     """The parameters of one layer that every TP rank holds whole: its norms, the row-parallel layers' biases
-    (attention output and MLP down projection: RowParallelLinear keeps its bias unsplit), per-head QK norms, and
-    an MoE layer's router (TopKRouter's weight is not split over TP) and norm over its output (A.X K1's)
-    (megatron/core/tensor_parallel/layers.py, transformer/moe/router.py)."""
+    (attention output and MLP down projection: RowParallelLinear keeps its bias unsplit), per-head QK norms, an MoE
+    layer's router (TopKRouter's weight is not split over TP) and norm over its output (A.X K1's)
+    (megatron/core/tensor_parallel/layers.py, transformer/moe/router.py), and the linear layers Megatron-Core
+    duplicates over TP: MLA's down-projections, LatentMoE's projections (layout_memory.ModelShape [T])."""
     norm = a.norm_weights * a.hidden
-    replicated = a.layer_norms * norm + (2 * a.hidden if a.linear_bias else 0)
+    replicated = float(a.layer_norms * norm + (2 * a.hidden if a.linear_bias else 0))
     if a.qk_norm == "head":
         replicated += 2 * a.qk_norm_weights * a.d_head
+    shape = model_shape(a, 1)
+    if not a.hybrid:
+        replicated += shape.duplicated_attention
     if moe and a.moe is not None:
-        replicated += a.hidden * a.moe.experts + (norm if a.moe.output_norm else 0)
-    return float(replicated)
+        replicated += a.hidden * a.moe.experts + (norm if a.moe.output_norm else 0) + shape.duplicated_moe
+    return replicated
 
 
 def uncosted_layout(a: ModelArchitecture, layout: Layout) -> str:

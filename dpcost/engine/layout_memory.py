@@ -42,6 +42,12 @@ Sources, cited per function by their letter:
   the logits' gradient, cast to the input's 16-bit dtype, to grad_output_buffer in place of the weight-gradient
   GEMM, for the step's first N calls (0: all); finish_embedding_wgrad_compute runs their GEMMs after the pipeline
   flush (deferred_output_wgrad_bytes).
+- [T] megatron/core/transformer/multi_latent_attention.py, moe/moe_layer.py and multi_token_prediction.py (same
+  commit), where each stage's own view follows Megatron-Core and the file does not: MLA's down-projections
+  (linear_q_down_proj, linear_kv_down_proj) and LatentMoE's projections are TELinear with parallel_mode
+  "duplicated", whole on every TP rank, where the file splits MLA's over TP; each MTP module adds eh_proj (2h -> h,
+  column-parallel) and three norms (enorm, hnorm, final_layernorm) to its layer, which the file leaves out
+  (held_layers_parameters, mtp_stage_parameters).
 - [P] --fp8-param-gather and --fp4-param-gather (megatron/training/arguments.py: "keep the compute param in fp8
   (fp4) (do not use any other intermediate dtype) and perform the param all-gather in fp8 (fp4)"; Transformer
   Engine's fp8_model_init), which the file does not cover: the decoder layers' TP-split and expert weights,
@@ -322,6 +328,10 @@ class ModelShape:
     # Transformer Engine's linear layers by part of a layer [W], each weight (out_features, in_features, split):
     # "column" splits out over TP, "row" in over TP, "expert_column" and "expert_row" over expert TP, "whole" none
     linears: tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...] = ()
+    # of those, the weights whole on every TP rank [T]: an attention layer's (MLA's down-projections) and an MoE
+    # layer's (LatentMoE's projections)
+    duplicated_attention: float = 0.0
+    duplicated_moe: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.moe_pattern) != self.layers:
@@ -338,6 +348,27 @@ class ModelShape:
             return sum((self.hybrid_layers[i] for i in layers), ParamGroups())
         moe = sum(1 for i in layers if self.moe_pattern[i])
         return self.dense_layer.scaled(len(layers) - moe) + self.moe_layer.scaled(moe)
+
+    def attends(self, i: int) -> bool:
+        """Whether layer i has attention: every layer of a transformer, a hybrid's attention layers [H]."""
+        return not self.hybrid_kinds or "attention" in self.hybrid_kinds[i][0]
+
+    def held_layers_parameters(self, layers: Sequence[int]) -> ParamGroups:
+        """The parameters of `layers` as each rank holds them: the file's groups (layers_parameters) with MLA's
+        down-projections whole on every TP rank, where the file splits them [T]."""
+        groups = self.layers_parameters(layers)
+        if not self.duplicated_attention:
+            return groups
+        moved = self.duplicated_attention * sum(1 for i in layers if self.attends(i))
+        return ParamGroups(groups.tp_sharded - moved, groups.replicated + moved, groups.expert_sharded)
+
+    def duplicated_linears(self, layers: Sequence[int]) -> float:
+        """The Transformer Engine linear weights of `layers` duplicated over TP [T]: MLA's down-projections in each
+        attention layer, LatentMoE's projections in each MoE layer."""
+        if not self.duplicated_attention and not self.duplicated_moe:
+            return 0.0
+        moe = (lambda i: self.hybrid_kinds[i][1] == "moe") if self.hybrid_kinds else self.moe_pattern.__getitem__
+        return sum(self.duplicated_attention * self.attends(i) + self.duplicated_moe * moe(i) for i in layers)
 
 
 # ----------------------------------------------------------------------------------------------- parameters
@@ -414,6 +445,16 @@ def mtp_block_parameters(shape: ModelShape) -> ParamGroups:
     return shape.layer(shape.layers - 1).scaled(shape.mtp_layers)
 
 
+def mtp_stage_parameters(shape: ModelShape) -> ParamGroups:
+    """The MTP modules as the last stage holds them [T]: each a layer of the last layer's kind as each rank holds it
+    (held_layers_parameters), its eh_proj (2h -> h, split over TP) and its enorm, hnorm and final_layernorm."""
+    if not shape.mtp_layers:
+        return ParamGroups()
+    layer = shape.held_layers_parameters((shape.layers - 1,))
+    module = layer + ParamGroups(2.0 * shape.hidden * shape.hidden, 3 * shape.final_layernorm)
+    return module.scaled(shape.mtp_layers)
+
+
 def parameters_on_most_loaded_shard(shape: ModelShape, layout: MemoryLayout) -> ParamGroups:
     """Per GPU: 1/PP of the block, MTP, one embedding (two untied at PP 1) [M] (*_on_most_loaded_shard)."""
     block, mtp = transformer_block_parameters(shape), mtp_block_parameters(shape)
@@ -452,14 +493,15 @@ def stage_layers(
 
 
 def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
-    """Per GPU: a stage's layers, embedding on the first, head, final norm, MTP on the last [M] groups, [B], [G]."""
-    held = shape.layers_parameters(layers)
+    """Per GPU: a stage's layers, embedding on the first, head, final norm, MTP on the last [M] groups, [B], [G], as
+    Megatron-Core holds them [T]."""
+    held = shape.held_layers_parameters(layers)
     embedding = embedding_parameters(shape.hidden, shape.vocab)
     last = layout.pp - 1
     if stage == 0:
         held += ParamGroups(embedding)
     if stage == last:
-        held += ParamGroups(0, shape.final_layernorm) + mtp_block_parameters(shape)
+        held += ParamGroups(0, shape.final_layernorm) + mtp_stage_parameters(shape)
         if layout.pp > 1 or shape.untied:
             held += ParamGroups(embedding)  # the head, or at PP > 1 the last stage's copy of a tied embedding
         if layout.pp > 1 and shape.untied and shape.mtp_layers:
@@ -499,10 +541,15 @@ def quantized_layer_parameters(
         return ParamGroups()
     if any(layout.bf16_layers):
         layers = tuple(i for i in layers if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers))
-    blocks = shape.layers_parameters(layers)
-    if mtp:
-        blocks += mtp_block_parameters(shape)
-    return ParamGroups(blocks.tp_sharded, 0.0, blocks.expert_sharded).per_gpu(layout)
+    blocks = shape.held_layers_parameters(layers)
+    quantized = ParamGroups(blocks.tp_sharded, shape.duplicated_linears(layers), blocks.expert_sharded)
+    if mtp and shape.mtp_layers:
+        module = mtp_stage_parameters(shape).scaled(1 / shape.mtp_layers)
+        last = (shape.layers - 1,)
+        quantized += ParamGroups(module.tp_sharded, shape.duplicated_linears(last), module.expert_sharded).scaled(
+            shape.mtp_layers
+        )
+    return quantized.per_gpu(layout)
 
 
 def weight_cache_bytes(layout: MemoryLayout, low_precision: ParamGroups) -> float:
@@ -561,7 +608,7 @@ def fsdp_buffer_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layer
     (megatron_fsdp.py suggested_communication_unit_size; param_and_grad_buffer.py all_gather_params)."""
     if layout.zero < 2 or not layers:
         return 0.0
-    units = [shape.layer(i).per_gpu(layout).total for i in layers]
+    units = [shape.held_layers_parameters((i,)).per_gpu(layout).total for i in layers]
     largest, mean = max(units), sum(units) / len(units)
     unsharded_grad = layout.grad_bytes * largest
     if layout.zero == 2:
@@ -570,7 +617,7 @@ def fsdp_buffer_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layer
     outside = held - sum(units)
     prefetch = max(MEGATRON_FSDP_PREFETCH_FLOOR, mean)  # max(1e9, 2 x mean) // 2 elements
     gathered = min(len(units), 1 + math.ceil(prefetch / mean)) if mean > 0 else 0
-    biggest = max(layers, key=lambda i: shape.layer(i).per_gpu(layout).total)
+    biggest = max(layers, key=lambda i: shape.held_layers_parameters((i,)).per_gpu(layout).total)
     unit_bytes = (
         2 * largest - layout.quantized_weight_saving * quantized_layer_parameters(shape, layout, (biggest,)).total
     )
@@ -1127,6 +1174,7 @@ def model_shape(
         hybrid_layers = tuple(mixer_half(mixer) + mlps[mlp] for mixer, mlp, _ in a.layer_kinds)
     ssm, widths = a.ssm, attention_widths(a)
     linears = te_linears(a, dense_ffn, padded_vocab_size(a.vocab, tp, vocab_divisible_by))
+    whole = {part: sum(out * into for out, into, split in weights if split == "whole") for part, weights in linears}
     return ModelShape(
         hidden=h,
         layers=a.layers,
@@ -1157,6 +1205,8 @@ def model_shape(
         moe_io=a.moe.expert_io(h) if a.moe is not None else 0,
         moe_gated=a.gated_mlp,
         linears=linears,
+        duplicated_attention=float(whole["attention"]),
+        duplicated_moe=float(whole.get("moe", 0)),
     )
 
 
@@ -1166,8 +1216,9 @@ def te_linears(
     """Each part's Transformer Engine linear layers as Megatron-Core builds them [W], (out, in, split): attention's
     fused QKV (column) and output projection (row), MLA's duplicated down-projections (multi_latent_attention.py:
     TELinear, parallel_mode "duplicated"), its up-projections and output projection; a dense MLP's fc1 (2 f gated)
-    and fc2; an MoE layer's shared experts over TP and one routed expert's over expert TP (TEGroupedLinear: every
-    expert's weights one shape); Mamba's in_proj (z, x, B, C and dt) and out_proj; MTP's eh_proj (2h -> h); and the
+    and fc2; an MoE layer's shared experts over TP, one routed expert's over expert TP (TEGroupedLinear: every
+    expert's weights one shape) and LatentMoE's duplicated projections (moe_layer.py fc1_latent_proj,
+    fc2_latent_proj); Mamba's in_proj (z, x, B, C and dt) and out_proj; MTP's eh_proj (2h -> h); and the
     output layer over the padded `vocab` (Megatron's ColumnParallelLinear, which takes TE's placeholder too)."""
     h, gate = a.hidden, 2 if a.gated_mlp else 1
     if a.mla is not None:
@@ -1198,7 +1249,8 @@ def te_linears(
         shared = e.shared * e.shared_width if e.shared else 0
         shared_linears = ((gate * shared, h, "column"), (h, shared, "row")) if shared else ()
         routed = ((gate * e.ffn, io, "expert_column"), (io, e.ffn, "expert_row"))
-        parts.append(("moe", shared_linears + routed))
+        latent = ((e.latent, h, "whole"), (h, e.latent, "whole")) if e.latent else ()
+        parts.append(("moe", shared_linears + routed + latent))
     if a.ssm is not None:
         s = a.ssm
         in_proj = 2 * s.inner + 2 * s.groups * s.state + (s.heads or 0)
