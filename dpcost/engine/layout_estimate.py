@@ -262,6 +262,7 @@ def _stage_loads(
         raise ValueError(f"{counts} layers per stage are not {a.layers} layers on {layout.pp} stages")
     out = []
     mtp_mixer = attention_flops(a, seq_len) / a.layers  # an MTP module's layer attends (compute.mtp_forward_flops)
+    whole_per_layer = {moe: replicated_per_layer(a, moe) for moe in (False, True)}
     for s, built in enumerate(stage_layers):
         blocks = [params.blocks[i] for i in built]
         mixers = [mixer_flops[i] for i in built]
@@ -270,7 +271,7 @@ def _stage_loads(
             blocks += [mtp] * mtp_layers
             mixers += [mtp_mixer] * mtp_layers
         experts = sum(experts_per_layer for b in blocks if b.moe)
-        whole_of = [replicated_per_layer(a, b.moe) for b in blocks]
+        whole_of = [whole_per_layer[b.moe] for b in blocks]
         whole = sum(whole_of)
         split = sum(b.params for b in blocks) - experts - whole
         layer_split = split / layout.tp

@@ -285,6 +285,9 @@ class ParamGroups:
         )
 
 
+NO_PARAMETERS = ParamGroups()  # shared: ParamGroups are frozen
+
+
 @frozen
 class ModelShape:
     """The numbers Megatron's formulas read, by its argument names: what `model_shape` maps a spec into."""
@@ -538,7 +541,7 @@ def quantized_layer_parameters(
     expert weights of `layers` but those kept in BF16 (ops.sixteen_bit_layer), and of the MTP layers with `mtp`
     (built under the FP8 context whatever their index: multi_token_prediction.py); none with BF16 matmuls."""
     if layout.quantized_weight_bytes <= 0:
-        return ParamGroups()
+        return NO_PARAMETERS
     if any(layout.bf16_layers):
         layers = tuple(i for i in layers if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers))
     blocks = shape.held_layers_parameters(layers)
@@ -571,7 +574,7 @@ def state_bytes(
     where the file [M] divides by DP; Megatron-FSDP's at ZeRO 2-3 [F]), the experts' over expert-DP [M], each
     within one of `optimizer_instances` (parallel_state.py intra_partial_dp_ranks_with_cp); `quantized` of the
     weights (quantized_layer_parameters) in their low-precision format instead of bf16's two bytes [P]."""
-    quantized = quantized or ParamGroups()
+    quantized = quantized or NO_PARAMETERS
     saving = layout.quantized_weight_saving
     dense, experts = held.tp_sharded + held.replicated, held.expert_sharded
     if layout.zero >= 2:
