@@ -96,8 +96,9 @@ def test_megatron_fp8_param_gather_stores_fp8_weights(topology: str, saved: floa
     """--fp8-param-gather: Transformer Engine's linear weights (32 blocks of 4h^2 + 2h kv + 3hf) in 1 byte, a byte
     fewer than bf16's, where FP8 matmuls take any layout (Blackwell); Hopper's take only TN, so each also keeps its
     transpose, made after every gather (TE tensor/utils.py post_all_gather_processing): no byte saved. The
-    embedding, the output layer and the norms stay bf16; the optimizer's bytes unchanged."""
-    o = dict(dp=8, framework="megatron", zero=1, recompute="full", seq_len=2048)
+    embedding, the output layer and the norms stay bf16; the optimizer's bytes unchanged. Megatron keeps fp8 weights
+    for FP8 matmuls only ("fp8_param must be used together with fp8 mode")."""
+    o = dict(dp=8, framework="megatron", zero=1, recompute="full", seq_len=2048, compute_dtype="fp8")
     bf16 = _stage(Options(**o), 1, topology=topology)  # type: ignore[arg-type]
     fp8 = _stage(Options(**o, gather_dtype="fp8"), 1, topology=topology)  # type: ignore[arg-type]
     linear = LAYERS * (2 * H * Q + 2 * H * KV + 3 * H * F)

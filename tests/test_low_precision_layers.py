@@ -72,14 +72,23 @@ def test_flags_that_change_nothing_say_so_and_too_many_layers_are_refused() -> N
 
 def test_a_megatron_script_keeps_its_first_and_last_layers_in_bf16(tmp_path: Path) -> None:
     """arguments.py: --first-last-layers-bf16 with --num-layers-at-start/end-in-bf16, each 1 unless given; without
-    the switch the counts do nothing."""
+    the switch the counts do nothing. Under delayed scaling, Megatron's default recipe, transformer_config.py refuses
+    it ("Delayed scaling does not support first / last layer in BF16"), and so does the reader."""
     script = (CONFIGS / "megatron-gpt-345m.sh").read_text()
+    path = tmp_path / "run.sh"
+
+    def write(flags: str) -> None:
+        path.write_text(script.replace("    --num-layers 24 \\", f"    --num-layers 24 --fp8-format hybrid {flags} \\"))
 
     def settings(flags: str) -> dict[str, str]:
-        path = tmp_path / "run.sh"
-        path.write_text(script.replace("    --num-layers 24 \\", f"    --num-layers 24 --fp8-format hybrid {flags} \\"))
+        write(f"--fp8-recipe tensorwise {flags}")
         doc = report("estimate", "--from", str(path), "--dp", "8")
         return {row["key"]: row["became"] for row in doc["from_config"]["settings"]}
+
+    for recipe in ("", "--fp8-recipe delayed"):
+        write(f"{recipe} --first-last-layers-bf16")
+        code, out, err = run("estimate", "--from", str(path), "--dp", "8")
+        assert code == 2 and out == "" and "--first-last-layers-bf16" in err and "delayed scaling" in err
 
     both = settings("--first-last-layers-bf16 --num-layers-at-end-in-bf16 3")
     assert both["--num-layers-at-start-in-bf16"] == "--bf16-layers-at-start 1"

@@ -86,8 +86,8 @@ def test_the_layers_kept_in_bf16_hold_no_fp8_weights() -> None:
         [0, STAGE, STAGE, STAGE // 2], abs=4
     )
 
-    def gathers(*flags: str) -> float:
-        plan = ["-m", "llama-70b", "--topology", "dgx-b200", "--tp", str(TP), "--pp", str(PP), "--dp", "8"]
+    def gathers(*flags: str) -> float:  # one stage: Megatron keeps at most a stage's layers in BF16 at each end
+        plan = ["-m", "llama-70b", "--topology", "dgx-b200", "--tp", str(TP), "--dp", "8"]
         got = cli_report("estimate", *plan, "--global-batch", "256", "--seq-len", "8192", "--zero", "1", *flags)
         return sum(c["bytes"] for c in got["communication"]["collectives"] if c["purpose"] == "updated parameters")
 
@@ -118,18 +118,34 @@ def test_mxfp8_weights_are_gathered_in_bf16_and_held_in_both_usages() -> None:
 
 
 @pytest.mark.parametrize(
-    ("flags", "says"),
+    ("flags", "names", "says"),
     [
-        (("--compute-dtype", "fp8", "--fp8-recipe", "mxfp8"), "mxfp8 runs on Blackwell"),
-        (("--fp8-recipe", "tensorwise"), "give --compute-dtype fp8"),
-        (("--compute-dtype", "nvfp4", "--topology", "dgx-b200", "--fp8-recipe", "mxfp8"), "give --compute-dtype fp8"),
+        (("--compute-dtype", "fp8", "--fp8-recipe", "mxfp8"), "--fp8-recipe", "mxfp8 runs on Blackwell"),
+        (("--fp8-recipe", "tensorwise"), "--fp8-recipe", "give --compute-dtype fp8"),
+        (("--compute-dtype", "nvfp4", "--topology", "dgx-b200", "--fp8-recipe", "mxfp8"), "--fp8-recipe", "fp8 too"),
+        # transformer_config.py: "Delayed scaling does not support first / last layer in BF16."
+        (("--compute-dtype", "fp8", "--fp8-recipe", "delayed", "--bf16-layers-at-start", "1"), "--fp8-recipe",
+         "delayed scaling keeps no layer in BF16"),
+        # and at most a pipeline stage's layers at each end
+        (("--compute-dtype", "fp8", "--pp", "4", "--bf16-layers-at-end", "21"), "--bf16-layers-at-end",
+         "more than a pipeline stage's 20 layers"),
+        # "fp8_param must be used together with fp8 mode"
+        (("--gather-dtype", "fp8",), "--gather-dtype", "needs FP8 matmuls"),
     ],
-)
-def test_a_recipe_is_refused_where_transformer_engine_cannot_run_it(flags: tuple[str, ...], says: str) -> None:
-    """MXFP8 needs compute capability 10.x (TE quantization.py _compute_mxfp8_support); a recipe needs FP8."""
+)  # fmt: skip
+def test_a_recipe_is_refused_where_megatron_cannot_run_it(flags: tuple[str, ...], names: str, says: str) -> None:
+    """MXFP8 needs compute capability 10.x (TE quantization.py _compute_mxfp8_support); a recipe needs FP8 matmuls,
+    and Megatron's checks of its config hold."""
     code, out, err = run_cli("estimate", "-m", "llama-70b", "--dp", "8", "--tp", "8", *flags)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and "--fp8-recipe" in err and says in err
+    assert err.count("\n") == 1 and names in err and says in err
+
+
+def test_a_recipe_is_transformer_engine_s() -> None:
+    """torchtitan's float8 (torchao) has no Transformer Engine recipe to name."""
+    plan = ["estimate", "-m", "llama-8b", "--dp", "8", "--framework", "fsdp", "--compute-dtype", "fp8"]
+    code, out, err = run_cli(*plan, "--fp8-recipe", "tensorwise")
+    assert code == 2 and out == "" and "--fp8-recipe" in err and "Megatron-LM runs" in err
 
 
 def test_the_flags_that_run_mxfp8_refuse_another_recipe() -> None:
@@ -212,3 +228,48 @@ def load_model_architecture(name: str) -> Any:
     from dpcost.catalog import load_model
 
     return load_model(name).architecture
+
+
+def _last_stage(*flags: str) -> int:
+    plan = ["-m", "deepseek-v3", "--topology", "dgx-b200", "--tp", "2", "--pp", "16", "--ep", "64", "--dp", "64",
+            "--sequence-parallel"]  # fmt: skip
+    report: dict[str, Any] = cli_report("estimate", *plan, "--global-batch", "1024", "--seq-len", "4096", *flags)
+    return int(report["layout"]["stages"][-1]["memory_bytes"])
+
+
+def test_mtp_layers_hold_fp8_weights_but_not_nvfp4() -> None:
+    """Megatron-Core builds and runs the MTP layers under the FP8 context whatever their index, and leaves them out of
+    FP4's ("currently ignoring FP4 in MTP layers": multi_token_prediction.py): with an MTP layer the last stage holds
+    one more layer's cached copies under FP8 and none more under NVFP4."""
+    mtp = ("--mtp-layers", "1")
+    fp8 = ("--compute-dtype", "fp8")
+    nvfp4 = ("--compute-dtype", "nvfp4")
+    fp8_more = (_last_stage(*fp8, *mtp) - _last_stage(*mtp)) - (_last_stage(*fp8) - _last_stage())
+    nvfp4_more = (_last_stage(*nvfp4, *mtp) - _last_stage(*mtp)) - (_last_stage(*nvfp4) - _last_stage())
+    assert fp8_more > 1e8  # an MoE layer's 4 local experts and its attention, a byte each (Blackwell, per tensor)
+    assert nvfp4_more == pytest.approx(0, abs=4)
+
+
+def test_the_fp8_output_projection_caches_the_output_layer() -> None:
+    """--fp8-output-proj builds TELMHeadColumnParallelLinear outside the FP8 parameter context (bf16), whose forward
+    is TELinear's and caches its MXFP8 weight: 2 x (1 + 1/32) bytes for each of the last stage's vocab / TP x hidden
+    weights (DeepSeek-V3's 129,280 tokens padded to 129,280 at TP 2, hidden 7168)."""
+    mxfp8 = ("--compute-dtype", "fp8", "--fp8-recipe", "mxfp8")
+    added = _last_stage(*mxfp8, "--fp8-output-proj") - _last_stage(*mxfp8)
+    assert added == pytest.approx(2 * (1 + 1 / 32) * 129_280 * 7168 / 2, abs=4)
+
+
+def test_the_fused_grouped_mlp_saves_the_experts_weights_per_micro_batch() -> None:
+    """TE's fused grouped MLP (ops/fused/grouped_mlp.py) caches nothing: each forward quantizes the bf16 experts with
+    both usages and saves them for its backward, so the stage holds one copy per micro-batch in flight, where the
+    modules' cache held one for the run."""
+    plan = ["-m", "deepseek-v3", "--topology", "dgx-b200", "--tp", "1", "--pp", "16", "--ep", "64", "--dp", "64"]
+    common = (*plan, "--global-batch", "1024", "--seq-len", "4096", "--compute-dtype", "fp8", "--fp8-recipe", "mxfp8",
+              "--zero", "1")  # fmt: skip
+    cached = cli_report("estimate", *common)
+    fused = cli_report("estimate", *common, "--fused-grouped-mlp")
+    before, after = cached["memory"]["stages"][1], fused["memory"]["stages"][1]
+    experts = before["buffers_bytes"] - after["buffers_bytes"]  # the experts' cached copies, gone
+    assert experts > 1e9
+    in_flight = (after["activations_bytes"] - before["activations_bytes"]) / experts
+    assert in_flight == pytest.approx(round(in_flight), abs=1e-6) and in_flight >= 2

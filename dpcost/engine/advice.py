@@ -301,6 +301,13 @@ def ignored_flags(flags: Sequence[str], why: str = "apply to training and are ig
     return _advice("ignored-flags", f"{', '.join(flags)} {why}", "drop them")
 
 
+def bf16_layers_unpriced(flags: Sequence[str]) -> Advice:
+    """--bf16-layers-at-start/-end under --compute-model flops: their weights count, their matmuls' speed does not."""
+    fact = (f"{', '.join(flags)} keep those layers' weights in BF16, which memory counts, but --compute-model flops "
+            "runs every FLOP at one --mfu: their BF16 matmuls are not priced")  # fmt: skip
+    return _advice("ignored-flags", fact, "give --compute-model ops to price them")
+
+
 def replica_needs_model_parallel(
     weights: float, kv: float, topology: TopologySpec, gpus: int, replicas: int, dp: int
 ) -> Advice:

@@ -170,14 +170,15 @@ class StageLoad:
     layer_split_each: tuple[float, ...] = ()
     layer_experts_each: tuple[float, ...] = ()
 
-    def low_precision_params(self, layers: int, bf16_layers: tuple[int, int]) -> tuple[float, float]:
+    def low_precision_params(self, layers: int, bf16_layers: tuple[int, int], mtp: bool = True) -> tuple[float, float]:
         """The TP-split weights and the experts of the stage's layers that run in low precision (of `layers` in the
-        model): all but those --first-last-layers-bf16 keeps in BF16 (ops.sixteen_bit_layer); the MTP layers' too,
-        built under the FP8 context whatever their index (multi_token_prediction.py)."""
-        if not any(bf16_layers):
+        model): all but those --first-last-layers-bf16 keeps in BF16 (ops.sixteen_bit_layer); the MTP layers' with
+        `mtp`, under FP8, whose context builds them whatever their index, but not FP4's (multi_token_prediction.py)."""
+        mtp_entries = len(self.layer_split_each) - len(self.layer_indices)
+        if not self.layer_split_each or (not any(bf16_layers) and (mtp or not mtp_entries)):
             return self.layer_split_params, self.expert_params
         kept = sixteen_bit_layers(self.layer_indices, layers, bf16_layers)
-        kept += [False] * (len(self.layer_split_each) - len(kept))
+        kept += [not mtp] * mtp_entries
         split = sum(p for p, bf16 in zip(self.layer_split_each, kept, strict=True) if not bf16)
         experts = sum(p for p, bf16 in zip(self.layer_experts_each, kept, strict=True) if not bf16)
         return split, experts
@@ -594,8 +595,9 @@ def layout_step(
         else 0.0
     )
     instanced = instance_groups(topology, layout, optimizer_instances)
-    low_split = held.low_precision_params(a.layers, bf16_layers)[0]
-    low_experts = experts_held.low_precision_params(a.layers, bf16_layers)[1]
+    mtp_quantized = quantized_weights != "nvfp4"  # multi_token_prediction.py: "currently ignoring FP4 in MTP layers"
+    low_split = held.low_precision_params(a.layers, bf16_layers, mtp_quantized)[0]
+    low_experts = experts_held.low_precision_params(a.layers, bf16_layers, mtp_quantized)[1]
     dp_step, sides = _data_parallel(
         topology,
         groups,

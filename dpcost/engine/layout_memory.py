@@ -190,6 +190,15 @@ class MemoryLayout(Layout):
     # .held_weight_bytes): as the weight under quantized_weights, else as its cached copy; 0: BF16 matmuls
     quantized_weight_bytes: float = 0.0
     bf16_layers: tuple[int, int] = (0, 0)  # the first and last decoder layers kept in BF16 (--first-last-layers-bf16)
+    # the MTP layers in low precision: FP8 yes (multi_token_prediction.py builds them under the FP8 context), NVFP4 no
+    # ("currently ignoring FP4 in MTP layers")
+    mtp_low_precision: bool = True
+    # --fused-grouped-mlp: TE's fused grouped MLP (ops/fused/grouped_mlp.py) quantizes bf16 routed experts' weights
+    # every forward and saves them for the backward, row- and column-wise, where its modules cache them for the run
+    fused_experts: bool = False
+    # --fp8-output-proj: the output layer's bf16 weight, cached quantized by TE (TELMHeadColumnParallelLinear, whose
+    # forward passes is_first_microbatch) at these bytes a weight; 0: none
+    output_weight_cache: float = 0.0
     # GPipe: every micro-batch's forward before any backward, so each stage holds all m micro-batches' activations
     # (Huang et al. 2019, section 2.3; torch.distributed.pipelining ScheduleGPipe), where 1F1B holds at most p
     all_forwards_first: bool = False
@@ -351,6 +360,14 @@ class ModelShape:
             return sum((self.hybrid_layers[i] for i in layers), ParamGroups())
         moe = sum(1 for i in layers if self.moe_pattern[i])
         return self.dense_layer.scaled(len(layers) - moe) + self.moe_layer.scaled(moe)
+
+    def moe_layers(self, layers: Sequence[int]) -> int:
+        """How many of `layers` have the MoE MLP."""
+        if not self.moe_topk:
+            return 0
+        if self.hybrid_kinds:
+            return sum(1 for i in layers if self.hybrid_kinds[i][1] == "moe")
+        return sum(1 for i in layers if self.moe_pattern[i])
 
     def attends(self, i: int) -> bool:
         """Whether layer i has attention: every layer of a transformer, a hybrid's attention layers [H]."""
@@ -537,16 +554,17 @@ def quantized_layer_parameters(
     shape: ModelShape, layout: MemoryLayout, layers: tuple[int, ...], mtp: bool = False
 ) -> ParamGroups:
     """Per GPU: the parameters Transformer Engine holds in a low-precision format [P], stored so under
-    --fp8-param-gather or --fp4-param-gather or cached beside bf16 weights (weight_cache_bytes): the TP-split and
-    expert weights of `layers` but those kept in BF16 (ops.sixteen_bit_layer), and of the MTP layers with `mtp`
-    (built under the FP8 context whatever their index: multi_token_prediction.py); none with BF16 matmuls."""
+    --fp8-param-gather or --fp4-param-gather or cached beside bf16 weights (weight_cache_bytes): the TP-split,
+    duplicated [T] and expert weights of `layers` but those kept in BF16 (ops.sixteen_bit_layer), and of the MTP
+    layers with `mtp` under FP8 (built under its context whatever their index, but not under FP4:
+    multi_token_prediction.py, layout.mtp_low_precision); none with BF16 matmuls."""
     if layout.quantized_weight_bytes <= 0:
         return NO_PARAMETERS
     if any(layout.bf16_layers):
         layers = tuple(i for i in layers if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers))
     blocks = shape.held_layers_parameters(layers)
     quantized = ParamGroups(blocks.tp_sharded, shape.duplicated_linears(layers), blocks.expert_sharded)
-    if mtp and shape.mtp_layers:
+    if mtp and shape.mtp_layers and layout.mtp_low_precision:
         module = mtp_stage_parameters(shape).scaled(1 / shape.mtp_layers)
         last = (shape.layers - 1,)
         quantized += ParamGroups(module.tp_sharded, shape.duplicated_linears(last), module.expert_sharded).scaled(
@@ -559,11 +577,30 @@ def weight_cache_bytes(layout: MemoryLayout, low_precision: ParamGroups) -> floa
     """Transformer Engine's cached quantized copies of a stage's bf16 linear weights under FP8 or NVFP4 matmuls,
     held for the run (module/linear.py `_fp8_workspaces`, refreshed at each step's first micro-batch: Megatron-Core
     passes is_first_microbatch): `low_precision` (quantized_layer_parameters) at the bytes a weight is held in
-    (layout.quantized_weight_bytes); none where the weights are stored quantized (--fp8-param-gather: the matmuls
-    read them) or the matmuls run in BF16."""
+    (layout.quantized_weight_bytes), but the routed experts under --fused-grouped-mlp, whose fused op caches nothing
+    (fused_expert_weight_bytes); none where the weights are stored quantized (--fp8-param-gather: the matmuls read
+    them) or the matmuls run in BF16."""
     if layout.quantized_weights is not None:
         return 0.0
-    return layout.quantized_weight_bytes * low_precision.total
+    cached = low_precision.total - (low_precision.expert_sharded if layout.fused_experts else 0.0)
+    return layout.quantized_weight_bytes * cached
+
+
+def fused_expert_weight_bytes(layout: MemoryLayout, low_precision: ParamGroups, copies: float) -> float:
+    """The routed experts' weights TE's fused grouped MLP saves for the backward (ops/fused/grouped_mlp.py at
+    d0067d0da: bf16 weights quantized each forward with both usages and passed to save_for_backward), `copies` of
+    them: one per micro-batch in flight whose MoE layers are not recomputed; none where the weights are stored
+    quantized, which it reads as they are."""
+    if not layout.fused_experts or layout.quantized_weights is not None:
+        return 0.0
+    return layout.quantized_weight_bytes * low_precision.expert_sharded * copies
+
+
+def output_weight_cache_bytes(shape: ModelShape, layout: MemoryLayout) -> float:
+    """--fp8-output-proj: TE's cached MXFP8 copy of the last stage's output layer, vocab / TP x hidden weights
+    (gpt_model.py builds TELMHeadColumnParallelLinear outside the FP8 parameter context, bf16; extensions/
+    transformer_engine.py: its forward is TELinear's, which passes is_first_microbatch)."""
+    return layout.output_weight_cache * shape.vocab * shape.hidden / layout.tp
 
 
 def state_bytes(
@@ -1089,6 +1126,14 @@ def stage_memory(
         last = stage == layout.pp - 1
         buffers = fsdp_buffer_bytes(shape, layout, stage, layers) + layout.workspaces
         buffers += weight_cache_bytes(layout, low_precision)
+        if layout.fused_experts:
+            recomputed = layout.recompute == "full" or layout.moe_recompute == "moe"
+            moe_layers = shape.moe_layers(layers) + (shape.mtp_layers if last and shape.moe_pattern[-1] else 0)
+            # recomputed, the one MoE layer whose backward re-runs its forward holds them
+            copies = 1.0 / max(moe_layers, 1) if recomputed else in_flight
+            acts += fused_expert_weight_bytes(layout, low_precision, copies)
+        if last:
+            buffers += output_weight_cache_bytes(shape, layout)
         buffers += dummy_wgrad_bytes(shape, layout, layers, last)
         if _holds_moe(shape, layers, last):  # TE allocates them at the first grouped GEMM the stage runs
             buffers += layout.grouped_workspaces

@@ -387,6 +387,10 @@ def _layout_memory(
         quantized_weights=_quantized_weights(p.o),
         quantized_weight_bytes=_held_weight_bytes(topology, p.o, stage),
         bf16_layers=p.o.compute.bf16_layers,
+        mtp_low_precision=low_precision_format(p.o) != "nvfp4",
+        fused_experts=p.o.compute.fused_grouped_mlp,
+        # the output layer's bf16 weight, cached as the MXFP8 its matmul reads
+        output_weight_cache=_held_weight_bytes(topology, p.o, stage) if p.o.compute.fp8_output_proj else 0.0,
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
         first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
         last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,

@@ -286,25 +286,40 @@ def low_precision_format(o: Options) -> str | None:
 
 
 def check_fp8_recipe(topology: TopologySpec, o: Options) -> None:
-    """--fp8-recipe applies to FP8 matmuls or weights; MXFP8 needs compute capability 10.x (Transformer Engine's
-    quantization.py _compute_mxfp8_support: Blackwell), and the flags that run MXFP8 no other recipe; else bad input
-    naming the flag."""
+    """--fp8-recipe is Transformer Engine's, under Megatron-LM (a layout or --framework megatron), for FP8 matmuls;
+    MXFP8 needs compute capability 10.x (TE quantization.py _compute_mxfp8_support: Blackwell), the flags that run
+    MXFP8 no other recipe, and delayed scaling no BF16 layers (Megatron's transformer_config.py: "Delayed scaling
+    does not support first / last layer in BF16"); else bad input naming the flag."""
     recipe, c = o.compute.fp8_recipe, o.compute
     if recipe is None:
         return
-    if c.compute_dtype != "fp8" and o.communication.gather_dtype != "fp8":
-        raise InputError("fp8_recipe", "applies to FP8 matmuls or weights: give --compute-dtype fp8 too")
+    if not o.megatron_layout and o.plan.framework != "megatron":
+        raise InputError("fp8_recipe", "is Transformer Engine's, which Megatron-LM runs: give a layout or --framework "
+                         "megatron (torchtitan's float8 is costed as tensorwise)")  # fmt: skip
+    if c.compute_dtype != "fp8":
+        raise InputError("fp8_recipe", "applies to FP8 matmuls: give --compute-dtype fp8 too")
     if recipe == "mxfp8" and topology.gpu.arch != "blackwell":
         raise InputError("fp8_recipe", f"mxfp8 runs on Blackwell (compute capability 10.x), not {topology.gpu.name}")
     if recipe != "mxfp8" and (c.fused_grouped_mlp or c.fp8_output_proj):
         given = "--fused-grouped-mlp" if c.fused_grouped_mlp else "--fp8-output-proj"
         raise InputError("fp8_recipe", f"{given} runs MXFP8 matmuls: give --fp8-recipe mxfp8, or drop {given}")
+    if recipe == "delayed" and any(c.bf16_layers):
+        raise InputError("fp8_recipe", "delayed scaling keeps no layer in BF16 (Megatron refuses it): give another "
+                         "recipe or drop --bf16-layers-at-start/-end")  # fmt: skip
 
 
 def check_gather_dtype(o: Options) -> None:
-    """--gather-dtype nvfp4 is Megatron-LM's --fp4-param-gather, which arguments.py refuses without --fp4-format
-    (NVFP4 compute), and whose packed NVFP4 gathers are the distributed optimizer's (param_and_grad_buffer.py):
-    Megatron at ZeRO 0-1, pure DP or a layout."""
+    """--gather-dtype fp8 under Megatron is its --fp8-param-gather, which needs FP8 matmuls (transformer_config.py:
+    "fp8_param must be used together with fp8 mode"); nvfp4 is --fp4-param-gather, which arguments.py refuses without
+    --fp4-format (NVFP4 compute), and whose packed NVFP4 gathers are the distributed optimizer's
+    (param_and_grad_buffer.py): Megatron at ZeRO 0-1, pure DP or a layout."""
+    megatron = o.megatron_layout or o.plan.framework == "megatron"
+    if o.communication.gather_dtype == "fp8" and megatron and o.compute.compute_dtype != "fp8":
+        raise InputError(
+            "gather_dtype",
+            "fp8 is Megatron's --fp8-param-gather, which needs FP8 matmuls (Megatron refuses it without --fp8-format): "
+            "give --compute-dtype fp8 too",
+        )
     if o.communication.gather_dtype != "nvfp4":
         return
     if o.compute.compute_dtype != "nvfp4":
@@ -312,7 +327,6 @@ def check_gather_dtype(o: Options) -> None:
             "gather_dtype",
             "nvfp4 gathers NVFP4 weights (Megatron's --fp4-param-gather): give --compute-dtype nvfp4 too",
         )
-    megatron = o.megatron_layout or o.plan.framework == "megatron"
     if not megatron or (o.plan.zero or 0) >= 2:
         raise InputError(
             "gather_dtype",
@@ -479,12 +493,16 @@ def bf16_layer_notes(model: ModelSpec, o: Options) -> list[Advice]:
         raise InputError(field, f"{model.name} is given as a parameter count: it has no decoder layers to keep in BF16")
     if start + end > a.layers:
         raise InputError(field, f"{start} + {end} layers in BF16 is more than {model.name}'s {a.layers} decoder layers")
+    if o.compute.compute_dtype == "fp8" and (o.megatron_layout or o.plan.framework == "megatron"):
+        most = a.layers // o.parallel.pp  # transformer_config.py: "between 0 and number of layers per pipeline stage"
+        for name, n in (("bf16_layers_at_start", start), ("bf16_layers_at_end", end)):
+            if n > most:
+                raise InputError(name, f"{n} is more than a pipeline stage's {most} layers, as Megatron refuses")
     flags = [flag for flag, n in (("--bf16-layers-at-start", start), ("--bf16-layers-at-end", end)) if n]
     if o.compute.compute_dtype == "bf16":
         return [advice.ignored_flags(flags, "keep layers in BF16 under --compute-dtype fp8 or nvfp4: all are already")]
     if o.compute.chosen_model == "flops":
-        why = "are priced op by op: --compute-model flops runs every FLOP at one --mfu"
-        return [advice.ignored_flags(flags, why)]
+        return [advice.bf16_layers_unpriced(flags)]
     return []
 
 
@@ -829,7 +847,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
     if te and a is not None and o.compute.grad_accumulation_fusion:
         kept_by_te += _dummy_wgrads(a)
     if te and a is not None and o.communication.gather_dtype not in QUANTIZED_WEIGHTS:
-        kept_by_te += _weight_cache(a, o, arch)
+        kept_by_te += _weight_cache(a, o, arch, head)
     buf = buffers(
         stage,
         p.schedule,
@@ -873,13 +891,16 @@ def _dummy_wgrads(a: ModelArchitecture) -> float:
     return dummy_wgrad_bytes(model_shape(a, 1), MemoryLayout(dummy_wgrads=True), range(a.layers), last=True)
 
 
-def _weight_cache(a: ModelArchitecture, o: Options, arch: GPUArch) -> float:
-    """Transformer Engine's cached quantized copies of the bf16 linear weights under FP8 or NVFP4 matmuls
-    (layout_memory.weight_cache_bytes), Megatron-LM without a layout: every low-precision layer's whole."""
+def _weight_cache(a: ModelArchitecture, o: Options, arch: GPUArch, head: float) -> float:
+    """Transformer Engine's quantized copies of the bf16 linear weights under FP8 or NVFP4 matmuls, Megatron-LM
+    without a layout (layout_memory.weight_cache_bytes): every low-precision layer's whole, cached for the run, or
+    under --fused-grouped-mlp the routed experts' saved by the forward of the one micro-batch in flight
+    (fused_expert_weight_bytes); and under --fp8-output-proj the output layer's, `head` weights."""
     fmt = o.compute.compute_dtype
     if fmt not in QUANTIZED_WEIGHTS:
         return 0.0
-    return held_weight_bytes(fmt, fp8_recipe_of(o), arch) * low_precision_linear_params(a, o.compute.bf16_layers)
+    held = held_weight_bytes(fmt, fp8_recipe_of(o), arch)
+    return held * (low_precision_linear_params(a, o.compute.bf16_layers) + (head if o.compute.fp8_output_proj else 0))
 
 
 def _reusable_grad_block(block_grads: float, p: Prepared, stage: int) -> float:

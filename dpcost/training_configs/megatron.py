@@ -582,6 +582,9 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
             raise r.error("--fp4-param-gather", "Megatron-FSDP has no NVFP4 parameter path: drop one of the two")
         r.use("--fp4-param-gather", "", "gather_dtype", "nvfp4",
               "NVFP4 weights: the packed half byte gathered, row- and column-wise stored")  # fmt: skip
+    if "--first-last-layers-bf16" in args and "--fp8-format" in args and recipe in (None, "delayed"):
+        # transformer_config.py __post_init__: "Delayed scaling does not support first / last layer in BF16."
+        raise r.error("--first-last-layers-bf16", "Megatron refuses it under delayed scaling, its default --fp8-recipe")
     for name, option in _BF16_LAYERS:  # arguments.py: 1 layer at each end unless given; none without the switch
         value = _int(r, args, name)
         if "--first-last-layers-bf16" not in args:
