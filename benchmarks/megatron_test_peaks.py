@@ -36,6 +36,7 @@ from dpcost import estimate, load_topology
 from dpcost.accuracy import ERROR_FLOOR
 from dpcost.errors import InputError
 from dpcost.options import WRITTEN, Options
+from dpcost.specs import ModelSpec, TopologySpec
 from dpcost.training_configs import apply, read_training_config
 from dpcost.training_configs.megatron import OFFLOADING
 
@@ -112,8 +113,8 @@ def as_launched(model_args: str) -> str:
     return re.sub(r"'\[([^]]+)\]'", r"\1", model_args)
 
 
-def predict(row: dict[str, str], folder: Path) -> tuple[float, float]:
-    """dpcost's allocated bytes on the last rank for the test as a `--from` script, and the naive model states."""
+def plan_of(row: dict[str, str], folder: Path) -> tuple[ModelSpec, TopologySpec, Options]:
+    """The test as a user gives it to dpcost: its arguments as a `--from` script, on its GPU's catalog topology."""
     script = folder / "pretrain.sh"
     launch = f"torchrun --nnodes {row['nodes']} --nproc-per-node {row['gpus_per_node']} pretrain_gpt.py"
     script.write_text(f"{launch} {as_launched(row['model_args'])}\n")
@@ -125,7 +126,13 @@ def predict(row: dict[str, str], folder: Path) -> tuple[float, float]:
     if applied.model_spec is None:
         raise InputError(str(script), "the arguments build no model")
     options = Options.model_validate({"dp": applied.dp, **applied.values}, context=WRITTEN)
-    report = estimate(applied.model_spec, load_topology(TOPOLOGIES[row["hardware"]]), options)
+    return applied.model_spec, load_topology(TOPOLOGIES[row["hardware"]]), options
+
+
+def predict(row: dict[str, str], folder: Path) -> tuple[float, float]:
+    """dpcost's allocated bytes on the last rank for the test as a `--from` script, and the naive model states."""
+    model, topology, options = plan_of(row, folder)
+    report = estimate(model, topology, options)
     distributed = options.plan.zero is not None and options.plan.zero >= 1
     per_param = 4 + 12 / options.dp if distributed else 16.0
     if report.layout is not None:

@@ -47,31 +47,36 @@ def test_the_distributed_optimizer_gathers_mxfp8_in_bf16() -> None:
     assert gathered_weight_bytes("nvfp4", "tensorwise", distributed_optimizer=True) == 0.5
 
 
-def _stages(topology: str, *flags: str) -> list[int]:
-    plan = ["-m", "llama-70b", "--topology", topology, "--tp", str(TP), "--pp", str(PP), "--dp", "8"]
-    report: dict[str, Any] = cli_report(
-        "estimate", *plan, "--global-batch", "256", "--seq-len", "8192", "--sequence-parallel", *flags
-    )
-    return [s["memory_bytes"] for s in report["layout"]["stages"]]
+def _buffers(model: str, topology: str, **options: Any) -> list[float]:
+    """Each pipeline stage's buffers (what it holds for the run beside its parameters' states) as estimate costs
+    it, in bytes."""
+    from dpcost.catalog import load_model, load_topology
+    from dpcost.engine.layout_report import layout_stage_memory
+    from dpcost.options import Options
+
+    return [s.buffers for s in layout_stage_memory(load_model(model), load_topology(topology), Options(**options))]
+
+
+def _stages(topology: str, **options: Any) -> list[float]:
+    plan = dict(tp=TP, pp=PP, dp=8, global_batch=256, seq_len=8192, sequence_parallel=True)
+    return _buffers("llama-70b", topology, **plan, **options)
 
 
 @pytest.mark.parametrize(
-    ("topology", "flags", "held"),
+    ("topology", "recipe", "held"),
     [
-        ("dgx-h100", (), 2.0),  # per-tensor current scaling, the default: the byte and its transpose
-        ("dgx-h100", ("--fp8-recipe", "delayed"), 2.0),
-        ("dgx-b200", (), 1.0),
-        ("dgx-b200", ("--fp8-recipe", "mxfp8"), 2 * (1 + 1 / 32)),
-        ("dgx-b200", ("--fp8-recipe", "blockwise"), 2 * (1 + 4 / 128**2)),
+        ("dgx-h100", None, 2.0),  # per-tensor current scaling, the default: the byte and its transpose
+        ("dgx-h100", "delayed", 2.0),
+        ("dgx-b200", None, 1.0),
+        ("dgx-b200", "mxfp8", 2 * (1 + 1 / 32)),
+        ("dgx-b200", "blockwise", 2 * (1 + 4 / 128**2)),
     ],
 )
-def test_fp8_matmuls_over_bf16_weights_keep_te_s_cached_copies(
-    topology: str, flags: tuple[str, ...], held: float
-) -> None:
+def test_fp8_matmuls_over_bf16_weights_keep_te_s_cached_copies(topology: str, recipe: str | None, held: float) -> None:
     """Megatron-Core's TE layers pass is_first_microbatch, so each caches its quantized weight for the run
     (module/linear.py _fp8_workspaces): every stage holds its 20 layers' linear weights once more in FP8."""
     bf16 = _stages(topology)
-    fp8 = _stages(topology, "--compute-dtype", "fp8", *flags)
+    fp8 = _stages(topology, compute_dtype="fp8", fp8_recipe=recipe)
     for before, after in zip(bf16, fp8, strict=True):
         assert after - before == pytest.approx(held * STAGE, abs=4)
 
@@ -80,8 +85,7 @@ def test_the_layers_kept_in_bf16_hold_no_fp8_weights() -> None:
     """--first-last-layers-bf16 builds those layers outside the FP8 context (fp8_utils.is_first_last_bf16_layer): no
     cached copy, and under --fp8-param-gather bf16 weights gathered in bf16."""
     bf16 = _stages("dgx-b200")
-    keep = ("--compute-dtype", "fp8", "--bf16-layers-at-start", "20", "--bf16-layers-at-end", "10")
-    fp8 = _stages("dgx-b200", *keep)
+    fp8 = _stages("dgx-b200", compute_dtype="fp8", bf16_layers_at_start=20, bf16_layers_at_end=10)
     assert [after - before for before, after in zip(bf16, fp8, strict=True)] == pytest.approx(
         [0, STAGE, STAGE, STAGE // 2], abs=4
     )
@@ -190,23 +194,27 @@ def test_a_bf16_fp8_twin_differs_by_te_s_cached_copies(tmp_path: Any) -> None:
     """Two H100 runs of one DeepSeek-like MoE (MLA, 32 experts, MTP; TP2 x PP2 x VPP4 x EP4) that differ only in
     --fp8-format hybrid --fp8-recipe tensorwise stay 684,063,744 bytes apart after every step: the fp8 run's cached
     FP8 copies, the byte and its transpose, of the last rank's 341 million linear weights, MLA's down-projections
-    whole on each TP rank and MTP's eh_proj among them. dpcost's peaks differ by the same copies (its activations
-    are bf16 in both)."""
+    whole on each TP rank and MTP's eh_proj among them. dpcost's last stages, states and buffers, differ by them."""
     from conftest import load_benchmark
 
+    from dpcost.engine.layout_report import layout_stage_memory
+
     bench = load_benchmark("megatron_test_peaks")
+
+    def held(case: str) -> float:  # what the last stage holds after a step: its states and buffers
+        row = next(
+            r for r in bench.rows() if r["case"] == case and r["golden_file"] == "golden_values_dev_dgx_h100.json"
+        )
+        last = layout_stage_memory(*bench.plan_of(row, tmp_path))[-1]
+        return last.weight_and_optimizer + last.buffers
+
     measured = _measured("bf16-fp8-twin")
-    cases = pair_cases("bf16-fp8-twin")
-    rows = {
-        r["case"]: r
-        for r in bench.rows()
-        if r["case"] in cases and r["golden_file"] == "golden_values_dev_dgx_h100.json"
-    }
-    bf16, _ = bench.predict(rows["moe/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"], tmp_path)
-    fp8, _ = bench.predict(rows["moe/gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8"], tmp_path)
     apart = measured["H100 fp8"] - measured["H100 bf16"]
     assert apart == 684_063_744
-    assert fp8 - bf16 == pytest.approx(apart, rel=0.005)
+    dpcost = held("moe/gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8") - held(
+        "moe/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"
+    )
+    assert dpcost == pytest.approx(apart, rel=0.005)
 
 
 def test_mla_s_down_projections_are_whole_on_every_tp_rank() -> None:
@@ -230,22 +238,21 @@ def load_model_architecture(name: str) -> Any:
     return load_model(name).architecture
 
 
-def _last_stage(*flags: str) -> int:
-    plan = ["-m", "deepseek-v3", "--topology", "dgx-b200", "--tp", "2", "--pp", "16", "--ep", "64", "--dp", "64",
-            "--sequence-parallel"]  # fmt: skip
-    report: dict[str, Any] = cli_report("estimate", *plan, "--global-batch", "1024", "--seq-len", "4096", *flags)
-    return int(report["layout"]["stages"][-1]["memory_bytes"])
+def _last_stage(**options: Any) -> float:
+    plan = dict(tp=2, pp=16, ep=64, dp=64, sequence_parallel=True, global_batch=1024, seq_len=4096)
+    return _buffers("deepseek-v3", "dgx-b200", **plan, **options)[-1]
 
 
 def test_mtp_layers_hold_fp8_weights_but_not_nvfp4() -> None:
     """Megatron-Core builds and runs the MTP layers under the FP8 context whatever their index, and leaves them out of
     FP4's ("currently ignoring FP4 in MTP layers": multi_token_prediction.py): with an MTP layer the last stage holds
     one more layer's cached copies under FP8 and none more under NVFP4."""
-    mtp = ("--mtp-layers", "1")
-    fp8 = ("--compute-dtype", "fp8")
-    nvfp4 = ("--compute-dtype", "nvfp4")
-    fp8_more = (_last_stage(*fp8, *mtp) - _last_stage(*mtp)) - (_last_stage(*fp8) - _last_stage())
-    nvfp4_more = (_last_stage(*nvfp4, *mtp) - _last_stage(*mtp)) - (_last_stage(*nvfp4) - _last_stage())
+    fp8_more = (_last_stage(compute_dtype="fp8", mtp_layers=1) - _last_stage(mtp_layers=1)) - (
+        _last_stage(compute_dtype="fp8") - _last_stage()
+    )
+    nvfp4_more = (_last_stage(compute_dtype="nvfp4", mtp_layers=1) - _last_stage(mtp_layers=1)) - (
+        _last_stage(compute_dtype="nvfp4") - _last_stage()
+    )
     assert fp8_more > 1e8  # an MoE layer's 4 local experts and its attention, a byte each (Blackwell, per tensor)
     assert nvfp4_more == pytest.approx(0, abs=4)
 
@@ -254,8 +261,9 @@ def test_the_fp8_output_projection_caches_the_output_layer() -> None:
     """--fp8-output-proj builds TELMHeadColumnParallelLinear outside the FP8 parameter context (bf16), whose forward
     is TELinear's and caches its MXFP8 weight: 2 x (1 + 1/32) bytes for each of the last stage's vocab / TP x hidden
     weights (DeepSeek-V3's 129,280 tokens padded to 129,280 at TP 2, hidden 7168)."""
-    mxfp8 = ("--compute-dtype", "fp8", "--fp8-recipe", "mxfp8")
-    added = _last_stage(*mxfp8, "--fp8-output-proj") - _last_stage(*mxfp8)
+    added = _last_stage(compute_dtype="fp8", fp8_recipe="mxfp8", fp8_output_proj=True) - _last_stage(
+        compute_dtype="fp8", fp8_recipe="mxfp8"
+    )
     assert added == pytest.approx(2 * (1 + 1 / 32) * 129_280 * 7168 / 2, abs=4)
 
 
@@ -273,3 +281,48 @@ def test_the_fused_grouped_mlp_saves_the_experts_weights_per_micro_batch() -> No
     assert experts > 1e9
     in_flight = (after["activations_bytes"] - before["activations_bytes"]) / experts
     assert in_flight == pytest.approx(round(in_flight), abs=1e-6) and in_flight >= 2
+
+
+@pytest.mark.parametrize(
+    ("topology", "flags", "per_element", "widths"),
+    [
+        # per-tensor current scaling: the QKV's and fc1's norm outputs and fc2's input a byte each; linear_proj keeps
+        # attention's bf16 output (Megatron's set_save_original_input), which flash attention keeps anyway
+        ("dgx-h100", (), 1.0, 2 * HIDDEN + FFN),
+        ("dgx-b200", ("--fp8-recipe", "mxfp8"), 1 - 1 / 32, 2 * HIDDEN + FFN),  # an E8M0 scale per 32 values
+        # delayed scaling asks for no bf16 input: linear_proj adds a quantized copy of what flash attention keeps
+        ("dgx-h100", ("--fp8-recipe", "delayed"), 1.0, HIDDEN + FFN),
+    ],
+)
+def test_fp8_matmuls_save_their_inputs_quantized(
+    topology: str, flags: tuple[str, ...], per_element: float, widths: int
+) -> None:
+    """Transformer Engine saves a linear layer's input for its weight gradient in one quantized usage (linear.py,
+    layernorm_linear.py), where bf16 saves two bytes; with sequence parallelism the local shard, 1 / TP of the
+    tokens; Megatron's SwiGLU keeps its input, not its output, so fc2's quantized copy replaces it. Llama 3 70B at
+    TP 8, one stage: 80 layers x 8,192 tokens / 8 x (the widths above) x what each element saves."""
+    plan = ["-m", "llama-70b", "--topology", topology, "--tp", "8", "--dp", "8", "--sequence-parallel"]
+    common = (*plan, "--global-batch", "64", "--seq-len", "8192", "--recompute", "selective")
+    bf16 = cli_report("estimate", *common)["memory"]["stages"][1]["activations_bytes"]
+    fp8 = cli_report("estimate", *common, "--compute-dtype", "fp8", *flags)["memory"]["stages"][1]["activations_bytes"]
+    assert bf16 - fp8 == pytest.approx(80 * 8192 / 8 * widths * per_element, abs=80)
+
+
+def test_the_twin_s_peaks_differ_as_dpcost_s(tmp_path: Any) -> None:
+    """The bf16/fp8 twin's peaks: the fp8 run's cached weights (+684 MB) against its matmuls' inputs saved in FP8,
+    a step's peak 336 MB to 1,213 MB below the bf16 run's over their 50 steps (503 MB at the last). dpcost's last
+    stages differ by what it counts of both, inside that range."""
+    from conftest import load_benchmark
+
+    bench = load_benchmark("megatron_test_peaks")
+    rows = {
+        r["case"]: r
+        for r in bench.rows()
+        if r["case"] in pair_cases("bf16-fp8-twin") and r["golden_file"] == "golden_values_dev_dgx_h100.json"
+    }
+    bf16, _ = bench.predict(rows["moe/gpt3_mcore_te_tp2_pp2_ep4_etp1_memory_speed"], tmp_path)
+    fp8, _ = bench.predict(rows["moe/gpt3_mcore_te_tp2_pp2_ep4_etp1_mtp_resume_torch_dist_fp8"], tmp_path)
+    peaks = {r["variant"]: int(r["mem_max_allocated_bytes"]) for r in read_reference_csv(
+        "memory-peaks/te-low-precision-weights.csv") if r["pair"] == "bf16-fp8-twin"}  # fmt: skip
+    assert peaks["fp8"] - peaks["bf16"] == -502_804_480
+    assert -1_213_059_072 <= fp8 - bf16 <= -336_138_240

@@ -48,6 +48,15 @@ Sources, cited per function by their letter:
   "duplicated", whole on every TP rank, where the file splits MLA's over TP; each MTP module adds eh_proj (2h -> h,
   column-parallel) and three norms (enorm, hnorm, final_layernorm) to its layer, which the file leaves out
   (held_layers_parameters, mtp_stage_parameters).
+- [L] Transformer Engine's linear layers under FP8 or NVFP4 matmuls (module/linear.py, layernorm_linear.py,
+  grouped_linear.py at d0067d0da) and Megatron-Core's calls to them (same commit), which the file does not cover:
+  each saves its input for the weight gradient quantized, one usage (low_precision_weights.saved_input_bytes), where
+  bf16 saves two bytes; a norm-fused layer its norm's output, the norm's input staying bf16. Megatron asks for the
+  bf16 input instead (set_save_original_input) where another op keeps it anyway under every recipe but delayed:
+  attention's output for linear_proj (attention.py, multi_latent_attention.py), the pre-MLP norm's output, which
+  the router keeps, for the shared experts' fc1 (shared_experts.py), and the discarded activation for the experts'
+  fc2 under moe_act (experts.py); the SwiGLU functions keep their input, not their output (fused_bias_swiglu.py),
+  so fc2's quantized input replaces the bf16 one (low_precision_input_savings).
 - [P] --fp8-param-gather and --fp4-param-gather (megatron/training/arguments.py: "keep the compute param in fp8
   (fp4) (do not use any other intermediate dtype) and perform the param all-gather in fp8 (fp4)"; Transformer
   Engine's fp8_model_init), which the file does not cover: the decoder layers' TP-split and expert weights,
@@ -101,7 +110,7 @@ from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import rank_layers, virtual_stage_layers
 from dpcost.engine.loss import logit_peak_bytes
-from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS
+from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, saved_input_bytes
 from dpcost.engine.ops import sixteen_bit_layer
 from dpcost.engine.params import latent_projections, mixer_parameters
 from dpcost.frozen import frozen
@@ -199,6 +208,11 @@ class MemoryLayout(Layout):
     # --fp8-output-proj: the output layer's bf16 weight, cached quantized by TE (TELMHeadColumnParallelLinear, whose
     # forward passes is_first_microbatch) at these bytes a weight; 0: none
     output_weight_cache: float = 0.0
+    # the matmuls' low-precision format (--compute-dtype fp8 or nvfp4; None: BF16) and FP8 recipe, for the inputs TE
+    # saves for the backward [L]; whether attention saves its own output (flash and fused kernels do, unfused not)
+    matmul_format: str | None = None
+    fp8_recipe: str = "tensorwise"
+    attention_keeps_output: bool = True
     # GPipe: every micro-batch's forward before any backward, so each stage holds all m micro-batches' activations
     # (Huang et al. 2019, section 2.3; torch.distributed.pipelining ScheduleGPipe), where 1F1B holds at most p
     all_forwards_first: bool = False
@@ -344,6 +358,7 @@ class ModelShape:
     # layer's (LatentMoE's projections)
     duplicated_attention: float = 0.0
     duplicated_moe: float = 0.0
+    mla_latents: int = 0  # MLA's up-projections' inputs per token, q_lora_rank + kv_lora_rank; 0 without MLA
 
     def __post_init__(self) -> None:
         if len(self.moe_pattern) != self.layers:
@@ -758,6 +773,50 @@ def moe_mlp_half_bytes(
     return held * (5 * h + 4 * shape.moe_experts) + sb * shared / tp + routed
 
 
+def low_precision_input_savings(
+    shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int
+) -> tuple[float, float, float]:
+    """The bytes one layer's matmul inputs save per micro-batch when Transformer Engine keeps them for the backward
+    in FP8 or NVFP4 rather than bf16 [L], as (attention, dense MLP, MoE MLP); negative where a quantized copy comes
+    beside a bf16 one. Each element saves 2 less its saved bytes (low_precision_weights.saved_input_bytes):
+    - attention: the norm-fused QKV's input, h a held token (s b / TP with SP, else s b); MLA's instead, the fused
+      up-projections' latents (q_lora_rank + kv_lora_rank a held token; none under recompute "mla_up_proj", whose
+      checkpoint keeps them), and the normed input its two down-projections (or Q's and the KV down-projection)
+      each quantize where bf16 kept one; linear_proj keeps attention's bf16 output but under delayed scaling, where
+      it adds a quantized copy beside the one flash attention keeps, or replaces the unfused one;
+    - a dense MLP: fc1's norm output (h a held token) and fc2's input (ffn / TP a token);
+    - an MoE MLP [E]: the shared experts' fc2 input (their width / TP a token), and for each routed copy the grouped
+      fc1's input (its width x ETP) and fc2's (the expert width / ETP; none under "moe_act", where fc2 keeps the
+      activation it discards); under delayed scaling the shared experts' fc1 adds a copy of the norm's output,
+      which the router keeps in bf16. None under "moe", which keeps the MoE layer's input alone."""
+    fmt = layout.matmul_format
+    if fmt is None:
+        return 0.0, 0.0, 0.0
+    sb, h, tp = seq * micro_batch, shape.hidden, layout.tp
+    held = sb / tp if layout.sp_split else sb
+    kept = 2 - saved_input_bytes(fmt, layout.fp8_recipe)  # an input no other op keeps, quantized instead of bf16
+    normed = 2 - saved_input_bytes(fmt, layout.fp8_recipe, gathered_by_norm_layer=layout.sp_split)
+    delayed = fmt == "fp8" and layout.fp8_recipe == "delayed"
+    copy = saved_input_bytes(fmt, layout.fp8_recipe)  # a quantized copy beside a bf16 input another op keeps
+    if shape.mla_latents:
+        latents = 0.0 if layout.mla_recompute else normed * held * shape.mla_latents
+        attention = latents + (2 - 2 * copy) * held * h
+    else:
+        attention = normed * held * h
+    if delayed:
+        context = sb * (shape.context_width or h) / tp
+        attention += -copy * context if layout.attention_keeps_output else kept * context
+    dense = normed * held * h + kept * sb * shape.ffn / tp
+    if not shape.moe_topk or layout.moe_recompute == "moe":
+        return attention, dense, 0.0
+    io, etp = shape.moe_io or h, layout.expert_tp
+    routed = held * shape.moe_topk * (io * etp + (0.0 if layout.moe_recompute == "moe_act" else shape.moe_ffn / etp))
+    moe = kept * (sb * shape.moe_shared_ffn / tp + routed)
+    if delayed and shape.moe_shared_ffn:
+        moe -= copy * held * h
+    return attention, dense, moe
+
+
 def mamba_layer_bytes(
     seq: float, micro_batch: int, hidden: int, mamba: tuple[int, int, int, int], tp: int, sp_split: bool
 ) -> float:
@@ -1004,13 +1063,20 @@ def stage_activation_bytes(
             whole = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp)
             kept = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute) - dense_mlp
             rerun = whole - dense_mlp - kept
+        # each stage's own view: what its FP8 or NVFP4 layers save keeping their matmuls' inputs quantized [L]
+        attention, dense, moe_saving = low_precision_input_savings(shape, layout, s, b) if own_widths else (0, 0, 0)
+        low = [i for i in indices if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers)] if own_widths else []
+        low_moe = sum(1 for i in low if shape.moe_pattern[i]) if moe else 0
+        saved = attention * len(low) + dense * (len(low) - low_moe) + moe_saving * low_moe
         if layout.recompute == "full":
             # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
             # formula under SP; under flash attention selective drops nothing else)
             total = full_recompute_layer_bytes(s, b, h, tp, sp) * layers * in_flight
             total += layer + (max(kept, 0.0) if moe else 0.0)
+            total -= attention + (moe_saving if low_moe else dense) if low else 0.0
         else:
             total = (layer * layers + kept * moe) * in_flight + rerun + (remade if layers else 0.0)
+            total -= saved * in_flight
     if stage == 0:
         total += embedding_activation_bytes(s, b, h, tp, sp) * in_flight
     if stage == layout.pp - 1:
@@ -1254,6 +1320,7 @@ def model_shape(
         moe_gated=a.gated_mlp,
         linears=linears,
         duplicated_attention=float(whole["attention"]),
+        mla_latents=(a.mla.q_lora_rank or 0) + a.mla.kv_lora_rank if a.mla is not None else 0,
         duplicated_moe=float(whole.get("moe", 0)),
     )
 

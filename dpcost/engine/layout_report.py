@@ -16,7 +16,7 @@ from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
 from dpcost.engine.estimate import group_row, model_info_of, setup_info, topology_info, whole_message_of
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step, megatron_bucket_bytes
-from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, layout_memory_for
+from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, StageMemory, layout_memory_for
 from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts
 from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, held_weight_bytes
 from dpcost.engine.memory import context_bytes
@@ -391,6 +391,9 @@ def _layout_memory(
         fused_experts=p.o.compute.fused_grouped_mlp,
         # the output layer's bf16 weight, cached as the MXFP8 its matmul reads
         output_weight_cache=_held_weight_bytes(topology, p.o, stage) if p.o.compute.fp8_output_proj else 0.0,
+        matmul_format=p.o.compute.compute_dtype if p.o.compute.compute_dtype in QUANTIZED_WEIGHTS else None,
+        fp8_recipe=fp8_recipe_of(p.o),
+        attention_keeps_output=p.o.compute.flash_attention,  # flash and fused kernels save it; unfused ones do not
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
         first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
         last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,
@@ -472,19 +475,32 @@ def _layout_memory_rows(
     return str(recompute), held
 
 
-def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options) -> str | None:
-    """The recomputation `estimate` would cost a TP/CP/PP/EP layout with, or None when the layout does not fit at
-    its ZeRO stage with it, decided as `estimate` decides it (the same memory rows, which layout_memory keeps),
+def _memory_at_stage(
+    model: ModelSpec, topology: TopologySpec, options: Options
+) -> tuple[str, tuple[StageRow, LayoutMemory]]:
+    """A layout's recomputation and memory at its ZeRO stage as `estimate` decides them (_layout_memory_rows),
     without timing the step."""
     par = options.parallel
     topology = job_view(environment(topology, options.communication.nvls, options.communication.collnet),
                         options.dp * par.tp * par.cp * par.pp)  # fmt: skip
     p = prepare(model, topology, options)
     _check_layout_plan(model, p.o, p.seq_len)
-    layout = _layout(p.o, topology)
     stage = _layout_zero(p.o)
-    recompute, rows = _layout_memory_rows(model, topology, p, layout, p.accumulation, (stage,))
-    return recompute if rows[stage][0].fits else None
+    recompute, rows = _layout_memory_rows(model, topology, p, _layout(p.o, topology), p.accumulation, (stage,))
+    return recompute, rows[stage]
+
+
+def layout_recompute(model: ModelSpec, topology: TopologySpec, options: Options) -> str | None:
+    """The recomputation `estimate` would cost a TP/CP/PP/EP layout with, or None when the layout does not fit at
+    its ZeRO stage with it, decided as `estimate` decides it (the same memory rows, which layout_memory keeps)."""
+    recompute, (row, _) = _memory_at_stage(model, topology, options)
+    return recompute if row.fits else None
+
+
+def layout_stage_memory(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[StageMemory, ...]:
+    """Each pipeline stage's memory per GPU as `estimate` costs the layout (layout_memory.StageMemory: its weights,
+    gradients and optimizer states, activations and buffers), at its ZeRO stage and recomputation."""
+    return _memory_at_stage(model, topology, options)[1][1].stages
 
 
 def _megatron_total(held: LayoutMemory) -> str:

@@ -42,6 +42,7 @@ __all__ = [
     "QuantizedWeights",
     "gathered_weight_bytes",
     "held_weight_bytes",
+    "saved_input_bytes",
 ]
 
 # One usage of a weight under MXFP8 (an E8M0 scale per 32 values) and under blockwise FP8 (an fp32 scale per
@@ -83,6 +84,18 @@ def held_weight_bytes(fmt: str, recipe: str, arch: str, megatron_fsdp: bool = Fa
     if megatron_fsdp or (recipe != "blockwise" and arch == "blackwell"):
         return one_usage
     return 2 * one_usage
+
+
+def saved_input_bytes(fmt: str, recipe: str, gathered_by_norm_layer: bool = False) -> float:
+    """Bytes per element of a low-precision matmul's input that Transformer Engine saves for the backward's weight
+    gradient, one usage (module/linear.py, layernorm_linear.py, grouped_linear.py at d0067d0da): the FP8 byte under
+    per-tensor scaling (Hopper's transpose or the row-wise shard a sequence-parallel layer re-gathers), with an E8M0
+    scale per 32 values (MXFP8) or an fp32 scale per 1 x 128 block (blockwise): 1 + 1/32 either way; NVFP4's half
+    byte and scale per 16, both usages where a norm-fused layer's sequence-parallel output is gathered for the
+    backward (`gathered_by_norm_layer`: layernorm_linear.py drops neither for NVFP4)."""
+    if fmt == "nvfp4":
+        return 2 * NVFP4_BYTES if gathered_by_norm_layer else NVFP4_BYTES
+    return MXFP8_BYTES if recipe in ("mxfp8", "blockwise") else 1.0
 
 
 def gathered_weight_bytes(fmt: str, recipe: str, distributed_optimizer: bool) -> float:
