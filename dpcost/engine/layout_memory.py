@@ -530,7 +530,7 @@ def stage_layers(
 def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
     """Per GPU: a stage's layers, embedding on the first, head, final norm, MTP on the last [M] groups, [B], [G], as
     Megatron-Core holds them [T]."""
-    held = shape.held_layers_parameters(layers)
+    held = shape.held_layers_parameters(layers) if shape.duplicated_attention else shape.layers_parameters(layers)
     embedding = embedding_parameters(shape.hidden, shape.vocab)
     last = layout.pp - 1
     if stage == 0:
@@ -595,7 +595,7 @@ def weight_cache_bytes(layout: MemoryLayout, low_precision: ParamGroups) -> floa
     (layout.quantized_weight_bytes), but the routed experts under --fused-grouped-mlp, whose fused op caches nothing
     (fused_expert_weight_bytes); none where the weights are stored quantized (--fp8-param-gather: the matmuls read
     them) or the matmuls run in BF16."""
-    if layout.quantized_weights is not None:
+    if layout.quantized_weights is not None or not layout.quantized_weight_bytes:
         return 0.0
     cached = low_precision.total - (low_precision.expert_sharded if layout.fused_experts else 0.0)
     return layout.quantized_weight_bytes * cached
@@ -1064,16 +1064,19 @@ def stage_activation_bytes(
             kept = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute) - dense_mlp
             rerun = whole - dense_mlp - kept
         # each stage's own view: what its FP8 or NVFP4 layers save keeping their matmuls' inputs quantized [L]
-        attention, dense, moe_saving = low_precision_input_savings(shape, layout, s, b) if own_widths else (0, 0, 0)
-        low = [i for i in indices if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers)] if own_widths else []
-        low_moe = sum(1 for i in low if shape.moe_pattern[i]) if moe else 0
-        saved = attention * len(low) + dense * (len(low) - low_moe) + moe_saving * low_moe
+        saved = rerun_saved = 0.0  # over the stage's layers, and in the one layer a full recomputation re-runs
+        if own_widths and layout.matmul_format is not None:
+            attention, dense, moe_saving = low_precision_input_savings(shape, layout, s, b)
+            low = [i for i in indices if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers)]
+            low_moe = sum(1 for i in low if shape.moe_pattern[i]) if moe else 0
+            saved = attention * len(low) + dense * (len(low) - low_moe) + moe_saving * low_moe
+            rerun_saved = attention + (moe_saving if low_moe else dense) if low else 0.0
         if layout.recompute == "full":
             # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
             # formula under SP; under flash attention selective drops nothing else)
             total = full_recompute_layer_bytes(s, b, h, tp, sp) * layers * in_flight
             total += layer + (max(kept, 0.0) if moe else 0.0)
-            total -= attention + (moe_saving if low_moe else dense) if low else 0.0
+            total -= rerun_saved
         else:
             total = (layer * layers + kept * moe) * in_flight + rerun + (remade if layers else 0.0)
             total -= saved * in_flight
