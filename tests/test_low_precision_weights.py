@@ -135,6 +135,9 @@ def test_mxfp8_weights_are_gathered_in_bf16_and_held_in_both_usages() -> None:
          "more than a pipeline stage's 20 layers"),
         # "fp8_param must be used together with fp8 mode"
         (("--gather-dtype", "fp8",), "--gather-dtype", "needs FP8 matmuls"),
+        # "Delayed scaling does not support moe_act and layernorm recompute for fp8."
+        (("--compute-dtype", "fp8", "--fp8-recipe", "delayed", "--recompute-modules", "core_attn,layernorm"),
+         "--fp8-recipe", "does not recompute layernorm"),
     ],
 )  # fmt: skip
 def test_a_recipe_is_refused_where_megatron_cannot_run_it(flags: tuple[str, ...], names: str, says: str) -> None:
@@ -284,27 +287,30 @@ def test_the_fused_grouped_mlp_saves_the_experts_weights_per_micro_batch() -> No
 
 
 @pytest.mark.parametrize(
-    ("topology", "flags", "per_element", "widths"),
+    ("topology", "recipe", "recompute", "per_element", "widths"),
     [
         # per-tensor current scaling: the QKV's and fc1's norm outputs and fc2's input a byte each; linear_proj keeps
         # attention's bf16 output (Megatron's set_save_original_input), which flash attention keeps anyway
-        ("dgx-h100", (), 1.0, 2 * HIDDEN + FFN),
-        ("dgx-b200", ("--fp8-recipe", "mxfp8"), 1 - 1 / 32, 2 * HIDDEN + FFN),  # an E8M0 scale per 32 values
-        # delayed scaling asks for no bf16 input: linear_proj adds a quantized copy of what flash attention keeps
-        ("dgx-h100", ("--fp8-recipe", "delayed"), 1.0, HIDDEN + FFN),
+        ("dgx-h100", "tensorwise", "selective", 1.0, 2 * HIDDEN + FFN),
+        ("dgx-b200", "mxfp8", "selective", 1 - 1 / 32, 2 * HIDDEN + FFN),  # an E8M0 scale per 32 values
+        # delayed scaling asks for no bf16 input: linear_proj adds a quantized copy of what flash attention keeps...
+        ("dgx-h100", "delayed", "none", 1.0, HIDDEN + FFN),
+        # ...or, where the core_attn recomputation's checkpoint keeps none, its copy replaces attention's output
+        ("dgx-h100", "delayed", "selective", 1.0, 3 * HIDDEN + FFN),
     ],
 )
 def test_fp8_matmuls_save_their_inputs_quantized(
-    topology: str, flags: tuple[str, ...], per_element: float, widths: int
+    topology: str, recipe: str, recompute: str, per_element: float, widths: int
 ) -> None:
     """Transformer Engine saves a linear layer's input for its weight gradient in one quantized usage (linear.py,
     layernorm_linear.py), where bf16 saves two bytes; with sequence parallelism the local shard, 1 / TP of the
     tokens; Megatron's SwiGLU keeps its input, not its output, so fc2's quantized copy replaces it. Llama 3 70B at
     TP 8, one stage: 80 layers x 8,192 tokens / 8 x (the widths above) x what each element saves."""
     plan = ["-m", "llama-70b", "--topology", topology, "--tp", "8", "--dp", "8", "--sequence-parallel"]
-    common = (*plan, "--global-batch", "64", "--seq-len", "8192", "--recompute", "selective")
+    common = (*plan, "--global-batch", "64", "--seq-len", "8192", "--recompute", recompute)
     bf16 = cli_report("estimate", *common)["memory"]["stages"][1]["activations_bytes"]
-    fp8 = cli_report("estimate", *common, "--compute-dtype", "fp8", *flags)["memory"]["stages"][1]["activations_bytes"]
+    fp8 = cli_report("estimate", *common, "--compute-dtype", "fp8", "--fp8-recipe", recipe)
+    fp8 = fp8["memory"]["stages"][1]["activations_bytes"]
     assert bf16 - fp8 == pytest.approx(80 * 8192 / 8 * widths * per_element, abs=80)
 
 
@@ -326,3 +332,16 @@ def test_the_twin_s_peaks_differ_as_dpcost_s(tmp_path: Any) -> None:
         "memory-peaks/te-low-precision-weights.csv") if r["pair"] == "bf16-fp8-twin"}  # fmt: skip
     assert peaks["fp8"] - peaks["bf16"] == -502_804_480
     assert -1_213_059_072 <= fp8 - bf16 <= -336_138_240
+
+
+def test_routed_experts_save_each_copy_s_inputs_quantized() -> None:
+    """Mixtral 8x7B at TP 2, EP 4, ETP 2 with SP, one stage: the experts' tensor-parallel group gathers each routed
+    copy, so each GPU holds k x ETP copies of each token it holds (token_dispatcher.py), every copy's fc1 input
+    (hidden wide) and its f / ETP-wide fc2 input saved in a byte (grouped_linear.py), where bf16 keeps two; with the
+    norm-fused QKV's input, h a held token. Per layer: s/TP x (h + k x (ETP x h + f)) bytes fewer."""
+    plan = ["-m", "mixtral-8x7b", "--tp", "2", "--ep", "4", "--etp", "2", "--dp", "4", "--sequence-parallel"]
+    common = (*plan, "--global-batch", "16", "--seq-len", "4096", "--recompute", "selective")
+    bf16 = cli_report("estimate", *common)["memory"]["stages"][1]["activations_bytes"]
+    fp8 = cli_report("estimate", *common, "--compute-dtype", "fp8")["memory"]["stages"][1]["activations_bytes"]
+    hidden, ffn, topk, etp, held = 4096, 14336, 2, 2, 4096 / 2
+    assert bf16 - fp8 == pytest.approx(32 * held * (hidden + topk * (etp * hidden + ffn)), abs=64)

@@ -783,12 +783,14 @@ def low_precision_input_savings(
       up-projections' latents (q_lora_rank + kv_lora_rank a held token; none under recompute "mla_up_proj", whose
       checkpoint keeps them), and the normed input its two down-projections (or Q's and the KV down-projection)
       each quantize where bf16 kept one; linear_proj keeps attention's bf16 output but under delayed scaling, where
-      it adds a quantized copy beside the one flash attention keeps, or replaces the unfused one;
+      it adds a quantized copy beside the one flash attention keeps, or replaces the output of unfused attention or
+      of one the core_attn recomputation reruns, which keep none;
     - a dense MLP: fc1's norm output (h a held token) and fc2's input (ffn / TP a token);
     - an MoE MLP [E]: the shared experts' fc2 input (their width / TP a token), and for each routed copy the grouped
-      fc1's input (its width x ETP) and fc2's (the expert width / ETP; none under "moe_act", where fc2 keeps the
-      activation it discards); under delayed scaling the shared experts' fc1 adds a copy of the norm's output,
-      which the router keeps in bf16. None under "moe", which keeps the MoE layer's input alone."""
+      fc1's input (its width, on each of ETP ranks) and fc2's (the expert width / ETP on each; none under
+      "moe_act", where fc2 keeps the activation it discards); under delayed scaling the shared experts' fc1 adds a
+      copy of the norm's output, which the router keeps in bf16. None under "moe", which keeps the MoE layer's input
+      alone."""
     fmt = layout.matmul_format
     if fmt is None:
         return 0.0, 0.0, 0.0
@@ -810,7 +812,8 @@ def low_precision_input_savings(
     if not shape.moe_topk or layout.moe_recompute == "moe":
         return attention, dense, 0.0
     io, etp = shape.moe_io or h, layout.expert_tp
-    routed = held * shape.moe_topk * (io * etp + (0.0 if layout.moe_recompute == "moe_act" else shape.moe_ffn / etp))
+    # each of the k x ETP copies a held token's experts compute (its input io wide, fc2's f / ETP) [E]
+    routed = held * shape.moe_topk * (io * etp + (0.0 if layout.moe_recompute == "moe_act" else shape.moe_ffn))
     moe = kept * (sb * shape.moe_shared_ffn / tp + routed)
     if delayed and shape.moe_shared_ffn:
         moe -= copy * held * h

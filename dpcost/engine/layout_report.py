@@ -393,7 +393,9 @@ def _layout_memory(
         output_weight_cache=_held_weight_bytes(topology, p.o, stage) if p.o.compute.fp8_output_proj else 0.0,
         matmul_format=p.o.compute.compute_dtype if p.o.compute.compute_dtype in QUANTIZED_WEIGHTS else None,
         fp8_recipe=fp8_recipe_of(p.o),
-        attention_keeps_output=p.o.compute.flash_attention,  # flash and fused kernels save it; unfused ones do not
+        # flash and fused kernels save it; unfused ones do not, nor a checkpoint, which keeps its inputs alone
+        attention_keeps_output=p.o.compute.flash_attention
+        and not (recompute == "selective" and "core_attn" in p.o.plan.recompute_modules),
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
         first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
         last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,

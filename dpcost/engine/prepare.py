@@ -306,6 +306,10 @@ def check_fp8_recipe(topology: TopologySpec, o: Options) -> None:
     if recipe == "delayed" and any(c.bf16_layers):
         raise InputError("fp8_recipe", "delayed scaling keeps no layer in BF16 (Megatron refuses it): give another "
                          "recipe or drop --bf16-layers-at-start/-end")  # fmt: skip
+    recomputed = {"moe_act", "layernorm"} & set(o.plan.recompute_modules)
+    if recipe == "delayed" and recomputed and o.plan.recompute in (None, "selective"):
+        raise InputError("fp8_recipe", f"delayed scaling does not recompute {', '.join(sorted(recomputed))} (Megatron "
+                         "refuses it): give another recipe or other --recompute-modules")  # fmt: skip
 
 
 def check_gather_dtype(o: Options) -> None:

@@ -84,6 +84,9 @@ SWITCHES = {  # a flag present -> the option on
 OFFLOADING_ARGS = ("--fine-grained-activation-offloading", "--offload-modules", "--cpu-offloading",
                    "--cpu-offloading-num-layers")  # fmt: skip
 OFFLOADING = "activation offloading is not costed: dpcost keeps those activations on the GPU and prices no copies"
+# FP8 attention saves Q, K and V in FP8, and the input store SwiGLU's input in e4m3 (fused_bias_swiglu.py): not costed
+FP8_ACTIVATION_ARGS = ("--fp8-dot-product-attention", "--fp8-multi-head-attention", "--activation-func-fp8-input-store")
+FP8_ACTIVATIONS = "not costed: what it saves in FP8, dpcost keeps in bf16"
 SWITCHES_OFF = {  # a flag present -> the option off
     "--no-overlap-p2p-communication": "pp_comm_overlap",
     "--no-gradient-accumulation-fusion": "grad_accumulation_fusion",
@@ -234,7 +237,8 @@ def read(text: str, path: str) -> TrainingConfig:
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
-            r.ignore(name, " ".join(values), OFFLOADING if name in OFFLOADING_ARGS else NOT_PRICED)
+            why = FP8_ACTIVATIONS if name in FP8_ACTIVATION_ARGS else NOT_PRICED
+            r.ignore(name, " ".join(values), OFFLOADING if name in OFFLOADING_ARGS else why)
     return r.done(model_spec=spec, vocab_padding=padding, dp=dp)
 
 
@@ -567,6 +571,8 @@ def _precision(r: Reading, args: dict[str, list[str]]) -> None:
         raise r.error("--fp8-recipe", f"must be one of {', '.join(FP8_RECIPES)}, got {recipe!r}")
     if recipe is not None and "--fp8-format" not in args:
         r.ignore("--fp8-recipe", recipe, "applies with --fp8-format only")
+    elif recipe is None and "--fp8-format" in args:
+        r.use("--fp8-recipe", "(absent)", "fp8_recipe", "delayed", "Megatron's default (transformer_config.py)")
     elif recipe == "custom":
         r.note("--fp8-recipe", recipe, "", "a quantizer factory's: its weights costed as per-tensor scaling holds them")
     elif recipe is not None:
