@@ -278,10 +278,7 @@ def _stage_loads(
         layer_split = split / layout.tp
         split_each = [(b.params - (experts_per_layer if b.moe else 0.0) - w) / layout.tp
                       for b, w in zip(blocks, whole_of, strict=True)]  # fmt: skip
-        each = [
-            (b.params - (experts_per_layer if b.moe else 0.0) - w) / layout.tp + w
-            for b, w in zip(blocks, whole_of, strict=True)
-        ]
+        each = [tp_part + w for tp_part, w in zip(split_each, whole_of, strict=True)]
         if s == 0:
             split, whole = split + params.embedding, whole + params.positions
         if last:

@@ -367,6 +367,10 @@ def _layout_memory(
                          "pipeline runs a step (schedules.py asks for PP to M)")  # fmt: skip
     counts = _stage_layer_counts(model, p.o)
     split_ends = len(set(counts)) > 1 and layout.pp > 1 and par.virtual_stages == 1 and par.pipeline_layout is None
+    # selective recomputation reruns core attention (attention.py checkpoint_core_attention: "core_attn" in
+    # recompute_modules), whose checkpoint keeps neither its scores nor its output
+    attention_rerun = recompute == "selective" and "core_attn" in p.o.plan.recompute_modules
+    held_bytes = _held_weight_bytes(topology, p.o, stage)
     spec = MemoryLayout(
         tp=layout.tp,
         cp=layout.cp,
@@ -379,23 +383,18 @@ def _layout_memory(
         recompute=recompute,
         zero=stage,
         grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o, stage)],
-        # kept unless flash attention never stores them or selective recomputation reruns core_attn (attention.py
-        # checkpoint_core_attention: "core_attn" in recompute_modules)
-        attention_scores=not p.o.compute.flash_attention
-        and not (recompute == "selective" and "core_attn" in p.o.plan.recompute_modules),
+        attention_scores=not p.o.compute.flash_attention and not attention_rerun,  # flash attention stores none
         scores_fp32=p.o.compute.unfused_softmax_fp32,
         quantized_weights=_quantized_weights(p.o),
-        quantized_weight_bytes=_held_weight_bytes(topology, p.o, stage),
+        quantized_weight_bytes=held_bytes,
         bf16_layers=p.o.compute.bf16_layers,
         mtp_low_precision=low_precision_format(p.o) != "nvfp4",
         fused_experts=p.o.compute.fused_grouped_mlp,
         # the output layer's bf16 weight, cached as the MXFP8 its matmul reads
-        output_weight_cache=_held_weight_bytes(topology, p.o, stage) if p.o.compute.fp8_output_proj else 0.0,
+        output_weight_cache=held_bytes if p.o.compute.fp8_output_proj else 0.0,
         matmul_format=p.o.compute.compute_dtype if p.o.compute.compute_dtype in QUANTIZED_WEIGHTS else None,
         fp8_recipe=fp8_recipe_of(p.o),
-        # flash and fused kernels save it; unfused ones do not, nor a checkpoint, which keeps its inputs alone
-        attention_keeps_output=p.o.compute.flash_attention
-        and not (recompute == "selective" and "core_attn" in p.o.plan.recompute_modules),
+        attention_keeps_output=p.o.compute.flash_attention and not attention_rerun,  # unfused kernels keep none
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
         first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
         last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,
