@@ -345,3 +345,28 @@ def test_routed_experts_save_each_copy_s_inputs_quantized() -> None:
     fp8 = cli_report("estimate", *common, "--compute-dtype", "fp8")["memory"]["stages"][1]["activations_bytes"]
     hidden, ffn, topk, etp, held = 4096, 14336, 2, 2, 4096 / 2
     assert bf16 - fp8 == pytest.approx(32 * held * (hidden + topk * (etp * hidden + ffn)), abs=64)
+
+
+def test_mtp_layers_run_their_matmuls_in_bf16_under_nvfp4() -> None:
+    """Megatron-Core runs an MTP module under the FP8 context alone ("currently ignoring FP4 in MTP layers":
+    multi_token_prediction.py), so under NVFP4 its layer is a BF16 layer among low-precision ones. Under FP8 it is an
+    FP8 layer: the two modules differ by what keeping a decoder layer of the same kind (the last: DeepSeek-V2-Lite's
+    MoE) in BF16 changes in an FP8 run, the rest of the module (eh_proj, its norms, the head and the loss) being
+    16-bit in both."""
+    from dpcost.catalog import load_model, load_topology
+    from dpcost.engine.layout import Layout
+    from dpcost.engine.layout_estimate import layout_step
+
+    model, topology = load_model("deepseek-v2-lite"), load_topology("dgx-b200")
+
+    def forward(dtype: str, mtp: int, bf16_at_end: int = 0) -> float:
+        step = layout_step(
+            model, topology, Layout(tp=1, dp=8, ep=8), micro_batch=1, global_batch=8, seq_len=4096, mfu=0.4,
+            compute_model="ops", compute_dtype=dtype, mtp_layers=mtp, bf16_layers=(0, bf16_at_end),
+        )  # fmt: skip
+        return step.forward
+
+    modules_apart = (forward("nvfp4", 1) - forward("nvfp4", 0)) - (forward("fp8", 1) - forward("fp8", 0))
+    layer_kept_in_bf16 = forward("fp8", 0, bf16_at_end=1) - forward("fp8", 0)
+    assert layer_kept_in_bf16 != 0
+    assert modules_apart == pytest.approx(layer_kept_in_bf16, rel=1e-9)

@@ -797,8 +797,9 @@ def _stage_by_ops(
     here = [every[i] for i in stage.layer_indices]
     in_bf16 = sixteen_bit_layers(stage.layer_indices, a.layers, bf16_layers)
     kinds = [(*kind, sixteen) for kind, sixteen in zip(here, in_bf16, strict=True)]
-    if last and mtp_layers:  # MTP modules in the compute dtype: Megatron-Core's rule indexes the decoder's layers
-        kinds += [(mtp_layer(a).moe, "attention", None, True, False)] * mtp_layers
+    if last and mtp_layers:  # MTP modules under FP8 whatever their index, but in BF16 under NVFP4: Megatron-Core
+        # runs them under the FP8 context alone ("currently ignoring FP4 in MTP layers": multi_token_prediction.py)
+        kinds += [(mtp_layer(a).moe, "attention", None, True, compute_dtype == "nvfp4")] * mtp_layers
     by_kind = {} if layer_times is None else layer_times
     for kind in set(kinds) - set(by_kind):
         by_kind[kind] = layer_seconds(*kind)
