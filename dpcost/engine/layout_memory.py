@@ -1059,7 +1059,7 @@ def stage_activation_bytes(
         layer = layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores + widths
         # each stage's own view (its layer indices given): an MoE layer's MLP as Megatron-Core keeps it [E], beyond
         # the file's dense MLP, and what the one MoE layer whose backward re-runs its forward re-creates
-        moe = sum(1 for i in indices if shape.moe_pattern[i]) if shape.moe_topk else 0
+        moe = shape.moe_layers(indices)
         kept = rerun = 0.0
         if moe:
             dense_mlp = mlp_half_bytes(s, b, h, shape.ffn, tp, sp)
@@ -1071,7 +1071,7 @@ def stage_activation_bytes(
         if own_widths and layout.matmul_format is not None:
             attention, dense, moe_saving = low_precision_input_savings(shape, layout, s, b)
             low = [i for i in indices if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers)]
-            low_moe = sum(1 for i in low if shape.moe_pattern[i]) if moe else 0
+            low_moe = shape.moe_layers(low) if moe else 0
             saved = attention * len(low) + dense * (len(low) - low_moe) + moe_saving * low_moe
             rerun_saved = attention + (moe_saving if low_moe else dense) if low else 0.0
         if layout.recompute == "full":
