@@ -314,6 +314,38 @@ def test_fp8_matmuls_save_their_inputs_quantized(
     assert bf16 - fp8 == pytest.approx(80 * 8192 / 8 * widths * per_element, abs=80)
 
 
+@pytest.mark.parametrize(
+    ("recompute", "held_layers", "rerun_layers"),
+    [
+        ("none", 32, 0),  # every layer keeps its matmuls' inputs in a byte each
+        ("selective", 32, 0),  # core attention re-run: the linear layers keep the same inputs
+        ("full", 0, 1),  # only the layer the backward re-runs holds them, one at a time
+    ],
+)
+def test_megatron_without_a_layout_saves_the_same_inputs_quantized(
+    recompute: str, held_layers: int, rerun_layers: int
+) -> None:
+    """Megatron-LM at DP alone runs the same Transformer Engine layers as in a layout: per-tensor FP8 saves the QKV's
+    and fc1's norm outputs and fc2's input in a byte where bf16 keeps two (linear.py, layernorm_linear.py). Llama 3.1
+    8B at 8,192 tokens: 32 layers x 8,192 x (2 x 4,096 + 14,336) bytes fewer, or one layer's under full recomputation
+    (its backward's peak, here below the loss's); the loss and the embedding stay bf16."""
+    from dpcost import Options, load_model, load_topology
+    from dpcost.engine.prepare import StageMemories, prepare
+
+    model, topology = load_model("llama-8b"), load_topology("dgx-h100")
+    plan = {"dp": 8, "framework": "megatron", "zero": 1, "seq_len": 8192, "global_batch": 8, "recompute": recompute}
+    kept, _, _, layer_backward, _, _ = StageMemories(
+        model, topology, prepare(model, topology, Options(**plan))
+    ).activations(recompute)
+    fp8 = Options(**plan, compute_dtype="fp8", fp8_recipe="tensorwise")
+    kept_fp8, _, _, layer_backward_fp8, _, _ = StageMemories(
+        model, topology, prepare(model, topology, fp8)
+    ).activations(recompute)
+    per_layer = 8192 * (2 * 4096 + 14336)
+    assert kept - kept_fp8 == pytest.approx(held_layers * per_layer, abs=64)
+    assert layer_backward - layer_backward_fp8 == pytest.approx(rerun_layers * per_layer, abs=64)
+
+
 def test_the_twin_s_peaks_differ_as_dpcost_s(tmp_path: Any) -> None:
     """The bf16/fp8 twin's peaks: the fp8 run's cached weights (+684 MB) against its matmuls' inputs saved in FP8,
     a step's peak 336 MB to 1,213 MB below the bf16 run's over their 50 steps (503 MB at the last). dpcost's last

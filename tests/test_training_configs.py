@@ -89,12 +89,12 @@ BY_HAND = [
         ["--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "3", "--optimizer-impl", "foreach"],
     ),
     (
-        "megatron-llama3-8b-fp8.sh",  # DDP_ARGS appended, FP8 items spliced unquoted, DP torchrun's 8 x 1 (TP 1)
-        ["--model", "llama-8b"],
+        "megatron-llama3-8b-fp8.sh",  # DDP_ARGS appended, FP8 items spliced unquoted, DP torchrun's 8 x 1 (TP 1);
+        ["--model", "llama-8b"],  # no --fp8-recipe: Megatron's default, delayed scaling
         ["--model", "llama-8b", "--dp", "8", "--framework", "megatron", "--zero", "1", "--overlap-comm", "true",
          "--micro-batch", "1", "--global-batch", "128", "--seq-len", "8192", "--recompute", "none", "--grad-dtype",
-         "bf16", "--compute-dtype", "fp8", "--gather-dtype", "fp8", "--tp", "1", "--cp", "1", "--sequence-parallel",
-         "--loss-impl", "vocab-parallel-fused"],
+         "bf16", "--compute-dtype", "fp8", "--gather-dtype", "fp8", "--fp8-recipe", "delayed", "--tp", "1", "--cp",
+         "1", "--sequence-parallel", "--loss-impl", "vocab-parallel-fused"],
     ),
     (
         "accelerate-tp-hsdp.yaml",  # parallelism_config: 2 replicas x 2 shards x TP 2 = 8 processes, FSDP2 resharding

@@ -142,6 +142,8 @@ __all__ = [
     "layernorm_parameters",
     "layout_memory",
     "layout_memory_for",
+    "low_precision_input_savings",
+    "low_precision_saved_bytes",
     "microbatches_in_flight",
     "mla_attention_parameters",
     "mlp_parameters",
@@ -820,6 +822,19 @@ def low_precision_input_savings(
     return attention, dense, moe
 
 
+def low_precision_saved_bytes(
+    shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int, indices: Sequence[int]
+) -> tuple[float, float]:
+    """What the decoder layers `indices` save per micro-batch keeping their matmuls' inputs quantized [L]
+    (low_precision_input_savings, each layer by its kind; none in a layer kept in BF16), and what the one layer a full
+    recomputation re-runs saves while its backward holds it."""
+    attention, dense, moe = low_precision_input_savings(shape, layout, seq, micro_batch)
+    low = [i for i in indices if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers)]
+    low_moe = shape.moe_layers(low)
+    saved = attention * len(low) + dense * (len(low) - low_moe) + moe * low_moe
+    return saved, (attention + (moe if low_moe else dense) if low else 0.0)
+
+
 def mamba_layer_bytes(
     seq: float, micro_batch: int, hidden: int, mamba: tuple[int, int, int, int], tp: int, sp_split: bool
 ) -> float:
@@ -1069,11 +1084,7 @@ def stage_activation_bytes(
         # each stage's own view: what its FP8 or NVFP4 layers save keeping their matmuls' inputs quantized [L]
         saved = rerun_saved = 0.0  # over the stage's layers, and in the one layer a full recomputation re-runs
         if own_widths and layout.matmul_format is not None:
-            attention, dense, moe_saving = low_precision_input_savings(shape, layout, s, b)
-            low = [i for i in indices if not sixteen_bit_layer(i, shape.layers, layout.bf16_layers)]
-            low_moe = shape.moe_layers(low) if moe else 0
-            saved = attention * len(low) + dense * (len(low) - low_moe) + moe_saving * low_moe
-            rerun_saved = attention + (moe_saving if low_moe else dense) if low else 0.0
+            saved, rerun_saved = low_precision_saved_bytes(shape, layout, s, b, indices)
         if layout.recompute == "full":
             # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
             # formula under SP; under flash attention selective drops nothing else)

@@ -6,7 +6,7 @@ model-parallel dimension here; a pure data-parallel start never imports it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
@@ -27,11 +27,13 @@ from dpcost.engine.plan import dp_group_for
 from dpcost.engine.prepare import (
     DTYPE_BYTES,
     Prepared,
+    core_attention_rerun,
     fp8_recipe_of,
     grad_reduce_op,
     low_precision_format,
     matmul_share,
     prepare,
+    saved_input_terms,
     slowest_gpu_share,
 )
 from dpcost.engine.report import (
@@ -153,14 +155,6 @@ LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
 def _layout_zero(o: Options) -> int:
     """The layout's ZeRO stage: --zero's, else Megatron's distributed optimizer (1)."""
     return 1 if o.plan.zero is None else o.plan.zero
-
-
-def _moe_recompute(recompute: str, modules: Sequence[str]) -> str:
-    """The MoE module selective recomputation re-runs, which the layout's memory prices (layout_memory [E]): "moe"
-    (it holds "moe_act"), else "moe_act", else none."""
-    if recompute != "selective":
-        return ""
-    return next((m for m in ("moe", "moe_act") if m in modules), "")
 
 
 def _layout_loss(loss_impl: str) -> str:
@@ -367,9 +361,6 @@ def _layout_memory(
                          "pipeline runs a step (schedules.py asks for PP to M)")  # fmt: skip
     counts = _stage_layer_counts(model, p.o)
     split_ends = len(set(counts)) > 1 and layout.pp > 1 and par.virtual_stages == 1 and par.pipeline_layout is None
-    # selective recomputation reruns core attention (attention.py checkpoint_core_attention: "core_attn" in
-    # recompute_modules), whose checkpoint keeps neither its scores nor its output
-    attention_rerun = recompute == "selective" and "core_attn" in p.o.plan.recompute_modules
     held_bytes = _held_weight_bytes(topology, p.o, stage)
     spec = MemoryLayout(
         tp=layout.tp,
@@ -380,21 +371,18 @@ def _layout_memory(
         etp=layout.etp,
         virtual_stages=par.virtual_stages,
         sequence_parallel=par.sequence_parallel,
-        recompute=recompute,
         zero=stage,
         grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o, stage)],
-        attention_scores=not p.o.compute.flash_attention and not attention_rerun,  # flash attention stores none
+        # flash attention stores none, nor a core attention the selective recomputation re-runs
+        attention_scores=not p.o.compute.flash_attention and not core_attention_rerun(p.o, recompute),
         scores_fp32=p.o.compute.unfused_softmax_fp32,
         quantized_weights=_quantized_weights(p.o),
         quantized_weight_bytes=held_bytes,
-        bf16_layers=p.o.compute.bf16_layers,
         mtp_low_precision=low_precision_format(p.o) != "nvfp4",
         fused_experts=p.o.compute.fused_grouped_mlp,
         # the output layer's bf16 weight, cached as the MXFP8 its matmul reads
         output_weight_cache=held_bytes if p.o.compute.fp8_output_proj else 0.0,
-        matmul_format=p.o.compute.compute_dtype if p.o.compute.compute_dtype in QUANTIZED_WEIGHTS else None,
-        fp8_recipe=fp8_recipe_of(p.o),
-        attention_keeps_output=p.o.compute.flash_attention and not attention_rerun,  # unfused kernels keep none
+        **saved_input_terms(p.o, recompute),
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
         first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
         last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,
@@ -402,8 +390,6 @@ def _layout_memory(
         all_forwards_first=par.pp_schedule == "gpipe",
         ep_overlap_warmup=par.ep_comm_overlap and layout.ep > 1,
         microbatch_group=par.microbatch_group,
-        moe_recompute=_moe_recompute(recompute, p.o.plan.recompute_modules),
-        mla_recompute=recompute == "selective" and "mla_up_proj" in p.o.plan.recompute_modules,
         loss_impl=_layout_loss(p.loss_impl),
         optimizer_instances=par.dist_opt_instances,
         dummy_wgrads=p.o.compute.grad_accumulation_fusion,

@@ -4,9 +4,10 @@ pieces the step schedules, and memory per GPU at every ZeRO stage. Shared by `es
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
-from typing import get_args
+from typing import Any, get_args
 
 from dpcost.engine import advice
 from dpcost.engine.activations import Kernels, routed_copies
@@ -55,9 +56,12 @@ __all__ = [
     "StageMemories",
     "check_compute_dtype",
     "check_dp",
+    "core_attention_rerun",
     "matmul_share",
+    "moe_recompute_module",
     "prepare",
     "recipe_of",
+    "saved_input_terms",
     "stage_table",
     "units",
 ]
@@ -283,6 +287,36 @@ def low_precision_format(o: Options) -> str | None:
         return given
     dtype = o.compute.compute_dtype
     return dtype if dtype in QUANTIZED_WEIGHTS else None
+
+
+def core_attention_rerun(o: Options, recompute: str) -> bool:
+    """Whether selective recomputation re-runs core attention (Megatron-Core's "core_attn" in --recompute-modules:
+    attention.py checkpoint_core_attention), whose checkpoint keeps neither its scores nor its output."""
+    return recompute == "selective" and "core_attn" in o.plan.recompute_modules
+
+
+def moe_recompute_module(recompute: str, modules: Sequence[str]) -> str:
+    """The MoE module selective recomputation re-runs, which the layout's memory prices (layout_memory [E]): "moe"
+    (it holds "moe_act"), else "moe_act", else none."""
+    if recompute != "selective":
+        return ""
+    return next((m for m in ("moe", "moe_act") if m in modules), "")
+
+
+def saved_input_terms(o: Options, recompute: str) -> dict[str, Any]:
+    """The MemoryLayout fields that say which matmul inputs Megatron-Core's layers keep for the backward, and in
+    what format (layout_memory.low_precision_input_savings): the matmuls' format and FP8 recipe, the layers kept in
+    BF16, what selective recomputation re-runs, and whether attention keeps its output (unfused kernels keep none)."""
+    c, modules = o.compute, o.plan.recompute_modules
+    return {
+        "recompute": recompute,
+        "matmul_format": c.compute_dtype if c.compute_dtype in QUANTIZED_WEIGHTS else None,
+        "fp8_recipe": fp8_recipe_of(o),
+        "bf16_layers": c.bf16_layers,
+        "attention_keeps_output": c.flash_attention and not core_attention_rerun(o, recompute),
+        "moe_recompute": moe_recompute_module(recompute, modules),
+        "mla_recompute": recompute == "selective" and "mla_up_proj" in modules,
+    }
 
 
 def check_fp8_recipe(topology: TopologySpec, o: Options) -> None:
@@ -941,8 +975,33 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     kept = act.kept + loss.kept
     loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
     layer_backward = act.recompute + act.gradients
+    if p.schedule == "megatron" and o.compute.compute_dtype in QUANTIZED_WEIGHTS:
+        saved, rerun_saved = _low_precision_saved_inputs(a, o, recompute, s)
+        kept -= saved
+        layer_backward -= rerun_saved
     largest = max(act.largest_tensor, loss.largest_tensor)
     return kept, loss_forward, loss_backward, layer_backward, largest, act.largest_tensor
+
+
+def _low_precision_saved_inputs(a: ModelArchitecture, o: Options, recompute: str, seq_len: int) -> tuple[float, float]:
+    """What Megatron-LM's FP8 or NVFP4 layers save in one micro-batch keeping their matmuls' inputs quantized for the
+    backward, without a layout (layout_memory.low_precision_saved_bytes at TP 1): in the layers that keep their
+    activations, and in the one layer a full recomputation re-runs, while its backward holds it. A hybrid's layers
+    save nothing here, as in a layout."""
+    from dpcost.engine.layout_memory import MemoryLayout, low_precision_saved_bytes, model_shape
+
+    shape = model_shape(a, 1)
+    if shape.hybrid_kinds:
+        return 0.0, 0.0
+    full = recompute == "full"
+    every = o.plan.recompute_layers
+    # a layer out of every K-th keeps all it saves under --recompute-layers K; a K-th one takes the policy
+    policy_layers = [i for i in range(a.layers) if (i + 1) % every == 0]
+    kept_layers = [i for i in range(a.layers) if (i + 1) % every != 0]
+    saved, _ = low_precision_saved_bytes(shape, MemoryLayout(**saved_input_terms(o, "none")), seq_len, 1, kept_layers)
+    policy = MemoryLayout(**saved_input_terms(o, recompute))
+    policy_saved, rerun_saved = low_precision_saved_bytes(shape, policy, seq_len, 1, policy_layers)
+    return saved + (0.0 if full else policy_saved), rerun_saved if full else 0.0
 
 
 def stage_table(model: ModelSpec, topology: TopologySpec, p: Prepared, recompute: str) -> tuple[StageMemory, ...]:
