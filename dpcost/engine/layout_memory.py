@@ -47,7 +47,10 @@ Sources, cited per function by their letter:
   (linear_q_down_proj, linear_kv_down_proj) and LatentMoE's projections are TELinear with parallel_mode
   "duplicated", whole on every TP rank, where the file splits MLA's over TP; each MTP module adds eh_proj (2h -> h,
   column-parallel) and three norms (enorm, hnorm, final_layernorm) to its layer, which the file leaves out
-  (held_layers_parameters, mtp_stage_parameters).
+  (held_layers_parameters, mtp_stage_parameters). So are the linear layers' biases under add_bias_linear or
+  add_qkv_bias (attention.py, mlp.py, moe/experts.py: layer_biases) and the first stage's learned position table
+  under position_embedding_type learned_absolute, whole on every TP rank (language_model_embedding.py), which the
+  file leaves out too.
 - [L] Transformer Engine's linear layers under FP8 or NVFP4 matmuls (module/linear.py, layernorm_linear.py,
   grouped_linear.py at d0067d0da) and Megatron-Core's calls to them (same commit), which the file does not cover:
   each saves its input for the weight gradient quantized, one usage (low_precision_weights.saved_input_bytes), where
@@ -93,9 +96,10 @@ even when m v is fewer (schedules.py caps it); the last stage with MTP and an un
 hidden matrices [G], the file counts one.
 Each stage's own view also costs an MoE layer's MLP as Megatron-Core keeps it [E] (moe_mlp_half_bytes): its
 top-k routed copies of the tokens, which the file costs as one dense MLP of ffn_hidden_size.
-Left out by the file and so here: linear biases (GPT-3's), learned position tables, query/key norms, the
-attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's routed
-copies and attention's own widths (GQA's, MLA's) in Megatron's view,
+Left out by the file and so in Megatron's view: linear biases (GPT-3's) and learned position tables, which each
+stage's own view holds [T] (layer_biases, ModelShape.position_table). Left out by the file and so here: query/key
+norms, the attention-score term 5as/h (both formulas assume selective recomputation or a fused attention), MoE's
+routed copies and attention's own widths (GQA's, MLA's) in Megatron's view,
 communication buffers, fragmentation and the CUDA context.
 """
 
@@ -139,6 +143,7 @@ __all__ = [
     "interleaved_memory_penalty",
     "korthikanti_layer_activation_bytes",
     "layer_activation_bytes",
+    "layer_biases",
     "layernorm_parameters",
     "layout_memory",
     "layout_memory_for",
@@ -361,6 +366,11 @@ class ModelShape:
     duplicated_attention: float = 0.0
     duplicated_moe: float = 0.0
     mla_latents: int = 0  # MLA's up-projections' inputs per token, q_lora_rank + kv_lora_rank; 0 without MLA
+    # what the file leaves out and Megatron-Core builds [T]: a dense and an MoE layer's linear biases (layer_biases)
+    # and the first stage's learned position table (max_position_embeddings x hidden, whole on every TP rank)
+    dense_biases: ParamGroups = NO_PARAMETERS
+    moe_biases: ParamGroups = NO_PARAMETERS
+    position_table: float = 0.0
 
     def __post_init__(self) -> None:
         if len(self.moe_pattern) != self.layers:
@@ -533,10 +543,13 @@ def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, lay
     """Per GPU: a stage's layers, embedding on the first, head, final norm, MTP on the last [M] groups, [B], [G], as
     Megatron-Core holds them [T]."""
     held = shape.held_layers_parameters(layers) if shape.duplicated_attention else shape.layers_parameters(layers)
+    if shape.dense_biases.total or shape.moe_biases.total:
+        moe = shape.moe_layers(layers)
+        held += shape.dense_biases.scaled(len(layers) - moe) + shape.moe_biases.scaled(moe)
     embedding = embedding_parameters(shape.hidden, shape.vocab)
     last = layout.pp - 1
     if stage == 0:
-        held += ParamGroups(embedding)
+        held += ParamGroups(embedding, shape.position_table)
     if stage == last:
         held += ParamGroups(0, shape.final_layernorm) + mtp_stage_parameters(shape)
         if layout.pp > 1 or shape.untied:
@@ -1306,6 +1319,7 @@ def model_shape(
     ssm, widths = a.ssm, attention_widths(a)
     linears = te_linears(a, dense_ffn, padded_vocab_size(a.vocab, tp, vocab_divisible_by))
     whole = {part: sum(out * into for out, into, split in weights if split == "whole") for part, weights in linears}
+    dense_biases, moe_biases = layer_biases(a, dict(linears)) if not a.hybrid else (NO_PARAMETERS, NO_PARAMETERS)
     return ModelShape(
         hidden=h,
         layers=a.layers,
@@ -1339,7 +1353,37 @@ def model_shape(
         duplicated_attention=float(whole["attention"]),
         mla_latents=(a.mla.q_lora_rank or 0) + a.mla.kv_lora_rank if a.mla is not None else 0,
         duplicated_moe=float(whole.get("moe", 0)),
+        dense_biases=dense_biases,
+        moe_biases=moe_biases,
+        position_table=float(a.learned_positions * h),
     )
+
+
+def layer_biases(
+    a: ModelArchitecture, linears: dict[str, tuple[tuple[int, int, str], ...]]
+) -> tuple[ParamGroups, ParamGroups]:
+    """A dense and an MoE layer's linear biases as Megatron-Core builds them [T], one per output feature of each
+    linear (te_linears): the fused QKV's under add_bias_linear or add_qkv_bias (attention.py; the spec's qkv_bias),
+    the output projection's and every dense MLP's and routed expert's under add_bias_linear (mlp.py,
+    moe/experts.py); MLA's projections and the shared experts take none (multi_latent_attention.py;
+    shared_experts.py asserts it). A
+    column-parallel linear's bias splits over TP with its weight, a row-parallel one's is whole on every TP rank; a
+    routed expert's split over expert TP and EP with the experts (its fc2's, whole over expert TP, so counted 1/ETP
+    short)."""
+
+    def outputs(part: str, split: str) -> float:  # the output features of a part's linears split so
+        return float(sum(out for out, _, how in linears.get(part, ()) if how == split))
+
+    out_bias = a.out_bias if a.out_bias is not None else a.linear_bias
+    qkv = outputs("attention", "column") if a.mla is None and a.qkv_bias else 0.0
+    attention = ParamGroups(qkv, outputs("attention", "row") if out_bias else 0.0)
+    if not a.linear_bias:
+        return attention, attention
+    dense = attention + ParamGroups(outputs("mlp", "column"), outputs("mlp", "row"))
+    if a.moe is None:
+        return dense, attention
+    routed = outputs("moe", "expert_column") + outputs("moe", "expert_row")
+    return dense, attention + ParamGroups(0.0, 0.0, routed * a.moe.experts)
 
 
 def te_linears(
