@@ -1047,3 +1047,31 @@ def test_what_stays_allocated_after_a_step_holds_the_biases_and_the_position_tab
     )
     stage = layout_stage_memory(*bench.plan_of(row, tmp_path))[-1]
     assert abs(int(row["mem_allocated_bytes_median"]) - stage.weight_and_optimizer - stage.buffers) < 5e6
+
+
+def _stage_buffers(model: str, **options: Any) -> list[float]:
+    """Each pipeline stage's buffers as estimate costs them on a DGX H100, in bytes."""
+    from dpcost.catalog import load_topology
+    from dpcost.engine.layout_report import layout_stage_memory
+    from dpcost.options import Options
+
+    return [s.buffers for s in layout_stage_memory(load_model(model), load_topology("dgx-h100"), Options(**options))]
+
+
+def test_megatron_s_global_buffer_holds_the_largest_gather_for_the_run() -> None:
+    """Megatron-Core's GlobalMemoryBuffer keeps one bf16 tensor ("mpu") at the largest size asked of it, for the run
+    (utils.py get_tensor). Under sequence parallelism the output layer gathers its input over TP into it
+    (tensor_parallel/layers.py): Llama 3.1 8B at TP 2 x PP 2 over 8,192 tokens, its last stage holds 8,192 x 4,096 x
+    2 bytes more beyond the first than without sequence parallelism. The allgather dispatcher gathers each MoE
+    layer's tokens over expert TP x EP into it (token_dispatcher.py, use_global_buffer): Mixtral 8x7B at EP 8 (TP 1)
+    over 4,096 tokens holds 4,096 x 8 x 4,096 x 2 bytes more than under the all-to-all dispatcher, which gathers
+    nothing there."""
+    dense = dict(tp=2, pp=2, dp=2, sequence_parallel=True, seq_len=8192, global_batch=8, recompute="none")
+    first, last = _stage_buffers("llama-8b", **dense)
+    layers = dict(dp=8, ep=8, seq_len=4096, global_batch=8, recompute="full")
+    gathered = _stage_buffers("mixtral-8x7b", ep_dispatcher="allgather", **layers)[0]
+    assert gathered - _stage_buffers("mixtral-8x7b", **layers)[0] == 4096 * 8 * 4096 * 2
+    # the last stage also holds the output layer and its placeholder weight gradient; the gather is what differs
+    # from a plan without sequence parallelism at the same TP, whose output layer gathers nothing
+    plain = _stage_buffers("llama-8b", **{**dense, "sequence_parallel": False})
+    assert (last - first) - (plain[1] - plain[0]) == 8192 * 4096 * 2

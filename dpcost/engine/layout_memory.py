@@ -67,6 +67,11 @@ Sources, cited per function by their letter:
   routers, the embedding and the head stay 16-bit, and so do the layers --first-last-layers-bf16 keeps in BF16
   (quantized_layer_parameters). With bf16 weights and FP8 or NVFP4 matmuls, Transformer Engine caches each such
   weight quantized beside it for the run (weight_cache_bytes), which the file does not count either.
+- [U] megatron/core/utils.py GlobalMemoryBuffer (same commit), which the file does not cover: one tensor per name and
+  dtype, kept for the run at the largest size asked for ("mpu"): the output layer's input gathered over TP under
+  sequence parallelism (tensor_parallel/layers.py linear_with_grad_accumulation_and_async_allreduce), and the
+  allgather dispatcher's tokens gathered over expert TP x EP (moe/token_dispatcher.py token_dispatch,
+  use_global_buffer); global_buffer_bytes.
 
 Two views, per GPU and in bytes:
 - Megatron's (`parameters_on_most_loaded_shard`, `weight_and_optimizer_bytes`, `activation_bytes`, and
@@ -109,7 +114,7 @@ import functools
 import math
 from collections.abc import Sequence
 
-from dpcost.engine.activations import mla_latent_tensors
+from dpcost.engine.activations import ACT_BYTES, mla_latent_tensors
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import rank_layers, virtual_stage_layers
@@ -140,6 +145,7 @@ __all__ = [
     "fsdp_buffer_bytes",
     "fsdp_bytes_per_parameter",
     "full_recompute_layer_bytes",
+    "global_buffer_bytes",
     "interleaved_memory_penalty",
     "korthikanti_layer_activation_bytes",
     "layer_activation_bytes",
@@ -238,6 +244,7 @@ class MemoryLayout(Layout):
     # DP x CP / N ranks (and expert-DP / N), N copies of them (state_bytes)
     optimizer_instances: int = 1
     grouped_workspaces: float = 0.0  # TE's grouped-GEMM workspaces (workspaces.py), on a stage holding MoE layers
+    ep_dispatcher: str = "alltoall"  # the MoE token dispatcher: allgather gathers into the global buffer [U]
     dummy_wgrads: bool = False  # TE's placeholder weight gradients under gradient-accumulation fusion [W]
     # the output layer's weight-gradient GEMMs deferred to the pipeline flush for the step's first N calls (0: all):
     # --defer-embedding-wgrad-compute --wgrad-deferral-limit N [D]; None: computed in each backward
@@ -880,6 +887,21 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
     return total
 
 
+def global_buffer_bytes(
+    shape: ModelShape, layout: MemoryLayout, seq_len: int, micro_batch: int, moe: bool, last: bool
+) -> float:
+    """Megatron-Core's global memory buffer on a stage [U], 16-bit, at the largest of what the stage asks of it: on
+    the last stage under sequence parallelism the output layer's input gathered over TP (s b / CP tokens, hidden
+    wide), and on a stage running MoE layers under the allgather dispatcher each one's tokens gathered over expert TP
+    x EP (a rank's s b / CP, over TP under SP, times ETP x EP; each as wide as a routed copy's input)."""
+    held = seq_len / layout.cp * micro_batch / (layout.tp if layout.sp_split else 1)  # the tokens a rank holds
+    largest = held * layout.tp * shape.hidden if last and layout.sp_split else 0.0
+    gathered = layout.expert_tp * layout.ep
+    if moe and layout.ep_dispatcher == "allgather" and gathered > 1:
+        largest = max(largest, held * gathered * (shape.moe_io or shape.hidden))
+    return ACT_BYTES * largest
+
+
 def _holds_moe(shape: ModelShape, layers: Sequence[int], last: bool) -> bool:
     """Whether a stage runs an MoE layer: one of its own, or on the last stage an MTP layer of the last one's kind."""
     if not shape.moe_topk:
@@ -1231,8 +1253,10 @@ def stage_memory(
         if last:
             buffers += output_weight_cache_bytes(shape, layout)
         buffers += dummy_wgrad_bytes(shape, layout, layers, last)
-        if _holds_moe(shape, layers, last):  # TE allocates them at the first grouped GEMM the stage runs
+        moe = _holds_moe(shape, layers, last)
+        if moe:  # TE allocates them at the first grouped GEMM the stage runs
             buffers += layout.grouped_workspaces
+        buffers += global_buffer_bytes(shape, layout, seq_len, micro_batch, moe, last)
         out.append(
             StageMemory(stage, len(layers), held.total, weights + grads + optimizer, acts, buffers, weights, grads)
         )
