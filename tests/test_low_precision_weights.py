@@ -315,25 +315,29 @@ def test_fp8_matmuls_save_their_inputs_quantized(
 
 
 @pytest.mark.parametrize(
-    ("recompute", "held_layers", "rerun_layers"),
+    ("recompute", "modules", "widths", "held_layers", "rerun_layers"),
     [
-        ("none", 32, 0),  # every layer keeps its matmuls' inputs in a byte each
-        ("selective", 32, 0),  # core attention re-run: the linear layers keep the same inputs
-        ("full", 0, 1),  # only the layer the backward re-runs holds them, one at a time
+        ("none", ("core_attn",), 2 * 4096 + 14336, 32, 0),  # every layer keeps its matmuls' inputs in a byte each
+        ("selective", ("core_attn",), 2 * 4096 + 14336, 32, 0),  # core attention re-run: the same inputs
+        # the MLP's checkpoint keeps nothing inside it (transformer_layer.py te_checkpoint): the QKV's input alone
+        ("selective", ("core_attn", "mlp"), 4096, 32, 0),
+        ("full", ("core_attn",), 2 * 4096 + 14336, 0, 1),  # only the layer the backward re-runs, one at a time
     ],
 )
 def test_megatron_without_a_layout_saves_the_same_inputs_quantized(
-    recompute: str, held_layers: int, rerun_layers: int
+    recompute: str, modules: tuple[str, ...], widths: int, held_layers: int, rerun_layers: int
 ) -> None:
     """Megatron-LM at DP alone runs the same Transformer Engine layers as in a layout: per-tensor FP8 saves the QKV's
     and fc1's norm outputs and fc2's input in a byte where bf16 keeps two (linear.py, layernorm_linear.py). Llama 3.1
     8B at 8,192 tokens: 32 layers x 8,192 x (2 x 4,096 + 14,336) bytes fewer, or one layer's under full recomputation
-    (its backward's peak, here below the loss's); the loss and the embedding stay bf16."""
+    (its backward's peak, here below the loss's); the loss and the embedding stay bf16. An MLP the selective
+    recomputation re-runs keeps none of its inputs in any format: the QKV's alone save then."""
     from dpcost import Options, load_model, load_topology
     from dpcost.engine.prepare import StageMemories, prepare
 
     model, topology = load_model("llama-8b"), load_topology("dgx-h100")
-    plan = {"dp": 8, "framework": "megatron", "zero": 1, "seq_len": 8192, "global_batch": 8, "recompute": recompute}
+    plan = {"dp": 8, "framework": "megatron", "zero": 1, "seq_len": 8192, "global_batch": 8, "recompute": recompute,
+            "recompute_modules": modules}  # fmt: skip
     kept, _, _, layer_backward, _, _ = StageMemories(
         model, topology, prepare(model, topology, Options(**plan))
     ).activations(recompute)
@@ -341,7 +345,7 @@ def test_megatron_without_a_layout_saves_the_same_inputs_quantized(
     kept_fp8, _, _, layer_backward_fp8, _, _ = StageMemories(
         model, topology, prepare(model, topology, fp8)
     ).activations(recompute)
-    per_layer = 8192 * (2 * 4096 + 14336)
+    per_layer = 8192 * widths
     assert kept - kept_fp8 == pytest.approx(held_layers * per_layer, abs=64)
     assert layer_backward - layer_backward_fp8 == pytest.approx(rerun_layers * per_layer, abs=64)
 
@@ -402,3 +406,25 @@ def test_mtp_layers_run_their_matmuls_in_bf16_under_nvfp4() -> None:
     layer_kept_in_bf16 = forward("fp8", 0, bf16_at_end=1) - forward("fp8", 0)
     assert layer_kept_in_bf16 != 0
     assert modules_apart == pytest.approx(layer_kept_in_bf16, rel=1e-9)
+
+
+def test_shared_experts_the_selective_recomputation_reruns_save_nothing_quantized() -> None:
+    """Megatron-Core checkpoints the shared experts whole under --recompute-modules shared_experts (moe_layer.py
+    te_checkpoint), so their fc2 keeps no input, in FP8 or bf16. DeepSeek-V2-Lite without a layout at 4,096 tokens,
+    per-tensor FP8: its 26 MoE layers' shared experts (2 x 1,408 wide) save 26 x 4,096 x 2,816 bytes less than
+    when they keep their inputs."""
+    from dpcost import Options, load_model, load_topology
+    from dpcost.engine.prepare import StageMemories, prepare
+
+    model, topology = load_model("deepseek-v2-lite"), load_topology("dgx-h100")
+
+    def saved(modules: tuple[str, ...]) -> float:
+        plan = {"dp": 8, "framework": "megatron", "zero": 1, "seq_len": 4096, "global_batch": 8,
+                "recompute": "selective", "recompute_modules": modules}  # fmt: skip
+        kept = [
+            StageMemories(model, topology, prepare(model, topology, options)).activations("selective")[0]
+            for options in (Options(**plan), Options(**plan, compute_dtype="fp8", fp8_recipe="tensorwise"))
+        ]
+        return kept[0] - kept[1]
+
+    assert saved(("core_attn",)) - saved(("core_attn", "shared_experts")) == 26 * 4096 * 2816

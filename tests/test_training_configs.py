@@ -1108,3 +1108,23 @@ def test_a_deepspeed_configs_nan_and_infinity_are_input_errors() -> None:
         doc = json.loads(f'{{"train_micro_batch_size_per_gpu": {constant}}}')
         with pytest.raises(InputError, match="train_micro_batch_size_per_gpu: must be a positive integer"):
             read(doc, "ds.json")
+
+
+@pytest.mark.parametrize(
+    ("flags", "rows"),
+    [
+        ("", 2048),  # learned_absolute, Megatron's default: a table of --max-position-embeddings rows
+        ("--position-embedding-type rope", 0),
+        # the legacy flag wins over a type given (arguments.py: use_rotary_position_embeddings sets 'rope')
+        ("--position-embedding-type learned_absolute --use-rotary-position-embeddings", 0),
+    ],
+)
+def test_a_megatron_scripts_position_table_is_megatrons(flags: str, rows: int) -> None:
+    from dpcost.training_configs.megatron import read
+
+    script = (
+        "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 256 --num-attention-heads 4 --vocab-size 1000 "
+        f"--seq-length 1024 --max-position-embeddings 2048 --micro-batch-size 1 --bf16 {flags}\n"
+    )
+    a = read(script, "gpt.sh").model_spec.architecture
+    assert a is not None and a.learned_positions == rows

@@ -238,6 +238,10 @@ class MemoryLayout(Layout):
     moe_recompute: str = ""
     # selective recomputation's "mla_up_proj": Q, K, V and MLA's latents' norm outputs re-made in the backward [A]
     mla_recompute: bool = False
+    # selective recomputation's modules whose tensors the activations counted beside the savings already leave out
+    # (low_precision_input_savings): "mlp", "shared_experts", "layernorm" in the op-by-op count of Megatron without a
+    # layout; none in a layout, whose formula keeps them
+    dropped_modules: frozenset[str] = frozenset()
     loss_impl: str = "vocab-parallel"  # the last stage's loss (loss.py): vocab-parallel, -fused (compiled) or -te
     workspaces: float = 0.0  # the GEMM libraries' workspaces (workspaces.py), held by every stage all step
     # --num-distributed-optimizer-instances: the distributed optimizer's states sharded within an instance of
@@ -812,7 +816,11 @@ def low_precision_input_savings(
       fc1's input (its width, on each of ETP ranks) and fc2's (the expert width / ETP on each; none under
       "moe_act", where fc2 keeps the activation it discards); under delayed scaling the shared experts' fc1 adds a
       copy of the norm's output, which the router keeps in bf16. None under "moe", which keeps the MoE layer's input
-      alone."""
+      alone.
+    What layout.dropped_modules leaves out saves nothing: a dense MLP under "mlp" and the shared experts under
+    "shared_experts" keep nothing inside their checkpoint (transformer_layer.py, moe_layer.py te_checkpoint), and
+    under "layernorm" MLA's down-projections keep the norm's bf16 output, which the recomputation discards
+    (set_save_original_input)."""
     fmt = layout.matmul_format
     if fmt is None:
         return 0.0, 0.0, 0.0
@@ -822,22 +830,24 @@ def low_precision_input_savings(
     normed = 2 - saved_input_bytes(fmt, layout.fp8_recipe, gathered_by_norm_layer=layout.sp_split)
     delayed = fmt == "fp8" and layout.fp8_recipe == "delayed"
     copy = saved_input_bytes(fmt, layout.fp8_recipe)  # a quantized copy beside a bf16 input another op keeps
+    dropped = layout.dropped_modules
     if shape.mla_latents:
         latents = 0.0 if layout.mla_recompute else normed * held * shape.mla_latents
-        attention = latents + (2 - 2 * copy) * held * h
+        attention = latents + (0.0 if "layernorm" in dropped else (2 - 2 * copy) * held * h)
     else:
         attention = normed * held * h
     if delayed:
         context = sb * (shape.context_width or h) / tp
         attention += -copy * context if layout.attention_keeps_output else kept * context
-    dense = normed * held * h + kept * sb * shape.ffn / tp
+    dense = 0.0 if "mlp" in dropped else normed * held * h + kept * sb * shape.ffn / tp
     if not shape.moe_topk or layout.moe_recompute == "moe":
         return attention, dense, 0.0
     io, etp = shape.moe_io or h, layout.expert_tp
     # each of the k x ETP copies a held token's experts compute (its input io wide, fc2's f / ETP) [E]
     routed = held * shape.moe_topk * (io * etp + (0.0 if layout.moe_recompute == "moe_act" else shape.moe_ffn))
-    moe = kept * (sb * shape.moe_shared_ffn / tp + routed)
-    if delayed and shape.moe_shared_ffn:
+    shared = shape.moe_shared_ffn if "shared_experts" not in dropped else 0
+    moe = kept * (sb * shared / tp + routed)
+    if delayed and shared:
         moe -= copy * held * h
     return attention, dense, moe
 
@@ -1392,8 +1402,8 @@ def layer_biases(
     moe/experts.py); MLA's projections and the shared experts take none (multi_latent_attention.py;
     shared_experts.py asserts it). A
     column-parallel linear's bias splits over TP with its weight, a row-parallel one's is whole on every TP rank; a
-    routed expert's split over expert TP and EP with the experts (its fc2's, whole over expert TP, so counted 1/ETP
-    short)."""
+    routed expert's over EP with the experts (Megatron asserts expert TP 1 for MoE under add_bias_linear:
+    transformer_config.py)."""
 
     def outputs(part: str, split: str) -> float:  # the output features of a part's linears split so
         return float(sum(out for out, _, how in linears.get(part, ()) if how == split))

@@ -999,7 +999,11 @@ def _low_precision_saved_inputs(a: ModelArchitecture, o: Options, recompute: str
     policy_layers = [i for i in range(a.layers) if (i + 1) % every == 0]
     kept_layers = [i for i in range(a.layers) if (i + 1) % every != 0]
     saved, _ = low_precision_saved_bytes(shape, MemoryLayout(**saved_input_terms(o, "none")), seq_len, 1, kept_layers)
-    policy = MemoryLayout(**saved_input_terms(o, recompute))
+    # the op-by-op count leaves out what these modules' checkpoints drop (checkpointing.py), so they save nothing
+    dropped = frozenset(o.plan.recompute_modules) & {"mlp", "shared_experts", "layernorm"}
+    policy = MemoryLayout(
+        **saved_input_terms(o, recompute), dropped_modules=dropped if recompute == "selective" else frozenset()
+    )
     policy_saved, rerun_saved = low_precision_saved_bytes(shape, policy, seq_len, 1, policy_layers)
     return saved + (0.0 if full else policy_saved), rerun_saved if full else 0.0
 

@@ -650,9 +650,9 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
     swiglu = "--swiglu" in args
     ffn = _int(r, args, "--ffn-hidden-size", int(4 * hidden * 2 / 3 / 64) * 64 if swiglu else 4 * hidden)
     bias = "--disable-bias-linear" not in args
-    position = _one(r, args, "--position-embedding-type") or (
-        "rope" if "--use-rotary-position-embeddings" in args else "learned_absolute"
-    )
+    given = _one(r, args, "--position-embedding-type")
+    # the legacy flag wins over a type given (arguments.py: use_rotary_position_embeddings sets 'rope')
+    position = "rope" if "--use-rotary-position-embeddings" in args else given or "learned_absolute"
     if position not in ("learned_absolute", "rope", "none"):
         raise r.error("--position-embedding-type", f"must be learned_absolute, rope or none, got {position!r}")
     norm = (_one(r, args, "--normalization") or "LayerNorm").lower()
