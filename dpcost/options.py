@@ -9,6 +9,7 @@ the command a validated `Options`. A field left at None means "choose for me": t
 # No `from __future__ import annotations` here: pydantic would evaluate each string annotation as it builds the
 # class (engine/report.py imported in 28 ms without it, 45 ms with it: start-up, README's Speed).
 
+import re
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
@@ -86,6 +87,16 @@ def _comma_list(value: Any) -> Any:
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(",") if part.strip())
     return value
+
+
+def _cublas_workspace_config(value: Any) -> Any:
+    """PyTorch's CUBLAS_WORKSPACE_CONFIG: one or more :SIZE:COUNT pairs, SIZE in KiB (CublasHandlePool.cpp)."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not re.fullmatch(r"(:\d+:\d+)+", text):
+        raise ValueError("must be :SIZE:COUNT pairs, SIZE in KiB, as CUBLAS_WORKSPACE_CONFIG is (:4096:8)")
+    return text
 
 
 def _stage(value: Any) -> Any:
@@ -426,6 +437,13 @@ class Compute(Section):
         "kernel's 16-bit output, 4 without attention dropout (the matmul with V keeps a 16-bit copy) "
         "(megatron/core/fusions/fused_softmax.py forward_torch_softmax). Memory only: the step is timed as fused.",
         json_schema_extra=cli("--unfused-softmax-fp32"),
+    )
+    cublas_workspace_config: Annotated[str | None, BeforeValidator(_cublas_workspace_config)] = Field(
+        None,
+        description="PyTorch's CUBLAS_WORKSPACE_CONFIG as the job sets it, :SIZE:COUNT pairs in KiB: each of the two "
+        "cuBLAS handles a training step uses keeps their sum (engine/workspaces.py). Megatron's --deterministic-mode "
+        "sets :4096:8, 32 MiB [default: unset, PyTorch's per GPU: 32 MiB on Hopper and Blackwell, 8.125 MiB before].",
+        json_schema_extra=cli("--cublas-workspace-config", metavar=":SIZE:COUNT"),
     )
     repeat_kv: bool = Field(
         True,

@@ -1128,3 +1128,22 @@ def test_a_megatron_scripts_position_table_is_megatrons(flags: str, rows: int) -
     )
     a = read(script, "gpt.sh").model_spec.architecture
     assert a is not None and a.learned_positions == rows
+
+
+@pytest.mark.parametrize(
+    ("environment", "flags", "config"),
+    [
+        ("", "--deterministic-mode", ":4096:8"),  # determinism.py's default where the environment gives none
+        ("CUBLAS_WORKSPACE_CONFIG=:16:8 ", "--deterministic-mode", ":16:8"),  # setdefault: the environment's wins
+        ("export CUBLAS_WORKSPACE_CONFIG=':4096:2:16:8'\n", "", ":4096:2:16:8"),
+        ("", "", None),  # unset: PyTorch's own per GPU
+    ],
+)
+def test_a_megatron_scripts_cublas_workspace_config_is_pytorchs(environment: str, flags: str, config: str) -> None:
+    from dpcost.training_configs.megatron import read
+
+    script = (
+        f"{environment}torchrun pretrain_gpt.py --num-layers 2 --hidden-size 256 --num-attention-heads 4 "
+        f"--vocab-size 1000 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 1 --bf16 {flags}\n"
+    )
+    assert read(script, "gpt.sh").options.get("cublas_workspace_config") == config

@@ -51,3 +51,26 @@ def test_an_estimate_counts_them_in_its_buffers() -> None:
     assert _buffers("fsdp", "dgx-h100") == 2 * 33_554_432
     assert _buffers("megatron", "dgx-h100") == 2 * 33_554_432 + 33_555_456 + 1_486_880_768
     assert _buffers("megatron", "dgx-a100", tp=2) == 2 * 8_519_680 + 4_194_304 + 1_486_880_768 // 2
+
+
+def test_cublas_workspace_config_sets_pytorch_s_workspaces() -> None:
+    """CUBLAS_WORKSPACE_CONFIG's :SIZE:COUNT pairs sum to each workspace, SIZE in KiB (parseChosenWorkspaceSize):
+    :4096:8, which Megatron's --deterministic-mode sets (determinism.py), is 32 MiB on every GPU, and the unset
+    A100 default :4096:2:16:8 is 8.125 MiB. An A100 estimate's two workspaces grow by 2 x (32 - 8.125) MiB."""
+    assert torch_cublas_workspace_bytes("ampere", ":4096:8") == 32 * 2**20
+    assert torch_cublas_workspace_bytes("hopper", ":4096:2:16:8") == torch_cublas_workspace_bytes("ampere")
+    assert _buffers("fsdp", "dgx-a100") == 2 * 8_519_680
+    given = estimate(
+        load_model("llama-8b"),
+        load_topology("dgx-a100"),
+        Options(dp=8, framework="fsdp", zero=0, recompute="full", cublas_workspace_config=":4096:8"),
+    )
+    assert next(s.buffers_bytes for s in given.memory.stages if s.stage == 0) == 2 * 32 * 2**20
+
+
+def test_a_cublas_workspace_config_pytorch_cannot_read_is_refused() -> None:
+    from conftest import run_cli
+
+    code, out, err = run_cli("estimate", "-m", "llama-8b", "--dp", "8", "--cublas-workspace-config", "4096:8")
+    assert code == 2 and not out
+    assert err.count("\n") == 1 and "--cublas-workspace-config" in err and ":SIZE:COUNT" in err

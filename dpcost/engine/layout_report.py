@@ -395,7 +395,9 @@ def _layout_memory(
         dummy_wgrads=p.o.compute.grad_accumulation_fusion,
         wgrad_deferral=par.defer_embedding_wgrad,
         # Megatron-LM's layers run in Transformer Engine; with --tp-comm-overlap, through Userbuffers
-        workspaces=training_workspace_bytes(topology.gpu.arch, True, userbuffers=par.tp_comm_overlap),
+        workspaces=training_workspace_bytes(
+            topology.gpu.arch, True, userbuffers=par.tp_comm_overlap, cublas_config=p.o.compute.cublas_workspace_config
+        ),
         grouped_workspaces=grouped_gemm_workspace_bytes(topology.gpu.arch) if _grouped_gemm(model, par) else 0.0,
         ep_dispatcher=par.ep_dispatcher,
     )

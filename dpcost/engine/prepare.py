@@ -881,7 +881,9 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
     matmul_params = counts.total - counts.lookups - counts.lm_head + head  # compute.py's, every expert's included
     te = p.schedule == "megatron"  # Megatron-LM's layers run in Transformer Engine
     grouped = te and a is not None and a.moe is not None and o.parallel.grouped_gemm
-    kept_by_te: float = training_workspace_bytes(arch, transformer_engine=te, grouped_gemm=grouped)
+    kept_by_te: float = training_workspace_bytes(
+        arch, transformer_engine=te, grouped_gemm=grouped, cublas_config=o.compute.cublas_workspace_config
+    )
     if te and a is not None and o.compute.grad_accumulation_fusion:
         kept_by_te += _dummy_wgrads(a)
     if te and a is not None and o.communication.gather_dtype not in QUANTIZED_WEIGHTS:

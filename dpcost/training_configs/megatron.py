@@ -228,12 +228,13 @@ def read(text: str, path: str) -> TrainingConfig:
     _softmax(r, args)
     _loss(r, args)
     _precision(r, args)
+    _cublas_workspace(r, args, text)
     spec = _model(r, args, tp, Path(path).stem)
     padding = None
     if spec is not None:
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
     dp = _launched_dp(r, args)
-    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS}
+    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, "--deterministic-mode"}
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
@@ -243,6 +244,24 @@ def read(text: str, path: str) -> TrainingConfig:
 
 
 _LAUNCH_ARGS = ("--nproc_per_node", "--nproc-per-node", "--nnodes")
+# CUBLAS_WORKSPACE_CONFIG as the script sets it in the environment (NAME=value, or exported)
+_CUBLAS_CONFIG = re.compile(r"(?:^|[\s;])(?:export\s+)?CUBLAS_WORKSPACE_CONFIG=[\"']?((?::\d+:\d+)+)[\"']?")
+
+
+def _cublas_workspace(r: Reading, args: dict[str, list[str]], text: str) -> None:
+    """PyTorch's cuBLAS workspaces: CUBLAS_WORKSPACE_CONFIG as the script's environment sets it, else the one
+    --deterministic-mode sets where the environment gives none (megatron/training/determinism.py
+    DETERMINISM_ENV_VAR_DEFAULTS, applied with setdefault, at d98e8a64dd)."""
+    given = _CUBLAS_CONFIG.search(text)
+    deterministic = "its NCCL_ALGO=Ring and deterministic kernels are not priced"
+    if given:
+        r.use("CUBLAS_WORKSPACE_CONFIG", given.group(1), "cublas_workspace_config", given.group(1),
+              "each of PyTorch's two cuBLAS workspaces the sum of its :SIZE:COUNT pairs")  # fmt: skip
+        if "--deterministic-mode" in args:
+            r.ignore("--deterministic-mode", "", deterministic)
+    elif "--deterministic-mode" in args:
+        r.use("--deterministic-mode", "", "cublas_workspace_config", ":4096:8",
+              f"CUBLAS_WORKSPACE_CONFIG=:4096:8, PyTorch's cuBLAS workspaces at 32 MiB; {deterministic}")  # fmt: skip
 
 
 def _launched_dp(r: Reading, args: dict[str, list[str]]) -> int | None:
