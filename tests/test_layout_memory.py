@@ -1075,3 +1075,34 @@ def test_megatron_s_global_buffer_holds_the_largest_gather_for_the_run() -> None
     # from a plan without sequence parallelism at the same TP, whose output layer gathers nothing
     plain = _stage_buffers("llama-8b", **{**dense, "sequence_parallel": False})
     assert (last - first) - (plain[1] - plain[0]) == 8192 * 4096 * 2
+
+
+def test_the_deferred_output_wgrads_drain_gathers_into_two_more_global_buffers() -> None:
+    """Under sequence parallelism the pipeline flush's drain of the deferred output-layer weight gradients gathers
+    their inputs over TP into "mpu_0" and, from two deferred calls, "mpu_1" (utils.py drain_embedding_wgrad_compute),
+    each the output layer's whole input, kept for the run beside "mpu". Llama 3.1 8B at TP 2 x PP 2 over 8,192
+    tokens: the last stage's buffers grow by 2 x 8,192 x 4,096 x 2 bytes with every call deferred (8 micro-batches),
+    by one such buffer with one call deferred, beyond what the deferral holds in its activations."""
+    dense = dict(tp=2, pp=2, dp=2, sequence_parallel=True, seq_len=8192, global_batch=16, recompute="none")
+    base = _stage_buffers("llama-8b", **dense)[-1]
+    gather = 8192 * 4096 * 2
+    assert _stage_buffers("llama-8b", **dense, defer_embedding_wgrad=0)[-1] - base == 2 * gather
+    assert _stage_buffers("llama-8b", **dense, defer_embedding_wgrad=1)[-1] - base == gather
+
+
+def test_transformer_engine_s_output_layer_gathers_outside_the_global_buffer() -> None:
+    """--fp8-output-proj builds the output layer as Transformer Engine's TELMHeadColumnParallelLinear (gpt_model.py),
+    which gathers its input under SP itself: the last stage holds no global buffer for it. Llama 3.1 8B at TP 2 x PP 2
+    on a DGX B200 in MXFP8: the last stage holds 8,192 x 4,096 x 2 bytes less of it than with Megatron's head, beside
+    the MXFP8 copy of the head's weight that Transformer Engine caches."""
+    from dpcost.catalog import load_topology
+    from dpcost.engine.layout_report import layout_stage_memory
+    from dpcost.options import Options
+
+    plan = dict(tp=2, pp=2, dp=2, sequence_parallel=True, seq_len=8192, global_batch=8, recompute="none",
+                compute_dtype="fp8", fp8_recipe="mxfp8")  # fmt: skip
+    topology, model = load_topology("dgx-b200"), load_model("llama-8b")
+    megatron = layout_stage_memory(model, topology, Options(**plan))[-1].buffers
+    te = layout_stage_memory(model, topology, Options(**plan, fp8_output_proj=True))[-1].buffers
+    head_cache = 128256 * 4096 / 2 * 2 * (1 + 1 / 32)  # vocab / TP x hidden, both MXFP8 usages with their scales
+    assert te - megatron == pytest.approx(head_cache - 8192 * 4096 * 2, rel=1e-3)

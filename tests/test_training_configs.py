@@ -1136,6 +1136,7 @@ def test_a_megatron_scripts_position_table_is_megatrons(flags: str, rows: int) -
         ("", "--deterministic-mode", ":4096:8"),  # determinism.py's default where the environment gives none
         ("CUBLAS_WORKSPACE_CONFIG=:16:8 ", "--deterministic-mode", ":16:8"),  # setdefault: the environment's wins
         ("export CUBLAS_WORKSPACE_CONFIG=':4096:2:16:8'\n", "", ":4096:2:16:8"),
+        ("# export CUBLAS_WORKSPACE_CONFIG=:16:8\n", "--deterministic-mode", ":4096:8"),  # a comment sets nothing
         ("", "", None),  # unset: PyTorch's own per GPU
     ],
 )
@@ -1147,3 +1148,18 @@ def test_a_megatron_scripts_cublas_workspace_config_is_pytorchs(environment: str
         f"--vocab-size 1000 --seq-length 1024 --max-position-embeddings 1024 --micro-batch-size 1 --bf16 {flags}\n"
     )
     assert read(script, "gpt.sh").options.get("cublas_workspace_config") == config
+
+
+def test_a_megatron_script_s_deterministic_mode_refuses_a_cublas_workspace_config_megatron_refuses() -> None:
+    """--deterministic-mode accepts CUBLAS_WORKSPACE_CONFIG :4096:8 or :16:8 alone (determinism.py
+    ACCEPTED_ENV_VAR_VALUES asserts it): a script with another would not run, so dpcost refuses it."""
+    from dpcost.errors import InputError
+    from dpcost.training_configs.megatron import read
+
+    script = (
+        "CUBLAS_WORKSPACE_CONFIG=:4096:2:16:8 torchrun pretrain_gpt.py --num-layers 2 --hidden-size 256 "
+        "--num-attention-heads 4 --vocab-size 1000 --seq-length 1024 --max-position-embeddings 1024 "
+        "--micro-batch-size 1 --bf16 --deterministic-mode\n"
+    )
+    with pytest.raises(InputError, match="CUBLAS_WORKSPACE_CONFIG: :4096:2:16:8: --deterministic-mode runs only"):
+        read(script, "gpt.sh")

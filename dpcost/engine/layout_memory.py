@@ -138,6 +138,7 @@ __all__ = [
     "attention_widths",
     "bytes_per_parameter",
     "deferred_output_wgrad_bytes",
+    "deferred_output_wgrad_calls",
     "embedding_activation_bytes",
     "embedding_parameters",
     "expert_data_parallel_size",
@@ -249,6 +250,9 @@ class MemoryLayout(Layout):
     optimizer_instances: int = 1
     grouped_workspaces: float = 0.0  # TE's grouped-GEMM workspaces (workspaces.py), on a stage holding MoE layers
     ep_dispatcher: str = "alltoall"  # the MoE token dispatcher: allgather gathers into the global buffer [U]
+    # the output layer is Transformer Engine's (--fp8-output-proj: TELMHeadColumnParallelLinear, gpt_model.py),
+    # which gathers its input under SP itself, not into the global buffer [U]
+    te_output_layer: bool = False
     dummy_wgrads: bool = False  # TE's placeholder weight gradients under gradient-accumulation fusion [W]
     # the output layer's weight-gradient GEMMs deferred to the pipeline flush for the step's first N calls (0: all):
     # --defer-embedding-wgrad-compute --wgrad-deferral-limit N [D]; None: computed in each backward
@@ -898,18 +902,41 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
 
 
 def global_buffer_bytes(
-    shape: ModelShape, layout: MemoryLayout, seq_len: int, micro_batch: int, moe: bool, last: bool
+    shape: ModelShape,
+    layout: MemoryLayout,
+    seq_len: int,
+    micro_batch: int,
+    moe: bool,
+    last: bool,
+    deferred_calls: int = 0,
 ) -> float:
-    """Megatron-Core's global memory buffer on a stage [U], 16-bit, at the largest of what the stage asks of it: on
-    the last stage under sequence parallelism the output layer's input gathered over TP (s b / CP tokens, hidden
-    wide), and on a stage running MoE layers under the allgather dispatcher each one's tokens gathered over expert TP
-    x EP (a rank's s b / CP, over TP under SP, times ETP x EP; each as wide as a routed copy's input)."""
+    """Megatron-Core's global memory buffers on a stage [U], 16-bit. "mpu" at the largest of what the stage asks of
+    it: on the last stage under sequence parallelism Megatron's output layer's input gathered over TP (s b / CP
+    tokens, hidden wide; none for Transformer Engine's head), and on a stage running MoE layers under the allgather
+    dispatcher each one's tokens gathered over expert TP x EP (a rank's s b / CP, over TP under SP, times ETP x EP;
+    each as wide as a routed copy's input). And with the output layer's weight gradients deferred [D], under sequence
+    parallelism the drain's gathers of its input into "mpu_0" and, from two `deferred_calls`, "mpu_1"
+    (utils.py drain_embedding_wgrad_compute), each as large as the output layer's."""
     held = seq_len / layout.cp * micro_batch / (layout.tp if layout.sp_split else 1)  # the tokens a rank holds
-    largest = held * layout.tp * shape.hidden if last and layout.sp_split else 0.0
+    output_input = held * layout.tp * shape.hidden if last and layout.sp_split else 0.0
+    largest = 0.0 if layout.te_output_layer else output_input
     gathered = layout.expert_tp * layout.ep
     if moe and layout.ep_dispatcher == "allgather" and gathered > 1:
         largest = max(largest, held * gathered * (shape.moe_io or shape.hidden))
-    return ACT_BYTES * largest
+    return ACT_BYTES * (largest + min(deferred_calls, 2) * output_input)
+
+
+def deferred_output_wgrad_calls(shape: ModelShape, layout: MemoryLayout, num_microbatches: int | None) -> int:
+    """The output layer's weight-gradient calls a step defers to the pipeline flush [D]: the first `wgrad_deferral`
+    (0: all) of its micro-batches' calls, one per micro-batch and one more for each MTP depth; with the step's
+    micro-batches unknown, the limit's."""
+    limit = layout.wgrad_deferral
+    if limit is None:
+        return 0
+    if num_microbatches is None:
+        return limit
+    calls = num_microbatches * (1 + shape.mtp_layers)
+    return min(limit, calls) if limit else calls
 
 
 def _holds_moe(shape: ModelShape, layers: Sequence[int], last: bool) -> bool:
@@ -1266,7 +1293,8 @@ def stage_memory(
         moe = _holds_moe(shape, layers, last)
         if moe:  # TE allocates them at the first grouped GEMM the stage runs
             buffers += layout.grouped_workspaces
-        buffers += global_buffer_bytes(shape, layout, seq_len, micro_batch, moe, last)
+        deferred = deferred_output_wgrad_calls(shape, layout, num_microbatches) if last else 0
+        buffers += global_buffer_bytes(shape, layout, seq_len, micro_batch, moe, last, deferred)
         out.append(
             StageMemory(stage, len(layers), held.total, weights + grads + optimizer, acts, buffers, weights, grads)
         )
@@ -1399,11 +1427,10 @@ def layer_biases(
     """A dense and an MoE layer's linear biases as Megatron-Core builds them [T], one per output feature of each
     linear (te_linears): the fused QKV's under add_bias_linear or add_qkv_bias (attention.py; the spec's qkv_bias),
     the output projection's and every dense MLP's and routed expert's under add_bias_linear (mlp.py,
-    moe/experts.py); MLA's projections and the shared experts take none (multi_latent_attention.py;
-    shared_experts.py asserts it). A
-    column-parallel linear's bias splits over TP with its weight, a row-parallel one's is whole on every TP rank; a
-    routed expert's over EP with the experts (Megatron asserts expert TP 1 for MoE under add_bias_linear:
-    transformer_config.py)."""
+    moe/experts.py); MLA's down- and up-projections and the shared experts take none (multi_latent_attention.py;
+    shared_experts.py asserts it). A column-parallel linear's bias splits over TP with its weight, a row-parallel
+    one's is whole on every TP rank; a routed expert's over EP with the experts (Megatron asserts expert TP 1 for MoE
+    under add_bias_linear: transformer_config.py)."""
 
     def outputs(part: str, split: str) -> float:  # the output features of a part's linears split so
         return float(sum(out for out, _, how in linears.get(part, ()) if how == split))

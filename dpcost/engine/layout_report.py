@@ -400,6 +400,7 @@ def _layout_memory(
         ),
         grouped_workspaces=grouped_gemm_workspace_bytes(topology.gpu.arch) if _grouped_gemm(model, par) else 0.0,
         ep_dispatcher=par.ep_dispatcher,
+        te_output_layer=p.o.compute.fp8_output_proj,
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)

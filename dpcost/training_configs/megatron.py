@@ -244,16 +244,23 @@ def read(text: str, path: str) -> TrainingConfig:
 
 
 _LAUNCH_ARGS = ("--nproc_per_node", "--nproc-per-node", "--nnodes")
-# CUBLAS_WORKSPACE_CONFIG as the script sets it in the environment (NAME=value, or exported)
+# CUBLAS_WORKSPACE_CONFIG as the script sets it in the environment (NAME=value, or exported), outside comments
 _CUBLAS_CONFIG = re.compile(r"(?:^|[\s;])(?:export\s+)?CUBLAS_WORKSPACE_CONFIG=[\"']?((?::\d+:\d+)+)[\"']?")
+_COMMENT = re.compile(r"(?m)(?:^|(?<=\s))#.*$")
+# the values --deterministic-mode accepts; another stops the run (determinism.py ACCEPTED_ENV_VAR_VALUES)
+DETERMINISTIC_CUBLAS_CONFIGS = (":4096:8", ":16:8")
 
 
 def _cublas_workspace(r: Reading, args: dict[str, list[str]], text: str) -> None:
     """PyTorch's cuBLAS workspaces: CUBLAS_WORKSPACE_CONFIG as the script's environment sets it, else the one
     --deterministic-mode sets where the environment gives none (megatron/training/determinism.py
     DETERMINISM_ENV_VAR_DEFAULTS, applied with setdefault, at d98e8a64dd)."""
-    given = _CUBLAS_CONFIG.search(text)
+    given = _CUBLAS_CONFIG.search(_COMMENT.sub("", text))
     deterministic = "its NCCL_ALGO=Ring and deterministic kernels are not priced"
+    if given and "--deterministic-mode" in args and given.group(1) not in DETERMINISTIC_CUBLAS_CONFIGS:
+        allowed = " or ".join(DETERMINISTIC_CUBLAS_CONFIGS)
+        raise r.error("CUBLAS_WORKSPACE_CONFIG", f"{given.group(1)}: --deterministic-mode runs only {allowed} "
+                      "(megatron/training/determinism.py asserts it)")  # fmt: skip
     if given:
         r.use("CUBLAS_WORKSPACE_CONFIG", given.group(1), "cublas_workspace_config", given.group(1),
               "each of PyTorch's two cuBLAS workspaces the sum of its :SIZE:COUNT pairs")  # fmt: skip
