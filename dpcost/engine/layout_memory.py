@@ -1031,16 +1031,13 @@ def deferred_output_wgrad_bytes(
     token), for the calls before the last micro-batch's, the first `wgrad_deferral` of the step (0: all). A
     micro-batch calls the layer once, and once more for each MTP depth. With the step's micro-batches unknown, the
     limit's calls (the buffer full)."""
-    limit = layout.wgrad_deferral
-    if limit is None:
+    if layout.wgrad_deferral is None:
         return 0.0
-    if num_microbatches is None:
-        if not limit:
-            raise ValueError("deferring every call of the step needs its micro-batches")
-        held = limit
-    else:
-        earlier = (num_microbatches - 1) * (1 + shape.mtp_layers)
-        held = min(limit, earlier) if limit else earlier
+    if num_microbatches is None and not layout.wgrad_deferral:
+        raise ValueError("deferring every call of the step needs its micro-batches")
+    held = deferred_output_wgrad_calls(shape, layout, num_microbatches)
+    if num_microbatches is not None:  # those before the last micro-batch's
+        held = min(held, (num_microbatches - 1) * (1 + shape.mtp_layers))
     tokens = seq * micro_batch
     return held * 2 * tokens * (shape.vocab / layout.tp + shape.hidden / (layout.tp if layout.sp_split else 1))
 
