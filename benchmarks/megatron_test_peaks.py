@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """dpcost's memory per GPU against the peaks Megatron-LM's own functional tests record (a benchmark, not a test).
 
-    python benchmarks/megatron_test_peaks.py [--markdown] [--points]
+    python benchmarks/megatron_test_peaks.py [--markdown] [--points] [--after-step]
 
 Each row of tests/reference/memory-peaks/megatron-functional-peaks.csv is one golden file of one functional test:
 the test's MODEL_ARGS, the world size its CI recipe launches, and torch.cuda.max_memory_allocated on the last global
@@ -164,6 +164,26 @@ def compare(path: Path = CSV) -> tuple[list[Point], Counter[str]]:
     return points, why
 
 
+def after_step_gaps(path: Path = CSV) -> list[tuple[float, str, str]]:
+    """For each live golden file dpcost costs: what stays allocated after a step (mem_allocated_bytes_median, which
+    Megatron reads after optimizer.step(): training.py training_log) less the last stage's states and buffers as each
+    stage's own view holds them (layout_report.layout_stage_memory), in bytes, with the case and golden file."""
+    from dpcost.engine.layout_report import layout_stage_memory
+
+    gaps = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for row in rows(path):
+            if left_out(row) or LIVE not in row["notes"]:
+                continue
+            try:
+                last = layout_stage_memory(*plan_of(row, Path(tmp)))[-1]
+            except (InputError, NotCosted):
+                continue
+            held = last.weight_and_optimizer + last.buffers
+            gaps.append((float(row["mem_allocated_bytes_median"]) - held, row["case"], row["golden_file"]))
+    return gaps
+
+
 def geomean(errors: list[float]) -> float:
     """The geometric mean of |errors|, an exact hit counted as ERROR_FLOOR (dpcost/accuracy.py)."""
     return math.exp(sum(math.log(max(abs(e), ERROR_FLOOR)) for e in errors) / len(errors))
@@ -206,7 +226,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--markdown", action="store_true", help="the README's table")
     parser.add_argument("--points", action="store_true", help="every scored point, worst first")
+    parser.add_argument(
+        "--after-step", action="store_true", help="what stays allocated after a step beyond dpcost's states and buffers"
+    )
     args = parser.parse_args(argv)
+    if args.after_step:
+        gaps = sorted(after_step_gaps())
+        low, median, high = statistics.quantiles([g for g, _, _ in gaps], n=4)
+        print(f"{len(gaps)} live golden files: median {median / 1e6:.1f} MB, quartiles {low / 1e6:.1f} and "
+              f"{high / 1e6:.1f} MB")  # fmt: skip
+        for gap, case, golden in gaps:
+            print(f"{gap / 1e6:+10.1f} MB  {case} {golden}")
+        return 0
     points, why = compare()
     if args.points:
         for p in sorted(points, key=lambda p: -abs(p.error)):
