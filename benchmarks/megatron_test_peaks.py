@@ -164,22 +164,28 @@ def compare(path: Path = CSV) -> tuple[list[Point], Counter[str]]:
     return points, why
 
 
-def after_step_gaps(path: Path = CSV) -> list[tuple[float, str, str]]:
-    """For each live golden file dpcost costs: what stays allocated after a step (mem_allocated_bytes_median, which
-    Megatron reads after optimizer.step(): training.py training_log) less the last stage's states and buffers as each
-    stage's own view holds them (layout_report.layout_stage_memory), in bytes, with the case and golden file."""
+def held_after_step(row: dict[str, str], folder: Path) -> float:
+    """What dpcost's last stage holds between steps, its states and buffers as each stage's own view holds them
+    (layout_report.layout_stage_memory): the counterpart of the row's mem_allocated_bytes_median, which Megatron reads
+    after optimizer.step() (training.py training_log)."""
     from dpcost.engine.layout_report import layout_stage_memory
 
+    last = layout_stage_memory(*plan_of(row, folder))[-1]
+    return last.weight_and_optimizer + last.buffers
+
+
+def after_step_gaps(path: Path = CSV) -> list[tuple[float, str, str]]:
+    """For each live golden file dpcost costs: what stays allocated after a step less held_after_step, in bytes, with
+    the case and golden file."""
     gaps = []
     with tempfile.TemporaryDirectory() as tmp:
         for row in rows(path):
             if left_out(row) or LIVE not in row["notes"]:
                 continue
             try:
-                last = layout_stage_memory(*plan_of(row, Path(tmp)))[-1]
+                held = held_after_step(row, Path(tmp))
             except (InputError, NotCosted):
                 continue
-            held = last.weight_and_optimizer + last.buffers
             gaps.append((float(row["mem_allocated_bytes_median"]) - held, row["case"], row["golden_file"]))
     return gaps
 

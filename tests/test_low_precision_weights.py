@@ -200,16 +200,13 @@ def test_a_bf16_fp8_twin_differs_by_te_s_cached_copies(tmp_path: Any) -> None:
     whole on each TP rank and MTP's eh_proj among them. dpcost's last stages, states and buffers, differ by them."""
     from conftest import load_benchmark
 
-    from dpcost.engine.layout_report import layout_stage_memory
-
     bench = load_benchmark("megatron_test_peaks")
 
     def held(case: str) -> float:  # what the last stage holds after a step: its states and buffers
         row = next(
             r for r in bench.rows() if r["case"] == case and r["golden_file"] == "golden_values_dev_dgx_h100.json"
         )
-        last = layout_stage_memory(*bench.plan_of(row, tmp_path))[-1]
-        return last.weight_and_optimizer + last.buffers
+        return float(bench.held_after_step(row, tmp_path))
 
     measured = _measured("bf16-fp8-twin")
     apart = measured["H100 fp8"] - measured["H100 bf16"]
