@@ -35,8 +35,9 @@ def test_the_layout_is_reported_with_its_groups_and_the_step_sums() -> None:
 
 def test_memory_per_gpu_is_megatrons_for_the_most_loaded_stage() -> None:
     """The reported allocation is layout_memory.py's (tested against Megatron's formula there), on the stage
-    holding the most: weights 2 + gradients 4 bytes per parameter, Adam's 12 over DP, the activations in flight."""
-    r = report(*LLAMA_405B)
+    holding the most: weights 2 + gradients 4 bytes per parameter, Adam's 12 over DP, the activations in flight
+    (selective recomputation given: the automatic choice is full, where selective does not fit)."""
+    r = report(*LLAMA_405B, "--recompute", "selective")
     spec = MemoryLayout(
         tp=8, pp=16, dp=128, sequence_parallel=True, recompute="selective", zero=1,
         first_stage_layers=7, last_stage_layers=7,

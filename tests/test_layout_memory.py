@@ -733,9 +733,10 @@ def test_most_loaded_stage() -> None:
     )
     llama = layout_memory_for(load_model("llama-405b"), layout, 8192, 1, 16)
     assert llama.most_loaded.stage == 1
-    # a layer's sbh(18 + 4f/h)/t, less K and V's narrowing to 8 x 128 of 16,384 (4sb(h - 1,024)/t), beside the
-    # embedding's 8sb + sbh on stage 0
-    per_layer = 31 - 4 * (1 - 1024 / 16384)
+    # a layer as Megatron-Core keeps Llama's: the file's sbh(18 + 4f/h)/t without the two dropout masks (no dropout)
+    # and with the fused SwiGLU's 2f-wide input (sbh(16 + 6f/h)/t), less K and V's narrowing to 8 x 128 of 16,384
+    # (4sb(h - 1,024)/t), beside the embedding's 8sb + sbh on stage 0
+    per_layer = 16 + 6 * 53248 / 16384 - 4 * (1 - 1024 / 16384)
     assert llama.stages[1].activations / llama.stages[0].activations == pytest.approx(
         (8 * 15) / (7 * 16 + 16 * (8 + 16384) / (16384 * per_layer)), rel=1e-12
     )
@@ -748,26 +749,27 @@ def test_most_loaded_stage() -> None:
         mtp_layers=1,
     )
     assert deepseek.most_loaded.stage == 1
-    # Each stage's own view costs an MoE layer's 8 routed copies of a token as Megatron-Core keeps them, where the
-    # file costs one dense MLP of ffn_hidden_size 18,432: per token (TP 1, so no SP), the router's fp32 scores 4 x
+    # Each stage's own view costs an MoE layer's 8 routed copies of a token as Megatron-Core keeps them, where a
+    # dense layer has its MLP of ffn_hidden_size 18,432: per token (TP 1, so no SP), the router's fp32 scores 4 x
     # 256, the shared expert's fused SwiGLU its 4,096-wide input and its output (6 x 2,048), and 8 x (the grouped
     # fc1's input 2 x 7,168 + fc1's output and its SwiGLU's product with the probability, 6 x 2,048), against
-    # 4 x 18,432: 152,576 bytes more, on stage 1's 4 MoE layers x 15 micro-batches in flight, with the file's 5%
-    # without SP
+    # the dense MLP's fused SwiGLU input and fc2's input, 6 x 18,432: 115,712 bytes more, on stage 1's 4 MoE layers
+    # x 15 micro-batches in flight, with the file's 5% without SP
     layout = MemoryLayout(pp=16, ep=64, dp=128, zero=1, first_stage_layers=3, last_stage_layers=2)
     shape = model_shape(load_model("deepseek-v3").architecture, 1, mtp_layers=1)
     dense = layout_memory(dataclasses.replace(shape, moe_topk=0), layout, 4096, 1, 120)
     assert deepseek.stages[1].activations - dense.stages[1].activations == pytest.approx(
-        1.05 * 15 * 4 * 4096 * 152_576, rel=1e-12
+        1.05 * 15 * 4 * 4096 * 115_712, rel=1e-12
     )
     assert dense.stages[0].activations == deepseek.stages[0].activations  # its three dense layers
     assert deepseek.total == dense.total  # Megatron's own view, the file's formula, costs them as dense
-    # --recompute-modules moe: each MoE layer keeps its norm's input and output and the mask, 73,728 bytes a token
-    # fewer than the file's dense MLP, and the one layer whose backward re-runs the MoE forward holds all of it
+    # --recompute-modules moe: each MoE layer keeps its norm's input and output (no dropout, so no mask), 110,592
+    # bytes a token fewer than a dense layer's MLP, and the one layer whose backward re-runs the MoE forward holds all
+    # of it
     moe = dataclasses.replace(layout, recompute="selective", moe_recompute="moe")
     rerun = layout_memory(shape, moe, 4096, 1, 120).stages[1].activations
     formula = layout_memory(dataclasses.replace(shape, moe_topk=0), moe, 4096, 1, 120).stages[1].activations
-    assert rerun - formula == pytest.approx(1.05 * 4096 * (15 * 4 * -73_728 + 152_576 + 73_728), rel=1e-12)
+    assert rerun - formula == pytest.approx(1.05 * 4096 * (15 * 4 * -110_592 + 115_712 + 110_592), rel=1e-12)
 
 
 def test_the_distributed_optimizer_shards_over_dp_and_cp() -> None:
@@ -810,17 +812,20 @@ def test_moe_layer_as_megatron_core_keeps_it() -> None:
     # --recompute-modules moe_act: of the three 1,024-wide tensors a copy keeps fc1's output alone (the GELU runs
     # under CheckpointWithoutOutput, its output discarded after fc2); a gated expert's fc1 output is twice as wide
     assert moe_mlp_half_bytes(1024, 4, shape, 2, 2, True, "moe_act") == 4096 * (1024 + 2048) + 2048 * 2592
-    gated = dataclasses.replace(shape, moe_gated=True)
+    gated = dataclasses.replace(shape, gated_mlp=True)
     assert moe_mlp_half_bytes(1024, 4, gated, 2, 2, True, "moe_act") == 4096 * (1024 + 4096) + 2048 * 2592
     # --recompute-modules moe: the MoE forward checkpointed on the norm's output; the norm's input, its output and
     # the dropout mask stay
     assert moe_mlp_half_bytes(1024, 4, shape, 2, 2, True, "moe") == 2048 * (1024 + 1024 + 512)
+    # without hidden dropout the bias-dropout-add keeps no mask (torch's dropout returns its input at p = 0)
+    no_dropout = dataclasses.replace(shape, dropout=False)
+    assert moe_mlp_half_bytes(1024, 4, no_dropout, 2, 2, True, "moe") == 2048 * (1024 + 1024)
     # the file's dense MLP of ffn_hidden_size 2,048 for the same layer: sbh(5 + 4f/h)/t
     assert mlp_half_bytes(1024, 4, 512, 2048, 2, True) == 4096 * 512 * 21 / 2
     # top-4 of 32 with a 1,024-wide shared expert, SwiGLU, ETP 1 at TP 2 (the DeepSeek-like memory_speed test):
     # each held token's 4 copies, and the shared expert's fused SwiGLU input (2,048 wide) and output over TP
     proxy = dataclasses.replace(
-        shape, hidden=1024, moe_experts=32, moe_topk=4, moe_ffn=1024, moe_shared_ffn=1024, moe_gated=True
+        shape, hidden=1024, moe_experts=32, moe_topk=4, moe_ffn=1024, moe_shared_ffn=1024, gated_mlp=True
     )
     held = 4096 * 4 / 2
     assert moe_mlp_half_bytes(4096, 4, proxy, 2, 1, True) == held * (4 * (2048 + 6144) + 5 * 1024 + 4 * 32 + 6 * 1024)
@@ -905,6 +910,34 @@ def test_a_layer_keeps_gqas_k_and_v_at_their_own_width() -> None:
     report = estimate(model, load_topology("dgx-h100"), plan)
     assert report.layout is not None
     assert report.layout.stages[-1].memory_bytes == pytest.approx(58_217_476_096, rel=0.02)
+
+
+def test_a_gated_mlp_without_dropout_as_megatron_core_keeps_it() -> None:
+    """Llama 3 8B's layer (4,096 wide, 8 K/V heads of 128, SwiGLU of 14,336, no dropout) as Megatron-Core keeps it
+    under Transformer Engine and flash attention (@d98e8a64dd): each norm-fused linear its norm's input and output
+    (2 x 2 x 2h), attention Q and its output (2 x 2h) and K and V (2 x 2 x 1,024), the fused SwiGLU its input, fc1's
+    2f-wide output (fused_bias_swiglu.py SwiGLUFunction.save_for_backward), and fc2 its f-wide output (6f); no
+    bias-dropout-add mask at hidden dropout 0 (torch's dropout returns its input at p = 0): 12h + 4 x 1,024 + 6f
+    bytes a token, 139,264, where the file's sbh(18 + 4f/h) counts the two masks and a GELU's 4f. The DP engine's
+    op-by-op count (checkpointing.activation_memory) keeps the same."""
+    from dpcost.engine.checkpointing import activation_memory
+
+    a = load_model("llama-8b").architecture
+    assert (a.hidden, a.n_kv_heads * a.d_head, a.ffn, a.gated_mlp, a.dropout) == (4096, 1024, 14336, True, 0)
+    shape = model_shape(a, 1)
+    layout = MemoryLayout(pp=3)  # a middle stage: no embedding or head; TP 1, so without SP's split
+    one_layer = stage_activation_bytes(shape, layout, 8192, 1, 1, 1, 1.0, (5,), own_widths=True) / 1.05
+    assert one_layer == pytest.approx(8192 * (12 * 4096 + 4 * 1024 + 6 * 14336), rel=1e-12)
+    op_by_op = activation_memory(a, 8192, 1, "selective").kept / a.layers
+    assert one_layer == pytest.approx(op_by_op, rel=1e-12)
+    # TP 8 with SP: every term over TP; a GELU MLP with dropout is the file's layer again
+    sp = MemoryLayout(tp=8, pp=3, sequence_parallel=True)
+    split = stage_activation_bytes(shape, sp, 8192, 1, 1, 1, 1.0, (5,), own_widths=True)
+    assert split == pytest.approx(8192 * (12 * 4096 + 8 * 128 * 4 + 6 * 14336) / 8, rel=1e-12)
+    gelu = dataclasses.replace(shape, gated_mlp=False, dropout=True)
+    assert stage_activation_bytes(gelu, sp, 8192, 1, 1, 1, 1.0, (5,), own_widths=True) - attention_width_bytes(
+        gelu, sp, 8192, 1
+    ) == pytest.approx(layer_activation_bytes(8192, 1, 4096, 14336, 8, True), rel=1e-12)
 
 
 def test_stored_scores_keep_the_dropouts_tensors_only_where_attention_drops_out() -> None:

@@ -29,6 +29,12 @@ Sources, cited per function by their letter:
   wider ones), K and V grouped (GQA) unless unfused attention copies them to every head, and MLA's latents
   (activations.mla_latent_tensors); attention_width_bytes. With --unfused-softmax-fp32, fusions/fused_softmax.py
   forward_torch_softmax: the softmax's fp32 output kept in the scores' place (stored_scores_bytes).
+- [R] megatron/core/transformer/mlp.py and fusions/ (same commit), which the file does not cover: a gated MLP's
+  fused SwiGLU (bias_activation_fusion, the default) saves its input, fc1's 2f-wide output (fused_bias_swiglu.py
+  SwiGLUFunction.save_for_backward), and fc2 its f-wide output: 6 bytes per f a token where the file's GELU counts
+  4; each bias-dropout-add (fusions/fused_bias_dropout.py) keeps a 1-byte mask only where hidden dropout is on
+  (torch's dropout returns its input at p = 0, keeping nothing), where the file counts one after attention and one
+  after the MLP always (dense_mlp_half_bytes, own_attention_half_bytes).
 - [W] Transformer Engine transformer_engine/pytorch/module/base.py get_dummy_wgrad (NVIDIA/TransformerEngine at
   d0067d0da), which the file does not cover: under gradient-accumulation fusion (Megatron's default,
   --no-gradient-accumulation-fusion turns it off; TE's fuse_wgrad_accumulation) a TE linear layer's backward adds its
@@ -348,7 +354,9 @@ class ModelShape:
     untied: bool  # untie_embeddings_and_output_weights
     mtp_layers: int = 0  # mtp_num_layers
     heads: int = 0  # num_attention_heads: only the stored attention scores read it
-    score_dropout: bool = True  # attention_dropout > 0: the scores' dropout keeps its mask and output (stored scores)
+    # dropout > 0, one probability for the scores and the hidden states (the engine's convention): the scores'
+    # dropout keeps its mask and output (stored_scores_bytes), each bias-dropout-add its mask (dropout_mask_bytes)
+    dropout: bool = True
     # attention's tensors per token at their own widths [A] (attention_width_bytes); 0: hidden. Q: heads x its head
     # dim (MLA: qk_head_dim + qk_pos_emb_head_dim); K and V: num_query_groups x kv_channels (MLA: every head's);
     # the context: heads x V's head dim
@@ -372,7 +380,7 @@ class ModelShape:
     moe_ffn: int = 0
     moe_shared_ffn: int = 0
     moe_io: int = 0
-    moe_gated: bool = False  # a gated expert: fc1 is 2 x moe_ffn wide (what recompute "moe_act" keeps)
+    gated_mlp: bool = False  # gated MLPs, dense and expert: fc1 is 2 x ffn wide (what the fused SwiGLU keeps) [R]
     # Transformer Engine's linear layers by part of a layer [W], each weight (out_features, in_features, split):
     # "column" splits out over TP, "row" in over TP, "expert_column" and "expert_row" over expert TP, "whole" none
     linears: tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...] = ()
@@ -737,7 +745,7 @@ def stored_scores_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, mic
     keeps the 16-bit cast (2) besides: 7 and 6."""
     if not layout.attention_scores:
         return 0.0
-    per_score = (5 if shape.score_dropout else 2) + (0 if not layout.scores_fp32 else 2 if shape.score_dropout else 4)
+    per_score = (5 if shape.dropout else 2) + (0 if not layout.scores_fp32 else 2 if shape.dropout else 4)
     return per_score * shape.heads * seq * seq * micro_batch / layout.tp
 
 
@@ -778,12 +786,34 @@ def mlp_half_bytes(seq: float, micro_batch: int, hidden: int, ffn: int, tp: int,
     return sbh * (5 + 4 * ffn / hidden) / tp if sp_split else sbh * (5 + 4 * ffn / (hidden * tp))
 
 
+def dropout_mask_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_split: bool) -> float:
+    """One bias-dropout-add's mask [K] Table 2: a byte an element of the held hidden states, sbh (/t with SP)."""
+    return seq * micro_batch * hidden / (tp if sp_split else 1)
+
+
+def own_attention_half_bytes(seq: float, micro_batch: int, shape: ModelShape, tp: int, sp_split: bool) -> float:
+    """attention_half_bytes as Megatron-Core keeps it [R]: its bias-dropout-add's mask only with hidden dropout."""
+    half = attention_half_bytes(seq, micro_batch, shape.hidden, tp, sp_split)
+    return half if shape.dropout else half - dropout_mask_bytes(seq, micro_batch, shape.hidden, tp, sp_split)
+
+
+def dense_mlp_half_bytes(seq: float, micro_batch: int, shape: ModelShape, tp: int, sp_split: bool) -> float:
+    """A dense MLP with its norm as Megatron-Core keeps it [R], where the file counts mlp_half_bytes: a gated MLP's
+    fused SwiGLU keeps fc1's 2f-wide output, 2f more bytes a token over TP than the file's 4f; the mask only with
+    hidden dropout."""
+    half = mlp_half_bytes(seq, micro_batch, shape.hidden, shape.ffn, tp, sp_split)
+    if shape.gated_mlp:
+        half += seq * micro_batch * 2 * shape.ffn / tp
+    return half if shape.dropout else half - dropout_mask_bytes(seq, micro_batch, shape.hidden, tp, sp_split)
+
+
 def moe_mlp_half_bytes(
     seq: float, micro_batch: int, shape: ModelShape, tp: int, expert_tp: int, sp_split: bool, recomputed: str = ""
 ) -> float:
     """An MoE layer's MLP with its norm as Megatron-Core keeps it [E], where the file costs a dense MLP
     (mlp_half_bytes). Per token the rank holds (sb/t with SP, else sb): the norm's input and output, 2h each (the
-    router, the shared experts and the dispatcher read the one output), the dropout mask h and the router's fp32
+    router, the shared experts and the dispatcher read the one output), the dropout mask h (with hidden dropout
+    only [R]) and the router's fp32
     scores 4E; a shared expert over TP, fc1's output and the activation's (4f_s per token over t; a fused SwiGLU's
     2f_s-wide input and its output, 6f_s); and per routed copy, k x ETP of them per token held, the grouped fc1's
     input (2 x its width) and, f/ETP wide each, fc1's output, the activation and its product with the routing
@@ -795,12 +825,13 @@ def moe_mlp_half_bytes(
     sb = seq * micro_batch
     held = sb / tp if sp_split else sb
     h, io = shape.hidden, shape.moe_io or shape.hidden
+    norm = held * (5 if shape.dropout else 4) * h  # the norm's input and output, and the mask
     if recomputed == "moe":
-        return held * 5 * h
-    fc1 = (4 if shape.moe_gated else 2) * shape.moe_ffn if recomputed == "moe_act" else 6 * shape.moe_ffn
+        return norm
+    fc1 = (4 if shape.gated_mlp else 2) * shape.moe_ffn if recomputed == "moe_act" else 6 * shape.moe_ffn
     routed = held * shape.moe_topk * (2 * io * expert_tp + fc1)
-    shared = (6 if shape.moe_gated else 4) * shape.moe_shared_ffn
-    return held * (5 * h + 4 * shape.moe_experts) + sb * shared / tp + routed
+    shared = (6 if shape.gated_mlp else 4) * shape.moe_shared_ffn
+    return norm + held * 4 * shape.moe_experts + sb * shared / tp + routed
 
 
 def low_precision_input_savings(
@@ -883,12 +914,13 @@ def mamba_layer_bytes(
 
 
 def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int, i: int) -> float:
-    """Hybrid layer i's activations [H]: its mixer's (attention or Mamba) and its MLP's halves."""
+    """Hybrid layer i's activations [H]: its mixer's (attention or Mamba) and its MLP's halves, as Megatron-Core
+    keeps them [R]."""
     h, tp, sp = shape.hidden, layout.tp, layout.sp_split
     mixer, mlp, _ = shape.hybrid_kinds[i]
     total = 0.0
     if "attention" in mixer:
-        total += attention_half_bytes(seq, micro_batch, h, tp, sp) + attention_width_bytes(
+        total += own_attention_half_bytes(seq, micro_batch, shape, tp, sp) + attention_width_bytes(
             shape, layout, seq, micro_batch
         )
         total += stored_scores_bytes(shape, layout, seq, micro_batch)
@@ -897,7 +929,7 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
     if mlp == "moe" and shape.moe_topk:
         total += moe_mlp_half_bytes(seq, micro_batch, shape, tp, layout.expert_tp, sp, layout.moe_recompute)
     elif mlp != "none":
-        total += mlp_half_bytes(seq, micro_batch, h, shape.ffn, tp, sp)
+        total += dense_mlp_half_bytes(seq, micro_batch, shape, tp, sp)
     return total
 
 
@@ -1120,8 +1152,9 @@ def stage_activation_bytes(
 ) -> float:
     """A stage's layers (and embedding) x micro-batches in flight, output once on the last, x 1.05 without SP [M]; a
     hybrid's layers (`indices`) each its own [H]. `own_widths` (each stage's own view, not the file's): a layer keeps
-    attention's tensors at their own widths [A] (attention_width_bytes), and under recompute_modules "mla_up_proj"
-    the one layer whose backward re-makes Q, K and V holds them."""
+    attention's tensors at their own widths [A] (attention_width_bytes), its halves as Megatron-Core keeps them [R]
+    (own_attention_half_bytes, dense_mlp_half_bytes: a gated MLP's wider fc1 output, masks only with dropout), and
+    under recompute_modules "mla_up_proj" the one layer whose backward re-makes Q, K and V holds them."""
     s, b, h, tp = seq_len / layout.cp, micro_batch, shape.hidden, layout.tp  # each CP rank holds s / CP tokens
     sp = layout.sp_split
     scores = stored_scores_bytes(shape, layout, s, b)
@@ -1141,12 +1174,14 @@ def stage_activation_bytes(
                 total += whole - moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute)
     else:
         layer = layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores + widths
+        if own_widths:
+            dense_mlp = dense_mlp_half_bytes(s, b, shape, tp, sp)
+            layer = own_attention_half_bytes(s, b, shape, tp, sp) + dense_mlp + scores + widths
         # each stage's own view (its layer indices given): an MoE layer's MLP as Megatron-Core keeps it [E], beyond
-        # the file's dense MLP, and what the one MoE layer whose backward re-runs its forward re-creates
+        # the dense MLP, and what the one MoE layer whose backward re-runs its forward re-creates
         moe = shape.moe_layers(indices)
         kept = rerun = 0.0
         if moe:
-            dense_mlp = mlp_half_bytes(s, b, h, shape.ffn, tp, sp)
             whole = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp)
             kept = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute) - dense_mlp
             rerun = whole - dense_mlp - kept
@@ -1391,7 +1426,7 @@ def model_shape(
         untied=not a.tied_embeddings,
         mtp_layers=mtp_layers,
         heads=a.heads,
-        score_dropout=a.dropout > 0,  # the engine's convention: the spec's dropout is the attention's too (ops.py)
+        dropout=a.dropout > 0,  # the engine's convention: the spec's dropout is the attention's too (ops.py)
         query_width=widths.query,
         key_width=widths.key,
         value_width=widths.value,
@@ -1407,7 +1442,7 @@ def model_shape(
         moe_ffn=a.moe.ffn if a.moe is not None else 0,
         moe_shared_ffn=a.moe.shared * a.moe.shared_width if a.moe is not None and a.moe.shared else 0,
         moe_io=a.moe.expert_io(h) if a.moe is not None else 0,
-        moe_gated=a.gated_mlp,
+        gated_mlp=a.gated_mlp,
         linears=linears,
         duplicated_attention=float(whole["attention"]),
         mla_latents=(a.mla.q_lora_rank or 0) + a.mla.kv_lora_rank if a.mla is not None else 0,
