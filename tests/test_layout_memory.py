@@ -940,6 +940,35 @@ def test_a_gated_mlp_without_dropout_as_megatron_core_keeps_it() -> None:
     ) == pytest.approx(layer_activation_bytes(8192, 1, 4096, 14336, 8, True), rel=1e-12)
 
 
+def test_recomputed_mlp_shared_experts_and_norms_keep_their_inputs_alone() -> None:
+    """Megatron-Core's selective recomputation (@d98e8a64dd): "mlp" checkpoints a dense layer's MLP on its input
+    (transformer_layer.py recompute_mlp; under Transformer Engine the residual its norm-fused fc1 reads), so of the
+    norm's input and output (2h each) and the fused SwiGLU's and fc2's inputs (6f) the layer keeps 2h a held token;
+    the one layer whose backward re-runs it holds the rest again. "shared_experts" drops the shared experts' 6f_s,
+    "layernorm" an MoE layer's pre-MLP norm output (2h; moe_layer.py, CheckpointWithoutOutput) and MLA's input
+    norm output (2h), while Transformer Engine's norm-fused linear_qkv has no norm module to recompute."""
+    llama = model_shape(load_model("llama-8b").architecture, 2)
+    h, f = 4096, 14336
+    base = MemoryLayout(tp=2, pp=2, sequence_parallel=True, recompute="selective")
+    mlp = dataclasses.replace(base, dropped_modules=frozenset({"mlp"}))
+    held = 8192 / 2  # tokens a rank holds under SP
+    first = tuple(range(16))
+    keep, drop = (stage_activation_bytes(llama, lay, 8192, 1, 0, 16, 2.0, first, True) for lay in (base, mlp))
+    assert keep - drop == pytest.approx(held * (2 * h + 6 * f) * (16 * 2.0 - 1), rel=1e-12)
+    # the attention norm is fused: "layernorm" drops nothing in a dense Llama layer
+    norms = dataclasses.replace(base, dropped_modules=frozenset({"layernorm"}))
+    assert stage_activation_bytes(llama, norms, 8192, 1, 0, 16, 2.0, first, True) == keep
+    # DeepSeek-V3 at TP 1 (no SP): an MoE layer's norm output and shared experts (2,048 wide, gated), MLA's input norm
+    deepseek = model_shape(load_model("deepseek-v3").architecture, 1)
+    assert deepseek.mla_latents and deepseek.moe_shared_ffn == 2048
+    moe_stage = tuple(range(4, 8))
+    plain = MemoryLayout(pp=16, ep=64, dp=128, recompute="selective")
+    both = dataclasses.replace(plain, dropped_modules=frozenset({"layernorm", "shared_experts"}))
+    whole, less = (stage_activation_bytes(deepseek, lay, 4096, 1, 1, 4, 15.0, moe_stage, True) for lay in (plain, both))
+    per_layer = 4096 * (2 * 7168 + 6 * 2048 + 2 * 7168)  # the MoE norm's output, the shared experts, MLA's norm
+    assert whole - less == pytest.approx(1.05 * (4 * 15.0 - 1) * per_layer, rel=1e-12)
+
+
 def test_stored_scores_keep_the_dropouts_tensors_only_where_attention_drops_out() -> None:
     """Korthikanti et al.'s Table 2 stores 5as^2b per layer where attention keeps its scores: the softmax's output
     (2), its dropout's mask (1) and output (2). At a dropout of 0 torch's dropout returns its input (ATen's

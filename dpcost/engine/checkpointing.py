@@ -30,6 +30,7 @@ from dpcost.specs import KV_SHARED, ModelArchitecture
 
 __all__ = [
     "DEFAULT_MODULES",
+    "DROPPED_MODULES",
     "RECOMPUTE",
     "Activations",
     "Recompute",
@@ -44,6 +45,11 @@ RECOMPUTE: tuple[Recompute, ...] = ("none", "selective", "op", "full")
 # Megatron-LM's default --recompute-modules (transformer_config.py@core_r0.13.0); the choices dpcost prices are
 # options.Plan.recompute_modules'.
 DEFAULT_MODULES = frozenset({"core_attn"})
+# The selective modules a layout's memory reads as a set (layout_memory.MemoryLayout.dropped_modules): a dense
+# layer's MLP (transformer_layer.py recompute_mlp), the shared experts (moe_layer.py) and the norms that are modules
+# of their own (CheckpointWithoutOutput: MLA's input norm, an MoE layer's pre-MLP norm). The others have fields of
+# their own: moe_recompute, mla_recompute, attention_keeps_output.
+DROPPED_MODULES = frozenset({"mlp", "shared_experts", "layernorm"})
 # A module's output is kept by the next op even when the module is recomputed: the attention context by the output
 # projection, a norm's output by the matmuls after it.
 _KEPT_OUTPUTS = frozenset({"context (output projection input)"})

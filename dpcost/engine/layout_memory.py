@@ -35,6 +35,12 @@ Sources, cited per function by their letter:
   4; each bias-dropout-add (fusions/fused_bias_dropout.py) keeps a 1-byte mask only where hidden dropout is on
   (torch's dropout returns its input at p = 0, keeping nothing), where the file counts one after attention and one
   after the MLP always (dense_mlp_half_bytes, own_attention_half_bytes).
+- [C] megatron/core/transformer/transformer_layer.py and moe/moe_layer.py (same commit), which the file does not
+  cover: selective recomputation's "mlp" checkpoints a dense layer's MLP on its input (tensor_parallel.checkpoint,
+  te_checkpoint), under Transformer Engine the residual its norm-fused fc1 reads; "shared_experts" the shared
+  experts on the pre-MLP norm's output, which the router keeps; "layernorm" runs the norms that are modules of their
+  own (not IdentityOp: MLA's input norm, an MoE layer's pre-MLP norm) under CheckpointWithoutOutput, their output
+  freed once read and re-made in the backward. The one layer whose backward re-runs them holds what they re-make.
 - [W] Transformer Engine transformer_engine/pytorch/module/base.py get_dummy_wgrad (NVIDIA/TransformerEngine at
   d0067d0da), which the file does not cover: under gradient-accumulation fusion (Megatron's default,
   --no-gradient-accumulation-fusion turns it off; TE's fuse_wgrad_accumulation) a TE linear layer's backward adds its
@@ -245,9 +251,10 @@ class MemoryLayout(Layout):
     moe_recompute: str = ""
     # selective recomputation's "mla_up_proj": Q, K, V and MLA's latents' norm outputs re-made in the backward [A]
     mla_recompute: bool = False
-    # selective recomputation's modules whose tensors the activations counted beside the savings already leave out
-    # (low_precision_input_savings): "mlp", "shared_experts", "layernorm" in the op-by-op count of Megatron without a
-    # layout; none in a layout, whose formula keeps them
+    # selective recomputation's "mlp", "shared_experts" and "layernorm" (checkpointing.DROPPED_MODULES), whose
+    # checkpoints keep their input alone [C]: each stage's own view drops what they re-make (dense_mlp_half_bytes,
+    # moe_mlp_half_bytes, own_attention_half_bytes), and their matmuls' inputs save nothing quantized
+    # (low_precision_input_savings)
     dropped_modules: frozenset[str] = frozenset()
     loss_impl: str = "vocab-parallel"  # the last stage's loss (loss.py): vocab-parallel, -fused (compiled) or -te
     workspaces: float = 0.0  # the GEMM libraries' workspaces (workspaces.py), held by every stage all step
@@ -791,24 +798,42 @@ def dropout_mask_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_sp
     return seq * micro_batch * hidden / (tp if sp_split else 1)
 
 
-def own_attention_half_bytes(seq: float, micro_batch: int, shape: ModelShape, tp: int, sp_split: bool) -> float:
-    """attention_half_bytes as Megatron-Core keeps it [R]: its bias-dropout-add's mask only with hidden dropout."""
-    half = attention_half_bytes(seq, micro_batch, shape.hidden, tp, sp_split)
-    return half if shape.dropout else half - dropout_mask_bytes(seq, micro_batch, shape.hidden, tp, sp_split)
+def own_attention_half_bytes(
+    seq: float, micro_batch: int, shape: ModelShape, tp: int, sp_split: bool, dropped: frozenset[str] = frozenset()
+) -> float:
+    """attention_half_bytes as Megatron-Core keeps it [R]: its bias-dropout-add's mask only with hidden dropout;
+    under recompute "layernorm" (`dropped`) without MLA's input norm's output, 2h a held token [C] (the other
+    attention norms Transformer Engine fuses into linear_qkv: nothing to drop)."""
+    mask = dropout_mask_bytes(seq, micro_batch, shape.hidden, tp, sp_split)
+    half = attention_half_bytes(seq, micro_batch, shape.hidden, tp, sp_split) - (0.0 if shape.dropout else mask)
+    return half - 2 * mask if "layernorm" in dropped and shape.mla_latents else half
 
 
-def dense_mlp_half_bytes(seq: float, micro_batch: int, shape: ModelShape, tp: int, sp_split: bool) -> float:
+def dense_mlp_half_bytes(
+    seq: float, micro_batch: int, shape: ModelShape, tp: int, sp_split: bool, recomputed: bool = False
+) -> float:
     """A dense MLP with its norm as Megatron-Core keeps it [R], where the file counts mlp_half_bytes: a gated MLP's
     fused SwiGLU keeps fc1's 2f-wide output, 2f more bytes a token over TP than the file's 4f; the mask only with
-    hidden dropout."""
+    hidden dropout. `recomputed` (recompute "mlp" [C]): the checkpoint's input alone, the residual its norm-fused fc1
+    reads (2h a held token), and the mask."""
+    mask = dropout_mask_bytes(seq, micro_batch, shape.hidden, tp, sp_split)
+    if recomputed:
+        return 2 * mask + (mask if shape.dropout else 0.0)
     half = mlp_half_bytes(seq, micro_batch, shape.hidden, shape.ffn, tp, sp_split)
     if shape.gated_mlp:
         half += seq * micro_batch * 2 * shape.ffn / tp
-    return half if shape.dropout else half - dropout_mask_bytes(seq, micro_batch, shape.hidden, tp, sp_split)
+    return half if shape.dropout else half - mask
 
 
 def moe_mlp_half_bytes(
-    seq: float, micro_batch: int, shape: ModelShape, tp: int, expert_tp: int, sp_split: bool, recomputed: str = ""
+    seq: float,
+    micro_batch: int,
+    shape: ModelShape,
+    tp: int,
+    expert_tp: int,
+    sp_split: bool,
+    recomputed: str = "",
+    dropped: frozenset[str] = frozenset(),
 ) -> float:
     """An MoE layer's MLP with its norm as Megatron-Core keeps it [E], where the file costs a dense MLP
     (mlp_half_bytes). Per token the rank holds (sb/t with SP, else sb): the norm's input and output, 2h each (the
@@ -821,16 +846,19 @@ def moe_mlp_half_bytes(
     bytes). `recomputed`, the selective recomputation's MoE module:
     "moe_act" keeps fc1's output alone of those three (experts.py: the activation under CheckpointWithoutOutput,
     its output discarded once fc2 has run); "moe" keeps the norm's input and output and the mask alone
-    (moe_layer.py checkpoints the whole MoE forward on the norm's output)."""
+    (moe_layer.py checkpoints the whole MoE forward on the norm's output). `dropped` [C]: "layernorm" frees the
+    norm's output (the checkpoint of "moe" reads the same storage), "shared_experts" the shared experts' 4f_s or
+    6f_s."""
     sb = seq * micro_batch
     held = sb / tp if sp_split else sb
     h, io = shape.hidden, shape.moe_io or shape.hidden
-    norm = held * (5 if shape.dropout else 4) * h  # the norm's input and output, and the mask
+    # the norm's input and output, and the mask
+    norm = held * (2 + (0 if "layernorm" in dropped else 2) + (1 if shape.dropout else 0)) * h
     if recomputed == "moe":
         return norm
     fc1 = (4 if shape.gated_mlp else 2) * shape.moe_ffn if recomputed == "moe_act" else 6 * shape.moe_ffn
     routed = held * shape.moe_topk * (2 * io * expert_tp + fc1)
-    shared = (6 if shape.gated_mlp else 4) * shape.moe_shared_ffn
+    shared = 0 if "shared_experts" in dropped else (6 if shape.gated_mlp else 4) * shape.moe_shared_ffn
     return norm + held * 4 * shape.moe_experts + sb * shared / tp + routed
 
 
@@ -919,17 +947,18 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
     h, tp, sp = shape.hidden, layout.tp, layout.sp_split
     mixer, mlp, _ = shape.hybrid_kinds[i]
     total = 0.0
+    dropped = layout.dropped_modules
     if "attention" in mixer:
-        total += own_attention_half_bytes(seq, micro_batch, shape, tp, sp) + attention_width_bytes(
+        total += own_attention_half_bytes(seq, micro_batch, shape, tp, sp, dropped) + attention_width_bytes(
             shape, layout, seq, micro_batch
         )
         total += stored_scores_bytes(shape, layout, seq, micro_batch)
     if mixer == "mamba":
         total += mamba_layer_bytes(seq, micro_batch, h, shape.mamba, tp, sp)
     if mlp == "moe" and shape.moe_topk:
-        total += moe_mlp_half_bytes(seq, micro_batch, shape, tp, layout.expert_tp, sp, layout.moe_recompute)
+        total += moe_mlp_half_bytes(seq, micro_batch, shape, tp, layout.expert_tp, sp, layout.moe_recompute, dropped)
     elif mlp != "none":
-        total += dense_mlp_half_bytes(seq, micro_batch, shape, tp, sp)
+        total += dense_mlp_half_bytes(seq, micro_batch, shape, tp, sp, "mlp" in dropped)
     return total
 
 
@@ -1153,8 +1182,9 @@ def stage_activation_bytes(
     """A stage's layers (and embedding) x micro-batches in flight, output once on the last, x 1.05 without SP [M]; a
     hybrid's layers (`indices`) each its own [H]. `own_widths` (each stage's own view, not the file's): a layer keeps
     attention's tensors at their own widths [A] (attention_width_bytes), its halves as Megatron-Core keeps them [R]
-    (own_attention_half_bytes, dense_mlp_half_bytes: a gated MLP's wider fc1 output, masks only with dropout), and
-    under recompute_modules "mla_up_proj" the one layer whose backward re-makes Q, K and V holds them."""
+    (own_attention_half_bytes, dense_mlp_half_bytes: a gated MLP's wider fc1 output, masks only with dropout), less
+    what recompute_modules "mlp", "shared_experts" and "layernorm" drop [C]; the one layer whose backward re-makes
+    what a recomputed module dropped (Q, K and V under "mla_up_proj") holds it."""
     s, b, h, tp = seq_len / layout.cp, micro_batch, shape.hidden, layout.tp  # each CP rank holds s / CP tokens
     sp = layout.sp_split
     scores = stored_scores_bytes(shape, layout, s, b)
@@ -1168,23 +1198,32 @@ def stage_activation_bytes(
             total = full_recompute_layer_bytes(s, b, h, tp, sp) * len(each) * in_flight + max(each, default=0.0)
         else:
             total = sum(each) * in_flight
-            if layout.moe_recompute and any(shape.hybrid_kinds[i][1] == "moe" for i in indices):
-                # the one MoE layer whose backward re-runs what the selective recomputation dropped [E]
-                whole = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp)
-                total += whole - moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute)
+            # the one layer whose backward re-runs what the selective recomputation dropped [E], [C]
+            kinds = {shape.hybrid_kinds[i][1] for i in indices}
+            total += max(
+                _moe_rerun_bytes(shape, layout, s, b) if "moe" in kinds else 0.0,
+                _dense_rerun_bytes(shape, layout, s, b) if "dense" in kinds else 0.0,
+            )
     else:
+        dropped = layout.dropped_modules
         layer = layer_activation_bytes(s, b, h, shape.ffn, tp, sp) + scores + widths
+        dense_mlp = mlp_half_bytes(s, b, h, shape.ffn, tp, sp)
+        moe = shape.moe_layers(indices)
+        rerun = 0.0  # what the one layer whose backward re-runs a recomputed module re-makes, the most of any
         if own_widths:
-            dense_mlp = dense_mlp_half_bytes(s, b, shape, tp, sp)
-            layer = own_attention_half_bytes(s, b, shape, tp, sp) + dense_mlp + scores + widths
+            dense_mlp = dense_mlp_half_bytes(s, b, shape, tp, sp, "mlp" in dropped)
+            attention = own_attention_half_bytes(s, b, shape, tp, sp, dropped)
+            layer = attention + dense_mlp + scores + widths
+            remade += own_attention_half_bytes(s, b, shape, tp, sp) - attention
+            if len(indices) > moe:
+                rerun = _dense_rerun_bytes(shape, layout, s, b)
         # each stage's own view (its layer indices given): an MoE layer's MLP as Megatron-Core keeps it [E], beyond
         # the dense MLP, and what the one MoE layer whose backward re-runs its forward re-creates
-        moe = shape.moe_layers(indices)
-        kept = rerun = 0.0
+        kept = 0.0
         if moe:
-            whole = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp)
-            kept = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute) - dense_mlp
-            rerun = whole - dense_mlp - kept
+            policy = moe_mlp_half_bytes(s, b, shape, tp, layout.expert_tp, sp, layout.moe_recompute, dropped)
+            kept = policy - dense_mlp
+            rerun = max(rerun, _moe_rerun_bytes(shape, layout, s, b))
         # each stage's own view: what its FP8 or NVFP4 layers save keeping their matmuls' inputs quantized [L]
         saved = rerun_saved = 0.0  # over the stage's layers, and in the one layer a full recomputation re-runs
         if own_widths and layout.matmul_format is not None:
@@ -1203,6 +1242,23 @@ def stage_activation_bytes(
     if stage == layout.pp - 1:
         total += output_activation_bytes(s, b, h, shape.vocab, tp, sp)
     return total if sp else total * WITHOUT_SP_OVERHEAD
+
+
+def _dense_rerun_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int) -> float:
+    """What a dense MLP recomputed under "mlp" re-makes while its layer's backward runs [C]."""
+    if "mlp" not in layout.dropped_modules:
+        return 0.0
+    tp, sp = layout.tp, layout.sp_split
+    return dense_mlp_half_bytes(seq, micro_batch, shape, tp, sp) - dense_mlp_half_bytes(
+        seq, micro_batch, shape, tp, sp, recomputed=True
+    )
+
+
+def _moe_rerun_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int) -> float:
+    """What an MoE layer's recomputed modules re-make while its backward runs [E], [C]."""
+    tp, etp, sp = layout.tp, layout.expert_tp, layout.sp_split
+    policy = moe_mlp_half_bytes(seq, micro_batch, shape, tp, etp, sp, layout.moe_recompute, layout.dropped_modules)
+    return moe_mlp_half_bytes(seq, micro_batch, shape, tp, etp, sp) - policy
 
 
 def activation_bytes(

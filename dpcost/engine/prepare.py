@@ -11,7 +11,7 @@ from typing import Any, get_args
 
 from dpcost.engine import advice
 from dpcost.engine.activations import Kernels, routed_copies
-from dpcost.engine.checkpointing import DEFAULT_MODULES, Activations, activation_memory
+from dpcost.engine.checkpointing import DEFAULT_MODULES, DROPPED_MODULES, Activations, activation_memory
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework
 from dpcost.engine.layout_step import mamba_layout_refusal
@@ -316,6 +316,7 @@ def saved_input_terms(o: Options, recompute: str) -> dict[str, Any]:
         "attention_keeps_output": c.flash_attention and not core_attention_rerun(o, recompute),
         "moe_recompute": moe_recompute_module(recompute, modules),
         "mla_recompute": recompute == "selective" and "mla_up_proj" in modules,
+        "dropped_modules": frozenset(modules) & DROPPED_MODULES if recompute == "selective" else frozenset(),
     }
 
 
@@ -1001,11 +1002,8 @@ def _low_precision_saved_inputs(a: ModelArchitecture, o: Options, recompute: str
     policy_layers = [i for i in range(a.layers) if (i + 1) % every == 0]
     kept_layers = [i for i in range(a.layers) if (i + 1) % every != 0]
     saved, _ = low_precision_saved_bytes(shape, MemoryLayout(**saved_input_terms(o, "none")), seq_len, 1, kept_layers)
-    # the op-by-op count leaves out what these modules' checkpoints drop (checkpointing.py), so they save nothing
-    dropped = frozenset(o.plan.recompute_modules) & {"mlp", "shared_experts", "layernorm"}
-    policy = MemoryLayout(
-        **saved_input_terms(o, recompute), dropped_modules=dropped if recompute == "selective" else frozenset()
-    )
+    # the op-by-op count leaves out what the dropped modules' checkpoints drop (checkpointing.py), so they save nothing
+    policy = MemoryLayout(**saved_input_terms(o, recompute))
     policy_saved, rerun_saved = low_precision_saved_bytes(shape, policy, seq_len, 1, policy_layers)
     return saved + (0.0 if full else policy_saved), rerun_saved if full else 0.0
 
