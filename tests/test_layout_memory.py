@@ -735,10 +735,10 @@ def test_most_loaded_stage() -> None:
     assert llama.most_loaded.stage == 1
     # a layer as Megatron-Core keeps Llama's: the file's sbh(18 + 4f/h)/t without the two dropout masks (no dropout)
     # and with the fused SwiGLU's 2f-wide input (sbh(16 + 6f/h)/t), less K and V's narrowing to 8 x 128 of 16,384
-    # (4sb(h - 1,024)/t), beside the embedding's 8sb + sbh on stage 0
+    # (4sb(h - 1,024)/t), beside the embedding's 8sb of token ids on stage 0 (its dropout keeps no mask at p = 0)
     per_layer = 16 + 6 * 53248 / 16384 - 4 * (1 - 1024 / 16384)
     assert llama.stages[1].activations / llama.stages[0].activations == pytest.approx(
-        (8 * 15) / (7 * 16 + 16 * (8 + 16384) / (16384 * per_layer)), rel=1e-12
+        (8 * 15) / (7 * 16 + 16 * 8 / (16384 * per_layer)), rel=1e-12
     )
     deepseek = layout_memory_for(
         load_model("deepseek-v3"),
@@ -916,7 +916,7 @@ def test_a_gated_mlp_without_dropout_as_megatron_core_keeps_it() -> None:
     """Llama 3 8B's layer (4,096 wide, 8 K/V heads of 128, SwiGLU of 14,336, no dropout) as Megatron-Core keeps it
     under Transformer Engine and flash attention (@d98e8a64dd): each norm-fused linear its norm's input and output
     (2 x 2 x 2h), attention Q and its output (2 x 2h) and K and V (2 x 2 x 1,024), the fused SwiGLU its input, fc1's
-    2f-wide output (fused_bias_swiglu.py SwiGLUFunction.save_for_backward), and fc2 its f-wide output (6f); no
+    2f-wide output (fused_bias_swiglu.py SwiGLUFunction.save_for_backward), and fc2 its f-wide input (6f); no
     bias-dropout-add mask at hidden dropout 0 (torch's dropout returns its input at p = 0): 12h + 4 x 1,024 + 6f
     bytes a token, 139,264, where the file's sbh(18 + 4f/h) counts the two masks and a GELU's 4f. The DP engine's
     op-by-op count (checkpointing.activation_memory) keeps the same."""

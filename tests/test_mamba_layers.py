@@ -231,6 +231,25 @@ def test_a_mamba_layer_keeps_what_the_fused_path_saves() -> None:
     assert mamba_layer_bytes(1, 1, h, (inner, heads, groups, state), 4, False) == 4 * h + 4 + sum(rows[3:]) / 4
 
 
+def test_a_mamba_layer_keeps_its_dropout_mask_only_with_dropout() -> None:
+    """Megatron-Core's Mamba layer adds its mixer's output to the residual through a bias-dropout-add
+    (mamba_layer.py mamba_bda, @d98e8a64dd), whose mask is a byte an element of the held hidden states with hidden
+    dropout and nothing at p = 0 (torch's dropout returns its input)."""
+    import dataclasses
+
+    from dpcost.engine.layout_memory import MemoryLayout, hybrid_layer_bytes, model_shape
+
+    shape = model_shape(arch("nemotron-h-8b-base-8k.json"), 2)
+    mamba = next(i for i, kind in enumerate(shape.hybrid_kinds) if kind[0] == "mamba")
+    layout = MemoryLayout(tp=2, sequence_parallel=True)
+    dropped_out = dataclasses.replace(shape, dropout=True)
+    without = dataclasses.replace(shape, dropout=False)
+    assert (
+        hybrid_layer_bytes(dropped_out, layout, 4096, 1, mamba) - hybrid_layer_bytes(without, layout, 4096, 1, mamba)
+        == 4096 * shape.hidden / 2
+    )
+
+
 def _scan_kernel_rows() -> list[tuple[str, str, int, int, int, int, int, float]]:
     """The forward timings of the whole mamba_chunk_scan_combined at training sizes (65,536 tokens and more) on
     H200 and B200 in tests/reference/compute-rates/mamba2-ssd-kernels.md: (source, GPU, tokens, I, N, G, Q, ms)."""

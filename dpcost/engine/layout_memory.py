@@ -31,10 +31,12 @@ Sources, cited per function by their letter:
   forward_torch_softmax: the softmax's fp32 output kept in the scores' place (stored_scores_bytes).
 - [R] megatron/core/transformer/mlp.py and fusions/ (same commit), which the file does not cover: a gated MLP's
   fused SwiGLU (bias_activation_fusion, the default) saves its input, fc1's 2f-wide output (fused_bias_swiglu.py
-  SwiGLUFunction.save_for_backward), and fc2 its f-wide output: 6 bytes per f a token where the file's GELU counts
-  4; each bias-dropout-add (fusions/fused_bias_dropout.py) keeps a 1-byte mask only where hidden dropout is on
-  (torch's dropout returns its input at p = 0, keeping nothing), where the file counts one after attention and one
-  after the MLP always (dense_mlp_half_bytes, own_attention_half_bytes).
+  SwiGLUFunction.save_for_backward), and fc2 its f-wide input, the SwiGLU's output: 6 bytes per f a token where
+  the file's GELU counts 4; each bias-dropout-add (fusions/fused_bias_dropout.py; a Mamba layer's too, mamba_layer.py)
+  and the embedding's dropout (language_model_embedding.py) keep a 1-byte mask only where hidden dropout is on
+  (torch's dropout returns its input at p = 0, keeping nothing; compiled, aten.dropout's decomposition clones it),
+  where the file counts one after attention, one after the MLP and the embedding's always (dense_mlp_half_bytes,
+  own_attention_half_bytes, dropout_mask_bytes).
 - [C] megatron/core/transformer/transformer_layer.py and moe/moe_layer.py (same commit), which the file does not
   cover: selective recomputation's "mlp" checkpoints a dense layer's MLP on its input (tensor_parallel.checkpoint,
   te_checkpoint), under Transformer Engine the residual its norm-fused fc1 reads; "shared_experts" the shared
@@ -955,6 +957,8 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
         total += stored_scores_bytes(shape, layout, seq, micro_batch)
     if mixer == "mamba":
         total += mamba_layer_bytes(seq, micro_batch, h, shape.mamba, tp, sp)
+        if shape.dropout:  # its bias-dropout-add's mask [R]
+            total += dropout_mask_bytes(seq, micro_batch, h, tp, sp)
     if mlp == "moe" and shape.moe_topk:
         total += moe_mlp_half_bytes(seq, micro_batch, shape, tp, layout.expert_tp, sp, layout.moe_recompute, dropped)
     elif mlp != "none":
@@ -1238,7 +1242,10 @@ def stage_activation_bytes(
             total = (layer * layers + kept * moe) * in_flight + rerun + (remade if layers else 0.0)
             total -= saved * in_flight
     if stage == 0:
-        total += embedding_activation_bytes(s, b, h, tp, sp) * in_flight
+        embedding = embedding_activation_bytes(s, b, h, tp, sp)
+        if own_widths and not shape.dropout:  # the embedding's dropout keeps no mask at p = 0 [R]
+            embedding -= dropout_mask_bytes(s, b, h, tp, sp)
+        total += embedding * in_flight
     if stage == layout.pp - 1:
         total += output_activation_bytes(s, b, h, shape.vocab, tp, sp)
     return total if sp else total * WITHOUT_SP_OVERHEAD
