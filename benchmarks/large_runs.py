@@ -264,6 +264,12 @@ def gpt_oss_preset_modules(source: str, gpu: str, precision: str, global_batch: 
 # _set_recompute_overrides runs them as recompute_granularity "selective"; every other preset names none, and the
 # recipes recompute nothing (recipes/nemotronh/nemotron_3_nano.py recompute_granularity = None; nemotron_3_super.py
 # sets none).
+# Megatron-Bridge's presets that recompute whole layers, by the block method: Llama 3 8B on H100 in FP8 (current
+# scaling) recomputes the first 5 of its 32 layers (LLAMA3_8B_H100_FP8_CS_BASE_CONFIG recompute_num_layers=5 in
+# scripts/performance/configs/llama3/workload_base_configs.py at v0.2.0, llama/llama3_workload_base_configs.py at
+# v0.3.0-v0.4.0; v0.6.0's perf_recipes/llama/h100/llama3.py the same), which utils/helpers.py set_recompute_overrides
+# runs as recompute_granularity "full", recompute_method "block" (--recompute-block).
+BRIDGE_RECOMPUTE_BLOCK: dict[tuple[str, str, str], int] = {("Llama 3 8B", "H100", "fp8"): 5}
 NEMOTRON3_PRESET_MODULES: dict[tuple[str, str, str], frozenset[str]] = {
     ("Nemotron_3_Nano", "H100", "fp8"): frozenset({"moe", "layernorm", "core_attn", "moe_act"}),
     ("Nemotron_3_Super", "B300", "nvfp4"): frozenset({"moe_act", "layernorm"}),
@@ -829,6 +835,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("micro-batch not printed: 1")
     recompute = row["recompute"]
     modules = DEFAULT_MODULES  # Megatron's recompute_modules default
+    block: int | None = None  # --recompute-block: the first N layers of each chunk alone
     virtual = row.int_or("virtual_stages", 1) or 1
     if source == "llama3-2024" and virtual == 1:
         # Llama 3 section 3.3.2: "an interleaved schedule (Narayanan et al., 2021) with V pipeline stages on one
@@ -1186,6 +1193,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             compute_dtype=dtype,
             recompute=recompute,
             recompute_modules=modules,
+            recompute_block=block,
             sequence_parallel=sequence_parallel,
             tp_overlap=tp_overlap,
             tp_backward_async=tp_backward_async,
@@ -1219,6 +1227,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         # (deepseek_llm_pretrain.py) of the modules configs/deepseek/workload_base_configs.py gives per GPU: moe_act on
         # GB300, mla_up_proj and mlp on H100, mla_up_proj elsewhere; Nemotron 3's as NEMOTRON3_PRESET_MODULES
         recompute = "selective" if row["model"].startswith(("DeepSeek", "GPT OSS", "Nemotron_3_")) else "none"
+        if source.startswith("mbridge-"):  # NeMo's own tables ran NeMo 2.0's recipes, not these presets
+            block = BRIDGE_RECOMPUTE_BLOCK.get((row["model"], row["gpu"], row["precision"]))
+        recompute = "full" if block is not None else recompute
         if recompute == "selective":
             if row["model"].startswith("DeepSeek"):
                 modules = deepseek_preset_modules(source, row["gpu"])
@@ -1227,7 +1238,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             else:
                 modules = NEMOTRON3_PRESET_MODULES.get((row["model"], row["gpu"], row["precision"]), frozenset())
             recompute = "selective" if modules else "none"  # recompute_modules = []: nothing recomputed
-        flags.append(f"recompute not printed: {recompute}, as Megatron-Bridge's presets set it")
+        policy = recompute if block is None else f"full of the first {block} layers (block method)"
+        flags.append(f"recompute not printed: {policy}, as Megatron-Bridge's presets set it")
     elif not recompute and source == "llama3-2024":
         # its modified pipeline schedule (section 3.3.2) keeps other micro-batches in flight than the 1F1B whose
         # memory dpcost would infer the recomputation from

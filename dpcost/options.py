@@ -145,6 +145,15 @@ class Plan(Section):
         "selective_ac_option = K).",
         json_schema_extra=cli("--recompute-layers", metavar="K"),
     )
+    recompute_block: Whole | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="With --recompute full: the first N layers of each pipeline chunk re-run their forward, the "
+        "others keep all they save (Megatron-LM's --recompute-method block --recompute-num-layers N) [default: "
+        "every layer].",
+        json_schema_extra=cli("--recompute-block", metavar="N"),
+    )
     recompute_modules: Annotated[
         tuple[RecomputeModule, ...],
         BeforeValidator(_comma_list),
@@ -763,6 +772,18 @@ class Options(Section):
             current = current.model_dump() if isinstance(current, BaseModel) else dict(current)
             out[section] = {**current, key: value}
         return out
+
+    @model_validator(mode="after")
+    def _block_needs_full_recomputation(self) -> "Options":
+        """Megatron's --recompute-method applies to full recomputation alone (transformer_config.py), and picks its
+        layers one way: not beside every K-th."""
+        plan = self.plan
+        if plan.recompute_block is not None and plan.recompute != "full":
+            given = plan.recompute or "auto"
+            raise ValueError(f"--recompute-block: Megatron's block method needs --recompute full, got {given}")
+        if plan.recompute_block is not None and plan.recompute_layers != 1:
+            raise ValueError("--recompute-block: give it or --recompute-layers, not both: each picks the layers")
+        return self
 
     @model_validator(mode="after")
     def _offload_needs_sharding(self) -> "Options":

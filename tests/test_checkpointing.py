@@ -113,6 +113,35 @@ def test_recompute_layers_applies_the_policy_to_every_kth_block() -> None:
     assert activation_memory(LLAMA, S, B, "full", kernels="eager", every=64).kept == LAYERS * per_token("none") * TOKENS
 
 
+def test_megatrons_block_method_recomputes_the_first_n_layers_alone() -> None:
+    """Megatron-LM's --recompute-method block --recompute-num-layers N (megatron/core/recompute.py @d98e8a64dd):
+    layer l of a model chunk is checkpointed while l < N, the others run as without recomputation. Of Llama 3 8B's 32
+    layers N = 5 keep their inputs (2h a token), 27 all they save; the recomputation re-runs 5 / 32 of the layers'
+    forward work; N beyond the layers is every layer."""
+    act = activation_memory(LLAMA, S, B, "full", kernels="eager", block=5)
+    assert act.kept == (5 * 2 * H + 27 * per_token("none")) * TOKENS
+    assert (
+        activation_memory(LLAMA, S, B, "full", kernels="eager", block=64).kept
+        == activation_memory(LLAMA, S, B, "full", kernels="eager").kept
+    )
+    counts = count_params(load_model("llama-8b"))
+    full = flops_per_token(counts, LLAMA, S, "full").recompute
+    assert flops_per_token(counts, LLAMA, S, "full", block=5).recompute == pytest.approx(full * 5 / 32, rel=1e-12)
+
+
+def test_the_block_method_needs_full_recomputation_and_no_other_layer_choice() -> None:
+    """Megatron's recompute_method applies to full recomputation alone (transformer_config.py: "Must be None for
+    'selective' activation checkpointing"); --recompute-layers picks the layers another way: bad input, one line."""
+    runner = CliRunner()
+    for extra, said in (
+        (["--recompute", "selective"], "needs --recompute full, got selective"),
+        ([], "needs --recompute full, got auto"),
+        (["--recompute", "full", "--recompute-layers", "2"], "not both"),
+    ):
+        r = runner.invoke(app, ["estimate", "-m", "llama-8b", "--dp", "8", "--recompute-block", "5", *extra])
+        assert r.exit_code == 2 and said in r.output and r.output.count("\n") == 1, r.output
+
+
 @pytest.mark.parametrize(
     ("impl", "kept", "forward", "backward"),
     [

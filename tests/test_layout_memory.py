@@ -969,6 +969,37 @@ def test_recomputed_mlp_shared_experts_and_norms_keep_their_inputs_alone() -> No
     assert whole - less == pytest.approx(1.05 * (4 * 15.0 - 1) * per_layer, rel=1e-12)
 
 
+def test_the_block_method_checkpoints_the_first_layers_of_each_chunk() -> None:
+    """Megatron-LM's --recompute-method block (megatron/core/recompute.py @d98e8a64dd): each model chunk's
+    TransformerBlock checkpoints its layers l < recompute_num_layers. Llama 3 405B at PP 16 x V 2 builds 32 virtual
+    stages of 3, 4, ..., 4, 3 layers, rank r holding stages r and r + 16: with N = 2, rank 0 checkpoints layers 0-1
+    and 63-64, rank 15 layers 59-60 and 123-124. A stage keeps each checkpointed layer's input (full recomputation's
+    2sbh/t under SP), the others all they save, and holds one re-run layer."""
+    from dpcost.engine.layout_step import checkpointed_rank_layers, virtual_stage_layers
+
+    per_virtual_stage = virtual_stage_layers(126, 16, 2)
+    assert per_virtual_stage[:2] == (3, 4) and per_virtual_stage[-1] == 3
+    ranks = checkpointed_rank_layers(per_virtual_stage, 16, 2)
+    assert ranks[0] == (0, 1, 63, 64) and ranks[15] == (59, 60, 123, 124)
+    assert checkpointed_rank_layers(per_virtual_stage, 16, None)[0] == (0, 1, 2, 63, 64, 65, 66)
+    llama = model_shape(load_model("llama-8b").architecture, 2)
+    first = tuple(range(16))
+    none, full, block = (
+        MemoryLayout(tp=2, pp=2, sequence_parallel=True, recompute=policy, recompute_block=n)
+        for policy, n in (("none", None), ("full", None), ("full", 2))
+    )
+    layer = stage_activation_bytes(llama, none, 8192, 1, 1, 1, 1.0, (16,), True) - stage_activation_bytes(
+        llama, none, 8192, 1, 1, 0, 1.0, (), True
+    )
+    kept_input = 8192 * 4096 * 2 / 2
+    acts = {lay.recompute_block: stage_activation_bytes(llama, lay, 8192, 1, 0, 16, 2.0, first, True)
+            for lay in (none, block)}  # fmt: skip
+    assert acts[2] - acts[None] == pytest.approx(2 * 2.0 * (kept_input - layer) + layer, rel=1e-12)
+    assert stage_activation_bytes(
+        llama, dataclasses.replace(block, recompute_block=16), 8192, 1, 0, 16, 2.0, first, True
+    ) == stage_activation_bytes(llama, full, 8192, 1, 0, 16, 2.0, first, True)
+
+
 def test_stored_scores_keep_the_dropouts_tensors_only_where_attention_drops_out() -> None:
     """Korthikanti et al.'s Table 2 stores 5as^2b per layer where attention keeps its scores: the softmax's output
     (2), its dropout's mask (1) and output (2). At a dropout of 0 torch's dropout returns its input (ATen's

@@ -958,6 +958,30 @@ def test_selective_recomputation_keeps_the_scores_unless_it_reruns_core_attentio
     assert 8 * per_micro_batch <= mlp - core < 9 * per_micro_batch
 
 
+def test_megatrons_block_recomputation_is_read_and_priced_layer_by_layer(tmp_path: Path) -> None:
+    """Megatron-Bridge's Llama 3 8B H100 FP8 preset recomputes the first 5 of 32 layers fully, by the block method
+    (set_recompute_overrides: --recompute-granularity full --recompute-method block --recompute-num-layers 5;
+    megatron/core/recompute.py @d98e8a64dd): read as --recompute-block 5, the step spends 5 / 32 of full
+    recomputation's extra time, and 27 layers keep all they save. Under Megatron-FSDP (ZeRO-3) the layout engine
+    costs it."""
+    base = "torchrun --nproc_per_node 8 pretrain_gpt.py --bf16 --use-megatron-fsdp --data-parallel-sharding-strategy "
+    base += "optim_grads_params --use-distributed-optimizer --micro-batch-size 1 --global-batch-size 64 "
+    base += "--seq-length 8192"
+    steps = {}
+    for name, recompute in (
+        ("none", ""),
+        ("full", " --recompute-granularity full --recompute-method uniform --recompute-num-layers 1"),
+        ("block", " --recompute-granularity full --recompute-method block --recompute-num-layers 5"),
+    ):
+        script = tmp_path / f"{name}.sh"
+        script.write_text(base + recompute + "\n")
+        r = report("estimate", "--from", str(script), "--model", "llama-8b")
+        steps[name] = r["time"]["step_seconds"]
+        if name == "block":
+            assert r["setup"]["recompute_block"] == 5 and r["setup"]["recompute"] == "full"
+    assert steps["block"] - steps["none"] == pytest.approx((steps["full"] - steps["none"]) * 5 / 32, rel=0.02)
+
+
 def test_a_megatron_launch_kept_in_a_string_is_refused_not_read_as_defaults(tmp_path: Path) -> None:
     """Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh builds its arguments in an array, then runs
     them from a string inside an sbatch heredoc: no command the script runs takes them. Read as srun's flags, it had

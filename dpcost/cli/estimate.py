@@ -104,6 +104,8 @@ def _document(report: Any, brief: bool) -> dict[str, Any]:
         absent["communication"] = {"shard_group": True, "bytes_per_tier": True, "groups": True}
     if report.layout is not None and report.layout.mtp_layers is None:  # absent without --mtp-layers
         absent["layout"] = {"mtp_layers": True}
+    if report.setup.recompute_block is None:  # absent without --recompute-block
+        absent["setup"] = {"recompute_block": True}
     return dict(report.model_dump(mode="json", exclude=absent or None))
 
 

@@ -35,6 +35,7 @@ SEARCHED = (
     "zero",
     "recompute",
     "recompute_layers",
+    "recompute_block",
     "shard_group",
     "framework",
     "micro_batch",

@@ -17,7 +17,9 @@ keeps until the backward, and what the backward re-creates (docs/sources/checkpo
 - full: every block keeps only its input (Korthikanti section 4: 2sbh per layer); the backward re-runs one
   block's forward at a time.
 `every` (--recompute-layers K) applies the policy to every K-th block only (torchtitan's selective_ac_option = K:
-blocks whose running count is divisible by K, so layers // K of them) and keeps everything in the others.
+blocks whose running count is divisible by K, so layers // K of them) and keeps everything in the others; `block`
+(--recompute-block N) to the first N (Megatron-LM's --recompute-method block: megatron/core/recompute.py at
+d98e8a64dd checkpoints layer l of each model chunk's TransformerBlock while l < recompute_num_layers).
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ __all__ = [
     "Activations",
     "Recompute",
     "activation_memory",
+    "checkpointed_share",
     "keeps_local_mask",
     "kept_per_token",
     "recomputed_modules",
+    "takes_policy",
 ]
 
 Recompute = Literal["none", "selective", "op", "full"]
@@ -57,6 +61,17 @@ _KEPT_OUTPUTS = frozenset({"context (output projection input)"})
 # (megatron/core/transformer/moe/moe_layer.py, moe_layer_recompute): the router, the experts' activation and the
 # shared experts with it.
 _HOLDS = {"moe": frozenset({"moe", "router", "moe_act", "shared_experts"})}
+
+
+def takes_policy(i: int, every: int = 1, block: int | None = None) -> bool:
+    """Whether block i (from 0) takes the checkpointing policy: one of the first `block` (Megatron's block method),
+    else every `every`-th (torchtitan's selective_ac_option)."""
+    return i < block if block is not None else (i + 1) % every == 0
+
+
+def checkpointed_share(layers: int, every: int = 1, block: int | None = None) -> float:
+    """The share of `layers` blocks that take the policy (takes_policy): min(N, L) / L, or (L // K) / L."""
+    return (min(block, layers) if block is not None else layers // every) / layers
 
 
 def recomputed_modules(modules: frozenset[str]) -> frozenset[str]:
@@ -154,8 +169,10 @@ def activation_memory(
     autocast: bool = False,
     repeat_kv: bool = True,
     softmax_fp32: bool = False,
+    block: int | None = None,
 ) -> Activations:
     """Kept and re-created activations of one micro-batch, layer by layer (no tensor or sequence parallelism);
+    the policy in the layers takes_policy(i, every, block) picks, everything kept in the others;
     `autocast`: the forward runs under torch.autocast; `repeat_kv`: eager attention copies grouped K and V to every
     query head, else only a layer whose mask stays (keeps_local_mask); `softmax_fp32`: the fused kernels' softmax
     runs unfused in fp32 (activations.layer_tensors)."""
@@ -173,9 +190,9 @@ def activation_memory(
     # How many layers of each (kind, policy): the layers of one kind under one policy keep the same bytes.
     counts: dict[tuple[Any, str], int] = {}
     for i, key in enumerate(layer_keys):
-        counted = (key, recompute if (i + 1) % every == 0 else "none")
+        counted = (key, recompute if takes_policy(i, every, block) else "none")
         counts[counted] = counts.get(counted, 0) + 1
-    full = {i for i in range(a.layers) if recompute == "full" and (i + 1) % every == 0}
+    full = {i for i in range(a.layers) if recompute == "full" and takes_policy(i, every, block)}
     kept = shared_kv_per_token(a, full) * s * b if full and a.mixers else 0.0
     recomputed = 0.0
     for (kind, policy), n in counts.items():

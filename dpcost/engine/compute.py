@@ -22,7 +22,7 @@ from dpcost.engine.attention_keys import (
     causal_keys,
     compressed_entries,
 )
-from dpcost.engine.checkpointing import DEFAULT_MODULES, recomputed_modules
+from dpcost.engine.checkpointing import DEFAULT_MODULES, checkpointed_share, recomputed_modules
 from dpcost.engine.params import ParamCount, mtp_layer
 from dpcost.frozen import frozen
 from dpcost.specs import CSA, HCA, ModelArchitecture
@@ -226,6 +226,7 @@ def flops_per_token(
     flash: bool = True,
     every: int = 1,
     modules: frozenset[str] = DEFAULT_MODULES,
+    block: int | None = None,
 ) -> FlopsPerToken:
     """Training FLOPs per token (PaLM's 6N + 12LHQT), split into forward, backward and recomputation.
 
@@ -235,7 +236,7 @@ def flops_per_token(
     (mlp_recompute_flops); layernorm and moe_act run no matmul. Per-op SAC
     (checkpointing.py, "op") re-runs the mm calls it did not save, every other one, and so half of the layers'
     matmul FLOPs on average over two iterations; the attention kernel's output is saved. With `every` = K only
-    layers // K blocks are checkpointed."""
+    layers // K blocks are checkpointed, with `block` = N the first N (checkpointing.checkpointed_share)."""
     head = counts.lm_head
     if arch is not None and arch.tied_embeddings:
         head = counts.embedding  # the tied embedding is the output projection too
@@ -253,6 +254,6 @@ def flops_per_token(
             extra += mlp_recompute_flops(arch, modules)
     else:
         extra = 0.0
-    if arch is not None and every > 1:
-        extra *= (arch.layers // every) / arch.layers
+    if arch is not None and (every > 1 or block is not None):
+        extra *= checkpointed_share(arch.layers, every, block)
     return FlopsPerToken(forward=forward, backward=2 * forward, recompute=extra)

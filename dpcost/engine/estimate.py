@@ -499,6 +499,7 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: Trai
         recompute=recompute,
         recompute_chosen=o.plan.recompute is None,
         recompute_layers=o.plan.recompute_layers,
+        recompute_block=o.plan.recompute_block,
         compile=o.compute.compile,
         loss_impl=p.loss_impl,
         framework=o.plan.framework or "none",

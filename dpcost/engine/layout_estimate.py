@@ -38,15 +38,18 @@ from dpcost.engine.layout_step import (
     LayoutCall,
     StageLayers,
     bubble_seconds,
+    checkpointed_rank_layers,
     exposed_per_micro_batch,
     layout_calls,
     mamba_layout_refusal,
     pp_overlapped,
     rank_layers,
+    recomputed_calls,
     slowed_compute,
     stage_kinds,
     stage_tp_pairs,
     unpaired_ep_seconds,
+    virtual_stage_layers,
 )
 from dpcost.engine.low_precision_weights import gathered_weight_bytes
 from dpcost.engine.memo import per_object
@@ -438,6 +441,7 @@ def layout_step(
     peak: float | None = None,
     recompute: str = "none",
     recompute_modules: frozenset[str] = DEFAULT_MODULES,
+    recompute_block: int | None = None,
     grad_dtype: str = "fp32",
     sequence_parallel: bool = False,
     tp_overlap: bool = False,
@@ -509,7 +513,8 @@ def layout_step(
     bytes (default its max(40M, 1M x DP) parameters: frameworks.FRAMEWORKS["megatron"]). `optimizer_instances`:
     Megatron's --num-distributed-optimizer-instances (instance_groups). `fused_grouped_mlp`: the routed experts
     through Transformer Engine's CuTe-DSL grouped MLP (ops.layer_ops); `fp8_output_proj` the output layers in MXFP8
-    (ops.model_ops)."""
+    (ops.model_ops). `recompute_block` N: full recomputation of the first N layers of each model chunk alone
+    (Megatron's --recompute-method block: layout_step.checkpointed_rank_layers)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -533,11 +538,19 @@ def layout_step(
         a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout
     )
     stages = stage_loads(model, layout, seq_len, stage_layers, mtp_layers)
+    block = recompute_block if recompute == "full" else None
+    checkpointed = checkpointed_rank_layers(
+        virtual_stage_layers(a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers,
+                             pipeline_layout),
+        layout.pp, block,
+    )  # fmt: skip
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
     held = max(stages, key=lambda st: st.dense_params)  # the most dense parameters: DP's largest reduction
     experts_held = max(stages, key=lambda st: st.expert_params)  # the most experts: expert-DP's
     layers_total = sum(st.layer_flops for st in stages)
     recompute_flops = fpt.recompute / (layout.tp * layout.cp) * paced.layer_flops / layers_total
+    if block is not None and paced.layer_indices:  # the paced stage's checkpointed share of its layers
+        recompute_flops *= len(checkpointed[paced.index]) / len(paced.layer_indices)
     tokens = micro_batch * seq_len
     forward = tokens * paced.forward_flops / rate
     backward = tokens * (2 * paced.forward_flops + recompute_flops) / rate
@@ -548,7 +561,8 @@ def layout_step(
                           compute_dtype, len(stages), flash, layer_times, recompute_modules,
                           mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
                           loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher,
-                          fused_grouped_mlp, fp8_output_proj, cp_attention_blocks(layout.cp, cp_impl))
+                          fused_grouped_mlp, fp8_output_proj, cp_attention_blocks(layout.cp, cp_impl),
+                          checkpointed[st.index] if block is not None else None)
             for st in stages
         ]  # fmt: skip
         forward, backward = max(timed, key=sum)
@@ -563,6 +577,7 @@ def layout_step(
         act_bytes,
         sequence_parallel=sequence_parallel,
         recompute_full=recompute == "full",
+        recomputed=recomputed_calls(a, stage_layers, checkpointed, mtp_layers) if block is not None else None,
         moe_recomputed=recompute == "selective" and "moe" in recompute_modules,
         attention_recomputed=recompute == "full" or (recompute == "selective" and "core_attn" in recompute_modules),
         tp_overlap=tp_overlap,
@@ -738,6 +753,7 @@ def _stage_by_ops(
     fused_grouped_mlp: bool = False,
     fp8_output_proj: bool = False,
     attention_blocks: int = 1,
+    checkpointed: tuple[int, ...] | None = None,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -752,7 +768,8 @@ def _stage_by_ops(
     `ep_dispatcher` the MoE token dispatcher, whose local shuffles ops.layer_ops prices; `fused_grouped_mlp` the
     routed experts through Transformer Engine's fused grouped MLP (ops.layer_ops); `fp8_output_proj` the output heads
     in the compute dtype (ops.model_ops); `attention_blocks` the blocks of the sequence flash attention runs over
-    (cp_attention_blocks)."""
+    (cp_attention_blocks); `checkpointed` the decoder layers full recomputation re-runs where not all
+    (--recompute-block)."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -805,7 +822,14 @@ def _stage_by_ops(
         by_kind[kind] = layer_seconds(*kind)
     forward = sum(by_kind[kind][0] for kind in kinds)
     backward = sum(by_kind[kind][1] for kind in kinds)
-    again = sum(by_kind[kind][2] for kind in kinds)
+    if checkpointed is None:
+        again = sum(by_kind[kind][2] for kind in kinds)
+    else:  # the checkpointed decoder layers alone re-run their forward; MTP modules skip the block method
+        rerun = set(checkpointed)
+        decoder = len(stage.layer_indices)
+        again = sum(
+            by_kind[kind][2] for i, kind in zip(stage.layer_indices, kinds[:decoder], strict=True) if i in rerun
+        )
     head = output_head_operands(fp8_output_proj, gemm_bytes, cast)
     outside = model_ops(a, tokens, fw.kernels, loss_impl, head) if stage.index == 0 or last else []
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)

@@ -43,6 +43,10 @@ Sources, cited per function by their letter:
   experts on the pre-MLP norm's output, which the router keeps; "layernorm" runs the norms that are modules of their
   own (not IdentityOp: MLA's input norm, an MoE layer's pre-MLP norm) under CheckpointWithoutOutput, their output
   freed once read and re-made in the backward. The one layer whose backward re-runs them holds what they re-make.
+- [K2] megatron/core/recompute.py (same commit), which the file does not cover: full recomputation's method block
+  checkpoints the first recompute_num_layers layers of each model chunk's TransformerBlock and runs the others as
+  without recomputation (_checkpointed_layers, _block_recompute_bytes); MTP modules skip it (multi_token_prediction.py:
+  "not supported for MTP yet").
 - [W] Transformer Engine transformer_engine/pytorch/module/base.py get_dummy_wgrad (NVIDIA/TransformerEngine at
   d0067d0da), which the file does not cover: under gradient-accumulation fusion (Megatron's default,
   --no-gradient-accumulation-fusion turns it off; TE's fuse_wgrad_accumulation) a TE linear layer's backward adds its
@@ -131,7 +135,7 @@ from collections.abc import Sequence
 from dpcost.engine.activations import ACT_BYTES, mla_latent_tensors
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_step import rank_layers, virtual_stage_layers
+from dpcost.engine.layout_step import checkpointed_rank_layers, rank_layers, virtual_stage_layers
 from dpcost.engine.loss import logit_peak_bytes
 from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, saved_input_bytes
 from dpcost.engine.ops import sixteen_bit_layer
@@ -253,6 +257,8 @@ class MemoryLayout(Layout):
     moe_recompute: str = ""
     # selective recomputation's "mla_up_proj": Q, K, V and MLA's latents' norm outputs re-made in the backward [A]
     mla_recompute: bool = False
+    # --recompute-block N: under full recomputation the first N layers of each model chunk alone [K2]; None: all
+    recompute_block: int | None = None
     # selective recomputation's "mlp", "shared_experts" and "layernorm" (checkpointing.DROPPED_MODULES), whose
     # checkpoints keep their input alone [C]: each stage's own view drops what they re-make (dense_mlp_half_bytes,
     # moe_mlp_half_bytes, own_attention_half_bytes), and their matmuls' inputs save nothing quantized
@@ -1199,7 +1205,12 @@ def stage_activation_bytes(
     if shape.hybrid_kinds:
         each = [hybrid_layer_bytes(shape, layout, s, b, i) for i in indices]
         if layout.recompute == "full":
-            total = full_recompute_layer_bytes(s, b, h, tp, sp) * len(each) * in_flight + max(each, default=0.0)
+            # each checkpointed layer keeps its input, the others all they save [K2]; the backward re-runs one
+            ckpt = set(_checkpointed_layers(shape, layout, stage))
+            held = [e for i, e in zip(indices, each, strict=True) if i in ckpt]
+            kept_whole = sum(e for i, e in zip(indices, each, strict=True) if i not in ckpt)
+            total = (full_recompute_layer_bytes(s, b, h, tp, sp) * len(held) + kept_whole) * in_flight
+            total += max(held, default=0.0)
         else:
             total = sum(each) * in_flight
             # the one layer whose backward re-runs what the selective recomputation dropped [E], [C]
@@ -1232,7 +1243,9 @@ def stage_activation_bytes(
         saved = rerun_saved = 0.0  # over the stage's layers, and in the one layer a full recomputation re-runs
         if own_widths and layout.matmul_format is not None:
             saved, rerun_saved = low_precision_saved_bytes(shape, layout, s, b, indices)
-        if layout.recompute == "full":
+        if layout.recompute == "full" and layout.recompute_block is not None:
+            total = _block_recompute_bytes(shape, layout, s, b, stage, layers, in_flight, indices, layer, kept)
+        elif layout.recompute == "full":
             # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
             # formula under SP; under flash attention selective drops nothing else)
             total = full_recompute_layer_bytes(s, b, h, tp, sp) * layers * in_flight
@@ -1249,6 +1262,51 @@ def stage_activation_bytes(
     if stage == layout.pp - 1:
         total += output_activation_bytes(s, b, h, shape.vocab, tp, sp)
     return total if sp else total * WITHOUT_SP_OVERHEAD
+
+
+def _checkpointed_layers(shape: ModelShape, layout: MemoryLayout, stage: int) -> tuple[int, ...]:
+    """The decoder layers of `stage` that full recomputation checkpoints: all, or under --recompute-block N the first
+    N of each of its model chunks [K2] (layout_step.checkpointed_rank_layers)."""
+    per_virtual_stage = virtual_stage_layers(
+        shape.layers, layout.pp, layout.virtual_stages, layout.first_stage_layers, layout.last_stage_layers,
+        layout.pipeline_layout,
+    )  # fmt: skip
+    return checkpointed_rank_layers(per_virtual_stage, layout.pp, layout.recompute_block)[stage]
+
+
+def _block_recompute_bytes(
+    shape: ModelShape,
+    layout: MemoryLayout,
+    seq: float,
+    micro_batch: int,
+    stage: int,
+    layers: float,
+    in_flight: float,
+    indices: Sequence[int],
+    layer: float,
+    kept: float,
+) -> float:
+    """A stage's layers under full recomputation of the first N of each chunk [K2]: those keep their inputs and the
+    backward re-runs one of them at a time, holding all it saves; the others keep all they save, as without
+    recomputation (`layer`, an MoE layer `kept` more; less what their FP8 or NVFP4 inputs save [L]). Megatron's view
+    (no `indices`): of its `layers`, as many as the stage's chunks checkpoint."""
+    tp, sp = layout.tp, layout.sp_split
+    ckpt = _checkpointed_layers(shape, layout, stage)
+    if not indices:
+        checkpointed = min(layers, float(len(ckpt)))
+        total = full_recompute_layer_bytes(seq, micro_batch, shape.hidden, tp, sp) * checkpointed * in_flight
+        return total + layer * (layers - checkpointed) * in_flight + (layer if checkpointed else 0.0)
+    held = [i for i in indices if i in ckpt]
+    rest = [i for i in indices if i not in ckpt]
+    rest_saved = rerun_saved = 0.0
+    if layout.matmul_format is not None:
+        rest_saved = low_precision_saved_bytes(shape, layout, seq, micro_batch, rest)[0]
+        rerun_saved = low_precision_saved_bytes(shape, layout, seq, micro_batch, held)[1]
+    total = full_recompute_layer_bytes(seq, micro_batch, shape.hidden, tp, sp) * len(held) * in_flight
+    total += (layer * len(rest) + kept * shape.moe_layers(rest) - rest_saved) * in_flight
+    if held:
+        total += layer + (max(kept, 0.0) if shape.moe_layers(held) else 0.0) - rerun_saved
+    return total
 
 
 def _dense_rerun_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int) -> float:

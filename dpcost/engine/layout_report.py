@@ -383,6 +383,7 @@ def _layout_memory(
         # the output layer's bf16 weight, cached as the MXFP8 its matmul reads
         output_weight_cache=held_bytes if p.o.compute.fp8_output_proj else 0.0,
         **saved_input_terms(p.o, recompute),
+        recompute_block=p.o.plan.recompute_block if recompute == "full" else None,
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
         first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
         last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,
@@ -573,6 +574,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         peak=peak,
         recompute=recompute,
         recompute_modules=frozenset(o.plan.recompute_modules),
+        recompute_block=o.plan.recompute_block,
         grad_dtype=_layout_grad_dtype(o, stage),
         sequence_parallel=par.sequence_parallel,
         tp_overlap=par.tp_comm_overlap,
@@ -635,6 +637,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         recompute=recompute,
         recompute_chosen=o.plan.recompute is None,
         recompute_layers=o.plan.recompute_layers,
+        recompute_block=o.plan.recompute_block,
         compile=o.compute.compile,
         loss_impl=_layout_loss(p.loss_impl),
         framework="megatron-fsdp" if stage >= 2 else "megatron",

@@ -49,6 +49,7 @@ __all__ = [
     "LayoutCall",
     "StageKinds",
     "bubble_seconds",
+    "checkpointed_rank_layers",
     "cp_all_to_alls",
     "cp_calls",
     "ep_calls",
@@ -61,6 +62,7 @@ __all__ = [
     "pp_send_communicator",
     "rank_layer_counts",
     "rank_layers",
+    "recomputed_calls",
     "slowed_compute",
     "stage_kinds",
     "stage_layer_counts",
@@ -151,6 +153,20 @@ def virtual_stage_layers(
         raise ValueError(f"the ranks' {per_rank} layers do not split into {virtual_stages} chunks each, as Megatron "
                          "asserts (get_num_layers_to_build)")  # fmt: skip
     return tuple(per_rank[k % pp] // virtual_stages for k in range(pp * virtual_stages))
+
+
+def checkpointed_rank_layers(per_virtual_stage: tuple[int, ...], pp: int, block: int | None) -> StageLayers:
+    """Per pipeline rank, the decoder layers full recomputation checkpoints: under Megatron's --recompute-method
+    block --recompute-num-layers N the first N of each model chunk (megatron/core/recompute.py at d98e8a64dd: layer l
+    of a chunk's TransformerBlock while l < recompute_num_layers), else every one. `per_virtual_stage`:
+    virtual_stage_layers."""
+    chunks: list[list[int]] = [[] for _ in range(pp)]
+    start = 0
+    for k, count in enumerate(per_virtual_stage):
+        kept = count if block is None else min(block, count)
+        chunks[k % pp].extend(range(start, start + kept))
+        start += count
+    return tuple(tuple(layers) for layers in chunks)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -280,6 +296,23 @@ def stage_tp_pairs(arch: ModelArchitecture, stage_layers: StageLayers, mtp_layer
     return pairs
 
 
+def recomputed_calls(
+    arch: ModelArchitecture, stage_layers: StageLayers, checkpointed: StageLayers, mtp_layers: int = 0
+) -> tuple[int, int, int]:
+    """On the stages tp_calls, ep_calls and cp_calls price (the first with the most layers, with the most MoE
+    layers, with the most layers, MTP modules counted), the TP pairs, MoE layers and layers whose forward full
+    recomputation re-runs: its `checkpointed` decoder layers (checkpointed_rank_layers); MTP modules skip the block
+    method (multi_token_prediction.py: "not supported for MTP yet")."""
+    last = len(stage_layers) - 1
+    sizes = [len(built) + (mtp_layers if s == last else 0) for s, built in enumerate(stage_layers)]
+    widest = sizes.index(max(sizes))
+    moe = [sum(arch.moe_layer(i) for i in built) + (mtp_layers * mtp_layer(arch).moe if s == last else 0)
+           for s, built in enumerate(stage_layers)]  # fmt: skip
+    most_moe = moe.index(max(moe))
+    pairs = sum(layer_tp_pairs(arch, i) for i in checkpointed[widest])
+    return pairs, sum(arch.moe_layer(i) for i in checkpointed[most_moe]), len(checkpointed[widest])
+
+
 def tp_calls(
     arch: ModelArchitecture,
     layout: Layout,
@@ -292,6 +325,7 @@ def tp_calls(
     attention_share: float,
     backward_async: bool = True,
     pairs: int | None = None,
+    recomputed_pairs: int | None = None,
 ) -> list[LayoutCall]:
     """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
     behind the matmuls, the compute that is not attention.
@@ -312,12 +346,13 @@ def tp_calls(
     A MoE layer's routed experts leave TP to the token dispatcher (ep_calls): its attention's pair counts, and its
     shared experts' (mlp_tp_pair). Full
     recomputation runs the forward's calls again. `pairs`: the stage's column- and row-parallel pairs
-    (stage_tp_pairs; default the even split's)."""
+    (stage_tp_pairs; default the even split's); `recomputed_pairs` those of them full recomputation re-runs where
+    not all (--recompute-block)."""
     if layout.tp == 1:
         return []
     halves = stage_tp_pairs(arch, rank_layers(arch.layers, layout.pp)) if pairs is None else pairs
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
-    again = 1 if recompute_full else 0
+    again = (halves if recompute_full else 0) if recomputed_pairs is None else recomputed_pairs
     share = 1.0 - attention_share if overlap else 0.0
     # A backward call run asynchronously hides behind one GEMM of each linear layer's backward (the weight
     # gradient's, or the data gradient's): a third of the matmuls' forward-and-backward work.
@@ -331,10 +366,10 @@ def tp_calls(
         sms = (TE_RING_EXCHANGE_SMS, TE_KERNEL_SMS, TE_RING_EXCHANGE_SMS, TE_KERNEL_SMS, TE_KERNEL_SMS)
         ag_fwd, rs_fwd, ag_grad, ag_input, rs_bwd = sms if overlap else (0.0, 0.0, 0.0, 0.0, 0.0)
         return [
-            LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", tensor, "tp", halves * (1 + again),
+            LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", tensor, "tp", halves + again,
                        overlap, share, kernel_sms=ag_fwd),
             LayoutCall("tp", "sequence-parallel reductions, forward", "reduce_scatter", tensor, "tp",
-                       halves * (1 + again), overlap, share, kernel_sms=rs_fwd),
+                       halves + again, overlap, share, kernel_sms=rs_fwd),
             LayoutCall("tp", "output gradients gathered, backward", "all_gather", tensor, "tp", halves, overlap, share,
                        kernel_sms=ag_grad),
             LayoutCall("tp", "inputs gathered again for the weight gradients, backward", "all_gather", tensor, "tp",
@@ -343,7 +378,7 @@ def tp_calls(
                        kernel_sms=rs_bwd),
         ]  # fmt: skip
     return [
-        LayoutCall("tp", "layer outputs, forward", "all_reduce", tensor, "tp", halves * (1 + again), overlap, share),
+        LayoutCall("tp", "layer outputs, forward", "all_reduce", tensor, "tp", halves + again, overlap, share),
         LayoutCall("tp", "input gradients, backward", "all_reduce", tensor, "tp", halves, not waits, behind),
     ]
 
@@ -358,6 +393,7 @@ def cp_calls(
     attention_share: float,
     stages: StageKinds | None = None,
     attention_recomputed: bool = False,
+    recomputed_layers: int | None = None,
 ) -> list[LayoutCall]:
     """Context parallelism's K/V exchange per micro-batch on the most loaded stage (module docstring), hidden
     behind the attention it feeds. K and V as attention holds them per TP rank: its KV heads' keys and values, or
@@ -365,13 +401,13 @@ def cp_calls(
     `attention_recomputed`: each layer's core attention runs its forward again in the backward, its exchange with it
     (full recomputation, or selective with core_attn: Megatron-Core's attention.py checkpoint_core_attention reruns
     Transformer Engine's attention, CP's calls included). `impl` a2a: the heads' all-to-alls instead
-    (cp_all_to_alls)."""
+    (cp_all_to_alls). `recomputed_layers`: those whose attention reruns where not all (--recompute-block)."""
     if layout.cp == 1:
         return []
-    forwards = 2 if attention_recomputed else 1
     layers = max(len(kinds) for kinds in _kinds(arch, layout.pp, stages))
+    again = (layers if attention_recomputed else 0) if recomputed_layers is None else recomputed_layers
     if impl == "a2a":
-        return cp_all_to_alls(arch, layout, micro_batch, seq_len, act_bytes, forwards * layers, layers)
+        return cp_all_to_alls(arch, layout, micro_batch, seq_len, act_bytes, layers + again, layers)
     if arch.mla is not None:
         m = arch.mla
         per_token = arch.heads / layout.tp * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
@@ -386,7 +422,7 @@ def cp_calls(
                 "all_gather",
                 chunk * layout.cp,
                 "cp",
-                forwards * layers,
+                layers + again,
                 True,
                 attention_share,
             ),
@@ -409,7 +445,7 @@ def cp_calls(
             "send_recv",
             chunk,
             "cp-ring",
-            forwards * steps * layers,
+            steps * (layers + again),
             True,
             attention_share,
         ),
@@ -503,6 +539,7 @@ def ep_calls(
     node_limit: int | None = None,
     recomputed: bool = False,
     dispatcher: str = "alltoall",
+    recomputed_layers: int | None = None,
 ) -> list[LayoutCall]:
     """The MoE token dispatch and combine per micro-batch on the stage with the most MoE layers (Megatron-Core's
     all-to-all dispatcher, token_dispatcher.py): per MoE layer an all-to-all of its tokens' top-k copies forward,
@@ -521,27 +558,28 @@ def ep_calls(
     map (a byte per expert a token) and the probabilities gathered beside them in each forward; backward, each
     call's gradient is the other call (gather_from_sequence_parallel_region's backward is the reduce-scatter), the
     routing map's none. The probabilities and the combine at the activations' bytes: Megatron's default router
-    dtype (--moe-router-dtype fp32 would make both 4 bytes)."""
+    dtype (--moe-router-dtype fp32 would make both 4 bytes). `recomputed_layers`: the MoE layers whose forward runs
+    again where not all (--recompute-block)."""
     if (layout.ep == 1 and layout.expert_tp == 1) or arch.moe is None:
         return []
     tokens = micro_batch * seq_len / layout.cp / (layout.tp if sequence_parallel else 1)
     layers = moe_layers_per_stage(arch, layout.pp, stages)
     hides = 1.0 if overlap else 0.0
-    passes = 3 if recomputed else 2  # forward, backward, and the forward again
+    again = (layers if recomputed else 0) if recomputed_layers is None else recomputed_layers
+    runs = 2 * layers + again  # forward, backward, and the forward again
     if dispatcher == "allgather":
         group_tokens = tokens * layout.expert_tp * layout.ep
         gathered = group_tokens * arch.moe.expert_io(arch.hidden) * act_bytes
         routing = group_tokens * arch.moe.experts  # the routing map, a bool per expert
-        forwards = passes - 1
         return [
-            LayoutCall("ep", "tokens gathered over expert TP x EP", "all_gather", gathered, "etp-ep", passes * layers,
+            LayoutCall("ep", "tokens gathered over expert TP x EP", "all_gather", gathered, "etp-ep", runs,
                        overlap, hides),
             LayoutCall("ep", "expert outputs reduce-scattered over expert TP x EP", "reduce_scatter", gathered,
-                       "etp-ep", passes * layers, overlap, hides),
-            LayoutCall("ep", "routing map gathered", "all_gather", routing, "etp-ep", forwards * layers, overlap,
+                       "etp-ep", runs, overlap, hides),
+            LayoutCall("ep", "routing map gathered", "all_gather", routing, "etp-ep", layers + again, overlap,
                        hides),
             LayoutCall("ep", "routing probabilities gathered (reduce-scattered backward)", "all_gather",
-                       routing * act_bytes, "etp-ep", forwards * layers, overlap, hides),
+                       routing * act_bytes, "etp-ep", layers + again, overlap, hides),
             LayoutCall("ep", "routing probabilities' gradients reduce-scattered", "reduce_scatter", routing * act_bytes,
                        "etp-ep", layers, overlap, hides),
         ]  # fmt: skip
@@ -552,7 +590,7 @@ def ep_calls(
         routed = (arch.moe.active, arch.moe.experts) if dispatcher == "flex" and not node_limit else None
         calls.append(
             LayoutCall(
-                "ep", "token dispatch and combine", "all_to_all", message, "ep", 2 * passes * layers, overlap, hides,
+                "ep", "token dispatch and combine", "all_to_all", message, "ep", 2 * runs, overlap, hides,
                 share, routed,
             )
         )  # fmt: skip
@@ -565,7 +603,7 @@ def ep_calls(
                 "all_gather",
                 gathered,
                 "etp",
-                passes * layers,
+                runs,
                 overlap,
                 hides,
             ),
@@ -575,7 +613,7 @@ def ep_calls(
                 "reduce_scatter",
                 gathered,
                 "etp",
-                passes * layers,
+                runs,
                 overlap,
                 hides,
             ),
@@ -607,22 +645,25 @@ def layout_calls(
     ep_dispatcher: EpDispatcher = "alltoall",
     tp_pairs: int | None = None,
     attention_recomputed: bool = False,
+    recomputed: tuple[int, int, int] | None = None,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
     exchange hides behind; overlapped TP calls hide behind the rest. `stages`: the layers each stage runs
     (stage_kinds; default the even split of stage_layer_counts, without MTP); `tp_pairs` the TP pairs of the stage
     with the most layers (stage_tp_pairs, from the same split as `stages`; default the even split's).
-    `attention_recomputed`: core attention reruns in the backward, CP's exchange with it (cp_calls)."""
+    `attention_recomputed`: core attention reruns in the backward, CP's exchange with it (cp_calls). `recomputed`:
+    where full recomputation re-runs some layers alone (--recompute-block), recomputed_calls' counts."""
     stages = _kinds(arch, layout.pp, stages)
+    again_pairs, again_moe, again_layers = recomputed if recomputed is not None else (None, None, None)
     pipeline = pp_calls(
         arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap, pp_scatter_gather,
         pp_send_communicator(pp_overlap, pp_send_comm),
     )  # fmt: skip
-    recomputed = recompute_full or moe_recomputed  # the MoE layers' forward runs again, dispatcher included
+    moe_again = recompute_full or moe_recomputed  # the MoE layers' forward runs again, dispatcher included
     experts = ep_calls(
-        arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages, ep_node_limit, recomputed,
-        ep_dispatcher,
+        arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, ep_overlap, stages, ep_node_limit, moe_again,
+        ep_dispatcher, again_moe,
     )  # fmt: skip
     return [
         *tp_calls(
@@ -637,9 +678,19 @@ def layout_calls(
             attention_share,
             tp_backward_async,
             tp_pairs,
+            again_pairs,
         ),
         *cp_calls(
-            arch, layout, micro_batch, seq_len, act_bytes, cp_impl, attention_share, stages, attention_recomputed
+            arch,
+            layout,
+            micro_batch,
+            seq_len,
+            act_bytes,
+            cp_impl,
+            attention_share,
+            stages,
+            attention_recomputed,
+            again_layers,
         ),
         *pipeline,
         *experts,

@@ -32,7 +32,7 @@ from dataclasses import replace
 
 from dpcost.engine.activations import EAGER_ACTIVATIONS, Kernels, eager_gate_clamp, routed_copies
 from dpcost.engine.attention_keys import bidirectional_keys, causal_keys
-from dpcost.engine.checkpointing import recomputed_modules
+from dpcost.engine.checkpointing import checkpointed_share, recomputed_modules
 from dpcost.engine.compute import mixer_recurrence_flops
 from dpcost.engine.rates import (
     EAGER_SCORES_HBM,
@@ -1066,13 +1066,15 @@ def micro_batch_compute(
     grad_accumulation: Op | None = None,
     fused_grouped_mlp: bool = False,
     fp8_output_proj: bool = False,
+    block: int | None = None,
 ) -> MicroBatchCompute:
     """Forward and backward seconds of one micro-batch of `tokens` tokens through every layer, the embedding, the
     head and the loss; the recomputation its checkpointing policy adds to the backward. `bf16_layers`: the first and
     last layers whose matmuls stay in BF16 under an FP8 or NVFP4 recipe (sixteen_bit_layer); `grad_accumulation` the
     add of the weight gradients into the main gradients, where the GEMMs do not (main_grad_accumulation);
     `fused_grouped_mlp` the routed experts as Transformer Engine's fused grouped MLP runs them (layer_ops);
-    `fp8_output_proj` the output head in the compute dtype (model_ops)."""
+    `fp8_output_proj` the output head in the compute dtype (model_ops); `every` and `block` the layers the policy
+    applies to (checkpointing.checkpointed_share)."""
 
     def timed(op_list: list[Op]) -> OpTimes:
         return times(
@@ -1085,7 +1087,7 @@ def micro_batch_compute(
 
     forward, backward, recomputed = zero(), zero(), zero()
     flops_forward, flops_backward, flops_recomputed = zero(), zero(), zero()
-    checkpointed = (a.layers // every) / a.layers if every > 1 else 1.0
+    checkpointed = checkpointed_share(a.layers, every, block)
     # layers of one kind (MoE or not, Gemma 4's global attention or not, a window or not, in BF16 or not) run the
     # same ops
     in_bf16 = sixteen_bit_layers(range(len(moe_layers)), a.layers, bf16_layers)

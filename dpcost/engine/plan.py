@@ -254,7 +254,7 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
     def flops_of() -> FlopsPerToken:
         modules = frozenset(o.plan.recompute_modules)
         return flops_per_token(p.counts, model.architecture, p.seq_len, recompute, o.compute.flash_attention,
-                               o.plan.recompute_layers, modules)  # fmt: skip
+                               o.plan.recompute_layers, modules, o.plan.recompute_block)  # fmt: skip
 
     tokens = p.micro_batch * p.seq_len
     gpu = topology.gpu
@@ -271,11 +271,16 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
     attention = p.attention_kernel
     modules = frozenset(o.plan.recompute_modules)
     share = matmul_efficiency(gpu, o.compute.compute_dtype, o.compute.mfu)
-    every, flash, dtype = o.plan.recompute_layers, o.compute.flash_attention, o.compute.compute_dtype
+    every, block, flash, dtype = (
+        o.plan.recompute_layers,
+        o.plan.recompute_block,
+        o.compute.flash_attention,
+        o.compute.compute_dtype,
+    )
     bf16_layers, autocast, added = o.compute.bf16_layers, p.recipe.autocast, unfused_grad_accumulation(p)
     fused_mlp, fp8_head = o.compute.fused_grouped_mlp, o.compute.fp8_output_proj
     key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
-           share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp,
+           block, share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp,
            fp8_head)  # fmt: skip
     known = _compute_of(a)
     found = known.get(key)
@@ -283,7 +288,7 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
         compute = micro_batch_compute(
             a, list(moe_layers), tokens, p.seq_len, p.kernels, p.loss_impl, rates_for(gpu), peak, gpu.bf16_dense,
             gpu.hbm_bandwidth, attention, recompute, modules, every, share, gemm_bytes, flash, (gpu.arch, dtype),
-            cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp, fp8_head,
+            cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp, fp8_head, block,
         )  # fmt: skip
         found = known[key] = MicroBatchTime(flops_of(), compute.forward, compute.backward, compute)
     return found

@@ -11,7 +11,7 @@ from typing import Any, get_args
 
 from dpcost.engine import advice
 from dpcost.engine.activations import Kernels, routed_copies
-from dpcost.engine.checkpointing import DEFAULT_MODULES, DROPPED_MODULES, Activations, activation_memory
+from dpcost.engine.checkpointing import DEFAULT_MODULES, DROPPED_MODULES, Activations, activation_memory, takes_policy
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework
 from dpcost.engine.layout_step import mamba_layout_refusal
@@ -966,12 +966,14 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     plan = o.plan
     modules = frozenset(plan.recompute_modules)
     autocast, repeat_kv, softmax_fp32 = p.recipe.autocast, o.compute.repeat_kv, o.compute.unfused_softmax_fp32
-    key = (s, recompute, flash, kernels, plan.recompute_layers, modules, p.loss_impl, autocast, repeat_kv, softmax_fp32)
+    every, block = plan.recompute_layers, plan.recompute_block
+    key = (s, recompute, flash, kernels, every, block, modules, p.loss_impl, autocast, repeat_kv, softmax_fp32)
     known = _activations_of(a)
     if key not in known:
-        every = plan.recompute_layers
         known[key] = (
-            activation_memory(a, s, 1, recompute, flash, kernels, every, modules, autocast, repeat_kv, softmax_fp32),
+            activation_memory(
+                a, s, 1, recompute, flash, kernels, every, modules, autocast, repeat_kv, softmax_fp32, block
+            ),
             loss_memory(a, s, 1, p.loss_impl, kernels),
         )
     act, loss = known[key]
@@ -997,10 +999,10 @@ def _low_precision_saved_inputs(a: ModelArchitecture, o: Options, recompute: str
     if shape.hybrid_kinds:
         return 0.0, 0.0
     full = recompute == "full"
-    every = o.plan.recompute_layers
-    # a layer out of every K-th keeps all it saves under --recompute-layers K; a K-th one takes the policy
-    policy_layers = [i for i in range(a.layers) if (i + 1) % every == 0]
-    kept_layers = [i for i in range(a.layers) if (i + 1) % every != 0]
+    every, block = o.plan.recompute_layers, o.plan.recompute_block
+    # a layer the policy skips (--recompute-layers K, --recompute-block N) keeps all it saves
+    policy_layers = [i for i in range(a.layers) if takes_policy(i, every, block)]
+    kept_layers = [i for i in range(a.layers) if not takes_policy(i, every, block)]
     saved, _ = low_precision_saved_bytes(shape, MemoryLayout(**saved_input_terms(o, "none")), seq_len, 1, kept_layers)
     # the op-by-op count leaves out what the dropped modules' checkpoints drop (checkpointing.py), so they save nothing
     policy = MemoryLayout(**saved_input_terms(o, recompute))

@@ -102,6 +102,11 @@ class Setup(Contract):
     recompute: str = Field(description="activation recomputation: none, selective, op or full")
     recompute_chosen: bool = Field(description="dpcost chose the recomputation (--recompute auto)")
     recompute_layers: int = Field(default=1, description="the recomputation applies to every K-th block")
+    recompute_block: int | None = Field(
+        default=None,
+        description="full recomputation of the first N layers of each pipeline chunk alone (--recompute-block; "
+        "absent when not given)",
+    )
     compile: bool = Field(default=False, description="torch.compile: element-wise intermediates are not stored")
     loss_impl: str = Field(default="upcast", description="how the loss holds the logits (--loss-impl)")
     recipe: str = Field(description="model-state recipe: zero-paper, deepspeed or megatron")

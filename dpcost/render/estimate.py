@@ -100,6 +100,8 @@ def _recompute(s: Setup, chosen: str, note: str) -> str:
     """The checkpointing policy and what the activations' count rests on: attention kernel, K and V grouped,
     compile, loss path."""
     every = f" on 1 block in {s.recompute_layers}" if s.recompute_layers > 1 else ""
+    if s.recompute_block is not None:
+        every = f" of the first {s.recompute_block} layers of each pipeline chunk"
     parts = [f"{s.recompute}{every}{chosen}"]
     parts += ["flash attention"] if s.flash_attention else []
     parts += ["K and V read grouped"] if GROUPED_KV_NOTE in note else []

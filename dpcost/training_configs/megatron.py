@@ -419,16 +419,28 @@ def _choice(r: Reading, args: dict[str, list[str]], name: str, option: str, pric
         r.refuse(option, name, f"{value}: dpcost prices {', '.join(priced[:-1])} and {priced[-1]}")
 
 
+def _full_recompute_method(r: Reading, args: dict[str, list[str]]) -> None:
+    """--recompute-method and --recompute-num-layers under full recomputation (megatron/core/recompute.py):
+    block checkpoints the first N layers of each model chunk and keeps everything in the
+    others (--recompute-block N); uniform checkpoints groups of N layers, each keeping its input, which dpcost prices
+    as every layer's own (N = 1, the recipes' value, exactly)."""
+    method = _one(r, args, "--recompute-method")
+    layers = _int(r, args, "--recompute-num-layers")
+    if method == "block" and layers is not None:
+        r.use("--recompute-num-layers", layers, "recompute_block", str(layers),
+              "--recompute-method block: the first N layers of each pipeline chunk")  # fmt: skip
+    elif method == "uniform" and layers is not None and layers > 1:
+        r.note("--recompute-num-layers", layers, "", f"uniform groups of {layers} layers: priced as every layer")
+
+
 def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
     granularity = _one(r, args, "--recompute-granularity")
     if granularity is None and "--recompute-activations" in args:
         r.use("--recompute-activations", "", "recompute", "selective", "Megatron's selective recomputation")
     elif granularity in ("full", "selective"):
-        method = _one(r, args, "--recompute-method")
-        note = ""
-        if granularity == "full" and method == "block":
-            note = f"block of {_one(r, args, '--recompute-num-layers')} layers per stage: priced as every layer"
-        r.use("--recompute-granularity", granularity, "recompute", granularity, note)
+        r.use("--recompute-granularity", granularity, "recompute", granularity)
+        if granularity == "full":
+            _full_recompute_method(r, args)
     elif granularity is not None:
         raise r.error("--recompute-granularity", f"must be full or selective, got {granularity!r}")
     else:
