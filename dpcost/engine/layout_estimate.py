@@ -539,11 +539,13 @@ def layout_step(
     )
     stages = stage_loads(model, layout, seq_len, stage_layers, mtp_layers)
     block = recompute_block if recompute == "full" else None
-    checkpointed = checkpointed_rank_layers(
-        virtual_stage_layers(a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers,
-                             pipeline_layout),
-        layout.pp, block,
-    )  # fmt: skip
+    checkpointed: StageLayers = stage_layers  # every layer, unless --recompute-block picks the first of each chunk
+    if block is not None:
+        checkpointed = checkpointed_rank_layers(
+            virtual_stage_layers(a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers,
+                                 pipeline_layout),
+            layout.pp, block,
+        )  # fmt: skip
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
     held = max(stages, key=lambda st: st.dense_params)  # the most dense parameters: DP's largest reduction
     experts_held = max(stages, key=lambda st: st.expert_params)  # the most experts: expert-DP's

@@ -1229,7 +1229,8 @@ def stage_activation_bytes(
             dense_mlp = dense_mlp_half_bytes(s, b, shape, tp, sp, "mlp" in dropped)
             attention = own_attention_half_bytes(s, b, shape, tp, sp, dropped)
             layer = attention + dense_mlp + scores + widths
-            remade += own_attention_half_bytes(s, b, shape, tp, sp) - attention
+            if dropped:  # the norm output "layernorm" dropped, re-made while one layer's backward runs
+                remade += own_attention_half_bytes(s, b, shape, tp, sp) - attention
             if len(indices) > moe:
                 rerun = _dense_rerun_bytes(shape, layout, s, b)
         # each stage's own view (its layer indices given): an MoE layer's MLP as Megatron-Core keeps it [E], beyond
