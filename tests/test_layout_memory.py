@@ -995,9 +995,11 @@ def test_the_block_method_checkpoints_the_first_layers_of_each_chunk() -> None:
     acts = {lay.recompute_block: stage_activation_bytes(llama, lay, 8192, 1, 0, 16, 2.0, first, True)
             for lay in (none, block)}  # fmt: skip
     assert acts[2] - acts[None] == pytest.approx(2 * 2.0 * (kept_input - layer) + layer, rel=1e-12)
-    assert stage_activation_bytes(
-        llama, dataclasses.replace(block, recompute_block=16), 8192, 1, 0, 16, 2.0, first, True
-    ) == stage_activation_bytes(llama, full, 8192, 1, 0, 16, 2.0, first, True)
+    every_layer = dataclasses.replace(block, recompute_block=16)  # N at least a chunk's layers: full recomputation
+    assert stage_activation_bytes(llama, every_layer, 8192, 1, 0, 16, 2.0, first, True) == stage_activation_bytes(
+        llama, full, 8192, 1, 0, 16, 2.0, first, True
+    )
+    assert activation_bytes(llama, every_layer, 8192, 1, 2) == activation_bytes(llama, full, 8192, 1, 2)
 
 
 def test_stored_scores_keep_the_dropouts_tensors_only_where_attention_drops_out() -> None:

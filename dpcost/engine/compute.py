@@ -236,7 +236,8 @@ def flops_per_token(
     (mlp_recompute_flops); layernorm and moe_act run no matmul. Per-op SAC
     (checkpointing.py, "op") re-runs the mm calls it did not save, every other one, and so half of the layers'
     matmul FLOPs on average over two iterations; the attention kernel's output is saved. With `every` = K only
-    layers // K blocks are checkpointed, with `block` = N the first N (checkpointing.checkpointed_share)."""
+    layers // K blocks are checkpointed, with `block` = N the first N (checkpointing.checkpointed_share), each at
+    the layers' mean FLOPs (op by op, ops.micro_batch_compute counts the first N's own)."""
     head = counts.lm_head
     if arch is not None and arch.tied_embeddings:
         head = counts.embedding  # the tied embedding is the output projection too

@@ -918,7 +918,7 @@ def low_precision_input_savings(
     routed = held * shape.moe_topk * (io * etp + (0.0 if layout.moe_recompute == "moe_act" else shape.moe_ffn))
     shared = shape.moe_shared_ffn if "shared_experts" not in dropped else 0
     moe = kept * (sb * shared / tp + routed)
-    if delayed and shared:
+    if delayed and shared and "layernorm" not in dropped:  # "layernorm": fc1 keeps the original input [C]
         moe -= copy * held * h
     return attention, dense, moe
 
@@ -1293,8 +1293,9 @@ def _block_recompute_bytes(
     (no `indices`): of its `layers`, as many as the stage's chunks checkpoint."""
     tp, sp = layout.tp, layout.sp_split
     ckpt = _checkpointed_layers(shape, layout, stage)
-    if not indices:
-        checkpointed = min(layers, float(len(ckpt)))
+    if not indices:  # the file's L / PP layers, the share of them the rank's chunks checkpoint
+        built = len(_stage_layer_indices(shape, layout)[stage])
+        checkpointed = layers * len(ckpt) / built if built else 0.0
         total = full_recompute_layer_bytes(seq, micro_batch, shape.hidden, tp, sp) * checkpointed * in_flight
         return total + layer * (layers - checkpointed) * in_flight + (layer if checkpointed else 0.0)
     held = [i for i in indices if i in ckpt]
@@ -1438,8 +1439,12 @@ def stage_memory(
         if layout.fused_experts:
             recomputed = layout.recompute == "full" or layout.moe_recompute == "moe"
             moe_layers = shape.moe_layers(layers) + (shape.mtp_layers if last and shape.moe_pattern[-1] else 0)
-            # recomputed, the one MoE layer whose backward re-runs its forward holds them
+            # recomputed, the one MoE layer whose backward re-runs its forward holds them; under --recompute-block
+            # the MoE layers it does not checkpoint (MTP's among them) hold theirs for every micro-batch in flight
             copies = 1.0 / max(moe_layers, 1) if recomputed else in_flight
+            if layout.recompute == "full" and layout.recompute_block is not None and moe_layers:
+                rerun_moe = shape.moe_layers(_checkpointed_layers(shape, layout, stage))
+                copies = (moe_layers - rerun_moe) / moe_layers * in_flight + (1.0 / moe_layers if rerun_moe else 0.0)
             acts += fused_expert_weight_bytes(layout, low_precision, copies)
         if last:
             buffers += output_weight_cache_bytes(shape, layout)

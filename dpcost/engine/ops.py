@@ -32,7 +32,7 @@ from dataclasses import replace
 
 from dpcost.engine.activations import EAGER_ACTIVATIONS, Kernels, eager_gate_clamp, routed_copies
 from dpcost.engine.attention_keys import bidirectional_keys, causal_keys
-from dpcost.engine.checkpointing import checkpointed_share, recomputed_modules
+from dpcost.engine.checkpointing import checkpointed_share, recomputed_modules, takes_policy
 from dpcost.engine.compute import mixer_recurrence_flops
 from dpcost.engine.rates import (
     EAGER_SCORES_HBM,
@@ -1103,13 +1103,17 @@ def micro_batch_compute(
         again = recomputed_by_part(t.forward, ops, per_op, recompute, modules)
         flops_per_op = [op.flops * op.repeats for op in ops]
         again_flops = recomputed_by_part(t.forward_flops, ops, flops_per_op, recompute, modules)
+        # the layers of this kind the policy takes: a share of them, or under --recompute-block the first N's
+        rerun = count * checkpointed
+        if block is not None:
+            rerun = sum(1 for i, k in enumerate(kinds) if k == kind and takes_policy(i, every, block))
         for part in forward:
             forward[part] += count * t.forward[part]
             backward[part] += count * t.backward[part]
-            recomputed[part] += count * checkpointed * again[part]
+            recomputed[part] += rerun * again[part]
             flops_forward[part] += count * t.forward_flops[part]
             flops_backward[part] += count * t.backward_flops[part]
-            flops_recomputed[part] += count * checkpointed * again_flops[part]
+            flops_recomputed[part] += rerun * again_flops[part]
     layers = Passes(dict(forward), dict(backward), recomputed)
     head = output_head_operands(fp8_output_proj, gemm_bytes, cast)
     rest = timed(model_ops(a, tokens, kernels, loss_impl, head) + ([grad_accumulation] if grad_accumulation else []))
