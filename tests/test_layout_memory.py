@@ -1002,6 +1002,23 @@ def test_the_block_method_checkpoints_the_first_layers_of_each_chunk() -> None:
     assert activation_bytes(llama, every_layer, 8192, 1, 2) == activation_bytes(llama, full, 8192, 1, 2)
 
 
+def test_ring_attention_keeps_a_second_copy_of_its_output() -> None:
+    """Transformer Engine's ring attention (AttnFuncWithCPAndKVP2P, context_parallel.py at d0067d0da) corrects its
+    output in fp32 over the ring's steps, saves one 16-bit conversion (out_part) and returns another (out_f16), which
+    linear_proj keeps: 2c bytes more a token of the rank's s / CP, over TP, in each layer that keeps its output. A
+    layer whose core attention is recomputed keeps neither; Ulysses (a2a) and all_gather CP run other functions."""
+    llama = model_shape(load_model("llama-8b").architecture, 2)
+    base = MemoryLayout(tp=2, cp=2, pp=2, sequence_parallel=True)
+    ring = dataclasses.replace(base, cp_ring=True)
+    first = tuple(range(16))
+    with_copy, without = (stage_activation_bytes(llama, lay, 8192, 1, 0, 16, 2.0, first, True) for lay in (ring, base))
+    assert with_copy - without == pytest.approx(2 * 4096 * (8192 / 2) / 2 * 16 * 2.0, rel=1e-12)
+    rerun = dataclasses.replace(ring, attention_keeps_output=False)
+    assert stage_activation_bytes(llama, rerun, 8192, 1, 0, 16, 2.0, first, True) == stage_activation_bytes(
+        llama, dataclasses.replace(base, attention_keeps_output=False), 8192, 1, 0, 16, 2.0, first, True
+    )
+
+
 def test_stored_scores_keep_the_dropouts_tensors_only_where_attention_drops_out() -> None:
     """Korthikanti et al.'s Table 2 stores 5as^2b per layer where attention keeps its scores: the softmax's output
     (2), its dropout's mask (1) and output (2). At a dropout of 0 torch's dropout returns its input (ATen's

@@ -47,6 +47,10 @@ Sources, cited per function by their letter:
   checkpoints the first recompute_num_layers layers of each model chunk's TransformerBlock and runs the others as
   without recomputation (_checkpointed_layers, _block_recompute_bytes); MTP modules skip it (multi_token_prediction.py:
   "not supported for MTP yet").
+- [A2] Transformer Engine's ring attention (pytorch/attention/dot_product_attention/context_parallel.py
+  AttnFuncWithCPAndKVP2P at d0067d0da), which the file does not cover: it corrects the output in fp32 over the ring's
+  steps, then saves one 16-bit conversion of it (out_part) and returns another (out_f16), which linear_proj keeps:
+  two copies of the context where attention without CP keeps one (ring_output_copy_bytes).
 - [W] Transformer Engine transformer_engine/pytorch/module/base.py get_dummy_wgrad (NVIDIA/TransformerEngine at
   d0067d0da), which the file does not cover: under gradient-accumulation fusion (Megatron's default,
   --no-gradient-accumulation-fusion turns it off; TE's fuse_wgrad_accumulation) a TE linear layer's backward adds its
@@ -245,6 +249,8 @@ class MemoryLayout(Layout):
     matmul_format: str | None = None
     fp8_recipe: str = "tensorwise"
     attention_keeps_output: bool = True
+    # --cp-comm-type p2p: Transformer Engine's ring attention keeps a second 16-bit copy of its output [A2]
+    cp_ring: bool = False
     # GPipe: every micro-batch's forward before any backward, so each stage holds all m micro-batches' activations
     # (Huang et al. 2019, section 2.3; torch.distributed.pipelining ScheduleGPipe), where 1F1B holds at most p
     all_forwards_first: bool = False
@@ -787,6 +793,15 @@ def attention_width_bytes(
     return sb * (heads + latent / (tp if layout.sp_split else 1))
 
 
+def ring_output_copy_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micro_batch: int) -> float:
+    """The second copy of attention's output Transformer Engine's ring attention keeps [A2]: 2c bytes a token of the
+    rank's s / CP over TP, where it keeps its output (flash or fused kernels, core attention not recomputed); none
+    without the ring."""
+    if not layout.cp_ring or not layout.attention_keeps_output:
+        return 0.0
+    return 2 * seq * micro_batch * (shape.context_width or shape.hidden) / layout.tp
+
+
 def attention_half_bytes(seq: float, micro_batch: int, hidden: int, tp: int, sp_split: bool) -> float:
     """A hybrid's attention layer with its norm [K] Table 2: 13sbh/t with SP (attention 11, its norm's input 2), else
     sbh(5 + 8/t) (the norm's and the QKV input, the dropout mask whole; QK^T, V and the projection's input split)."""
@@ -960,6 +975,7 @@ def hybrid_layer_bytes(shape: ModelShape, layout: MemoryLayout, seq: float, micr
         total += own_attention_half_bytes(seq, micro_batch, shape, tp, sp, dropped) + attention_width_bytes(
             shape, layout, seq, micro_batch
         )
+        total += ring_output_copy_bytes(shape, layout, seq, micro_batch)
         total += stored_scores_bytes(shape, layout, seq, micro_batch)
     if mixer == "mamba":
         total += mamba_layer_bytes(seq, micro_batch, h, shape.mamba, tp, sp)
@@ -1202,6 +1218,7 @@ def stage_activation_bytes(
     if own_widths:
         widths = attention_width_bytes(shape, layout, s, b, layout.mla_recompute)
         remade = attention_width_bytes(shape, layout, s, b) - widths
+        widths += ring_output_copy_bytes(shape, layout, s, b)
     if shape.hybrid_kinds:
         each = [hybrid_layer_bytes(shape, layout, s, b, i) for i in indices]
         if layout.recompute == "full":

@@ -384,6 +384,7 @@ def _layout_memory(
         output_weight_cache=held_bytes if p.o.compute.fp8_output_proj else 0.0,
         **saved_input_terms(p.o, recompute),
         recompute_block=p.o.plan.recompute_block if recompute == "full" else None,
+        cp_ring=layout.cp > 1 and p.o.parallel.cp_impl == "p2p",
         # an uneven split as the first and last stages' layers; interleaved or a layout given, stage_layers splits it
         first_stage_layers=counts[0] if split_ends else par.first_stage_layers,
         last_stage_layers=counts[-1] if split_ends else par.last_stage_layers,
