@@ -979,9 +979,9 @@ def test_the_block_method_checkpoints_the_first_layers_of_each_chunk() -> None:
 
     per_virtual_stage = virtual_stage_layers(126, 16, 2)
     assert per_virtual_stage[:2] == (3, 4) and per_virtual_stage[-1] == 3
-    ranks = checkpointed_rank_layers(per_virtual_stage, 16, 2)
+    ranks = checkpointed_rank_layers(126, 16, 2, block=2)
     assert ranks[0] == (0, 1, 63, 64) and ranks[15] == (59, 60, 123, 124)
-    assert checkpointed_rank_layers(per_virtual_stage, 16, None)[0] == (0, 1, 2, 63, 64, 65, 66)
+    assert checkpointed_rank_layers(126, 16, 2)[0] == (0, 1, 2, 63, 64, 65, 66)
     llama = model_shape(load_model("llama-8b").architecture, 2)
     first = tuple(range(16))
     none, full, block = (

@@ -49,7 +49,6 @@ from dpcost.engine.layout_step import (
     stage_kinds,
     stage_tp_pairs,
     unpaired_ep_seconds,
-    virtual_stage_layers,
 )
 from dpcost.engine.low_precision_weights import gathered_weight_bytes
 from dpcost.engine.memo import per_object
@@ -542,10 +541,8 @@ def layout_step(
     checkpointed: StageLayers = stage_layers  # every layer, unless --recompute-block picks the first of each chunk
     if block is not None:
         checkpointed = checkpointed_rank_layers(
-            virtual_stage_layers(a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers,
-                                 pipeline_layout),
-            layout.pp, block,
-        )  # fmt: skip
+            a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout, block
+        )
     paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
     held = max(stages, key=lambda st: st.dense_params)  # the most dense parameters: DP's largest reduction
     experts_held = max(stages, key=lambda st: st.expert_params)  # the most experts: expert-DP's

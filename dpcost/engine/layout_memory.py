@@ -1258,10 +1258,11 @@ def stage_activation_bytes(
             kept = policy - dense_mlp
             rerun = max(rerun, _moe_rerun_bytes(shape, layout, s, b))
         # each stage's own view: what its FP8 or NVFP4 layers save keeping their matmuls' inputs quantized [L]
+        block = layout.recompute == "full" and layout.recompute_block is not None
         saved = rerun_saved = 0.0  # over the stage's layers, and in the one layer a full recomputation re-runs
-        if own_widths and layout.matmul_format is not None:
+        if own_widths and layout.matmul_format is not None and not block:  # the block's split counts its own
             saved, rerun_saved = low_precision_saved_bytes(shape, layout, s, b, indices)
-        if layout.recompute == "full" and layout.recompute_block is not None:
+        if block:
             total = _block_recompute_bytes(shape, layout, s, b, stage, layers, in_flight, indices, layer, kept)
         elif layout.recompute == "full":
             # the kept inputs, and the one layer the backward re-runs at a time holding all it saves (selective's
@@ -1285,11 +1286,10 @@ def stage_activation_bytes(
 def _checkpointed_layers(shape: ModelShape, layout: MemoryLayout, stage: int) -> tuple[int, ...]:
     """The decoder layers of `stage` that full recomputation checkpoints: all, or under --recompute-block N the first
     N of each of its model chunks [K2] (layout_step.checkpointed_rank_layers)."""
-    per_virtual_stage = virtual_stage_layers(
+    return checkpointed_rank_layers(
         shape.layers, layout.pp, layout.virtual_stages, layout.first_stage_layers, layout.last_stage_layers,
-        layout.pipeline_layout,
-    )  # fmt: skip
-    return checkpointed_rank_layers(per_virtual_stage, layout.pp, layout.recompute_block)[stage]
+        layout.pipeline_layout, layout.recompute_block,
+    )[stage]  # fmt: skip
 
 
 def _block_recompute_bytes(

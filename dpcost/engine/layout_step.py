@@ -155,13 +155,25 @@ def virtual_stage_layers(
     return tuple(per_rank[k % pp] // virtual_stages for k in range(pp * virtual_stages))
 
 
-def checkpointed_rank_layers(per_virtual_stage: tuple[int, ...], pp: int, block: int | None) -> StageLayers:
-    """Per pipeline rank, the decoder layers full recomputation checkpoints: under Megatron's --recompute-method
-    block --recompute-num-layers N the first N of each model chunk (megatron/core/recompute.py at d98e8a64dd: layer l
-    of a chunk's TransformerBlock while l < recompute_num_layers), else every one. `per_virtual_stage`:
-    virtual_stage_layers."""
+@functools.lru_cache(maxsize=1024)
+def checkpointed_rank_layers(
+    layers: int,
+    pp: int,
+    virtual_stages: int = 1,
+    first_stage_layers: int | None = None,
+    last_stage_layers: int | None = None,
+    pipeline_layout: str | None = None,
+    block: int | None = None,
+) -> StageLayers:
+    """Per pipeline rank, the decoder layers full recomputation checkpoints, of those rank_layers builds (the same
+    arguments): under Megatron's --recompute-method block --recompute-num-layers N the first N of each model chunk
+    (megatron/core/recompute.py at d98e8a64dd: layer l of a chunk's TransformerBlock while l < recompute_num_layers),
+    else every one."""
     chunks: list[list[int]] = [[] for _ in range(pp)]
     start = 0
+    per_virtual_stage = virtual_stage_layers(
+        layers, pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout
+    )
     for k, count in enumerate(per_virtual_stage):
         kept = count if block is None else min(block, count)
         chunks[k % pp].extend(range(start, start + kept))
