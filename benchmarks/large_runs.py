@@ -2,10 +2,12 @@
 """Published large training runs (TP x CP x PP x DP (x EP) layouts) against dpcost's layout step, nothing fitted per
 run.
 
-    python benchmarks/large_runs.py [--holdout | --mlperf | --fit-matmul]
+    python benchmarks/large_runs.py [--holdout | --mlperf | --fit-matmul | --fit-host]
 
-With --fit-matmul, the one constant these runs fix: the in-step matmul share (engine/rates.py IN_STEP_MATMUL), the
-value of FIT_GRID whose in-sample geomean error (runs.csv only) is least, each costed in a process of its own.
+With --fit-matmul, the first of the two constants these runs fix: the in-step matmul share (engine/rates.py
+IN_STEP_MATMUL), the value of FIT_GRID whose in-sample geomean error (runs.csv only) is least, each costed in a
+process of its own. With --fit-host, the second: an MoE layer's host time (engine/host.py MOE_LAYER_HOST_SECONDS),
+the value of FIT_HOST_GRID with the least in-sample geomean error, likewise.
 
 With --holdout, the held-out rows instead of runs.csv: holdout-runs.csv (NVIDIA's performance tables, gathered after
 the model was built) and dgxc-benchmarking v25.03's NeMo layout series
@@ -74,7 +76,7 @@ from pathlib import Path
 
 from dpcost.accuracy import ERROR_FLOOR
 from dpcost.catalog import load_model, load_topology, model_from_hf_config
-from dpcost.engine import rates
+from dpcost.engine import host, rates
 from dpcost.engine.availability import environment
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.estimate import estimate
@@ -379,16 +381,19 @@ PRE_FLASH = ("narayanan2021", "korthikanti2022", "bloom-tr11")  # trained before
 
 HOLDOUT_STATEMENT = (
     "held out: gathered after the layout model was built, nothing set from them; the per-op rates are kernel "
-    "benchmarks' (engine/rates.py), the matmuls' at the in-step share fitted in sample, and --mfu 0.40 is dpcost's "
-    "default, the same for every row"
+    "benchmarks' (engine/rates.py), the matmuls' at the in-step share and the MoE layers' host time fitted in "
+    "sample, and --mfu 0.40 is dpcost's default, the same for every row"
 )
 SUMMARY_STATEMENT = (
     "nothing fitted per run: the per-op rates are kernel benchmarks' (engine/rates.py) and --mfu 0.40 is dpcost's "
-    "default, the same for every row (in sample: these runs fixed one constant, the matmuls' in-step share, "
-    "rates.IN_STEP_MATMUL, by --fit-matmul)"
+    "default, the same for every row (in sample: these runs fixed two constants, the matmuls' in-step share, "
+    "rates.IN_STEP_MATMUL, by --fit-matmul, and an MoE layer's host time, host.MOE_LAYER_HOST_SECONDS, by "
+    "--fit-host)"
 )
 # The in-step matmul shares --fit-matmul tries: 0.85 to 0.99 and 1 (the benchmarks' rates as they are).
 FIT_GRID = (*(round(0.85 + 0.01 * i, 2) for i in range(15)), 1.0)
+# The MoE layers' host times --fit-host tries, in seconds: 0 (none) to 16 ms in steps of 1 ms.
+FIT_HOST_GRID = tuple(ms / 1000 for ms in range(17))
 
 
 @dataclass(frozen=True)
@@ -1088,7 +1093,16 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append(f"{', '.join(unknown)} not known (its config is not in the index): the implementation's default")
     if mlperf_tp:
         flags.append("TP overlapped (the config's TP_COMM_OVERLAP)")
-    if mlperf and row["cuda_graph"] != "none":
+    # Megatron-Core's MoE layers wait for the host that launches them (engine/host.py), but under full-iteration
+    # CUDA graphs: Megatron-Bridge's MXFP8 "full iteration" presets from v0.5.0 (cuda_graph_impl full_iteration:
+    # v0.6.0 perf_recipes/{deepseek,qwen}/common.py) and MLPerf v6.0's CUDA_GRAPH_SCOPE=full_iteration configs
+    graphed = full_iteration or (mlperf and row["cuda_graph"] == "full")
+    moe_host = 0.0 if graphed else host.MOE_LAYER_HOST_SECONDS
+    if a.moe is not None and graphed:
+        flags.append("full-iteration CUDA graphs: the MoE layers do not wait for the host")
+    elif a.moe is not None and mlperf and row["cuda_graph"] != "none":
+        flags.append(f"CUDA graphs ({row['cuda_graph']}): the MoE layers' host time costed as eager launches'")
+    elif mlperf and row["cuda_graph"] != "none":
         flags.append(f"CUDA graphs ({row['cuda_graph']}): no host time is priced either way")
     if mlperf and row["fp8_attention"] == "yes":
         flags.append("FP8 attention (FP8_DPA) costed as BF16 attention")
@@ -1218,6 +1232,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             bucket_bytes=bucket_bytes,
             fused_grouped_mlp=fused_mlp,
             fp8_output_proj=fp8_head,
+            moe_host_seconds=moe_host,
         )
 
     if not recompute and bridge:
@@ -1502,9 +1517,31 @@ def fit_matmul() -> float:
     return best
 
 
+def in_sample_host_error(seconds: float) -> float:
+    """The geomean |error| over runs.csv with an MoE layer's host time at `seconds` (host.MOE_LAYER_HOST_SECONDS)."""
+    host.MOE_LAYER_HOST_SECONDS = seconds
+    costed, _ = compare()
+    return geomean(c.predicted.step / c.published_step - 1 for c in costed)
+
+
+def fit_host() -> float:
+    """The MoE layers' host time of FIT_HOST_GRID with the least in-sample geomean error; prints each one's."""
+    with multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:
+        errors = pool.map(in_sample_host_error, FIT_HOST_GRID, chunksize=1)
+    for value, error in zip(FIT_HOST_GRID, errors, strict=True):
+        print(f"MoE layer host time {value * 1e3:4.0f} ms: in-sample geomean error {error:.3%}")
+    best = FIT_HOST_GRID[errors.index(min(errors))]
+    now = host.MOE_LAYER_HOST_SECONDS * 1e3
+    print(f"best: {best * 1e3:.0f} ms (engine/host.py MOE_LAYER_HOST_SECONDS = {now:g} ms)")
+    return best
+
+
 def main() -> int:
     if "--fit-matmul" in sys.argv[1:]:
         fit_matmul()
+        return 0
+    if "--fit-host" in sys.argv[1:]:
+        fit_host()
         return 0
     holdout = "--holdout" in sys.argv[1:]
     rows = mlperf_rows() if "--mlperf" in sys.argv[1:] else holdout_rows() if holdout else None

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
+from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
 from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.memory import offload_applies
 from dpcost.errors import in_plain_words, shown_value
@@ -549,6 +550,16 @@ class Compute(Section):
         "square root of the compute since the ranks last met); a collective waits for the slowest of N beyond its "
         "prefetch slack (docs/frameworks.md).",
         json_schema_extra=cli("--sync-jitter", metavar="TIME"),
+    )
+    moe_host_time: Annotated[float | None, BeforeValidator(written_time)] = Field(
+        None,
+        ge=0,
+        le=1,
+        description="A layout's MoE layers: the host (CPU) time of one layer's forward and backward for a "
+        "micro-batch, which the layer takes at least, as Megatron-Core's dispatcher syncs host and device once a "
+        f"layer (engine/host.py); 0 for full-iteration CUDA graphs [default: {MOE_LAYER_HOST_SECONDS * 1e3:g}ms, "
+        "fitted on published runs].",
+        json_schema_extra=cli("--moe-host-time", metavar="TIME"),
     )
 
 

@@ -102,8 +102,10 @@ def _document(report: Any, brief: bool) -> dict[str, Any]:
     }
     if report.communication.shard_group is None:  # hybrid sharding's keys, absent without it
         absent["communication"] = {"shard_group": True, "bytes_per_tier": True, "groups": True}
-    if report.layout is not None and report.layout.mtp_layers is None:  # absent without --mtp-layers
-        absent["layout"] = {"mtp_layers": True}
+    if report.layout is not None:  # absent without --mtp-layers, and for a model without MoE layers
+        keys = {"mtp_layers": report.layout.mtp_layers, "moe_host_seconds": report.layout.moe_host_seconds}
+        if any(value is None for value in keys.values()):
+            absent["layout"] = {name: True for name, value in keys.items() if value is None}
     if report.setup.recompute_block is None:  # absent without --recompute-block
         absent["setup"] = {"recompute_block": True}
     return dict(report.model_dump(mode="json", exclude=absent or None))

@@ -25,6 +25,7 @@ from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.compute import attention_flops, flops_per_token, layer_mixer_flops, mtp_forward_flops
 from dpcost.engine.dp_schedule import Stretch
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP
+from dpcost.engine.host import MOE_LAYER_HOST_SECONDS, host_wait_seconds
 from dpcost.engine.layout import (
     Layout,
     group_bases,
@@ -147,6 +148,8 @@ class LayoutStep:
     slowed: float = 0.0  # seconds per step of compute slowed beside overlapped model-parallel calls
     overlap_slowdown: float = 0.0  # of the compute any call overlapped, DP's and the model-parallel calls'
     instances: InstanceGroups | None = None  # the distributed optimizer's instances, where more than one
+    host_wait: float = 0.0  # seconds per step the paced stage's MoE layers wait for the host (host.py)
+    moe_host_seconds: float = 0.0  # the host time of an MoE layer's forward and backward, as costed (host.py)
 
 
 @frozen
@@ -478,6 +481,7 @@ def layout_step(
     grad_accumulation_fusion: bool = True,
     fused_grouped_mlp: bool = False,
     fp8_output_proj: bool = False,
+    moe_host_seconds: float = MOE_LAYER_HOST_SECONDS,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -513,7 +517,9 @@ def layout_step(
     Megatron's --num-distributed-optimizer-instances (instance_groups). `fused_grouped_mlp`: the routed experts
     through Transformer Engine's CuTe-DSL grouped MLP (ops.layer_ops); `fp8_output_proj` the output layers in MXFP8
     (ops.model_ops). `recompute_block` N: full recomputation of the first N layers of each model chunk alone
-    (Megatron's --recompute-method block: layout_step.checkpointed_rank_layers)."""
+    (Megatron's --recompute-method block: layout_step.checkpointed_rank_layers). `moe_host_seconds`: the host time of
+    one MoE layer's forward and backward, below which its micro-batch waits for the host (host.py; 0 under
+    full-iteration CUDA graphs)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -553,6 +559,9 @@ def layout_step(
     tokens = micro_batch * seq_len
     forward = tokens * paced.forward_flops / rate
     backward = tokens * (2 * paced.forward_flops + recompute_flops) / rate
+    kinds = stage_kinds(a, stage_layers, mtp_layers)
+    moe_counts = [sum(stage) for stage in kinds]  # each stage's MoE layers, MTP's included: they wait for the host
+    wait = host_wait_seconds(forward + backward, moe_counts[paced.index], moe_host_seconds)
     if compute_model == "ops":
         layer_times: dict[TimedKind, tuple[float, float, float]] = {}  # every stage's layers, by kind, once
         timed = [
@@ -564,8 +573,12 @@ def layout_step(
                           checkpointed[st.index] if block is not None else None)
             for st in stages
         ]  # fmt: skip
-        forward, backward = max(timed, key=sum)
-        paced = stages[timed.index((forward, backward))]
+        waits = [
+            host_wait_seconds(f + b, moe_counts[st.index], moe_host_seconds)
+            for (f, b), st in zip(timed, stages, strict=True)
+        ]
+        pacing = max(range(len(stages)), key=lambda i: sum(timed[i]) + waits[i])
+        (forward, backward), paced, wait = timed[pacing], stages[pacing], waits[pacing]
     groups = placements(topology, layout)
     attention_share = attention_flops(a, seq_len) / (layers_total * layout.tp * layout.cp)
     calls = layout_calls(
@@ -590,7 +603,7 @@ def layout_step(
         cp_impl=cp_impl,
         attention_share=attention_share,
         virtual_stages=virtual_stages,
-        stages=stage_kinds(a, stage_layers, mtp_layers),
+        stages=kinds,
         tp_pairs=stage_tp_pairs(a, stage_layers, mtp_layers),
     )
     priced = {c: call_seconds(topology, groups, c) for c in calls}
@@ -598,7 +611,7 @@ def layout_step(
     # the compute the model-parallel calls overlap runs slower by the SMs their kernels take, as DP's does
     slowdowns = {c: call_slowdown(topology, groups, c, overlap_slowdown) for c in calls if c.overlapped}
     slowed, beside = slowed_compute(calls, priced.__getitem__, slowdowns.__getitem__, forward + backward)
-    slot = forward + backward + sum(per_mb.values()) + slowed
+    slot = forward + backward + wait + sum(per_mb.values()) + slowed
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
     optimizer = (
         optimizer_step_seconds(topology, layout, stages, zero >= 1, DTYPE_BYTES[grad_dtype], optimizer_instances)
@@ -663,7 +676,8 @@ def layout_step(
         slowest_gpu = slowest_gpu_loss(rates_for(topology.gpu), layout.gpus) if compute_model == "ops" else 0.0
     slots = m + ((layout.pp - 1) / virtual_stages if layout.pp > 1 else 0.0)
     slowest = slowest_gpu / (1.0 - slowest_gpu) * slots * (forward + backward)
-    step = dp_step.step + side_exposed + (sum(per_mb.values()) + slowed) * m + unpaired + bubble + jitter + slowest
+    per_micro_batch = sum(per_mb.values()) + slowed + wait
+    step = dp_step.step + side_exposed + per_micro_batch * m + unpaired + bubble + jitter + slowest
     mtp_flops = 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers if mtp_layers else 0.0
     model_flops = (fpt.model + mtp_flops) * micro_batch * seq_len * m
     model_flops /= layout.tp * layout.cp * layout.pp
@@ -694,6 +708,8 @@ def layout_step(
         slowed=slowed * m,
         overlap_slowdown=_overlap_slowdown(dp_step, slowed * m, beside * m),
         instances=instanced,
+        host_wait=wait * m,
+        moe_host_seconds=moe_host_seconds,
     )
 
 

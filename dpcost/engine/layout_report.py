@@ -14,6 +14,7 @@ from dpcost.engine.collectives import bus_factor, collective
 from dpcost.engine.cost import PlanCost
 from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
 from dpcost.engine.estimate import group_row, model_info_of, setup_info, topology_info, whole_message_of
+from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step, megatron_bucket_bytes
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, StageMemory, layout_memory_for
@@ -50,7 +51,7 @@ from dpcost.engine.report import (
     StageRow,
     Time,
 )
-from dpcost.engine.step import BUBBLE, COMPUTE, EXPOSED, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU, Traffic
+from dpcost.engine.step import BUBBLE, COMPUTE, EXPOSED, HOST_WAIT, JITTER, LOSSES, SLOWDOWN, SLOWEST_GPU, Traffic
 from dpcost.engine.verdict import bound, training_summary
 from dpcost.engine.workspaces import grouped_gemm_workspace_bytes, training_workspace_bytes
 from dpcost.errors import InputError
@@ -612,6 +613,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         grad_accumulation_fusion=o.compute.grad_accumulation_fusion,
         fused_grouped_mlp=o.compute.fused_grouped_mlp,
         fp8_output_proj=o.compute.fp8_output_proj,
+        moe_host_seconds=MOE_LAYER_HOST_SECONDS if o.compute.moe_host_time is None else o.compute.moe_host_time,
     )
     return LayoutParts(layout, stage, recompute, chosen_rows, step, global_batch, tokens, compute_model, mfu)
 
@@ -746,6 +748,8 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
     if r.slowed > 0 and all(t.term != SLOWDOWN for t in r.dp_terms):
         terms.append(BreakdownTerm(term=SLOWDOWN, seconds=r.slowed))
     terms.append(BreakdownTerm(term=BUBBLE, seconds=r.bubble))
+    if r.host_wait > 0:
+        terms.append(BreakdownTerm(term=HOST_WAIT, seconds=r.host_wait))
     terms.append(BreakdownTerm(term=JITTER, seconds=r.jitter))
     terms.append(BreakdownTerm(term=SLOWEST_GPU, seconds=r.slowest_gpu))
     exposed = sum(t.seconds for t in terms if t.term.startswith(EXPOSED))
@@ -757,10 +761,10 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
         comm_seconds=r.comm,
         ideal_seconds=max(compute, r.comm) + r.bubble,  # the bubble idles whatever overlaps
         step_seconds=r.step,
-        serial_seconds=compute + r.comm + r.bubble,
+        serial_seconds=compute + r.comm + r.bubble + r.host_wait,
         exposed_comm_seconds=exposed,
         losses_seconds=losses,
-        bound=bound(compute, exposed, r.bubble),
+        bound=bound(compute, exposed, r.bubble, r.host_wait),
         tokens_per_second=tokens / r.step,
         mfu=r.mfu,
         scaling_efficiency=compute / r.step,
@@ -883,4 +887,5 @@ def _layout_report(topology: TopologySpec, r: LayoutStep, par: Parallel, held: L
         exposed=[BreakdownTerm(term=dim, seconds=s) for dim, s in r.exposed.items()],
         stages=stages,
         mtp_layers=par.mtp_layers or None,
+        moe_host_seconds=None if dense else r.moe_host_seconds,
     )

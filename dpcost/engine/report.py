@@ -60,7 +60,7 @@ SCHEMA_VERSION: Literal[2] = 2
 ComputePartName = Literal["matmuls", "attention", "memory-bound", "optimizer"]  # engine/ops.py PARTS
 
 
-Bound = Literal["compute", "communication", "pipeline bubble"]  # what a step spends most of its time on
+Bound = Literal["compute", "communication", "pipeline bubble", "host"]  # what a step spends most of its time on
 
 
 class ModelInfo(Contract):
@@ -299,8 +299,8 @@ class Time(Contract):
         description="what real runs lose beyond the schedule: overlap slowdown, jitter and the slowest GPU's rate"
     )
     bound: Bound = Field(
-        description="what the step spends most of its time on: compute, communication left exposed, or (a layout "
-        "with PP) the pipeline's bubble"
+        description="what the step spends most of its time on: compute, communication left exposed, (a layout "
+        "with PP) the pipeline's bubble, or (a layout's MoE layers) waiting for the host to launch them"
     )
     tokens_per_second: float = Field(description="tokens per step / step_seconds")
     mfu: float = Field(
@@ -465,6 +465,11 @@ class LayoutReport(Contract):
     stages: list[PipelineStageRow] = Field(description="every pipeline stage")
     mtp_layers: int | None = Field(
         default=None, description="MTP modules trained on the last stage (--mtp-layers); absent when none are"
+    )
+    moe_host_seconds: float | None = Field(
+        default=None,
+        description="the host time of one MoE layer's forward and backward for a micro-batch, which the layer takes "
+        "at least (--moe-host-time, else engine/host.py's); absent for a model without MoE layers",
     )
 
 

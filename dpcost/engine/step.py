@@ -202,6 +202,7 @@ SLOWDOWN = "compute slowed by overlapping collectives"
 JITTER = "waiting for the slowest rank (synchronisation jitter)"
 SLOWEST_GPU = "waiting for the slowest GPU's sustained rate"
 BUBBLE = "pipeline bubble"  # a layout's: its pipeline's idle slots (layout_step.bubble_seconds)
+HOST_WAIT = "waiting for the host to launch the MoE layers"  # a layout's: host.py
 
 
 LOSSES = (SLOWDOWN, JITTER, SLOWEST_GPU)  # the terms that are losses at scale, beyond the schedule

@@ -7,15 +7,18 @@ from collections.abc import Sequence
 
 from dpcost.engine.advice import headline
 from dpcost.engine.report import Advice, Bound, Memory, Serving, Setup, Summary, Time
-from dpcost.engine.step import BUBBLE
+from dpcost.engine.step import BUBBLE, HOST_WAIT
 from dpcost.units import fmt_bytes, fmt_seconds
 
 __all__ = ["bound", "bound_reason", "fastest_that_fits", "serving_summary", "training_summary"]
 
 
-def bound(compute: float, exposed: float, bubble: float = 0.0) -> Bound:
-    """What the step spends most of its time on: compute, the communication it waits for, or a pipeline's bubble
-    (the breakdown's terms, which sum to the step; the losses at scale are none of them)."""
+def bound(compute: float, exposed: float, bubble: float = 0.0, host: float = 0.0) -> Bound:
+    """What the step spends most of its time on: compute, the communication it waits for, a pipeline's bubble or
+    the host that launches its MoE layers (the breakdown's terms, which sum to the step; the losses at scale are none
+    of them)."""
+    if host > max(compute, exposed, bubble):
+        return "host"
     if bubble > max(compute, exposed):
         return "pipeline bubble"
     return "communication" if exposed > compute else "compute"
@@ -28,6 +31,12 @@ def bound_reason(t: Time) -> str:
         return (
             f"{fmt_seconds(bubble)} idle in the pipeline's bubble ({bubble / t.step_seconds:.0%} of the step), "
             f"{fmt_seconds(t.compute_seconds)} computing, {fmt_seconds(t.exposed_comm_seconds)} waiting on collectives"
+        )
+    if t.bound == "host":
+        host = sum(term.seconds for term in t.breakdown if term.term == HOST_WAIT)
+        return (
+            f"{fmt_seconds(host)} waiting for the host to launch the MoE layers ({host / t.step_seconds:.0%} of the "
+            f"step), {fmt_seconds(t.compute_seconds)} computing"
         )
     if t.comm_seconds == 0:
         return "nothing to communicate"

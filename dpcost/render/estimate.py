@@ -321,6 +321,11 @@ def layout_tables(lay: LayoutReport) -> list[Table]:
         + ("; PP's send/recv overlapped with the next chunk" if lay.pp > 1 and lay.pp_comm_overlap else "")
         + ("; PP's send/recv on the PP group's communicator" if lay.pp > 1 and lay.pp_send_comm == "group" else "")
     )
+    if lay.moe_host_seconds is not None:
+        calls.notes.append(
+            f"each MoE layer takes at least {fmt_seconds(lay.moe_host_seconds)} a micro-batch, forward and backward: "
+            "the host's time to launch it, as its dispatcher syncs host and device (--moe-host-time)"
+        )
     tables = [groups, calls]
     if lay.pp > 1:
         stages = Table(

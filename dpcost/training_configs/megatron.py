@@ -227,6 +227,7 @@ def read(text: str, path: str) -> TrainingConfig:
     _attention(r, args)
     _softmax(r, args)
     _loss(r, args)
+    _cuda_graphs(r, args)
     _precision(r, args)
     _cublas_workspace(r, args, text)
     spec = _model(r, args, tp, Path(path).stem)
@@ -234,7 +235,7 @@ def read(text: str, path: str) -> TrainingConfig:
     if spec is not None:
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
     dp = _launched_dp(r, args)
-    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, "--deterministic-mode"}
+    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_CUDA_GRAPH_ARGS, "--deterministic-mode"}
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
@@ -451,6 +452,32 @@ def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
 
 
 _ATTENTION_ARGS = ("--transformer-impl", "--attention-backend")
+_CUDA_GRAPH_ARGS = (
+    "--cuda-graph-impl", "--cuda-graph-modules", "--cuda-graph-scope", "--enable-cuda-graph", "--external-cuda-graph",
+)  # fmt: skip
+FULL_ITERATION = "full-iteration CUDA graphs: the MoE layers do not wait for the host (engine/host.py)"
+PARTIAL_GRAPHS = "CUDA graphs of parts of a layer: the MoE layers' host time is priced as eager launches'"
+
+
+def _cuda_graphs(r: Reading, args: dict[str, list[str]]) -> None:
+    """Full-iteration CUDA graphs replay the whole step without the host, so an MoE layer's dispatcher no longer
+    waits for it (engine/host.py: --moe-host-time 0): --cuda-graph-impl full_iteration, or the older spelling,
+    --cuda-graph-impl local (or --enable-cuda-graph) with --cuda-graph-modules (or --cuda-graph-scope) full_iteration,
+    which arguments.py migrates to it (_normalize_cuda_graph_modules_args at d98e8a64dd). Graphs of parts of a layer
+    (Transformer Engine's, or Megatron's per-layer ones) are not priced."""
+    impl = _one(r, args, "--cuda-graph-impl")
+    local = impl == "local" or "--enable-cuda-graph" in args
+    scoped = next((name for name in ("--cuda-graph-modules", "--cuda-graph-scope") if "full_iteration" in
+                   args.get(name, ())), None)  # fmt: skip
+    if impl == "full_iteration":
+        r.use("--cuda-graph-impl", impl, "moe_host_time", "0", FULL_ITERATION)
+    elif scoped is not None and local:
+        r.use(scoped, "full_iteration", "moe_host_time", "0", FULL_ITERATION)
+    for name in _CUDA_GRAPH_ARGS:
+        if name in args and name not in r.listed():
+            r.ignore(name, " ".join(args[name]), PARTIAL_GRAPHS)
+
+
 UNFUSED_BACKENDS = ("unfused", "local")  # AttnBackend's members that run no flash or fused kernel
 
 
