@@ -1095,11 +1095,18 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("TP overlapped (the config's TP_COMM_OVERLAP)")
     # Megatron-Core's MoE layers wait for the host that launches them (engine/host.py), but under full-iteration
     # CUDA graphs: Megatron-Bridge's MXFP8 "full iteration" presets from v0.5.0 (cuda_graph_impl full_iteration:
-    # v0.6.0 perf_recipes/{deepseek,qwen}/common.py) and MLPerf v6.0's CUDA_GRAPH_SCOPE=full_iteration configs
-    graphed = full_iteration or (mlperf and row["cuda_graph"] == "full")
+    # v0.6.0 perf_recipes/{deepseek,qwen}/common.py), its GPT-OSS 120B GB200 and GB300 MXFP8 V2 presets from v0.5.0
+    # (gpt_oss_workload_base_configs.py; v0.6.0 perf_recipes/gpt_oss/common.py), and MLPerf v6.0's
+    # CUDA_GRAPH_SCOPE=full_iteration configs
+    graphed = full_iteration or oss_fused or (mlperf and row["cuda_graph"] == "full")
     moe_host = 0.0 if graphed else host.MOE_LAYER_HOST_SECONDS
     if a.moe is not None and graphed:
         flags.append("full-iteration CUDA graphs: the MoE layers do not wait for the host")
+    elif bridge and row["model"].startswith("Qwen3 235B") and row["gpu"] == "GB200":
+        # v0.2.0-v0.4.x configs/qwen/qwen3_workload_base_configs.py: the GB200 presets' cuda_graph_impl
+        # "transformer_engine", cuda_graph_scope ["attn", "moe_router", "moe_preprocess"]
+        flags.append("the preset's CUDA graphs of the attention, router and preprocessing: not priced, the MoE layers' "
+                     "host time costed as eager launches'")  # fmt: skip
     elif a.moe is not None and mlperf and row["cuda_graph"] != "none":
         flags.append(f"CUDA graphs ({row['cuda_graph']}): the MoE layers' host time costed as eager launches'")
     elif mlperf and row["cuda_graph"] != "none":

@@ -36,26 +36,40 @@ SMALL = [  # (model, topology, GPUs, global batch, sequence length): small enoug
 ]
 
 
-def _exhaustive(name: str, topology: str, gpus: int, global_batch: int, seq_len: int) -> list[tuple[float, Options]]:
-    """Every candidate and its bucket variants costed by estimate, no pruning: (step, options) of those that fit."""
+def _exhaustive(
+    name: str, topology: str, gpus: int, global_batch: int, seq_len: int, top: int = 3
+) -> list[tuple[float, Options]]:
+    """Every candidate and its bucket variants costed by estimate, no pruning: (step, options) of those that fit; and,
+    where fewer than `top` fit or the best recomputes every layer, every layout as Megatron-FSDP too (search.py's
+    second pass)."""
     model, topo = load_model(name), load_topology(topology)
-    fitting = []
-    for _shape, options in candidates(model, topo, gpus, Options(dp=1, global_batch=global_batch, seq_len=seq_len)):
+    fitting: list[tuple[float, Options, str]] = []
+
+    def cost(options: Options) -> None:
         try:
             report = estimate(model, topo, options)
         except (InputError, ValueError):
-            continue
+            return
         if not report.summary.fits:
-            continue
-        fitting.append((report.summary.step_seconds or 0.0, options))
+            return
+        fitting.append((report.summary.step_seconds or 0.0, options, report.setup.recompute))
         bucket = report.setup.bucket_bytes
         for scale in BUCKET_SCALES:
             comm = options.communication.model_copy(update={"bucket_bytes": bucket * scale})
             other = options.model_copy(update={"communication": comm})
             r = estimate(model, topo, other)
             if r.summary.fits:
-                fitting.append((r.summary.step_seconds or 0.0, other))
-    return sorted(fitting, key=lambda f: f[0])
+                fitting.append((r.summary.step_seconds or 0.0, other, r.setup.recompute))
+
+    every = list(candidates(model, topo, gpus, Options(dp=1, global_batch=global_batch, seq_len=seq_len)))
+    for _shape, options in every:
+        cost(options)
+    first = min(fitting, key=lambda f: f[0], default=None)
+    if len(fitting) < top or (first is not None and first[2] == "full"):
+        for shape, options in every:
+            if not shape.trivial:
+                cost(options.model_copy(update={"plan": options.plan.model_copy(update={"zero": 3})}))
+    return sorted(((step, options) for step, options, _ in fitting), key=lambda f: f[0])
 
 
 @pytest.mark.parametrize(("name", "topology", "gpus", "global_batch", "seq_len"), SMALL)

@@ -14,6 +14,7 @@ from dpcost.engine.params import ParamCount
 from dpcost.engine.report import Advice, Setup, Time
 from dpcost.engine.step import SLOWDOWN, SLOWEST_GPU
 from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.units import fmt_seconds
 
 __all__ = ["CODES", "HEADLINE", "Advice", "headline", "training"]
 
@@ -38,6 +39,7 @@ CODES = {
     "replica-needs-model-parallel": "one serving replica needs more than one GPU",
     "tp-across-domains": "a tensor-parallel group leaves its NVLink domain: its per-layer collectives cross the NICs",
     "pipeline-bubble": "more than a tenth of the step idles in the pipeline's bubble",
+    "moe-host-bound": "more than a tenth of the step waits for the host to launch the MoE layers",
     "shared-link-binds": "the DP group crosses a link its GPUs share (a datacenter interconnect) and waits on it",
 }
 
@@ -61,6 +63,7 @@ HEADLINE = (
     "losses-at-scale",
     "stragglers",
     "tp-across-domains",
+    "moe-host-bound",
     "pipeline-bubble",
     "partial-domains",
     "micro-batch-adjusted",
@@ -283,6 +286,16 @@ def pipeline_bubble(bubble: float, step: float, pp: int, micro_batches: int, vir
         f"the pipeline idles {bubble / step:.0%} of the step: (PP - 1) / V = {(pp - 1) / virtual:g} micro-batch "
         f"slots idle beside the {micro_batches} that compute",
         f"more micro-batches per step ({more}) or --virtual-stages shrink it",
+    )
+
+
+def moe_host_bound(wait: float, step: float, host_seconds: float, micro_batch: int) -> Advice:
+    return _advice(
+        "moe-host-bound",
+        f"the MoE layers wait {wait / step:.0%} of the step for the host to launch them: each takes at least "
+        f"{fmt_seconds(host_seconds)} a micro-batch of {micro_batch}, as its dispatcher syncs host and device",
+        "a larger --micro-batch gives each launch more work; full-iteration CUDA graphs take the host away "
+        "(--moe-host-time 0 prices them)",
     )
 
 

@@ -549,19 +549,21 @@ def layout_step(
         checkpointed = checkpointed_rank_layers(
             a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout, block
         )
-    paced = max(stages, key=lambda st: st.forward_flops)  # the slowest stage sets the pipeline's pace
     held = max(stages, key=lambda st: st.dense_params)  # the most dense parameters: DP's largest reduction
     experts_held = max(stages, key=lambda st: st.expert_params)  # the most experts: expert-DP's
     layers_total = sum(st.layer_flops for st in stages)
-    recompute_flops = fpt.recompute / (layout.tp * layout.cp) * paced.layer_flops / layers_total
-    if block is not None and paced.layer_indices:  # the paced stage's checkpointed share of its layers
-        recompute_flops *= len(checkpointed[paced.index]) / len(paced.layer_indices)
     tokens = micro_batch * seq_len
-    forward = tokens * paced.forward_flops / rate
-    backward = tokens * (2 * paced.forward_flops + recompute_flops) / rate
+
+    def at_rate(st: StageLoad) -> tuple[float, float]:
+        """A stage's forward and backward at `rate`: its FLOPs, recomputation its layers' share (block: the
+        checkpointed ones')."""
+        again = fpt.recompute / (layout.tp * layout.cp) * st.layer_flops / layers_total
+        if block is not None and st.layer_indices:
+            again *= len(checkpointed[st.index]) / len(st.layer_indices)
+        return tokens * st.forward_flops / rate, tokens * (2 * st.forward_flops + again) / rate
+
     kinds = stage_kinds(a, stage_layers, mtp_layers)
     moe_counts = [sum(stage) for stage in kinds]  # each stage's MoE layers, MTP's included: they wait for the host
-    wait = host_wait_seconds(forward + backward, moe_counts[paced.index], moe_host_seconds)
     if compute_model == "ops":
         layer_times: dict[TimedKind, tuple[float, float, float]] = {}  # every stage's layers, by kind, once
         timed = [
@@ -573,12 +575,8 @@ def layout_step(
                           checkpointed[st.index] if block is not None else None)
             for st in stages
         ]  # fmt: skip
-        waits = [
-            host_wait_seconds(f + b, moe_counts[st.index], moe_host_seconds)
-            for (f, b), st in zip(timed, stages, strict=True)
-        ]
-        pacing = max(range(len(stages)), key=lambda i: sum(timed[i]) + waits[i])
-        (forward, backward), paced, wait = timed[pacing], stages[pacing], waits[pacing]
+    else:
+        timed = [at_rate(st) for st in stages]
     groups = placements(topology, layout)
     attention_share = attention_flops(a, seq_len) / (layers_total * layout.tp * layout.cp)
     calls = layout_calls(
@@ -607,11 +605,34 @@ def layout_step(
         tp_pairs=stage_tp_pairs(a, stage_layers, mtp_layers),
     )
     priced = {c: call_seconds(topology, groups, c) for c in calls}
-    per_mb = exposed_per_micro_batch(calls, priced.__getitem__, forward + backward)
     # the compute the model-parallel calls overlap runs slower by the SMs their kernels take, as DP's does
     slowdowns = {c: call_slowdown(topology, groups, c, overlap_slowdown) for c in calls if c.overlapped}
-    slowed, beside = slowed_compute(calls, priced.__getitem__, slowdowns.__getitem__, forward + backward)
-    slot = forward + backward + wait + sum(per_mb.values()) + slowed
+    if slowest_gpu is None:
+        slowest_gpu = slowest_gpu_loss(rates_for(topology.gpu), layout.gpus) if compute_model == "ops" else 0.0
+    lag = slowest_gpu / (1.0 - slowest_gpu)  # the slowest GPU's compute beyond the others', per second of it
+
+    def on_gpu(compute: float) -> tuple[dict[str, float], float, float]:
+        """A micro-batch slot's exposed calls, its compute slowed beside the overlapped ones, and the compute that
+        ran beside them, for a stage computing `compute`."""
+        return (exposed_per_micro_batch(calls, priced.__getitem__, compute),
+                *slowed_compute(calls, priced.__getitem__, slowdowns.__getitem__, compute))  # fmt: skip
+
+    def whole_slot(i: int) -> float:
+        """Stage i's micro-batch slot: its GPU's (the slowest GPU's lag in it), or its MoE layers' host time."""
+        compute = sum(timed[i])
+        exposed, lost, _ = on_gpu(compute)
+        return max(compute * (1 + lag) + sum(exposed.values()) + lost, moe_counts[stages[i].index] * moe_host_seconds)
+
+    # the slowest stage sets the pipeline's pace: the one with the most compute, or where a stage's MoE layers take
+    # the host longer to launch than it computes, the one whose whole slot is the longest
+    host_bound = any(moe_counts[st.index] * moe_host_seconds > sum(timed[i]) for i, st in enumerate(stages))
+    pacing = max(range(len(stages)), key=whole_slot if host_bound else lambda i: sum(timed[i]))
+    (forward, backward), paced = timed[pacing], stages[pacing]
+    per_mb, slowed, beside = on_gpu(forward + backward)
+    busy = forward + backward + sum(per_mb.values()) + slowed  # a micro-batch's slot on the GPU
+    # while the host launches the MoE layers the GPU's own slot, its slowest GPU's lag included, runs under it
+    wait = host_wait_seconds(busy + lag * (forward + backward), moe_counts[paced.index], moe_host_seconds)
+    slot = busy + wait
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
     optimizer = (
         optimizer_step_seconds(topology, layout, stages, zero >= 1, DTYPE_BYTES[grad_dtype], optimizer_instances)
@@ -672,10 +693,8 @@ def layout_step(
     else:
         jitter = slowest_rank_wait([pipeline], sync_jitter, layout.gpus)
     # the slowest GPU's longer compute, on the critical path: the m micro-batches' and the bubble's (p - 1) / v slots
-    if slowest_gpu is None:
-        slowest_gpu = slowest_gpu_loss(rates_for(topology.gpu), layout.gpus) if compute_model == "ops" else 0.0
     slots = m + ((layout.pp - 1) / virtual_stages if layout.pp > 1 else 0.0)
-    slowest = slowest_gpu / (1.0 - slowest_gpu) * slots * (forward + backward)
+    slowest = lag * slots * (forward + backward)
     per_micro_batch = sum(per_mb.values()) + slowed + wait
     step = dp_step.step + side_exposed + per_micro_batch * m + unpaired + bubble + jitter + slowest
     mtp_flops = 3 * mtp_forward_flops(counts, a, seq_len) * mtp_layers if mtp_layers else 0.0

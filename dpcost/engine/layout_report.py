@@ -726,11 +726,14 @@ def _layout_ignores(o: Options) -> list[str]:
 
 
 def _layout_advice(r: LayoutStep, topology: TopologySpec, virtual: int, micro_batch: int) -> list[Advice]:
-    """Where the layout loses time it need not: TP across NVLink domains, a large bubble."""
+    """Where the layout loses time it need not: TP across NVLink domains, MoE layers waiting for the host, a large
+    bubble."""
     out = []
     tp = r.groups["tp"]
     if r.layout.tp > 1 and tp.nodes > 1:
         out.append(advice.tp_across_domains(r.layout.tp, tp.nodes, topology.domain_size))
+    if r.host_wait > 0.1 * r.step:
+        out.append(advice.moe_host_bound(r.host_wait, r.step, r.moe_host_seconds, micro_batch))
     if r.bubble > 0.1 * r.step:
         out.append(advice.pipeline_bubble(r.bubble, r.step, r.layout.pp, r.micro_batches, virtual, micro_batch))
     return out

@@ -459,8 +459,8 @@ def slowest_gpu_share(gpu: GPUSpec, compute: Compute, gpus: int) -> float:
 
 
 def check_pipeline_only(options: Options) -> None:
-    """MTP modules and an uneven pipeline split are Megatron layout options: the pure data-parallel path has no
-    pipeline stage to put them on."""
+    """MTP modules, an uneven pipeline split and the MoE layers' host time are Megatron layout options: the pure
+    data-parallel path has no pipeline stage to put them on, and prices no host time."""
     par = options.parallel
     if not par.trivial or options.plan.mode != "train":
         return
@@ -481,6 +481,12 @@ def check_pipeline_only(options: Options) -> None:
             raise InputError(name, "the layers of a pipeline stage need pipeline stages: give --pp 2 or more")
     if par.microbatch_group is not None:
         raise InputError("microbatch_group", "groups an interleaved pipeline's micro-batches: give --pp 2 or more")
+    if options.compute.moe_host_time is not None:
+        raise InputError(
+            "moe_host_time",
+            "prices a Megatron layout's MoE layers (engine/host.py): give --tp, --cp, --pp or --ep above 1; pure data "
+            "parallelism prices no host time",
+        )
 
 
 def check_fused_grouped_mlp(model: ModelSpec, topology: TopologySpec, o: Options) -> None:

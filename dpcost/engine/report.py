@@ -291,7 +291,9 @@ class Time(Contract):
     step_seconds: float = Field(
         description="the framework's schedule (buckets and block gathers as issued) plus the losses at scale"
     )
-    serial_seconds: float = Field(description="compute + comm, nothing overlapped")
+    serial_seconds: float = Field(
+        description="compute + comm, nothing overlapped (a layout's: + its bubble and the MoE layers' host wait)"
+    )
     exposed_comm_seconds: float = Field(
         description="collective time the compute waits for (the breakdown's exposed terms)"
     )

@@ -356,6 +356,8 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
             if shape.trivial and base.parallel.mtp_layers:
                 continue  # MTP modules train in a Megatron layout only (prepare.check_pipeline_only)
             if shape.trivial:
+                # the MoE layers' host time is a layout's (prepare.check_pipeline_only)
+                compute = base.compute.model_copy(update={"moe_host_time": None})
                 for framework in PURE_DP_FRAMEWORKS:
                     groups: list[int | None] = [None]
                     if framework == "fsdp":
@@ -364,10 +366,8 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
                         plan = base.plan.model_copy(
                             update={"framework": framework, "shard_group": group, "zero": None, "recompute": None}
                         )
-                        yield (
-                            shape,
-                            base.model_copy(update={"dp": gpus, "plan": plan, "batch": batch, "parallel": parallel}),
-                        )
+                        update = {"dp": gpus, "plan": plan, "batch": batch, "parallel": parallel, "compute": compute}
+                        yield shape, base.model_copy(update=update)
                 continue
             plan = base.plan.model_copy(
                 update={"framework": "megatron", "zero": 1, "recompute": None, "shard_group": None}

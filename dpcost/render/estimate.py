@@ -18,7 +18,7 @@ from dpcost.engine.report import (
     Time,
     WholeMessage,
 )
-from dpcost.engine.step import BUBBLE, SLOWEST_GPU
+from dpcost.engine.step import BUBBLE, HOST_WAIT, SLOWEST_GPU
 from dpcost.render.memory import stage_table
 from dpcost.render.table import Table, gb, pct
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
@@ -409,6 +409,7 @@ def _time_table(r: Report) -> Table:
     a = r.setup.accumulation
     bound = f"{r.summary.bound}: {r.summary.bound_reason}"
     bubble = " + bubble" if any(term.term == BUBBLE for term in t.breakdown) else ""
+    host = " + host wait" if any(term.term == HOST_WAIT for term in t.breakdown) else ""
     rows = [
         ["forward (one micro-batch)", fmt_seconds(t.forward_seconds)],
         [
@@ -419,7 +420,7 @@ def _time_table(r: Report) -> Table:
         ["communication per step (serial sum)", fmt_seconds(t.comm_seconds)],
         [f"step, ideal overlap: max(T_compute, T_comm){bubble}", fmt_seconds(t.ideal_seconds)],
         ["step, as scheduled, with losses at scale", fmt_seconds(t.step_seconds)],
-        [f"step, serial: T_compute + T_comm{bubble}", fmt_seconds(t.serial_seconds)],
+        [f"step, serial: T_compute + T_comm{bubble}{host}", fmt_seconds(t.serial_seconds)],
         ["exposed communication", fmt_seconds(t.exposed_comm_seconds)],
         ["lost at scale (overlap slowdown, jitter, slowest GPU)", fmt_seconds(t.losses_seconds)],
         ["bound by", bound],

@@ -227,7 +227,7 @@ def read(text: str, path: str) -> TrainingConfig:
     _attention(r, args)
     _softmax(r, args)
     _loss(r, args)
-    _cuda_graphs(r, args)
+    _host_time(r, args)
     _precision(r, args)
     _cublas_workspace(r, args, text)
     spec = _model(r, args, tp, Path(path).stem)
@@ -235,7 +235,7 @@ def read(text: str, path: str) -> TrainingConfig:
     if spec is not None:
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
     dp = _launched_dp(r, args)
-    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_CUDA_GRAPH_ARGS, "--deterministic-mode"}
+    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_HOST_ARGS, "--deterministic-mode"}
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
@@ -455,27 +455,42 @@ _ATTENTION_ARGS = ("--transformer-impl", "--attention-backend")
 _CUDA_GRAPH_ARGS = (
     "--cuda-graph-impl", "--cuda-graph-modules", "--cuda-graph-scope", "--enable-cuda-graph", "--external-cuda-graph",
 )  # fmt: skip
+_CAPACITY_ARGS = ("--moe-pad-expert-input-to-capacity", "--moe-expert-rank-capacity-factor")
+_HOST_ARGS = (*_CUDA_GRAPH_ARGS, *_CAPACITY_ARGS)
 FULL_ITERATION = "full-iteration CUDA graphs: the MoE layers do not wait for the host (engine/host.py)"
-PARTIAL_GRAPHS = "CUDA graphs of parts of a layer: the MoE layers' host time is priced as eager launches'"
+NO_SYNC = "each expert's token count known on the host: the MoE layers do not wait for it (engine/host.py)"
+PARTIAL_GRAPHS = "CUDA graphs of layers or parts of them: the MoE layers' host time is priced as eager launches'"
+WITH_GRAPHS = "part of the full-iteration CUDA graphs above"
 
 
-def _cuda_graphs(r: Reading, args: dict[str, list[str]]) -> None:
-    """Full-iteration CUDA graphs replay the whole step without the host, so an MoE layer's dispatcher no longer
-    waits for it (engine/host.py: --moe-host-time 0): --cuda-graph-impl full_iteration, or the older spelling,
-    --cuda-graph-impl local (or --enable-cuda-graph) with --cuda-graph-modules (or --cuda-graph-scope) full_iteration,
-    which arguments.py migrates to it (_normalize_cuda_graph_modules_args at d98e8a64dd). Graphs of parts of a layer
-    (Transformer Engine's, or Megatron's per-layer ones) are not priced."""
+def _host_time(r: Reading, args: dict[str, list[str]]) -> None:
+    """What keeps an MoE layer's dispatcher from waiting for the host (engine/host.py: --moe-host-time 0), at
+    d98e8a64dd. Full-iteration CUDA graphs, which replay the whole step without it: --cuda-graph-impl full_iteration,
+    or --cuda-graph-modules (--cuda-graph-scope) full_iteration under any other implementation but
+    transformer_engine, which arguments.py migrates to it (cuda_graph_config.py
+    get_deprecated_cuda_graph_modules_migration). A dispatcher that needs no count from the device: drop and pad
+    (--moe-pad-expert-input-to-capacity: each expert takes its capacity, set on the host; token_dispatcher.py
+    preprocess and _HybridEPManager.setup_metadata), or the flex dispatcher's HybridEP or NCCL EP backend with
+    --moe-expert-rank-capacity-factor, a static budget per rank. Graphs of layers or of parts of them are not
+    priced."""
     impl = _one(r, args, "--cuda-graph-impl")
-    local = impl == "local" or "--enable-cuda-graph" in args
     scoped = next((name for name in ("--cuda-graph-modules", "--cuda-graph-scope") if "full_iteration" in
                    args.get(name, ())), None)  # fmt: skip
-    if impl == "full_iteration":
-        r.use("--cuda-graph-impl", impl, "moe_host_time", "0", FULL_ITERATION)
-    elif scoped is not None and local:
-        r.use(scoped, "full_iteration", "moe_host_time", "0", FULL_ITERATION)
-    for name in _CUDA_GRAPH_ARGS:
+    flex = _one(r, args, "--moe-token-dispatcher-type") == "flex"
+    budgeted = flex and _one(r, args, "--moe-flex-dispatcher-backend") in ("hybridep", "ncclep")
+    graphed = impl == "full_iteration" or (scoped is not None and impl != "transformer_engine")
+    if graphed:
+        key, value = ("--cuda-graph-impl", impl) if impl == "full_iteration" else (scoped, "full_iteration")
+        r.use(key or "", value or "", "moe_host_time", "0", FULL_ITERATION)
+    elif "--moe-pad-expert-input-to-capacity" in args:
+        r.use("--moe-pad-expert-input-to-capacity", "", "moe_host_time", "0", f"drop and pad: {NO_SYNC}")
+    elif budgeted and "--moe-expert-rank-capacity-factor" in args:
+        factor = " ".join(args["--moe-expert-rank-capacity-factor"])
+        r.use("--moe-expert-rank-capacity-factor", factor, "moe_host_time", "0", f"a static budget: {NO_SYNC}")
+    for name in _HOST_ARGS:
         if name in args and name not in r.listed():
-            r.ignore(name, " ".join(args[name]), PARTIAL_GRAPHS)
+            why = NOT_PRICED if name not in _CUDA_GRAPH_ARGS else WITH_GRAPHS if graphed else PARTIAL_GRAPHS
+            r.ignore(name, " ".join(args[name]), why)
 
 
 UNFUSED_BACKENDS = ("unfused", "local")  # AttnBackend's members that run no flash or fused kernel
