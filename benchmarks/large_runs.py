@@ -64,19 +64,20 @@ from __future__ import annotations
 
 import csv
 import functools
+import importlib
 import json
 import math
 import multiprocessing
 import re
 import statistics
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dpcost.accuracy import ERROR_FLOOR
 from dpcost.catalog import load_model, load_topology, model_from_hf_config
-from dpcost.engine import host, rates
+from dpcost.engine import host
 from dpcost.engine.availability import environment
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.estimate import estimate
@@ -1505,51 +1506,43 @@ def summary(costed: list[Compared], flops: list[Compared]) -> str:
     return "\n".join(out)
 
 
-def in_sample_error(in_step: float) -> float:
-    """The geomean |error| over runs.csv with the matmuls' in-step share at `in_step` (a fresh process's: the
-    engine's memos keep the rates they were first costed at)."""
-    rates.IN_STEP_MATMUL = in_step
+# What each fit sets: (the module, its constant, the values tried, what it is, how a value of it is printed)
+FITS: dict[str, tuple[str, str, tuple[float, ...], str, Callable[[float], str]]] = {
+    "--fit-matmul": ("dpcost.engine.rates", "IN_STEP_MATMUL", FIT_GRID, "in-step matmul share", "{:.2f}".format),
+    "--fit-host": (
+        "dpcost.engine.host", "MOE_LAYER_HOST_SECONDS", FIT_HOST_GRID, "MoE layer host time",
+        lambda v: f"{v * 1e3:.0f} ms",
+    ),
+}  # fmt: skip
+
+
+def in_sample_error(module: str, constant: str, value: float) -> float:
+    """The geomean |error| over runs.csv with `module`'s `constant` at `value` (a fresh process's: the engine's memos
+    keep what they were first costed with)."""
+    setattr(importlib.import_module(module), constant, value)
     costed, _ = compare()
     return geomean(c.predicted.step / c.published_step - 1 for c in costed)
 
 
-def fit_matmul() -> float:
-    """The in-step matmul share of FIT_GRID with the least in-sample geomean error; prints each one's."""
+def fit(flag: str) -> float:
+    """The value of the fit's grid (FITS) with the least in-sample geomean error, each costed in a process of its own;
+    prints each one's."""
+    module, constant, grid, what, shown = FITS[flag]
     with multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:
-        errors = pool.map(in_sample_error, FIT_GRID, chunksize=1)
-    for value, error in zip(FIT_GRID, errors, strict=True):
-        print(f"in-step matmul share {value:.2f}: in-sample geomean error {error:.2%}")
-    best = FIT_GRID[errors.index(min(errors))]
-    print(f"best: {best:.2f} (engine/rates.py IN_STEP_MATMUL = {rates.IN_STEP_MATMUL})")
-    return best
-
-
-def in_sample_host_error(seconds: float) -> float:
-    """The geomean |error| over runs.csv with an MoE layer's host time at `seconds` (host.MOE_LAYER_HOST_SECONDS)."""
-    host.MOE_LAYER_HOST_SECONDS = seconds
-    costed, _ = compare()
-    return geomean(c.predicted.step / c.published_step - 1 for c in costed)
-
-
-def fit_host() -> float:
-    """The MoE layers' host time of FIT_HOST_GRID with the least in-sample geomean error; prints each one's."""
-    with multiprocessing.get_context("spawn").Pool(2, maxtasksperchild=1) as pool:
-        errors = pool.map(in_sample_host_error, FIT_HOST_GRID, chunksize=1)
-    for value, error in zip(FIT_HOST_GRID, errors, strict=True):
-        print(f"MoE layer host time {value * 1e3:4.0f} ms: in-sample geomean error {error:.3%}")
-    best = FIT_HOST_GRID[errors.index(min(errors))]
-    now = host.MOE_LAYER_HOST_SECONDS * 1e3
-    print(f"best: {best * 1e3:.0f} ms (engine/host.py MOE_LAYER_HOST_SECONDS = {now:g} ms)")
+        errors = pool.starmap(in_sample_error, [(module, constant, value) for value in grid], chunksize=1)
+    for value, error in zip(grid, errors, strict=True):
+        print(f"{what} {shown(value):>7}: in-sample geomean error {error:.3%}")
+    best = grid[errors.index(min(errors))]
+    now = getattr(importlib.import_module(module), constant)
+    print(f"best: {shown(best)} ({module.replace('.', '/')}.py {constant} = {shown(now)})")
     return best
 
 
 def main() -> int:
-    if "--fit-matmul" in sys.argv[1:]:
-        fit_matmul()
-        return 0
-    if "--fit-host" in sys.argv[1:]:
-        fit_host()
-        return 0
+    for flag in FITS:
+        if flag in sys.argv[1:]:
+            fit(flag)
+            return 0
     holdout = "--holdout" in sys.argv[1:]
     rows = mlperf_rows() if "--mlperf" in sys.argv[1:] else holdout_rows() if holdout else None
     costed, left = compare(rows)
