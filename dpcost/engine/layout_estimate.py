@@ -611,28 +611,29 @@ def layout_step(
         slowest_gpu = slowest_gpu_loss(rates_for(topology.gpu), layout.gpus) if compute_model == "ops" else 0.0
     lag = slowest_gpu / (1.0 - slowest_gpu)  # the slowest GPU's compute beyond the others', per second of it
 
-    def on_gpu(compute: float) -> tuple[dict[str, float], float, float]:
-        """A micro-batch slot's exposed calls, its compute slowed beside the overlapped ones, and the compute that
-        ran beside them, for a stage computing `compute`."""
-        return (exposed_per_micro_batch(calls, priced.__getitem__, compute),
-                *slowed_compute(calls, priced.__getitem__, slowdowns.__getitem__, compute))  # fmt: skip
-
-    def whole_slot(i: int) -> float:
-        """Stage i's micro-batch slot: its GPU's (the slowest GPU's lag in it), or its MoE layers' host time."""
+    def slot_parts(i: int) -> tuple[dict[str, float], float, float, float]:
+        """Stage i's micro-batch slot beyond its compute: the calls it leaves exposed, the compute they slow and the
+        compute beside them, and its wait for the host: its GPU's slot, the slowest GPU's lag in it, runs under the
+        host's launches of its MoE layers."""
         compute = sum(timed[i])
-        exposed, lost, _ = on_gpu(compute)
-        return max(compute * (1 + lag) + sum(exposed.values()) + lost, moe_counts[stages[i].index] * moe_host_seconds)
+        exposed = exposed_per_micro_batch(calls, priced.__getitem__, compute)
+        lost, beside = slowed_compute(calls, priced.__getitem__, slowdowns.__getitem__, compute)
+        busy = compute * (1 + lag) + sum(exposed.values()) + lost
+        return exposed, lost, beside, host_wait_seconds(busy, moe_counts[stages[i].index], moe_host_seconds)
 
     # the slowest stage sets the pipeline's pace: the one with the most compute, or where a stage's MoE layers take
     # the host longer to launch than it computes, the one whose whole slot is the longest
     host_bound = any(moe_counts[st.index] * moe_host_seconds > sum(timed[i]) for i, st in enumerate(stages))
+    parts = {i: slot_parts(i) for i in range(len(stages))} if host_bound else {}
+
+    def whole_slot(i: int) -> float:
+        exposed, lost, _, waits = parts[i]
+        return sum(timed[i]) * (1 + lag) + sum(exposed.values()) + lost + waits
+
     pacing = max(range(len(stages)), key=whole_slot if host_bound else lambda i: sum(timed[i]))
     (forward, backward), paced = timed[pacing], stages[pacing]
-    per_mb, slowed, beside = on_gpu(forward + backward)
-    busy = forward + backward + sum(per_mb.values()) + slowed  # a micro-batch's slot on the GPU
-    # while the host launches the MoE layers the GPU's own slot, its slowest GPU's lag included, runs under it
-    wait = host_wait_seconds(busy + lag * (forward + backward), moe_counts[paced.index], moe_host_seconds)
-    slot = busy + wait
+    per_mb, slowed, beside, wait = parts[pacing] if host_bound else slot_parts(pacing)
+    slot = forward + backward + sum(per_mb.values()) + slowed + wait
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
     optimizer = (
         optimizer_step_seconds(topology, layout, stages, zero >= 1, DTYPE_BYTES[grad_dtype], optimizer_instances)
