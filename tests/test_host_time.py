@@ -134,10 +134,12 @@ def test_a_time_without_its_unit_is_refused_in_one_line() -> None:
 
 
 def test_pure_data_parallelism_refuses_a_host_time_it_does_not_price() -> None:
-    """Without a layout nothing prices the MoE layers' host time: the flag is refused, not ignored."""
-    code, out, err = run_cli("estimate", "--model", "mixtral-8x7b", "--dp", "8", "--moe-host-time", "0")
+    """Without a layout nothing prices the MoE layers' host time: a time is refused, not ignored; 0, what a Megatron
+    script with full-iteration CUDA graphs reads as, is what pure data parallelism prices, and stands."""
+    code, out, err = run_cli("estimate", "--model", "mixtral-8x7b", "--dp", "8", "--moe-host-time", "5ms")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "--moe-host-time" in err and "--ep" in err
+    assert cli_report("estimate", "--model", "mixtral-8x7b", "--dp", "8", "--moe-host-time", "0")["summary"]
 
 
 def test_a_host_bound_plan_is_told_what_would_help() -> None:
@@ -213,3 +215,16 @@ def test_a_dispatcher_that_needs_no_count_from_the_device_does_not_wait(
     r = cli_report("estimate", "--from", str(script), "--model", "mixtral-8x7b")
     expected = MOE_LAYER_HOST_SECONDS if host is None else 0.0
     assert r["layout"]["moe_host_seconds"] == expected
+
+
+def test_a_data_parallel_megatron_script_with_full_iteration_graphs_still_reads(tmp_path: Path) -> None:
+    """A pure data-parallel Megatron launch with full-iteration CUDA graphs reads as --moe-host-time 0 and is costed,
+    not refused."""
+    script = tmp_path / "m.sh"
+    script.write_text(
+        "torchrun --nproc_per_node 8 pretrain_gpt.py --bf16 --use-distributed-optimizer --micro-batch-size 1 "
+        "--global-batch-size 64 --seq-length 4096 --cuda-graph-impl full_iteration\n"
+    )
+    r = cli_report("estimate", "--from", str(script), "--model", "llama-8b")
+    assert any(s["became"] == "--moe-host-time 0" for s in r["from_config"]["settings"])
+    assert r["summary"]["step_seconds"] > 0

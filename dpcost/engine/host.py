@@ -26,7 +26,7 @@ moe_expert_rank_capacity_factor sizing HybridEP without a sync: Megatron-Bridge 
 perf_recipes/qwen/common.py _enable_hybridep_full_iteration_mxfp8) replay the whole step without the host, and a
 dispatcher that needs no count from the device (drop-and-pad, HybridEP's static budget) leaves it nothing to wait
 for: priced with `--moe-host-time 0`. Nor for any framework but Megatron-Core, nor for pure data parallelism (no
-layout), which refuses the flag.
+layout), which refuses a time above 0.
 
 MOE_LAYER_HOST_SECONDS is fitted, as nothing published gives a layer's host time: the value of
 benchmarks/large_runs.py's FIT_HOST_GRID (0 to 16 ms in steps of 1 ms) with the least geomean error over its

@@ -481,7 +481,7 @@ def check_pipeline_only(options: Options) -> None:
             raise InputError(name, "the layers of a pipeline stage need pipeline stages: give --pp 2 or more")
     if par.microbatch_group is not None:
         raise InputError("microbatch_group", "groups an interleaved pipeline's micro-batches: give --pp 2 or more")
-    if options.compute.moe_host_time is not None:
+    if options.compute.moe_host_time:  # 0 (no host time, what a full-iteration CUDA graph script reads as) stands
         raise InputError(
             "moe_host_time",
             "prices a Megatron layout's MoE layers (engine/host.py): give --tp, --cp, --pp or --ep above 1; pure data "
