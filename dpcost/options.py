@@ -244,8 +244,11 @@ class Precision(Section):
         "travel with them [default: no scales counted].",
         json_schema_extra=cli("--grad-block", metavar="N"),
     )
-    optimizer: Literal["adamw", "sgd", "adam8bit", "adafactor"] = Field(
-        "adamw", description="Optimizer (its states per parameter).", json_schema_extra=cli("--optimizer")
+    optimizer: Literal["adamw", "sgd", "adam8bit", "adafactor", "muon"] = Field(
+        "adamw",
+        description="Optimizer (its states per parameter; muon: one momentum on the weight matrices, each "
+        "orthogonalized by Newton-Schulz at the step, AdamW on the rest).",
+        json_schema_extra=cli("--optimizer"),
     )
     offload: Literal["none", "optimizer", "params"] = Field(
         "none",

@@ -34,7 +34,7 @@ from dpcost.engine.layout import (
     instance_members,
     translates_place_alike,
 )
-from dpcost.engine.layout_memory import model_shape
+from dpcost.engine.layout_memory import model_shape, muon_groups
 from dpcost.engine.layout_step import (
     LayoutCall,
     StageLayers,
@@ -53,7 +53,8 @@ from dpcost.engine.layout_step import (
 )
 from dpcost.engine.low_precision_weights import gathered_weight_bytes
 from dpcost.engine.memo import per_object
-from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, RECIPES
+from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, RECIPES, optimizer_state_bytes
+from dpcost.engine.muon import Matrix, newton_schulz_seconds, orthogonalization_flops, stage_matrices
 from dpcost.engine.nccl_channels import call_channels, compute_slowdown, p2p_channels, peer_channels
 from dpcost.engine.ops import (
     Op,
@@ -482,6 +483,7 @@ def layout_step(
     fused_grouped_mlp: bool = False,
     fp8_output_proj: bool = False,
     moe_host_seconds: float = MOE_LAYER_HOST_SECONDS,
+    muon: bool = False,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -519,7 +521,8 @@ def layout_step(
     (ops.model_ops). `recompute_block` N: full recomputation of the first N layers of each model chunk alone
     (Megatron's --recompute-method block: layout_step.checkpointed_rank_layers). `moe_host_seconds`: the host time of
     one MoE layer's forward and backward, below which its micro-batch waits for the host (host.py; 0 under
-    full-iteration CUDA graphs)."""
+    full-iteration CUDA graphs). `muon`: Megatron's --optimizer muon, whose step orthogonalizes the weight matrices
+    (optimizer_step_seconds)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -635,8 +638,11 @@ def layout_step(
     per_mb, slowed, beside, wait = parts[pacing] if host_bound else slot_parts(pacing)
     slot = forward + backward + sum(per_mb.values()) + slowed + wait
     bubble = bubble_seconds(layout.pp, m, slot, virtual_stages)
+    muon_stages = _stage_muon(a, stages, mtp_layers) if muon else None
     optimizer = (
-        optimizer_step_seconds(topology, layout, stages, zero >= 1, DTYPE_BYTES[grad_dtype], optimizer_instances)
+        optimizer_step_seconds(
+            topology, layout, stages, zero >= 1, DTYPE_BYTES[grad_dtype], optimizer_instances, muon_stages
+        )
         if compute_model == "ops"
         else 0.0
     )
@@ -916,17 +922,37 @@ def optimizer_step_seconds(
     distributed: bool,
     grad_bytes: float,
     instances: int = 1,
+    muon: Sequence[tuple[Matrix, ...]] | None = None,
 ) -> float:
-    """Megatron's optimizer step on one GPU of the stage that holds the most: Adam over fp32 main parameters
+    """Megatron's optimizer step on one GPU of the stage that takes the longest: Adam over fp32 main parameters
     (OPTIMIZER_STATE_BYTES["adamw"]), with the distributed optimizer over the dense parameters' 1 / (DP x CP / N)
     shard and the experts' 1 / (expert-DP / N), N its `instances` (megatron/core/optimizer/distrib_optimizer.py),
     without it over all of them; bound by HBM bandwidth as plan.optimizer_seconds prices the pure-DP step
-    (ops.optimizer_seconds_on)."""
+    (ops.optimizer_seconds_on). Under Muon (`muon`: each stage's matrices, _stage_muon) one state on the matrices,
+    and each stage's Newton-Schulz iterations, whole matrices shared over the same ranks (muon.py)."""
     dense_ranks, expert_ranks = (layout.dp * layout.cp // instances, layout.expert_dp // instances)
     if not distributed:
         dense_ranks = expert_ranks = 1
-    params = max(st.dense_params / dense_ranks + st.expert_params / expert_ranks for st in stages)
-    return optimizer_seconds_on(topology.gpu, params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
+
+    def seconds(i: int, st: StageLoad) -> float:
+        params = st.dense_params / dense_ranks + st.expert_params / expert_ranks
+        if muon is None:
+            return optimizer_seconds_on(topology.gpu, params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
+        held = muon_groups(muon[i]).per_gpu(layout)
+        managed = (held.tp_sharded + held.replicated) / dense_ranks + held.expert_sharded / expert_ranks
+        state = optimizer_state_bytes("muon", managed / params if params else 0.0)
+        flops = orthogonalization_flops(muon[i], dense_ranks, expert_ranks, 1 / layout.ep)
+        updates = optimizer_seconds_on(topology.gpu, params, grad_bytes, True, state)
+        return updates + newton_schulz_seconds(topology.gpu, flops)
+
+    return max(seconds(i, st) for i, st in enumerate(stages))
+
+
+def _stage_muon(a: ModelArchitecture, stages: Sequence[StageLoad], mtp_layers: int) -> list[tuple[Matrix, ...]]:
+    """Each stage's matrices Muon orthogonalizes (muon.stage_matrices): its decoder layers', and on the last stage
+    the MTP modules' where they are trained."""
+    last = len(stages) - 1
+    return [stage_matrices(a, st.layer_indices, "fused", mtp_layers if i == last else 0) for i, st in enumerate(stages)]
 
 
 @frozen

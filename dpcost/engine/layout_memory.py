@@ -134,7 +134,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from dpcost.engine.activations import ACT_BYTES, mla_latent_tensors
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
@@ -142,6 +142,8 @@ from dpcost.engine.layout import Layout
 from dpcost.engine.layout_step import checkpointed_rank_layers, rank_layers, virtual_stage_layers
 from dpcost.engine.loss import logit_peak_bytes
 from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, saved_input_bytes
+from dpcost.engine.memory import ADAM_MOMENT_BYTES
+from dpcost.engine.muon import Matrix, layer_matrices, mtp_matrices
 from dpcost.engine.ops import sixteen_bit_layer
 from dpcost.engine.params import latent_projections, mixer_parameters
 from dpcost.frozen import frozen
@@ -284,6 +286,9 @@ class MemoryLayout(Layout):
     # the output layer's weight-gradient GEMMs deferred to the pipeline flush for the step's first N calls (0: all):
     # --defer-embedding-wgrad-compute --wgrad-deferral-limit N [D]; None: computed in each backward
     wgrad_deferral: int | None = None
+    # --optimizer muon: one momentum where Adam keeps two, on the weight matrices Muon orthogonalizes (muon.py;
+    # state_bytes)
+    muon: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -350,7 +355,7 @@ class ParamGroups:
     def total(self) -> float:
         return self.tp_sharded + self.replicated + self.expert_sharded
 
-    def per_gpu(self, layout: MemoryLayout) -> ParamGroups:
+    def per_gpu(self, layout: Layout) -> ParamGroups:
         """One rank's share: TP-sharded over TP, experts over ETP x EP, the rest whole [M]."""
         return ParamGroups(
             self.tp_sharded / layout.tp, self.replicated, self.expert_sharded / (layout.expert_tp * layout.ep)
@@ -415,6 +420,10 @@ class ModelShape:
     dense_biases: ParamGroups = NO_PARAMETERS
     moe_biases: ParamGroups = NO_PARAMETERS
     position_table: float = 0.0
+    # under Muon, each layer's weights it orthogonalizes, by group (muon.layer_matrices), and one MTP module's;
+    # none under Adam
+    muon_layers: tuple[ParamGroups, ...] = ()
+    muon_mtp: ParamGroups = NO_PARAMETERS
 
     def __post_init__(self) -> None:
         if len(self.moe_pattern) != self.layers:
@@ -559,6 +568,17 @@ def parameters_on_most_loaded_shard(shape: ModelShape, layout: MemoryLayout) -> 
     return ParamGroups(tp_sharded, replicated, expert_sharded)
 
 
+def muon_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
+    """Per GPU: the weights of a stage's layers, and of the MTP modules on the last, that Muon orthogonalizes
+    (ModelShape.muon_layers); none under Adam."""
+    if not layout.muon or not shape.muon_layers:
+        return NO_PARAMETERS
+    held = sum((shape.muon_layers[i] for i in layers), NO_PARAMETERS)
+    if stage == layout.pp - 1:
+        held += shape.muon_mtp.scaled(shape.mtp_layers)
+    return held.per_gpu(layout)
+
+
 def parameters_on_other_shards(shape: ModelShape, layout: MemoryLayout) -> float:
     """Per GPU on a stage without embedding or MTP: 1/PP of the block [M] (num_parameters_on_other_model_shards)."""
     return transformer_block_parameters(shape).scaled(1 / layout.pp).per_gpu(layout).total
@@ -678,30 +698,38 @@ def output_weight_cache_bytes(shape: ModelShape, layout: MemoryLayout) -> float:
 
 
 def state_bytes(
-    held: ParamGroups, layout: MemoryLayout, quantized: ParamGroups | None = None
+    held: ParamGroups, layout: MemoryLayout, quantized: ParamGroups | None = None, muon: ParamGroups | None = None
 ) -> tuple[float, float, float]:
     """A rank's weights, gradients and optimizer states, bytes each, as Megatron-Core shards them: the dense
     parameters' over DP x CP (the distributed optimizer's intra_dp_cp_group, megatron/core/optimizer/__init__.py,
     where the file [M] divides by DP; Megatron-FSDP's at ZeRO 2-3 [F]), the experts' over expert-DP [M], each
     within one of `optimizer_instances` (parallel_state.py intra_partial_dp_ranks_with_cp); `quantized` of the
-    weights (quantized_layer_parameters) in their low-precision format instead of bf16's two bytes [P]."""
+    weights (quantized_layer_parameters) in their low-precision format instead of bf16's two bytes [P]; `muon` of
+    them (muon_groups, per GPU) with Muon's one fp32 momentum where Adam keeps two (memory.optimizer_state_bytes),
+    sharded as the rest (Megatron's layer-wise distributed optimizer gives each rank whole matrices: as many bytes,
+    unevenly)."""
     quantized = quantized or NO_PARAMETERS
     saving = layout.quantized_weight_saving
     dense, experts = held.tp_sharded + held.replicated, held.expert_sharded
+    dense_ranks, expert_ranks = layout.dp * layout.cp, expert_data_parallel_size(layout)
+    n = layout.optimizer_instances if layout.zero == 1 else 1
+    muon = muon or NO_PARAMETERS
+    # the moment Muon does not keep, sharded as the states are
+    kept = ADAM_MOMENT_BYTES * (
+        (muon.tp_sharded + muon.replicated) / (dense_ranks // n if layout.zero else 1)
+        + muon.expert_sharded / (expert_ranks // n if layout.zero else 1)
+    )
     if layout.zero >= 2:
-        d = fsdp_bytes_per_parameter(layout.zero, layout.dp * layout.cp, layout.grad_bytes)
-        e = fsdp_bytes_per_parameter(layout.zero, expert_data_parallel_size(layout), layout.grad_bytes)
+        d = fsdp_bytes_per_parameter(layout.zero, dense_ranks, layout.grad_bytes)
+        e = fsdp_bytes_per_parameter(layout.zero, expert_ranks, layout.grad_bytes)
         q_dense, q_experts = quantized.tp_sharded + quantized.replicated, quantized.expert_sharded
         weights = (dense - q_dense * saving / 2) * d[0] + (experts - q_experts * saving / 2) * e[0]
-        return weights, dense * d[1] + experts * e[1], dense * d[2] + experts * e[2]
-    n = layout.optimizer_instances
-    per_dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp * layout.cp // n, layout.grad_bytes)
-    per_expert = bytes_per_parameter(
-        layout.distributed_optimizer, expert_data_parallel_size(layout) // n, layout.grad_bytes
-    )
+        return weights, dense * d[1] + experts * e[1], dense * d[2] + experts * e[2] - kept
+    per_dense = bytes_per_parameter(layout.distributed_optimizer, dense_ranks // n, layout.grad_bytes)
+    per_expert = bytes_per_parameter(layout.distributed_optimizer, expert_ranks // n, layout.grad_bytes)
     total = dense * per_dense + experts * per_expert
     weights, grads = 2 * held.total, layout.grad_bytes * held.total
-    return weights - saving * quantized.total, grads, total - weights - grads
+    return weights - saving * quantized.total, grads, total - weights - grads - kept
 
 
 def weight_and_optimizer_bytes(held: ParamGroups, layout: MemoryLayout) -> float:
@@ -1449,7 +1477,8 @@ def stage_memory(
             )
             acts += deferred_output_wgrad_bytes(shape, layout, s, micro_batch, num_microbatches)
         low_precision = quantized_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
-        weights, grads, optimizer = state_bytes(held, layout, low_precision)
+        muon = muon_on_stage(shape, layout, stage, layers)
+        weights, grads, optimizer = state_bytes(held, layout, low_precision, muon)
         last = stage == layout.pp - 1
         buffers = fsdp_buffer_bytes(shape, layout, stage, layers) + layout.workspaces
         buffers += weight_cache_bytes(layout, low_precision)
@@ -1500,10 +1529,14 @@ def layout_memory(
 
 @functools.lru_cache(maxsize=256)  # frozen specs: one shape per (architecture, TP, ...)
 def model_shape(
-    a: ModelArchitecture, tp: int, mtp_layers: int = 0, vocab_divisible_by: int = VOCAB_DIVISIBLE_BY
+    a: ModelArchitecture,
+    tp: int,
+    mtp_layers: int = 0,
+    vocab_divisible_by: int = VOCAB_DIVISIBLE_BY,
+    muon: bool = False,
 ) -> ModelShape:
     """A spec as Megatron's arguments [M]: kv_heads as num_query_groups, head_dim as kv_channels, padded vocab [V],
-    `mtp_layers` as mtp_num_layers."""
+    `mtp_layers` as mtp_num_layers; with `muon`, the weights Muon orthogonalizes (muon_groups)."""
     h = a.hidden
     norm_size = a.norm_weights
     if a.mla is not None:
@@ -1594,7 +1627,19 @@ def model_shape(
         dense_biases=dense_biases,
         moe_biases=moe_biases,
         position_table=float(a.learned_positions * h),
-    )
+        muon_layers=tuple(muon_groups(layer_matrices(a, a.moe_layer(i), a.mixer(i), a.has_mlp(i), "fused"))
+                          for i in range(a.layers)) if muon else (),
+        muon_mtp=muon_groups(mtp_matrices(a, "fused")) if muon and mtp_layers else NO_PARAMETERS,
+    )  # fmt: skip
+
+
+def muon_groups(matrices: Iterable[Matrix]) -> ParamGroups:
+    """Muon's matrices (muon.py) as the file's groups: those split over TP, those whole on every TP rank, and the
+    routed experts'."""
+    groups = {"split": 0.0, "whole": 0.0, "expert": 0.0}
+    for m in matrices:
+        groups["expert" if m.expert else "split" if m.split else "whole"] += m.elements * m.count
+    return ParamGroups(groups["split"], groups["whole"], groups["expert"])
 
 
 def layer_biases(
@@ -1717,5 +1762,5 @@ def layout_memory_for(
     """Memory per GPU of a dpcost model spec under `layout`, as Megatron accounts it [M]."""
     if spec.architecture is None:
         raise ValueError(f"{spec.name}: layout memory needs the model's architecture, not only its parameter count")
-    shape = model_shape(spec.architecture, layout.tp, mtp_layers, vocab_divisible_by)
+    shape = model_shape(spec.architecture, layout.tp, mtp_layers, vocab_divisible_by, layout.muon)
     return layout_memory(shape, layout, seq_len, micro_batch, num_microbatches)

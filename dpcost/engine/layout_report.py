@@ -150,6 +150,7 @@ LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
     "grad_dtype": (None, "fp32", "bf16", "fp16"),
     # Megatron's cross-entropy: as cross_entropy.py runs it, compiled, or Transformer Engine's kernel
     "loss_impl": (None, "vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"),
+    "optimizer": ("adamw", "muon"),  # Adam, or Muon's emerging optimizer (muon.py)
 }
 
 
@@ -404,6 +405,7 @@ def _layout_memory(
         grouped_workspaces=grouped_gemm_workspace_bytes(topology.gpu.arch) if _grouped_gemm(model, par) else 0.0,
         ep_dispatcher=par.ep_dispatcher,
         te_output_layer=p.o.compute.fp8_output_proj,
+        muon=p.o.precision.optimizer == "muon",
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)
@@ -614,6 +616,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         fused_grouped_mlp=o.compute.fused_grouped_mlp,
         fp8_output_proj=o.compute.fp8_output_proj,
         moe_host_seconds=MOE_LAYER_HOST_SECONDS if o.compute.moe_host_time is None else o.compute.moe_host_time,
+        muon=o.precision.optimizer == "muon",
     )
     return LayoutParts(layout, stage, recompute, chosen_rows, step, global_batch, tokens, compute_model, mfu)
 
@@ -708,7 +711,7 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
     "--recompute-layers": lambda o: o.plan.recompute_layers != 1,
     "--grad-block": lambda o: o.precision.grad_block is not None,
     "--recipe": lambda o: o.precision.recipe is not None,
-    "--optimizer": lambda o: o.precision.optimizer != "adamw",
+    "--optimizer": lambda o: o.precision.optimizer not in LAYOUT_RUNS["optimizer"],
     "--first-bucket-size": lambda o: o.communication.first_bucket_bytes is not None,
     "--algorithm": lambda o: o.communication.algorithm is not None,
     "--protocol": lambda o: o.communication.protocol is not None,

@@ -23,7 +23,8 @@ PyTorch's gradients (ddp, fsdp, bf16) exist from the backward to the optimizer s
 Megatron's and DeepSpeed's gradient buffers persist, and so does the ZeRO paper's accounting.
 Optimizer states per parameter (beyond the fp32 master copy): AdamW 8 (m, v in fp32); SGD with momentum 4;
 8-bit Adam 2 (m, v block-quantized to 8 bits: Dettmers et al. 2022); Adafactor ~0 (factored second moment
-of O(rows + cols), no first moment by default: Shazeer & Stern 2018).
+of O(rows + cols), no first moment by default: Shazeer & Stern 2018); Muon one fp32 momentum, 4, on the matrices it
+orthogonalizes, and AdamW's 8 on the rest (engine/muon.py; optimizer_state_bytes).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dpcost.frozen import frozen
 from dpcost.specs import GPUSpec
 
 __all__ = [
+    "ADAM_MOMENT_BYTES",
     "CONTEXT_BYTES",
     "FRAGMENTED_TENSORS",
     "OPTIMIZER_STATE_BYTES",
@@ -50,13 +52,16 @@ __all__ = [
     "fragmentation",
     "model_states",
     "offload_applies",
+    "optimizer_state_bytes",
     "phases",
     "stage_memory",
     "with_held",
 ]
 
 Group = Literal["params", "grads", "optimizer"]
-OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "sgd": 4.0, "adam8bit": 2.0, "adafactor": 0.0}
+# Muon's: AdamW's on the parameters it leaves to AdamW, and on its matrices one of AdamW's two (optimizer_state_bytes)
+OPTIMIZER_STATE_BYTES = {"adamw": 8.0, "sgd": 4.0, "adam8bit": 2.0, "adafactor": 0.0, "muon": 8.0}
+ADAM_MOMENT_BYTES = OPTIMIZER_STATE_BYTES["adamw"] / 2  # one of AdamW's two fp32 moments: what Muon keeps in place
 # Reserved beyond allocated, in multiples of the step's largest transient tensor (fragmentation()).
 FRAGMENTED_TENSORS = 1.0
 # Device memory outside PyTorch's allocator, per GPU generation (docs/sources/allocator.md); a topology's
@@ -99,8 +104,12 @@ class Recipe:
     # MLP activations' own ops are counted as measured without it (EAGER_ACTIVATIONS)
     autocast: bool = False
 
-    def states(self, optimizer: str) -> tuple[StateComponent, ...]:
-        """The components with `optimizer`'s own states (OPTIMIZER_STATE_BYTES), where the recipe leaves them to it."""
+    def states(self, optimizer: str, muon_share: float = 0.0) -> tuple[StateComponent, ...]:
+        """The components with `optimizer`'s own states (optimizer_state_bytes; `muon_share`: the share of the
+        parameters Muon orthogonalizes), where the recipe leaves them to it."""
+        if optimizer == "muon" and muon_share and self.optimizer_states:
+            extra = optimizer_state_bytes(optimizer, muon_share) / (2 if self.states_in_weight_dtype else 1)
+            return (*self.components, StateComponent("muon states", "optimizer", extra, 1, "optimizer"))
         return self._states_by_optimizer[optimizer]
 
     @cached_property
@@ -108,7 +117,7 @@ class Recipe:
         """states() for every optimizer, built once per recipe: each plan's memory reads it per ZeRO stage."""
         by_optimizer = {}
         for optimizer, extra in OPTIMIZER_STATE_BYTES.items():
-            if self.states_in_weight_dtype and optimizer in ("adamw", "sgd"):
+            if self.states_in_weight_dtype and optimizer in ("adamw", "sgd", "muon"):
                 extra /= 2
             own = StateComponent(f"{optimizer} states", "optimizer", extra, 1, "optimizer")
             by_optimizer[optimizer] = (
@@ -217,6 +226,14 @@ class ModelStates:
         return self.params + self.grads + self.optimizer
 
 
+def optimizer_state_bytes(optimizer: str, muon_share: float = 0.0) -> float:
+    """The optimizer's own states per parameter, beyond the fp32 master copy (OPTIMIZER_STATE_BYTES): Muon's one
+    momentum on the `muon_share` of the parameters it orthogonalizes (muon.py: the gradient's dtype, fp32 beside
+    fp32 main gradients), AdamW's two on the rest."""
+    states = OPTIMIZER_STATE_BYTES[optimizer]
+    return states - ADAM_MOMENT_BYTES * muon_share if optimizer == "muon" else states
+
+
 def offload_applies(offload: str, stage: int) -> bool:
     """DeepSpeed's rule: the optimizer can be offloaded from stage 1, parameters (with it) only at stage 3."""
     return (offload == "optimizer" and stage >= 1) or (offload == "params" and stage == 3)
@@ -229,10 +246,17 @@ def _moved_by(component: StateComponent, offload: str) -> bool:
 
 
 def model_states(
-    n_params: float, dp: int, stage: int, recipe: Recipe, optimizer: str = "adamw", offload: str = "none"
+    n_params: float,
+    dp: int,
+    stage: int,
+    recipe: Recipe,
+    optimizer: str = "adamw",
+    offload: str = "none",
+    muon_share: float = 0.0,
 ) -> ModelStates:
     """Bytes per GPU of weights, gradients and optimizer states (ZeRO paper section 5, by recipe); `offload`
-    moves states to host memory where DeepSpeed allows it (offload_applies)."""
+    moves states to host memory where DeepSpeed allows it (offload_applies); `muon_share`: of the parameters, those
+    Muon orthogonalizes (optimizer_state_bytes)."""
     if stage not in (0, 1, 2, 3):
         raise ValueError("stage must be 0..3")
     if offload not in ("none", "optimizer", "params"):
@@ -240,7 +264,7 @@ def model_states(
     totals: dict[str, float] = {"params": 0.0, "grads": 0.0, "optimizer": 0.0}
     cpu = backward = step = 0.0
     offloading = offload_applies(offload, stage)
-    for c in recipe.states(optimizer):
+    for c in recipe.states(optimizer, muon_share):
         if stage >= c.gone_from or stage < c.kept_from:
             continue
         nbytes = c.bytes_per_param * n_params / (dp if stage >= c.shard_from else 1)
@@ -293,6 +317,7 @@ def buffers(
     optimizer: str = "adamw",
     optimizer_impl: str = "fused",
     accumulation: int = 1,
+    orthogonalized: float = 0.0,
 ) -> Buffers:
     """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
 
@@ -307,7 +332,8 @@ def buffers(
     the gathered dtype (`gather_bytes`, default the recipe's weight bytes). Under autocast, the 16-bit copies of the
     `cast_params` its matmuls read (cast_weights). And the GEMM libraries' `workspaces` (workspaces.py). DeepSpeed's
     own buckets and step copies: deepspeed_buckets, step_gradient_copies (`shard_ranks`, `offload`: its partition);
-    torch.optim's at the step: optimizer_intermediates."""
+    torch.optim's at the step: optimizer_intermediates; Muon's, `orthogonalized`: the bytes it allocates while it
+    orthogonalizes its largest matrix (muon.working_set_bytes)."""
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     gathered_bytes = gather_bytes or weight_bytes
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
@@ -316,7 +342,9 @@ def buffers(
     share = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's parameters, as its states'
     if schedule == "deepspeed" and stage == 3:  # it steps one sub-group at a time (stage3.py:1154)
         share = min(share, DEEPSPEED_SUB_GROUP_ELEMENTS)
-    own = 0.0 if offload_applies(offload, stage) else optimizer_intermediates(optimizer, optimizer_impl, recipe, share)
+    own = 0.0
+    if not offload_applies(offload, stage):
+        own = optimizer_intermediates(optimizer, optimizer_impl, recipe, share) + orthogonalized
     if recipe.name == "deepspeed":
         own += step_gradient_copies(stage, n_params, shard_ranks, offload)
     held, step_buckets = 0.0, None
@@ -358,7 +386,7 @@ def optimizer_intermediates(optimizer: str, impl: str, recipe: Recipe, params_on
     counted (SGD's foreach momentum update is in place)."""
     if optimizer != "adamw" or impl != "foreach":
         return 0.0
-    per_state = OPTIMIZER_STATE_BYTES["adamw"] / 2 / (2 if recipe.states_in_weight_dtype else 1)
+    per_state = ADAM_MOMENT_BYTES / (2 if recipe.states_in_weight_dtype else 1)
     return per_state * params_on_rank
 
 

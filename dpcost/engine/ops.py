@@ -65,6 +65,7 @@ __all__ = [
     "optimizer_seconds_on",
     "output_head_operands",
     "part_of",
+    "qkv_widths",
     "recomputed_by_part",
     "sixteen_bit_layer",
     "sixteen_bit_layers",
@@ -476,6 +477,12 @@ def _mamba_mixer(a: ModelArchitecture, t: float, gemm_bytes: float, batched: boo
     ]
 
 
+def qkv_widths(a: ModelArchitecture) -> tuple[int, int, int]:
+    """The query, key and value projections' output widths (attention without MLA): heads x head dim, KV heads x
+    head dim, KV heads x value dim (none under Gemma 4's attention_k_eq_v, which has no v_proj)."""
+    return a.heads * a.d_head, a.n_kv_heads * a.d_head, 0 if a.values_from_keys else a.n_kv_heads * a.d_value
+
+
 def _attention_half(
     a: ModelArchitecture,
     t: float,
@@ -513,8 +520,7 @@ def _attention_half(
         d_qk, d_v, rotary_width = qk, m.v_head_dim, (a.heads + 1) * m.qk_rope_head_dim
         out_in = a.heads * m.v_head_dim
     else:
-        q_out, kv_out = a.heads * a.d_head, a.n_kv_heads * a.d_head
-        v_out = 0 if a.values_from_keys else a.n_kv_heads * a.d_value  # Gemma 4's attention_k_eq_v: no v_proj
+        q_out, kv_out, v_out = qkv_widths(a)
         ops.append(_gemm("query, key, value", "qkv", t, h, q_out + kv_out + v_out, gemm_bytes, tp_split="n"))
         if a.attention_gate:  # an output gate per query channel (Muse's gate_proj, MiniCPM5-MoE's q_gate_proj)
             ops.append(_gemm("output gate", "qkv", t, h, q_out, gemm_bytes, tp_split="n"))

@@ -15,7 +15,8 @@ from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
 from dpcost.engine.dp_schedule import collective_ops, dp_schedule
 from dpcost.engine.memo import per_object
-from dpcost.engine.memory import OPTIMIZER_STATE_BYTES, offload_applies
+from dpcost.engine.memory import offload_applies, optimizer_state_bytes
+from dpcost.engine.muon import newton_schulz_seconds, orthogonalization_flops
 from dpcost.engine.nccl_channels import call_channels, compute_slowdown
 from dpcost.engine.ops import (
     MicroBatchCompute,
@@ -362,14 +363,20 @@ def _compute_of(a: ModelArchitecture) -> dict[tuple[object, ...], MicroBatchTime
 
 def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, stage: int) -> float:
     """The optimizer step on this GPU's parameters (all of them at stage 0, its 1/DP shard from stage 1), bound
-    by HBM bandwidth (ops.optimizer_seconds_on); 0 when the optimizer runs on the CPU."""
+    by HBM bandwidth (ops.optimizer_seconds_on), and Muon's Newton-Schulz iterations of the matrices this GPU
+    orthogonalizes (every one at stage 0, its share of the shard group's from stage 1: muon.py); 0 when the
+    optimizer runs on the CPU."""
     if offload_applies(p.o.precision.offload, stage):
         return 0.0
-    params = p.counts.total / (p.shard_ranks if stage >= 1 else 1)
-    state = OPTIMIZER_STATE_BYTES[p.o.precision.optimizer]
+    ranks = p.shard_ranks if stage >= 1 else 1
+    state = optimizer_state_bytes(p.o.precision.optimizer, p.muon_share(model))
     if p.recipe.states_in_weight_dtype:
         state /= 2
-    return optimizer_seconds_on(topology.gpu, params, p.grad_bytes, p.recipe.name != "bf16", state)
+    updates = optimizer_seconds_on(topology.gpu, p.counts.total / ranks, p.grad_bytes, p.recipe.name != "bf16", state)
+    matrices = p.muon_matrices(model)
+    if not matrices:
+        return updates
+    return updates + newton_schulz_seconds(topology.gpu, orthogonalization_flops(matrices, ranks))
 
 
 def choose(

@@ -31,6 +31,7 @@ from dpcost.engine.memory import (
     phases,
     stage_memory,
 )
+from dpcost.engine.muon import Matrix, managed_parameters, model_matrices, working_set_bytes
 from dpcost.engine.ops import has_layer_ops, sixteen_bit_layer
 from dpcost.engine.params import (
     ParamCount,
@@ -100,6 +101,20 @@ class Prepared:
         if key not in known:
             known[key] = units(count_params(model), model, self.seq_len, every_expert)
         return known[key]
+
+    def muon_matrices(self, model: ModelSpec) -> tuple[Matrix, ...]:
+        """The matrices Muon orthogonalizes (muon.model_matrices, as the framework's layers hold them); none under
+        another optimizer."""
+        a = model.architecture
+        if self.o.precision.optimizer != "muon" or a is None:
+            return ()
+        return model_matrices(a, self.kernels)
+
+    def muon_share(self, model: ModelSpec) -> float:
+        """Of the parameters, the share Muon orthogonalizes (memory.optimizer_state_bytes); 0 under another
+        optimizer."""
+        matrices = self.muon_matrices(model)
+        return managed_parameters(matrices) / self.counts.total if matrices else 0.0
 
     @property
     def shard_ranks(self) -> int:
@@ -572,6 +587,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     check_pipeline_only(options)
     check_fused_grouped_mlp(model, topology, options)
     check_fp8_output_proj(topology, options)
+    if options.precision.optimizer == "muon" and model.architecture is None:
+        raise InputError("optimizer", f"muon orthogonalizes each weight matrix: {model.name} gives no architecture")
     seq_len = seq_len_for(model, options)
     compute = options.compute.model_copy(update={"compute_model": compute_model_for(model, options.compute)})
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})
@@ -584,6 +601,10 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     if fw is not None and o.plan.zero is not None and o.plan.zero not in stages:
         runs = ", ".join(f"{st} ({name})" for st, name in stages.items())
         raise InputError("zero", f"{fw.title} runs ZeRO stages {runs}, not {o.plan.zero}")
+    megatron = o.megatron_layout or (fw is not None and fw.name == "megatron")
+    if o.precision.optimizer == "muon" and megatron and (o.plan.zero or 0) >= 2:
+        raise InputError("optimizer", "muon runs under Megatron's DDP or distributed optimizer (ZeRO 0-1), not "
+                         "Megatron-FSDP (ZeRO 2-3): Megatron-LM asserts so (arguments.py)")  # fmt: skip
     if fw is not None and o.plan.recompute is not None and o.plan.recompute not in fw.recompute:
         raise InputError("recompute", f"{fw.title} runs recompute {', '.join(fw.recompute)}, not {o.plan.recompute}")
     recipe_name = recipe_of(o)
@@ -857,7 +878,7 @@ class StageMemories:
         without the buffers, for the stages it rules out."""
         found = self._model_states.get(stage)
         if found is None:
-            found = self._model_states[stage] = _model_states(self.p, stage)
+            found = self._model_states[stage] = _model_states(self.model, self.p, stage)
         return found
 
     def activations(self, recompute: str) -> tuple[float, float, float, float, float, float]:
@@ -913,17 +934,19 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         o.precision.optimizer,
         p.optimizer_impl,
         p.accumulation,
+        working_set_bytes(p.muon_matrices(model)),
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
     return StageStates(states, buf, _reusable_grad_block(counts.largest_block * p.grad_bytes, p, stage))
 
 
-def _model_states(p: Prepared, stage: int) -> ModelStates:
+def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:
     """One ZeRO stage's model states (memory.model_states); gradients kept between steps are held through the next
     forward."""
     o = p.o
-    states = model_states(p.counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+    states = model_states(p.counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload,
+                          p.muon_share(model))  # fmt: skip
     if o.precision.grads_between_steps == "kept":  # zeroed in place, not freed: held through the next forward
         states = replace(states, backward_grads=0.0)
     return states

@@ -27,6 +27,7 @@ OPTIMIZERS = {
     "onebitadam": "adamw",
     "zerooneadam": "adamw",
     "onebitlamb": "adamw",
+    "muon": "muon",  # MuonWithAuxAdam: Muon on the weight matrices, AdamW on the rest (engine/muon.py)
 }
 COMPRESSED = {"onebitadam": "1bit-adam", "zerooneadam": "01-adam", "onebitlamb": "1bit-adam"}
 ZEROPP = {"zero_hpz_partition_size": "hpz", "zero_quantized_weights": "qwz", "zero_quantized_gradients": "qgz"}
@@ -219,9 +220,11 @@ def _optimizer(r: Reading, optimizer: Any) -> None:
         raise r.error("optimizer.type", f"must name the optimizer, got {kind!r}")
     name = OPTIMIZERS.get(kind.lower().replace("_", ""))
     if name is None:
-        r.refuse("optimizer", "optimizer.type", f"{kind!r} is not one dpcost prices (adamw, sgd, adam8bit, adafactor)")
+        r.refuse("optimizer", "optimizer.type", f"{kind!r} is not one dpcost prices ({', '.join(OPTIMIZERS)})")
         return
-    r.use("optimizer.type", kind, "optimizer", name)
+    # Its ZeRO optimizer runs Muon's Newton-Schulz (stage_1_and_2.py, stage3.py); at stage 0 nothing does (deepspeed
+    # issue 8441), which dpcost does not follow: priced as Muon
+    r.use("optimizer.type", kind, "optimizer", name, "orthogonalized in the ZeRO optimizer" if name == "muon" else "")
     compressed = COMPRESSED.get(kind.lower())
     if compressed is not None:
         r.use("optimizer.type", kind, "compression", compressed, "its compressed all-reduce (engine/variants.py)")

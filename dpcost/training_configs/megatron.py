@@ -235,7 +235,8 @@ def read(text: str, path: str) -> TrainingConfig:
     if spec is not None:
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
     dp = _launched_dp(r, args)
-    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_HOST_ARGS, "--deterministic-mode"}
+    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_HOST_ARGS, *MUON_UNREAD}
+    used.add("--deterministic-mode")
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
@@ -371,6 +372,8 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
             r.ignore("--use-distributed-optimizer", "", "Megatron-FSDP shards the optimizer states itself")
     elif "--use-distributed-optimizer" in args:
         r.use("--use-distributed-optimizer", "", "zero", "1", "the distributed optimizer shards the optimizer states")
+    elif args.get("--optimizer", [])[:1] == ["dist_muon"]:  # arguments.py: muon with the layer-wise optimizer
+        r.use("--optimizer", "dist_muon", "zero", "1", "Muon's layer-wise distributed optimizer shards its states")
     else:
         r.use("--use-distributed-optimizer", "(absent)", "zero", "0", "absent: Megatron's DDP")
     overlap = "--overlap-grad-reduce" in args
@@ -392,11 +395,7 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     if bucket is not None:
         grad = _reduced_gradient_bytes(args)
         r.use("--ddp-bucket-size", bucket, "bucket_bytes", f"{bucket * grad}B", f"{bucket:,} elements x {grad} bytes")
-    optimizer = _one(r, args, "--optimizer")
-    if optimizer is not None:
-        if optimizer not in ("adam", "sgd"):
-            raise r.error("--optimizer", f"must be adam or sgd, got {optimizer!r}")
-        r.use("--optimizer", optimizer, "optimizer", "adamw" if optimizer == "adam" else "sgd")
+    _optimizer(r, args)
     if len(args.get("--cp-comm-type", ())) > 1:  # arguments.py: nargs="+", one type per layer
         raise r.error("--cp-comm-type", "one type per layer is not priced: give one for every layer")
     _choice(r, args, "--cp-comm-type", "cp_impl", ("p2p", "all_gather", "a2a"))
@@ -407,6 +406,35 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     if "--num-experts" in args and "--moe-token-dispatcher-type" not in args:
         r.use("--moe-token-dispatcher-type", "(absent)", "ep_dispatcher", "allgather",
               "absent: Megatron's default (transformer_config.py moe_token_dispatcher_type)")  # fmt: skip
+
+
+# Megatron-LM's Muon flags (arguments.py at d98e8a64dd) that move what dpcost prices, and how it prices them instead
+MUON_UNREAD = {
+    "--muon-num-ns-steps": "not priced: dpcost prices the default 5 Newton-Schulz steps (engine/muon.py)",
+    "--muon-tp-mode": "not priced: dpcost prices the default duplicated mode (every TP rank orthogonalizes the whole "
+    "matrix)",
+    "--muon-no-split-qkv": "not priced: dpcost orthogonalizes Q, K and V apart, the default",
+    "--muon-fp32-matmul-prec": "not priced: dpcost prices the default medium (the iteration in BF16)",
+    "--muon-use-syrk": "not priced: dpcost prices the Gram matrix as a plain matmul",
+    "--muon-scalar-optimizer": "not priced: dpcost keeps Adam's states for what Muon leaves, the default",
+    "--no-use-layer-wise-param-layout": "not priced: dpcost prices the default shard-aligned layout, not the legacy "
+    "path that shards whole parameters by size and gathers them through flattened copies",
+}
+
+
+def _optimizer(r: Reading, args: dict[str, list[str]]) -> None:
+    """--optimizer: adam, sgd, or Muon (muon; dist_muon, its layer-wise distributed optimizer: _zero), and the
+    Muon flags dpcost does not price (MUON_UNREAD)."""
+    optimizer = _one(r, args, "--optimizer")
+    if optimizer is None:
+        return
+    names = {"adam": "adamw", "sgd": "sgd", "muon": "muon", "dist_muon": "muon"}
+    if optimizer not in names:
+        raise r.error("--optimizer", f"must be adam, sgd, muon or dist_muon, got {optimizer!r}")
+    r.use("--optimizer", optimizer, "optimizer", names[optimizer])
+    for flag, why in MUON_UNREAD.items():
+        if flag in args and names[optimizer] == "muon":
+            r.ignore(flag, " ".join(args[flag]), why)
 
 
 def _choice(r: Reading, args: dict[str, list[str]], name: str, option: str, priced: tuple[str, ...]) -> None:
