@@ -14,12 +14,14 @@ from dpcost.catalog import load_model, load_topology
 from dpcost.engine.muon import (
     Matrix,
     layer_matrices,
+    layer_wise_padding,
     lpt_makespan,
     managed_parameters,
     model_matrices,
     newton_schulz_flops,
     newton_schulz_seconds,
     orthogonalization_flops,
+    working_set_bytes,
 )
 from dpcost.engine.params import count_params
 from dpcost.engine.rates import rates_for
@@ -79,12 +81,26 @@ def test_muon_takes_every_matrix_but_the_embedding_the_head_and_the_1d_weights()
     assert managed == counts.total - counts.embedding - counts.lm_head - norms
 
 
+def test_a_learned_position_table_is_muons() -> None:
+    """Megatron marks only word_embeddings and output_layer as embeddings (language_module.py): GPT-3's 2,048 x
+    12,288 position table is a 2-D weight Muon takes."""
+    a = load_model("gpt3-175b").architecture
+    assert a.learned_positions == 2048
+    tables = [m for m in model_matrices(a, "fused") if (m.rows, m.cols) == (2048, 12288)]
+    assert len(tables) == 1 and tables[0].count == 1
+
+
 def test_q_k_and_v_are_orthogonalized_apart_and_megatrons_gate_and_up_whole() -> None:
-    """Megatron splits the fused QKV weight by its query, key and value widths (split_qkv, on by default); its fc1
-    holds gate and up as one weight (2 x 28,672 rows), orthogonalized whole."""
+    """Megatron splits the fused QKV weight by its query, key and value widths for the iteration (split_qkv, on by
+    default) but assigns it to a rank as one parameter; its fc1 holds gate and up as one weight (2 x 28,672 rows),
+    orthogonalized whole."""
     a = load_model("llama-70b").architecture
-    shapes = {(m.rows, m.cols) for m in layer_matrices(a, False, "attention", True, "fused")}
-    assert shapes == {(8192, 8192), (1024, 8192), (57344, 8192), (8192, 28672)}
+    matrices = {(m.rows, m.cols): m for m in layer_matrices(a, False, "attention", True, "fused")}
+    assert set(matrices) == {(10240, 8192), (8192, 8192), (57344, 8192), (8192, 28672)}
+    qkv = matrices[10240, 8192]
+    assert qkv.parts == (8192, 1024, 1024)
+    assert qkv.flops == newton_schulz_flops(8192, 8192) + 2 * newton_schulz_flops(1024, 8192)
+    assert matrices[57344, 8192].flops == newton_schulz_flops(57344, 8192)
 
 
 def test_mambas_in_projection_stays_with_adam() -> None:
@@ -223,3 +239,98 @@ def test_the_model_states_move_as_megatrons_own_test_records_them(tmp_path: Path
     for muon in ("muon", "dist_muon_param_layout"):
         moved = states[muon] - states["dist_optimizer"]
         assert moved == pytest.approx(measured[muon] - measured["dist_optimizer"], abs=15e6)
+
+
+def test_the_step_holds_the_largest_matrix_normalized_and_in_bf16() -> None:
+    """newton_schulz normalizes the momentum into a new fp32 tensor and converts it to BF16 (4 + 2 bytes an element;
+    Megatron's default runs without Nesterov momentum); under TP's duplicated mode the shards are all-gathered in
+    fp32 and concatenated first (newton_schulz_tp): 8 more."""
+    fc1 = Matrix(57344, 8192, 80, True, False)
+    assert working_set_bytes([fc1, Matrix(8192, 8192, 80, False, False)]) == 6 * 57344 * 8192
+    assert working_set_bytes([fc1], tp=8) == 14 * 57344 * 8192
+
+
+@pytest.mark.parametrize(
+    ("sizes", "ranks", "padded"),
+    [
+        ([(100.0, 1), (10.0, 4)], 4, 4 * 100 - 140),  # a bucket of 4 shards, the largest whole in one
+        ([(100.0, 8)], 4, 0.0),  # eight equal parameters fill four shards evenly
+        ([(100.0, 1)], 1, 0.0),  # one rank: no shards
+    ],
+)
+def test_whole_parameters_pad_their_shards_to_the_largest(
+    sizes: list[tuple[float, int]], ranks: int, padded: float
+) -> None:
+    """Megatron's layer-wise layout: a bucket is at least DP x its largest parameter (layer_wise_optimizer.py's
+    padding floor); where the chunk's parameters are fewer, the buffer holds the difference."""
+    assert layer_wise_padding(sizes, ranks) == padded
+
+
+def test_at_64_ranks_a_stage_of_llama_70b_pads_to_64_of_its_largest_matrix() -> None:
+    """TP 8 x PP 4 x DP 64: a middle stage's 20 layers hold 1.86B matrix elements on a GPU, fewer than 64 x its fc1
+    (57,344 x 8,192 / 8): its fp32 gradient and bf16 parameter buffers are padded to that, 6 bytes an element."""
+    a = load_model("llama-70b").architecture
+    flags = ["--model", "llama-70b", "--tp", "8", "--pp", "4", "--dp", "64", "--global-batch", "512"]
+    stage = {o: cli_report("estimate", *flags, "--optimizer", o)["layout"]["stages"][1] for o in ("adamw", "muon")}
+    per_gpu = 20 * sum(m.elements * m.count / 8 for m in layer_matrices(a, False, "attention", True, "fused"))
+    padding = 64 * 57344 * 8192 / 8 - per_gpu
+    saving = 4 * per_gpu / 64
+    assert stage["muon"]["memory_bytes"] - stage["adamw"]["memory_bytes"] == pytest.approx(6 * padding - saving)
+
+
+def test_deepspeed_keeps_muons_momentum_in_bf16() -> None:
+    """DeepSpeed's ZeRO optimizers allocate Muon's momentum in the gradient-accumulation (stages 1-2) or
+    communication (3) dtype, BF16 by default: 6 bytes fewer than AdamW's two fp32 moments a matrix parameter."""
+    managed = managed_parameters(model_matrices(load_model("llama-8b").architecture, "eager"))
+    flags = ["--model", "llama-8b", "--dp", "8", "--zero", "2", "--framework", "deepspeed", "--recompute", "full"]
+    adamw, muon = _optimizer_bytes(*flags)
+    assert adamw - muon == pytest.approx(6 * managed / 8, rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["qwen3-next-80b-a3b-thinking.json", "jamba-1.5-mini.json"])
+def test_muon_refuses_layers_whose_matrices_dpcost_does_not_list(model: str) -> None:
+    """Gated DeltaNet and Mamba-1 layers are not among the layers whose matmuls dpcost lists (ops.has_layer_ops):
+    bad input, one line, exit 2."""
+    path = Path(__file__).parent / "reference" / "hf-configs" / model
+    code, _, err = run_cli("estimate", "--model", str(path), "--dp", "8", "--optimizer", "muon")
+    assert code == 2 and "optimizer" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [("--fp16", "not fp16"), ("--num-distributed-optimizer-instances 2", "one instance")],
+)
+def test_megatron_refuses_what_its_muon_does_not_run(tmp_path: Path, flag: str, said: str) -> None:
+    """optimizer/__init__.py and layer_wise_optimizer.py assert Muon runs without fp16 and with one
+    distributed-optimizer instance."""
+    script = tmp_path / "m.sh"
+    script.write_text(
+        "torchrun --nproc_per_node 8 pretrain_gpt.py --micro-batch-size 1 --global-batch-size 64 --seq-length 4096 "
+        f"--optimizer muon --use-distributed-optimizer {flag}\n"
+    )
+    code, _, err = run_cli("estimate", "--from", str(script), "--model", "llama-8b")
+    assert code == 2 and said in err
+
+
+def test_deepspeed_refuses_muon_at_zero_3_with_reduce_scatter(tmp_path: Path) -> None:
+    """stage3.py asserts Muon runs with reduce_scatter false, which is on by default."""
+    config = tmp_path / "ds.json"
+    for reduce_scatter, code in ((None, 2), (False, 0)):
+        zero = {"stage": 3} if reduce_scatter is None else {"stage": 3, "reduce_scatter": reduce_scatter}
+        config.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "optimizer": {"type": "Muon"},
+                                      "zero_optimization": zero}))  # fmt: skip
+        assert run_cli("estimate", "--from", str(config), "--model", "llama-8b", "--dp", "8")[0] == code
+
+
+def test_megatrons_muon_pads_a_data_parallel_buffer_to_dp_times_its_largest_matrix() -> None:
+    """Pure data parallelism under Megatron's layer-wise distributed optimizer: Llama 3.1 8B's fc1 (28,672 x 4,096)
+    whole in one of 128 shards makes the buffer 128 x 117,440,512 elements, where its matrices are 6.98B; fp32
+    gradients and bf16 parameters, 6 bytes an element of the difference."""
+    flags = ["--model", "llama-8b", "--dp", "128", "--framework", "megatron", "--zero", "1", "--recompute", "full"]
+    rows = {}
+    for optimizer in ("adamw", "muon"):
+        r = cli_report("estimate", *flags, "--optimizer", optimizer)
+        rows[optimizer] = r["memory"]["stages"][1]
+    managed = managed_parameters(model_matrices(load_model("llama-8b").architecture, "fused"))
+    padding = 128 * 28672 * 4096 - managed
+    assert rows["muon"]["buffers_bytes"] - rows["adamw"]["buffers_bytes"] == pytest.approx(6 * padding)

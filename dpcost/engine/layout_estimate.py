@@ -949,10 +949,13 @@ def optimizer_step_seconds(
 
 
 def _stage_muon(a: ModelArchitecture, stages: Sequence[StageLoad], mtp_layers: int) -> list[tuple[Matrix, ...]]:
-    """Each stage's matrices Muon orthogonalizes (muon.stage_matrices): its decoder layers', and on the last stage
-    the MTP modules' where they are trained."""
+    """Each stage's matrices Muon orthogonalizes (muon.stage_matrices): its decoder layers', on the last stage the
+    MTP modules' where they are trained, on the first a learned position table."""
     last = len(stages) - 1
-    return [stage_matrices(a, st.layer_indices, "fused", mtp_layers if i == last else 0) for i, st in enumerate(stages)]
+    return [
+        stage_matrices(a, st.layer_indices, "fused", mtp_layers if i == last else 0, first=i == 0)
+        for i, st in enumerate(stages)
+    ]
 
 
 @frozen

@@ -143,7 +143,14 @@ from dpcost.engine.layout_step import checkpointed_rank_layers, rank_layers, vir
 from dpcost.engine.loss import logit_peak_bytes
 from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, saved_input_bytes
 from dpcost.engine.memory import ADAM_MOMENT_BYTES
-from dpcost.engine.muon import Matrix, layer_matrices, mtp_matrices
+from dpcost.engine.muon import (
+    Matrix,
+    layer_matrices,
+    layer_wise_padding,
+    mtp_matrices,
+    position_matrices,
+    working_set_bytes,
+)
 from dpcost.engine.ops import sixteen_bit_layer
 from dpcost.engine.params import latent_projections, mixer_parameters
 from dpcost.frozen import frozen
@@ -420,10 +427,11 @@ class ModelShape:
     dense_biases: ParamGroups = NO_PARAMETERS
     moe_biases: ParamGroups = NO_PARAMETERS
     position_table: float = 0.0
-    # under Muon, each layer's weights it orthogonalizes, by group (muon.layer_matrices), and one MTP module's;
-    # none under Adam
-    muon_layers: tuple[ParamGroups, ...] = ()
-    muon_mtp: ParamGroups = NO_PARAMETERS
+    # under Muon, the weights it orthogonalizes (muon.py): each layer's, one MTP module's and a learned position
+    # table's; none under Adam
+    muon_layers: tuple[tuple[Matrix, ...], ...] = ()
+    muon_mtp: tuple[Matrix, ...] = ()
+    muon_positions: tuple[Matrix, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.moe_pattern) != self.layers:
@@ -568,15 +576,49 @@ def parameters_on_most_loaded_shard(shape: ModelShape, layout: MemoryLayout) -> 
     return ParamGroups(tp_sharded, replicated, expert_sharded)
 
 
-def muon_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
-    """Per GPU: the weights of a stage's layers, and of the MTP modules on the last, that Muon orthogonalizes
-    (ModelShape.muon_layers); none under Adam."""
+def muon_chunks(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> list[list[Matrix]]:
+    """The matrices Muon orthogonalizes on a stage (ModelShape.muon_layers), model chunk by model chunk (its virtual
+    stages, _chunk_layers), the MTP modules in the last stage's last chunk and a learned position table in the first
+    stage's first; none under Adam."""
     if not layout.muon or not shape.muon_layers:
-        return NO_PARAMETERS
-    held = sum((shape.muon_layers[i] for i in layers), NO_PARAMETERS)
+        return []
+    counts = _chunk_layers(shape, layout, stage) or (len(layers),)
+    ordered = sorted(layers)
+    chunks, start = [], 0
+    for n in counts:
+        chunks.append([m for i in ordered[start : start + n] for m in shape.muon_layers[i]])
+        start += n
+    if stage == 0:
+        chunks[0] += shape.muon_positions
     if stage == layout.pp - 1:
-        held += shape.muon_mtp.scaled(shape.mtp_layers)
-    return held.per_gpu(layout)
+        chunks[-1] += [m for _ in range(shape.mtp_layers) for m in shape.muon_mtp]
+    return chunks
+
+
+def muon_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
+    """Per GPU: the weights of a stage that Muon orthogonalizes (muon_chunks); none under Adam."""
+    return muon_groups(m for chunk in muon_chunks(shape, layout, stage, layers) for m in chunk).per_gpu(layout)
+
+
+def muon_padding_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> float:
+    """Under Muon's layer-wise distributed optimizer (ZeRO 1), what its layout's padding adds to a stage's gradient
+    and bf16 parameter buffers (muon.layer_wise_padding): each model chunk's dense matrices over DP x CP, its
+    experts' over expert-DP, as this GPU holds them."""
+    if layout.zero != 1:
+        return 0.0
+    padded = 0.0
+    for chunk in muon_chunks(shape, layout, stage, layers):
+        dense = [(m.elements / (layout.tp if m.split else 1), m.count) for m in chunk if not m.expert]
+        experts = [(m.elements / layout.expert_tp, round(m.count / layout.ep)) for m in chunk if m.expert]
+        padded += layer_wise_padding(dense, layout.dp * layout.cp)
+        padded += layer_wise_padding(experts, expert_data_parallel_size(layout))
+    return (layout.grad_bytes + 2) * padded
+
+
+def muon_step_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> float:
+    """What a stage's optimizer step allocates while it orthogonalizes its largest matrix (muon.working_set_bytes,
+    TP-split ones gathered whole first); none under Adam."""
+    return working_set_bytes((m for chunk in muon_chunks(shape, layout, stage, layers) for m in chunk), layout.tp)
 
 
 def parameters_on_other_shards(shape: ModelShape, layout: MemoryLayout) -> float:
@@ -1424,10 +1466,17 @@ class StageMemory:
     buffers: float = 0.0
     weights: float = 0.0  # of weight_and_optimizer: the weights' bytes, and the gradients'
     grads: float = 0.0
+    # what the optimizer step allocates once the activations are gone (Muon's working set: muon_step_bytes)
+    step_transient: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.weight_and_optimizer + self.activations + self.buffers
+        """At the peak: the backward's activations, or the optimizer step's own tensors where they are larger."""
+        return self.weight_and_optimizer + max(self.activations, self.step_transient) + self.buffers
+
+    @property
+    def peaks_at_step(self) -> bool:
+        return self.step_transient > self.activations
 
 
 @frozen
@@ -1481,6 +1530,7 @@ def stage_memory(
         weights, grads, optimizer = state_bytes(held, layout, low_precision, muon)
         last = stage == layout.pp - 1
         buffers = fsdp_buffer_bytes(shape, layout, stage, layers) + layout.workspaces
+        buffers += muon_padding_bytes(shape, layout, stage, layers)
         buffers += weight_cache_bytes(layout, low_precision)
         if layout.fused_experts:
             recomputed = layout.recompute == "full" or layout.moe_recompute == "moe"
@@ -1500,9 +1550,9 @@ def stage_memory(
             buffers += layout.grouped_workspaces
         deferred = deferred_output_wgrad_calls(shape, layout, num_microbatches) if last else 0
         buffers += global_buffer_bytes(shape, layout, seq_len, micro_batch, moe, last, deferred)
-        out.append(
-            StageMemory(stage, len(layers), held.total, weights + grads + optimizer, acts, buffers, weights, grads)
-        )
+        states = weights + grads + optimizer
+        step = muon_step_bytes(shape, layout, stage, layers)
+        out.append(StageMemory(stage, len(layers), held.total, states, acts, buffers, weights, grads, step))
     return tuple(out)
 
 
@@ -1627,9 +1677,10 @@ def model_shape(
         dense_biases=dense_biases,
         moe_biases=moe_biases,
         position_table=float(a.learned_positions * h),
-        muon_layers=tuple(muon_groups(layer_matrices(a, a.moe_layer(i), a.mixer(i), a.has_mlp(i), "fused"))
+        muon_layers=tuple(layer_matrices(a, a.moe_layer(i), a.mixer(i), a.has_mlp(i), "fused")
                           for i in range(a.layers)) if muon else (),
-        muon_mtp=muon_groups(mtp_matrices(a, "fused")) if muon and mtp_layers else NO_PARAMETERS,
+        muon_mtp=mtp_matrices(a, "fused") if muon and mtp_layers else (),
+        muon_positions=position_matrices(a) if muon else (),
     )  # fmt: skip
 
 

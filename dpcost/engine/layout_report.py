@@ -421,13 +421,16 @@ def _layout_memory(
     states = worst.weight_and_optimizer + worst.buffers + context
     per_sequence = worst.activations / p.micro_batch
     largest = int((hbm - states) // per_sequence) if per_sequence > 0 and hbm > states else 0
+    if states + worst.step_transient > hbm:  # the optimizer step does not fit, whatever the micro-batch
+        largest = 0
+    at_step = worst.peaks_at_step
     row = StageRow(
         stage=stage,
         params_bytes=int(params),
         grads_bytes=int(grads),
         optimizer_bytes=int(optimizer),
-        activations_bytes=int(worst.activations),
-        transient_bytes=0,
+        activations_bytes=0 if at_step else int(worst.activations),
+        transient_bytes=int(worst.step_transient) if at_step else 0,
         buffers_bytes=int(worst.buffers),
         allocated_bytes=int(allocated),
         fragmentation_bytes=0,
@@ -435,7 +438,7 @@ def _layout_memory(
         context_bytes=int(context),
         overhead_bytes=int(context),
         total_bytes=int(total),
-        peak_phase="backward",
+        peak_phase="optimizer step" if at_step else "backward",
         cpu_bytes=0,
         fits=total <= hbm,
         max_micro_batch=largest,

@@ -103,12 +103,15 @@ class Recipe:
     # the forward runs under torch.autocast on fp32 weights: eager attention's softmax in fp32 (activations.py); the
     # MLP activations' own ops are counted as measured without it (EAGER_ACTIVATIONS)
     autocast: bool = False
+    # Muon's momentum per parameter: the gradient's dtype, fp32 beside fp32 gradients (optimizer_state_bytes)
+    muon_momentum_bytes: float = ADAM_MOMENT_BYTES
 
     def states(self, optimizer: str, muon_share: float = 0.0) -> tuple[StateComponent, ...]:
         """The components with `optimizer`'s own states (optimizer_state_bytes; `muon_share`: the share of the
         parameters Muon orthogonalizes), where the recipe leaves them to it."""
         if optimizer == "muon" and muon_share and self.optimizer_states:
-            extra = optimizer_state_bytes(optimizer, muon_share) / (2 if self.states_in_weight_dtype else 1)
+            extra = optimizer_state_bytes(optimizer, muon_share, self.muon_momentum_bytes)
+            extra /= 2 if self.states_in_weight_dtype else 1
             return (*self.components, StateComponent("muon states", "optimizer", extra, 1, "optimizer"))
         return self._states_by_optimizer[optimizer]
 
@@ -164,6 +167,9 @@ RECIPES = {
             StateComponent("bf16 grad partition", "grads", 2, 3, "optimizer", kept_from=3, communicated=True),
             StateComponent("fp32 master weights", "optimizer", 4, 1, "optimizer"),
         ),
+        # Muon's momentum in the gradient-accumulation dtype at stages 1-2 and the communication dtype at 3, both
+        # bf16 by default (stage_1_and_2.py and stage3.py at edaa722, engine.py)
+        muon_momentum_bytes=2.0,
     ),
     "ddp": Recipe(
         "ddp",
@@ -226,12 +232,14 @@ class ModelStates:
         return self.params + self.grads + self.optimizer
 
 
-def optimizer_state_bytes(optimizer: str, muon_share: float = 0.0) -> float:
+def optimizer_state_bytes(optimizer: str, muon_share: float = 0.0, momentum_bytes: float = ADAM_MOMENT_BYTES) -> float:
     """The optimizer's own states per parameter, beyond the fp32 master copy (OPTIMIZER_STATE_BYTES): Muon's one
-    momentum on the `muon_share` of the parameters it orthogonalizes (muon.py: the gradient's dtype, fp32 beside
-    fp32 main gradients), AdamW's two on the rest."""
+    momentum of `momentum_bytes` (muon.py: the gradient's dtype, fp32 beside fp32 main gradients; Recipe) on the
+    `muon_share` of the parameters it orthogonalizes, AdamW's two on the rest."""
     states = OPTIMIZER_STATE_BYTES[optimizer]
-    return states - ADAM_MOMENT_BYTES * muon_share if optimizer == "muon" else states
+    if optimizer != "muon":
+        return states
+    return states - (OPTIMIZER_STATE_BYTES["adamw"] - momentum_bytes) * min(muon_share, 1.0)
 
 
 def offload_applies(offload: str, stage: int) -> bool:

@@ -1,32 +1,42 @@
 """Muon: each hidden weight matrix's momentum orthogonalized by Newton-Schulz iterations; Adam for the rest.
 
 What the optimizer step costs beyond Adam's, from the sources (docs/sources/muon.md holds the excerpts):
-- Which parameters: the 2-D weights but the embedding and the output layer, the rest (norms, biases, the lookup
-  tables, the head) going to Adam (Megatron-LM d98e8a64dd, optimizer/emerging_optimizers.py
-  _is_nonlinear_or_embedding and layer_wise_optimizer.py is_managed_by_layer_wise_optimizer; DeepSpeed's Muon tags
-  the same: ndim >= 2 and not the embedding or lm_head). Megatron-Core also leaves Mamba's in_proj to Adam
-  (ssm/mamba_mixer.py: use_muon False). Here: every weight of a layer's matmuls (ops.layer_ops) but Mamba's in_proj,
-  and of each multi-token-prediction module; the rest of the parameters Adam's.
+- Which parameters: the 2-D weights but the word embedding and the output layer, the rest (norms, biases, the
+  word embedding, the head) going to Adam (Megatron-LM d98e8a64dd, optimizer/emerging_optimizers.py
+  _is_nonlinear_or_embedding and layer_wise_optimizer.py is_managed_by_layer_wise_optimizer; language_module.py marks
+  only word_embeddings and output_layer, so a learned position table is Muon's; DeepSpeed's Muon tags alike: ndim >= 2
+  and not the embedding or lm_head). Megatron-Core also leaves Mamba's in_proj to Adam (ssm/mamba_mixer.py: use_muon
+  False). Here: every weight of a layer's matmuls (ops.layer_ops) but Mamba's in_proj, of each multi-token-prediction
+  module, and a learned position table; the rest of the parameters Adam's. Layers whose matmuls ops.layer_ops does
+  not list (ops.has_layer_ops) are refused (prepare.py).
 - Its states: one momentum buffer per matrix, in the gradient's dtype (emerging_optimizers
-  orthogonalized_optimizer.py, OrthogonalizedOptimizer.step: `torch.zeros_like(grad)`; fp32 beside fp32 main
-  gradients): one state where Adam keeps two (memory.optimizer_state_bytes).
-- The iteration (emerging_optimizers muon_utils.py newton_schulz and newton_schulz_step at 0001f6e): on the matrix
+  orthogonalized_optimizer.py, OrthogonalizedOptimizer.step: `torch.zeros_like(grad)`; fp32 beside Megatron's fp32
+  main gradients; DeepSpeed's in BF16, its gradient-accumulation and communication dtype: memory.Recipe): one state
+  where Adam keeps two (memory.optimizer_state_bytes).
+- The iteration (emerging_optimizers muon_utils.py newton_schulz and newton_schulz_step, read at 0001f6e; the version
+  Megatron calls passes its TP mode and SYRK switch, the steps' matmuls the same): on the matrix
   transposed to (small x large), per step A = X X^T, B = b A + c A A, X = a X + B X: 4 s^2 l + 2 s^3 FLOPs
   (newton_schulz_flops); 5 steps (Megatron's --muon-num-ns-steps); in BF16 under fp32_matmul_prec "medium",
   Megatron's default, at the GPU's sustained BF16 matmul rate (rates.py).
-- Megatron orthogonalizes Q, K and V apart (split_qkv, on by default), a fused gate-and-up matrix whole.
-- Who runs it: with the optimizer sharded (ZeRO 1 and up) each matrix once, whole, on one rank of its shard group:
-  Megatron's layer-wise distributed optimizer gives whole parameters to the DP ranks, the costliest first to the
-  least loaded (layer_wise_optimizer.py _compute_per_buffer_param_layout: "longest processing time" bin-packing by
-  max(m, n) x min(m, n)^2; lpt_makespan), the routed experts' over expert-DP; DeepSpeed likewise divides the
-  updates over the data-parallel ranks. Unsharded (ZeRO 0) every rank orthogonalizes every matrix.
+- Megatron orthogonalizes Q, K and V apart (split_qkv, on by default) but keeps them one parameter, a fused
+  gate-and-up matrix whole (Matrix.parts).
+- Who runs it: with the optimizer sharded (ZeRO 1 and up) each parameter once, whole, on one rank of its shard
+  group: Megatron's layer-wise distributed optimizer gives whole parameters to the DP ranks, the costliest first to
+  the least loaded (layer_wise_optimizer.py _compute_per_buffer_param_layout: "longest processing time" bin-packing
+  by max(m, n) x min(m, n)^2; lpt_makespan), the routed experts' over expert-DP; DeepSpeed's ZeRO optimizers
+  orthogonalize the parameters of their own partitions. Unsharded (ZeRO 0) every rank orthogonalizes every matrix.
+- The buffers that layout pads (layer_wise_padding): each bucket's DP shards hold whole parameters and are padded to
+  the largest, so a bucket is at least DP x its largest parameter ("Padding floor"): the gradient and parameter
+  buffers of a model chunk whose matrices are fewer than that hold the difference.
 - Tensor parallelism (Megatron's default tp_mode "duplicated", muon_utils.py newton_schulz_tp): a TP-split matrix's
   momentum is all-gathered over TP and every TP rank runs the whole matrix's iteration.
-- Its memory at the step (working_set_bytes): the largest matrix's fp32 Nesterov update, its fp32 normalized copy
-  and the BF16 copy the iteration starts from, 10 bytes an element, beside the states.
+- Its memory at the step (working_set_bytes): the largest matrix's fp32 normalized copy and the BF16 copy the
+  iteration starts from, 6 bytes an element (Megatron's default runs without Nesterov momentum); a TP-split one is
+  first all-gathered in fp32, its shards and their concatenation 8 bytes more.
 
-Not priced: the uneven shards whole-parameter assignment leaves (Megatron pads them), Muon's own scale and weight
-decay (elementwise), and --muon-tp-mode blockwise or distributed.
+Not priced: the per-bucket element cap and per-chunk restart of Megatron's assignment (an even spread is taken),
+Muon's own scale and weight decay (elementwise), --muon-tp-mode blockwise or distributed, and DeepSpeed's Gram
+Newton-Schulz variant (priced as this iteration).
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ __all__ = [
     "NS_STEPS",
     "Matrix",
     "layer_matrices",
+    "layer_wise_padding",
     "lpt_makespan",
     "managed_parameters",
     "model_matrices",
@@ -53,14 +64,16 @@ __all__ = [
     "newton_schulz_flops",
     "newton_schulz_seconds",
     "orthogonalization_flops",
+    "position_matrices",
     "stage_matrices",
     "working_set_bytes",
 ]
 
 NS_STEPS = 5  # Megatron-LM's --muon-num-ns-steps default (training/arguments.py at d98e8a64dd)
-# bytes per element of the matrix being orthogonalized, beside its states (module docstring): the Nesterov update
-# and the normalized copy in fp32, the copy the iteration starts from in BF16
-WORKING_SET_BYTES = 4 + 4 + 2
+# bytes per element of the matrix being orthogonalized, beside its states (module docstring): its normalized copy in
+# fp32 and the copy the iteration starts from in BF16; a TP-split matrix's gathered shards and their concatenation
+WORKING_SET_BYTES = 4 + 2
+GATHERED_BYTES = 4 + 4
 
 
 @frozen
@@ -72,6 +85,7 @@ class Matrix:
     count: int
     split: bool  # split over TP (column- or row-parallel), else whole on every TP rank
     expert: bool  # a routed expert's: split over EP (and expert TP), its optimizer over expert-DP
+    parts: tuple[int, ...] = ()  # the row blocks orthogonalized apart (Megatron's Q, K and V); () whole
 
     @property
     def elements(self) -> int:
@@ -79,7 +93,7 @@ class Matrix:
 
     @property
     def flops(self) -> float:
-        return newton_schulz_flops(self.rows, self.cols)
+        return sum(newton_schulz_flops(rows, self.cols) for rows in self.parts or (self.rows,))
 
 
 def newton_schulz_flops(rows: float, cols: float, steps: int = NS_STEPS) -> float:
@@ -111,7 +125,8 @@ def _layer_matrices(a: ModelArchitecture, key: tuple[bool, str, bool, Kernels]) 
         _, cols, rows = op.shape  # (m x k) by (k x n): the weight takes k features to n
         split, expert = bool(op.tp_split), op.name.startswith("expert ")
         if op.name == "query, key, value":
-            out += [Matrix(width, int(cols), 1, split, False) for width in qkv_widths(attention) if width]
+            parts = tuple(width for width in qkv_widths(attention) if width)
+            out.append(Matrix(int(rows), int(cols), 1, split, False, parts))
         else:
             out.append(Matrix(int(rows), int(cols), op.repeats, split, expert))
     return tuple(out)
@@ -125,30 +140,41 @@ def mtp_matrices(a: ModelArchitecture, kernels: Kernels) -> tuple[Matrix, ...]:
     return (*block, Matrix(a.hidden, 2 * a.hidden, 1, True, False))
 
 
+def position_matrices(a: ModelArchitecture) -> tuple[Matrix, ...]:
+    """A learned position table (positions x hidden, whole on every TP rank), which Megatron does not mark as an
+    embedding (language_module.py marks word_embeddings and output_layer): Muon's."""
+    return (Matrix(a.learned_positions, a.hidden, 1, False, False),) if a.learned_positions else ()
+
+
 def model_matrices(a: ModelArchitecture, kernels: Kernels, mtp_layers: int = 0) -> tuple[Matrix, ...]:
-    """Every matrix Muon orthogonalizes in the model: its decoder layers', and its `mtp_layers` MTP modules'."""
-    return _model_matrices(a, (tuple(range(a.layers)), kernels, mtp_layers))
+    """Every matrix Muon orthogonalizes in the model: its decoder layers', its `mtp_layers` MTP modules' and a
+    learned position table."""
+    return _model_matrices(a, (tuple(range(a.layers)), kernels, mtp_layers, True))
 
 
 def stage_matrices(
-    a: ModelArchitecture, layers: tuple[int, ...], kernels: Kernels, mtp_layers: int = 0
+    a: ModelArchitecture, layers: tuple[int, ...], kernels: Kernels, mtp_layers: int = 0, first: bool = False
 ) -> tuple[Matrix, ...]:
-    """The matrices of a pipeline stage: its decoder `layers`', and on the last stage the `mtp_layers` MTP
-    modules'."""
-    return _model_matrices(a, (layers, kernels, mtp_layers))
+    """The matrices of a pipeline stage: its decoder `layers`', on the last stage the `mtp_layers` MTP modules', on
+    the `first` a learned position table."""
+    return _model_matrices(a, (layers, kernels, mtp_layers, first))
 
 
 @per_object_and_key
-def _model_matrices(a: ModelArchitecture, key: tuple[tuple[int, ...], Kernels, int]) -> tuple[Matrix, ...]:
-    """The matrices of `layers` and of `mtp_layers` MTP modules, those of one shape counted together."""
-    layers, kernels, mtp_layers = key
-    counted: dict[tuple[int, int, bool, bool], int] = {}
+def _model_matrices(a: ModelArchitecture, key: tuple[tuple[int, ...], Kernels, int, bool]) -> tuple[Matrix, ...]:
+    """The matrices of `layers`, of `mtp_layers` MTP modules and (`positions`) a learned position table, those of
+    one shape counted together."""
+    layers, kernels, mtp_layers, positions = key
+    counted: dict[tuple[int, int, bool, bool, tuple[int, ...]], int] = {}
     found = [m for i in layers for m in layer_matrices(a, a.moe_layer(i), a.mixer(i), a.has_mlp(i), kernels)]
     found += [m for _ in range(mtp_layers) for m in mtp_matrices(a, kernels)]
+    found += position_matrices(a) if positions else ()
     for m in found:
-        shape = (m.rows, m.cols, m.split, m.expert)
+        shape = (m.rows, m.cols, m.split, m.expert, m.parts)
         counted[shape] = counted.get(shape, 0) + m.count
-    return tuple(Matrix(rows, cols, n, split, expert) for (rows, cols, split, expert), n in counted.items())
+    return tuple(
+        Matrix(rows, cols, n, split, expert, parts) for (rows, cols, split, expert, parts), n in counted.items()
+    )
 
 
 def managed_parameters(matrices: Iterable[Matrix]) -> float:
@@ -199,6 +225,21 @@ def lpt_makespan(items: Iterable[tuple[float, int]], bins: int) -> float:
     return max(levels)
 
 
-def working_set_bytes(matrices: Iterable[Matrix]) -> float:
-    """What the step allocates beside the states while it orthogonalizes the largest matrix (module docstring)."""
-    return WORKING_SET_BYTES * max((m.elements for m in matrices), default=0)
+def working_set_bytes(matrices: Iterable[Matrix], tp: int = 1) -> float:
+    """What the step allocates beside the states while it orthogonalizes its largest matrix (module docstring): 6
+    bytes an element, 8 more for a matrix split over `tp` > 1 ranks, gathered whole first."""
+    return max(
+        (m.elements * (WORKING_SET_BYTES + (GATHERED_BYTES if m.split and tp > 1 else 0)) for m in matrices),
+        default=0.0,
+    )
+
+
+def layer_wise_padding(sizes: Iterable[tuple[float, int]], ranks: int) -> float:
+    """The elements Megatron's layer-wise layout pads one model chunk's buffer with (module docstring): its
+    parameters, (elements on this GPU, how many), go whole to `ranks` shards of equal size, so the buffer holds at
+    least `ranks` x the largest; the difference where the chunk holds less (layer_wise_optimizer.py, the padding
+    floor), none where it holds more (its parameters then pack evenly)."""
+    listed = [(size, n) for size, n in sizes if size > 0 and n > 0]
+    if ranks <= 1 or not listed:
+        return 0.0
+    return max(0.0, ranks * max(size for size, _ in listed) - sum(size * n for size, n in listed))

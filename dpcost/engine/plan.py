@@ -369,7 +369,7 @@ def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, sta
     if offload_applies(p.o.precision.offload, stage):
         return 0.0
     ranks = p.shard_ranks if stage >= 1 else 1
-    state = optimizer_state_bytes(p.o.precision.optimizer, p.muon_share(model))
+    state = optimizer_state_bytes(p.o.precision.optimizer, p.muon_share(model), p.recipe.muon_momentum_bytes)
     if p.recipe.states_in_weight_dtype:
         state /= 2
     updates = optimizer_seconds_on(topology.gpu, p.counts.total / ranks, p.grad_bytes, p.recipe.name != "bf16", state)

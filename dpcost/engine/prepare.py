@@ -31,7 +31,7 @@ from dpcost.engine.memory import (
     phases,
     stage_memory,
 )
-from dpcost.engine.muon import Matrix, managed_parameters, model_matrices, working_set_bytes
+from dpcost.engine.muon import Matrix, layer_wise_padding, managed_parameters, model_matrices, working_set_bytes
 from dpcost.engine.ops import has_layer_ops, sixteen_bit_layer
 from dpcost.engine.params import (
     ParamCount,
@@ -504,6 +504,23 @@ def check_pipeline_only(options: Options) -> None:
         )
 
 
+def check_muon(model: ModelSpec, o: Options) -> None:
+    """--optimizer muon needs the weight matrices of every layer (muon.layer_matrices: attention, MLA, Mamba-2 and
+    MLP layers, as ops.layer_ops lists them), and Megatron runs its layer-wise optimizer as one instance
+    (layer_wise_optimizer.py at d98e8a64dd), else bad input naming the flag."""
+    a = model.architecture
+    if a is None:
+        raise InputError("optimizer", f"muon orthogonalizes each weight matrix: {model.name} gives no architecture")
+    if not has_layer_ops(a):
+        raise InputError(
+            "optimizer",
+            f"muon: dpcost knows the weight matrices of attention, MLA, Mamba-2 and MLP layers, not every layer of "
+            f"{model.name}",
+        )
+    if o.parallel.dist_opt_instances > 1:
+        raise InputError("dist_opt_instances", "Megatron's layer-wise optimizer for muon runs one instance")
+
+
 def check_fused_grouped_mlp(model: ModelSpec, topology: TopologySpec, o: Options) -> None:
     """--fused-grouped-mlp: Megatron-Core's routed experts (a layout, or --framework megatron) of a gated MLP in MXFP8
     on Blackwell, which Transformer Engine's CuTe-DSL grouped MLP alone runs (TE 2.16 forward_grouped_mlp.py: SM 10.x,
@@ -587,8 +604,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     check_pipeline_only(options)
     check_fused_grouped_mlp(model, topology, options)
     check_fp8_output_proj(topology, options)
-    if options.precision.optimizer == "muon" and model.architecture is None:
-        raise InputError("optimizer", f"muon orthogonalizes each weight matrix: {model.name} gives no architecture")
+    if options.precision.optimizer == "muon":
+        check_muon(model, options)
     seq_len = seq_len_for(model, options)
     compute = options.compute.model_copy(update={"compute_model": compute_model_for(model, options.compute)})
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})
@@ -916,6 +933,9 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         kept_by_te += _dummy_wgrads(a)
     if te and a is not None and o.communication.gather_dtype not in QUANTIZED_WEIGHTS:
         kept_by_te += _weight_cache(a, o, arch, head)
+    if te and stage == 1:  # Muon's layer-wise distributed optimizer pads its gradient and parameter buffers
+        sizes = ((m.elements, m.count) for m in p.muon_matrices(model))
+        kept_by_te += (p.grad_bytes + p.weight_bytes) * layer_wise_padding(sizes, p.shard_ranks)
     buf = buffers(
         stage,
         p.schedule,

@@ -66,6 +66,10 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     grad_bytes = _precision(r, doc)
     _zero(r, doc.get("zero_optimization"), grad_bytes)
     _optimizer(r, doc.get("optimizer"))
+    zero = doc.get("zero_optimization") or {}
+    if r.options.get("optimizer") == "muon" and r.options.get("zero") == "3" and zero.get("reduce_scatter", True):
+        # stage3.py refuses Muon with reduce_scatter, which is on unless the config turns it off (zero/config.py)
+        r.refuse("optimizer", "optimizer.type", "Muon at ZeRO-3 needs reduce_scatter false, as DeepSpeed asserts")
     seen = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16", "fp16",
             "zero_optimization", "optimizer", "communication_data_type"}  # fmt: skip
     for key, value in doc.items():
@@ -222,8 +226,8 @@ def _optimizer(r: Reading, optimizer: Any) -> None:
     if name is None:
         r.refuse("optimizer", "optimizer.type", f"{kind!r} is not one dpcost prices ({', '.join(OPTIMIZERS)})")
         return
-    # Its ZeRO optimizer runs Muon's Newton-Schulz (stage_1_and_2.py, stage3.py); at stage 0 nothing does (deepspeed
-    # issue 8441), which dpcost does not follow: priced as Muon
+    # Its ZeRO optimizers run Muon's Newton-Schulz (stage_1_and_2.py, stage3.py); at stage 0 nothing does (deepspeed
+    # issue 8441), which dpcost does not follow: priced as Muon, with its BF16 momentum (memory.RECIPES["deepspeed"])
     r.use("optimizer.type", kind, "optimizer", name, "orthogonalized in the ZeRO optimizer" if name == "muon" else "")
     compressed = COMPRESSED.get(kind.lower())
     if compressed is not None:

@@ -419,6 +419,14 @@ MUON_UNREAD = {
     "--muon-scalar-optimizer": "not priced: dpcost keeps Adam's states for what Muon leaves, the default",
     "--no-use-layer-wise-param-layout": "not priced: dpcost prices the default shard-aligned layout, not the legacy "
     "path that shards whole parameters by size and gathers them through flattened copies",
+    "--muon-coefficient-type": "not priced: dpcost prices the default quintic coefficients' 5 steps",
+    "--mla-down-proj-fusion": "not priced under Muon: dpcost orthogonalizes MLA's query and key-value "
+    "down-projections apart, where the fused weight is orthogonalized whole",
+}
+# What Megatron-LM refuses with an emerging optimizer (optimizer/__init__.py, layer_wise_optimizer.py at d98e8a64dd)
+MUON_REFUSES = {
+    "--fp16": "Megatron runs Muon in bf16 or fp32, not fp16",
+    "--overlap-param-gather-with-optimizer-step": "Megatron does not overlap Muon's parameter gather with its step",
 }
 
 
@@ -432,8 +440,16 @@ def _optimizer(r: Reading, args: dict[str, list[str]]) -> None:
     if optimizer not in names:
         raise r.error("--optimizer", f"must be adam, sgd, muon or dist_muon, got {optimizer!r}")
     r.use("--optimizer", optimizer, "optimizer", names[optimizer])
+    if names[optimizer] != "muon":
+        return
+    for flag, why in MUON_REFUSES.items():
+        if flag in args:
+            raise r.error(flag, f"with --optimizer {optimizer}: {why}")
+    instances = _int(r, args, "--num-distributed-optimizer-instances")
+    if instances is not None and instances > 1:
+        raise r.error("--num-distributed-optimizer-instances", "Muon's layer-wise optimizer runs one instance")
     for flag, why in MUON_UNREAD.items():
-        if flag in args and names[optimizer] == "muon":
+        if flag in args:
             r.ignore(flag, " ".join(args[flag]), why)
 
 
