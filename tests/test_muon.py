@@ -334,3 +334,13 @@ def test_megatrons_muon_pads_a_data_parallel_buffer_to_dp_times_its_largest_matr
     managed = managed_parameters(model_matrices(load_model("llama-8b").architecture, "fused"))
     padding = 128 * 28672 * 4096 - managed
     assert rows["muon"]["buffers_bytes"] - rows["adamw"]["buffers_bytes"] == pytest.approx(6 * padding)
+
+
+def test_the_compute_table_counts_the_iterations_flops_at_the_step() -> None:
+    """The optimizer's part executes Muon's Newton-Schulz matmuls: Llama 3.1 8B unsharded, every matrix's iteration
+    on the GPU (its element-wise updates are still counted by their bytes)."""
+    r = cli_report("estimate", "--model", "llama-8b", "--dp", "8", "--zero", "0", "--recompute", "full",
+                   "--optimizer", "muon")  # fmt: skip
+    optimizer = next(part for part in r["compute"]["parts"] if part["part"] == "optimizer")
+    matrices = model_matrices(load_model("llama-8b").architecture, "fused")
+    assert optimizer["flops_per_step"] == pytest.approx(sum(m.flops * m.count for m in matrices))

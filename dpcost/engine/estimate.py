@@ -30,6 +30,7 @@ from dpcost.engine.plan import (
     dp_group_for,
     least_step,
     micro_batch_time,
+    orthogonalized_flops,
     recompute_policies,
     sharding_groups,
     timeline,
@@ -375,18 +376,18 @@ def _time(p: Prepared, chosen: Timed, tokens: int, mfu: float) -> Time:
     )
 
 
-def _compute(topology: TopologySpec, p: Prepared, chosen: Timed, layers: int) -> ComputeBreakdown | None:
+def _compute(model: ModelSpec, topology: TopologySpec, p: Prepared, chosen: Timed) -> ComputeBreakdown | None:
     """--compute-model ops: the per-op model's micro-batch regrouped by part, and MFU and HFU (utilization.py)."""
-    c = chosen.compute
-    if c is None:
+    c, a = chosen.compute, model.architecture
+    if c is None or a is None:
         return None
-    a, opt = p.accumulation, chosen.optimizer
-    seconds = step_seconds_by_part(c, a, opt)
-    flops = step_flops_by_part(c, a)
-    layer = mean_layer_seconds(c, layers)
-    alone = single_gpu_step_seconds(c, a, opt)
-    model = model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, a)
-    hardware = hardware_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, a)
+    accumulation, opt = p.accumulation, chosen.optimizer
+    seconds = step_seconds_by_part(c, accumulation, opt)
+    flops = step_flops_by_part(c, accumulation, orthogonalized_flops(model, p, chosen.stage))
+    layer = mean_layer_seconds(c, a.layers)
+    alone = single_gpu_step_seconds(c, accumulation, opt)
+    model_flops = model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, accumulation)
+    hardware = hardware_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, accumulation)
     peak = topology.gpu.peak(p.o.compute.compute_dtype)
     step = chosen.steps.step
     return ComputeBreakdown(
@@ -403,12 +404,12 @@ def _compute(topology: TopologySpec, p: Prepared, chosen: Timed, layers: int) ->
             for part in seconds
         ],
         single_gpu_step_seconds=alone,
-        model_flops_per_step=model,
+        model_flops_per_step=model_flops,
         hardware_flops_per_step=hardware,
         peak_flops=peak,
-        mfu=model_flops_utilization(model, step, peak),
+        mfu=model_flops_utilization(model_flops, step, peak),
         hfu=hardware_flops_utilization(hardware, step, peak),
-        single_gpu_mfu=model_flops_utilization(model, alone, peak),
+        single_gpu_mfu=model_flops_utilization(model_flops, alone, peak),
         single_gpu_hfu=hardware_flops_utilization(hardware, alone, peak),
     )
 
@@ -536,7 +537,7 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: Trai
         communication=_communication(topology, p, chosen),
         memory=memory,
         time=time,
-        compute=_compute(topology, p, chosen, a.layers) if a is not None else None,
+        compute=_compute(model, topology, p, chosen),
         inference=None,
         warnings=notes,
         summary=training_summary(setup, memory, time, notes),

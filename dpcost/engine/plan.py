@@ -373,10 +373,16 @@ def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, sta
     if p.recipe.states_in_weight_dtype:
         state /= 2
     updates = optimizer_seconds_on(topology.gpu, p.counts.total / ranks, p.grad_bytes, p.recipe.name != "bf16", state)
+    return updates + newton_schulz_seconds(topology.gpu, orthogonalized_flops(model, p, stage))
+
+
+def orthogonalized_flops(model: ModelSpec, p: Prepared, stage: int) -> float:
+    """Muon's Newton-Schulz FLOPs on one GPU at the step (muon.orthogonalization_flops): every matrix at ZeRO 0, its
+    share of the shard group's from ZeRO 1; none under another optimizer or with the optimizer on the CPU."""
     matrices = p.muon_matrices(model)
-    if not matrices:
-        return updates
-    return updates + newton_schulz_seconds(topology.gpu, orthogonalization_flops(matrices, ranks))
+    if not matrices or offload_applies(p.o.precision.offload, stage):
+        return 0.0
+    return orthogonalization_flops(matrices, p.shard_ranks if stage >= 1 else 1)
 
 
 def choose(

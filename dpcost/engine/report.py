@@ -337,7 +337,7 @@ class ComputePart(Contract):
     flops_per_step: float = Field(
         description="FLOPs executed per step as the kernels count them (flash attention's causal half and its "
         "backward's recomputed scores), recomputation included; 0 for memory-bound ops and the optimizer, priced by "
-        "their bytes"
+        "their bytes, but Muon's Newton-Schulz matmuls at the optimizer step"
     )
 
 

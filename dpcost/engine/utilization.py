@@ -70,11 +70,12 @@ def step_seconds_by_part(c: MicroBatchCompute, accumulation: int, optimizer: flo
     return {**by_part, "optimizer": optimizer}
 
 
-def step_flops_by_part(c: MicroBatchCompute, accumulation: int) -> dict[str, float]:
+def step_flops_by_part(c: MicroBatchCompute, accumulation: int, optimizer: float = 0.0) -> dict[str, float]:
     """FLOPs each part executes in one GPU's step, recomputation included, as ops.py counts them for the kernels;
-    the optimizer's element-wise work is counted in bytes, not FLOPs (0)."""
+    the optimizer's element-wise work is counted in bytes, not FLOPs: its `optimizer` FLOPs are Muon's matmuls
+    (plan.orthogonalized_flops), else 0."""
     by_part = {part: accumulation * c.flops.total(part) for part in PARTS[:3]}
-    return {**by_part, "optimizer": 0.0}
+    return {**by_part, "optimizer": optimizer}
 
 
 def mean_layer_seconds(c: MicroBatchCompute, layers: int) -> Passes:

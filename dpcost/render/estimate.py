@@ -515,10 +515,16 @@ def compute_table(c: ComputeBreakdown, accumulation: int, time: Time | None) -> 
         f"{accumulation} micro-batch{'es' if accumulation > 1 else ''}, the embedding, the head and the loss "
         "included, and the optimizer step once; TFLOP executed as the kernels count them (flash attention's causal "
         "half, its backward's recomputed scores), recomputation included; memory-bound ops and the optimizer are "
-        "priced by the bytes they move",
+        "priced by the bytes they move"
+        + (", and Muon's Newton-Schulz matmuls at the step by their FLOPs" if optimizer_flops(c) else ""),
     ]
     t.figure = compute_share_chart(c)
     return t
+
+
+def optimizer_flops(c: ComputeBreakdown) -> float:
+    """The optimizer's FLOPs in the compute table: Muon's Newton-Schulz matmuls, else none."""
+    return sum(part.flops_per_step for part in c.parts if part.part == "optimizer")
 
 
 def _tflop(flops: float) -> str:
