@@ -933,11 +933,12 @@ def optimizer_step_seconds(
     dense_ranks, expert_ranks = (layout.dp * layout.cp // instances, layout.expert_dp // instances)
     if not distributed:
         dense_ranks = expert_ranks = 1
+    if muon is None:  # every stage's step at one rate: the one that holds the most
+        params = max(st.dense_params / dense_ranks + st.expert_params / expert_ranks for st in stages)
+        return optimizer_seconds_on(topology.gpu, params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
 
     def seconds(i: int, st: StageLoad) -> float:
         params = st.dense_params / dense_ranks + st.expert_params / expert_ranks
-        if muon is None:
-            return optimizer_seconds_on(topology.gpu, params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
         held = muon_groups(muon[i]).per_gpu(layout)
         managed = (held.tp_sharded + held.replicated) / dense_ranks + held.expert_sharded / expert_ranks
         state = optimizer_state_bytes("muon", managed / params if params else 0.0)

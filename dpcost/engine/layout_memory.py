@@ -597,6 +597,8 @@ def muon_chunks(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tup
 
 def muon_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
     """Per GPU: the weights of a stage that Muon orthogonalizes (muon_chunks); none under Adam."""
+    if not layout.muon:
+        return NO_PARAMETERS
     return muon_groups(m for chunk in muon_chunks(shape, layout, stage, layers) for m in chunk).per_gpu(layout)
 
 
@@ -604,7 +606,7 @@ def muon_padding_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, laye
     """Under Muon's layer-wise distributed optimizer (ZeRO 1), what its layout's padding adds to a stage's gradient
     and bf16 parameter buffers (muon.layer_wise_padding): each model chunk's dense matrices over DP x CP, its
     experts' over expert-DP, as this GPU holds them."""
-    if layout.zero != 1:
+    if layout.zero != 1 or not layout.muon:
         return 0.0
     padded = 0.0
     for chunk in muon_chunks(shape, layout, stage, layers):
@@ -618,6 +620,8 @@ def muon_padding_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, laye
 def muon_step_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> float:
     """What a stage's optimizer step allocates while it orthogonalizes its largest matrix (muon.working_set_bytes,
     TP-split ones gathered whole first); none under Adam."""
+    if not layout.muon:
+        return 0.0
     return working_set_bytes((m for chunk in muon_chunks(shape, layout, stage, layers) for m in chunk), layout.tp)
 
 
@@ -1472,7 +1476,8 @@ class StageMemory:
     @property
     def total(self) -> float:
         """At the peak: the backward's activations, or the optimizer step's own tensors where they are larger."""
-        return self.weight_and_optimizer + max(self.activations, self.step_transient) + self.buffers
+        peak = self.step_transient if self.step_transient > self.activations else self.activations  # not max(): hot
+        return self.weight_and_optimizer + peak + self.buffers
 
     @property
     def peaks_at_step(self) -> bool:

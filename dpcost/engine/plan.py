@@ -373,7 +373,8 @@ def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, sta
     if p.recipe.states_in_weight_dtype:
         state /= 2
     updates = optimizer_seconds_on(topology.gpu, p.counts.total / ranks, p.grad_bytes, p.recipe.name != "bf16", state)
-    return updates + newton_schulz_seconds(topology.gpu, orthogonalized_flops(model, p, stage))
+    flops = orthogonalized_flops(model, p, stage)
+    return updates + newton_schulz_seconds(topology.gpu, flops) if flops else updates
 
 
 def orthogonalized_flops(model: ModelSpec, p: Prepared, stage: int) -> float:

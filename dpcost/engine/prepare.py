@@ -105,14 +105,15 @@ class Prepared:
     def muon_matrices(self, model: ModelSpec) -> tuple[Matrix, ...]:
         """The matrices Muon orthogonalizes (muon.model_matrices, as the framework's layers hold them); none under
         another optimizer."""
-        a = model.architecture
-        if self.o.precision.optimizer != "muon" or a is None:
+        if self.o.precision.optimizer != "muon" or model.architecture is None:
             return ()
-        return model_matrices(a, self.kernels)
+        return model_matrices(model.architecture, self.kernels)
 
     def muon_share(self, model: ModelSpec) -> float:
         """Of the parameters, the share Muon orthogonalizes (memory.optimizer_state_bytes); 0 under another
         optimizer."""
+        if self.o.precision.optimizer != "muon":
+            return 0.0
         matrices = self.muon_matrices(model)
         return managed_parameters(matrices) / self.counts.total if matrices else 0.0
 
@@ -618,8 +619,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     if fw is not None and o.plan.zero is not None and o.plan.zero not in stages:
         runs = ", ".join(f"{st} ({name})" for st, name in stages.items())
         raise InputError("zero", f"{fw.title} runs ZeRO stages {runs}, not {o.plan.zero}")
-    megatron = o.megatron_layout or (fw is not None and fw.name == "megatron")
-    if o.precision.optimizer == "muon" and megatron and (o.plan.zero or 0) >= 2:
+    sharded_muon = o.precision.optimizer == "muon" and (o.plan.zero or 0) >= 2
+    if sharded_muon and (o.megatron_layout or (fw is not None and fw.name == "megatron")):
         raise InputError("optimizer", "muon runs under Megatron's DDP or distributed optimizer (ZeRO 0-1), not "
                          "Megatron-FSDP (ZeRO 2-3): Megatron-LM asserts so (arguments.py)")  # fmt: skip
     if fw is not None and o.plan.recompute is not None and o.plan.recompute not in fw.recompute:
@@ -954,7 +955,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         o.precision.optimizer,
         p.optimizer_impl,
         p.accumulation,
-        working_set_bytes(p.muon_matrices(model)),
+        working_set_bytes(muon) if (muon := p.muon_matrices(model)) else 0.0,
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
