@@ -777,14 +777,15 @@ def _dpcost_engine_memory_StateComponent(__set, __FACTORY, __dflt_gone_from, __d
     return __init__
 
 
-def _dpcost_engine_muon_Matrix(__set, __FACTORY, __dflt_parts):
-    def __init__(self, rows, cols, count, split, expert, parts=__dflt_parts):
+def _dpcost_engine_muon_Matrix(__set, __FACTORY, __dflt_parts, __dflt_rows_split):
+    def __init__(self, rows, cols, count, split, expert, parts=__dflt_parts, rows_split=__dflt_rows_split):
       __set(self, 'rows', rows)
       __set(self, 'cols', cols)
       __set(self, 'count', count)
       __set(self, 'split', split)
       __set(self, 'expert', expert)
       __set(self, 'parts', parts)
+      __set(self, 'rows_split', rows_split)
     return __init__
 
 
@@ -1783,7 +1784,7 @@ INITS = {
     'dpcost.engine.memory.Recipe': ("def __init__(self, name, title, source, grad_dtype, components, optimizer_states=__dflt_optimizer_states, states_in_weight_dtype=__dflt_states_in_weight_dtype, autocast=__dflt_autocast, muon_momentum_bytes=__dflt_muon_momentum_bytes):\n  __set(self, 'name', name)\n  __set(self, 'title', title)\n  __set(self, 'source', source)\n  __set(self, 'grad_dtype', grad_dtype)\n  __set(self, 'components', components)\n  __set(self, 'optimizer_states', optimizer_states)\n  __set(self, 'states_in_weight_dtype', states_in_weight_dtype)\n  __set(self, 'autocast', autocast)\n  __set(self, 'muon_momentum_bytes', muon_momentum_bytes)", _dpcost_engine_memory_Recipe),
     'dpcost.engine.memory.StageMemory': ("def __init__(self, stage, phases, micro_batch, largest_tensor_per_sample, context, cpu, hbm, grad_block=__dflt_grad_block, widest_activation_per_sample=__dflt_widest_activation_per_sample):\n  __set(self, 'stage', stage)\n  __set(self, 'phases', phases)\n  __set(self, 'micro_batch', micro_batch)\n  __set(self, 'largest_tensor_per_sample', largest_tensor_per_sample)\n  __set(self, 'context', context)\n  __set(self, 'cpu', cpu)\n  __set(self, 'hbm', hbm)\n  __set(self, 'grad_block', grad_block)\n  __set(self, 'widest_activation_per_sample', widest_activation_per_sample)", _dpcost_engine_memory_StageMemory),
     'dpcost.engine.memory.StateComponent': ("def __init__(self, label, group, bytes_per_param, shard_from, offload, gone_from=__dflt_gone_from, kept_from=__dflt_kept_from, communicated=__dflt_communicated, lifetime=__dflt_lifetime):\n  __set(self, 'label', label)\n  __set(self, 'group', group)\n  __set(self, 'bytes_per_param', bytes_per_param)\n  __set(self, 'shard_from', shard_from)\n  __set(self, 'offload', offload)\n  __set(self, 'gone_from', gone_from)\n  __set(self, 'kept_from', kept_from)\n  __set(self, 'communicated', communicated)\n  __set(self, 'lifetime', lifetime)", _dpcost_engine_memory_StateComponent),
-    'dpcost.engine.muon.Matrix': ("def __init__(self, rows, cols, count, split, expert, parts=__dflt_parts):\n  __set(self, 'rows', rows)\n  __set(self, 'cols', cols)\n  __set(self, 'count', count)\n  __set(self, 'split', split)\n  __set(self, 'expert', expert)\n  __set(self, 'parts', parts)", _dpcost_engine_muon_Matrix),
+    'dpcost.engine.muon.Matrix': ("def __init__(self, rows, cols, count, split, expert, parts=__dflt_parts, rows_split=__dflt_rows_split):\n  __set(self, 'rows', rows)\n  __set(self, 'cols', cols)\n  __set(self, 'count', count)\n  __set(self, 'split', split)\n  __set(self, 'expert', expert)\n  __set(self, 'parts', parts)\n  __set(self, 'rows_split', rows_split)", _dpcost_engine_muon_Matrix),
     'dpcost.engine.ops.Cast': ("def __init__(self, label, bytes, kernels, amax_fusable):\n  __set(self, 'label', label)\n  __set(self, 'bytes', bytes)\n  __set(self, 'kernels', kernels)\n  __set(self, 'amax_fusable', amax_fusable)", _dpcost_engine_ops_Cast),
     'dpcost.engine.ops.LossTraffic': ("def __init__(self, forward_bytes, forward_kernels, backward_bytes, backward_kernels):\n  __set(self, 'forward_bytes', forward_bytes)\n  __set(self, 'forward_kernels', forward_kernels)\n  __set(self, 'backward_bytes', backward_bytes)\n  __set(self, 'backward_kernels', backward_kernels)", _dpcost_engine_ops_LossTraffic),
     'dpcost.engine.ops.MicroBatchCompute': ("def __init__(self, forward, backward, recompute, seconds, layer_seconds, flops):\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'recompute', recompute)\n  __set(self, 'seconds', seconds)\n  __set(self, 'layer_seconds', layer_seconds)\n  __set(self, 'flops', flops)", _dpcost_engine_ops_MicroBatchCompute),

@@ -147,16 +147,17 @@ def test_muon_keeps_4_bytes_less_per_matrix_parameter_sharded_as_the_states() ->
 
 
 def test_a_layout_keeps_the_same_saving_on_a_stage() -> None:
-    """Llama 3.1 70B at TP 8 x PP 4 x DP 16 under the distributed optimizer: a middle stage's 20 layers' matrices,
-    1/8 of each on a TP rank, save 4 bytes each over DP 16."""
+    """Llama 3.1 70B at TP 8 x PP 4 x DP 4 under the distributed optimizer: a middle stage's 20 layers' matrices,
+    1/8 of each on a TP rank, save 4 bytes each over DP 4 (80 parameters, 20 of each kind, fill four shards
+    evenly: no padding)."""
     a = load_model("llama-70b").architecture
-    flags = ["--model", "llama-70b", "--tp", "8", "--pp", "4", "--dp", "16", "--global-batch", "512"]
+    flags = ["--model", "llama-70b", "--tp", "8", "--pp", "4", "--dp", "4", "--global-batch", "512"]
     reports = {o: cli_report("estimate", *flags, "--optimizer", o) for o in ("adamw", "muon")}
     layer = managed_parameters(layer_matrices(a, False, "attention", True, "fused"))
     rows = {o: r["layout"]["stages"][1] for o, r in reports.items()}  # a middle stage: no embedding or head
     assert rows["adamw"]["layers"] == 20
     saved = rows["adamw"]["memory_bytes"] - rows["muon"]["memory_bytes"]
-    assert saved == pytest.approx(4 * 20 * layer / 8 / 16, rel=1e-9)
+    assert saved == pytest.approx(4 * 20 * layer / 8 / 4, rel=1e-9)
 
 
 def test_the_step_pays_for_the_iterations_every_rank_runs_unsharded() -> None:
@@ -241,29 +242,36 @@ def test_the_model_states_move_as_megatrons_own_test_records_them(tmp_path: Path
         assert moved == pytest.approx(measured[muon] - measured["dist_optimizer"], abs=15e6)
 
 
-def test_the_step_holds_the_largest_matrix_normalized_and_in_bf16() -> None:
-    """newton_schulz normalizes the momentum into a new fp32 tensor and converts it to BF16 (4 + 2 bytes an element;
-    Megatron's default runs without Nesterov momentum); under TP's duplicated mode the shards are all-gathered in
-    fp32 and concatenated first (newton_schulz_tp): 8 more."""
+def test_the_step_holds_the_largest_matrix_in_three_fp32_copies() -> None:
+    """scaled_orthogonalize_fn returns `orth_grad * scale_factor * extra_scale_factor`: three fp32 tensors of the
+    largest matrix at once, 12 bytes an element; under TP's duplicated mode the shards all-gathered in fp32 and
+    their concatenation live through the iteration, beside its fp32 normalized copy and its BF16 one: 14
+    (muon_utils.py newton_schulz_tp, newton_schulz)."""
     fc1 = Matrix(57344, 8192, 80, True, False)
-    assert working_set_bytes([fc1, Matrix(8192, 8192, 80, False, False)]) == 6 * 57344 * 8192
+    assert working_set_bytes([fc1, Matrix(8192, 8192, 80, False, False)]) == 12 * 57344 * 8192
     assert working_set_bytes([fc1], tp=8) == 14 * 57344 * 8192
 
 
 @pytest.mark.parametrize(
-    ("sizes", "ranks", "padded"),
+    ("params", "ranks", "padded"),
     [
-        ([(100.0, 1), (10.0, 4)], 4, 4 * 100 - 140),  # a bucket of 4 shards, the largest whole in one
-        ([(100.0, 8)], 4, 0.0),  # eight equal parameters fill four shards evenly
-        ([(100.0, 1)], 1, 0.0),  # one rank: no shards
+        # the 100 on the emptiest shard (over the cap of 1.3 x 140 / 4 anywhere), the 10s on the least loaded of the
+        # rest: four shards as full as the 100's
+        ([(100.0, 100.0, 1), (1.0, 10.0, 4)], 4, 4 * 100 - 140),
+        ([(1.0, 100.0, 8)], 4, 0.0),  # eight equal parameters, two to a shard
+        ([(100.0, 100.0, 1)], 1, 0.0),  # one rank: no shards
+        # costliest first: A (10) and B (10) on the two shards by cost; C (30) then fits under neither 1.3 x 25 and
+        # goes to the emptiest, the first: 40 and 10, padded to 2 x 40, beyond the floor of 2 x 30
+        ([(10.0, 10.0, 1), (9.0, 10.0, 1), (1.0, 30.0, 1)], 2, 2 * 40 - 50),
     ],
 )
-def test_whole_parameters_pad_their_shards_to_the_largest(
-    sizes: list[tuple[float, int]], ranks: int, padded: float
+def test_whole_parameters_are_packed_by_cost_and_padded_to_the_fullest_shard(
+    params: list[tuple[float, float, int]], ranks: int, padded: float
 ) -> None:
-    """Megatron's layer-wise layout: a bucket is at least DP x its largest parameter (layer_wise_optimizer.py's
-    padding floor); where the chunk's parameters are fewer, the buffer holds the difference."""
-    assert layer_wise_padding(sizes, ranks) == padded
+    """Megatron's layer-wise layout (layer_wise_optimizer.py _emit_bucket): whole parameters, costliest first, each
+    on the least-loaded shard among those it leaves under 1.3 x the average size, else on the emptiest; every shard
+    padded to the fullest."""
+    assert layer_wise_padding(params, ranks) == padded
 
 
 def test_at_64_ranks_a_stage_of_llama_70b_pads_to_64_of_its_largest_matrix() -> None:
@@ -344,3 +352,12 @@ def test_the_compute_table_counts_the_iterations_flops_at_the_step() -> None:
     optimizer = next(part for part in r["compute"]["parts"] if part["part"] == "optimizer")
     matrices = model_matrices(load_model("llama-8b").architecture, "fused")
     assert optimizer["flops_per_step"] == pytest.approx(sum(m.flops * m.count for m in matrices))
+
+
+def test_megatron_keeps_no_expert_parallel_parameter_on_adam() -> None:
+    """optimizer/__init__.py asserts no Adam-managed parameter is expert-parallel: gpt-oss's routed experts carry
+    biases, so under EP it cannot run Muon; without EP its biases are dense parameters."""
+    flags = ["--model", "gpt-oss-20b", "--dp", "8", "--global-batch", "64", "--optimizer", "muon"]
+    code, _, err = run_cli("estimate", *flags, "--ep", "8")
+    assert code == 2 and "biases" in err
+    assert run_cli("estimate", *flags)[0] == 0

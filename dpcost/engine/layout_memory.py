@@ -148,6 +148,7 @@ from dpcost.engine.muon import (
     layer_matrices,
     layer_wise_padding,
     mtp_matrices,
+    packing_cost,
     position_matrices,
     working_set_bytes,
 )
@@ -610,11 +611,17 @@ def muon_padding_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, laye
         return 0.0
     padded = 0.0
     for chunk in muon_chunks(shape, layout, stage, layers):
-        dense = [(m.elements / (layout.tp if m.split else 1), m.count) for m in chunk if not m.expert]
-        experts = [(m.elements / layout.expert_tp, round(m.count / layout.ep)) for m in chunk if m.expert]
+        dense = [_packed(m, layout.tp, m.count) for m in chunk if not m.expert]
+        experts = [_packed(m, layout.expert_tp, round(m.count / layout.ep)) for m in chunk if m.expert]
         padded += layer_wise_padding(dense, layout.dp * layout.cp)
         padded += layer_wise_padding(experts, expert_data_parallel_size(layout))
     return (layout.grad_bytes + 2) * padded
+
+
+def _packed(m: Matrix, tp: int, count: int) -> tuple[float, float, int]:
+    """A parameter as muon.layer_wise_padding packs it: its cost, its elements on the GPU, how many."""
+    rows, cols = m.on_gpu(tp)
+    return packing_cost(rows, cols), rows * cols, count
 
 
 def muon_step_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> float:

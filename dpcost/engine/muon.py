@@ -25,18 +25,22 @@ What the optimizer step costs beyond Adam's, from the sources (docs/sources/muon
   the least loaded (layer_wise_optimizer.py _compute_per_buffer_param_layout: "longest processing time" bin-packing
   by max(m, n) x min(m, n)^2; lpt_makespan), the routed experts' over expert-DP; DeepSpeed's ZeRO optimizers
   orthogonalize the parameters of their own partitions. Unsharded (ZeRO 0) every rank orthogonalizes every matrix.
-- The buffers that layout pads (layer_wise_padding): each bucket's DP shards hold whole parameters and are padded to
-  the largest, so a bucket is at least DP x its largest parameter ("Padding floor"): the gradient and parameter
-  buffers of a model chunk whose matrices are fewer than that hold the difference.
+- The buffers that layout pads (layer_wise_padding): each bucket's DP shards hold whole parameters, placed costliest
+  first (max x min^2 of the shape on the GPU) on the shard with the least cost so far among those under 1.3 x the
+  average size, else on the emptiest, and every shard is padded to the fullest (_emit_bucket), so a bucket is at
+  least DP x its largest parameter ("Padding floor"); the gradient and parameter buffers hold the padding.
 - Tensor parallelism (Megatron's default tp_mode "duplicated", muon_utils.py newton_schulz_tp): a TP-split matrix's
   momentum is all-gathered over TP and every TP rank runs the whole matrix's iteration.
-- Its memory at the step (working_set_bytes): the largest matrix's fp32 normalized copy and the BF16 copy the
-  iteration starts from, 6 bytes an element (Megatron's default runs without Nesterov momentum); a TP-split one is
-  first all-gathered in fp32, its shards and their concatenation 8 bytes more.
+- Its memory at the step (working_set_bytes): while the largest matrix is orthogonalized, its fp32 normalized copy
+  and the BF16 copy the iteration starts from, then the fp32 result scaled twice (emerging_optimizers.py
+  scaled_orthogonalize_fn: `orth_grad * scale_factor * extra_scale_factor`, three fp32 tensors at once), 12 bytes an
+  element (Megatron's default runs without Nesterov momentum); a TP-split one is first all-gathered in fp32, its
+  shards and their concatenation live through the iteration, 14.
 
-Not priced: the per-bucket element cap and per-chunk restart of Megatron's assignment (an even spread is taken),
-Muon's own scale and weight decay (elementwise), --muon-tp-mode blockwise or distributed, and DeepSpeed's Gram
-Newton-Schulz variant (priced as this iteration).
+Not priced: the per-bucket element cap and per-chunk restart of Megatron's assignment in the Newton-Schulz time (an
+even spread is taken there), the buckets --overlap-grad-reduce cuts a chunk into (each padded alone), Muon's own
+weight decay (elementwise), --muon-tp-mode blockwise or distributed, and DeepSpeed's Gram Newton-Schulz variant
+(priced as this iteration).
 """
 
 from __future__ import annotations
@@ -64,16 +68,22 @@ __all__ = [
     "newton_schulz_flops",
     "newton_schulz_seconds",
     "orthogonalization_flops",
+    "packing_cost",
     "position_matrices",
     "stage_matrices",
     "working_set_bytes",
 ]
 
 NS_STEPS = 5  # Megatron-LM's --muon-num-ns-steps default (training/arguments.py at d98e8a64dd)
-# bytes per element of the matrix being orthogonalized, beside its states (module docstring): its normalized copy in
-# fp32 and the copy the iteration starts from in BF16; a TP-split matrix's gathered shards and their concatenation
-WORKING_SET_BYTES = 4 + 2
-GATHERED_BYTES = 4 + 4
+# bytes per element of the matrix being orthogonalized, beside its states (module docstring): the iteration's result
+# scaled twice, three fp32 tensors; a TP-split matrix's gathered shards and their concatenation, then its fp32
+# normalized copy and the BF16 one the iteration starts from
+WORKING_SET_BYTES = 3 * 4
+GATHERED_WORKING_SET_BYTES = 4 + 4 + 4 + 2
+# layer_wise_optimizer.py _emit_bucket: _NUMEL_EPSILON, how far over the average size a shard may grow by cost
+PACKING_SLACK = 0.3
+# parameters x ranks beyond which layer_wise_padding takes the floor alone: so many parameters pack evenly
+PACKED_AT_MOST = 1_000_000
 
 
 @frozen
@@ -86,6 +96,13 @@ class Matrix:
     split: bool  # split over TP (column- or row-parallel), else whole on every TP rank
     expert: bool  # a routed expert's: split over EP (and expert TP), its optimizer over expert-DP
     parts: tuple[int, ...] = ()  # the row blocks orthogonalized apart (Megatron's Q, K and V); () whole
+    rows_split: bool = True  # a split one's output features split (column-parallel), else its input's
+
+    def on_gpu(self, tp: int) -> tuple[float, float]:
+        """Its shape on one of `tp` ranks."""
+        if not self.split or tp <= 1:
+            return float(self.rows), float(self.cols)
+        return (self.rows / tp, float(self.cols)) if self.rows_split else (float(self.rows), self.cols / tp)
 
     @property
     def elements(self) -> int:
@@ -123,12 +140,12 @@ def _layer_matrices(a: ModelArchitecture, key: tuple[bool, str, bool, Kernels]) 
         if op.kind != "gemm" or (op.module == "mamba" and op.name == "in projection"):
             continue
         _, cols, rows = op.shape  # (m x k) by (k x n): the weight takes k features to n
-        split, expert = bool(op.tp_split), op.name.startswith("expert ")
+        split, expert, rows_split = bool(op.tp_split), op.name.startswith("expert "), op.tp_split != "k"
         if op.name == "query, key, value":
             parts = tuple(width for width in qkv_widths(attention) if width)
-            out.append(Matrix(int(rows), int(cols), 1, split, False, parts))
+            out.append(Matrix(int(rows), int(cols), 1, split, False, parts, rows_split))
         else:
-            out.append(Matrix(int(rows), int(cols), op.repeats, split, expert))
+            out.append(Matrix(int(rows), int(cols), op.repeats, split, expert, (), rows_split))
     return tuple(out)
 
 
@@ -165,15 +182,16 @@ def _model_matrices(a: ModelArchitecture, key: tuple[tuple[int, ...], Kernels, i
     """The matrices of `layers`, of `mtp_layers` MTP modules and (`positions`) a learned position table, those of
     one shape counted together."""
     layers, kernels, mtp_layers, positions = key
-    counted: dict[tuple[int, int, bool, bool, tuple[int, ...]], int] = {}
+    counted: dict[tuple[int, int, bool, bool, tuple[int, ...], bool], int] = {}
     found = [m for i in layers for m in layer_matrices(a, a.moe_layer(i), a.mixer(i), a.has_mlp(i), kernels)]
     found += [m for _ in range(mtp_layers) for m in mtp_matrices(a, kernels)]
     found += position_matrices(a) if positions else ()
     for m in found:
-        shape = (m.rows, m.cols, m.split, m.expert, m.parts)
+        shape = (m.rows, m.cols, m.split, m.expert, m.parts, m.rows_split)
         counted[shape] = counted.get(shape, 0) + m.count
     return tuple(
-        Matrix(rows, cols, n, split, expert, parts) for (rows, cols, split, expert, parts), n in counted.items()
+        Matrix(rows, cols, n, split, expert, parts, rows_split)
+        for (rows, cols, split, expert, parts, rows_split), n in counted.items()
     )
 
 
@@ -226,20 +244,39 @@ def lpt_makespan(items: Iterable[tuple[float, int]], bins: int) -> float:
 
 
 def working_set_bytes(matrices: Iterable[Matrix], tp: int = 1) -> float:
-    """What the step allocates beside the states while it orthogonalizes its largest matrix (module docstring): 6
-    bytes an element, 8 more for a matrix split over `tp` > 1 ranks, gathered whole first."""
+    """What the step allocates beside the states while it orthogonalizes its largest matrix (module docstring): 12
+    bytes an element, 14 for a matrix split over `tp` > 1 ranks, gathered whole first."""
     return max(
-        (m.elements * (WORKING_SET_BYTES + (GATHERED_BYTES if m.split and tp > 1 else 0)) for m in matrices),
+        (m.elements * (GATHERED_WORKING_SET_BYTES if m.split and tp > 1 else WORKING_SET_BYTES) for m in matrices),
         default=0.0,
     )
 
 
-def layer_wise_padding(sizes: Iterable[tuple[float, int]], ranks: int) -> float:
-    """The elements Megatron's layer-wise layout pads one model chunk's buffer with (module docstring): its
-    parameters, (elements on this GPU, how many), go whole to `ranks` shards of equal size, so the buffer holds at
-    least `ranks` x the largest; the difference where the chunk holds less (layer_wise_optimizer.py, the padding
-    floor), none where it holds more (its parameters then pack evenly)."""
-    listed = [(size, n) for size, n in sizes if size > 0 and n > 0]
+def layer_wise_padding(params: Iterable[tuple[float, float, int]], ranks: int) -> float:
+    """The elements Megatron's layer-wise layout pads one model chunk's buffer with (_emit_bucket, module docstring):
+    its parameters, (cost: packing_cost of the shape on the GPU, elements on the GPU, how many), costliest first,
+    each on the shard of least cost among those it leaves under 1.3 x the average size, else on the emptiest; every
+    shard as full as the fullest. With more than PACKED_AT_MOST parameters x ranks, the floor alone: `ranks` x the
+    largest, less what the chunk holds."""
+    listed = sorted(((c, s, n) for c, s, n in params if s > 0 and n > 0), key=lambda p: -p[0])
     if ranks <= 1 or not listed:
         return 0.0
-    return max(0.0, ranks * max(size for size, _ in listed) - sum(size * n for size, n in listed))
+    total = sum(s * n for _, s, n in listed)
+    if sum(n for *_, n in listed) * ranks > PACKED_AT_MOST:
+        return max(0.0, ranks * max(s for _, s, _ in listed) - total)
+    cap = total / ranks * (1 + PACKING_SLACK)
+    loads, sizes = [0.0] * ranks, [0.0] * ranks
+    everyone = range(ranks)
+    for cost, size, n in listed:
+        for _ in range(n):
+            under = [r for r in everyone if sizes[r] + size <= cap]
+            r = min(under, key=loads.__getitem__) if under else min(everyone, key=sizes.__getitem__)
+            sizes[r] += size
+            loads[r] += cost
+    return ranks * max(sizes) - total
+
+
+def packing_cost(rows: float, cols: float) -> float:
+    """Megatron's estimate of a parameter's Newton-Schulz cost, which orders its packing: max x min^2 of its shape
+    (layer_wise_optimizer.py _ns_compute_cost)."""
+    return max(rows, cols) * min(rows, cols) ** 2

@@ -31,7 +31,14 @@ from dpcost.engine.memory import (
     phases,
     stage_memory,
 )
-from dpcost.engine.muon import Matrix, layer_wise_padding, managed_parameters, model_matrices, working_set_bytes
+from dpcost.engine.muon import (
+    Matrix,
+    layer_wise_padding,
+    managed_parameters,
+    model_matrices,
+    packing_cost,
+    working_set_bytes,
+)
 from dpcost.engine.ops import has_layer_ops, sixteen_bit_layer
 from dpcost.engine.params import (
     ParamCount,
@@ -507,8 +514,9 @@ def check_pipeline_only(options: Options) -> None:
 
 def check_muon(model: ModelSpec, o: Options) -> None:
     """--optimizer muon needs the weight matrices of every layer (muon.layer_matrices: attention, MLA, Mamba-2 and
-    MLP layers, as ops.layer_ops lists them), and Megatron runs its layer-wise optimizer as one instance
-    (layer_wise_optimizer.py at d98e8a64dd), else bad input naming the flag."""
+    MLP layers, as ops.layer_ops lists them), and Megatron runs its layer-wise optimizer as one instance, with no
+    expert-parallel parameter (routed experts' biases) left to Adam (layer_wise_optimizer.py, optimizer/__init__.py
+    at d98e8a64dd), else bad input naming the flag."""
     a = model.architecture
     if a is None:
         raise InputError("optimizer", f"muon orthogonalizes each weight matrix: {model.name} gives no architecture")
@@ -520,6 +528,11 @@ def check_muon(model: ModelSpec, o: Options) -> None:
         )
     if o.parallel.dist_opt_instances > 1:
         raise InputError("dist_opt_instances", "Megatron's layer-wise optimizer for muon runs one instance")
+    if o.parallel.ep > 1 and a.moe is not None and a.linear_bias:  # optimizer/__init__.py asserts it
+        raise InputError(
+            "optimizer",
+            f"muon: Megatron keeps no expert-parallel parameter on Adam, and {model.name}'s routed experts have biases",
+        )
 
 
 def check_fused_grouped_mlp(model: ModelSpec, topology: TopologySpec, o: Options) -> None:
@@ -935,8 +948,8 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
     if te and a is not None and o.communication.gather_dtype not in QUANTIZED_WEIGHTS:
         kept_by_te += _weight_cache(a, o, arch, head)
     if te and stage == 1:  # Muon's layer-wise distributed optimizer pads its gradient and parameter buffers
-        sizes = ((m.elements, m.count) for m in p.muon_matrices(model))
-        kept_by_te += (p.grad_bytes + p.weight_bytes) * layer_wise_padding(sizes, p.shard_ranks)
+        packed = ((packing_cost(m.rows, m.cols), m.elements, m.count) for m in p.muon_matrices(model))
+        kept_by_te += (p.grad_bytes + p.weight_bytes) * layer_wise_padding(packed, p.shard_ranks)
     buf = buffers(
         stage,
         p.schedule,
