@@ -766,12 +766,12 @@ def state_bytes(
     dense, experts = held.tp_sharded + held.replicated, held.expert_sharded
     dense_ranks, expert_ranks = layout.dp * layout.cp, expert_data_parallel_size(layout)
     n = layout.optimizer_instances if layout.zero == 1 else 1
-    muon = muon or NO_PARAMETERS
-    # the moment Muon does not keep, sharded as the states are
-    kept = ADAM_MOMENT_BYTES * (
-        (muon.tp_sharded + muon.replicated) / (dense_ranks // n if layout.zero else 1)
-        + muon.expert_sharded / (expert_ranks // n if layout.zero else 1)
-    )
+    kept = 0.0  # the moment Muon does not keep, sharded as the states are
+    if muon is not None:
+        kept = ADAM_MOMENT_BYTES * (
+            (muon.tp_sharded + muon.replicated) / (dense_ranks // n if layout.zero else 1)
+            + muon.expert_sharded / (expert_ranks // n if layout.zero else 1)
+        )
     if layout.zero >= 2:
         d = fsdp_bytes_per_parameter(layout.zero, dense_ranks, layout.grad_bytes)
         e = fsdp_bytes_per_parameter(layout.zero, expert_ranks, layout.grad_bytes)
@@ -1538,11 +1538,12 @@ def stage_memory(
             )
             acts += deferred_output_wgrad_bytes(shape, layout, s, micro_batch, num_microbatches)
         low_precision = quantized_layer_parameters(shape, layout, layers, mtp=stage == layout.pp - 1)
-        muon = muon_on_stage(shape, layout, stage, layers)
+        muon = muon_on_stage(shape, layout, stage, layers) if layout.muon else None
         weights, grads, optimizer = state_bytes(held, layout, low_precision, muon)
         last = stage == layout.pp - 1
         buffers = fsdp_buffer_bytes(shape, layout, stage, layers) + layout.workspaces
-        buffers += muon_padding_bytes(shape, layout, stage, layers)
+        if layout.muon:
+            buffers += muon_padding_bytes(shape, layout, stage, layers)
         buffers += weight_cache_bytes(layout, low_precision)
         if layout.fused_experts:
             recomputed = layout.recompute == "full" or layout.moe_recompute == "moe"
@@ -1563,7 +1564,7 @@ def stage_memory(
         deferred = deferred_output_wgrad_calls(shape, layout, num_microbatches) if last else 0
         buffers += global_buffer_bytes(shape, layout, seq_len, micro_batch, moe, last, deferred)
         states = weights + grads + optimizer
-        step = muon_step_bytes(shape, layout, stage, layers)
+        step = muon_step_bytes(shape, layout, stage, layers) if layout.muon else 0.0
         out.append(StageMemory(stage, len(layers), held.total, states, acts, buffers, weights, grads, step))
     return tuple(out)
 
