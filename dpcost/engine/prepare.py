@@ -514,9 +514,10 @@ def check_pipeline_only(options: Options) -> None:
 
 def check_muon(model: ModelSpec, o: Options) -> None:
     """--optimizer muon needs the weight matrices of every layer (muon.layer_matrices: attention, MLA, Mamba-2 and
-    MLP layers, as ops.layer_ops lists them), and Megatron runs its layer-wise optimizer as one instance, with no
-    expert-parallel parameter (routed experts' biases) left to Adam (layer_wise_optimizer.py, optimizer/__init__.py
-    at d98e8a64dd), else bad input naming the flag."""
+    MLP layers, as ops.layer_ops lists them), and Megatron runs it under its DDP or distributed optimizer (not
+    Megatron-FSDP), its layer-wise optimizer as one instance, with no expert-parallel parameter (routed experts'
+    biases) left to Adam (arguments.py, layer_wise_optimizer.py, optimizer/__init__.py at d98e8a64dd), else bad input
+    naming the flag."""
     a = model.architecture
     if a is None:
         raise InputError("optimizer", f"muon orthogonalizes each weight matrix: {model.name} gives no architecture")
@@ -526,6 +527,9 @@ def check_muon(model: ModelSpec, o: Options) -> None:
             f"muon: dpcost knows the weight matrices of attention, MLA, Mamba-2 and MLP layers, not every layer of "
             f"{model.name}",
         )
+    if o.megatron_layout and (o.plan.zero or 0) >= 2:  # a layout, or Megatron pure DP, at ZeRO 2-3: Megatron-FSDP
+        raise InputError("optimizer", "muon runs under Megatron's DDP or distributed optimizer (ZeRO 0-1), not "
+                         "Megatron-FSDP (ZeRO 2-3): Megatron-LM asserts so (arguments.py)")  # fmt: skip
     if o.parallel.dist_opt_instances > 1:
         raise InputError("dist_opt_instances", "Megatron's layer-wise optimizer for muon runs one instance")
     if o.parallel.ep > 1 and a.moe is not None and a.linear_bias:  # optimizer/__init__.py asserts it
@@ -632,10 +636,6 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     if fw is not None and o.plan.zero is not None and o.plan.zero not in stages:
         runs = ", ".join(f"{st} ({name})" for st, name in stages.items())
         raise InputError("zero", f"{fw.title} runs ZeRO stages {runs}, not {o.plan.zero}")
-    sharded_muon = o.precision.optimizer == "muon" and (o.plan.zero or 0) >= 2
-    if sharded_muon and (o.megatron_layout or (fw is not None and fw.name == "megatron")):
-        raise InputError("optimizer", "muon runs under Megatron's DDP or distributed optimizer (ZeRO 0-1), not "
-                         "Megatron-FSDP (ZeRO 2-3): Megatron-LM asserts so (arguments.py)")  # fmt: skip
     if fw is not None and o.plan.recompute is not None and o.plan.recompute not in fw.recompute:
         raise InputError("recompute", f"{fw.title} runs recompute {', '.join(fw.recompute)}, not {o.plan.recompute}")
     recipe_name = recipe_of(o)
