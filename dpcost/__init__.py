@@ -32,8 +32,8 @@ __all__ = [
 _LAZY = {
     "estimate": "dpcost.engine.estimate",
     "estimate_many": "dpcost.engine.estimate",
-    "plan_cost": "dpcost.engine.estimate",
-    "cost_many": "dpcost.engine.estimate",
+    "plan_cost": "dpcost.engine.cost",
+    "cost_many": "dpcost.engine.cost",
     "PlanCost": "dpcost.engine.cost",
     "Options": "dpcost.options",
     "EstimateReport": "dpcost.engine.report",
@@ -45,8 +45,8 @@ _LAZY = {
 if TYPE_CHECKING:
     from dpcost.catalog import load_model, load_topology
     from dpcost.engine.collectives import collective
-    from dpcost.engine.cost import PlanCost
-    from dpcost.engine.estimate import cost_many, estimate, estimate_many, plan_cost
+    from dpcost.engine.cost import PlanCost, cost_many, plan_cost
+    from dpcost.engine.estimate import estimate, estimate_many
     from dpcost.engine.report import EstimateReport
     from dpcost.options import Options
 

@@ -356,6 +356,16 @@ def _dpcost_engine_cost_PlanCost(__set, __FACTORY):
     return __init__
 
 
+def _dpcost_engine_cost_TrainingParts(__set, __FACTORY):
+    def __init__(self, chosen, memories, global_batch, tokens, mfu):
+      __set(self, 'chosen', chosen)
+      __set(self, 'memories', memories)
+      __set(self, 'global_batch', global_batch)
+      __set(self, 'tokens', tokens)
+      __set(self, 'mfu', mfu)
+    return __init__
+
+
 def _dpcost_engine_dp_schedule_Collective(__set, __FACTORY):
     def __init__(self, op, purpose, when):
       __set(self, 'op', op)
@@ -371,16 +381,6 @@ def _dpcost_engine_dp_schedule_Stretch(__set, __FACTORY, __dflt_calls, __dflt_ov
       __set(self, 'repeats', repeats)
       __set(self, 'calls', calls)
       __set(self, 'overlapped', overlapped)
-    return __init__
-
-
-def _dpcost_engine_estimate_TrainingParts(__set, __FACTORY):
-    def __init__(self, chosen, memories, global_batch, tokens, mfu):
-      __set(self, 'chosen', chosen)
-      __set(self, 'memories', memories)
-      __set(self, 'global_batch', global_batch)
-      __set(self, 'tokens', tokens)
-      __set(self, 'mfu', mfu)
     return __init__
 
 
@@ -1757,9 +1757,9 @@ INITS = {
     'dpcost.engine.collectives._TreePrice': ("def __init__(self, ranks, nodes, intra, network, load, per_domain, ll_cap, links, protocols):\n  __set(self, 'ranks', ranks)\n  __set(self, 'nodes', nodes)\n  __set(self, 'intra', intra)\n  __set(self, 'network', network)\n  __set(self, 'load', load)\n  __set(self, 'per_domain', per_domain)\n  __set(self, 'll_cap', ll_cap)\n  __set(self, 'links', links)\n  __set(self, 'protocols', protocols)", _dpcost_engine_collectives__TreePrice),
     'dpcost.engine.compute.FlopsPerToken': ("def __init__(self, forward, backward, recompute):\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'recompute', recompute)", _dpcost_engine_compute_FlopsPerToken),
     'dpcost.engine.cost.PlanCost': ("def __init__(self, step_seconds, tokens_per_second, mfu, memory_bytes, fits, zero_stage, recompute):\n  __set(self, 'step_seconds', step_seconds)\n  __set(self, 'tokens_per_second', tokens_per_second)\n  __set(self, 'mfu', mfu)\n  __set(self, 'memory_bytes', memory_bytes)\n  __set(self, 'fits', fits)\n  __set(self, 'zero_stage', zero_stage)\n  __set(self, 'recompute', recompute)", _dpcost_engine_cost_PlanCost),
+    'dpcost.engine.cost.TrainingParts': ("def __init__(self, chosen, memories, global_batch, tokens, mfu):\n  __set(self, 'chosen', chosen)\n  __set(self, 'memories', memories)\n  __set(self, 'global_batch', global_batch)\n  __set(self, 'tokens', tokens)\n  __set(self, 'mfu', mfu)", _dpcost_engine_cost_TrainingParts),
     'dpcost.engine.dp_schedule.Collective': ("def __init__(self, op, purpose, when):\n  __set(self, 'op', op)\n  __set(self, 'purpose', purpose)\n  __set(self, 'when', when)", _dpcost_engine_dp_schedule_Collective),
     'dpcost.engine.dp_schedule.Stretch': ("def __init__(self, name, compute, repeats, calls=__dflt_calls, overlapped=__dflt_overlapped):\n  __set(self, 'name', name)\n  __set(self, 'compute', compute)\n  __set(self, 'repeats', repeats)\n  __set(self, 'calls', calls)\n  __set(self, 'overlapped', overlapped)", _dpcost_engine_dp_schedule_Stretch),
-    'dpcost.engine.estimate.TrainingParts': ("def __init__(self, chosen, memories, global_batch, tokens, mfu):\n  __set(self, 'chosen', chosen)\n  __set(self, 'memories', memories)\n  __set(self, 'global_batch', global_batch)\n  __set(self, 'tokens', tokens)\n  __set(self, 'mfu', mfu)", _dpcost_engine_estimate_TrainingParts),
     'dpcost.engine.frameworks.Framework': ("def __init__(self, name, title, stages, gather_bytes, bucket_elements, bucket_elements_per_rank, bucket_bytes, first_bucket_bytes, per_unit, gather_calls, stage3_reduce_buckets, overlap_grad_reduce, overlap_param_gather, source, loss_impl=__dflt_loss_impl, kernels=__dflt_kernels, attention_kernel=__dflt_attention_kernel, recompute=__dflt_recompute, bucket_op=__dflt_bucket_op, bucket_rule=__dflt_bucket_rule, one_bucket_unoverlapped=__dflt_one_bucket_unoverlapped, optimizer_impl=__dflt_optimizer_impl):\n  __set(self, 'name', name)\n  __set(self, 'title', title)\n  __set(self, 'stages', stages)\n  __set(self, 'gather_bytes', gather_bytes)\n  __set(self, 'bucket_elements', bucket_elements)\n  __set(self, 'bucket_elements_per_rank', bucket_elements_per_rank)\n  __set(self, 'bucket_bytes', bucket_bytes)\n  __set(self, 'first_bucket_bytes', first_bucket_bytes)\n  __set(self, 'per_unit', per_unit)\n  __set(self, 'gather_calls', gather_calls)\n  __set(self, 'stage3_reduce_buckets', stage3_reduce_buckets)\n  __set(self, 'overlap_grad_reduce', overlap_grad_reduce)\n  __set(self, 'overlap_param_gather', overlap_param_gather)\n  __set(self, 'source', source)\n  __set(self, 'loss_impl', loss_impl)\n  __set(self, 'kernels', kernels)\n  __set(self, 'attention_kernel', attention_kernel)\n  __set(self, 'recompute', recompute)\n  __set(self, 'bucket_op', bucket_op)\n  __set(self, 'bucket_rule', bucket_rule)\n  __set(self, 'one_bucket_unoverlapped', one_bucket_unoverlapped)\n  __set(self, 'optimizer_impl', optimizer_impl)", _dpcost_engine_frameworks_Framework),
     'dpcost.engine.layout.Layout': ("def __init__(self, tp=__dflt_tp, cp=__dflt_cp, pp=__dflt_pp, dp=__dflt_dp, ep=__dflt_ep, etp=__dflt_etp, order=__dflt_order):\n  __set(self, 'tp', tp)\n  __set(self, 'cp', cp)\n  __set(self, 'pp', pp)\n  __set(self, 'dp', dp)\n  __set(self, 'ep', ep)\n  __set(self, 'etp', etp)\n  __set(self, 'order', order)\n  self.__post_init__()", _dpcost_engine_layout_Layout),
     'dpcost.engine.layout_estimate.InstanceGroups': ("def __init__(self, dense, dense_across, experts, experts_across):\n  __set(self, 'dense', dense)\n  __set(self, 'dense_across', dense_across)\n  __set(self, 'experts', experts)\n  __set(self, 'experts_across', experts_across)", _dpcost_engine_layout_estimate_InstanceGroups),

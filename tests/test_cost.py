@@ -3,12 +3,15 @@ of plan a search or a batch caller costs, and the batch APIs return them plan by
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 import dpcost
 from dpcost import Options, load_model, load_topology
-from dpcost.engine.cost import PlanCost
-from dpcost.engine.estimate import cost_many, estimate, estimate_many, plan_cost
+from dpcost.engine.cost import PlanCost, cost_many, plan_cost
+from dpcost.engine.estimate import estimate, estimate_many
 from dpcost.errors import InputError
 
 PLANS: dict[str, tuple[str, str, Options]] = {
@@ -71,6 +74,24 @@ def test_the_batch_apis_cost_plan_by_plan_in_order() -> None:
 
 def test_the_package_exports_the_cost_core() -> None:
     assert dpcost.plan_cost is plan_cost and dpcost.cost_many is cost_many and dpcost.PlanCost is PlanCost
+
+
+def test_the_cost_core_builds_no_report() -> None:
+    """Issue 20: the report is built once, at the end. Costing pure data-parallel training plans in bulk (a fixed
+    plan, the automatic choice, hybrid sharding) never imports the report's classes; asking for one report does."""
+    code = (
+        "import sys\n"
+        "from dpcost import Options, cost_many, load_model, load_topology\n"
+        "from dpcost.engine.cost import costed\n"
+        "m, t = load_model('llama-70b'), load_topology('dgx-h100')\n"
+        "plans = [Options(dp=64, zero=3, recompute='full'), Options(dp=512), Options(dp=64, zero=3, shard_group=8)]\n"
+        "cost_many(m, t, plans)\n"
+        "before = 'dpcost.engine.report' in sys.modules\n"
+        "costed(m, t, plans[0])[1]()\n"
+        "print(before, 'dpcost.engine.report' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert run.stdout.split() == ["False", "True"], run.stderr
 
 
 REFUSED: dict[str, tuple[str, Options]] = {

@@ -2,38 +2,30 @@
 
 This module only combines: the resolved inputs (prepare.py), the choice of stage and recomputation (plan.py),
 collectives (collectives.py), serving (serving.py) and advice (advice.py); a plan with TP, CP, PP or EP goes to
-layout_report.py. Each number's formula lives there. `costed` costs a plan to its parts once: `plan_cost` reads its
-plain numbers from them (cost.py, what a search ranks by), `estimate` builds the report from them.
+layout_report.py. Each number's formula lives there. The cost core (cost.py) costs a plan to its parts once:
+`plan_cost` reads its plain numbers from them, and `estimate` builds the report from them here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, cast
 
 from dpcost.engine import advice, variants
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import CollectiveChoice, bus_factor, collective
-from dpcost.engine.cost import PlanCost
+from dpcost.engine.cost import TrainingParts, costed
 from dpcost.engine.dp_schedule import frequency, primitives
 from dpcost.engine.memory import StageMemory
 from dpcost.engine.params import ParamCount, count_params
-from dpcost.engine.placement import Placement, job_view, place
+from dpcost.engine.placement import Placement, place
 from dpcost.engine.plan import (
-    MicroBatchTime,
     Timed,
-    call_time,
-    candidates,
-    check_forced,
-    choose,
     dp_group_for,
-    least_step,
-    micro_batch_time,
     orthogonalized_flops,
     recompute_policies,
     sharding_groups,
-    timeline,
 )
 from dpcost.engine.prepare import Prepared, StageMemories, check_dp, matmul_share, prepare, stage_table
 from dpcost.engine.report import (
@@ -74,7 +66,6 @@ from dpcost.engine.utilization import (
 )
 from dpcost.engine.verdict import bound, serving_summary, training_summary
 from dpcost.errors import InputError
-from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Options
 from dpcost.specs import ModelSpec, TopologySpec
 
@@ -83,19 +74,18 @@ __all__ = [
     "Options",
     "check_dp",
     "compare_variants",
-    "cost_many",
-    "costed",
     "estimate",
     "estimate_many",
     "group_row",
+    "inference_report",
     "memory_by_stage",
     "model_info",
     "model_info_of",
-    "plan_cost",
     "setup_info",
     "topology_info",
-    "training_parts",
+    "training_report",
     "whole_message_of",
+    "with_variants",
 ]
 
 
@@ -105,39 +95,9 @@ def estimate(model: ModelSpec, topology: TopologySpec, options: Options) -> Esti
     return costed(model, topology, options)[1]()
 
 
-def plan_cost(model: ModelSpec, topology: TopologySpec, options: Options) -> PlanCost:
-    """What `estimate` would report for the plan as plain numbers (cost.py): the same step, memory and fit, from the
-    same parts, without building the report. A variant's plan costs as the plain plan it is listed beside."""
-    return costed(model, topology, options)[0]
-
-
-def costed(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[PlanCost, Callable[[], EstimateReport]]:
-    """The plan's cost, and its report to build from the same parts (a search builds only the reports it keeps)."""
-    par = options.parallel
-    topology = job_view(topology, options.dp * par.tp * par.cp * par.pp)
-    if variants.wants_variant(options):
-        cost, plain = costed(model, topology, variants.plain(options))
-        rows = variants.requested(model, environment(topology, None, None), options)  # refuses what cannot be costed
-        return cost, lambda: plain().model_copy(update={"variants": [variant_row(r) for r in rows]})
-    topology, p = _prepared(model, topology, options)
-    if p.o.plan.mode == "inference":
-        report = _inference(model, topology, p)
-        s = report.summary
-        return PlanCost(None, s.tokens_per_second or 0.0, None, s.memory_bytes, s.fits, 0, "none"), lambda: report
-    check_forced(p, topology)
-    if p.o.megatron_layout:
-        from dpcost.engine.layout_report import layout_parts, layout_training  # a layout's: not a pure-DP start's
-
-        layout = layout_parts(model, topology, p)
-        return layout.cost(), lambda: layout_training(model, topology, p, layout)
-    parts = training_parts(model, topology, p)
-    return parts.cost(), lambda: _training(model, topology, p, parts)
-
-
-def _prepared(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[TopologySpec, Prepared]:
-    """The topology as the run's NCCL environment leaves it (--nvls, --collnet), and the plan's resolved inputs."""
-    topology = environment(topology, options.communication.nvls, options.communication.collnet)
-    return topology, prepare(model, topology, options)
+def with_variants(plain: EstimateReport, rows: list[variants.VariantCost]) -> EstimateReport:
+    """The plain plan's report with each variant's row beside it."""
+    return plain.model_copy(update={"variants": [variant_row(r) for r in rows]})
 
 
 def variant_row(v: variants.VariantCost) -> VariantRow:
@@ -167,19 +127,13 @@ def compare_variants(model: ModelSpec, topology: TopologySpec, options: Options)
     report = estimate(model, topology, base)
     if not base.parallel.trivial or base.plan.mode != "train":
         raise InputError("compare_variants", "variants of data parallelism are compared for pure-DP training plans")
-    rows = variants.compare(model, environment(topology, None, None), options)
-    return report.model_copy(update={"variants": [variant_row(r) for r in rows]})
+    return with_variants(report, variants.compare(model, environment(topology, None, None), options))
 
 
 def estimate_many(model: ModelSpec, topology: TopologySpec, plans: Iterable[Options]) -> list[EstimateReport]:
     """Cost many plans of one model on one topology: each as `estimate` does, sharing what a spec's frozen inputs
     give once (collective prices, parameter counts, placements: engine/memo.py) across them."""
     return [estimate(model, topology, options) for options in plans]
-
-
-def cost_many(model: ModelSpec, topology: TopologySpec, plans: Iterable[Options]) -> list[PlanCost]:
-    """`plan_cost` of many plans of one model on one topology, sharing what `estimate_many` shares."""
-    return [plan_cost(model, topology, options) for options in plans]
 
 
 def memory_by_stage(model: ModelSpec, topology: TopologySpec, options: Options) -> Memory:
@@ -435,52 +389,7 @@ def setup_info(topology: TopologySpec, p: Prepared, **plan: Any) -> Setup:
 # ------------------------------------------------------------------------------------------------ training
 
 
-@frozen
-class TrainingParts:
-    """A pure data-parallel plan, costed: the (ZeRO stage, recomputation) chosen with its step, and its memory by
-    stage and policy (the rows the choice read; `memories.table(policy)` computes the rest)."""
-
-    chosen: Timed
-    memories: StageMemories
-    global_batch: int
-    tokens: int
-    mfu: float
-
-    def cost(self) -> PlanCost:
-        """The plan's plain numbers: as the report's summary reads them (verdict.training_summary)."""
-        row = self.memories.row(self.chosen.stage, self.chosen.recompute)
-        step = self.chosen.steps.step
-        return PlanCost(step, self.tokens / step, self.mfu, int(row.total), row.fits, self.chosen.stage,
-                        self.chosen.recompute)  # fmt: skip
-
-
-def training_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> TrainingParts:
-    """The fastest (stage, recomputation) that fits (plan.choose), timed, with the memory it was chosen by."""
-    o, a = p.o, model.architecture
-    memories = StageMemories(model, topology, p)
-    call = call_time(topology, o)
-    stages, recomputes = candidates(p, topology, a is not None)
-    micro: dict[str, MicroBatchTime] = {}  # each policy's micro-batch, shared by every stage
-
-    def micro_batch(recompute: str) -> MicroBatchTime:
-        if recompute not in micro:
-            micro[recompute] = micro_batch_time(model, topology, p, recompute)
-        return micro[recompute]
-
-    chosen = choose(
-        stages,
-        recomputes,
-        memories.fits,
-        lambda st, rc: timeline(model, topology, p, st, rc, call, micro_batch(rc)),
-        lambda st, rc: least_step(topology, p, micro_batch(rc)),
-    )
-    global_batch = p.micro_batch * p.accumulation * o.dp
-    model_flops = model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, p.accumulation)
-    mfu = model_flops_utilization(model_flops, chosen.steps.step, topology.gpu.peak(o.compute.compute_dtype))
-    return TrainingParts(chosen, memories, global_batch, global_batch * p.seq_len, mfu)
-
-
-def _training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: TrainingParts) -> EstimateReport:
+def training_report(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: TrainingParts) -> EstimateReport:
     o, a = p.o, model.architecture
     memories, chosen, global_batch, tokens = parts.memories, parts.chosen, parts.global_batch, parts.tokens
     stage, recompute = chosen.stage, chosen.recompute
@@ -547,7 +456,7 @@ def _training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts: Trai
 # ------------------------------------------------------------------------------------------------ serving
 
 
-def _inference(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
+def inference_report(model: ModelSpec, topology: TopologySpec, p: Prepared) -> EstimateReport:
     o = p.o
     if model.architecture is not None and model.architecture.bidirectional:
         raise InputError(

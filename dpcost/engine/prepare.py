@@ -7,9 +7,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import cache
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
-from dpcost.engine import advice
 from dpcost.engine.activations import Kernels, routed_copies
 from dpcost.engine.checkpointing import DEFAULT_MODULES, DROPPED_MODULES, Activations, activation_memory, takes_policy
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
@@ -50,13 +49,15 @@ from dpcost.engine.params import (
 )
 from dpcost.engine.placement import check_ranks
 from dpcost.engine.rates import matmul_efficiency, rates_for, slowest_gpu_loss
-from dpcost.engine.report import Advice
 from dpcost.engine.step import Unit, unit_runs
 from dpcost.engine.workspaces import training_workspace_bytes
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 from dpcost.options import DEFAULT_MFU, Compute, Options, RecomputeModule
 from dpcost.specs import GPUArch, GPUSpec, ModelArchitecture, ModelSpec, TopologySpec
+
+if TYPE_CHECKING:
+    from dpcost.engine.report import Advice
 
 __all__ = [
     "DTYPE_BYTES",
@@ -416,6 +417,8 @@ def batching(o: Options) -> tuple[int, int, list[Advice]]:
     if b.global_batch % o.dp == 0:
         per_rank = b.global_batch // o.dp
         micro = max(d for d in range(1, min(per_rank, b.micro_batch) + 1) if per_rank % d == 0)
+        from dpcost.engine import advice  # the report's notes: imported only where one is due, off the cost core's path
+
         return (
             per_rank // micro,
             micro,
@@ -595,8 +598,12 @@ def bf16_layer_notes(model: ModelSpec, o: Options) -> list[Advice]:
                 raise InputError(name, f"{n} is more than a pipeline stage's {most} layers, as Megatron refuses")
     flags = [flag for flag, n in (("--bf16-layers-at-start", start), ("--bf16-layers-at-end", end)) if n]
     if o.compute.compute_dtype == "bf16":
+        from dpcost.engine import advice
+
         return [advice.ignored_flags(flags, "keep layers in BF16 under --compute-dtype fp8 or nvfp4: all are already")]
     if o.compute.chosen_model == "flops":
+        from dpcost.engine import advice
+
         return [advice.bf16_layers_unpriced(flags)]
     return []
 
@@ -682,6 +689,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         )
     notes += bf16_layer_notes(model, o)
     if plan.recompute not in (None, "selective") and set(plan.recompute_modules) != DEFAULT_MODULES:
+        from dpcost.engine import advice
+
         why = f"apply to --recompute selective, not {plan.recompute}"
         notes.append(advice.ignored_flags(["--recompute-modules"], why))
     if fw is not None and fw.per_unit:  # FSDP reduces per wrapped unit: it has no buckets
@@ -691,6 +700,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
             if v is not None
         ]
         if flags:
+            from dpcost.engine import advice
+
             notes.append(advice.ignored_flags(flags, f"do not apply: {fw.title} reduce-scatters per wrapped unit"))
         bucket, first = 0.0, 0.0
     elif counts.total * grad_bytes / bucket > MAX_BUCKETS:

@@ -40,8 +40,7 @@ from dpcost.engine.activations import ACT_BYTES
 from dpcost.engine.availability import environment
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token
-from dpcost.engine.cost import PlanCost
-from dpcost.engine.estimate import costed
+from dpcost.engine.cost import PlanCost, costed
 from dpcost.engine.layout import DEFAULT_ORDER, Layout
 from dpcost.engine.layout_estimate import call_seconds, placements
 from dpcost.engine.layout_report import (
