@@ -73,6 +73,7 @@ __all__ = [
     "EstimateReport",
     "Options",
     "check_dp",
+    "collective_use",
     "compare_variants",
     "estimate",
     "estimate_many",
@@ -243,6 +244,32 @@ def whole_message_of(c: CollectiveChoice) -> WholeMessage:
     )
 
 
+def collective_use(
+    op: str,
+    purpose: str,
+    ranks: int,
+    message: float,
+    t: Traffic,
+    seconds: float,
+    algorithms: tuple[tuple[str, int], ...],
+    whole: WholeMessage,
+) -> CollectiveUse:
+    """One kind of collective's row: `t`'s calls of `message` bytes over `ranks` ranks, the `seconds` they took
+    and the algorithms they ran (most calls first), with the whole message priced on the group (`whole`)."""
+    return CollectiveUse(
+        op=op,
+        purpose=purpose,
+        bytes=int(message),
+        bytes_sent_per_rank=int(bus_factor(op, ranks) * message),
+        occurrences=t.occurrences,
+        calls=t.calls,
+        algorithm=algorithms[0][0].split("/")[0] if algorithms else "none",
+        calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in algorithms],
+        seconds=seconds,
+        whole_message=whole,
+    )
+
+
 def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Communication:
     """The step's collectives, each with its whole message priced on its group (plan.sharding_groups: under hybrid
     sharding the gathers and reduce-scatters stay in the shard group, and each reduced shard is all-reduced across
@@ -265,20 +292,7 @@ def _communication(topology: TopologySpec, p: Prepared, chosen: Timed) -> Commun
         for tier in choice.best.tiers:
             if not tier.nested:
                 per_tier[tier.tier] = per_tier.get(tier.tier, 0.0) + tier.bytes_per_gpu * t.occurrences
-        rows.append(
-            CollectiveUse(
-                op=op,
-                purpose=purpose,
-                bytes=int(message),
-                bytes_sent_per_rank=int(bus_factor(op, group.ranks) * message),
-                occurrences=t.occurrences,
-                calls=t.calls,
-                algorithm=algorithms[0][0].split("/")[0] if algorithms else "none",
-                calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in algorithms],
-                seconds=seconds,
-                whole_message=whole,
-            )
-        )
+        rows.append(collective_use(op, purpose, group.ranks, message, t, seconds, algorithms, whole))
 
     for t in chosen.steps.traffic:
         group = dp_group_for(t.op, everyone, shard)

@@ -10,10 +10,17 @@ from collections.abc import Callable
 
 from dpcost.engine import advice
 from dpcost.engine.availability import environment
-from dpcost.engine.collectives import bus_factor, collective
+from dpcost.engine.collectives import collective
 from dpcost.engine.cost import PlanCost
 from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
-from dpcost.engine.estimate import group_row, model_info_of, setup_info, topology_info, whole_message_of
+from dpcost.engine.estimate import (
+    collective_use,
+    group_row,
+    model_info_of,
+    setup_info,
+    topology_info,
+    whole_message_of,
+)
 from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step, megatron_bucket_bytes
@@ -40,7 +47,6 @@ from dpcost.engine.prepare import (
 from dpcost.engine.report import (
     Advice,
     BreakdownTerm,
-    CallsByAlgorithm,
     CollectiveUse,
     Communication,
     EstimateReport,
@@ -790,18 +796,8 @@ def _layout_communication(
 
     def row(op: str, purpose: str, group: Placement, message: float, t: Traffic, seconds: float,
             algorithms: tuple[tuple[str, int], ...]) -> CollectiveUse:  # fmt: skip
-        return CollectiveUse(
-            op=op,
-            purpose=purpose,
-            bytes=int(message),
-            bytes_sent_per_rank=int(bus_factor(op, group.ranks) * message),
-            occurrences=t.occurrences,
-            calls=t.calls,
-            algorithm=algorithms[0][0].split("/")[0] if algorithms else "none",
-            calls_by_algorithm=[CallsByAlgorithm(algorithm=name, calls=n) for name, n in algorithms],
-            seconds=seconds,
-            whole_message=whole_message_of(collective(topology, op, group, message)),
-        )
+        whole = whole_message_of(collective(topology, op, group, message))
+        return collective_use(op, purpose, group.ranks, message, t, seconds, algorithms, whole)
 
     instances = r.instances
     rows: list[CollectiveUse] = []
