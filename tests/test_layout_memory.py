@@ -46,6 +46,7 @@ from dpcost.engine.layout_memory import (
     stored_scores_bytes,
     weight_and_optimizer_bytes,
 )
+from dpcost.engine.layout_step import PipelineSplit
 from dpcost.specs import ModelArchitecture, ModelSpec
 
 GB = 1e9
@@ -525,7 +526,7 @@ def test_experts_shard_over_ep_and_expert_dp() -> None:
     shape = _shape("deepseek-v3", 1, mtp=True)
     assert shape.moe_layer.expert_sharded == 256 * expert
     # stage 0 holds the three dense layers, stage 1 four MoE layers: 4 x (256/64) experts
-    layers = stage_layers(61, 16, 1, 3, 2)
+    layers = stage_layers(PipelineSplit(61, 16, 1, 3, 2))
     assert [len(x) for x in layers] == [3] + [4] * 14 + [2]
     assert parameters_on_stage(shape, layout, 0, layers[0]).expert_sharded == 0
     assert parameters_on_stage(shape, layout, 1, layers[1]).expert_sharded == 4 * (256 // 64) * expert
@@ -537,7 +538,7 @@ def test_experts_shard_over_ep_and_expert_dp() -> None:
     # Mixtral at TP2 EP8: ETP defaults to TP, so each rank holds one expert split in two
     mixtral = MemoryLayout(tp=2, pp=4, ep=8, dp=8)
     m_shape = _shape("mixtral-8x7b", 2)
-    stage = parameters_on_stage(m_shape, mixtral, 1, stage_layers(32, 4)[1])
+    stage = parameters_on_stage(m_shape, mixtral, 1, stage_layers(PipelineSplit(32, 4))[1])
     assert stage.expert_sharded == 8 * 8 * (3 * 4096 * 14336) / (8 * 2)
     assert expert_data_parallel_size(mixtral) == 64 // (2 * 8 * 4) == 1  # each expert shard held once: 18 bytes
     assert expert_data_parallel_size(MemoryLayout(tp=2, pp=4, ep=8, dp=8, etp=1)) == 64 // (1 * 8 * 4) == 2
@@ -679,16 +680,16 @@ def test_context_parallel_splits_the_sequence() -> None:
 def test_stage_layers() -> None:
     """get_num_layers_to_build: an even split, an uneven first and last stage, interleaved chunks holding virtual
     stages r, r + p, ... (transformer_block.py: 8 layers, 2 stages, 2 chunks: [0, 1] [4, 5] | [2, 3] [6, 7])."""
-    assert stage_layers(8, 2, 2) == ((0, 1, 4, 5), (2, 3, 6, 7))
-    assert stage_layers(8, 2, 4) == ((0, 2, 4, 6), (1, 3, 5, 7))
-    assert [len(x) for x in stage_layers(126, 16, 1, 7, 7)] == [7] + [8] * 14 + [7]
-    assert stage_layers(96, 8)[1] == tuple(range(12, 24))
+    assert stage_layers(PipelineSplit(8, 2, 2)) == ((0, 1, 4, 5), (2, 3, 6, 7))
+    assert stage_layers(PipelineSplit(8, 2, 4)) == ((0, 2, 4, 6), (1, 3, 5, 7))
+    assert [len(x) for x in stage_layers(PipelineSplit(126, 16, 1, 7, 7))] == [7] + [8] * 14 + [7]
+    assert stage_layers(PipelineSplit(96, 8))[1] == tuple(range(12, 24))
     with pytest.raises(ValueError, match="do not split"):
-        stage_layers(126, 16)
+        stage_layers(PipelineSplit(126, 16))
     with pytest.raises(ValueError, match="do not split"):
-        stage_layers(126, 16, 1, 8, 8)
+        stage_layers(PipelineSplit(126, 16, 1, 8, 8))
     with pytest.raises(ValueError, match="PP > 1"):
-        stage_layers(8, 1, 1, 4, 4)
+        stage_layers(PipelineSplit(8, 1, 1, 4, 4))
 
 
 def test_an_interleaved_pipeline_with_uneven_virtual_stages_is_megatrons_layout() -> None:
@@ -696,7 +697,7 @@ def test_an_interleaved_pipeline_with_uneven_virtual_stages_is_megatrons_layout(
     (pipeline_parallel_layer_layout.py: layout[vpp_rank * pp + pp_rank]). Llama 3 405B at PP 16 with 2 chunks per
     rank: 126 layers as 32 virtual stages of 3 + 30 x 4 + 3, so rank 0 builds layers 0-2 and 63-66, rank 15
     layers 59-62 and 123-125, and each middle rank 8."""
-    ranks = stage_layers(126, 16, 2)
+    ranks = stage_layers(PipelineSplit(126, 16, 2))
     assert ranks[0] == (0, 1, 2, 63, 64, 65, 66)
     assert ranks[15] == (59, 60, 61, 62, 123, 124, 125)
     assert ranks[1] == (3, 4, 5, 6, 67, 68, 69, 70)
@@ -977,11 +978,11 @@ def test_the_block_method_checkpoints_the_first_layers_of_each_chunk() -> None:
     2sbh/t under SP), the others all they save, and holds one re-run layer."""
     from dpcost.engine.layout_step import checkpointed_rank_layers, virtual_stage_layers
 
-    per_virtual_stage = virtual_stage_layers(126, 16, 2)
+    per_virtual_stage = virtual_stage_layers(PipelineSplit(126, 16, 2))
     assert per_virtual_stage[:2] == (3, 4) and per_virtual_stage[-1] == 3
-    ranks = checkpointed_rank_layers(126, 16, 2, block=2)
+    ranks = checkpointed_rank_layers(PipelineSplit(126, 16, 2), block=2)
     assert ranks[0] == (0, 1, 63, 64) and ranks[15] == (59, 60, 123, 124)
-    assert checkpointed_rank_layers(126, 16, 2)[0] == (0, 1, 2, 63, 64, 65, 66)
+    assert checkpointed_rank_layers(PipelineSplit(126, 16, 2))[0] == (0, 1, 2, 63, 64, 65, 66)
     llama = model_shape(load_model("llama-8b").architecture, 2)
     first = tuple(range(16))
     none, full, block = (

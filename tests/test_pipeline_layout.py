@@ -13,7 +13,7 @@ from dpcost.cli import app
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import layout_step
 from dpcost.engine.layout_memory import stage_layers
-from dpcost.engine.layout_step import rank_layers, virtual_stage_layers
+from dpcost.engine.layout_step import PipelineSplit, rank_layers, virtual_stage_layers
 from dpcost.engine.pipeline_layout import accounted_layout, layout_refusal, parse_pipeline_layout
 
 runner = CliRunner()
@@ -43,7 +43,7 @@ def test_rank_r_builds_virtual_stages_r_r_plus_pp() -> None:
     indices = layout.rank_layer_indices(4)
     assert indices[0] == (0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51)  # get_layer_id_list
     assert indices[3][-1] == 60 and sorted(i for rank in indices for i in rank) == list(range(61))
-    assert stage_layers(61, 4, 4, pipeline_layout=DSV3) == indices
+    assert stage_layers(PipelineSplit(61, 4, 4, pipeline_layout=DSV3)) == indices
 
 
 @pytest.mark.parametrize(
@@ -109,12 +109,15 @@ def test_given_end_stages_split_into_each_ranks_chunks() -> None:
     rank's layers, the given end stages' or the middle's even share, split evenly over its V chunks, chunk k of all
     ranks numbered before chunk k + 1. 126 layers on PP 16 x V 2 with 6 first and 8 last: rank 0 builds layers 0-2
     and, after the first chunks' 3 + 14 x 4 + 4, 63-65; a rank's layers that do not split over V are refused."""
-    ranks = rank_layers(126, 16, 2, 6, 8)
+    ranks = rank_layers(PipelineSplit(126, 16, 2, 6, 8))
     assert [len(built) for built in ranks] == [6] + [8] * 14 + [8]
-    assert virtual_stage_layers(126, 16, 2, 6, 8)[0::16] == (3, 3)  # rank 0's two chunks, as memory counts them
+    assert virtual_stage_layers(PipelineSplit(126, 16, 2, 6, 8))[0::16] == (
+        3,
+        3,
+    )  # rank 0's two chunks, as memory counts them
     assert ranks[0] == (0, 1, 2, 63, 64, 65)
     with pytest.raises(ValueError, match="do not split into 2 chunks"):
-        rank_layers(61, 16, 2, None, 1)
+        rank_layers(PipelineSplit(61, 16, 2, None, 1))
 
 
 def test_the_accounted_split_is_get_num_layers_to_build() -> None:

@@ -37,6 +37,7 @@ from dpcost.engine.layout import (
 from dpcost.engine.layout_memory import model_shape, muon_groups
 from dpcost.engine.layout_step import (
     LayoutCall,
+    PipelineSplit,
     StageLayers,
     bubble_seconds,
     checkpointed_rank_layers,
@@ -231,7 +232,7 @@ def stage_loads(
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
-    stage_layers = rank_layers(a.layers, layout.pp) if stage_layers is None else stage_layers
+    stage_layers = rank_layers(PipelineSplit(a.layers, layout.pp)) if stage_layers is None else stage_layers
     key = (layout.tp, layout.cp, layout.pp, layout.ep, layout.expert_tp, seq_len, stage_layers, mtp_layers)
     known = _stage_loads_of(model)
     if key not in known:
@@ -542,16 +543,13 @@ def layout_step(
         if first_stage_layers is not None or last_stage_layers is not None:
             raise ValueError("a pipeline layout gives every stage's layers: not beside the first or last stage's")
         checked_layout(pipeline_layout, layout.pp, virtual_stages, a.layers, mtp_layers, "mamba" in a.mixers)
-    stage_layers = rank_layers(
-        a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout
-    )
+    split = PipelineSplit(a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout)
+    stage_layers = rank_layers(split)
     stages = stage_loads(model, layout, seq_len, stage_layers, mtp_layers)
     block = recompute_block if recompute == "full" else None
     checkpointed: StageLayers = stage_layers  # every layer, unless --recompute-block picks the first of each chunk
     if block is not None:
-        checkpointed = checkpointed_rank_layers(
-            a.layers, layout.pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout, block
-        )
+        checkpointed = checkpointed_rank_layers(split, block)
     held = max(stages, key=lambda st: st.dense_params)  # the most dense parameters: DP's largest reduction
     experts_held = max(stages, key=lambda st: st.expert_params)  # the most experts: expert-DP's
     layers_total = sum(st.layer_flops for st in stages)

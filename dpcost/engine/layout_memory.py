@@ -139,7 +139,7 @@ from collections.abc import Iterable, Sequence
 from dpcost.engine.activations import ACT_BYTES, mla_latent_tensors
 from dpcost.engine.frameworks import MEGATRON_FSDP_PREFETCH_FLOOR
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_step import checkpointed_rank_layers, rank_layers, virtual_stage_layers
+from dpcost.engine.layout_step import PipelineSplit, checkpointed_rank_layers, rank_layers, virtual_stage_layers
 from dpcost.engine.loss import logit_peak_bytes
 from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, saved_input_bytes
 from dpcost.engine.memory import ADAM_MOMENT_BYTES
@@ -320,6 +320,11 @@ class MemoryLayout(Layout):
             raise ValueError(f"quantized_weights must be fp8 or nvfp4, got {self.quantized_weights!r}")
         if self.quantized_weights is not None and self.quantized_weight_bytes <= 0:
             raise ValueError("quantized_weights needs the bytes a quantized weight is held in (quantized_weight_bytes)")
+
+    def pipeline_split(self, layers: int) -> PipelineSplit:
+        """How `layers` decoder layers split over this layout's pipeline (layout_step.PipelineSplit)."""
+        return PipelineSplit(layers, self.pp, self.virtual_stages, self.first_stage_layers, self.last_stage_layers,
+                             self.pipeline_layout)  # fmt: skip
 
     @property
     def distributed_optimizer(self) -> bool:
@@ -637,23 +642,17 @@ def parameters_on_other_shards(shape: ModelShape, layout: MemoryLayout) -> float
     return transformer_block_parameters(shape).scaled(1 / layout.pp).per_gpu(layout).total
 
 
-def stage_layers(
-    layers: int,
-    pp: int,
-    virtual_stages: int = 1,
-    first_stage_layers: int | None = None,
-    last_stage_layers: int | None = None,
-    pipeline_layout: str | None = None,
-) -> tuple[tuple[int, ...], ...]:
+def stage_layers(split: PipelineSplit) -> tuple[tuple[int, ...], ...]:
     """The layer indices each pipeline rank builds [B] (layout_step.rank_layers: get_layer_id_list), where
     Megatron's formula takes PP to divide the layers unless the end stages' are given."""
-    even = virtual_stages == 1 and first_stage_layers is None and last_stage_layers is None
-    if even and pipeline_layout is None and layers % pp:
+    layers, pp = split.layers, split.pp
+    even = split.virtual_stages == 1 and split.first_stage_layers is None and split.last_stage_layers is None
+    if even and split.pipeline_layout is None and layers % pp:
         raise ValueError(
             f"{layers} layers do not split over {pp} pipeline stages; give the first and last stages' layers "
             "(Megatron's --decoder-first/last-pipeline-num-layers)"
         )
-    return rank_layers(layers, pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout)
+    return rank_layers(split)
 
 
 def parameters_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> ParamGroups:
@@ -1367,10 +1366,7 @@ def stage_activation_bytes(
 def _checkpointed_layers(shape: ModelShape, layout: MemoryLayout, stage: int) -> tuple[int, ...]:
     """The decoder layers of `stage` that full recomputation checkpoints: all, or under --recompute-block N the first
     N of each of its model chunks [K2] (layout_step.checkpointed_rank_layers)."""
-    return checkpointed_rank_layers(
-        shape.layers, layout.pp, layout.virtual_stages, layout.first_stage_layers, layout.last_stage_layers,
-        layout.pipeline_layout, layout.recompute_block,
-    )[stage]  # fmt: skip
+    return checkpointed_rank_layers(layout.pipeline_split(shape.layers), layout.recompute_block)[stage]
 
 
 def _block_recompute_bytes(
@@ -1442,22 +1438,11 @@ def _chunk_layers(shape: ModelShape, layout: MemoryLayout, stage: int) -> tuple[
     ...: layout_step.virtual_stage_layers); none without interleaving."""
     if layout.virtual_stages == 1:
         return ()
-    per_stage = virtual_stage_layers(
-        shape.layers, layout.pp, layout.virtual_stages, layout.first_stage_layers, layout.last_stage_layers,
-        layout.pipeline_layout,
-    )  # fmt: skip
-    return per_stage[stage :: layout.pp]
+    return virtual_stage_layers(layout.pipeline_split(shape.layers))[stage :: layout.pp]
 
 
 def _stage_layer_indices(shape: ModelShape, layout: MemoryLayout) -> tuple[tuple[int, ...], ...]:
-    return stage_layers(
-        shape.layers,
-        layout.pp,
-        layout.virtual_stages,
-        layout.first_stage_layers,
-        layout.last_stage_layers,
-        layout.pipeline_layout,
-    )
+    return stage_layers(layout.pipeline_split(shape.layers))
 
 
 # ----------------------------------------------------------------------------------------------- totals

@@ -25,7 +25,7 @@ from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step, megatron_bucket_bytes
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, StageMemory, layout_memory_for
-from dpcost.engine.layout_step import pp_overlapped, rank_layer_counts
+from dpcost.engine.layout_step import PipelineSplit, pp_overlapped, rank_layer_counts
 from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, held_weight_bytes
 from dpcost.engine.memory import context_bytes
 from dpcost.engine.params import mtp_layer
@@ -125,8 +125,9 @@ def _stage_layer_counts(model: ModelSpec, o: Options) -> list[int]:
     given = par.first_stage_layers is not None or par.last_stage_layers is not None
     flag = ("first_stage_layers" if par.first_stage_layers is not None else "last_stage_layers") if given else "pp"
     try:
-        return rank_layer_counts(model.architecture.layers, par.pp, par.virtual_stages, par.first_stage_layers,
-                                 par.last_stage_layers)  # fmt: skip
+        split = PipelineSplit(model.architecture.layers, par.pp, par.virtual_stages, par.first_stage_layers,
+                              par.last_stage_layers)  # fmt: skip
+        return rank_layer_counts(split)
     except ValueError as exc:
         raise InputError(flag, f"{model.name}'s {model.architecture.layers} layers: {exc}") from None
 

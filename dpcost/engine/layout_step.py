@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LayoutCall",
+    "PipelineSplit",
     "StageKinds",
     "bubble_seconds",
     "checkpointed_rank_layers",
@@ -131,80 +132,63 @@ def virtual_stage_layer_counts(layers: int, pp: int, virtual_stages: int) -> lis
 StageLayers = tuple[tuple[int, ...], ...]  # per pipeline rank, the indices of the decoder layers it builds
 
 
+@frozen
+class PipelineSplit:
+    """How a model's decoder layers split over the pipeline, as Megatron-Core's flags give it: `layers` over `pp`
+    ranks of `virtual_stages` model chunks each (--num-virtual-stages-per-pipeline-rank), the end stages' layers where
+    given (--decoder-first/last-pipeline-num-layers), or a whole --pipeline-model-parallel-layout."""
+
+    layers: int
+    pp: int
+    virtual_stages: int = 1
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
+    pipeline_layout: str | None = None
+
+
 @functools.lru_cache(maxsize=1024)
-def virtual_stage_layers(
-    layers: int,
-    pp: int,
-    virtual_stages: int = 1,
-    first_stage_layers: int | None = None,
-    last_stage_layers: int | None = None,
-    pipeline_layout: str | None = None,
-) -> tuple[int, ...]:
+def virtual_stage_layers(split: PipelineSplit) -> tuple[int, ...]:
     """Decoder layers per virtual stage, PP x V of them (virtual stage k on rank k mod PP), as Megatron-Core builds
     them (get_num_layers_to_build): the given layout's (pipeline_layout.py); with the first or last stage's given,
     each rank's share split evenly over its V chunks, refused where it does not split; else
     virtual_stage_layer_counts (stage_layer_counts without interleaving)."""
-    if pipeline_layout is not None:
-        return tuple(parse_pipeline_layout(pipeline_layout).decoder_layers())
-    if first_stage_layers is None and last_stage_layers is None:
-        return tuple(virtual_stage_layer_counts(layers, pp, virtual_stages))
-    per_rank = _given_stage_layer_counts(layers, pp, first_stage_layers, last_stage_layers)
-    if any(n % virtual_stages for n in per_rank):
-        raise ValueError(f"the ranks' {per_rank} layers do not split into {virtual_stages} chunks each, as Megatron "
+    pp, chunks = split.pp, split.virtual_stages
+    if split.pipeline_layout is not None:
+        return tuple(parse_pipeline_layout(split.pipeline_layout).decoder_layers())
+    if split.first_stage_layers is None and split.last_stage_layers is None:
+        return tuple(virtual_stage_layer_counts(split.layers, pp, chunks))
+    per_rank = _given_stage_layer_counts(split.layers, pp, split.first_stage_layers, split.last_stage_layers)
+    if any(n % chunks for n in per_rank):
+        raise ValueError(f"the ranks' {per_rank} layers do not split into {chunks} chunks each, as Megatron "
                          "asserts (get_num_layers_to_build)")  # fmt: skip
-    return tuple(per_rank[k % pp] // virtual_stages for k in range(pp * virtual_stages))
+    return tuple(per_rank[k % pp] // chunks for k in range(pp * chunks))
 
 
 @functools.lru_cache(maxsize=1024)
-def checkpointed_rank_layers(
-    layers: int,
-    pp: int,
-    virtual_stages: int = 1,
-    first_stage_layers: int | None = None,
-    last_stage_layers: int | None = None,
-    pipeline_layout: str | None = None,
-    block: int | None = None,
-) -> StageLayers:
-    """Per pipeline rank, the decoder layers full recomputation checkpoints, of those rank_layers builds (the same
-    arguments): under Megatron's --recompute-method block --recompute-num-layers N the first N of each model chunk
+def checkpointed_rank_layers(split: PipelineSplit, block: int | None = None) -> StageLayers:
+    """Per pipeline rank, the decoder layers full recomputation checkpoints, of those rank_layers builds: under
+    Megatron's --recompute-method block --recompute-num-layers N the first N of each model chunk
     (megatron/core/recompute.py at d98e8a64dd: layer l of a chunk's TransformerBlock while l < recompute_num_layers),
     else every one."""
-    chunks: list[list[int]] = [[] for _ in range(pp)]
+    chunks: list[list[int]] = [[] for _ in range(split.pp)]
     start = 0
-    per_virtual_stage = virtual_stage_layers(
-        layers, pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout
-    )
-    for k, count in enumerate(per_virtual_stage):
+    for k, count in enumerate(virtual_stage_layers(split)):
         kept = count if block is None else min(block, count)
-        chunks[k % pp].extend(range(start, start + kept))
+        chunks[k % split.pp].extend(range(start, start + kept))
         start += count
     return tuple(tuple(layers) for layers in chunks)
 
 
 @functools.lru_cache(maxsize=1024)
-def rank_layers(
-    layers: int,
-    pp: int,
-    virtual_stages: int = 1,
-    first_stage_layers: int | None = None,
-    last_stage_layers: int | None = None,
-    pipeline_layout: str | None = None,
-) -> StageLayers:
+def rank_layers(split: PipelineSplit) -> StageLayers:
     """The decoder layers each pipeline rank builds, as Megatron-Core numbers them (get_layer_id_list): those of its
     virtual stages r, r + PP, ... (virtual_stage_layers), in layer order."""
-    per_stage = virtual_stage_layers(layers, pp, virtual_stages, first_stage_layers, last_stage_layers, pipeline_layout)
-    return ranks_of_stages(per_stage, pp)
+    return ranks_of_stages(virtual_stage_layers(split), split.pp)
 
 
-def rank_layer_counts(
-    layers: int,
-    pp: int,
-    virtual_stages: int = 1,
-    first_stage_layers: int | None = None,
-    last_stage_layers: int | None = None,
-) -> list[int]:
+def rank_layer_counts(split: PipelineSplit) -> list[int]:
     """Layers each pipeline rank builds (rank_layers)."""
-    return [len(built) for built in rank_layers(layers, pp, virtual_stages, first_stage_layers, last_stage_layers)]
+    return [len(built) for built in rank_layers(split)]
 
 
 def _given_stage_layer_counts(layers: int, pp: int, first: int | None, last: int | None) -> list[int]:
@@ -253,7 +237,7 @@ def _stage_kinds_of(arch: ModelArchitecture) -> dict[tuple[object, ...], StageKi
 
 
 def _kinds(arch: ModelArchitecture, pp: int, stages: StageKinds | None) -> StageKinds:
-    return stages if stages is not None else stage_kinds(arch, rank_layers(arch.layers, pp))
+    return stages if stages is not None else stage_kinds(arch, rank_layers(PipelineSplit(arch.layers, pp)))
 
 
 def moe_layers_per_stage(arch: ModelArchitecture, pp: int, stages: StageKinds | None = None) -> int:
@@ -362,7 +346,7 @@ def tp_calls(
     not all (--recompute-block)."""
     if layout.tp == 1:
         return []
-    halves = stage_tp_pairs(arch, rank_layers(arch.layers, layout.pp)) if pairs is None else pairs
+    halves = stage_tp_pairs(arch, rank_layers(PipelineSplit(arch.layers, layout.pp))) if pairs is None else pairs
     tensor = micro_batch * (seq_len / layout.cp) * arch.hidden * act_bytes
     again = (halves if recompute_full else 0) if recomputed_pairs is None else recomputed_pairs
     share = 1.0 - attention_share if overlap else 0.0
