@@ -274,6 +274,42 @@ def test_whole_parameters_are_packed_by_cost_and_padded_to_the_fullest_shard(
     assert layer_wise_padding(params, ranks) == padded
 
 
+def test_overlap_grad_reduce_cuts_the_buffer_into_buckets_each_padded_alone() -> None:
+    """_compute_per_buffer_param_layout with a bucket_size: two 1-element parameters, then a 2-element one (the
+    buffer's order) over 2 shards. One bucket packs them evenly (the 2 on one shard, the 1s on the other). With a
+    bucket_size of 1 the 1s make a bucket (1 >= max(1, 0.9 x 2 x 1) once the first is in, and the second fills the
+    other shard's padding: _absorbs), the 2 fits no padding and opens one of its own, padded to 2 x 2: 2 elements."""
+    params = [(1.0, 1.0, 1), (1.0, 1.0, 1), (2.0, 2.0, 1)]
+    assert layer_wise_padding(params, 2) == 0.0
+    assert layer_wise_padding(params, 2, bucket=1.0) == 2.0
+
+
+def test_megatron_buckets_only_the_first_stages_first_chunk() -> None:
+    """training.py get_model: bucket_size goes to the first model chunk of pipeline rank 0 alone (None where
+    pp_rank > 0). Llama 3.1 8B at PP 2 x DP 8 under --overlap-grad-reduce: stage 0's 16 layers (3,489,660,928
+    matrix elements) close a bucket past 0.9 x 8 x its fc1 (117,440,512), so 4 buckets, each padded to its floor of
+    8 x fc1 (the other matrices pack under it): 4 x 8 x 117,440,512 - 3,489,660,928 = 268,435,456 elements, in the
+    fp32 gradient and bf16 parameter buffers (6 bytes). Stage 1's 16 layers, one bucket, pack evenly over 8 shards
+    (each kind of matrix 16 times): there Muon only saves its 4 bytes a matrix parameter over DP. Without overlap
+    stage 0 is one bucket too, and packs as evenly."""
+    a = load_model("llama-8b").architecture
+    layer = managed_parameters(layer_matrices(a, False, "attention", True, "fused"))
+    saving = 4 * 16 * layer / 8
+    flags = ["--model", "llama-8b", "--pp", "2", "--dp", "8", "--global-batch", "64"]
+    for overlap in ("true", "false"):
+        rows = {
+            o: cli_report("estimate", *flags, "--overlap-comm", overlap, "--optimizer", o)["layout"]["stages"]
+            for o in ("adamw", "muon")
+        }
+        moved = [
+            muon["memory_bytes"] - adamw["memory_bytes"]
+            for adamw, muon in zip(rows["adamw"], rows["muon"], strict=True)
+        ]
+        assert moved[1] == pytest.approx(-saving, rel=1e-9)
+        padding = 4 * 8 * 117440512 - 16 * layer if overlap == "true" else 0
+        assert 16 * layer == 3489660928 and moved[0] == pytest.approx(6 * padding - saving, rel=1e-9)
+
+
 def test_at_64_ranks_a_stage_of_llama_70b_pads_to_64_of_its_largest_matrix() -> None:
     """TP 8 x PP 4 x DP 64: a middle stage's 20 layers hold 1.86B matrix elements on a GPU, fewer than 64 x its fc1
     (57,344 x 8,192 / 8): its fp32 gradient and bf16 parameter buffers are padded to that, 6 bytes an element."""

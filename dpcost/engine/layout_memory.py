@@ -145,10 +145,10 @@ from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, saved_input_b
 from dpcost.engine.memory import ADAM_MOMENT_BYTES
 from dpcost.engine.muon import (
     Matrix,
+    buffer_order,
     layer_matrices,
     layer_wise_padding,
     mtp_matrices,
-    packing_cost,
     position_matrices,
     working_set_bytes,
 )
@@ -297,6 +297,9 @@ class MemoryLayout(Layout):
     # --optimizer muon: one momentum where Adam keeps two, on the weight matrices Muon orthogonalizes (muon.py;
     # state_bytes)
     muon: bool = False
+    # Megatron's bucket_size in elements (--overlap-grad-reduce: training.py resolve_ddp_bucket_size), by which its
+    # layer-wise layout cuts the first stage's first model chunk (muon_padding_bytes); None: one bucket
+    muon_bucket: float | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -594,8 +597,8 @@ def muon_chunks(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tup
     for n in counts:
         chunks.append([m for i in ordered[start : start + n] for m in shape.muon_layers[i]])
         start += n
-    if stage == 0:
-        chunks[0] += shape.muon_positions
+    if stage == 0:  # the position table sits in the embedding, before the first layer
+        chunks[0] = [*shape.muon_positions, *chunks[0]]
     if stage == layout.pp - 1:
         chunks[-1] += [m for _ in range(shape.mtp_layers) for m in shape.muon_mtp]
     return chunks
@@ -611,22 +614,18 @@ def muon_on_stage(shape: ModelShape, layout: MemoryLayout, stage: int, layers: t
 def muon_padding_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> float:
     """Under Muon's layer-wise distributed optimizer (ZeRO 1), what its layout's padding adds to a stage's gradient
     and bf16 parameter buffers (muon.layer_wise_padding): each model chunk's dense matrices over DP x CP, its
-    experts' over expert-DP, as this GPU holds them."""
+    experts' over expert-DP, as this GPU holds them; the first stage's first chunk in buckets of
+    MemoryLayout.muon_bucket (training.py gives the other chunks, and the other stages, one bucket)."""
     if layout.zero != 1 or not layout.muon:
         return 0.0
     padded = 0.0
-    for chunk in muon_chunks(shape, layout, stage, layers):
-        dense = [_packed(m, layout.tp, m.count) for m in chunk if not m.expert]
-        experts = [_packed(m, layout.expert_tp, round(m.count / layout.ep)) for m in chunk if m.expert]
-        padded += layer_wise_padding(dense, layout.dp * layout.cp)
-        padded += layer_wise_padding(experts, expert_data_parallel_size(layout))
+    for k, chunk in enumerate(muon_chunks(shape, layout, stage, layers)):
+        bucket = layout.muon_bucket if stage == 0 and k == 0 else None
+        dense = buffer_order((m for m in chunk if not m.expert), layout.tp)
+        experts = buffer_order((m for m in chunk if m.expert), layout.expert_tp, layout.ep)
+        padded += layer_wise_padding(dense, layout.dp * layout.cp, bucket)
+        padded += layer_wise_padding(experts, expert_data_parallel_size(layout), bucket)
     return (layout.grad_bytes + 2) * padded
-
-
-def _packed(m: Matrix, tp: int, count: int) -> tuple[float, float, int]:
-    """A parameter as muon.layer_wise_padding packs it: its cost, its elements on the GPU, how many."""
-    rows, cols = m.on_gpu(tp)
-    return packing_cost(rows, cols), rows * cols, count
 
 
 def muon_step_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, layers: tuple[int, ...]) -> float:

@@ -413,6 +413,7 @@ def _layout_memory(
         ep_dispatcher=par.ep_dispatcher,
         te_output_layer=p.o.compute.fp8_output_proj,
         muon=p.o.precision.optimizer == "muon",
+        muon_bucket=_muon_bucket(p.o, layout, stage),
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)
@@ -704,6 +705,17 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         warnings=notes,
         summary=training_summary(setup, memory, time, notes),
     )
+
+
+def _muon_bucket(o: Options, layout: Layout, stage: int) -> float | None:
+    """The elements per bucket by which Muon's layer-wise layout cuts the first stage's first model chunk
+    (layout_memory.MemoryLayout.muon_bucket): Megatron's DP bucket under --overlap-grad-reduce, over the DP x CP
+    group the layout is sized by (training.py resolve_ddp_bucket_size), else none."""
+    if o.precision.optimizer != "muon" or stage != 1 or o.communication.overlap_comm is False:
+        return None
+    grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, stage)]
+    ranks = layout.dp * layout.cp
+    return megatron_bucket_bytes(0.0, ranks, grad_bytes, o.communication.bucket_bytes, True) / grad_bytes
 
 
 def _bucket_ran(o: Options, stage: int, layout: Layout, r: LayoutStep) -> float:

@@ -28,7 +28,9 @@ What the optimizer step costs beyond Adam's, from the sources (docs/sources/muon
 - The buffers that layout pads (layer_wise_padding): each bucket's DP shards hold whole parameters, placed costliest
   first (max x min^2 of the shape on the GPU) on the shard with the least cost so far among those under 1.3 x the
   average size, else on the emptiest, and every shard is padded to the fullest (_emit_bucket), so a bucket is at
-  least DP x its largest parameter ("Padding floor"); the gradient and parameter buffers hold the padding.
+  least DP x its largest parameter ("Padding floor"); the gradient and parameter buffers hold the padding. Under
+  --overlap-grad-reduce the first pipeline stage's first model chunk is cut into buckets of Megatron's bucket_size,
+  each padded alone (training.py gives every other chunk, and every other stage, one bucket).
 - Tensor parallelism (Megatron's default tp_mode "duplicated", muon_utils.py newton_schulz_tp): a TP-split matrix's
   momentum is all-gathered over TP and every TP rank runs the whole matrix's iteration.
 - Its memory at the step (working_set_bytes): while the largest matrix is orthogonalized, its fp32 normalized copy
@@ -38,16 +40,15 @@ What the optimizer step costs beyond Adam's, from the sources (docs/sources/muon
   shards and their concatenation live through the iteration, 14.
 
 Not priced: the per-bucket element cap and per-chunk restart of Megatron's assignment in the Newton-Schulz time (an
-even spread is taken there), the buckets --overlap-grad-reduce cuts a chunk into (each padded alone), Muon's own
-weight decay (elementwise), --muon-tp-mode blockwise or distributed, and DeepSpeed's Gram Newton-Schulz variant
-(priced as this iteration).
+even spread is taken there), Muon's own weight decay (elementwise), --muon-tp-mode blockwise or distributed, and
+DeepSpeed's Gram Newton-Schulz variant (priced as this iteration).
 """
 
 from __future__ import annotations
 
 import functools
 import heapq
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from dpcost.engine.activations import Kernels
 from dpcost.engine.memo import per_object_and_key
@@ -58,12 +59,15 @@ from dpcost.specs import GPUSpec, ModelArchitecture
 
 __all__ = [
     "NS_STEPS",
+    "PADDING_FLOOR",
     "Matrix",
+    "buffer_order",
     "layer_matrices",
     "layer_wise_padding",
     "lpt_makespan",
     "managed_parameters",
     "model_matrices",
+    "model_order",
     "mtp_matrices",
     "newton_schulz_flops",
     "newton_schulz_seconds",
@@ -84,6 +88,8 @@ GATHERED_WORKING_SET_BYTES = 4 + 4 + 4 + 2
 PACKING_SLACK = 0.3
 # parameters x ranks beyond which layer_wise_padding takes the floor alone: so many parameters pack evenly
 PACKED_AT_MOST = 1_000_000
+# _compute_per_buffer_param_layout's PADDING_FLOOR: a bucket holds at least 0.9 x ranks x its largest parameter
+PADDING_FLOOR = 0.9
 
 
 @frozen
@@ -169,6 +175,13 @@ def model_matrices(a: ModelArchitecture, kernels: Kernels, mtp_layers: int = 0) 
     return _model_matrices(a, (tuple(range(a.layers)), kernels, mtp_layers, True))
 
 
+def model_order(a: ModelArchitecture, kernels: Kernels) -> tuple[Matrix, ...]:
+    """The matrices of model_matrices (without MTP) one by one in forward order, as a model chunk holds them: a
+    learned position table (in the embedding), then each decoder layer's."""
+    layers = (layer_matrices(a, a.moe_layer(i), a.mixer(i), a.has_mlp(i), kernels) for i in range(a.layers))
+    return (*position_matrices(a), *(m for layer in layers for m in layer))
+
+
 def stage_matrices(
     a: ModelArchitecture, layers: tuple[int, ...], kernels: Kernels, mtp_layers: int = 0, first: bool = False
 ) -> tuple[Matrix, ...]:
@@ -252,28 +265,65 @@ def working_set_bytes(matrices: Iterable[Matrix], tp: int = 1) -> float:
     )
 
 
-def layer_wise_padding(params: Iterable[tuple[float, float, int]], ranks: int) -> float:
-    """The elements Megatron's layer-wise layout pads one model chunk's buffer with (_emit_bucket, module docstring):
-    its parameters, (cost: packing_cost of the shape on the GPU, elements on the GPU, how many), costliest first,
-    each on the shard of least cost among those it leaves under 1.3 x the average size, else on the emptiest; every
-    shard as full as the fullest. With more than PACKED_AT_MOST parameters x ranks, the floor alone: `ranks` x the
-    largest, less what the chunk holds."""
-    listed = sorted(((c, s, n) for c, s, n in params if s > 0 and n > 0), key=lambda p: -p[0])
-    if ranks <= 1 or not listed:
+def layer_wise_padding(params: Sequence[tuple[float, float, int]], ranks: int, bucket: float | None = None) -> float:
+    """The elements Megatron's layer-wise layout pads one model chunk's buffer with (layer_wise_optimizer.py
+    _compute_per_buffer_param_layout, module docstring): its parameters, (cost: packing_cost of the shape on the GPU,
+    elements on the GPU, how many in a row) in the order the buffer fills, backprop's (buffer_order).
+
+    Without `bucket` (Megatron's bucket_size in elements: --overlap-grad-reduce on the first pipeline stage's first
+    model chunk) one bucket of all of them; with it, a bucket closes once it holds max(bucket, 0.9 x ranks x its
+    largest parameter) elements and the next parameter would not fit the padding of its shards, filled least first
+    (_absorbs, _place). Each bucket is packed alone (_emit_bucket): costliest first, each on the shard of least cost
+    so far (costs kept across the buckets, sizes not) among those it leaves under 1.3 x the bucket's average size,
+    else on the emptiest; every shard as full as the fullest. With more than PACKED_AT_MOST parameters x ranks, one
+    bucket's floor alone: `ranks` x the largest, less what the chunk holds."""
+    runs = [(c, s, n) for c, s, n in params if s > 0 and n > 0]
+    if ranks <= 1 or not runs:
         return 0.0
-    total = sum(s * n for _, s, n in listed)
-    if sum(n for *_, n in listed) * ranks > PACKED_AT_MOST:
-        return max(0.0, ranks * max(s for _, s, _ in listed) - total)
-    cap = total / ranks * (1 + PACKING_SLACK)
-    loads, sizes = [0.0] * ranks, [0.0] * ranks
-    everyone = range(ranks)
-    for cost, size, n in listed:
+    if sum(n for *_, n in runs) * ranks > PACKED_AT_MOST:
+        return max(0.0, ranks * max(s for _, s, _ in runs) - sum(s * n for _, s, n in runs))
+    loads = [0.0] * ranks  # each shard's packing cost, kept from one bucket to the next
+    padding = 0.0
+    held: list[tuple[float, float]] = []  # the open bucket's (cost, elements)
+    elements = largest = 0.0
+    placed = [0.0] * ranks  # the open bucket's shards as _place fills them, least first
+    for cost, size, n in runs:
         for _ in range(n):
-            under = [r for r in everyone if sizes[r] + size <= cap]
-            r = min(under, key=loads.__getitem__) if under else min(everyone, key=sizes.__getitem__)
-            sizes[r] += size
-            loads[r] += cost
+            full = bucket is not None and held and elements >= max(bucket, int(ranks * largest * PADDING_FLOOR))
+            if full and min(placed) + size > max(placed):  # full, and it would grow the bucket: the bucket closes
+                padding += _bucket_padding(held, ranks, loads)
+                held, elements, largest, placed = [], 0.0, 0.0, [0.0] * ranks
+            placed[placed.index(min(placed))] += size
+            held.append((cost, size))
+            elements += size
+            largest = max(largest, size)
+    return padding + _bucket_padding(held, ranks, loads)
+
+
+def _bucket_padding(held: list[tuple[float, float]], ranks: int, loads: list[float]) -> float:
+    """One bucket packed as _emit_bucket packs it (layer_wise_padding), `loads` carried on: the elements its shards
+    are padded with."""
+    total = sum(size for _, size in held)
+    cap = total / ranks * (1 + PACKING_SLACK)
+    sizes = [0.0] * ranks
+    everyone = range(ranks)
+    for cost, size in sorted(held, key=lambda p: -p[0]):  # stable: ties keep the buffer's order, as sorted() does
+        under = [r for r in everyone if sizes[r] + size <= cap]
+        r = min(under, key=loads.__getitem__) if under else min(everyone, key=sizes.__getitem__)
+        sizes[r] += size
+        loads[r] += cost
     return ranks * max(sizes) - total
+
+
+def buffer_order(matrices: Iterable[Matrix], tp: int, ep: int = 1) -> list[tuple[float, float, int]]:
+    """Matrices listed in forward order as layer_wise_padding packs them: the buffer's order (backprop's, the
+    parameters reversed: param_and_grad_buffer.py fills a buffer from the last), each (packing_cost of its shape on
+    one of `tp` ranks, its elements there, how many: a routed expert's count over `ep` ranks)."""
+    out = []
+    for m in reversed(list(matrices)):
+        rows, cols = m.on_gpu(tp)
+        out.append((packing_cost(rows, cols), rows * cols, max(1, round(m.count / ep)) if m.expert else m.count))
+    return out
 
 
 def packing_cost(rows: float, cols: float) -> float:

@@ -32,10 +32,11 @@ from dpcost.engine.memory import (
 )
 from dpcost.engine.muon import (
     Matrix,
+    buffer_order,
     layer_wise_padding,
     managed_parameters,
     model_matrices,
-    packing_cost,
+    model_order,
     working_set_bytes,
 )
 from dpcost.engine.ops import has_layer_ops, sixteen_bit_layer
@@ -958,9 +959,8 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         kept_by_te += _dummy_wgrads(a)
     if te and a is not None and o.communication.gather_dtype not in QUANTIZED_WEIGHTS:
         kept_by_te += _weight_cache(a, o, arch, head)
-    if te and stage == 1:  # Muon's layer-wise distributed optimizer pads its gradient and parameter buffers
-        packed = ((packing_cost(m.rows, m.cols), m.elements, m.count) for m in p.muon_matrices(model))
-        kept_by_te += (p.grad_bytes + p.weight_bytes) * layer_wise_padding(packed, p.shard_ranks)
+    if te and stage == 1 and a is not None and p.muon_matrices(model):
+        kept_by_te += (p.grad_bytes + p.weight_bytes) * _layer_wise_padding(a, p, stage)
     buf = buffers(
         stage,
         p.schedule,
@@ -984,6 +984,17 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
     return StageStates(states, buf, _reusable_grad_block(counts.largest_block * p.grad_bytes, p, stage))
+
+
+def _layer_wise_padding(a: ModelArchitecture, p: Prepared, stage: int) -> float:
+    """The elements Muon's layer-wise distributed optimizer pads its gradient and parameter buffers with
+    (muon.layer_wise_padding): the dense matrices' buffer and the routed experts' over the shard group, cut into
+    Megatron's buckets under --overlap-grad-reduce (one model chunk, on the only pipeline stage)."""
+    ordered = model_order(a, p.kernels)
+    bucket = p.bucket_bytes / p.grad_bytes if p.overlap_grad_reduce(stage) else None
+    dense = buffer_order((m for m in ordered if not m.expert), 1)
+    experts = buffer_order((m for m in ordered if m.expert), 1)
+    return layer_wise_padding(dense, p.shard_ranks, bucket) + layer_wise_padding(experts, p.shard_ranks, bucket)
 
 
 def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:
