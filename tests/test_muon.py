@@ -310,6 +310,26 @@ def test_megatron_buckets_only_the_first_stages_first_chunk() -> None:
         assert 16 * layer == 3489660928 and moved[0] == pytest.approx(6 * padding - saving, rel=1e-9)
 
 
+def test_experts_share_the_dense_buffer_without_expert_parallelism() -> None:
+    """Megatron-Core marks a routed expert's parameters allreduce unless EP > 1 or ETP != TP
+    (transformer_engine.py _set_expert_parameter_attributes), and DDP builds one buffer per (dtypes,
+    expert-parallel): Mixtral 8x7B at PP 32 x DP 16, a middle stage of one layer. At EP 1 its 8 experts' fc1 and fc2
+    share the buffer with Q/K/V, the output projection and the router, padded to 16 x an fc1 (8 fc1 on 8 shards, the
+    rest under one fc1 on the others); at EP 2 the dense matrices pad their own buffer to 16 x the QKV matrix, and a
+    GPU's 4 experts pack into theirs over expert-DP 8, padded to 8 x an fc1. 6 bytes a padded element, less the 4
+    bytes a matrix parameter Muon saves over its shard group."""
+    qkv, proj, router, fc1, fc2 = 6144 * 4096, 4096 * 4096, 8 * 4096, 28672 * 4096, 4096 * 14336
+    dense = qkv + proj + router
+    for ep, padding, saving in (
+        (1, 16 * fc1 - dense - 8 * (fc1 + fc2), 4 * (dense + 8 * (fc1 + fc2)) / 16),
+        (2, 16 * qkv - dense + 8 * fc1 - 4 * (fc1 + fc2), 4 * (dense / 16 + 4 * (fc1 + fc2) / 8)),
+    ):
+        flags = ["--model", "mixtral-8x7b", "--pp", "32", "--dp", "16", "--ep", str(ep), "--global-batch", "512"]
+        stage = {o: cli_report("estimate", *flags, "--optimizer", o)["layout"]["stages"][1] for o in ("adamw", "muon")}
+        moved = stage["muon"]["memory_bytes"] - stage["adamw"]["memory_bytes"]
+        assert moved == pytest.approx(6 * padding - saving, rel=1e-9)
+
+
 def test_at_64_ranks_a_stage_of_llama_70b_pads_to_64_of_its_largest_matrix() -> None:
     """TP 8 x PP 4 x DP 64: a middle stage's 20 layers hold 1.86B matrix elements on a GPU, fewer than 64 x its fc1
     (57,344 x 8,192 / 8): its fp32 gradient and bf16 parameter buffers are padded to that, 6 bytes an element."""

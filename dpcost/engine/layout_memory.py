@@ -615,16 +615,20 @@ def muon_padding_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, laye
     """Under Muon's layer-wise distributed optimizer (ZeRO 1), what its layout's padding adds to a stage's gradient
     and bf16 parameter buffers (muon.layer_wise_padding): each model chunk's dense matrices over DP x CP, its
     experts' over expert-DP, as this GPU holds them; the first stage's first chunk in buckets of
-    MemoryLayout.muon_bucket (training.py gives the other chunks, and the other stages, one bucket)."""
+    MemoryLayout.muon_bucket (training.py gives the other chunks, and the other stages, one bucket). Without EP, and
+    with the experts split over TP alone, Megatron-Core leaves them allreduce (transformer_engine.py
+    _set_expert_parameter_attributes at d98e8a64dd): they share the dense matrices' buffer."""
     if layout.zero != 1 or not layout.muon:
         return 0.0
+    shared = layout.ep == 1 and layout.expert_tp == layout.tp
     padded = 0.0
     for k, chunk in enumerate(muon_chunks(shape, layout, stage, layers)):
         bucket = layout.muon_bucket if stage == 0 and k == 0 else None
-        dense = buffer_order((m for m in chunk if not m.expert), layout.tp)
-        experts = buffer_order((m for m in chunk if m.expert), layout.expert_tp, layout.ep)
+        dense = buffer_order((m for m in chunk if shared or not m.expert), layout.tp)
         padded += layer_wise_padding(dense, layout.dp * layout.cp, bucket)
-        padded += layer_wise_padding(experts, expert_data_parallel_size(layout), bucket)
+        if not shared:
+            experts = buffer_order((m for m in chunk if m.expert), layout.expert_tp, layout.ep)
+            padded += layer_wise_padding(experts, expert_data_parallel_size(layout), bucket)
     return (layout.grad_bytes + 2) * padded
 
 

@@ -987,14 +987,12 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
 
 
 def _layer_wise_padding(a: ModelArchitecture, p: Prepared, stage: int) -> float:
-    """The elements Muon's layer-wise distributed optimizer pads its gradient and parameter buffers with
-    (muon.layer_wise_padding): the dense matrices' buffer and the routed experts' over the shard group, cut into
-    Megatron's buckets under --overlap-grad-reduce (one model chunk, on the only pipeline stage)."""
-    ordered = model_order(a, p.kernels)
+    """The elements Muon's layer-wise distributed optimizer pads its gradient and parameter buffer with
+    (muon.layer_wise_padding) over the shard group, cut into Megatron's buckets under --overlap-grad-reduce (one
+    model chunk, on the only pipeline stage). Routed experts share it: without expert or tensor parallelism
+    Megatron-Core leaves them allreduce (transformer_engine.py _set_expert_parameter_attributes at d98e8a64dd)."""
     bucket = p.bucket_bytes / p.grad_bytes if p.overlap_grad_reduce(stage) else None
-    dense = buffer_order((m for m in ordered if not m.expert), 1)
-    experts = buffer_order((m for m in ordered if m.expert), 1)
-    return layer_wise_padding(dense, p.shard_ranks, bucket) + layer_wise_padding(experts, p.shard_ranks, bucket)
+    return layer_wise_padding(buffer_order(model_order(a, p.kernels), 1), p.shard_ranks, bucket)
 
 
 def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:
