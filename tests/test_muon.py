@@ -13,14 +13,17 @@ from dpcost import estimate
 from dpcost.catalog import load_model, load_topology
 from dpcost.engine.muon import (
     Matrix,
+    buffer_order,
     layer_matrices,
     layer_wise_padding,
     lpt_makespan,
     managed_parameters,
     model_matrices,
+    mtp_matrices,
     newton_schulz_flops,
     newton_schulz_seconds,
     orthogonalization_flops,
+    packing_cost,
     working_set_bytes,
 )
 from dpcost.engine.params import count_params
@@ -274,11 +277,28 @@ def test_whole_parameters_are_packed_by_cost_and_padded_to_the_fullest_shard(
     assert layer_wise_padding(params, ranks) == padded
 
 
+def test_the_buffer_fills_in_the_order_megatron_registers_the_parameters() -> None:
+    """Attention.__init__ builds linear_proj before SelfAttention's linear_qkv (attention.py) and MLA's
+    projections (multi_latent_attention.py); MultiTokenPredictionLayer its eh_proj before its layer; TEGroupedMLP
+    every expert's fc1 then every fc2, SequentialMLP (--no-grouped-gemm) one expert's fc1 and fc2 after the other
+    (experts.py). The buffer takes them reversed (backprop's order)."""
+    llama = layer_matrices(load_model("llama-8b").architecture, False, "attention", True, "fused")
+    assert (llama[0].rows, llama[0].cols, llama[1].rows) == (4096, 4096, 6144)  # o_proj, then Q, K and V
+    dsv3 = load_model("deepseek-v3").architecture
+    assert layer_matrices(dsv3, True, "mla", True, "fused")[0].cols == 128 * 128  # o_proj: 128 heads x v_head_dim
+    assert mtp_matrices(dsv3, "fused")[0] == Matrix(7168, 2 * 7168, 1, True, False)
+    fc1, fc2 = Matrix(4, 2, 2, False, True), Matrix(2, 2, 2, False, True)  # two experts, 8 and 4 elements each
+    cost1, cost2 = packing_cost(4, 2), packing_cost(2, 2)
+    assert buffer_order([fc1, fc2], 1) == [(cost2, 4, 2), (cost1, 8, 2)]
+    assert buffer_order([fc1, fc2], 1, sequential=True) == [(cost2, 4, 1), (cost1, 8, 1)] * 2
+
+
 def test_overlap_grad_reduce_cuts_the_buffer_into_buckets_each_padded_alone() -> None:
     """_compute_per_buffer_param_layout with a bucket_size: two 1-element parameters, then a 2-element one (the
     buffer's order) over 2 shards. One bucket packs them evenly (the 2 on one shard, the 1s on the other). With a
-    bucket_size of 1 the 1s make a bucket (1 >= max(1, 0.9 x 2 x 1) once the first is in, and the second fills the
-    other shard's padding: _absorbs), the 2 fits no padding and opens one of its own, padded to 2 x 2: 2 elements."""
+    bucket_size of 1 the 1s make a bucket (1 >= max(1, int(0.9 x 2 x 1)) once the first is in, and the second fills
+    the other shard's padding: _absorbs), the 2 fits no padding and opens one of its own, padded to 2 x 2: 2
+    elements."""
     params = [(1.0, 1.0, 1), (1.0, 1.0, 1), (2.0, 2.0, 1)]
     assert layer_wise_padding(params, 2) == 0.0
     assert layer_wise_padding(params, 2, bucket=1.0) == 2.0
@@ -311,13 +331,13 @@ def test_megatron_buckets_only_the_first_stages_first_chunk() -> None:
 
 
 def test_experts_share_the_dense_buffer_without_expert_parallelism() -> None:
-    """Megatron-Core marks a routed expert's parameters allreduce unless EP > 1 or ETP != TP
-    (transformer_engine.py _set_expert_parameter_attributes), and DDP builds one buffer per (dtypes,
-    expert-parallel): Mixtral 8x7B at PP 32 x DP 16, a middle stage of one layer. At EP 1 its 8 experts' fc1 and fc2
-    share the buffer with Q/K/V, the output projection and the router, padded to 16 x an fc1 (8 fc1 on 8 shards, the
-    rest under one fc1 on the others); at EP 2 the dense matrices pad their own buffer to 16 x the QKV matrix, and a
-    GPU's 4 experts pack into theirs over expert-DP 8, padded to 8 x an fc1. 6 bytes a padded element, less the 4
-    bytes a matrix parameter Muon saves over its shard group."""
+    """Megatron-Core marks a routed expert's parameters allreduce unless EP > 1 or ETP != TP (transformer_engine.py
+    _set_expert_parameter_attributes), and DDP builds one buffer per (dtypes, expert-parallel, managed by the
+    layer-wise optimizer): Mixtral 8x7B at PP 32 x DP 16, a middle stage of one layer. At EP 1 its 8 experts' fc1
+    and fc2 share the buffer with Q/K/V, the output projection and the router, padded to 16 x an fc1 (8 fc1 on 8
+    shards, the rest under one fc1 on the others); at EP 2 the dense matrices pad their own buffer to 16 x the QKV
+    matrix, and a GPU's 4 experts pack into theirs over expert-DP 8, padded to 8 x an fc1. 6 bytes a padded element,
+    less the 4 bytes a matrix parameter Muon saves over its shard group."""
     qkv, proj, router, fc1, fc2 = 6144 * 4096, 4096 * 4096, 8 * 4096, 28672 * 4096, 4096 * 14336
     dense = qkv + proj + router
     for ep, padding, saving in (

@@ -424,6 +424,18 @@ def test_a_megatron_scripts_window_is_its_models(tmp_path: Path) -> None:
         assert code == 2 and said in out + err, (extra, out, err)
 
 
+def test_megatron_bucket_count_is_named_as_not_priced() -> None:
+    """--ddp-num-buckets sets Megatron's bucket size, the rank's parameters over N, ahead of --ddp-bucket-size
+    (training.py resolve_ddp_bucket_size at d98e8a64dd): it changes what the step and Muon's padding would be, so the
+    reading says dpcost does not price it rather than that it changes nothing."""
+    from dpcost.training_configs.megatron import read
+
+    script = (CONFIGS / "megatron-gpt-345m.sh").read_text()
+    config = read(script.replace("    --num-layers 24 \\", "    --num-layers 24 --ddp-num-buckets 4 \\"), "b.sh")
+    (said,) = [s for s in config.settings if s.key == "--ddp-num-buckets"]
+    assert said.became == "" and said.note.startswith("not priced")
+
+
 def test_a_megatron_scripts_token_dispatcher_is_read() -> None:
     """--moe-token-dispatcher-type (megatron/training/arguments.py: allgather, alltoall, flex) becomes
     --ep-dispatcher for the two dpcost prices; allgather's dispatch, a different traffic, is refused by name."""

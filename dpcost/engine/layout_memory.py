@@ -300,6 +300,8 @@ class MemoryLayout(Layout):
     # Megatron's bucket_size in elements (--overlap-grad-reduce: training.py resolve_ddp_bucket_size), by which its
     # layer-wise layout cuts the first stage's first model chunk (muon_padding_bytes); None: one bucket
     muon_bucket: float | None = None
+    # --no-grouped-gemm: SequentialMLP registers each expert's fc1 and fc2 together, which orders that layout's buffer
+    sequential_experts: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -624,10 +626,11 @@ def muon_padding_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, laye
     padded = 0.0
     for k, chunk in enumerate(muon_chunks(shape, layout, stage, layers)):
         bucket = layout.muon_bucket if stage == 0 and k == 0 else None
-        dense = buffer_order((m for m in chunk if shared or not m.expert), layout.tp)
+        sequential = layout.sequential_experts
+        dense = buffer_order((m for m in chunk if shared or not m.expert), layout.tp, sequential=sequential)
         padded += layer_wise_padding(dense, layout.dp * layout.cp, bucket)
         if not shared:
-            experts = buffer_order((m for m in chunk if m.expert), layout.expert_tp, layout.ep)
+            experts = buffer_order((m for m in chunk if m.expert), layout.expert_tp, layout.ep, sequential)
             padded += layer_wise_padding(experts, expert_data_parallel_size(layout), bucket)
     return (layout.grad_bytes + 2) * padded
 

@@ -414,6 +414,7 @@ def _layout_memory(
         te_output_layer=p.o.compute.fp8_output_proj,
         muon=p.o.precision.optimizer == "muon",
         muon_bucket=_muon_bucket(p.o, layout, stage),
+        sequential_experts=not par.grouped_gemm,
     )
     try:
         held = layout_memory_for(model, spec, p.seq_len, p.micro_batch, m, par.mtp_layers)

@@ -30,7 +30,8 @@ What the optimizer step costs beyond Adam's, from the sources (docs/sources/muon
   average size, else on the emptiest, and every shard is padded to the fullest (_emit_bucket), so a bucket is at
   least DP x its largest parameter ("Padding floor"); the gradient and parameter buffers hold the padding. Under
   --overlap-grad-reduce the first pipeline stage's first model chunk is cut into buckets of Megatron's bucket_size,
-  each padded alone (training.py gives every other chunk, and every other stage, one bucket).
+  each padded alone (training.py gives every other chunk, and every other stage, one bucket); a buffer fills in the
+  order Megatron-Core registers the parameters, reversed (buffer_order).
 - Tensor parallelism (Megatron's default tp_mode "duplicated", muon_utils.py newton_schulz_tp): a TP-split matrix's
   momentum is all-gathered over TP and every TP rank runs the whole matrix's iteration.
 - Its memory at the step (working_set_bytes): while the largest matrix is orthogonalized, its fp32 normalized copy
@@ -86,8 +87,6 @@ WORKING_SET_BYTES = 3 * 4
 GATHERED_WORKING_SET_BYTES = 4 + 4 + 4 + 2
 # layer_wise_optimizer.py _emit_bucket: _NUMEL_EPSILON, how far over the average size a shard may grow by cost
 PACKING_SLACK = 0.3
-# parameters x ranks beyond which layer_wise_padding takes the floor alone: so many parameters pack evenly
-PACKED_AT_MOST = 1_000_000
 # _compute_per_buffer_param_layout's PADDING_FLOOR: a bucket holds at least 0.9 x ranks x its largest parameter
 PADDING_FLOOR = 0.9
 
@@ -133,7 +132,10 @@ def newton_schulz_seconds(gpu: GPUSpec, flops: float) -> float:
 
 def layer_matrices(a: ModelArchitecture, moe: bool, mixer: str, mlp: bool, kernels: Kernels) -> tuple[Matrix, ...]:
     """The matrices Muon orthogonalizes in one decoder layer (module docstring): its matmuls' weights, as
-    ops.layer_ops runs them with every expert on one rank, Q, K and V apart, but Mamba's in_proj."""
+    ops.layer_ops runs them with every expert on one rank, Q, K and V apart, but Mamba's in_proj; in the order
+    Megatron-Core registers them, the attention's output projection first (Attention.__init__ builds linear_proj
+    before SelfAttention's linear_qkv and MLA's projections: attention.py, multi_latent_attention.py at
+    d98e8a64dd), which orders the buffer layer_wise_padding packs."""
     return _layer_matrices(a, (moe, mixer, mlp, kernels))
 
 
@@ -142,7 +144,8 @@ def _layer_matrices(a: ModelArchitecture, key: tuple[bool, str, bool, Kernels]) 
     moe, mixer, mlp, kernels = key
     attention = a.attention_of(mixer)
     out: list[Matrix] = []
-    for op in layer_ops(attention, moe, 1, 1, kernels, mixer=mixer, mlp=mlp):
+    ops = layer_ops(attention, moe, 1, 1, kernels, mixer=mixer, mlp=mlp)
+    for op in sorted(ops, key=lambda op: op.module != "attn_out"):  # stable: the rest in the ops' order
         if op.kind != "gemm" or (op.module == "mamba" and op.name == "in projection"):
             continue
         _, cols, rows = op.shape  # (m x k) by (k x n): the weight takes k features to n
@@ -156,11 +159,11 @@ def _layer_matrices(a: ModelArchitecture, key: tuple[bool, str, bool, Kernels]) 
 
 
 def mtp_matrices(a: ModelArchitecture, kernels: Kernels) -> tuple[Matrix, ...]:
-    """One multi-token-prediction module's (params.mtp_layer): a layer of the decoder's last layer's kind and its
-    eh_proj (2h -> h, column-parallel)."""
+    """One multi-token-prediction module's (params.mtp_layer): its eh_proj (2h -> h, column-parallel), then a layer
+    of the decoder's last layer's kind, as MultiTokenPredictionLayer registers them (multi_token_prediction.py)."""
     last = a.layers - 1
     block = layer_matrices(a, a.moe_layer(last), a.mixer(last), a.has_mlp(last), kernels)
-    return (*block, Matrix(a.hidden, 2 * a.hidden, 1, True, False))
+    return (Matrix(a.hidden, 2 * a.hidden, 1, True, False), *block)
 
 
 def position_matrices(a: ModelArchitecture) -> tuple[Matrix, ...]:
@@ -275,55 +278,97 @@ def layer_wise_padding(params: Sequence[tuple[float, float, int]], ranks: int, b
     largest parameter) elements and the next parameter would not fit the padding of its shards, filled least first
     (_absorbs, _place). Each bucket is packed alone (_emit_bucket): costliest first, each on the shard of least cost
     so far (costs kept across the buckets, sizes not) among those it leaves under 1.3 x the bucket's average size,
-    else on the emptiest; every shard as full as the fullest. With more than PACKED_AT_MOST parameters x ranks, one
-    bucket's floor alone: `ranks` x the largest, less what the chunk holds."""
+    else on the emptiest; every shard as full as the fullest. Shards are kept in heaps, ties to the lowest, as
+    Megatron's min() over them takes the first."""
     runs = [(c, s, n) for c, s, n in params if s > 0 and n > 0]
     if ranks <= 1 or not runs:
         return 0.0
-    if sum(n for *_, n in runs) * ranks > PACKED_AT_MOST:
-        return max(0.0, ranks * max(s for _, s, _ in runs) - sum(s * n for _, s, n in runs))
     loads = [0.0] * ranks  # each shard's packing cost, kept from one bucket to the next
     padding = 0.0
-    held: list[tuple[float, float]] = []  # the open bucket's (cost, elements)
-    elements = largest = 0.0
-    placed = [0.0] * ranks  # the open bucket's shards as _place fills them, least first
+    held: list[tuple[float, float, int]] = []  # the open bucket's runs: (cost, elements, how many)
+    elements = largest = fullest = 0.0
+    placed = [(0.0, r) for r in range(ranks)]  # the open bucket's shards as _place fills them: (elements, shard)
     for cost, size, n in runs:
-        for _ in range(n):
+        left = n
+        while left:
             full = bucket is not None and held and elements >= max(bucket, int(ranks * largest * PADDING_FLOOR))
-            if full and min(placed) + size > max(placed):  # full, and it would grow the bucket: the bucket closes
+            if full and placed[0][0] + size > fullest:  # full, and it would grow the bucket: the bucket closes
                 padding += _bucket_padding(held, ranks, loads)
-                held, elements, largest, placed = [], 0.0, 0.0, [0.0] * ranks
-            placed[placed.index(min(placed))] += size
-            held.append((cost, size))
+                held, elements, largest, fullest = [], 0.0, 0.0, 0.0
+                placed = [(0.0, r) for r in range(ranks)]
+            low, r = placed[0]
+            heapq.heapreplace(placed, (low + size, r))
+            fullest = max(fullest, low + size)
+            if held and held[-1][:2] == (cost, size):
+                held[-1] = (cost, size, held[-1][2] + 1)
+            else:
+                held.append((cost, size, 1))
             elements += size
             largest = max(largest, size)
+            left -= 1
     return padding + _bucket_padding(held, ranks, loads)
 
 
-def _bucket_padding(held: list[tuple[float, float]], ranks: int, loads: list[float]) -> float:
+def _bucket_padding(held: list[tuple[float, float, int]], ranks: int, loads: list[float]) -> float:
     """One bucket packed as _emit_bucket packs it (layer_wise_padding), `loads` carried on: the elements its shards
-    are padded with."""
-    total = sum(size for _, size in held)
+    are padded with. Equal parameters come in a row once sorted; within a row a shard's size only grows, so one
+    over the cap stays over it, and once none is under it every later one goes to the emptiest."""
+    total = sum(size * n for _, size, n in held)
     cap = total / ranks * (1 + PACKING_SLACK)
     sizes = [0.0] * ranks
-    everyone = range(ranks)
-    for cost, size in sorted(held, key=lambda p: -p[0]):  # stable: ties keep the buffer's order, as sorted() does
-        under = [r for r in everyone if sizes[r] + size <= cap]
-        r = min(under, key=loads.__getitem__) if under else min(everyone, key=sizes.__getitem__)
-        sizes[r] += size
-        loads[r] += cost
+    rows: list[tuple[float, float, int]] = []  # (cost, size, how many), costliest first; stable as sorted() is
+    for cost, size, n in sorted(held, key=lambda p: -p[0]):
+        if rows and rows[-1][:2] == (cost, size):
+            rows[-1] = (cost, size, rows[-1][2] + n)
+        else:
+            rows.append((cost, size, n))
+    for cost, size, n in rows:
+        under = [(loads[r], r) for r in range(ranks) if sizes[r] + size <= cap]  # by cost so far, then shard
+        heapq.heapify(under)
+        emptiest: list[tuple[float, int]] | None = None  # built once none is under the cap
+        for _ in range(n):
+            if under:
+                _, r = heapq.heappop(under)
+            else:
+                if emptiest is None:
+                    emptiest = [(sizes[s], s) for s in range(ranks)]
+                    heapq.heapify(emptiest)
+                _, r = heapq.heappop(emptiest)
+            sizes[r] += size
+            loads[r] += cost
+            if emptiest is not None:
+                heapq.heappush(emptiest, (sizes[r], r))
+            elif sizes[r] + size <= cap:
+                heapq.heappush(under, (loads[r], r))
     return ranks * max(sizes) - total
 
 
-def buffer_order(matrices: Iterable[Matrix], tp: int, ep: int = 1) -> list[tuple[float, float, int]]:
-    """Matrices listed in forward order as layer_wise_padding packs them: the buffer's order (backprop's, the
-    parameters reversed: param_and_grad_buffer.py fills a buffer from the last), each (packing_cost of its shape on
-    one of `tp` ranks, its elements there, how many: a routed expert's count over `ep` ranks)."""
-    out = []
-    for m in reversed(list(matrices)):
+def buffer_order(
+    matrices: Iterable[Matrix], tp: int, ep: int = 1, sequential: bool = False
+) -> list[tuple[float, float, int]]:
+    """Matrices listed in the order Megatron-Core registers them as layer_wise_padding packs them: the buffer's
+    order (backprop's, the parameters reversed: param_and_grad_buffer.py fills a buffer from the last), each
+    (packing_cost of its shape on one of `tp` ranks, its elements there, how many in a row: a routed expert's count
+    over `ep` ranks). TEGroupedMLP registers every expert's fc1, then every fc2 (experts.py); SequentialMLP
+    (`sequential`: --no-grouped-gemm) one expert's fc1 and fc2 after the other."""
+    forward: list[tuple[float, float, int]] = []
+    experts: list[tuple[float, float, int]] = []  # a layer's routed experts' matrices, one expert's each
+
+    def flush() -> None:
+        if sequential and experts:
+            forward.extend(one for _ in range(experts[0][2]) for one in ((c, s, 1) for c, s, _ in experts))
+        else:
+            forward.extend(experts)
+        experts.clear()
+
+    for m in matrices:
         rows, cols = m.on_gpu(tp)
-        out.append((packing_cost(rows, cols), rows * cols, max(1, round(m.count / ep)) if m.expert else m.count))
-    return out
+        entry = (packing_cost(rows, cols), rows * cols, max(1, round(m.count / ep)) if m.expert else m.count)
+        if not m.expert or (experts and experts[0][2] != entry[2]):
+            flush()
+        (experts if m.expert else forward).append(entry)
+    flush()
+    return forward[::-1]
 
 
 def packing_cost(rows: float, cols: float) -> float:

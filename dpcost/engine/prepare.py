@@ -992,7 +992,8 @@ def _layer_wise_padding(a: ModelArchitecture, p: Prepared, stage: int) -> float:
     model chunk, on the only pipeline stage). Routed experts share it: without expert or tensor parallelism
     Megatron-Core leaves them allreduce (transformer_engine.py _set_expert_parameter_attributes at d98e8a64dd)."""
     bucket = p.bucket_bytes / p.grad_bytes if p.overlap_grad_reduce(stage) else None
-    return layer_wise_padding(buffer_order(model_order(a, p.kernels), 1), p.shard_ranks, bucket)
+    ordered = buffer_order(model_order(a, p.kernels), 1, sequential=not p.o.parallel.grouped_gemm)
+    return layer_wise_padding(ordered, p.shard_ranks, bucket)
 
 
 def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:

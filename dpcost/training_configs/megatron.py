@@ -300,7 +300,7 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--microbatch-group-size-per-virtual-pipeline-stage", "--use-distributed-optimizer",
                "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
                "--overlap-grad-reduce", "--overlap-param-gather",
-               "--ddp-bucket-size", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type",
+               "--ddp-bucket-size", "--ddp-num-buckets", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type",
                "--num-distributed-optimizer-instances", "--defer-embedding-wgrad-compute",
                "--wgrad-deferral-limit")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
@@ -395,6 +395,9 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     if bucket is not None:
         grad = _reduced_gradient_bytes(args)
         r.use("--ddp-bucket-size", bucket, "bucket_bytes", f"{bucket * grad}B", f"{bucket:,} elements x {grad} bytes")
+    if "--ddp-num-buckets" in args:  # training.py resolve_ddp_bucket_size at d98e8a64dd: it overrides the size
+        why = "not priced: Megatron cuts the rank's parameters into that many buckets; dpcost sizes them by "
+        r.ignore("--ddp-num-buckets", " ".join(args["--ddp-num-buckets"]), why + "--ddp-bucket-size, else its default")
     _optimizer(r, args)
     if len(args.get("--cp-comm-type", ())) > 1:  # arguments.py: nargs="+", one type per layer
         raise r.error("--cp-comm-type", "one type per layer is not priced: give one for every layer")
