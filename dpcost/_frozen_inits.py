@@ -662,17 +662,6 @@ def _dpcost_engine_layout_step_LayoutCall(__set, __FACTORY, __dflt_overlapped, _
     return __init__
 
 
-def _dpcost_engine_layout_step_PipelineSplit(__set, __FACTORY, __dflt_virtual_stages, __dflt_first_stage_layers, __dflt_last_stage_layers, __dflt_pipeline_layout):
-    def __init__(self, layers, pp, virtual_stages=__dflt_virtual_stages, first_stage_layers=__dflt_first_stage_layers, last_stage_layers=__dflt_last_stage_layers, pipeline_layout=__dflt_pipeline_layout):
-      __set(self, 'layers', layers)
-      __set(self, 'pp', pp)
-      __set(self, 'virtual_stages', virtual_stages)
-      __set(self, 'first_stage_layers', first_stage_layers)
-      __set(self, 'last_stage_layers', last_stage_layers)
-      __set(self, 'pipeline_layout', pipeline_layout)
-    return __init__
-
-
 def _dpcost_engine_loss_LossMemory(__set, __FACTORY):
     def __init__(self, kept, forward_peak, backward_peak, largest_tensor, impl):
       __set(self, 'kept', kept)
@@ -1787,7 +1776,6 @@ INITS = {
     'dpcost.engine.layout_memory.StageMemory': ("def __init__(self, stage, layers, parameters, weight_and_optimizer, activations, buffers=__dflt_buffers, weights=__dflt_weights, grads=__dflt_grads, step_transient=__dflt_step_transient):\n  __set(self, 'stage', stage)\n  __set(self, 'layers', layers)\n  __set(self, 'parameters', parameters)\n  __set(self, 'weight_and_optimizer', weight_and_optimizer)\n  __set(self, 'activations', activations)\n  __set(self, 'buffers', buffers)\n  __set(self, 'weights', weights)\n  __set(self, 'grads', grads)\n  __set(self, 'step_transient', step_transient)", _dpcost_engine_layout_memory_StageMemory),
     'dpcost.engine.layout_report.LayoutParts': ("def __init__(self, layout, stage, recompute, rows, step, global_batch, tokens, compute_model, mfu):\n  __set(self, 'layout', layout)\n  __set(self, 'stage', stage)\n  __set(self, 'recompute', recompute)\n  __set(self, 'rows', rows)\n  __set(self, 'step', step)\n  __set(self, 'global_batch', global_batch)\n  __set(self, 'tokens', tokens)\n  __set(self, 'compute_model', compute_model)\n  __set(self, 'mfu', mfu)", _dpcost_engine_layout_report_LayoutParts),
     'dpcost.engine.layout_step.LayoutCall': ("def __init__(self, dimension, purpose, op, message_bytes, group, per_micro_batch, overlapped=__dflt_overlapped, hides_behind=__dflt_hides_behind, network_share=__dflt_network_share, routed=__dflt_routed, kernel_sms=__dflt_kernel_sms, comm_group=__dflt_comm_group):\n  __set(self, 'dimension', dimension)\n  __set(self, 'purpose', purpose)\n  __set(self, 'op', op)\n  __set(self, 'message_bytes', message_bytes)\n  __set(self, 'group', group)\n  __set(self, 'per_micro_batch', per_micro_batch)\n  __set(self, 'overlapped', overlapped)\n  __set(self, 'hides_behind', hides_behind)\n  __set(self, 'network_share', network_share)\n  __set(self, 'routed', routed)\n  __set(self, 'kernel_sms', kernel_sms)\n  __set(self, 'comm_group', comm_group)", _dpcost_engine_layout_step_LayoutCall),
-    'dpcost.engine.layout_step.PipelineSplit': ("def __init__(self, layers, pp, virtual_stages=__dflt_virtual_stages, first_stage_layers=__dflt_first_stage_layers, last_stage_layers=__dflt_last_stage_layers, pipeline_layout=__dflt_pipeline_layout):\n  __set(self, 'layers', layers)\n  __set(self, 'pp', pp)\n  __set(self, 'virtual_stages', virtual_stages)\n  __set(self, 'first_stage_layers', first_stage_layers)\n  __set(self, 'last_stage_layers', last_stage_layers)\n  __set(self, 'pipeline_layout', pipeline_layout)", _dpcost_engine_layout_step_PipelineSplit),
     'dpcost.engine.loss.LossMemory': ("def __init__(self, kept, forward_peak, backward_peak, largest_tensor, impl):\n  __set(self, 'kept', kept)\n  __set(self, 'forward_peak', forward_peak)\n  __set(self, 'backward_peak', backward_peak)\n  __set(self, 'largest_tensor', largest_tensor)\n  __set(self, 'impl', impl)", _dpcost_engine_loss_LossMemory),
     'dpcost.engine.loss._Path': ("def __init__(self, kept, forward, backward, largest):\n  __set(self, 'kept', kept)\n  __set(self, 'forward', forward)\n  __set(self, 'backward', backward)\n  __set(self, 'largest', largest)", _dpcost_engine_loss__Path),
     'dpcost.engine.low_precision_weights.QuantizedWeights': ("def __init__(self, gathered, least_held, title, flag):\n  __set(self, 'gathered', gathered)\n  __set(self, 'least_held', least_held)\n  __set(self, 'title', title)\n  __set(self, 'flag', flag)", _dpcost_engine_low_precision_weights_QuantizedWeights),

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from dpcost.engine.layout import Layout
 from dpcost.engine.memo import per_object
@@ -132,11 +132,11 @@ def virtual_stage_layer_counts(layers: int, pp: int, virtual_stages: int) -> lis
 StageLayers = tuple[tuple[int, ...], ...]  # per pipeline rank, the indices of the decoder layers it builds
 
 
-@frozen
-class PipelineSplit:
+class PipelineSplit(NamedTuple):
     """How a model's decoder layers split over the pipeline, as Megatron-Core's flags give it: `layers` over `pp`
     ranks of `virtual_stages` model chunks each (--num-virtual-stages-per-pipeline-rank), the end stages' layers where
-    given (--decoder-first/last-pipeline-num-layers), or a whole --pipeline-model-parallel-layout."""
+    given (--decoder-first/last-pipeline-num-layers), or a whole --pipeline-model-parallel-layout. A tuple: the key
+    of the caches below, hashed and compared at C speed on every layout a search costs."""
 
     layers: int
     pp: int
