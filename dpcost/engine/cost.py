@@ -3,8 +3,9 @@
 `costed` costs a plan to its parts once (TrainingParts here for pure data parallelism, layout_report.LayoutParts
 for a layout): `plan_cost` reads their plain numbers (PlanCost), and `estimate.estimate` builds the report from the
 same parts, so a plan's cost and its report's summary read the same figures; a search builds the report only for
-the plans it keeps. Nothing here imports the report (report.py, advice.py, estimate.py): a search or a batch of
-`cost_many` never builds its classes.
+the plans it keeps. A pure data-parallel training plan costs without importing the report (report.py, advice.py,
+estimate.py), whose classes load when a report is asked for, or where the figures come from one: a serving plan's,
+a variant's, a layout's, and a plan with a note of advice (prepare.py).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from dpcost.specs import ModelSpec, TopologySpec
 if TYPE_CHECKING:
     from dpcost.engine.report import EstimateReport
 
-__all__ = ["PlanCost", "TrainingParts", "cost_many", "costed", "plan_cost", "prepared", "training_parts"]
+__all__ = ["PlanCost", "TrainingParts", "cost_many", "costed", "plan_cost", "training_parts"]
 
 
 @frozen
@@ -79,7 +80,7 @@ def costed(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[
             return with_variants(plain(), rows)
 
         return cost, plain_with_variants
-    topology, p = prepared(model, topology, options)
+    topology, p = _prepared(model, topology, options)
     if p.o.plan.mode == "inference":
         from dpcost.engine.estimate import inference_report  # a serving plan's figures are its report's
 
@@ -102,7 +103,7 @@ def costed(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[
     return parts.cost(), report
 
 
-def prepared(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[TopologySpec, Prepared]:
+def _prepared(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[TopologySpec, Prepared]:
     """The topology as the run's NCCL environment leaves it (--nvls, --collnet), and the plan's resolved inputs."""
     topology = environment(topology, options.communication.nvls, options.communication.collnet)
     return topology, prepare(model, topology, options)

@@ -623,10 +623,10 @@ def muon_padding_bytes(shape: ModelShape, layout: MemoryLayout, stage: int, laye
     if layout.zero != 1 or not layout.muon:
         return 0.0
     shared = layout.ep == 1 and layout.expert_tp == layout.tp
+    sequential = layout.sequential_experts
     padded = 0.0
     for k, chunk in enumerate(muon_chunks(shape, layout, stage, layers)):
         bucket = layout.muon_bucket if stage == 0 and k == 0 else None
-        sequential = layout.sequential_experts
         dense = buffer_order((m for m in chunk if shared or not m.expert), layout.tp, sequential=sequential)
         padded += layer_wise_padding(dense, layout.dp * layout.cp, bucket)
         if not shared:

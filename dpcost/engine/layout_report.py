@@ -413,7 +413,7 @@ def _layout_memory(
         ep_dispatcher=par.ep_dispatcher,
         te_output_layer=p.o.compute.fp8_output_proj,
         muon=p.o.precision.optimizer == "muon",
-        muon_bucket=_muon_bucket(p.o, layout, stage),
+        muon_bucket=_muon_bucket(p.o, layout, zero=stage),
         sequential_experts=not par.grouped_gemm,
     )
     try:
@@ -708,13 +708,13 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
     )
 
 
-def _muon_bucket(o: Options, layout: Layout, stage: int) -> float | None:
-    """The elements per bucket by which Muon's layer-wise layout cuts the first stage's first model chunk
-    (layout_memory.MemoryLayout.muon_bucket): Megatron's DP bucket under --overlap-grad-reduce, over the DP x CP
-    group the layout is sized by (training.py resolve_ddp_bucket_size), else none."""
-    if o.precision.optimizer != "muon" or stage != 1 or o.communication.overlap_comm is False:
+def _muon_bucket(o: Options, layout: Layout, zero: int) -> float | None:
+    """The elements per bucket by which Muon's layer-wise layout (ZeRO 1) cuts the first pipeline stage's first
+    model chunk (layout_memory.MemoryLayout.muon_bucket): Megatron's DP bucket under --overlap-grad-reduce, over the
+    DP x CP group the layout is sized by (training.py resolve_ddp_bucket_size), else none."""
+    if o.precision.optimizer != "muon" or zero != 1 or o.communication.overlap_comm is False:
         return None
-    grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, stage)]
+    grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, zero)]
     ranks = layout.dp * layout.cp
     return megatron_bucket_bytes(0.0, ranks, grad_bytes, o.communication.bucket_bytes, True) / grad_bytes
 

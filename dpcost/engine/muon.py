@@ -346,8 +346,8 @@ def _bucket_padding(held: list[tuple[float, float, int]], ranks: int, loads: lis
 def buffer_order(
     matrices: Iterable[Matrix], tp: int, ep: int = 1, sequential: bool = False
 ) -> list[tuple[float, float, int]]:
-    """Matrices listed in the order Megatron-Core registers them as layer_wise_padding packs them: the buffer's
-    order (backprop's, the parameters reversed: param_and_grad_buffer.py fills a buffer from the last), each
+    """`matrices`, listed in the order Megatron-Core registers them, as layer_wise_padding packs them: in the
+    buffer's order (backprop's, the parameters reversed: param_and_grad_buffer.py fills a buffer from the last), each
     (packing_cost of its shape on one of `tp` ranks, its elements there, how many in a row: a routed expert's count
     over `ep` ranks). TEGroupedMLP registers every expert's fc1, then every fc2 (experts.py); SequentialMLP
     (`sequential`: --no-grouped-gemm) one expert's fc1 and fc2 after the other."""

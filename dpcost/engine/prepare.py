@@ -959,7 +959,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         kept_by_te += _dummy_wgrads(a)
     if te and a is not None and o.communication.gather_dtype not in QUANTIZED_WEIGHTS:
         kept_by_te += _weight_cache(a, o, arch, head)
-    if te and stage == 1 and a is not None and p.muon_matrices(model):
+    if te and stage == 1 and a is not None and p.muon_matrices(model):  # Muon's layer-wise optimizer pads its buffer
         kept_by_te += (p.grad_bytes + p.weight_bytes) * _layer_wise_padding(a, p, stage)
     buf = buffers(
         stage,
