@@ -285,6 +285,14 @@ class Communication(Section):
         description="The first gradient bucket's size [default: the framework's: DDP's 1MiB, else as the others].",
         json_schema_extra=cli("--first-bucket-size", metavar="SIZE"),
     )
+    bucket_count: Whole | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description="Megatron's --ddp-num-buckets: each gradient bucket a first pipeline stage GPU's parameters over "
+        "N, in elements (engine/frameworks.py megatron_count_bucket); not beside --bucket-size.",
+        json_schema_extra=cli("--bucket-count", metavar="N"),
+    )
     gather_dtype: Literal["bf16", "fp8", "nvfp4"] | None = Field(
         None,
         description="What sharded parameters are all-gathered in [default: the recipe's weights; fp8 as "

@@ -126,6 +126,23 @@ def test_megatron_buckets_grow_with_dp_and_gathers_overlap_the_next_forward() ->
     assert exposed < ag / 2  # gathered block by block during the forward
 
 
+def test_megatron_bucket_count_cuts_the_gradient_into_n_buckets() -> None:
+    """--bucket-count N is Megatron's --ddp-num-buckets: each bucket the GPU's parameters // N (training.py
+    resolve_ddp_bucket_size at d98e8a64dd), Llama 3 8B's 8,030,261,248 over 8, in fp32 gradients; one bucket
+    without --overlap-grad-reduce, whatever N (bucket_size None). Megatron-Core refuses it beside a bucket size
+    (distributed_data_parallel_config.py), and no other framework counts its buckets."""
+    r = run(dp=8, framework="megatron", zero=1, bucket_count=8)
+    assert r.model.params_total == 8_030_261_248
+    assert r.setup.bucket_bytes == 8_030_261_248 // 8 * 4
+    r = run(dp=8, framework="megatron", zero=1, bucket_count=8, overlap_comm=False)
+    assert r.setup.bucket_bytes == 8_030_261_248 * 4
+    for given, told in (({"framework": "megatron", "bucket_bytes": "1GB"}, "beside a bucket size"),
+                        ({"framework": "deepspeed"}, "give --framework megatron"),
+                        ({}, "give --framework megatron")):  # fmt: skip
+        with pytest.raises(InputError, match=told):
+            run(dp=8, bucket_count=8, **given)
+
+
 def test_a_preset_setting_can_be_overridden() -> None:
     r = run(dp=64, framework="ddp", bucket_bytes="100MiB", first_bucket_bytes=0, grad_dtype="bf16")
     assert (r.setup.bucket_bytes, r.setup.grad_dtype) == (100 * MIB, "bf16")

@@ -155,6 +155,24 @@ def test_a_layout_reads_bucket_size_as_megatrons_ddp_bucket_size(llama70b: Model
     assert "--bucket-size" not in json.dumps(given["warnings"])
 
 
+def test_a_layout_reads_bucket_count_as_megatrons_ddp_num_buckets() -> None:
+    """Megatron's --ddp-num-buckets N makes each bucket the GPU's parameters // N (training.py
+    resolve_ddp_bucket_size at d98e8a64dd), the parameters of a first pipeline stage GPU, the only stage Megatron
+    buckets (distributed_data_parallel.py). Llama 3 70B at TP 8 x PP 4: a first-stage GPU holds its 20 layers' TP
+    shards with their norms whole, and the word embedding's TP shard, 2,270,756,864 parameters, the number Megatron
+    prints for that rank; 4 buckets are 567,689,216 fp32 gradients each."""
+    first = 20 * (LAYER // 8 + NORMS) + VOCAB * HIDDEN // 8
+    assert first == 2_270_756_864
+    args = ("estimate", "--model", "llama-70b", "--tp", "8", "--pp", "4", "--dp", "4", "--global-batch", "64")
+    report = json.loads(run(*args, "--bucket-count", "4", "--format", "json")[1])
+    assert report["setup"]["bucket_bytes"] == first // 4 * 4
+    given = json.loads(run(*args, "--bucket-size", f"{first // 4 * 4}B", "--format", "json")[1])
+    assert given["time"] == report["time"]  # the same bucket, given in bytes
+    # without --overlap-grad-reduce Megatron buckets nothing (bucket_size None), whatever N says
+    whole = json.loads(run(*args, "--bucket-count", "4", "--overlap-comm", "false", "--format", "json")[1])
+    assert whole["setup"]["bucket_bytes"] > first
+
+
 def test_a_layout_that_does_not_overlap_its_reduction_reduces_in_one_bucket(llama70b: ModelSpec) -> None:
     """Without --overlap-grad-reduce Megatron turns bucketing off (distributed_data_parallel.py: bucket_size None),
     as Megatron-LM's DistributedDataParallel before Megatron-Core reduced each contiguous buffer in one call: one

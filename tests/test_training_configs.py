@@ -424,16 +424,26 @@ def test_a_megatron_scripts_window_is_its_models(tmp_path: Path) -> None:
         assert code == 2 and said in out + err, (extra, out, err)
 
 
-def test_megatron_bucket_count_is_named_as_not_priced() -> None:
-    """--ddp-num-buckets sets Megatron's bucket size, the rank's parameters over N, ahead of --ddp-bucket-size
-    (training.py resolve_ddp_bucket_size at d98e8a64dd): it changes what the step and Muon's padding would be, so the
-    reading says dpcost does not price it rather than that it changes nothing."""
+def test_megatron_bucket_count_becomes_bucket_count(tmp_path: Path) -> None:
+    """--ddp-num-buckets is --bucket-count (training.py resolve_ddp_bucket_size at d98e8a64dd: the rank's parameters
+    over N); Megatron-Core refuses it beside --ddp-bucket-size (distributed_data_parallel_config.py __post_init__)
+    and below 1, and so does the reading, naming the flag."""
     from dpcost.training_configs.megatron import read
 
     script = (CONFIGS / "megatron-gpt-345m.sh").read_text()
-    config = read(script.replace("    --num-layers 24 \\", "    --num-layers 24 --ddp-num-buckets 4 \\"), "b.sh")
+
+    def with_args(extra: str) -> str:
+        return script.replace("    --num-layers 24 \\", f"    --num-layers 24 {extra} \\")
+
+    config = read(with_args("--ddp-num-buckets 4"), "b.sh")
     (said,) = [s for s in config.settings if s.key == "--ddp-num-buckets"]
-    assert said.became == "" and said.note.startswith("not priced")
+    assert said.became == "--bucket-count 4" and config.options["bucket_count"] == "4"
+    for extra, told in (("--ddp-num-buckets 4 --ddp-bucket-size 1000000", "beside --ddp-bucket-size"),
+                        ("--ddp-num-buckets 0", "a positive integer")):  # fmt: skip
+        path = tmp_path / "bad.sh"
+        path.write_text(with_args(extra))
+        code, out, err = run("estimate", "--from", str(path), "--dp", "1")
+        assert code == 2 and "--ddp-num-buckets" in out + err and told in out + err, (extra, out, err)
 
 
 def test_a_megatron_scripts_token_dispatcher_is_read() -> None:

@@ -41,6 +41,7 @@ SEARCHED = (
     "micro_batch",
     "accumulation",
     "bucket_bytes",
+    "bucket_count",
     "tp",
     "cp",
     "pp",

@@ -62,7 +62,7 @@ from dataclasses import replace
 from dpcost.engine.activations import Kernels
 from dpcost.frozen import frozen
 
-__all__ = ["FRAMEWORKS", "MEGATRON_FSDP", "MEGATRON_FSDP_PREFETCH_FLOOR", "Framework"]
+__all__ = ["FRAMEWORKS", "MEGATRON_FSDP", "MEGATRON_FSDP_PREFETCH_FLOOR", "Framework", "megatron_count_bucket"]
 
 MIB = 2**20
 
@@ -207,3 +207,11 @@ MEGATRON_FSDP = replace(
 # The least a ZeRO-3 unit's gather prefetches: suggested_communication_unit_size's floor of 1e9 elements, halved
 # (megatron_fsdp.py: suggested_AG_prefetch_size = max(1e9, 2 x the mean unit's elements) // 2)
 MEGATRON_FSDP_PREFETCH_FLOOR = 1e9 / 2
+
+
+def megatron_count_bucket(rank_params: float, count: int) -> float:
+    """Elements per DP gradient bucket under Megatron's --ddp-num-buckets N: the GPU's parameters (all its model
+    chunks', experts included) // N (training.py resolve_ddp_bucket_size at d98e8a64dd; get_model since core_r0.12.0),
+    a first pipeline stage's, the only one Megatron buckets (distributed_data_parallel.py). Under 1 element each
+    parameter closes its own bucket, as a bucket of 1 cuts them."""
+    return float(max(1, int(rank_params) // count))

@@ -113,6 +113,7 @@ __all__ = [
     "StageLoad",
     "call_seconds",
     "cp_attention_blocks",
+    "first_stage_parameters",
     "fsdp_units",
     "gathered_bytes",
     "layout_step",
@@ -238,6 +239,15 @@ def stage_loads(
     if key not in known:
         known[key] = tuple(_stage_loads(model, a, layout, seq_len, stage_layers, mtp_layers))
     return list(known[key])
+
+
+def first_stage_parameters(
+    model: ModelSpec, layout: Layout, seq_len: int, split: PipelineSplit, mtp_layers: int
+) -> float:
+    """The parameters one GPU of the first pipeline stage holds (stage_loads), its dense ones and its experts: what
+    Megatron counts as its num_parameters (training.py, "number of parameters on ... model parallel rank")."""
+    first = stage_loads(model, layout, seq_len, rank_layers(split), mtp_layers)[0]
+    return first.dense_params + first.expert_params
 
 
 @per_object

@@ -21,9 +21,16 @@ from dpcost.engine.estimate import (
     topology_info,
     whole_message_of,
 )
+from dpcost.engine.frameworks import megatron_count_bucket
 from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
 from dpcost.engine.layout import Layout
-from dpcost.engine.layout_estimate import LayoutStep, call_seconds, layout_step, megatron_bucket_bytes
+from dpcost.engine.layout_estimate import (
+    LayoutStep,
+    call_seconds,
+    first_stage_parameters,
+    layout_step,
+    megatron_bucket_bytes,
+)
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, StageMemory, layout_memory_for
 from dpcost.engine.layout_step import PipelineSplit, pp_overlapped, rank_layer_counts
 from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, held_weight_bytes
@@ -413,7 +420,7 @@ def _layout_memory(
         ep_dispatcher=par.ep_dispatcher,
         te_output_layer=p.o.compute.fp8_output_proj,
         muon=p.o.precision.optimizer == "muon",
-        muon_bucket=_muon_bucket(p.o, layout, zero=stage),
+        muon_bucket=_muon_bucket(model, p, layout, zero=stage),
         sequential_experts=not par.grouped_gemm,
     )
     try:
@@ -621,7 +628,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         pipeline_layout=par.pipeline_layout,
         quantized_weights=_quantized_weights(o),
         fp8_recipe=fp8_recipe_of(o),
-        bucket_bytes=o.communication.bucket_bytes,
+        bucket_bytes=_given_bucket_bytes(model, o, layout, p.seq_len, stage),
         optimizer_instances=par.dist_opt_instances,
         loss_impl=_layout_loss(p.loss_impl),
         grad_accumulation_fusion=o.compute.grad_accumulation_fusion,
@@ -662,7 +669,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         recipe="megatron",
         optimizer=o.precision.optimizer,
         offload=o.precision.offload,
-        bucket_bytes=0 if stage >= 2 else int(_bucket_ran(o, stage, layout, r)),
+        bucket_bytes=0 if stage >= 2 else int(_bucket_ran(model, p, stage, layout, r)),
         skew=o.compute.skew,
         keep_full_grads=False,
     )
@@ -708,23 +715,39 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
     )
 
 
-def _muon_bucket(o: Options, layout: Layout, zero: int) -> float | None:
+def _given_bucket_bytes(model: ModelSpec, o: Options, layout: Layout, seq_len: int, zero: int) -> float | None:
+    """The DP bucket the plan gives, in bytes of gradient: --bucket-size, or --bucket-count's share of a first-stage
+    GPU's parameters (Megatron's --ddp-num-buckets: frameworks.megatron_count_bucket); None: Megatron's default."""
+    count, par = o.communication.bucket_count, o.parallel
+    if count is None:
+        return o.communication.bucket_bytes
+    assert model.architecture is not None  # _check_layout_plan
+    split = PipelineSplit(model.architecture.layers, layout.pp, par.virtual_stages, par.first_stage_layers,
+                          par.last_stage_layers, par.pipeline_layout)  # fmt: skip
+    held = first_stage_parameters(model, layout, seq_len, split, par.mtp_layers)
+    return megatron_count_bucket(held, count) * DTYPE_BYTES[_layout_grad_dtype(o, zero)]
+
+
+def _muon_bucket(model: ModelSpec, p: Prepared, layout: Layout, zero: int) -> float | None:
     """The elements per bucket by which Muon's layer-wise layout (ZeRO 1) cuts the first pipeline stage's first
     model chunk (layout_memory.MemoryLayout.muon_bucket): Megatron's DP bucket under --overlap-grad-reduce, over the
     DP x CP group the layout is sized by (training.py resolve_ddp_bucket_size), else none."""
+    o = p.o
     if o.precision.optimizer != "muon" or zero != 1 or o.communication.overlap_comm is False:
         return None
     grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, zero)]
-    ranks = layout.dp * layout.cp
-    return megatron_bucket_bytes(0.0, ranks, grad_bytes, o.communication.bucket_bytes, True) / grad_bytes
+    given = _given_bucket_bytes(model, o, layout, p.seq_len, zero)
+    return megatron_bucket_bytes(0.0, layout.dp * layout.cp, grad_bytes, given, True) / grad_bytes
 
 
-def _bucket_ran(o: Options, stage: int, layout: Layout, r: LayoutStep) -> float:
+def _bucket_ran(model: ModelSpec, p: Prepared, stage: int, layout: Layout, r: LayoutStep) -> float:
     """The DP bucket the step ran (layout_estimate._data_parallel), on the stage with the most dense parameters."""
+    o = p.o
     shard = max(st.dense_params for st in r.stages)
     grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, stage)]
     overlapped = o.communication.overlap_comm is not False
-    return megatron_bucket_bytes(shard, layout.dp, grad_bytes, o.communication.bucket_bytes, overlapped)
+    given = _given_bucket_bytes(model, o, layout, p.seq_len, stage)
+    return megatron_bucket_bytes(shard, layout.dp, grad_bytes, given, overlapped)
 
 
 # The flags a layout's costing does not read (it runs Megatron's own settings), each with whether it was given.

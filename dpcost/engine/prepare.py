@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from dpcost.engine.activations import Kernels, routed_copies
 from dpcost.engine.checkpointing import DEFAULT_MODULES, DROPPED_MODULES, Activations, activation_memory, takes_policy
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
-from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework
+from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework, megatron_count_bucket
 from dpcost.engine.layout_step import mamba_layout_refusal
 from dpcost.engine.loss import LossMemory, loss_memory
 from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, gathered_weight_bytes, held_weight_bytes
@@ -674,11 +674,13 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
         weight_bytes = gather_bytes(gather_dtype, fp8_recipe_of(o), recipe.name == "megatron")
     accumulation, micro_batch, notes = batching(o)
     given = o.communication
+    check_bucket_count(o, fw)
+    given_bucket = given.bucket_bytes
+    if given.bucket_count is not None:  # a layout's is its first stage's share (layout_report._given_bucket_bytes)
+        given_bucket = megatron_count_bucket(counts.total, given.bucket_count) * grad_bytes
     # The generic plan buckets as PyTorch DDP does (frameworks.py); Megatron in one bucket without overlap
     overlapped = given.overlap_comm is not False  # Prepared.overlapped, before there is a Prepared
-    bucket = (fw or FRAMEWORKS["ddp"]).bucket_ran(
-        o.dp, grad_bytes, given.bucket_bytes, overlapped, counts.total * grad_bytes
-    )
+    bucket = (fw or FRAMEWORKS["ddp"]).bucket_ran(o.dp, grad_bytes, given_bucket, overlapped, counts.total * grad_bytes)
     first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
     plan = o.plan
     if "mla_up_proj" in plan.recompute_modules and (model.architecture is None or model.architecture.mla is None):
@@ -750,6 +752,18 @@ def check_grad_reduce(o: Options, fw: Framework | None) -> None:
         raise InputError("grad_reduce", f"chooses ZeRO 1-2's gradient collective; ZeRO-{zero} runs its own")
     if fw is not None and (fw.per_unit or (zero == 2 and fw.name == "megatron")):
         raise InputError("grad_reduce", f"{fw.title} reduce-scatters each wrapped unit's gradients at ZeRO 2")
+
+
+def check_bucket_count(o: Options, fw: Framework | None) -> None:
+    """--bucket-count is Megatron's --ddp-num-buckets, which Megatron-Core refuses beside a bucket size
+    (distributed_data_parallel_config.py __post_init__ at d98e8a64dd); no other framework counts its buckets."""
+    if o.communication.bucket_count is None:
+        return
+    if o.communication.bucket_bytes is not None:
+        raise InputError("bucket_count", "Megatron refuses --ddp-num-buckets beside a bucket size: give --bucket-count "
+                         "or --bucket-size")  # fmt: skip
+    if not o.megatron_layout and (fw is None or fw.name != "megatron"):
+        raise InputError("bucket_count", "Megatron's --ddp-num-buckets: give --framework megatron or a layout")
 
 
 def check_grads_between_steps(o: Options, fw: Framework | None) -> None:

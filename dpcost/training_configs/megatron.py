@@ -395,9 +395,11 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     if bucket is not None:
         grad = _reduced_gradient_bytes(args)
         r.use("--ddp-bucket-size", bucket, "bucket_bytes", f"{bucket * grad}B", f"{bucket:,} elements x {grad} bytes")
-    if "--ddp-num-buckets" in args:  # training.py resolve_ddp_bucket_size at d98e8a64dd: it overrides the size
-        why = "not priced: Megatron cuts the rank's parameters into that many buckets; dpcost sizes them by "
-        r.ignore("--ddp-num-buckets", " ".join(args["--ddp-num-buckets"]), why + "--ddp-bucket-size, else its default")
+    count = _int(r, args, "--ddp-num-buckets", least=1)  # distributed_data_parallel_config.py: "greater than 0"
+    if count is not None:
+        if bucket is not None:  # distributed_data_parallel_config.py __post_init__ at d98e8a64dd
+            raise r.error("--ddp-num-buckets", "Megatron refuses it beside --ddp-bucket-size: give one")
+        r.use("--ddp-num-buckets", count, "bucket_count", str(count), "each bucket a first-stage GPU's parameters / N")
     _optimizer(r, args)
     if len(args.get("--cp-comm-type", ())) > 1:  # arguments.py: nargs="+", one type per layer
         raise r.error("--cp-comm-type", "one type per layer is not priced: give one for every layer")
