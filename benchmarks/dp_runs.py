@@ -5,10 +5,11 @@
 
 Every row of tests/reference/dp-runs/*.csv (one source per file; its header says where each value comes from and what
 the source leaves unstated) is costed as `dpcost estimate --framework fsdp --zero 3` with the run's GPUs, topology,
-micro-batch, sequence length and recomputation (--recompute-layers for torchtitan's every-K-th-block AC) and nothing
-given for compute: the per-op model, dpcost's default. Its tokens/s per GPU is set beside the published one, and
-beside it the naive figure, PaLM's model FLOPs at 40% of the dense peak. No constant was set from these files: every
-row is out of sample.
+micro-batch, sequence length and recomputation (--recompute-layers for every-K-th-block AC), and where the file gives
+them its hybrid-sharding group, gradient dtype and torch.compile, and nothing given for compute: the per-op model,
+dpcost's default. A model or topology the catalog lacks is the file's own, in dp-runs/models/ or dp-runs/topologies/.
+Its tokens/s per GPU is set beside the published one, and beside it the naive figure, PaLM's model FLOPs at 40% of the
+dense peak. No constant was set from these files: every row is out of sample.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ class Run:
     recompute_layers: int
     topology: str
     published: float  # tokens/s per GPU
+    shard_group: int | None = None  # HSDP's shard group (None: FULL_SHARD over every GPU)
+    grad_dtype: str | None = None  # the reduction's dtype (None: the framework's)
+    compile: bool = False
 
 
 def runs() -> list[Run]:
@@ -61,15 +65,26 @@ def runs() -> list[Run]:
                     int(row["recompute_layers"] or 1),
                     row["topology"],
                     float(row["tokens_per_s_per_gpu"]),
+                    int(row["shard_group"]) if row.get("shard_group") else None,
+                    row.get("grad_dtype") or None,
+                    row.get("compile") == "yes",
                 )
             )
     return out
 
 
 def spec_for(model: str) -> str:
-    """A catalog name, or a config.json kept in tests/reference/hf-configs/."""
-    kept = REFERENCE / "hf-configs" / f"{model}.json"
-    return str(kept) if kept.is_file() else model
+    """A catalog name, or a config.json kept in tests/reference/hf-configs/ or dp-runs/models/."""
+    for kept in (REFERENCE / "hf-configs" / f"{model}.json", HERE / "models" / f"{model}.json"):
+        if kept.is_file():
+            return str(kept)
+    return model
+
+
+def topology_for(name: str) -> str:
+    """A catalog name, or a source's own cluster in dp-runs/topologies/."""
+    kept = HERE / "topologies" / f"{name}.yaml"
+    return str(kept) if kept.is_file() else name
 
 
 def predicted(r: Run) -> float:
@@ -82,15 +97,20 @@ def predicted(r: Run) -> float:
         recompute_layers=r.recompute_layers,
         micro_batch=r.micro_batch,
         seq_len=r.seq_len,
+        shard_group=r.shard_group,
+        grad_dtype=r.grad_dtype,
+        compile=r.compile,
     )
-    report = estimate(load_model(spec_for(r.model)), load_topology(r.topology), options)
+    report = estimate(load_model(spec_for(r.model)), load_topology(topology_for(r.topology)), options)
     assert report.time is not None
     return report.time.tokens_per_second / r.gpus
 
 
 def naive(r: Run) -> float:
     """Every model FLOP (PaLM's 6N + 12LHQT) at 40% of the dense BF16 peak, nothing else."""
-    return naive_tokens_per_second(load_model(spec_for(r.model)), load_topology(r.topology).gpu, r.seq_len)
+    return naive_tokens_per_second(
+        load_model(spec_for(r.model)), load_topology(topology_for(r.topology)).gpu, r.seq_len
+    )
 
 
 def _geomean(errors: list[float]) -> float:
