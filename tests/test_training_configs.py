@@ -15,10 +15,12 @@ from conftest import run_cli as run
 from dpcost.catalog import load_model
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import stage_loads
+from dpcost.errors import InputError
 from dpcost.specs import ModelSpec
 from dpcost.training_configs import TrainingConfig
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "training-configs"
+HF_CONFIGS = Path(__file__).resolve().parent / "reference" / "hf-configs"
 
 
 def without(doc: dict, *keys: str) -> dict:  # type: ignore[type-arg]
@@ -764,6 +766,94 @@ def test_a_megatron_scripts_latent_attention_and_moe_layers_build_deepseeks_mode
     assert a.moe is not None and a.moe.first_dense_layers == 1 and a.moe.dense_layers == ()
     reference = load_model(str(Path(__file__).parent / "reference" / "hf-configs" / "deepseek-v2-lite.json"))
     assert count_params(spec).total == count_params(reference).total == 15_706_484_224
+
+
+# The model arguments of Megatron-LM's own scripts for three hybrid models (examples/post_training/modelopt/conf/
+# nvidia/*.sh at d98e8a64dd: NVIDIA-Nemotron-3-Nano-30B-A3B-BF16, NVIDIA-Nemotron-3-Super-120B-A12B-BF16,
+# Nemotron-H-8B-Base-8K), the ones that shape the model; the vocabulary, which they take from the tokenizer, given.
+HYBRID_SCRIPTS = {
+    "nemotron-3-nano-30b-a3b": (
+        "--num-experts 128 --moe-router-topk 6 --moe-shared-expert-intermediate-size 3712 --mamba-num-heads 64 "
+        "--mamba-head-dim 64 --hybrid-layer-pattern MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME "
+        "--untie-embeddings-and-output-weights --disable-bias-linear --position-embedding-type none --squared-relu "
+        "--hidden-size 2688 --num-attention-heads 32 --group-query-attention --num-query-groups 2 "
+        "--ffn-hidden-size 1856 --kv-channels 128 --normalization RMSNorm"
+    ),
+    "nemotron-3-super-120b-a12b": (
+        "--num-experts 512 --moe-router-topk 22 --moe-shared-expert-intermediate-size 5376 --moe-latent-size 1024 "
+        "--is-hybrid-model --mamba-num-heads 128 --mamba-head-dim 64 --hybrid-layer-pattern "
+        "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEM*EMEMEMEME "
+        "--untie-embeddings-and-output-weights --disable-bias-linear --position-embedding-type none --squared-relu "
+        "--hidden-size 4096 --num-attention-heads 32 --group-query-attention --num-query-groups 2 "
+        "--ffn-hidden-size 2688 --kv-channels 128 --normalization RMSNorm"
+    ),
+    "nemotron-h-8b-base-8k": (
+        "--disable-bias-linear --untie-embeddings-and-output-weights --use-rotary-position-embeddings "
+        "--normalization RMSNorm --squared-relu --hidden-size 4096 --ffn-hidden-size 21504 --num-attention-heads 32 "
+        "--group-query-attention --num-query-groups 8 "
+        "--hybrid-layer-pattern M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M- --mamba-head-dim 64 "
+        "--mamba-num-heads 128 --mamba-num-groups 8 --mamba-state-dim 128 --make-vocab-size-divisible-by 1"
+    ),
+}
+
+
+def test_learned_positions_without_a_length_refuse_the_model_by_flag() -> None:
+    """Megatron's default learned absolute positions hold --max-position-embeddings rows (--seq-length where it is not
+    given): without either the model is refused by the flag's name, not by an internal field's."""
+    from dpcost.training_configs.megatron import read
+
+    config = read("torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --vocab-size 100\n",
+                  "p.sh")  # fmt: skip
+    assert config.model_spec is None and config.refusals["model"][0] == "--max-position-embeddings"
+
+
+@pytest.mark.parametrize("model", sorted(HYBRID_SCRIPTS))
+def test_a_megatron_hybrid_pattern_builds_the_model_its_config_json_describes(model: str) -> None:
+    """--hybrid-layer-pattern, one layer a symbol (hybrid_layer_allocation.py: M Mamba-2, * attention, - MLP, E MoE),
+    with the Mamba mixer's --mamba-* shape and --moe-latent-size's LatentMoE: Megatron-LM's own arguments for
+    Nemotron 3 Nano and Super and Nemotron-H 8B give the parameters the models' config.json files give, counted by
+    another reader from another file (hf_hybrid.py). The pattern sets the layer count (arguments.py ignores
+    --num-layers beside it)."""
+    from dpcost.engine.params import count_params
+    from dpcost.training_configs.megatron import read
+
+    script = f"torchrun pretrain_mamba.py {HYBRID_SCRIPTS[model]} --num-layers 1 --vocab-size 131072 --bf16\n"
+    config = read(script, f"{model}.sh")
+    assert config.model_spec is not None, config.refusals
+    ours, theirs = count_params(config.model_spec), count_params(load_model(str(HF_CONFIGS / f"{model}.json")))
+    assert (ours.total, ours.active) == (theirs.total, theirs.active)
+    pattern = HYBRID_SCRIPTS[model].split("--hybrid-layer-pattern ")[1].split()[0]
+    a = config.model_spec.architecture
+    assert a.layers == len(pattern) and a.mixers.count("mamba") == pattern.count("M")
+
+
+def test_a_megatron_hybrid_pattern_reads_its_stages_and_refuses_what_it_does_not_build(tmp_path: Path) -> None:
+    """A pattern's | are its pipeline stages, the embedding on the first and the loss on the last (PP x V of them:
+    arguments.py derives the virtual stages); Megatron refuses another layout flag beside a pattern, and both
+    pattern flags at once. MTP segments (/), the layer kinds dpcost does not build (G, D, +) and a hybrid model
+    given by ratios leave the model to --model, with the flag named."""
+    from dpcost.training_configs.megatron import read
+
+    base = ("torchrun pretrain_mamba.py --hidden-size 512 --num-attention-heads 8 --ffn-hidden-size 1024 "
+            "--vocab-size 1024 --pipeline-model-parallel-size 2 --squared-relu --position-embedding-type none "
+            )  # fmt: skip
+    config = read(base + "--hybrid-layer-pattern 'M-M*|M-M-|M*M-|M-M-'\n", "p.sh")
+    assert config.options["pipeline_layout"] == "Et*4|t*4|t*4|t*4L" and config.options["virtual_stages"] == "2"
+    assert config.model_spec is not None and config.model_spec.architecture.layers == 16
+    for extra, flag in (("--hybrid-layer-pattern M*M- --num-virtual-stages-per-pipeline-rank 2",
+                         "--num-virtual-stages-per-pipeline-rank"),
+                        ("--hybrid-layer-pattern M*M- --hybrid-override-pattern M*M-", "--hybrid-override-pattern"),
+                        ("--hybrid-layer-pattern 'M*|M-' --decoder-first-pipeline-num-layers 1",
+                         "--decoder-first-pipeline-num-layers")):  # fmt: skip
+        with pytest.raises(InputError, match=flag):
+            read(base + extra + "\n", "bad.sh")
+    for extra, flag in (
+        ("--hybrid-layer-pattern M*M-/M*", "--hybrid-layer-pattern"),
+        ("--hybrid-layer-pattern MGM-", "--hybrid-layer-pattern"),
+        ("--num-layers 4 --is-hybrid-model --hybrid-attention-ratio 0.25", "--is-hybrid-model"),
+    ):
+        refused = read(base + extra + "\n", "r.sh")
+        assert refused.model_spec is None and refused.refusals["model"][0] == flag, extra
 
 
 @pytest.mark.parametrize(

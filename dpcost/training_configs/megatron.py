@@ -38,10 +38,12 @@ PARALLEL = {
 }
 
 
-def _use_pipeline_layout(r: Reading, layout: str, virtual_given: bool, pp: int) -> None:
-    """--pipeline-model-parallel-layout, and the virtual stages per rank it sets: its stages over PP (Megatron-LM
-    arguments.py validate_args, which refuses it beside another virtual-stage flag)."""
-    flag = "--pipeline-model-parallel-layout"
+def _use_pipeline_layout(
+    r: Reading, layout: str, virtual_given: bool, pp: int, flag: str = "--pipeline-model-parallel-layout"
+) -> None:
+    """--pipeline-model-parallel-layout (or the layout `flag` spells another way), and the virtual stages per rank it
+    sets: its stages over PP (Megatron-LM arguments.py validate_args, which refuses it beside another virtual-stage
+    flag)."""
     if virtual_given:
         raise r.error(flag, "sets the virtual stages itself: not beside --num-virtual-stages-per-pipeline-rank or "
                       "--num-layers-per-virtual-pipeline-stage (Megatron-LM's validate_args)")  # fmt: skip
@@ -52,6 +54,30 @@ def _use_pipeline_layout(r: Reading, layout: str, virtual_given: bool, pp: int) 
     r.use(flag, layout, "pipeline_layout", layout)
     if per_rank > 1:
         r.use(flag, layout, "virtual_stages", str(per_rank))
+
+
+def _hybrid_pattern_flag(args: dict[str, list[str]]) -> str | None:
+    """The flag that gives a hybrid model's layer pattern, if one does (--hybrid-override-pattern, deprecated)."""
+    return next((name for name in ("--hybrid-layer-pattern", "--hybrid-override-pattern") if name in args), None)
+
+
+def _use_hybrid_stages(r: Reading, args: dict[str, list[str]], flag: str, pp: int) -> None:
+    """A hybrid pattern's pipeline stages: its | cut the layers into PP x V stages, the embedding on the first and
+    the loss on the last, as --pipeline-model-parallel-layout writes them (arguments.py at d98e8a64dd, which refuses
+    the other layout flags beside a pattern, the end stages' layer counts beside its |, and both pattern flags)."""
+    if "--hybrid-layer-pattern" in args and "--hybrid-override-pattern" in args:
+        raise r.error("--hybrid-override-pattern", "not beside --hybrid-layer-pattern (arguments.py asserts)")
+    main = (_set_value(r, args, flag) or "").split("/")[0]
+    for name in ("--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+                 "--pipeline-model-parallel-layout", *ACCOUNTED_ARGS):  # fmt: skip
+        if name in args:
+            raise r.error(name, f"not beside {flag}: its | set the pipeline stages (arguments.py asserts)")
+    for name in ("--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers"):
+        if name in args and "|" in main:
+            raise r.error(name, f"not beside the | stages of {flag} (arguments.py asserts)")
+    if "|" in main:
+        stages = "|".join(f"t*{len(segment)}" if segment else "" for segment in main.split("|"))
+        _use_pipeline_layout(r, f"E{stages}L", False, pp, flag)
 
 
 # Megatron-Core's embedding and loss counted as a layer each in the pipeline's split (transformer_config.py)
@@ -98,13 +124,24 @@ SWITCHES_OFF = {  # a flag present -> the option off
 MLA_ARGS = ("--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim",
             "--v-head-dim")  # fmt: skip
 MLA_DEFAULTS = {"--kv-lora-rank": 32, "--qk-head-dim": 128, "--qk-pos-emb-head-dim": 64, "--v-head-dim": 128}
+# A hybrid model's layers (megatron/core/models/hybrid/hybrid_layer_allocation.py Symbols at d98e8a64dd): the ones
+# dpcost builds, as each layer's token mixer; G (gated DeltaNet), D (DeepSeek sparse attention) and + (MLA) it does not
+HYBRID_MIXERS = {"M": "mamba", "*": "attention", "-": "none", "E": "none"}
+# the Mamba-2 mixer's shape and its defaults (transformer_config.py mamba_state_dim, mamba_head_dim, mamba_num_groups;
+# mamba_num_heads None: expand 2 x hidden over the head dim)
+MAMBA_DEFAULTS = {"--mamba-state-dim": 128, "--mamba-head-dim": 64, "--mamba-num-groups": 8}
+HYBRID_ARGS = ("--hybrid-layer-pattern", "--hybrid-override-pattern", "--is-hybrid-model", "--hybrid-attention-ratio",
+               "--hybrid-mlp-ratio", "--mtp-hybrid-override-pattern", "--mamba-num-heads", "--squared-relu",
+               *MAMBA_DEFAULTS)  # fmt: skip
 MODEL_ARGS = (
+    *HYBRID_ARGS,
     "--num-layers", "--hidden-size", "--num-attention-heads", "--ffn-hidden-size", "--kv-channels",
     "--group-query-attention", "--num-query-groups", "--swiglu", "--untie-embeddings-and-output-weights",
     "--normalization", "--disable-bias-linear", "--add-qkv-bias", "--position-embedding-type",
     "--use-rotary-position-embeddings", "--max-position-embeddings", "--vocab-size", "--tokenizer-type",
     "--vocab-file", "--merge-file", "--make-vocab-size-divisible-by", "--num-experts", "--moe-router-topk",
-    "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--hidden-dropout", "--attention-dropout",
+    "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--moe-latent-size", "--hidden-dropout",
+    "--attention-dropout",
     "--qk-layernorm", "--moe-layer-freq", "--tokenizer-model", "--window-size", "--window-attn-skip-freq", *MLA_ARGS,
 )  # fmt: skip
 
@@ -236,7 +273,15 @@ def read(text: str, path: str) -> TrainingConfig:
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
     dp = _launched_dp(r, args)
     used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_HOST_ARGS, *MUON_UNREAD}
-    used.add("--deterministic-mode")
+    used.update(("--deterministic-mode", "--spec"))
+    if "--spec" in args:  # a layer spec builds the model's layers (arguments.py: <module function>, or local)
+        hybrid = _hybrid_pattern_flag(args) is not None and "mamba" in " ".join(args["--spec"])
+        why = (
+            "the hybrid stack's spec: its layers as the pattern gives them"
+            if hybrid
+            else ("not read: dpcost builds Megatron's own layers, not the spec's")
+        )
+        r.ignore("--spec", " ".join(args["--spec"]), why)
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
@@ -323,9 +368,12 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
             r.use(name, value, option, str(value))
     if "--rampup-batch-size" in args:
         r.ignore("--rampup-batch-size", " ".join(args["--rampup-batch-size"]), "costed at the full global batch")
+    pp = int(r.options.get("pp", "1"))
+    hybrid = _hybrid_pattern_flag(args)
+    if hybrid is not None:
+        _use_hybrid_stages(r, args, hybrid, pp)
     layers = _int(r, args, "--num-layers")
     per_stage = _int(r, args, "--num-layers-per-virtual-pipeline-stage")
-    pp = int(r.options.get("pp", "1"))
     accounted = [name for name in ACCOUNTED_ARGS if name in args]
     if per_stage is not None and layers is not None:
         counted = layers + len(accounted)  # arguments.py counts the embedding and loss before it splits
@@ -342,7 +390,9 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
                          ("--mtp-num-layers", "mtp_layers"),
                          ("--microbatch-group-size-per-virtual-pipeline-stage", "microbatch_group")):  # fmt: skip
         value = _int(r, args, name)
-        if value is not None:
+        if value is not None and hybrid is not None and option == "mtp_layers":
+            r.refuse(option, name, "a hybrid model's MTP layers are not read")
+        elif value is not None:
             r.use(name, value, option, str(value))
     layout = _one(r, args, "--pipeline-model-parallel-layout")
     if layout is not None:
@@ -768,6 +818,8 @@ def _fp8_params(r: Reading, args: dict[str, list[str]], recipe: str | None) -> N
 def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str, Any] | None:
     """The GPT model Megatron builds from the arguments, as dpcost's architecture fields; None without a model."""
     layers = _int(r, args, "--num-layers")
+    if (hybrid := _hybrid_pattern_flag(args)) is not None:  # arguments.py: the pattern's count wins (_hybrid)
+        layers = len((_set_value(r, args, hybrid) or "").split("/")[0].replace("|", "")) or layers
     hidden = _int(r, args, "--hidden-size")
     heads = _int(r, args, "--num-attention-heads")
     if layers is None and hidden is None and heads is None:
@@ -792,7 +844,9 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
         "layers": layers,
         "heads": heads,
         "ffn": ffn,
-        "mlp": "swiglu" if swiglu else "gelu",
+        # --squared-relu: ReLU squared in the 2-matrix MLP (transformer_config.py activation_func squared_relu)
+        "mlp": "swiglu" if swiglu else "relu" if "--squared-relu" in args else "gelu",
+        **({"activation": "relu2"} if "--squared-relu" in args and not swiglu else {}),
         "norm": norm,
         "tied_embeddings": "--untie-embeddings-and-output-weights" not in args,
         "linear_bias": bias,
@@ -806,7 +860,11 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
     if "--group-query-attention" in args:
         arch["kv_heads"] = _int(r, args, "--num-query-groups", 1)
     if position == "learned_absolute":
-        arch["learned_positions"] = _int(r, args, "--max-position-embeddings") or _int(r, args, "--seq-length")
+        positions = _int(r, args, "--max-position-embeddings") or _int(r, args, "--seq-length")
+        if positions is None:
+            raise r.error("--max-position-embeddings", "required by learned absolute positions, the default "
+                          "--position-embedding-type (or --seq-length, which Megatron takes for it)")  # fmt: skip
+        arch["learned_positions"] = positions
     if "--multi-latent-attention" in args:  # its projections take no bias, its output projection the linear one's
         arch["mla"] = _latent_attention(r, args)
         arch.update(qkv_bias=False, out_bias=bias)
@@ -826,7 +884,58 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
         shared = _int(r, args, "--moe-shared-expert-intermediate-size")
         if shared is not None:
             arch["moe"].update(shared=1, shared_ffn=shared)
+        # LatentMoE: the routed experts in --moe-latent-size, a hidden -> latent projection before them and latent
+        # -> hidden after, duplicated over TP (moe_layer.py fc1_latent_proj, fc2_latent_proj at d98e8a64dd)
+        latent = _int(r, args, "--moe-latent-size")
+        if latent is not None:
+            arch["moe"]["latent"] = latent
+    _hybrid(r, args, arch)
     return arch
+
+
+def _hybrid(r: Reading, args: dict[str, list[str]], arch: dict[str, Any]) -> None:
+    """A hybrid model's layers from --hybrid-layer-pattern (or its deprecated --hybrid-override-pattern), one symbol
+    a layer (hybrid_layer_allocation.py at d98e8a64dd): M a Mamba-2 mixer (mamba_mixer.py: --mamba-num-heads x
+    --mamba-head-dim wide, else 2 x hidden; --mamba-state-dim, --mamba-num-groups; a conv of 4 with bias, chunks of
+    128, the gated norm), * attention, - the MLP, E the MoE, each with its own norm; the pattern sets the layer count
+    (arguments.py ignores --num-layers then), and its | the pipeline stages (pipeline_layout). Not read, so refused
+    for --model to give: MTP segments (/), layers of G, D or +, and the deprecated ratios, whose allocation dpcost
+    does not rebuild. Mutates `arch`."""
+    flag = _hybrid_pattern_flag(args)
+    if flag is None:
+        beside = [n for n in ("--is-hybrid-model", "--hybrid-attention-ratio", "--hybrid-mlp-ratio") if n in args]
+        if beside:
+            raise r.error(beside[0], "a hybrid model's layers are read from --hybrid-layer-pattern alone")
+        return
+    pattern = _set_value(r, args, flag) or ""
+    if "/" in pattern or "--mtp-hybrid-override-pattern" in args:
+        raise r.error(flag, "MTP layers of a hybrid pattern (after /) are not read")
+    layers = pattern.replace("|", "")
+    unread = sorted(set(layers) - set(HYBRID_MIXERS))
+    if not layers or unread:
+        allowed = ", ".join(HYBRID_MIXERS)
+        raise r.error(flag, f"one of {allowed} per layer (with | between pipeline stages), got {pattern!r}"[:300])
+    if "E" in layers and "moe" not in arch:
+        raise r.error(flag, "its E layers are MoE layers: give --num-experts")
+    hidden = arch["hidden"]
+    shape = {name: _int(r, args, name, default) for name, default in MAMBA_DEFAULTS.items()}
+    head_dim, heads = shape["--mamba-head-dim"], _int(r, args, "--mamba-num-heads")
+    assert head_dim is not None  # _int gives the default where the flag is absent
+    if heads is None:
+        if 2 * hidden % head_dim:
+            raise r.error("--mamba-head-dim", f"{head_dim} must divide the Mamba width, 2 x hidden ({2 * hidden})")
+        heads = 2 * hidden // head_dim
+    arch.update(
+        layers=len(layers),
+        layer_norms=1,
+        mixers=tuple(HYBRID_MIXERS[c] for c in layers),
+        mlp_free_layers=tuple(i for i, c in enumerate(layers) if c in "M*"),
+        ssm={"version": 2, "inner": heads * head_dim, "heads": heads, "state": shape["--mamba-state-dim"],
+             "groups": shape["--mamba-num-groups"], "conv_kernel": 4, "chunk": 128, "conv_bias": True, "bias": False},
+    )  # fmt: skip
+    if "moe" in arch:
+        arch["moe"] = {k: v for k, v in arch["moe"].items() if k not in ("first_dense_layers", "dense_layers")}
+        arch["moe"]["dense_layers"] = tuple(i for i, c in enumerate(layers) if c != "E")
 
 
 def _latent_attention(r: Reading, args: dict[str, list[str]]) -> dict[str, Any]:
@@ -987,6 +1096,10 @@ def _model(r: Reading, args: dict[str, list[str]], tp: int, stem: str) -> Any:
     }
     spec = _validate(ModelSpec, doc, r.path)
     vocab = arch["vocab"]
+    kind = "GPT model"
+    if "mixers" in arch:  # _hybrid: each layer's symbol, counted
+        pattern = (_set_value(r, args, _hybrid_pattern_flag(args) or "") or "").replace("|", "")
+        kind = "hybrid model (" + ", ".join(f"{pattern.count(c)} {c}" for c in HYBRID_MIXERS if c in pattern) + ")"
     r.note("(the model arguments)", f"{arch['layers']} layers, hidden {arch['hidden']}", f"--model {name}",
-           f"Megatron's GPT model; vocabulary padded to {vocab:,}")  # fmt: skip
+           f"Megatron's {kind}; vocabulary padded to {vocab:,}")  # fmt: skip
     return spec
