@@ -797,6 +797,24 @@ HYBRID_SCRIPTS = {
 }
 
 
+@pytest.mark.parametrize(
+    "extra",
+    ["--quick-geglu", "--attention-output-gate", "--experimental-attention-variant gated_delta_net",
+     "--linear-attention-freq 4", "--heterogeneous-layers-config-path nemotron.json", "--softmax-type learnable"],
+)  # fmt: skip
+def test_flags_that_reshape_megatrons_layers_leave_the_model_to_model(extra: str) -> None:
+    """Flags that change what Megatron builds in a layer beyond the arguments dpcost reads (transformer_config.py
+    at d98e8a64dd: gated_linear_unit with QuickGELU, attention_output_gate, experimental_attention_variant,
+    linear_attention_freq, the heterogeneous layers' config, a softmax with sinks) refuse the model by name: the
+    plain GPT dpcost would build is not the one that runs. --softmax-type vanilla, the default, changes nothing."""
+    from dpcost.training_configs.megatron import read
+
+    base = "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 "
+    refused = read(f"{base}--seq-length 128 {extra}\n", "x.sh")
+    assert refused.model_spec is None and refused.refusals["model"][0] == extra.split()[0]
+    assert read(f"{base}--seq-length 128 --softmax-type vanilla\n", "v.sh").model_spec is not None
+
+
 def test_learned_positions_without_a_length_refuse_the_model_by_flag() -> None:
     """Megatron's default learned absolute positions hold --max-position-embeddings rows (--seq-length where it is not
     given): without either the model is refused by the flag's name, not by an internal field's."""

@@ -272,7 +272,7 @@ def read(text: str, path: str) -> TrainingConfig:
     if spec is not None:
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
     dp = _launched_dp(r, args)
-    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_HOST_ARGS, *MUON_UNREAD}
+    used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_HOST_ARGS, *MUON_UNREAD, *MODEL_UNREAD}
     used.update(("--deterministic-mode", "--spec"))
     if "--spec" in args:  # a layer spec builds the model's layers (arguments.py: <module function>, or local)
         hybrid = _hybrid_pattern_flag(args) is not None and "mamba" in " ".join(args["--spec"])
@@ -1075,10 +1075,27 @@ def _vocab_size(r: Reading, args: dict[str, list[str]]) -> int:
     return size
 
 
+# Flags that reshape Megatron's layers beyond what dpcost builds from its arguments (transformer_config.py at
+# d98e8a64dd): the model is left to --model where one is given, not read as a plain GPT
+MODEL_UNREAD = {
+    "--quick-geglu": "a gated QuickGELU MLP (gated_linear_unit), which dpcost does not build from these arguments",
+    "--attention-output-gate": "a gate on each attention output, not built from these arguments",
+    "--experimental-attention-variant": "gated DeltaNet or sparse (DSA) attention, not built from these arguments",
+    "--linear-attention-freq": "linear-attention layers, not built from these arguments",
+    "--heterogeneous-layers-config-path": "each layer shaped by that config.json: give it as --model",
+    "--heterogeneous-layers-config-encoded-json": "each layer shaped by that config: give it as --model",
+    "--softmax-type": "a softmax with attention sinks, not built from these arguments",
+}
+
+
 def _model(r: Reading, args: dict[str, list[str]], tp: int, stem: str) -> Any:
     from dpcost.catalog import _validate
     from dpcost.specs import ModelSpec
 
+    for flag, why in MODEL_UNREAD.items():
+        if flag in args and not (flag == "--softmax-type" and args[flag] == ["vanilla"]):
+            r.refuse("model", flag, why)
+            return None
     try:
         arch = model_arguments(r, args, tp)
     except InputError as exc:
