@@ -566,6 +566,26 @@ def test_deepspeeds_deprecated_offload_switches_are_the_offloads_they_name(
     assert plans[0] == plans[1] and plans[0][0] != "none"
 
 
+def test_deepspeed_keys_priced_at_their_defaults_are_not_called_inert() -> None:
+    """Stage 3's sub_group_size (the fp32 copies its step makes at a time: memory.step_gradient_copies), its
+    max_live_parameters, max_reuse_distance and param_persistence_threshold (runtime/zero/config.py) change what a
+    GPU holds and gathers, and dpcost prices them at DeepSpeed's defaults; pipeline and sparse_attention configure
+    what a script builds. None is said to leave the price unchanged."""
+    from dpcost.training_configs import NOT_PRICED
+    from dpcost.training_configs.deepspeed import read
+
+    zero = {"stage": 3, "sub_group_size": 1e8, "stage3_max_live_parameters": 1e8, "stage3_max_reuse_distance": 0,
+            "stage3_param_persistence_threshold": 1e4}  # fmt: skip
+    doc = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero, "pipeline": {"stages": 2},
+           "sparse_attention": {"mode": "fixed"}}  # fmt: skip
+    notes = {s.key: s.note for s in read(doc, "ds.json").settings}
+    for key in ("sub_group_size", "stage3_max_live_parameters", "stage3_max_reuse_distance",
+                "stage3_param_persistence_threshold"):  # fmt: skip
+        assert notes[f"zero_optimization.{key}"].startswith(("not read", "not modelled")), key
+    assert notes["pipeline"].startswith("applies") and notes["sparse_attention"].startswith("applies")
+    assert NOT_PRICED not in notes.values()
+
+
 # torchtitan's train_configs/llama3_405b.toml at 57387af0 (before v0.1), abridged: the degrees in [training] and
 # [experimental], and converters as one string (torchtitan's string_list then)
 TORCHTITAN_LEGACY = """\

@@ -77,9 +77,18 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
             continue
         if key == "activation_checkpointing":
             r.ignore(key, value, "applies only where the model calls deepspeed.checkpointing: give --recompute")
+        elif key in WHERE_THE_MODEL_USES:
+            r.ignore(key, value, WHERE_THE_MODEL_USES[key])
         else:
             r.ignore(key, value, NOT_PRICED)
     return r.done(dp=dp)
+
+
+# Sections that apply only where the script builds what they configure: said so, not as inert
+WHERE_THE_MODEL_USES = {
+    "pipeline": "applies to a PipelineModule the script builds: give --pp for its stages",
+    "sparse_attention": "applies only where the model uses DeepSpeed's sparse attention; dpcost prices dense",
+}
 
 
 def _batch(r: Reading, doc: dict[str, Any]) -> int | None:
@@ -205,8 +214,21 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
             r.ignore(k, value, "not modelled: stages 1-2 priced with DeepSpeed's default reduce path")
         elif name in ("allgather_bucket_size", "stage3_prefetch_bucket_size"):
             r.ignore(k, value, "not modelled: dpcost gathers stage 1-2 once per group, stage 3 a unit ahead")
+        elif name in PRICED_AT_DEFAULT:
+            r.ignore(k, value, PRICED_AT_DEFAULT[name])
         else:
             r.ignore(k, value, NOT_PRICED)
+
+
+# zero_optimization keys that change what stage 3 holds or gathers, which dpcost prices at DeepSpeed's defaults
+# (runtime/zero/config.py at v0.19.5): said as not read, not as inert
+PRICED_AT_DEFAULT = {
+    "sub_group_size": "not read: dpcost prices the default 1e9, the elements stage 3's step casts to fp32 at a time",
+    "stage3_max_live_parameters": "not modelled: dpcost holds a unit gathered and the next prefetched",
+    "stage3_max_reuse_distance": "not modelled: dpcost gathers each unit again for its backward",
+    "stage3_param_persistence_threshold": "not modelled: dpcost shards every parameter, where stage 3 keeps those "
+    "under the threshold (default 1e5 elements) whole",
+}
 
 
 def _elements(r: Reading, key: str, value: Any) -> int:
