@@ -835,6 +835,37 @@ def test_flags_that_reshape_megatrons_layers_leave_the_model_to_model(extra: str
     assert read(f"{base}--seq-length 128 --softmax-type vanilla\n", "v.sh").model_spec is not None
 
 
+def test_megatron_flags_found_unread_by_the_audit_are_read_or_named() -> None:
+    """An audit of Megatron-LM d98e8a64dd's arguments against the reader: --encoder-seq-length is the sequence length
+    without --seq-length (arguments.py), --moe-layer-recompute selective recomputation with "moe" added
+    (transformer_config.py), --overlap-moe-expert-parallel-comm the EP overlap, --use-sharp NCCL_COLLNET_ENABLE for
+    the DP group (parallel_state.py), --use-tp-pp-dp-mapping the tp-cp-ep-pp-dp order (common_config.py),
+    --optimizer-cpu-offload the optimizer on the CPU (with --use-precision-aware-optimizer, as arguments.py asserts),
+    --use-torch-fsdp2 not Megatron's schedule; what the reader does not price says so."""
+    from dpcost.training_configs import NOT_PRICED
+    from dpcost.training_configs.megatron import read
+
+    base = "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 "
+    moe = base + "--num-experts 4 --moe-token-dispatcher-type alltoall --seq-length 128 "
+    config = read(base + "--encoder-seq-length 256\n", "e.sh")
+    assert config.options["seq_len"] == "256"
+    config = read(moe + "--moe-layer-recompute --overlap-moe-expert-parallel-comm --use-sharp "
+                  "--use-tp-pp-dp-mapping --use-distributed-optimizer --use-precision-aware-optimizer "
+                  "--optimizer-cpu-offload --no-fp8-wgrad\n", "m.sh")  # fmt: skip
+    read_as = {k: config.options[k] for k in ("recompute", "recompute_modules", "ep_comm_overlap", "collnet", "order")}
+    assert read_as == {"recompute": "selective", "recompute_modules": "core_attn,moe", "ep_comm_overlap": "true",
+                       "collnet": "true", "order": "tp-cp-ep-pp-dp"}  # fmt: skip
+    assert config.options["offload"] == "optimizer"
+    notes = {s.key: s.note for s in config.settings}
+    assert notes["--no-fp8-wgrad"].startswith("not priced") and notes["--use-precision-aware-optimizer"] != NOT_PRICED
+    assert read(moe + "--use-torch-fsdp2\n", "f.sh").refusals["framework"][0] == "--use-torch-fsdp2"
+    for extra, flag in (("--encoder-seq-length 256", "--encoder-seq-length"),
+                        ("--recompute-granularity full --moe-layer-recompute", "--moe-layer-recompute"),
+                        ("--optimizer-cpu-offload", "--optimizer-cpu-offload")):  # fmt: skip
+        with pytest.raises(InputError, match=flag):
+            read(moe + extra + "\n", "bad.sh")
+
+
 def test_learned_positions_without_a_length_refuse_the_model_by_flag() -> None:
     """Megatron's default learned absolute positions hold --max-position-embeddings rows (--seq-length where it is not
     given): without either the model is refused by the flag's name, not by an internal field's."""

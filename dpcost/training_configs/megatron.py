@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.frameworks import MEGATRON_FSDP
 from dpcost.engine.layout_memory import VOCAB_DIVISIBLE_BY, padded_vocab_size
 from dpcost.engine.pipeline_layout import accounted_layout, parse_pipeline_layout, virtual_stages_of
@@ -100,6 +101,8 @@ def _use_accounted_split(r: Reading, accounted: list[str], layers: int, pp: int)
 
 
 SWITCHES = {  # a flag present -> the option on
+    "--overlap-moe-expert-parallel-comm": "ep_comm_overlap",  # model_parallel_config.py at d98e8a64dd
+    "--use-sharp": "collnet",  # parallel_state.py: NCCL_COLLNET_ENABLE=1 for the DP group (SHARP)
     "--sequence-parallel": "sequence_parallel",
     "--tp-comm-overlap": "tp_comm_overlap",
     "--moe-grouped-gemm": "grouped_gemm",
@@ -233,7 +236,8 @@ def _dropout(r: Reading, args: dict[str, list[str]]) -> float:
 def read(text: str, path: str) -> TrainingConfig:
     r = Reading(path, KIND)
     args = arguments(text, path)
-    read_here = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS}
+    read_here = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS,
+                 *_SYSTEM_ARGS}  # fmt: skip
     if not read_here & args.keys():  # the file names Megatron's arguments (looks_like), but no command it runs does
         raise r.error(
             "pretrain_gpt.py",
@@ -267,6 +271,7 @@ def read(text: str, path: str) -> TrainingConfig:
     _host_time(r, args)
     _precision(r, args)
     _cublas_workspace(r, args, text)
+    _system(r, args)
     spec = _model(r, args, tp, Path(path).stem)
     padding = None
     if spec is not None:
@@ -285,7 +290,7 @@ def read(text: str, path: str) -> TrainingConfig:
     used |= {*_LAUNCH_ARGS} if dp is not None else set()
     for name, values in args.items():
         if name not in used:
-            why = FP8_ACTIVATIONS if name in FP8_ACTIVATION_ARGS else NOT_PRICED
+            why = FP8_ACTIVATIONS if name in FP8_ACTIVATION_ARGS else UNPRICED.get(name, NOT_PRICED)
             r.ignore(name, " ".join(values), OFFLOADING if name in OFFLOADING_ARGS else why)
     return r.done(model_spec=spec, vocab_padding=padding, dp=dp)
 
@@ -349,7 +354,7 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--num-distributed-optimizer-instances", "--defer-embedding-wgrad-compute",
                "--wgrad-deferral-limit")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
-                   "--recompute-num-layers", "--recompute-modules")  # fmt: skip
+                   "--recompute-num-layers", "--recompute-modules", "--moe-layer-recompute")  # fmt: skip
 _PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp4-format",
                    "--fp4-param-gather", "--reuse-grad-buf-for-mxfp8-param-ag",
                    "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--first-last-layers-bf16",
@@ -366,6 +371,11 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         value = _int(r, args, name)
         if value is not None:
             r.use(name, value, option, str(value))
+    encoder = _int(r, args, "--encoder-seq-length")  # arguments.py: the sequence length where --seq-length is absent
+    if encoder is not None and "--seq-length" in args:
+        raise r.error("--encoder-seq-length", "not beside --seq-length (arguments.py asserts)")
+    if encoder is not None:
+        r.use("--encoder-seq-length", encoder, "seq_len", str(encoder), "the sequence length, --seq-length absent")
     if "--rampup-batch-size" in args:
         r.ignore("--rampup-batch-size", " ".join(args["--rampup-batch-size"]), "costed at the full global batch")
     pp = int(r.options.get("pp", "1"))
@@ -535,7 +545,12 @@ def _full_recompute_method(r: Reading, args: dict[str, list[str]]) -> None:
 
 def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
     granularity = _one(r, args, "--recompute-granularity")
-    if granularity is None and "--recompute-activations" in args:
+    moe_layer = "--moe-layer-recompute" in args  # transformer_config.py at d98e8a64dd: selective, "moe" added
+    if moe_layer and granularity == "full":
+        raise r.error("--moe-layer-recompute", "not beside --recompute-granularity full (Megatron raises)")
+    if moe_layer and granularity is None:
+        r.use("--moe-layer-recompute", "", "recompute", "selective", "deprecated: selective recomputation")
+    elif granularity is None and "--recompute-activations" in args:
         r.use("--recompute-activations", "", "recompute", "selective", "Megatron's selective recomputation")
     elif granularity in ("full", "selective"):
         r.use("--recompute-granularity", granularity, "recompute", granularity)
@@ -545,9 +560,12 @@ def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
         raise r.error("--recompute-granularity", f"must be full or selective, got {granularity!r}")
     else:
         r.use("--recompute-granularity", "(absent)", "recompute", "none", "absent: Megatron recomputes nothing")
-    if "--recompute-modules" in args:
-        modules = args["--recompute-modules"]
+    modules = args.get("--recompute-modules")
+    if modules is not None:
         r.use("--recompute-modules", " ".join(modules), "recompute_modules", ",".join(modules))
+    if moe_layer and "moe" not in (modules or []):
+        added = [*(modules or sorted(DEFAULT_MODULES)), "moe"]
+        r.use("--moe-layer-recompute", "", "recompute_modules", ",".join(added), "the MoE layers' too")
 
 
 _ATTENTION_ARGS = ("--transformer-impl", "--attention-backend")
@@ -728,6 +746,30 @@ def _reduced_gradient_bytes(args: dict[str, list[str]]) -> int:
     return 2 if "--bf16" in args and "--grad-reduce-in-bf16" in args else 4
 
 
+_SYSTEM_ARGS = ("--optimizer-cpu-offload", "--optimizer-offload-fraction", "--use-tp-pp-dp-mapping",
+                "--use-torch-fsdp2", "--torch-fsdp2-no-reshard-after-forward", "--encoder-seq-length")  # fmt: skip
+
+
+def _system(r: Reading, args: dict[str, list[str]]) -> None:
+    """Where Megatron runs the plan (at d98e8a64dd): the optimizer on the CPU (--optimizer-cpu-offload, its
+    --optimizer-offload-fraction of the states, 1.0 by default: arguments.py, optimizer/__init__.py), the ranks
+    ordered tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping: common_config.py), and PyTorch FSDP2 in place of Megatron's
+    DDP (--use-torch-fsdp2), which dpcost costs as its fsdp framework only when that is asked for."""
+    if "--optimizer-cpu-offload" in args:
+        if "--use-precision-aware-optimizer" not in args:
+            raise r.error("--optimizer-cpu-offload", "needs --use-precision-aware-optimizer (arguments.py asserts)")
+        fraction = _one(r, args, "--optimizer-offload-fraction") or "1.0"
+        whole = fraction in ("1", "1.0")
+        r.use("--optimizer-cpu-offload", f"fraction {fraction}", "offload", "optimizer",
+              "" if whole else "costed as the whole optimizer on the CPU")  # fmt: skip
+    if "--use-tp-pp-dp-mapping" in args:
+        r.use("--use-tp-pp-dp-mapping", "", "order", "tp-cp-ep-pp-dp", "Megatron's other rank order")
+    if "--use-torch-fsdp2" in args:
+        zero = "2" if "--torch-fsdp2-no-reshard-after-forward" in args else "3"
+        r.refuse("framework", "--use-torch-fsdp2", "Megatron on PyTorch FSDP2 is not costed as Megatron runs it: give "
+                 f"--framework fsdp --zero {zero} to cost FSDP2's schedule, with eager kernels")  # fmt: skip
+
+
 def _precision(r: Reading, args: dict[str, list[str]]) -> None:
     if "--bf16" in args and "--fp16" in args:
         raise r.error("--bf16", "--bf16 and --fp16 cannot both be given (Megatron refuses it)")
@@ -860,7 +902,8 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
     if "--group-query-attention" in args:
         arch["kv_heads"] = _int(r, args, "--num-query-groups", 1)
     if position == "learned_absolute":
-        positions = _int(r, args, "--max-position-embeddings") or _int(r, args, "--seq-length")
+        positions = (_int(r, args, "--max-position-embeddings") or _int(r, args, "--seq-length")
+                     or _int(r, args, "--encoder-seq-length"))  # fmt: skip
         if positions is None:
             raise r.error("--max-position-embeddings", "required by learned absolute positions, the default "
                           "--position-embedding-type (or --seq-length, which Megatron takes for it)")  # fmt: skip
@@ -1085,6 +1128,63 @@ MODEL_UNREAD = {
     "--heterogeneous-layers-config-path": "each layer shaped by that config.json: give it as --model",
     "--heterogeneous-layers-config-encoded-json": "each layer shaped by that config: give it as --model",
     "--softmax-type": "a softmax with attention sinks, not built from these arguments",
+}
+
+
+def _both(field: str, why: str) -> dict[str, str]:
+    """A True-by-default switch's two flags (argument_utils.py at d98e8a64dd: --no-X and --disable-X)."""
+    return {f"--no-{field}": why, f"--disable-{field}": why}
+
+
+_PRECISION_AWARE = "not priced: the optimizer's tensors in lower precision; dpcost prices fp32 weights and moments"
+_TP_OVERLAP_PART = "not priced: part of --tp-comm-overlap turned off; dpcost prices it all overlapped"
+_MFSDP_DTYPE = "not read: give --grad-dtype for Megatron-FSDP's gradients; dpcost prices fp32 main weights"
+_GTP = "not priced: a further weight-sharding axis (GTP), its gathers, and a DP group smaller by it"
+# Flags that change what a step holds, computes or sends, which the reader does not read (audited against
+# Megatron-LM d98e8a64dd's arguments.py and config dataclasses): said so, each with what it changes, not as inert
+UNPRICED = {
+    "--use-precision-aware-optimizer": _PRECISION_AWARE,
+    "--exp-avg-dtype": _PRECISION_AWARE,
+    "--exp-avg-sq-dtype": _PRECISION_AWARE,
+    "--main-params-dtype": _PRECISION_AWARE,
+    "--main-grads-dtype": "not read: give --grad-dtype for the main gradients' dtype",
+    "--overlap-cpu-optimizer-d2h-h2d": "not priced: the offloaded optimizer's copies and CPU step are not timed",
+    "--tensor-parallel-num-weight-shards": _GTP,
+    "--expert-tensor-parallel-num-weight-shards": _GTP,
+    "--freeze-all-layers": "not priced: a forward-only run, where dpcost prices training",
+    **_both("fp8-wgrad", "not priced: the weight-gradient GEMMs in BF16; dpcost prices them in FP8"),
+    "--moe-expert-capacity-factor": "not priced: tokens dropped or padded to each expert's capacity",
+    "--megatron-fsdp-main-grads-dtype": _MFSDP_DTYPE,
+    "--megatron-fsdp-main-params-dtype": _MFSDP_DTYPE,
+    "--megatron-fsdp-grad-comm-dtype": _MFSDP_DTYPE,
+    "--suggested-communication-unit-size": "not modelled: Megatron-FSDP's units as dpcost sizes them (docs/layouts.md)",
+    "--fsdp-double-buffer": "not modelled: Megatron-FSDP's double buffers (docs/layouts.md)",
+    "--mtp-use-repeated-layer": "not priced: one MTP layer reused at every depth, where dpcost builds one per depth",
+    "--no-bias-swiglu-fusion": "not priced: the unfused GLU saves more activations than the fused kernel dpcost prices",
+    "--distribute-saved-activations": "not priced: full recomputation's checkpoints split over TP",
+    "--moe-router-num-groups": "not priced: group-limited routing (give --ep-node-limit for node-limited dispatch)",
+    "--moe-router-group-topk": "not priced: group-limited routing (give --ep-node-limit for node-limited dispatch)",
+    "--fp32-residual-connection": "not priced: an fp32 residual stream, its saved norm inputs and pipeline sends",
+    "--output-logit-dtype": "not priced: the logits in that dtype",
+    "--moe-shared-expert-overlap": "not priced: the shared experts' compute beside the token dispatch",
+    **_both("tp-comm-overlap-ag", _TP_OVERLAP_PART),
+    **_both("tp-comm-overlap-rs", _TP_OVERLAP_PART),
+    **_both("tp-comm-bulk-dgrad", _TP_OVERLAP_PART),
+    **_both("tp-comm-bulk-wgrad", _TP_OVERLAP_PART),
+    "--moe-dispatch-fwd-dtype": "not priced: the dispatch's all-to-all in that dtype; dpcost sends bf16",
+    "--moe-combine-bwd-dtype": "not priced: the combine's backward all-to-all in that dtype; dpcost sends bf16",
+    **_both("use-mamba-mem-eff-path", "not priced: Mamba's unfused path; dpcost prices the fused one"),
+    "--disable-mamba-mem-eff-path": "not priced: Mamba's unfused path; dpcost prices the fused one",
+    "--te-precision-config-file": "not priced: per-module precision overrides",
+    "--kitchen-config-file": "not priced: per-module precision overrides",
+    "--kitchen-recipe-number": "not priced: per-module precision overrides",
+    "--batch-invariant-mode": "not priced: batch-invariant kernels, slower than the ones dpcost prices",
+    "--moe-shared-expert-gate": "not counted: a gate of hidden weights on each shared expert",
+    "--moe-router-dtype": "not priced: the router's GEMM in that dtype",
+    "--activation-offload-fraction": OFFLOADING,
+    "--min-offloaded-tensor-size": OFFLOADING,
+    "--moe-paged-stash": OFFLOADING,
+    "--cpu-offloading-retain-pinned-cpu-buffers": OFFLOADING,
 }
 
 
