@@ -854,7 +854,7 @@ def test_megatron_flags_found_unread_by_the_audit_are_read_or_named() -> None:
                   "--optimizer-cpu-offload --no-fp8-wgrad\n", "m.sh")  # fmt: skip
     read_as = {k: config.options[k] for k in ("recompute", "recompute_modules", "ep_comm_overlap", "collnet", "order")}
     assert read_as == {"recompute": "selective", "recompute_modules": "core_attn,moe", "ep_comm_overlap": "true",
-                       "collnet": "true", "order": "tp-cp-ep-pp-dp"}  # fmt: skip
+                       "collnet": "on", "order": "tp-cp-ep-pp-dp"}  # fmt: skip
     assert config.options["offload"] == "optimizer"
     notes = {s.key: s.note for s in config.settings}
     assert notes["--no-fp8-wgrad"].startswith("not priced") and notes["--use-precision-aware-optimizer"] != NOT_PRICED

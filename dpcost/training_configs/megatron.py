@@ -102,7 +102,6 @@ def _use_accounted_split(r: Reading, accounted: list[str], layers: int, pp: int)
 
 SWITCHES = {  # a flag present -> the option on
     "--overlap-moe-expert-parallel-comm": "ep_comm_overlap",  # model_parallel_config.py at d98e8a64dd
-    "--use-sharp": "collnet",  # parallel_state.py: NCCL_COLLNET_ENABLE=1 for the DP group (SHARP)
     "--sequence-parallel": "sequence_parallel",
     "--tp-comm-overlap": "tp_comm_overlap",
     "--moe-grouped-gemm": "grouped_gemm",
@@ -260,6 +259,8 @@ def read(text: str, path: str) -> TrainingConfig:
     for name, option in SWITCHES.items():
         if name in args:
             r.use(name, "", option, "true")
+    if "--use-sharp" in args:  # parallel_state.py at d98e8a64dd: NCCL_COLLNET_ENABLE=1 for the DP group (SHARP)
+        r.use("--use-sharp", "", "collnet", "on", "CollNet (SHARP) allowed, as NCCL_COLLNET_ENABLE=1")
     for name, option in SWITCHES_OFF.items():
         if name in args:
             r.use(name, "", option, "false")
@@ -746,7 +747,7 @@ def _reduced_gradient_bytes(args: dict[str, list[str]]) -> int:
     return 2 if "--bf16" in args and "--grad-reduce-in-bf16" in args else 4
 
 
-_SYSTEM_ARGS = ("--optimizer-cpu-offload", "--optimizer-offload-fraction", "--use-tp-pp-dp-mapping",
+_SYSTEM_ARGS = ("--use-sharp", "--optimizer-cpu-offload", "--optimizer-offload-fraction", "--use-tp-pp-dp-mapping",
                 "--use-torch-fsdp2", "--torch-fsdp2-no-reshard-after-forward", "--encoder-seq-length")  # fmt: skip
 
 
