@@ -586,6 +586,78 @@ def test_deepspeed_keys_priced_at_their_defaults_are_not_called_inert() -> None:
     assert NOT_PRICED not in notes.values()
 
 
+def test_deepspeed_layouts_states_and_mics_as_deepspeed_runs_them() -> None:
+    """A second audit against DeepSpeed edaa72212: MiCS (zero_optimization.mics_shard_size at stage 3) shards the
+    states within groups of N (engine.py builds MiCS_Optimizer), a --shard-group; AutoTP, Ulysses and AutoEP run
+    layouts dpcost costs only as Megatron-LM runs them, refused by name; the bf16 section's state dtypes and an
+    offload ratio below 1 are said as not priced, not left without a row."""
+    from dpcost.training_configs.deepspeed import read
+
+    doc = {"train_micro_batch_size_per_gpu": 1,
+           "bf16": {"enabled": True, "bf16_master_weights_and_grads": True, "bf16_optimizer_states": True},
+           "zero_optimization": {"stage": 3, "mics_shard_size": 8,
+                                 "offload_optimizer": {"device": "cpu", "ratio": 0.3}},
+           "tensor_parallel": {"autotp_size": 1}}  # fmt: skip
+    config = read(doc, "ds.json")
+    assert config.options["shard_group"] == "8" and config.options["offload"] == "optimizer"
+    notes = {s.key: s.note for s in config.settings}
+    assert notes["bf16.bf16_master_weights_and_grads"].startswith("not priced")
+    assert notes["bf16.bf16_optimizer_states"].startswith("not priced")
+    assert notes["zero_optimization.offload_optimizer.ratio"].startswith("costed as the whole")
+    assert notes["tensor_parallel"] == "off"
+    for key, value in (("tensor_parallel", {"autotp_size": 4}), ("sequence_parallel_size", 2),
+                       ("expert_parallel", {"enabled": True, "autoep_size": 8})):  # fmt: skip
+        with pytest.raises(InputError, match=key):
+            read({"train_micro_batch_size_per_gpu": 1, key: value}, "ds.json")
+
+
+def test_torchtitan_pipeline_split_is_torchtitans_own(tmp_path: Path) -> None:
+    """torchtitan splits a 1F1B pipeline's layers with the embedding and the output head counted as a layer each
+    (pipeline_parallel_first/last_stage_less_layers, 1 by default: distributed/pipeline_parallel.py
+    generate_llm_fqn_per_model_part at v0.2.2): Llama 3 8B's 32 layers and the two make 34 over 4 stages, 9, 9, 8
+    and 8, the ends one layer short: 8, 9, 8, 7. Without it dpcost would have split 8 a stage."""
+    toml = ('[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 8\nseq_len = 8192\n'
+            "[parallelism]\npipeline_parallel_degree = 4\npipeline_parallel_microbatch_size = 1\n")  # fmt: skip
+    path = tmp_path / "tt.toml"
+    path.write_text(toml)
+    stages = report("estimate", "--from", str(path), "--dp", "2")["layout"]["stages"]
+    assert [s["layers"] for s in stages] == [8, 9, 8, 7]
+    from dpcost.training_configs.torchtitan import torchtitan_layout
+
+    assert torchtitan_layout(32, 4, 0, 0) == "Et*8|t*8|t*8|t*8L"
+    assert torchtitan_layout(32, 4, 2, 2) == "Et*7|t*9|t*9|t*7L"  # 36 over 4, each end 2 short
+
+
+def test_torchtitan_toml_storage_converters_and_emulation() -> None:
+    """[training] dtype bfloat16 is the bf16 recipe and enable_cpu_offload FSDP2's CPU offload (refused unless
+    --offload is typed), as the Python configs' reader reads them; quantize.linear.mx is MXFP8's linear converter
+    (components/quantization/mx.py), priced as fp8; [quantize.linear.float8] emulate = true runs the matmuls in
+    bf16 (job_config.py)."""
+    from dpcost.training_configs.torchtitan import read
+
+    base = {"model": {"name": "llama3", "flavor": "8B"}}
+    config = read({**base, "training": {"dtype": "bfloat16", "enable_cpu_offload": True}}, "t.toml")
+    assert config.options["recipe"] == "bf16" and config.refusals["offload"][0] == "[training] enable_cpu_offload"
+    mx = read({"model": {**base["model"], "converters": ["quantize.linear.mx"]}}, "m.toml")
+    assert mx.options["compute_dtype"] == "fp8"
+    emulated = read({"model": {**base["model"], "converters": ["quantize.linear.float8"]},
+                     "quantize": {"linear": {"float8": {"emulate": True}}}}, "e.toml")  # fmt: skip
+    assert "compute_dtype" not in emulated.options
+
+
+def test_accelerate_fp32_deepspeed_and_fsdp_units_it_does_not_price() -> None:
+    """Accelerate's DeepSpeed plugin with mixed_precision no writes bf16 and fp16 disabled (utils/dataclasses.py):
+    fp32 DeepSpeed; fsdp_auto_wrap_policy NO_WRAP makes one unit of the whole model, said as not priced."""
+    from dpcost.training_configs.accelerate import read
+
+    ds = read({"distributed_type": "DEEPSPEED", "num_processes": 8, "mixed_precision": "no",
+               "deepspeed_config": {"zero_stage": 2}}, "a.yaml", Path("."))  # fmt: skip
+    assert (ds.options["recipe"], ds.options["grad_dtype"]) == ("ddp", "fp32")
+    fsdp = read({"distributed_type": "FSDP", "num_processes": 8, "fsdp_config": {"fsdp_auto_wrap_policy": "NO_WRAP"}},
+                "f.yaml", Path("."))  # fmt: skip
+    assert {s.key: s.note for s in fsdp.settings}["fsdp_config.fsdp_auto_wrap_policy"].startswith("not priced")
+
+
 # torchtitan's train_configs/llama3_405b.toml at 57387af0 (before v0.1), abridged: the degrees in [training] and
 # [experimental], and converters as one string (torchtitan's string_list then)
 TORCHTITAN_LEGACY = """\

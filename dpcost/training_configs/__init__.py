@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from dpcost.errors import InputError, shown_value
 from dpcost.frozen import frozen
@@ -71,6 +71,9 @@ class TrainingConfig:
     refusals: dict[str, tuple[str, str]] = field(default_factory=dict)  # field -> (key, why), unless a flag sets it
     micro_from_dp: tuple[str, int, int] | None = None  # (key, global batch, accumulation): micro-batch from DP
     bucket_from_hidden: tuple[str, int] | None = None  # (key, bytes per element): a bucket of hidden^2 elements
+    # (key, first stage's layers short, last stage's short, layers per stage or None): torchtitan's pipeline split,
+    # once the model is known
+    pp_split: tuple[str, int, int, int | None] | None = None
 
 
 class Reading:
@@ -83,6 +86,7 @@ class Reading:
         self.refusals: dict[str, tuple[str, str]] = {}
         self.micro_from_dp: tuple[str, int, int] | None = None
         self.bucket_from_hidden: tuple[str, int] | None = None
+        self.pp_split: tuple[str, int, int, int | None] | None = None
 
     def use(self, key: str, value: Any, name: str, text: str, note: str = "") -> None:
         """The file's `key` sets option `name` to `text` (as its flag would be written)."""
@@ -134,6 +138,7 @@ class Reading:
             refusals=dict(self.refusals),
             micro_from_dp=self.micro_from_dp,
             bucket_from_hidden=self.bucket_from_hidden,
+            pp_split=self.pp_split,
             **fields,
         )
 
@@ -246,22 +251,43 @@ def hf_auto_bucket_elements(spec: ModelSpec) -> int:
     return spec.architecture.hidden**2
 
 
+def _plan_model(config: TrainingConfig, model: str | None) -> ModelSpec | None:
+    """The model the plan runs, where it can be loaded: the typed --model, the file's catalog name, or its own."""
+    from dpcost.catalog import load_model
+
+    if model is not None or config.model is not None:
+        try:
+            return load_model(str(model if model is not None else config.model))
+        except InputError:
+            return None  # the model flag's own error is raised where the plan is built
+    return cast("ModelSpec | None", config.model_spec)
+
+
 def _hidden_squared_bucket(config: TrainingConfig, model: str | None) -> dict[str, str]:
     """The bucket of a DeepSpeed "auto" reduce_bucket_size (hf_auto_bucket_elements), once the model is known;
     nothing where it is not (DeepSpeed's default is then priced)."""
-    from dpcost.catalog import load_model
-
     assert config.bucket_from_hidden is not None
-    spec = config.model_spec
-    if model is not None or config.model is not None:
-        try:
-            spec = load_model(str(model if model is not None else config.model))
-        except InputError:
-            return {}  # the model flag's own error is raised where the plan is built
+    spec = _plan_model(config, model)
     if spec is None or spec.architecture is None:
         return {}
     _, per_element = config.bucket_from_hidden
     return {"bucket_bytes": f"{hf_auto_bucket_elements(spec) * per_element}B"}
+
+
+def _torchtitan_split(config: TrainingConfig, model: str | None, pp: int) -> dict[str, str]:
+    """torchtitan's pipeline split as --pipeline-layout, once the model's layers are known
+    (torchtitan.torchtitan_layout); nothing where they are not (dpcost's even split is then priced)."""
+    from dpcost.training_configs.torchtitan import torchtitan_layout
+
+    assert config.pp_split is not None
+    spec = _plan_model(config, model)
+    if spec is None or spec.architecture is None:
+        return {}
+    key, first_less, last_less, per_stage = config.pp_split
+    try:
+        return {"pipeline_layout": torchtitan_layout(spec.architecture.layers, pp, first_less, last_less, per_stage)}
+    except ValueError as exc:
+        raise InputError(config.path, f"{key}: {exc}") from None
 
 
 def _is_layout(values: dict[str, Any]) -> bool:
@@ -323,6 +349,9 @@ def apply(
         values["micro_batch"] = str(total // (accum * replicas_dp))
     if config.bucket_from_hidden is not None and "bucket_bytes" not in typed:
         values.update(_hidden_squared_bucket(config, model))
+    split_typed = {"pipeline_layout", "first_stage_layers", "last_stage_layers"} & typed.keys()
+    if config.pp_split is not None and not split_typed and _whole_or(values.get("pp", 1), 1) > 1:
+        values.update(_torchtitan_split(config, model, _whole_or(values["pp"], 1)))
     if _is_layout(values):  # a layout runs Megatron's own settings: the file's for pure DP are left out, and said so
         from dpcost.engine.layout_report import LAYOUT_IGNORES, LAYOUT_RUNS
 

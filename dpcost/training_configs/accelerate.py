@@ -66,6 +66,9 @@ def read(doc: dict[str, Any], path: str, folder: Path) -> TrainingConfig:
         dp, extra, options = _deepspeed(r, deepspeed, folder, processes)
         if precision == "fp16" and "grad_dtype" not in options:
             r.use("mixed_precision", precision, "grad_dtype", "fp16")
+        elif precision == "no" and not deepspeed.get("deepspeed_config_file"):
+            # the plugin writes bf16 and fp16 enabled false (utils/dataclasses.py DeepSpeedPlugin): fp32 DeepSpeed
+            _mixed(r, precision, "deepspeed")
     else:
         raise r.error("distributed_type", f"must be MULTI_GPU, FSDP or DEEPSPEED, got {kind!r}")
     for key, value in doc.items():
@@ -164,8 +167,18 @@ def _fsdp(r: Reading, fsdp: dict[str, Any], processes: int, machines: int, layou
             r.use(f + name, value, "offload", "params", "FSDP's CPUOffload: parameters, gradients and the step")
         elif name in ("fsdp_sharding_strategy", "fsdp_reshard_after_forward"):
             r.ignore(f + name, value, f"{key} decides the sharding")
+        elif name == "fsdp_auto_wrap_policy" and value in WRAPS_UNPRICED:
+            r.ignore(f + name, value, WRAPS_UNPRICED[value])
         else:
             r.ignore(f + name, value, NOT_PRICED)
+
+
+# FSDP units other than a transformer block each, which dpcost prices (utils/dataclasses.py at 16cb6eb8: NO_WRAP
+# wraps nothing, one unit; SIZE_BASED_WRAP by fsdp_min_num_params)
+WRAPS_UNPRICED = {
+    "NO_WRAP": "not priced: one FSDP unit, the whole model gathered at once; dpcost prices a unit per block",
+    "SIZE_BASED_WRAP": "not priced: units by parameter count (fsdp_min_num_params); dpcost prices a unit per block",
+}
 
 
 def _deepspeed(

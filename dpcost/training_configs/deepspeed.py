@@ -70,8 +70,18 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     if r.options.get("optimizer") == "muon" and r.options.get("zero") == "3" and zero.get("reduce_scatter", True):
         # stage3.py refuses Muon with reduce_scatter, which is on unless the config turns it off (zero/config.py)
         r.refuse("optimizer", "optimizer.type", "Muon at ZeRO-3 needs reduce_scatter false, as DeepSpeed asserts")
+    for key, what in LAYOUTS.items():
+        if _layout_on(key, doc.get(key)):
+            raise r.error(key, f"{what} is not costed: dpcost costs TP, CP and EP as Megatron-LM runs them; give "
+                          "the plan as flags without --from")  # fmt: skip
+        if key in doc:
+            r.ignore(key, doc[key], "off")
+    for k in ("bf16", "fp16"):  # the section's other keys: loss scaling, and the states' dtypes
+        for sub, value in (doc.get(k) or {}).items() if isinstance(doc.get(k), dict) else ():
+            if sub != "enabled":
+                r.ignore(f"{k}.{sub}", value, SIXTEEN_BIT_UNPRICED.get(sub, NOT_PRICED))
     seen = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16", "fp16",
-            "zero_optimization", "optimizer", "communication_data_type"}  # fmt: skip
+            "zero_optimization", "optimizer", "communication_data_type", *LAYOUTS}  # fmt: skip
     for key, value in doc.items():
         if key in seen:
             continue
@@ -79,6 +89,8 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
             r.ignore(key, value, "applies only where the model calls deepspeed.checkpointing: give --recompute")
         elif key in WHERE_THE_MODEL_USES:
             r.ignore(key, value, WHERE_THE_MODEL_USES[key])
+        elif key in TOP_UNPRICED:
+            r.ignore(key, value, TOP_UNPRICED[key])
         else:
             r.ignore(key, value, NOT_PRICED)
     return r.done(dp=dp)
@@ -89,6 +101,19 @@ WHERE_THE_MODEL_USES = {
     "pipeline": "applies to a PipelineModule the script builds: give --pp for its stages",
     "sparse_attention": "applies only where the model uses DeepSpeed's sparse attention; dpcost prices dense",
 }
+
+
+def _layout_on(key: str, value: Any) -> bool:
+    """Whether the file turns on a layout LAYOUTS names: AutoTP above size 1 (tensor_parallel/config.py
+    autotp_size), Ulysses above 1 (config.py sequence_parallel_size), AutoEP enabled above size 1
+    (auto_ep_config.py)."""
+    if key == "sequence_parallel_size":
+        return isinstance(value, int) and not isinstance(value, bool) and value > 1
+    if not isinstance(value, dict):
+        return False
+    size = value.get("autotp_size" if key == "tensor_parallel" else "autoep_size", 1)
+    above_one = isinstance(size, int) and not isinstance(size, bool) and size > 1
+    return above_one and (key == "tensor_parallel" or value.get("enabled") is True)
 
 
 def _batch(r: Reading, doc: dict[str, Any]) -> int | None:
@@ -193,6 +218,11 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
                 r.note(k + ".device", device, "", "covered by offload_param (params offload moves both)" + nvme)
                 continue
             r.use(k + ".device", device, "offload", what, nvme.removeprefix("; "))
+            for sub, setting in value.items():  # offload_config.py: the device's other settings
+                if sub == "ratio" and setting != 1:
+                    r.ignore(f"{k}.ratio", setting, "costed as the whole optimizer offloaded, not this fraction")
+                elif sub != "device":
+                    r.ignore(f"{k}.{sub}", setting, NOT_PRICED)
         elif name in DEPRECATED_OFFLOAD:
             if not isinstance(value, bool):
                 raise r.error(k, f"must be true or false, got {value!r}")
@@ -214,8 +244,17 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
             r.ignore(k, value, "not modelled: stages 1-2 priced with DeepSpeed's default reduce path")
         elif name in ("allgather_bucket_size", "stage3_prefetch_bucket_size"):
             r.ignore(k, value, "not modelled: dpcost gathers stage 1-2 once per group, stage 3 a unit ahead")
+        elif name == "mics_shard_size" and isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            if stage != 3:  # engine.py: MiCS_Optimizer at stage 3 only
+                r.ignore(k, value, "applies at stage 3 only (MiCS), which this file does not run")
+            else:
+                r.use(k, value, "shard_group", str(value), "MiCS: states sharded within groups of N (mics.py)")
         elif name in PRICED_AT_DEFAULT:
             r.ignore(k, value, PRICED_AT_DEFAULT[name])
+        elif name in ZERO_UNPRICED:
+            r.ignore(k, value, ZERO_UNPRICED[name])
+        elif name == "contiguous_gradients" and value is False:
+            r.ignore(k, value, "not priced: no contiguous gradient buffer (stage 3's bucket of it is priced)")
         else:
             r.ignore(k, value, NOT_PRICED)
 
@@ -228,6 +267,39 @@ PRICED_AT_DEFAULT = {
     "stage3_max_reuse_distance": "not modelled: dpcost gathers each unit again for its backward",
     "stage3_param_persistence_threshold": "not modelled: dpcost shards every parameter, where stage 3 keeps those "
     "under the threshold (default 1e5 elements) whole",
+}
+
+
+# zero_optimization keys that change what is held, gathered or sent, which dpcost does not read (an audit against
+# DeepSpeed edaa72212, v0.19.5-27: runtime/zero/config.py and what reads each)
+ZERO_UNPRICED = {
+    "stage3_use_all_reduce_for_fetch_params": "not priced: stage 3 fetches parameters by all-reducing a full buffer "
+    "(partition_parameters.py), where dpcost prices all-gathers",
+    "zeropp_loco_param": "not priced: LoCo's error-feedback buffers, about a byte a parameter",
+    "zenflow": "not priced: ZenFlow's split of the optimizer step between GPU and CPU",
+    "stage3_allgather_sequential": "not modelled: stage 3 gathers without prefetching (engine.py)",
+    "mics_hierarchical_params_gather": "not priced: MiCS's hierarchical gather",
+    "stage3_model_persistence_threshold": "not modelled: dpcost shards every parameter",
+    "stage3_module_granularity_threshold": "not modelled: stage 3's gather granularity as dpcost prices it, a block",
+    "leaf_module": "not modelled: stage 3's gather granularity as dpcost prices it, a block",
+}
+# Top-level keys that change what a step holds or runs, which dpcost does not read (the same audit)
+TOP_UNPRICED = {
+    "data_types": "not priced: the gradient accumulation dtype (bf16 with fp32 at ZeRO-1 keeps an fp32 gradient "
+    "buffer: BF16_Optimizer)",
+    "torch_autocast": "not priced: Linear layers' gradients reduced (and at stage 3 gathered) in the autocast dtype",
+    "compile": "applies only where the script calls engine.compile(): DeepCompile's passes and offloads",
+}
+# Settings that run a layout dpcost costs only as Megatron-LM runs it (TP/CP/EP): refused, by name
+LAYOUTS = {
+    "tensor_parallel": "DeepSpeed's AutoTP",
+    "sequence_parallel_size": "DeepSpeed's Ulysses sequence parallelism",
+    "expert_parallel": "DeepSpeed's AutoEP",
+}
+# bf16/fp16 section keys that change the states' dtypes (precision_config.py, base_optimizer.py)
+SIXTEEN_BIT_UNPRICED = {
+    "bf16_master_weights_and_grads": "not priced: master weights and gradients in bf16; dpcost prices fp32",
+    "bf16_optimizer_states": "not priced: optimizer states in bf16; dpcost prices fp32",
 }
 
 

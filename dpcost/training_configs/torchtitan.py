@@ -11,6 +11,7 @@ are read as they were (LEGACY).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, get_args
 
@@ -60,7 +61,20 @@ CATALOG = {
 }
 DEFAULTS = {"local_batch_size": 8, "global_batch_size": -1, "seq_len": 2048}  # job_config.py Training
 DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
+# [parallelism] keys that change what a degree above 1 costs, which dpcost does not price: (the degree, whether the
+# value turns it on, what it changes) (distributed/parallel_dims.py and models' parallelize.py at v0.2.2)
+_REPLICATED_LOSS = "not priced: the output layer replicated over TP, each rank holding the whole vocabulary's logits"
+_UNBALANCED_CP = "not priced: without head-tail balancing the last CP rank runs most of the causal attention"
+PARALLEL_UNPRICED: dict[str, tuple[str, Callable[[Any], bool], str]] = {
+    "disable_loss_parallel": ("tp", lambda v: v is True, _REPLICATED_LOSS),
+    "context_parallel_load_balancer": ("cp", lambda v: v is None or str(v).lower() == "none", _UNBALANCED_CP),
+}
+LINEAR_CONVERTERS = {"float8": "float8", "quantize.linear.float8": "float8", "mx": "mx", "quantize.linear.mx": "mx"}
 SCHEDULES = ("1f1b", "gpipe")  # one stage per rank; the interleaved and zero-bubble schedules are not read
+# The pipeline split's keys (distributed/pipeline_parallel.py pipeline_llm at v0.2.2): the first and last stage's
+# layers short, by default one each (job_config.py), a layer count per stage, or each stage's modules
+SPLIT_KEYS = ("pipeline_parallel_first_stage_less_layers", "pipeline_parallel_last_stage_less_layers",
+              "pipeline_parallel_layers_per_stage", "module_fqns_per_model_part")  # fmt: skip
 PARALLELISM = (
     "data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree",
     "pipeline_parallel_degree", "context_parallel_degree", "expert_parallel_degree", "expert_tensor_parallel_degree",
@@ -99,12 +113,66 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     if isinstance(quantize, dict):  # other quantizations ([quantize.grouped_mm.*]: MoE experts) are not priced
         for kind, table in quantize.items():
             for name, keys in table.items() if isinstance(table, dict) else ():
-                if (kind, name) != ("linear", "float8"):
+                if (kind, name) == ("linear", "mx"):
+                    r.ignore(f"[quantize.{kind}.{name}]", keys, "MXFP8's recipe: its matmuls priced as fp8's")
+                elif (kind, name) != ("linear", "float8"):
                     r.ignore(f"[quantize.{kind}.{name}]", keys, NOT_PRICED)
     _float8(r, float8 or _section(r, doc, "float8"), _section(r, doc, "model"), label)
     optimizer(r, _section(r, doc, "optimizer"), toml_label)
     compiled(r, _section(r, doc, "compile"), toml_label)
     return r.done(**data_parallel(r, degrees, model, toml_label("parallelism", "data_parallel_*_degree")))
+
+
+def _pipeline_split(r: Reading, parallel: dict[str, Any], pp: int, key_label: Callable[[str], str]) -> None:
+    """How torchtitan splits the layers over a one-stage-per-rank schedule's stages (pipeline_llm at v0.2.2): each
+    stage's modules as module_fqns_per_model_part lists them, else generate_llm_fqn_per_model_part's split with the
+    first and last stage short by their keys' layers (1 each by default), once the model's layers are known
+    (torchtitan_layout); pipeline_parallel_layers_per_stage must then give PP stages, as torchtitan checks."""
+    fqns = parallel.get("module_fqns_per_model_part")
+    if fqns is not None:
+        key = key_label("module_fqns_per_model_part")
+        if not isinstance(fqns, list) or len(fqns) != pp or any(not isinstance(part, list) for part in fqns):
+            raise r.error(key, f"must list the modules of each of the {pp} stages, got {fqns!r}"[:200])
+        stages = []
+        for part in fqns:
+            layers = sum(1 for name in part if str(name).startswith("layers."))
+            head = "E" if "tok_embeddings" in part else ""
+            tail = "L" if "output" in part else ""
+            stages.append(f"{head}{f't*{layers}' if layers else ''}{tail}")
+        r.use(key, f"{pp} parts", "pipeline_layout", "|".join(stages), "each stage's modules as listed")
+        return
+    first, last = (whole(r, key_label(k), parallel.get(k, 1), least=0) for k in SPLIT_KEYS[:2])
+    per_stage = parallel.get("pipeline_parallel_layers_per_stage")
+    given = [k for k in SPLIT_KEYS[:3] if k in parallel]
+    key = key_label(given[0]) if given else "(torchtitan's pipeline split)"
+    per_stage_count = None if per_stage is None else whole(r, key_label(SPLIT_KEYS[2]), per_stage)
+    r.pp_split = (key, first, last, per_stage_count)
+    why = "torchtitan's split of the layers (generate_llm_fqn_per_model_part), once the model is known"
+    for k in given:
+        r.note(key_label(k), parallel[k], "--pipeline-layout", why)
+    if not given:
+        r.note(key, f"first {first}, last {last} layers short", "--pipeline-layout", why)
+
+
+def torchtitan_layout(layers: int, stages: int, first_less: int, last_less: int, per_stage: int | None = None) -> str:
+    """torchtitan's split of `layers` over `stages` (generate_llm_fqn_per_model_part at v0.2.2) as --pipeline-layout:
+    the embedding and the output head count as first_less and last_less layers, the layers and they shared out
+    evenly with the remainder to the first stages, and each end stage's share less its weight in layers.
+    `per_stage` (pipeline_parallel_layers_per_stage) must make as many stages, ceil((layers + both) / it)."""
+    effective = layers + first_less + last_less
+    if per_stage is not None and math.ceil(effective / per_stage) != stages:
+        raise ValueError(f"{per_stage} layers a stage make {math.ceil(effective / per_stage)} stages, not PP {stages}")
+    share, extra = divmod(effective, stages)
+    if stages > effective or share == 0:
+        raise ValueError(f"{stages} stages cannot split {layers} layers and the embedding and head")
+    if first_less > share or last_less > share:
+        raise ValueError(f"an end stage short by more than the {share} layers of a stage")
+    counts = [share + (k < extra) for k in range(stages)]
+    counts[0] -= first_less
+    counts[-1] -= last_less
+    stage_text = [f"t*{n}" if n else "" for n in counts]
+    stage_text[0], stage_text[-1] = "E" + stage_text[0], stage_text[-1] + "L"
+    return "|".join(stage_text)
 
 
 def data_parallel(r: Reading, degrees: dict[str, int], model: str | None, key: str) -> dict[str, Any]:
@@ -241,12 +309,16 @@ def parallelism(
     if "enable_async_tensor_parallel" in parallel:
         value = switch(r, key_label("enable_async_tensor_parallel"), parallel["enable_async_tensor_parallel"])
         r.use(key_label("enable_async_tensor_parallel"), value, "tp_comm_overlap", value)
+    if degrees["pp"] > 1 and schedule.lower() in SCHEDULES:
+        _pipeline_split(r, parallel, degrees["pp"], key_label)
     listed = r.listed()
     for key, value in parallel.items():
         if key_label(key) in listed or (key in pipelined and degrees["pp"] > 1):
             continue
         if key in ("data_parallel_replicate_degree", "data_parallel_shard_degree"):
             r.note(key_label(key), value, "", "the DP size: replicate x shard (-1: every GPU the other degrees leave)")
+        elif key in PARALLEL_UNPRICED and degrees[PARALLEL_UNPRICED[key][0]] > 1 and PARALLEL_UNPRICED[key][1](value):
+            r.ignore(key_label(key), value, PARALLEL_UNPRICED[key][2])
         elif key in known:
             r.ignore(key_label(key), value, "no effect at these degrees")
         else:
@@ -290,12 +362,31 @@ def training(
     seq = whole(r, t("seq_len"), section.get("seq_len", DEFAULTS["seq_len"]))
     r.use(t("seq_len"), seq, "seq_len", str(seq), "" if "seq_len" in section else "torchtitan's default")
     precision(r, section, label)
+    storage(r, section, label)
     if "compile" in section:
         r.use(t("compile"), section["compile"], "compile", switch(r, t("compile"), section["compile"]))
     for key, value in section.items():
         if key not in (local_key, "global_batch_size", "seq_len", "mixed_precision_reduce", "mixed_precision_param",
-                       "compile", *LEGACY["training"]):  # fmt: skip
+                       "compile", "dtype", "enable_cpu_offload", *LEGACY["training"]):  # fmt: skip
             r.ignore(t(key), value, NOT_PRICED)
+
+
+def storage(r: Reading, training: dict[str, Any], label: Label) -> None:
+    """training.dtype bfloat16: weights, gradients and optimizer states all in bf16 (configs.py; job_config.py at
+    v0.2.2), dpcost's bf16 recipe; enable_cpu_offload (FSDP2's CPUOffloadPolicy), not priced for FSDP."""
+    if "dtype" in training:
+        key, dtype = label("training", "dtype"), training["dtype"]
+        if dtype == "bfloat16":
+            r.use(key, dtype, "recipe", "bf16", "weights, gradients and optimizer states in bf16")
+        elif dtype == "float32":
+            r.note(key, dtype, "", "mixed precision: fp32 weights and states, as the fsdp recipe")
+        else:
+            raise r.error(key, f"must be bfloat16 or float32, got {dtype!r}")
+    key = label("training", "enable_cpu_offload")
+    if training.get("enable_cpu_offload") is True:
+        r.refuse("offload", key, "FSDP2's CPU offload is not priced: give --offload")
+    elif "enable_cpu_offload" in training:
+        r.ignore(key, training["enable_cpu_offload"], "off")
 
 
 def precision(r: Reading, section: dict[str, Any], label: Label) -> None:
@@ -358,6 +449,8 @@ def optimizer(r: Reading, section: dict[str, Any], label: Label) -> None:
     for key, value in section.items():
         if key == "implementation":
             implementation(r, label("optimizer", key), value)
+        elif key == "early_step_in_backward" and value is True:  # components/optimizer.py at v0.2.2
+            r.ignore(label("optimizer", key), value, "not priced: each parameter stepped in its gradient's hook")
         elif key != "name":
             r.ignore(label("optimizer", key), value, NOT_PRICED)
 
@@ -404,10 +497,22 @@ def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: st
         converters = [c.strip() for c in converters.split(",") if c.strip()]
     if not isinstance(converters, list):
         raise r.error("[model] converters", f"must be a list of names, got {converters!r}")
-    if any("float8" in str(c) for c in converters):
-        r.use("[model] converters", converters, "compute_dtype", "fp8", "Float8Linear matmuls")
+    # the linear converters (components/quantization/float8.py and mx.py at v0.2.2; "float8" and "mx" before v0.1):
+    # Float8Linear's matmuls, unless emulated in BF16 (job_config.py emulate), and MXFP8's; the MoE experts' grouped
+    # GEMM converters (quantize.grouped_mm.*) are not priced
+    kinds = {LINEAR_CONVERTERS[c] for c in map(str, converters) if c in LINEAR_CONVERTERS}
+    grouped = [c for c in map(str, converters) if c.startswith("quantize.grouped_mm.")]
+    if "float8" in kinds and float8.get("emulate") is True:
+        r.ignore("[model] converters", converters, "emulated (emulate = true): the matmuls run in bf16")
+    elif kinds:
+        what = " and ".join(sorted({"float8": "Float8Linear", "mx": "MXFP8 linear"}[k] for k in kinds))
+        r.use("[model] converters", converters, "compute_dtype", "fp8", f"{what} matmuls")
+    elif grouped:
+        r.ignore("[model] converters", converters, "not priced: the MoE experts' grouped GEMMs in low precision")
     for key, value in float8.items():
-        if key == "enable_fsdp_float8_all_gather" and value is True:
+        if key == "emulate":
+            r.note(f"{label} {key}", value, "", "matmuls in bf16" if value is True else "off")
+        elif key == "enable_fsdp_float8_all_gather" and value is True:
             r.use(f"{label} {key}", value, "gather_dtype", "fp8", "FSDP gathers the float8 weights")
         elif key == "enable_fsdp_float8_all_gather":
             r.ignore(f"{label} {key}", value, "off: the weights are gathered in bf16")

@@ -134,12 +134,12 @@ def read(file: Path, path: str, function: str | None) -> TrainingConfig:
                 "",
                 "applies with TP above 1" if degrees["tp"] == 1 else "torchtitan's TP is sequence-parallel",
             )
-    own = ("dtype", "enable_cpu_offload")  # read by _storage
     if budget:
+        own = ("dtype", "enable_cpu_offload")  # toml.storage's, which toml.training reads itself
         _token_budget(r, {k: v for k, v in training.items() if k not in own}, degrees["pp"], parallel)
+        toml.storage(r, training, label)
     else:
-        toml.training(r, {k: v for k, v in training.items() if k not in own}, degrees["pp"], parallel, label)
-    _storage(r, training)
+        toml.training(r, training, degrees["pp"], parallel, label)
     _checkpointing(r, sections)
     _compile(r, sections.get("compile"))
     _optimizer(r, sections.get("optimizer"), recent)
@@ -306,24 +306,6 @@ def _token_budget(r: Reading, training: dict[str, Any], pp: int, parallel: dict[
     for key, value in training.items():
         if key not in (*TOKEN_KEYS, "mixed_precision_reduce", "mixed_precision_param"):
             r.ignore(label(t, key), value, NOT_PRICED)
-
-
-def _storage(r: Reading, training: dict[str, Any]) -> None:
-    """training.dtype bfloat16: weights, gradients and optimizer states all in bf16 (configs.py), dpcost's bf16
-    recipe; enable_cpu_offload (FSDP2's CPUOffloadPolicy), which dpcost does not price for FSDP."""
-    if "dtype" in training:
-        key, dtype = label("training", "dtype"), training["dtype"]
-        if dtype == "bfloat16":
-            r.use(key, dtype, "recipe", "bf16", "weights, gradients and optimizer states in bf16")
-        elif dtype == "float32":
-            r.note(key, dtype, "", "mixed precision: fp32 weights and states, as the fsdp recipe")
-        else:
-            raise r.error(key, f"must be bfloat16 or float32, got {dtype!r}")
-    key = label("training", "enable_cpu_offload")
-    if training.get("enable_cpu_offload") is True:
-        r.refuse("offload", key, "FSDP2's CPU offload is not priced: give --offload")
-    elif "enable_cpu_offload" in training:
-        r.ignore(key, training["enable_cpu_offload"], "off")
 
 
 def _checkpointing(r: Reading, sections: dict[str, Any]) -> None:
