@@ -156,8 +156,8 @@ def _pipeline_split(r: Reading, parallel: dict[str, Any], pp: int, key_label: Ca
 
 def torchtitan_layout(layers: int, stages: int, first_less: int, last_less: int, per_stage: int | None = None) -> str:
     """torchtitan's split of `layers` over `stages` (generate_llm_fqn_per_model_part at v0.2.2) as --pipeline-layout:
-    the embedding and the output head count as first_less and last_less layers, the layers and they shared out
-    evenly with the remainder to the first stages, and each end stage's share less its weight in layers.
+    the embedding and the output head count as first_less and last_less layers, all of them shared out evenly with
+    the remainder to the first stages, and each end stage's share less its weight in layers.
     `per_stage` (pipeline_parallel_layers_per_stage) must make as many stages, ceil((layers + both) / it)."""
     effective = layers + first_less + last_less
     if per_stage is not None and math.ceil(effective / per_stage) != stages:
@@ -319,6 +319,8 @@ def parallelism(
             r.note(key_label(key), value, "", "the DP size: replicate x shard (-1: every GPU the other degrees leave)")
         elif key in PARALLEL_UNPRICED and degrees[PARALLEL_UNPRICED[key][0]] > 1 and PARALLEL_UNPRICED[key][1](value):
             r.ignore(key_label(key), value, PARALLEL_UNPRICED[key][2])
+        elif key in SPLIT_KEYS and degrees["pp"] > 1:  # a multi-stage schedule, whose virtual stages are refused
+            r.ignore(key_label(key), value, "not read for this schedule: give --pipeline-layout for its split")
         elif key in known:
             r.ignore(key_label(key), value, "no effect at these degrees")
         else:
@@ -509,6 +511,8 @@ def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: st
         r.use("[model] converters", converters, "compute_dtype", "fp8", f"{what} matmuls")
     elif grouped:
         r.ignore("[model] converters", converters, "not priced: the MoE experts' grouped GEMMs in low precision")
+    elif converters:
+        r.ignore("[model] converters", converters, "not priced: converters dpcost does not read")
     for key, value in float8.items():
         if key == "emulate":
             r.note(f"{label} {key}", value, "", "matmuls in bf16" if value is True else "off")
