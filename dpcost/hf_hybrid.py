@@ -723,8 +723,8 @@ def _glm5_next(k: Keys) -> dict[str, Any]:
     d = _GLM5_NEXT
     layers = _int(k, "num_hidden_layers", d, "layers")
     listed = k.get("layer_types", default=None)
-    if isinstance(listed, list):
-        listed = ["indexed_attention" if t == "full_attention" else t for t in listed]
+    if isinstance(listed, list):  # the released GLM-5.3-Flash (revision eb9eb20) names them deepseek_sparse_attention
+        listed = ["indexed_attention" if t in ("full_attention", "deepseek_sparse_attention") else t for t in listed]
     types = per_layer(k, "layer_types", layers, {"linear_attention", "indexed_attention", "full_attention"}, listed)
     if types is None:
         types = ["indexed_attention" if i % 4 == 3 else "linear_attention" for i in range(layers)]

@@ -34,6 +34,16 @@ def test_every_fourth_layer_from_the_fourth_attends_through_the_latent(tmp_path:
     assert a.attention_layers == a.indexer_layers == 11
 
 
+def test_the_released_files_deepseek_sparse_attention_layers_are_its_indexed_ones(tmp_path: Path) -> None:
+    """zai-org/GLM-5.3-Flash's config.json at revision eb9eb20 (as a public test fixture transcribes it:
+    teilomillet/kvfit tests/fixtures/model_configs/zai-org--GLM-5.3-Flash.json) names its eleven latent-attention
+    layers deepseek_sparse_attention in layer_types, where transformers 5.25.0's class says indexed_attention: the same
+    layers, every fourth from the fourth, counted alike (its linear_attn_config lists them as full_attn_layers)."""
+    types = ["deepseek_sparse_attention" if i % 4 == 3 else "linear_attention" for i in range(45)]
+    named = count_params(spec_from_config(tmp_path, _with(DEFAULTS, layer_types=types)))
+    assert named == count_params(spec_from_config(tmp_path, DEFAULTS))
+
+
 def test_the_pooled_indexer_holds_deepseek_s_weights_and_its_pool_tables(tmp_path: Path) -> None:
     """Glm5NextTextIndexer: wq_b (1,536 -> 32 x 128), wk (4,096 -> 128), k_norm's LayerNorm (weight and bias),
     weights_proj (4,096 -> 32), index_kpool_compress_ape (16 x 128) and index_kpool_compress_gate (128 x 4,096)."""
