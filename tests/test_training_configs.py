@@ -645,6 +645,21 @@ def test_torchtitan_toml_storage_converters_and_emulation() -> None:
     assert "compute_dtype" not in emulated.options
 
 
+@pytest.mark.parametrize(
+    ("doc", "compiled"),
+    [({"dynamo_config": {"dynamo_backend": "INDUCTOR"}}, "true"), ({"dynamo_backend": "INDUCTOR"}, "true"),
+     ({"dynamo_config": {"dynamo_backend": "EAGER"}}, None), ({"dynamo_backend": "NO"}, None)],
+)  # fmt: skip
+def test_accelerate_compiles_the_model_with_its_dynamo_backend(doc: dict, compiled: str | None) -> None:  # type: ignore[type-arg]
+    """Accelerate compiles the model where its dynamo backend is not NO (accelerator.py at 16cb6eb8), the backend
+    in dynamo_config or, as config_args.py converts it, the legacy top-level dynamo_backend: inductor's fused
+    kernels are --compile; EAGER traces without fusing, priced as eager."""
+    from dpcost.training_configs.accelerate import read
+
+    config = read({"distributed_type": "FSDP", "num_processes": 8, **doc}, "a.yaml", Path("."))
+    assert config.options.get("compile") == compiled
+
+
 def test_accelerate_fp32_deepspeed_and_fsdp_units_it_does_not_price() -> None:
     """Accelerate's DeepSpeed plugin with mixed_precision no writes bf16 and fp16 disabled (utils/dataclasses.py):
     fp32 DeepSpeed; fsdp_auto_wrap_policy NO_WRAP makes one unit of the whole model, said as not priced."""

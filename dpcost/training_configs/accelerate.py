@@ -71,9 +71,10 @@ def read(doc: dict[str, Any], path: str, folder: Path) -> TrainingConfig:
             _mixed(r, precision, "deepspeed")
     else:
         raise r.error("distributed_type", f"must be MULTI_GPU, FSDP or DEEPSPEED, got {kind!r}")
+    _dynamo(r, doc)
     for key, value in doc.items():
         if key not in ("distributed_type", "num_processes", "num_machines", "mixed_precision", "fsdp_config",
-                       "deepspeed_config", "parallelism_config"):  # fmt: skip
+                       "deepspeed_config", "parallelism_config", "dynamo_config", "dynamo_backend"):  # fmt: skip
             r.ignore(key, value, NOT_PRICED)
     config = r.done(dp=dp)
     return TrainingConfig(
@@ -86,6 +87,31 @@ def read(doc: dict[str, Any], path: str, folder: Path) -> TrainingConfig:
         micro_from_dp=config.micro_from_dp,
         bucket_from_hidden=config.bucket_from_hidden,
     )
+
+
+def _dynamo(r: Reading, doc: dict[str, Any]) -> None:
+    """torch.compile as Accelerate applies it to the model when its dynamo backend is not NO (accelerator.py at
+    16cb6eb8): dynamo_config.dynamo_backend, or the legacy top-level dynamo_backend it converts (config_args.py).
+    INDUCTOR fuses the memory-bound ops (--compile); EAGER and AOT_EAGER trace without fusing, priced as eager; the
+    other backends are not priced."""
+    section = doc.get("dynamo_config")
+    key, backend = ("dynamo_backend", doc.get("dynamo_backend"))
+    if isinstance(section, dict):
+        key, backend = "dynamo_config.dynamo_backend", section.get("dynamo_backend", backend)
+        for name, value in section.items():
+            if name != "dynamo_backend":
+                r.ignore(f"dynamo_config.{name}", value, NOT_PRICED)
+    if backend is None:
+        return
+    name = str(backend).upper()
+    if name == "INDUCTOR":
+        r.use(key, backend, "compile", "true", "torch.compile with inductor's fused kernels")
+    elif name == "NO":
+        r.ignore(key, backend, "off")
+    elif name in ("EAGER", "AOT_EAGER"):
+        r.ignore(key, backend, "traced without inductor's fusion: priced as eager")
+    else:
+        r.ignore(key, backend, "not priced: a compile backend other than inductor")
 
 
 def _mixed(r: Reading, precision: str, framework: str) -> None:
