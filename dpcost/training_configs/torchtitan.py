@@ -477,14 +477,20 @@ def compiled(r: Reading, section: dict[str, Any], label: Label) -> None:
         components = [part.strip() for part in components.split(",") if part.strip()]
     if not isinstance(components, list):
         raise r.error(c("components"), f"must be a list of names, got {components!r}")
+    backend = str(section.get("backend", "inductor"))  # job_config.py Compile at v0.2.2
     for key, value in section.items():
-        if key not in ("enable", "components"):
+        if key == "backend" and backend != "inductor":
+            r.ignore(c(key), value, "traced without inductor's fusion: the compiled parts priced as eager")
+        elif key not in ("enable", "components"):
             r.ignore(c(key), value, NOT_PRICED)
     if "enable" not in section:
         if "components" in section:
             r.ignore(c("components"), components, f"{c('enable')} is off by default")
         return
     enabled = switch(r, c("enable"), section["enable"])
+    if enabled == "true" and backend != "inductor":
+        r.use(c("enable"), section["enable"], "compile", "false", f"the {backend} backend does not fuse: as eager")
+        return
     if enabled == "true" and "model" not in components:
         r.use(c("components"), components, "compile", "false", "the loss compiled alone: the model runs eager")
         return
