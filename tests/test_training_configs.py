@@ -605,6 +605,11 @@ def test_deepspeed_layouts_states_and_mics_as_deepspeed_runs_them() -> None:
     assert notes["bf16.bf16_optimizer_states"].startswith("not priced")
     assert notes["zero_optimization.offload_optimizer.ratio"].startswith("costed as the whole")
     assert notes["tensor_parallel"] == "off"
+    more = read({"train_micro_batch_size_per_gpu": 1, "amp": {"enabled": True}, "progressive_layer_drop":
+                 {"enabled": False}, "curriculum_learning": {"enabled": True}}, "ds.json")  # fmt: skip
+    notes = {s.key: s.note for s in more.settings}
+    assert notes["amp"].startswith("not read") and notes["progressive_layer_drop"] == "off"
+    assert notes["curriculum_learning"].startswith("not priced")
     for key, value in (("tensor_parallel", {"autotp_size": 4}), ("sequence_parallel_size", 2),
                        ("expert_parallel", {"enabled": True, "autoep_size": 8})):  # fmt: skip
         with pytest.raises(InputError, match=key):

@@ -90,7 +90,8 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
         elif key in WHERE_THE_MODEL_USES:
             r.ignore(key, value, WHERE_THE_MODEL_USES[key])
         elif key in TOP_UNPRICED:
-            r.ignore(key, value, TOP_UNPRICED[key])
+            off = (isinstance(value, dict) and value.get("enabled") is False) or value is False
+            r.ignore(key, value, "off" if off else TOP_UNPRICED[key])
         else:
             r.ignore(key, value, NOT_PRICED)
     return r.done(dp=dp)
@@ -289,6 +290,12 @@ TOP_UNPRICED = {
     "buffer: BF16_Optimizer)",
     "torch_autocast": "not priced: Linear layers' gradients reduced (and at stage 3 gathered) in the autocast dtype",
     "compile": "applies only where the script calls engine.compile(): DeepCompile's passes and offloads",
+    "amp": "not read: apex AMP's mixed precision; dpcost prices the bf16 and fp16 sections",
+    "progressive_layer_drop": "not priced: layers dropped at random as training goes, where the model takes part",
+    "curriculum_learning": "not priced: sequences grown over training; dpcost prices the full length",
+    "data_efficiency": "not priced: data sampling and routing over training; dpcost prices every token and layer",
+    "eigenvalue": "not priced: the extra passes that estimate Hessian eigenvalues",
+    "sparse_gradients": "applies only to sparse embedding gradients",
 }
 # Settings that run a layout dpcost costs only as Megatron-LM runs it (TP/CP/EP): refused, by name
 LAYOUTS = {
