@@ -680,6 +680,11 @@ def test_accelerate_fp32_deepspeed_and_fsdp_units_it_does_not_price() -> None:
     fsdp = read({"distributed_type": "FSDP", "num_processes": 8, "fsdp_config": {"fsdp_auto_wrap_policy": "NO_WRAP"}},
                 "f.yaml", Path("."))  # fmt: skip
     assert {s.key: s.note for s in fsdp.settings}["fsdp_config.fsdp_auto_wrap_policy"].startswith("not priced")
+    # sp_size is a dimension of its own in Accelerate's total (parallelism_config.py): refused by name, not mistaken
+    # for a product that does not add up
+    with pytest.raises(InputError, match="parallelism_config_sp_size"):
+        read({"distributed_type": "FSDP", "num_processes": 8, "parallelism_config": {"parallelism_config_sp_size": 2,
+              "parallelism_config_dp_shard_size": 4}}, "s.yaml", Path("."))  # fmt: skip
 
 
 # torchtitan's train_configs/llama3_405b.toml at 57387af0 (before v0.1), abridged: the degrees in [training] and

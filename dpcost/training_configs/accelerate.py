@@ -130,12 +130,18 @@ def _parallelism(r: Reading, config: Any, processes: int) -> tuple[int, int, int
     p = "parallelism_config."
     if not isinstance(config, dict):
         raise r.error("parallelism_config", "must be a mapping of sizes")
+    sp = _positive(r, p + "parallelism_config_sp_size", config.get("parallelism_config_sp_size", 1))
+    if sp > 1:  # parallelism_config.py at 16cb6eb8: sp_size counts in the total, a dimension of its own
+        raise r.error(p + "parallelism_config_sp_size", "Accelerate's sequence parallelism (sp_size) is not costed: "
+                      "give the plan as flags, its sequence split as --cp")  # fmt: skip
     size = {}
     for name in ("dp_replicate", "dp_shard", "tp", "cp"):
         key = f"parallelism_config_{name}_size"
         size[name] = _positive(r, p + key, config.get(key, 1))
     for key, value in config.items():
-        if key not in {f"parallelism_config_{name}_size" for name in size}:
+        if key == "parallelism_config_sp_size":
+            r.ignore(p + key, value, "1: no sequence parallelism")
+        elif key not in {f"parallelism_config_{name}_size" for name in size}:
             r.ignore(p + key, value, NOT_PRICED)
     total = size["dp_replicate"] * size["dp_shard"] * size["tp"] * size["cp"]
     if total != processes:
@@ -195,6 +201,8 @@ def _fsdp(r: Reading, fsdp: dict[str, Any], processes: int, machines: int, layou
             r.ignore(f + name, value, f"{key} decides the sharding")
         elif name == "fsdp_auto_wrap_policy" and value in WRAPS_UNPRICED:
             r.ignore(f + name, value, WRAPS_UNPRICED[value])
+        elif name == "fsdp_backward_prefetch" and value == "NO_PREFETCH":
+            r.ignore(f + name, value, "not priced: no gather prefetched in the backward; dpcost prefetches one unit")
         else:
             r.ignore(f + name, value, NOT_PRICED)
 
