@@ -648,6 +648,9 @@ def test_torchtitan_toml_storage_converters_and_emulation() -> None:
     emulated = read({"model": {**base["model"], "converters": ["quantize.linear.float8"]},
                      "quantize": {"linear": {"float8": {"emulate": True}}}}, "e.toml")  # fmt: skip
     assert "compute_dtype" not in emulated.options
+    deepep = read({**base, "parallelism": {"expert_parallel_degree": 8, "expert_parallel_comm_backend": "deepep"}},
+                  "d.toml")  # fmt: skip
+    assert {s.key: s.note for s in deepep.settings}["[parallelism] expert_parallel_comm_backend"].startswith("not")
     # [compile] backend (job_config.py: inductor by default): aot_eager traces without fusing, so the model runs eager
     for backend, compiled in (("aot_eager", "false"), ("inductor", "true")):
         config = read({**base, "compile": {"enable": True, "backend": backend}}, "c.toml")

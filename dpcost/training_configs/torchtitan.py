@@ -68,6 +68,11 @@ _UNBALANCED_CP = "not priced: without head-tail balancing the last CP rank runs 
 PARALLEL_UNPRICED: dict[str, tuple[str, Callable[[Any], bool], str]] = {
     "disable_loss_parallel": ("tp", lambda v: v is True, _REPLICATED_LOSS),
     "context_parallel_load_balancer": ("cp", lambda v: v is None or str(v).lower() == "none", _UNBALANCED_CP),
+    "expert_parallel_comm_backend": (
+        "ep",
+        lambda v: v == "deepep",
+        "not priced: DeepEP's dispatch kernels; dpcost prices torchtitan's standard all-to-all",
+    ),
 }
 LINEAR_CONVERTERS = {"float8": "float8", "quantize.linear.float8": "float8", "mx": "mx", "quantize.linear.mx": "mx"}
 SCHEDULES = ("1f1b", "gpipe")  # one stage per rank; the interleaved and zero-bubble schedules are not read
