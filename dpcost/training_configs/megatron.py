@@ -62,13 +62,19 @@ def _hybrid_pattern_flag(args: dict[str, list[str]]) -> str | None:
     return next((name for name in ("--hybrid-layer-pattern", "--hybrid-override-pattern") if name in args), None)
 
 
+def _hybrid_main(r: Reading, args: dict[str, list[str]], flag: str) -> str:
+    """The pattern's main decoder, before its first MTP segment (/), its | kept (hybrid_layer_allocation.py
+    get_hybrid_total_layer_count reads the layers so)."""
+    return (_set_value(r, args, flag) or "").split("/")[0]
+
+
 def _use_hybrid_stages(r: Reading, args: dict[str, list[str]], flag: str, pp: int) -> None:
     """A hybrid pattern's pipeline stages: its | cut the layers into PP x V stages, the embedding on the first and
     the loss on the last, as --pipeline-model-parallel-layout writes them (arguments.py at d98e8a64dd, which refuses
     the other layout flags beside a pattern, the end stages' layer counts beside its |, and both pattern flags)."""
     if "--hybrid-layer-pattern" in args and "--hybrid-override-pattern" in args:
         raise r.error("--hybrid-override-pattern", "not beside --hybrid-layer-pattern (arguments.py asserts)")
-    main = (_set_value(r, args, flag) or "").split("/")[0]
+    main = _hybrid_main(r, args, flag)
     for name in ("--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
                  "--pipeline-model-parallel-layout", *ACCOUNTED_ARGS):  # fmt: skip
         if name in args:
@@ -862,7 +868,7 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
     """The GPT model Megatron builds from the arguments, as dpcost's architecture fields; None without a model."""
     layers = _int(r, args, "--num-layers")
     if (hybrid := _hybrid_pattern_flag(args)) is not None:  # arguments.py: the pattern's count wins (_hybrid)
-        layers = len((_set_value(r, args, hybrid) or "").split("/")[0].replace("|", "")) or layers
+        layers = len(_hybrid_main(r, args, hybrid).replace("|", "")) or layers
     hidden = _int(r, args, "--hidden-size")
     heads = _int(r, args, "--num-attention-heads")
     if layers is None and hidden is None and heads is None:
@@ -1215,9 +1221,9 @@ def _model(r: Reading, args: dict[str, list[str]], tp: int, stem: str) -> Any:
     spec = _validate(ModelSpec, doc, r.path)
     vocab = arch["vocab"]
     kind = "GPT model"
-    if "mixers" in arch:  # _hybrid: each layer's symbol, counted
-        pattern = (_set_value(r, args, _hybrid_pattern_flag(args) or "") or "").replace("|", "")
-        kind = "hybrid model (" + ", ".join(f"{pattern.count(c)} {c}" for c in HYBRID_MIXERS if c in pattern) + ")"
+    if (hybrid := _hybrid_pattern_flag(args)) is not None:  # _hybrid built it: each layer's symbol, counted
+        layers = _hybrid_main(r, args, hybrid).replace("|", "")
+        kind = "hybrid model (" + ", ".join(f"{layers.count(c)} {c}" for c in HYBRID_MIXERS if c in layers) + ")"
     r.note("(the model arguments)", f"{arch['layers']} layers, hidden {arch['hidden']}", f"--model {name}",
            f"Megatron's {kind}; vocabulary padded to {vocab:,}")  # fmt: skip
     return spec
