@@ -230,7 +230,7 @@ _LLAMA_LIKE = {
     "mellum": (4, 128, False, "head"),
     # configuration_laguna.py / modeling_laguna.py (5.24.0): AFMoE's attention (q/k norms per head, biases by
     # attention_bias) with a softplus gate per head (gating true or "per-head": g_proj hidden -> heads) or per channel
-    # (hidden -> heads x head_dim), heads per layer by num_attention_heads_per_layer (all equal, else refused), a dense
+    # (hidden -> heads x head_dim), heads per layer by num_attention_heads_per_layer (_laguna_heads), a dense
     # first layer (mlp_layer_types), then experts with an ungated shared MLP and an e_score_correction_bias parameter
     "laguna": (8, 128, False, "head"),
     # Baichuan and Baichuan 2 (baichuan-inc's remote modeling_baichuan.py, 7B and 13B): Llama's shapes with q, k and v
@@ -1247,16 +1247,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         raise InputError(k.where, f"{k._key('num_experts')}: MiniCPM-MoE's experts are not counted by dpcost; a "
                          "dense MiniCPM (no num_experts) is")  # fmt: skip
     if family == "laguna":
-        per_layer_heads = k.get("num_attention_heads_per_layer", default=None)
-        if per_layer_heads is not None:
-            counts = per_layer_heads if isinstance(per_layer_heads, list) else []
-            uniform = len(counts) == layers and len(set(counts)) == 1 and isinstance(counts[0], int)
-            if not uniform:
-                said = f"{k._key('num_attention_heads_per_layer')}: one head count repeated per layer ({layers}); "
-                raise InputError(
-                    k.where, f"{said}layers of different widths are not counted, got {per_layer_heads!r}"[:300]
-                )
-            arch["heads"] = per_layer_heads[0]
+        _laguna_heads(k, arch, layers)
         gating = k.get("gating", default=True)
         if gating is True or gating == "per-head":
             arch["head_gate"] = True
@@ -3298,16 +3289,46 @@ def _step3p5_heads(k: Keys, types: list[str]) -> tuple[int, int, str]:
             said = f"{k._key('per_layer_config')}.{name}: num_attention_heads alone (the key dpcost counts), got "
             raise InputError(k.where, f"{said}{layer!r}"[:200])
         heads[number] = layer.get("num_attention_heads", full)
+    full_heads, sliding_heads = heads_by_layer_type(k, "per_layer_config", heads, types)
+    return full_heads, sliding_heads, "per_layer_config"
+
+
+def _laguna_heads(k: Keys, arch: dict[str, Any], layers: int) -> None:
+    """Laguna's query heads, num_attention_heads_per_layer[i] in layer i where the file gives the list
+    (LagunaDecoderLayer, modeling_laguna.py, transformers 5.24.0; q_proj, o_proj and g_proj take the layer's count,
+    k_proj and v_proj the shared KV heads): the sliding layers' count as the attention's heads and, where the full
+    layers' count differs, those layers as "global attention" of their own (Laguna XS.2: 48 heads in its 10 full
+    layers, 64 in its 30 sliding ones)."""
+    listed = k.get("num_attention_heads_per_layer", default=None)
+    if listed is None:
+        return
+    key = k._key("num_attention_heads_per_layer")
+    if not isinstance(listed, list) or len(listed) != layers:
+        raise InputError(k.where, f"{key}: a head count per layer ({layers}), got {listed!r}"[:300])
+    types = per_layer(k, "layer_types", layers, {"full_attention", "sliding_attention"}) or ["full_attention"] * layers
+    full_heads, sliding_heads = heads_by_layer_type(k, "num_attention_heads_per_layer", listed, types)
+    arch["heads"] = sliding_heads if "sliding_attention" in types else full_heads
+    k.used["heads"] = key
+    if full_heads != sliding_heads:  # both kinds are there: an absent kind takes the other's count
+        arch["mixers"] = tuple("global attention" if t == "full_attention" else "attention" for t in types)
+        arch["global_attention"] = {"head_dim": arch["head_dim"], "kv_heads": arch["kv_heads"], "heads": full_heads}
+        k.used["global_attention.heads"] = key
+        k.used["global_attention.kv_heads"] = k.used.get("kv_heads", k._key("num_key_value_heads"))
+
+
+def heads_by_layer_type(k: Keys, key: str, heads: list[Any], types: list[str]) -> tuple[int, int]:
+    """The query heads of the full and of the sliding layers from a per-layer list of head counts (`key`: Laguna's
+    num_attention_heads_per_layer, Step 3.5's per_layer_config): one count for every layer of a kind, where a kind
+    absent takes the other's. Layers of one kind at different widths are refused: the spec holds one width a kind."""
     by_kind = {kind: {h for h, t in zip(heads, types, strict=True) if t == kind} for kind in set(types)}
     for kind, counts in by_kind.items():
         if len(counts) > 1 or any(type(h) is not int or h <= 0 for h in counts):
             said = f"one head count for every {kind} layer (layers of one kind at different widths are not counted), "
             said += f"got {sorted(map(str, counts))}"
-            raise InputError(k.where, f"{k._key('per_layer_config')}: {said}"[:200])
-    full_heads, sliding_heads = (
-        next(iter(by_kind.get(kind, {full}))) for kind in ("full_attention", "sliding_attention")
-    )
-    return full_heads, sliding_heads, "per_layer_config"
+            raise InputError(k.where, f"{k._key(key)}: {said}"[:200])
+    one: dict[str, int] = {kind: next(iter(counts)) for kind, counts in by_kind.items()}
+    full_count = one.get("full_attention") or one["sliding_attention"]
+    return full_count, one.get("sliding_attention", full_count)
 
 
 def _step3p5_padded(k: Keys, key: str, layers: int, allowed: set[str]) -> list[str] | None:

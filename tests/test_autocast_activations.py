@@ -26,7 +26,7 @@ KEPT_BEYOND = {"gptj": 2.0, "glm4": 1.0, "falcon": 1.5}
 
 # Where the linear layers measured reading a norm are not dpcost's count, and why
 _LINEAR_ATTENTION = "linear attention's own input projections (q, k, v and gates: 2 to 6 of them), counted as one"
-_ATTENTION_GATE = "a projection of its own for the attention output's gate (gate_proj), not counted"
+_ATTENTION_GATE = "a projection of its own for the attention output's gate (gate_proj; Laguna's g_proj), not counted"
 _INSIDE = "its norms sit inside its attention and MLP modules, where the probe hooks only the layer's own children"
 _OTHER_KIND = "the probe's one-layer model starts with another kind of layer than the config (MoE, attention)"
 _NO_GRAD = "its indexer's wk and weights_proj read the norm too, under torch.no_grad: they keep nothing"
@@ -40,6 +40,7 @@ READ_OTHERWISE = {
     "deepseek_v32": _NO_GRAD,
     "glm_moe_dsa": _NO_GRAD,
     "beam": _ATTENTION_GATE,
+    "laguna": _ATTENTION_GATE,
     "hy_v4": _ATTENTION_GATE + "; " + _NO_GRAD,
     "dory": _ATTENTION_GATE + "; its looped layer runs twice, each run casting anew",
     "megatron-bert": _INSIDE,
