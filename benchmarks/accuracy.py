@@ -38,8 +38,12 @@ BAND_NAMES = tuple(name for name, _, _ in TABLE_BANDS)
 
 # Runs a mechanism was modelled after, with nothing fitted to them: in sample all the same. Together's B200 sendrecv
 # runs: the channels per peer a send runs on (engine/nccl_channels.py) and NCCL's 14 GB/s for each across nodes
-# (engine/p2p.py) were priced after their bandwidth was seen to halve from 4 to 8 to 16 nodes.
-MODELLED_AFTER = frozenset(f"b200-{n}n-sendrecv-together.log" for n in (2, 4, 8, 16))
+# (engine/p2p.py) were priced after their bandwidth was seen to halve from 4 to 8 to 16 nodes. The A3 Mega all-reduce:
+# gcp-a3-mega's protocol (Google's TCPXO profile, Simple and LL128 only) was looked up after its small calls were
+# seen to take four times dpcost's LL price.
+MODELLED_AFTER = frozenset(
+    {*(f"b200-{n}n-sendrecv-together.log" for n in (2, 4, 8, 16)), "h100-2n-all_reduce-gcpa3mega.log"}
+)
 
 
 def in_sample() -> frozenset[str]:

@@ -46,6 +46,23 @@ __all__ = [
 # Bounds are physical plausibility, not policy: they turn typos (a bandwidth of 1e-300, a billion layers) into a
 # clear message before any arithmetic could overflow or loop for hours. Units.py bounds the other side.
 # In a spec file each takes a unit string ("80GB", "450GB/s", "2.5us") or a plain SI number (what the schema says).
+# NCCL's protocols, in its own order (src/include/device.h: NCCL_PROTO_LL, NCCL_PROTO_LL128, NCCL_PROTO_SIMPLE)
+Protocol = Literal["ll", "ll128", "simple"]
+PROTOCOLS: tuple[Protocol, ...] = ("ll", "ll128", "simple")
+
+
+def nccl_proto(value: Any) -> Any:
+    """NCCL_PROTO as NCCL parses it: one protocol or several, comma-separated, in any case ("Simple,LL128"); kept as
+    the names it allows, lower case, in NCCL's order."""
+    if not isinstance(value, str):
+        return value
+    names = {name.strip().lower() for name in value.split(",")}
+    if not names <= set(PROTOCOLS):
+        said = f"one or more of {', '.join(PROTOCOLS)}, comma-separated as NCCL_PROTO takes them, got {value!r}"
+        raise ValueError(said)
+    return ",".join(name for name in PROTOCOLS if name in names)
+
+
 Bytes = Annotated[float, BeforeValidator(parse_bytes, json_schema_input_type=str | float), Field(ge=1e6)]
 Bandwidth = Annotated[float, BeforeValidator(parse_bandwidth, json_schema_input_type=str | float), Field(ge=1e6)]
 Seconds = Annotated[float, BeforeValidator(parse_seconds, json_schema_input_type=str | float), Field(ge=0)]
@@ -1606,10 +1623,11 @@ class TopologySpec(Spec):
         "manager / IMEX channels)",
     )
     collnet: bool = Field(True, description="NCCL may run CollNet where the fabric has SHARP (NCCL_COLLNET_ENABLE)")
-    protocol: Literal["ll", "ll128", "simple"] | None = Field(
+    protocol: Annotated[str, BeforeValidator(nccl_proto)] | None = Field(
         None,
-        description="the one protocol NCCL may run on this cluster (NCCL_PROTO set in its environment); none: NCCL "
-        "chooses among LL, LL128 and Simple (a plan's --protocol overrides it)",
+        description="the protocols NCCL may run on this cluster, as NCCL_PROTO in its environment sets them: one, or "
+        "several comma-separated (Google's TCPXO profile: simple,ll128); none: NCCL chooses among LL, LL128 and "
+        "Simple (a plan's --protocol overrides it)",
     )
     tuner_plugin: TunerPlugin | None = Field(
         None,

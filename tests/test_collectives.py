@@ -288,6 +288,32 @@ def test_a_topologys_protocol_is_its_clusters_nccl_proto(h100: TopologySpec) -> 
     assert fastest(ll128, "all_reduce", 16, GIB, None, "simple").protocol == "simple"
 
 
+def test_nccl_proto_may_list_several_protocols(h100: TopologySpec) -> None:
+    """NCCL_PROTO takes a comma-separated list in any case (Google's TCPXO profile sets Simple,LL128: docs/sources/
+    gcp-tcpxo-nccl-profile.md): NCCL runs the fastest protocol among them and never another. With Simple in the
+    list, NVLS and NVLSTree stay (they run Simple only); a small all-reduce that runs LL unforced runs LL128 or
+    Simple instead."""
+    listed = _with(h100, protocol="Simple, LL128")
+    assert listed.protocol == "ll128,simple"
+    small = 8.0
+    assert fastest(h100, "all_reduce", 16, small).protocol == "ll"
+    got = fastest(listed, "all_reduce", 16, small)
+    assert got.protocol in ("ll128", "simple")
+    assert got.seconds == min(fastest(h100, "all_reduce", 16, small, None, p).seconds for p in ("ll128", "simple"))
+    assert fastest(listed, "all_reduce", 16, GIB).algorithm == "nvls_tree"
+    with pytest.raises(ValueError, match="one or more of ll, ll128, simple"):
+        _with(h100, protocol="ll,lowlatency")
+
+
+def test_gcp_a3_mega_runs_googles_tcpxo_profile() -> None:
+    """Google's TCPXO profile (nccl-env-profile.sh since May 2025) sets NCCL_PROTO=Simple,LL128: no call on A3 Mega
+    runs LL, at any size or op."""
+    a3 = load_topology("gcp-a3-mega")
+    assert a3.protocol == "ll128,simple"
+    for op, ranks, size in itertools.product(OPS, (8, 16, 64), (8.0, 64 * 1024.0, 16 * 1024**2.0, GIB)):
+        assert fastest(a3, op, ranks, size).protocol != "ll"
+
+
 def test_network_loses_bandwidth_per_doubling_of_nodes(h100: TopologySpec) -> None:
     assert network_factor(h100, 2) == 1.0
     assert network_factor(h100, 8) == pytest.approx((1 - h100.scaling_loss) ** 2)

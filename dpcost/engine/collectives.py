@@ -52,7 +52,7 @@ from dpcost.engine.nccl_channels import bytes_per_channel, ring_channels, search
 from dpcost.engine.placement import Level, Placement, hop_share, place, spanned, steps_per_level
 from dpcost.engine.tuner_plugin import plugin_choice
 from dpcost.frozen import frozen
-from dpcost.specs import TierSpec, TopologySpec
+from dpcost.specs import PROTOCOLS, Protocol, TierSpec, TopologySpec
 
 __all__ = [
     "ALGORITHMS",
@@ -74,10 +74,8 @@ __all__ = [
 ]
 
 Op = Literal["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"]
-Protocol = Literal["ll", "ll128", "simple"]
 OPS: tuple[Op, ...] = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
 CHAINS: tuple[Op, ...] = ("broadcast", "reduce")  # NCCL runs them as a pipelined chain along the ring
-PROTOCOLS: tuple[Protocol, ...] = ("ll", "ll128", "simple")
 US = 1e-6
 GB = 1e9
 
@@ -802,7 +800,7 @@ def _price_uncached(
     protocol: str | None,
     as_tuner_weighs: bool,
 ) -> CollectiveTime:
-    protocols = PROTOCOLS if protocol is None else tuple(pr for pr in PROTOCOLS if pr == protocol)
+    protocols = allowed_protocols(protocol)
     if algorithm == "ring":
         return _ring(topology, p, op, size, protocols)
     if algorithm == "hierarchical":
@@ -846,10 +844,16 @@ def collective_time(topology: TopologySpec, op: str, group: Group, size: float, 
     return _in_nccls_order(topology, op, p, size, (algorithm,), None)[0]
 
 
+def allowed_protocols(protocol: str | None) -> tuple[Protocol, ...]:
+    """The protocols NCCL may run under a forced NCCL_PROTO (`protocol`: one name, or several comma-separated as
+    specs.nccl_proto keeps them); all three where none is forced."""
+    return PROTOCOLS if protocol is None else tuple(pr for pr in PROTOCOLS if pr in protocol.split(","))
+
+
 def _running(protocol: str | None, names: Sequence[str]) -> tuple[str, ...]:
     """The algorithms that can run a forced protocol (NCCL_PROTO): only Ring and Tree have LL and LL128; all of
     them Simple. A forced algorithm that cannot run it is kept, as the run's own NCCL_ALGO."""
-    if protocol is None or protocol == "simple":
+    if "simple" in allowed_protocols(protocol):
         return tuple(names)
     return tuple(a for a in names if a in ("ring", "tree")) or tuple(names)
 

@@ -174,13 +174,13 @@ def plugin_choice(
 ) -> tuple[str, str] | None:
     """(algorithm, protocol) the plugin sets for `op` of `size` bytes on `ranks` GPUs over `nodes` nodes, or None
     where it leaves NCCL to choose (region_get_coll_info_internal_v3). `runnable`: the algorithms NCCL may run;
-    `protocol`: the one NCCL_PROTO forces. NCCL marks every other pair unavailable in the cost table it hands the
-    plugin, and the plugin passes over those regions."""
+    `protocol`: the ones NCCL_PROTO forces (comma-separated). NCCL marks every other pair unavailable in the cost
+    table it hands the plugin, and the plugin passes over those regions."""
     if nodes <= 2 or ranks % nodes:
         return None
     point = (float(size), float(ranks))
     for region in region_tables(plugin).get(ranks // nodes, {}).get(op, ()):
-        allowed = region.algorithm in runnable and protocol in (None, region.protocol)
+        allowed = region.algorithm in runnable and (protocol is None or region.protocol in protocol.split(","))
         if allowed and inside(point, region.vertices):
             return region.algorithm, region.protocol
     return None
