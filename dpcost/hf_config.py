@@ -790,6 +790,7 @@ _ARCHITECTURES = {
     "LagunaForCausalLM": "laguna",
     "HyperCLOVAXForCausalLM": "hyperclovax",
     "LongcatFlashForCausalLM": "longcat_flash",
+    "LongcatFlashNgramForCausalLM": "longcat_flash_ngram",
     "GraniteMoeSWAForCausalLM": "granitemoe_swa",
     "VaultGemmaForCausalLM": "vaultgemma",
     "Jais2ForCausalLM": "jais2",
@@ -992,7 +993,8 @@ _HYBRID = (
 SUPPORTED_MODEL_TYPES = tuple(
     sorted(
         {*_LLAMA_LIKE, *_GEMMA, *_NESTED, "llama4_text", "gemma4_text", "mimo_v2_flash", *_DEEPSEEK, *_GLM_MINIMAX,
-         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "minimax_m3_vl_text", "chatglm",
+         *_FALCON, *_GPT, "qwen", "dbrx", *_HYBRID, "deepseek_v4", "longcat_flash", "longcat_flash_ngram",
+         "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
          "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
          "dots3_note_text", "modernbert-decoder", "modernbert", "albert", "dory", *_BERT_DEFAULTS,
@@ -2070,6 +2072,26 @@ def _longcat_flash(k: Keys) -> dict[str, Any]:
             "v_head_dim": integer("v_head_dim", "mla.v_head_dim"),
         },
     }
+
+
+def _longcat_ngrams(k: Keys) -> dict[str, int]:
+    """LongCat-Flash-Lite's n-gram tables (model_type longcat_flash_ngram: LongcatFlashNgramModel of meituan-longcat's
+    remote modeling_longcat_ngram.py, LongCat-Flash's layers with NgramEmbedding in place of the token embedding;
+    NgramInputSpec): emb_split_num x (emb_neighbor_num - 1) tables of hidden_size // that many columns, the i-th of
+    int(ngram_vocab_size_ratio x vocab_size + 2i + 1) rows. Its MTP layers (model.mtp) are not built, and not
+    counted."""
+    k.get("ngram_vocab_size_ratio", field="ngram_input.base_rows")  # required: the class's None builds no table
+    ratio = k.positive("ngram_vocab_size_ratio", default=0.0)
+    neighbors = k.integer("emb_neighbor_num", field="ngram_input.tables")
+    splits = k.integer("emb_split_num", field="ngram_input.tables")
+    if neighbors < 2 or splits < 1:
+        said = f"{k._key('emb_neighbor_num')} 2 or more and {k._key('emb_split_num')} 1 or more"
+        raise InputError(k.where, f"{said} (emb_split_num x (emb_neighbor_num - 1) tables), got {neighbors}, {splits}")
+    tables, hidden = splits * (neighbors - 1), k.integer("hidden_size", default=_LONGCAT_FLASH["hidden_size"])
+    vocab = k.integer("vocab_size", default=_LONGCAT_FLASH["vocab_size"])
+    if hidden < tables:
+        raise InputError(k.where, f"{k._key('hidden_size')}: {hidden} is fewer columns than its {tables} n-gram tables")
+    return {"tables": tables, "base_rows": int(ratio * vocab), "width": hidden // tables}
 
 
 def dense_then_experts(
@@ -4331,6 +4353,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "mimo_v2_flash": _mimo_v2_flash,
     "minimax_m2": _minimax_m2,
     "longcat_flash": _longcat_flash,
+    "longcat_flash_ngram": lambda k: _longcat_flash(k) | {"ngram_input": _longcat_ngrams(k)},
     "minimax_m3_vl_text": _minimax_m3,
     "chatglm": _chatglm,
     "qwen": _qwen1,

@@ -509,6 +509,25 @@ class NgramEmbeddingSpec(Spec):
         return tuple(rows * (self.width // self.heads) for rows in self.rows)
 
 
+class NgramInputSpec(Spec):
+    """LongCat-Flash-Lite's n-gram embeddings beside the token embedding (NgramEmbedding of meituan-longcat's remote
+    modeling_longcat_ngram.py, as its public ports transcribe it): emb_split_num x (emb_neighbor_num - 1) tables, the
+    i-th of int(m + 2i + 1) rows (m = ngram_vocab_size_ratio x vocab_size) and hidden // tables columns, each looked up
+    by a rolling hash of the token and those before it and projected back to the hidden width (post_projs, no bias);
+    the projections' sum joins the token's embedding."""
+
+    tables: PositiveInt = Field(description="emb_split_num x (emb_neighbor_num - 1)")
+    base_rows: Annotated[int, Field(gt=0, le=10**13, strict=True)] = Field(
+        description="int(ngram_vocab_size_ratio x vocab_size): the first table's rows less one"
+    )
+    width: PositiveInt = Field(description="hidden_size // tables: each table's columns")
+
+    @property
+    def rows(self) -> tuple[int, ...]:
+        """Each table's rows: int(m + 2i + 1) for the i-th (NgramEmbedding._init_ngram_embeddings)."""
+        return tuple(self.base_rows + 2 * i + 1 for i in range(self.tables))
+
+
 class PerLayerInputSpec(Spec):
     """Gemma 4's per-layer embeddings (modeling_gemma4.py Gemma4TextModel and Gemma4TextDecoderLayer, transformers
     5.25.0): a second lookup table of `vocab` rows of layers x `width`, and a projection of the embedded input to
@@ -933,6 +952,11 @@ class ModelArchitecture(Spec):
         description="Gemma 4 E2B/E4B's per-layer embeddings (hidden_size_per_layer_input)",
         exclude_if=lambda v: v is None,
     )
+    ngram_input: NgramInputSpec | None = Field(
+        None,
+        description="LongCat-Flash-Lite's n-gram embedding tables beside the token embedding (ngram_vocab_size_ratio)",
+        exclude_if=lambda v: v is None,
+    )
     ffn_widths: tuple[NonNegativeInt, ...] = Field(
         (),
         description="each layer's dense MLP width where the layers differ (Nemotron-NAS's block_configs ffn_mult), "
@@ -1188,15 +1212,16 @@ class ModelArchitecture(Spec):
     def hybrid(self) -> bool:
         """Some layer is not plain attention followed by an MLP (a recurrent or convolutional mixer, none, or
         DeepSeek-V4's compressed attention), the residual is kept as several streams, the layers take Gemma 4's
-        per-layer inputs or Gemma 3n's AltUp copies, their MLPs differ in width, their experts are split by modality,
-        their norms are gated and their queries fused with a gate (A.X K2), or their attention takes relative logits
-        and short convolutions (Inkling), or each expert's output is normed (Ergo), or their inputs are attention
-        residuals (Inkling 2), or their attention is ZAYA's or dots3's, or they share weights or a narrower
-        embedding (ALBERT), or nGPT's scales (Dory): what layouts and the per-op model do not cost yet."""
+        per-layer inputs or Gemma 3n's AltUp copies, the input takes LongCat-Flash-Lite's n-gram tables, their MLPs
+        differ in width, their experts are split by modality, their norms are gated and their queries fused with a gate
+        (A.X K2), or their attention takes relative logits and short convolutions (Inkling), or each expert's output is
+        normed (Ergo), or their inputs are attention residuals (Inkling 2), or their attention is ZAYA's or dots3's, or
+        they share weights or a narrower embedding (ALBERT), or nGPT's scales (Dory): what layouts and the per-op model
+        do not cost yet."""
         plain = ("attention", "global attention")
         unusual = bool(self.mlp_free_layers or self.ffn_widths) or self.hyper_connected or self.vision_experts
         unusual = unusual or self.attention_experts is not None or self.gated_norms_and_query
-        unusual = unusual or self.per_layer_input is not None or self.altup is not None
+        unusual = unusual or self.per_layer_input is not None or self.altup is not None or self.ngram_input is not None
         unusual = unusual or self.relative_or_convolved or (self.moe is not None and self.moe.expert_norms)
         unusual = unusual or self.attention_residual_block is not None or self.convolved_or_scaled
         unusual = unusual or self.latent_kinds or self.shared_narrow_or_scaled
@@ -1263,6 +1288,8 @@ class ModelArchitecture(Spec):
             return "AltUp's copies of the hidden state, LAuReL, per-layer embeddings and layers sharing keys and values"
         if self.per_layer_input is not None:
             return "per-layer embeddings and layers sharing keys and values"
+        if self.ngram_input is not None:
+            return "n-gram embedding tables beside the token embedding"
         if any(not self.computes_kv(m) for m in self.mixers):
             return "layers sharing keys and values"
         if self.gated_norms_and_query:

@@ -407,13 +407,16 @@ def has_layer_ops(a: ModelArchitecture) -> bool:
     """Whether layer_ops has every layer of `a`: attention (global, local), Megatron-Core's Mamba-2 mixer and no
     mixer, each with or without an MLP; not Mamba-1, DeltaNet, lightning attention, short convolutions, Griffin's
     recurrent blocks, RWKV's time mixing, attention and Mamba side by side, nor DeepSeek-V4's compressed attention
-    and residual streams, nor Gemma 4's per-layer embeddings and kv-shared layers, nor Gemma 3n's AltUp, nor MLPs
+    and residual streams, nor Gemma 4's per-layer embeddings and kv-shared layers, nor LongCat-Flash-Lite's n-gram
+    embeddings (their dense gradients' traffic), nor Gemma 3n's AltUp, nor MLPs
     that differ in width from layer to layer (Nemotron-NAS), nor experts isolated by modality (ERNIE-4.5-VL) or
     attention experts (JetMoE), nor Zamba2's shared transformer blocks, nor A.X K2's gated norms and query gate, nor
     Inkling's relative logits and short convolutions, nor Ergo's norms over each expert's output, nor Inkling 2's
     attention residuals, nor ZAYA's compressed convolutional attention, nor dots3's latent attention kinds, nor
     ALBERT's shared layers and narrow embedding, nor Dory's nGPT scales."""
     if a.hyper_connected or a.per_layer_input is not None or a.altup is not None or a.ffn_widths:
+        return False
+    if a.ngram_input is not None:
         return False
     if a.vision_experts or a.attention_experts or a.gated_norms_and_query or a.relative_or_convolved:
         return False

@@ -325,6 +325,15 @@ def embedding_projection_parameters(a: ModelArchitecture) -> float:
     return float(a.embedding_width * a.hidden + a.hidden) if a.embedding_width is not None else 0.0
 
 
+def ngram_input_parameters(a: ModelArchitecture) -> tuple[float, float]:
+    """LongCat-Flash-Lite's n-gram embeddings (NgramInputSpec; NgramEmbedding._init_ngram_embeddings): the tables,
+    sum over i of int(m + 2i + 1) rows x width, and the projections, tables x width x hidden (no biases)."""
+    g = a.ngram_input
+    if g is None:
+        return 0.0, 0.0
+    return float(sum(g.rows) * g.width), float(g.tables * g.width * a.hidden)
+
+
 def ngram_layer_parameters(a: ModelArchitecture) -> float:
     """What one of Qwen4-Exp's n-gram layers holds beside its table (Qwen4ExpTextPLELayer, transformers 5.25.0):
     key_proj (width -> n x hidden) and value_proj (width -> hidden), no biases, norm_key, norm_query and norm_conv
@@ -941,6 +950,8 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if ngram is not None:  # Qwen4-Exp's tables are lookups; their projections, norms and convolutions run per token
         per_layer_embedding = float(sum(ngram.tables))
         per_layer_projection = float(len(ngram.layers) * ngram_layer_parameters(a))
+    if a.ngram_input is not None:  # LongCat-Flash-Lite's tables are lookups; their post_projs run per token
+        per_layer_embedding, per_layer_projection = ngram_input_parameters(a)
     outside = embedding + lm_head + positions + final_norm + per_layer_embedding + per_layer_projection
     outside += altup_projection_parameters(a) + rope_scale_parameters(a)
     active = sum(b.active for b in blocks) + outside
@@ -954,7 +965,10 @@ def count_params(spec: ModelSpec) -> ParamCount:
     widths = [w for w in (a.ffn, a.kv_shared_ffn, a.moe.shared_ffn if a.moe else None, *a.ffn_widths) if w]
     expert_matrix = a.moe.expert_io(h) * a.moe.ffn if a.moe else 0
     matrices = [embedding, lm_head, attn_matrix, *mixer_matrices, expert_matrix, *(h * w for w in widths)]
-    largest_module = max([*matrices, per_layer_embedding, per_layer_projection])
+    tables = [per_layer_embedding, per_layer_projection]
+    if a.ngram_input is not None:  # LongCat-Flash-Lite's: each table and each projection a module of its own
+        tables = [float(max(a.ngram_input.rows) * a.ngram_input.width), float(a.ngram_input.width * h)]
+    largest_module = max([*matrices, *tables])
 
     mtp = a.mtp_layers * mtp_layer(a).params if a.mtp_layers else 0.0
 
@@ -1037,6 +1051,9 @@ def count_params(spec: ModelSpec) -> ParamCount:
     if ngram:
         components.append(("n-gram embedding tables", per_layer_embedding))
         components.append(("n-gram layers", per_layer_projection))
+    if a.ngram_input is not None:
+        components.append(("n-gram embedding tables", per_layer_embedding))
+        components.append(("n-gram projections", per_layer_projection))
     moe_layers = sum(1 for _, mlp, _ in kinds if mlp == "moe")
     vision = vision_expert_parameters(a) * moe_layers  # held and trained, never run by text
     if a.moe:

@@ -818,8 +818,13 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int, every_expert: bool 
         own = {
             i: (float(table), ngram_layer_parameters(a)) for i, table in zip(ngram.layers, ngram.tables, strict=True)
         }
-    projection = 0.0 if own else counts.per_layer_projection
+    # LongCat-Flash-Lite's n-gram tables, each with its projection a unit of its own after the embedding's, as the
+    # model's own FSDP2 setup wraps them (LongcatFlashNgramForCausalLM._install_ngram_embedding_early_post_backward)
+    g = a.ngram_input
+    table_units = [(float(rows * g.width), float(g.width * a.hidden)) for rows in g.rows] if g is not None else []
+    projection = 0.0 if own or table_units else counts.per_layer_projection
     flops = [2 * projection]  # Gemma 4's per-layer inputs, projected from the embedding
+    flops += [2 * matrix for _, matrix in table_units]
     for i, (b, (mixer, *_)) in enumerate(zip(counts.blocks, layer_kinds, strict=True)):
         attention = attention_per_layer if "attention" in mixer else 0.0
         ple = 2 * own[i][1] if i in own else 0.0
@@ -827,18 +832,20 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int, every_expert: bool 
         flops.append(2 * run + attention + mixer_recurrence_flops(a, mixer) + ple)
     flops.append(2 * head_matmul)
     positions = input_table_parameters(a)
-    lookups = 0.0 if own else counts.per_layer_embedding
+    lookups = 0.0 if own or table_units else counts.per_layer_embedding
     inputs = (counts.embedding, float(positions), lookups, projection)
-    tensors = [tuple(t for t in inputs if t > 0)]
+    tensors = [tuple(t for t in inputs if t > 0), *table_units]
     kinds = {kind: block_tensors(a, kind[1] == "moe", *kind) for kind in set(layer_kinds)}  # each kind of layer
     # a layer running an earlier layer's weights (ALBERT) holds none: its gradients join the holder's
     tensors += [kinds[kind] + own.get(i, ()) if a.holds_weights(i) else () for i, kind in enumerate(layer_kinds)]
-    head = counts.total - sum(inputs) - sum(b.params for b in counts.blocks) - sum(sum(t) for t in own.values())
+    held = sum(inputs) + sum(map(sum, table_units)) + sum(sum(t) for t in own.values())
+    head = counts.total - held - sum(b.params for b in counts.blocks)
     tensors += [tuple(t for t in (head - counts.lm_head, counts.lm_head) if t > 0)]  # final norm, output head
     total = sum(flops)
-    last = len(tensors) - 1
+    last, tables = len(tensors) - 1, len(table_units)
     return tuple(
-        Unit(sum(t), f / total, t, linear=0 < j < last) for j, (t, f) in enumerate(zip(tensors, flops, strict=True))
+        Unit(sum(t), f / total, t, linear=tables < j < last)
+        for j, (t, f) in enumerate(zip(tensors, flops, strict=True))
     )
 
 
