@@ -256,6 +256,10 @@ _LLAMA_LIKE = {
     # num_nextn_predict_layers are not counted (their shape is in no file dpcost reads)
     "bailing_moe": (None, None, False, "none"),
     "bailing_moe_v2": (None, None, False, "none"),
+    # Ring-linear 2.0 (inclusionAI's remote configuration_bailing_moe_linear_v2.py, BailingMoeLinearV2ForCausalLM; as
+    # vLLM's bailing_moe_linear.py and bailing_linear_attn.py build it): Ling 2.0's layers, with lightning attention
+    # (_ring_linear) in every layer but each layer_group_size-th
+    "bailing_moe_linear": (None, None, False, "none"),
     # configuration_bitnet.py / modeling_bitnet.py (5.24.0: BitNet b1.58): Llama's attention with a norm over its
     # output before o_proj (attn_sub_norm: three norms a layer), 5 KV heads unless given, a gated relu2 MLP with a norm
     # over its intermediate before down_proj (ffn_sub_norm), no MLP biases; trained with full-precision latent weights
@@ -433,7 +437,8 @@ _LLAMA_LIKE = {
 # follow use_bias alone (modeling_ernie4_5.py, _moe), or whose q/k/v are unbiased whatever it says (modular_glm_ocr.py)
 _UNBIASED = ("mistral", "ministral", "ministral3", "cwm", "mixtral", "phi3", "phi4_multimodal", "exaone4",
              "exaone_moe", "ernie4_5",
-             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "glm_ocr_text", "kolibri1", "kolibri1_1",
+             "ernie4_5_moe", "baichuan", "bailing_moe", "bailing_moe_v2", "bailing_moe_linear", "glm_ocr_text",
+             "kolibri1", "kolibri1_1",
              "ernie4_5_vl_moe_text")  # fmt: skip
 # Whose MLP takes bias=config.mlp_bias (transformers 5.24.0's modeling files; EXAONE 3, IQuest-Coder and InternLM3 are
 # built as LlamaForCausalLM): every other family's MLP has no bias whatever mlp_bias says
@@ -782,6 +787,7 @@ _ARCHITECTURES = {
     "DeepseekForCausalLM": "deepseek",
     "BailingMoeForCausalLM": "bailing_moe",
     "BailingMoeV2ForCausalLM": "bailing_moe",
+    "BailingMoeLinearV2ForCausalLM": "bailing_moe_linear",
     "MiniCPMForCausalLM": "minicpm",
     "BaichuanForCausalLM": "baichuan",
     "BaiChuanForCausalLM": "baichuan",
@@ -1220,7 +1226,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             by_types=False,
         )
         return arch
-    if family in ("bailing_moe", "bailing_moe_v2"):
+    if family in ("bailing_moe", "bailing_moe_v2", "bailing_moe_linear"):
         if k.flag("use_bias", False):  # the class defaults it true; every released file sets it false
             said = "true (a bias on the attention's output, and in some ports on every expert) is not counted"
             raise InputError(k.where, f"{k._key('use_bias')}: {said}; Ling's and Ring's released files set it false")
@@ -1244,6 +1250,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             width = k.integer("moe_shared_expert_intermediate_size", default=expert_ffn, field="moe.shared_ffn")
             arch["moe"].update(shared=1, shared_ffn=width * shared)
         arch["moe"]["router_bias"] = k.flag("moe_router_enable_expert_bias", False)  # the gate's expert_bias
+        if family == "bailing_moe_linear":
+            arch.update(_ring_linear(k, layers, arch["heads"], arch.get("head_dim") or arch["hidden"] // arch["heads"]))
         return arch
     if family == "minicpm" and k.integer("num_experts", default=0) > 1:
         raise InputError(k.where, f"{k._key('num_experts')}: MiniCPM-MoE's experts are not counted by dpcost; a "
@@ -2070,6 +2078,32 @@ def _longcat_flash(k: Keys) -> dict[str, Any]:
             "qk_nope_head_dim": integer("qk_nope_head_dim", "mla.qk_nope_head_dim"),
             "qk_rope_head_dim": integer("qk_rope_head_dim", "mla.qk_rope_head_dim"),
             "v_head_dim": integer("v_head_dim", "mla.v_head_dim"),
+        },
+    }
+
+
+def _ring_linear(k: Keys, layers: int, heads: int, head_dim: int) -> dict[str, Any]:
+    """Ring-linear 2.0's lightning attention (BailingMoeV2LinearAttention, as vLLM's bailing_linear_attn.py and
+    MaxText's port build it): query_key_value of num_attention_heads query, key and value heads alike (no grouping),
+    their q and k norms by use_qk_norm, g_proj (hidden -> heads x head_dim), a group RMSNorm over heads x head_dim and
+    dense back, in every layer but each layer_group_size-th (is_linear_layer: (i + 1) % layer_group_size != 0; 0: no
+    linear layer), which keeps Ling 2.0's softmax attention. Its chunked recurrence runs in chunks of 64
+    (chunk_simple_gla)."""
+    group = k.integer("layer_group_size", field="mixers")
+    if group < 0:
+        raise InputError(k.where, f"{k._key('layer_group_size')}: 0 (no linear layer) or more, got {group}")
+    linear = [group > 0 and (i + 1) % group != 0 for i in range(layers)]
+    if not any(linear):
+        return {}
+    return {
+        "mixers": tuple("deltanet" if lin else "attention" for lin in linear),
+        "deltanet": {
+            "form": "lightning",
+            "key_heads": heads,
+            "value_heads": heads,
+            "key_dim": head_dim,
+            "value_dim": head_dim,
+            "qk_norms": k.flag("use_qk_norm", False),
         },
     }
 

@@ -274,6 +274,12 @@ class DeltaNetSpec(Spec):
         "hidden -> heads x head_dim; Ling's BailingHybridDeltaAttention) in place of KDA's low-rank pairs",
         exclude_if=_unset,
     )
+    qk_norms: bool = Field(
+        False,
+        description="lightning: an RMSNorm over each query head and one over each key head (Ring-linear's "
+        "query_layernorm and key_layernorm, by use_qk_norm)",
+        exclude_if=_unset,
+    )
 
     @model_validator(mode="after")
     def _lightning_heads(self) -> "DeltaNetSpec":

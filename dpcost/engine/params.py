@@ -471,10 +471,12 @@ def kda_parameters(a: ModelArchitecture) -> float:
 def lightning_parameters(a: ModelArchitecture) -> float:
     """One lightning-attention mixer as MiniMaxLightningAttention holds it (modeling_minimax.py, transformers 5.24.0):
     qkv_proj (hidden -> 3 x heads x head_dim), output_gate (hidden -> heads x head_dim), an RMSNorm over all heads,
-    out_proj (-> hidden); no biases, and the decays are buffers."""
+    out_proj (-> hidden); no biases, and the decays are buffers. Ring-linear's (BailingMoeV2LinearAttention:
+    query_key_value, g_proj, the group RMSNorm g_norm, dense) holds the same and, with qk_norms, an RMSNorm of
+    head_dim for the queries and one for the keys."""
     d = a.deltanet
     assert d is not None
-    return float(sum(_lightning_matrices(a)) + d.value_heads * d.value_dim)
+    return float(sum(_lightning_matrices(a)) + d.value_heads * d.value_dim + (2 * d.key_dim if d.qk_norms else 0))
 
 
 def _lightning_matrices(a: ModelArchitecture) -> list[float]:
