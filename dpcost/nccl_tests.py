@@ -179,12 +179,17 @@ def _no_repeats(rows: list[Measurement]) -> None:
 
 
 def _forced_protocol(text: str) -> str | None:
-    m = re.search(r"NCCL_PROTO=([A-Za-z0-9]+)", text)
+    """The NCCL_PROTO a log's environment echo sets: one protocol or several (specs.nccl_proto), else None."""
+    m = re.search(r"NCCL_PROTO=([A-Za-z0-9]+(?:,[A-Za-z0-9]+)*)", text)  # prose may follow it with a comma
     if not m:
         return None
-    if m.group(1).lower() not in ("ll", "ll128", "simple"):
-        raise ValueError(f"NCCL_PROTO={m.group(1)[:30]} is not one of LL, LL128, Simple")
-    return m.group(1).lower()
+    from dpcost.specs import nccl_proto  # only where a log sets it: parsing stays free of the specs' import
+
+    try:
+        return str(nccl_proto(m.group(1)))
+    except ValueError:
+        said = f"NCCL_PROTO={m.group(1)[:30]} is not LL, LL128, Simple or a comma-separated list of them"
+        raise ValueError(said) from None
 
 
 def _topology_hint(text: str) -> str | None:

@@ -43,17 +43,16 @@ __all__ = [
     "TopologySpec",
 ]
 
-# Bounds are physical plausibility, not policy: they turn typos (a bandwidth of 1e-300, a billion layers) into a
-# clear message before any arithmetic could overflow or loop for hours. Units.py bounds the other side.
-# In a spec file each takes a unit string ("80GB", "450GB/s", "2.5us") or a plain SI number (what the schema says).
-# NCCL's protocols, in its own order (src/include/device.h: NCCL_PROTO_LL, NCCL_PROTO_LL128, NCCL_PROTO_SIMPLE)
+# NCCL's protocols, in its own order (src/include/plugin/nccl_tuner.h at v2.30.7-1: NCCL_PROTO_LL 0, NCCL_PROTO_LL128
+# 1, NCCL_PROTO_SIMPLE 2)
 Protocol = Literal["ll", "ll128", "simple"]
 PROTOCOLS: tuple[Protocol, ...] = ("ll", "ll128", "simple")
 
 
 def nccl_proto(value: Any) -> Any:
-    """NCCL_PROTO as NCCL parses it: one protocol or several, comma-separated, in any case ("Simple,LL128"); kept as
-    the names it allows, lower case, in NCCL's order."""
+    """An NCCL_PROTO list: one protocol or several, comma-separated, in any case ("Simple,LL128", as NCCL's parseList
+    reads it, src/graph/tuning.cc), kept as the names it allows, lower case, in NCCL's order. Spaces after a comma are
+    forgiven; NCCL's "^" exclusion and per-collective prefixes are not taken."""
     if not isinstance(value, str):
         return value
     names = {name.strip().lower() for name in value.split(",")}
@@ -63,6 +62,9 @@ def nccl_proto(value: Any) -> Any:
     return ",".join(name for name in PROTOCOLS if name in names)
 
 
+# Bounds are physical plausibility, not policy: they turn typos (a bandwidth of 1e-300, a billion layers) into a
+# clear message before any arithmetic could overflow or loop for hours. Units.py bounds the other side.
+# In a spec file each takes a unit string ("80GB", "450GB/s", "2.5us") or a plain SI number (what the schema says).
 Bytes = Annotated[float, BeforeValidator(parse_bytes, json_schema_input_type=str | float), Field(ge=1e6)]
 Bandwidth = Annotated[float, BeforeValidator(parse_bandwidth, json_schema_input_type=str | float), Field(ge=1e6)]
 Seconds = Annotated[float, BeforeValidator(parse_seconds, json_schema_input_type=str | float), Field(ge=0)]
@@ -285,6 +287,8 @@ class DeltaNetSpec(Spec):
     def _lightning_heads(self) -> "DeltaNetSpec":
         if self.form == "lightning" and (self.key_heads != self.value_heads or self.key_dim != self.value_dim):
             raise ValueError("lightning attention has as many key heads as value heads, of one width")
+        if self.qk_norms and self.form != "lightning":
+            raise ValueError("qk_norms: the q and k norms of lightning attention (Ring-linear's); not of this form")
         return self
 
     @property

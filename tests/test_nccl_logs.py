@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from dpcost.catalog import load_measurements, load_runs
 from dpcost.cli import app
+from dpcost.errors import InputError
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "nccl-tests-h100-2n-all_reduce.log"
 ALL_REDUCE = REFERENCE / "nccl-tests" / "h200-2n-all_reduce-ocih200.log"  # names no op but in its file name
@@ -65,6 +66,17 @@ def test_nccl_tests_own_starting_line_names_the_collective(tmp_path: Path) -> No
     path = copy(tmp_path, ALL_GATHER, "nccl.txt", "# Collective test starting: all_gather_perf_mpi\n")
     m = load_measurements(str(path))
     assert m.ops == ("all_gather",) and m.rows == load_measurements(str(ALL_GATHER)).rows
+
+
+def test_an_nccl_proto_list_in_the_environment_echo_is_read_whole(tmp_path: Path) -> None:
+    """NCCL_PROTO takes a comma-separated list (parseList, src/graph/tuning.cc): Google's TCPXO profile echoes
+    NCCL_PROTO=Simple,LL128, which forces no single protocol; a name NCCL has not is refused by name."""
+    listed = copy(tmp_path, ALL_GATHER, "listed.txt", "# NCCL_PROTO=Simple,LL128\n")
+    assert load_measurements(str(listed)).protocol == "ll128,simple"
+    single = copy(tmp_path, ALL_GATHER, "single.txt", "# NCCL_PROTO=LL\n")
+    assert load_measurements(str(single)).protocol == "ll"
+    with pytest.raises(InputError, match="NCCL_PROTO=Simple,LL256"):
+        load_measurements(str(copy(tmp_path, ALL_GATHER, "bad.txt", "# NCCL_PROTO=Simple,LL256\n")))
 
 
 def test_an_op_line_names_the_collective(tmp_path: Path) -> None:
