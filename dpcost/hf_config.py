@@ -256,9 +256,9 @@ _LLAMA_LIKE = {
     # num_nextn_predict_layers are not counted (their shape is in no file dpcost reads)
     "bailing_moe": (None, None, False, "none"),
     "bailing_moe_v2": (None, None, False, "none"),
-    # Ring-linear 2.0 (inclusionAI's remote configuration_bailing_moe_linear_v2.py, BailingMoeLinearV2ForCausalLM; as
-    # vLLM's bailing_moe_linear.py and bailing_linear_attn.py build it): Ling 2.0's layers, with lightning attention
-    # (_ring_linear) in every layer but each layer_group_size-th
+    # Ring-linear 2.0 (inclusionAI's remote configuration_bailing_moe_linear_v2.py and
+    # modeling_bailing_moe_linear_v2.py, BailingMoeLinearV2ForCausalLM): Ling 2.0's layers, with lightning attention
+    # (_ring_linear) in every layer but each layer_group_size-th and those past the last whole group
     "bailing_moe_linear": (None, None, False, "none"),
     # configuration_bitnet.py / modeling_bitnet.py (5.24.0: BitNet b1.58): Llama's attention with a norm over its
     # output before o_proj (attn_sub_norm: three norms a layer), 5 KV heads unless given, a gated relu2 MLP with a norm
@@ -2086,13 +2086,17 @@ def _ring_linear(k: Keys, layers: int, heads: int, head_dim: int) -> dict[str, A
     """Ring-linear 2.0's lightning attention (BailingMoeV2LinearAttention, as vLLM's bailing_linear_attn.py and
     MaxText's port build it): query_key_value of num_attention_heads query, key and value heads alike (no grouping),
     their q and k norms by use_qk_norm, g_proj (hidden -> heads x head_dim), a group RMSNorm over heads x head_dim and
-    dense back, in every layer but each layer_group_size-th (is_linear_layer: (i + 1) % layer_group_size != 0; 0: no
-    linear layer), which keeps Ling 2.0's softmax attention. Its chunked recurrence runs in chunks of 64
+    dense back. It runs in every layer but those inclusionAI's decoder layer gives softmax attention (Ling 2.0's):
+    each layer_group_size-th, and any past the last whole group ((i + 1) % g == 0 or i >= layers // g x g, as
+    public transcriptions of modeling_bailing_moe_linear_v2.py read). Its chunked recurrence runs in chunks of 64
     (chunk_simple_gla)."""
     group = k.integer("layer_group_size", field="mixers")
-    if group < 0:
-        raise InputError(k.where, f"{k._key('layer_group_size')}: 0 (no linear layer) or more, got {group}")
-    linear = [group > 0 and (i + 1) % group != 0 for i in range(layers)]
+    if group < 1:
+        raise InputError(k.where, f"{k._key('layer_group_size')}: 1 or more (layers a group), got {group}")
+    if k.flag("use_qkv_bias", False):  # vLLM biases the lightning layers' query_key_value too
+        said = "true (biases on every layer's query_key_value, the lightning ones' included) is not counted"
+        raise InputError(k.where, f"{k._key('use_qkv_bias')}: {said}; Ring-linear's released files set it false")
+    linear = [(i + 1) % group != 0 and i < layers // group * group for i in range(layers)]
     if not any(linear):
         return {}
     return {
@@ -2116,6 +2120,9 @@ def _longcat_ngrams(k: Keys) -> dict[str, int]:
     counted."""
     k.get("ngram_vocab_size_ratio", field="ngram_input.base_rows")  # required: the class's None builds no table
     ratio = k.positive("ngram_vocab_size_ratio", default=0.0)
+    if not 1 <= ratio * k.integer("vocab_size", default=_LONGCAT_FLASH["vocab_size"]) <= 10**13:
+        said = f"{ratio!r} x vocab_size must make from 1 to 10**13 rows a table (m in NgramEmbedding)"
+        raise InputError(k.where, f"{k._key('ngram_vocab_size_ratio')}: {said}")
     neighbors = k.integer("emb_neighbor_num", field="ngram_input.tables")
     splits = k.integer("emb_split_num", field="ngram_input.tables")
     if neighbors < 2 or splits < 1:
@@ -3345,7 +3352,7 @@ def _step3p5_heads(k: Keys, types: list[str]) -> tuple[int, int, str]:
             said = f"{k._key('per_layer_config')}.{name}: num_attention_heads alone (the key dpcost counts), got "
             raise InputError(k.where, f"{said}{layer!r}"[:200])
         heads[number] = layer.get("num_attention_heads", full)
-    full_heads, sliding_heads = heads_by_layer_type(k, "per_layer_config", heads, types)
+    full_heads, sliding_heads = _heads_by_layer_type(k, "per_layer_config", heads, types)
     return full_heads, sliding_heads, "per_layer_config"
 
 
@@ -3362,7 +3369,7 @@ def _laguna_heads(k: Keys, arch: dict[str, Any], layers: int) -> None:
     if not isinstance(listed, list) or len(listed) != layers:
         raise InputError(k.where, f"{key}: a head count per layer ({layers}), got {listed!r}"[:300])
     types = per_layer(k, "layer_types", layers, {"full_attention", "sliding_attention"}) or ["full_attention"] * layers
-    full_heads, sliding_heads = heads_by_layer_type(k, "num_attention_heads_per_layer", listed, types)
+    full_heads, sliding_heads = _heads_by_layer_type(k, "num_attention_heads_per_layer", listed, types)
     arch["heads"] = sliding_heads if "sliding_attention" in types else full_heads
     k.used["heads"] = key
     if full_heads != sliding_heads:  # both kinds are there: an absent kind takes the other's count
@@ -3372,13 +3379,16 @@ def _laguna_heads(k: Keys, arch: dict[str, Any], layers: int) -> None:
         k.used["global_attention.kv_heads"] = k.used.get("kv_heads", k._key("num_key_value_heads"))
 
 
-def heads_by_layer_type(k: Keys, key: str, heads: list[Any], types: list[str]) -> tuple[int, int]:
+def _heads_by_layer_type(k: Keys, key: str, heads: list[Any], types: list[str]) -> tuple[int, int]:
     """The query heads of the full and of the sliding layers from a per-layer list of head counts (`key`: Laguna's
     num_attention_heads_per_layer, Step 3.5's per_layer_config): one count for every layer of a kind, where a kind
     absent takes the other's. Layers of one kind at different widths are refused: the spec holds one width a kind."""
+    wrong = next((h for h in heads if type(h) is not int or h <= 0), None)
+    if wrong is not None:
+        raise InputError(k.where, f"{k._key(key)}: a whole number of heads from 1 for each layer, got {wrong!r}"[:200])
     by_kind = {kind: {h for h, t in zip(heads, types, strict=True) if t == kind} for kind in set(types)}
     for kind, counts in by_kind.items():
-        if len(counts) > 1 or any(type(h) is not int or h <= 0 for h in counts):
+        if len(counts) > 1:
             said = f"one head count for every {kind} layer (layers of one kind at different widths are not counted), "
             said += f"got {sorted(map(str, counts))}"
             raise InputError(k.where, f"{k._key(key)}: {said}"[:200])

@@ -66,6 +66,15 @@ def test_layers_of_one_kind_at_two_widths_are_refused(tmp_path: Path) -> None:
     assert "num_attention_heads_per_layer" in err and "sliding_attention" in err
 
 
+def test_a_head_count_that_is_not_a_whole_number_is_refused_as_such(tmp_path: Path) -> None:
+    """A true or a 0 in the list is not a head count: the refusal says so, naming the key."""
+    for wrong in (True, 0, 64.0):
+        heads = [64] * 40
+        heads[1] = wrong
+        err = estimate_refusal(tmp_path, dict(XS2, num_attention_heads_per_layer=heads))
+        assert "num_attention_heads_per_layer: a whole number of heads from 1" in err
+
+
 def test_a_list_of_the_wrong_length_is_refused(tmp_path: Path) -> None:
     """LagunaConfig.validate_architecture: its length must equal num_hidden_layers."""
     err = estimate_refusal(tmp_path, dict(XS2, num_attention_heads_per_layer=[48, 64]))

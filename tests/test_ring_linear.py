@@ -1,7 +1,7 @@
-"""Ring-linear 2.0 (model_type bailing_moe_linear, inclusionAI's remote BailingMoeLinearV2ForCausalLM; as vLLM's
-bailing_moe_linear.py and bailing_linear_attn.py build it): Ling 2.0's layers, with lightning attention where
-is_linear_layer says, (i + 1) % layer_group_size != 0. Its total and active counts are held to the card's and the
-report's in test_hf_configs.py (tests/reference/hf-configs/ring-mini-linear-2.0.json)."""
+"""Ring-linear 2.0 (model_type bailing_moe_linear, inclusionAI's remote BailingMoeLinearV2ForCausalLM): Ling 2.0's
+layers, with lightning attention (vLLM's bailing_linear_attn.py builds the same layer) in all but the layers its decoder
+layer keeps softmax: (i + 1) % layer_group_size == 0, or past the last whole group. Its total and active counts are held
+to the card's and the report's in test_hf_configs.py (tests/reference/hf-configs/ring-mini-linear-2.0.json)."""
 
 from __future__ import annotations
 
@@ -35,10 +35,21 @@ def test_the_lightning_layer_holds_the_sources_weights(tmp_path: Path) -> None:
     assert components["attention"] == 4 * softmax
 
 
-def test_a_group_of_zero_is_all_softmax(tmp_path: Path) -> None:
-    """is_linear_layer: layer_group_size 0 makes no layer linear; the model reads as Ling 2.0."""
-    a = spec_from_config(tmp_path, dict(RING, layer_group_size=0)).architecture
-    assert a is not None and a.deltanet is None and {a.mixer(i) for i in range(a.layers)} == {"attention"}
+def test_layers_past_the_last_whole_group_keep_softmax(tmp_path: Path) -> None:
+    """22 layers in groups of 5: softmax in 4, 9, 14 and 19, and in 20 and 21, past the last whole group. A group
+    longer than the model leaves no linear layer: it reads as Ling 2.0."""
+    a = spec_from_config(tmp_path, dict(RING, num_hidden_layers=22)).architecture
+    assert a is not None
+    assert [i for i in range(a.layers) if a.mixer(i) == "attention"] == [4, 9, 14, 19, 20, 21]
+    whole = spec_from_config(tmp_path, dict(RING, layer_group_size=50)).architecture
+    assert whole is not None and whole.deltanet is None
+
+
+def test_a_group_of_zero_and_qkv_biases_are_refused(tmp_path: Path) -> None:
+    """The decoder layer divides by layer_group_size; biases on the lightning layers' query_key_value are not
+    counted."""
+    assert "layer_group_size" in estimate_refusal(tmp_path, dict(RING, layer_group_size=0))
+    assert "use_qkv_bias" in estimate_refusal(tmp_path, dict(RING, use_qkv_bias=True))
 
 
 def test_a_layout_is_refused_by_name(tmp_path: Path) -> None:

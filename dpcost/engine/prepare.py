@@ -818,13 +818,14 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int, every_expert: bool 
         own = {
             i: (float(table), ngram_layer_parameters(a)) for i, table in zip(ngram.layers, ngram.tables, strict=True)
         }
-    # LongCat-Flash-Lite's n-gram tables, each with its projection a unit of its own after the embedding's, as the
-    # model's own FSDP2 setup wraps them (LongcatFlashNgramForCausalLM._install_ngram_embedding_early_post_backward)
+    # LongCat-Flash-Lite's n-gram tables, each a unit of its own after the embedding's (whose unit keeps their
+    # projections), as MindSpeed-LLM's FSDP2 backend wraps them (_install_ngram_embedding_early_post_backward hooks
+    # each embedder as a group of its one parameter)
     g = a.ngram_input
-    table_units = [(float(rows * g.width), float(g.width * a.hidden)) for rows in g.rows] if g is not None else []
-    projection = 0.0 if own or table_units else counts.per_layer_projection
-    flops = [2 * projection]  # Gemma 4's per-layer inputs, projected from the embedding
-    flops += [2 * matrix for _, matrix in table_units]
+    table_units = [(float(rows * g.width),) for rows in g.rows] if g is not None else []
+    projection = 0.0 if own else counts.per_layer_projection
+    flops = [2 * projection]  # Gemma 4's per-layer inputs and LongCat-Flash-Lite's n-gram tables, projected
+    flops += [0.0] * len(table_units)  # looked up
     for i, (b, (mixer, *_)) in enumerate(zip(counts.blocks, layer_kinds, strict=True)):
         attention = attention_per_layer if "attention" in mixer else 0.0
         ple = 2 * own[i][1] if i in own else 0.0
