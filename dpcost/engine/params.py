@@ -65,8 +65,8 @@ class ParamCount:
 
     @property
     def lookups(self) -> float:
-        """The input lookup tables (token embedding, learned positions and token types, per-layer embeddings): read,
-        never multiplied."""
+        """The input lookup tables (token embedding, learned positions and token types, per-layer embeddings,
+        LongCat-Flash-Lite's n-gram tables): read, never multiplied."""
         return self.embedding + self.positions + self.per_layer_embedding
 
     @property

@@ -7,7 +7,7 @@ from typing import Any
 
 from dpcost.engine.collectives import hop_latency
 from dpcost.engine.nccl_tables import NCCL_VERSION
-from dpcost.engine.params import count_params
+from dpcost.engine.params import ParamCount, count_params
 from dpcost.engine.rates import matmul_in_step, rates_for, slowest_gpu_loss
 from dpcost.render.table import Table
 from dpcost.specs import InNetworkReduction, ModelSpec, TopologySpec
@@ -87,6 +87,14 @@ def topologies_table(topologies: Sequence[TopologySpec]) -> Table:
     return t
 
 
+def _lookups_said(c: ParamCount) -> str:
+    """What the active count with the lookups holds beside the token embedding, in words: most models have only it;
+    Gemma 4's per-layer and LongCat-Flash-Lite's n-gram tables are lookups too, counted whole as the embedding is."""
+    if c.per_layer_embedding:
+        return f"the input lookup tables, {fmt_count(c.per_layer_embedding)} of them beside the token embedding"
+    return "the input embedding"
+
+
 def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
     """`dpcost show model`: the counts against the published ones, and where the parameters are."""
     c = count_params(m)
@@ -94,7 +102,7 @@ def model_tables(m: ModelSpec) -> tuple[list[Table], dict[str, Any]]:
     t.rows += [
         ["source", m.source],
         ["total parameters", fmt_count(c.total)],
-        ["active per token", f"{fmt_count(c.active)} with the input embedding (Mistral, Qwen, Meta count so)"],
+        ["active per token", f"{fmt_count(c.active)} with {_lookups_said(c)} (Mistral, Qwen, Meta count so)"],
         [
             "active excl. embedding",
             f"{fmt_count(c.active_excl_embedding)} without the input lookup tables (OpenAI, DeepSeek count so)",
