@@ -2101,15 +2101,15 @@ def _ring_linear(k: Keys, layers: int, heads: int, head_dim: int) -> dict[str, A
         return {}
     return {
         "mixers": tuple("deltanet" if lin else "attention" for lin in linear),
-        "deltanet": {
-            "form": "lightning",
-            "key_heads": heads,
-            "value_heads": heads,
-            "key_dim": head_dim,
-            "value_dim": head_dim,
-            "qk_norms": k.flag("use_qk_norm", False),
-        },
+        "deltanet": lightning_mixer(heads, head_dim, qk_norms=k.flag("use_qk_norm", False)),
     }
+
+
+def lightning_mixer(heads: int, head_dim: int, **more: Any) -> dict[str, Any]:
+    """Lightning attention's DeltaNetSpec (MiniMax's, Ring-linear's): as many key and value heads as query heads, all
+    of head_dim, and `more` (its chunk, its q and k norms)."""
+    return {"form": "lightning", "key_heads": heads, "value_heads": heads, "key_dim": head_dim, "value_dim": head_dim,
+            **more}  # fmt: skip
 
 
 def _longcat_ngrams(k: Keys) -> dict[str, int]:

@@ -8,7 +8,15 @@ import math
 from typing import Any
 
 from dpcost.errors import InputError
-from dpcost.hf_config import Keys, dense_then_experts, dimensions, indexer_kinds, mlp_activation, per_layer
+from dpcost.hf_config import (
+    Keys,
+    dense_then_experts,
+    dimensions,
+    indexer_kinds,
+    lightning_mixer,
+    mlp_activation,
+    per_layer,
+)
 from dpcost.specs import REUSED_BLOCK, SHARED_BLOCK
 
 __all__ = ["hybrid_architecture"]
@@ -1045,14 +1053,7 @@ def _minimax(k: Keys) -> dict[str, Any]:
         "vocab": _int(k, "vocab_size", d, "vocab"),
         "tied_embeddings": k.flag("tie_word_embeddings", False),
         "mixers": tuple("attention" if t == "full_attention" else "deltanet" for t in types),
-        "deltanet": {
-            "form": "lightning",
-            "key_heads": heads,
-            "value_heads": heads,
-            "key_dim": head_dim,
-            "value_dim": head_dim,
-            "chunk": _int(k, "block_size", d),
-        },
+        "deltanet": lightning_mixer(heads, head_dim, chunk=_int(k, "block_size", d)),
         "moe": {
             "experts": _int(k, "num_local_experts", d, "moe.experts"),
             "active": _int(k, "num_experts_per_tok", d, "moe.active"),
