@@ -2120,7 +2120,8 @@ def _longcat_ngrams(k: Keys) -> dict[str, int]:
     counted."""
     k.get("ngram_vocab_size_ratio", field="ngram_input.base_rows")  # required: the class's None builds no table
     ratio = k.positive("ngram_vocab_size_ratio", default=0.0)
-    if not 1 <= ratio * k.integer("vocab_size", default=_LONGCAT_FLASH["vocab_size"]) <= 10**13:
+    vocab = k.integer("vocab_size", default=_LONGCAT_FLASH["vocab_size"])
+    if not 1 <= ratio * vocab <= 10**13:
         said = f"{ratio!r} x vocab_size must make from 1 to 10**13 rows a table (m in NgramEmbedding)"
         raise InputError(k.where, f"{k._key('ngram_vocab_size_ratio')}: {said}")
     neighbors = k.integer("emb_neighbor_num", field="ngram_input.tables")
@@ -2129,7 +2130,6 @@ def _longcat_ngrams(k: Keys) -> dict[str, int]:
         said = f"{k._key('emb_neighbor_num')} 2 or more and {k._key('emb_split_num')} 1 or more"
         raise InputError(k.where, f"{said} (emb_split_num x (emb_neighbor_num - 1) tables), got {neighbors}, {splits}")
     tables, hidden = splits * (neighbors - 1), k.integer("hidden_size", default=_LONGCAT_FLASH["hidden_size"])
-    vocab = k.integer("vocab_size", default=_LONGCAT_FLASH["vocab_size"])
     if hidden < tables:
         raise InputError(k.where, f"{k._key('hidden_size')}: {hidden} is fewer columns than its {tables} n-gram tables")
     return {"tables": tables, "base_rows": int(ratio * vocab), "width": hidden // tables}

@@ -62,6 +62,12 @@ def nccl_proto(value: Any) -> Any:
     return ",".join(name for name in PROTOCOLS if name in names)
 
 
+def allowed_protocols(protocol: str | None) -> tuple[Protocol, ...]:
+    """The protocols NCCL may run under a forced NCCL_PROTO (`protocol`: one name, or several comma-separated as
+    nccl_proto keeps them); all three where none is forced."""
+    return PROTOCOLS if protocol is None else tuple(pr for pr in PROTOCOLS if pr in protocol.split(","))
+
+
 # Bounds are physical plausibility, not policy: they turn typos (a bandwidth of 1e-300, a billion layers) into a
 # clear message before any arithmetic could overflow or loop for hours. Units.py bounds the other side.
 # In a spec file each takes a unit string ("80GB", "450GB/s", "2.5us") or a plain SI number (what the schema says).

@@ -52,7 +52,7 @@ from dpcost.engine.nccl_channels import bytes_per_channel, ring_channels, search
 from dpcost.engine.placement import Level, Placement, hop_share, place, spanned, steps_per_level
 from dpcost.engine.tuner_plugin import plugin_choice
 from dpcost.frozen import frozen
-from dpcost.specs import PROTOCOLS, Protocol, TierSpec, TopologySpec
+from dpcost.specs import PROTOCOLS, Protocol, TierSpec, TopologySpec, allowed_protocols
 
 __all__ = [
     "ALGORITHMS",
@@ -842,12 +842,6 @@ def collective_time(topology: TopologySpec, op: str, group: Group, size: float, 
         return CollectiveTime(op, "none", "-", p.ranks, size, 0.0, 0.0, 0.0, ())
     require(op, p, algorithm, topology.name)
     return _in_nccls_order(topology, op, p, size, (algorithm,), None)[0]
-
-
-def allowed_protocols(protocol: str | None) -> tuple[Protocol, ...]:
-    """The protocols NCCL may run under a forced NCCL_PROTO (`protocol`: one name, or several comma-separated as
-    specs.nccl_proto keeps them); all three where none is forced."""
-    return PROTOCOLS if protocol is None else tuple(pr for pr in PROTOCOLS if pr in protocol.split(","))
 
 
 def _running(protocol: str | None, names: Sequence[str]) -> tuple[str, ...]:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from dpcost.specs import allowed_protocols
+
 __all__ = ["TUNER_PLUGINS", "plugin_choice", "region_tables"]
 
 Point = tuple[float, float]  # (message bytes, ranks in the communicator)
@@ -180,7 +182,7 @@ def plugin_choice(
         return None
     point = (float(size), float(ranks))
     for region in region_tables(plugin).get(ranks // nodes, {}).get(op, ()):
-        allowed = region.algorithm in runnable and (protocol is None or region.protocol in protocol.split(","))
+        allowed = region.algorithm in runnable and region.protocol in allowed_protocols(protocol)
         if allowed and inside(point, region.vertices):
             return region.algorithm, region.protocol
     return None
