@@ -1,6 +1,6 @@
-"""The automatic (ZeRO stage, recomputation) choice skips candidates by lower bounds: on the step (plan.choose) and
-on the device total (StageMemories.fits). Each bound
-holds by the mechanism it names, and the choice is the one an exhaustive loop of `estimate` calls finds."""
+"""The automatic (ZeRO stage, recomputation) choice skips candidates by lower bounds: on the step (plan.choose:
+least_step, and least_step_beside from a policy timed at the same stage) and on the device total (StageMemories.fits).
+Each bound holds by the mechanism it names, and the choice is the one an exhaustive loop of `estimate` calls finds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import pytest
 from dpcost import Options, load_model, load_topology
 from dpcost.engine.checkpointing import RECOMPUTE
 from dpcost.engine.estimate import estimate
-from dpcost.engine.plan import call_time, least_step, micro_batch_time, recompute_policies, timeline
+from dpcost.engine.plan import (
+    call_time,
+    least_step,
+    least_step_beside,
+    micro_batch_time,
+    recompute_policies,
+    slowest_gpu_loss,
+    timeline,
+)
 from dpcost.engine.prepare import StageMemories, prepare
 from dpcost.errors import InputError
 
@@ -56,6 +64,31 @@ def test_the_bounds_hold_at_every_stage_and_policy(name: str, topology: str, giv
             assert least_step(topo, p, micro) <= timed.steps.step
             checked += 1
     assert checked >= 4
+
+
+@pytest.mark.parametrize(("name", "topology", "given"), PLANS, ids=IDS)
+def test_the_bound_from_another_policy_holds(name: str, topology: str, given: dict[str, object]) -> None:
+    """least_step_beside, from any timed policy at a stage, never exceeds another policy's timed step there: each
+    phase lasts at least its calls (one stream), and at least its compute at the slowest GPU's rate plus the
+    slowdown of the calls beside it; the calls are the stage's whatever the recomputation."""
+    model, topo = load_model(name), load_topology(topology)
+    p = prepare(model, topo, Options(**given))  # type: ignore[arg-type]
+    call = call_time(topo, p.o)
+    pairs = 0
+    for stage in p.stages():
+        timed = {}
+        for recompute in recompute_policies(p):
+            micro = micro_batch_time(model, topo, p, recompute)
+            try:
+                timed[recompute] = (micro, timeline(model, topo, p, stage, recompute, call, micro))
+            except InputError:
+                continue
+        for known_micro, known in timed.values():
+            for micro, other in timed.values():
+                loss = slowest_gpu_loss(topo, p, known_micro)
+                assert least_step_beside(known, micro, loss) <= other.steps.step * (1 + 1e-12)
+                pairs += 1
+    assert pairs >= 4
 
 
 @pytest.mark.parametrize(("name", "topology", "given"), PLANS, ids=IDS)

@@ -24,7 +24,9 @@ from dpcost.engine.plan import (
     check_forced,
     choose,
     least_step,
+    least_step_beside,
     micro_batch_time,
+    slowest_gpu_loss,
     timeline,
 )
 from dpcost.engine.prepare import Prepared, StageMemories, prepare
@@ -141,13 +143,23 @@ def training_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Tra
             micro[recompute] = micro_batch_time(model, topology, p, recompute)
         return micro[recompute]
 
-    chosen = choose(
-        stages,
-        recomputes,
-        memories.fits,
-        lambda st, rc: timeline(model, topology, p, st, rc, call, micro_batch(rc)),
-        lambda st, rc: least_step(topology, p, micro_batch(rc)),
-    )
+    timed_at: dict[int, Timed] = {}  # by stage: its first candidate timed
+
+    def timed(stage: int, recompute: str) -> Timed:
+        found = timeline(model, topology, p, stage, recompute, call, micro_batch(recompute))
+        timed_at.setdefault(stage, found)
+        return found
+
+    def least(stage: int, recompute: str) -> float:
+        bound = least_step(topology, p, micro_batch(recompute))
+        known = timed_at.get(stage)
+        if known is None or known.recompute == recompute:
+            return bound
+        micro = micro_batch(recompute)
+        beside = least_step_beside(known, micro, slowest_gpu_loss(topology, p, micro))
+        return beside if beside > bound else bound
+
+    chosen = choose(stages, recomputes, memories.fits, timed, least)
     global_batch = p.micro_batch * p.accumulation * o.dp
     model_flops = model_flops_per_step(chosen.flops, p.micro_batch, p.seq_len, p.accumulation)
     mfu = model_flops_utilization(model_flops, chosen.steps.step, topology.gpu.peak(o.compute.compute_dtype))

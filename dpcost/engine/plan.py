@@ -13,7 +13,7 @@ from dpcost.engine.availability import forcible
 from dpcost.engine.checkpointing import RECOMPUTE
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import FlopsPerToken, flops_per_token
-from dpcost.engine.dp_schedule import collective_ops, dp_schedule
+from dpcost.engine.dp_schedule import BACKWARD, FORWARD, FORWARD_BACKWARD, collective_ops, dp_schedule
 from dpcost.engine.memo import per_object
 from dpcost.engine.memory import offload_applies, optimizer_state_bytes
 from dpcost.engine.muon import newton_schulz_seconds, orthogonalization_flops
@@ -44,6 +44,7 @@ __all__ = [
     "choose",
     "dp_group_for",
     "least_step",
+    "least_step_beside",
     "micro_batch_time",
     "recompute_policies",
     "stage_ops",
@@ -305,6 +306,26 @@ def least_step(topology: TopologySpec, p: Prepared, micro: MicroBatchTime) -> fl
     return compute / (1.0 - slowest_gpu_loss(topology, p, micro))
 
 
+def least_step_beside(known: Timed, micro: MicroBatchTime, loss: float) -> float:
+    """A lower bound on the step of another recomputation at `known`'s ZeRO stage, from `known`'s phases.
+    step._breakdown charges every phase at least its duration, which is at least its calls' seconds (one stream
+    serves them in order: step.gather_reduce_runs, drain), and at least its compute / (1 - loss) (least_step's
+    reasoning, phase by phase) plus what the calls beside it slow it by. The stage issues the same calls whatever
+    the recomputation; its compute scales phase by phase with the policy's forward and backward (`micro`). The
+    wait for the slowest rank (>= 0) is left out."""
+    forward, backward = micro.forward / known.forward, micro.backward / known.backward
+    scale = {FORWARD: forward, BACKWARD: backward,
+             FORWARD_BACKWARD: (micro.forward + micro.backward) / (known.forward + known.backward)}  # fmt: skip
+    kinds = {stretch.name: stretch.compute for stretch in known.steps.schedule}
+    bound = 0.0
+    for phase in known.steps.phases:
+        compute = phase.compute * scale.get(kinds[phase.name], 1.0)
+        beside = min(compute, phase.comm) if phase.overlapped and phase.comm > 0 else 0.0
+        paced = compute / (1.0 - loss) + phase.slowdown * beside
+        bound += (paced if paced > phase.comm else phase.comm) * phase.repeats
+    return bound
+
+
 def slowest_gpu_loss(topology: TopologySpec, p: Prepared, micro: MicroBatchTime) -> float:
     """The share of its rate the slowest of the plan's GPUs loses (prepare.slowest_gpu_share), where compute is
     priced op by op; 0 at one --mfu rate."""
@@ -396,8 +417,9 @@ def choose(
     """The fastest (stage, recomputation) that fits, ties to the lower stage and the lighter recomputation. If
     none fits: the last stage tried with the most recomputation, so that the report shows the nearest miss.
 
-    `least`: a lower bound on a candidate's step (least_step). Once a fitting candidate is timed, those whose bound
-    exceeds its step are neither checked for fit nor timed: they cannot be chosen."""
+    `least`: a lower bound on a candidate's step (least_step; least_step_beside once its stage has a timed policy). Once
+    a fitting candidate is timed, those whose bound exceeds its step are neither checked for fit nor timed: they cannot
+    be chosen."""
     best: Timed | None = None
     best_key: tuple[float, int, int] | None = None
     for st in stages:
