@@ -10,11 +10,12 @@ process of its own. With --fit-host, the second: an MoE layer's host time (engin
 the value of FIT_HOST_GRID with the least in-sample geomean error, likewise.
 
 With --holdout, the held-out rows instead of runs.csv: holdout-runs.csv (NVIDIA's performance tables, gathered after
-the model was built) and dgxc-benchmarking v25.03's NeMo layout series
-(tests/reference/training-runs/dgxc-nemo-*.csv, read by dgxc_rows). With --mlperf, MLPerf Training v5.0 and v5.1's
-Llama 3.1 405B and 8B results and v3.0-v4.1's GPT-3 175B ones, every submitter (tests/reference/mlperf/, read by
-mlperf_rows), held out too: each system's measured step time and the switches its launch config sets (TP overlap,
-FP8 parameter gathers, the cross-entropy).
+the model was built), dgxc-benchmarking v25.03's NeMo layout series
+(tests/reference/training-runs/dgxc-nemo-*.csv, read by dgxc_rows) and the Megatron Core MoE report's Table 11 with the
+switches of the commands behind it (large-runs/mcore-moe-report-2603.csv, read by mcore_moe_rows). With --mlperf,
+MLPerf Training v5.0 and v5.1's Llama 3.1 405B and 8B results and v3.0-v4.1's GPT-3 175B ones, every submitter
+(tests/reference/mlperf/, read by mlperf_rows), held out too: each system's measured step time and the switches its
+launch config sets (TP overlap, FP8 parameter gathers, the cross-entropy).
 
 For every configuration of tests/reference/large-runs/runs.csv whose model dpcost can build and whose GPU has a
 catalog topology, dpcost costs one step with `layout_estimate.layout_step` on that topology: the row's layout,
@@ -133,13 +134,17 @@ BRIDGE_KIMI_LAYOUTS = {16: "Et*4|(t*4|)*14tL", 8: "Et*8|(t*8|)*6t*5L", 4: "Et*16
 def preset_pipeline_split(row: Row, layers: int, pp: int, virtual: int) -> tuple[int, str | None, str]:
     """The MTP modules and pipeline layout the row's run set: MLPerf v6.0's DeepSeek-V3 config
     (MLPERF_V60_DSV3_LAYOUT), and MLPerf's ASYM_PP_EMBED / ASYM_PP_LOSS (Megatron's account-for-embedding/loss split,
-    pipeline_layout.accounted_layout); Megatron-Bridge's DeepSeek-V3 presets (BRIDGE_DSV3_LAYOUTS) for the tables that
-    say "w/ MTP" and those from 26.02 on, its Kimi K2 presets (BRIDGE_KIMI_LAYOUTS), and its Llama 3.1 405B recipe,
-    which counts the embedding and the loss as a layer each (recipes/llama/llama3.py llama31_405b_pretrain_config,
-    account_for_embedding/loss_in_pipeline_split True from v0.2.0 on); none elsewhere. With the flag that says so."""
+    pipeline_layout.accounted_layout); the layout and MTP modules a command gives (mcore_moe_rows); Megatron-Bridge's
+    DeepSeek-V3 presets (BRIDGE_DSV3_LAYOUTS) for the tables that say "w/ MTP" and those from 26.02 on, its Kimi K2
+    presets (BRIDGE_KIMI_LAYOUTS), and its Llama 3.1 405B recipe, which counts the embedding and the loss as a layer
+    each (recipes/llama/llama3.py llama31_405b_pretrain_config, account_for_embedding/loss_in_pipeline_split True from
+    v0.2.0 on); none elsewhere. With the flag that says so."""
     source, model = row["source"], row["model"]
     if source.startswith("mlperf-") and "w/ MTP" in model:
         return 1, MLPERF_V60_DSV3_LAYOUT, f"MTP trained; the config's pipeline layout {MLPERF_V60_DSV3_LAYOUT}"
+    if row.fields.get("pipeline_layout"):  # the Megatron Core MoE report's commands (mcore_moe_rows)
+        layout, mtp = row["pipeline_layout"], int(row["mtp_layers"] or 0)
+        return mtp, layout, f"{'MTP trained; ' if mtp else ''}the command's pipeline layout {layout}"
     embedding, loss = (row.fields.get(f"asym_pp_{end}") == "yes" for end in ("embed", "loss"))
     if source.startswith("mbridge-") and model == "Llama 3.1 405B":
         embedding = loss = True
@@ -658,9 +663,52 @@ def v60_settings(f: Row) -> Row:
     return Row(fields)
 
 
+# NVIDIA's Megatron Core MoE report (arXiv 2603.07685) Table 11, each run's switches as the command behind it sets
+# them (tests/reference/large-runs/mcore-moe-report-2603.csv, whose header says where each comes from): held out
+MCORE_MOE = HERE / "mcore-moe-report-2603.csv"
+MCORE_SOURCE = "mcore-moe-2603"
+MCORE_FLEX_BACKENDS = {"flex-deepep": "DeepEP", "flex-hybridep": "HybridEP"}  # --moe-flex-dispatcher-backend
+# The file's columns cost() reads as it reads MLPerf v6.0's (MLPERF_SETTINGS, MLPERF_V60_MOE), and its own three
+MCORE_SETTINGS = (
+    "etp", "nvls", "tp_overlap", "fp8_param_gather", "fp8_recipe", "cuda_graph", "moe_dispatcher", "moe_a2a_overlap",
+    "delay_wgrad", "mtp_layers", "pipeline_layout", "asym_pp_embed", "asym_pp_loss", "cross_entropy", "offload",
+)  # fmt: skip
+
+
+def mcore_moe_rows() -> list[Row]:
+    """The Megatron Core MoE report's Table 11 (MCORE_MOE) as held-out rows: its tokens/s per GPU, the step time's
+    measure, and its TFLOP/s per GPU beside it; selective recomputation of the modules the command lists (none where
+    it lists none), sequence parallelism as both model yamls set it."""
+    rows = []
+    for f in read_rows(MCORE_MOE):
+        modules = f["recompute_modules"].split()
+        fields = {
+            **{k: f[k] for k in ("source", "table", "model", "gpus", "gpu", "tp", "pp", "cp", "ep", "dp")},
+            "params_b": "",
+            "virtual_stages": f["vp"],
+            **{k: f[k] for k in ("micro_batch", "global_batch", "seq_len", "precision")},
+            "sequence_parallel": "yes",
+            "recompute": "selective" if modules else "none",
+            "recompute_modules": ",".join(modules),
+            "notes": f"{MCORE_MOE.name}; {f['config']}; {f['notes']}",
+            "fp8_attention": "no",
+            "fused_grouped_mlp": "no",
+            "fp8_output_proj": "no",
+            "bucket_size": "",
+            **{k: f[k] for k in MCORE_SETTINGS},
+        }
+        for metric, column, unit in (
+            ("tokens_per_s_per_gpu", "tokens_per_s_per_gpu", "tokens/s/GPU"),
+            ("model_tflops_per_gpu", "tflops_per_gpu", "TFLOP/s/GPU"),
+        ):
+            rows.append(Row({**fields, "published_metric": metric, "published_value": f[column], "unit": unit}))
+    return rows
+
+
 def holdout_rows() -> list[Row]:
-    """Every held-out row: NVIDIA's performance tables (holdout-runs.csv) and dgxc-benchmarking's NeMo layouts."""
-    return [*read_rows(HOLDOUT), *dgxc_rows()]
+    """Every held-out row: NVIDIA's performance tables (holdout-runs.csv), dgxc-benchmarking's NeMo layouts, and the
+    Megatron Core MoE report's Table 11."""
+    return [*read_rows(HOLDOUT), *dgxc_rows(), *mcore_moe_rows()]
 
 
 CONFIG_COLUMNS = (
@@ -832,7 +880,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     source = row["source"]
     # MLPerf's NVIDIA implementations (NeMo, Megatron-Core underneath; mlperf_rows): the config's own switches
     mlperf = source.startswith("mlperf-")
-    if mlperf and row["nvls"] == "off" and environment(topology, nvls=False) is not topology:
+    # ... and the Megatron Core MoE report's runs (mcore_moe_rows): the switches its commands set, in the same columns
+    mcore = source == MCORE_SOURCE
+    configured = mlperf or mcore
+    if configured and row["nvls"] == "off" and environment(topology, nvls=False) is not topology:
         topology = environment(topology, nvls=False)
         flags.append("NVLS off (the config's NCCL_NVLS_ENABLE=0)")
     micro = row.int_or("micro_batch", None)
@@ -853,7 +904,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     cp = row.int_or("cp", 1) or 1
     pp, dp = int(row["pp"]), int(row["dp"])
     etp = None
-    if ep > 1 and mlperf and row["etp"]:  # v6.0's configs: EXPERT_TENSOR_PARALLEL, its yaml's default 1
+    if ep > 1 and configured and row["etp"]:  # v6.0's configs: EXPERT_TENSOR_PARALLEL, its yaml's default 1
         etp = int(row["etp"])
     elif ep > 1 and gpus % (tp * ep * pp):
         etp = 1
@@ -949,7 +1000,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # dgxc-benchmarking v25.03's NeMo recipes (the training-runs/dgxc-nemo-*.csv headers: llama3.1/*.yaml and
     # nemotron/configure.sh at 1b9bb6b3) overlap TP with userbuffers wherever TP is above 1 (ub_tp_comm_overlap)
     dgxc = source == DGXC_SOURCE
-    mlperf_tp = mlperf and row["tp_overlap"] == "yes" and tp > 1
+    mlperf_tp = configured and row["tp_overlap"] == "yes" and tp > 1
     tp_overlap = megascale_tp or bridge_tp or nemo or (dgxc and tp > 1) or mlperf_tp
     ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
     # The same MXFP8 presets from v0.5.0 run the experts through Transformer Engine's CuTe-DSL grouped MLP
@@ -961,11 +1012,11 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     oss_fused = oss_v2 and row["gpu"] in ("GB200", "GB300") and row["precision"] == "mxfp8" and release >= "26.06"
     # MLPerf v6.0's MoE configs: OVERLAP_MOE_EXPERT_PARALLEL_COMM, MOE_TOKEN_DISPATCHER_TYPE=flex with HybridEP, and
     # USE_TE_OPS with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (v6.0/configs; every deepseekv3_671b config sets all three)
-    mlperf_moe = mlperf and ep > 1
+    mlperf_moe = configured and ep > 1
     mlperf_ep_overlap = mlperf_moe and row["moe_a2a_overlap"] == "yes"
     ep_overlap = ep_overlap or mlperf_ep_overlap
     fused_mlp = full_iteration or oss_fused or (mlperf_moe and row["fused_grouped_mlp"] == "yes")
-    fp8_head = mlperf and row.fields.get("fp8_output_proj") == "yes"  # v6.0's FP8_OUTPUT_PROJ
+    fp8_head = configured and row.fields.get("fp8_output_proj") == "yes"  # v6.0's FP8_OUTPUT_PROJ
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
     # (megatron/training/arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
@@ -1015,6 +1066,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # every MLPerf v6.0 deepseekv3_671b config exports DELAY_WGRAD_COMPUTE=True (its gpt_oss_20b configs do not).
     bridge_overlap = bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
     mlperf_delayed = source == "mlperf-v6.0" and row["model"].startswith("DeepSeek-V3")
+    mlperf_delayed = mlperf_delayed or (mcore and row["delay_wgrad"] == "yes")  # A2A_OVERLAP=1's --delay-wgrad-compute
     if (bridge_overlap or mlperf_delayed) and tp > 1:
         tp_backward_async = False
         flags.append("TP backward reduce-scatters waited for (delay_wgrad_compute: the weight gradients run later)")
@@ -1060,9 +1112,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         source, row["model"], row["gpu"], row["precision"], row["global_batch"]
     )
     mlperf_flex = mlperf_moe and row["moe_dispatcher"].startswith("flex")
-    if mlperf and row["recompute_modules"]:  # v6.0's RECOMPUTE_MODULES
+    if configured and row["recompute_modules"]:  # v6.0's RECOMPUTE_MODULES, the report's --recompute-modules
         modules = frozenset(row["recompute_modules"].split(","))
-        flags.append(f"selective recompute of {row['recompute_modules']} (the config's RECOMPUTE_MODULES)")
+        said = "the config's RECOMPUTE_MODULES" if mlperf else "the command's --recompute-modules"
+        flags.append(f"selective recompute of {row['recompute_modules']} ({said})")
     if source.startswith("deepseek") and recompute == "selective":
         # arXiv 2412.19437 section 3.2.3: "we recompute all RMSNorm operations and MLA up-projections during
         # back-propagation": Megatron-Core's recompute_modules layernorm and mla_up_proj
@@ -1093,13 +1146,14 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if unknown:  # v6.0: the file that sets them is not in the index (v6.0/README.md)
         flags.append(f"{', '.join(unknown)} not known (its config is not in the index): the implementation's default")
     if mlperf_tp:
-        flags.append("TP overlapped (the config's TP_COMM_OVERLAP)")
+        said = "the config's TP_COMM_OVERLAP" if mlperf else "PR=bf16's --tp-comm-overlap"
+        flags.append(f"TP overlapped ({said})")
     # Megatron-Core's MoE layers wait for the host that launches them (engine/host.py), but under full-iteration
     # CUDA graphs: Megatron-Bridge's MXFP8 "full iteration" presets from v0.5.0 (cuda_graph_impl full_iteration:
     # v0.6.0 perf_recipes/{deepseek,qwen}/common.py), its GPT-OSS 120B GB200 and GB300 MXFP8 V2 presets from v0.5.0
     # (gpt_oss_workload_base_configs.py; v0.6.0 perf_recipes/gpt_oss/common.py), and MLPerf v6.0's
     # CUDA_GRAPH_SCOPE=full_iteration configs
-    graphed = full_iteration or oss_fused or (mlperf and row["cuda_graph"] == "full")
+    graphed = full_iteration or oss_fused or (configured and row["cuda_graph"] == "full")
     moe_host = 0.0 if graphed else host.MOE_LAYER_HOST_SECONDS
     if a.moe is not None and graphed:
         flags.append("full-iteration CUDA graphs: the MoE layers do not wait for the host")
@@ -1108,7 +1162,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         # "transformer_engine", cuda_graph_scope ["attn", "moe_router", "moe_preprocess"]
         flags.append("the preset's CUDA graphs of the attention, router and preprocessing: not priced, the MoE layers' "
                      "host time costed as eager launches'")  # fmt: skip
-    elif a.moe is not None and mlperf and row["cuda_graph"] != "none":
+    elif a.moe is not None and configured and row["cuda_graph"] != "none":
         flags.append(f"CUDA graphs ({row['cuda_graph']}): the MoE layers' host time costed as eager launches'")
     elif mlperf and row["cuda_graph"] != "none":
         flags.append(f"CUDA graphs ({row['cuda_graph']}): no host time is priced either way")
@@ -1119,9 +1173,14 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     if bridge_ep:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's Qwen3 presets)")
     if mlperf_flex and layout.ep > topology.tiers[0].size:
-        flags.append("flex dispatcher (HybridEP): each token sent once per domain (the config's MOE_TOKEN_DISPATCHER)")
+        backend = "HybridEP" if mlperf else MCORE_FLEX_BACKENDS[row["moe_dispatcher"]]
+        said = "the config's MOE_TOKEN_DISPATCHER" if mlperf else "the command's DISPATCHER"
+        flags.append(f"flex dispatcher ({backend}): each token sent once per domain ({said})")
     if mlperf_ep_overlap:
-        flags.append("EP all-to-alls overlapped (the config's OVERLAP_MOE_EXPERT_PARALLEL_COMM)")
+        said = "the config's OVERLAP_MOE_EXPERT_PARALLEL_COMM" if mlperf else "A2A_OVERLAP=1"
+        flags.append(f"EP all-to-alls overlapped ({said})")
+    if mcore and row["offload"]:
+        flags.append(f"{row['offload']} offloaded to the host (the command's): its memory and traffic not modelled")
     if fp8_head:
         flags.append("output layers in MXFP8 (the config's FP8_OUTPUT_PROJ)")
     if mlperf_moe and fused_mlp:
@@ -1157,7 +1216,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # dgxc's distributed_fused_adam recipes set grad_sync_dtype bf16; its Nemotron-4 15B (mcore_distributed_optim) none.
     # MLPerf's pretrain.py builds its DDP config with grad_reduce_in_fp32=False.
     dgxc_bf16 = dgxc and "grad_reduce_dtype bf16" in row["notes"]
-    grad_dtype = "bf16" if bridge or dgxc_bf16 or mlperf else "fp16" if "--fp16" in row["notes"] else "fp32"
+    grad_dtype = "bf16" if bridge or dgxc_bf16 or configured else "fp16" if "--fp16" in row["notes"] else "fp32"
     # Megatron-Bridge's performance scripts run "fp8" rows as fp8_cs and "mxfp8" as fp8_mx (utils/precision.py
     # get_precision_config), whose mixed-precision presets set fp8_param_gather = True (training/mixed_precision.py
     # bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed, at v0.2.0 through v0.5.0); the Llama configs and
@@ -1173,12 +1232,16 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         fp8_params = True
         flags.append("FP8 parameter gathers (the recipe's fp8_params)")
         flags.append("FP8 delayed scaling: its casts costed as current scaling's (one read more)")
-    if mlperf and row["fp8_param_gather"] == "yes" and row["precision"] in ("fp8", "mxfp8"):
+    if configured and row["fp8_param_gather"] == "yes" and row["precision"] in ("fp8", "mxfp8"):
         fp8_params = True
-        flags.append("FP8 parameter gathers (the config's FP8_PARAM_GATHER or FP8_PARAMS)")
+        said = "the config's FP8_PARAM_GATHER or FP8_PARAMS" if mlperf else "the command's --fp8-param-gather"
+        flags.append(f"FP8 parameter gathers ({said})")
     # MXFP8 (Blackwell's FP8 in these tables): each weight held row- and column-wise, and under the distributed
     # optimizer gathered in bf16 (engine/low_precision_weights.py)
     fp8_recipe = "mxfp8" if row["precision"] == "mxfp8" else "tensorwise"
+    if mcore and row["fp8_recipe"] == "blockwise":  # PR=fp8's --fp8-recipe blockwise (DeepSeek-V3's 1x128 / 128x128)
+        fp8_recipe = "blockwise"
+        flags.append("FP8 blockwise scaling (PR=fp8's --fp8-recipe blockwise)")
     if fp8_params and fp8_recipe == "mxfp8" and zero < 2:
         flags.append("MXFP8 weights: gathered in bf16 through the gradient buffer")
     quantized_weights = "fp8" if fp8_params else None
@@ -1236,7 +1299,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             quantized_weights=quantized_weights,
             fp8_recipe=fp8_recipe,
             bf16_layers=bf16_layers,
-            loss_impl=MLPERF_LOSS[row["cross_entropy"]] if mlperf else cross_entropy_impl(source, row["model"]),
+            loss_impl=MLPERF_LOSS[row["cross_entropy"]] if configured else cross_entropy_impl(source, row["model"]),
             bucket_bytes=bucket_bytes,
             fused_grouped_mlp=fused_mlp,
             fp8_output_proj=fp8_head,

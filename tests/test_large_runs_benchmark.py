@@ -297,6 +297,34 @@ def test_dgxc_nemo_layouts_are_held_out_as_their_recipes_run_them(bench: ModuleT
     assert [r for r in bench.holdout_rows() if r["source"] == "dgxc-25.03"] == rows
 
 
+def test_the_megatron_core_moe_report_is_held_out_as_its_commands_run(bench: ModuleType) -> None:
+    """arXiv 2603.07685's Table 11 joins the held-out rows: nine runs, each with its tokens/s (the step's measure) and
+    TFLOP/s per GPU. Both are printed for one run, so their ratio is the report's FLOPs per token, one figure per model
+    at 4K tokens whatever the GPU: about 261 GFLOP for DeepSeek-V3 and 148 for Qwen3-235B (a transcription check).
+    Every run multiplies out (GPUs = TP x PP x CP x DP, the global batch a multiple of DP x micro-batch), and is costed
+    with the switches its command sets."""
+    rows = bench.mcore_moe_rows()
+    configs = bench.configurations(rows)
+    assert len(configs) == 9
+    assert [r for r in bench.holdout_rows() if r["source"] == bench.MCORE_SOURCE] == rows
+    for config in configs:
+        by = {r.metric: r for r in config.rows}
+        r = by["tokens_per_s_per_gpu"]
+        tp, pp, cp, dp, micro = (int(r[k]) for k in ("tp", "pp", "cp", "dp", "micro_batch"))
+        assert int(r["gpus"]) == tp * pp * cp * dp
+        assert int(r["global_batch"]) % (dp * micro) == 0
+        if r["seq_len"] == "4096":
+            per_token = by["model_tflops_per_gpu"].value * 1e12 / r.value
+            expected = 261e9 if r["model"] == "DeepSeek-V3" else 148e9
+            assert per_token == pytest.approx(expected, rel=0.02), (r["model"], r["gpu"], r["precision"])
+    h100 = next(c for c in configs if c.first["model"] == "DeepSeek-V3" and c.first["gpu"] == "H100")
+    costed = bench.cost(h100)
+    assert costed.layout == "2x1x8x64x64 v4"  # run_deepseek_v3_h100.sh's PP 8 (Table 20 prints PP 4)
+    assert "MTP trained; the command's pipeline layout Et|(tt|)*30mL" in costed.flags
+    assert "FP8 blockwise scaling (PR=fp8's --fp8-recipe blockwise)" in costed.flags
+    assert "EP all-to-alls overlapped (A2A_OVERLAP=1)" in costed.flags
+
+
 def test_fp8_over_bf16_on_the_same_layout_against_dgxc(bench: ModuleType) -> None:
     """The FP8 path, held out: dgxc-benchmarking v25.03 times five NeMo layouts in BF16 and FP8 alike (Transformer
     Engine's delayed scaling, FP8 parameter gathers). At each one's smallest GPU count the FP8 step over the BF16 step
