@@ -2955,10 +2955,10 @@ def _qwen1(k: Keys) -> dict[str, Any]:
     }
 
 
-def _wrapped_family(cfg: dict[str, Any]) -> str | None:
+def _wrapped_family(cfg: dict[str, Any], key: str = "text_config") -> str | None:
     """The family of the text model of a multimodal wrapper dpcost has no map of its own for (LLaVA, Idefics3,
-    InternVL, ...): its text_config's model_type, where that is a family dpcost counts."""
-    text = cfg.get("text_config")
+    InternVL, ...): its text_config's model_type (or `key`'s), where that is a family dpcost counts."""
+    text = cfg.get(key)
     if cfg.get("model_type") in SUPPORTED_MODEL_TYPES or not isinstance(text, dict):
         return None
     inner = text.get("model_type")
@@ -4427,22 +4427,33 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     if isinstance(omni, str) and omni in _OMNI and isinstance(cfg.get("thinker_config"), dict):
         cfg, outer = {"model_type": _OMNI[omni], **cfg["thinker_config"]}, "thinker_config."
     wrapped = _wrapped_family(cfg)
+    # Remote-code wrappers that build their language model from llm_config alone, tied as it says: OpenGVLab's
+    # InternVLChatModel (modeling_internvl_chat.py: LlamaForCausalLM, InternLM2ForCausalLM or Qwen2ForCausalLM of
+    # config.llm_config, by its architectures[0]), inclusionAI's Ming (BailingMM, a bailing_moe llm_config)
+    llm = None if wrapped else _wrapped_family(cfg, "llm_config")
     wrapper = str(cfg.get("model_type"))
     outer_tie = cfg.get("tie_word_embeddings")
     original_text = cfg.get("text_config")
-    family = wrapped or _family(cfg, where)
+    family = wrapped or llm or _family(cfg, where)
     prefix = ""
-    multimodal = wrapped is not None or family in (
-        *_NESTED,
-        "qwen2_5_vl",
-        "qwen2_vl",
-        *_READ_AS,
-        *_LANGUAGE_CONFIG,
-        "chameleon",
-        "phi4_multimodal",
+    multimodal = (
+        wrapped is not None
+        or llm is not None
+        or family
+        in (
+            *_NESTED,
+            "qwen2_5_vl",
+            "qwen2_vl",
+            *_READ_AS,
+            *_LANGUAGE_CONFIG,
+            "chameleon",
+            "phi4_multimodal",
+        )
     )
     if wrapped:
         cfg, prefix = _text_config(cfg), "text_config."
+    elif llm:
+        cfg, prefix, family = cfg["llm_config"], "llm_config.", llm
     elif family in _LANGUAGE_CONFIG:
         if not isinstance(cfg.get("language_config"), dict):
             raise InputError(where, f"language_config: a {family} config keeps its language model's keys there")
@@ -4478,10 +4489,10 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     note = "text model only: the vision encoder is not counted" if multimodal else ""
     if outer:
         note = "text model only (the thinker's text_config): the talker and the audio and vision towers are not counted"
-    if wrapped:
+    if wrapped or llm:
         note = (
-            f"text model only ({wrapper}'s text_config, a {wrapped} model): its vision or audio encoder and "
-            "projector are not counted"
+            f"text model only ({wrapper}'s {prefix.rstrip('.')}, a {wrapped or llm} model): its vision or audio "
+            "encoder and projector are not counted"
         )
     k = Keys(cfg, where, family, outer + prefix)
     if family in _LLAMA_LIKE:

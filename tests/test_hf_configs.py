@@ -765,6 +765,24 @@ def test_a_wrapper_without_a_map_counts_its_text_model_by_the_text_configs_famil
         model_from_hf_config(bad)
 
 
+def test_a_remote_wrapper_builds_its_language_model_from_llm_config_alone() -> None:
+    """OpenGVLab's InternVLChatModel builds its language model as Qwen2ForCausalLM (or LlamaForCausalLM,
+    InternLM2ForCausalLM) of config.llm_config (modeling_internvl_chat.py, by llm_config.architectures[0]), tied as
+    llm_config says; InternVL3-2B's is Qwen2.5-1.5B's shape with its own output head: Qwen2.5-1.5B's count and a
+    second 151,674 x 1,536 matrix beside the embedding. The vision tower and mlp1 projector are not counted, and the
+    note says so; an llm_config of a family dpcost does not count is refused by the wrapper's model_type."""
+    text = {**_cfg("qwen2.5-1.5b.json"), "tie_word_embeddings": False, "vocab_size": 151674}
+    wrapper = {"model_type": "internvl_chat", "architectures": ["InternVLChatModel"], "tie_word_embeddings": True,
+               "llm_config": text, "vision_config": {"model_type": "intern_vit_6b", "hidden_size": 1024}}  # fmt: skip
+    spec = model_from_hf_config(wrapper, "config.json")
+    tied = count_params(model_from_hf_config({**text, "tie_word_embeddings": True})).total
+    assert count_params(spec).total == tied + 151674 * 1536
+    assert "internvl_chat's llm_config, a qwen2 model" in (spec.source or "")
+    assert "vision or audio encoder and projector are not counted" in (spec.source or "")
+    with pytest.raises(InputError, match=f"model_type 'internvl_chat' .*{REFUSAL}"):
+        model_from_hf_config({**wrapper, "llm_config": {**text, "model_type": "diffllama"}})
+
+
 def test_granite_hybrid_layers_by_their_types_and_experts() -> None:
     """modeling_granitemoehybrid.py: a layer's mixer follows layer_types (all Mamba without it); every layer keeps its
     shared MLP, and with num_local_experts 0 that gated MLP is the whole of it."""
