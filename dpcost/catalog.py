@@ -398,10 +398,13 @@ def list_topologies() -> list[TopologySpec]:
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys say one thing each: a key given twice with the same value is one key, as json.load
+    and transformers read it (inclusionAI/Ming-UniVision's config.json at 5b01ce5 repeats its auto_map); twice with
+    two values, the file contradicts itself, where json.load would quietly take the last."""
     doc: dict[str, Any] = {}
     for key, value in pairs:
-        if key in doc:
-            raise ValueError(f"key {key!r} appears twice")
+        if key in doc and (type(doc[key]) is not type(value) or doc[key] != value):  # true is not 1
+            raise ValueError(f"key {key!r} appears twice, with two values")
         doc[key] = value
     return doc
 

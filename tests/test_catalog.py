@@ -496,8 +496,16 @@ def test_hf_config_types_are_strict(tmp_path: Path, config: dict, message: str |
 
 
 def test_hf_config_repeated_keys(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="appears twice"):
+    """A key given twice with two values is refused (json.load would take the last); twice with one value it is one
+    key, as json.load and transformers read it (Ming-UniVision's published file repeats its auto_map)."""
+    with pytest.raises(InputError, match="appears twice, with two values"):
         load_model(_write(tmp_path, '{"hidden_size": 8, "hidden_size": 9}', "config.json"))
+    with pytest.raises(InputError, match="appears twice, with two values"):
+        load_model(_write(tmp_path, '{"tie_word_embeddings": 1, "tie_word_embeddings": true}', "one.json"))
+    same = _write(tmp_path, '{"model_type": "llama", "hidden_size": 64, "hidden_size": 64, "num_hidden_layers": 2, '
+                  '"num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}', "twice.json")  # fmt: skip
+    a = load_model(same).architecture
+    assert a is not None and a.hidden == 64
 
 
 def test_paths_that_are_not_files(tmp_path: Path) -> None:
