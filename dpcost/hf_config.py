@@ -267,6 +267,10 @@ _LLAMA_LIKE = {
     # InternLM 1 (internlm's remote modeling_internlm.py, model_type internlm): Llama's layers with one KV head per head
     # and biases on q, k, v and o by `bias` (true unless the file says), none on the MLP or the head
     "internlm": (None, None, False, "none"),
+    # openPangu-Embedded (Huawei's remote configuration_openpangu_dense.py / modeling_openpangu_dense.py, model_type
+    # PanguEmbedded): Llama's layers, 8 KV heads unless given, biases on q, k, v and o by `bias` (true unless the file
+    # says), none on the MLP; untied by default
+    "PanguEmbedded": (8, None, False, "none"),
     # configuration_jais2.py / modeling_jais2.py (5.24.0: Jais 2): Llama's attention with biases on q, k, v and o by
     # attention_bias, a 2-matrix relu2 MLP with biases by mlp_bias (both true by default), LayerNorms with biases
     "jais2": (None, None, False, "none"),
@@ -461,6 +465,7 @@ _LLAMA_LIKE_DEFAULTS: dict[str, dict[str, bool]] = {
     "glm": {"attention_bias": True},
     "internlm2": {"bias": True},
     "internlm": {"bias": True},
+    "PanguEmbedded": {"bias": True},
 }
 # The config class's defaults for the shapes, for a text_config nested in a wrapper, where transformers builds the
 # text model from the class with the file's keys over its defaults: LlamaConfig's (configuration_llama.py; LLaVA-1.5
@@ -783,6 +788,7 @@ _ARCHITECTURES = {
     "GraniteSWAForCausalLM": "granite_swa",
     "ChatGLMModel": "chatglm",
     "InternLMForCausalLM": "internlm",
+    "PanguEmbeddedForCausalLM": "PanguEmbedded",
     "BitNetForCausalLM": "bitnet",
     "DeepseekForCausalLM": "deepseek",
     "BailingMoeForCausalLM": "bailing_moe",
@@ -1041,9 +1047,8 @@ def _family(cfg: dict[str, Any], where: str) -> str:
 def _llama_like(k: Keys, family: str) -> dict[str, Any]:
     kv_default, head_dim_default, qkv_bias, qk_norm = _LLAMA_LIKE[family]
     defaults = _LLAMA_LIKE_DEFAULTS.get(family, {})
-    bias_key = {"internlm2": "bias", "internlm": "bias", "stablelm": "use_qkv_bias", "internlm3": "qkv_bias"}.get(
-        family, "attention_bias"
-    )
+    bias_key = {"internlm2": "bias", "internlm": "bias", "PanguEmbedded": "bias", "stablelm": "use_qkv_bias",
+                "internlm3": "qkv_bias"}.get(family, "attention_bias")  # fmt: skip
     shape: dict[str, int] = _NESTED_SHAPE_DEFAULTS.get(family, {}) if k.prefix else {}
     if family == "apertus1p5_text":
         shape = {"vocab_size": 266752}
@@ -1107,7 +1112,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
                   "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek",
-                  "bitnet", "internlm", "cosmos3_edge_text", "aria_text", "emu3_text_model", "beam",
+                  "bitnet", "internlm", "PanguEmbedded", "cosmos3_edge_text", "aria_text", "emu3_text_model", "beam",
                   "chameleon")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
