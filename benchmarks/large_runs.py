@@ -1000,8 +1000,8 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # dgxc-benchmarking v25.03's NeMo recipes (the training-runs/dgxc-nemo-*.csv headers: llama3.1/*.yaml and
     # nemotron/configure.sh at 1b9bb6b3) overlap TP with userbuffers wherever TP is above 1 (ub_tp_comm_overlap)
     dgxc = source == DGXC_SOURCE
-    mlperf_tp = configured and row["tp_overlap"] == "yes" and tp > 1
-    tp_overlap = megascale_tp or bridge_tp or nemo or (dgxc and tp > 1) or mlperf_tp
+    config_tp = configured and row["tp_overlap"] == "yes" and tp > 1
+    tp_overlap = megascale_tp or bridge_tp or nemo or (dgxc and tp > 1) or config_tp
     ep_overlap = ep_overlap or bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
     # The same MXFP8 presets from v0.5.0 run the experts through Transformer Engine's CuTe-DSL grouped MLP
     # (cutedsl_fused_grouped_mlp=True: v0.5.0 deepseek_workload_base_configs.py DEEPSEEK_V3_PRETRAIN_CONFIG_
@@ -1012,10 +1012,10 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     oss_fused = oss_v2 and row["gpu"] in ("GB200", "GB300") and row["precision"] == "mxfp8" and release >= "26.06"
     # MLPerf v6.0's MoE configs: OVERLAP_MOE_EXPERT_PARALLEL_COMM, MOE_TOKEN_DISPATCHER_TYPE=flex with HybridEP, and
     # USE_TE_OPS with NVTE_CUTEDSL_FUSED_GROUPED_MLP=1 (v6.0/configs; every deepseekv3_671b config sets all three)
-    mlperf_moe = configured and ep > 1
-    mlperf_ep_overlap = mlperf_moe and row["moe_a2a_overlap"] == "yes"
-    ep_overlap = ep_overlap or mlperf_ep_overlap
-    fused_mlp = full_iteration or oss_fused or (mlperf_moe and row["fused_grouped_mlp"] == "yes")
+    config_moe = configured and ep > 1
+    config_ep_overlap = config_moe and row["moe_a2a_overlap"] == "yes"
+    ep_overlap = ep_overlap or config_ep_overlap
+    fused_mlp = full_iteration or oss_fused or (config_moe and row["fused_grouped_mlp"] == "yes")
     fp8_head = configured and row.fields.get("fp8_output_proj") == "yes"  # v6.0's FP8_OUTPUT_PROJ
     # Sequence parallelism where Megatron itself requires it, printed or not: MoE layers with TP above 1
     # (megatron/core/transformer/moe/moe_layer.py refuses them without it) and TP communication overlap
@@ -1065,9 +1065,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # _set_moe_a2a_overlap_overrides; v0.6.0's perf_recipes per recipe, Qwen3-235B-A22B's H100 TP 2 among them), and
     # every MLPerf v6.0 deepseekv3_671b config exports DELAY_WGRAD_COMPUTE=True (its gpt_oss_20b configs do not).
     bridge_overlap = bridge_ep or bridge_b200_v2 or bridge_oss or full_iteration
-    mlperf_delayed = source == "mlperf-v6.0" and row["model"].startswith("DeepSeek-V3")
-    mlperf_delayed = mlperf_delayed or (mcore and row["delay_wgrad"] == "yes")  # A2A_OVERLAP=1's --delay-wgrad-compute
-    if (bridge_overlap or mlperf_delayed) and tp > 1:
+    config_delayed = source == "mlperf-v6.0" and row["model"].startswith("DeepSeek-V3")
+    config_delayed = config_delayed or (mcore and row["delay_wgrad"] == "yes")  # A2A_OVERLAP=1's --delay-wgrad-compute
+    if (bridge_overlap or config_delayed) and tp > 1:
         tp_backward_async = False
         flags.append("TP backward reduce-scatters waited for (delay_wgrad_compute: the weight gradients run later)")
     # SC'21's Table 1 script runs its PP-1 models under torch DDP, which overlaps the all-reduce with the backward.
@@ -1111,7 +1111,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     bridge_flex = bridge and bridge_flex_dispatch(
         source, row["model"], row["gpu"], row["precision"], row["global_batch"]
     )
-    mlperf_flex = mlperf_moe and row["moe_dispatcher"].startswith("flex")
+    config_flex = config_moe and row["moe_dispatcher"].startswith("flex")
     if configured and row["recompute_modules"]:  # v6.0's RECOMPUTE_MODULES, the report's --recompute-modules
         modules = frozenset(row["recompute_modules"].split(","))
         said = "the config's RECOMPUTE_MODULES" if mlperf else "the command's --recompute-modules"
@@ -1145,7 +1145,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     unknown = [k for k in settings if row.fields.get(k) == "unknown"]
     if unknown:  # v6.0: the file that sets them is not in the index (v6.0/README.md)
         flags.append(f"{', '.join(unknown)} not known (its config is not in the index): the implementation's default")
-    if mlperf_tp:
+    if config_tp:
         said = "the config's TP_COMM_OVERLAP" if mlperf else "PR=bf16's --tp-comm-overlap"
         flags.append(f"TP overlapped ({said})")
     # Megatron-Core's MoE layers wait for the host that launches them (engine/host.py), but under full-iteration
@@ -1172,18 +1172,18 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("attention by flash-attn's kernel (NVTE_FUSED_ATTN=0 in its configure.sh), costed as cuDNN's")
     if bridge_ep:
         flags.append("EP all-to-alls overlapped (Megatron-Bridge's Qwen3 presets)")
-    if mlperf_flex and layout.ep > topology.tiers[0].size:
+    if config_flex and layout.ep > topology.tiers[0].size:
         backend = "HybridEP" if mlperf else MCORE_FLEX_BACKENDS[row["moe_dispatcher"]]
         said = "the config's MOE_TOKEN_DISPATCHER" if mlperf else "the command's DISPATCHER"
         flags.append(f"flex dispatcher ({backend}): each token sent once per domain ({said})")
-    if mlperf_ep_overlap:
+    if config_ep_overlap:
         said = "the config's OVERLAP_MOE_EXPERT_PARALLEL_COMM" if mlperf else "A2A_OVERLAP=1"
         flags.append(f"EP all-to-alls overlapped ({said})")
     if mcore and row["offload"]:
         flags.append(f"{row['offload']} offloaded to the host (the command's): its memory and traffic not modelled")
     if fp8_head:
         flags.append("output layers in MXFP8 (the config's FP8_OUTPUT_PROJ)")
-    if mlperf_moe and fused_mlp:
+    if config_moe and fused_mlp:
         flags.append("experts through TE's fused grouped MLP (the config's NVTE_CUTEDSL_FUSED_GROUPED_MLP)")
     if bridge_flex and layout.ep > topology.tiers[0].size:
         flags.append("flex dispatcher: each token sent once per node (Megatron-Bridge's presets)")
@@ -1287,7 +1287,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             pp_scatter_gather=pp_scatter_gather,
             pp_send_comm=pp_send_comm,
             ep_node_limit=node_limit,
-            ep_dispatcher="flex" if bridge_flex or mlperf_flex else "alltoall",
+            ep_dispatcher="flex" if bridge_flex or config_flex else "alltoall",
             cp_impl=cp_impl,
             virtual_stages=virtual_stages,
             zero=zero,

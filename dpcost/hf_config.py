@@ -4441,19 +4441,14 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     original_text = cfg.get("text_config")
     family = wrapped or llm or _family(cfg, where)
     prefix = ""
-    multimodal = (
-        wrapped is not None
-        or llm is not None
-        or family
-        in (
-            *_NESTED,
-            "qwen2_5_vl",
-            "qwen2_vl",
-            *_READ_AS,
-            *_LANGUAGE_CONFIG,
-            "chameleon",
-            "phi4_multimodal",
-        )
+    multimodal = (wrapped or llm) is not None or family in (
+        *_NESTED,
+        "qwen2_5_vl",
+        "qwen2_vl",
+        *_READ_AS,
+        *_LANGUAGE_CONFIG,
+        "chameleon",
+        "phi4_multimodal",
     )
     if wrapped:
         cfg, prefix = _text_config(cfg), "text_config."

@@ -151,11 +151,11 @@ def training_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Tra
         return found
 
     def least(stage: int, recompute: str) -> float:
-        bound = least_step(topology, p, micro_batch(recompute))
+        micro = micro_batch(recompute)
+        bound = least_step(topology, p, micro)
         known = timed_at.get(stage)
         if known is None or known.recompute == recompute:
             return bound
-        micro = micro_batch(recompute)
         beside = least_step_beside(known, micro, slowest_gpu_loss(topology, p, micro))
         return beside if beside > bound else bound
 
