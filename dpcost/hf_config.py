@@ -903,6 +903,27 @@ _ARCHITECTURES = {
     "Qwen3_5ForCausalLM": "qwen3_5_text",
     "Qwen3_5MoeForCausalLM": "qwen3_5_moe_text",
 }
+# Multimodal classes whose files keep their text model's keys top-level (no text_config) and that build that family's
+# layers from them, beside a vision tower and projector dpcost does not count: LLaVA's original releases
+# (haotian-liu/LLaVA llava/model/language_model/llava_llama.py and llava_mistral.py: LlavaLlamaForCausalLM subclasses
+# LlamaForCausalLM, builds LlavaLlamaModel(LlavaMetaModel, LlamaModel) from the file and an untied lm_head),
+# LLaVA-NeXT's (LLaVA-VL/LLaVA-NeXT llava_qwen.py and llava_mixtral.py, over Qwen2 and Mixtral, tied as the file
+# says), and Microsoft's Phi-3-vision and Phi-3.5-vision (remote modeling_phi3_v.py: Phi3VModel holds Phi-3's
+# embedding, layers and norm, its vision_embed_tokens sharing the embedding)
+_FLAT_MULTIMODAL = {
+    "LlavaLlamaForCausalLM": "llama",
+    "LlavaMistralForCausalLM": "mistral",
+    "LlavaMixtralForCausalLM": "mixtral",
+    "LlavaQwenForCausalLM": "qwen2",
+    "Phi3VForCausalLM": "phi3",
+}
+# model_types whose architectures entry names a class dpcost counts, but another model: BlinkDL's RWKV-5 files keep
+# transformers' RWKV-4 class name (auto_map modeling_rwkv5.RwkvForCausalLM)
+_NOT_THE_ARCHITECTURE = {
+    "rwkv5": "RWKV-5's time mixing adds a gate (hidden x hidden), a bonus per channel (time_faaaa) and a GroupNorm "
+    "(ln_x) to RWKV-4's (mlc-llm's rwkv5_model.py RWKV5_Attention), and its remote code names its class "
+    "RwkvForCausalLM as RWKV-4's; dpcost counts RWKV-4 (model_type rwkv), not RWKV-5",
+}
 _NESTED = {
     "llama4": "llama4_text",
     "gemma3": "gemma3_text",
@@ -1016,6 +1037,14 @@ SUPPORTED_MODEL_TYPES = tuple(
 )  # fmt: skip
 
 
+def _flat_multimodal_class(cfg: dict[str, Any]) -> str | None:
+    """The multimodal class (_FLAT_MULTIMODAL) a file without text_config names among its architectures, if any."""
+    architectures = cfg.get("architectures")
+    if isinstance(cfg.get("text_config"), dict) or not isinstance(architectures, list):
+        return None
+    return next((a for a in architectures if isinstance(a, str) and a in _FLAT_MULTIMODAL), None)
+
+
 def _family(cfg: dict[str, Any], where: str) -> str:
     """The family of a config.json: its model_type, else its architectures entry."""
     model_type = cfg.get("model_type")
@@ -1023,11 +1052,14 @@ def _family(cfg: dict[str, Any], where: str) -> str:
         raise InputError(where, f"model_type: expected a name such as 'llama', got {model_type!r}"[:200])
     if model_type in SUPPORTED_MODEL_TYPES:
         return str(model_type)
+    if model_type in _NOT_THE_ARCHITECTURE:
+        raise InputError(where, f"model_type {model_type!r} is not a family dpcost can count: "
+                                f"{_NOT_THE_ARCHITECTURE[model_type]}")  # fmt: skip
     architectures = cfg.get("architectures") or []
     if isinstance(architectures, list):
         for name in architectures:
-            if isinstance(name, str) and name in _ARCHITECTURES:
-                return _ARCHITECTURES[name]
+            if isinstance(name, str) and (name in _ARCHITECTURES or name in _FLAT_MULTIMODAL):
+                return _ARCHITECTURES.get(name) or _FLAT_MULTIMODAL[name]
     known = ", ".join(SUPPORTED_MODEL_TYPES)
     if not model_type:
         named = f", and its architectures {architectures!r}"[:200] + " name none dpcost knows" if architectures else ""
@@ -4440,8 +4472,9 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     outer_tie = cfg.get("tie_word_embeddings")
     original_text = cfg.get("text_config")
     family = wrapped or llm or _family(cfg, where)
+    flat = None if wrapped or llm else _flat_multimodal_class(cfg)
     prefix = ""
-    multimodal = (wrapped or llm) is not None or family in (
+    multimodal = (wrapped or llm or flat) is not None or family in (
         *_NESTED,
         "qwen2_5_vl",
         "qwen2_vl",
@@ -4487,6 +4520,11 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         tied = outer_tie if isinstance(outer_tie, bool) else _WRAPPER_TIES[wrapper]
         cfg = {**cfg, "tie_word_embeddings": tied}
     note = "text model only: the vision encoder is not counted" if multimodal else ""
+    if flat:
+        note = (
+            f"text model only ({flat}'s {family} layers, its keys top-level): its vision tower and projector are not "
+            "counted"
+        )
     if outer:
         note = "text model only (the thinker's text_config): the talker and the audio and vision towers are not counted"
     if wrapped or llm:

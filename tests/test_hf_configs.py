@@ -154,7 +154,7 @@ def test_every_family_within_half_a_percent() -> None:
         "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4", "chatglm", "bailing_moe", "minimax_m3", "nemotron-nas",
         "mllama_text_model", "deepseek_vl_v2", "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "fuyu", "aria",
         "Emu3", "ernie4_5_moe_vl", "jetmoe", "laguna", "longcat_flash_ngram", "bailing_moe_linear",
-        "PanguEmbedded",
+        "PanguEmbedded", "phi3_v",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]
@@ -782,6 +782,41 @@ def test_a_remote_wrapper_builds_its_language_model_from_llm_config_alone() -> N
     assert "vision or audio encoder and projector are not counted" in (spec.source or "")
     with pytest.raises(InputError, match=f"model_type 'internvl_chat' .*{REFUSAL}"):
         model_from_hf_config({**wrapper, "llm_config": {**text, "model_type": "diffllama"}})
+
+
+def test_original_llava_files_keep_their_text_models_keys_top_level() -> None:
+    """LLaVA's own releases (liuhaotian/llava-v1.5-7b: model_type llava, LlavaLlamaForCausalLM) keep Vicuna's Llama
+    keys top-level, no text_config: LlavaLlamaForCausalLM builds LlamaForCausalLM's layers from them with an untied
+    lm_head (haotian-liu/LLaVA llava_llama.py). Its text model is llava-hf's conversion's (llava-1.5-7b-hf.json) less
+    the 64 rows that conversion adds to the embedding and the head (vocabulary 32,000, not 32,064): Llama 2 7B's
+    6,738,415,616. LLaVA-NeXT's LlavaQwenForCausalLM is Qwen2's, tied as its file says (llava_qwen.py: post_init
+    ties); the note says the vision tower and projector are not counted."""
+    llama_keys = {"hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
+                  "num_hidden_layers": 32, "num_key_value_heads": 32, "vocab_size": 32000, "rms_norm_eps": 1e-5,
+                  "tie_word_embeddings": False}  # fmt: skip
+    original = {"model_type": "llava", "architectures": ["LlavaLlamaForCausalLM"], **llama_keys,
+                "mm_hidden_size": 1024, "mm_projector_type": "mlp2x_gelu",
+                "mm_vision_tower": "openai/clip-vit-large-patch14-336"}  # fmt: skip
+    spec = model_from_hf_config(original, "config.json")
+    converted = count_params(model_from_hf_config(_cfg("llava-1.5-7b-hf.json"))).total
+    assert count_params(spec).total == converted - 2 * 64 * 4096 == 6_738_415_616
+    assert "LlavaLlamaForCausalLM's llama layers" in (spec.source or "")
+    assert "vision tower and projector are not counted" in (spec.source or "")
+    for name, family, cls in (("qwen2.5-1.5b.json", "llava", "LlavaQwenForCausalLM"),
+                              ("mixtral-8x7b.json", "llava_mixtral", "LlavaMixtralForCausalLM")):  # fmt: skip
+        own = count_params(model_from_hf_config(_cfg(name))).total
+        original = {**_cfg(name), "model_type": family, "architectures": [cls]}
+        assert count_params(model_from_hf_config(original)).total == own
+
+
+def test_rwkv5_is_refused_though_its_class_name_is_rwkv_4s() -> None:
+    """BlinkDL's RWKV-5 files name RWKV-4's class (RwkvForCausalLM, by remote code) beside model_type rwkv5, whose
+    time mixing RWKV-4's reader does not count: refused by its model_type, not read as RWKV-4."""
+    cfg = {"model_type": "rwkv5", "architectures": ["RwkvForCausalLM"], "hidden_size": 2560,
+           "num_hidden_layers": 32, "head_size": 64, "attention_hidden_size": 2560, "vocab_size": 65536,
+           "tie_word_embeddings": True}  # fmt: skip
+    with pytest.raises(InputError, match=f"model_type 'rwkv5' {REFUSAL}: RWKV-5's time mixing"):
+        model_from_hf_config(cfg)
 
 
 def test_granite_hybrid_layers_by_their_types_and_experts() -> None:
