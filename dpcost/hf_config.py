@@ -1030,7 +1030,7 @@ SUPPORTED_MODEL_TYPES = tuple(
          "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
          "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
-         "dots3_note_text", "modernbert-decoder", "modernbert", "albert", "dory", *_BERT_DEFAULTS,
+         "dots3_note_text", "modernbert-decoder", "modernbert", "albert", "dory", "phi3small", *_BERT_DEFAULTS,
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -2992,6 +2992,42 @@ def _qwen1(k: Keys) -> dict[str, Any]:
     }
 
 
+def _phi3_small(k: Keys) -> dict[str, Any]:
+    """Microsoft's Phi-3-small (remote configuration_phi3_small.py and modeling_phi3_small.py, model_type phi3small):
+    pre-norm layers of two LayerNorms (weight and bias); q, k and v fused in query_key_value and the output `dense`,
+    both biased whatever attention_bias says (nn.Linear's default), num_key_value_heads KV heads of hidden / heads;
+    a gated GELU MLP (up_proj hidden -> 2 x intermediate_size, GEGELU, down_proj back), both biased; a final
+    LayerNorm; the head tied by PretrainedConfig's default (the released files set none). intermediate_size is
+    ff_intermediate_size, else ff_dim_multiplier x (hidden // 3) x 2, rounded up to 256 under gegelu_pad_to_256.
+    Phi3SmallConfig's defaults are the 7B's shapes. Every other layer's attention is block-sparse
+    (dense_attention_every_n_layers), costed as dense causal attention."""
+    hidden = k.integer("hidden_size", default=4096, field="hidden")
+    multiplier = k.integer("ff_dim_multiplier", default=None, field="ffn")
+    if "ff_intermediate_size" in k.cfg and k.cfg["ff_intermediate_size"] is None:  # the class default's, else 14336
+        if multiplier is None:
+            raise InputError(k.where, f"{k._key('ff_dim_multiplier')}: required where ff_intermediate_size is null")
+        ffn = multiplier * (hidden // 3) * 2
+        ffn = -(-ffn // 256) * 256 if k.flag("gegelu_pad_to_256", True) else ffn
+    elif multiplier is not None:  # Phi3SmallConfig.__init__ raises likewise
+        raise InputError(k.where, f"{k._key('ff_dim_multiplier')}: Phi-3-small takes it only beside "
+                                  "ff_intermediate_size: null")  # fmt: skip
+    else:
+        ffn = k.integer("ff_intermediate_size", default=14336, field="ffn")
+    return {
+        "hidden": hidden,
+        "layers": k.integer("num_hidden_layers", default=32, field="layers"),
+        "heads": k.integer("num_attention_heads", default=32, field="heads"),
+        "kv_heads": k.integer("num_key_value_heads", default=8, field="kv_heads"),
+        "ffn": ffn,
+        "mlp": "geglu",
+        "vocab": k.integer("vocab_size", default=100352, field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "norm": "layernorm",
+        "qkv_bias": True,
+        "linear_bias": True,
+    }
+
+
 def _wrapped_family(cfg: dict[str, Any], key: str = "text_config") -> str | None:
     """The family of the text model of a multimodal wrapper dpcost has no map of its own for (LLaVA, Idefics3,
     InternVL, ...): its text_config's model_type (or `key`'s), where that is a family dpcost counts."""
@@ -4438,6 +4474,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "minimax_m3_vl_text": _minimax_m3,
     "chatglm": _chatglm,
     "qwen": _qwen1,
+    "phi3small": _phi3_small,
     "dbrx": _dbrx,
     "nemotron-nas": _nemotron_nas,
     "minicpm5_moe": _minicpm5_moe,
@@ -4591,13 +4628,13 @@ _GATE_CLAMPS: dict[str, GateClamp] = {
 _FUSED_QKV = frozenset((
     "gpt2", "openai-gpt", "gpt_bigcode", "gpt_neox", "gpt_neox_japanese", "bloom", *_FALCON, "phi3", "codegen",
     "mpt", "dbrx", "persimmon", "ergo", "phi4_multimodal", "modernbert", "chatglm", "qwen",
-    "internlm2", "baichuan",
+    "internlm2", "baichuan", "phi3small",
 ))  # fmt: skip
 # (Granite's MoE families: their shared MLP's input_linear; MiniMax-M3's: its dense and shared MLPs' gate_up_proj)
 _FUSED_GATE_UP = frozenset((
     "phi3", "phi4_multimodal", "glm", "glm4", "glm4v", "glm4v_text", "glm_ocr", "glm_ocr_text", "minimax_m3_vl",
     "minimax_m3_vl_text", "granitemoeshared", "granitemoehybrid", "granitemoe_swa", "modernbert",
-    "modernbert-decoder", "chatglm",
+    "modernbert-decoder", "chatglm", "phi3small",
 ))  # fmt: skip
 
 # The families whose attention clamps its projections' output where clip_qkv is set, and the section it sits in

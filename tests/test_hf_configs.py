@@ -809,6 +809,24 @@ def test_original_llava_files_keep_their_text_models_keys_top_level() -> None:
         assert count_params(model_from_hf_config(original)).total == own
 
 
+def test_phi3_small_biases_its_attention_and_gated_mlp_and_ties_its_head() -> None:
+    """Phi-3-small (remote modeling_phi3_small.py; Phi3SmallConfig's defaults are the 7B's shapes): a layer holds two
+    LayerNorms (2 x 2 x 4,096), query_key_value (4,096 -> (32 + 2 x 8) x 128, biased), dense (4,096^2, biased),
+    up_proj (4,096 -> 2 x 14,336, biased) and down_proj (14,336 -> 4,096, biased), whatever attention_bias says (false
+    in the released files; nn.Linear's default bias stands); with the tied 100,352 x 4,096 embedding and the final
+    LayerNorm, 7,392,272,384, the model card's 7B (+5.6%). Without ff_intermediate_size the MLP is ff_dim_multiplier x
+    (hidden // 3) x 2, rounded up to 256 (configuration_phi3_small.py intermediate_size)."""
+    cfg = {"model_type": "phi3small", "attention_bias": False}
+    c = count_params(model_from_hf_config(cfg))
+    layer = 2 * 2 * 4096 + 4096 * 6144 + 6144 + 4096**2 + 4096 + 4096 * 28672 + 28672 + 14336 * 4096 + 4096
+    assert [b.params for b in c.blocks] == [layer] * 32
+    assert c.total == 100352 * 4096 + 32 * layer + 2 * 4096 == 7_392_272_384
+    multiplied = model_from_hf_config({**cfg, "ff_intermediate_size": None, "ff_dim_multiplier": 7})
+    assert multiplied.architecture is not None and multiplied.architecture.ffn == 19200  # 7 x 1,365 x 2 = 19,110
+    with pytest.raises(InputError, match="ff_dim_multiplier: Phi-3-small takes it only beside"):
+        model_from_hf_config({**cfg, "ff_dim_multiplier": 7})  # beside the default 14,336: the class refuses both
+
+
 def test_rwkv5_is_refused_though_its_class_name_is_rwkv_4s() -> None:
     """BlinkDL's RWKV-5 files name RWKV-4's class (RwkvForCausalLM, by remote code) beside model_type rwkv5, whose
     time mixing RWKV-4's reader does not count: refused by its model_type, not read as RWKV-4."""
