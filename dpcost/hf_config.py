@@ -508,6 +508,13 @@ _NESTED_SHAPE_DEFAULTS = {
         "num_attention_heads": 32,
         "vocab_size": 184622,
     },
+    "qwen2": {  # Qwen2Config's (configuration_qwen2.py, 5.25.0): Qwen2-Audio's text_config names none of these
+        "hidden_size": 4096,
+        "intermediate_size": 22016,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "vocab_size": 151936,
+    },
 }
 # Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
 # configuration_gemma2.py at 008e574, configuration_gemma3.py at 008f5c8; docs/sources/hf-defaults.md): a config.json
@@ -1060,6 +1067,11 @@ def _family(cfg: dict[str, Any], where: str) -> str:
         for name in architectures:
             if isinstance(name, str) and (name in _ARCHITECTURES or name in _FLAT_MULTIMODAL):
                 return _ARCHITECTURES.get(name) or _FLAT_MULTIMODAL[name]
+    if cfg.get("is_encoder_decoder") is True:  # T5, BART, Whisper: no family name or spelling would make it one
+        said = f"model_type {model_type!r}" if model_type else f"the config (architectures {architectures!r})"
+        said = said[:200]
+        raise InputError(where, f"{said} is not a family dpcost can count: an encoder-decoder (is_encoder_decoder: "
+                                "true); dpcost counts decoder-only and encoder-only models")  # fmt: skip
     known = ", ".join(SUPPORTED_MODEL_TYPES)
     if not model_type:
         named = f", and its architectures {architectures!r}"[:200] + " name none dpcost knows" if architectures else ""
@@ -4511,15 +4523,11 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
     family = wrapped or llm or _family(cfg, where)
     flat = None if wrapped or llm else _flat_multimodal_class(cfg)
     prefix = ""
-    multimodal = (wrapped or llm or flat) is not None or family in (
-        *_NESTED,
-        "qwen2_5_vl",
-        "qwen2_vl",
-        *_READ_AS,
-        *_LANGUAGE_CONFIG,
-        "chameleon",
-        "phi4_multimodal",
-    )
+    # Qwen-VL's and Qwen-Audio's files (model_type qwen, remote code) hold their encoder's keys in `visual` or `audio`
+    towers = [key for key in ("visual", "audio") if family == "qwen" and isinstance(cfg.get(key), dict)]
+    wrapper_family = family in (*_NESTED, "qwen2_5_vl", "qwen2_vl", *_READ_AS, *_LANGUAGE_CONFIG, "chameleon",
+                                "phi4_multimodal")  # fmt: skip
+    multimodal = (wrapped or llm or flat) is not None or bool(towers) or wrapper_family
     if wrapped:
         cfg, prefix = _text_config(cfg), "text_config."
     elif llm:
@@ -4557,6 +4565,8 @@ def architecture_of(cfg: dict[str, Any], where: str) -> tuple[dict[str, Any], Ke
         tied = outer_tie if isinstance(outer_tie, bool) else _WRAPPER_TIES[wrapper]
         cfg = {**cfg, "tie_word_embeddings": tied}
     note = "text model only: the vision encoder is not counted" if multimodal else ""
+    if towers:
+        note = f"text model only: its {towers[0]} encoder (the file's `{towers[0]}` section) is not counted"
     if flat:
         note = (
             f"text model only ({flat}'s {family} layers, its keys top-level): its vision tower and projector are not "

@@ -827,6 +827,47 @@ def test_phi3_small_biases_its_attention_and_gated_mlp_and_ties_its_head() -> No
         model_from_hf_config({**cfg, "ff_dim_multiplier": 7})  # beside the default 14,336: the class refuses both
 
 
+def test_a_wrapped_qwen2_text_config_takes_qwen2configs_shape_defaults() -> None:
+    """Qwen2-Audio-7B-Instruct's text_config names only intermediate_size (11,008), vocab_size (156,032) and rope and
+    norm keys: Qwen2Config's defaults (configuration_qwen2.py, 5.25.0: hidden 4,096, 32 layers, 32 heads, 32 KV
+    heads, untied) give the rest, and transformers 5.25.0 builds its text model at 7,754,878,976 (the audio tower and
+    projector apart). Refused before, as if the text model lacked hidden_size."""
+    text = {"model_type": "qwen2", "intermediate_size": 11008, "vocab_size": 156032, "rms_norm_eps": 1e-5,
+            "rope_theta": 10000, "max_position_embeddings": 8192}  # fmt: skip
+    cfg = {"model_type": "qwen2_audio", "architectures": ["Qwen2AudioForConditionalGeneration"], "text_config": text,
+           "audio_config": {"model_type": "qwen2_audio_encoder", "d_model": 1280}, "vocab_size": 156032}  # fmt: skip
+    assert count_params(model_from_hf_config(cfg)).total == 7_754_878_976
+
+
+def test_qwen_vl_counts_its_text_model_and_says_its_visual_encoder_is_left_out() -> None:
+    """Qwen-VL's own files (model_type qwen, QWenLMHeadModel) hold a ViT and resampler's keys in `visual` beside
+    Qwen1's: the text model is counted as without it, and the note says the encoder is not counted (it was counted
+    silently as the whole model)."""
+    qwen = {"model_type": "qwen", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "intermediate_size": 22016, "vocab_size": 151936}  # fmt: skip
+    vl = {**qwen, "visual": {"heads": 16, "layers": 48, "width": 1664, "output_dim": 4096, "image_size": 448}}
+    spec = model_from_hf_config(vl)
+    assert count_params(spec).total == count_params(model_from_hf_config(qwen)).total
+    assert "its visual encoder (the file's `visual` section) is not counted" in (spec.source or "")
+    assert "not counted" not in (model_from_hf_config(qwen).source or "")
+
+
+ENCODER_DECODERS = [
+    {"model_type": "bart", "is_encoder_decoder": True},
+    {"model_type": "whisper", "is_encoder_decoder": True},
+    {"architectures": ["UMT5ForConditionalGeneration"], "is_encoder_decoder": True},
+]
+
+
+@pytest.mark.parametrize("cfg", ENCODER_DECODERS)
+def test_an_encoder_decoder_is_refused_as_one(cfg: dict[str, object]) -> None:
+    """T5, BART and Whisper (is_encoder_decoder: true) are refused as encoder-decoders, not pointed to a family of
+    a like spelling (bart's nearest was bert) nor asked for a model_type no value of which would make them one."""
+    with pytest.raises(InputError, match=f"{REFUSAL}: an encoder-decoder") as refused:
+        model_from_hf_config(cfg)
+    assert "nearest" not in str(refused.value) and 'add "model_type"' not in str(refused.value)
+
+
 def test_rwkv5_is_refused_though_its_class_name_is_rwkv_4s() -> None:
     """BlinkDL's RWKV-5 files name RWKV-4's class (RwkvForCausalLM, by remote code) beside model_type rwkv5, whose
     time mixing RWKV-4's reader does not count: refused by its model_type, not read as RWKV-4."""
