@@ -648,8 +648,10 @@ _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_d
              "minicpm3", "youtu", "sarvam_mla", "deepseek_ocr2_text", "axk1", "mistral_large4_text",
              "hy_v4", "hy_v4_vl_text", "axk2")  # fmt: skip
 # Multimodal files that keep their text model under language_config: DeepSeek-OCR's (deepseek_vl_v2, remote code:
-# DeepSeek-VL2's layout) holds a DeepseekV2 decoder there
-_LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2"}
+# DeepSeek-VL2's layout) holds a DeepseekV2 decoder there; DeepSeek-VL v1's and Janus's (multi_modality:
+# deepseek-ai/Janus janus/models/modeling_vlm.py, MultiModalityCausalLM builds
+# LlamaForCausalLM(LlamaConfig(**language_config)) beside its vision and generation towers) a Llama
+_LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2", "multi_modality": "llama"}
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
 _GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt",
         "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "kosmos_2_text_model", "gpt_neox_japanese")  # fmt: skip

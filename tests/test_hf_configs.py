@@ -868,6 +868,21 @@ def test_an_encoder_decoder_is_refused_as_one(cfg: dict[str, object]) -> None:
     assert "nearest" not in str(refused.value) and 'add "model_type"' not in str(refused.value)
 
 
+def test_janus_and_deepseek_vl_own_files_count_the_llama_under_language_config() -> None:
+    """deepseek-ai's MultiModalityCausalLM (DeepSeek-VL v1, Janus: janus/models/modeling_vlm.py) builds
+    LlamaForCausalLM(LlamaConfig(**language_config)): Janus-Pro-1B's language_config is read as that Llama, untied
+    (LlamaConfig's default), and the note says its vision and generation towers are not counted."""
+    language = {"hidden_size": 2048, "intermediate_size": 5632, "max_position_embeddings": 16384,
+                "model_type": "llama", "num_attention_heads": 16, "num_hidden_layers": 24,
+                "num_key_value_heads": 16, "vocab_size": 102400}  # fmt: skip
+    cfg = {"model_type": "multi_modality", "architectures": ["MultiModalityCausalLM"], "language_config": language,
+           "vision_config": {"cls": "CLIPVisionTower", "model_type": "vision"}}  # fmt: skip
+    spec = model_from_hf_config(cfg)
+    layer = 4 * 2048**2 + 3 * 2048 * 5632 + 2 * 2048
+    assert count_params(spec).total == 2 * 102400 * 2048 + 24 * layer + 2048 == 1_652_656_128
+    assert "not counted" in (spec.source or "")
+
+
 def test_rwkv5_is_refused_though_its_class_name_is_rwkv_4s() -> None:
     """BlinkDL's RWKV-5 files name RWKV-4's class (RwkvForCausalLM, by remote code) beside model_type rwkv5, whose
     time mixing RWKV-4's reader does not count: refused by its model_type, not read as RWKV-4."""
