@@ -1304,9 +1304,16 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
         if family == "bailing_moe_linear":
             arch.update(_ring_linear(k, layers, arch["heads"], arch.get("head_dim") or arch["hidden"] // arch["heads"]))
         return arch
-    if family == "minicpm" and k.integer("num_experts", default=0) > 1:
-        raise InputError(k.where, f"{k._key('num_experts')}: MiniCPM-MoE's experts are not counted by dpcost; a "
-                         "dense MiniCPM (no num_experts) is")  # fmt: skip
+    if family == "minicpm" and k.integer("num_experts", default=0) > 0:
+        # MiniCPM-MoE (openbmb's remote modeling_minicpm.py, as vLLM's minicpm.py and mlc-llm's minicpm_model.py port
+        # it: MiniCPMDecoderLayer takes MiniCPMMoE for its MLP wherever num_experts is set): a router (hidden ->
+        # num_experts, no bias) over gated experts of intermediate_size, num_experts_per_tok of them a token
+        arch["moe"] = {
+            "experts": k.integer("num_experts", field="moe.experts"),
+            "active": k.integer("num_experts_per_tok", field="moe.active"),
+            "ffn": k.integer("intermediate_size", field="moe.ffn"),
+        }
+        return arch
     if family == "laguna":
         _laguna_heads(k, arch, layers)
         gating = k.get("gating", default=True)

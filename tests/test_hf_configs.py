@@ -883,6 +883,23 @@ def test_janus_and_deepseek_vl_own_files_count_the_llama_under_language_config()
     assert "not counted" in (spec.source or "")
 
 
+def test_minicpm_moe_holds_a_router_and_experts_in_every_layer() -> None:
+    """MiniCPM-MoE-8x2B (openbmb's modeling_minicpm.py as vLLM's minicpm.py and mlc-llm's minicpm_model.py port it:
+    MiniCPMMoE wherever num_experts is set): in each of 40 layers a router (2,304 -> 8, no bias) and 8 SwiGLU experts
+    of 5,760, 2 a token. Its card gives 13.6B parameters without the embedding and about 4B activated; the file is
+    mlc-ai/mlc-llm @79d603f0's preset (MODEL_PRESETS["minicpm-moe-8x2b"])."""
+    cfg = {"architectures": ["MiniCPMForCausalLM"], "hidden_act": "silu", "hidden_size": 2304,
+           "intermediate_size": 5760, "model_type": "minicpm", "num_attention_heads": 36, "num_hidden_layers": 40,
+           "num_key_value_heads": 36, "tie_word_embeddings": True, "vocab_size": 122753, "scale_emb": 12,
+           "dim_model_base": 256, "scale_depth": 1.4, "num_experts": 8, "num_experts_per_tok": 2}  # fmt: skip
+    c = count_params(model_from_hf_config(cfg))
+    expert, router = 3 * 2304 * 5760, 2304 * 8
+    assert c.total - c.embedding == 40 * (4 * 2304**2 + router + 8 * expert + 2 * 2304) + 2304 == 13_590_468_864
+    assert c.total - c.embedding == pytest.approx(13.6e9, rel=0.005)
+    assert c.active_excl_embedding == c.total - c.embedding - 40 * 6 * expert == 4_035_320_064
+    assert c.active_excl_embedding == pytest.approx(4e9, rel=0.0125)
+
+
 def test_rwkv5_is_refused_though_its_class_name_is_rwkv_4s() -> None:
     """BlinkDL's RWKV-5 files name RWKV-4's class (RwkvForCausalLM, by remote code) beside model_type rwkv5, whose
     time mixing RWKV-4's reader does not count: refused by its model_type, not read as RWKV-4."""
@@ -1710,8 +1727,8 @@ def test_baichuan_2_7b_by_hand(tmp_path: Path) -> None:
 def test_minicpm_2b_by_hand(tmp_path: Path) -> None:
     """MiniCPM-2B's shapes (hidden 2,304, 40 layers, 36 heads, intermediate 5,760, vocabulary 122,753, tied) as
     openbmb's modeling_minicpm.py builds them (Llama's layers): 61,051,392 a layer, 2,442,055,680 in all, the card's
-    "2.4B non-embedding parameters", and 2,724,880,896 with the tied embedding and the final norm; its MoE variant
-    is refused by key."""
+    "2.4B non-embedding parameters", and 2,724,880,896 with the tied embedding and the final norm (its MoE variant:
+    test_minicpm_moe_holds_a_router_and_experts_in_every_layer)."""
     shapes = {
         "model_type": "minicpm", "architectures": ["MiniCPMForCausalLM"], "hidden_size": 2304,
         "intermediate_size": 5760, "num_attention_heads": 36, "num_hidden_layers": 40, "vocab_size": 122753,
@@ -1721,9 +1738,6 @@ def test_minicpm_2b_by_hand(tmp_path: Path) -> None:
     path.write_text(json.dumps(shapes))
     counts = count_params(load_model(str(path)))
     assert counts.total == 2_724_880_896 and counts.total - counts.embedding - 2304 == 2_442_055_680
-    path.write_text(json.dumps({**shapes, "num_experts": 8, "num_experts_per_tok": 2}))
-    with pytest.raises(InputError, match="num_experts"):
-        load_model(str(path))
 
 
 def test_deepseek_moe_16b_by_hand(tmp_path: Path) -> None:
