@@ -239,8 +239,11 @@ _LLAMA_LIKE = {
     "baichuan": (None, None, False, "none"),
     # MiniCPM 1-4 (openbmb's remote configuration_minicpm.py / modeling_minicpm.py): Llama's layers (attention_bias on
     # q, k, v and o), tied by default; scale_emb, dim_model_base and scale_depth scale activations, and MiniCPM4's
-    # InfLLM v2 attention keeps the weights; its MoE variant (num_experts) is refused
+    # InfLLM v2 attention keeps the weights; MiniCPM-MoE's experts by num_experts (below)
     "minicpm": (None, None, False, "none"),
+    # Orion (OrionStarAI's remote modeling_orion.py, as vLLM's orion.py ports it): Llama's layers with LayerNorms
+    # (weight and bias) in place of the RMSNorms, the final one too; no biases on q, k, v or o; untied
+    "orion": (None, None, False, "none"),
     # DeepSeekMoE 16B (deepseek-ai's remote modeling_deepseek.py, model_type deepseek): Llama's attention (biases on q,
     # k, v and o by attention_bias), a dense MLP of intermediate_size in the first first_k_dense_replace layers, then
     # n_routed_experts experts of moe_intermediate_size, n_shared_experts folded into one shared MLP, a router
@@ -1144,7 +1147,7 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             arch["head_vocab"] = rows
     if family == "olmo":
         arch["norm"] = "layernorm_np"
-    if family in ("nemotron", "jais2"):
+    if family in ("nemotron", "jais2", "orion"):
         arch["norm"] = "layernorm"
     if family == "nanochat":
         arch["norm"] = "layernorm_np"  # NanoChatRMSNorm (Llama 4's L2 norm) holds no weight

@@ -900,6 +900,20 @@ def test_minicpm_moe_holds_a_router_and_experts_in_every_layer() -> None:
     assert c.active_excl_embedding == pytest.approx(4e9, rel=0.0125)
 
 
+def test_orion_is_llamas_layers_with_layernorms() -> None:
+    """Orion-14B (OrionStarAI's modeling_orion.py, as vLLM's orion.py ports it): Llama's layers with LayerNorms of
+    weight and bias in place of the RMSNorms, the final one too, no attention biases, untied: 40 layers of
+    4 x 5,120^2 + 3 x 5,120 x 15,360 + 2 x 2 x 5,120, two 84,608 x 5,120 tables and the final norm, 14,498,703,360
+    (the name's 14B, +3.6%)."""
+    cfg = {"architectures": ["OrionForCausalLM"], "model_type": "orion", "hidden_act": "silu", "hidden_size": 5120,
+           "intermediate_size": 15360, "num_attention_heads": 40, "num_hidden_layers": 40,
+           "num_key_value_heads": 40, "rms_norm_eps": 1e-05, "tie_word_embeddings": False,
+           "vocab_size": 84608}  # fmt: skip
+    layer = 4 * 5120**2 + 3 * 5120 * 15360 + 2 * 2 * 5120
+    total = count_params(model_from_hf_config(cfg)).total
+    assert total == 40 * layer + 2 * 84608 * 5120 + 2 * 5120 == 14_498_703_360
+
+
 def test_rwkv5_is_refused_though_its_class_name_is_rwkv_4s() -> None:
     """BlinkDL's RWKV-5 files name RWKV-4's class (RwkvForCausalLM, by remote code) beside model_type rwkv5, whose
     time mixing RWKV-4's reader does not count: refused by its model_type, not read as RWKV-4."""
