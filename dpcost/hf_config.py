@@ -1042,7 +1042,8 @@ SUPPORTED_MODEL_TYPES = tuple(
          "minimax_m3_vl_text", "chatglm",
          "nemotron-nas", "minicpm5_moe", "mllama_text_model", "gemma3n_text", "molmo2_text", "gemma4_unified_text",
          "jetmoe", "muse_spark_text", "muse_glimmer_text", "step3p5", "inkling_text", "ergo", "inkling2_text", "zaya",
-         "dots3_note_text", "modernbert-decoder", "modernbert", "albert", "dory", "phi3small", *_BERT_DEFAULTS,
+         "dots3_note_text", "modernbert-decoder", "modernbert", "albert", "dory", "phi3small", "telechat",
+         *_BERT_DEFAULTS,
          *_READ_AS,
          *_LANGUAGE_CONFIG}
     )
@@ -3052,6 +3053,26 @@ def _phi3_small(k: Keys) -> dict[str, Any]:
     }
 
 
+def _telechat(k: Keys) -> dict[str, Any]:
+    """China Telecom's TeleChat (Tele-AI/Telechat models/7B and 12B: configuration_telechat.py and
+    modeling_telechat.py, model_type telechat): Llama's layers with query and key_value unbiased (one KV head per
+    head), the output `dense` biased, a SwiGLU MLP whose down_proj alone is biased, RMSNorms, and one after the
+    embedding under embed_layernorm; the head tied unless tie_word_embeddings says otherwise (PretrainedConfig's
+    default: the 7B's file names none, the 12B's says false). TelechatConfig's defaults are the 7B's shapes, and its
+    n_embed, where given, is the width."""
+    return {
+        "hidden": k.integer("n_embed", "hidden_size", default=4096, field="hidden"),
+        "layers": k.integer("n_layer", "num_hidden_layers", default=30, field="layers"),
+        "heads": k.integer("n_head", "num_attention_heads", default=32, field="heads"),
+        "ffn": k.integer("ffn_hidden_size", default=12288, field="ffn"),
+        "vocab": k.integer("vocab_size", default=160256, field="vocab"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "out_bias": True,
+        "mlp_out_bias": True,
+        "embedding_norm": k.flag("embed_layernorm", False),
+    }
+
+
 def _wrapped_family(cfg: dict[str, Any], key: str = "text_config") -> str | None:
     """The family of the text model of a multimodal wrapper dpcost has no map of its own for (LLaVA, Idefics3,
     InternVL, ...): its text_config's model_type (or `key`'s), where that is a family dpcost counts."""
@@ -4499,6 +4520,7 @@ _ONE_FAMILY_READERS: dict[str, Callable[[Keys], dict[str, Any]]] = {
     "chatglm": _chatglm,
     "qwen": _qwen1,
     "phi3small": _phi3_small,
+    "telechat": _telechat,
     "dbrx": _dbrx,
     "nemotron-nas": _nemotron_nas,
     "minicpm5_moe": _minicpm5_moe,

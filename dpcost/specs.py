@@ -720,6 +720,12 @@ class ModelArchitecture(Spec):
         "linear_bias (GPT-J, CodeGen); unset: as linear_bias says",
         exclude_if=lambda v: v is None,
     )
+    mlp_out_bias: bool = Field(
+        False,
+        description="a bias on the MLP's output projection alone, its input projections unbiased (TeleChat's "
+        "down_proj); linear_bias biases them all",
+        exclude_if=_unset,
+    )
     head_transform: Literal["none", "dense", "dense_biased"] = Field(
         "none",
         description="a dense layer (hidden x hidden, biased or not), its activation and a norm before the output head "

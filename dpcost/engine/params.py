@@ -242,9 +242,10 @@ def hyper_head_parameters(a: ModelArchitecture) -> float:
 def _mlp(a: ModelArchitecture, width: int, io: int | None = None) -> float:
     """One MLP of `width` between inputs and outputs of `io` (the hidden size, or a routed expert's latent one)."""
     h = io or a.hidden
+    out_bias = h if a.mlp_out_bias and not a.linear_bias else 0
     if a.gated_mlp:
-        return 3 * h * width + (2 * width + h if a.linear_bias else 0)
-    return 2 * h * width + (width + h if a.linear_bias else 0)
+        return 3 * h * width + (2 * width + h if a.linear_bias else 0) + out_bias
+    return 2 * h * width + (width + h if a.linear_bias else 0) + out_bias
 
 
 def latent_projections(a: ModelArchitecture) -> float:
