@@ -656,8 +656,9 @@ _DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32", "glm_moe_d
 # LlamaForCausalLM(LlamaConfig(**language_config)) beside its vision and generation towers) a Llama
 _LANGUAGE_CONFIG = {"deepseek_vl_v2": "deepseek_v2", "multi_modality": "llama"}
 _FALCON = ("falcon", "RefinedWeb", "RefinedWebModel")
-_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "gpt_bigcode", "gpt_neo", "codegen", "mpt",
-        "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "kosmos_2_text_model", "gpt_neox_japanese")  # fmt: skip
+_GPT = ("gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "phi-msft", "starcoder2", "gpt_bigcode", "gpt_neo",
+        "codegen", "mpt", "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "kosmos_2_text_model",
+        "gpt_neox_japanese")  # fmt: skip
 # The shape defaults of the GPT-era classes that give them all (configuration_gpt_neo.py, configuration_codegen.py,
 # configuration_mpt.py, transformers 5.24.0; configuration_openai.py, configuration_xglm.py, configuration_biogpt.py,
 # configuration_ctrl.py, configuration_persimmon.py, 5.25.0); the others' files must name their shapes
@@ -2728,6 +2729,7 @@ _GPT_ACTIVATIONS = {
     "gpt_neox": ("hidden_act", "gelu"),
     "gpt_neox_japanese": ("hidden_act", "gelu"),
     "phi": ("hidden_act", "gelu_new"),
+    "phi-msft": ("activation_function", "gelu_new"),
     "starcoder2": ("hidden_act", "gelu_pytorch_tanh"),
     "biogpt": ("hidden_act", "gelu"),
     "persimmon": ("hidden_act", "relu2"),
@@ -2841,6 +2843,20 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             tied_embeddings=k.flag("tie_word_embeddings", False),
             layer_norms=1,
             qk_norm="head" if k.flag("qk_layernorm", False) else "none",
+        )
+    elif family == "phi-msft":
+        # Phi-1, 1.5 and 2's remote-code files (Microsoft's MixFormer modeling_phi.py): Phi's weights under other names
+        # (transformers' convert_phi_weights_to_hf.py loads them one for one, strict, into PhiForCausalLM: Wqkv and
+        # out_proj as q, k, v and dense, ln as input_layernorm, lm_head.ln and lm_head.linear as the final LayerNorm
+        # and the biased head) and keys: n_head_kv null is a KV head per head, n_inner null 4 x n_embd (the script's
+        # PhiConfig widths, 8,192 and 10,240 for Phi-1.5's 2,048 and Phi-2's 2,560)
+        arch.update(
+            head_bias=True,
+            ffn=k.integer("n_inner", default=None, field="ffn") or 4 * hidden,
+            kv_heads=k.integer("n_head_kv", default=None, field="kv_heads") or arch["heads"],
+            tied_embeddings=k.flag("tie_word_embeddings", False),
+            layer_norms=1,
+            fused_qkv=True,
         )
     elif family == "gpt_bigcode":
         # configuration_gpt_bigcode.py / modeling_gpt_bigcode.py (SantaCoder, StarCoder): GPT-2's layers with one K/V

@@ -914,6 +914,18 @@ def test_orion_is_llamas_layers_with_layernorms() -> None:
     assert total == 40 * layer + 2 * 84608 * 5120 + 2 * 5120 == 14_498_703_360
 
 
+def test_phi_msft_files_count_as_the_phi_weights_they_convert_to() -> None:
+    """Phi-2's remote-code file (model_type phi-msft: n_embd, n_layer, n_head, n_inner null), as mlc-ai/mlc-llm
+    @79d603f0's preset keeps microsoft/phi-2's, holds the weights transformers' convert_phi_weights_to_hf.py loads one
+    for one into PhiForCausalLM: the same 2,779,683,840 as the converted file (phi-2.json, the Hub's count)."""
+    msft = {"_name_or_path": "microsoft/phi-2", "activation_function": "gelu_new", "architectures": ["PhiForCausalLM"],
+            "model_type": "phi-msft", "n_embd": 2560, "n_head": 32, "n_head_kv": None, "n_inner": None, "n_layer": 32,
+            "n_positions": 2048, "rotary_dim": 32, "tie_word_embeddings": False, "vocab_size": 51200,
+            "layer_norm_epsilon": 1e-05}  # fmt: skip
+    converted = count_params(model_from_hf_config(_cfg("phi-2.json"))).total
+    assert count_params(model_from_hf_config(msft)).total == converted == 2_779_683_840
+
+
 def test_rwkv5_is_refused_though_its_class_name_is_rwkv_4s() -> None:
     """BlinkDL's RWKV-5 files name RWKV-4's class (RwkvForCausalLM, by remote code) beside model_type rwkv5, whose
     time mixing RWKV-4's reader does not count: refused by its model_type, not read as RWKV-4."""
