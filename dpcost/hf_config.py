@@ -2856,7 +2856,6 @@ def _gpt_style(k: Keys, family: str) -> dict[str, Any]:
             kv_heads=k.integer("n_head_kv", default=None, field="kv_heads") or arch["heads"],
             tied_embeddings=k.flag("tie_word_embeddings", False),
             layer_norms=1,
-            fused_qkv=True,
         )
     elif family == "gpt_bigcode":
         # configuration_gpt_bigcode.py / modeling_gpt_bigcode.py (SantaCoder, StarCoder): GPT-2's layers with one K/V
@@ -3043,11 +3042,11 @@ def _phi3_small(k: Keys) -> dict[str, Any]:
     Phi3SmallConfig's defaults are the 7B's shapes. Every other layer's attention is block-sparse
     (dense_attention_every_n_layers), costed as dense causal attention."""
     hidden = k.integer("hidden_size", default=4096, field="hidden")
-    multiplier = k.integer("ff_dim_multiplier", default=None, field="ffn")
+    multiplier = k.integer("ff_dim_multiplier", default=None)
     if "ff_intermediate_size" in k.cfg and k.cfg["ff_intermediate_size"] is None:  # the class default's, else 14336
         if multiplier is None:
             raise InputError(k.where, f"{k._key('ff_dim_multiplier')}: required where ff_intermediate_size is null")
-        ffn = multiplier * (hidden // 3) * 2
+        ffn = k.integer("ff_dim_multiplier", field="ffn") * (hidden // 3) * 2
         ffn = -(-ffn // 256) * 256 if k.flag("gegelu_pad_to_256", True) else ffn
     elif multiplier is not None:  # Phi3SmallConfig.__init__ raises likewise
         raise InputError(k.where, f"{k._key('ff_dim_multiplier')}: Phi-3-small takes it only beside "
@@ -4688,7 +4687,7 @@ _GATE_CLAMPS: dict[str, GateClamp] = {
 _FUSED_QKV = frozenset((
     "gpt2", "openai-gpt", "gpt_bigcode", "gpt_neox", "gpt_neox_japanese", "bloom", *_FALCON, "phi3", "codegen",
     "mpt", "dbrx", "persimmon", "ergo", "phi4_multimodal", "modernbert", "chatglm", "qwen",
-    "internlm2", "baichuan", "phi3small",
+    "internlm2", "baichuan", "phi3small", "phi-msft",
 ))  # fmt: skip
 # (Granite's MoE families: their shared MLP's input_linear; MiniMax-M3's: its dense and shared MLPs' gate_up_proj)
 _FUSED_GATE_UP = frozenset((
