@@ -930,6 +930,11 @@ _FLAT_MULTIMODAL = {
     "LlavaQwenForCausalLM": "qwen2",
     "Phi3VForCausalLM": "phi3",
 }
+# MiniCPM-V's own files (model_type minicpmv, remote code): the language model its MiniCPMV builds from the keys
+# top-level, by the file's `version`, as vLLM's minicpmv.py reads them (get_version_by_config; each
+# MiniCPMV<version>.init_llm): MiniCPM (2.0), Llama (2.5, 4.0), Qwen2 (2.6), Qwen3 (4.5); a file without a version is
+# 2.0 where hidden_size is 2,304 and query_num 64, else 2.5
+_MINICPMV_TEXT = {"2.0": "minicpm", "2.5": "llama", "2.6": "qwen2", "4.0": "llama", "4.5": "qwen3"}
 # model_types whose architectures entry names a class dpcost counts, but another model: BlinkDL's RWKV-5 files keep
 # transformers' RWKV-4 class name (auto_map modeling_rwkv5.RwkvForCausalLM)
 _NOT_THE_ARCHITECTURE = {
@@ -1052,11 +1057,22 @@ SUPPORTED_MODEL_TYPES = tuple(
 
 
 def _flat_multimodal_class(cfg: dict[str, Any]) -> str | None:
-    """The multimodal class (_FLAT_MULTIMODAL) a file without text_config names among its architectures, if any."""
+    """The multimodal class (_FLAT_MULTIMODAL, or MiniCPM-V's by its version) a file without text_config names, if
+    any."""
+    if cfg.get("model_type") == "minicpmv":
+        return f"MiniCPM-V {_minicpmv_version(cfg)}"
     architectures = cfg.get("architectures")
     if isinstance(cfg.get("text_config"), dict) or not isinstance(architectures, list):
         return None
     return next((a for a in architectures if isinstance(a, str) and a in _FLAT_MULTIMODAL), None)
+
+
+def _minicpmv_version(cfg: dict[str, Any]) -> str:
+    """A MiniCPM-V file's version as vLLM's get_version_by_config reads it (_MINICPMV_TEXT)."""
+    version = cfg.get("version")
+    if version is None:
+        return "2.0" if cfg.get("hidden_size") == 2304 and cfg.get("query_num") == 64 else "2.5"
+    return str(version)
 
 
 def _family(cfg: dict[str, Any], where: str) -> str:
@@ -1066,6 +1082,13 @@ def _family(cfg: dict[str, Any], where: str) -> str:
         raise InputError(where, f"model_type: expected a name such as 'llama', got {model_type!r}"[:200])
     if model_type in SUPPORTED_MODEL_TYPES:
         return str(model_type)
+    if model_type == "minicpmv":
+        version = _minicpmv_version(cfg)
+        if version not in _MINICPMV_TEXT:
+            known = ", ".join(_MINICPMV_TEXT)
+            said = f"version: MiniCPM-V {version!r}"[:120]
+            raise InputError(where, f"{said} is not one dpcost reads; it reads {known}")
+        return _MINICPMV_TEXT[version]
     if model_type in _NOT_THE_ARCHITECTURE:
         raise InputError(where, f"model_type {model_type!r} is not a family dpcost can count: "
                                 f"{_NOT_THE_ARCHITECTURE[model_type]}")  # fmt: skip

@@ -926,6 +926,25 @@ def test_phi_msft_files_count_as_the_phi_weights_they_convert_to() -> None:
     assert count_params(model_from_hf_config(msft)).total == converted == 2_779_683_840
 
 
+def test_minicpm_v_reads_the_language_model_its_version_names() -> None:
+    """MiniCPM-V's own files (model_type minicpmv) keep their language model's keys top-level; the model is the one
+    its version names (vLLM's minicpmv.py: 2.0 MiniCPM, 2.5 and 4.0 Llama, 2.6 Qwen2, 4.5 Qwen3; no version: 2.0 at
+    hidden 2,304 with 64 queries, else 2.5): MiniCPM-V-4's keys count as the Llama they are, the first MiniCPM-V's
+    (no version) as MiniCPM-2B's untied, and a version dpcost does not know is refused by its key."""
+    v4 = {"architectures": ["MiniCPMV"], "model_type": "minicpmv", "version": 4.0, "hidden_size": 2560,
+          "intermediate_size": 10240, "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 2,
+          "head_dim": 128, "vocab_size": 73448, "tie_word_embeddings": False, "query_num": 64}  # fmt: skip
+    spec = model_from_hf_config(v4)
+    assert count_params(spec).total == count_params(model_from_hf_config({**v4, "model_type": "llama"})).total
+    assert "MiniCPM-V 4.0's llama layers" in (spec.source or "") and "not counted" in (spec.source or "")
+    v1 = {"architectures": ["MiniCPMV"], "model_type": "minicpmv", "hidden_size": 2304, "intermediate_size": 5760,
+          "num_attention_heads": 36, "num_hidden_layers": 40, "vocab_size": 122753, "query_num": 64,
+          "tie_word_embeddings": False, "scale_emb": 12, "dim_model_base": 256, "scale_depth": 1.4}  # fmt: skip
+    assert count_params(model_from_hf_config(v1)).total == 2_724_880_896 + 122753 * 2304  # MiniCPM-2B, untied
+    with pytest.raises(InputError, match=re.escape("version: MiniCPM-V '3.0' is not one dpcost reads")):
+        model_from_hf_config({**v4, "version": 3.0})
+
+
 def test_rwkv5_is_refused_though_its_class_name_is_rwkv_4s() -> None:
     """BlinkDL's RWKV-5 files name RWKV-4's class (RwkvForCausalLM, by remote code) beside model_type rwkv5, whose
     time mixing RWKV-4's reader does not count: refused by its model_type, not read as RWKV-4."""
