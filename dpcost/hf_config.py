@@ -518,6 +518,13 @@ _NESTED_SHAPE_DEFAULTS = {
         "num_attention_heads": 32,
         "vocab_size": 151936,
     },
+    "cohere2": {  # Cohere2Config's (configuration_cohere2.py, 5.25.0): Aya Vision 8B's text_config has no vocab_size
+        "hidden_size": 8192,
+        "intermediate_size": 22528,
+        "num_hidden_layers": 40,
+        "num_attention_heads": 64,
+        "vocab_size": 256000,
+    },
 }
 # Every key's default, as transformers' GemmaConfig, Gemma2Config and Gemma3TextConfig give it (configuration_gemma.py,
 # configuration_gemma2.py at 008e574, configuration_gemma3.py at 008f5c8; docs/sources/hf-defaults.md): a config.json

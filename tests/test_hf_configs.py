@@ -839,6 +839,21 @@ def test_a_wrapped_qwen2_text_config_takes_qwen2configs_shape_defaults() -> None
     assert count_params(model_from_hf_config(cfg)).total == 7_754_878_976
 
 
+def test_aya_vision_8bs_text_config_takes_cohere2configs_shape_defaults() -> None:
+    """CohereForAI/aya-vision-8b's text_config leaves out vocab_size: Cohere2Config's 256,000 (configuration_cohere2.py,
+    5.25.0) gives it, and the text model is Command R7B's shape: 32 layers of 4,096 with 8 KV heads of 128, a 14,336
+    SwiGLU, one weight-only LayerNorm per block, tied. By hand that is 256,000 x 4,096 + 32 x (2 x 4,096^2 + 2 x 4,096
+    x 1,024 + 3 x 4,096 x 14,336 + 4,096) + 4,096 = 8,028,033,024, transformers 5.25.0's build of it. Refused before,
+    as if the vocabulary were missing."""
+    text = {"model_type": "cohere2", "hidden_size": 4096, "intermediate_size": 14336, "logit_scale": 0.25,
+            "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "rope_theta": 50000,
+            "use_qk_norm": False, "max_position_embeddings": 8192}  # fmt: skip
+    cfg = {"model_type": "aya_vision", "architectures": ["AyaVisionForConditionalGeneration"], "text_config": text,
+           "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152}}  # fmt: skip
+    layer = 2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 4096
+    assert count_params(model_from_hf_config(cfg)).total == 256000 * 4096 + 32 * layer + 4096 == 8_028_033_024
+
+
 def test_qwen_vl_counts_its_text_model_and_says_its_visual_encoder_is_left_out() -> None:
     """Qwen-VL's own files (model_type qwen, QWenLMHeadModel) hold a ViT and resampler's keys in `visual` beside
     Qwen1's: the text model is counted as without it, and the note says the encoder is not counted (it was counted
