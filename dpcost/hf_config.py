@@ -408,6 +408,10 @@ _LLAMA_LIKE = {
     # q, k, v and o by attention_bias) and in every layer moe_num_experts SiLU-gated experts of intermediate_size, top
     # moe_topk, a router without bias, moe_num_shared_experts folded into one shared MLP; untied by default
     "aria_text": (None, None, False, "none"),
+    # Rhymes' own Aria files (rhymes-ai/Aria's moe_lm.py, text_config model_type aria_moe_lm): the same layers under
+    # LlamaConfig's keys, the experts' width (and the shared MLP's per expert) in moe_intermediate_size; the
+    # file's intermediate_size builds nothing. transformers' convert_aria_weights_to_hf.py loads them one for one
+    "aria_moe_lm": (None, None, False, "none"),
     # configuration_emu3.py / modeling_emu3.py (5.25.0: BAAI's Emu3, under text_config): Llama's layers (biases on q,
     # k, v and o by attention_bias, on the MLP by mlp_bias), 8 KV heads unless given, untied by default
     "emu3_text_model": (8, None, False, "none"),
@@ -486,6 +490,13 @@ _NESTED_SHAPE_DEFAULTS = {
     "mistral": {
         "hidden_size": 4096,
         "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "vocab_size": 32000,
+    },
+    "aria_moe_lm": {  # AriaMoELMConfig is LlamaConfig's, whose shape defaults it keeps
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
         "num_hidden_layers": 32,
         "num_attention_heads": 32,
         "vocab_size": 32000,
@@ -1193,7 +1204,8 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
                   "hy_v3", "flint", "granite", "granitemoe", "granitemoeshared", "granite_swa", "granitemoe_swa",
                   "jais2", "nanochat", "hyperclovax", "olmo", "olmoe", "flex_olmo", "qwen3_moe", "smollm3",
                   "qwen3_vl_text", "qwen3_vl_moe_text", "mellum", "laguna", "minicpm", "deepseek",
-                  "bitnet", "internlm", "PanguEmbedded", "cosmos3_edge_text", "aria_text", "emu3_text_model", "beam",
+                  "bitnet", "internlm", "PanguEmbedded", "cosmos3_edge_text", "aria_text", "aria_moe_lm",
+                  "emu3_text_model", "beam",
                   "chameleon")  # fmt: skip
     if family in biased_out and k.flag(bias_key, defaults.get(bias_key, False)):
         arch["out_bias"] = True  # their attention_bias covers o_proj too (Mistral's does not: bias=False there)
@@ -1251,11 +1263,12 @@ def _llama_like(k: Keys, family: str) -> dict[str, Any]:
             if dense:
                 arch["ffn"] = k.integer("mlp_only_intermediate_size", default=3584, field="ffn")
         return arch
-    if family == "aria_text":  # AriaTextMoELayer in every layer; mlp_bias biases its shared MLP alone
+    if family in ("aria_text", "aria_moe_lm"):  # a MoE layer in every layer; mlp_bias biases its shared MLP alone
         if k.flag("mlp_bias", False):
             raise InputError(k.where, f"{k._key('mlp_bias')}: Aria's shared MLP takes biases and its experts none, "
                              "which dpcost does not count apart; false (as released) is counted")  # fmt: skip
-        ffn = k.integer("intermediate_size", default=4096, field="moe.ffn")
+        width_key = "moe_intermediate_size" if family == "aria_moe_lm" else "intermediate_size"
+        ffn = k.integer(width_key, default=4096, field="moe.ffn")
         arch["ffn"] = ffn
         arch["moe"] = {
             "experts": k.integer("moe_num_experts", default=8, field="moe.experts"),

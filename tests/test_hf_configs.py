@@ -854,6 +854,23 @@ def test_aya_vision_8bs_text_config_takes_cohere2configs_shape_defaults() -> Non
     assert count_params(model_from_hf_config(cfg)).total == 256000 * 4096 + 32 * layer + 4096 == 8_028_033_024
 
 
+def test_rhymes_own_aria_files_read_their_experts_width_from_moe_intermediate_size() -> None:
+    """rhymes-ai's own Aria files (text_config model_type aria_moe_lm, its moe_lm.py): AriaMoELMConfig is LlamaConfig's
+    keys plus moe_*; every layer's MoELayer holds moe_num_experts SiLU-gated experts of moe_intermediate_size (fc1 2 x
+    that wide, fc2 back), a router of experts x hidden, and a shared MLP moe_num_shared_experts (2) x as wide; the
+    file's intermediate_size (13,568) builds nothing. Aria-Chat by hand: 28 x (4 x 2,560^2 + 64 x 3 x 2,560 x 1,664 + 3
+    x 2,560 x 3,328 + 64 x 2,560 + 2 x 2,560) + 2 x 100,352 x 2,560 + 2,560 = 24,869,091,840, the count of the file
+    transformers converted it to (rhymes-ai/Aria, aria_text with intermediate_size 1,664). Refused before."""
+    shape = {"hidden_size": 2560, "moe_num_experts": 64, "moe_topk": 6, "num_attention_heads": 20,
+             "num_hidden_layers": 28, "num_key_value_heads": 20, "vocab_size": 100352}  # fmt: skip
+    own = {"model_type": "aria_moe_lm", **shape, "intermediate_size": 13568, "moe_intermediate_size": 1664}
+    converted = {"model_type": "aria_text", **shape, "intermediate_size": 1664}
+    layer = 4 * 2560**2 + 64 * 3 * 2560 * 1664 + 3 * 2560 * 3328 + 64 * 2560 + 2 * 2560
+    for text in (own, converted):
+        cfg = {"model_type": "aria", "architectures": ["AriaForConditionalGeneration"], "text_config": text}
+        assert count_params(model_from_hf_config(cfg)).total == 28 * layer + 2 * 100352 * 2560 + 2560 == 24_869_091_840
+
+
 def test_qwen_vl_counts_its_text_model_and_says_its_visual_encoder_is_left_out() -> None:
     """Qwen-VL's own files (model_type qwen, QWenLMHeadModel) hold a ViT and resampler's keys in `visual` beside
     Qwen1's: the text model is counted as without it, and the note says the encoder is not counted (it was counted
