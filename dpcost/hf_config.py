@@ -866,6 +866,7 @@ _ARCHITECTURES = {
     "BambaForCausalLM": "bamba",
     "OlmoHybridForCausalLM": "olmo_hybrid",
     "Lfm3ForCausalLM": "lfm3",
+    "JetNemotronForCausalLM": "jet_nemotron",
     # MiniMax's own files (model_type minimax_text_01, minimax_m1: remote code; vLLM's minimax_text_01.py runs both as
     # the same layers, lightning or softmax by attn_type_list, and an MoE)
     "MiniMaxText01ForCausalLM": "minimax",
@@ -1033,6 +1034,7 @@ _GLM_MINIMAX = ("glm4_moe", "glm4v_moe_text", "dots1", *_GLM4_MOE_SUBCLASSES, "m
 # State-space and hybrid families, read by hf_hybrid.py (the one list of them)
 _HYBRID = (
     "mamba",
+    "jet_nemotron",
     "falcon_mamba",
     "mamba2",
     "jamba",
@@ -3314,6 +3316,13 @@ def _local_attention(k: Keys, family: str, arch: dict[str, Any]) -> dict[str, An
 
         size = k.integer("sliding_window", default=256, field="local_attention.size")
         local = [i for i, t in enumerate(lfm3_layer_types(k, layers)) if t == "sliding_attention"]
+    elif family == "jet_nemotron":  # the swa layers: a window of efficient_attention_config.swa.window_size
+        from dpcost.hf_hybrid import jet_nemotron_layer_types, jet_nemotron_section
+
+        local = [i for i, t in enumerate(jet_nemotron_layer_types(k, layers)) if t == "swa"]
+        if not local:
+            return None
+        size = jet_nemotron_section(k, "swa").integer("window_size", field="local_attention.size")
     elif family == "lara_mini":  # LaraMiniAttention: a window of sliding_window in the sliding_attention layers
         from dpcost.hf_hybrid import lara_mini_layer_types
 

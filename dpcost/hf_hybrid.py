@@ -114,6 +114,13 @@ _OLMO_HYBRID = {"vocab_size": 100352, "hidden_size": 3840, "intermediate_size": 
 _MINIMAX = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
             "num_attention_heads": 32, "num_key_value_heads": 8, "num_experts_per_tok": 2, "num_local_experts": 8,
             "block_size": 256}  # fmt: skip
+# JetNemotronConfig's defaults (NVlabs/Jet-Nemotron configuration_jet_nemotron.py at 94cbd124: Jet-Nemotron-2B's
+# shape) and JetBlockConfig's (jet_block.py), which efficient_attention_config.jet overrides
+_JET_NEMOTRON = {"vocab_size": 151936, "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28,
+                 "num_attention_heads": 12, "num_key_value_heads": 2}  # fmt: skip
+_JET_BLOCK = {"num_heads": 6, "head_dim": 256, "conv_size": 4, "dconv_generator_reduction": 8}
+_JET_EXPAND_V = 2.0
+_JET_LAYERS = {"jet", "attn", "swa"}
 
 
 def hybrid_architecture(k: Keys, family: str) -> dict[str, Any]:
@@ -1077,6 +1084,71 @@ def lfm3_layer_types(k: Keys, layers: int) -> list[str]:
     return types
 
 
+def jet_nemotron_layer_types(k: Keys, layers: int) -> list[str]:
+    """Jet-Nemotron's layer kinds: layer_types (jet, attn or swa per layer), else attention in every layer
+    (JetNemotronConfig: layer_types None is ["attn"] x num_hidden_layers)."""
+    return per_layer(k, "layer_types", layers, _JET_LAYERS) or ["attn"] * layers
+
+
+def jet_nemotron_section(k: Keys, kind: str) -> Keys:
+    """One section of efficient_attention_config (jet: the JetBlock's shape; swa: the sliding window), which
+    JetNemotronDecoderLayer requires for every kind layer_types names."""
+    sections = k.get("efficient_attention_config", default=None)
+    section = sections.get(kind) if isinstance(sections, dict) else None
+    if not isinstance(section, dict):
+        said = f"efficient_attention_config.{kind}: a mapping of its keys, which the {kind} layers of layer_types need"
+        raise InputError(k.where, f"{k._key(said)}, got {section!r}"[:300])
+    return Keys(section, k.where, k.family, f"{k.prefix}efficient_attention_config.{kind}.")
+
+
+def _jet_nemotron(k: Keys) -> dict[str, Any]:
+    """JetNemotronForCausalLM (NVlabs/Jet-Nemotron modeling_jet_nemotron.py, jet_block.py at 94cbd124): each layer a
+    JetBlock (jet), attention (attn) or attention in a window (swa: efficient_attention_config.swa.window_size) by
+    layer_types, and a SwiGLU MLP of intermediate_size; attention as Qwen2's (q, k and v biased, o not; head_dim
+    hidden / heads); tied by default. A JetBlock's shape is efficient_attention_config.jet's: num_heads heads of
+    head_dim keys and head_dim x expand_v values (JetBlock refuses a product that is not whole), conv_size taps
+    generated through a hidden layer dconv_generator_reduction times narrower than the values."""
+    d = _JET_NEMOTRON
+    layers = _count(k, "num_hidden_layers", d, "layers")
+    types = jet_nemotron_layer_types(k, layers)
+    heads = _count(k, "num_attention_heads", d, "heads")
+    kv_heads = heads if "num_key_value_heads" in k.cfg and k.cfg["num_key_value_heads"] is None else None
+    hidden = _int(k, "hidden_size", d, "hidden")
+    arch: dict[str, Any] = {
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": kv_heads or _int(k, "num_key_value_heads", d, "kv_heads"),
+        "head_dim": hidden // heads,
+        "vocab": _int(k, "vocab_size", d, "vocab"),
+        "ffn": _int(k, "intermediate_size", d, "ffn"),
+        "tied_embeddings": k.flag("tie_word_embeddings", True),
+        "qkv_bias": True,
+        "mixers": tuple("deltanet" if t == "jet" else "attention" for t in types),
+    }
+    if "jet" not in types:
+        return arch
+    jet = jet_nemotron_section(k, "jet")
+    block = _count(jet, "num_heads", _JET_BLOCK, "deltanet.key_heads")
+    key_dim = _count(jet, "head_dim", _JET_BLOCK, "deltanet.key_dim")
+    expand = jet.positive("expand_v", _JET_EXPAND_V, "deltanet.value_dim")
+    value_dim = int(key_dim * expand)
+    if not (math.isclose(block * key_dim * expand, block * value_dim, rel_tol=1e-5)
+            and math.isclose(key_dim * expand, value_dim, rel_tol=1e-5)):  # fmt: skip
+        said = f"head_dim ({key_dim}) x expand_v must be a whole number of value channels, got {key_dim * expand}"
+        raise InputError(k.where, f"{jet._key('expand_v')}: {said}")
+    arch["deltanet"] = {
+        "form": "jet",
+        "key_heads": block,
+        "value_heads": block,
+        "key_dim": key_dim,
+        "value_dim": value_dim,
+        "conv_kernel": _count(jet, "conv_size", _JET_BLOCK, "deltanet.conv_kernel"),
+        "generator_reduction": _count(jet, "dconv_generator_reduction", _JET_BLOCK, "deltanet.generator_reduction"),
+    }
+    return arch
+
+
 def _lfm3(k: Keys) -> dict[str, Any]:
     """Lfm3ForCausalLM (modeling_lfm3.py, transformers 5.24.0): LFM2's short convolutions and attention, the attention
     full or in a sliding window (lfm3_layer_types), with q/k norms per head and, under use_attention_gate (true by
@@ -1461,6 +1533,7 @@ _READERS = {
     "bamba": _bamba,
     "olmo_hybrid": _olmo_hybrid,
     "lfm3": _lfm3,
+    "jet_nemotron": _jet_nemotron,
     "qwen3_next": _qwen3_next,
     "recurrent_gemma": _recurrent_gemma,
     "rwkv": _rwkv,

@@ -262,12 +262,14 @@ class DeltaNetSpec(Spec):
     Delta Attention (`form` kda: Kimi Linear's KimiLinearDeltaAttention), the same recurrence with a decay per
     channel, its q, k and v, forget and output gates projected apart; or MiniMax's lightning attention (`form`
     lightning: MiniMaxLightningAttention), linear attention with a fixed decay per head, no convolution and no
-    delta rule, computed in blocks of `chunk`."""
+    delta rule, computed in blocks of `chunk`; or Jet-Nemotron's JetBlock (`form` jet: NVlabs/Jet-Nemotron
+    jet_block.py), the gated delta rule with q, k and v projected apart and a convolution over v alone whose kernels
+    a small MLP generates from each token (dynamic_conv.py DynamicShortConvolution)."""
 
-    form: Literal["gated", "kda", "lightning"] = Field(
+    form: Literal["gated", "kda", "lightning", "jet"] = Field(
         "gated",
         description="gated: Qwen3-Next's gated DeltaNet; kda: Kimi Delta Attention; lightning: MiniMax's lightning "
-        "attention",
+        "attention; jet: Jet-Nemotron's JetBlock",
         exclude_if=lambda v: v == "gated",
     )
     key_heads: PositiveInt
@@ -288,6 +290,12 @@ class DeltaNetSpec(Spec):
         "query_layernorm and key_layernorm, by use_qk_norm)",
         exclude_if=_unset,
     )
+    generator_reduction: PositiveInt | None = Field(
+        None,
+        description="jet: dconv_generator_reduction, the kernel generator's width as a fraction of the values' (w1: "
+        "hidden -> V / r, w2: -> V x conv_kernel with a bias)",
+        exclude_if=lambda v: v is None,
+    )
 
     @model_validator(mode="after")
     def _lightning_heads(self) -> "DeltaNetSpec":
@@ -295,12 +303,18 @@ class DeltaNetSpec(Spec):
             raise ValueError("lightning attention has as many key heads as value heads, of one width")
         if self.qk_norms and self.form != "lightning":
             raise ValueError("qk_norms: the q and k norms of lightning attention (Ring-linear's); not of this form")
+        if (self.form == "jet") != (self.generator_reduction is not None):
+            raise ValueError("generator_reduction: a JetBlock's kernel generator (form jet) needs it; no other form")
+        if self.form == "jet" and self.key_heads != self.value_heads:
+            raise ValueError("a JetBlock has as many key heads as value heads (num_heads)")
         return self
 
     @property
-    def convolves(self) -> bool:
-        """Whether a depthwise convolution runs over q, k and v (gated DeltaNet, KDA; not lightning attention)."""
-        return self.form != "lightning"
+    def conv_channels(self) -> int:
+        """The channels the depthwise convolution runs over: q, k and v (2K + V; gated DeltaNet, KDA), v alone (a
+        JetBlock), none (lightning attention)."""
+        values = self.value_heads * self.value_dim
+        return {"lightning": 0, "jet": values}.get(self.form, 2 * self.key_heads * self.key_dim + values)
 
 
 class ShortConvSpec(Spec):

@@ -128,8 +128,9 @@ def test_active_under_the_publishers_convention(row: dict[str, str]) -> None:
 # tolerance (test_total_against_published), not to 0.5%.
 # Cohere prints 32B for Command R 08-2024 (32,296,476,672 by modular_cohere.py's shapes); SantaCoder's report 1.1B
 # (1,124,886,528; the starcoderbase-1b shapes' exact count is tested below); rednote 142B for dots.llm1 (142.77B by
-# modeling_dots1.py's shapes), Xiaomi the name's 7B for MiMo-7B (7.62B, Qwen2's shapes)
-ROUNDED_ONLY = {"cohere", "gpt_bigcode", "dots1", "mimo"}
+# modeling_dots1.py's shapes), Xiaomi the name's 7B for MiMo-7B (7.62B, Qwen2's shapes), NVIDIA the name's 2B for
+# Jet-Nemotron-2B (1.96B by jet_block.py's shapes)
+ROUNDED_ONLY = {"cohere", "gpt_bigcode", "dots1", "mimo", "jet_nemotron"}
 
 
 def test_every_family_within_half_a_percent() -> None:
@@ -154,7 +155,7 @@ def test_every_family_within_half_a_percent() -> None:
         "mimo_v2_flash", "lfm2", "lfm2_moe", "deepseek_v4", "chatglm", "bailing_moe", "minimax_m3", "nemotron-nas",
         "mllama_text_model", "deepseek_vl_v2", "openai-gpt", "xglm", "biogpt", "ctrl", "persimmon", "fuyu", "aria",
         "Emu3", "ernie4_5_moe_vl", "jetmoe", "laguna", "longcat_flash_ngram", "bailing_moe_linear",
-        "PanguEmbedded", "phi3_v", "llava", "phi3small", "telechat",
+        "PanguEmbedded", "phi3_v", "llava", "phi3small", "telechat", "jet_nemotron",
     }  # fmt: skip
     assert set(within) == expected
     assert all(ok for f, ok in within.items() if f not in ROUNDED_ONLY), [f for f, ok in within.items() if not ok]

@@ -335,3 +335,52 @@ def test_lightning_attention_flops_and_state_by_hand(tmp_path: Path) -> None:
     assert STATE_DTYPES["minimax"]["linear_cache"] == ["bfloat16"]
     assert recurrent_state_bytes(a) == 70 * 64 * 128 * 128 * 2
     assert attention_flops(a, 4096) == 2 * 10 * 64 * 256 * 4096
+
+
+def test_jet_nemotron_2b_holds_computes_and_caches_what_its_jetblocks_do() -> None:
+    """Jet-Nemotron-2B (NVlabs/Jet-Nemotron @94cbd124, jet_block.py and dynamic_conv.py): 24 JetBlocks of 12 heads,
+    K = 12 x 96 = 1,152, V = int(1,152 x 2.6666666667) = 3,072. One holds q and k (1,536 x 1,152 each), v, g and o
+    (1,536 x 3,072 each), b and a (1,536 x 12 each), A_log and dt_bias (12 each), the kernel generator (w1 1,536 x 384,
+    w2 384 x 12,288 and its 12,288 bias) and the gated norm (256): 23,052,568. The 2 attn and 2 swa layers are Qwen2's
+    attention (q 1,536 x 1,536 and k, v 1,536 x 256, biased; o unbiased): 5,507,072. Every layer adds a SwiGLU of
+    8,960 and two norms; the embedding is tied. Forward FLOPs a token beside 2N: the chunked gated delta rule, 12 x
+    (64 x (6 x 96 + 4 x 256) + 6 x 96 x 256), and the generated convolution, 2 x 4 x 3,072; the decode cache an fp32
+    state of 12 x 96 x 256 and a bf16 window of 3,072 x 4 per JetBlock (JetNemotronCache)."""
+    a = arch("jet-nemotron-2b.json")
+    jet = 2 * 1536 * 1152 + 2 * 1536 * 3072 + 3072 * 1536 + 2 * 1536 * 12 + 2 * 12 + 1536 * 384 + 384 * 12288
+    jet += 12288 + 256
+    attention = 2 * 1536 * 1536 + 1536 + 2 * (1536 * 256 + 256)
+    rest = 3 * 1536 * 8960 + 2 * 1536
+    assert jet == 23_052_568 and attention == 5_507_072
+    total = 24 * (jet + rest) + 4 * (attention + rest) + 151936 * 1536 + 1536
+    assert count_params(load_model(str(CONFIGS / "jet-nemotron-2b.json"))).total == total == 1_964_806_208
+    assert a.mixers.count("deltanet") == 24 and a.attention_layers == 4
+    assert a.local_attention is not None and (a.local_attention.size, a.local_attention.layers) == (1152, (20, 21))
+    per_layer = 12 * (64 * (6 * 96 + 4 * 256) + 6 * 96 * 256) + 2 * 4 * 3072
+    assert recurrence_flops(a) == 24 * per_layer
+    assert recurrence_flops(a, decode=True) == 24 * (12 * 6 * 96 * 256 + 2 * 4 * 3072)
+    assert recurrent_state_bytes(a) == 24 * (12 * 96 * 256 * 4 + 3072 * 4 * 2)
+
+
+@pytest.mark.parametrize(
+    ("section", "change", "said"),
+    [
+        ("jet", {"expand_v": 2.6}, "efficient_attention_config.jet.expand_v: head_dim (96) x expand_v must be a whole"),
+        ("jet", {"num_heads": 0}, "efficient_attention_config.jet.num_heads: a whole number from 1"),
+        ("swa", None, "efficient_attention_config.swa: a mapping of its keys, which the swa layers of layer_types"),
+    ],
+)
+def test_a_jet_nemotron_file_its_classes_refuse_is_refused(
+    section: str, change: dict | None, said: str, tmp_path: Path
+) -> None:
+    """JetBlock raises where head_dim x expand_v is not whole (96 x 2.6), JetNemotronDecoderLayer where layer_types
+    names swa layers without a swa section: dpcost refuses both, naming the key (exit 2)."""
+    cfg = json.loads((CONFIGS / "jet-nemotron-2b.json").read_text())
+    if change is None:
+        del cfg["efficient_attention_config"][section]
+    else:
+        cfg["efficient_attention_config"][section].update(change)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    result = CliRunner().invoke(app, ["estimate", "--model", str(path), "--dp", "8"])
+    assert result.exit_code == 2 and said in result.output, result.output

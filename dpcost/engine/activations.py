@@ -710,6 +710,8 @@ def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
         return _kda(a, first_mm)
     if d.form == "lightning":
         return _lightning(a, first_mm)
+    if d.form == "jet":
+        return _jet(a, first_mm)
     out = [
         Tensor("DeltaNet in_proj_qkvz output", "qkv", e * (2 * keys + 2 * values), matmul=first_mm),
         Tensor("DeltaNet in_proj_ba output", "qkv", e * 2 * d.value_heads, matmul=first_mm + 1),
@@ -741,6 +743,37 @@ def _kda(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
         Tensor("KDA recurrence output", "core_attn", e * width),
         Tensor("KDA gated norm output", "core_attn", e * width),
         Tensor("KDA o_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 8),
+    ]
+    return out, first_mm + 9
+
+
+def _jet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
+    """A JetBlock (NVlabs/Jet-Nemotron jet_block.py, dynamic_conv.py at 94cbd124) with fla's chunk_gated_delta_rule,
+    as gated DeltaNet's tensors (_deltanet): q_proj's and k_proj's outputs, which F.silu keeps, and their SiLU, which
+    the recurrence reads; v_proj's output, the convolution's input; the kernel generator's hidden layer (w1's output
+    and its SiLU, V / r each) and the kernels it makes (V x conv_kernel), which the convolution reads; the
+    convolution's output (V); b and a (a value per head each) and the fp32 decay; the recurrence's output, g_proj's
+    and the gated norm's (V each)."""
+    d, e = a.deltanet, ACT_BYTES
+    assert d is not None and d.generator_reduction is not None
+    keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
+    generator = values // d.generator_reduction
+    out = [
+        Tensor("JetBlock q projection", "qkv", e * keys, matmul=first_mm),
+        Tensor("JetBlock k projection", "qkv", e * keys, matmul=first_mm + 1),
+        Tensor("JetBlock v projection", "qkv", e * values, matmul=first_mm + 2),
+        Tensor("JetBlock kernel generator w1 output", "qkv", e * generator, matmul=first_mm + 3),
+        Tensor("JetBlock kernel generator SiLU", "qkv", e * generator),
+        Tensor("JetBlock generated kernels", "qkv", e * values * d.conv_kernel, matmul=first_mm + 4),
+        Tensor("JetBlock b projection", "qkv", e * d.value_heads, matmul=first_mm + 5),
+        Tensor("JetBlock a projection", "qkv", e * d.value_heads, matmul=first_mm + 6),
+        Tensor("JetBlock q, k (SiLU)", "core_attn", e * 2 * keys),
+        Tensor("JetBlock convolution output (v)", "core_attn", e * values),
+        Tensor("JetBlock decay (fp32)", "core_attn", 4.0 * d.value_heads),
+        Tensor("JetBlock recurrence output", "core_attn", e * values),
+        Tensor("JetBlock g_proj output", "qkv", e * values, matmul=first_mm + 7),
+        Tensor("JetBlock gated norm output", "core_attn", e * values),
+        Tensor("JetBlock o_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 8),
     ]
     return out, first_mm + 9
 
@@ -1083,7 +1116,8 @@ def _compressed_cache_bytes(a: ModelArchitecture, seq_len: int, batch: int, dtyp
 def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
     """One sequence's recurrent state over all layers, as transformers 5.25's caches hold it: a Mamba layer's SSM state
     (inner x N) in fp32 and convolution window (its conv channels x kernel) in the model's dtype, a gated DeltaNet
-    or KDA layer's state (value heads x d_k x d_v) in fp32 and window (2K + V channels) in the model's dtype
+    or KDA layer's state (value heads x d_k x d_v) in fp32 and window (2K + V channels) in the model's dtype (a
+    JetBlock's window of its v channels alone: JetNemotronCache's conv_state, [N, V, kernel])
     (measured: a bf16 forward of Mamba, Mamba-2, Jamba, Nemotron-H, Falcon-H1, Bamba, Granite 4 hybrid and
     Qwen3-Next keeps every recurrent state in fp32 and every window in bf16), lightning attention's state in the
     model's dtype and no window (MiniMaxCache), an LFM2 short convolution's window (h channels x its kernel), a
@@ -1103,9 +1137,9 @@ def recurrent_state_bytes(a: ModelArchitecture, dtype_bytes: int = 2) -> float:
             conv = m.inner + (2 * m.groups * m.state if m.version == 2 else 0)
             total += m.inner * m.state * 4.0 / dtype_bytes + conv * m.conv_kernel
         if mixer == "deltanet" and d is not None:
-            conv = 2 * d.key_heads * d.key_dim + d.value_heads * d.value_dim if d.convolves else 0
-            state = d.value_heads * d.key_dim * d.value_dim * (4.0 / dtype_bytes if d.convolves else 1.0)
-            total += state + conv * d.conv_kernel
+            fp32 = d.form != "lightning"
+            state = d.value_heads * d.key_dim * d.value_dim * (4.0 / dtype_bytes if fp32 else 1.0)
+            total += state + d.conv_channels * d.conv_kernel
         if mixer == "conv" and a.short_conv is not None:  # the convolution's window of its h channels
             total += a.hidden * a.short_conv.kernel
         if mixer == "rglru" and a.rglru is not None:  # the window's k - 1 steps, and the fp32 recurrent state

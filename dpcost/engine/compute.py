@@ -124,7 +124,9 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
       masked product with X (2 Q I), the chunk's states (2 N I) and the states' output (2 N I);
     - gated DeltaNet in chunks of C (Yang et al. 2024, the chunkwise form): per value head, Q K^T, K K^T and the
       W = T (beta K) transform (6 C d_k), U = T (beta V) and the intra-chunk output (4 C d_v), and reading,
-      correcting and updating the d_k x d_v state (6 d_k d_v).
+      correcting and updating the d_k x d_v state (6 d_k d_v); a JetBlock (Jet-Nemotron's jet_block.py) the same
+      recurrence, and its convolution over the V value channels with the kernel of k taps its generator made for the
+      token (2 k V; the generator's matmuls are weights, in 2N);
     - lightning attention in blocks of C (Qin et al. 2024, arXiv 2401.04658; MiniMax-01, arXiv 2501.08313): per head,
       the block's Q K^T and its product with V (4 C d), reading the d x d state (the inter-block product) and
       updating it with the block's K^T V (4 d d);
@@ -151,6 +153,8 @@ def mixer_recurrence_flops(arch: ModelArchitecture, mixer: str, decode: bool = F
     elif mixer == "deltanet" and d is not None:
         intra = 6.0 * d.chunk * d.key_dim + 4.0 * d.chunk * d.value_dim
         flops += d.value_heads * (chunked * intra + 6.0 * d.key_dim * d.value_dim)
+        if d.form == "jet":  # the generated kernels are no weights: their taps are not in 2N
+            flops += 2.0 * d.conv_kernel * d.conv_channels
     if mixer == "conv" and arch.short_conv is not None:  # LFM2: the depthwise kernel over h channels, and its gates
         flops += 2.0 * arch.short_conv.kernel * arch.hidden + 2.0 * arch.hidden
     if mixer == "rglru" and arch.rglru is not None:

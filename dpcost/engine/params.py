@@ -454,6 +454,8 @@ def deltanet_parameters(a: ModelArchitecture) -> float:
         return kda_parameters(a)
     if d.form == "lightning":
         return lightning_parameters(a)
+    if d.form == "jet":
+        return jet_parameters(a)
     return float(h * (2 * keys + 2 * values) + h * 2 * d.value_heads + conv * d.conv_kernel + 2 * d.value_heads
                  + d.value_dim + values * h)  # fmt: skip
 
@@ -467,6 +469,28 @@ def kda_parameters(a: ModelArchitecture) -> float:
     assert d is not None
     width = d.value_heads * d.value_dim
     return float(sum(_kda_matrices(a)) + 3 * width * d.conv_kernel + width + d.value_heads + d.value_dim)
+
+
+def jet_parameters(a: ModelArchitecture) -> float:
+    """One JetBlock as Jet-Nemotron holds it (NVlabs/Jet-Nemotron jet_block.py, dynamic_conv.py at 94cbd124): q_proj
+    and k_proj (hidden -> K), v_proj (hidden -> V), b_proj and a_proj (hidden -> heads), A_log and dt_bias per head,
+    the convolution's kernel generator (w1: hidden -> V / r, w2: V / r -> V x conv_kernel, w2 alone biased),
+    g_proj (hidden -> V), the gated norm over one value head (FusedRMSNormGated) and o_proj (V -> hidden)."""
+    d = a.deltanet
+    assert d is not None and d.generator_reduction is not None
+    taps = d.value_heads * d.value_dim * d.conv_kernel
+    return float(sum(_jet_matrices(a)) + 2 * d.value_heads + taps + d.value_dim)
+
+
+def _jet_matrices(a: ModelArchitecture) -> list[float]:
+    """A JetBlock's weight matrices in forward order (jet_parameters): q, k, v, the kernel generator's w1 and w2,
+    b, a, g, o."""
+    d, h = a.deltanet, a.hidden
+    assert d is not None and d.generator_reduction is not None
+    keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
+    generator = values // d.generator_reduction
+    return [float(t) for t in (h * keys, h * keys, h * values, h * generator, generator * values * d.conv_kernel,
+                               h * d.value_heads, h * d.value_heads, h * values, values * h)]  # fmt: skip
 
 
 def lightning_parameters(a: ModelArchitecture) -> float:
@@ -826,6 +850,8 @@ def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
         return [float(t) for t in out] + _kda_matrices(a)
     if mixer == "deltanet" and a.deltanet is not None and a.deltanet.form == "lightning":
         return [float(t) for t in out] + _lightning_matrices(a)
+    if mixer == "deltanet" and a.deltanet is not None and a.deltanet.form == "jet":
+        return [float(t) for t in out] + _jet_matrices(a)
     if mixer == "deltanet" and a.deltanet is not None:
         d = a.deltanet
         keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
@@ -993,9 +1019,11 @@ def count_params(spec: ModelSpec) -> ParamCount:
             routed = attention_expert_parameters(a)[1]
             components.append(("attention routers and output biases", a.attention_layers * routed))
     form = a.deltanet.form if a.deltanet is not None else "gated"
-    delta = {"kda": "Kimi Delta Attention mixers", "lightning": "lightning attention mixers"}.get(
-        form, "gated DeltaNet mixers"
-    )
+    delta = {
+        "kda": "Kimi Delta Attention mixers",
+        "lightning": "lightning attention mixers",
+        "jet": "JetBlocks (gated DeltaNet, dynamic convolution)",
+    }.get(form, "gated DeltaNet mixers")
     for label, kind in (
         ("Mamba mixers", "mamba"),
         (delta, "deltanet"),
