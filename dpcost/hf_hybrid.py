@@ -1105,9 +1105,9 @@ def _jet_nemotron(k: Keys) -> dict[str, Any]:
     """JetNemotronForCausalLM (NVlabs/Jet-Nemotron modeling_jet_nemotron.py, jet_block.py at 94cbd124): each layer a
     JetBlock (jet), attention (attn) or attention in a window (swa: efficient_attention_config.swa.window_size) by
     layer_types, and a SwiGLU MLP of intermediate_size; attention as Qwen2's (q, k and v biased, o not; head_dim
-    hidden / heads); tied by default. A JetBlock's shape is efficient_attention_config.jet's: num_heads heads of
-    head_dim keys and head_dim x expand_v values (JetBlock refuses a product that is not whole), conv_size taps
-    generated through a hidden layer dconv_generator_reduction times narrower than the values."""
+    hidden / heads unless the file gives one); tied by default. A JetBlock's shape is efficient_attention_config.jet's:
+    num_heads heads of head_dim keys and head_dim x expand_v values (JetBlock refuses a product that is not whole),
+    conv_size taps generated through a hidden layer dconv_generator_reduction times narrower than the values."""
     d = _JET_NEMOTRON
     layers = _count(k, "num_hidden_layers", d, "layers")
     types = jet_nemotron_layer_types(k, layers)
@@ -1119,7 +1119,7 @@ def _jet_nemotron(k: Keys) -> dict[str, Any]:
         "layers": layers,
         "heads": heads,
         "kv_heads": kv_heads or _int(k, "num_key_value_heads", d, "kv_heads"),
-        "head_dim": hidden // heads,
+        "head_dim": k.integer("head_dim", default=hidden // heads, field="head_dim"),  # getattr(config, "head_dim")
         "vocab": _int(k, "vocab_size", d, "vocab"),
         "ffn": _int(k, "intermediate_size", d, "ffn"),
         "tied_embeddings": k.flag("tie_word_embeddings", True),

@@ -360,6 +360,30 @@ def test_jet_nemotron_2b_holds_computes_and_caches_what_its_jetblocks_do() -> No
     assert recurrence_flops(a) == 24 * per_layer
     assert recurrence_flops(a, decode=True) == 24 * (12 * 6 * 96 * 256 + 2 * 4 * 3072)
     assert recurrent_state_bytes(a) == 24 * (12 * 96 * 256 * 4 + 3072 * 4 * 2)
+    # What one JetBlock's forward keeps a token, in bf16 unless said: q and k's projections and their SiLU (1,152
+    # each), v's projection, the generator's w1 output and SiLU (384 each), the kernels (3,072 x 4), the convolution's
+    # output before and after its SiLU, beta (12), the softplus's fp32 input and output (12 each), the fp32 decay
+    # (12), the recurrence's, g_proj's and the norm's outputs (3,072 each): b's, a's and o's projections are not kept;
+    # fla's kernel adds the fp32 rstd of q and k and the gated norm its own (12 each) and its solve A (64 x 12);
+    # beside them the block's input norm keeps its input and output (1,536 each)
+    kept = 2 * (2 * 1152 + 2 * 1152 + 3072 + 2 * 384 + 3072 * 4 + 2 * 3072 + 12 + 3 * 3072 + 64 * 12)
+    kept += 2 * 4 * 12 + 4 * 12 + 3 * 4 * 12
+    assert layer_tensors(a, False, mixer="deltanet", mlp=False).saved_bytes(1, 1) - 2 * 2 * 1536 == kept
+
+
+def test_a_jet_nemotron_files_head_dim_sets_its_attention_layers_width(tmp_path: Path) -> None:
+    """JetNemotronAttention takes getattr(config, "head_dim", hidden / heads): a file's head_dim of 64 narrows the 4
+    attention layers' q, k, v and o (12 heads, 2 KV heads, q/k/v biased), not the JetBlocks."""
+    cfg = json.loads((CONFIGS / "jet-nemotron-2b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, "head_dim": 64}))
+
+    def attention(head_dim: int) -> int:
+        q, kv = 12 * head_dim, 2 * head_dim
+        return 1536 * q + q + 2 * (1536 * kv + kv) + q * 1536
+
+    narrower = 1_964_806_208 - 4 * (attention(128) - attention(64))
+    assert count_params(load_model(str(path))).total == narrower
 
 
 @pytest.mark.parametrize(

@@ -752,8 +752,13 @@ def _jet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     as gated DeltaNet's tensors (_deltanet): q_proj's and k_proj's outputs, which F.silu keeps, and their SiLU, which
     the recurrence reads; v_proj's output, the convolution's input; the kernel generator's hidden layer (w1's output
     and its SiLU, V / r each) and the kernels it makes (V x conv_kernel), which the convolution reads; the
-    convolution's output (V); b and a (a value per head each) and the fp32 decay; the recurrence's output, g_proj's
-    and the gated norm's (V each)."""
+    convolution's output before and after the SiLU DynamicShortConvolution applies to it (V each); beta, b's sigmoid,
+    and the softplus of a + dt_bias in fp32 (its input and output: a value per head each), b's and a's projections
+    themselves not kept; the fp32 decay; the recurrence's output, g_proj's and the gated norm's (V each). fla's
+    chunk_gated_delta_rule also saves its own (ChunkGatedDeltaRuleFunction.forward's save_for_backward with
+    use_qk_l2norm_in_kernel): the normalised q and k (the SiLU outputs' size, which they stand for), their fp32
+    rstd (a value per head each) and the chunk's triangular solve A (64 a head, in k's dtype); FusedRMSNormGated an
+    fp32 rstd a head."""
     d, e = a.deltanet, ACT_BYTES
     assert d is not None and d.generator_reduction is not None
     keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
@@ -765,11 +770,16 @@ def _jet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
         Tensor("JetBlock kernel generator w1 output", "qkv", e * generator, matmul=first_mm + 3),
         Tensor("JetBlock kernel generator SiLU", "qkv", e * generator),
         Tensor("JetBlock generated kernels", "qkv", e * values * d.conv_kernel, matmul=first_mm + 4),
-        Tensor("JetBlock b projection", "qkv", e * d.value_heads, matmul=first_mm + 5),
-        Tensor("JetBlock a projection", "qkv", e * d.value_heads, matmul=first_mm + 6),
+        Tensor("JetBlock b projection", "qkv", e * d.value_heads, saved=False, matmul=first_mm + 5),
+        Tensor("JetBlock a projection", "qkv", e * d.value_heads, saved=False, matmul=first_mm + 6),
+        Tensor("JetBlock beta (sigmoid of b)", "core_attn", e * d.value_heads),
+        Tensor("JetBlock softplus input and output (fp32)", "core_attn", 2 * 4.0 * d.value_heads),
         Tensor("JetBlock q, k (SiLU)", "core_attn", e * 2 * keys),
-        Tensor("JetBlock convolution output (v)", "core_attn", e * values),
+        Tensor("JetBlock convolution output (before its SiLU)", "core_attn", e * values),
+        Tensor("JetBlock convolution output (v, after its SiLU)", "core_attn", e * values),
         Tensor("JetBlock decay (fp32)", "core_attn", 4.0 * d.value_heads),
+        Tensor("JetBlock q, k rstd and the gated norm's (fp32)", "core_attn", 3 * 4.0 * d.value_heads),
+        Tensor("JetBlock chunk solve A", "core_attn", e * d.chunk * d.value_heads),
         Tensor("JetBlock recurrence output", "core_attn", e * values),
         Tensor("JetBlock g_proj output", "qkv", e * values, matmul=first_mm + 7),
         Tensor("JetBlock gated norm output", "core_attn", e * values),
