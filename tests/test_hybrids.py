@@ -408,3 +408,16 @@ def test_a_jet_nemotron_file_its_classes_refuse_is_refused(
     path.write_text(json.dumps(cfg))
     result = CliRunner().invoke(app, ["estimate", "--model", str(path), "--dp", "8"])
     assert result.exit_code == 2 and said in result.output, result.output
+
+
+def test_a_gated_deltanet_layer_keeps_what_its_projections_and_flas_kernels_save() -> None:
+    """Qwen3-Next-80B's DeltaNet (16 key heads and 32 value heads of 128; K = 2,048, V = 4,096), bytes a token in
+    bf16 unless said: in_proj_qkvz's output (2K + 2V) and in_proj_ba's (2 x 32), the convolution's output that fla's
+    chunk_gated_delta_rule keeps as its q, k and v (2K + V), the fp32 decay (32), the fp32 rstd of 16 query and 16 key
+    heads and the gated norm's of 32 value heads, the kernel's triangular solve A (64 a value head: its
+    save_for_backward under use_qk_l2norm_in_kernel), the recurrence's and the gated norm's outputs (V each);
+    beside them the block's input norm keeps its input and output (2,048 each). out_proj's output is not kept."""
+    a = arch("qwen3-next-80b-a3b-thinking.json")
+    keys, values = 2048, 4096
+    kept = 2 * (2 * keys + 2 * values + 2 * 32 + 2 * keys + values + 64 * 32 + 2 * values) + 4 * 32 + 4 * (16 + 16 + 32)
+    assert layer_tensors(a, True, mixer="deltanet", mlp=False).saved_bytes(1, 1) - 2 * 2 * 2048 == kept

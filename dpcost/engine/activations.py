@@ -702,7 +702,9 @@ def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     """A gated DeltaNet mixer as transformers' Qwen3NextGatedDeltaNet runs it with fla's chunk_gated_delta_rule:
     the input projections' outputs (q, k, v and z: 2K + 2V; b and a: 2 per value head), the convolution's output
     (2K + V) the kernel keeps, the fp32 decay (per value head), the recurrence's output (V) and the gated norm's
-    output, out_proj's input (V)."""
+    output, out_proj's input (V); and what fla's kernels save beside them (ChunkGatedDeltaRuleFunction.forward's
+    save_for_backward under use_qk_l2norm_in_kernel: the fp32 rstd of each query and key head and the chunk's
+    triangular solve A, 64 a value head in k's dtype; FusedRMSNormGated's fp32 rstd a value head)."""
     d, e = a.deltanet, ACT_BYTES
     assert d is not None
     keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
@@ -717,6 +719,8 @@ def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
         Tensor("DeltaNet in_proj_ba output", "qkv", e * 2 * d.value_heads, matmul=first_mm + 1),
         Tensor("DeltaNet convolution output (q, k, v)", "core_attn", e * (2 * keys + values)),
         Tensor("DeltaNet decay (fp32)", "core_attn", 4.0 * d.value_heads),
+        Tensor("DeltaNet q, k rstd and the gated norm's (fp32)", "core_attn", 4.0 * (2 * d.key_heads + d.value_heads)),
+        Tensor("DeltaNet chunk solve A", "core_attn", e * d.chunk * d.value_heads),
         Tensor("DeltaNet recurrence output", "core_attn", e * values),
         Tensor("DeltaNet gated norm output", "core_attn", e * values),
         Tensor("DeltaNet out_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 2),
