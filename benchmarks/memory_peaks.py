@@ -173,8 +173,10 @@ def left_out(row: dict[str, str]) -> str:
     words = _words(row["notes"])
     if "cp=" in words:
         return "context parallelism, not in the row's columns"
-    if (words & {"tp", "pp"} or row["tp"] != "1" or row["pp"] != "1") and _framework(row)[0] != "megatron":
-        return "tensor or pipeline parallelism outside Megatron-LM: dpcost's layouts run Megatron's schedule and memory"
+    if (words & {"pp"} or row["pp"] != "1") and _framework(row)[0] != "megatron":
+        return "pipeline parallelism outside Megatron-LM: dpcost's pipelines run Megatron's schedule and memory"
+    if (words & {"tp"} or row["tp"] != "1") and _framework(row)[0] not in ("megatron", "fsdp"):
+        return "tensor parallelism outside Megatron-LM and PyTorch FSDP"
     if words & {"lora", "qlora"} or row["precision"].startswith("nf4"):
         return "LoRA or QLoRA, not full-parameter training"
     if row["precision"].startswith("fp32"):
@@ -297,6 +299,8 @@ def loss_impl(row: dict[str, str]) -> str:
         return "fused"
     if "bf16 logits" in text or "fp16 logits" in text or "chunked_cross_entropy" in text:
         return "bf16"
+    if "loss parallel" in text:  # torchtitan's loss_parallel under TP: torch's sharded cross-entropy (loss.py)
+        return "loss-parallel"
     if "vocab-parallel" in text:
         return "vocab-parallel"
     return "upcast"
@@ -336,7 +340,29 @@ PREDICTED = {
 
 def predict(p: Peak, topology: str | None = None) -> float:
     """dpcost's memory per GPU for the run, as the source measured it (PREDICTED), in bytes. A TP or PP run is costed
-    as a layout (`dpcost estimate --tp --pp`: Megatron's theoretical memory of its most loaded stage)."""
+    as a layout (`dpcost estimate --tp --pp`: Megatron's theoretical memory of its most loaded stage), a torchtitan
+    run with TP as FSDP holds its tensor-parallel share (`--framework fsdp --tp`: engine/fsdp_tp_memory.py)."""
+    if p.tp > 1 and p.framework == "fsdp":
+        options = Options(
+            dp=p.gpus // p.tp,
+            tp=p.tp,
+            framework="fsdp",
+            zero=p.stage,
+            recompute=p.recompute,
+            compile=p.compile,
+            loss_impl=p.loss_impl,
+            micro_batch=p.micro_batch,
+            accumulation=p.accumulation,
+            seq_len=p.seq_len,
+            compute_dtype=p.compute_dtype,
+            gather_dtype=p.gather_dtype,
+            flash_attention=p.flash_attention,
+        )
+        name = topology or _topology(p.gpu)
+        assert name is not None
+        report = estimate(model_spec(p.model), load_topology(name), options)
+        stage = next(s for s in report.memory.stages if s.stage == p.stage)
+        return float(getattr(stage, PREDICTED[p.kind]))
     if p.tp * p.pp > 1:
         layout = Options(
             dp=p.gpus // (p.tp * p.pp),

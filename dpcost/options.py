@@ -481,6 +481,7 @@ class Compute(Section):
             "chunked",
             "chunked-head",
             "fused",
+            "loss-parallel",
             "vocab-parallel",
             "vocab-parallel-fused",
             "vocab-parallel-te",
@@ -491,7 +492,8 @@ class Compute(Section):
         description="How the loss holds and passes over the logits: upcast (fp32 copy), bf16, chunked (torchtune), "
         "chunked-head (torchtitan's ChunkedLossWrapper: the output projection, the loss and their backward a chunk "
         "at a time, no logits kept), "
-        "fused (compiled, Liger's or flash-attn's), vocab-parallel (Megatron), vocab-parallel-fused (Megatron's "
+        "fused (compiled, Liger's or flash-attn's), loss-parallel (torch's loss_parallel over vocabulary shards, "
+        "torchtitan's under --framework fsdp with --tp), vocab-parallel (Megatron), vocab-parallel-fused (Megatron's "
         "--cross-entropy-loss-fusion, compiled: one fp32 copy more), vocab-parallel-te (with "
         "--cross-entropy-fusion-impl te: Transformer Engine's kernel, in place in the bf16 logits) [default: the "
         "framework's, else upcast].",

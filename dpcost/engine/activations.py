@@ -33,6 +33,7 @@ Which of these tensors a recomputation policy keeps is checkpointing.py's; the l
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Literal
 
 from dpcost.engine.attention_keys import cached_entries, cached_keys
@@ -68,6 +69,7 @@ __all__ = [
     "reads_grouped_kv",
     "recurrent_state_bytes",
     "routed_copies",
+    "tensor_parallel_share",
 ]
 
 Kernels = Literal["eager", "fused", "compiled"]
@@ -180,11 +182,28 @@ class Tensor:
 class LayerTensors:
     tensors: tuple[Tensor, ...]
     kernels: Kernels  # how the layer runs, which decides what torch.compile's partitioner keeps
-    hidden: int  # the width of the block's input, which every checkpointing policy keeps (0: the block is empty)
+    # the width of the block's input, which every checkpointing policy keeps (0: the block is empty; a fraction of it
+    # where sequence parallelism leaves each rank a slice of the sequence: tensor_parallel_share)
+    hidden: float
 
     def saved_bytes(self, seq_len: int, micro_batch: int) -> float:
         """Everything autograd keeps: the layer without recomputation."""
         return sum(t.bytes(seq_len, micro_batch) for t in self.tensors if t.saved)
+
+
+def tensor_parallel_share(layer: LayerTensors, tp: int) -> LayerTensors:
+    """What one of `tp` tensor-parallel ranks keeps of a dense layer's tensors under torchtitan's plan
+    (models/llama3/infra/parallelize.py apply_tp: SequenceParallel on attention_norm and ffn_norm, ColwiseParallel
+    wq, wk, wv, w1 and w3, RowwiseParallel wo and w2 back to Shard(1)): the norms run on the rank's slice of the
+    sequence and the heads and the MLP's columns split `tp` ways, so every tensor is 1/tp of the whole but a norm's
+    output (module "layernorm"), which PrepareModuleInput all-gathers to the whole sequence for the column-parallel
+    projections that keep it. The block's input is the rank's slice of the sequence."""
+    if tp == 1:
+        return layer
+    shared = tuple(
+        t if t.module == "layernorm" else replace(t, bytes_per_token=t.bytes_per_token / tp) for t in layer.tensors
+    )
+    return LayerTensors(shared, layer.kernels, layer.hidden / tp)
 
 
 def norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:

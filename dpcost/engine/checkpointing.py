@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from dpcost.engine.activations import ACT_BYTES, Kernels, LayerTensors, layer_tensors
+from dpcost.engine.activations import ACT_BYTES, Kernels, LayerTensors, layer_tensors, tensor_parallel_share
 from dpcost.frozen import frozen
 from dpcost.specs import KV_SHARED, ModelArchitecture
 
@@ -170,8 +170,10 @@ def activation_memory(
     repeat_kv: bool = True,
     softmax_fp32: bool = False,
     block: int | None = None,
+    tp: int = 1,
 ) -> Activations:
-    """Kept and re-created activations of one micro-batch, layer by layer (no tensor or sequence parallelism);
+    """Kept and re-created activations of one micro-batch, layer by layer, on one of `tp` tensor-parallel ranks as
+    torchtitan's plan leaves it (activations.tensor_parallel_share; 1: no tensor or sequence parallelism);
     the policy in the layers takes_policy(i, every, block) picks, everything kept in the others;
     `autocast`: the forward runs under torch.autocast; `repeat_kv`: eager attention copies grouped K and V to every
     query head, else only a layer whose mask stays (keeps_local_mask); `softmax_fp32`: the fused kernels' softmax
@@ -184,8 +186,9 @@ def activation_memory(
     kinds = {}
     for key in set(layer_keys):
         (mixer, mlp, width), copied = key
-        kinds[key] = layer_tensors(
-            a, mlp == "moe", flash, kernels, mixer, mlp != "none", width, autocast, copied, softmax_fp32
+        kinds[key] = tensor_parallel_share(
+            layer_tensors(a, mlp == "moe", flash, kernels, mixer, mlp != "none", width, autocast, copied, softmax_fp32),
+            tp,
         )
     # How many layers of each (kind, policy): the layers of one kind under one policy keep the same bytes.
     counts: dict[tuple[Any, str], int] = {}

@@ -22,6 +22,13 @@ from dpcost.engine.estimate import (
     whole_message_of,
 )
 from dpcost.engine.frameworks import megatron_count_bucket
+from dpcost.engine.fsdp_tp_memory import (
+    FSDP_TP_NOTE,
+    FSDP_TP_RECOMPUTE,
+    check_fsdp_tp,
+    fsdp_tp_memory,
+    is_fsdp_tp,
+)
 from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
 from dpcost.engine.layout import Layout
 from dpcost.engine.layout_estimate import (
@@ -34,7 +41,7 @@ from dpcost.engine.layout_estimate import (
 from dpcost.engine.layout_memory import LayoutMemory, MemoryLayout, StageMemory, layout_memory_for
 from dpcost.engine.layout_step import PipelineSplit, pp_overlapped, rank_layer_counts
 from dpcost.engine.low_precision_weights import QUANTIZED_WEIGHTS, held_weight_bytes
-from dpcost.engine.memory import context_bytes
+from dpcost.engine.memory import RECIPES, context_bytes
 from dpcost.engine.params import mtp_layer
 from dpcost.engine.pipeline_layout import checked_layout
 from dpcost.engine.placement import Placement, check_ranks, job_view
@@ -169,14 +176,19 @@ LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
 
 
 def _layout_zero(o: Options) -> int:
-    """The layout's ZeRO stage: --zero's, else Megatron's distributed optimizer (1)."""
-    return 1 if o.plan.zero is None else o.plan.zero
+    """The layout's ZeRO stage: --zero's, else Megatron's distributed optimizer (1), or FSDP's FULL_SHARD (3, as
+    torchtitan reshards after the forward)."""
+    if o.plan.zero is not None:
+        return o.plan.zero
+    return 3 if is_fsdp_tp(o) else 1
 
 
-def _layout_loss(loss_impl: str) -> str:
+def _layout_loss(o: Options, loss_impl: str) -> str:
     """The layout's loss, Megatron's vocab-parallel cross-entropy: compiled or Transformer Engine's where --loss-impl
     says so (--cross-entropy-loss-fusion, --cross-entropy-fusion-impl te), else as cross_entropy.py runs it
-    (loss.py)."""
+    (loss.py); under --framework fsdp the framework's (torchtitan's cross-entropy under loss_parallel)."""
+    if is_fsdp_tp(o):
+        return loss_impl
     return loss_impl if loss_impl in ("vocab-parallel-fused", "vocab-parallel-te") else "vocab-parallel"
 
 
@@ -238,7 +250,10 @@ def _layout_grad_dtype(o: Options, zero: int) -> str:
     """The layout's gradient buffer and reduction dtype: Megatron-LM's --bf16 default, fp32
     (arguments.py: accumulate_allreduce_grads_in_fp32), unless --grad-dtype gives the parameters' 16-bit dtype
     (--grad-reduce-in-bf16, Megatron-Core's grad_reduce_in_fp32=False; fp16 under --fp16). Megatron-FSDP (ZeRO 2-3)
-    keeps its main gradient in the parameters' bf16 (main_grads_dtype "auto": frameworks.MEGATRON_FSDP)."""
+    keeps its main gradient in the parameters' bf16 (main_grads_dtype "auto": frameworks.MEGATRON_FSDP). FSDP
+    reduces in its recipe's dtype (torchtitan's reduce_dtype float32)."""
+    if is_fsdp_tp(o):
+        return o.precision.grad_dtype or RECIPES["fsdp"].grad_dtype
     return o.precision.grad_dtype or ("bf16" if zero >= 2 else "fp32")
 
 
@@ -263,12 +278,14 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
     if model.architecture is None:
         raise InputError("model", f"{model.name}: a TP/CP/PP/EP layout needs the model's architecture")
     check_wgrad_deferral(model, o)
-    if o.plan.framework not in LAYOUT_RUNS["framework"]:
+    if is_fsdp_tp(o):
+        check_fsdp_tp(model, o)
+    elif o.plan.framework not in LAYOUT_RUNS["framework"]:
         raise InputError(
             "framework",
             f"a TP/CP/PP/EP layout is costed as Megatron-LM runs it, not {o.plan.framework}: leave --framework out "
-            "(--zero 3 for Megatron-FSDP, the nearest to a sharded data-parallel dimension; for torchtitan's FSDP + "
-            "TP also --no-tp-backward-async: DTensor's tensor parallelism waits for its backward collectives)",
+            "(--zero 3 for Megatron-FSDP, the nearest to a sharded data-parallel dimension; torchtitan's FSDP with "
+            "TP alone is --framework fsdp)",
         )
     if o.plan.zero not in LAYOUT_RUNS["zero"]:
         raise InputError(
@@ -286,7 +303,7 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
             f"a layout reduces gradients as Megatron-Core does, in fp32 (grad_reduce_in_fp32) or the 16-bit "
             f"parameters' bf16 or fp16, not {o.precision.grad_dtype}",
         )
-    if o.plan.recompute not in LAYOUT_RUNS["recompute"]:
+    if o.plan.recompute not in LAYOUT_RUNS["recompute"] and not is_fsdp_tp(o):
         raise InputError(
             "recompute", f"a layout runs Megatron's none, selective or full recomputation, not {o.plan.recompute}"
         )
@@ -369,7 +386,10 @@ def _layout_memory(
 ) -> tuple[StageRow, LayoutMemory]:
     """Memory per GPU of the most loaded pipeline stage, as Megatron's theoretical_memory_usage accounts it
     (layout_memory.py): bf16 weights, fp32 gradients and Adam's fp32 states (over DP with the distributed
-    optimizer), and the activations its micro-batches in flight hold; plus the CUDA context (memory.py)."""
+    optimizer), and the activations its micro-batches in flight hold; plus the CUDA context (memory.py). Under
+    --framework fsdp, as FSDP holds its tensor-parallel share (fsdp_tp_memory.py)."""
+    if is_fsdp_tp(p.o):
+        return fsdp_tp_memory(model, topology, p, stage, recompute)
     par = p.o.parallel
     assert model.architecture is not None  # _check_layout_plan
     if par.microbatch_group is not None and m is not None and par.microbatch_group > m:
@@ -408,7 +428,7 @@ def _layout_memory(
         all_forwards_first=par.pp_schedule == "gpipe",
         ep_overlap_warmup=par.ep_comm_overlap and layout.ep > 1,
         microbatch_group=par.microbatch_group,
-        loss_impl=_layout_loss(p.loss_impl),
+        loss_impl=_layout_loss(p.o, p.loss_impl),
         optimizer_instances=par.dist_opt_instances,
         dummy_wgrads=p.o.compute.grad_accumulation_fusion,
         wgrad_deferral=par.defer_embedding_wgrad,
@@ -476,6 +496,9 @@ def _layout_memory_rows(
     (None: the pipeline full, as Megatron's formula assumes)."""
     o = p.o
     stage = _layout_zero(o)
+    runs: tuple[object, ...] = LAYOUT_RUNS["recompute"][1:]
+    if is_fsdp_tp(o):  # the policies both FSDP's memory and the layout's step cost
+        runs = FSDP_TP_RECOMPUTE
     zero_stages = zero_stages or tuple(range(max(1, stage) + 1))  # a report's rows are its stages from 0
 
     def rows(recompute: str) -> dict[int, tuple[StageRow, LayoutMemory]]:
@@ -483,7 +506,7 @@ def _layout_memory_rows(
 
     if o.plan.recompute is not None:
         return o.plan.recompute, rows(o.plan.recompute)
-    for recompute in LAYOUT_RUNS["recompute"][1:]:
+    for recompute in runs:
         held = rows(str(recompute))
         if held[stage][0].fits:
             break
@@ -630,7 +653,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         fp8_recipe=fp8_recipe_of(o),
         bucket_bytes=_given_bucket_bytes(model, o, layout, p.seq_len, stage),
         optimizer_instances=par.dist_opt_instances,
-        loss_impl=_layout_loss(p.loss_impl),
+        loss_impl=_layout_loss(p.o, p.loss_impl),
         grad_accumulation_fusion=o.compute.grad_accumulation_fusion,
         fused_grouped_mlp=o.compute.fused_grouped_mlp,
         fp8_output_proj=o.compute.fp8_output_proj,
@@ -664,9 +687,9 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         recompute_layers=o.plan.recompute_layers,
         recompute_block=o.plan.recompute_block,
         compile=o.compute.compile,
-        loss_impl=_layout_loss(p.loss_impl),
-        framework="megatron-fsdp" if stage >= 2 else "megatron",
-        recipe="megatron",
+        loss_impl=_layout_loss(p.o, p.loss_impl),
+        framework="fsdp" if is_fsdp_tp(o) else "megatron-fsdp" if stage >= 2 else "megatron",
+        recipe=p.recipe.name if is_fsdp_tp(o) else "megatron",
         optimizer=o.precision.optimizer,
         offload=o.precision.offload,
         bucket_bytes=0 if stage >= 2 else int(_bucket_ran(model, p, stage, layout, r)),
@@ -684,9 +707,11 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
     time = _layout_time(r, tokens)
     memory = Memory(
         hbm_bytes=int(topology.gpu.hbm),
-        recipe=_layout_recipe(o),
+        recipe=p.recipe.title if is_fsdp_tp(o) else _layout_recipe(o),
         recompute=recompute,
-        note=f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU; "
+        note=FSDP_TP_NOTE
+        if is_fsdp_tp(o)
+        else f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU; "
         + _megatron_total(chosen_rows[stage][1]),
         stages=[row for row, _ in chosen_rows.values()],
     )

@@ -36,6 +36,12 @@ holds them (docs/sources/checkpointing.md, "The loss"). V is the vocabulary, per
   x 25,216 logits. Its steps run under torch.compile (megatron/core/jit.py: jit_fuser) and update their fp32 input
   in place (the subtraction and exp, the division; the gradient's), which AOTAutograd's functionalization of input
   mutations computes into a new buffer and copies back: the likely cause, not read in Inductor's output.
+- loss-parallel: F.cross_entropy on logits.float() split over the vocabulary under torch's loss_parallel (torchtitan
+  with tensor parallelism; torch/distributed/tensor/parallel/loss.py at 2.14.1): _log_softmax computes on the local
+  shard, x - max (shifted), exp(shifted) and shifted - logsumexp each a new fp32 tensor, so the forward peaks at the
+  bf16 logits, their fp32 copy, shifted and one more (2 + 4 + 4 + 4 = 14V); the log-softmax output is kept (4V);
+  _nll_loss_and_log_softmax_backward builds a zero-filled fp32 gradient, adds exp(x) into a new tensor and multiplies
+  that by the loss's gradient into another, beside the kept output (16V). V here is the rank's shard.
 - vocab-parallel-te: the same under --cross-entropy-fusion-impl te, Transformer Engine's parallel_cross_entropy
   (transformer_engine/pytorch/triton/cross_entropy.py at v2.8): its kernels write the gradient over the bf16 logits
   in place and keep them for the backward (2V at both peaks), with no fp32 copy.
@@ -57,7 +63,15 @@ from dpcost.specs import ModelArchitecture
 __all__ = ["LOSS_IMPLS", "LossImpl", "LossMemory", "logit_peak_bytes", "loss_memory"]
 
 LossImpl = Literal[
-    "upcast", "bf16", "chunked", "chunked-head", "fused", "vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"
+    "upcast",
+    "bf16",
+    "chunked",
+    "chunked-head",
+    "fused",
+    "loss-parallel",
+    "vocab-parallel",
+    "vocab-parallel-fused",
+    "vocab-parallel-te",
 ]
 LOSS_IMPLS: tuple[LossImpl, ...] = get_args(LossImpl)
 TORCHTUNE_CHUNKS = 8  # torchtune/modules/loss/ce_chunked_output_loss.py: num_output_chunks=8
@@ -90,6 +104,7 @@ PATHS = {
         largest=4 / TORCHTITAN_CHUNKS,
     ),
     "fused": _Path(kept=2, forward=2, backward=4, largest=2),
+    "loss-parallel": _Path(kept=4, forward=2 + 4 + 4 + 4, backward=16, largest=4),
     "vocab-parallel": _Path(kept=4, forward=6, backward=6, largest=4),
     "vocab-parallel-fused": _Path(kept=4, forward=10, backward=10, largest=4),
     "vocab-parallel-te": _Path(kept=2, forward=2, backward=2, largest=2),
@@ -115,24 +130,27 @@ class LossMemory:
 
 
 def loss_memory(
-    a: ModelArchitecture, seq_len: int, micro_batch: int, impl: str = "upcast", kernels: Kernels = "fused"
+    a: ModelArchitecture, seq_len: int, micro_batch: int, impl: str = "upcast", kernels: Kernels = "fused", tp: int = 1
 ) -> LossMemory:
     """The embedding's norm, the final norm, the prediction head, the output projection's input, and the logits as
-    `impl` holds them (module docstring)."""
+    `impl` holds them (module docstring); on one of `tp` tensor-parallel ranks as torchtitan's plan leaves them
+    (parallelize.py apply_tp: the final norm SequenceParallel, the output projection ColwiseParallel from the
+    all-gathered sequence to vocabulary shards under loss_parallel): the final norm's input 1/tp, the projection's
+    input whole, every logit tensor 1/tp of the vocabulary."""
     if impl not in PATHS:
         raise ValueError(f"loss_impl must be one of {LOSS_IMPLS}")
     tokens = seq_len * micro_batch
     width = embedding_width(a)  # ALBERT's embedding and head are narrower than the hidden state
-    norm_input = norm_bytes(a, kernels) * a.hidden if a.final_norm else 0
+    norm_input = norm_bytes(a, kernels) * a.hidden / tp if a.final_norm else 0
     head_transform = ACT_BYTES * (a.hidden + 2 * width) if a.head_transform != "none" else 0
     embedding_norm = ACT_BYTES * width if a.embedding_norm else 0
     outside = tokens * (embedding_norm + norm_input + head_transform + ACT_BYTES * width)
     if a.dropout > 0:
         outside += tokens * a.hidden  # the embedding's dropout mask
-    path, logits = PATHS[impl], tokens * a.output_vocab
+    path, logits = PATHS[impl], tokens * a.output_vocab / tp
     accumulated = head_gradient = 0.0
     if impl == "chunked-head":  # ChunkedLossWrapper's fp32 GradAccumulator; FSDP2's fp32 unsharded head gradient
-        accumulated, head_gradient = 4.0 * a.hidden * tokens, 4.0 * a.output_vocab * width
+        accumulated, head_gradient = 4.0 * a.hidden * tokens, 4.0 * a.output_vocab * width / tp
     return LossMemory(
         kept=outside + path.kept * logits,
         forward_peak=outside + path.forward * logits + accumulated,

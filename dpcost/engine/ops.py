@@ -223,6 +223,10 @@ class LossTraffic:
 #   once: the cast with the max (2 + 4), the subtraction, exp and sum (4 + 4), the division (4 + 4); backward the
 #   gradient from the softmax, written in bf16 (4 + 2). Not counted: the copies back of the inputs they update in
 #   place, if AOTAutograd makes them (loss.py: the fp32 copy this path is measured to hold more).
+# - loss-parallel, torch's loss_parallel (distributed/tensor/parallel/loss.py at 2.14.1) on a vocabulary shard: the
+#   cast (2 + 4), amax (4), the subtraction (4 + 4), exp (4 + 4), its sum (4) and the second subtraction (4 + 4):
+#   38 in 6 kernels; backward the zero-filled gradient (4), exp (4 + 4), the add (8 + 4), the multiply (4 + 4) and
+#   the cast back (4 + 2): 38 in 6 (the index_put of -1 at the targets' entries as one).
 # - vocab-parallel-te, Transformer Engine's parallel_cross_entropy (--cross-entropy-fusion-impl te; transformer_engine/
 #   pytorch/triton/cross_entropy.py at v2.8: online_softmax_kernel, cross_entropy_kernel, element_mul_kernel): the
 #   bf16 logits read for the online softmax (2), read again and overwritten in place by their gradient (2 + 2);
@@ -233,6 +237,7 @@ LOSS_TRAFFIC = {
     "chunked-head": LossTraffic(22.0, 3 * 8, 26.0, 4 * 8),  # upcast's, each chunk's own kernels (loss.py)
     "bf16": LossTraffic(8.0, 2, 10.0, 3),
     "fused": LossTraffic(2.0, 3, 2.0, 2),
+    "loss-parallel": LossTraffic(38.0, 6, 38.0, 6),
     "vocab-parallel": LossTraffic(38.0, 6, 14.0, 2),
     "vocab-parallel-fused": LossTraffic(22.0, 3, 6.0, 1),
     "vocab-parallel-te": LossTraffic(6.0, 2, 4.0, 1),

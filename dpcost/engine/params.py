@@ -35,6 +35,7 @@ __all__ = [
     "input_table_parameters",
     "mtp_layer",
     "ngram_layer_parameters",
+    "tensor_parallel_parameters",
 ]
 
 
@@ -925,6 +926,17 @@ def mtp_layer(a: ModelArchitecture) -> BlockCount:
     block = _block(a, moe_layer=a.moe_layer(a.layers - 1))
     extra = 2 * a.hidden * a.hidden + 3 * _norm(a)
     return BlockCount(block.params + extra, block.active + extra, block.moe)
+
+
+def tensor_parallel_parameters(counts: ParamCount, tp: int) -> float:
+    """The parameters one of `tp` tensor-parallel ranks holds under torchtitan's plan for a dense decoder
+    (models/llama3/infra/parallelize.py apply_tp): the embedding (RowwiseParallel), the output head
+    (ColwiseParallel) and every projection of the blocks split `tp` ways, the norms (SequenceParallel) whole on
+    every rank."""
+    if tp == 1:
+        return counts.total
+    norms = dict(counts.components).get("norms", 0.0)
+    return (counts.total - norms) / tp + norms
 
 
 @per_object  # a frozen spec: counted once

@@ -47,6 +47,7 @@ from dpcost.engine.params import (
     count_params,
     input_table_parameters,
     ngram_layer_parameters,
+    tensor_parallel_parameters,
 )
 from dpcost.engine.placement import check_ranks
 from dpcost.engine.rates import matmul_efficiency, rates_for, slowest_gpu_loss
@@ -156,6 +157,13 @@ class Prepared:
     @property
     def per_unit(self) -> bool:
         return self.framework.per_unit if self.framework else False
+
+    @property
+    def tensor_parallel_ranks(self) -> int:
+        """The ranks the per-GPU memory (StageMemories) shares weights and activations over: TP under PyTorch FSDP
+        (torchtitan's FSDP2 with tensor parallelism: params.tensor_parallel_parameters, activations'
+        tensor_parallel_share), 1 for every other plan (a Megatron layout's memory is layout_memory.py's)."""
+        return self.o.parallel.tp if self.schedule == "fsdp" else 1
 
     @property
     def loss_impl(self) -> str:
@@ -635,6 +643,15 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     seq_len = seq_len_for(model, options)
     compute = options.compute.model_copy(update={"compute_model": compute_model_for(model, options.compute)})
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})
+    if o.plan.framework == "fsdp" and o.parallel.tp > 1:
+        # torchtitan's tensor parallelism (parallelize.py apply_tp): sequence parallel norms always, DTensor's
+        # collectives, which the backward waits for, and the loss over vocabulary shards (train.py: loss_parallel
+        # unless disable_loss_parallel) where the framework's upcast cross-entropy would run (fsdp_tp_memory.py)
+        loss = o.compute.loss_impl or FRAMEWORKS["fsdp"].loss_impl
+        o = o.model_copy(update={
+            "parallel": o.parallel.model_copy(update={"sequence_parallel": True, "tp_backward_async": False}),
+            "compute": o.compute.model_copy(update={"loss_impl": "loss-parallel" if loss == "upcast" else loss}),
+        })  # fmt: skip
     counts = count_params(model)
     fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
     check_grad_reduce(o, fw)
@@ -957,21 +974,22 @@ class StageMemories:
 
 def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, states: ModelStates) -> StageStates:
     """One ZeRO stage's model states and working buffers (the GEMM libraries' workspaces among them: Transformer
-    Engine's under Megatron-LM), and its share of a transformer block's gradient; `states`: _model_states'."""
-    o, counts = p.o, p.counts
-    largest_layer = model.largest_layer_params or counts.largest_module
+    Engine's under Megatron-LM), and its share of a transformer block's gradient; `states`: _model_states'. Under
+    FSDP with tensor parallelism every unit, layer and block is its rank's share (p.tensor_parallel_ranks)."""
+    o, counts, tp = p.o, p.counts, p.tensor_parallel_ranks
+    largest_layer = (model.largest_layer_params or counts.largest_module) / tp
     # One ZeRO-3 unit for buffers and timeline: the largest piece the timeline gathers (units(): embedding,
     # each block, output head), unless the user gave its size.
     if model.largest_layer_params:
         gather_unit, gather_bytes = model.largest_layer_params, p.weight_bytes
     else:  # the largest piece, in what its gather moves (fp8 gathers convert only linear layers)
         biggest = max((u for u, _ in unit_runs(p.pieces(model))), key=lambda u: u.params)  # runs: equal blocks once
-        gather_unit = biggest.params
+        gather_unit = biggest.params / tp
         gather_bytes = p.weight_bytes if biggest.linear else p.unconverted_weight_bytes
     in_flight = 2 if p.overlap_grad_reduce(stage) else 1
     a = model.architecture
     head = counts.embedding if a is not None and a.tied_embeddings else counts.lm_head
-    matmul_params = counts.total - counts.lookups - counts.lm_head + head  # compute.py's, every expert's included
+    matmul_params = (counts.total - counts.lookups - counts.lm_head + head) / tp  # compute.py's, every expert's
     te = p.schedule == "megatron"  # Megatron-LM's layers run in Transformer Engine
     grouped = te and a is not None and a.moe is not None and o.parallel.grouped_gemm
     kept_by_te: float = training_workspace_bytes(
@@ -988,7 +1006,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         p.schedule,
         p.recipe,
         p.grad_bytes,
-        counts.total,
+        tensor_parallel_parameters(counts, tp),
         p.bucket_bytes,
         gather_unit,
         largest_layer,
@@ -1005,7 +1023,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
-    return StageStates(states, buf, _reusable_grad_block(counts.largest_block * p.grad_bytes, p, stage))
+    return StageStates(states, buf, _reusable_grad_block(counts.largest_block / tp * p.grad_bytes, p, stage))
 
 
 def _layer_wise_padding(a: ModelArchitecture, p: Prepared, stage: int) -> float:
@@ -1022,7 +1040,8 @@ def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:
     """One ZeRO stage's model states (memory.model_states); gradients kept between steps are held through the next
     forward."""
     o = p.o
-    states = model_states(p.counts.total, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload,
+    held = tensor_parallel_parameters(p.counts, p.tensor_parallel_ranks)
+    states = model_states(held, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload,
                           p.muon_share(model))  # fmt: skip
     if o.precision.grads_between_steps == "kept":  # zeroed in place, not freed: held through the next forward
         states = replace(states, backward_grads=0.0)
@@ -1072,15 +1091,15 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     plan = o.plan
     modules = frozenset(plan.recompute_modules)
     autocast, repeat_kv, softmax_fp32 = p.recipe.autocast, o.compute.repeat_kv, o.compute.unfused_softmax_fp32
-    every, block = plan.recompute_layers, plan.recompute_block
-    key = (s, recompute, flash, kernels, every, block, modules, p.loss_impl, autocast, repeat_kv, softmax_fp32)
+    every, block, tp = plan.recompute_layers, plan.recompute_block, p.tensor_parallel_ranks
+    key = (s, recompute, flash, kernels, every, block, modules, p.loss_impl, autocast, repeat_kv, softmax_fp32, tp)
     known = _activations_of(a)
     if key not in known:
         known[key] = (
             activation_memory(
-                a, s, 1, recompute, flash, kernels, every, modules, autocast, repeat_kv, softmax_fp32, block
+                a, s, 1, recompute, flash, kernels, every, modules, autocast, repeat_kv, softmax_fp32, block, tp
             ),
-            loss_memory(a, s, 1, p.loss_impl, kernels),
+            loss_memory(a, s, 1, p.loss_impl, kernels, tp),
         )
     act, loss = known[key]
     kept = act.kept + loss.kept

@@ -1,0 +1,81 @@
+"""Memory per GPU of PyTorch FSDP with tensor parallelism, as torchtitan runs the two (--framework fsdp --tp N).
+
+torchtitan applies tensor parallelism first and shards each rank's DTensor shards with FSDP2 over the data-parallel
+mesh (models/llama3/infra/parallelize.py: apply_tp, then apply_fsdp). Each GPU therefore holds what a pure
+data-parallel FSDP plan holds (memory.py, prepare.StageMemories, with every accounting of the framework's: mixed
+precision, units gathered one block at a time, the caching allocator's fragmentation), of its tensor-parallel
+share of the model:
+- weights, gradients and optimizer states: the parameters one TP rank holds (params.tensor_parallel_parameters),
+  sharded over DP;
+- the units FSDP gathers, the blocks and the layers: their TP shares;
+- activations: apply_tp's plan with sequence parallelism (activations.tensor_parallel_share, loss.loss_memory):
+  1/TP of each tensor but the norm outputs the column-parallel projections read, all-gathered whole; the logits
+  split over the vocabulary (loss_parallel).
+What it covers: dense decoders of attention layers (apply_tp's plan for Llama, Qwen 3 and their like) without
+pipeline, context or expert parallelism, recomputing nothing or every block. The step is timed as a layout's
+(layout_estimate.py: ZeRO-3 layer by layer over DP, TP's collectives with sequence parallelism, DTensor's tensor
+parallelism waiting for its backward collectives).
+"""
+
+from __future__ import annotations
+
+from dpcost.engine.estimate import stage_row
+from dpcost.engine.layout_memory import LayoutMemory, StageMemory
+from dpcost.engine.params import tensor_parallel_parameters
+from dpcost.engine.prepare import Prepared, StageMemories
+from dpcost.engine.report import StageRow
+from dpcost.errors import InputError
+from dpcost.options import Options
+from dpcost.specs import ModelSpec, TopologySpec
+
+__all__ = ["FSDP_TP_NOTE", "FSDP_TP_RECOMPUTE", "check_fsdp_tp", "fsdp_tp_memory", "is_fsdp_tp"]
+
+FSDP_TP_RECOMPUTE = ("none", "full")  # the policies both the memory and a layout's step cost
+FSDP_TP_NOTE = (
+    "per GPU, as PyTorch FSDP holds its tensor-parallel share of the model under torchtitan's plan: weights and "
+    "activations 1/TP, the norm outputs the projections read gathered whole, the logits split over the vocabulary"
+)
+
+
+def is_fsdp_tp(o: Options) -> bool:
+    """Whether a layout runs as torchtitan's FSDP with tensor parallelism (--framework fsdp)."""
+    return o.plan.framework == "fsdp"
+
+
+def check_fsdp_tp(model: ModelSpec, o: Options) -> None:
+    """What the accounting covers (module docstring), each refusal naming its flag."""
+    par, a = o.parallel, model.architecture
+    for flag, degree in (("pp", par.pp), ("cp", par.cp), ("ep", par.ep), ("virtual_stages", par.virtual_stages)):
+        if degree != 1:
+            raise InputError(
+                flag,
+                f"FSDP with tensor parallelism (--framework fsdp) is costed without pipeline, context or expert "
+                f"parallelism, not {flag} {degree}: leave --framework out to cost the layout as Megatron-LM runs it",
+            )
+    if a is None or a.moe is not None or a.mla is not None or any(m != "attention" for m in a.mixers):
+        raise InputError(
+            "framework",
+            f"FSDP with tensor parallelism is costed for dense decoders of attention layers (torchtitan's plan for "
+            f"Llama and Qwen 3), not {model.name}'s experts, latent attention or other mixers: leave --framework out",
+        )
+    if o.plan.recompute is not None and o.plan.recompute not in FSDP_TP_RECOMPUTE:
+        raise InputError(
+            "recompute",
+            f"FSDP with tensor parallelism is costed recomputing nothing or every block (none, full), not "
+            f"{o.plan.recompute}",
+        )
+
+
+def fsdp_tp_memory(
+    model: ModelSpec, topology: TopologySpec, p: Prepared, stage: int, recompute: str
+) -> tuple[StageRow, LayoutMemory]:
+    """One ZeRO stage's memory per GPU (StageMemories at the plan's TP: module docstring), as the stage table's row
+    and as a layout's memory (one stage, the whole model, its allocated peak split as Megatron's accounting is)."""
+    held = StageMemories(model, topology, p).row(stage, recompute)
+    parameters = tensor_parallel_parameters(p.counts, p.tensor_parallel_ranks)
+    activations = held.allocated - held.model_states - held.buffers
+    assert model.architecture is not None  # check_fsdp_tp
+    layers = model.architecture.layers
+    one = StageMemory(0, layers, parameters, held.model_states, activations, held.buffers, held.params, held.grads)
+    layout = LayoutMemory(parameters, held.model_states, activations, (one,))
+    return stage_row(held, p.micro_batch), layout

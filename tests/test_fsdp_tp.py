@@ -1,0 +1,87 @@
+"""PyTorch FSDP with tensor parallelism as torchtitan runs it (--framework fsdp --tp N; engine/fsdp_tp_memory.py):
+each GPU holds what FSDP holds of its tensor-parallel share, by torchtitan's plan (models/llama3/infra/parallelize.py
+apply_tp: SequenceParallel norms, ColwiseParallel wq, wk, wv, w1, w3 and the output, RowwiseParallel wo, w2 and the
+embedding) and torch's loss_parallel (distributed/tensor/parallel/loss.py). Expected values are written out by hand."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import cli_report as report
+from conftest import run_cli as run
+
+from dpcost.catalog import load_model
+from dpcost.engine.activations import layer_tensors, tensor_parallel_share
+from dpcost.engine.checkpointing import activation_memory
+from dpcost.engine.loss import loss_memory
+from dpcost.engine.params import count_params, tensor_parallel_parameters
+
+QWEN3_32B_TP8 = [
+    "estimate", "--model", "qwen3-32b", "--dp", "4", "--tp", "8", "--framework", "fsdp", "--micro-batch", "16",
+    "--seq-len", "4096", "--recompute", "full",
+]  # fmt: skip
+
+
+def test_a_tensor_parallel_rank_holds_1_over_tp_of_every_parameter_but_the_norms() -> None:
+    """Qwen3-32B: 32,762,123,264 parameters, 660,480 of them norms (64 layers x 2 x 5,120 and the final 5,120), which
+    SequenceParallel keeps whole on every rank: at TP 8 a rank holds (32,762,123,264 - 660,480) / 8 + 660,480."""
+    counts = count_params(load_model("qwen3-32b"))
+    assert tensor_parallel_parameters(counts, 8) == (32_762_123_264 - 660_480) / 8 + 660_480 == 4_095_843_328
+    assert tensor_parallel_parameters(counts, 1) == counts.total
+
+
+def test_a_rank_keeps_the_gathered_norm_outputs_whole_and_a_tp_th_of_the_rest() -> None:
+    """Llama 3 8B's layer compiled (hidden 4,096, 32 heads, 8 KV heads of 128, MLP 14,336), bytes a token: the norms'
+    inputs (4,096 x 2 each), Q (4,096 x 2), K and V (1,024 x 2 each), the fp32 log-sum-exp (32 x 4), the context
+    (4,096 x 2), the gate and up outputs (14,336 x 2 each): a TP 2 rank keeps half of each; the two norm outputs the
+    projections read (4,096 x 2 each), all-gathered by PrepareModuleInput, whole. Full recomputation keeps each
+    block's input, the rank's half of the sequence: 32 layers x 4,096 tokens x 4,096 x 2 bytes / 2."""
+    a = load_model("llama-8b").architecture
+    assert a is not None
+    layer = tensor_parallel_share(layer_tensors(a, False, True, "compiled"), 2)
+    halved = 2 * 8192 + 8192 + 2 * 2048 + 128 + 8192 + 2 * 28672
+    assert layer.saved_bytes(1, 1) == halved / 2 + 2 * 8192
+    assert activation_memory(a, 4096, 1, "full", kernels="compiled", tp=2).kept == 32 * 4096 * 4096 * 2 / 2
+
+
+def test_loss_parallel_holds_the_rank_s_vocabulary_shard_and_torch_s_fp32_intermediates() -> None:
+    """torch's loss_parallel on a TP 2 rank of Llama 3 8B (vocabulary 128,256: 64,128 a rank), bytes a token: kept,
+    the fp32 log-softmax (4 x 64,128) beside the final norm's input (its half of the sequence, fused: 2 x 4,096 / 2)
+    and the output projection's all-gathered input (2 x 4,096); the forward peaks at 14 bytes a logit (the bf16
+    logits, their fp32 copy, shifted and exp(shifted) or the result: _log_softmax), the backward at 16 (the kept
+    output, the zero-filled gradient, grad + exp and its product with the loss's gradient:
+    _nll_loss_and_log_softmax_backward)."""
+    a = load_model("llama-8b").architecture
+    assert a is not None
+    loss = loss_memory(a, 1, 1, "loss-parallel", "fused", tp=2)
+    outside = 2 * 4096 / 2 + 2 * 4096
+    assert loss.kept == outside + 4 * 64128
+    assert loss.forward_peak == outside + 14 * 64128
+    assert loss.backward_peak == outside + 16 * 64128
+
+
+def test_fsdp_with_tp_costs_each_gpu_s_share_as_torchtitan_runs_it() -> None:
+    """Qwen3-32B at TP 8 x DP 4 under FSDP, FULL_SHARD unless --zero says: the fp32 weights a GPU holds are its TP
+    share sharded over DP, 4,095,843,328 x 4 / 4 bytes, its Adam states twice that; gradients reduce in fp32 (FSDP's
+    reduce_dtype), the loss runs under loss_parallel, and the layout with sequence parallelism."""
+    r = report(*QWEN3_32B_TP8)
+    setup = r["setup"]
+    assert (setup["framework"], setup["zero_stage"], setup["grad_dtype"]) == ("fsdp", 3, "fp32")
+    assert setup["loss_impl"] == "loss-parallel"
+    stage = r["memory"]["stages"][3]
+    assert (stage["params_bytes"], stage["optimizer_bytes"]) == (4_095_843_328, 2 * 4_095_843_328)
+    assert r["layout"]["sequence_parallel"]
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["--model", "llama-70b", "--tp", "2", "--pp", "2"], "dpcost: error: --pp: FSDP with tensor parallelism"),
+        (["--model", "llama-70b", "--tp", "2", "--cp", "2"], "dpcost: error: --cp: FSDP with tensor parallelism"),
+        (["--model", "qwen3-30b-a3b", "--tp", "2"], "dpcost: error: --framework: FSDP with tensor parallelism is"),
+        (["--model", "llama-70b", "--tp", "2", "--recompute", "op"], "dpcost: error: --recompute: FSDP with tensor"),
+        (["--model", "llama-70b", "--tp", "2", "--zero", "1"], "dpcost: error: --zero: PyTorch FSDP runs ZeRO stages"),
+    ],
+)
+def test_what_fsdp_with_tp_does_not_cost_gets_one_line_and_exit_2(args: list[str], start: str) -> None:
+    code, out, err = run("estimate", "--dp", "8", "--framework", "fsdp", *args)
+    assert code == 2 and out == "" and err.startswith(start), (code, out, err)
