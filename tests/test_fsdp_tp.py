@@ -66,6 +66,7 @@ def test_fsdp_with_tp_costs_each_gpu_s_share_as_torchtitan_runs_it() -> None:
     r = report(*QWEN3_32B_TP8)
     setup = r["setup"]
     assert (setup["framework"], setup["zero_stage"], setup["grad_dtype"]) == ("fsdp", 3, "fp32")
+    assert not setup["zero_stage_chosen"]  # FULL_SHARD, FSDP's default
     assert setup["loss_impl"] == "loss-parallel"
     stage = r["memory"]["stages"][3]
     assert (stage["params_bytes"], stage["optimizer_bytes"]) == (4_095_843_328, 2 * 4_095_843_328)
@@ -80,6 +81,7 @@ def test_fsdp_with_tp_costs_each_gpu_s_share_as_torchtitan_runs_it() -> None:
         (["--model", "qwen3-30b-a3b", "--tp", "2"], "dpcost: error: --framework: FSDP with tensor parallelism is"),
         (["--model", "llama-70b", "--tp", "2", "--recompute", "op"], "dpcost: error: --recompute: FSDP with tensor"),
         (["--model", "llama-70b", "--tp", "2", "--zero", "1"], "dpcost: error: --zero: PyTorch FSDP runs ZeRO stages"),
+        (["--model", "llama-70b", "--tp", "2", "--shard-group", "2"], "dpcost: error: --shard-group: hybrid sharding"),
     ],
 )
 def test_what_fsdp_with_tp_does_not_cost_gets_one_line_and_exit_2(args: list[str], start: str) -> None:

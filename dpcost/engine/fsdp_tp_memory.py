@@ -58,6 +58,12 @@ def check_fsdp_tp(model: ModelSpec, o: Options) -> None:
             f"FSDP with tensor parallelism is costed for dense decoders of attention layers (torchtitan's plan for "
             f"Llama and Qwen 3), not {model.name}'s experts, latent attention or other mixers: leave --framework out",
         )
+    if o.plan.shard_group is not None:
+        raise InputError(
+            "shard_group",
+            "hybrid sharding with tensor parallelism is not costed (a layout's step shards over all of DP): leave "
+            "--shard-group out",
+        )
     if o.plan.recompute is not None and o.plan.recompute not in FSDP_TP_RECOMPUTE:
         raise InputError(
             "recompute",
