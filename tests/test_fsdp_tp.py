@@ -71,6 +71,7 @@ def test_fsdp_with_tp_costs_each_gpu_s_share_as_torchtitan_runs_it() -> None:
     stage = r["memory"]["stages"][3]
     assert (stage["params_bytes"], stage["optimizer_bytes"]) == (4_095_843_328, 2 * 4_095_843_328)
     assert r["layout"]["sequence_parallel"]
+    assert r["warnings"] == [] and "layer by layer (PyTorch FSDP)" in r["communication"]["frequency"]
 
 
 @pytest.mark.parametrize(
@@ -82,6 +83,8 @@ def test_fsdp_with_tp_costs_each_gpu_s_share_as_torchtitan_runs_it() -> None:
         (["--model", "llama-70b", "--tp", "2", "--recompute", "op"], "dpcost: error: --recompute: FSDP with tensor"),
         (["--model", "llama-70b", "--tp", "2", "--zero", "1"], "dpcost: error: --zero: PyTorch FSDP runs ZeRO stages"),
         (["--model", "llama-70b", "--tp", "2", "--shard-group", "2"], "dpcost: error: --shard-group: hybrid sharding"),
+        (["--model", "llama-70b", "--tp", "2", "--offload", "optimizer"], "dpcost: error: --offload: not costed with"),
+        (["--model", "llama-70b", "--tp", "2", "--loss-impl", "vocab-parallel"], "dpcost: error: --loss-impl: not"),
     ],
 )
 def test_what_fsdp_with_tp_does_not_cost_gets_one_line_and_exit_2(args: list[str], start: str) -> None:

@@ -19,6 +19,8 @@ parallelism waiting for its backward collectives).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dpcost.engine.estimate import stage_row
 from dpcost.engine.layout_memory import LayoutMemory, StageMemory
 from dpcost.engine.params import tensor_parallel_parameters
@@ -28,9 +30,21 @@ from dpcost.errors import InputError
 from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["FSDP_TP_NOTE", "FSDP_TP_RECOMPUTE", "check_fsdp_tp", "fsdp_tp_memory", "is_fsdp_tp"]
+__all__ = ["FSDP_TP_NOTE", "FSDP_TP_READS", "FSDP_TP_RECOMPUTE", "check_fsdp_tp", "fsdp_tp_memory", "is_fsdp_tp"]
 
 FSDP_TP_RECOMPUTE = ("none", "full")  # the policies both the memory and a layout's step cost
+# Of the flags a Megatron layout does not read (layout_report.LAYOUT_IGNORES), those FSDP's memory reads: how the
+# layers run and keep their tensors, and the loss
+FSDP_TP_READS = ("--compile", "--no-repeat-kv", "--loss-impl")
+# Of the others, those that would change FSDP's memory and not the layout's step: refused (check_fsdp_tp)
+_UNPRICED: dict[str, Callable[[Options], bool]] = {
+    "offload": lambda o: o.precision.offload != "none",
+    "keep_full_grads": lambda o: o.communication.keep_full_grads,
+    "recipe": lambda o: o.precision.recipe is not None,
+    "optimizer": lambda o: o.precision.optimizer != "adamw",
+    "recompute_layers": lambda o: o.plan.recompute_layers != 1,
+    "loss_impl": lambda o: (o.compute.loss_impl or "").startswith("vocab-parallel"),
+}
 FSDP_TP_NOTE = (
     "per GPU, as PyTorch FSDP holds its tensor-parallel share of the model under torchtitan's plan: weights and "
     "activations 1/TP, the norm outputs the projections read gathered whole, the logits split over the vocabulary"
@@ -58,6 +72,13 @@ def check_fsdp_tp(model: ModelSpec, o: Options) -> None:
             f"FSDP with tensor parallelism is costed for dense decoders of attention layers (torchtitan's plan for "
             f"Llama and Qwen 3), not {model.name}'s experts, latent attention or other mixers: leave --framework out",
         )
+    for field, given in _UNPRICED.items():
+        if given(o):
+            raise InputError(
+                field,
+                "not costed with FSDP and tensor parallelism (it would change the memory and not the layout's step, "
+                "or is Megatron-LM's loss): leave it out",
+            )
     if o.plan.shard_group is not None:
         raise InputError(
             "shard_group",

@@ -24,6 +24,7 @@ from dpcost.engine.estimate import (
 from dpcost.engine.frameworks import megatron_count_bucket
 from dpcost.engine.fsdp_tp_memory import (
     FSDP_TP_NOTE,
+    FSDP_TP_READS,
     FSDP_TP_RECOMPUTE,
     check_fsdp_tp,
     fsdp_tp_memory,
@@ -715,7 +716,9 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         + _megatron_total(chosen_rows[stage][1]),
         stages=[row for row, _ in chosen_rows.values()],
     )
-    communication = _layout_communication(topology, r, dp_group, DTYPE_BYTES[_layout_grad_dtype(o, stage)])
+    sharding = "PyTorch FSDP" if is_fsdp_tp(o) else "Megatron-FSDP"
+    grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, stage)]
+    communication = _layout_communication(topology, r, dp_group, grad_bytes, sharding)
     notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages, p.micro_batch)
     if ignored := _layout_ignores(o):
         notes.append(
@@ -795,8 +798,9 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
 
 
 def _layout_ignores(o: Options) -> list[str]:
-    """The flags a layout's costing does not read, where they were given."""
-    return [flag for flag, given in LAYOUT_IGNORES.items() if given(o)]
+    """The flags a layout's costing does not read, where they were given (FSDP with TP reads FSDP_TP_READS)."""
+    read = FSDP_TP_READS if is_fsdp_tp(o) else ()
+    return [flag for flag, given in LAYOUT_IGNORES.items() if given(o) and flag not in read]
 
 
 def _layout_advice(r: LayoutStep, topology: TopologySpec, virtual: int, micro_batch: int) -> list[Advice]:
@@ -851,10 +855,11 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
 
 
 def _layout_communication(
-    topology: TopologySpec, r: LayoutStep, dp_group: Placement, grad_bytes: float
+    topology: TopologySpec, r: LayoutStep, dp_group: Placement, grad_bytes: float, sharding: str = "Megatron-FSDP"
 ) -> Communication:
     """Data parallelism's collectives, each with its whole message priced on its group: the stage's DP schedule on
-    the DP x CP group, then the calls beside it (the experts' over expert-DP, the embedding's and head's)."""
+    the DP x CP group, then the calls beside it (the experts' over expert-DP, the embedding's and head's);
+    `sharding`: what runs them layer by layer at ZeRO 2-3."""
 
     def row(op: str, purpose: str, group: Placement, message: float, t: Traffic, seconds: float,
             algorithms: tuple[tuple[str, int], ...]) -> CollectiveUse:  # fmt: skip
@@ -880,7 +885,7 @@ def _layout_communication(
         ]
     held = r.stages[r.held_stage]
     per_unit = any(c.when == AFTER_UNIT for stretch in r.dp_schedule for c in stretch.calls)
-    by_layer = ", layer by layer (Megatron-FSDP)" if per_unit else ""
+    by_layer = f", layer by layer ({sharding})" if per_unit else ""
     return Communication(
         primitives=primitives(r.dp_schedule),
         frequency=frequency(r.dp_schedule, r.micro_batches) + by_layer + ", on the DP x CP group",
