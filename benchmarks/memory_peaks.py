@@ -25,6 +25,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dpcost import Options, estimate, load_model, load_topology
 from dpcost.catalog import model_from_hf_config
@@ -339,75 +340,43 @@ PREDICTED = {
 
 
 def predict(p: Peak, topology: str | None = None) -> float:
-    """dpcost's memory per GPU for the run, as the source measured it (PREDICTED), in bytes. A TP or PP run is costed
-    as a layout (`dpcost estimate --tp --pp`: Megatron's theoretical memory of its most loaded stage), a torchtitan
-    run with TP as FSDP holds its tensor-parallel share (`--framework fsdp --tp`: engine/fsdp_tp_memory.py)."""
-    if p.tp > 1 and p.framework == "fsdp":
-        options = Options(
-            dp=p.gpus // p.tp,
-            tp=p.tp,
-            framework="fsdp",
-            zero=p.stage,
-            recompute=p.recompute,
-            compile=p.compile,
-            loss_impl=p.loss_impl,
-            micro_batch=p.micro_batch,
-            accumulation=p.accumulation,
-            seq_len=p.seq_len,
-            compute_dtype=p.compute_dtype,
-            gather_dtype=p.gather_dtype,
-            flash_attention=p.flash_attention,
-        )
-        name = topology or _topology(p.gpu)
-        assert name is not None
-        report = estimate(model_spec(p.model), load_topology(name), options)
-        stage = next(s for s in report.memory.stages if s.stage == p.stage)
-        return float(getattr(stage, PREDICTED[p.kind]))
-    if p.tp * p.pp > 1:
-        layout = Options(
-            dp=p.gpus // (p.tp * p.pp),
-            tp=p.tp,
-            pp=p.pp,
-            framework="megatron",
-            zero=p.stage,
-            recompute="selective" if p.recompute == "selective" else "none",
-            micro_batch=p.micro_batch,
-            accumulation=p.accumulation,
-            seq_len=p.seq_len,
-            flash_attention=p.flash_attention,
-            grad_accumulation_fusion=p.placeholders,
-        )
-        name = topology or _topology(p.gpu)
-        assert name is not None
-        report = estimate(model_spec(p.model), load_topology(name), layout)
-        row = next(s for s in report.memory.stages if s.stage == p.stage)
-        return float(getattr(row, PREDICTED[p.kind]))
-    options = Options(
-        dp=p.gpus,
-        framework=p.framework,
-        zero=p.stage,
-        recompute=p.recompute,
-        compile=p.compile,
-        loss_impl=p.loss_impl,
-        recipe=p.recipe,
-        optimizer=p.optimizer,
-        micro_batch=p.micro_batch,
-        accumulation=p.accumulation,
-        seq_len=p.seq_len,
-        compute_dtype=p.compute_dtype,
-        gather_dtype=p.gather_dtype,
-        grad_dtype=p.grad_dtype,
-        flash_attention=p.flash_attention,
-        grad_accumulation_fusion=p.placeholders,
-        bucket_bytes=p.bucket_bytes,
-        optimizer_impl=p.optimizer_impl,
-        grads_between_steps=p.grads_between_steps,
-    )
+    """dpcost's memory per GPU for the run, as the source measured it (PREDICTED), in bytes: its stage's row of
+    `dpcost estimate` with the run's options (run_options)."""
     name = topology or _topology(p.gpu)
     assert name is not None
-    report = estimate(model_spec(p.model), load_topology(name), options)
+    report = estimate(model_spec(p.model), load_topology(name), run_options(p))
     stage = next(s for s in report.memory.stages if s.stage == p.stage)
     return float(getattr(stage, PREDICTED[p.kind]))
+
+
+def run_options(p: Peak) -> Options:
+    """The run as dpcost's options. A torchtitan run with TP is costed as FSDP holds its tensor-parallel share
+    (`--framework fsdp --tp`: engine/fsdp_tp_memory.py), another TP or PP run as a layout (`dpcost estimate --tp
+    --pp`: Megatron's theoretical memory of its most loaded stage)."""
+    shared: dict[str, Any] = {
+        "zero": p.stage,
+        "micro_batch": p.micro_batch,
+        "accumulation": p.accumulation,
+        "seq_len": p.seq_len,
+        "flash_attention": p.flash_attention,
+    }
+    if p.tp > 1 and p.framework == "fsdp":
+        return Options(
+            dp=p.gpus // p.tp, tp=p.tp, framework="fsdp", recompute=p.recompute, compile=p.compile,
+            loss_impl=p.loss_impl, compute_dtype=p.compute_dtype, gather_dtype=p.gather_dtype, **shared,
+        )  # fmt: skip
+    if p.tp * p.pp > 1:
+        return Options(
+            dp=p.gpus // (p.tp * p.pp), tp=p.tp, pp=p.pp, framework="megatron",
+            recompute="selective" if p.recompute == "selective" else "none",
+            grad_accumulation_fusion=p.placeholders, **shared,
+        )  # fmt: skip
+    return Options(
+        dp=p.gpus, framework=p.framework, recompute=p.recompute, compile=p.compile, loss_impl=p.loss_impl,
+        recipe=p.recipe, optimizer=p.optimizer, compute_dtype=p.compute_dtype, gather_dtype=p.gather_dtype,
+        grad_dtype=p.grad_dtype, grad_accumulation_fusion=p.placeholders, bucket_bytes=p.bucket_bytes,
+        optimizer_impl=p.optimizer_impl, grads_between_steps=p.grads_between_steps, **shared,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,18 @@ RecomputeModule = Literal["core_attn", "layernorm", "mlp", "moe_act", "moe", "ml
 EpDispatcher = Literal["alltoall", "flex", "allgather"]  # Megatron-Core's --moe-token-dispatcher-type values
 PpSendComm = Literal["group", "pair"]  # the communicator of the pipeline's send/recv (layout_step.pp_send_communicator)
 OptimizerImpl = Literal["foreach", "fused", "for-loop"]  # torch.optim's implementations (torchtitan's spelling)
+# How the loss holds and passes over the logits: each one's tensors in engine/loss.py, its traffic in engine/ops.py
+LossImpl = Literal[
+    "upcast",
+    "bf16",
+    "chunked",
+    "chunked-head",
+    "fused",
+    "loss-parallel",
+    "vocab-parallel",
+    "vocab-parallel-fused",
+    "vocab-parallel-te",
+]
 
 
 class Section(BaseModel):
@@ -474,20 +486,7 @@ class Compute(Section):
         "head dims are equal and at most 256 and no window or chunk as long as the sequence keeps a mask].",
         json_schema_extra=cli("--repeat-kv"),
     )
-    loss_impl: (
-        Literal[
-            "upcast",
-            "bf16",
-            "chunked",
-            "chunked-head",
-            "fused",
-            "loss-parallel",
-            "vocab-parallel",
-            "vocab-parallel-fused",
-            "vocab-parallel-te",
-        ]
-        | None
-    ) = Field(
+    loss_impl: LossImpl | None = Field(
         None,
         description="How the loss holds and passes over the logits: upcast (fp32 copy), bf16, chunked (torchtune), "
         "chunked-head (torchtitan's ChunkedLossWrapper: the output projection, the loss and their backward a chunk "

@@ -53,26 +53,16 @@ and head are embedding_size wide past the head's dense layer.
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import get_args
 
 from dpcost.engine.activations import ACT_BYTES, Kernels, norm_bytes
 from dpcost.engine.params import embedding_width
 from dpcost.frozen import frozen
+from dpcost.options import LossImpl
 from dpcost.specs import ModelArchitecture
 
 __all__ = ["LOSS_IMPLS", "LossImpl", "LossMemory", "logit_peak_bytes", "loss_memory"]
 
-LossImpl = Literal[
-    "upcast",
-    "bf16",
-    "chunked",
-    "chunked-head",
-    "fused",
-    "loss-parallel",
-    "vocab-parallel",
-    "vocab-parallel-fused",
-    "vocab-parallel-te",
-]
 LOSS_IMPLS: tuple[LossImpl, ...] = get_args(LossImpl)
 TORCHTUNE_CHUNKS = 8  # torchtune/modules/loss/ce_chunked_output_loss.py: num_output_chunks=8
 TORCHTITAN_CHUNKS = 8  # torchtitan/components/loss.py ChunkedLossWrapper.Config.num_chunks at b5bcd76c6
