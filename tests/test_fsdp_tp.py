@@ -22,11 +22,15 @@ QWEN3_32B_TP8 = [
 
 
 def test_a_tensor_parallel_rank_holds_1_over_tp_of_every_parameter_but_the_norms() -> None:
-    """Qwen3-32B: 32,762,123,264 parameters, 660,480 of them norms (64 layers x 2 x 5,120 and the final 5,120), which
-    SequenceParallel keeps whole on every rank: at TP 8 a rank holds (32,762,123,264 - 660,480) / 8 + 660,480."""
-    counts = count_params(load_model("qwen3-32b"))
-    assert tensor_parallel_parameters(counts, 8) == (32_762_123_264 - 660_480) / 8 + 660_480 == 4_095_843_328
-    assert tensor_parallel_parameters(counts, 1) == counts.total
+    """Qwen3-32B: 32,762,123,264 parameters, 660,480 of them the blocks' and the final norm (64 layers x 2 x 5,120 and
+    5,120) and 16,384 the query and key norms over one head's 128 (64 x 2 x 128), which SequenceParallel keeps whole
+    on every rank: at TP 8 a rank holds (32,762,123,264 - 676,864) / 8 + 676,864."""
+    spec = load_model("qwen3-32b")
+    counts = count_params(spec)
+    whole = 660_480 + 64 * 2 * 128
+    held = tensor_parallel_parameters(counts, spec.architecture, 8)
+    assert held == (32_762_123_264 - whole) / 8 + whole == 4_095_857_664
+    assert tensor_parallel_parameters(counts, spec.architecture, 1) == counts.total
 
 
 def test_a_rank_keeps_the_gathered_norm_outputs_whole_and_a_tp_th_of_the_rest() -> None:
@@ -61,7 +65,7 @@ def test_loss_parallel_holds_the_rank_s_vocabulary_shard_and_torch_s_fp32_interm
 
 def test_fsdp_with_tp_costs_each_gpu_s_share_as_torchtitan_runs_it() -> None:
     """Qwen3-32B at TP 8 x DP 4 under FSDP, FULL_SHARD unless --zero says: the fp32 weights a GPU holds are its TP
-    share sharded over DP, 4,095,843,328 x 4 / 4 bytes, its Adam states twice that; gradients reduce in fp32 (FSDP's
+    share sharded over DP, 4,095,857,664 x 4 / 4 bytes, its Adam states twice that; gradients reduce in fp32 (FSDP's
     reduce_dtype), the loss runs under loss_parallel, and the layout with sequence parallelism."""
     r = report(*QWEN3_32B_TP8)
     setup = r["setup"]
@@ -69,7 +73,7 @@ def test_fsdp_with_tp_costs_each_gpu_s_share_as_torchtitan_runs_it() -> None:
     assert not setup["zero_stage_chosen"]  # FULL_SHARD, FSDP's default
     assert setup["loss_impl"] == "loss-parallel"
     stage = r["memory"]["stages"][3]
-    assert (stage["params_bytes"], stage["optimizer_bytes"]) == (4_095_843_328, 2 * 4_095_843_328)
+    assert (stage["params_bytes"], stage["optimizer_bytes"]) == (4_095_857_664, 2 * 4_095_857_664)
     assert r["layout"]["sequence_parallel"]
     assert r["warnings"] == [] and "layer by layer (PyTorch FSDP)" in r["communication"]["frequency"]
 

@@ -99,7 +99,7 @@ def fsdp_tp_memory(
     """One ZeRO stage's memory per GPU (StageMemories at the plan's TP: module docstring), as the stage table's row
     and as a layout's memory (one stage, the whole model, its allocated peak split as Megatron's accounting is)."""
     held = StageMemories(model, topology, p).row(stage, recompute)
-    parameters = tensor_parallel_parameters(p.counts, p.tensor_parallel_ranks)
+    parameters = tensor_parallel_parameters(p.counts, model.architecture, p.tensor_parallel_ranks)
     activations = held.allocated - held.model_states - held.buffers
     assert model.architecture is not None  # check_fsdp_tp
     layers = model.architecture.layers

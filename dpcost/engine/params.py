@@ -928,15 +928,18 @@ def mtp_layer(a: ModelArchitecture) -> BlockCount:
     return BlockCount(block.params + extra, block.active + extra, block.moe)
 
 
-def tensor_parallel_parameters(counts: ParamCount, tp: int) -> float:
+def tensor_parallel_parameters(counts: ParamCount, a: ModelArchitecture | None, tp: int) -> float:
     """The parameters one of `tp` tensor-parallel ranks holds under torchtitan's plan for a dense decoder
     (models/llama3/infra/parallelize.py apply_tp): the embedding (RowwiseParallel), the output head
-    (ColwiseParallel) and every projection of the blocks split `tp` ways, the norms (SequenceParallel) whole on
-    every rank."""
+    (ColwiseParallel) and every projection of the blocks split `tp` ways; the norms (SequenceParallel) whole on
+    every rank, and so the query and key norms over one head's dimension (Qwen 3's q_norm and k_norm,
+    SequenceParallel(sequence_dim=2) on the rank's heads)."""
     if tp == 1:
         return counts.total
-    norms = dict(counts.components).get("norms", 0.0)
-    return (counts.total - norms) / tp + norms
+    whole = dict(counts.components).get("norms", 0.0)
+    if a is not None and a.qk_norm == "head":
+        whole += a.attention_layers * 2 * a.qk_norm_weights * a.d_head
+    return (counts.total - whole) / tp + whole
 
 
 @per_object  # a frozen spec: counted once

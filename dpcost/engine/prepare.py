@@ -1006,7 +1006,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         p.schedule,
         p.recipe,
         p.grad_bytes,
-        tensor_parallel_parameters(counts, tp),
+        tensor_parallel_parameters(counts, a, tp),
         p.bucket_bytes,
         gather_unit,
         largest_layer,
@@ -1040,7 +1040,7 @@ def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:
     """One ZeRO stage's model states (memory.model_states); gradients kept between steps are held through the next
     forward."""
     o = p.o
-    held = tensor_parallel_parameters(p.counts, p.tensor_parallel_ranks)
+    held = tensor_parallel_parameters(p.counts, model.architecture, p.tensor_parallel_ranks)
     states = model_states(held, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload,
                           p.muon_share(model))  # fmt: skip
     if o.precision.grads_between_steps == "kept":  # zeroed in place, not freed: held through the next forward
