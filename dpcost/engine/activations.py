@@ -45,6 +45,7 @@ from dpcost.specs import (
     REUSED_BLOCK,
     SHARED_BLOCK,
     Activation,
+    DeltaNetSpec,
     GateClamp,
     MLASpec,
     ModelArchitecture,
@@ -721,9 +722,7 @@ def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     """A gated DeltaNet mixer as transformers' Qwen3NextGatedDeltaNet runs it with fla's chunk_gated_delta_rule:
     the input projections' outputs (q, k, v and z: 2K + 2V; b and a: 2 per value head), the convolution's output
     (2K + V) the kernel keeps, the fp32 decay (per value head), the recurrence's output (V) and the gated norm's
-    output, out_proj's input (V); and what fla's kernels save beside them (ChunkGatedDeltaRuleFunction.forward's
-    save_for_backward under use_qk_l2norm_in_kernel: the fp32 rstd of each query and key head and the chunk's
-    triangular solve A, 64 a value head in k's dtype; FusedRMSNormGated's fp32 rstd a value head)."""
+    output, out_proj's input (V); with what fla's kernels save beside them (_gated_delta_rule_saves)."""
     d, e = a.deltanet, ACT_BYTES
     assert d is not None
     keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
@@ -737,14 +736,26 @@ def _deltanet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
         Tensor("DeltaNet in_proj_qkvz output", "qkv", e * (2 * keys + 2 * values), matmul=first_mm),
         Tensor("DeltaNet in_proj_ba output", "qkv", e * 2 * d.value_heads, matmul=first_mm + 1),
         Tensor("DeltaNet convolution output (q, k, v)", "core_attn", e * (2 * keys + values)),
-        Tensor("DeltaNet decay (fp32)", "core_attn", 4.0 * d.value_heads),
-        Tensor("DeltaNet q, k rstd and the gated norm's (fp32)", "core_attn", 4.0 * (2 * d.key_heads + d.value_heads)),
-        Tensor("DeltaNet chunk solve A", "core_attn", e * d.chunk * d.value_heads),
-        Tensor("DeltaNet recurrence output", "core_attn", e * values),
-        Tensor("DeltaNet gated norm output", "core_attn", e * values),
+        *_gated_delta_rule_saves(d, "DeltaNet"),
         Tensor("DeltaNet out_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 2),
     ]
     return out, first_mm + 3
+
+
+def _gated_delta_rule_saves(d: DeltaNetSpec, label: str) -> list[Tensor]:
+    """What fla's chunk_gated_delta_rule and the gated norm after it keep of a gated-DeltaNet mixer, past its
+    q, k and v (ChunkGatedDeltaRuleFunction.forward's save_for_backward under use_qk_l2norm_in_kernel): the fp32
+    decay (a value a value head), the fp32 rstd of each query and key head and FusedRMSNormGated's of each value
+    head, the chunk's triangular solve A (`chunk` a value head, in k's dtype), the recurrence's output and the gated
+    norm's (V each)."""
+    e, values = ACT_BYTES, d.value_heads * d.value_dim
+    return [
+        Tensor(f"{label} decay (fp32)", "core_attn", 4.0 * d.value_heads),
+        Tensor(f"{label} q, k rstd and the gated norm's (fp32)", "core_attn", 4.0 * (2 * d.key_heads + d.value_heads)),
+        Tensor(f"{label} chunk solve A", "core_attn", e * d.chunk * d.value_heads),
+        Tensor(f"{label} recurrence output", "core_attn", e * values),
+        Tensor(f"{label} gated norm output", "core_attn", e * values),
+    ]
 
 
 def _kda(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
@@ -777,11 +788,8 @@ def _jet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
     and its SiLU, V / r each) and the kernels it makes (V x conv_kernel), which the convolution reads; the
     convolution's output before and after the SiLU DynamicShortConvolution applies to it (V each); beta, b's sigmoid,
     and the softplus of a + dt_bias in fp32 (its input and output: a value per head each), b's and a's projections
-    themselves not kept; the fp32 decay; the recurrence's output, g_proj's and the gated norm's (V each). fla's
-    chunk_gated_delta_rule also saves its own (ChunkGatedDeltaRuleFunction.forward's save_for_backward with
-    use_qk_l2norm_in_kernel): the normalised q and k (the SiLU outputs' size, which they stand for), their fp32
-    rstd (a value per head each) and the chunk's triangular solve A (64 a head, in k's dtype); FusedRMSNormGated an
-    fp32 rstd a head."""
+    themselves not kept; g_proj's output (V); and what fla's kernels keep (_gated_delta_rule_saves), the normalised q
+    and k among them (the SiLU outputs' size, which they stand for)."""
     d, e = a.deltanet, ACT_BYTES
     assert d is not None and d.generator_reduction is not None
     keys, values = d.key_heads * d.key_dim, d.value_heads * d.value_dim
@@ -800,12 +808,8 @@ def _jet(a: ModelArchitecture, first_mm: int) -> tuple[list[Tensor], int]:
         Tensor("JetBlock q, k (SiLU)", "core_attn", e * 2 * keys),
         Tensor("JetBlock convolution output (before its SiLU)", "core_attn", e * values),
         Tensor("JetBlock convolution output (v, after its SiLU)", "core_attn", e * values),
-        Tensor("JetBlock decay (fp32)", "core_attn", 4.0 * d.value_heads),
-        Tensor("JetBlock q, k rstd and the gated norm's (fp32)", "core_attn", 3 * 4.0 * d.value_heads),
-        Tensor("JetBlock chunk solve A", "core_attn", e * d.chunk * d.value_heads),
-        Tensor("JetBlock recurrence output", "core_attn", e * values),
         Tensor("JetBlock g_proj output", "qkv", e * values, matmul=first_mm + 7),
-        Tensor("JetBlock gated norm output", "core_attn", e * values),
+        *_gated_delta_rule_saves(d, "JetBlock"),
         Tensor("JetBlock o_proj output", "attn_out", e * a.hidden, saved=False, matmul=first_mm + 8),
     ]
     return out, first_mm + 9
