@@ -21,6 +21,8 @@ from dpcost.training_configs import TrainingConfig
 
 CONFIGS = Path(__file__).resolve().parents[1] / "examples" / "training-configs"
 HF_CONFIGS = Path(__file__).resolve().parent / "reference" / "hf-configs"
+# torchtitan's own qwen3_32b.toml of PR #1690 (@d66b72a6a), whose logs measured its TP runs (holdout-peaks.csv)
+QWEN3_32B_TOML = HF_CONFIGS.parent / "memory-peaks" / "configs" / "torchtitan-qwen3-32b.toml"
 
 
 def without(doc: dict, *keys: str) -> dict:  # type: ignore[type-arg]
@@ -272,6 +274,40 @@ def test_torchtitan_hsdp_shards_within_the_shard_degree(tmp_path: Path) -> None:
     doc = report("estimate", "--from", str(toml), "--dp", "64")
     assert doc["communication"]["shard_group"] == 16  # dp_shard -1: the 64 / 4 GPUs of each replica
     assert doc["setup"]["seq_len"] == 2048 and doc["setup"]["micro_batch"] == 8  # torchtitan's defaults
+
+
+def test_torchtitan_tp_is_costed_as_fsdp_over_the_tp_shards() -> None:
+    """torchtitan applies TP, then FSDP2 over the DP mesh (parallelize.py apply_tp, apply_fsdp), its loss parallel
+    over the vocabulary: PR #1690's qwen3_32b.toml at TP 8 x DP 4, 16 sequences a rank, reads as --framework fsdp,
+    and its ZeRO-3 peak is within 5% of the 43.45 GiB max reserved the PR's log printed for that run."""
+    doc = report("estimate", "--from", str(QWEN3_32B_TOML), "--tp", "8", "--micro-batch", "16", "--dp", "4")
+    assert doc["setup"]["framework"] == "fsdp" and doc["setup"]["loss_impl"] == "loss-parallel"
+    reserved = next(row for row in doc["memory"]["stages"] if row["stage"] == 3)["reserved_bytes"]
+    assert abs(reserved / (43.45 * 2**30) - 1) < 0.05
+    notes = {row["key"]: row for row in doc["from_config"]["settings"]}
+    assert notes["(a torchtitan config)"]["became"] == "--framework fsdp"
+
+
+@pytest.mark.parametrize(
+    ("flags", "replicas", "said"),
+    [
+        (["--tp", "8", "--pp", "2"], 1, "--pp"),  # FSDP with TP is costed without PP, CP or EP
+        (["--tp", "8"], 2, "--shard-group"),  # HSDP
+        (["--tp", "4", "--sequence-parallel", "--model", "qwen3-30b-a3b"], 1, "qwen3-30b-a3b's layers"),  # experts
+    ],
+)
+def test_torchtitan_tp_beyond_fsdps_accounting_is_costed_as_megatron_runs_it(
+    tmp_path: Path, flags: list[str], replicas: int, said: str
+) -> None:
+    """Where FSDP with tensor parallelism does not cost the layout (fsdp_tp_memory.fsdp_tp_refusal), the file's
+    layout is Megatron-LM's, and its framework row says what kept it from FSDP's accounting."""
+    toml = tmp_path / "tp.toml"
+    replicate = "data_parallel_replicate_degree = "
+    toml.write_text(QWEN3_32B_TOML.read_text().replace(f"{replicate}1", f"{replicate}{replicas}"))
+    doc = report("estimate", "--from", str(toml), "--dp", "4", "--micro-batch", "2", *flags)
+    assert doc["setup"]["framework"] != "fsdp"
+    note = next(row for row in doc["from_config"]["settings"] if row["key"] == "(a torchtitan config)")["note"]
+    assert note.startswith("not read by a TP/CP/PP/EP layout") and note.endswith(f"not costed with {said})")
 
 
 def test_sweep_check_and_plan_read_the_file(tmp_path: Path) -> None:

@@ -30,7 +30,15 @@ from dpcost.errors import InputError
 from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["FSDP_TP_NOTE", "FSDP_TP_READS", "FSDP_TP_RECOMPUTE", "check_fsdp_tp", "fsdp_tp_memory", "is_fsdp_tp"]
+__all__ = [
+    "FSDP_TP_NOTE",
+    "FSDP_TP_READS",
+    "FSDP_TP_RECOMPUTE",
+    "check_fsdp_tp",
+    "fsdp_tp_memory",
+    "fsdp_tp_refusal",
+    "is_fsdp_tp",
+]
 
 FSDP_TP_RECOMPUTE = ("none", "full")  # the policies both the memory and a layout's step cost
 # Of the flags a Megatron layout does not read (layout_report.LAYOUT_IGNORES), those FSDP's memory reads: how the
@@ -57,40 +65,48 @@ def is_fsdp_tp(o: Options) -> bool:
 
 
 def check_fsdp_tp(model: ModelSpec, o: Options) -> None:
-    """What the accounting covers (module docstring), each refusal naming its flag."""
+    """Raise fsdp_tp_refusal's error, if any."""
+    refusal = fsdp_tp_refusal(model, o)
+    if refusal is not None:
+        raise refusal
+
+
+def fsdp_tp_refusal(model: ModelSpec, o: Options) -> InputError | None:
+    """Why the accounting does not cover the plan (module docstring), naming its flag; None where it does."""
     par, a = o.parallel, model.architecture
     for flag, degree in (("pp", par.pp), ("cp", par.cp), ("ep", par.ep), ("virtual_stages", par.virtual_stages)):
         if degree != 1:
-            raise InputError(
+            return InputError(
                 flag,
                 f"FSDP with tensor parallelism (--framework fsdp) is costed without pipeline, context or expert "
                 f"parallelism, not {flag} {degree}: leave --framework out to cost the layout as Megatron-LM runs it",
             )
     if a is None or a.moe is not None or a.mla is not None or any(m != "attention" for m in a.mixers):
-        raise InputError(
+        return InputError(
             "framework",
             f"FSDP with tensor parallelism is costed for dense decoders of attention layers (torchtitan's plan for "
             f"Llama and Qwen 3), not {model.name}'s experts, latent attention or other mixers: leave --framework out",
         )
     for field, given in _UNPRICED.items():
         if given(o):
-            raise InputError(
+            return InputError(
                 field,
                 "not costed with FSDP and tensor parallelism (it would change the memory and not the layout's step, "
                 "or is Megatron-LM's loss): leave it out",
             )
     if o.plan.shard_group is not None:
-        raise InputError(
+        return InputError(
             "shard_group",
             "hybrid sharding with tensor parallelism is not costed (a layout's step shards over all of DP): leave "
             "--shard-group out",
         )
     if o.plan.recompute is not None and o.plan.recompute not in FSDP_TP_RECOMPUTE:
-        raise InputError(
+        return InputError(
             "recompute",
             f"FSDP with tensor parallelism is costed recomputing nothing or every block (none, full), not "
             f"{o.plan.recompute}",
         )
+    return None
 
 
 def fsdp_tp_memory(

@@ -74,6 +74,9 @@ class TrainingConfig:
     # (key, first stage's layers short, last stage's short, layers per stage or None): torchtitan's pipeline split,
     # once the model is known
     pp_split: tuple[str, int, int, int | None] | None = None
+    # the framework's FSDP shards the tensor-parallel ranks' shares (torchtitan: apply_tp, then apply_fsdp): a layout
+    # is costed as --framework fsdp where that accounting covers it (_fsdp_tp_refusal), else as Megatron-LM runs it
+    fsdp_over_tp: bool = False
 
 
 class Reading:
@@ -295,6 +298,26 @@ def _is_layout(values: dict[str, Any]) -> bool:
     return any(_whole_or(values.get(name, 1), 1) > 1 for name in ("tp", "cp", "pp", "ep"))
 
 
+def _fsdp_tp_refusal(values: dict[str, Any], dp: int | None, spec: ModelSpec | None) -> str | None:
+    """What keeps FSDP with tensor parallelism (fsdp_tp_memory.fsdp_tp_refusal) from costing the file's layout, or
+    None; a plan whose model is not known here, or that the options refuse, is left to Megatron-LM's costing."""
+    from pydantic import ValidationError
+
+    from dpcost.engine.fsdp_tp_memory import fsdp_tp_refusal
+    from dpcost.options import WRITTEN, Options, field_flag
+
+    if spec is None or spec.architecture is None:
+        return "the model, not known here"
+    try:
+        o = Options.model_validate({"dp": dp or 1, **values}, context=WRITTEN)
+    except ValidationError:
+        return "options it refuses"
+    refusal = fsdp_tp_refusal(spec, o)
+    if refusal is None:
+        return None
+    return f"{spec.name}'s layers" if refusal.where == "framework" else field_flag(refusal.where)
+
+
 def _typed_flag(flag: str, value: Any) -> str:
     """A flag as the user typed it: `--zero 2`, `--overlap-comm`, `--no-overlap-comm`."""
     if isinstance(value, bool):
@@ -353,7 +376,12 @@ def apply(
     if config.pp_split is not None and not split_typed and _whole_or(values.get("pp", 1), 1) > 1:
         values.update(_torchtitan_split(config, model, _whole_or(values["pp"], 1)))
     if _is_layout(values):  # a layout runs Megatron's own settings: the file's for pure DP are left out, and said so
+        from dpcost.engine.fsdp_tp_memory import FSDP_TP_READS
         from dpcost.engine.layout_report import LAYOUT_IGNORES, LAYOUT_RUNS
+
+        fsdp_tp = values.get("framework") == "fsdp" and config.fsdp_over_tp
+        refusal = _fsdp_tp_refusal(values, replicas_dp, _plan_model(config, model)) if fsdp_tp else None
+        read = ("framework", *FSDP_TP_READS) if fsdp_tp and refusal is None else ()
 
         def unrun(name: str) -> bool:
             runs = LAYOUT_RUNS.get(name)
@@ -362,12 +390,23 @@ def apply(
         unread = {
             name
             for name in config.options
-            if name not in typed and ((field_flag(name) in LAYOUT_IGNORES and name not in LAYOUT_RUNS) or unrun(name))
+            if name not in typed
+            and ((field_flag(name) in LAYOUT_IGNORES and name not in LAYOUT_RUNS) or unrun(name))
+            and name not in read
+            and field_flag(name) not in read
         }
         for name in unread:
             values.pop(name, None)
         why = "not read by a TP/CP/PP/EP layout, costed as Megatron-LM runs it"
+        if refusal is not None:
+            why = f"{why} (FSDP with tensor parallelism is not costed with {refusal})"
         settings = [Setting(s.key, s.value, "", why, s.option) if s.option in unread else s for s in settings]
+        if read:
+            tp = values.get("tp")
+            how = f"FSDP2 over TP {tp}'s shards (apply_tp, then apply_fsdp): costed as --framework fsdp --tp {tp}"
+            settings = [
+                Setting(s.key, s.value, s.became, how, s.option) if s.option == "framework" else s for s in settings
+            ]
     spec = None if model is not None else config.model_spec
     if spec is not None and config.vocab_padding is not None and "tp" in typed:
         from dpcost.engine.layout_memory import padded_vocab_size

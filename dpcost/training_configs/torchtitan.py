@@ -187,7 +187,12 @@ def data_parallel(r: Reading, degrees: dict[str, int], model: str | None, key: s
     dp = replicate * shard if shard > 0 else None
     if shard > 0:
         r.note(key, f"{replicate} x {shard}", f"--dp {dp}", "replicate x shard")
-    return {"dp": dp, "model": model, "replicas": replicate if replicate > 1 and shard < 0 else None}
+    return {
+        "dp": dp,
+        "model": model,
+        "replicas": replicate if replicate > 1 and shard < 0 else None,
+        "fsdp_over_tp": True,  # parallelize.py: apply_tp, then apply_fsdp over the DP mesh
+    }
 
 
 def _section(r: Reading, doc: dict[str, Any], name: str) -> dict[str, Any]:
