@@ -78,6 +78,23 @@ def test_fsdp_with_tp_costs_each_gpu_s_share_as_torchtitan_runs_it() -> None:
     assert r["warnings"] == [] and "layer by layer (PyTorch FSDP)" in r["communication"]["frequency"]
 
 
+def test_every_kth_block_recomputed_is_l_over_k_blocks_of_the_backward() -> None:
+    """torchtitan's selective layer AC (activation_checkpoint.py at v0.2.2: a block counted from 1 is checkpointed
+    when its count is a multiple of selective_ac_option K) recomputes 80 // 3 = 26 of Llama 3 70B's 80 blocks: the
+    backward is none's plus 26/80 of what recomputing all 80 adds."""
+    base = ["estimate", "--model", "llama-70b", "--framework", "fsdp", "--tp", "8", "--dp", "8", "--micro-batch", "2"]
+    backward = {
+        policy: report(*base, *flags)["time"]["backward_seconds"]
+        for policy, flags in {
+            "none": ["--recompute", "none"],
+            "full": ["--recompute", "full"],
+            "every 3rd": ["--recompute", "full", "--recompute-layers", "3"],
+        }.items()
+    }
+    added = backward["full"] - backward["none"]
+    assert backward["every 3rd"] == pytest.approx(backward["none"] + 26 / 80 * added, rel=1e-9)
+
+
 @pytest.mark.parametrize(
     ("args", "start"),
     [

@@ -12,9 +12,10 @@ share of the model:
   1/TP of each tensor but the norm outputs the column-parallel projections read, all-gathered whole; the logits
   split over the vocabulary (loss_parallel).
 What it covers: dense decoders of attention layers (apply_tp's plan for Llama, Qwen 3 and their like) without
-pipeline, context or expert parallelism, recomputing nothing or every block. The step is timed as a layout's
-(layout_estimate.py: ZeRO-3 layer by layer over DP, TP's collectives with sequence parallelism, DTensor's tensor
-parallelism waiting for its backward collectives).
+pipeline, context or expert parallelism, recomputing nothing, every block, or every K-th block (torchtitan's
+selective layer AC, --recompute-layers K). The step is timed as a layout's (layout_estimate.py: ZeRO-3 layer by layer
+over DP, TP's collectives with sequence parallelism, DTensor's tensor parallelism waiting for its backward
+collectives), every K-th block's recomputation as that many blocks' (fsdp_tp_recompute_block).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ __all__ = [
     "FSDP_TP_RECOMPUTE",
     "check_fsdp_tp",
     "fsdp_tp_memory",
+    "fsdp_tp_recompute_block",
     "fsdp_tp_refusal",
     "is_fsdp_tp",
 ]
@@ -43,14 +45,13 @@ __all__ = [
 FSDP_TP_RECOMPUTE = ("none", "full")  # the policies both the memory and a layout's step cost
 # Of the flags a Megatron layout does not read (layout_report.LAYOUT_IGNORES), those FSDP's memory reads: how the
 # layers run and keep their tensors, and the loss
-FSDP_TP_READS = ("--compile", "--no-repeat-kv", "--loss-impl")
+FSDP_TP_READS = ("--compile", "--no-repeat-kv", "--loss-impl", "--recompute-layers")
 # Of the others, those that would change FSDP's memory and not the layout's step: refused (check_fsdp_tp)
 _UNPRICED: dict[str, Callable[[Options], bool]] = {
     "offload": lambda o: o.precision.offload != "none",
     "keep_full_grads": lambda o: o.communication.keep_full_grads,
     "recipe": lambda o: o.precision.recipe is not None,
     "optimizer": lambda o: o.precision.optimizer != "adamw",
-    "recompute_layers": lambda o: o.plan.recompute_layers != 1,
     "loss_impl": lambda o: (o.compute.loss_impl or "").startswith("vocab-parallel"),
 }
 FSDP_TP_NOTE = (
@@ -107,6 +108,15 @@ def fsdp_tp_refusal(model: ModelSpec, o: Options) -> InputError | None:
             f"{o.plan.recompute}",
         )
     return None
+
+
+def fsdp_tp_recompute_block(model: ModelSpec, o: Options) -> int | None:
+    """The blocks a layout's step recomputes in full (its first N, layout_estimate.layout_step's recompute_block) for
+    torchtitan's every K-th (--recompute-layers K, checkpointing.takes_policy): as many, L // K, of the same layers'
+    compute; the plan's own block where K is 1."""
+    every = o.plan.recompute_layers
+    assert model.architecture is not None  # check_fsdp_tp
+    return o.plan.recompute_block if every == 1 else model.architecture.layers // every
 
 
 def fsdp_tp_memory(

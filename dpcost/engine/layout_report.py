@@ -28,6 +28,7 @@ from dpcost.engine.fsdp_tp_memory import (
     FSDP_TP_RECOMPUTE,
     check_fsdp_tp,
     fsdp_tp_memory,
+    fsdp_tp_recompute_block,
     is_fsdp_tp,
 )
 from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
@@ -621,7 +622,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         peak=peak,
         recompute=recompute,
         recompute_modules=frozenset(o.plan.recompute_modules),
-        recompute_block=o.plan.recompute_block,
+        recompute_block=fsdp_tp_recompute_block(model, o) if is_fsdp_tp(o) else o.plan.recompute_block,
         grad_dtype=_layout_grad_dtype(o, stage),
         sequence_parallel=par.sequence_parallel,
         tp_overlap=par.tp_comm_overlap,
