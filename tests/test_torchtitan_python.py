@@ -3,11 +3,13 @@ never run, into the plan its keys give by torchtitan/config/configs.py's meaning
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
 from pathlib import Path
 
+import pytest
 from conftest import cli_report as report
 from conftest import run_cli as run
 
@@ -337,6 +339,26 @@ def test_async_tp_needs_compile(tmp_path: Path) -> None:
     ))  # fmt: skip
     code, _, err = run("estimate", "--from", path, "--dp", "4")
     assert code == 2 and "compile.enable" in err
+
+
+@pytest.mark.parametrize(("enable", "split"), [("", True), ("enable_sequence_parallel=False", False)])
+def test_a_tp_typed_over_a_file_without_tp_splits_the_sequence_as_its_tp_would(
+    tmp_path: Path, enable: str, split: bool
+) -> None:
+    """torchtitan's TP is sequence-parallel unless ParallelismConfig(enable_sequence_parallel=False) (aa68af18e):
+    --tp 4 typed over a Qwen3 30B-A3B config without TP runs sequence-parallel as the file's own TP would (Megatron
+    refuses MoE layers with TP but without it), and not where the file turns it off."""
+    path = module(tmp_path, HEAD.replace("llama3", "qwen3") + (
+        "def run() -> Trainer.Config:\n"
+        "    return Trainer.Config(model_spec=model_registry('30B-A3B'), optimizer=default_adamw(),\n"
+        f"        parallelism=ParallelismConfig({enable}))\n"
+    ))  # fmt: skip
+    code, out, err = run("estimate", "--from", path, "--dp", "8", "--tp", "4", "--format", "json")
+    if split:
+        assert code == 0, err
+        assert json.loads(out)["layout"]["sequence_parallel"] is True
+    else:
+        assert code == 2 and "--sequence-parallel" in err
 
 
 def test_fsdp_keeps_parameters_to_the_backward_under_pp_by_default(tmp_path: Path) -> None:

@@ -293,7 +293,7 @@ def test_torchtitan_tp_is_costed_as_fsdp_over_the_tp_shards() -> None:
     [
         (["--tp", "8", "--pp", "2"], 1, "--pp"),  # FSDP with TP is costed without PP, CP or EP
         (["--tp", "8"], 2, "--shard-group"),  # HSDP
-        (["--tp", "4", "--sequence-parallel", "--model", "qwen3-30b-a3b"], 1, "qwen3-30b-a3b's layers"),  # experts
+        (["--tp", "4", "--model", "qwen3-30b-a3b"], 1, "qwen3-30b-a3b's layers"),  # experts, TP sequence-parallel
     ],
 )
 def test_torchtitan_tp_beyond_fsdps_accounting_is_costed_as_megatron_runs_it(

@@ -77,6 +77,9 @@ class TrainingConfig:
     # the framework's FSDP shards the tensor-parallel ranks' shares (torchtitan: apply_tp, then apply_fsdp): a layout
     # is costed as --framework fsdp where that accounting covers it (_fsdp_tp_refusal), else as Megatron-LM runs it
     fsdp_over_tp: bool = False
+    # the framework's TP splits the sequence (torchtitan's, unless enable_sequence_parallel is off): a --tp typed over
+    # a file without TP runs with --sequence-parallel, as the file's own TP would
+    tp_sequence_parallel: bool = False
 
 
 class Reading:
@@ -90,6 +93,7 @@ class Reading:
         self.micro_from_dp: tuple[str, int, int] | None = None
         self.bucket_from_hidden: tuple[str, int] | None = None
         self.pp_split: tuple[str, int, int, int | None] | None = None
+        self.tp_sequence_parallel = False
 
     def use(self, key: str, value: Any, name: str, text: str, note: str = "") -> None:
         """The file's `key` sets option `name` to `text` (as its flag would be written)."""
@@ -142,6 +146,7 @@ class Reading:
             micro_from_dp=self.micro_from_dp,
             bucket_from_hidden=self.bucket_from_hidden,
             pp_split=self.pp_split,
+            tp_sequence_parallel=self.tp_sequence_parallel,
             **fields,
         )
 
@@ -357,6 +362,8 @@ def apply(
     ]
     replicas_dp = dp if dp is not None else config.dp
     values = {**config.options, **typed}
+    if config.tp_sequence_parallel and _whole_or(typed.get("tp", 1), 1) > 1 and "sequence_parallel" not in values:
+        values["sequence_parallel"] = "true"
     if config.replicas and "shard_group" not in typed and replicas_dp is not None:
         if replicas_dp % config.replicas:
             raise InputError(

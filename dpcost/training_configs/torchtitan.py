@@ -286,6 +286,7 @@ def parallelism(
     if "expert_tensor_parallel_degree" in parallel and degrees["ep"] > 1:
         etp = whole(r, key_label("expert_tensor_parallel_degree"), parallel["expert_tensor_parallel_degree"])
         r.use(key_label("expert_tensor_parallel_degree"), etp, "etp", str(etp))
+    r.tp_sequence_parallel = sequence_parallel
     if degrees["tp"] > 1 and sequence_parallel:
         r.use(
             key_label("tensor_parallel_degree"),
