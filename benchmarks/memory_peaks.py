@@ -351,7 +351,7 @@ def predict(p: Peak, topology: str | None = None) -> float:
 
 def run_options(p: Peak) -> Options:
     """The run as dpcost's options. A torchtitan run with TP is costed as FSDP holds its tensor-parallel share
-    (`--framework fsdp --tp`: engine/fsdp_tp_memory.py), another TP or PP run as a layout (`dpcost estimate --tp
+    (`--framework fsdp --tp`: engine/fsdp_layout.py), another TP or PP run as a layout (`dpcost estimate --tp
     --pp`: Megatron's theoretical memory of its most loaded stage)."""
     shared: dict[str, Any] = {
         "zero": p.stage,

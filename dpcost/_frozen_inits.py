@@ -1709,8 +1709,8 @@ def _dpcost_training_configs_Setting(__set, __FACTORY, __dflt_note, __dflt_optio
     return __init__
 
 
-def _dpcost_training_configs_TrainingConfig(__set, __FACTORY, __dflt_dp, __dflt_model, __dflt_model_spec, __dflt_vocab_padding, __dflt_replicas, __factory_refusals, __dflt_micro_from_dp, __dflt_bucket_from_hidden, __dflt_pp_split, __dflt_fsdp_over_tp, __dflt_tp_sequence_parallel):
-    def __init__(self, path, kind, options, settings, dp=__dflt_dp, model=__dflt_model, model_spec=__dflt_model_spec, vocab_padding=__dflt_vocab_padding, replicas=__dflt_replicas, refusals=__FACTORY, micro_from_dp=__dflt_micro_from_dp, bucket_from_hidden=__dflt_bucket_from_hidden, pp_split=__dflt_pp_split, fsdp_over_tp=__dflt_fsdp_over_tp, tp_sequence_parallel=__dflt_tp_sequence_parallel):
+def _dpcost_training_configs_TrainingConfig(__set, __FACTORY, __dflt_dp, __dflt_model, __dflt_model_spec, __dflt_vocab_padding, __dflt_replicas, __factory_refusals, __dflt_micro_from_dp, __dflt_bucket_from_hidden, __dflt_pp_split, __dflt_fsdp_layouts, __dflt_tp_sequence_parallel):
+    def __init__(self, path, kind, options, settings, dp=__dflt_dp, model=__dflt_model, model_spec=__dflt_model_spec, vocab_padding=__dflt_vocab_padding, replicas=__dflt_replicas, refusals=__FACTORY, micro_from_dp=__dflt_micro_from_dp, bucket_from_hidden=__dflt_bucket_from_hidden, pp_split=__dflt_pp_split, fsdp_layouts=__dflt_fsdp_layouts, tp_sequence_parallel=__dflt_tp_sequence_parallel):
       __set(self, 'path', path)
       __set(self, 'kind', kind)
       __set(self, 'options', options)
@@ -1724,7 +1724,7 @@ def _dpcost_training_configs_TrainingConfig(__set, __FACTORY, __dflt_dp, __dflt_
       __set(self, 'micro_from_dp', micro_from_dp)
       __set(self, 'bucket_from_hidden', bucket_from_hidden)
       __set(self, 'pp_split', pp_split)
-      __set(self, 'fsdp_over_tp', fsdp_over_tp)
+      __set(self, 'fsdp_layouts', fsdp_layouts)
       __set(self, 'tp_sequence_parallel', tp_sequence_parallel)
     return __init__
 
@@ -1859,5 +1859,5 @@ INITS = {
     'dpcost.nccl_tests._Row': ("def __init__(self, line, size, count, dtype, redop, root, times, bandwidths=__dflt_bandwidths, wrong=__dflt_wrong):\n  __set(self, 'line', line)\n  __set(self, 'size', size)\n  __set(self, 'count', count)\n  __set(self, 'dtype', dtype)\n  __set(self, 'redop', redop)\n  __set(self, 'root', root)\n  __set(self, 'times', times)\n  __set(self, 'bandwidths', bandwidths)\n  __set(self, 'wrong', wrong)", _dpcost_nccl_tests__Row),
     'dpcost.training_configs.Applied': ("def __init__(self, model, model_spec, dp, values, settings):\n  __set(self, 'model', model)\n  __set(self, 'model_spec', model_spec)\n  __set(self, 'dp', dp)\n  __set(self, 'values', values)\n  __set(self, 'settings', settings)", _dpcost_training_configs_Applied),
     'dpcost.training_configs.Setting': ("def __init__(self, key, value, became, note=__dflt_note, option=__dflt_option):\n  __set(self, 'key', key)\n  __set(self, 'value', value)\n  __set(self, 'became', became)\n  __set(self, 'note', note)\n  __set(self, 'option', option)", _dpcost_training_configs_Setting),
-    'dpcost.training_configs.TrainingConfig': ("def __init__(self, path, kind, options, settings, dp=__dflt_dp, model=__dflt_model, model_spec=__dflt_model_spec, vocab_padding=__dflt_vocab_padding, replicas=__dflt_replicas, refusals=__FACTORY, micro_from_dp=__dflt_micro_from_dp, bucket_from_hidden=__dflt_bucket_from_hidden, pp_split=__dflt_pp_split, fsdp_over_tp=__dflt_fsdp_over_tp, tp_sequence_parallel=__dflt_tp_sequence_parallel):\n  __set(self, 'path', path)\n  __set(self, 'kind', kind)\n  __set(self, 'options', options)\n  __set(self, 'settings', settings)\n  __set(self, 'dp', dp)\n  __set(self, 'model', model)\n  __set(self, 'model_spec', model_spec)\n  __set(self, 'vocab_padding', vocab_padding)\n  __set(self, 'replicas', replicas)\n  __set(self, 'refusals', __factory_refusals() if refusals is __FACTORY else refusals)\n  __set(self, 'micro_from_dp', micro_from_dp)\n  __set(self, 'bucket_from_hidden', bucket_from_hidden)\n  __set(self, 'pp_split', pp_split)\n  __set(self, 'fsdp_over_tp', fsdp_over_tp)\n  __set(self, 'tp_sequence_parallel', tp_sequence_parallel)", _dpcost_training_configs_TrainingConfig),
+    'dpcost.training_configs.TrainingConfig': ("def __init__(self, path, kind, options, settings, dp=__dflt_dp, model=__dflt_model, model_spec=__dflt_model_spec, vocab_padding=__dflt_vocab_padding, replicas=__dflt_replicas, refusals=__FACTORY, micro_from_dp=__dflt_micro_from_dp, bucket_from_hidden=__dflt_bucket_from_hidden, pp_split=__dflt_pp_split, fsdp_layouts=__dflt_fsdp_layouts, tp_sequence_parallel=__dflt_tp_sequence_parallel):\n  __set(self, 'path', path)\n  __set(self, 'kind', kind)\n  __set(self, 'options', options)\n  __set(self, 'settings', settings)\n  __set(self, 'dp', dp)\n  __set(self, 'model', model)\n  __set(self, 'model_spec', model_spec)\n  __set(self, 'vocab_padding', vocab_padding)\n  __set(self, 'replicas', replicas)\n  __set(self, 'refusals', __factory_refusals() if refusals is __FACTORY else refusals)\n  __set(self, 'micro_from_dp', micro_from_dp)\n  __set(self, 'bucket_from_hidden', bucket_from_hidden)\n  __set(self, 'pp_split', pp_split)\n  __set(self, 'fsdp_layouts', fsdp_layouts)\n  __set(self, 'tp_sequence_parallel', tp_sequence_parallel)", _dpcost_training_configs_TrainingConfig),
 }

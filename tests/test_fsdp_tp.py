@@ -1,4 +1,4 @@
-"""PyTorch FSDP with tensor parallelism as torchtitan runs it (--framework fsdp --tp N; engine/fsdp_tp_memory.py):
+"""PyTorch FSDP with tensor parallelism as torchtitan runs it (--framework fsdp --tp N; engine/fsdp_layout.py):
 each GPU holds what FSDP holds of its tensor-parallel share, by torchtitan's plan (models/llama3/infra/parallelize.py
 apply_tp: SequenceParallel norms, ColwiseParallel wq, wk, wv, w1, w3 and the output, RowwiseParallel wo, w2 and the
 embedding) and torch's loss_parallel (distributed/tensor/parallel/loss.py). Expected values are written out by hand."""

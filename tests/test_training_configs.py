@@ -299,7 +299,7 @@ def test_torchtitan_tp_is_costed_as_fsdp_over_the_tp_shards() -> None:
 def test_torchtitan_tp_beyond_fsdps_accounting_is_costed_as_megatron_runs_it(
     tmp_path: Path, flags: list[str], replicas: int, said: str
 ) -> None:
-    """Where FSDP with tensor parallelism does not cost the layout (fsdp_tp_memory.fsdp_tp_refusal), the file's
+    """Where FSDP with tensor parallelism does not cost the layout (fsdp_layout.fsdp_layout_refusal), the file's
     layout is Megatron-LM's, and its framework row says what kept it from FSDP's accounting."""
     toml = tmp_path / "tp.toml"
     replicate = "data_parallel_replicate_degree = "

@@ -22,14 +22,14 @@ from dpcost.engine.estimate import (
     whole_message_of,
 )
 from dpcost.engine.frameworks import megatron_count_bucket
-from dpcost.engine.fsdp_tp_memory import (
-    FSDP_TP_NOTE,
-    FSDP_TP_READS,
-    FSDP_TP_RECOMPUTE,
-    check_fsdp_tp,
-    fsdp_tp_memory,
-    fsdp_tp_recompute_block,
-    is_fsdp_tp,
+from dpcost.engine.fsdp_layout import (
+    FSDP_LAYOUT_NOTE,
+    FSDP_LAYOUT_READS,
+    FSDP_LAYOUT_RECOMPUTE,
+    check_fsdp_layout,
+    fsdp_layout_memory,
+    fsdp_recompute_block,
+    is_fsdp_layout,
 )
 from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
 from dpcost.engine.layout import Layout
@@ -182,14 +182,14 @@ def _layout_zero(o: Options) -> int:
     torchtitan reshards after the forward)."""
     if o.plan.zero is not None:
         return o.plan.zero
-    return 3 if is_fsdp_tp(o) else 1
+    return 3 if is_fsdp_layout(o) else 1
 
 
 def _layout_loss(o: Options, loss_impl: str) -> str:
     """The layout's loss, Megatron's vocab-parallel cross-entropy: compiled or Transformer Engine's where --loss-impl
     says so (--cross-entropy-loss-fusion, --cross-entropy-fusion-impl te), else as cross_entropy.py runs it
     (loss.py); under --framework fsdp the framework's (torchtitan's cross-entropy under loss_parallel)."""
-    if is_fsdp_tp(o):
+    if is_fsdp_layout(o):
         return loss_impl
     return loss_impl if loss_impl in ("vocab-parallel-fused", "vocab-parallel-te") else "vocab-parallel"
 
@@ -254,7 +254,7 @@ def _layout_grad_dtype(o: Options, zero: int) -> str:
     (--grad-reduce-in-bf16, Megatron-Core's grad_reduce_in_fp32=False; fp16 under --fp16). Megatron-FSDP (ZeRO 2-3)
     keeps its main gradient in the parameters' bf16 (main_grads_dtype "auto": frameworks.MEGATRON_FSDP). FSDP
     reduces in its recipe's dtype (torchtitan's reduce_dtype float32)."""
-    if is_fsdp_tp(o):
+    if is_fsdp_layout(o):
         return o.precision.grad_dtype or RECIPES["fsdp"].grad_dtype
     return o.precision.grad_dtype or ("bf16" if zero >= 2 else "fp32")
 
@@ -280,8 +280,8 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
     if model.architecture is None:
         raise InputError("model", f"{model.name}: a TP/CP/PP/EP layout needs the model's architecture")
     check_wgrad_deferral(model, o)
-    if is_fsdp_tp(o):
-        check_fsdp_tp(model, o)
+    if is_fsdp_layout(o):
+        check_fsdp_layout(model, o)
     elif o.plan.framework not in LAYOUT_RUNS["framework"]:
         raise InputError(
             "framework",
@@ -305,7 +305,7 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
             f"a layout reduces gradients as Megatron-Core does, in fp32 (grad_reduce_in_fp32) or the 16-bit "
             f"parameters' bf16 or fp16, not {o.precision.grad_dtype}",
         )
-    if o.plan.recompute not in LAYOUT_RUNS["recompute"] and not is_fsdp_tp(o):
+    if o.plan.recompute not in LAYOUT_RUNS["recompute"] and not is_fsdp_layout(o):
         raise InputError(
             "recompute", f"a layout runs Megatron's none, selective or full recomputation, not {o.plan.recompute}"
         )
@@ -389,9 +389,9 @@ def _layout_memory(
     """Memory per GPU of the most loaded pipeline stage, as Megatron's theoretical_memory_usage accounts it
     (layout_memory.py): bf16 weights, fp32 gradients and Adam's fp32 states (over DP with the distributed
     optimizer), and the activations its micro-batches in flight hold; plus the CUDA context (memory.py). Under
-    --framework fsdp, as FSDP holds its tensor-parallel share (fsdp_tp_memory.py)."""
-    if is_fsdp_tp(p.o):
-        return fsdp_tp_memory(model, topology, p, stage, recompute)
+    --framework fsdp, as FSDP holds its tensor-parallel share (fsdp_layout.py)."""
+    if is_fsdp_layout(p.o):
+        return fsdp_layout_memory(model, topology, p, stage, recompute)
     par = p.o.parallel
     assert model.architecture is not None  # _check_layout_plan
     if par.microbatch_group is not None and m is not None and par.microbatch_group > m:
@@ -499,8 +499,8 @@ def _layout_memory_rows(
     o = p.o
     stage = _layout_zero(o)
     runs: tuple[object, ...] = LAYOUT_RUNS["recompute"][1:]
-    if is_fsdp_tp(o):  # the policies both FSDP's memory and the layout's step cost
-        runs = FSDP_TP_RECOMPUTE
+    if is_fsdp_layout(o):  # the policies both FSDP's memory and the layout's step cost
+        runs = FSDP_LAYOUT_RECOMPUTE
     zero_stages = zero_stages or tuple(range(max(1, stage) + 1))  # a report's rows are its stages from 0
 
     def rows(recompute: str) -> dict[int, tuple[StageRow, LayoutMemory]]:
@@ -622,7 +622,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         peak=peak,
         recompute=recompute,
         recompute_modules=frozenset(o.plan.recompute_modules),
-        recompute_block=fsdp_tp_recompute_block(model, o) if is_fsdp_tp(o) else o.plan.recompute_block,
+        recompute_block=fsdp_recompute_block(model, o) if is_fsdp_layout(o) else o.plan.recompute_block,
         grad_dtype=_layout_grad_dtype(o, stage),
         sequence_parallel=par.sequence_parallel,
         tp_overlap=par.tp_comm_overlap,
@@ -677,7 +677,8 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         p,
         mode="train",
         zero_stage=stage,
-        zero_stage_chosen=o.plan.zero is None and not is_fsdp_tp(o),  # FSDP's FULL_SHARD is its default, not a choice
+        zero_stage_chosen=o.plan.zero is None
+        and not is_fsdp_layout(o),  # FSDP's FULL_SHARD is its default, not a choice
         overlap_slowdown=r.overlap_slowdown,
         grad_dtype=_layout_grad_dtype(o, stage),
         micro_batch=p.micro_batch,
@@ -690,8 +691,8 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         recompute_block=o.plan.recompute_block,
         compile=o.compute.compile,
         loss_impl=_layout_loss(p.o, p.loss_impl),
-        framework="fsdp" if is_fsdp_tp(o) else "megatron-fsdp" if stage >= 2 else "megatron",
-        recipe=p.recipe.name if is_fsdp_tp(o) else "megatron",
+        framework="fsdp" if is_fsdp_layout(o) else "megatron-fsdp" if stage >= 2 else "megatron",
+        recipe=p.recipe.name if is_fsdp_layout(o) else "megatron",
         optimizer=o.precision.optimizer,
         offload=o.precision.offload,
         bucket_bytes=0 if stage >= 2 else int(_bucket_ran(model, p, stage, layout, r)),
@@ -709,15 +710,15 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
     time = _layout_time(r, tokens)
     memory = Memory(
         hbm_bytes=int(topology.gpu.hbm),
-        recipe=p.recipe.title if is_fsdp_tp(o) else _layout_recipe(o),
+        recipe=p.recipe.title if is_fsdp_layout(o) else _layout_recipe(o),
         recompute=recompute,
-        note=FSDP_TP_NOTE
-        if is_fsdp_tp(o)
+        note=FSDP_LAYOUT_NOTE
+        if is_fsdp_layout(o)
         else f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU; "
         + _megatron_total(chosen_rows[stage][1]),
         stages=[row for row, _ in chosen_rows.values()],
     )
-    sharding = "PyTorch FSDP" if is_fsdp_tp(o) else "Megatron-FSDP"
+    sharding = "PyTorch FSDP" if is_fsdp_layout(o) else "Megatron-FSDP"
     grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, stage)]
     communication = _layout_communication(topology, r, dp_group, grad_bytes, sharding)
     notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages, p.micro_batch)
@@ -799,8 +800,8 @@ LAYOUT_IGNORES: dict[str, Callable[[Options], bool]] = {
 
 
 def _layout_ignores(o: Options) -> list[str]:
-    """The flags a layout's costing does not read, where they were given (FSDP with TP reads FSDP_TP_READS)."""
-    read = FSDP_TP_READS if is_fsdp_tp(o) else ()
+    """The flags a layout's costing does not read, where they were given (FSDP with TP reads FSDP_LAYOUT_READS)."""
+    read = FSDP_LAYOUT_READS if is_fsdp_layout(o) else ()
     return [flag for flag, given in LAYOUT_IGNORES.items() if given(o) and flag not in read]
 
 

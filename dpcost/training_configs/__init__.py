@@ -75,8 +75,8 @@ class TrainingConfig:
     # once the model is known
     pp_split: tuple[str, int, int, int | None] | None = None
     # the framework's FSDP shards the tensor-parallel ranks' shares (torchtitan: apply_tp, then apply_fsdp): a layout
-    # is costed as --framework fsdp where that accounting covers it (_fsdp_tp_refusal), else as Megatron-LM runs it
-    fsdp_over_tp: bool = False
+    # is costed as --framework fsdp where that accounting covers it (_fsdp_layout_refusal), else as Megatron-LM runs it
+    fsdp_layouts: bool = False
     # the framework's TP splits the sequence (torchtitan's, unless enable_sequence_parallel is off): a --tp typed over
     # a file without TP runs with --sequence-parallel, as the file's own TP would
     tp_sequence_parallel: bool = False
@@ -303,12 +303,12 @@ def _is_layout(values: dict[str, Any]) -> bool:
     return any(_whole_or(values.get(name, 1), 1) > 1 for name in ("tp", "cp", "pp", "ep"))
 
 
-def _fsdp_tp_refusal(values: dict[str, Any], dp: int | None, spec: ModelSpec | None) -> str | None:
-    """What keeps FSDP with tensor parallelism (fsdp_tp_memory.fsdp_tp_refusal) from costing the file's layout, or
+def _fsdp_layout_refusal(values: dict[str, Any], dp: int | None, spec: ModelSpec | None) -> str | None:
+    """What keeps FSDP with tensor parallelism (fsdp_layout.fsdp_layout_refusal) from costing the file's layout, or
     None; a plan whose model is not known here, or that the options refuse, is left to Megatron-LM's costing."""
     from pydantic import ValidationError
 
-    from dpcost.engine.fsdp_tp_memory import fsdp_tp_refusal
+    from dpcost.engine.fsdp_layout import fsdp_layout_refusal
     from dpcost.options import WRITTEN, Options, field_flag
 
     if spec is None or spec.architecture is None:
@@ -317,7 +317,7 @@ def _fsdp_tp_refusal(values: dict[str, Any], dp: int | None, spec: ModelSpec | N
         o = Options.model_validate({"dp": dp or 1, **values}, context=WRITTEN)
     except ValidationError:
         return "options it refuses"
-    refusal = fsdp_tp_refusal(spec, o)
+    refusal = fsdp_layout_refusal(spec, o)
     if refusal is None:
         return None
     return f"{spec.name}'s layers" if refusal.where == "framework" else field_flag(refusal.where)
@@ -383,12 +383,12 @@ def apply(
     if config.pp_split is not None and not split_typed and _whole_or(values.get("pp", 1), 1) > 1:
         values.update(_torchtitan_split(config, model, _whole_or(values["pp"], 1)))
     if _is_layout(values):  # a layout runs Megatron's own settings: the file's for pure DP are left out, and said so
-        from dpcost.engine.fsdp_tp_memory import FSDP_TP_READS
+        from dpcost.engine.fsdp_layout import FSDP_LAYOUT_READS
         from dpcost.engine.layout_report import LAYOUT_IGNORES, LAYOUT_RUNS
 
-        fsdp_tp = values.get("framework") == "fsdp" and config.fsdp_over_tp
-        refusal = _fsdp_tp_refusal(values, replicas_dp, _plan_model(config, model)) if fsdp_tp else None
-        read = ("framework", *FSDP_TP_READS) if fsdp_tp and refusal is None else ()
+        fsdp_layout = values.get("framework") == "fsdp" and config.fsdp_layouts
+        refusal = _fsdp_layout_refusal(values, replicas_dp, _plan_model(config, model)) if fsdp_layout else None
+        read = ("framework", *FSDP_LAYOUT_READS) if fsdp_layout and refusal is None else ()
 
         def unrun(name: str) -> bool:
             runs = LAYOUT_RUNS.get(name)

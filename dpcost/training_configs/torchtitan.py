@@ -191,7 +191,7 @@ def data_parallel(r: Reading, degrees: dict[str, int], model: str | None, key: s
         "dp": dp,
         "model": model,
         "replicas": replicate if replicate > 1 and shard < 0 else None,
-        "fsdp_over_tp": True,  # parallelize.py: apply_tp, then apply_fsdp over the DP mesh
+        "fsdp_layouts": True,  # parallelize.py: apply_tp, then apply_fsdp over the DP mesh
     }
 
 

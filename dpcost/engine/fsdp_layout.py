@@ -15,7 +15,7 @@ What it covers: dense decoders of attention layers (apply_tp's plan for Llama, Q
 pipeline, context or expert parallelism, recomputing nothing, every block, or every K-th block (torchtitan's
 selective layer AC, --recompute-layers K). The step is timed as a layout's (layout_estimate.py: ZeRO-3 layer by layer
 over DP, TP's collectives with sequence parallelism, DTensor's tensor parallelism waiting for its backward
-collectives), every K-th block's recomputation as that many blocks' (fsdp_tp_recompute_block).
+collectives), every K-th block's recomputation as that many blocks' (fsdp_recompute_block).
 """
 
 from __future__ import annotations
@@ -32,21 +32,21 @@ from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 
 __all__ = [
-    "FSDP_TP_NOTE",
-    "FSDP_TP_READS",
-    "FSDP_TP_RECOMPUTE",
-    "check_fsdp_tp",
-    "fsdp_tp_memory",
-    "fsdp_tp_recompute_block",
-    "fsdp_tp_refusal",
-    "is_fsdp_tp",
+    "FSDP_LAYOUT_NOTE",
+    "FSDP_LAYOUT_READS",
+    "FSDP_LAYOUT_RECOMPUTE",
+    "check_fsdp_layout",
+    "fsdp_layout_memory",
+    "fsdp_layout_refusal",
+    "fsdp_recompute_block",
+    "is_fsdp_layout",
 ]
 
-FSDP_TP_RECOMPUTE = ("none", "full")  # the policies both the memory and a layout's step cost
+FSDP_LAYOUT_RECOMPUTE = ("none", "full")  # the policies both the memory and a layout's step cost
 # Of the flags a Megatron layout does not read (layout_report.LAYOUT_IGNORES), those FSDP's memory reads: how the
 # layers run and keep their tensors, and the loss
-FSDP_TP_READS = ("--compile", "--no-repeat-kv", "--loss-impl", "--recompute-layers")
-# Of the others, those that would change FSDP's memory and not the layout's step: refused (check_fsdp_tp)
+FSDP_LAYOUT_READS = ("--compile", "--no-repeat-kv", "--loss-impl", "--recompute-layers")
+# Of the others, those that would change FSDP's memory and not the layout's step: refused (check_fsdp_layout)
 _UNPRICED: dict[str, Callable[[Options], bool]] = {
     "offload": lambda o: o.precision.offload != "none",
     "keep_full_grads": lambda o: o.communication.keep_full_grads,
@@ -54,25 +54,25 @@ _UNPRICED: dict[str, Callable[[Options], bool]] = {
     "optimizer": lambda o: o.precision.optimizer != "adamw",
     "loss_impl": lambda o: (o.compute.loss_impl or "").startswith("vocab-parallel"),
 }
-FSDP_TP_NOTE = (
+FSDP_LAYOUT_NOTE = (
     "per GPU, as PyTorch FSDP holds its tensor-parallel share of the model under torchtitan's plan: weights and "
     "activations 1/TP, the norm outputs the projections read gathered whole, the logits split over the vocabulary"
 )
 
 
-def is_fsdp_tp(o: Options) -> bool:
+def is_fsdp_layout(o: Options) -> bool:
     """Whether a layout runs as torchtitan's FSDP with tensor parallelism (--framework fsdp)."""
     return o.plan.framework == "fsdp"
 
 
-def check_fsdp_tp(model: ModelSpec, o: Options) -> None:
-    """Raise fsdp_tp_refusal's error, if any."""
-    refusal = fsdp_tp_refusal(model, o)
+def check_fsdp_layout(model: ModelSpec, o: Options) -> None:
+    """Raise fsdp_layout_refusal's error, if any."""
+    refusal = fsdp_layout_refusal(model, o)
     if refusal is not None:
         raise refusal
 
 
-def fsdp_tp_refusal(model: ModelSpec, o: Options) -> InputError | None:
+def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
     """Why the accounting does not cover the plan (module docstring), naming its flag; None where it does."""
     par, a = o.parallel, model.architecture
     for flag, degree in (("pp", par.pp), ("cp", par.cp), ("ep", par.ep), ("virtual_stages", par.virtual_stages)):
@@ -101,7 +101,7 @@ def fsdp_tp_refusal(model: ModelSpec, o: Options) -> InputError | None:
             "hybrid sharding with tensor parallelism is not costed (a layout's step shards over all of DP): leave "
             "--shard-group out",
         )
-    if o.plan.recompute is not None and o.plan.recompute not in FSDP_TP_RECOMPUTE:
+    if o.plan.recompute is not None and o.plan.recompute not in FSDP_LAYOUT_RECOMPUTE:
         return InputError(
             "recompute",
             f"FSDP with tensor parallelism is costed recomputing nothing or every block (none, full), not "
@@ -110,16 +110,16 @@ def fsdp_tp_refusal(model: ModelSpec, o: Options) -> InputError | None:
     return None
 
 
-def fsdp_tp_recompute_block(model: ModelSpec, o: Options) -> int | None:
+def fsdp_recompute_block(model: ModelSpec, o: Options) -> int | None:
     """The blocks a layout's step recomputes in full (its first N, layout_estimate.layout_step's recompute_block) for
     torchtitan's every K-th (--recompute-layers K, checkpointing.takes_policy): as many, L // K, of the same layers'
     compute; the plan's own block where K is 1."""
     every = o.plan.recompute_layers
-    assert model.architecture is not None  # check_fsdp_tp
+    assert model.architecture is not None  # check_fsdp_layout
     return o.plan.recompute_block if every == 1 else model.architecture.layers // every
 
 
-def fsdp_tp_memory(
+def fsdp_layout_memory(
     model: ModelSpec, topology: TopologySpec, p: Prepared, stage: int, recompute: str
 ) -> tuple[StageRow, LayoutMemory]:
     """One ZeRO stage's memory per GPU (StageMemories at the plan's TP: module docstring), as the stage table's row
@@ -127,7 +127,7 @@ def fsdp_tp_memory(
     held = StageMemories(model, topology, p).row(stage, recompute)
     parameters = tensor_parallel_parameters(p.counts, model.architecture, p.tensor_parallel_ranks)
     activations = held.allocated - held.model_states - held.buffers
-    assert model.architecture is not None  # check_fsdp_tp
+    assert model.architecture is not None  # check_fsdp_layout
     layers = model.architecture.layers
     one = StageMemory(0, layers, parameters, held.model_states, activations, held.buffers, held.params, held.grads)
     layout = LayoutMemory(parameters, held.model_states, activations, (one,))
