@@ -139,6 +139,7 @@ class Peak:
     left_out: str  # why dpcost cannot cost it today ("" when it can)
     tp: int = 1
     pp: int = 1
+    cp: int = 1  # context parallelism: the notes' `cp=N` (memory-peaks/README.md), not a column
     bucket_bytes: float | None = None  # the run's gradient bucket, where its framework sets one of its own
     optimizer_impl: str | None = None  # how its torch.optim steps, where the framework's default is not what ran
     grads_between_steps: str = "freed"  # PyTorch's .grad between steps (zero_grad's set_to_none)
@@ -153,6 +154,12 @@ def _words(notes: str) -> set[str]:
     found = {w for w in ("tp", "pp", "lora", "qlora", "fp8", "suspect") if re.search(rf"\b{w}\b", notes)}
     found |= {w for w in ("cp=", "offload", "weak point") if w in notes}
     return found
+
+
+def context_parallel(notes: str) -> int:
+    """The row's CP degree, from the `cp=N` its notes give (memory-peaks/README.md's filter words), else 1."""
+    found = re.search(r"\bcp=(\d+)", notes)
+    return int(found.group(1)) if found else 1
 
 
 def _framework(row: dict[str, str]) -> tuple[str, int]:
@@ -172,8 +179,8 @@ def _framework(row: dict[str, str]) -> tuple[str, int]:
 def left_out(row: dict[str, str]) -> str:
     """Why dpcost cannot cost a row today, or "" (the first reason that applies)."""
     words = _words(row["notes"])
-    if "cp=" in words:
-        return "context parallelism, not in the row's columns"
+    if "cp=" in words and (_framework(row)[0] != "fsdp" or "moe" in row["model"].lower()):
+        return "context parallelism outside PyTorch FSDP's dense decoders (--framework fsdp --cp)"
     if (words & {"pp"} or row["pp"] != "1") and _framework(row)[0] != "megatron":
         return "pipeline parallelism outside Megatron-LM: dpcost's pipelines run Megatron's schedule and memory"
     if (words & {"tp"} or row["tp"] != "1") and _framework(row)[0] not in ("megatron", "fsdp"):
@@ -239,8 +246,8 @@ def peaks(path: Path = CSV) -> list[Peak]:
     for number, row in enumerate(csv.DictReader(lines), 1):
         framework, stage = _framework(row)
         gpus, micro_batch = int(row["gpus"]), _int(row["micro_batch"], 1)
-        tp, pp = _int(row["tp"], 1), _int(row["pp"], 1)
-        dp = max(1, gpus // (tp * pp))
+        tp, pp, cp = _int(row["tp"], 1), _int(row["pp"], 1), context_parallel(row["notes"])
+        dp = max(1, gpus // (tp * pp * cp))
         global_batch = _int(row["global_batch"])
         accumulation = global_batch // (micro_batch * dp) if global_batch % (micro_batch * dp) == 0 else 1
         precision, notes = row["precision"], row["notes"]
@@ -281,6 +288,7 @@ def peaks(path: Path = CSV) -> list[Peak]:
                 left_out=left_out(row),
                 tp=tp,
                 pp=pp,
+                cp=cp,
                 bucket_bytes=bucket,
                 optimizer_impl="for-loop" if row["source_id"] in BEFORE_TORCH_2 else None,
                 grads_between_steps="kept"
@@ -350,9 +358,9 @@ def predict(p: Peak, topology: str | None = None) -> float:
 
 
 def run_options(p: Peak) -> Options:
-    """The run as dpcost's options. A torchtitan run with TP is costed as FSDP holds its tensor-parallel share
-    (`--framework fsdp --tp`: engine/fsdp_layout.py), another TP or PP run as a layout (`dpcost estimate --tp
-    --pp`: Megatron's theoretical memory of its most loaded stage)."""
+    """The run as dpcost's options. A torchtitan run with TP or CP is costed as FSDP holds its share of the model and
+    of the sequence (`--framework fsdp --tp --cp`: engine/fsdp_layout.py), another TP or PP run as a layout
+    (`dpcost estimate --tp --pp`: Megatron's theoretical memory of its most loaded stage)."""
     shared: dict[str, Any] = {
         "zero": p.stage,
         "micro_batch": p.micro_batch,
@@ -360,9 +368,9 @@ def run_options(p: Peak) -> Options:
         "seq_len": p.seq_len,
         "flash_attention": p.flash_attention,
     }
-    if p.tp > 1 and p.framework == "fsdp":
+    if p.tp * p.cp > 1 and p.framework == "fsdp":
         return Options(
-            dp=p.gpus // p.tp, tp=p.tp, framework="fsdp", recompute=p.recompute, compile=p.compile,
+            dp=p.gpus // (p.tp * p.cp), tp=p.tp, cp=p.cp, framework="fsdp", recompute=p.recompute, compile=p.compile,
             loss_impl=p.loss_impl, compute_dtype=p.compute_dtype, gather_dtype=p.gather_dtype, **shared,
         )  # fmt: skip
     if p.tp * p.pp > 1:
@@ -414,7 +422,9 @@ def conditions(p: Peak) -> str:
     fw = {"fsdp": f"FSDP ZeRO-{p.stage}", "megatron": "Megatron DDP", "ddp": "DDP"}.get(p.framework, p.framework)
     parts = [fw, f"b{p.micro_batch} s{p.seq_len}", "per-op SAC" if p.recompute == "op" else f"AC {p.recompute}"]
     if p.tp * p.pp > 1:
-        parts[0] += f" TP{p.tp} PP{p.pp} DP{p.gpus // (p.tp * p.pp)}"
+        parts[0] += f" TP{p.tp} PP{p.pp} DP{p.gpus // (p.tp * p.pp * p.cp)}"
+    if p.cp > 1:
+        parts[0] += f" CP{p.cp}" + ("" if p.tp * p.pp > 1 else f" DP{p.gpus // p.cp}")
     if p.recipe:
         parts.append(f"{p.recipe} recipe")
     parts.append(f"{p.loss_impl} loss")

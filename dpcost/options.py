@@ -743,11 +743,13 @@ class Parallel(Section):
         "expert (Megatron-LM's default).",
         json_schema_extra=cli("--grouped-gemm"),
     )
-    cp_impl: Literal["p2p", "all_gather", "a2a"] = Field(
+    cp_impl: Literal["p2p", "all_gather", "a2a", "torch"] = Field(
         "p2p",
         description="Context parallelism as ring attention's send/recv (Megatron-Core), Llama 3's all-gather of K "
-        "and V, or DeepSpeed-Ulysses' all-to-alls of Q, K, V and the output, which need the heads of a TP rank "
-        "divisible by CP (Megatron's --cp-comm-type a2a).",
+        "and V, DeepSpeed-Ulysses' all-to-alls of Q, K, V and the output, which need the heads of a TP rank "
+        "divisible by CP (Megatron's --cp-comm-type a2a), or torch's context_parallel as torchtitan runs it (K and "
+        "V all-gathered each pass, their gradients sent round the ring in fp32), which --framework fsdp runs in "
+        "place of p2p.",
         json_schema_extra=cli("--cp-impl"),
     )
 

@@ -69,6 +69,7 @@ __all__ = [
     "norm_bytes",
     "reads_grouped_kv",
     "recurrent_state_bytes",
+    "ring_attention_backward_bytes",
     "routed_copies",
     "tensor_parallel_share",
 ]
@@ -205,6 +206,23 @@ def tensor_parallel_share(layer: LayerTensors, tp: int) -> LayerTensors:
         t if t.module == "layernorm" else replace(t, bytes_per_token=t.bytes_per_token / tp) for t in layer.tensors
     )
     return LayerTensors(shared, layer.kernels, layer.hidden / tp)
+
+
+def ring_attention_backward_bytes(a: ModelArchitecture, cp: int, tp: int = 1) -> float:
+    """Bytes per local token one attention layer's backward holds, beyond the bf16 gradients a flash attention's
+    backward returns, under torch's context_parallel with the allgather rotater torchtitan runs by default (torch
+    2.14.1 distributed/tensor/experimental/_context_parallel/_attention.py, _templated_ring_attention_backward):
+    - the query, key and value gradients accumulated in fp32 (convert_to_f32): 4 q + 4 kv;
+    - the key and value gradients passed round the ring in fp32, next_grad_kv's cat and the all-to-all rotater's
+      received buffer: 8 kv;
+    - the keys and values of all `cp` ranks, all-gathered in bf16: 2 cp kv.
+    q and kv are the widths of the rank's query heads and of its keys and values together."""
+    if cp == 1:
+        return 0.0
+    view = a.attention_of(next((m for m in a.mixers if "attention" in m), "attention"))
+    query = view.heads * view.d_head / tp
+    key_value = view.n_kv_heads * (view.d_head + view.d_value) / min(tp, view.n_kv_heads)
+    return 4 * query + (12 + ACT_BYTES * cp) * key_value
 
 
 def norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:

@@ -1,21 +1,25 @@
-"""Memory per GPU of PyTorch FSDP with tensor parallelism, as torchtitan runs the two (--framework fsdp --tp N).
+"""PyTorch FSDP with tensor and context parallelism, as torchtitan runs them (--framework fsdp --tp N --cp M).
 
 torchtitan applies tensor parallelism first and shards each rank's DTensor shards with FSDP2 over the data-parallel
-mesh (models/llama3/infra/parallelize.py: apply_tp, then apply_fsdp). Each GPU therefore holds what a pure
+mesh, which context parallelism joins (models/llama3/infra/parallelize.py: apply_tp, then apply_fsdp over
+dp_shard x cp; the attention runs under torch's context_parallel). Each GPU therefore holds what a pure
 data-parallel FSDP plan holds (memory.py, prepare.StageMemories, with every accounting of the framework's: mixed
 precision, units gathered one block at a time, the caching allocator's fragmentation), of its tensor-parallel
-share of the model:
+share of the model and its share of the sequence:
 - weights, gradients and optimizer states: the parameters one TP rank holds (params.tensor_parallel_parameters),
-  sharded over DP;
+  sharded over DP x CP (Prepared.shard_ranks);
 - the units FSDP gathers, the blocks and the layers: their TP shares;
 - activations: apply_tp's plan with sequence parallelism (activations.tensor_parallel_share, loss.loss_memory):
   1/TP of each tensor but the norm outputs the column-parallel projections read, all-gathered whole; the logits
-  split over the vocabulary (loss_parallel).
+  split over the vocabulary (loss_parallel); of the rank's s / CP tokens (the ring attention saves the rank's own
+  queries, keys, values and output), with the ring's working buffers in each layer's backward
+  (activations.ring_attention_backward_bytes).
 What it covers: dense decoders of attention layers (apply_tp's plan for Llama, Qwen 3 and their like) without
-pipeline, context or expert parallelism, recomputing nothing, every block, or every K-th block (torchtitan's
-selective layer AC, --recompute-layers K). The step is timed as a layout's (layout_estimate.py: ZeRO-3 layer by layer
-over DP, TP's collectives with sequence parallelism, DTensor's tensor parallelism waiting for its backward
-collectives), every K-th block's recomputation as that many blocks' (fsdp_recompute_block).
+pipeline or expert parallelism, recomputing nothing, every block, or every K-th block (torchtitan's selective layer
+AC, --recompute-layers K). The step is timed as a layout's (layout_estimate.py: ZeRO-3 layer by layer over DP x CP,
+TP's collectives with sequence parallelism, DTensor's tensor parallelism waiting for its backward collectives, CP's
+as torch's context_parallel runs them: layout_step.cp_calls, --cp-impl torch), every K-th block's recomputation as
+that many blocks' (fsdp_recompute_block).
 """
 
 from __future__ import annotations
@@ -56,12 +60,14 @@ _UNPRICED: dict[str, Callable[[Options], bool]] = {
 }
 FSDP_LAYOUT_NOTE = (
     "per GPU, as PyTorch FSDP holds its tensor-parallel share of the model under torchtitan's plan: weights and "
-    "activations 1/TP, the norm outputs the projections read gathered whole, the logits split over the vocabulary"
+    "activations 1/TP, the norm outputs the projections read gathered whole, the logits split over the vocabulary; "
+    "under CP the rank's s / CP tokens' activations, with the ring attention's buffers, and the states sharded over "
+    "DP x CP"
 )
 
 
 def is_fsdp_layout(o: Options) -> bool:
-    """Whether a layout runs as torchtitan's FSDP with tensor parallelism (--framework fsdp)."""
+    """Whether a layout runs as torchtitan's FSDP with tensor or context parallelism (--framework fsdp)."""
     return o.plan.framework == "fsdp"
 
 
@@ -75,36 +81,48 @@ def check_fsdp_layout(model: ModelSpec, o: Options) -> None:
 def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
     """Why the accounting does not cover the plan (module docstring), naming its flag; None where it does."""
     par, a = o.parallel, model.architecture
-    for flag, degree in (("pp", par.pp), ("cp", par.cp), ("ep", par.ep), ("virtual_stages", par.virtual_stages)):
+    for flag, degree in (("pp", par.pp), ("ep", par.ep), ("virtual_stages", par.virtual_stages)):
         if degree != 1:
             return InputError(
                 flag,
-                f"FSDP with tensor parallelism (--framework fsdp) is costed without pipeline, context or expert "
+                f"FSDP with tensor or context parallelism (--framework fsdp) is costed without pipeline or expert "
                 f"parallelism, not {flag} {degree}: leave --framework out to cost the layout as Megatron-LM runs it",
             )
+    if par.cp > 1 and par.cp_impl not in ("torch", "p2p"):  # the default p2p runs as torch's (prepare.prepare)
+        return InputError(
+            "cp_impl",
+            f"torchtitan's context parallelism is torch's context_parallel (--cp-impl torch, its default), not "
+            f"{par.cp_impl}: leave --cp-impl out, or --framework out to cost Megatron-LM's",
+        )
+    if par.cp > 1 and a is not None and (a.local_attention is not None or a.attention_sinks):
+        return InputError(
+            "cp",
+            f"torch's context_parallel runs SDPA's causal attention, not {model.name}'s windows or sinks: give --cp 1",
+        )
     if a is None or a.moe is not None or a.mla is not None or any(m != "attention" for m in a.mixers):
         return InputError(
             "framework",
-            f"FSDP with tensor parallelism is costed for dense decoders of attention layers (torchtitan's plan for "
+            f"FSDP with tensor or context parallelism is costed for dense decoders of attention layers (torchtitan's "
+            f"plan for "
             f"Llama and Qwen 3), not {model.name}'s experts, latent attention or other mixers: leave --framework out",
         )
     for field, given in _UNPRICED.items():
         if given(o):
             return InputError(
                 field,
-                "not costed with FSDP and tensor parallelism (it would change the memory and not the layout's step, "
-                "or is Megatron-LM's loss): leave it out",
+                "not costed with FSDP and tensor or context parallelism (it would change the memory and not the "
+                "layout's step, or is Megatron-LM's loss): leave it out",
             )
     if o.plan.shard_group is not None:
         return InputError(
             "shard_group",
-            "hybrid sharding with tensor parallelism is not costed (a layout's step shards over all of DP): leave "
-            "--shard-group out",
+            "hybrid sharding with tensor or context parallelism is not costed (a layout's step shards over all of "
+            "DP): leave --shard-group out",
         )
     if o.plan.recompute is not None and o.plan.recompute not in FSDP_LAYOUT_RECOMPUTE:
         return InputError(
             "recompute",
-            f"FSDP with tensor parallelism is costed recomputing nothing or every block (none, full), not "
+            f"FSDP with tensor or context parallelism is costed recomputing nothing or every block (none, full), not "
             f"{o.plan.recompute}",
         )
     return None

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from dpcost.engine.activations import ACT_BYTES
+from dpcost.engine.activations import ACT_BYTES, Kernels
 from dpcost.engine.checkpointing import DEFAULT_MODULES
 from dpcost.engine.collectives import CollectiveTime, fastest
 from dpcost.engine.compute import attention_flops, flops_per_token, layer_mixer_flops, mtp_forward_flops
@@ -495,6 +495,7 @@ def layout_step(
     fp8_output_proj: bool = False,
     moe_host_seconds: float = MOE_LAYER_HOST_SECONDS,
     muon: bool = False,
+    kernels: Kernels | None = None,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -513,7 +514,8 @@ def layout_step(
     split over TP and gathered after the receive, as Megatron-LM ran them before Megatron-Core (layout_step.pp_calls);
     `pp_send_comm` the communicator its sends run on ("group" or "pair"; default layout_step.pp_send_communicator's).
     `grad_reduce`: ZeRO-1's bucket collective where it is not Megatron's reduce-scatter (--grad-reduce);
-    `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel); `loss_impl` the
+    `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel); `kernels` how
+    the memory-bound ops run where not as Megatron's fused kernels (PyTorch FSDP's: eager, or compiled); `loss_impl` the
     last stage's cross-entropy (ops.LOSS_TRAFFIC: vocab-parallel, -fused or -te; --loss-impl);
     `grad_accumulation_fusion` False: each micro-batch's backward adds every weight gradient into its main gradient
     in `grad_dtype` (ops.main_grad_accumulation; --no-gradient-accumulation-fusion).
@@ -583,7 +585,7 @@ def layout_step(
                           mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
                           loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher,
                           fused_grouped_mlp, fp8_output_proj, cp_attention_blocks(layout.cp, cp_impl),
-                          checkpointed[st.index] if block is not None else None)
+                          checkpointed[st.index] if block is not None else None, kernels)
             for st in stages
         ]  # fmt: skip
     else:
@@ -803,14 +805,14 @@ def _stage_by_ops(
     fp8_output_proj: bool = False,
     attention_blocks: int = 1,
     checkpointed: tuple[int, ...] | None = None,
+    kernels: Kernels | None = None,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
-    CP share of the tokens, as Megatron runs them (fused kernels, cuDNN attention unless `attention_kernel` says
-    another, the vocab-parallel loss `loss_impl`), with `main_grad_bytes` the add of the stage's weight gradients
-    into main gradients of that many bytes (ops.main_grad_accumulation); the recomputation re-runs what Megatron's
-    policy drops
-    (ops.recomputed_by_part; selective: `recompute_modules`).
+    CP share of the tokens, as Megatron runs them (fused kernels unless `kernels` says otherwise, cuDNN attention
+    unless `attention_kernel` says another, the vocab-parallel loss `loss_impl`), with `main_grad_bytes` the add of
+    the stage's weight gradients into main gradients of that many bytes (ops.main_grad_accumulation); the
+    recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part; selective: `recompute_modules`).
     `mtp_layers`: MTP modules on the last stage;
     `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
     the first and last decoder layers, by global index, whose matmuls all do (ops.sixteen_bit_layer);
@@ -827,6 +829,7 @@ def _stage_by_ops(
     tokens = micro_batch * seq_len // layout.cp
     gemm_bytes, cast = matmul_operands(gpu.arch, compute_dtype)
     attention = attention_kernel or fw.attention_kernel
+    kernels = kernels or fw.kernels
 
     def timed(ops: list[Op]) -> OpTimes:
         return times(
@@ -839,13 +842,14 @@ def _stage_by_ops(
     ) -> tuple[float, float, float]:
         key = (gpu, moe, mixer, local, mlp, sixteen, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
                layout.cp, sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
-               sixteen_bit_efficiency, attention, ep_dispatcher, fused_grouped_mlp, attention_blocks)  # fmt: skip
+               sixteen_bit_efficiency, attention, ep_dispatcher, fused_grouped_mlp, attention_blocks,
+               kernels)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
         view = a.attention_of(mixer)
         built = layer_ops(
-            view, moe, tokens, seq_len, fw.kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp, sixteen,
+            view, moe, tokens, seq_len, kernels, gemm_bytes, flash, layout.ep, cast, local, mixer, mlp, sixteen,
             dispatcher=ep_dispatcher, fused_grouped_mlp=fused_grouped_mlp, cp=attention_blocks,
         )  # fmt: skip
         ops = tensor_parallel(built, layout.tp, sequence_parallel)
@@ -880,11 +884,11 @@ def _stage_by_ops(
             by_kind[kind][2] for i, kind in zip(stage.layer_indices, kinds[:decoder], strict=True) if i in rerun
         )
     head = output_head_operands(fp8_output_proj, gemm_bytes, cast)
-    outside = model_ops(a, tokens, fw.kernels, loss_impl, head) if stage.index == 0 or last else []
+    outside = model_ops(a, tokens, kernels, loss_impl, head) if stage.index == 0 or last else []
     ends = [op for op in outside if (op.module == "embedding" and stage.index == 0)
             or (op.module != "embedding" and last)]  # fmt: skip
     if last and mtp_layers:
-        ends += mtp_ops(a, tokens, fw.kernels, loss_impl, head) * mtp_layers
+        ends += mtp_ops(a, tokens, kernels, loss_impl, head) * mtp_layers
     if main_grad_bytes is not None:  # the stage's weights on this GPU, after TP's split
         ends.append(main_grad_accumulation(stage.dense_params + stage.expert_params, main_grad_bytes))
     if ends:

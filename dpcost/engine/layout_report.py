@@ -349,6 +349,12 @@ def _check_layout_plan(model: ModelSpec, o: Options, seq_len: int) -> None:
             "sequence_parallel",
             "Megatron-Core trains MoE layers with TP above 1 only with sequence parallelism (moe_layer.py): add it",
         )
+    if cp > 1 and o.parallel.cp_impl == "torch" and not is_fsdp_layout(o):
+        raise InputError(
+            "cp_impl",
+            "torch's context_parallel is torchtitan's, costed with --framework fsdp; a Megatron-LM layout runs p2p, "
+            "all_gather or a2a",
+        )
     if cp > 1 and o.parallel.cp_impl == "a2a":
         # Transformer Engine's AttnFuncWithCPAndQKVOA2A asserts num_heads % cp_size == 0 for Q, K and V, the heads
         # of one TP rank (context_parallel.py at d0067d0da)
@@ -638,7 +644,9 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         zero=stage,
         dp_overlap=o.communication.overlap_comm is not False,
         grad_reduce=grad_reduce_op(o),
-        attention_kernel=o.compute.attention_kernel,
+        # PyTorch FSDP's layers run as the framework's (SDPA's FlashAttention-2, eager or compiled ops), not Megatron's
+        attention_kernel=p.attention_kernel if is_fsdp_layout(o) else o.compute.attention_kernel,
+        kernels=p.kernels if is_fsdp_layout(o) else None,
         overlap_slowdown=o.compute.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
         compute_model=compute_model,

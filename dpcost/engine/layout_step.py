@@ -397,7 +397,10 @@ def cp_calls(
     `attention_recomputed`: each layer's core attention runs its forward again in the backward, its exchange with it
     (full recomputation, or selective with core_attn: Megatron-Core's attention.py checkpoint_core_attention reruns
     Transformer Engine's attention, CP's calls included). `impl` a2a: the heads' all-to-alls instead
-    (cp_all_to_alls). `recomputed_layers`: those whose attention reruns where not all (--recompute-block)."""
+    (cp_all_to_alls); torch: torch's context_parallel with the allgather rotater, as torchtitan runs it (torch
+    2.14.1 _context_parallel/_attention.py: each forward all-gathers K and V once, each backward again, and passes
+    the K and V gradients to the next rank in fp32 at every one of its CP steps, _AllToAllRotater's
+    permute_tensor). `recomputed_layers`: those whose attention reruns where not all (--recompute-block)."""
     if layout.cp == 1:
         return []
     layers = max(len(kinds) for kinds in _kinds(arch, layout.pp, stages))
@@ -410,6 +413,24 @@ def cp_calls(
     else:
         per_token = arch.n_kv_heads / min(layout.tp, arch.n_kv_heads) * (arch.d_head + arch.d_value)
     chunk = micro_batch * (seq_len / layout.cp) * per_token * act_bytes
+    if impl == "torch":
+        whole = chunk * layout.cp
+        return [
+            LayoutCall("cp", "K and V gathered", "all_gather", whole, "cp", layers + again, True, attention_share),
+            LayoutCall(
+                "cp", "K and V gathered again, backward", "all_gather", whole, "cp", layers, True, attention_share
+            ),
+            LayoutCall(
+                "cp",
+                "K and V gradients round the ring in fp32, backward",
+                "send_recv",
+                chunk * 4 / act_bytes,
+                "cp-ring",
+                layout.cp * layers,
+                True,
+                attention_share,
+            ),
+        ]
     if impl == "all_gather":
         return [
             LayoutCall(

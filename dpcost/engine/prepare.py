@@ -9,7 +9,7 @@ from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, get_args
 
-from dpcost.engine.activations import Kernels, routed_copies
+from dpcost.engine.activations import Kernels, ring_attention_backward_bytes, routed_copies
 from dpcost.engine.checkpointing import DEFAULT_MODULES, DROPPED_MODULES, Activations, activation_memory, takes_policy
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
 from dpcost.engine.frameworks import FRAMEWORKS, MEGATRON_FSDP, Framework, megatron_count_bucket
@@ -129,8 +129,11 @@ class Prepared:
 
     @property
     def shard_ranks(self) -> int:
-        """The GPUs ZeRO shards the model states over: --shard-group under hybrid sharding, else all of DP."""
-        return min(self.o.plan.shard_group or self.o.dp, self.o.dp)
+        """The GPUs ZeRO shards the model states over: --shard-group under hybrid sharding, else all of DP, and
+        under PyTorch FSDP with CP all of DP x CP (torchtitan's dp_shard_cp mesh: parallel_dims.py, the FSDP mesh
+        flattened from dp_shard and cp)."""
+        ranks = self.o.dp * self.context_parallel_ranks
+        return min(self.o.plan.shard_group or ranks, ranks)
 
     def stages(self) -> tuple[int, ...]:
         """The ZeRO stages the framework runs."""
@@ -164,6 +167,13 @@ class Prepared:
         (torchtitan's FSDP2 with tensor parallelism: params.tensor_parallel_parameters, activations'
         tensor_parallel_share), 1 for every other plan (a Megatron layout's memory is layout_memory.py's)."""
         return self.o.parallel.tp if self.schedule == "fsdp" else 1
+
+    @property
+    def context_parallel_ranks(self) -> int:
+        """The ranks the per-GPU memory splits the sequence over: CP under PyTorch FSDP (torchtitan's
+        context_parallel: each rank keeps its s / CP tokens' activations and loss, and the ring's working buffers,
+        activations.ring_attention_backward_bytes), 1 for every other plan."""
+        return self.o.parallel.cp if self.schedule == "fsdp" else 1
 
     @property
     def loss_impl(self) -> str:
@@ -652,6 +662,10 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
             "parallel": o.parallel.model_copy(update={"sequence_parallel": True, "tp_backward_async": False}),
             "compute": o.compute.model_copy(update={"loss_impl": "loss-parallel" if loss == "upcast" else loss}),
         })  # fmt: skip
+    if o.plan.framework == "fsdp" and o.parallel.cp > 1 and o.parallel.cp_impl == "p2p":
+        # torchtitan's context parallelism is torch's context_parallel (fsdp_layout.py), in place of the default
+        # exchange, Megatron-Core's ring
+        o = o.model_copy(update={"parallel": o.parallel.model_copy(update={"cp_impl": "torch"})})
     counts = count_params(model)
     fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
     check_grad_reduce(o, fw)
@@ -1087,7 +1101,8 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     o, a = p.o, model.architecture
     if a is None:
         return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    s, flash, kernels = p.seq_len, o.compute.flash_attention, p.kernels
+    cp = p.context_parallel_ranks
+    s, flash, kernels = p.seq_len // cp, o.compute.flash_attention, p.kernels  # the rank's tokens under CP
     plan = o.plan
     modules = frozenset(plan.recompute_modules)
     autocast, repeat_kv, softmax_fp32 = p.recipe.autocast, o.compute.repeat_kv, o.compute.unfused_softmax_fp32
@@ -1104,7 +1119,7 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     act, loss = known[key]
     kept = act.kept + loss.kept
     loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
-    layer_backward = act.recompute + act.gradients
+    layer_backward = act.recompute + act.gradients + s * ring_attention_backward_bytes(a, cp, tp)
     if p.schedule == "megatron" and o.compute.compute_dtype in QUANTIZED_WEIGHTS:
         saved, rerun_saved = _low_precision_saved_inputs(a, o, recompute, s)
         kept -= saved

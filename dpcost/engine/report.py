@@ -457,7 +457,10 @@ class LayoutReport(Contract):
     pp_send_comm: str = Field(
         "pair", description="the communicator the pipeline's send/recv run on: group (the PP group's) or pair"
     )
-    cp_impl: str = Field(description="p2p (ring attention), all_gather or a2a (DeepSpeed-Ulysses' all-to-alls)")
+    cp_impl: str = Field(
+        description="p2p (ring attention), all_gather, a2a (DeepSpeed-Ulysses' all-to-alls) or torch (torch's "
+        "context_parallel, as torchtitan runs it)"
+    )
     bubble_seconds: float = Field(description="the pipeline's idle time per step: (PP - 1) / V micro-batch slots")
     paced_stage: int = Field(description="the stage with the most compute, which sets the pipeline's pace")
     memory_stage: int = Field(description="the stage with the most memory per GPU, which the memory rows show")

@@ -304,7 +304,7 @@ def _is_layout(values: dict[str, Any]) -> bool:
 
 
 def _fsdp_layout_refusal(values: dict[str, Any], dp: int | None, spec: ModelSpec | None) -> str | None:
-    """What keeps FSDP with tensor parallelism (fsdp_layout.fsdp_layout_refusal) from costing the file's layout, or
+    """What keeps FSDP with TP or CP (fsdp_layout.fsdp_layout_refusal) from costing the file's layout, or
     None; a plan whose model is not known here, or that the options refuse, is left to Megatron-LM's costing."""
     from pydantic import ValidationError
 
@@ -406,11 +406,11 @@ def apply(
             values.pop(name, None)
         why = "not read by a TP/CP/PP/EP layout, costed as Megatron-LM runs it"
         if refusal is not None:
-            why = f"{why} (FSDP with tensor parallelism is not costed with {refusal})"
+            why = f"{why} (FSDP with tensor or context parallelism is not costed with {refusal})"
         settings = [Setting(s.key, s.value, "", why, s.option) if s.option in unread else s for s in settings]
         if read:
-            tp = values.get("tp")
-            how = f"FSDP2 over TP {tp}'s shards (apply_tp, then apply_fsdp): costed as --framework fsdp --tp {tp}"
+            degrees = " ".join(f"--{d} {values[d]}" for d in ("tp", "cp") if _whole_or(values.get(d, 1), 1) > 1)
+            how = f"FSDP2 over the TP and CP ranks' shares (apply_tp, apply_fsdp): costed as --framework fsdp {degrees}"
             settings = [
                 Setting(s.key, s.value, s.became, how, s.option) if s.option == "framework" else s for s in settings
             ]

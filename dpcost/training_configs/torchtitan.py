@@ -73,6 +73,11 @@ PARALLEL_UNPRICED: dict[str, tuple[str, Callable[[Any], bool], str]] = {
         lambda v: v == "deepep",
         "not priced: DeepEP's dispatch kernels; dpcost prices torchtitan's standard all-to-all",
     ),
+    "context_parallel_rotate_method": (
+        "cp",
+        lambda v: str(v).lower() == "alltoall",
+        "not priced: K and V passed round the ring by all-to-all; costed as the allgather rotater (--cp-impl torch)",
+    ),
 }
 LINEAR_CONVERTERS = {"float8": "float8", "quantize.linear.float8": "float8", "mx": "mx", "quantize.linear.mx": "mx"}
 SCHEDULES = ("1f1b", "gpipe")  # one stage per rank; the interleaved and zero-bubble schedules are not read
@@ -317,6 +322,9 @@ def parallelism(
     elif degrees["pp"] > 1:
         default = "" if "pipeline_parallel_schedule" in parallel else "torchtitan's default"
         r.use(key_label("pipeline_parallel_schedule"), schedule, "pp_schedule", schedule.lower(), default)
+    rotate = parallel.get("context_parallel_rotate_method")
+    if degrees["cp"] > 1 and str(rotate).lower() == "allgather":
+        r.note(key_label("context_parallel_rotate_method"), rotate, "", "torch's allgather rotater: --cp-impl torch")
     if "enable_async_tensor_parallel" in parallel:
         value = switch(r, key_label("enable_async_tensor_parallel"), parallel["enable_async_tensor_parallel"])
         r.use(key_label("enable_async_tensor_parallel"), value, "tp_comm_overlap", value)
