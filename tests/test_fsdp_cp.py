@@ -52,6 +52,19 @@ def test_cp_s_calls_are_torch_s_allgather_ring() -> None:
     assert calls["K and V gradients round the ring in fp32, backward"] == ("send_recv", 32_768 * 2048 * 4, 256)
 
 
+def test_per_op_sac_keeps_the_ring_s_output_and_its_tokens_activations() -> None:
+    """torchtitan's per-op SAC saves SDPA's output (_save_list: aten._scaled_dot_product_flash_attention, the op the
+    ring attention runs as), so the recomputation runs no ring: the forward's K and V gathers are the 32 layers'
+    alone, as without recomputation; and each rank keeps what DP keeps of its 8,192 tokens."""
+    op = report(*CP, "--dp", "2", "--cp", "4", "--seq-len", "32768", "--recompute", "op")
+    dp = report(*CP, "--dp", "8", "--seq-len", "8192", "--recompute", "op")
+    calls = {c["purpose"]: c["calls_per_micro_batch"] for c in op["layout"]["calls"]}
+    assert calls["K and V gathered"] == 32
+    with_cp = next(r for r in op["memory"]["stages"] if r["stage"] == 3)
+    without = next(r for r in dp["memory"]["stages"] if r["stage"] == 3)
+    assert with_cp["activations_bytes"] == without["activations_bytes"]
+
+
 def test_fsdp_layouts_run_the_framework_s_attention_kernel() -> None:
     """torchtitan's attention is PyTorch's SDPA (FlashAttention-2 on Hopper: frameworks.py), not Megatron's cuDNN:
     the step is --attention-kernel flash2's, and not cudnn's."""

@@ -38,15 +38,14 @@ from dpcost.specs import ModelSpec, TopologySpec
 __all__ = [
     "FSDP_LAYOUT_NOTE",
     "FSDP_LAYOUT_READS",
-    "FSDP_LAYOUT_RECOMPUTE",
     "check_fsdp_layout",
     "fsdp_layout_memory",
+    "fsdp_layout_recomputes",
     "fsdp_layout_refusal",
     "fsdp_recompute_block",
     "is_fsdp_layout",
 ]
 
-FSDP_LAYOUT_RECOMPUTE = ("none", "full")  # the policies both the memory and a layout's step cost
 # Of the flags a Megatron layout does not read (layout_report.LAYOUT_IGNORES), those FSDP's memory reads: how the
 # layers run and keep their tensors, and the loss
 FSDP_LAYOUT_READS = ("--compile", "--no-repeat-kv", "--loss-impl", "--recompute-layers")
@@ -64,6 +63,14 @@ FSDP_LAYOUT_NOTE = (
     "under CP the rank's s / CP tokens' activations, with the ring attention's buffers, and the states sharded over "
     "DP x CP"
 )
+
+
+def fsdp_layout_recomputes(o: Options) -> tuple[str, ...]:
+    """The policies both FSDP's memory and a layout's step cost, fastest first: none, torchtitan's per-op SAC without
+    TP (its saved SDPA output keeps CP's ring from running again: checkpointing.py "op"), and full. Per-op SAC under
+    TP is not: it would gather the sequence-parallel inputs again and keep the row-parallel matmuls' outputs before
+    their reduce-scatter, whole."""
+    return ("none", "op", "full") if o.parallel.tp == 1 else ("none", "full")
 
 
 def is_fsdp_layout(o: Options) -> bool:
@@ -119,11 +126,12 @@ def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
             "hybrid sharding with tensor or context parallelism is not costed (a layout's step shards over all of "
             "DP): leave --shard-group out",
         )
-    if o.plan.recompute is not None and o.plan.recompute not in FSDP_LAYOUT_RECOMPUTE:
+    runs = fsdp_layout_recomputes(o)
+    if o.plan.recompute is not None and o.plan.recompute not in runs:
         return InputError(
             "recompute",
-            f"FSDP with tensor or context parallelism is costed recomputing nothing or every block (none, full), not "
-            f"{o.plan.recompute}",
+            f"FSDP with {'tensor' if o.parallel.tp > 1 else 'context'} parallelism is costed with recompute "
+            f"{', '.join(runs)}, not {o.plan.recompute}",
         )
     return None
 
