@@ -17,14 +17,17 @@ CP = ["estimate", "--model", "llama-8b", "--framework", "fsdp", "--micro-batch",
 
 
 def test_the_ring_s_backward_buffers_are_torch_s() -> None:
-    """Per local token of Llama 3.1 8B at CP 8: fp32 accumulators for dq, dk, dv (4 x 4,096 + 4 x 2,048), the fp32
-    K and V gradients sent and received round the ring (8 x 2,048), and every rank's K and V gathered in bf16
-    (2 x 8 x 2,048): 73,728 bytes; nothing without CP; at TP 2 each rank's half of the heads."""
+    """Per local token of Llama 3.1 8B at CP 8, at a load-balanced step's exchange: the fp32 query-gradient
+    accumulator (4 x 4,096), four fp32 K and V gradients (the received one, _partial_update's, the cat and the
+    rotater's output: 16 x 2,048), the step's K and V concatenated in bf16 (2 x 2,048) and every rank's K and V
+    gathered in bf16 (2 x 8 x 2,048): 86,016 bytes; nothing without CP; at TP 2 each rank's half of the heads; with
+    K and V copied out to the 32 query heads (repeat_kv), 8,192 wide where 2,048."""
     a = load_model("llama-8b").architecture
     assert a is not None
-    assert ring_attention_backward_bytes(a, 8) == 4 * 4096 + 4 * 2048 + 8 * 2048 + 2 * 8 * 2048 == 73_728
+    assert ring_attention_backward_bytes(a, 8) == 4 * 4096 + 16 * 2048 + 2 * 2048 + 2 * 8 * 2048 == 86_016
     assert ring_attention_backward_bytes(a, 1) == 0
-    assert ring_attention_backward_bytes(a, 8, tp=2) == 73_728 / 2
+    assert ring_attention_backward_bytes(a, 8, tp=2) == 86_016 / 2
+    assert ring_attention_backward_bytes(a, 8, repeated_kv=True) == 4 * 4096 + (18 + 16) * 8192
 
 
 def test_fsdp_shards_over_dp_times_cp_and_each_rank_keeps_its_tokens() -> None:
@@ -40,16 +43,19 @@ def test_fsdp_shards_over_dp_times_cp_and_each_rank_keeps_its_tokens() -> None:
     assert cp["setup"]["framework"] == "fsdp" and cp["layout"]["cp_impl"] == "torch"
 
 
-def test_cp_s_calls_are_torch_s_allgather_ring() -> None:
+@pytest.mark.parametrize(("flag", "kv_heads"), [("--no-repeat-kv", 8), ("--repeat-kv", 32)])
+def test_cp_s_calls_are_torch_s_allgather_ring(flag: str, kv_heads: int) -> None:
     """At 262,144 tokens over CP 8 with full recomputation, every one of the 32 layers gathers the whole sequence's
-    K and V (262,144 x 2 x 1,024 x 2 bytes) in its forward and its recomputation (64 calls a micro-batch) and again
-    in its backward (32), and passes its 32,768 tokens' K and V gradients in fp32 (32,768 x 2,048 x 4 bytes) to the
-    next rank at each of its 8 steps (256)."""
-    doc = report(*CP, "--dp", "1", "--cp", "8", "--seq-len", "262144")
+    K and V (262,144 x 2 x heads x 128 x 2 bytes) in its forward and its recomputation (64 calls a micro-batch) and
+    again in its backward (32), and passes its 32,768 tokens' K and V gradients in fp32 (32,768 x 2 x heads x 128 x
+    4 bytes) to the next rank at each of its 8 steps (256); the heads are the 8 KV heads, or the 32 query heads
+    where the model copies K and V out to them before SDPA (torchtitan's repeat_kv at 9dec370)."""
+    doc = report(*CP, "--dp", "1", "--cp", "8", "--seq-len", "262144", flag)
     calls = {c["purpose"]: (c["op"], c["message_bytes"], c["calls_per_micro_batch"]) for c in doc["layout"]["calls"]}
-    assert calls["K and V gathered"] == ("all_gather", 262_144 * 2 * 1024 * 2, 64)
-    assert calls["K and V gathered again, backward"] == ("all_gather", 262_144 * 2 * 1024 * 2, 32)
-    assert calls["K and V gradients round the ring in fp32, backward"] == ("send_recv", 32_768 * 2048 * 4, 256)
+    width = 2 * kv_heads * 128
+    assert calls["K and V gathered"] == ("all_gather", 262_144 * width * 2, 64)
+    assert calls["K and V gathered again, backward"] == ("all_gather", 262_144 * width * 2, 32)
+    assert calls["K and V gradients round the ring in fp32, backward"] == ("send_recv", 32_768 * width * 4, 256)
 
 
 def test_per_op_sac_keeps_the_ring_s_output_and_its_tokens_activations() -> None:

@@ -208,21 +208,26 @@ def tensor_parallel_share(layer: LayerTensors, tp: int) -> LayerTensors:
     return LayerTensors(shared, layer.kernels, layer.hidden / tp)
 
 
-def ring_attention_backward_bytes(a: ModelArchitecture, cp: int, tp: int = 1) -> float:
-    """Bytes per local token one attention layer's backward holds, beyond the bf16 gradients a flash attention's
-    backward returns, under torch's context_parallel with the allgather rotater torchtitan runs by default (torch
-    2.14.1 distributed/tensor/experimental/_context_parallel/_attention.py, _templated_ring_attention_backward):
-    - the query, key and value gradients accumulated in fp32 (convert_to_f32): 4 q + 4 kv;
-    - the key and value gradients passed round the ring in fp32, next_grad_kv's cat and the all-to-all rotater's
-      received buffer: 8 kv;
+def ring_attention_backward_bytes(a: ModelArchitecture, cp: int, tp: int = 1, repeated_kv: bool = False) -> float:
+    """Bytes per local token one attention layer's backward holds at its peak, beyond the bf16 gradients a flash
+    attention's backward returns, under torch's context_parallel with the allgather rotater and head-tail load
+    balancing, torchtitan's defaults (torch 2.14.1 distributed/tensor/experimental/_context_parallel/_attention.py,
+    _templated_ring_attention_backward), at a balanced step's exchange of a rank past the first:
+    - the query gradient accumulated in fp32 (convert_to_f32): 4 q;
+    - four fp32 key and value gradients alive together: the one received from the last step, _partial_update's
+      new one, next_grad_kv's cat and the all-to-all rotater's output: 16 kv;
+    - the step's keys and values concatenated in bf16 to send (next_kv): 2 kv;
     - the keys and values of all `cp` ranks, all-gathered in bf16: 2 cp kv.
-    q and kv are the widths of the rank's query heads and of its keys and values together."""
+    q and kv are the widths of the rank's query heads and of its keys and values together, the latter copied out to
+    every query head where the model repeats them before SDPA (`repeated_kv`: torchtitan's repeat_kv before v0.2,
+    its enable_gqa after)."""
     if cp == 1:
         return 0.0
     view = a.attention_of(next((m for m in a.mixers if "attention" in m), "attention"))
     query = view.heads * view.d_head / tp
-    key_value = view.n_kv_heads * (view.d_head + view.d_value) / min(tp, view.n_kv_heads)
-    return 4 * query + (12 + ACT_BYTES * cp) * key_value
+    kv_heads = view.heads / tp if repeated_kv else view.n_kv_heads / min(tp, view.n_kv_heads)
+    key_value = kv_heads * (view.d_head + view.d_value)
+    return 4 * query + (18 + ACT_BYTES * cp) * key_value
 
 
 def norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:

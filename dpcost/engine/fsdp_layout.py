@@ -2,7 +2,9 @@
 
 torchtitan applies tensor parallelism first and shards each rank's DTensor shards with FSDP2 over the data-parallel
 mesh, which context parallelism joins (models/llama3/infra/parallelize.py: apply_tp, then apply_fsdp over
-dp_shard x cp; the attention runs under torch's context_parallel). Each GPU therefore holds what a pure
+dp_shard x cp; the attention runs torch's ring attention: under torch's context_parallel at 9dec370, through
+_ContextParallel hooks on the attention module at v0.2.2, the same ring code; torchtitan's own local_map all-gather
+since, which is not costed here). Each GPU therefore holds what a pure
 data-parallel FSDP plan holds (memory.py, prepare.StageMemories, with every accounting of the framework's: mixed
 precision, units gathered one block at a time, the caching allocator's fragmentation), of its tensor-parallel
 share of the model and its share of the sequence:
@@ -104,7 +106,8 @@ def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
     if par.cp > 1 and a is not None and (a.local_attention is not None or a.attention_sinks):
         return InputError(
             "cp",
-            f"torch's context_parallel runs SDPA's causal attention, not {model.name}'s windows or sinks: give --cp 1",
+            f"torch's ring attention takes SDPA's causal mask alone, not {model.name}'s windows or sinks "
+            "(FlexAttention's block masks under CP are not costed): give --cp 1",
         )
     if a is None or a.moe is not None or a.mla is not None or any(m != "attention" for m in a.mixers):
         return InputError(

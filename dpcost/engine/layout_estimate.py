@@ -496,6 +496,7 @@ def layout_step(
     moe_host_seconds: float = MOE_LAYER_HOST_SECONDS,
     muon: bool = False,
     kernels: Kernels | None = None,
+    repeated_kv: bool = False,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -515,7 +516,9 @@ def layout_step(
     `pp_send_comm` the communicator its sends run on ("group" or "pair"; default layout_step.pp_send_communicator's).
     `grad_reduce`: ZeRO-1's bucket collective where it is not Megatron's reduce-scatter (--grad-reduce);
     `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel); `kernels` how
-    the memory-bound ops run where not as Megatron's fused kernels (PyTorch FSDP's: eager, or compiled); `loss_impl` the
+    the memory-bound ops run where not as Megatron's fused kernels (PyTorch FSDP's: eager, or compiled);
+    `repeated_kv` K and V copied out to every query head before attention, as CP's torch exchange then sends them
+    (layout_step.cp_calls); `loss_impl` the
     last stage's cross-entropy (ops.LOSS_TRAFFIC: vocab-parallel, -fused or -te; --loss-impl);
     `grad_accumulation_fusion` False: each micro-batch's backward adds every weight gradient into its main gradient
     in `grad_dtype` (ops.main_grad_accumulation; --no-gradient-accumulation-fusion).
@@ -612,6 +615,7 @@ def layout_step(
         ep_node_limit=ep_node_limit,
         ep_dispatcher=ep_dispatcher,
         cp_impl=cp_impl,
+        repeated_kv=repeated_kv,
         attention_share=attention_share,
         virtual_stages=virtual_stages,
         stages=kinds,

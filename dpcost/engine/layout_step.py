@@ -390,6 +390,7 @@ def cp_calls(
     stages: StageKinds | None = None,
     attention_recomputed: bool = False,
     recomputed_layers: int | None = None,
+    repeated_kv: bool = False,
 ) -> list[LayoutCall]:
     """Context parallelism's K/V exchange per micro-batch on the most loaded stage (module docstring), hidden
     behind the attention it feeds. K and V as attention holds them per TP rank: its KV heads' keys and values, or
@@ -400,7 +401,8 @@ def cp_calls(
     (cp_all_to_alls); torch: torch's context_parallel with the allgather rotater, as torchtitan runs it (torch
     2.14.1 _context_parallel/_attention.py: each forward all-gathers K and V once, each backward again, and passes
     the K and V gradients to the next rank in fp32 at every one of its CP steps, _AllToAllRotater's
-    permute_tensor). `recomputed_layers`: those whose attention reruns where not all (--recompute-block)."""
+    permute_tensor), its K and V copied out to every query head where the model repeats them before SDPA
+    (`repeated_kv`). `recomputed_layers`: those whose attention reruns where not all (--recompute-block)."""
     if layout.cp == 1:
         return []
     layers = max(len(kinds) for kinds in _kinds(arch, layout.pp, stages))
@@ -410,6 +412,8 @@ def cp_calls(
     if arch.mla is not None:
         m = arch.mla
         per_token = arch.heads / layout.tp * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    elif impl == "torch" and repeated_kv:
+        per_token = arch.heads / layout.tp * (arch.d_head + arch.d_value)
     else:
         per_token = arch.n_kv_heads / min(layout.tp, arch.n_kv_heads) * (arch.d_head + arch.d_value)
     chunk = micro_batch * (seq_len / layout.cp) * per_token * act_bytes
@@ -663,6 +667,7 @@ def layout_calls(
     tp_pairs: int | None = None,
     attention_recomputed: bool = False,
     recomputed: tuple[int, int, int] | None = None,
+    repeated_kv: bool = False,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -670,7 +675,8 @@ def layout_calls(
     (stage_kinds; default the even split of stage_layer_counts, without MTP); `tp_pairs` the TP pairs of the stage
     with the most layers (stage_tp_pairs, from the same split as `stages`; default the even split's).
     `attention_recomputed`: core attention reruns in the backward, CP's exchange with it (cp_calls). `recomputed`:
-    where full recomputation re-runs some layers alone (--recompute-block), recomputed_calls' counts."""
+    where full recomputation re-runs some layers alone (--recompute-block), recomputed_calls' counts. `repeated_kv`:
+    torch's context_parallel exchanges K and V copied out to every query head (cp_calls)."""
     stages = _kinds(arch, layout.pp, stages)
     again_pairs, again_moe, again_layers = recomputed if recomputed is not None else (None, None, None)
     pipeline = pp_calls(
@@ -708,6 +714,7 @@ def layout_calls(
             stages,
             attention_recomputed,
             again_layers,
+            repeated_kv,
         ),
         *pipeline,
         *experts,

@@ -1119,7 +1119,7 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     act, loss = known[key]
     kept = act.kept + loss.kept
     loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
-    layer_backward = act.recompute + act.gradients + s * ring_attention_backward_bytes(a, cp, tp)
+    layer_backward = act.recompute + act.gradients + s * ring_attention_backward_bytes(a, cp, tp, repeat_kv)
     if p.schedule == "megatron" and o.compute.compute_dtype in QUANTIZED_WEIGHTS:
         saved, rerun_saved = _low_precision_saved_inputs(a, o, recompute, s)
         kept -= saved

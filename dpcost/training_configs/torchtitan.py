@@ -76,7 +76,8 @@ PARALLEL_UNPRICED: dict[str, tuple[str, Callable[[Any], bool], str]] = {
     "context_parallel_rotate_method": (
         "cp",
         lambda v: str(v).lower() == "alltoall",
-        "not priced: K and V passed round the ring by all-to-all; costed as the allgather rotater (--cp-impl torch)",
+        "not priced: costed as the allgather rotater (--cp-impl torch), which training runs at v0.2.2 whatever this "
+        "says (only validation sets it); at 9dec370 it passed K and V round the ring by all-to-all",
     ),
 }
 LINEAR_CONVERTERS = {"float8": "float8", "quantize.linear.float8": "float8", "mx": "mx", "quantize.linear.mx": "mx"}
