@@ -78,6 +78,18 @@ def test_fsdp_with_tp_costs_each_gpu_s_share_as_torchtitan_runs_it() -> None:
     assert r["warnings"] == [] and "layer by layer (PyTorch FSDP)" in r["communication"]["frequency"]
 
 
+def test_torch_s_async_tp_is_costed_as_waited_and_said_so() -> None:
+    """Under FSDP --tp-comm-overlap is torch's async TP (torchtitan's enable_async_tensor_parallel), not Transformer
+    Engine's userbuffers: its step is costed as without it, the report says the TP calls are not overlapped, and a
+    warning names the flag."""
+    base = [*QWEN3_32B_TP8]
+    plain, overlapped = report(*base), report(*base, "--tp-comm-overlap")
+    assert overlapped["time"]["step_seconds"] == plain["time"]["step_seconds"]
+    assert overlapped["layout"]["tp_comm_overlap"] is False
+    assert [w["code"] for w in overlapped["warnings"]] == ["ignored-flags"]
+    assert "--tp-comm-overlap" in overlapped["warnings"][0]["message"]
+
+
 def test_every_kth_block_recomputed_is_l_over_k_blocks_of_the_backward() -> None:
     """torchtitan's selective layer AC (activation_checkpoint.py at v0.2.2: a block counted from 1 is checkpointed
     when its count is a multiple of selective_ac_option K) recomputes 80 // 3 = 26 of Llama 3 70B's 80 blocks: the
