@@ -4,10 +4,10 @@ torchtitan applies tensor parallelism first and shards each rank's DTensor shard
 mesh, which context parallelism joins (models/llama3/infra/parallelize.py: apply_tp, then apply_fsdp over
 dp_shard x cp; the attention runs torch's ring attention: under torch's context_parallel at 9dec370, through
 _ContextParallel hooks on the attention module at v0.2.2, the same ring code; torchtitan's own local_map all-gather
-since, which is not costed here). Each GPU therefore holds what a pure
-data-parallel FSDP plan holds (memory.py, prepare.StageMemories, with every accounting of the framework's: mixed
-precision, units gathered one block at a time, the caching allocator's fragmentation), of its tensor-parallel
-share of the model and its share of the sequence:
+since, which is not costed here). Each GPU therefore holds what a pure data-parallel FSDP plan holds (memory.py,
+prepare.StageMemories, with every accounting of the framework's: mixed precision, units gathered one block at a
+time, the caching allocator's fragmentation), of its tensor-parallel share of the model and its share of the
+sequence:
 - weights, gradients and optimizer states: the parameters one TP rank holds (params.tensor_parallel_parameters),
   sharded over DP x CP (Prepared.shard_ranks);
 - the units FSDP gathers, the blocks and the layers: their TP shares;
@@ -17,10 +17,11 @@ share of the model and its share of the sequence:
   queries, keys, values and output), with the ring's working buffers in each layer's backward
   (activations.ring_attention_backward_bytes).
 What it covers: dense decoders of attention layers (apply_tp's plan for Llama, Qwen 3 and their like) without
-pipeline or expert parallelism, recomputing nothing, every block, or every K-th block (torchtitan's selective layer
-AC, --recompute-layers K). The step is timed as a layout's (layout_estimate.py: ZeRO-3 layer by layer over DP x CP,
-TP's collectives with sequence parallelism, DTensor's tensor parallelism waiting for its backward collectives, CP's
-as torch's context_parallel runs them: layout_step.cp_calls, --cp-impl torch), every K-th block's recomputation as
+pipeline or expert parallelism, recomputing nothing, every block, every K-th block (torchtitan's selective layer AC,
+--recompute-layers K) or, without TP, by torchtitan's per-op SAC (fsdp_layout_recomputes). The step is timed as a
+layout's (layout_estimate.py: ZeRO-3 layer by layer over DP x CP, TP's collectives with sequence parallelism,
+DTensor's tensor parallelism waiting for its backward collectives, CP's as torch's context_parallel runs them:
+layout_step.cp_calls, --cp-impl torch; the layers as the framework runs them), every K-th block's recomputation as
 that many blocks' (fsdp_recompute_block).
 """
 
@@ -113,8 +114,8 @@ def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
         return InputError(
             "framework",
             f"FSDP with tensor or context parallelism is costed for dense decoders of attention layers (torchtitan's "
-            f"plan for "
-            f"Llama and Qwen 3), not {model.name}'s experts, latent attention or other mixers: leave --framework out",
+            f"plan for Llama and Qwen 3), not {model.name}'s experts, latent attention or other mixers: leave "
+            "--framework out",
         )
     for field, given in _UNPRICED.items():
         if given(o):

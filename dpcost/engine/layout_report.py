@@ -686,8 +686,8 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         p,
         mode="train",
         zero_stage=stage,
-        zero_stage_chosen=o.plan.zero is None
-        and not is_fsdp_layout(o),  # FSDP's FULL_SHARD is its default, not a choice
+        # FSDP's FULL_SHARD is its default, not a choice
+        zero_stage_chosen=o.plan.zero is None and not is_fsdp_layout(o),
         overlap_slowdown=r.overlap_slowdown,
         grad_dtype=_layout_grad_dtype(o, stage),
         micro_batch=p.micro_batch,

@@ -74,7 +74,7 @@ class TrainingConfig:
     # (key, first stage's layers short, last stage's short, layers per stage or None): torchtitan's pipeline split,
     # once the model is known
     pp_split: tuple[str, int, int, int | None] | None = None
-    # the framework's FSDP shards the tensor-parallel ranks' shares (torchtitan: apply_tp, then apply_fsdp): a layout
+    # the framework's FSDP shards the TP ranks' shares over DP x CP (torchtitan: apply_tp, then apply_fsdp): a layout
     # is costed as --framework fsdp where that accounting covers it (_fsdp_layout_refusal), else as Megatron-LM runs it
     fsdp_layouts: bool = False
     # the framework's TP splits the sequence (torchtitan's, unless enable_sequence_parallel is off): a --tp typed over
