@@ -70,6 +70,7 @@ __all__ = [
     "reads_grouped_kv",
     "recurrent_state_bytes",
     "ring_attention_backward_bytes",
+    "ring_key_value_width",
     "routed_copies",
     "tensor_parallel_share",
 ]
@@ -225,9 +226,15 @@ def ring_attention_backward_bytes(a: ModelArchitecture, cp: int, tp: int = 1, re
         return 0.0
     view = a.attention_of(next((m for m in a.mixers if "attention" in m), "attention"))
     query = view.heads * view.d_head / tp
-    kv_heads = view.heads / tp if repeated_kv else view.n_kv_heads / min(tp, view.n_kv_heads)
-    key_value = kv_heads * (view.d_head + view.d_value)
-    return 4 * query + (18 + ACT_BYTES * cp) * key_value
+    return 4 * query + (18 + ACT_BYTES * cp) * ring_key_value_width(view, tp, repeated_kv)
+
+
+def ring_key_value_width(a: ModelArchitecture, tp: int, repeated_kv: bool = False) -> float:
+    """The keys' and values' width per token one of `tp` tensor-parallel ranks exchanges over context parallelism:
+    its share of the KV heads (each rank holds one whole where TP exceeds them), or of every query head where the
+    model copies K and V out to them before SDPA (`repeated_kv`)."""
+    kv_heads = a.heads / tp if repeated_kv else a.n_kv_heads / min(tp, a.n_kv_heads)
+    return kv_heads * (a.d_head + a.d_value)
 
 
 def norm_bytes(a: ModelArchitecture, kernels: Kernels) -> float:

@@ -35,6 +35,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from dpcost.engine.activations import ring_key_value_width
 from dpcost.engine.layout import Layout
 from dpcost.engine.memo import per_object
 from dpcost.engine.params import mtp_layer
@@ -412,10 +413,8 @@ def cp_calls(
     if arch.mla is not None:
         m = arch.mla
         per_token = arch.heads / layout.tp * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
-    elif impl == "torch" and repeated_kv:
-        per_token = arch.heads / layout.tp * (arch.d_head + arch.d_value)
     else:
-        per_token = arch.n_kv_heads / min(layout.tp, arch.n_kv_heads) * (arch.d_head + arch.d_value)
+        per_token = ring_key_value_width(arch, layout.tp, impl == "torch" and repeated_kv)
     chunk = micro_batch * (seq_len / layout.cp) * per_token * act_bytes
     if impl == "torch":
         whole = chunk * layout.cp
