@@ -12,7 +12,10 @@ from conftest import run_cli as run
 from dpcost.catalog import load_model
 from dpcost.engine.activations import layer_tensors, tensor_parallel_share
 from dpcost.engine.checkpointing import activation_memory
+from dpcost.engine.layout import Layout
+from dpcost.engine.layout_step import tp_calls
 from dpcost.engine.loss import loss_memory
+from dpcost.engine.ops import sequence_parallel_copies, tensor_parallel
 from dpcost.engine.params import count_params, tensor_parallel_parameters
 
 QWEN3_32B_TP8 = [
@@ -88,6 +91,55 @@ def test_torch_s_async_tp_is_costed_as_waited_and_said_so() -> None:
     assert overlapped["layout"]["tp_comm_overlap"] is False
     assert [w["code"] for w in overlapped["warnings"]] == ["ignored-flags"]
     assert "--tp-comm-overlap" in overlapped["warnings"][0]["message"]
+
+
+def test_torch_s_tp_calls_mirror_the_forward_s_and_wait_for_the_input_gradient_s_reduction() -> None:
+    """torch's DTensor TP (Redistribute.backward): per column- and row-parallel pair, forward a gather and a
+    reduce-scatter (again under full recomputation), backward the mirror, a gather and a reduce-scatter; nothing is
+    gathered again for the weight gradients (autograd kept the gathered input), and the input gradient's
+    reduce-scatter, issued after the linear's backward has run both GEMMs, hides behind nothing (the plan's
+    tp_backward_async, off under FSDP). Megatron's sequence parallelism gathers the input again behind the data
+    gradient's GEMM. Qwen3-32B, 64 layers of 2 pairs, TP 8, 16 x 4,096 tokens of 5,120 in bf16."""
+    spec = load_model("qwen3-32b")
+    arch = spec.architecture
+    assert arch is not None
+    layout = Layout(tp=8, cp=1, pp=1, dp=4)
+    torch_calls = tp_calls(arch, layout, 16, 4096, 2, True, True, False, 0.1, backward_async=False, torch_tp=True)
+    assert [(c.purpose, c.op, c.per_micro_batch, c.overlapped) for c in torch_calls] == [
+        ("sequence-parallel gathers, forward", "all_gather", 256, False),
+        ("sequence-parallel reductions, forward", "reduce_scatter", 256, False),
+        ("output gradients gathered, backward", "all_gather", 128, False),
+        ("input gradients reduced, backward", "reduce_scatter", 128, False),
+    ]
+    assert {c.message_bytes for c in torch_calls} == {16 * 4096 * 5120 * 2}
+    megatron = tp_calls(arch, layout, 16, 4096, 2, True, True, False, 0.1)
+    assert "inputs gathered again for the weight gradients, backward" in [c.purpose for c in megatron]
+
+
+def test_torch_s_sequence_parallel_calls_copy_the_whole_tensor_on_every_rank() -> None:
+    """torch 2.14.1's functional collectives on [b, s, h] sharded along the sequence: reduce_scatter_single cats the
+    input's chunks along dim 0 first (always), all_gather_single cats the gathered chunks back along the sequence
+    (but for b = 1, a view): each copy reads and writes b x s x h bf16 values. Per pair, one gather and one
+    reduce-scatter each way: Qwen3-32B's 2 pairs at b = 16, s = 4,096, h = 5,120 copy 4 x 2 x 2 x 5,120 x 65,536 bytes
+    forward and as many backward; at b = 1 the gathers copy nothing. TP does not split it."""
+    b16 = sequence_parallel_copies(5120, 16 * 4096, 16, 2)
+    assert (b16.bytes, b16.backward_bytes, b16.kernels) == (5_368_709_120, 5_368_709_120, 4)
+    b1 = sequence_parallel_copies(5120, 4096, 1, 2)
+    assert (b1.bytes, b1.kernels) == (2 * 2 * 2 * 5120 * 4096, 2)
+    assert tensor_parallel([b16], 8, True) == [b16]
+
+
+def test_fsdp_with_tp_reports_torch_s_calls_and_megatron_s_layout_its_own() -> None:
+    """The report's TP calls under FSDP are torch's (no gather again, the input gradient's reduce-scatter waited for);
+    the same plan as Megatron's layout keeps the gather again."""
+    fsdp = report(*QWEN3_32B_TP8)
+    calls = {row["purpose"]: row for row in fsdp["layout"]["calls"]}
+    assert "inputs gathered again for the weight gradients, backward" not in calls
+    assert calls["input gradients reduced, backward"]["overlapped"] is False
+    megatron = report(*QWEN3_32B_TP8[:7], "--micro-batch", "16", "--seq-len", "4096", "--sequence-parallel")
+    assert "inputs gathered again for the weight gradients, backward" in {
+        row["purpose"] for row in megatron["layout"]["calls"]
+    }
 
 
 def test_every_kth_block_recomputed_is_l_over_k_blocks_of_the_backward() -> None:

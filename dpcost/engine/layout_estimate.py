@@ -44,6 +44,7 @@ from dpcost.engine.layout_step import (
     exposed_per_micro_batch,
     layout_calls,
     mamba_layout_refusal,
+    mlp_tp_pair,
     pp_overlapped,
     rank_layers,
     recomputed_calls,
@@ -69,6 +70,7 @@ from dpcost.engine.ops import (
     optimizer_seconds_on,
     output_head_operands,
     recomputed_by_part,
+    sequence_parallel_copies,
     sixteen_bit_layers,
     tensor_parallel,
     times,
@@ -497,6 +499,7 @@ def layout_step(
     muon: bool = False,
     kernels: Kernels | None = None,
     repeated_kv: bool = False,
+    torch_tp: bool = False,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -518,7 +521,9 @@ def layout_step(
     `attention_kernel`: flash attention's kernel where it is not Megatron's cuDNN (--attention-kernel); `kernels` how
     the memory-bound ops run where not as Megatron's fused kernels (PyTorch FSDP's: eager, or compiled);
     `repeated_kv` K and V copied out to every query head before attention, as CP's torch exchange then sends them
-    (layout_step.cp_calls); `loss_impl` the
+    (layout_step.cp_calls); `torch_tp` TP as torch's DTensor plans run it (torchtitan's, under PyTorch FSDP): its
+    calls as layout_step.tp_calls says, and with sequence parallelism the copies around them
+    (ops.sequence_parallel_copies); `loss_impl` the
     last stage's cross-entropy (ops.LOSS_TRAFFIC: vocab-parallel, -fused or -te; --loss-impl);
     `grad_accumulation_fusion` False: each micro-batch's backward adds every weight gradient into its main gradient
     in `grad_dtype` (ops.main_grad_accumulation; --no-gradient-accumulation-fusion).
@@ -588,7 +593,7 @@ def layout_step(
                           mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
                           loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher,
                           fused_grouped_mlp, fp8_output_proj, cp_attention_blocks(layout.cp, cp_impl),
-                          checkpointed[st.index] if block is not None else None, kernels)
+                          checkpointed[st.index] if block is not None else None, kernels, torch_tp)
             for st in stages
         ]  # fmt: skip
     else:
@@ -610,6 +615,7 @@ def layout_step(
         ep_overlap=ep_overlap,
         pp_overlap=pp_overlapped(virtual_stages, pp_overlap),
         tp_backward_async=tp_backward_async,
+        torch_tp=torch_tp,
         pp_scatter_gather=pp_scatter_gather,
         pp_send_comm=pp_send_comm,
         ep_node_limit=ep_node_limit,
@@ -810,6 +816,7 @@ def _stage_by_ops(
     attention_blocks: int = 1,
     checkpointed: tuple[int, ...] | None = None,
     kernels: Kernels | None = None,
+    torch_tp: bool = False,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -824,7 +831,7 @@ def _stage_by_ops(
     routed experts through Transformer Engine's fused grouped MLP (ops.layer_ops); `fp8_output_proj` the output heads
     in the compute dtype (ops.model_ops); `attention_blocks` the blocks of the sequence flash attention runs over
     (cp_attention_blocks); `checkpointed` the decoder layers full recomputation re-runs where not all
-    (--recompute-block)."""
+    (--recompute-block); `torch_tp` torch's TP, whose sequence-parallel calls copy (ops.sequence_parallel_copies)."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -847,7 +854,7 @@ def _stage_by_ops(
         key = (gpu, moe, mixer, local, mlp, sixteen, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
                layout.cp, sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
                sixteen_bit_efficiency, attention, ep_dispatcher, fused_grouped_mlp, attention_blocks,
-               kernels)  # fmt: skip
+               kernels, torch_tp)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
@@ -857,6 +864,9 @@ def _stage_by_ops(
             dispatcher=ep_dispatcher, fused_grouped_mlp=fused_grouped_mlp, cp=attention_blocks,
         )  # fmt: skip
         ops = tensor_parallel(built, layout.tp, sequence_parallel)
+        if torch_tp and sequence_parallel and layout.tp > 1:
+            pairs = (mixer != "none") + (mlp and mlp_tp_pair(a, moe))
+            ops.append(sequence_parallel_copies(a.hidden, tokens, micro_batch, pairs))
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = sum(recomputed_by_part(t.forward, ops, per_op, recompute, recompute_modules).values())

@@ -648,6 +648,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         attention_kernel=p.attention_kernel if is_fsdp_layout(o) else o.compute.attention_kernel,
         kernels=p.kernels if is_fsdp_layout(o) else None,
         repeated_kv=is_fsdp_layout(o) and o.compute.repeat_kv,
+        torch_tp=is_fsdp_layout(o),
         overlap_slowdown=o.compute.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
         compute_model=compute_model,

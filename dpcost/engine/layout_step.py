@@ -323,6 +323,7 @@ def tp_calls(
     backward_async: bool = True,
     pairs: int | None = None,
     recomputed_pairs: int | None = None,
+    torch_tp: bool = False,
 ) -> list[LayoutCall]:
     """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
     behind the matmuls, the compute that is not attention.
@@ -344,7 +345,13 @@ def tp_calls(
     shared experts' (mlp_tp_pair). Full
     recomputation runs the forward's calls again. `pairs`: the stage's column- and row-parallel pairs
     (stage_tp_pairs; default the even split's); `recomputed_pairs` those of them full recomputation re-runs where
-    not all (--recompute-block)."""
+    not all (--recompute-block).
+
+    `torch_tp`: TP as torch's DTensor plans run it (torchtitan's parallelize, ColwiseParallel and RowwiseParallel
+    with SequenceParallel norms). Each backward call is the autograd mirror of a forward one (torch 2.14.1
+    distributed/tensor/_redistribute.py, Redistribute.backward), and autograd keeps the gathered input for the
+    weight gradient: nothing is gathered again. (The input gradient's reduction, issued after the linear's backward
+    has run both its GEMMs, waits: prepare.py sets `backward_async` False for it.)"""
     if layout.tp == 1:
         return []
     halves = stage_tp_pairs(arch, rank_layers(PipelineSplit(arch.layers, layout.pp))) if pairs is None else pairs
@@ -356,6 +363,16 @@ def tp_calls(
     beside_gemm = max(share, (1.0 - attention_share) / 3)
     behind = beside_gemm if backward_async else share
     waits = not backward_async and not overlap
+    if sequence_parallel and torch_tp:
+        return [
+            LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", tensor, "tp", halves + again,
+                       overlap, share),
+            LayoutCall("tp", "sequence-parallel reductions, forward", "reduce_scatter", tensor, "tp",
+                       halves + again, overlap, share),
+            LayoutCall("tp", "output gradients gathered, backward", "all_gather", tensor, "tp", halves, overlap, share),
+            LayoutCall("tp", "input gradients reduced, backward", "reduce_scatter", tensor, "tp", halves, not waits,
+                       behind),
+        ]  # fmt: skip
     if sequence_parallel:
         # Under --tp-comm-overlap TransformerEngine's userbuffers run them, each method's kernel on its own SMs:
         # forward gathers ring_exchange, forward reductions pipeline; backward, the output gradient's gather (proj's
@@ -667,6 +684,7 @@ def layout_calls(
     attention_recomputed: bool = False,
     recomputed: tuple[int, int, int] | None = None,
     repeated_kv: bool = False,
+    torch_tp: bool = False,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -675,7 +693,8 @@ def layout_calls(
     with the most layers (stage_tp_pairs, from the same split as `stages`; default the even split's).
     `attention_recomputed`: core attention reruns in the backward, CP's exchange with it (cp_calls). `recomputed`:
     where full recomputation re-runs some layers alone (--recompute-block), recomputed_calls' counts. `repeated_kv`:
-    torch's context_parallel exchanges K and V copied out to every query head (cp_calls)."""
+    torch's context_parallel exchanges K and V copied out to every query head (cp_calls); `torch_tp` TP's calls as
+    torch's DTensor plans issue them (tp_calls)."""
     stages = _kinds(arch, layout.pp, stages)
     again_pairs, again_moe, again_layers = recomputed if recomputed is not None else (None, None, None)
     pipeline = pp_calls(
@@ -701,6 +720,7 @@ def layout_calls(
             tp_backward_async,
             tp_pairs,
             again_pairs,
+            torch_tp,
         ),
         *cp_calls(
             arch,

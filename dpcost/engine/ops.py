@@ -67,6 +67,7 @@ __all__ = [
     "part_of",
     "qkv_widths",
     "recomputed_by_part",
+    "sequence_parallel_copies",
     "sixteen_bit_layer",
     "sixteen_bit_layers",
     "tensor_parallel",
@@ -912,6 +913,21 @@ def tensor_parallel(ops: Iterable[Op], tp: int, sequence_parallel: bool) -> list
             )
         )
     return out
+
+
+def sequence_parallel_copies(hidden: int, tokens: float, micro_batch: int, pairs: int) -> Op:
+    """The copies torch's functional collectives add to DTensor's sequence-parallel calls (torchtitan's TP plans shard
+    [b, s, h] along the sequence, Shard(1); NCCL gathers and scatters along dim 0): reduce_scatter_single first cats
+    the input's sequence chunks along dim 0, and all_gather_single cats the gathered chunks back along the sequence,
+    but for a batch of 1, where a view does (torch 2.14.1 _functional_collectives.py, _utils.py _chunk_or_narrow_cat,
+    _maybe_view_chunk_cat; DTensor's redistribute calls them, placement_types.py). Each reads and writes the whole
+    tensor, on every TP rank (never split). Per column- and row-parallel pair: forward the input's gather and the
+    output's reduce-scatter, backward the mirror (the output gradient's gather, the input gradient's reduce-scatter).
+    Megatron's sequence-first layout gathers along dim 0 and copies nothing."""
+    copies = pairs * (2 if micro_batch > 1 else 1)
+    moved = copies * 2 * BF16 * hidden * tokens
+    return Op("sequence-parallel chunk copies", "tp_copy", "memory", 0.0, moved, copies, 0.0, moved, copies,
+              tp_split="replicated")  # fmt: skip
 
 
 def part_of(op: Op) -> str:

@@ -655,8 +655,9 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     o = options.model_copy(update={"batch": options.batch.model_copy(update={"seq_len": seq_len}), "compute": compute})
     if o.plan.framework == "fsdp" and o.parallel.tp > 1:
         # torchtitan's tensor parallelism (parallelize.py apply_tp): sequence parallel norms always, DTensor's
-        # collectives, which the backward waits for, and the loss over vocabulary shards (train.py: loss_parallel
-        # unless disable_loss_parallel) where the framework's upcast cross-entropy would run (fsdp_layout.py)
+        # collectives (layout_step.tp_calls' torch_tp), which the backward waits for, and the loss over vocabulary
+        # shards (train.py: loss_parallel unless disable_loss_parallel) where the framework's upcast cross-entropy
+        # would run (fsdp_layout.py)
         loss = o.compute.loss_impl or FRAMEWORKS["fsdp"].loss_impl
         o = o.model_copy(update={
             "parallel": o.parallel.model_copy(update={"sequence_parallel": True, "tp_backward_async": False}),
