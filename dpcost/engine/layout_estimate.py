@@ -51,6 +51,7 @@ from dpcost.engine.layout_step import (
     slowed_compute,
     stage_kinds,
     stage_tp_pairs,
+    torch_tp_gather_bytes,
     unpaired_ep_seconds,
 )
 from dpcost.engine.low_precision_weights import gathered_weight_bytes
@@ -522,8 +523,8 @@ def layout_step(
     the memory-bound ops run where not as Megatron's fused kernels (PyTorch FSDP's: eager, or compiled);
     `repeated_kv` K and V copied out to every query head before attention, as CP's torch exchange then sends them
     (layout_step.cp_calls); `torch_tp` TP as torch's DTensor plans run it (torchtitan's, under PyTorch FSDP): its
-    calls as layout_step.tp_calls says, and with sequence parallelism the copies around them
-    (ops.sequence_parallel_copies); `loss_impl` the
+    calls as layout_step.tp_calls says, gathered in FP8 under tensorwise FP8 (layout_step.torch_tp_gather_bytes),
+    and with sequence parallelism the copies around them (ops.sequence_parallel_copies); `loss_impl` the
     last stage's cross-entropy (ops.LOSS_TRAFFIC: vocab-parallel, -fused or -te; --loss-impl);
     `grad_accumulation_fusion` False: each micro-batch's backward adds every weight gradient into its main gradient
     in `grad_dtype` (ops.main_grad_accumulation; --no-gradient-accumulation-fusion).
@@ -584,6 +585,7 @@ def layout_step(
         return tokens * st.forward_flops / rate, tokens * (2 * st.forward_flops + again) / rate
 
     kinds = stage_kinds(a, stage_layers, mtp_layers)
+    tp_gather_bytes = torch_tp_gather_bytes(compute_dtype, fp8_recipe) if torch_tp else act_bytes
     moe_counts = [sum(stage) for stage in kinds]  # each stage's MoE layers, MTP's included: they wait for the host
     if compute_model == "ops":
         layer_times: dict[TimedKind, tuple[float, float, float]] = {}  # every stage's layers, by kind, once
@@ -593,7 +595,8 @@ def layout_step(
                           mtp_layers, sixteen_bit_mfu, bf16_layers, attention_kernel,
                           loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher,
                           fused_grouped_mlp, fp8_output_proj, cp_attention_blocks(layout.cp, cp_impl),
-                          checkpointed[st.index] if block is not None else None, kernels, torch_tp)
+                          checkpointed[st.index] if block is not None else None, kernels, torch_tp,
+                          tp_gather_bytes)
             for st in stages
         ]  # fmt: skip
     else:
@@ -616,6 +619,7 @@ def layout_step(
         pp_overlap=pp_overlapped(virtual_stages, pp_overlap),
         tp_backward_async=tp_backward_async,
         torch_tp=torch_tp,
+        tp_gather_bytes=tp_gather_bytes,
         pp_scatter_gather=pp_scatter_gather,
         pp_send_comm=pp_send_comm,
         ep_node_limit=ep_node_limit,
@@ -817,6 +821,7 @@ def _stage_by_ops(
     checkpointed: tuple[int, ...] | None = None,
     kernels: Kernels | None = None,
     torch_tp: bool = False,
+    tp_gather_bytes: float = ACT_BYTES,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
@@ -831,7 +836,8 @@ def _stage_by_ops(
     routed experts through Transformer Engine's fused grouped MLP (ops.layer_ops); `fp8_output_proj` the output heads
     in the compute dtype (ops.model_ops); `attention_blocks` the blocks of the sequence flash attention runs over
     (cp_attention_blocks); `checkpointed` the decoder layers full recomputation re-runs where not all
-    (--recompute-block); `torch_tp` torch's TP, whose sequence-parallel calls copy (ops.sequence_parallel_copies)."""
+    (--recompute-block); `torch_tp` torch's TP, whose sequence-parallel calls copy (ops.sequence_parallel_copies),
+    gathering `tp_gather_bytes` an element."""
     a = model.architecture
     assert a is not None
     gpu = topology.gpu
@@ -854,7 +860,7 @@ def _stage_by_ops(
         key = (gpu, moe, mixer, local, mlp, sixteen, tokens, seq_len, gemm_bytes, flash, layout.ep, layout.tp,
                layout.cp, sequence_parallel, recompute, recompute_modules, gemm_efficiency, peak, compute_dtype,
                sixteen_bit_efficiency, attention, ep_dispatcher, fused_grouped_mlp, attention_blocks,
-               kernels, torch_tp)  # fmt: skip
+               kernels, torch_tp, tp_gather_bytes)  # fmt: skip
         known = _layer_seconds_of(model)
         if key in known:
             return known[key]
@@ -866,7 +872,7 @@ def _stage_by_ops(
         ops = tensor_parallel(built, layout.tp, sequence_parallel)
         if torch_tp and sequence_parallel and layout.tp > 1:
             pairs = (mixer != "none") + (mlp and mlp_tp_pair(a, moe))
-            ops.append(sequence_parallel_copies(a.hidden, tokens, micro_batch, pairs))
+            ops.append(sequence_parallel_copies(a.hidden, tokens, micro_batch, pairs, tp_gather_bytes))
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)
         again = sum(recomputed_by_part(t.forward, ops, per_op, recompute, recompute_modules).values())

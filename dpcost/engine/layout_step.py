@@ -35,7 +35,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from dpcost.engine.activations import ring_key_value_width
+from dpcost.engine.activations import ACT_BYTES, ring_key_value_width
 from dpcost.engine.layout import Layout
 from dpcost.engine.memo import per_object
 from dpcost.engine.params import mtp_layer
@@ -69,6 +69,7 @@ __all__ = [
     "stage_kinds",
     "stage_layer_counts",
     "stage_tp_pairs",
+    "torch_tp_gather_bytes",
     "tp_calls",
     "virtual_stage_layer_counts",
     "virtual_stage_layers",
@@ -310,6 +311,15 @@ def recomputed_calls(
     return pairs, sum(arch.moe_layer(i) for i in checkpointed[most_moe]), len(checkpointed[widest])
 
 
+def torch_tp_gather_bytes(compute_dtype: str, fp8_recipe: str) -> float:
+    """Bytes an element of torch TP's sequence-parallel gathers takes: one under torchao's float8 linears with
+    tensorwise scaling, whose Float8ColwiseParallel, Float8RowwiseParallel and PrepareFloat8ModuleInput cast to FP8
+    before the forward's gathers, and the output gradient (e5m2) before the backward's (torchao/float8/
+    float8_tensor_parallel.py; torchtitan's parallelize applies them under tensorwise scaling alone); else 16 bits.
+    The reduce-scatters stay in 16 bits."""
+    return 1.0 if compute_dtype == "fp8" and fp8_recipe == "tensorwise" else ACT_BYTES
+
+
 def tp_calls(
     arch: ModelArchitecture,
     layout: Layout,
@@ -324,6 +334,7 @@ def tp_calls(
     pairs: int | None = None,
     recomputed_pairs: int | None = None,
     torch_tp: bool = False,
+    gather_bytes: float | None = None,
 ) -> list[LayoutCall]:
     """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
     behind the matmuls, the compute that is not attention.
@@ -351,7 +362,8 @@ def tp_calls(
     with SequenceParallel norms). Each backward call is the autograd mirror of a forward one (torch 2.14.1
     distributed/tensor/_redistribute.py, Redistribute.backward), and autograd keeps the gathered input for the
     weight gradient: nothing is gathered again. (The input gradient's reduction, issued after the linear's backward
-    has run both its GEMMs, waits: prepare.py sets `backward_async` False for it.)"""
+    has run both its GEMMs, waits: prepare.py sets `backward_async` False for it.) `gather_bytes`: an element of
+    its gathers (torch_tp_gather_bytes; default `act_bytes`)."""
     if layout.tp == 1:
         return []
     halves = stage_tp_pairs(arch, rank_layers(PipelineSplit(arch.layers, layout.pp))) if pairs is None else pairs
@@ -364,12 +376,14 @@ def tp_calls(
     behind = beside_gemm if backward_async else share
     waits = not backward_async and not overlap
     if sequence_parallel and torch_tp:
+        gathered = tensor * (act_bytes if gather_bytes is None else gather_bytes) / act_bytes
         return [
-            LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", tensor, "tp", halves + again,
+            LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", gathered, "tp", halves + again,
                        overlap, share),
             LayoutCall("tp", "sequence-parallel reductions, forward", "reduce_scatter", tensor, "tp",
                        halves + again, overlap, share),
-            LayoutCall("tp", "output gradients gathered, backward", "all_gather", tensor, "tp", halves, overlap, share),
+            LayoutCall("tp", "output gradients gathered, backward", "all_gather", gathered, "tp", halves, overlap,
+                       share),
             LayoutCall("tp", "input gradients reduced, backward", "reduce_scatter", tensor, "tp", halves, not waits,
                        behind),
         ]  # fmt: skip
@@ -685,6 +699,7 @@ def layout_calls(
     recomputed: tuple[int, int, int] | None = None,
     repeated_kv: bool = False,
     torch_tp: bool = False,
+    tp_gather_bytes: float | None = None,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -694,7 +709,7 @@ def layout_calls(
     `attention_recomputed`: core attention reruns in the backward, CP's exchange with it (cp_calls). `recomputed`:
     where full recomputation re-runs some layers alone (--recompute-block), recomputed_calls' counts. `repeated_kv`:
     torch's context_parallel exchanges K and V copied out to every query head (cp_calls); `torch_tp` TP's calls as
-    torch's DTensor plans issue them (tp_calls)."""
+    torch's DTensor plans issue them, `tp_gather_bytes` an element of their gathers (tp_calls)."""
     stages = _kinds(arch, layout.pp, stages)
     again_pairs, again_moe, again_layers = recomputed if recomputed is not None else (None, None, None)
     pipeline = pp_calls(
@@ -721,6 +736,7 @@ def layout_calls(
             tp_pairs,
             again_pairs,
             torch_tp,
+            tp_gather_bytes,
         ),
         *cp_calls(
             arch,

@@ -915,7 +915,9 @@ def tensor_parallel(ops: Iterable[Op], tp: int, sequence_parallel: bool) -> list
     return out
 
 
-def sequence_parallel_copies(hidden: int, tokens: float, micro_batch: int, pairs: int) -> Op:
+def sequence_parallel_copies(
+    hidden: int, tokens: float, micro_batch: int, pairs: int, gather_bytes: float = BF16
+) -> Op:
     """The copies torch's functional collectives add to DTensor's sequence-parallel calls (torchtitan's TP plans shard
     [b, s, h] along the sequence, Shard(1); NCCL gathers and scatters along dim 0): reduce_scatter_single first cats
     the input's sequence chunks along dim 0, and all_gather_single cats the gathered chunks back along the sequence,
@@ -923,9 +925,11 @@ def sequence_parallel_copies(hidden: int, tokens: float, micro_batch: int, pairs
     _maybe_view_chunk_cat; DTensor's redistribute calls them, placement_types.py). Each reads and writes the whole
     tensor, on every TP rank (never split). Per column- and row-parallel pair: forward the input's gather and the
     output's reduce-scatter, backward the mirror (the output gradient's gather, the input gradient's reduce-scatter).
-    Megatron's sequence-first layout gathers along dim 0 and copies nothing."""
-    copies = pairs * (2 if micro_batch > 1 else 1)
-    moved = copies * 2 * BF16 * hidden * tokens
+    Megatron's sequence-first layout gathers along dim 0 and copies nothing. `gather_bytes`: a gathered element's
+    (layout_step.torch_tp_gather_bytes); the reduce-scatters' are 16-bit."""
+    gathers = micro_batch > 1
+    copies = pairs * (1 + gathers)
+    moved = pairs * 2 * (BF16 + gathers * gather_bytes) * hidden * tokens
     return Op("sequence-parallel chunk copies", "tp_copy", "memory", 0.0, moved, copies, 0.0, moved, copies,
               tp_split="replicated")  # fmt: skip
 
