@@ -185,7 +185,8 @@ class Plan(Section):
         le=10_000_000,
         description="Hybrid sharding: shard the ZeRO states within groups of N consecutive GPUs and replicate them "
         "across the DP / N groups (FSDP's HYBRID_SHARD and FSDP2's 2-D mesh, DeepSpeed MiCS); gradients are "
-        "reduce-scattered in the group, then all-reduced across replicas [default: shard over all of DP].",
+        "reduce-scattered in the group, then all-reduced across replicas. Under --framework fsdp with --cp, N "
+        "GPUs of DP x CP, whole CP groups [default: shard over all of DP].",
         json_schema_extra=cli("--shard-group", metavar="N"),
     )
     framework: Literal["ddp", "fsdp", "deepspeed", "megatron"] | None = Field(

@@ -178,6 +178,25 @@ def test_every_kth_block_recomputed_is_l_over_k_blocks_of_the_backward() -> None
     assert backward["every 3rd"] == pytest.approx(backward["none"] + 26 / 80 * added, rel=1e-9)
 
 
+def test_hybrid_sharding_shards_within_the_group_and_all_reduces_each_shard_across_replicas() -> None:
+    """torchtitan's HSDP with TP (FSDP2 on a dp_replicate x dp_shard mesh; foreach_reduce's all_reduce_group): Llama 3
+    70B at TP 8 x DP 16 with --shard-group 4 holds its TP share's fp32 weights over 4 GPUs, not 16; each layer's
+    gradients are reduce-scattered within the 4 and the fp32 shard all-reduced across the 16 / 4 replicas."""
+    base = ["estimate", "--model", "llama-70b", "--framework", "fsdp", "--tp", "8", "--dp", "16", "--micro-batch", "2",
+            "--seq-len", "8192", "--recompute", "full"]  # fmt: skip
+    hybrid, flat = report(*base, "--shard-group", "4"), report(*base)
+    share = tensor_parallel_parameters(count_params(load_model("llama-70b")), load_model("llama-70b").architecture, 8)
+    held = {doc["memory"]["stages"][3]["params_bytes"] for doc in (hybrid, flat)}
+    assert held == {share * 4 / 4, share * 4 / 16}
+    assert hybrid["communication"]["shard_group"] == 4 and "shard_group" not in flat["communication"]
+    rows = {row["purpose"]: row for row in hybrid["communication"]["collectives"]}
+    scatter, across = rows["gradients"], rows["gradients, shards across replicas"]
+    assert (scatter["op"], across["op"]) == ("reduce_scatter", "all_reduce")
+    assert across["bytes"] == pytest.approx(scatter["bytes"] / 4)  # the shard of the 4
+    assert across["bytes_sent_per_rank"] == pytest.approx(2 * 3 / 4 * across["bytes"])  # a ring over 4 replicas
+    assert "embedding and output layer gradients across replicas" in rows
+
+
 @pytest.mark.parametrize(
     ("args", "start"),
     [
@@ -185,7 +204,8 @@ def test_every_kth_block_recomputed_is_l_over_k_blocks_of_the_backward() -> None
         (["--model", "qwen3-30b-a3b", "--tp", "2"], "dpcost: error: --framework: FSDP with tensor or context"),
         (["--model", "llama-70b", "--tp", "2", "--recompute", "op"], "dpcost: error: --recompute: FSDP with tensor"),
         (["--model", "llama-70b", "--tp", "2", "--zero", "1"], "dpcost: error: --zero: PyTorch FSDP runs ZeRO stages"),
-        (["--model", "llama-70b", "--tp", "2", "--shard-group", "2"], "dpcost: error: --shard-group: hybrid sharding"),
+        (["--model", "llama-70b", "--cp", "4", "--shard-group", "2"], "dpcost: error: --shard-group: FSDP shards over"),
+        (["--model", "llama-70b", "--cp", "2", "--shard-group", "32"], "dpcost: error: --shard-group: 32 must divide"),
         (["--model", "llama-70b", "--tp", "2", "--offload", "optimizer"], "dpcost: error: --offload: not costed with"),
         (["--model", "llama-70b", "--tp", "2", "--loss-impl", "vocab-parallel"], "dpcost: error: --loss-impl: not"),
     ],

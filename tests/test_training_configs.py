@@ -309,7 +309,6 @@ def test_torchtitan_cp_is_costed_as_fsdp_over_dp_times_cp(tmp_path: Path) -> Non
     ("flags", "replicas", "said"),
     [
         (["--tp", "8", "--pp", "2"], 1, "--pp"),  # FSDP with TP is costed without PP, CP or EP
-        (["--tp", "8"], 2, "--shard-group"),  # HSDP
         (["--tp", "4", "--model", "qwen3-30b-a3b"], 1, "qwen3-30b-a3b's layers"),  # experts, TP sequence-parallel
     ],
 )
@@ -325,6 +324,16 @@ def test_torchtitan_tp_beyond_fsdps_accounting_is_costed_as_megatron_runs_it(
     assert doc["setup"]["framework"] != "fsdp"
     note = next(row for row in doc["from_config"]["settings"] if row["key"] == "(a torchtitan config)")["note"]
     assert note.startswith("not read by a TP/CP/PP/EP layout") and note.endswith(f"not costed with {said})")
+
+
+def test_torchtitan_hsdp_with_tp_is_costed_as_fsdp_with_a_shard_group(tmp_path: Path) -> None:
+    """data_parallel_replicate_degree 2 over DP 4 (dp_shard -1: the rest) with TP 8: FSDP2 shards within 2 GPUs and
+    replicates across 2, costed as --framework fsdp --shard-group 2 (fsdp_layout.fsdp_replicas)."""
+    toml = tmp_path / "hsdp.toml"
+    replicate = "data_parallel_replicate_degree = "
+    toml.write_text(QWEN3_32B_TOML.read_text().replace(f"{replicate}1", f"{replicate}2"))
+    doc = report("estimate", "--from", str(toml), "--dp", "4", "--micro-batch", "2", "--tp", "8")
+    assert doc["setup"]["framework"] == "fsdp" and doc["communication"]["shard_group"] == 2
 
 
 def test_sweep_check_and_plan_read_the_file(tmp_path: Path) -> None:

@@ -17,7 +17,8 @@ sequence:
   queries, keys, values and output), with the ring's working buffers in each layer's backward
   (activations.ring_attention_backward_bytes).
 What it covers: dense decoders of attention layers (apply_tp's plan for Llama, Qwen 3 and their like) without
-pipeline or expert parallelism, recomputing nothing, every block, every K-th block (torchtitan's selective layer AC,
+pipeline or expert parallelism, sharded over all of DP x CP or, hybrid (--shard-group: fsdp_replicas), within
+groups of it, recomputing nothing, every block, every K-th block (torchtitan's selective layer AC,
 --recompute-layers K) or, without TP, by torchtitan's per-op SAC (fsdp_layout_recomputes). The step is timed as a
 layout's (layout_estimate.py: ZeRO-3 layer by layer over DP x CP, TP's collectives with sequence parallelism,
 DTensor's tensor parallelism waiting for its backward collectives, CP's as torch's context_parallel runs them:
@@ -46,12 +47,13 @@ __all__ = [
     "fsdp_layout_recomputes",
     "fsdp_layout_refusal",
     "fsdp_recompute_block",
+    "fsdp_replicas",
     "is_fsdp_layout",
 ]
 
 # Of the flags a Megatron layout does not read (layout_report.LAYOUT_IGNORES), those FSDP's memory reads: how the
 # layers run and keep their tensors, and the loss
-FSDP_LAYOUT_READS = ("--compile", "--no-repeat-kv", "--loss-impl", "--recompute-layers")
+FSDP_LAYOUT_READS = ("--compile", "--no-repeat-kv", "--loss-impl", "--recompute-layers", "--shard-group")
 # Of the others, those that would change FSDP's memory and not the layout's step: refused (check_fsdp_layout)
 _UNPRICED: dict[str, Callable[[Options], bool]] = {
     "offload": lambda o: o.precision.offload != "none",
@@ -124,11 +126,10 @@ def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
                 "not costed with FSDP and tensor or context parallelism (it would change the memory and not the "
                 "layout's step, or is Megatron-LM's loss): leave it out",
             )
-    if o.plan.shard_group is not None:
+    if o.plan.shard_group is not None and o.plan.shard_group % par.cp:
         return InputError(
             "shard_group",
-            "hybrid sharding with tensor or context parallelism is not costed (a layout's step shards over all of "
-            "DP): leave --shard-group out",
+            f"FSDP shards over whole CP groups (torchtitan's dp_shard x cp mesh): give a multiple of CP {par.cp}",
         )
     runs = fsdp_layout_recomputes(o)
     if o.plan.recompute is not None and o.plan.recompute not in runs:
@@ -138,6 +139,15 @@ def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
             f"{', '.join(runs)}, not {o.plan.recompute}",
         )
     return None
+
+
+def fsdp_replicas(o: Options) -> int:
+    """The replicas hybrid sharding keeps (--shard-group N GPUs of DP x CP: torchtitan's dp_replicate, FSDP2's 2-D
+    mesh), whose sharded gradients are all-reduced across them after each reduce-scatter in the group
+    (torch 2.14.1 _fully_shard/_fsdp_collectives.py foreach_reduce: all_reduce over all_reduce_group, "not None iff
+    HSDP"); 1 without it."""
+    ranks = o.dp * o.parallel.cp
+    return ranks // min(o.plan.shard_group or ranks, ranks)
 
 
 def fsdp_recompute_block(model: ModelSpec, o: Options) -> int | None:

@@ -1125,7 +1125,7 @@ def _data_parallel(
     `fp8_recipe` has them (low_precision_weights.gathered_weight_bytes), the rest in 16 bits; each gather at the
     bytes per parameter of what it moves (gathered_bytes). `bucket_bytes`: ZeRO 0-1's bucket (Megatron's
     --ddp-bucket-size), else Megatron's default for the DP size. `instances`: the distributed optimizer's instances
-    (InstanceGroups), ZeRO 1 only."""
+    (InstanceGroups) at ZeRO 1, or at ZeRO 3 PyTorch FSDP's hybrid sharding, whose replicas are the instances."""
     fsdp = zero >= 2
     fw = MEGATRON_FSDP if fsdp else FRAMEWORKS["megatron"]
     overlapped = overlapped or fsdp
@@ -1218,7 +1218,8 @@ def _side_traffic(
     """`params` reduced and gathered over `group` (_data_parallel), hidden behind the micro-batch's backward and
     forward where `overlapped`. `kept`: at ZeRO 3, gathered once per step and kept (Megatron-FSDP's modules outside
     any unit), not for every pass. `noun` names what it moves in its calls' purposes; `kind` its group. `across`:
-    the distributed optimizer's instances (ZeRO 1), each reduce-scattered shard then all-reduced across them.
+    the distributed optimizer's instances (ZeRO 1) or PyTorch FSDP's hybrid sharding's replicas (ZeRO 2-3), each
+    reduce-scattered shard then all-reduced across them.
     `grad_reduce`: ZeRO-1's gradient collective where it is not the reduce-scatter (--grad-reduce)."""
     if params <= 0 or (group.ranks == 1 and (across is None or across.ranks == 1)):
         return SideTraffic(what, 0.0, 0.0)
@@ -1241,25 +1242,33 @@ def _side_traffic(
         fastest(topology, "all_gather", group, weights),
     )
     reduce, gather = scatter.seconds, gathered.seconds
+    replicated = None  # each reduce-scattered shard all-reduced across `across`, after it
+    if across is not None and across.ranks > 1:
+        replicated = fastest(topology, "all_reduce", across, grads / group.ranks)
+        reduce += replicated.seconds
+
+    def across_listed(times: int) -> tuple[tuple[Traffic, ...], tuple[Placement, ...]]:
+        """The all-reduce across `across`, listed `times` a step, and every listed call's group (none without)."""
+        if replicated is None or across is None:
+            return (), ()
+        purpose = "gradients across optimizer instances" if zero == 1 else "gradients across replicas"
+        return (listed_as(replicated, purpose, grads / group.ranks, times),), (group, group, across)
+
     if zero == 1:  # once per step
-        listed = (listed_as(scatter, "gradients", grads, 1), listed_as(gathered, "parameters", weights, 1))
-        placed: tuple[Placement, ...] = ()
-        if across is not None and across.ranks > 1:
-            shard = grads / group.ranks
-            replicated = fastest(topology, "all_reduce", across, shard)
-            reduce += replicated.seconds
-            listed += (listed_as(replicated, "gradients across optimizer instances", shard, 1),)
-            placed = (group, group, across)
+        extra, placed = across_listed(1)
+        listed = (listed_as(scatter, "gradients", grads, 1), listed_as(gathered, "parameters", weights, 1), *extra)
         exposed = max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
         return SideTraffic(what, reduce + gather, exposed, kind, listed, placed)
+    extra, placed = across_listed(m)
     if zero == 2 or kept:  # reduced every micro-batch, gathered once per step
         exposed = m * max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)
-        listed = (listed_as(scatter, "gradients", grads, m), listed_as(gathered, "parameters", weights, 1))
-        return SideTraffic(what, m * reduce + gather, exposed, kind, listed)
+        listed = (listed_as(scatter, "gradients", grads, m), listed_as(gathered, "parameters", weights, 1), *extra)
+        return SideTraffic(what, m * reduce + gather, exposed, kind, listed, placed)
     # ZeRO 3: gathered for every forward and again for every backward, reduced after every backward
     exposed = m * (max(0.0, gather - hides_gather) + max(0.0, gather + reduce - hides_reduce))
     listed = (
         listed_as(gathered, "parameters (forward and backward)", weights, 2 * m),
         listed_as(scatter, "gradients", grads, m),
+        *extra,
     )
-    return SideTraffic(what, m * (2 * gather + reduce), exposed, kind, listed)
+    return SideTraffic(what, m * (2 * gather + reduce), exposed, kind, listed, placed)

@@ -29,6 +29,7 @@ from dpcost.engine.fsdp_layout import (
     fsdp_layout_memory,
     fsdp_layout_recomputes,
     fsdp_recompute_block,
+    fsdp_replicas,
     is_fsdp_layout,
 )
 from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
@@ -664,7 +665,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         quantized_weights=_quantized_weights(o),
         fp8_recipe=fp8_recipe_of(o),
         bucket_bytes=_given_bucket_bytes(model, o, layout, p.seq_len, stage),
-        optimizer_instances=par.dist_opt_instances,
+        optimizer_instances=fsdp_replicas(o) if is_fsdp_layout(o) else par.dist_opt_instances,
         loss_impl=_layout_loss(p.o, p.loss_impl),
         grad_accumulation_fusion=o.compute.grad_accumulation_fusion,
         fused_grouped_mlp=o.compute.fused_grouped_mlp,
@@ -730,7 +731,10 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
     )
     sharding = "PyTorch FSDP" if is_fsdp_layout(o) else "Megatron-FSDP"
     grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, stage)]
-    communication = _layout_communication(topology, r, dp_group, grad_bytes, sharding)
+    replicas = "replicas" if is_fsdp_layout(o) else "optimizer instances"  # hybrid sharding's, or Megatron's
+    communication = _layout_communication(topology, r, dp_group, grad_bytes, sharding, replicas)
+    if is_fsdp_layout(o) and o.plan.shard_group is not None:
+        communication = communication.model_copy(update={"shard_group": o.plan.shard_group})
     notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages, p.micro_batch)
     if ignored := _layout_ignores(o):
         why = (
@@ -882,11 +886,17 @@ def _layout_time(r: LayoutStep, tokens: int) -> Time:
 
 
 def _layout_communication(
-    topology: TopologySpec, r: LayoutStep, dp_group: Placement, grad_bytes: float, sharding: str = "Megatron-FSDP"
+    topology: TopologySpec,
+    r: LayoutStep,
+    dp_group: Placement,
+    grad_bytes: float,
+    sharding: str = "Megatron-FSDP",
+    instances_are: str = "optimizer instances",
 ) -> Communication:
     """Data parallelism's collectives, each with its whole message priced on its group: the stage's DP schedule on
     the DP x CP group, then the calls beside it (the experts' over expert-DP, the embedding's and head's);
-    `sharding`: what runs them layer by layer at ZeRO 2-3."""
+    `sharding`: what runs them layer by layer at ZeRO 2-3; `instances_are` what the step's instances are (Megatron's
+    distributed-optimizer instances, or PyTorch FSDP's hybrid-sharding replicas)."""
 
     def row(op: str, purpose: str, group: Placement, message: float, t: Traffic, seconds: float,
             algorithms: tuple[tuple[str, int], ...]) -> CollectiveUse:  # fmt: skip
@@ -900,7 +910,7 @@ def _layout_communication(
         if instances is not None and t.op == "reduce_scatter":
             rows.append(row(t.op, t.purpose, group, t.message_bytes, t, *t.part(0)))
             shard = t.message_bytes / group.ranks
-            across = f"{t.purpose}, shards across optimizer instances"
+            across = f"{t.purpose}, shards across {instances_are}"
             rows.append(row("all_reduce", across, instances.dense_across, shard, t, *t.part(1)))
         else:
             rows.append(row(t.op, t.purpose, group, t.message_bytes, t, t.seconds, t.algorithms))

@@ -631,8 +631,10 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     """Resolve the options against the model and topology (checks that need both are made here)."""
     check_dp(topology, options.dp)
     group = options.plan.shard_group
-    if group is not None and options.dp % group:
-        raise InputError("shard_group", f"{group} must divide DP {options.dp}: the replicas are DP / N groups of N")
+    fsdp_cp = options.plan.framework == "fsdp" and options.parallel.cp > 1  # FSDP shards over DP x CP (shard_ranks)
+    ranks, over = (options.dp * options.parallel.cp, "DP x CP") if fsdp_cp else (options.dp, "DP")
+    if group is not None and ranks % group:
+        raise InputError("shard_group", f"{group} must divide {over} {ranks}: the replicas are {over} / N groups of N")
     if group is not None and options.plan.zero == 0:
         raise InputError("shard_group", "needs a ZeRO stage that shards (1, 2 or 3): ZeRO-0 replicates every state")
     check_hybrid(model, options)

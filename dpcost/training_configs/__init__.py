@@ -369,7 +369,8 @@ def apply(
             raise InputError(
                 config.path, f"data_parallel_replicate_degree {config.replicas} does not divide DP {replicas_dp}"
             )
-        values["shard_group"] = str(replicas_dp // config.replicas)
+        # FSDP shards over dp_shard x cp (fsdp_layout.fsdp_replicas)
+        values["shard_group"] = str(replicas_dp // config.replicas * _whole_or(values.get("cp", 1), 1))
     if config.micro_from_dp is not None and "micro_batch" not in typed and replicas_dp is not None:
         key, total, accum = config.micro_from_dp
         if total % (accum * replicas_dp):

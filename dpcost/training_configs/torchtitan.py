@@ -314,9 +314,10 @@ def parallelism(
         r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "3", "FSDP's FULL_SHARD")
     else:
         raise r.error(key_label("fsdp_reshard_after_forward"), f"must be default, always or never, got {reshard!r}")
-    if replicate > 1 and shard > 1:
-        hsdp = "HSDP: shard within, replicate across"
-        r.use(key_label("data_parallel_shard_degree"), shard, "shard_group", str(shard), hsdp)
+    if replicate > 1 and shard > 1:  # FSDP2 shards over dp_shard x cp (parallel_dims.py: the dp_shard_cp mesh)
+        cp = degrees["cp"]
+        hsdp = "HSDP: shard within, replicate across" + (f"; the shard group is dp_shard x cp {cp}" if cp > 1 else "")
+        r.use(key_label("data_parallel_shard_degree"), shard, "shard_group", str(shard * cp), hsdp)
     schedule = str(parallel.get("pipeline_parallel_schedule", "1F1B"))
     if degrees["pp"] > 1 and schedule.lower() not in SCHEDULES:
         r.refuse("virtual_stages", key_label("pipeline_parallel_schedule"), f"{schedule}: give the stages per rank")
