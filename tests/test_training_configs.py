@@ -336,6 +336,22 @@ def test_torchtitan_hsdp_with_tp_is_costed_as_fsdp_with_a_shard_group(tmp_path: 
     assert doc["setup"]["framework"] == "fsdp" and doc["communication"]["shard_group"] == 2
 
 
+def test_torchtitan_replicas_over_cp_are_hsdp_and_over_tp_alone_refused(tmp_path: Path) -> None:
+    """torchtitan runs FSDP wherever dp_shard or cp exceeds 1 (parallel_dims.fsdp_enabled at v0.2.2): replicas with
+    dp_shard 1 and CP 2 are HSDP sharded over the CP pair; with TP and no CP they would be DDP, which parallelize.py
+    refuses ('DDP has not supported > 1D parallelism')."""
+    base = QWEN3_32B_TOML.read_text().replace("data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 2")
+    base = base.replace("data_parallel_shard_degree = -1", "data_parallel_shard_degree = 1")
+    cp = tmp_path / "cp.toml"
+    cp.write_text(base.replace("context_parallel_degree = 1", "context_parallel_degree = 2"))
+    doc = report("estimate", "--from", str(cp), "--micro-batch", "1")
+    assert doc["setup"]["framework"] == "fsdp" and doc["communication"]["shard_group"] == 2
+    tp = tmp_path / "tp.toml"
+    tp.write_text(base.replace("tensor_parallel_degree = 1", "tensor_parallel_degree = 2"))
+    code, out, err = run("estimate", "--from", str(tp), "--micro-batch", "1")
+    assert code == 2 and out == "" and "data_parallel_replicate_degree" in err and "DDP" in err, err
+
+
 def test_sweep_check_and_plan_read_the_file(tmp_path: Path) -> None:
     toml = str(CONFIGS / "torchtitan-llama3-8b.toml")
     code, out, err = run("sweep", "--from", toml, "--dp", "8,64", "--format", "csv")

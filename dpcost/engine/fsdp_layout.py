@@ -141,13 +141,12 @@ def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
     return None
 
 
-def fsdp_replicas(o: Options) -> int:
-    """The replicas hybrid sharding keeps (--shard-group N GPUs of DP x CP: torchtitan's dp_replicate, FSDP2's 2-D
-    mesh), whose sharded gradients are all-reduced across them after each reduce-scatter in the group
-    (torch 2.14.1 _fully_shard/_fsdp_collectives.py foreach_reduce: all_reduce over all_reduce_group, "not None iff
-    HSDP"); 1 without it."""
-    ranks = o.dp * o.parallel.cp
-    return ranks // min(o.plan.shard_group or ranks, ranks)
+def fsdp_replicas(p: Prepared) -> int:
+    """The replicas hybrid sharding keeps (--shard-group: torchtitan's dp_replicate, FSDP2's 2-D mesh): DP x CP over
+    the GPUs it shards within (Prepared.shard_ranks), whose sharded gradients are all-reduced across them after each
+    reduce-scatter in the group (torch 2.14.1 _fully_shard/_fsdp_collectives.py foreach_reduce: all_reduce over
+    all_reduce_group, "not None iff HSDP", in reduce_dtype); 1 without it."""
+    return p.o.dp * p.context_parallel_ranks // p.shard_ranks
 
 
 def fsdp_recompute_block(model: ModelSpec, o: Options) -> int | None:

@@ -44,7 +44,6 @@ from dpcost.engine.layout_step import (
     exposed_per_micro_batch,
     layout_calls,
     mamba_layout_refusal,
-    mlp_tp_pair,
     pp_overlapped,
     rank_layers,
     recomputed_calls,
@@ -52,6 +51,7 @@ from dpcost.engine.layout_step import (
     stage_kinds,
     stage_tp_pairs,
     torch_tp_gather_bytes,
+    tp_pairs_of,
     unpaired_ep_seconds,
 )
 from dpcost.engine.low_precision_weights import gathered_weight_bytes
@@ -620,6 +620,7 @@ def layout_step(
         tp_backward_async=tp_backward_async,
         torch_tp=torch_tp,
         tp_gather_bytes=tp_gather_bytes,
+        recompute_stops_early=torch_tp and kernels == "compiled",
         pp_scatter_gather=pp_scatter_gather,
         pp_send_comm=pp_send_comm,
         ep_node_limit=ep_node_limit,
@@ -871,7 +872,7 @@ def _stage_by_ops(
         )  # fmt: skip
         ops = tensor_parallel(built, layout.tp, sequence_parallel)
         if torch_tp and sequence_parallel and layout.tp > 1:
-            pairs = (mixer != "none") + (mlp and mlp_tp_pair(a, moe))
+            pairs = tp_pairs_of(a, mixer, mlp, moe)
             ops.append(sequence_parallel_copies(a.hidden, tokens, micro_batch, pairs, tp_gather_bytes))
         t = timed(ops)
         per_op = [timed([op]).forward_seconds for op in ops] if recompute == "selective" else [0.0] * len(ops)

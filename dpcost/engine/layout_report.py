@@ -665,7 +665,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         quantized_weights=_quantized_weights(o),
         fp8_recipe=fp8_recipe_of(o),
         bucket_bytes=_given_bucket_bytes(model, o, layout, p.seq_len, stage),
-        optimizer_instances=fsdp_replicas(o) if is_fsdp_layout(o) else par.dist_opt_instances,
+        optimizer_instances=fsdp_replicas(p) if is_fsdp_layout(o) else par.dist_opt_instances,
         loss_impl=_layout_loss(p.o, p.loss_impl),
         grad_accumulation_fusion=o.compute.grad_accumulation_fusion,
         fused_grouped_mlp=o.compute.fused_grouped_mlp,

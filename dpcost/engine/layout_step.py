@@ -71,6 +71,7 @@ __all__ = [
     "stage_tp_pairs",
     "torch_tp_gather_bytes",
     "tp_calls",
+    "tp_pairs_of",
     "virtual_stage_layer_counts",
     "virtual_stage_layers",
 ]
@@ -266,11 +267,16 @@ def mamba_layout_refusal(arch: ModelArchitecture, tp: int, cp: int) -> tuple[str
 
 
 def layer_tp_pairs(arch: ModelArchitecture, i: int) -> int:
-    """Column- then row-parallel pairs layer i (from 0) runs on the TP group: its mixer's (attention's QKV and
+    """Column- then row-parallel pairs layer i (from 0) runs on the TP group (tp_pairs_of its mixer and MLP)."""
+    return tp_pairs_of(arch, arch.mixer(i), arch.has_mlp(i), arch.moe_layer(i))
+
+
+def tp_pairs_of(arch: ModelArchitecture, mixer: str, mlp: bool, moe: bool) -> int:
+    """Column- then row-parallel pairs a layer of this kind runs on the TP group: its mixer's (attention's QKV and
     output projections, a Mamba mixer's in and out projections, none without a mixer) and its MLP's
     (mlp_tp_pair). Megatron-Core's Mamba, attention and MLP layers each issue one pair
     (docs/sources/mamba-hybrid-layouts.md section 2)."""
-    return (arch.mixer(i) != "none") + (arch.has_mlp(i) and mlp_tp_pair(arch, arch.moe_layer(i)))
+    return (mixer != "none") + (mlp and mlp_tp_pair(arch, moe))
 
 
 def mlp_tp_pair(arch: ModelArchitecture, moe: bool) -> bool:
@@ -335,6 +341,7 @@ def tp_calls(
     recomputed_pairs: int | None = None,
     torch_tp: bool = False,
     gather_bytes: float | None = None,
+    blocks_stopping_early: int = 0,
 ) -> list[LayoutCall]:
     """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
     behind the matmuls, the compute that is not attention.
@@ -363,7 +370,10 @@ def tp_calls(
     distributed/tensor/_redistribute.py, Redistribute.backward), and autograd keeps the gathered input for the
     weight gradient: nothing is gathered again. (The input gradient's reduction, issued after the linear's backward
     has run both its GEMMs, waits: prepare.py sets `backward_async` False for it.) `gather_bytes`: an element of
-    its gathers (torch_tp_gather_bytes; default `act_bytes`)."""
+    its gathers (torch_tp_gather_bytes; default `act_bytes`). `blocks_stopping_early`: recomputed blocks whose
+    recomputation stops at the last tensor the backward needs (torch.compile's partitioner; torch.utils.checkpoint's
+    early_stop, off in torchtitan since 25413d224), so that the block's last reduce-scatter, whose output only the
+    residual add reads, does not run again (its copy, ops.sequence_parallel_copies, is still counted)."""
     if layout.tp == 1:
         return []
     halves = stage_tp_pairs(arch, rank_layers(PipelineSplit(arch.layers, layout.pp))) if pairs is None else pairs
@@ -381,7 +391,7 @@ def tp_calls(
             LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", gathered, "tp", halves + again,
                        overlap, share),
             LayoutCall("tp", "sequence-parallel reductions, forward", "reduce_scatter", tensor, "tp",
-                       halves + again, overlap, share),
+                       halves + again - blocks_stopping_early, overlap, share),
             LayoutCall("tp", "output gradients gathered, backward", "all_gather", gathered, "tp", halves, overlap,
                        share),
             LayoutCall("tp", "input gradients reduced, backward", "reduce_scatter", tensor, "tp", halves, not waits,
@@ -700,6 +710,7 @@ def layout_calls(
     repeated_kv: bool = False,
     torch_tp: bool = False,
     tp_gather_bytes: float | None = None,
+    recompute_stops_early: bool = False,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -709,9 +720,12 @@ def layout_calls(
     `attention_recomputed`: core attention reruns in the backward, CP's exchange with it (cp_calls). `recomputed`:
     where full recomputation re-runs some layers alone (--recompute-block), recomputed_calls' counts. `repeated_kv`:
     torch's context_parallel exchanges K and V copied out to every query head (cp_calls); `torch_tp` TP's calls as
-    torch's DTensor plans issue them, `tp_gather_bytes` an element of their gathers (tp_calls)."""
+    torch's DTensor plans issue them, `tp_gather_bytes` an element of their gathers (tp_calls);
+    `recompute_stops_early`: the recomputed blocks stop at the last tensor their backward needs (tp_calls)."""
     stages = _kinds(arch, layout.pp, stages)
     again_pairs, again_moe, again_layers = recomputed if recomputed is not None else (None, None, None)
+    recomputed_blocks = again_layers if again_layers is not None else max(map(len, stages)) if recompute_full else 0
+    blocks_stopping_early = recomputed_blocks if recompute_stops_early else 0
     pipeline = pp_calls(
         arch, layout, micro_batch, seq_len, act_bytes, sequence_parallel, virtual_stages, pp_overlap, pp_scatter_gather,
         pp_send_communicator(pp_overlap, pp_send_comm),
@@ -737,6 +751,7 @@ def layout_calls(
             again_pairs,
             torch_tp,
             tp_gather_bytes,
+            blocks_stopping_early,
         ),
         *cp_calls(
             arch,

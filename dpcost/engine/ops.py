@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from dpcost.engine.activations import EAGER_ACTIVATIONS, Kernels, eager_gate_clamp, routed_copies
+from dpcost.engine.activations import ACT_BYTES, EAGER_ACTIVATIONS, Kernels, eager_gate_clamp, routed_copies
 from dpcost.engine.attention_keys import bidirectional_keys, causal_keys
 from dpcost.engine.checkpointing import checkpointed_share, recomputed_modules, takes_policy
 from dpcost.engine.compute import mixer_recurrence_flops
@@ -916,20 +916,21 @@ def tensor_parallel(ops: Iterable[Op], tp: int, sequence_parallel: bool) -> list
 
 
 def sequence_parallel_copies(
-    hidden: int, tokens: float, micro_batch: int, pairs: int, gather_bytes: float = BF16
+    hidden: int, tokens: float, micro_batch: int, pairs: int, gather_bytes: float = ACT_BYTES
 ) -> Op:
     """The copies torch's functional collectives add to DTensor's sequence-parallel calls (torchtitan's TP plans shard
     [b, s, h] along the sequence, Shard(1); NCCL gathers and scatters along dim 0): reduce_scatter_single first cats
     the input's sequence chunks along dim 0, and all_gather_single cats the gathered chunks back along the sequence,
     but for a batch of 1, where a view does (torch 2.14.1 _functional_collectives.py, _utils.py _chunk_or_narrow_cat,
-    _maybe_view_chunk_cat; DTensor's redistribute calls them, placement_types.py). Each reads and writes the whole
-    tensor, on every TP rank (never split). Per column- and row-parallel pair: forward the input's gather and the
-    output's reduce-scatter, backward the mirror (the output gradient's gather, the input gradient's reduce-scatter).
-    Megatron's sequence-first layout gathers along dim 0 and copies nothing. `gather_bytes`: a gathered element's
-    (layout_step.torch_tp_gather_bytes); the reduce-scatters' are 16-bit."""
+    _maybe_view_chunk_cat, since PR #169404 of December 2025: a copy there too before; DTensor's redistribute calls
+    them, placement_types.py). Each reads and writes the whole tensor, on every TP rank (never split). Per column- and
+    row-parallel pair: forward the input's gather and the output's reduce-scatter, backward the mirror (the output
+    gradient's gather, the input gradient's reduce-scatter). Megatron's sequence-first layout gathers along dim 0 and
+    copies nothing. `gather_bytes`: a gathered element's (layout_step.torch_tp_gather_bytes); the reduce-scatters
+    move the activations' 16 bits."""
     gathers = micro_batch > 1
     copies = pairs * (1 + gathers)
-    moved = pairs * 2 * (BF16 + gathers * gather_bytes) * hidden * tokens
+    moved = pairs * 2 * (ACT_BYTES + gathers * gather_bytes) * hidden * tokens
     return Op("sequence-parallel chunk copies", "tp_copy", "memory", 0.0, moved, copies, 0.0, moved, copies,
               tp_split="replicated")  # fmt: skip
 

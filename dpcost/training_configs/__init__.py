@@ -369,8 +369,10 @@ def apply(
             raise InputError(
                 config.path, f"data_parallel_replicate_degree {config.replicas} does not divide DP {replicas_dp}"
             )
-        # FSDP shards over dp_shard x cp (fsdp_layout.fsdp_replicas)
-        values["shard_group"] = str(replicas_dp // config.replicas * _whole_or(values.get("cp", 1), 1))
+        from dpcost.training_configs.torchtitan import fsdp_shard_group  # the one reader that sets replicas
+
+        shard = replicas_dp // config.replicas
+        values["shard_group"] = str(fsdp_shard_group(shard, _whole_or(values.get("cp", 1), 1)))
     if config.micro_from_dp is not None and "micro_batch" not in typed and replicas_dp is not None:
         key, total, accum = config.micro_from_dp
         if total % (accum * replicas_dp):

@@ -186,6 +186,12 @@ def torchtitan_layout(layers: int, stages: int, first_less: int, last_less: int,
     return "|".join(stage_text)
 
 
+def fsdp_shard_group(dp_shard: int, cp: int) -> int:
+    """The GPUs FSDP2 shards over under HSDP, --shard-group: torchtitan's FSDP mesh is dp_shard x cp
+    (parallel_dims.py at v0.2.2: the dense mesh's "fsdp" dimension, flattened from them)."""
+    return dp_shard * cp
+
+
 def data_parallel(r: Reading, degrees: dict[str, int], model: str | None, key: str) -> dict[str, Any]:
     """The DP size the degrees fix (replicate x shard; shard -1 leaves it to --dp), with the model, as the reading's
     last fields."""
@@ -303,7 +309,16 @@ def parallelism(
         )
     replicate, shard = degrees["replicate"], degrees["shard"]
     reshard = str(parallel.get("fsdp_reshard_after_forward", "default"))
-    if shard == 1 and replicate > 1:
+    # parallelize.py at v0.2.2: FSDP wherever dp_shard or cp exceeds 1 (parallel_dims.fsdp_enabled), else DDP over the
+    # replicas, which "has not supported > 1D parallelism"
+    ddp = shard == 1 and replicate > 1 and degrees["cp"] == 1
+    if ddp and (degrees["tp"] > 1 or degrees["pp"] > 1):
+        raise r.error(
+            key_label("data_parallel_replicate_degree"),
+            "replicas alone (data_parallel_shard_degree 1) run DDP, which torchtitan refuses with TP or PP "
+            "('DDP has not supported > 1D parallelism'): give a shard degree above 1",
+        )
+    if ddp:
         r.use(key_label("data_parallel_shard_degree"), 1, "zero", "0", "replicas only: torchtitan applies DDP")
     elif reshard == "never":
         r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "2", "parameters kept to the backward (ZeRO-2)")
@@ -314,10 +329,10 @@ def parallelism(
         r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "3", "FSDP's FULL_SHARD")
     else:
         raise r.error(key_label("fsdp_reshard_after_forward"), f"must be default, always or never, got {reshard!r}")
-    if replicate > 1 and shard > 1:  # FSDP2 shards over dp_shard x cp (parallel_dims.py: the dp_shard_cp mesh)
+    if replicate > 1 and not ddp and shard > 0:
         cp = degrees["cp"]
         hsdp = "HSDP: shard within, replicate across" + (f"; the shard group is dp_shard x cp {cp}" if cp > 1 else "")
-        r.use(key_label("data_parallel_shard_degree"), shard, "shard_group", str(shard * cp), hsdp)
+        r.use(key_label("data_parallel_shard_degree"), shard, "shard_group", str(fsdp_shard_group(shard, cp)), hsdp)
     schedule = str(parallel.get("pipeline_parallel_schedule", "1F1B"))
     if degrees["pp"] > 1 and schedule.lower() not in SCHEDULES:
         r.refuse("virtual_stages", key_label("pipeline_parallel_schedule"), f"{schedule}: give the stages per rank")
