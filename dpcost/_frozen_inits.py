@@ -219,22 +219,24 @@ def _dpcost_engine_activations_EagerGateClamp(__set, __FACTORY):
     return __init__
 
 
-def _dpcost_engine_activations_LayerTensors(__set, __FACTORY):
-    def __init__(self, tensors, kernels, hidden):
+def _dpcost_engine_activations_LayerTensors(__set, __FACTORY, __dflt_tp):
+    def __init__(self, tensors, kernels, hidden, tp=__dflt_tp):
       __set(self, 'tensors', tensors)
       __set(self, 'kernels', kernels)
       __set(self, 'hidden', hidden)
+      __set(self, 'tp', tp)
     return __init__
 
 
-def _dpcost_engine_activations_Tensor(__set, __FACTORY, __dflt_saved, __dflt_matmul, __dflt_quadratic):
-    def __init__(self, name, module, bytes_per_token, saved=__dflt_saved, matmul=__dflt_matmul, quadratic=__dflt_quadratic):
+def _dpcost_engine_activations_Tensor(__set, __FACTORY, __dflt_saved, __dflt_matmul, __dflt_quadratic, __dflt_row_parallel):
+    def __init__(self, name, module, bytes_per_token, saved=__dflt_saved, matmul=__dflt_matmul, quadratic=__dflt_quadratic, row_parallel=__dflt_row_parallel):
       __set(self, 'name', name)
       __set(self, 'module', module)
       __set(self, 'bytes_per_token', bytes_per_token)
       __set(self, 'saved', saved)
       __set(self, 'matmul', matmul)
       __set(self, 'quadratic', quadratic)
+      __set(self, 'row_parallel', row_parallel)
     return __init__
 
 
@@ -1750,8 +1752,8 @@ INITS = {
     'dpcost.cli.options.PlanInput': ("def __init__(self, spec, dp, values, from_config=__dflt_from_config, model_arg=__dflt_model_arg):\n  __set(self, 'spec', spec)\n  __set(self, 'dp', dp)\n  __set(self, 'values', values)\n  __set(self, 'from_config', from_config)\n  __set(self, 'model_arg', model_arg)", _dpcost_cli_options_PlanInput),
     'dpcost.engine.activations.EagerActivation': ("def __init__(self, keeps_input, kept_bytes, forward_bytes, forward_kernels, backward_bytes, backward_kernels):\n  __set(self, 'keeps_input', keeps_input)\n  __set(self, 'kept_bytes', kept_bytes)\n  __set(self, 'forward_bytes', forward_bytes)\n  __set(self, 'forward_kernels', forward_kernels)\n  __set(self, 'backward_bytes', backward_bytes)\n  __set(self, 'backward_kernels', backward_kernels)", _dpcost_engine_activations_EagerActivation),
     'dpcost.engine.activations.EagerGateClamp': ("def __init__(self, routed_only, kept_bytes, forward_bytes, forward_kernels, backward_bytes, backward_kernels):\n  __set(self, 'routed_only', routed_only)\n  __set(self, 'kept_bytes', kept_bytes)\n  __set(self, 'forward_bytes', forward_bytes)\n  __set(self, 'forward_kernels', forward_kernels)\n  __set(self, 'backward_bytes', backward_bytes)\n  __set(self, 'backward_kernels', backward_kernels)", _dpcost_engine_activations_EagerGateClamp),
-    'dpcost.engine.activations.LayerTensors': ("def __init__(self, tensors, kernels, hidden):\n  __set(self, 'tensors', tensors)\n  __set(self, 'kernels', kernels)\n  __set(self, 'hidden', hidden)", _dpcost_engine_activations_LayerTensors),
-    'dpcost.engine.activations.Tensor': ("def __init__(self, name, module, bytes_per_token, saved=__dflt_saved, matmul=__dflt_matmul, quadratic=__dflt_quadratic):\n  __set(self, 'name', name)\n  __set(self, 'module', module)\n  __set(self, 'bytes_per_token', bytes_per_token)\n  __set(self, 'saved', saved)\n  __set(self, 'matmul', matmul)\n  __set(self, 'quadratic', quadratic)", _dpcost_engine_activations_Tensor),
+    'dpcost.engine.activations.LayerTensors': ("def __init__(self, tensors, kernels, hidden, tp=__dflt_tp):\n  __set(self, 'tensors', tensors)\n  __set(self, 'kernels', kernels)\n  __set(self, 'hidden', hidden)\n  __set(self, 'tp', tp)", _dpcost_engine_activations_LayerTensors),
+    'dpcost.engine.activations.Tensor': ("def __init__(self, name, module, bytes_per_token, saved=__dflt_saved, matmul=__dflt_matmul, quadratic=__dflt_quadratic, row_parallel=__dflt_row_parallel):\n  __set(self, 'name', name)\n  __set(self, 'module', module)\n  __set(self, 'bytes_per_token', bytes_per_token)\n  __set(self, 'saved', saved)\n  __set(self, 'matmul', matmul)\n  __set(self, 'quadratic', quadratic)\n  __set(self, 'row_parallel', row_parallel)", _dpcost_engine_activations_Tensor),
     'dpcost.engine.checkpointing.Activations': ("def __init__(self, kept, recompute, gradients, largest_tensor):\n  __set(self, 'kept', kept)\n  __set(self, 'recompute', recompute)\n  __set(self, 'gradients', gradients)\n  __set(self, 'largest_tensor', largest_tensor)", _dpcost_engine_checkpointing_Activations),
     'dpcost.engine.collectives.CollectiveChoice': ("def __init__(self, best, candidates, note=__dflt_note):\n  __set(self, 'best', best)\n  __set(self, 'candidates', candidates)\n  __set(self, 'note', note)", _dpcost_engine_collectives_CollectiveChoice),
     'dpcost.engine.collectives.CollectiveTime': ("def __init__(self, op, algorithm, protocol, ranks, size_bytes, seconds, latency_seconds, bandwidth_seconds, tiers, calls=__dflt_calls, what_if=__dflt_what_if, period_seconds=__dflt_period_seconds):\n  __set(self, 'op', op)\n  __set(self, 'algorithm', algorithm)\n  __set(self, 'protocol', protocol)\n  __set(self, 'ranks', ranks)\n  __set(self, 'size_bytes', size_bytes)\n  __set(self, 'seconds', seconds)\n  __set(self, 'latency_seconds', latency_seconds)\n  __set(self, 'bandwidth_seconds', bandwidth_seconds)\n  __set(self, 'tiers', tiers)\n  __set(self, 'calls', calls)\n  __set(self, 'what_if', what_if)\n  __set(self, 'period_seconds', period_seconds)", _dpcost_engine_collectives_CollectiveTime),

@@ -131,6 +131,34 @@ def test_torch_s_sequence_parallel_calls_copy_the_whole_tensor_on_every_rank() -
     assert fp8.bytes == 2 * (2 * 2 + 2 * 1) * 5120 * 65536
 
 
+def test_per_op_sac_under_tp_caches_the_row_parallel_partial_sums_and_the_reduce_scatters() -> None:
+    """torchtitan's per-op SAC (_op_sac_save_list at v0.2.2: aten.mm but every second, SDPA, and
+    _c10d_functional.reduce_scatter_tensor) on a TP 2 rank of Llama 3 8B, eager, bytes a token of the sequence: the
+    block's input slice (4,096 x 2 / 2), Q (4,096 x 2 / 2), V (1,024 x 2 / 2), the gate (14,336 x 2 / 2), the down
+    projection's partial sums whole (4,096 x 2: RowwiseParallel reduce-scatters them after), the two reduce-scatters'
+    outputs (4,096 x 2 / 2 each), the context (4,096 x 2 / 2) and the log-sum-exp (32 / 2 heads x 4). Compiled, the
+    partitioner keeps only what the backward reads: neither the partial sums nor the reduce-scatters' outputs, so
+    a TP 2 rank keeps half of what one GPU keeps."""
+    arch = load_model("llama-8b").architecture
+    assert arch is not None
+    eager = activation_memory(arch, 8192, 1, "op", True, "eager", tp=2)
+    per_token = 4096 + 4096 + 1024 + 14336 + 8192 + 2 * 4096 + 4096 + 64
+    assert eager.kept == arch.layers * per_token * 8192
+    compiled = [activation_memory(arch, 8192, 1, "op", True, "compiled", tp=tp).kept for tp in (1, 2)]
+    assert compiled[1] == pytest.approx(compiled[0] / 2)
+
+
+def test_per_op_sac_under_tp_gathers_the_inputs_again_and_not_the_reduce_scatters() -> None:
+    """Per-op SAC saves the reduce-scatters' outputs and not the gathers' (_op_sac_save_list), so each block's
+    backward gathers its two column-parallel inputs again: Llama 3 8B's 32 blocks gather 2 x 32 x 2 times and
+    reduce-scatter 2 x 32 times forward."""
+    args = ["estimate", "--model", "llama-8b", "--framework", "fsdp", "--tp", "2", "--dp", "4", "--recompute", "op",
+            "--micro-batch", "1", "--seq-len", "8192"]  # fmt: skip
+    calls = {row["purpose"]: row["calls_per_micro_batch"] for row in report(*args)["layout"]["calls"]}
+    assert calls["sequence-parallel gathers, forward"] == 128
+    assert calls["sequence-parallel reductions, forward"] == 64
+
+
 def test_a_compiled_recomputation_stops_before_each_block_s_last_reduce_scatter() -> None:
     """Under torch.compile the partitioner recomputes only what the backward reads (torch.utils.checkpoint's
     early_stop alike), so a recomputed block's last reduce-scatter, read only by the residual add, does not run
@@ -215,7 +243,6 @@ def test_hybrid_sharding_shards_within_the_group_and_all_reduces_each_shard_acro
     [
         (["--model", "llama-70b", "--tp", "2", "--pp", "2"], "dpcost: error: --pp: FSDP with tensor or context"),
         (["--model", "qwen3-30b-a3b", "--tp", "2"], "dpcost: error: --framework: FSDP with tensor or context"),
-        (["--model", "llama-70b", "--tp", "2", "--recompute", "op"], "dpcost: error: --recompute: FSDP with tensor"),
         (["--model", "llama-70b", "--tp", "2", "--zero", "1"], "dpcost: error: --zero: PyTorch FSDP runs ZeRO stages"),
         (["--model", "llama-70b", "--cp", "4", "--shard-group", "2"], "dpcost: error: --shard-group: FSDP shards over"),
         (["--model", "llama-70b", "--cp", "2", "--shard-group", "32"], "dpcost: error: --shard-group: 32 must divide"),

@@ -336,11 +336,21 @@ def test_torchtitan_hsdp_with_tp_is_costed_as_fsdp_with_a_shard_group(tmp_path: 
     assert doc["setup"]["framework"] == "fsdp" and doc["communication"]["shard_group"] == 2
 
 
+@pytest.mark.parametrize("flag", ["--tp", "--cp"])
+def test_torchtitan_per_op_sac_with_tp_or_cp_is_costed_as_fsdp(flag: str) -> None:
+    """llama3_8b.toml's selective op AC with a --tp or --cp typed over it runs as torchtitan does: FSDP2 over the TP
+    or CP shares, its per-op SAC read (checkpointing._sac_saved); the policy had been dropped as a Megatron layout's."""
+    doc = report("estimate", "--from", str(CONFIGS / "torchtitan-llama3-8b.toml"), "--dp", "4", flag, "2")
+    assert (doc["setup"]["framework"], doc["setup"]["recompute"]) == ("fsdp", "op")
+    assert doc["layout"][flag[2:]] == 2
+
+
 def test_torchtitan_replicas_over_cp_are_hsdp_and_over_tp_alone_refused(tmp_path: Path) -> None:
     """torchtitan runs FSDP wherever dp_shard or cp exceeds 1 (parallel_dims.fsdp_enabled at v0.2.2): replicas with
     dp_shard 1 and CP 2 are HSDP sharded over the CP pair; with TP and no CP they would be DDP, which parallelize.py
     refuses ('DDP has not supported > 1D parallelism')."""
-    base = QWEN3_32B_TOML.read_text().replace("data_parallel_replicate_degree = 1", "data_parallel_replicate_degree = 2")
+    replicate = "data_parallel_replicate_degree = "
+    base = QWEN3_32B_TOML.read_text().replace(f"{replicate}1", f"{replicate}2")
     base = base.replace("data_parallel_shard_degree = -1", "data_parallel_shard_degree = 1")
     cp = tmp_path / "cp.toml"
     cp.write_text(base.replace("context_parallel_degree = 1", "context_parallel_degree = 2"))

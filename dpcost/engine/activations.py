@@ -176,6 +176,9 @@ class Tensor:
     saved: bool = True  # autograd keeps it for the backward (False: a matmul output only a residual add reads)
     matmul: int = 0  # its position among the layer's aten.mm calls, in forward order (0: not a matmul output)
     quadratic: bool = False  # scales with s x s x b (attention scores) rather than s x b
+    # a row-parallel projection's output (attention's output projection, the MLP's down projection): under TP the
+    # partial sums each rank holds whole until the reduce-scatter (tensor_parallel_share)
+    row_parallel: bool = False
 
     def bytes(self, seq_len: int, micro_batch: int) -> float:
         return self.bytes_per_token * seq_len * micro_batch * (seq_len if self.quadratic else 1)
@@ -188,6 +191,7 @@ class LayerTensors:
     # the width of the block's input, which every checkpointing policy keeps (0: the block is empty; a fraction of it
     # where sequence parallelism leaves each rank a slice of the sequence: tensor_parallel_share)
     hidden: float
+    tp: int = 1  # the tensor-parallel ranks it is one rank's share of (tensor_parallel_share)
 
     def saved_bytes(self, seq_len: int, micro_batch: int) -> float:
         """Everything autograd keeps: the layer without recomputation."""
@@ -200,13 +204,16 @@ def tensor_parallel_share(layer: LayerTensors, tp: int) -> LayerTensors:
     wq, wk, wv, w1 and w3, RowwiseParallel wo and w2 back to Shard(1)): the norms run on the rank's slice of the
     sequence and the heads and the MLP's columns split `tp` ways, so every tensor is 1/tp of the whole but a norm's
     output (module "layernorm"), which PrepareModuleInput all-gathers to the whole sequence for the column-parallel
-    projections that keep it. The block's input is the rank's slice of the sequence."""
+    projections that keep it, and a row-parallel projection's output, the partial sums of the whole sequence each rank
+    holds until RowwiseParallel reduce-scatters them (read only by per-op SAC, which caches them). The block's input
+    is the rank's slice of the sequence."""
     if tp == 1:
         return layer
     shared = tuple(
-        t if t.module == "layernorm" else replace(t, bytes_per_token=t.bytes_per_token / tp) for t in layer.tensors
+        t if t.module == "layernorm" or t.row_parallel else replace(t, bytes_per_token=t.bytes_per_token / tp)
+        for t in layer.tensors
     )
-    return LayerTensors(shared, layer.kernels, layer.hidden / tp)
+    return LayerTensors(shared, layer.kernels, layer.hidden / tp, tp)
 
 
 def ring_attention_backward_bytes(a: ModelArchitecture, cp: int, tp: int = 1, repeated_kv: bool = False) -> float:
@@ -438,7 +445,7 @@ def _attention(
     if flash and kernels == "eager" and a.context_copied:
         out.append(Tensor("attention output, laid out per head", "core_attn", e * context))
     out.append(Tensor("context (output projection input)", "core_attn", e * context))
-    out.append(Tensor("output projection output", "attn_out", e * h, saved=False, matmul=mm))
+    out.append(Tensor("output projection output", "attn_out", e * h, saved=False, matmul=mm, row_parallel=True))
     if a.dropout > 0:
         out.append(Tensor("dropout mask", "attn_out", 1.0 * h))
     return out, mm + 1
@@ -952,7 +959,7 @@ def _mlp(a: ModelArchitecture, width: int, kernels: Kernels, first_mm: int, modu
         out.append(Tensor(f"{label} {kept_by}'s intermediate {i + 1} (eager)", act, min(e, own - e * i) * width))
     if a.mlp_norm:  # a norm over the intermediate before the down projection keeps its input (Kosmos-2, BitNet)
         out.append(_norm_input(a, kernels, f"{label} intermediate norm", act, width))
-    out.append(Tensor(f"{label} down output", module, e * a.hidden, saved=False, matmul=down))
+    out.append(Tensor(f"{label} down output", module, e * a.hidden, saved=False, matmul=down, row_parallel=True))
     return out
 
 

@@ -91,12 +91,19 @@ class Activations:
 
 
 def _sac_saved(layer: LayerTensors, seq_len: int, micro_batch: int) -> float:
-    """torchtitan's per-op SAC: the outputs of the odd-numbered mm calls of the block. Eager SAC caches
-    every such output for the recomputation; under torch.compile the partitioner keeps a MUST_SAVE output only if
-    the backward reads it (torch/_functorch/partitioners.py, _extract_fwd_bwd_modules drops saved values the
-    backward does not use), which the down projection's output (read only by a residual add) is not."""
+    """torchtitan's per-op SAC: the outputs of the odd-numbered mm calls of the block, and under tensor parallelism
+    of its reduce-scatters (_op_sac_save_list: _c10d_functional.reduce_scatter_tensor), each row-parallel output's
+    slice of the sequence, as wide as the block's input. Eager SAC caches every such output for the recomputation
+    (the row-parallel mm's whole, before its reduce-scatter: activations.tensor_parallel_share); under
+    torch.compile the partitioner keeps a MUST_SAVE output only if the backward reads it
+    (torch/_functorch/partitioners.py, _extract_fwd_bwd_modules drops saved values the backward does not use), which
+    the down projection's output (read only by a residual add) and the reduce-scatters' are not."""
     compiled = layer.kernels == "compiled"
-    return sum(t.bytes(seq_len, micro_batch) for t in layer.tensors if t.matmul % 2 == 1 and (t.saved or not compiled))
+    saved = sum(t.bytes(seq_len, micro_batch) for t in layer.tensors if t.matmul % 2 == 1 and (t.saved or not compiled))
+    if layer.tp == 1 or compiled:
+        return saved
+    scatters = sum(t.row_parallel for t in layer.tensors)
+    return saved + scatters * ACT_BYTES * layer.hidden * seq_len * micro_batch
 
 
 def kept_per_token(

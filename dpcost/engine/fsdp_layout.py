@@ -12,14 +12,17 @@ sequence:
   sharded over DP x CP (Prepared.shard_ranks);
 - the units FSDP gathers, the blocks and the layers: their TP shares;
 - activations: apply_tp's plan with sequence parallelism (activations.tensor_parallel_share, loss.loss_memory):
-  1/TP of each tensor but the norm outputs the column-parallel projections read, all-gathered whole; the logits
+  1/TP of each tensor but the norm outputs the column-parallel projections read, all-gathered whole (and the
+  row-parallel projections' partial sums, whole, where per-op SAC caches them); the logits
   split over the vocabulary (loss_parallel); of the rank's s / CP tokens (the ring attention saves the rank's own
   queries, keys, values and output), with the ring's working buffers in each layer's backward
   (activations.ring_attention_backward_bytes).
 What it covers: dense decoders of attention layers (apply_tp's plan for Llama, Qwen 3 and their like) without
 pipeline or expert parallelism, sharded over all of DP x CP or, hybrid (--shard-group: fsdp_replicas), within
 groups of it, recomputing nothing, every block, every K-th block (torchtitan's selective layer AC,
---recompute-layers K) or, without TP, by torchtitan's per-op SAC (fsdp_layout_recomputes). The step is timed as a
+--recompute-layers K) or by torchtitan's per-op SAC: the framework's policies (frameworks.FRAMEWORKS["fsdp"];
+per-op SAC's saved SDPA output keeps CP's ring from running again, its saved reduce-scatters keep TP's, while TP's
+inputs are gathered again: checkpointing.py "op", layout_step.tp_calls). The step is timed as a
 layout's (layout_estimate.py: ZeRO-3 layer by layer over DP x CP, TP's collectives with sequence parallelism,
 DTensor's tensor parallelism waiting for its backward collectives, CP's as torch's context_parallel runs them:
 layout_step.cp_calls, --cp-impl torch; the layers as the framework runs them), every K-th block's recomputation as
@@ -44,7 +47,6 @@ __all__ = [
     "FSDP_LAYOUT_READS",
     "check_fsdp_layout",
     "fsdp_layout_memory",
-    "fsdp_layout_recomputes",
     "fsdp_layout_refusal",
     "fsdp_recompute_block",
     "fsdp_replicas",
@@ -68,14 +70,6 @@ FSDP_LAYOUT_NOTE = (
     "under CP the rank's s / CP tokens' activations, with the ring attention's buffers, and the states sharded over "
     "DP x CP"
 )
-
-
-def fsdp_layout_recomputes(o: Options) -> tuple[str, ...]:
-    """The policies both FSDP's memory and a layout's step cost, fastest first: none, torchtitan's per-op SAC without
-    TP (its saved SDPA output keeps CP's ring from running again: checkpointing.py "op"), and full. Per-op SAC under
-    TP is not: it would gather the sequence-parallel inputs again and keep the row-parallel matmuls' outputs before
-    their reduce-scatter, whole."""
-    return ("none", "op", "full") if o.parallel.tp == 1 else ("none", "full")
 
 
 def is_fsdp_layout(o: Options) -> bool:
@@ -130,13 +124,6 @@ def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
         return InputError(
             "shard_group",
             f"FSDP shards over whole CP groups (torchtitan's dp_shard x cp mesh): give a multiple of CP {par.cp}",
-        )
-    runs = fsdp_layout_recomputes(o)
-    if o.plan.recompute is not None and o.plan.recompute not in runs:
-        return InputError(
-            "recompute",
-            f"FSDP with {'tensor' if o.parallel.tp > 1 else 'context'} parallelism is costed with recompute "
-            f"{', '.join(runs)}, not {o.plan.recompute}",
         )
     return None
 

@@ -621,6 +621,7 @@ def layout_step(
         torch_tp=torch_tp,
         tp_gather_bytes=tp_gather_bytes,
         recompute_stops_early=torch_tp and kernels == "compiled",
+        tp_gathers_recomputed=torch_tp and recompute == "op",
         pp_scatter_gather=pp_scatter_gather,
         pp_send_comm=pp_send_comm,
         ep_node_limit=ep_node_limit,

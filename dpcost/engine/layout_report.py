@@ -21,13 +21,12 @@ from dpcost.engine.estimate import (
     topology_info,
     whole_message_of,
 )
-from dpcost.engine.frameworks import megatron_count_bucket
+from dpcost.engine.frameworks import FRAMEWORKS, megatron_count_bucket
 from dpcost.engine.fsdp_layout import (
     FSDP_LAYOUT_NOTE,
     FSDP_LAYOUT_READS,
     check_fsdp_layout,
     fsdp_layout_memory,
-    fsdp_layout_recomputes,
     fsdp_recompute_block,
     fsdp_replicas,
     is_fsdp_layout,
@@ -507,7 +506,7 @@ def _layout_memory_rows(
     stage = _layout_zero(o)
     runs: tuple[object, ...] = LAYOUT_RUNS["recompute"][1:]
     if is_fsdp_layout(o):  # the policies both FSDP's memory and the layout's step cost
-        runs = fsdp_layout_recomputes(o)
+        runs = FRAMEWORKS["fsdp"].recompute
     zero_stages = zero_stages or tuple(range(max(1, stage) + 1))  # a report's rows are its stages from 0
 
     def rows(recompute: str) -> dict[int, tuple[StageRow, LayoutMemory]]:

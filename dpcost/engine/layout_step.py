@@ -342,6 +342,7 @@ def tp_calls(
     torch_tp: bool = False,
     gather_bytes: float | None = None,
     blocks_stopping_early: int = 0,
+    gathers_recomputed: bool = False,
 ) -> list[LayoutCall]:
     """Megatron's tensor-parallel collectives per micro-batch on the most loaded stage; when overlapped they hide
     behind the matmuls, the compute that is not attention.
@@ -373,7 +374,9 @@ def tp_calls(
     its gathers (torch_tp_gather_bytes; default `act_bytes`). `blocks_stopping_early`: recomputed blocks whose
     recomputation stops at the last tensor the backward needs (torch.compile's partitioner; torch.utils.checkpoint's
     early_stop, off in torchtitan since 25413d224), so that the block's last reduce-scatter, whose output only the
-    residual add reads, does not run again (its copy, ops.sequence_parallel_copies, is still counted)."""
+    residual add reads, does not run again (its copy, ops.sequence_parallel_copies, is still counted).
+    `gathers_recomputed`: torchtitan's per-op SAC, which saves the reduce-scatters' outputs but not the gathers'
+    (_op_sac_save_list), so each backward gathers the column-parallel inputs again before their GEMMs re-run."""
     if layout.tp == 1:
         return []
     halves = stage_tp_pairs(arch, rank_layers(PipelineSplit(arch.layers, layout.pp))) if pairs is None else pairs
@@ -387,8 +390,9 @@ def tp_calls(
     waits = not backward_async and not overlap
     if sequence_parallel and torch_tp:
         gathered = tensor * (act_bytes if gather_bytes is None else gather_bytes) / act_bytes
+        gathers_again = again or (halves if gathers_recomputed else 0)
         return [
-            LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", gathered, "tp", halves + again,
+            LayoutCall("tp", "sequence-parallel gathers, forward", "all_gather", gathered, "tp", halves + gathers_again,
                        overlap, share),
             LayoutCall("tp", "sequence-parallel reductions, forward", "reduce_scatter", tensor, "tp",
                        halves + again - blocks_stopping_early, overlap, share),
@@ -711,6 +715,7 @@ def layout_calls(
     torch_tp: bool = False,
     tp_gather_bytes: float | None = None,
     recompute_stops_early: bool = False,
+    tp_gathers_recomputed: bool = False,
 ) -> list[LayoutCall]:
     """Every model-parallel call one GPU of the most loaded stage runs per micro-batch. `attention_share`: the
     share of the layers' FLOPs in attention's score and value matmuls (compute.attention_flops), what CP's
@@ -721,7 +726,8 @@ def layout_calls(
     where full recomputation re-runs some layers alone (--recompute-block), recomputed_calls' counts. `repeated_kv`:
     torch's context_parallel exchanges K and V copied out to every query head (cp_calls); `torch_tp` TP's calls as
     torch's DTensor plans issue them, `tp_gather_bytes` an element of their gathers (tp_calls);
-    `recompute_stops_early`: the recomputed blocks stop at the last tensor their backward needs (tp_calls)."""
+    `recompute_stops_early`: the recomputed blocks stop at the last tensor their backward needs;
+    `tp_gathers_recomputed`: per-op SAC gathers TP's inputs again (tp_calls)."""
     stages = _kinds(arch, layout.pp, stages)
     again_pairs, again_moe, again_layers = recomputed if recomputed is not None else (None, None, None)
     recomputed_blocks = again_layers if again_layers is not None else max(map(len, stages)) if recompute_full else 0
@@ -752,6 +758,7 @@ def layout_calls(
             torch_tp,
             tp_gather_bytes,
             blocks_stopping_early,
+            tp_gathers_recomputed,
         ),
         *cp_calls(
             arch,

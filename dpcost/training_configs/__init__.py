@@ -391,7 +391,8 @@ def apply(
 
         fsdp_layout = values.get("framework") == "fsdp" and config.fsdp_layouts
         refusal = _fsdp_layout_refusal(values, replicas_dp, _plan_model(config, model)) if fsdp_layout else None
-        read = ("framework", *FSDP_LAYOUT_READS) if fsdp_layout and refusal is None else ()
+        # an FSDP layout also runs the framework's recomputations (torchtitan's per-op SAC among them)
+        read = ("framework", "recompute", *FSDP_LAYOUT_READS) if fsdp_layout and refusal is None else ()
 
         def unrun(name: str) -> bool:
             runs = LAYOUT_RUNS.get(name)
