@@ -205,8 +205,8 @@ def tensor_parallel_share(layer: LayerTensors, tp: int) -> LayerTensors:
     sequence and the heads and the MLP's columns split `tp` ways, so every tensor is 1/tp of the whole but a norm's
     output (module "layernorm"), which PrepareModuleInput all-gathers to the whole sequence for the column-parallel
     projections that keep it, and a row-parallel projection's output, the partial sums of the whole sequence each rank
-    holds until RowwiseParallel reduce-scatters them (read only by per-op SAC, which caches them). The block's input
-    is the rank's slice of the sequence."""
+    holds until RowwiseParallel reduce-scatters them (autograd keeps none; per-op SAC caches them eager). The block's
+    input is the rank's slice of the sequence."""
     if tp == 1:
         return layer
     shared = tuple(

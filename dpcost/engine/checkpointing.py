@@ -97,13 +97,15 @@ def _sac_saved(layer: LayerTensors, seq_len: int, micro_batch: int) -> float:
     (the row-parallel mm's whole, before its reduce-scatter: activations.tensor_parallel_share); under
     torch.compile the partitioner keeps a MUST_SAVE output only if the backward reads it
     (torch/_functorch/partitioners.py, _extract_fwd_bwd_modules drops saved values the backward does not use), which
-    the down projection's output (read only by a residual add) and the reduce-scatters' are not."""
+    the down projection's output (read only by a residual add) is not, nor the last reduce-scatter's; every earlier
+    reduce-scatter's is, as the residual sum after it, which a norm's backward reads, is recomputed from it (the
+    partitioner recomputes what the policy prefers to: partitioners.py, must_recompute)."""
     compiled = layer.kernels == "compiled"
     saved = sum(t.bytes(seq_len, micro_batch) for t in layer.tensors if t.matmul % 2 == 1 and (t.saved or not compiled))
-    if layer.tp == 1 or compiled:
+    if layer.tp == 1:
         return saved
-    scatters = sum(t.row_parallel for t in layer.tensors)
-    return saved + scatters * ACT_BYTES * layer.hidden * seq_len * micro_batch
+    scatters = sum(t.row_parallel for t in layer.tensors) - compiled
+    return saved + max(0, scatters) * ACT_BYTES * layer.hidden * seq_len * micro_batch
 
 
 def kept_per_token(

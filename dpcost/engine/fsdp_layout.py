@@ -120,6 +120,12 @@ def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
                 "not costed with FSDP and tensor or context parallelism (it would change the memory and not the "
                 "layout's step, or is Megatron-LM's loss): leave it out",
             )
+    if o.plan.recompute == "op" and o.plan.recompute_layers != 1:
+        return InputError(
+            "recompute_layers",
+            "torchtitan's per-op SAC runs on every block (its selective_ac_option is 'op' or a block interval, not "
+            "both): leave --recompute-layers out, or give --recompute full for its selective layer AC",
+        )
     if o.plan.shard_group is not None and o.plan.shard_group % par.cp:
         return InputError(
             "shard_group",
