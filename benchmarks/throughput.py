@@ -33,6 +33,8 @@ many = (getattr(dpcost, {api!r}, None) or getattr(dpcost, "estimate_many", None)
 start = time.perf_counter(); many(m, t, plans); print(len(plans) / (time.perf_counter() - start))
 """
 FIXED = '[Options(dp=2 ** k, zero=3, recompute="full") for k in range(3, 13)] * 20'
+# the same plan at 512 DP sizes, each once: what a sweep or a search sees, no plan (nor its collectives) seen before
+DISTINCT = '[Options(dp=d, zero=3, recompute="full") for d in range(8, 4097, 8)]'
 AUTO = "[Options(dp=2 ** k) for k in range(3, 13)] * 10"
 LAYOUT = (
     "[Options(dp=d, tp=8, pp=16, micro_batch=b, global_batch=2048, seq_len=8192, "
@@ -57,6 +59,10 @@ WORKLOADS: dict[str, tuple[str, str]] = {
     "fixed-cost": (
         "costs/s, the same plans as fixed through cost_many (plain numbers, no report)",
         RATE.format(model="llama-70b", plans=FIXED, api="cost_many"),
+    ),
+    "distinct-cost": (
+        "costs/s, the fixed plan at 512 DP sizes 8, 16, ..., 4096, each once (no plan repeated), through cost_many",
+        RATE.format(model="llama-70b", plans=DISTINCT, api="cost_many"),
     ),
     "auto": (
         "estimates/s, Llama 3 70B, ZeRO stage and recomputation chosen (auto) at 10 DP sizes 8..4096, x10",
