@@ -513,14 +513,16 @@ class Compute(Section):
         "bits, as Megatron-Core and torchtitan run them.",
         json_schema_extra=cli("--compute-dtype"),
     )
-    fp8_recipe: Literal["delayed", "tensorwise", "blockwise", "mxfp8"] | None = Field(
+    fp8_recipe: Literal["delayed", "tensorwise", "blockwise", "mxfp8", "rowwise"] | None = Field(
         None,
         description="Transformer Engine's FP8 scaling recipe (Megatron's --fp8-recipe), for the bytes it holds each "
         "FP8 weight in, both usages: per-tensor scaling (delayed, tensorwise) one, and its transpose on Hopper; "
         "blockwise and mxfp8 (Blackwell) a row- and a column-wise copy with their scales; and for the matmul "
         "inputs it saves for the backward, which delayed scaling keeps beside bf16 copies where the others reuse "
-        "them (engine/low_precision_weights.py). Every recipe's matmuls and casts are costed alike [default: mxfp8 "
-        "under --fused-grouped-mlp or --fp8-output-proj, else tensorwise].",
+        "them (engine/low_precision_weights.py). rowwise: torchao's per-row scaling under --framework fsdp "
+        "(torchtitan's float8 recipe_name rowwise), whose tensor-parallel gathers stay in BF16 where tensorwise's "
+        "run in FP8. Every recipe's matmuls and casts are costed alike [default: mxfp8 under --fused-grouped-mlp "
+        "or --fp8-output-proj, else tensorwise].",
         json_schema_extra=cli("--fp8-recipe"),
     )
     bf16_layers_at_start: Whole = Field(

@@ -159,6 +159,22 @@ def test_per_op_sac_under_tp_gathers_the_inputs_again_and_not_the_reduce_scatter
     assert calls["sequence-parallel reductions, forward"] == 64
 
 
+def test_rowwise_float8_gathers_in_bf16_and_runs_under_fsdp_alone() -> None:
+    """torchtitan applies torchao's float8 TP (FP8 gathers) under tensorwise scaling alone (parallelize.py at v0.2.2:
+    enable_float8_tensorwise_tp = float8 and not rowwise): --fp8-recipe rowwise gathers 2 bytes an element, as BF16
+    does; rowwise is torchao's, so refused outside --framework fsdp, and with FSDP's float8 all-gather, which
+    torchtitan's float8.py refuses beside a recipe name."""
+    args = ["estimate", "--model", "llama-70b", "--dp", "2", "--tp", "8", "--micro-batch", "2", "--seq-len", "8192",
+            "--compute-dtype", "fp8"]  # fmt: skip
+    calls = report(*args, "--framework", "fsdp", "--fp8-recipe", "rowwise")["layout"]["calls"]
+    gathers = {row["message_bytes"] for row in calls if row["op"] == "all_gather"}
+    assert gathers == {2 * 8192 * 8192 * 2}
+    code, out, err = run(*args, "--fp8-recipe", "rowwise")
+    assert code == 2 and out == "" and err.startswith("dpcost: error: --fp8-recipe: rowwise is torchao's"), err
+    code, out, err = run(*args, "--framework", "fsdp", "--fp8-recipe", "rowwise", "--gather-dtype", "fp8")
+    assert code == 2 and out == "" and "drop --gather-dtype fp8" in err, err
+
+
 def test_a_compiled_recomputation_stops_before_each_block_s_last_reduce_scatter() -> None:
     """Under torch.compile the partitioner recomputes only what the backward reads (torch.utils.checkpoint's
     early_stop alike), so a recomputed block's last reduce-scatter, read only by the residual add, does not run

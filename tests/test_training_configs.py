@@ -345,6 +345,19 @@ def test_torchtitan_per_op_sac_with_tp_or_cp_is_costed_as_fsdp(flag: str) -> Non
     assert doc["layout"][flag[2:]] == 2
 
 
+def test_torchtitan_rowwise_float8_is_read_as_the_rowwise_recipe(tmp_path: Path) -> None:
+    """[quantize.linear.float8] recipe_name = "rowwise" with the float8 converter: --fp8-recipe rowwise, whose TP
+    gathers stay in BF16 (parallelize.py at v0.2.2 runs float8 TP under tensorwise alone)."""
+    toml = tmp_path / "rowwise.toml"
+    text = (CONFIGS / "torchtitan-llama3-8b.toml").read_text().replace("# converters", "converters")
+    toml.write_text(text.replace("[quantize.linear.float8]\n", '[quantize.linear.float8]\nrecipe_name = "rowwise"\n'))
+    doc = report("estimate", "--from", str(toml), "--dp", "4", "--tp", "2")
+    row = next(s for s in doc["from_config"]["settings"] if s["key"].endswith("recipe_name"))
+    assert row["became"] == "--fp8-recipe rowwise" and doc["setup"]["framework"] == "fsdp"
+    gathers = {c["message_bytes"] for c in doc["layout"]["calls"] if c["op"] == "all_gather"}
+    assert gathers == {8192 * 4096 * 2}  # local batch 1 x seq 8,192 x hidden 4,096 in BF16
+
+
 def test_torchtitan_replicas_over_cp_are_hsdp_and_over_tp_alone_refused(tmp_path: Path) -> None:
     """torchtitan runs FSDP wherever dp_shard or cp exceeds 1 (parallel_dims.fsdp_enabled at v0.2.2): replicas with
     dp_shard 1 and CP 2 are HSDP sharded over the CP pair; with TP and no CP they would be DDP, which parallelize.py

@@ -174,6 +174,7 @@ LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
     # Megatron's cross-entropy: as cross_entropy.py runs it, compiled, or Transformer Engine's kernel
     "loss_impl": (None, "vocab-parallel", "vocab-parallel-fused", "vocab-parallel-te"),
     "optimizer": ("adamw", "muon"),  # Adam, or Muon's emerging optimizer (muon.py)
+    "fp8_recipe": (None, "delayed", "tensorwise", "blockwise", "mxfp8"),  # Transformer Engine's
 }
 
 

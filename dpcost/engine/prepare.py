@@ -364,14 +364,21 @@ def saved_input_terms(o: Options, recompute: str) -> dict[str, Any]:
 
 
 def check_fp8_recipe(topology: TopologySpec, o: Options) -> None:
-    """--fp8-recipe is Transformer Engine's, under Megatron-LM (a layout or --framework megatron), for FP8 matmuls;
+    """--fp8-recipe is Transformer Engine's, under Megatron-LM (a layout or --framework megatron), or torchao's rowwise
+    under PyTorch FSDP (with its weights gathered in BF16), for FP8 matmuls;
     MXFP8 needs compute capability 10.x (TE quantization.py _compute_mxfp8_support: Blackwell), the flags that run
     MXFP8 no other recipe, and delayed scaling no BF16 layers (Megatron's transformer_config.py: "Delayed scaling
     does not support first / last layer in BF16"); else bad input naming the flag."""
     recipe, c = o.compute.fp8_recipe, o.compute
     if recipe is None:
         return
-    if not o.megatron_layout and o.plan.framework != "megatron":
+    if recipe == "rowwise" and o.plan.framework != "fsdp":
+        raise InputError("fp8_recipe", "rowwise is torchao's, torchtitan's float8 under PyTorch FSDP: give --framework "
+                         "fsdp, or one of Transformer Engine's recipes")  # fmt: skip
+    if recipe == "rowwise" and o.communication.gather_dtype == "fp8":
+        raise InputError("fp8_recipe", "rowwise scaling gathers FSDP's weights in BF16 (torchtitan's float8.py refuses "
+                         "enable_fsdp_float8_all_gather with a recipe name): drop --gather-dtype fp8")  # fmt: skip
+    if recipe != "rowwise" and not o.megatron_layout and o.plan.framework != "megatron":
         raise InputError("fp8_recipe", "is Transformer Engine's, which Megatron-LM runs: give a layout or --framework "
                          "megatron (torchtitan's float8 is costed as tensorwise)")  # fmt: skip
     if c.compute_dtype != "fp8":

@@ -392,7 +392,7 @@ def apply(
         fsdp_layout = values.get("framework") == "fsdp" and config.fsdp_layouts
         refusal = _fsdp_layout_refusal(values, replicas_dp, _plan_model(config, model)) if fsdp_layout else None
         # an FSDP layout also runs the framework's recomputations (torchtitan's per-op SAC among them)
-        read = ("framework", "recompute", *FSDP_LAYOUT_READS) if fsdp_layout and refusal is None else ()
+        read = ("framework", "recompute", "fp8_recipe", *FSDP_LAYOUT_READS) if fsdp_layout and refusal is None else ()
 
         def unrun(name: str) -> bool:
             runs = LAYOUT_RUNS.get(name)

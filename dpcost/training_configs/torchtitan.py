@@ -556,7 +556,13 @@ def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: st
     elif converters:
         r.ignore("[model] converters", converters, "not priced: converters dpcost does not read")
     for key, value in float8.items():
-        if key == "emulate":
+        fp8 = "float8" in kinds and float8.get("emulate") is not True
+        if key == "recipe_name" and fp8 and str(value) in ("rowwise", "rowwise_with_gw_hp"):
+            # parallelize.py at v0.2.2: float8's TP gathers (Float8ColwiseParallel...) run under tensorwise alone
+            r.use(f"{label} {key}", value, "fp8_recipe", "rowwise", "torchao's per-row scaling: TP's gathers in BF16")
+        elif key == "recipe_name" and str(value) == "tensorwise":
+            r.note(f"{label} {key}", value, "", "per-tensor scaling, as dpcost costs torchtitan's float8")
+        elif key == "emulate":
             r.note(f"{label} {key}", value, "", "matmuls in bf16" if value is True else "off")
         elif key == "enable_fsdp_float8_all_gather" and value is True:
             r.use(f"{label} {key}", value, "gather_dtype", "fp8", "FSDP gathers the float8 weights")
