@@ -729,10 +729,8 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         + _megatron_total(chosen_rows[stage][1]),
         stages=[row for row, _ in chosen_rows.values()],
     )
-    sharding = "PyTorch FSDP" if is_fsdp_layout(o) else "Megatron-FSDP"
     grad_bytes = DTYPE_BYTES[_layout_grad_dtype(o, stage)]
-    replicas = "replicas" if is_fsdp_layout(o) else "optimizer instances"  # hybrid sharding's, or Megatron's
-    communication = _layout_communication(topology, r, dp_group, grad_bytes, sharding, replicas)
+    communication = _layout_communication(topology, r, dp_group, grad_bytes, is_fsdp_layout(o))
     if is_fsdp_layout(o) and o.plan.shard_group is not None:
         communication = communication.model_copy(update={"shard_group": o.plan.shard_group})
     notes = list(p.advice) + _layout_advice(r, topology, par.virtual_stages, p.micro_batch)
@@ -890,13 +888,13 @@ def _layout_communication(
     r: LayoutStep,
     dp_group: Placement,
     grad_bytes: float,
-    sharding: str = "Megatron-FSDP",
-    instances_are: str = "optimizer instances",
+    torch_fsdp: bool = False,
 ) -> Communication:
     """Data parallelism's collectives, each with its whole message priced on its group: the stage's DP schedule on
     the DP x CP group, then the calls beside it (the experts' over expert-DP, the embedding's and head's);
-    `sharding`: what runs them layer by layer at ZeRO 2-3; `instances_are` what the step's instances are (Megatron's
-    distributed-optimizer instances, or PyTorch FSDP's hybrid-sharding replicas)."""
+    `torch_fsdp`: PyTorch FSDP runs them layer by layer at ZeRO 2-3, its instances hybrid sharding's replicas, where
+    otherwise Megatron-FSDP runs them and the instances are the distributed optimizer's."""
+    sharding, instances_are = ("PyTorch FSDP", "replicas") if torch_fsdp else ("Megatron-FSDP", "optimizer instances")
 
     def row(op: str, purpose: str, group: Placement, message: float, t: Traffic, seconds: float,
             algorithms: tuple[tuple[str, int], ...]) -> CollectiveUse:  # fmt: skip
