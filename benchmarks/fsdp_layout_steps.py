@@ -25,6 +25,7 @@ from dpcost.catalog import load_model, load_topology
 from dpcost.engine.estimate import estimate
 from dpcost.engine.utilization import naive_tokens_per_second
 from dpcost.options import Options
+from dpcost.training_configs.torchtitan import torchtitan_2024_layout
 
 CSV = Path(__file__).resolve().parent.parent / "tests" / "reference" / "fsdp-layout-steps" / "torchtitan-steps.csv"
 TOPOLOGY = "grand-teton-h100-96gb"
@@ -38,10 +39,13 @@ class Run:
     gpus: int
     tp: int
     cp: int
+    pp: int
+    stages_per_rank: int
     local_batch: int
     seq_len: int
     compile: bool
     compute_dtype: str
+    gather_dtype: str | None
     tp_comm_overlap: bool
     published: float  # tokens/s per GPU, torchtitan's
     sample: str
@@ -59,10 +63,13 @@ def runs(path: Path = CSV) -> list[Run]:
                 gpus=int(row["gpus"]),
                 tp=int(row["tp"]),
                 cp=int(row["cp"]),
+                pp=int(row["pp"]),
+                stages_per_rank=int(row["stages_per_rank"]),
                 local_batch=int(row["local_batch"]),
                 seq_len=int(row["seq_len"]),
                 compile=row["compile"] == "true",
                 compute_dtype=row["compute_dtype"],
+                gather_dtype=row["gather_dtype"] or None,
                 tp_comm_overlap=row["tp_comm_overlap"] == "true",
                 published=float(row["tps_per_gpu"]),
                 sample=row["sample"],
@@ -72,20 +79,32 @@ def runs(path: Path = CSV) -> list[Run]:
 
 
 def predicted(r: Run) -> float:
-    """dpcost's tokens/s per GPU for the run, as `dpcost estimate --framework fsdp` costs it."""
+    """dpcost's tokens/s per GPU for the run, as `dpcost estimate --framework fsdp` costs it; under PP the local
+    batch in PP micro-batches over torchtitan's December 2024 split (the CSV's header)."""
+    model = load_model(r.model)
+    dp = r.gpus // (r.tp * r.cp * r.pp)
+    pipelined: dict[str, object] = {}
+    if r.pp > 1:
+        assert model.architecture is not None
+        pipelined = dict(
+            pp=r.pp, virtual_stages=r.stages_per_rank, global_batch=r.local_batch * dp,
+            pipeline_layout=torchtitan_2024_layout(model.architecture.layers, r.pp * r.stages_per_rank),
+        )  # fmt: skip
     options = Options(
-        dp=r.gpus // (r.tp * r.cp),
+        dp=dp,
         tp=r.tp,
         cp=r.cp,
         framework="fsdp",
         recompute="full",
-        micro_batch=r.local_batch,
+        micro_batch=r.local_batch // r.pp,
         seq_len=r.seq_len,
         compile=r.compile,
         compute_dtype=r.compute_dtype,
+        gather_dtype=r.gather_dtype,
         tp_comm_overlap=r.tp_comm_overlap,
+        **pipelined,  # type: ignore[arg-type]
     )
-    report = estimate(load_model(r.model), load_topology(TOPOLOGY), options)
+    report = estimate(model, load_topology(TOPOLOGY), options)
     assert report.time is not None
     return report.time.tokens_per_second / r.gpus
 
@@ -101,25 +120,25 @@ def _geomean(errors: list[float]) -> float:
 
 def markdown(all_runs: list[Run]) -> str:
     out = [
-        "| source | run | GPUs | TP x CP | published tokens/s/GPU | dpcost | error | naive (40% MFU) | naive error "
-        "| sample |",
+        "| source | run | GPUs | TP x CP x PP | published tokens/s/GPU | dpcost | error | naive (40% MFU) "
+        "| naive error | sample |",
         "|---|---|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     groups: dict[tuple[str, str, bool], tuple[list[float], list[float]]] = {}
     for r in all_runs:
         ours, flat = predicted(r), naive(r)
         error, naive_error = ours / r.published - 1, flat / r.published - 1
-        errors = groups.setdefault((r.source, r.sample, r.tp * r.cp > 1), ([], []))
+        errors = groups.setdefault((r.source, r.sample, r.tp * r.cp * r.pp > 1), ([], []))
         errors[0].append(error)
         errors[1].append(naive_error)
         out.append(
-            f"| {r.source} | {r.row} | {r.gpus} | {r.tp} x {r.cp} | {r.published:,.0f} | {ours:,.0f} | {error:+.1%} "
-            f"| {flat:,.0f} | {naive_error:+.1%} | {r.sample} |"
+            f"| {r.source} | {r.row} | {r.gpus} | {r.tp} x {r.cp} x {r.pp} | {r.published:,.0f} | {ours:,.0f} "
+            f"| {error:+.1%} | {flat:,.0f} | {naive_error:+.1%} | {r.sample} |"
         )
     out += ["", "| source | runs | sample | dpcost (geomean of abs. error) | naive | dpcost median signed |"]
     out.append("|---|---|---|---:|---:|---:|")
     for (source, sample, layout), (ours_errors, naive_errors) in groups.items():
-        kind = "with TP or CP" if layout else "FSDP alone"
+        kind = "with TP, CP or PP" if layout else "FSDP alone"
         out.append(
             f"| {source} | {len(ours_errors)} {kind} | {sample} | {_geomean(ours_errors):.1%} "
             f"| {_geomean(naive_errors):.1%} | {statistics.median(ours_errors):+.1%} |"

@@ -32,6 +32,7 @@ from dpcost.catalog import model_from_hf_config
 from dpcost.engine.params import count_params
 from dpcost.specs import ModelSpec
 from dpcost.training_configs import hf_auto_bucket_elements
+from dpcost.training_configs.torchtitan import torchtitan_2024_layout
 
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "reference"
 CSV = REFERENCE / "memory-peaks" / "measured-peaks.csv"
@@ -143,6 +144,8 @@ class Peak:
     bucket_bytes: float | None = None  # the run's gradient bucket, where its framework sets one of its own
     optimizer_impl: str | None = None  # how its torch.optim steps, where the framework's default is not what ran
     grads_between_steps: str = "freed"  # PyTorch's .grad between steps (zero_grad's set_to_none)
+    virtual_stages: int = 1  # stages per pipeline rank (torchtitan's Interleaved1F1B: 2)
+    pipeline_layout: str | None = None  # the layers of each pipeline stage, as --pipeline-layout writes them
 
 
 def _int(text: str, default: int = 0) -> int:
@@ -181,8 +184,8 @@ def left_out(row: dict[str, str]) -> str:
     words = _words(row["notes"])
     if "cp=" in words and (_framework(row)[0] != "fsdp" or "moe" in row["model"].lower()):
         return "context parallelism outside PyTorch FSDP's dense decoders (--framework fsdp --cp)"
-    if (words & {"pp"} or row["pp"] != "1") and _framework(row)[0] != "megatron":
-        return "pipeline parallelism outside Megatron-LM: dpcost's pipelines run Megatron's schedule and memory"
+    if (words & {"pp"} or row["pp"] != "1") and not (_framework(row)[0] == "megatron" or _torchtitan_dense(row)):
+        return "pipeline parallelism outside Megatron-LM and torchtitan's dense decoders (--framework fsdp --pp)"
     if (words & {"tp"} or row["tp"] != "1") and _framework(row)[0] not in ("megatron", "fsdp"):
         return "tensor parallelism outside Megatron-LM and PyTorch FSDP"
     if words & {"lora", "qlora"} or row["precision"].startswith("nf4"):
@@ -213,6 +216,12 @@ def left_out(row: dict[str, str]) -> str:
     if _topology(row["gpu"]) is None:
         return "no catalog topology for the GPU"
     return ""
+
+
+def _torchtitan_dense(row: dict[str, str]) -> bool:
+    """A torchtitan run of a dense decoder under FSDP2, as --framework fsdp costs its TP, CP and PP."""
+    moe = "moe" in row["model"].lower() or re.search(r"\bMoE\b", row["notes"]) is not None
+    return row["framework"] == "torchtitan" and _framework(row)[0] == "fsdp" and not moe
 
 
 def _topology(gpu: str) -> str | None:
@@ -250,6 +259,14 @@ def peaks(path: Path = CSV) -> list[Peak]:
         dp = max(1, gpus // (tp * pp * cp))
         global_batch = _int(row["global_batch"])
         accumulation = global_batch // (micro_batch * dp) if global_batch % (micro_batch * dp) == 0 else 1
+        chunks, split = 1, None
+        if framework == "fsdp" and pp > 1 and row["model"].split(" (")[0] in MODELS:
+            # torchtitan at 9dec370: the local batch split into PP micro-batches (pipeline_parallel_microbatches
+            # unset), no resharding after the forward (ZeRO-2), two stages per rank under Interleaved1F1B
+            stage, micro_batch, accumulation = 2, micro_batch // pp, pp
+            chunks = 2 if "Interleaved" in row["notes"] else 1
+            layers = model_spec(row["model"].split(" (")[0]).architecture.layers  # type: ignore[union-attr]
+            split = torchtitan_2024_layout(layers, pp * chunks)
         precision, notes = row["precision"], row["notes"]
         grad_dtype = "bf16" if "reduce/buffer bf16" in precision else None
         if framework == "megatron" and "accumulate_allreduce_grads_in_fp32 False" in notes:
@@ -294,6 +311,8 @@ def peaks(path: Path = CSV) -> list[Peak]:
                 grads_between_steps="kept"
                 if row["source_id"] in BEFORE_TORCH_2 and framework != "deepspeed"
                 else "freed",
+                virtual_stages=chunks,
+                pipeline_layout=split,
             )
         )
     return out
@@ -358,9 +377,9 @@ def predict(p: Peak, topology: str | None = None) -> float:
 
 
 def run_options(p: Peak) -> Options:
-    """The run as dpcost's options. A torchtitan run with TP or CP is costed as FSDP holds its share of the model and
-    of the sequence (`--framework fsdp --tp --cp`: engine/fsdp_layout.py), another TP or PP run as a layout
-    (`dpcost estimate --tp --pp`: Megatron's theoretical memory of its most loaded stage)."""
+    """The run as dpcost's options. A torchtitan run with TP, CP or PP is costed as FSDP holds its share of the model
+    and of the sequence (`--framework fsdp --tp --cp --pp`: engine/fsdp_layout.py, fsdp_pipeline.py), another TP or PP
+    run as a layout (`dpcost estimate --tp --pp`: Megatron's theoretical memory of its most loaded stage)."""
     shared: dict[str, Any] = {
         "zero": p.stage,
         "micro_batch": p.micro_batch,
@@ -368,9 +387,10 @@ def run_options(p: Peak) -> Options:
         "seq_len": p.seq_len,
         "flash_attention": p.flash_attention,
     }
-    if p.tp * p.cp > 1 and p.framework == "fsdp":
+    if p.tp * p.cp * p.pp > 1 and p.framework == "fsdp":
         return Options(
-            dp=p.gpus // (p.tp * p.cp), tp=p.tp, cp=p.cp, framework="fsdp", recompute=p.recompute, compile=p.compile,
+            dp=p.gpus // (p.tp * p.cp * p.pp), tp=p.tp, cp=p.cp, pp=p.pp, virtual_stages=p.virtual_stages,
+            pipeline_layout=p.pipeline_layout, framework="fsdp", recompute=p.recompute, compile=p.compile,
             loss_impl=p.loss_impl, compute_dtype=p.compute_dtype, gather_dtype=p.gather_dtype, **shared,
         )  # fmt: skip
     if p.tp * p.pp > 1:

@@ -257,7 +257,7 @@ def test_hybrid_sharding_shards_within_the_group_and_all_reduces_each_shard_acro
 @pytest.mark.parametrize(
     ("args", "start"),
     [
-        (["--model", "llama-70b", "--tp", "2", "--pp", "2"], "dpcost: error: --pp: FSDP with tensor or context"),
+        (["--model", "llama-70b", "--tp", "2", "--ep", "2"], "dpcost: error: --ep: FSDP in a layout"),
         (["--model", "qwen3-30b-a3b", "--tp", "2"], "dpcost: error: --framework: FSDP with tensor or context"),
         (["--model", "llama-70b", "--tp", "2", "--zero", "1"], "dpcost: error: --zero: PyTorch FSDP runs ZeRO stages"),
         (

@@ -84,7 +84,10 @@ def test_tp_across_nodes_is_warned_with_its_cause() -> None:
     ("args", "start"),
     [
         (["--dp", "8", "--tp", "2", "--framework", "deepspeed"], "dpcost: error: --framework: a TP/CP/PP/EP layout is"),
-        (["--dp", "8", "--tp", "2", "--pp", "2", "--framework", "fsdp"], "dpcost: error: --pp: FSDP with tensor"),
+        (
+            ["--dp", "8", "--tp", "2", "--pp", "2", "--framework", "fsdp", "--zero", "3"],
+            "dpcost: error: --zero: under PP",
+        ),
         (["--dp", "8", "--tp", "2", "--virtual-stages", "2"], "dpcost: error: --virtual-stages: interleaving needs"),
         (["--dp", "8", "--ep", "8"], "dpcost: error: --ep: llama-70b has no experts to split"),
         (["--dp", "8", "--tp", "3"], "dpcost: error: --tp: 3 does not divide llama-70b's 64 attention heads"),

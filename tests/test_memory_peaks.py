@@ -42,13 +42,15 @@ def test_every_point_is_costed_or_says_why(bench: ModuleType, compared: Compared
     held_out = len(read_reference_csv("memory-peaks/holdout-peaks.csv"))
     assert len(rows) + len(left) == measured + held_out == 81 + 93
     in_sample = [r for r in rows if r.peak.sample == "in sample"]
-    # 41 in sample: the 32 data-parallel points, meg-llmaction's 6 TP/PP points costed as layouts (issue 19) and
-    # tt-h100-2412's 3 FSDP x CP points (--framework fsdp --cp); 48 held out, 4 of them torchtitan's FSDP with TP
-    # (tt-pr1690, Qwen3 32B: --framework fsdp --tp)
-    assert (len(in_sample), len(rows) - len(in_sample)) == (41, 48)
-    assert sum(1 for r in rows if r.peak.tp * r.peak.pp > 1) == 10
-    assert sum(1 for r in rows if r.peak.tp > 1 and r.peak.framework == "fsdp") == 4
-    assert sum(1 for r in rows if r.peak.cp > 1 and r.peak.framework == "fsdp") == 3
+    # 45 in sample: the 32 data-parallel points, meg-llmaction's 6 TP/PP points costed as layouts (issue 19),
+    # tt-h100-2412's 3 FSDP x CP points (--framework fsdp --cp) and its 4 Llama 3.1 405B points of Table 6 (FSDP x TP
+    # x PP, 3 of them with CP: --framework fsdp --pp); 48 held out, 4 of them torchtitan's FSDP with TP (tt-pr1690,
+    # Qwen3 32B: --framework fsdp --tp)
+    assert (len(in_sample), len(rows) - len(in_sample)) == (45, 48)
+    assert sum(1 for r in rows if r.peak.tp * r.peak.pp > 1) == 14
+    assert sum(1 for r in rows if r.peak.tp > 1 and r.peak.framework == "fsdp") == 8
+    assert sum(1 for r in rows if r.peak.pp > 1 and r.peak.framework == "fsdp") == 4
+    assert sum(1 for r in rows if r.peak.cp > 1 and r.peak.framework == "fsdp") == 6
     assert all(p.left_out for p in left)
     # Only litgpt's config hub lacks model specs (its Llama 3.2 1B, Phi, Gemma, StableLM rows, most suspect anyway).
     assert {p.source for p in left if p.left_out.startswith(("no model", "no catalog"))} == {"lit-confighub"}

@@ -308,7 +308,6 @@ def test_torchtitan_cp_is_costed_as_fsdp_over_dp_times_cp(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("flags", "replicas", "said"),
     [
-        (["--tp", "8", "--pp", "2"], 1, "--pp"),  # FSDP with TP is costed without PP, CP or EP
         (["--tp", "4", "--model", "qwen3-30b-a3b"], 1, "qwen3-30b-a3b's layers"),  # experts, TP sequence-parallel
     ],
 )
@@ -324,6 +323,23 @@ def test_torchtitan_tp_beyond_fsdps_accounting_is_costed_as_megatron_runs_it(
     assert doc["setup"]["framework"] != "fsdp"
     note = next(row for row in doc["from_config"]["settings"] if row["key"] == "(a torchtitan config)")["note"]
     assert note.startswith("not read by a TP/CP/PP/EP layout") and note.endswith(f"not costed with {said})")
+
+
+def test_torchtitan_pp_is_costed_as_fsdp_under_torchs_pipelining(tmp_path: Path) -> None:
+    """PP with TP: each stage's TP share sharded by FSDP2 and run by torch's pipelining (fsdp_pipeline.py), not
+    resharded after the forward (ZeRO 2: distributed/fsdp.py "For PP, by default do not reshard after forward")."""
+    doc = report("estimate", "--from", str(QWEN3_32B_TOML), "--dp", "4", "--micro-batch", "2", "--tp", "8", "--pp", "2")
+    assert doc["setup"]["framework"] == "fsdp" and doc["setup"]["zero_stage"] == 2
+    rows = {row["key"]: row for row in doc["from_config"]["settings"]}
+    note = rows["(a torchtitan config)"]["note"]
+    assert note.endswith(
+        "each pipeline stage's (pipeline_llm, torch's pipelining): costed as --framework fsdp --tp 8 --pp 2"
+    )
+    reshard = rows["[parallelism] fsdp_reshard_after_forward"]  # "default": not resharded under PP
+    assert (reshard["became"], reshard["note"]) == (
+        "--zero 2",
+        "under --pp 2 the parameters kept to the backward (ZeRO-2)",
+    )
 
 
 def test_torchtitan_hsdp_with_tp_is_costed_as_fsdp_with_a_shard_group(tmp_path: Path) -> None:

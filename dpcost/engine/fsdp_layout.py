@@ -18,7 +18,10 @@ sequence:
   queries, keys, values and output), with the ring's working buffers in each layer's backward
   (activations.ring_attention_backward_bytes).
 What it covers: dense decoders of attention layers (apply_tp's plan for Llama, Qwen 3 and their like) without
-pipeline or expert parallelism, sharded over all of DP x CP or, hybrid (--shard-group: fsdp_replicas), within
+expert parallelism, under PP each rank's stages as torch's pipelining holds them (fsdp_pipeline.py: weights kept
+unsharded all step, gradients accumulated unsharded, the schedule's micro-batches in flight; the step's gradients
+reduce-scattered once, after the last backward), sharded over all of DP x CP or, hybrid (--shard-group:
+fsdp_replicas), within
 groups of it, recomputing nothing, every block, every K-th block (torchtitan's selective layer AC,
 --recompute-layers K) or by torchtitan's per-op SAC: the framework's policies (frameworks.FRAMEWORKS["fsdp"];
 per-op SAC's saved SDPA output keeps CP's ring from running again, its saved reduce-scatters keep TP's, while TP's
@@ -34,7 +37,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dpcost.engine.estimate import stage_row
+from dpcost.engine.fsdp_pipeline import rank_memory, rank_parameters, schedule_microbatches
 from dpcost.engine.layout_memory import LayoutMemory, StageMemory
+from dpcost.engine.layout_step import PipelineSplit, virtual_stage_layers
 from dpcost.engine.params import tensor_parallel_parameters
 from dpcost.engine.prepare import Prepared, StageMemories
 from dpcost.engine.report import StageRow
@@ -43,10 +48,10 @@ from dpcost.options import Options
 from dpcost.specs import ModelSpec, TopologySpec
 
 __all__ = [
-    "FSDP_LAYOUT_NOTE",
     "FSDP_LAYOUT_READS",
     "check_fsdp_layout",
     "fsdp_layout_memory",
+    "fsdp_layout_note",
     "fsdp_layout_refusal",
     "fsdp_recompute_block",
     "fsdp_replicas",
@@ -64,12 +69,23 @@ _UNPRICED: dict[str, Callable[[Options], bool]] = {
     "optimizer": lambda o: o.precision.optimizer != "adamw",
     "loss_impl": lambda o: (o.compute.loss_impl or "").startswith("vocab-parallel"),
 }
-FSDP_LAYOUT_NOTE = (
+_NOTE = (
     "per GPU, as PyTorch FSDP holds its tensor-parallel share of the model under torchtitan's plan: weights and "
     "activations 1/TP, the norm outputs the projections read gathered whole, the logits split over the vocabulary; "
     "under CP the rank's s / CP tokens' activations, with the ring attention's buffers, and the states sharded over "
     "DP x CP"
 )
+
+
+def fsdp_layout_note(held: LayoutMemory, pp: int) -> str:
+    """The memory table's note: whose memory its rows are (under PP, the most loaded rank's)."""
+    if pp == 1:
+        return _NOTE
+    return (
+        f"{_NOTE}; under PP the most loaded rank's, {held.most_loaded.stage} of {pp}, as torch's pipelining holds its "
+        "stages: weights unsharded all step, gradients accumulated unsharded in fp32 from each stage's first "
+        "backward, the schedule's micro-batches in flight"
+    )
 
 
 def is_fsdp_layout(o: Options) -> bool:
@@ -87,13 +103,16 @@ def check_fsdp_layout(model: ModelSpec, o: Options) -> None:
 def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
     """Why the accounting does not cover the plan (module docstring), naming its flag; None where it does."""
     par, a = o.parallel, model.architecture
-    for flag, degree in (("pp", par.pp), ("ep", par.ep), ("virtual_stages", par.virtual_stages)):
-        if degree != 1:
-            return InputError(
-                flag,
-                f"FSDP with tensor or context parallelism (--framework fsdp) is costed without pipeline or expert "
-                f"parallelism, not {flag} {degree}: leave --framework out to cost the layout as Megatron-LM runs it",
-            )
+    if par.ep != 1:
+        return InputError(
+            "ep",
+            f"FSDP in a layout (--framework fsdp) is costed without expert parallelism, not ep {par.ep}: leave "
+            "--framework out to cost the layout as Megatron-LM runs it",
+        )
+    if par.pp > 1:
+        refusal = _pipeline_refusal(model, o)
+        if refusal is not None:
+            return refusal
     if par.cp > 1 and par.cp_impl not in ("torch", "p2p"):  # the default p2p runs as torch's (prepare.prepare)
         return InputError(
             "cp_impl",
@@ -134,6 +153,37 @@ def fsdp_layout_refusal(model: ModelSpec, o: Options) -> InputError | None:
     return None
 
 
+def _pipeline_refusal(model: ModelSpec, o: Options) -> InputError | None:
+    """What torchtitan's pipelining under FSDP (fsdp_pipeline.py) is not costed with, naming its flag."""
+    par, plan = o.parallel, o.plan
+    schedule = par.pp_schedule or ("interleaved" if par.virtual_stages > 1 else "1f1b")
+    if (schedule == "interleaved") != (par.virtual_stages > 1):
+        return InputError(
+            "pp_schedule",
+            f"torch's {schedule} schedule runs {'several stages' if schedule == 'interleaved' else 'one stage'} per "
+            f"rank (ScheduleInterleaved1F1B, Schedule1F1B, ScheduleGPipe), not --virtual-stages {par.virtual_stages}",
+        )
+    if plan.zero == 3:
+        return InputError(
+            "zero",
+            "under PP torchtitan keeps the parameters unsharded from the forward to the backward (its "
+            "fsdp_reshard_after_forward 'default'); resharding them ('always') is not costed: give --zero 2 or leave "
+            "it out",
+        )
+    if plan.recompute_layers != 1 or plan.recompute_block is not None:
+        return InputError(
+            "recompute_layers" if plan.recompute_layers != 1 else "recompute_block",
+            "under PP, FSDP's activations are costed with one policy on every block: leave it out",
+        )
+    if model.architecture is not None and model.architecture.tied_embeddings:
+        return InputError(
+            "pp",
+            f"{model.name} ties its embedding to its output head, which torchtitan asserts one stage holds both of "
+            "(qwen3/model/model.py init_weights at v0.2.2): give --pp 1",
+        )
+    return None
+
+
 def fsdp_replicas(p: Prepared) -> int:
     """The replicas hybrid sharding keeps (--shard-group: torchtitan's dp_replicate, FSDP2's 2-D mesh): DP x CP over
     the GPUs it shards within (Prepared.shard_ranks), whose sharded gradients are all-reduced across them after each
@@ -152,11 +202,16 @@ def fsdp_recompute_block(model: ModelSpec, o: Options) -> int | None:
 
 
 def fsdp_layout_memory(
-    model: ModelSpec, topology: TopologySpec, p: Prepared, stage: int, recompute: str
+    model: ModelSpec, topology: TopologySpec, p: Prepared, stage: int, recompute: str, microbatches: int | None
 ) -> tuple[StageRow, LayoutMemory]:
     """One ZeRO stage's memory per GPU (StageMemories at the plan's TP: module docstring), as the stage table's row
-    and as a layout's memory (one stage, the whole model, its allocated peak split as Megatron's accounting is)."""
-    held = StageMemories(model, topology, p).row(stage, recompute)
+    and as a layout's memory (one stage, the whole model, its allocated peak split as Megatron's accounting is).
+    Under PP, each pipeline rank's as torch's pipelining holds it (fsdp_pipeline.rank_memory), `microbatches` per
+    step, the row the most loaded rank's."""
+    memories = StageMemories(model, topology, p)
+    if p.o.parallel.pp > 1:
+        return _pipeline_memory(model, topology, p, stage, recompute, microbatches, memories)
+    held = memories.row(stage, recompute)
     parameters = tensor_parallel_parameters(p.counts, model.architecture, p.tensor_parallel_ranks)
     activations = held.allocated - held.model_states - held.buffers
     assert model.architecture is not None  # check_fsdp_layout
@@ -164,3 +219,37 @@ def fsdp_layout_memory(
     one = StageMemory(0, layers, parameters, held.model_states, activations, held.buffers, held.params, held.grads)
     layout = LayoutMemory(parameters, held.model_states, activations, (one,))
     return stage_row(held, p.micro_batch), layout
+
+
+def _pipeline_memory(
+    model: ModelSpec,
+    topology: TopologySpec,
+    p: Prepared,
+    stage: int,
+    recompute: str,
+    microbatches: int | None,
+    memories: StageMemories,
+) -> tuple[StageRow, LayoutMemory]:
+    """fsdp_layout_memory under PP: every rank's (fsdp_pipeline.rank_memory), each as a layout's stage."""
+    par, a = p.o.parallel, model.architecture
+    assert a is not None  # check_fsdp_layout
+    m = schedule_microbatches(microbatches, par.pp)
+    if par.virtual_stages > 1 and m % max(1, m // par.pp):
+        raise InputError(
+            "global_batch",
+            f"torch's interleaved 1F1B runs the micro-batches in rounds of PP: {m} are not a multiple of "
+            f"{max(1, m // par.pp)} rounds (ScheduleInterleaved1F1B)",
+        )
+    split = PipelineSplit(a.layers, par.pp, par.virtual_stages, par.first_stage_layers, par.last_stage_layers,
+                          par.pipeline_layout)  # fmt: skip
+    per_stage = virtual_stage_layers(split)
+    workspaces = memories.states(stage).buffers.workspaces
+    ranks = [rank_memory(model, topology, p, stage, recompute, per_stage, r, m, workspaces) for r in range(par.pp)]
+    stages = tuple(
+        StageMemory(r, sum(per_stage[r :: par.pp]), rank_parameters(model, p, per_stage, r), held.model_states,
+                    held.allocated - held.model_states - held.buffers, held.buffers, held.params, held.grads)
+        for r, held in enumerate(ranks)
+    )  # fmt: skip
+    most = max(stages, key=lambda s: s.parameters)  # Megatron's accounting: the most loaded shard's states
+    layout = LayoutMemory(most.parameters, most.weight_and_optimizer, stages[0].activations, stages)
+    return stage_row(ranks[layout.most_loaded.stage], p.micro_batch), layout

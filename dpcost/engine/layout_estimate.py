@@ -501,6 +501,7 @@ def layout_step(
     kernels: Kernels | None = None,
     repeated_kv: bool = False,
     torch_tp: bool = False,
+    deferred_reduce: bool = False,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -544,7 +545,9 @@ def layout_step(
     (Megatron's --recompute-method block: layout_step.checkpointed_rank_layers). `moe_host_seconds`: the host time of
     one MoE layer's forward and backward, below which its micro-batch waits for the host (host.py; 0 under
     full-iteration CUDA graphs). `muon`: Megatron's --optimizer muon, whose step orthogonalizes the weight matrices
-    (optimizer_step_seconds)."""
+    (optimizer_step_seconds). `deferred_reduce`: at ZeRO 2, PyTorch FSDP under torch's pipelining, which gathers
+    each unit once a step and reduce-scatters its accumulated gradient once, after the last backward
+    (fsdp_pipeline.py; _data_parallel)."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -698,6 +701,7 @@ def layout_step(
         bucket_bytes=bucket_bytes,
         instances=instanced,
         grad_reduce=grad_reduce,
+        deferred=deferred_reduce,
     )
     if layout.pp > 1 and (a.tied_embeddings or mtp_layers):
         sides += (word_embedding_sync(topology, layout, counts.embedding / layout.tp, DTYPE_BYTES[grad_dtype]),)
@@ -1111,6 +1115,7 @@ def _data_parallel(
     bucket_bytes: float | None = None,
     instances: InstanceGroups | None = None,
     grad_reduce: str | None = None,
+    deferred: bool = False,
 ) -> tuple[StepTime, tuple[SideTraffic, ...]]:
     """The DP schedule of the stage's dense shard over DP x CP (step.py), gradients of `grad_bytes` each, and the
     calls beside it (SideTraffic). ZeRO 0-1, as Megatron's DDP and distributed optimizer run it: its buckets over
@@ -1127,10 +1132,13 @@ def _data_parallel(
     `fp8_recipe` has them (low_precision_weights.gathered_weight_bytes), the rest in 16 bits; each gather at the
     bytes per parameter of what it moves (gathered_bytes). `bucket_bytes`: ZeRO 0-1's bucket (Megatron's
     --ddp-bucket-size), else Megatron's default for the DP size. `instances`: the distributed optimizer's instances
-    (InstanceGroups) at ZeRO 1, or at ZeRO 3 PyTorch FSDP's hybrid sharding, whose replicas are the instances."""
+    (InstanceGroups) at ZeRO 1, or at ZeRO 2-3 PyTorch FSDP's hybrid sharding, whose replicas are the instances.
+    `deferred` (ZeRO 2): PyTorch FSDP under torch's pipelining, each unit gathered in the step's first forward and
+    kept, its gradient accumulated unsharded and reduce-scattered once the last backward is done, not beside it
+    (pipelining/stage.py perform_reduce_grad: fsdp_pipeline.py); the embedding's and head's alike."""
     fsdp = zero >= 2
     fw = MEGATRON_FSDP if fsdp else FRAMEWORKS["megatron"]
-    overlapped = overlapped or fsdp
+    overlapped = (overlapped or fsdp) and not deferred
     recipe = RECIPES[fw.name]
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     dp = groups["dp-cp"]
@@ -1161,6 +1169,7 @@ def _data_parallel(
         grad_bytes=grad_bytes,
         weight_bytes=dense_gather_bytes,
         bucket_bytes=bucket,
+        keep_full_grads=deferred,
         overlap_param_gather=fw.overlap_param_gather and overlapped,
         overlap_grad_reduce=overlapped,
         per_unit=fsdp,
@@ -1194,7 +1203,7 @@ def _data_parallel(
                       "embedding and output layer gradients and parameters", outside, zero, micro_batches, forward,
                       backward, overlapped, grad_bytes, weight_bytes, kept=True, noun="embedding and output layer",
                       kind="dp-cp", across=None if instances is None else instances.dense_across,
-                      grad_reduce=grad_reduce),
+                      grad_reduce=grad_reduce, deferred=deferred),
     )  # fmt: skip
     return timed, tuple(side for side in sides if side.seconds > 0)
 
@@ -1216,17 +1225,19 @@ def _side_traffic(
     kind: str = "",
     across: Placement | None = None,
     grad_reduce: str | None = None,
+    deferred: bool = False,
 ) -> SideTraffic:
     """`params` reduced and gathered over `group` (_data_parallel), hidden behind the micro-batch's backward and
     forward where `overlapped`. `kept`: at ZeRO 3, gathered once per step and kept (Megatron-FSDP's modules outside
     any unit), not for every pass. `noun` names what it moves in its calls' purposes; `kind` its group. `across`:
     the distributed optimizer's instances (ZeRO 1) or PyTorch FSDP's hybrid sharding's replicas (ZeRO 2-3), each
     reduce-scattered shard then all-reduced across them.
-    `grad_reduce`: ZeRO-1's gradient collective where it is not the reduce-scatter (--grad-reduce)."""
+    `grad_reduce`: ZeRO-1's gradient collective where it is not the reduce-scatter (--grad-reduce). `deferred`:
+    reduced once a step after the last backward, not hidden (_data_parallel), and gathered once behind the forward."""
     if params <= 0 or (group.ranks == 1 and (across is None or across.ranks == 1)):
         return SideTraffic(what, 0.0, 0.0)
     grads, weights = params * grad_bytes, params * weight_bytes
-    hides_reduce, hides_gather = (backward, forward) if overlapped else (0.0, 0.0)
+    hides_reduce, hides_gather = (backward, forward) if overlapped else (0.0, forward if deferred else 0.0)
 
     def listed_as(best: CollectiveTime, purpose: str, size: float, times: int) -> Traffic:
         one = ((Call(best.seconds, best.label), 1),)  # one call per occurrence
@@ -1256,7 +1267,7 @@ def _side_traffic(
         purpose = "gradients across optimizer instances" if zero == 1 else "gradients across replicas"
         return (listed_as(replicated, purpose, grads / group.ranks, times),), (group, group, across)
 
-    if zero == 1:  # once per step
+    if zero == 1 or deferred:  # once per step
         extra, placed = across_listed(1)
         listed = (listed_as(scatter, "gradients", grads, 1), listed_as(gathered, "parameters", weights, 1), *extra)
         exposed = max(0.0, reduce - hides_reduce) + max(0.0, gather - hides_gather)

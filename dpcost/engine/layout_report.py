@@ -23,10 +23,10 @@ from dpcost.engine.estimate import (
 )
 from dpcost.engine.frameworks import FRAMEWORKS, megatron_count_bucket
 from dpcost.engine.fsdp_layout import (
-    FSDP_LAYOUT_NOTE,
     FSDP_LAYOUT_READS,
     check_fsdp_layout,
     fsdp_layout_memory,
+    fsdp_layout_note,
     fsdp_recompute_block,
     fsdp_replicas,
     is_fsdp_layout,
@@ -180,10 +180,12 @@ LAYOUT_RUNS: dict[str, tuple[object, ...]] = {
 
 def _layout_zero(o: Options) -> int:
     """The layout's ZeRO stage: --zero's, else Megatron's distributed optimizer (1), or FSDP's FULL_SHARD (3, as
-    torchtitan reshards after the forward)."""
+    torchtitan reshards after the forward), under PP its SHARD_GRAD_OP (2: fsdp_pipeline.py)."""
     if o.plan.zero is not None:
         return o.plan.zero
-    return 3 if is_fsdp_layout(o) else 1
+    if is_fsdp_layout(o):
+        return 2 if o.parallel.pp > 1 else 3
+    return 1
 
 
 def _layout_loss(o: Options, loss_impl: str) -> str:
@@ -398,7 +400,7 @@ def _layout_memory(
     optimizer), and the activations its micro-batches in flight hold; plus the CUDA context (memory.py). Under
     --framework fsdp, as FSDP holds its tensor-parallel share (fsdp_layout.py)."""
     if is_fsdp_layout(p.o):
-        return fsdp_layout_memory(model, topology, p, stage, recompute)
+        return fsdp_layout_memory(model, topology, p, stage, recompute, m)
     par = p.o.parallel
     assert model.architecture is not None  # _check_layout_plan
     if par.microbatch_group is not None and m is not None and par.microbatch_group > m:
@@ -650,6 +652,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         kernels=p.kernels if is_fsdp_layout(o) else None,
         repeated_kv=is_fsdp_layout(o) and o.compute.repeat_kv,
         torch_tp=is_fsdp_layout(o),
+        deferred_reduce=is_fsdp_layout(o) and layout.pp > 1,
         overlap_slowdown=o.compute.overlap_slowdown,
         sync_jitter=o.compute.sync_jitter,
         compute_model=compute_model,
@@ -723,7 +726,7 @@ def layout_training(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         hbm_bytes=int(topology.gpu.hbm),
         recipe=p.recipe.title if is_fsdp_layout(o) else _layout_recipe(o),
         recompute=recompute,
-        note=FSDP_LAYOUT_NOTE
+        note=fsdp_layout_note(chosen_rows[stage][1], layout.pp)
         if is_fsdp_layout(o)
         else f"the most loaded pipeline stage, {chosen_rows[stage][1].most_loaded.stage} of {layout.pp}, per GPU; "
         + _megatron_total(chosen_rows[stage][1]),

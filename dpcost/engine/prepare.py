@@ -1106,13 +1106,13 @@ def _reusable_grad_block(block_grads: float, p: Prepared, stage: int) -> float:
     return block_grads / (p.shard_ranks if stage >= 2 else 1)
 
 
-def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[float, float, float, float, float, float]:
-    """StageMemories.activations, computed (all zero for a model given only as a parameter count)."""
+def activation_parts(model: ModelSpec, p: Prepared, recompute: str) -> tuple[Activations, LossMemory]:
+    """One sequence's activations of every layer under a policy (checkpointing.activation_memory) and of the loss
+    path (loss.loss_memory), on one rank: its s / CP tokens and its TP share; computed once per architecture and
+    key. The model must have an architecture."""
     o, a = p.o, model.architecture
-    if a is None:
-        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    cp = p.context_parallel_ranks
-    s, flash, kernels = p.seq_len // cp, o.compute.flash_attention, p.kernels  # the rank's tokens under CP
+    assert a is not None
+    s, flash, kernels = p.seq_len // p.context_parallel_ranks, o.compute.flash_attention, p.kernels
     plan = o.plan
     modules = frozenset(plan.recompute_modules)
     autocast, repeat_kv, softmax_fp32 = p.recipe.autocast, o.compute.repeat_kv, o.compute.unfused_softmax_fp32
@@ -1126,10 +1126,28 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
             ),
             loss_memory(a, s, 1, p.loss_impl, kernels, tp),
         )
-    act, loss = known[key]
+    return known[key]
+
+
+def layer_backward_bytes(model: ModelSpec, p: Prepared, act: Activations) -> float:
+    """What one layer's backward adds for one sequence: its recomputation, its activation gradients and under CP the
+    ring attention's buffers (activations.ring_attention_backward_bytes)."""
+    assert model.architecture is not None
+    cp, tp = p.context_parallel_ranks, p.tensor_parallel_ranks
+    ring = ring_attention_backward_bytes(model.architecture, cp, tp, p.o.compute.repeat_kv)
+    return act.recompute + act.gradients + p.seq_len // cp * ring
+
+
+def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[float, float, float, float, float, float]:
+    """StageMemories.activations, computed (all zero for a model given only as a parameter count)."""
+    o, a = p.o, model.architecture
+    if a is None:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    act, loss = activation_parts(model, p, recompute)
+    s = p.seq_len // p.context_parallel_ranks
     kept = act.kept + loss.kept
     loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
-    layer_backward = act.recompute + act.gradients + s * ring_attention_backward_bytes(a, cp, tp, repeat_kv)
+    layer_backward = layer_backward_bytes(model, p, act)
     if p.schedule == "megatron" and o.compute.compute_dtype in QUANTIZED_WEIGHTS:
         saved, rerun_saved = _low_precision_saved_inputs(a, o, recompute, s)
         kept -= saved

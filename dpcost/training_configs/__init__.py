@@ -80,6 +80,9 @@ class TrainingConfig:
     # the framework's TP splits the sequence (torchtitan's, unless enable_sequence_parallel is off): a --tp typed over
     # a file without TP runs with --sequence-parallel, as the file's own TP would
     tp_sequence_parallel: bool = False
+    # the file's FSDP does not reshard after the forward under PP (torchtitan's fsdp_reshard_after_forward "default"):
+    # a --pp typed over a file without PP runs at ZeRO 2, as the file's own PP would
+    pp_keeps_parameters: bool = False
 
 
 class Reading:
@@ -94,6 +97,7 @@ class Reading:
         self.bucket_from_hidden: tuple[str, int] | None = None
         self.pp_split: tuple[str, int, int, int | None] | None = None
         self.tp_sequence_parallel = False
+        self.pp_keeps_parameters = False
 
     def use(self, key: str, value: Any, name: str, text: str, note: str = "") -> None:
         """The file's `key` sets option `name` to `text` (as its flag would be written)."""
@@ -147,6 +151,7 @@ class Reading:
             bucket_from_hidden=self.bucket_from_hidden,
             pp_split=self.pp_split,
             tp_sequence_parallel=self.tp_sequence_parallel,
+            pp_keeps_parameters=self.pp_keeps_parameters,
             **fields,
         )
 
@@ -364,6 +369,10 @@ def apply(
     values = {**config.options, **typed}
     if config.tp_sequence_parallel and _whole_or(typed.get("tp", 1), 1) > 1 and "sequence_parallel" not in values:
         values["sequence_parallel"] = "true"
+    if config.pp_keeps_parameters and _whole_or(typed.get("pp", 1), 1) > 1 and "zero" not in typed:
+        values["zero"] = "2"
+        kept = f"under {_typed_flag('--pp', typed['pp'])} the parameters kept to the backward (ZeRO-2)"
+        settings = [Setting(s.key, s.value, "--zero 2", kept, s.option) if s.option == "zero" else s for s in settings]
     if config.replicas and "shard_group" not in typed and replicas_dp is not None:
         if replicas_dp % config.replicas:
             raise InputError(
@@ -413,8 +422,11 @@ def apply(
             why = f"{why} (FSDP with tensor or context parallelism is not costed with {refusal})"
         settings = [Setting(s.key, s.value, "", why, s.option) if s.option in unread else s for s in settings]
         if read:
-            degrees = " ".join(f"--{d} {values[d]}" for d in ("tp", "cp") if _whole_or(values.get(d, 1), 1) > 1)
-            how = f"FSDP2 over the TP and CP ranks' shares (apply_tp, apply_fsdp): costed as --framework fsdp {degrees}"
+            dims = [d for d in ("tp", "cp", "pp") if _whole_or(values.get(d, 1), 1) > 1]
+            degrees = " ".join(f"--{d} {values[d]}" for d in dims)
+            staged = ", each pipeline stage's (pipeline_llm, torch's pipelining)" if "pp" in dims else ""
+            how = f"FSDP2 over the TP and CP ranks' shares (apply_tp, apply_fsdp){staged}: costed as --framework fsdp "
+            how += degrees
             settings = [
                 Setting(s.key, s.value, s.became, how, s.option) if s.option == "framework" else s for s in settings
             ]

@@ -186,6 +186,20 @@ def torchtitan_layout(layers: int, stages: int, first_less: int, last_less: int,
     return "|".join(stage_text)
 
 
+def torchtitan_2024_layout(layers: int, stages: int) -> str:
+    """torchtitan's default split of December 2024 (parallelisms/pipelining_utils.py generate_split_points at
+    9dec370, before v0.1) as --pipeline-layout: `stages` (PP times the schedule's stages per rank) of layers // stages
+    each, the middle ones one more while the remainder lasts, the last what is left."""
+    base, extra = divmod(layers, stages)
+    if base == 0:
+        raise ValueError(f"{stages} stages are more than the {layers} layers")
+    middle = [base + (k < extra) for k in range(stages - 2)]
+    counts = [base, *middle, layers - base - sum(middle)]
+    stage_text = [f"t*{n}" for n in counts]
+    stage_text[0], stage_text[-1] = "E" + stage_text[0], stage_text[-1] + "L"
+    return "|".join(stage_text)
+
+
 def fsdp_shard_group(dp_shard: int, cp: int) -> int:
     """The GPUs FSDP2 shards over under HSDP, --shard-group: torchtitan's FSDP mesh is dp_shard x cp
     (parallel_dims.py at v0.2.2: the dense mesh's "fsdp" dimension, flattened from them)."""
@@ -327,6 +341,7 @@ def parallelism(
         r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "2", why)
     elif reshard in ("default", "always"):
         r.use(key_label("fsdp_reshard_after_forward"), reshard, "zero", "3", "FSDP's FULL_SHARD")
+        r.pp_keeps_parameters = reshard == "default"
     else:
         raise r.error(key_label("fsdp_reshard_after_forward"), f"must be default, always or never, got {reshard!r}")
     if replicate > 1 and not ddp and shard > 0:
