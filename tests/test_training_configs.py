@@ -328,7 +328,21 @@ def test_torchtitan_tp_beyond_fsdps_accounting_is_costed_as_megatron_runs_it(
 def test_torchtitan_pp_is_costed_as_fsdp_under_torchs_pipelining(tmp_path: Path) -> None:
     """PP with TP: each stage's TP share sharded by FSDP2 and run by torch's pipelining (fsdp_pipeline.py), not
     resharded after the forward (ZeRO 2: distributed/fsdp.py "For PP, by default do not reshard after forward")."""
-    doc = report("estimate", "--from", str(QWEN3_32B_TOML), "--dp", "4", "--micro-batch", "2", "--tp", "8", "--pp", "2")
+    doc = report(
+        "estimate",
+        "--from",
+        str(QWEN3_32B_TOML),
+        "--dp",
+        "4",
+        "--micro-batch",
+        "2",
+        "--global-batch",
+        "16",
+        "--tp",
+        "8",
+        "--pp",
+        "2",
+    )
     assert doc["setup"]["framework"] == "fsdp" and doc["setup"]["zero_stage"] == 2
     rows = {row["key"]: row for row in doc["from_config"]["settings"]}
     note = rows["(a torchtitan config)"]["note"]

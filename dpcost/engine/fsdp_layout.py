@@ -234,6 +234,12 @@ def _pipeline_memory(
     par, a = p.o.parallel, model.architecture
     assert a is not None  # check_fsdp_layout
     m = schedule_microbatches(microbatches, par.pp)
+    if par.virtual_stages == 1 and par.pp_schedule != "gpipe" and m < par.pp:
+        raise InputError(
+            "global_batch",
+            f"torch's Schedule1F1B needs at least PP {par.pp} micro-batches a step, not {m}: give a larger global "
+            "batch, or --pp-schedule gpipe",
+        )
     if par.virtual_stages > 1 and m % max(1, m // par.pp):
         raise InputError(
             "global_batch",

@@ -8,17 +8,19 @@ holds over the step.
   December 2024): each rank's parameters, gathered at their first forward, stay unsharded until the end of the
   step, and each block's gradient is accumulated unsharded, in the reduce dtype (FSDP2 _fsdp_param.py
   to_accumulated_grad_if_needed, PR #125191: "for microbatching use cases (e.g. PP) ... accumulate the unsharded
-  gradients in fp32 across microbatches"), from the block's first backward until perform_reduce_grad
-  reduce-scatters it once, after the schedule's last backward.
+  gradients in fp32 across microbatches"), from the block's first backward until perform_reduce_grad reshards the
+  stage and reduce-scatters it a block at a time, once, after the stage's last backward (after the loop in
+  Schedule1F1B and ScheduleGPipe; the runtime schedules' REDUCE_GRAD, schedules.py _add_reduce_grad).
 - The schedules run each rank's forwards (F) and backwards (B) in torch's order (pipelining/schedules.py):
   ScheduleGPipe every F then every B; Schedule1F1B min(M, PP - stage) forwards, then B and F in turn;
   ScheduleInterleaved1F1B _get_warmup_ops' forwards, then F and B in turn, its chunks by forward_stage_index and
   backward_stage_index, then the remaining B. A micro-batch's activations are held from its F to its B on the
   chunk (stage) that ran it.
 - Each non-first stage receives its input in a buffer per micro-batch, and each non-last stage its output's
-  gradient, both allocated once and kept (stage.py _prepare_forward_infra, _create_grad_recv_info). The input's
-  gradient, computed into that buffer's .grad by the backward and sent back, stays until the next step clears it
-  (clear_runtime_states); the stage output a forward returns stays in fwd_cache until its backward.
+  gradient, both allocated once and kept (stage.py _prepare_forward_infra, _create_grad_recv_info). The stage's
+  output stays in fwd_cache until its backward: on the last stage the logits, bf16, of the rank's vocabulary shard.
+  The input's gradient leaves the buffer's .grad once computed (_backward.py, PR #164329, October 2025; before it
+  stayed to the next step) and is sent; torchtitan's step keeps no outputs (return_outputs=False at v0.2.2).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dpcost.engine.activations import ACT_BYTES
-from dpcost.engine.memory import PhaseMemory, StageMemory, buffers, context_bytes, model_states, stage_memory
+from dpcost.engine.memory import Phase, PhaseMemory, StageMemory, buffers, context_bytes, model_states, stage_memory
 from dpcost.engine.prepare import Prepared, activation_parts, layer_backward_bytes
 from dpcost.engine.step import Unit, unit_runs
 from dpcost.specs import ModelSpec, TopologySpec
@@ -101,8 +103,8 @@ def rank_memory(
     """Pipeline rank `rank`'s memory per GPU (memory.StageMemory) under FSDP2 and torch's pipelining (module
     docstring): `stage_layers` the decoder layers of each of the PP x V stages (stage k on rank k mod PP), `stage`
     the ZeRO stage of its sharded states, `workspaces` the GEMM libraries' (prepare.StageMemories). Its phases: the
-    schedule's moments where its activations peak, at a forward and at a backward, one of each per set of chunks
-    whose gradients have started accumulating; the reduce-scatters after the last backward; the optimizer step."""
+    schedule's moments where its activations peak, at a forward and at a backward, one of each per set of weights
+    and gradients alive; each stage's reduce-scatters after its last backward; the optimizer step."""
     a, o, tp = model.architecture, p.o, p.tensor_parallel_ranks
     assert a is not None  # fsdp_layout.check_fsdp_layout
     pp = o.parallel.pp
@@ -115,57 +117,66 @@ def rank_memory(
     def unsharded_bytes(u: Unit) -> float:  # as gathered: fp8 gathers convert only the linear layers
         return u.params / tp * (p.weight_bytes if u.linear else p.unconverted_weight_bytes)
 
-    stage_params = [sum(u.params for u in stage_units(model, p, stage_layers, k)) / tp for k in stages]
-    parameters = sum(stage_params)
-    unsharded = sum(unsharded_bytes(u) for k in stages for u in stage_units(model, p, stage_layers, k))
-    grads = [p.grad_bytes * n for n in stage_params]  # accumulated in the reduce dtype
+    units = [stage_units(model, p, stage_layers, k) for k in stages]
+    parameters = sum(u.params for held in units for u in held) / tp
+    unsharded = [sum(unsharded_bytes(u) for u in held) for held in units]
+    grads = [p.grad_bytes * sum(u.params for u in held) / tp for held in units]  # accumulated in the reduce dtype
     block_grad = block.params / tp * p.unconverted_weight_bytes  # autograd's, in the parameters' dtype
+    reduced_block = block.params / tp * p.grad_bytes  # a block's reduce-scatter input
 
     act, loss = activation_parts(model, p, recompute)
     per_layer = act.kept / a.layers  # a dense decoder's layers are alike and under one policy (check_fsdp_layout)
-    boundary = ACT_BYTES * a.hidden * p.seq_len / (p.context_parallel_ranks * tp)  # a block's output, its SP slice
+    tokens = p.seq_len / p.context_parallel_ranks
+    boundary = ACT_BYTES * a.hidden * tokens / tp  # a block's output, its sequence-parallel slice
+    # the last stage's output, kept in fwd_cache to its backward: the logits, bf16, of the rank's vocabulary shard
+    logits = ACT_BYTES * a.vocab * tokens / tp
     kept: list[float] = []  # per chunk, what one sequence in flight holds beyond its receive buffer
     received = 0.0  # per sequence, the receive buffers held all step
-    for k in stages:
-        kept.append(stage_layers[k] * per_layer + (loss.kept if k == last_stage else boundary)
-                    - (boundary if k > 0 else 0.0))  # fmt: skip
+    for k, own in zip(stages, units, strict=True):
+        output = loss.kept + logits if k == last_stage else boundary
+        kept.append(sum(u is block for u in own) * per_layer + output - (boundary if k > 0 else 0.0))
         received += m * boundary * ((k > 0) + (k < last_stage))
     layer_backward = layer_backward_bytes(model, p, act)
     loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
 
-    peaks: dict[tuple[bool, float], tuple[float, float]] = {}  # (a forward, accumulated) -> (held, transient)
-    in_flight, started = [0] * chunks, [False] * chunks
-    sent_back = 0.0  # per sequence, the input gradients computed so far
+    states = model_states(parameters, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+    adam = states.optimizer - states.step_only
+    # (phase, weights, gradients) -> (held per sequence, transient per sequence, buffers)
+    peaks: dict[tuple[Phase, float, float], tuple[float, float, float]] = {}
+
+    def seen(phase: Phase, weights: float, accumulated: float, held: float, transient: float, buf: float) -> None:
+        key = (phase, weights, accumulated)
+        if held + transient > sum(peaks.get(key, (0.0, 0.0, 0.0))[:2]):
+            peaks[key] = (held, transient, buf)
+
+    in_flight, backwards = [0] * chunks, [0] * chunks
+    weights = states.params + sum(unsharded)
     for forward, chunk in rank_actions(o.parallel.pp_schedule or "1f1b", pp, chunks, m, rank):
         ends = stages[chunk] == last_stage
+        accumulated = sum(g for g, n in zip(grads, backwards, strict=True) if 0 < n < m)
         if forward:
             in_flight[chunk] += 1
             transient = loss_forward if ends else 0.0
         else:
             transient = max(layer_backward, loss_backward) if ends else layer_backward
-        held = sum(n * k for n, k in zip(in_flight, kept, strict=True)) + received + sent_back
-        key = (forward, sum(g for g, s in zip(grads, started, strict=True) if s))
-        if held + transient > sum(peaks.get(key, (0.0, 0.0))):
-            peaks[key] = (held, transient)
-        if not forward:
-            in_flight[chunk] -= 1
-            started[chunk] = True
-            sent_back += boundary if stages[chunk] > 0 else 0.0
-
-    states = model_states(parameters, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)
+        held = sum(n * k for n, k in zip(in_flight, kept, strict=True)) + received
+        seen("forward" if forward else "backward", weights, accumulated, held, transient,
+             workspaces + (0.0 if forward else block_grad))  # fmt: skip
+        if forward:
+            continue
+        in_flight[chunk] -= 1
+        backwards[chunk] += 1
+        if backwards[chunk] == m:  # perform_reduce_grad: a block's reduce-scatter at a time, then resharded
+            alive = enumerate(zip(grads, backwards, strict=True))
+            accumulated = sum(g for c, (g, n) in alive if 0 < n < m or c == chunk)
+            seen("backward", weights, accumulated + states.grads, held - kept[chunk], 0.0, workspaces + reduced_block)
+            weights -= unsharded[chunk]
+    phases = [PhaseMemory(phase, weights, accumulated, adam, buf, held, transient)
+              for (phase, weights, accumulated), (held, transient, buf) in peaks.items()]  # fmt: skip
     at_step = buffers(stage, "fsdp", p.recipe, p.grad_bytes, parameters, 0.0, 0.0, 0.0, shard_ranks=p.shard_ranks,
                       optimizer=o.precision.optimizer, optimizer_impl=p.optimizer_impl).at_step  # fmt: skip
-    weights, adam = states.params + unsharded, states.optimizer - states.step_only
-    phases = [
-        PhaseMemory("forward" if forward else "backward", weights, accumulated, adam,
-                    workspaces + (0.0 if forward else block_grad), held, transient)
-        for (forward, accumulated), (held, transient) in peaks.items()
-    ]  # fmt: skip
-    # perform_reduce_grad: every accumulated gradient, a block's reduce-scatter input and the sharded gradients
-    phases.append(PhaseMemory("backward", weights, sum(grads) + states.grads, adam,
-                              workspaces + block.params / tp * p.grad_bytes, received + sent_back, 0.0))  # fmt: skip
     phases.append(PhaseMemory("optimizer step", states.params, states.grads, states.optimizer, workspaces + at_step,
-                              received + sent_back, 0.0))  # fmt: skip
+                              received, 0.0))  # fmt: skip
     largest = max(act.largest_tensor, loss.largest_tensor if last_stage in stages else 0.0)
     # the accumulated gradients are each parameter's own tensor (to_accumulated_grad_if_needed), allocated on the
     # compute stream and freed there after the step's reduce-scatters: the next step's activations can take their
