@@ -126,7 +126,7 @@ def rank_memory(
 
     act, loss = activation_parts(model, p, recompute)
     per_layer = act.kept / a.layers  # a dense decoder's layers are alike and under one policy (check_fsdp_layout)
-    tokens = p.seq_len / p.context_parallel_ranks
+    tokens = p.seq_len / p.context_parallel_ranks  # the rank's share of a sequence
     boundary = ACT_BYTES * a.hidden * tokens / tp  # a block's output, its sequence-parallel slice
     # the last stage's output, kept in fwd_cache to its backward: the logits, bf16, of the rank's vocabulary shard
     logits = ACT_BYTES * a.vocab * tokens / tp
@@ -136,7 +136,8 @@ def rank_memory(
         output = loss.kept + logits if k == last_stage else boundary
         kept.append(sum(u is block for u in own) * per_layer + output - (boundary if k > 0 else 0.0))
         received += m * boundary * ((k > 0) + (k < last_stage))
-    layer_backward = layer_backward_bytes(model, p, act)
+    cp = p.context_parallel_ranks
+    layer_backward = layer_backward_bytes(a, act, p.seq_len // cp, cp, tp, o.compute.repeat_kv)
     loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
 
     states = model_states(parameters, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload)

@@ -1110,13 +1110,20 @@ def activation_parts(model: ModelSpec, p: Prepared, recompute: str) -> tuple[Act
     """One sequence's activations of every layer under a policy (checkpointing.activation_memory) and of the loss
     path (loss.loss_memory), on one rank: its s / CP tokens and its TP share; computed once per architecture and
     key. The model must have an architecture."""
-    o, a = p.o, model.architecture
-    assert a is not None
-    s, flash, kernels = p.seq_len // p.context_parallel_ranks, o.compute.flash_attention, p.kernels
+    assert model.architecture is not None
+    return _activation_parts(model.architecture, p, recompute, p.context_parallel_ranks, p.tensor_parallel_ranks)
+
+
+def _activation_parts(
+    a: ModelArchitecture, p: Prepared, recompute: str, cp: int, tp: int
+) -> tuple[Activations, LossMemory]:
+    """activation_parts, with the plan's CP and TP ranks."""
+    o = p.o
+    s, flash, kernels = p.seq_len // cp, o.compute.flash_attention, p.kernels
     plan = o.plan
     modules = frozenset(plan.recompute_modules)
     autocast, repeat_kv, softmax_fp32 = p.recipe.autocast, o.compute.repeat_kv, o.compute.unfused_softmax_fp32
-    every, block, tp = plan.recompute_layers, plan.recompute_block, p.tensor_parallel_ranks
+    every, block = plan.recompute_layers, plan.recompute_block
     key = (s, recompute, flash, kernels, every, block, modules, p.loss_impl, autocast, repeat_kv, softmax_fp32, tp)
     known = _activations_of(a)
     if key not in known:
@@ -1129,13 +1136,12 @@ def activation_parts(model: ModelSpec, p: Prepared, recompute: str) -> tuple[Act
     return known[key]
 
 
-def layer_backward_bytes(model: ModelSpec, p: Prepared, act: Activations) -> float:
-    """What one layer's backward adds for one sequence: its recomputation, its activation gradients and under CP the
-    ring attention's buffers (activations.ring_attention_backward_bytes)."""
-    assert model.architecture is not None
-    cp, tp = p.context_parallel_ranks, p.tensor_parallel_ranks
-    ring = ring_attention_backward_bytes(model.architecture, cp, tp, p.o.compute.repeat_kv)
-    return act.recompute + act.gradients + p.seq_len // cp * ring
+def layer_backward_bytes(
+    a: ModelArchitecture, act: Activations, tokens: int, cp: int, tp: int, repeat_kv: bool
+) -> float:
+    """What one layer's backward adds for one sequence, `tokens` of it on the rank: its recomputation, its activation
+    gradients and under CP the ring attention's buffers (activations.ring_attention_backward_bytes)."""
+    return act.recompute + act.gradients + tokens * ring_attention_backward_bytes(a, cp, tp, repeat_kv)
 
 
 def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[float, float, float, float, float, float]:
@@ -1143,11 +1149,12 @@ def _activation_terms(model: ModelSpec, p: Prepared, recompute: str) -> tuple[fl
     o, a = p.o, model.architecture
     if a is None:
         return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-    act, loss = activation_parts(model, p, recompute)
-    s = p.seq_len // p.context_parallel_ranks
+    cp, tp = p.context_parallel_ranks, p.tensor_parallel_ranks
+    act, loss = _activation_parts(a, p, recompute, cp, tp)
+    s = p.seq_len // cp
     kept = act.kept + loss.kept
     loss_forward, loss_backward = loss.forward_peak - loss.kept, loss.backward_peak - loss.kept
-    layer_backward = layer_backward_bytes(model, p, act)
+    layer_backward = layer_backward_bytes(a, act, s, cp, tp, o.compute.repeat_kv)
     if p.schedule == "megatron" and o.compute.compute_dtype in QUANTIZED_WEIGHTS:
         saved, rerun_saved = _low_precision_saved_inputs(a, o, recompute, s)
         kept -= saved
