@@ -10,7 +10,7 @@ import pytest
 from conftest import run_cli as run
 
 from dpcost import Options, estimate, load_model, load_topology
-from dpcost.engine.fsdp_pipeline import rank_actions
+from dpcost.engine.fsdp_pipeline import checkpointed_blocks, rank_actions
 from dpcost.engine.layout_report import layout_stage_memory
 
 REFERENCE = Path(__file__).parent / "reference" / "torch-pipelining" / "interleaved-1f1b-actions.json"
@@ -113,7 +113,7 @@ def test_the_reduce_scatter_waits_for_the_last_backward() -> None:
     [
         (["--virtual-stages", "2", "--pp-schedule", "1f1b"], "dpcost: error: --pp-schedule: torch's 1f1b schedule"),
         (["--zero", "3"], "dpcost: error: --zero: under PP torchtitan keeps the parameters unsharded"),
-        (["--recompute", "full", "--recompute-layers", "2"], "dpcost: error: --recompute-layers: under PP"),
+        (["--recompute", "full", "--recompute-block", "2"], "dpcost: error: --recompute-block: torchtitan checkpoints"),
         (["--virtual-stages", "2", "--global-batch", "18"], "dpcost: error: --global-batch: torch's interleaved"),
         (["--global-batch", "6"], "dpcost: error: --global-batch: torch's Schedule1F1B needs at least PP 4"),
     ],
@@ -150,3 +150,26 @@ def test_the_last_stage_keeps_each_micro_batchs_logits_to_its_backward() -> None
     stages = layout_stage_memory(load_model("llama-405b"), load_topology("grand-teton-h100-96gb"), options)
     logits = 4 * 8192 * 128_256 / 8 * 2
     assert stages[-1].activations > 16 * (logits + 15 * 4 * 8192 * 16384 * 2 / 8)
+
+
+def test_selective_layer_ac_counts_each_ranks_blocks_from_one() -> None:
+    """torchtitan's _apply_layer_sac (activation_checkpoint.py at v0.2.2) counts the blocks a process wraps in a
+    module-wide counter, over its model parts in order, and checkpoints each whose count K divides: a rank of 15
+    blocks checkpoints 7 of them at K = 2, one of 16 blocks 8; with two stages a rank of 3 blocks each, counted 1-3
+    then 4-6, the first stage checkpoints block 2 and the second blocks 4 and 6."""
+    assert checkpointed_blocks((15, 16, 16, 16, 16, 16, 16, 15), 8, 2) == (7, 8, 8, 8, 8, 8, 8, 7)
+    assert checkpointed_blocks((3, 3, 3, 3), 2, 2) == (1, 1, 2, 2)
+    assert checkpointed_blocks((4, 4), 2, 1) == (4, 4)
+
+
+def test_every_second_block_keeps_more_than_every_block_and_less_than_none() -> None:
+    """torchtitan's default selective layer AC (--recompute-layers 2) under PP: half of each rank's blocks keep their
+    input alone, the other half everything."""
+    kept = [
+        layout_stage_memory(load_model("llama-8b"), load_topology("grand-teton-h100-96gb"), Options(
+            dp=2, tp=2, pp=4, framework="fsdp", recompute=recompute, recompute_layers=every, micro_batch=1,
+            global_batch=16, seq_len=8192,
+        ))[1].activations
+        for recompute, every in (("full", 1), ("full", 2), ("none", 1))
+    ]  # fmt: skip
+    assert kept[0] < kept[1] < kept[2]

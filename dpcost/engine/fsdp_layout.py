@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dpcost.engine.estimate import stage_row
-from dpcost.engine.fsdp_pipeline import rank_memory, rank_parameters, schedule_microbatches
+from dpcost.engine.fsdp_pipeline import checkpointed_blocks, rank_memory, rank_parameters, schedule_microbatches
 from dpcost.engine.layout_memory import LayoutMemory, StageMemory
 from dpcost.engine.layout_step import PipelineSplit, virtual_stage_layers
 from dpcost.engine.params import tensor_parallel_parameters
@@ -170,10 +170,10 @@ def _pipeline_refusal(model: ModelSpec, o: Options) -> InputError | None:
             "fsdp_reshard_after_forward 'default'); resharding them ('always') is not costed: give --zero 2 or leave "
             "it out",
         )
-    if plan.recompute_layers != 1 or plan.recompute_block is not None:
+    if plan.recompute_block is not None:
         return InputError(
-            "recompute_layers" if plan.recompute_layers != 1 else "recompute_block",
-            "under PP, FSDP's activations are costed with one policy on every block: leave it out",
+            "recompute_block",
+            "torchtitan checkpoints every block or every K-th (--recompute-layers K), not the first N of each stage",
         )
     if model.architecture is not None and model.architecture.tied_embeddings:
         return InputError(
@@ -193,12 +193,20 @@ def fsdp_replicas(p: Prepared) -> int:
 
 
 def fsdp_recompute_block(model: ModelSpec, o: Options) -> int | None:
-    """The blocks a layout's step recomputes in full (its first N, layout_estimate.layout_step's recompute_block) for
-    torchtitan's every K-th (--recompute-layers K, checkpointing.takes_policy): as many, L // K, of the same layers'
-    compute; the plan's own block where K is 1."""
-    every = o.plan.recompute_layers
-    assert model.architecture is not None  # check_fsdp_layout
-    return o.plan.recompute_block if every == 1 else model.architecture.layers // every
+    """The blocks a layout's step recomputes in full (its first N of each stage, layout_estimate.layout_step's
+    recompute_block) for torchtitan's every K-th (--recompute-layers K, checkpointing.takes_policy): as many, L // K,
+    of the same layers' compute; under PP the most any stage checkpoints (fsdp_pipeline.checkpointed_blocks), which
+    paces the pipeline; the plan's own block where K is 1."""
+    every, par = o.plan.recompute_layers, o.parallel
+    a = model.architecture
+    assert a is not None  # check_fsdp_layout
+    if every == 1:
+        return o.plan.recompute_block
+    if par.pp == 1:
+        return a.layers // every
+    split = PipelineSplit(a.layers, par.pp, par.virtual_stages, par.first_stage_layers, par.last_stage_layers,
+                          par.pipeline_layout)  # fmt: skip
+    return max(checkpointed_blocks(virtual_stage_layers(split), par.pp, every))
 
 
 def fsdp_layout_memory(

@@ -33,7 +33,15 @@ from dpcost.engine.prepare import Prepared, activation_parts, layer_backward_byt
 from dpcost.engine.step import Unit, unit_runs
 from dpcost.specs import ModelSpec, TopologySpec
 
-__all__ = ["Action", "rank_actions", "rank_memory", "rank_parameters", "schedule_microbatches", "stage_units"]
+__all__ = [
+    "Action",
+    "checkpointed_blocks",
+    "rank_actions",
+    "rank_memory",
+    "rank_parameters",
+    "schedule_microbatches",
+    "stage_units",
+]
 
 Action = tuple[bool, int]  # (a forward, not a backward; the rank's chunk it runs, 0 the first)
 
@@ -82,6 +90,19 @@ def stage_units(model: ModelSpec, p: Prepared, stage_layers: tuple[int, ...], k:
     return ((embedding,) if k == 0 else ()) + (block,) * stage_layers[k] + ((head,) if last else ())
 
 
+def checkpointed_blocks(stage_layers: tuple[int, ...], pp: int, every: int) -> tuple[int, ...]:
+    """The blocks of each stage that torchtitan's selective layer AC checkpoints (--recompute-layers K): every K-th
+    block a rank builds, counted from 1 over its stages in order, as the process-wide counter counts them
+    (distributed/activation_checkpoint.py _apply_layer_sac at v0.2.2: `_layer_sac_count % ac_freq == 0`)."""
+    counted = [0] * pp  # blocks each rank has built
+    out = []
+    for k, layers in enumerate(stage_layers):
+        before = counted[k % pp]
+        out.append((before + layers) // every - before // every)
+        counted[k % pp] += layers
+    return tuple(out)
+
+
 def rank_parameters(model: ModelSpec, p: Prepared, stage_layers: tuple[int, ...], rank: int) -> float:
     """The parameters pipeline rank `rank` holds, its TP share, of its stages rank, rank + PP, ..."""
     pp = p.o.parallel.pp
@@ -125,16 +146,23 @@ def rank_memory(
     reduced_block = block.params / tp * p.grad_bytes  # a block's reduce-scatter input
 
     act, loss = activation_parts(model, p, recompute)
-    per_layer = act.kept / a.layers  # a dense decoder's layers are alike and under one policy (check_fsdp_layout)
+    every = o.plan.recompute_layers
+    checkpointed = checkpointed_blocks(stage_layers, pp, every)
+    # a dense decoder's layers are alike (check_fsdp_layout): what one keeps under the policy, and without one
+    # (--recompute-layers K: the others)
+    unchecked = activation_parts(model, p, "none")[0].kept / a.layers if every > 1 else 0.0
+    policy_layers = a.layers // every
+    per_layer = (act.kept - (a.layers - policy_layers) * unchecked) / policy_layers if policy_layers else 0.0
     tokens = p.seq_len / p.context_parallel_ranks  # the rank's share of a sequence
     boundary = ACT_BYTES * a.hidden * tokens / tp  # a block's output, its sequence-parallel slice
     # the last stage's output, kept in fwd_cache to its backward: the logits, bf16, of the rank's vocabulary shard
     logits = ACT_BYTES * a.vocab * tokens / tp
     kept: list[float] = []  # per chunk, what one sequence in flight holds beyond its receive buffer
     received = 0.0  # per sequence, the receive buffers held all step
-    for k, own in zip(stages, units, strict=True):
+    for k in stages:
         output = loss.kept + logits if k == last_stage else boundary
-        kept.append(sum(u is block for u in own) * per_layer + output - (boundary if k > 0 else 0.0))
+        layers = checkpointed[k] * per_layer + (stage_layers[k] - checkpointed[k]) * unchecked
+        kept.append(layers + output - (boundary if k > 0 else 0.0))
         received += m * boundary * ((k > 0) + (k < last_stage))
     cp = p.context_parallel_ranks
     layer_backward = layer_backward_bytes(a, act, p.seq_len // cp, cp, tp, o.compute.repeat_kv)
