@@ -45,7 +45,7 @@ from dpcost.engine.prepare import Prepared, StageMemories
 from dpcost.engine.report import StageRow
 from dpcost.errors import InputError
 from dpcost.options import Options
-from dpcost.specs import ModelSpec, TopologySpec
+from dpcost.specs import ModelArchitecture, ModelSpec, TopologySpec
 
 __all__ = [
     "FSDP_LAYOUT_READS",
@@ -204,9 +204,16 @@ def fsdp_recompute_block(model: ModelSpec, o: Options) -> int | None:
         return o.plan.recompute_block
     if par.pp == 1:
         return a.layers // every
+    return max(checkpointed_blocks(_stage_layers(a, o), par.pp, every))
+
+
+def _stage_layers(a: ModelArchitecture, o: Options) -> tuple[int, ...]:
+    """The decoder layers of each of the PP x V pipeline stages, as the layout splits them (--pipeline-layout, the
+    end stages' counts, else evenly: layout_step.virtual_stage_layers)."""
+    par = o.parallel
     split = PipelineSplit(a.layers, par.pp, par.virtual_stages, par.first_stage_layers, par.last_stage_layers,
                           par.pipeline_layout)  # fmt: skip
-    return max(checkpointed_blocks(virtual_stage_layers(split), par.pp, every))
+    return virtual_stage_layers(split)
 
 
 def fsdp_layout_memory(
@@ -254,9 +261,7 @@ def _pipeline_memory(
             f"torch's interleaved 1F1B runs the micro-batches in rounds of PP: {m} are not a multiple of "
             f"{max(1, m // par.pp)} rounds (ScheduleInterleaved1F1B)",
         )
-    split = PipelineSplit(a.layers, par.pp, par.virtual_stages, par.first_stage_layers, par.last_stage_layers,
-                          par.pipeline_layout)  # fmt: skip
-    per_stage = virtual_stage_layers(split)
+    per_stage = _stage_layers(a, p.o)
     workspaces = memories.states(stage).buffers.workspaces
     ranks = [rank_memory(model, topology, p, stage, recompute, per_stage, r, m, workspaces) for r in range(par.pp)]
     stages = tuple(

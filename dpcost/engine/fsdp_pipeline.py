@@ -3,9 +3,9 @@ holds over the step.
 
 - Under PP torchtitan does not reshard after the forward (parallelize_llama.py at 9dec370: `reshard_after_forward =
   False` when pp_enabled; v0.2.2 distributed/fsdp.py "For PP, by default do not reshard after forward"), and torch's
-  pipelining runs every backward but the step's last with set_reshard_after_backward(False) and
-  set_requires_gradient_sync(False) (torch 2.14.1 pipelining/stage.py backward_maybe_with_nosync; the same in
-  December 2024): each rank's parameters, gathered at their first forward, stay unsharded until the end of the
+  pipelining runs the backwards with set_reshard_after_backward(False) and set_requires_gradient_sync(False)
+  (torch 2.14.1 pipelining/stage.py backward_maybe_with_nosync; in December 2024 all but the stage's last, which
+  then reduced): each rank's parameters, gathered at their first forward, stay unsharded until the end of the
   step, and each block's gradient is accumulated unsharded, in the reduce dtype (FSDP2 _fsdp_param.py
   to_accumulated_grad_if_needed, PR #125191: "for microbatching use cases (e.g. PP) ... accumulate the unsharded
   gradients in fp32 across microbatches"), from the block's first backward until perform_reduce_grad reshards the
@@ -139,9 +139,9 @@ def rank_memory(
         return u.params / tp * (p.weight_bytes if u.linear else p.unconverted_weight_bytes)
 
     units = [stage_units(model, p, stage_layers, k) for k in stages]
-    parameters = sum(u.params for held in units for u in held) / tp
-    unsharded = [sum(unsharded_bytes(u) for u in held) for held in units]
-    grads = [p.grad_bytes * sum(u.params for u in held) / tp for held in units]  # accumulated in the reduce dtype
+    parameters = sum(u.params for own in units for u in own) / tp
+    unsharded = [sum(unsharded_bytes(u) for u in own) for own in units]
+    grads = [p.grad_bytes * sum(u.params for u in own) / tp for own in units]  # accumulated in the reduce dtype
     block_grad = block.params / tp * p.unconverted_weight_bytes  # autograd's, in the parameters' dtype
     reduced_block = block.params / tp * p.grad_bytes  # a block's reduce-scatter input
 
@@ -200,8 +200,8 @@ def rank_memory(
             accumulated = sum(g for c, (g, n) in alive if 0 < n < m or c == chunk)
             seen("backward", weights, accumulated + states.grads, held - kept[chunk], 0.0, workspaces + reduced_block)
             weights -= unsharded[chunk]
-    phases = [PhaseMemory(phase, weights, accumulated, adam, buf, held, transient)
-              for (phase, weights, accumulated), (held, transient, buf) in peaks.items()]  # fmt: skip
+    phases = [PhaseMemory(phase, then_weights, then_grads, adam, buf, then_held, then_transient)
+              for (phase, then_weights, then_grads), (then_held, then_transient, buf) in peaks.items()]  # fmt: skip
     at_step = buffers(stage, "fsdp", p.recipe, p.grad_bytes, parameters, 0.0, 0.0, 0.0, shard_ranks=p.shard_ranks,
                       optimizer=o.precision.optimizer, optimizer_impl=p.optimizer_impl).at_step  # fmt: skip
     phases.append(PhaseMemory("optimizer step", states.params, states.grads, states.optimizer, workspaces + at_step,
