@@ -173,3 +173,15 @@ def test_every_second_block_keeps_more_than_every_block_and_less_than_none() -> 
         for recompute, every in (("full", 1), ("full", 2), ("none", 1))
     ]  # fmt: skip
     assert kept[0] < kept[1] < kept[2]
+
+
+def test_the_memory_command_names_fsdps_accounting_for_an_fsdp_layout() -> None:
+    """`dpcost memory` with --framework fsdp and TP or PP: PyTorch FSDP's recipe and note, as `estimate`'s table has
+    them, not Megatron-LM's theoretical_memory_usage."""
+    for layout in (["--tp", "2"], ["--tp", "2", "--pp", "2"]):
+        code, out, err = run("memory", "--model", "llama-8b", "--dp", "2", "--framework", "fsdp", *layout)
+        assert code == 0 and "(PyTorch FSDP (sharded fp32 weights, fp32 reduce, Adam))" in out, err
+        code, out, err = run("memory", "--model", "llama-8b", "--dp", "2", "--framework", "fsdp", *layout,
+                             "--format", "json")  # fmt: skip
+        note = json.loads(out)["note"]
+        assert code == 0 and "as PyTorch FSDP holds" in note and "Megatron" not in note, note

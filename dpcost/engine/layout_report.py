@@ -575,12 +575,19 @@ def layout_memory_table(model: ModelSpec, topology: TopologySpec, p: Prepared) -
         )
     recompute, rows = _layout_memory_rows(model, topology, p, layout, None)
     worst = rows[1][1].most_loaded
+    shape = f"a TP {layout.tp} x CP {layout.cp} x PP {layout.pp} x DP {layout.dp} layout"
+    if is_fsdp_layout(p.o):  # PyTorch FSDP's own accounting, as estimate's table has it
+        note, recipe = f"{shape}, {fsdp_layout_note(rows[_layout_zero(p.o)][1], layout.pp)}", p.recipe.title
+    else:
+        note = f"{shape}: the most loaded pipeline stage, {worst.stage} of {layout.pp}, per GPU; " + _megatron_total(
+            rows[1][1]
+        )
+        recipe = _layout_recipe(p.o)
     return Memory(
         hbm_bytes=int(topology.gpu.hbm),
-        recipe=_layout_recipe(p.o),
+        recipe=recipe,
         recompute=recompute,
-        note=f"a TP {layout.tp} x CP {layout.cp} x PP {layout.pp} x DP {layout.dp} layout: the most loaded pipeline "
-        f"stage, {worst.stage} of {layout.pp}, per GPU; " + _megatron_total(rows[1][1]),
+        note=note,
         stages=[row for row, _ in rows.values()],
     )
 
