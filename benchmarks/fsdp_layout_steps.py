@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Step throughput of torchtitan's FSDP2 runs with tensor or context parallelism: dpcost beside the naive figure.
+"""Step throughput of torchtitan's FSDP2 runs with tensor, context or pipeline parallelism: dpcost beside the naive
+figure.
 
     python benchmarks/fsdp_layout_steps.py [--markdown]
 
 Every row of tests/reference/fsdp-layout-steps/torchtitan-steps.csv (its header and README give each source) is
-costed as `dpcost estimate --framework fsdp --tp --cp --dp` with the run's model, micro-batch (its data-parallel
-rank's batch), sequence length, full recomputation, torch.compile, compute dtype and async TP (--tp-comm-overlap,
-which FSDP's layouts cost as waited for), on `grand-teton-h100-96gb` (both sources ran Meta's 96 GB H100s; their
-500 W cap is not modelled). Its tokens/s per GPU (torchtitan's: the rank's tokens over TP x CP) is set beside the
-published one, and beside it the naive figure, PaLM's model FLOPs at 40% of the dense peak of the compute dtype.
+costed as `dpcost estimate --framework fsdp --tp --cp --pp --dp` with the run's model, micro-batch (its
+data-parallel rank's batch; under PP that batch in PP micro-batches over torchtitan's December 2024 split), sequence
+length, full recomputation, torch.compile, compute dtype, gather dtype and async TP (--tp-comm-overlap, which FSDP's
+layouts cost as waited for), on `grand-teton-h100-96gb` (both sources ran Meta's 96 GB H100s; their 500 W cap is not
+modelled). Its tokens/s per GPU (torchtitan's: the rank's tokens over TP x CP x PP) is set beside the published one,
+and beside it the naive figure, PaLM's model FLOPs at 40% of the dense peak of the compute dtype.
 """
 
 from __future__ import annotations
