@@ -356,6 +356,25 @@ def test_torchtitan_pp_is_costed_as_fsdp_under_torchs_pipelining(tmp_path: Path)
     )
 
 
+def test_torchtitan_interleaved_1f1b_runs_two_stages_a_rank(tmp_path: Path) -> None:
+    """pipeline_llm at v0.2.2: a multi-stage schedule without pipeline_parallel_layers_per_stage runs two stages a
+    rank, split by generate_llm_fqn_per_model_part over PP x 2 stages: Qwen3 32B's 64 layers, with the embedding and
+    head each counted as a layer, are 66 over 4 stages, 17, 17, 16, 16, the ends one layer short."""
+    toml = tmp_path / "interleaved.toml"
+    degree = "tensor_parallel_degree = 1"
+    schedule = 'pipeline_parallel_degree = 2\npipeline_parallel_schedule = "Interleaved1F1B"'
+    toml.write_text(QWEN3_32B_TOML.read_text().replace(degree, f"{degree}\n{schedule}"))
+    doc = report("estimate", "--from", str(toml), "--dp", "4")
+    assert doc["setup"]["framework"] == "fsdp"
+    assert (doc["layout"]["pp"], doc["layout"]["virtual_stages"]) == (2, 2)
+    rows = {(row["key"], row["became"]) for row in doc["from_config"]["settings"]}
+    assert ("(torchtitan's pipeline split)", "--pipeline-layout") in rows
+    stages = [row["layers"] for row in doc["layout"]["stages"]]
+    assert stages == [16 + 16, 17 + 15]  # rank 0 holds stages 0 and 2, rank 1 stages 1 and 3
+    typed = report("estimate", "--from", str(toml), "--dp", "4", "--virtual-stages", "4")  # the even split then
+    assert [row["layers"] for row in typed["layout"]["stages"]] == [32, 32]
+
+
 def test_torchtitan_hsdp_with_tp_is_costed_as_fsdp_with_a_shard_group(tmp_path: Path) -> None:
     """data_parallel_replicate_degree 2 over DP 4 (dp_shard -1: the rest) with TP 8: FSDP2 shards within 2 GPUs and
     replicates across 2, costed as --framework fsdp --shard-group 2 (fsdp_layout.fsdp_replicas)."""

@@ -71,9 +71,9 @@ class TrainingConfig:
     refusals: dict[str, tuple[str, str]] = field(default_factory=dict)  # field -> (key, why), unless a flag sets it
     micro_from_dp: tuple[str, int, int] | None = None  # (key, global batch, accumulation): micro-batch from DP
     bucket_from_hidden: tuple[str, int] | None = None  # (key, bytes per element): a bucket of hidden^2 elements
-    # (key, first stage's layers short, last stage's short, layers per stage or None): torchtitan's pipeline split,
-    # once the model is known
-    pp_split: tuple[str, int, int, int | None] | None = None
+    # (key, first stage's layers short, last stage's short, layers per stage or None, stages per rank): torchtitan's
+    # pipeline split, once the model is known
+    pp_split: tuple[str, int, int, int | None, int] | None = None
     # the framework's FSDP shards the TP ranks' shares over DP x CP (torchtitan: apply_tp, then apply_fsdp): a layout
     # is costed as --framework fsdp where that accounting covers it (_fsdp_layout_refusal), else as Megatron-LM runs it
     fsdp_layouts: bool = False
@@ -95,7 +95,7 @@ class Reading:
         self.refusals: dict[str, tuple[str, str]] = {}
         self.micro_from_dp: tuple[str, int, int] | None = None
         self.bucket_from_hidden: tuple[str, int] | None = None
-        self.pp_split: tuple[str, int, int, int | None] | None = None
+        self.pp_split: tuple[str, int, int, int | None, int] | None = None
         self.tp_sequence_parallel = False
         self.pp_keeps_parameters = False
 
@@ -296,9 +296,10 @@ def _torchtitan_split(config: TrainingConfig, model: str | None, pp: int) -> dic
     spec = _plan_model(config, model)
     if spec is None or spec.architecture is None:
         return {}
-    key, first_less, last_less, per_stage = config.pp_split
+    key, first_less, last_less, per_stage, chunks = config.pp_split
+    layers = spec.architecture.layers
     try:
-        return {"pipeline_layout": torchtitan_layout(spec.architecture.layers, pp, first_less, last_less, per_stage)}
+        return {"pipeline_layout": torchtitan_layout(layers, pp * chunks, first_less, last_less, per_stage)}
     except ValueError as exc:
         raise InputError(config.path, f"{key}: {exc}") from None
 
@@ -391,7 +392,7 @@ def apply(
         values["micro_batch"] = str(total // (accum * replicas_dp))
     if config.bucket_from_hidden is not None and "bucket_bytes" not in typed:
         values.update(_hidden_squared_bucket(config, model))
-    split_typed = {"pipeline_layout", "first_stage_layers", "last_stage_layers"} & typed.keys()
+    split_typed = {"pipeline_layout", "first_stage_layers", "last_stage_layers", "virtual_stages"} & typed.keys()
     if config.pp_split is not None and not split_typed and _whole_or(values.get("pp", 1), 1) > 1:
         values.update(_torchtitan_split(config, model, _whole_or(values["pp"], 1)))
     if _is_layout(values):  # a layout runs Megatron's own settings: the file's for pure DP are left out, and said so

@@ -81,7 +81,10 @@ PARALLEL_UNPRICED: dict[str, tuple[str, Callable[[Any], bool], str]] = {
     ),
 }
 LINEAR_CONVERTERS = {"float8": "float8", "quantize.linear.float8": "float8", "mx": "mx", "quantize.linear.mx": "mx"}
-SCHEDULES = ("1f1b", "gpipe")  # one stage per rank; the interleaved and zero-bubble schedules are not read
+SCHEDULES = ("1f1b", "gpipe")  # one stage per rank; the zero-bubble and V schedules are not read
+# Interleaved1F1B: two stages per rank unless the split keys say (pipeline_llm at v0.2.2: "stages_per_rank = 1 if
+# is_single_stage_schedule else 2")
+INTERLEAVED = "interleaved1f1b"
 # The pipeline split's keys (distributed/pipeline_parallel.py pipeline_llm at v0.2.2): the first and last stage's
 # layers short, by default one each (job_config.py), a layer count per stage, or each stage's modules
 SPLIT_KEYS = ("pipeline_parallel_first_stage_less_layers", "pipeline_parallel_last_stage_less_layers",
@@ -134,8 +137,10 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     return r.done(**data_parallel(r, degrees, model, toml_label("parallelism", "data_parallel_*_degree")))
 
 
-def _pipeline_split(r: Reading, parallel: dict[str, Any], pp: int, key_label: Callable[[str], str]) -> None:
-    """How torchtitan splits the layers over a one-stage-per-rank schedule's stages (pipeline_llm at v0.2.2): each
+def _pipeline_split(
+    r: Reading, parallel: dict[str, Any], pp: int, key_label: Callable[[str], str], chunks: int = 1
+) -> None:
+    """How torchtitan splits the layers over the schedule's PP x `chunks` stages (pipeline_llm at v0.2.2): each
     stage's modules as module_fqns_per_model_part lists them, else generate_llm_fqn_per_model_part's split with the
     first and last stage short by their keys' layers (1 each by default), once the model's layers are known
     (torchtitan_layout); pipeline_parallel_layers_per_stage must then give PP stages, as torchtitan checks."""
@@ -157,7 +162,7 @@ def _pipeline_split(r: Reading, parallel: dict[str, Any], pp: int, key_label: Ca
     given = [k for k in SPLIT_KEYS[:3] if k in parallel]
     key = key_label(given[0]) if given else "(torchtitan's pipeline split)"
     per_stage_count = None if per_stage is None else whole(r, key_label(SPLIT_KEYS[2]), per_stage)
-    r.pp_split = (key, first, last, per_stage_count)
+    r.pp_split = (key, first, last, per_stage_count, chunks)
     why = "torchtitan's split of the layers (generate_llm_fqn_per_model_part), once the model is known"
     for k in given:
         r.note(key_label(k), parallel[k], "--pipeline-layout", why)
@@ -349,7 +354,12 @@ def parallelism(
         hsdp = "HSDP: shard within, replicate across" + (f"; the shard group is dp_shard x cp {cp}" if cp > 1 else "")
         r.use(key_label("data_parallel_shard_degree"), shard, "shard_group", str(fsdp_shard_group(shard, cp)), hsdp)
     schedule = str(parallel.get("pipeline_parallel_schedule", "1F1B"))
-    if degrees["pp"] > 1 and schedule.lower() not in SCHEDULES:
+    chunks = 2 if schedule.lower() == INTERLEAVED and not set(SPLIT_KEYS[2:]) & parallel.keys() else 1
+    if degrees["pp"] > 1 and chunks > 1:
+        key = key_label("pipeline_parallel_schedule")
+        r.use(key, schedule, "pp_schedule", "interleaved")
+        r.use(key, schedule, "virtual_stages", "2", "torchtitan's two stages a rank for a multi-stage schedule")
+    elif degrees["pp"] > 1 and schedule.lower() not in SCHEDULES:
         r.refuse("virtual_stages", key_label("pipeline_parallel_schedule"), f"{schedule}: give the stages per rank")
     elif degrees["pp"] > 1:
         default = "" if "pipeline_parallel_schedule" in parallel else "torchtitan's default"
@@ -360,8 +370,8 @@ def parallelism(
     if "enable_async_tensor_parallel" in parallel:
         value = switch(r, key_label("enable_async_tensor_parallel"), parallel["enable_async_tensor_parallel"])
         r.use(key_label("enable_async_tensor_parallel"), value, "tp_comm_overlap", value)
-    if degrees["pp"] > 1 and schedule.lower() in SCHEDULES:
-        _pipeline_split(r, parallel, degrees["pp"], key_label)
+    if degrees["pp"] > 1 and (schedule.lower() in SCHEDULES or chunks > 1):
+        _pipeline_split(r, parallel, degrees["pp"], key_label, chunks)
     listed = r.listed()
     for key, value in parallel.items():
         if key_label(key) in listed or (key in pipelined and degrees["pp"] > 1):
