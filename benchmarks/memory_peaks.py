@@ -260,7 +260,7 @@ def peaks(path: Path = CSV) -> list[Peak]:
         global_batch = _int(row["global_batch"])
         accumulation = global_batch // (micro_batch * dp) if global_batch % (micro_batch * dp) == 0 else 1
         chunks, split = 1, None
-        if framework == "fsdp" and pp > 1 and row["model"].split(" (")[0] in MODELS:
+        if framework == "fsdp" and pp > 1 and _version(row) == "torchtitan 9dec370":
             # torchtitan at 9dec370: the local batch split into PP micro-batches (pipeline_parallel_microbatches
             # unset), no resharding after the forward (ZeRO-2), two stages per rank under Interleaved1F1B
             stage, micro_batch, accumulation = 2, micro_batch // pp, pp

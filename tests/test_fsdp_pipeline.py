@@ -14,7 +14,6 @@ from dpcost.engine.fsdp_pipeline import checkpointed_blocks, rank_actions
 from dpcost.engine.layout_report import layout_stage_memory
 
 REFERENCE = Path(__file__).parent / "reference" / "torch-pipelining" / "interleaved-1f1b-actions.json"
-GIB = 2**30
 
 
 def _written(actions: object) -> str:
