@@ -118,19 +118,19 @@ def rank_memory(
     recompute: str,
     stage_layers: tuple[int, ...],
     rank: int,
-    microbatches: int | None,
+    microbatches: int,
     workspaces: float,
 ) -> StageMemory:
     """Pipeline rank `rank`'s memory per GPU (memory.StageMemory) under FSDP2 and torch's pipelining (module
     docstring): `stage_layers` the decoder layers of each of the PP x V stages (stage k on rank k mod PP), `stage`
-    the ZeRO stage of its sharded states, `workspaces` the GEMM libraries' (prepare.StageMemories). Its phases: the
-    schedule's moments where its activations peak, at a forward and at a backward, one of each per set of weights
-    and gradients alive; each stage's reduce-scatters after its last backward; the optimizer step."""
+    the ZeRO stage of its sharded states, `microbatches` per step (schedule_microbatches), `workspaces` the GEMM
+    libraries' (prepare.StageMemories). Its phases: the schedule's moments where its activations peak, at a forward
+    and at a backward, one of each per set of weights and gradients alive; each stage's reduce-scatters after its
+    last backward; the optimizer step."""
     a, o, tp = model.architecture, p.o, p.tensor_parallel_ranks
     assert a is not None  # fsdp_layout.check_fsdp_layout
     pp = o.parallel.pp
-    chunks = len(stage_layers) // pp
-    m = schedule_microbatches(microbatches, pp)
+    chunks, m = len(stage_layers) // pp, microbatches
     block = _blocks(model, p)[1]
     last_stage = pp * chunks - 1
     stages = [rank + c * pp for c in range(chunks)]
@@ -139,7 +139,7 @@ def rank_memory(
         return u.params / tp * (p.weight_bytes if u.linear else p.unconverted_weight_bytes)
 
     units = [stage_units(model, p, stage_layers, k) for k in stages]
-    parameters = sum(u.params for own in units for u in own) / tp
+    parameters = rank_parameters(model, p, stage_layers, rank)
     unsharded = [sum(unsharded_bytes(u) for u in own) for own in units]
     grads = [p.grad_bytes * sum(u.params for u in own) / tp for own in units]  # accumulated in the reduce dtype
     block_grad = block.params / tp * p.unconverted_weight_bytes  # autograd's, in the parameters' dtype
