@@ -1701,6 +1701,18 @@ def _dpcost_training_configs_Applied(__set, __FACTORY):
     return __init__
 
 
+def _dpcost_training_configs_PipelineSplit(__set, __FACTORY, __dflt_first_less, __dflt_last_less, __dflt_per_stage, __dflt_before_v01, __dflt_starts):
+    def __init__(self, key, stages_per_rank, first_less=__dflt_first_less, last_less=__dflt_last_less, per_stage=__dflt_per_stage, before_v01=__dflt_before_v01, starts=__dflt_starts):
+      __set(self, 'key', key)
+      __set(self, 'stages_per_rank', stages_per_rank)
+      __set(self, 'first_less', first_less)
+      __set(self, 'last_less', last_less)
+      __set(self, 'per_stage', per_stage)
+      __set(self, 'before_v01', before_v01)
+      __set(self, 'starts', starts)
+    return __init__
+
+
 def _dpcost_training_configs_Setting(__set, __FACTORY, __dflt_note, __dflt_option):
     def __init__(self, key, value, became, note=__dflt_note, option=__dflt_option):
       __set(self, 'key', key)
@@ -1861,6 +1873,7 @@ INITS = {
     'dpcost.nccl_tests.Measurements': ("def __init__(self, name, ranks, gpus_per_node, algorithm, device, rows, protocol=__dflt_protocol, nvls=__dflt_nvls, topology=__dflt_topology, gpus_per_thread=__dflt_gpus_per_thread, cuda_graphs=__dflt_cuda_graphs, iters=__dflt_iters, coll_channels=__dflt_coll_channels, nvls_channels=__dflt_nvls_channels, p2p_per_peer=__dflt_p2p_per_peer, nccl_release=__dflt_nccl_release, tests_release=__dflt_tests_release, headers_release=__dflt_headers_release):\n  __set(self, 'name', name)\n  __set(self, 'ranks', ranks)\n  __set(self, 'gpus_per_node', gpus_per_node)\n  __set(self, 'algorithm', algorithm)\n  __set(self, 'device', device)\n  __set(self, 'rows', rows)\n  __set(self, 'protocol', protocol)\n  __set(self, 'nvls', nvls)\n  __set(self, 'topology', topology)\n  __set(self, 'gpus_per_thread', gpus_per_thread)\n  __set(self, 'cuda_graphs', cuda_graphs)\n  __set(self, 'iters', iters)\n  __set(self, 'coll_channels', coll_channels)\n  __set(self, 'nvls_channels', nvls_channels)\n  __set(self, 'p2p_per_peer', p2p_per_peer)\n  __set(self, 'nccl_release', nccl_release)\n  __set(self, 'tests_release', tests_release)\n  __set(self, 'headers_release', headers_release)", _dpcost_nccl_tests_Measurements),
     'dpcost.nccl_tests._Row': ("def __init__(self, line, size, count, dtype, redop, root, times, bandwidths=__dflt_bandwidths, wrong=__dflt_wrong):\n  __set(self, 'line', line)\n  __set(self, 'size', size)\n  __set(self, 'count', count)\n  __set(self, 'dtype', dtype)\n  __set(self, 'redop', redop)\n  __set(self, 'root', root)\n  __set(self, 'times', times)\n  __set(self, 'bandwidths', bandwidths)\n  __set(self, 'wrong', wrong)", _dpcost_nccl_tests__Row),
     'dpcost.training_configs.Applied': ("def __init__(self, model, model_spec, dp, values, settings):\n  __set(self, 'model', model)\n  __set(self, 'model_spec', model_spec)\n  __set(self, 'dp', dp)\n  __set(self, 'values', values)\n  __set(self, 'settings', settings)", _dpcost_training_configs_Applied),
+    'dpcost.training_configs.PipelineSplit': ("def __init__(self, key, stages_per_rank, first_less=__dflt_first_less, last_less=__dflt_last_less, per_stage=__dflt_per_stage, before_v01=__dflt_before_v01, starts=__dflt_starts):\n  __set(self, 'key', key)\n  __set(self, 'stages_per_rank', stages_per_rank)\n  __set(self, 'first_less', first_less)\n  __set(self, 'last_less', last_less)\n  __set(self, 'per_stage', per_stage)\n  __set(self, 'before_v01', before_v01)\n  __set(self, 'starts', starts)", _dpcost_training_configs_PipelineSplit),
     'dpcost.training_configs.Setting': ("def __init__(self, key, value, became, note=__dflt_note, option=__dflt_option):\n  __set(self, 'key', key)\n  __set(self, 'value', value)\n  __set(self, 'became', became)\n  __set(self, 'note', note)\n  __set(self, 'option', option)", _dpcost_training_configs_Setting),
     'dpcost.training_configs.TrainingConfig': ("def __init__(self, path, kind, options, settings, dp=__dflt_dp, model=__dflt_model, model_spec=__dflt_model_spec, vocab_padding=__dflt_vocab_padding, replicas=__dflt_replicas, refusals=__FACTORY, micro_from_dp=__dflt_micro_from_dp, bucket_from_hidden=__dflt_bucket_from_hidden, pp_split=__dflt_pp_split, fsdp_layouts=__dflt_fsdp_layouts, tp_sequence_parallel=__dflt_tp_sequence_parallel, pp_keeps_parameters=__dflt_pp_keeps_parameters):\n  __set(self, 'path', path)\n  __set(self, 'kind', kind)\n  __set(self, 'options', options)\n  __set(self, 'settings', settings)\n  __set(self, 'dp', dp)\n  __set(self, 'model', model)\n  __set(self, 'model_spec', model_spec)\n  __set(self, 'vocab_padding', vocab_padding)\n  __set(self, 'replicas', replicas)\n  __set(self, 'refusals', __factory_refusals() if refusals is __FACTORY else refusals)\n  __set(self, 'micro_from_dp', micro_from_dp)\n  __set(self, 'bucket_from_hidden', bucket_from_hidden)\n  __set(self, 'pp_split', pp_split)\n  __set(self, 'fsdp_layouts', fsdp_layouts)\n  __set(self, 'tp_sequence_parallel', tp_sequence_parallel)\n  __set(self, 'pp_keeps_parameters', pp_keeps_parameters)", _dpcost_training_configs_TrainingConfig),
 }

@@ -899,6 +899,91 @@ def test_a_torchtitan_config_from_before_v01_gives_the_plan_its_v01_form_gives(t
     assert "[training] tensor_parallel_degree" in rows and "[experimental] enable_async_tensor_parallel" in rows
 
 
+def test_torchtitans_december_2024_405b_preset_runs_float8_as_its_float8_section_switches_it() -> None:
+    """Before [model] converters (57387af0, 2025-02) [float8] enable_float8_linear swapped in Float8Linear
+    (float8.py Float8Handler at 9dec370), and enable_fsdp_float8_all_gather gathered its weights in float8: the
+    preset torchtitan's December 2024 benchmarks ran (llama3_405b.toml at 9dec370) is FP8 matmuls with a float8
+    all-gather, TP 8, async TP."""
+    doc = report("estimate", "--from", str(CONFIGS / "torchtitan-llama3-405b-2412.toml"), "--dp", "16")
+    rows = {s["key"]: s["became"] for s in doc["from_config"]["settings"]}
+    assert rows["[float8] enable_float8_linear"] == "--compute-dtype fp8"
+    assert rows["[float8] enable_fsdp_float8_all_gather"] == "--gather-dtype fp8"
+    assert doc["setup"]["compute_dtype"] == "fp8" and doc["layout"]["tp"] == 8
+
+
+def test_torchtitans_float8_all_gather_needs_float8_linears_and_a_shard(tmp_path: Path) -> None:
+    """torchtitan gathers in float8 only with Float8Linear on and data_parallel_shard_degree above 1 (float8.py at
+    9dec370 and v0.2.2: parallel_dims.dp_shard_enabled and enable_fsdp_float8_all_gather): without either the key
+    does nothing, and the plan runs (it had been refused as Megatron's FP8 gather without FP8 matmuls)."""
+    base = '[model]\nname = "llama3"\nflavor = "8B"\n'
+    for extra, float8 in (("", "enable_float8_linear = false\n"), ("", ""),
+                          ("[parallelism]\ndata_parallel_shard_degree = 1\ndata_parallel_replicate_degree = 8\n",
+                           "enable_float8_linear = true\n")):  # fmt: skip
+        path = tmp_path / "f.toml"
+        path.write_text(base + extra + "[float8]\nenable_fsdp_float8_all_gather = true\n" + float8)
+        doc = report("estimate", "--from", str(path), "--dp", "8")
+        row = {s["key"]: s for s in doc["from_config"]["settings"]}["[float8] enable_fsdp_float8_all_gather"]
+        assert row["became"] == "" and row["note"].startswith("no effect"), row
+
+
+# torchtitan's 405B preset at 9dec370 with PP as its December 2024 benchmark's Table 5 ran it (PP 8, local batch 32)
+LEGACY_PP = (
+    (CONFIGS / "torchtitan-llama3-405b-2412.toml")
+    .read_text()
+    .replace("pipeline_parallel_degree = 1", "pipeline_parallel_degree = 8{pp}")
+    .replace("batch_size = 2", "batch_size = 32")
+)
+
+
+@pytest.mark.parametrize(
+    ("pp", "layers", "micro", "virtual"),
+    [
+        # generate_split_points at 9dec370: 126 layers over 8 stages of 126 // 8 = 15, the six middle ones one more
+        # (126 % 8 = 6), the last what is left: 15; the local batch in PP = 8 micro-batches
+        ("", [15, 16, 16, 16, 16, 16, 16, 15], 4, 1),
+        # a looped schedule: two stages a rank, 16 of 7, the 14 middle ones 8, the last 7; rank k builds stages k and
+        # k + 8 (stage_ids_this_rank, "loop"), the table's rows per rank
+        ('\npipeline_parallel_schedule = "Interleaved1F1B"', [7 + 8, *[8 + 8] * 6, 8 + 7], 4, 2),
+        # the file's split points start each stage at the layer they name; 16 micro-batches of 2
+        (
+            "\npipeline_parallel_split_points = "
+            '"layers.14,layers.30,layers.46,layers.62,layers.78,layers.94,layers.110"'
+            "\npipeline_parallel_microbatches = 16",
+            [14, 16, 16, 16, 16, 16, 16, 16],
+            2,
+            1,
+        ),
+    ],
+)
+def test_torchtitan_before_v01_splits_its_pipeline_as_it_did_then(
+    tmp_path: Path, pp: str, layers: list[int], micro: int, virtual: int
+) -> None:
+    """Before v0.1, [experimental] held PP, its schedule, split points and micro-batch count (config_manager.py at
+    9dec370): each stage starts at the layer its split point names, else generate_split_points splits the layers
+    over PP x the schedule's stages per rank, and the local batch runs as pipeline_parallel_microbatches
+    micro-batches, PP of them by default (pipeline_llama.py)."""
+    path = tmp_path / "legacy.toml"
+    path.write_text(LEGACY_PP.format(pp=pp))
+    doc = report("estimate", "--from", str(path), "--dp", "8", "--topology", "grand-teton-h100-96gb")
+    assert [s["layers"] for s in doc["layout"]["stages"]] == layers
+    assert (doc["setup"]["micro_batch"], doc["layout"]["virtual_stages"]) == (micro, virtual)
+
+
+@pytest.mark.parametrize(
+    ("pp", "message"),
+    [
+        ('\npipeline_parallel_split_points = ["layers.40", "layers.80"]', "3 stages do not share out over PP 8"),
+        ('\npipeline_parallel_split_points = ["norm"]', "must name layers as 'layers.N'"),
+        ("\npipeline_parallel_microbatches = 5", "does not split into pipeline_parallel_microbatches 5"),
+    ],
+)
+def test_torchtitan_before_v01_pipeline_keys_it_cannot_run_are_one_line(tmp_path: Path, pp: str, message: str) -> None:
+    path = tmp_path / "legacy.toml"
+    path.write_text(LEGACY_PP.format(pp=pp))
+    code, _, err = run("estimate", "--from", str(path), "--dp", "8")
+    assert code == 2 and message in err and err.count("\n") == 1, err
+
+
 def test_torchtitan_compiling_the_loss_alone_leaves_the_model_eager(tmp_path: Path) -> None:
     """torchtitan's [compile] components (default model and loss): without "model" the model's ops run eager."""
     base = '[model]\nname = "llama3"\nflavor = "8B"\n[compile]\nenable = true\n'

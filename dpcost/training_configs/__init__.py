@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "NOT_PRICED",
     "Applied",
+    "PipelineSplit",
     "Reading",
     "Setting",
     "TrainingConfig",
@@ -42,6 +43,20 @@ KINDS = (
     "a DeepSpeed JSON, a torchtitan TOML or Python config (FILE.py:FUNCTION), a Megatron-LM launch script or an "
     "Accelerate config YAML"
 )
+
+
+@frozen
+class PipelineSplit:
+    """torchtitan's split of the layers over its pipeline stages, made --pipeline-layout once the model's layers are
+    known (torchtitan.torchtitan_layout, or before v0.1 torchtitan.torchtitan_2024_layout)."""
+
+    key: str  # the file's key the split comes from, for errors
+    stages_per_rank: int
+    first_less: int = 1  # v0.1+: the first and last stage's layers short, and the layers per stage if given
+    last_less: int = 1
+    per_stage: int | None = None
+    before_v01: bool = False  # December 2024's split (generate_split_points), or the file's split points
+    starts: tuple[int, ...] | None = None  # before v0.1: the first layer of each stage after the first
 
 
 @frozen
@@ -71,9 +86,7 @@ class TrainingConfig:
     refusals: dict[str, tuple[str, str]] = field(default_factory=dict)  # field -> (key, why), unless a flag sets it
     micro_from_dp: tuple[str, int, int] | None = None  # (key, global batch, accumulation): micro-batch from DP
     bucket_from_hidden: tuple[str, int] | None = None  # (key, bytes per element): a bucket of hidden^2 elements
-    # (key, first stage's layers short, last stage's short, layers per stage or None, stages per rank): torchtitan's
-    # pipeline split, once the model is known
-    pp_split: tuple[str, int, int, int | None, int] | None = None
+    pp_split: PipelineSplit | None = None  # torchtitan's pipeline split, once the model is known
     # the framework's FSDP shards the TP ranks' shares over DP x CP (torchtitan: apply_tp, then apply_fsdp): a layout
     # is costed as --framework fsdp where that accounting covers it (_fsdp_layout_refusal), else as Megatron-LM runs it
     fsdp_layouts: bool = False
@@ -95,7 +108,7 @@ class Reading:
         self.refusals: dict[str, tuple[str, str]] = {}
         self.micro_from_dp: tuple[str, int, int] | None = None
         self.bucket_from_hidden: tuple[str, int] | None = None
-        self.pp_split: tuple[str, int, int, int | None, int] | None = None
+        self.pp_split: PipelineSplit | None = None
         self.tp_sequence_parallel = False
         self.pp_keeps_parameters = False
 
@@ -289,19 +302,23 @@ def _hidden_squared_bucket(config: TrainingConfig, model: str | None) -> dict[st
 
 def _torchtitan_split(config: TrainingConfig, model: str | None, pp: int) -> dict[str, str]:
     """torchtitan's pipeline split as --pipeline-layout, once the model's layers are known
-    (torchtitan.torchtitan_layout); nothing where they are not (dpcost's even split is then priced)."""
-    from dpcost.training_configs.torchtitan import torchtitan_layout
+    (torchtitan.torchtitan_layout, before v0.1 torchtitan_2024_layout); nothing where they are not (dpcost's even
+    split is then priced)."""
+    from dpcost.training_configs.torchtitan import torchtitan_2024_layout, torchtitan_layout
 
-    assert config.pp_split is not None
+    split = config.pp_split
+    assert split is not None
     spec = _plan_model(config, model)
     if spec is None or spec.architecture is None:
         return {}
-    key, first_less, last_less, per_stage, chunks = config.pp_split
-    layers = spec.architecture.layers
+    layers, stages = spec.architecture.layers, pp * split.stages_per_rank
     try:
-        return {"pipeline_layout": torchtitan_layout(layers, pp * chunks, first_less, last_less, per_stage)}
+        if split.before_v01:
+            return {"pipeline_layout": torchtitan_2024_layout(layers, stages, split.starts)}
+        layout = torchtitan_layout(layers, stages, split.first_less, split.last_less, split.per_stage)
+        return {"pipeline_layout": layout}
     except ValueError as exc:
-        raise InputError(config.path, f"{key}: {exc}") from None
+        raise InputError(config.path, f"{split.key}: {exc}") from None
 
 
 def _is_layout(values: dict[str, Any]) -> bool:

@@ -6,17 +6,19 @@ before v0.1), global_batch_size -1 (local x DP: no accumulation), seq_len 2048, 
 mixed_precision_reduce "float32". torchtitan runs FSDP2 over dp_shard and replicates over dp_replicate (HSDP).
 Before v0.1 the degrees lived in [training] (data parallel and TP) and [experimental] (CP, PP and its schedule,
 async TP), and list options such as [model] converters could be one comma-separated string (string_list): both
-are read as they were (LEGACY).
+are read as they were (LEGACY). So are December 2024's (config_manager.py at 9dec370): [float8]
+enable_float8_linear before the converters, and PP's split points and micro-batch count (_pipeline_split_2024).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any, get_args
 
 from dpcost.options import OptimizerImpl
-from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
+from dpcost.training_configs import NOT_PRICED, PipelineSplit, Reading, TrainingConfig
 
 __all__ = [
     "CATALOG",
@@ -95,11 +97,13 @@ PARALLELISM = (
     "fsdp_reshard_after_forward", "pipeline_parallel_schedule", "pipeline_parallel_microbatch_size",
     "enable_async_tensor_parallel",
 )  # fmt: skip  # the [parallelism] keys read; the rest are listed as not priced
+# PP's split and micro-batches before v0.1 (config_manager.py at 9dec370), read when [experimental] sets the degree
+LEGACY_PIPELINE = ("pipeline_parallel_split_points", "pipeline_parallel_microbatches")
 # Where torchtitan kept them before [parallelism] (train_configs/*.toml before v0.1, e.g. 57387af0)
 LEGACY = {
     "training": ("data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree"),
     "experimental": ("context_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule",
-                     "enable_async_tensor_parallel"),
+                     "enable_async_tensor_parallel", *LEGACY_PIPELINE),
 }  # fmt: skip
 
 
@@ -131,7 +135,7 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
                     r.ignore(f"[quantize.{kind}.{name}]", keys, "MXFP8's recipe: its matmuls priced as fp8's")
                 elif (kind, name) != ("linear", "float8"):
                     r.ignore(f"[quantize.{kind}.{name}]", keys, NOT_PRICED)
-    _float8(r, float8 or _section(r, doc, "float8"), _section(r, doc, "model"), label)
+    _float8(r, float8 or _section(r, doc, "float8"), _section(r, doc, "model"), label, parallel)
     optimizer(r, _section(r, doc, "optimizer"), toml_label)
     compiled(r, _section(r, doc, "compile"), toml_label)
     return r.done(**data_parallel(r, degrees, model, toml_label("parallelism", "data_parallel_*_degree")))
@@ -162,12 +166,52 @@ def _pipeline_split(
     given = [k for k in SPLIT_KEYS[:3] if k in parallel]
     key = key_label(given[0]) if given else "(torchtitan's pipeline split)"
     per_stage_count = None if per_stage is None else whole(r, key_label(SPLIT_KEYS[2]), per_stage)
-    r.pp_split = (key, first, last, per_stage_count, chunks)
+    r.pp_split = PipelineSplit(key, chunks, first, last, per_stage_count)
     why = "torchtitan's split of the layers (generate_llm_fqn_per_model_part), once the model is known"
     for k in given:
         r.note(key_label(k), parallel[k], "--pipeline-layout", why)
     if not given:
         r.note(key, f"first {first}, last {last} layers short", "--pipeline-layout", why)
+
+
+def _pipeline_split_2024(
+    r: Reading, parallel: dict[str, Any], pp: int, schedule: str, key_label: Callable[[str], str]
+) -> None:
+    """PP as torchtitan ran it before v0.1 (pipeline_llama.py and pipelining_utils.py at 9dec370): each rank builds
+    the stages rank, rank + PP, ... of those pipeline_parallel_split_points starts ("layers.N"), else
+    generate_split_points' even split over PP x the schedule's stages per rank (1, or 2 for a looped schedule)."""
+    schedule_key = key_label("pipeline_parallel_schedule")
+    looped = schedule.lower() == INTERLEAVED
+    if not looped and schedule.lower() not in SCHEDULES:
+        r.refuse("virtual_stages", schedule_key, f"{schedule}: give the stages per rank")
+        return
+    default = "" if "pipeline_parallel_schedule" in parallel else "torchtitan's default"
+    r.use(schedule_key, schedule, "pp_schedule", "interleaved" if looped else schedule.lower(), default)
+    points = parallel.get("pipeline_parallel_split_points") or None
+    key = "(torchtitan's pipeline split)" if points is None else key_label("pipeline_parallel_split_points")
+    starts = None if points is None else _split_starts(r, key, points)
+    stages = pp * (2 if looped else 1) if starts is None else len(starts) + 1
+    if stages % pp:  # stage_ids_this_rank: "num_stages must be evenly divisible by pp_size"
+        raise r.error(key, f"{stages} stages do not share out over PP {pp}")
+    if (stages > pp) != looped:
+        want = "a looped schedule (Interleaved1F1B)" if stages > pp else "one stage per rank"
+        raise r.error(key, f"{stages} stages on PP {pp} need {want}; the schedule is {schedule}")
+    if looped:
+        why = "stages per rank: the split points' stages over PP" if starts else "generate_split_points' two a rank"
+        r.use(schedule_key, schedule, "virtual_stages", str(stages // pp), why)
+    why = "the stages start at these layers" if starts else "generate_split_points' (9dec370), once the model is known"
+    r.note(key, points or f"{stages} stages", "--pipeline-layout", why)
+    r.pp_split = PipelineSplit(key, stages // pp, before_v01=True, starts=starts)
+
+
+def _split_starts(r: Reading, key: str, points: Any) -> tuple[int, ...]:
+    """The layer each split point names: a list of "layers.N", or one comma-separated string (string_list)."""
+    names = [p.strip() for p in points.split(",") if p.strip()] if isinstance(points, str) else points
+    if not isinstance(names, list) or not all(
+        isinstance(n, str) and n.startswith("layers.") and n.removeprefix("layers.").isdigit() for n in names
+    ):
+        raise r.error(key, f"must name layers as 'layers.N', got {points!r}"[:200])
+    return tuple(int(n.removeprefix("layers.")) for n in names)
 
 
 def torchtitan_layout(layers: int, stages: int, first_less: int, last_less: int, per_stage: int | None = None) -> str:
@@ -191,15 +235,23 @@ def torchtitan_layout(layers: int, stages: int, first_less: int, last_less: int,
     return "|".join(stage_text)
 
 
-def torchtitan_2024_layout(layers: int, stages: int) -> str:
-    """torchtitan's default split of December 2024 (parallelisms/pipelining_utils.py generate_split_points at
-    9dec370, before v0.1) as --pipeline-layout: `stages` (PP times the schedule's stages per rank) of layers // stages
-    each, the middle ones one more while the remainder lasts, the last what is left."""
-    base, extra = divmod(layers, stages)
-    if base == 0:
-        raise ValueError(f"{stages} stages are more than the {layers} layers")
-    middle = [base + (k < extra) for k in range(stages - 2)]
-    counts = [base, *middle, layers - base - sum(middle)]
+def torchtitan_2024_layout(layers: int, stages: int, starts: tuple[int, ...] | None = None) -> str:
+    """torchtitan's split of December 2024 (9dec370, before v0.1) as --pipeline-layout: each stage from the layer
+    its split point names to the next one's (pipeline_llama.py pipeline_llama_manual_split), or without split points
+    generate_split_points' (parallelisms/pipelining_utils.py): `stages` (PP times the schedule's stages per rank) of
+    layers // stages each, the middle ones one more while the remainder lasts, the last what is left."""
+    if starts is not None:
+        if len(starts) + 1 != stages:
+            raise ValueError(f"{len(starts)} split points make {len(starts) + 1} stages, not {stages}")
+        if list(starts) != sorted(set(starts)) or starts[0] < 1 or starts[-1] >= layers:
+            raise ValueError(f"split points must name rising layers from layers.1 to layers.{layers - 1}")
+        counts = [end - start for start, end in itertools.pairwise((0, *starts, layers))]
+    else:
+        base, extra = divmod(layers, stages)
+        if base == 0:
+            raise ValueError(f"{stages} stages are more than the {layers} layers")
+        middle = [base + (k < extra) for k in range(stages - 2)]
+        counts = [base, *middle, layers - base - sum(middle)]
     stage_text = [f"t*{n}" for n in counts]
     stage_text[0], stage_text[-1] = "E" + stage_text[0], stage_text[-1] + "L"
     return "|".join(stage_text)
@@ -355,7 +407,14 @@ def parallelism(
         r.use(key_label("data_parallel_shard_degree"), shard, "shard_group", str(fsdp_shard_group(shard, cp)), hsdp)
     schedule = str(parallel.get("pipeline_parallel_schedule", "1F1B"))
     chunks = 2 if schedule.lower() == INTERLEAVED and not set(SPLIT_KEYS[2:]) & parallel.keys() else 1
-    if degrees["pp"] > 1 and chunks > 1:
+    before_v01 = (where or {}).get("pipeline_parallel_degree") == "experimental"
+    if degrees["pp"] > 1 and before_v01:
+
+        def legacy_label(key: str) -> str:  # an absent key is where torchtitan then kept it
+            return label((where or {}).get(key, "experimental"), key)
+
+        _pipeline_split_2024(r, parallel, degrees["pp"], schedule, legacy_label)
+    elif degrees["pp"] > 1 and chunks > 1:
         key = key_label("pipeline_parallel_schedule")
         r.use(key, schedule, "pp_schedule", "interleaved")
         r.use(key, schedule, "virtual_stages", "2", "torchtitan's two stages a rank for a multi-stage schedule")
@@ -370,11 +429,11 @@ def parallelism(
     if "enable_async_tensor_parallel" in parallel:
         value = switch(r, key_label("enable_async_tensor_parallel"), parallel["enable_async_tensor_parallel"])
         r.use(key_label("enable_async_tensor_parallel"), value, "tp_comm_overlap", value)
-    if degrees["pp"] > 1 and (schedule.lower() in SCHEDULES or chunks > 1):
+    if degrees["pp"] > 1 and not before_v01 and (schedule.lower() in SCHEDULES or chunks > 1):
         _pipeline_split(r, parallel, degrees["pp"], key_label, chunks)
     listed = r.listed()
     for key, value in parallel.items():
-        if key_label(key) in listed or (key in pipelined and degrees["pp"] > 1):
+        if key_label(key) in listed or (key in (*pipelined, *LEGACY_PIPELINE) and degrees["pp"] > 1):
             continue
         if key in ("data_parallel_replicate_degree", "data_parallel_shard_degree"):
             r.note(key_label(key), value, "", "the DP size: replicate x shard (-1: every GPU the other degrees leave)")
@@ -382,7 +441,7 @@ def parallelism(
             r.ignore(key_label(key), value, PARALLEL_UNPRICED[key][2])
         elif key in SPLIT_KEYS and degrees["pp"] > 1:  # a multi-stage schedule, whose virtual stages are refused
             r.ignore(key_label(key), value, "not read for this schedule: give --pipeline-layout for its split")
-        elif key in known:
+        elif key in known or key in LEGACY_PIPELINE:
             r.ignore(key_label(key), value, "no effect at these degrees")
         else:
             r.ignore(key_label(key), value, NOT_PRICED)
@@ -409,7 +468,17 @@ def training(
     global_batch = section.get("global_batch_size", -1)
     if global_batch != -1:
         global_batch = whole(r, t("global_batch_size"), global_batch)
-    if pp > 1:
+    if pp > 1 and (where or {}).get("pipeline_parallel_degree") == "experimental":
+        # before v0.1 (pipeline_llama.py at 9dec370): the local batch in pipeline_parallel_microbatches, else PP
+        name = "pipeline_parallel_microbatches"
+        key = label("experimental", name)
+        count = whole(r, key, parallel.get(name) or pp)
+        if local % count:
+            raise r.error(t(local_key), f"{local} does not split into {name} {count} equal micro-batches")
+        r.use(key, count, "micro_batch", str(local // count), "" if name in parallel else "torchtitan's default: PP")
+        if global_batch == -1:
+            r.use(t(local_key), local, "accumulation", str(count), f"{local} in {count} micro-batches")
+    elif pp > 1:
         name = "pipeline_parallel_microbatch_size"
         key = label((where or {}).get(name, "parallelism"), name)
         micro = whole(r, key, parallel.get(name, 1))
@@ -560,7 +629,11 @@ def compiled(r: Reading, section: dict[str, Any], label: Label) -> None:
         r.note(c("components"), components, "", "what is compiled" if enabled == "true" else "off")
 
 
-def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: str) -> None:
+def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: str, parallel: dict[str, Any]) -> None:
+    """Float8 (or MXFP8) linears and FSDP's float8 all-gather: the [model] converters from 57387af0 (2025-02), the
+    [float8] enable_float8_linear switch before them (float8.py Float8Handler at 9dec370). Either way the all-gather
+    runs in float8 only with Float8Linear on and data_parallel_shard_degree above 1 (Float8Handler; float8.py at
+    v0.2.2: parallel_dims.dp_shard_enabled)."""
     converters = model.get("converters", [])
     if isinstance(converters, str):  # before v0.1: a comma-separated string (string_list)
         converters = [c.strip() for c in converters.split(",") if c.strip()]
@@ -580,8 +653,20 @@ def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: st
         r.ignore("[model] converters", converters, "not priced: the MoE experts' grouped GEMMs in low precision")
     elif converters:
         r.ignore("[model] converters", converters, "not priced: converters dpcost does not read")
+    switch_key = f"{label} enable_float8_linear"
+    if "enable_float8_linear" in float8 and switch(r, switch_key, float8["enable_float8_linear"]) == "true":
+        if kinds:
+            r.note(switch_key, True, "", "Float8Linear, as [model] converters says")
+        else:
+            r.use(switch_key, True, "compute_dtype", "fp8", "Float8Linear matmuls (before [model] converters)")
+        kinds.add("float8")
+    elif "enable_float8_linear" in float8:
+        r.note(switch_key, float8["enable_float8_linear"], "", "off: the linears stay in bf16")
+    shard = parallel.get("data_parallel_shard_degree", -1)
     for key, value in float8.items():
         fp8 = "float8" in kinds and float8.get("emulate") is not True
+        if key == "enable_float8_linear":  # read above
+            continue
         if key == "recipe_name" and fp8 and str(value) in ("rowwise", "rowwise_with_gw_hp"):
             # parallelize.py at v0.2.2: float8's TP gathers (Float8ColwiseParallel...) run under tensorwise alone
             r.use(f"{label} {key}", value, "fp8_recipe", "rowwise", "torchao's per-row scaling: TP's gathers in BF16")
@@ -589,6 +674,10 @@ def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: st
             r.note(f"{label} {key}", value, "", "per-tensor scaling, as dpcost costs torchtitan's float8")
         elif key == "emulate":
             r.note(f"{label} {key}", value, "", "matmuls in bf16" if value is True else "off")
+        elif key == "enable_fsdp_float8_all_gather" and value is True and "float8" not in kinds:
+            r.ignore(f"{label} {key}", value, "no effect: without Float8Linear the weights are gathered in bf16")
+        elif key == "enable_fsdp_float8_all_gather" and value is True and shard == 1:
+            r.ignore(f"{label} {key}", value, "no effect: data_parallel_shard_degree 1 shards nothing")
         elif key == "enable_fsdp_float8_all_gather" and value is True:
             r.use(f"{label} {key}", value, "gather_dtype", "fp8", "FSDP gathers the float8 weights")
         elif key == "enable_fsdp_float8_all_gather":
