@@ -288,21 +288,22 @@ def test_torchtitan_tp_is_costed_as_fsdp_over_the_tp_shards() -> None:
     assert notes["(a torchtitan config)"]["became"] == "--framework fsdp"
 
 
-def test_torchtitan_cp_is_costed_as_fsdp_over_dp_times_cp(tmp_path: Path) -> None:
+@pytest.mark.parametrize("section", ["parallelism", "experimental"])
+def test_torchtitan_cp_is_costed_as_fsdp_over_dp_times_cp(tmp_path: Path, section: str) -> None:
     """torchtitan's context parallelism (torch's context_parallel, its allgather rotater by default: config_manager.py
     at 9dec370, context_parallel_rotate_method) under FSDP2 over dp_shard x cp: --framework fsdp --cp 4, --cp-impl
-    torch, as tt-h100-2412's Table 2 ran Llama 3.1 8B at 131,072 tokens."""
+    torch, as tt-h100-2412's Table 2 ran Llama 3.1 8B at 131,072 tokens (its keys in [experimental] then)."""
     toml = tmp_path / "cp.toml"
     toml.write_text(
         '[model]\nname = "llama3"\nflavor = "8B"\n[training]\nlocal_batch_size = 1\nseq_len = 131072\n'
-        '[parallelism]\ncontext_parallel_degree = 4\ncontext_parallel_rotate_method = "allgather"\n'
+        f'[{section}]\ncontext_parallel_degree = 4\ncontext_parallel_rotate_method = "allgather"\n'
         '[activation_checkpoint]\nmode = "full"\n'
     )
     doc = report("estimate", "--from", str(toml), "--dp", "2")
     assert doc["setup"]["framework"] == "fsdp" and doc["layout"]["cp"] == 4 and doc["layout"]["cp_impl"] == "torch"
     notes = {row["key"]: row for row in doc["from_config"]["settings"]}
     assert notes["(a torchtitan config)"]["note"].endswith("costed as --framework fsdp --cp 4")
-    assert notes["[parallelism] context_parallel_rotate_method"]["note"] == "torch's allgather rotater: --cp-impl torch"
+    assert notes[f"[{section}] context_parallel_rotate_method"]["note"] == "torch's allgather rotater: --cp-impl torch"
 
 
 @pytest.mark.parametrize(

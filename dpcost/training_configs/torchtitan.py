@@ -4,8 +4,8 @@ Keys and defaults as torchtitan/config/job_config.py (v0.1.0-v0.2.0) declares th
 before v0.1), global_batch_size -1 (local x DP: no accumulation), seq_len 2048, data_parallel_shard_degree -1
 (every GPU the other degrees leave), activation_checkpoint mode "selective" with selective_ac_option "2",
 mixed_precision_reduce "float32". torchtitan runs FSDP2 over dp_shard and replicates over dp_replicate (HSDP).
-Before v0.1 the degrees lived in [training] (data parallel and TP) and [experimental] (CP, PP and its schedule,
-async TP), and list options such as [model] converters could be one comma-separated string (string_list): both
+Before v0.1 the degrees lived in [training] (data parallel and TP) and [experimental] (CP and its rotate method,
+PP and its schedule, async TP), and list options such as [model] converters could be one comma-separated string (string_list): both
 are read as they were (LEGACY). So are December 2024's (config_manager.py at 9dec370): [float8]
 enable_float8_linear before the converters, and PP's split points and micro-batch count (_pipeline_split_2024).
 """
@@ -102,8 +102,8 @@ LEGACY_PIPELINE = ("pipeline_parallel_split_points", "pipeline_parallel_microbat
 # Where torchtitan kept them before [parallelism] (train_configs/*.toml before v0.1, e.g. 57387af0)
 LEGACY = {
     "training": ("data_parallel_replicate_degree", "data_parallel_shard_degree", "tensor_parallel_degree"),
-    "experimental": ("context_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule",
-                     "enable_async_tensor_parallel", *LEGACY_PIPELINE),
+    "experimental": ("context_parallel_degree", "context_parallel_rotate_method", "pipeline_parallel_degree",
+                     "pipeline_parallel_schedule", "enable_async_tensor_parallel", *LEGACY_PIPELINE),
 }  # fmt: skip
 
 
