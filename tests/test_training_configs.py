@@ -914,17 +914,19 @@ def test_torchtitans_december_2024_405b_preset_runs_float8_as_its_float8_section
 
 def test_torchtitans_float8_all_gather_needs_float8_linears_and_a_shard(tmp_path: Path) -> None:
     """torchtitan gathers in float8 only with Float8Linear on and data_parallel_shard_degree above 1 (float8.py at
-    9dec370 and v0.2.2: parallel_dims.dp_shard_enabled and enable_fsdp_float8_all_gather): without either the key
-    does nothing, and the plan runs (it had been refused as Megatron's FP8 gather without FP8 matmuls)."""
+    9dec370 and v0.2.2: parallel_dims.dp_shard_enabled and enable_fsdp_float8_all_gather), and at v0.2.2 not with a
+    recipe_name (asserted): otherwise the key does nothing, and the plan runs (it had been refused as Megatron's FP8
+    gather without FP8 matmuls)."""
     base = '[model]\nname = "llama3"\nflavor = "8B"\n'
     for extra, float8 in (("", "enable_float8_linear = false\n"), ("", ""),
                           ("[parallelism]\ndata_parallel_shard_degree = 1\ndata_parallel_replicate_degree = 8\n",
-                           "enable_float8_linear = true\n")):  # fmt: skip
+                           "enable_float8_linear = true\n"),
+                          ('converters = ["float8"]\n', 'recipe_name = "rowwise"\n')):  # fmt: skip
         path = tmp_path / "f.toml"
         path.write_text(base + extra + "[float8]\nenable_fsdp_float8_all_gather = true\n" + float8)
         doc = report("estimate", "--from", str(path), "--dp", "8")
         row = {s["key"]: s for s in doc["from_config"]["settings"]}["[float8] enable_fsdp_float8_all_gather"]
-        assert row["became"] == "" and row["note"].startswith("no effect"), row
+        assert row["became"] == "" and row["note"].startswith(("no effect", "not with recipe_name")), row
 
 
 # torchtitan's 405B preset at 9dec370 with PP as its December 2024 benchmark's Table 5 ran it (PP 8, local batch 32)

@@ -5,8 +5,8 @@ before v0.1), global_batch_size -1 (local x DP: no accumulation), seq_len 2048, 
 (every GPU the other degrees leave), activation_checkpoint mode "selective" with selective_ac_option "2",
 mixed_precision_reduce "float32". torchtitan runs FSDP2 over dp_shard and replicates over dp_replicate (HSDP).
 Before v0.1 the degrees lived in [training] (data parallel and TP) and [experimental] (CP and its rotate method,
-PP and its schedule, async TP), and list options such as [model] converters could be one comma-separated string (string_list): both
-are read as they were (LEGACY). So are December 2024's (config_manager.py at 9dec370): [float8]
+PP and its schedule, async TP), and list options such as [model] converters could be one comma-separated string
+(string_list): both are read as they were (LEGACY). So are December 2024's (config_manager.py at 9dec370): [float8]
 enable_float8_linear before the converters, and PP's split points and micro-batch count (_pipeline_split_2024).
 """
 
@@ -678,6 +678,9 @@ def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: st
             r.ignore(f"{label} {key}", value, "no effect: without Float8Linear the weights are gathered in bf16")
         elif key == "enable_fsdp_float8_all_gather" and value is True and shard == 1:
             r.ignore(f"{label} {key}", value, "no effect: data_parallel_shard_degree 1 shards nothing")
+        elif key == "enable_fsdp_float8_all_gather" and value is True and "recipe_name" in float8:
+            # float8.py at v0.2.2 asserts the two are not set together
+            r.ignore(f"{label} {key}", value, "not with recipe_name: the all-gather is tensorwise scaling's alone")
         elif key == "enable_fsdp_float8_all_gather" and value is True:
             r.use(f"{label} {key}", value, "gather_dtype", "fp8", "FSDP gathers the float8 weights")
         elif key == "enable_fsdp_float8_all_gather":
