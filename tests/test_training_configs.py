@@ -956,6 +956,14 @@ LEGACY_PP = (
             2,
             1,
         ),
+        # "layers.0" leaves the first stage the embedding alone (_build_stage keeps no layer before it)
+        (
+            '\npipeline_parallel_split_points = ["layers.0", "layers.18", "layers.36", "layers.54", "layers.72", '
+            '"layers.90", "layers.108"]',
+            [0, 18, 18, 18, 18, 18, 18, 18],
+            4,
+            1,
+        ),
     ],
 )
 def test_torchtitan_before_v01_splits_its_pipeline_as_it_did_then(

@@ -243,8 +243,8 @@ def torchtitan_2024_layout(layers: int, stages: int, starts: tuple[int, ...] | N
     if starts is not None:
         if len(starts) + 1 != stages:
             raise ValueError(f"{len(starts)} split points make {len(starts) + 1} stages, not {stages}")
-        if list(starts) != sorted(set(starts)) or starts[0] < 1 or starts[-1] >= layers:
-            raise ValueError(f"split points must name rising layers from layers.1 to layers.{layers - 1}")
+        if list(starts) != sorted(set(starts)) or starts[-1] >= layers:
+            raise ValueError(f"split points must name rising layers from layers.0 to layers.{layers - 1}")
         counts = [end - start for start, end in itertools.pairwise((0, *starts, layers))]
     else:
         base, extra = divmod(layers, stages)
@@ -252,7 +252,7 @@ def torchtitan_2024_layout(layers: int, stages: int, starts: tuple[int, ...] | N
             raise ValueError(f"{stages} stages are more than the {layers} layers")
         middle = [base + (k < extra) for k in range(stages - 2)]
         counts = [base, *middle, layers - base - sum(middle)]
-    stage_text = [f"t*{n}" for n in counts]
+    stage_text = [f"t*{n}" if n else "" for n in counts]  # "layers.0" leaves the first stage the embedding alone
     stage_text[0], stage_text[-1] = "E" + stage_text[0], stage_text[-1] + "L"
     return "|".join(stage_text)
 
