@@ -1513,6 +1513,32 @@ def test_megatrons_block_recomputation_is_read_and_priced_layer_by_layer(tmp_pat
     assert steps["block"] - steps["none"] == pytest.approx((steps["full"] - steps["none"]) * 5 / 32, rel=0.02)
 
 
+@pytest.mark.parametrize(
+    ("flags", "recompute"),
+    [
+        ("--checkpoint-activations", "full"),
+        ("--checkpoint-activations --checkpoint-num-layers 2", "full"),
+        ("--checkpoint-activations --recompute-granularity selective", "selective"),
+    ],
+)
+def test_megatrons_checkpoint_activations_is_full_recomputation(tmp_path: Path, flags: str, recompute: str) -> None:
+    """--checkpoint-activations, Megatron-LM's full recomputation before its 2022 rename and Megatron-DeepSpeed's
+    still (ParallelTransformer._checkpointed_forward: groups of --checkpoint-num-layers layers), gives the plan
+    --recompute full gives; beside --recompute-granularity it is not read. It had been listed as not priced, and
+    the plan costed with nothing recomputed."""
+    script = tmp_path / "old.sh"
+    script.write_text(
+        (CONFIGS / "megatron-gpt-345m.sh").read_text().replace("--micro-batch-size", f"{flags} --micro-batch-size")
+    )
+    read = report("estimate", "--from", str(script), "--dp", "1")
+    typed = report("estimate", "--from", str(CONFIGS / "megatron-gpt-345m.sh"), "--dp", "1", "--recompute", recompute)
+    assert read["setup"]["recompute"] == recompute
+    assert read["summary"]["memory_bytes"] == typed["summary"]["memory_bytes"]
+    assert read["time"]["step_seconds"] == typed["time"]["step_seconds"]
+    rows = {s["key"] for s in read["from_config"]["settings"]}
+    assert {"--checkpoint-activations", *(["--checkpoint-num-layers"] if "num-layers" in flags else [])} <= rows
+
+
 def test_a_megatron_launch_kept_in_a_string_is_refused_not_read_as_defaults(tmp_path: Path) -> None:
     """Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh builds its arguments in an array, then runs
     them from a string inside an sbatch heredoc: no command the script runs takes them. Read as srun's flags, it had

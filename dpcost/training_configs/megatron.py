@@ -361,7 +361,12 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--num-distributed-optimizer-instances", "--defer-embedding-wgrad-compute",
                "--wgrad-deferral-limit")  # fmt: skip
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
-                   "--recompute-num-layers", "--recompute-modules", "--moe-layer-recompute")  # fmt: skip
+                   "--recompute-num-layers", "--recompute-modules", "--moe-layer-recompute",
+                   "--checkpoint-activations", "--checkpoint-num-layers")  # fmt: skip
+# Full recomputation before Megatron-LM renamed it (2022): ParallelTransformer._checkpointed_forward checkpoints
+# groups of --checkpoint-num-layers layers (1 by default), as Megatron-DeepSpeed still runs it; Megatron-LM since
+# exits on the flag ("--checkpoint-activations is no longer valid, use --recompute-activations ...")
+CHECKPOINT_ACTIVATIONS = "full recomputation by layer groups (Megatron-LM before 2022, Megatron-DeepSpeed)"
 _PRECISION_ARGS = ("--bf16", "--fp16", "--fp8-format", "--fp8-recipe", "--fp8-param-gather", "--fp4-format",
                    "--fp4-param-gather", "--reuse-grad-buf-for-mxfp8-param-ag",
                    "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16", "--first-last-layers-bf16",
@@ -559,6 +564,11 @@ def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--moe-layer-recompute", "", "recompute", "selective", "deprecated: selective recomputation")
     elif granularity is None and "--recompute-activations" in args:
         r.use("--recompute-activations", "", "recompute", "selective", "Megatron's selective recomputation")
+    elif granularity is None and "--checkpoint-activations" in args:
+        r.use("--checkpoint-activations", "", "recompute", "full", CHECKPOINT_ACTIVATIONS)
+        group = _int(r, args, "--checkpoint-num-layers")
+        if group is not None:
+            r.note("--checkpoint-num-layers", group, "", f"groups of {group} layers: priced as every layer's own")
     elif granularity in ("full", "selective"):
         r.use("--recompute-granularity", granularity, "recompute", granularity)
         if granularity == "full":
@@ -567,6 +577,10 @@ def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
         raise r.error("--recompute-granularity", f"must be full or selective, got {granularity!r}")
     else:
         r.use("--recompute-granularity", "(absent)", "recompute", "none", "absent: Megatron recomputes nothing")
+    listed = r.listed()
+    for name in ("--checkpoint-activations", "--checkpoint-num-layers"):
+        if name in args and name not in listed:
+            r.ignore(name, " ".join(args[name]), "not read: the recomputation is as the flags above set it")
     modules = args.get("--recompute-modules")
     if modules is not None:
         r.use("--recompute-modules", " ".join(modules), "recompute_modules", ",".join(modules))
