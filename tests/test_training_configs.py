@@ -1539,6 +1539,21 @@ def test_megatrons_checkpoint_activations_is_full_recomputation(tmp_path: Path, 
     assert {"--checkpoint-activations", *(["--checkpoint-num-layers"] if "num-layers" in flags else [])} <= rows
 
 
+def test_a_megatron_deepspeed_script_asks_for_the_zero_stage_its_engine_runs(tmp_path: Path) -> None:
+    """Megatron-DeepSpeed's --deepspeed hands the model to DeepSpeed's engine, whose ZeRO stage its
+    --deepspeed_config JSON sets: it had been costed as Megatron's DDP (the flags listed as not priced); it is
+    refused in one line unless --zero is typed, which then runs as the rest of the script says."""
+    script = tmp_path / "mds.sh"
+    flags = "--deepspeed --deepspeed_config ds.json --zero-stage 1 --micro-batch-size"
+    script.write_text((CONFIGS / "megatron-gpt-345m.sh").read_text().replace("--micro-batch-size", flags))
+    code, _, err = run("estimate", "--from", str(script), "--dp", "8")
+    assert code == 2 and "--deepspeed: Megatron-DeepSpeed" in err and "(--zero-stage 1)" in err and err.count("\n") == 1
+    doc = report("estimate", "--from", str(script), "--dp", "8", "--zero", "1")
+    assert doc["setup"]["zero_stage"] == 1
+    rows = {s["key"]: s["note"] for s in doc["from_config"]["settings"]}
+    assert rows["--zero-stage"] == rows["--deepspeed_config"] == "DeepSpeed's engine: see --deepspeed"
+
+
 def test_a_megatron_launch_kept_in_a_string_is_refused_not_read_as_defaults(tmp_path: Path) -> None:
     """Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh builds its arguments in an array, then runs
     them from a string inside an sbatch heredoc: no command the script runs takes them. Read as srun's flags, it had

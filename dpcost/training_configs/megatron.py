@@ -242,7 +242,7 @@ def read(text: str, path: str) -> TrainingConfig:
     r = Reading(path, KIND)
     args = arguments(text, path)
     read_here = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS,
-                 *_SYSTEM_ARGS}  # fmt: skip
+                 *_SYSTEM_ARGS, *_DEEPSPEED_ARGS}  # fmt: skip
     if not read_here & args.keys():  # the file names Megatron's arguments (looks_like), but no command it runs does
         raise r.error(
             "pretrain_gpt.py",
@@ -360,6 +360,14 @@ _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--r
                "--ddp-bucket-size", "--ddp-num-buckets", "--optimizer", "--cp-comm-type", "--moe-token-dispatcher-type",
                "--num-distributed-optimizer-instances", "--defer-embedding-wgrad-compute",
                "--wgrad-deferral-limit")  # fmt: skip
+# Megatron-DeepSpeed (microsoft/Megatron-DeepSpeed): --deepspeed hands the model to DeepSpeed's engine, whose ZeRO
+# stage and optimizer its --deepspeed_config JSON sets (the scripts often write it in a heredoc)
+_DEEPSPEED_ARGS = ("--deepspeed", "--deepspeed_config", "--deepspeed-config", "--zero-stage")
+DEEPSPEED_ENGINE = (
+    "Megatron-DeepSpeed: DeepSpeed's engine runs ZeRO{} and the optimizer as --deepspeed_config sets them, which "
+    "this reader does not price: give --zero (0: DDP; 1: sharded optimizer states, as Megatron's distributed "
+    "optimizer)"
+)
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules", "--moe-layer-recompute",
                    "--checkpoint-activations", "--checkpoint-num-layers")  # fmt: skip
@@ -425,7 +433,13 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         _use_pipeline_layout(r, layout, per_stage is not None or stages is not None, pp)
     elif accounted and pp > 1 and layers is not None:
         _use_accounted_split(r, accounted, layers, pp)
-    if "--use-megatron-fsdp" in args:
+    if "--deepspeed" in args:
+        stage = _one(r, args, "--zero-stage")
+        r.refuse("zero", "--deepspeed", DEEPSPEED_ENGINE.format("" if stage is None else f" (--zero-stage {stage})"))
+        for name in _DEEPSPEED_ARGS[1:]:
+            if name in args:
+                r.ignore(name, " ".join(args[name]), "DeepSpeed's engine: see --deepspeed")
+    elif "--use-megatron-fsdp" in args:
         # arguments.py: --data-parallel-sharding-strategy defaults to optim_grads_params (Megatron-LM d98e8a64dd)
         strategy = _one(r, args, "--data-parallel-sharding-strategy") or "optim_grads_params"
         by_name = {name: stage for stage, name in MEGATRON_FSDP.stages.items()}
