@@ -904,12 +904,16 @@ def test_torchtitans_december_2024_405b_preset_runs_float8_as_its_float8_section
     """Before [model] converters (57387af0, 2025-02) [float8] enable_float8_linear swapped in Float8Linear
     (float8.py Float8Handler at 9dec370), and enable_fsdp_float8_all_gather gathered its weights in float8: the
     preset torchtitan's December 2024 benchmarks ran (llama3_405b.toml at 9dec370) is FP8 matmuls with a float8
-    all-gather, TP 8, async TP."""
+    all-gather, TP 8; its async TP (torch's symmetric-memory micro-pipelining) is not priced under FSDP, and the
+    row says so where a typed flag would be warned of."""
     doc = report("estimate", "--from", str(CONFIGS / "torchtitan-llama3-405b-2412.toml"), "--dp", "16")
-    rows = {s["key"]: s["became"] for s in doc["from_config"]["settings"]}
-    assert rows["[float8] enable_float8_linear"] == "--compute-dtype fp8"
-    assert rows["[float8] enable_fsdp_float8_all_gather"] == "--gather-dtype fp8"
+    rows = {s["key"]: s for s in doc["from_config"]["settings"]}
+    assert rows["[float8] enable_float8_linear"]["became"] == "--compute-dtype fp8"
+    assert rows["[float8] enable_fsdp_float8_all_gather"]["became"] == "--gather-dtype fp8"
     assert doc["setup"]["compute_dtype"] == "fp8" and doc["layout"]["tp"] == 8
+    async_tp = rows["[experimental] enable_async_tensor_parallel"]
+    assert async_tp["became"] == "" and "not priced under FSDP" in async_tp["note"]
+    assert not doc["warnings"] and not doc["layout"]["tp_comm_overlap"]
 
 
 def test_torchtitans_float8_all_gather_needs_float8_linears_and_a_shard(tmp_path: Path) -> None:

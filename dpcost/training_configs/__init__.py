@@ -439,6 +439,13 @@ def apply(
         if refusal is not None:
             why = f"{why} (FSDP with tensor or context parallelism is not costed with {refusal})"
         settings = [Setting(s.key, s.value, "", why, s.option) if s.option in unread else s for s in settings]
+        if read and values.get("tp_comm_overlap") == "true" and "tp_comm_overlap" not in typed:
+            values.pop("tp_comm_overlap")  # a file's async TP: said here, not warned of as a flag to drop
+            async_tp = "torch's async TP is not priced under FSDP: its collectives costed as DTensor's, waited for"
+            settings = [
+                Setting(s.key, s.value, "", async_tp, s.option) if s.option == "tp_comm_overlap" else s
+                for s in settings
+            ]
         if read:
             dims = [d for d in ("tp", "cp", "pp") if _whole_or(values.get(d, 1), 1) > 1]
             degrees = " ".join(f"--{d} {values[d]}" for d in dims)
