@@ -985,6 +985,26 @@ def test_torchtitan_before_v01_splits_its_pipeline_as_it_did_then(
 
 
 @pytest.mark.parametrize(
+    "pp",
+    [
+        "\npipeline_parallel_split_points = []\npipeline_parallel_microbatches = 8",
+        '\npipeline_parallel_schedule = "ZBVZeroBubble"\npipeline_parallel_split_points = ["layers.10"]',
+    ],
+)
+def test_torchtitan_before_v01_pipeline_keys_each_have_a_row(tmp_path: Path, pp: str) -> None:
+    """Every [experimental] key a pre-v0.1 file holds has a row: empty split points fall back to
+    generate_split_points (pipeline_llama.py: `split_points or ...`), and under a schedule whose stages are refused
+    (here typed with --virtual-stages) the split points are not read, and say so."""
+    path = tmp_path / "legacy.toml"
+    path.write_text(LEGACY_PP.format(pp=pp))
+    typed = ["--virtual-stages", "2"] if "ZBV" in pp else []
+    doc = report("estimate", "--from", str(path), "--dp", "8", *typed)
+    rows = {s["key"]: s["note"] for s in doc["from_config"]["settings"]}
+    keys = [line.split(" = ")[0] for line in pp.strip().splitlines()]
+    assert all(f"[experimental] {key}" in rows for key in keys), rows
+
+
+@pytest.mark.parametrize(
     ("pp", "message"),
     [
         ('\npipeline_parallel_split_points = ["layers.40", "layers.80"]', "3 stages do not share out over PP 8"),
@@ -993,6 +1013,8 @@ def test_torchtitan_before_v01_splits_its_pipeline_as_it_did_then(
     ],
 )
 def test_torchtitan_before_v01_pipeline_keys_it_cannot_run_are_one_line(tmp_path: Path, pp: str, message: str) -> None:
+    """Split points that do not share out over PP (stage_ids_this_rank asserts), that name no layer, or a local batch
+    that does not split into the micro-batches: one line, exit 2."""
     path = tmp_path / "legacy.toml"
     path.write_text(LEGACY_PP.format(pp=pp))
     code, _, err = run("estimate", "--from", str(path), "--dp", "8")

@@ -188,6 +188,9 @@ def _pipeline_split_2024(
     default = "" if "pipeline_parallel_schedule" in parallel else "torchtitan's default"
     r.use(schedule_key, schedule, "pp_schedule", "interleaved" if looped else schedule.lower(), default)
     points = parallel.get("pipeline_parallel_split_points") or None
+    if "pipeline_parallel_split_points" in parallel and points is None:  # pipeline_llama.py: `split_points or ...`
+        empty = "none given: generate_split_points' split"
+        r.note(key_label("pipeline_parallel_split_points"), parallel["pipeline_parallel_split_points"], "", empty)
     key = "(torchtitan's pipeline split)" if points is None else key_label("pipeline_parallel_split_points")
     starts = None if points is None else _split_starts(r, key, points)
     stages = pp * (2 if looped else 1) if starts is None else len(starts) + 1
@@ -433,13 +436,14 @@ def parallelism(
         _pipeline_split(r, parallel, degrees["pp"], key_label, chunks)
     listed = r.listed()
     for key, value in parallel.items():
-        if key_label(key) in listed or (key in (*pipelined, *LEGACY_PIPELINE) and degrees["pp"] > 1):
+        later = (*pipelined, "pipeline_parallel_microbatches") if before_v01 else pipelined  # training() reads them
+        if key_label(key) in listed or (key in later and degrees["pp"] > 1):
             continue
         if key in ("data_parallel_replicate_degree", "data_parallel_shard_degree"):
             r.note(key_label(key), value, "", "the DP size: replicate x shard (-1: every GPU the other degrees leave)")
         elif key in PARALLEL_UNPRICED and degrees[PARALLEL_UNPRICED[key][0]] > 1 and PARALLEL_UNPRICED[key][1](value):
             r.ignore(key_label(key), value, PARALLEL_UNPRICED[key][2])
-        elif key in SPLIT_KEYS and degrees["pp"] > 1:  # a multi-stage schedule, whose virtual stages are refused
+        elif key in (*SPLIT_KEYS, *LEGACY_PIPELINE) and degrees["pp"] > 1:  # a schedule whose stages are refused
             r.ignore(key_label(key), value, "not read for this schedule: give --pipeline-layout for its split")
         elif key in known or key in LEGACY_PIPELINE:
             r.ignore(key_label(key), value, "no effect at these degrees")
