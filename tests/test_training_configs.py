@@ -1565,15 +1565,24 @@ def test_megatrons_checkpoint_activations_is_full_recomputation(tmp_path: Path, 
     assert {"--checkpoint-activations", *(["--checkpoint-num-layers"] if "num-layers" in flags else [])} <= rows
 
 
-def test_a_megatron_deepspeed_script_asks_for_the_zero_stage_its_engine_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("stage", "said"), [("1", "(--zero-stage 1)"), ("0", "at stage 0 with --bf16, DeepSpeed's BF16_Optimizer")]
+)
+def test_a_megatron_deepspeed_script_asks_for_the_zero_stage_its_engine_runs(
+    tmp_path: Path, stage: str, said: str
+) -> None:
     """Megatron-DeepSpeed's --deepspeed hands the model to DeepSpeed's engine, whose ZeRO stage its
     --deepspeed_config JSON sets: it had been costed as Megatron's DDP (the flags listed as not priced); it is
-    refused in one line unless --zero is typed, which then runs as the rest of the script says."""
+    refused in one line unless --zero is typed, which then runs as the rest of the script says. At stage 0 with
+    bf16 the engine runs BF16_Optimizer, which shards the optimizer states as ZeRO-1 (engine.py
+    _do_optimizer_sanity_check at v0.16.0; BLOOM's tr11 script: "bf16 must use z0! it implements its own zero
+    stage 1 equivalent"), and the line says so."""
     script = tmp_path / "mds.sh"
-    flags = "--deepspeed --deepspeed_config ds.json --zero-stage 1 --micro-batch-size"
-    script.write_text((CONFIGS / "megatron-gpt-345m.sh").read_text().replace("--micro-batch-size", flags))
+    flags = f"--deepspeed --deepspeed_config ds.json --zero-stage {stage} --micro-batch-size"
+    text = (CONFIGS / "megatron-gpt-345m.sh").read_text().replace("--micro-batch-size", flags)
+    script.write_text(text.replace("--fp16", "--bf16") if stage == "0" else text)
     code, _, err = run("estimate", "--from", str(script), "--dp", "8")
-    assert code == 2 and "--deepspeed: Megatron-DeepSpeed" in err and "(--zero-stage 1)" in err and err.count("\n") == 1
+    assert code == 2 and "--deepspeed: Megatron-DeepSpeed" in err and said in err and err.count("\n") == 1
     doc = report("estimate", "--from", str(script), "--dp", "8", "--zero", "1")
     assert doc["setup"]["zero_stage"] == 1
     rows = {s["key"]: s["note"] for s in doc["from_config"]["settings"]}

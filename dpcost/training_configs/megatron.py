@@ -366,8 +366,11 @@ _DEEPSPEED_ARGS = ("--deepspeed", "--deepspeed_config", "--deepspeed-config", "-
 DEEPSPEED_ENGINE = (
     "Megatron-DeepSpeed: DeepSpeed's engine runs ZeRO{} and the optimizer as --deepspeed_config sets them, which "
     "this reader does not price: give --zero (0: DDP; 1: sharded optimizer states, as Megatron's distributed "
-    "optimizer)"
+    "optimizer{})"
 )
+# engine.py _do_optimizer_sanity_check at v0.16.0: bf16 without ZeRO under the pipeline engine (or with fp32
+# gradient accumulation) runs BF16_Optimizer, which shards the fp32 weights and optimizer states over DP as ZeRO-1
+BF16_OPTIMIZER = "; at stage 0 with --bf16, DeepSpeed's BF16_Optimizer shards them as 1 does"
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules", "--moe-layer-recompute",
                    "--checkpoint-activations", "--checkpoint-num-layers")  # fmt: skip
@@ -435,7 +438,9 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
         _use_accounted_split(r, accounted, layers, pp)
     if "--deepspeed" in args:
         stage = _one(r, args, "--zero-stage")
-        r.refuse("zero", "--deepspeed", DEEPSPEED_ENGINE.format("" if stage is None else f" (--zero-stage {stage})"))
+        named = "" if stage is None else f" (--zero-stage {stage})"
+        bf16 = BF16_OPTIMIZER if stage == "0" and "--bf16" in args else ""
+        r.refuse("zero", "--deepspeed", DEEPSPEED_ENGINE.format(named, bf16))
         for name in _DEEPSPEED_ARGS[1:]:
             if name in args:
                 r.ignore(name, " ".join(args[name]), "DeepSpeed's engine: see --deepspeed")
