@@ -425,27 +425,26 @@ def apply(
             runs = LAYOUT_RUNS.get(name)
             return runs is not None and _as_run(values[name]) not in runs
 
-        unread = {
-            name
+        why = "not read by a TP/CP/PP/EP layout, costed as Megatron-LM runs it"
+        if refusal is not None:
+            why = f"{why} (FSDP with tensor or context parallelism is not costed with {refusal})"
+        unread = {  # the file's options the layout leaves out, and why
+            name: why
             for name in config.options
             if name not in typed
             and ((field_flag(name) in LAYOUT_IGNORES and name not in LAYOUT_RUNS) or unrun(name))
             and name not in read
             and field_flag(name) not in read
         }
+        if read and values.get("tp_comm_overlap") == "true" and "tp_comm_overlap" not in typed:
+            # a file's async TP: said in its row, not warned of as a flag to drop
+            unread["tp_comm_overlap"] = (
+                "torch's async TP is not priced under FSDP: its collectives costed as DTensor's, waited for"
+            )
         for name in unread:
             values.pop(name, None)
-        why = "not read by a TP/CP/PP/EP layout, costed as Megatron-LM runs it"
-        if refusal is not None:
-            why = f"{why} (FSDP with tensor or context parallelism is not costed with {refusal})"
-        settings = [Setting(s.key, s.value, "", why, s.option) if s.option in unread else s for s in settings]
-        if read and values.get("tp_comm_overlap") == "true" and "tp_comm_overlap" not in typed:
-            values.pop("tp_comm_overlap")  # a file's async TP: said here, not warned of as a flag to drop
-            async_tp = "torch's async TP is not priced under FSDP: its collectives costed as DTensor's, waited for"
-            settings = [
-                Setting(s.key, s.value, "", async_tp, s.option) if s.option == "tp_comm_overlap" else s
-                for s in settings
-            ]
+        settings = [Setting(s.key, s.value, "", unread[s.option], s.option) if s.option in unread else s
+                    for s in settings]  # fmt: skip
         if read:
             dims = [d for d in ("tp", "cp", "pp") if _whole_or(values.get(d, 1), 1) > 1]
             degrees = " ".join(f"--{d} {values[d]}" for d in dims)

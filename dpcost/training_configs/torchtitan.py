@@ -135,7 +135,7 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
                     r.ignore(f"[quantize.{kind}.{name}]", keys, "MXFP8's recipe: its matmuls priced as fp8's")
                 elif (kind, name) != ("linear", "float8"):
                     r.ignore(f"[quantize.{kind}.{name}]", keys, NOT_PRICED)
-    _float8(r, float8 or _section(r, doc, "float8"), _section(r, doc, "model"), label, parallel)
+    _float8(r, float8 or _section(r, doc, "float8"), _section(r, doc, "model"), label, degrees["shard"])
     optimizer(r, _section(r, doc, "optimizer"), toml_label)
     compiled(r, _section(r, doc, "compile"), toml_label)
     return r.done(**data_parallel(r, degrees, model, toml_label("parallelism", "data_parallel_*_degree")))
@@ -172,6 +172,12 @@ def _pipeline_split(
         r.note(key_label(k), parallel[k], "--pipeline-layout", why)
     if not given:
         r.note(key, f"first {first}, last {last} layers short", "--pipeline-layout", why)
+
+
+def _pipeline_before_v01(where: dict[str, str] | None) -> bool:
+    """The file sets PP where torchtitan read it before v0.1 ([experimental]), and so runs December 2024's pipeline
+    (_pipeline_split_2024, training's micro-batch count)."""
+    return (where or {}).get("pipeline_parallel_degree") == "experimental"
 
 
 def _pipeline_split_2024(
@@ -410,7 +416,7 @@ def parallelism(
         r.use(key_label("data_parallel_shard_degree"), shard, "shard_group", str(fsdp_shard_group(shard, cp)), hsdp)
     schedule = str(parallel.get("pipeline_parallel_schedule", "1F1B"))
     chunks = 2 if schedule.lower() == INTERLEAVED and not set(SPLIT_KEYS[2:]) & parallel.keys() else 1
-    before_v01 = (where or {}).get("pipeline_parallel_degree") == "experimental"
+    before_v01 = _pipeline_before_v01(where)
     if degrees["pp"] > 1 and before_v01:
 
         def legacy_label(key: str) -> str:  # an absent key is where torchtitan then kept it
@@ -472,7 +478,7 @@ def training(
     global_batch = section.get("global_batch_size", -1)
     if global_batch != -1:
         global_batch = whole(r, t("global_batch_size"), global_batch)
-    if pp > 1 and (where or {}).get("pipeline_parallel_degree") == "experimental":
+    if pp > 1 and _pipeline_before_v01(where):
         # before v0.1 (pipeline_llama.py at 9dec370): the local batch in pipeline_parallel_microbatches, else PP
         name = "pipeline_parallel_microbatches"
         key = label("experimental", name)
@@ -633,7 +639,7 @@ def compiled(r: Reading, section: dict[str, Any], label: Label) -> None:
         r.note(c("components"), components, "", "what is compiled" if enabled == "true" else "off")
 
 
-def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: str, parallel: dict[str, Any]) -> None:
+def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: str, shard: int) -> None:
     """Float8 (or MXFP8) linears and FSDP's float8 all-gather: the [model] converters from 57387af0 (2025-02), the
     [float8] enable_float8_linear switch before them (float8.py Float8Handler at 9dec370). Either way the all-gather
     runs in float8 only with Float8Linear on and data_parallel_shard_degree above 1 (Float8Handler; float8.py at
@@ -666,7 +672,6 @@ def _float8(r: Reading, float8: dict[str, Any], model: dict[str, Any], label: st
         kinds.add("float8")
     elif "enable_float8_linear" in float8:
         r.note(switch_key, float8["enable_float8_linear"], "", "off: the linears stay in bf16")
-    shard = parallel.get("data_parallel_shard_degree", -1)
     for key, value in float8.items():
         fp8 = "float8" in kinds and float8.get("emulate") is not True
         if key == "enable_float8_linear":  # read above
