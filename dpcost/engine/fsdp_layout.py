@@ -37,7 +37,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dpcost.engine.estimate import stage_row
-from dpcost.engine.fsdp_pipeline import checkpointed_blocks, rank_memory, rank_parameters, schedule_microbatches
+from dpcost.engine.fsdp_pipeline import (
+    checkpointed_blocks,
+    interleaved_rounds,
+    rank_memory,
+    rank_parameters,
+    schedule_microbatches,
+)
 from dpcost.engine.layout_memory import LayoutMemory, StageMemory
 from dpcost.engine.layout_step import PipelineSplit, virtual_stage_layers
 from dpcost.engine.params import tensor_parallel_parameters
@@ -255,11 +261,11 @@ def _pipeline_memory(
             f"torch's Schedule1F1B needs at least PP {par.pp} micro-batches a step, not {m}: give a larger global "
             "batch, or --pp-schedule gpipe",
         )
-    if par.virtual_stages > 1 and m % max(1, m // par.pp):
+    if par.virtual_stages > 1 and m % interleaved_rounds(m, par.pp):
         raise InputError(
             "global_batch",
             f"torch's interleaved 1F1B runs the micro-batches in rounds of PP: {m} are not a multiple of "
-            f"{max(1, m // par.pp)} rounds (ScheduleInterleaved1F1B)",
+            f"{interleaved_rounds(m, par.pp)} rounds (ScheduleInterleaved1F1B)",
         )
     per_stage = _stage_layers(a, p.o)
     workspaces = memories.states(stage).buffers.workspaces

@@ -36,6 +36,7 @@ from dpcost.specs import ModelSpec, TopologySpec
 __all__ = [
     "Action",
     "checkpointed_blocks",
+    "interleaved_rounds",
     "rank_actions",
     "rank_memory",
     "rank_parameters",
@@ -52,6 +53,12 @@ def schedule_microbatches(microbatches: int | None, pp: int) -> int:
     return pp if microbatches is None else microbatches
 
 
+def interleaved_rounds(microbatches: int, pp: int) -> int:
+    """The rounds ScheduleInterleaved1F1B runs the micro-batches in (schedules.py number_of_rounds: M // PP, at
+    least 1); it refuses micro-batches that do not split into them."""
+    return max(1, microbatches // pp)
+
+
 def rank_actions(schedule: str, pp: int, chunks: int, microbatches: int, rank: int) -> Iterator[Action]:
     """Rank `rank`'s forwards and backwards over one step, in torch's order (module docstring): `chunks` stages per
     rank, `microbatches` per step; `schedule` gpipe, 1f1b or (chunks > 1) interleaved."""
@@ -64,8 +71,7 @@ def rank_actions(schedule: str, pp: int, chunks: int, microbatches: int, rank: i
             if warmup + done < m:
                 yield True, 0
         return
-    rounds = max(1, m // pp)  # ScheduleInterleaved1F1B: number_of_rounds, microbatches_per_round
-    per_round = m // rounds
+    per_round = m // interleaved_rounds(m, pp)  # ScheduleInterleaved1F1B: microbatches_per_round
     warmup = min((chunks - 1) * per_round + 2 * (pp - 1 - rank), m * chunks)  # _get_warmup_ops
     steady = m * chunks - warmup
     for op in range(warmup + steady + warmup):
