@@ -160,3 +160,74 @@ def test_a_variable_that_doubles_itself_is_refused_not_followed() -> None:
     with pytest.raises(InputError, match="grows beyond"):
         command_words(script, "s.sh")
     assert time.perf_counter() - started < 2.0
+
+
+# A launch as Slurm jobs write it (BLOOM's tr11-176B-ml.slurm, Megatron-LM's
+# examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh, abridged): the launch in a `bash -x -c` string under srun, a
+# DeepSpeed config written by a here-document (its body lines are not commands; `\$` unescaped in it), a quoted
+# `<<-` one left unexpanded, a batch script given to sbatch as a here-document, whose srun runs the launch, and a
+# single-quoted `bash -c` string whose variables the shell it starts expands, a newline in one splitting no command
+# there (bigscience's tr1-13B).
+JOBS = """\
+export LAUNCHER="torchrun --nproc_per_node 8"
+ARGS=(--num-layers 4 --hidden-size "512")
+export CMD="pretrain_gpt.py ${ARGS[@]}"
+srun --mpi=pmix -l bash -x -c "$LAUNCHER --node_rank 0 $CMD"
+STAGE=1
+cat <<EOT > ds.json
+{"stage": $STAGE, "escaped": "\\$STAGE"}
+torchrun --not-a-command
+EOT
+cat > raw.json <<-'EOF'
+\t{"stage": $STAGE}
+\tEOF
+sbatch <<EOF
+#!/bin/bash
+#SBATCH --nodes=2
+srun bash -c "$LAUNCHER --nnodes \\$SLURM_NNODES $CMD"
+EOF
+export GPT="--num-layers 4
+  --hidden-size 8"
+srun --jobid=1 bash -c '$LAUNCHER --x 1 $GPT'
+torchrun --after 1
+"""
+
+
+@needs_bash
+def test_a_jobs_nested_launches_and_written_files_are_those_bash_runs(tmp_path: Path) -> None:
+    """bash runs JOBS with srun running its command and sbatch standing in as bash reading the batch script from its
+    input, in the environment sbatch(1) says `--nodes=2` sets: the launches' words and the files written are the
+    same as dpcost reads them."""
+    from dpcost.training_configs.shell import read_script
+
+    printing = '{ printf "%s\\n" "$@"; printf "\\x1e\\n"; }'
+    prelude = (
+        f"torchrun() {printing}\n"
+        'srun() { while [[ $1 == -* ]]; do shift; done; "$@"; }\n'
+        "sbatch() { SLURM_JOB_NUM_NODES=2 SLURM_NNODES=2 bash -s; }\n"
+        "export -f torchrun srun\n"
+    )
+    done = subprocess.run(["bash", "-c", prelude + JOBS], capture_output=True, text=True, check=True, cwd=tmp_path)
+    theirs = [call.splitlines() for call in done.stdout.split("\x1e\n")[:-1]]
+    script = read_script(JOBS, "job.sh")
+    assert [words[1:] for words in script.commands if words[0] == "torchrun"] == theirs
+    assert script.files == {name: (tmp_path / name).read_text() for name in ("ds.json", "raw.json")}
+
+
+@pytest.mark.parametrize(
+    ("directives", "nodes"),
+    [
+        ("#SBATCH --nodes=48", "48"),
+        ("#SBATCH -N 4 --gres=gpu:8", "4"),
+        ("#SBATCH -N4", "4"),
+        ("#SBATCH --nodes 3          # a comment", "3"),
+        ("#SBATCH --nodes=2-4", "$SLURM_NNODES"),  # a range: sbatch chooses the count
+        ("set -e\n#SBATCH --nodes=8", "$SLURM_NNODES"),  # sbatch stops at the first command
+    ],
+)
+def test_sbatch_directives_set_the_node_count_sbatch_sets(directives: str, nodes: str) -> None:
+    """sbatch(1): directives are read up to the first line that is neither a comment nor blank, and the job's
+    environment has SLURM_JOB_NUM_NODES (SLURM_NNODES for backwards compatibility) as --nodes/-N gives it."""
+    script = f"#!/bin/bash\n{directives}\ntorchrun --nnodes $SLURM_NNODES --n $SLURM_JOB_NUM_NODES"
+    torchrun = next(words for words in command_words(script, "job.slurm") if words[0] == "torchrun")
+    assert torchrun[1:] == ["--nnodes", nodes, "--n", nodes.replace("NNODES", "JOB_NUM_NODES")]

@@ -1589,19 +1589,121 @@ def test_a_megatron_deepspeed_script_asks_for_the_zero_stage_its_engine_runs(
     assert rows["--zero-stage"] == rows["--deepspeed_config"] == "DeepSpeed's engine: see --deepspeed"
 
 
-def test_a_megatron_launch_kept_in_a_string_is_refused_not_read_as_defaults(tmp_path: Path) -> None:
-    """Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh builds its arguments in an array, then runs
-    them from a string inside an sbatch heredoc: no command the script runs takes them. Read as srun's flags, it had
-    been costed as fp32 DDP without overlap; it is refused, in one line that says why."""
+SBATCH_LAUNCH = (
+    "ARGS=(\n    --num-layers 4\n    --hidden-size 512\n    --tensor-model-parallel-size 2\n    --bf16\n)\n"
+    'TRAINING_CMD="python pretrain_gpt.py ${ARGS[@]}"\n'
+)
+
+
+def test_a_megatron_launch_in_an_sbatch_here_document_is_read(tmp_path: Path) -> None:
+    """Megatron-LM's examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh builds its arguments in an array, then
+    submits `sbatch <<EOF`, whose body is the batch script: its `srun ... bash -x -c "${TRAINING_CMD}"` runs them.
+    Read as srun's flags it had been costed as fp32 DDP without overlap, then refused; it is read as bash runs it.
+    A launch kept in a variable no command runs is still refused, in one line that says why."""
     script = tmp_path / "sbatch.sh"
-    script.write_text(
-        "ARGS=(\n    --num-layers 4\n    --hidden-size 512\n    --tensor-model-parallel-size 2\n    --bf16\n)\n"
-        'TRAINING_CMD="python pretrain_gpt.py ${ARGS[@]}"\n'
-        'sbatch <<EOF\nsrun --container-image=img bash -c "${TRAINING_CMD}"\nEOF\n'
-    )
+    script.write_text(SBATCH_LAUNCH + 'sbatch <<EOF\nsrun --container-image=img bash -x -c "${TRAINING_CMD}"\nEOF\n')
+    doc = report("estimate", "--from", str(script), "--model", "llama-8b", "--dp", "8")
+    assert doc["layout"]["tp"] == 2
+    assert "--tensor-model-parallel-size" in {s["key"] for s in doc["from_config"]["settings"]}
+    script.write_text(SBATCH_LAUNCH + "sbatch job.slurm\n")
     code, out, err = run("estimate", "--from", str(script), "--model", "llama-8b", "--dp", "8")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "no command the script runs takes Megatron-LM's arguments" in err
+
+
+def test_bigscience_tr11_is_read_as_its_job_ran() -> None:
+    """BLOOM's own job script (examples/training-configs/bigscience-tr11-176b-ml.slurm, 48 nodes): Megatron-DeepSpeed
+    launched by `srun ... bash -c "$LAUNCHER ... $CMD"`, its DeepSpeed config written by a here-document. Read: TP 4
+    x PP 12 over the 48 x 8 GPUs its #SBATCH --nodes gives (DP 8); ZeRO stage 0 with bf16 in that JSON, DeepSpeed's
+    BF16_Optimizer (ZeRO-1's sharding, fp32 gradients all-reduced); attention unfused (no --use-flash-attn);
+    and the model its arguments build: ALiBi, a LayerNorm on the embeddings, the vocabulary padded to 250,880,
+    176,247,271,424 parameters (the model card's count). The data-preparation commands' and srun's own flags
+    are not Megatron's, and have no row."""
+    path = CONFIGS / "bigscience-tr11-176b-ml.slurm"
+    doc = report("estimate", "--from", str(path), "--topology", "dgx-a100")
+    setup, layout = doc["setup"], doc["layout"]
+    assert (layout["tp"], layout["pp"], layout["dp"]) == (4, 12, 8)
+    assert setup["zero_stage"] == 1 and setup["grad_dtype"] == "fp32" and setup["recompute"] == "full"
+    assert doc["communication"]["primitives"] == "AllReduce + AllGather"
+    assert setup["flash_attention"] is False
+    assert doc["model"]["params_total"] == 176_247_271_424
+    keys = {s["key"] for s in doc["from_config"]["settings"]}
+    assert not keys & {"--split", "--dataset-ratios-path", "--jobid", "--wait", "--kill-on-bad-exit"}
+    from dpcost.training_configs.megatron import read
+
+    spec = read(path.read_text(), str(path)).model_spec
+    assert spec.architecture.alibi and spec.architecture.embedding_norm and spec.architecture.vocab == 250_880
+
+
+@pytest.mark.parametrize(
+    ("json_text", "zero", "grads", "all_reduce"),
+    [
+        ('{"zero_optimization": {"stage": 0}, "bf16": {"enabled": true}}', 1, "fp32", True),  # BF16_Optimizer
+        ('{"zero_optimization": {"stage": 0}, "fp16": {"enabled": true}}', 0, "fp16", False),  # FP16_Optimizer
+        ('{"zero_optimization": {"stage": 1}, "bf16": {"enabled": true}}', 1, "bf16", True),  # ZeRO-1
+        ('{"fp16": {"enabled": true}}', 0, "fp16", False),  # stage 0 by default
+    ],
+)
+def test_a_megatron_deepspeed_scripts_written_config_sets_what_the_engine_runs(
+    tmp_path: Path, json_text: str, zero: int, grads: str, all_reduce: bool
+) -> None:
+    """The JSON a Megatron-DeepSpeed script writes for --deepspeed_config chooses DeepSpeed's optimizer (engine.py
+    get_data_types and _do_optimizer_sanity_check at v0.16.0): stage 0 with bf16 accumulates fp32 gradients under
+    BF16_Optimizer, which shards the fp32 weights and optimizer states as ZeRO-1; stage 0 with fp16 runs
+    FP16_Optimizer on fp16 gradients, nothing sharded; from stage 1 the gradients are the model's dtype. Both
+    sharding ones all-reduce the gradients after the backward (pipe/engine.py _exec_reduce_grads)."""
+    script = tmp_path / "mds.sh"
+    flags = "--deepspeed --deepspeed_config ds.json --zero-stage 0 --micro-batch-size"
+    body = (CONFIGS / "megatron-gpt-345m.sh").read_text().replace("--micro-batch-size", flags)
+    precision = "--bf16" if "bf16" in json_text else "--fp16"
+    script.write_text(f"cat <<EOT > ds.json\n{json_text}\nEOT\n" + body.replace("--fp16", precision))
+    doc = report("estimate", "--from", str(script), "--dp", "8")
+    assert doc["setup"]["zero_stage"] == zero and doc["setup"]["grad_dtype"] == grads
+    assert doc["communication"]["primitives"] == ("AllReduce + AllGather" if all_reduce else "AllReduce")
+    rows = {s["key"]: s["note"] for s in doc["from_config"]["settings"]}
+    assert rows["--zero-stage"] == "Megatron-DeepSpeed's copy: the engine runs the JSON's"
+
+
+def test_a_megatron_deepspeed_config_at_zero_2_is_refused_as_the_pipeline_engine_refuses_it(tmp_path: Path) -> None:
+    script = tmp_path / "mds.sh"
+    flags = "--deepspeed --deepspeed_config ds.json --micro-batch-size"
+    body = (CONFIGS / "megatron-gpt-345m.sh").read_text().replace("--micro-batch-size", flags)
+    script.write_text('cat <<EOT > ds.json\n{"zero_optimization": {"stage": 2}}\nEOT\n' + body)
+    code, _, err = run("estimate", "--from", str(script), "--dp", "8")
+    assert code == 2 and err.count("\n") == 1 and "refuses ZeRO-2 and ZeRO-3" in err
+    assert report("estimate", "--from", str(script), "--dp", "8", "--zero", "1")["setup"]["zero_stage"] == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"), [("alibi", None), ("rotary", None), ("absolute", 2048), ("learned_absolute", 2048)]
+)
+def test_megatron_deepspeeds_position_embeddings_are_read(tmp_path: Path, given: str, expected: int | None) -> None:
+    """Megatron-DeepSpeed's --position-embedding-type spellings (bigscience-workshop's PositionEmbeddingType:
+    rotary, absolute, alibi): ALiBi and rotary add no table; absolute is learned_absolute's table of positions."""
+    from dpcost.training_configs.megatron import read
+
+    script = (f"torchrun pretrain_gpt.py --num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 2048 "
+              f"--vocab-size 1000 --position-embedding-type {given}")  # fmt: skip
+    spec = read(script, "s.sh").model_spec
+    assert spec.architecture.learned_positions == (expected or 0)
+    assert spec.architecture.alibi is (given == "alibi")
+    refused = read(script.replace(given, "sinusoid"), "s.sh").refusals["model"]
+    assert refused == ("--position-embedding-type", "must be learned_absolute, rope, alibi or none, got 'sinusoid'")
+
+
+def test_megatron_deepspeeds_padded_vocabulary_is_taken_as_given() -> None:
+    """--pad-vocab-size-to (Megatron-DeepSpeed's tokenizer.py _vocab_size_with_padding): the vocabulary is that size
+    at any TP, and refused where --make-vocab-size-divisible-by does not divide it."""
+    from dpcost.training_configs.megatron import read
+
+    script = (
+        "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 2048 "
+        "--tokenizer-type PretrainedFromHF --pad-vocab-size-to 250880 --tensor-model-parallel-size 4"
+    )
+    config = read(script, "s.sh")
+    assert config.model_spec.architecture.vocab == 250_880 and config.vocab_padding is None
+    refused = read(script.replace("250880", "250881"), "s.sh").refusals["model"]
+    assert "250881 is not divisible by --make-vocab-size-divisible-by 128" in refused[1]
 
 
 def test_a_megatron_scripts_microbatch_group_sets_the_interleaved_warm_up(tmp_path: Path) -> None:

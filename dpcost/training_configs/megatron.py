@@ -12,9 +12,10 @@ megatron/training/tokenizer). MoE layers as --moe-layer-freq places them and lat
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from dpcost.engine.checkpointing import DEFAULT_MODULES
@@ -23,13 +24,14 @@ from dpcost.engine.layout_memory import VOCAB_DIVISIBLE_BY, padded_vocab_size
 from dpcost.engine.pipeline_layout import accounted_layout, parse_pipeline_layout, virtual_stages_of
 from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
-from dpcost.training_configs.shell import command_words
+from dpcost.training_configs.shell import Script, read_script
 
 __all__ = ["looks_like", "model_arguments", "read"]
 
 KIND = "Megatron-LM arguments"
 GPT2_VOCAB = 50257  # GPT2BPETokenizer: the entries of GPT-2's encoder.json
 MARKERS = ("--num-layers", "--tensor-model-parallel-size", "--micro-batch-size", "--hidden-size")
+ENTRY = re.compile(r"pretrain_\w+\.py")  # Megatron-LM's entry scripts: pretrain_gpt.py, pretrain_mamba.py, ...
 PARALLEL = {
     "--tensor-model-parallel-size": "tp",
     "--pipeline-model-parallel-size": "pp",
@@ -151,7 +153,12 @@ MODEL_ARGS = (
     "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--moe-latent-size", "--hidden-dropout",
     "--attention-dropout",
     "--qk-layernorm", "--moe-layer-freq", "--tokenizer-model", "--window-size", "--window-attn-skip-freq", *MLA_ARGS,
+    "--embed-layernorm", "--pad-vocab-size-to",
 )  # fmt: skip
+# Megatron-DeepSpeed's spellings of --position-embedding-type (bigscience-workshop/Megatron-DeepSpeed's enums.py
+# PositionEmbeddingType: rotary, absolute, alibi) as Megatron-LM's; ALiBi (alibi) is Megatron-DeepSpeed's alone
+POSITION_SPELLINGS = {"absolute": "learned_absolute", "rotary": "rope"}
+POSITIONS = ("learned_absolute", "rope", "alibi", "none")
 
 
 def looks_like(text: str) -> bool:
@@ -159,11 +166,31 @@ def looks_like(text: str) -> bool:
 
 
 def arguments(text: str, where: str) -> dict[str, list[str]]:
-    """Every `--flag value...` of the script's commands, as bash passes them (shell.py: its variables, arrays,
-    defaults and branches); a value still holding `$` is kept as written, for the reader to refuse where it
-    matters. A flag given twice keeps its last value, as argparse does."""
+    """Every `--flag value...` of the commands that run Megatron (script_arguments)."""
+    return script_arguments(read_script(text, where))
+
+
+def training_commands(commands: list[list[str]]) -> list[list[str]]:
+    """The commands that run Megatron: those that name its entry script (`pretrain_gpt.py`, any `pretrain_*.py`) or
+    give one of MARKERS' or PARALLEL's arguments; a command that only prints them (echo, printf) only where no
+    other does. Another command's flags are not Megatron's: a data-preparation script's (`--split`,
+    `--vocab-file`), or srun's (`--jobid`) beside the `bash -c` string that holds the launch."""
+
+    def runs_megatron(words: list[str]) -> bool:
+        return any(ENTRY.fullmatch(PurePosixPath(word).name) or word.partition("=")[0] in (*MARKERS, *PARALLEL)
+                   for word in words)  # fmt: skip
+
+    giving = [words for words in commands if runs_megatron(words)]
+    running = [words for words in giving if PurePosixPath(words[0]).name not in ("echo", "printf")]
+    return running or giving
+
+
+def script_arguments(script: Script) -> dict[str, list[str]]:
+    """Every `--flag value...` of the script's training commands (training_commands), as bash passes them
+    (shell.py: its variables, arrays, defaults and branches); a value still holding `$` is kept as written, for the
+    reader to refuse where it matters. A flag given twice keeps its last value, as argparse does."""
     args: dict[str, list[str]] = {}
-    for words in command_words(text, where):
+    for words in training_commands(script.commands):
         i = 0
         while i < len(words):
             word = words[i]
@@ -240,14 +267,16 @@ def _dropout(r: Reading, args: dict[str, list[str]]) -> float:
 
 def read(text: str, path: str) -> TrainingConfig:
     r = Reading(path, KIND)
-    args = arguments(text, path)
+    script = read_script(text, path)
+    args = script_arguments(script)
     read_here = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS,
                  *_SYSTEM_ARGS, *_DEEPSPEED_ARGS}  # fmt: skip
     if not read_here & args.keys():  # the file names Megatron's arguments (looks_like), but no command it runs does
         raise r.error(
             "pretrain_gpt.py",
-            "no command the script runs takes Megatron-LM's arguments (one kept in a quoted string or a heredoc is "
-            "not read): write the launch as a command, or give the plan as flags without --from",
+            "no command the script runs takes Megatron-LM's arguments (one kept in a variable no command expands, "
+            "or in a here-document, is not read): write the launch as a command, or give the plan as flags without "
+            "--from",
         )
     r.use("(a Megatron-LM script)", "megatron", "framework", "megatron", "Megatron-LM's schedule and memory")
     tp = 1
@@ -270,7 +299,7 @@ def read(text: str, path: str) -> TrainingConfig:
     for name, option in SWITCHES_OFF.items():
         if name in args:
             r.use(name, "", option, "false")
-    _batch(r, args)
+    _batch(r, args, script.files)
     _recompute(r, args)
     _attention(r, args)
     _softmax(r, args)
@@ -281,7 +310,7 @@ def read(text: str, path: str) -> TrainingConfig:
     _system(r, args)
     spec = _model(r, args, tp, Path(path).stem)
     padding = None
-    if spec is not None:
+    if spec is not None and "--pad-vocab-size-to" not in args:  # a vocabulary padded to that at any TP
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
     dp = _launched_dp(r, args)
     used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_HOST_ARGS, *MUON_UNREAD, *MODEL_UNREAD}
@@ -371,6 +400,85 @@ DEEPSPEED_ENGINE = (
 # engine.py _do_optimizer_sanity_check at v0.16.0: bf16 without ZeRO under the pipeline engine (or with fp32
 # gradient accumulation) runs BF16_Optimizer, which shards the fp32 weights and optimizer states over DP as ZeRO-1
 BF16_OPTIMIZER = "; at stage 0 with --bf16, DeepSpeed's BF16_Optimizer shards them as 1 does"
+# What DeepSpeed's engine runs for the JSON's (ZeRO stage, 16-bit type), at v0.16.0: the ZeRO stage dpcost prices,
+# the dtype its gradients are reduced in, and why. engine.py get_data_types and _do_optimizer_sanity_check: at stage 0
+# bf16 accumulates gradients in fp32 and runs BF16_Optimizer, fp16 FP16_Optimizer, fp32 no wrapper; from stage 1 the
+# gradients are accumulated in the model's dtype (ZeRO's optimizer). Each all-reduces its gradients after the
+# backward (pipe/engine.py _exec_reduce_grads: _bf16_reduce_grads, or allreduce_gradients; ZeRO-1's buckets with
+# allreduce_bucket, stage_1_and_2.py); BF16_Optimizer and ZeRO-1 then all-gather the updated 16-bit weights.
+DEEPSPEED_RUNS = {
+    (0, "bf16"): (
+        1,
+        "fp32",
+        "BF16_Optimizer: fp32 weights and optimizer states sharded over DP, as ZeRO-1 shards "
+        "them; its bf16 gradients kept beside the fp32 ones (2 bytes a parameter) not priced",
+    ),
+    (0, "fp16"): (0, "fp16", "FP16_Optimizer: every state on every rank"),
+    (0, "fp32"): (0, "fp32", "no optimizer wrapper: every state on every rank"),
+    (1, "bf16"): (1, "bf16", "ZeRO-1: optimizer states sharded; bf16 gradients"),
+    (1, "fp16"): (1, "fp16", "ZeRO-1: optimizer states sharded; fp16 gradients"),
+    (1, "fp32"): (1, "fp32", "ZeRO-1: optimizer states sharded"),
+}
+
+
+def _deepspeed_engine(r: Reading, args: dict[str, list[str]], files: dict[str, str]) -> None:
+    """Megatron-DeepSpeed's --deepspeed: DeepSpeed's engine runs ZeRO and the optimizer as its --deepspeed_config
+    JSON sets them. Read where the script writes that JSON itself (a here-document, shell.py): its ZeRO stage and
+    16-bit type, as DEEPSPEED_RUNS maps them; stages 2 and 3 are refused (DeepSpeed's pipeline engine, which
+    Megatron-DeepSpeed's GPTModelPipe runs, asserts them incompatible: pipe/engine.py). Elsewhere refused for --zero
+    to give. --zero-stage is Megatron-DeepSpeed's own copy of the stage: the engine runs the JSON's."""
+    flag = next((f for f in ("--deepspeed_config", "--deepspeed-config") if f in args), None)
+    path = _one(r, args, flag) if flag else None
+    doc = _written_json(files.get(path)) if path is not None else None
+    if doc is None:
+        stage = _one(r, args, "--zero-stage")
+        named = "" if stage is None else f" (--zero-stage {stage})"
+        bf16 = BF16_OPTIMIZER if stage == "0" and "--bf16" in args else ""
+        r.refuse("zero", "--deepspeed", DEEPSPEED_ENGINE.format(named, bf16))
+        for name in _DEEPSPEED_ARGS[1:]:
+            if name in args:
+                r.ignore(name, " ".join(args[name]), "DeepSpeed's engine: see --deepspeed")
+        return
+    assert flag is not None
+    zero = doc.get("zero_optimization") or {}
+    stage = zero.get("stage", 0) if isinstance(zero, dict) else None
+    key = f"{flag} zero_optimization.stage"
+    if stage not in (0, 1, 2, 3) or isinstance(stage, bool):
+        raise r.error(key, f"must be 0, 1, 2 or 3, got {stage!r}")
+    sixteen = [k for k, name in (("bf16", "bf16"), ("bfloat16", "bf16"), ("fp16", "fp16"))
+               if isinstance(doc.get(k), dict) and doc[k].get("enabled") is True]  # fmt: skip
+    dtype = "fp16" if "fp16" in sixteen else "bf16" if sixteen else "fp32"
+    if len({"fp16" if k == "fp16" else "bf16" for k in sixteen}) > 1:
+        raise r.error(f"{flag} bf16.enabled", "bf16 and fp16 cannot both be enabled (DeepSpeed refuses it)")
+    r.note("--deepspeed", "", "", f"Megatron-DeepSpeed: DeepSpeed's engine, as the JSON the script writes to {path} "
+           "sets it")  # fmt: skip
+    if stage >= 2:
+        r.refuse("zero", key, f"{stage}: DeepSpeed's pipeline engine, which Megatron-DeepSpeed's GPT runs, refuses "
+                 "ZeRO-2 and ZeRO-3 (pipe/engine.py): give --zero")  # fmt: skip
+        return
+    priced, grads, why = DEEPSPEED_RUNS[(stage, dtype)]
+    r.use(key, stage, "zero", str(priced), f"{dtype}: DeepSpeed's {why}")
+    r.use(f"{flag} bf16.enabled" if dtype == "bf16" else f"{flag} fp16.enabled", dtype != "fp32", "grad_dtype",
+          grads, f"reduced in {grads} (engine.py get_data_types)")  # fmt: skip
+    if priced == 1:
+        r.use(flag, path, "grad_reduce", "all-reduce", "its gradients all-reduced after the backward, each rank "
+              "updating its shard (pipe/engine.py _exec_reduce_grads)")  # fmt: skip
+    if "--zero-stage" in args:
+        copy = "Megatron-DeepSpeed's copy: the engine runs the JSON's"
+        r.ignore("--zero-stage", " ".join(args["--zero-stage"]), copy)
+
+
+def _written_json(text: str | None) -> dict[str, Any] | None:
+    """A JSON object the script writes, None where it writes none or what it writes is not one after expansion."""
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
 _RECOMPUTE_ARGS = ("--recompute-granularity", "--recompute-activations", "--recompute-method",
                    "--recompute-num-layers", "--recompute-modules", "--moe-layer-recompute",
                    "--checkpoint-activations", "--checkpoint-num-layers")  # fmt: skip
@@ -388,7 +496,7 @@ _BF16_LAYERS = (("--num-layers-at-start-in-bf16", "bf16_layers_at_start"),
                 ("--num-layers-at-end-in-bf16", "bf16_layers_at_end"))  # fmt: skip
 
 
-def _batch(r: Reading, args: dict[str, list[str]]) -> None:
+def _batch(r: Reading, args: dict[str, list[str]], files: dict[str, str]) -> None:
     for name, option in (("--micro-batch-size", "micro_batch"), ("--global-batch-size", "global_batch"),
                          ("--seq-length", "seq_len")):  # fmt: skip
         value = _int(r, args, name)
@@ -437,13 +545,7 @@ def _batch(r: Reading, args: dict[str, list[str]]) -> None:
     elif accounted and pp > 1 and layers is not None:
         _use_accounted_split(r, accounted, layers, pp)
     if "--deepspeed" in args:
-        stage = _one(r, args, "--zero-stage")
-        named = "" if stage is None else f" (--zero-stage {stage})"
-        bf16 = BF16_OPTIMIZER if stage == "0" and "--bf16" in args else ""
-        r.refuse("zero", "--deepspeed", DEEPSPEED_ENGINE.format(named, bf16))
-        for name in _DEEPSPEED_ARGS[1:]:
-            if name in args:
-                r.ignore(name, " ".join(args[name]), "DeepSpeed's engine: see --deepspeed")
+        _deepspeed_engine(r, args, files)
     elif "--use-megatron-fsdp" in args:
         # arguments.py: --data-parallel-sharding-strategy defaults to optim_grads_params (Megatron-LM d98e8a64dd)
         strategy = _one(r, args, "--data-parallel-sharding-strategy") or "optim_grads_params"
@@ -608,7 +710,11 @@ def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--moe-layer-recompute", "", "recompute_modules", ",".join(added), "the MoE layers' too")
 
 
-_ATTENTION_ARGS = ("--transformer-impl", "--attention-backend")
+# Megatron-DeepSpeed's switches for FlashAttention in its ParallelAttention (megatron/model/transformer.py:
+# use_flash_attn = v1 or triton or v2 or builder; --use-flash-attn is v1's other name)
+FLASH_ARGS = ("--use-flash-attn", "--use-flash-attn-v1", "--use-flash-attn-v2", "--use-flash-attn-triton",
+              "--use-flash-attn-builder")  # fmt: skip
+_ATTENTION_ARGS = ("--transformer-impl", "--attention-backend", *FLASH_ARGS)
 _CUDA_GRAPH_ARGS = (
     "--cuda-graph-impl", "--cuda-graph-modules", "--cuda-graph-scope", "--enable-cuda-graph", "--external-cuda-graph",
 )  # fmt: skip
@@ -681,6 +787,22 @@ def _attention(r: Reading, args: dict[str, list[str]]) -> None:
         r.use("--attention-backend", backend or "(absent)", "flash_attention", "false", why)
     elif backend is not None:
         r.ignore("--attention-backend", backend, NOT_PRICED if impl != "local" else "the local implementation's own")
+    if "--deepspeed" in args:  # Megatron-DeepSpeed: its own ParallelAttention, FlashAttention only where switched on
+        flash = [flag for flag in FLASH_ARGS if flag in args]
+        for flag in flash:
+            r.use(flag, "", "flash_attention", "true", "Megatron-DeepSpeed's ParallelAttention with FlashAttention")
+        if not flash and _sixteen_bit(args):
+            if cp > 1:
+                raise r.error("--deepspeed", f"Megatron-DeepSpeed's attention runs without context parallelism, and "
+                              f"CP is {cp}")  # fmt: skip
+            r.use(
+                "--use-flash-attn-v2",
+                "(absent)",
+                "flash_attention",
+                "false",
+                "Megatron-DeepSpeed's "
+                "ParallelAttention without --use-flash-attn-*: CoreAttention, its scores kept (transformer.py)",
+            )
 
 
 _SOFTMAX_ARGS = ("--attention-softmax-in-fp32", "--apply-query-key-layer-scaling", "--no-masked-softmax-fusion")
@@ -916,8 +1038,9 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
     given = _one(r, args, "--position-embedding-type")
     # the legacy flag wins over a type given (arguments.py: use_rotary_position_embeddings sets 'rope')
     position = "rope" if "--use-rotary-position-embeddings" in args else given or "learned_absolute"
-    if position not in ("learned_absolute", "rope", "none"):
-        raise r.error("--position-embedding-type", f"must be learned_absolute, rope or none, got {position!r}")
+    position = POSITION_SPELLINGS.get(position, position)
+    if position not in POSITIONS:
+        raise r.error("--position-embedding-type", f"must be {', '.join(POSITIONS[:-1])} or none, got {position!r}")
     norm = (_one(r, args, "--normalization") or "LayerNorm").lower()
     if norm not in ("layernorm", "rmsnorm"):
         raise r.error("--normalization", f"must be LayerNorm or RMSNorm, got {norm!r}")
@@ -935,6 +1058,9 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
         "qkv_bias": bias or "--add-qkv-bias" in args,
         "vocab": _vocab(r, args, tp),
         "dropout": _dropout(r, args),
+        # Megatron-DeepSpeed's --embed-layernorm: a LayerNorm on the word embeddings (BLOOM's)
+        "embedding_norm": "--embed-layernorm" in args,
+        "alibi": position == "alibi",
     }
     kv_channels = _int(r, args, "--kv-channels")
     if kv_channels is not None and kv_channels != hidden // heads:
@@ -1132,8 +1258,16 @@ def _window(r: Reading, args: dict[str, list[str]], layers: int | None) -> dict[
 
 
 def _vocab(r: Reading, args: dict[str, list[str]], tp: int) -> int:
-    """The padded vocabulary at this TP."""
-    return padded_vocab_size(_vocab_size(r, args), tp, _vocab_divisible_by(r, args))
+    """The padded vocabulary at this TP; Megatron-DeepSpeed's --pad-vocab-size-to, exactly, where it is given
+    (tokenizer.py _vocab_size_with_padding, which refuses one --make-vocab-size-divisible-by does not divide)."""
+    divisible_by = _vocab_divisible_by(r, args)
+    padded = _int(r, args, "--pad-vocab-size-to")
+    if padded is not None:
+        if padded % divisible_by:
+            raise r.error("--pad-vocab-size-to", f"{padded} is not divisible by --make-vocab-size-divisible-by "
+                          f"{divisible_by} (Megatron-DeepSpeed refuses it)")  # fmt: skip
+        return padded
+    return padded_vocab_size(_vocab_size(r, args), tp, divisible_by)
 
 
 def _vocab_divisible_by(r: Reading, args: dict[str, list[str]]) -> int:

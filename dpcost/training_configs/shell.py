@@ -14,7 +14,17 @@ Commands):
 - `if`/`elif`/`else`/`fi`: the branch whose `[[ ... ]]` or `[ ... ]` tests hold (`==`, `=`, `!=`, `-z`, `-n`, `!`,
   joined by `||` and `&&`), or the first one whose tests cannot be told (a file test, a command), as the script's
   own default path;
-- every other statement is a command, its words after expansion and quote removal (shlex, POSIX).
+- every other statement is a command, its words after expansion and quote removal (shlex, POSIX);
+- a command's here-document (`<<EOT` ... `EOT`, `<<-` and a quoted delimiter too) is its input, not commands: its
+  body, expanded unless the delimiter is quoted, is kept as the file `cat` or `tee` writes it to (`cat <<EOT >
+  $config_json`, as Megatron-DeepSpeed scripts write their DeepSpeed config);
+- `bash -c STRING` (or `sh -c`, options before `-c` too, anywhere in a command: `srun ... bash -x -c "$CMD"`) runs
+  STRING's commands too, in the same variables; so does a here-document given to `sbatch`, `bash` or `sh` with no
+  script named, which is the script it runs (`sbatch <<EOF`: the batch script, its directives read too);
+- an sbatch script's directives (`#SBATCH`, up to the first command) set what sbatch sets in the job's environment
+  (sbatch(1), OUTPUT ENVIRONMENT VARIABLES): SLURM_JOB_NUM_NODES and SLURM_NNODES from `--nodes`/`-N`,
+  SLURM_NTASKS_PER_NODE from `--ntasks-per-node` and SLURM_GPUS_PER_NODE from `--gpus-per-node`, each given as
+  one count (a range of node counts sets none).
 Loops run their bodies once; functions are read where they are defined; command substitution `$(...)` is not run.
 """
 
@@ -22,10 +32,12 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import PurePosixPath
 
 from dpcost.errors import InputError
+from dpcost.frozen import frozen
 
-__all__ = ["command_words"]
+__all__ = ["Script", "command_words", "read_script"]
 
 _ASSIGNMENT = re.compile(r"(?:(?:export|local|readonly|declare(?:\s+-\w+)*)\s+)?([A-Za-z_]\w*)(\+?)=(.*)", re.DOTALL)
 _WORD_ASSIGNMENT = r"[A-Za-z_]\w*=(?:\"[^\"]*\"|'[^']*'|[^\s\"'(]\S*|)"  # NAME=word, the word maybe quoted
@@ -36,14 +48,103 @@ _PLAIN = re.compile(r"\$([A-Za-z_]\w*)")
 _ARITHMETIC = re.compile(r"\$\(\(([\d\s+\-*/%()]*)\)\)")
 _OPEN = ("then", "do", "else", "{")  # keywords that may start a statement before its first command
 MAX_CHARS = 1 << 16  # a variable or a command longer than this is no launch script's (`A="$A $A"` doubles it)
+_HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][\w.]*)\2")  # <<EOT, <<-EOT, <<'EOT', << "EOT"
+_SHELLS = ("bash", "sh")
+_ESCAPED_DOLLAR = "\0"  # `\$` while the text around it is expanded
+_NESTED = 5  # how deep scripts run by `bash -c` strings and here-documents are followed
+# sbatch's options and the variable each sets in the job's environment (sbatch(1), OUTPUT ENVIRONMENT VARIABLES)
+_SBATCH_SETS = {
+    "--nodes": ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"),
+    "-N": ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"),
+    "--ntasks-per-node": ("SLURM_NTASKS_PER_NODE",),
+    "--gpus-per-node": ("SLURM_GPUS_PER_NODE",),
+}
+
+
+@frozen
+class Script:
+    """What a launch script runs: each command's words in order, and the files its here-documents write."""
+
+    commands: list[list[str]]
+    files: dict[str, str]
+
+
+def read_script(text: str, where: str) -> Script:
+    """The script's commands and written files (module docstring); `where` names the file in errors."""
+    shell = _Shell(where)
+    shell.script(text, directives=True)
+    return Script(shell.commands, shell.files)
 
 
 def command_words(text: str, where: str) -> list[list[str]]:
-    """The words of each command the script runs, in order (module docstring); `where` names the file in errors."""
-    shell = _Shell(where)
-    for statement in _statements(_joined(text)):
-        shell.run(statement)
-    return shell.commands
+    """The words of each command the script runs, in order (read_script)."""
+    return read_script(text, where).commands
+
+
+def _heredoc(text: str) -> re.Match[str] | None:
+    """A here-document's operator outside quotes and comments (not a here-string, `<<<`)."""
+    quote = ""
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or text[i - 1].isspace()):
+            return None
+        elif c == "<" and text.startswith("<<", i) and not text.startswith("<<<", i) and text[i - 1 : i] != "<":
+            found = _HEREDOC.match(text, i)
+            if found is not None:
+                return found
+    return None
+
+
+def _here_documents(text: str) -> tuple[list[str], list[tuple[str, bool] | None]]:
+    """The script's lines with each here-document's body blanked, and the bodies in order, each with whether bash
+    expands it (an unquoted delimiter); None for an operator whose delimiter line never comes (no body is read)."""
+    lines = text.splitlines()
+    bodies: list[tuple[str, bool] | None] = []
+    i = 0
+    while i < len(lines):
+        found = _heredoc(lines[i])
+        i += 1
+        if found is None:
+            continue
+        tabs, quoted, delimiter = found.groups()
+        ends = (j for j in range(i, len(lines)) if (lines[j].lstrip("\t") if tabs else lines[j]) == delimiter)
+        end = next(ends, None)
+        if end is None:
+            bodies.append(None)
+            continue
+        bodies.append(("".join(line.lstrip("\t") if tabs else line for line in (f"{x}\n" for x in lines[i:end])),
+                       not quoted))  # fmt: skip
+        lines[i : end + 1] = [""] * (end + 1 - i)
+        i = end + 1
+    return lines, bodies
+
+
+def _sbatch_environment(lines: list[str]) -> dict[str, str]:
+    """The variables an sbatch script's directives set (_SBATCH_SETS), read as sbatch reads them: `#SBATCH` lines
+    until the first line that is neither blank nor a comment (sbatch(1))."""
+    found: dict[str, str] = {}
+    for line in lines:
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            break
+        if not stripped.startswith("#SBATCH"):
+            continue
+        try:
+            words = shlex.split(stripped[len("#SBATCH") :], comments=True)
+        except ValueError:
+            continue
+        for k, word in enumerate(words):
+            name, eq, value = word.partition("=")
+            if not eq and name.startswith("-N") and len(name) > 2:  # -N48
+                name, value = "-N", name[2:]
+            elif not eq:
+                value = words[k + 1] if k + 1 < len(words) else ""
+            if name in _SBATCH_SETS and value.isdigit():
+                found.update(dict.fromkeys(_SBATCH_SETS[name], value))
+    return found
 
 
 def _joined(text: str) -> str:
@@ -92,24 +193,41 @@ class _Shell:
         self.arrays: dict[str, list[str]] = {}
         self.branches: list[list[bool]] = []  # per open `if`: [this branch is taken, some branch was taken]
         self.commands: list[list[str]] = []
+        self.files: dict[str, str] = {}  # what here-documents write, by the path as the script names it
+        self.depth = 0  # scripts being read, the file's own and those it runs
+
+    def script(self, text: str, directives: bool) -> None:
+        """Run a script's statements: the file's, or one it runs (`bash -c`, a here-document); `directives`: read its
+        #SBATCH lines (a batch script's). Its branches are its own."""
+        if self.depth >= _NESTED:
+            return
+        self.depth += 1
+        outer, self.branches = self.branches, []
+        lines, bodies = _here_documents(text)
+        if directives:
+            self.scalars.update(_sbatch_environment(lines))
+        for statement in _statements(_joined("\n".join(lines))):
+            self.run(statement, bodies.pop(0) if bodies and _heredoc(statement) else None)
+        self.branches = outer
+        self.depth -= 1
 
     def running(self) -> bool:
         return all(taken for taken, _ in self.branches)
 
-    def run(self, statement: str) -> None:
+    def run(self, statement: str, body: tuple[str, bool] | None = None) -> None:
         first, rest = [*statement.split(None, 1), ""][:2]
         if first in ("if", "elif"):
             self.branch(first, rest)
         elif first == "else":
             self.otherwise()
             if rest.strip():
-                self.run(rest.strip())
+                self.run(rest.strip(), body)
         elif first == "fi":
             if self.branches:
                 self.branches.pop()
         elif first in _OPEN:
             if rest.strip():
-                self.run(rest.strip())
+                self.run(rest.strip(), body)
         elif first in ("done", "esac", "}") or not self.running():
             return
         elif (prefix := _PREFIX.match(statement)) is not None:
@@ -119,11 +237,33 @@ class _Shell:
                     self.run(word.group(0))
                 self.run(command)
             else:  # `NCCL_DEBUG=INFO torchrun ...`: the command's environment, expanded after its words (bash)
-                self.commands.append(self.words(command))
+                self.command(command, body)
         elif (assignment := _ASSIGNMENT.fullmatch(statement)) is not None:
             self.assign(*assignment.groups())
         else:
-            self.commands.append(self.words(statement))
+            self.command(statement, body)
+
+    def command(self, statement: str, body: tuple[str, bool] | None) -> None:
+        """A command: its words, the file its here-document writes or the script it is, and the commands a `bash -c`
+        string runs."""
+        operator = _heredoc(statement)
+        if operator is not None:  # a redirection, not a word
+            statement = statement[: operator.start()] + statement[operator.end() :]
+        words = self.words(statement)
+        self.commands.append(words)
+        name = PurePosixPath(words[0]).name if words else ""
+        if body is not None and len(body[0]) <= MAX_CHARS:  # a longer one is no launch's: left unread
+            text = self.expand(body[0], escaped="$", quotes=False) if body[1] else body[0]
+            target = _written_file(words) if name in ("cat", "tee") else None
+            if target is not None:
+                self.files[target] = text
+            elif name in ("sbatch", *_SHELLS) and all(word.startswith("-") for word in words[1:]):
+                self.script(text, directives=name == "sbatch")
+        for k, word in enumerate(words):
+            string = _shell_string(words, k) if PurePosixPath(word).name in _SHELLS else None
+            if string is not None:
+                self.script(string, directives=False)
+                break
 
     def branch(self, keyword: str, condition: str) -> None:
         if keyword == "if":
@@ -159,17 +299,26 @@ class _Shell:
         self.arrays.pop(name, None)
 
     def words(self, text: str) -> list[str]:
-        """`text` expanded, split into words and unquoted."""
-        expanded = self.expand(text)
+        """`text` expanded, split into words and unquoted (an escaped `\\$` a plain `$`, as bash removes the escape
+        unquoted and in double quotes)."""
+        expanded = self.expand(text, escaped=_ESCAPED_DOLLAR)
         if len(expanded) > MAX_CHARS:
             raise InputError(self.where, f"a variable or command grows beyond {MAX_CHARS:,} characters")
         try:
-            return shlex.split(expanded)
+            return [word.replace(_ESCAPED_DOLLAR, "$") for word in shlex.split(expanded)]
         except ValueError as exc:
             raise InputError(self.where, f"cannot split the script into arguments ({exc})") from None
 
-    def expand(self, text: str) -> str:
-        text = _QUOTED_ARRAY.sub(self._elements, text)
+    def expand(self, text: str, escaped: str = "\\$", quotes: bool = True) -> str:
+        """`text` with its variables and arithmetic expanded, but not inside single quotes (`quotes`: a command's
+        words; a here-document's body has none), as bash leaves `bash -c '$LAUNCHER $CMD'` for the shell it starts.
+        An escaped `\\$` is not expanded, and is written back as `escaped` (a here-document's body unescapes it to
+        `$`, as bash does)."""
+        pieces = _single_quoted(text) if quotes else [(text, True)]
+        return "".join(self._expanded(piece, escaped) if live else piece for piece, live in pieces)
+
+    def _expanded(self, text: str, escaped: str) -> str:
+        text = _QUOTED_ARRAY.sub(self._elements, text.replace("\\$", _ESCAPED_DOLLAR))
         for _ in range(8):  # innermost expansions first, then those that held them
             if len(text) > MAX_CHARS:
                 break
@@ -179,7 +328,7 @@ class _Shell:
             if expanded == text:
                 break
             text = expanded
-        return text
+        return text.replace(_ESCAPED_DOLLAR, escaped)
 
     def _elements(self, match: re.Match[str]) -> str:
         name = match.group(1)
@@ -236,6 +385,51 @@ class _Shell:
         elif len(words) == 1:
             result = words[0] != ""
         return None if result is None else result != negate
+
+
+def _single_quoted(text: str) -> list[tuple[str, bool]]:
+    """`text` cut into (piece, expanded): a single-quoted piece outside double quotes is not expanded (bash(1):
+    QUOTING); a backslash escapes the character after it outside single quotes."""
+    pieces: list[tuple[str, bool]] = []
+    start, i, double = 0, 0, False
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == '"':
+            double = not double
+        elif c == "'" and not double:
+            end = text.find("'", i + 1)
+            if end < 0:
+                break
+            pieces += [(text[start:i], True), (text[i : end + 1], False)]
+            start = i = end + 1
+            continue
+        i += 1
+    return [*pieces, (text[start:], True)]
+
+
+def _shell_string(words: list[str], k: int) -> str | None:
+    """The string `bash -c STRING` runs, the shell at words[k] and its options before it (`-x -c`, `-lc`)."""
+    for j in range(k + 1, len(words) - 1):
+        if not words[j].startswith("-"):
+            return None
+        if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", words[j]):
+            return words[j + 1]
+    return None
+
+
+def _written_file(words: list[str]) -> str | None:
+    """The file `cat > FILE` (or `>>`, or `>FILE`) or `tee FILE` writes, None where it names none."""
+    for k, word in enumerate(words[1:], 1):
+        if word in (">", ">>") and k + 1 < len(words):
+            return words[k + 1]
+        if word.startswith(">") and word.lstrip(">"):
+            return word.lstrip(">")
+    if PurePosixPath(words[0]).name == "tee":
+        return next((w for w in words[1:] if not w.startswith("-")), None)
+    return None
 
 
 def _arithmetic(match: re.Match[str]) -> str:
