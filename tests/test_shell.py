@@ -116,6 +116,17 @@ def test_the_commands_words_are_those_bash_passes(script: str) -> None:
 
 
 @needs_bash
+def test_a_script_file_that_ends_in_a_backslash_gives_the_words_bash_passes(tmp_path: Path) -> None:
+    """Megatron-LM's examples/t5/train_t5_220m_distributed.sh ends its launch with a backslash and no newline: bash,
+    running the file, continues it into nothing (it had been refused: "No escaped character")."""
+    script = "torchrun pretrain_t5.py \\\n    --load ckpt \\"
+    path = tmp_path / "t5.sh"
+    path.write_text('torchrun() { printf "%s\\n" "$@"; }\n' + script)
+    done = subprocess.run(["bash", str(path)], capture_output=True, text=True, check=True)
+    assert command_words(script, "t5.sh") == [["torchrun", *done.stdout.splitlines()]]
+
+
+@needs_bash
 def test_the_example_script_gives_the_arguments_bash_passes() -> None:
     """examples/training-configs/megatron-gpt3-175b.sh, run by bash with its five positional parameters given (dpcost
     leaves a parameter the script is not given as written, `$1`, where bash would drop the word)."""

@@ -1897,3 +1897,43 @@ def test_a_megatron_script_s_deterministic_mode_refuses_a_cublas_workspace_confi
     )
     with pytest.raises(InputError, match="CUBLAS_WORKSPACE_CONFIG: :4096:2:16:8: --deterministic-mode runs only"):
         read(script, "gpt.sh")
+
+
+@pytest.mark.parametrize(
+    ("flags", "moe"),
+    [
+        ("--num-experts 1", None),  # Megatron-DeepSpeed's default [1]: every MLP dense
+        ("--num-experts 16 --topk 2", {"experts": 16, "active": 2, "first_dense_layers": 1, "dense_layers": (2,)}),
+        (
+            "--num-experts 8 8 --expert-interval 2",
+            {"experts": 8, "active": 1, "first_dense_layers": 1, "dense_layers": (2,)},
+        ),
+        ("--num-experts 8 --expert-interval 1", {"experts": 8, "active": 1, "first_dense_layers": 0}),
+    ],
+)
+def test_megatron_deepspeeds_experts_are_in_every_intervalth_layer(flags: str, moe: dict | None) -> None:  # type: ignore[type-arg]
+    """Megatron-DeepSpeed's MoE (megatron/arguments.py: --num-experts [1], --topk 1, --expert-interval 2;
+    model/transformer.py get_num_experts_per_layer): on 4 layers at the default interval, layers 2 and 4 (numbered
+    from 1) hold the experts, each the dense MLP's width; one expert is a dense MLP. Megatron-LM's --num-experts 1
+    would build a one-expert MoE instead."""
+    from dpcost.training_configs.megatron import read
+
+    script = ("torchrun pretrain_gpt.py --num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 2048 "
+              f"--vocab-size 1000 --deepspeed {flags}")  # fmt: skip
+    config = read(script, "s.sh")
+    got = config.model_spec.architecture.moe
+    if moe is None:
+        assert got is None
+        return
+    assert got is not None and got.ffn == 1024
+    assert {k: getattr(got, k) for k in moe} == moe
+    assert config.options["ep_dispatcher"] == "alltoall"  # DeepSpeed's MOELayer (sharded_moe.py _AllToAll)
+
+
+def test_megatron_deepspeeds_residual_moe_is_left_to_model() -> None:
+    """PR-MoE (--mlp-type residual: a dense MLP beside the experts) is not built from the arguments."""
+    from dpcost.training_configs.megatron import read
+
+    script = ("torchrun pretrain_gpt.py --num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 2048 "
+              "--vocab-size 1000 --deepspeed --num-experts 64 --mlp-type residual")  # fmt: skip
+    assert read(script, "s.sh").refusals["model"][0] == "--mlp-type"

@@ -38,6 +38,7 @@ PARALLEL = {
     "--context-parallel-size": "cp",
     "--expert-model-parallel-size": "ep",
     "--expert-tensor-parallel-size": "etp",
+    "--moe-expert-parallel-size": "ep",  # Megatron-DeepSpeed's (megatron/arguments.py)
 }
 
 
@@ -153,7 +154,7 @@ MODEL_ARGS = (
     "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size", "--moe-latent-size", "--hidden-dropout",
     "--attention-dropout",
     "--qk-layernorm", "--moe-layer-freq", "--tokenizer-model", "--window-size", "--window-attn-skip-freq", *MLA_ARGS,
-    "--embed-layernorm", "--pad-vocab-size-to",
+    "--embed-layernorm", "--pad-vocab-size-to", "--topk", "--expert-interval", "--mlp-type",
 )  # fmt: skip
 # Megatron-DeepSpeed's spellings of --position-embedding-type (bigscience-workshop/Megatron-DeepSpeed's enums.py
 # PositionEmbeddingType: rotary, absolute, alibi) as Megatron-LM's; ALiBi (alibi) is Megatron-DeepSpeed's alone
@@ -601,7 +602,12 @@ def _batch(r: Reading, args: dict[str, list[str]], files: dict[str, str]) -> Non
     if "--num-experts" in args and "--moe-grouped-gemm" not in args:
         why = "absent: SequentialMLP, one GEMM per expert (Megatron's default), without the grouped GEMMs' workspaces"
         r.use("--moe-grouped-gemm", "(absent)", "grouped_gemm", "false", why)
-    if "--num-experts" in args and "--moe-token-dispatcher-type" not in args:
+    if "--deepspeed" in args and set(args.get("--num-experts", ["1"])) != {"1"}:
+        # DeepSpeed's MOELayer sends each expert its tokens with an all-to-all over the expert-parallel group, and
+        # the outputs back with another (deepspeed/moe/sharded_moe.py at v0.16.0: _AllToAll.apply)
+        r.use("--num-experts", " ".join(args["--num-experts"]), "ep_dispatcher", "alltoall",
+              "Megatron-DeepSpeed's experts: DeepSpeed's MOELayer, all-to-all dispatch (sharded_moe.py)")  # fmt: skip
+    elif "--num-experts" in args and "--moe-token-dispatcher-type" not in args:
         r.use("--moe-token-dispatcher-type", "(absent)", "ep_dispatcher", "allgather",
               "absent: Megatron's default (transformer_config.py moe_token_dispatcher_type)")  # fmt: skip
 
@@ -1082,8 +1088,12 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
     window = _window(r, args, layers)
     if window is not None:
         arch["local_attention"] = window
-    experts = _int(r, args, "--num-experts")
-    if experts is not None:
+    experts = None if "--deepspeed" in args else _int(r, args, "--num-experts")
+    if "--deepspeed" in args:
+        moe = _deepspeed_moe(r, args, layers, ffn)
+        if moe is not None:
+            arch["moe"] = moe
+    elif experts is not None:
         arch["moe"] = {
             "experts": experts,
             "active": _int(r, args, "--moe-router-topk", 2),
@@ -1100,6 +1110,34 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
             arch["moe"]["latent"] = latent
     _hybrid(r, args, arch)
     return arch
+
+
+def _deepspeed_moe(r: Reading, args: dict[str, list[str]], layers: int, ffn: int | None) -> dict[str, Any] | None:
+    """Megatron-DeepSpeed's MoE (megatron/arguments.py: --num-experts a list, [1] by default, --topk 1,
+    --expert-interval 2, --mlp-type standard; model/transformer.py get_num_experts_per_layer): experts in every
+    layer whose number from 1 is a multiple of the interval, each expert the dense MLP's width; one expert is the
+    dense MLP, so [1] builds no MoE. None without one. PR-MoE (--mlp-type residual) and differing counts per layer
+    are not built."""
+    values = args.get("--num-experts") or ["1"]
+    if not all(v.isdigit() and int(v) > 0 for v in values):
+        raise r.error("--num-experts", f"must be whole numbers above 0, got {' '.join(values)!r}")
+    counts = {int(v) for v in values}
+    if counts == {1}:
+        return None
+    interval = _int(r, args, "--expert-interval", 2)
+    assert interval is not None
+    if len(values) not in (1, layers // interval):
+        raise r.error("--num-experts", f"one count, or one for each of the {layers // interval} MoE layers "
+                      f"(every {interval}th of {layers}), got {len(values)}")  # fmt: skip
+    if len(counts) > 1:
+        raise r.error("--num-experts", "differing expert counts per layer are not built from these arguments")
+    if (mlp := _one(r, args, "--mlp-type") or "standard") != "standard":
+        raise r.error("--mlp-type", f"{mlp}: PR-MoE's dense MLP beside the experts is not built from these arguments")
+    pattern = [(i + 1) % interval == 0 for i in range(layers)]
+    lead = next((i for i, moe in enumerate(pattern) if moe), layers)
+    later = tuple(i for i in range(lead, layers) if not pattern[i])
+    return {"experts": counts.pop(), "active": _int(r, args, "--topk", 1), "ffn": ffn, "first_dense_layers": lead,
+            **({"dense_layers": later} if later else {})}  # fmt: skip
 
 
 def _hybrid(r: Reading, args: dict[str, list[str]], arch: dict[str, Any]) -> None:

@@ -148,9 +148,10 @@ def _sbatch_environment(lines: list[str]) -> dict[str, str]:
 
 
 def _joined(text: str) -> str:
-    """Comments dropped (a `#` at a word's start: not `$#` or `a#b`) and continued lines joined."""
+    """Comments dropped (a `#` at a word's start: not `$#` or `a#b`) and continued lines joined; a backslash that
+    ends the script continues into nothing, as bash reads it."""
     lines = [re.sub(r"(^|\s)#.*$", "", line) for line in text.splitlines()]
-    return re.sub(r"\\\r?\n", " ", "\n".join(lines))
+    return re.sub(r"\\\r?\n|\\$", " ", "\n".join(lines))
 
 
 def _statements(text: str) -> list[str]:
