@@ -1937,3 +1937,17 @@ def test_megatron_deepspeeds_residual_moe_is_left_to_model() -> None:
     script = ("torchrun pretrain_gpt.py --num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 2048 "
               "--vocab-size 1000 --deepspeed --num-experts 64 --mlp-type residual")  # fmt: skip
     assert read(script, "s.sh").refusals["model"][0] == "--mlp-type"
+
+
+@pytest.mark.parametrize("entry", ["pretrain_bert.py", "pretrain_t5.py", "pretrain_vlm.py"])
+def test_a_megatron_script_of_another_model_leaves_the_model_to_model(entry: str) -> None:
+    """Megatron-LM's BERT, T5 and multimodal entry scripts build other models than the GPT the reader builds from
+    --num-layers and the rest (pretrain_bert.py: BERT's heads; pretrain_t5.py: an encoder and a decoder): the model is
+    left to --model, the plan still read. The GPT's and the hybrid stack's (pretrain_mamba.py) are built."""
+    from dpcost.training_configs.megatron import read
+
+    args = "--num-layers 4 --hidden-size 256 --num-attention-heads 4 --seq-length 512 --vocab-size 1000"
+    config = read(f"torchrun {entry} --tensor-model-parallel-size 2 {args}", "s.sh")
+    assert config.model_spec is None and config.refusals["model"][0] == entry
+    assert config.options["tp"] == "2"
+    assert read(f"torchrun /opt/megatron/pretrain_gpt.py {args}", "s.sh").model_spec is not None

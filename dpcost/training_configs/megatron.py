@@ -32,6 +32,9 @@ KIND = "Megatron-LM arguments"
 GPT2_VOCAB = 50257  # GPT2BPETokenizer: the entries of GPT-2's encoder.json
 MARKERS = ("--num-layers", "--tensor-model-parallel-size", "--micro-batch-size", "--hidden-size")
 ENTRY = re.compile(r"pretrain_\w+\.py")  # Megatron-LM's entry scripts: pretrain_gpt.py, pretrain_mamba.py, ...
+# The entry scripts whose model the reader builds from the arguments: the GPT and the hybrid stack; the others
+# (pretrain_bert.py, pretrain_t5.py, pretrain_retro.py, pretrain_vlm.py, ...) build another model
+GPT_ENTRIES = ("pretrain_gpt.py", "pretrain_mamba.py")
 PARALLEL = {
     "--tensor-model-parallel-size": "tp",
     "--pipeline-model-parallel-size": "pp",
@@ -309,7 +312,7 @@ def read(text: str, path: str) -> TrainingConfig:
     _precision(r, args)
     _cublas_workspace(r, args, text)
     _system(r, args)
-    spec = _model(r, args, tp, Path(path).stem)
+    spec = _model(r, args, tp, Path(path).stem, _entry(training_commands(script.commands)))
     padding = None
     if spec is not None and "--pad-vocab-size-to" not in args:  # a vocabulary padded to that at any TP
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
@@ -1400,9 +1403,21 @@ UNPRICED = {
 }
 
 
-def _model(r: Reading, args: dict[str, list[str]], tp: int, stem: str) -> Any:
+def _entry(commands: list[list[str]]) -> str | None:
+    """The Megatron entry script the training commands run (the last named), None where none is named."""
+    named = [
+        PurePosixPath(word).name for words in commands for word in words if ENTRY.fullmatch(PurePosixPath(word).name)
+    ]
+    return named[-1] if named else None
+
+
+def _model(r: Reading, args: dict[str, list[str]], tp: int, stem: str, entry: str | None) -> Any:
     from dpcost.catalog import _validate
     from dpcost.specs import ModelSpec
+
+    if entry is not None and entry not in GPT_ENTRIES:
+        r.refuse("model", entry, "builds another model than Megatron's GPT, which dpcost builds from these arguments")
+        return None
 
     for flag, why in MODEL_UNREAD.items():
         if flag in args and not (flag == "--softmax-type" and args[flag] == ["vanilla"]):
