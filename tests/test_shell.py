@@ -242,3 +242,15 @@ def test_sbatch_directives_set_the_node_count_sbatch_sets(directives: str, nodes
     script = f"#!/bin/bash\n{directives}\ntorchrun --nnodes $SLURM_NNODES --n $SLURM_JOB_NUM_NODES"
     torchrun = next(words for words in command_words(script, "job.slurm") if words[0] == "torchrun")
     assert torchrun[1:] == ["--nnodes", nodes, "--n", nodes.replace("NNODES", "JOB_NUM_NODES")]
+
+
+@needs_bash
+def test_an_escaped_blank_before_a_newline_in_a_launch_string_is_what_bash_reads() -> None:
+    """bigscience's tr13e job keeps `--reset-progress \\    ` (a backslash, blanks, then the newline) inside its
+    launch string: the shell `bash -c` starts reads an escaped blank, a word of one space, and ends the command at
+    the newline. It had been refused ("No escaped character")."""
+    script = 'export X="--a \\\\    \n  --b 1"\nbash -c "torchrun $X"\n'
+    prelude = 'torchrun() { printf "%s\\n" "$@"; }\nexport -f torchrun\n'
+    done = subprocess.run(["bash", "-c", prelude + script + "true"], capture_output=True, text=True, check=True)
+    ours = next(words for words in command_words(script, "s.sh") if words[0] == "torchrun")
+    assert ours[1:] == done.stdout.split("\n")[:-1]

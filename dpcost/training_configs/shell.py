@@ -175,14 +175,22 @@ def _statements(text: str) -> list[str]:
         elif c == ")":
             depth = max(0, depth - 1)
         elif c in "\n;" and depth == 0:
-            out.append("".join(current).strip())
+            out.append(_trimmed("".join(current)))
             current = []
             i += 1
             continue
         current.append(c)
         i += 1
-    out.append("".join(current).strip())
+    out.append(_trimmed("".join(current)))
     return [s for s in out if s]
+
+
+def _trimmed(statement: str) -> str:
+    """A statement without the blanks around it, but for a blank a backslash escapes (`--flag \\ ` before a newline
+    inside a string: a word of one space, as bash reads it)."""
+    trimmed = statement.strip()
+    escaped = trimmed.endswith("\\") and (len(trimmed) - len(trimmed.rstrip("\\"))) % 2 == 1
+    return trimmed + " " if escaped and statement.rstrip() != statement else trimmed
 
 
 class _Shell:
