@@ -1625,7 +1625,7 @@ def test_bigscience_tr11_is_read_as_its_job_ran() -> None:
     assert (layout["tp"], layout["pp"], layout["dp"]) == (4, 12, 8)
     assert setup["zero_stage"] == 1 and setup["grad_dtype"] == "fp32" and setup["recompute"] == "full"
     assert doc["communication"]["primitives"] == "AllReduce + AllGather"
-    assert setup["flash_attention"] is False
+    assert setup["flash_attention"] is False and layout["pp_send_comm"] == "pair"  # DeepSpeed's lone dist.send
     assert doc["model"]["params_total"] == 176_247_271_424
     keys = {s["key"] for s in doc["from_config"]["settings"]}
     assert not keys & {"--split", "--dataset-ratios-path", "--jobid", "--wait", "--kill-on-bad-exit"}

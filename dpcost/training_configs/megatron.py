@@ -431,6 +431,11 @@ def _deepspeed_engine(r: Reading, args: dict[str, list[str]], files: dict[str, s
     16-bit type, as DEEPSPEED_RUNS maps them; stages 2 and 3 are refused (DeepSpeed's pipeline engine, which
     Megatron-DeepSpeed's GPTModelPipe runs, asserts them incompatible: pipe/engine.py). Elsewhere refused for --zero
     to give. --zero-stage is Megatron-DeepSpeed's own copy of the stage: the engine runs the JSON's."""
+    pp = args.get("--pipeline-model-parallel-size", ["1"])[:1]
+    if pp != ["1"] and pp[0].isdigit():
+        # its pipeline engine sends each activation with a lone dist.send (deepspeed/runtime/pipe/p2p.py at v0.16.0),
+        # on a 2-rank communicator, not Megatron's batched sends on the PP group's
+        r.use("--deepspeed", "", "pp_send_comm", "pair", "DeepSpeed's pipeline engine: one dist.send a transfer")
     flag = next((f for f in ("--deepspeed_config", "--deepspeed-config") if f in args), None)
     path = _one(r, args, flag) if flag else None
     doc = _written_json(files.get(path)) if path is not None else None
