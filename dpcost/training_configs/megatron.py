@@ -454,11 +454,11 @@ def _deepspeed_engine(r: Reading, args: dict[str, list[str]], files: dict[str, s
     key = f"{flag} zero_optimization.stage"
     if stage not in (0, 1, 2, 3) or isinstance(stage, bool):
         raise r.error(key, f"must be 0, 1, 2 or 3, got {stage!r}")
-    sixteen = [k for k, name in (("bf16", "bf16"), ("bfloat16", "bf16"), ("fp16", "fp16"))
-               if isinstance(doc.get(k), dict) and doc[k].get("enabled") is True]  # fmt: skip
-    dtype = "fp16" if "fp16" in sixteen else "bf16" if sixteen else "fp32"
-    if len({"fp16" if k == "fp16" else "bf16" for k in sixteen}) > 1:
+    # DeepSpeed's sections, "bfloat16" its older name for "bf16" (runtime/config.py get_bfloat16_enabled)
+    on = {k for k in ("bf16", "bfloat16", "fp16") if isinstance(doc.get(k), dict) and doc[k].get("enabled") is True}
+    if "fp16" in on and len(on) > 1:
         raise r.error(f"{flag} bf16.enabled", "bf16 and fp16 cannot both be enabled (DeepSpeed refuses it)")
+    dtype = "fp16" if "fp16" in on else "bf16" if on else "fp32"
     r.note("--deepspeed", "", "", f"Megatron-DeepSpeed: DeepSpeed's engine, as the JSON the script writes to {path} "
            "sets it")  # fmt: skip
     if stage >= 2:
@@ -610,7 +610,7 @@ def _batch(r: Reading, args: dict[str, list[str]], files: dict[str, str]) -> Non
     if "--num-experts" in args and "--moe-grouped-gemm" not in args:
         why = "absent: SequentialMLP, one GEMM per expert (Megatron's default), without the grouped GEMMs' workspaces"
         r.use("--moe-grouped-gemm", "(absent)", "grouped_gemm", "false", why)
-    if "--deepspeed" in args and set(args.get("--num-experts", ["1"])) != {"1"}:
+    if "--deepspeed" in args and _deepspeed_experts(args):
         # DeepSpeed's MOELayer sends each expert its tokens with an all-to-all over the expert-parallel group, and
         # the outputs back with another (deepspeed/moe/sharded_moe.py at v0.16.0: _AllToAll.apply)
         r.use("--num-experts", " ".join(args["--num-experts"]), "ep_dispatcher", "alltoall",
@@ -729,6 +729,7 @@ def _recompute(r: Reading, args: dict[str, list[str]]) -> None:
 FLASH_ARGS = ("--use-flash-attn", "--use-flash-attn-v1", "--use-flash-attn-v2", "--use-flash-attn-triton",
               "--use-flash-attn-builder")  # fmt: skip
 _ATTENTION_ARGS = ("--transformer-impl", "--attention-backend", *FLASH_ARGS)
+CORE_ATTENTION = "Megatron-DeepSpeed's ParallelAttention without --use-flash-attn-*: CoreAttention, its scores kept"
 _CUDA_GRAPH_ARGS = (
     "--cuda-graph-impl", "--cuda-graph-modules", "--cuda-graph-scope", "--enable-cuda-graph", "--external-cuda-graph",
 )  # fmt: skip
@@ -809,14 +810,7 @@ def _attention(r: Reading, args: dict[str, list[str]]) -> None:
             if cp > 1:
                 raise r.error("--deepspeed", f"Megatron-DeepSpeed's attention runs without context parallelism, and "
                               f"CP is {cp}")  # fmt: skip
-            r.use(
-                "--use-flash-attn-v2",
-                "(absent)",
-                "flash_attention",
-                "false",
-                "Megatron-DeepSpeed's "
-                "ParallelAttention without --use-flash-attn-*: CoreAttention, its scores kept (transformer.py)",
-            )
+            r.use("--use-flash-attn-v2", "(absent)", "flash_attention", "false", CORE_ATTENTION)
 
 
 _SOFTMAX_ARGS = ("--attention-softmax-in-fp32", "--apply-query-key-layer-scaling", "--no-masked-softmax-fusion")
@@ -1096,12 +1090,11 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
     window = _window(r, args, layers)
     if window is not None:
         arch["local_attention"] = window
-    experts = None if "--deepspeed" in args else _int(r, args, "--num-experts")
     if "--deepspeed" in args:
         moe = _deepspeed_moe(r, args, layers, ffn)
         if moe is not None:
             arch["moe"] = moe
-    elif experts is not None:
+    elif (experts := _int(r, args, "--num-experts")) is not None:
         arch["moe"] = {
             "experts": experts,
             "active": _int(r, args, "--moe-router-topk", 2),
@@ -1120,6 +1113,12 @@ def model_arguments(r: Reading, args: dict[str, list[str]], tp: int) -> dict[str
     return arch
 
 
+def _deepspeed_experts(args: dict[str, list[str]]) -> bool:
+    """Whether Megatron-DeepSpeed's --num-experts builds experts: a count above one; [1], its default, is a dense
+    MLP in every layer."""
+    return any(v.isdigit() and int(v) > 1 for v in args.get("--num-experts", ()))
+
+
 def _deepspeed_moe(r: Reading, args: dict[str, list[str]], layers: int, ffn: int | None) -> dict[str, Any] | None:
     """Megatron-DeepSpeed's MoE (megatron/arguments.py: --num-experts a list, [1] by default, --topk 1,
     --expert-interval 2, --mlp-type standard; model/transformer.py get_num_experts_per_layer): experts in every
@@ -1129,9 +1128,9 @@ def _deepspeed_moe(r: Reading, args: dict[str, list[str]], layers: int, ffn: int
     values = args.get("--num-experts") or ["1"]
     if not all(v.isdigit() and int(v) > 0 for v in values):
         raise r.error("--num-experts", f"must be whole numbers above 0, got {' '.join(values)!r}")
-    counts = {int(v) for v in values}
-    if counts == {1}:
+    if not _deepspeed_experts(args):
         return None
+    counts = {int(v) for v in values}
     interval = _int(r, args, "--expert-interval", 2)
     assert interval is not None
     if len(values) not in (1, layers // interval):
