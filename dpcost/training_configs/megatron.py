@@ -1362,6 +1362,8 @@ _GTP = "not priced: a further weight-sharding axis (GTP), its gathers, and a DP 
 # Flags that change what a step holds, computes or sends, which the reader does not read (audited against
 # Megatron-LM d98e8a64dd's arguments.py and config dataclasses): said so, each with what it changes, not as inert
 UNPRICED = {
+    # bigscience's Megatron-DeepSpeed: how DeepSpeed's PipelineModule cuts the layers into stages
+    "--pp-partition-method": "not read: DeepSpeed's pipeline split by it; dpcost splits the layers as Megatron does",
     "--use-precision-aware-optimizer": _PRECISION_AWARE,
     "--exp-avg-dtype": _PRECISION_AWARE,
     "--exp-avg-sq-dtype": _PRECISION_AWARE,
