@@ -1951,3 +1951,15 @@ def test_a_megatron_script_of_another_model_leaves_the_model_to_model(entry: str
     assert config.model_spec is None and config.refusals["model"][0] == entry
     assert config.options["tp"] == "2"
     assert read(f"torchrun /opt/megatron/pretrain_gpt.py {args}", "s.sh").model_spec is not None
+
+
+@pytest.mark.parametrize("body", ["[" * 60_000, '{"zero_optimization": $STAGE}', "not json"])
+def test_a_written_deepspeed_config_that_is_not_one_is_refused_in_one_line(tmp_path: Path, body: str) -> None:
+    """A here-document that writes no JSON object (nested past Python's recursion limit, a variable left unset, not
+    JSON): the script is refused as one whose config is not read, in one line, never an internal error."""
+    script = tmp_path / "mds.sh"
+    flags = "--deepspeed --deepspeed_config ds.json --bf16 --micro-batch-size"
+    text = (CONFIGS / "megatron-gpt-345m.sh").read_text().replace("--micro-batch-size", flags)
+    script.write_text(f"cat <<EOT > ds.json\n{body}\nEOT\n" + text.replace("--fp16", ""))
+    code, out, err = run("estimate", "--from", str(script), "--dp", "8")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--deepspeed: Megatron-DeepSpeed" in err

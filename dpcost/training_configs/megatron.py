@@ -483,7 +483,7 @@ def _written_json(text: str | None) -> dict[str, Any] | None:
         return None
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays nested past Python's limit
         return None
     return doc if isinstance(doc, dict) else None
 
