@@ -1963,3 +1963,29 @@ def test_a_written_deepspeed_config_that_is_not_one_is_refused_in_one_line(tmp_p
     script.write_text(f"cat <<EOT > ds.json\n{body}\nEOT\n" + text.replace("--fp16", ""))
     code, out, err = run("estimate", "--from", str(script), "--dp", "8")
     assert code == 2 and out == "" and err.count("\n") == 1 and "--deepspeed: Megatron-DeepSpeed" in err
+
+
+@pytest.mark.parametrize(
+    ("script", "dp"),
+    [
+        # srun runs the ranks itself, one a task (srun(1): -N nodes x --ntasks-per-node tasks, or -n tasks)
+        ("srun -N 2 --ntasks-per-node=8 python pretrain_gpt.py {args}", 8),
+        ("srun -n 16 --container-image=img python -u pretrain_gpt.py {args}", 8),
+        # Megatron-LM's examples/pretrain_gpt3_175B.sh: the counts in #SBATCH, the launch an srun's `sh -c` string
+        (
+            '#SBATCH <SLURM OPTIONS> --nodes=4 --exclusive --ntasks-per-node=8\nCMD="python pretrain_gpt.py {args}"\n'
+            'srun -l --container-image img sh -c "${{CMD}}"',
+            16,
+        ),
+        ("srun python pretrain_gpt.py {args}", None),  # the job's counts are not in the script
+        # under torchrun, torchrun's world: its 8 a node x its --nnodes (1 by default), not srun's tasks
+        ("#SBATCH --nodes=2 --ntasks-per-node=1\nsrun torchrun --nproc_per_node 8 pretrain_gpt.py {args}", 4),
+    ],
+)
+def test_a_megatron_script_that_srun_launches_has_the_world_of_its_tasks(script: str, dp: int | None) -> None:
+    """Launched by srun without torchrun, each of srun's tasks is one rank: the world is srun's -n, else its -N
+    (the job's #SBATCH --nodes) x --ntasks-per-node (the job's), over TP x PP x CP; under torchrun, torchrun's."""
+    from dpcost.training_configs.megatron import read
+
+    args = "--tensor-model-parallel-size 2 --micro-batch-size 1"
+    assert read(script.format(args=args), "job.slurm").dp == dp

@@ -316,7 +316,7 @@ def read(text: str, path: str) -> TrainingConfig:
     padding = None
     if spec is not None and "--pad-vocab-size-to" not in args:  # a vocabulary padded to that at any TP
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
-    dp = _launched_dp(r, args)
+    dp = _launched_dp(r, args, script)
     used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_HOST_ARGS, *MUON_UNREAD, *MODEL_UNREAD}
     used.update(("--deterministic-mode", "--spec"))
     if "--spec" in args:  # a layer spec builds the model's layers (arguments.py: <module function>, or local)
@@ -363,24 +363,69 @@ def _cublas_workspace(r: Reading, args: dict[str, list[str]], text: str) -> None
               f"CUBLAS_WORKSPACE_CONFIG=:4096:8, PyTorch's cuBLAS workspaces at 32 MiB; {deterministic}")  # fmt: skip
 
 
-def _launched_dp(r: Reading, args: dict[str, list[str]]) -> int | None:
-    """The DP size torchrun's world gives: --nproc-per-node x --nnodes GPUs (torchrun's default 1 node) over
-    TP x PP x CP (Megatron's world size is their product with DP; EP is carved out of DP x CP). None where the
-    launcher's sizes are not plain integers, or the world cannot hold the script's layout (Megatron-Core's rule:
-    TP x PP x CP and ETP x EP x PP each divide it)."""
+def _launched_dp(r: Reading, args: dict[str, list[str]], script: Script) -> int | None:
+    """The DP size the launch's world gives over TP x PP x CP (Megatron's world size is their product with DP; EP is
+    carved out of DP x CP): torchrun's --nproc-per-node x --nnodes GPUs (torchrun's default 1 node), else the tasks
+    srun starts itself, one rank each (_srun_tasks). None where the sizes are not plain integers, or the world
+    cannot hold the script's layout (Megatron-Core's rule: TP x PP x CP and ETP x EP x PP each divide it)."""
     per_node_flag = next((f for f in ("--nproc_per_node", "--nproc-per-node") if f in args), None)
     per_node = (args[per_node_flag] or [""])[0] if per_node_flag else ""
     nodes = (args.get("--nnodes") or ["1"])[0]
-    if not (per_node.isdigit() and nodes.isdigit()) or int(per_node) < 1 or int(nodes) < 1:
+    if per_node_flag is None and (tasks := _srun_tasks(script)) is not None:
+        gpus, key, value = tasks
+        whose = f"srun's {gpus} tasks, one rank each,"
+    elif not (per_node.isdigit() and nodes.isdigit()) or int(per_node) < 1 or int(nodes) < 1:
         return None
-    gpus = int(per_node) * int(nodes)
+    else:
+        gpus, key, value = int(per_node) * int(nodes), f"{per_node_flag}, --nnodes", f"{per_node} x {nodes}"
+        whose = f"torchrun's {gpus} GPUs"
     degree = {option: int(r.options.get(option, "1")) for option in ("tp", "pp", "cp", "ep", "etp")}
     split = degree["tp"] * degree["pp"] * degree["cp"]
     if gpus % split or gpus % (degree["etp"] * degree["ep"] * degree["pp"]):  # a world too small for the layout:
         return None  # a launcher default (NNODES=${SLURM_NNODES:-1}) the job overrides, not the job's size
-    r.note(f"{per_node_flag}, --nnodes", f"{per_node} x {nodes}", f"--dp {gpus // split}",
-           f"torchrun's {gpus} GPUs over TP x PP x CP = {split}")  # fmt: skip
+    r.note(key, value, f"--dp {gpus // split}", f"{whose} over TP x PP x CP = {split}")
     return gpus // split
+
+
+# Launchers that start ranks of their own under srun's tasks (torchrun, Python's torch.distributed modules,
+# DeepSpeed's): a training command they run is not one rank a task
+RANK_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed")
+
+
+def _srun_tasks(script: Script) -> tuple[int, str, str] | None:
+    """The tasks srun starts for the last training command where it runs the command itself (`srun python
+    pretrain_gpt.py`, or the `bash -c` string of an srun), no rank launcher between: srun's -n/--ntasks, else its
+    -N/--nodes x --ntasks-per-node, each absent one the job's (SLURM_NNODES, SLURM_NTASKS_PER_NODE from the #SBATCH
+    directives), as srun(1) takes them from the allocation. With the row's key and value; None where a count is not
+    one whole number."""
+    training = training_commands(script.commands)
+    runs = [(c, launcher) for c, launcher in zip(script.commands, script.launchers, strict=True)
+            if any(c is t for t in training)]  # fmt: skip
+    if not runs:
+        return None
+    command, launcher = runs[-1]
+    if any(PurePosixPath(word).name in RANK_LAUNCHERS for word in command):
+        return None
+    srun = command if PurePosixPath(command[0]).name == "srun" else launcher
+    if not srun or PurePosixPath(srun[0]).name != "srun":
+        return None
+    given: dict[str, str] = {}
+    for k, word in enumerate(srun[1:], 1):
+        name, eq, value = word.partition("=")
+        if name.startswith("-N") and len(name) > 2 and not eq:  # -N48
+            name, value = "-N", name[2:]
+        elif name.startswith("-n") and len(name) > 2 and not eq and name[2:].isdigit():  # -n8
+            name, value = "-n", name[2:]
+        elif not eq:
+            value = srun[k + 1] if k + 1 < len(srun) else ""
+        given.setdefault({"--nodes": "-N", "--ntasks": "-n"}.get(name, name), value)
+    if (total := given.get("-n")) is not None:
+        return (int(total), "srun -n", total) if total.isdigit() and int(total) > 0 else None
+    nodes = given.get("-N", script.slurm.get("SLURM_NNODES", ""))
+    per_node = given.get("--ntasks-per-node", script.slurm.get("SLURM_NTASKS_PER_NODE", ""))
+    if not (nodes.isdigit() and per_node.isdigit()) or int(nodes) < 1 or int(per_node) < 1:
+        return None
+    return int(nodes) * int(per_node), "srun nodes x tasks per node", f"{nodes} x {per_node}"
 
 
 _BATCH_ARGS = ("--micro-batch-size", "--global-batch-size", "--seq-length", "--rampup-batch-size",

@@ -63,17 +63,21 @@ _SBATCH_SETS = {
 
 @frozen
 class Script:
-    """What a launch script runs: each command's words in order, and the files its here-documents write."""
+    """What a launch script runs: each command's words in order, the command whose `bash -c` string ran each ([]
+    for none), the files its here-documents write, and the job environment its #SBATCH directives set."""
 
     commands: list[list[str]]
+    launchers: list[list[str]]
     files: dict[str, str]
+    slurm: dict[str, str]
 
 
 def read_script(text: str, where: str) -> Script:
     """The script's commands and written files (module docstring); `where` names the file in errors."""
     shell = _Shell(where)
     shell.script(text, directives=True)
-    return Script(shell.commands, shell.files)
+    slurm = {name: shell.scalars[name] for names in _SBATCH_SETS.values() for name in names if name in shell.scalars}
+    return Script(shell.commands, shell.launchers, shell.files, slurm)
 
 
 def command_words(text: str, where: str) -> list[list[str]]:
@@ -202,6 +206,8 @@ class _Shell:
         self.arrays: dict[str, list[str]] = {}
         self.branches: list[list[bool]] = []  # per open `if`: [this branch is taken, some branch was taken]
         self.commands: list[list[str]] = []
+        self.launchers: list[list[str]] = []  # per command, the command whose `bash -c` string ran it
+        self.launcher: list[str] = []  # the command whose string is being read
         self.files: dict[str, str] = {}  # what here-documents write, by the path as the script names it
         self.depth = 0  # scripts being read, the file's own and those it runs
 
@@ -260,6 +266,7 @@ class _Shell:
             statement = statement[: operator.start()] + statement[operator.end() :]
         words = self.words(statement)
         self.commands.append(words)
+        self.launchers.append(self.launcher)
         name = PurePosixPath(words[0]).name if words else ""
         if body is not None and len(body[0]) <= MAX_CHARS:  # a longer one is no launch's: left unread
             text = self.expand(body[0], escaped="$", quotes=False) if body[1] else body[0]
@@ -271,7 +278,9 @@ class _Shell:
         for k, word in enumerate(words):
             string = _shell_string(words, k) if PurePosixPath(word).name in _SHELLS else None
             if string is not None:
+                outer, self.launcher = self.launcher, words
                 self.script(string, directives=False)
+                self.launcher = outer
                 break
 
     def branch(self, keyword: str, condition: str) -> None:
