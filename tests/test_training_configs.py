@@ -1989,3 +1989,11 @@ def test_a_megatron_script_that_srun_launches_has_the_world_of_its_tasks(script:
 
     args = "--tensor-model-parallel-size 2 --micro-batch-size 1"
     assert read(script.format(args=args), "job.slurm").dp == dp
+
+
+def test_srun_counts_are_read_from_srun_not_from_the_program_it_runs() -> None:
+    """srun's options end where its program begins: an -n among the program's own arguments is not srun's."""
+    from dpcost.training_configs.megatron import read
+
+    script = "srun -N 2 --ntasks-per-node=8 python pretrain_gpt.py --tensor-model-parallel-size 2 -n 4"
+    assert read(script, "job.slurm").dp == 8

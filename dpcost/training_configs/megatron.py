@@ -387,6 +387,12 @@ def _launched_dp(r: Reading, args: dict[str, list[str]], script: Script) -> int 
     return gpus // split
 
 
+def _runs_a_program(word: str) -> bool:
+    """Whether `word` is where srun's options end and the program it runs begins: Python, a shell, or a script."""
+    name = PurePosixPath(word).name
+    return name.startswith("python") or name in ("bash", "sh") or name.endswith(".py")
+
+
 # Launchers that start ranks of their own under srun's tasks (torchrun, Python's torch.distributed modules,
 # DeepSpeed's): a training command they run is not one rank a task
 RANK_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed")
@@ -409,6 +415,8 @@ def _srun_tasks(script: Script) -> tuple[int, str, str] | None:
     srun = command if PurePosixPath(command[0]).name == "srun" else launcher
     if not srun or PurePosixPath(srun[0]).name != "srun":
         return None
+    ran = next((k for k, word in enumerate(srun) if k and _runs_a_program(word)), len(srun))
+    srun = srun[:ran]  # srun's own options: not the program's after them
     given: dict[str, str] = {}
     for k, word in enumerate(srun[1:], 1):
         name, eq, value = word.partition("=")
