@@ -1997,3 +1997,18 @@ def test_srun_counts_are_read_from_srun_not_from_the_program_it_runs() -> None:
 
     script = "srun -N 2 --ntasks-per-node=8 python pretrain_gpt.py --tensor-model-parallel-size 2 -n 4"
     assert read(script, "job.slurm").dp == 8
+
+
+def test_megatrons_own_gradient_flags_do_not_reach_deepspeeds_engine(tmp_path: Path) -> None:
+    """Under --deepspeed the engine, not Megatron's DDP, accumulates and reduces the gradients: with its written
+    config at ZeRO-1 in fp16, the gradients are fp16 (engine.py get_data_types), whatever
+    --accumulate-allreduce-grads-in-fp32 asks of Megatron's own optimizer; the row says so."""
+    script = tmp_path / "mds.sh"
+    flags = "--deepspeed --deepspeed_config ds.json --accumulate-allreduce-grads-in-fp32 --micro-batch-size"
+    body = (CONFIGS / "megatron-gpt-345m.sh").read_text().replace("--micro-batch-size", flags)
+    config = '{"zero_optimization": {"stage": 1}, "fp16": {"enabled": true}}'
+    script.write_text(f"cat <<EOT > ds.json\n{config}\nEOT\n" + body)
+    doc = report("estimate", "--from", str(script), "--dp", "8")
+    assert doc["setup"]["grad_dtype"] == "fp16"
+    rows = {s["key"]: s["note"] for s in doc["from_config"]["settings"]}
+    assert rows["--accumulate-allreduce-grads-in-fp32"].startswith("DeepSpeed's engine accumulates")

@@ -996,7 +996,12 @@ def _system(r: Reading, args: dict[str, list[str]]) -> None:
 def _precision(r: Reading, args: dict[str, list[str]]) -> None:
     if "--bf16" in args and "--fp16" in args:
         raise r.error("--bf16", "--bf16 and --fp16 cannot both be given (Megatron refuses it)")
-    if "--fp16" in args and "--accumulate-allreduce-grads-in-fp32" in args:
+    if "--deepspeed" in args and "grad_dtype" in r.options:  # DeepSpeed's engine, as its written config sets it
+        engine = "DeepSpeed's engine accumulates and reduces the gradients as its config sets (above)"
+        for flag in ("--bf16", "--fp16", "--accumulate-allreduce-grads-in-fp32", "--grad-reduce-in-bf16"):
+            if flag in args:
+                r.note(flag, "", "", f"the model in {flag[2:]}; {engine}" if flag in ("--bf16", "--fp16") else engine)
+    elif "--fp16" in args and "--accumulate-allreduce-grads-in-fp32" in args:
         r.use("--accumulate-allreduce-grads-in-fp32", "", "grad_dtype", "fp32", "fp16 training, fp32 gradients")
     elif "--fp16" in args:
         r.use("--fp16", "", "grad_dtype", "fp16", "fp16 gradients, reduced in fp16")
