@@ -11,6 +11,9 @@ Commands):
   `${NAME-word}` (the word where the variable is unset or, with the colon, empty; positional parameters are never
   set), and `$(( ... ))` of integers;
   a variable the script never sets is left as written (`$TP`), for the reader to refuse where it matters;
+  single-quoted text is not expanded (the shell a `bash -c '...'` starts expands it), and `\\$` is a plain dollar;
+- a backslash that ends the file continues into nothing, and one before blanks and a newline escapes a blank (bash
+  reading a file);
 - `if`/`elif`/`else`/`fi`: the branch whose `[[ ... ]]` or `[ ... ]` tests hold (`==`, `=`, `!=`, `-z`, `-n`, `!`,
   joined by `||` and `&&`), or the first one whose tests cannot be told (a file test, a command), as the script's
   own default path;
@@ -19,8 +22,9 @@ Commands):
   body, expanded unless the delimiter is quoted, is kept as the file `cat` or `tee` writes it to (`cat <<EOT >
   $config_json`, as Megatron-DeepSpeed scripts write their DeepSpeed config);
 - `bash -c STRING` (or `sh -c`, options before `-c` too, anywhere in a command: `srun ... bash -x -c "$CMD"`) runs
-  STRING's commands too, in the same variables; so does a here-document given to `sbatch`, `bash` or `sh` with no
-  script named, which is the script it runs (`sbatch <<EOF`: the batch script, its directives read too);
+  STRING's commands too, in the same variables, each kept with the command that ran it (`Script.launchers`: the
+  srun that starts the ranks); so does a here-document given to `sbatch`, `bash` or `sh` with no script named,
+  which is the script it runs (`sbatch <<EOF`: the batch script, its directives read too);
 - an sbatch script's directives (`#SBATCH`, up to the first command) set what sbatch sets in the job's environment
   (sbatch(1), OUTPUT ENVIRONMENT VARIABLES): SLURM_JOB_NUM_NODES and SLURM_NNODES from `--nodes`/`-N`,
   SLURM_NTASKS_PER_NODE from `--ntasks-per-node` and SLURM_GPUS_PER_NODE from `--gpus-per-node`, each given as
