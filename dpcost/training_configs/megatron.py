@@ -170,8 +170,8 @@ def looks_like(text: str) -> bool:
 
 
 def arguments(text: str, where: str) -> dict[str, list[str]]:
-    """Every `--flag value...` of the commands that run Megatron (script_arguments)."""
-    return script_arguments(read_script(text, where))
+    """Every `--flag value...` of the commands that run Megatron (command_arguments)."""
+    return command_arguments(training_commands(read_script(text, where).commands))
 
 
 def training_commands(commands: list[list[str]]) -> list[list[str]]:
@@ -189,12 +189,12 @@ def training_commands(commands: list[list[str]]) -> list[list[str]]:
     return running or giving
 
 
-def script_arguments(script: Script) -> dict[str, list[str]]:
+def command_arguments(training: list[list[str]]) -> dict[str, list[str]]:
     """Every `--flag value...` of the script's training commands (training_commands), as bash passes them
     (shell.py: its variables, arrays, defaults and branches); a value still holding `$` is kept as written, for the
     reader to refuse where it matters. A flag given twice keeps its last value, as argparse does."""
     args: dict[str, list[str]] = {}
-    for words in training_commands(script.commands):
+    for words in training:
         i = 0
         while i < len(words):
             word = words[i]
@@ -272,7 +272,8 @@ def _dropout(r: Reading, args: dict[str, list[str]]) -> float:
 def read(text: str, path: str) -> TrainingConfig:
     r = Reading(path, KIND)
     script = read_script(text, path)
-    args = script_arguments(script)
+    training = training_commands(script.commands)
+    args = command_arguments(training)
     read_here = {*PARALLEL, *SWITCHES, *SWITCHES_OFF, *MODEL_ARGS, *_BATCH_ARGS, *_RECOMPUTE_ARGS, *_PRECISION_ARGS,
                  *_SYSTEM_ARGS, *_DEEPSPEED_ARGS}  # fmt: skip
     if not read_here & args.keys():  # the file names Megatron's arguments (looks_like), but no command it runs does
@@ -312,11 +313,11 @@ def read(text: str, path: str) -> TrainingConfig:
     _precision(r, args)
     _cublas_workspace(r, args, text)
     _system(r, args)
-    spec = _model(r, args, tp, Path(path).stem, _entry(training_commands(script.commands)))
+    spec = _model(r, args, tp, Path(path).stem, _entry(training))
     padding = None
     if spec is not None and "--pad-vocab-size-to" not in args:  # a vocabulary padded to that at any TP
         padding = (_vocab_size(r, args), _vocab_divisible_by(r, args))
-    dp = _launched_dp(r, args, script)
+    dp = _launched_dp(r, args, script, training)
     used = read_here | {*_ATTENTION_ARGS, *_SOFTMAX_ARGS, *_LOSS_ARGS, *_HOST_ARGS, *MUON_UNREAD, *MODEL_UNREAD}
     used.update(("--deterministic-mode", "--spec"))
     if "--spec" in args:  # a layer spec builds the model's layers (arguments.py: <module function>, or local)
@@ -363,7 +364,7 @@ def _cublas_workspace(r: Reading, args: dict[str, list[str]], text: str) -> None
               f"CUBLAS_WORKSPACE_CONFIG=:4096:8, PyTorch's cuBLAS workspaces at 32 MiB; {deterministic}")  # fmt: skip
 
 
-def _launched_dp(r: Reading, args: dict[str, list[str]], script: Script) -> int | None:
+def _launched_dp(r: Reading, args: dict[str, list[str]], script: Script, training: list[list[str]]) -> int | None:
     """The DP size the launch's world gives over TP x PP x CP (Megatron's world size is their product with DP; EP is
     carved out of DP x CP): torchrun's --nproc-per-node x --nnodes GPUs (torchrun's default 1 node), else the tasks
     srun starts itself, one rank each (_srun_tasks). None where the sizes are not plain integers, or the world
@@ -371,7 +372,7 @@ def _launched_dp(r: Reading, args: dict[str, list[str]], script: Script) -> int 
     per_node_flag = next((f for f in ("--nproc_per_node", "--nproc-per-node") if f in args), None)
     per_node = (args[per_node_flag] or [""])[0] if per_node_flag else ""
     nodes = (args.get("--nnodes") or ["1"])[0]
-    if per_node_flag is None and (tasks := _srun_tasks(script)) is not None:
+    if per_node_flag is None and (tasks := _srun_tasks(script, training)) is not None:
         gpus, key, value = tasks
         whose = f"srun's {gpus} tasks, one rank each,"
     elif not (per_node.isdigit() and nodes.isdigit()) or int(per_node) < 1 or int(nodes) < 1:
@@ -398,13 +399,12 @@ def _runs_a_program(word: str) -> bool:
 RANK_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "deepspeed")
 
 
-def _srun_tasks(script: Script) -> tuple[int, str, str] | None:
-    """The tasks srun starts for the last training command where it runs the command itself (`srun python
+def _srun_tasks(script: Script, training: list[list[str]]) -> tuple[int, str, str] | None:
+    """The tasks srun starts for the last of the training commands where it runs the command itself (`srun python
     pretrain_gpt.py`, or the `bash -c` string of an srun), no rank launcher between: srun's -n/--ntasks, else its
     -N/--nodes x --ntasks-per-node, each absent one the job's (SLURM_NNODES, SLURM_NTASKS_PER_NODE from the #SBATCH
     directives), as srun(1) takes them from the allocation. With the row's key and value; None where a count is not
     one whole number."""
-    training = training_commands(script.commands)
     runs = [(c, launcher) for c, launcher in zip(script.commands, script.launchers, strict=True)
             if any(c is t for t in training)]  # fmt: skip
     if not runs:
