@@ -24,7 +24,7 @@ from dpcost.engine.layout_memory import VOCAB_DIVISIBLE_BY, padded_vocab_size
 from dpcost.engine.pipeline_layout import accounted_layout, parse_pipeline_layout, virtual_stages_of
 from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
-from dpcost.training_configs.shell import Script, read_script
+from dpcost.training_configs.shell import Script, read_script, slurm_options
 
 __all__ = ["looks_like", "model_arguments", "read"]
 
@@ -418,18 +418,11 @@ def _srun_tasks(script: Script, training: list[list[str]]) -> tuple[int, str, st
     ran = next((k for k, word in enumerate(srun) if k and _runs_a_program(word)), len(srun))
     srun = srun[:ran]  # srun's own options: not the program's after them
     given: dict[str, str] = {}
-    for k, word in enumerate(srun[1:], 1):
-        name, eq, value = word.partition("=")
-        if name.startswith("-N") and len(name) > 2 and not eq:  # -N48
-            name, value = "-N", name[2:]
-        elif name.startswith("-n") and len(name) > 2 and not eq and name[2:].isdigit():  # -n8
-            name, value = "-n", name[2:]
-        elif not eq:
-            value = srun[k + 1] if k + 1 < len(srun) else ""
-        given.setdefault({"--nodes": "-N", "--ntasks": "-n"}.get(name, name), value)
-    if (total := given.get("-n")) is not None:
+    for name, value in slurm_options(srun[1:]):
+        given.setdefault(name, value)
+    if (total := given.get("--ntasks")) is not None:
         return (int(total), "srun -n", total) if total.isdigit() and int(total) > 0 else None
-    nodes = given.get("-N", script.slurm.get("SLURM_NNODES", ""))
+    nodes = given.get("--nodes", script.slurm.get("SLURM_NNODES", ""))
     per_node = given.get("--ntasks-per-node", script.slurm.get("SLURM_NTASKS_PER_NODE", ""))
     if not (nodes.isdigit() and per_node.isdigit()) or int(nodes) < 1 or int(per_node) < 1:
         return None

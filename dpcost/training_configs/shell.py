@@ -41,7 +41,7 @@ from pathlib import PurePosixPath
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 
-__all__ = ["Script", "command_words", "read_script"]
+__all__ = ["Script", "command_words", "read_script", "slurm_options"]
 
 _ASSIGNMENT = re.compile(r"(?:(?:export|local|readonly|declare(?:\s+-\w+)*)\s+)?([A-Za-z_]\w*)(\+?)=(.*)", re.DOTALL)
 _WORD_ASSIGNMENT = r"[A-Za-z_]\w*=(?:\"[^\"]*\"|'[^']*'|[^\s\"'(]\S*|)"  # NAME=word, the word maybe quoted
@@ -59,7 +59,6 @@ _NESTED = 5  # how deep scripts run by `bash -c` strings and here-documents are 
 # sbatch's options and the variable each sets in the job's environment (sbatch(1), OUTPUT ENVIRONMENT VARIABLES)
 _SBATCH_SETS = {
     "--nodes": ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"),
-    "-N": ("SLURM_JOB_NUM_NODES", "SLURM_NNODES"),
     "--ntasks-per-node": ("SLURM_NTASKS_PER_NODE",),
     "--gpus-per-node": ("SLURM_GPUS_PER_NODE",),
 }
@@ -144,15 +143,25 @@ def _sbatch_environment(lines: list[str]) -> dict[str, str]:
             words = shlex.split(stripped[len("#SBATCH") :], comments=True)
         except ValueError:
             continue
-        for k, word in enumerate(words):
-            name, eq, value = word.partition("=")
-            if not eq and name.startswith("-N") and len(name) > 2:  # -N48
-                name, value = "-N", name[2:]
-            elif not eq:
-                value = words[k + 1] if k + 1 < len(words) else ""
+        for name, value in slurm_options(words):
             if name in _SBATCH_SETS and value.isdigit():
                 found.update(dict.fromkeys(_SBATCH_SETS[name], value))
     return found
+
+
+def slurm_options(words: list[str]) -> list[tuple[str, str]]:
+    """Slurm's options in `words` (sbatch's directives, srun's command line), in order, each word with the value
+    after it: `--nodes=4`, `--nodes 4`, `-N 4` and `-N4` alike, -N and -n under their long names (--nodes,
+    --ntasks: sbatch(1), srun(1)); `-n8`'s count only where it is digits."""
+    out = []
+    for k, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if not eq and len(name) > 2 and (name[:2] == "-N" or (name[:2] == "-n" and name[2:].isdigit())):
+            name, value = name[:2], name[2:]
+        elif not eq:
+            value = words[k + 1] if k + 1 < len(words) else ""
+        out.append(({"-N": "--nodes", "-n": "--ntasks"}.get(name, name), value))
+    return out
 
 
 def _joined(text: str) -> str:
