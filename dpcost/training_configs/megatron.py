@@ -24,7 +24,7 @@ from dpcost.engine.layout_memory import VOCAB_DIVISIBLE_BY, padded_vocab_size
 from dpcost.engine.pipeline_layout import accounted_layout, parse_pipeline_layout, virtual_stages_of
 from dpcost.errors import InputError
 from dpcost.training_configs import NOT_PRICED, Reading, TrainingConfig
-from dpcost.training_configs.shell import Script, read_script, slurm_options
+from dpcost.training_configs.shell import SHELLS, Script, read_script, slurm_options
 
 __all__ = ["looks_like", "model_arguments", "read"]
 
@@ -391,7 +391,7 @@ def _launched_dp(r: Reading, args: dict[str, list[str]], script: Script, trainin
 def _runs_a_program(word: str) -> bool:
     """Whether `word` is where srun's options end and the program it runs begins: Python, a shell, or a script."""
     name = PurePosixPath(word).name
-    return name.startswith("python") or name in ("bash", "sh") or name.endswith(".py")
+    return name.startswith("python") or name in SHELLS or name.endswith(".py")
 
 
 # Launchers that start ranks of their own under srun's tasks (torchrun, Python's torch.distributed modules,

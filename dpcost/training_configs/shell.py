@@ -41,7 +41,7 @@ from pathlib import PurePosixPath
 from dpcost.errors import InputError
 from dpcost.frozen import frozen
 
-__all__ = ["Script", "command_words", "read_script", "slurm_options"]
+__all__ = ["SHELLS", "Script", "command_words", "read_script", "slurm_options"]
 
 _ASSIGNMENT = re.compile(r"(?:(?:export|local|readonly|declare(?:\s+-\w+)*)\s+)?([A-Za-z_]\w*)(\+?)=(.*)", re.DOTALL)
 _WORD_ASSIGNMENT = r"[A-Za-z_]\w*=(?:\"[^\"]*\"|'[^']*'|[^\s\"'(]\S*|)"  # NAME=word, the word maybe quoted
@@ -53,7 +53,7 @@ _ARITHMETIC = re.compile(r"\$\(\(([\d\s+\-*/%()]*)\)\)")
 _OPEN = ("then", "do", "else", "{")  # keywords that may start a statement before its first command
 MAX_CHARS = 1 << 16  # a variable or a command longer than this is no launch script's (`A="$A $A"` doubles it)
 _HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][\w.]*)\2")  # <<EOT, <<-EOT, <<'EOT', << "EOT"
-_SHELLS = ("bash", "sh")
+SHELLS = ("bash", "sh")  # the shells whose `-c STRING` and here-document scripts are read
 _ESCAPED_DOLLAR = "\0"  # `\$` while the text around it is expanded
 _NESTED = 5  # how deep scripts run by `bash -c` strings and here-documents are followed
 # sbatch's options and the variable each sets in the job's environment (sbatch(1), OUTPUT ENVIRONMENT VARIABLES)
@@ -286,10 +286,10 @@ class _Shell:
             target = _written_file(words) if name in ("cat", "tee") else None
             if target is not None:
                 self.files[target] = text
-            elif name in ("sbatch", *_SHELLS) and all(word.startswith("-") for word in words[1:]):
+            elif name in ("sbatch", *SHELLS) and all(word.startswith("-") for word in words[1:]):
                 self.script(text, directives=name == "sbatch")
         for k, word in enumerate(words):
-            string = _shell_string(words, k) if PurePosixPath(word).name in _SHELLS else None
+            string = _shell_string(words, k) if PurePosixPath(word).name in SHELLS else None
             if string is not None:
                 outer, self.launcher = self.launcher, words
                 self.script(string, directives=False)
