@@ -471,14 +471,13 @@ DEEPSPEED_RUNS = {
 }
 
 
-def _deepspeed_engine(r: Reading, args: dict[str, list[str]], files: dict[str, str]) -> None:
+def _deepspeed_engine(r: Reading, args: dict[str, list[str]], files: dict[str, str], pp: int) -> None:
     """Megatron-DeepSpeed's --deepspeed: DeepSpeed's engine runs ZeRO and the optimizer as its --deepspeed_config
     JSON sets them. Read where the script writes that JSON itself (a here-document, shell.py): its ZeRO stage and
     16-bit type, as DEEPSPEED_RUNS maps them; stages 2 and 3 are refused (DeepSpeed's pipeline engine, which
     Megatron-DeepSpeed's GPTModelPipe runs, asserts them incompatible: pipe/engine.py). Elsewhere refused for --zero
     to give. --zero-stage is Megatron-DeepSpeed's own copy of the stage: the engine runs the JSON's."""
-    pp = args.get("--pipeline-model-parallel-size", ["1"])[:1]
-    if pp != ["1"] and pp[0].isdigit():
+    if pp > 1:
         # its pipeline engine sends each activation with a lone dist.send (deepspeed/runtime/pipe/p2p.py at v0.16.0),
         # on a 2-rank communicator, not Megatron's batched sends on the PP group's
         r.use("--deepspeed", "", "pp_send_comm", "pair", "DeepSpeed's pipeline engine: one dist.send a transfer")
@@ -600,7 +599,7 @@ def _batch(r: Reading, args: dict[str, list[str]], files: dict[str, str]) -> Non
     elif accounted and pp > 1 and layers is not None:
         _use_accounted_split(r, accounted, layers, pp)
     if "--deepspeed" in args:
-        _deepspeed_engine(r, args, files)
+        _deepspeed_engine(r, args, files, pp)
     elif "--use-megatron-fsdp" in args:
         # arguments.py: --data-parallel-sharding-strategy defaults to optim_grads_params (Megatron-LM d98e8a64dd)
         strategy = _one(r, args, "--data-parallel-sharding-strategy") or "optim_grads_params"
