@@ -495,7 +495,7 @@ def load_plan(path: str, where: str = "PLAN") -> PlanFile:
 
 
 def load_measurements(path: str, where: str = "--compare") -> Measurements:
-    """An nccl-tests output log, or a CSV like tests/reference/nccl-tests/*.csv, holding one run."""
+    """An nccl-tests output log or -J JSON, or a CSV like tests/reference/nccl-tests/*.csv, holding one run."""
     runs = load_runs(path, where)
     if len(runs) > 1:
         raise InputError(path, "one file must describe one set of ranks (dpcost calibrate takes several)")
@@ -503,7 +503,7 @@ def load_measurements(path: str, where: str = "--compare") -> Measurements:
 
 
 def load_runs(path: str, where: str) -> list[Measurements]:
-    """Every run in an nccl-tests log or CSV (a CSV may hold several rank counts or forced algorithms).
+    """Every run in an nccl-tests log, -J JSON or CSV (a CSV may hold several rank counts or forced algorithms).
 
     `where` is the flag that named the file, or the file itself (a positional argument): errors name it once.
     """

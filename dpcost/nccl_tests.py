@@ -1,4 +1,4 @@
-"""Parse real nccl-tests measurements: the tools' own text output, or a CSV of the same columns.
+"""Parse real nccl-tests measurements: the tools' own text output, its -J JSON, or a CSV of the same columns.
 
 Text output is what `all_reduce_perf -b 8 -e 16G -f 2 -g 8` prints (github.com/NVIDIA/nccl-tests), known by
 its table header (`#  size  count  type  redop  root  time  algbw  busbw  #wrong  time ...`; the header says
@@ -56,6 +56,10 @@ reduce_scatter and alltoall print size = ranks x count x the type's size); so do
 for all_gather, reduce_scatter and alltoall), and which is refused, naming the count that ratio gives, until the
 line is added.
 
+The JSON that nccl-tests writes with `-J file.json` (2.17.3 and later: docs/sources/nccl-tests-json.md) holds the
+same records as its stdout, written by the same calls: it is read as that log, its rows from `results`, its ranks
+from `devices`, its collective from `args[0]`, its forced algorithm, protocol and NVLS from `env`.
+
 The CSV form has the header
 `op,ranks,gpus_per_node,size_bytes,time_us[,algorithm][,column][,algbw_GBps,busbw_GBps]`; one CSV may hold
 several runs (rank counts, forced algorithms). A comment that records NCCL_ALGO=<algo> (the log's environment
@@ -67,6 +71,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import re
 from dataclasses import replace
@@ -317,6 +322,8 @@ def parse_runs(text: str, name: str = "") -> list[Measurements]:
     per node, algorithm)."""
     if _is_csv(text):
         return _parse_csv(text, name)
+    if text.lstrip().startswith("{"):
+        return [_parse_json(text, name)]
     sections = _sections(_without_line_labels(text))
     if len(sections) == 1:
         return [_parse_log(sections[0], name)]
@@ -536,7 +543,7 @@ def _which_op(text: str, name: str) -> tuple[str, str] | None:
 
 @frozen
 class _Row:
-    line: int
+    at: str  # where it was read, for a message: "line 12" of a log, "results[3]" of a -J document
     size: int
     count: int
     dtype: str
@@ -585,7 +592,7 @@ def _table_row(cells: list[str], header: list[str], header_line: int, line: int)
     algbw, busbw = ([i for i, c in enumerate(header) if c == name][:2] for name in ("algbw", "busbw"))
     wrong = [i for i, c in enumerate(header) if c in ("#wrong", "error")][:2]
     return _Row(
-        line,
+        f"line {line}",
         size,
         int(cells[1]),
         cells[2],
@@ -741,11 +748,11 @@ def _table_op(rows: list[_Row], ranks: int | None) -> str:
         here = _reads_as(row, ranks)
         if not here:
             at = f", at {ranks} ranks" if ranks else ""
-            raise ValueError(f"line {row.line}: no nccl-tests program prints such a row ({_shows(row)}{at})")
+            raise ValueError(f"{row.at}: no nccl-tests program prints such a row ({_shows(row)}{at})")
         if not programs & here:
             raise ValueError(
-                f"the table's rows disagree on the collective: line {row.line} reads as {_programs(here)} "
-                f"({_shows(row)}), line {since.line} as {_programs(programs)} ({_shows(since)}); "
+                f"the table's rows disagree on the collective: {row.at} reads as {_programs(here)} "
+                f"({_shows(row)}), {since.at} as {_programs(programs)} ({_shows(since)}); "
                 "keep one run per file"
             )
         programs, since = programs & here, row if programs - here else since
@@ -900,12 +907,39 @@ def _parse_log(text: str, name: str) -> Measurements:
         )
     if not any(r.times for r in rows):
         raise ValueError(f"no nccl-tests data rows under the table header on line {header_line}")
-    declared = _declared_ranks(text)
+    ranks, per_node, measured = _read_table(rows, hosts, _which_op(text, name), _declared_ranks(text))
+    return Measurements(
+        name=name,
+        ranks=ranks,
+        gpus_per_node=per_node,
+        algorithm=_forced_algorithm(text),
+        device=device,
+        rows=measured,
+        protocol=_forced_protocol(text),
+        nvls=_nvls_enabled(text),
+        topology=_topology_hint(text),
+        gpus_per_thread=_gpus_per_thread(text),
+        cuda_graphs=_cuda_graphs(text),
+        iters=_iters(text),
+        coll_channels=_printed_channels(text, "coll"),
+        nvls_channels=_printed_channels(text, "nvls"),
+        p2p_per_peer=_printed_per_peer(text),
+        nccl_release=_nccl_release(text),
+        tests_release=_tests_release(text),
+        headers_release=_release_of_code(_HEADERS_CODE.search(text)),
+    )
+
+
+def _read_table(
+    rows: list[_Row], hosts: list[str], named: tuple[str, str] | None, declared: tuple[int, int | None] | None
+) -> tuple[int | None, int | None, tuple[Measurement, ...]]:
+    """A table's ranks, GPUs per node and measurements, whatever format it was read from: `hosts` one per rank
+    listed, `named` the collective and where it was named (else the table says which), `declared` a '# ranks:'
+    line's (ranks, GPUs per node)."""
     nodes = len(set(hosts))
     if nodes and len(hosts) % nodes:
         raise ValueError(f"{len(hosts)} ranks over {nodes} hosts: dpcost needs the same number of GPUs on each")
     ranks, per_node = len(hosts) or None, len(hosts) // nodes if nodes else None
-    named = _which_op(text, name)
     op, source = named or (
         _table_op_of(rows, ranks, declared[0] if declared else None),
         "its table (redop, root, count)",
@@ -923,18 +957,17 @@ def _parse_log(text: str, name: str) -> Measurements:
         why = _misread(row, op, ranks)
         if why is not None:
             fix = "" if source.startswith("its 'Collective") else "; if that is wrong, add a line '# op: <op>'"
-            raise ValueError(f"line {row.line}: not a row of {op} ({why}); {op} came from {source}{fix}")
+            raise ValueError(f"{row.at}: not a row of {op} ({why}); {op} came from {source}{fix}")
         for column, time_us in row.times:
             first = seen.setdefault((row.size, column), row)
-            if first.line != row.line and first.dtype != row.dtype:  # nccl-tests -d all: a row per datatype
+            if first.at != row.at and first.dtype != row.dtype:  # nccl-tests -d all: a row per datatype
                 raise ValueError(
-                    f"line {row.line}: {row.size} bytes ({column}) measured again in {row.dtype} (first in "
-                    f"{first.dtype} on line {first.line}); keep one datatype per file (nccl-tests -d {first.dtype})"
+                    f"{row.at}: {row.size} bytes ({column}) measured again in {row.dtype} (first in "
+                    f"{first.dtype} on {first.at}); keep one datatype per file (nccl-tests -d {first.dtype})"
                 )
-            if first.line != row.line:
+            if first.at != row.at:
                 raise ValueError(
-                    f"line {row.line}: {row.size} bytes ({column}) measured again (first on line {first.line}); "
-                    "keep one run per file"
+                    f"{row.at}: {row.size} bytes ({column}) measured again (first on {first.at}); keep one run per file"
                 )
             measured.append(Measurement(op, row.size, time_us, column))
     if declared is None and listed is not None and not _bus_ranks_fit(rows, op, listed):
@@ -944,23 +977,146 @@ def _parse_log(text: str, name: str) -> Measurements:
             f"its busbw / algbw is that of {cut}, not of the {listed} its '# Rank' lines list (a list cut short?): "
             f"add a line '# ranks: {about or 'N'}, gpus per node: G'"
         )
+    return ranks, per_node, tuple(measured)
+
+
+# nccl-tests' -J document (nccl-tests 2.17.3 on; src/util.cu at v2.19.6): the records its stdout prints, written by the
+# same calls (writeDeviceReport, writeBenchmarkLinePreamble/Body/Terminator), without the table's rounding:
+# {"version", "args": argv, "env": ["K=V", ...], "nccl_version": code, "config": {"ngpus", "iterations",
+# "aggregated_iterations", "graph", ...}, "devices": [{"hostname", "device_info", ...}, ...], "results": [{"size",
+# "count", "type", "redop", "root": "%6i", "out_of_place": {"time" or "cpu_time", "alg_bw", "bus_bw", "nwrong"} or
+# null, "in_place": {...}, "experiment_name"}, ...]}. Bandwidths are written "%lf", six decimals.
+_JSON_COLUMNS = (("out-of-place", "out_of_place"), ("in-place", "in_place"))
+# the environment a run's reading depends on (_forced_algorithm, _forced_protocol, _nvls_enabled)
+_JSON_ENV = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE")
+
+
+def _json_whole(value: object, what: str, least: int = 0, most: int = MAX_SIZE) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise ValueError(f"{what}: expected a whole number from {least} to {most:,}, got {value!r}"[:200])
+    return value
+
+
+def _json_cell(value: object, what: str) -> str:
+    """A number as the -J writer printed it ("%lf"; NaN as "nan"), for the checks that read printed digits."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{what}: expected a number, got {value!r}"[:200])
+    if isinstance(value, str):
+        return value if value.strip().lower() == "nan" else f"{_number(value, what):.6f}"
+    return f"{float(value):.6f}" if math.isfinite(value) else "nan"
+
+
+def _json_row(index: int, record: object) -> _Row | None:
+    """One of -J's results as the row nccl-tests printed beside it; None for a 0-byte one."""
+    at = f"results[{index}]"
+    if not isinstance(record, dict):
+        raise ValueError(
+            f"{at}: expected an object with size, count, type, redop, root and times, got {record!r}"[:200]
+        )
+    size = _json_whole(record.get("size"), f"{at}: size")
+    count = _json_whole(record.get("count"), f"{at}: count")
+    dtype, redop, root = record.get("type"), record.get("redop"), record.get("root")
+    for key, value in (("type", dtype), ("redop", redop), ("root", root)):
+        if not isinstance(value, str) or len(value) > 30:
+            raise ValueError(f"{at}: {key}: expected a short string as nccl-tests writes it, got {value!r}"[:200])
+    assert isinstance(dtype, str) and isinstance(redop, str) and isinstance(root, str)
+    if not re.fullmatch(r"\s*-?\d{1,9}\s*", root):
+        raise ValueError(f"{at}: root {root!r} is not a rank (nccl-tests writes -1 where there is none)")
+    if size == 0:
+        return None
+    times, bandwidths, wrong = [], [], []
+    for column, key in _JSON_COLUMNS:
+        body = record.get(key)
+        if body is None:  # a column nccl-tests did not run (writeBenchMarkLineNullBody)
+            wrong.append("N/A")
+            continue
+        if not isinstance(body, dict):
+            raise ValueError(
+                f"{at}: {key}: expected an object with time, alg_bw, bus_bw and nwrong, got {body!r}"[:200]
+            )
+        time = body.get("time", body.get("cpu_time"))
+        if isinstance(time, bool) or not isinstance(time, int | float):
+            raise ValueError(f"{at}: {key}: time: expected a number of microseconds, got {time!r}"[:200])
+        times.append((column, _time_us(repr(float(time)), f"{at}: {column} time")))
+        bandwidths.append((_json_cell(body.get("alg_bw"), f"{at}: {key}: alg_bw"),
+                           _json_cell(body.get("bus_bw"), f"{at}: {key}: bus_bw")))  # fmt: skip
+        nwrong = body.get("nwrong")
+        wrong.append("N/A" if nwrong is None else _json_cell(nwrong, f"{at}: {key}: nwrong").rstrip("0").rstrip("."))
+    return _Row(at, size, count, dtype, redop, int(root), tuple(times), tuple(bandwidths), tuple(wrong))
+
+
+def _json_named(doc: dict[str, object], name: str) -> tuple[str, str] | None:
+    """The collective a -J document names: its program (args[0]), else its experiment name (nccl-tests 2.20's
+    "AllReduce"), else the file name; None when none of them names one (the table then says)."""
+    args = doc.get("args")
+    if isinstance(args, list) and args and isinstance(args[0], str):
+        op = _program_op(args[0].rsplit("/", 1)[-1], "args[0]")
+        if op is not None:
+            return op, f"its program ({args[0][-60:]})"
+    experiment = doc.get("experiment_name")
+    results = doc.get("results")
+    if isinstance(results, list) and results and isinstance(results[0], dict):
+        experiment = results[0].get("experiment_name")
+    if isinstance(experiment, str) and experiment.strip():
+        op = _NAME_OPS.get(re.sub(r"[^a-z]", "", experiment.lower()))
+        if op is None and experiment.strip().lower() in OPS:
+            op = experiment.strip().lower()
+        if op is not None:
+            return op, f"its experiment_name ({experiment[:30]})"
+    return _which_op("", name)
+
+
+def _parse_json(text: str, name: str) -> Measurements:
+    """nccl-tests' -J output: the ranks from its devices, the rows from its results, the forced algorithm, protocol
+    and NVLS from its environment, the GPUs a thread drives, the iterations and CUDA graphs from its config."""
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deep to be nccl-tests' -J output") from None
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON ({exc})"[:200]) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise ValueError(
+            "a JSON document without a 'results' list: not nccl-tests' -J output (nccl-tests 2.17.3 and later)"
+        )
+    config = doc.get("config", {})
+    devices = doc.get("devices", [])
+    if not isinstance(config, dict) or not isinstance(devices, list):
+        raise ValueError("config must be an object and devices a list, as nccl-tests writes them")
+    hosts, device = [], None
+    for index, entry in enumerate(devices):
+        host = entry.get("hostname") if isinstance(entry, dict) else None
+        if not isinstance(host, str) or not host:
+            raise ValueError(f"devices[{index}]: expected an object with a hostname, got {entry!r}"[:200])
+        hosts.append(host)
+        info = entry.get("device_info")
+        device = info.strip() if isinstance(info, str) and info.strip() else device
+    rows = [row for index, record in enumerate(doc["results"]) if (row := _json_row(index, record)) is not None]
+    if not any(row.times for row in rows):
+        raise ValueError("no results with a time in its 'results' list")
+    ranks, per_node, measured = _read_table(rows, hosts, _json_named(doc, name), None)
+    env_list = doc.get("env", [])
+    env = (
+        [e for e in env_list if isinstance(e, str) and e.split("=", 1)[0] in _JSON_ENV]
+        if isinstance(env_list, list)
+        else []
+    )
+    flags = "\n".join(env)
+    iters = _json_whole(config.get("iterations", 20), "config: iterations", 1, 10_000_000)
+    aggregated = _json_whole(config.get("aggregated_iterations", 1), "config: aggregated_iterations", 1, 10_000)
+    code = doc.get("nccl_version")
+    release = _release_of_code(re.match(r"(\d{5,6})$", str(code))) if code is not None else None
     return Measurements(
         name=name,
         ranks=ranks,
         gpus_per_node=per_node,
-        algorithm=_forced_algorithm(text),
+        algorithm=_forced_algorithm(flags),
         device=device,
-        rows=tuple(measured),
-        protocol=_forced_protocol(text),
-        nvls=_nvls_enabled(text),
-        topology=_topology_hint(text),
-        gpus_per_thread=_gpus_per_thread(text),
-        cuda_graphs=_cuda_graphs(text),
-        iters=_iters(text),
-        coll_channels=_printed_channels(text, "coll"),
-        nvls_channels=_printed_channels(text, "nvls"),
-        p2p_per_peer=_printed_per_peer(text),
-        nccl_release=_nccl_release(text),
-        tests_release=_tests_release(text),
-        headers_release=_release_of_code(_HEADERS_CODE.search(text)),
+        rows=measured,
+        protocol=_forced_protocol(flags),
+        nvls=_nvls_enabled(flags),
+        gpus_per_thread=_json_whole(config.get("ngpus", 1), "config: ngpus", 1, 1024),
+        cuda_graphs=_json_whole(config.get("graph", 0), "config: graph", 0, 10_000_000) > 0,
+        iters=iters * aggregated,
+        nccl_release=release,
     )

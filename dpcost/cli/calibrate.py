@@ -27,7 +27,8 @@ def calibrate(
     files: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="nccl-tests output (all_reduce_perf, reduce_scatter_perf, all_gather_perf) or CSVs; a log that "
+            help="nccl-tests output (all_reduce_perf, reduce_scatter_perf, all_gather_perf; as printed, or -J JSON) or "
+            "CSVs; a log that "
             "does not name its collective takes a '# op: all_reduce' line. None with --steps."
         ),
     ] = None,

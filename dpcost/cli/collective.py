@@ -147,7 +147,7 @@ def collective(
         ),
     ] = None,
     compare: Annotated[
-        Path | None, typer.Option("--compare", help="An nccl-tests log or CSV: adds measured time and error.")
+        Path | None, typer.Option("--compare", help="An nccl-tests log, -J JSON or CSV: adds measured time and error.")
     ] = None,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
