@@ -89,7 +89,8 @@ def markdown(runs: list[Measurements], topology: str | None = None) -> str:
         topo = load_topology(name)
         bands = {b.band: b for b in band_errors(predict(m, topo), TABLE_BANDS)}
         naive = {b.band: b for b in band_errors(line_rate_points(m, topo), TABLE_BANDS)}
-        forced = ", ".join(x for x in (m.algorithm, m.protocol, "" if m.nvls else "no NVLS") if x) or "-"
+        algorithms = m.algorithm or (f"NCCL_ALGO={m.nccl_algo}" if m.nccl_algo else "")
+        forced = ", ".join(x for x in (algorithms, m.protocol, "" if m.nvls else "no NVLS") if x) or "-"
         if m.gpus_per_thread > 1:
             forced = f"{'' if forced == '-' else forced + ', '}-g {m.gpus_per_thread}"
         cells = [f"{bands[b].geomean:.1%}" if b in bands else "-" for b in BAND_NAMES]

@@ -138,8 +138,8 @@ def launches_bound(m: Measurements) -> bool:
 def predict(
     m: Measurements, topology: TopologySpec, algorithm: str | None = None, launch_per_gpu: float = LAUNCH_PER_GPU
 ) -> list[Point]:
-    """Predict every measured row with the run's ranks and, if the file says it forced them, its algorithm and
-    protocol (NCCL_ALGO, NCCL_PROTO) or NVLS off (NCCL_NVLS_ENABLE=0), as nccl-tests times it
+    """Predict every measured row with the run's ranks and, if the file says it set them, its algorithm (or the
+    algorithms NCCL_ALGO leaves) and protocol (NCCL_PROTO) or NVLS off (NCCL_NVLS_ENABLE=0), as nccl-tests times it
     (nccl_tests_seconds)."""
     if m.ranks is None:
         raise ValueError(f"{m.name}: the number of ranks is unknown")
@@ -160,7 +160,7 @@ def predict(
                 per_peer = sendrecv_per_peer(m, topology, m.ranks)
                 best = ring_send_recv(topology, m.ranks, row.size_bytes, per_peer, m.nccl_release)
             else:
-                best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol)
+                best = fastest(topology, row.op, m.ranks, row.size_bytes, forced, m.protocol, m.nccl_algo)
             cache[key] = (
                 nccl_tests_seconds(best, m, launch_per_gpu) * 1e6,
                 f"{best.algorithm}/{best.protocol}",

@@ -62,9 +62,10 @@ from `devices`, its collective from `args[0]`, its forced algorithm, protocol an
 
 The CSV form has the header
 `op,ranks,gpus_per_node,size_bytes,time_us[,algorithm][,column][,algbw_GBps,busbw_GBps]`; one CSV may hold
-several runs (rank counts, forced algorithms). A comment that records NCCL_ALGO=<algo> (the log's environment
-echo, or a `#` line of the CSV) pins the algorithm the run was forced to use. Pure: text in, rows out (catalog.py
-reads the file).
+several runs (rank counts, forced algorithms). A comment that records NCCL_ALGO= (the log's environment echo, or a
+`#` line of the CSV) is read as NCCL reads it (specs.nccl_algo_enabled): where it leaves the run's collective one
+algorithm, that one is the run's forced algorithm; where several but not all ("^NVLS", "Ring,Tree"), the setting is
+kept, and NCCL's fastest of those is predicted. Pure: text in, rows out (catalog.py reads the file).
 """
 
 from __future__ import annotations
@@ -74,26 +75,17 @@ import io
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 
 from dpcost.frozen import frozen
 
-__all__ = ["NCCL_ALGO_NAMES", "Measurement", "Measurements", "parse_measurements", "parse_runs"]
+__all__ = ["Measurement", "Measurements", "parse_measurements", "parse_runs"]
 
 OPS = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all", "send_recv")
 # nccl-tests' program for each op dpcost reads (src/<program>.cu): the names agree but for alltoall and sendrecv.
 PROGRAM_OF = {**{op: op for op in OPS[:-2]}, "all_to_all": "alltoall", "send_recv": "sendrecv"}
 _OP_OF = {program: op for op, program in PROGRAM_OF.items()}
-NCCL_ALGO_NAMES = {
-    "ring": "ring",
-    "tree": "tree",
-    "nvls": "nvls",
-    "nvlstree": "nvls_tree",
-    "collnet": "collnet",
-    "collnetdirect": "collnet",
-    "collnetchain": "collnet",
-    "pat": "pat",
-}
 
 
 @frozen
@@ -109,11 +101,13 @@ class Measurements:
     name: str
     ranks: int | None
     gpus_per_node: int | None
-    algorithm: str | None  # dpcost's name of the algorithm the run forced, if it says
+    algorithm: str | None  # dpcost's name of the one algorithm the run forced its collective to, if it says
     device: str | None
     rows: tuple[Measurement, ...]
     protocol: str | None = None  # the protocol the run forced (NCCL_PROTO), if it says
     nvls: bool = True  # False when the run turned NVLink SHARP off (NCCL_NVLS_ENABLE=0)
+    # the run's NCCL_ALGO where it leaves NCCL several algorithms for its collective, not all ("^NVLS", "Ring,Tree")
+    nccl_algo: str | None = None
     topology: str | None = None  # a `# dpcost-topology: NAME` comment: the catalog topology the file was run on
     gpus_per_thread: int = 1  # nccl-tests' -g: the GPUs one thread drives (`# nThread T nGpus G`)
     cuda_graphs: bool = False  # nccl-tests' -G: iterations launched as CUDA graphs (`graph: N`, N > 0)
@@ -242,13 +236,30 @@ def _nvls_enabled(text: str) -> bool:
     return re.search(r"NCCL_NVLS_ENABLE=0\b", text) is None
 
 
-def _forced_algorithm(text: str) -> str | None:
-    m = re.search(r"NCCL_ALGO=([A-Za-z]+)", text)
-    if not m:
-        return None
-    if m.group(1).lower() not in NCCL_ALGO_NAMES:
-        raise ValueError(f"NCCL_ALGO={m.group(1)[:30]} is not one of {', '.join(NCCL_ALGO_NAMES)}")
-    return NCCL_ALGO_NAMES[m.group(1).lower()]
+# an NCCL_ALGO setting in a log's environment echo or prose, up to what cannot be in one (a bracket, a quote)
+_NCCL_ALGO = re.compile(r"NCCL_ALGO=[\"']?([\^A-Za-z0-9_,;:]*)")
+
+
+def _algorithms_set(text: str, ops: Iterable[str]) -> tuple[str | None, str | None]:
+    """(the one algorithm, else the setting) the run's NCCL_ALGO leaves its collectives (specs.nccl_algo_enabled):
+    one forces it; several but not all are kept as the setting, for NCCL to choose among; none is set, or every
+    algorithm left, gives (None, None). NCCL_ALGO does not apply to alltoall's and sendrecv's send/recv."""
+    m = _NCCL_ALGO.search(text)
+    if m is None:
+        return None, None
+    from dpcost.specs import NCCL_ALGO_NAMES, nccl_algo_enabled  # only where a log sets it, as _forced_protocol
+
+    setting = m.group(1).strip(",;:")
+    enabled = nccl_algo_enabled(setting)
+    left = {op: enabled[op] for op in ops if op in enabled}
+    if len(set(left.values())) > 1:
+        raise ValueError(
+            f"NCCL_ALGO={setting[:60]} leaves {', '.join(left)} different algorithms: keep one collective per file"
+        )
+    if not left or next(iter(left.values())) == frozenset(NCCL_ALGO_NAMES.values()):
+        return None, None
+    names = next(iter(left.values()))
+    return (next(iter(names)), None) if len(names) == 1 else (None, setting)
 
 
 _RANKS_LINE = re.compile(r"^\s*#\s*ranks:\s*(\d+)(?:\s*,\s*gpus per node:\s*(\d+))?\s*$", re.MULTILINE | re.IGNORECASE)
@@ -381,6 +392,8 @@ def _without_line_labels(text: str) -> str:
 
 
 def _algorithm_cell(text: str | None, where: str) -> str | None:
+    from dpcost.specs import NCCL_ALGO_NAMES
+
     value = (text or "").strip().lower()
     if not value or value in ("default", "auto", "-"):
         return None
@@ -397,7 +410,6 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
     if missing:
         raise ValueError(f"CSV header lacks {', '.join(sorted(missing))} (op,ranks,gpus_per_node,size_bytes,time_us)")
     comments = "\n".join(ln for ln in text.splitlines() if ln.lstrip().startswith("#"))
-    forced_all = _forced_algorithm(comments)
     groups: dict[tuple[int, int | None, str | None], list[Measurement]] = {}
     for row in reader:
         where = f"line {numbered[reader.line_num - 1][0]}"
@@ -414,14 +426,15 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
         time_us = _time_us(row.get("time_us"), f"{where}: time_us")
         ranks = _whole(row.get("ranks"), f"{where}: ranks")
         per_node = _whole(row["gpus_per_node"], f"{where}: gpus_per_node") if row.get("gpus_per_node") else None
-        algorithm = _algorithm_cell(row.get("algorithm"), where) or forced_all
+        algorithm = _algorithm_cell(row.get("algorithm"), where)
         column = (row.get("column") or "out-of-place").strip()
         groups.setdefault((ranks, per_node, algorithm), []).append(Measurement(op, size, time_us, column))
     if not groups:
         raise ValueError("no measurement rows")
     runs = []
-    for (ranks, per_node, algorithm), rows in groups.items():
+    for (ranks, per_node, cell), rows in groups.items():
         _no_repeats(rows)
+        algorithm, setting = (cell, None) if cell else _algorithms_set(comments, {r.op for r in rows})
         label = name if len(groups) == 1 else f"{name} [{ranks} ranks{', ' + algorithm if algorithm else ''}]"
         runs.append(
             Measurements(
@@ -433,6 +446,7 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
                 tuple(rows),
                 _forced_protocol(comments),
                 _nvls_enabled(comments),
+                setting,
                 _topology_hint(comments),
                 _gpus_per_thread(comments),
                 _cuda_graphs(comments),
@@ -908,15 +922,17 @@ def _parse_log(text: str, name: str) -> Measurements:
     if not any(r.times for r in rows):
         raise ValueError(f"no nccl-tests data rows under the table header on line {header_line}")
     ranks, per_node, measured = _read_table(rows, hosts, _which_op(text, name), _declared_ranks(text))
+    algorithm, setting = _algorithms_set(text, {r.op for r in measured})
     return Measurements(
         name=name,
         ranks=ranks,
         gpus_per_node=per_node,
-        algorithm=_forced_algorithm(text),
+        algorithm=algorithm,
         device=device,
         rows=measured,
         protocol=_forced_protocol(text),
         nvls=_nvls_enabled(text),
+        nccl_algo=setting,
         topology=_topology_hint(text),
         gpus_per_thread=_gpus_per_thread(text),
         cuda_graphs=_cuda_graphs(text),
@@ -987,7 +1003,7 @@ def _read_table(
 # "count", "type", "redop", "root": "%6i", "out_of_place": {"time" or "cpu_time", "alg_bw", "bus_bw", "nwrong"} or
 # null, "in_place": {...}, "experiment_name"}, ...]}. Bandwidths are written "%lf", six decimals.
 _JSON_COLUMNS = (("out-of-place", "out_of_place"), ("in-place", "in_place"))
-# the environment a run's reading depends on (_forced_algorithm, _forced_protocol, _nvls_enabled)
+# the environment a run's reading depends on (_algorithms_set, _forced_protocol, _nvls_enabled)
 _JSON_ENV = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE")
 
 
@@ -1102,6 +1118,7 @@ def _parse_json(text: str, name: str) -> Measurements:
         else []
     )
     flags = "\n".join(env)
+    algorithm, setting = _algorithms_set(flags, {r.op for r in measured})
     iters = _json_whole(config.get("iterations", 20), "config: iterations", 1, 10_000_000)
     aggregated = _json_whole(config.get("aggregated_iterations", 1), "config: aggregated_iterations", 1, 10_000)
     code = doc.get("nccl_version")
@@ -1110,11 +1127,12 @@ def _parse_json(text: str, name: str) -> Measurements:
         name=name,
         ranks=ranks,
         gpus_per_node=per_node,
-        algorithm=_forced_algorithm(flags),
+        algorithm=algorithm,
         device=device,
         rows=measured,
         protocol=_forced_protocol(flags),
         nvls=_nvls_enabled(flags),
+        nccl_algo=setting,
         gpus_per_thread=_json_whole(config.get("ngpus", 1), "config: ngpus", 1, 1024),
         cuda_graphs=_json_whole(config.get("graph", 0), "config: graph", 0, 10_000_000) > 0,
         iters=iters * aggregated,

@@ -10,7 +10,7 @@ FLOP/s) after validation. The engine takes these objects and never parses text.
 import math
 from collections import Counter
 from collections.abc import Iterable
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -60,6 +60,61 @@ def nccl_proto(value: Any) -> Any:
         said = f"one or more of {', '.join(PROTOCOLS)}, comma-separated as NCCL_PROTO takes them, got {value!r}"
         raise ValueError(said)
     return ",".join(name for name in PROTOCOLS if name in names)
+
+
+# NCCL_ALGO's algorithm names (src/init.cc ncclAlgoStr at v2.30.7-1; "CollNet" before 2.14), in any case, by dpcost's
+# name: CollNetDirect and CollNetChain are dpcost's one collnet
+NCCL_ALGO_NAMES = {
+    "tree": "tree",
+    "ring": "ring",
+    "collnetdirect": "collnet",
+    "collnetchain": "collnet",
+    "collnet": "collnet",
+    "nvls": "nvls",
+    "nvlstree": "nvls_tree",
+    "pat": "pat",
+}
+# NCCL_ALGO's function prefixes (src/init.cc ncclFuncStr), in any case, by dpcost's op
+NCCL_FUNCTIONS = {
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "allreduce": "all_reduce",
+}
+
+
+@cache
+def nccl_algo_enabled(setting: str) -> dict[str, frozenset[str]]:
+    """The algorithms an NCCL_ALGO setting leaves each collective (dpcost's names), as NCCL's parseList reads it
+    (src/graph/tuning.cc:36-136, applied at :461 and :538, v2.30.7-1; the function prefixes since 2.24.3):
+    `;`-separated entries, only the first without a `function:` prefix (then for every function); each a
+    `,`-separated list of the algorithms to enable, all others off, or after a `^` of those to disable, all others
+    on ("^NVLS": every algorithm but NVLS; "Ring,Tree"; "allreduce:tree;allgather:ring"). A ValueError names what
+    NCCL would refuse (ncclInvalidUsage)."""
+    enabled = {op: set(NCCL_ALGO_NAMES) for op in NCCL_FUNCTIONS.values()}
+    for number, entry in enumerate(e for e in setting.split(";") if e):
+        prefix, _, listed = entry.rpartition(":")
+        if not prefix and ":" not in entry and number:
+            raise ValueError(f"NCCL_ALGO={setting[:60]}: every entry but the first must name its function ({entry!r})")
+        ops = [NCCL_FUNCTIONS.get(prefix.strip().lower())] if prefix else list(NCCL_FUNCTIONS.values())
+        if None in ops:
+            raise ValueError(
+                f"NCCL_ALGO={setting[:60]}: {prefix[:30]!r} is no function NCCL names (Broadcast, Reduce, "
+                "AllGather, ReduceScatter, AllReduce)"
+            )
+        excluded = listed.startswith("^")
+        words = {w.strip().lower() for w in listed.removeprefix("^").split(",") if w.strip()}
+        unknown = sorted(words - set(NCCL_ALGO_NAMES))
+        if unknown:
+            raise ValueError(
+                f"NCCL_ALGO={setting[:60]}: {unknown[0][:30]!r} is not one of Tree, Ring, CollNetDirect, "
+                "CollNetChain, NVLS, NVLSTree, PAT"
+            )
+        for op in ops:
+            assert op is not None
+            enabled[op] = set(NCCL_ALGO_NAMES) - words if excluded else set(words)
+    return {op: frozenset(NCCL_ALGO_NAMES[n] for n in names) for op, names in enabled.items()}
 
 
 def allowed_protocols(protocol: str | None) -> tuple[Protocol, ...]:

@@ -172,6 +172,7 @@ def collective(
     ops = [op or "all_reduce"]
     ranks_from, algorithm_from = "ranks", "algorithm"
     run_as: list[str] = []  # what the compared run's environment forced, as assumption lines
+    nccl_algo = None  # the compared run's NCCL_ALGO, where it leaves NCCL several algorithms
     if compare is not None:
         if sizes is not None:
             raise InputError("sizes", "--compare takes its sizes from the measured file; give one or the other")
@@ -189,6 +190,8 @@ def collective(
         ops = [op] if op else list(m.ops)
         if algorithm is None and m.algorithm is not None:
             algorithm, algorithm_from = m.algorithm, f"--compare {compare.name} (its NCCL_ALGO)"
+        if algorithm is None and m.nccl_algo is not None:
+            nccl_algo, algorithm_from = m.nccl_algo, f"--compare {compare.name} (its NCCL_ALGO)"
         if protocol is None and m.protocol is not None:
             protocol = m.protocol
             run_as.append(f"protocol: {protocol} (--compare {compare.name} (its NCCL_PROTO))")
@@ -236,7 +239,7 @@ def collective(
                 elif o == "send_recv":
                     choice = send_recv_choice(topo, ranks, size, per_peer, release)
                 else:
-                    choice = run(topo, o, ranks, size, algorithm, protocol)
+                    choice = run(topo, o, ranks, size, algorithm, protocol, nccl_algo)
             except ValueError as exc:
                 raise InputError(algorithm_from, str(exc)) from None
             choices.append(as_timed_by(choice, run_by))
@@ -253,6 +256,7 @@ def collective(
         f"forced {algorithm} ({algorithm_from})"
         if algorithm
         else "NCCL's fastest candidate for each size"
+        + (f" among those NCCL_ALGO={nccl_algo} leaves ({algorithm_from})" if nccl_algo else "")
         + (
             f", except where the topology's tuner plugin ({topo.tuner_plugin}) picks the algorithm and protocol"
             if topo.tuner_plugin is not None and (protocol or topo.protocol) is None

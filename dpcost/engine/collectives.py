@@ -52,7 +52,7 @@ from dpcost.engine.nccl_channels import bytes_per_channel, ring_channels, search
 from dpcost.engine.placement import Level, Placement, hop_share, place, spanned, steps_per_level
 from dpcost.engine.tuner_plugin import plugin_choice
 from dpcost.frozen import frozen
-from dpcost.specs import PROTOCOLS, Protocol, TierSpec, TopologySpec, allowed_protocols
+from dpcost.specs import PROTOCOLS, Protocol, TierSpec, TopologySpec, allowed_protocols, nccl_algo_enabled
 
 __all__ = [
     "ALGORITHMS",
@@ -859,12 +859,13 @@ def fastest(
     size: float,
     algorithm: str | None = None,
     protocol: str | None = None,
+    nccl_algo: str | None = None,
 ) -> CollectiveTime:
     """The call as NCCL runs it: the fastest of its candidates, the topology's tuner plugin's pick where it makes
     one, or the forced algorithm (no what-ifs priced).
 
     A forced `protocol` (NCCL_PROTO; else the topology's) leaves out the algorithms that cannot run it, as NCCL
-    does."""
+    does; so does an NCCL_ALGO setting that leaves several (`nccl_algo`: "^NVLS", "Ring,Tree")."""
     p = _placed(topology, group)
     if p.ranks == 1 or size == 0:
         return collective_time(topology, op, p, size, "ring")
@@ -872,8 +873,8 @@ def fastest(
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
     return _kept(
-        _fastest(topology), p, (op, size, algorithm, protocol),
-        lambda: _fastest_uncached(topology, op, p, size, algorithm, protocol),
+        _fastest(topology), p, (op, size, algorithm, protocol, nccl_algo),
+        lambda: _fastest_uncached(topology, op, p, size, algorithm, protocol, nccl_algo),
     )  # fmt: skip
 
 
@@ -884,13 +885,35 @@ def _fastest(topology: TopologySpec) -> dict[tuple[object, ...], tuple[Collectiv
 
 
 def _fastest_uncached(
-    topology: TopologySpec, op: str, p: Placement, size: float, algorithm: str | None, protocol: str | None
+    topology: TopologySpec,
+    op: str,
+    p: Placement,
+    size: float,
+    algorithm: str | None,
+    protocol: str | None,
+    nccl_algo: str | None,
 ) -> CollectiveTime:
-    plugin = _plugin_pick(topology, op, p, size, algorithm, protocol)
+    plugin = _plugin_pick(topology, op, p, size, algorithm, protocol, nccl_algo)
     if plugin is not None:
         return _price(topology, p, op, size, *plugin)
-    names = _running(protocol, (algorithm,) if algorithm is not None else nccl_candidates(op, p))
+    names = _running(protocol, (algorithm,) if algorithm is not None else _enabled(op, p, nccl_algo))
     return _in_nccls_order(topology, op, p, size, names, protocol)[0]
+
+
+def _enabled(op: str, p: Placement, nccl_algo: str | None) -> tuple[str, ...]:
+    """NCCL's candidates for the call that an NCCL_ALGO setting leaves on (specs.nccl_algo_enabled; NCCL prices a
+    disabled algorithm at no bandwidth, tuning.cc:538); where it leaves none NCCL fails the call, and so does this."""
+    names = nccl_candidates(op, p)
+    if nccl_algo is None:
+        return names
+    enabled = nccl_algo_enabled(nccl_algo).get(op)  # None: not a collective NCCL_ALGO names
+    kept = tuple(a for a in names if enabled is None or a in enabled)
+    if not kept:
+        raise ValueError(
+            f"NCCL_ALGO={nccl_algo[:60]} leaves no algorithm NCCL runs {op} with on {p.ranks} GPUs "
+            f"({p.nodes} NVLink domain{'' if p.nodes == 1 else 's'}): it weighs {', '.join(names)}"
+        )
+    return kept
 
 
 def _in_nccls_order(
@@ -937,13 +960,19 @@ def _seen_placement(p: Placement) -> Placement:
 
 
 def _plugin_pick(
-    topology: TopologySpec, op: str, p: Placement, size: float, algorithm: str | None, protocol: str | None
+    topology: TopologySpec,
+    op: str,
+    p: Placement,
+    size: float,
+    algorithm: str | None,
+    protocol: str | None,
+    nccl_algo: str | None = None,
 ) -> tuple[str, str] | None:
     """The topology's tuner plugin's (algorithm, protocol) for the call (tuner_plugin.py), among the pairs a forced
     algorithm (NCCL_ALGO) or protocol (NCCL_PROTO) leaves; None where the plugin leaves the choice to NCCL."""
     if topology.tuner_plugin is None:
         return None
-    names = (algorithm,) if algorithm is not None else _running(protocol, nccl_candidates(op, p))
+    names = (algorithm,) if algorithm is not None else _running(protocol, _enabled(op, p, nccl_algo))
     return plugin_choice(topology.tuner_plugin, op, p.ranks, p.nodes, size, names, protocol)
 
 
@@ -954,19 +983,27 @@ def collective(
     size: float,
     algorithm: str | None = None,
     protocol: str | None = None,
+    nccl_algo: str | None = None,
 ) -> CollectiveChoice:
-    """Every applicable algorithm's time; `best` is the call as `fastest` runs it: the fastest of NCCL's, the
-    tuner plugin's pick, or the forced algorithm. A forced `protocol` (NCCL_PROTO; else the topology's) prices every
-    algorithm in it and leaves out those that cannot run it, as `fastest`. Answered once per topology (_choices)."""
+    """Every applicable algorithm's time; `best` is the call as `fastest` runs it: the fastest of NCCL's (of those
+    an NCCL_ALGO setting, `nccl_algo`, leaves), the tuner plugin's pick, or the forced algorithm. A forced
+    `protocol` (NCCL_PROTO; else the topology's) prices every algorithm in it and leaves out those that cannot run
+    it, as `fastest`. Answered once per topology (_choices)."""
     p = _placed(topology, group)
     return _kept(
-        _choices(topology), p, (op, size, algorithm, protocol),
-        lambda: _collective(topology, op, p, size, algorithm, protocol),
+        _choices(topology), p, (op, size, algorithm, protocol, nccl_algo),
+        lambda: _collective(topology, op, p, size, algorithm, protocol, nccl_algo),
     )  # fmt: skip
 
 
 def _collective(
-    topology: TopologySpec, op: str, p: Placement, size: float, algorithm: str | None, protocol: str | None
+    topology: TopologySpec,
+    op: str,
+    p: Placement,
+    size: float,
+    algorithm: str | None,
+    protocol: str | None,
+    nccl_algo: str | None = None,
 ) -> CollectiveChoice:
     if p.ranks == 1 or size == 0:
         none = collective_time(topology, op, p, size, "ring")
@@ -978,11 +1015,12 @@ def _collective(
     extra = [a for a in forcible(op, p) if a not in nccl_candidates(op, p)] if len(p.levels) > 1 else []
     what_ifs = [_price(topology, p, op, size, a) for a in extra]
     candidates = (*nccl_times, *what_ifs)
-    plugin = _plugin_pick(topology, op, p, size, algorithm, protocol)
+    plugin = _plugin_pick(topology, op, p, size, algorithm, protocol, nccl_algo)
+    enabled = _enabled(op, p, nccl_algo) if algorithm is None else ()
     if plugin is not None:
         best = _price(topology, p, op, size, *plugin)
     elif algorithm is None:
-        best = nccl_times[0]
+        best = next(c for c in nccl_times if c.algorithm in enabled)
     else:
         best = next((c for c in candidates if c.algorithm == algorithm), None) or _price(
             topology, p, op, size, algorithm, protocol

@@ -1,0 +1,94 @@
+"""NCCL_ALGO as NCCL reads it (src/graph/tuning.cc parseList at v2.30.7-1): the algorithms it leaves each collective,
+and a run that set it predicted among those."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import REFERENCE
+
+from dpcost.accuracy import predict
+from dpcost.catalog import load_topology
+from dpcost.engine.collectives import collective, fastest
+from dpcost.nccl_tests import parse_measurements
+from dpcost.specs import nccl_algo_enabled
+
+EVERY = {"tree", "ring", "collnet", "nvls", "nvls_tree", "pat"}
+LOG = (REFERENCE / "nccl-tests" / "h100-2n-all_reduce-nccltests309.log").read_text()
+GATHER = (REFERENCE / "nccl-tests" / "h200-2n-all_gather-gcpa3ultra.log").read_text()
+
+
+def test_the_examples_in_nccls_own_comment() -> None:
+    # tuning.cc: "Enable ring and collnetdirect for all functions, then select tree and collnetdirect for allreduce
+    # and ring for broadcast."
+    enabled = nccl_algo_enabled("ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:ring")
+    assert enabled["all_reduce"] == {"tree", "collnet"}
+    assert enabled["broadcast"] == {"ring"}
+    assert enabled["all_gather"] == enabled["reduce_scatter"] == enabled["reduce"] == {"ring", "collnet"}
+
+
+@pytest.mark.parametrize(
+    ("setting", "op", "left"),
+    [
+        ("^NVLS", "all_reduce", EVERY - {"nvls"}),  # NVLSTree stays: NCCL names them apart
+        ("^NVLS,NVLSTree", "all_reduce", EVERY - {"nvls", "nvls_tree"}),
+        ("Ring,Tree", "all_gather", {"ring", "tree"}),
+        ("RING", "reduce", {"ring"}),
+        ("allreduce:tree", "all_gather", EVERY),  # a prefix leaves the other functions alone
+        ("allreduce:tree", "all_reduce", {"tree"}),
+        ("^CollNetDirect", "all_reduce", EVERY),  # CollNetChain is dpcost's collnet too
+        ("", "all_reduce", EVERY),
+    ],
+)
+def test_what_a_setting_leaves(setting: str, op: str, left: set[str]) -> None:
+    assert nccl_algo_enabled(setting)[op] == left
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("allreduce:tree;ring", "every entry but the first must name its function"),
+        ("allgathr:ring", "no function NCCL names"),
+        ("Ring,Fast", "'fast' is not one of"),
+    ],
+)
+def test_what_nccl_refuses_is_refused(setting: str, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        nccl_algo_enabled(setting)
+
+
+def _run(log: str, setting: str):  # type: ignore[no-untyped-def]
+    return parse_measurements(f"# export NCCL_ALGO={setting}\n{log}", "run.log")
+
+
+def test_a_log_reads_one_algorithm_as_forced_and_several_as_left_to_nccl() -> None:
+    assert (_run(LOG, "Ring").algorithm, _run(LOG, "Ring").nccl_algo) == ("ring", None)
+    assert (_run(LOG, "Ring,Tree").algorithm, _run(LOG, "Ring,Tree").nccl_algo) == (None, "Ring,Tree")
+    assert (_run(LOG, "^NVLS").algorithm, _run(LOG, "^NVLS").nccl_algo) == (None, "^NVLS")
+    assert (_run(LOG, '"^NVLS"').nccl_algo, _run(LOG, "^NVLS).").nccl_algo) == ("^NVLS", "^NVLS")  # quoted, in prose
+    # per function: this log is an all_gather's, which the setting sends to Ring
+    assert _run(GATHER, "allreduce:tree;allgather:ring").algorithm == "ring"
+    assert _run(GATHER, "allreduce:tree").algorithm is None  # every algorithm left to all_gather
+    with pytest.raises(ValueError, match="'fast' is not one of"):
+        _run(LOG, "Fast")
+
+
+def test_a_run_that_turned_nvls_off_by_nccl_algo_is_predicted_without_it() -> None:
+    h100 = load_topology("dgx-h100")
+    plain = {p.algorithm.split("/")[0] for p in predict(parse_measurements(LOG, "run.log"), h100)}
+    assert "nvls_tree" in plain  # the default run picks NVLSTree somewhere, which "^NVLS,NVLSTree" takes away
+    picked = {p.algorithm.split("/")[0] for p in predict(_run(LOG, "^NVLS,NVLSTree"), h100)}
+    assert picked and picked <= {"ring", "tree"}
+    both = predict(_run(LOG, "Ring,Tree"), h100)
+    for point, ring, tree in zip(both, predict(_run(LOG, "Ring"), h100), predict(_run(LOG, "Tree"), h100), strict=True):
+        assert point.predicted_us in (ring.predicted_us, tree.predicted_us)
+
+
+def test_the_engine_picks_among_what_is_left_and_refuses_nothing_left() -> None:
+    h100 = load_topology("dgx-h100")
+    size = 1 << 30
+    assert fastest(h100, "all_reduce", 16, size).algorithm == "nvls_tree"
+    assert fastest(h100, "all_reduce", 16, size, nccl_algo="^NVLSTree").algorithm != "nvls_tree"
+    choice = collective(h100, "all_reduce", 16, size, nccl_algo="Ring")
+    assert choice.best.algorithm == "ring" and len(choice.candidates) > 1  # every candidate still priced
+    with pytest.raises(ValueError, match="leaves no algorithm NCCL runs all_gather with"):
+        fastest(h100, "all_gather", 16, size, nccl_algo="Tree")
