@@ -43,6 +43,15 @@ MAX_FILE_BYTES = 1 << 20  # specs are a few kB; refuse anything that could only 
 # A Hugging Face config.json can carry a quantization_config listing every layer's modules (nvidia's MiniMax-M3-NVFP4:
 # 3.1 MB), so its bound is wider; still one json.loads of a few MB.
 MAX_CONFIG_BYTES = 16 << 20
+# nccl-tests output under NCCL_DEBUG=INFO carries NCCL's own lines, a few hundred a rank (rings, trees, channels'
+# connections): a 128-rank log is several MB, and so is a -J JSON with per-iteration times (-I 1).
+MAX_MEASUREMENT_BYTES = 64 << 20
+# what each kind of file may weigh, and why, for the refusal
+_READ_LIMITS = {
+    "spec": (MAX_FILE_BYTES, "specs are small YAML files"),
+    "config": (MAX_CONFIG_BYTES, "a config.json, quantization settings and all, is a few MB"),
+    "measurements": (MAX_MEASUREMENT_BYTES, "nccl-tests output, NCCL_DEBUG=INFO lines and all, is a few MB"),
+}
 Spec = TypeVar("Spec", bound=BaseModel)
 
 
@@ -96,18 +105,16 @@ def _strict_loader() -> type[yaml.SafeLoader]:
     return StrictLoader
 
 
-def _read_text(source: Path, where: str, config_json: bool = False) -> str:
-    """The file's text, refused past MAX_FILE_BYTES (MAX_CONFIG_BYTES for a Hugging Face config.json)."""
-    limit = MAX_CONFIG_BYTES if config_json else MAX_FILE_BYTES
+def _read_text(source: Path, where: str, kind: str = "spec") -> str:
+    """The file's text, refused past the limit for its kind (_READ_LIMITS: a spec, a Hugging Face config.json,
+    nccl-tests measurements)."""
+    limit, what = _READ_LIMITS[kind]
     try:
         with source.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
         raise InputError(where, f"cannot read the file ({exc.strerror or exc})") from None
     if len(data) > limit:
-        what = "specs are small YAML files"
-        if config_json:
-            what = "a config.json, quantization settings and all, is a few MB"
         raise InputError(where, f"file is larger than {limit // 1024} KiB; {what}")
     try:
         return data.decode("utf-8-sig")  # a byte-order mark, as spreadsheets write, is not part of the text
@@ -261,7 +268,7 @@ def load_model(value: str, where: str = "--model") -> ModelSpec:
     """A catalog name, a YAML spec file or a Hugging Face config.json."""
     if _is_path(value):
         path = _check_path(value, where)
-        text = _read_text(path, str(path), config_json=path.suffix == ".json")
+        text = _read_text(path, str(path), "config" if path.suffix == ".json" else "spec")
         if path.suffix == ".json":
             return model_from_hf_config(_parse_json(text, str(path)), str(path))
         return _validate(ModelSpec, _parse_yaml(text, str(path)), str(path))
@@ -453,7 +460,7 @@ def import_hf_config(path: str, name: str, output: str | None = None, force: boo
     source = _check_path(path, "CONFIG")
     if source.suffix != ".json":
         raise InputError("CONFIG", f"{path}: expected a Hugging Face config.json")
-    text = _read_text(source, str(source), config_json=True)
+    text = _read_text(source, str(source), "config")
     spec = model_from_hf_config(_parse_json(text, str(source)), str(source), name=name)
     import yaml
 
@@ -515,7 +522,7 @@ def load_runs(path: str, where: str) -> list[Measurements]:
         if where != path:
             raise
         raise InputError(path, exc.message.removeprefix(f"{path}: ")) from None
-    text = _read_text(p, str(p))
+    text = _read_text(p, str(p), "measurements")
     try:
         return parse_runs(text, name=p.name)
     except ValueError as exc:

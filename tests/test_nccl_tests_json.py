@@ -224,3 +224,27 @@ def test_the_cli_compares_a_document_and_refuses_a_bad_one_in_one_line(tmp_path:
     refused = runner.invoke(app, ["collective", "--compare", str(bad), "--topology", "gcp-a3-ultra"])
     assert refused.exit_code == 2
     assert refused.output.strip().count("\n") == 0 and "bad.json" in refused.output
+
+
+def test_a_log_with_nccls_own_lines_is_read_past_a_specs_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NCCL_DEBUG=INFO prints a few hundred lines a rank; such a log of a few MB was refused as a spec would be."""
+    import dpcost.catalog as catalog
+    from dpcost.errors import InputError
+
+    lines = (NCCL / "h100-2n-all_reduce-nccltests309.log").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip("#").split()[:3] == ["size", "count", "type"])
+    info = [
+        f"node{r // 8}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO Channel {c:02d}/0 : {r}[{r % 8}] -> {(r + 1) % 16}"
+        f"[{(r + 1) % 8}] via P2P/CUMEM/read"
+        for r in range(16)
+        for c in range(32)
+        for _ in range(40)
+    ]
+    big = tmp_path / "info.log"
+    big.write_text("\n".join([*lines[:at], *info, *lines[at:]]) + "\n")
+    assert big.stat().st_size > catalog.MAX_FILE_BYTES
+    m = load_measurements(str(big))
+    assert (m.ranks, m.gpus_per_node, len(m.rows)) == (16, 8, 64)
+    monkeypatch.setitem(catalog._READ_LIMITS, "measurements", (1 << 20, "nccl-tests output is a few MB"))
+    with pytest.raises(InputError, match="larger than 1024 KiB; nccl-tests output"):
+        load_measurements(str(big))
