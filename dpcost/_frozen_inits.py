@@ -1746,11 +1746,12 @@ def _dpcost_training_configs_TrainingConfig(__set, __FACTORY, __dflt_dp, __dflt_
 
 
 def _dpcost_training_configs_shell_Script(__set, __FACTORY):
-    def __init__(self, commands, launchers, files, slurm):
+    def __init__(self, commands, launchers, files, slurm, nccl):
       __set(self, 'commands', commands)
       __set(self, 'launchers', launchers)
       __set(self, 'files', files)
       __set(self, 'slurm', slurm)
+      __set(self, 'nccl', nccl)
     return __init__
 
 
@@ -1886,5 +1887,5 @@ INITS = {
     'dpcost.training_configs.PipelineSplit': ("def __init__(self, key, stages_per_rank, first_less=__dflt_first_less, last_less=__dflt_last_less, per_stage=__dflt_per_stage, before_v01=__dflt_before_v01, starts=__dflt_starts):\n  __set(self, 'key', key)\n  __set(self, 'stages_per_rank', stages_per_rank)\n  __set(self, 'first_less', first_less)\n  __set(self, 'last_less', last_less)\n  __set(self, 'per_stage', per_stage)\n  __set(self, 'before_v01', before_v01)\n  __set(self, 'starts', starts)", _dpcost_training_configs_PipelineSplit),
     'dpcost.training_configs.Setting': ("def __init__(self, key, value, became, note=__dflt_note, option=__dflt_option):\n  __set(self, 'key', key)\n  __set(self, 'value', value)\n  __set(self, 'became', became)\n  __set(self, 'note', note)\n  __set(self, 'option', option)", _dpcost_training_configs_Setting),
     'dpcost.training_configs.TrainingConfig': ("def __init__(self, path, kind, options, settings, dp=__dflt_dp, model=__dflt_model, model_spec=__dflt_model_spec, vocab_padding=__dflt_vocab_padding, replicas=__dflt_replicas, refusals=__FACTORY, micro_from_dp=__dflt_micro_from_dp, bucket_from_hidden=__dflt_bucket_from_hidden, pp_split=__dflt_pp_split, fsdp_layouts=__dflt_fsdp_layouts, tp_sequence_parallel=__dflt_tp_sequence_parallel, pp_keeps_parameters=__dflt_pp_keeps_parameters):\n  __set(self, 'path', path)\n  __set(self, 'kind', kind)\n  __set(self, 'options', options)\n  __set(self, 'settings', settings)\n  __set(self, 'dp', dp)\n  __set(self, 'model', model)\n  __set(self, 'model_spec', model_spec)\n  __set(self, 'vocab_padding', vocab_padding)\n  __set(self, 'replicas', replicas)\n  __set(self, 'refusals', __factory_refusals() if refusals is __FACTORY else refusals)\n  __set(self, 'micro_from_dp', micro_from_dp)\n  __set(self, 'bucket_from_hidden', bucket_from_hidden)\n  __set(self, 'pp_split', pp_split)\n  __set(self, 'fsdp_layouts', fsdp_layouts)\n  __set(self, 'tp_sequence_parallel', tp_sequence_parallel)\n  __set(self, 'pp_keeps_parameters', pp_keeps_parameters)", _dpcost_training_configs_TrainingConfig),
-    'dpcost.training_configs.shell.Script': ("def __init__(self, commands, launchers, files, slurm):\n  __set(self, 'commands', commands)\n  __set(self, 'launchers', launchers)\n  __set(self, 'files', files)\n  __set(self, 'slurm', slurm)", _dpcost_training_configs_shell_Script),
+    'dpcost.training_configs.shell.Script': ("def __init__(self, commands, launchers, files, slurm, nccl):\n  __set(self, 'commands', commands)\n  __set(self, 'launchers', launchers)\n  __set(self, 'files', files)\n  __set(self, 'slurm', slurm)\n  __set(self, 'nccl', nccl)", _dpcost_training_configs_shell_Script),
 }

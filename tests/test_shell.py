@@ -254,3 +254,34 @@ def test_an_escaped_blank_before_a_newline_in_a_launch_string_is_what_bash_reads
     done = subprocess.run(["bash", "-c", prelude + script + "true"], capture_output=True, text=True, check=True)
     ours = next(words for words in command_words(script, "s.sh") if words[0] == "torchrun")
     assert ours[1:] == done.stdout.split("\n")[:-1]
+
+
+NCCL_ENV = """\
+export NCCL_NVLS_ENABLE=0
+export NCCL_IB_HCA=mlx5_0,mlx5_1
+torchrun --first 1
+ALGO=Ring
+NCCL_ALGO=$ALGO NCCL_PROTO="Simple" torchrun --second 1
+export NCCL_NVLS_ENABLE=1
+torchrun --third 1
+"""
+
+
+@needs_bash
+def test_each_command_runs_with_the_nccl_variables_bash_gives_it() -> None:
+    """Exported, and given before a command's name for it alone (bash(1): ENVIRONMENT): what `env` shows each
+    torchrun is what dpcost reads it runs with."""
+    from dpcost.training_configs.shell import read_script
+
+    prelude = "torchrun() { env | grep '^NCCL_' | sort; printf '\\x1e\\n'; }\n"
+    done = subprocess.run(["bash", "-c", prelude + NCCL_ENV], capture_output=True, text=True, check=True)
+    theirs = [dict(line.split("=", 1) for line in call.splitlines()) for call in done.stdout.split("\x1e\n")[:-1]]
+    script = read_script(NCCL_ENV, "job.sh")
+    ours = [env for words, env in zip(script.commands, script.nccl, strict=True) if words[0] == "torchrun"]
+    assert ours == theirs
+    assert ours[1] == {
+        "NCCL_NVLS_ENABLE": "0",
+        "NCCL_IB_HCA": "mlx5_0,mlx5_1",
+        "NCCL_ALGO": "Ring",
+        "NCCL_PROTO": "Simple",
+    }

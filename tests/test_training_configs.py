@@ -2012,3 +2012,50 @@ def test_megatrons_own_gradient_flags_do_not_reach_deepspeeds_engine(tmp_path: P
     assert doc["setup"]["grad_dtype"] == "fp16"
     rows = {s["key"]: s["note"] for s in doc["from_config"]["settings"]}
     assert rows["--accumulate-allreduce-grads-in-fp32"].startswith("DeepSpeed's engine accumulates")
+
+
+@pytest.mark.parametrize(
+    ("environment", "read_as"),
+    [
+        ("export NCCL_NVLS_ENABLE=0\n", {"nvls": "off"}),
+        ("export NCCL_COLLNET_ENABLE=1\n", {"collnet": "on"}),
+        ("NCCL_PROTO=Simple ", {"protocol": "simple"}),
+        ("export NCCL_ALGO=Ring\n", {"algorithm": "ring"}),
+        ("export NCCL_ALGO=^NVLS,NVLSTree\n", {"nvls": "off"}),  # Megatron-Bridge's deterministic presets' spelling
+        ("export NCCL_ALGO=^NVLS\n", {}),  # NVLSTree left: no plan says that
+        ("export NCCL_ALGO=Ring,Tree\n", {}),
+        ("export NCCL_PROTO=LL,Simple\n", {}),
+    ],
+)
+def test_a_megatron_scripts_nccl_variables_set_what_a_plan_can_say(environment: str, read_as: dict[str, str]) -> None:
+    """NCCL's variables as the training command runs with them (shell.py), as NCCL reads them (NCCL_ALGO:
+    src/graph/tuning.cc parseList): those a plan can say become its options; the others are listed as not read."""
+    from dpcost.training_configs.megatron import read
+
+    base = "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 "
+    environment, launch = (environment, "") if environment.endswith("\n") else ("", environment)
+    config = read(f"{environment}{launch}{base}--seq-length 128\n", "n.sh")
+    options = {k: v for k, v in config.options.items() if k in ("nvls", "collnet", "protocol", "algorithm")}
+    assert options == read_as
+    rows = {s.key: s.note for s in config.settings if s.key.startswith("NCCL_")}
+    assert len(rows) == 1 and (read_as or next(iter(rows.values())).startswith("not read"))
+
+
+def test_a_megatron_script_whose_nccl_algo_nccl_would_refuse_is_refused_by_name() -> None:
+    from dpcost.training_configs.megatron import read
+
+    with pytest.raises(InputError, match=r"NCCL_ALGO.*'fast' is not one of"):
+        read("export NCCL_ALGO=Ring,Fast\ntorchrun pretrain_gpt.py --num-layers 2 --seq-length 128\n", "n.sh")
+
+
+def test_deterministic_mode_sets_nccl_algo_ring_where_the_environment_does_not() -> None:
+    """megatron/training/determinism.py (d98e8a64dd): DETERMINISM_ENV_VAR_DEFAULTS setdefaults NCCL_ALGO=Ring, and an
+    NCCL_ALGO the launcher sets must be made of Ring, CollnetDirect, CollnetChain and ^NVLS, or the run stops."""
+    from dpcost.training_configs.megatron import read
+
+    base = "torchrun pretrain_gpt.py --num-layers 2 --seq-length 128 --deterministic-mode\n"
+    assert read(base, "d.sh").options["algorithm"] == "ring"
+    assert "algorithm" not in read("export NCCL_ALGO=^NVLS\n" + base, "d.sh").options
+    assert read("export NCCL_ALGO=CollnetDirect\n" + base, "d.sh").options["algorithm"] == "collnet"
+    with pytest.raises(InputError, match="NCCL_ALGO: Tree: --deterministic-mode accepts only"):
+        read("export NCCL_ALGO=Tree\n" + base, "d.sh")

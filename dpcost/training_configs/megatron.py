@@ -313,6 +313,7 @@ def read(text: str, path: str) -> TrainingConfig:
     _precision(r, args)
     _cublas_workspace(r, args, text)
     _system(r, args)
+    _nccl(r, _nccl_environment(script, training), "--deterministic-mode" in args)
     spec = _model(r, args, tp, Path(path).stem, _entry(training))
     padding = None
     if spec is not None and "--pad-vocab-size-to" not in args:  # a vocabulary padded to that at any TP
@@ -349,7 +350,7 @@ def _cublas_workspace(r: Reading, args: dict[str, list[str]], text: str) -> None
     --deterministic-mode sets where the environment gives none (megatron/training/determinism.py
     DETERMINISM_ENV_VAR_DEFAULTS, applied with setdefault, at d98e8a64dd)."""
     given = _CUBLAS_CONFIG.search(_COMMENT.sub("", text))
-    deterministic = "its NCCL_ALGO=Ring and deterministic kernels are not priced"
+    deterministic = "its deterministic kernels are not priced (its NCCL_ALGO: the NCCL_ALGO row)"
     if given and "--deterministic-mode" in args and given.group(1) not in DETERMINISTIC_CUBLAS_CONFIGS:
         allowed = " or ".join(DETERMINISTIC_CUBLAS_CONFIGS)
         raise r.error("CUBLAS_WORKSPACE_CONFIG", f"{given.group(1)}: --deterministic-mode runs only {allowed} "
@@ -963,6 +964,73 @@ def _reduced_gradient_bytes(args: dict[str, list[str]]) -> int:
 
 _SYSTEM_ARGS = ("--use-sharp", "--optimizer-cpu-offload", "--optimizer-offload-fraction", "--use-tp-pp-dp-mapping",
                 "--use-torch-fsdp2", "--torch-fsdp2-no-reshard-after-forward", "--encoder-seq-length")  # fmt: skip
+
+
+def _nccl_environment(script: Script, training: list[list[str]]) -> dict[str, str]:
+    """The NCCL variables the training commands run with (shell.py: exported or set before them, or given for the
+    command alone); the last command's where several run."""
+    envs = [env for words, env in zip(script.commands, script.nccl, strict=True) if any(words is t for t in training)]
+    return envs[-1] if envs else {}
+
+
+# NCCL's algorithms but NVLS and NVLSTree: what NCCL_ALGO=^NVLS,NVLSTree leaves every collective, as --nvls off does
+_NO_NVLS = frozenset({"tree", "ring", "collnet", "pat"})
+# --deterministic-mode's NCCL_ALGO where the environment sets none, and the tokens it accepts in one that is set
+# (megatron/training/determinism.py DETERMINISM_ENV_VAR_DEFAULTS, ACCEPTED_NCCL_ALGO_TOKENS at d98e8a64dd)
+DETERMINISTIC_NCCL_ALGO = "Ring"
+DETERMINISTIC_NCCL_ALGO_TOKENS = ("Ring", "CollnetDirect", "CollnetChain", "^NVLS")
+
+
+def _nccl(r: Reading, env: dict[str, str], deterministic: bool) -> None:
+    """NCCL's variables where they set what a plan can say (NCCL's environment variables, src/graph/tuning.cc at
+    v2.30.7-1): NCCL_NVLS_ENABLE (--nvls), NCCL_COLLNET_ENABLE (--collnet), NCCL_PROTO naming one protocol
+    (--protocol), NCCL_ALGO leaving every collective one algorithm (--algorithm) or all but NVLS and NVLSTree
+    (--nvls off; specs.nccl_algo_enabled). What a plan cannot say is listed as not read. `deterministic`
+    (--deterministic-mode) sets NCCL_ALGO=Ring where the environment sets none, and refuses a set one with a token
+    it does not accept, as determinism.py asserts."""
+    from dpcost.specs import nccl_algo_enabled, nccl_proto
+
+    if deterministic and "NCCL_ALGO" in env:
+        tokens = [t.strip() for t in env["NCCL_ALGO"].split(",") if t.strip()]
+        if not tokens or not all(t in DETERMINISTIC_NCCL_ALGO_TOKENS for t in tokens):
+            accepted = ", ".join(DETERMINISTIC_NCCL_ALGO_TOKENS)
+            raise r.error("NCCL_ALGO", f"{env['NCCL_ALGO'][:60]}: --deterministic-mode accepts only {accepted} "
+                          "(megatron/training/determinism.py asserts it)")  # fmt: skip
+    elif deterministic:
+        why = "--deterministic-mode sets it where the environment does not (megatron/training/determinism.py)"
+        shown = f"{DETERMINISTIC_NCCL_ALGO} (--deterministic-mode)"
+        r.use("NCCL_ALGO", shown, "algorithm", DETERMINISTIC_NCCL_ALGO.lower(), why)
+
+    for name, option in (("NCCL_NVLS_ENABLE", "nvls"), ("NCCL_COLLNET_ENABLE", "collnet")):
+        value = env.get(name)
+        if value in ("0", "1"):
+            r.use(name, value, option, "on" if value == "1" else "off", f"as NCCL reads {name}={value}")
+        elif value is not None:
+            r.ignore(name, value, "not read: NCCL takes 0 or 1")
+    protocol = env.get("NCCL_PROTO")
+    if protocol:
+        try:
+            allowed = str(nccl_proto(protocol))
+        except ValueError:
+            allowed = ""
+        if allowed and "," not in allowed:
+            r.use("NCCL_PROTO", protocol, "protocol", allowed, "the one protocol NCCL_PROTO leaves NCCL")
+        else:
+            r.ignore("NCCL_PROTO", protocol, "not read: a plan forces one protocol or leaves NCCL all three")
+    algorithm = env.get("NCCL_ALGO")
+    if algorithm:
+        try:
+            left = set(nccl_algo_enabled(algorithm).values())
+        except ValueError as exc:
+            raise r.error("NCCL_ALGO", str(exc).removeprefix(f"NCCL_ALGO={algorithm[:60]}: ")) from None
+        only = next(iter(left)) if len(left) == 1 else frozenset()
+        if len(only) == 1:
+            r.use("NCCL_ALGO", algorithm, "algorithm", next(iter(only)), "the one algorithm NCCL_ALGO leaves NCCL")
+        elif only == _NO_NVLS:
+            r.use("NCCL_ALGO", algorithm, "nvls", "off", "NCCL_ALGO leaves NCCL neither NVLS nor NVLSTree")
+        else:
+            r.ignore("NCCL_ALGO", algorithm, "not read: it leaves NCCL several algorithms, where a plan forces one "
+                     "or leaves NCCL all (--nvls off takes NVLS and NVLSTree away together)")  # fmt: skip
 
 
 def _system(r: Reading, args: dict[str, list[str]]) -> None:

@@ -44,7 +44,8 @@ from dpcost.frozen import frozen
 __all__ = ["SHELLS", "Script", "command_words", "read_script", "slurm_options"]
 
 _ASSIGNMENT = re.compile(r"(?:(?:export|local|readonly|declare(?:\s+-\w+)*)\s+)?([A-Za-z_]\w*)(\+?)=(.*)", re.DOTALL)
-_WORD_ASSIGNMENT = r"[A-Za-z_]\w*=(?:\"[^\"]*\"|'[^']*'|[^\s\"'(]\S*|)"  # NAME=word, the word maybe quoted
+_NAME = r"[A-Za-z_]\w*"
+_WORD_ASSIGNMENT = rf"({_NAME})=(\"[^\"]*\"|'[^']*'|[^\s\"'(]\S*|)"  # NAME=word, the word maybe quoted
 _PREFIX = re.compile(rf"(?:{_WORD_ASSIGNMENT}\s+)+")  # assignments before a command: its environment only
 _BRACED = re.compile(r"\$\{([^{}]*)\}")  # innermost first: a default may hold another expansion
 _QUOTED_ARRAY = re.compile(r'"\$\{([A-Za-z_]\w*)\[@\]\}"')  # "${ARGS[@]}": one word per element
@@ -67,12 +68,14 @@ _SBATCH_SETS = {
 @frozen
 class Script:
     """What a launch script runs: each command's words in order, the command whose `bash -c` string ran each ([]
-    for none), the files its here-documents write, and the job environment its #SBATCH directives set."""
+    for none), the files its here-documents write, the job environment its #SBATCH directives set, and NCCL's
+    variables (NCCL_*) each command runs with."""
 
     commands: list[list[str]]
     launchers: list[list[str]]
     files: dict[str, str]
     slurm: dict[str, str]
+    nccl: list[dict[str, str]]
 
 
 def read_script(text: str, where: str) -> Script:
@@ -80,7 +83,7 @@ def read_script(text: str, where: str) -> Script:
     shell = _Shell(where)
     shell.script(text, directives=True)
     slurm = {name: shell.scalars[name] for names in _SBATCH_SETS.values() for name in names if name in shell.scalars}
-    return Script(shell.commands, shell.launchers, shell.files, slurm)
+    return Script(shell.commands, shell.launchers, shell.files, slurm, shell.nccl)
 
 
 def command_words(text: str, where: str) -> list[list[str]]:
@@ -220,6 +223,7 @@ class _Shell:
         self.branches: list[list[bool]] = []  # per open `if`: [this branch is taken, some branch was taken]
         self.commands: list[list[str]] = []
         self.launchers: list[list[str]] = []  # per command, the command whose `bash -c` string ran it
+        self.nccl: list[dict[str, str]] = []  # per command, the NCCL_* variables it runs with
         self.launcher: list[str] = []  # the command whose string is being read
         self.files: dict[str, str] = {}  # what here-documents write, by the path as the script names it
         self.depth = 0  # scripts being read, the file's own and those it runs
@@ -265,21 +269,26 @@ class _Shell:
                     self.run(word.group(0))
                 self.run(command)
             else:  # `NCCL_DEBUG=INFO torchrun ...`: the command's environment, expanded after its words (bash)
-                self.command(command, body)
+                own = {m.group(1): m.group(2) for m in re.finditer(_WORD_ASSIGNMENT, prefix.group(0))}
+                self.command(
+                    command, body, {k: " ".join(self.words(v)) for k, v in own.items() if k.startswith("NCCL_")}
+                )
         elif (assignment := _ASSIGNMENT.fullmatch(statement)) is not None:
             self.assign(*assignment.groups())
         else:
             self.command(statement, body)
 
-    def command(self, statement: str, body: tuple[str, bool] | None) -> None:
-        """A command: its words, the file its here-document writes or the script it is, and the commands a `bash -c`
-        string runs."""
+    def command(self, statement: str, body: tuple[str, bool] | None, own: dict[str, str] | None = None) -> None:
+        """A command: its words, the NCCL variables it runs with (the script's, and `own`, those set before its name
+        for it alone), the file its here-document writes or the script it is, and the commands a `bash -c` string
+        runs."""
         operator = _heredoc(statement)
         if operator is not None:  # a redirection, not a word
             statement = statement[: operator.start()] + statement[operator.end() :]
         words = self.words(statement)
         self.commands.append(words)
         self.launchers.append(self.launcher)
+        self.nccl.append({**{k: v for k, v in self.scalars.items() if k.startswith("NCCL_")}, **(own or {})})
         name = PurePosixPath(words[0]).name if words else ""
         if body is not None and len(body[0]) <= MAX_CHARS:  # a longer one is no launch's: left unread
             text = self.expand(body[0], escaped="$", quotes=False) if body[1] else body[0]
