@@ -113,3 +113,24 @@ def test_the_naive_figure_is_the_bus_bytes_at_the_line_rate() -> None:
         "op,ranks,gpus_per_node,size_bytes,time_us\nall_reduce,8,8,1073741824,5000\n", "one-node.csv"
     )
     assert line_rate_points(one_node, h100)[0].predicted_us == pytest.approx(2 * 7 / 8 * 2**30 / 450e9 * 1e6)
+
+
+def test_the_per_iteration_columns_of_nccl_tests_2_19_are_read_past() -> None:
+    """nccl-tests 2.19's -I 1 prints i_min, i_max, i_p99 and i_cv% after each column's #wrong (src/util.cu
+    writeResultHeader at v2.19.6): the times read are the same as without them."""
+    lines = (NCCL / "h200-2n-all_gather-gcpa3ultra.log").read_text().splitlines()
+    per_iter = []
+    for line in lines:
+        cells = line.split()
+        if line.lstrip().startswith("#") and cells[1:4] == ["size", "count", "type"]:
+            extra = ["i_min", "i_max", "i_p99", "i_cv%"]
+            per_iter.append(" ".join(["#", *cells[1:10], *extra, *cells[10:14], *extra]))
+        elif cells and cells[0].isdigit() and len(cells) == 13:
+            per_iter.append(
+                " ".join([*cells[:9], cells[5], cells[5], cells[5], "1.2", *cells[9:13], *cells[9:10] * 3, "0.9"])
+            )
+        else:
+            per_iter.append(line)
+    plain = parse_measurements("\n".join(lines), "run.log")
+    read = parse_measurements("\n".join(per_iter), "run.log")
+    assert read.rows == plain.rows and len(read.rows) == 48
