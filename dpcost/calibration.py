@@ -175,7 +175,7 @@ class RunFit:
     name: str
     ranks: int
     nodes: int
-    algorithm: str | None
+    algorithm: str | None  # the one the run forced, or "NCCL_ALGO=..." where its setting left NCCL several
     before: tuple[BandError, ...]
     after: tuple[BandError, ...]
 
@@ -491,7 +491,7 @@ def calibrate(base: TopologySpec, runs: Sequence[Measurements]) -> Fit:
             m.name,
             m.ranks or 0,
             place(base, m.ranks).nodes if m.ranks else 0,
-            m.algorithm,
+            m.algorithm or (f"NCCL_ALGO={m.nccl_algo}" if m.nccl_algo else None),
             tuple(band_errors(_points(m, base, start))),
             tuple(band_errors(_points(m, topology, values))),
         )

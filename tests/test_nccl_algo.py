@@ -92,3 +92,12 @@ def test_the_engine_picks_among_what_is_left_and_refuses_nothing_left() -> None:
     assert choice.best.algorithm == "ring" and len(choice.candidates) > 1  # every candidate still priced
     with pytest.raises(ValueError, match="leaves no algorithm NCCL runs all_gather with"):
         fastest(h100, "all_gather", 16, size, nccl_algo="Tree")
+
+
+def test_calibrate_fits_a_run_among_the_algorithms_its_nccl_algo_leaves_and_says_so() -> None:
+    from dpcost.calibration import calibrate
+
+    run = _run(LOG, "^NVLS,NVLSTree")
+    fit = calibrate(load_topology("dgx-h100"), [run])
+    assert fit.runs[0].algorithm == "NCCL_ALGO=^NVLS,NVLSTree"
+    assert {p.algorithm.split("/")[0] for p in predict(run, fit.topology)} <= {"ring", "tree"}
