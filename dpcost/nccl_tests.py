@@ -1069,10 +1069,12 @@ def _json_named(doc: dict[str, object], name: str) -> tuple[str, str] | None:
         op = _program_op(args[0].rsplit("/", 1)[-1], "args[0]")
         if op is not None:
             return op, f"its program ({args[0][-60:]})"
-    experiment = doc.get("experiment_name")
     results = doc.get("results")
-    if isinstance(results, list) and results and isinstance(results[0], dict):
-        experiment = results[0].get("experiment_name")
+    experiment = (
+        results[0].get("experiment_name")
+        if isinstance(results, list) and results and isinstance(results[0], dict)
+        else None
+    )
     if isinstance(experiment, str) and experiment.strip():
         op = _NAME_OPS.get(re.sub(r"[^a-z]", "", experiment.lower()))
         if op is None and experiment.strip().lower() in OPS:

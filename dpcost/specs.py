@@ -94,8 +94,9 @@ def nccl_algo_enabled(setting: str) -> dict[str, frozenset[str]]:
     NCCL would refuse (ncclInvalidUsage)."""
     enabled = {op: set(NCCL_ALGO_NAMES) for op in NCCL_FUNCTIONS.values()}
     for number, entry in enumerate(e for e in setting.split(";") if e):
-        prefix, _, listed = entry.rpartition(":")
-        if not prefix and ":" not in entry and number:
+        tokens = [t for t in entry.split(":") if t]  # strtok's: empty tokens skipped, past the second ignored
+        prefix, listed = (tokens[0], tokens[1]) if len(tokens) > 1 else ("", tokens[0] if tokens else "")
+        if not prefix and number:
             raise ValueError(f"NCCL_ALGO={setting[:60]}: every entry but the first must name its function ({entry!r})")
         ops = [NCCL_FUNCTIONS.get(prefix.strip().lower())] if prefix else list(NCCL_FUNCTIONS.values())
         if None in ops:

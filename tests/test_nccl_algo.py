@@ -101,3 +101,18 @@ def test_calibrate_fits_a_run_among_the_algorithms_its_nccl_algo_leaves_and_says
     fit = calibrate(load_topology("dgx-h100"), [run])
     assert fit.runs[0].algorithm == "NCCL_ALGO=^NVLS,NVLSTree"
     assert {p.algorithm.split("/")[0] for p in predict(run, fit.topology)} <= {"ring", "tree"}
+
+
+def test_a_setting_whose_algorithms_cannot_run_the_forced_protocol_is_priced_as_fastest_prices_it() -> None:
+    """NCCL_PROTO=LL with NCCL_ALGO=NVLS (which runs Simple only): collective's best is fastest's call, as for a
+    forced algorithm the protocol cannot run (it had raised StopIteration)."""
+    h100 = load_topology("dgx-h100")
+    size = 1 << 26
+    alone = fastest(h100, "all_reduce", 8, size, protocol="ll", nccl_algo="NVLS")
+    assert collective(h100, "all_reduce", 8, size, protocol="ll", nccl_algo="NVLS").best == alone
+    assert alone.algorithm == "nvls"
+
+
+def test_a_prefix_and_its_list_are_read_as_strtok_splits_them() -> None:
+    # tuning.cc parseList: strtok_r on ":" gives the prefix and the first list; what follows a second ":" is not read
+    assert nccl_algo_enabled("allreduce:ring:tree")["all_reduce"] == {"ring"}

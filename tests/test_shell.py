@@ -264,6 +264,8 @@ ALGO=Ring
 NCCL_ALGO=$ALGO NCCL_PROTO="Simple" torchrun --second 1
 export NCCL_NVLS_ENABLE=1
 torchrun --third 1
+NCCL_PROTO=LL bash -c 'torchrun --fourth 1'
+torchrun --fifth 1
 """
 
 
@@ -273,7 +275,7 @@ def test_each_command_runs_with_the_nccl_variables_bash_gives_it() -> None:
     torchrun is what dpcost reads it runs with."""
     from dpcost.training_configs.shell import read_script
 
-    prelude = "torchrun() { env | grep '^NCCL_' | sort; printf '\\x1e\\n'; }\n"
+    prelude = "torchrun() { env | grep '^NCCL_' | sort; printf '\\x1e\\n'; }\nexport -f torchrun\n"
     done = subprocess.run(["bash", "-c", prelude + NCCL_ENV], capture_output=True, text=True, check=True)
     theirs = [dict(line.split("=", 1) for line in call.splitlines()) for call in done.stdout.split("\x1e\n")[:-1]]
     script = read_script(NCCL_ENV, "job.sh")

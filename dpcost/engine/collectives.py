@@ -1016,11 +1016,12 @@ def _collective(
     what_ifs = [_price(topology, p, op, size, a) for a in extra]
     candidates = (*nccl_times, *what_ifs)
     plugin = _plugin_pick(topology, op, p, size, algorithm, protocol, nccl_algo)
-    enabled = _enabled(op, p, nccl_algo) if algorithm is None else ()
     if plugin is not None:
         best = _price(topology, p, op, size, *plugin)
-    elif algorithm is None:
-        best = next(c for c in nccl_times if c.algorithm in enabled)
+    elif algorithm is None and nccl_algo is None:
+        best = nccl_times[0]
+    elif algorithm is None:  # as fastest picks among what NCCL_ALGO leaves
+        best = _in_nccls_order(topology, op, p, size, _running(protocol, _enabled(op, p, nccl_algo)), protocol)[0]
     else:
         best = next((c for c in candidates if c.algorithm == algorithm), None) or _price(
             topology, p, op, size, algorithm, protocol

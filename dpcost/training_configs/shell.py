@@ -296,14 +296,26 @@ class _Shell:
             if target is not None:
                 self.files[target] = text
             elif name in ("sbatch", *SHELLS) and all(word.startswith("-") for word in words[1:]):
-                self.script(text, directives=name == "sbatch")
+                self.started(text, name == "sbatch", own or {})
         for k, word in enumerate(words):
             string = _shell_string(words, k) if PurePosixPath(word).name in SHELLS else None
             if string is not None:
                 outer, self.launcher = self.launcher, words
-                self.script(string, directives=False)
+                self.started(string, False, own or {})
                 self.launcher = outer
                 break
+
+    def started(self, text: str, directives: bool, own: dict[str, str]) -> None:
+        """A script a command starts (its here-document, its `bash -c` string), run with the variables given for that
+        command alone (`own`) in its environment, as bash passes them to the process it starts."""
+        saved = {name: self.scalars.get(name) for name in own}
+        self.scalars.update(own)
+        self.script(text, directives)
+        for name, value in saved.items():
+            if value is None:
+                self.scalars.pop(name, None)
+            else:
+                self.scalars[name] = value
 
     def branch(self, keyword: str, condition: str) -> None:
         if keyword == "if":
