@@ -196,16 +196,24 @@ def _topology_hint(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _channel_lines(text: str) -> str:
+    """The lines that speak of channels: NCCL_DEBUG=INFO prints a few hundred others a rank, which the searches below
+    need not scan digit by digit (a 128-rank log is several MB)."""
+    return "\n".join(line for line in text.splitlines() if "channels" in line)
+
+
 def _printed_channels(text: str, what: str) -> int | None:
     """The channels NCCL_DEBUG=INFO says the communicator has ("16 coll channels", "16 nvls channels"): the fewest
     printed, as every rank keeps the minimum over all ranks (init.cc:1435-1446); none where it says none."""
-    counts = [n for n in map(int, re.findall(rf"\b(\d{{1,2}}) {what} channels\b", text)) if 0 < n <= 64]  # MAXCHANNELS
+    said = re.findall(rf"\b(\d{{1,2}}) {what} channels\b", _channel_lines(text))
+    counts = [n for n in map(int, said) if 0 < n <= 64]  # MAXCHANNELS
     return min(counts) if counts else None
 
 
 def _printed_per_peer(text: str) -> int | None:
     """The p2p channels per peer NCCL_DEBUG=INFO says the communicator has ("4 p2p channels per peer"): the fewest."""
-    counts = [n for n in map(int, re.findall(r"\b(\d{1,2}) p2p channels per peer\b", text)) if 0 < n <= 64]
+    said = re.findall(r"\b(\d{1,2}) p2p channels per peer\b", _channel_lines(text))
+    counts = [n for n in map(int, said) if 0 < n <= 64]
     return min(counts) if counts else None
 
 
