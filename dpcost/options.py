@@ -18,6 +18,7 @@ from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
 from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.memory import offload_applies
 from dpcost.errors import in_plain_words, shown_value
+from dpcost.specs import nccl_algo_setting
 from dpcost.units import parse_bytes, parse_fraction, parse_seconds, parse_whole
 
 __all__ = [
@@ -328,6 +329,12 @@ class Communication(Section):
         None,
         description="Force NCCL's protocol (NCCL_PROTO) [default: the topology's, else NCCL's choice].",
         json_schema_extra=cli("--protocol"),
+    )
+    nccl_algo: Annotated[str, BeforeValidator(nccl_algo_setting)] | None = Field(
+        None,
+        description="NCCL_ALGO: the algorithms NCCL may choose among for each collective, as NCCL reads it (^NVLS, "
+        "Ring,Tree, allreduce:tree,ring), leaving every collective Ring [default: the topology's, else all].",
+        json_schema_extra=cli("--nccl-algo", metavar="SETTING"),
     )
     nvls: bool | None = Field(
         None,

@@ -118,6 +118,24 @@ def nccl_algo_enabled(setting: str) -> dict[str, frozenset[str]]:
     return {op: frozenset(NCCL_ALGO_NAMES[n] for n in names) for op, names in enabled.items()}
 
 
+def nccl_algo_setting(value: Any) -> Any:
+    """An NCCL_ALGO setting a cluster or a plan runs under, as NCCL reads it (nccl_algo_enabled), kept as written. It
+    must leave every collective Ring: Ring runs every collective on every group, and NCCL fails a call whose
+    algorithms it has taken away cannot run it (where that is depends on each group's placement)."""
+    if not isinstance(value, str):
+        return value
+    setting = value.strip()
+    enabled = nccl_algo_enabled(setting)
+    without = [op for op, names in enabled.items() if "ring" not in names]
+    if without:
+        raise ValueError(
+            f"NCCL_ALGO={setting[:60]} takes Ring away from {', '.join(without)}: dpcost prices settings that leave "
+            "every collective Ring (^NVLS, Ring,Tree, allreduce:tree,ring), as NCCL fails a call where the "
+            "algorithms left cannot run it"
+        )
+    return setting
+
+
 def allowed_protocols(protocol: str | None) -> tuple[Protocol, ...]:
     """The protocols NCCL may run under a forced NCCL_PROTO (`protocol`: one name, or several comma-separated as
     nccl_proto keeps them); all three where none is forced."""
@@ -1747,6 +1765,12 @@ class TopologySpec(Spec):
         description="the protocols NCCL may run on this cluster, as NCCL_PROTO in its environment sets them: one, or "
         "several comma-separated (Google's TCPXO profile: simple,ll128); none: NCCL chooses among LL, LL128 and "
         "Simple (a plan's --protocol overrides it)",
+    )
+    nccl_algo: Annotated[str, BeforeValidator(nccl_algo_setting)] | None = Field(
+        None,
+        description="the algorithms NCCL may run on this cluster, as NCCL_ALGO in its environment sets them "
+        "(^NVLS, Ring,Tree, allreduce:tree,ring), leaving every collective Ring; none: NCCL chooses among all (a "
+        "plan's --nccl-algo overrides it)",
     )
     tuner_plugin: TunerPlugin | None = Field(
         None,

@@ -116,3 +116,49 @@ def test_a_setting_whose_algorithms_cannot_run_the_forced_protocol_is_priced_as_
 def test_a_prefix_and_its_list_are_read_as_strtok_splits_them() -> None:
     # tuning.cc parseList: strtok_r on ":" gives the prefix and the first list; what follows a second ":" is not read
     assert nccl_algo_enabled("allreduce:ring:tree")["all_reduce"] == {"ring"}
+
+
+def _step_and_algorithms(*flags: str) -> tuple[float, list[str]]:
+    """An all-reduce DDP plan of Llama 3 8B on two DGX H100 nodes, whose 1 GiB buckets NCCL runs on NVLSTree."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    args = ["estimate", "--model", "llama-8b", "--dp", "16", "--zero", "0", "--bucket-size", "1GiB", "-f", "json"]
+    done = CliRunner().invoke(app, [*args, *flags])
+    assert done.exit_code == 0, done.output
+    report = json.loads(done.output)
+    return report["summary"]["step_seconds"], [c["algorithm"] for c in report["communication"]["collectives"]]
+
+
+def test_a_plans_nccl_algo_leaves_nccl_the_algorithms_nccl_would_have() -> None:
+    """--nccl-algo is NCCL_ALGO in the run's environment: '^NVLS,NVLSTree' runs as --nvls off does, 'Ring' as
+    --algorithm ring forces, and '^NVLS' keeps NVLSTree (NCCL names them apart)."""
+    assert _step_and_algorithms()[1] == ["nvls_tree"]
+    assert _step_and_algorithms("--nccl-algo", "^NVLS,NVLSTree") == _step_and_algorithms("--nvls", "off")
+    assert _step_and_algorithms("--nccl-algo", "Ring") == _step_and_algorithms("--algorithm", "ring")
+    assert _step_and_algorithms("--nccl-algo", "^NVLS") == _step_and_algorithms()
+
+
+def test_a_setting_that_takes_ring_away_is_refused_in_one_line_naming_the_flag() -> None:
+    from typer.testing import CliRunner
+
+    from dpcost.cli import app
+
+    done = CliRunner().invoke(app, ["estimate", "--model", "llama-8b", "--dp", "16", "--nccl-algo", "Tree"])
+    assert done.exit_code == 2 and done.output.count("\n") == 1
+    assert "--nccl-algo" in done.output and "takes Ring away" in done.output
+
+
+def test_a_topology_carries_its_clusters_nccl_algo(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A cluster whose environment sets NCCL_ALGO (Google's TCPXO profiles of 2024-2025 set Ring,Tree:
+    docs/sources/gcp-tcpxo-nccl-profile.md) prices every collective among those; a plan's --nccl-algo overrides it."""
+    h100 = load_topology("dgx-h100").model_copy(update={"nccl_algo": "Ring,Tree"})
+    assert fastest(h100, "all_reduce", 16, 1 << 30).algorithm in ("ring", "tree")
+    assert fastest(h100, "all_reduce", 16, 1 << 30, nccl_algo="^NVLS").algorithm == "nvls_tree"
+    from dpcost.specs import TopologySpec
+
+    with pytest.raises(ValueError, match="takes Ring away"):
+        TopologySpec.model_validate({**load_topology("dgx-h100").model_dump(), "nccl_algo": "NVLS"})

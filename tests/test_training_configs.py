@@ -2020,10 +2020,11 @@ def test_megatrons_own_gradient_flags_do_not_reach_deepspeeds_engine(tmp_path: P
         ("export NCCL_NVLS_ENABLE=0\n", {"nvls": "off"}),
         ("export NCCL_COLLNET_ENABLE=1\n", {"collnet": "on"}),
         ("NCCL_PROTO=Simple ", {"protocol": "simple"}),
-        ("export NCCL_ALGO=Ring\n", {"algorithm": "ring"}),
-        ("export NCCL_ALGO=^NVLS,NVLSTree\n", {"nvls": "off"}),  # Megatron-Bridge's deterministic presets' spelling
-        ("export NCCL_ALGO=^NVLS\n", {}),  # NVLSTree left: no plan says that
-        ("export NCCL_ALGO=Ring,Tree\n", {}),
+        ("export NCCL_ALGO=Ring\n", {"nccl_algo": "Ring"}),
+        ("export NCCL_ALGO=^NVLS,NVLSTree\n", {"nccl_algo": "^NVLS,NVLSTree"}),
+        ("export NCCL_ALGO=^NVLS\n", {"nccl_algo": "^NVLS"}),  # NVLSTree left, as NCCL leaves it
+        ("export NCCL_ALGO=Ring,Tree\n", {"nccl_algo": "Ring,Tree"}),
+        ("export NCCL_ALGO=Tree\n", {}),  # Ring taken from every collective: NCCL fails the all-gathers
         ("export NCCL_PROTO=LL,Simple\n", {}),
     ],
 )
@@ -2035,7 +2036,7 @@ def test_a_megatron_scripts_nccl_variables_set_what_a_plan_can_say(environment: 
     base = "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 "
     environment, launch = (environment, "") if environment.endswith("\n") else ("", environment)
     config = read(f"{environment}{launch}{base}--seq-length 128\n", "n.sh")
-    options = {k: v for k, v in config.options.items() if k in ("nvls", "collnet", "protocol", "algorithm")}
+    options = {k: v for k, v in config.options.items() if k in ("nvls", "collnet", "protocol", "nccl_algo")}
     assert options == read_as
     rows = {s.key: s.note for s in config.settings if s.key.startswith("NCCL_")}
     assert len(rows) == 1 and (read_as or next(iter(rows.values())).startswith("not read"))
@@ -2054,8 +2055,8 @@ def test_deterministic_mode_sets_nccl_algo_ring_where_the_environment_does_not()
     from dpcost.training_configs.megatron import read
 
     base = "torchrun pretrain_gpt.py --num-layers 2 --seq-length 128 --deterministic-mode\n"
-    assert read(base, "d.sh").options["algorithm"] == "ring"
-    assert "algorithm" not in read("export NCCL_ALGO=^NVLS\n" + base, "d.sh").options
-    assert read("export NCCL_ALGO=CollnetDirect\n" + base, "d.sh").options["algorithm"] == "collnet"
+    assert read(base, "d.sh").options["nccl_algo"] == "Ring"
+    assert read("export NCCL_ALGO=^NVLS\n" + base, "d.sh").options["nccl_algo"] == "^NVLS"
+    assert "nccl_algo" not in read("export NCCL_ALGO=CollnetDirect\n" + base, "d.sh").options  # no Ring left
     with pytest.raises(InputError, match="NCCL_ALGO: Tree: --deterministic-mode accepts only"):
         read("export NCCL_ALGO=Tree\n" + base, "d.sh")

@@ -16,11 +16,25 @@ DeepSpeed and Megatron each call ncclAllReduce / ncclReduceScatter / ncclAllGath
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dpcost.engine.memo import per_object_and_key
 from dpcost.engine.placement import Placement
 from dpcost.specs import TopologySpec
 
-__all__ = ["ALGORITHMS", "NCCL_ALGORITHMS", "WHAT_IF", "environment", "forcible", "nccl_candidates", "require"]
+if TYPE_CHECKING:
+    from dpcost.options import Options
+
+__all__ = [
+    "ALGORITHMS",
+    "NCCL_ALGORITHMS",
+    "WHAT_IF",
+    "environment",
+    "forcible",
+    "nccl_candidates",
+    "plan_environment",
+    "require",
+]
 
 NCCL_ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat")
 WHAT_IF = ("hierarchical",)
@@ -28,11 +42,16 @@ ALGORITHMS = ("ring", "tree", "hierarchical", "nvls", "nvls_tree", "collnet", "p
 REDUCTIONS = ("all_reduce", "reduce_scatter", "all_gather")
 
 
-def environment(topology: TopologySpec, nvls: bool | None = None, collnet: bool | None = None) -> TopologySpec:
+def environment(
+    topology: TopologySpec, nvls: bool | None = None, collnet: bool | None = None, nccl_algo: str | None = None
+) -> TopologySpec:
     """The topology as the run's environment leaves it to NCCL: with NVLS off (NCCL_NVLS_ENABLE=0, or a system
     without the fabric manager or IMEX channels NVLS needs: src/transport/nvls.cc) or CollNet off
     (NCCL_COLLNET_ENABLE, SHARP's plugin absent), the tiers' in-network reduction of that kind is not there for
-    NCCL to use. `None` keeps the topology's own setting (its `nvls` and `collnet` fields)."""
+    NCCL to use; `nccl_algo` (NCCL_ALGO) the algorithms NCCL may choose among (collectives.fastest). `None` keeps
+    the topology's own setting (its `nvls`, `collnet` and `nccl_algo` fields)."""
+    if nccl_algo is not None and nccl_algo != topology.nccl_algo:
+        topology = topology.model_copy(update={"nccl_algo": nccl_algo})
     use_nvls = topology.nvls if nvls is None else nvls
     use_collnet = topology.collnet if collnet is None else collnet
     off = {kind for kind, on in (("nvls", use_nvls), ("sharp", use_collnet)) if not on}
@@ -45,6 +64,12 @@ def environment(topology: TopologySpec, nvls: bool | None = None, collnet: bool 
         for t in topology.tiers
     ]
     return topology.model_copy(update={"tiers": tiers, "nvls": use_nvls, "collnet": use_collnet})
+
+
+def plan_environment(topology: TopologySpec, options: Options) -> TopologySpec:
+    """The topology as a plan's --nvls, --collnet and --nccl-algo leave it (environment)."""
+    c = options.communication
+    return environment(topology, c.nvls, c.collnet, c.nccl_algo)
 
 
 def _nvls(p: Placement) -> bool:

@@ -865,11 +865,13 @@ def fastest(
     one, or the forced algorithm (no what-ifs priced).
 
     A forced `protocol` (NCCL_PROTO; else the topology's) leaves out the algorithms that cannot run it, as NCCL
-    does; so does an NCCL_ALGO setting that leaves several (`nccl_algo`: "^NVLS", "Ring,Tree")."""
+    does; so does an NCCL_ALGO setting that leaves several (`nccl_algo`, else the topology's: "^NVLS",
+    "Ring,Tree")."""
     p = _placed(topology, group)
     if p.ranks == 1 or size == 0:
         return collective_time(topology, op, p, size, "ring")
     protocol = protocol or topology.protocol
+    nccl_algo = nccl_algo or topology.nccl_algo
     if algorithm is not None:
         require(op, p, algorithm, topology.name)
     return _kept(
@@ -990,6 +992,7 @@ def collective(
     `protocol` (NCCL_PROTO; else the topology's) prices every algorithm in it and leaves out those that cannot run
     it, as `fastest`. Answered once per topology (_choices)."""
     p = _placed(topology, group)
+    nccl_algo = nccl_algo or topology.nccl_algo
     return _kept(
         _choices(topology), p, (op, size, algorithm, protocol, nccl_algo),
         lambda: _collective(topology, op, p, size, algorithm, protocol, nccl_algo),

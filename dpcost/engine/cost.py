@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from dpcost.engine import variants
-from dpcost.engine.availability import environment
+from dpcost.engine.availability import environment, plan_environment
 from dpcost.engine.placement import job_view
 from dpcost.engine.plan import (
     MicroBatchTime,
@@ -106,8 +106,9 @@ def costed(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[
 
 
 def _prepared(model: ModelSpec, topology: TopologySpec, options: Options) -> tuple[TopologySpec, Prepared]:
-    """The topology as the run's NCCL environment leaves it (--nvls, --collnet), and the plan's resolved inputs."""
-    topology = environment(topology, options.communication.nvls, options.communication.collnet)
+    """The topology as the run's NCCL environment leaves it (--nvls, --collnet, --nccl-algo), and the plan's resolved
+    inputs."""
+    topology = plan_environment(topology, options)
     return topology, prepare(model, topology, options)
 
 

@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 
 from dpcost.engine import advice
-from dpcost.engine.availability import environment
+from dpcost.engine.availability import plan_environment
 from dpcost.engine.collectives import collective
 from dpcost.engine.cost import PlanCost
 from dpcost.engine.dp_schedule import AFTER_UNIT, frequency, primitives
@@ -530,7 +530,7 @@ def _memory_at_stage(
     """A layout's recomputation and memory at its ZeRO stage as `estimate` decides them (_layout_memory_rows),
     without timing the step."""
     par = options.parallel
-    topology = job_view(environment(topology, options.communication.nvls, options.communication.collnet),
+    topology = job_view(plan_environment(topology, options),
                         options.dp * par.tp * par.cp * par.pp)  # fmt: skip
     p = prepare(model, topology, options)
     _check_layout_plan(model, p.o, p.seq_len)

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from dpcost.engine.activations import ACT_BYTES
-from dpcost.engine.availability import environment
+from dpcost.engine.availability import plan_environment
 from dpcost.engine.collectives import fastest
 from dpcost.engine.compute import attention_flops, flops_per_token
 from dpcost.engine.cost import PlanCost, costed
@@ -275,7 +275,7 @@ def _tp_ep_calls(
     chosen = [c for c in calls if c.group in ("tp", "ep", "etp", "etp-ep")]
     if not chosen:
         return []
-    env = environment(topology, options.communication.nvls, options.communication.collnet)
+    env = plan_environment(topology, options)
     groups = {kind: _placed(env, layout, kind, places) for kind in {c.group for c in chosen}}
     return [(c.per_micro_batch * call_seconds(env, groups, c), c.hides_behind, c.overlapped) for c in chosen]
 
@@ -295,7 +295,7 @@ def fsdp_gather_seconds(
     if layout is None or layout.dp * layout.cp == 1:
         return 0.0
     dense = (count_params(model).total - _expert_params(model)) / (layout.tp * layout.pp)
-    env = environment(topology, options.communication.nvls, options.communication.collnet)
+    env = plan_environment(topology, options)
     group = _placed(env, layout, "dp-cp", places)
     gather = fastest(env, "all_gather", group, dense * least_gathered_bytes(options)).seconds
     return 2 * _micro_batches(options) * gather

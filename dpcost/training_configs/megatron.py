@@ -973,8 +973,6 @@ def _nccl_environment(script: Script, training: list[list[str]]) -> dict[str, st
     return envs[-1] if envs else {}
 
 
-# NCCL's algorithms but NVLS and NVLSTree: what NCCL_ALGO=^NVLS,NVLSTree leaves every collective, as --nvls off does
-_NO_NVLS = frozenset({"tree", "ring", "collnet", "pat"})
 # --deterministic-mode's NCCL_ALGO where the environment sets none, and the tokens it accepts in one that is set
 # (megatron/training/determinism.py DETERMINISM_ENV_VAR_DEFAULTS, ACCEPTED_NCCL_ALGO_TOKENS at d98e8a64dd)
 DETERMINISTIC_NCCL_ALGO = "Ring"
@@ -984,11 +982,10 @@ DETERMINISTIC_NCCL_ALGO_TOKENS = ("Ring", "CollnetDirect", "CollnetChain", "^NVL
 def _nccl(r: Reading, env: dict[str, str], deterministic: bool) -> None:
     """NCCL's variables where they set what a plan can say (NCCL's environment variables, src/graph/tuning.cc at
     v2.30.7-1): NCCL_NVLS_ENABLE (--nvls), NCCL_COLLNET_ENABLE (--collnet), NCCL_PROTO naming one protocol
-    (--protocol), NCCL_ALGO leaving every collective one algorithm (--algorithm) or all but NVLS and NVLSTree
-    (--nvls off; specs.nccl_algo_enabled). What a plan cannot say is listed as not read. `deterministic`
-    (--deterministic-mode) sets NCCL_ALGO=Ring where the environment sets none, and refuses a set one with a token
-    it does not accept, as determinism.py asserts."""
-    from dpcost.specs import nccl_algo_enabled, nccl_proto
+    (--protocol), NCCL_ALGO (--nccl-algo, where it leaves every collective Ring: specs.nccl_algo_setting). What a
+    plan cannot say is listed as not read. `deterministic` (--deterministic-mode) sets NCCL_ALGO=Ring where the
+    environment sets none, and refuses a set one with a token it does not accept, as determinism.py asserts."""
+    from dpcost.specs import nccl_algo_enabled, nccl_algo_setting, nccl_proto
 
     if deterministic and "NCCL_ALGO" in env:
         tokens = [t.strip() for t in env["NCCL_ALGO"].split(",") if t.strip()]
@@ -999,7 +996,7 @@ def _nccl(r: Reading, env: dict[str, str], deterministic: bool) -> None:
     elif deterministic:
         why = "--deterministic-mode sets it where the environment does not (megatron/training/determinism.py)"
         shown = f"{DETERMINISTIC_NCCL_ALGO} (--deterministic-mode)"
-        r.use("NCCL_ALGO", shown, "algorithm", DETERMINISTIC_NCCL_ALGO.lower(), why)
+        r.use("NCCL_ALGO", shown, "nccl_algo", DETERMINISTIC_NCCL_ALGO, why)
 
     for name, option in (("NCCL_NVLS_ENABLE", "nvls"), ("NCCL_COLLNET_ENABLE", "collnet")):
         value = env.get(name)
@@ -1020,17 +1017,17 @@ def _nccl(r: Reading, env: dict[str, str], deterministic: bool) -> None:
     algorithm = env.get("NCCL_ALGO")
     if algorithm:
         try:
-            left = set(nccl_algo_enabled(algorithm).values())
+            nccl_algo_enabled(algorithm)
         except ValueError as exc:
             raise r.error("NCCL_ALGO", str(exc).removeprefix(f"NCCL_ALGO={algorithm[:60]}: ")) from None
-        only = next(iter(left)) if len(left) == 1 else frozenset()
-        if len(only) == 1:
-            r.use("NCCL_ALGO", algorithm, "algorithm", next(iter(only)), "the one algorithm NCCL_ALGO leaves NCCL")
-        elif only == _NO_NVLS:
-            r.use("NCCL_ALGO", algorithm, "nvls", "off", "NCCL_ALGO leaves NCCL neither NVLS nor NVLSTree")
+        try:
+            nccl_algo_setting(algorithm)
+        except ValueError as exc:
+            r.ignore("NCCL_ALGO", algorithm, f"not read: {str(exc).removeprefix(f'NCCL_ALGO={algorithm[:60]} ')}")
         else:
-            r.ignore("NCCL_ALGO", algorithm, "not read: it leaves NCCL several algorithms, where a plan forces one "
-                     "or leaves NCCL all (--nvls off takes NVLS and NVLSTree away together)")  # fmt: skip
+            r.use(
+                "NCCL_ALGO", algorithm, "nccl_algo", algorithm, "the algorithms NCCL may choose among, as it reads them"
+            )
 
 
 def _system(r: Reading, args: dict[str, list[str]]) -> None:
