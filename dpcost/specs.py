@@ -120,8 +120,8 @@ def nccl_algo_enabled(setting: str) -> dict[str, frozenset[str]]:
 
 def nccl_algo_setting(value: Any) -> Any:
     """An NCCL_ALGO setting a cluster or a plan runs under, as NCCL reads it (nccl_algo_enabled), kept as written. It
-    must leave every collective Ring: Ring runs every collective on every group, and NCCL fails a call whose
-    algorithms it has taken away cannot run it (where that is depends on each group's placement)."""
+    must leave every collective Ring: Ring runs every collective on every group, and NCCL fails a call that none of
+    the algorithms left can run (which calls those are depends on each group's placement)."""
     if not isinstance(value, str):
         return value
     setting = value.strip()
@@ -130,8 +130,8 @@ def nccl_algo_setting(value: Any) -> Any:
     if without:
         raise ValueError(
             f"NCCL_ALGO={setting[:60]} takes Ring away from {', '.join(without)}: dpcost prices settings that leave "
-            "every collective Ring (^NVLS, Ring,Tree, allreduce:tree,ring), as NCCL fails a call where the "
-            "algorithms left cannot run it"
+            "every collective Ring (^NVLS, Ring,Tree, allreduce:tree,ring), as NCCL fails a call that none of the "
+            "algorithms left can run"
         )
     return setting
 
