@@ -58,7 +58,8 @@ line is added.
 
 The JSON that nccl-tests writes with `-J file.json` (2.17.3 and later: docs/sources/nccl-tests-json.md) holds the
 same records as its stdout, written by the same calls: it is read as that log, its rows from `results`, its ranks
-from `devices`, its collective from `args[0]`, its forced algorithm, protocol and NVLS from `env`.
+from `config.devices` (one entry a process, each running nthreads x ngpus ranks), its collective from `args[0]`,
+its forced algorithm, protocol and NVLS from `env`.
 
 The CSV form has the header
 `op,ranks,gpus_per_node,size_bytes,time_us[,algorithm][,column][,algbw_GBps,busbw_GBps]`; one CSV may hold
@@ -1006,10 +1007,10 @@ def _read_table(
 
 # nccl-tests' -J document (nccl-tests 2.17.3 on; src/util.cu at v2.19.6): the records its stdout prints, written by the
 # same calls (writeDeviceReport, writeBenchmarkLinePreamble/Body/Terminator), without the table's rounding:
-# {"version", "args": argv, "env": ["K=V", ...], "nccl_version": code, "config": {"ngpus", "iterations",
-# "aggregated_iterations", "graph", ...}, "devices": [{"hostname", "device_info", ...}, ...], "results": [{"size",
-# "count", "type", "redop", "root": "%6i", "out_of_place": {"time" or "cpu_time", "alg_bw", "bus_bw", "nwrong"} or
-# null, "in_place": {...}, "experiment_name"}, ...]}. Bandwidths are written "%lf", six decimals.
+# {"version", "args": argv, "env": ["K=V", ...], "nccl_version": code, "config": {"nthreads", "ngpus", "iterations",
+# "aggregated_iterations", "graph", ..., "devices": [{"hostname", "device_info", ...}: one a process, its first GPU's]},
+# "results": [{"size", "count", "type", "redop", "root": "%6i", "out_of_place": {"time" or "cpu_time", "alg_bw",
+# "bus_bw", "nwrong"}, "in_place": {...}, "experiment_name"}, ...]}. Bandwidths are written "%lf", six decimals.
 _JSON_COLUMNS = (("out-of-place", "out_of_place"), ("in-place", "in_place"))
 # the environment a run's reading depends on (_algorithms_set, _forced_protocol, _nvls_enabled)
 _JSON_ENV = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE")
@@ -1051,8 +1052,8 @@ def _json_row(index: int, record: object) -> _Row | None:
     times, bandwidths, wrong = [], [], []
     for column, key in _JSON_COLUMNS:
         body = record.get(key)
-        if body is None:  # a column nccl-tests did not run (writeBenchMarkLineNullBody)
-            wrong.append("N/A")
+        if body is None:  # in_place absent: the run stopped in this row (a failed run's JSON is still closed:
+            wrong.append("N/A")  # common.cu, jsonOutputFinalize), its out-of-place time measured
             continue
         if not isinstance(body, dict):
             raise ValueError(
@@ -1093,8 +1094,10 @@ def _json_named(doc: dict[str, object], name: str) -> tuple[str, str] | None:
 
 
 def _parse_json(text: str, name: str) -> Measurements:
-    """nccl-tests' -J output: the ranks from its devices, the rows from its results, the forced algorithm, protocol
-    and NVLS from its environment, the GPUs a thread drives, the iterations and CUDA graphs from its config."""
+    """nccl-tests' -J output: the ranks from its config's devices, one a process (writeDeviceReport keeps each
+    process's first `#  Rank` line: parseRankInfo), each running nthreads x ngpus ranks; the rows from its results;
+    the forced algorithm, protocol and NVLS from its environment; the GPUs a thread drives, the iterations and CUDA
+    graphs from its config."""
     try:
         doc = json.loads(text)
     except RecursionError:
@@ -1106,15 +1109,20 @@ def _parse_json(text: str, name: str) -> Measurements:
             "a JSON document without a 'results' list: not nccl-tests' -J output (nccl-tests 2.17.3 and later)"
         )
     config = doc.get("config", {})
-    devices = doc.get("devices", [])
-    if not isinstance(config, dict) or not isinstance(devices, list):
-        raise ValueError("config must be an object and devices a list, as nccl-tests writes them")
+    if not isinstance(config, dict):
+        raise ValueError("config must be an object, as nccl-tests writes it")
+    devices = config.get("devices", [])
+    if not isinstance(devices, list):
+        raise ValueError("config.devices must be a list, as nccl-tests writes it")
+    per_process = _json_whole(config.get("nthreads", 1), "config: nthreads", 1, 1024) * _json_whole(
+        config.get("ngpus", 1), "config: ngpus", 1, 1024
+    )
     hosts, device = [], None
     for index, entry in enumerate(devices):
         host = entry.get("hostname") if isinstance(entry, dict) else None
         if not isinstance(host, str) or not host:
-            raise ValueError(f"devices[{index}]: expected an object with a hostname, got {entry!r}"[:200])
-        hosts.append(host)
+            raise ValueError(f"config.devices[{index}]: expected an object with a hostname, got {entry!r}"[:200])
+        hosts.extend([host] * per_process)
         info = entry.get("device_info")
         device = info.strip() if isinstance(info, str) and info.strip() else device
     rows = [row for index, record in enumerate(doc["results"]) if (row := _json_row(index, record)) is not None]

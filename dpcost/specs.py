@@ -84,37 +84,49 @@ NCCL_FUNCTIONS = {
 }
 
 
+# NCCL_ALGO's elements at v2.30.7-1 (src/init.cc ncclAlgoStr), lower case, and the one name older NCCL took: "CollNet",
+# its single CollNet algorithm from 2.6.4 until 2.14.3 split it into today's two
+_NCCL_ALGO_ELEMENTS = ("tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat")
+_NCCL_ALGO_BEFORE_2_14 = {"collnet": ("collnetdirect", "collnetchain")}
+
+
 @cache
 def nccl_algo_enabled(setting: str) -> dict[str, frozenset[str]]:
     """The algorithms an NCCL_ALGO setting leaves each collective (dpcost's names), as NCCL's parseList reads it
     (src/graph/tuning.cc:36-136, applied at :461 and :538, v2.30.7-1; the function prefixes since 2.24.3):
-    `;`-separated entries, only the first without a `function:` prefix (then for every function); each a
-    `,`-separated list of the algorithms to enable, all others off, or after a `^` of those to disable, all others
-    on ("^NVLS": every algorithm but NVLS; "Ring,Tree"; "allreduce:tree;allgather:ring"). A ValueError names what
-    NCCL would refuse (ncclInvalidUsage)."""
-    enabled = {op: set(NCCL_ALGO_NAMES) for op in NCCL_FUNCTIONS.values()}
+    `;`-separated entries, only the first without a `function:` prefix (then for every function), split as strtok
+    splits them (empty tokens skipped, what follows a second `:` not read); each a `,`-separated list of the
+    algorithms to enable, all others off, or after a `^` of those to disable, all others on ("^NVLS": every
+    algorithm but NVLS; "Ring,Tree"; "allreduce:tree;allgather:ring"); names matched whole, in any case
+    (strcasecmp). A ValueError names what NCCL would refuse (ncclInvalidUsage), or, for an entry of colons alone,
+    read from a null pointer."""
+    refused = f"NCCL_ALGO={setting[:60]}: "
+    enabled = {op: set(_NCCL_ALGO_ELEMENTS) for op in NCCL_FUNCTIONS.values()}
     for number, entry in enumerate(e for e in setting.split(";") if e):
-        tokens = [t for t in entry.split(":") if t]  # strtok's: empty tokens skipped, past the second ignored
-        prefix, listed = (tokens[0], tokens[1]) if len(tokens) > 1 else ("", tokens[0] if tokens else "")
-        if not prefix and number:
-            raise ValueError(f"NCCL_ALGO={setting[:60]}: every entry but the first must name its function ({entry!r})")
-        ops = [NCCL_FUNCTIONS.get(prefix.strip().lower())] if prefix else list(NCCL_FUNCTIONS.values())
+        tokens = [t for t in entry.split(":") if t]
+        if not tokens:
+            raise ValueError(refused + f"{entry!r} names neither a function nor an algorithm")
+        if len(tokens) == 1 and (number or setting.startswith(";")):  # tuning.cc:69: not the string's first entry
+            raise ValueError(refused + f"every entry but the first must name its function ({entry!r})")
+        prefix, listed = (tokens[0], tokens[1]) if len(tokens) > 1 else (None, tokens[0])
+        ops = list(NCCL_FUNCTIONS.values()) if prefix is None else [NCCL_FUNCTIONS.get(prefix.lower())]
         if None in ops:
             raise ValueError(
-                f"NCCL_ALGO={setting[:60]}: {prefix[:30]!r} is no function NCCL names (Broadcast, Reduce, "
-                "AllGather, ReduceScatter, AllReduce)"
+                refused + f"{str(prefix)[:30]!r} is no function NCCL names (Broadcast, Reduce, AllGather, "
+                "ReduceScatter, AllReduce)"
             )
         excluded = listed.startswith("^")
-        words = {w.strip().lower() for w in listed.removeprefix("^").split(",") if w.strip()}
-        unknown = sorted(words - set(NCCL_ALGO_NAMES))
-        if unknown:
-            raise ValueError(
-                f"NCCL_ALGO={setting[:60]}: {unknown[0][:30]!r} is not one of Tree, Ring, CollNetDirect, "
-                "CollNetChain, NVLS, NVLSTree, PAT"
-            )
+        names: set[str] = set()
+        for word in (w.lower() for w in listed.removeprefix("^").split(",") if w):
+            if word not in _NCCL_ALGO_ELEMENTS and word not in _NCCL_ALGO_BEFORE_2_14:
+                raise ValueError(
+                    refused + f"{word[:30]!r} is not one of Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, "
+                    "PAT (or CollNet, before NCCL 2.14)"
+                )
+            names.update(_NCCL_ALGO_BEFORE_2_14.get(word, (word,)))
         for op in ops:
             assert op is not None
-            enabled[op] = set(NCCL_ALGO_NAMES) - words if excluded else set(words)
+            enabled[op] = set(_NCCL_ALGO_ELEMENTS) - names if excluded else names
     return {op: frozenset(NCCL_ALGO_NAMES[n] for n in names) for op, names in enabled.items()}
 
 

@@ -162,3 +162,24 @@ def test_a_topology_carries_its_clusters_nccl_algo(tmp_path) -> None:  # type: i
 
     with pytest.raises(ValueError, match="takes Ring away"):
         TopologySpec.model_validate({**load_topology("dgx-h100").model_dump(), "nccl_algo": "NVLS"})
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("Ring, Tree", "' tree' is not one of"),  # strcasecmp matches whole names: NCCL refuses ' Tree'
+        (";Ring", "every entry but the first must name its function"),  # tuning.cc:69, by pointer
+        ("::", "names neither a function nor an algorithm"),  # NCCL reads a null pointer there
+    ],
+)
+def test_what_nccl_refuses_as_written_is_refused(setting: str, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        nccl_algo_enabled(setting)
+
+
+def test_collnet_before_2_14_stands_for_both_collnet_algorithms() -> None:
+    """'CollNet' was NCCL's one CollNet algorithm from 2.6.4 until 2.14.3 split it (src/init.cc ncclAlgoStr):
+    excluding both of today's takes dpcost's collnet away, as excluding the old one did."""
+    assert "collnet" not in nccl_algo_enabled("^CollNetDirect,CollNetChain")["all_reduce"]
+    assert "collnet" not in nccl_algo_enabled("^CollNet")["all_reduce"]
+    assert "collnet" in nccl_algo_enabled("^CollNetDirect")["all_reduce"]  # CollNetChain left

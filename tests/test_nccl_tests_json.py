@@ -26,9 +26,11 @@ PER_RANK = {"all_gather", "reduce_scatter", "all_to_all"}
 def document(program: str, hosts: list[str], rows: list[tuple[int, float, float]], *, env: tuple[str, ...] = (),
              ngpus: int = 1, iterations: int = 20, graph: int = 0, nccl: int = 22606,
              device: str = "NVIDIA H200") -> dict[str, object]:  # fmt: skip
-    """A -J document as src/util.cu writes it: `rows` are (size, out-of-place us, in-place us) of float data."""
+    """A -J document as src/util.cu writes it: one process on each of `hosts`, each driving `ngpus` GPUs, whose first
+    `#  Rank` line is its config.devices entry (writeDeviceReport, parseRankInfo); `rows` are (size, out-of-place us,
+    in-place us) of float data."""
     op = {v: k for k, v in PROGRAM_OF.items()}[program]
-    n = len(hosts)
+    n = len(hosts) * ngpus
     # busbw / algbw as each program prints it (src/<op>.cu GetBw)
     factor = (
         2 * (n - 1) / n if op == "all_reduce" else 1.0 if op in ("broadcast", "reduce", "send_recv") else (n - 1) / n
@@ -59,19 +61,19 @@ def document(program: str, hosts: list[str], rows: list[tuple[int, float, float]
             "graph": graph,
             "blocking_collectives": False,
             "parallel_init": False,
+            "devices": [
+                {
+                    "rank": process * ngpus,
+                    "group": 0,
+                    "pid": 1000 + process,
+                    "hostname": h,
+                    "device": process * ngpus % 8,
+                    "device_hex": "0000:8f:00",
+                    "device_info": device,
+                }
+                for process, h in enumerate(hosts)
+            ],
         },
-        "devices": [
-            {
-                "rank": r,
-                "group": 0,
-                "pid": 1000 + r,
-                "hostname": h,
-                "device": r % 8,
-                "device_hex": "0000:8f:00",
-                "device_info": device,
-            }
-            for r, h in enumerate(hosts)
-        ],
         "results": [
             {
                 "size": size,
@@ -110,7 +112,7 @@ def test_a_document_reads_as_the_log_of_the_same_run() -> None:
 
 
 def test_the_environment_config_and_version_are_read() -> None:
-    doc = document("all_reduce", ["a"] * 8, [(1 << 20, 40.0, 41.0)], env=("NCCL_ALGO=Ring", "NCCL_PROTO=Simple",
+    doc = document("all_reduce", ["a"], [(1 << 20, 40.0, 41.0)], env=("NCCL_ALGO=Ring", "NCCL_PROTO=Simple",
                    "NCCL_NVLS_ENABLE=0"), ngpus=8, iterations=50, graph=10, nccl=23004)  # fmt: skip
     m = parse_measurements(json.dumps(doc), "x.json")
     assert (m.algorithm, m.protocol, m.nvls) == ("ring", "simple", False)
@@ -120,7 +122,8 @@ def test_the_environment_config_and_version_are_read() -> None:
 def _log_document(m: Measurements) -> dict[str, object]:
     """The -J document of a parsed log: its rows, ranks and hosts as the writer lays them out."""
     assert m.ranks and m.gpus_per_node
-    hosts = [f"node{r // m.gpus_per_node}" for r in range(m.ranks)]
+    per_process = m.gpus_per_thread  # nccl-tests -g: one process drives that many ranks
+    hosts = [f"node{p * per_process // m.gpus_per_node}" for p in range(m.ranks // per_process)]
     times: dict[int, dict[str, float]] = {}
     for row in m.rows:
         times.setdefault(row.size_bytes, {})[row.column] = row.time_us
@@ -248,3 +251,19 @@ def test_a_log_with_nccls_own_lines_is_read_past_a_specs_size(tmp_path: Path, mo
     monkeypatch.setitem(catalog._READ_LIMITS, "measurements", (1 << 20, "nccl-tests output is a few MB"))
     with pytest.raises(InputError, match="larger than 1024 KiB; nccl-tests output"):
         load_measurements(str(big))
+
+
+def test_the_ranks_are_each_process_times_its_threads_and_gpus() -> None:
+    """writeDeviceReport writes config.devices, one entry a process (parseRankInfo reads its first `#  Rank` line),
+    each process running nthreads x ngpus ranks: 2 processes of -t 2 -g 4 on two hosts are 16 ranks, 8 a node."""
+    doc = document("all_gather", ["host-a", "host-b"], GATHER_ROWS[1:], ngpus=4)
+    config = doc["config"]
+    assert isinstance(config, dict)
+    config["nthreads"] = 2
+    for result in doc["results"]:  # type: ignore[attr-defined]
+        result["count"] = result["size"] // 4 // 16
+        for key in ("out_of_place", "in_place"):
+            result[key]["bus_bw"] = float(f"{result[key]['alg_bw'] * 15 / 16:f}")
+    m = parse_measurements(json.dumps(doc), "run.json")
+    assert (m.ranks, m.gpus_per_node, m.gpus_per_thread) == (16, 8, 4)
+    assert "devices" not in doc  # where src/util.cu writes them: inside config
