@@ -1018,13 +1018,10 @@ def _collective(
     extra = [a for a in forcible(op, p) if a not in nccl_candidates(op, p)] if len(p.levels) > 1 else []
     what_ifs = [_price(topology, p, op, size, a) for a in extra]
     candidates = (*nccl_times, *what_ifs)
-    plugin = _plugin_pick(topology, op, p, size, algorithm, protocol, nccl_algo)
-    if plugin is not None:
+    if algorithm is None:  # the call as fastest runs it: the plugin's pick, or NCCL's of what NCCL_ALGO leaves
+        best = fastest(topology, op, p, size, None, protocol, nccl_algo)
+    elif (plugin := _plugin_pick(topology, op, p, size, algorithm, protocol)) is not None:
         best = _price(topology, p, op, size, *plugin)
-    elif algorithm is None and nccl_algo is None:
-        best = nccl_times[0]
-    elif algorithm is None:  # as fastest picks among what NCCL_ALGO leaves
-        best = _in_nccls_order(topology, op, p, size, _running(protocol, _enabled(op, p, nccl_algo)), protocol)[0]
     else:
         best = next((c for c in candidates if c.algorithm == algorithm), None) or _price(
             topology, p, op, size, algorithm, protocol
