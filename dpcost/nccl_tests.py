@@ -930,37 +930,22 @@ def _parse_log(text: str, name: str) -> Measurements:
         )
     if not any(r.times for r in rows):
         raise ValueError(f"no nccl-tests data rows under the table header on line {header_line}")
-    ranks, per_node, measured = _read_table(rows, hosts, _which_op(text, name), _declared_ranks(text))
-    algorithm, setting = _algorithms_set(text, {r.op for r in measured})
-    return Measurements(
-        name=name,
-        ranks=ranks,
-        gpus_per_node=per_node,
-        algorithm=algorithm,
-        device=device,
-        rows=measured,
-        protocol=_forced_protocol(text),
-        nvls=_nvls_enabled(text),
-        nccl_algo=setting,
-        topology=_topology_hint(text),
-        gpus_per_thread=_gpus_per_thread(text),
-        cuda_graphs=_cuda_graphs(text),
-        iters=_iters(text),
-        coll_channels=_printed_channels(text, "coll"),
-        nvls_channels=_printed_channels(text, "nvls"),
-        p2p_per_peer=_printed_per_peer(text),
-        nccl_release=_nccl_release(text),
-        tests_release=_tests_release(text),
-        headers_release=_release_of_code(_HEADERS_CODE.search(text)),
-    )
+    return _read_table(name, text, rows, hosts, device, _which_op(text, name), _declared_ranks(text))
 
 
 def _read_table(
-    rows: list[_Row], hosts: list[str], named: tuple[str, str] | None, declared: tuple[int, int | None] | None
-) -> tuple[int | None, int | None, tuple[Measurement, ...]]:
-    """A table's ranks, GPUs per node and measurements, whatever format it was read from: `hosts` one per rank
-    listed, `named` the collective and where it was named (else the table says which), `declared` a '# ranks:'
-    line's (ranks, GPUs per node)."""
+    name: str,
+    text: str,
+    rows: list[_Row],
+    hosts: list[str],
+    device: str | None,
+    named: tuple[str, str] | None,
+    declared: tuple[int, int | None] | None,
+) -> Measurements:
+    """A table's run, whatever format it was read from: `hosts` one per rank listed, `named` the collective and where
+    it was named (else the table says which), `declared` a '# ranks:' line's (ranks, GPUs per node), and what the
+    run's environment and nccl-tests' header lines in `text` say (its forced algorithm, protocol, NVLS, -g, -n x -m,
+    -G, the channels NCCL printed, the releases)."""
     nodes = len(set(hosts))
     if nodes and len(hosts) % nodes:
         raise ValueError(f"{len(hosts)} ranks over {nodes} hosts: dpcost needs the same number of GPUs on each")
@@ -1002,7 +987,28 @@ def _read_table(
             f"its busbw / algbw is that of {cut}, not of the {listed} its '# Rank' lines list (a list cut short?): "
             f"add a line '# ranks: {about or 'N'}, gpus per node: G'"
         )
-    return ranks, per_node, tuple(measured)
+    algorithm, setting = _algorithms_set(text, {r.op for r in measured})
+    return Measurements(
+        name=name,
+        ranks=ranks,
+        gpus_per_node=per_node,
+        algorithm=algorithm,
+        device=device,
+        rows=tuple(measured),
+        protocol=_forced_protocol(text),
+        nvls=_nvls_enabled(text),
+        nccl_algo=setting,
+        topology=_topology_hint(text),
+        gpus_per_thread=_gpus_per_thread(text),
+        cuda_graphs=_cuda_graphs(text),
+        iters=_iters(text),
+        coll_channels=_printed_channels(text, "coll"),
+        nvls_channels=_printed_channels(text, "nvls"),
+        p2p_per_peer=_printed_per_peer(text),
+        nccl_release=_nccl_release(text),
+        tests_release=_tests_release(text),
+        headers_release=_release_of_code(_HEADERS_CODE.search(text)),
+    )
 
 
 # nccl-tests' -J document (nccl-tests 2.17.3 on; src/util.cu at v2.19.6): the records its stdout prints, written by the
@@ -1128,31 +1134,20 @@ def _parse_json(text: str, name: str) -> Measurements:
     rows = [row for index, record in enumerate(doc["results"]) if (row := _json_row(index, record)) is not None]
     if not any(row.times for row in rows):
         raise ValueError("no results with a time in its 'results' list")
-    ranks, per_node, measured = _read_table(rows, hosts, _json_named(doc, name), None)
     env_list = doc.get("env", [])
     env = (
         [e for e in env_list if isinstance(e, str) and e.split("=", 1)[0] in _JSON_ENV]
         if isinstance(env_list, list)
         else []
     )
-    flags = "\n".join(env)
-    algorithm, setting = _algorithms_set(flags, {r.op for r in measured})
+    run = _read_table(name, "\n".join(env), rows, hosts, device, _json_named(doc, name), None)
     iters = _json_whole(config.get("iterations", 20), "config: iterations", 1, 10_000_000)
     aggregated = _json_whole(config.get("aggregated_iterations", 1), "config: aggregated_iterations", 1, 10_000)
     code = doc.get("nccl_version")
-    release = _release_of_code(re.match(r"(\d{5,6})$", str(code))) if code is not None else None
-    return Measurements(
-        name=name,
-        ranks=ranks,
-        gpus_per_node=per_node,
-        algorithm=algorithm,
-        device=device,
-        rows=measured,
-        protocol=_forced_protocol(flags),
-        nvls=_nvls_enabled(flags),
-        nccl_algo=setting,
+    return replace(  # what the log's header lines say, from the config and the version code
+        run,
         gpus_per_thread=_json_whole(config.get("ngpus", 1), "config: ngpus", 1, 1024),
         cuda_graphs=_json_whole(config.get("graph", 0), "config: graph", 0, 10_000_000) > 0,
         iters=iters * aggregated,
-        nccl_release=release,
+        nccl_release=_release_of_code(re.match(r"(\d{5,6})$", str(code))) if code is not None else None,
     )
