@@ -250,6 +250,12 @@ class Precision(Section):
         "priced as 1-byte collectives; a quantized reduction by all-to-all is --zeropp qgz).",
         json_schema_extra=cli("--grad-dtype"),
     )
+    grad_accum_dtype: Literal["fp32", "bf16"] | None = Field(
+        None,
+        description="DeepSpeed's data_types.grad_accum_dtype [default: the model's, bf16]; fp32 at ZeRO-1 runs its "
+        "BF16_Optimizer: an fp32 gradient buffer kept beside the bf16 gradients, reduced in --grad-dtype.",
+        json_schema_extra=cli("--grad-accum-dtype"),
+    )
     grad_block: Whole | None = Field(
         None,
         ge=1,

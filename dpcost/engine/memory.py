@@ -9,7 +9,9 @@ state and the stage from which it is sharded over the N data-parallel ranks:
   weights 2, fp32 master 4 and Adam 8; bf16 gradients 2 from the backward to the optimizer step (param.grad at
   stages 0-1, the rank's contiguous partition at stage 2), or, at stage 3, a flat partition of them kept the whole
   run; the fp32 gradients exist only at the optimizer step (step_gradient_copies). Its estimators, which count
-  those fp32 gradients all run (18 bytes beyond the weights), are deepspeed_estimates.
+  those fp32 gradients all run (18 bytes beyond the weights), are deepspeed_estimates. With fp32 gradient
+  accumulation stage 1 is its BF16_Optimizer: an fp32 gradient buffer 4 kept all run beside the bf16 gradients 2
+  (prepare.bf16_optimizer_states, bf16_optimizer_reduce_copy).
 - megatron: Megatron-LM's distributed optimizer (docs: "distributed optimizer"): bf16 weights 2, fp32 main
   grads 4, fp32 master + Adam 12: 18 bytes replicated, 6 + 12/d with the optimizer sharded (stage 1).
 - ddp: PyTorch DDP under torch.autocast: fp32 weights 4 (they are the master copy), fp32 grads 4, Adam 8:
@@ -105,6 +107,9 @@ class Recipe:
     autocast: bool = False
     # Muon's momentum per parameter: the gradient's dtype, fp32 beside fp32 gradients (optimizer_state_bytes)
     muon_momentum_bytes: float = ADAM_MOMENT_BYTES
+    # stage 1 runs DeepSpeed's BF16_Optimizer (fp32 gradient accumulation: prepare.bf16_optimizer_states); its
+    # reduction and step allocate as bf16_optimizer_buckets says, not as ZeRO-1's (deepspeed_buckets)
+    bf16_optimizer: bool = False
 
     def states(self, optimizer: str, muon_share: float = 0.0) -> tuple[StateComponent, ...]:
         """The components with `optimizer`'s own states (optimizer_state_bytes; `muon_share`: the share of the
@@ -353,10 +358,14 @@ def buffers(
     own = 0.0
     if not offload_applies(offload, stage):
         own = optimizer_intermediates(optimizer, optimizer_impl, recipe, share) + orthogonalized
-    if recipe.name == "deepspeed":
+    bf16_optimizer = recipe.bf16_optimizer and stage == 1
+    if recipe.name == "deepspeed" and not bf16_optimizer:
         own += step_gradient_copies(stage, n_params, shard_ranks, offload)
     held, step_buckets = 0.0, None
-    if schedule == "deepspeed":
+    if schedule == "deepspeed" and bf16_optimizer:  # the boundary's reduction, which the step phase stands for
+        buckets, step_buckets = 0.0, bf16_optimizer_reduce_copy(grad_bytes, n_params)
+        own = max(0.0, own - step_buckets)
+    elif schedule == "deepspeed":
         buckets, held = deepspeed_buckets(stage, bucket_bytes, grad_bytes, n_params, buckets_in_flight, accumulation)
         if stage == 2 and accumulation > 1 and not offload_applies(offload, stage):
             # the partition accumulated so far is kept while each later backward fills a new one, which the
@@ -425,6 +434,16 @@ def deepspeed_buckets(
     if stage < 3:
         return ipg_buffers * bucket_bytes + piece, 0.0
     return piece, bucket_bytes
+
+
+def bf16_optimizer_reduce_copy(grad_bytes: float, n_params: float) -> float:
+    """What BF16_Optimizer's reduction allocates (v0.19.5): at the accumulation boundary the engine all-reduces its
+    fp32 gradient buffer (engine.py allreduce_gradients, buffered_allreduce_fallback over get_grads_for_reduction,
+    in pieces of more than 5e8 elements: allreduce_no_retain); a piece of one tensor is flattened without a copy
+    (torch's flatten_dense_tensors), and cast to the communication dtype where that is not fp32 (allreduce_bucket,
+    `tensor.to(self.communication_data_type)`, bf16 for a bf16 model since DeepSpeed 0.9.2, #3370): a copy of the
+    whole buffer in `grad_bytes`, the parameters taken as one group. stage_1_and_2.py's buckets do not exist."""
+    return grad_bytes * n_params if grad_bytes != 4.0 else 0.0
 
 
 def step_gradient_copies(stage: int, n_params: float, shard_ranks: int, offload: str = "none") -> float:

@@ -52,6 +52,7 @@ __all__ = [
     "Op",
     "OpTimes",
     "Passes",
+    "bf16_optimizer_grad_update",
     "fp8_cast",
     "has_layer_ops",
     "in_sixteen_bits",
@@ -868,6 +869,15 @@ def main_grad_accumulation(params: float, main_grad_bytes: float) -> Op:
     Its launches, one a weight, are far shorter than its bytes."""
     return Op("main-gradient accumulation", "grad", "memory", 0.0, 0.0, 0, 0.0, params * (BF16 + 2 * main_grad_bytes),
               0, tp_split="replicated")  # fmt: skip
+
+
+def bf16_optimizer_grad_update(params: float) -> Op:
+    """DeepSpeed's BF16_Optimizer adding each backward's bf16 gradients into its fp32 gradient buffer, once a
+    micro-batch over `params` (this GPU's: every parameter, the buffer is whole), a parameter at a time
+    (bf16_optimizer.py _update_hp_grad at v0.19.5, `hp_grad.data.add_(lp.grad.data.to(hp_grad.dtype))`): the cast
+    reads 2 bytes and writes 4, the add reads 4 and 4 and writes 4."""
+    return Op("fp32 gradient accumulation (BF16_Optimizer)", "grad", "memory", 0.0, 0.0, 0, 0.0,
+              params * (BF16 + 4 * 4.0), 0, tp_split="replicated")  # fmt: skip
 
 
 def optimizer_bytes(params: float, grad_bytes: float, master: bool, state_bytes: float) -> float:

@@ -21,6 +21,7 @@ from dpcost.engine.nccl_channels import call_channels, compute_slowdown
 from dpcost.engine.ops import (
     MicroBatchCompute,
     Op,
+    bf16_optimizer_grad_update,
     main_grad_accumulation,
     matmul_operands,
     micro_batch_compute,
@@ -239,10 +240,13 @@ class MicroBatchTime:
     compute: MicroBatchCompute | None  # the per-op model's (None: every FLOP at the --mfu rate)
 
 
-def unfused_grad_accumulation(p: Prepared) -> Op | None:
-    """Megatron without gradient-accumulation fusion (--no-gradient-accumulation-fusion) adds every weight's gradient
-    into its main gradient once a micro-batch (ops.main_grad_accumulation); the other frameworks' adds under
-    accumulation (AccumulateGrad's) are not priced (docs/frameworks.md)."""
+def grad_accumulation_add(p: Prepared) -> Op | None:
+    """The add of each micro-batch's weight gradients into an accumulator of their own, where the framework runs one:
+    Megatron without gradient-accumulation fusion (--no-gradient-accumulation-fusion) into its main gradients
+    (ops.main_grad_accumulation), DeepSpeed's BF16_Optimizer into its fp32 buffer (ops.bf16_optimizer_grad_update).
+    The other frameworks' adds under accumulation (AccumulateGrad's) are not priced (docs/frameworks.md)."""
+    if p.recipe.bf16_optimizer:
+        return bf16_optimizer_grad_update(p.counts.total)
     if p.o.compute.grad_accumulation_fusion or p.framework is None or p.framework.name != "megatron":
         return None
     return main_grad_accumulation(p.counts.total, p.grad_bytes)
@@ -279,7 +283,7 @@ def micro_batch_time(model: ModelSpec, topology: TopologySpec, p: Prepared, reco
         o.compute.flash_attention,
         o.compute.compute_dtype,
     )
-    bf16_layers, autocast, added = o.compute.bf16_layers, p.recipe.autocast, unfused_grad_accumulation(p)
+    bf16_layers, autocast, added = o.compute.bf16_layers, p.recipe.autocast, grad_accumulation_add(p)
     fused_mlp, fp8_head = o.compute.fused_grouped_mlp, o.compute.fp8_output_proj
     key = (moe_layers, tokens, p.seq_len, p.kernels, p.loss_impl, gpu, peak, attention, recompute, modules, every,
            block, share, gemm_bytes, flash, dtype, cast, o.compute.mfu, bf16_layers, autocast, added, fused_mlp,

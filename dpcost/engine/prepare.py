@@ -23,6 +23,7 @@ from dpcost.engine.memory import (
     ModelStates,
     Recipe,
     StageMemory,
+    StateComponent,
     buffers,
     context_bytes,
     forward_states,
@@ -267,6 +268,26 @@ def recipe_for(name: str, grad_dtype: str) -> Recipe:
         for c in base.components
     )
     return replace(base, components=components)
+
+
+@cache
+def bf16_optimizer_states(recipe: Recipe) -> Recipe:
+    """The deepspeed recipe with stage 1 as DeepSpeed's BF16_Optimizer holds it, which its engine runs for a bf16
+    model at ZeRO stage 1 with data_types.grad_accum_dtype fp32 (engine.py _do_optimizer_sanity_check at v0.19.5,
+    edaa722): each backward's bf16 gradients (param.grad, from the backward to the step's zero_grad, set to none) are
+    added into an fp32 buffer of every parameter, allocated at init and kept (bf16_optimizer.py
+    _setup_for_real_optimizer `fp32_flat_buffer`, update_hp_grads); the fp32 master weights and Adam's states are the
+    rank's partition, as ZeRO-1's. The other stages' rows are the recipe's."""
+    grads = next(c for c in recipe.components if c.communicated and c.gone_from == 2)  # stages 0-1's param.grad
+    lp_grads = StateComponent("bf16 grads (param.grad)", "grads", 2.0, 4, "params", gone_from=2, kept_from=1,
+                              lifetime="backward")  # fmt: skip
+    fp32_buffer = StateComponent("fp32 gradient buffer (BF16_Optimizer)", "grads", 4.0, 4, "params", gone_from=2,
+                                 kept_from=1)  # fmt: skip
+    components: list[StateComponent] = []
+    for c in recipe.components:
+        components += [replace(c, gone_from=1), lp_grads, fp32_buffer] if c is grads else [c]
+    title = f"{recipe.title}; stage 1 as BF16_Optimizer (fp32 gradient accumulation)"
+    return replace(recipe, title=title, components=tuple(components), bf16_optimizer=True)
 
 
 def fsdp_sharded_weights(recipe: Recipe) -> Recipe:
@@ -693,6 +714,9 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     own = RECIPES[recipe_name if recipe_name == "bf16" or fw is None else fw.name].grad_dtype
     grad_dtype = o.precision.grad_dtype or own
     recipe = recipe_for(recipe_name, grad_dtype)
+    check_grad_accum_dtype(o, fw, recipe_name)
+    if o.precision.grad_accum_dtype == "fp32":
+        recipe = bf16_optimizer_states(recipe)
     if fw is not None and fw.name == "fsdp":
         recipe = fsdp_sharded_weights(recipe)
     gather_dtype = o.communication.gather_dtype
@@ -722,6 +746,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     # The generic plan buckets as PyTorch DDP does (frameworks.py); Megatron in one bucket without overlap
     overlapped = given.overlap_comm is not False  # Prepared.overlapped, before there is a Prepared
     bucket = (fw or FRAMEWORKS["ddp"]).bucket_ran(o.dp, grad_bytes, given_bucket, overlapped, counts.total * grad_bytes)
+    if recipe.bf16_optimizer:  # one call a parameter group, each whole (bf16_optimizer_reduce_copy): one group
+        bucket = counts.total * grad_bytes
     first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
     plan = o.plan
     if "mla_up_proj" in plan.recompute_modules and (model.architecture is None or model.architecture.mla is None):
@@ -793,6 +819,33 @@ def check_grad_reduce(o: Options, fw: Framework | None) -> None:
         raise InputError("grad_reduce", f"chooses ZeRO 1-2's gradient collective; ZeRO-{zero} runs its own")
     if fw is not None and (fw.per_unit or (zero == 2 and fw.name == "megatron")):
         raise InputError("grad_reduce", f"{fw.title} reduce-scatters each wrapped unit's gradients at ZeRO 2")
+
+
+def check_grad_accum_dtype(o: Options, fw: Framework | None, recipe_name: str) -> None:
+    """--grad-accum-dtype is DeepSpeed's data_types.grad_accum_dtype, for its bf16 model (the deepspeed recipe's
+    weights). fp32 runs BF16_Optimizer, which DeepSpeed's engine runs at ZeRO stage 1 without CPU offload
+    (engine.py _do_optimizer_sanity_check at v0.19.5; stage 0 refuses the mix, and stages 2-3 run ZeRO's own
+    optimizer, which dpcost does not price with fp32 accumulation). The stage is given, not chosen, as
+    --grad-reduce's is."""
+    accum = o.precision.grad_accum_dtype
+    if accum is None:
+        return
+    if fw is None or fw.name != "deepspeed":
+        raise InputError("grad_accum_dtype", "is DeepSpeed's data_types.grad_accum_dtype: give --framework deepspeed")
+    if recipe_name != "deepspeed":
+        raise InputError("grad_accum_dtype", f"is for DeepSpeed's bf16 model, the deepspeed recipe's weights; --recipe "
+                         f"{recipe_name} holds others")  # fmt: skip
+    if accum == "bf16":  # the model's dtype: DeepSpeed's default
+        return
+    if o.plan.zero != 1:
+        raise InputError("grad_accum_dtype", "fp32 with a bf16 model runs DeepSpeed's BF16_Optimizer, at ZeRO stage 1 "
+                         "only (engine.py _do_optimizer_sanity_check): give --zero 1")  # fmt: skip
+    if o.precision.offload != "none":
+        raise InputError("grad_accum_dtype", "fp32 runs DeepSpeed's BF16_Optimizer only without CPU offload; with "
+                         "--offload, ZeRO-1's own optimizer, which dpcost does not price so")  # fmt: skip
+    if o.communication.bucket_bytes is not None:
+        raise InputError("bucket_bytes", "DeepSpeed's BF16_Optimizer (--grad-accum-dtype fp32) all-reduces its fp32 "
+                         "gradient buffer whole, not in reduce_bucket_size buckets")  # fmt: skip
 
 
 def check_bucket_count(o: Options, fw: Framework | None) -> None:

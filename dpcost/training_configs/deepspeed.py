@@ -66,6 +66,7 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     grad_bytes = _precision(r, doc)
     _zero(r, doc.get("zero_optimization"), grad_bytes)
     _optimizer(r, doc.get("optimizer"))
+    _grad_accum_dtype(r, doc.get("data_types"), _model_dtype(doc))
     zero = doc.get("zero_optimization") or {}
     if r.options.get("optimizer") == "muon" and r.options.get("zero") == "3" and zero.get("reduce_scatter", True):
         # stage3.py refuses Muon with reduce_scatter, which is on unless the config turns it off (zero/config.py)
@@ -81,7 +82,7 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
             if sub != "enabled":
                 r.ignore(f"{k}.{sub}", value, SIXTEEN_BIT_UNPRICED.get(sub, NOT_PRICED))
     seen = {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16", "fp16",
-            "zero_optimization", "optimizer", "communication_data_type", *LAYOUTS}  # fmt: skip
+            "zero_optimization", "optimizer", "communication_data_type", "data_types", *LAYOUTS}  # fmt: skip
     for key, value in doc.items():
         if key in seen:
             continue
@@ -173,6 +174,52 @@ def _precision(r: Reading, doc: dict[str, Any]) -> int:
     elif grad == "fp32":
         r.use("bf16.enabled", False, "grad_dtype", "fp32", "fp32 training reduces fp32 gradients")
     return 4 if grad == "fp32" else 2
+
+
+# DeepSpeed's dtype names (runtime/config.py DtypeEnum at edaa722, matched exactly)
+DTYPE_NAMES = {"torch.float32": "fp32", "fp32": "fp32", "float32": "fp32", "float": "fp32",
+               "torch.bfloat16": "bf16", "bf16": "bf16", "bfloat16": "bf16",
+               "torch.float16": "fp16", "fp16": "fp16", "float16": "fp16", "half": "fp16"}  # fmt: skip
+
+
+def _model_dtype(doc: dict[str, Any]) -> str:
+    """The model's dtype, as _precision reads the 16-bit sections (bf16's "auto" priced as bf16)."""
+    if isinstance(doc.get("fp16"), dict) and doc["fp16"].get("enabled") is True:
+        return "fp16"
+    if isinstance(doc.get("bf16"), dict) and doc["bf16"].get("enabled") in (True, "auto"):
+        return "bf16"
+    return "fp32"
+
+
+def _grad_accum_dtype(r: Reading, data_types: Any, model: str) -> None:
+    """data_types.grad_accum_dtype, as the engine takes it (engine.py get_data_types and
+    _do_optimizer_sanity_check at edaa722): the model's dtype by default; fp32 with a bf16 model runs BF16_Optimizer
+    at ZeRO stage 1 without CPU offload (--grad-accum-dtype fp32), is refused by the engine at stage 0, and runs
+    ZeRO's own optimizer otherwise, which dpcost does not price with fp32 accumulation."""
+    if data_types is None:
+        return
+    key = "data_types.grad_accum_dtype"
+    if not isinstance(data_types, dict):
+        raise r.error("data_types", 'must be a mapping, as {"grad_accum_dtype": "fp32"}')
+    for name, value in data_types.items():
+        if name != "grad_accum_dtype":
+            r.ignore(f"data_types.{name}", value, NOT_PRICED)
+    value = data_types.get("grad_accum_dtype")
+    if value is None:
+        return
+    if not isinstance(value, str) or value not in DTYPE_NAMES:
+        raise r.error(key, f"must be one of {', '.join(sorted(DTYPE_NAMES))} (DeepSpeed's DtypeEnum), got {value!r}")
+    accum = DTYPE_NAMES[value]
+    if accum == model:
+        r.ignore(key, value, "the model's dtype: what DeepSpeed accumulates in by default")
+    elif model == "bf16" and accum == "fp32" and r.options.get("zero") == "0":
+        raise r.error(key, "fp32 with a bf16 model at ZeRO stage 0: DeepSpeed's engine refuses the mix "
+                      "(engine.py _do_optimizer_sanity_check, NotImplementedError)")  # fmt: skip
+    elif model == "bf16" and accum == "fp32" and r.options.get("zero") == "1" and "offload" not in r.options:
+        r.use(key, value, "grad_accum_dtype", "fp32", "BF16_Optimizer: an fp32 gradient buffer kept beside the bf16 "
+              "gradients (engine.py _do_optimizer_sanity_check)")  # fmt: skip
+    else:
+        r.ignore(key, value, "not priced: ZeRO's own optimizer accumulating in another dtype than the model's")
 
 
 def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
@@ -286,8 +333,6 @@ ZERO_UNPRICED = {
 }
 # Top-level keys that change what a step holds or runs, which dpcost does not read (the same audit)
 TOP_UNPRICED = {
-    "data_types": "not priced: the gradient accumulation dtype (bf16 with fp32 at ZeRO-1 keeps an fp32 gradient "
-    "buffer: BF16_Optimizer)",
     "torch_autocast": "not priced: Linear layers' gradients reduced (and at stage 3 gathered) in the autocast dtype",
     "compile": "applies only where the script calls engine.compile(): DeepCompile's passes and offloads",
     "amp": "not read: apex AMP's mixed precision; dpcost prices the bf16 and fp16 sections",

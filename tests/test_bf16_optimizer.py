@@ -1,0 +1,127 @@
+"""DeepSpeed's BF16_Optimizer: a bf16 model at ZeRO stage 1 with data_types.grad_accum_dtype fp32 (--grad-accum-dtype
+fp32), held to deepspeed at edaa722 (v0.19.5): engine.py _do_optimizer_sanity_check, allreduce_gradients and
+allreduce_bucket; runtime/bf16_optimizer.py (docs/sources/deepspeed-memory.md, "BF16_Optimizer")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dpcost import Options, estimate, load_model, load_topology
+from dpcost.cli import app
+from dpcost.engine.memory import RECIPES, buffers, model_states, phases
+from dpcost.engine.ops import bf16_optimizer_grad_update
+from dpcost.engine.prepare import bf16_optimizer_states, recipe_for
+from dpcost.errors import InputError
+from dpcost.training_configs import read_training_config
+
+P, N, MB = 8e9, 8, 2**20
+
+
+def test_its_states_are_a_kept_fp32_buffer_beside_the_bf16_gradients() -> None:
+    """bf16_optimizer.py: `fp32_flat_buffer = torch.zeros_like(bf16_groups_flat[i], dtype=grad_acc_dtype)`, every
+    parameter's, allocated at init and zeroed (not freed) after the step (clear_hp_grads); param.grad in bf16 from the
+    backward until the step's zero_grad(set_to_none=True); the fp32 master partition and Adam's states over DP."""
+    recipe = bf16_optimizer_states(recipe_for("deepspeed", "bf16"))
+    s1 = model_states(P, N, 1, recipe)
+    assert (s1.params, s1.grads, s1.backward_grads, s1.optimizer) == (2 * P, 6 * P, 2 * P, 12 * P / N)
+    # only stage 1 runs it: the other stages' rows are ZeRO's, as without it
+    for stage in (0, 2, 3):
+        assert model_states(P, N, stage, recipe) == model_states(P, N, stage, RECIPES["deepspeed"])
+
+
+def test_its_reduction_casts_the_whole_buffer_to_the_communication_dtype() -> None:
+    """allreduce_bucket: `tensor.to(self.communication_data_type)`, bf16 for a bf16 model (engine.py
+    communication_data_type) and fp32 where the config says so; the fp32 buffer goes whole, a lone tensor flattened
+    without a copy. No stage_1_and_2.py buckets, and no flattened fp32 partition at the step: the real optimizer
+    steps on views of the buffer (bf16_optimizer.py step)."""
+    for grad_bytes, copy in ((2.0, 2 * P), (4.0, 0.0)):
+        recipe = bf16_optimizer_states(recipe_for("deepspeed", "bf16" if grad_bytes == 2 else "fp32"))
+        buf = buffers(1, "deepspeed", recipe, grad_bytes, P, 500 * MB, 1e9, 1e9, buckets_in_flight=1, shard_ranks=N)
+        forward, backward, step = phases(model_states(P, N, 1, recipe), buf, 0, 0, 0, 0, 1)
+        assert (buf.buckets, buf.held_buckets, buf.at_step) == (0.0, 0.0, copy)
+        # the buffer all run; param.grad from the backward on, counted at the step (memory.phases: the backward
+        # phase is its start)
+        assert (forward.grads, backward.grads, step.grads) == (4 * P, 4 * P, 6 * P)
+        assert step.buffers == copy
+
+
+def test_its_gradient_update_moves_18_bytes_a_parameter() -> None:
+    """_update_hp_grad: `hp_grad.data.add_(lp.grad.data.to(hp_grad.dtype))`: the cast reads 2 bytes and writes 4,
+    the add reads 4 and 4 and writes 4, once a micro-batch (backward_epilogue)."""
+    op = bf16_optimizer_grad_update(P)
+    assert (op.bytes, op.backward_bytes, op.flops) == (0.0, 18 * P, 0.0)
+
+
+def _plan(**extra: object) -> Options:
+    return Options.model_validate({"dp": 8, "framework": "deepspeed", "zero": 1, "recompute": "full", **extra})
+
+
+def test_an_estimate_holds_and_reduces_what_it_runs() -> None:
+    model, topology = load_model("llama-8b"), load_topology("dgx-h100")
+    plain = estimate(model, topology, _plan())
+    bf16 = estimate(model, topology, _plan(grad_accum_dtype="fp32"))
+    n = plain.model.params_total
+    fp32_wire = estimate(model, topology, _plan(grad_accum_dtype="fp32", grad_dtype="fp32"))
+    row, fp32_row = (next(r for r in e.memory.stages if r.stage == 1) for e in (bf16, fp32_wire))
+    assert (row.peak_phase, row.grads_bytes, fp32_row.grads_bytes) == ("optimizer step", 6 * n, 6 * n)
+    assert row.buffers_bytes - fp32_row.buffers_bytes == 2 * n  # the bf16 cast of the buffer, reduced in bf16
+    assert next(r for r in plain.memory.stages if r.stage == 1).grads_bytes <= 2 * n
+    # one all-reduce of the whole gradient (a parameter group's buffer, whole: allreduce_no_retain)
+    reduce = next(t for t in bf16.communication.collectives if t.op == "all_reduce")
+    assert reduce.calls == 1
+    assert next(t for t in plain.communication.collectives if t.op == "all_reduce").calls > 1
+    # the fp32 add once a micro-batch lengthens the backward by its bytes at the HBM rate
+    assert bf16.time.compute_seconds > plain.time.compute_seconds
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--framework", "fsdp", "--zero", "3"], "--grad-accum-dtype: is DeepSpeed's data_types.grad_accum_dtype"),
+        (["--framework", "deepspeed", "--zero", "2"], "at ZeRO stage 1 only"),
+        (["--framework", "deepspeed"], "give --zero 1"),
+        (["--framework", "deepspeed", "--zero", "1", "--offload", "optimizer"], "only without CPU offload"),
+        (["--framework", "deepspeed", "--zero", "1", "--bucket-size", "1GiB"], "all-reduces its fp32 gradient buffer"),
+        (["--framework", "deepspeed", "--zero", "1", "--recipe", "zero-paper"], "--recipe zero-paper holds others"),
+    ],
+)
+def test_what_deepspeed_does_not_run_is_refused_in_one_line(args: list[str], says: str) -> None:
+    result = CliRunner().invoke(app, ["estimate", "--model", "llama-8b", "--dp", "8", "--grad-accum-dtype", "fp32",
+                                      *args])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_bf16_is_the_models_own_and_changes_nothing() -> None:
+    model, topology = load_model("llama-8b"), load_topology("dgx-h100")
+    assert estimate(model, topology, _plan(grad_accum_dtype="bf16")) == estimate(model, topology, _plan())
+
+
+def _read(tmp_path: Path, doc: dict[str, object]) -> dict[str, str]:
+    path = tmp_path / "ds_config.json"
+    path.write_text(json.dumps(doc))
+    return read_training_config(str(path)).options
+
+
+@pytest.mark.parametrize("name", ["fp32", "float32", "float", "torch.float32"])
+def test_a_deepspeed_config_at_stage_1_runs_it(tmp_path: Path, name: str) -> None:
+    doc = {"bf16": {"enabled": True}, "zero_optimization": {"stage": 1}, "data_types": {"grad_accum_dtype": name}}
+    assert _read(tmp_path, doc)["grad_accum_dtype"] == "fp32"
+
+
+def test_a_deepspeed_config_elsewhere_is_said_or_refused(tmp_path: Path) -> None:
+    base = {"bf16": {"enabled": True}, "data_types": {"grad_accum_dtype": "fp32"}}
+    for zero in ({"stage": 2}, {"stage": 1, "offload_optimizer": {"device": "cpu"}}):
+        assert "grad_accum_dtype" not in _read(tmp_path, {**base, "zero_optimization": zero})
+    assert "grad_accum_dtype" not in _read(tmp_path, {**base, "data_types": {"grad_accum_dtype": "bf16"}})
+    with pytest.raises(InputError, match="DeepSpeed's engine refuses the mix"):
+        _read(tmp_path, {**base, "zero_optimization": {"stage": 0}})
+    with pytest.raises(InputError, match="DeepSpeed's DtypeEnum"):
+        _read(tmp_path, {**base, "zero_optimization": {"stage": 1}, "data_types": {"grad_accum_dtype": "FP32"}})
+    with pytest.raises(InputError, match="must be a mapping"):
+        _read(tmp_path, {**base, "data_types": "fp32"})
