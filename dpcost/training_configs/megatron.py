@@ -457,12 +457,15 @@ BF16_OPTIMIZER = "; at stage 0 with --bf16, DeepSpeed's BF16_Optimizer shards th
 # gradients are accumulated in the model's dtype (ZeRO's optimizer). Each all-reduces its gradients after the
 # backward (pipe/engine.py _exec_reduce_grads: _bf16_reduce_grads, or allreduce_gradients; ZeRO-1's buckets with
 # allreduce_bucket, stage_1_and_2.py); BF16_Optimizer and ZeRO-1 then all-gather the updated 16-bit weights.
+# BF16_Optimizer's fp32 gradients go to the all-reduce cast to engine.py's communication_data_type, fp32 for a bf16
+# model until DeepSpeed 0.9.2 and bf16 since (#3370): priced as before it, as BLOOM's 2022 runs ran.
 DEEPSPEED_RUNS = {
     (0, "bf16"): (
         1,
         "fp32",
         "BF16_Optimizer: fp32 weights and optimizer states sharded over DP, as ZeRO-1 shards "
-        "them; its bf16 gradients kept beside the fp32 ones (2 bytes a parameter) not priced",
+        "them; its fp32 gradients all-reduced in fp32, as before DeepSpeed 0.9.2 (since, cast to bf16 for it: not "
+        "priced); its bf16 gradients kept beside the fp32 ones (2 bytes a parameter) not priced",
     ),
     (0, "fp16"): (0, "fp16", "FP16_Optimizer: every state on every rank"),
     (0, "fp32"): (0, "fp32", "no optimizer wrapper: every state on every rank"),
