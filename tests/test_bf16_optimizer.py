@@ -125,3 +125,16 @@ def test_a_deepspeed_config_elsewhere_is_said_or_refused(tmp_path: Path) -> None
         _read(tmp_path, {**base, "zero_optimization": {"stage": 1}, "data_types": {"grad_accum_dtype": "FP32"}})
     with pytest.raises(InputError, match="must be a mapping"):
         _read(tmp_path, {**base, "data_types": "fp32"})
+
+
+def test_its_advice_does_not_offer_an_overlap_it_cannot_run() -> None:
+    """BF16_Optimizer's reduction runs after the backward (engine.py _backward_epilogue, allreduce_gradients), whatever
+    zero_optimization.overlap_comm says: the advice offers accumulation, not --overlap-comm."""
+    model, topology = load_model("llama-8b"), load_topology("dgx-h100")
+    plain = estimate(model, topology, _plan(dp=64, grad_dtype="fp32"))
+    bf16 = estimate(model, topology, _plan(dp=64, grad_accum_dtype="fp32"))
+    (said,) = [w.action for w in bf16.warnings if w.code == "exposed-comm"]
+    assert "whatever --overlap-comm says" in said and "--accum" in said
+    assert [w.action for w in plain.warnings if w.code == "exposed-comm"] == [
+        "nothing overlaps these collectives: --overlap-comm true hides them behind the backward pass"
+    ]

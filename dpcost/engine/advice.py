@@ -44,9 +44,13 @@ CODES = {
 }
 
 
-def _hide(t: Time) -> str:
-    """What hides exposed communication: overlap where nothing overlaps it, else more compute per call."""
+def _hide(t: Time, overlappable: bool = True) -> str:
+    """What hides exposed communication: overlap where nothing overlaps it and the framework can, else more compute
+    per call."""
     if t.exposed_comm_seconds >= 0.999 * t.comm_seconds:
+        if not overlappable:
+            return ("nothing overlaps these collectives, whatever --overlap-comm says (BF16_Optimizer reduces after "
+                    "the backward): more micro-batches a step (--accum) share them")  # fmt: skip
         return "nothing overlaps these collectives: --overlap-comm true hides them behind the backward pass"
     return "raise --micro-batch: more compute hides each call"
 
@@ -154,12 +158,12 @@ def moe_replicated(model: ModelSpec, counts: ParamCount) -> Advice:
     )
 
 
-def comm_bound(t: Time) -> Advice:
+def comm_bound(t: Time, overlappable: bool = True) -> Advice:
     return _advice(
         "comm-bound",
         f"communication-bound: {t.comm_seconds:.3g} s of collectives per step cannot hide behind "
         f"{t.compute_seconds:.3g} s of compute; the step waits {t.exposed_comm_seconds:.3g} s on the network",
-        _hide(t),
+        _hide(t, overlappable),
     )
 
 
@@ -181,12 +185,12 @@ def shared_link_binds(t: Time, topology: TopologySpec, dp: int) -> Advice | None
     return None
 
 
-def exposed_comm(t: Time) -> Advice:
+def exposed_comm(t: Time, overlappable: bool = True) -> Advice:
     return _advice(
         "exposed-comm",
         f"{t.exposed_comm_seconds / t.step_seconds:.0%} of the step is exposed communication "
         "(the last gradient buckets cannot hide behind the backward pass)",
-        _hide(t),
+        _hide(t, overlappable),
     )
 
 
@@ -346,8 +350,10 @@ def training(
     offload: str,
     full_recompute: StageMemory | None,
     shard_group: int | None = None,
+    overlappable: bool = True,
 ) -> list[Advice]:
-    """Every piece of advice a training plan earns, in the order a reader should see them."""
+    """Every piece of advice a training plan earns, in the order a reader should see them; `overlappable`: whether
+    the framework can overlap the gradient reduction with the backward (DeepSpeed's BF16_Optimizer cannot)."""
     out: list[Advice] = []
     if not rows[0].fits:
         out.append(needs_sharding(rows, topology, setup.framework))
@@ -359,9 +365,9 @@ def training(
     if (shared := shared_link_binds(t, topology, setup.dp)) is not None:
         out.append(shared)
     if t.bound == "communication":
-        out.append(comm_bound(t))
+        out.append(comm_bound(t, overlappable))
     elif t.exposed_comm_seconds > 0.1 * t.step_seconds:
-        out.append(exposed_comm(t))
+        out.append(exposed_comm(t, overlappable))
     if t.losses_seconds > 0.05 * t.step_seconds:
         out.append(losses_at_scale(t, setup))
     if not global_batch_fixed and setup.dp > 1:

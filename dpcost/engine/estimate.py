@@ -451,6 +451,7 @@ def training_report(model: ModelSpec, topology: TopologySpec, p: Prepared, parts
         offload=o.precision.offload,
         full_recompute=full,
         shard_group=o.plan.shard_group,
+        overlappable=not p.recipe.bf16_optimizer,
     )
     memory = _memory(model, topology, p, table, recompute)
     return EstimateReport(
