@@ -1210,6 +1210,12 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
         flags.append("FLOP count not printed: PaLM's, full attention matrix")
     if source == "bloom-tr11":
         flags.append("Omni-Path, 4 links per node, costed as dgx-a100's 8 x HDR")
+    # BLOOM's job (examples/training-configs/bigscience-tr11-176b-ml.slurm) runs DeepSpeed's engine at ZeRO stage 0 with
+    # bf16: BF16_Optimizer, whose backward adds each micro-batch's bf16 gradients into its fp32 buffer (pipe/engine.py
+    # _exec_backward_pass, update_hp_grads, at v0.7.0: ops.bf16_optimizer_grad_update)
+    bf16_optimizer = source == "bloom-tr11"
+    if bf16_optimizer:
+        flags.append("DeepSpeed's BF16_Optimizer: each micro-batch's bf16 gradients added into its fp32 buffer")
 
     # Megatron-Bridge's presets set grad_reduce_in_fp32 = False; SC'21's script runs --fp16 without
     # --accumulate-allreduce-grads-in-fp32, so its gradient buffers are fp16 (megatron/model/distributed.py @d4169684).
@@ -1304,6 +1310,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
             fused_grouped_mlp=fused_mlp,
             fp8_output_proj=fp8_head,
             moe_host_seconds=moe_host,
+            bf16_optimizer=bf16_optimizer,
         )
 
     if not recompute and bridge:

@@ -253,7 +253,8 @@ class Precision(Section):
     grad_accum_dtype: Literal["fp32", "bf16"] | None = Field(
         None,
         description="DeepSpeed's data_types.grad_accum_dtype [default: the model's, bf16]; fp32 at ZeRO-1 runs its "
-        "BF16_Optimizer: an fp32 gradient buffer kept beside the bf16 gradients, reduced in --grad-dtype.",
+        "BF16_Optimizer: an fp32 gradient buffer kept beside the bf16 gradients, reduced in --grad-dtype (with "
+        "--framework megatron or a layout: as Megatron-DeepSpeed runs it).",
         json_schema_extra=cli("--grad-accum-dtype"),
     )
     grad_block: Whole | None = Field(

@@ -82,11 +82,14 @@ def test_an_estimate_holds_and_reduces_what_it_runs() -> None:
     ("args", "says"),
     [
         (["--framework", "fsdp", "--zero", "3"], "--grad-accum-dtype: is DeepSpeed's data_types.grad_accum_dtype"),
-        (["--framework", "deepspeed", "--zero", "2"], "at ZeRO stage 1 only"),
+        (["--framework", "deepspeed", "--zero", "2"], "shards the fp32 states over DP as ZeRO-1"),
+        (["--framework", "megatron", "--zero", "3"], "give --zero 1"),  # Megatron-FSDP
+        (["--framework", "fsdp", "--tp", "2", "--zero", "3"], "give --framework deepspeed"),  # torchtitan's
         (["--framework", "deepspeed"], "give --zero 1"),
         (["--framework", "deepspeed", "--zero", "1", "--offload", "optimizer"], "only without CPU offload"),
         (["--framework", "deepspeed", "--zero", "1", "--bucket-size", "1GiB"], "all-reduces its fp32 gradient buffer"),
         (["--framework", "deepspeed", "--zero", "1", "--recipe", "zero-paper"], "--recipe zero-paper holds others"),
+        (["--framework", "megatron", "--zero", "1", "--recipe", "deepspeed"], "the megatron recipe's"),
     ],
 )
 def test_what_deepspeed_does_not_run_is_refused_in_one_line(args: list[str], says: str) -> None:
@@ -138,3 +141,26 @@ def test_its_advice_does_not_offer_an_overlap_it_cannot_run() -> None:
     assert [w.action for w in plain.warnings if w.code == "exposed-comm"] == [
         "nothing overlaps these collectives: --overlap-comm true hides them behind the backward pass"
     ]
+
+
+def test_megatron_deepspeed_adds_the_bf16_gradients_beside_its_fp32_ones() -> None:
+    """Megatron-DeepSpeed under DeepSpeed's engine (pipe/engine.py _exec_backward_pass at v0.7.0 and v0.16.0: each
+    backward's update_hp_grads): the fp32 buffer is the main gradient Megatron's recipe already holds, the bf16
+    param.grad (2 bytes) comes beside it, and the add (18 bytes a parameter) joins each micro-batch's backward."""
+    model, topology = load_model("llama-70b"), load_topology("dgx-h100")
+    base = {"dp": 8, "tp": 4, "pp": 4, "zero": 1, "global_batch": 256, "recompute": "none"}
+    plain = estimate(model, topology, Options.model_validate(base))
+    bf16 = estimate(model, topology, Options.model_validate({**base, "grad_accum_dtype": "fp32"}))
+    params = [s.params for s in plain.layout.stages]
+    assert [s.params for s in bf16.layout.stages] == params
+    grown = [b.memory_bytes - a.memory_bytes for a, b in zip(plain.layout.stages, bf16.layout.stages, strict=True)]
+    # the rank's share of its stage's parameters (TP 4), at 2 bytes each, allocated and reserved alike
+    assert grown == pytest.approx([2 * p for p in params], rel=0.05)
+    assert bf16.time.step_seconds > plain.time.step_seconds
+    # pure data parallelism with Megatron's layers: the same two bytes at stage 1
+    pure = {"dp": 8, "framework": "megatron", "zero": 1, "recompute": "full"}
+    rows = [
+        next(r for r in estimate(model, topology, Options.model_validate(o)).memory.stages if r.stage == 1)
+        for o in (pure, {**pure, "grad_accum_dtype": "fp32"})
+    ]
+    assert rows[1].grads_bytes - rows[0].grads_bytes == 2 * plain.model.params_total

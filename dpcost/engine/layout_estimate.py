@@ -62,6 +62,7 @@ from dpcost.engine.nccl_channels import call_channels, compute_slowdown, p2p_cha
 from dpcost.engine.ops import (
     Op,
     OpTimes,
+    bf16_optimizer_grad_update,
     has_layer_ops,
     layer_ops,
     main_grad_accumulation,
@@ -502,6 +503,7 @@ def layout_step(
     repeated_kv: bool = False,
     torch_tp: bool = False,
     deferred_reduce: bool = False,
+    bf16_optimizer: bool = False,
 ) -> LayoutStep:
     """The step of one layout (module docstring). `global_batch` sequences per step: m = global / (DP x b) micro-batches
     per pipeline. `peak`: the compute dtype's dense FLOP/s (default BF16's); `overlap_slowdown`: one compute slowdown
@@ -547,7 +549,9 @@ def layout_step(
     full-iteration CUDA graphs). `muon`: Megatron's --optimizer muon, whose step orthogonalizes the weight matrices
     (optimizer_step_seconds). `deferred_reduce`: at ZeRO 2, PyTorch FSDP under torch's pipelining, which gathers
     each unit once a step and reduce-scatters its accumulated gradient once, after the last backward
-    (fsdp_pipeline.py; _data_parallel)."""
+    (fsdp_pipeline.py; _data_parallel). `bf16_optimizer`: DeepSpeed's BF16_Optimizer, as Megatron-DeepSpeed runs
+    it (--grad-accum-dtype fp32): each micro-batch's backward adds the bf16 weight gradients into its fp32 buffer
+    (ops.bf16_optimizer_grad_update), where Megatron would add into main gradients."""
     a = model.architecture
     if a is None:
         raise ValueError("a layout needs the model's architecture (layers, hidden size, heads)")
@@ -599,7 +603,7 @@ def layout_step(
                           loss_impl, None if grad_accumulation_fusion else DTYPE_BYTES[grad_dtype], ep_dispatcher,
                           fused_grouped_mlp, fp8_output_proj, cp_attention_blocks(layout.cp, cp_impl),
                           checkpointed[st.index] if block is not None else None, kernels, torch_tp,
-                          tp_gather_bytes)
+                          tp_gather_bytes, bf16_optimizer)
             for st in stages
         ]  # fmt: skip
     else:
@@ -828,12 +832,14 @@ def _stage_by_ops(
     kernels: Kernels | None = None,
     torch_tp: bool = False,
     tp_gather_bytes: float = ACT_BYTES,
+    bf16_optimizer: bool = False,
 ) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch on one GPU of `stage`, op by op: its layers' ops (the
     embedding on the first stage, the final norm, head and loss on the last), one TP rank's share of each, its
     CP share of the tokens, as Megatron runs them (fused kernels unless `kernels` says otherwise, cuDNN attention
     unless `attention_kernel` says another, the vocab-parallel loss `loss_impl`), with `main_grad_bytes` the add of
-    the stage's weight gradients into main gradients of that many bytes (ops.main_grad_accumulation); the
+    the stage's weight gradients into main gradients of that many bytes (ops.main_grad_accumulation), or with
+    `bf16_optimizer` BF16_Optimizer's into its fp32 buffer (ops.bf16_optimizer_grad_update); the
     recomputation re-runs what Megatron's policy drops (ops.recomputed_by_part; selective: `recompute_modules`).
     `mtp_layers`: MTP modules on the last stage;
     `sixteen_bit_efficiency`: the BF16 peak's share for the matmuls that stay in 16 bits (ops.times); `bf16_layers`:
@@ -915,7 +921,9 @@ def _stage_by_ops(
             or (op.module != "embedding" and last)]  # fmt: skip
     if last and mtp_layers:
         ends += mtp_ops(a, tokens, kernels, loss_impl, head) * mtp_layers
-    if main_grad_bytes is not None:  # the stage's weights on this GPU, after TP's split
+    if bf16_optimizer:  # the stage's weights on this GPU, after TP's split
+        ends.append(bf16_optimizer_grad_update(stage.dense_params + stage.expert_params))
+    elif main_grad_bytes is not None:
         ends.append(main_grad_accumulation(stage.dense_params + stage.expert_params, main_grad_bytes))
     if ends:
         t = timed(tensor_parallel(ends, layout.tp, sequence_parallel))

@@ -230,6 +230,10 @@ class MemoryLayout(Layout):
     # Megatron-Core DDP's gradient buffer (distributed/param_and_grad_buffer.py): fp32 with grad_reduce_in_fp32
     # (Megatron-LM's --bf16 default), else the parameters' 16-bit dtype (Megatron-Bridge's performance presets)
     grad_bytes: float = 4.0
+    # DeepSpeed's BF16_Optimizer under Megatron-DeepSpeed (--grad-accum-dtype fp32): each backward's bf16 param.grad
+    # kept beside its fp32 gradient buffer (bf16_optimizer.py; prepare.bf16_optimizer_states), from the step's
+    # first backward to its zero_grad: a pipeline's 1F1B and accumulation hold them at their peaks
+    lp_grad_bytes: float = 0.0
     first_stage_layers: int | None = None  # --decoder-first-pipeline-num-layers
     last_stage_layers: int | None = None  # --decoder-last-pipeline-num-layers
     pipeline_layout: str | None = None  # --pipeline-model-parallel-layout (pipeline_layout.py), checked by the caller
@@ -783,10 +787,11 @@ def state_bytes(
         q_dense, q_experts = quantized.tp_sharded + quantized.replicated, quantized.expert_sharded
         weights = (dense - q_dense * saving / 2) * d[0] + (experts - q_experts * saving / 2) * e[0]
         return weights, dense * d[1] + experts * e[1], dense * d[2] + experts * e[2] - kept
-    per_dense = bytes_per_parameter(layout.distributed_optimizer, dense_ranks // n, layout.grad_bytes)
-    per_expert = bytes_per_parameter(layout.distributed_optimizer, expert_ranks // n, layout.grad_bytes)
+    grad_bytes = layout.grad_bytes + layout.lp_grad_bytes
+    per_dense = bytes_per_parameter(layout.distributed_optimizer, dense_ranks // n, grad_bytes)
+    per_expert = bytes_per_parameter(layout.distributed_optimizer, expert_ranks // n, grad_bytes)
     total = dense * per_dense + experts * per_expert
-    weights, grads = 2 * held.total, layout.grad_bytes * held.total
+    weights, grads = 2 * held.total, grad_bytes * held.total
     return weights - saving * quantized.total, grads, total - weights - grads - kept
 
 
@@ -795,8 +800,9 @@ def weight_and_optimizer_bytes(held: ParamGroups, layout: MemoryLayout) -> float
     ZeRO 2-3, Megatron-FSDP's shards [F] (state_bytes)."""
     if layout.zero >= 2:
         return sum(state_bytes(held, layout))
-    dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp, layout.grad_bytes)
-    experts = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout), layout.grad_bytes)
+    grad_bytes = layout.grad_bytes + layout.lp_grad_bytes
+    dense = bytes_per_parameter(layout.distributed_optimizer, layout.dp, grad_bytes)
+    experts = bytes_per_parameter(layout.distributed_optimizer, expert_data_parallel_size(layout), grad_bytes)
     return (held.tp_sharded + held.replicated) * dense + held.expert_sharded * experts
 
 

@@ -420,6 +420,7 @@ def _layout_memory(
         sequence_parallel=par.sequence_parallel,
         zero=stage,
         grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o, stage)],
+        lp_grad_bytes=DTYPE_BYTES["bf16"] if p.o.precision.grad_accum_dtype == "fp32" else 0.0,
         # flash attention stores none, nor a core attention the selective recomputation re-runs
         attention_scores=not p.o.compute.flash_attention and not core_attention_rerun(p.o, recompute),
         scores_fp32=p.o.compute.unfused_softmax_fp32,
@@ -682,6 +683,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         fp8_output_proj=o.compute.fp8_output_proj,
         moe_host_seconds=MOE_LAYER_HOST_SECONDS if o.compute.moe_host_time is None else o.compute.moe_host_time,
         muon=o.precision.optimizer == "muon",
+        bf16_optimizer=o.precision.grad_accum_dtype == "fp32",
     )
     return LayoutParts(layout, stage, recompute, chosen_rows, step, global_batch, tokens, compute_model, mfu)
 

@@ -277,10 +277,14 @@ def bf16_optimizer_states(recipe: Recipe) -> Recipe:
     edaa722): each backward's bf16 gradients (param.grad, from the backward to the step's zero_grad, set to none) are
     added into an fp32 buffer of every parameter, allocated at init and kept (bf16_optimizer.py
     _setup_for_real_optimizer `fp32_flat_buffer`, update_hp_grads); the fp32 master weights and Adam's states are the
-    rank's partition, as ZeRO-1's. The other stages' rows are the recipe's."""
-    grads = next(c for c in recipe.components if c.communicated and c.gone_from == 2)  # stages 0-1's param.grad
+    rank's partition, as ZeRO-1's. The other stages' rows are the recipe's. Megatron's recipe (Megatron-DeepSpeed)
+    holds the buffer as its fp32 main gradient already: the bf16 gradients are added beside it."""
     lp_grads = StateComponent("bf16 grads (param.grad)", "grads", 2.0, 4, "params", gone_from=2, kept_from=1,
                               lifetime="backward")  # fmt: skip
+    if recipe.name == "megatron":
+        title = f"{recipe.title}; stage 1 as Megatron-DeepSpeed's BF16_Optimizer (bf16 gradients beside)"
+        return replace(recipe, title=title, components=(*recipe.components, lp_grads), bf16_optimizer=True)
+    grads = next(c for c in recipe.components if c.communicated and c.gone_from == 2)  # stages 0-1's param.grad
     fp32_buffer = StateComponent("fp32 gradient buffer (BF16_Optimizer)", "grads", 4.0, 4, "params", gone_from=2,
                                  kept_from=1)  # fmt: skip
     components: list[StateComponent] = []
@@ -715,7 +719,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     grad_dtype = o.precision.grad_dtype or own
     recipe = recipe_for(recipe_name, grad_dtype)
     check_grad_accum_dtype(o, fw, recipe_name)
-    if o.precision.grad_accum_dtype == "fp32":
+    if o.precision.grad_accum_dtype == "fp32" and not o.megatron_layout:  # a layout's: layout_memory, layout_step
         recipe = bf16_optimizer_states(recipe)
     if fw is not None and fw.name == "fsdp":
         recipe = fsdp_sharded_weights(recipe)
@@ -746,7 +750,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     # The generic plan buckets as PyTorch DDP does (frameworks.py); Megatron in one bucket without overlap
     overlapped = given.overlap_comm is not False  # Prepared.overlapped, before there is a Prepared
     bucket = (fw or FRAMEWORKS["ddp"]).bucket_ran(o.dp, grad_bytes, given_bucket, overlapped, counts.total * grad_bytes)
-    if recipe.bf16_optimizer:  # one call a parameter group, each whole (bf16_optimizer_reduce_copy): one group
+    if recipe.bf16_optimizer and recipe.name == "deepspeed":  # a call a parameter group, each whole: one group
         bucket = counts.total * grad_bytes
     first = given.first_bucket_bytes if given.first_bucket_bytes is not None else (fw.first_bucket_bytes if fw else 0.0)
     plan = o.plan
@@ -826,20 +830,28 @@ def check_grad_accum_dtype(o: Options, fw: Framework | None, recipe_name: str) -
     weights). fp32 runs BF16_Optimizer, which DeepSpeed's engine runs at ZeRO stage 1 without CPU offload
     (engine.py _do_optimizer_sanity_check at v0.19.5; stage 0 refuses the mix, and stages 2-3 run ZeRO's own
     optimizer, which dpcost does not price with fp32 accumulation). The stage is given, not chosen, as
-    --grad-reduce's is."""
+    --grad-reduce's is. With Megatron's layers (--framework megatron, or a TP/CP/PP/EP layout), DeepSpeed's engine
+    as Megatron-DeepSpeed runs them: BF16_Optimizer's fp32 buffer is the main gradient Megatron's recipe holds, and
+    it shards the fp32 states over DP as the distributed optimizer does (--zero 1)."""
     accum = o.precision.grad_accum_dtype
     if accum is None:
         return
-    if fw is None or fw.name != "deepspeed":
-        raise InputError("grad_accum_dtype", "is DeepSpeed's data_types.grad_accum_dtype: give --framework deepspeed")
-    if recipe_name != "deepspeed":
-        raise InputError("grad_accum_dtype", f"is for DeepSpeed's bf16 model, the deepspeed recipe's weights; --recipe "
-                         f"{recipe_name} holds others")  # fmt: skip
+    megatron = fw.name == "megatron" if fw is not None else o.megatron_layout
+    if not megatron and (fw is None or fw.name != "deepspeed"):
+        raise InputError("grad_accum_dtype", "is DeepSpeed's data_types.grad_accum_dtype: give --framework deepspeed "
+                         "(or megatron, as Megatron-DeepSpeed runs it)")  # fmt: skip
+    own = "megatron" if megatron else "deepspeed"
+    if recipe_name != own and not o.megatron_layout:
+        raise InputError("grad_accum_dtype", f"is for the {own} recipe's bf16 weights; --recipe {recipe_name} holds "
+                         "others")  # fmt: skip
     if accum == "bf16":  # the model's dtype: DeepSpeed's default
         return
     if o.plan.zero != 1:
-        raise InputError("grad_accum_dtype", "fp32 with a bf16 model runs DeepSpeed's BF16_Optimizer, at ZeRO stage 1 "
-                         "only (engine.py _do_optimizer_sanity_check): give --zero 1")  # fmt: skip
+        raise InputError("grad_accum_dtype", "fp32 with a bf16 model runs DeepSpeed's BF16_Optimizer, which "
+                         "shards the fp32 states over DP as ZeRO-1 (engine.py _do_optimizer_sanity_check): give "
+                         "--zero 1")  # fmt: skip
+    if megatron:
+        return
     if o.precision.offload != "none":
         raise InputError("grad_accum_dtype", "fp32 runs DeepSpeed's BF16_Optimizer only without CPU offload; with "
                          "--offload, ZeRO-1's own optimizer, which dpcost does not price so")  # fmt: skip

@@ -465,7 +465,7 @@ DEEPSPEED_RUNS = {
         "fp32",
         "BF16_Optimizer: fp32 weights and optimizer states sharded over DP, as ZeRO-1 shards "
         "them; its fp32 gradients all-reduced in fp32, as before DeepSpeed 0.9.2 (since, cast to bf16 for it: not "
-        "priced); its bf16 gradients kept beside the fp32 ones (2 bytes a parameter) not priced",
+        "priced)",
     ),
     (0, "fp16"): (0, "fp16", "FP16_Optimizer: every state on every rank"),
     (0, "fp32"): (0, "fp32", "no optimizer wrapper: every state on every rank"),
@@ -518,6 +518,10 @@ def _deepspeed_engine(r: Reading, args: dict[str, list[str]], files: dict[str, s
     r.use(key, stage, "zero", str(priced), f"{dtype}: DeepSpeed's {why}")
     r.use(f"{flag} bf16.enabled" if dtype == "bf16" else f"{flag} fp16.enabled", dtype != "fp32", "grad_dtype",
           grads, f"reduced in {grads} (engine.py get_data_types)")  # fmt: skip
+    if (stage, dtype) == (0, "bf16"):
+        r.use(f"{flag} bf16.enabled", True, "grad_accum_dtype", "fp32", "BF16_Optimizer: each backward's bf16 "
+              "gradients added into an fp32 buffer, kept beside it (engine.py get_data_types: stage 0's "
+              "default)")  # fmt: skip
     if priced == 1:
         r.use(flag, path, "grad_reduce", "all-reduce", "its gradients all-reduced after the backward, each rank "
               "updating its shard (pipe/engine.py _exec_reduce_grads)")  # fmt: skip
