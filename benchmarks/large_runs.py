@@ -1215,14 +1215,23 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     # _exec_backward_pass, update_hp_grads, at v0.7.0: ops.bf16_optimizer_grad_update)
     bf16_optimizer = source == "bloom-tr11"
     if bf16_optimizer:
-        flags.append("DeepSpeed's BF16_Optimizer: each micro-batch's bf16 gradients added into its fp32 buffer")
+        flags.append(
+            "DeepSpeed's BF16_Optimizer: each micro-batch's bf16 gradients added into its fp32 buffer, reduced in bf16"
+        )
 
     # Megatron-Bridge's presets set grad_reduce_in_fp32 = False; SC'21's script runs --fp16 without
     # --accumulate-allreduce-grads-in-fp32, so its gradient buffers are fp16 (megatron/model/distributed.py @d4169684).
     # dgxc's distributed_fused_adam recipes set grad_sync_dtype bf16; its Nemotron-4 15B (mcore_distributed_optim) none.
     # MLPerf's pretrain.py builds its DDP config with grad_reduce_in_fp32=False.
     dgxc_bf16 = dgxc and "grad_reduce_dtype bf16" in row["notes"]
-    grad_dtype = "bf16" if bridge or dgxc_bf16 or configured else "fp16" if "--fp16" in row["notes"] else "fp32"
+    # BF16_Optimizer all-reduces its fp32 buffer cast to bf16 (prepare.BF16_OPTIMIZER_GRAD_DTYPE)
+    grad_dtype = (
+        "bf16"
+        if bridge or dgxc_bf16 or configured or bf16_optimizer
+        else "fp16"
+        if "--fp16" in row["notes"]
+        else "fp32"
+    )
     # Megatron-Bridge's performance scripts run "fp8" rows as fp8_cs and "mxfp8" as fp8_mx (utils/precision.py
     # get_precision_config), whose mixed-precision presets set fp8_param_gather = True (training/mixed_precision.py
     # bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed, at v0.2.0 through v0.5.0); the Llama configs and

@@ -164,3 +164,11 @@ def test_megatron_deepspeed_adds_the_bf16_gradients_beside_its_fp32_ones() -> No
         for o in (pure, {**pure, "grad_accum_dtype": "fp32"})
     ]
     assert rows[1].grads_bytes - rows[0].grads_bytes == 2 * plain.model.params_total
+
+
+def test_a_stage_0_mix_is_refused_as_the_engine_refuses_it(tmp_path: Path) -> None:
+    """engine.py _do_optimizer_sanity_check at edaa722: without ZeRO, a gradient accumulation dtype other than the
+    model's raises NotImplementedError ("unsupported mix of model_dtype and grad_accum_dtype")."""
+    for model, accum in (({"fp16": {"enabled": True}}, "fp32"), ({}, "bf16"), ({"bf16": {"enabled": True}}, "int8")):
+        with pytest.raises(InputError, match="refuses the mix"):
+            _read(tmp_path, {**model, "zero_optimization": {"stage": 0}, "data_types": {"grad_accum_dtype": accum}})

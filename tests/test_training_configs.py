@@ -1615,7 +1615,8 @@ def test_bigscience_tr11_is_read_as_its_job_ran() -> None:
     """BLOOM's own job script (examples/training-configs/bigscience-tr11-176b-ml.slurm, 48 nodes): Megatron-DeepSpeed
     launched by `srun ... bash -c "$LAUNCHER ... $CMD"`, its DeepSpeed config written by a here-document. Read: TP 4
     x PP 12 over the 48 x 8 GPUs its #SBATCH --nodes gives (DP 8); ZeRO stage 0 with bf16 in that JSON, DeepSpeed's
-    BF16_Optimizer (ZeRO-1's sharding, fp32 gradients all-reduced); attention unfused (no --use-flash-attn);
+    BF16_Optimizer (ZeRO-1's sharding; its fp32 gradients cast to bf16 for the all-reduce, engine.py
+    communication_data_type at v0.7.0, BLOOM's time: bf16 at stage 0); attention unfused (no --use-flash-attn);
     and the model its arguments build: ALiBi, a LayerNorm on the embeddings, the vocabulary padded to 250,880,
     176,247,271,424 parameters (the model card's count). The data-preparation commands' and srun's own flags
     are not Megatron's, and have no row."""
@@ -1623,7 +1624,8 @@ def test_bigscience_tr11_is_read_as_its_job_ran() -> None:
     doc = report("estimate", "--from", str(path), "--topology", "dgx-a100")
     setup, layout = doc["setup"], doc["layout"]
     assert (layout["tp"], layout["pp"], layout["dp"]) == (4, 12, 8)
-    assert setup["zero_stage"] == 1 and setup["grad_dtype"] == "fp32" and setup["recompute"] == "full"
+    assert setup["zero_stage"] == 1 and setup["grad_dtype"] == "bf16" and setup["recompute"] == "full"
+    assert "--grad-accum-dtype fp32" in {s["became"] for s in doc["from_config"]["settings"]}  # BF16_Optimizer's buffer
     assert doc["communication"]["primitives"] == "AllReduce + AllGather"
     assert setup["flash_attention"] is False and layout["pp_send_comm"] == "pair"  # DeepSpeed's lone dist.send
     assert doc["model"]["params_total"] == 176_247_271_424
@@ -1638,7 +1640,7 @@ def test_bigscience_tr11_is_read_as_its_job_ran() -> None:
 @pytest.mark.parametrize(
     ("json_text", "zero", "grads", "all_reduce"),
     [
-        ('{"zero_optimization": {"stage": 0}, "bf16": {"enabled": true}}', 1, "fp32", True),  # BF16_Optimizer
+        ('{"zero_optimization": {"stage": 0}, "bf16": {"enabled": true}}', 1, "bf16", True),  # BF16_Optimizer
         ('{"zero_optimization": {"stage": 0}, "fp16": {"enabled": true}}', 0, "fp16", False),  # FP16_Optimizer
         ('{"zero_optimization": {"stage": 1}, "bf16": {"enabled": true}}', 1, "bf16", True),  # ZeRO-1
         ('{"fp16": {"enabled": true}}', 0, "fp16", False),  # stage 0 by default
@@ -1649,7 +1651,8 @@ def test_a_megatron_deepspeed_scripts_written_config_sets_what_the_engine_runs(
 ) -> None:
     """The JSON a Megatron-DeepSpeed script writes for --deepspeed_config chooses DeepSpeed's optimizer (engine.py
     get_data_types and _do_optimizer_sanity_check at v0.16.0): stage 0 with bf16 accumulates fp32 gradients under
-    BF16_Optimizer, which shards the fp32 weights and optimizer states as ZeRO-1; stage 0 with fp16 runs
+    BF16_Optimizer, which shards the fp32 weights and optimizer states as ZeRO-1 and all-reduces its gradients cast
+    to bf16 (communication_data_type); stage 0 with fp16 runs
     FP16_Optimizer on fp16 gradients, nothing sharded; from stage 1 the gradients are the model's dtype. Both
     sharding ones all-reduce the gradients after the backward (pipe/engine.py _exec_reduce_grads)."""
     script = tmp_path / "mds.sh"

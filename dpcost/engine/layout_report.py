@@ -49,6 +49,7 @@ from dpcost.engine.pipeline_layout import checked_layout
 from dpcost.engine.placement import Placement, check_ranks, job_view
 from dpcost.engine.plan import dp_group_for
 from dpcost.engine.prepare import (
+    BF16_OPTIMIZER_GRAD_DTYPE,
     DTYPE_BYTES,
     Prepared,
     core_attention_rerun,
@@ -238,7 +239,7 @@ def state_bytes_floor(o: Options) -> float:
     """The least bytes per parameter a rank of a ZeRO 0-1 layout (the plan search's) holds: its weights
     (least_weight_bytes) and its whole main gradients ([M] num_bytes_per_parameter without the optimizer's
     share)."""
-    return least_weight_bytes(o) + DTYPE_BYTES[_layout_grad_dtype(o, 1)]
+    return least_weight_bytes(o) + sum(_held_grad_bytes(o, 1))
 
 
 def _layout_recipe(o: Options) -> str:
@@ -259,7 +260,18 @@ def _layout_grad_dtype(o: Options, zero: int) -> str:
     reduces in its recipe's dtype (torchtitan's reduce_dtype float32)."""
     if is_fsdp_layout(o):
         return o.precision.grad_dtype or RECIPES["fsdp"].grad_dtype
+    if o.precision.grad_accum_dtype == "fp32":  # Megatron-DeepSpeed's BF16_Optimizer: its buffer is fp32 whatever
+        return o.precision.grad_dtype or BF16_OPTIMIZER_GRAD_DTYPE  # it reduces in (_held_grad_bytes)
     return o.precision.grad_dtype or ("bf16" if zero >= 2 else "fp32")
+
+
+def _held_grad_bytes(o: Options, zero: int) -> tuple[float, float]:
+    """A rank's gradient bytes per parameter: the buffer's (Megatron's main gradient, in the reduction's dtype), and
+    the bf16 gradients beside it. Megatron-DeepSpeed's BF16_Optimizer (--grad-accum-dtype fp32) keeps an fp32 buffer
+    whatever it reduces in, and each backward's bf16 param.grad beside it (prepare.bf16_optimizer_states)."""
+    if o.precision.grad_accum_dtype == "fp32":
+        return DTYPE_BYTES["fp32"], DTYPE_BYTES["bf16"]
+    return DTYPE_BYTES[_layout_grad_dtype(o, zero)], 0.0
 
 
 def check_wgrad_deferral(model: ModelSpec, o: Options) -> None:
@@ -419,8 +431,8 @@ def _layout_memory(
         virtual_stages=par.virtual_stages,
         sequence_parallel=par.sequence_parallel,
         zero=stage,
-        grad_bytes=DTYPE_BYTES[_layout_grad_dtype(p.o, stage)],
-        lp_grad_bytes=DTYPE_BYTES["bf16"] if p.o.precision.grad_accum_dtype == "fp32" else 0.0,
+        grad_bytes=_held_grad_bytes(p.o, stage)[0],
+        lp_grad_bytes=_held_grad_bytes(p.o, stage)[1],
         # flash attention stores none, nor a core attention the selective recomputation re-runs
         attention_scores=not p.o.compute.flash_attention and not core_attention_rerun(p.o, recompute),
         scores_fp32=p.o.compute.unfused_softmax_fp32,

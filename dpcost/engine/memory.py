@@ -108,7 +108,7 @@ class Recipe:
     # Muon's momentum per parameter: the gradient's dtype, fp32 beside fp32 gradients (optimizer_state_bytes)
     muon_momentum_bytes: float = ADAM_MOMENT_BYTES
     # stage 1 runs DeepSpeed's BF16_Optimizer (fp32 gradient accumulation: prepare.bf16_optimizer_states); its
-    # reduction and step allocate as bf16_optimizer_buckets says, not as ZeRO-1's (deepspeed_buckets)
+    # reduction and step allocate as bf16_optimizer_reduce_copy says, not as ZeRO-1's (deepspeed_buckets)
     bf16_optimizer: bool = False
 
     def states(self, optimizer: str, muon_share: float = 0.0) -> tuple[StateComponent, ...]:
@@ -441,7 +441,7 @@ def bf16_optimizer_reduce_copy(grad_bytes: float, n_params: float) -> float:
     fp32 gradient buffer (engine.py allreduce_gradients, buffered_allreduce_fallback over get_grads_for_reduction,
     in pieces of more than 5e8 elements: allreduce_no_retain); a piece of one tensor is flattened without a copy
     (torch's flatten_dense_tensors), and cast to the communication dtype where that is not fp32 (allreduce_bucket,
-    `tensor.to(self.communication_data_type)`, bf16 for a bf16 model since DeepSpeed 0.9.2, #3370): a copy of the
+    `tensor.to(self.communication_data_type)`, bf16 for a bf16 model: prepare.BF16_OPTIMIZER_GRAD_DTYPE): a copy of the
     whole buffer in `grad_bytes`, the parameters taken as one group. stage_1_and_2.py's buckets do not exist."""
     return grad_bytes * n_params if grad_bytes != 4.0 else 0.0
 

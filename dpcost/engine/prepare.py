@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from dpcost.engine.report import Advice
 
 __all__ = [
+    "BF16_OPTIMIZER_GRAD_DTYPE",
     "DTYPE_BYTES",
     "Prepared",
     "StageMemories",
@@ -272,26 +273,30 @@ def recipe_for(name: str, grad_dtype: str) -> Recipe:
 
 @cache
 def bf16_optimizer_states(recipe: Recipe) -> Recipe:
-    """The deepspeed recipe with stage 1 as DeepSpeed's BF16_Optimizer holds it, which its engine runs for a bf16
-    model at ZeRO stage 1 with data_types.grad_accum_dtype fp32 (engine.py _do_optimizer_sanity_check at v0.19.5,
-    edaa722): each backward's bf16 gradients (param.grad, from the backward to the step's zero_grad, set to none) are
-    added into an fp32 buffer of every parameter, allocated at init and kept (bf16_optimizer.py
-    _setup_for_real_optimizer `fp32_flat_buffer`, update_hp_grads); the fp32 master weights and Adam's states are the
-    rank's partition, as ZeRO-1's. The other stages' rows are the recipe's. Megatron's recipe (Megatron-DeepSpeed)
-    holds the buffer as its fp32 main gradient already: the bf16 gradients are added beside it."""
+    """The recipe with stage 1 as DeepSpeed's BF16_Optimizer holds it, which its engine runs for a bf16 model at
+    ZeRO stage 1 with data_types.grad_accum_dtype fp32 (engine.py _do_optimizer_sanity_check at v0.19.5, edaa722),
+    and Megatron-DeepSpeed's at stage 0 (v0.16.0): each backward's bf16 gradients (param.grad, to the step's
+    zero_grad) are added into an fp32 buffer of every parameter, allocated at init and kept (bf16_optimizer.py
+    _setup_for_real_optimizer `fp32_flat_buffer`, update_hp_grads); the recipe's 16-bit weights, and the fp32
+    master weights and optimizer states as the rank's partition, as ZeRO-1's. Whatever the recipe holds as its
+    gradient (DeepSpeed's param.grad, Megatron's main gradient) gives way to those two at stage 1; the other stages'
+    rows are the recipe's."""
     lp_grads = StateComponent("bf16 grads (param.grad)", "grads", 2.0, 4, "params", gone_from=2, kept_from=1,
                               lifetime="backward")  # fmt: skip
-    if recipe.name == "megatron":
-        title = f"{recipe.title}; stage 1 as Megatron-DeepSpeed's BF16_Optimizer (bf16 gradients beside)"
-        return replace(recipe, title=title, components=(*recipe.components, lp_grads), bf16_optimizer=True)
-    grads = next(c for c in recipe.components if c.communicated and c.gone_from == 2)  # stages 0-1's param.grad
     fp32_buffer = StateComponent("fp32 gradient buffer (BF16_Optimizer)", "grads", 4.0, 4, "params", gone_from=2,
                                  kept_from=1)  # fmt: skip
-    components: list[StateComponent] = []
-    for c in recipe.components:
-        components += [replace(c, gone_from=1), lp_grads, fp32_buffer] if c is grads else [c]
-    title = f"{recipe.title}; stage 1 as BF16_Optimizer (fp32 gradient accumulation)"
-    return replace(recipe, title=title, components=tuple(components), bf16_optimizer=True)
+    others = [part for c in recipe.components for part in (_at_stages(c, 0, 1), _at_stages(c, 2, 4)) if part]
+    base = RECIPES[recipe.name]  # its own states, before recipe_for moved the gradient's
+    kept = [part for c in base.components if not c.communicated and (part := _at_stages(c, 1, 2))]
+    title = f"{recipe.title}; stage 1 as DeepSpeed's BF16_Optimizer (fp32 gradient accumulation)"
+    components = (*others, *kept, lp_grads, fp32_buffer)
+    return replace(recipe, title=title, components=components, bf16_optimizer=True)
+
+
+def _at_stages(c: StateComponent, first: int, past: int) -> StateComponent | None:
+    """The component at the ZeRO stages from `first` up to `past` only, None where it is kept at none of them."""
+    kept_from, gone_from = max(c.kept_from, first), min(c.gone_from, past)
+    return replace(c, kept_from=kept_from, gone_from=gone_from) if kept_from < gone_from else None
 
 
 def fsdp_sharded_weights(recipe: Recipe) -> Recipe:
@@ -716,6 +721,8 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     # The framework's reduction dtype is its own recipe's (--recipe changes the memory accounting only), but pure
     # bf16 has no fp32 gradient to reduce, whichever framework runs it.
     own = RECIPES[recipe_name if recipe_name == "bf16" or fw is None else fw.name].grad_dtype
+    if o.precision.grad_accum_dtype == "fp32":
+        own = BF16_OPTIMIZER_GRAD_DTYPE
     grad_dtype = o.precision.grad_dtype or own
     recipe = recipe_for(recipe_name, grad_dtype)
     check_grad_accum_dtype(o, fw, recipe_name)
@@ -823,6 +830,12 @@ def check_grad_reduce(o: Options, fw: Framework | None) -> None:
         raise InputError("grad_reduce", f"chooses ZeRO 1-2's gradient collective; ZeRO-{zero} runs its own")
     if fw is not None and (fw.per_unit or (zero == 2 and fw.name == "megatron")):
         raise InputError("grad_reduce", f"{fw.title} reduce-scatters each wrapped unit's gradients at ZeRO 2")
+
+
+# What BF16_Optimizer's all-reduce moves unless communication_data_type says otherwise: its fp32 gradients cast to
+# bf16 for a bf16 model (engine.py communication_data_type: at v0.7.0-v0.8.3 for stage 0, and from v0.9.2, #3370, at
+# every stage; fp32 only at v0.9.0-v0.9.1, #2970)
+BF16_OPTIMIZER_GRAD_DTYPE = "bf16"
 
 
 def check_grad_accum_dtype(o: Options, fw: Framework | None, recipe_name: str) -> None:

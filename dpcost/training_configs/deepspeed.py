@@ -179,7 +179,8 @@ def _precision(r: Reading, doc: dict[str, Any]) -> int:
 # DeepSpeed's dtype names (runtime/config.py DtypeEnum at edaa722, matched exactly)
 DTYPE_NAMES = {"torch.float32": "fp32", "fp32": "fp32", "float32": "fp32", "float": "fp32",
                "torch.bfloat16": "bf16", "bf16": "bf16", "bfloat16": "bf16",
-               "torch.float16": "fp16", "fp16": "fp16", "float16": "fp16", "half": "fp16"}  # fmt: skip
+               "torch.float16": "fp16", "fp16": "fp16", "float16": "fp16", "half": "fp16",
+               "torch.int8": "int8", "int8": "int8"}  # fmt: skip
 
 
 def _model_dtype(doc: dict[str, Any]) -> str:
@@ -194,8 +195,8 @@ def _model_dtype(doc: dict[str, Any]) -> str:
 def _grad_accum_dtype(r: Reading, data_types: Any, model: str) -> None:
     """data_types.grad_accum_dtype, as the engine takes it (engine.py get_data_types and
     _do_optimizer_sanity_check at edaa722): the model's dtype by default; fp32 with a bf16 model runs BF16_Optimizer
-    at ZeRO stage 1 without CPU offload (--grad-accum-dtype fp32), is refused by the engine at stage 0, and runs
-    ZeRO's own optimizer otherwise, which dpcost does not price with fp32 accumulation."""
+    at ZeRO stage 1 without CPU offload (--grad-accum-dtype fp32); any dtype but the model's is refused by the
+    engine at stage 0, and runs ZeRO's own optimizer at stages 1-3, which dpcost does not price so."""
     if data_types is None:
         return
     key = "data_types.grad_accum_dtype"
@@ -212,8 +213,8 @@ def _grad_accum_dtype(r: Reading, data_types: Any, model: str) -> None:
     accum = DTYPE_NAMES[value]
     if accum == model:
         r.ignore(key, value, "the model's dtype: what DeepSpeed accumulates in by default")
-    elif model == "bf16" and accum == "fp32" and r.options.get("zero") == "0":
-        raise r.error(key, "fp32 with a bf16 model at ZeRO stage 0: DeepSpeed's engine refuses the mix "
+    elif r.options.get("zero") == "0":
+        raise r.error(key, f"{accum} with a {model} model at ZeRO stage 0: DeepSpeed's engine refuses the mix "
                       "(engine.py _do_optimizer_sanity_check, NotImplementedError)")  # fmt: skip
     elif model == "bf16" and accum == "fp32" and r.options.get("zero") == "1" and "offload" not in r.options:
         r.use(key, value, "grad_accum_dtype", "fp32", "BF16_Optimizer: an fp32 gradient buffer kept beside the bf16 "
@@ -352,6 +353,8 @@ LAYOUTS = {
 SIXTEEN_BIT_UNPRICED = {
     "bf16_master_weights_and_grads": "not priced: master weights and gradients in bf16; dpcost prices fp32",
     "bf16_optimizer_states": "not priced: optimizer states in bf16; dpcost prices fp32",
+    "immediate_grad_update": "not priced: BF16_Optimizer's add into its fp32 buffer moved into the backward's "
+    "per-parameter hooks (the same bytes; param.grad still kept)",
 }
 
 

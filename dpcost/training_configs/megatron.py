@@ -457,15 +457,15 @@ BF16_OPTIMIZER = "; at stage 0 with --bf16, DeepSpeed's BF16_Optimizer shards th
 # gradients are accumulated in the model's dtype (ZeRO's optimizer). Each all-reduces its gradients after the
 # backward (pipe/engine.py _exec_reduce_grads: _bf16_reduce_grads, or allreduce_gradients; ZeRO-1's buckets with
 # allreduce_bucket, stage_1_and_2.py); BF16_Optimizer and ZeRO-1 then all-gather the updated 16-bit weights.
-# BF16_Optimizer's fp32 gradients go to the all-reduce cast to engine.py's communication_data_type, fp32 for a bf16
-# model until DeepSpeed 0.9.2 and bf16 since (#3370): priced as before it, as BLOOM's 2022 runs ran.
+# BF16_Optimizer's fp32 gradients go to the all-reduce cast to engine.py's communication_data_type, bf16 for a bf16
+# model at stage 0 (v0.7.0 as BLOOM's 2022 runs had it, and v0.16.0; fp32 only at v0.9.0-v0.9.1):
+# prepare.BF16_OPTIMIZER_GRAD_DTYPE.
 DEEPSPEED_RUNS = {
     (0, "bf16"): (
         1,
-        "fp32",
+        "bf16",
         "BF16_Optimizer: fp32 weights and optimizer states sharded over DP, as ZeRO-1 shards "
-        "them; its fp32 gradients all-reduced in fp32, as before DeepSpeed 0.9.2 (since, cast to bf16 for it: not "
-        "priced)",
+        "them; its fp32 gradients cast to bf16 for the all-reduce (communication_data_type)",
     ),
     (0, "fp16"): (0, "fp16", "FP16_Optimizer: every state on every rank"),
     (0, "fp32"): (0, "fp32", "no optimizer wrapper: every state on every rank"),
@@ -517,11 +517,11 @@ def _deepspeed_engine(r: Reading, args: dict[str, list[str]], files: dict[str, s
     priced, grads, why = DEEPSPEED_RUNS[(stage, dtype)]
     r.use(key, stage, "zero", str(priced), f"{dtype}: DeepSpeed's {why}")
     r.use(f"{flag} bf16.enabled" if dtype == "bf16" else f"{flag} fp16.enabled", dtype != "fp32", "grad_dtype",
-          grads, f"reduced in {grads} (engine.py get_data_types)")  # fmt: skip
+          grads, f"reduced in {grads} (engine.py communication_data_type)")  # fmt: skip
     if (stage, dtype) == (0, "bf16"):
         r.use(f"{flag} bf16.enabled", True, "grad_accum_dtype", "fp32", "BF16_Optimizer: each backward's bf16 "
-              "gradients added into an fp32 buffer, kept beside it (engine.py get_data_types: stage 0's "
-              "default)")  # fmt: skip
+              "gradients added into an fp32 buffer, kept beside it (engine.py get_data_types at v0.16.0: stage "
+              "0's default)")  # fmt: skip
     if priced == 1:
         r.use(flag, path, "grad_reduce", "all-reduce", "its gradients all-reduced after the backward, each rank "
               "updating its shard (pipe/engine.py _exec_reduce_grads)")  # fmt: skip
