@@ -172,3 +172,14 @@ def test_a_stage_0_mix_is_refused_as_the_engine_refuses_it(tmp_path: Path) -> No
     for model, accum in (({"fp16": {"enabled": True}}, "fp32"), ({}, "bf16"), ({"bf16": {"enabled": True}}, "int8")):
         with pytest.raises(InputError, match="refuses the mix"):
             _read(tmp_path, {**model, "zero_optimization": {"stage": 0}, "data_types": {"grad_accum_dtype": accum}})
+
+
+def test_megatron_deepspeed_casts_its_buffer_for_the_reduction_as_deepspeed_does() -> None:
+    """The engine reduces BF16_Optimizer's buffer whatever layers it trains (allreduce_bucket's cast): under Megatron's
+    recipe too, a bf16 copy of every gradient at the boundary, none where the reduction is fp32."""
+    recipe = bf16_optimizer_states(recipe_for("megatron", "bf16"))
+    for grad_bytes, copy in ((2.0, 2 * P), (4.0, 0.0)):
+        buf = buffers(1, "megatron", recipe, grad_bytes, P, 500 * MB, 1e9, 1e9, shard_ranks=N)
+        assert (buf.buckets, buf.at_step) == (0.0, copy)
+    s1 = model_states(P, N, 1, recipe)
+    assert (s1.params, s1.grads, s1.backward_grads, s1.optimizer) == (2 * P, 6 * P, 2 * P, 12 * P / N)

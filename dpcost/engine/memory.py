@@ -362,7 +362,7 @@ def buffers(
     if recipe.name == "deepspeed" and not bf16_optimizer:
         own += step_gradient_copies(stage, n_params, shard_ranks, offload)
     held, step_buckets = 0.0, None
-    if schedule == "deepspeed" and bf16_optimizer:  # the boundary's reduction, which the step phase stands for
+    if bf16_optimizer:  # the boundary's reduction, which the step phase stands for (Megatron-DeepSpeed's too)
         buckets, step_buckets = 0.0, bf16_optimizer_reduce_copy(grad_bytes, n_params)
         own = max(0.0, own - step_buckets)
     elif schedule == "deepspeed":
