@@ -183,3 +183,20 @@ def test_megatron_deepspeed_casts_its_buffer_for_the_reduction_as_deepspeed_does
         assert (buf.buckets, buf.at_step) == (0.0, copy)
     s1 = model_states(P, N, 1, recipe)
     assert (s1.params, s1.grads, s1.backward_grads, s1.optimizer) == (2 * P, 6 * P, 2 * P, 12 * P / N)
+
+
+def test_its_step_passes_over_the_whole_buffer() -> None:
+    """bf16_optimizer.py step at edaa722: the global norm reads the fp32 buffer (4 bytes); engine.py allreduce_bucket
+    casts it to bf16 and back (4 + 2, 2 + 4) and averages it in place (2 + 2); clear_hp_grads and zero_grad zero it
+    (4 + 4): 28 bytes a parameter, 20 where it is reduced in fp32 (no cast; the average 4 + 4)."""
+    from dpcost.engine.ops import bf16_optimizer_step_bytes
+
+    assert bf16_optimizer_step_bytes(P, 2.0) == 28 * P
+    assert bf16_optimizer_step_bytes(P, 4.0) == 20 * P
+    model, topology = load_model("llama-8b"), load_topology("dgx-h100")
+    plain, bf16 = (estimate(model, topology, _plan(**extra)) for extra in ({}, {"grad_accum_dtype": "fp32"}))
+    optimizer = [next(p.seconds_per_step for p in e.compute.parts if p.part == "optimizer") for e in (plain, bf16)]
+    # Adam over the 1/8 shard: reads the gradient twice (2 x 2 bytes in bf16; 2 x 4 from BF16_Optimizer's fp32
+    # views), reads and writes its two fp32 moments (16) and the fp32 master (8), writes the bf16 weights (2): 30 and
+    # 34 bytes a sharded parameter; BF16_Optimizer adds 28 bytes of every parameter (8 shards' worth each)
+    assert optimizer[1] / optimizer[0] == pytest.approx((28 * 8 + 34) / 30)

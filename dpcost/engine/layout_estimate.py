@@ -63,6 +63,7 @@ from dpcost.engine.ops import (
     Op,
     OpTimes,
     bf16_optimizer_grad_update,
+    bf16_optimizer_step_bytes,
     has_layer_ops,
     layer_ops,
     main_grad_accumulation,
@@ -674,7 +675,14 @@ def layout_step(
     muon_stages = _stage_muon(a, stages, mtp_layers) if muon else None
     optimizer = (
         optimizer_step_seconds(
-            topology, layout, stages, zero >= 1, DTYPE_BYTES[grad_dtype], optimizer_instances, muon_stages
+            topology,
+            layout,
+            stages,
+            zero >= 1,
+            DTYPE_BYTES[grad_dtype],
+            optimizer_instances,
+            muon_stages,
+            bf16_optimizer,
         )
         if compute_model == "ops"
         else 0.0
@@ -969,19 +977,35 @@ def optimizer_step_seconds(
     grad_bytes: float,
     instances: int = 1,
     muon: Sequence[tuple[Matrix, ...]] | None = None,
+    bf16_optimizer: bool = False,
 ) -> float:
     """Megatron's optimizer step on one GPU of the stage that takes the longest: Adam over fp32 main parameters
     (OPTIMIZER_STATE_BYTES["adamw"]), with the distributed optimizer over the dense parameters' 1 / (DP x CP / N)
     shard and the experts' 1 / (expert-DP / N), N its `instances` (megatron/core/optimizer/distrib_optimizer.py),
     without it over all of them; bound by HBM bandwidth as plan.optimizer_seconds prices the pure-DP step
     (ops.optimizer_seconds_on). Under Muon (`muon`: each stage's matrices, _stage_muon) one state on the matrices,
-    and each stage's Newton-Schulz iterations, whole matrices shared over the same ranks (muon.py)."""
+    and each stage's Newton-Schulz iterations, whole matrices shared over the same ranks (muon.py). With
+    `bf16_optimizer` (Megatron-DeepSpeed's) Adam reads fp32 gradients (views of its buffer), and its passes over the
+    stage's whole fp32 gradient buffer are added (ops.bf16_optimizer_step_bytes, the reduction in `grad_bytes`)."""
     dense_ranks, expert_ranks = (layout.dp * layout.cp // instances, layout.expert_dp // instances)
     if not distributed:
         dense_ranks = expert_ranks = 1
+    gpu = topology.gpu
+    read = DTYPE_BYTES["fp32"] if bf16_optimizer else grad_bytes  # the gradient Adam reads
+
+    def passes(st: StageLoad) -> float:
+        if not bf16_optimizer:
+            return 0.0
+        return bf16_optimizer_step_bytes(st.dense_params + st.expert_params, grad_bytes) / (
+            gpu.hbm_bandwidth * rates_for(gpu).hbm
+        )
+
     if muon is None:  # every stage's step at one rate: the one that holds the most
-        params = max(st.dense_params / dense_ranks + st.expert_params / expert_ranks for st in stages)
-        return optimizer_seconds_on(topology.gpu, params, grad_bytes, True, OPTIMIZER_STATE_BYTES["adamw"])
+        return max(
+            optimizer_seconds_on(gpu, st.dense_params / dense_ranks + st.expert_params / expert_ranks, read, True,
+                                 OPTIMIZER_STATE_BYTES["adamw"]) + passes(st)
+            for st in stages
+        )  # fmt: skip
 
     def seconds(i: int, st: StageLoad) -> float:
         params = st.dense_params / dense_ranks + st.expert_params / expert_ranks
@@ -989,8 +1013,8 @@ def optimizer_step_seconds(
         managed = (held.tp_sharded + held.replicated) / dense_ranks + held.expert_sharded / expert_ranks
         state = optimizer_state_bytes("muon", managed / params if params else 0.0)
         flops = orthogonalization_flops(muon[i], dense_ranks, expert_ranks, 1 / layout.ep)
-        updates = optimizer_seconds_on(topology.gpu, params, grad_bytes, True, state)
-        return updates + newton_schulz_seconds(topology.gpu, flops)
+        updates = optimizer_seconds_on(topology.gpu, params, read, True, state)
+        return updates + newton_schulz_seconds(topology.gpu, flops) + passes(st)
 
     return max(seconds(i, st) for i, st in enumerate(stages))
 

@@ -53,6 +53,7 @@ __all__ = [
     "OpTimes",
     "Passes",
     "bf16_optimizer_grad_update",
+    "bf16_optimizer_step_bytes",
     "fp8_cast",
     "has_layer_ops",
     "in_sixteen_bits",
@@ -878,6 +879,16 @@ def bf16_optimizer_grad_update(params: float) -> Op:
     reads 2 bytes and writes 4, the add reads 4 and 4 and writes 4."""
     return Op("fp32 gradient accumulation (BF16_Optimizer)", "grad", "memory", 0.0, 0.0, 0, 0.0,
               params * (BF16 + 4 * 4.0), 0, tp_split="replicated")  # fmt: skip
+
+
+def bf16_optimizer_step_bytes(params: float, wire_bytes: float) -> float:
+    """BF16_Optimizer's passes over its whole fp32 gradient buffer each step, `params` of it on this GPU, the
+    reduction in `wire_bytes` a value (bf16_optimizer.py step and zero_grad, engine.py allreduce_bucket, at edaa722):
+    the global norm reads it (get_global_norm_of_tensors, 4); the reduction casts it to the wire dtype and back where
+    that is not fp32 (`tensor.to(communication_data_type)` and `tensor.copy_`, 4 + w and w + 4) and averages it in
+    place (`mul_`, w and w); clear_hp_grads zeroes it after the step, and zero_grad again (4 and 4)."""
+    cast = 2 * (4.0 + wire_bytes) if wire_bytes != 4.0 else 0.0
+    return params * (4.0 + cast + 2 * wire_bytes + 2 * 4.0)
 
 
 def optimizer_bytes(params: float, grad_bytes: float, master: bool, state_bytes: float) -> float:

@@ -22,13 +22,14 @@ from dpcost.engine.ops import (
     MicroBatchCompute,
     Op,
     bf16_optimizer_grad_update,
+    bf16_optimizer_step_bytes,
     main_grad_accumulation,
     matmul_operands,
     micro_batch_compute,
     optimizer_seconds_on,
 )
 from dpcost.engine.placement import Placement, place, place_group
-from dpcost.engine.prepare import Prepared, slowest_gpu_share
+from dpcost.engine.prepare import DTYPE_BYTES, Prepared, slowest_gpu_share
 from dpcost.engine.rates import matmul_efficiency, rates_for
 from dpcost.engine.step import Call, StepPlan, StepTime, slowdown_of, step_time
 from dpcost.errors import InputError
@@ -397,7 +398,12 @@ def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, sta
     state = optimizer_state_bytes(p.o.precision.optimizer, p.muon_share(model), p.recipe.muon_momentum_bytes)
     if p.recipe.states_in_weight_dtype:
         state /= 2
-    updates = optimizer_seconds_on(topology.gpu, p.counts.total / ranks, p.grad_bytes, p.recipe.name != "bf16", state)
+    bf16_optimizer = p.recipe.bf16_optimizer and stage == 1  # Adam on views of its fp32 buffer
+    read = DTYPE_BYTES["fp32"] if bf16_optimizer else p.grad_bytes
+    updates = optimizer_seconds_on(topology.gpu, p.counts.total / ranks, read, p.recipe.name != "bf16", state)
+    if bf16_optimizer:  # and its passes over the whole fp32 buffer (every rank's)
+        gpu = topology.gpu
+        updates += bf16_optimizer_step_bytes(p.counts.total, p.grad_bytes) / (gpu.hbm_bandwidth * rates_for(gpu).hbm)
     flops = orthogonalized_flops(model, p, stage)
     return updates + newton_schulz_seconds(topology.gpu, flops) if flops else updates
 
