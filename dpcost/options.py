@@ -257,6 +257,12 @@ class Precision(Section):
         "--framework megatron or a layout: as Megatron-DeepSpeed runs it).",
         json_schema_extra=cli("--grad-accum-dtype"),
     )
+
+    @property
+    def bf16_optimizer(self) -> bool:
+        """Whether the plan runs DeepSpeed's BF16_Optimizer: fp32 gradient accumulation (--grad-accum-dtype fp32)."""
+        return self.grad_accum_dtype == "fp32"
+
     grad_block: Whole | None = Field(
         None,
         ge=1,

@@ -63,7 +63,7 @@ from dpcost.engine.ops import (
     Op,
     OpTimes,
     bf16_optimizer_grad_update,
-    bf16_optimizer_step_bytes,
+    bf16_optimizer_step_seconds_on,
     has_layer_ops,
     layer_ops,
     main_grad_accumulation,
@@ -994,10 +994,10 @@ def optimizer_step_seconds(
     read = DTYPE_BYTES["fp32"] if bf16_optimizer else grad_bytes  # the gradient Adam reads
 
     def passes(st: StageLoad) -> float:
-        if not bf16_optimizer:
-            return 0.0
-        return bf16_optimizer_step_bytes(st.dense_params + st.expert_params, grad_bytes) / (
-            gpu.hbm_bandwidth * rates_for(gpu).hbm
+        return (
+            bf16_optimizer_step_seconds_on(gpu, st.dense_params + st.expert_params, grad_bytes)
+            if bf16_optimizer
+            else 0.0
         )
 
     if muon is None:  # every stage's step at one rate: the one that holds the most

@@ -260,7 +260,7 @@ def _layout_grad_dtype(o: Options, zero: int) -> str:
     reduces in its recipe's dtype (torchtitan's reduce_dtype float32)."""
     if is_fsdp_layout(o):
         return o.precision.grad_dtype or RECIPES["fsdp"].grad_dtype
-    if o.precision.grad_accum_dtype == "fp32":  # Megatron-DeepSpeed's BF16_Optimizer: its buffer is fp32 whatever
+    if o.precision.bf16_optimizer:  # Megatron-DeepSpeed's BF16_Optimizer: its buffer is fp32 whatever
         return o.precision.grad_dtype or BF16_OPTIMIZER_GRAD_DTYPE  # it reduces in (_held_grad_bytes)
     return o.precision.grad_dtype or ("bf16" if zero >= 2 else "fp32")
 
@@ -269,7 +269,7 @@ def _held_grad_bytes(o: Options, zero: int) -> tuple[float, float]:
     """A rank's gradient bytes per parameter: the buffer's (Megatron's main gradient, in the reduction's dtype), and
     the bf16 gradients beside it. Megatron-DeepSpeed's BF16_Optimizer (--grad-accum-dtype fp32) keeps an fp32 buffer
     whatever it reduces in, and each backward's bf16 param.grad beside it (prepare.bf16_optimizer_states)."""
-    if o.precision.grad_accum_dtype == "fp32":
+    if o.precision.bf16_optimizer:
         return DTYPE_BYTES["fp32"], DTYPE_BYTES["bf16"]
     return DTYPE_BYTES[_layout_grad_dtype(o, zero)], 0.0
 
@@ -421,6 +421,7 @@ def _layout_memory(
     counts = _stage_layer_counts(model, p.o)
     split_ends = len(set(counts)) > 1 and layout.pp > 1 and par.virtual_stages == 1 and par.pipeline_layout is None
     held_bytes = _held_weight_bytes(topology, p.o, stage)
+    grad_bytes, lp_grad_bytes = _held_grad_bytes(p.o, stage)
     spec = MemoryLayout(
         tp=layout.tp,
         cp=layout.cp,
@@ -431,8 +432,8 @@ def _layout_memory(
         virtual_stages=par.virtual_stages,
         sequence_parallel=par.sequence_parallel,
         zero=stage,
-        grad_bytes=_held_grad_bytes(p.o, stage)[0],
-        lp_grad_bytes=_held_grad_bytes(p.o, stage)[1],
+        grad_bytes=grad_bytes,
+        lp_grad_bytes=lp_grad_bytes,
         # flash attention stores none, nor a core attention the selective recomputation re-runs
         attention_scores=not p.o.compute.flash_attention and not core_attention_rerun(p.o, recompute),
         scores_fp32=p.o.compute.unfused_softmax_fp32,
@@ -695,7 +696,7 @@ def layout_parts(model: ModelSpec, topology: TopologySpec, p: Prepared) -> Layou
         fp8_output_proj=o.compute.fp8_output_proj,
         moe_host_seconds=MOE_LAYER_HOST_SECONDS if o.compute.moe_host_time is None else o.compute.moe_host_time,
         muon=o.precision.optimizer == "muon",
-        bf16_optimizer=o.precision.grad_accum_dtype == "fp32",
+        bf16_optimizer=o.precision.bf16_optimizer,
     )
     return LayoutParts(layout, stage, recompute, chosen_rows, step, global_batch, tokens, compute_model, mfu)
 

@@ -54,6 +54,7 @@ __all__ = [
     "Passes",
     "bf16_optimizer_grad_update",
     "bf16_optimizer_step_bytes",
+    "bf16_optimizer_step_seconds_on",
     "fp8_cast",
     "has_layer_ops",
     "in_sixteen_bits",
@@ -897,6 +898,11 @@ def optimizer_bytes(params: float, grad_bytes: float, master: bool, state_bytes:
     16-bit weights (torch.optim's fused and foreach AdamW, Apex's and Megatron's: one pass)."""
     per_param = 2 * grad_bytes + 2 * state_bytes + (2 * 4.0 + BF16 if master else 2 * BF16)
     return params * per_param
+
+
+def bf16_optimizer_step_seconds_on(gpu: GPUSpec, params: float, wire_bytes: float) -> float:
+    """bf16_optimizer_step_bytes on one GPU, bound by its sustained HBM bandwidth (rates.py), as the step is."""
+    return bf16_optimizer_step_bytes(params, wire_bytes) / (gpu.hbm_bandwidth * rates_for(gpu).hbm)
 
 
 def optimizer_seconds_on(gpu: GPUSpec, params: float, grad_bytes: float, master: bool, state_bytes: float) -> float:

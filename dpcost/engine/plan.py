@@ -22,7 +22,7 @@ from dpcost.engine.ops import (
     MicroBatchCompute,
     Op,
     bf16_optimizer_grad_update,
-    bf16_optimizer_step_bytes,
+    bf16_optimizer_step_seconds_on,
     main_grad_accumulation,
     matmul_operands,
     micro_batch_compute,
@@ -402,8 +402,7 @@ def optimizer_seconds(model: ModelSpec, topology: TopologySpec, p: Prepared, sta
     read = DTYPE_BYTES["fp32"] if bf16_optimizer else p.grad_bytes
     updates = optimizer_seconds_on(topology.gpu, p.counts.total / ranks, read, p.recipe.name != "bf16", state)
     if bf16_optimizer:  # and its passes over the whole fp32 buffer (every rank's)
-        gpu = topology.gpu
-        updates += bf16_optimizer_step_bytes(p.counts.total, p.grad_bytes) / (gpu.hbm_bandwidth * rates_for(gpu).hbm)
+        updates += bf16_optimizer_step_seconds_on(topology.gpu, p.counts.total, p.grad_bytes)
     flops = orthogonalized_flops(model, p, stage)
     return updates + newton_schulz_seconds(topology.gpu, flops) if flops else updates
 

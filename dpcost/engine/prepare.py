@@ -721,12 +721,12 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     # The framework's reduction dtype is its own recipe's (--recipe changes the memory accounting only), but pure
     # bf16 has no fp32 gradient to reduce, whichever framework runs it.
     own = RECIPES[recipe_name if recipe_name == "bf16" or fw is None else fw.name].grad_dtype
-    if o.precision.grad_accum_dtype == "fp32":
+    if o.precision.bf16_optimizer:
         own = BF16_OPTIMIZER_GRAD_DTYPE
     grad_dtype = o.precision.grad_dtype or own
     recipe = recipe_for(recipe_name, grad_dtype)
     check_grad_accum_dtype(o, fw, recipe_name)
-    if o.precision.grad_accum_dtype == "fp32" and not o.megatron_layout:  # a layout's: layout_memory, layout_step
+    if o.precision.bf16_optimizer and not o.megatron_layout:  # a layout's: layout_memory, layout_step
         recipe = bf16_optimizer_states(recipe)
     if fw is not None and fw.name == "fsdp":
         recipe = fsdp_sharded_weights(recipe)

@@ -63,10 +63,11 @@ def read(doc: dict[str, Any], path: str) -> TrainingConfig:
     r = Reading(path, KIND)
     r.use("(a DeepSpeed config)", "deepspeed", "framework", "deepspeed", "DeepSpeed's schedule, buckets and memory")
     dp = _batch(r, doc)
-    grad_bytes = _precision(r, doc)
+    model = _model_dtype(doc)
+    grad_bytes = _precision(r, doc, model)
     _zero(r, doc.get("zero_optimization"), grad_bytes)
     _optimizer(r, doc.get("optimizer"))
-    _grad_accum_dtype(r, doc.get("data_types"), _model_dtype(doc))
+    _grad_accum_dtype(r, doc.get("data_types"), model)
     zero = doc.get("zero_optimization") or {}
     if r.options.get("optimizer") == "muon" and r.options.get("zero") == "3" and zero.get("reduce_scatter", True):
         # stage3.py refuses Muon with reduce_scatter, which is on unless the config turns it off (zero/config.py)
@@ -146,25 +147,24 @@ def _batch(r: Reading, doc: dict[str, Any]) -> int | None:
     return None
 
 
-def _precision(r: Reading, doc: dict[str, Any]) -> int:
-    """bf16 / fp16 / fp32 training, and the bytes per gradient element the reduction moves."""
-    on = {k: isinstance(doc.get(k), dict) and doc[k].get("enabled") is True for k in ("bf16", "fp16")}
+def _precision(r: Reading, doc: dict[str, Any], model: str) -> int:
+    """bf16 / fp16 / fp32 training (`model`: _model_dtype), and the bytes per gradient element the reduction
+    moves."""
     for k in ("bf16", "fp16"):
         if isinstance(doc.get(k), dict) and doc[k].get("enabled") == "auto":
             r.ignore(f"{k}.enabled", "auto", "the Hugging Face Trainer fills it in: priced as bf16")
-            on[k] = on[k] or k == "bf16"
-    if on["bf16"] and on["fp16"]:
+    if all(isinstance(doc.get(k), dict) and doc[k].get("enabled") is True for k in ("bf16", "fp16")):
         raise r.error("bf16.enabled", "bf16 and fp16 cannot both be enabled (DeepSpeed refuses it)")
     comm = doc.get("communication_data_type")
-    if not (on["bf16"] or on["fp16"]):
+    if model == "fp32":
         r.use("bf16.enabled", False, "recipe", "ddp", "fp32 training: 4 + 4 + 8 bytes per parameter")
         grad = "fp32"
     else:
-        grad = "bf16" if on["bf16"] else "fp16"
+        grad = model
         if grad == "fp16" and not _given(comm):  # the recipe's own reduction is bf16's: say fp16's
             r.use("fp16.enabled", True, "grad_dtype", "fp16", "16-bit training: fp16 gradients")
         else:
-            r.note("bf16.enabled" if on["bf16"] else "fp16.enabled", True, "", f"16-bit training: {grad} gradients")
+            r.note(f"{model}.enabled", True, "", f"16-bit training: {grad} gradients")
     if _given(comm):
         names = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "bfp16": "bf16"}
         if str(comm).lower() not in names:
