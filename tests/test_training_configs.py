@@ -717,6 +717,54 @@ def test_deepspeeds_deprecated_offload_switches_are_the_offloads_they_name(
     assert plans[0] == plans[1] and plans[0][0] != "none"
 
 
+@pytest.mark.parametrize("stage", [0, 1, 2])
+@pytest.mark.parametrize("param", [{"offload_param": {"device": "cpu"}}, {"cpu_offload_param": True}])
+def test_deepspeed_offloads_parameters_at_stage_3_only(
+    tmp_path: Path,
+    stage: int,
+    param: dict,  # type: ignore[type-arg]
+) -> None:
+    """DeepSpeed hands offload_param to its stage-3 optimizers alone (runtime/engine.py _configure_zero_optimizer at
+    v0.9.5, v0.16.0 and edaa722; its stage 1-2 optimizer takes offload_optimizer_config only), and raises nothing
+    below stage 3: its own tests run stage 0 with it (tests/hybrid_engine/hybrid_engine_config.json at edaa722). So
+    below stage 3 the file costs as it would without the key, whose row says why, and an offload_optimizer beside it
+    (stages 1-2) is the offload costed."""
+    from dpcost.training_configs import PARAMS_OFFLOAD_BELOW_STAGE_3
+
+    def cost(zero: dict) -> tuple[str, int, float, dict]:  # type: ignore[type-arg]
+        path = tmp_path / "ds.json"
+        ds = {"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": stage, **zero}}
+        path.write_text(json.dumps(ds))
+        doc = report("estimate", "--from", str(path), "--model", "llama-8b", "--dp", "8")
+        notes = {row["key"]: row["note"] for row in doc["from_config"]["settings"]}
+        return doc["setup"]["offload"], doc["summary"]["memory_bytes"], doc["time"]["step_seconds"], notes
+
+    offload, memory, step, notes = cost(param)
+    assert (offload, memory, step) == cost({})[:3] and offload == "none"
+    key = "zero_optimization." + ("offload_param.device" if "offload_param" in param else "cpu_offload_param")
+    assert notes[key] == PARAMS_OFFLOAD_BELOW_STAGE_3
+    if stage:
+        optimizer = {"offload_optimizer": {"device": "cpu"}}
+        both = cost({**param, **optimizer})[:3]
+        assert both == cost(optimizer)[:3] and both[0] == "optimizer"
+
+
+def test_accelerates_param_offload_below_stage_3_is_deepspeeds() -> None:
+    """Accelerate's DeepSpeed plugin writes offload_param_device into zero_optimization.offload_param whatever the
+    stage (utils/dataclasses.py DeepSpeedPlugin), which DeepSpeed reads at stage 3 only (above)."""
+    from dpcost.training_configs import PARAMS_OFFLOAD_BELOW_STAGE_3
+    from dpcost.training_configs.accelerate import read
+
+    ds = {"zero_stage": 2, "offload_param_device": "cpu", "offload_optimizer_device": "cpu"}
+    config = read({"distributed_type": "DEEPSPEED", "num_processes": 8, "deepspeed_config": ds}, "a.yaml", Path("."))
+    assert config.options["offload"] == "optimizer"
+    notes = {s.key: s.note for s in config.settings}
+    assert notes["deepspeed_config.offload_param_device"] == PARAMS_OFFLOAD_BELOW_STAGE_3
+    three = read({"distributed_type": "DEEPSPEED", "num_processes": 8, "deepspeed_config": {**ds, "zero_stage": 3}},
+                 "a.yaml", Path("."))  # fmt: skip
+    assert three.options["offload"] == "params"
+
+
 def test_deepspeed_keys_priced_at_their_defaults_are_not_called_inert() -> None:
     """Stage 3's sub_group_size (the fp32 copies its step makes at a time: memory.step_gradient_copies), its
     max_live_parameters, max_reuse_distance and param_persistence_threshold (runtime/zero/config.py) change what a

@@ -16,7 +16,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dpcost.training_configs import NOT_PRICED, SCRIPTS_OPTIMIZER, Reading, Setting, TrainingConfig
+from dpcost.engine.memory import offload_applies
+from dpcost.training_configs import (
+    NOT_PRICED,
+    PARAMS_OFFLOAD_BELOW_STAGE_3,
+    SCRIPTS_OPTIMIZER,
+    Reading,
+    Setting,
+    TrainingConfig,
+)
 
 __all__ = ["read"]
 
@@ -245,6 +253,9 @@ def _deepspeed(
             continue
         if key in ("offload_optimizer_device", "offload_param_device") and value in ("cpu", "nvme"):
             what = "params" if key == "offload_param_device" else "optimizer"
+            if what == "params" and not offload_applies(what, stage):  # the plugin writes it to offload_param
+                r.ignore(d + key, value, PARAMS_OFFLOAD_BELOW_STAGE_3)
+                continue
             if what == "optimizer" and r.options.get("offload") == "params":
                 continue
             r.use(d + key, value, "offload", what)

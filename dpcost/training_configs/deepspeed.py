@@ -10,7 +10,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dpcost.training_configs import NOT_PRICED, SCRIPTS_OPTIMIZER, Reading, TrainingConfig
+from dpcost.engine.memory import offload_applies
+from dpcost.training_configs import (
+    NOT_PRICED,
+    PARAMS_OFFLOAD_BELOW_STAGE_3,
+    SCRIPTS_OPTIMIZER,
+    Reading,
+    TrainingConfig,
+)
 
 __all__ = ["looks_like", "read"]
 
@@ -262,6 +269,9 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
                 r.ignore(k, device, "no offload")
                 continue
             what = "optimizer" if name == "offload_optimizer" else "params"
+            if what == "params" and not offload_applies(what, stage):
+                r.ignore(k + ".device", device, PARAMS_OFFLOAD_BELOW_STAGE_3)
+                continue
             nvme = "; NVMe: GPU memory as with CPU offload, its bandwidth not modelled" if device == "nvme" else ""
             if what == "optimizer" and r.options.get("offload") == "params":
                 r.note(k + ".device", device, "", "covered by offload_param (params offload moves both)" + nvme)
@@ -278,6 +288,8 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
             what, spelt = DEPRECATED_OFFLOAD[name]
             if not value:
                 r.ignore(k, value, "no offload")
+            elif what == "params" and not offload_applies(what, stage):
+                r.ignore(k, value, PARAMS_OFFLOAD_BELOW_STAGE_3)
             elif what == "optimizer" and r.options.get("offload") == "params":
                 r.note(k, value, "", f"{spelt}; covered by the parameters' offload (it moves both)")
             else:
