@@ -469,6 +469,22 @@ def test_bad_files_get_one_line_naming_the_file_and_key(
     assert err.count("\n") == 1 and says in err, err
 
 
+@pytest.mark.parametrize("command", [["estimate", "--dp", "8"], ["sweep", "--dp", "8..16"]])
+def test_the_engines_refusal_of_a_files_value_names_the_file_and_key(tmp_path: Path, command: list[str]) -> None:
+    """A value the engine refuses once the plan is built (a global batch DP cannot split) is said where it came from:
+    the file and its key when the file gave it, the flag when the user typed it over the file."""
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps({"train_batch_size": 1, "zero_optimization": {"stage": 3}}))
+    code, out, err = run(*command, "--from", str(path), "--model", "llama-8b")
+    assert code == 2 and not out
+    assert (
+        err == f"dpcost: error: {path}: train_batch_size: 1 sequences cannot be split evenly over DP 8; use a "
+        "multiple of 8\n"
+    )
+    code, _, err = run(*command, "--from", str(path), "--model", "llama-8b", "--global-batch", "12")
+    assert code == 2 and err.startswith("dpcost: error: --global-batch: 12 sequences cannot be split"), err
+
+
 def test_a_flag_may_stand_for_a_setting_the_file_cannot_give(tmp_path: Path) -> None:
     script = tmp_path / "run.sh"
     script.write_text("pretrain_gpt.py --tensor-model-parallel-size $TP --micro-batch-size 1")

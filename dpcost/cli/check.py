@@ -22,6 +22,7 @@ from dpcost.cli.options import (
     options_of,
     plan_input,
     plan_options,
+    said_in_the_file,
     whole,
 )
 from dpcost.errors import InputError
@@ -201,7 +202,8 @@ def _run_one(one: PlanInput, topology: str, flags: Limits) -> ScenarioResult:
     dp, spec = one.dp, one.spec
     options = options_of(one, dp)
     topo = load_topology(topology)
-    report = estimate(spec, topo, options)
+    with said_in_the_file(one):
+        report = estimate(spec, topo, options)
     try:
         return evaluate(_one_name(report), report, flags, _best_step(spec, topo, options, report, flags))
     except ValueError as exc:

@@ -7,7 +7,6 @@ Exit codes: 0 done; 1 a check failed (--check, `dpcost check`); 2 bad input (unk
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from enum import StrEnum
@@ -41,15 +40,6 @@ UsageError: type[Exception] = typer.BadParameter.__mro__[1]
 ClickException: type[Exception] = UsageError.__mro__[1]
 
 
-def _flag(where: str) -> str:
-    """Engine errors name option fields (`accumulation`); say them as the flag the user typed (`--accum`)."""
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", where):
-        return where
-    from dpcost.cli.options import field_flag
-
-    return field_flag(where)
-
-
 MAX_SHOWN = 200  # characters of one word an error repeats whole: a path fits, a 3,000-character name is cut
 
 
@@ -72,7 +62,9 @@ class Group(TyperGroup):
         try:
             rv = super().main(*args, **kwargs)
         except InputError as exc:
-            _fail(f"{_flag(exc.where)}: {exc.message}" if exc.where else exc.message)
+            from dpcost.cli.options import flag_named
+
+            _fail(f"{flag_named(exc.where)}: {exc.message}" if exc.where else exc.message)
         except DpcostError as exc:
             _fail(str(exc))
         except UsageError as exc:

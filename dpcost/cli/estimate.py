@@ -7,7 +7,15 @@ from typing import Annotated, Any
 import typer
 
 from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, emit
-from dpcost.cli.options import FromOpt, TopologyOpt, options_of, plan_input, plan_options, whole
+from dpcost.cli.options import (
+    FromOpt,
+    TopologyOpt,
+    options_of,
+    plan_input,
+    plan_options,
+    said_in_the_file,
+    whole,
+)
 from dpcost.errors import InputError
 
 DpOpt = Annotated[
@@ -59,7 +67,8 @@ def estimate(
     dp = plan.dp
     spec, topo = plan.spec, load_topology(topology)
     options = options_of(plan, dp)
-    report = (run_variants if compare_variants else run)(spec, topo, options)
+    with said_in_the_file(plan):
+        report = (run_variants if compare_variants else run)(spec, topo, options)
     if plan.from_config is not None:
         report = report.model_copy(update={"from_config": plan.from_config})
     tables: list[Any] = []

@@ -7,10 +7,12 @@ user typed. sqlite-utils applies its output options with a decorator the same wa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import re
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -32,10 +34,12 @@ __all__ = [
     "TopologyOpt",
     "build_options",
     "field_flag",
+    "flag_named",
     "number",
     "options_of",
     "plan_input",
     "plan_options",
+    "said_in_the_file",
     "typed_options",
     "whole",
 ]
@@ -291,8 +295,30 @@ def options_of(plan: PlanInput, dp: int, flag: str = "--dp") -> Any:
         return Options.model_validate({"dp": dp, **plan.values}, context=WRITTEN)
     except ValidationError as exc:
         where, message = explain(exc)
-        if plan.from_config is not None:
-            key = next((s.key for s in plan.from_config.settings if s.became.split(" ")[0] == where), None)
-            if key is not None:
-                raise InputError(plan.from_config.file, f"{key}: {message}") from None
-        raise InputError(flag if where == "--dp" else where, message) from None
+        raise _in_the_file(plan, InputError(flag if where == "--dp" else where, message)) from None
+
+
+def _in_the_file(plan: PlanInput, exc: InputError) -> InputError:
+    """An error about a value the plan's --from file gave, said as the file and the key it came from; a flag the
+    user typed over the file (its row then became nothing) keeps its own name."""
+    if plan.from_config is None:
+        return exc
+    flag = flag_named(exc.where)
+    key = next((s.key for s in plan.from_config.settings if s.became.split(" ")[0] == flag), None)
+    return exc if key is None else InputError(plan.from_config.file, f"{key}: {exc.message}")
+
+
+def flag_named(where: str) -> str:
+    """Where an error is: engine errors name option fields (`accumulation`), said as the flag the user typed
+    (`--accum`); a flag, a file or a key stays as it is."""
+    return field_flag(where) if re.fullmatch(r"[a-z][a-z0-9_]*", where) else where
+
+
+@contextlib.contextmanager
+def said_in_the_file(plan: PlanInput) -> Iterator[None]:
+    """The engine's refusals of the plan (which name option fields) named by the --from file's key where the value
+    came from the file (_in_the_file)."""
+    try:
+        yield
+    except InputError as exc:
+        raise _in_the_file(plan, exc) from None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dpcost.cli.core import BriefOpt, Format, FormatOpt, OutputOpt, app, distinct, emit, writable
-from dpcost.cli.options import FromOpt, TopologyOpt, options_of, plan_input, plan_options
+from dpcost.cli.options import FromOpt, TopologyOpt, options_of, plan_input, plan_options, said_in_the_file
 from dpcost.errors import InputError
 
 if TYPE_CHECKING:
@@ -100,7 +100,8 @@ def sweep(
     progress = _progress(len(sizes))
     reports = []
     for size, plan in zip(sizes, plans, strict=True):
-        reports.append(run(plan.spec, topo, options_of(plan, size)))
+        with said_in_the_file(plan):
+            reports.append(run(plan.spec, topo, options_of(plan, size)))
         progress(size)
     table = sweep_table(reports, fixed_global_batch=options.batch.global_batch is not None)
     best = reports[fastest_that_fits([r.summary for r in reports])]
