@@ -295,6 +295,15 @@ class Precision(Section):
         "(docs/frameworks.md), else fused].",
         json_schema_extra=cli("--optimizer-impl"),
     )
+    sub_group_size: Whole | None = Field(
+        None,
+        ge=0,
+        le=10**15,
+        description="DeepSpeed's zero_optimization.sub_group_size: ZeRO-3 steps its optimizer over sub-groups of at "
+        "least N partitioned elements, each cast to fp32 at the step in turn; 0: one parameter at a time "
+        "[default: DeepSpeed's 1e9].",
+        json_schema_extra=cli("--sub-group-size", metavar="N"),
+    )
 
 
 class Communication(Section):

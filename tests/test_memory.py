@@ -12,6 +12,7 @@ from dpcost.engine.estimate import estimate
 from dpcost.engine.loss import loss_memory
 from dpcost.engine.memory import RECIPES, deepspeed_estimates, model_states
 from dpcost.engine.params import count_params
+from dpcost.errors import InputError
 from dpcost.options import Options
 
 ZERO = RECIPES["zero-paper"]
@@ -290,6 +291,47 @@ def test_deepspeed_step_copies_follow_its_optimizer_steps() -> None:
     assert step_gradient_copies(3, 70e9, 8) == 6e9  # one sub-group of 1e9 elements at a time
     assert step_gradient_copies(3, P, 64) == 6 * P / 64
     assert step_gradient_copies(2, P, N, "optimizer") == 0  # the fp32 gradients are the CPU optimizer's
+
+
+def test_deepspeed_sub_groups_are_closed_once_they_hold_the_size() -> None:
+    """zero/stage3.py _create_fp16_sub_groups (edaa722): the partition's parameters in order, a sub-group closed once
+    it holds sub_group_size partitioned elements or more (config.py: 1e9 by default, 0 allowed): the most it steps at
+    once is the whole partition, else the size, else one parameter's partition where that is larger."""
+    from dpcost.engine.memory import deepspeed_sub_group
+
+    assert deepspeed_sub_group(8.75e9, None, 1.3e8) == 1e9  # Llama 3 70B over 8 ranks: sub-groups of 1e9
+    assert deepspeed_sub_group(2.5e8, None, 3e7) == 2.5e8  # a partition under the size: one sub-group
+    assert deepspeed_sub_group(8.75e9, 0, 1.3e8) == 1.3e8  # 0: each parameter alone, the largest sets it
+    assert deepspeed_sub_group(8.75e9, 1e8, 1.3e8) == 1.3e8  # a parameter past the size closes its group alone
+    assert deepspeed_sub_group(8.75e9, 2e8, 1.3e8) == 2e8
+
+
+def test_deepspeed_sub_group_size_bounds_the_stage_3_step() -> None:
+    """With sub_group_size 0 (axolotl's zero3.json) stage 3 casts one parameter's gradient partition to fp32 at a
+    time (_prepare_fp32_grad_for_sub_group): the step's copies are 6 bytes an element (the flat 16-bit copy and its
+    fp32 cast) of Llama 3.1 8B's largest parameter, its 128,256 x 4,096 embedding, over 8 ranks, where the default's
+    are of 1e9 elements (8.03e9 over 8 ranks is more)."""
+    from dpcost.engine.prepare import StageMemories, prepare
+
+    model, topology = load_model("llama-8b"), load_topology("dgx-h100")
+
+    def step(**given: int) -> float:
+        o = Options(dp=8, framework="deepspeed", zero=3, optimizer_impl="fused", **given)
+        return StageMemories(model, topology, prepare(model, topology, o)).states(3).buffers.step_transient
+
+    embedding = 128256 * 4096 / 8
+    assert step() == pytest.approx(6 * 1e9)
+    assert step(sub_group_size=0) == pytest.approx(6 * embedding)
+    assert step(sub_group_size=int(2e8)) == pytest.approx(6 * 2e8)
+    with pytest.raises(InputError, match="give --framework deepspeed"):
+        prepare(model, topology, Options(dp=8, zero=3, sub_group_size=0))
+    notes = prepare(model, topology, Options(dp=8, framework="deepspeed", zero=2, sub_group_size=0)).advice
+    assert [(n.code, n.message) for n in notes] == [
+        (
+            "ignored-flags",
+            "--sub-group-size applies at ZeRO-3 only: ZeRO-2 steps the rank's whole partition at once; drop them",
+        )
+    ]
 
 
 def test_deepspeed_buckets_per_stage_and_phase() -> None:

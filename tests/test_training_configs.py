@@ -782,10 +782,11 @@ def test_accelerates_param_offload_below_stage_3_is_deepspeeds() -> None:
 
 
 def test_deepspeed_keys_priced_at_their_defaults_are_not_called_inert() -> None:
-    """Stage 3's sub_group_size (the fp32 copies its step makes at a time: memory.step_gradient_copies), its
-    max_live_parameters, max_reuse_distance and param_persistence_threshold (runtime/zero/config.py) change what a
-    GPU holds and gathers, and dpcost prices them at DeepSpeed's defaults; pipeline and sparse_attention configure
-    what a script builds. None is said to leave the price unchanged."""
+    """Stage 3's max_live_parameters, max_reuse_distance and param_persistence_threshold (runtime/zero/config.py)
+    change what a GPU holds and gathers, and dpcost prices them at DeepSpeed's defaults; pipeline and
+    sparse_attention configure what a script builds. None is said to leave the price unchanged. Its sub_group_size
+    (the fp32 copies its step makes at a time: memory.deepspeed_sub_group) is --sub-group-size at stage 3, and said
+    as applying at stage 3 only elsewhere."""
     from dpcost.training_configs import NOT_PRICED
     from dpcost.training_configs.deepspeed import read
 
@@ -793,10 +794,17 @@ def test_deepspeed_keys_priced_at_their_defaults_are_not_called_inert() -> None:
             "stage3_param_persistence_threshold": 1e4}  # fmt: skip
     doc = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": zero, "pipeline": {"stages": 2},
            "sparse_attention": {"mode": "fixed"}}  # fmt: skip
-    notes = {s.key: s.note for s in read(doc, "ds.json").settings}
-    for key in ("sub_group_size", "stage3_max_live_parameters", "stage3_max_reuse_distance",
-                "stage3_param_persistence_threshold"):  # fmt: skip
+    config = read(doc, "ds.json")
+    notes = {s.key: s.note for s in config.settings}
+    for key in ("stage3_max_live_parameters", "stage3_max_reuse_distance", "stage3_param_persistence_threshold"):
         assert notes[f"zero_optimization.{key}"].startswith(("not read", "not modelled")), key
+    assert config.options["sub_group_size"] == "100000000"  # axolotl's zero3.json sets 0: one parameter at a time
+    assert read({**doc, "zero_optimization": {**zero, "sub_group_size": 0}}, "ds.json").options["sub_group_size"] == "0"
+    two = read({**doc, "zero_optimization": {**zero, "stage": 2}}, "ds.json")
+    assert "sub_group_size" not in two.options
+    assert {s.key: s.note for s in two.settings}["zero_optimization.sub_group_size"].startswith("applies at stage 3")
+    with pytest.raises(InputError, match=r"zero_optimization\.sub_group_size: must be a number of elements"):
+        read({**doc, "zero_optimization": {**zero, "sub_group_size": -1}}, "ds.json")
     assert notes["pipeline"].startswith("applies") and notes["sparse_attention"].startswith("applies")
     assert NOT_PRICED not in notes.values()
 

@@ -331,6 +331,8 @@ def buffers(
     optimizer_impl: str = "fused",
     accumulation: int = 1,
     orthogonalized: float = 0.0,
+    sub_group_size: float | None = None,
+    largest_parameter: float = 0.0,
 ) -> Buffers:
     """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
 
@@ -346,21 +348,23 @@ def buffers(
     `cast_params` its matmuls read (cast_weights). And the GEMM libraries' `workspaces` (workspaces.py). DeepSpeed's
     own buckets and step copies: deepspeed_buckets, step_gradient_copies (`shard_ranks`, `offload`: its partition);
     torch.optim's at the step: optimizer_intermediates; Muon's, `orthogonalized`: the bytes it allocates while it
-    orthogonalizes its largest matrix (muon.working_set_bytes)."""
+    orthogonalizes its largest matrix (muon.working_set_bytes). DeepSpeed's stage 3 steps a sub-group at a time
+    (deepspeed_sub_group: `sub_group_size`, None for DeepSpeed's default, and the `largest_parameter`'s elements)."""
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     gathered_bytes = gather_bytes or weight_bytes
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
     in_place = ddp_copy > 0 or schedule in ("megatron", "fsdp")
     buckets = 0.0 if in_place else buckets_in_flight * bucket_bytes
     share = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's parameters, as its states'
+    sub_group = deepspeed_sub_group(share, sub_group_size, largest_parameter / shard_ranks)
     if schedule == "deepspeed" and stage == 3:  # it steps one sub-group at a time (stage3.py:1154)
-        share = min(share, DEEPSPEED_SUB_GROUP_ELEMENTS)
+        share = sub_group
     own = 0.0
     if not offload_applies(offload, stage):
         own = optimizer_intermediates(optimizer, optimizer_impl, recipe, share) + orthogonalized
     bf16_optimizer = recipe.bf16_optimizer and stage == 1
     if recipe.name == "deepspeed" and not bf16_optimizer:
-        own += step_gradient_copies(stage, n_params, shard_ranks, offload)
+        own += step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group)
     held, step_buckets = 0.0, None
     if bf16_optimizer:  # the boundary's reduction, which the step phase stands for (Megatron-DeepSpeed's too)
         buckets, step_buckets = 0.0, bf16_optimizer_reduce_copy(grad_bytes, n_params)
@@ -413,6 +417,16 @@ DEEPSPEED_STAGE0_BUCKET_ELEMENTS = 5e8
 DEEPSPEED_SUB_GROUP_ELEMENTS = 1e9
 
 
+def deepspeed_sub_group(partition: float, sub_group_size: float | None, largest_parameter: float) -> float:
+    """The most partitioned elements DeepSpeed's stage 3 steps at once, of a rank's `partition`: its parameters in
+    order, a sub-group closed once it holds `sub_group_size` or more (zero/stage3.py _create_fp16_sub_groups at
+    edaa722; None: DeepSpeed's default, DEEPSPEED_SUB_GROUP_ELEMENTS; 0: each parameter alone), so at least one
+    parameter's partition, the `largest_parameter`'s where that is larger. A group's overshoot past the size (less
+    than its last parameter) is not counted."""
+    size = DEEPSPEED_SUB_GROUP_ELEMENTS if sub_group_size is None else sub_group_size
+    return min(partition, max(size, largest_parameter))
+
+
 def deepspeed_buckets(
     stage: int, bucket_bytes: float, grad_bytes: float, n_params: float, ipg_buffers: int, accumulation: int = 1
 ) -> tuple[float, float]:
@@ -446,15 +460,22 @@ def bf16_optimizer_reduce_copy(grad_bytes: float, n_params: float) -> float:
     return grad_bytes * n_params if grad_bytes != 4.0 else 0.0
 
 
-def step_gradient_copies(stage: int, n_params: float, shard_ranks: int, offload: str = "none") -> float:
+def step_gradient_copies(
+    stage: int,
+    n_params: float,
+    shard_ranks: int,
+    offload: str = "none",
+    sub_group: float = DEEPSPEED_SUB_GROUP_ELEMENTS,
+) -> float:
     """Bytes DeepSpeed's optimizer step allocates beyond the 16-bit gradients the step phase counts (v0.19.5): stage 0
     casts every gradient to fp32 and concatenates the copies (fp16/fused_optimizer.py:288, 8 bytes a parameter;
     with a torch optimizer FP16_UnfusedOptimizer casts them one by one, 4, and foreach AdamW's intermediates add
     4); stages 1-2 flatten the rank's partition and cast it to fp32 (zero/stage_1_and_2.py:2334-2335, 2 + 4 bytes a
     partitioned parameter beside its 2); stage 3 does so a sub-group at a time (zero/stage3.py
-    _prepare_fp32_grad_for_sub_group). Stage 1's step phase stands for the boundary's reduction, where every
-    gradient is whole (2 bytes a parameter) beside the buckets: by the step itself they are in the partition and
-    param.grad is freed (:945), so the step adds only what exceeds them. None when the optimizer runs on the CPU."""
+    _prepare_fp32_grad_for_sub_group; `sub_group`: its most partitioned elements, deepspeed_sub_group). Stage 1's
+    step phase stands for the boundary's reduction, where every gradient is whole (2 bytes a parameter) beside the
+    buckets: by the step itself they are in the partition and param.grad is freed (:945), so the step adds only
+    what exceeds them. None when the optimizer runs on the CPU."""
     if offload_applies(offload, stage):
         return 0.0
     partition = n_params / shard_ranks
@@ -464,7 +485,7 @@ def step_gradient_copies(stage: int, n_params: float, shard_ranks: int, offload:
         return max(0.0, 8.0 * partition - 2.0 * n_params)
     if stage == 2:
         return 6.0 * partition
-    return 6.0 * min(partition, DEEPSPEED_SUB_GROUP_ELEMENTS)
+    return 6.0 * min(partition, sub_group)
 
 
 def cast_weights(recipe: Recipe, stage: int, cast_params: float) -> float:

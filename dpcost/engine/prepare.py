@@ -769,6 +769,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
             f"(Megatron-Core refuses it likewise: transformer_config.py); choose among {others}",
         )
     notes += bf16_layer_notes(model, o)
+    notes += sub_group_notes(o, fw)
     if plan.recompute not in (None, "selective") and set(plan.recompute_modules) != DEFAULT_MODULES:
         from dpcost.engine import advice
 
@@ -836,6 +837,22 @@ def check_grad_reduce(o: Options, fw: Framework | None) -> None:
 # bf16 for a bf16 model (engine.py communication_data_type: at v0.7.0-v0.8.3 for stage 0, and from v0.9.2, #3370, at
 # every stage; fp32 only at v0.9.0-v0.9.1, #2970)
 BF16_OPTIMIZER_GRAD_DTYPE = "bf16"
+
+
+def sub_group_notes(o: Options, fw: Framework | None) -> list[Advice]:
+    """--sub-group-size is DeepSpeed's ZeRO-3 optimizer's (memory.deepspeed_sub_group): bad input without
+    --framework deepspeed, a note where the stage given is not 3 (stages 1-2 step the rank's whole partition)."""
+    if o.precision.sub_group_size is None:
+        return []
+    if fw is None or fw.name != "deepspeed":
+        raise InputError("sub_group_size", "is DeepSpeed's zero_optimization.sub_group_size, its ZeRO-3 optimizer's: "
+                         "give --framework deepspeed")  # fmt: skip
+    if o.plan.zero in (None, 3):
+        return []
+    from dpcost.engine import advice
+
+    return [advice.ignored_flags(["--sub-group-size"], f"applies at ZeRO-3 only: ZeRO-{o.plan.zero} steps the rank's "
+                                 "whole partition at once")]  # fmt: skip
 
 
 def check_grad_accum_dtype(o: Options, fw: Framework | None, recipe_name: str) -> None:
@@ -1122,6 +1139,8 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         p.optimizer_impl,
         p.accumulation,
         working_set_bytes(muon) if (muon := p.muon_matrices(model)) else 0.0,
+        o.precision.sub_group_size,
+        counts.largest_module / tp,
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))

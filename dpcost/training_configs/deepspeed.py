@@ -310,6 +310,11 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
                 r.ignore(k, value, "applies at stage 3 only (MiCS), which this file does not run")
             else:
                 r.use(k, value, "shard_group", str(value), "MiCS: states sharded within groups of N (mics.py)")
+        elif name == "sub_group_size":
+            if stage != 3:
+                r.ignore(k, value, "applies at stage 3 only (its optimizer's sub-groups), which this file does not run")
+            else:
+                r.use(k, value, "sub_group_size", str(_elements(r, k, value, least=0)))
         elif name in PRICED_AT_DEFAULT:
             r.ignore(k, value, PRICED_AT_DEFAULT[name])
         elif name in ZERO_UNPRICED:
@@ -323,7 +328,6 @@ def _zero(r: Reading, zero: Any, grad_bytes: int) -> None:
 # zero_optimization keys that change what stage 3 holds or gathers, which dpcost prices at DeepSpeed's defaults
 # (runtime/zero/config.py at v0.19.5): said as not read, not as inert
 PRICED_AT_DEFAULT = {
-    "sub_group_size": "not read: dpcost prices the default 1e9, the elements stage 3's step casts to fp32 at a time",
     "stage3_max_live_parameters": "not modelled: dpcost holds a unit gathered and the next prefetched",
     "stage3_max_reuse_distance": "not modelled: dpcost gathers each unit again for its backward",
     "stage3_param_persistence_threshold": "not modelled: dpcost shards every parameter, where stage 3 keeps those "
@@ -370,8 +374,8 @@ SIXTEEN_BIT_UNPRICED = {
 }
 
 
-def _elements(r: Reading, key: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value <= 1e13:
+def _elements(r: Reading, key: str, value: Any, least: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not least <= value <= 1e13:
         raise r.error(key, f"must be a number of elements (e.g. 5e8), got {value!r}")
     return int(value)
 
