@@ -290,6 +290,9 @@ def test_deepspeed_step_copies_follow_its_optimizer_steps() -> None:
     assert step_gradient_copies(2, P, N) == 6 * P / N
     assert step_gradient_copies(3, 70e9, 8) == 6e9  # one sub-group of 1e9 elements at a time
     assert step_gradient_copies(3, P, 64) == 6 * P / 64
+    # single-parameter sub-groups: the gradient norm's float64 cast of the largest parameter's partition (stage3.py
+    # get_grad_norm_direct) exceeds the sub-group's fp32 cast
+    assert step_gradient_copies(3, 70e9, 8, sub_group=1.3e8, largest_parameter=1.3e8) == 8 * 1.3e8
     assert step_gradient_copies(2, P, N, "optimizer") == 0  # the fp32 gradients are the CPU optimizer's
 
 
@@ -302,15 +305,19 @@ def test_deepspeed_sub_groups_are_closed_once_they_hold_the_size() -> None:
     assert deepspeed_sub_group(8.75e9, None, 1.3e8) == 1e9  # Llama 3 70B over 8 ranks: sub-groups of 1e9
     assert deepspeed_sub_group(2.5e8, None, 3e7) == 2.5e8  # a partition under the size: one sub-group
     assert deepspeed_sub_group(8.75e9, 0, 1.3e8) == 1.3e8  # 0: each parameter alone, the largest sets it
-    assert deepspeed_sub_group(8.75e9, 1e8, 1.3e8) == 1.3e8  # a parameter past the size closes its group alone
+    # at least the largest parameter; the greedy close can overshoot the size by less than one parameter (a group
+    # of 0.99e8 that takes a parameter of 1.3e8 holds 2.29e8), which is not counted
+    assert deepspeed_sub_group(8.75e9, 1e8, 1.3e8) == 1.3e8
     assert deepspeed_sub_group(8.75e9, 2e8, 1.3e8) == 2e8
 
 
 def test_deepspeed_sub_group_size_bounds_the_stage_3_step() -> None:
-    """With sub_group_size 0 (axolotl's zero3.json) stage 3 casts one parameter's gradient partition to fp32 at a
-    time (_prepare_fp32_grad_for_sub_group): the step's copies are 6 bytes an element (the flat 16-bit copy and its
-    fp32 cast) of Llama 3.1 8B's largest parameter, its 128,256 x 4,096 embedding, over 8 ranks, where the default's
-    are of 1e9 elements (8.03e9 over 8 ranks is more)."""
+    """Stage 3 casts a sub-group's gradient partition to fp32 at a time (_prepare_fp32_grad_for_sub_group: 6 bytes
+    an element, the flat 16-bit copy and its cast), after its gradient norm has cast each parameter's partition to
+    float64 in turn (get_grad_norm_direct, `g.double()`: 8 bytes an element). By default the sub-group of 1e9
+    elements sets the step (8.03e9 over 8 ranks is more); with sub_group_size 0 (axolotl's zero3.json) each
+    parameter is a group of its own, and the norm's cast of Llama 3.1 8B's largest, its 128,256 x 4,096 embedding,
+    over 8 ranks sets it."""
     from dpcost.engine.prepare import StageMemories, prepare
 
     model, topology = load_model("llama-8b"), load_topology("dgx-h100")
@@ -321,7 +328,7 @@ def test_deepspeed_sub_group_size_bounds_the_stage_3_step() -> None:
 
     embedding = 128256 * 4096 / 8
     assert step() == pytest.approx(6 * 1e9)
-    assert step(sub_group_size=0) == pytest.approx(6 * embedding)
+    assert step(sub_group_size=0) == pytest.approx(8 * embedding)
     assert step(sub_group_size=int(2e8)) == pytest.approx(6 * 2e8)
     with pytest.raises(InputError, match="give --framework deepspeed"):
         prepare(model, topology, Options(dp=8, zero=3, sub_group_size=0))

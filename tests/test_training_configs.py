@@ -742,7 +742,7 @@ def test_deepspeed_offloads_parameters_at_stage_3_only(
 ) -> None:
     """DeepSpeed hands offload_param to its stage-3 optimizers alone (runtime/engine.py _configure_zero_optimizer at
     v0.9.5, v0.16.0 and edaa722; its stage 1-2 optimizer takes offload_optimizer_config only), and raises nothing
-    below stage 3: its own tests run stage 0 with it (tests/hybrid_engine/hybrid_engine_config.json at edaa722). So
+    below stage 3: DeepSpeed-Chat trains at stage 2 with it (DeepSpeedExamples dschat/utils/ds_utils.py). So
     below stage 3 the file costs as it would without the key, whose row says why, and an offload_optimizer beside it
     (stages 1-2) is the offload costed."""
     from dpcost.training_configs import PARAMS_OFFLOAD_BELOW_STAGE_3

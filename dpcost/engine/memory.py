@@ -356,7 +356,8 @@ def buffers(
     in_place = ddp_copy > 0 or schedule in ("megatron", "fsdp")
     buckets = 0.0 if in_place else buckets_in_flight * bucket_bytes
     share = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's parameters, as its states'
-    sub_group = deepspeed_sub_group(share, sub_group_size, largest_parameter / shard_ranks)
+    largest_partition = largest_parameter / shard_ranks
+    sub_group = deepspeed_sub_group(share, sub_group_size, largest_partition)
     if schedule == "deepspeed" and stage == 3:  # it steps one sub-group at a time (stage3.py:1154)
         share = sub_group
     own = 0.0
@@ -364,7 +365,7 @@ def buffers(
         own = optimizer_intermediates(optimizer, optimizer_impl, recipe, share) + orthogonalized
     bf16_optimizer = recipe.bf16_optimizer and stage == 1
     if recipe.name == "deepspeed" and not bf16_optimizer:
-        own += step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group)
+        own += step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group, largest_partition)
     held, step_buckets = 0.0, None
     if bf16_optimizer:  # the boundary's reduction, which the step phase stands for (Megatron-DeepSpeed's too)
         buckets, step_buckets = 0.0, bf16_optimizer_reduce_copy(grad_bytes, n_params)
@@ -466,13 +467,17 @@ def step_gradient_copies(
     shard_ranks: int,
     offload: str = "none",
     sub_group: float = DEEPSPEED_SUB_GROUP_ELEMENTS,
+    largest_parameter: float = 0.0,
 ) -> float:
     """Bytes DeepSpeed's optimizer step allocates beyond the 16-bit gradients the step phase counts (v0.19.5): stage 0
     casts every gradient to fp32 and concatenates the copies (fp16/fused_optimizer.py:288, 8 bytes a parameter;
     with a torch optimizer FP16_UnfusedOptimizer casts them one by one, 4, and foreach AdamW's intermediates add
     4); stages 1-2 flatten the rank's partition and cast it to fp32 (zero/stage_1_and_2.py:2334-2335, 2 + 4 bytes a
     partitioned parameter beside its 2); stage 3 does so a sub-group at a time (zero/stage3.py
-    _prepare_fp32_grad_for_sub_group; `sub_group`: its most partitioned elements, deepspeed_sub_group). Stage 1's
+    _prepare_fp32_grad_for_sub_group; `sub_group`: its most partitioned elements, deepspeed_sub_group), after its
+    gradient norm has cast each parameter's partition to float64 in turn (get_grad_norm_direct, `g.double()`, at
+    edaa722): 8 bytes an element of the `largest_parameter`'s partition, which sets the step where sub-groups are
+    single parameters (sub_group_size 0). Stage 1's
     step phase stands for the boundary's reduction, where every gradient is whole (2 bytes a parameter) beside the
     buckets: by the step itself they are in the partition and param.grad is freed (:945), so the step adds only
     what exceeds them. None when the optimizer runs on the CPU."""
@@ -485,7 +490,7 @@ def step_gradient_copies(
         return max(0.0, 8.0 * partition - 2.0 * n_params)
     if stage == 2:
         return 6.0 * partition
-    return 6.0 * min(partition, sub_group)
+    return max(6.0 * min(partition, sub_group), 8.0 * min(partition, largest_parameter))
 
 
 def cast_weights(recipe: Recipe, stage: int, cast_params: float) -> float:

@@ -41,6 +41,7 @@ NOT_PRICED = "does not change what dpcost prices"  # a key left out because noth
 SCRIPTS_OPTIMIZER = "the script's own optimizer, priced as torch.optim's AdamW steps by default on CUDA"
 # DeepSpeed hands offload_param to its stage-3 optimizers alone (runtime/engine.py _configure_zero_optimizer, at
 # v0.9.5, v0.16.0 and edaa722): below stage 3 the parameters stay on the GPU, and the run goes on without a word
+# (DeepSpeed-Chat trains at stage 2 with it: DeepSpeedExamples applications/DeepSpeed-Chat/dschat/utils/ds_utils.py)
 PARAMS_OFFLOAD_BELOW_STAGE_3 = "DeepSpeed reads it at stage 3 only: the parameters stay on the GPU"
 KINDS = (
     "a DeepSpeed JSON, a torchtitan TOML or Python config (FILE.py:FUNCTION), a Megatron-LM launch script or an "
