@@ -477,10 +477,9 @@ def step_gradient_copies(
     _prepare_fp32_grad_for_sub_group; `sub_group`: its most partitioned elements, deepspeed_sub_group), after its
     gradient norm has cast each parameter's partition to float64 in turn (get_grad_norm_direct, `g.double()`, at
     edaa722): 8 bytes an element of the `largest_parameter`'s partition, which sets the step where sub-groups are
-    single parameters (sub_group_size 0). Stage 1's
-    step phase stands for the boundary's reduction, where every gradient is whole (2 bytes a parameter) beside the
-    buckets: by the step itself they are in the partition and param.grad is freed (:945), so the step adds only
-    what exceeds them. None when the optimizer runs on the CPU."""
+    single parameters (sub_group_size 0). Stage 1's step phase stands for the boundary's reduction, where every
+    gradient is whole (2 bytes a parameter) beside the buckets: by the step itself they are in the partition and
+    param.grad is freed (:945), so the step adds only what exceeds them. None when the optimizer runs on the CPU."""
     if offload_applies(offload, stage):
         return 0.0
     partition = n_params / shard_ranks
