@@ -365,7 +365,13 @@ def buffers(
         own = optimizer_intermediates(optimizer, optimizer_impl, recipe, share) + orthogonalized
     bf16_optimizer = recipe.bf16_optimizer and stage == 1
     if recipe.name == "deepspeed" and not bf16_optimizer:
-        own += step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group, largest_partition)
+        copies = step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group, largest_partition)
+        if stage == 3 and not offload_applies(offload, stage):
+            # a sub-group's flat 16-bit copy is freed once its fp32 cast returns (stage3.py
+            # _prepare_fp32_grad_for_sub_group at edaa722): the optimizer's own bytes come beside the cast alone
+            own = max(copies, 4.0 * sub_group + own)
+        else:
+            own += copies
     held, step_buckets = 0.0, None
     if bf16_optimizer:  # the boundary's reduction, which the step phase stands for (Megatron-DeepSpeed's too)
         buckets, step_buckets = 0.0, bf16_optimizer_reduce_copy(grad_bytes, n_params)
