@@ -199,23 +199,25 @@ def _topology_hint(text: str) -> str | None:
 
 def _channel_lines(text: str) -> str:
     """The lines that speak of channels: NCCL_DEBUG=INFO prints a few hundred others a rank, which the searches below
-    need not scan digit by digit (a 128-rank log is several MB)."""
+    need not scan digit by digit (a 128-rank log is several MB). Taken once a log; the searches read them."""
     return "\n".join(line for line in text.splitlines() if "channels" in line)
 
 
-def _printed_channels(text: str, what: str) -> int | None:
-    """The channels NCCL_DEBUG=INFO says the communicator has ("16 coll channels", "16 nvls channels"): the fewest
-    printed, as every rank keeps the minimum over all ranks (init.cc:1435-1446); none where it says none."""
-    said = re.findall(rf"\b(\d{{1,2}}) {what} channels\b", _channel_lines(text))
-    counts = [n for n in map(int, said) if 0 < n <= 64]  # MAXCHANNELS
+def _fewest_printed(pattern: str, lines: str) -> int | None:
+    """The fewest channels `pattern` finds in `lines` (_channel_lines), as every rank keeps the minimum over all ranks
+    (init.cc:1435-1446); none where it says none."""
+    counts = [n for n in map(int, re.findall(pattern, lines)) if 0 < n <= 64]  # MAXCHANNELS
     return min(counts) if counts else None
 
 
-def _printed_per_peer(text: str) -> int | None:
-    """The p2p channels per peer NCCL_DEBUG=INFO says the communicator has ("4 p2p channels per peer"): the fewest."""
-    said = re.findall(r"\b(\d{1,2}) p2p channels per peer\b", _channel_lines(text))
-    counts = [n for n in map(int, said) if 0 < n <= 64]
-    return min(counts) if counts else None
+def _printed_channels(lines: str, what: str) -> int | None:
+    """The channels NCCL_DEBUG=INFO says the communicator has ("16 coll channels", "16 nvls channels")."""
+    return _fewest_printed(rf"\b(\d{{1,2}}) {what} channels\b", lines)
+
+
+def _printed_per_peer(lines: str) -> int | None:
+    """The p2p channels per peer NCCL_DEBUG=INFO says the communicator has ("4 p2p channels per peer")."""
+    return _fewest_printed(r"\b(\d{1,2}) p2p channels per peer\b", lines)
 
 
 _NCCL_VERSION = re.compile(r"\bNCCL version (\d{1,2})\.(\d{1,3})\.\d{1,3}\b")
@@ -460,7 +462,7 @@ def _parse_csv(text: str, name: str) -> list[Measurements]:
                 _gpus_per_thread(comments),
                 _cuda_graphs(comments),
                 _iters(comments),
-                p2p_per_peer=_printed_per_peer(comments),
+                p2p_per_peer=_printed_per_peer(_channel_lines(comments)),
                 nccl_release=_nccl_release(comments),
                 tests_release=_tests_release(comments),
                 headers_release=_release_of_code(_HEADERS_CODE.search(comments)),
@@ -988,6 +990,7 @@ def _read_table(
             f"add a line '# ranks: {about or 'N'}, gpus per node: G'"
         )
     algorithm, setting = _algorithms_set(text, {r.op for r in measured})
+    channels = _channel_lines(text)
     return Measurements(
         name=name,
         ranks=ranks,
@@ -1002,9 +1005,9 @@ def _read_table(
         gpus_per_thread=_gpus_per_thread(text),
         cuda_graphs=_cuda_graphs(text),
         iters=_iters(text),
-        coll_channels=_printed_channels(text, "coll"),
-        nvls_channels=_printed_channels(text, "nvls"),
-        p2p_per_peer=_printed_per_peer(text),
+        coll_channels=_printed_channels(channels, "coll"),
+        nvls_channels=_printed_channels(channels, "nvls"),
+        p2p_per_peer=_printed_per_peer(channels),
         nccl_release=_nccl_release(text),
         tests_release=_tests_release(text),
         headers_release=_release_of_code(_HEADERS_CODE.search(text)),
@@ -1120,9 +1123,8 @@ def _parse_json(text: str, name: str) -> Measurements:
     devices = config.get("devices", [])
     if not isinstance(devices, list):
         raise ValueError("config.devices must be a list, as nccl-tests writes it")
-    per_process = _json_whole(config.get("nthreads", 1), "config: nthreads", 1, 1024) * _json_whole(
-        config.get("ngpus", 1), "config: ngpus", 1, 1024
-    )
+    gpus_per_thread = _json_whole(config.get("ngpus", 1), "config: ngpus", 1, 1024)
+    per_process = _json_whole(config.get("nthreads", 1), "config: nthreads", 1, 1024) * gpus_per_thread
     hosts, device = [], None
     for index, entry in enumerate(devices):
         host = entry.get("hostname") if isinstance(entry, dict) else None
@@ -1146,7 +1148,7 @@ def _parse_json(text: str, name: str) -> Measurements:
     code = doc.get("nccl_version")
     return replace(  # what the log's header lines say, from the config and the version code
         run,
-        gpus_per_thread=_json_whole(config.get("ngpus", 1), "config: ngpus", 1, 1024),
+        gpus_per_thread=gpus_per_thread,
         cuda_graphs=_json_whole(config.get("graph", 0), "config: graph", 0, 10_000_000) > 0,
         iters=iters * aggregated,
         nccl_release=_release_of_code(re.match(r"(\d{5,6})$", str(code))) if code is not None else None,
