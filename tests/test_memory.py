@@ -390,6 +390,31 @@ def test_deepspeed_stage_1_peaks_at_its_boundary_reduction() -> None:
     assert step.grads + step.buffers == pytest.approx(8 * P / 2)  # two ranks: the step's 4P exceeds it
 
 
+def test_deepspeed_stages_1_and_2_step_a_torch_optimizer_beside_the_fp32_cast() -> None:
+    """Stages 1-2 cast the flat 16-bit partition to fp32 and free the flat copy (stage_1_and_2.py:2334-2335 at
+    v0.19.5), then free the parameters' 16-bit gradients (:2343) before the optimizer steps (:2354): foreach AdamW's
+    square roots (4 bytes an element) come beside the 4-byte cast, not beside the flat copy too. Stage 1's gradients
+    are each parameter's own and go; stage 2's partition is one buffer for every parameter group (:1651), which the
+    Trainer's second group keeps while its first steps."""
+    from dpcost.engine.memory import buffers
+
+    ds, bucket, p = RECIPES["deepspeed"], 500 * MB, P / N
+    kw = dict(buckets_in_flight=1, shard_ranks=N)
+    fused = buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw)
+    foreach = buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, optimizer_impl="foreach")
+    assert fused.step_transient == pytest.approx(6 * p)  # the flat copy (2) and its cast (4)
+    assert foreach.step_transient == pytest.approx(8 * p)  # the cast (4) and the square roots (4), not 6 + 4
+    # stage 1 on N ranks: 4P/N + 4P/N at the step, where the 2P of gradients were freed: the boundary stays the peak
+    for impl in ("fused", "foreach"):
+        stage1 = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, optimizer_impl=impl)
+        assert stage1.at_step == 2 * bucket
+    # two ranks: the partition is P/2; the cast moment holds 2 + 2 + 4 bytes of it, 4P in all, as does the step
+    # with foreach (4 + 4), both 2P beyond the whole gradients the step phase counts
+    two = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, buckets_in_flight=1, shard_ranks=2,
+                  optimizer_impl="foreach")  # fmt: skip
+    assert two.at_step == pytest.approx(2 * P)
+
+
 def test_deepspeed_stage_3_steps_foreach_a_sub_group_at_a_time() -> None:
     """A torch optimizer under ZeRO-3 steps one sub-group of about 1e9 partitioned elements at a time
     (stage3.py:1154, _create_fp16_sub_groups): foreach's intermediates are one sub-group's, not the rank's share.

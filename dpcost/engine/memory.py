@@ -366,10 +366,8 @@ def buffers(
     bf16_optimizer = recipe.bf16_optimizer and stage == 1
     if recipe.name == "deepspeed" and not bf16_optimizer:
         copies = step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group, largest_partition)
-        if stage == 3 and not offload_applies(offload, stage):
-            # a sub-group's flat 16-bit copy is freed once its fp32 cast returns (stage3.py
-            # _prepare_fp32_grad_for_sub_group at edaa722): the optimizer's own bytes come beside the cast alone
-            own = max(copies, 4.0 * sub_group + own)
+        if stage >= 1 and not offload_applies(offload, stage):  # the optimizer's own bytes come after the cast
+            own = max(copies, deepspeed_step_beside_fp32_grads(stage, n_params, shard_ranks, sub_group, own))
         else:
             own += copies
     held, step_buckets = 0.0, None
@@ -496,6 +494,25 @@ def step_gradient_copies(
     if stage == 2:
         return 6.0 * partition
     return max(6.0 * min(partition, sub_group), 8.0 * min(partition, largest_parameter))
+
+
+def deepspeed_step_beside_fp32_grads(
+    stage: int, n_params: float, shard_ranks: int, sub_group: float, optimizer_own: float
+) -> float:
+    """Bytes beyond the step phase's 16-bit gradients while DeepSpeed's ZeRO optimizer steps (stages 1-3, on the
+    GPU): the fp32 gradients it cast, 4 bytes an element of the rank's partition (at stage 3 of one sub-group,
+    `sub_group`), and the optimizer's `optimizer_own` (optimizer_intermediates), the flat 16-bit copy they were cast
+    from being freed once the cast returns (zero/stage_1_and_2.py:2335 at v0.19.5, `del flat_grad_partition`, a
+    temporary at v0.16.0; stage3.py _prepare_fp32_grad_for_sub_group at edaa722). By then stage 1 has freed every
+    16-bit gradient (free_grad_in_param_list over the parameters outside its partition and in it, :2320, :2343), the
+    2 bytes a parameter its step phase counts; stage 2's partition is one buffer for every parameter group
+    (copy_grads_in_partition, :1651), freed with the last group's gradients only, so it stays while the first group
+    steps (the Hugging Face Trainer's, with weight decay: nearly every parameter); stage 3 keeps its gradient buffer
+    (stage3.py:711)."""
+    if stage == 3:
+        return 4.0 * sub_group + optimizer_own
+    fp32_grads = 4.0 * n_params / shard_ranks + optimizer_own
+    return fp32_grads - 2.0 * n_params if stage == 1 else fp32_grads
 
 
 def cast_weights(recipe: Recipe, stage: int, cast_params: float) -> float:
