@@ -285,6 +285,9 @@ def test_deepspeed_step_copies_follow_its_optimizer_steps() -> None:
     from dpcost.engine.memory import step_gradient_copies
 
     assert step_gradient_copies(0, P, N) == 8 * P
+    # a torch optimizer runs FP16_UnfusedOptimizer, which casts each gradient into its fp32 master's .grad
+    # (unfused_optimizer.py:216-222) and concatenates nothing
+    assert step_gradient_copies(0, P, N, fused_adam=False) == 4 * P
     assert step_gradient_copies(1, P, N) == 0  # 8P/N of flattening fits where 2P of gradients were freed
     assert step_gradient_copies(1, P, 2) == 2 * P  # 2P/2 partition + 6P/2 of copies, against 2P freed
     assert step_gradient_copies(2, P, N) == 6 * P / N
@@ -390,12 +393,12 @@ def test_deepspeed_stage_1_peaks_at_its_boundary_reduction() -> None:
     assert step.grads + step.buffers == pytest.approx(8 * P / 2)  # two ranks: the step's 4P exceeds it
 
 
-def test_deepspeed_stages_1_and_2_step_a_torch_optimizer_beside_the_fp32_cast() -> None:
+def test_deepspeed_steps_a_torch_optimizer_beside_the_fp32_cast() -> None:
     """Stages 1-2 cast the flat 16-bit partition to fp32 and free the flat copy (stage_1_and_2.py:2334-2335 at
     v0.19.5), then free the parameters' 16-bit gradients (:2343) before the optimizer steps (:2354): foreach AdamW's
     square roots (4 bytes an element) come beside the 4-byte cast, not beside the flat copy too. Stage 1's gradients
     are each parameter's own and go; stage 2's partition is one buffer for every parameter group (:1651), which the
-    Trainer's second group keeps while its first steps."""
+    Trainer's second group keeps while its first steps. Stage 0 runs a torch optimizer in FP16_UnfusedOptimizer."""
     from dpcost.engine.memory import buffers
 
     ds, bucket, p = RECIPES["deepspeed"], 500 * MB, P / N
@@ -404,6 +407,11 @@ def test_deepspeed_stages_1_and_2_step_a_torch_optimizer_beside_the_fp32_cast() 
     foreach = buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, optimizer_impl="foreach")
     assert fused.step_transient == pytest.approx(6 * p)  # the flat copy (2) and its cast (4)
     assert foreach.step_transient == pytest.approx(8 * p)  # the cast (4) and the square roots (4), not 6 + 4
+    # stage 0: FusedAdam's 8 bytes of copies (fused_optimizer.py:288); a torch foreach AdamW's 4 of casts and 4 of
+    # square roots (unfused_optimizer.py:216-224), as many bytes by another path (not 8 + 4)
+    fused0 = buffers(0, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, shard_ranks=N)
+    foreach0 = buffers(0, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, shard_ranks=N, optimizer_impl="foreach")
+    assert fused0.step_transient == foreach0.step_transient == 8 * P
     # stage 1 on N ranks: 4P/N + 4P/N at the step, where the 2P of gradients were freed: the boundary stays the peak
     for impl in ("fused", "foreach"):
         stage1 = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, optimizer_impl=impl)

@@ -365,7 +365,8 @@ def buffers(
         own = optimizer_intermediates(optimizer, optimizer_impl, recipe, share) + orthogonalized
     bf16_optimizer = recipe.bf16_optimizer and stage == 1
     if recipe.name == "deepspeed" and not bf16_optimizer:
-        copies = step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group, largest_partition)
+        fused_adam = optimizer == "adamw" and optimizer_impl == "fused"
+        copies = step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group, largest_partition, fused_adam)
         if stage >= 1 and not offload_applies(offload, stage):  # the optimizer's own bytes come after the cast
             own = max(copies, deepspeed_step_beside_fp32_grads(stage, n_params, shard_ranks, sub_group, own))
         else:
@@ -472,23 +473,26 @@ def step_gradient_copies(
     offload: str = "none",
     sub_group: float = DEEPSPEED_SUB_GROUP_ELEMENTS,
     largest_parameter: float = 0.0,
+    fused_adam: bool = True,
 ) -> float:
     """Bytes DeepSpeed's optimizer step allocates beyond the 16-bit gradients the step phase counts (v0.19.5): stage 0
-    casts every gradient to fp32 and concatenates the copies (fp16/fused_optimizer.py:288, 8 bytes a parameter;
-    with a torch optimizer FP16_UnfusedOptimizer casts them one by one, 4, and foreach AdamW's intermediates add
-    4); stages 1-2 flatten the rank's partition and cast it to fp32 (zero/stage_1_and_2.py:2334-2335, 2 + 4 bytes a
-    partitioned parameter beside its 2); stage 3 does so a sub-group at a time (zero/stage3.py
-    _prepare_fp32_grad_for_sub_group; `sub_group`: its most partitioned elements, deepspeed_sub_group), after its
-    gradient norm has cast each parameter's partition to float64 in turn (get_grad_norm_direct, `g.double()`, at
-    edaa722): 8 bytes an element of the `largest_parameter`'s partition, which sets the step where sub-groups are
-    single parameters (sub_group_size 0). Stage 1's step phase stands for the boundary's reduction, where every
-    gradient is whole (2 bytes a parameter) beside the buckets: by the step itself they are in the partition and
-    param.grad is freed (:945), so the step adds only what exceeds them. None when the optimizer runs on the CPU."""
+    with DeepSpeed's FusedAdam (`fused_adam`) casts every gradient to fp32 and concatenates the copies
+    (fp16/fused_optimizer.py:288, 8 bytes a parameter); with any other optimizer (a torch optimizer the script passes:
+    engine.py _configure_fp16_optimizer) FP16_UnfusedOptimizer casts each into its fp32 master's .grad and steps with
+    them all (fp16/unfused_optimizer.py:216-222), 4; stages 1-2 flatten the rank's partition and cast it to fp32
+    (zero/stage_1_and_2.py:2334-2335, 2 + 4 bytes a partitioned parameter beside its 2); stage 3 does so a sub-group at
+    a time (zero/stage3.py _prepare_fp32_grad_for_sub_group; `sub_group`: its most partitioned elements,
+    deepspeed_sub_group), after its gradient norm has cast each parameter's partition to float64 in turn
+    (get_grad_norm_direct, `g.double()`, at edaa722): 8 bytes an element of the `largest_parameter`'s partition, which
+    sets the step where sub-groups are single parameters (sub_group_size 0). Stage 1's step phase stands for the
+    boundary's reduction, where every gradient is whole (2 bytes a parameter) beside the buckets: by the step itself
+    they are in the partition and param.grad is freed (:945), so the step adds only what exceeds them. None when the
+    optimizer runs on the CPU."""
     if offload_applies(offload, stage):
         return 0.0
     partition = n_params / shard_ranks
     if stage == 0:
-        return 8.0 * n_params
+        return (8.0 if fused_adam else 4.0) * n_params
     if stage == 1:  # the partition and its copies, against the whole gradients of the boundary's reduction
         return max(0.0, 8.0 * partition - 2.0 * n_params)
     if stage == 2:
