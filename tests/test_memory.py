@@ -295,7 +295,13 @@ def test_deepspeed_step_copies_follow_its_optimizer_steps() -> None:
     assert step_gradient_copies(3, P, 64) == 6 * P / 64
     # single-parameter sub-groups: the gradient norm's float64 cast of the largest parameter's partition (stage3.py
     # get_grad_norm_direct) exceeds the sub-group's fp32 cast
-    assert step_gradient_copies(3, 70e9, 8, sub_group=1.3e8, largest_parameter=1.3e8) == 8 * 1.3e8
+    assert step_gradient_copies(3, 70e9, 8, sub_group=1.3e8, largest_parameter=8 * 1.3e8) == 8 * 1.3e8
+    # stages 1-2 cast the partition's gradient tensors whole (stage_1_and_2.py get_grad_norm_direct, g.data.double()):
+    # 8B parameters on 64 ranks, a 525M-element embedding cut at the 125M-element partition's edges, 8 bytes each,
+    # more than the partition's 6 bytes of copies
+    assert step_gradient_copies(2, 8e9, 64, largest_parameter=5.25e8) == 8 * 1.25e8
+    assert step_gradient_copies(1, 8e9, 64, largest_parameter=5.25e8) == 8 * 1.25e8  # beside the 2 x 8e9
+    assert step_gradient_copies(2, 8e9, 8, largest_parameter=5.25e8) == 6 * 1e9  # the embedding whole, 4.2e9 < 6e9
     assert step_gradient_copies(2, P, N, "optimizer") == 0  # the fp32 gradients are the CPU optimizer's
 
 

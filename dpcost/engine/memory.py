@@ -356,8 +356,7 @@ def buffers(
     in_place = ddp_copy > 0 or schedule in ("megatron", "fsdp")
     buckets = 0.0 if in_place else buckets_in_flight * bucket_bytes
     share = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's parameters, as its states'
-    largest_partition = largest_parameter / shard_ranks
-    sub_group = deepspeed_sub_group(share, sub_group_size, largest_partition)
+    sub_group = deepspeed_sub_group(share, sub_group_size, largest_parameter / shard_ranks)
     if schedule == "deepspeed" and stage == 3:  # it steps one sub-group at a time (stage3.py:1154)
         share = sub_group
     own = 0.0
@@ -366,7 +365,7 @@ def buffers(
     bf16_optimizer = recipe.bf16_optimizer and stage == 1
     if recipe.name == "deepspeed" and not bf16_optimizer:
         fused_adam = optimizer == "adamw" and optimizer_impl == "fused"
-        copies = step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group, largest_partition, fused_adam)
+        copies = step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group, largest_parameter, fused_adam)
         if stage >= 1 and not offload_applies(offload, stage):  # the optimizer's own bytes come after the cast
             own = max(copies, deepspeed_step_beside_fp32_grads(stage, n_params, shard_ranks, sub_group, own))
         else:
@@ -482,22 +481,26 @@ def step_gradient_copies(
     them all (fp16/unfused_optimizer.py:216-222), 4; stages 1-2 flatten the rank's partition and cast it to fp32
     (zero/stage_1_and_2.py:2334-2335, 2 + 4 bytes a partitioned parameter beside its 2); stage 3 does so a sub-group at
     a time (zero/stage3.py _prepare_fp32_grad_for_sub_group; `sub_group`: its most partitioned elements,
-    deepspeed_sub_group), after its gradient norm has cast each parameter's partition to float64 in turn
-    (get_grad_norm_direct, `g.double()`, at edaa722): 8 bytes an element of the `largest_parameter`'s partition, which
-    sets the step where sub-groups are single parameters (sub_group_size 0). Stage 1's step phase stands for the
-    boundary's reduction, where every gradient is whole (2 bytes a parameter) beside the buckets: by the step itself
-    they are in the partition and param.grad is freed (:945), so the step adds only what exceeds them. None when the
-    optimizer runs on the CPU."""
+    deepspeed_sub_group). Before either, the gradient norm casts each gradient tensor to float64 in turn
+    (get_grad_norm_direct, `.double()`, in both files at v0.9.5 and v0.19.5): 8 bytes an element of the largest, which
+    at stages 1-2 is the `largest_parameter` whole, cut at the partition's edges, and at stage 3 its partition; it sets
+    the step where partitions are small (stages 1-2 at large DP, stage 3 with sub_group_size 0). Stage 1's step phase
+    stands for the boundary's reduction, where every gradient is whole (2 bytes a parameter) beside the buckets: by the
+    step itself they are in the partition and param.grad is freed (:945), so the step adds only what exceeds them. None
+    when the optimizer runs on the CPU."""
     if offload_applies(offload, stage):
         return 0.0
     partition = n_params / shard_ranks
     if stage == 0:
         return (8.0 if fused_adam else 4.0) * n_params
+    # the gradient norm's float64 cast, a tensor at a time: below stage 3 of the parameters whole, cut at the
+    # partition's edges (get_grad_norm_direct over averaged_gradients); at stage 3 each parameter's partition
+    norm = 8.0 * (min(partition, largest_parameter) if stage < 3 else largest_parameter / shard_ranks)
     if stage == 1:  # the partition and its copies, against the whole gradients of the boundary's reduction
-        return max(0.0, 8.0 * partition - 2.0 * n_params)
+        return max(0.0, 8.0 * partition - 2.0 * n_params, norm)
     if stage == 2:
-        return 6.0 * partition
-    return max(6.0 * min(partition, sub_group), 8.0 * min(partition, largest_parameter))
+        return max(6.0 * partition, norm)
+    return max(6.0 * min(partition, sub_group), min(8.0 * partition, norm))
 
 
 def deepspeed_step_beside_fp32_grads(
