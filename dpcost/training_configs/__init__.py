@@ -38,7 +38,10 @@ __all__ = [
 
 NOT_PRICED = "does not change what dpcost prices"  # a key left out because nothing dpcost costs reads it
 # DeepSpeed without an optimizer in its config steps the script's own (runtime/engine.py _configure_optimizer)
-SCRIPTS_OPTIMIZER = "the script's own optimizer, priced as torch.optim's AdamW steps by default on CUDA"
+SCRIPTS_OPTIMIZER = (
+    "the script's own optimizer, priced as torch.optim's AdamW steps by default on CUDA (foreach); the Hugging Face "
+    "Trainer's is fused with torch >= 2.8 from transformers#37358 (July 2025): give --optimizer-impl fused"
+)
 # DeepSpeed hands offload_param to its stage-3 optimizers alone (runtime/engine.py _configure_zero_optimizer, at
 # v0.9.5, v0.16.0 and edaa722): below stage 3 the parameters stay on the GPU, and the run goes on without a word
 # (DeepSpeed-Chat trains at stage 2 with it: DeepSpeedExamples applications/DeepSpeed-Chat/dschat/utils/ds_utils.py)
