@@ -296,12 +296,16 @@ def test_deepspeed_step_copies_follow_its_optimizer_steps() -> None:
     # single-parameter sub-groups: the gradient norm's float64 cast of the largest parameter's partition (stage3.py
     # get_grad_norm_direct) exceeds the sub-group's fp32 cast
     assert step_gradient_copies(3, 70e9, 8, sub_group=1.3e8, largest_parameter=8 * 1.3e8) == 8 * 1.3e8
-    # stages 1-2 cast the partition's gradient tensors whole (stage_1_and_2.py get_grad_norm_direct, g.data.double()):
-    # 8B parameters on 64 ranks, a 525M-element embedding cut at the 125M-element partition's edges, 8 bytes each,
-    # more than the partition's 6 bytes of copies
-    assert step_gradient_copies(2, 8e9, 64, largest_parameter=5.25e8) == 8 * 1.25e8
-    assert step_gradient_copies(1, 8e9, 64, largest_parameter=5.25e8) == 8 * 1.25e8  # beside the 2 x 8e9
-    assert step_gradient_copies(2, 8e9, 8, largest_parameter=5.25e8) == 6 * 1e9  # the embedding whole, 4.2e9 < 6e9
+    # stages 1-2 check the partition's gradient tensors a tensor at a time, the parameters whole but cut at its
+    # edges: _has_inf_or_nan holds one in fp32, three bool masks and their or in fp32, 11 bytes an element (v0.19.5
+    # :2460-2465), more than the norm's float64 (8). 8B parameters on 64 ranks, a 525M-element embedding cut at the
+    # 125M-element partition's edges: 11 x 1.25e8, more than the partition's 6 bytes of copies
+    assert step_gradient_copies(2, 8e9, 64, largest_parameter=5.25e8) == 11 * 1.25e8
+    assert step_gradient_copies(2, 8e9, 8, largest_parameter=5.25e8) == 6 * 1e9  # the embedding whole: 5.8e9 < 6e9
+    # stage 1 checks beside its partition buffer (2 bytes an element), where the whole gradients the step phase
+    # counts are gone: nothing beyond them on 64 ranks; on two, a parameter as large as the partition (5e8 of 1e9)
+    assert step_gradient_copies(1, 8e9, 64, largest_parameter=5.25e8) == 0
+    assert step_gradient_copies(1, 1e9, 2, largest_parameter=5e8) == 2 * 5e8 + 11 * 5e8 - 2 * 1e9
     assert step_gradient_copies(2, P, N, "optimizer") == 0  # the fp32 gradients are the CPU optimizer's
 
 
@@ -400,10 +404,10 @@ def test_deepspeed_stage_1_peaks_at_its_boundary_reduction() -> None:
 
 
 def test_deepspeed_steps_a_torch_optimizer_beside_the_fp32_cast() -> None:
-    """Stages 1-2 cast the flat 16-bit partition to fp32 and free the flat copy (stage_1_and_2.py:2334-2335 at
-    v0.19.5), then free the parameters' 16-bit gradients (:2343) before the optimizer steps (:2354): foreach AdamW's
-    square roots (4 bytes an element) come beside the 4-byte cast, not beside the flat copy too. Stage 1's gradients
-    are each parameter's own and go; stage 2's partition is one buffer for every parameter group (:1651), which the
+    """Stages 1-2 cast the flat 16-bit partition to fp32 and free the flat copy (stage_1_and_2.py:2334-2336 at
+    v0.19.5) before the optimizer steps (:2354): foreach AdamW's square roots (4 bytes an element) come beside the
+    4-byte cast, not beside the flat copy too. Stage 1's whole gradients are gone by the step but for the
+    partition's; at both stages the partition is one buffer for every parameter group (:1643-1659), which the
     Trainer's second group keeps while its first steps. Stage 0 runs a torch optimizer in FP16_UnfusedOptimizer."""
     from dpcost.engine.memory import buffers
 
@@ -422,11 +426,12 @@ def test_deepspeed_steps_a_torch_optimizer_beside_the_fp32_cast() -> None:
     for impl in ("fused", "foreach"):
         stage1 = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, optimizer_impl=impl)
         assert stage1.at_step == 2 * bucket
-    # two ranks: the partition is P/2; the cast moment holds 2 + 2 + 4 bytes of it, 4P in all, as does the step
-    # with foreach (4 + 4), both 2P beyond the whole gradients the step phase counts
+    # two ranks: the partition is P/2; the cast moment holds 2 + 2 + 4 bytes of it, 4P in all; the step with foreach
+    # the partition buffer (kept by the Trainer's second group, as at stage 2), the cast and the square roots,
+    # 2 + 4 + 4 bytes, 5P in all: 3P beyond the whole gradients the step phase counts
     two = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, buckets_in_flight=1, shard_ranks=2,
                   optimizer_impl="foreach")  # fmt: skip
-    assert two.at_step == pytest.approx(2 * P)
+    assert two.at_step == pytest.approx(3 * P)
 
 
 def test_deepspeed_stage_3_steps_foreach_a_sub_group_at_a_time() -> None:

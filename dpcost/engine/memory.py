@@ -420,6 +420,12 @@ def optimizer_intermediates(optimizer: str, impl: str, recipe: Recipe, params_on
 DEEPSPEED_STAGE0_BUCKET_ELEMENTS = 5e8
 # runtime/zero/config.py:175: stage 3 steps its optimizer over sub-groups of >= 1e9 partitioned elements
 DEEPSPEED_SUB_GROUP_ELEMENTS = 1e9
+# Bytes an element of the largest 16-bit gradient tensor of a stage 1-2 partition at the step's checks (v0.19.5):
+# the overflow check holds the tensor in fp32 (4), its isnan, isinf and their or (1 each), and the or in fp32 (4)
+# (zero/stage_1_and_2.py _has_inf_or_nan, :2460-2465), for fp16 always and for bf16 from v0.19.3 (bf16's
+# check_grad_overflow, default true: runtime/precision_config.py); then the norm holds it in float64 (8,
+# get_grad_norm_direct, :2063)
+DEEPSPEED_GRAD_CHECK_BYTES = 11.0
 
 
 def deepspeed_sub_group(partition: float, sub_group_size: float | None, largest_parameter: float) -> float:
@@ -478,48 +484,48 @@ def step_gradient_copies(
     with DeepSpeed's FusedAdam (`fused_adam`) casts every gradient to fp32 and concatenates the copies
     (fp16/fused_optimizer.py:288, 8 bytes a parameter); with any other optimizer (a torch optimizer the script passes:
     engine.py _configure_fp16_optimizer) FP16_UnfusedOptimizer casts each into its fp32 master's .grad and steps with
-    them all (fp16/unfused_optimizer.py:216-222), 4; stages 1-2 flatten the rank's partition and cast it to fp32
+    them all (fp16/unfused_optimizer.py:216-222), 4. Stages 1-2 first check the partition's gradient tensors for
+    overflow and take their norm, a tensor at a time (DEEPSPEED_GRAD_CHECK_BYTES an element of the largest: the
+    `largest_parameter` whole, cut at the partition's edges), then flatten the partition and cast it to fp32
     (zero/stage_1_and_2.py:2334-2335, 2 + 4 bytes a partitioned parameter beside its 2); stage 3 does so a sub-group at
     a time (zero/stage3.py _prepare_fp32_grad_for_sub_group; `sub_group`: its most partitioned elements,
-    deepspeed_sub_group). Before either, the gradient norm casts each gradient tensor to float64 in turn
-    (get_grad_norm_direct, `.double()`, in both files at v0.9.5 and v0.19.5): 8 bytes an element of the largest, which
-    at stages 1-2 is the `largest_parameter` whole, cut at the partition's edges, and at stage 3 its partition; it sets
-    the step where partitions are small (stages 1-2 at large DP, stage 3 with sub_group_size 0). Stage 1's step phase
-    stands for the boundary's reduction, where every gradient is whole (2 bytes a parameter) beside the buckets: by the
-    step itself they are in the partition and param.grad is freed (:945), so the step adds only what exceeds them. None
-    when the optimizer runs on the CPU."""
+    deepspeed_sub_group), after its gradient norm has cast each parameter's partition to float64 in turn
+    (get_grad_norm_direct, `.double()`, at v0.9.5 and v0.19.5), 8 bytes an element of the largest, which sets the step
+    with sub_group_size 0. Stage 1's step phase stands for the boundary's reduction, where every gradient is whole (2
+    bytes a parameter) beside the buckets; by the step they are gone but for the partition's, copied into one buffer
+    (copy_grads_in_partition with contiguous_gradients, :1726-1727; param.grad cleared, :945), so the step adds only
+    what exceeds them. None when the optimizer runs on the CPU."""
     if offload_applies(offload, stage):
         return 0.0
     partition = n_params / shard_ranks
     if stage == 0:
         return (8.0 if fused_adam else 4.0) * n_params
-    # the gradient norm's float64 cast, a tensor at a time: below stage 3 of the parameters whole, cut at the
-    # partition's edges (get_grad_norm_direct over averaged_gradients); at stage 3 each parameter's partition
-    norm = 8.0 * (min(partition, largest_parameter) if stage < 3 else largest_parameter / shard_ranks)
-    if stage == 1:  # the partition and its copies, against the whole gradients of the boundary's reduction
-        return max(0.0, 8.0 * partition - 2.0 * n_params, norm)
-    if stage == 2:
-        return max(6.0 * partition, norm)
-    return max(6.0 * min(partition, sub_group), min(8.0 * partition, norm))
+    if stage == 3:  # the gradient norm's float64 cast of each parameter's partition in turn
+        return max(6.0 * min(partition, sub_group), 8.0 * min(partition, largest_parameter / shard_ranks))
+    # the overflow check and the gradient norm over the partition's gradient tensors, a tensor at a time: the
+    # parameters whole, cut at the partition's edges
+    checked = DEEPSPEED_GRAD_CHECK_BYTES * min(partition, largest_parameter)
+    if stage == 1:  # beside the partition, against the whole gradients of the boundary's reduction
+        return max(0.0, 2.0 * partition + max(6.0 * partition, checked) - 2.0 * n_params)
+    return max(6.0 * partition, checked)
 
 
 def deepspeed_step_beside_fp32_grads(
     stage: int, n_params: float, shard_ranks: int, sub_group: float, optimizer_own: float
 ) -> float:
-    """Bytes beyond the step phase's 16-bit gradients while DeepSpeed's ZeRO optimizer steps (stages 1-3, on the
-    GPU): the fp32 gradients it cast, 4 bytes an element of the rank's partition (at stage 3 of one sub-group,
-    `sub_group`), and the optimizer's `optimizer_own` (optimizer_intermediates), the flat 16-bit copy they were cast
-    from being freed once the cast returns (zero/stage_1_and_2.py:2335 at v0.19.5, `del flat_grad_partition`, a
-    temporary at v0.16.0; stage3.py _prepare_fp32_grad_for_sub_group at edaa722). By then stage 1 has freed every
-    16-bit gradient (free_grad_in_param_list over the parameters outside its partition and in it, :2320, :2343), the
-    2 bytes a parameter its step phase counts; stage 2's partition is one buffer for every parameter group
-    (copy_grads_in_partition, :1651), freed with the last group's gradients only, so it stays while the first group
-    steps (the Hugging Face Trainer's, with weight decay: nearly every parameter); stage 3 keeps its gradient buffer
-    (stage3.py:711)."""
+    """Bytes beyond the step phase's 16-bit gradients while DeepSpeed's ZeRO optimizer steps (stages 1-3, on the GPU):
+    the fp32 gradients it cast, 4 bytes an element of the rank's partition (at stage 3 of one sub-group, `sub_group`),
+    and the optimizer's `optimizer_own` (optimizer_intermediates), the flat 16-bit copy they were cast from being freed
+    once the cast returns (zero/stage_1_and_2.py:2335-2336 at v0.19.5, `del flat_grad_partition`, a temporary at
+    v0.16.0; stage3.py _prepare_fp32_grad_for_sub_group at edaa722). Below stage 3 the partition's 16-bit gradients are
+    one buffer for every parameter group (copy_grads_in_partition, :1643-1659), which the other groups' views keep while
+    the first group steps (the Hugging Face Trainer's, with weight decay: nearly every parameter): 2 bytes a partitioned
+    parameter, which stage 2's step phase counts and stage 1's, counting every gradient whole (gone by then), does not.
+    Stage 3 keeps its gradient buffer (stage3.py:711)."""
     if stage == 3:
         return 4.0 * sub_group + optimizer_own
     fp32_grads = 4.0 * n_params / shard_ranks + optimizer_own
-    return fp32_grads - 2.0 * n_params if stage == 1 else fp32_grads
+    return fp32_grads + 2.0 * n_params / shard_ranks - 2.0 * n_params if stage == 1 else fp32_grads
 
 
 def cast_weights(recipe: Recipe, stage: int, cast_params: float) -> float:
