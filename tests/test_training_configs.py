@@ -826,6 +826,10 @@ def test_deepspeed_layouts_states_and_mics_as_deepspeed_runs_them() -> None:
     notes = {s.key: s.note for s in config.settings}
     assert notes["bf16.bf16_master_weights_and_grads"].startswith("not priced")
     assert notes["bf16.bf16_optimizer_states"].startswith("not priced")
+    # bf16.check_grad_overflow (v0.19.3's default true, runtime/precision_config.py) is priced as on, and said so
+    checked = read({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True, "check_grad_overflow": False}},
+                   "ds.json")  # fmt: skip
+    assert {s.key: s.note for s in checked.settings}["bf16.check_grad_overflow"].startswith("priced as true")
     assert notes["zero_optimization.offload_optimizer.ratio"].startswith("costed as the whole")
     assert notes["tensor_parallel"] == "off"
     more = read({"train_micro_batch_size_per_gpu": 1, "amp": {"enabled": True}, "progressive_layer_drop":

@@ -371,6 +371,9 @@ SIXTEEN_BIT_UNPRICED = {
     "bf16_optimizer_states": "not priced: optimizer states in bf16; dpcost prices fp32",
     "immediate_grad_update": "not priced: BF16_Optimizer's add into its fp32 buffer moved into the backward's "
     "per-parameter hooks (the same bytes; param.grad still kept)",
+    "check_grad_overflow": "priced as true, DeepSpeed's default from v0.19.3: stages 1-2 check each gradient "
+    "tensor of the partition, 11 bytes an element of the largest (memory.DEEPSPEED_GRAD_CHECK_BYTES); false "
+    "leaves the norm's 8",
 }
 
 
