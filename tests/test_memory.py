@@ -551,3 +551,19 @@ def test_gradients_kept_between_steps_are_held_through_the_forward() -> None:
     assert kept.allocated_bytes - freed.allocated_bytes == pytest.approx(4 * count_params(model).total, rel=1e-9)
     with pytest.raises(InputError, match="grads_between_steps"):
         estimate(model, topo, Options(dp=8, framework="deepspeed", zero=1, grads_between_steps="kept"))
+
+
+def test_deepspeed_partition_buffer_holds_its_first_parameter_whole() -> None:
+    """Stages 1-2 copy the partition's gradients into one buffer sized over every parameter that starts in the
+    partition or crosses its start, whole (stage_1_and_2.py get_partition_info :1959-1988, copy_grads_in_partition
+    :1643-1651 at v0.19.5): rank 0's holds the embedding whole, first in a Hugging Face model, where the partition is
+    smaller. Llama 3.1 8B at ZeRO-2 on 16 ranks: partitions of 8.03e9 / 16 = 502M elements, the embedding
+    128,256 x 4,096 = 525M."""
+    from dpcost.engine.memory import deepspeed_partition_buffer
+
+    assert deepspeed_partition_buffer(5.02e8, 5.25e8) == 5.25e8
+    assert deepspeed_partition_buffer(1e9, 5.25e8) == 1e9  # a larger partition: its own size (overhang not counted)
+    plan = Options(dp=16, zero=2, framework="deepspeed", recompute="full", seq_len=1024)
+    stage = estimate(load_model("llama-8b"), load_topology("dgx-h100"), plan).memory.stages[2]
+    assert stage.peak_phase == "optimizer step"
+    assert stage.grads_bytes == 2 * 128256 * 4096

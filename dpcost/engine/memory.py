@@ -333,6 +333,7 @@ def buffers(
     orthogonalized: float = 0.0,
     sub_group_size: float | None = None,
     largest_parameter: float = 0.0,
+    first_parameter: float = 0.0,
 ) -> Buffers:
     """The transient buffers the step's `schedule` holds (generic, or a framework's: frameworks.py).
 
@@ -349,7 +350,8 @@ def buffers(
     own buckets and step copies: deepspeed_buckets, step_gradient_copies (`shard_ranks`, `offload`: its partition);
     torch.optim's at the step: optimizer_intermediates; Muon's, `orthogonalized`: the bytes it allocates while it
     orthogonalizes its largest matrix (muon.working_set_bytes). DeepSpeed's stage 3 steps a sub-group at a time
-    (deepspeed_sub_group: `sub_group_size`, None for DeepSpeed's default, and the `largest_parameter`'s elements)."""
+    (deepspeed_sub_group: `sub_group_size`, None for DeepSpeed's default, and the `largest_parameter`'s elements);
+    below stage 3 its partition's gradient buffer holds the `first_parameter` whole (deepspeed_partition_buffer)."""
     weight_bytes = next(c.bytes_per_param for c in recipe.components if c.group == "params")
     gathered_bytes = gather_bytes or weight_bytes
     ddp_copy = grad_bytes * n_params if stage == 0 and schedule in ("generic", "ddp") else 0.0
@@ -365,9 +367,13 @@ def buffers(
     bf16_optimizer = recipe.bf16_optimizer and stage == 1
     if recipe.name == "deepspeed" and not bf16_optimizer:
         fused_adam = optimizer == "adamw" and optimizer_impl == "fused"
-        copies = step_gradient_copies(stage, n_params, shard_ranks, offload, sub_group, largest_parameter, fused_adam)
+        held16 = deepspeed_partition_buffer(n_params / shard_ranks, first_parameter)
+        copies = step_gradient_copies(
+            stage, n_params, shard_ranks, offload, sub_group, largest_parameter, fused_adam, held16
+        )
         if stage >= 1 and not offload_applies(offload, stage):  # the optimizer's own bytes come after the cast
-            own = max(copies, deepspeed_step_beside_fp32_grads(stage, n_params, shard_ranks, sub_group, own))
+            beside = deepspeed_step_beside_fp32_grads(stage, n_params, shard_ranks, sub_group, own, held16)
+            own = max(copies, beside)
         else:
             own += copies
     held, step_buckets = 0.0, None
@@ -428,6 +434,16 @@ DEEPSPEED_SUB_GROUP_ELEMENTS = 1e9
 DEEPSPEED_GRAD_CHECK_BYTES = 11.0
 
 
+def deepspeed_partition_buffer(partition: float, first_parameter: float) -> float:
+    """Elements of rank 0's 16-bit gradient buffer at stages 1-2, of a rank's `partition`: every parameter that
+    starts in the partition or crosses its start, whole (zero/stage_1_and_2.py get_partition_info, :1959-1988;
+    copy_grads_in_partition sums their numel(), :1643-1651, at v0.19.5), so at least the group's `first_parameter`
+    (the embedding, first in a Hugging Face model's and Megatron's order) where the partition is smaller. The last
+    parameter's overhang past the partition's end (less than one parameter) is not counted; a rank whose partition
+    starts near the end of a large parameter holds up to the partition and that parameter."""
+    return max(partition, first_parameter)
+
+
 def deepspeed_sub_group(partition: float, sub_group_size: float | None, largest_parameter: float) -> float:
     """The most partitioned elements DeepSpeed's stage 3 steps at once, of a rank's `partition`: its parameters in
     order, a sub-group closed once it holds `sub_group_size` or more (zero/stage3.py _create_fp16_sub_groups at
@@ -479,6 +495,7 @@ def step_gradient_copies(
     sub_group: float = DEEPSPEED_SUB_GROUP_ELEMENTS,
     largest_parameter: float = 0.0,
     fused_adam: bool = True,
+    partition_buffer: float | None = None,
 ) -> float:
     """Bytes DeepSpeed's optimizer step allocates beyond the 16-bit gradients the step phase counts (v0.19.5): stage 0
     with DeepSpeed's FusedAdam (`fused_adam`) casts every gradient to fp32 and concatenates the copies
@@ -492,9 +509,10 @@ def step_gradient_copies(
     deepspeed_sub_group), after its gradient norm has cast each parameter's partition to float64 in turn
     (get_grad_norm_direct, `.double()`, at v0.9.5 and v0.19.5), 8 bytes an element of the largest, which sets the step
     with sub_group_size 0. Stage 1's step phase stands for the boundary's reduction, where every gradient is whole (2
-    bytes a parameter) beside the buckets; by the step they are gone but for the partition's, copied into one buffer
-    (copy_grads_in_partition with contiguous_gradients, :1726-1727; param.grad cleared, :945), so the step adds only
-    what exceeds them. None when the optimizer runs on the CPU."""
+    bytes a parameter) beside the buckets; by the step they are gone but for the partition's, copied into one buffer of
+    `partition_buffer` elements (deepspeed_partition_buffer; None: the partition; copy_grads_in_partition with
+    contiguous_gradients, :1726-1727; param.grad cleared, :945), so the step adds only what exceeds them. None when the
+    optimizer runs on the CPU."""
     if offload_applies(offload, stage):
         return 0.0
     partition = n_params / shard_ranks
@@ -505,13 +523,19 @@ def step_gradient_copies(
     # the overflow check and the gradient norm over the partition's gradient tensors, a tensor at a time: the
     # parameters whole, cut at the partition's edges
     checked = DEEPSPEED_GRAD_CHECK_BYTES * min(partition, largest_parameter)
-    if stage == 1:  # beside the partition, against the whole gradients of the boundary's reduction
-        return max(0.0, 2.0 * partition + max(6.0 * partition, checked) - 2.0 * n_params)
+    if stage == 1:  # beside the partition's buffer, against the whole gradients of the boundary's reduction
+        held = partition if partition_buffer is None else partition_buffer
+        return max(0.0, 2.0 * held + max(6.0 * partition, checked) - 2.0 * n_params)
     return max(6.0 * partition, checked)
 
 
 def deepspeed_step_beside_fp32_grads(
-    stage: int, n_params: float, shard_ranks: int, sub_group: float, optimizer_own: float
+    stage: int,
+    n_params: float,
+    shard_ranks: int,
+    sub_group: float,
+    optimizer_own: float,
+    partition_buffer: float | None = None,
 ) -> float:
     """Bytes beyond the step phase's 16-bit gradients while DeepSpeed's ZeRO optimizer steps (stages 1-3, on the GPU):
     the fp32 gradients it cast, 4 bytes an element of the rank's partition (at stage 3 of one sub-group, `sub_group`),
@@ -519,13 +543,15 @@ def deepspeed_step_beside_fp32_grads(
     once the cast returns (zero/stage_1_and_2.py:2335-2336 at v0.19.5, `del flat_grad_partition`, a temporary at
     v0.16.0; stage3.py _prepare_fp32_grad_for_sub_group at edaa722). Below stage 3 the partition's 16-bit gradients are
     one buffer for every parameter group (copy_grads_in_partition, :1643-1659), which the other groups' views keep while
-    the first group steps (the Hugging Face Trainer's, with weight decay: nearly every parameter): 2 bytes a partitioned
-    parameter, which stage 2's step phase counts and stage 1's, counting every gradient whole (gone by then), does not.
+    the first group steps (the Hugging Face Trainer's, with weight decay: nearly every parameter): 2 bytes an element of
+    `partition_buffer` (deepspeed_partition_buffer; None: the partition), which stage 2's step phase counts and stage
+    1's, counting every gradient whole (gone by then), does not.
     Stage 3 keeps its gradient buffer (stage3.py:711)."""
     if stage == 3:
         return 4.0 * sub_group + optimizer_own
     fp32_grads = 4.0 * n_params / shard_ranks + optimizer_own
-    return fp32_grads + 2.0 * n_params / shard_ranks - 2.0 * n_params if stage == 1 else fp32_grads
+    held = n_params / shard_ranks if partition_buffer is None else partition_buffer
+    return fp32_grads + 2.0 * held - 2.0 * n_params if stage == 1 else fp32_grads
 
 
 def cast_weights(recipe: Recipe, stage: int, cast_params: float) -> float:

@@ -26,8 +26,10 @@ from dpcost.engine.memory import (
     StateComponent,
     buffers,
     context_bytes,
+    deepspeed_partition_buffer,
     forward_states,
     model_states,
+    offload_applies,
     phases,
     stage_memory,
 )
@@ -1141,6 +1143,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         working_set_bytes(muon) if (muon := p.muon_matrices(model)) else 0.0,
         o.precision.sub_group_size,
         counts.largest_module / tp,
+        counts.embedding / tp,
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
@@ -1164,6 +1167,11 @@ def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:
     held = tensor_parallel_parameters(p.counts, model.architecture, p.tensor_parallel_ranks)
     states = model_states(held, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload,
                           p.muon_share(model))  # fmt: skip
+    if p.recipe.name == "deepspeed" and stage == 2 and not offload_applies(o.precision.offload, stage):
+        # the partition's gradient buffer holds the embedding whole where the partition is smaller (rank 0's)
+        first = p.counts.embedding / p.tensor_parallel_ranks
+        whole = p.grad_bytes * (deepspeed_partition_buffer(held / p.shard_ranks, first) - held / p.shard_ranks)
+        states = replace(states, grads=states.grads + whole, backward_grads=states.backward_grads + whole)
     if o.precision.grads_between_steps == "kept":  # zeroed in place, not freed: held through the next forward
         states = replace(states, backward_grads=0.0)
     return states

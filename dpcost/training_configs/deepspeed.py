@@ -365,7 +365,8 @@ LAYOUTS = {
     "sequence_parallel_size": "DeepSpeed's Ulysses sequence parallelism",
     "expert_parallel": "DeepSpeed's AutoEP",
 }
-# bf16/fp16 section keys that change the states' dtypes (precision_config.py, base_optimizer.py)
+# bf16/fp16 section keys dpcost does not read as options: the states' dtypes (precision_config.py,
+# base_optimizer.py), BF16_Optimizer's immediate update, and the step's overflow check
 SIXTEEN_BIT_UNPRICED = {
     "bf16_master_weights_and_grads": "not priced: master weights and gradients in bf16; dpcost prices fp32",
     "bf16_optimizer_states": "not priced: optimizer states in bf16; dpcost prices fp32",
