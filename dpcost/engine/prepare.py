@@ -1162,7 +1162,7 @@ def _layer_wise_padding(a: ModelArchitecture, p: Prepared, stage: int) -> float:
 
 def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:
     """One ZeRO stage's model states (memory.model_states); gradients kept between steps are held through the next
-    forward."""
+    forward; DeepSpeed's ZeRO-2 gradient buffer as rank 0 holds it (memory.deepspeed_partition_buffer)."""
     o = p.o
     held = tensor_parallel_parameters(p.counts, model.architecture, p.tensor_parallel_ranks)
     states = model_states(held, p.shard_ranks, stage, p.recipe, o.precision.optimizer, o.precision.offload,
@@ -1170,8 +1170,9 @@ def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:
     if p.recipe.name == "deepspeed" and stage == 2 and not offload_applies(o.precision.offload, stage):
         # the partition's gradient buffer holds the embedding whole where the partition is smaller (rank 0's)
         first = p.counts.embedding / p.tensor_parallel_ranks
-        whole = p.grad_bytes * (deepspeed_partition_buffer(held / p.shard_ranks, first) - held / p.shard_ranks)
-        states = replace(states, grads=states.grads + whole, backward_grads=states.backward_grads + whole)
+        partition = held / p.shard_ranks
+        beyond = p.grad_bytes * (deepspeed_partition_buffer(partition, first) - partition)
+        states = replace(states, grads=states.grads + beyond, backward_grads=states.backward_grads + beyond)
     if o.precision.grads_between_steps == "kept":  # zeroed in place, not freed: held through the next forward
         states = replace(states, backward_grads=0.0)
     return states
