@@ -422,7 +422,7 @@ def test_deepspeed_steps_a_torch_optimizer_beside_the_fp32_cast() -> None:
     fused0 = buffers(0, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, shard_ranks=N)
     foreach0 = buffers(0, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, shard_ranks=N, optimizer_impl="foreach")
     assert fused0.step_transient == foreach0.step_transient == 8 * P
-    # stage 1 on N ranks: 4P/N + 4P/N at the step, where the 2P of gradients were freed: the boundary stays the peak
+    # stage 1 on N ranks: 2P/N + 4P/N + 4P/N at the step, where the whole 2P were freed: the boundary stays the peak
     for impl in ("fused", "foreach"):
         stage1 = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, optimizer_impl=impl)
         assert stage1.at_step == 2 * bucket
