@@ -381,6 +381,10 @@ def test_deepspeed_buckets_per_stage_and_phase() -> None:
     kw = {"buckets_in_flight": 1, "shard_ranks": N, "accumulation": 4}
     assert buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw).buckets == 2 * bucket + 2 * P / N
     assert buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, offload="optimizer").buckets == 2 * bucket
+    # each buffer holds whole the parameters starting in the partition or crossing its start: rank 0's, a first
+    # parameter larger than the partition (deepspeed_partition_buffer)
+    whole = buffers(2, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw, first_parameter=1.5 * P / N)
+    assert whole.buckets == 2 * bucket + 2 * 1.5 * P / N
     # stage 1 accumulating: its bucket is freed only at the boundary's epilogue (stage_1_and_2.py:939), so it stays
     # through the later forwards; the gradients stay whole in param.grad, no partition is filled
     stage1 = buffers(1, "deepspeed", ds, 2.0, P, bucket, 1e9, 1e9, **kw)

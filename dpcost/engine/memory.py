@@ -385,7 +385,7 @@ def buffers(
         if stage == 2 and accumulation > 1 and not offload_applies(offload, stage):
             # the partition accumulated so far is kept while each later backward fills a new one, which the
             # epilogue adds in (stage_1_and_2.py:1651, independent_gradient_partition_epilogue :914-923)
-            buckets += grad_bytes * n_params / shard_ranks
+            buckets += grad_bytes * deepspeed_partition_buffer(n_params / shard_ranks, first_parameter)
         step_buckets = 0.0
         if stage == 1:  # the step phase stands for the boundary's reduction too: whole gradients beside the buckets
             step_buckets, own = buckets, max(0.0, own - (buckets + held))
