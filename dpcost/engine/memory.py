@@ -359,6 +359,7 @@ def buffers(
     buckets = 0.0 if in_place else buckets_in_flight * bucket_bytes
     share = n_params / shard_ranks if stage >= 1 else n_params  # the optimizer's parameters, as its states'
     sub_group = deepspeed_sub_group(share, sub_group_size, largest_parameter / shard_ranks)
+    partition_buffer = deepspeed_partition_buffer(n_params / shard_ranks, first_parameter)  # DeepSpeed, stages 1-2
     if schedule == "deepspeed" and stage == 3:  # it steps one sub-group at a time (stage3.py:1154)
         share = sub_group
     own = 0.0
@@ -367,12 +368,11 @@ def buffers(
     bf16_optimizer = recipe.bf16_optimizer and stage == 1
     if recipe.name == "deepspeed" and not bf16_optimizer:
         fused_adam = optimizer == "adamw" and optimizer_impl == "fused"
-        held16 = deepspeed_partition_buffer(n_params / shard_ranks, first_parameter)
         copies = step_gradient_copies(
-            stage, n_params, shard_ranks, offload, sub_group, largest_parameter, fused_adam, held16
+            stage, n_params, shard_ranks, offload, sub_group, largest_parameter, fused_adam, partition_buffer
         )
         if stage >= 1 and not offload_applies(offload, stage):  # the optimizer's own bytes come after the cast
-            beside = deepspeed_step_beside_fp32_grads(stage, n_params, shard_ranks, sub_group, own, held16)
+            beside = deepspeed_step_beside_fp32_grads(stage, n_params, shard_ranks, sub_group, own, partition_buffer)
             own = max(copies, beside)
         else:
             own += copies
@@ -385,7 +385,7 @@ def buffers(
         if stage == 2 and accumulation > 1 and not offload_applies(offload, stage):
             # the partition accumulated so far is kept while each later backward fills a new one, which the
             # epilogue adds in (stage_1_and_2.py:1651, independent_gradient_partition_epilogue :914-923)
-            buckets += grad_bytes * deepspeed_partition_buffer(n_params / shard_ranks, first_parameter)
+            buckets += grad_bytes * partition_buffer
         step_buckets = 0.0
         if stage == 1:  # the step phase stands for the boundary's reduction too: whole gradients beside the buckets
             step_buckets, own = buckets, max(0.0, own - (buckets + held))
