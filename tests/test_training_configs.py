@@ -809,6 +809,46 @@ def test_deepspeed_keys_priced_at_their_defaults_are_not_called_inert() -> None:
     assert NOT_PRICED not in notes.values()
 
 
+@pytest.mark.parametrize(
+    ("params", "impl"),
+    [
+        ({"torch_adam": True}, "foreach"),  # torch.optim.AdamW as built: torch's default on CUDA
+        ({"torch_adam": True, "fused": True}, "fused"),  # the params reach torch.optim.AdamW
+        ({"torch_adam": True, "foreach": False}, "for-loop"),
+        ({"torch_adam": False}, None),  # DeepSpeed's FusedAdam, as without the key
+        ({"fused": True}, None),  # without torch_adam, FusedAdam: torch's keys are not read
+    ],
+)
+def test_deepspeeds_torch_adam_steps_as_torch_optims_adamw(tmp_path: Path, params: dict, impl: str | None) -> None:  # type: ignore[type-arg]
+    """runtime/engine.py _configure_basic_optimizer (v0.19.5): an Adam or AdamW block with torch_adam true builds
+    torch.optim.Adam(W) with the block's other params, else DeepSpeed's FusedAdam (the framework's default,
+    fused). The Accelerate templates set it (examples/deepspeed_config_templates/zero_stage2_config.json)."""
+    path = tmp_path / "ds.json"
+    optimizer = {"type": "AdamW", "params": {"lr": 1e-5, **params}}
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": True},
+                                "zero_optimization": {"stage": 2}, "optimizer": optimizer}))  # fmt: skip
+    read = report("estimate", "--from", str(path), "--model", "llama-8b", "--dp", "8")
+    flags = ["--optimizer-impl", impl] if impl else []
+    typed = report("estimate", "--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "2",
+                   "--grad-dtype", "bf16", "--optimizer", "adamw", *flags)  # fmt: skip
+    assert without(read, "from_config") == typed
+    # ZeRO-0's row: FusedAdam's FP16_Optimizer holds fp32 copies of the gradients (8 bytes a parameter), a torch
+    # optimizer's FP16_UnfusedOptimizer casts them into .grad (4), beside which foreach's square roots hold 4 more
+    fused = report("estimate", "--model", "llama-8b", "--dp", "8", "--framework", "deepspeed", "--zero", "2")
+    less = fused["memory"]["stages"][0]["buffers_bytes"] - read["memory"]["stages"][0]["buffers_bytes"]
+    if impl != "fused":  # torch's fused AdamW: FP16_UnfusedOptimizer's 4, costed as FusedAdam's 8 (the note says)
+        assert less == (4 * read["model"]["params_total"] if impl == "for-loop" else 0)
+
+
+def test_deepspeeds_torch_adam_must_be_a_switch(tmp_path: Path) -> None:
+    path = tmp_path / "ds.json"
+    optimizer = {"type": "Adam", "params": {"torch_adam": "yes"}}
+    path.write_text(json.dumps({"train_micro_batch_size_per_gpu": 1, "optimizer": optimizer}))
+    code, out, err = run("estimate", "--from", str(path), "--model", "llama-8b", "--dp", "8")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "optimizer.params.torch_adam: must be true or false" in err and "ds.json" in err
+
+
 def test_deepspeed_layouts_states_and_mics_as_deepspeed_runs_them() -> None:
     """A second audit against DeepSpeed edaa72212: MiCS (zero_optimization.mics_shard_size at stage 3) shards the
     states within groups of N (engine.py builds MiCS_Optimizer), a --shard-group; AutoTP, Ulysses and AutoEP run

@@ -401,3 +401,25 @@ def _optimizer(r: Reading, optimizer: Any) -> None:
     compressed = COMPRESSED.get(kind.lower())
     if compressed is not None:
         r.use("optimizer.type", kind, "compression", compressed, "its compressed all-reduce (engine/variants.py)")
+    params = optimizer.get("params")
+    if kind.lower() in ("adam", "adamw") and isinstance(params, dict) and "torch_adam" in params:
+        _torch_adam(r, params)
+
+
+def _torch_adam(r: Reading, params: dict[str, Any]) -> None:
+    """`torch_adam: true` builds torch.optim's Adam or AdamW with the block's other params, not DeepSpeed's FusedAdam
+    (runtime/engine.py _configure_basic_optimizer at v0.19.5): it steps as torch's default on CUDA, foreach, unless
+    the params ask for `fused` or turn `foreach` off (memory.optimizer_intermediates)."""
+    key, on = "optimizer.params.torch_adam", params["torch_adam"]
+    if not isinstance(on, bool):
+        raise r.error(key, f"must be true or false, got {on!r}")
+    if not on:
+        r.ignore(key, on, "DeepSpeed's FusedAdam, as without it")
+        return
+    if params.get("fused") is True:
+        impl, how = "fused", "torch.optim's fused AdamW (its params' fused: true); ZeRO-0 costed as FusedAdam's copies"
+    elif params.get("foreach") is False:
+        impl, how = "for-loop", "torch.optim's AdamW a tensor at a time (its params' foreach: false)"
+    else:
+        impl, how = "foreach", "torch.optim's AdamW, not DeepSpeed's FusedAdam: torch's default on CUDA, foreach"
+    r.use(key, on, "optimizer_impl", impl, how)
