@@ -2,12 +2,14 @@
 """Published large training runs (TP x CP x PP x DP (x EP) layouts) against dpcost's layout step, nothing fitted per
 run.
 
-    python benchmarks/large_runs.py [--holdout | --mlperf | --fit-matmul | --fit-host]
+    python benchmarks/large_runs.py [--holdout | --mlperf | --fit-matmul | --fit-host | --fit-list-host]
 
-With --fit-matmul, the first of the two constants these runs fix: the in-step matmul share (engine/rates.py
+With --fit-matmul, the first of the three constants these runs fix: the in-step matmul share (engine/rates.py
 IN_STEP_MATMUL), the value of FIT_GRID whose in-sample geomean error (runs.csv only) is least, each costed in a
 process of its own. With --fit-host, the second: an MoE layer's host time (engine/host.py MOE_LAYER_HOST_SECONDS),
-the value of FIT_HOST_GRID with the least in-sample geomean error, likewise.
+the value of FIT_HOST_GRID with the least in-sample geomean error, likewise. With --fit-list-host, the third: the
+host time a rank of a torch list collective under DeepSpeed's synchronous ZeRO-3 fetch (engine/synchronous_fetch.py
+LIST_HOST_SECONDS_PER_RANK), from FIT_LIST_HOST_GRID, likewise.
 
 With --holdout, the held-out rows instead of runs.csv: holdout-runs.csv (NVIDIA's performance tables, gathered after
 the model was built), dgxc-benchmarking v25.03's NeMo layout series
@@ -392,14 +394,17 @@ HOLDOUT_STATEMENT = (
 )
 SUMMARY_STATEMENT = (
     "nothing fitted per run: the per-op rates are kernel benchmarks' (engine/rates.py) and --mfu 0.40 is dpcost's "
-    "default, the same for every row (in sample: these runs fixed two constants, the matmuls' in-step share, "
-    "rates.IN_STEP_MATMUL, by --fit-matmul, and an MoE layer's host time, host.MOE_LAYER_HOST_SECONDS, by "
-    "--fit-host)"
+    "default, the same for every row (in sample: these runs fixed three constants, the matmuls' in-step share, "
+    "rates.IN_STEP_MATMUL, by --fit-matmul, an MoE layer's host time, host.MOE_LAYER_HOST_SECONDS, by "
+    "--fit-host, and a list collective's host time a rank, synchronous_fetch.LIST_HOST_SECONDS_PER_RANK, by "
+    "--fit-list-host)"
 )
 # The in-step matmul shares --fit-matmul tries: 0.85 to 0.99 and 1 (the benchmarks' rates as they are).
 FIT_GRID = (*(round(0.85 + 0.01 * i, 2) for i in range(15)), 1.0)
 # The MoE layers' host times --fit-host tries, in seconds: 0 (none) to 16 ms in steps of 1 ms.
 FIT_HOST_GRID = tuple(ms / 1000 for ms in range(17))
+# The list collectives' host times a rank --fit-list-host tries, in seconds: 0 (none) to 30 us in steps of 1 us.
+FIT_LIST_HOST_GRID = tuple(us / 1e6 for us in range(31))
 
 
 @dataclass(frozen=True)
@@ -1080,6 +1085,9 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     zero3 = "ZeRO-3" in row["notes"] and (tp, cp, pp, ep) == (1, 1, 1, 1)
     if zero3:
         flags.append("pure data parallelism: costed by dpcost estimate --zero 3 --framework deepspeed")
+    if zero3 and source == "narayanan2021":
+        flags.append("DeepSpeed of 2021: each parameter gathered and reduced on its own, synchronously "
+                     "(--zero3-fetch synchronous)")  # fmt: skip
     if "FSDP" in row["notes"] and source == "llama3-2024":
         flags.append("FSDP costed as ZeRO-1")
     # Megatron-FSDP (holdout-runs.csv), as Megatron-Bridge's presets run it: optim_grads_params, ZeRO-3
@@ -1445,10 +1453,12 @@ def data_parallel(
     """A pure data-parallel ZeRO-3 run as `dpcost estimate --zero 3 --framework deepspeed` costs it (the DP engine:
     parameters gathered in forward and backward, gradients reduce-scattered), its compute by the DP default (one
     --mfu) unless op by op was asked for."""
+    synchronous = row["source"] == "narayanan2021"  # DeepSpeed of 2021 (engine/synchronous_fetch.py)
     options = Options(
         dp=int(row["dp"]),
         zero=3,
         framework="deepspeed",
+        zero3_fetch="synchronous" if synchronous else None,
         micro_batch=micro,
         global_batch=int(row["global_batch"]),
         seq_len=int(row["seq_len"]),
@@ -1591,6 +1601,10 @@ FITS: dict[str, tuple[str, str, tuple[float, ...], str, Callable[[float], str]]]
     "--fit-host": (
         "dpcost.engine.host", "MOE_LAYER_HOST_SECONDS", FIT_HOST_GRID, "MoE layer host time",
         lambda v: f"{v * 1e3:.0f} ms",
+    ),
+    "--fit-list-host": (
+        "dpcost.engine.synchronous_fetch", "LIST_HOST_SECONDS_PER_RANK", FIT_LIST_HOST_GRID,
+        "list collective host time a rank", lambda v: f"{v * 1e6:.0f} us",
     ),
 }  # fmt: skip
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from dpcost.engine.host import MOE_LAYER_HOST_SECONDS
 from dpcost.engine.layout import DEFAULT_ORDER
 from dpcost.engine.memory import offload_applies
+from dpcost.engine.synchronous_fetch import LIST_HOST_SECONDS_PER_RANK
 from dpcost.errors import in_plain_words, shown_value
 from dpcost.specs import nccl_algo_setting
 from dpcost.units import parse_bytes, parse_fraction, parse_seconds, parse_whole
@@ -383,6 +384,15 @@ class Communication(Section):
         description="Stages 2-3: accumulate unsharded gradients, reduce once per step.",
         json_schema_extra=cli("--keep-full-grads"),
     )
+    zero3_fetch: Literal["prefetched", "synchronous"] | None = Field(
+        None,
+        description="How DeepSpeed's ZeRO-3 gathers: prefetched (v0.6.0 on: a unit's parameters together) or "
+        "synchronous (v0.3-v0.5: each parameter of 1e5 elements or more in a call of its own behind a device "
+        "synchronize, each gradient reduce-scattered in a call of its own, through torch's list collectives, whose "
+        "host loop over the ranks the device waits for; engine/synchronous_fetch.py) [default: prefetched]. Give "
+        "--framework deepspeed.",
+        json_schema_extra=cli("--zero3-fetch"),
+    )
     zeropp: Annotated[tuple[Literal["hpz", "qwz", "qgz"], ...], BeforeValidator(_comma_list)] = Field(
         (),
         description="ZeRO++ on ZeRO-3, any of: hpz (a secondary parameter shard in each node), qwz (int8 weight "
@@ -594,6 +604,15 @@ class Compute(Section):
         "square root of the compute since the ranks last met); a collective waits for the slowest of N beyond its "
         "prefetch slack (docs/frameworks.md).",
         json_schema_extra=cli("--sync-jitter", metavar="TIME"),
+    )
+    list_host_time: Annotated[float | None, BeforeValidator(written_time)] = Field(
+        None,
+        ge=0,
+        le=1e-3,
+        description="Under --zero3-fetch synchronous: the host time, a rank, of one torch list collective (the "
+        "Python loop that builds the list and c10d's copy a rank: engine/synchronous_fetch.py) [default: "
+        f"{LIST_HOST_SECONDS_PER_RANK * 1e6:g}us, fitted on published runs].",
+        json_schema_extra=cli("--list-host-time", metavar="TIME"),
     )
     moe_host_time: Annotated[float | None, BeforeValidator(written_time)] = Field(
         None,

@@ -419,12 +419,13 @@ def test_a_phase_lasting_another_duration_keeps_every_other_field() -> None:
 
     from dpcost.engine.step import Phase
 
-    ph = Phase("backward", 1.0, 2.0, 3.0, 4, (("all_gather", 2.0),), False, 5, 0.25, 0.125)
+    ph = Phase("backward", 1.0, 2.0, 3.0, 4, (("all_gather", 2.0),), False, 5, 0.25, 0.125, 0.5)
     assert ph.lasting(9.0) == replace(ph, duration=9.0)
     assert all(getattr(ph.lasting(9.0), f.name) == getattr(ph, f.name) for f in fields(Phase) if f.name != "duration")
-    # the ten fields above are all of Phase's: a new one must be added to `lasting` and here
+    # the eleven fields above are all of Phase's: a new one must be added to `lasting` and here
     assert [f.name for f in fields(Phase)] == [
-        "name", "compute", "comm", "duration", "repeats", "comm_by_op", "overlapped", "waits", "slack", "slowdown"
+        "name", "compute", "comm", "duration", "repeats", "comm_by_op", "overlapped", "waits", "slack", "slowdown",
+        "host",
     ]  # fmt: skip
 
 

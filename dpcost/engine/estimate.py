@@ -335,7 +335,7 @@ def _time(p: Prepared, chosen: Timed, tokens: int, mfu: float) -> Time:
         serial_seconds=steps.serial,
         exposed_comm_seconds=steps.exposed,
         losses_seconds=steps.losses,
-        bound=bound(steps.compute, steps.exposed),
+        bound=bound(steps.compute, steps.exposed, host=steps.host),
         tokens_per_second=tokens / steps.step,
         mfu=mfu,
         scaling_efficiency=compute_alone / steps.step,

@@ -820,6 +820,21 @@ def block_tensors(
     return (*matrices, rest) if rest > 0 else matrices
 
 
+def block_vectors(
+    a: ModelArchitecture, moe_layer: bool, mixer: str = "attention", mlp_kind: str = "", ffn: int = 0
+) -> int:
+    """How many tensors the last of block_tensors stands for where it lumps the small ones (0: it lumps none): each
+    norm's weight, and its bias under LayerNorm (one hidden-sized tensor each), and a bias a projection where
+    linear layers have them (q, k and v alone with qkv_bias), as the HF modules hold them."""
+    tensors = block_tensors(a, moe_layer, mixer, mlp_kind, ffn)
+    matrices = block_matrices(a, moe_layer, mixer, mlp_kind, ffn)
+    if len(tensors) == len(matrices):
+        return 0
+    norms = round(layer_norm_parameters(a, mixer, mlp_kind) / a.hidden)
+    biases = len(matrices) if a.linear_bias else (3 if a.qkv_bias else 0)
+    return max(1, norms + biases)
+
+
 def _mixer_matrices(a: ModelArchitecture, mixer: str) -> list[float]:
     """A hybrid's mixer's weight matrices, in forward order: Zamba's shared block's, Mamba's projections, gated
     DeltaNet's."""

@@ -376,6 +376,8 @@ def timeline(
         sync_jitter=o.compute.sync_jitter,
         optimizer=optimizer,
         slowest_gpu=slowest_gpu_loss(topology, p, micro),
+        synchronous_fetch=p.synchronous_fetch and stage == 3,
+        list_host_seconds=p.list_host_seconds,
     )
     return Timed(stage, recompute, step_time(plan, call), forward, backward, flops, compute, optimizer)
 

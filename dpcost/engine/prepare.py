@@ -9,6 +9,7 @@ from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, get_args
 
+from dpcost.engine import synchronous_fetch
 from dpcost.engine.activations import Kernels, ring_attention_backward_bytes, routed_copies
 from dpcost.engine.checkpointing import DEFAULT_MODULES, DROPPED_MODULES, Activations, activation_memory, takes_policy
 from dpcost.engine.compute import attention_flops, mixer_recurrence_flops
@@ -47,6 +48,7 @@ from dpcost.engine.params import (
     ParamCount,
     block_matrices,
     block_tensors,
+    block_vectors,
     count_params,
     input_table_parameters,
     ngram_layer_parameters,
@@ -228,6 +230,18 @@ class Prepared:
     def stage3_reduce_bucket_bytes(self) -> float:
         """Stage 3: the gradient bucket DeepSpeed reduces in (0: one reduce-scatter per unit)."""
         return self.bucket_bytes if self.framework and self.framework.stage3_reduce_buckets else 0.0
+
+    @property
+    def synchronous_fetch(self) -> bool:
+        """Stage 3 gathers and reduces a call a parameter, each list call's host loop waited for
+        (synchronous_fetch.py)."""
+        return self.o.communication.zero3_fetch == "synchronous"
+
+    @property
+    def list_host_seconds(self) -> float:
+        """Under a synchronous fetch, the host's time a rank of one list collective (synchronous_fetch.py)."""
+        given = self.o.compute.list_host_time
+        return synchronous_fetch.LIST_HOST_SECONDS_PER_RANK if given is None else given
 
 
 def check_dp(topology: TopologySpec, dp: int, where: str = "dp") -> None:
@@ -712,6 +726,7 @@ def prepare(model: ModelSpec, topology: TopologySpec, options: Options) -> Prepa
     fw = FRAMEWORKS[o.plan.framework] if o.plan.framework else None
     check_grad_reduce(o, fw)
     check_grads_between_steps(o, fw)
+    check_zero3_fetch(o, fw)
     # Megatron runs ZeRO 2-3 as Megatron-FSDP, which the layout engine costs (Options.megatron_layout)
     stages = {**MEGATRON_FSDP.stages, **fw.stages} if fw is FRAMEWORKS["megatron"] else fw.stages if fw else {}
     if fw is not None and o.plan.zero is not None and o.plan.zero not in stages:
@@ -904,6 +919,19 @@ def check_bucket_count(o: Options, fw: Framework | None) -> None:
         raise InputError("bucket_count", "Megatron's --ddp-num-buckets: give --framework megatron or a layout")
 
 
+def check_zero3_fetch(o: Options, fw: Framework | None) -> None:
+    """--zero3-fetch and --list-host-time describe DeepSpeed's ZeRO-3 (synchronous_fetch.py), on pure data
+    parallelism; --list-host-time prices the synchronous fetch alone."""
+    fetch, host = o.communication.zero3_fetch, o.compute.list_host_time
+    if fetch is not None and (fw is None or fw.name != "deepspeed" or o.megatron_layout):
+        raise InputError("zero3_fetch", "how DeepSpeed's ZeRO-3 gathers: give --framework deepspeed, without a layout")
+    if fetch is not None and o.plan.zero not in (None, 3):
+        raise InputError("zero3_fetch", f"how ZeRO-3 gathers: give --zero 3 (or none), not {o.plan.zero}")
+    if host is not None and fetch != "synchronous":
+        raise InputError("list_host_time", "prices DeepSpeed's synchronous ZeRO-3 fetch: give --zero3-fetch "
+                         "synchronous")  # fmt: skip
+
+
 def check_grads_between_steps(o: Options, fw: Framework | None) -> None:
     """--grads-between-steps kept is PyTorch's .grad under zero_grad(set_to_none=False) (pytorch/pytorch#92731 made
     True the default in 2.0); DeepSpeed and Megatron-LM free and keep their gradient buffers themselves."""
@@ -982,9 +1010,13 @@ def units(counts: ParamCount, spec: ModelSpec, seq_len: int, every_expert: bool 
     tensors += [tuple(t for t in (head - counts.lm_head, counts.lm_head) if t > 0)]  # final norm, output head
     total = sum(flops)
     last, tables = len(tensors) - 1, len(table_units)
+    # how many small tensors each block's last stands for (its norms' weights and biases, lumped as one)
+    vectors = {kind: block_vectors(a, kind[1] == "moe", *kind) for kind in kinds}
+    lumped = [0] * (1 + tables) + [vectors[kind] if a.holds_weights(i) and i not in own else 0
+                                  for i, kind in enumerate(layer_kinds)] + [0]  # fmt: skip
     return tuple(
-        Unit(sum(t), f / total, t, linear=tables < j < last)
-        for j, (t, f) in enumerate(zip(tensors, flops, strict=True))
+        Unit(sum(t), f / total, t, vectors=v, linear=tables < j < last)
+        for j, (t, f, v) in enumerate(zip(tensors, flops, lumped, strict=True))
     )
 
 

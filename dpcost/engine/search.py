@@ -333,6 +333,11 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
     # one compute model for every plan, so that pure DP and layouts compare
     chosen = compute_model_for(model, base.compute)
     base = base.model_copy(update={"compute": base.compute.model_copy(update={"compute_model": chosen})})
+    # DeepSpeed's ZeRO-3 fetch is DeepSpeed's, on pure DP alone (prepare.check_zero3_fetch)
+    other_fetch = {
+        "communication": base.communication.model_copy(update={"zero3_fetch": None}),
+        "compute": base.compute.model_copy(update={"list_host_time": None}),
+    }
     for shape in [Shape(dp=gpus), *(s for s in layout_shapes(model, topology, gpus, seq_len) if not s.trivial)]:
         for mb in MICRO_BATCHES:
             if global_batch is not None and global_batch % (shape.dp * mb):
@@ -366,12 +371,16 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
                             update={"framework": framework, "shard_group": group, "zero": None, "recompute": None}
                         )
                         update = {"dp": gpus, "plan": plan, "batch": batch, "parallel": parallel, "compute": compute}
+                        if framework != "deepspeed":
+                            update["communication"] = other_fetch["communication"]
+                            update["compute"] = compute.model_copy(update={"list_host_time": None})
                         yield shape, base.model_copy(update=update)
                 continue
             plan = base.plan.model_copy(
                 update={"framework": "megatron", "zero": 1, "recompute": None, "shard_group": None}
             )
-            yield shape, base.model_copy(update={"dp": shape.dp, "plan": plan, "batch": batch, "parallel": parallel})
+            yield shape, base.model_copy(update={"dp": shape.dp, "plan": plan, "batch": batch, "parallel": parallel,
+                                                 **other_fetch})  # fmt: skip
 
 
 def _seq_len(model: ModelSpec, base: Options) -> int:

@@ -61,6 +61,7 @@ from dpcost.engine.dp_schedule import (
     dp_schedule,
 )
 from dpcost.engine.memo import cached_property
+from dpcost.engine.synchronous_fetch import gathered_tensors, reduced_tensors
 from dpcost.frozen import frozen
 
 __all__ = [
@@ -113,6 +114,7 @@ class Unit:
     params: float
     compute_share: float
     tensors: tuple[float, ...] = ()  # its weight tensors' sizes, forward order (empty: not known, cut anywhere)
+    vectors: int = 0  # how many small tensors its last one stands for (params.block_vectors; 0: it is one)
     # Its weights are linear layers that a float8 recipe converts, and so gathers in fp8; the embedding and the
     # output head are not (torchtitan/components/float8.py: the output layer is excluded, embeddings are not Linear).
     linear: bool = True
@@ -144,6 +146,10 @@ class StepPlan:
     sync_jitter: float = 0.0  # a rank's drift: one standard deviation after one second of compute (s / sqrt(s))
     optimizer: float = 0.0  # seconds of the optimizer step, once per step, on the compute stream
     slowest_gpu: float = 0.0  # the share of its rate the slowest GPU loses (rates.slowest_gpu_loss)
+    # stage 3 a call a parameter, each list call's host loop (list_host_seconds a rank) before its unit's compute,
+    # which the device waits for (synchronous_fetch.py)
+    synchronous_fetch: bool = False
+    list_host_seconds: float = 0.0
 
 
 @frozen
@@ -184,16 +190,17 @@ class Phase:
     waits: int = 0  # times the compute waits on a collective (each waits for the slowest rank), per repeat
     slack: float = 0.0  # seconds a rank may run late at each wait before anyone waits (prefetch slack)
     slowdown: float = 0.0  # of the compute beside its calls: theirs, weighted by their seconds
+    host: float = 0.0  # seconds the device waits for the host, neither compute nor a call (synchronous_fetch.py)
 
     @property
     def ideal(self) -> float:
-        return max(self.compute, self.comm)
+        return max(self.compute + self.host, self.comm)
 
     def lasting(self, duration: float) -> Phase:
         """The phase with another duration (dataclasses.replace, without its per-call field lookup: a plan's step
         rebuilds each phase once)."""
         return Phase(self.name, self.compute, self.comm, duration, self.repeats, self.comm_by_op, self.overlapped,
-                     self.waits, self.slack, self.slowdown)  # fmt: skip
+                     self.waits, self.slack, self.slowdown, self.host)  # fmt: skip
 
 
 COMPUTE = "compute"
@@ -203,6 +210,7 @@ JITTER = "waiting for the slowest rank (synchronisation jitter)"
 SLOWEST_GPU = "waiting for the slowest GPU's sustained rate"
 BUBBLE = "pipeline bubble"  # a layout's: its pipeline's idle slots (layout_step.bubble_seconds)
 HOST_WAIT = "waiting for the host to launch the MoE layers"  # a layout's: host.py
+HOST_LISTS = "waiting for the host to build each list collective (a view and a copy a rank)"  # synchronous_fetch.py
 
 
 LOSSES = (SLOWDOWN, JITTER, SLOWEST_GPU)  # the terms that are losses at scale, beyond the schedule
@@ -243,7 +251,13 @@ class StepTime:
 
     @property
     def serial(self) -> float:
-        return self.compute + self.comm
+        """Compute, every call and the host's waits (HOST_LISTS) one after the other."""
+        return self.compute + self.comm + self.host
+
+    @property
+    def host(self) -> float:
+        """Seconds the device waits for the host (synchronous_fetch.py)."""
+        return sum(t.seconds for t in self.breakdown if t.term == HOST_LISTS)
 
     @property
     def exposed(self) -> float:
@@ -523,7 +537,9 @@ class _Schedule:
         for c in calls:
             self.occurrences[c.op, c.purpose] += stretch.repeats
         whens = {c.when for c in calls}
-        if BUCKETS in whens:
+        if p.synchronous_fetch and whens & {BEFORE_UNIT, AFTER_UNIT}:
+            self.per_parameter(stretch)
+        elif BUCKETS in whens:
             self.bucketed(stretch, calls[0])
         elif BEFORE_PASS in whens:
             self.gathered_before_pass(stretch, calls[0])
@@ -637,6 +653,65 @@ class _Schedule:
                   slowdown)
         )  # fmt: skip
 
+    def per_parameter(self, stretch: Stretch) -> None:
+        """A stage-3 pass as DeepSpeed ran it before v0.6.0 (synchronous_fetch.py): each unit's parameters gathered
+        a tensor at a time, the next unit's prefetched beside its compute, and its gradients reduce-scattered a
+        tensor at a time after its backward (gather_reduce_runs, each unit's calls one after the other); before each
+        unit's compute the host builds every list call's list and copies, which the device waits for
+        (list_host_seconds a rank a call). Reductions in a stretch of their own run after the pass."""
+        p = self.plan
+        host = p.list_host_seconds * p.ranks
+        gather = next((c for c in stretch.calls if c.when == BEFORE_UNIT), None)
+        reduce = next((c for c in stretch.calls if c.when == AFTER_UNIT), None)
+        forward = stretch.compute == FORWARD
+        order = self.runs if forward else self.runs[::-1]
+        compute = self.fwd_runs if forward else self.bwd_runs
+        if stretch.compute == NO_COMPUTE:
+            compute = [(0.0, n) for _, n in self.bwd_runs]
+        runs: list[tuple[float, float, float, int]] = []  # (host + compute, gather, reduce, units) in pass order
+        gathers: list[tuple[Call, int]] = []  # forward order, as the traffic lists them
+        reductions: list[tuple[Call, int]] = []  # backward order
+        loops = 0.0  # the host's seconds in the pass
+        gathered = 0.0  # bytes the pass gathers: its persistent tensors stay whole
+        for (u, n), (seconds, _) in zip(order, compute, strict=True):
+            tensors = u.tensors or (u.params,)
+            mine_g = [(self.call("all_gather", t * self.gathered_bytes(u)), k) for t, k in
+                      gathered_tensors(tensors, u.vectors)] if gather else []  # fmt: skip
+            mine_r = [(self.call(reduce.op, t * p.grad_bytes), k) for t, k in
+                      reduced_tensors(tensors, u.vectors)] if reduce else []  # fmt: skip
+            lists = host * sum(k for _, k in (*mine_g, *mine_r))
+            g = sum(call.seconds * k for call, k in mine_g)
+            r = sum(call.seconds * k for call, k in mine_r)
+            runs.append((lists + seconds, g, r, n))
+            gathers += [(call, k * n) for call, k in mine_g]
+            gathered += sum(t * k for t, k in gathered_tensors(tensors, u.vectors)) * n * self.gathered_bytes(u)
+            reductions += [(call, k * n) for call, k in mine_r]
+            loops += lists * n
+        if not forward:
+            gathers.reverse()
+        by_op: list[tuple[str, float]] = []
+        if gather:
+            ag = sum(call.seconds * n for call, n in gathers)
+            self._issue(gather, gathered, gathers, ag)
+            by_op.append(("all_gather", ag))
+        if reduce:
+            rs = sum(call.seconds * n for call, n in reductions)
+            self._issue(reduce, self.grad_total, reductions, rs)
+            by_op.append((reduce.op, rs))
+        comm = sum(seconds for _, seconds in by_op)
+        total = sum(seconds * n for seconds, n in compute)
+        if stretch.compute == NO_COMPUTE:  # on the compute stream, one after the other
+            self.phases.append(Phase(stretch.name, 0.0, comm, comm + loops, stretch.repeats, tuple(by_op), False, 1,
+                                     host=loops))  # fmt: skip
+            return
+        duration = gather_reduce_runs(runs)
+        units = self.units
+        waits = units + (1 if reduce else 0)  # each unit's gather, and the last reduction
+        slack = max(0.0, total + loops - comm) / units
+        slowdown = slowdown_of([*gathers, *reductions])
+        self.phases.append(Phase(stretch.name, total, comm, duration, stretch.repeats, tuple(by_op), True, waits, slack,
+                                 slowdown, host=loops))  # fmt: skip
+
     def gathered(
         self, name: str, compute: list[tuple[float, int]], calls: Sequence[tuple[Call, int]], repeats: int
     ) -> None:
@@ -687,7 +762,7 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
     compute that ran beside a call."""
     slowed = []
     exposed: dict[str, float] = {}
-    slowdown = overlapped = slowest = 0.0
+    slowdown = overlapped = slowest = host = 0.0
     stretch = plan.slowest_gpu / (1.0 - plan.slowest_gpu)  # the slowest GPU's compute runs 1 / (1 - loss) as long
     for ph in phases:
         # The compute that runs alongside a collective is slowed by the SMs the collective's kernels hold. Where
@@ -697,21 +772,25 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
         beside = min(ph.compute, ph.comm) if ph.overlapped and ph.comm > 0 else 0.0
         lost = ph.slowdown * beside
         overlapped += beside * ph.repeats
-        bound_by_comm = ph.comm >= ph.compute
-        ph = ph.lasting(max(ph.duration, ph.compute + lost) if bound_by_comm else ph.duration + lost)
+        busy = ph.compute + ph.host  # what the device does, or waits for the host to let it do, off the calls
+        bound_by_comm = ph.comm >= busy
+        ph = ph.lasting(max(ph.duration, busy + lost) if bound_by_comm else ph.duration + lost)
         slowed.append(ph)
         slowdown += lost * ph.repeats
+        host += ph.host * ph.repeats
         # the slowest GPU's longer compute: all of it on the critical path where compute paces the phase, what no
         # longer fits under the calls where they do
         longer = ph.compute * stretch
-        slowest += (max(0.0, ph.compute + lost + longer - ph.duration) if bound_by_comm else longer) * ph.repeats
-        wait = max(0.0, ph.duration - lost - ph.compute) * ph.repeats
+        slowest += (max(0.0, busy + lost + longer - ph.duration) if bound_by_comm else longer) * ph.repeats
+        wait = max(0.0, ph.duration - lost - busy) * ph.repeats
         for op, seconds in ph.comm_by_op:
             if ph.comm > 0:
                 exposed[op] = exposed.get(op, 0.0) + wait * seconds / ph.comm
     compute = sum(ph.compute * ph.repeats for ph in phases)
     terms = [Term(COMPUTE, compute)]
     terms += [Term(f"{EXPOSED}{op}", s) for op, s in exposed.items()]
+    if host > 0:
+        terms.append(Term(HOST_LISTS, host))
     terms.append(Term(SLOWDOWN, slowdown))
     terms.append(Term(JITTER, slowest_rank_wait(phases, plan.sync_jitter, plan.ranks)))
     terms.append(Term(SLOWEST_GPU, slowest))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from dpcost.engine.advice import headline
 from dpcost.engine.report import Advice, Bound, Memory, Serving, Setup, Summary, Time
-from dpcost.engine.step import BUBBLE, HOST_WAIT
+from dpcost.engine.step import BUBBLE, HOST_LISTS, HOST_WAIT
 from dpcost.units import fmt_bytes, fmt_seconds
 
 __all__ = ["bound", "bound_reason", "fastest_that_fits", "serving_summary", "training_summary"]
@@ -15,8 +15,8 @@ __all__ = ["bound", "bound_reason", "fastest_that_fits", "serving_summary", "tra
 
 def bound(compute: float, exposed: float, bubble: float = 0.0, host: float = 0.0) -> Bound:
     """What the step spends most of its time on: compute, the communication it waits for, a pipeline's bubble or
-    the host that launches its MoE layers (the breakdown's terms, which sum to the step; the losses at scale are none
-    of them)."""
+    the host (that launches a layout's MoE layers, or builds DeepSpeed's list collectives) (the breakdown's terms,
+    which sum to the step; the losses at scale are none of them)."""
     if host > max(compute, exposed, bubble):
         return "host"
     if bubble > max(compute, exposed):
@@ -34,9 +34,11 @@ def bound_reason(t: Time) -> str:
         )
     if t.bound == "host":
         host = sum(term.seconds for term in t.breakdown if term.term == HOST_WAIT)
+        lists = sum(term.seconds for term in t.breakdown if term.term == HOST_LISTS)
+        what = "to build each list collective" if lists > host else "to launch the MoE layers"
         return (
-            f"{fmt_seconds(host)} waiting for the host to launch the MoE layers ({host / t.step_seconds:.0%} of the "
-            f"step), {fmt_seconds(t.compute_seconds)} computing"
+            f"{fmt_seconds(max(host, lists))} waiting for the host {what} ({max(host, lists) / t.step_seconds:.0%} of "
+            f"the step), {fmt_seconds(t.compute_seconds)} computing"
         )
     if t.comm_seconds == 0:
         return "nothing to communicate"

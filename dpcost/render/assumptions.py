@@ -57,7 +57,7 @@ UNSTATED_WHEN_UNSET = frozenset(
         "shard_group", "zeropp", "compression", "powersgd_rank", "sync_every", "streaming", "grad_block",
         "unfused_softmax_fp32", "grad_reduce", "attention_kernel", "optimizer_impl", "grads_between_steps",
         "fused_grouped_mlp", "fp8_output_proj", "pipeline_layout", "fp8_recipe", "cublas_workspace_config",
-        "recompute_block", "moe_host_time", "bucket_count",
+        "recompute_block", "moe_host_time", "bucket_count", "zero3_fetch", "list_host_time",
     }
 )  # fmt: skip
 

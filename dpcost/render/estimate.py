@@ -18,7 +18,7 @@ from dpcost.engine.report import (
     Time,
     WholeMessage,
 )
-from dpcost.engine.step import BUBBLE, HOST_WAIT, SLOWEST_GPU
+from dpcost.engine.step import BUBBLE, HOST_LISTS, HOST_WAIT, SLOWEST_GPU
 from dpcost.render.memory import stage_table
 from dpcost.render.table import Table, gb, pct
 from dpcost.units import fmt_bandwidth, fmt_bytes, fmt_count, fmt_flops, fmt_seconds
@@ -410,6 +410,7 @@ def _time_table(r: Report) -> Table:
     bound = f"{r.summary.bound}: {r.summary.bound_reason}"
     bubble = " + bubble" if any(term.term == BUBBLE for term in t.breakdown) else ""
     host = " + host wait" if any(term.term == HOST_WAIT for term in t.breakdown) else ""
+    lists = " + host lists" if any(term.term == HOST_LISTS for term in t.breakdown) else ""
     rows = [
         ["forward (one micro-batch)", fmt_seconds(t.forward_seconds)],
         [
@@ -418,9 +419,9 @@ def _time_table(r: Report) -> Table:
         ],
         [f"compute per step ({a} micro-batch{'es' if a > 1 else ''})", fmt_seconds(t.compute_seconds)],
         ["communication per step (serial sum)", fmt_seconds(t.comm_seconds)],
-        [f"step, ideal overlap: max(T_compute, T_comm){bubble}", fmt_seconds(t.ideal_seconds)],
+        [f"step, ideal overlap: max(T_compute{lists}, T_comm){bubble}", fmt_seconds(t.ideal_seconds)],
         ["step, as scheduled, with losses at scale", fmt_seconds(t.step_seconds)],
-        [f"step, serial: T_compute + T_comm{bubble}{host}", fmt_seconds(t.serial_seconds)],
+        [f"step, serial: T_compute + T_comm{bubble}{host}{lists}", fmt_seconds(t.serial_seconds)],
         ["exposed communication", fmt_seconds(t.exposed_comm_seconds)],
         ["lost at scale (overlap slowdown, jitter, slowest GPU)", fmt_seconds(t.losses_seconds)],
         ["bound by", bound],
