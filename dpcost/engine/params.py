@@ -897,7 +897,10 @@ def block_matrices(
         keys_values = [h * kv_out, *values] if a.computes_kv(mixer) else []
         relative = [h * a.heads * a.relative_logits.rank] if a.relative_logits is not None else []  # Inkling's r_proj
         relative += [h * a.heads] if a.sink_projection else []  # Inkling 2's sink_proj
-        attention = [h * q_out * (2 if a.attention_gate else 1), *keys_values, *relative, a.heads * a.d_value * h]
+        queries = [h * q_out * (2 if a.attention_gate else 1)]
+        if a.fused_qkv and keys_values:  # one linear layer projects Q, K and V: one tensor (GPT-2's c_attn)
+            queries, keys_values = [queries[0] + sum(keys_values)], []
+        attention = [*queries, *keys_values, *relative, a.heads * a.d_value * h]
         if a.head_gate:
             attention.append(h * a.heads)
         if a.attention_experts is not None:  # JetMoE's MoA: its router, each expert's query, the keys and values,

@@ -378,6 +378,7 @@ def timeline(
         slowest_gpu=slowest_gpu_loss(topology, p, micro),
         synchronous_fetch=p.synchronous_fetch and stage == 3,
         list_host_seconds=p.list_host_seconds,
+        regathers=recompute == "full",
     )
     return Timed(stage, recompute, step_time(plan, call), forward, backward, flops, compute, optimizer)
 

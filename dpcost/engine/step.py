@@ -146,10 +146,11 @@ class StepPlan:
     sync_jitter: float = 0.0  # a rank's drift: one standard deviation after one second of compute (s / sqrt(s))
     optimizer: float = 0.0  # seconds of the optimizer step, once per step, on the compute stream
     slowest_gpu: float = 0.0  # the share of its rate the slowest GPU loses (rates.slowest_gpu_loss)
-    # stage 3 a call a parameter, each list call's host loop (list_host_seconds a rank) before its unit's compute,
-    # which the device waits for (synchronous_fetch.py)
+    # stage 3 a call a parameter, unit by unit, each list call's host loop (list_host_seconds a rank) waited for
+    # (synchronous_fetch.py); `regathers`: the backward's recomputation fetches each unit again
     synchronous_fetch: bool = False
     list_host_seconds: float = 0.0
+    regathers: bool = False
 
 
 @frozen
@@ -654,63 +655,52 @@ class _Schedule:
         )  # fmt: skip
 
     def per_parameter(self, stretch: Stretch) -> None:
-        """A stage-3 pass as DeepSpeed ran it before v0.6.0 (synchronous_fetch.py): each unit's parameters gathered
-        a tensor at a time, the next unit's prefetched beside its compute, and its gradients reduce-scattered a
-        tensor at a time after its backward (gather_reduce_runs, each unit's calls one after the other); before each
-        unit's compute the host builds every list call's list and copies, which the device waits for
-        (list_host_seconds a rank a call). Reductions in a stretch of their own run after the pass."""
+        """A stage-3 pass as DeepSpeed ran it before v0.6.0 (synchronous_fetch.py), unit by unit and nothing beside
+        anything: the unit's parameters gathered a call a tensor, each after the host has built its list
+        (list_host_seconds a rank), again before the backward recomputes the unit's forward (`regathers`); then its
+        compute; then its gradients reduce-scattered a call a tensor, whose lists the host builds while the unit's
+        backward runs. Reductions in a stretch of their own run after the pass."""
         p = self.plan
         host = p.list_host_seconds * p.ranks
         gather = next((c for c in stretch.calls if c.when == BEFORE_UNIT), None)
         reduce = next((c for c in stretch.calls if c.when == AFTER_UNIT), None)
-        forward = stretch.compute == FORWARD
-        order = self.runs if forward else self.runs[::-1]
-        compute = self.fwd_runs if forward else self.bwd_runs
-        if stretch.compute == NO_COMPUTE:
-            compute = [(0.0, n) for _, n in self.bwd_runs]
-        runs: list[tuple[float, float, float, int]] = []  # (host + compute, gather, reduce, units) in pass order
-        gathers: list[tuple[Call, int]] = []  # forward order, as the traffic lists them
+        backward = stretch.compute != FORWARD
+        fetches = (2 if p.regathers and backward else 1) if gather else 0  # the unit's fetches a pass
+        gathers: list[tuple[Call, int]] = []  # one fetch's, forward order, as the traffic lists them
         reductions: list[tuple[Call, int]] = []  # backward order
-        loops = 0.0  # the host's seconds in the pass
-        gathered = 0.0  # bytes the pass gathers: its persistent tensors stay whole
-        for (u, n), (seconds, _) in zip(order, compute, strict=True):
+        compute = waited = gathered = 0.0  # seconds; the host's seconds the device waits for; bytes a fetch moves
+        for (u, n), (seconds, _) in zip(self.runs[::-1] if backward else self.runs, self.bwd_runs if backward else
+                                         self.fwd_runs, strict=True):  # fmt: skip
+            seconds = 0.0 if stretch.compute == NO_COMPUTE else seconds
             tensors = u.tensors or (u.params,)
-            mine_g = [(self.call("all_gather", t * self.gathered_bytes(u)), k) for t, k in
-                      gathered_tensors(tensors, u.vectors)] if gather else []  # fmt: skip
-            mine_r = [(self.call(reduce.op, t * p.grad_bytes), k) for t, k in
-                      reduced_tensors(tensors, u.vectors)] if reduce else []  # fmt: skip
-            lists = host * sum(k for _, k in (*mine_g, *mine_r))
-            g = sum(call.seconds * k for call, k in mine_g)
-            r = sum(call.seconds * k for call, k in mine_r)
-            runs.append((lists + seconds, g, r, n))
+            fetched = gathered_tensors(tensors, u.vectors) if gather else ()
+            reduced = reduced_tensors(tensors, u.vectors) if reduce else ()
+            mine_g = [(self.call("all_gather", t * self.gathered_bytes(u)), k) for t, k in fetched]
+            mine_r = [(self.call(reduce.op, t * p.grad_bytes), k) for t, k in reduced] if reduce else []
+            lists_g = host * sum(k for _, k in fetched)
+            lists_r = host * sum(k for _, k in reduced)
+            waited += (fetches * lists_g + max(0.0, lists_r - seconds)) * n
+            compute += seconds * n
             gathers += [(call, k * n) for call, k in mine_g]
-            gathered += sum(t * k for t, k in gathered_tensors(tensors, u.vectors)) * n * self.gathered_bytes(u)
+            gathered += sum(t * k for t, k in fetched) * n * self.gathered_bytes(u)
             reductions += [(call, k * n) for call, k in mine_r]
-            loops += lists * n
-        if not forward:
+        if backward:
             gathers.reverse()
         by_op: list[tuple[str, float]] = []
         if gather:
-            ag = sum(call.seconds * n for call, n in gathers)
-            self._issue(gather, gathered, gathers, ag)
+            ag = fetches * sum(call.seconds * n for call, n in gathers)
+            self._issue(gather, gathered, gathers, ag / fetches)
+            if fetches > 1:  # the recomputation's fetch: one more occurrence of the backward's gathers
+                self.occurrences[gather.op, gather.purpose] += stretch.repeats
             by_op.append(("all_gather", ag))
         if reduce:
             rs = sum(call.seconds * n for call, n in reductions)
             self._issue(reduce, self.grad_total, reductions, rs)
             by_op.append((reduce.op, rs))
         comm = sum(seconds for _, seconds in by_op)
-        total = sum(seconds * n for seconds, n in compute)
-        if stretch.compute == NO_COMPUTE:  # on the compute stream, one after the other
-            self.phases.append(Phase(stretch.name, 0.0, comm, comm + loops, stretch.repeats, tuple(by_op), False, 1,
-                                     host=loops))  # fmt: skip
-            return
-        duration = gather_reduce_runs(runs)
-        units = self.units
-        waits = units + (1 if reduce else 0)  # each unit's gather, and the last reduction
-        slack = max(0.0, total + loops - comm) / units
-        slowdown = slowdown_of([*gathers, *reductions])
-        self.phases.append(Phase(stretch.name, total, comm, duration, stretch.repeats, tuple(by_op), True, waits, slack,
-                                 slowdown, host=loops))  # fmt: skip
+        waits = (self.units if gather else 0) + 1  # each unit's fetch, and the pass's end
+        self.phases.append(Phase(stretch.name, compute, comm, compute + comm + waited, stretch.repeats, tuple(by_op),
+                                 False, waits, host=waited))  # fmt: skip
 
     def gathered(
         self, name: str, compute: list[tuple[float, int]], calls: Sequence[tuple[Call, int]], repeats: int
