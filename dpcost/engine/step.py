@@ -763,7 +763,7 @@ def _breakdown(plan: StepPlan, phases: Sequence[Phase]) -> tuple[tuple[Phase, ..
         lost = ph.slowdown * beside
         overlapped += beside * ph.repeats
         busy = ph.compute + ph.host  # what the device does, or waits for the host to let it do, off the calls
-        bound_by_comm = ph.comm >= busy
+        bound_by_comm = ph.overlapped and ph.comm >= busy  # one after the other, every part of the phase counts
         ph = ph.lasting(max(ph.duration, busy + lost) if bound_by_comm else ph.duration + lost)
         slowed.append(ph)
         slowdown += lost * ph.repeats
