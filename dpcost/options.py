@@ -387,8 +387,8 @@ class Communication(Section):
     zero3_fetch: Literal["prefetched", "synchronous"] | None = Field(
         None,
         description="How DeepSpeed's ZeRO-3 gathers: prefetched (v0.6.0 on: a unit's parameters together, the next "
-        "unit's beside the compute) or synchronous (v0.3-v0.5: unit by unit, each parameter of 1e5 elements or more "
-        "gathered in a call of its own, again for a recomputed forward, each gradient reduce-scattered in a call of "
+        "unit's beside the compute) or synchronous (v0.3-v0.5.4: unit by unit, each parameter of 1e5 elements or "
+        "more gathered in a call of its own, again for a recomputed block, each gradient reduce-scattered in a call of "
         "its own, through torch's list collectives, whose host loop over the ranks the device waits for; nothing "
         "beside the compute; engine/synchronous_fetch.py) [default: prefetched]. Give --framework deepspeed.",
         json_schema_extra=cli("--zero3-fetch"),

@@ -59,13 +59,28 @@ def test_each_unit_is_its_lists_its_gathers_its_compute_and_its_reductions_one_a
                      ("reduce_scatter", "gradients"): 10}  # fmt: skip
 
 
-def test_the_recomputation_fetches_each_unit_again() -> None:
-    """Under full recomputation the recomputed forward's hooks fetch the unit again before the backward's fetch
-    (the reuse distance keeps nothing: its trace is off by one, deepspeedai/DeepSpeed#1069)."""
+def test_the_recomputation_fetches_each_block_again() -> None:
+    """Under full recomputation the recomputed forward's hooks fetch a block again before the backward's fetch (the
+    reuse distance keeps nothing: its trace is off by one, deepspeedai/DeepSpeed#1069); the embedding and the head,
+    outside the checkpoints (Unit.linear False), are fetched once."""
     once, again = step_time(_plan(), call), step_time(_plan(regathers=True), call)
     assert again.step - once.step == pytest.approx(2 * (2e-3 + 4.0e-3), rel=1e-9)
     calls = {(x.op, x.purpose): x.calls for x in again.traffic}
     assert calls[("all_gather", "parameters (backward)")] == 8
+    head = Unit(1.03e6, 0.5, (6e5, 4e5, 3e4), vectors=3, linear=False)
+    ends = step_time(_plan(units=(UNIT, head), regathers=True), call)
+    assert ends.step - once.step == pytest.approx(2e-3 + 4.0e-3, rel=1e-9)
+
+
+def test_the_cli_fetches_the_blocks_again_under_full_recomputation() -> None:
+    """Llama 8B: 32 blocks of 7 matrices each (Unit.tensors), and the embedding and head of one each, so a fetch is
+    226 calls; under --recompute full the backward's are the blocks' twice and the ends' once."""
+    calls = {}
+    for policy in ("none", "full"):
+        r = report("estimate", *FLAGS, "--zero3-fetch", "synchronous", "--recompute", policy)
+        calls[policy] = {c["purpose"]: c["calls"] for c in r["communication"]["collectives"] if c["op"] == "all_gather"}
+    assert calls["none"] == {"parameters (forward)": 226, "parameters (backward)": 226}
+    assert calls["full"] == {"parameters (forward)": 226, "parameters (backward)": 2 * 32 * 7 + 2}
 
 
 def test_the_reductions_lists_wait_only_where_the_backward_is_shorter() -> None:
@@ -75,11 +90,14 @@ def test_the_reductions_lists_wait_only_where_the_backward_is_shorter() -> None:
     assert short.host == pytest.approx(4 * 2e-3 + 2 * 4e-3, rel=1e-9)
 
 
-@pytest.mark.parametrize(("model", "matrices", "vectors"), [("llama-8b", 7, 2), ("gpt3-175b", 4, 8)])
+@pytest.mark.parametrize(
+    ("model", "matrices", "vectors"), [("llama-8b", 7, 2), ("gpt3-175b", 4, 8), ("qwen-72b", 5, 3)]
+)
 def test_a_blocks_tensors_are_its_modules(model: str, matrices: int, vectors: int) -> None:
     """As the modules hold them: Llama's q, k, v, o, gate, up and down projections and two RMSNorm weights; GPT-3's
     fused QKV (Megatron's query_key_value, GPT-2's c_attn), dense, fc1 and fc2 (their biases) and two LayerNorms'
-    weights and biases."""
+    weights and biases; Qwen (1)'s c_attn with its one bias, c_proj, w1, w2 and mlp.c_proj, and two RMSNorm
+    weights."""
     a = load_model(model).architecture
     assert a is not None
     assert len(block_matrices(a, False)) == matrices and block_vectors(a, False) == vectors
@@ -105,7 +123,6 @@ def test_the_host_waits_a_rank_for_every_call_of_the_step() -> None:
     calls = sum(c["calls"] for c in r["communication"]["collectives"])
     host = {b["term"]: b["seconds"] for b in r["time"]["breakdown"]}[HOST_LISTS]
     assert gathers * per_call * (1 - 1e-9) <= host <= calls * per_call * (1 + 1e-9)
-    assert r["time"]["step_seconds"] > r["time"]["compute_seconds"] + host  # nothing hides the host's time
     assert r["memory"] == default["memory"] and HOST_LISTS not in str(default["time"]["breakdown"])
 
 
@@ -145,3 +162,13 @@ def test_a_plan_search_keeps_the_fetch_for_deepspeeds_plans_alone() -> None:
     assert deepspeed and others
     assert all(o.communication.zero3_fetch == "synchronous" and o.compute.list_host_time == 1e-5 for o in deepspeed)
     assert all(o.communication.zero3_fetch is None and o.compute.list_host_time is None for o in others)
+
+
+def test_a_fused_qkv_is_one_tensor_of_q_k_and_v() -> None:
+    """Phi-3 style: one qkv_proj of hidden x (q + 2 kv) under grouped-query attention (fused_qkv), in place of three."""
+    a = load_model("llama-8b").architecture
+    assert a is not None
+    fused = a.model_copy(update={"fused_qkv": True})
+    q, kv = a.heads * a.d_head, a.n_kv_heads * a.d_head
+    assert block_matrices(fused, False)[0] == a.hidden * (q + 2 * kv)
+    assert block_matrices(fused, False)[1:] == block_matrices(a, False)[3:]

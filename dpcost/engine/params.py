@@ -825,13 +825,13 @@ def block_vectors(
 ) -> int:
     """How many tensors the last of block_tensors stands for where it lumps the small ones (0: it lumps none): each
     norm's weight, and its bias under LayerNorm (one hidden-sized tensor each), and a bias a projection where
-    linear layers have them (q, k and v alone with qkv_bias), as the HF modules hold them."""
+    linear layers have them (q, k and v alone with qkv_bias: one where they are fused), as the modules hold them."""
     tensors = block_tensors(a, moe_layer, mixer, mlp_kind, ffn)
     matrices = block_matrices(a, moe_layer, mixer, mlp_kind, ffn)
     if len(tensors) == len(matrices):
         return 0
     norms = round(layer_norm_parameters(a, mixer, mlp_kind) / a.hidden)
-    biases = len(matrices) if a.linear_bias else (3 if a.qkv_bias else 0)
+    biases = len(matrices) if a.linear_bias else ((1 if a.fused_qkv else 3) if a.qkv_bias else 0)
     return max(1, norms + biases)
 
 
@@ -898,7 +898,8 @@ def block_matrices(
         relative = [h * a.heads * a.relative_logits.rank] if a.relative_logits is not None else []  # Inkling's r_proj
         relative += [h * a.heads] if a.sink_projection else []  # Inkling 2's sink_proj
         queries = [h * q_out * (2 if a.attention_gate else 1)]
-        if a.fused_qkv and keys_values:  # one linear layer projects Q, K and V: one tensor (GPT-2's c_attn)
+        if a.fused_qkv and keys_values and a.attention_experts is None:
+            # one linear layer projects Q, K and V (GPT-2's c_attn, Megatron's query_key_value): one tensor
             queries, keys_values = [queries[0] + sum(keys_values)], []
         attention = [*queries, *keys_values, *relative, a.heads * a.d_value * h]
         if a.head_gate:

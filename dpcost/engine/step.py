@@ -665,10 +665,12 @@ class _Schedule:
         gather = next((c for c in stretch.calls if c.when == BEFORE_UNIT), None)
         reduce = next((c for c in stretch.calls if c.when == AFTER_UNIT), None)
         backward = stretch.compute != FORWARD
-        fetches = (2 if p.regathers and backward else 1) if gather else 0  # the unit's fetches a pass
+        again = p.regathers and backward  # a block's recomputed forward fetches it again (not the embedding, head)
         gathers: list[tuple[Call, int]] = []  # one fetch's, forward order, as the traffic lists them
         reductions: list[tuple[Call, int]] = []  # backward order
-        compute = waited = gathered = 0.0  # seconds; the host's seconds the device waits for; bytes a fetch moves
+        regathered: list[tuple[Call, int]] = []  # the recomputation's fetch
+        compute = waited = gathered = 0.0  # seconds; the host's seconds the device waits for; bytes the fetches move
+        syncs = 0  # the fetches a pass, each a wait for every rank
         for (u, n), (seconds, _) in zip(self.runs[::-1] if backward else self.runs, self.bwd_runs if backward else
                                          self.fwd_runs, strict=True):  # fmt: skip
             seconds = 0.0 if stretch.compute == NO_COMPUTE else seconds
@@ -679,26 +681,27 @@ class _Schedule:
             mine_r = [(self.call(reduce.op, t * p.grad_bytes), k) for t, k in reduced] if reduce else []
             lists_g = host * sum(k for _, k in fetched)
             lists_r = host * sum(k for _, k in reduced)
+            fetches = 2 if again and u.linear else 1  # Unit.linear: a decoder block, which a checkpoint wraps
             waited += (fetches * lists_g + max(0.0, lists_r - seconds)) * n
             compute += seconds * n
+            syncs += fetches * n if fetched else 0
+            regathered += [(call, k * n) for call, k in mine_g] if fetches > 1 else []
             gathers += [(call, k * n) for call, k in mine_g]
-            gathered += sum(t * k for t, k in fetched) * n * self.gathered_bytes(u)
+            gathered += fetches * sum(t * k for t, k in fetched) * n * self.gathered_bytes(u)
             reductions += [(call, k * n) for call, k in mine_r]
         if backward:
             gathers.reverse()
         by_op: list[tuple[str, float]] = []
         if gather:
-            ag = fetches * sum(call.seconds * n for call, n in gathers)
-            self._issue(gather, gathered, gathers, ag / fetches)
-            if fetches > 1:  # the recomputation's fetch: one more occurrence of the backward's gathers
-                self.occurrences[gather.op, gather.purpose] += stretch.repeats
-            by_op.append(("all_gather", ag))
+            fetched_runs = [*gathers, *regathered]
+            self._issue(gather, gathered, fetched_runs)
+            by_op.append(("all_gather", sum(call.seconds * n for call, n in fetched_runs)))
         if reduce:
             rs = sum(call.seconds * n for call, n in reductions)
             self._issue(reduce, self.grad_total, reductions, rs)
             by_op.append((reduce.op, rs))
         comm = sum(seconds for _, seconds in by_op)
-        waits = (self.units if gather else 0) + 1  # each unit's fetch, and the pass's end
+        waits = syncs + (1 if reduce else 0)  # each fetch, and the last reduction
         self.phases.append(Phase(stretch.name, compute, comm, compute + comm + waited, stretch.repeats, tuple(by_op),
                                  False, waits, host=waited))  # fmt: skip
 
