@@ -333,11 +333,13 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
     # one compute model for every plan, so that pure DP and layouts compare
     chosen = compute_model_for(model, base.compute)
     base = base.model_copy(update={"compute": base.compute.model_copy(update={"compute_model": chosen})})
-    # DeepSpeed's ZeRO-3 fetch is DeepSpeed's, on pure DP alone (prepare.check_zero3_fetch)
-    other_fetch = {
-        "communication": base.communication.model_copy(update={"zero3_fetch": None}),
-        "compute": base.compute.model_copy(update={"list_host_time": None}),
-    }
+    # DeepSpeed's ZeRO-3 fetch is DeepSpeed's, on pure DP alone (prepare.check_zero3_fetch); the MoE layers' host
+    # time is a layout's (prepare.check_pipeline_only): the options each kind of candidate takes from `base`
+    without_fetch = base.communication.model_copy(update={"zero3_fetch": None})
+    pure_dp_compute = base.compute.model_copy(update={"moe_host_time": None})
+    deepspeed_dp = {"compute": pure_dp_compute}
+    other_dp = {"communication": without_fetch, "compute": pure_dp_compute.model_copy(update={"list_host_time": None})}
+    layout = {"communication": without_fetch, "compute": base.compute.model_copy(update={"list_host_time": None})}
     for shape in [Shape(dp=gpus), *(s for s in layout_shapes(model, topology, gpus, seq_len) if not s.trivial)]:
         for mb in MICRO_BATCHES:
             if global_batch is not None and global_batch % (shape.dp * mb):
@@ -360,8 +362,6 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
             if shape.trivial and base.parallel.mtp_layers:
                 continue  # MTP modules train in a Megatron layout only (prepare.check_pipeline_only)
             if shape.trivial:
-                # the MoE layers' host time is a layout's (prepare.check_pipeline_only)
-                compute = base.compute.model_copy(update={"moe_host_time": None})
                 for framework in PURE_DP_FRAMEWORKS:
                     groups: list[int | None] = [None]
                     if framework == "fsdp":
@@ -370,17 +370,15 @@ def candidates(model: ModelSpec, topology: TopologySpec, gpus: int, base: Option
                         plan = base.plan.model_copy(
                             update={"framework": framework, "shard_group": group, "zero": None, "recompute": None}
                         )
-                        update = {"dp": gpus, "plan": plan, "batch": batch, "parallel": parallel, "compute": compute}
-                        if framework != "deepspeed":
-                            update["communication"] = other_fetch["communication"]
-                            update["compute"] = compute.model_copy(update={"list_host_time": None})
+                        own = deepspeed_dp if framework == "deepspeed" else other_dp
+                        update = {"dp": gpus, "plan": plan, "batch": batch, "parallel": parallel, **own}
                         yield shape, base.model_copy(update=update)
                 continue
             plan = base.plan.model_copy(
                 update={"framework": "megatron", "zero": 1, "recompute": None, "shard_group": None}
             )
             yield shape, base.model_copy(update={"dp": shape.dp, "plan": plan, "batch": batch, "parallel": parallel,
-                                                 **other_fetch})  # fmt: skip
+                                                 **layout})  # fmt: skip
 
 
 def _seq_len(model: ModelSpec, base: Options) -> int:
