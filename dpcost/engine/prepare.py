@@ -175,6 +175,12 @@ class Prepared:
         return self.o.parallel.tp if self.schedule == "fsdp" else 1
 
     @property
+    def first_parameter(self) -> float:
+        """The first parameter of the flattened gradients, on this GPU: the input embedding, first in a Hugging Face
+        model's and Megatron's order (DeepSpeed's stage 1-2 partition buffer: memory.deepspeed_partition_buffer)."""
+        return self.counts.embedding / self.tensor_parallel_ranks
+
+    @property
     def context_parallel_ranks(self) -> int:
         """The ranks the per-GPU memory splits the sequence over: CP under PyTorch FSDP (torchtitan's
         context_parallel: each rank keeps its s / CP tokens' activations and loss, and the ring's working buffers,
@@ -1175,7 +1181,7 @@ def _stage_states(model: ModelSpec, p: Prepared, stage: int, arch: GPUArch, stat
         working_set_bytes(muon) if (muon := p.muon_matrices(model)) else 0.0,
         o.precision.sub_group_size,
         counts.largest_module / tp,
-        counts.embedding / tp,
+        p.first_parameter,
     )
     if o.communication.keep_full_grads and stage >= 2 and p.accumulation > 1:
         buf = replace(buf, kept_grads=p.grad_bytes * counts.total * (1 - 1 / p.shard_ranks))
@@ -1201,9 +1207,8 @@ def _model_states(model: ModelSpec, p: Prepared, stage: int) -> ModelStates:
                           p.muon_share(model))  # fmt: skip
     if p.recipe.name == "deepspeed" and stage == 2 and not offload_applies(o.precision.offload, stage):
         # the partition's gradient buffer holds the embedding whole where the partition is smaller (rank 0's)
-        first = p.counts.embedding / p.tensor_parallel_ranks
         partition = held / p.shard_ranks
-        beyond = p.grad_bytes * (deepspeed_partition_buffer(partition, first) - partition)
+        beyond = p.grad_bytes * (deepspeed_partition_buffer(partition, p.first_parameter) - partition)
         states = replace(states, grads=states.grads + beyond, backward_grads=states.backward_grads + beyond)
     if o.precision.grads_between_steps == "kept":  # zeroed in place, not freed: held through the next forward
         states = replace(states, backward_grads=0.0)
