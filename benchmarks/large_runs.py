@@ -385,6 +385,8 @@ UNUSED_METRIC = {
     "days_per_trillion_tokens": "covered by GPU-hours per trillion tokens",
 }
 
+# ZeRO-3 runs on DeepSpeed of 2021, which fetched a parameter a call (--zero3-fetch synchronous: synchronous_fetch.py)
+SYNCHRONOUS_ZERO3 = ("narayanan2021",)
 PRE_FLASH = ("narayanan2021", "korthikanti2022", "bloom-tr11")  # trained before FlashAttention was in Megatron
 
 HOLDOUT_STATEMENT = (
@@ -1085,7 +1087,7 @@ def cost(config: Configuration, compute_model: str = "ops") -> Compared:
     zero3 = "ZeRO-3" in row["notes"] and (tp, cp, pp, ep) == (1, 1, 1, 1)
     if zero3:
         flags.append("pure data parallelism: costed by dpcost estimate --zero 3 --framework deepspeed")
-    if zero3 and source == "narayanan2021":
+    if zero3 and source in SYNCHRONOUS_ZERO3:
         flags.append("DeepSpeed of 2021: each parameter gathered and reduced on its own, synchronously "
                      "(--zero3-fetch synchronous)")  # fmt: skip
     if "FSDP" in row["notes"] and source == "llama3-2024":
@@ -1453,7 +1455,7 @@ def data_parallel(
     """A pure data-parallel ZeRO-3 run as `dpcost estimate --zero 3 --framework deepspeed` costs it (the DP engine:
     parameters gathered in forward and backward, gradients reduce-scattered), its compute by the DP default (one
     --mfu) unless op by op was asked for."""
-    synchronous = row["source"] == "narayanan2021"  # DeepSpeed of 2021 (engine/synchronous_fetch.py)
+    synchronous = row["source"] in SYNCHRONOUS_ZERO3
     options = Options(
         dp=int(row["dp"]),
         zero=3,
